@@ -1,0 +1,164 @@
+"""The measurement state of one metric on one example.
+
+A Score either carries a number that was really measured (``scored``) or carries no number at all and says why.
+The rules live in :func:`score_violation` so that the compact column store (``core.columns``) enforces exactly
+the same contract as the model without building one object per score.
+"""
+
+from __future__ import annotations
+
+import math
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class Status(StrEnum):
+    """Does a number exist?"""
+
+    SCORED = "scored"
+    BLOCKED = "blocked"
+    NON_EVALUABLE = "non_evaluable"
+    SKIPPED = "skipped"
+    ERROR = "error"
+
+
+class Validity(StrEnum):
+    """Can the number be trusted? Independent of status, but constrained by it."""
+
+    VALID = "valid"
+    INVALID = "invalid"
+    NOT_MEASURED = "not_measured"
+    NOT_APPLICABLE = "not_applicable"
+
+
+SCORED_VALIDITIES = frozenset({Validity.VALID, Validity.INVALID})
+UNSCORED_VALIDITIES = frozenset({Validity.NOT_MEASURED, Validity.NOT_APPLICABLE})
+
+
+class ScoreContractError(ValueError):
+    """A score was about to exist in a state the contract forbids."""
+
+
+class Diagnostic(BaseModel):
+    """Why a score is short of scored+valid. ``code`` is a stable snake_case identifier reports group by."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    code: str = Field(min_length=1, max_length=80, pattern=r"^[a-z][a-z0-9_]*$")
+    message: str = Field(min_length=1)
+    detail: str | None = None
+
+
+def value_violation(value: object) -> str | None:
+    """Why ``value`` cannot be a measured number, or None when it can.
+
+    ``bool`` is refused although it subclasses ``int``: True is an answer to a question, not a measurement, and
+    letting it through would make ``True`` silently average as 1.0.
+    """
+    if isinstance(value, bool):
+        return "a bool is not a measured number; return 1.0/0.0 explicitly"
+    if not isinstance(value, int | float):
+        return f"value must be a real number, got {type(value).__name__}"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"value must be finite, got {value!r}"
+    return None
+
+
+def score_violation(
+    status: Status, validity: Validity, value: object, has_diagnostics: bool
+) -> str | None:
+    """The first rule the combination breaks, or None when it is a legal score."""
+    if status is Status.SCORED:
+        if value is None:
+            return "a scored score needs a value"
+        why = value_violation(value)
+        if why is not None:
+            return why
+        if validity not in SCORED_VALIDITIES:
+            return f"a scored score must be valid or invalid, not {validity.value}"
+    else:
+        if value is not None:
+            return f"a {status.value} score carries no value (missing is never 0.0), got {value!r}"
+        if validity not in UNSCORED_VALIDITIES:
+            return f"a {status.value} score must be not_measured or not_applicable, not {validity.value}"
+    if not has_diagnostics and not (status is Status.SCORED and validity is Validity.VALID):
+        return f"a {status.value}/{validity.value} score must say why: at least one diagnostic is required"
+    return None
+
+
+class Score(BaseModel):
+    """One metric's measurement of one example (or one sample of it)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    status: Status
+    validity: Validity
+    value: float | None = None
+    diagnostics: tuple[Diagnostic, ...] = ()
+    evidence: tuple[str, ...] = ()
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _refuse_non_numbers(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        why = value_violation(value)
+        if why is not None:
+            raise ValueError(why)
+        return float(value)
+
+    @model_validator(mode="after")
+    def _enforce_contract(self) -> Score:
+        why = score_violation(self.status, self.validity, self.value, bool(self.diagnostics))
+        if why is not None:
+            raise ValueError(why)
+        return self
+
+    # Constructors for the common states; each still passes through the validators above.
+    @classmethod
+    def measured(cls, value: float, *, evidence: tuple[str, ...] = ()) -> Score:
+        return cls(status=Status.SCORED, validity=Validity.VALID, value=value, evidence=evidence)
+
+    @classmethod
+    def untrusted(cls, value: float, code: str, message: str, detail: str | None = None) -> Score:
+        """A value was produced but cannot be trusted (e.g. a judge answered off its scale)."""
+        return cls(
+            status=Status.SCORED,
+            validity=Validity.INVALID,
+            value=value,
+            diagnostics=(Diagnostic(code=code, message=message, detail=detail),),
+        )
+
+    @classmethod
+    def unmeasured(
+        cls,
+        status: Status,
+        code: str,
+        message: str,
+        detail: str | None = None,
+        *,
+        validity: Validity = Validity.NOT_MEASURED,
+        evidence: tuple[str, ...] = (),
+    ) -> Score:
+        return cls(
+            status=status,
+            validity=validity,
+            value=None,
+            diagnostics=(Diagnostic(code=code, message=message, detail=detail),),
+            evidence=evidence,
+        )
+
+    @classmethod
+    def error(cls, code: str, message: str, detail: str | None = None) -> Score:
+        return cls.unmeasured(Status.ERROR, code, message, detail)
+
+    @classmethod
+    def non_evaluable(cls, code: str, message: str, detail: str | None = None) -> Score:
+        return cls.unmeasured(Status.NON_EVALUABLE, code, message, detail, validity=Validity.NOT_APPLICABLE)
+
+    @property
+    def included(self) -> bool:
+        """Whether this score enters aggregation: only scored+valid does."""
+        return self.status is Status.SCORED and self.validity is Validity.VALID

@@ -1,0 +1,105 @@
+"""What every metric is: a declared spec (validated config) that builds a function from an Example to a result.
+
+A result is a :class:`~evalglass.core.score.Score`, or a bare finite float as shorthand for scored+valid (the hot
+path for builtins on large datasets). A metric never returns 0.0 for a measurement it could not make: it returns a
+Score with status and diagnostic instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from evalglass.core.example import Example
+from evalglass.core.fieldpath import ABSENT, FieldPathError, get_path, parse_path
+from evalglass.core.score import Score
+
+MetricResult = float | Score
+MetricFn = Callable[[Example], MetricResult]
+
+
+class MetricSpec(BaseModel):
+    """Fields shared by every metric type. Subclasses add ``type: Literal[...]`` and their own parameters."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: Human-readable summary of what a metric type measures; shown by ``evalglass explain``.
+    summary: ClassVar[str] = ""
+
+    description: str | None = Field(default=None, description="What this metric tells you, in your words.")
+    field: str | None = Field(
+        default=None,
+        description="Dotted path inside the output to measure (e.g. 'answer.value'); default: the whole output.",
+    )
+    reference: str | None = Field(
+        default=None,
+        description="Dotted path in the dataset record holding the gold value; makes this a reference metric.",
+    )
+
+    @field_validator("field", "reference")
+    @classmethod
+    def _valid_path(cls, path: str | None) -> str | None:
+        if path is not None:
+            try:
+                parse_path(path)
+            except FieldPathError as exc:
+                raise ValueError(str(exc)) from None
+        return path
+
+    @property
+    def uses_reference(self) -> bool:
+        """Reference metrics compare with a gold field and may gate only on a validated dataset."""
+        return self.reference is not None
+
+    def build(self, base_dir: Path) -> MetricFn:
+        """Compile the spec into a fast per-example function. ``base_dir`` resolves relative file paths."""
+        raise NotImplementedError
+
+    def fingerprint_payload(self) -> dict[str, Any]:
+        """The canonical definition an approval is bound to (description excluded: prose is not semantics)."""
+        return self.model_dump(mode="json", exclude={"description"})
+
+
+def measured_target(spec: MetricSpec) -> Callable[[Example], Any]:
+    """A getter for the part of the output the spec measures; returns ABSENT when the path is missing."""
+    if spec.field is None:
+        return lambda example: example.output
+    path = parse_path(spec.field)
+    return lambda example: get_path(example.output, path)
+
+
+def reference_getter(spec: MetricSpec) -> Callable[[Example], Any]:
+    """A getter for the gold value; returns ABSENT when the record has no reference."""
+    if spec.reference is None:
+        raise ValueError("reference_getter needs a spec with a reference path")
+    path = parse_path(spec.reference)
+    return lambda example: get_path(example.fields, path)
+
+
+def missing_reference(spec: MetricSpec, example: Example) -> Score:
+    return Score.non_evaluable(
+        "reference_missing",
+        f"example {example.id} has no reference at '{spec.reference}'",
+    )
+
+
+def missing_field(spec: MetricSpec, example: Example) -> Score:
+    return Score.non_evaluable(
+        "field_missing",
+        f"the output of example {example.id} has no field '{spec.field}'",
+    )
+
+
+__all__ = [
+    "ABSENT",
+    "MetricFn",
+    "MetricResult",
+    "MetricSpec",
+    "measured_target",
+    "missing_field",
+    "missing_reference",
+    "reference_getter",
+]
