@@ -1,0 +1,152 @@
+"""Equality metrics: ``exact_match`` against one gold value and ``enum`` against a set of allowed values.
+
+Both compare with JSON semantics (see :mod:`evalglass.metrics.jsonvalue`): ``true`` is not ``1``, ``1`` is
+``1.0``, object key order is irrelevant. Text normalisation applies only when both sides are strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, JsonValue, model_validator
+
+from evalglass.core.example import Example
+from evalglass.core.score import Score
+from evalglass.metrics.base import (
+    ABSENT,
+    MetricFn,
+    MetricResult,
+    MetricSpec,
+    measured_target,
+    missing_reference,
+    reference_getter,
+)
+from evalglass.metrics.jsonvalue import NotJsonError, json_key
+from evalglass.metrics.normalize import NormalizeOptions, Normalizer, build_normalizer
+from evalglass.metrics.support import (
+    NoReferenceSpec,
+    json_type_name,
+    scored_with_note,
+    target_missing,
+    wrong_type,
+)
+
+Comparer = Callable[[Any], MetricResult]
+
+
+class ExactMatchSpec(MetricSpec):
+    """Equality with the record's ``reference`` or a literal ``expected`` value (exactly one of the two).
+
+    ``expected: null`` is a real expectation (the output must be JSON null); leaving ``expected`` out is not.
+    """
+
+    summary: ClassVar[str] = "1.0 when the output (or field) equals the reference or expected value, else 0.0."
+
+    type: Literal["exact_match"] = "exact_match"
+    expected: JsonValue = Field(default=None, description="Literal value to compare with; omit with 'reference'.")
+    normalize: NormalizeOptions = Field(default_factory=NormalizeOptions)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ExactMatchSpec:
+        if ("expected" in self.model_fields_set) == (self.reference is not None):
+            raise ValueError(
+                "exact_match needs exactly one of 'reference' (a path in the record) or 'expected' (a literal value)"
+            )
+        return self
+
+    def build(self, base_dir: Path) -> MetricFn:
+        target = measured_target(self)
+        normalizer = build_normalizer(self.normalize)
+        if self.reference is None:
+            return self._build_literal(target, _comparer(self.expected, normalizer))
+        gold = reference_getter(self)
+
+        def exact_match_reference(example: Example) -> MetricResult:
+            reference = gold(example)
+            if reference is ABSENT:
+                return missing_reference(self, example)
+            value = target(example)
+            if value is ABSENT:
+                return target_missing(self, example)
+            if type(value) is str and type(reference) is str:
+                return 1.0 if normalizer(value) == normalizer(reference) else 0.0
+            return _comparer(reference, normalizer)(value)
+
+        return exact_match_reference
+
+    def _build_literal(self, target: Callable[[Example], Any], compare: Comparer) -> MetricFn:
+        def exact_match(example: Example) -> MetricResult:
+            value = target(example)
+            if value is ABSENT:
+                return target_missing(self, example)
+            return compare(value)
+
+        return exact_match
+
+
+def _comparer(gold: Any, normalizer: Normalizer) -> Comparer:
+    """A function comparing any value with ``gold``, with the gold side prepared once."""
+    if isinstance(gold, str):
+        normalized_gold = normalizer(gold)
+
+        def against_text(value: Any) -> MetricResult:
+            if isinstance(value, str):
+                return 1.0 if normalizer(value) == normalized_gold else 0.0
+            return _type_mismatch(value, gold)
+
+        return against_text
+
+    try:
+        gold_key = json_key(gold)
+    except NotJsonError as exc:
+        message = f"exact_match compares JSON values and the expected value is not one: {exc}"
+        return lambda value: Score.error("reference_wrong_type", message)
+
+    def against_json(value: Any) -> MetricResult:
+        if isinstance(value, str):
+            return _type_mismatch(value, gold)
+        try:
+            return 1.0 if json_key(value) == gold_key else 0.0
+        except NotJsonError as exc:
+            return wrong_type("exact_match", f"a JSON value ({exc})", value)
+
+    return against_json
+
+
+def _type_mismatch(value: Any, gold: Any) -> Score:
+    """0.0 with a note: text never equals a non-text value, and saying so catches '42' vs 42 dataset slips."""
+    return scored_with_note(
+        0.0,
+        "type_mismatch",
+        f"output type {json_type_name(value)} vs expected type {json_type_name(gold)}: "
+        "text never equals a non-text value",
+    )
+
+
+class EnumSpec(NoReferenceSpec):
+    """Membership in a closed set of allowed values, e.g. a classifier's label set."""
+
+    summary: ClassVar[str] = "1.0 when the output (or field) is one of the allowed values, else 0.0."
+
+    type: Literal["enum"] = "enum"
+    values: list[JsonValue] = Field(min_length=1, description="The allowed values (JSON equality).")
+    case_sensitive: bool = Field(default=True, description="When false, strings compare case-folded.")
+
+    def build(self, base_dir: Path) -> MetricFn:
+        target = measured_target(self)
+        fold = not self.case_sensitive
+        allowed = frozenset(json_key(value, fold_case=fold) for value in self.values)
+
+        def enum(example: Example) -> MetricResult:
+            value = target(example)
+            if value is ABSENT:
+                return target_missing(self, example)
+            try:
+                key = json_key(value, fold_case=fold)
+            except NotJsonError as exc:
+                return wrong_type("enum", f"a JSON value ({exc})", value)
+            return 1.0 if key in allowed else 0.0
+
+        return enum

@@ -1,0 +1,190 @@
+"""``python``: a metric written by the host as a plain Python function.
+
+Calling rule. The function's parameters are filled by name from this fixed set, and only what it asks for is
+passed:
+
+* ``output``    - the measured target: the output, or the value at ``field`` inside it;
+* ``record``    - the dataset record (a mapping; treat it as read-only);
+* ``reference`` - the value at the spec's ``reference`` path (only when the spec sets one);
+* ``example``   - the whole :class:`~evalglass.core.example.Example` (id, line, sample...).
+
+A ``**kwargs`` parameter receives all of them. Any other parameter needs a default, or loading fails.
+
+Return rule. A finite ``int``/``float`` (scored, valid), a :class:`~evalglass.core.score.Score` (any legal
+state), or ``(None, "reason")`` to decline (``non_evaluable``, code ``host_declined``). Anything else,
+including ``bool``, NaN, infinity, a string and a bare ``None`` (usually a forgotten ``return``), is an
+``error`` score with code ``host_bad_return``. An exception (or ``sys.exit``) inside the function is an
+``error`` score with code ``host_raised``; it never stops the run and never becomes 0.0. ``KeyboardInterrupt``
+still stops the run.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import numbers
+import traceback
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, field_validator
+
+from evalglass.core.example import Example
+from evalglass.core.score import Score, score_violation
+from evalglass.metrics.base import (
+    ABSENT,
+    MetricFn,
+    MetricResult,
+    MetricSpec,
+    measured_target,
+    missing_reference,
+    reference_getter,
+)
+from evalglass.metrics.errors import MetricLoadError
+from evalglass.metrics.hostload import HostFunction, is_file_reference, load_function, split_reference
+from evalglass.metrics.support import one_line, preview, target_missing
+
+ARGUMENT_NAMES = ("output", "record", "reference", "example")
+_TRACEBACK_CHARS = 2000
+_RETURN_HINT = "return a finite number, a Score, or (None, 'reason') to decline"
+
+
+class PythonMetricSpec(MetricSpec):
+    """A host function named ``"path/to/file.py:name"`` (relative to the config) or ``"pkg.mod:name"``."""
+
+    summary: ClassVar[str] = "Whatever the host's Python function returns: a number, a Score, or a declined example."
+
+    type: Literal["python"] = "python"
+    function: str = Field(
+        description="'path/to/file.py:function' (relative to the config) or 'package.module:function'."
+    )
+
+    @field_validator("function")
+    @classmethod
+    def _reference_shape(cls, function: str) -> str:
+        split_reference(function)
+        return function
+
+    def referenced_files(self, base_dir: Path) -> tuple[Path, ...]:
+        """Files whose contents define this metric; an approval should also bind their hashes."""
+        source, _ = split_reference(self.function)
+        return ((base_dir / source).resolve(),) if is_file_reference(source) else ()
+
+    def build(self, base_dir: Path) -> MetricFn:
+        function = load_function(self.function, base_dir)
+        wanted = self._parameters(function)
+        target = measured_target(self)
+        gold = reference_getter(self) if self.reference is not None else None
+
+        def python_metric(example: Example) -> MetricResult:
+            reference: Any = None
+            if gold is not None:
+                reference = gold(example)
+                if reference is ABSENT:
+                    return missing_reference(self, example)
+            output = target(example)
+            if output is ABSENT:
+                return target_missing(self, example)
+            available = {
+                "output": output,
+                "record": example.fields,
+                "reference": reference,
+                "example": example,
+            }
+            try:
+                result = function(**{name: available[name] for name in wanted})
+            except (Exception, SystemExit) as exc:
+                return raised(exc)
+            return interpret(result)
+
+        return python_metric
+
+    def _parameters(self, function: HostFunction) -> tuple[str, ...]:
+        try:
+            signature = inspect.signature(function)
+        except (TypeError, ValueError):
+            raise MetricLoadError(
+                f"python metric: cannot read the parameters of {self.function}; wrap it in a plain 'def'"
+            ) from None
+        return wanted_arguments(signature, self.function, has_reference=self.reference is not None)
+
+
+def wanted_arguments(signature: inspect.Signature, where: str, *, has_reference: bool) -> tuple[str, ...]:
+    """The argument names to pass, checked once at build time against the calling rule."""
+    offered = tuple(name for name in ARGUMENT_NAMES if has_reference or name != "reference")
+    wanted: list[str] = []
+    for parameter in signature.parameters.values():
+        if parameter.kind is parameter.VAR_KEYWORD:
+            return offered
+        if parameter.kind is parameter.VAR_POSITIONAL or parameter.default is not parameter.empty:
+            if parameter.name in offered and parameter.kind is not parameter.POSITIONAL_ONLY:
+                wanted.append(parameter.name)
+            continue
+        problem = _unfillable(parameter, has_reference)
+        if problem:
+            raise MetricLoadError(f"python metric: {where} {problem}")
+        wanted.append(parameter.name)
+    if not wanted:
+        raise MetricLoadError(
+            f"python metric: {where} takes none of {', '.join(ARGUMENT_NAMES)}; "
+            "declare at least one, e.g. 'def metric(output)'"
+        )
+    return tuple(wanted)
+
+
+def _unfillable(parameter: inspect.Parameter, has_reference: bool) -> str:
+    """Why a required parameter cannot be given a value, or an empty string when it can."""
+    name = parameter.name
+    if parameter.kind is parameter.POSITIONAL_ONLY:
+        return f"has positional-only parameter {name!r}, but arguments are passed by keyword; remove the '/'"
+    if name not in ARGUMENT_NAMES:
+        return (
+            f"has parameter {name!r}, which cannot be filled: parameters are matched by name from "
+            f"{', '.join(ARGUMENT_NAMES)}; rename it or give it a default"
+        )
+    if name == "reference" and not has_reference:
+        return "takes 'reference' but the metric sets no 'reference:' path; add one or drop the parameter"
+    return ""
+
+
+def interpret(result: Any) -> MetricResult:
+    """Turn whatever the host returned into a legal result, or an ``error`` saying what was wrong with it."""
+    if type(result) is float and math.isfinite(result):
+        return result
+    if isinstance(result, Score):
+        why = score_violation(result.status, result.validity, result.value, bool(result.diagnostics))
+        return result if why is None else bad_return(f"returned an illegal Score ({why})", result)
+    if isinstance(result, bool) or type(result).__name__ in {"bool", "bool_"}:
+        return bad_return("returned a bool, which is not a measurement; return 1.0 or 0.0", result)
+    if isinstance(result, numbers.Real):
+        return _real(result)
+    if isinstance(result, tuple) and len(result) == 2 and result[0] is None:
+        reason = result[1]
+        if isinstance(reason, str) and reason.strip():
+            return Score.non_evaluable("host_declined", one_line(reason))
+        return bad_return("declined without a reason; return (None, 'a non-empty reason')", result)
+    if result is None:
+        return bad_return(f"returned None (a missing 'return'?); {_RETURN_HINT}", result)
+    return bad_return(f"returned a {type(result).__name__}; {_RETURN_HINT}", result)
+
+
+def _real(result: numbers.Real) -> MetricResult:
+    try:
+        value = float(result)
+    except (OverflowError, TypeError, ValueError):
+        return bad_return("returned a number that does not fit a float", result)
+    if not math.isfinite(value):
+        return bad_return(f"returned {value!r}; a measurement must be finite", result)
+    return value
+
+
+def bad_return(message: str, result: Any) -> Score:
+    return Score.error("host_bad_return", f"the metric function {message}", detail=preview(result))
+
+
+def raised(exc: BaseException) -> Score:
+    """``host_raised`` with the exception type and message, and the traceback tail as detail."""
+    text = one_line(str(exc))
+    message = f"{type(exc).__name__}: {text}" if str(exc).strip() else type(exc).__name__
+    tail = "".join(traceback.format_exception(exc)[-6:]).strip()
+    return Score.error("host_raised", f"the metric function raised {message}", detail=tail[-_TRACEBACK_CHARS:])

@@ -1,0 +1,127 @@
+"""Finding a host-written metric function from a ``"file.py:name"`` or ``"package.module:name"`` reference.
+
+Every failure raises :class:`MetricLoadError` with one line saying what failed, where, and how to fix it. A
+file is loaded as a standalone module (its directory is not added to ``sys.path``), once per file content:
+metrics that share a file share its module-level state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from evalglass.metrics.errors import MetricLoadError
+from evalglass.metrics.support import one_line
+
+HostFunction = Callable[..., Any]
+
+_NOT_IDENTIFIER = re.compile(r"\W")
+_LOADED: dict[tuple[Path, int, int], ModuleType] = {}
+
+
+def split_reference(reference: str) -> tuple[str, str]:
+    """``(source, function_name)``; raises ValueError on a malformed reference. Splits at the last ``:``."""
+    source, sep, name = reference.rpartition(":")
+    if not sep or not source.strip() or not name.isidentifier():
+        raise ValueError(
+            f"function {reference!r} must look like 'path/to/metrics.py:my_metric' or 'my_package.module:my_metric'"
+        )
+    return source, name
+
+
+def is_file_reference(source: str) -> bool:
+    """A source naming a ``.py`` file or containing a path separator is a file; anything else is a module."""
+    return source.endswith(".py") or "/" in source or "\\" in source
+
+
+def load_function(reference: str, base_dir: Path) -> HostFunction:
+    """The callable named by ``reference``; relative file paths resolve against ``base_dir``."""
+    source, name = split_reference(reference)
+    if is_file_reference(source):
+        path = (base_dir / source).resolve()
+        module, where = _load_file(path, base_dir), str(path)
+    else:
+        module, where = _import_module(source), f"module {source}"
+    function = getattr(module, name, None)
+    if function is None:
+        raise MetricLoadError(f"python metric: {where} has no function {name!r}{_available(module)}")
+    if not callable(function):
+        raise MetricLoadError(
+            f"python metric: {where}:{name} is a {type(function).__name__}, not a function; point to a def"
+        )
+    if inspect.iscoroutinefunction(function):
+        raise MetricLoadError(f"python metric: {where}:{name} is async; metric functions must be plain 'def' functions")
+    return function  # type: ignore[no-any-return]
+
+
+def _available(module: ModuleType) -> str:
+    names = sorted(
+        attr for attr, value in vars(module).items() if inspect.isfunction(value) and not attr.startswith("_")
+    )
+    if not names:
+        return "; it defines no public functions"
+    shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
+    return f"; functions it defines: {shown}"
+
+
+def _load_file(path: Path, base_dir: Path) -> ModuleType:
+    try:
+        stat = path.stat()
+    except OSError:
+        raise MetricLoadError(
+            f"python metric: file {path} does not exist; file paths in 'function' are relative to {base_dir}"
+        ) from None
+    key = (path, stat.st_mtime_ns, stat.st_size)
+    cached = _LOADED.get(key)
+    if cached is not None:
+        return cached
+    digest = hashlib.sha256(str(path).encode()).hexdigest()[:12]
+    module_name = f"_evalglass_host_{_NOT_IDENTIFIER.sub('_', path.stem)}_{digest}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise MetricLoadError(f"python metric: cannot load {path} as Python; give a .py file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException as exc:
+        sys.modules.pop(module_name, None)
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        raise _import_failure(str(path), exc) from None
+    _LOADED[key] = module
+    return module
+
+
+def _import_module(source: str) -> ModuleType:
+    try:
+        return importlib.import_module(source)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (source == exc.name or source.startswith(exc.name + ".")):
+            raise MetricLoadError(
+                f"python metric: module {source!r} was not found; install it, add its folder to PYTHONPATH, "
+                "or use the file form 'path/to/file.py:function'"
+            ) from None
+        raise _import_failure(f"module {source}", exc) from None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
+        raise _import_failure(f"module {source}", exc) from None
+
+
+def _import_failure(where: str, exc: BaseException) -> MetricLoadError:
+    if isinstance(exc, SyntaxError):
+        location = f"{exc.filename or where}:{exc.lineno}" if exc.lineno else where
+        return MetricLoadError(f"python metric: syntax error at {location}: {exc.msg}; fix the file")
+    detail = one_line(str(exc))
+    return MetricLoadError(
+        f"python metric: importing {where} raised {type(exc).__name__}: {detail}; fix the module so it imports cleanly"
+    )

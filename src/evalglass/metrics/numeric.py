@@ -1,0 +1,89 @@
+"""``numeric_bounds``: is a number inside a range.
+
+Numbers written as text (``"3.5"``) are refused unless the spec sets ``coerce: true``. A model that answers
+``"3.5"`` where the contract says ``3.5`` has produced different output, and quietly converting it would hide
+that.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, model_validator
+
+from evalglass.core.example import Example
+from evalglass.core.score import Score
+from evalglass.metrics.base import ABSENT, MetricFn, MetricResult, measured_target
+from evalglass.metrics.support import Bound, NoReferenceSpec, preview, target_missing, wrong_type
+
+_DECIMAL = re.compile(r"\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*")
+_COERCE_HINT = "set 'coerce: true' to accept numbers written as text"
+
+
+class NumericBoundsSpec(NoReferenceSpec):
+    """A number within ``min`` and/or ``max``; bounds are inclusive unless ``inclusive: false``.
+
+    With ``coerce: true`` a string in plain decimal or exponent notation (``" -3.5e2 "``) is read as a number;
+    thousands separators, units, ``nan`` and ``inf`` are not numbers and give an ``error`` score.
+    """
+
+    summary: ClassVar[str] = "1.0 when the output number (or field) lies within [min, max], else 0.0."
+
+    type: Literal["numeric_bounds"] = "numeric_bounds"
+    min: Bound | None = None
+    max: Bound | None = None
+    inclusive: bool = Field(default=True, description="Whether a value equal to a bound is inside the range.")
+    coerce: bool = Field(default=False, description="Read numeric strings such as '3.5' as numbers.")
+
+    @model_validator(mode="after")
+    def _bounds(self) -> NumericBoundsSpec:
+        if self.min is None and self.max is None:
+            raise ValueError("numeric_bounds needs 'min', 'max' or both")
+        low, high = self.min, self.max
+        if low is not None and high is not None and (low > high or (low == high and not self.inclusive)):
+            raise ValueError(f"numeric_bounds range is empty: min {self.min}, max {self.max}")
+        return self
+
+    def build(self, base_dir: Path) -> MetricFn:
+        target = measured_target(self)
+        low, high, inclusive, coerce = self.min, self.max, self.inclusive, self.coerce
+
+        def inside(number: float) -> float:
+            if inclusive:
+                ok = (low is None or number >= low) and (high is None or number <= high)
+            else:
+                ok = (low is None or number > low) and (high is None or number < high)
+            return 1.0 if ok else 0.0
+
+        def numeric_bounds(example: Example) -> MetricResult:
+            value = target(example)
+            if value is ABSENT:
+                return target_missing(self, example)
+            number = _as_number(value, coerce)
+            if isinstance(number, Score):
+                return number
+            return inside(number)
+
+        return numeric_bounds
+
+
+def _as_number(value: Any, coerce: bool) -> float | Score:
+    """The value as a comparable number, or the ``error`` score explaining why it is not one."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if isinstance(value, float) and math.isnan(value):
+            return Score.error("not_a_number", "numeric_bounds got NaN, which lies in no range")
+        return value
+    if isinstance(value, str):
+        if not coerce:
+            return wrong_type("numeric_bounds", "a number", value, hint=_COERCE_HINT)
+        if _DECIMAL.fullmatch(value) is None:
+            return Score.error(
+                "not_a_number",
+                "numeric_bounds could not read the output text as a number",
+                detail=preview(value),
+            )
+        return float(value)
+    return wrong_type("numeric_bounds", "a number", value)

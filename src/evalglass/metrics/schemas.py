@@ -1,0 +1,157 @@
+"""``json_schema``: does the output conform to a JSON Schema.
+
+The validator class follows the schema's ``$schema`` (draft 4 to 2020-12; 2020-12 when absent), and the schema
+is checked against its metaschema before any example is scored: inline schemas when the config is loaded,
+schema files when the metric is built. ``$ref`` resolves inside the schema document only; remote references
+are never fetched.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import yaml
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError, best_match
+from jsonschema.protocols import Validator
+from jsonschema.validators import validator_for
+from pydantic import Field, JsonValue, model_validator
+
+from evalglass.core.example import Example
+from evalglass.core.score import Score
+from evalglass.metrics.base import ABSENT, MetricFn, MetricResult, measured_target
+from evalglass.metrics.errors import MetricLoadError
+from evalglass.metrics.jsonvalue import is_json_value
+from evalglass.metrics.structured import parse_or_fail
+from evalglass.metrics.support import NoReferenceSpec, one_line, scored_with_note, target_missing, wrong_type
+
+SchemaDocument = Mapping[str, Any] | bool
+
+
+class SchemaProblemError(ValueError):
+    """The schema cannot be used: unknown ``$schema`` dialect or a schema its metaschema rejects."""
+
+
+def validator_class(schema: SchemaDocument) -> type[Validator]:
+    """The jsonschema validator class for the schema's dialect, after checking the schema itself is valid."""
+    if not isinstance(schema, Mapping | bool):
+        raise SchemaProblemError(f"a JSON Schema is an object or a boolean, not {type(schema).__name__}")
+    found: type[Validator] | None = validator_for(schema, default=None)
+    if found is None:
+        if isinstance(schema, Mapping) and "$schema" in schema:
+            raise SchemaProblemError(
+                f"unknown $schema {schema['$schema']!r}; use a JSON Schema draft URI such as "
+                "'https://json-schema.org/draft/2020-12/schema'"
+            )
+        found = Draft202012Validator
+    try:
+        found.check_schema(schema)
+    except SchemaError as exc:
+        raise SchemaProblemError(
+            f"the schema is not valid {found.__name__.removesuffix('Validator')}: "
+            f"{one_line(exc.message)} (at {exc.json_path})"
+        ) from None
+    return found
+
+
+class JsonSchemaSpec(NoReferenceSpec):
+    """Conformance to a JSON Schema given inline (``schema``) or as a JSON/YAML file (``schema_file``).
+
+    A string output is parsed as JSON first unless ``parse_strings: false`` (then the string itself is the
+    instance). Formats (``format: email``...) are asserted only with ``check_formats: true``, as the JSON
+    Schema specification treats them as annotations by default.
+    """
+
+    summary: ClassVar[str] = "1.0 when the (parsed) output conforms to the JSON Schema, else 0.0 with the reason."
+
+    type: Literal["json_schema"] = "json_schema"
+    schema_: dict[str, JsonValue] | bool | None = Field(
+        default=None, alias="schema", description="The JSON Schema, inline."
+    )
+    schema_file: str | None = Field(
+        default=None, description="Path to a .json/.yaml schema file, relative to the config directory."
+    )
+    parse_strings: bool = Field(default=True, description="Parse a string output as JSON text first.")
+    check_formats: bool = Field(default=False, description="Assert 'format' keywords (email, date-time...).")
+
+    @model_validator(mode="after")
+    def _one_schema(self) -> JsonSchemaSpec:
+        if (self.schema_ is None) == (self.schema_file is None):
+            raise ValueError("json_schema needs exactly one of 'schema' (inline) or 'schema_file' (a path)")
+        if self.schema_ is not None:
+            try:
+                validator_class(self.schema_)
+            except SchemaProblemError as exc:
+                raise ValueError(str(exc)) from None
+        return self
+
+    def referenced_files(self, base_dir: Path) -> tuple[Path, ...]:
+        """Files whose contents define this metric; an approval should also bind their hashes."""
+        return () if self.schema_file is None else ((base_dir / self.schema_file).resolve(),)
+
+    def build(self, base_dir: Path) -> MetricFn:
+        schema: SchemaDocument = self._read_schema_file(base_dir) if self.schema_ is None else self.schema_
+        try:
+            cls = validator_class(schema)
+        except SchemaProblemError as exc:
+            raise MetricLoadError(f"json_schema: {self.schema_file}: {exc}") from None
+        validator = cls(schema, format_checker=cls.FORMAT_CHECKER if self.check_formats else None)
+        target = measured_target(self)
+        parse_strings = self.parse_strings
+
+        def json_schema(example: Example) -> MetricResult:
+            instance = target(example)
+            if instance is ABSENT:
+                return target_missing(self, example)
+            if parse_strings and isinstance(instance, str):
+                instance = parse_or_fail(instance)
+                if isinstance(instance, Score):
+                    return instance
+            elif not is_json_value(instance):
+                return wrong_type("json_schema", "a JSON value", instance)
+            return _conformance(validator, instance)
+
+        return json_schema
+
+    def _read_schema_file(self, base_dir: Path) -> SchemaDocument:
+        path = (base_dir / str(self.schema_file)).resolve()
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise MetricLoadError(
+                f"json_schema: schema file {path} does not exist; 'schema_file' is relative to {base_dir}"
+            ) from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise MetricLoadError(f"json_schema: cannot read schema file {path}: {one_line(str(exc))}") from None
+        try:
+            loaded: Any = yaml.safe_load(text) if path.suffix in {".yaml", ".yml"} else json.loads(text)
+        except (ValueError, yaml.YAMLError) as exc:
+            syntax = "YAML" if path.suffix in {".yaml", ".yml"} else "JSON"
+            raise MetricLoadError(
+                f"json_schema: schema file {path} is not valid {syntax}: {one_line(str(exc))}"
+            ) from None
+        if not isinstance(loaded, Mapping | bool):
+            raise MetricLoadError(
+                f"json_schema: schema file {path} holds a {type(loaded).__name__}; "
+                "a JSON Schema is an object or a boolean"
+            )
+        return loaded
+
+
+def _conformance(validator: Validator, instance: Any) -> MetricResult:
+    """1.0, or 0.0 naming the most relevant violation; an unusable schema (bad $ref...) is an error."""
+    try:
+        if validator.is_valid(instance):
+            return 1.0
+        error = best_match(validator.iter_errors(instance))
+    except Exception as exc:
+        return Score.error(
+            "schema_unusable",
+            f"validating against the schema failed: {type(exc).__name__}: {one_line(str(exc))}",
+        )
+    if error is None:
+        return scored_with_note(0.0, "schema_mismatch", "the output does not conform to the schema")
+    return scored_with_note(0.0, "schema_mismatch", f"{error.json_path}: {one_line(error.message)}")

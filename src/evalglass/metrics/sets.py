@@ -1,0 +1,98 @@
+"""``set_overlap``: agreement between an output list and a gold list, as F1, precision or recall.
+
+Lists are read as sets: duplicates collapse and order is ignored. Items compare with JSON equality (objects by
+content, ``true`` distinct from ``1``); with ``case_sensitive: false`` string items are case-folded.
+
+Empty sets, defined so that nothing unmeasurable becomes a number:
+
+* both empty: 1.0 for every measure (output and gold agree there is nothing);
+* output empty, gold not: recall 0.0, F1 0.0, precision undefined (0/0) -> ``non_evaluable``;
+* gold empty, output not: precision 0.0, F1 0.0, recall undefined (0/0) -> ``non_evaluable``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+
+from evalglass.core.example import Example
+from evalglass.core.score import Score
+from evalglass.metrics.base import (
+    ABSENT,
+    MetricFn,
+    MetricResult,
+    MetricSpec,
+    measured_target,
+    missing_reference,
+    reference_getter,
+)
+from evalglass.metrics.jsonvalue import NotJsonError, json_key
+from evalglass.metrics.support import target_missing, wrong_type
+
+Measure = Literal["f1", "precision", "recall"]
+
+
+class SetOverlapSpec(MetricSpec):
+    """Set agreement of the output list with the list at ``reference`` (required)."""
+
+    summary: ClassVar[str] = "F1, precision or recall of the output list against the reference list (as sets)."
+
+    type: Literal["set_overlap"] = "set_overlap"
+    reference: str = Field(description="Dotted path in the record holding the gold list.")
+    measure: Measure = "f1"
+    case_sensitive: bool = True
+
+    def build(self, base_dir: Path) -> MetricFn:
+        target = measured_target(self)
+        gold = reference_getter(self)
+        fold = not self.case_sensitive
+        measure = self.measure
+
+        def set_overlap(example: Example) -> MetricResult:
+            reference = gold(example)
+            if reference is ABSENT:
+                return missing_reference(self, example)
+            value = target(example)
+            if value is ABSENT:
+                return target_missing(self, example)
+            expected = _as_set(reference, fold, "reference_wrong_type", "a reference that is a list")
+            if isinstance(expected, Score):
+                return expected
+            produced = _as_set(value, fold, "wrong_type", "an output that is a list")
+            if isinstance(produced, Score):
+                return produced
+            return overlap(produced, expected, measure)
+
+        return set_overlap
+
+
+def _as_set(items: Any, fold: bool, code: str, needs: str) -> frozenset[Hashable] | Score:
+    if not isinstance(items, list | tuple):
+        return wrong_type("set_overlap", needs, items, code=code)
+    try:
+        return frozenset(json_key(item, fold_case=fold) for item in items)
+    except NotJsonError as exc:
+        return wrong_type("set_overlap", f"{needs} of JSON values ({exc})", items, code=code)
+
+
+def overlap(produced: frozenset[Hashable], expected: frozenset[Hashable], measure: Measure) -> MetricResult:
+    """The chosen measure with the empty-set rules in the module docstring."""
+    if not produced and not expected:
+        return 1.0
+    hits = len(produced & expected)
+    if measure == "f1":
+        return 2.0 * hits / (len(produced) + len(expected))
+    if measure == "precision":
+        if not produced:
+            return _undefined("precision", "the output list is empty")
+        return hits / len(produced)
+    if not expected:
+        return _undefined("recall", "the reference list is empty")
+    return hits / len(expected)
+
+
+def _undefined(measure: str, why: str) -> Score:
+    return Score.non_evaluable("measure_undefined", f"{measure} is undefined (0/0): {why}")

@@ -1,0 +1,131 @@
+"""Metrics over JSON output: is it JSON at all (``json_valid``), and does it carry the expected fields
+(``field_present``).
+
+Text that fails to parse is a validly measured 0.0, not an error: malformed JSON from the system under test is
+the very failure these metrics exist to count. The 0.0 carries an ``invalid_json`` diagnostic with the
+parser's message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, field_validator
+
+from evalglass.core.example import Example
+from evalglass.core.fieldpath import FieldPathError, get_path, parse_path
+from evalglass.core.score import Score
+from evalglass.metrics.base import ABSENT, MetricFn, MetricResult, measured_target
+from evalglass.metrics.jsonvalue import is_json_value, parse_json_text
+from evalglass.metrics.support import (
+    NoReferenceSpec,
+    json_type_name,
+    one_line,
+    preview,
+    scored_with_note,
+    target_missing,
+    wrong_type,
+)
+
+
+def parse_or_fail(text: str) -> Any:
+    """The parsed document, or a scored 0.0 with an ``invalid_json`` diagnostic when the text is not JSON."""
+    try:
+        return parse_json_text(text)
+    except ValueError as exc:
+        return scored_with_note(0.0, "invalid_json", f"the output is not valid JSON: {one_line(str(exc))}")
+
+
+class JsonValidSpec(NoReferenceSpec):
+    """Whether the output is JSON.
+
+    A string is parsed as one strict RFC 8259 document (no ``NaN``, no trailing commas, no Markdown code
+    fences). An object or array that is already structured (a dataset that stored parsed output, a Python lane
+    returning a dict) counts as valid when it holds only JSON values. Numbers, booleans and null are
+    ``wrong_type`` errors: they suggest the metric points at the wrong output field.
+    """
+
+    summary: ClassVar[str] = "1.0 when the output is a valid JSON document (or an already-parsed object/array)."
+
+    type: Literal["json_valid"] = "json_valid"
+
+    def build(self, base_dir: Path) -> MetricFn:
+        target = measured_target(self)
+
+        def json_valid(example: Example) -> MetricResult:
+            value = target(example)
+            if value is ABSENT:
+                return target_missing(self, example)
+            if isinstance(value, str):
+                parsed = parse_or_fail(value)
+                return parsed if isinstance(parsed, Score) else 1.0
+            if isinstance(value, list | tuple | Mapping):
+                if is_json_value(value):
+                    return 1.0
+                return scored_with_note(
+                    0.0,
+                    "not_json",
+                    "the structured output holds values JSON cannot represent",
+                    preview(value),
+                )
+            return wrong_type("json_valid", "JSON text (a string) or an already-parsed object or array", value)
+
+        return json_valid
+
+
+class FieldPresentSpec(NoReferenceSpec):
+    """Whether a JSON output carries every listed field (dotted paths, list indexes allowed: ``items.0.id``).
+
+    A string output is parsed first unless ``parse_strings: false``. An output that is not an object or array
+    has none of the fields and scores 0.0 with a ``not_an_object`` diagnostic; missing fields are named in a
+    ``fields_missing`` diagnostic.
+    """
+
+    summary: ClassVar[str] = "1.0 when the JSON output has all the listed fields (non-null if asked), else 0.0."
+
+    type: Literal["field_present"] = "field_present"
+    fields: list[str] = Field(min_length=1, description="Dotted paths that must exist in the output.")
+    non_null: bool = Field(default=False, description="Also require each field's value to be non-null.")
+    parse_strings: bool = Field(default=True, description="Parse a string output as JSON text first.")
+
+    @field_validator("fields")
+    @classmethod
+    def _paths(cls, fields: list[str]) -> list[str]:
+        for path in fields:
+            try:
+                parse_path(path)
+            except FieldPathError as exc:
+                raise ValueError(str(exc)) from None
+        return fields
+
+    def build(self, base_dir: Path) -> MetricFn:
+        target = measured_target(self)
+        paths = tuple((name, parse_path(name)) for name in self.fields)
+        non_null, parse_strings = self.non_null, self.parse_strings
+
+        def field_present(example: Example) -> MetricResult:
+            document = target(example)
+            if document is ABSENT:
+                return target_missing(self, example)
+            if parse_strings and isinstance(document, str):
+                document = parse_or_fail(document)
+                if isinstance(document, Score):
+                    return document
+            if not isinstance(document, Mapping | list | tuple):
+                return scored_with_note(
+                    0.0,
+                    "not_an_object",
+                    f"the output is a {json_type_name(document)}, not an object or array: it has no fields",
+                )
+            absent = [name for name, path in paths if _lacks(get_path(document, path), non_null)]
+            if not absent:
+                return 1.0
+            return scored_with_note(0.0, "fields_missing", f"missing or null: {', '.join(absent)}")
+
+        return field_present
+
+
+def _lacks(value: Any, non_null: bool) -> bool:
+    return value is ABSENT or (non_null and value is None)

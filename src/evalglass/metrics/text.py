@@ -1,0 +1,204 @@
+"""Metrics over a text output: substring containment, regular expressions and word counts.
+
+Each of them measures a string. A target of any other type is an ``error`` (``wrong_type``), because a metric
+that silently stringified a number or an object would be measuring something the config did not ask for.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, model_validator
+
+from evalglass.core.example import Example
+from evalglass.core.score import Score
+from evalglass.metrics.base import (
+    ABSENT,
+    MetricFn,
+    MetricResult,
+    MetricSpec,
+    measured_target,
+    missing_reference,
+    reference_getter,
+)
+from evalglass.metrics.support import CountBound, NoReferenceSpec, target_missing, wrong_type
+
+_NEEDS_STRING = "a string output"
+
+
+class ContainsSpec(MetricSpec):
+    """Substring presence. Either literal ``value`` strings or the record's ``reference``, never both."""
+
+    summary: ClassVar[str] = "1.0 when the output string contains the given text(s) or the reference, else 0.0."
+
+    type: Literal["contains"] = "contains"
+    value: str | list[str] | None = Field(
+        default=None, description="Text (or list of texts) to look for; omit when using 'reference'."
+    )
+    mode: Literal["any", "all"] = Field(default="any", description="With several texts: need any one, or all.")
+    case_sensitive: bool = True
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ContainsSpec:
+        if (self.value is None) == (self.reference is None):
+            raise ValueError(
+                "contains needs exactly one of 'value' (literal text) or 'reference' (a path in the record)"
+            )
+        needles = [self.value] if isinstance(self.value, str) else self.value
+        if needles is not None and (not needles or any(not needle for needle in needles)):
+            raise ValueError("contains 'value' must be a non-empty string or a non-empty list of non-empty strings")
+        return self
+
+    def build(self, base_dir: Path) -> MetricFn:
+        target = measured_target(self)
+        fold = not self.case_sensitive
+        wants_all = self.mode == "all"
+        if self.value is None:
+            return self._build_reference(target, fold, wants_all)
+        raw = [self.value] if isinstance(self.value, str) else self.value
+        needles = tuple(needle.casefold() if fold else needle for needle in raw)
+
+        def contains(example: Example) -> MetricResult:
+            text = target(example)
+            if text is ABSENT:
+                return target_missing(self, example)
+            if not isinstance(text, str):
+                return wrong_type("contains", _NEEDS_STRING, text)
+            return _found(text.casefold() if fold else text, needles, wants_all)
+
+        return contains
+
+    def _build_reference(self, target: Callable[[Example], Any], fold: bool, wants_all: bool) -> MetricFn:
+        gold = reference_getter(self)
+
+        def contains_reference(example: Example) -> MetricResult:
+            reference = gold(example)
+            if reference is ABSENT:
+                return missing_reference(self, example)
+            text = target(example)
+            if text is ABSENT:
+                return target_missing(self, example)
+            if not isinstance(text, str):
+                return wrong_type("contains", _NEEDS_STRING, text)
+            needles = _reference_needles(reference, fold)
+            if isinstance(needles, Score):
+                return needles
+            return _found(text.casefold() if fold else text, needles, wants_all)
+
+        return contains_reference
+
+
+def _reference_needles(reference: Any, fold: bool) -> Sequence[str] | Score:
+    """The texts a reference asks for, or the score explaining why the reference cannot be used."""
+    raw = [reference] if isinstance(reference, str) else reference
+    if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
+        return wrong_type(
+            "contains",
+            "a reference that is a string or a list of strings",
+            reference,
+            code="reference_wrong_type",
+        )
+    if not raw or not all(raw):
+        return Score.non_evaluable("reference_empty", "the reference text is empty, so there is nothing to find")
+    return [item.casefold() for item in raw] if fold else raw
+
+
+def _found(text: str, needles: Sequence[str], wants_all: bool) -> float:
+    if wants_all:
+        return 1.0 if all(needle in text for needle in needles) else 0.0
+    return 1.0 if any(needle in text for needle in needles) else 0.0
+
+
+RegexFlag = Literal["ignorecase", "multiline", "dotall"]
+_FLAG_BITS: dict[str, re.RegexFlag] = {
+    "ignorecase": re.IGNORECASE,
+    "multiline": re.MULTILINE,
+    "dotall": re.DOTALL,
+}
+
+
+class RegexSpec(NoReferenceSpec):
+    """A regular expression over the output string (Python ``re`` syntax).
+
+    Limit: Python's engine backtracks, so a pathological pattern on a long output can be slow; keep patterns
+    simple.
+    """
+
+    summary: ClassVar[str] = "1.0 when the regular expression matches the output string, else 0.0."
+
+    type: Literal["regex"] = "regex"
+    pattern: str = Field(description="A Python regular expression.")
+    match: Literal["search", "fullmatch"] = Field(
+        default="search", description="'search': anywhere in the text; 'fullmatch': the whole text."
+    )
+    flags: tuple[RegexFlag, ...] = ()
+
+    @model_validator(mode="after")
+    def _compiles(self) -> RegexSpec:
+        try:
+            self.compiled()
+        except re.error as exc:
+            where = f" at position {exc.pos}" if exc.pos is not None else ""
+            raise ValueError(f"invalid regular expression {self.pattern!r}: {exc.msg}{where}") from None
+        return self
+
+    def compiled(self) -> re.Pattern[str]:
+        bits = re.NOFLAG
+        for flag in self.flags:
+            bits |= _FLAG_BITS[flag]
+        return re.compile(self.pattern, bits)
+
+    def build(self, base_dir: Path) -> MetricFn:
+        target = measured_target(self)
+        compiled = self.compiled()
+        matcher = compiled.search if self.match == "search" else compiled.fullmatch
+
+        def regex(example: Example) -> MetricResult:
+            text = target(example)
+            if text is ABSENT:
+                return target_missing(self, example)
+            if not isinstance(text, str):
+                return wrong_type("regex", _NEEDS_STRING, text)
+            return 1.0 if matcher(text) is not None else 0.0
+
+        return regex
+
+
+class WordCountSpec(NoReferenceSpec):
+    """Length control in words, where a word is a maximal run of non-whitespace characters.
+
+    Limit: scripts written without spaces (Chinese, Japanese, Thai) count a whole sentence as one word.
+    """
+
+    summary: ClassVar[str] = "1.0 when the output's word count lies within [min, max] (inclusive), else 0.0."
+
+    type: Literal["word_count"] = "word_count"
+    min: CountBound | None = None
+    max: CountBound | None = None
+
+    @model_validator(mode="after")
+    def _bounds(self) -> WordCountSpec:
+        if self.min is None and self.max is None:
+            raise ValueError("word_count needs 'min', 'max' or both")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"word_count 'min' ({self.min}) is greater than 'max' ({self.max})")
+        return self
+
+    def build(self, base_dir: Path) -> MetricFn:
+        target = measured_target(self)
+        low = 0 if self.min is None else self.min
+        high = self.max
+
+        def word_count(example: Example) -> MetricResult:
+            text = target(example)
+            if text is ABSENT:
+                return target_missing(self, example)
+            if not isinstance(text, str):
+                return wrong_type("word_count", _NEEDS_STRING, text)
+            count = len(text.split())
+            return 1.0 if count >= low and (high is None or count <= high) else 0.0
+
+        return word_count

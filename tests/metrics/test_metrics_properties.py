@@ -1,0 +1,100 @@
+"""Property: whatever the output and record hold, every metric returns a finite float or a legal Score.
+
+A metric that raised, or returned a bool, NaN or an int, would either crash a run or slip a non-measurement into
+the averages; these tests throw JSON values, non-JSON Python objects, JSON-looking text and ABSENT at all of them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from evalglass.core.example import Example
+from evalglass.core.fieldpath import ABSENT
+from evalglass.core.score import Score, score_violation
+from evalglass.metrics import METRIC_TYPES, MetricFn, MetricResult, parse_metric_spec
+
+SCALARS = (
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=20)
+)
+VALUES = st.recursive(
+    SCALARS,
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4),
+    max_leaves=12,
+)
+ODD = st.sampled_from([ABSENT, {1, 2}, b"bytes", object(), (1, "a"), {1: "int key"}, frozenset({"x"})])
+TEXT_OF_JSON = VALUES.map(lambda value: json.dumps(value))
+OUTPUTS = VALUES | ODD | TEXT_OF_JSON
+RECORDS = st.dictionaries(st.sampled_from(["gold", "other"]), VALUES | ODD, max_size=2)
+JSON_SAFE = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=4), children, max_size=3),
+    max_leaves=6,
+)
+
+CONFIGS: list[dict[str, Any]] = [
+    {"type": "exact_match", "expected": "Paris", "normalize": {"case": True, "whitespace": True}},
+    {"type": "exact_match", "reference": "gold", "normalize": {"punctuation": True, "unicode": True}},
+    {"type": "exact_match", "expected": {"a": [1, 2]}, "field": "answer"},
+    {"type": "contains", "value": ["a", "b"], "mode": "all", "case_sensitive": False},
+    {"type": "contains", "reference": "gold"},
+    {"type": "regex", "pattern": r"^\d+$", "match": "fullmatch", "flags": ["multiline"]},
+    {"type": "json_valid"},
+    {"type": "json_schema", "schema": {"type": "object", "required": ["a"]}},
+    {"type": "json_schema", "schema": {"type": "array", "items": {"type": "integer"}}, "parse_strings": False},
+    {"type": "field_present", "fields": ["a", "b.0"], "non_null": True},
+    {"type": "numeric_bounds", "min": 0, "max": 1},
+    {"type": "numeric_bounds", "min": -5, "inclusive": False, "coerce": True},
+    {"type": "word_count", "min": 1, "max": 3},
+    {"type": "set_overlap", "reference": "gold"},
+    {"type": "set_overlap", "reference": "gold", "measure": "precision", "case_sensitive": False},
+    {"type": "set_overlap", "reference": "gold", "measure": "recall", "field": "items"},
+    {"type": "enum", "values": ["yes", "no", 1, None], "case_sensitive": False},
+]
+BUILT: list[MetricFn] = [parse_metric_spec(config).build(Path(".")) for config in CONFIGS]
+
+
+def assert_legal(result: MetricResult) -> None:
+    if isinstance(result, Score):
+        assert score_violation(result.status, result.validity, result.value, bool(result.diagnostics)) is None
+    else:
+        assert type(result) is float, f"bare result must be a float, got {type(result).__name__}"
+        assert math.isfinite(result)
+
+
+def test_every_builtin_type_is_exercised() -> None:
+    assert {config["type"] for config in CONFIGS} == set(METRIC_TYPES) - {"python"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(output=OUTPUTS, record=RECORDS)
+def test_builtins_always_return_a_legal_result(output: Any, record: dict[str, Any]) -> None:
+    example = Example(id="p", line=1, fields=record, output=output)
+    for function in BUILT:
+        assert_legal(function(example))
+
+
+@settings(max_examples=150, deadline=None)
+@given(expected=JSON_SAFE, allowed=st.lists(JSON_SAFE, min_size=1, max_size=4), output=OUTPUTS)
+def test_drawn_literals_always_give_a_legal_result(expected: Any, allowed: list[Any], output: Any) -> None:
+    example = Example(id="p", line=1, fields={}, output=output)
+    assert_legal(parse_metric_spec({"type": "exact_match", "expected": expected}).build(Path("."))(example))
+    assert_legal(parse_metric_spec({"type": "enum", "values": allowed}).build(Path("."))(example))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(returned=VALUES | ODD | st.tuples(st.none(), SCALARS))
+def test_host_metric_always_returns_a_legal_result(tmp_path: Path, returned: Any) -> None:
+    source = tmp_path / "echo_metric.py"
+    if not source.exists():
+        source.write_text("def echo(record):\n    return record['returned']\n")
+    function = parse_metric_spec({"type": "python", "function": "echo_metric.py:echo"}).build(tmp_path)
+    result = function(Example(id="p", line=1, fields={"returned": returned}, output="x"))
+    assert_legal(result)
+    if isinstance(returned, bool) or (isinstance(returned, float) and not math.isfinite(returned)):
+        assert isinstance(result, Score) and result.diagnostics[0].code == "host_bad_return"
