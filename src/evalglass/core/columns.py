@@ -118,7 +118,8 @@ class ScoreColumn:
 
     def included_values(self) -> npt.NDArray[np.float64]:
         """The values that enter aggregation: scored+valid rows only."""
-        return self.values()[self.states() == SCORED_VALID]
+        included: npt.NDArray[np.float64] = self.values()[self.states() == SCORED_VALID]
+        return included
 
     def diagnostic_rows(self) -> Iterator[tuple[int, Diagnostics]]:
         for row, index in self._diag_of_row.items():

@@ -66,9 +66,7 @@ def value_violation(value: object) -> str | None:
     return None
 
 
-def score_violation(
-    status: Status, validity: Validity, value: object, has_diagnostics: bool
-) -> str | None:
+def score_violation(status: Status, validity: Validity, value: object, has_diagnostics: bool) -> str | None:
     """The first rule the combination breaks, or None when it is a legal score."""
     if status is Status.SCORED:
         if value is None:

@@ -1,0 +1,157 @@
+"""EvalGlass benchmark suite: wall time and peak memory of real CLI runs against the floor program.
+
+    python benchmarks/run.py                 # the full suite (100k and 1M examples), prints a Markdown table
+    python benchmarks/run.py --smoke         # a small N, to keep the harness from rotting (CI runs this)
+    python benchmarks/run.py --sizes 200000  # chosen sizes
+
+Data is synthetic and deterministic (a fixed seed), generated under benchmarks/.data/ and reused across runs.
+Every measured command is a fresh process; peak RSS comes from the kernel's accounting of that child (wait4).
+Targets are ratios to the floor measured in the same run, so they hold on noisy machines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / ".data"
+
+CONFIG = """\
+version: 1
+dataset: {{name: bench, path: {dataset}}}
+task: {{type: recorded, field: output}}
+metrics:
+  exact: {{type: exact_match, field: answer, reference: expected}}
+  has_digits: {{type: regex, field: answer, pattern: "\\\\d+"}}
+  latency_ok: {{type: numeric_bounds, field: latency_ms, min: 0, max: 800}}
+{gates}
+"""
+
+
+@dataclass(frozen=True)
+class Measurement:
+    label: str
+    seconds: float
+    peak_rss_mb: float
+
+
+def generate(n: int) -> Path:
+    """A deterministic dataset of n examples; regenerated only when missing."""
+    path = DATA / f"bench-{n}.jsonl"
+    if path.exists():
+        return path
+    DATA.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(20261130)
+    words = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "theta"]
+    tmp = path.with_suffix(".partial")
+    with tmp.open("w") as handle:
+        for i in range(n):
+            expected = f"{rng.choice(words)} {rng.randrange(100)}"
+            output = expected if rng.random() < 0.8 else f"{rng.choice(words)} {rng.choice(words)}"
+            latency = round(rng.uniform(50, 1000), 1)
+            handle.write(
+                json.dumps({"id": f"ex-{i}", "expected": expected, "output": {"answer": output, "latency_ms": latency}})
+                + "\n"
+            )
+    tmp.replace(path)
+    return path
+
+
+def measure(label: str, argv: list[str], cwd: Path, expect: set[int] = frozenset({0})) -> Measurement:
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    code = os.waitstatus_to_exitcode(status)
+    if code not in expect:
+        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+        raise SystemExit(f"{label}: exit {code}\n{err}")
+    return Measurement(label, seconds, usage.ru_maxrss / 1024)
+
+
+def best_of(repeats: int, label: str, argv: list[str], cwd: Path, expect: set[int] = frozenset({0})) -> Measurement:
+    runs = [measure(label, argv, cwd, expect) for _ in range(repeats)]
+    return min(runs, key=lambda m: m.seconds)
+
+
+def project(workdir: Path, dataset: Path, *, gated: bool) -> Path:
+    folder = workdir / ("gated" if gated else "plain")
+    folder.mkdir(parents=True, exist_ok=True)
+    gates = ""
+    if gated:
+        gates = "gates:\n  accuracy: {metric: exact, proposed_threshold: 0.5}\n"
+    (folder / "evalglass.yaml").write_text(CONFIG.format(dataset=dataset, gates=gates))
+    ledger = "version: 1\n"
+    (folder / "authority.yaml").write_text(ledger)
+    return folder
+
+
+def activate(folder: Path, evalglass: list[str]) -> None:
+    """Write the ledger a host would write, from explain's fingerprints, so the gated case really gates."""
+    subprocess.run([*evalglass, "run", "--out", "probe"], cwd=folder, check=False, capture_output=True)
+    entries = json.loads(
+        subprocess.run(
+            [*evalglass, "explain", "accuracy", "--run", "probe", "--format", "json"],
+            cwd=folder,
+            check=True,
+            capture_output=True,
+        ).stdout
+    )
+    (folder / "authority.yaml").write_text("version: 1\n" + entries[0]["ledger_entry"] + "\n")
+    shutil.rmtree(folder / "probe")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--smoke", action="store_true", help="one small size, one repeat")
+    parser.add_argument("--sizes", type=int, nargs="*", default=[100_000, 1_000_000])
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    sizes = [2_000] if args.smoke else args.sizes
+    repeats = 1 if args.smoke else args.repeats
+    python = sys.executable
+    evalglass = [python, "-m", "evalglass"]
+    rows: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="evalglass-bench-") as tmp:
+        work = Path(tmp)
+        for n in sizes:
+            dataset = generate(n)
+            plain = project(work / str(n), dataset, gated=False)
+            gated = project(work / str(n), dataset, gated=True)
+            activate(gated, evalglass)
+            floor = best_of(repeats, "floor", [python, str(HERE / "floor.py"), str(dataset)], work)
+            case1 = best_of(repeats, "run", [*evalglass, "run", "--out", "out"], plain)
+            case2 = best_of(repeats, "run gated", [*evalglass, "run", "--out", "out"], gated, expect={0, 1})
+            view = best_of(repeats, "view", [*evalglass, "view", "out"], plain)
+            rows += [
+                f"| {n:,} | case 1: run, 3 metrics, no gate | {case1.seconds:.2f} s | {case1.peak_rss_mb:.0f} MB | "
+                f"{case1.seconds / floor.seconds:.2f}× floor ({floor.seconds:.2f} s, {floor.peak_rss_mb:.0f} MB) |",
+                f"| {n:,} | case 2: + active gate | {case2.seconds:.2f} s | {case2.peak_rss_mb:.0f} MB | "
+                f"{case2.seconds / case1.seconds:.2f}× case 1 |",
+                f"| {n:,} | case 3: view of that run | {view.seconds:.2f} s | {view.peak_rss_mb:.0f} MB | |",
+            ]
+        helptime = best_of(repeats, "help", [*evalglass, "--help"], work)
+        rows.append(f"| — | case 3: --help | {helptime.seconds:.2f} s | {helptime.peak_rss_mb:.0f} MB | |")
+    cpu = os.cpu_count()
+    print(
+        f"machine: {platform.machine()}, {cpu} CPUs, Python {platform.python_version()}, "
+        f"{platform.system()} {platform.release()}; best of {repeats}"
+    )
+    print("| examples | case | wall | peak RSS | ratio |")
+    print("|---|---|---|---|---|")
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    main()

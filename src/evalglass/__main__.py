@@ -1,0 +1,3 @@
+from evalglass.cli import main
+
+main()

@@ -1,0 +1,251 @@
+"""The command line. Thin: parse, call the engine, render, exit with the payload's exit code.
+
+Heavy modules are imported inside the commands so that `evalglass --help` starts fast.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import click
+
+EXIT_SETUP = 2
+CONFIG_CANDIDATES = (Path("evals") / "evalglass.yaml", Path("evalglass.yaml"))
+EXAMPLES = ("quickstart",)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _fail(message: str) -> NoReturn:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(EXIT_SETUP)
+
+
+def guarded(command: F) -> F:
+    """Every user-caused problem becomes one line on stderr and exit 2; tracebacks only with --debug."""
+
+    @wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from evalglass.errors import SetupError
+
+        debug = bool(click.get_current_context().find_root().params.get("debug"))
+        try:
+            return command(*args, **kwargs)
+        except SetupError as exc:
+            if debug:
+                raise
+            _fail(exc.line())
+        except KeyboardInterrupt:
+            click.echo("interrupted: no verdict was produced", err=True)
+            sys.exit(130)
+        except Exception as exc:
+            if debug:
+                raise
+            _fail(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for a traceback)")
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=False)
+
+
+def _emit_json(payload: Any) -> None:
+    import orjson
+
+    sys.stdout.write(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode() + "\n")
+
+
+def find_config(explicit: Path | None) -> Path:
+    if explicit is not None:
+        return explicit
+    for candidate in CONFIG_CANDIDATES:
+        if candidate.exists():
+            return candidate
+    from evalglass.errors import SetupError
+
+    raise SetupError(
+        "no config found (looked for evals/evalglass.yaml and evalglass.yaml)",
+        fix="run `evalglass init` to create one, or pass --config PATH",
+    )
+
+
+def example_config(name: str) -> Path:
+    from importlib.resources import files
+
+    return Path(str(files("evalglass") / "examples" / name / "evalglass.yaml"))
+
+
+def resolve_run_folder(folder: Path | None) -> Path:
+    from evalglass.engine.pipeline import LAST_RUN_POINTER
+    from evalglass.errors import SetupError
+
+    if folder is not None:
+        return folder
+    try:
+        return Path(LAST_RUN_POINTER.read_text().strip())
+    except FileNotFoundError:
+        raise SetupError(
+            f"no previous run recorded in {LAST_RUN_POINTER}",
+            fix="run `evalglass run` first or name a run folder",
+        ) from None
+
+
+FORMAT = click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="json prints the machine-readable payload on stdout.",
+)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
+@click.version_option(package_name="evalglass")
+def main(debug: bool) -> None:
+    """EvalGlass: evaluate AI applications and gate CI on approved thresholds only.
+
+    \b
+    Exit codes: 0 informational or pass, 1 fail or blocked, 2 the run could not complete.
+    Exit 0 does not by itself mean quality was checked: an informational run has no active gate.
+    """
+
+
+@main.command()
+@click.option("--config", "config_path", type=click.Path(path_type=Path), help="Path to evalglass.yaml.")
+@click.option("--out", type=click.Path(path_type=Path), help="Folder for the run's artifacts.")
+@click.option("--example", type=click.Choice(EXAMPLES), help="Run a bundled example (no set-up, no network).")
+@FORMAT
+@guarded
+def run(config_path: Path | None, out: Path | None, example: str | None, fmt: str) -> None:
+    """Evaluate the dataset, decide every gate, write artifacts, exit with the verdict's code."""
+    from evalglass.engine.pipeline import run as run_pipeline
+    from evalglass.errors import SetupError
+
+    if example is not None and config_path is not None:
+        raise SetupError("--example and --config exclude each other", fix="pass one of them")
+    path = example_config(example) if example is not None else find_config(config_path)
+    outcome = run_pipeline(path, out)
+    card = outcome.scorecard
+    if fmt == "json":
+        _emit_json({"folder": str(outcome.folder.resolve()), **card.model_dump(mode="json")})
+    else:
+        from evalglass.report.terminal import render_terminal
+
+        render_terminal(card, _console(), outcome.folder)
+    sys.exit(card.decision.exit_code)
+
+
+@main.command()
+@click.argument("folder", required=False, type=click.Path(path_type=Path))
+@FORMAT
+@guarded
+def view(folder: Path | None, fmt: str) -> None:
+    """Show a finished run (default: the last one) from its artifacts, without recomputing anything."""
+    from evalglass.engine.artifacts import load_scorecard
+
+    resolved = resolve_run_folder(folder)
+    card = load_scorecard(resolved)
+    if fmt == "json":
+        _emit_json({"folder": str(resolved.resolve()), **card.model_dump(mode="json")})
+    else:
+        from evalglass.report.terminal import render_terminal
+
+        render_terminal(card, _console(), resolved)
+
+
+@main.command()
+@click.argument("name", required=False)
+@click.option("--run", "folder", type=click.Path(path_type=Path), help="Run folder (default: the last run).")
+@FORMAT
+@guarded
+def explain(name: str | None, folder: Path | None, fmt: str) -> None:
+    """Say why a gate or metric is (or is not) trustworthy, and what the ledger needs for a gate to be active."""
+    from evalglass.engine.artifacts import load_runrecord, load_scorecard
+    from evalglass.errors import SetupError
+    from evalglass.report.explain import explain as build
+
+    resolved = resolve_run_folder(folder)
+    card = load_scorecard(resolved)
+    record = load_runrecord(resolved)
+    try:
+        explanations = build(card, record, name)
+    except KeyError as exc:
+        raise SetupError(str(exc.args[0]), fix="pass a gate or metric name from this run") from None
+    if fmt == "json":
+        _emit_json([item.as_dict() for item in explanations])
+        return
+    if not explanations:
+        click.echo("Nothing to explain: this run has no gates and no metrics.")
+    click.echo("\n\n".join(item.as_text() for item in explanations))
+
+
+@main.command()
+@click.argument("folder", type=click.Path(path_type=Path))
+@FORMAT
+@guarded
+def verify(folder: Path, fmt: str) -> None:
+    """Re-derive every aggregate, gate and the verdict from recorded scores; exit 1 naming each edited field."""
+    from evalglass.engine.verify import verify_run
+
+    report = verify_run(folder)
+    if fmt == "json":
+        _emit_json(
+            {
+                "folder": str(folder),
+                "ok": report.ok,
+                "examples": report.examples,
+                "findings": [
+                    {"field": item.field, "recorded": item.recorded, "derived": item.derived}
+                    for item in report.findings
+                ],
+            }
+        )
+    elif report.ok:
+        click.echo(f"verified: {folder} re-derives exactly from its {report.examples} recorded examples")
+    else:
+        click.echo(f"NOT verified: {len(report.findings)} field(s) differ from what the recorded scores imply:")
+        for item in report.findings:
+            click.echo(f"  {item.field}: recorded {item.recorded!r}, derived {item.derived!r}")
+    sys.exit(0 if report.ok else 1)
+
+
+@main.command()
+@click.option("--dir", "target", type=click.Path(path_type=Path), default=Path("evals"), show_default=True)
+@click.option("--force", is_flag=True, help="Overwrite existing files.")
+@guarded
+def init(target: Path, force: bool) -> None:
+    """Scaffold evalglass.yaml, a small dataset and an empty authority ledger."""
+    from evalglass.engine.scaffold import scaffold
+
+    written = scaffold(target, force=force)
+    for path in written:
+        click.echo(f"wrote {path}")
+    click.echo(f"next: evalglass run --config {target / 'evalglass.yaml'}")
+
+
+@main.command()
+@click.argument(
+    "which",
+    type=click.Choice(["config", "ledger", "scorecard", "runrecord", "scores"]),
+    default="config",
+    required=False,
+)
+@guarded
+def schema(which: str) -> None:
+    """Print a JSON Schema (default: evalglass.yaml's) for editors and validators."""
+    from evalglass.engine.schemas import schema_of
+
+    _emit_json(schema_of(which))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

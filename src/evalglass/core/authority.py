@@ -1,0 +1,171 @@
+"""The authority ledger and how it resolves, per gate, into "may this gate decide?".
+
+The ledger is a host-owned file; EvalGlass parses it (in ``engine``) into these models and never writes it. An
+approval or a gold validation is bound to a fingerprint of what was approved: when the gate definition or the
+dataset changes, the fingerprint no longer matches and the approval is stale rather than silently carried over.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class BlockReason(StrEnum):
+    """Every reason an active gate can be blocked. Authority reasons come first, measurement reasons after."""
+
+    POLICY_FORBIDDEN = "policy_forbidden"
+    APPROVAL_UNBOUND = "approval_unbound"
+    APPROVAL_STALE = "approval_stale"
+    GOLD_NOT_VALIDATED = "gold_not_validated"
+    GOLD_STALE = "gold_stale"
+    JUDGE_UNCALIBRATED = "judge_uncalibrated"
+    CHECK_NOT_PASSED = "check_not_passed"
+    NO_APPROVED_THRESHOLD = "no_approved_threshold"
+    NO_MEASURED_VALUE = "no_measured_value"
+    INCOMPLETE_MEASUREMENT = "incomplete_measurement"
+    BELOW_MIN_N = "below_min_n"
+
+
+class Reason(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    code: BlockReason
+    message: str
+
+
+class GateApproval(BaseModel):
+    """One gate's entry in the ledger."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    active: bool = Field(description="Only an active gate can pass, fail or block; otherwise it is evidence only.")
+    threshold: float | None = Field(default=None, description="The approved threshold the gate compares with.")
+    fingerprint: str | None = Field(
+        default=None, description="Fingerprint of the gate + metric definition this approval is bound to."
+    )
+    approved_by: str | None = None
+    approved_on: str | None = None
+    note: str | None = None
+
+
+class DatasetValidation(BaseModel):
+    """Marks a dataset's reference fields as validated gold, bound to the dataset's contents."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    validated_gold: bool
+    fingerprint: str | None = Field(default=None, description="Fingerprint of the dataset file's bytes.")
+    validated_by: str | None = None
+    validated_on: str | None = None
+    note: str | None = None
+
+
+class Policy(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    forbid_all_gating: bool = Field(default=False, description="Freeze: every active gate blocks.")
+    forbid_gates: tuple[str, ...] = Field(default=(), description="Gates that may not gate, by name.")
+
+
+class Ledger(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    version: int = Field(default=1, ge=1, le=1)
+    policy: Policy = Field(default_factory=Policy)
+    gates: dict[str, GateApproval] = Field(default_factory=dict)
+    datasets: dict[str, DatasetValidation] = Field(default_factory=dict)
+
+
+class GateIdentity(BaseModel):
+    """What authority resolution needs to know about a gate, computed from the config by the engine."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    fingerprint: str
+    dataset: str
+    dataset_fingerprint: str
+    needs_gold: bool = Field(description="True when the gate's metric compares with a reference field.")
+
+
+class Authority(BaseModel):
+    """The resolved standing of one gate: inactive, or active with an approved threshold and any blocks."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    active: bool
+    threshold: float | None = None
+    reasons: tuple[Reason, ...] = ()
+
+    @model_validator(mode="after")
+    def _inactive_has_no_reasons(self) -> Authority:
+        if not self.active and (self.reasons or self.threshold is not None):
+            raise ValueError("an inactive gate carries no threshold and no blocking reasons")
+        return self
+
+
+def resolve_authority(gate: GateIdentity, ledger: Ledger) -> Authority:
+    """Resolve one gate against the ledger. Every reason that holds is recorded, not just the first."""
+    approval = ledger.gates.get(gate.name)
+    if approval is None or not approval.active:
+        return Authority(active=False)
+    reasons: list[Reason] = []
+    if ledger.policy.forbid_all_gating:
+        reasons.append(Reason(code=BlockReason.POLICY_FORBIDDEN, message="the ledger's policy forbids all gating"))
+    elif gate.name in ledger.policy.forbid_gates:
+        reasons.append(
+            Reason(code=BlockReason.POLICY_FORBIDDEN, message=f"the ledger's policy forbids gate '{gate.name}'")
+        )
+    if approval.fingerprint is None:
+        reasons.append(
+            Reason(
+                code=BlockReason.APPROVAL_UNBOUND,
+                message=f"the approval names no fingerprint; approve the current definition {gate.fingerprint}",
+            )
+        )
+    elif approval.fingerprint != gate.fingerprint:
+        reasons.append(
+            Reason(
+                code=BlockReason.APPROVAL_STALE,
+                message=(
+                    f"the gate or metric definition changed since approval "
+                    f"(approved {approval.fingerprint}, now {gate.fingerprint})"
+                ),
+            )
+        )
+    if gate.needs_gold:
+        reasons.extend(_gold_reasons(gate, ledger.datasets.get(gate.dataset)))
+    if approval.threshold is None:
+        reasons.append(
+            Reason(
+                code=BlockReason.NO_APPROVED_THRESHOLD,
+                message="the ledger activates this gate without a threshold",
+            )
+        )
+    return Authority(active=True, threshold=approval.threshold, reasons=tuple(reasons))
+
+
+def _gold_reasons(gate: GateIdentity, validation: DatasetValidation | None) -> list[Reason]:
+    if validation is None or not validation.validated_gold:
+        return [
+            Reason(
+                code=BlockReason.GOLD_NOT_VALIDATED,
+                message=(
+                    f"the metric compares with reference fields of dataset '{gate.dataset}', "
+                    "which the ledger does not mark as validated gold"
+                ),
+            )
+        ]
+    if validation.fingerprint != gate.dataset_fingerprint:
+        return [
+            Reason(
+                code=BlockReason.GOLD_STALE,
+                message=(
+                    f"dataset '{gate.dataset}' changed since it was validated "
+                    f"(validated {validation.fingerprint}, now {gate.dataset_fingerprint})"
+                ),
+            )
+        ]
+    return []

@@ -1,0 +1,177 @@
+"""Gates: a metric bound to a direction and a threshold, and the rule that turns one into an outcome."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from evalglass.core.authority import Authority, BlockReason, Reason
+from evalglass.core.estimate import Estimate
+from evalglass.core.population import Population
+from evalglass.core.score import Status, Validity
+
+
+class Outcome(StrEnum):
+    """A gate's outcome, and (by precedence) the run's verdict."""
+
+    INFORMATIONAL = "informational"
+    PASS = "pass"
+    FAIL = "fail"
+    BLOCKED = "blocked"
+
+
+class Direction(StrEnum):
+    HIGHER_IS_BETTER = "higher_is_better"
+    LOWER_IS_BETTER = "lower_is_better"
+
+
+class GateRule(StrEnum):
+    """``point`` is the installed rule. ``lower_bound`` (experimental) compares the unfavourable interval bound."""
+
+    POINT = "point"
+
+
+class Tolerable(StrEnum):
+    """Exclusions a gate may declare harmless. blocked, error and invalid never are."""
+
+    NON_EVALUABLE = "non_evaluable"
+    SKIPPED = "skipped"
+    NOT_APPLICABLE = "not_applicable"
+
+
+ALWAYS_INCOMPLETE_STATUSES = frozenset({Status.BLOCKED, Status.ERROR})
+
+
+class GateSpec(BaseModel):
+    """A gate as declared in evalglass.yaml. Its threshold there is only a proposal: the ledger approves one."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    metric: str = Field(description="Name of the metric (under `metrics:`) this gate decides on.")
+    direction: Direction = Direction.HIGHER_IS_BETTER
+    proposed_threshold: float | None = Field(
+        default=None,
+        description="The threshold you intend to approve. It has no effect until the ledger approves a threshold.",
+    )
+    tolerate: tuple[Tolerable, ...] = Field(
+        default=(),
+        description="Exclusions that do not make the measurement incomplete: non_evaluable, skipped, not_applicable.",
+    )
+    rule: GateRule = GateRule.POINT
+    description: str | None = None
+
+    def fingerprint_payload(self) -> dict[str, Any]:
+        """The semantics an approval covers; prose and the proposal are not part of it."""
+        return self.model_dump(mode="json", exclude={"description", "proposed_threshold"})
+
+
+def meets(value: float, threshold: float, direction: Direction) -> bool:
+    return value >= threshold if direction is Direction.HIGHER_IS_BETTER else value <= threshold
+
+
+class GateResult(BaseModel):
+    """One gate's outcome with everything needed to see why. Refuses an outcome its own fields contradict."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    metric: str
+    active: bool
+    outcome: Outcome
+    reasons: tuple[Reason, ...] = ()
+    value: float | None = Field(default=None, description="The metric's point value, when one exists.")
+    compared: float | None = Field(default=None, description="The number the rule compared with the threshold.")
+    threshold: float | None = Field(default=None, description="The approved threshold, from the ledger.")
+    proposed_threshold: float | None = None
+    direction: Direction = Direction.HIGHER_IS_BETTER
+    rule: GateRule = GateRule.POINT
+    fingerprint: str
+
+    @model_validator(mode="after")
+    def _outcome_follows(self) -> GateResult:
+        if not self.active:
+            if self.outcome is not Outcome.INFORMATIONAL or self.reasons:
+                raise ValueError(f"gate {self.name}: an inactive gate is informational and has no reasons")
+            return self
+        if self.reasons:
+            if self.outcome is not Outcome.BLOCKED:
+                raise ValueError(f"gate {self.name}: a gate with blocking reasons must be blocked")
+            return self
+        if self.outcome not in (Outcome.PASS, Outcome.FAIL):
+            raise ValueError(f"gate {self.name}: an active, unblocked gate must pass or fail")
+        if self.compared is None or self.threshold is None:
+            raise ValueError(f"gate {self.name}: pass/fail needs a compared value and an approved threshold")
+        expected = Outcome.PASS if meets(self.compared, self.threshold, self.direction) else Outcome.FAIL
+        if self.outcome is not expected:
+            raise ValueError(
+                f"gate {self.name}: {self.compared} against threshold {self.threshold} "
+                f"({self.direction.value}) is {expected.value}, not {self.outcome.value}"
+            )
+        return self
+
+
+def incompleteness(population: Population, tolerate: tuple[Tolerable, ...]) -> int:
+    """How many expected examples are missing from the math in a way the gate does not tolerate."""
+    tolerated = {item.value for item in tolerate}
+    count = population.missing
+    for item in population.excluded:
+        if (
+            item.status in ALWAYS_INCOMPLETE_STATUSES
+            or item.validity is Validity.INVALID
+            or (item.status.value not in tolerated and item.validity.value not in tolerated)
+        ):
+            count += item.count
+    return count
+
+
+def evaluate_gate(
+    name: str,
+    spec: GateSpec,
+    fingerprint: str,
+    authority: Authority,
+    estimate: Estimate | None,
+    population: Population,
+) -> GateResult:
+    """Decide one gate. An active gate blocks (with every reason that holds) rather than guess."""
+    common: dict[str, Any] = {
+        "name": name,
+        "metric": spec.metric,
+        "active": authority.active,
+        "value": None if estimate is None else estimate.point,
+        "proposed_threshold": spec.proposed_threshold,
+        "direction": spec.direction,
+        "rule": spec.rule,
+        "fingerprint": fingerprint,
+    }
+    if not authority.active:
+        return GateResult(outcome=Outcome.INFORMATIONAL, **common)
+    reasons = list(authority.reasons)
+    if estimate is None:
+        reasons.append(
+            Reason(
+                code=BlockReason.NO_MEASURED_VALUE,
+                message="no score was measured (scored and valid) to compare",
+            )
+        )
+    incomplete = incompleteness(population, spec.tolerate)
+    if incomplete:
+        reasons.append(
+            Reason(
+                code=BlockReason.INCOMPLETE_MEASUREMENT,
+                message=f"{incomplete} of {population.expected} examples were not measured validly",
+            )
+        )
+    compared = None if estimate is None else estimate.point
+    if reasons:
+        return GateResult(
+            outcome=Outcome.BLOCKED,
+            reasons=tuple(reasons),
+            threshold=authority.threshold,
+            compared=compared,
+            **common,
+        )
+    assert compared is not None and authority.threshold is not None  # guaranteed by the reasons above
+    outcome = Outcome.PASS if meets(compared, authority.threshold, spec.direction) else Outcome.FAIL
+    return GateResult(outcome=outcome, threshold=authority.threshold, compared=compared, **common)

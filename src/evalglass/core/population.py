@@ -1,0 +1,127 @@
+"""Who was measured: the population behind one metric's number.
+
+Every expected example is accounted for: included in the math, excluded with its state and diagnostics, or
+missing (a score that should exist and does not, counted as an error).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, computed_field, model_validator
+
+from evalglass.core.columns import STATES, ScoreColumn
+from evalglass.core.score import Status, Validity
+
+TOP_DIAGNOSTICS = 5
+DERIVED = ("excluded_total", "excluded_by_status", "excluded_by_validity")
+
+
+class StateCount(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    status: Status
+    validity: Validity
+    count: int = Field(ge=1)
+
+
+class DiagnosticCount(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    code: str
+    count: int = Field(ge=1)
+    example: str = Field(description="One message with this code, so the report can show what it looks like.")
+
+
+class Population(BaseModel):
+    """Counts that must add up: ``included + sum(excluded) + missing == expected``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    expected: int = Field(ge=0)
+    included: int = Field(ge=0)
+    excluded: tuple[StateCount, ...] = ()
+    missing: int = Field(default=0, ge=0)
+    top_diagnostics: tuple[DiagnosticCount, ...] = ()
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _derived_fields_match(cls, data: Any, handler: ModelWrapValidatorHandler[Population]) -> Population:
+        """Artifacts carry the derived totals for readers; on load they must equal what the counts imply."""
+        recorded: dict[str, Any] = {}
+        if isinstance(data, dict):
+            data = dict(data)
+            recorded = {name: data.pop(name) for name in DERIVED if name in data}
+        population = handler(data)
+        for name, value in recorded.items():
+            if getattr(population, name) != value:
+                raise ValueError(f"{name} is {value!r} but the counts imply {getattr(population, name)!r}")
+        return population
+
+    @model_validator(mode="after")
+    def _adds_up(self) -> Population:
+        total = self.included + sum(item.count for item in self.excluded) + self.missing
+        if total != self.expected:
+            raise ValueError(
+                f"population does not add up: included {self.included} + excluded + missing {self.missing} "
+                f"= {total}, expected {self.expected}"
+            )
+        for item in self.excluded:
+            if item.status is Status.SCORED and item.validity is Validity.VALID:
+                raise ValueError("scored/valid scores are included, never excluded")
+        return self
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def excluded_total(self) -> int:
+        return sum(item.count for item in self.excluded) + self.missing
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def excluded_by_status(self) -> dict[str, int]:
+        counts: Counter[str] = Counter()
+        for item in self.excluded:
+            counts[item.status.value] += item.count
+        if self.missing:
+            counts["missing"] += self.missing
+        return dict(sorted(counts.items()))
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def excluded_by_validity(self) -> dict[str, int]:
+        counts: Counter[str] = Counter()
+        for item in self.excluded:
+            counts[item.validity.value] += item.count
+        return dict(sorted(counts.items()))
+
+
+def population_of(column: ScoreColumn, expected: int) -> Population:
+    """Count a column's rows by measurement state; rows beyond ``len(column)`` up to ``expected`` are missing."""
+    if len(column) > expected:
+        raise ValueError(f"{len(column)} scores recorded for {expected} expected examples")
+    by_state = np.bincount(column.states(), minlength=len(STATES))
+    excluded = tuple(
+        StateCount(status=STATES[code][0], validity=STATES[code][1], count=int(count))
+        for code, count in enumerate(by_state)
+        if code != 0 and count
+    )
+    return Population(
+        expected=expected,
+        included=int(by_state[0]),
+        excluded=excluded,
+        missing=expected - len(column),
+        top_diagnostics=_top_diagnostics(column),
+    )
+
+
+def _top_diagnostics(column: ScoreColumn) -> tuple[DiagnosticCount, ...]:
+    counts: Counter[str] = Counter()
+    examples: dict[str, str] = {}
+    for _row, diagnostics in column.diagnostic_rows():
+        for diagnostic in diagnostics:
+            counts[diagnostic.code] += 1
+            examples.setdefault(diagnostic.code, diagnostic.message)
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:TOP_DIAGNOSTICS]
+    return tuple(DiagnosticCount(code=code, count=count, example=examples[code]) for code, count in ranked)

@@ -1,0 +1,34 @@
+"""Everything needed to re-derive a scorecard from the recorded scores (``evalglass verify``)."""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evalglass.core.authority import Ledger
+from evalglass.core.scorecard import DatasetSummary
+
+RUNRECORD_SCHEMA: Final = "evalglass.runrecord/1"
+SCORES_FILE = "scores.jsonl"
+
+
+class RunRecord(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: Literal["evalglass.runrecord/1"] = RUNRECORD_SCHEMA
+    run_id: str
+    created_at: str
+    tool_version: str
+    config_path: str
+    config_fingerprint: str = Field(description="SHA-256 of the config file's bytes as read.")
+    config: dict[str, Any] = Field(
+        description="The validated config as declared (unset defaults omitted; gate fingerprints pin semantics)."
+    )
+    ledger_path: str
+    ledger_fingerprint: str = Field(description="SHA-256 of the ledger file's bytes as read.")
+    ledger: Ledger = Field(description="The ledger as the run read it; the tool never writes the ledger file.")
+    dataset: DatasetSummary
+    gate_fingerprints: dict[str, str]
+    scores_file: str = SCORES_FILE
+    scores_sha256: str

@@ -1,0 +1,170 @@
+"""Writing and reading a run's folder. Every file is written atomically (temporary name, then rename), mode 0600."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+from pydantic import BaseModel, ValidationError
+
+from evalglass.core.columns import ScoreColumn
+from evalglass.core.fingerprint import PREFIX
+from evalglass.core.runrecord import SCORES_FILE, RunRecord
+from evalglass.core.score import Score, ScoreContractError
+from evalglass.core.scorecard import Scorecard
+from evalglass.errors import SetupError
+
+SCORECARD_FILE = "scorecard.json"
+RUNRECORD_FILE = "runrecord.json"
+REPORT_FILE = "report.md"
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Readers see the old file or the new one, never half of one."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+
+
+def write_model(path: Path, model: BaseModel) -> None:
+    write_atomic(path, orjson.dumps(model.model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n")
+
+
+def score_to_json(result: float | Score) -> Any:
+    """Scored+valid without diagnostics is stored as a bare number; every other score in full."""
+    if not isinstance(result, Score):
+        return float(result)
+    if result.included and not result.diagnostics and not result.evidence:
+        return result.value
+    return result.model_dump(mode="json", exclude_defaults=True)
+
+
+class ScoresWriter:
+    """Streams one JSON line per example into a hidden file that becomes ``scores.jsonl`` on commit."""
+
+    def __init__(self, folder: Path) -> None:
+        self.final = folder / SCORES_FILE
+        self.partial = folder / f".{SCORES_FILE}.partial"
+        fd = os.open(self.partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+        self._handle: IO[bytes] = os.fdopen(fd, "wb", buffering=1 << 20)
+        self._hash = hashlib.sha256()
+
+    def write(self, example_id: str, line: int, scores: dict[str, Any]) -> None:
+        data = orjson.dumps({"id": example_id, "line": line, "scores": scores}, option=orjson.OPT_APPEND_NEWLINE)
+        self._hash.update(data)
+        self._handle.write(data)
+
+    def commit(self) -> str:
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+        self._handle.close()
+        os.replace(self.partial, self.final)
+        return PREFIX + self._hash.hexdigest()
+
+    def abort(self) -> None:
+        self._handle.close()
+        with contextlib.suppress(FileNotFoundError):
+            self.partial.unlink()
+
+
+def load_json_model(path: Path, model: type[Any], what: str) -> Any:
+    """Load and validate an artifact; a file that fails its own rules is refused, never repaired."""
+    try:
+        data = orjson.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise SetupError(
+            f"{what} not found", where=str(path), fix="point at a run folder written by `evalglass run`"
+        ) from None
+    except orjson.JSONDecodeError as exc:
+        raise SetupError(f"{what} is not valid JSON ({exc})", where=str(path)) from None
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(part) for part in first["loc"]) or "top level"
+        raise SetupError(
+            f"{what} fails its own rules at {loc}: {str(first['msg']).removeprefix('Value error, ')}",
+            where=str(path),
+            fix="the file was edited or corrupted; rerun `evalglass run` to regenerate it",
+        ) from None
+
+
+def load_scorecard(folder: Path) -> Scorecard:
+    result: Scorecard = load_json_model(folder / SCORECARD_FILE, Scorecard, "scorecard")
+    return result
+
+
+def load_runrecord(folder: Path) -> RunRecord:
+    result: RunRecord = load_json_model(folder / RUNRECORD_FILE, RunRecord, "run record")
+    return result
+
+
+def iter_score_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if raw.strip():
+                try:
+                    yield number, orjson.loads(raw)
+                except orjson.JSONDecodeError as exc:
+                    raise SetupError(f"scores line is not valid JSON ({exc})", where=f"{path}:{number}") from None
+
+
+def load_columns(path: Path, metric_names: list[str]) -> tuple[dict[str, ScoreColumn], int, str]:
+    """Rebuild every metric's column from scores.jsonl, checking each score against the contract again.
+
+    Returns the columns, the number of examples and the SHA-256 of the file's bytes.
+    """
+    columns = {name: ScoreColumn() for name in metric_names}
+    digest = hashlib.sha256()
+    examples = 0
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        raise SetupError("scores file not found", where=str(path)) from None
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            digest.update(raw)
+            if not raw.strip():
+                continue
+            where = f"{path}:{number}"
+            try:
+                row = orjson.loads(raw)
+                scores = row["scores"]
+            except (orjson.JSONDecodeError, KeyError, TypeError):
+                raise SetupError("scores line is not a recorded example", where=where) from None
+            examples += 1
+            for name, column in columns.items():
+                if name not in scores:
+                    continue
+                value = scores[name]
+                try:
+                    column.append(value if isinstance(value, int | float) else Score.model_validate(value))
+                except (ValidationError, ScoreContractError) as exc:
+                    raise SetupError(
+                        f"score of metric '{name}' breaks the score contract: {_first_error(exc)}",
+                        where=where,
+                        fix="the scores file was edited or corrupted",
+                    ) from None
+    return columns, examples, PREFIX + digest.hexdigest()
+
+
+def _first_error(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+    return str(exc)

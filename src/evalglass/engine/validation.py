@@ -1,0 +1,134 @@
+"""Turn a pydantic ValidationError on a YAML document into one actionable line."""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any, TypeVar, Union, get_args, get_origin
+
+from pydantic import BaseModel, ValidationError
+
+from evalglass.engine.yamlsource import Loc, YamlDocument
+from evalglass.errors import SetupError
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+PRIORITY = {"extra_forbidden": 0, "union_tag_invalid": 1, "union_tag_not_found": 2, "missing": 3}
+
+
+def validate_document(model: type[ModelT], doc: YamlDocument, *, what: str) -> ModelT:
+    if not isinstance(doc.data, Mapping):
+        raise SetupError(
+            f"{what} must be a YAML mapping of keys to values, not {type(doc.data).__name__}",
+            where=str(doc.path),
+        )
+    try:
+        return model.model_validate(doc.data)
+    except ValidationError as exc:
+        raise setup_error_from(exc, doc, model, what) from None
+
+
+def setup_error_from(exc: ValidationError, doc: YamlDocument, model: type[BaseModel], what: str) -> SetupError:
+    # A misspelt key usually also causes a "missing" error for the key it was meant to be; naming the typo first
+    # gives the one line that fixes both.
+    errors = sorted(exc.errors(), key=lambda error: PRIORITY.get(error["type"], len(PRIORITY)))
+    first = errors[0]
+    loc: Loc = tuple(first["loc"])
+    yaml_loc = _yaml_loc(loc, doc)
+    where = doc.where(yaml_loc)
+    more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
+    parent = ".".join(str(part) for part in yaml_loc[:-1]) or "top level"
+    kind = first["type"]
+    if kind == "extra_forbidden":
+        key = str(loc[-1])
+        allowed = _allowed_keys(model, loc[:-1])
+        return SetupError(f"unknown key '{key}' in {parent}{more}", where=where, fix=_suggest(key, allowed))
+    if kind == "missing":
+        return SetupError(f"missing required key '{loc[-1]}' in {parent}{more}", where=where, fix=f"add it to {what}")
+    if kind == "union_tag_invalid":
+        ctx = first.get("ctx", {})
+        tag = str(ctx.get("tag", ""))
+        expected = [part.strip().strip("'") for part in str(ctx.get("expected_tags", "")).split(",")]
+        return SetupError(
+            f"unknown type '{tag}' at {_dotted(yaml_loc)}{more}", where=where, fix=_suggest(tag, expected)
+        )
+    if kind == "union_tag_not_found":
+        return SetupError(f"{_dotted(yaml_loc)} needs a 'type'{more}", where=where, fix="add `type: <metric type>`")
+    message = str(first["msg"]).removeprefix("Value error, ")
+    return SetupError(f"{_dotted(yaml_loc)}: {message}{more}", where=where, fix=f"fix this value in {what}")
+
+
+def _dotted(loc: Loc) -> str:
+    return ".".join(str(part) for part in loc) or "top level"
+
+
+def _suggest(word: str, allowed: list[str]) -> str:
+    close = difflib.get_close_matches(word, allowed, n=1, cutoff=0.6)
+    if close:
+        return f"did you mean '{close[0]}'?"
+    return f"allowed: {', '.join(sorted(allowed))}" if allowed else "remove it"
+
+
+def _yaml_loc(loc: Loc, doc: YamlDocument) -> Loc:
+    """Drop pydantic's discriminator tags and other parts that do not exist in the document."""
+    kept: list[str | int] = []
+    for index, part in enumerate(loc):
+        candidate = (*kept, part)
+        if candidate in doc.lines or index == len(loc) - 1:
+            kept.append(part)
+    return tuple(kept)
+
+
+def _unwrap(annotation: Any) -> Any:
+    """Strip Annotated and Optional wrappers down to the type that carries the keys."""
+    while True:
+        if get_origin(annotation) is typing.Annotated:
+            annotation = get_args(annotation)[0]
+            continue
+        if get_origin(annotation) in (Union, types.UnionType):
+            members = [arg for arg in get_args(annotation) if arg is not type(None)]
+            if len(members) == 1:
+                annotation = members[0]
+                continue
+        return annotation
+
+
+def _allowed_keys(model: type[BaseModel], loc: Loc) -> list[str]:
+    """Field names of the model found by following ``loc`` through models, dicts, lists and tagged unions."""
+    current: Any = model
+    for part in loc:
+        current = _unwrap(current)
+        origin = get_origin(current)
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            field = current.model_fields.get(str(part))
+            if field is None:
+                return []
+            current = field.annotation
+        elif origin in (dict, Mapping):
+            current = get_args(current)[1]
+        elif origin in (list, tuple):
+            current = get_args(current)[0]
+        elif origin in (Union, types.UnionType):
+            current = _union_member(current, part)
+            if current is None:
+                return []
+        else:
+            return []
+    current = _unwrap(current)
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return list(current.model_fields)
+    return []
+
+
+def _union_member(union: Any, tag: str | int) -> Any:
+    for member in get_args(union):
+        member = _unwrap(member)
+        if not (isinstance(member, type) and issubclass(member, BaseModel)):
+            continue
+        type_field = member.model_fields.get("type")
+        if type_field is not None and tag in get_args(type_field.annotation):
+            return member
+        if member.__name__ == tag:
+            return member
+    return None

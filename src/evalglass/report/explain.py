@@ -1,0 +1,180 @@
+"""Plain-language explanations of gates and metrics, built from a run's artifacts (nothing is recomputed).
+
+The one thing explain adds is the ledger entry a host would write to activate or re-approve a gate, filled in with
+the fingerprints the run recorded. It only prints that entry: the tool never writes the ledger.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from evalglass.core.authority import BlockReason
+from evalglass.core.gates import GateResult, Outcome
+from evalglass.core.runrecord import RunRecord
+from evalglass.core.scorecard import MetricSummary, Scorecard
+from evalglass.report.fmt import comparison, estimate_text, number
+
+REPAIRS: dict[BlockReason, str] = {
+    BlockReason.POLICY_FORBIDDEN: "The host's policy in the ledger forbids this gate; only the host can lift that.",
+    BlockReason.APPROVAL_UNBOUND: "Bind the approval to the current definition by writing its fingerprint.",
+    BlockReason.APPROVAL_STALE: (
+        "The gate or its metric changed after approval. Review the change, then re-approve with the new fingerprint."
+    ),
+    BlockReason.GOLD_NOT_VALIDATED: (
+        "This metric compares with reference answers. Review them, then mark the dataset as validated gold."
+    ),
+    BlockReason.GOLD_STALE: "The dataset changed after it was validated. Review it, then re-validate it.",
+    BlockReason.JUDGE_UNCALIBRATED: "Calibrate the judge against human labels (`evalglass calibrate`).",
+    BlockReason.CHECK_NOT_PASSED: "The bound check did not reach a PASS or FAIL; repair what its outcome names.",
+    BlockReason.NO_APPROVED_THRESHOLD: "Write the threshold you approve into the ledger entry.",
+    BlockReason.NO_MEASURED_VALUE: (
+        "No example was measured validly. Look at the metric's diagnostics: every score was excluded."
+    ),
+    BlockReason.INCOMPLETE_MEASUREMENT: (
+        "Some examples were not measured. Fix their causes (see diagnostics), or, for non_evaluable, skipped or "
+        "not_applicable exclusions you consider harmless, declare them under the gate's `tolerate:`."
+    ),
+    BlockReason.BELOW_MIN_N: "Too few examples were measured for this gate; add examples.",
+}
+
+
+@dataclass
+class Explanation:
+    subject: str
+    kind: str
+    summary: str
+    details: list[str] = field(default_factory=list)
+    ledger_entry: str | None = None
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "subject": self.subject,
+            "kind": self.kind,
+            "summary": self.summary,
+            "details": self.details,
+            "ledger_entry": self.ledger_entry,
+        }
+
+    def as_text(self) -> str:
+        parts = [self.summary, *[f"  - {line}" for line in self.details]]
+        if self.ledger_entry:
+            parts += ["", "  Ledger entry to write (EvalGlass never writes the ledger):", ""]
+            parts += [f"    {line}" for line in self.ledger_entry.splitlines()]
+        return "\n".join(parts)
+
+
+def explain(card: Scorecard, record: RunRecord, name: str | None) -> list[Explanation]:
+    """Explain one gate or metric by name, or every gate (and every metric without a gate) when name is None."""
+    gates = {gate.name: gate for gate in card.decision.gates}
+    if name is not None:
+        if name in gates:
+            return [explain_gate(gates[name], card, record)]
+        metric = card.metric(name)
+        if metric is not None:
+            return [explain_metric(metric, card)]
+        known = sorted([*gates, *(metric.name for metric in card.metrics)])
+        raise KeyError(f"no gate or metric named '{name}' in this run (known: {', '.join(known)})")
+    out = [explain_gate(gate, card, record) for gate in card.decision.gates]
+    gated = {gate.metric for gate in card.decision.gates}
+    out += [explain_metric(metric, card) for metric in card.metrics if metric.name not in gated]
+    return out
+
+
+def explain_gate(gate: GateResult, card: Scorecard, record: RunRecord) -> Explanation:
+    metric = card.metric(gate.metric)
+    needs_gold = metric is not None and metric.uses_reference
+    details: list[str] = []
+    entry: str | None = None
+    if gate.outcome is Outcome.INFORMATIONAL:
+        summary = (
+            f"Gate '{gate.name}' is informational: the ledger ({record.ledger_path}) does not activate it, so its "
+            f"number is evidence only and can neither pass nor fail CI."
+        )
+        details.append("To make it gate, the host adds the entry below to the ledger after reviewing the definition.")
+        entry = _ledger_entry(gate, card, record, needs_gold)
+    elif gate.outcome is Outcome.BLOCKED:
+        summary = f"Gate '{gate.name}' is blocked: it is active, but it cannot be decided honestly."
+        for reason in gate.reasons:
+            details.append(f"{reason.code.value}: {reason.message}. {REPAIRS[reason.code]}")
+        codes = {reason.code for reason in gate.reasons}
+        if codes & {
+            BlockReason.APPROVAL_STALE,
+            BlockReason.APPROVAL_UNBOUND,
+            BlockReason.NO_APPROVED_THRESHOLD,
+            BlockReason.GOLD_NOT_VALIDATED,
+            BlockReason.GOLD_STALE,
+        }:
+            entry = _ledger_entry(gate, card, record, needs_gold)
+    else:
+        assert gate.compared is not None and gate.threshold is not None
+        verb = "meets" if gate.outcome is Outcome.PASS else "does not meet"
+        summary = (
+            f"Gate '{gate.name}' is {gate.outcome.value}: {number(gate.compared)} {verb} the approved threshold "
+            f"{comparison(gate.direction)} {number(gate.threshold)}."
+        )
+    if metric is not None:
+        details.append(_coverage(metric))
+    return Explanation(subject=gate.name, kind="gate", summary=summary, details=details, ledger_entry=entry)
+
+
+def explain_metric(metric: MetricSummary, card: Scorecard) -> Explanation:
+    population = metric.population
+    if metric.estimate is None:
+        summary = (
+            f"Metric '{metric.name}' ({metric.type}) has no value: "
+            f"none of its {population.expected} scores was measured validly."
+        )
+    else:
+        summary = f"Metric '{metric.name}' ({metric.type}) is {estimate_text(metric.estimate)}."
+    details = [_coverage(metric)]
+    for item in population.top_diagnostics:
+        details.append(f"{item.code} ×{item.count}, e.g. {item.example}")
+    gates = [gate.name for gate in card.decision.gates if gate.metric == metric.name]
+    if gates:
+        details.append(f"Gated by: {', '.join(gates)}.")
+    else:
+        details.append("No gate uses this metric: it is evidence only.")
+    if metric.uses_reference:
+        details.append("It compares with reference answers, so it can gate only on a dataset validated as gold.")
+    return Explanation(subject=metric.name, kind="metric", summary=summary, details=details)
+
+
+def _coverage(metric: MetricSummary) -> str:
+    population = metric.population
+    if population.excluded_total == 0:
+        return f"All {population.expected} examples were measured validly and enter the value."
+    parts = ", ".join(f"{count} {status}" for status, count in population.excluded_by_status.items())
+    return (
+        f"The value covers {population.included} of {population.expected} examples; excluded ({parts}) are left "
+        f"out of the value, never counted as 0."
+    )
+
+
+def _ledger_entry(gate: GateResult, card: Scorecard, record: RunRecord, needs_gold: bool) -> str:
+    threshold = gate.threshold if gate.threshold is not None else gate.proposed_threshold
+    threshold_line = (
+        f"    threshold: {threshold!r}"
+        if threshold is not None
+        else "    threshold: null   # write the threshold you approve; a null threshold keeps the gate blocked"
+    )
+    lines = [
+        "gates:",
+        f"  {gate.name}:",
+        "    active: true",
+        threshold_line,
+        f'    fingerprint: "{gate.fingerprint}"',
+        '    approved_by: "<your name>"',
+    ]
+    validation = record.ledger.datasets.get(card.dataset.name)
+    gold_ok = (
+        validation is not None and validation.validated_gold and validation.fingerprint == card.dataset.fingerprint
+    )
+    if needs_gold and not gold_ok:
+        lines += [
+            "datasets:",
+            f"  {card.dataset.name}:",
+            "    validated_gold: true",
+            f'    fingerprint: "{card.dataset.fingerprint}"',
+            '    validated_by: "<your name>"',
+        ]
+    return "\n".join(lines)

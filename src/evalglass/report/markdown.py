@@ -1,0 +1,67 @@
+"""report.md: the scorecard as a pull-request comment. It renders the payload; it decides nothing."""
+
+from __future__ import annotations
+
+from evalglass.core.fingerprint import short
+from evalglass.core.scorecard import Scorecard
+from evalglass.report.fmt import (
+    OUTCOME_ICON,
+    OUTCOME_LABEL,
+    diagnostics_text,
+    estimate_text,
+    excluded_text,
+    number,
+    reasons_text,
+    threshold_text,
+)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(card: Scorecard) -> str:
+    decision = card.decision
+    lines = [
+        f"## {OUTCOME_ICON[decision.verdict]} EvalGlass: {OUTCOME_LABEL[decision.verdict]}",
+        "",
+        f"> {decision.meaning}",
+        "",
+        f"Run `{card.run_id}` · dataset `{card.dataset.name}` ({card.dataset.examples} examples, "
+        f"`{short(card.dataset.fingerprint)}`) · exit code {decision.exit_code}",
+    ]
+    if card.dataset.malformed_lines:
+        lines.append(f"\n**{card.dataset.malformed_lines} malformed dataset line(s)** were scored as errors.")
+    lines += ["", "### Gates", ""]
+    if decision.gates:
+        lines += ["| Gate | Outcome | Value | Threshold | Why |", "|---|---|---|---|---|"]
+        for gate in decision.gates:
+            why = reasons_text(gate) if gate.reasons else ("not active in the ledger" if not gate.active else "")
+            lines.append(
+                f"| {_cell(gate.name)} | {OUTCOME_ICON[gate.outcome]} {OUTCOME_LABEL[gate.outcome]} | "
+                f"{number(gate.compared if gate.compared is not None else gate.value)} | "
+                f"{_cell(threshold_text(gate))} | {_cell(why)} |"
+            )
+    else:
+        lines.append("No gates are declared.")
+    lines += [
+        "",
+        "### Metrics",
+        "",
+        "| Metric | Value | Included | Excluded | Diagnostics |",
+        "|---|---|---|---|---|",
+    ]
+    for metric in card.metrics:
+        population = metric.population
+        lines.append(
+            f"| {_cell(metric.name)} | {_cell(estimate_text(metric.estimate))} | "
+            f"{population.included}/{population.expected} | {_cell(excluded_text(population))} | "
+            f"{_cell(diagnostics_text(population))} |"
+        )
+    lines += [
+        "",
+        "<sub>Excluded scores (errors, blocked, non-evaluable, missing) never count as 0; "
+        "they are left out of the value and counted here.</sub>",
+        "",
+    ]
+    return "\n".join(lines)

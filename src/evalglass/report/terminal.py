@@ -1,0 +1,75 @@
+"""The terminal summary. Like every renderer, it shows the payload and never recomputes a verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from evalglass.core.gates import Outcome
+from evalglass.core.scorecard import Scorecard
+from evalglass.report.fmt import (
+    OUTCOME_LABEL,
+    diagnostics_text,
+    estimate_text,
+    excluded_text,
+    number,
+    reasons_text,
+    threshold_text,
+)
+
+STYLE: dict[Outcome, str] = {
+    Outcome.INFORMATIONAL: "cyan",
+    Outcome.PASS: "bold green",
+    Outcome.FAIL: "bold red",
+    Outcome.BLOCKED: "bold yellow",
+}
+
+
+def render_terminal(card: Scorecard, console: Console, folder: Path | None = None) -> None:
+    decision = card.decision
+    metrics = Table(title="Metrics", title_justify="left", expand=False)
+    metrics.add_column("metric", style="bold")
+    metrics.add_column("value", justify="right")
+    metrics.add_column("included", justify="right")
+    metrics.add_column("excluded")
+    metrics.add_column("diagnostics")
+    for metric in card.metrics:
+        population = metric.population
+        metrics.add_row(
+            metric.name,
+            estimate_text(metric.estimate),
+            f"{population.included}/{population.expected}",
+            excluded_text(population),
+            diagnostics_text(population),
+        )
+    console.print(metrics)
+    if decision.gates:
+        gates = Table(title="Gates", title_justify="left", expand=False)
+        gates.add_column("gate", style="bold")
+        gates.add_column("outcome")
+        gates.add_column("value", justify="right")
+        gates.add_column("threshold")
+        gates.add_column("why")
+        for gate in decision.gates:
+            why = reasons_text(gate) if gate.reasons else ("not active in the ledger" if not gate.active else "")
+            gates.add_row(
+                gate.name,
+                Text(OUTCOME_LABEL[gate.outcome], style=STYLE[gate.outcome]),
+                number(gate.compared if gate.compared is not None else gate.value),
+                threshold_text(gate),
+                why,
+            )
+        console.print(gates)
+    if card.dataset.malformed_lines:
+        console.print(
+            f"[yellow]{card.dataset.malformed_lines} malformed dataset line(s) were scored as errors.[/yellow]"
+        )
+    verdict = Text(f"verdict: {OUTCOME_LABEL[decision.verdict]}", style=STYLE[decision.verdict])
+    verdict.append(f"  (exit {decision.exit_code})", style="dim")
+    console.print(verdict)
+    console.print(decision.meaning)
+    if folder is not None:
+        console.print(f"artifacts: {folder}", style="dim")

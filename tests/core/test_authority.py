@@ -1,0 +1,92 @@
+"""Authority resolution: activation, fingerprint-bound approvals, gold validation, policy."""
+
+from __future__ import annotations
+
+import pytest
+
+from evalglass.core.authority import (
+    DatasetValidation,
+    GateApproval,
+    GateIdentity,
+    Ledger,
+    Policy,
+    resolve_authority,
+)
+from evalglass.core.fingerprint import fingerprint_of
+
+GATE_FP = fingerprint_of({"gate": "g", "metric": "exact"})
+DATA_FP = fingerprint_of({"data": 1})
+
+
+def identity(needs_gold: bool = False) -> GateIdentity:
+    return GateIdentity(name="g", fingerprint=GATE_FP, dataset="d", dataset_fingerprint=DATA_FP, needs_gold=needs_gold)
+
+
+def approved(**overrides) -> GateApproval:
+    return GateApproval(**{"active": True, "threshold": 0.8, "fingerprint": GATE_FP, **overrides})
+
+
+def codes(ledger: Ledger, needs_gold: bool = False) -> set[str]:
+    return {reason.code.value for reason in resolve_authority(identity(needs_gold), ledger).reasons}
+
+
+def test_no_entry_or_inactive_entry_means_informational():
+    assert not resolve_authority(identity(), Ledger()).active
+    assert not resolve_authority(identity(), Ledger(gates={"g": approved(active=False)})).active
+
+
+def test_current_approval_activates_with_its_threshold():
+    authority = resolve_authority(identity(), Ledger(gates={"g": approved()}))
+    assert authority.active and authority.threshold == 0.8 and not authority.reasons
+
+
+@pytest.mark.parametrize(
+    ("ledger", "needs_gold", "expected"),
+    [
+        (Ledger(gates={"g": approved(fingerprint=fingerprint_of("old"))}), False, {"approval_stale"}),
+        (Ledger(gates={"g": approved(fingerprint=None)}), False, {"approval_unbound"}),
+        (Ledger(gates={"g": approved(threshold=None)}), False, {"no_approved_threshold"}),
+        (Ledger(gates={"g": approved()}, policy=Policy(forbid_all_gating=True)), False, {"policy_forbidden"}),
+        (Ledger(gates={"g": approved()}, policy=Policy(forbid_gates=("g",))), False, {"policy_forbidden"}),
+        (Ledger(gates={"g": approved()}), True, {"gold_not_validated"}),
+        (
+            Ledger(
+                gates={"g": approved()},
+                datasets={"d": DatasetValidation(validated_gold=False, fingerprint=DATA_FP)},
+            ),
+            True,
+            {"gold_not_validated"},
+        ),
+        (
+            Ledger(
+                gates={"g": approved()},
+                datasets={"d": DatasetValidation(validated_gold=True, fingerprint="sha256:x")},
+            ),
+            True,
+            {"gold_stale"},
+        ),
+        (
+            Ledger(
+                gates={"g": approved()},
+                datasets={"d": DatasetValidation(validated_gold=True, fingerprint=DATA_FP)},
+            ),
+            True,
+            set(),
+        ),
+        (
+            Ledger(
+                gates={"g": approved(fingerprint=fingerprint_of("old"), threshold=None)},
+                policy=Policy(forbid_all_gating=True),
+            ),
+            True,
+            {"policy_forbidden", "approval_stale", "gold_not_validated", "no_approved_threshold"},
+        ),
+    ],
+)
+def test_every_authority_reason_that_holds_is_recorded(ledger, needs_gold, expected):
+    assert codes(ledger, needs_gold) == expected
+
+
+def test_fingerprints_ignore_key_order_but_not_values():
+    assert fingerprint_of({"a": 1, "b": [1, 2]}) == fingerprint_of({"b": [1, 2], "a": 1})
+    assert fingerprint_of({"a": 1}) != fingerprint_of({"a": 2})

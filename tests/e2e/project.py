@@ -1,0 +1,97 @@
+"""A throwaway EvalGlass project on disk, and the real CLI run against it in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> CliResult:
+    proc = subprocess.run(
+        [sys.executable, "-m", "evalglass", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "200", **(env or {})},
+    )
+    return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+DEFAULT_ROWS = [
+    {"id": f"ex-{i}", "expected": "yes" if i % 4 else "no", "output": "yes"} for i in range(1, 9)
+]  # exact match rate: 6/8 = 0.75
+
+
+@dataclass
+class Project:
+    root: Path
+
+    @property
+    def evals(self) -> Path:
+        return self.root / "evals"
+
+    def write_config(self, config: dict[str, Any]) -> None:
+        (self.evals / "evalglass.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+
+    def write_ledger(self, ledger: dict[str, Any] | str) -> None:
+        text = ledger if isinstance(ledger, str) else yaml.safe_dump(ledger, sort_keys=False)
+        (self.evals / "authority.yaml").write_text(text)
+
+    def write_rows(self, rows: list[dict[str, Any]] | None = None, extra_lines: list[str] = ()) -> None:
+        lines = [json.dumps(row) for row in (rows if rows is not None else DEFAULT_ROWS)]
+        (self.evals / "data.jsonl").write_text("\n".join([*lines, *extra_lines]) + "\n")
+
+    def run(self, *args: str) -> CliResult:
+        return run_cli("run", *args, cwd=self.root)
+
+    def cli(self, *args: str) -> CliResult:
+        return run_cli(*args, cwd=self.root)
+
+    def gate_fingerprint(self, gate: str) -> str:
+        """The fingerprint as the tool reports it to the host, through `explain --format json`."""
+        entries = self.cli("explain", gate, "--format", "json").json()
+        entry = entries[0]["ledger_entry"]
+        return yaml.safe_load(entry)["gates"][gate]["fingerprint"]
+
+    def dataset_fingerprint(self) -> str:
+        card = self.cli("view", "--format", "json").json()
+        return card["dataset"]["fingerprint"]
+
+
+def base_config(**overrides: Any) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "version": 1,
+        "dataset": {"name": "suite", "path": "data.jsonl"},
+        "task": {"type": "recorded", "field": "output"},
+        "metrics": {"exact": {"type": "exact_match", "reference": "expected"}},
+        "gates": {"accuracy": {"metric": "exact", "proposed_threshold": 0.7}},
+    }
+    config.update(overrides)
+    return config
+
+
+def make_project(tmp_path: Path, **config_overrides: Any) -> Project:
+    project = Project(tmp_path)
+    project.evals.mkdir()
+    project.write_config(base_config(**config_overrides))
+    project.write_rows()
+    project.write_ledger({"version": 1})
+    return project

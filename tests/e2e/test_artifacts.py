@@ -1,0 +1,181 @@
+"""Artifacts, view, explain, verify, init and schema as a user meets them."""
+
+from __future__ import annotations
+
+import json
+import stat
+
+import yaml
+
+from tests.e2e.project import make_project, run_cli
+from tests.e2e.test_verdicts import approve
+
+
+def test_quickstart_runs_with_no_setup_and_says_what_exit_0_means(tmp_path):
+    result = run_cli("run", "--example", "quickstart", cwd=tmp_path)
+    assert result.code == 0, result.err
+    flat = " ".join(result.out.split())
+    assert "verdict: informational" in flat
+    assert "does not mean quality was checked" in flat
+    folder = tmp_path / (tmp_path / ".evalglass" / "last-run").read_text().strip()
+    assert f"artifacts: {folder.relative_to(tmp_path)}" in flat or str(folder) in flat
+    for name in ("scorecard.json", "runrecord.json", "scores.jsonl", "report.md"):
+        mode = stat.S_IMODE((folder / name).stat().st_mode)
+        assert mode == 0o600, (name, oct(mode))
+    card = json.loads((folder / "scorecard.json").read_text())
+    record = json.loads((folder / "runrecord.json").read_text())
+    assert card["schema_version"] == "evalglass.scorecard/1"
+    assert record["schema_version"] == "evalglass.runrecord/1"
+    assert "informational" in (folder / "report.md").read_text()
+    assert not list(folder.glob(".*")), "no temporary files may remain"
+
+
+def test_view_rerenders_the_last_run_without_recomputing(tmp_path):
+    project = make_project(tmp_path)
+    first = project.run("--format", "json").json()
+    viewed = project.cli("view", "--format", "json").json()
+    assert viewed == first
+    # view reads the artifacts, not the dataset: deleting the dataset changes nothing
+    (project.evals / "data.jsonl").unlink()
+    assert project.cli("view", "--format", "json").json() == first
+    text = project.cli("view")
+    assert text.code == 0 and "accuracy" in text.out
+
+
+def test_explain_names_the_ledger_entry_and_following_it_activates_the_gate(tmp_path):
+    project = make_project(tmp_path)
+    project.run()
+    result = project.cli("explain", "accuracy")
+    assert result.code == 0
+    assert "informational" in result.out and "never writes the ledger" in result.out
+    entry = project.cli("explain", "accuracy", "--format", "json").json()[0]["ledger_entry"]
+    ledger = yaml.safe_load(entry)
+    assert ledger["gates"]["accuracy"]["threshold"] == 0.7  # the proposal, for the host to review
+    assert ledger["datasets"]["suite"]["validated_gold"] is True  # a reference metric needs validated gold
+    project.write_ledger({"version": 1, **ledger})
+    card = project.run("--format", "json").json()
+    assert card["decision"]["verdict"] == "pass"
+
+
+def test_explain_a_blocked_gate_lists_every_reason_with_its_repair(tmp_path):
+    project = make_project(tmp_path)
+    project.write_ledger(approve(project, threshold=None, gold=False))
+    project.run()
+    out = project.cli("explain", "accuracy").out
+    assert "blocked" in out
+    assert "no_approved_threshold" in out and "gold_not_validated" in out
+    assert "validated gold" in out
+
+
+def test_explain_a_metric_and_an_unknown_name(tmp_path):
+    project = make_project(tmp_path)
+    project.write_rows([{"id": "a", "output": "x"}, {"id": "b", "output": "y", "expected": "y"}])
+    project.run()
+    out = project.cli("explain", "exact").out
+    assert "1 of 2 examples" in out and "reference_missing" in out
+    unknown = project.cli("explain", "nope")
+    assert unknown.code == 2 and "no gate or metric named 'nope'" in unknown.err
+
+
+def test_verify_accepts_an_untouched_run(tmp_path):
+    project = make_project(tmp_path)
+    project.write_ledger(approve(project, threshold=0.9))
+    project.run("--out", "out")
+    result = project.cli("verify", "out")
+    assert result.code == 0 and "verified" in result.out
+
+
+def test_verify_catches_a_consistently_forged_pass(tmp_path):
+    project = make_project(tmp_path)
+    project.write_ledger(approve(project, threshold=0.9))
+    assert project.run("--out", "out").code == 1
+    path = tmp_path / "out" / "scorecard.json"
+    card = json.loads(path.read_text())
+    gate = card["decision"]["gates"][0]
+    gate.update(outcome="pass", threshold=0.5)
+    card["decision"].update(verdict="pass", ci_should_fail=False, exit_code=0)
+    path.write_text(json.dumps(card))
+    # The forged payload is self-consistent, so view accepts it...
+    assert project.cli("view", "out").code == 0
+    # ...but verify re-derives it from the recorded scores and the ledger snapshot.
+    result = project.cli("verify", "out", "--format", "json")
+    assert result.code == 1
+    fields = {item["field"] for item in result.json()["findings"]}
+    assert {
+        "scorecard.decision.verdict",
+        "scorecard.decision.ci_should_fail",
+        "scorecard.decision.exit_code",
+        "scorecard.decision.gates[accuracy].outcome",
+        "scorecard.decision.gates[accuracy].threshold",
+    } <= fields
+
+
+def test_verify_catches_an_edited_score(tmp_path):
+    project = make_project(tmp_path)
+    project.run("--out", "out")
+    path = tmp_path / "out" / "scores.jsonl"
+    lines = path.read_text().splitlines()
+    row = json.loads(lines[0])
+    row["scores"]["exact"] = 0.0 if row["scores"]["exact"] == 1.0 else 1.0
+    lines[0] = json.dumps(row)
+    path.write_text("\n".join(lines) + "\n")
+    result = project.cli("verify", "out")
+    assert result.code == 1
+    assert "runrecord.scores_sha256" in result.out
+    assert "scorecard.metrics[exact].estimate.point" in result.out
+
+
+def test_verify_refuses_a_score_that_breaks_the_contract(tmp_path):
+    project = make_project(tmp_path)
+    project.run("--out", "out")
+    path = tmp_path / "out" / "scores.jsonl"
+    lines = path.read_text().splitlines()
+    row = json.loads(lines[0])
+    row["scores"]["exact"] = {
+        "status": "error",
+        "validity": "not_measured",
+        "value": 0.0,
+        "diagnostics": [{"code": "x", "message": "y"}],
+    }
+    lines[0] = json.dumps(row)
+    path.write_text("\n".join(lines) + "\n")
+    result = project.cli("verify", "out")
+    assert result.code == 2
+    assert "scores.jsonl:1" in result.err and "never 0.0" in result.err
+
+
+def test_init_scaffolds_a_working_project_with_nothing_approved(tmp_path):
+    result = run_cli("init", cwd=tmp_path)
+    assert result.code == 0, result.err
+    for name in ("evalglass.yaml", "dataset.jsonl", "authority.yaml"):
+        assert (tmp_path / "evals" / name).exists()
+    ledger = yaml.safe_load((tmp_path / "evals" / "authority.yaml").read_text())
+    assert ledger["gates"] == {} and ledger["datasets"] == {}
+    run = run_cli("run", cwd=tmp_path)
+    assert run.code == 0 and "informational" in run.out
+    again = run_cli("init", cwd=tmp_path)
+    assert again.code == 2 and "already exists" in again.err
+
+
+def test_schema_prints_the_config_schema_and_the_committed_copies_are_current(tmp_path):
+    from pathlib import Path
+
+    result = run_cli("schema", cwd=tmp_path)
+    schema = result.json()
+    assert "dataset" in schema["properties"] and "metrics" in schema["properties"]
+    committed = Path(__file__).resolve().parents[2] / "schemas"
+    for name in ("config", "ledger", "scorecard", "runrecord", "scores"):
+        printed = run_cli("schema", name, cwd=tmp_path).json()
+        assert json.loads((committed / f"{name}.schema.json").read_text()) == printed, (
+            f"schemas/{name}.schema.json is stale: regenerate with `evalglass schema {name}`"
+        )
+
+
+def test_config_schema_validates_the_bundled_configs(tmp_path):
+    from importlib.resources import files
+
+    import jsonschema
+
+    schema = run_cli("schema", cwd=tmp_path).json()
+    for path in ("examples/quickstart/evalglass.yaml", "templates/init/evalglass.yaml"):
+        jsonschema.validate(yaml.safe_load((files("evalglass") / path).read_text()), schema)
