@@ -15,7 +15,7 @@ import click
 
 EXIT_SETUP = 2
 CONFIG_CANDIDATES = (Path("evals") / "evalglass.yaml", Path("evalglass.yaml"))
-EXAMPLES = ("quickstart",)
+EXAMPLES = ("quickstart", "bound-checks")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -216,6 +216,43 @@ def verify(folder: Path, fmt: str) -> None:
         for item in report.findings:
             click.echo(f"  {item.field}: recorded {item.recorded!r}, derived {item.derived!r}")
     sys.exit(0 if report.ok else 1)
+
+
+@main.command()
+@click.argument("names", nargs=-1)
+@click.option("--config", "config_path", type=click.Path(path_type=Path), help="Path to evalglass.yaml.")
+@click.option("--example", type=click.Choice(EXAMPLES), help="Use a bundled example's config.")
+@click.option(
+    "--expect-state",
+    metavar="FINGERPRINT",
+    help="The target state the check must be bound to (one check only); any other state is ERROR.",
+)
+@FORMAT
+@guarded
+def check(
+    names: tuple[str, ...], config_path: Path | None, example: str | None, expect_state: str | None, fmt: str
+) -> None:
+    """Run standalone checks (default: all of them) and exit 0 PASS, 1 FAIL, 3 INCONCLUSIVE, 4 ERROR.
+
+    \b
+    The exit code is the worst outcome among the checks run. 2 means nothing could run (bad config).
+    """
+    from evalglass.core.checks import check_exit_code
+    from evalglass.engine.checking import run_named_checks
+
+    if example is not None and config_path is not None:
+        from evalglass.errors import SetupError
+
+        raise SetupError("--example and --config exclude each other", fix="pass one of them")
+    path = example_config(example) if example is not None else find_config(config_path)
+    results = run_named_checks(path, list(names), expect_state)
+    if fmt == "json":
+        _emit_json({name: result.model_dump(mode="json") for name, result in results.items()})
+    else:
+        from evalglass.report.terminal import render_checks
+
+        render_checks(results, _console())
+    sys.exit(check_exit_code(list(results.values())))
 
 
 @main.command()

@@ -20,14 +20,14 @@ FP = "sha256:" + "0" * 64
 
 def gate(name: str, outcome: Outcome) -> GateResult:
     if outcome is Outcome.INFORMATIONAL:
-        return GateResult(name=name, metric="m", active=False, outcome=outcome, fingerprint=FP)
+        return GateResult(name=name, subject="m", active=False, outcome=outcome, fingerprint=FP)
     if outcome is Outcome.BLOCKED:
         reason = Reason(code=BlockReason.NO_MEASURED_VALUE, message="nothing measured")
-        return GateResult(name=name, metric="m", active=True, outcome=outcome, reasons=(reason,), fingerprint=FP)
+        return GateResult(name=name, subject="m", active=True, outcome=outcome, reasons=(reason,), fingerprint=FP)
     compared = 0.9 if outcome is Outcome.PASS else 0.1
     return GateResult(
         name=name,
-        metric="m",
+        subject="m",
         active=True,
         outcome=outcome,
         compared=compared,

@@ -88,6 +88,7 @@ class GateIdentity(BaseModel):
     dataset: str
     dataset_fingerprint: str
     needs_gold: bool = Field(description="True when the gate's metric compares with a reference field.")
+    needs_threshold: bool = Field(default=True, description="False for check gates, which pass only on PASS.")
 
 
 class Authority(BaseModel):
@@ -137,14 +138,15 @@ def resolve_authority(gate: GateIdentity, ledger: Ledger) -> Authority:
         )
     if gate.needs_gold:
         reasons.extend(_gold_reasons(gate, ledger.datasets.get(gate.dataset)))
-    if approval.threshold is None:
+    if approval.threshold is None and gate.needs_threshold:
         reasons.append(
             Reason(
                 code=BlockReason.NO_APPROVED_THRESHOLD,
                 message="the ledger activates this gate without a threshold",
             )
         )
-    return Authority(active=True, threshold=approval.threshold, reasons=tuple(reasons))
+    threshold = approval.threshold if gate.needs_threshold else None
+    return Authority(active=True, threshold=threshold, reasons=tuple(reasons))
 
 
 def _gold_reasons(gate: GateIdentity, validation: DatasetValidation | None) -> list[Reason]:

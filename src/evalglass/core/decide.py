@@ -10,9 +10,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from evalglass.core.authority import GateIdentity, Ledger, resolve_authority
+from evalglass.core.checks import CheckResult
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.estimate import Estimate
-from evalglass.core.gates import GateResult, GateSpec, evaluate_gate
+from evalglass.core.gates import GateResult, GateSpec, evaluate_check_gate, evaluate_gate
 from evalglass.core.population import population_of
 from evalglass.core.scorecard import MetricSummary
 from evalglass.core.verdict import VerdictPayload
@@ -32,6 +33,7 @@ class GateInput:
     name: str
     spec: GateSpec
     fingerprint: str
+    check_result: CheckResult | None = None
 
 
 def estimate_of(column: ScoreColumn) -> Estimate | None:
@@ -64,7 +66,10 @@ def decide_run(
     by_name: Mapping[str, MetricSummary] = {summary.name: summary for summary in summaries}
     results: list[GateResult] = []
     for gate in gates:
-        summary = by_name[gate.spec.metric]
+        if gate.spec.check is not None:
+            results.append(_decide_check_gate(gate, ledger, dataset_name, dataset_fingerprint))
+            continue
+        summary = by_name[gate.spec.subject]
         authority = resolve_authority(
             GateIdentity(
                 name=gate.name,
@@ -79,3 +84,20 @@ def decide_run(
             evaluate_gate(gate.name, gate.spec, gate.fingerprint, authority, summary.estimate, summary.population)
         )
     return summaries, VerdictPayload.decide(results)
+
+
+def _decide_check_gate(gate: GateInput, ledger: Ledger, dataset_name: str, dataset_fingerprint: str) -> GateResult:
+    if gate.check_result is None:
+        raise ValueError(f"gate '{gate.name}' decides on check '{gate.spec.check}', but no result was recorded")
+    authority = resolve_authority(
+        GateIdentity(
+            name=gate.name,
+            fingerprint=gate.fingerprint,
+            dataset=dataset_name,
+            dataset_fingerprint=dataset_fingerprint,
+            needs_gold=False,
+            needs_threshold=False,
+        ),
+        ledger,
+    )
+    return evaluate_check_gate(gate.name, gate.spec, gate.fingerprint, authority, gate.check_result)

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evalglass.core.authority import Authority, BlockReason, Reason
+from evalglass.core.checks import CheckOutcome, CheckResult
 from evalglass.core.estimate import Estimate
 from evalglass.core.population import Population
 from evalglass.core.score import Status, Validity
@@ -44,12 +45,31 @@ class Tolerable(StrEnum):
 ALWAYS_INCOMPLETE_STATUSES = frozenset({Status.BLOCKED, Status.ERROR})
 
 
+class SubjectKind(StrEnum):
+    METRIC = "metric"
+    CHECK = "check"
+
+
+#: A check gate compares 1.0 (PASS) or 0.0 (FAIL) with this fixed threshold: the approval is "it must pass".
+CHECK_THRESHOLD = 1.0
+
+
 class GateSpec(BaseModel):
-    """A gate as declared in evalglass.yaml. Its threshold there is only a proposal: the ledger approves one."""
+    """A gate as declared in evalglass.yaml. Its threshold there is only a proposal: the ledger approves one.
+
+    A gate decides on a metric (a number over the dataset) or on a standalone check (PASS/FAIL of one command
+    against a bound target). Exactly one of ``metric`` and ``check`` is given.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    metric: str = Field(description="Name of the metric (under `metrics:`) this gate decides on.")
+    metric: str | None = Field(default=None, description="Name of the metric (under `metrics:`) to decide on.")
+    check: str | None = Field(default=None, description="Name of a standalone check (under `checks:`) to decide on.")
+    expect_state: str | None = Field(
+        default=None,
+        pattern=r"^sha256:[0-9a-f]{64}$",
+        description="Check gates only: the target state the check must be bound to; any other state is ERROR.",
+    )
     direction: Direction = Direction.HIGHER_IS_BETTER
     proposed_threshold: float | None = Field(
         default=None,
@@ -61,6 +81,28 @@ class GateSpec(BaseModel):
     )
     rule: GateRule = GateRule.POINT
     description: str | None = None
+
+    @model_validator(mode="after")
+    def _one_subject(self) -> GateSpec:
+        if (self.metric is None) == (self.check is None):
+            raise ValueError("a gate names exactly one of 'metric' or 'check'")
+        if self.check is not None:
+            extras = [name for name in ("proposed_threshold", "tolerate") if getattr(self, name) not in (None, ())]
+            if self.direction is not Direction.HIGHER_IS_BETTER:
+                extras.append("direction")
+            if extras:
+                raise ValueError(f"a check gate passes on PASS and fails on FAIL; remove {', '.join(extras)}")
+        elif self.expect_state is not None:
+            raise ValueError("expect_state applies to check gates only")
+        return self
+
+    @property
+    def subject(self) -> str:
+        return self.check if self.check is not None else str(self.metric)
+
+    @property
+    def subject_kind(self) -> SubjectKind:
+        return SubjectKind.CHECK if self.check is not None else SubjectKind.METRIC
 
     def fingerprint_payload(self) -> dict[str, Any]:
         """The semantics an approval covers; prose and the proposal are not part of it."""
@@ -77,7 +119,8 @@ class GateResult(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
-    metric: str
+    subject: str = Field(description="The metric or check the gate decides on.")
+    subject_kind: SubjectKind = SubjectKind.METRIC
     active: bool
     outcome: Outcome
     reasons: tuple[Reason, ...] = ()
@@ -137,7 +180,7 @@ def evaluate_gate(
     """Decide one gate. An active gate blocks (with every reason that holds) rather than guess."""
     common: dict[str, Any] = {
         "name": name,
-        "metric": spec.metric,
+        "subject": spec.subject,
         "active": authority.active,
         "value": None if estimate is None else estimate.point,
         "proposed_threshold": spec.proposed_threshold,
@@ -175,3 +218,35 @@ def evaluate_gate(
     assert compared is not None and authority.threshold is not None  # guaranteed by the reasons above
     outcome = Outcome.PASS if meets(compared, authority.threshold, spec.direction) else Outcome.FAIL
     return GateResult(outcome=outcome, threshold=authority.threshold, compared=compared, **common)
+
+
+def evaluate_check_gate(
+    name: str, spec: GateSpec, fingerprint: str, authority: Authority, result: CheckResult
+) -> GateResult:
+    """Decide a gate on a standalone check: PASS → pass, FAIL → fail, INCONCLUSIVE or ERROR → blocked."""
+    common: dict[str, Any] = {
+        "name": name,
+        "subject": spec.subject,
+        "subject_kind": SubjectKind.CHECK,
+        "active": authority.active,
+        "fingerprint": fingerprint,
+    }
+    if not authority.active:
+        return GateResult(outcome=Outcome.INFORMATIONAL, **common)
+    reasons = list(authority.reasons)
+    measured: float | None = None
+    if result.outcome in (CheckOutcome.PASS, CheckOutcome.FAIL):
+        measured = 1.0 if result.outcome is CheckOutcome.PASS else 0.0
+    else:
+        why = f" ({result.reason.value})" if result.reason is not None else ""
+        reasons.append(
+            Reason(
+                code=BlockReason.CHECK_NOT_PASSED,
+                message=f"check '{spec.subject}' ended {result.outcome.value}{why}: {result.repair.value}",
+            )
+        )
+    if reasons:
+        return GateResult(outcome=Outcome.BLOCKED, reasons=tuple(reasons), value=measured, compared=measured, **common)
+    assert measured is not None
+    outcome = Outcome.PASS if measured >= CHECK_THRESHOLD else Outcome.FAIL
+    return GateResult(outcome=outcome, value=measured, compared=measured, threshold=CHECK_THRESHOLD, **common)

@@ -7,6 +7,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalglass.core.authority import Ledger
+from evalglass.core.checks import CheckResult
 from evalglass.core.scorecard import DatasetSummary
 
 RUNRECORD_SCHEMA: Final = "evalglass.runrecord/1"
@@ -30,5 +31,11 @@ class RunRecord(BaseModel):
     ledger: Ledger = Field(description="The ledger as the run read it; the tool never writes the ledger file.")
     dataset: DatasetSummary
     gate_fingerprints: dict[str, str]
+    definition_files: dict[str, dict[str, str]] = Field(
+        default_factory=dict, description="Per metric, SHA-256 of the files that define it (schemas, host modules)."
+    )
+    check_results: dict[str, CheckResult] = Field(
+        default_factory=dict, description="Full records of the standalone checks this run ran."
+    )
     scores_file: str = SCORES_FILE
     scores_sha256: str

@@ -6,6 +6,7 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evalglass.core.checks import BindingStatus, CheckOutcome, CheckReason, CheckResult, Repair
 from evalglass.core.estimate import Estimate
 from evalglass.core.population import Population
 from evalglass.core.verdict import VerdictPayload
@@ -34,6 +35,44 @@ class DatasetSummary(BaseModel):
     malformed_lines: int = Field(default=0, ge=0)
 
 
+class CheckSummary(BaseModel):
+    """One standalone check's result as reports show it; the full record is in the run record."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    outcome: CheckOutcome
+    repair: Repair
+    reason: CheckReason | None = None
+    detail: str | None = None
+    binding: BindingStatus
+    command_started: bool
+    exit_code: int | None = None
+    requested_fingerprint: str | None = None
+    observed_fingerprint: str | None = None
+    policy_id: str
+    policy_fingerprint: str
+    duration_s: float
+
+    @classmethod
+    def of(cls, name: str, result: CheckResult) -> CheckSummary:
+        return cls(
+            name=name,
+            outcome=result.outcome,
+            repair=result.repair,
+            reason=result.reason,
+            detail=result.detail,
+            binding=result.binding,
+            command_started=result.command_started,
+            exit_code=result.exit_code,
+            requested_fingerprint=result.requested_fingerprint,
+            observed_fingerprint=result.observed_fingerprint,
+            policy_id=result.policy.id,
+            policy_fingerprint=result.policy_fingerprint,
+            duration_s=result.duration_s,
+        )
+
+
 class Scorecard(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -44,6 +83,7 @@ class Scorecard(BaseModel):
     dataset: DatasetSummary
     decision: VerdictPayload
     metrics: tuple[MetricSummary, ...]
+    checks: tuple[CheckSummary, ...] = Field(default=(), description="Standalone checks run with this run.")
 
     def metric(self, name: str) -> MetricSummary | None:
         return next((item for item in self.metrics if item.name == name), None)

@@ -22,6 +22,7 @@ from evalglass.errors import SetupError
 SCORECARD_FILE = "scorecard.json"
 RUNRECORD_FILE = "runrecord.json"
 REPORT_FILE = "report.md"
+CHECKS_FILE = "checks.jsonl"
 FILE_MODE = 0o600
 DIR_MODE = 0o700
 

@@ -7,17 +7,20 @@ a misspelt ``tolerate`` or ``threshold`` silently dropped would change what a gr
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from evalglass.core.checks import policy_id_conflicts
 from evalglass.core.fieldpath import FieldPathError, parse_path
 from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
 from evalglass.core.gates import GateSpec
 from evalglass.engine.validation import validate_document
 from evalglass.engine.yamlsource import YamlDocument, load_yaml
+from evalglass.lanes.checkrun import CheckSpec
+from evalglass.metrics.check import CheckMetricSpec
 from evalglass.metrics.registry import AnyMetricSpec
 
 NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_.-]*$"
@@ -64,8 +67,14 @@ class Config(BaseModel):
     )
     metrics: dict[str, AnyMetricSpec] = Field(min_length=1)
     gates: dict[str, GateSpec] = Field(default_factory=dict)
+    checks: dict[str, CheckSpec] = Field(
+        default_factory=dict, description="Bound command checks, used by `check` metrics, gates and `evalglass check`."
+    )
+    check_workers: int | None = Field(
+        default=None, ge=1, le=1024, description="Per-example checks run at once (default: the number of CPUs)."
+    )
 
-    @field_validator("metrics", "gates")
+    @field_validator("metrics", "gates", "checks")
     @classmethod
     def _names(cls, entries: dict[str, Any]) -> dict[str, Any]:
         for name in entries:
@@ -74,19 +83,86 @@ class Config(BaseModel):
         return entries
 
     @model_validator(mode="after")
-    def _gates_name_metrics(self) -> Config:
+    def _references_resolve(self) -> Config:
+        per_example = {spec.check for spec in self.metrics.values() if isinstance(spec, CheckMetricSpec)}
+        for name, spec in self.metrics.items():
+            if isinstance(spec, CheckMetricSpec):
+                check = self.checks.get(spec.check)
+                if check is None:
+                    raise ValueError(
+                        f"metric '{name}' names check '{spec.check}', which is not declared{_known(self.checks)}"
+                    )
+                if check.target is not None and check.target.path is not None:
+                    raise ValueError(
+                        f"metric '{name}' runs check '{spec.check}' per example, but that check is bound to "
+                        f"'{check.target.path}'; a per-example check's target declares only include/exclude"
+                    )
         for name, gate in self.gates.items():
-            if gate.metric not in self.metrics:
-                known = ", ".join(sorted(self.metrics))
-                raise ValueError(f"gate '{name}' names metric '{gate.metric}', which is not declared (known: {known})")
+            if gate.metric is not None and gate.metric not in self.metrics:
+                raise ValueError(
+                    f"gate '{name}' names metric '{gate.metric}', which is not declared{_known(self.metrics)}"
+                )
+            if gate.check is not None:
+                check = self.checks.get(gate.check)
+                if check is None:
+                    raise ValueError(
+                        f"gate '{name}' names check '{gate.check}', which is not declared{_known(self.checks)}"
+                    )
+                if gate.check in per_example or (check.target is not None and check.target.path is None):
+                    raise ValueError(
+                        f"gate '{name}' decides on check '{gate.check}', which runs per example; gate a metric "
+                        "of type check instead, or give the check a target path"
+                    )
+                if gate.expect_state is not None and check.target is None:
+                    raise ValueError(f"gate '{name}' expects a target state, but check '{gate.check}' has no target")
+        states: dict[str, str | None] = {}
+        for gate in self.gates.values():
+            if gate.check is not None and states.setdefault(gate.check, gate.expect_state) != gate.expect_state:
+                raise ValueError(
+                    f"gates on check '{gate.check}' expect different target states; a check runs once per run, "
+                    "so its gates must agree on expect_state"
+                )
+        problems = policy_id_conflicts(check.policy for check in self.checks.values())
+        if problems:
+            raise ValueError(problems[0])
         return self
 
-    def gate_fingerprint(self, name: str) -> str:
-        """What an approval of this gate is bound to: the gate's semantics and its metric's definition."""
+    @property
+    def per_example_checks(self) -> set[str]:
+        return {spec.check for spec in self.metrics.values() if isinstance(spec, CheckMetricSpec)}
+
+    @property
+    def standalone_checks(self) -> list[str]:
+        """Checks run once per `evalglass run` (and by `evalglass check`): every check not run per example."""
+        return [name for name in self.checks if name not in self.per_example_checks]
+
+    def expected_state(self, check: str) -> str | None:
+        """The target state the gates on ``check`` require, if any (they must agree; see validation)."""
+        return next((gate.expect_state for gate in self.gates.values() if gate.check == check), None)
+
+    def gate_fingerprint(self, name: str, definition_files: dict[str, dict[str, str]] | None = None) -> str:
+        """What an approval of this gate is bound to: the gate's semantics and its subject's definition.
+
+        ``definition_files`` holds, per metric, the SHA-256 of files that define it (a JSON Schema, a host module),
+        so editing such a file makes the approval stale just like editing the YAML would.
+        """
         gate = self.gates[name]
-        return fingerprint_of(
-            {"gate": gate.fingerprint_payload(), "metric": self.metrics[gate.metric].fingerprint_payload()}
-        )
+        if gate.check is not None:
+            check = self.checks[gate.check].model_dump(mode="json", exclude={"description"})
+            return fingerprint_of({"gate": gate.fingerprint_payload(), "check": check})
+        metric = str(gate.metric)
+        payload: dict[str, Any] = {
+            "gate": gate.fingerprint_payload(),
+            "metric": self.metrics[metric].fingerprint_payload(),
+        }
+        files = (definition_files or {}).get(metric)
+        if files:
+            payload["files"] = files
+        return fingerprint_of(payload)
+
+
+def _known(names: dict[str, Any]) -> str:
+    return f" (known: {', '.join(sorted(names))})" if names else " (none are declared)"
 
 
 @dataclass(frozen=True)
@@ -94,6 +170,7 @@ class LoadedConfig:
     config: Config
     path: Path
     fingerprint: str
+    definition_files: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def base_dir(self) -> Path:
@@ -110,5 +187,31 @@ class LoadedConfig:
 
 def load_config(path: Path) -> LoadedConfig:
     doc: YamlDocument = load_yaml(path, what="config")
-    config = validate_document(Config, doc, what="the config")
-    return LoadedConfig(config=config, path=path, fingerprint=fingerprint_of_bytes(doc.raw))
+    config = validate_document(Config, doc, what="the config", context={"base_dir": path.parent})
+    return LoadedConfig(
+        config=config,
+        path=path,
+        fingerprint=fingerprint_of_bytes(doc.raw),
+        definition_files=definition_file_hashes(config, path.parent),
+    )
+
+
+def definition_file_hashes(config: Config, base_dir: Path) -> dict[str, dict[str, str]]:
+    """SHA-256 of every file a metric's definition lives in, keyed by metric and path relative to the config.
+
+    A file that cannot be read is left out here; building the metric then fails with its own clear error.
+    """
+    hashes: dict[str, dict[str, str]] = {}
+    root = base_dir.resolve()
+    for name, spec in config.metrics.items():
+        files: dict[str, str] = {}
+        for path in spec.referenced_files(base_dir):
+            try:
+                data = path.read_bytes()
+            except OSError:
+                continue
+            label = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.as_posix()
+            files[label] = fingerprint_of_bytes(data)
+        if files:
+            hashes[name] = files
+    return hashes

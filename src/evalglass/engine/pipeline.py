@@ -6,24 +6,32 @@ The loop keeps no per-example objects: scores go into compact columns and straig
 from __future__ import annotations
 
 import contextlib
+import os
 import secrets
 import shutil
+import threading
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
+
+import orjson
 
 from evalglass import __version__
+from evalglass.core.checks import CheckResult
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.decide import GateInput, MetricInput, decide_run
 from evalglass.core.example import Example
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.score import Score, ScoreContractError, Status
-from evalglass.core.scorecard import DatasetSummary, Scorecard
+from evalglass.core.scorecard import CheckSummary, DatasetSummary, Scorecard
 from evalglass.engine.artifacts import (
+    CHECKS_FILE,
     DIR_MODE,
+    FILE_MODE,
     REPORT_FILE,
     RUNRECORD_FILE,
     SCORECARD_FILE,
@@ -32,11 +40,13 @@ from evalglass.engine.artifacts import (
     write_atomic,
     write_model,
 )
-from evalglass.engine.config import LoadedConfig, load_config
+from evalglass.engine.config import Config, LoadedConfig, load_config
 from evalglass.engine.dataset import BadLine, DatasetReader
 from evalglass.engine.ledger import LoadedLedger, load_ledger
 from evalglass.errors import SetupError
+from evalglass.lanes.checkrun import run_checks
 from evalglass.metrics.base import MetricFn
+from evalglass.metrics.check import CheckMetricSpec, CheckSink
 from evalglass.metrics.errors import MetricLoadError
 
 LAST_RUN_POINTER = Path(".evalglass") / "last-run"
@@ -57,14 +67,59 @@ def default_run_folder(run_id: str) -> Path:
     return Path(".evalglass") / "runs" / run_id
 
 
-def build_metrics(loaded: LoadedConfig) -> dict[str, MetricFn]:
-    functions: dict[str, MetricFn] = {}
-    for name, spec in loaded.config.metrics.items():
+BATCH = 512
+
+
+@dataclass(frozen=True)
+class BuiltMetric:
+    name: str
+    function: MetricFn
+    parallel: bool
+
+
+class CheckRecordWriter:
+    """Appends every per-example check record to ``checks.jsonl`` (thread-safe: checks finish concurrently)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.final = folder / CHECKS_FILE
+        self.partial = folder / f".{CHECKS_FILE}.partial"
+        self._lock = threading.Lock()
+        self._handle: IO[bytes] | None = None
+
+    def __call__(self, result: CheckResult) -> None:
+        line = orjson.dumps(result.model_dump(mode="json"), option=orjson.OPT_APPEND_NEWLINE)
+        with self._lock:
+            if self._handle is None:
+                fd = os.open(self.partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+                self._handle = os.fdopen(fd, "wb")
+            self._handle.write(line)
+
+    def commit(self) -> None:
+        """Publish the records (only when a per-example check ran at all)."""
+        if self._handle is not None:
+            self._handle.close()
+            os.replace(self.partial, self.final)
+
+    def abort(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            with contextlib.suppress(FileNotFoundError):
+                self.partial.unlink()
+
+
+def build_metrics(loaded: LoadedConfig, check_sink: CheckSink | None = None) -> list[BuiltMetric]:
+    built: list[BuiltMetric] = []
+    config = loaded.config
+    for name, spec in config.metrics.items():
         try:
-            functions[name] = spec.build(loaded.base_dir)
+            if isinstance(spec, CheckMetricSpec):
+                function = spec.build_check(config.checks[spec.check], loaded.base_dir, check_sink)
+            else:
+                function = spec.build(loaded.base_dir)
         except MetricLoadError as exc:
             raise SetupError(f"metric '{name}': {exc}", where=str(loaded.path)) from None
-    return functions
+        built.append(BuiltMetric(name=name, function=function, parallel=spec.parallel))
+    return built
 
 
 def _raised(name: str, exc: Exception) -> Score:
@@ -76,55 +131,86 @@ def _bad_result(name: str, result: object, why: str) -> Score:
     return Score.error("metric_bad_result", f"metric '{name}' returned {result!r}: {why}")
 
 
-def score_example(example: Example, functions: dict[str, MetricFn], columns: dict[str, ScoreColumn]) -> dict[str, Any]:
-    """Score one example with every metric; any fault becomes an error score, never a number."""
-    row: dict[str, Any] = {}
-    if example.output is ABSENT:
-        blocked = Score.unmeasured(
-            Status.BLOCKED,
-            "output_missing",
-            f"example {example.id} (line {example.line}) has no recorded output",
-        )
-        for name, column in columns.items():
-            column.append(blocked)
-            row[name] = score_to_json(blocked)
-        return row
-    for name, function in functions.items():
+def call_metric(metric: BuiltMetric, examples: list[Example], pool: ThreadPoolExecutor | None) -> list[Any]:
+    """One metric over a batch; a raising call becomes an error score, never a number."""
+    function, name = metric.function, metric.name
+
+    def guarded(example: Example) -> Any:
         try:
-            result: Any = function(example)
+            return function(example)
         except Exception as exc:
-            result = _raised(name, exc)
-        column = columns[name]
-        try:
-            column.append(result)
-        except (ScoreContractError, TypeError) as exc:
-            result = _bad_result(name, result, str(exc))
-            column.append(result)
-        row[name] = score_to_json(result)
-    return row
+            return _raised(name, exc)
+
+    if metric.parallel and pool is not None and len(examples) > 1:
+        return list(pool.map(guarded, examples))
+    return [guarded(example) for example in examples]
 
 
-def score_bad_line(bad: BadLine, columns: dict[str, ScoreColumn]) -> dict[str, Any]:
-    score = Score.error(bad.code, bad.message)
+def score_batch(
+    items: list[Example | BadLine],
+    metrics: list[BuiltMetric],
+    columns: dict[str, ScoreColumn],
+    writer: ScoresWriter,
+    pool: ThreadPoolExecutor | None,
+) -> None:
+    """Score a batch metric by metric (tight loops), then append and write example by example, in order."""
+    measurable = [item for item in items if isinstance(item, Example) and item.output is not ABSENT]
+    results = [iter(call_metric(metric, measurable, pool)) for metric in metrics]
+    for item in items:
+        if isinstance(item, BadLine):
+            writer.write(item.id, item.line, _same_score_everywhere(Score.error(item.code, item.message), columns))
+            continue
+        if item.output is ABSENT:
+            blocked = Score.unmeasured(
+                Status.BLOCKED, "output_missing", f"example {item.id} (line {item.line}) has no recorded output"
+            )
+            writer.write(item.id, item.line, _same_score_everywhere(blocked, columns))
+            continue
+        row: dict[str, Any] = {}
+        for metric, produced in zip(metrics, results, strict=True):
+            result = next(produced)
+            column = columns[metric.name]
+            try:
+                column.append(result)
+            except (ScoreContractError, TypeError) as exc:
+                result = _bad_result(metric.name, result, str(exc))
+                column.append(result)
+            row[metric.name] = result if type(result) is float else score_to_json(result)
+        writer.write(item.id, item.line, row)
+
+
+def _same_score_everywhere(score: Score, columns: dict[str, ScoreColumn]) -> dict[str, Any]:
     for column in columns.values():
         column.append(score)
-    return {name: score_to_json(score) for name in columns}
+    encoded = score_to_json(score)
+    return dict.fromkeys(columns, encoded)
+
+
+def run_standalone_checks(loaded: LoadedConfig) -> dict[str, CheckResult]:
+    config = loaded.config
+    names = config.standalone_checks
+    if not names:
+        return {}
+    expected = {name: state for name in names if (state := config.expected_state(name)) is not None}
+    return run_checks({name: config.checks[name] for name in names}, loaded.base_dir, expected=expected)
 
 
 def run(config_path: Path, out: Path | None = None, *, now: datetime | None = None) -> RunOutcome:
     loaded = load_config(config_path)
     ledger = load_ledger(loaded.ledger_path)
-    functions = build_metrics(loaded)
     moment = now or datetime.now(UTC)
     run_id = new_run_id(moment)
     folder = out if out is not None else default_run_folder(run_id)
     created = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
     writer = ScoresWriter(folder)
+    check_records = CheckRecordWriter(folder)
     try:
-        outcome = _evaluate(loaded, ledger, functions, folder, writer, run_id, moment)
+        metrics = build_metrics(loaded, check_records)
+        outcome = _evaluate(loaded, ledger, metrics, folder, writer, check_records, run_id, moment)
     except BaseException:
         writer.abort()
+        check_records.abort()
         if created:
             shutil.rmtree(folder, ignore_errors=True)
         raise
@@ -137,9 +223,10 @@ def run(config_path: Path, out: Path | None = None, *, now: datetime | None = No
 def _evaluate(
     loaded: LoadedConfig,
     ledger: LoadedLedger,
-    functions: dict[str, MetricFn],
+    metrics: list[BuiltMetric],
     folder: Path,
     writer: ScoresWriter,
+    check_records: CheckRecordWriter,
     run_id: str,
     moment: datetime,
 ) -> RunOutcome:
@@ -147,19 +234,29 @@ def _evaluate(
     reader = DatasetReader(loaded.dataset_path, id_field=config.dataset.id_field, output_field=config.task.field)
     columns = {name: ScoreColumn() for name in config.metrics}
     first_line: dict[str, int] = {}
-    for item in reader:
-        if isinstance(item, BadLine):
-            writer.write(item.id, item.line, score_bad_line(item, columns))
-            continue
-        seen = first_line.setdefault(item.id, item.line)
-        if seen != item.line:
-            raise SetupError(
-                f"duplicate example id '{item.id}' (first at line {seen})",
-                where=f"{reader.path}:{item.line}",
-                fix="give every example a unique id",
-            )
-        writer.write(item.id, item.line, score_example(item, functions, columns))
+    workers = config.check_workers or os.cpu_count() or 1
+    pool = ThreadPoolExecutor(max_workers=workers) if any(metric.parallel for metric in metrics) else None
+    try:
+        batch: list[Example | BadLine] = []
+        for item in reader:
+            if isinstance(item, Example):
+                seen = first_line.setdefault(item.id, item.line)
+                if seen != item.line:
+                    raise SetupError(
+                        f"duplicate example id '{item.id}' (first at line {seen})",
+                        where=f"{reader.path}:{item.line}",
+                        fix="give every example a unique id",
+                    )
+            batch.append(item)
+            if len(batch) >= BATCH:
+                score_batch(batch, metrics, columns, writer, pool)
+                batch = []
+        score_batch(batch, metrics, columns, writer, pool)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
     scores_sha256 = writer.commit()
+    check_records.commit()
     dataset = DatasetSummary(
         name=config.dataset.name,
         path=config.dataset.path,
@@ -167,10 +264,11 @@ def _evaluate(
         examples=reader.examples,
         malformed_lines=reader.bad_lines,
     )
-    gate_fingerprints = {name: config.gate_fingerprint(name) for name in config.gates}
+    check_results = run_standalone_checks(loaded)
+    gate_fingerprints = {name: config.gate_fingerprint(name, loaded.definition_files) for name in config.gates}
     summaries, payload = decide_run(
         metric_inputs(loaded, columns),
-        [GateInput(name=name, spec=spec, fingerprint=gate_fingerprints[name]) for name, spec in config.gates.items()],
+        gate_inputs(config, gate_fingerprints, check_results),
         ledger.ledger,
         config.dataset.name,
         dataset.fingerprint,
@@ -184,6 +282,7 @@ def _evaluate(
         dataset=dataset,
         decision=payload,
         metrics=summaries,
+        checks=tuple(CheckSummary.of(name, result) for name, result in check_results.items()),
     )
     record = RunRecord(
         run_id=run_id,
@@ -197,6 +296,8 @@ def _evaluate(
         ledger=ledger.ledger,
         dataset=dataset,
         gate_fingerprints=gate_fingerprints,
+        definition_files=loaded.definition_files,
+        check_results=check_results,
         scores_sha256=scores_sha256,
     )
     from evalglass.report.markdown import render_markdown
@@ -217,4 +318,16 @@ def metric_inputs(loaded: LoadedConfig, columns: dict[str, ScoreColumn]) -> list
             column=columns[name],
         )
         for name, spec in loaded.config.metrics.items()
+    ]
+
+
+def gate_inputs(config: Config, fingerprints: dict[str, str], check_results: dict[str, CheckResult]) -> list[GateInput]:
+    return [
+        GateInput(
+            name=name,
+            spec=spec,
+            fingerprint=fingerprints[name],
+            check_result=check_results.get(spec.check) if spec.check is not None else None,
+        )
+        for name, spec in config.gates.items()
     ]

@@ -17,14 +17,16 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 PRIORITY = {"extra_forbidden": 0, "union_tag_invalid": 1, "union_tag_not_found": 2, "missing": 3}
 
 
-def validate_document(model: type[ModelT], doc: YamlDocument, *, what: str) -> ModelT:
+def validate_document(
+    model: type[ModelT], doc: YamlDocument, *, what: str, context: dict[str, Any] | None = None
+) -> ModelT:
     if not isinstance(doc.data, Mapping):
         raise SetupError(
             f"{what} must be a YAML mapping of keys to values, not {type(doc.data).__name__}",
             where=str(doc.path),
         )
     try:
-        return model.model_validate(doc.data)
+        return model.model_validate(doc.data, context=context)
     except ValidationError as exc:
         raise setup_error_from(exc, doc, model, what) from None
 

@@ -17,9 +17,8 @@ from typing import Any
 
 import orjson
 
-from evalglass.core.decide import GateInput, decide_run
-from evalglass.core.gates import GateSpec
-from evalglass.core.scorecard import DatasetSummary, Scorecard
+from evalglass.core.decide import decide_run
+from evalglass.core.scorecard import CheckSummary, DatasetSummary, Scorecard
 from evalglass.engine.artifacts import (
     SCORECARD_FILE,
     load_columns,
@@ -27,7 +26,7 @@ from evalglass.engine.artifacts import (
     load_scorecard,
 )
 from evalglass.engine.config import Config, LoadedConfig
-from evalglass.engine.pipeline import metric_inputs
+from evalglass.engine.pipeline import gate_inputs, metric_inputs
 from evalglass.errors import SetupError
 
 
@@ -63,7 +62,7 @@ def verify_run(folder: Path) -> VerifyReport:
         findings.append(Finding("runrecord.scores_sha256", record.scores_sha256, scores_sha))
     if examples != record.dataset.examples:
         findings.append(Finding("runrecord.dataset.examples", record.dataset.examples, examples))
-    gate_fingerprints = {name: config.gate_fingerprint(name) for name in config.gates}
+    gate_fingerprints = {name: config.gate_fingerprint(name, record.definition_files) for name in config.gates}
     for name, fingerprint in gate_fingerprints.items():
         if record.gate_fingerprints.get(name) != fingerprint:
             findings.append(
@@ -72,7 +71,7 @@ def verify_run(folder: Path) -> VerifyReport:
     loaded = LoadedConfig(config=config, path=Path(record.config_path), fingerprint=record.config_fingerprint)
     summaries, payload = decide_run(
         metric_inputs(loaded, columns),
-        [GateInput(name=name, spec=_spec(config, name), fingerprint=gate_fingerprints[name]) for name in config.gates],
+        gate_inputs(config, gate_fingerprints, record.check_results),
         record.ledger,
         config.dataset.name,
         record.dataset.fingerprint,
@@ -85,16 +84,13 @@ def verify_run(folder: Path) -> VerifyReport:
         dataset=DatasetSummary(**{**record.dataset.model_dump(), "examples": examples}),
         decision=payload,
         metrics=summaries,
+        checks=tuple(CheckSummary.of(name, result) for name, result in record.check_results.items()),
     )
     findings.extend(_diff("scorecard", raw_scorecard, orjson.loads(orjson.dumps(derived.model_dump(mode="json")))))
     if not findings:
         # Only a scorecard that matches field by field is also loaded through its own validators.
         load_scorecard(folder)
     return VerifyReport(folder=folder, findings=tuple(findings), examples=examples)
-
-
-def _spec(config: Config, name: str) -> GateSpec:
-    return config.gates[name]
 
 
 def _raw_json(path: Path) -> Any:

@@ -88,6 +88,9 @@ __all__ = [
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_OUTPUT_CAP = 64 * 1024
 TARGET_PLACEHOLDER = "{target}"
+#: An argv element that is exactly ``{python}`` runs the interpreter EvalGlass runs under, so a checker script
+#: works the same in a virtual environment, in CI and on a machine whose PATH has no ``python``.
+PYTHON_PLACEHOLDER = "{python}"
 TARGET_ENV = "EVALGLASS_TARGET"
 #: How a per-example target (a temporary folder that no longer exists) is named in records.
 EXAMPLE_TARGET = "{target}"
@@ -490,7 +493,10 @@ def _execute(
         command = spec.command
     else:
         where = str(target_dir) if target_dir is not None else TARGET_PLACEHOLDER
-        command = [part.replace(TARGET_PLACEHOLDER, where) for part in spec.command]
+        command = [
+            sys.executable if part == PYTHON_PLACEHOLDER else part.replace(TARGET_PLACEHOLDER, where)
+            for part in spec.command
+        ]
 
     # 3. Start, drain, wait.
     try:

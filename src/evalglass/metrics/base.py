@@ -28,6 +28,9 @@ class MetricSpec(BaseModel):
 
     #: Human-readable summary of what a metric type measures; shown by ``evalglass explain``.
     summary: ClassVar[str] = ""
+    #: True for metrics whose calls wait on something outside the process (a command, a model): the engine runs
+    #: them concurrently across examples. Pure in-process metrics stay sequential, which is faster for them.
+    parallel: ClassVar[bool] = False
 
     description: str | None = Field(default=None, description="What this metric tells you, in your words.")
     field: str | None = Field(
@@ -57,6 +60,10 @@ class MetricSpec(BaseModel):
     def build(self, base_dir: Path) -> MetricFn:
         """Compile the spec into a fast per-example function. ``base_dir`` resolves relative file paths."""
         raise NotImplementedError
+
+    def referenced_files(self, base_dir: Path) -> tuple[Path, ...]:
+        """Files whose contents define this metric (a schema, a host module); approvals bind their hashes too."""
+        return ()
 
     def fingerprint_payload(self) -> dict[str, Any]:
         """The canonical definition an approval is bound to (description excluded: prose is not semantics)."""

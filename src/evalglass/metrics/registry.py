@@ -12,6 +12,7 @@ from typing import Annotated, Any, get_args
 from pydantic import ConfigDict, Field, TypeAdapter
 
 from evalglass.metrics.base import MetricSpec
+from evalglass.metrics.check import CheckMetricSpec
 from evalglass.metrics.equality import EnumSpec, ExactMatchSpec
 from evalglass.metrics.host import PythonMetricSpec
 from evalglass.metrics.numeric import NumericBoundsSpec
@@ -31,7 +32,8 @@ AnyMetricSpec = Annotated[
     | WordCountSpec
     | SetOverlapSpec
     | EnumSpec
-    | PythonMetricSpec,
+    | PythonMetricSpec
+    | CheckMetricSpec,
     Field(discriminator="type"),
 ]
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from evalglass.core.authority import BlockReason
-from evalglass.core.gates import GateResult, Outcome
+from evalglass.core.gates import GateResult, Outcome, SubjectKind
 from evalglass.core.runrecord import RunRecord
-from evalglass.core.scorecard import MetricSummary, Scorecard
-from evalglass.report.fmt import comparison, estimate_text, number
+from evalglass.core.scorecard import CheckSummary, MetricSummary, Scorecard
+from evalglass.report.fmt import comparison, estimate_text, gate_value_text, number
 
 REPAIRS: dict[BlockReason, str] = {
     BlockReason.POLICY_FORBIDDEN: "The host's policy in the ledger forbids this gate; only the host can lift that.",
@@ -75,13 +75,13 @@ def explain(card: Scorecard, record: RunRecord, name: str | None) -> list[Explan
         known = sorted([*gates, *(metric.name for metric in card.metrics)])
         raise KeyError(f"no gate or metric named '{name}' in this run (known: {', '.join(known)})")
     out = [explain_gate(gate, card, record) for gate in card.decision.gates]
-    gated = {gate.metric for gate in card.decision.gates}
+    gated = {gate.subject for gate in card.decision.gates if gate.subject_kind is SubjectKind.METRIC}
     out += [explain_metric(metric, card) for metric in card.metrics if metric.name not in gated]
     return out
 
 
 def explain_gate(gate: GateResult, card: Scorecard, record: RunRecord) -> Explanation:
-    metric = card.metric(gate.metric)
+    metric = card.metric(gate.subject) if gate.subject_kind is SubjectKind.METRIC else None
     needs_gold = metric is not None and metric.uses_reference
     details: list[str] = []
     entry: str | None = None
@@ -105,6 +105,8 @@ def explain_gate(gate: GateResult, card: Scorecard, record: RunRecord) -> Explan
             BlockReason.GOLD_STALE,
         }:
             entry = _ledger_entry(gate, card, record, needs_gold)
+    elif gate.subject_kind is SubjectKind.CHECK:
+        summary = f"Gate '{gate.name}' is {gate.outcome.value}: check '{gate.subject}' ended {gate_value_text(gate)}."
     else:
         assert gate.compared is not None and gate.threshold is not None
         verb = "meets" if gate.outcome is Outcome.PASS else "does not meet"
@@ -114,6 +116,9 @@ def explain_gate(gate: GateResult, card: Scorecard, record: RunRecord) -> Explan
         )
     if metric is not None:
         details.append(_coverage(metric))
+    check = next((item for item in card.checks if item.name == gate.subject), None)
+    if gate.subject_kind is SubjectKind.CHECK and check is not None:
+        details.append(_check_story(check))
     return Explanation(subject=gate.name, kind="gate", summary=summary, details=details, ledger_entry=entry)
 
 
@@ -129,7 +134,7 @@ def explain_metric(metric: MetricSummary, card: Scorecard) -> Explanation:
     details = [_coverage(metric)]
     for item in population.top_diagnostics:
         details.append(f"{item.code} ×{item.count}, e.g. {item.example}")
-    gates = [gate.name for gate in card.decision.gates if gate.metric == metric.name]
+    gates = [gate.name for gate in card.decision.gates if gate.subject == metric.name]
     if gates:
         details.append(f"Gated by: {', '.join(gates)}.")
     else:
@@ -137,6 +142,16 @@ def explain_metric(metric: MetricSummary, card: Scorecard) -> Explanation:
     if metric.uses_reference:
         details.append("It compares with reference answers, so it can gate only on a dataset validated as gold.")
     return Explanation(subject=metric.name, kind="metric", summary=summary, details=details)
+
+
+def _check_story(check: CheckSummary) -> str:
+    ran = "the command ran" if check.command_started else "the command never started"
+    exit_text = f" and exited {check.exit_code}" if check.exit_code is not None else ""
+    why = f" ({check.reason.value}: {check.detail})" if check.reason is not None else ""
+    return (
+        f"Check '{check.name}': {check.outcome.value}, binding {check.binding.value}; {ran}{exit_text}{why}. "
+        f"Next step: {check.repair.value}. Policy {check.policy_id} ({check.policy_fingerprint})."
+    )
 
 
 def _coverage(metric: MetricSummary) -> str:
@@ -161,7 +176,7 @@ def _ledger_entry(gate: GateResult, card: Scorecard, record: RunRecord, needs_go
         "gates:",
         f"  {gate.name}:",
         "    active: true",
-        threshold_line,
+        *([] if gate.subject_kind is SubjectKind.CHECK else [threshold_line]),
         f'    fingerprint: "{gate.fingerprint}"',
         '    approved_by: "<your name>"',
     ]

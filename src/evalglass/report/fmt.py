@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from evalglass.core.estimate import Estimate
-from evalglass.core.gates import Direction, GateResult, Outcome
+from evalglass.core.gates import Direction, GateResult, Outcome, SubjectKind
 from evalglass.core.population import Population
+from evalglass.core.scorecard import CheckSummary
 
 OUTCOME_LABEL: dict[Outcome, str] = {
     Outcome.INFORMATIONAL: "informational",
@@ -42,6 +43,8 @@ def comparison(direction: Direction) -> str:
 
 
 def threshold_text(gate: GateResult) -> str:
+    if gate.subject_kind is SubjectKind.CHECK:
+        return "check must PASS"
     if gate.threshold is not None:
         return f"{comparison(gate.direction)} {number(gate.threshold)}"
     if gate.proposed_threshold is not None:
@@ -60,6 +63,33 @@ def diagnostics_text(population: Population, limit: int = 3) -> str:
     if not population.top_diagnostics:
         return ""
     return ", ".join(f"{item.code} ×{item.count}" for item in population.top_diagnostics[:limit])
+
+
+def gate_value_text(gate: GateResult) -> str:
+    if gate.subject_kind is SubjectKind.CHECK:
+        return {1.0: "PASS", 0.0: "FAIL"}.get(gate.compared, "—") if gate.compared is not None else "—"
+    return number(gate.compared if gate.compared is not None else gate.value)
+
+
+DETAIL_CHARS = 90
+CHECK_COLUMNS = ("check", "outcome", "binding", "ran", "exit", "repair", "why")
+
+
+def check_row(check: CheckSummary) -> tuple[str, ...]:
+    """One row of the checks table: the outcome, how it was bound, whether the command ran, and the repair."""
+    why = check.reason.value if check.reason is not None else ""
+    if check.detail:
+        detail = check.detail if len(check.detail) <= DETAIL_CHARS else check.detail[: DETAIL_CHARS - 1] + "…"
+        why = f"{why}: {detail}" if why else detail
+    return (
+        check.name,
+        check.outcome.value,
+        check.binding.value,
+        "yes" if check.command_started else "no",
+        "—" if check.exit_code is None else str(check.exit_code),
+        check.repair.value,
+        why,
+    )
 
 
 def reasons_text(gate: GateResult) -> str:

@@ -5,12 +5,14 @@ from __future__ import annotations
 from evalglass.core.fingerprint import short
 from evalglass.core.scorecard import Scorecard
 from evalglass.report.fmt import (
+    CHECK_COLUMNS,
     OUTCOME_ICON,
     OUTCOME_LABEL,
+    check_row,
     diagnostics_text,
     estimate_text,
     excluded_text,
-    number,
+    gate_value_text,
     reasons_text,
     threshold_text,
 )
@@ -39,7 +41,7 @@ def render_markdown(card: Scorecard) -> str:
             why = reasons_text(gate) if gate.reasons else ("not active in the ledger" if not gate.active else "")
             lines.append(
                 f"| {_cell(gate.name)} | {OUTCOME_ICON[gate.outcome]} {OUTCOME_LABEL[gate.outcome]} | "
-                f"{number(gate.compared if gate.compared is not None else gate.value)} | "
+                f"{gate_value_text(gate)} | "
                 f"{_cell(threshold_text(gate))} | {_cell(why)} |"
             )
     else:
@@ -58,6 +60,9 @@ def render_markdown(card: Scorecard) -> str:
             f"{population.included}/{population.expected} | {_cell(excluded_text(population))} | "
             f"{_cell(diagnostics_text(population))} |"
         )
+    if card.checks:
+        lines += ["", "### Checks", "", "| " + " | ".join(CHECK_COLUMNS) + " |", "|" + "---|" * len(CHECK_COLUMNS)]
+        lines += ["| " + " | ".join(_cell(cell) for cell in check_row(check)) + " |" for check in card.checks]
     lines += [
         "",
         "<sub>Excluded scores (errors, blocked, non-evaluable, missing) never count as 0; "

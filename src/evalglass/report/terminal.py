@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from evalglass.core.checks import CheckResult
 from evalglass.core.gates import Outcome
-from evalglass.core.scorecard import Scorecard
+from evalglass.core.scorecard import CheckSummary, Scorecard
 from evalglass.report.fmt import (
+    CHECK_COLUMNS,
     OUTCOME_LABEL,
+    check_row,
     diagnostics_text,
     estimate_text,
     excluded_text,
-    number,
+    gate_value_text,
     reasons_text,
     threshold_text,
 )
@@ -26,6 +30,20 @@ STYLE: dict[Outcome, str] = {
     Outcome.FAIL: "bold red",
     Outcome.BLOCKED: "bold yellow",
 }
+
+
+def _checks_table(checks: list[CheckSummary]) -> Table:
+    table = Table(title="Checks", title_justify="left", expand=False)
+    for column in CHECK_COLUMNS:
+        table.add_column(column, style="bold" if column == "check" else None)
+    for check in checks:
+        table.add_row(*check_row(check))
+    return table
+
+
+def render_checks(results: Mapping[str, CheckResult], console: Console) -> None:
+    """`evalglass check`: each outcome with its binding, whether the command ran, and the repair it needs."""
+    console.print(_checks_table([CheckSummary.of(name, result) for name, result in results.items()]))
 
 
 def render_terminal(card: Scorecard, console: Console, folder: Path | None = None) -> None:
@@ -58,11 +76,13 @@ def render_terminal(card: Scorecard, console: Console, folder: Path | None = Non
             gates.add_row(
                 gate.name,
                 Text(OUTCOME_LABEL[gate.outcome], style=STYLE[gate.outcome]),
-                number(gate.compared if gate.compared is not None else gate.value),
+                gate_value_text(gate),
                 threshold_text(gate),
                 why,
             )
         console.print(gates)
+    if card.checks:
+        console.print(_checks_table(list(card.checks)))
     if card.dataset.malformed_lines:
         console.print(
             f"[yellow]{card.dataset.malformed_lines} malformed dataset line(s) were scored as errors.[/yellow]"
