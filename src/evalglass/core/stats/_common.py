@@ -1,0 +1,147 @@
+"""Input checks and quantile functions shared by the interval methods.
+
+scipy is imported here lazily, inside the two quantile functions that need it, so importing the stats package (and
+the CLI) stays fast and works without the ``stats`` extra until a t or beta quantile is actually asked for.
+"""
+
+from __future__ import annotations
+
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from evalglass.core.stats.model import Interval, Method, Note, Param, Sides
+
+Floats = npt.NDArray[np.float64]
+Ints = npt.NDArray[np.int64]
+
+_NORMAL = NormalDist()
+
+
+class StatsDependencyError(RuntimeError):
+    """A method needs scipy and it is not installed."""
+
+
+def as_values(values: npt.ArrayLike, name: str = "values") -> Floats:
+    """A 1-D float64 array of finite numbers, or a ValueError saying what is wrong."""
+    array = np.asarray(values, dtype=np.float64)
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {array.shape}")
+    if not np.isfinite(array).all():
+        raise ValueError(f"{name} must be finite: NaN and infinities are not measurements")
+    return array
+
+
+def as_ids(ids: npt.ArrayLike, length: int, name: str) -> Ints:
+    """A 1-D int64 array of ``length`` ids (cluster or example identifiers)."""
+    array = np.asarray(ids)
+    if array.ndim != 1 or array.shape[0] != length:
+        raise ValueError(f"{name} must be one-dimensional with {length} entries, got shape {array.shape}")
+    if array.size and not np.issubdtype(array.dtype, np.integer):
+        raise ValueError(f"{name} must be integers, got {array.dtype}")
+    return array.astype(np.int64, copy=False)
+
+
+def check_level(level: float) -> float:
+    level = float(level)
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"confidence level must lie strictly between 0 and 1, got {level}")
+    return level
+
+
+def check_seed(seed: int) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise ValueError(f"a bootstrap needs an explicit non-negative integer seed, got {seed!r}")
+    return int(seed)
+
+
+def tails(level: float, sides: Sides) -> tuple[float | None, float | None]:
+    """The probability the interval leaves out below and above it; None for a side it does not have."""
+    miss = 1.0 - check_level(level)
+    sides = Sides(sides)
+    if sides is Sides.TWO_SIDED:
+        return miss / 2.0, miss / 2.0
+    if sides is Sides.LOWER:
+        return miss, None
+    return None, miss
+
+
+def normal_quantile(p: float) -> float:
+    return _NORMAL.inv_cdf(p)
+
+
+def normal_cdf(x: float) -> float:
+    return _NORMAL.cdf(x)
+
+
+def _scipy_special() -> Any:
+    try:
+        import scipy.special
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise StatsDependencyError(
+            "this interval method needs scipy; install it with: pip install 'evalglass[stats]'"
+        ) from exc
+    return scipy.special
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The ``p`` quantile of Student's t with ``df`` degrees of freedom."""
+    return float(_scipy_special().stdtrit(df, p))
+
+
+def beta_quantile(p: float, a: float, b: float) -> float:
+    """The ``p`` quantile of the Beta(a, b) distribution."""
+    return float(_scipy_special().betaincinv(a, b, p))
+
+
+def undefined_interval(
+    *,
+    point: float,
+    n: int,
+    method: Method,
+    level: float,
+    sides: Sides,
+    reason: str,
+    clusters: int | None = None,
+    notes: tuple[Note, ...] = (),
+    params: dict[str, Param] | None = None,
+) -> Interval:
+    """An interval that has a point but no honest bounds, saying why in ``params["undefined_reason"]``."""
+    return Interval(
+        point=point,
+        low=None,
+        high=None,
+        level=level,
+        sides=sides,
+        method=method,
+        n=n,
+        clusters=clusters,
+        notes=(Note.UNDEFINED, *notes),
+        params={**(params or {}), "undefined_reason": reason},
+    )
+
+
+def clip_binary(
+    array: Floats, low: float | None, high: float | None, params: dict[str, Param]
+) -> tuple[float | None, float | None]:
+    """For binary values, clip t-based ends to [0, 1] (a proportion cannot leave it), noting when that happened."""
+    if not bool(np.all((array == 0.0) | (array == 1.0))):
+        return low, high
+    clipped_low = None if low is None else max(low, 0.0)
+    clipped_high = None if high is None else min(high, 1.0)
+    if (clipped_low, clipped_high) != (low, high):
+        params["clipped_to_unit_range"] = True
+    return clipped_low, clipped_high
+
+
+def symmetric_ends(
+    point: float, std_error: float, below: float | None, above: float | None, df: float
+) -> tuple[float | None, float | None]:
+    """``point -/+ t(df) * std_error`` for the tails asked for; no scipy call when the error is zero."""
+    if std_error == 0.0:
+        return (point if below is not None else None), (point if above is not None else None)
+    low = point - t_quantile(1.0 - below, df) * std_error if below is not None else None
+    high = point + t_quantile(1.0 - above, df) * std_error if above is not None else None
+    return low, high

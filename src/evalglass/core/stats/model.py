@@ -1,0 +1,135 @@
+"""The value every interval method returns, and the small vocabularies it is described with."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+#: A parameter recorded with an interval: plain JSON scalars only, so an artifact can carry it verbatim.
+Param = str | int | float | bool | None
+
+#: Below this many clusters a cluster-robust interval is flagged ``few_clusters``. See docs/reading-the-numbers.md.
+FEW_CLUSTERS_BELOW = 30
+
+
+class Method(StrEnum):
+    """How an interval was computed. The value is what artifacts record."""
+
+    WILSON = "wilson"
+    CLOPPER_PEARSON = "clopper_pearson"
+    STUDENT_T = "student_t"
+    BOOTSTRAP_BCA = "bootstrap_bca"
+    BOOTSTRAP_PERCENTILE = "bootstrap_percentile"
+    CLUSTER_T = "cluster_t"
+    CLUSTER_BOOTSTRAP_BCA = "cluster_bootstrap_bca"
+    CLUSTER_BOOTSTRAP_PERCENTILE = "cluster_bootstrap_percentile"
+
+    @property
+    def binary_only(self) -> bool:
+        return self in (Method.WILSON, Method.CLOPPER_PEARSON)
+
+    @property
+    def clustered(self) -> bool:
+        return self in (Method.CLUSTER_T, Method.CLUSTER_BOOTSTRAP_BCA, Method.CLUSTER_BOOTSTRAP_PERCENTILE)
+
+    @property
+    def resampling(self) -> bool:
+        return self in (
+            Method.BOOTSTRAP_BCA,
+            Method.BOOTSTRAP_PERCENTILE,
+            Method.CLUSTER_BOOTSTRAP_BCA,
+            Method.CLUSTER_BOOTSTRAP_PERCENTILE,
+        )
+
+
+class Sides(StrEnum):
+    """Which ends an interval has.
+
+    ``lower`` is a lower confidence bound (the interval runs from ``low`` upwards, ``high`` is None); ``upper`` is
+    the mirror image. ``level`` is the coverage of whatever was asked for: a one-sided 95% bound misses the truth
+    on its side 5% of the time, a two-sided 95% interval misses 2.5% on each side.
+    """
+
+    TWO_SIDED = "two_sided"
+    LOWER = "lower"
+    UPPER = "upper"
+
+
+class Direction(StrEnum):
+    """Which way a metric improves. It decides which bound is the unfavourable one.
+
+    Functions taking a direction also accept its string value (or any str enum with the same values, such as the
+    gate layer's own direction type) and convert it.
+    """
+
+    HIGHER_IS_BETTER = "higher_is_better"
+    LOWER_IS_BETTER = "lower_is_better"
+
+    @property
+    def unfavourable_side(self) -> Sides:
+        return Sides.LOWER if self is Direction.HIGHER_IS_BETTER else Sides.UPPER
+
+
+class Note(StrEnum):
+    """Something a reader must know before trusting the interval."""
+
+    #: Too few observations (or clusters) for this method: ``low``/``high`` are None, there is no honest bound.
+    UNDEFINED = "undefined"
+    #: The data show no spread, so the interval has zero width. True of the sample, not proof about the population.
+    ZERO_SPREAD = "zero_spread"
+    #: Fewer clusters than :data:`FEW_CLUSTERS_BELOW`: the cluster-robust interval is likely too narrow.
+    FEW_CLUSTERS = "few_clusters"
+    #: BCa was asked for but is undefined on this data; the percentile interval was computed instead.
+    BCA_FALLBACK = "bca_fallback"
+
+
+class Interval(BaseModel):
+    """A point value with its confidence interval and everything that shaped it.
+
+    ``low``/``high`` are None on a side the interval does not have (``sides``) and on both sides when the method is
+    undefined for this data (note ``undefined``). ``params`` records every input beyond the data that affects the
+    numbers (seed, resamples, statistic, fallback reason ...), so the same data and params reproduce them exactly.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    point: float
+    low: float | None
+    high: float | None
+    level: float = Field(gt=0.0, lt=1.0)
+    sides: Sides = Sides.TWO_SIDED
+    method: Method
+    n: int = Field(ge=1)
+    clusters: int | None = Field(default=None, ge=1)
+    notes: tuple[Note, ...] = ()
+    params: dict[str, Param] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Interval:
+        if self.low is not None and self.high is not None and not self.low <= self.high:
+            raise ValueError(f"interval low {self.low} exceeds high {self.high}")
+        if self.method.clustered != (self.clusters is not None):
+            raise ValueError("clusters is recorded exactly when the method is cluster-aware")
+        if Note.UNDEFINED not in self.notes:
+            if self.sides is not Sides.UPPER and self.low is None:
+                raise ValueError("a defined interval with a lower side needs low")
+            if self.sides is not Sides.LOWER and self.high is None:
+                raise ValueError("a defined interval with an upper side needs high")
+        if self.sides is Sides.LOWER and self.high is not None:
+            raise ValueError("a lower bound has no high end")
+        if self.sides is Sides.UPPER and self.low is not None:
+            raise ValueError("an upper bound has no low end")
+        return self
+
+    @property
+    def defined(self) -> bool:
+        return Note.UNDEFINED not in self.notes
+
+    @property
+    def few_clusters(self) -> bool:
+        return Note.FEW_CLUSTERS in self.notes
+
+    def bound(self, direction: Direction | str) -> float | None:
+        """The unfavourable end for ``direction``: ``low`` when higher is better, ``high`` when lower is better."""
+        return self.low if Direction(direction) is Direction.HIGHER_IS_BETTER else self.high
