@@ -26,6 +26,7 @@ class BlockReason(StrEnum):
     NO_MEASURED_VALUE = "no_measured_value"
     INCOMPLETE_MEASUREMENT = "incomplete_measurement"
     BELOW_MIN_N = "below_min_n"
+    INTERVAL_UNDEFINED = "interval_undefined"
 
 
 class Reason(BaseModel):

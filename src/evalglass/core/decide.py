@@ -1,22 +1,41 @@
-"""From recorded scores to a decision: aggregation, authority, gates and the verdict, in one pure function.
+"""From recorded scores to a decision: reduction, aggregation, intervals, authority, gates and the verdict.
 
 ``evalglass run`` and ``evalglass verify`` both call :func:`decide_run`, so a verified run is re-derived by exactly
-the code that produced it, not by a second implementation that could drift.
+the code that produced it, not by a second implementation that could drift. Every random draw (bootstrap) comes
+from a recorded seed, so the re-derivation is bit for bit.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
 
 from evalglass.core.authority import GateIdentity, Ledger, resolve_authority
 from evalglass.core.checks import CheckResult
-from evalglass.core.columns import ScoreColumn
-from evalglass.core.estimate import Estimate
-from evalglass.core.gates import GateResult, GateSpec, evaluate_check_gate, evaluate_gate
-from evalglass.core.population import population_of
+from evalglass.core.columns import SCORED_VALID, ScoreColumn
+from evalglass.core.estimate import Estimate, IntervalSpec, ScaleSpec, Sensitivity
+from evalglass.core.gates import GateResult, GateRule, GateSpec, evaluate_check_gate, evaluate_gate
+from evalglass.core.population import Population, population_of
+from evalglass.core.reduce import reduce_column
 from evalglass.core.scorecard import MetricSummary
+from evalglass.core.stats import (
+    Direction,
+    Interval,
+    Reducer,
+    Scale,
+    confidence_interval,
+    is_binary,
+    one_sided_bound,
+    required_n,
+    sensitivity_bounds,
+)
 from evalglass.core.verdict import VerdictPayload
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +45,23 @@ class MetricInput:
     description: str | None
     uses_reference: bool
     column: ScoreColumn
+    reducer: Reducer = Reducer.MEAN
+    k: int | None = None
+    interval: IntervalSpec = field(default_factory=IntervalSpec)
+    scale: ScaleSpec | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunShape:
+    """How sample rows map to examples, and examples to clusters.
+
+    ``example_of_row`` is None when every example has exactly one row (the common case: no reduction needed).
+    ``clusters`` holds one integer cluster id per example, or None when the dataset declares no clusters.
+    """
+
+    examples: int
+    example_of_row: IntArray | None = None
+    clusters: IntArray | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,12 +72,90 @@ class GateInput:
     check_result: CheckResult | None = None
 
 
-def estimate_of(column: ScoreColumn) -> Estimate | None:
-    """The point estimate over included scores, or None when nothing was measured."""
-    included = column.included_values()
-    if included.size == 0:
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """One metric after reduction: its summary plus the included values the gates need."""
+
+    summary: MetricSummary
+    values: FloatArray
+    clusters: IntArray | None
+    spec: MetricInput
+
+
+def measure(metric: MetricInput, shape: RunShape) -> Measured:
+    column = metric.column
+    rows = len(column)
+    if shape.example_of_row is not None:
+        column = reduce_column(column, shape.example_of_row, shape.examples, metric.reducer, metric.k)
+    population = population_of(column, shape.examples)
+    included = column.states() == SCORED_VALID
+    values = column.values()[included]
+    clusters = None if shape.clusters is None else shape.clusters[: len(column)][included]
+    estimate = estimate_of(metric, values, clusters, population, rows if shape.example_of_row is not None else None)
+    summary = MetricSummary(
+        name=metric.name,
+        type=metric.type,
+        description=metric.description,
+        uses_reference=metric.uses_reference,
+        estimate=estimate,
+        population=population,
+    )
+    return Measured(summary=summary, values=values, clusters=clusters, spec=metric)
+
+
+def estimate_of(
+    metric: MetricInput,
+    values: FloatArray,
+    clusters: IntArray | None,
+    population: Population,
+    samples: int | None,
+) -> Estimate | None:
+    """The point, its interval and its sensitivity bounds; None when nothing was measured."""
+    if values.size == 0:
         return None
-    return Estimate(point=float(included.mean()), n=int(included.size), method="mean")
+    spec = metric.interval
+    interval: Interval | None
+    problem: str | None = None
+    try:
+        interval = confidence_interval(
+            values,
+            level=spec.level,
+            method=spec.override,
+            clusters=clusters,
+            seed=spec.seed,
+            resamples=spec.resamples,
+        )
+    except ValueError as exc:
+        interval, problem = None, str(exc)
+    return Estimate(
+        point=float(values.mean()),
+        n=int(values.size),
+        interval=interval,
+        interval_problem=problem,
+        sensitivity=_sensitivity(values, population, metric.scale),
+        reducer=metric.reducer if samples is not None else None,
+        k=metric.k if samples is not None else None,
+        samples=samples,
+    )
+
+
+def _sensitivity(values: FloatArray, population: Population, scale: ScaleSpec | None) -> Sensitivity | None:
+    if scale is None:
+        return None
+    try:
+        bounds = sensitivity_bounds(
+            values,
+            excluded=population.excluded_total,
+            scale=Scale.bounded(scale.min, scale.max),
+            direction=Direction.HIGHER_IS_BETTER,
+        )
+    except ValueError:  # values outside the declared scale: no honest bound to show
+        return None
+    if bounds is None:
+        return None
+    return Sensitivity(
+        low=bounds.worst, high=bounds.best, excluded=bounds.excluded, scale_min=scale.min, scale_max=scale.max
+    )
 
 
 def decide_run(
@@ -50,40 +164,87 @@ def decide_run(
     ledger: Ledger,
     dataset_name: str,
     dataset_fingerprint: str,
-    expected: int,
+    shape: RunShape,
 ) -> tuple[tuple[MetricSummary, ...], VerdictPayload]:
-    summaries = tuple(
-        MetricSummary(
-            name=metric.name,
-            type=metric.type,
-            description=metric.description,
-            uses_reference=metric.uses_reference,
-            estimate=estimate_of(metric.column),
-            population=population_of(metric.column, expected),
-        )
-        for metric in metrics
-    )
-    by_name: Mapping[str, MetricSummary] = {summary.name: summary for summary in summaries}
+    measured = {metric.name: measure(metric, shape) for metric in metrics}
     results: list[GateResult] = []
     for gate in gates:
         if gate.spec.check is not None:
             results.append(_decide_check_gate(gate, ledger, dataset_name, dataset_fingerprint))
-            continue
-        summary = by_name[gate.spec.subject]
-        authority = resolve_authority(
-            GateIdentity(
-                name=gate.name,
-                fingerprint=gate.fingerprint,
-                dataset=dataset_name,
-                dataset_fingerprint=dataset_fingerprint,
-                needs_gold=summary.uses_reference,
-            ),
-            ledger,
+        else:
+            results.append(_decide_metric_gate(gate, measured, ledger, dataset_name, dataset_fingerprint))
+    return tuple(item.summary for item in measured.values()), VerdictPayload.decide(results)
+
+
+def _decide_metric_gate(
+    gate: GateInput, measured: Mapping[str, Measured], ledger: Ledger, dataset_name: str, dataset_fingerprint: str
+) -> GateResult:
+    item = measured[gate.spec.subject]
+    summary = item.summary
+    authority = resolve_authority(
+        GateIdentity(
+            name=gate.name,
+            fingerprint=gate.fingerprint,
+            dataset=dataset_name,
+            dataset_fingerprint=dataset_fingerprint,
+            needs_gold=summary.uses_reference,
+        ),
+        ledger,
+    )
+    bound: Interval | None = None
+    advice: int | None = None
+    if gate.spec.rule is GateRule.LOWER_BOUND and item.values.size:
+        bound = _bound(gate.spec, item)
+        if authority.threshold is not None:
+            advice = _advice(gate.spec, item, bound, authority.threshold)
+    return evaluate_gate(
+        gate.name,
+        gate.spec,
+        gate.fingerprint,
+        authority,
+        summary.estimate,
+        summary.population,
+        bound=bound,
+        required_n=advice,
+    )
+
+
+def _bound(spec: GateSpec, item: Measured) -> Interval | None:
+    interval = item.spec.interval
+    try:
+        return one_sided_bound(
+            item.values,
+            direction=spec.direction.value,
+            level=spec.level,
+            method=interval.override,
+            clusters=item.clusters,
+            seed=interval.seed,
+            resamples=interval.resamples,
         )
-        results.append(
-            evaluate_gate(gate.name, gate.spec, gate.fingerprint, authority, summary.estimate, summary.population)
-        )
-    return summaries, VerdictPayload.decide(results)
+    except ValueError:
+        return None
+
+
+def _advice(spec: GateSpec, item: Measured, bound: Interval | None, threshold: float) -> int | None:
+    """About how many examples the one-sided bound would need to clear the threshold at the current point."""
+    values = item.values
+    variance: float | None = None
+    std_error = bound.params.get("std_error") if bound is not None else None
+    if isinstance(std_error, float):
+        variance = values.size * std_error**2  # carries the design effect of clusters
+    elif values.size > 1:
+        variance = float(values.var(ddof=1))
+    binary = is_binary(values)
+    if not binary and variance is None:
+        return None
+    return required_n(
+        point=float(values.mean()),
+        threshold=threshold,
+        direction=spec.direction.value,
+        level=spec.level,
+        variance=variance,
+        binary=binary,
+    )
 
 
 def _decide_check_gate(gate: GateInput, ledger: Ledger, dataset_name: str, dataset_fingerprint: str) -> GateResult:

@@ -12,6 +12,7 @@ from evalglass.core.checks import CheckOutcome, CheckResult
 from evalglass.core.estimate import Estimate
 from evalglass.core.population import Population
 from evalglass.core.score import Status, Validity
+from evalglass.core.stats import Interval
 
 
 class Outcome(StrEnum):
@@ -29,9 +30,11 @@ class Direction(StrEnum):
 
 
 class GateRule(StrEnum):
-    """``point`` is the installed rule. ``lower_bound`` (experimental) compares the unfavourable interval bound."""
+    """``point`` is the installed rule. ``lower_bound`` (experimental) compares the unfavourable one-sided
+    confidence bound (the lower bound when higher is better), so a lucky small sample cannot pass."""
 
     POINT = "point"
+    LOWER_BOUND = "lower_bound"
 
 
 class Tolerable(StrEnum):
@@ -79,7 +82,16 @@ class GateSpec(BaseModel):
         default=(),
         description="Exclusions that do not make the measurement incomplete: non_evaluable, skipped, not_applicable.",
     )
-    rule: GateRule = GateRule.POINT
+    rule: GateRule = Field(
+        default=GateRule.POINT,
+        description="point (installed) or lower_bound (EXPERIMENTAL: compares the unfavourable confidence bound).",
+    )
+    level: float = Field(
+        default=0.95, gt=0.5, lt=1.0, description="lower_bound only: the one-sided confidence level of the bound."
+    )
+    min_n: int | None = Field(
+        default=None, ge=1, description="Below this many included examples the gate blocks (below_min_n)."
+    )
     description: str | None = None
 
     @model_validator(mode="after")
@@ -105,8 +117,12 @@ class GateSpec(BaseModel):
         return SubjectKind.CHECK if self.check is not None else SubjectKind.METRIC
 
     def fingerprint_payload(self) -> dict[str, Any]:
-        """The semantics an approval covers; prose and the proposal are not part of it."""
-        return self.model_dump(mode="json", exclude={"description", "proposed_threshold"})
+        """The semantics an approval covers; prose and the proposal are not part of it. Unset optional fields
+        are left out, so adding an optional field to EvalGlass does not make existing approvals stale."""
+        payload = self.model_dump(mode="json", exclude={"description", "proposed_threshold"}, exclude_none=True)
+        if self.rule is GateRule.POINT:
+            payload.pop("level")
+        return payload
 
 
 def meets(value: float, threshold: float, direction: Direction) -> bool:
@@ -130,6 +146,13 @@ class GateResult(BaseModel):
     proposed_threshold: float | None = None
     direction: Direction = Direction.HIGHER_IS_BETTER
     rule: GateRule = GateRule.POINT
+    level: float | None = Field(default=None, description="lower_bound only: one-sided level of the bound.")
+    bound_method: str | None = Field(default=None, description="lower_bound only: how the bound was computed.")
+    n: int | None = Field(default=None, description="Included examples behind the value.")
+    required_n: int | None = Field(
+        default=None,
+        description="lower_bound only: about how many examples the bound would need to clear the threshold.",
+    )
     fingerprint: str
 
     @model_validator(mode="after")
@@ -176,16 +199,27 @@ def evaluate_gate(
     authority: Authority,
     estimate: Estimate | None,
     population: Population,
+    bound: Interval | None = None,
+    required_n: int | None = None,
 ) -> GateResult:
-    """Decide one gate. An active gate blocks (with every reason that holds) rather than guess."""
+    """Decide one gate. An active gate blocks (with every reason that holds) rather than guess.
+
+    ``bound`` is the one-sided interval for the ``lower_bound`` rule (computed by the caller from the included
+    values); ``required_n`` is the decidability advice recorded with a ``lower_bound`` gate.
+    """
+    lower = spec.rule is GateRule.LOWER_BOUND
     common: dict[str, Any] = {
         "name": name,
         "subject": spec.subject,
         "active": authority.active,
         "value": None if estimate is None else estimate.point,
+        "n": None if estimate is None else estimate.n,
         "proposed_threshold": spec.proposed_threshold,
         "direction": spec.direction,
         "rule": spec.rule,
+        "level": spec.level if lower else None,
+        "bound_method": bound.method.value if lower and bound is not None else None,
+        "required_n": required_n if lower else None,
         "fingerprint": fingerprint,
     }
     if not authority.active:
@@ -193,9 +227,13 @@ def evaluate_gate(
     reasons = list(authority.reasons)
     if estimate is None:
         reasons.append(
+            Reason(code=BlockReason.NO_MEASURED_VALUE, message="no score was measured (scored and valid) to compare")
+        )
+    elif spec.min_n is not None and estimate.n < spec.min_n:
+        reasons.append(
             Reason(
-                code=BlockReason.NO_MEASURED_VALUE,
-                message="no score was measured (scored and valid) to compare",
+                code=BlockReason.BELOW_MIN_N,
+                message=f"{estimate.n} examples were measured; the gate needs at least {spec.min_n}",
             )
         )
     incomplete = incompleteness(population, spec.tolerate)
@@ -206,14 +244,21 @@ def evaluate_gate(
                 message=f"{incomplete} of {population.expected} examples were not measured validly",
             )
         )
-    compared = None if estimate is None else estimate.point
+    compared: float | None
+    if lower:
+        compared = None if bound is None else bound.bound(spec.direction.value)
+        if estimate is not None and compared is None:
+            reasons.append(
+                Reason(
+                    code=BlockReason.INTERVAL_UNDEFINED,
+                    message=f"no {spec.level:.0%} one-sided bound exists for {estimate.n} value(s) with this method",
+                )
+            )
+    else:
+        compared = None if estimate is None else estimate.point
     if reasons:
         return GateResult(
-            outcome=Outcome.BLOCKED,
-            reasons=tuple(reasons),
-            threshold=authority.threshold,
-            compared=compared,
-            **common,
+            outcome=Outcome.BLOCKED, reasons=tuple(reasons), threshold=authority.threshold, compared=compared, **common
         )
     assert compared is not None and authority.threshold is not None  # guaranteed by the reasons above
     outcome = Outcome.PASS if meets(compared, authority.threshold, spec.direction) else Outcome.FAIL

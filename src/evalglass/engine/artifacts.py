@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+from array import array
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -66,8 +68,11 @@ class ScoresWriter:
         self._handle: IO[bytes] = os.fdopen(fd, "wb", buffering=1 << 20)
         self._hash = hashlib.sha256()
 
-    def write(self, example_id: str, line: int, scores: dict[str, Any]) -> None:
-        data = orjson.dumps({"id": example_id, "line": line, "scores": scores}, option=orjson.OPT_APPEND_NEWLINE)
+    def write(self, example_id: str, line: int, scores: dict[str, Any], cluster: str | None = None) -> None:
+        row: dict[str, Any] = {"id": example_id, "line": line, "scores": scores}
+        if cluster is not None:
+            row["cluster"] = cluster
+        data = orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)
         self._hash.update(data)
         self._handle.write(data)
 
@@ -126,14 +131,27 @@ def iter_score_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                     raise SetupError(f"scores line is not valid JSON ({exc})", where=f"{path}:{number}") from None
 
 
-def load_columns(path: Path, metric_names: list[str]) -> tuple[dict[str, ScoreColumn], int, str]:
+@dataclass
+class LoadedScores:
+    columns: dict[str, ScoreColumn]
+    examples: int
+    sha256: str
+    example_of_row: array[int] | None
+    cluster_ids: array[int] | None
+
+
+def load_columns(path: Path, metric_names: list[str], *, samples: bool, clustered: bool) -> LoadedScores:
     """Rebuild every metric's column from scores.jsonl, checking each score against the contract again.
 
-    Returns the columns, the number of examples and the SHA-256 of the file's bytes.
+    With ``samples`` each metric's entry is a list of sample scores; with ``clustered`` the cluster of each example
+    is rebuilt exactly as the run assigned it (an example without one is a cluster of its own).
     """
     columns = {name: ScoreColumn() for name in metric_names}
     digest = hashlib.sha256()
     examples = 0
+    example_of_row: array[int] | None = array("q") if samples else None
+    cluster_ids: array[int] | None = array("q") if clustered else None
+    cluster_keys: dict[str, int] = {}
     try:
         handle = path.open("rb")
     except FileNotFoundError:
@@ -149,20 +167,38 @@ def load_columns(path: Path, metric_names: list[str]) -> tuple[dict[str, ScoreCo
                 scores = row["scores"]
             except (orjson.JSONDecodeError, KeyError, TypeError):
                 raise SetupError("scores line is not a recorded example", where=where) from None
-            examples += 1
+            rows = 1
             for name, column in columns.items():
                 if name not in scores:
                     continue
-                value = scores[name]
-                try:
-                    column.append(value if isinstance(value, int | float) else Score.model_validate(value))
-                except (ValidationError, ScoreContractError) as exc:
-                    raise SetupError(
-                        f"score of metric '{name}' breaks the score contract: {_first_error(exc)}",
-                        where=where,
-                        fix="the scores file was edited or corrupted",
-                    ) from None
-    return columns, examples, PREFIX + digest.hexdigest()
+                entries = scores[name]
+                if samples:
+                    if not isinstance(entries, list) or not entries:
+                        raise SetupError(f"metric '{name}' has no list of sample scores", where=where)
+                    rows = len(entries)
+                else:
+                    entries = [entries]
+                for entry in entries:
+                    _append_loaded(column, name, entry, where)
+            if example_of_row is not None:
+                example_of_row.extend([examples] * rows)
+            if cluster_ids is not None:
+                cluster = row.get("cluster")
+                key = cluster if isinstance(cluster, str) else f"\x00unclustered:{examples}"
+                cluster_ids.append(cluster_keys.setdefault(key, len(cluster_keys)))
+            examples += 1
+    return LoadedScores(columns, examples, PREFIX + digest.hexdigest(), example_of_row, cluster_ids)
+
+
+def _append_loaded(column: ScoreColumn, name: str, entry: Any, where: str) -> None:
+    try:
+        column.append(entry if isinstance(entry, int | float) else Score.model_validate(entry))
+    except (ValidationError, ScoreContractError) as exc:
+        raise SetupError(
+            f"score of metric '{name}' breaks the score contract: {_first_error(exc)}",
+            where=where,
+            fix="the scores file was edited or corrupted",
+        ) from None
 
 
 def _first_error(exc: Exception) -> str:

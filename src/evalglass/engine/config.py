@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from evalglass.core.checks import policy_id_conflicts
 from evalglass.core.fieldpath import FieldPathError, parse_path
 from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
-from evalglass.core.gates import GateSpec
+from evalglass.core.gates import GateRule, GateSpec
 from evalglass.engine.validation import validate_document
 from evalglass.engine.yamlsource import YamlDocument, load_yaml
 from evalglass.lanes.checkrun import CheckSpec
@@ -41,8 +41,13 @@ class DatasetSpec(BaseModel):
     name: str = Field(pattern=NAME_PATTERN, description="The name the ledger uses to validate this dataset.")
     path: str = Field(description="JSONL file, one example per line, relative to this config file.")
     id_field: str = Field(default="id", description="Field holding each example's unique id.")
+    cluster_field: str | None = Field(
+        default=None,
+        description="Field naming the group an example belongs to (a document, a conversation); intervals then "
+        "account for examples of one group being alike. An example without it forms a group of its own.",
+    )
 
-    _paths = field_validator("id_field")(_check_path)
+    _paths = field_validator("id_field", "cluster_field")(_check_path)
 
 
 class RecordedTask(BaseModel):
@@ -52,6 +57,11 @@ class RecordedTask(BaseModel):
 
     type: Literal["recorded"] = "recorded"
     field: str = Field(default="output", description="Field of each record holding the recorded output.")
+    samples: bool = Field(
+        default=False,
+        description="The field holds a list of recorded samples (epochs) of the output; each is scored, then the "
+        "metric's reducer turns them into one score per example.",
+    )
 
     _paths = field_validator("field")(_check_path)
 
@@ -151,10 +161,10 @@ class Config(BaseModel):
             check = self.checks[gate.check].model_dump(mode="json", exclude={"description"})
             return fingerprint_of({"gate": gate.fingerprint_payload(), "check": check})
         metric = str(gate.metric)
-        payload: dict[str, Any] = {
-            "gate": gate.fingerprint_payload(),
-            "metric": self.metrics[metric].fingerprint_payload(),
-        }
+        spec = self.metrics[metric]
+        payload: dict[str, Any] = {"gate": gate.fingerprint_payload(), "metric": spec.fingerprint_payload()}
+        if gate.rule is GateRule.LOWER_BOUND:
+            payload["interval"] = spec.interval.model_dump(mode="json")
         files = (definition_files or {}).get(metric)
         if files:
             payload["files"] = files

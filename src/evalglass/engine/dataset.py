@@ -28,7 +28,7 @@ class BadLine:
     message: str
 
 
-def _getter(path: str) -> Callable[[Mapping[str, Any]], Any]:
+def field_getter(path: str) -> Callable[[Mapping[str, Any]], Any]:
     parts = parse_path(path)
     if len(parts) == 1 and isinstance(parts[0], str):
         key = parts[0]
@@ -41,9 +41,9 @@ class DatasetReader:
 
     def __init__(self, path: Path, *, id_field: str, output_field: str) -> None:
         self.path = path
-        self._id = _getter(id_field)
+        self._id = field_getter(id_field)
         self._id_field = id_field
-        self._output = _getter(output_field)
+        self._output = field_getter(output_field)
         self._hash = hashlib.sha256()
         self.examples = 0
         self.bad_lines = 0

@@ -11,18 +11,21 @@ import secrets
 import shutil
 import threading
 import traceback
+from array import array
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
+import numpy as np
 import orjson
 
 from evalglass import __version__
 from evalglass.core.checks import CheckResult
 from evalglass.core.columns import ScoreColumn
-from evalglass.core.decide import GateInput, MetricInput, decide_run
+from evalglass.core.decide import GateInput, MetricInput, RunShape, decide_run
 from evalglass.core.example import Example
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.runrecord import RunRecord
@@ -41,7 +44,7 @@ from evalglass.engine.artifacts import (
     write_model,
 )
 from evalglass.engine.config import Config, LoadedConfig, load_config
-from evalglass.engine.dataset import BadLine, DatasetReader
+from evalglass.engine.dataset import BadLine, DatasetReader, field_getter
 from evalglass.engine.ledger import LoadedLedger, load_ledger
 from evalglass.errors import SetupError
 from evalglass.lanes.checkrun import run_checks
@@ -146,44 +149,110 @@ def call_metric(metric: BuiltMetric, examples: list[Example], pool: ThreadPoolEx
     return [guarded(example) for example in examples]
 
 
+@dataclass
+class RowShape:
+    """How rows relate to examples and clusters, collected while streaming (compact arrays, no objects)."""
+
+    samples: bool
+    cluster_of: Callable[[Mapping[str, Any]], Any] | None
+    example_of_row: array[int] = field(default_factory=lambda: array("q"))
+    cluster_ids: array[int] = field(default_factory=lambda: array("q"))
+    cluster_keys: dict[str, int] = field(default_factory=dict)
+    examples: int = 0
+
+    def add_example(self, rows: int, cluster: str | None) -> None:
+        if self.samples:
+            self.example_of_row.extend([self.examples] * rows)
+        if self.cluster_of is not None:
+            key = cluster if cluster is not None else f"\x00unclustered:{self.examples}"
+            self.cluster_ids.append(self.cluster_keys.setdefault(key, len(self.cluster_keys)))
+        self.examples += 1
+
+    def run_shape(self) -> RunShape:
+        return RunShape(
+            examples=self.examples,
+            example_of_row=np.frombuffer(self.example_of_row, dtype=np.int64) if self.samples else None,
+            clusters=np.frombuffer(self.cluster_ids, dtype=np.int64) if self.cluster_of is not None else None,
+        )
+
+
+def cluster_key(value: Any) -> str | None:
+    """A cluster id as recorded: strings and integers name a cluster; anything else (absent, null) does not."""
+    if type(value) is str:
+        return value
+    if type(value) is int:
+        return str(value)
+    return None
+
+
+def expand(item: Example | BadLine, samples: bool) -> list[Example] | Score:
+    """The sample rows one dataset line produces, or the single score every metric gets when it produces none."""
+    if isinstance(item, BadLine):
+        return Score.error(item.code, item.message)
+    if item.output is ABSENT:
+        return Score.unmeasured(
+            Status.BLOCKED, "output_missing", f"example {item.id} (line {item.line}) has no recorded output"
+        )
+    if not samples:
+        return [item]
+    if not isinstance(item.output, list):
+        return Score.error(
+            "samples_not_a_list",
+            f"example {item.id} (line {item.line}): task.samples is on, so the output must be a list of samples, "
+            f"not {type(item.output).__name__}",
+        )
+    if not item.output:
+        return Score.unmeasured(
+            Status.BLOCKED, "output_missing", f"example {item.id} (line {item.line}) has an empty list of samples"
+        )
+    return [
+        Example(id=item.id, line=item.line, fields=item.fields, output=value, sample=index)
+        for index, value in enumerate(item.output)
+    ]
+
+
 def score_batch(
     items: list[Example | BadLine],
     metrics: list[BuiltMetric],
     columns: dict[str, ScoreColumn],
     writer: ScoresWriter,
     pool: ThreadPoolExecutor | None,
+    shape: RowShape,
 ) -> None:
     """Score a batch metric by metric (tight loops), then append and write example by example, in order."""
-    measurable = [item for item in items if isinstance(item, Example) and item.output is not ABSENT]
+    expanded = [expand(item, shape.samples) for item in items]
+    measurable = [example for rows in expanded if isinstance(rows, list) for example in rows]
     results = [iter(call_metric(metric, measurable, pool)) for metric in metrics]
-    for item in items:
-        if isinstance(item, BadLine):
-            writer.write(item.id, item.line, _same_score_everywhere(Score.error(item.code, item.message), columns))
-            continue
-        if item.output is ABSENT:
-            blocked = Score.unmeasured(
-                Status.BLOCKED, "output_missing", f"example {item.id} (line {item.line}) has no recorded output"
-            )
-            writer.write(item.id, item.line, _same_score_everywhere(blocked, columns))
-            continue
-        row: dict[str, Any] = {}
-        for metric, produced in zip(metrics, results, strict=True):
-            result = next(produced)
-            column = columns[metric.name]
-            try:
-                column.append(result)
-            except (ScoreContractError, TypeError) as exc:
-                result = _bad_result(metric.name, result, str(exc))
-                column.append(result)
-            row[metric.name] = result if type(result) is float else score_to_json(result)
-        writer.write(item.id, item.line, row)
+    for item, rows in zip(items, expanded, strict=True):
+        cluster = None
+        if shape.cluster_of is not None and isinstance(item, Example):
+            cluster = cluster_key(shape.cluster_of(item.fields))
+        if isinstance(rows, Score):
+            shape.add_example(1, cluster)
+            row = _same_score_everywhere(rows, columns, shape.samples)
+        else:
+            shape.add_example(len(rows), cluster)
+            row = {}
+            for metric, produced in zip(metrics, results, strict=True):
+                encoded = [_append(columns[metric.name], metric.name, next(produced)) for _ in rows]
+                row[metric.name] = encoded if shape.samples else encoded[0]
+        writer.write(item.id, item.line, row, cluster)
 
 
-def _same_score_everywhere(score: Score, columns: dict[str, ScoreColumn]) -> dict[str, Any]:
+def _append(column: ScoreColumn, name: str, result: Any) -> Any:
+    try:
+        column.append(result)
+    except (ScoreContractError, TypeError) as exc:
+        result = _bad_result(name, result, str(exc))
+        column.append(result)
+    return result if type(result) is float else score_to_json(result)
+
+
+def _same_score_everywhere(score: Score, columns: dict[str, ScoreColumn], samples: bool) -> dict[str, Any]:
     for column in columns.values():
         column.append(score)
     encoded = score_to_json(score)
-    return dict.fromkeys(columns, encoded)
+    return dict.fromkeys(columns, [encoded] if samples else encoded)
 
 
 def run_standalone_checks(loaded: LoadedConfig) -> dict[str, CheckResult]:
@@ -233,6 +302,10 @@ def _evaluate(
     config = loaded.config
     reader = DatasetReader(loaded.dataset_path, id_field=config.dataset.id_field, output_field=config.task.field)
     columns = {name: ScoreColumn() for name in config.metrics}
+    cluster_field = config.dataset.cluster_field
+    shape = RowShape(
+        samples=config.task.samples, cluster_of=field_getter(cluster_field) if cluster_field is not None else None
+    )
     first_line: dict[str, int] = {}
     workers = config.check_workers or os.cpu_count() or 1
     pool = ThreadPoolExecutor(max_workers=workers) if any(metric.parallel for metric in metrics) else None
@@ -249,9 +322,9 @@ def _evaluate(
                     )
             batch.append(item)
             if len(batch) >= BATCH:
-                score_batch(batch, metrics, columns, writer, pool)
+                score_batch(batch, metrics, columns, writer, pool, shape)
                 batch = []
-        score_batch(batch, metrics, columns, writer, pool)
+        score_batch(batch, metrics, columns, writer, pool, shape)
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
@@ -267,12 +340,12 @@ def _evaluate(
     check_results = run_standalone_checks(loaded)
     gate_fingerprints = {name: config.gate_fingerprint(name, loaded.definition_files) for name in config.gates}
     summaries, payload = decide_run(
-        metric_inputs(loaded, columns),
+        metric_inputs(config, columns),
         gate_inputs(config, gate_fingerprints, check_results),
         ledger.ledger,
         config.dataset.name,
         dataset.fingerprint,
-        dataset.examples,
+        shape.run_shape(),
     )
     created_at = moment.isoformat().replace("+00:00", "Z")
     scorecard = Scorecard(
@@ -308,7 +381,7 @@ def _evaluate(
     return RunOutcome(folder=folder, scorecard=scorecard, record=record)
 
 
-def metric_inputs(loaded: LoadedConfig, columns: dict[str, ScoreColumn]) -> list[MetricInput]:
+def metric_inputs(config: Config, columns: dict[str, ScoreColumn]) -> list[MetricInput]:
     return [
         MetricInput(
             name=name,
@@ -316,8 +389,12 @@ def metric_inputs(loaded: LoadedConfig, columns: dict[str, ScoreColumn]) -> list
             description=spec.description,
             uses_reference=spec.uses_reference,
             column=columns[name],
+            reducer=spec.reducer,
+            k=spec.k,
+            interval=spec.interval,
+            scale=spec.value_scale(),
         )
-        for name, spec in loaded.config.metrics.items()
+        for name, spec in config.metrics.items()
     ]
 
 

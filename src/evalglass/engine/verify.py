@@ -11,13 +11,16 @@ verifies; re-running the evaluation is the only defence against that.
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import orjson
 
-from evalglass.core.decide import decide_run
+from evalglass.core.decide import RunShape, decide_run
 from evalglass.core.scorecard import CheckSummary, DatasetSummary, Scorecard
 from evalglass.engine.artifacts import (
     SCORECARD_FILE,
@@ -25,7 +28,7 @@ from evalglass.engine.artifacts import (
     load_runrecord,
     load_scorecard,
 )
-from evalglass.engine.config import Config, LoadedConfig
+from evalglass.engine.config import Config
 from evalglass.engine.pipeline import gate_inputs, metric_inputs
 from evalglass.errors import SetupError
 
@@ -57,7 +60,13 @@ def verify_run(folder: Path) -> VerifyReport:
     except Exception as exc:
         raise SetupError(f"run record's config no longer validates: {exc}", where=str(folder)) from None
     names = list(config.metrics)
-    columns, examples, scores_sha = load_columns(folder / record.scores_file, names)
+    loaded_scores = load_columns(
+        folder / record.scores_file,
+        names,
+        samples=config.task.samples,
+        clustered=config.dataset.cluster_field is not None,
+    )
+    columns, examples, scores_sha = loaded_scores.columns, loaded_scores.examples, loaded_scores.sha256
     if scores_sha != record.scores_sha256:
         findings.append(Finding("runrecord.scores_sha256", record.scores_sha256, scores_sha))
     if examples != record.dataset.examples:
@@ -68,14 +77,17 @@ def verify_run(folder: Path) -> VerifyReport:
             findings.append(
                 Finding(f"runrecord.gate_fingerprints.{name}", record.gate_fingerprints.get(name), fingerprint)
             )
-    loaded = LoadedConfig(config=config, path=Path(record.config_path), fingerprint=record.config_fingerprint)
     summaries, payload = decide_run(
-        metric_inputs(loaded, columns),
+        metric_inputs(config, columns),
         gate_inputs(config, gate_fingerprints, record.check_results),
         record.ledger,
         config.dataset.name,
         record.dataset.fingerprint,
-        examples,
+        RunShape(
+            examples=examples,
+            example_of_row=_ints(loaded_scores.example_of_row),
+            clusters=_ints(loaded_scores.cluster_ids),
+        ),
     )
     derived = Scorecard(
         run_id=record.run_id,
@@ -91,6 +103,10 @@ def verify_run(folder: Path) -> VerifyReport:
         # Only a scorecard that matches field by field is also loaded through its own validators.
         load_scorecard(folder)
     return VerifyReport(folder=folder, findings=tuple(findings), examples=examples)
+
+
+def _ints(values: array[int] | None) -> npt.NDArray[np.int64] | None:
+    return None if values is None else np.frombuffer(values, dtype=np.int64)
 
 
 def _raw_json(path: Path) -> Any:

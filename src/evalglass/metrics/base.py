@@ -11,11 +11,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from evalglass.core.estimate import UNIT_SCALE, IntervalSpec, ScaleSpec
 from evalglass.core.example import Example
 from evalglass.core.fieldpath import ABSENT, FieldPathError, get_path, parse_path
 from evalglass.core.score import Score
+from evalglass.core.stats import Reducer
 
 MetricResult = float | Score
 MetricFn = Callable[[Example], MetricResult]
@@ -42,6 +44,24 @@ class MetricSpec(BaseModel):
         description="Dotted path in the dataset record holding the gold value; makes this a reference metric.",
     )
 
+    reducer: Reducer = Field(
+        default=Reducer.MEAN,
+        description="How several samples of one example become one score: mean, majority, max, min, pass_at_k, "
+        "at_least_k.",
+    )
+    k: int | None = Field(default=None, ge=1, description="k for pass_at_k and at_least_k.")
+    interval: IntervalSpec = Field(default_factory=IntervalSpec, description="How the confidence interval is computed.")
+
+    @model_validator(mode="after")
+    def _reducer_k(self) -> MetricSpec:
+        if self.reducer.needs_k != (self.k is not None):
+            raise ValueError(
+                f"reducer {self.reducer.value} needs k"
+                if self.reducer.needs_k
+                else "k applies only to pass_at_k and at_least_k"
+            )
+        return self
+
     @field_validator("field", "reference")
     @classmethod
     def _valid_path(cls, path: str | None) -> str | None:
@@ -65,9 +85,21 @@ class MetricSpec(BaseModel):
         """Files whose contents define this metric (a schema, a host module); approvals bind their hashes too."""
         return ()
 
+    def value_scale(self) -> ScaleSpec | None:
+        """The range this metric's values can take (builtins score in [0, 1]); None when unbounded."""
+        return UNIT_SCALE
+
     def fingerprint_payload(self) -> dict[str, Any]:
-        """The canonical definition an approval is bound to (description excluded: prose is not semantics)."""
-        return self.model_dump(mode="json", exclude={"description"})
+        """The canonical definition an approval is bound to.
+
+        Prose (``description``) and the interval settings are excluded: neither changes the value a point gate
+        compares. A ``lower_bound`` gate adds the interval settings to its own fingerprint. The default reducer is
+        left out so single-sample metrics keep the fingerprint they had before epochs existed.
+        """
+        payload = self.model_dump(mode="json", exclude={"description", "interval"}, exclude_none=True)
+        if self.reducer is Reducer.MEAN:
+            payload.pop("reducer")
+        return payload
 
 
 def measured_target(spec: MetricSpec) -> Callable[[Example], Any]:

@@ -29,6 +29,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
+from evalglass.core.estimate import ScaleSpec
 from evalglass.core.example import Example
 from evalglass.core.score import Score, score_violation
 from evalglass.metrics.base import (
@@ -58,6 +59,13 @@ class PythonMetricSpec(MetricSpec):
     function: str = Field(
         description="'path/to/file.py:function' (relative to the config) or 'package.module:function'."
     )
+    scale: ScaleSpec | None = Field(
+        default=None,
+        description="The range the function's values can take, e.g. {min: 1, max: 5}; enables sensitivity bounds.",
+    )
+
+    def value_scale(self) -> ScaleSpec | None:
+        return self.scale
 
     @field_validator("function")
     @classmethod

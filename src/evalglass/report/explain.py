@@ -9,10 +9,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from evalglass.core.authority import BlockReason
-from evalglass.core.gates import GateResult, Outcome, SubjectKind
+from evalglass.core.gates import Direction, GateResult, GateRule, Outcome, SubjectKind, meets
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.scorecard import CheckSummary, MetricSummary, Scorecard
-from evalglass.report.fmt import comparison, estimate_text, gate_value_text, number
+from evalglass.report.fmt import (
+    comparison,
+    estimate_text,
+    gate_value_text,
+    interval_text,
+    number,
+    samples_text,
+)
 
 REPAIRS: dict[BlockReason, str] = {
     BlockReason.POLICY_FORBIDDEN: "The host's policy in the ledger forbids this gate; only the host can lift that.",
@@ -114,6 +121,8 @@ def explain_gate(gate: GateResult, card: Scorecard, record: RunRecord) -> Explan
             f"Gate '{gate.name}' is {gate.outcome.value}: {number(gate.compared)} {verb} the approved threshold "
             f"{comparison(gate.direction)} {number(gate.threshold)}."
         )
+    if gate.rule is GateRule.LOWER_BOUND:
+        details.append(_lower_bound_story(gate))
     if metric is not None:
         details.append(_coverage(metric))
     check = next((item for item in card.checks if item.name == gate.subject), None)
@@ -131,7 +140,7 @@ def explain_metric(metric: MetricSummary, card: Scorecard) -> Explanation:
         )
     else:
         summary = f"Metric '{metric.name}' ({metric.type}) is {estimate_text(metric.estimate)}."
-    details = [_coverage(metric)]
+    details = [_coverage(metric), *_uncertainty(metric)]
     for item in population.top_diagnostics:
         details.append(f"{item.code} ×{item.count}, e.g. {item.example}")
     gates = [gate.name for gate in card.decision.gates if gate.subject == metric.name]
@@ -142,6 +151,51 @@ def explain_metric(metric: MetricSummary, card: Scorecard) -> Explanation:
     if metric.uses_reference:
         details.append("It compares with reference answers, so it can gate only on a dataset validated as gold.")
     return Explanation(subject=metric.name, kind="metric", summary=summary, details=details)
+
+
+def _lower_bound_story(gate: GateResult) -> str:
+    """Why the experimental rule decided as it did, and how many examples it would take to decide otherwise."""
+    side = "lower" if gate.direction is Direction.HIGHER_IS_BETTER else "upper"
+    level = f"{gate.level:.0%}" if gate.level is not None else "the configured"
+    text = (
+        f"Rule lower_bound (EXPERIMENTAL): the gate compares the {level} one-sided {side} confidence bound "
+        f"({number(gate.compared)}, {gate.bound_method or 'no method'}), not the point value {number(gate.value)}."
+    )
+    if gate.outcome in (Outcome.FAIL, Outcome.BLOCKED) and gate.threshold is not None and gate.value is not None:
+        point_ok = meets(gate.value, gate.threshold, gate.direction)
+        if point_ok and gate.required_n is not None:
+            text += (
+                f" The point meets the threshold but the bound does not: the interval straddles it. At the current "
+                f"point and spread, about {gate.required_n} examples (now {gate.n}) would let the bound clear "
+                f"{number(gate.threshold)}."
+            )
+        elif not point_ok:
+            text += " The point itself is on the wrong side of the threshold: more examples alone will not help."
+    return text
+
+
+def _uncertainty(metric: MetricSummary) -> list[str]:
+    estimate = metric.estimate
+    if estimate is None:
+        return []
+    lines = [f"Interval: {interval_text(estimate)} over {estimate.n} examples."]
+    interval = estimate.interval
+    if interval is not None and interval.few_clusters:
+        lines.append(
+            f"Only {interval.clusters} clusters: cluster-robust intervals are too narrow with so few; "
+            "add examples from more groups before trusting it."
+        )
+    if estimate.sensitivity is not None and estimate.sensitivity.excluded:
+        bounds = estimate.sensitivity
+        lines.append(
+            f"Sensitivity: with the {bounds.excluded} excluded examples all at {number(bounds.scale_min)} the value "
+            f"would be {number(bounds.low)}; all at {number(bounds.scale_max)}, {number(bounds.high)}. "
+            "These bounds are shown, never mixed into the value."
+        )
+    samples = samples_text(estimate)
+    if samples:
+        lines.append(f"Samples: {samples} per example before the interval.")
+    return lines
 
 
 def _check_story(check: CheckSummary) -> str:

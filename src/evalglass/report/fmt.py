@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from evalglass.core.estimate import Estimate
-from evalglass.core.gates import Direction, GateResult, Outcome, SubjectKind
+from evalglass.core.gates import Direction, GateResult, GateRule, Outcome, SubjectKind
 from evalglass.core.population import Population
 from evalglass.core.scorecard import CheckSummary
+from evalglass.core.stats import Note
 
 OUTCOME_LABEL: dict[Outcome, str] = {
     Outcome.INFORMATIONAL: "informational",
@@ -32,10 +33,45 @@ def number(value: float | None) -> str:
 def estimate_text(estimate: Estimate | None) -> str:
     if estimate is None:
         return "no measured value"
-    text = number(estimate.point)
-    if estimate.low is not None and estimate.high is not None and estimate.level is not None:
-        text += f" [{number(estimate.low)}, {number(estimate.high)}] {estimate.level:.0%}"
-    return text
+    return number(estimate.point)
+
+
+def interval_text(estimate: Estimate | None) -> str:
+    """``[low, high]`` at its level and method; says why when there is none."""
+    if estimate is None:
+        return "—"
+    interval = estimate.interval
+    if interval is None:
+        return f"none ({estimate.interval_problem})" if estimate.interval_problem else "—"
+    if not interval.defined:
+        return f"undefined for n={interval.n} ({interval.method.value})"
+    text = f"[{number(interval.low)}, {number(interval.high)}] {interval.level:.0%} {interval.method.value}"
+    notes = [NOTE_TEXT[note] for note in interval.notes if note in NOTE_TEXT]
+    if interval.clusters is not None:
+        notes.insert(0, f"{interval.clusters} clusters")
+    return text + (f" ({'; '.join(notes)})" if notes else "")
+
+
+NOTE_TEXT = {
+    Note.FEW_CLUSTERS: "⚠ too few clusters to trust the interval",
+    Note.ZERO_SPREAD: "no spread in the data",
+    Note.BCA_FALLBACK: "BCa undefined, percentile used",
+}
+
+
+def sensitivity_text(estimate: Estimate | None) -> str:
+    """What the value would be with every excluded example at the scale's ends; empty when nothing was excluded."""
+    if estimate is None or estimate.sensitivity is None or estimate.sensitivity.excluded == 0:
+        return ""
+    bounds = estimate.sensitivity
+    return f"{number(bounds.low)} … {number(bounds.high)}"
+
+
+def samples_text(estimate: Estimate | None) -> str:
+    if estimate is None or estimate.samples is None or estimate.reducer is None:
+        return ""
+    reducer = estimate.reducer.value + (f"@{estimate.k}" if estimate.k is not None else "")
+    return f"{estimate.samples} samples → {reducer}"
 
 
 def comparison(direction: Direction) -> str:
@@ -68,7 +104,15 @@ def diagnostics_text(population: Population, limit: int = 3) -> str:
 def gate_value_text(gate: GateResult) -> str:
     if gate.subject_kind is SubjectKind.CHECK:
         return {1.0: "PASS", 0.0: "FAIL"}.get(gate.compared, "—") if gate.compared is not None else "—"
+    if gate.rule is GateRule.LOWER_BOUND:
+        side = "lower" if gate.direction is Direction.HIGHER_IS_BETTER else "upper"
+        level = f"{gate.level:.0%} " if gate.level is not None else ""
+        return f"{number(gate.compared)} ({level}{side} bound; point {number(gate.value)})"
     return number(gate.compared if gate.compared is not None else gate.value)
+
+
+def rule_text(gate: GateResult) -> str:
+    return "lower_bound (EXPERIMENTAL)" if gate.rule is GateRule.LOWER_BOUND else gate.rule.value
 
 
 DETAIL_CHARS = 90

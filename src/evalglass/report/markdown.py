@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from evalglass.core.fingerprint import short
+from evalglass.core.gates import GateRule
 from evalglass.core.scorecard import Scorecard
 from evalglass.report.fmt import (
     CHECK_COLUMNS,
@@ -13,7 +14,11 @@ from evalglass.report.fmt import (
     estimate_text,
     excluded_text,
     gate_value_text,
+    interval_text,
     reasons_text,
+    rule_text,
+    samples_text,
+    sensitivity_text,
     threshold_text,
 )
 
@@ -39,6 +44,8 @@ def render_markdown(card: Scorecard) -> str:
         lines += ["| Gate | Outcome | Value | Threshold | Why |", "|---|---|---|---|---|"]
         for gate in decision.gates:
             why = reasons_text(gate) if gate.reasons else ("not active in the ledger" if not gate.active else "")
+            if gate.rule is not GateRule.POINT:
+                why = f"rule: {rule_text(gate)}" + (f"; {why}" if why else "")
             lines.append(
                 f"| {_cell(gate.name)} | {OUTCOME_ICON[gate.outcome]} {OUTCOME_LABEL[gate.outcome]} | "
                 f"{gate_value_text(gate)} | "
@@ -50,14 +57,17 @@ def render_markdown(card: Scorecard) -> str:
         "",
         "### Metrics",
         "",
-        "| Metric | Value | Included | Excluded | Diagnostics |",
-        "|---|---|---|---|---|",
+        "| Metric | Value | Interval | Included | Excluded | If excluded scored min…max | Diagnostics |",
+        "|---|---|---|---|---|---|---|",
     ]
     for metric in card.metrics:
         population = metric.population
+        samples = samples_text(metric.estimate)
         lines.append(
             f"| {_cell(metric.name)} | {_cell(estimate_text(metric.estimate))} | "
-            f"{population.included}/{population.expected} | {_cell(excluded_text(population))} | "
+            f"{_cell(interval_text(metric.estimate))} | "
+            f"{population.included}/{population.expected}{' (' + samples + ')' if samples else ''} | "
+            f"{_cell(excluded_text(population))} | {_cell(sensitivity_text(metric.estimate))} | "
             f"{_cell(diagnostics_text(population))} |"
         )
     if card.checks:

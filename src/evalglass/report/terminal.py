@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from evalglass.core.checks import CheckResult
-from evalglass.core.gates import Outcome
+from evalglass.core.gates import GateRule, Outcome
 from evalglass.core.scorecard import CheckSummary, Scorecard
 from evalglass.report.fmt import (
     CHECK_COLUMNS,
@@ -20,7 +20,11 @@ from evalglass.report.fmt import (
     estimate_text,
     excluded_text,
     gate_value_text,
+    interval_text,
     reasons_text,
+    rule_text,
+    samples_text,
+    sensitivity_text,
     threshold_text,
 )
 
@@ -51,16 +55,21 @@ def render_terminal(card: Scorecard, console: Console, folder: Path | None = Non
     metrics = Table(title="Metrics", title_justify="left", expand=False)
     metrics.add_column("metric", style="bold")
     metrics.add_column("value", justify="right")
+    metrics.add_column("interval")
     metrics.add_column("included", justify="right")
     metrics.add_column("excluded")
+    metrics.add_column("if excluded scored min…max")
     metrics.add_column("diagnostics")
     for metric in card.metrics:
         population = metric.population
+        samples = samples_text(metric.estimate)
         metrics.add_row(
             metric.name,
             estimate_text(metric.estimate),
-            f"{population.included}/{population.expected}",
+            interval_text(metric.estimate),
+            f"{population.included}/{population.expected}" + (f"\n{samples}" if samples else ""),
             excluded_text(population),
+            sensitivity_text(metric.estimate),
             diagnostics_text(population),
         )
     console.print(metrics)
@@ -73,6 +82,8 @@ def render_terminal(card: Scorecard, console: Console, folder: Path | None = Non
         gates.add_column("why")
         for gate in decision.gates:
             why = reasons_text(gate) if gate.reasons else ("not active in the ledger" if not gate.active else "")
+            if gate.rule is not GateRule.POINT:
+                why = f"rule: {rule_text(gate)}" + (f"; {why}" if why else "")
             gates.add_row(
                 gate.name,
                 Text(OUTCOME_LABEL[gate.outcome], style=STYLE[gate.outcome]),

@@ -1,0 +1,85 @@
+"""Several samples (epochs) of one example become one per-example score before any statistics.
+
+An example enters the math only when every one of its samples was measured validly; otherwise it is excluded with
+the most serious state among its samples (error, then blocked, invalid, non_evaluable, skipped) and that sample's
+diagnostics. A reducer that is undefined for an example (pass@k with fewer than k samples) makes it an error.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from evalglass.core.columns import SCORED_VALID, STATES, ScoreColumn
+from evalglass.core.score import Score, Status
+from evalglass.core.stats import Reducer, reduce_samples
+
+_SEVERITY = {
+    Status.ERROR: 5,
+    Status.BLOCKED: 4,
+    Status.SCORED: 3,  # scored but invalid; scored+valid never competes here
+    Status.NON_EVALUABLE: 2,
+    Status.SKIPPED: 1,
+}
+SEVERITY = np.array([0 if code == SCORED_VALID else _SEVERITY[status] for code, (status, _) in enumerate(STATES)])
+
+
+def reduce_column(
+    column: ScoreColumn,
+    example_of_row: npt.NDArray[np.int64],
+    examples: int,
+    reducer: Reducer,
+    k: int | None = None,
+) -> ScoreColumn:
+    """One row per example, in example order, from a column of sample rows."""
+    states = column.states()
+    values = column.values()
+    if example_of_row.shape[0] != states.shape[0]:
+        raise ValueError("every sample row needs its example index")
+    rows = np.bincount(example_of_row, minlength=examples)
+    valid = states == SCORED_VALID
+    valid_rows = np.bincount(example_of_row[valid], minlength=examples)
+    whole = (rows == valid_rows) & (rows > 0)
+    if reducer.needs_k and k is not None:
+        whole &= valid_rows >= k
+    reduced = np.full(examples, np.nan)
+    problem: str | None = None
+    if whole.any():
+        keep = whole[example_of_row]
+        try:
+            per = reduce_samples(example_of_row[keep], values[keep], reducer, k=k)
+            reduced[per.examples] = per.values
+        except ValueError as exc:
+            problem = str(exc)
+    worst = _worst_rows(states, example_of_row, examples)
+    out = ScoreColumn()
+    for example in range(examples):
+        if problem is not None and whole[example]:
+            out.append(Score.error("reducer_undefined", f"{reducer.value} cannot reduce these samples: {problem}"))
+        elif whole[example]:
+            out.append(float(reduced[example]))
+        elif rows[example] and valid_rows[example] == rows[example]:
+            out.append(
+                Score.error(
+                    "too_few_samples",
+                    f"{reducer.value} with k={k} needs at least {k} samples; this example has {rows[example]}",
+                )
+            )
+        else:
+            out.append(column.score(int(worst[example])))
+    return out
+
+
+def _worst_rows(
+    states: npt.NDArray[np.uint8], example_of_row: npt.NDArray[np.int64], examples: int
+) -> npt.NDArray[np.int64]:
+    """For each example, the index of its most serious non-valid sample row (-1 when all are valid)."""
+    worst = np.full(examples, -1, dtype=np.int64)
+    best_severity = np.zeros(examples, dtype=np.int64)
+    severity = SEVERITY[states]
+    for row in np.flatnonzero(severity):
+        example = example_of_row[row]
+        if severity[row] > best_severity[example]:
+            best_severity[example] = severity[row]
+            worst[example] = row
+    return worst
