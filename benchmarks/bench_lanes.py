@@ -1,0 +1,109 @@
+"""Lane throughput: N chat calls at concurrency C against a fake endpoint that answers in L seconds.
+
+Issue 5's target: with a server that answers in 50 ms, 5,000 calls at concurrency 64 complete within 15 % of the
+ideal time (calls x latency / concurrency = 3.906 s).
+
+The fake server runs in its own process (``python -m evalglass.testing.fake_openai``) so that its CPU does not
+compete with the client's event loop for the GIL. The client is the real path a run takes: a ``chat`` task lane
+(Jinja2 prompt, request fingerprint and cache key) -> retrier -> ``AsyncioExecutor.submit`` -> ``ChatClient``
+(the ``openai`` SDK with ``max_retries=0``) -> HTTP. Timing starts cold (no warm-up, connections opened inside).
+
+    .venv/bin/python benchmarks/bench_lanes.py                  # 5000 calls, c=64, 50 ms, 3 repeats
+    .venv/bin/python benchmarks/bench_lanes.py --calls 1000 --repeat 1 --cache
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from evalglass.engine.cache import CallCache
+from evalglass.lanes.executor import AsyncioExecutor
+from evalglass.lanes.task import LaneOutput, build_lane, parse_task_spec
+
+TARGET = 1.15
+
+
+async def one_run(
+    base_url: str, calls: int, concurrency: int, transport: str, cache_dir: Path | None
+) -> tuple[float, float]:
+    spec = parse_task_spec(
+        {
+            "type": "chat",
+            "base_url": base_url,
+            "model": "bench",
+            "api_key_env": None,
+            "prompt": "Question {{ n }}: {{ text }}",
+            "cache": cache_dir is not None,
+        }
+    )
+    cache = CallCache(cache_dir / "bench.sqlite", "refresh") if cache_dir is not None else None
+    executor = AsyncioExecutor(concurrency)
+    lane = build_lane(spec, base_dir=Path.cwd(), executor=executor, cache=cache, transport=transport)  # type: ignore[arg-type]
+    jobs = [(f"ex{n}", {"n": n, "text": "what is the answer?"}, 0) for n in range(calls)]
+    cpu_before = time.process_time()
+    started = time.perf_counter()
+    outcomes = await executor.run(jobs, lambda job: lane.produce(*job))
+    wall = time.perf_counter() - started
+    cpu = time.process_time() - cpu_before
+    await lane.aclose()
+    if cache is not None:
+        cache.close()
+    failed = [o for o in outcomes if not isinstance(o, LaneOutput)]
+    if failed:
+        raise SystemExit(f"{len(failed)} calls failed, e.g. {failed[0]}")
+    if executor.stats.peak_in_flight > concurrency:
+        raise SystemExit(f"concurrency limit broken: peak {executor.stats.peak_in_flight} > {concurrency}")
+    return wall, cpu
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--calls", type=int, default=5000)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--transport", choices=["auto", "direct", "lean", "httpx"], default="auto")
+    parser.add_argument("--cache", action="store_true", help="write every result to a (refresh-mode) SQLite cache")
+    args = parser.parse_args()
+
+    server = subprocess.Popen(
+        [sys.executable, "-m", "evalglass.testing.fake_openai", "--port", "0", "--latency", str(args.latency)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        base_url = server.stdout.readline().split()[-1]
+        ideal = args.calls * args.latency / args.concurrency
+        print(
+            f"{args.calls} calls, concurrency {args.concurrency}, server latency {args.latency * 1000:g} ms, "
+            f"transport {args.transport}{', cache on' if args.cache else ''}; ideal {ideal:.3f} s"
+        )
+        ratios = []
+        with tempfile.TemporaryDirectory() as scratch:
+            cache_dir = Path(scratch) if args.cache else None
+            for attempt in range(1, args.repeat + 1):
+                wall, cpu = asyncio.run(one_run(base_url, args.calls, args.concurrency, args.transport, cache_dir))
+                ratios.append(wall / ideal)
+                print(
+                    f"  run {attempt}: wall {wall:.3f} s  ratio {wall / ideal:.3f}  "
+                    f"client CPU {cpu / args.calls * 1000:.3f} ms/call"
+                )
+        best, median = min(ratios), statistics.median(ratios)
+        verdict = "within" if median <= TARGET else "NOT within"
+        print(f"best ratio {best:.3f}, median {median:.3f}: {verdict} the {TARGET:.2f} target")
+        return 0
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

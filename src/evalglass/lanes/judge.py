@@ -1,0 +1,512 @@
+"""LLM-judge metrics: a host-owned rubric, a judge endpoint, a scale, and a structured answer.
+
+The judge must answer a JSON object ``{"score": ..., "rationale": "..."}`` (a fenced ```json block or an object
+embedded in prose is accepted too). How an answer becomes a :class:`~evalglass.core.score.Score`:
+
+=====================================  =====================================================================
+answer                                 score
+=====================================  =====================================================================
+on the scale                           ``scored`` + ``valid``: the number (a label's value on label scales)
+a number off the scale (or between     ``scored`` + ``invalid``, code ``judge_off_scale``: the number is kept
+integer points)                        but never enters aggregation
+a label that is not on the scale       ``error``, code ``judge_off_scale`` (a label off the scale has no number)
+no JSON object, no ``score``, or a     ``error``, code ``judge_unparseable``; the raw answer is kept in the
+score of the wrong type                diagnostic's ``detail``
+the call finally failed                ``error`` with the fault's code (``call_timeout``, ``call_rate_limited``
+                                       ...) and message
+=====================================  =====================================================================
+
+Never 0.0 for a fault. :func:`judge_fingerprint` binds a calibration (and an approval) to the judge as defined:
+endpoint model, rubric bytes, prompt templates and scale.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from evalglass.core.calibration import Calibration, calibrate
+from evalglass.core.example import Example
+from evalglass.core.fieldpath import ABSENT
+from evalglass.core.score import Diagnostic, Score, Status, Validity
+from evalglass.engine.cache import CallCache, cache_key, canonical_json
+from evalglass.lanes.chat import ChatClient, ChatReply, ChatRequest, EndpointSpec, TransportChoice
+from evalglass.lanes.executor import Executor
+from evalglass.lanes.retry import Attempt, Retrier
+from evalglass.lanes.task import (
+    LaneConfigError,
+    TemplateFailure,
+    compile_template,
+    render,
+)
+from evalglass.metrics.base import (
+    MetricFn,
+    MetricSpec,
+    measured_target,
+    missing_field,
+    missing_reference,
+    reference_getter,
+)
+
+DEFAULT_PROMPT = """\
+You are grading one output of an AI system against a rubric.
+
+# Rubric
+{{ rubric }}
+
+# Example
+{{ example | json }}
+{% if reference is defined %}
+# Reference answer
+{{ reference }}
+{% endif %}
+# Output to grade
+{{ output }}
+
+Answer with one JSON object and nothing else:
+{"score": <{{ scale }}>, "rationale": "<one or two sentences>"}
+"""
+
+
+class JudgeScale(BaseModel):
+    """Integers ``min..max`` (``{min: 1, max: 5}``), or labels: a list (value = position, first is 0) or a
+    mapping label → value. Numeric scales are ordinal; label scales are nominal unless ``ordered: true``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    min: int | None = None
+    max: int | None = None
+    labels: tuple[str, ...] | dict[str, float] | None = None
+    ordered: bool | None = None
+
+    @model_validator(mode="after")
+    def _one_form(self) -> JudgeScale:
+        numeric = self.min is not None or self.max is not None
+        if numeric == (self.labels is not None):
+            raise ValueError("a scale is either {min, max} integers or a list/mapping of labels")
+        if numeric:
+            if self.min is None or self.max is None or self.min >= self.max:
+                raise ValueError("a numeric scale needs integers min < max")
+        else:
+            assert self.labels is not None
+            names = list(self.labels)
+            if len(names) < 2 or len(set(names)) != len(names) or any(not name.strip() for name in names):
+                raise ValueError("a label scale needs at least two distinct, non-empty labels")
+            if isinstance(self.labels, dict) and any(not math.isfinite(v) for v in self.labels.values()):
+                raise ValueError("label values must be finite numbers")
+        return self
+
+    @property
+    def numeric(self) -> bool:
+        return self.labels is None
+
+    @property
+    def ordinal(self) -> bool:
+        return True if self.numeric else bool(self.ordered)
+
+    def categories(self) -> tuple[int | str, ...]:
+        if self.labels is None:
+            assert self.min is not None and self.max is not None
+            return tuple(range(self.min, self.max + 1))
+        return tuple(self.labels)
+
+    def label_values(self) -> dict[str, float]:
+        if self.labels is None:
+            return {}
+        if isinstance(self.labels, dict):
+            return dict(self.labels)
+        return {label: float(index) for index, label in enumerate(self.labels)}
+
+    def describe(self) -> str:
+        if self.labels is None:
+            return f"an integer from {self.min} to {self.max}"
+        return "one of " + ", ".join(json.dumps(label) for label in self.labels)
+
+
+class LlmJudgeSpec(MetricSpec, EndpointSpec):
+    """``type: llm_judge`` under ``metrics:``."""
+
+    summary: ClassVar[str] = "An LLM grades the output against a host-owned rubric on a declared scale."
+
+    type: Literal["llm_judge"]
+    rubric: str = Field(description="Path to the rubric file (relative to the evals folder); owned by the host.")
+    scale: JudgeScale
+    prompt: str = Field(default=DEFAULT_PROMPT, description="Jinja2 template of the user message.")
+    system: str | None = Field(default=None, description="Jinja2 template of a system message.")
+
+    @model_validator(mode="after")
+    def _templates_compile(self) -> LlmJudgeSpec:
+        compile_template(self.prompt, where="judge prompt template")
+        if self.system is not None:
+            compile_template(self.system, where="judge system template")
+        return self
+
+    def build(self, base_dir: Path) -> MetricFn:
+        raise TypeError("llm_judge metrics are asynchronous: build them with evalglass.lanes.judge.Judge")
+
+    def fingerprint_payload(self) -> dict[str, Any]:
+        return self.model_dump(
+            mode="json", exclude={"description", "timeout", "concurrency", "rpm", "retry", "api_key_env"}
+        )
+
+
+def judge_fingerprint(spec: LlmJudgeSpec, rubric_bytes: bytes) -> str:
+    """sha256 of canonical JSON over the endpoint model, the rubric bytes, the prompt templates and the scale."""
+    payload = {
+        "model": spec.model,
+        "rubric_sha256": hashlib.sha256(rubric_bytes).hexdigest(),
+        "prompt": spec.prompt,
+        "system": spec.system,
+        "scale": spec.scale.model_dump(mode="json"),
+    }
+    return hashlib.sha256(canonical_json(payload)).hexdigest()
+
+
+# ---------------------------------------------------------------------- parsing
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A parsed judge answer: the score, the rationale and the scale category (None when off-scale)."""
+
+    score: Score
+    rationale: str | None = None
+    label: int | str | None = None
+
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
+_MAX_RAW = 4000
+
+
+def extract_json_object(text: str) -> dict[str, Any] | None:
+    """The answer's JSON object: the whole text, a fenced block, or the first object embedded in prose."""
+    stripped = text.strip()
+    candidates = [stripped, *(match.group(1).strip() for match in _FENCE.finditer(text))]
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"\{", text):
+        try:
+            value, _ = decoder.raw_decode(text, match.start())
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+def _raw(text: str) -> str:
+    return text if len(text) <= _MAX_RAW else text[:_MAX_RAW] + "…"
+
+
+def _unparseable(why: str, text: str, evidence: tuple[str, ...]) -> Verdict:
+    return Verdict(
+        Score.unmeasured(
+            Status.ERROR,
+            "judge_unparseable",
+            f"the judge's answer could not be read: {why}",
+            _raw(text),
+            evidence=evidence,
+        )
+    )
+
+
+def parse_verdict(text: str, scale: JudgeScale, *, evidence: tuple[str, ...] = ()) -> Verdict:
+    """Turn the judge's raw answer into a Score (see the module docstring for the rules)."""
+    answer = extract_json_object(text)
+    if answer is None:
+        return _unparseable("no JSON object in it", text, evidence)
+    if "score" not in answer:
+        return _unparseable('the JSON object has no "score"', text, evidence)
+    value = answer["score"]
+    rationale_value = answer.get("rationale")
+    rationale = None if rationale_value is None else str(rationale_value)
+    if scale.numeric:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return _unparseable(f'"score" must be a number, got {type(value).__name__} {value!r}'[:200], text, evidence)
+        try:
+            number = float(value)
+        except OverflowError:
+            number = math.inf
+        if not math.isfinite(number):
+            return _unparseable(f'"score" is not a finite number: {value!r}'[:200], text, evidence)
+        assert scale.min is not None and scale.max is not None
+        if number.is_integer() and scale.min <= number <= scale.max:
+            return Verdict(
+                Score(status=Status.SCORED, validity=Validity.VALID, value=number, evidence=evidence),
+                rationale,
+                int(number),
+            )
+        return Verdict(
+            Score(
+                status=Status.SCORED,
+                validity=Validity.INVALID,
+                value=number,
+                diagnostics=(
+                    Diagnostic(
+                        code="judge_off_scale",
+                        message=f"the judge answered {value!r}, not {scale.describe()}",
+                        detail=_raw(text),
+                    ),
+                ),
+                evidence=evidence,
+            ),
+            rationale,
+            None,
+        )
+    if not isinstance(value, str):
+        return _unparseable(
+            f'"score" must be a label string, got {type(value).__name__} {value!r}'[:200], text, evidence
+        )
+    values = scale.label_values()
+    label = value.strip()
+    if label not in values:
+        folded = [name for name in values if name.casefold() == label.casefold()]
+        if len(folded) != 1:
+            return Verdict(
+                Score.unmeasured(
+                    Status.ERROR,
+                    "judge_off_scale",
+                    f"the judge answered the label {value!r}, not {scale.describe()}",
+                    _raw(text),
+                    evidence=evidence,
+                ),
+                rationale,
+                None,
+            )
+        label = folded[0]
+    return Verdict(
+        Score(status=Status.SCORED, validity=Validity.VALID, value=values[label], evidence=evidence),
+        rationale,
+        label,
+    )
+
+
+# ---------------------------------------------------------------------- running
+@dataclass(frozen=True, slots=True)
+class JudgeResult:
+    """One judgement: the score, and what it rests on (rationale, raw answer, attempts, cache address)."""
+
+    score: Score
+    rationale: str | None = None
+    label: int | str | None = None
+    raw: str | None = None
+    cached: bool = False
+    attempts: tuple[Attempt, ...] = ()
+    call_id: str | None = None
+
+
+class Judge:
+    """A built LLM judge. One per spec per run; create inside the event loop that uses it; ``aclose`` it."""
+
+    def __init__(
+        self,
+        spec: LlmJudgeSpec,
+        *,
+        base_dir: Path,
+        executor: Executor,
+        cache: CallCache | None = None,
+        env: Mapping[str, str] | None = None,
+        retrier: Retrier | None = None,
+        transport: TransportChoice = "auto",
+    ) -> None:
+        self.spec = spec
+        rubric_path = (base_dir / spec.rubric).resolve()
+        try:
+            self.rubric_bytes = rubric_path.read_bytes()
+        except OSError as exc:
+            raise LaneConfigError(f"llm_judge: cannot read rubric {spec.rubric} ({exc.strerror})") from None
+        try:
+            self.rubric = self.rubric_bytes.decode("utf-8")
+        except UnicodeDecodeError:
+            raise LaneConfigError(f"llm_judge: rubric {spec.rubric} is not UTF-8 text") from None
+        self.fingerprint = judge_fingerprint(spec, self.rubric_bytes)
+        self.executor = executor
+        self.cache = cache
+        self.retrier = retrier or Retrier(spec.retry)
+        self.client = ChatClient(spec, env=env, transport=transport)
+        self._templates = [("user", compile_template(spec.prompt))]
+        if spec.system is not None:
+            self._templates.insert(0, ("system", compile_template(spec.system)))
+        self._target = measured_target(spec)
+        self._reference = reference_getter(spec) if spec.reference is not None else None
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    def render(self, example: Example) -> list[tuple[str, str]] | Score:
+        """The messages for ``example``, or the Score that explains why there are none."""
+        target = self._target(example)
+        if target is ABSENT:
+            return missing_field(self.spec, example)
+        context: dict[str, Any] = {
+            "rubric": self.rubric,
+            "output": target if isinstance(target, str) else orjson.dumps(target).decode(),
+            "example": example.fields,
+            "example_id": example.id,
+            "sample_index": example.sample,
+            "scale": self.spec.scale.describe(),
+        }
+        if self._reference is not None:
+            reference = self._reference(example)
+            if reference is ABSENT:
+                return missing_reference(self.spec, example)
+            context["reference"] = reference if isinstance(reference, str) else orjson.dumps(reference).decode()
+        try:
+            return [
+                (role, render(template, context, what=f"the judge {role} prompt", example_id=example.id))
+                for role, template in self._templates
+            ]
+        except TemplateFailure as failure:
+            return Score.error(failure.code, failure.message)
+
+    async def judge(self, example: Example) -> JudgeResult:
+        """Judge one example (one sample of it). Never raises for a per-example problem."""
+        messages = self.render(example)
+        if isinstance(messages, Score):
+            return JudgeResult(messages)
+        request = ChatRequest.build(self.spec, messages)
+        body = request.body()
+        key = cache_key(self.fingerprint, body, example.sample)
+        evidence = (f"judge_call:{key}",)
+        reply: ChatReply | None = None
+        cached = False
+        attempts: tuple[Attempt, ...] = ()
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if isinstance(hit, dict) and "content" in hit:
+                reply, cached = ChatReply.from_json(hit), True
+        if reply is None:
+            outcome = await self.client.call(request, executor=self.executor, retrier=self.retrier)
+            attempts = outcome.attempts
+            if outcome.value is None:
+                fault = outcome.fault
+                assert fault is not None
+                score = Score.unmeasured(
+                    Status.ERROR, fault.code, f"the judge call failed: {fault.message}", fault.detail, evidence=evidence
+                )
+                return JudgeResult(score, attempts=attempts, call_id=key)
+            reply = outcome.value
+            if self.cache is not None:
+                self.cache.put(key, reply.to_json(), kind="judge", request=body)
+        verdict = parse_verdict(reply.content, self.spec.scale, evidence=evidence)
+        return JudgeResult(verdict.score, verdict.rationale, verdict.label, reply.content, cached, attempts, key)
+
+
+# ---------------------------------------------------------------------- calibration
+@dataclass(frozen=True, slots=True)
+class LabelledExample:
+    """One line of a calibration labels file: the example's fields, the graded output and the human label."""
+
+    id: str
+    fields: Mapping[str, Any]
+    output: Any
+    label: int | str
+    line: int = 0
+
+
+class LabelsFileError(ValueError):
+    pass
+
+
+def read_labels(path: Path, scale: JudgeScale) -> list[LabelledExample]:
+    """Read a labels JSONL file: one object per line with ``output`` and ``label``; ``id`` optional; every other
+    key is an example field. Blank lines are skipped. Raises :class:`LabelsFileError` naming ``file:line``."""
+    records: list[LabelledExample] = []
+    categories = scale.categories()
+    try:
+        lines = path.read_bytes().splitlines()
+    except OSError as exc:
+        raise LabelsFileError(f"{path}: cannot read labels file ({exc.strerror})") from None
+    for number, raw_line in enumerate(lines, start=1):
+        if not raw_line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            record = orjson.loads(raw_line)
+        except orjson.JSONDecodeError as exc:
+            raise LabelsFileError(f"{where}: not JSON ({exc})") from None
+        if not isinstance(record, dict):
+            raise LabelsFileError(f"{where}: each line must be a JSON object")
+        if "label" not in record or "output" not in record:
+            raise LabelsFileError(f'{where}: needs "output" (what was graded) and "label" (the human grade)')
+        label = _normalise_label(record.pop("label"), scale)
+        if label not in categories:
+            raise LabelsFileError(f"{where}: label {label!r} is not {scale.describe()}")
+        output = record.pop("output")
+        example_id = str(record.pop("id", number))
+        records.append(LabelledExample(example_id, record, output, label, number))
+    return records
+
+
+def _normalise_label(value: Any, scale: JudgeScale) -> Any:
+    if scale.numeric and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if not scale.numeric and isinstance(value, str):
+        stripped = value.strip()
+        matches = [name for name in scale.categories() if str(name).casefold() == stripped.casefold()]
+        return matches[0] if len(matches) == 1 else stripped
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeCalibration:
+    calibration: Calibration
+    results: tuple[JudgeResult, ...] = field(default=())
+
+
+async def calibrate_judge(
+    judge: Judge, labelled: Iterable[LabelledExample], *, confidence: float = 0.95
+) -> JudgeCalibration:
+    """Run the judge on every labelled example and compare with the human labels.
+
+    A judgement that is not scored+valid contributes no label: it is counted in ``excluded``, never as a
+    disagreement. The result is bound to ``judge.fingerprint``.
+    """
+    items = list(labelled)
+
+    async def one(item: LabelledExample) -> JudgeResult:
+        example = Example(id=item.id, line=item.line, fields=item.fields, output=item.output)
+        return await judge.judge(example)
+
+    results = await judge.executor.run(items, one)
+    judge_labels: Sequence[int | str | None] = [result.label if result.score.included else None for result in results]
+    report = calibrate(
+        [item.label for item in items],
+        judge_labels,
+        categories=judge.spec.scale.categories(),
+        ordinal=judge.spec.scale.ordinal,
+        confidence=confidence,
+        judge_fingerprint=judge.fingerprint,
+    )
+    return JudgeCalibration(report, tuple(results))
+
+
+__all__ = [
+    "DEFAULT_PROMPT",
+    "Judge",
+    "JudgeCalibration",
+    "JudgeResult",
+    "JudgeScale",
+    "LabelledExample",
+    "LabelsFileError",
+    "LlmJudgeSpec",
+    "Verdict",
+    "calibrate_judge",
+    "extract_json_object",
+    "judge_fingerprint",
+    "parse_verdict",
+    "read_labels",
+]

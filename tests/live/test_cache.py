@@ -1,0 +1,252 @@
+"""The call cache: content-addressed, SQLite/WAL, only successes, modes, crash safety, and no secrets in it."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+from typing import Any
+
+from evalglass.core.example import Example
+from evalglass.engine.cache import CacheMode, CallCache, cache_key
+from evalglass.lanes.executor import AsyncioExecutor
+from evalglass.lanes.judge import Judge, LlmJudgeSpec
+from evalglass.lanes.task import LaneFailure, LaneOutcome, LaneOutput, build_lane, parse_task_spec
+from evalglass.testing.fake_openai import FakeOpenAI
+
+from .conftest import KEY_ENV, SECRET, fast_retrier, run
+
+
+def test_keys_are_content_addresses() -> None:
+    key = cache_key("fp", {"b": 1, "a": [1, 2]}, 0)
+    assert key == cache_key("fp", {"a": [1, 2], "b": 1}, 0) and len(key) == 64
+    assert key != cache_key("fp", {"a": [1, 2], "b": 1}, 1)
+    assert key != cache_key("fp2", {"a": [1, 2], "b": 1}, 0)
+    assert key != cache_key("fp", {"a": [2, 1], "b": 1}, 0)
+
+
+def test_get_put_and_modes(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite"
+    with CallCache(path) as cache:
+        assert cache.get("k") is None
+        assert cache.put("k", {"content": "v1"}, kind="chat", request={"model": "m"})
+        assert cache.get("k") == {"content": "v1"} and len(cache) == 1
+        assert (cache.hits, cache.misses, cache.writes) == (1, 1, 1)
+    with CallCache(path, CacheMode.REFRESH) as cache:
+        assert cache.get("k") is None  # reads ignored
+        cache.put("k", {"content": "v2"}, kind="chat")
+    with CallCache(path) as cache:
+        assert cache.get("k") == {"content": "v2"}  # overwritten
+    off_path = tmp_path / "never.sqlite"
+    with CallCache(off_path, "off") as cache:
+        assert cache.get("k") is None and cache.put("k", 1, kind="chat") is False
+    assert not off_path.exists()
+    assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_concurrent_writers_in_one_process_tasks_and_threads(tmp_path: Path) -> None:
+    cache = CallCache(tmp_path / "c.sqlite")
+
+    async def writer(i: int) -> None:
+        await asyncio.sleep(0)
+        cache.put(f"task-{i}", {"i": i}, kind="chat")
+
+    async def go() -> None:
+        await asyncio.gather(*(writer(i) for i in range(200)))
+
+    threads = [
+        threading.Thread(target=lambda t=t: [cache.put(f"thread-{t}-{i}", i, kind="python") for i in range(100)])
+        for t in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+    run(go())
+    for thread in threads:
+        thread.join()
+    assert len(cache) == 600 and cache.get("thread-3-99") == 99
+    cache.close()
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from evalglass.engine.cache import CallCache
+    path, name, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    cache = CallCache(path)
+    i = 0
+    while count < 0 or i < count:
+        cache.put(f"{name}-{i}", {"i": i, "pad": "x" * 500}, kind="chat", request={"n": i})
+        i += 1
+        if count < 0:
+            print(i, flush=True)
+    """
+)
+
+
+def test_writers_in_several_processes(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite"
+    processes = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(path), f"p{n}", "150"], stderr=subprocess.PIPE)
+        for n in range(3)
+    ]
+    for process in processes:
+        _, err = process.communicate(timeout=60)
+        assert process.returncode == 0, err.decode()
+    with CallCache(path) as cache:
+        assert len(cache) == 450 and cache.get("p2-149") == {"i": 149, "pad": "x" * 500}
+
+
+def test_a_sigkilled_writer_leaves_a_usable_database(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite"
+    process = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(path), "victim", "-1"], stdout=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None
+    committed = 0
+    for line in process.stdout:  # bounded: the writer never stops on its own, we stop reading at 300
+        committed = int(line)
+        if committed >= 300:
+            break
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=10)
+    assert process.returncode == -signal.SIGKILL
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    db.close()
+    with CallCache(path) as cache:
+        assert len(cache) >= committed  # every put the writer reported is there
+        assert cache.get("victim-0") == {"i": 0, "pad": "x" * 500}
+        cache.put("after-crash", {"ok": True}, kind="chat")
+        assert cache.get("after-crash") == {"ok": True}
+
+
+# ------------------------------------------------------------------ through the lanes
+def _lane_run(
+    server: FakeOpenAI, cache: CallCache, texts: list[str], tmp_path: Path, **fields: Any
+) -> list[LaneOutcome]:
+    spec = parse_task_spec(
+        {
+            "type": "chat",
+            "base_url": server.base_url,
+            "model": "m",
+            "api_key_env": "EVALGLASS_TEST_KEY",
+            "prompt": "{{ q }}",
+            **fields,
+        }
+    )
+
+    async def go() -> list[LaneOutcome]:
+        executor = AsyncioExecutor(8)
+        lane = build_lane(spec, base_dir=tmp_path, executor=executor, cache=cache, env=KEY_ENV, retrier=fast_retrier(2))
+        try:
+            jobs = [(f"e{i}", {"q": text}, s) for i, text in enumerate(texts) for s in lane.samples()]
+            return await executor.run(jobs, lambda job: lane.produce(*job))
+        finally:
+            await lane.aclose()
+
+    return run(go())
+
+
+def test_a_rerun_repeats_no_completed_call(server: FakeOpenAI, tmp_path: Path) -> None:
+    path = tmp_path / ".evalglass-cache.sqlite"
+    texts = ["alpha", "beta", "gamma"]
+    with CallCache(path) as cache:
+        first = _lane_run(server, cache, texts, tmp_path, epochs=2)
+    assert server.request_count == 6 and not any(o.cached for o in first if isinstance(o, LaneOutput))
+    with CallCache(path) as cache:
+        second = _lane_run(server, cache, texts, tmp_path, epochs=2)
+        assert cache.hits == 6
+    assert server.request_count == 6  # nothing was asked again
+    assert [o.value for o in second] == [o.value for o in first]
+    assert all(isinstance(o, LaneOutput) and o.cached for o in second)
+    with CallCache(path) as cache:
+        _lane_run(server, cache, texts, tmp_path, epochs=2, temperature=0.5)  # a different request: new calls
+    assert server.request_count == 12
+
+
+def test_no_cache_and_refresh(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite"
+    answers = {"q": "old"}
+    with FakeOpenAI(reply=lambda body: answers["q"]) as server:
+        with CallCache(path) as cache:
+            _lane_run(server, cache, ["q"], tmp_path)
+        with CallCache(path, CacheMode.OFF) as cache:  # --no-cache: asks again, stores nothing
+            answers["q"] = "bypassed"
+            (outcome,) = _lane_run(server, cache, ["q"], tmp_path)
+            assert isinstance(outcome, LaneOutput) and outcome.value == "bypassed" and not outcome.cached
+        assert server.request_count == 2
+        with CallCache(path) as cache:
+            (outcome,) = _lane_run(server, cache, ["q"], tmp_path)
+            assert isinstance(outcome, LaneOutput) and outcome.value == "old" and outcome.cached
+        with CallCache(path, CacheMode.REFRESH) as cache:  # --refresh: asks again, overwrites
+            answers["q"] = "new"
+            (outcome,) = _lane_run(server, cache, ["q"], tmp_path)
+            assert isinstance(outcome, LaneOutput) and outcome.value == "new" and not outcome.cached
+        assert server.request_count == 3
+        with CallCache(path) as cache:
+            (outcome,) = _lane_run(server, cache, ["q"], tmp_path)
+            assert isinstance(outcome, LaneOutput) and outcome.value == "new" and outcome.cached
+        assert server.request_count == 3
+
+
+def test_failed_calls_are_not_cached(server: FakeOpenAI, tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite"
+    with CallCache(path) as cache:
+        (outcome,) = _lane_run(server, cache, ["x [[behaviour:500,500,ok]]"], tmp_path)
+        assert isinstance(outcome, LaneFailure) and len(cache) == 0
+        (outcome,) = _lane_run(server, cache, ["x [[behaviour:500,500,ok]]"], tmp_path)  # third request: ok
+        assert isinstance(outcome, LaneOutput) and len(cache) == 1
+    assert server.request_count == 3
+
+
+def test_judge_calls_are_cached_too(server: FakeOpenAI, tmp_path: Path) -> None:
+    (tmp_path / "rubric.md").write_text("Be fair.")
+    server.reply = lambda body: '{"score": 4, "rationale": "fine"}'
+    spec = LlmJudgeSpec.model_validate(
+        {
+            "type": "llm_judge",
+            "rubric": "rubric.md",
+            "scale": {"min": 1, "max": 5},
+            "base_url": server.base_url,
+            "model": "j",
+            "api_key_env": "EVALGLASS_TEST_KEY",
+        }
+    )
+
+    def judge_once(path: Path) -> list[Any]:
+        async def go() -> list[Any]:
+            with CallCache(path) as cache:
+                judge = Judge(spec, base_dir=tmp_path, executor=AsyncioExecutor(4), cache=cache, env=KEY_ENV)
+                try:
+                    return [await judge.judge(Example(f"e{i}", i, {}, f"out {i}", sample=0)) for i in range(3)]
+                finally:
+                    await judge.aclose()
+
+        return run(go())
+
+    first = judge_once(tmp_path / "c.sqlite")
+    second = judge_once(tmp_path / "c.sqlite")
+    assert server.request_count == 3
+    assert [r.score for r in first] == [r.score for r in second] and all(r.cached for r in second)
+
+
+def test_the_api_key_never_reaches_the_cache_file_or_attempt_records(server: FakeOpenAI, tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite"
+    with CallCache(path) as cache:
+        outcomes = _lane_run(
+            server, cache, ["hello", "bad key [[behaviour:401]]", "flaky [[behaviour:500,ok]]"], tmp_path
+        )
+        assert len(cache) == 2
+    assert all(r.headers["authorization"] == f"Bearer {SECRET}" for r in server.requests)  # it was used...
+    stored = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("c.sqlite"))
+    assert b"hello" in stored  # the request bodies are there (readable) ...
+    assert SECRET.encode() not in stored  # ... the key is not
+    for outcome in outcomes:
+        assert SECRET not in repr(outcome)  # attempts, messages, details
+    failure = outcomes[1]
+    assert isinstance(failure, LaneFailure) and "Incorrect API key provided: [redacted]" in failure.message

@@ -1,0 +1,276 @@
+"""LLM judges: parse every kind of answer honestly; faults are never 0.0; the fingerprint binds the definition."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pydantic
+import pytest
+
+from evalglass.core.example import Example
+from evalglass.core.score import Status, Validity
+from evalglass.lanes.executor import AsyncioExecutor
+from evalglass.lanes.judge import (
+    Judge,
+    JudgeResult,
+    JudgeScale,
+    LabelsFileError,
+    LlmJudgeSpec,
+    calibrate_judge,
+    judge_fingerprint,
+    parse_verdict,
+    read_labels,
+)
+from evalglass.lanes.task import LaneConfigError
+from evalglass.testing.fake_openai import FakeOpenAI
+
+from .conftest import KEY_ENV, fast_retrier, run
+
+FIVE = JudgeScale(min=1, max=5)
+PASS_FAIL = JudgeScale(labels=("fail", "pass"))
+
+
+# ------------------------------------------------------------------ parsing
+@pytest.mark.parametrize(
+    "answer",
+    [
+        '{"score": 4, "rationale": "mostly right"}',
+        'Here you go:\n```json\n{"score": 4, "rationale": "mostly right"}\n```',
+        'I think {"score": 4.0, "rationale": "mostly right"} is fair.',
+    ],
+)
+def test_valid_answers_in_the_usual_wrappings(answer: str) -> None:
+    verdict = parse_verdict(answer, FIVE)
+    assert verdict.score.status is Status.SCORED and verdict.score.validity is Validity.VALID
+    assert verdict.score.value == 4.0 and verdict.label == 4 and verdict.rationale == "mostly right"
+
+
+@pytest.mark.parametrize(
+    ("answer", "why"),
+    [
+        ("Great answer, 5/5!", "no JSON object"),
+        ('{"rationale": "forgot the score"}', 'no "score"'),
+        ('{"score": "4", "rationale": "a string"}', "must be a number"),
+        ('{"score": true}', "must be a number"),
+        ('{"score": null}', "must be a number"),
+        ('{"score": [4]}', "must be a number"),
+        ("", "no JSON object"),
+    ],
+)
+def test_unparseable_answers_are_errors_with_the_raw_answer_kept(answer: str, why: str) -> None:
+    verdict = parse_verdict(answer, FIVE, evidence=("judge_call:abc",))
+    score = verdict.score
+    assert score.status is Status.ERROR and score.value is None  # never 0.0
+    assert score.diagnostics[0].code == "judge_unparseable" and why in score.diagnostics[0].message
+    assert score.diagnostics[0].detail == answer
+    assert score.evidence == ("judge_call:abc",)
+
+
+@pytest.mark.parametrize(("answer", "value"), [('{"score": 7}', 7.0), ('{"score": 0}', 0.0), ('{"score": 3.5}', 3.5)])
+def test_off_scale_numbers_are_scored_but_invalid(answer: str, value: float) -> None:
+    score = parse_verdict(answer, FIVE).score
+    assert score.status is Status.SCORED and score.validity is Validity.INVALID and score.value == value
+    assert score.diagnostics[0].code == "judge_off_scale"
+    assert not score.included
+
+
+def test_label_scales() -> None:
+    verdict = parse_verdict('{"score": "pass", "rationale": "ok"}', PASS_FAIL)
+    assert verdict.score.included and verdict.score.value == 1.0 and verdict.label == "pass"
+    assert parse_verdict('{"score": " PASS "}', PASS_FAIL).label == "pass"
+    mapped = JudgeScale(labels={"bad": 0.0, "ok": 0.5, "good": 1.0}, ordered=True)
+    assert parse_verdict('{"score": "ok"}', mapped).score.value == 0.5 and mapped.ordinal
+    off = parse_verdict('{"score": "maybe"}', PASS_FAIL).score
+    assert off.status is Status.ERROR and off.value is None and off.diagnostics[0].code == "judge_off_scale"
+    wrong = parse_verdict('{"score": 1}', PASS_FAIL).score
+    assert wrong.status is Status.ERROR and wrong.diagnostics[0].code == "judge_unparseable"
+
+
+def test_scale_validation() -> None:
+    for bad in [{}, {"min": 1}, {"min": 5, "max": 1}, {"labels": ["only"]}, {"min": 1, "max": 3, "labels": ["a", "b"]}]:
+        with pytest.raises(pydantic.ValidationError):
+            JudgeScale(**bad)
+    assert FIVE.categories() == (1, 2, 3, 4, 5) and FIVE.ordinal and not PASS_FAIL.ordinal
+
+
+# ------------------------------------------------------------------ the judge against a real endpoint
+@pytest.fixture
+def evals(tmp_path: Path) -> Path:
+    (tmp_path / "rubric.md").write_text("Score 5 when the answer is correct and complete.\n")
+    return tmp_path
+
+
+def _spec(server: FakeOpenAI, **fields: Any) -> LlmJudgeSpec:
+    data = {
+        "type": "llm_judge",
+        "rubric": "rubric.md",
+        "scale": {"min": 1, "max": 5},
+        "base_url": server.base_url,
+        "model": "judge-model",
+        "api_key_env": "EVALGLASS_TEST_KEY",
+        **fields,
+    }
+    return LlmJudgeSpec.model_validate(data)
+
+
+def _judge_all(spec: LlmJudgeSpec, base_dir: Path, examples: list[Example], **kw: Any) -> list[JudgeResult]:
+    async def go() -> list[JudgeResult]:
+        executor = AsyncioExecutor(8)
+        judge = Judge(spec, base_dir=base_dir, executor=executor, env=KEY_ENV, retrier=fast_retrier(2), **kw)
+        try:
+            return await executor.run(examples, judge.judge)
+        finally:
+            await judge.aclose()
+
+    return run(go())
+
+
+def _answer_from_output(body: dict[str, Any]) -> str:
+    """The fake judge answers with whatever the graded output asks for (it follows '>> ')."""
+    prompt = body["messages"][-1]["content"]
+    return prompt.split(">> ", 1)[1].split("\n", 1)[0] if ">> " in prompt else '{"score": 3, "rationale": "meh"}'
+
+
+def test_judge_end_to_end_with_every_answer_kind(evals: Path) -> None:
+    examples = [
+        Example("good", 1, {"q": "2+2"}, ">> " + '{"score": 5, "rationale": "correct"}'),
+        Example("off", 2, {"q": "x"}, ">> " + '{"score": 9, "rationale": "very good"}'),
+        Example("garbage", 3, {"q": "y"}, ">> I refuse to use JSON"),
+        Example("dead", 4, {"q": "z"}, "[[behaviour:500]]"),
+    ]
+    with FakeOpenAI(reply=_answer_from_output) as server:
+        good, off, garbage, dead = _judge_all(_spec(server), evals, examples)
+        sent = server.requests[0].body
+    assert good.score.included and good.score.value == 5.0 and good.rationale == "correct"
+    assert off.score.status is Status.SCORED and off.score.validity is Validity.INVALID and off.score.value == 9.0
+    assert garbage.score.status is Status.ERROR and garbage.score.diagnostics[0].code == "judge_unparseable"
+    assert garbage.score.diagnostics[0].detail == "I refuse to use JSON"
+    assert dead.score.status is Status.ERROR and dead.score.value is None
+    assert dead.score.diagnostics[0].code == "call_server_error" and len(dead.attempts) == 2
+    prompt = sent["messages"][-1]["content"]
+    assert "Score 5 when the answer is correct" in prompt and "an integer from 1 to 5" in prompt
+    assert sent["model"] == "judge-model"
+
+
+def test_judge_uses_field_and_reference_paths_and_reports_missing_ones(evals: Path) -> None:
+    spec_fields = {"field": "answer", "reference": "gold", "prompt": '{{ output }} vs {{ reference }} >> {"score": 2}'}
+    with FakeOpenAI(reply=_answer_from_output) as server:
+        ok, no_field, no_reference = _judge_all(
+            _spec(server, **spec_fields),
+            evals,
+            [
+                Example("a", 1, {"gold": "4"}, {"answer": "4"}),
+                Example("b", 2, {"gold": "4"}, {"other": 1}),
+                Example("c", 3, {}, {"answer": "4"}),
+            ],
+        )
+        assert server.request_count == 1
+    assert ok.score.value == 2.0
+    assert no_field.score.status is Status.NON_EVALUABLE and no_field.score.diagnostics[0].code == "field_missing"
+    assert no_reference.score.status is Status.NON_EVALUABLE
+    assert no_reference.score.diagnostics[0].code == "reference_missing"
+
+
+def test_a_missing_template_variable_is_an_error_for_that_example(evals: Path) -> None:
+    with FakeOpenAI() as server:
+        (result,) = _judge_all(_spec(server, prompt="{{ example.context }}"), evals, [Example("a", 1, {}, "x")])
+        assert server.request_count == 0
+    assert result.score.status is Status.ERROR and result.score.diagnostics[0].code == "template_field_missing"
+
+
+def test_a_missing_rubric_is_a_config_error(tmp_path: Path) -> None:
+    with FakeOpenAI() as server, pytest.raises(LaneConfigError, match="rubric"):
+        _judge_all(_spec(server), tmp_path, [])
+
+
+def test_fingerprint_binds_model_rubric_prompt_and_scale_only(evals: Path) -> None:
+    base = LlmJudgeSpec.model_validate(
+        {"type": "llm_judge", "rubric": "r.md", "scale": {"min": 1, "max": 5}, "base_url": "http://h/v1", "model": "a"}
+    )
+    rubric = b"Score 5 when right."
+    reference = judge_fingerprint(base, rubric)
+    assert len(reference) == 64 and reference == judge_fingerprint(base, rubric)
+    changed = [
+        judge_fingerprint(base, rubric + b" "),
+        judge_fingerprint(base.model_copy(update={"model": "b"}), rubric),
+        judge_fingerprint(base.model_copy(update={"prompt": base.prompt + "!"}), rubric),
+        judge_fingerprint(base.model_copy(update={"system": "be strict"}), rubric),
+        judge_fingerprint(base.model_copy(update={"scale": JudgeScale(min=1, max=10)}), rubric),
+    ]
+    assert len({reference, *changed}) == 6
+    same = [
+        judge_fingerprint(base.model_copy(update={"timeout": 5.0}), rubric),
+        judge_fingerprint(base.model_copy(update={"base_url": "http://other/v1"}), rubric),
+        judge_fingerprint(base.model_copy(update={"api_key_env": "OTHER_KEY"}), rubric),
+    ]
+    assert set(same) == {reference}
+
+
+def test_llm_judge_is_a_metric_spec_that_refuses_sync_build(evals: Path) -> None:
+    spec = LlmJudgeSpec.model_validate(
+        {
+            "type": "llm_judge",
+            "rubric": "r.md",
+            "scale": {"labels": ["no", "yes"]},
+            "base_url": "http://h/v1",
+            "model": "a",
+        }
+    )
+    with pytest.raises(TypeError, match="asynchronous"):
+        spec.build(evals)
+    assert "retry" not in spec.fingerprint_payload() and spec.fingerprint_payload()["rubric"] == "r.md"
+    with pytest.raises(pydantic.ValidationError):
+        LlmJudgeSpec.model_validate(
+            {
+                "type": "llm_judge",
+                "rubric": "r.md",
+                "scale": {"min": 1, "max": 2},
+                "base_url": "http://h/v1",
+                "model": "a",
+                "rubrik": "typo",
+            }
+        )
+
+
+# ------------------------------------------------------------------ calibration through the judge
+def test_calibrate_judge_from_a_labels_file(evals: Path) -> None:
+    lines = [
+        {"id": "1", "q": "a", "output": '>> {"score": 5}', "label": 5},
+        {"id": "2", "q": "b", "output": '>> {"score": 4}', "label": 5},
+        {"id": "3", "q": "c", "output": '>> {"score": 1}', "label": 1},
+        {"id": "4", "q": "d", "output": '>> {"score": 3}', "label": 3.0},
+        {"id": "5", "q": "e", "output": ">> no json", "label": 2},
+    ]
+    labels = evals / "labels.jsonl"
+    labels.write_bytes(b"\n".join(orjson.dumps(line) for line in lines) + b"\n\n")
+    records = read_labels(labels, FIVE)
+    assert [r.label for r in records] == [5, 5, 1, 3, 2] and records[0].fields == {"q": "a"}
+
+    with FakeOpenAI(reply=_answer_from_output) as server:
+        spec = _spec(server)
+
+        async def go():  # type: ignore[no-untyped-def]
+            judge = Judge(spec, base_dir=evals, executor=AsyncioExecutor(4), env=KEY_ENV)
+            try:
+                return await calibrate_judge(judge, records), judge.fingerprint
+            finally:
+                await judge.aclose()
+
+        result, fingerprint = run(go())
+    report = result.calibration
+    assert report.n == 4 and report.excluded == 1  # the unparseable answer is excluded, not a disagreement
+    assert report.agreed == 3 and report.agreement == 0.75
+    assert report.judge_fingerprint == fingerprint and report.ordinal
+    assert report.weighted_kappa_quadratic is not None and report.kappa is not None
+
+
+def test_labels_file_errors_name_the_line(evals: Path) -> None:
+    path = evals / "labels.jsonl"
+    path.write_text('{"output": "x", "label": 3}\n{"output": "y"}\n')
+    with pytest.raises(LabelsFileError, match=r"labels.jsonl:2"):
+        read_labels(path, FIVE)
+    path.write_text('{"output": "x", "label": 9}\n')
+    with pytest.raises(LabelsFileError, match="not an integer from 1 to 5"):
+        read_labels(path, FIVE)
