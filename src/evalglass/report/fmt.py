@@ -91,7 +91,14 @@ def threshold_text(gate: GateResult) -> str:
 def excluded_text(population: Population) -> str:
     if population.excluded_total == 0:
         return "none"
-    parts = [f"{count} {status}" for status, count in population.excluded_by_status.items()]
+    parts = [
+        f"{item.count} invalid"
+        if item.status.value == "scored"
+        else f"{item.count} {item.status.value}/{item.validity.value}"
+        for item in population.excluded
+    ]
+    if population.missing:
+        parts.append(f"{population.missing} missing")
     return ", ".join(parts)
 
 
