@@ -66,7 +66,10 @@ class ScoreColumn:
             why = value_violation(result)
             if why is not None:
                 raise ScoreContractError(why)
-        self._values.append(result)
+        try:
+            self._values.append(result)
+        except OverflowError:  # an int beyond the float range would only be stored as infinity
+            raise ScoreContractError("value must be finite, got an integer too large for a float") from None
         self._states.append(SCORED_VALID)
 
     def _append_score(self, score: Score) -> None:
