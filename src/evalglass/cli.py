@@ -119,21 +119,77 @@ def main(debug: bool) -> None:
     """
 
 
+LAST = "\x00last"
+
+
 @main.command()
 @click.option("--config", "config_path", type=click.Path(path_type=Path), help="Path to evalglass.yaml.")
 @click.option("--out", type=click.Path(path_type=Path), help="Folder for the run's artifacts.")
 @click.option("--example", type=click.Choice(EXAMPLES), help="Run a bundled example (no set-up, no network).")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the call cache.")
+@click.option("--refresh", is_flag=True, help="Make every lane and judge call again and overwrite the cache.")
+@click.option(
+    "--resume",
+    "resume",
+    is_flag=False,
+    flag_value=LAST,
+    default=None,
+    metavar="[RUN_FOLDER]",
+    help="Finish an interrupted run (default: the last one started) under its own run id; completed calls come "
+    "from the cache.",
+)
+@click.option("--no-progress", is_flag=True, help="No progress bar or progress lines (live runs).")
 @FORMAT
 @guarded
-def run(config_path: Path | None, out: Path | None, example: str | None, fmt: str) -> None:
+def run(
+    config_path: Path | None,
+    out: Path | None,
+    example: str | None,
+    no_cache: bool,
+    refresh: bool,
+    resume: str | None,
+    no_progress: bool,
+    fmt: str,
+) -> None:
     """Evaluate the dataset, decide every gate, write artifacts, exit with the verdict's code."""
+    from evalglass.engine.pipeline import RunInterrupted
     from evalglass.engine.pipeline import run as run_pipeline
     from evalglass.errors import SetupError
 
     if example is not None and config_path is not None:
         raise SetupError("--example and --config exclude each other", fix="pass one of them")
+    if no_cache and refresh:
+        raise SetupError("--no-cache and --refresh exclude each other", fix="pass one of them")
+    folder: Path | None = None
+    if resume is not None:
+        if no_cache or refresh:
+            raise SetupError(
+                "--resume reuses completed calls from the cache; it cannot be combined with --no-cache or --refresh",
+                fix="drop the flag, or start a new run instead of resuming",
+            )
+        if out is not None or example is not None:
+            raise SetupError("--resume continues in the run's own folder", fix="drop --out / --example")
+        folder = _resume_folder(None if resume == LAST else Path(resume))
+        if config_path is None:
+            from evalglass.engine.manifest import load_manifest
+
+            config_path = Path(load_manifest(folder).config_path)
     path = example_config(example) if example is not None else find_config(config_path)
-    outcome = run_pipeline(path, out)
+    mode = "off" if no_cache else "refresh" if refresh else "use"
+    reporter = None
+    if not no_progress:
+        from evalglass.engine.progress import reporter_for
+
+        reporter = reporter_for()
+    try:
+        outcome = run_pipeline(path, out, cache_mode=mode, resume=folder, progress=reporter)
+    except RunInterrupted as stop:
+        done = f" after {stop.done} of {stop.total} examples" if stop.done is not None and stop.total else ""
+        click.echo(
+            f"interrupted{done}: completed calls are cached; resume with: evalglass run --resume {stop.folder}",
+            err=True,
+        )
+        sys.exit(130)
     card = outcome.scorecard
     if fmt == "json":
         _emit_json({"folder": str(outcome.folder.resolve()), **card.model_dump(mode="json")})
@@ -142,6 +198,59 @@ def run(config_path: Path | None, out: Path | None, example: str | None, fmt: st
 
         render_terminal(card, _console(), outcome.folder)
     sys.exit(card.decision.exit_code)
+
+
+def _resume_folder(folder: Path | None) -> Path:
+    from evalglass.engine.manifest import LAST_STARTED_POINTER
+    from evalglass.errors import SetupError
+
+    if folder is not None:
+        if not folder.is_dir():
+            raise SetupError("no such run folder", where=str(folder), fix="name a folder under .evalglass/runs/")
+        return folder
+    try:
+        return Path(LAST_STARTED_POINTER.read_text().strip())
+    except FileNotFoundError:
+        raise SetupError(
+            f"no run to resume: {LAST_STARTED_POINTER} does not exist here",
+            fix="run from the folder the run was started in, or name the run folder: --resume RUN_FOLDER",
+        ) from None
+
+
+@main.command()
+@click.argument("judge")
+@click.option(
+    "--labels",
+    "labels",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="JSONL: one human-labelled output per line (output, label, and the example's fields).",
+)
+@click.option("--config", "config_path", type=click.Path(path_type=Path), help="Path to evalglass.yaml.")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the call cache.")
+@click.option("--refresh", is_flag=True, help="Make every judge call again and overwrite the cache.")
+@FORMAT
+@guarded
+def calibrate(judge: str, labels: Path, config_path: Path | None, no_cache: bool, refresh: bool, fmt: str) -> None:
+    """Measure how far an LLM judge agrees with human labels; write calibrations/JUDGE.json beside the config.
+
+    \b
+    The record is evidence, not approval: the ledger's `judges:` entry says what agreement a gate needs.
+    """
+    from evalglass.engine.calibrate import calibrate_command
+    from evalglass.errors import SetupError
+
+    if no_cache and refresh:
+        raise SetupError("--no-cache and --refresh exclude each other", fix="pass one of them")
+    mode = "off" if no_cache else "refresh" if refresh else "use"
+    outcome = calibrate_command(find_config(config_path), judge, labels, cache_mode=mode)
+    record = outcome.record
+    if fmt == "json":
+        _emit_json({"path": str(outcome.path), **record.model_dump(mode="json")})
+        return
+    from evalglass.engine.calibrate import describe
+
+    click.echo(describe(record, outcome.path))
 
 
 @main.command()

@@ -149,6 +149,7 @@ def test_init_scaffolds_a_working_project_with_nothing_approved(tmp_path):
     assert result.code == 0, result.err
     for name in ("evalglass.yaml", "dataset.jsonl", "authority.yaml"):
         assert (tmp_path / "evals" / name).exists()
+    assert ".evalglass-cache.sqlite*" in (tmp_path / "evals" / ".gitignore").read_text().splitlines()
     ledger = yaml.safe_load((tmp_path / "evals" / "authority.yaml").read_text())
     assert ledger["gates"] == {} and ledger["datasets"] == {}
     run = run_cli("run", cwd=tmp_path)

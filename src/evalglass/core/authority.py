@@ -8,6 +8,7 @@ dataset changes, the fingerprint no longer matches and the approval is stale rat
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -70,6 +71,23 @@ class Policy(BaseModel):
     forbid_gates: tuple[str, ...] = Field(default=(), description="Gates that may not gate, by name.")
 
 
+class JudgeRequirement(BaseModel):
+    """What the host requires of an LLM judge before a gate on it may decide.
+
+    ``min_agreement`` is compared with the *lower bound* of the calibration's agreement interval (95 % Wilson), not
+    with the observed agreement: 9 of 10 labels agreeing is not evidence of 0.8 agreement, 180 of 200 is.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    min_agreement: float = Field(
+        ge=0, le=1, description="Lowest acceptable lower bound of the judge's agreement with human labels."
+    )
+    approved_by: str | None = None
+    approved_on: str | None = None
+    note: str | None = None
+
+
 class Ledger(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -77,6 +95,70 @@ class Ledger(BaseModel):
     policy: Policy = Field(default_factory=Policy)
     gates: dict[str, GateApproval] = Field(default_factory=dict)
     datasets: dict[str, DatasetValidation] = Field(default_factory=dict)
+    judges: dict[str, JudgeRequirement] = Field(
+        default_factory=dict,
+        description="Per llm_judge metric, the calibration it needs before a gate on it may decide.",
+    )
+
+
+class AgreementInterval(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    low: float = Field(ge=0, le=1)
+    high: float = Field(ge=0, le=1)
+    confidence: float = Field(gt=0, lt=1)
+    method: str = "wilson"
+
+
+class CalibrationRecord(BaseModel):
+    """A judge's agreement with human labels, bound to the judge's fingerprint (written by `evalglass calibrate`).
+
+    It is evidence the tool writes, not an approval: whether it is good enough is the ledger's ``judges`` entry.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: Literal["evalglass.calibration/1"] = "evalglass.calibration/1"
+    judge: str = Field(description="The llm_judge metric's name.")
+    judge_fingerprint: str = Field(description="Model, rubric bytes, prompt templates and scale, hashed.")
+    created_at: str
+    tool_version: str
+    model: str
+    rubric: str
+    labels_file: str
+    labels_sha256: str
+    n: int = Field(ge=1, description="Pairs compared (a usable judge answer and a human label).")
+    excluded: int = Field(ge=0, description="Pairs whose judge answer was unusable: not counted as disagreements.")
+    categories: tuple[int | str, ...]
+    confusion: tuple[tuple[int, ...], ...] = Field(description="Rows: human label; columns: judge label.")
+    agreed: int = Field(ge=0)
+    agreement: float = Field(ge=0, le=1)
+    agreement_interval: AgreementInterval
+    kappa: float | None
+    weighted_kappa_linear: float | None = None
+    weighted_kappa_quadratic: float | None = None
+    ordinal: bool
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CalibrationRecord:
+        k = len(self.categories)
+        if len(self.confusion) != k or any(len(row) != k for row in self.confusion):
+            raise ValueError("the confusion matrix must be square over the categories")
+        if sum(map(sum, self.confusion)) != self.n or sum(self.confusion[i][i] for i in range(k)) != self.agreed:
+            raise ValueError("n and agreed must match the confusion matrix")
+        if abs(self.agreement - self.agreed / self.n) > 1e-12:
+            raise ValueError("agreement must equal agreed / n")
+        return self
+
+
+class JudgeStanding(BaseModel):
+    """A judge metric as the run used it: its current fingerprint and the calibration record found for it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    metric: str
+    fingerprint: str
+    calibration: CalibrationRecord | None = None
 
 
 class GateIdentity(BaseModel):
@@ -90,6 +172,7 @@ class GateIdentity(BaseModel):
     dataset_fingerprint: str
     needs_gold: bool = Field(description="True when the gate's metric compares with a reference field.")
     needs_threshold: bool = Field(default=True, description="False for check gates, which pass only on PASS.")
+    judge: JudgeStanding | None = Field(default=None, description="Set when the gate's metric is an LLM judge.")
 
 
 class Authority(BaseModel):
@@ -139,6 +222,8 @@ def resolve_authority(gate: GateIdentity, ledger: Ledger) -> Authority:
         )
     if gate.needs_gold:
         reasons.extend(_gold_reasons(gate, ledger.datasets.get(gate.dataset)))
+    if gate.judge is not None:
+        reasons.extend(_judge_reasons(gate.judge, ledger.judges.get(gate.judge.metric)))
     if approval.threshold is None and gate.needs_threshold:
         reasons.append(
             Reason(
@@ -172,3 +257,36 @@ def _gold_reasons(gate: GateIdentity, validation: DatasetValidation | None) -> l
             )
         ]
     return []
+
+
+def _judge_reasons(judge: JudgeStanding, requirement: JudgeRequirement | None) -> list[Reason]:
+    """Why an LLM judge may not decide a gate yet; each message says what to run or write."""
+    name = judge.metric
+    calibrate = f"run `evalglass calibrate {name} --labels FILE.jsonl` with human-labelled examples"
+    reasons: list[str] = []
+    record = judge.calibration
+    if requirement is None:
+        reasons.append(
+            f"the ledger has no `judges: {{{name}: {{min_agreement: ...}}}}` entry saying how well judge '{name}' "
+            "must agree with human labels; add one to the ledger"
+            + ("" if record is not None and record.judge_fingerprint == judge.fingerprint else f", and {calibrate}")
+        )
+    if record is None:
+        if requirement is not None:
+            reasons.append(f"judge '{name}' has no calibration record; {calibrate}")
+    elif record.judge_fingerprint != judge.fingerprint:
+        reasons.append(
+            f"the calibration of judge '{name}' is stale: it describes judge {record.judge_fingerprint[:12]}…, but "
+            f"the rubric, model, prompt or scale changed (now {judge.fingerprint[:12]}…); {calibrate} again"
+        )
+    elif requirement is not None:
+        low = record.agreement_interval.low
+        if low < requirement.min_agreement:
+            reasons.append(
+                f"judge '{name}' agrees with human labels {record.agreement:.3f} "
+                f"({record.agreed}/{record.n}, {record.agreement_interval.confidence:.0%} interval "
+                f"{low:.3f}–{record.agreement_interval.high:.3f}); the interval's lower bound {low:.3f} is below the "
+                f"ledger's min_agreement {requirement.min_agreement:g}: improve the rubric or add labels, then "
+                "calibrate again"
+            )
+    return [Reason(code=BlockReason.JUDGE_UNCALIBRATED, message=message) for message in reasons]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from evalglass.core.authority import GateIdentity, Ledger, resolve_authority
+from evalglass.core.authority import GateIdentity, JudgeStanding, Ledger, resolve_authority
 from evalglass.core.checks import CheckResult
 from evalglass.core.columns import SCORED_VALID, ScoreColumn
 from evalglass.core.estimate import Estimate, IntervalSpec, ScaleSpec, Sensitivity
@@ -165,19 +165,32 @@ def decide_run(
     dataset_name: str,
     dataset_fingerprint: str,
     shape: RunShape,
+    judges: Mapping[str, JudgeStanding] | None = None,
 ) -> tuple[tuple[MetricSummary, ...], VerdictPayload]:
+    """``judges`` holds, per llm_judge metric, its fingerprint and calibration record as the run found them (the
+    engine reads the files; a run record snapshots them so ``verify`` decides on exactly the same evidence)."""
     measured = {metric.name: measure(metric, shape) for metric in metrics}
+    standings = judges or {}
     results: list[GateResult] = []
     for gate in gates:
         if gate.spec.check is not None:
             results.append(_decide_check_gate(gate, ledger, dataset_name, dataset_fingerprint))
         else:
-            results.append(_decide_metric_gate(gate, measured, ledger, dataset_name, dataset_fingerprint))
+            results.append(
+                _decide_metric_gate(
+                    gate, measured, ledger, dataset_name, dataset_fingerprint, standings.get(gate.spec.subject)
+                )
+            )
     return tuple(item.summary for item in measured.values()), VerdictPayload.decide(results)
 
 
 def _decide_metric_gate(
-    gate: GateInput, measured: Mapping[str, Measured], ledger: Ledger, dataset_name: str, dataset_fingerprint: str
+    gate: GateInput,
+    measured: Mapping[str, Measured],
+    ledger: Ledger,
+    dataset_name: str,
+    dataset_fingerprint: str,
+    judge: JudgeStanding | None = None,
 ) -> GateResult:
     item = measured[gate.spec.subject]
     summary = item.summary
@@ -188,6 +201,7 @@ def _decide_metric_gate(
             dataset=dataset_name,
             dataset_fingerprint=dataset_fingerprint,
             needs_gold=summary.uses_reference,
+            judge=judge,
         ),
         ledger,
     )

@@ -6,7 +6,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evalglass.core.authority import Ledger
+from evalglass.core.authority import CalibrationRecord, Ledger
 from evalglass.core.checks import CheckResult
 from evalglass.core.scorecard import DatasetSummary
 
@@ -36,6 +36,13 @@ class RunRecord(BaseModel):
     )
     check_results: dict[str, CheckResult] = Field(
         default_factory=dict, description="Full records of the standalone checks this run ran."
+    )
+    judge_fingerprints: dict[str, str] = Field(
+        default_factory=dict, description="Per llm_judge metric, the fingerprint of the judge the run used."
+    )
+    calibrations: dict[str, CalibrationRecord] = Field(
+        default_factory=dict,
+        description="Per llm_judge metric, the calibration record the run found (snapshot; verify decides on it).",
     )
     scores_file: str = SCORES_FILE
     scores_sha256: str

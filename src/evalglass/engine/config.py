@@ -9,9 +9,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.functional_validators import BeforeValidator
 
 from evalglass.core.checks import policy_id_conflicts
 from evalglass.core.fieldpath import FieldPathError, parse_path
@@ -20,7 +21,9 @@ from evalglass.core.gates import GateRule, GateSpec
 from evalglass.engine.validation import validate_document
 from evalglass.engine.yamlsource import YamlDocument, load_yaml
 from evalglass.lanes.checkrun import CheckSpec
+from evalglass.lanes.specs import ChatLaneSpec, CommandLaneSpec, LaneSpec, PythonLaneSpec
 from evalglass.metrics.check import CheckMetricSpec
+from evalglass.metrics.llm_judge import LlmJudgeSpec
 from evalglass.metrics.registry import AnyMetricSpec
 
 NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_.-]*$"
@@ -66,12 +69,65 @@ class RecordedTask(BaseModel):
     _paths = field_validator("field")(_check_path)
 
 
+def _recorded_by_default(value: Any) -> Any:
+    """``task: {field: answer}`` predates live lanes: a mapping without ``type`` is a recorded task."""
+    if isinstance(value, dict) and "type" not in value:
+        return {**value, "type": "recorded"}
+    return value
+
+
+AnyTask = Annotated[
+    RecordedTask | PythonLaneSpec | CommandLaneSpec | ChatLaneSpec,
+    Field(discriminator="type"),
+    BeforeValidator(_recorded_by_default),
+]
+
+
+class EndpointOverride(BaseModel):
+    """Limits for one endpoint, overriding what its lanes and judges declare."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_in_flight: int | None = Field(default=None, ge=1, le=100_000, description="Calls in flight at most.")
+    rpm: float | None = Field(default=None, gt=0, description="Requests per minute at most.")
+
+
+class ConcurrencySpec(BaseModel):
+    """How many lane and judge calls run at once, across the whole run and per endpoint."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_in_flight: int = Field(
+        default=32, ge=1, le=100_000, description="Calls (lane and judge attempts) in flight across the run."
+    )
+    rpm: float | None = Field(default=None, gt=0, description="Requests per minute across the run (optional).")
+    endpoints: dict[str, EndpointOverride] = Field(
+        default_factory=dict,
+        description="Per endpoint, by key: a chat lane's or judge's base_url, `python:<function>` or "
+        "`command:<argv[0]>`. Overrides the lane's or judge's own `concurrency`/`rpm`.",
+    )
+
+    @field_validator("endpoints")
+    @classmethod
+    def _urls_normalised(cls, entries: dict[str, EndpointOverride]) -> dict[str, EndpointOverride]:
+        return {
+            key.rstrip("/") if key.startswith(("http://", "https://")) else key: value for key, value in entries.items()
+        }
+
+
 class Config(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     version: Literal[1] = 1
     dataset: DatasetSpec
-    task: RecordedTask = Field(default_factory=RecordedTask)
+    task: AnyTask = Field(
+        default_factory=RecordedTask,
+        description="Where outputs come from: `recorded` (a dataset field), or a live lane: `python`, `command`, "
+        "`chat`.",
+    )
+    concurrency: ConcurrencySpec = Field(
+        default_factory=ConcurrencySpec, description="Limits for live lane and judge calls."
+    )
     ledger: str = Field(
         default="authority.yaml", description="The host-owned authority ledger, relative to this config file."
     )
@@ -136,6 +192,29 @@ class Config(BaseModel):
         if problems:
             raise ValueError(problems[0])
         return self
+
+    @property
+    def lane(self) -> LaneSpec | None:
+        """The live lane producing outputs, or None when outputs are recorded in the dataset."""
+        return None if isinstance(self.task, RecordedTask) else self.task
+
+    @property
+    def samples(self) -> bool:
+        """True when each example has a list of sample rows: recorded ``samples: true`` or a lane's ``epochs > 1``."""
+        return self.task.samples if isinstance(self.task, RecordedTask) else self.task.epochs > 1
+
+    @property
+    def output_field(self) -> str:
+        return self.task.field if isinstance(self.task, RecordedTask) else "output"
+
+    @property
+    def judges(self) -> dict[str, LlmJudgeSpec]:
+        return {name: spec for name, spec in self.metrics.items() if isinstance(spec, LlmJudgeSpec)}
+
+    @property
+    def live(self) -> bool:
+        """A run that calls something during scoring (a lane or a judge) takes the asynchronous path."""
+        return self.lane is not None or bool(self.judges)
 
     @property
     def per_example_checks(self) -> set[str]:

@@ -51,6 +51,7 @@ from evalglass.lanes.checkrun import run_checks
 from evalglass.metrics.base import MetricFn
 from evalglass.metrics.check import CheckMetricSpec, CheckSink
 from evalglass.metrics.errors import MetricLoadError
+from evalglass.metrics.llm_judge import LlmJudgeSpec
 
 LAST_RUN_POINTER = Path(".evalglass") / "last-run"
 
@@ -111,9 +112,12 @@ class CheckRecordWriter:
 
 
 def build_metrics(loaded: LoadedConfig, check_sink: CheckSink | None = None) -> list[BuiltMetric]:
+    """The synchronous metrics, built once. LLM judges are asynchronous: the live run builds them in its loop."""
     built: list[BuiltMetric] = []
     config = loaded.config
     for name, spec in config.metrics.items():
+        if isinstance(spec, LlmJudgeSpec):
+            continue
         try:
             if isinstance(spec, CheckMetricSpec):
                 function = spec.build_check(config.checks[spec.check], loaded.base_dir, check_sink)
@@ -264,22 +268,109 @@ def run_standalone_checks(loaded: LoadedConfig) -> dict[str, CheckResult]:
     return run_checks({name: config.checks[name] for name in names}, loaded.base_dir, expected=expected)
 
 
-def run(config_path: Path, out: Path | None = None, *, now: datetime | None = None) -> RunOutcome:
+class RunInterrupted(Exception):
+    """Ctrl-C during a run: what was done is kept (cached calls, the manifest) so the run can be resumed."""
+
+    def __init__(self, folder: Path, done: int | None, total: int | None) -> None:
+        self.folder = folder
+        self.done = done
+        self.total = total
+        super().__init__(f"interrupted: {folder}")
+
+
+@dataclass
+class Scored:
+    """The dataset, scored: every metric's column, how rows map to examples, and the dataset as it was read."""
+
+    columns: dict[str, ScoreColumn]
+    shape: RowShape
+    dataset: DatasetSummary
+    scores_sha256: str
+
+
+def run(
+    config_path: Path,
+    out: Path | None = None,
+    *,
+    now: datetime | None = None,
+    cache_mode: str = "use",
+    resume: Path | None = None,
+    progress: Any = None,
+) -> RunOutcome:
+    """Evaluate, decide and write the artifacts.
+
+    ``resume`` names the folder of an earlier, unfinished run: it is re-evaluated under its own run id and
+    ``created_at`` (completed calls come from the cache) after checking that nothing it depends on changed.
+    ``progress`` is an ``engine.progress.Reporter`` (live runs only).
+    """
+    from evalglass.engine.cache import CacheMode
+    from evalglass.engine.manifest import (
+        LAST_STARTED_POINTER,
+        RunManifest,
+        dataset_identity,
+        definitions_fingerprint,
+        file_fingerprint,
+        load_manifest,
+        refuse_changes,
+        write_manifest,
+    )
+
+    mode = CacheMode(cache_mode)
+    recorded_manifest = load_manifest(resume) if resume is not None else None
     loaded = load_config(config_path)
+    config = loaded.config
+    identity = dataset_identity(loaded.dataset_path, hash_contents=config.live)
+    if recorded_manifest is not None:
+        assert resume is not None
+        run_id, created_at, folder = recorded_manifest.run_id, recorded_manifest.created_at, resume
+    else:
+        moment = now or datetime.now(UTC)
+        run_id, created_at = new_run_id(moment), moment.isoformat().replace("+00:00", "Z")
+        folder = out if out is not None else default_run_folder(run_id)
+    manifest = RunManifest(
+        run_id=run_id,
+        created_at=created_at,
+        tool_version=__version__,
+        config_path=str(config_path),
+        config_fingerprint=loaded.fingerprint,
+        definitions_fingerprint=definitions_fingerprint(loaded.definition_files),
+        ledger_fingerprint=file_fingerprint(loaded.ledger_path),
+        dataset=identity,
+    )
+    if recorded_manifest is not None:
+        refuse_changes(folder, recorded_manifest, manifest)
     ledger = load_ledger(loaded.ledger_path)
-    moment = now or datetime.now(UTC)
-    run_id = new_run_id(moment)
-    folder = out if out is not None else default_run_folder(run_id)
+    from evalglass.engine.progress import Counters
+
+    counters = Counters(total=identity.examples)
     created = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
-    writer = ScoresWriter(folder)
-    check_records = CheckRecordWriter(folder)
     try:
-        metrics = build_metrics(loaded, check_records)
-        outcome = _evaluate(loaded, ledger, metrics, folder, writer, check_records, run_id, moment)
+        with contextlib.suppress(OSError):  # first: a manifest is never written without a pointer to it
+            LAST_STARTED_POINTER.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(LAST_STARTED_POINTER, str(folder.resolve()).encode() + b"\n")
+        if recorded_manifest is None:
+            write_manifest(folder, manifest)
+        writer = ScoresWriter(folder)
+        check_records = CheckRecordWriter(folder)
+        try:
+            metrics = build_metrics(loaded, check_records)
+            if config.live:
+                from evalglass.engine.liverun import score_live
+
+                scored = score_live(loaded, metrics, writer, cache_mode=mode, progress=progress, counters=counters)
+            else:
+                scored = score_recorded(loaded, metrics, writer)
+            check_records.commit()
+            outcome = _finish(loaded, ledger, scored, folder, run_id, created_at)
+        except BaseException:
+            writer.abort()
+            check_records.abort()
+            raise
+    except KeyboardInterrupt:
+        # The manifest stays: completed calls are in the cache and `--resume` finishes the run under its own id.
+        raise RunInterrupted(folder, counters.done if config.live else None, identity.examples) from None
     except BaseException:
-        writer.abort()
-        check_records.abort()
         if created:
             shutil.rmtree(folder, ignore_errors=True)
         raise
@@ -289,23 +380,39 @@ def run(config_path: Path, out: Path | None = None, *, now: datetime | None = No
     return outcome
 
 
-def _evaluate(
-    loaded: LoadedConfig,
-    ledger: LoadedLedger,
-    metrics: list[BuiltMetric],
-    folder: Path,
-    writer: ScoresWriter,
-    check_records: CheckRecordWriter,
-    run_id: str,
-    moment: datetime,
-) -> RunOutcome:
-    config = loaded.config
-    reader = DatasetReader(loaded.dataset_path, id_field=config.dataset.id_field, output_field=config.task.field)
-    columns = {name: ScoreColumn() for name in config.metrics}
+def check_duplicate(first_line: dict[str, int], item: Example, path: Path) -> None:
+    seen = first_line.setdefault(item.id, item.line)
+    if seen != item.line:
+        raise SetupError(
+            f"duplicate example id '{item.id}' (first at line {seen})",
+            where=f"{path}:{item.line}",
+            fix="give every example a unique id",
+        )
+
+
+def new_row_shape(config: Config) -> RowShape:
     cluster_field = config.dataset.cluster_field
-    shape = RowShape(
-        samples=config.task.samples, cluster_of=field_getter(cluster_field) if cluster_field is not None else None
+    return RowShape(
+        samples=config.samples, cluster_of=field_getter(cluster_field) if cluster_field is not None else None
     )
+
+
+def dataset_summary(config: Config, reader: DatasetReader) -> DatasetSummary:
+    return DatasetSummary(
+        name=config.dataset.name,
+        path=config.dataset.path,
+        fingerprint=reader.fingerprint,
+        examples=reader.examples,
+        malformed_lines=reader.bad_lines,
+    )
+
+
+def score_recorded(loaded: LoadedConfig, metrics: list[BuiltMetric], writer: ScoresWriter) -> Scored:
+    """Outputs recorded in the dataset: batches of examples, metric by metric (no event loop, no calls)."""
+    config = loaded.config
+    reader = DatasetReader(loaded.dataset_path, id_field=config.dataset.id_field, output_field=config.output_field)
+    columns = {name: ScoreColumn() for name in config.metrics}
+    shape = new_row_shape(config)
     first_line: dict[str, int] = {}
     workers = config.check_workers or os.cpu_count() or 1
     pool = ThreadPoolExecutor(max_workers=workers) if any(metric.parallel for metric in metrics) else None
@@ -313,13 +420,7 @@ def _evaluate(
         batch: list[Example | BadLine] = []
         for item in reader:
             if isinstance(item, Example):
-                seen = first_line.setdefault(item.id, item.line)
-                if seen != item.line:
-                    raise SetupError(
-                        f"duplicate example id '{item.id}' (first at line {seen})",
-                        where=f"{reader.path}:{item.line}",
-                        fix="give every example a unique id",
-                    )
+                check_duplicate(first_line, item, reader.path)
             batch.append(item)
             if len(batch) >= BATCH:
                 score_batch(batch, metrics, columns, writer, pool, shape)
@@ -329,25 +430,31 @@ def _evaluate(
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
     scores_sha256 = writer.commit()
-    check_records.commit()
-    dataset = DatasetSummary(
-        name=config.dataset.name,
-        path=config.dataset.path,
-        fingerprint=reader.fingerprint,
-        examples=reader.examples,
-        malformed_lines=reader.bad_lines,
-    )
+    return Scored(columns=columns, shape=shape, dataset=dataset_summary(config, reader), scores_sha256=scores_sha256)
+
+
+def _finish(
+    loaded: LoadedConfig, ledger: LoadedLedger, scored: Scored, folder: Path, run_id: str, created_at: str
+) -> RunOutcome:
+    """Standalone checks, the decision and the artifacts: the same for recorded and live runs."""
+    config = loaded.config
+    dataset = scored.dataset
     check_results = run_standalone_checks(loaded)
     gate_fingerprints = {name: config.gate_fingerprint(name, loaded.definition_files) for name in config.gates}
+    standings = {}
+    if config.judges:
+        from evalglass.engine.calibrate import judge_standings
+
+        standings = judge_standings(loaded)
     summaries, payload = decide_run(
-        metric_inputs(config, columns),
+        metric_inputs(config, scored.columns),
         gate_inputs(config, gate_fingerprints, check_results),
         ledger.ledger,
         config.dataset.name,
         dataset.fingerprint,
-        shape.run_shape(),
+        scored.shape.run_shape(),
+        standings,
     )
-    created_at = moment.isoformat().replace("+00:00", "Z")
     scorecard = Scorecard(
         run_id=run_id,
         created_at=created_at,
@@ -371,7 +478,11 @@ def _evaluate(
         gate_fingerprints=gate_fingerprints,
         definition_files=loaded.definition_files,
         check_results=check_results,
-        scores_sha256=scores_sha256,
+        judge_fingerprints={name: standing.fingerprint for name, standing in standings.items()},
+        calibrations={
+            name: standing.calibration for name, standing in standings.items() if standing.calibration is not None
+        },
+        scores_sha256=scored.scores_sha256,
     )
     from evalglass.report.markdown import render_markdown
 

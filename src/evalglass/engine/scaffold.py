@@ -8,6 +8,8 @@ from pathlib import Path
 from evalglass.errors import SetupError
 
 TEMPLATE_FILES = ("evalglass.yaml", "dataset.jsonl", "authority.yaml")
+#: Tool-written files beside the config that do not belong in version control: the call cache (and its WAL).
+GITIGNORED = ".evalglass-cache.sqlite*"
 
 
 def scaffold(target: Path, *, force: bool) -> list[Path]:
@@ -24,4 +26,12 @@ def scaffold(target: Path, *, force: bool) -> list[Path]:
         destination = target / name
         destination.write_bytes((source / name).read_bytes())
         written.append(destination)
+    ignore = target / ".gitignore"
+    lines = ignore.read_text().splitlines() if ignore.exists() else []
+    if GITIGNORED not in lines:  # added to, never overwritten: it is the user's file
+        with ignore.open("a") as handle:
+            handle.write(
+                ("\n" if lines and lines[-1] else "") + f"# the call cache of live runs (evalglass)\n{GITIGNORED}\n"
+            )
+        written.append(ignore)
     return written

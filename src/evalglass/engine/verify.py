@@ -20,7 +20,9 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
+from evalglass.core.authority import JudgeStanding
 from evalglass.core.decide import RunShape, decide_run
+from evalglass.core.runrecord import RunRecord
 from evalglass.core.scorecard import CheckSummary, DatasetSummary, Scorecard
 from evalglass.engine.artifacts import (
     SCORECARD_FILE,
@@ -31,6 +33,7 @@ from evalglass.engine.artifacts import (
 from evalglass.engine.config import Config
 from evalglass.engine.pipeline import gate_inputs, metric_inputs
 from evalglass.errors import SetupError
+from evalglass.metrics.llm_judge import judge_fingerprint_of
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,7 @@ def verify_run(folder: Path) -> VerifyReport:
     loaded_scores = load_columns(
         folder / record.scores_file,
         names,
-        samples=config.task.samples,
+        samples=config.samples,
         clustered=config.dataset.cluster_field is not None,
     )
     columns, examples, scores_sha = loaded_scores.columns, loaded_scores.examples, loaded_scores.sha256
@@ -77,6 +80,7 @@ def verify_run(folder: Path) -> VerifyReport:
             findings.append(
                 Finding(f"runrecord.gate_fingerprints.{name}", record.gate_fingerprints.get(name), fingerprint)
             )
+    standings = _judge_standings(config, record, findings)
     summaries, payload = decide_run(
         metric_inputs(config, columns),
         gate_inputs(config, gate_fingerprints, record.check_results),
@@ -88,6 +92,7 @@ def verify_run(folder: Path) -> VerifyReport:
             example_of_row=_ints(loaded_scores.example_of_row),
             clusters=_ints(loaded_scores.cluster_ids),
         ),
+        standings,
     )
     derived = Scorecard(
         run_id=record.run_id,
@@ -103,6 +108,23 @@ def verify_run(folder: Path) -> VerifyReport:
         # Only a scorecard that matches field by field is also loaded through its own validators.
         load_scorecard(folder)
     return VerifyReport(folder=folder, findings=tuple(findings), examples=examples)
+
+
+def _judge_standings(config: Config, record: RunRecord, findings: list[Finding]) -> dict[str, JudgeStanding]:
+    """Each judge's fingerprint re-derived from its spec and the rubric hash the run recorded, with the calibration
+    record the run snapshotted (a later recalibration does not change what this run decided on)."""
+    standings: dict[str, JudgeStanding] = {}
+    for name, spec in config.judges.items():
+        files = record.definition_files.get(name, {})
+        recorded = record.judge_fingerprints.get(name)
+        derived = judge_fingerprint_of(spec, next(iter(files.values()))) if files else recorded
+        if derived is None:
+            findings.append(Finding(f"runrecord.judge_fingerprints.{name}", recorded, "<cannot be derived>"))
+            continue
+        if recorded != derived:
+            findings.append(Finding(f"runrecord.judge_fingerprints.{name}", recorded, derived))
+        standings[name] = JudgeStanding(metric=name, fingerprint=derived, calibration=record.calibrations.get(name))
+    return standings
 
 
 def _ints(values: array[int] | None) -> npt.NDArray[np.int64] | None:

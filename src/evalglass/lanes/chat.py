@@ -42,77 +42,16 @@ from typing import Any, Literal
 import httpx2
 import openai
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from evalglass.lanes.executor import EndpointLimit, Executor
-from evalglass.lanes.retry import CallOutcome, Fault, FaultKind, Ok, Retrier, RetryPolicy
+from evalglass.lanes.executor import Executor
+from evalglass.lanes.retry import CallOutcome, Fault, FaultKind, Ok, Retrier
+from evalglass.lanes.specs import EndpointSpec
 
 TransportChoice = Literal["auto", "direct", "lean", "httpx"]
 
 _PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
 _BEARER = re.compile(r"(?i)(bearer\s+)[^\s'\"]+")
 _MAX_MESSAGE = 500
-
-
-class EndpointSpec(BaseModel):
-    """Fields every OpenAI-compatible endpoint declares (chat task lanes and LLM judges)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    base_url: str = Field(description="e.g. https://api.openai.com/v1 or http://127.0.0.1:8000/v1")
-    model: str = Field(min_length=1)
-    api_key_env: str | None = Field(
-        default="OPENAI_API_KEY",
-        description="Name of the environment variable holding the API key; null for keyless local servers.",
-    )
-    temperature: float | None = Field(default=None, ge=0, le=2)
-    top_p: float | None = Field(default=None, gt=0, le=1)
-    max_tokens: int | None = Field(default=None, ge=1)
-    seed: int | None = None
-    stop: tuple[str, ...] | None = None
-    json_mode: bool = Field(default=False, description="Ask for response_format json_object.")
-    timeout: float = Field(default=60.0, gt=0, description="Seconds for one attempt (connect + answer).")
-    concurrency: int | None = Field(default=None, ge=1, description="Calls in flight to this base_url at most.")
-    rpm: float | None = Field(default=None, gt=0, description="Requests per minute to this base_url at most.")
-    retry: RetryPolicy = Field(default_factory=RetryPolicy)
-
-    @field_validator("base_url")
-    @classmethod
-    def _http_url(cls, value: str) -> str:
-        if not re.match(r"^https?://[^/\s]+", value):
-            raise ValueError(f"base_url must be an http:// or https:// URL, got {value!r}")
-        return value.rstrip("/")
-
-    @field_validator("api_key_env")
-    @classmethod
-    def _env_name(cls, value: str | None) -> str | None:
-        if value is not None and not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", value):
-            raise ValueError(
-                f"api_key_env must be the NAME of an environment variable (e.g. OPENAI_API_KEY), got {value[:4]!r}…"
-                if len(value) > 8
-                else f"api_key_env must be the NAME of an environment variable, got {value!r}"
-            )
-        return value
-
-    def sampling(self) -> dict[str, Any]:
-        """The sampling parameters sent with every request (only those declared)."""
-        params: dict[str, Any] = {}
-        if self.temperature is not None:
-            params["temperature"] = self.temperature
-        if self.top_p is not None:
-            params["top_p"] = self.top_p
-        if self.max_tokens is not None:
-            params["max_tokens"] = self.max_tokens
-        if self.seed is not None:
-            params["seed"] = self.seed
-        if self.stop is not None:
-            params["stop"] = list(self.stop)
-        if self.json_mode:
-            params["response_format"] = {"type": "json_object"}
-        return params
-
-    def endpoint_limit(self) -> EndpointLimit:
-        return EndpointLimit(key=self.base_url, concurrency=self.concurrency, rpm=self.rpm)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,153 +22,34 @@ endpoint model, rubric bytes, prompt templates and scale.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evalglass.core.calibration import Calibration, calibrate
 from evalglass.core.example import Example
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.score import Diagnostic, Score, Status, Validity
-from evalglass.engine.cache import CallCache, cache_key, canonical_json
-from evalglass.lanes.chat import ChatClient, ChatReply, ChatRequest, EndpointSpec, TransportChoice
+from evalglass.engine.cache import CallCache, cache_key
+from evalglass.lanes.chat import ChatClient, ChatReply, ChatRequest, TransportChoice
 from evalglass.lanes.executor import Executor
 from evalglass.lanes.retry import Attempt, Retrier
-from evalglass.lanes.task import (
-    LaneConfigError,
-    TemplateFailure,
-    compile_template,
-    render,
+from evalglass.lanes.task import LaneConfigError
+from evalglass.lanes.templating import TemplateFailure, compile_template, render
+from evalglass.metrics.base import measured_target, missing_field, missing_reference, reference_getter
+from evalglass.metrics.llm_judge import (
+    DEFAULT_PROMPT,
+    JudgeScale,
+    LlmJudgeSpec,
+    judge_fingerprint,
+    judge_fingerprint_of,
 )
-from evalglass.metrics.base import (
-    MetricFn,
-    MetricSpec,
-    measured_target,
-    missing_field,
-    missing_reference,
-    reference_getter,
-)
-
-DEFAULT_PROMPT = """\
-You are grading one output of an AI system against a rubric.
-
-# Rubric
-{{ rubric }}
-
-# Example
-{{ example | json }}
-{% if reference is defined %}
-# Reference answer
-{{ reference }}
-{% endif %}
-# Output to grade
-{{ output }}
-
-Answer with one JSON object and nothing else:
-{"score": <{{ scale }}>, "rationale": "<one or two sentences>"}
-"""
-
-
-class JudgeScale(BaseModel):
-    """Integers ``min..max`` (``{min: 1, max: 5}``), or labels: a list (value = position, first is 0) or a
-    mapping label → value. Numeric scales are ordinal; label scales are nominal unless ``ordered: true``."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    min: int | None = None
-    max: int | None = None
-    labels: tuple[str, ...] | dict[str, float] | None = None
-    ordered: bool | None = None
-
-    @model_validator(mode="after")
-    def _one_form(self) -> JudgeScale:
-        numeric = self.min is not None or self.max is not None
-        if numeric == (self.labels is not None):
-            raise ValueError("a scale is either {min, max} integers or a list/mapping of labels")
-        if numeric:
-            if self.min is None or self.max is None or self.min >= self.max:
-                raise ValueError("a numeric scale needs integers min < max")
-        else:
-            assert self.labels is not None
-            names = list(self.labels)
-            if len(names) < 2 or len(set(names)) != len(names) or any(not name.strip() for name in names):
-                raise ValueError("a label scale needs at least two distinct, non-empty labels")
-            if isinstance(self.labels, dict) and any(not math.isfinite(v) for v in self.labels.values()):
-                raise ValueError("label values must be finite numbers")
-        return self
-
-    @property
-    def numeric(self) -> bool:
-        return self.labels is None
-
-    @property
-    def ordinal(self) -> bool:
-        return True if self.numeric else bool(self.ordered)
-
-    def categories(self) -> tuple[int | str, ...]:
-        if self.labels is None:
-            assert self.min is not None and self.max is not None
-            return tuple(range(self.min, self.max + 1))
-        return tuple(self.labels)
-
-    def label_values(self) -> dict[str, float]:
-        if self.labels is None:
-            return {}
-        if isinstance(self.labels, dict):
-            return dict(self.labels)
-        return {label: float(index) for index, label in enumerate(self.labels)}
-
-    def describe(self) -> str:
-        if self.labels is None:
-            return f"an integer from {self.min} to {self.max}"
-        return "one of " + ", ".join(json.dumps(label) for label in self.labels)
-
-
-class LlmJudgeSpec(MetricSpec, EndpointSpec):
-    """``type: llm_judge`` under ``metrics:``."""
-
-    summary: ClassVar[str] = "An LLM grades the output against a host-owned rubric on a declared scale."
-
-    type: Literal["llm_judge"]
-    rubric: str = Field(description="Path to the rubric file (relative to the evals folder); owned by the host.")
-    scale: JudgeScale
-    prompt: str = Field(default=DEFAULT_PROMPT, description="Jinja2 template of the user message.")
-    system: str | None = Field(default=None, description="Jinja2 template of a system message.")
-
-    @model_validator(mode="after")
-    def _templates_compile(self) -> LlmJudgeSpec:
-        compile_template(self.prompt, where="judge prompt template")
-        if self.system is not None:
-            compile_template(self.system, where="judge system template")
-        return self
-
-    def build(self, base_dir: Path) -> MetricFn:
-        raise TypeError("llm_judge metrics are asynchronous: build them with evalglass.lanes.judge.Judge")
-
-    def fingerprint_payload(self) -> dict[str, Any]:
-        return self.model_dump(
-            mode="json", exclude={"description", "timeout", "concurrency", "rpm", "retry", "api_key_env"}
-        )
-
-
-def judge_fingerprint(spec: LlmJudgeSpec, rubric_bytes: bytes) -> str:
-    """sha256 of canonical JSON over the endpoint model, the rubric bytes, the prompt templates and the scale."""
-    payload = {
-        "model": spec.model,
-        "rubric_sha256": hashlib.sha256(rubric_bytes).hexdigest(),
-        "prompt": spec.prompt,
-        "system": spec.system,
-        "scale": spec.scale.model_dump(mode="json"),
-    }
-    return hashlib.sha256(canonical_json(payload)).hexdigest()
 
 
 # ---------------------------------------------------------------------- parsing
@@ -507,6 +388,7 @@ __all__ = [
     "calibrate_judge",
     "extract_json_object",
     "judge_fingerprint",
+    "judge_fingerprint_of",
     "parse_verdict",
     "read_labels",
 ]

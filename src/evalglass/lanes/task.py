@@ -31,150 +31,32 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
-import jinja2
 import orjson
-from jinja2.sandbox import ImmutableSandboxedEnvironment
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
 
 from evalglass.core.score import Score, Status
 from evalglass.engine.cache import CallCache, cache_key, canonical_json
-from evalglass.lanes.chat import ChatClient, ChatReply, ChatRequest, EndpointSpec, TransportChoice, Usage
+from evalglass.lanes.chat import ChatClient, ChatReply, ChatRequest, TransportChoice, Usage
 from evalglass.lanes.executor import EndpointLimit, Executor
 from evalglass.lanes.retry import Attempt, Retrier
+from evalglass.lanes.specs import (
+    OPERATIONAL_FIELDS,
+    ChatLaneSpec,
+    CommandLaneSpec,
+    LaneSpec,
+    MessageTemplate,
+    PythonLaneSpec,
+    TaskSpec,
+    parse_task_spec,
+)
+from evalglass.lanes.templating import TemplateFailure, compile_template, render, template_context
 
 _MAX_DETAIL = 2000
 
 
 class LaneConfigError(ValueError):
     """A lane cannot be built: one line saying what and how to fix it."""
-
-
-# ---------------------------------------------------------------------- specs
-class _LaneFields(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    description: str | None = None
-    epochs: int = Field(default=1, ge=1, le=10_000, description="Samples per example: indexes 0..epochs-1.")
-
-    def samples(self) -> range:
-        return range(self.epochs)
-
-
-class PythonLaneSpec(_LaneFields):
-    type: Literal["python"]
-    function: str = Field(description="module:function or path/to/file.py:function; sync or async.")
-    timeout: float | None = Field(default=None, gt=0, description="Seconds per call; none by default.")
-    concurrency: int | None = Field(default=None, ge=1, description="Calls of this function in flight at most.")
-    cache: bool = Field(default=False, description="Cache outputs (keyed by the function's source file hash).")
-
-    @field_validator("function")
-    @classmethod
-    def _function_ref(cls, value: str) -> str:
-        target, sep, name = value.rpartition(":")
-        if not sep or not target or not name or not all(part.isidentifier() for part in name.split(".")):
-            raise ValueError(f"function must look like 'package.module:function' or 'file.py:function', got {value!r}")
-        return value
-
-
-class CommandLaneSpec(_LaneFields):
-    type: Literal["command"]
-    argv: tuple[str, ...] = Field(min_length=1, description="Program and arguments; no shell.")
-    output: Literal["json", "text"] = "text"
-    timeout: float = Field(default=60.0, gt=0)
-    cwd: str | None = Field(default=None, description="Working directory, relative to the evals folder.")
-    env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
-    concurrency: int | None = Field(default=None, ge=1)
-    cache: bool = False
-
-
-class MessageTemplate(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    role: Literal["system", "user", "assistant"]
-    content: str
-
-
-class ChatLaneSpec(EndpointSpec):
-    type: Literal["chat"]
-    description: str | None = None
-    epochs: int = Field(default=1, ge=1, le=10_000)
-    system: str | None = Field(default=None, description="Jinja2 template for a system message.")
-    prompt: str | None = Field(default=None, description="Jinja2 template for the user message.")
-    messages: tuple[MessageTemplate, ...] | None = Field(default=None, description="Full message list instead.")
-    output: Literal["json", "text"] = "text"
-    cache: bool = True
-
-    def samples(self) -> range:
-        return range(self.epochs)
-
-    @model_validator(mode="after")
-    def _one_prompt_form(self) -> ChatLaneSpec:
-        if (self.prompt is None) == (self.messages is None):
-            raise ValueError("a chat lane needs exactly one of 'prompt' (with optional 'system') or 'messages'")
-        if self.messages is not None and self.system is not None:
-            raise ValueError("'system' goes with 'prompt'; with 'messages', put the system message in the list")
-        for role, template in self.message_templates():
-            compile_template(template, where=f"{role} message template")
-        return self
-
-    def message_templates(self) -> list[tuple[str, str]]:
-        if self.messages is not None:
-            return [(message.role, message.content) for message in self.messages]
-        templates = [("system", self.system)] if self.system is not None else []
-        templates.append(("user", self.prompt or ""))
-        return templates
-
-
-TaskSpec = Annotated[PythonLaneSpec | CommandLaneSpec | ChatLaneSpec, Field(discriminator="type")]
-_TASK_ADAPTER: TypeAdapter[PythonLaneSpec | CommandLaneSpec | ChatLaneSpec] = TypeAdapter(TaskSpec)
-
-
-def parse_task_spec(data: Any) -> PythonLaneSpec | CommandLaneSpec | ChatLaneSpec:
-    """Validate the ``task:`` mapping of a config file (raises pydantic.ValidationError)."""
-    return _TASK_ADAPTER.validate_python(data)
-
-
-# ---------------------------------------------------------------------- templates
-_ENV = ImmutableSandboxedEnvironment(
-    undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True, trim_blocks=False
-)
-_ENV.filters["json"] = lambda value: orjson.dumps(value).decode()
-
-
-def compile_template(source: str, *, where: str = "template") -> jinja2.Template:
-    try:
-        return _ENV.from_string(source)
-    except jinja2.TemplateSyntaxError as exc:
-        raise ValueError(f"{where}: Jinja2 syntax error on line {exc.lineno}: {exc.message}") from None
-
-
-class TemplateFailure(Exception):
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-def render(template: jinja2.Template, context: Mapping[str, Any], *, what: str, example_id: str) -> str:
-    """Render or raise :class:`TemplateFailure` (``template_field_missing`` / ``template_error``)."""
-    try:
-        return template.render(context)
-    except jinja2.UndefinedError as exc:
-        raise TemplateFailure(
-            "template_field_missing",
-            f"{what} needs a value the example {example_id} does not have: {exc.message}",
-        ) from None
-    except Exception as exc:
-        raise TemplateFailure("template_error", f"{what} failed on example {example_id}: {exc}") from None
-
-
-def template_context(fields: Mapping[str, Any], example_id: str, sample: int) -> dict[str, Any]:
-    """Fields at the top level, plus ``example`` (the whole record), ``example_id`` and ``sample_index``."""
-    context = dict(fields)
-    context.update(example=fields, example_id=example_id, sample_index=sample)
-    return context
 
 
 # ---------------------------------------------------------------------- outcomes
@@ -221,7 +103,7 @@ def failure_score(failure: LaneFailure) -> Score:
 class TaskLane(ABC):
     """A built lane: ``produce`` one (example, sample) at a time; the pipeline fans out over ``executor.map``."""
 
-    spec: PythonLaneSpec | CommandLaneSpec | ChatLaneSpec
+    spec: LaneSpec
     fingerprint: str
 
     @abstractmethod
@@ -240,7 +122,7 @@ def fingerprint_of(payload: Any) -> str:
 
 
 def build_lane(
-    spec: PythonLaneSpec | CommandLaneSpec | ChatLaneSpec,
+    spec: LaneSpec,
     *,
     base_dir: Path,
     executor: Executor,
@@ -555,10 +437,6 @@ class ChatLane(TaskLane):
         await self.client.aclose()
 
 
-#: Endpoint fields that change how a call is made, not what it asks: left out of fingerprints.
-OPERATIONAL_FIELDS = frozenset({"timeout", "concurrency", "rpm", "retry", "api_key_env", "cache", "description"})
-
-
 def chat_lane_definition(spec: ChatLaneSpec) -> dict[str, Any]:
     return spec.model_dump(mode="json", exclude=set(OPERATIONAL_FIELDS))
 
@@ -588,6 +466,7 @@ __all__ = [
     "PythonLaneSpec",
     "TaskLane",
     "TaskSpec",
+    "TemplateFailure",
     "build_lane",
     "compile_template",
     "failure_score",

@@ -15,6 +15,7 @@ from evalglass.metrics.base import MetricSpec
 from evalglass.metrics.check import CheckMetricSpec
 from evalglass.metrics.equality import EnumSpec, ExactMatchSpec
 from evalglass.metrics.host import PythonMetricSpec
+from evalglass.metrics.llm_judge import LlmJudgeSpec
 from evalglass.metrics.numeric import NumericBoundsSpec
 from evalglass.metrics.schemas import JsonSchemaSpec
 from evalglass.metrics.sets import SetOverlapSpec
@@ -33,7 +34,8 @@ AnyMetricSpec = Annotated[
     | SetOverlapSpec
     | EnumSpec
     | PythonMetricSpec
-    | CheckMetricSpec,
+    | CheckMetricSpec
+    | LlmJudgeSpec,
     Field(discriminator="type"),
 ]
 

@@ -1,0 +1,209 @@
+"""Judge calibration records: ``evalglass calibrate`` writes them, runs read them, the ledger judges them.
+
+A record is evidence the tool writes (``<config folder>/calibrations/<judge>.json``, atomic, 0600), like a run's
+artifacts; it approves nothing. The ledger's ``judges:`` entry says what agreement the host requires, and
+``core.authority`` compares the two. A run snapshots the records it read into ``runrecord.json`` so that
+``evalglass verify`` re-derives the gates from the same evidence even after a later recalibration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import orjson
+from pydantic import ValidationError
+
+from evalglass import __version__
+from evalglass.core.authority import AgreementInterval, CalibrationRecord, JudgeStanding
+from evalglass.core.calibration import CalibrationError
+from evalglass.engine.artifacts import DIR_MODE, write_model
+from evalglass.engine.cache import CacheMode
+from evalglass.engine.config import LoadedConfig, load_config
+from evalglass.errors import SetupError
+from evalglass.metrics.llm_judge import LlmJudgeSpec, judge_fingerprint
+
+CALIBRATIONS_DIR = "calibrations"
+
+
+def calibration_path(base_dir: Path, name: str) -> Path:
+    return base_dir / CALIBRATIONS_DIR / f"{name}.json"
+
+
+def load_calibration(base_dir: Path, name: str) -> CalibrationRecord | None:
+    """The record for judge ``name``, or None when there is none. A record that breaks its rules is refused."""
+    path = calibration_path(base_dir, name)
+    try:
+        data = orjson.loads(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except orjson.JSONDecodeError as exc:
+        raise SetupError(
+            f"calibration record is not valid JSON ({exc})",
+            where=str(path),
+            fix=f"delete it and run `evalglass calibrate {name} --labels FILE.jsonl` again",
+        ) from None
+    try:
+        record = CalibrationRecord.model_validate(data)
+    except ValidationError as exc:
+        raise SetupError(
+            f"calibration record fails its own rules: {str(exc.errors()[0]['msg']).removeprefix('Value error, ')}",
+            where=str(path),
+            fix=f"the file was edited or corrupted; run `evalglass calibrate {name} --labels FILE.jsonl` again",
+        ) from None
+    if record.judge != name:
+        raise SetupError(f"calibration record is for judge '{record.judge}', not '{name}'", where=str(path))
+    return record
+
+
+def current_fingerprint(spec: LlmJudgeSpec, base_dir: Path, name: str) -> str:
+    path = (base_dir / spec.rubric).resolve()
+    try:
+        return judge_fingerprint(spec, path.read_bytes())
+    except OSError as exc:
+        raise SetupError(
+            f"metric '{name}': cannot read rubric {spec.rubric} ({exc.strerror})",
+            where=str(path),
+            fix="fix `rubric:` (relative to the config's folder)",
+        ) from None
+
+
+def judge_standings(loaded: LoadedConfig) -> dict[str, JudgeStanding]:
+    """Every llm_judge metric's current fingerprint and the calibration record found for it."""
+    return {
+        name: JudgeStanding(
+            metric=name,
+            fingerprint=current_fingerprint(spec, loaded.base_dir, name),
+            calibration=load_calibration(loaded.base_dir, name),
+        )
+        for name, spec in loaded.config.judges.items()
+    }
+
+
+@dataclass(frozen=True)
+class CalibrationOutcome:
+    record: CalibrationRecord
+    path: Path
+    results: int
+
+
+def calibrate_command(
+    config_path: Path,
+    name: str,
+    labels: Path,
+    *,
+    cache_mode: CacheMode | str = CacheMode.USE,
+    now: datetime | None = None,
+) -> CalibrationOutcome:
+    """Run judge ``name`` over a human-labelled file and write its calibration record."""
+    cache_mode = CacheMode(cache_mode)
+    loaded = load_config(config_path)
+    spec = loaded.config.judges.get(name)
+    if spec is None:
+        judges = sorted(loaded.config.judges)
+        known = f" (llm_judge metrics: {', '.join(judges)})" if judges else " (it declares no llm_judge metric)"
+        raise SetupError(f"no llm_judge metric named '{name}' in the config{known}", where=str(loaded.path))
+    from evalglass.lanes.judge import LabelsFileError, read_labels
+
+    try:
+        labelled = read_labels(labels, spec.scale)
+    except LabelsFileError as exc:
+        raise SetupError(str(exc), fix="see docs/calibrating-a-judge.md for the labels file format") from None
+    if not labelled:
+        raise SetupError("the labels file has no labelled example", where=str(labels))
+    labels_sha = "sha256:" + hashlib.sha256(labels.read_bytes()).hexdigest()
+    from evalglass.engine.liverun import calibrate_with_judge
+
+    try:
+        calibration, results = asyncio.run(calibrate_with_judge(loaded, name, labelled, cache_mode))
+    except CalibrationError as exc:
+        raise SetupError(
+            f"judge '{name}' cannot be calibrated: {exc}",
+            fix="look at the judge's answers (is the endpoint up, does the prompt ask for the scale?)",
+        ) from None
+    interval = calibration.agreement_interval
+    assert calibration.judge_fingerprint is not None
+    moment = now or datetime.now(UTC)
+    record = CalibrationRecord(
+        judge=name,
+        judge_fingerprint=calibration.judge_fingerprint,
+        created_at=moment.isoformat().replace("+00:00", "Z"),
+        tool_version=__version__,
+        model=spec.model,
+        rubric=spec.rubric,
+        labels_file=str(labels),
+        labels_sha256=labels_sha,
+        n=calibration.n,
+        excluded=calibration.excluded,
+        categories=tuple(calibration.categories),
+        confusion=calibration.confusion,
+        agreed=calibration.agreed,
+        agreement=calibration.agreement,
+        agreement_interval=AgreementInterval(
+            low=interval.low, high=interval.high, confidence=interval.confidence, method=interval.method
+        ),
+        kappa=calibration.kappa,
+        weighted_kappa_linear=calibration.weighted_kappa_linear,
+        weighted_kappa_quadratic=calibration.weighted_kappa_quadratic,
+        ordinal=calibration.ordinal,
+    )
+    path = calibration_path(loaded.base_dir, name)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+    write_model(path, record)
+    os.chmod(path, 0o600)
+    return CalibrationOutcome(record=record, path=path, results=results)
+
+
+def describe(record: CalibrationRecord, path: Path) -> str:
+    """The record for a terminal: the numbers, how to read them, and what the ledger needs."""
+    interval = record.agreement_interval
+    width = max(len(str(category)) for category in record.categories)
+    width = max(width, 5)
+    header = "human \\ judge".ljust(width + 2) + " ".join(str(c).rjust(width) for c in record.categories)
+    rows = [
+        str(category).ljust(width + 2) + " ".join(str(count).rjust(width) for count in row)
+        for category, row in zip(record.categories, record.confusion, strict=True)
+    ]
+
+    def kappa(value: float | None) -> str:
+        return "undefined (one category only)" if value is None else f"{value:.3f}"
+
+    lines = [
+        f"judge '{record.judge}' ({record.model}, rubric {record.rubric}), "
+        f"fingerprint {record.judge_fingerprint[:12]}…",
+        f"  pairs compared: {record.n}"
+        + (f" ({record.excluded} excluded: unusable judge answers)" if record.excluded else ""),
+        f"  agreement: {record.agreement:.3f} ({record.agreed}/{record.n}), {interval.confidence:.0%} Wilson interval "
+        f"{interval.low:.3f}–{interval.high:.3f}",
+        f"  Cohen's kappa: {kappa(record.kappa)}",
+    ]
+    if record.ordinal:
+        lines.append(
+            f"  weighted kappa: linear {kappa(record.weighted_kappa_linear)}, "
+            f"quadratic {kappa(record.weighted_kappa_quadratic)}"
+        )
+    lines.append("  confusion (rows: human, columns: judge):")
+    lines.extend("    " + line for line in (header, *rows))
+    lines.append(f"wrote {path}")
+    lines.append(
+        f"A gate on '{record.judge}' decides only while the ledger requires it, e.g. "
+        f"`judges: {{{record.judge}: {{min_agreement: 0.8}}}}`, and the interval's lower bound "
+        f"({interval.low:.3f}) meets that minimum."
+    )
+    return "\n".join(lines)
+
+
+__all__ = [
+    "CALIBRATIONS_DIR",
+    "CalibrationOutcome",
+    "calibrate_command",
+    "calibration_path",
+    "current_fingerprint",
+    "describe",
+    "judge_standings",
+    "load_calibration",
+]

@@ -1,0 +1,399 @@
+"""The live run: outputs produced by a lane and/or graded by LLM judges, concurrently, written in dataset order.
+
+Shape of the pipeline (one event loop):
+
+* a **producer** streams the dataset and starts one task per example, but never more than ``window`` examples are
+  started and not yet written (a bounded queue), so memory stays flat however large the dataset is and however long
+  one slow example holds up the head of the line;
+* each example task produces its samples through the lane (every call through the run's one executor and cache),
+  scores them with the synchronous metrics inline (check metrics, which start processes, on a thread pool) and with
+  the judges concurrently;
+* a **consumer** awaits the example tasks in dataset order (the reorder buffer is the queue itself) and appends to
+  the same compact columns, ``RowShape`` and ``ScoresWriter`` the recorded path uses, so ``decide_run``, ``verify``
+  and the artifacts cannot tell the two paths apart.
+
+A failed lane call makes every metric of that sample ``error`` with the lane's diagnostic; a failed judge call makes
+that judge's score ``error``. The run goes on; nothing becomes 0.0.
+
+Determinism (what makes ``--resume`` byte-identical): scores depend only on the outputs and answers, which the cache
+replays; the written order is the dataset's, whatever the completion order; evidence ids are content addresses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import traceback
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalglass.core.columns import ScoreColumn
+from evalglass.core.example import Example
+from evalglass.core.score import Score, ScoreContractError, Status
+from evalglass.engine.artifacts import ScoresWriter, score_to_json
+from evalglass.engine.cache import CacheMode, CallCache
+from evalglass.engine.config import LoadedConfig
+from evalglass.engine.dataset import BadLine, DatasetReader
+from evalglass.engine.pipeline import (
+    BuiltMetric,
+    Scored,
+    check_duplicate,
+    cluster_key,
+    dataset_summary,
+    expand,
+    new_row_shape,
+)
+from evalglass.engine.progress import Counters, Reporter
+from evalglass.errors import SetupError
+from evalglass.lanes.executor import AsyncioExecutor, EndpointLimit, Executor
+from evalglass.lanes.retry import Attempt
+
+CACHE_FILE = ".evalglass-cache.sqlite"
+
+
+def cache_path(loaded: LoadedConfig) -> Path:
+    return loaded.base_dir / CACHE_FILE
+
+
+def open_cache(loaded: LoadedConfig, mode: CacheMode) -> CallCache | None:
+    if mode is CacheMode.OFF:
+        return None
+    path = cache_path(loaded)
+    try:
+        return CallCache(path, mode)
+    except Exception as exc:  # sqlite3 errors, a read-only folder ...
+        raise SetupError(
+            f"cannot open the call cache ({type(exc).__name__}: {exc})",
+            where=str(path),
+            fix="delete the file, fix the folder's permissions, or run with --no-cache",
+        ) from None
+
+
+def build_executor(loaded: LoadedConfig) -> AsyncioExecutor:
+    limits = loaded.config.concurrency
+    overrides = {
+        key: EndpointLimit(key=key, concurrency=entry.max_in_flight, rpm=entry.rpm)
+        for key, entry in limits.endpoints.items()
+    }
+    return AsyncioExecutor(limits.max_in_flight, rpm=limits.rpm, endpoints=overrides)
+
+
+@dataclass(frozen=True, slots=True)
+class ExampleResult:
+    """One dataset line, scored: per metric, one result per sample row (a float or a Score)."""
+
+    item: Example | BadLine
+    rows: int
+    results: dict[str, list[Any]]
+
+
+@dataclass
+class _Built:
+    lane: Any = None  # lanes.task.TaskLane
+    judges: dict[str, Any] = field(default_factory=dict)  # name -> lanes.judge.Judge
+
+    async def aclose(self) -> None:
+        closers = [self.lane.aclose()] if self.lane is not None else []
+        closers.extend(judge.aclose() for judge in self.judges.values())
+        await asyncio.gather(*closers, return_exceptions=True)
+
+
+def _build(loaded: LoadedConfig, executor: Executor, cache: CallCache | None) -> _Built:
+    """Lane and judges, inside the running loop (their HTTP clients belong to it)."""
+    from evalglass.lanes.judge import Judge
+    from evalglass.lanes.task import LaneConfigError, build_lane
+
+    config = loaded.config
+    built = _Built()
+    try:
+        if config.lane is not None:
+            try:
+                built.lane = build_lane(config.lane, base_dir=loaded.base_dir, executor=executor, cache=cache)
+            except LaneConfigError as exc:
+                raise SetupError(f"task: {exc}", where=str(loaded.path)) from None
+        for name, spec in config.judges.items():
+            try:
+                built.judges[name] = Judge(spec, base_dir=loaded.base_dir, executor=executor, cache=cache)
+            except LaneConfigError as exc:
+                raise SetupError(f"metric '{name}': {exc}", where=str(loaded.path)) from None
+    except BaseException:
+        # Whatever was built before the failure holds open clients.
+        closers = [built.lane] if built.lane is not None else []
+        closers.extend(built.judges.values())
+        for item in closers:
+            with contextlib.suppress(Exception):
+                asyncio.get_running_loop().create_task(item.aclose())
+        raise
+    return built
+
+
+def _guard(metric: BuiltMetric) -> Callable[[Example], Any]:
+    function, name = metric.function, metric.name
+
+    def guarded(example: Example) -> Any:
+        try:
+            return function(example)
+        except Exception as exc:
+            tail = "".join(traceback.format_exception(exc, limit=-3)).strip()
+            return Score.error("metric_raised", f"metric '{name}' raised {type(exc).__name__}: {exc}", tail[-2000:])
+
+    return guarded
+
+
+def _retries(attempts: Sequence[Attempt]) -> int:
+    return max(0, len(attempts) - 1)
+
+
+class LiveScorer:
+    """Scores one dataset line at a time; shared by every example task of the run."""
+
+    def __init__(
+        self,
+        loaded: LoadedConfig,
+        metrics: list[BuiltMetric],
+        built: _Built,
+        counters: Counters,
+        pool: ThreadPoolExecutor | None,
+    ) -> None:
+        config = loaded.config
+        self.order = list(config.metrics)
+        self.sync = [(metric.name, _guard(metric), metric.parallel) for metric in metrics]
+        self.lane = built.lane
+        self.judges = built.judges
+        self.samples = config.samples
+        self.counters = counters
+        self.pool = pool
+        self.epochs = config.lane.epochs if config.lane is not None else 1
+
+    async def score(self, item: Example | BadLine) -> ExampleResult:
+        rows = await self._rows(item)
+        if isinstance(rows, Score):
+            self.counters.count_result(rows, len(self.order))
+            return ExampleResult(item, 1, {name: [rows] for name in self.order})
+        results: dict[str, list[Any]] = {name: [] for name in self.order}
+        if len(rows) == 1:  # the common case: no gather, no extra futures
+            per_row = [await self._score_row(rows[0])]
+        else:
+            per_row = await asyncio.gather(*(self._score_row(row) for row in rows))
+        for row_results in per_row:
+            for name in self.order:
+                results[name].append(row_results[name])
+        return ExampleResult(item, len(rows), results)
+
+    async def _rows(self, item: Example | BadLine) -> list[Example | Score] | Score:
+        """The sample rows of one line: examples carrying an output, or a lane's failure score for that sample."""
+        if self.lane is None:
+            expanded = expand(item, self.samples)
+            return expanded if isinstance(expanded, Score) else list(expanded)
+        if isinstance(item, BadLine):
+            return Score.error(item.code, item.message)
+        from evalglass.lanes.task import LaneOutput, failure_score
+
+        if self.epochs == 1:
+            outcomes = [await self.lane.produce(item.id, item.fields, 0)]
+        else:
+            outcomes = await asyncio.gather(
+                *(self.lane.produce(item.id, item.fields, sample) for sample in range(self.epochs))
+            )
+        rows: list[Example | Score] = []
+        for sample, outcome in enumerate(outcomes):
+            self.counters.calls += 1
+            self.counters.retries += _retries(outcome.attempts)
+            if isinstance(outcome, LaneOutput):
+                self.counters.cached += outcome.cached
+                output = outcome.value
+                rows.append(Example(id=item.id, line=item.line, fields=item.fields, output=output, sample=sample))
+            else:
+                self.counters.lane_failures += 1
+                rows.append(failure_score(outcome))
+        return rows
+
+    async def _score_row(self, row: Example | Score) -> dict[str, Any]:
+        if isinstance(row, Score):
+            self.counters.count_result(row, len(self.order))
+            return dict.fromkeys(self.order, row)
+        found: dict[str, Any] = {}
+        loop = asyncio.get_running_loop()
+        waiting: list[tuple[str, Awaitable[Any]]] = []
+        for name, function, parallel in self.sync:
+            if parallel and self.pool is not None:
+                waiting.append((name, loop.run_in_executor(self.pool, function, row)))
+            else:
+                found[name] = function(row)
+        for name, judge in self.judges.items():
+            waiting.append((name, self._judge(judge, row)))
+        if len(waiting) == 1:
+            name, awaitable = waiting[0]
+            found[name] = await awaitable
+        elif waiting:
+            values = await asyncio.gather(*(awaitable for _, awaitable in waiting))
+            found.update(zip((name for name, _ in waiting), values, strict=True))
+        for name in self.order:
+            self.counters.count_result(found[name], 1)
+        return found
+
+    async def _judge(self, judge: Any, row: Example) -> Score:
+        result = await judge.judge(row)
+        self.counters.retries += _retries(result.attempts)
+        if result.call_id is not None:
+            self.counters.calls += 1
+            self.counters.cached += result.cached
+        if not result.score.included and result.score.status is Status.ERROR:
+            self.counters.judge_failures += 1
+        score: Score = result.score
+        return score
+
+
+def _record(column: ScoreColumn, name: str, result: Any) -> Any:
+    """Append to the column (which re-checks the score contract) and return the JSON the scores file keeps."""
+    try:
+        column.append(result)
+    except (ScoreContractError, TypeError) as exc:
+        result = Score.error("metric_bad_result", f"metric '{name}' returned {result!r}: {exc}")
+        column.append(result)
+    return result if type(result) is float else score_to_json(result)
+
+
+async def _score_all(
+    loaded: LoadedConfig,
+    scorer: LiveScorer,
+    writer: ScoresWriter,
+    columns: dict[str, ScoreColumn],
+    shape: Any,
+    reader: DatasetReader,
+    window: int,
+) -> None:
+    """Producer/consumer with a bounded, ordered queue of example tasks (see the module docstring)."""
+    queue: asyncio.Queue[asyncio.Task[ExampleResult] | None] = asyncio.Queue(maxsize=window)
+    started: set[asyncio.Task[ExampleResult]] = set()
+    counters = scorer.counters
+
+    async def produce() -> None:
+        first_line: dict[str, int] = {}
+        for item in reader:
+            if isinstance(item, Example):
+                check_duplicate(first_line, item, reader.path)
+            task = asyncio.ensure_future(scorer.score(item))
+            started.add(task)
+            task.add_done_callback(started.discard)
+            await queue.put(task)
+        await queue.put(None)
+
+    async def consume() -> None:
+        samples = shape.samples
+        cluster_of = shape.cluster_of
+        while (task := await queue.get()) is not None:
+            result = await task
+            item = result.item
+            cluster = None
+            if cluster_of is not None and isinstance(item, Example):
+                cluster = cluster_key(cluster_of(item.fields))
+            shape.add_example(result.rows, cluster)
+            row: dict[str, Any] = {}
+            for name, values in result.results.items():
+                encoded = [_record(columns[name], name, value) for value in values]
+                row[name] = encoded if samples else encoded[0]
+            writer.write(item.id, item.line, row, cluster)
+            counters.done += 1
+
+    producer = asyncio.ensure_future(produce())
+    consumer = asyncio.ensure_future(consume())
+    try:
+        done, _ = await asyncio.wait({producer, consumer}, return_when=asyncio.FIRST_EXCEPTION)
+        for finished in done:
+            if finished.exception() is not None:
+                raise finished.exception()  # type: ignore[misc]
+        await asyncio.gather(producer, consumer)
+    finally:
+        pending = [task for task in (producer, consumer, *started) if not task.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+
+
+def score_live(
+    loaded: LoadedConfig,
+    metrics: list[BuiltMetric],
+    writer: ScoresWriter,
+    *,
+    cache_mode: CacheMode,
+    progress: Reporter | None,
+    counters: Counters,
+) -> Scored:
+    """Score the dataset with the lane and judges. Ctrl-C propagates as KeyboardInterrupt once calls are cancelled;
+    completed calls are already in the cache."""
+    config = loaded.config
+    reader = DatasetReader(loaded.dataset_path, id_field=config.dataset.id_field, output_field=config.output_field)
+    columns = {name: ScoreColumn() for name in config.metrics}
+    shape = new_row_shape(config)
+    if progress is not None:
+        progress.counters = counters
+
+    async def main() -> None:
+        cache = open_cache(loaded, cache_mode)
+        executor = build_executor(loaded)
+        counters.in_flight = lambda: executor.stats.in_flight
+        pool = None
+        if any(metric.parallel for metric in metrics):
+            pool = ThreadPoolExecutor(max_workers=config.check_workers or os.cpu_count() or 1)
+        built: _Built | None = None
+        ticker: asyncio.Task[None] | None = None
+        try:
+            built = _build(loaded, executor, cache)
+            scorer = LiveScorer(loaded, metrics, built, counters, pool)
+            if progress is not None:
+                ticker = asyncio.ensure_future(progress.run())
+            window = max(256, 4 * config.concurrency.max_in_flight)
+            await _score_all(loaded, scorer, writer, columns, shape, reader, window)
+        finally:
+            if ticker is not None:
+                ticker.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await ticker
+            if progress is not None:
+                progress.close()
+            if built is not None:
+                await built.aclose()
+            await executor.aclose()
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
+            if cache is not None:
+                cache.close()
+
+    asyncio.run(main())
+    scores_sha256 = writer.commit()
+    return Scored(columns=columns, shape=shape, dataset=dataset_summary(config, reader), scores_sha256=scores_sha256)
+
+
+async def calibrate_with_judge(
+    loaded: LoadedConfig, name: str, labelled: Sequence[Any], cache_mode: CacheMode
+) -> tuple[Any, int]:
+    """Run one judge over labelled examples with the run's executor limits and cache (``evalglass calibrate``)."""
+    from evalglass.lanes.judge import Judge, calibrate_judge
+    from evalglass.lanes.task import LaneConfigError
+
+    spec = loaded.config.judges[name]
+    cache = open_cache(loaded, cache_mode)
+    executor = build_executor(loaded)
+    try:
+        try:
+            judge = Judge(spec, base_dir=loaded.base_dir, executor=executor, cache=cache)
+        except LaneConfigError as exc:
+            raise SetupError(f"metric '{name}': {exc}", where=str(loaded.path)) from None
+        try:
+            result = await calibrate_judge(judge, labelled)
+        finally:
+            await judge.aclose()
+        return result.calibration, len(result.results)
+    finally:
+        await executor.aclose()
+        if cache is not None:
+            cache.close()
+
+
+__all__ = ["CACHE_FILE", "LiveScorer", "build_executor", "cache_path", "open_cache", "score_live"]

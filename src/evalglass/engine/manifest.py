@@ -1,0 +1,144 @@
+"""The run manifest (``run.json``): written before the first example is scored, so a killed run can be resumed.
+
+A resumed run is the *same* run: it keeps the run id and ``created_at`` and re-evaluates with the call cache, so no
+completed call is repeated and the final artifacts are the bytes an uninterrupted run would have written. That is
+only honest while nothing it depends on changed, so the manifest records what the run was started on (config
+bytes, the files metric definitions live in, the ledger, the dataset) and ``--resume`` refuses when any differs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from evalglass.core.fingerprint import PREFIX, fingerprint_of
+from evalglass.engine.artifacts import write_model
+from evalglass.errors import SetupError
+
+MANIFEST_FILE = "run.json"
+LAST_STARTED_POINTER = Path(".evalglass") / "last-started"
+
+
+class DatasetIdentity(BaseModel):
+    """What the dataset was when the run started: its bytes' SHA-256 (live runs) or, for recorded runs, whose
+    scoring is cheap to repeat, only its size and modification time (hashing a large file twice is not free)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    fingerprint: str | None = None
+    examples: int | None = Field(default=None, description="Non-blank lines; the total progress counts towards.")
+    size: int
+    mtime_ns: int
+
+
+class RunManifest(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: Literal["evalglass.run/1"] = "evalglass.run/1"
+    run_id: str
+    created_at: str
+    tool_version: str
+    config_path: str = Field(description="The config path as the run was given it (resolved from the same folder).")
+    config_fingerprint: str = Field(description="SHA-256 of the config file's bytes.")
+    definitions_fingerprint: str = Field(description="Fingerprint of the files metric definitions live in.")
+    ledger_fingerprint: str | None = Field(description="SHA-256 of the ledger's bytes; None when it was missing.")
+    dataset: DatasetIdentity
+
+
+def definitions_fingerprint(definition_files: dict[str, dict[str, str]]) -> str:
+    return fingerprint_of(definition_files)
+
+
+def file_fingerprint(path: Path) -> str | None:
+    try:
+        return PREFIX + hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def dataset_identity(path: Path, *, hash_contents: bool) -> DatasetIdentity:
+    """Identity of the dataset file. With ``hash_contents`` the bytes are hashed (and lines counted) in one pass."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return DatasetIdentity(size=-1, mtime_ns=-1)
+    if not hash_contents:
+        return DatasetIdentity(size=stat.st_size, mtime_ns=stat.st_mtime_ns)
+    digest = hashlib.sha256()
+    examples = 0
+    try:
+        with path.open("rb") as handle:
+            for line in handle:
+                digest.update(line)
+                if line.strip():
+                    examples += 1
+    except OSError:
+        return DatasetIdentity(size=stat.st_size, mtime_ns=stat.st_mtime_ns)
+    return DatasetIdentity(
+        fingerprint=PREFIX + digest.hexdigest(), examples=examples, size=stat.st_size, mtime_ns=stat.st_mtime_ns
+    )
+
+
+def write_manifest(folder: Path, manifest: RunManifest) -> None:
+    write_model(folder / MANIFEST_FILE, manifest)
+
+
+def load_manifest(folder: Path) -> RunManifest:
+    path = folder / MANIFEST_FILE
+    try:
+        data = orjson.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise SetupError(
+            "nothing to resume: no run manifest (run.json) in this folder",
+            where=str(folder),
+            fix="name the folder of a run started by this version of `evalglass run`",
+        ) from None
+    except orjson.JSONDecodeError as exc:
+        raise SetupError(f"run manifest is not valid JSON ({exc})", where=str(path)) from None
+    try:
+        return RunManifest.model_validate(data)
+    except ValidationError as exc:
+        raise SetupError(f"run manifest fails its own rules: {exc.errors()[0]['msg']}", where=str(path)) from None
+
+
+def refuse_changes(folder: Path, recorded: RunManifest, current: RunManifest) -> None:
+    """One line naming the first thing that changed since the run started, and what to do instead."""
+    changes: list[str] = []
+    if recorded.config_fingerprint != current.config_fingerprint:
+        changes.append("the config")
+    if recorded.definitions_fingerprint != current.definitions_fingerprint:
+        changes.append("a file a metric is defined by (schema, host module, rubric)")
+    if recorded.ledger_fingerprint != current.ledger_fingerprint:
+        changes.append("the authority ledger")
+    before, now = recorded.dataset, current.dataset
+    if before.fingerprint is not None:
+        if before.fingerprint != now.fingerprint:
+            changes.append("the dataset")
+    elif (before.size, before.mtime_ns) != (now.size, now.mtime_ns):
+        changes.append("the dataset")
+    if recorded.tool_version != current.tool_version:
+        changes.append(f"the EvalGlass version ({recorded.tool_version} → {current.tool_version})")
+    if changes:
+        raise SetupError(
+            f"cannot resume run {recorded.run_id}: {' and '.join(changes)} changed since it started",
+            where=str(folder),
+            fix="start a new run with `evalglass run` (completed calls are still cached)",
+        )
+
+
+__all__ = [
+    "LAST_STARTED_POINTER",
+    "MANIFEST_FILE",
+    "DatasetIdentity",
+    "RunManifest",
+    "dataset_identity",
+    "definitions_fingerprint",
+    "file_fingerprint",
+    "load_manifest",
+    "refuse_changes",
+    "write_manifest",
+]

@@ -1,0 +1,196 @@
+"""The declarations of live lanes and endpoints: validated config, no network, no template engine at import.
+
+These models are what ``evalglass.yaml`` holds under ``task:`` (the judge metric's spec, which shares
+:class:`EndpointSpec`, is in ``evalglass.metrics.llm_judge``). They live
+apart from the clients that act on them (``chat``, ``task``, ``judge``) so that loading a config for a recorded run
+needs neither the ``openai`` SDK nor Jinja2; a template is compiled (to report a syntax error at load time) only
+when one is declared, and a missing ``live`` extra then says how to install it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
+
+from evalglass.lanes.executor import EndpointLimit
+from evalglass.lanes.retry import RetryPolicy
+
+LIVE_EXTRA_HINT = "install the live extra: pip install 'evalglass[live]'"
+
+
+def check_template(source: str, *, where: str) -> None:
+    """Compile once at load time so a Jinja2 syntax error is a config error, not a per-example failure."""
+    try:
+        from evalglass.lanes.templating import compile_template
+    except ImportError:
+        raise ValueError(f"{where} needs Jinja2: {LIVE_EXTRA_HINT}") from None
+    compile_template(source, where=where)
+
+
+# ---------------------------------------------------------------------- endpoints
+class EndpointSpec(BaseModel):
+    """Fields every OpenAI-compatible endpoint declares (chat task lanes and LLM judges)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base_url: str = Field(description="e.g. https://api.openai.com/v1 or http://127.0.0.1:8000/v1")
+    model: str = Field(min_length=1)
+    api_key_env: str | None = Field(
+        default="OPENAI_API_KEY",
+        description="Name of the environment variable holding the API key; null for keyless local servers.",
+    )
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    max_tokens: int | None = Field(default=None, ge=1)
+    seed: int | None = None
+    stop: tuple[str, ...] | None = None
+    json_mode: bool = Field(default=False, description="Ask for response_format json_object.")
+    timeout: float = Field(default=60.0, gt=0, description="Seconds for one attempt (connect + answer).")
+    concurrency: int | None = Field(default=None, ge=1, description="Calls in flight to this base_url at most.")
+    rpm: float | None = Field(default=None, gt=0, description="Requests per minute to this base_url at most.")
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not re.match(r"^https?://[^/\s]+", value):
+            raise ValueError(f"base_url must be an http:// or https:// URL, got {value!r}")
+        return value.rstrip("/")
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", value):
+            raise ValueError(
+                f"api_key_env must be the NAME of an environment variable (e.g. OPENAI_API_KEY), got {value[:4]!r}…"
+                if len(value) > 8
+                else f"api_key_env must be the NAME of an environment variable, got {value!r}"
+            )
+        return value
+
+    def sampling(self) -> dict[str, Any]:
+        """The sampling parameters sent with every request (only those declared)."""
+        params: dict[str, Any] = {}
+        if self.temperature is not None:
+            params["temperature"] = self.temperature
+        if self.top_p is not None:
+            params["top_p"] = self.top_p
+        if self.max_tokens is not None:
+            params["max_tokens"] = self.max_tokens
+        if self.seed is not None:
+            params["seed"] = self.seed
+        if self.stop is not None:
+            params["stop"] = list(self.stop)
+        if self.json_mode:
+            params["response_format"] = {"type": "json_object"}
+        return params
+
+    def endpoint_limit(self) -> EndpointLimit:
+        return EndpointLimit(key=self.base_url, concurrency=self.concurrency, rpm=self.rpm)
+
+
+# ---------------------------------------------------------------------- task lanes
+class _LaneFields(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    description: str | None = None
+    epochs: int = Field(default=1, ge=1, le=10_000, description="Samples per example: indexes 0..epochs-1.")
+
+    def samples(self) -> range:
+        return range(self.epochs)
+
+
+class PythonLaneSpec(_LaneFields):
+    type: Literal["python"]
+    function: str = Field(description="module:function or path/to/file.py:function; sync or async.")
+    timeout: float | None = Field(default=None, gt=0, description="Seconds per call; none by default.")
+    concurrency: int | None = Field(default=None, ge=1, description="Calls of this function in flight at most.")
+    cache: bool = Field(default=False, description="Cache outputs (keyed by the function's source file hash).")
+
+    @field_validator("function")
+    @classmethod
+    def _function_ref(cls, value: str) -> str:
+        target, sep, name = value.rpartition(":")
+        if not sep or not target or not name or not all(part.isidentifier() for part in name.split(".")):
+            raise ValueError(f"function must look like 'package.module:function' or 'file.py:function', got {value!r}")
+        return value
+
+
+class CommandLaneSpec(_LaneFields):
+    type: Literal["command"]
+    argv: tuple[str, ...] = Field(min_length=1, description="Program and arguments; no shell.")
+    output: Literal["json", "text"] = "text"
+    timeout: float = Field(default=60.0, gt=0)
+    cwd: str | None = Field(default=None, description="Working directory, relative to the evals folder.")
+    env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
+    concurrency: int | None = Field(default=None, ge=1)
+    cache: bool = False
+
+
+class MessageTemplate(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class ChatLaneSpec(EndpointSpec):
+    type: Literal["chat"]
+    description: str | None = None
+    epochs: int = Field(default=1, ge=1, le=10_000)
+    system: str | None = Field(default=None, description="Jinja2 template for a system message.")
+    prompt: str | None = Field(default=None, description="Jinja2 template for the user message.")
+    messages: tuple[MessageTemplate, ...] | None = Field(default=None, description="Full message list instead.")
+    output: Literal["json", "text"] = "text"
+    cache: bool = True
+
+    def samples(self) -> range:
+        return range(self.epochs)
+
+    @model_validator(mode="after")
+    def _one_prompt_form(self) -> ChatLaneSpec:
+        if (self.prompt is None) == (self.messages is None):
+            raise ValueError("a chat lane needs exactly one of 'prompt' (with optional 'system') or 'messages'")
+        if self.messages is not None and self.system is not None:
+            raise ValueError("'system' goes with 'prompt'; with 'messages', put the system message in the list")
+        for role, template in self.message_templates():
+            check_template(template, where=f"{role} message template")
+        return self
+
+    def message_templates(self) -> list[tuple[str, str]]:
+        if self.messages is not None:
+            return [(message.role, message.content) for message in self.messages]
+        templates = [("system", self.system)] if self.system is not None else []
+        templates.append(("user", self.prompt or ""))
+        return templates
+
+
+LaneSpec = PythonLaneSpec | CommandLaneSpec | ChatLaneSpec
+TaskSpec = Annotated[LaneSpec, Field(discriminator="type")]
+_TASK_ADAPTER: TypeAdapter[LaneSpec] = TypeAdapter(TaskSpec)
+
+
+def parse_task_spec(data: Any) -> LaneSpec:
+    """Validate the ``task:`` mapping of a config file (raises pydantic.ValidationError)."""
+    return _TASK_ADAPTER.validate_python(data)
+
+
+#: Endpoint fields that change how a call is made, not what it asks: left out of fingerprints.
+OPERATIONAL_FIELDS = frozenset({"timeout", "concurrency", "rpm", "retry", "api_key_env", "cache", "description"})
+
+
+__all__ = [
+    "LIVE_EXTRA_HINT",
+    "OPERATIONAL_FIELDS",
+    "ChatLaneSpec",
+    "CommandLaneSpec",
+    "EndpointSpec",
+    "LaneSpec",
+    "MessageTemplate",
+    "PythonLaneSpec",
+    "TaskSpec",
+    "check_template",
+    "parse_task_spec",
+]

@@ -1,0 +1,159 @@
+"""`evalglass calibrate` against hand-computed numbers, and judge gates that block until calibrated."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import yaml
+
+from evalglass.testing.fake_openai import FakeOpenAI
+
+from .conftest import LiveProject, evalglass
+
+# (human label, what the judge will answer) on a 1..3 scale; "junk" is an unusable answer.
+PAIRS = [(1, "1"), (1, "1"), (1, "2"), (2, "2"), (2, "3"), (3, "3"), (3, "3"), (3, "2"), (2, "junk")]
+
+
+def _labels(project: LiveProject) -> None:
+    lines = [
+        json.dumps({"id": f"l{i}", "question": f"item {i}", "output": f"answer {i} grade={answer}", "label": human})
+        for i, (human, answer) in enumerate(PAIRS)
+    ]
+    (project.root / "labels.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def _judge_project(project: LiveProject, ledger: dict | None = None) -> None:
+    project.write(
+        [{"id": "a", "question": "grade=3 a"}, {"id": "b", "question": "grade=2 b"}],
+        metrics={"quality": project.judge(scale={"min": 1, "max": 3})},
+        gates={"judged": {"metric": "quality"}},
+        ledger=ledger,
+    )
+    _labels(project)
+
+
+def test_calibrate_matches_hand_computed_numbers(project: LiveProject, server: FakeOpenAI) -> None:
+    _judge_project(project)
+    result = evalglass("calibrate", "quality", "--labels", "labels.jsonl", "--format", "json", cwd=project.root)
+    assert result.code == 0, result.err
+    record = json.loads(result.out)
+    # 8 usable pairs (the junk answer is excluded, not a disagreement); confusion rows human, columns judge:
+    #   human 1: judge 1,1,2   -> [2, 1, 0]
+    #   human 2: judge 2,3     -> [0, 1, 1]
+    #   human 3: judge 3,3,2   -> [0, 1, 2]
+    assert record["n"] == 8 and record["excluded"] == 1
+    assert record["confusion"] == [[2, 1, 0], [0, 1, 1], [0, 1, 2]]
+    assert record["agreed"] == 5 and record["agreement"] == 5 / 8
+    # kappa: p_o = 5/8; row sums 3,2,3 and column sums 2,3,3 over 8 -> p_e = (3*2 + 2*3 + 3*3) / 64 = 21/64
+    p_o, p_e = 5 / 8, 21 / 64
+    assert abs(record["kappa"] - (p_o - p_e) / (1 - p_e)) < 1e-12
+    # linear weights w = 1 - |i-j|/2: observed = (5*1 + 3*0.5 + 0*0) / 8 = 6.5/8 (three one-step misses, no two-step)
+    # expected = sum_ij w_ij r_i c_j / 64 with r = (3,2,3), c = (2,3,3)
+    r, c = (3, 2, 3), (2, 3, 3)
+    expected = sum((1 - abs(i - j) / 2) * r[i] * c[j] for i in range(3) for j in range(3)) / 64
+    assert abs(record["weighted_kappa_linear"] - (6.5 / 8 - expected) / (1 - expected)) < 1e-12
+    # Wilson 95 % for 5/8: centre and half-width by the textbook formula with z = 1.959963984540054
+    z = 1.959963984540054
+    p, n = 5 / 8, 8
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / (1 + z * z / n)
+    assert abs(record["agreement_interval"]["low"] - (centre - half)) < 1e-9
+    assert abs(record["agreement_interval"]["high"] - (centre + half)) < 1e-9
+
+    path = project.root / "calibrations" / "quality.json"
+    assert json.loads(path.read_text())["judge_fingerprint"] == record["judge_fingerprint"]
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    requests = server.request_count
+    assert requests == len(PAIRS)
+    assert evalglass("calibrate", "quality", "--labels", "labels.jsonl", cwd=project.root).code == 0
+    assert server.request_count == requests  # judge answers come from the cache
+
+
+def test_calibrate_text_output_and_errors(project: LiveProject) -> None:
+    _judge_project(project)
+    result = evalglass("calibrate", "quality", "--labels", "labels.jsonl", cwd=project.root)
+    assert result.code == 0, result.err
+    assert "agreement: 0.625 (5/8)" in result.out and "1 excluded" in result.out
+    assert "min_agreement" in result.out
+    missing = evalglass("calibrate", "nope", "--labels", "labels.jsonl", cwd=project.root)
+    assert missing.code == 2 and "no llm_judge metric named 'nope'" in missing.err
+    (project.root / "bad.jsonl").write_text('{"output": "x", "label": 7}\n')
+    bad = evalglass("calibrate", "quality", "--labels", "bad.jsonl", cwd=project.root)
+    assert bad.code == 2 and "bad.jsonl:1" in bad.err and "Traceback" not in bad.err
+
+
+def _gate(result_out: str) -> dict:
+    card = json.loads(result_out)
+    return next(gate for gate in card["decision"]["gates"] if gate["name"] == "judged")
+
+
+def test_judge_gate_blocks_until_calibrated_and_again_when_stale(project: LiveProject) -> None:
+    _judge_project(project)
+    fingerprint = project.gate_fingerprint("judged")
+    approval = {"gates": {"judged": {"active": True, "threshold": 2.0, "fingerprint": fingerprint}}}
+
+    # active, no judges entry and no calibration: blocked, and the reason says both what to write and what to run
+    (project.root / "authority.yaml").write_text(yaml.safe_dump(approval))
+    result = project.run()
+    assert result.code == 1
+    gate = _gate(result.out)
+    assert gate["outcome"] == "blocked"
+    reasons = {reason["code"]: reason["message"] for reason in gate["reasons"]}
+    assert "judges:" in reasons["judge_uncalibrated"] and "evalglass calibrate quality" in reasons["judge_uncalibrated"]
+    explained = evalglass("explain", "judged", cwd=project.root)
+    assert "evalglass calibrate quality --labels" in explained.out and "min_agreement" in explained.out
+
+    # calibrated (lower bound of 5/8 is about 0.31) and a ledger minimum the lower bound meets: the gate decides
+    assert evalglass("calibrate", "quality", "--labels", "labels.jsonl", cwd=project.root).code == 0
+    ledger = {**approval, "judges": {"quality": {"min_agreement": 0.3}}}
+    (project.root / "authority.yaml").write_text(yaml.safe_dump(ledger))
+    result = project.run()
+    assert result.code == 0, result.out
+    assert _gate(result.out)["outcome"] == "pass"  # judge grades 3 and 2: mean 2.5 >= 2.0
+    folder = project.last_run()
+    record = json.loads((folder / "runrecord.json").read_text())
+    assert record["calibrations"]["quality"]["agreed"] == 5
+    assert evalglass("verify", str(folder), cwd=project.root).code == 0
+
+    # a minimum the interval's lower bound does not meet: blocked, saying why
+    (project.root / "authority.yaml").write_text(
+        yaml.safe_dump({**approval, "judges": {"quality": {"min_agreement": 0.6}}})
+    )
+    result = project.run()
+    assert result.code == 1
+    (reason,) = [r for r in _gate(result.out)["reasons"] if r["code"] == "judge_uncalibrated"]
+    assert "lower bound" in reason["message"] and "0.6" in reason["message"]
+
+    # edit the rubric: the calibration describes another judge now (and the approval is stale too)
+    (project.root / "authority.yaml").write_text(yaml.safe_dump(ledger))
+    (project.root / "rubric.md").write_text("A different rubric.\n")
+    result = project.run()
+    assert result.code == 1
+    codes = {reason["code"]: reason["message"] for reason in _gate(result.out)["reasons"]}
+    assert "stale" in codes["judge_uncalibrated"]
+    assert "approval_stale" in codes  # the rubric's bytes are part of the gate fingerprint too
+
+    # the earlier run still verifies: it decided on its own snapshot of the calibration
+    assert evalglass("verify", str(folder), cwd=project.root).code == 0
+
+
+def test_changing_the_model_makes_the_calibration_stale(project: LiveProject) -> None:
+    _judge_project(project)
+    assert evalglass("calibrate", "quality", "--labels", "labels.jsonl", cwd=project.root).code == 0
+    config = project.root / "evalglass.yaml"
+    config.write_text(config.read_text().replace("model: judge-model", "model: judge-model-2"))
+    fingerprint = project.gate_fingerprint("judged")
+    (project.root / "authority.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "gates": {"judged": {"active": True, "threshold": 1.0, "fingerprint": fingerprint}},
+                "judges": {"quality": {"min_agreement": 0.1}},
+            }
+        )
+    )
+    result = project.run()
+    assert result.code == 1
+    (reason,) = [r for r in _gate(result.out)["reasons"] if r["code"] == "judge_uncalibrated"]
+    assert "stale" in reason["message"]

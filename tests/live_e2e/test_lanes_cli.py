@@ -1,0 +1,210 @@
+"""Each lane type through `evalglass run`; faults never become 0.0; retries and limits hold."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+from evalglass.testing.fake_openai import FakeOpenAI
+
+from .conftest import LiveProject, evalglass, numbers_in, questions
+
+
+def test_chat_lane_and_judge_produce_scores_that_verify(project: LiveProject, server: FakeOpenAI) -> None:
+    rows = [{"id": "a", "question": "grade=5 all good"}, {"id": "b", "question": "grade=2 meh"}]
+    project.write(rows, metrics={"echoed": {"type": "contains", "reference": "question"}, "quality": project.judge()})
+    result = project.run()
+    assert result.code == 0, result.err
+    card = json.loads(result.out)
+    by_name = {metric["name"]: metric for metric in card["metrics"]}
+    assert by_name["echoed"]["estimate"]["point"] == 1.0  # the echo server returned each question
+    assert by_name["quality"]["estimate"]["point"] == 3.5  # judge answered 5 and 2
+    scores = project.scores()
+    assert [row["id"] for row in scores] == ["a", "b"]
+    assert scores[0]["scores"]["quality"]["value"] == 5.0
+    assert scores[0]["scores"]["quality"]["evidence"][0].startswith("judge_call:")
+    assert server.request_count == 4  # 2 lane calls + 2 judge calls
+    verified = evalglass("verify", str(project.last_run()), cwd=project.root)
+    assert verified.code == 0, verified.out + verified.err
+
+
+def test_python_lane(project: LiveProject) -> None:
+    project.root.mkdir(parents=True)
+    (project.root / "app.py").write_text(
+        textwrap.dedent(
+            """
+            def answer(example):
+                if example["question"].endswith("3"):
+                    raise RuntimeError("cannot answer three")
+                return example["question"].upper()
+            """
+        )
+    )
+    project.write(
+        questions(5),
+        task={"type": "python", "function": "app.py:answer"},
+        metrics={"shout": {"type": "regex", "pattern": "^QUESTION \\d$"}},
+    )
+    result = project.run()
+    assert result.code == 0, result.err
+    scores = {row["id"]: row["scores"]["shout"] for row in project.scores()}
+    assert scores["q000"] == 1.0
+    assert scores["q003"]["status"] == "error"
+    assert scores["q003"]["diagnostics"][0]["code"] == "task_raised"
+    assert "cannot answer three" in scores["q003"]["diagnostics"][0]["message"]
+
+
+def test_command_lane(project: LiveProject, tmp_path: Path) -> None:
+    project.root.mkdir(parents=True)
+    (project.root / "tool.py").write_text(
+        textwrap.dedent(
+            """
+            import json, sys
+            example = json.load(sys.stdin)
+            if example["question"].endswith("1"):
+                print("broken", file=sys.stderr)
+                sys.exit(3)
+            print(json.dumps({"answer": example["question"][::-1]}))
+            """
+        )
+    )
+    import sys
+
+    project.write(
+        questions(3),
+        task={"type": "command", "argv": [sys.executable, "tool.py"], "output": "json"},
+        metrics={"has_answer": {"type": "field_present", "fields": ["answer"]}},
+    )
+    result = project.run()
+    assert result.code == 0, result.err
+    scores = {row["id"]: row["scores"]["has_answer"] for row in project.scores()}
+    assert scores["q000"] == 1.0 and scores["q002"] == 1.0
+    assert scores["q001"]["status"] == "error"
+    assert scores["q001"]["diagnostics"][0]["code"] == "task_exit_nonzero"
+
+
+def test_epochs_store_a_list_per_metric_and_reduce(project: LiveProject, server: FakeOpenAI) -> None:
+    rows = [{"id": "a", "question": "question a"}, {"id": "b", "question": "question b"}]
+    prompt = "{% if sample_index == 1 and example_id == 'a' %}[[behaviour:500]] {% endif %}{{ question }}"
+    project.write(
+        rows,
+        task=project.lane(epochs=3, prompt=prompt),
+        metrics={"echoed": {"type": "contains", "reference": "question", "reducer": "mean"}},
+    )
+    result = project.run()
+    assert result.code == 0, result.err
+    scores = {row["id"]: row["scores"]["echoed"] for row in project.scores()}
+    assert scores["b"] == [1.0, 1.0, 1.0]  # three samples, each scored
+    a = scores["a"]
+    assert a[0] == 1.0 and a[2] == 1.0  # in sample order, whatever the completion order
+    assert a[1]["status"] == "error" and a[1]["diagnostics"][0]["code"] == "call_server_error"
+    assert server.request_count == 6 + 2  # sample 1 of 'a' took 3 attempts
+    card = json.loads(result.out)
+    estimate = next(m for m in card["metrics"] if m["name"] == "echoed")["estimate"]
+    assert estimate["samples"] == 6 and estimate["reducer"] == "mean"
+
+
+FAULTS = {
+    "rate_limited": ("[[behaviour:429]] q", "call_rate_limited"),
+    "server_error": ("[[behaviour:500]] q", "call_server_error"),
+    "malformed": ("[[behaviour:malformed]] q", "call_malformed_response"),
+    "dropped": ("[[behaviour:drop]] q", "call_connection"),
+    "timeout": ("[[behaviour:hang]] q", "call_timeout"),
+    "bad_request": ("[[behaviour:400]] q", "call_invalid_request"),
+}
+
+
+def test_no_fault_becomes_zero(project: LiveProject, server: FakeOpenAI) -> None:
+    rows = [{"id": name, "question": question} for name, (question, _) in FAULTS.items()]
+    rows.append({"id": "healthy", "question": "grade=3 fine"})
+    project.write(
+        rows,
+        task=project.lane(timeout=0.5),
+        metrics={"echoed": {"type": "contains", "reference": "question"}, "quality": project.judge(timeout=0.5)},
+        gates={"g": {"metric": "echoed"}},
+    )
+    result = project.run()
+    assert result.code == 0, result.err
+    scores = {row["id"]: row["scores"] for row in project.scores()}
+    for name, (_, code) in FAULTS.items():
+        for metric in ("echoed", "quality"):
+            score = scores[name][metric]
+            assert score["status"] == "error", (name, metric, score)
+            assert "value" not in score, (name, score)  # never 0.0
+            assert score["diagnostics"][0]["code"] == code, (name, score)
+    assert scores["healthy"]["echoed"] == 1.0 and scores["healthy"]["quality"]["value"] == 3.0
+    all_numbers = [n for row in scores.values() for score in row.values() for n in numbers_in(score)]
+    assert all_numbers == [1.0, 3.0]
+    prompts = [request.last_user_message for request in server.requests]
+    assert prompts.count("[[behaviour:500]] q") == 3  # max_attempts
+    assert prompts.count("[[behaviour:429]] q") == 3
+    assert prompts.count("[[behaviour:400]] q") == 1  # permanent: not retried
+    assert prompts.count("[[behaviour:malformed]] q") == 1
+
+
+def test_judge_faults_are_errors_not_zero(project: LiveProject) -> None:
+    rows = [{"id": "junk", "question": "grade=junk"}, {"id": "off", "question": "grade=9"}]
+    project.write(rows, metrics={"quality": project.judge()})
+    assert project.run().code == 0
+    scores = {row["id"]: row["scores"]["quality"] for row in project.scores()}
+    assert scores["junk"]["status"] == "error" and scores["junk"]["diagnostics"][0]["code"] == "judge_unparseable"
+    assert "value" not in scores["junk"]
+    assert scores["off"]["status"] == "scored" and scores["off"]["validity"] == "invalid"
+
+
+def test_retry_then_success_is_scored(project: LiveProject, server: FakeOpenAI) -> None:
+    project.write(
+        [{"id": "a", "question": "[[behaviour:500,429:0,ok]] q"}], metrics={"q": {"type": "regex", "pattern": "^q$"}}
+    )
+    assert project.run().code == 0
+    assert project.scores()[0]["scores"]["q"] == 1.0
+    assert server.request_count == 3
+
+
+def test_concurrency_limits_hold(project: LiveProject, server: FakeOpenAI) -> None:
+    server.latency = 0.02
+    project.write(questions(40), concurrency={"max_in_flight": 3})
+    assert project.run().code == 0
+    assert server.request_count == 40
+    assert 1 < server.max_in_flight <= 3
+
+    server.reset()
+    project.write(questions(40, "other"), task=project.lane(concurrency=2), concurrency={"max_in_flight": 16})
+    assert project.run().code == 0
+    assert 1 < server.max_in_flight <= 2
+
+
+def test_endpoint_override_in_config_wins(project: LiveProject, server: FakeOpenAI) -> None:
+    server.latency = 0.02
+    project.write(
+        questions(30),
+        task=project.lane(concurrency=10),
+        concurrency={"max_in_flight": 16, "endpoints": {project.base_url + "/": {"max_in_flight": 2}}},
+    )
+    assert project.run().code == 0
+    assert 1 < server.max_in_flight <= 2
+
+
+def test_config_errors_are_one_line(project: LiveProject) -> None:
+    project.write(questions(1), task=project.lane(prompt="{{ question "))
+    result = project.run()
+    assert result.code == 2
+    assert "Jinja2 syntax error" in result.err and "Traceback" not in result.err
+    project.write(questions(1), concurrency={"max_inflight": 3})
+    result = project.run()
+    assert result.code == 2 and "max_inflight" in result.err
+    project.write(
+        questions(1),
+        metrics={
+            "q": {
+                "type": "llm_judge",
+                "rubric": "missing.md",
+                "scale": {"min": 1, "max": 5},
+                "base_url": project.base_url,
+                "model": "m",
+            }
+        },
+    )
+    result = project.run()
+    assert result.code == 2 and "missing.md" in result.err and "Traceback" not in result.err
