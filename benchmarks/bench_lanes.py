@@ -6,7 +6,8 @@ ideal time (calls x latency / concurrency = 3.906 s).
 The fake server runs in its own process (``python -m evalglass.testing.fake_openai``) so that its CPU does not
 compete with the client's event loop for the GIL. The client is the real path a run takes: a ``chat`` task lane
 (Jinja2 prompt, request fingerprint and cache key) -> retrier -> ``AsyncioExecutor.submit`` -> ``ChatClient``
-(the ``openai`` SDK with ``max_retries=0``) -> HTTP. Timing starts cold (no warm-up, connections opened inside).
+(the ``openai`` SDK's headers, aiohttp's connection pool) -> HTTP. Timing starts cold (no warm-up, connections
+opened inside).
 
     .venv/bin/python benchmarks/bench_lanes.py                  # 5000 calls, c=64, 50 ms, 3 repeats
     .venv/bin/python benchmarks/bench_lanes.py --calls 1000 --repeat 1 --cache
@@ -69,7 +70,7 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--transport", choices=["auto", "direct", "lean", "httpx"], default="auto")
+    parser.add_argument("--transport", choices=["auto", "direct", "httpx"], default="auto")
     parser.add_argument("--cache", action="store_true", help="write every result to a (refresh-mode) SQLite cache")
     args = parser.parse_args()
 

@@ -17,7 +17,7 @@ from evalglass.testing.fake_openai import FakeOpenAI
 
 from .conftest import KEY_ENV, SECRET, run
 
-TRANSPORTS = ["direct", "lean", "httpx"]
+TRANSPORTS = ["direct", "httpx"]
 
 
 def _spec(base_url: str, **fields: object) -> EndpointSpec:
@@ -148,7 +148,7 @@ def test_parse_retry_after_forms() -> None:
     assert parse_retry_after(None, None, now=0) is None
 
 
-# ------------------------------------------------------------------ the lean transport's HTTP edge cases
+# ------------------------------------------------------------------ the direct (aiohttp) transport's HTTP edge cases
 COMPLETION = orjson.dumps({"choices": [{"message": {"role": "assistant", "content": "raw ok"}}]})
 
 
@@ -210,8 +210,8 @@ def _chunked(body: bytes, *, size: int = 7) -> bytes:
     return out + b"0\r\n\r\n"
 
 
-@pytest.mark.parametrize("transport", ["direct", "lean"])
-def test_lean_transport_reads_chunked_gzip_continue_and_close_delimited_bodies(
+@pytest.mark.parametrize("transport", ["direct"])
+def test_direct_transport_reads_chunked_gzip_continue_and_close_delimited_bodies(
     raw_server: tuple[str, list[bytes]], transport: str
 ) -> None:
     base_url, responses = raw_server
@@ -237,8 +237,8 @@ def test_lean_transport_reads_chunked_gzip_continue_and_close_delimited_bodies(
     assert all(isinstance(r, Ok) and r.value.content == "raw ok" for r in results), results
 
 
-@pytest.mark.parametrize("transport", ["direct", "lean"])
-def test_lean_transport_reconnects_after_the_server_closed_an_idle_connection(
+@pytest.mark.parametrize("transport", ["direct"])
+def test_direct_transport_reconnects_after_the_server_closed_an_idle_connection(
     server: FakeOpenAI, transport: str
 ) -> None:
     async def go() -> list[Ok | Fault]:  # type: ignore[type-arg]
