@@ -1,0 +1,180 @@
+"""The chunked dataset reader gives exactly what reading the file line by line gives.
+
+The oracle below is the line-by-line reader the chunked one replaced. Files are built from lines of every kind
+(objects, other JSON, blank and whitespace-only lines, malformed JSON, missing and odd ids, CRLF endings, a last
+line without a newline) and read with chunk sizes from one byte up, so lines straddle chunk boundaries.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from evalglass.core.example import Example
+from evalglass.core.fieldpath import ABSENT
+from evalglass.core.fingerprint import PREFIX
+from evalglass.engine.dataset import BadLine, DatasetReader, field_getter
+from evalglass.errors import SetupError
+
+
+def line_by_line(path: Path, id_field: str, output_field: str) -> tuple[list[Example | BadLine], str, int, int]:
+    """The reader as it was: one ``for raw in handle`` iteration, hashing and parsing each line."""
+    get_id, get_output = field_getter(id_field), field_getter(output_field)
+    digest = hashlib.sha256()
+    items: list[Example | BadLine] = []
+    examples = bad = 0
+
+    def bad_line(number: int, code: str, message: str) -> BadLine:
+        return BadLine(id=f"line:{number}", line=number, code=code, message=f"{path}:{number}: {message}")
+
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            digest.update(raw)
+            if not raw.strip():
+                continue
+            try:
+                record = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                items.append(bad_line(number, "malformed_json", f"not valid JSON ({exc})"))
+                examples, bad = examples + 1, bad + 1
+                continue
+            if type(record) is not dict:
+                items.append(bad_line(number, "not_an_object", f"expected a JSON object, got {type(record).__name__}"))
+                examples, bad = examples + 1, bad + 1
+                continue
+            example_id = get_id(record)
+            if type(example_id) is not str:
+                if example_id is ABSENT:
+                    items.append(bad_line(number, "id_missing", f"no id field '{id_field}'"))
+                    examples, bad = examples + 1, bad + 1
+                    continue
+                if type(example_id) is not int:
+                    items.append(bad_line(number, "id_invalid", f"id must be a string or integer, not {example_id!r}"))
+                    examples, bad = examples + 1, bad + 1
+                    continue
+                example_id = str(example_id)
+            examples += 1
+            items.append(Example(id=example_id, line=number, fields=record, output=get_output(record)))
+    return items, PREFIX + digest.hexdigest(), examples, bad
+
+
+OBJECTS = st.fixed_dictionaries(
+    {},
+    optional={
+        "id": st.text(max_size=6) | st.integers(-5, 10**18) | st.none() | st.booleans() | st.just([1]),
+        "output": st.text(max_size=8)
+        | st.integers(-(2**63), 2**63 - 1)
+        | st.none()
+        | st.dictionaries(st.just("answer"), st.text(max_size=4)),
+        "meta": st.dictionaries(st.sampled_from(["id", "k"]), st.text(max_size=4) | st.integers(-9, 9), max_size=2),
+        "expected": st.text(max_size=5),
+    },
+).map(lambda obj: orjson.dumps(obj))
+LINES = OBJECTS | st.sampled_from(
+    [
+        b"",
+        b"   ",
+        b"\t",
+        b"\r",
+        b"\x0c",
+        b"[1, 2]",
+        b"42",
+        b'"text"',
+        b"null",
+        b"{",
+        b'{"id": "a",}',
+        b"{'id': 1}",
+        b'{"id": "x"} trailing',
+        b"\xff\xfe",
+        b'{"id": "\xc3\xa9", "output": "\xe2\x82\xac"}',
+        b'  {"id": "pad"}  ',
+        b'{"id": 123456789012345678901234567890}',
+        b'{"id": 7, "output": 1e999}',
+    ]
+)
+
+
+@st.composite
+def files(draw: Any) -> bytes:
+    lines = draw(st.lists(LINES, max_size=14))
+    endings = draw(st.lists(st.sampled_from([b"\n", b"\r\n"]), min_size=len(lines), max_size=len(lines)))
+    data = b"".join(line + ending for line, ending in zip(lines, endings, strict=True))
+    if data and draw(st.booleans()):
+        data = data.rstrip(b"\n")  # a last line without its newline
+    return data
+
+
+def _as_tuples(items: list[Example | BadLine]) -> list[tuple[Any, ...]]:
+    return [
+        ("example", item.id, item.line, item.fields, item.output, item.sample)
+        if isinstance(item, Example)
+        else ("bad", item.id, item.line, item.code, item.message)
+        for item in items
+    ]
+
+
+@pytest.mark.parametrize(("id_field", "output_field"), [("id", "output"), ("meta.id", "output.answer")])
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@given(data=files(), chunk=st.sampled_from([1, 2, 3, 7, 64, 1 << 20]))
+def test_chunked_reading_gives_what_line_by_line_reading_gives(
+    tmp_path: Path, id_field: str, output_field: str, data: bytes, chunk: int
+) -> None:
+    path = tmp_path / "data.jsonl"
+    path.write_bytes(data)
+    expected, fingerprint, examples, bad = line_by_line(path, id_field, output_field)
+    reader = DatasetReader(path, id_field=id_field, output_field=output_field, chunk=chunk)
+    items = list(reader)
+    assert _as_tuples(items) == _as_tuples(expected)
+    assert items == expected  # dataclass equality: every field of every Example, including any added later
+    assert all(type(item) is Example for item in items if not isinstance(item, BadLine))
+    assert (reader.fingerprint, reader.examples, reader.bad_lines) == (fingerprint, examples, bad)
+
+
+def test_a_line_longer_than_many_chunks(tmp_path: Path) -> None:
+    path = tmp_path / "data.jsonl"
+    long = orjson.dumps({"id": "long", "output": "x" * 5000})
+    path.write_bytes(b'{"id": "a"}\n' + long + b'\n{"id": "b"}')
+    items = list(DatasetReader(path, id_field="id", output_field="output", chunk=10))
+    assert [(item.id, item.line) for item in items] == [("a", 1), ("long", 2), ("b", 3)]
+    assert isinstance(items[1], Example) and items[1].output == "x" * 5000
+
+
+def test_the_fingerprint_is_known_only_after_the_whole_file(tmp_path: Path) -> None:
+    path = tmp_path / "data.jsonl"
+    path.write_bytes(b'{"id": "a"}\n{"id": "b"}\n')
+    reader = DatasetReader(path, id_field="id", output_field="output")
+    stream: Iterator[Example | BadLine] = iter(reader)
+    next(stream)
+    with pytest.raises(RuntimeError):
+        _ = reader.fingerprint
+    list(stream)
+    assert reader.fingerprint == PREFIX + hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_missing_dataset_is_a_setup_error(tmp_path: Path) -> None:
+    with pytest.raises(SetupError, match="dataset file not found"):
+        list(DatasetReader(tmp_path / "nope.jsonl", id_field="id", output_field="output"))
+
+
+@pytest.mark.parametrize("stop_early", [False, True])
+def test_the_collector_is_left_as_it_was(tmp_path: Path, stop_early: bool) -> None:
+    """The reader freezes the objects alive before the stream; finished or abandoned, it unfreezes them."""
+    path = tmp_path / "data.jsonl"
+    path.write_bytes(b'{"id": "a"}\n{"id": "b"}\n')
+    before = gc.get_freeze_count()
+    stream = iter(DatasetReader(path, id_field="id", output_field="output"))
+    next(stream)
+    assert gc.get_freeze_count() > before
+    if stop_early:
+        stream.close()  # type: ignore[attr-defined]
+    else:
+        list(stream)
+    assert gc.get_freeze_count() == 0
