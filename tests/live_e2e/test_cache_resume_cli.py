@@ -132,6 +132,7 @@ def test_resume_after_sigkill_matches_an_uninterrupted_run(
     assert killed_requests + len(resumed_prompts) <= reference_requests + 4  # at most the calls in flight at the kill
 
     assert (folder / "scores.jsonl").read_bytes() == (reference / "scores.jsonl").read_bytes()
+    assert (folder / "outputs.jsonl").read_bytes() == (reference / "outputs.jsonl").read_bytes()
     for name in ("scorecard.json", "runrecord.json", "report.md"):
         assert _normalised(folder, name) == _normalised(reference, name), name
     manifest = json.loads((folder / "run.json").read_text())
@@ -168,6 +169,25 @@ def test_resume_refuses_a_changed_config_or_dataset(project: LiveProject) -> Non
         handle.write('{"id": "new", "question": "new"}\n')
     result = project.run("--resume", str(folder))
     assert result.code == 2 and "the dataset changed" in result.err, result.err
+    lines = (project.root / "data.jsonl").read_text().splitlines()[:-1]
+    (project.root / "data.jsonl").write_text("\n".join(lines) + "\n")
+    (project.root / "authority.yaml").write_text("judges: {}\n")
+    result = project.run("--resume", str(folder))
+    assert result.code == 2 and "the authority ledger changed" in result.err, result.err
+    missing = project.run("--resume", str(project.root / "no-such-run"))
+    assert missing.code == 2 and "no such run folder" in missing.err and missing.err.count("\n") == 1
+
+
+def test_a_recorded_run_resumes_too(project: LiveProject) -> None:
+    rows = [{"id": f"r{i}", "question": f"q{i}", "output": f"q{i} answered"} for i in range(5)]
+    project.write(rows, task={"type": "recorded"})
+    assert project.run().code == 0
+    folder = project.last_run()
+    before = (folder / "scorecard.json").read_bytes()
+    result = project.run("--resume")
+    assert result.code == 0, result.err
+    assert (folder / "scorecard.json").read_bytes() == before
+    assert not (folder / "outputs.jsonl").exists()  # nothing was produced: the outputs are in the dataset
 
 
 def test_ctrl_c_stops_cleanly_and_says_how_to_resume(project: LiveProject, server: FakeOpenAI) -> None:

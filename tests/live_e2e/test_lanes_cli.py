@@ -25,6 +25,13 @@ def test_chat_lane_and_judge_produce_scores_that_verify(project: LiveProject, se
     assert scores[0]["scores"]["quality"]["value"] == 5.0
     assert scores[0]["scores"]["quality"]["evidence"][0].startswith("judge_call:")
     assert server.request_count == 4  # 2 lane calls + 2 judge calls
+    outputs = [json.loads(line) for line in (project.last_run() / "outputs.jsonl").read_text().splitlines()]
+    assert outputs[0] == {
+        "id": "a",
+        "line": 1,
+        "samples": [{"sample": 0, "output": "grade=5 all good"}],
+        "judges": {"quality": [{"label": 5, "rationale": "graded 5"}]},
+    }
     verified = evalglass("verify", str(project.last_run()), cwd=project.root)
     assert verified.code == 0, verified.out + verified.err
 
@@ -134,6 +141,20 @@ def test_no_fault_becomes_zero(project: LiveProject, server: FakeOpenAI) -> None
             assert "value" not in score, (name, score)  # never 0.0
             assert score["diagnostics"][0]["code"] == code, (name, score)
     assert scores["healthy"]["echoed"] == 1.0 and scores["healthy"]["quality"]["value"] == 3.0
+    outputs = {
+        row["id"]: row for row in map(json.loads, (project.last_run() / "outputs.jsonl").read_text().splitlines())
+    }
+    assert outputs["server_error"]["samples"] == [
+        {
+            "sample": 0,
+            "error": {
+                "code": "call_server_error",
+                "message": scores["server_error"]["echoed"]["diagnostics"][0]["message"].removeprefix(
+                    "the task lane produced no output: "
+                ),
+            },
+        }
+    ]
     all_numbers = [n for row in scores.values() for score in row.values() for n in numbers_in(score)]
     assert all_numbers == [1.0, 3.0]
     prompts = [request.last_user_message for request in server.requests]

@@ -29,6 +29,7 @@ def test_the_key_is_sent_but_never_stored(project: LiveProject, server: FakeOpen
     assert calibrated.code == 0, calibrated.err
     progress = evalglass("run", cwd=project.root)  # text output with the plain progress lines on stderr
     assert progress.code == 0
+    assert "evalglass: scored 3 examples in " in progress.err  # not a terminal: plain lines, no bar
 
     assert any(request.headers.get("authorization") == f"Bearer {SECRET}" for request in server.requests)
     quoted = next(row for row in project.scores() if row["id"] == "quoted")

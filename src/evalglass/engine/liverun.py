@@ -31,10 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.example import Example
 from evalglass.core.score import Score, ScoreContractError, Status
-from evalglass.engine.artifacts import ScoresWriter, score_to_json
+from evalglass.engine.artifacts import FILE_MODE, ScoresWriter, score_to_json
 from evalglass.engine.cache import CacheMode, CallCache
 from evalglass.engine.config import LoadedConfig
 from evalglass.engine.dataset import BadLine, DatasetReader
@@ -84,11 +86,51 @@ def build_executor(loaded: LoadedConfig) -> AsyncioExecutor:
 
 @dataclass(frozen=True, slots=True)
 class ExampleResult:
-    """One dataset line, scored: per metric, one result per sample row (a float or a Score)."""
+    """One dataset line, scored: per metric, one result per sample row (a float or a Score); and what the lane
+    produced and the judges said, for ``outputs.jsonl``."""
 
     item: Example | BadLine
     rows: int
     results: dict[str, list[Any]]
+    produced: list[dict[str, Any]] | None = None
+    judged: dict[str, list[dict[str, Any] | None]] | None = None
+
+
+OUTPUTS_FILE = "outputs.jsonl"
+
+
+class OutputsWriter:
+    """``outputs.jsonl``: per example, each sample's output (or why there is none) and each judge's label and
+    rationale, in dataset order. Scores say how good an output was; this file says what it was. Written like
+    ``scores.jsonl`` (hidden partial file, renamed on commit, 0600) and holding nothing time- or cache-dependent,
+    so a resumed run writes the same bytes."""
+
+    def __init__(self, folder: Path) -> None:
+        self.final = folder / OUTPUTS_FILE
+        self.partial = folder / f".{OUTPUTS_FILE}.partial"
+        fd = os.open(self.partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+        self._handle = os.fdopen(fd, "wb", buffering=1 << 20)
+
+    def write(self, result: ExampleResult) -> None:
+        row: dict[str, Any] = {"id": result.item.id, "line": result.item.line}
+        if isinstance(result.item, BadLine):
+            row["error"] = {"code": result.item.code, "message": result.item.message}
+        if result.produced is not None:
+            row["samples"] = result.produced
+        if result.judged:
+            row["judges"] = result.judged
+        self._handle.write(orjson.dumps(row, default=repr, option=orjson.OPT_APPEND_NEWLINE))
+
+    def commit(self) -> None:
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+        self._handle.close()
+        os.replace(self.partial, self.final)
+
+    def abort(self) -> None:
+        self._handle.close()
+        with contextlib.suppress(FileNotFoundError):
+            self.partial.unlink()
 
 
 @dataclass
@@ -104,7 +146,6 @@ class _Built:
 
 def _build(loaded: LoadedConfig, executor: Executor, cache: CallCache | None) -> _Built:
     """Lane and judges, inside the running loop (their HTTP clients belong to it)."""
-    from evalglass.lanes.judge import Judge
     from evalglass.lanes.task import LaneConfigError, build_lane
 
     config = loaded.config
@@ -116,6 +157,8 @@ def _build(loaded: LoadedConfig, executor: Executor, cache: CallCache | None) ->
             except LaneConfigError as exc:
                 raise SetupError(f"task: {exc}", where=str(loaded.path)) from None
         for name, spec in config.judges.items():
+            from evalglass.lanes.judge import Judge  # the openai SDK and aiohttp: only when a judge is declared
+
             try:
                 built.judges[name] = Judge(spec, base_dir=loaded.base_dir, executor=executor, cache=cache)
             except LaneConfigError as exc:
@@ -170,21 +213,27 @@ class LiveScorer:
         self.epochs = config.lane.epochs if config.lane is not None else 1
 
     async def score(self, item: Example | BadLine) -> ExampleResult:
-        rows = await self._rows(item)
+        produced: list[dict[str, Any]] | None = [] if self.lane is not None and isinstance(item, Example) else None
+        rows = await self._rows(item, produced)
         if isinstance(rows, Score):
             self.counters.count_result(rows, len(self.order))
-            return ExampleResult(item, 1, {name: [rows] for name in self.order})
+            return ExampleResult(item, 1, {name: [rows] for name in self.order}, produced)
         results: dict[str, list[Any]] = {name: [] for name in self.order}
         if len(rows) == 1:  # the common case: no gather, no extra futures
             per_row = [await self._score_row(rows[0])]
         else:
             per_row = await asyncio.gather(*(self._score_row(row) for row in rows))
-        for row_results in per_row:
+        judged: dict[str, list[dict[str, Any] | None]] = {name: [] for name in self.judges}
+        for row_results, notes in per_row:
             for name in self.order:
                 results[name].append(row_results[name])
-        return ExampleResult(item, len(rows), results)
+            for name in self.judges:
+                judged[name].append(notes.get(name))
+        return ExampleResult(item, len(rows), results, produced, judged)
 
-    async def _rows(self, item: Example | BadLine) -> list[Example | Score] | Score:
+    async def _rows(
+        self, item: Example | BadLine, produced: list[dict[str, Any]] | None
+    ) -> list[Example | Score] | Score:
         """The sample rows of one line: examples carrying an output, or a lane's failure score for that sample."""
         if self.lane is None:
             expanded = expand(item, self.samples)
@@ -207,15 +256,21 @@ class LiveScorer:
                 self.counters.cached += outcome.cached
                 output = outcome.value
                 rows.append(Example(id=item.id, line=item.line, fields=item.fields, output=output, sample=sample))
+                if produced is not None:
+                    produced.append({"sample": sample, "output": output})
             else:
                 self.counters.lane_failures += 1
                 rows.append(failure_score(outcome))
+                if produced is not None:
+                    produced.append({"sample": sample, "error": {"code": outcome.code, "message": outcome.message}})
         return rows
 
-    async def _score_row(self, row: Example | Score) -> dict[str, Any]:
+    async def _score_row(self, row: Example | Score) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+        """Every metric's result for one sample row, and what each judge said about it."""
+        notes: dict[str, dict[str, Any]] = {}
         if isinstance(row, Score):
             self.counters.count_result(row, len(self.order))
-            return dict.fromkeys(self.order, row)
+            return dict.fromkeys(self.order, row), notes
         found: dict[str, Any] = {}
         loop = asyncio.get_running_loop()
         waiting: list[tuple[str, Awaitable[Any]]] = []
@@ -225,7 +280,7 @@ class LiveScorer:
             else:
                 found[name] = function(row)
         for name, judge in self.judges.items():
-            waiting.append((name, self._judge(judge, row)))
+            waiting.append((name, self._judge(judge, row, notes, name)))
         if len(waiting) == 1:
             name, awaitable = waiting[0]
             found[name] = await awaitable
@@ -234,10 +289,12 @@ class LiveScorer:
             found.update(zip((name for name, _ in waiting), values, strict=True))
         for name in self.order:
             self.counters.count_result(found[name], 1)
-        return found
+        return found, notes
 
-    async def _judge(self, judge: Any, row: Example) -> Score:
+    async def _judge(self, judge: Any, row: Example, notes: dict[str, dict[str, Any]], name: str) -> Score:
         result = await judge.judge(row)
+        if result.raw is not None:
+            notes[name] = {"label": result.label, "rationale": result.rationale}
         self.counters.retries += _retries(result.attempts)
         if result.call_id is not None:
             self.counters.calls += 1
@@ -266,6 +323,7 @@ async def _score_all(
     shape: Any,
     reader: DatasetReader,
     window: int,
+    outputs: OutputsWriter,
 ) -> None:
     """Producer/consumer with a bounded, ordered queue of example tasks (see the module docstring)."""
     queue: asyncio.Queue[asyncio.Task[ExampleResult] | None] = asyncio.Queue(maxsize=window)
@@ -298,6 +356,7 @@ async def _score_all(
                 encoded = [_record(columns[name], name, value) for value in values]
                 row[name] = encoded if samples else encoded[0]
             writer.write(item.id, item.line, row, cluster)
+            outputs.write(result)
             counters.done += 1
 
     producer = asyncio.ensure_future(produce())
@@ -349,7 +408,7 @@ def score_live(
             if progress is not None:
                 ticker = asyncio.ensure_future(progress.run())
             window = max(256, 4 * config.concurrency.max_in_flight)
-            await _score_all(loaded, scorer, writer, columns, shape, reader, window)
+            await _score_all(loaded, scorer, writer, columns, shape, reader, window, outputs)
         finally:
             if ticker is not None:
                 ticker.cancel()
@@ -365,7 +424,13 @@ def score_live(
             if cache is not None:
                 cache.close()
 
-    asyncio.run(main())
+    outputs = OutputsWriter(writer.final.parent)
+    try:
+        asyncio.run(main())
+    except BaseException:
+        outputs.abort()
+        raise
+    outputs.commit()
     scores_sha256 = writer.commit()
     return Scored(columns=columns, shape=shape, dataset=dataset_summary(config, reader), scores_sha256=scores_sha256)
 
@@ -396,4 +461,13 @@ async def calibrate_with_judge(
             cache.close()
 
 
-__all__ = ["CACHE_FILE", "LiveScorer", "build_executor", "cache_path", "open_cache", "score_live"]
+__all__ = [
+    "CACHE_FILE",
+    "OUTPUTS_FILE",
+    "LiveScorer",
+    "OutputsWriter",
+    "build_executor",
+    "cache_path",
+    "open_cache",
+    "score_live",
+]

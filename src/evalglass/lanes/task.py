@@ -31,13 +31,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from evalglass.core.score import Score, Status
 from evalglass.engine.cache import CallCache, cache_key, canonical_json
-from evalglass.lanes.chat import ChatClient, ChatReply, ChatRequest, TransportChoice, Usage
 from evalglass.lanes.executor import EndpointLimit, Executor
 from evalglass.lanes.retry import Attempt, Retrier
 from evalglass.lanes.specs import (
@@ -51,6 +50,9 @@ from evalglass.lanes.specs import (
     parse_task_spec,
 )
 from evalglass.lanes.templating import TemplateFailure, compile_template, render, template_context
+
+if TYPE_CHECKING:  # the chat client (openai SDK, aiohttp) is imported only when a chat lane is built
+    from evalglass.lanes.chat import ChatReply, TransportChoice, Usage
 
 _MAX_DETAIL = 2000
 
@@ -387,6 +389,8 @@ class ChatLane(TaskLane):
         self.cache = cache if spec.cache else None
         self.templates = [(role, compile_template(source)) for role, source in spec.message_templates()]
         self.retrier = retrier or Retrier(spec.retry)
+        from evalglass.lanes.chat import ChatClient
+
         self.client = ChatClient(spec, env=env, transport=transport)
         self.fingerprint = fingerprint_of(chat_lane_definition(spec))
 
@@ -398,6 +402,8 @@ class ChatLane(TaskLane):
                 messages.append((role, render(template, context, what=f"the {role} prompt", example_id=example_id)))
         except TemplateFailure as failure:
             return LaneFailure(failure.code, failure.message, sample)
+        from evalglass.lanes.chat import ChatReply, ChatRequest
+
         request = ChatRequest.build(self.spec, messages)
         body = request.body()
         key = cache_key(self.fingerprint, body, sample)
