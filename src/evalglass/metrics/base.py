@@ -3,11 +3,15 @@
 A result is a :class:`~evalglass.core.score.Score`, or a bare finite float as shorthand for scored+valid (the hot
 path for builtins on large datasets). A metric never returns 0.0 for a measurement it could not make: it returns a
 Score with status and diagnostic instead.
+
+A spec may also build a *batch* function (:meth:`MetricSpec.build_batch`): one call over a whole batch of examples
+that returns, example for example, exactly what the per-example function returns. Builtins use it to keep their
+common case in one tight loop and hand anything unusual to the per-example function.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -21,6 +25,7 @@ from evalglass.core.stats import Reducer
 
 MetricResult = float | Score
 MetricFn = Callable[[Example], MetricResult]
+BatchMetricFn = Callable[[Sequence[Example]], list[MetricResult]]
 
 
 class MetricSpec(BaseModel):
@@ -81,6 +86,15 @@ class MetricSpec(BaseModel):
         """Compile the spec into a fast per-example function. ``base_dir`` resolves relative file paths."""
         raise NotImplementedError
 
+    def build_batch(self, one: MetricFn) -> BatchMetricFn | None:
+        """Optionally, a function scoring a whole batch, given the per-example function ``one`` this spec built.
+
+        Its contract: for every example, in order, the very result ``one`` returns (equal floats, equal Scores).
+        It may call ``one`` for any example it does not handle itself. If it raises, the engine scores that batch
+        with ``one``, example by example, so a batch function can never change an outcome. None: no batch path.
+        """
+        return None
+
     def referenced_files(self, base_dir: Path) -> tuple[Path, ...]:
         """Files whose contents define this metric (a schema, a host module); approvals bind their hashes too."""
         return ()
@@ -100,6 +114,71 @@ class MetricSpec(BaseModel):
         if self.reducer is Reducer.MEAN:
             payload.pop("reducer")
         return payload
+
+
+class BatchedMetric:
+    """A metric function that can also score a batch at once; calling it scores one example."""
+
+    __slots__ = ("batch", "one")
+
+    def __init__(self, one: MetricFn, batch: BatchMetricFn) -> None:
+        self.one = one
+        self.batch = batch
+
+    def __call__(self, example: Example) -> MetricResult:
+        return self.one(example)
+
+
+def build_with_batch(spec: MetricSpec, one: MetricFn) -> MetricFn:
+    """``one``, or a :class:`BatchedMetric` around it when the spec has a batch path."""
+    batch = spec.build_batch(one)
+    return one if batch is None else BatchedMetric(one, batch)
+
+
+def value_getter(path: str | None) -> Callable[[Any], Any]:
+    """``get_path(document, parse_path(path))`` (the document itself for None), walking plain dicts inline.
+
+    Same answers as :func:`get_path` for every document: JSON objects (exact ``dict``) with plain keys take the
+    fast way, anything else goes through ``get_path`` from where the fast way stopped.
+    """
+    if path is None:
+        return _itself
+    parts = parse_path(path)
+    if not all(type(part) is str for part in parts):
+        return lambda document: get_path(document, parts)
+    if len(parts) == 1:
+        key = parts[0]
+        return lambda document: document.get(key, ABSENT) if type(document) is dict else get_path(document, parts)
+
+    def walk(document: Any) -> Any:
+        current = document
+        for index, key in enumerate(parts):
+            if type(current) is not dict:
+                return get_path(current, parts[index:])
+            current = current.get(key, ABSENT)
+            if current is ABSENT:
+                return ABSENT
+        return current
+
+    return walk
+
+
+def _itself(document: Any) -> Any:
+    return document
+
+
+def values_getter(path: str | None) -> Callable[[list[Any]], list[Any]]:
+    """``[value_getter(path)(document) for document in documents]``, in one loop with no call per plain dict."""
+    if path is None:
+        return list
+    parts = parse_path(path)
+    if len(parts) == 1 and type(parts[0]) is str:
+        key = parts[0]
+        return lambda documents: [
+            document.get(key, ABSENT) if type(document) is dict else get_path(document, parts) for document in documents
+        ]
+    get = value_getter(path)
+    return lambda documents: [get(document) for document in documents]
 
 
 def measured_target(spec: MetricSpec) -> Callable[[Example], Any]:
@@ -134,11 +213,16 @@ def missing_field(spec: MetricSpec, example: Example) -> Score:
 
 __all__ = [
     "ABSENT",
+    "BatchMetricFn",
+    "BatchedMetric",
     "MetricFn",
     "MetricResult",
     "MetricSpec",
+    "build_with_batch",
     "measured_target",
     "missing_field",
     "missing_reference",
     "reference_getter",
+    "value_getter",
+    "values_getter",
 ]

@@ -6,7 +6,7 @@ Both compare with JSON semantics (see :mod:`evalglass.metrics.jsonvalue`): ``tru
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -16,15 +16,17 @@ from evalglass.core.example import Example
 from evalglass.core.score import Score
 from evalglass.metrics.base import (
     ABSENT,
+    BatchMetricFn,
     MetricFn,
     MetricResult,
     MetricSpec,
     measured_target,
     missing_reference,
     reference_getter,
+    values_getter,
 )
 from evalglass.metrics.jsonvalue import NotJsonError, json_key
-from evalglass.metrics.normalize import NormalizeOptions, Normalizer, build_normalizer
+from evalglass.metrics.normalize import NormalizeOptions, Normalizer, build_normalizer, is_identity
 from evalglass.metrics.support import (
     NoReferenceSpec,
     json_type_name,
@@ -75,6 +77,48 @@ class ExactMatchSpec(MetricSpec):
             return _comparer(reference, normalizer)(value)
 
         return exact_match_reference
+
+    def build_batch(self, one: MetricFn) -> BatchMetricFn | None:
+        """Two strings compare in the loop (after normalising); every other case is ``one``'s."""
+        if self.reference is None:
+            return self._literal_batch(one)
+        values_of = values_getter(self.field)
+        golds_of = values_getter(self.reference)
+        normalizer = build_normalizer(self.normalize)
+        identity = is_identity(normalizer)
+
+        def exact_match_reference_batch(examples: Sequence[Example]) -> list[MetricResult]:
+            values = values_of([example.output for example in examples])
+            golds = golds_of([example.fields for example in examples])
+            if identity:
+                return [
+                    (1.0 if value == gold else 0.0) if type(value) is str and type(gold) is str else one(example)
+                    for example, value, gold in zip(examples, values, golds, strict=True)
+                ]
+            return [
+                (1.0 if normalizer(value) == normalizer(gold) else 0.0)
+                if type(value) is str and type(gold) is str
+                else one(example)
+                for example, value, gold in zip(examples, values, golds, strict=True)
+            ]
+
+        return exact_match_reference_batch
+
+    def _literal_batch(self, one: MetricFn) -> BatchMetricFn | None:
+        if not isinstance(self.expected, str):
+            return None
+        values_of = values_getter(self.field)
+        normalizer = build_normalizer(self.normalize)
+        gold = normalizer(self.expected)
+
+        def exact_match_batch(examples: Sequence[Example]) -> list[MetricResult]:
+            values = values_of([example.output for example in examples])
+            return [
+                (1.0 if normalizer(value) == gold else 0.0) if type(value) is str else one(example)
+                for example, value in zip(examples, values, strict=True)
+            ]
+
+        return exact_match_batch
 
     def _build_literal(self, target: Callable[[Example], Any], compare: Comparer) -> MetricFn:
         def exact_match(example: Example) -> MetricResult:
@@ -150,3 +194,24 @@ class EnumSpec(NoReferenceSpec):
             return 1.0 if key in allowed else 0.0
 
         return enum
+
+    def build_batch(self, one: MetricFn) -> BatchMetricFn | None:
+        """Strings are looked up in the loop (a string's JSON key is ``("s", text)``); the rest is ``one``'s."""
+        values_of = values_getter(self.field)
+        fold = not self.case_sensitive
+        allowed_text = frozenset(
+            key[1]
+            for key in (json_key(value, fold_case=fold) for value in self.values)
+            if isinstance(key, tuple) and key[0] == "s"
+        )
+
+        def enum_batch(examples: Sequence[Example]) -> list[MetricResult]:
+            values = values_of([example.output for example in examples])
+            return [
+                (1.0 if (value.casefold() if fold else value) in allowed_text else 0.0)
+                if type(value) is str
+                else one(example)
+                for example, value in zip(examples, values, strict=True)
+            ]
+
+        return enum_batch

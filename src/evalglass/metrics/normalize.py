@@ -79,3 +79,8 @@ def build_normalizer(options: NormalizeOptions) -> Normalizer:
 
 def _identity(text: str) -> str:
     return text
+
+
+def is_identity(normalizer: Normalizer) -> bool:
+    """Whether ``normalizer`` (from :func:`build_normalizer`) leaves every string as it is."""
+    return normalizer is _identity

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -16,7 +17,7 @@ from pydantic import Field, model_validator
 
 from evalglass.core.example import Example
 from evalglass.core.score import Score
-from evalglass.metrics.base import ABSENT, MetricFn, MetricResult, measured_target
+from evalglass.metrics.base import ABSENT, BatchMetricFn, MetricFn, MetricResult, measured_target, values_getter
 from evalglass.metrics.support import Bound, NoReferenceSpec, preview, target_missing, wrong_type
 
 _DECIMAL = re.compile(r"\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*")
@@ -68,6 +69,49 @@ class NumericBoundsSpec(NoReferenceSpec):
             return inside(number)
 
         return numeric_bounds
+
+    def build_batch(self, one: MetricFn) -> BatchMetricFn | None:
+        """A float that is not NaN, or an int (never a bool), is compared in the loop; the rest is ``one``'s.
+
+        The comparisons are the per-example ones, written out for each shape of range.
+        """
+        values_of = values_getter(self.field)
+        low, high = self.min, self.max
+        if not self.inclusive or low is None or high is None:
+            return self._one_sided_batch(one)
+
+        def numeric_bounds_batch(examples: Sequence[Example]) -> list[MetricResult]:
+            numbers = values_of([example.output for example in examples])
+            return [
+                (1.0 if low <= number <= high else 0.0)
+                if ((kind := type(number)) is float and number == number) or kind is int
+                else one(example)
+                for example, number in zip(examples, numbers, strict=True)
+            ]
+
+        return numeric_bounds_batch
+
+    def _one_sided_batch(self, one: MetricFn) -> BatchMetricFn:
+        values_of = values_getter(self.field)
+        low, high, inclusive = self.min, self.max, self.inclusive
+
+        def inside(number: float) -> float:
+            if inclusive:
+                ok = (low is None or number >= low) and (high is None or number <= high)
+            else:
+                ok = (low is None or number > low) and (high is None or number < high)
+            return 1.0 if ok else 0.0
+
+        def numeric_bounds_batch(examples: Sequence[Example]) -> list[MetricResult]:
+            numbers = values_of([example.output for example in examples])
+            return [
+                inside(number)
+                if ((kind := type(number)) is float and number == number) or kind is int
+                else one(example)
+                for example, number in zip(examples, numbers, strict=True)
+            ]
+
+        return numeric_bounds_batch
 
 
 def _as_number(value: Any, coerce: bool) -> float | Score:

@@ -17,12 +17,14 @@ from evalglass.core.example import Example
 from evalglass.core.score import Score
 from evalglass.metrics.base import (
     ABSENT,
+    BatchMetricFn,
     MetricFn,
     MetricResult,
     MetricSpec,
     measured_target,
     missing_reference,
     reference_getter,
+    values_getter,
 )
 from evalglass.metrics.support import CountBound, NoReferenceSpec, target_missing, wrong_type
 
@@ -70,6 +72,25 @@ class ContainsSpec(MetricSpec):
             return _found(text.casefold() if fold else text, needles, wants_all)
 
         return contains
+
+    def build_batch(self, one: MetricFn) -> BatchMetricFn | None:
+        """Literal texts: a string output is searched in the loop; every other case is ``one``'s."""
+        if self.value is None:
+            return None
+        values_of = values_getter(self.field)
+        fold = not self.case_sensitive
+        wants_all = self.mode == "all"
+        raw = [self.value] if isinstance(self.value, str) else self.value
+        needles = tuple(needle.casefold() if fold else needle for needle in raw)
+
+        def contains_batch(examples: Sequence[Example]) -> list[MetricResult]:
+            texts = values_of([example.output for example in examples])
+            return [
+                _found(text.casefold() if fold else text, needles, wants_all) if type(text) is str else one(example)
+                for example, text in zip(examples, texts, strict=True)
+            ]
+
+        return contains_batch
 
     def _build_reference(self, target: Callable[[Example], Any], fold: bool, wants_all: bool) -> MetricFn:
         gold = reference_getter(self)
@@ -166,6 +187,21 @@ class RegexSpec(NoReferenceSpec):
 
         return regex
 
+    def build_batch(self, one: MetricFn) -> BatchMetricFn | None:
+        """A string output is matched in the loop; every other case is ``one``'s."""
+        values_of = values_getter(self.field)
+        compiled = self.compiled()
+        matcher = compiled.search if self.match == "search" else compiled.fullmatch
+
+        def regex_batch(examples: Sequence[Example]) -> list[MetricResult]:
+            texts = values_of([example.output for example in examples])
+            return [
+                (1.0 if matcher(text) is not None else 0.0) if type(text) is str else one(example)
+                for example, text in zip(examples, texts, strict=True)
+            ]
+
+        return regex_batch
+
 
 class WordCountSpec(NoReferenceSpec):
     """Length control in words, where a word is a maximal run of non-whitespace characters.
@@ -202,3 +238,20 @@ class WordCountSpec(NoReferenceSpec):
             return 1.0 if count >= low and (high is None or count <= high) else 0.0
 
         return word_count
+
+    def build_batch(self, one: MetricFn) -> BatchMetricFn | None:
+        """A string output is counted in the loop; every other case is ``one``'s."""
+        values_of = values_getter(self.field)
+        low = 0 if self.min is None else self.min
+        high = self.max
+
+        def word_count_batch(examples: Sequence[Example]) -> list[MetricResult]:
+            texts = values_of([example.output for example in examples])
+            return [
+                (1.0 if (count := len(text.split())) >= low and (high is None or count <= high) else 0.0)
+                if type(text) is str
+                else one(example)
+                for example, text in zip(examples, texts, strict=True)
+            ]
+
+        return word_count_batch

@@ -1,0 +1,116 @@
+"""Property: a metric's batch path returns, example for example, exactly what its per-example function returns.
+
+The batch path is a speed-up only. Equal here means the same type and the same value (``1.0`` is not ``1``,
+``-0.0`` is not ``0.0``) or an equal Score, for outputs and records of every shape: the common case the batch
+loop handles itself and everything it hands back to the per-example function.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from evalglass.core.example import Example
+from evalglass.core.fieldpath import ABSENT, get_path, parse_path
+from evalglass.metrics import parse_metric_spec
+from evalglass.metrics.base import BatchedMetric, build_with_batch, value_getter, values_getter
+
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=12)
+    | st.sampled_from(["Paris", "paris ", "42", "a1", "yes", "NO", "-0.5", " 3 ", "a b c", "", "ß", "Straße"])
+)
+VALUES = st.recursive(
+    SCALARS,
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.sampled_from(["answer", "n", "x"]), children),
+    max_leaves=8,
+)
+ODD = st.sampled_from([ABSENT, {1, 2}, b"bytes", (1, "a"), {1: "int key"}, frozenset({"x"})])
+OUTPUTS = VALUES | ODD | st.dictionaries(st.sampled_from(["answer", "n"]), VALUES | ODD, max_size=2)
+RECORDS = st.dictionaries(st.sampled_from(["gold", "other"]), VALUES | ODD, max_size=2)
+
+#: Every builtin configuration with a batch path, with and without a ``field``, with and without normalising.
+CONFIGS: list[dict[str, Any]] = [
+    {"type": "exact_match", "reference": "gold"},
+    {"type": "exact_match", "reference": "gold", "field": "answer"},
+    {"type": "exact_match", "reference": "gold", "normalize": {"case": True, "whitespace": True}},
+    {"type": "exact_match", "reference": "gold", "normalize": {"punctuation": True, "unicode": True}},
+    {"type": "exact_match", "expected": "Paris"},
+    {"type": "exact_match", "expected": "paris", "normalize": {"case": True}, "field": "answer"},
+    {"type": "regex", "pattern": r"\d+"},
+    {"type": "regex", "pattern": r"^\d+$", "match": "fullmatch", "flags": ["multiline"], "field": "answer"},
+    {"type": "numeric_bounds", "min": 0, "max": 800},
+    {"type": "numeric_bounds", "min": 0, "max": 1, "field": "n"},
+    {"type": "numeric_bounds", "min": -5, "inclusive": False, "coerce": True},
+    {"type": "numeric_bounds", "max": 3.5},
+    {"type": "contains", "value": "a"},
+    {"type": "contains", "value": ["a", "b"], "mode": "all", "case_sensitive": False, "field": "answer"},
+    {"type": "word_count", "min": 1, "max": 3},
+    {"type": "word_count", "max": 0, "field": "answer"},
+    {"type": "enum", "values": ["yes", "no", 1, None], "case_sensitive": False},
+    {"type": "enum", "values": ["Paris", "ß"], "field": "answer"},
+]
+
+
+def _same(left: Any, right: Any) -> bool:
+    if type(left) is not type(right):
+        return False
+    if isinstance(left, float):
+        return (math.isnan(left) and math.isnan(right)) or (
+            left == right and math.copysign(1, left) == math.copysign(1, right)
+        )
+    return bool(left == right)
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda config: f"{config['type']}:{sorted(config.items())}")
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(rows=st.lists(st.tuples(OUTPUTS, RECORDS), max_size=12))
+def test_the_batch_path_gives_what_each_example_gives(config: dict[str, Any], rows: list[tuple[Any, Any]]) -> None:
+    spec = parse_metric_spec(config)
+    built = build_with_batch(spec, spec.build(Path(".")))
+    assert isinstance(built, BatchedMetric), "every configuration listed here has a batch path"
+    examples = [Example(id=str(i), line=i + 1, fields=record, output=output) for i, (output, record) in enumerate(rows)]
+    batch = built.batch(examples)
+    one = [built.one(example) for example in examples]
+    assert len(batch) == len(one)
+    for got, expected in zip(batch, one, strict=True):
+        assert _same(got, expected), (got, expected)
+
+
+def test_a_literal_expected_value_that_is_not_text_has_no_batch_path() -> None:
+    spec = parse_metric_spec({"type": "exact_match", "expected": {"a": [1, 2]}})
+    assert not isinstance(build_with_batch(spec, spec.build(Path("."))), BatchedMetric)
+
+
+def test_calling_a_batched_metric_scores_one_example() -> None:
+    spec = parse_metric_spec({"type": "regex", "pattern": "x"})
+    built = build_with_batch(spec, spec.build(Path(".")))
+    assert built(Example(id="a", line=1, fields={}, output="xyz")) == 1.0
+
+
+PATHS = ["answer", "a.b", "a.0", "a.b.c", 'a["x.y"]', "0"]
+DOCUMENTS = st.recursive(
+    SCALARS | ODD,
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(st.sampled_from(["answer", "a", "b", "c", "x.y", "0"]), children, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@pytest.mark.parametrize("path", [*PATHS, None])
+@given(documents=st.lists(DOCUMENTS, max_size=6))
+def test_value_getters_agree_with_get_path(path: str | None, documents: list[Any]) -> None:
+    expected = [document if path is None else get_path(document, parse_path(path)) for document in documents]
+    single = value_getter(path)
+    assert [single(document) for document in documents] == expected
+    assert values_getter(path)(documents) == expected
