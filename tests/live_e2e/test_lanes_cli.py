@@ -110,6 +110,8 @@ def test_epochs_store_a_list_per_metric_and_reduce(project: LiveProject, server:
     card = json.loads(result.out)
     estimate = next(m for m in card["metrics"] if m["name"] == "echoed")["estimate"]
     assert estimate["samples"] == 6 and estimate["reducer"] == "mean"
+    verified = evalglass("verify", str(project.last_run()), cwd=project.root)
+    assert verified.code == 0, verified.out + verified.err
 
 
 FAULTS = {

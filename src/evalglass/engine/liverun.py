@@ -144,9 +144,20 @@ class _Built:
         await asyncio.gather(*closers, return_exceptions=True)
 
 
+def _live_extra_missing(exc: ImportError) -> SetupError:
+    from evalglass.lanes.specs import LIVE_EXTRA_HINT
+
+    return SetupError(
+        f"live lanes and judges need {exc.name or 'a package'}, which is not installed", fix=LIVE_EXTRA_HINT
+    )
+
+
 def _build(loaded: LoadedConfig, executor: Executor, cache: CallCache | None) -> _Built:
     """Lane and judges, inside the running loop (their HTTP clients belong to it)."""
-    from evalglass.lanes.task import LaneConfigError, build_lane
+    try:
+        from evalglass.lanes.task import LaneConfigError, build_lane
+    except ImportError as exc:
+        raise _live_extra_missing(exc) from None
 
     config = loaded.config
     built = _Built()
@@ -157,7 +168,10 @@ def _build(loaded: LoadedConfig, executor: Executor, cache: CallCache | None) ->
             except LaneConfigError as exc:
                 raise SetupError(f"task: {exc}", where=str(loaded.path)) from None
         for name, spec in config.judges.items():
-            from evalglass.lanes.judge import Judge  # the openai SDK and aiohttp: only when a judge is declared
+            try:
+                from evalglass.lanes.judge import Judge  # the openai SDK and aiohttp: only when a judge is declared
+            except ImportError as exc:
+                raise _live_extra_missing(exc) from None
 
             try:
                 built.judges[name] = Judge(spec, base_dir=loaded.base_dir, executor=executor, cache=cache)
@@ -439,8 +453,11 @@ async def calibrate_with_judge(
     loaded: LoadedConfig, name: str, labelled: Sequence[Any], cache_mode: CacheMode
 ) -> tuple[Any, int]:
     """Run one judge over labelled examples with the run's executor limits and cache (``evalglass calibrate``)."""
-    from evalglass.lanes.judge import Judge, calibrate_judge
-    from evalglass.lanes.task import LaneConfigError
+    try:
+        from evalglass.lanes.judge import Judge, calibrate_judge
+        from evalglass.lanes.task import LaneConfigError
+    except ImportError as exc:
+        raise _live_extra_missing(exc) from None
 
     spec = loaded.config.judges[name]
     cache = open_cache(loaded, cache_mode)
