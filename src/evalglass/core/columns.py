@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Iterator
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -71,6 +72,25 @@ class ScoreColumn:
         except OverflowError:  # an int beyond the float range would only be stored as infinity
             raise ScoreContractError("value must be finite, got an integer too large for a float") from None
         self._states.append(SCORED_VALID)
+
+    def extend_measured(self, results: list[float | int | Score]) -> bool:
+        """Append a batch of results at once when every one is a finite ``float``; otherwise append nothing.
+
+        The batch form of :meth:`append` for the common case: one type check over the batch and one vectorised
+        finiteness check instead of a check per row. Returns False, leaving the column untouched, when any result
+        is not a finite float (a Score, an int, a bool, NaN...): the caller then appends them one by one, so each
+        gets :meth:`append`'s checks and its own error.
+        """
+        if not results:
+            return True
+        if len(set(map(type, results))) != 1 or type(results[0]) is not float:
+            return False
+        chunk = array("d", cast(list[float], results))
+        if not np.isfinite(np.frombuffer(chunk, dtype=np.float64)).all():
+            return False
+        self._values.extend(chunk)
+        self._states.extend(bytes(len(chunk)))  # SCORED_VALID is 0
+        return True
 
     def _append_score(self, score: Score) -> None:
         # A Score validated itself on construction, but frozen models can be built with model_construct(); check

@@ -76,6 +76,38 @@ class ScoresWriter:
         self._hash.update(data)
         self._handle.write(data)
 
+    def write_rows(
+        self,
+        ids: list[str],
+        lines: list[int],
+        names: list[str],
+        encoded: list[list[Any]],
+        clusters: list[str | None] | None = None,
+    ) -> None:
+        """Write a batch of rows, byte for byte as :meth:`write` would write them one by one.
+
+        ``encoded[m][r]`` is metric ``names[m]``'s encoded score (see :func:`score_to_json`) for row ``r``. Each
+        metric's column is encoded by one ``orjson.dumps`` of the whole list, cut at its commas when no value's
+        encoding contains one (numbers never do), and each row is filled into a template of the row's bytes.
+        """
+        if not ids:
+            return
+        dumps = orjson.dumps
+        pieces = [_encoded_each(column, len(ids)) for column in encoded]
+        scores = b",".join(dumps(name).replace(b"%", b"%%") + b":%b" for name in names)
+        plain = b'{"id":%b,"line":%d,"scores":{' + scores + b"}}\n"
+        rows = zip(map(dumps, ids), lines, *pieces, strict=True)
+        if clusters is None or all(cluster is None for cluster in clusters):
+            data = b"".join(map(plain.__mod__, rows))
+        else:
+            clustered = plain[:-2] + b',"cluster":%b}\n'
+            data = b"".join(
+                plain % row if cluster is None else clustered % (*row, dumps(cluster))
+                for row, cluster in zip(rows, clusters, strict=True)
+            )
+        self._hash.update(data)
+        self._handle.write(data)
+
     def commit(self) -> str:
         self._handle.flush()
         os.fsync(self._handle.fileno())
@@ -87,6 +119,20 @@ class ScoresWriter:
         self._handle.close()
         with contextlib.suppress(FileNotFoundError):
             self.partial.unlink()
+
+
+def _encoded_each(column: list[Any], rows: int) -> list[bytes]:
+    """Each value's own ``orjson.dumps``: one call for the column, cut at commas when that is unambiguous.
+
+    Cutting ``[a,b,...]`` at its commas gives one piece per value exactly when no value's encoding contains a comma
+    (the pieces would outnumber the values otherwise), so the count decides; else each value is encoded alone.
+    """
+    if len(column) != rows:
+        raise ValueError(f"{len(column)} scores for {rows} rows")
+    pieces = orjson.dumps(column)[1:-1].split(b",")
+    if len(pieces) == rows:
+        return pieces
+    return [orjson.dumps(value) for value in column]
 
 
 def load_json_model(path: Path, model: type[Any], what: str) -> Any:
