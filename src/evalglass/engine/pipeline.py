@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import numpy as np
 import orjson
@@ -48,7 +48,7 @@ from evalglass.engine.dataset import BadLine, DatasetReader, field_getter
 from evalglass.engine.ledger import LoadedLedger, load_ledger
 from evalglass.errors import SetupError
 from evalglass.lanes.checkrun import run_checks
-from evalglass.metrics.base import MetricFn
+from evalglass.metrics.base import BatchedMetric, MetricFn, build_with_batch
 from evalglass.metrics.check import CheckMetricSpec, CheckSink
 from evalglass.metrics.errors import MetricLoadError
 from evalglass.metrics.llm_judge import LlmJudgeSpec
@@ -122,7 +122,7 @@ def build_metrics(loaded: LoadedConfig, check_sink: CheckSink | None = None) -> 
             if isinstance(spec, CheckMetricSpec):
                 function = spec.build_check(config.checks[spec.check], loaded.base_dir, check_sink)
             else:
-                function = spec.build(loaded.base_dir)
+                function = build_with_batch(spec, spec.build(loaded.base_dir))
         except MetricLoadError as exc:
             raise SetupError(f"metric '{name}': {exc}", where=str(loaded.path)) from None
         built.append(BuiltMetric(name=name, function=function, parallel=spec.parallel))
@@ -139,8 +139,21 @@ def _bad_result(name: str, result: object, why: str) -> Score:
 
 
 def call_metric(metric: BuiltMetric, examples: list[Example], pool: ThreadPoolExecutor | None) -> list[Any]:
-    """One metric over a batch; a raising call becomes an error score, never a number."""
+    """One metric over a batch; a raising call becomes an error score, never a number.
+
+    A metric with a batch path scores the batch in one call. Should that call raise (or miscount), the batch is
+    scored example by example instead, so every example gets exactly the outcome it would get alone.
+    """
     function, name = metric.function, metric.name
+    if isinstance(function, BatchedMetric):
+        if not (metric.parallel and pool is not None):
+            try:
+                results = function.batch(examples)
+            except Exception:
+                results = None
+            if results is not None and len(results) == len(examples):
+                return results
+        function = function.one
 
     def guarded(example: Example) -> Any:
         try:
@@ -171,6 +184,14 @@ class RowShape:
             key = cluster if cluster is not None else f"\x00unclustered:{self.examples}"
             self.cluster_ids.append(self.cluster_keys.setdefault(key, len(self.cluster_keys)))
         self.examples += 1
+
+    def add_single_rows(self, count: int, clusters: list[str | None] | None) -> None:
+        """``add_example(1, cluster)`` for ``count`` examples of one row each (``clusters``: one per example)."""
+        if self.samples or self.cluster_of is not None:
+            for index in range(count):
+                self.add_example(1, clusters[index] if clusters is not None else None)
+            return
+        self.examples += count
 
     def run_shape(self) -> RunShape:
         return RunShape(
@@ -223,7 +244,39 @@ def score_batch(
     pool: ThreadPoolExecutor | None,
     shape: RowShape,
 ) -> None:
-    """Score a batch metric by metric (tight loops), then append and write example by example, in order."""
+    """Score a batch metric by metric (tight loops), then append and write example by example, in order.
+
+    When every item is one row to measure (no samples, no bad line, every output present: ``expand`` would give
+    each item ``[item]``), each metric's results go into its column and the scores file as one batch, with the same
+    checks and the same bytes as row by row.
+    """
+    if (
+        not shape.samples
+        and not any(issubclass(kind, BadLine) for kind in set(map(type, items)))
+        and not any(item.output is ABSENT for item in cast(list[Example], items))
+    ):
+        examples = cast(list[Example], items)
+        by_metric = [call_metric(metric, examples, pool) for metric in metrics]
+        encoded: list[list[Any]] = []
+        for metric, scored in zip(metrics, by_metric, strict=True):
+            column = columns[metric.name]
+            if column.extend_measured(scored):
+                encoded.append(scored)
+            else:
+                encoded.append([_append(column, metric.name, result) for result in scored])
+        clusters: list[str | None] | None = None
+        if shape.cluster_of is not None:
+            cluster_of = shape.cluster_of
+            clusters = [cluster_key(cluster_of(example.fields)) for example in examples]
+        shape.add_single_rows(len(examples), clusters)
+        writer.write_rows(
+            [example.id for example in examples],
+            [example.line for example in examples],
+            [metric.name for metric in metrics],
+            encoded,
+            clusters,
+        )
+        return
     expanded = [expand(item, shape.samples) for item in items]
     measurable = [example for rows in expanded if isinstance(rows, list) for example in rows]
     results = [iter(call_metric(metric, measurable, pool)) for metric in metrics]
