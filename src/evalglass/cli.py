@@ -83,7 +83,7 @@ def example_config(name: str) -> Path:
 
 
 def resolve_run_folder(folder: Path | None) -> Path:
-    from evalglass.engine.pipeline import LAST_RUN_POINTER
+    from evalglass.engine.artifacts import LAST_RUN_POINTER
     from evalglass.errors import SetupError
 
     if folder is not None:

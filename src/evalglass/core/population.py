@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, computed_field, model_validator
 
 from evalglass.core.columns import STATES, ScoreColumn
@@ -99,6 +98,8 @@ class Population(BaseModel):
 
 def population_of(column: ScoreColumn, expected: int) -> Population:
     """Count a column's rows by measurement state; rows beyond ``len(column)`` up to ``expected`` are missing."""
+    import numpy as np  # here, not at the top: loading a scorecard (`evalglass view`) needs no numpy
+
     if len(column) > expected:
         raise ValueError(f"{len(column)} scores recorded for {expected} expected examples")
     by_state = np.bincount(column.states(), minlength=len(STATES))

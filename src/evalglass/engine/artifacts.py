@@ -1,4 +1,8 @@
-"""Writing and reading a run's folder. Every file is written atomically (temporary name, then rename), mode 0600."""
+"""Writing and reading a run's folder. Every file is written atomically (temporary name, then rename), mode 0600.
+
+`evalglass view` comes through here, so the modules only some commands need (the run record, the score columns
+and numpy behind them) are imported where they are used.
+"""
 
 from __future__ import annotations
 
@@ -9,22 +13,26 @@ from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 from pydantic import BaseModel, ValidationError
 
-from evalglass.core.columns import ScoreColumn
 from evalglass.core.fingerprint import PREFIX
-from evalglass.core.runrecord import SCORES_FILE, RunRecord
 from evalglass.core.score import Score, ScoreContractError
 from evalglass.core.scorecard import Scorecard
 from evalglass.errors import SetupError
+
+if TYPE_CHECKING:
+    from evalglass.core.columns import ScoreColumn
+    from evalglass.core.runrecord import RunRecord
 
 SCORECARD_FILE = "scorecard.json"
 RUNRECORD_FILE = "runrecord.json"
 REPORT_FILE = "report.md"
 CHECKS_FILE = "checks.jsonl"
+#: Where the folder of the last finished run is recorded (relative to the working directory).
+LAST_RUN_POINTER = Path(".evalglass") / "last-run"
 FILE_MODE = 0o600
 DIR_MODE = 0o700
 
@@ -62,6 +70,8 @@ class ScoresWriter:
     """Streams one JSON line per example into a hidden file that becomes ``scores.jsonl`` on commit."""
 
     def __init__(self, folder: Path) -> None:
+        from evalglass.core.runrecord import SCORES_FILE
+
         self.final = folder / SCORES_FILE
         self.partial = folder / f".{SCORES_FILE}.partial"
         fd = os.open(self.partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
@@ -163,6 +173,8 @@ def load_scorecard(folder: Path) -> Scorecard:
 
 
 def load_runrecord(folder: Path) -> RunRecord:
+    from evalglass.core.runrecord import RunRecord
+
     result: RunRecord = load_json_model(folder / RUNRECORD_FILE, RunRecord, "run record")
     return result
 
@@ -192,6 +204,8 @@ def load_columns(path: Path, metric_names: list[str], *, samples: bool, clustere
     With ``samples`` each metric's entry is a list of sample scores; with ``clustered`` the cluster of each example
     is rebuilt exactly as the run assigned it (an example without one is a cluster of its own).
     """
+    from evalglass.core.columns import ScoreColumn
+
     columns = {name: ScoreColumn() for name in metric_names}
     digest = hashlib.sha256()
     examples = 0

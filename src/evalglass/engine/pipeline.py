@@ -35,6 +35,7 @@ from evalglass.engine.artifacts import (
     CHECKS_FILE,
     DIR_MODE,
     FILE_MODE,
+    LAST_RUN_POINTER,
     REPORT_FILE,
     RUNRECORD_FILE,
     SCORECARD_FILE,
@@ -52,8 +53,6 @@ from evalglass.metrics.base import BatchedMetric, MetricFn, build_with_batch
 from evalglass.metrics.check import CheckMetricSpec, CheckSink
 from evalglass.metrics.errors import MetricLoadError
 from evalglass.metrics.llm_judge import LlmJudgeSpec
-
-LAST_RUN_POINTER = Path(".evalglass") / "last-run"
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,8 @@ The validator class follows the schema's ``$schema`` (draft 4 to 2020-12; 2020-1
 is checked against its metaschema before any example is scored: inline schemas when the config is loaded,
 schema files when the metric is built. ``$ref`` resolves inside the schema document only; remote references
 are never fetched.
+
+``jsonschema`` is imported only when a json_schema metric is used: it is the slowest import among the builtins.
 """
 
 from __future__ import annotations
@@ -11,13 +13,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import yaml
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError, best_match
-from jsonschema.protocols import Validator
-from jsonschema.validators import validator_for
 from pydantic import Field, JsonValue, model_validator
 
 from evalglass.core.example import Example
@@ -28,6 +26,9 @@ from evalglass.metrics.jsonvalue import is_json_value
 from evalglass.metrics.structured import parse_or_fail
 from evalglass.metrics.support import NoReferenceSpec, one_line, scored_with_note, target_missing, wrong_type
 
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
+
 SchemaDocument = Mapping[str, Any] | bool
 
 
@@ -37,6 +38,10 @@ class SchemaProblemError(ValueError):
 
 def validator_class(schema: SchemaDocument) -> type[Validator]:
     """The jsonschema validator class for the schema's dialect, after checking the schema itself is valid."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+    from jsonschema.validators import validator_for
+
     if not isinstance(schema, Mapping | bool):
         raise SchemaProblemError(f"a JSON Schema is an object or a boolean, not {type(schema).__name__}")
     found: type[Validator] | None = validator_for(schema, default=None)
@@ -146,6 +151,8 @@ def _conformance(validator: Validator, instance: Any) -> MetricResult:
     try:
         if validator.is_valid(instance):
             return 1.0
+        from jsonschema.exceptions import best_match
+
         error = best_match(validator.iter_errors(instance))
     except Exception as exc:
         return Score.error(
