@@ -225,6 +225,10 @@ class LiveScorer:
         self.counters = counters
         self.pool = pool
         self.epochs = config.lane.epochs if config.lane is not None else 1
+        if self.lane is not None:
+            from evalglass.lanes.task import LaneOutput, failure_score
+
+            self._lane_types = (LaneOutput, failure_score)
 
     async def score(self, item: Example | BadLine) -> ExampleResult:
         produced: list[dict[str, Any]] | None = [] if self.lane is not None and isinstance(item, Example) else None
@@ -254,7 +258,7 @@ class LiveScorer:
             return expanded if isinstance(expanded, Score) else list(expanded)
         if isinstance(item, BadLine):
             return Score.error(item.code, item.message)
-        from evalglass.lanes.task import LaneOutput, failure_score
+        LaneOutput, failure_score = self._lane_types
 
         if self.epochs == 1:
             outcomes = [await self.lane.produce(item.id, item.fields, 0)]

@@ -192,9 +192,10 @@ class ChatClient:
         return await retrier.run(one)
 
     def _aiohttp_session(self) -> Any:
-        import aiohttp
-
+        """The session (SDK headers, unlimited pool: the executor is the limit) and what every request reuses."""
         if self._aiohttp is None:
+            import aiohttp
+
             headers = {
                 name: value
                 for name, value in {**self._openai.default_headers, **self._openai.auth_headers}.items()
@@ -205,40 +206,44 @@ class ChatClient:
                 headers=headers,
                 connector=aiohttp.TCPConnector(limit=0, ssl=True),
                 skip_auto_headers=("User-Agent",),
+                timeout=aiohttp.ClientTimeout(total=self.spec.timeout),
                 trust_env=False,
+            )
+            self._url = self.spec.base_url + "/chat/completions"
+            self._payload_error: type[Exception] = aiohttp.ClientPayloadError
+            self._connection_errors: tuple[type[Exception], ...] = (
+                aiohttp.ClientConnectionError,
+                aiohttp.ClientResponseError,
+                OSError,
             )
         return self._aiohttp
 
     async def _attempt_direct(self, request: ChatRequest) -> Ok[ChatReply] | Fault:
-        """One request over aiohttp's keep-alive pool, with the SDK's headers; classified like ``direct``."""
-        import aiohttp
-
+        """One request over aiohttp's keep-alive pool, with the SDK's headers; classified like the SDK would."""
         session = self._aiohttp_session()
-        url = self.spec.base_url + "/chat/completions"
-        timeout = self.spec.timeout
         status = 0
         content = b""
+        headers: Any = None
         try:
-            async with session.post(
-                url, data=orjson.dumps(request.body()), timeout=aiohttp.ClientTimeout(total=timeout)
-            ) as response:
+            async with session.post(self._url, data=orjson.dumps(request.body())) as response:
                 status = response.status
-                raw_headers = httpx2.Headers(list(response.headers.items()))
                 content = await response.read()
+                if status >= 400:
+                    headers = httpx2.Headers(list(response.headers.items()))
         except asyncio.CancelledError:
             raise
         except TimeoutError:
-            return Fault(FaultKind.TIMEOUT, f"no answer within {timeout:g}s from {self.spec.base_url}")
-        except aiohttp.ClientPayloadError as exc:
+            return Fault(FaultKind.TIMEOUT, f"no answer within {self.spec.timeout:g}s from {self.spec.base_url}")
+        except self._payload_error as exc:
             return Fault(FaultKind.CONNECTION, self._redact(f"connection to {self.spec.base_url} failed ({exc})"))
-        except (aiohttp.ClientConnectionError, aiohttp.ClientResponseError, OSError) as exc:
+        except self._connection_errors as exc:
             return Fault(
                 FaultKind.CONNECTION,
                 self._redact(f"connection to {self.spec.base_url} failed ({type(exc).__name__}: {exc})"),
             )
         try:
-            if status >= 400:
-                return self._status_fault(status, raw_headers, _body_message(content, status))
+            if headers is not None:
+                return self._status_fault(status, headers, _body_message(content, status))
             if not 200 <= status < 300:
                 raise _Malformed(f"unexpected HTTP status {status}")
             return Ok(parse_completion(content))

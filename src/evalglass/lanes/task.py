@@ -389,9 +389,10 @@ class ChatLane(TaskLane):
         self.cache = cache if spec.cache else None
         self.templates = [(role, compile_template(source)) for role, source in spec.message_templates()]
         self.retrier = retrier or Retrier(spec.retry)
-        from evalglass.lanes.chat import ChatClient
+        from evalglass.lanes import chat
 
-        self.client = ChatClient(spec, env=env, transport=transport)
+        self._chat = chat
+        self.client = chat.ChatClient(spec, env=env, transport=transport)
         self.fingerprint = fingerprint_of(chat_lane_definition(spec))
 
     async def produce(self, example_id: str, fields: Mapping[str, Any], sample: int) -> LaneOutcome:
@@ -402,9 +403,7 @@ class ChatLane(TaskLane):
                 messages.append((role, render(template, context, what=f"the {role} prompt", example_id=example_id)))
         except TemplateFailure as failure:
             return LaneFailure(failure.code, failure.message, sample)
-        from evalglass.lanes.chat import ChatReply, ChatRequest
-
-        request = ChatRequest.build(self.spec, messages)
+        request = self._chat.ChatRequest.build(self.spec, messages)
         body = request.body()
         key = cache_key(self.fingerprint, body, sample)
         reply: ChatReply | None = None
@@ -413,7 +412,7 @@ class ChatLane(TaskLane):
         if self.cache is not None:
             hit = self.cache.get(key)
             if isinstance(hit, dict) and "content" in hit:
-                reply, cached = ChatReply.from_json(hit), True
+                reply, cached = self._chat.ChatReply.from_json(hit), True
         if reply is None:
             outcome = await self.client.call(request, executor=self.executor, retrier=self.retrier)
             attempts = outcome.attempts
