@@ -22,14 +22,13 @@ import argparse
 import json
 import os
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-TARGET = 1.15
+from fake_server import fake_server, report
 
 
 def write_project(folder: Path, base_url: str, examples: int, concurrency: int) -> None:
@@ -84,14 +83,7 @@ def main() -> int:
     parser.add_argument("--no-cache", action="store_true", help="run with --no-cache")
     args = parser.parse_args()
 
-    server = subprocess.Popen(
-        [sys.executable, "-m", "evalglass.testing.fake_openai", "--port", "0", "--latency", str(args.latency)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        base_url = server.stdout.readline().split()[-1]
+    with fake_server(args.latency) as base_url:
         ideal = args.examples * args.latency / args.concurrency
         print(
             f"evalglass run: {args.examples} examples (one chat call each), concurrency {args.concurrency}, server "
@@ -106,13 +98,8 @@ def main() -> int:
                 ratios.append(wall / ideal)
                 scoring = f"  (scoring phase {phase:.2f} s, ratio {phase / ideal:.3f})" if phase else ""
                 print(f"  run {attempt}: wall {wall:.3f} s  ratio {wall / ideal:.3f}{scoring}")
-        best, median = min(ratios), statistics.median(ratios)
-        verdict = "within" if median <= TARGET else "NOT within"
-        print(f"best ratio {best:.3f}, median {median:.3f}: {verdict} the {TARGET:.2f} target")
-        return 0
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
+        report(ratios)
+    return 0
 
 
 if __name__ == "__main__":
