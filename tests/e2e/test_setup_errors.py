@@ -141,3 +141,11 @@ def test_view_refuses_a_scorecard_whose_verdict_was_edited(tmp_path, fmt):
     card["decision"]["verdict"] = "pass"
     path.write_text(json.dumps(card))
     assert_one_line_error(project.cli("view", "out", "--format", fmt), "scorecard fails its own rules")
+
+
+def test_duplicate_ids_across_batches_name_both_lines(tmp_path):
+    project = make_project(tmp_path)
+    rows = [{"id": f"e{i}", "output": "x"} for i in range(700)]
+    rows[640]["id"] = "e3"  # far past the first batch of 512 examples
+    project.write_rows(rows)
+    assert_one_line_error(project.run(), "data.jsonl:641", "duplicate example id 'e3'", "first at line 4")
