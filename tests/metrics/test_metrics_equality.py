@@ -2,29 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
-from evalglass.core.example import Example
 from evalglass.core.score import Score, Status, Validity
-from evalglass.metrics import MetricResult, parse_metric_spec
+from evalglass.metrics import parse_metric_spec
 from evalglass.metrics.normalize import NormalizeOptions, build_normalizer
-
-
-def measure(config: dict[str, Any], output: Any, **record: Any) -> MetricResult:
-    function = parse_metric_spec(config).build(Path("."))
-    return function(Example(id="ex-1", line=3, fields=record, output=output))
-
-
-def assert_unmeasured(result: MetricResult, status: Status, code: str) -> Score:
-    assert isinstance(result, Score)
-    assert result.status is status
-    assert result.value is None
-    assert result.diagnostics[0].code == code
-    return result
+from tests.metrics.helpers import assert_unmeasured, measure
 
 
 @pytest.mark.parametrize(

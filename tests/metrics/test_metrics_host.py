@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from evalglass.core.example import Example
 from evalglass.core.score import Score, Status, Validity
 from evalglass.metrics import MetricFn, MetricLoadError, MetricResult, parse_metric_spec
+from tests.metrics.helpers import assert_unmeasured
 
 RECORD = {"question": "2+2?", "gold": {"answer": "4"}}
 
@@ -28,14 +29,6 @@ def build(tmp_path: Path, function: str, **options: Any) -> MetricFn:
 
 def run(function: MetricFn, output: Any = "4", record: dict[str, Any] | None = None) -> MetricResult:
     return function(Example(id="ex-7", line=8, fields=RECORD if record is None else record, output=output))
-
-
-def assert_unmeasured(result: MetricResult, status: Status, code: str) -> Score:
-    assert isinstance(result, Score)
-    assert result.status is status
-    assert result.value is None
-    assert result.diagnostics[0].code == code
-    return result
 
 
 RETURNS = """

@@ -12,19 +12,12 @@ from pydantic import ValidationError
 from evalglass.core.example import Example
 from evalglass.core.score import Score, Status, Validity
 from evalglass.metrics import MetricLoadError, MetricResult, parse_metric_spec
+from tests.metrics.helpers import assert_unmeasured
 
 
 def measure(config: dict[str, Any], output: Any, base_dir: Path = Path(".")) -> MetricResult:
     function = parse_metric_spec(config).build(base_dir)
     return function(Example(id="ex-1", line=3, fields={}, output=output))
-
-
-def assert_unmeasured(result: MetricResult, status: Status, code: str) -> Score:
-    assert isinstance(result, Score)
-    assert result.status is status
-    assert result.value is None
-    assert result.diagnostics[0].code == code
-    return result
 
 
 def assert_noted_zero(result: MetricResult, code: str) -> str:

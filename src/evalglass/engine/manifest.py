@@ -12,11 +12,10 @@ import hashlib
 from pathlib import Path
 from typing import Literal
 
-import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from evalglass.core.fingerprint import PREFIX, fingerprint_of
-from evalglass.engine.artifacts import write_model
+from evalglass.engine.artifacts import load_json_model, write_model
 from evalglass.errors import SetupError
 
 MANIFEST_FILE = "run.json"
@@ -89,20 +88,14 @@ def write_manifest(folder: Path, manifest: RunManifest) -> None:
 
 def load_manifest(folder: Path) -> RunManifest:
     path = folder / MANIFEST_FILE
-    try:
-        data = orjson.loads(path.read_bytes())
-    except FileNotFoundError:
+    if not path.exists():
         raise SetupError(
             "nothing to resume: no run manifest (run.json) in this folder",
             where=str(folder),
             fix="name the folder of a run started by this version of `evalglass run`",
-        ) from None
-    except orjson.JSONDecodeError as exc:
-        raise SetupError(f"run manifest is not valid JSON ({exc})", where=str(path)) from None
-    try:
-        return RunManifest.model_validate(data)
-    except ValidationError as exc:
-        raise SetupError(f"run manifest fails its own rules: {exc.errors()[0]['msg']}", where=str(path)) from None
+        )
+    manifest: RunManifest = load_json_model(path, RunManifest, "run manifest")
+    return manifest
 
 
 def refuse_changes(folder: Path, recorded: RunManifest, current: RunManifest) -> None:

@@ -1,0 +1,24 @@
+"""What the metric test files share: scoring one example with a config entry, and checking an unmeasured score."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from evalglass.core.example import Example
+from evalglass.core.score import Score, Status
+from evalglass.metrics import MetricResult, parse_metric_spec
+
+
+def measure(config: dict[str, Any], output: Any, **record: Any) -> MetricResult:
+    function = parse_metric_spec(config).build(Path("."))
+    return function(Example(id="ex-1", line=3, fields=record, output=output))
+
+
+def assert_unmeasured(result: MetricResult, status: Status, code: str) -> Score:
+    """A score with no value, the given status, and the given first diagnostic code."""
+    assert isinstance(result, Score)
+    assert result.status is status
+    assert result.value is None
+    assert result.diagnostics[0].code == code
+    return result
