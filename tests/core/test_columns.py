@@ -39,6 +39,8 @@ BATCHES = st.lists(RESULTS, max_size=8) | st.lists(st.floats(), max_size=8)
 @given(first=st.lists(st.floats(allow_nan=False, allow_infinity=False), max_size=4), batch=BATCHES)
 @example(first=[], batch=[1.0, math.nan])
 @example(first=[0.5], batch=[math.inf, 0.0])
+@example(first=[], batch=[1e308, 1e308])  # finite terms whose sum overflows
+@example(first=[], batch=[math.inf, -math.inf])
 @example(first=[], batch=[1.0, True])
 @example(first=[], batch=[1.0, 1])
 @example(first=[], batch=[0.0, Score.measured(1.0)])

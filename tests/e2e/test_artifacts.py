@@ -115,9 +115,9 @@ def test_verify_catches_an_edited_score(tmp_path):
     project.run("--out", "out")
     path = tmp_path / "out" / "scores.jsonl"
     lines = path.read_text().splitlines()
-    row = json.loads(lines[0])
-    row["scores"]["exact"] = 0.0 if row["scores"]["exact"] == 1.0 else 1.0
-    lines[0] = json.dumps(row)
+    block = json.loads(lines[0])
+    block["scores"]["exact"][0] = 0.0 if block["scores"]["exact"][0] == 1.0 else 1.0
+    lines[0] = json.dumps(block)
     path.write_text("\n".join(lines) + "\n")
     result = project.cli("verify", "out")
     assert result.code == 1
@@ -130,14 +130,14 @@ def test_verify_refuses_a_score_that_breaks_the_contract(tmp_path):
     project.run("--out", "out")
     path = tmp_path / "out" / "scores.jsonl"
     lines = path.read_text().splitlines()
-    row = json.loads(lines[0])
-    row["scores"]["exact"] = {
+    block = json.loads(lines[0])
+    block["scores"]["exact"][0] = {
         "status": "error",
         "validity": "not_measured",
         "value": 0.0,
         "diagnostics": [{"code": "x", "message": "y"}],
     }
-    lines[0] = json.dumps(row)
+    lines[0] = json.dumps(block)
     path.write_text("\n".join(lines) + "\n")
     result = project.cli("verify", "out")
     assert result.code == 2

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from evalglass.engine.artifacts import score_rows
 from tests.e2e.project import make_project, run_cli
 
 MOVED_ORIGINAL = "sha256:063bb6f401e2a488ecc9b568e64b674964dc028a705ecdf3a17ac46610295886"
@@ -55,7 +56,7 @@ def test_per_example_check_scores_keep_their_states(bound_checks_run):
     population = card["metrics"][0]["population"]
     assert population["included"] == 2
     assert population["excluded_by_status"] == {"blocked": 1, "non_evaluable": 1}
-    rows = [json.loads(line) for line in (cwd / "out" / "scores.jsonl").read_text().splitlines()]
+    rows = list(score_rows(cwd / "out" / "scores.jsonl"))
     draft_scores = [row["scores"]["draft_clean"] for row in rows]
     assert draft_scores[0]["value"] == 1.0 and draft_scores[0]["evidence"] == ["check:draft-marker:2.4"]
     assert draft_scores[1]["value"] == 0.0 and draft_scores[1]["status"] == "scored"

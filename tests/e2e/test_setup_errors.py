@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from evalglass.engine.artifacts import score_rows
 from tests.e2e.project import make_project, run_cli
 
 
@@ -112,7 +113,7 @@ def test_malformed_lines_become_error_scores_and_the_run_goes_on(tmp_path):
     assert card["dataset"]["malformed_lines"] == 3
     codes = {item["code"] for item in population["top_diagnostics"]}
     assert codes == {"malformed_json", "not_an_object", "id_missing"}
-    rows = [json.loads(line) for line in (tmp_path / "out" / "scores.jsonl").read_text().splitlines()]
+    rows = list(score_rows(tmp_path / "out" / "scores.jsonl"))
     bad = rows[8]["scores"]["exact"]
     assert bad["status"] == "error" and "value" not in bad
     assert "data.jsonl:9" in bad["diagnostics"][0]["message"]

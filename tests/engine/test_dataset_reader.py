@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evalglass.core.example import Example
+from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.fingerprint import PREFIX
 from evalglass.engine.dataset import BadLine, DatasetReader, field_getter
@@ -136,6 +136,41 @@ def test_chunked_reading_gives_what_line_by_line_reading_gives(
     assert items == expected  # dataclass equality: every field of every Example, including any added later
     assert all(type(item) is Example for item in items if not isinstance(item, BadLine))
     assert (reader.fingerprint, reader.examples, reader.bad_lines) == (fingerprint, examples, bad)
+
+
+@pytest.mark.parametrize(("id_field", "output_field"), [("id", "output"), ("meta.id", "output.answer")])
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@given(data=files(), chunk=st.sampled_from([1, 7, 1 << 20]), size=st.sampled_from([1, 2, 3, 256]))
+def test_batches_give_what_line_by_line_reading_gives(
+    tmp_path: Path, id_field: str, output_field: str, data: bytes, chunk: int, size: int
+) -> None:
+    path = tmp_path / "data.jsonl"
+    path.write_bytes(data)
+    expected, fingerprint, examples, bad = line_by_line(path, id_field, output_field)
+    reader = DatasetReader(path, id_field=id_field, output_field=output_field, chunk=chunk)
+    items: list[Example | BadLine] = []
+    for batch in reader.batches(size):
+        if isinstance(batch, ExampleBatch):
+            assert batch.samples is None and len(batch) <= size
+            assert batch.lines == list(range(batch.lines[0], batch.lines[0] + len(batch))), "one batch, no gaps"
+            items += batch.examples()
+        else:
+            assert len({item.line for item in batch}) <= size
+            items += batch
+    assert items == expected
+    assert all(type(item) is Example for item in items if not isinstance(item, BadLine))
+    assert (reader.fingerprint, reader.examples, reader.bad_lines) == (fingerprint, examples, bad)
+
+
+def test_a_batch_of_plain_objects_comes_as_columns(tmp_path: Path) -> None:
+    path = tmp_path / "data.jsonl"
+    path.write_bytes(b"".join(orjson.dumps({"id": f"e{i}", "output": i}) + b"\n" for i in range(5)) + b"{bad\n")
+    batches = list(DatasetReader(path, id_field="id", output_field="output").batches(2))
+    assert [type(batch) for batch in batches] == [ExampleBatch, ExampleBatch, list]
+    first = batches[0]
+    assert isinstance(first, ExampleBatch)
+    assert (first.ids, first.lines, first.outputs) == (["e0", "e1"], [1, 2], [0, 1])
+    assert [item.id for item in batches[2]] == ["e4", "line:6"]
 
 
 def test_a_line_longer_than_many_chunks(tmp_path: Path) -> None:

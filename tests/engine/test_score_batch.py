@@ -2,7 +2,7 @@
 
 The oracle is that loop: every metric called example by example (a raising call becomes an ``error`` score), each
 result appended to its column through ``_append`` (which turns a result the column refuses into an error score),
-one ``ScoresWriter.write`` per example. Metrics here mix builtins that have a batch path with host-style functions
+the batch written as one block. Metrics here mix builtins that have a batch path with host-style functions
 that return anything at all, so both the batch path and its fallbacks are exercised.
 """
 
@@ -20,7 +20,7 @@ from evalglass.core.columns import ScoreColumn
 from evalglass.core.example import Example
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.score import Score
-from evalglass.engine.artifacts import ScoresWriter
+from evalglass.engine.artifacts import ScoresWriter, score_rows
 from evalglass.engine.dataset import BadLine, field_getter
 from evalglass.engine.pipeline import BuiltMetric, RowShape, _append, cluster_key, expand, score_batch
 from evalglass.metrics import parse_metric_spec
@@ -79,7 +79,7 @@ def old_score_batch(
     writer: ScoresWriter,
     shape: RowShape,
 ) -> None:
-    """The row-by-row score_batch (sequential metrics)."""
+    """The row-by-row score_batch (sequential metrics), writing the batch as one block."""
 
     def guarded(metric: BuiltMetric, example: Example) -> Any:
         try:
@@ -90,6 +90,8 @@ def old_score_batch(
     expanded = [expand(item, shape.samples) for item in items]
     measurable = [example for rows in expanded if isinstance(rows, list) for example in rows]
     results = [iter([guarded(metric, example) for example in measurable]) for metric in metrics]
+    block: dict[str, list[Any]] = {metric.name: [] for metric in metrics}
+    clusters: list[str | None] | None = [] if shape.cluster_of is not None else None
     for item, rows in zip(items, expanded, strict=True):
         cluster = None
         if shape.cluster_of is not None and isinstance(item, Example):
@@ -97,11 +99,12 @@ def old_score_batch(
         if isinstance(rows, Score):
             raise AssertionError("the fast path is for batches without bad lines or missing outputs")
         shape.add_example(len(rows), cluster)
-        row = {}
+        if clusters is not None:
+            clusters.append(cluster)
         for metric, produced in zip(metrics, results, strict=True):
             encoded = [_append(columns[metric.name], metric.name, next(produced)) for _ in rows]
-            row[metric.name] = encoded if shape.samples else encoded[0]
-        writer.write(item.id, item.line, row, cluster)
+            block[metric.name].append(encoded if shape.samples else encoded[0])
+    writer.write_block([item.id for item in items], [item.line for item in items], block, clusters)
 
 
 def _column_state(column: ScoreColumn) -> tuple[Any, ...]:
@@ -177,4 +180,4 @@ def test_a_batch_with_a_bad_line_or_a_missing_output_takes_the_row_by_row_path(t
     writer.commit()
     assert shape.examples == 3
     assert [column.states().tolist() for column in columns.values()] == [[0, 8, 2]] * 3
-    assert writer.final.read_bytes().count(b"\n") == 3
+    assert [row["id"] for row in score_rows(writer.final)] == ["a", "line:2", "c"]

@@ -1,15 +1,17 @@
-"""``ScoresWriter.write_rows`` writes a batch byte for byte as ``write`` writes its rows one at a time."""
+"""A scores file means the same rows however its examples are cut into blocks, and reads back as written."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evalglass.core.score import Score
-from evalglass.engine.artifacts import ScoresWriter, score_to_json
+from evalglass.engine.artifacts import ScoresWriter, load_columns, score_rows, score_to_json
+from evalglass.errors import SetupError
 
 TEXT = st.text(max_size=6) | st.sampled_from(['","', '",', '\\",', "%s", "%", "100%b", '"', "\\", "\n", "é€", "a,b"])
 SCORES = st.sampled_from(
@@ -27,30 +29,65 @@ ENCODED = (
 
 
 @st.composite
-def batches(draw: Any) -> tuple[list[str], list[int], list[str], list[list[Any]], list[str | None] | None]:
-    rows = draw(st.integers(0, 6))
+def runs(draw: Any) -> tuple[list[dict[str, Any]], list[str], bool, bool, list[int]]:
+    """Rows of a run (as :func:`score_rows` gives them), its metric names, samples, clustered, and block cuts."""
+    count = draw(st.integers(0, 8))
     names = draw(st.lists(TEXT, unique=True, max_size=4))
-    samples = draw(st.booleans())
+    samples, clustered = draw(st.booleans()), draw(st.booleans())
     entry = st.lists(ENCODED, min_size=1, max_size=3) if samples else ENCODED
-    encoded = [draw(st.lists(entry, min_size=rows, max_size=rows)) for _ in names]
-    ids = draw(st.lists(TEXT, min_size=rows, max_size=rows))
-    lines = draw(st.lists(st.integers(1, 10**12), min_size=rows, max_size=rows))
-    clusters = draw(st.none() | st.lists(st.none() | TEXT, min_size=rows, max_size=rows))
-    return ids, lines, names, encoded, clusters
+    rows = []
+    for index in range(count):
+        row: dict[str, Any] = {
+            "id": draw(TEXT),
+            "line": index + 1,
+            "scores": {name: draw(entry) for name in names},
+        }
+        if clustered:
+            row["cluster"] = draw(st.none() | TEXT)
+        rows.append(row)
+    cuts = sorted(draw(st.lists(st.integers(0, count), max_size=3)))
+    return rows, names, samples, clustered, cuts
+
+
+def _write(folder: Path, rows: list[dict[str, Any]], names: list[str], clustered: bool, cuts: list[int]) -> str:
+    folder.mkdir(exist_ok=True)
+    writer = ScoresWriter(folder)
+    for start, end in zip([0, *cuts], [*cuts, len(rows)], strict=True):
+        block = rows[start:end]
+        writer.write_block(
+            [row["id"] for row in block],
+            [row["line"] for row in block],
+            {name: [row["scores"][name] for row in block] for name in names},
+            [row["cluster"] for row in block] if clustered else None,
+        )
+    return writer.commit()
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
-@given(batch=batches())
-def test_a_batch_is_written_as_its_rows_one_by_one(tmp_path: Path, batch: Any) -> None:
-    ids, lines, names, encoded, clusters = batch
-    one, many = tmp_path / "one", tmp_path / "many"
-    one.mkdir(exist_ok=True)
-    many.mkdir(exist_ok=True)
-    by_row = ScoresWriter(one)
-    for row, example_id in enumerate(ids):
-        scores = {name: column[row] for name, column in zip(names, encoded, strict=True)}
-        by_row.write(example_id, lines[row], scores, clusters[row] if clusters is not None else None)
-    by_batch = ScoresWriter(many)
-    by_batch.write_rows(ids, lines, names, encoded, clusters)
-    assert by_batch.commit() == by_row.commit()
-    assert by_batch.final.read_bytes() == by_row.final.read_bytes()
+@given(run=runs())
+def test_blocks_read_back_as_the_rows_they_hold(tmp_path: Path, run: Any) -> None:
+    rows, names, samples, clustered, cuts = run
+    _write(tmp_path / "cut", rows, names, clustered, cuts)
+    _write(tmp_path / "whole", rows, names, clustered, [])
+    path = tmp_path / "cut" / "scores.jsonl"
+    assert list(score_rows(path)) == rows
+    cut = load_columns(path, names, samples=samples, clustered=clustered)
+    whole = load_columns(tmp_path / "whole" / "scores.jsonl", names, samples=samples, clustered=clustered)
+    assert cut.examples == whole.examples == len(rows)
+    for name in names:
+        assert list(cut.columns[name]) == list(whole.columns[name])
+        flat = [entry for row in rows for entry in (row["scores"][name] if samples else [row["scores"][name]])]
+        assert [score_to_json(score) for score in cut.columns[name]] == flat
+    assert cut.example_of_row == whole.example_of_row
+    assert cut.cluster_ids == whole.cluster_ids
+
+
+def test_a_block_must_have_a_score_per_example(tmp_path: Path) -> None:
+    writer = ScoresWriter(tmp_path)
+    with pytest.raises(ValueError, match="one score per metric"):
+        writer.write_block(["a", "b"], [1, 2], {"m": [1.0]}, None)
+    writer.abort()
+    (tmp_path / "scores.jsonl").write_text('{"ids": ["a", "b"], "lines": [1, 2], "scores": {"m": [1.0]}}\n')
+    with pytest.raises(SetupError, match="one score per example") as raised:
+        load_columns(tmp_path / "scores.jsonl", ["m"], samples=False, clustered=False)
+    assert raised.value.where == f"{tmp_path / 'scores.jsonl'}:1"

@@ -166,8 +166,9 @@ class LiveProject:
         return Path((self.root / ".evalglass" / "last-run").read_text().strip())
 
     def scores(self, folder: Path | None = None) -> list[dict[str, Any]]:
-        path = (folder or self.last_run()) / "scores.jsonl"
-        return [json.loads(line) for line in path.read_text().splitlines()]
+        from evalglass.engine.artifacts import score_rows
+
+        return list(score_rows((folder or self.last_run()) / "scores.jsonl"))
 
     def gate_fingerprint(self, gate: str) -> str:
         from evalglass.engine.config import load_config

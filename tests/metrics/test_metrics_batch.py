@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evalglass.core.example import Example
+from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT, get_path, parse_path
 from evalglass.metrics import parse_metric_spec
 from evalglass.metrics.base import BatchedMetric, build_with_batch, value_getter, values_getter
@@ -78,7 +78,7 @@ def test_the_batch_path_gives_what_each_example_gives(config: dict[str, Any], ro
     built = build_with_batch(spec, spec.build(Path(".")))
     assert isinstance(built, BatchedMetric), "every configuration listed here has a batch path"
     examples = [Example(id=str(i), line=i + 1, fields=record, output=output) for i, (output, record) in enumerate(rows)]
-    batch = built.batch(examples)
+    batch = built.batch(ExampleBatch.of(examples))
     one = [built.one(example) for example in examples]
     assert len(batch) == len(one)
     for got, expected in zip(batch, one, strict=True):

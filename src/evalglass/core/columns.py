@@ -76,20 +76,22 @@ class ScoreColumn:
     def extend_measured(self, results: list[float | int | Score]) -> bool:
         """Append a batch of results at once when every one is a finite ``float``; otherwise append nothing.
 
-        The batch form of :meth:`append` for the common case: one type check over the batch and one vectorised
-        finiteness check instead of a check per row. Returns False, leaving the column untouched, when any result
-        is not a finite float (a Score, an int, a bool, NaN...): the caller then appends them one by one, so each
-        gets :meth:`append`'s checks and its own error.
+        The batch form of :meth:`append` for the common case: one type check and one finiteness check over the
+        batch instead of a check per row. Returns False, leaving the column untouched, when any result is not a
+        finite float (a Score, an int, a bool, NaN...): the caller then appends them one by one, so each gets
+        :meth:`append`'s checks and its own error.
         """
         if not results:
             return True
         if len(set(map(type, results))) != 1 or type(results[0]) is not float:
             return False
-        chunk = array("d", cast(list[float], results))
-        if not np.isfinite(np.frombuffer(chunk, dtype=np.float64)).all():
+        floats = cast(list[float], results)
+        # A finite sum implies every term is finite (a NaN or an infinity makes the sum NaN or infinite). Only a
+        # sum that is not (finite terms can overflow it) needs each term checked.
+        if not math.isfinite(sum(floats)) and not np.isfinite(np.array(floats, dtype=np.float64)).all():
             return False
-        self._values.extend(chunk)
-        self._states.extend(bytes(len(chunk)))  # SCORED_VALID is 0
+        self._values.extend(floats)
+        self._states.extend(bytes(len(floats)))  # SCORED_VALID is 0
         return True
 
     def _append_score(self, score: Score) -> None:

@@ -67,7 +67,13 @@ def score_to_json(result: float | Score) -> Any:
 
 
 class ScoresWriter:
-    """Streams one JSON line per example into a hidden file that becomes ``scores.jsonl`` on commit."""
+    """Streams blocks of examples' scores into a hidden file that becomes ``scores.jsonl`` on commit.
+
+    Each line is one block of consecutive examples, stored as columns (one ``orjson.dumps`` per block, no object
+    or formatting per example): ``{"ids": [...], "lines": [...], "scores": {metric: [...]}}``, plus
+    ``"clusters": [...]`` in a clustered run. ``scores[metric][i]`` is row ``i``'s encoded score (see
+    :func:`score_to_json`), or the list of its samples' scores when the task has samples.
+    """
 
     def __init__(self, folder: Path) -> None:
         from evalglass.core.runrecord import SCORES_FILE
@@ -78,43 +84,18 @@ class ScoresWriter:
         self._handle: IO[bytes] = os.fdopen(fd, "wb", buffering=1 << 20)
         self._hash = hashlib.sha256()
 
-    def write(self, example_id: str, line: int, scores: dict[str, Any], cluster: str | None = None) -> None:
-        row: dict[str, Any] = {"id": example_id, "line": line, "scores": scores}
-        if cluster is not None:
-            row["cluster"] = cluster
-        data = orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)
-        self._hash.update(data)
-        self._handle.write(data)
-
-    def write_rows(
-        self,
-        ids: list[str],
-        lines: list[int],
-        names: list[str],
-        encoded: list[list[Any]],
-        clusters: list[str | None] | None = None,
+    def write_block(
+        self, ids: list[str], lines: list[int], scores: dict[str, list[Any]], clusters: list[str | None] | None
     ) -> None:
-        """Write a batch of rows, byte for byte as :meth:`write` would write them one by one.
-
-        ``encoded[m][r]`` is metric ``names[m]``'s encoded score (see :func:`score_to_json`) for row ``r``. Each
-        metric's column is encoded by one ``orjson.dumps`` of the whole list, cut at its commas when no value's
-        encoding contains one (numbers never do), and each row is filled into a template of the row's bytes.
-        """
+        """One block; ``clusters`` (one per example, None for none) only in a clustered run. Empty: nothing."""
         if not ids:
             return
-        dumps = orjson.dumps
-        pieces = [_encoded_each(column, len(ids)) for column in encoded]
-        scores = b",".join(dumps(name).replace(b"%", b"%%") + b":%b" for name in names)
-        plain = b'{"id":%b,"line":%d,"scores":{' + scores + b"}}\n"
-        rows = zip(map(dumps, ids), lines, *pieces, strict=True)
-        if clusters is None or all(cluster is None for cluster in clusters):
-            data = b"".join(map(plain.__mod__, rows))
-        else:
-            clustered = plain[:-2] + b',"cluster":%b}\n'
-            data = b"".join(
-                plain % row if cluster is None else clustered % (*row, dumps(cluster))
-                for row, cluster in zip(rows, clusters, strict=True)
-            )
+        if any(len(entries) != len(ids) for entries in scores.values()) or len(lines) != len(ids):
+            raise ValueError("a block needs one line number and one score per metric for every id")
+        block: dict[str, Any] = {"ids": ids, "lines": lines, "scores": scores}
+        if clusters is not None:
+            block["clusters"] = clusters
+        data = orjson.dumps(block, option=orjson.OPT_APPEND_NEWLINE)
         self._hash.update(data)
         self._handle.write(data)
 
@@ -129,20 +110,6 @@ class ScoresWriter:
         self._handle.close()
         with contextlib.suppress(FileNotFoundError):
             self.partial.unlink()
-
-
-def _encoded_each(column: list[Any], rows: int) -> list[bytes]:
-    """Each value's own ``orjson.dumps``: one call for the column, cut at commas when that is unambiguous.
-
-    Cutting ``[a,b,...]`` at its commas gives one piece per value exactly when no value's encoding contains a comma
-    (the pieces would outnumber the values otherwise), so the count decides; else each value is encoded alone.
-    """
-    if len(column) != rows:
-        raise ValueError(f"{len(column)} scores for {rows} rows")
-    pieces = orjson.dumps(column)[1:-1].split(b",")
-    if len(pieces) == rows:
-        return pieces
-    return [orjson.dumps(value) for value in column]
 
 
 def load_json_model(path: Path, model: type[Any], what: str) -> Any:
@@ -179,14 +146,25 @@ def load_runrecord(folder: Path) -> RunRecord:
     return result
 
 
-def iter_score_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def score_rows(path: Path) -> Iterator[dict[str, Any]]:
+    """Each example of a scores file as its own row: ``{"id", "line", "scores": {metric: entry}}`` (plus
+    ``"cluster"`` in a clustered run), for readers that want one example at a time. Not validated: see
+    :func:`load_columns`."""
     with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            if raw.strip():
-                try:
-                    yield number, orjson.loads(raw)
-                except orjson.JSONDecodeError as exc:
-                    raise SetupError(f"scores line is not valid JSON ({exc})", where=f"{path}:{number}") from None
+        for raw in handle:
+            if not raw.strip():
+                continue
+            block = orjson.loads(raw)
+            clusters = block.get("clusters")
+            for index, (example_id, line) in enumerate(zip(block["ids"], block["lines"], strict=True)):
+                row: dict[str, Any] = {
+                    "id": example_id,
+                    "line": line,
+                    "scores": {name: entries[index] for name, entries in block["scores"].items()},
+                }
+                if clusters is not None:
+                    row["cluster"] = clusters[index]
+                yield row
 
 
 @dataclass
@@ -222,32 +200,58 @@ def load_columns(path: Path, metric_names: list[str], *, samples: bool, clustere
             if not raw.strip():
                 continue
             where = f"{path}:{number}"
-            try:
-                row = orjson.loads(raw)
-                scores = row["scores"]
-            except (orjson.JSONDecodeError, KeyError, TypeError):
-                raise SetupError("scores line is not a recorded example", where=where) from None
-            rows = 1
+            ids, scores, clusters = _block(raw, where, clustered)
+            size = len(ids)
+            rows = [1] * size
             for name, column in columns.items():
-                if name not in scores:
+                entries = scores.get(name)
+                if entries is None:
                     continue
-                entries = scores[name]
+                if not isinstance(entries, list) or len(entries) != size:
+                    raise SetupError(f"metric '{name}' does not have one score per example of the block", where=where)
                 if samples:
-                    if not isinstance(entries, list) or not entries:
-                        raise SetupError(f"metric '{name}' has no list of sample scores", where=where)
-                    rows = len(entries)
+                    for index, sampled in enumerate(entries):
+                        if not isinstance(sampled, list) or not sampled:
+                            raise SetupError(f"metric '{name}' has no list of sample scores", where=where)
+                        rows[index] = len(sampled)
+                        _extend_loaded(column, name, sampled, where)
                 else:
-                    entries = [entries]
-                for entry in entries:
-                    _append_loaded(column, name, entry, where)
+                    _extend_loaded(column, name, entries, where)
             if example_of_row is not None:
-                example_of_row.extend([examples] * rows)
+                for index, count in enumerate(rows):
+                    example_of_row.extend([examples + index] * count)
             if cluster_ids is not None:
-                cluster = row.get("cluster")
-                key = cluster if isinstance(cluster, str) else f"\x00unclustered:{examples}"
-                cluster_ids.append(cluster_keys.setdefault(key, len(cluster_keys)))
-            examples += 1
+                for index, cluster in enumerate(clusters):
+                    key = cluster if isinstance(cluster, str) else f"\x00unclustered:{examples + index}"
+                    cluster_ids.append(cluster_keys.setdefault(key, len(cluster_keys)))
+            examples += size
     return LoadedScores(columns, examples, PREFIX + digest.hexdigest(), example_of_row, cluster_ids)
+
+
+def _block(raw: bytes, where: str, clustered: bool) -> tuple[list[Any], dict[str, Any], list[Any]]:
+    """A block's ids, scores and clusters (one per id), or the error naming the line that is not a block."""
+    try:
+        block = orjson.loads(raw)
+        ids, lines, scores = block["ids"], block["lines"], block["scores"]
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        raise SetupError("scores line is not a block of recorded examples", where=where) from None
+    clusters = block.get("clusters", [None] * len(ids)) if clustered else []
+    if not (
+        isinstance(ids, list)
+        and isinstance(lines, list)
+        and isinstance(scores, dict)
+        and isinstance(clusters, list)
+        and len(lines) == len(ids)
+        and (not clustered or len(clusters) == len(ids))
+    ):
+        raise SetupError("scores line is not a block of recorded examples", where=where)
+    return ids, scores, clusters
+
+
+def _extend_loaded(column: ScoreColumn, name: str, entries: list[Any], where: str) -> None:
+    if not column.extend_measured(entries):
+        for entry in entries:
+            _append_loaded(column, name, entry, where)
 
 
 def _append_loaded(column: ScoreColumn, name: str, entry: Any, where: str) -> None:

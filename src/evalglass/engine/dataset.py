@@ -15,18 +15,22 @@ import gc
 import hashlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from evalglass.core.example import Example
+from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT, get_path, parse_path
 from evalglass.core.fingerprint import PREFIX
 from evalglass.errors import SetupError
 
 #: Bytes read (and hashed) at a time.
 CHUNK = 1 << 20
+#: Lines per batch. Small enough that a batch's parsed records stay in the CPU cache and few of them live through
+#: a cyclic collection (larger batches measured slower, see BENCHMARKS.md).
+BATCH = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +124,23 @@ class DatasetReader:
         return PREFIX + self._hash.hexdigest()
 
     def __iter__(self) -> Iterator[Example | BadLine]:
+        for lines, first, ended in self._raw_batches(BATCH):
+            yield from self._items(lines, first, ended)
+
+    def batches(self, size: int = BATCH) -> Iterator[ExampleBatch | list[Example | BadLine]]:
+        """The dataset ``size`` lines at a time, in order: what iterating gives, grouped.
+
+        A batch whose every line is a JSON object with a string id comes as one :class:`ExampleBatch`, parsed in
+        one ``map`` with no object per example; any other batch (a bad, blank or integer-id line) comes as the list
+        of what iterating gives for its lines.
+        """
+        for lines, first, ended in self._raw_batches(size):
+            batch = self._plain_batch(lines, first)
+            yield batch if batch is not None else list(self._items(lines, first, ended))
+
+    def _raw_batches(self, size: int) -> Iterator[tuple[list[bytes], int, bool]]:
+        """The file's lines, ``size`` at a time, each batch with its first line's number and whether its last line
+        ended in a newline (only a file's last line may not)."""
         try:
             handle = self.path.open("rb", buffering=0)
         except FileNotFoundError:
@@ -128,6 +149,55 @@ class DatasetReader:
             ) from None
         except OSError as exc:
             raise SetupError(f"cannot read dataset: {exc.strerror}", where=str(self.path)) from None
+        # Every object alive now (modules, models, the config) outlives the stream. Freezing them keeps the cyclic
+        # collector's full passes, which the stream's young objects keep triggering, from re-scanning them all:
+        # about a tenth of a million-line run otherwise. Nothing is collected differently, only later.
+        gc.freeze()
+        pending: list[bytes] = []
+        first = 1
+        ended = True
+        with handle, _unfreezing():
+            for lines, newline in _lines(handle, self._hash.update, self._chunk):
+                ended = newline
+                pending += lines
+                start = 0
+                # A last line without a newline stays pending, so it is flushed below with ``ended`` False.
+                while len(pending) - start > size or (newline and len(pending) - start == size):
+                    yield pending[start : start + size], first, True
+                    start += size
+                    first += size
+                del pending[:start]
+            if pending:
+                yield pending, first, ended
+        self._done = True
+
+    def _plain_batch(self, lines: list[bytes], first: int) -> ExampleBatch | None:
+        """The batch as an :class:`ExampleBatch` when every line is a JSON object with a string id, else None."""
+        try:
+            records = list(map(orjson.loads, lines))
+        except orjson.JSONDecodeError:
+            return None
+        if not records or len(set(map(type, records))) != 1 or type(records[0]) is not dict:
+            return None
+        ids = self._column(records, self._id_key, self._id)
+        if len(set(map(type, ids))) != 1 or type(ids[0]) is not str:
+            return None
+        self.examples += len(records)
+        return ExampleBatch(
+            ids=ids,
+            lines=list(range(first, first + len(records))),
+            records=records,
+            outputs=self._column(records, self._output_key, self._output),
+        )
+
+    @staticmethod
+    def _column(records: list[dict[str, Any]], key: str | None, get: Callable[[Mapping[str, Any]], Any]) -> list[Any]:
+        if key is not None:
+            return list(map(dict.get, records, repeat(key), repeat(ABSENT)))
+        return list(map(get, records))
+
+    def _items(self, lines: list[bytes], first: int, ended: bool) -> Iterator[Example | BadLine]:
+        """Line by line: a blank line is skipped, a bad one comes out as a BadLine."""
         loads = orjson.loads
         decode_error = orjson.JSONDecodeError
         get_id, id_key = self._id, self._id_key
@@ -140,45 +210,37 @@ class DatasetReader:
             _set_output,
             _set_sample,
         )
-        number = 0
-        # Every object alive now (modules, models, the config) outlives the stream. Freezing them keeps the cyclic
-        # collector's full passes, which the stream's young objects keep triggering, from re-scanning them all:
-        # about a tenth of a million-line run otherwise. Nothing is collected differently, only later.
-        gc.freeze()
-        with handle, _unfreezing():
-            for lines, ended in _lines(handle, self._hash.update, self._chunk):
-                for raw in lines:
-                    number += 1
-                    try:
-                        record = loads(raw)
-                    except decode_error:
-                        if not raw.strip():
-                            continue
-                        yield self._malformed(number, raw, ended)
-                        continue
-                    if type(record) is not dict:
-                        yield self._bad(number, "not_an_object", f"expected a JSON object, got {type(record).__name__}")
-                        continue
-                    example_id = record.get(id_key, ABSENT) if id_key is not None else get_id(record)
-                    if type(example_id) is not str:
-                        if example_id is ABSENT:
-                            yield self._bad(number, "id_missing", f"no id field '{self._id_field}'")
-                            continue
-                        if type(example_id) is not int:
-                            yield self._bad(number, "id_invalid", f"id must be a string or integer, not {example_id!r}")
-                            continue
-                        example_id = str(example_id)
-                    self.examples += 1
-                    # Example(id=example_id, line=number, fields=record, output=output), sample 0
-                    example = new(Example)
-                    set_id(example, example_id)
-                    set_line(example, number)
-                    set_fields(example, record)
-                    output = record.get(output_key, ABSENT) if output_key is not None else get_output(record)
-                    set_output(example, output)
-                    set_sample(example, 0)
-                    yield example
-        self._done = True
+        last = first + len(lines) - 1
+        for number, raw in enumerate(lines, start=first):
+            try:
+                record = loads(raw)
+            except decode_error:
+                if not raw.strip():
+                    continue
+                yield self._malformed(number, raw, ended or number != last)
+                continue
+            if type(record) is not dict:
+                yield self._bad(number, "not_an_object", f"expected a JSON object, got {type(record).__name__}")
+                continue
+            example_id = record.get(id_key, ABSENT) if id_key is not None else get_id(record)
+            if type(example_id) is not str:
+                if example_id is ABSENT:
+                    yield self._bad(number, "id_missing", f"no id field '{self._id_field}'")
+                    continue
+                if type(example_id) is not int:
+                    yield self._bad(number, "id_invalid", f"id must be a string or integer, not {example_id!r}")
+                    continue
+                example_id = str(example_id)
+            self.examples += 1
+            # Example(id=example_id, line=number, fields=record, output=output), sample 0
+            example = new(Example)
+            set_id(example, example_id)
+            set_line(example, number)
+            set_fields(example, record)
+            output = record.get(output_key, ABSENT) if output_key is not None else get_output(record)
+            set_output(example, output)
+            set_sample(example, 0)
+            yield example
 
     def _malformed(self, number: int, raw: bytes, had_newline: bool) -> BadLine:
         # orjson's message gives a position; parse the line as line-by-line reading saw it (with its newline).

@@ -369,11 +369,12 @@ async def _score_all(
             if cluster_of is not None and isinstance(item, Example):
                 cluster = cluster_key(cluster_of(item.fields))
             shape.add_example(result.rows, cluster)
-            row: dict[str, Any] = {}
+            block: dict[str, list[Any]] = {}
             for name, values in result.results.items():
                 encoded = [_record(columns[name], name, value) for value in values]
-                row[name] = encoded if samples else encoded[0]
-            writer.write(item.id, item.line, row, cluster)
+                block[name] = [encoded if samples else encoded[0]]
+            # A block of one example: written as it completes, in dataset order, so a resumed run writes the same.
+            writer.write_block([item.id], [item.line], block, [cluster] if cluster_of is not None else None)
             outputs.write(result)
             counters.done += 1
 

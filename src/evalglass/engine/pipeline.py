@@ -1,6 +1,7 @@
 """One run: stream the dataset, score every example, decide, write artifacts.
 
-The loop keeps no per-example objects: scores go into compact columns and straight to ``scores.jsonl``.
+The loop keeps no per-example objects: the dataset comes in batches of parallel lists (``ExampleBatch``), scores go
+into compact columns and each batch is written to ``scores.jsonl`` as one block.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from evalglass import __version__
 from evalglass.core.checks import CheckResult
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.decide import GateInput, MetricInput, RunShape, decide_run
-from evalglass.core.example import Example
+from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.score import Score, ScoreContractError, Status
@@ -68,9 +69,6 @@ def new_run_id(now: datetime) -> str:
 
 def default_run_folder(run_id: str) -> Path:
     return Path(".evalglass") / "runs" / run_id
-
-
-BATCH = 512
 
 
 @dataclass(frozen=True)
@@ -137,7 +135,7 @@ def _bad_result(name: str, result: object, why: str) -> Score:
     return Score.error("metric_bad_result", f"metric '{name}' returned {result!r}: {why}")
 
 
-def call_metric(metric: BuiltMetric, examples: list[Example], pool: ThreadPoolExecutor | None) -> list[Any]:
+def call_metric(metric: BuiltMetric, batch: ExampleBatch, pool: ThreadPoolExecutor | None) -> list[Any]:
     """One metric over a batch; a raising call becomes an error score, never a number.
 
     A metric with a batch path scores the batch in one call. Should that call raise (or miscount), the batch is
@@ -147,10 +145,10 @@ def call_metric(metric: BuiltMetric, examples: list[Example], pool: ThreadPoolEx
     if isinstance(function, BatchedMetric):
         if not (metric.parallel and pool is not None):
             try:
-                results = function.batch(examples)
+                results = function.batch(batch)
             except Exception:
                 results = None
-            if results is not None and len(results) == len(examples):
+            if results is not None and len(results) == len(batch):
                 return results
         function = function.one
 
@@ -160,6 +158,7 @@ def call_metric(metric: BuiltMetric, examples: list[Example], pool: ThreadPoolEx
         except Exception as exc:
             return _raised(name, exc)
 
+    examples = batch.examples()
     if metric.parallel and pool is not None and len(examples) > 1:
         return list(pool.map(guarded, examples))
     return [guarded(example) for example in examples]
@@ -236,28 +235,24 @@ def expand(item: Example | BadLine, samples: bool) -> list[Example] | Score:
 
 
 def score_batch(
-    items: list[Example | BadLine],
+    batch: ExampleBatch | list[Example | BadLine],
     metrics: list[BuiltMetric],
     columns: dict[str, ScoreColumn],
     writer: ScoresWriter,
     pool: ThreadPoolExecutor | None,
     shape: RowShape,
 ) -> None:
-    """Score a batch metric by metric (tight loops), then append and write example by example, in order.
+    """Score a batch metric by metric (tight loops), append to the columns and write it as one block, in order.
 
-    When every item is one row to measure (no samples, no bad line, every output present: ``expand`` would give
-    each item ``[item]``), each metric's results go into its column and the scores file as one batch, with the same
-    checks and the same bytes as row by row.
+    When every example is one row to measure (no samples, no bad line, every output present: ``expand`` would give
+    each ``[example]``), each metric's results go into its column as one batch, with the same checks and the same
+    bytes as the general path below.
     """
-    if (
-        not shape.samples
-        and not any(issubclass(kind, BadLine) for kind in set(map(type, items)))
-        and not any(item.output is ABSENT for item in cast(list[Example], items))
-    ):
-        examples = cast(list[Example], items)
-        by_metric = [call_metric(metric, examples, pool) for metric in metrics]
+    plain = _plain(batch, shape.samples)
+    names = [metric.name for metric in metrics]
+    if plain is not None:
         encoded: list[list[Any]] = []
-        for metric, scored in zip(metrics, by_metric, strict=True):
+        for metric, scored in zip(metrics, (call_metric(metric, plain, pool) for metric in metrics), strict=True):
             column = columns[metric.name]
             if column.extend_measured(scored):
                 encoded.append(scored)
@@ -266,33 +261,47 @@ def score_batch(
         clusters: list[str | None] | None = None
         if shape.cluster_of is not None:
             cluster_of = shape.cluster_of
-            clusters = [cluster_key(cluster_of(example.fields)) for example in examples]
-        shape.add_single_rows(len(examples), clusters)
-        writer.write_rows(
-            [example.id for example in examples],
-            [example.line for example in examples],
-            [metric.name for metric in metrics],
-            encoded,
-            clusters,
-        )
+            clusters = [cluster_key(cluster_of(record)) for record in plain.records]
+        shape.add_single_rows(len(plain), clusters)
+        writer.write_block(plain.ids, plain.lines, dict(zip(names, encoded, strict=True)), clusters)
         return
+    items = batch.examples() if isinstance(batch, ExampleBatch) else batch
     expanded = [expand(item, shape.samples) for item in items]
     measurable = [example for rows in expanded if isinstance(rows, list) for example in rows]
-    results = [iter(call_metric(metric, measurable, pool)) for metric in metrics]
+    measured = ExampleBatch.of(measurable)
+    results = [iter(call_metric(metric, measured, pool)) for metric in metrics]
+    block: dict[str, list[Any]] = {name: [] for name in names}
+    clustered = shape.cluster_of is not None
+    clusters = [] if clustered else None
     for item, rows in zip(items, expanded, strict=True):
         cluster = None
         if shape.cluster_of is not None and isinstance(item, Example):
             cluster = cluster_key(shape.cluster_of(item.fields))
+        if clusters is not None:
+            clusters.append(cluster)
         if isinstance(rows, Score):
             shape.add_example(1, cluster)
-            row = _same_score_everywhere(rows, columns, shape.samples)
-        else:
-            shape.add_example(len(rows), cluster)
-            row = {}
-            for metric, produced in zip(metrics, results, strict=True):
-                encoded = [_append(columns[metric.name], metric.name, next(produced)) for _ in rows]
-                row[metric.name] = encoded if shape.samples else encoded[0]
-        writer.write(item.id, item.line, row, cluster)
+            for name, entry in _same_score_everywhere(rows, columns, shape.samples).items():
+                block[name].append(entry)
+            continue
+        shape.add_example(len(rows), cluster)
+        for metric, produced in zip(metrics, results, strict=True):
+            entries = [_append(columns[metric.name], metric.name, next(produced)) for _ in rows]
+            block[metric.name].append(entries if shape.samples else entries[0])
+    writer.write_block([item.id for item in items], [item.line for item in items], block, clusters)
+
+
+def _plain(batch: ExampleBatch | list[Example | BadLine], samples: bool) -> ExampleBatch | None:
+    """The batch when every example in it is one row to measure (see :func:`score_batch`), else None."""
+    if samples:
+        return None
+    if isinstance(batch, list):
+        if any(issubclass(kind, BadLine) for kind in set(map(type, batch))):
+            return None
+        batch = ExampleBatch.of(cast(list[Example], batch))
+    if any(output is ABSENT for output in batch.outputs):
+        return None
+    return batch
 
 
 def _append(column: ScoreColumn, name: str, result: Any) -> Any:
@@ -436,38 +445,36 @@ def check_duplicate(first_line: dict[str, int], item: Example, path: Path) -> No
     """One example at a time (the live path, where calls dominate): remembers each id's first line."""
     seen = first_line.setdefault(item.id, item.line)
     if seen != item.line:
-        raise _duplicate(item, seen, path)
+        raise _duplicate(item.id, item.line, seen, path)
 
 
-def refuse_duplicate_ids(seen: set[str], batch: list[Example | BadLine], loaded: LoadedConfig) -> None:
+def refuse_duplicate_ids(seen: set[str], batch: ExampleBatch | list[Example | BadLine], loaded: LoadedConfig) -> None:
     """Refuse a batch that repeats an id, before any of it is scored.
 
-    The common case is one set union per batch (C speed, no per-example Python call); only when a repeat exists is
-    the batch walked, and the dataset read again from the top to name the line the id first appeared on.
+    The common case is one set update per batch (C speed, no per-example Python call): the set grows by one per id
+    exactly when no id repeats. Only then is the dataset read again from the top, to name both lines of the first
+    repeat (which is in this batch: every earlier batch passed).
     """
-    ids = [item.id for item in batch if isinstance(item, Example)]
-    fresh = set(ids)
-    if len(fresh) == len(ids) and seen.isdisjoint(fresh):
-        seen |= fresh
+    ids = batch.ids if isinstance(batch, ExampleBatch) else [item.id for item in batch if isinstance(item, Example)]
+    before = len(seen)
+    seen.update(ids)
+    if len(seen) - before == len(ids):
         return
-    earlier = set(seen)
-    for item in batch:
-        if isinstance(item, Example):
-            if item.id in earlier:
-                raise _duplicate(item, _first_line(item.id, loaded), loaded.dataset_path)
-            earlier.add(item.id)
-
-
-def _first_line(example_id: str, loaded: LoadedConfig) -> int:
     config = loaded.config
     reader = DatasetReader(loaded.dataset_path, id_field=config.dataset.id_field, output_field=config.output_field)
-    return next(item.line for item in reader if isinstance(item, Example) and item.id == example_id)
+    first_line: dict[str, int] = {}
+    for item in reader:
+        if isinstance(item, Example):
+            check_duplicate(first_line, item, loaded.dataset_path)
+    raise SetupError(  # pragma: no cover (the file changed between the two reads)
+        "the dataset changed while it was read", where=str(loaded.dataset_path), fix="run again on a stable file"
+    )
 
 
-def _duplicate(item: Example, first: int, path: Path) -> SetupError:
+def _duplicate(example_id: str, line: int, first: int, path: Path) -> SetupError:
     return SetupError(
-        f"duplicate example id '{item.id}' (first at line {first})",
-        where=f"{path}:{item.line}",
+        f"duplicate example id '{example_id}' (first at line {first})",
+        where=f"{path}:{line}",
         fix="give every example a unique id",
     )
 
@@ -499,15 +506,9 @@ def score_recorded(loaded: LoadedConfig, metrics: list[BuiltMetric], writer: Sco
     workers = config.check_workers or os.cpu_count() or 1
     pool = ThreadPoolExecutor(max_workers=workers) if any(metric.parallel for metric in metrics) else None
     try:
-        batch: list[Example | BadLine] = []
-        for item in reader:
-            batch.append(item)
-            if len(batch) >= BATCH:
-                refuse_duplicate_ids(seen, batch, loaded)
-                score_batch(batch, metrics, columns, writer, pool, shape)
-                batch = []
-        refuse_duplicate_ids(seen, batch, loaded)
-        score_batch(batch, metrics, columns, writer, pool, shape)
+        for batch in reader.batches():
+            refuse_duplicate_ids(seen, batch, loaded)
+            score_batch(batch, metrics, columns, writer, pool, shape)
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)

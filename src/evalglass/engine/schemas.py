@@ -17,19 +17,26 @@ SCHEMA_NAMES = ("config", "ledger", "scorecard", "runrecord", "scores")
 def _scores_line_schema() -> dict[str, Any]:
     score = Score.model_json_schema()
     defs = score.pop("$defs", {})
+    entry = {"anyOf": [{"type": "number"}, {"$ref": "#/$defs/Score"}]}
     return {
         "title": "EvalGlass scores.jsonl line",
-        "description": "One example's scores. A bare number is shorthand for a scored, valid score.",
+        "description": "A block of consecutive examples, as columns: row i is ids[i] on dataset line lines[i], with "
+        "scores[metric][i] (a list of sample scores when the task has samples) and, in a clustered run, "
+        "clusters[i]. A bare number is shorthand for a scored, valid score. Every list has one entry per id.",
         "type": "object",
         "additionalProperties": False,
-        "required": ["id", "line", "scores"],
+        "required": ["ids", "lines", "scores"],
         "properties": {
-            "id": {"type": "string"},
-            "line": {"type": "integer", "minimum": 1},
+            "ids": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+            "lines": {"type": "array", "items": {"type": "integer", "minimum": 1}},
             "scores": {
                 "type": "object",
-                "additionalProperties": {"anyOf": [{"type": "number"}, {"$ref": "#/$defs/Score"}]},
+                "additionalProperties": {
+                    "type": "array",
+                    "items": {"anyOf": [entry, {"type": "array", "items": entry, "minItems": 1}]},
+                },
             },
+            "clusters": {"type": "array", "items": {"type": ["string", "null"]}},
         },
         "$defs": {**defs, "Score": score},
     }

@@ -4,28 +4,30 @@ A result is a :class:`~evalglass.core.score.Score`, or a bare finite float as sh
 path for builtins on large datasets). A metric never returns 0.0 for a measurement it could not make: it returns a
 Score with status and diagnostic instead.
 
-A spec may also build a *batch* function (:meth:`MetricSpec.build_batch`): one call over a whole batch of examples
-that returns, example for example, exactly what the per-example function returns. Builtins use it to keep their
-common case in one tight loop and hand anything unusual to the per-example function.
+A spec may also build a *batch* function (:meth:`MetricSpec.build_batch`): one call over an
+:class:`~evalglass.core.example.ExampleBatch` (examples as parallel lists, no object per row) that returns, example
+for example, exactly what the per-example function returns. Builtins use it to keep their common case in one tight
+loop and hand anything unusual to the per-example function.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from itertools import repeat
 from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from evalglass.core.estimate import UNIT_SCALE, IntervalSpec, ScaleSpec
-from evalglass.core.example import Example
+from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT, FieldPathError, get_path, parse_path
 from evalglass.core.score import Score
 from evalglass.core.stats import Reducer
 
 MetricResult = float | Score
 MetricFn = Callable[[Example], MetricResult]
-BatchMetricFn = Callable[[Sequence[Example]], list[MetricResult]]
+BatchMetricFn = Callable[[ExampleBatch], list[MetricResult]]
 
 
 class MetricSpec(BaseModel):
@@ -174,9 +176,16 @@ def values_getter(path: str | None) -> Callable[[list[Any]], list[Any]]:
     parts = parse_path(path)
     if len(parts) == 1 and type(parts[0]) is str:
         key = parts[0]
-        return lambda documents: [
-            document.get(key, ABSENT) if type(document) is dict else get_path(document, parts) for document in documents
-        ]
+
+        def values(documents: list[Any]) -> list[Any]:
+            if documents and len(set(map(type, documents))) == 1 and type(documents[0]) is dict:
+                return list(map(dict.get, documents, repeat(key), repeat(ABSENT)))  # no Python call per document
+            return [
+                document.get(key, ABSENT) if type(document) is dict else get_path(document, parts)
+                for document in documents
+            ]
+
+        return values
     get = value_getter(path)
     return lambda documents: [get(document) for document in documents]
 

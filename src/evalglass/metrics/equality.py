@@ -6,13 +6,13 @@ Both compare with JSON semantics (see :mod:`evalglass.metrics.jsonvalue`): ``tru
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, JsonValue, model_validator
 
-from evalglass.core.example import Example
+from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.score import Score
 from evalglass.metrics.base import (
     ABSENT,
@@ -87,19 +87,21 @@ class ExactMatchSpec(MetricSpec):
         normalizer = build_normalizer(self.normalize)
         identity = is_identity(normalizer)
 
-        def exact_match_reference_batch(examples: Sequence[Example]) -> list[MetricResult]:
-            values = values_of([example.output for example in examples])
-            golds = golds_of([example.fields for example in examples])
+        def exact_match_reference_batch(batch: ExampleBatch) -> list[MetricResult]:
+            values = values_of(batch.outputs)
+            golds = golds_of(batch.records)
             if identity:
                 return [
-                    (1.0 if value == gold else 0.0) if type(value) is str and type(gold) is str else one(example)
-                    for example, value, gold in zip(examples, values, golds, strict=True)
+                    (1.0 if value == gold else 0.0)
+                    if type(value) is str and type(gold) is str
+                    else one(batch.example(index))
+                    for index, (value, gold) in enumerate(zip(values, golds, strict=True))
                 ]
             return [
                 (1.0 if normalizer(value) == normalizer(gold) else 0.0)
                 if type(value) is str and type(gold) is str
-                else one(example)
-                for example, value, gold in zip(examples, values, golds, strict=True)
+                else one(batch.example(index))
+                for index, (value, gold) in enumerate(zip(values, golds, strict=True))
             ]
 
         return exact_match_reference_batch
@@ -111,11 +113,11 @@ class ExactMatchSpec(MetricSpec):
         normalizer = build_normalizer(self.normalize)
         gold = normalizer(self.expected)
 
-        def exact_match_batch(examples: Sequence[Example]) -> list[MetricResult]:
-            values = values_of([example.output for example in examples])
+        def exact_match_batch(batch: ExampleBatch) -> list[MetricResult]:
+            values = values_of(batch.outputs)
             return [
-                (1.0 if normalizer(value) == gold else 0.0) if type(value) is str else one(example)
-                for example, value in zip(examples, values, strict=True)
+                (1.0 if normalizer(value) == gold else 0.0) if type(value) is str else one(batch.example(index))
+                for index, value in enumerate(values)
             ]
 
         return exact_match_batch
@@ -205,13 +207,13 @@ class EnumSpec(NoReferenceSpec):
             if isinstance(key, tuple) and key[0] == "s"
         )
 
-        def enum_batch(examples: Sequence[Example]) -> list[MetricResult]:
-            values = values_of([example.output for example in examples])
+        def enum_batch(batch: ExampleBatch) -> list[MetricResult]:
+            values = values_of(batch.outputs)
             return [
                 (1.0 if (value.casefold() if fold else value) in allowed_text else 0.0)
                 if type(value) is str
-                else one(example)
-                for example, value in zip(examples, values, strict=True)
+                else one(batch.example(index))
+                for index, value in enumerate(values)
             ]
 
         return enum_batch

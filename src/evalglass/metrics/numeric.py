@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from evalglass.core.example import Example
+from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.score import Score
 from evalglass.metrics.base import ABSENT, BatchMetricFn, MetricFn, MetricResult, measured_target, values_getter
 from evalglass.metrics.support import Bound, NoReferenceSpec, preview, target_missing, wrong_type
@@ -80,13 +79,13 @@ class NumericBoundsSpec(NoReferenceSpec):
         if not self.inclusive or low is None or high is None:
             return self._one_sided_batch(one)
 
-        def numeric_bounds_batch(examples: Sequence[Example]) -> list[MetricResult]:
-            numbers = values_of([example.output for example in examples])
+        def numeric_bounds_batch(batch: ExampleBatch) -> list[MetricResult]:
+            numbers = values_of(batch.outputs)
             return [
                 (1.0 if low <= number <= high else 0.0)
                 if ((kind := type(number)) is float and number == number) or kind is int
-                else one(example)
-                for example, number in zip(examples, numbers, strict=True)
+                else one(batch.example(index))
+                for index, number in enumerate(numbers)
             ]
 
         return numeric_bounds_batch
@@ -102,13 +101,13 @@ class NumericBoundsSpec(NoReferenceSpec):
                 ok = (low is None or number > low) and (high is None or number < high)
             return 1.0 if ok else 0.0
 
-        def numeric_bounds_batch(examples: Sequence[Example]) -> list[MetricResult]:
-            numbers = values_of([example.output for example in examples])
+        def numeric_bounds_batch(batch: ExampleBatch) -> list[MetricResult]:
+            numbers = values_of(batch.outputs)
             return [
                 inside(number)
                 if ((kind := type(number)) is float and number == number) or kind is int
-                else one(example)
-                for example, number in zip(examples, numbers, strict=True)
+                else one(batch.example(index))
+                for index, number in enumerate(numbers)
             ]
 
         return numeric_bounds_batch

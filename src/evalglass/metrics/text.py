@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from evalglass.core.example import Example
+from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.score import Score
 from evalglass.metrics.base import (
     ABSENT,
@@ -83,11 +83,13 @@ class ContainsSpec(MetricSpec):
         raw = [self.value] if isinstance(self.value, str) else self.value
         needles = tuple(needle.casefold() if fold else needle for needle in raw)
 
-        def contains_batch(examples: Sequence[Example]) -> list[MetricResult]:
-            texts = values_of([example.output for example in examples])
+        def contains_batch(batch: ExampleBatch) -> list[MetricResult]:
+            texts = values_of(batch.outputs)
             return [
-                _found(text.casefold() if fold else text, needles, wants_all) if type(text) is str else one(example)
-                for example, text in zip(examples, texts, strict=True)
+                _found(text.casefold() if fold else text, needles, wants_all)
+                if type(text) is str
+                else one(batch.example(index))
+                for index, text in enumerate(texts)
             ]
 
         return contains_batch
@@ -193,11 +195,11 @@ class RegexSpec(NoReferenceSpec):
         compiled = self.compiled()
         matcher = compiled.search if self.match == "search" else compiled.fullmatch
 
-        def regex_batch(examples: Sequence[Example]) -> list[MetricResult]:
-            texts = values_of([example.output for example in examples])
+        def regex_batch(batch: ExampleBatch) -> list[MetricResult]:
+            texts = values_of(batch.outputs)
             return [
-                (1.0 if matcher(text) is not None else 0.0) if type(text) is str else one(example)
-                for example, text in zip(examples, texts, strict=True)
+                (1.0 if matcher(text) is not None else 0.0) if type(text) is str else one(batch.example(index))
+                for index, text in enumerate(texts)
             ]
 
         return regex_batch
@@ -245,13 +247,13 @@ class WordCountSpec(NoReferenceSpec):
         low = 0 if self.min is None else self.min
         high = self.max
 
-        def word_count_batch(examples: Sequence[Example]) -> list[MetricResult]:
-            texts = values_of([example.output for example in examples])
+        def word_count_batch(batch: ExampleBatch) -> list[MetricResult]:
+            texts = values_of(batch.outputs)
             return [
                 (1.0 if (count := len(text.split())) >= low and (high is None or count <= high) else 0.0)
                 if type(text) is str
-                else one(example)
-                for example, text in zip(examples, texts, strict=True)
+                else one(batch.example(index))
+                for index, text in enumerate(texts)
             ]
 
         return word_count_batch
