@@ -70,10 +70,7 @@ def _same(left: Any, right: Any) -> bool:
     return bool(left == right)
 
 
-@pytest.mark.parametrize("config", CONFIGS, ids=lambda config: f"{config['type']}:{sorted(config.items())}")
-@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)
-@given(rows=st.lists(st.tuples(OUTPUTS, RECORDS), max_size=12))
-def test_the_batch_path_gives_what_each_example_gives(config: dict[str, Any], rows: list[tuple[Any, Any]]) -> None:
+def _assert_the_batch_gives_what_each_example_gives(config: dict[str, Any], rows: list[tuple[Any, Any]]) -> None:
     spec = parse_metric_spec(config)
     built = build_with_batch(spec, spec.build(Path(".")))
     assert isinstance(built, BatchedMetric), "every configuration listed here has a batch path"
@@ -83,6 +80,33 @@ def test_the_batch_path_gives_what_each_example_gives(config: dict[str, Any], ro
     assert len(batch) == len(one)
     for got, expected in zip(batch, one, strict=True):
         assert _same(got, expected), (got, expected)
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda config: f"{config['type']}:{sorted(config.items())}")
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(rows=st.lists(st.tuples(OUTPUTS, RECORDS), max_size=12))
+def test_the_batch_path_gives_what_each_example_gives(config: dict[str, Any], rows: list[tuple[Any, Any]]) -> None:
+    _assert_the_batch_gives_what_each_example_gives(config, rows)
+
+
+TEXTS = st.text(max_size=8) | st.sampled_from(["Paris", "paris ", "42", "a1", "yes", "a b c", "", "ß", "Straße"])
+FLOATS = st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from([0.0, -0.0, 800.0, 1e308, 3.5, -5.0])
+GOLD = st.fixed_dictionaries({"gold": TEXTS})
+#: Batches whose values all have one type: the batch paths' C-level lanes (with the odd NaN, infinity, overflowing
+#: sum or non-text gold that must send a batch back to the per-value loop).
+UNIFORM = (
+    st.lists(st.tuples(TEXTS, GOLD), min_size=1, max_size=12)
+    | st.lists(st.tuples(st.fixed_dictionaries({"answer": TEXTS, "n": FLOATS}), GOLD), min_size=1, max_size=12)
+    | st.lists(st.tuples(FLOATS, GOLD), min_size=1, max_size=12)
+    | st.lists(st.tuples(TEXTS, RECORDS), min_size=1, max_size=12)
+)
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda config: f"{config['type']}:{sorted(config.items())}")
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(rows=UNIFORM)
+def test_uniform_batches_give_what_each_example_gives(config: dict[str, Any], rows: list[tuple[Any, Any]]) -> None:
+    _assert_the_batch_gives_what_each_example_gives(config, rows)
 
 
 def test_a_literal_expected_value_that_is_not_text_has_no_batch_path() -> None:

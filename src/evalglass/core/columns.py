@@ -25,6 +25,7 @@ from evalglass.core.score import (
     score_violation,
     value_violation,
 )
+from evalglass.core.uniform import all_of_type
 
 #: Every legal (status, validity) pair, in a fixed order: a row's state byte is an index into this tuple.
 STATES: tuple[tuple[Status, Validity], ...] = (
@@ -83,14 +84,14 @@ class ScoreColumn:
         """
         if not results:
             return True
-        if len(set(map(type, results))) != 1 or type(results[0]) is not float:
+        if not all_of_type(results, float):
             return False
         floats = cast(list[float], results)
         # A finite sum implies every term is finite (a NaN or an infinity makes the sum NaN or infinite). Only a
         # sum that is not (finite terms can overflow it) needs each term checked.
         if not math.isfinite(sum(floats)) and not np.isfinite(np.array(floats, dtype=np.float64)).all():
             return False
-        self._values.extend(floats)
+        self._values.extend(array("d", floats))  # measured faster than extending from the list itself
         self._states.extend(bytes(len(floats)))  # SCORED_VALID is 0
         return True
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from evalglass.core.fieldpath import values_getter
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,9 +39,26 @@ class ExampleBatch:
     outputs: list[Any]
     #: Each row's sample index; None when every row is sample 0.
     samples: list[int] | None = None
+    _values: dict[tuple[bool, str | None], list[Any]] = field(default_factory=dict, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def output_values(self, path: str | None) -> list[Any]:
+        """Each row's output at ``path`` (ABSENT where missing; the output itself for None). Computed once per
+        path and shared by every metric that asks: read it, never change it."""
+        return self._values_at(True, path)
+
+    def record_values(self, path: str | None) -> list[Any]:
+        """Each row's record at ``path``, like :meth:`output_values`."""
+        return self._values_at(False, path)
+
+    def _values_at(self, outputs: bool, path: str | None) -> list[Any]:
+        found = self._values.get((outputs, path))
+        if found is None:
+            found = values_getter(path)(self.outputs if outputs else self.records)
+            self._values[(outputs, path)] = found
+        return found
 
     def example(self, index: int) -> Example:
         sample = 0 if self.samples is None else self.samples[index]

@@ -14,6 +14,7 @@ import contextlib
 import gc
 import hashlib
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
@@ -24,6 +25,7 @@ import orjson
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT, get_path, parse_path
 from evalglass.core.fingerprint import PREFIX
+from evalglass.core.uniform import all_of_type
 from evalglass.errors import SetupError
 
 #: Bytes read (and hashed) at a time.
@@ -156,8 +158,16 @@ class DatasetReader:
         pending: list[bytes] = []
         first = 1
         ended = True
-        with handle, _unfreezing():
-            for lines, newline in _lines(handle, self._hash.update, self._chunk):
+        # The hash runs on its own thread: hashlib releases the GIL on large buffers, so with a spare core hashing
+        # costs the stream nothing. One worker keeps the chunks in order; leaving the block waits for the last.
+        hasher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalglass-dataset-hash")
+        with handle, _unfreezing(), hasher:
+            digest = self._hash.update
+
+            def update(data: bytes) -> None:
+                hasher.submit(digest, data)
+
+            for lines, newline in _lines(handle, update, self._chunk):
                 ended = newline
                 pending += lines
                 start = 0
@@ -177,10 +187,10 @@ class DatasetReader:
             records = list(map(orjson.loads, lines))
         except orjson.JSONDecodeError:
             return None
-        if not records or len(set(map(type, records))) != 1 or type(records[0]) is not dict:
+        if not all_of_type(records, dict):
             return None
         ids = self._column(records, self._id_key, self._id)
-        if len(set(map(type, ids))) != 1 or type(ids[0]) is not str:
+        if not all_of_type(ids, str):
             return None
         self.examples += len(records)
         return ExampleBatch(

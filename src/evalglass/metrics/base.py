@@ -13,7 +13,6 @@ loop and hand anything unusual to the per-example function.
 from __future__ import annotations
 
 from collections.abc import Callable
-from itertools import repeat
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -21,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from evalglass.core.estimate import UNIT_SCALE, IntervalSpec, ScaleSpec
 from evalglass.core.example import Example, ExampleBatch
-from evalglass.core.fieldpath import ABSENT, FieldPathError, get_path, parse_path
+from evalglass.core.fieldpath import ABSENT, FieldPathError, get_path, parse_path, value_getter, values_getter
 from evalglass.core.score import Score
 from evalglass.core.stats import Reducer
 
@@ -135,59 +134,6 @@ def build_with_batch(spec: MetricSpec, one: MetricFn) -> MetricFn:
     """``one``, or a :class:`BatchedMetric` around it when the spec has a batch path."""
     batch = spec.build_batch(one)
     return one if batch is None else BatchedMetric(one, batch)
-
-
-def value_getter(path: str | None) -> Callable[[Any], Any]:
-    """``get_path(document, parse_path(path))`` (the document itself for None), walking plain dicts inline.
-
-    Same answers as :func:`get_path` for every document: JSON objects (exact ``dict``) with plain keys take the
-    fast way, anything else goes through ``get_path`` from where the fast way stopped.
-    """
-    if path is None:
-        return _itself
-    parts = parse_path(path)
-    if not all(type(part) is str for part in parts):
-        return lambda document: get_path(document, parts)
-    if len(parts) == 1:
-        key = parts[0]
-        return lambda document: document.get(key, ABSENT) if type(document) is dict else get_path(document, parts)
-
-    def walk(document: Any) -> Any:
-        current = document
-        for index, key in enumerate(parts):
-            if type(current) is not dict:
-                return get_path(current, parts[index:])
-            current = current.get(key, ABSENT)
-            if current is ABSENT:
-                return ABSENT
-        return current
-
-    return walk
-
-
-def _itself(document: Any) -> Any:
-    return document
-
-
-def values_getter(path: str | None) -> Callable[[list[Any]], list[Any]]:
-    """``[value_getter(path)(document) for document in documents]``, in one loop with no call per plain dict."""
-    if path is None:
-        return list
-    parts = parse_path(path)
-    if len(parts) == 1 and type(parts[0]) is str:
-        key = parts[0]
-
-        def values(documents: list[Any]) -> list[Any]:
-            if documents and len(set(map(type, documents))) == 1 and type(documents[0]) is dict:
-                return list(map(dict.get, documents, repeat(key), repeat(ABSENT)))  # no Python call per document
-            return [
-                document.get(key, ABSENT) if type(document) is dict else get_path(document, parts)
-                for document in documents
-            ]
-
-        return values
-    get = value_getter(path)
-    return lambda documents: [get(document) for document in documents]
 
 
 def measured_target(spec: MetricSpec) -> Callable[[Example], Any]:

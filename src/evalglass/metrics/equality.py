@@ -14,6 +14,7 @@ from pydantic import Field, JsonValue, model_validator
 
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.score import Score
+from evalglass.core.uniform import all_of_type
 from evalglass.metrics.base import (
     ABSENT,
     BatchMetricFn,
@@ -23,7 +24,6 @@ from evalglass.metrics.base import (
     measured_target,
     missing_reference,
     reference_getter,
-    values_getter,
 )
 from evalglass.metrics.jsonvalue import NotJsonError, json_key
 from evalglass.metrics.normalize import NormalizeOptions, Normalizer, build_normalizer, is_identity
@@ -82,14 +82,19 @@ class ExactMatchSpec(MetricSpec):
         """Two strings compare in the loop (after normalising); every other case is ``one``'s."""
         if self.reference is None:
             return self._literal_batch(one)
-        values_of = values_getter(self.field)
-        golds_of = values_getter(self.reference)
         normalizer = build_normalizer(self.normalize)
         identity = is_identity(normalizer)
 
         def exact_match_reference_batch(batch: ExampleBatch) -> list[MetricResult]:
-            values = values_of(batch.outputs)
-            golds = golds_of(batch.records)
+            values = batch.output_values(self.field)
+            golds = batch.record_values(self.reference)
+            if all_of_type(values, str) and all_of_type(golds, str):
+                if identity:
+                    return [1.0 if value == gold else 0.0 for value, gold in zip(values, golds, strict=True)]
+                return [
+                    1.0 if normalizer(value) == normalizer(gold) else 0.0
+                    for value, gold in zip(values, golds, strict=True)
+                ]
             if identity:
                 return [
                     (1.0 if value == gold else 0.0)
@@ -109,12 +114,13 @@ class ExactMatchSpec(MetricSpec):
     def _literal_batch(self, one: MetricFn) -> BatchMetricFn | None:
         if not isinstance(self.expected, str):
             return None
-        values_of = values_getter(self.field)
         normalizer = build_normalizer(self.normalize)
         gold = normalizer(self.expected)
 
         def exact_match_batch(batch: ExampleBatch) -> list[MetricResult]:
-            values = values_of(batch.outputs)
+            values = batch.output_values(self.field)
+            if all_of_type(values, str):
+                return [1.0 if normalizer(value) == gold else 0.0 for value in values]
             return [
                 (1.0 if normalizer(value) == gold else 0.0) if type(value) is str else one(batch.example(index))
                 for index, value in enumerate(values)
@@ -199,7 +205,6 @@ class EnumSpec(NoReferenceSpec):
 
     def build_batch(self, one: MetricFn) -> BatchMetricFn | None:
         """Strings are looked up in the loop (a string's JSON key is ``("s", text)``); the rest is ``one``'s."""
-        values_of = values_getter(self.field)
         fold = not self.case_sensitive
         allowed_text = frozenset(
             key[1]
@@ -208,7 +213,7 @@ class EnumSpec(NoReferenceSpec):
         )
 
         def enum_batch(batch: ExampleBatch) -> list[MetricResult]:
-            values = values_of(batch.outputs)
+            values = batch.output_values(self.field)
             return [
                 (1.0 if (value.casefold() if fold else value) in allowed_text else 0.0)
                 if type(value) is str

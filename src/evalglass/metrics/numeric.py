@@ -16,7 +16,8 @@ from pydantic import Field, model_validator
 
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.score import Score
-from evalglass.metrics.base import ABSENT, BatchMetricFn, MetricFn, MetricResult, measured_target, values_getter
+from evalglass.core.uniform import all_of_type
+from evalglass.metrics.base import ABSENT, BatchMetricFn, MetricFn, MetricResult, measured_target
 from evalglass.metrics.support import Bound, NoReferenceSpec, preview, target_missing, wrong_type
 
 _DECIMAL = re.compile(r"\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*")
@@ -74,13 +75,15 @@ class NumericBoundsSpec(NoReferenceSpec):
 
         The comparisons are the per-example ones, written out for each shape of range.
         """
-        values_of = values_getter(self.field)
         low, high = self.min, self.max
         if not self.inclusive or low is None or high is None:
             return self._one_sided_batch(one)
 
         def numeric_bounds_batch(batch: ExampleBatch) -> list[MetricResult]:
-            numbers = values_of(batch.outputs)
+            numbers = batch.output_values(self.field)
+            # Floats with a finite sum hold no NaN, which the loop below hands to ``one``.
+            if all_of_type(numbers, float) and math.isfinite(sum(numbers)):
+                return [1.0 if low <= number <= high else 0.0 for number in numbers]
             return [
                 (1.0 if low <= number <= high else 0.0)
                 if ((kind := type(number)) is float and number == number) or kind is int
@@ -91,7 +94,6 @@ class NumericBoundsSpec(NoReferenceSpec):
         return numeric_bounds_batch
 
     def _one_sided_batch(self, one: MetricFn) -> BatchMetricFn:
-        values_of = values_getter(self.field)
         low, high, inclusive = self.min, self.max, self.inclusive
 
         def inside(number: float) -> float:
@@ -102,7 +104,7 @@ class NumericBoundsSpec(NoReferenceSpec):
             return 1.0 if ok else 0.0
 
         def numeric_bounds_batch(batch: ExampleBatch) -> list[MetricResult]:
-            numbers = values_of(batch.outputs)
+            numbers = batch.output_values(self.field)
             return [
                 inside(number)
                 if ((kind := type(number)) is float and number == number) or kind is int

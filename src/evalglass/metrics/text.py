@@ -15,6 +15,7 @@ from pydantic import Field, model_validator
 
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.score import Score
+from evalglass.core.uniform import all_of_type
 from evalglass.metrics.base import (
     ABSENT,
     BatchMetricFn,
@@ -24,7 +25,6 @@ from evalglass.metrics.base import (
     measured_target,
     missing_reference,
     reference_getter,
-    values_getter,
 )
 from evalglass.metrics.support import CountBound, NoReferenceSpec, target_missing, wrong_type
 
@@ -77,14 +77,13 @@ class ContainsSpec(MetricSpec):
         """Literal texts: a string output is searched in the loop; every other case is ``one``'s."""
         if self.value is None:
             return None
-        values_of = values_getter(self.field)
         fold = not self.case_sensitive
         wants_all = self.mode == "all"
         raw = [self.value] if isinstance(self.value, str) else self.value
         needles = tuple(needle.casefold() if fold else needle for needle in raw)
 
         def contains_batch(batch: ExampleBatch) -> list[MetricResult]:
-            texts = values_of(batch.outputs)
+            texts = batch.output_values(self.field)
             return [
                 _found(text.casefold() if fold else text, needles, wants_all)
                 if type(text) is str
@@ -191,12 +190,13 @@ class RegexSpec(NoReferenceSpec):
 
     def build_batch(self, one: MetricFn) -> BatchMetricFn | None:
         """A string output is matched in the loop; every other case is ``one``'s."""
-        values_of = values_getter(self.field)
         compiled = self.compiled()
         matcher = compiled.search if self.match == "search" else compiled.fullmatch
 
         def regex_batch(batch: ExampleBatch) -> list[MetricResult]:
-            texts = values_of(batch.outputs)
+            texts = batch.output_values(self.field)
+            if all_of_type(texts, str):
+                return [1.0 if matcher(text) is not None else 0.0 for text in texts]
             return [
                 (1.0 if matcher(text) is not None else 0.0) if type(text) is str else one(batch.example(index))
                 for index, text in enumerate(texts)
@@ -243,12 +243,11 @@ class WordCountSpec(NoReferenceSpec):
 
     def build_batch(self, one: MetricFn) -> BatchMetricFn | None:
         """A string output is counted in the loop; every other case is ``one``'s."""
-        values_of = values_getter(self.field)
         low = 0 if self.min is None else self.min
         high = self.max
 
         def word_count_batch(batch: ExampleBatch) -> list[MetricResult]:
-            texts = values_of(batch.outputs)
+            texts = batch.output_values(self.field)
             return [
                 (1.0 if (count := len(text.split())) >= low and (high is None or count <= high) else 0.0)
                 if type(text) is str
