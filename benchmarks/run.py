@@ -9,7 +9,8 @@ Every measured command is a fresh process; peak RSS comes from the kernel's acco
 Targets are ratios to the floor measured in the same run, so they hold on noisy machines: the floor and both run
 cases are measured in rotation (floor, case 1, case 2, floor, ...) so that drift in the machine's speed hits all of
 them alike, and each reports its best of --repeats. Every run is checked with `evalglass verify` (not timed), so a
-fast path that changed a score cannot produce a figure.
+fast path that changed a score cannot produce a figure. EvalGlass is compiled to bytecode first, as an installed
+copy is.
 """
 
 from __future__ import annotations
@@ -108,6 +109,14 @@ def verified(evalglass: list[str], folder: Path, verdict: str) -> None:
         raise SystemExit(f"{folder}: verdict {found}, expected {verdict} (is the gate really active?)")
 
 
+def compile_bytecode(python: str) -> None:
+    """Compile EvalGlass to bytecode first, as ``pip install`` does: an editable install under
+    PYTHONDONTWRITEBYTECODE would otherwise compile every module from source in every measured process, which no
+    installed copy does."""
+    script = "import compileall, os, evalglass; compileall.compile_dir(os.path.dirname(evalglass.__file__), quiet=1)"
+    subprocess.run([python, "-c", script], check=True)
+
+
 def machine() -> str:
     memory = ""
     with contextlib.suppress(OSError, ValueError, IndexError):
@@ -157,6 +166,7 @@ def main() -> None:
     repeats = 1 if args.smoke else args.repeats
     python = sys.executable
     evalglass = [python, "-m", "evalglass"]
+    compile_bytecode(python)
     rows: list[str] = []
     with tempfile.TemporaryDirectory(prefix="evalglass-bench-") as tmp:
         work = Path(tmp)

@@ -299,7 +299,7 @@ def _plain(batch: ExampleBatch | list[Example | BadLine], samples: bool) -> Exam
         if any(issubclass(kind, BadLine) for kind in set(map(type, batch))):
             return None
         batch = ExampleBatch.of(cast(list[Example], batch))
-    if any(output is ABSENT for output in batch.outputs):
+    if ABSENT in batch.outputs:  # outputs are parsed JSON values here, whose == with ABSENT is plain False
         return None
     return batch
 
