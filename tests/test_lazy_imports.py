@@ -5,8 +5,10 @@ Each check runs in a fresh interpreter, so what another test imported cannot hid
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +25,31 @@ CASES = {
     ),
     "the metric registry": ("import evalglass.metrics.registry", ["jsonschema"]),
 }
+
+# What a recorded run loads: a run whose outputs are in the dataset calls nothing, so none of the live machinery.
+RECORDED_RUN_NEVER_LOADS = [
+    "asyncio",
+    "sqlite3",
+    "aiohttp",
+    "openai",
+    "httpx",
+    "jinja2",
+    "scipy",
+    "jsonschema",
+    "rich.progress",
+    "evalglass.lanes.executor",
+    "evalglass.lanes.retry",
+]
+
+RECORDED_CONFIG = """\
+version: 1
+dataset: {name: bench, path: d.jsonl}
+task: {type: recorded, field: output}
+metrics:
+  exact: {type: exact_match, field: answer, reference: expected}
+  has_digits: {type: regex, field: answer, pattern: "\\\\d+"}
+  latency_ok: {type: numeric_bounds, field: latency_ms, min: 0, max: 800}
+"""
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -43,3 +70,31 @@ def test_a_json_schema_metric_still_loads_jsonschema_when_used() -> None:
     function = spec.build(Path("."))
     assert function(Example(id="x", line=1, fields={}, output={"a": 1})) == 1.0
     assert function(Example(id="y", line=2, fields={}, output={"b": 1})) != 1.0
+
+
+def test_a_recorded_run_loads_no_live_machinery(tmp_path: Path) -> None:
+    """The whole `evalglass run` command in a fresh interpreter, with the terminal's progress bar as the reporter."""
+    (tmp_path / "evalglass.yaml").write_text(RECORDED_CONFIG)
+    (tmp_path / "authority.yaml").write_text("version: 1\n")
+    rows = [
+        {"id": f"e{i}", "expected": "42", "output": {"answer": "42" if i % 2 else "x", "latency_ms": 10 * i}}
+        for i in range(20)
+    ]
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    probe = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "import evalglass.engine.progress as progress\n"
+        "from evalglass.cli import main\n"
+        "progress.reporter_for = lambda stream=None: progress.RichReporter()\n"
+        "try:\n"
+        "    main(['run', '--out', 'out'])\n"
+        "except SystemExit as done:\n"
+        "    assert done.code == 0, done.code\n"
+        f"loaded = [name for name in {RECORDED_RUN_NEVER_LOADS!r} if name in sys.modules]\n"
+        "Path('loaded.txt').write_text(' '.join(loaded))\n"
+    )
+    subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert (tmp_path / "out" / "scorecard.json").exists()
+    loaded = (tmp_path / "loaded.txt").read_text().split()
+    assert loaded == [], f"a recorded run imported {loaded}"
