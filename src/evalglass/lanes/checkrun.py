@@ -146,7 +146,7 @@ class TargetSpec(BaseModel):
     A bare string is shorthand for ``{path: <string>}``.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     path: str | None = Field(default=None, description="File or folder, relative to the config folder.")
     include: tuple[str, ...] = Field(default=(), description="Globs of paths that are part of the state.")
@@ -173,7 +173,7 @@ class TargetSpec(BaseModel):
 class CheckSpec(BaseModel):
     """One declared check, as it appears under ``checks:`` in ``evalglass.yaml`` (keyed by its name)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     description: str | None = None
     command: tuple[str, ...] | str = Field(

@@ -55,7 +55,7 @@ TRANSIENT_KINDS: frozenset[FaultKind] = frozenset(
 class RetryPolicy(BaseModel):
     """How hard to try. Declared in config as ``retry:`` on a chat lane or a judge."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     max_attempts: int = Field(default=4, ge=1, le=100, description="Attempts in total, the first one included.")
     initial_delay: float = Field(default=0.5, ge=0, description="Backoff ceiling for the first retry, seconds.")
@@ -85,7 +85,7 @@ class RetryPolicy(BaseModel):
 class EndpointSpec(BaseModel):
     """Fields every OpenAI-compatible endpoint declares (chat task lanes and LLM judges)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     base_url: str = Field(description="e.g. https://api.openai.com/v1 or http://127.0.0.1:8000/v1")
     model: str = Field(min_length=1)
@@ -147,7 +147,7 @@ class EndpointSpec(BaseModel):
 
 # ---------------------------------------------------------------------- task lanes
 class _LaneFields(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     description: str | None = None
     epochs: int = Field(default=1, ge=1, le=10_000, description="Samples per example: indexes 0..epochs-1.")
@@ -184,7 +184,7 @@ class CommandLaneSpec(_LaneFields):
 
 
 class MessageTemplate(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     role: Literal["system", "user", "assistant"]
     content: str
@@ -223,7 +223,7 @@ class ChatLaneSpec(EndpointSpec):
 
 LaneSpec = PythonLaneSpec | CommandLaneSpec | ChatLaneSpec
 TaskSpec = Annotated[LaneSpec, Field(discriminator="type")]
-_TASK_ADAPTER: TypeAdapter[LaneSpec] = TypeAdapter(TaskSpec)
+_TASK_ADAPTER: TypeAdapter[LaneSpec] = TypeAdapter(TaskSpec, config=ConfigDict(defer_build=True))
 
 
 def parse_task_spec(data: Any) -> LaneSpec:
