@@ -5,8 +5,10 @@ Heavy modules are imported inside the commands so that `evalglass --help` starts
 
 from __future__ import annotations
 
+import gc
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import wraps
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
@@ -48,6 +50,24 @@ def guarded(command: F) -> F:
             _fail(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for a traceback)")
 
     return wrapper  # type: ignore[return-value]
+
+
+@contextmanager
+def _long_lived_imports() -> Iterator[None]:
+    """Import the run's modules with the cyclic collector paused, then freeze what they created.
+
+    The imports create a few hundred thousand objects that live as long as the process (modules, classes, pydantic
+    schemas); the collector would otherwise make about a hundred passes over them while they load, and rescan them
+    in every full pass after (~15 ms of a short run). The dataset reader unfreezes everything when its stream ends.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
 
 
 def _console() -> Any:
@@ -152,8 +172,9 @@ def run(
     fmt: str,
 ) -> None:
     """Evaluate the dataset, decide every gate, write artifacts, exit with the verdict's code."""
-    from evalglass.engine.pipeline import RunInterrupted
-    from evalglass.engine.pipeline import run as run_pipeline
+    with _long_lived_imports():
+        from evalglass.engine.pipeline import RunInterrupted
+        from evalglass.engine.pipeline import run as run_pipeline
     from evalglass.errors import SetupError
 
     if example is not None and config_path is not None:
