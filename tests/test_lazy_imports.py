@@ -6,6 +6,7 @@ Each check runs in a fresh interpreter, so what another test imported cannot hid
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -123,3 +124,25 @@ def _subclasses(cls: type) -> set[type]:
     for sub in list(found):
         found |= _subclasses(sub)
     return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads through /proc")
+def test_a_run_starts_no_blas_threads_and_leaves_the_environment_as_it_was(tmp_path: Path) -> None:
+    (tmp_path / "evalglass.yaml").write_text(RECORDED_CONFIG)
+    (tmp_path / "authority.yaml").write_text("version: 1\n")
+    (tmp_path / "d.jsonl").write_text('{"id": "a", "expected": "1", "output": {"answer": "1", "latency_ms": 5}}\n')
+    probe = (
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "from evalglass.cli import main\n"
+        "try:\n"
+        "    main(['run', '--out', 'out'])\n"
+        "except SystemExit as done:\n"
+        "    assert done.code == 0, done.code\n"
+        "Path('probe.txt').write_text(f\"{len(os.listdir('/proc/self/task'))} {'OPENBLAS_NUM_THREADS' in os.environ}\")\n"
+    )
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+    }
+    subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
+    assert (tmp_path / "probe.txt").read_text() == "1 False"
