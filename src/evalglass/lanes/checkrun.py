@@ -39,7 +39,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, TypeAlias
@@ -827,6 +826,9 @@ def _run_all(jobs: Sequence[Callable[[], CheckResult]], max_workers: int | None)
         raise CheckConfigError(f"max_workers must be at least 1, got {workers}")
     if workers == 1 or len(jobs) <= 1:
         return [job() for job in jobs]
+    # Here rather than at the top: every run imports this module, few run checks concurrently (~3 ms with logging).
+    from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(max_workers=min(workers, len(jobs)), thread_name_prefix="evalglass-check") as pool:
         return list(pool.map(lambda job: job(), jobs))
 
