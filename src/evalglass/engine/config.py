@@ -20,7 +20,7 @@ from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
 from evalglass.core.gates import GateRule, GateSpec
 from evalglass.engine.validation import validate_document
 from evalglass.engine.yamlsource import YamlDocument, load_yaml
-from evalglass.lanes.checkrun import CheckSpec
+from evalglass.lanes.checkspec import CheckSpec
 from evalglass.lanes.specs import ChatLaneSpec, CommandLaneSpec, LaneSpec, PythonLaneSpec
 from evalglass.metrics.check import CheckMetricSpec
 from evalglass.metrics.llm_judge import LlmJudgeSpec
