@@ -146,3 +146,32 @@ def test_a_run_starts_no_blas_threads_and_leaves_the_environment_as_it_was(tmp_p
     }
     subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
     assert (tmp_path / "probe.txt").read_text() == "1 False"
+
+
+def test_a_deferred_model_first_used_by_many_threads_at_once_validates_strictly() -> None:
+    """Per-example checks build their first CheckResult and Score on a thread pool: the deferred build must hold."""
+    probe = """
+import threading
+from pydantic import ValidationError
+from evalglass.core.score import Diagnostic
+barrier = threading.Barrier(16)
+problems = []
+def first_use():
+    barrier.wait()
+    try:
+        assert Diagnostic(code="a_b", message="m").code == "a_b"
+        Diagnostic.model_validate({"code": "a_b", "message": "m", "extra": 1})
+        problems.append("an unknown key was accepted")
+    except ValidationError:
+        pass
+    except Exception as exc:
+        problems.append(repr(exc))
+threads = [threading.Thread(target=first_use) for _ in range(16)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print(problems)
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr
