@@ -5,8 +5,11 @@ Each check runs in a fresh interpreter, so what another test imported cannot hid
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +26,31 @@ CASES = {
     ),
     "the metric registry": ("import evalglass.metrics.registry", ["jsonschema"]),
 }
+
+# What a recorded run loads: a run whose outputs are in the dataset calls nothing, so none of the live machinery.
+RECORDED_RUN_NEVER_LOADS = [
+    "asyncio",
+    "sqlite3",
+    "aiohttp",
+    "openai",
+    "httpx",
+    "jinja2",
+    "scipy",
+    "jsonschema",
+    "rich.progress",
+    "evalglass.lanes.executor",
+    "evalglass.lanes.retry",
+]
+
+RECORDED_CONFIG = """\
+version: 1
+dataset: {name: bench, path: d.jsonl}
+task: {type: recorded, field: output}
+metrics:
+  exact: {type: exact_match, field: answer, reference: expected}
+  has_digits: {type: regex, field: answer, pattern: "\\\\d+"}
+  latency_ok: {type: numeric_bounds, field: latency_ms, min: 0, max: 800}
+"""
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -43,3 +71,107 @@ def test_a_json_schema_metric_still_loads_jsonschema_when_used() -> None:
     function = spec.build(Path("."))
     assert function(Example(id="x", line=1, fields={}, output={"a": 1})) == 1.0
     assert function(Example(id="y", line=2, fields={}, output={"b": 1})) != 1.0
+
+
+def test_a_recorded_run_loads_no_live_machinery(tmp_path: Path) -> None:
+    """The whole `evalglass run` command in a fresh interpreter, with the terminal's progress bar as the reporter."""
+    (tmp_path / "evalglass.yaml").write_text(RECORDED_CONFIG)
+    (tmp_path / "authority.yaml").write_text("version: 1\n")
+    rows = [
+        {"id": f"e{i}", "expected": "42", "output": {"answer": "42" if i % 2 else "x", "latency_ms": 10 * i}}
+        for i in range(20)
+    ]
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    probe = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "import evalglass.engine.progress as progress\n"
+        "from evalglass.cli import main\n"
+        "progress.reporter_for = lambda stream=None: progress.RichReporter()\n"
+        "try:\n"
+        "    main(['run', '--out', 'out'])\n"
+        "except SystemExit as done:\n"
+        "    assert done.code == 0, done.code\n"
+        f"loaded = [name for name in {RECORDED_RUN_NEVER_LOADS!r} if name in sys.modules]\n"
+        "Path('loaded.txt').write_text(' '.join(loaded))\n"
+    )
+    subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert (tmp_path / "out" / "scorecard.json").exists()
+    loaded = (tmp_path / "loaded.txt").read_text().split()
+    assert loaded == [], f"a recorded run imported {loaded}"
+
+
+def test_every_model_defers_its_build() -> None:
+    """A model's validator is built on first use: a recorded run uses about 20 of the 65 models it imports."""
+    import importlib
+    import pkgutil
+
+    from pydantic import BaseModel
+
+    import evalglass
+
+    for module in pkgutil.walk_packages(evalglass.__path__, "evalglass."):
+        if module.name != "evalglass.__main__":
+            importlib.import_module(module.name)
+    models = [model for model in _subclasses(BaseModel) if model.__module__.startswith("evalglass.")]
+    assert len(models) > 40
+    eager = sorted(model.__qualname__ for model in models if not model.model_config.get("defer_build"))
+    assert eager == [], f"add defer_build=True to the model_config of {eager}"
+
+
+def _subclasses(cls: type) -> set[type]:
+    found = set(cls.__subclasses__())
+    for sub in list(found):
+        found |= _subclasses(sub)
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads through /proc")
+def test_a_run_starts_no_blas_threads_and_leaves_the_environment_as_it_was(tmp_path: Path) -> None:
+    (tmp_path / "evalglass.yaml").write_text(RECORDED_CONFIG)
+    (tmp_path / "authority.yaml").write_text("version: 1\n")
+    (tmp_path / "d.jsonl").write_text('{"id": "a", "expected": "1", "output": {"answer": "1", "latency_ms": 5}}\n')
+    probe = (
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "from evalglass.cli import main\n"
+        "try:\n"
+        "    main(['run', '--out', 'out'])\n"
+        "except SystemExit as done:\n"
+        "    assert done.code == 0, done.code\n"
+        "Path('probe.txt').write_text(f\"{len(os.listdir('/proc/self/task'))} {'OPENBLAS_NUM_THREADS' in os.environ}\")\n"
+    )
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+    }
+    subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
+    assert (tmp_path / "probe.txt").read_text() == "1 False"
+
+
+def test_a_deferred_model_first_used_by_many_threads_at_once_validates_strictly() -> None:
+    """Per-example checks build their first CheckResult and Score on a thread pool: the deferred build must hold."""
+    probe = """
+import threading
+from pydantic import ValidationError
+from evalglass.core.score import Diagnostic
+barrier = threading.Barrier(16)
+problems = []
+def first_use():
+    barrier.wait()
+    try:
+        assert Diagnostic(code="a_b", message="m").code == "a_b"
+        Diagnostic.model_validate({"code": "a_b", "message": "m", "extra": 1})
+        problems.append("an unknown key was accepted")
+    except ValidationError:
+        pass
+    except Exception as exc:
+        problems.append(repr(exc))
+threads = [threading.Thread(target=first_use) for _ in range(16)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print(problems)
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr

@@ -31,7 +31,7 @@ class BlockReason(StrEnum):
 
 
 class Reason(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     code: BlockReason
     message: str
@@ -40,7 +40,7 @@ class Reason(BaseModel):
 class GateApproval(BaseModel):
     """One gate's entry in the ledger."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     active: bool = Field(description="Only an active gate can pass, fail or block; otherwise it is evidence only.")
     threshold: float | None = Field(default=None, description="The approved threshold the gate compares with.")
@@ -55,7 +55,7 @@ class GateApproval(BaseModel):
 class DatasetValidation(BaseModel):
     """Marks a dataset's reference fields as validated gold, bound to the dataset's contents."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     validated_gold: bool
     fingerprint: str | None = Field(default=None, description="Fingerprint of the dataset file's bytes.")
@@ -65,7 +65,7 @@ class DatasetValidation(BaseModel):
 
 
 class Policy(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     forbid_all_gating: bool = Field(default=False, description="Freeze: every active gate blocks.")
     forbid_gates: tuple[str, ...] = Field(default=(), description="Gates that may not gate, by name.")
@@ -78,7 +78,7 @@ class JudgeRequirement(BaseModel):
     with the observed agreement: 9 of 10 labels agreeing is not evidence of 0.8 agreement, 180 of 200 is.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     min_agreement: float = Field(
         ge=0, le=1, description="Lowest acceptable lower bound of the judge's agreement with human labels."
@@ -89,7 +89,7 @@ class JudgeRequirement(BaseModel):
 
 
 class Ledger(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     version: int = Field(default=1, ge=1, le=1)
     policy: Policy = Field(default_factory=Policy)
@@ -102,7 +102,7 @@ class Ledger(BaseModel):
 
 
 class AgreementInterval(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     low: float = Field(ge=0, le=1)
     high: float = Field(ge=0, le=1)
@@ -116,7 +116,7 @@ class CalibrationRecord(BaseModel):
     It is evidence the tool writes, not an approval: whether it is good enough is the ledger's ``judges`` entry.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     schema_version: Literal["evalglass.calibration/1"] = "evalglass.calibration/1"
     judge: str = Field(description="The llm_judge metric's name.")
@@ -154,7 +154,7 @@ class CalibrationRecord(BaseModel):
 class JudgeStanding(BaseModel):
     """A judge metric as the run used it: its current fingerprint and the calibration record found for it."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     metric: str
     fingerprint: str
@@ -164,7 +164,7 @@ class JudgeStanding(BaseModel):
 class GateIdentity(BaseModel):
     """What authority resolution needs to know about a gate, computed from the config by the engine."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     name: str
     fingerprint: str
@@ -178,7 +178,7 @@ class GateIdentity(BaseModel):
 class Authority(BaseModel):
     """The resolved standing of one gate: inactive, or active with an approved threshold and any blocks."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     active: bool
     threshold: float | None = None

@@ -191,7 +191,7 @@ class ExitCodePolicy(BaseModel):
     id cannot hide a changed one.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     id: str = Field(default=DEFAULT_POLICY_ID, pattern=_POLICY_ID)
     pass_codes: tuple[int, ...] = (0,)
@@ -301,7 +301,7 @@ class CheckResult(BaseModel):
     the signal that ended it, capped tails of its output and the environment it saw with secrets redacted.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     check_id: str = Field(min_length=1)
     example_id: str | None = None

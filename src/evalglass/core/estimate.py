@@ -14,7 +14,7 @@ class IntervalSpec(BaseModel):
     """How a metric's interval is computed. ``auto``: Wilson for 0/1 values, Student-t otherwise (cluster-robust
     t when the dataset declares clusters). Bootstrap methods are seeded so the interval reproduces exactly."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     method: Method | Literal["auto"] = "auto"
     level: float = Field(default=0.95, ge=0.5, le=0.9999, description="Two-sided confidence level.")
@@ -29,7 +29,7 @@ class IntervalSpec(BaseModel):
 class ScaleSpec(BaseModel):
     """The range a metric's values can take; needed for sensitivity bounds."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     min: float
     max: float
@@ -50,7 +50,7 @@ class Sensitivity(BaseModel):
     Shown beside the point, never mixed into it: it makes visible how much the unmeasured examples could matter.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     low: float
     high: float
@@ -72,7 +72,7 @@ class Estimate(BaseModel):
     examples, ``samples`` the sample scores behind them.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     point: float
     n: int = Field(ge=1, description="Included examples (scored and valid after reduction).")

@@ -64,7 +64,7 @@ class GateSpec(BaseModel):
     against a bound target). Exactly one of ``metric`` and ``check`` is given.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     metric: str | None = Field(default=None, description="Name of the metric (under `metrics:`) to decide on.")
     check: str | None = Field(default=None, description="Name of a standalone check (under `checks:`) to decide on.")
@@ -132,7 +132,7 @@ def meets(value: float, threshold: float, direction: Direction) -> bool:
 class GateResult(BaseModel):
     """One gate's outcome with everything needed to see why. Refuses an outcome its own fields contradict."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     name: str
     subject: str = Field(description="The metric or check the gate decides on.")

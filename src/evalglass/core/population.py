@@ -19,7 +19,7 @@ DERIVED = ("excluded_total", "excluded_by_status", "excluded_by_validity")
 
 
 class StateCount(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     status: Status
     validity: Validity
@@ -27,7 +27,7 @@ class StateCount(BaseModel):
 
 
 class DiagnosticCount(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     code: str
     count: int = Field(ge=1)
@@ -37,7 +37,7 @@ class DiagnosticCount(BaseModel):
 class Population(BaseModel):
     """Counts that must add up: ``included + sum(excluded) + missing == expected``."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     expected: int = Field(ge=0)
     included: int = Field(ge=0)

@@ -15,7 +15,7 @@ SCORES_FILE = "scores.jsonl"
 
 
 class RunRecord(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     schema_version: Literal["evalglass.runrecord/1"] = RUNRECORD_SCHEMA
     run_id: str

@@ -44,7 +44,7 @@ class ScoreContractError(ValueError):
 class Diagnostic(BaseModel):
     """Why a score is short of scored+valid. ``code`` is a stable snake_case identifier reports group by."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     code: str = Field(min_length=1, max_length=80, pattern=r"^[a-z][a-z0-9_]*$")
     message: str = Field(min_length=1)
@@ -89,7 +89,7 @@ def score_violation(status: Status, validity: Validity, value: object, has_diagn
 class Score(BaseModel):
     """One metric's measurement of one example (or one sample of it)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     status: Status
     validity: Validity

@@ -15,7 +15,7 @@ SCORECARD_SCHEMA: Final = "evalglass.scorecard/1"
 
 
 class MetricSummary(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     name: str
     type: str
@@ -26,7 +26,7 @@ class MetricSummary(BaseModel):
 
 
 class DatasetSummary(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     name: str
     path: str
@@ -38,7 +38,7 @@ class DatasetSummary(BaseModel):
 class CheckSummary(BaseModel):
     """One standalone check's result as reports show it; the full record is in the run record."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     name: str
     outcome: CheckOutcome
@@ -74,7 +74,7 @@ class CheckSummary(BaseModel):
 
 
 class Scorecard(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     schema_version: Literal["evalglass.scorecard/1"] = SCORECARD_SCHEMA
     run_id: str

@@ -55,7 +55,7 @@ def verdict_of(outcomes: list[Outcome]) -> Outcome:
 class VerdictPayload(BaseModel):
     """The run's decision. Constructing or loading one with a friendlier verdict than its gates imply fails."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     gates: tuple[GateResult, ...]
     verdict: Outcome

@@ -20,14 +20,16 @@ every coroutine of an event loop and by worker threads (a lock serialises use of
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 import threading
 import time
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
+
+if TYPE_CHECKING:
+    import sqlite3
 
 SCHEMA_VERSION = "1"
 
@@ -120,6 +122,8 @@ class CallCache:
 
 
 def _open(path: Path, busy_timeout: float) -> sqlite3.Connection:
+    import sqlite3  # only live runs open the cache; a recorded run imports this module for CacheMode alone
+
     path.parent.mkdir(parents=True, exist_ok=True)
     db = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
     try:

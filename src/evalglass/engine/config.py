@@ -20,7 +20,7 @@ from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
 from evalglass.core.gates import GateRule, GateSpec
 from evalglass.engine.validation import validate_document
 from evalglass.engine.yamlsource import YamlDocument, load_yaml
-from evalglass.lanes.checkrun import CheckSpec
+from evalglass.lanes.checkspec import CheckSpec
 from evalglass.lanes.specs import ChatLaneSpec, CommandLaneSpec, LaneSpec, PythonLaneSpec
 from evalglass.metrics.check import CheckMetricSpec
 from evalglass.metrics.llm_judge import LlmJudgeSpec
@@ -39,7 +39,7 @@ def _check_path(path: str) -> str:
 
 
 class DatasetSpec(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     name: str = Field(pattern=NAME_PATTERN, description="The name the ledger uses to validate this dataset.")
     path: str = Field(description="JSONL file, one example per line, relative to this config file.")
@@ -56,7 +56,7 @@ class DatasetSpec(BaseModel):
 class RecordedTask(BaseModel):
     """Outputs were produced earlier and stored in the dataset: no model is called."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     type: Literal["recorded"] = "recorded"
     field: str = Field(default="output", description="Field of each record holding the recorded output.")
@@ -86,7 +86,7 @@ AnyTask = Annotated[
 class EndpointOverride(BaseModel):
     """Limits for one endpoint, overriding what its lanes and judges declare."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     max_in_flight: int | None = Field(default=None, ge=1, le=100_000, description="Calls in flight at most.")
     rpm: float | None = Field(default=None, gt=0, description="Requests per minute at most.")
@@ -95,7 +95,7 @@ class EndpointOverride(BaseModel):
 class ConcurrencySpec(BaseModel):
     """How many lane and judge calls run at once, across the whole run and per endpoint."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     max_in_flight: int = Field(
         default=32, ge=1, le=100_000, description="Calls (lane and judge attempts) in flight across the run."
@@ -116,7 +116,7 @@ class ConcurrencySpec(BaseModel):
 
 
 class Config(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     version: Literal[1] = 1
     dataset: DatasetSpec

@@ -26,7 +26,7 @@ class DatasetIdentity(BaseModel):
     """What the dataset was when the run started: its bytes' SHA-256 (live runs) or, for recorded runs, whose
     scoring is cheap to repeat, only its size and modification time (hashing a large file twice is not free)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     fingerprint: str | None = None
     examples: int | None = Field(default=None, description="Non-blank lines; the total progress counts towards.")
@@ -35,7 +35,7 @@ class DatasetIdentity(BaseModel):
 
 
 class RunManifest(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     schema_version: Literal["evalglass.run/1"] = "evalglass.run/1"
     run_id: str

@@ -2,11 +2,13 @@
 
 Both read the same :class:`Counters`, which the live run updates as examples are written. Everything printed is
 counts and durations: no prompt, output, URL or key ever reaches the progress output.
+
+Every run imports this module (the CLI makes a reporter before it knows whether the run is live), so asyncio and
+rich's progress bar are imported only once a live run starts reporting.
 """
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import time
 from abc import ABC, abstractmethod
@@ -54,6 +56,8 @@ class Reporter(ABC):
         return self.counters.done
 
     async def run(self) -> None:
+        import asyncio
+
         self.started = time.monotonic()
         while True:
             self.update()
@@ -110,6 +114,8 @@ class PlainReporter(Reporter):
         self._first = True
 
     async def run(self) -> None:
+        import asyncio
+
         self.started = time.monotonic()
         while True:
             await asyncio.sleep(self.interval)
@@ -136,6 +142,10 @@ class RichReporter(Reporter):
 
     def __init__(self) -> None:
         super().__init__()
+        self.progress: Any = None  # a rich Progress, made on the first update
+        self.task: Any = None
+
+    def _start(self) -> None:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -149,12 +159,11 @@ class RichReporter(Reporter):
             transient=True,
         )
         self.task = self.progress.add_task("run", total=None, detail="")
-        self._started = False
+        self.progress.start()
 
     def update(self) -> None:
-        if not self._started:
-            self.progress.start()
-            self._started = True
+        if self.progress is None:
+            self._start()
         counters = self.counters
         detail = (
             f"{counters.by_status() or 'starting'} · in flight {counters.in_flight()} · "
@@ -163,7 +172,7 @@ class RichReporter(Reporter):
         self.progress.update(self.task, total=counters.total, completed=counters.done, detail=detail)
 
     def close(self) -> None:
-        if self._started:
+        if self.progress is not None:
             self.update()
             self.progress.stop()
 

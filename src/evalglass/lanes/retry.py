@@ -10,7 +10,9 @@ that carries ``Retry-After`` waits at least that long, and a ``Retry-After`` lon
 call at once rather than stalling the run. Permanent faults (4xx other than 408/429, an invalid request, a missing
 API key, a malformed answer) are not retried. Every attempt is recorded as an :class:`Attempt`.
 
-``sleep``, ``random`` and ``clock`` are injectable so tests are fast and deterministic.
+``sleep``, ``random`` and ``clock`` are injectable so tests are fast and deterministic. :class:`FaultKind` and
+:class:`RetryPolicy` are declared in ``specs`` with the rest of the config (loading a config needs no asyncio) and
+are re-exported here.
 """
 
 from __future__ import annotations
@@ -21,32 +23,11 @@ import time
 import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from evalglass.lanes.specs import TRANSIENT_KINDS, FaultKind, RetryPolicy
 
 T = TypeVar("T")
-
-
-class FaultKind(StrEnum):
-    """Why an attempt produced no value. The value is also the diagnostic code suffix (``call_<kind>``)."""
-
-    CONNECTION = "connection"  # refused, reset, dropped before an answer
-    TIMEOUT = "timeout"
-    RATE_LIMITED = "rate_limited"  # HTTP 429
-    SERVER_ERROR = "server_error"  # HTTP 5xx
-    CLIENT_ERROR = "client_error"  # HTTP 4xx other than 400/408/429
-    INVALID_REQUEST = "invalid_request"  # HTTP 400, or a request we refuse to send
-    MALFORMED_RESPONSE = "malformed_response"  # an answer that is not the expected JSON
-    CONFIGURATION = "configuration"  # e.g. the API key's environment variable is not set
-    INTERNAL = "internal"  # the attempt function raised
-
-
-#: Retried unless a policy says otherwise.
-TRANSIENT_KINDS: frozenset[FaultKind] = frozenset(
-    {FaultKind.CONNECTION, FaultKind.TIMEOUT, FaultKind.RATE_LIMITED, FaultKind.SERVER_ERROR}
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,35 +84,6 @@ class CallOutcome(Generic[T]):
     @property
     def ok(self) -> bool:
         return self.fault is None
-
-
-class RetryPolicy(BaseModel):
-    """How hard to try. Declared in config as ``retry:`` on a chat lane or a judge."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    max_attempts: int = Field(default=4, ge=1, le=100, description="Attempts in total, the first one included.")
-    initial_delay: float = Field(default=0.5, ge=0, description="Backoff ceiling for the first retry, seconds.")
-    multiplier: float = Field(default=2.0, ge=1)
-    max_delay: float = Field(default=30.0, ge=0, description="Backoff ceiling never exceeds this, seconds.")
-    max_retry_after: float = Field(
-        default=120.0,
-        ge=0,
-        description="A Retry-After longer than this ends the call instead of stalling the run, seconds.",
-    )
-    retry_on: frozenset[FaultKind] = Field(default=TRANSIENT_KINDS, description="Fault kinds worth another attempt.")
-
-    @model_validator(mode="after")
-    def _never_retry_permanent(self) -> RetryPolicy:
-        forbidden = self.retry_on & {FaultKind.CONFIGURATION, FaultKind.INTERNAL, FaultKind.INVALID_REQUEST}
-        if forbidden:
-            names = ", ".join(sorted(kind.value for kind in forbidden))
-            raise ValueError(f"retry_on cannot include permanent faults ({names})")
-        return self
-
-    def backoff_ceiling(self, retry_number: int) -> float:
-        """Upper bound of the jittered delay before retry ``retry_number`` (1 = the first retry)."""
-        return float(min(self.max_delay, self.initial_delay * self.multiplier ** (retry_number - 1)))
 
 
 AttemptFn = Callable[[int], Awaitable["Ok[T] | Fault"]]

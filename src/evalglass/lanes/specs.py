@@ -10,12 +10,13 @@ when one is declared, and a missing ``live`` extra then says how to install it.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from enum import StrEnum
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
 
-from evalglass.lanes.executor import EndpointLimit
-from evalglass.lanes.retry import RetryPolicy
+if TYPE_CHECKING:
+    from evalglass.lanes.executor import EndpointLimit
 
 LIVE_EXTRA_HINT = "install the live extra: pip install 'evalglass[live]'"
 
@@ -29,11 +30,62 @@ def check_template(source: str, *, where: str) -> None:
     compile_template(source, where=where)
 
 
+# ---------------------------------------------------------------------- retries
+# The declarations only; the retry loop is in ``retry``, which needs asyncio (a recorded run does not).
+class FaultKind(StrEnum):
+    """Why an attempt produced no value. The value is also the diagnostic code suffix (``call_<kind>``)."""
+
+    CONNECTION = "connection"  # refused, reset, dropped before an answer
+    TIMEOUT = "timeout"
+    RATE_LIMITED = "rate_limited"  # HTTP 429
+    SERVER_ERROR = "server_error"  # HTTP 5xx
+    CLIENT_ERROR = "client_error"  # HTTP 4xx other than 400/408/429
+    INVALID_REQUEST = "invalid_request"  # HTTP 400, or a request we refuse to send
+    MALFORMED_RESPONSE = "malformed_response"  # an answer that is not the expected JSON
+    CONFIGURATION = "configuration"  # e.g. the API key's environment variable is not set
+    INTERNAL = "internal"  # the attempt function raised
+
+
+#: Retried unless a policy says otherwise.
+TRANSIENT_KINDS: frozenset[FaultKind] = frozenset(
+    {FaultKind.CONNECTION, FaultKind.TIMEOUT, FaultKind.RATE_LIMITED, FaultKind.SERVER_ERROR}
+)
+
+
+class RetryPolicy(BaseModel):
+    """How hard to try. Declared in config as ``retry:`` on a chat lane or a judge."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    max_attempts: int = Field(default=4, ge=1, le=100, description="Attempts in total, the first one included.")
+    initial_delay: float = Field(default=0.5, ge=0, description="Backoff ceiling for the first retry, seconds.")
+    multiplier: float = Field(default=2.0, ge=1)
+    max_delay: float = Field(default=30.0, ge=0, description="Backoff ceiling never exceeds this, seconds.")
+    max_retry_after: float = Field(
+        default=120.0,
+        ge=0,
+        description="A Retry-After longer than this ends the call instead of stalling the run, seconds.",
+    )
+    retry_on: frozenset[FaultKind] = Field(default=TRANSIENT_KINDS, description="Fault kinds worth another attempt.")
+
+    @model_validator(mode="after")
+    def _never_retry_permanent(self) -> RetryPolicy:
+        forbidden = self.retry_on & {FaultKind.CONFIGURATION, FaultKind.INTERNAL, FaultKind.INVALID_REQUEST}
+        if forbidden:
+            names = ", ".join(sorted(kind.value for kind in forbidden))
+            raise ValueError(f"retry_on cannot include permanent faults ({names})")
+        return self
+
+    def backoff_ceiling(self, retry_number: int) -> float:
+        """Upper bound of the jittered delay before retry ``retry_number`` (1 = the first retry)."""
+        return float(min(self.max_delay, self.initial_delay * self.multiplier ** (retry_number - 1)))
+
+
 # ---------------------------------------------------------------------- endpoints
 class EndpointSpec(BaseModel):
     """Fields every OpenAI-compatible endpoint declares (chat task lanes and LLM judges)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     base_url: str = Field(description="e.g. https://api.openai.com/v1 or http://127.0.0.1:8000/v1")
     model: str = Field(min_length=1)
@@ -88,12 +140,14 @@ class EndpointSpec(BaseModel):
         return params
 
     def endpoint_limit(self) -> EndpointLimit:
+        from evalglass.lanes.executor import EndpointLimit
+
         return EndpointLimit(key=self.base_url, concurrency=self.concurrency, rpm=self.rpm)
 
 
 # ---------------------------------------------------------------------- task lanes
 class _LaneFields(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     description: str | None = None
     epochs: int = Field(default=1, ge=1, le=10_000, description="Samples per example: indexes 0..epochs-1.")
@@ -130,7 +184,7 @@ class CommandLaneSpec(_LaneFields):
 
 
 class MessageTemplate(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     role: Literal["system", "user", "assistant"]
     content: str
@@ -169,7 +223,7 @@ class ChatLaneSpec(EndpointSpec):
 
 LaneSpec = PythonLaneSpec | CommandLaneSpec | ChatLaneSpec
 TaskSpec = Annotated[LaneSpec, Field(discriminator="type")]
-_TASK_ADAPTER: TypeAdapter[LaneSpec] = TypeAdapter(TaskSpec)
+_TASK_ADAPTER: TypeAdapter[LaneSpec] = TypeAdapter(TaskSpec, config=ConfigDict(defer_build=True))
 
 
 def parse_task_spec(data: Any) -> LaneSpec:
@@ -184,12 +238,15 @@ OPERATIONAL_FIELDS = frozenset({"timeout", "concurrency", "rpm", "retry", "api_k
 __all__ = [
     "LIVE_EXTRA_HINT",
     "OPERATIONAL_FIELDS",
+    "TRANSIENT_KINDS",
     "ChatLaneSpec",
     "CommandLaneSpec",
     "EndpointSpec",
+    "FaultKind",
     "LaneSpec",
     "MessageTemplate",
     "PythonLaneSpec",
+    "RetryPolicy",
     "TaskSpec",
     "check_template",
     "parse_task_spec",

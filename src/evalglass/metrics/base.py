@@ -32,7 +32,7 @@ BatchMetricFn = Callable[[ExampleBatch], list[MetricResult]]
 class MetricSpec(BaseModel):
     """Fields shared by every metric type. Subclasses add ``type: Literal[...]`` and their own parameters."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     #: Human-readable summary of what a metric type measures; shown by ``evalglass explain``.
     summary: ClassVar[str] = ""

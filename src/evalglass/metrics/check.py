@@ -17,7 +17,7 @@ from evalglass.core.checks import CheckResult, to_score
 from evalglass.core.example import Example
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.score import Score
-from evalglass.lanes.checkrun import CheckSpec, run_example_check
+from evalglass.lanes.checkspec import CheckSpec
 from evalglass.metrics.base import MetricFn, MetricSpec, measured_target
 from evalglass.metrics.errors import MetricLoadError
 
@@ -36,6 +36,8 @@ class CheckMetricSpec(MetricSpec):
         raise MetricLoadError(f"metric type 'check' needs the declared check '{self.check}'; the engine binds it")
 
     def build_check(self, check: CheckSpec, base_dir: Path, sink: CheckSink | None = None) -> MetricFn:
+        from evalglass.lanes.checkrun import run_example_check  # the runner, only for a config that uses one
+
         target = measured_target(self)
         check_id = self.check
 

@@ -44,7 +44,7 @@ class JudgeScale(BaseModel):
     """Integers ``min..max`` (``{min: 1, max: 5}``), or labels: a list (value = position, first is 0) or a
     mapping label → value. Numeric scales are ordinal; label scales are nominal unless ``ordered: true``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     min: int | None = None
     max: int | None = None

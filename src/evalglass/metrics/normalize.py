@@ -20,7 +20,7 @@ _ASCII_PUNCTUATION = str.maketrans("", "", string.punctuation)
 class NormalizeOptions(BaseModel):
     """Which differences between two strings do not count. Everything is off by default: exact means exact."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     case: bool = Field(default=False, description="Ignore case (Unicode case folding, so 'Straße' = 'STRASSE').")
     whitespace: bool = Field(

@@ -39,7 +39,9 @@ AnyMetricSpec = Annotated[
     Field(discriminator="type"),
 ]
 
-METRIC_SPEC_ADAPTER: TypeAdapter[AnyMetricSpec] = TypeAdapter(AnyMetricSpec, config=ConfigDict(title="metric"))
+METRIC_SPEC_ADAPTER: TypeAdapter[AnyMetricSpec] = TypeAdapter(
+    AnyMetricSpec, config=ConfigDict(title="metric", defer_build=True)
+)
 
 
 def _type_name(spec_class: type[MetricSpec]) -> str:

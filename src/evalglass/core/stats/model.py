@@ -92,7 +92,7 @@ class Interval(BaseModel):
     numbers (seed, resamples, statistic, fallback reason ...), so the same data and params reproduce them exactly.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     point: float
     low: float | None

@@ -13,7 +13,7 @@ from evalglass.core.stats.model import Direction
 class Scale(BaseModel):
     """The range a metric's values can take. Both ends known → bounded; otherwise no sensitivity bound exists."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     low: float | None = None
     high: float | None = None
@@ -44,7 +44,7 @@ class Scale(BaseModel):
 class SensitivityBounds(BaseModel):
     """The mean if every excluded example had scored at the unfavourable end (``worst``) or favourable end."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     worst: float
     best: float
