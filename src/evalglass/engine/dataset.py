@@ -13,11 +13,12 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
+import threading
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
+from queue import SimpleQueue
 from typing import Any
 
 import orjson
@@ -103,6 +104,28 @@ def _unfreezing() -> Iterator[None]:
         gc.unfreeze()
 
 
+class _HashingThread:
+    """Feeds the chunks given to it, in order, to ``update`` on a thread of its own: hashlib releases the GIL on
+    large buffers, so with a spare core hashing costs the stream nothing. Leaving the block waits for the last."""
+
+    def __init__(self, update: Callable[[bytes], object]) -> None:
+        self._update = update
+        self._chunks: SimpleQueue[bytes | None] = SimpleQueue()
+        self._thread = threading.Thread(target=self._drain, name="evalglass-dataset-hash", daemon=True)
+
+    def _drain(self) -> None:
+        while (data := self._chunks.get()) is not None:
+            self._update(data)
+
+    def __enter__(self) -> Callable[[bytes], None]:
+        self._thread.start()
+        return self._chunks.put
+
+    def __exit__(self, *_: object) -> None:
+        self._chunks.put(None)
+        self._thread.join()
+
+
 class DatasetReader:
     """Iterate once over a JSONL file; afterwards ``fingerprint`` is the SHA-256 of every byte read."""
 
@@ -158,15 +181,7 @@ class DatasetReader:
         pending: list[bytes] = []
         first = 1
         ended = True
-        # The hash runs on its own thread: hashlib releases the GIL on large buffers, so with a spare core hashing
-        # costs the stream nothing. One worker keeps the chunks in order; leaving the block waits for the last.
-        hasher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalglass-dataset-hash")
-        with handle, _unfreezing(), hasher:
-            digest = self._hash.update
-
-            def update(data: bytes) -> None:
-                hasher.submit(digest, data)
-
+        with handle, _unfreezing(), _HashingThread(self._hash.update) as update:
             for lines, newline in _lines(handle, update, self._chunk):
                 ended = newline
                 pending += lines

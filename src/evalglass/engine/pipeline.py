@@ -14,11 +14,10 @@ import threading
 import traceback
 from array import array
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, TYPE_CHECKING, Any, cast
 
 import numpy as np
 import orjson
@@ -49,11 +48,13 @@ from evalglass.engine.config import Config, LoadedConfig, load_config
 from evalglass.engine.dataset import BadLine, DatasetReader, field_getter
 from evalglass.engine.ledger import LoadedLedger, load_ledger
 from evalglass.errors import SetupError
-from evalglass.lanes.checkrun import run_checks
 from evalglass.metrics.base import BatchedMetric, MetricFn, build_with_batch
 from evalglass.metrics.check import CheckMetricSpec, CheckSink
 from evalglass.metrics.errors import MetricLoadError
 from evalglass.metrics.llm_judge import LlmJudgeSpec
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 
 @dataclass(frozen=True)
@@ -325,6 +326,8 @@ def run_standalone_checks(loaded: LoadedConfig) -> dict[str, CheckResult]:
     names = config.standalone_checks
     if not names:
         return {}
+    from evalglass.lanes.checkrun import run_checks  # subprocess, signals: only for runs that have checks
+
     expected = {name: state for name in names if (state := config.expected_state(name)) is not None}
     return run_checks({name: config.checks[name] for name in names}, loaded.base_dir, expected=expected)
 
@@ -507,7 +510,11 @@ def score_recorded(loaded: LoadedConfig, metrics: list[BuiltMetric], writer: Sco
     shape = new_row_shape(config)
     hashes = array("q")
     workers = config.check_workers or os.cpu_count() or 1
-    pool = ThreadPoolExecutor(max_workers=workers) if any(metric.parallel for metric in metrics) else None
+    pool: ThreadPoolExecutor | None = None
+    if any(metric.parallel for metric in metrics):
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(max_workers=workers)
     try:
         for batch in reader.batches():
             hashes.extend(id_hashes(batch))
