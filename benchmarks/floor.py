@@ -32,4 +32,10 @@ def main(path: str) -> None:
 
 
 if __name__ == "__main__":
+    if "--with-imports" in sys.argv[2:]:
+        import click  # noqa: F401
+        import numpy  # noqa: F401
+        import pydantic  # noqa: F401
+        import rich.console  # noqa: F401
+        import yaml  # noqa: F401
     main(sys.argv[1])

@@ -179,15 +179,18 @@ def main() -> None:
                 repeats,
                 [
                     ("floor", [python, str(HERE / "floor.py"), str(dataset)], work, {0}),
+                    ("floor+imports", [python, str(HERE / "floor.py"), str(dataset), "--with-imports"], work, {0}),
                     ("run", [*evalglass, "run", "--out", "out"], plain, {0}),
                     ("run gated", [*evalglass, "run", "--out", "out"], gated, {0}),
                 ],
             )
-            floor, case1, case2 = best["floor"], best["run"], best["run gated"]
+            floor, stack, case1, case2 = best["floor"], best["floor+imports"], best["run"], best["run gated"]
             verified(evalglass, plain, "informational")
             verified(evalglass, gated, "pass")
             view = best_of(repeats, "view", [*evalglass, "view", "out"], plain)
             rows += [
+                f"| {n:,} | reference: the floor after importing the prescribed libraries | {stack.seconds:.2f} s | "
+                f"{stack.peak_rss_mb:.0f} MB | {stack.seconds / floor.seconds:.2f}× floor |",
                 f"| {n:,} | case 1: run, 3 metrics, no gate | {case1.seconds:.2f} s | {case1.peak_rss_mb:.0f} MB | "
                 f"{case1.seconds / floor.seconds:.2f}× floor ({floor.seconds:.2f} s, {floor.peak_rss_mb:.0f} MB) |",
                 f"| {n:,} | case 2: + active gate | {case2.seconds:.2f} s | {case2.peak_rss_mb:.0f} MB | "
