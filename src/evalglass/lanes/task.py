@@ -17,7 +17,6 @@ raises for a per-example problem; configuration problems raise :class:`LaneConfi
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import hashlib
 import importlib
@@ -37,6 +36,7 @@ import orjson
 
 from evalglass.core.score import Score, Status
 from evalglass.engine.cache import CallCache, cache_key, canonical_json
+from evalglass.lanes.daemonpool import DaemonThreadPool
 from evalglass.lanes.executor import EndpointLimit, Executor
 from evalglass.lanes.retry import Attempt, Retrier
 from evalglass.lanes.specs import (
@@ -173,12 +173,12 @@ class PythonLane(TaskLane):
         code_hash = hashlib.sha256(source.read_bytes()).hexdigest() if source is not None else None
         self.fingerprint = fingerprint_of({"type": "python", "function": spec.function, "source_sha256": code_hash})
         self.limit = EndpointLimit(key=f"python:{spec.function}", concurrency=spec.concurrency)
-        self._threads: concurrent.futures.ThreadPoolExecutor | None = None
+        self._threads: DaemonThreadPool | None = None
 
-    def _pool(self) -> concurrent.futures.ThreadPoolExecutor:
+    def _pool(self) -> DaemonThreadPool:
         if self._threads is None:
-            workers = self.spec.concurrency or 32
-            self._threads = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="evalglass-python")
+            # Daemon workers: an abandoned (timed-out) call can never keep the finished run from exiting.
+            self._threads = DaemonThreadPool(self.spec.concurrency or 32, name="evalglass-python")
         return self._threads
 
     async def produce(self, example_id: str, fields: Mapping[str, Any], sample: int) -> LaneOutcome:
