@@ -253,7 +253,8 @@ def score_batch(
     names = [metric.name for metric in metrics]
     if plain is not None:
         encoded: list[list[Any]] = []
-        for metric, scored in zip(metrics, (call_metric(metric, plain, pool) for metric in metrics), strict=True):
+        for metric in metrics:
+            scored = call_metric(metric, plain, pool)
             column = columns[metric.name]
             if column.extend_measured(scored):
                 encoded.append(scored)
@@ -272,8 +273,7 @@ def score_batch(
     measured = ExampleBatch.of(measurable)
     results = [iter(call_metric(metric, measured, pool)) for metric in metrics]
     block: dict[str, list[Any]] = {name: [] for name in names}
-    clustered = shape.cluster_of is not None
-    clusters = [] if clustered else None
+    clusters = [] if shape.cluster_of is not None else None
     for item, rows in zip(items, expanded, strict=True):
         cluster = None
         if shape.cluster_of is not None and isinstance(item, Example):
