@@ -1,11 +1,12 @@
-"""Streaming a JSONL dataset: one example at a time, hashed in the same pass.
+"""Streaming a JSONL dataset, one example or one batch of examples at a time, hashed in the same pass.
 
 A line that is not a JSON object is not dropped: it comes out as a :class:`BadLine`, which the pipeline scores as
 ``error`` for every metric so active gates block while the rest of the run stays useful.
 
-The file is read in large chunks: each chunk is hashed once and split into lines, so the per-line work is the JSON
-parse and the few checks below. A line comes out exactly as line-by-line reading would give it (same numbering,
-blank lines skipped, the same messages for bad lines).
+The file is read in large chunks: each chunk is hashed once (on a second thread) and split into lines, so the
+per-line work is the JSON parse and the few checks below; :meth:`DatasetReader.batches` parses a batch of lines in
+one ``map`` and, when every line is a plain object, hands it on as columns. A line comes out exactly as
+line-by-line reading would give it (same numbering, blank lines skipped, the same messages for bad lines).
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ from evalglass.errors import SetupError
 
 #: Bytes read (and hashed) at a time.
 CHUNK = 1 << 20
-#: Lines per batch. Small enough that a batch's parsed records stay in the CPU cache and few of them live through
-#: a cyclic collection (larger batches measured slower, see BENCHMARKS.md).
+#: Lines per batch: small enough that a batch's parsed records stay in the CPU cache (batches of 128 to 1,024 lines
+#: measured within noise of each other; much larger ones let records outlive cyclic collections, see BENCHMARKS.md).
 BATCH = 256
 
 
