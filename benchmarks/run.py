@@ -4,6 +4,8 @@
     python benchmarks/run.py --smoke         # a small N, to keep the harness from rotting (CI runs this)
     python benchmarks/run.py --sizes 200000  # chosen sizes
 
+Cases 1-3 at each size, then case 4 (lane throughput) through bench_lanes.py.
+
 Data is synthetic and deterministic (a fixed seed), generated under benchmarks/.data/ and reused across runs.
 Every measured command is a fresh process; peak RSS comes from the kernel's accounting of that child (wait4).
 Targets are ratios to the floor measured in the same run, so they hold on noisy machines: the floor and both run
@@ -97,6 +99,21 @@ def rotated(repeats: int, commands: list[tuple[str, list[str], Path, set[int]]])
         for label, argv, cwd, expect in commands:
             runs[label].append(measure(label, argv, cwd, expect))
     return {label: min(found, key=lambda m: m.seconds) for label, found in runs.items()}
+
+
+def lane_throughput(python: str, calls: int, repeats: int) -> tuple[str, Measurement]:
+    """Case 4 through `bench_lanes.py` (its own process, with the fake server in another): its verdict line and the
+    process's wall time and peak RSS."""
+    argv = [python, str(HERE / "bench_lanes.py"), "--calls", str(calls), "--repeat", str(repeats)]
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdout is not None
+    output = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"lane benchmark failed:\n{output}")
+    verdict = output.strip().splitlines()[-1]
+    return verdict, Measurement("lanes", time.perf_counter() - start, usage.ru_maxrss / 1024)
 
 
 def verified(evalglass: list[str], folder: Path, verdict: str) -> None:
@@ -199,6 +216,13 @@ def main() -> None:
             ]
         helptime = best_of(repeats, "help", [*evalglass, "--help"], work)
         rows.append(f"| — | case 3: --help | {helptime.seconds:.2f} s | {helptime.peak_rss_mb:.0f} MB | |")
+        calls = 640 if args.smoke else 5_000
+        verdict, lanes = lane_throughput(python, calls, repeats)
+        runs = f"{repeats} run{'s' if repeats != 1 else ''}"
+        rows.append(
+            f"| {calls:,} calls | case 4: chat lane, concurrency 64, 50 ms server (`bench_lanes.py`) | "
+            f"{lanes.seconds:.2f} s ({runs}) | {lanes.peak_rss_mb:.0f} MB | {verdict} |"
+        )
     print(f"machine: {machine()}; best of {repeats}")
     print("| examples | case | wall | peak RSS | ratio |")
     print("|---|---|---|---|---|")
