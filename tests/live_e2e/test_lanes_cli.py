@@ -60,6 +60,15 @@ def test_python_lane(project: LiveProject) -> None:
     assert scores["q003"]["status"] == "error"
     assert scores["q003"]["diagnostics"][0]["code"] == "task_raised"
     assert "cannot answer three" in scores["q003"]["diagnostics"][0]["message"]
+    assert not (project.root / ".evalglass-cache.sqlite").exists()  # nothing caches: no cache file is made
+
+
+def test_a_python_lane_with_cache_on_makes_the_cache(project: LiveProject) -> None:
+    project.root.mkdir(parents=True)
+    (project.root / "app.py").write_text("def answer(example):\n    return example['question']\n")
+    project.write(questions(2), task={"type": "python", "function": "app.py:answer", "cache": True})
+    assert project.run().code == 0
+    assert (project.root / ".evalglass-cache.sqlite").exists()
 
 
 def test_command_lane(project: LiveProject, tmp_path: Path) -> None:

@@ -217,6 +217,12 @@ class Config(BaseModel):
         return self.lane is not None or bool(self.judges)
 
     @property
+    def uses_call_cache(self) -> bool:
+        """Whether anything in the run reads or writes the call cache: judges always do, a lane when its ``cache``
+        is on. A run where nothing does opens no cache file."""
+        return bool(self.judges) or (self.lane is not None and self.lane.cache)
+
+    @property
     def per_example_checks(self) -> set[str]:
         return {spec.check for spec in self.metrics.values() if isinstance(spec, CheckMetricSpec)}
 

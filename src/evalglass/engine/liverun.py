@@ -62,7 +62,7 @@ def cache_path(loaded: LoadedConfig) -> Path:
 
 
 def open_cache(loaded: LoadedConfig, mode: CacheMode) -> CallCache | None:
-    if mode is CacheMode.OFF:
+    if mode is CacheMode.OFF or not loaded.config.uses_call_cache:
         return None
     path = cache_path(loaded)
     try:
