@@ -1,7 +1,7 @@
 """``score_batch`` scores a batch as the row-by-row loop it replaced did: same columns, same bytes on disk.
 
 The oracle is that loop: every metric called example by example (a raising call becomes an ``error`` score), each
-result appended to its column through ``_append`` (which turns a result the column refuses into an error score),
+result appended to its column through ``append_result`` (which turns a result the column refuses into an error score),
 the batch written as one block. Metrics here mix builtins that have a batch path with host-style functions
 that return anything at all, so both the batch path and its fallbacks are exercised.
 """
@@ -22,7 +22,7 @@ from evalglass.core.fieldpath import ABSENT
 from evalglass.core.score import Score
 from evalglass.engine.artifacts import ScoresWriter, score_rows
 from evalglass.engine.dataset import BadLine, field_getter
-from evalglass.engine.pipeline import BuiltMetric, RowShape, _append, cluster_key, expand, score_batch
+from evalglass.engine.pipeline import BuiltMetric, RowShape, append_result, cluster_key, expand, score_batch
 from evalglass.metrics import parse_metric_spec
 from evalglass.metrics.base import BatchedMetric, MetricFn, build_with_batch
 
@@ -102,7 +102,7 @@ def old_score_batch(
         if clusters is not None:
             clusters.append(cluster)
         for metric, produced in zip(metrics, results, strict=True):
-            encoded = [_append(columns[metric.name], metric.name, next(produced)) for _ in rows]
+            encoded = [append_result(columns[metric.name], metric.name, next(produced)) for _ in rows]
             block[metric.name].append(encoded if shape.samples else encoded[0])
     writer.write_block([item.id for item in items], [item.line for item in items], block, clusters)
 

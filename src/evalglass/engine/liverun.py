@@ -35,14 +35,15 @@ import orjson
 
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.example import Example
-from evalglass.core.score import Score, ScoreContractError, Status
-from evalglass.engine.artifacts import FILE_MODE, ScoresWriter, score_to_json
+from evalglass.core.score import Score, Status
+from evalglass.engine.artifacts import FILE_MODE, ScoresWriter
 from evalglass.engine.cache import CacheMode, CallCache
 from evalglass.engine.config import LoadedConfig
 from evalglass.engine.dataset import BadLine, DatasetReader
 from evalglass.engine.pipeline import (
     BuiltMetric,
     Scored,
+    append_result,
     check_duplicate,
     cluster_key,
     dataset_summary,
@@ -323,16 +324,6 @@ class LiveScorer:
         return score
 
 
-def _record(column: ScoreColumn, name: str, result: Any) -> Any:
-    """Append to the column (which re-checks the score contract) and return the JSON the scores file keeps."""
-    try:
-        column.append(result)
-    except (ScoreContractError, TypeError) as exc:
-        result = Score.error("metric_bad_result", f"metric '{name}' returned {result!r}: {exc}")
-        column.append(result)
-    return result if type(result) is float else score_to_json(result)
-
-
 async def _score_all(
     loaded: LoadedConfig,
     scorer: LiveScorer,
@@ -371,7 +362,7 @@ async def _score_all(
             shape.add_example(result.rows, cluster)
             block: dict[str, list[Any]] = {}
             for name, values in result.results.items():
-                encoded = [_record(columns[name], name, value) for value in values]
+                encoded = [append_result(columns[name], name, value) for value in values]
                 block[name] = [encoded if samples else encoded[0]]
             # A block of one example: written as it completes, in dataset order, so a resumed run writes the same.
             writer.write_block([item.id], [item.line], block, [cluster] if cluster_of is not None else None)

@@ -259,7 +259,7 @@ def score_batch(
             if column.extend_measured(scored):
                 encoded.append(scored)
             else:
-                encoded.append([_append(column, metric.name, result) for result in scored])
+                encoded.append([append_result(column, metric.name, result) for result in scored])
         clusters: list[str | None] | None = None
         if shape.cluster_of is not None:
             cluster_of = shape.cluster_of
@@ -287,7 +287,7 @@ def score_batch(
             continue
         shape.add_example(len(rows), cluster)
         for metric, produced in zip(metrics, results, strict=True):
-            entries = [_append(columns[metric.name], metric.name, next(produced)) for _ in rows]
+            entries = [append_result(columns[metric.name], metric.name, next(produced)) for _ in rows]
             block[metric.name].append(entries if shape.samples else entries[0])
     writer.write_block([item.id for item in items], [item.line for item in items], block, clusters)
 
@@ -305,7 +305,9 @@ def _plain(batch: ExampleBatch | list[Example | BadLine], samples: bool) -> Exam
     return batch
 
 
-def _append(column: ScoreColumn, name: str, result: Any) -> Any:
+def append_result(column: ScoreColumn, name: str, result: Any) -> Any:
+    """Append to the column (which re-checks the score contract; a result it refuses becomes a
+    ``metric_bad_result`` error) and return the JSON the scores file keeps."""
     try:
         column.append(result)
     except (ScoreContractError, TypeError) as exc:

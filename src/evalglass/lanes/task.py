@@ -20,7 +20,6 @@ import asyncio
 import contextlib
 import hashlib
 import importlib
-import importlib.util
 import inspect
 import os
 import signal
@@ -50,6 +49,7 @@ from evalglass.lanes.specs import (
     parse_task_spec,
 )
 from evalglass.lanes.templating import TemplateFailure, compile_template, render, template_context
+from evalglass.metrics.hostload import exec_file_as_module
 
 if TYPE_CHECKING:  # the chat client (openai SDK, aiohttp) is imported only when a chat lane is built
     from evalglass.lanes.chat import ChatReply, TransportChoice, Usage
@@ -238,16 +238,13 @@ def load_function(reference: str, base_dir: Path) -> tuple[Callable[..., Any], P
         if not path.is_file():
             raise LaneConfigError(f"python lane: file {target} not found (looked for {path})")
         module_name = "evalglass_user_" + hashlib.sha256(str(path).encode()).hexdigest()[:16]
-        module_spec = importlib.util.spec_from_file_location(module_name, path)
-        if module_spec is None or module_spec.loader is None:
-            raise LaneConfigError(f"python lane: cannot load {path} as a module")
-        module = importlib.util.module_from_spec(module_spec)
-        sys.modules[module_name] = module
         try:
-            module_spec.loader.exec_module(module)
+            loaded = exec_file_as_module(path, module_name)
         except Exception as exc:
-            sys.modules.pop(module_name, None)
             raise LaneConfigError(f"python lane: importing {target} raised {type(exc).__name__}: {exc}") from exc
+        if loaded is None:
+            raise LaneConfigError(f"python lane: cannot load {path} as a module")
+        module = loaded
     else:
         base = str(base_dir.resolve())
         if base not in sys.path:

@@ -85,19 +85,32 @@ def _load_file(path: Path, base_dir: Path) -> ModuleType:
         return cached
     digest = hashlib.sha256(str(path).encode()).hexdigest()[:12]
     module_name = f"_evalglass_host_{_NOT_IDENTIFIER.sub('_', path.stem)}_{digest}"
+    try:
+        module = exec_file_as_module(path, module_name)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
+        raise _import_failure(str(path), exc) from None
+    if module is None:
+        raise MetricLoadError(f"python metric: cannot load {path} as Python; give a .py file")
+    _LOADED[key] = module
+    return module
+
+
+def exec_file_as_module(path: Path, module_name: str) -> ModuleType | None:
+    """Run a ``.py`` file as the module ``module_name`` (registered in ``sys.modules`` so its own imports and
+    pickling work); None when Python cannot load the path as source. Whatever the file raises propagates, and the
+    half-made module is unregistered first."""
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
-        raise MetricLoadError(f"python metric: cannot load {path} as Python; give a .py file")
+        return None
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     try:
         spec.loader.exec_module(module)
-    except BaseException as exc:
+    except BaseException:
         sys.modules.pop(module_name, None)
-        if isinstance(exc, KeyboardInterrupt):
-            raise
-        raise _import_failure(str(path), exc) from None
-    _LOADED[key] = module
+        raise
     return module
 
 
