@@ -20,11 +20,22 @@ CASES = {
     ),
     "what `view` loads": (
         "import evalglass.cli\n"
+        "from evalglass.api import load_run\n"
         "from evalglass.engine.artifacts import LAST_RUN_POINTER, load_scorecard\n"
         "from evalglass.report.terminal import render_terminal",
         ["jsonschema", "evalglass.engine.pipeline", "evalglass.engine.config", "evalglass.metrics", "yaml"],
     ),
     "the metric registry": ("import evalglass.metrics.registry", ["jsonschema"]),
+    # The package itself is imported by the CLI, by `python -m evalglass` and by every pytest session (the plugin).
+    "the package (import evalglass)": (
+        "import evalglass",
+        ["numpy", "pydantic", "rich", "yaml", "click", "orjson", "evalglass.api", "evalglass.core"],
+    ),
+    # pytest loads the plugin in every session of an environment where EvalGlass is installed.
+    "the pytest plugin": (
+        "import evalglass.pytest_plugin",
+        ["numpy", "pydantic", "rich", "yaml", "click", "orjson", "evalglass.core", "evalglass.engine"],
+    ),
 }
 
 # What a recorded run loads: a run whose outputs are in the dataset calls nothing, so none of the live machinery.

@@ -12,9 +12,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import wraps
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
+
+if TYPE_CHECKING:
+    from evalglass.api import CacheMode, RunResult
 
 EXIT_SETUP = 2
 CONFIG_CANDIDATES = (Path("evals") / "evalglass.yaml", Path("evalglass.yaml"))
@@ -140,6 +143,12 @@ def resolve_run_folder(folder: Path | None) -> Path:
         ) from None
 
 
+JUNIT = click.option(
+    "--junit",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="PATH",
+    help="Also write the verdict as JUnit XML: one testcase per gate and check.",
+)
 FORMAT = click.option(
     "--format",
     "fmt",
@@ -182,6 +191,13 @@ LAST = "\x00last"
     "from the cache.",
 )
 @click.option("--no-progress", is_flag=True, help="No progress bar or progress lines (live runs).")
+@JUNIT
+@click.option(
+    "--github/--no-github",
+    default=None,
+    help="GitHub Actions: annotate failing and blocked gates and append report.md to the step summary "
+    "[default: on when GITHUB_ACTIONS=true].",
+)
 @FORMAT
 @guarded
 def run(
@@ -192,13 +208,15 @@ def run(
     refresh: bool,
     resume: str | None,
     no_progress: bool,
+    junit: Path | None,
+    github: bool | None,
     fmt: str,
 ) -> None:
     """Evaluate the dataset, decide every gate, write artifacts, exit with the verdict's code."""
     with _long_lived_imports():
         _load_numpy()
+        from evalglass.api import run as run_evaluation
         from evalglass.engine.pipeline import RunInterrupted
-        from evalglass.engine.pipeline import run as run_pipeline
     from evalglass.errors import SetupError
 
     if example is not None and config_path is not None:
@@ -220,14 +238,9 @@ def run(
 
             config_path = Path(load_manifest(folder).config_path)
     path = example_config(example) if example is not None else find_config(config_path)
-    mode = "off" if no_cache else "refresh" if refresh else "use"
-    reporter = None
-    if not no_progress:
-        from evalglass.engine.progress import reporter_for
-
-        reporter = reporter_for()
+    mode: CacheMode = "off" if no_cache else "refresh" if refresh else "use"
     try:
-        outcome = run_pipeline(path, out, cache_mode=mode, resume=folder, progress=reporter)
+        result = run_evaluation(path, out=out, cache=mode, resume=folder, progress=not no_progress)
     except RunInterrupted as stop:
         done = f" after {stop.done} of {stop.total} examples" if stop.done is not None and stop.total else ""
         click.echo(
@@ -235,14 +248,32 @@ def run(
             err=True,
         )
         sys.exit(130)
-    card = outcome.scorecard
+    _show(result, fmt)
+    _publish(result, junit, github, fmt)
+    sys.exit(result.exit_code)
+
+
+def _show(result: RunResult, fmt: str) -> None:
+    """The run on stdout: its JSON payload or the terminal summary."""
     if fmt == "json":
-        _emit_json({"folder": str(outcome.folder.resolve()), **card.model_dump(mode="json")})
+        _emit_json({"folder": str(result.folder.resolve()), **result.scorecard.model_dump(mode="json")})
     else:
         from evalglass.report.terminal import render_terminal
 
-        render_terminal(card, _console(), outcome.folder)
-    sys.exit(card.decision.exit_code)
+        render_terminal(result.scorecard, _console(), result.folder)
+
+
+def _publish(result: RunResult, junit: Path | None, github: bool | None, fmt: str) -> None:
+    """The CI outputs asked for. GitHub annotations go to stdout, or to stderr when stdout carries JSON (the
+    runner reads workflow commands from both)."""
+    from evalglass.ci import github_wanted, publish_github, write_junit
+
+    if junit is not None:
+        write_junit(result, junit)
+    if github_wanted(github, os.environ):
+        note = publish_github(result, stream=sys.stderr if fmt == "json" else sys.stdout, env=os.environ)
+        if note:
+            click.echo(note, err=True)
 
 
 def _resume_folder(folder: Path | None) -> Path:
@@ -300,20 +331,18 @@ def calibrate(judge: str, labels: Path, config_path: Path | None, no_cache: bool
 
 @main.command()
 @click.argument("folder", required=False, type=click.Path(path_type=Path))
+@JUNIT
+@click.option("--github", is_flag=True, help="Print GitHub annotations and append report.md to the step summary.")
 @FORMAT
 @guarded
-def view(folder: Path | None, fmt: str) -> None:
+def view(folder: Path | None, junit: Path | None, github: bool, fmt: str) -> None:
     """Show a finished run (default: the last one) from its artifacts, without recomputing anything."""
-    from evalglass.engine.artifacts import load_scorecard
+    from evalglass.api import load_run
 
-    resolved = resolve_run_folder(folder)
-    card = load_scorecard(resolved)
-    if fmt == "json":
-        _emit_json({"folder": str(resolved.resolve()), **card.model_dump(mode="json")})
-    else:
-        from evalglass.report.terminal import render_terminal
-
-        render_terminal(card, _console(), resolved)
+    result = load_run(resolve_run_folder(folder))
+    _show(result, fmt)
+    if junit is not None or github:
+        _publish(result, junit, github, fmt)
 
 
 @main.command()
@@ -348,7 +377,7 @@ def explain(name: str | None, folder: Path | None, fmt: str) -> None:
 @guarded
 def verify(folder: Path, fmt: str) -> None:
     """Re-derive every aggregate, gate and the verdict from recorded scores; exit 1 naming each edited field."""
-    from evalglass.engine.verify import verify_run
+    from evalglass.api import verify as verify_run
 
     report = verify_run(folder)
     if fmt == "json":

@@ -145,3 +145,21 @@ def check_row(check: CheckSummary) -> tuple[str, ...]:
 
 def reasons_text(gate: GateResult) -> str:
     return "; ".join(f"{reason.code.value}: {reason.message}" for reason in gate.reasons)
+
+
+NOT_ACTIVE = "not an active gate"
+
+
+def gate_sentence(gate: GateResult) -> str:
+    """One gate's outcome as one plain sentence, for consumers without tables (JUnit messages, GitHub annotations,
+    pytest): a failing gate with its value and approved threshold, a blocked one with every reason."""
+    value, threshold = gate_value_text(gate), threshold_text(gate)
+    n = f" (n={gate.n})" if gate.n is not None and gate.subject_kind is SubjectKind.METRIC else ""
+    if gate.outcome is Outcome.INFORMATIONAL:
+        return f"{gate.name}: informational: {NOT_ACTIVE} (evidence only; the ledger does not activate it)"
+    if gate.outcome is Outcome.BLOCKED:
+        return f"{gate.name}: blocked: {reasons_text(gate)}"
+    if gate.subject_kind is SubjectKind.CHECK:
+        return f"{gate.name}: {gate.outcome.value}: check '{gate.subject}' ended {value}; the gate needs PASS"
+    verb = "meets" if gate.outcome is Outcome.PASS else "does not meet"
+    return f"{gate.name}: {gate.outcome.value}: {value}{n} {verb} the approved threshold {threshold}"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 from evalglass.core.fingerprint import short
 from evalglass.core.gates import GateRule
 from evalglass.core.scorecard import Scorecard
@@ -24,7 +26,10 @@ from evalglass.report.fmt import (
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Text as one table cell. Names, reasons and check output can come from a pull request, and Markdown
+    viewers (a PR comment, GitHub's step summary) render inline HTML: escaped, a ``<h2>pass</h2>`` in a check's
+    output shows as the text it is instead of a heading that reads like the verdict."""
+    return html.escape(text, quote=False).replace("|", "\\|").replace("\n", " ")
 
 
 def render_markdown(card: Scorecard) -> str:

@@ -1,0 +1,148 @@
+"""The Python API: run an evaluation, load a finished run, verify one. ``evalglass run``, ``view`` and ``verify`` call
+these same functions, so a script, a notebook and the command line get one result from one path.
+
+Reach it through the package (``evalglass.run``, ``evalglass.load_run``, ``evalglass.verify``); what
+``evalglass.__all__`` lists is the public surface, everything else is private. Importing this module is cheap: the
+engine loads when a function is first called.
+
+A problem the caller can fix (no config, a bad dataset line, an unreadable run folder) raises
+:class:`evalglass.SetupError`, the error behind the CLI's exit 2: the run could not complete and has no verdict.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Literal
+
+from evalglass.errors import SetupError
+
+if TYPE_CHECKING:
+    from evalglass.core.gates import GateResult, Outcome
+    from evalglass.core.scorecard import CheckSummary, MetricSummary, Scorecard
+    from evalglass.core.verdict import VerdictPayload
+    from evalglass.engine.verify import VerifyReport
+
+CacheMode = Literal["use", "off", "refresh"]
+CACHE_MODES: tuple[CacheMode, ...] = ("use", "off", "refresh")
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """A finished run as its artifacts say: the scorecard and the folder it was read from or written to.
+
+    Every other field is read from the scorecard's verdict payload, never recomputed, so the result cannot show a
+    verdict, exit code or gate list other than the payload's.
+    """
+
+    folder: Path
+    scorecard: Scorecard
+
+    @property
+    def payload(self) -> VerdictPayload:
+        """The Verdict Engine's payload: gates, verdict, CI flag and exit code."""
+        return self.scorecard.decision
+
+    @property
+    def verdict(self) -> Outcome:
+        """``informational``, ``pass``, ``fail`` or ``blocked`` (a string enum: ``result.verdict == "pass"``)."""
+        return self.payload.verdict
+
+    @property
+    def exit_code(self) -> int:
+        """What ``evalglass run`` exits with for this run: 0 informational or pass, 1 fail or blocked."""
+        return self.payload.exit_code
+
+    @property
+    def ci_should_fail(self) -> bool:
+        return self.payload.ci_should_fail
+
+    @property
+    def meaning(self) -> str:
+        """What the verdict means, in one sentence (an informational run says that no gate was active)."""
+        return self.payload.meaning
+
+    @property
+    def gates(self) -> tuple[GateResult, ...]:
+        return self.payload.gates
+
+    @property
+    def metrics(self) -> Mapping[str, MetricSummary]:
+        """Every metric's estimate and population, by name (read-only)."""
+        return MappingProxyType({metric.name: metric for metric in self.scorecard.metrics})
+
+    @property
+    def checks(self) -> tuple[CheckSummary, ...]:
+        """The standalone checks run with this run."""
+        return self.scorecard.checks
+
+    def gate(self, name: str) -> GateResult:
+        """One gate by name; ``KeyError`` names the gates there are."""
+        for gate in self.gates:
+            if gate.name == name:
+                return gate
+        raise KeyError(f"no gate {name!r} in this run (gates: {', '.join(g.name for g in self.gates) or 'none'})")
+
+
+def run(
+    config: str | os.PathLike[str],
+    *,
+    out: str | os.PathLike[str] | None = None,
+    cache: CacheMode = "use",
+    resume: str | os.PathLike[str] | None = None,
+    progress: bool = False,
+) -> RunResult:
+    """Evaluate the dataset ``config`` declares, decide every gate, write the run's artifacts and return them.
+
+    ``out``: the run folder (default ``.evalglass/runs/<run id>`` under the working directory, which also records
+    it as the last run). ``cache``: ``"use"`` (default), ``"off"`` (neither read nor write the call cache) or
+    ``"refresh"`` (call again and overwrite). ``resume``: the folder of an interrupted run to finish under its own id
+    (completed calls come from the cache; it needs ``cache="use"`` and no ``out``). ``progress``: show the live
+    run's progress on stderr.
+
+    Raises :class:`evalglass.SetupError` when the run cannot complete, and :class:`evalglass.RunInterrupted` on
+    Ctrl-C (what was done is cached; ``resume`` its ``folder``). A fail or blocked verdict is a result, not an
+    exception: read ``result.verdict``.
+    """
+    if cache not in CACHE_MODES:
+        raise SetupError(f"cache={cache!r} is not a cache mode", fix=f"use one of {', '.join(CACHE_MODES)}")
+    if resume is not None and (cache != "use" or out is not None):
+        raise SetupError(
+            "resume finishes a run in its own folder from the call cache",
+            fix='leave out and cache at their defaults (cache="use") when resuming',
+        )
+    from evalglass.engine.pipeline import run as run_pipeline
+
+    reporter = None
+    if progress:
+        from evalglass.engine.progress import reporter_for
+
+        reporter = reporter_for()
+    outcome = run_pipeline(
+        Path(config),
+        None if out is None else Path(out),
+        cache_mode=cache,
+        resume=None if resume is None else Path(resume),
+        progress=reporter,
+    )
+    return RunResult(folder=outcome.folder, scorecard=outcome.scorecard)
+
+
+def load_run(folder: str | os.PathLike[str]) -> RunResult:
+    """A finished run from its folder, computing nothing. The scorecard is checked by its own validators on load
+    (a verdict its gates contradict is refused); whether it matches its recorded scores is :func:`verify`'s job."""
+    from evalglass.engine.artifacts import load_scorecard
+
+    path = Path(folder)
+    return RunResult(folder=path, scorecard=load_scorecard(path))
+
+
+def verify(folder: str | os.PathLike[str]) -> VerifyReport:
+    """Re-derive every aggregate, gate and the verdict from the run's recorded scores; ``report.ok`` is False and
+    ``report.findings`` names each field that differs when the artifacts were edited."""
+    from evalglass.engine.verify import verify_run
+
+    return verify_run(Path(folder))

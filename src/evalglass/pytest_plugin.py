@@ -1,0 +1,68 @@
+"""The pytest plugin (entry point ``pytest11``, name ``evalglass``): the ``evalglass_run`` fixture.
+
+::
+
+    def test_quality(evalglass_run):
+        evalglass_run("evals/evalglass.yaml").assert_passed()
+
+``assert_passed`` carries the Verdict Engine's verdict into pytest's words, without deciding anything again:
+``pass`` passes; ``fail`` fails the test with each gate's value and approved threshold; ``blocked`` fails it with
+every reason (never a pass, never a skip: it fails CI like ``evalglass run`` does); ``informational`` skips it,
+saying that no gate is active. A run that cannot complete (what ``evalglass run`` exits 2 for) fails the test with
+the one-line error.
+
+pytest loads this module in every session of an environment where EvalGlass is installed, so it imports nothing
+but pytest until a test uses the fixture (``tests/test_lazy_imports.py`` pins that). Disable it with
+``-p no:evalglass``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from evalglass.api import CacheMode, RunResult
+
+
+@dataclass(frozen=True)
+class PytestRun(RunResult):
+    """An :class:`evalglass.RunResult` with the assertion a test makes about it."""
+
+    def assert_passed(self) -> None:
+        from evalglass.core.gates import Outcome
+        from evalglass.report.fmt import OUTCOME_LABEL, gate_sentence
+
+        verdict = self.verdict
+        if verdict is Outcome.PASS:
+            return
+        head = f"EvalGlass verdict: {OUTCOME_LABEL[verdict]} (exit code {self.exit_code}). {self.meaning}"
+        if verdict is Outcome.INFORMATIONAL:
+            pytest.skip(f"{head} (run folder: {self.folder})")
+        shown = [gate for gate in self.gates if gate.outcome in (Outcome.FAIL, Outcome.BLOCKED)]
+        lines = [head, *(f"  {gate_sentence(gate)}" for gate in shown), f"run folder: {self.folder}"]
+        pytest.fail("\n".join(lines), pytrace=False)
+
+
+@pytest.fixture
+def evalglass_run(request: pytest.FixtureRequest) -> Callable[..., PytestRun]:
+    """Run an evaluation: ``evalglass_run(config, *, out=None, cache="use")``. A relative ``config`` is read from
+    pytest's rootdir; the run folder defaults to ``.evalglass/runs/<run id>`` as with ``evalglass run``."""
+    root = request.config.rootpath
+
+    def run(
+        config: str | os.PathLike[str], *, out: str | os.PathLike[str] | None = None, cache: CacheMode = "use"
+    ) -> PytestRun:
+        import evalglass
+
+        path = Path(config)
+        try:
+            result = evalglass.run(path if path.is_absolute() else root / path, out=out, cache=cache)
+        except evalglass.SetupError as exc:
+            pytest.fail(f"EvalGlass could not complete the run (no verdict): {exc.line()}", pytrace=False)
+        return PytestRun(folder=result.folder, scorecard=result.scorecard)
+
+    return run

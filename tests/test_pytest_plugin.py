@@ -1,0 +1,101 @@
+"""The pytest plugin: `evalglass_run(config).assert_passed()` carries the verdict into pytest's outcomes.
+
+Each case runs pytest in a subprocess on a generated test file (pytester), so the plugin is loaded the way users
+get it: through its `pytest11` entry point.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.e2e.project import Project, make_project
+from tests.e2e.test_verdicts import approve
+
+pytestmark = pytest.mark.timeout(300)
+
+TEST_FILE = """
+def test_quality(evalglass_run):
+    evalglass_run("evals/evalglass.yaml", out="run").assert_passed()
+"""
+
+
+def project_with(pytester: pytest.Pytester, ledger: Any = None) -> Project:
+    """The e2e project (exact match 0.75 on 8 examples, gate `accuracy`) with a ledger built from its real run."""
+    project = make_project(pytester.path)
+    if ledger is not None:
+        project.write_ledger(ledger(project))
+    pytester.makepyfile(test_quality=TEST_FILE)
+    return project
+
+
+def outcome_of(pytester: pytest.Pytester) -> pytest.RunResult:
+    return pytester.runpytest_subprocess("-rs", "-p", "no:cacheprovider")
+
+
+def test_the_plugin_is_registered_through_its_entry_point():
+    from importlib.metadata import entry_points
+
+    found = [entry for entry in entry_points(group="pytest11") if entry.name == "evalglass"]
+    assert [entry.value for entry in found] == ["evalglass.pytest_plugin"], "reinstall: pip install -e '.[test]'"
+
+
+def test_a_pass_verdict_passes(pytester: pytest.Pytester):
+    project_with(pytester, lambda p: approve(p, threshold=0.7))
+    result = outcome_of(pytester)
+    result.assert_outcomes(passed=1)
+
+
+def test_a_fail_verdict_fails_with_the_gates_value_and_threshold(pytester: pytest.Pytester):
+    project_with(pytester, lambda p: approve(p, threshold=0.8))
+    result = outcome_of(pytester)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*EvalGlass verdict: fail (exit code 1)*",
+            "*accuracy: fail: 0.75 (n=8) does not meet the approved threshold ≥ 0.8*",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_a_blocked_verdict_fails_with_every_reason_never_skips(pytester: pytest.Pytester):
+    project_with(pytester, lambda p: approve(p, fingerprint="sha256:" + "1" * 64, gold=False))
+    result = outcome_of(pytester)
+    result.assert_outcomes(failed=1)
+    text = result.stdout.str()
+    assert "EvalGlass verdict: blocked (exit code 1)" in text
+    assert "approval_stale:" in text and "gold_not_validated:" in text
+
+
+def test_an_informational_verdict_is_skipped_with_the_reason(pytester: pytest.Pytester):
+    project_with(pytester)
+    result = outcome_of(pytester)
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*SKIPPED*EvalGlass verdict: informational*No gate is active*"])
+
+
+def test_a_run_that_cannot_complete_fails_with_one_line(pytester: pytest.Pytester):
+    project = project_with(pytester)
+    (project.evals / "data.jsonl").unlink()
+    result = outcome_of(pytester)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*EvalGlass could not complete the run (no verdict):*data.jsonl*"])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_the_result_is_the_api_result(pytester: pytest.Pytester):
+    project_with(pytester, lambda p: approve(p, threshold=0.8))
+    pytester.makepyfile(
+        test_quality="""
+import evalglass
+
+def test_quality(evalglass_run):
+    result = evalglass_run("evals/evalglass.yaml", out="run")
+    assert isinstance(result, evalglass.RunResult)
+    assert result.scorecard == evalglass.load_run("run").scorecard
+    assert (result.verdict, result.exit_code) == ("fail", 1)
+"""
+    )
+    outcome_of(pytester).assert_outcomes(passed=1)
