@@ -1,0 +1,73 @@
+"""Renderers render, never decide: a scorecard edited consistently (gate, verdict, CI flag and exit code together,
+so it still passes its own validators) is shown as edited by JUnit, GitHub annotations, the step summary and the
+Python API alike, and only `verify`, which re-derives everything from the recorded scores, catches it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree as ET
+
+import pytest
+
+import evalglass
+from tests.e2e.project import make_project
+from tests.e2e.test_ci_outputs import in_actions
+from tests.e2e.test_verdicts import approve
+from tests.report.test_github import read
+
+# (honest threshold, forged threshold, forged outcome): the run measures 0.75 either way.
+FORGERIES = {
+    "a fail forged into a pass": (0.8, 0.7, "pass"),
+    "a pass forged into a fail": (0.7, 0.8, "fail"),
+}
+
+
+def forge(scorecard: Path, threshold: float, outcome: str) -> None:
+    card: dict[str, Any] = json.loads(scorecard.read_text())
+    decision = card["decision"]
+    decision["gates"][0].update(threshold=threshold, outcome=outcome)
+    decision.update(verdict=outcome, ci_should_fail=outcome == "fail", exit_code=int(outcome == "fail"))
+    scorecard.write_text(json.dumps(card, indent=2))
+
+
+@pytest.mark.parametrize(("honest", "forged", "outcome"), FORGERIES.values(), ids=list(FORGERIES))
+def test_every_renderer_shows_what_the_artifacts_say_and_verify_catches_the_edit(
+    tmp_path, monkeypatch, honest, forged, outcome
+):
+    project = make_project(tmp_path)
+    project.write_ledger(approve(project, threshold=honest))
+    honest_run = project.run("--out", "run")
+    assert honest_run.code == (1 if outcome == "pass" else 0), honest_run.err
+    forge(project.root / "run" / "scorecard.json", forged, outcome)
+
+    viewed = in_actions(project, "view", "run", "--junit", "junit.xml", "--github")
+    assert viewed.code == 0, viewed.err
+    suite = ET.parse(project.root / "junit.xml").getroot().find("testsuite")
+    assert suite is not None
+    properties = {item.get("name"): item.get("value") for item in suite.iter("property")}
+    assert properties["evalglass.verdict"] == outcome
+    assert suite.get("failures") == ("1" if outcome == "fail" else "0")
+    annotations = [read(line) for line in viewed.out.splitlines() if line.startswith("::")]
+    assert [properties["title"] for _, properties, _ in annotations] == (
+        ["EvalGlass gate accuracy failed"] if outcome == "fail" else []
+    )
+    summary = (project.root / "summary.md").read_text()
+    assert summary.startswith(f"## {'❌' if outcome == 'fail' else '✅'} EvalGlass: {outcome}")
+
+    monkeypatch.chdir(project.root)
+    result = evalglass.load_run("run")
+    assert (result.verdict, result.exit_code, result.gate("accuracy").threshold) == (
+        outcome,
+        int(outcome == "fail"),
+        forged,
+    )
+
+    verified = project.cli("verify", "run", "--format", "json")
+    assert verified.code == 1
+    fields = {item["field"]: (item["recorded"], item["derived"]) for item in verified.json()["findings"]}
+    assert fields["scorecard.decision.verdict"] == (outcome, "fail" if outcome == "pass" else "pass")
+    assert fields["scorecard.decision.gates[accuracy].threshold"] == (forged, honest)
+    report = evalglass.verify("run")
+    assert not report.ok and {item.field for item in report.findings} == set(fields)
