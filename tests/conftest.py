@@ -1,5 +1,18 @@
 """Suite-wide pytest set-up."""
 
+from __future__ import annotations
+
+import pytest
+
 # `pytester` runs pytest on generated test files: tests/test_pytest_plugin.py drives the evalglass plugin with it.
 # (pytest only accepts `pytest_plugins` in the top-level conftest.)
 pytest_plugins = ["pytester"]
+
+
+@pytest.fixture(autouse=True)
+def _outside_github_actions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs started by tests (in process or as subprocesses, which inherit the environment) must not see the
+    Actions runner of a CI job running this suite: they would annotate it and append to its real step summary.
+    Tests of the GitHub output set these variables themselves."""
+    for name in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE"):
+        monkeypatch.delenv(name, raising=False)

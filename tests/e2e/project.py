@@ -24,16 +24,13 @@ class CliResult:
 
 
 def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> CliResult:
-    # Tests that want GitHub Actions' variables pass them; inherited ones (the suite running in Actions) would
-    # turn on annotations and append to the job's real step summary.
-    inherited = {key: value for key, value in os.environ.items() if not key.startswith("GITHUB_")}
     proc = subprocess.run(
         [sys.executable, "-m", "evalglass", *args],
         cwd=cwd,
         capture_output=True,
         text=True,
         timeout=120,
-        env={**inherited, "COLUMNS": "200", **(env or {})},
+        env={**os.environ, "COLUMNS": "200", **(env or {})},
     )
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
