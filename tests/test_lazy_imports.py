@@ -29,7 +29,7 @@ CASES = {
     # The package itself is imported by the CLI, by `python -m evalglass` and by every pytest session (the plugin).
     "the package (import evalglass)": (
         "import evalglass",
-        ["numpy", "pydantic", "rich", "yaml", "click", "orjson", "evalglass.api", "evalglass.core"],
+        ["typing", "numpy", "pydantic", "rich", "yaml", "click", "orjson", "evalglass.api", "evalglass.core"],
     ),
     # pytest loads the plugin in every session of an environment where EvalGlass is installed.
     "the pytest plugin": (

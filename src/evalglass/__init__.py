@@ -13,7 +13,9 @@ is used (``tests/test_lazy_imports.py`` pins this, because the CLI and the pytes
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+# Not `typing.TYPE_CHECKING`: importing typing is most of what `import evalglass` would cost (type checkers treat
+# a module-level TYPE_CHECKING = False as their own flag).
+TYPE_CHECKING = False
 
 __version__ = "0.1.0"
 
@@ -29,6 +31,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from evalglass.api import RunResult, load_run, run, verify
     from evalglass.engine.pipeline import RunInterrupted
     from evalglass.engine.verify import VerifyReport
