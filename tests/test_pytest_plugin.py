@@ -6,12 +6,19 @@ get it: through its `pytest11` entry point.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from evalglass.core.authority import BlockReason
+from evalglass.core.gates import Outcome
+from evalglass.pytest_plugin import PytestRun
 from tests.e2e.project import Project, make_project
 from tests.e2e.test_verdicts import approve
+from tests.report.cards import card, gate
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -99,3 +106,30 @@ def test_quality(evalglass_run):
 """
     )
     outcome_of(pytester).assert_outcomes(passed=1)
+
+
+@settings(max_examples=100, deadline=None)
+@given(outcomes=st.lists(st.sampled_from(list(Outcome)), max_size=5), text=st.text(max_size=30))
+def test_assert_passed_maps_every_verdict_and_names_every_reason(outcomes, text):
+    """In process, over any mix of gates: pass returns, informational skips, fail and blocked fail the test with
+    each failing gate's sentence and each reason of each blocked gate."""
+    gates = [
+        gate(f"g{index}", outcome, reasons=[(BlockReason.NO_MEASURED_VALUE, f"{text}#{index}")])
+        for index, outcome in enumerate(outcomes)
+    ]
+    run = PytestRun(folder=Path("run"), scorecard=card(gates))
+    if run.verdict is Outcome.PASS:
+        assert run.assert_passed() is None
+        return
+    if run.verdict is Outcome.INFORMATIONAL:
+        with pytest.raises(pytest.skip.Exception, match="No gate is active"):
+            run.assert_passed()
+        return
+    with pytest.raises(pytest.fail.Exception) as failed:
+        run.assert_passed()
+    shown = str(failed.value)
+    for item in gates:
+        if item.outcome is Outcome.BLOCKED:
+            assert f"no_measured_value: {item.reasons[0].message}" in shown
+        if item.outcome is Outcome.FAIL:
+            assert f"{item.name}: fail: 0.75 (n=8) does not meet the approved threshold ≥ 0.8" in shown
