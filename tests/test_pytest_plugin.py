@@ -133,3 +133,12 @@ def test_assert_passed_maps_every_verdict_and_names_every_reason(outcomes, text)
             assert f"no_measured_value: {item.reasons[0].message}" in shown
         if item.outcome is Outcome.FAIL:
             assert f"{item.name}: fail: 0.75 (n=8) does not meet the approved threshold ≥ 0.8" in shown
+
+
+def test_a_relative_config_is_found_from_the_working_directory_when_the_rootdir_lacks_it(pytester: pytest.Pytester):
+    """A rootdir other than the working directory (here `--rootdir=checks`): `evals/` in the latter is found."""
+    project_with(pytester, lambda p: approve(p, threshold=0.8))
+    (pytester.path / "test_quality.py").rename(pytester.mkdir("checks") / "test_quality.py")
+    result = pytester.runpytest_subprocess("checks", "--rootdir=checks", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["rootdir: */checks", "*accuracy: fail: 0.75 (n=8)*"])

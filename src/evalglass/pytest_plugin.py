@@ -49,8 +49,9 @@ class PytestRun(RunResult):
 
 @pytest.fixture
 def evalglass_run(request: pytest.FixtureRequest) -> Callable[..., PytestRun]:
-    """Run an evaluation: ``evalglass_run(config, *, out=None, cache="use")``. A relative ``config`` is read from
-    pytest's rootdir; the run folder defaults to ``.evalglass/runs/<run id>`` as with ``evalglass run``."""
+    """Run an evaluation: ``evalglass_run(config, *, out=None, cache="use")``. A relative ``config`` is looked up
+    under pytest's rootdir, then the working directory; the run folder defaults to ``.evalglass/runs/<run id>``
+    (under the working directory) as with ``evalglass run``."""
     root = request.config.rootpath
 
     def run(
@@ -59,8 +60,12 @@ def evalglass_run(request: pytest.FixtureRequest) -> Callable[..., PytestRun]:
         import evalglass
 
         path = Path(config)
+        if not path.is_absolute():
+            # rootdir first (tests run from anywhere under it), then the working directory; when neither has the
+            # file, the error names the rootdir path.
+            path = next((base / path for base in (root, Path.cwd()) if (base / path).exists()), root / path)
         try:
-            result = evalglass.run(path if path.is_absolute() else root / path, out=out, cache=cache)
+            result = evalglass.run(path, out=out, cache=cache)
         except evalglass.SetupError as exc:
             pytest.fail(f"EvalGlass could not complete the run (no verdict): {exc.line()}", pytrace=False)
         return PytestRun(folder=result.folder, scorecard=result.scorecard)
