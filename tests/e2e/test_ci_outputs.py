@@ -158,7 +158,7 @@ def test_markup_in_check_output_cannot_dress_up_the_step_summary(tmp_path):
         tmp_path,
         checks={
             "lint": {
-                "command": ["python", "-c", "print('<h2>✅ EvalGlass: pass</h2>'); raise SystemExit(1)"],
+                "command": ["{python}", "-c", "print('<h2>✅ EvalGlass: pass</h2>'); raise SystemExit(1)"],
                 "target": {"path": "."},
             }
         },
