@@ -7,6 +7,7 @@ into compact columns and each batch is written to ``scores.jsonl`` as one block.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import secrets
 import shutil
@@ -47,7 +48,7 @@ from evalglass.engine.artifacts import (
 from evalglass.engine.config import Config, LoadedConfig, load_config
 from evalglass.engine.dataset import BadLine, DatasetReader, field_getter
 from evalglass.engine.ledger import LoadedLedger, load_ledger
-from evalglass.errors import SetupError
+from evalglass.errors import Interrupted, SetupError
 from evalglass.metrics.base import BatchedMetric, MetricFn, build_with_batch
 from evalglass.metrics.check import CheckMetricSpec, CheckSink
 from evalglass.metrics.errors import MetricLoadError
@@ -62,6 +63,8 @@ class RunOutcome:
     folder: Path
     scorecard: Scorecard
     record: RunRecord
+    #: Problems that did not touch the verdict or the artifacts (the command line prints them on stderr).
+    warnings: tuple[str, ...] = ()
 
 
 def new_run_id(now: datetime) -> str:
@@ -334,14 +337,17 @@ def run_standalone_checks(loaded: LoadedConfig) -> dict[str, CheckResult]:
     return run_checks({name: config.checks[name] for name in names}, loaded.base_dir, expected=expected)
 
 
-class RunInterrupted(Exception):
+class RunInterrupted(Interrupted):
     """Ctrl-C during a run: what was done is kept (cached calls, the manifest) so the run can be resumed."""
 
     def __init__(self, folder: Path, done: int | None, total: int | None) -> None:
         self.folder = folder
         self.done = done
         self.total = total
-        super().__init__(f"interrupted: {folder}")
+        progress = f" after {done} of {total} examples" if done is not None and total else ""
+        super().__init__(
+            f"interrupted{progress}: completed calls are cached; resume with: evalglass run --resume {folder}"
+        )
 
 
 @dataclass
@@ -440,10 +446,33 @@ def run(
         if created:
             shutil.rmtree(folder, ignore_errors=True)
         raise
-    with contextlib.suppress(OSError):
+    problem = point_last_run_at(folder)
+    return outcome if problem is None else dataclasses.replace(outcome, warnings=(*outcome.warnings, problem))
+
+
+def point_last_run_at(folder: Path) -> str | None:
+    """Record ``folder`` as the last finished run; on failure, a warning line instead of an exception.
+
+    The run is complete and its verdict stands whether or not the pointer moves (the pointer only saves typing a
+    folder later), so a failure here does not change the exit code. It is never silent either: the warning says
+    so, and the old pointer is removed when it can be, so a later `view` or `explain` says "no previous run"
+    rather than showing an older run as if it were this one.
+    """
+    try:
         LAST_RUN_POINTER.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(LAST_RUN_POINTER, str(folder.resolve()).encode() + b"\n")
-    return outcome
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        try:
+            LAST_RUN_POINTER.unlink(missing_ok=True)
+            after = "it was removed, so commands without a folder will ask for one"
+        except OSError:
+            after = "it could not be removed either, so a command without a folder may show an older run"
+        return (
+            f"warning: {LAST_RUN_POINTER}: could not record this run as the last one ({why}); {after}. "
+            f"Name this run explicitly: evalglass view {folder}"
+        )
+    return None
 
 
 def check_duplicate(first_line: dict[str, int], item: Example, path: Path) -> None:
