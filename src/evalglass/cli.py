@@ -380,16 +380,12 @@ def view(folder: Path | None, junit: Path | None, github: bool, fmt: str) -> Non
 def explain(name: str | None, folder: Path | None, fmt: str) -> None:
     """Say why a gate or metric is (or is not) trustworthy, and what the ledger needs for a gate to be active."""
     from evalglass.engine.artifacts import load_runrecord, load_scorecard
-    from evalglass.errors import SetupError
     from evalglass.report.explain import explain as build
 
     resolved = resolve_run_folder(folder)
     card = load_scorecard(resolved)
     record = load_runrecord(resolved)
-    try:
-        explanations = build(card, record, name)
-    except KeyError as exc:
-        raise SetupError(str(exc.args[0]), fix="pass a gate or metric name from this run") from None
+    explanations = build(card, record, name)
     if fmt == "json":
         _emit_json([item.as_dict() for item in explanations])
         return

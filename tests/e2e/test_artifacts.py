@@ -92,7 +92,7 @@ def test_verify_catches_a_consistently_forged_pass(tmp_path):
     path = tmp_path / "out" / "scorecard.json"
     card = json.loads(path.read_text())
     gate = card["decision"]["gates"][0]
-    gate.update(outcome="pass", threshold=0.5)
+    gate.update(outcome="pass", threshold=0.5, reasons=[])  # a passing gate carries no below_threshold reason
     card["decision"].update(verdict="pass", ci_should_fail=False, exit_code=0)
     path.write_text(json.dumps(card))
     # The forged payload is self-consistent, so view accepts it...
@@ -107,6 +107,7 @@ def test_verify_catches_a_consistently_forged_pass(tmp_path):
         "scorecard.decision.exit_code",
         "scorecard.decision.gates[accuracy].outcome",
         "scorecard.decision.gates[accuracy].threshold",
+        "scorecard.decision.gates[accuracy].reasons[0]",
     } <= fields
 
 

@@ -14,7 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class BlockReason(StrEnum):
-    """Every reason an active gate can be blocked. Authority reasons come first, measurement reasons after."""
+    """Every reason code a gate's outcome carries. Authority reasons come first, measurement reasons after; every
+    member blocks the gate except ``below_threshold``, the one reason of a gate that failed (see :attr:`blocks`)."""
 
     POLICY_FORBIDDEN = "policy_forbidden"
     APPROVAL_UNBOUND = "approval_unbound"
@@ -28,6 +29,13 @@ class BlockReason(StrEnum):
     INCOMPLETE_MEASUREMENT = "incomplete_measurement"
     BELOW_MIN_N = "below_min_n"
     INTERVAL_UNDEFINED = "interval_undefined"
+    #: Not a block: the gate was validly measured and the compared value misses the approved threshold (FAIL).
+    BELOW_THRESHOLD = "below_threshold"
+
+    @property
+    def blocks(self) -> bool:
+        """Whether this reason makes a gate blocked (every reason but ``below_threshold``)."""
+        return self is not BlockReason.BELOW_THRESHOLD
 
 
 class Reason(BaseModel):

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from evalglass.core.estimate import Estimate
 from evalglass.core.gates import Direction, GateResult, GateRule, Outcome, SubjectKind
 from evalglass.core.population import Population
 from evalglass.core.scorecard import CheckSummary
 from evalglass.core.stats import Note
+from evalglass.core.tables import total
 
 OUTCOME_LABEL: dict[Outcome, str] = {
     Outcome.INFORMATIONAL: "informational",
@@ -46,17 +49,21 @@ def interval_text(estimate: Estimate | None) -> str:
     if not interval.defined:
         return f"undefined for n={interval.n} ({interval.method.value})"
     text = f"[{number(interval.low)}, {number(interval.high)}] {interval.level:.0%} {interval.method.value}"
-    notes = [NOTE_TEXT[note] for note in interval.notes if note in NOTE_TEXT]
+    notes = [NOTE_TEXT[note] for note in interval.notes]
     if interval.clusters is not None:
         notes.insert(0, f"{interval.clusters} clusters")
     return text + (f" ({'; '.join(notes)})" if notes else "")
 
 
-NOTE_TEXT = {
-    Note.FEW_CLUSTERS: "⚠ too few clusters to trust the interval",
-    Note.ZERO_SPREAD: "no spread in the data",
-    Note.BCA_FALLBACK: "BCa undefined, percentile used",
-}
+NOTE_TEXT: Mapping[Note, str] = total(
+    Note,
+    {
+        Note.UNDEFINED: "undefined for so few values",
+        Note.FEW_CLUSTERS: "⚠ too few clusters to trust the interval",
+        Note.ZERO_SPREAD: "no spread in the data",
+        Note.BCA_FALLBACK: "BCa undefined, percentile used",
+    },
+)
 
 
 def sensitivity_text(estimate: Estimate | None) -> str:
