@@ -280,6 +280,20 @@ class LoadedConfig:
         return self.base_dir / self.config.ledger
 
 
+def config_as_recorded(config: Config) -> dict[str, Any]:
+    """The config as a run record stores it: what was declared (unset defaults left out), under the names the
+    config file uses. A field with an alias (``schema`` is ``schema_`` in Python) is written under its alias, so
+    :func:`config_from_record` reads it back exactly as the YAML loader does."""
+    return config.model_dump(mode="json", exclude_unset=True, by_alias=True)
+
+
+def config_from_record(data: Any) -> Config:
+    """The config a run record stores (see :func:`config_as_recorded`). Field names are accepted beside aliases
+    because records written before the aliases were recorded stored ``schema_``; a config *file* accepts aliases
+    only."""
+    return Config.model_validate(data, by_alias=True, by_name=True)
+
+
 def load_config(path: Path) -> LoadedConfig:
     doc: YamlDocument = load_yaml(path, what="config")
     config = validate_document(Config, doc, what="the config", context={"base_dir": path.parent})

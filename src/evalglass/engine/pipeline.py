@@ -45,7 +45,7 @@ from evalglass.engine.artifacts import (
     write_atomic,
     write_model,
 )
-from evalglass.engine.config import Config, LoadedConfig, load_config
+from evalglass.engine.config import Config, LoadedConfig, config_as_recorded, load_config
 from evalglass.engine.dataset import BadLine, DatasetReader, field_getter
 from evalglass.engine.ledger import LoadedLedger, load_ledger
 from evalglass.errors import Interrupted, SetupError
@@ -595,7 +595,7 @@ def _finish(
         tool_version=__version__,
         config_path=str(loaded.path),
         config_fingerprint=loaded.fingerprint,
-        config=config.model_dump(mode="json", exclude_unset=True),
+        config=config_as_recorded(config),
         ledger_path=str(ledger.path),
         ledger_fingerprint=ledger.fingerprint,
         ledger=ledger.ledger,
