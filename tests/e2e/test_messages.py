@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.project import make_project
+from tests.e2e.project import make_project, run_cli
 from tests.e2e.test_verdicts import approve
 
 
@@ -67,3 +67,93 @@ def test_verify_names_a_removed_below_threshold_reason(tmp_path):
     card_path.write_text(card_path.read_text().replace('"below_threshold"', '"below_min_n"'))
     result = project.cli("verify", "out")
     assert result.code == 1 and "reasons" in result.out and "below_threshold" in result.out
+
+
+def error_lines(result) -> list[str]:
+    assert result.code == 2, result
+    assert "Traceback" not in result.err
+    return [line for line in result.err.splitlines() if line.strip()]
+
+
+def line_of(path, needle: str) -> int:
+    return next(number for number, row in enumerate(path.read_text().splitlines(), start=1) if needle in row)
+
+
+def test_a_gate_naming_an_undeclared_metric_is_reported_at_that_gates_line(tmp_path):
+    project = make_project(tmp_path, gates={"g": {"metric": "exactt"}})
+    config = project.evals / "evalglass.yaml"
+    (line,) = error_lines(project.run())
+    assert line.startswith(f"error: {config.relative_to(tmp_path)}:{line_of(config, 'exactt')}: ")
+    assert "gate 'g' names metric 'exactt'" in line and "(known: exact)" in line
+
+
+def test_every_problem_in_a_config_is_shown_each_on_its_line(tmp_path):
+    project = make_project(
+        tmp_path,
+        dataset={"name": "suite", "path": "data.jsonl", "idfield": "id"},
+        metrics={"exact": {"type": "exact_match", "refrence": "expected"}, "words": {"type": "word_count", "min": "x"}},
+        gates={"a": {"metric": "exact"}},
+    )
+    config = project.evals / "evalglass.yaml"
+    lines = error_lines(project.run())
+    assert len(lines) == 3, lines
+    assert all(line.startswith(f"error: {config.relative_to(tmp_path)}:") for line in lines)
+    assert f":{line_of(config, 'idfield')}: unknown key 'idfield'" in lines[0]
+    assert f":{line_of(config, 'refrence')}: unknown key 'refrence'" in lines[1]
+    assert f":{line_of(config, 'min: x')}: metrics.words.min" in lines[2]
+    assert not any("more problem" in line for line in lines)
+
+
+def test_several_broken_references_are_each_at_their_line(tmp_path):
+    project = make_project(tmp_path, gates={"g1": {"metric": "nope"}, "g2": {"metric": "neither"}})
+    config = project.evals / "evalglass.yaml"
+    lines = error_lines(project.run())
+    assert [line.split(": ", 2)[1] for line in lines] == [
+        f"{config.relative_to(tmp_path)}:{line_of(config, 'nope')}",
+        f"{config.relative_to(tmp_path)}:{line_of(config, 'neither')}",
+    ]
+
+
+@pytest.mark.parametrize(("key", "value"), [("dataset", {"name": "suite", "path": ""}), ("ledger", " ")])
+def test_an_empty_file_path_says_it_is_empty(tmp_path, key, value):
+    project = make_project(tmp_path, **{key: value})
+    (line,) = error_lines(project.run())
+    assert "is empty; name a file" in line and "Is a directory" not in line
+
+
+def test_a_config_that_is_a_folder_is_one_line(tmp_path):
+    (tmp_path / "folder").mkdir()
+    (line,) = error_lines(run_cli("run", "--config", "folder", cwd=tmp_path))
+    assert line.startswith("error: folder: ") and "Usage" not in line
+
+
+def test_a_bad_expect_state_is_blamed_on_the_option(tmp_path):
+    project = make_project(tmp_path)
+    (line,) = error_lines(project.cli("check", "--expect-state", "abc123"))
+    assert line.startswith("error: --expect-state: malformed fingerprint 'abc123'")
+    assert "evalglass.yaml" not in line
+
+
+@pytest.mark.parametrize("where", ["gates", "datasets"])
+def test_a_malformed_ledger_fingerprint_is_called_malformed(tmp_path, where):
+    project = make_project(tmp_path)
+    entry = (
+        {"gates": {"accuracy": {"active": True, "threshold": 0.5, "fingerprint": "sha256:ABC"}}}
+        if where == "gates"
+        else {"datasets": {"suite": {"validated_gold": True, "fingerprint": "deadbeef"}}}
+    )
+    project.write_ledger({"version": 1, **entry})
+    ledger = project.evals / "authority.yaml"
+    (line,) = error_lines(project.run())
+    assert f"authority.yaml:{line_of(ledger, 'fingerprint')}:" in line
+    assert "malformed fingerprint" in line and "approval_stale" not in line
+
+
+def test_the_malformed_line_summary_names_the_first_lines(tmp_path):
+    project = make_project(tmp_path, gates={})
+    project.write_rows(extra_lines=[f"{{broken {i}" for i in range(7)])
+    shown = project.run("--out", "out").out
+    lines = ", ".join(f"data.jsonl:{number}" for number in range(9, 14))
+    assert f"7 malformed dataset line(s) were scored as errors: {lines} (first 5 of 7)." in shown
+    assert f"{lines} (first 5 of 7)" in (tmp_path / "out" / "report.md").read_text()
+    assert project.cli("verify", "out").code == 0

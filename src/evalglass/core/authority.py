@@ -12,6 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from evalglass.core.fingerprint import Fingerprint
+
 
 class BlockReason(StrEnum):
     """Every reason code a gate's outcome carries. Authority reasons come first, measurement reasons after; every
@@ -52,7 +54,7 @@ class GateApproval(BaseModel):
 
     active: bool = Field(description="Only an active gate can pass, fail or block; otherwise it is evidence only.")
     threshold: float | None = Field(default=None, description="The approved threshold the gate compares with.")
-    fingerprint: str | None = Field(
+    fingerprint: Fingerprint | None = Field(
         default=None, description="Fingerprint of the gate + metric definition this approval is bound to."
     )
     approved_by: str | None = None
@@ -66,7 +68,7 @@ class DatasetValidation(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     validated_gold: bool
-    fingerprint: str | None = Field(default=None, description="Fingerprint of the dataset file's bytes.")
+    fingerprint: Fingerprint | None = Field(default=None, description="Fingerprint of the dataset file's bytes.")
     validated_by: str | None = None
     validated_on: str | None = None
     note: str | None = None

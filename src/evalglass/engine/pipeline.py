@@ -14,7 +14,7 @@ import shutil
 import threading
 import traceback
 from array import array
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -257,12 +257,7 @@ def score_batch(
     if plain is not None:
         encoded: list[list[Any]] = []
         for metric in metrics:
-            scored = call_metric(metric, plain, pool)
-            column = columns[metric.name]
-            if column.extend_measured(scored):
-                encoded.append(scored)
-            else:
-                encoded.append([append_result(column, metric.name, result) for result in scored])
+            encoded.append(append_results(columns[metric.name], metric.name, call_metric(metric, plain, pool)))
         clusters: list[str | None] | None = None
         if shape.cluster_of is not None:
             cluster_of = shape.cluster_of
@@ -272,6 +267,9 @@ def score_batch(
         return
     items = batch.examples() if isinstance(batch, ExampleBatch) else batch
     expanded = [expand(item, shape.samples) for item in items]
+    if not shape.samples:
+        _score_single_rows(items, expanded, metrics, columns, writer, pool, shape)
+        return
     measurable = [example for rows in expanded if isinstance(rows, list) for example in rows]
     measured = ExampleBatch.of(measurable)
     results = [iter(call_metric(metric, measured, pool)) for metric in metrics]
@@ -295,6 +293,54 @@ def score_batch(
     writer.write_block([item.id for item in items], [item.line for item in items], block, clusters)
 
 
+def _score_single_rows(
+    items: Sequence[Example | BadLine],
+    expanded: list[list[Example] | Score],
+    metrics: list[BuiltMetric],
+    columns: dict[str, ScoreColumn],
+    writer: ScoresWriter,
+    pool: ThreadPoolExecutor | None,
+    shape: RowShape,
+) -> None:
+    """A batch without samples in which some lines are not measured (a malformed line, a missing output).
+
+    The measured rows still go through each metric as one batch, and their results into the column a run of
+    consecutive rows at a time (``extend_measured``), so a dataset with many bad lines costs about what a clean
+    one does rather than a per-row append for every metric (10 % malformed lines once made a run 4-20 times
+    slower). The bytes written and the column's contents are exactly those of the per-row path.
+    """
+    measured = ExampleBatch.of([rows[0] for rows in expanded if isinstance(rows, list)])
+    # The batch as runs: an int is that many consecutive measured rows; a (Score, its JSON) is one unmeasured row.
+    runs: list[int | tuple[Score, Any]] = []
+    for rows in expanded:
+        if isinstance(rows, Score):
+            runs.append((rows, score_to_json(rows)))
+        elif runs and isinstance(runs[-1], int):
+            runs[-1] += 1
+        else:
+            runs.append(1)
+    block: dict[str, list[Any]] = {}
+    for metric in metrics:
+        results = call_metric(metric, measured, pool)
+        column = columns[metric.name]
+        encoded: list[Any] = []
+        start = 0
+        for run in runs:
+            if not isinstance(run, int):
+                column.append(run[0])
+                encoded.append(run[1])
+                continue
+            encoded += append_results(column, metric.name, results[start : start + run])
+            start += run
+        block[metric.name] = encoded
+    clusters: list[str | None] | None = None
+    if shape.cluster_of is not None:
+        cluster_of = shape.cluster_of
+        clusters = [cluster_key(cluster_of(item.fields)) if isinstance(item, Example) else None for item in items]
+    shape.add_single_rows(len(items), clusters)
+    writer.write_block([item.id for item in items], [item.line for item in items], block, clusters)
+
+
 def _plain(batch: ExampleBatch | list[Example | BadLine], samples: bool) -> ExampleBatch | None:
     """The batch when every example in it is one row to measure (see :func:`score_batch`), else None."""
     if samples:
@@ -306,6 +352,14 @@ def _plain(batch: ExampleBatch | list[Example | BadLine], samples: bool) -> Exam
     if ABSENT in batch.outputs:  # outputs are parsed JSON values here, whose == with ABSENT is plain False
         return None
     return batch
+
+
+def append_results(column: ScoreColumn, name: str, results: list[Any]) -> list[Any]:
+    """Append consecutive rows' results: at once when all are finite floats, else one by one through
+    :func:`append_result`. Returns the JSON the scores file keeps for them."""
+    if column.extend_measured(results):
+        return results
+    return [append_result(column, name, result) for result in results]
 
 
 def append_result(column: ScoreColumn, name: str, result: Any) -> Any:
@@ -530,6 +584,7 @@ def dataset_summary(config: Config, reader: DatasetReader) -> DatasetSummary:
         fingerprint=reader.fingerprint,
         examples=reader.examples,
         malformed_lines=reader.bad_lines,
+        first_malformed=tuple(reader.first_bad_lines),
     )
 
 

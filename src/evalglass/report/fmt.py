@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from evalglass.core.estimate import Estimate
 from evalglass.core.gates import Direction, GateResult, GateRule, Outcome, SubjectKind
 from evalglass.core.population import Population
-from evalglass.core.scorecard import CheckSummary
+from evalglass.core.scorecard import CheckSummary, DatasetSummary
 from evalglass.core.stats import Note
 from evalglass.core.tables import total
 
@@ -170,3 +170,13 @@ def gate_sentence(gate: GateResult) -> str:
         return f"{gate.name}: {gate.outcome.value}: check '{gate.subject}' ended {value}; the gate needs PASS"
     verb = "meets" if gate.outcome is Outcome.PASS else "does not meet"
     return f"{gate.name}: {gate.outcome.value}: {value}{n} {verb} the approved threshold {threshold}"
+
+
+def malformed_text(dataset: DatasetSummary) -> str:
+    """How many dataset lines were malformed and where the first few are (``path:line``); empty when none were."""
+    count = dataset.malformed_lines
+    if not count:
+        return ""
+    where = ", ".join(f"{dataset.path}:{line}" for line in dataset.first_malformed)
+    more = f" (first {len(dataset.first_malformed)} of {count})" if count > len(dataset.first_malformed) else ""
+    return f"{count} malformed dataset line(s) were scored as errors" + (f": {where}{more}" if where else "") + "."

@@ -21,6 +21,7 @@ from evalglass.report.fmt import (
     excluded_text,
     gate_value_text,
     interval_text,
+    malformed_text,
     reasons_text,
     rule_text,
     samples_text,
@@ -95,9 +96,7 @@ def render_terminal(card: Scorecard, console: Console, folder: Path | None = Non
     if card.checks:
         console.print(_checks_table(list(card.checks)))
     if card.dataset.malformed_lines:
-        console.print(
-            f"[yellow]{card.dataset.malformed_lines} malformed dataset line(s) were scored as errors.[/yellow]"
-        )
+        console.print(malformed_text(card.dataset), style="yellow", markup=False)
     verdict = Text(f"verdict: {OUTCOME_LABEL[decision.verdict]}", style=STYLE[decision.verdict])
     verdict.append(f"  (exit {decision.exit_code})", style="dim")
     console.print(verdict)
