@@ -157,3 +157,18 @@ def test_the_malformed_line_summary_names_the_first_lines(tmp_path):
     assert f"7 malformed dataset line(s) were scored as errors: {lines} (first 5 of 7)." in shown
     assert f"{lines} (first 5 of 7)" in (tmp_path / "out" / "report.md").read_text()
     assert project.cli("verify", "out").code == 0
+
+
+def test_the_terminal_lists_gated_metrics_and_counts_the_rest_of_a_long_list(tmp_path):
+    from evalglass.report.fmt import TERMINAL_METRICS
+
+    metrics = {f"m{i:03}": {"type": "exact_match", "reference": "expected"} for i in range(TERMINAL_METRICS + 10)}
+    last = f"m{TERMINAL_METRICS + 9:03}"
+    project = make_project(tmp_path, metrics=metrics, gates={"accuracy": {"metric": last}})
+    result = project.run("--out", "out")
+    assert result.code == 0, result.err
+    shown = [name for name in metrics if f"│ {name} " in result.out]
+    assert len(shown) == TERMINAL_METRICS and last in shown  # the gated metric is listed although it comes last
+    assert "… and 10 more metrics" in result.out
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert all(f"| {name} |" in report for name in metrics)  # the artifacts list every metric
