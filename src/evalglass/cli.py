@@ -420,7 +420,9 @@ def verify(folder: Path, fmt: str) -> None:
         click.echo(f"NOT verified: {len(report.findings)} field(s) differ from what the recorded scores imply:")
         for item in report.findings:
             click.echo(f"  {item.field}: recorded {item.recorded!r}, derived {item.derived!r}")
-    sys.exit(0 if report.ok else 1)
+    from evalglass.core.exitcodes import ExitCode
+
+    sys.exit(ExitCode.OK if report.ok else ExitCode.FAILED)
 
 
 @main.command()

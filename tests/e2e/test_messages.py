@@ -172,3 +172,13 @@ def test_the_terminal_lists_gated_metrics_and_counts_the_rest_of_a_long_list(tmp
     assert "… and 10 more metrics" in result.out
     report = (tmp_path / "out" / "report.md").read_text()
     assert all(f"| {name} |" in report for name in metrics)  # the artifacts list every metric
+
+
+def test_a_misspelt_required_key_is_one_line_among_the_others(tmp_path):
+    project = make_project(tmp_path)
+    project.write_ledger("gates:\n  accuracy:\n    actve: true\n    treshold: 0.5\n")
+    lines = error_lines(project.run())
+    # `actve` also makes `active` missing; the did-you-mean line fixes both, so only the two typos are listed.
+    assert len(lines) == 2, lines
+    assert "authority.yaml:3: unknown key 'actve'" in lines[0] and "did you mean 'active'" in lines[0]
+    assert "authority.yaml:4: unknown key 'treshold'" in lines[1] and "did you mean 'threshold'" in lines[1]

@@ -41,11 +41,26 @@ def setup_error_from(exc: ValidationError, doc: YamlDocument, model: type[BaseMo
     """
     errors = sorted(exc.errors(), key=lambda error: PRIORITY.get(error["type"], len(PRIORITY)))
     problems: dict[Loc, SetupError] = {}
-    for error in errors:
+    for error in _without_typo_echoes(errors):
         for loc, problem in _problems(error, doc, model, what):
             problems.setdefault(loc, problem)
     found = list(problems.values())
     return found[0] if len(found) == 1 else SetupErrors(found)
+
+
+def _without_typo_echoes(errors: list[ErrorDetails]) -> list[ErrorDetails]:
+    """Drop each "missing key" error that a misspelt key beside it explains: ``actve: true`` is one mistake, and
+    the unknown-key line ("did you mean 'active'?") fixes both, so it is the only line shown for it."""
+    unknown: dict[Loc, list[str]] = {}
+    for error in errors:
+        if error["type"] == "extra_forbidden":
+            unknown.setdefault(tuple(error["loc"][:-1]), []).append(str(error["loc"][-1]))
+    return [
+        error
+        for error in errors
+        if error["type"] != "missing"
+        or not difflib.get_close_matches(str(error["loc"][-1]), unknown.get(tuple(error["loc"][:-1]), []), cutoff=0.6)
+    ]
 
 
 def _problems(
