@@ -196,13 +196,13 @@ FORMAT = click.option(
 
 
 @click.group(cls=GuardedGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
+@click.option("--debug", is_flag=True, help="Print the traceback before an error (the exit code stays the same).")
 @click.version_option(package_name="evalglass")
 def main(debug: bool) -> None:
     """EvalGlass: evaluate AI applications and gate CI on approved thresholds only.
 
     \b
-    Exit codes: 0 informational or pass, 1 fail or blocked, 2 the run could not complete.
+    Exit codes: 0 informational or pass, 1 fail or blocked, 2 the run could not complete, 130 interrupted.
     Exit 0 does not by itself mean quality was checked: an informational run has no active gate.
     """
 
