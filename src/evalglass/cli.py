@@ -63,7 +63,8 @@ class GuardedGroup(click.Group):
         except EvalGlassError as exc:
             _exit_after(exc.stderr_lines(), exc.exit_code, debug)
         except KeyboardInterrupt:
-            _exit_after(Interrupted().stderr_lines(), Interrupted.exit_code, debug)
+            stop = Interrupted()
+            _exit_after(stop.stderr_lines(), stop.exit_code, debug)
         except Exception as exc:
             _exit_after(
                 [f"error: internal error: {type(exc).__name__}: {exc} (rerun with --debug for a traceback)"],

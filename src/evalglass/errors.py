@@ -9,15 +9,21 @@ never prints or exits itself.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING
 
-from evalglass.core.exitcodes import ExitCode
+if TYPE_CHECKING:  # imported when an exit code is asked for: `import evalglass.api` loads nothing of core
+    from evalglass.core.exitcodes import ExitCode
 
 
 class EvalGlassError(Exception):
     """Base of every error the project raises on purpose."""
 
-    exit_code: ClassVar[ExitCode] = ExitCode.SETUP
+    @property
+    def exit_code(self) -> ExitCode:
+        """The code the process ends with when this error reaches the command line."""
+        from evalglass.core.exitcodes import ExitCode
+
+        return ExitCode.SETUP
 
     def stderr_lines(self) -> list[str]:
         """What the command line prints on stderr for this error, one entry per line."""
@@ -26,8 +32,6 @@ class EvalGlassError(Exception):
 
 class SetupError(EvalGlassError):
     """The run cannot complete (exit 2) and produces no quality verdict."""
-
-    exit_code: ClassVar[ExitCode] = ExitCode.SETUP
 
     def __init__(self, what: str, *, where: str | None = None, fix: str | None = None) -> None:
         self.what = what
@@ -65,7 +69,11 @@ class SetupErrors(SetupError):
 class Interrupted(EvalGlassError):
     """Ctrl-C or SIGINT stopped the command: nothing was decided (exit 130)."""
 
-    exit_code: ClassVar[ExitCode] = ExitCode.INTERRUPTED
+    @property
+    def exit_code(self) -> ExitCode:
+        from evalglass.core.exitcodes import ExitCode
+
+        return ExitCode.INTERRUPTED
 
     def __init__(self, message: str = "interrupted: no verdict was produced") -> None:
         super().__init__(message)
