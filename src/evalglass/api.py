@@ -40,6 +40,8 @@ class RunResult:
 
     folder: Path
     scorecard: Scorecard
+    #: Problems that left the verdict and the artifacts intact (e.g. `.evalglass/last-run` could not be updated).
+    warnings: tuple[str, ...] = ()
 
     @property
     def payload(self) -> VerdictPayload:
@@ -128,7 +130,7 @@ def run(
         resume=None if resume is None else Path(resume),
         progress=reporter,
     )
-    return RunResult(folder=outcome.folder, scorecard=outcome.scorecard)
+    return RunResult(folder=outcome.folder, scorecard=outcome.scorecard, warnings=outcome.warnings)
 
 
 def load_run(folder: str | os.PathLike[str]) -> RunResult:

@@ -8,52 +8,69 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from collections.abc import Callable, Iterator
+import traceback
+from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 if TYPE_CHECKING:
     from evalglass.api import CacheMode, RunResult
 
-EXIT_SETUP = 2
 CONFIG_CANDIDATES = (Path("evals") / "evalglass.yaml", Path("evalglass.yaml"))
 EXAMPLES = ("quickstart", "bound-checks")
 
-F = TypeVar("F", bound=Callable[..., Any])
+
+def _exit_after(lines: list[str], code: int, debug: bool) -> NoReturn:
+    """Print the error's lines on stderr (after the traceback, with --debug) and exit with ``code``."""
+    if debug:
+        traceback.print_exc()
+    for line in lines:
+        click.echo(line, err=True)
+    sys.exit(code)
 
 
-def _fail(message: str) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(EXIT_SETUP)
+def _usage_line(exc: click.UsageError) -> str:
+    """Click's usage error as one line, naming the option at fault and where help is."""
+    command = exc.ctx.command_path if exc.ctx is not None else "evalglass"
+    return f"error: {exc.format_message()} — see `{command} --help`"
 
 
-def guarded(command: F) -> F:
-    """Every user-caused problem becomes one line on stderr and exit 2; tracebacks only with --debug."""
+class GuardedGroup(click.Group):
+    """The one error boundary: every command runs through :meth:`invoke`, which turns each error into its lines on
+    stderr and its exit code (``ExitCode``). ``--debug`` adds the traceback; it never changes the exit code.
 
-    @wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from evalglass.errors import SetupError
+    The project's own errors (:class:`~evalglass.errors.EvalGlassError`) carry their lines and code; Ctrl-C is
+    ``ExitCode.INTERRUPTED``; click's usage errors (an unknown option, a bad value) are one line and
+    ``ExitCode.SETUP``; anything else is an internal error, also ``ExitCode.SETUP``: the run could not complete.
+    """
 
-        debug = bool(click.get_current_context().find_root().params.get("debug"))
+    def invoke(self, ctx: click.Context) -> Any:
+        from evalglass.core.exitcodes import ExitCode
+        from evalglass.errors import EvalGlassError, Interrupted
+
+        debug = bool(ctx.params.get("debug"))
         try:
-            return command(*args, **kwargs)
-        except SetupError as exc:
-            if debug:
-                raise
-            _fail(exc.line())
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.Abort):
+            raise
+        except click.UsageError as exc:
+            _exit_after([_usage_line(exc)], ExitCode.SETUP, debug)
+        except click.ClickException:
+            raise
+        except EvalGlassError as exc:
+            _exit_after(exc.stderr_lines(), exc.exit_code, debug)
         except KeyboardInterrupt:
-            click.echo("interrupted: no verdict was produced", err=True)
-            sys.exit(130)
+            stop = Interrupted()
+            _exit_after(stop.stderr_lines(), stop.exit_code, debug)
         except Exception as exc:
-            if debug:
-                raise
-            _fail(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for a traceback)")
-
-    return wrapper  # type: ignore[return-value]
+            _exit_after(
+                [f"error: internal error: {type(exc).__name__}: {exc} (rerun with --debug for a traceback)"],
+                ExitCode.SETUP,
+                debug,
+            )
 
 
 @contextmanager
@@ -72,6 +89,26 @@ def _long_lived_imports() -> Iterator[None]:
         gc.freeze()
         if enabled:
             gc.enable()
+
+
+@contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """While the engine runs, whatever writes to stdout (a host metric's print, a library's C code, a child
+    process that inherits the descriptor) goes to stderr instead, so stdout holds only what the command itself
+    prints afterwards: with ``--format json``, exactly one JSON document.
+
+    The redirection is at the file-descriptor level (``dup2``), so it catches writes that bypass ``sys.stdout``.
+    Limit: a thread that host code leaves running after the engine returns writes to stdout again.
+    """
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 _BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
@@ -159,14 +196,14 @@ FORMAT = click.option(
 )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
+@click.group(cls=GuardedGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--debug", is_flag=True, help="Print the traceback before an error (the exit code stays the same).")
 @click.version_option(package_name="evalglass")
 def main(debug: bool) -> None:
     """EvalGlass: evaluate AI applications and gate CI on approved thresholds only.
 
     \b
-    Exit codes: 0 informational or pass, 1 fail or blocked, 2 the run could not complete.
+    Exit codes: 0 informational or pass, 1 fail or blocked, 2 the run could not complete, 130 interrupted.
     Exit 0 does not by itself mean quality was checked: an informational run has no active gate.
     """
 
@@ -199,7 +236,6 @@ LAST = "\x00last"
     "[default: on when GITHUB_ACTIONS=true].",
 )
 @FORMAT
-@guarded
 def run(
     config_path: Path | None,
     out: Path | None,
@@ -216,7 +252,6 @@ def run(
     with _long_lived_imports():
         _load_numpy()
         from evalglass.api import run as run_evaluation
-        from evalglass.engine.pipeline import RunInterrupted
     from evalglass.errors import SetupError
 
     if example is not None and config_path is not None:
@@ -239,15 +274,10 @@ def run(
             config_path = Path(load_manifest(folder).config_path)
     path = example_config(example) if example is not None else find_config(config_path)
     mode: CacheMode = "off" if no_cache else "refresh" if refresh else "use"
-    try:
+    with _stdout_to_stderr():
         result = run_evaluation(path, out=out, cache=mode, resume=folder, progress=not no_progress)
-    except RunInterrupted as stop:
-        done = f" after {stop.done} of {stop.total} examples" if stop.done is not None and stop.total else ""
-        click.echo(
-            f"interrupted{done}: completed calls are cached; resume with: evalglass run --resume {stop.folder}",
-            err=True,
-        )
-        sys.exit(130)
+    for warning in result.warnings:
+        click.echo(warning, err=True)
     _show(result, fmt)
     _publish(result, junit, github, fmt)
     sys.exit(result.exit_code)
@@ -306,7 +336,6 @@ def _resume_folder(folder: Path | None) -> Path:
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the call cache.")
 @click.option("--refresh", is_flag=True, help="Make every judge call again and overwrite the cache.")
 @FORMAT
-@guarded
 def calibrate(judge: str, labels: Path, config_path: Path | None, no_cache: bool, refresh: bool, fmt: str) -> None:
     """Measure how far an LLM judge agrees with human labels; write calibrations/JUDGE.json beside the config.
 
@@ -319,7 +348,8 @@ def calibrate(judge: str, labels: Path, config_path: Path | None, no_cache: bool
     if no_cache and refresh:
         raise SetupError("--no-cache and --refresh exclude each other", fix="pass one of them")
     mode = "off" if no_cache else "refresh" if refresh else "use"
-    outcome = calibrate_command(find_config(config_path), judge, labels, cache_mode=mode)
+    with _stdout_to_stderr():
+        outcome = calibrate_command(find_config(config_path), judge, labels, cache_mode=mode)
     record = outcome.record
     if fmt == "json":
         _emit_json({"path": str(outcome.path), **record.model_dump(mode="json")})
@@ -334,7 +364,6 @@ def calibrate(judge: str, labels: Path, config_path: Path | None, no_cache: bool
 @JUNIT
 @click.option("--github", is_flag=True, help="Print GitHub annotations and append report.md to the step summary.")
 @FORMAT
-@guarded
 def view(folder: Path | None, junit: Path | None, github: bool, fmt: str) -> None:
     """Show a finished run (default: the last one) from its artifacts, without recomputing anything."""
     from evalglass.api import load_run
@@ -349,20 +378,15 @@ def view(folder: Path | None, junit: Path | None, github: bool, fmt: str) -> Non
 @click.argument("name", required=False)
 @click.option("--run", "folder", type=click.Path(path_type=Path), help="Run folder (default: the last run).")
 @FORMAT
-@guarded
 def explain(name: str | None, folder: Path | None, fmt: str) -> None:
     """Say why a gate or metric is (or is not) trustworthy, and what the ledger needs for a gate to be active."""
     from evalglass.engine.artifacts import load_runrecord, load_scorecard
-    from evalglass.errors import SetupError
     from evalglass.report.explain import explain as build
 
     resolved = resolve_run_folder(folder)
     card = load_scorecard(resolved)
     record = load_runrecord(resolved)
-    try:
-        explanations = build(card, record, name)
-    except KeyError as exc:
-        raise SetupError(str(exc.args[0]), fix="pass a gate or metric name from this run") from None
+    explanations = build(card, record, name)
     if fmt == "json":
         _emit_json([item.as_dict() for item in explanations])
         return
@@ -374,7 +398,6 @@ def explain(name: str | None, folder: Path | None, fmt: str) -> None:
 @main.command()
 @click.argument("folder", type=click.Path(path_type=Path))
 @FORMAT
-@guarded
 def verify(folder: Path, fmt: str) -> None:
     """Re-derive every aggregate, gate and the verdict from recorded scores; exit 1 naming each edited field."""
     from evalglass.api import verify as verify_run
@@ -398,7 +421,9 @@ def verify(folder: Path, fmt: str) -> None:
         click.echo(f"NOT verified: {len(report.findings)} field(s) differ from what the recorded scores imply:")
         for item in report.findings:
             click.echo(f"  {item.field}: recorded {item.recorded!r}, derived {item.derived!r}")
-    sys.exit(0 if report.ok else 1)
+    from evalglass.core.exitcodes import ExitCode
+
+    sys.exit(ExitCode.OK if report.ok else ExitCode.FAILED)
 
 
 @main.command()
@@ -411,7 +436,6 @@ def verify(folder: Path, fmt: str) -> None:
     help="The target state the check must be bound to (one check only); any other state is ERROR.",
 )
 @FORMAT
-@guarded
 def check(
     names: tuple[str, ...], config_path: Path | None, example: str | None, expect_state: str | None, fmt: str
 ) -> None:
@@ -428,7 +452,8 @@ def check(
 
         raise SetupError("--example and --config exclude each other", fix="pass one of them")
     path = example_config(example) if example is not None else find_config(config_path)
-    results = run_named_checks(path, list(names), expect_state)
+    with _stdout_to_stderr():
+        results = run_named_checks(path, list(names), expect_state)
     if fmt == "json":
         _emit_json({name: result.model_dump(mode="json") for name, result in results.items()})
     else:
@@ -441,7 +466,6 @@ def check(
 @main.command()
 @click.option("--dir", "target", type=click.Path(path_type=Path), default=Path("evals"), show_default=True)
 @click.option("--force", is_flag=True, help="Overwrite existing files.")
-@guarded
 def init(target: Path, force: bool) -> None:
     """Scaffold evalglass.yaml, a small dataset and an empty authority ledger."""
     from evalglass.engine.scaffold import scaffold
@@ -459,7 +483,6 @@ def init(target: Path, force: bool) -> None:
     default="config",
     required=False,
 )
-@guarded
 def schema(which: str) -> None:
     """Print a JSON Schema (default: evalglass.yaml's) for editors and validators."""
     from evalglass.engine.schemas import schema_of

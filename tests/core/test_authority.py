@@ -60,7 +60,7 @@ def test_current_approval_activates_with_its_threshold():
         (
             Ledger(
                 gates={"g": approved()},
-                datasets={"d": DatasetValidation(validated_gold=True, fingerprint="sha256:x")},
+                datasets={"d": DatasetValidation(validated_gold=True, fingerprint=fingerprint_of("an older dataset"))},
             ),
             True,
             {"gold_stale"},

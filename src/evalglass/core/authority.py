@@ -12,9 +12,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from evalglass.core.fingerprint import Fingerprint
+
 
 class BlockReason(StrEnum):
-    """Every reason an active gate can be blocked. Authority reasons come first, measurement reasons after."""
+    """Every reason code a gate's outcome carries. Authority reasons come first, measurement reasons after; every
+    member blocks the gate except ``below_threshold``, the one reason of a gate that failed (see :attr:`blocks`)."""
 
     POLICY_FORBIDDEN = "policy_forbidden"
     APPROVAL_UNBOUND = "approval_unbound"
@@ -28,6 +31,13 @@ class BlockReason(StrEnum):
     INCOMPLETE_MEASUREMENT = "incomplete_measurement"
     BELOW_MIN_N = "below_min_n"
     INTERVAL_UNDEFINED = "interval_undefined"
+    #: Not a block: the gate was validly measured and the compared value misses the approved threshold (FAIL).
+    BELOW_THRESHOLD = "below_threshold"
+
+    @property
+    def blocks(self) -> bool:
+        """Whether this reason makes a gate blocked (every reason but ``below_threshold``)."""
+        return self is not BlockReason.BELOW_THRESHOLD
 
 
 class Reason(BaseModel):
@@ -44,7 +54,7 @@ class GateApproval(BaseModel):
 
     active: bool = Field(description="Only an active gate can pass, fail or block; otherwise it is evidence only.")
     threshold: float | None = Field(default=None, description="The approved threshold the gate compares with.")
-    fingerprint: str | None = Field(
+    fingerprint: Fingerprint | None = Field(
         default=None, description="Fingerprint of the gate + metric definition this approval is bound to."
     )
     approved_by: str | None = None
@@ -58,7 +68,7 @@ class DatasetValidation(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     validated_gold: bool
-    fingerprint: str | None = Field(default=None, description="Fingerprint of the dataset file's bytes.")
+    fingerprint: Fingerprint | None = Field(default=None, description="Fingerprint of the dataset file's bytes.")
     validated_by: str | None = None
     validated_on: str | None = None
     note: str | None = None

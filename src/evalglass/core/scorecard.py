@@ -25,6 +25,10 @@ class MetricSummary(BaseModel):
     population: Population
 
 
+#: How many malformed dataset lines a summary names by line (the rest are counted, and each is in scores.jsonl).
+MALFORMED_SHOWN = 5
+
+
 class DatasetSummary(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
@@ -33,6 +37,11 @@ class DatasetSummary(BaseModel):
     fingerprint: str
     examples: int = Field(ge=0)
     malformed_lines: int = Field(default=0, ge=0)
+    first_malformed: tuple[int, ...] = Field(
+        default=(),
+        max_length=MALFORMED_SHOWN,
+        description=f"Line numbers of the first (at most {MALFORMED_SHOWN}) malformed lines, for the summary.",
+    )
 
 
 class CheckSummary(BaseModel):

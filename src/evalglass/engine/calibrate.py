@@ -161,11 +161,14 @@ def calibrate_command(
 def describe(record: CalibrationRecord, path: Path) -> str:
     """The record for a terminal: the numbers, how to read them, and what the ledger needs."""
     interval = record.agreement_interval
-    width = max(len(str(category)) for category in record.categories)
-    width = max(width, 5)
-    header = "human \\ judge".ljust(width + 2) + " ".join(str(c).rjust(width) for c in record.categories)
+    corner = "human \\ judge"
+    # One width for the label column (the corner or the longest category) and one for the count columns (the
+    # longest category or count), so every row lines up under the header.
+    label_width = max(len(corner), *(len(str(category)) for category in record.categories))
+    width = max(5, *(len(str(item)) for item in (*record.categories, *(n for row in record.confusion for n in row))))
+    header = corner.ljust(label_width) + "  " + " ".join(str(c).rjust(width) for c in record.categories)
     rows = [
-        str(category).ljust(width + 2) + " ".join(str(count).rjust(width) for count in row)
+        str(category).ljust(label_width) + "  " + " ".join(str(count).rjust(width) for count in row)
         for category, row in zip(record.categories, record.confusion, strict=True)
     ]
 

@@ -20,6 +20,7 @@ from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
 from evalglass.core.gates import GateRule, GateSpec
 from evalglass.engine.validation import validate_document
 from evalglass.engine.yamlsource import YamlDocument, load_yaml
+from evalglass.errors import LocatedValueError
 from evalglass.lanes.checkspec import CheckSpec
 from evalglass.lanes.specs import ChatLaneSpec, CommandLaneSpec, LaneSpec, PythonLaneSpec
 from evalglass.metrics.check import CheckMetricSpec
@@ -38,6 +39,13 @@ def _check_path(path: str) -> str:
     return path
 
 
+def _names_a_file(path: str) -> str:
+    """A file path in the config must name something: an empty path would resolve to the config's own folder."""
+    if not path.strip():
+        raise ValueError("is empty; name a file, relative to this config file")
+    return path
+
+
 class DatasetSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
@@ -51,6 +59,7 @@ class DatasetSpec(BaseModel):
     )
 
     _paths = field_validator("id_field", "cluster_field")(_check_path)
+    _file = field_validator("path")(_names_a_file)
 
 
 class RecordedTask(BaseModel):
@@ -140,6 +149,8 @@ class Config(BaseModel):
         default=None, ge=1, le=1024, description="Per-example checks run at once (default: the number of CPUs)."
     )
 
+    _ledger_file = field_validator("ledger")(_names_a_file)
+
     @field_validator("metrics", "gates", "checks")
     @classmethod
     def _names(cls, entries: dict[str, Any]) -> dict[str, Any]:
@@ -150,47 +161,71 @@ class Config(BaseModel):
 
     @model_validator(mode="after")
     def _references_resolve(self) -> Config:
+        """Names that must refer to something declared elsewhere. Every broken reference is reported, each at the
+        key that makes it (a gate's ``metric``, a metric's ``check``), not at the top of the file."""
+        problems: list[tuple[tuple[str | int, ...], str]] = []
         per_example = {spec.check for spec in self.metrics.values() if isinstance(spec, CheckMetricSpec)}
         for name, spec in self.metrics.items():
             if isinstance(spec, CheckMetricSpec):
                 check = self.checks.get(spec.check)
                 if check is None:
-                    raise ValueError(
-                        f"metric '{name}' names check '{spec.check}', which is not declared{_known(self.checks)}"
+                    problems.append(
+                        (
+                            ("metrics", name, "check"),
+                            f"metric '{name}' names check '{spec.check}', which is not declared{_known(self.checks)}",
+                        )
                     )
-                if check.target is not None and check.target.path is not None:
-                    raise ValueError(
-                        f"metric '{name}' runs check '{spec.check}' per example, but that check is bound to "
-                        f"'{check.target.path}'; a per-example check's target declares only include/exclude"
+                elif check.target is not None and check.target.path is not None:
+                    problems.append(
+                        (
+                            ("metrics", name, "check"),
+                            f"metric '{name}' runs check '{spec.check}' per example, but that check is bound to "
+                            f"'{check.target.path}'; a per-example check's target declares only include/exclude",
+                        )
                     )
         for name, gate in self.gates.items():
             if gate.metric is not None and gate.metric not in self.metrics:
-                raise ValueError(
-                    f"gate '{name}' names metric '{gate.metric}', which is not declared{_known(self.metrics)}"
+                problems.append(
+                    (
+                        ("gates", name, "metric"),
+                        f"gate '{name}' names metric '{gate.metric}', which is not declared{_known(self.metrics)}",
+                    )
                 )
             if gate.check is not None:
                 check = self.checks.get(gate.check)
+                at: tuple[str | int, ...] = ("gates", name, "check")
                 if check is None:
-                    raise ValueError(
-                        f"gate '{name}' names check '{gate.check}', which is not declared{_known(self.checks)}"
+                    problems.append(
+                        (at, f"gate '{name}' names check '{gate.check}', which is not declared{_known(self.checks)}")
                     )
-                if gate.check in per_example or (check.target is not None and check.target.path is None):
-                    raise ValueError(
-                        f"gate '{name}' decides on check '{gate.check}', which runs per example; gate a metric "
-                        "of type check instead, or give the check a target path"
+                elif gate.check in per_example or (check.target is not None and check.target.path is None):
+                    problems.append(
+                        (
+                            at,
+                            f"gate '{name}' decides on check '{gate.check}', which runs per example; gate a metric "
+                            "of type check instead, or give the check a target path",
+                        )
                     )
-                if gate.expect_state is not None and check.target is None:
-                    raise ValueError(f"gate '{name}' expects a target state, but check '{gate.check}' has no target")
+                elif gate.expect_state is not None and check.target is None:
+                    problems.append(
+                        (
+                            ("gates", name, "expect_state"),
+                            f"gate '{name}' expects a target state, but check '{gate.check}' has no target",
+                        )
+                    )
         states: dict[str, str | None] = {}
-        for gate in self.gates.values():
+        for name, gate in self.gates.items():
             if gate.check is not None and states.setdefault(gate.check, gate.expect_state) != gate.expect_state:
-                raise ValueError(
-                    f"gates on check '{gate.check}' expect different target states; a check runs once per run, "
-                    "so its gates must agree on expect_state"
+                problems.append(
+                    (
+                        ("gates", name, "expect_state"),
+                        f"gates on check '{gate.check}' expect different target states; a check runs once per "
+                        "run, so its gates must agree on expect_state",
+                    )
                 )
-        problems = policy_id_conflicts(check.policy for check in self.checks.values())
+        problems += [(("checks",), problem) for problem in policy_id_conflicts(c.policy for c in self.checks.values())]
         if problems:
-            raise ValueError(problems[0])
+            raise LocatedValueError(problems)
         return self
 
     @property
@@ -278,6 +313,20 @@ class LoadedConfig:
     @property
     def ledger_path(self) -> Path:
         return self.base_dir / self.config.ledger
+
+
+def config_as_recorded(config: Config) -> dict[str, Any]:
+    """The config as a run record stores it: what was declared (unset defaults left out), under the names the
+    config file uses. A field with an alias (``schema`` is ``schema_`` in Python) is written under its alias, so
+    :func:`config_from_record` reads it back exactly as the YAML loader does."""
+    return config.model_dump(mode="json", exclude_unset=True, by_alias=True)
+
+
+def config_from_record(data: Any) -> Config:
+    """The config a run record stores (see :func:`config_as_recorded`). Field names are accepted beside aliases
+    because records written before the aliases were recorded stored ``schema_``; a config *file* accepts aliases
+    only."""
+    return Config.model_validate(data, by_alias=True, by_name=True)
 
 
 def load_config(path: Path) -> LoadedConfig:

@@ -27,6 +27,7 @@ import orjson
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT, get_path, parse_path
 from evalglass.core.fingerprint import PREFIX
+from evalglass.core.scorecard import MALFORMED_SHOWN
 from evalglass.core.uniform import all_of_type
 from evalglass.errors import SetupError
 
@@ -141,6 +142,8 @@ class DatasetReader:
         self._hash = hashlib.sha256()
         self.examples = 0
         self.bad_lines = 0
+        #: The first few bad lines' numbers (at most MALFORMED_SHOWN), for the run's summary.
+        self.first_bad_lines: list[int] = []
         self._done = False
 
     @property
@@ -279,4 +282,6 @@ class DatasetReader:
     def _bad(self, number: int, code: str, message: str) -> BadLine:
         self.examples += 1
         self.bad_lines += 1
+        if len(self.first_bad_lines) < MALFORMED_SHOWN:
+            self.first_bad_lines.append(number)
         return BadLine(id=f"line:{number}", line=number, code=code, message=f"{self.path}:{number}: {message}")

@@ -19,18 +19,20 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import orjson
+from pydantic import ValidationError
 
 from evalglass.core.authority import JudgeStanding
 from evalglass.core.decide import RunShape, decide_run
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.scorecard import CheckSummary, DatasetSummary, Scorecard
 from evalglass.engine.artifacts import (
+    RUNRECORD_FILE,
     SCORECARD_FILE,
     load_columns,
     load_runrecord,
     load_scorecard,
 )
-from evalglass.engine.config import Config
+from evalglass.engine.config import Config, config_from_record
 from evalglass.engine.pipeline import gate_inputs, metric_inputs
 from evalglass.errors import SetupError
 from evalglass.metrics.llm_judge import judge_fingerprint_of
@@ -59,9 +61,16 @@ def verify_run(folder: Path) -> VerifyReport:
     raw_scorecard = _raw_json(folder / SCORECARD_FILE)
     findings: list[Finding] = []
     try:
-        config = Config.model_validate(record.config)
-    except Exception as exc:
-        raise SetupError(f"run record's config no longer validates: {exc}", where=str(folder)) from None
+        config = config_from_record(record.config)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc']) or 'config'}: {error['msg']}" for error in exc.errors()
+        )
+        raise SetupError(
+            f"the run record's config does not validate ({problems})",
+            where=str(folder / RUNRECORD_FILE),
+            fix="the record was edited or written by an incompatible EvalGlass version; re-run the evaluation",
+        ) from None
     names = list(config.metrics)
     loaded_scores = load_columns(
         folder / record.scores_file,

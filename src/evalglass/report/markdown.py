@@ -17,6 +17,7 @@ from evalglass.report.fmt import (
     excluded_text,
     gate_value_text,
     interval_text,
+    malformed_text,
     reasons_text,
     rule_text,
     samples_text,
@@ -43,7 +44,7 @@ def render_markdown(card: Scorecard) -> str:
         f"`{short(card.dataset.fingerprint)}`) · exit code {decision.exit_code}",
     ]
     if card.dataset.malformed_lines:
-        lines.append(f"\n**{card.dataset.malformed_lines} malformed dataset line(s)** were scored as errors.")
+        lines.append(f"\n**{_cell(malformed_text(card.dataset))}**")
     lines += ["", "### Gates", ""]
     if decision.gates:
         lines += ["| Gate | Outcome | Value | Threshold | Why |", "|---|---|---|---|---|"]

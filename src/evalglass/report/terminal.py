@@ -21,6 +21,8 @@ from evalglass.report.fmt import (
     excluded_text,
     gate_value_text,
     interval_text,
+    malformed_text,
+    metrics_to_show,
     reasons_text,
     rule_text,
     samples_text,
@@ -60,7 +62,8 @@ def render_terminal(card: Scorecard, console: Console, folder: Path | None = Non
     metrics.add_column("excluded")
     metrics.add_column("if excluded scored min…max")
     metrics.add_column("diagnostics")
-    for metric in card.metrics:
+    shown, hidden = metrics_to_show(card)
+    for metric in shown:
         population = metric.population
         samples = samples_text(metric.estimate)
         metrics.add_row(
@@ -73,6 +76,8 @@ def render_terminal(card: Scorecard, console: Console, folder: Path | None = Non
             diagnostics_text(population),
         )
     console.print(metrics)
+    if hidden:
+        console.print(f"… and {hidden} more metrics: report.md in the run folder and --format json list every one.")
     if decision.gates:
         gates = Table(title="Gates", title_justify="left", expand=False)
         gates.add_column("gate", style="bold")
@@ -95,9 +100,7 @@ def render_terminal(card: Scorecard, console: Console, folder: Path | None = Non
     if card.checks:
         console.print(_checks_table(list(card.checks)))
     if card.dataset.malformed_lines:
-        console.print(
-            f"[yellow]{card.dataset.malformed_lines} malformed dataset line(s) were scored as errors.[/yellow]"
-        )
+        console.print(malformed_text(card.dataset), style="yellow", markup=False)
     verdict = Text(f"verdict: {OUTCOME_LABEL[decision.verdict]}", style=STYLE[decision.verdict])
     verdict.append(f"  (exit {decision.exit_code})", style="dim")
     console.print(verdict)
