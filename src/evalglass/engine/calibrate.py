@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,9 +20,10 @@ from pydantic import ValidationError
 from evalglass import __version__
 from evalglass.core.authority import AgreementInterval, CalibrationRecord, JudgeStanding
 from evalglass.core.calibration import CalibrationError
-from evalglass.engine.artifacts import DIR_MODE, write_model
+from evalglass.engine.artifacts import write_model
 from evalglass.engine.cache import CacheMode
 from evalglass.engine.config import LoadedConfig, load_config
+from evalglass.engine.runfolder import make_dirs, writing
 from evalglass.errors import SetupError
 from evalglass.metrics.llm_judge import LlmJudgeSpec, judge_fingerprint
 
@@ -152,9 +152,9 @@ def calibrate_command(
         ordinal=calibration.ordinal,
     )
     path = calibration_path(loaded.base_dir, name)
-    path.parent.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
-    write_model(path, record)
-    os.chmod(path, 0o600)
+    with writing(path.parent):
+        make_dirs(path.parent)
+        write_model(path, record)
     return CalibrationOutcome(record=record, path=path, results=results)
 
 

@@ -27,6 +27,7 @@ from evalglass.core.scorecard import CheckSummary, DatasetSummary, Scorecard
 from evalglass.engine.artifacts import (
     SCORECARD_FILE,
     load_columns,
+    load_json,
     load_runrecord,
     load_scorecard,
 )
@@ -56,7 +57,7 @@ class VerifyReport:
 
 def verify_run(folder: Path) -> VerifyReport:
     record = load_runrecord(folder)
-    raw_scorecard = _raw_json(folder / SCORECARD_FILE)
+    raw_scorecard = load_json(folder / SCORECARD_FILE, "scorecard")
     findings: list[Finding] = []
     try:
         config = Config.model_validate(record.config)
@@ -129,15 +130,6 @@ def _judge_standings(config: Config, record: RunRecord, findings: list[Finding])
 
 def _ints(values: array[int] | None) -> npt.NDArray[np.int64] | None:
     return None if values is None else np.frombuffer(values, dtype=np.int64)
-
-
-def _raw_json(path: Path) -> Any:
-    try:
-        return orjson.loads(path.read_bytes())
-    except FileNotFoundError:
-        raise SetupError("scorecard not found", where=str(path)) from None
-    except orjson.JSONDecodeError as exc:
-        raise SetupError(f"scorecard is not valid JSON ({exc})", where=str(path)) from None
 
 
 def _diff(path: str, recorded: Any, derived: Any) -> list[Finding]:

@@ -6,11 +6,13 @@ that silently stringified a number or an object would be measuring something the
 
 from __future__ import annotations
 
-import re
+import re._constants as _constants
+import re._parser as _parser
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+import regex
 from pydantic import Field, model_validator
 
 from evalglass.core.example import Example, ExampleBatch
@@ -135,18 +137,26 @@ def _found(text: str, needles: Sequence[str], wants_all: bool) -> float:
 
 
 RegexFlag = Literal["ignorecase", "multiline", "dotall"]
-_FLAG_BITS: dict[str, re.RegexFlag] = {
-    "ignorecase": re.IGNORECASE,
-    "multiline": re.MULTILINE,
-    "dotall": re.DOTALL,
+_FLAG_BITS: dict[str, int] = {
+    "ignorecase": regex.IGNORECASE,
+    "multiline": regex.MULTILINE,
+    "dotall": regex.DOTALL,
 }
+#: CPU seconds one match may take on one output before it is that example's ``error`` (``regex_timeout``).
+REGEX_TIMEOUT = 1.0
+#: Longest output a pattern without nested or repeated variable repetition is matched without a time bound: such a
+#: pattern takes at most about n² steps (a few milliseconds here), and reading the CPU clock that a bound needs
+#: costs more than the match itself on short outputs.
+UNTIMED_TEXT = 4096
+Matcher = Callable[[str], MetricResult]
 
 
 class RegexSpec(NoReferenceSpec):
-    """A regular expression over the output string (Python ``re`` syntax).
+    """A regular expression over the output string (Python ``re`` syntax, matched by the ``regex`` package).
 
-    Limit: Python's engine backtracks, so a pathological pattern on a long output can be slow; keep patterns
-    simple.
+    A backtracking engine can take exponential time on some patterns (``^(a|aa)+$`` on forty ``a``s and a ``!``):
+    each match is bounded to :data:`REGEX_TIMEOUT` seconds of CPU, and one that runs out is that example's
+    ``error`` (``regex_timeout``), never a 0.0.
     """
 
     summary: ClassVar[str] = "1.0 when the regular expression matches the output string, else 0.0."
@@ -162,47 +172,106 @@ class RegexSpec(NoReferenceSpec):
     def _compiles(self) -> RegexSpec:
         try:
             self.compiled()
-        except re.error as exc:
+        except regex.error as exc:
             where = f" at position {exc.pos}" if exc.pos is not None else ""
             raise ValueError(f"invalid regular expression {self.pattern!r}: {exc.msg}{where}") from None
         return self
 
-    def compiled(self) -> re.Pattern[str]:
-        bits = re.NOFLAG
+    def compiled(self) -> regex.Pattern[str]:
+        bits = 0
         for flag in self.flags:
             bits |= _FLAG_BITS[flag]
-        return re.compile(self.pattern, bits)
+        return regex.compile(self.pattern, bits)
+
+    def matcher(self) -> Matcher:
+        """1.0 or 0.0 for a string, or the ``regex_timeout`` error when matching it ran out of time."""
+        compiled = self.compiled()
+        match = compiled.search if self.match == "search" else compiled.fullmatch
+        untimed = UNTIMED_TEXT if at_most_quadratic(self.pattern) else -1
+
+        def matched(text: str) -> MetricResult:
+            if len(text) <= untimed:
+                return 1.0 if match(text) is not None else 0.0
+            try:
+                return 1.0 if match(text, timeout=REGEX_TIMEOUT) is not None else 0.0
+            except TimeoutError:
+                return Score.error(
+                    "regex_timeout",
+                    f"matching the pattern took more than {REGEX_TIMEOUT:g} s of CPU on this output "
+                    f"({len(text)} characters); the pattern backtracks catastrophically on it",
+                    "simplify the pattern (nested repetition like (a+)+ or alternatives that overlap)",
+                )
+
+        return matched
 
     def build(self, base_dir: Path) -> MetricFn:
         target = measured_target(self)
-        compiled = self.compiled()
-        matcher = compiled.search if self.match == "search" else compiled.fullmatch
+        matched = self.matcher()
 
-        def regex(example: Example) -> MetricResult:
+        def regex_metric(example: Example) -> MetricResult:
             text = target(example)
             if text is ABSENT:
                 return target_missing(self, example)
             if not isinstance(text, str):
                 return wrong_type("regex", _NEEDS_STRING, text)
-            return 1.0 if matcher(text) is not None else 0.0
+            return matched(text)
 
-        return regex
+        return regex_metric
 
     def build_batch(self, one: MetricFn) -> BatchMetricFn | None:
         """A string output is matched in the loop; every other case is ``one``'s."""
-        compiled = self.compiled()
-        matcher = compiled.search if self.match == "search" else compiled.fullmatch
+        matched = self.matcher()
 
         def regex_batch(batch: ExampleBatch) -> list[MetricResult]:
             texts = batch.output_values(self.field)
             if all_of_type(texts, str):
-                return [1.0 if matcher(text) is not None else 0.0 for text in texts]
+                return list(map(matched, texts))
             return [
-                (1.0 if matcher(text) is not None else 0.0) if type(text) is str else one(batch.example(index))
-                for index, text in enumerate(texts)
+                matched(text) if type(text) is str else one(batch.example(index)) for index, text in enumerate(texts)
             ]
 
         return regex_batch
+
+
+_VARIABLE_REPEATS = {_constants.MAX_REPEAT, _constants.MIN_REPEAT, _constants.POSSESSIVE_REPEAT}
+
+
+def at_most_quadratic(pattern: str) -> bool:
+    """Whether backtracking over ``pattern`` takes at most about n² steps on a text of n characters: it has at most
+    one repetition of variable length, no repetition or alternation inside it, and no backreference. Anything else
+    (or a pattern only the ``regex`` package parses) can take exponential or high-polynomial time: it is matched
+    with a bound."""
+    try:
+        parsed = _parser.parse(pattern)
+    except Exception:
+        return False
+    variable = 0
+    stack: list[tuple[Any, bool]] = [(parsed, False)]
+    while stack:
+        items, inside_repeat = stack.pop()
+        for op, argument in items:
+            if op in (_constants.GROUPREF, _constants.GROUPREF_EXISTS):
+                return False
+            if op in _VARIABLE_REPEATS:
+                low, high, body = argument
+                if low != high:
+                    if inside_repeat:
+                        return False
+                    variable += 1
+                    if variable > 1:
+                        return False
+                stack.append((body, inside_repeat or low != high))
+            elif op is _constants.SUBPATTERN:
+                stack.append((argument[-1], inside_repeat))
+            elif op is _constants.BRANCH:
+                if inside_repeat:  # (a|aa)+: overlapping alternatives under repetition are exponential
+                    return False
+                stack.extend((branch, inside_repeat) for branch in argument[1])
+            elif op in (_constants.ASSERT, _constants.ASSERT_NOT):
+                stack.append((argument[1], inside_repeat))
+            elif op is _constants.ATOMIC_GROUP:
+                stack.append((argument, inside_repeat))
+    return True
 
 
 class WordCountSpec(NoReferenceSpec):
