@@ -6,13 +6,13 @@ that silently stringified a number or an object would be measuring something the
 
 from __future__ import annotations
 
+import re
 import re._constants as _constants
 import re._parser as _parser
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-import regex
 from pydantic import Field, model_validator
 
 from evalglass.core.example import Example, ExampleBatch
@@ -138,9 +138,9 @@ def _found(text: str, needles: Sequence[str], wants_all: bool) -> float:
 
 RegexFlag = Literal["ignorecase", "multiline", "dotall"]
 _FLAG_BITS: dict[str, int] = {
-    "ignorecase": regex.IGNORECASE,
-    "multiline": regex.MULTILINE,
-    "dotall": regex.DOTALL,
+    "ignorecase": re.IGNORECASE,
+    "multiline": re.MULTILINE,
+    "dotall": re.DOTALL,
 }
 #: CPU seconds one match may take on one output before it is that example's ``error`` (``regex_timeout``).
 REGEX_TIMEOUT = 1.0
@@ -152,11 +152,13 @@ Matcher = Callable[[str], MetricResult]
 
 
 class RegexSpec(NoReferenceSpec):
-    """A regular expression over the output string (Python ``re`` syntax, matched by the ``regex`` package).
+    """A regular expression over the output string (Python ``re`` syntax).
 
-    A backtracking engine can take exponential time on some patterns (``^(a|aa)+$`` on forty ``a``s and a ``!``):
-    each match is bounded to :data:`REGEX_TIMEOUT` seconds of CPU, and one that runs out is that example's
-    ``error`` (``regex_timeout``), never a 0.0.
+    A backtracking engine can take exponential time on some patterns (``^(a|aa)+$`` on forty ``a``s and a ``!``).
+    A pattern that is at most quadratic (see :func:`at_most_quadratic`) is matched by ``re`` on outputs up to
+    :data:`UNTIMED_TEXT` characters; every other match is made by the ``regex`` package (which reads ``re``
+    syntax the same way) with a bound of :data:`REGEX_TIMEOUT` seconds of CPU, and one that runs out is that
+    example's ``error`` (``regex_timeout``), never a 0.0.
     """
 
     summary: ClassVar[str] = "1.0 when the regular expression matches the output string, else 0.0."
@@ -172,28 +174,40 @@ class RegexSpec(NoReferenceSpec):
     def _compiles(self) -> RegexSpec:
         try:
             self.compiled()
-        except regex.error as exc:
+        except re.error as exc:
             where = f" at position {exc.pos}" if exc.pos is not None else ""
             raise ValueError(f"invalid regular expression {self.pattern!r}: {exc.msg}{where}") from None
         return self
 
-    def compiled(self) -> regex.Pattern[str]:
+    def _bits(self) -> int:
         bits = 0
         for flag in self.flags:
             bits |= _FLAG_BITS[flag]
-        return regex.compile(self.pattern, bits)
+        return bits
+
+    def compiled(self) -> re.Pattern[str]:
+        return re.compile(self.pattern, self._bits())
 
     def matcher(self) -> Matcher:
         """1.0 or 0.0 for a string, or the ``regex_timeout`` error when matching it ran out of time."""
-        compiled = self.compiled()
-        match = compiled.search if self.match == "search" else compiled.fullmatch
+        fast = self.compiled()
+        fast_match = fast.search if self.match == "search" else fast.fullmatch
         untimed = UNTIMED_TEXT if at_most_quadratic(self.pattern) else -1
+        bounded: list[Callable[..., Any]] = []
+
+        def bounded_match(text: str) -> Any:
+            if not bounded:  # compiled on first need: most runs never load the regex package
+                import regex
+
+                pattern = regex.compile(self.pattern, self._bits())
+                bounded.append(pattern.search if self.match == "search" else pattern.fullmatch)
+            return bounded[0](text, timeout=REGEX_TIMEOUT)
 
         def matched(text: str) -> MetricResult:
             if len(text) <= untimed:
-                return 1.0 if match(text) is not None else 0.0
+                return 1.0 if fast_match(text) is not None else 0.0
             try:
-                return 1.0 if match(text, timeout=REGEX_TIMEOUT) is not None else 0.0
+                return 1.0 if bounded_match(text) is not None else 0.0
             except TimeoutError:
                 return Score.error(
                     "regex_timeout",
