@@ -16,8 +16,15 @@ import pytest
 
 from evalglass.engine.artifacts import score_rows
 from tests.e2e.project import DEFAULT_ROWS, Project, make_project, run_cli
-from tests.e2e.test_setup_errors import assert_one_line_error
+from tests.e2e.test_setup_errors import assert_one_line_error as one_line
 from tests.e2e.test_verdicts import approve
+
+
+def assert_one_line_error(result, *needles: str) -> None:
+    """One line naming what and where, and never the catch-all for errors nobody foresaw."""
+    one_line(result, *needles)
+    assert "internal error" not in result.err, result.err
+
 
 ALIAS_BOMB = "".join(
     f"{name}: &{name} [{', '.join([f'*{previous}'] * 10 if previous else ['lol'] * 10)}]\n"
