@@ -136,15 +136,16 @@ def run(
 def load_run(folder: str | os.PathLike[str]) -> RunResult:
     """A finished run from its folder, computing nothing. The scorecard is checked by its own validators on load
     (a verdict its gates contradict is refused); whether it matches its recorded scores is :func:`verify`'s job."""
-    from evalglass.engine.artifacts import load_scorecard
+    from evalglass.engine.artifacts import load_scorecard, run_folder
 
-    path = Path(folder)
+    path = run_folder(Path(folder))
     return RunResult(folder=path, scorecard=load_scorecard(path))
 
 
 def verify(folder: str | os.PathLike[str]) -> VerifyReport:
     """Re-derive every aggregate, gate and the verdict from the run's recorded scores; ``report.ok`` is False and
     ``report.findings`` names each field that differs when the artifacts were edited."""
+    from evalglass.engine.artifacts import run_folder
     from evalglass.engine.verify import verify_run
 
-    return verify_run(Path(folder))
+    return verify_run(run_folder(Path(folder)))

@@ -166,18 +166,30 @@ def example_config(name: str) -> Path:
 
 
 def resolve_run_folder(folder: Path | None) -> Path:
-    from evalglass.engine.artifacts import LAST_RUN_POINTER
+    """The named folder, or the last run's; either way a folder (one line when it is a file or missing)."""
+    from evalglass.engine.artifacts import LAST_RUN_POINTER, run_folder
+    from evalglass.engine.userfiles import read_regular
     from evalglass.errors import SetupError
 
     if folder is not None:
-        return folder
-    try:
-        return Path(LAST_RUN_POINTER.read_text().strip())
-    except FileNotFoundError:
+        return run_folder(folder)
+    if not LAST_RUN_POINTER.exists():
         raise SetupError(
             f"no previous run recorded in {LAST_RUN_POINTER}",
             fix="run `evalglass run` first or name a run folder",
-        ) from None
+        )
+    raw = read_regular(LAST_RUN_POINTER, what="last-run pointer", limit=1 << 16)
+    try:
+        text = raw.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        text = ""
+    if not text or "\x00" in text:
+        raise SetupError(
+            "the last-run pointer does not hold a folder path",
+            where=str(LAST_RUN_POINTER),
+            fix="name a run folder, or run `evalglass run` again to rewrite it",
+        )
+    return run_folder(Path(text))
 
 
 JUNIT = click.option(

@@ -18,9 +18,10 @@ from evalglass.core.checks import policy_id_conflicts
 from evalglass.core.fieldpath import FieldPathError, parse_path
 from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
 from evalglass.core.gates import GateRule, GateSpec
+from evalglass.engine.userfiles import read_regular
 from evalglass.engine.validation import validate_document
 from evalglass.engine.yamlsource import YamlDocument, load_yaml
-from evalglass.errors import LocatedValueError
+from evalglass.errors import LocatedValueError, SetupError
 from evalglass.lanes.checkspec import CheckSpec
 from evalglass.lanes.specs import ChatLaneSpec, CommandLaneSpec, LaneSpec, PythonLaneSpec
 from evalglass.metrics.check import CheckMetricSpec
@@ -351,8 +352,8 @@ def definition_file_hashes(config: Config, base_dir: Path) -> dict[str, dict[str
         files: dict[str, str] = {}
         for path in spec.referenced_files(base_dir):
             try:
-                data = path.read_bytes()
-            except OSError:
+                data = read_regular(path, what="metric definition file")
+            except SetupError:
                 continue
             label = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.as_posix()
             files[label] = fingerprint_of_bytes(data)

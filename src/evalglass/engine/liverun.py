@@ -36,7 +36,7 @@ import orjson
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.example import Example
 from evalglass.core.score import Score, Status
-from evalglass.engine.artifacts import FILE_MODE, ScoresWriter
+from evalglass.engine.artifacts import ScoresWriter
 from evalglass.engine.cache import CacheMode, CallCache
 from evalglass.engine.config import LoadedConfig
 from evalglass.engine.dataset import BadLine, DatasetReader
@@ -51,6 +51,7 @@ from evalglass.engine.pipeline import (
     new_row_shape,
 )
 from evalglass.engine.progress import Counters, Reporter
+from evalglass.engine.runfolder import open_private
 from evalglass.errors import SetupError
 from evalglass.lanes.executor import AsyncioExecutor, EndpointLimit, Executor
 from evalglass.lanes.retry import Attempt
@@ -108,8 +109,7 @@ class OutputsWriter:
 
     def __init__(self, folder: Path) -> None:
         self.final = folder / OUTPUTS_FILE
-        self.partial = folder / f".{OUTPUTS_FILE}.partial"
-        fd = os.open(self.partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+        self.partial, fd = open_private(self.final)
         self._handle = os.fdopen(fd, "wb", buffering=1 << 20)
 
     def write(self, result: ExampleResult) -> None:
@@ -129,7 +129,8 @@ class OutputsWriter:
         os.replace(self.partial, self.final)
 
     def abort(self) -> None:
-        self._handle.close()
+        with contextlib.suppress(OSError):  # closing flushes, which fails again on a full disk
+            self._handle.close()
         with contextlib.suppress(FileNotFoundError):
             self.partial.unlink()
 
@@ -342,8 +343,7 @@ async def _score_all(
     async def produce() -> None:
         first_line: dict[str, int] = {}
         for item in reader:
-            if isinstance(item, Example):
-                check_duplicate(first_line, item, reader.path)
+            check_duplicate(first_line, item, reader.path)
             task = asyncio.ensure_future(scorer.score(item))
             started.add(task)
             task.add_done_callback(started.discard)

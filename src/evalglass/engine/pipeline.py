@@ -34,8 +34,6 @@ from evalglass.core.score import Score, ScoreContractError, Status
 from evalglass.core.scorecard import CheckSummary, DatasetSummary, Scorecard
 from evalglass.engine.artifacts import (
     CHECKS_FILE,
-    DIR_MODE,
-    FILE_MODE,
     LAST_RUN_POINTER,
     REPORT_FILE,
     RUNRECORD_FILE,
@@ -48,6 +46,7 @@ from evalglass.engine.artifacts import (
 from evalglass.engine.config import Config, LoadedConfig, config_as_recorded, load_config
 from evalglass.engine.dataset import BadLine, DatasetReader, field_getter
 from evalglass.engine.ledger import LoadedLedger, load_ledger
+from evalglass.engine.runfolder import locked, make_dirs, open_private, writing
 from evalglass.errors import Interrupted, SetupError
 from evalglass.metrics.base import BatchedMetric, MetricFn, build_with_batch
 from evalglass.metrics.check import CheckMetricSpec, CheckSink
@@ -56,6 +55,10 @@ from evalglass.metrics.llm_judge import LlmJudgeSpec
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
+
+    from evalglass.engine.cache import CacheMode
+    from evalglass.engine.manifest import RunManifest
+    from evalglass.engine.progress import Counters
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,7 @@ class CheckRecordWriter:
 
     def __init__(self, folder: Path) -> None:
         self.final = folder / CHECKS_FILE
-        self.partial = folder / f".{CHECKS_FILE}.partial"
+        self.partial = self.final
         self._lock = threading.Lock()
         self._handle: IO[bytes] | None = None
 
@@ -95,7 +98,7 @@ class CheckRecordWriter:
         line = orjson.dumps(result.model_dump(mode="json"), option=orjson.OPT_APPEND_NEWLINE)
         with self._lock:
             if self._handle is None:
-                fd = os.open(self.partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+                self.partial, fd = open_private(self.final)
                 self._handle = os.fdopen(fd, "wb")
             self._handle.write(line)
 
@@ -107,7 +110,8 @@ class CheckRecordWriter:
 
     def abort(self) -> None:
         if self._handle is not None:
-            self._handle.close()
+            with contextlib.suppress(OSError):  # closing flushes, which fails again on a full disk
+                self._handle.close()
             with contextlib.suppress(FileNotFoundError):
                 self.partial.unlink()
 
@@ -431,14 +435,12 @@ def run(
     """
     from evalglass.engine.cache import CacheMode
     from evalglass.engine.manifest import (
-        LAST_STARTED_POINTER,
         RunManifest,
         dataset_identity,
         definitions_fingerprint,
         file_fingerprint,
         load_manifest,
         refuse_changes,
-        write_manifest,
     )
 
     mode = CacheMode(cache_mode)
@@ -469,11 +471,34 @@ def run(
     from evalglass.engine.progress import Counters
 
     counters = Counters(total=identity.examples)
-    created = not folder.exists()
-    folder.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+    with writing(folder):
+        created = make_dirs(folder)
+        with locked(folder):
+            outcome = _run_in(folder, created, recorded_manifest, manifest, loaded, ledger, mode, progress, counters)
+            # The pointer is written under the lock: a concurrent run cannot finish between this run and it.
+            problem = point_last_run_at(folder)
+    return outcome if problem is None else dataclasses.replace(outcome, warnings=(*outcome.warnings, problem))
+
+
+def _run_in(
+    folder: Path,
+    created: bool,
+    recorded_manifest: RunManifest | None,
+    manifest: RunManifest,
+    loaded: LoadedConfig,
+    ledger: LoadedLedger,
+    mode: CacheMode,
+    progress: Any,
+    counters: Counters,
+) -> RunOutcome:
+    """The run in its (created, locked) folder: what is written on the way is removed if the run fails, unless it
+    can be resumed."""
+    from evalglass.engine.manifest import LAST_STARTED_POINTER, write_manifest
+
+    config = loaded.config
     try:
         with contextlib.suppress(OSError):  # first: a manifest is never written without a pointer to it
-            LAST_STARTED_POINTER.parent.mkdir(parents=True, exist_ok=True)
+            make_dirs(LAST_STARTED_POINTER.parent)
             write_atomic(LAST_STARTED_POINTER, str(folder.resolve()).encode() + b"\n")
         if recorded_manifest is None:
             write_manifest(folder, manifest)
@@ -488,20 +513,18 @@ def run(
             else:
                 scored = score_recorded(loaded, metrics, writer)
             check_records.commit()
-            outcome = _finish(loaded, ledger, scored, folder, run_id, created_at)
+            return _finish(loaded, ledger, scored, folder, manifest.run_id, manifest.created_at)
         except BaseException:
             writer.abort()
             check_records.abort()
             raise
     except KeyboardInterrupt:
         # The manifest stays: completed calls are in the cache and `--resume` finishes the run under its own id.
-        raise RunInterrupted(folder, counters.done if config.live else None, identity.examples) from None
+        raise RunInterrupted(folder, counters.done if config.live else None, manifest.dataset.examples) from None
     except BaseException:
         if created:
             shutil.rmtree(folder, ignore_errors=True)
         raise
-    problem = point_last_run_at(folder)
-    return outcome if problem is None else dataclasses.replace(outcome, warnings=(*outcome.warnings, problem))
 
 
 def point_last_run_at(folder: Path) -> str | None:
@@ -513,7 +536,7 @@ def point_last_run_at(folder: Path) -> str | None:
     rather than showing an older run as if it were this one.
     """
     try:
-        LAST_RUN_POINTER.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(LAST_RUN_POINTER.parent)
         write_atomic(LAST_RUN_POINTER, str(folder.resolve()).encode() + b"\n")
     except OSError as exc:
         why = exc.strerror or type(exc).__name__
@@ -529,18 +552,25 @@ def point_last_run_at(folder: Path) -> str | None:
     return None
 
 
-def check_duplicate(first_line: dict[str, int], item: Example, path: Path) -> None:
-    """One example at a time (the live path, where calls dominate): remembers each id's first line."""
-    seen = first_line.setdefault(item.id, item.line)
-    if seen != item.line:
-        raise _duplicate(item.id, item.line, seen, path)
+def check_duplicate(first_line: dict[str, int], item: Example | BadLine, path: Path) -> None:
+    """One example at a time (the live path, where calls dominate): remembers each id's first line.
+
+    A malformed line's made-up id (``line:3``) takes part, so a real id can never be the same as one: the run is
+    refused instead, as for any repeated id, and says which line the made-up id names. (A made-up id's line is
+    remembered negated, which is how it is told apart without keeping more per id.)
+    """
+    mark = -item.line if isinstance(item, BadLine) else item.line
+    seen = first_line.setdefault(item.id, mark)
+    if seen != mark:
+        raise _duplicate(item.id, mark, seen, path)
 
 
 def id_hashes(batch: ExampleBatch | list[Example | BadLine]) -> map[int]:
-    """The hash of each example id in the batch (bad lines have none), to find repeats with after the stream."""
+    """The hash of each id in the batch (a malformed line's made-up one too), to find repeats with after the
+    stream."""
     if isinstance(batch, ExampleBatch):
         return map(hash, batch.ids)
-    return map(hash, [item.id for item in batch if isinstance(item, Example)])
+    return map(hash, [item.id for item in batch])
 
 
 def refuse_duplicate_ids(hashes: array[int], loaded: LoadedConfig) -> None:
@@ -558,11 +588,19 @@ def refuse_duplicate_ids(hashes: array[int], loaded: LoadedConfig) -> None:
     reader = DatasetReader(loaded.dataset_path, id_field=config.dataset.id_field, output_field=config.output_field)
     first_line: dict[str, int] = {}
     for item in reader:
-        if isinstance(item, Example):
-            check_duplicate(first_line, item, loaded.dataset_path)
+        check_duplicate(first_line, item, loaded.dataset_path)
 
 
 def _duplicate(example_id: str, line: int, first: int, path: Path) -> SetupError:
+    """Lines as :func:`check_duplicate` marks them: negative for a malformed line, whose made-up id a real one
+    repeats (a made-up id names its own line, so two can never be the same)."""
+    if first < 0 or line < 0:
+        made_up, real = (-first, line) if first < 0 else (-line, first)
+        return SetupError(
+            f"example id '{example_id}' is also the id given to malformed line {made_up}",
+            where=f"{path}:{real}",
+            fix=f"fix line {made_up}, or give the example at line {real} another id",
+        )
     return SetupError(
         f"duplicate example id '{example_id}' (first at line {first})",
         where=f"{path}:{line}",

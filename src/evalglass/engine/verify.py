@@ -29,6 +29,7 @@ from evalglass.engine.artifacts import (
     RUNRECORD_FILE,
     SCORECARD_FILE,
     load_columns,
+    load_json,
     load_runrecord,
     load_scorecard,
 )
@@ -58,7 +59,7 @@ class VerifyReport:
 
 def verify_run(folder: Path) -> VerifyReport:
     record = load_runrecord(folder)
-    raw_scorecard = _raw_json(folder / SCORECARD_FILE)
+    raw_scorecard = load_json(folder / SCORECARD_FILE, "scorecard")
     findings: list[Finding] = []
     try:
         config = config_from_record(record.config)
@@ -138,15 +139,6 @@ def _judge_standings(config: Config, record: RunRecord, findings: list[Finding])
 
 def _ints(values: array[int] | None) -> npt.NDArray[np.int64] | None:
     return None if values is None else np.frombuffer(values, dtype=np.int64)
-
-
-def _raw_json(path: Path) -> Any:
-    try:
-        return orjson.loads(path.read_bytes())
-    except FileNotFoundError:
-        raise SetupError("scorecard not found", where=str(path)) from None
-    except orjson.JSONDecodeError as exc:
-        raise SetupError(f"scorecard is not valid JSON ({exc})", where=str(path)) from None
 
 
 def _diff(path: str, recorded: Any, derived: Any) -> list[Finding]:

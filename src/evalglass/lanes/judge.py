@@ -36,7 +36,10 @@ from evalglass.core.calibration import Calibration, calibrate
 from evalglass.core.example import Example
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.score import Diagnostic, Score, Status, Validity
+from evalglass.engine import jsonsource
 from evalglass.engine.cache import CallCache, cache_key
+from evalglass.engine.userfiles import read_regular
+from evalglass.errors import SetupError
 from evalglass.lanes.chat import ChatClient, ChatReply, ChatRequest, TransportChoice
 from evalglass.lanes.executor import Executor
 from evalglass.lanes.retry import Attempt, Retrier
@@ -206,9 +209,9 @@ class Judge:
         self.spec = spec
         rubric_path = (base_dir / spec.rubric).resolve()
         try:
-            self.rubric_bytes = rubric_path.read_bytes()
-        except OSError as exc:
-            raise LaneConfigError(f"llm_judge: cannot read rubric {spec.rubric} ({exc.strerror})") from None
+            self.rubric_bytes = read_regular(rubric_path, what="rubric")
+        except SetupError as exc:
+            raise LaneConfigError(f"llm_judge: {exc.line()}") from None
         try:
             self.rubric = self.rubric_bytes.decode("utf-8")
         except UnicodeDecodeError:
@@ -308,15 +311,17 @@ def read_labels(path: Path, scale: JudgeScale) -> list[LabelledExample]:
     records: list[LabelledExample] = []
     categories = scale.categories()
     try:
-        lines = path.read_bytes().splitlines()
-    except OSError as exc:
-        raise LabelsFileError(f"{path}: cannot read labels file ({exc.strerror})") from None
+        lines = read_regular(path, what="labels file").splitlines()
+    except SetupError as exc:
+        raise LabelsFileError(exc.line()) from None
     for number, raw_line in enumerate(lines, start=1):
         if not raw_line.strip():
             continue
         where = f"{path}:{number}"
         try:
-            record = orjson.loads(raw_line)
+            record = jsonsource.loads(raw_line)
+        except jsonsource.JsonRefused as exc:
+            raise LabelsFileError(f"{where}: {exc}") from None
         except orjson.JSONDecodeError as exc:
             raise LabelsFileError(f"{where}: not JSON ({exc})") from None
         if not isinstance(record, dict):

@@ -10,12 +10,10 @@ are never fetched.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-import yaml
 from pydantic import Field, JsonValue, model_validator
 
 from evalglass.core.example import Example
@@ -122,22 +120,27 @@ class JsonSchemaSpec(NoReferenceSpec):
         return json_schema
 
     def _read_schema_file(self, base_dir: Path) -> SchemaDocument:
+        """The schema file through the project's one YAML or JSON reader: a repeated key, an alias bomb, a FIFO
+        in its place are refused as they are in the config."""
+        from evalglass.engine import jsonsource
+        from evalglass.engine.userfiles import read_regular
+        from evalglass.engine.yamlsource import load_yaml
+        from evalglass.errors import SetupError
+
         path = (base_dir / str(self.schema_file)).resolve()
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        if not path.exists():
             raise MetricLoadError(
                 f"json_schema: schema file {path} does not exist; 'schema_file' is relative to {base_dir}"
-            ) from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise MetricLoadError(f"json_schema: cannot read schema file {path}: {one_line(str(exc))}") from None
+            )
         try:
-            loaded: Any = yaml.safe_load(text) if path.suffix in {".yaml", ".yml"} else json.loads(text)
-        except (ValueError, yaml.YAMLError) as exc:
-            syntax = "YAML" if path.suffix in {".yaml", ".yml"} else "JSON"
-            raise MetricLoadError(
-                f"json_schema: schema file {path} is not valid {syntax}: {one_line(str(exc))}"
-            ) from None
+            if path.suffix in {".yaml", ".yml"}:
+                loaded: Any = load_yaml(path, what="schema file").data
+            else:
+                loaded = jsonsource.loads(read_regular(path, what="schema file"))
+        except SetupError as exc:
+            raise MetricLoadError(f"json_schema: {exc.line()}") from None
+        except ValueError as exc:
+            raise MetricLoadError(f"json_schema: schema file {path} is not valid JSON: {one_line(str(exc))}") from None
         if not isinstance(loaded, Mapping | bool):
             raise MetricLoadError(
                 f"json_schema: schema file {path} holds a {type(loaded).__name__}; "
