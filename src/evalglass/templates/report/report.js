@@ -13,6 +13,7 @@
   var pageLabel = document.getElementById("ex-page");
   var status = document.getElementById("ex-status");
   var empty = document.getElementById("ex-empty");
+  var pager = document.getElementById("ex-pager");
   var rows = Array.prototype.map.call(list.children, function (item) {
     var cells = {};
     Array.prototype.forEach.call(item.querySelectorAll(".chip"), function (chip) {
@@ -51,6 +52,7 @@
     prev.disabled = page === 0;
     next.disabled = page >= pages - 1;
     pageLabel.textContent = "Page " + (page + 1) + " of " + pages;
+    pager.hidden = pages < 2;
     empty.hidden = matched.length > 0;
     status.textContent = matched.length
       ? "Showing " + (first + 1) + "–" + Math.min(first + PAGE, matched.length) + " of " + matched.length +
