@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,18 +42,64 @@ def chromium_path() -> str | None:
 
 
 @pytest.fixture(scope="session")
-def browser() -> Iterator[Any]:
+def chromium_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The session's one Chromium process, listening for DevTools on 127.0.0.1; its ``http://`` endpoint.
+
+    Playwright connects to it per module (below) rather than owning it for the whole session: Playwright's sync API
+    keeps an asyncio loop running on the main thread while it is connected, and every other test that calls
+    ``asyncio.run`` on this worker would fail if that lasted the session.
+    """
     executable = chromium_path()
     if executable is None:
         _unavailable("no chromium executable on this machine")
     try:
-        from playwright.sync_api import sync_playwright
+        import playwright.sync_api  # noqa: F401
     except ImportError:
         _unavailable("playwright is not installed (pip install -e '.[test]')")
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    proc = subprocess.Popen(
+        [
+            str(executable),
+            "--headless",
+            "--remote-debugging-address=127.0.0.1",
+            "--remote-debugging-port=0",
+            f"--user-data-dir={profile}",
+            *CHROMIUM_ARGS,
+            "about:blank",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        port_file = profile / "DevToolsActivePort"  # Chromium writes the port it chose here
+        deadline = time.monotonic() + 60
+        while not (port_file.exists() and port_file.read_text().strip()):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                err = (
+                    proc.stderr.read().decode(errors="replace")[-2000:]
+                    if proc.stderr and proc.poll() is not None
+                    else ""
+                )
+                pytest.fail(f"chromium did not start (exit {proc.poll()}): {err}", pytrace=False)
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port_file.read_text().split()[0]}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def browser(chromium_endpoint: str) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
     with sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        yield instance
-        instance.close()
+        connected = playwright.chromium.connect_over_cdp(chromium_endpoint)
+        yield connected
+        connected.close()  # disconnects; the session's Chromium goes on
 
 
 class Page:

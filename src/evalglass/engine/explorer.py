@@ -163,29 +163,44 @@ def _cells(row: dict[str, Any], metrics: tuple[str, ...]) -> tuple[Cell, ...]:
     return tuple(cell_of(name, scores.get(name)) for name in metrics)
 
 
+def _row_needs_look(row: dict[str, Any], metrics: tuple[str, ...]) -> bool:
+    """Whether any cell of a row needs a look. Most rows are bare non-zero numbers: those build no cell."""
+    scores = row.get("scores")
+    if not isinstance(scores, dict):
+        return True
+    for name in metrics:
+        entry = scores.get(name)
+        if type(entry) is float or type(entry) is int:
+            if entry == 0:
+                return True
+        elif cell_of(name, entry).needs_look:
+            return True
+    return False
+
+
 def pick(folder: Path, metrics: tuple[str, ...], cap: int) -> tuple[set[int], int, int]:
     """Which examples (by position) the page embeds; with the total and how many need a look."""
-    flagged: list[int] = []
-    total = 0
-    for position, row in enumerate(_rows(folder)):
-        total += 1
-        if any(cell.needs_look for cell in _cells(row, metrics)):
-            flagged.append(position)
-    chosen = set(flagged[:cap])
-    room = cap - len(chosen)
-    rest = total - len(flagged)
+    flags = bytearray()  # one byte per example: 1 when it needs a look
+    for row in _rows(folder):
+        flags.append(_row_needs_look(row, metrics))
+    total, flagged = len(flags), flags.count(1)
+    chosen: set[int] = set()
+    position = flags.find(1)
+    while position >= 0 and len(chosen) < cap:
+        chosen.add(position)
+        position = flags.find(1, position + 1)
+    room, rest = cap - len(chosen), total - flagged
     if room > 0 and rest > 0:
-        # Evenly spaced positions among the examples that need no look: deterministic, so the page reproduces.
-        step = max(1, rest // room) if rest > room else 1
-        flagged_set = set(flagged)
+        # Evenly spaced among the examples that need no look: deterministic, so the same run gives the same page.
+        step = max(1, rest // room)
         seen = 0
-        for position in range(total):
-            if position in flagged_set:
-                continue
-            if seen % step == 0 and len(chosen) < cap:
+        position = flags.find(0)
+        while position >= 0 and len(chosen) < cap:
+            if seen % step == 0:
                 chosen.add(position)
             seen += 1
-    return chosen, total, len(flagged)
+            position = flags.find(0, position + 1)
+    return chosen, total, flagged
 
 
 def load_explorer(folder: Path, record: RunRecord | None, metrics: tuple[str, ...], cap: int = ROW_CAP) -> Explorer:

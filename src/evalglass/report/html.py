@@ -166,7 +166,8 @@ def _gate_view(gate: GateResult, card: Scorecard, record: RunRecord | None) -> d
         "rule": rule_text(gate),
         "reasons": [(reason.code.value, reason.message, REPAIRS[reason.code]) for reason in gate.reasons],
         "summary": explanation.summary if explanation is not None else None,
-        "details": explanation.details if explanation is not None else [],
+        # explain_gate lists a blocked gate's reasons first; they are shown above with their repairs already.
+        "details": explanation.details[len(gate.reasons) :] if explanation is not None else [],
         "ledger_entry": explanation.ledger_entry if explanation is not None else None,
     }
 

@@ -15,7 +15,7 @@
   var empty = document.getElementById("ex-empty");
   var pager = document.getElementById("ex-pager");
   var rows = Array.prototype.map.call(list.children, function (item) {
-    var cells = {};
+    var cells = Object.create(null); // metric names are data: none may reach Object.prototype
     Array.prototype.forEach.call(item.querySelectorAll(".chip"), function (chip) {
       cells[chip.getAttribute("data-metric")] = {
         states: chip.getAttribute("data-state").split(" "),
