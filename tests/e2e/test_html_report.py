@@ -121,3 +121,11 @@ def test_the_page_renders_a_consistently_forged_scorecard_as_written_and_verify_
     assert "evalglass verify out" in page  # and it tells the reader how to check
     verified = project.cli("verify", "out")
     assert verified.code == 1 and "scorecard.decision.verdict" in verified.out
+
+
+def test_a_page_that_cannot_be_written_is_one_line_naming_the_file(tmp_path):
+    project = make_project(tmp_path)
+    project.run("--out", "out")
+    result = project.cli("report", "out", "--out", "missing/dir/r.html")
+    assert result.code == 2 and "cannot write the HTML report" in result.err and "missing/dir/r.html" in result.err
+    assert result.err.count("\n") == 1 and "Traceback" not in result.err
