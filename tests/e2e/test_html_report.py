@@ -129,3 +129,32 @@ def test_a_page_that_cannot_be_written_is_one_line_naming_the_file(tmp_path):
     result = project.cli("report", "out", "--out", "missing/dir/r.html")
     assert result.code == 2 and "cannot write the HTML report" in result.err and "missing/dir/r.html" in result.err
     assert result.err.count("\n") == 1 and "Traceback" not in result.err
+
+
+def test_bound_checks_show_outcome_binding_and_each_examples_check_output(tmp_path):
+    result = run_cli("run", "--example", "bound-checks", "--html", "page.html", cwd=tmp_path)
+    assert result.code == 1, result.err  # a failing and two undecidable check gates
+    page = (tmp_path / "page.html").read_text()
+    cards = dict(re.findall(r'<h3>(notes-[a-z]+)</h3><span class="badge[^"]*">([A-Z]+)</span>', page))
+    assert cards == {
+        "notes-ready": "PASS",
+        "notes-draft": "FAIL",
+        "notes-binary": "INCONCLUSIVE",
+        "notes-moved": "ERROR",
+    }
+    assert re.findall(r"<dt>Binding</dt><dd>([a-z_]+)</dd>", page) == ["bound", "bound", "bound", "mismatch"]
+    assert "never started" in page  # the moved target's command never ran
+    # per example: the check metric's record, with the tail of what the command printed
+    assert "Check draft-marker: FAIL (exit 1)" in page and "marker still present" in page
+    assert "check_not_passed" in page and "repair what its outcome names" in page
+
+
+def test_control_characters_and_bidi_overrides_are_shown_as_escapes(tmp_path):
+    project = make_project(tmp_path)
+    project.write_rows([{"id": "a", "expected": "x", "output": "nul\x00 bell\x07 \u202eevil"}])
+    assert project.run("--out", "out", "--html", "r.html").code == 0
+    data = (tmp_path / "r.html").read_bytes()
+    assert not re.search(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", data)
+    page = data.decode()
+    assert "\u202e" not in page
+    assert "nul\\u0000 bell\\u0007 \\u202eevil" in page

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import math
+import re
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -228,6 +229,18 @@ def _checks_view(card: Scorecard, record: RunRecord | None) -> list[dict[str, An
     return out
 
 
+#: Control characters and the bidirectional overrides that can make text display as something it is not
+#: ("Trojan Source"): shown as escapes, so the page holds only printable text and shows what the bytes are.
+_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(value: Any) -> Any:
+    """Every interpolated value passes here before autoescaping; markup the template itself made is left alone."""
+    if type(value) is not str:
+        return value
+    return _UNPRINTABLE.sub(lambda match: f"\\u{ord(match.group()):04x}", value)
+
+
 @cache
 def _environment() -> jinja2.Environment:
     import jinja2
@@ -236,6 +249,7 @@ def _environment() -> jinja2.Environment:
         loader=jinja2.PackageLoader("evalglass", "templates/report"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
+        finalize=printable,
         trim_blocks=True,
         lstrip_blocks=True,
     )
