@@ -48,10 +48,10 @@ PLOT_PAD = 10.0
 
 #: What each verdict means for a reader skimming the banner; the full meaning comes from the payload.
 HEADLINES: dict[Outcome, str] = {
-    Outcome.INFORMATIONAL: "Not a pass: no gate is active, so nothing was checked against an approved threshold.",
-    Outcome.PASS: "Every active gate passed.",
-    Outcome.FAIL: "A gate failed: quality came in short of an approved threshold.",
-    Outcome.BLOCKED: "Blocked: an active gate could not be decided honestly. This fails CI.",
+    Outcome.INFORMATIONAL: "Not a pass. Exit 0 here means only that nothing was gated.",
+    Outcome.PASS: "Passes CI.",
+    Outcome.FAIL: "Fails CI: a quality problem.",
+    Outcome.BLOCKED: "Fails CI: a measurement problem, not a quality verdict.",
 }
 
 
