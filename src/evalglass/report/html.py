@@ -24,7 +24,7 @@ from evalglass.core.authority import BlockReason
 from evalglass.core.gates import GateResult, Outcome, SubjectKind
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.scorecard import MetricSummary, Scorecard
-from evalglass.report.explain import REPAIRS, explain_gate, explain_metric
+from evalglass.report.explain import REPAIRS, explain_gate
 from evalglass.report.fmt import (
     OUTCOME_LABEL,
     estimate_text,
@@ -186,7 +186,6 @@ def _metric_view(metric: MetricSummary, card: Scorecard) -> dict[str, Any]:
         "forest": forest(metric, gates),
         "bar": population_bar(metric),
         "gates": [gate.name for gate in gates],
-        "explanation": explain_metric(metric, card),
     }
 
 
