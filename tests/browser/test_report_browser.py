@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.project import make_project
+from tests.e2e.project import make_project, run_cli
 from tests.e2e.reports import HOSTILE, report_project
 
 ROWS = 120  # more than one page of the explorer (50 per page)
@@ -29,6 +29,13 @@ def informational_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("informational")
     project = make_project(root)
     project.run("--out", "out", "--html", "report.html")
+    return root / "report.html"
+
+
+@pytest.fixture(scope="module")
+def checks_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("checks")
+    assert run_cli("run", "--example", "bound-checks", "--html", "report.html", cwd=root).code == 1
     return root / "report.html"
 
 
@@ -134,16 +141,21 @@ def test_dark_mode_is_dark_and_readable(open_page: Any, blocked_page: Path) -> N
     watched.shot("dark")
 
 
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_no_layout_break_at_375_px(open_page: Any, blocked_page: Path, scheme: str) -> None:
+@pytest.mark.parametrize(("which", "scheme"), [("blocked", "light"), ("blocked", "dark"), ("checks", "light")])
+def test_no_layout_break_at_375_px(
+    open_page: Any, blocked_page: Path, checks_page: Path, which: str, scheme: str
+) -> None:
     watched = open_page(width=375, scheme=scheme)
-    page = watched.open(blocked_page)
-    page.locator("#ex-list > li:visible summary").first.click()
+    page = watched.open(blocked_page if which == "blocked" else checks_page)
+    for summary in page.locator("#ex-list > li:visible summary").all()[:5]:
+        summary.click()
+    for more in page.locator("details.more summary").all():
+        more.click()
     assert page.evaluate("document.documentElement.scrollWidth") <= 375
-    for selector in ("#f-metric", "#f-state", "#f-text", "#ex-next"):
+    for selector in ("#f-metric", "#f-state", "#f-text"):
         box = page.locator(selector).bounding_box()
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 375
-    watched.shot(f"narrow-{scheme}")
+    watched.shot(f"narrow-{which}-{scheme}")
 
 
 def _luminance(css: str) -> float:

@@ -24,6 +24,7 @@ def test_report_writes_one_self_contained_page_into_the_run_folder(tmp_path):
     assert "default-src 'none'" in page
     assert "Verdict: blocked" in page
     assert "incomplete_measurement" in page
+    assert project.cli("verify", "out").code == 0  # the page beside the artifacts changes none of them
 
 
 def test_report_of_the_last_run_to_a_chosen_file(tmp_path):
