@@ -247,6 +247,12 @@ LAST = "\x00last"
     help="GitHub Actions: annotate failing and blocked gates and append report.md to the step summary "
     "[default: on when GITHUB_ACTIONS=true].",
 )
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Also write the HTML report of this run to this file (as `evalglass report` does).",
+)
 @FORMAT
 def run(
     config_path: Path | None,
@@ -258,6 +264,7 @@ def run(
     no_progress: bool,
     junit: Path | None,
     github: bool | None,
+    html_path: Path | None,
     fmt: str,
 ) -> None:
     """Evaluate the dataset, decide every gate, write artifacts, exit with the verdict's code."""
@@ -290,7 +297,11 @@ def run(
         result = run_evaluation(path, out=out, cache=mode, resume=folder, progress=not no_progress)
     for warning in result.warnings:
         click.echo(warning, err=True)
+    if html_path is not None:
+        _write_html(result.folder, html_path)
     _show(result, fmt)
+    if html_path is not None and fmt != "json":
+        click.echo(f"html report: {html_path}")
     _publish(result, junit, github, fmt)
     sys.exit(result.exit_code)
 
@@ -316,6 +327,18 @@ def _publish(result: RunResult, junit: Path | None, github: bool | None, fmt: st
         note = publish_github(result, stream=sys.stderr if fmt == "json" else sys.stdout, env=os.environ)
         if note:
             click.echo(note, err=True)
+
+
+def _write_html(folder: Path, out: Path) -> None:
+    from evalglass.engine.artifacts import write_atomic
+    from evalglass.engine.explorer import html_report
+    from evalglass.errors import SetupError
+
+    page = html_report(folder)
+    try:
+        write_atomic(out, page.encode())
+    except OSError as exc:
+        raise SetupError(f"cannot write the HTML report ({exc.strerror})", where=str(out)) from None
 
 
 def _resume_folder(folder: Path | None) -> Path:
@@ -384,6 +407,34 @@ def view(folder: Path | None, junit: Path | None, github: bool, fmt: str) -> Non
     _show(result, fmt)
     if junit is not None or github:
         _publish(result, junit, github, fmt)
+
+
+@main.command()
+@click.argument("folder", required=False, type=click.Path(path_type=Path))
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Where to write the page (default: report.html in the run folder).",
+)
+def report(folder: Path | None, out: Path | None) -> None:
+    """Write a run's HTML report (default: the last run): one self-contained file, no network needed to open it.
+
+    \b
+    It renders the run's artifacts and decides nothing; `evalglass verify` checks them.
+    """
+    from evalglass.engine.artifacts import SCORECARD_FILE
+    from evalglass.errors import SetupError
+
+    resolved = resolve_run_folder(folder)
+    if not (resolved / SCORECARD_FILE).is_file():
+        raise SetupError(
+            f"no {SCORECARD_FILE} in this folder",
+            where=str(resolved),
+            fix="name a run folder written by `evalglass run`",
+        )
+    target = out if out is not None else resolved / "report.html"
+    _write_html(resolved, target)
+    click.echo(f"wrote {target}")
 
 
 @main.command()
