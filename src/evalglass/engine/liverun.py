@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import traceback
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from typing import Any
 
 import orjson
 
+from evalglass import redaction
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.example import Example
 from evalglass.core.score import Score, Status
@@ -40,6 +40,7 @@ from evalglass.engine.artifacts import FILE_MODE, ScoresWriter
 from evalglass.engine.cache import CacheMode, CallCache
 from evalglass.engine.config import LoadedConfig
 from evalglass.engine.dataset import BadLine, DatasetReader
+from evalglass.engine.interrupts import LoopStopper
 from evalglass.engine.pipeline import (
     BuiltMetric,
     Scored,
@@ -48,6 +49,7 @@ from evalglass.engine.pipeline import (
     cluster_key,
     dataset_summary,
     expand,
+    metric_raised,
     new_row_shape,
 )
 from evalglass.engine.progress import Counters, Reporter
@@ -56,6 +58,8 @@ from evalglass.lanes.executor import AsyncioExecutor, EndpointLimit, Executor
 from evalglass.lanes.retry import Attempt
 
 CACHE_FILE = ".evalglass-cache.sqlite"
+#: How long closing the lane's and judges' clients may take when the run ends (or is stopped).
+_CLOSE_S = 10.0
 
 
 def cache_path(loaded: LoadedConfig) -> Path:
@@ -111,6 +115,7 @@ class OutputsWriter:
         self.partial = folder / f".{OUTPUTS_FILE}.partial"
         fd = os.open(self.partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
         self._handle = os.fdopen(fd, "wb", buffering=1 << 20)
+        self._redactor = redaction.current()
 
     def write(self, result: ExampleResult) -> None:
         row: dict[str, Any] = {"id": result.item.id, "line": result.item.line}
@@ -120,7 +125,12 @@ class OutputsWriter:
             row["samples"] = result.produced
         if result.judged:
             row["judges"] = result.judged
-        self._handle.write(orjson.dumps(row, default=repr, option=orjson.OPT_APPEND_NEWLINE))
+        try:
+            data = orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)
+        except TypeError:  # lanes refuse outputs that are not JSON; never a repr (its bytes differ between runs)
+            row["samples"] = [_storable(sample) for sample in result.produced or ()]
+            data = orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)
+        self._handle.write(self._redactor.json_bytes(data))
 
     def commit(self) -> None:
         self._handle.flush()
@@ -132,6 +142,14 @@ class OutputsWriter:
         self._handle.close()
         with contextlib.suppress(FileNotFoundError):
             self.partial.unlink()
+
+
+def _storable(sample: dict[str, Any]) -> dict[str, Any]:
+    try:
+        orjson.dumps(sample)
+    except TypeError as exc:
+        return {"sample": sample.get("sample"), "error": {"code": "output_unserialisable", "message": str(exc)}}
+    return sample
 
 
 @dataclass
@@ -196,8 +214,7 @@ def _guard(metric: BuiltMetric) -> Callable[[Example], Any]:
         try:
             return function(example)
         except Exception as exc:
-            tail = "".join(traceback.format_exception(exc, limit=-3)).strip()
-            return Score.error("metric_raised", f"metric '{name}' raised {type(exc).__name__}: {exc}", tail[-2000:])
+            return metric_raised(name, exc)
 
     return guarded
 
@@ -403,7 +420,10 @@ def score_live(
     if progress is not None:
         progress.counters = counters
 
+    stopper = LoopStopper()
+
     async def main() -> None:
+        stopper.attach()
         cache = open_cache(loaded, cache_mode)
         executor = build_executor(loaded)
         counters.in_flight = lambda: executor.stats.in_flight
@@ -427,7 +447,8 @@ def score_live(
             if progress is not None:
                 progress.close()
             if built is not None:
-                await built.aclose()
+                with contextlib.suppress(TimeoutError):  # a client that cannot close in time is left to exit
+                    await asyncio.wait_for(built.aclose(), _CLOSE_S)
             await executor.aclose()
             if pool is not None:
                 pool.shutdown(wait=False, cancel_futures=True)
@@ -436,7 +457,13 @@ def score_live(
 
     outputs = OutputsWriter(writer.final.parent)
     try:
-        asyncio.run(main())
+        with stopper.installed():
+            asyncio.run(main())
+    except asyncio.CancelledError:
+        outputs.abort()
+        if stopper.signals:  # SIGINT or SIGTERM: an interrupted run, resumable
+            raise KeyboardInterrupt from None
+        raise
     except BaseException:
         outputs.abort()
         raise

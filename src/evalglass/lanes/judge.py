@@ -32,6 +32,7 @@ from typing import Any
 
 import orjson
 
+from evalglass import redaction
 from evalglass.core.calibration import Calibration, calibrate
 from evalglass.core.example import Example
 from evalglass.core.fieldpath import ABSENT
@@ -89,7 +90,13 @@ def extract_json_object(text: str) -> dict[str, Any] | None:
 
 
 def _raw(text: str) -> str:
-    return text if len(text) <= _MAX_RAW else text[:_MAX_RAW] + "…"
+    """The judge's answer as kept in a diagnostic: redacted, then cut to ``_MAX_RAW`` characters."""
+    return redaction.current().head(text, _MAX_RAW + 1)
+
+
+def _short(text: str) -> str:
+    """A piece of the answer quoted in a message: redacted, then cut to 200 characters."""
+    return redaction.current().head(text, 200, "")
 
 
 def _unparseable(why: str, text: str, evidence: tuple[str, ...]) -> Verdict:
@@ -116,13 +123,15 @@ def parse_verdict(text: str, scale: JudgeScale, *, evidence: tuple[str, ...] = (
     rationale = None if rationale_value is None else str(rationale_value)
     if scale.numeric:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            return _unparseable(f'"score" must be a number, got {type(value).__name__} {value!r}'[:200], text, evidence)
+            return _unparseable(
+                _short(f'"score" must be a number, got {type(value).__name__} {value!r}'), text, evidence
+            )
         try:
             number = float(value)
         except OverflowError:
             number = math.inf
         if not math.isfinite(number):
-            return _unparseable(f'"score" is not a finite number: {value!r}'[:200], text, evidence)
+            return _unparseable(_short(f'"score" is not a finite number: {value!r}'), text, evidence)
         assert scale.min is not None and scale.max is not None
         if number.is_integer() and scale.min <= number <= scale.max:
             return Verdict(
@@ -149,7 +158,7 @@ def parse_verdict(text: str, scale: JudgeScale, *, evidence: tuple[str, ...] = (
         )
     if not isinstance(value, str):
         return _unparseable(
-            f'"score" must be a label string, got {type(value).__name__} {value!r}'[:200], text, evidence
+            _short(f'"score" must be a label string, got {type(value).__name__} {value!r}'), text, evidence
         )
     values = scale.label_values()
     label = value.strip()

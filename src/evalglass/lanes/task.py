@@ -33,9 +33,11 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from evalglass import redaction
+from evalglass.core.redact import Redactor
 from evalglass.core.score import Score, Status
 from evalglass.engine.cache import CallCache, cache_key, canonical_json
-from evalglass.lanes.daemonpool import DaemonThreadPool
+from evalglass.lanes.daemonpool import CallTimedOut, DaemonThreadPool, call_in_thread
 from evalglass.lanes.executor import EndpointLimit, Executor
 from evalglass.lanes.retry import Attempt, Retrier
 from evalglass.lanes.specs import (
@@ -189,33 +191,43 @@ class PythonLane(TaskLane):
                 return hit
         kwargs = {"sample": sample} if self.takes_sample else {}
         argument = dict(fields)
-
-        async def call() -> Any:
-            if self.is_async:
-                result = self.function(argument, **kwargs)
-            else:
-                loop = asyncio.get_running_loop()
-                result = await loop.run_in_executor(self._pool(), lambda: self.function(argument, **kwargs))
-            if inspect.isawaitable(result):
-                result = await result
-            return result
+        function, timeout, name = self.function, self.spec.timeout, self.spec.function
 
         async def guarded() -> LaneOutcome:
+            scope: asyncio.Timeout | None = None
             try:
-                async with asyncio.timeout(self.spec.timeout):
-                    value = await call()
-            except TimeoutError:
-                return LaneFailure(
-                    "task_timeout", f"{self.spec.function} did not return within {self.spec.timeout:g}s", sample
-                )
+                if self.is_async:
+                    async with asyncio.timeout(timeout) as scope:
+                        value = await function(argument, **kwargs)
+                else:
+                    value = await call_in_thread(self._pool(), lambda: function(argument, **kwargs), timeout)
+                    if inspect.isawaitable(value):
+                        async with asyncio.timeout(timeout) as scope:
+                            value = await value
+            except CallTimedOut as late:
+                if late.queued:
+                    return LaneFailure(
+                        "task_worker_unavailable",
+                        f"{name} could not start within {timeout:g}s: {late.abandoned} abandoned (timed-out) calls "
+                        "still hold every thread the lane may use",
+                        sample,
+                    )
+                return LaneFailure("task_timeout", f"{name} did not return within {timeout:g}s", sample)
+            except TimeoutError as exc:
+                if scope is not None and scope.expired():
+                    return LaneFailure("task_timeout", f"{name} did not return within {timeout:g}s", sample)
+                return _raised(name, exc, sample)
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:
+            except BaseException as exc:  # SystemExit, KeyboardInterrupt ... raised by host code: this example's error
+                return _raised(name, exc, sample)
+            problem = json_problem(value)
+            if problem is not None:
                 return LaneFailure(
-                    "task_raised",
-                    f"{self.spec.function} raised {type(exc).__name__}: {_one_line(exc)}",
+                    "task_output_unserialisable",
+                    f"{name} returned a {type(value).__name__} that is not JSON ({problem}); return text, numbers, "
+                    "booleans, null, lists and mappings with text keys",
                     sample,
-                    detail=_tail("".join(traceback.format_exception(exc))),
                 )
             return LaneOutput(value, sample, call_id=key)
 
@@ -286,6 +298,8 @@ class CommandLane(TaskLane):
         if not self.cwd.is_dir():
             raise LaneConfigError(f"command lane: cwd {spec.cwd} is not a directory (looked for {self.cwd})")
         self.base_env = dict(os.environ if env is None else env)
+        # Built once: what the command is given (EVALGLASS_EXAMPLE_ID and EVALGLASS_SAMPLE are no secrets).
+        self.redactor = redaction.current({**self.base_env, **spec.env})
         program = self.cwd / spec.argv[0]
         program_hash = hashlib.sha256(program.read_bytes()).hexdigest() if program.is_file() else None
         self.fingerprint = fingerprint_of(
@@ -318,6 +332,7 @@ class CommandLane(TaskLane):
         except TypeError as exc:
             return LaneFailure("task_input_unserialisable", f"example {example_id} is not JSON: {exc}", sample)
         env = {**self.base_env, **spec.env, "EVALGLASS_EXAMPLE_ID": example_id, "EVALGLASS_SAMPLE": str(sample)}
+        redactor = self.redactor
         try:
             process = await asyncio.create_subprocess_exec(
                 *spec.argv,
@@ -329,25 +344,39 @@ class CommandLane(TaskLane):
                 start_new_session=True,
             )
         except OSError as exc:
-            return LaneFailure("task_spawn_failed", f"cannot start {spec.argv[0]!r}: {exc}", sample)
+            return LaneFailure("task_spawn_failed", redactor.text(f"cannot start {spec.argv[0]!r}: {exc}"), sample)
+        assert process.stdout is not None and process.stderr is not None
+        out, err = bytearray(), bytearray()
+        readers = (
+            asyncio.ensure_future(_collect(process.stdout, out)),
+            asyncio.ensure_future(_collect(process.stderr, err)),
+        )
         try:
+            # The answer is ready when the command exits, not when its pipes close: a background child it left
+            # behind (`sleep 5 &`) may hold them open much longer.
             async with asyncio.timeout(spec.timeout):
-                stdout, stderr = await process.communicate(stdin)
+                await _feed(process, stdin)
+                await process.wait()
         except TimeoutError:
-            _kill_group(process)
-            await process.wait()
+            await _reap(process, readers, drain=0.0)
             return LaneFailure(
                 "task_timeout", f"{spec.argv[0]} did not finish within {spec.timeout:g}s (killed)", sample
             )
         except BaseException:
             _kill_group(process)
+            for reader in readers:
+                reader.cancel()
+            with contextlib.suppress(Exception, asyncio.CancelledError):  # reap it, so no transport outlives the loop
+                await asyncio.wait_for(process.wait(), _REAP_S)
             raise
+        await _reap(process, readers, drain=_DRAIN_S)
+        stdout, stderr = bytes(out), bytes(err)
         if process.returncode != 0:
             return LaneFailure(
                 "task_exit_nonzero",
                 f"{spec.argv[0]} exited with code {process.returncode}",
                 sample,
-                detail=_tail(stderr.decode("utf-8", "replace")) or None,
+                detail=_tail(stderr.decode("utf-8", "replace"), redactor) or None,
             )
         text = stdout.decode("utf-8", "replace")
         if spec.output == "text":
@@ -359,8 +388,48 @@ class CommandLane(TaskLane):
                 "task_output_unparseable",
                 f"{spec.argv[0]} printed something that is not JSON ({exc})",
                 sample,
-                detail=_tail(text) or "(empty output)",
+                detail=_tail(text, redactor) or "(empty output)",
             )
+
+
+#: After a command exits, how long its pipes may stay open (a background child holding them) before its process
+#: group is killed and what was read so far is the output.
+_DRAIN_S = 0.25
+#: How long, after the kill, the readers get to see the pipes close.
+_REAP_S = 2.0
+
+
+async def _collect(stream: asyncio.StreamReader, into: bytearray) -> None:
+    """Read ``stream`` to its end into ``into`` (kept when the reader is cancelled half way)."""
+    while chunk := await stream.read(1 << 16):
+        into += chunk
+
+
+async def _feed(process: asyncio.subprocess.Process, data: bytes) -> None:
+    """Write the example to stdin and close it; a command that exits without reading it is not an error."""
+    stdin = process.stdin
+    assert stdin is not None
+    try:
+        stdin.write(data)
+        await stdin.drain()
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    finally:
+        stdin.close()
+
+
+async def _reap(process: asyncio.subprocess.Process, readers: tuple[asyncio.Future[None], ...], drain: float) -> None:
+    """Let the readers finish (up to ``drain`` seconds), kill whatever is left of the process group, wait for the
+    process and close the pipes, so no transport outlives the call (or the event loop)."""
+    if drain > 0:
+        await asyncio.wait(readers, timeout=drain)
+    _kill_group(process)
+    await process.wait()
+    _, pending = await asyncio.wait(readers, timeout=_REAP_S)
+    for reader in pending:
+        reader.cancel()
+    if pending:
+        await asyncio.gather(*pending, return_exceptions=True)
 
 
 def _kill_group(process: asyncio.subprocess.Process) -> None:
@@ -429,7 +498,7 @@ class ChatLane(TaskLane):
                 "task_output_unparseable",
                 f"the endpoint answered text that is not JSON ({exc})",
                 sample,
-                _tail(reply.content),
+                _tail(reply.content, redaction.current()),
                 attempts,
                 key,
             )
@@ -443,14 +512,34 @@ def chat_lane_definition(spec: ChatLaneSpec) -> dict[str, Any]:
     return spec.model_dump(mode="json", exclude=set(OPERATIONAL_FIELDS))
 
 
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return (text[0] if text else "")[:300]
+def json_problem(value: Any) -> str | None:
+    """Why ``value`` cannot be stored as JSON (a set, an object, a non-text key, an integer beyond 64 bits, a
+    reference cycle), or None. An output is written to ``outputs.jsonl`` as JSON, never as a ``repr``."""
+    try:
+        orjson.dumps(value)
+    except TypeError as exc:  # orjson.JSONEncodeError is a TypeError
+        return str(exc)
+    return None
 
 
-def _tail(text: str, limit: int = _MAX_DETAIL) -> str:
-    text = text.strip()
-    return text if len(text) <= limit else "…" + text[-limit:]
+def _raised(name: str, exc: BaseException, sample: int) -> LaneFailure:
+    redactor = redaction.current()
+    return LaneFailure(
+        "task_raised",
+        f"{name} raised {type(exc).__name__}: {_one_line(exc, redactor)}",
+        sample,
+        detail=redactor.tail("".join(traceback.format_exception(exc)).strip(), _MAX_DETAIL + 1),
+    )
+
+
+def _one_line(exc: BaseException, redactor: Redactor) -> str:
+    text = redactor.text(str(exc)).strip().splitlines()
+    return redactor.head(text[0] if text else "", 300, "")
+
+
+def _tail(text: str, redactor: Redactor, limit: int = _MAX_DETAIL) -> str:
+    """The end of ``text``, redacted before it is cut."""
+    return redactor.tail(text.strip(), limit + 1)
 
 
 __all__ = [
