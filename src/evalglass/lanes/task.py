@@ -356,7 +356,7 @@ class CommandLane(TaskLane):
             # behind (`sleep 5 &`) may hold them open much longer.
             async with asyncio.timeout(spec.timeout):
                 await _feed(process, stdin)
-                await process.wait()
+                await _exited(process)
         except TimeoutError:
             await _reap(process, readers, drain=0.0)
             return LaneFailure(
@@ -403,6 +403,23 @@ async def _collect(stream: asyncio.StreamReader, into: bytearray) -> None:
     """Read ``stream`` to its end into ``into`` (kept when the reader is cancelled half way)."""
     while chunk := await stream.read(1 << 16):
         into += chunk
+
+
+async def _exited(process: asyncio.subprocess.Process) -> None:
+    """Return once the process has exited. ``Process.wait`` alone is not enough before Python 3.12: it also waits for
+    the pipes to close, which a background child holding them delays; so its exit status is polled as well (from
+    1 ms, doubling to at most 50 ms; only such a child ever makes the poll matter)."""
+    waiting = asyncio.ensure_future(process.wait())
+    delay = 0.001
+    try:
+        while process.returncode is None:
+            done, _ = await asyncio.wait({waiting}, timeout=delay)
+            if done:
+                return
+            delay = min(delay * 2, 0.05)
+    finally:
+        if not waiting.done():
+            waiting.cancel()
 
 
 async def _feed(process: asyncio.subprocess.Process, data: bytes) -> None:
