@@ -283,6 +283,10 @@ def run(
         result = run_evaluation(path, out=out, cache=mode, resume=folder, progress=not no_progress)
     for warning in result.warnings:
         click.echo(warning, err=True)
+    calls = result.scorecard.calls
+    if calls is not None and calls.calls and (no_progress or sys.stderr.isatty()):
+        # Plain progress lines (not a terminal) end with these numbers; a bar vanishes, --no-progress shows nothing.
+        click.echo(f"evalglass: {calls.calls} calls, {calls.retries} retries", err=True)
     _show(result, fmt)
     _publish(result, junit, github, fmt)
     sys.exit(result.exit_code)

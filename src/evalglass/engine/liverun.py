@@ -36,6 +36,7 @@ from evalglass import redaction
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.example import Example
 from evalglass.core.score import Score, Status
+from evalglass.core.scorecard import CallTotals, count_call_attempts
 from evalglass.engine.artifacts import FILE_MODE, ScoresWriter
 from evalglass.engine.cache import CacheMode, CallCache
 from evalglass.engine.config import LoadedConfig
@@ -116,6 +117,7 @@ class OutputsWriter:
         fd = os.open(self.partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
         self._handle = os.fdopen(fd, "wb", buffering=1 << 20)
         self._redactor = redaction.current()
+        self.calls = CallTotals(calls=0, attempts=0)
 
     def write(self, result: ExampleResult) -> None:
         row: dict[str, Any] = {"id": result.item.id, "line": result.item.line}
@@ -131,6 +133,9 @@ class OutputsWriter:
             row["samples"] = [_storable(sample) for sample in result.produced or ()]
             data = orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)
         self._handle.write(self._redactor.json_bytes(data))
+        calls, attempts = count_call_attempts(row)
+        if calls:
+            self.calls = CallTotals(calls=self.calls.calls + calls, attempts=self.calls.attempts + attempts)
 
     def commit(self) -> None:
         self._handle.flush()
@@ -293,12 +298,21 @@ class LiveScorer:
                 output = outcome.value
                 rows.append(Example(id=item.id, line=item.line, fields=item.fields, output=output, sample=sample))
                 if produced is not None:
-                    produced.append({"sample": sample, "output": output})
+                    entry: dict[str, Any] = {"sample": sample, "output": output}
+                    if outcome.tries:
+                        entry["attempts"] = outcome.tries
+                    produced.append(entry)
             else:
                 self.counters.lane_failures += 1
                 rows.append(failure_score(outcome))
                 if produced is not None:
-                    produced.append({"sample": sample, "error": {"code": outcome.code, "message": outcome.message}})
+                    failed: dict[str, Any] = {
+                        "sample": sample,
+                        "error": {"code": outcome.code, "message": outcome.message},
+                    }
+                    if outcome.tries:
+                        failed["attempts"] = outcome.tries
+                    produced.append(failed)
         return rows
 
     async def _score_row(self, row: Example | Score) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
@@ -330,7 +344,10 @@ class LiveScorer:
     async def _judge(self, judge: Any, row: Example, notes: dict[str, dict[str, Any]], name: str) -> Score:
         result = await judge.judge(row)
         if result.raw is not None:
-            notes[name] = {"label": result.label, "rationale": result.rationale}
+            notes[name] = {"label": result.label, "rationale": result.rationale, "attempts": result.tries}
+        elif result.tries:  # the call failed: what it failed with, and how many attempts it took
+            diagnostic = result.score.diagnostics[0]
+            notes[name] = {"error": {"code": diagnostic.code, "message": diagnostic.message}, "attempts": result.tries}
         self.counters.retries += _retries(result.attempts)
         if result.call_id is not None:
             self.counters.calls += 1
@@ -469,7 +486,13 @@ def score_live(
         raise
     outputs.commit()
     scores_sha256 = writer.commit()
-    return Scored(columns=columns, shape=shape, dataset=dataset_summary(config, reader), scores_sha256=scores_sha256)
+    return Scored(
+        columns=columns,
+        shape=shape,
+        dataset=dataset_summary(config, reader),
+        scores_sha256=scores_sha256,
+        calls=outputs.calls,
+    )
 
 
 async def calibrate_with_judge(

@@ -31,7 +31,7 @@ from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.score import Score, ScoreContractError, Status
-from evalglass.core.scorecard import CheckSummary, DatasetSummary, Scorecard
+from evalglass.core.scorecard import CallTotals, CheckSummary, DatasetSummary, Scorecard
 from evalglass.engine.artifacts import (
     CHECKS_FILE,
     DIR_MODE,
@@ -417,6 +417,7 @@ class Scored:
     shape: RowShape
     dataset: DatasetSummary
     scores_sha256: str
+    calls: CallTotals | None = None  # live runs: see CallTotals
 
 
 def run(
@@ -664,6 +665,7 @@ def _finish(
         decision=payload,
         metrics=summaries,
         checks=tuple(CheckSummary.of(name, result) for name, result in check_results.items()),
+        calls=scored.calls,
     )
     record = RunRecord(
         run_id=run_id,

@@ -41,7 +41,7 @@ from evalglass.engine.cache import CallCache, cache_key
 from evalglass.lanes.chat import ChatClient, ChatReply, ChatRequest, TransportChoice
 from evalglass.lanes.executor import Executor
 from evalglass.lanes.retry import Attempt, Retrier
-from evalglass.lanes.task import LaneConfigError
+from evalglass.lanes.task import LaneConfigError, recorded_tries
 from evalglass.lanes.templating import TemplateFailure, compile_template, render
 from evalglass.metrics.base import measured_target, missing_field, missing_reference, reference_getter
 from evalglass.metrics.llm_judge import (
@@ -196,6 +196,8 @@ class JudgeResult:
     cached: bool = False
     attempts: tuple[Attempt, ...] = ()
     call_id: str | None = None
+    #: Attempts the call took (a cached call keeps the count it was made with); 0 when no call was made.
+    tries: int = 0
 
 
 class Judge:
@@ -274,25 +276,27 @@ class Judge:
         reply: ChatReply | None = None
         cached = False
         attempts: tuple[Attempt, ...] = ()
+        tries = 0
         if self.cache is not None:
             hit = self.cache.get(key)
             if isinstance(hit, dict) and "content" in hit:
-                reply, cached = ChatReply.from_json(hit), True
+                reply, cached, tries = ChatReply.from_json(hit), True, recorded_tries(hit)
         if reply is None:
             outcome = await self.client.call(request, executor=self.executor, retrier=self.retrier)
             attempts = outcome.attempts
+            tries = len(attempts)
             if outcome.value is None:
                 fault = outcome.fault
                 assert fault is not None
                 score = Score.unmeasured(
                     Status.ERROR, fault.code, f"the judge call failed: {fault.message}", fault.detail, evidence=evidence
                 )
-                return JudgeResult(score, attempts=attempts, call_id=key)
+                return JudgeResult(score, attempts=attempts, call_id=key, tries=tries)
             reply = outcome.value
             if self.cache is not None:
-                self.cache.put(key, reply.to_json(), kind="judge", request=body)
+                self.cache.put(key, {**reply.to_json(), "attempts": tries}, kind="judge", request=body)
         verdict = parse_verdict(reply.content, self.spec.scale, evidence=evidence)
-        return JudgeResult(verdict.score, verdict.rationale, verdict.label, reply.content, cached, attempts, key)
+        return JudgeResult(verdict.score, verdict.rationale, verdict.label, reply.content, cached, attempts, key, tries)
 
 
 # ---------------------------------------------------------------------- calibration

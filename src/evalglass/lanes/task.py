@@ -74,6 +74,8 @@ class LaneOutput:
     attempts: tuple[Attempt, ...] = ()
     usage: Usage | None = None
     call_id: str | None = None
+    #: Attempts the call took (0: the lane does not retry). A cached call keeps the count it was made with.
+    tries: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +88,7 @@ class LaneFailure:
     detail: str | None = None
     attempts: tuple[Attempt, ...] = ()
     call_id: str | None = None
+    tries: int = 0
 
 
 LaneOutcome = LaneOutput | LaneFailure
@@ -492,22 +495,24 @@ class ChatLane(TaskLane):
         reply: ChatReply | None = None
         attempts: tuple[Attempt, ...] = ()
         cached = False
+        tries = 0
         if self.cache is not None:
             hit = self.cache.get(key)
             if isinstance(hit, dict) and "content" in hit:
-                reply, cached = self._chat.ChatReply.from_json(hit), True
+                reply, cached, tries = self._chat.ChatReply.from_json(hit), True, recorded_tries(hit)
         if reply is None:
             outcome = await self.client.call(request, executor=self.executor, retrier=self.retrier)
             attempts = outcome.attempts
+            tries = len(attempts)
             if outcome.fault is not None or outcome.value is None:
                 fault = outcome.fault
                 assert fault is not None
-                return LaneFailure(fault.code, fault.message, sample, fault.detail, attempts, key)
+                return LaneFailure(fault.code, fault.message, sample, fault.detail, attempts, key, tries)
             reply = outcome.value
             if self.cache is not None:
-                self.cache.put(key, reply.to_json(), kind="chat", request=body)
+                self.cache.put(key, {**reply.to_json(), "attempts": tries}, kind="chat", request=body)
         if self.spec.output == "text":
-            return LaneOutput(reply.content, sample, cached, attempts, reply.usage, key)
+            return LaneOutput(reply.content, sample, cached, attempts, reply.usage, key, tries)
         try:
             value = orjson.loads(reply.content)
         except orjson.JSONDecodeError as exc:
@@ -518,8 +523,9 @@ class ChatLane(TaskLane):
                 _tail(reply.content, redaction.current()),
                 attempts,
                 key,
+                tries,
             )
-        return LaneOutput(value, sample, cached, attempts, reply.usage, key)
+        return LaneOutput(value, sample, cached, attempts, reply.usage, key, tries)
 
     async def aclose(self) -> None:
         await self.client.aclose()
@@ -527,6 +533,12 @@ class ChatLane(TaskLane):
 
 def chat_lane_definition(spec: ChatLaneSpec) -> dict[str, Any]:
     return spec.model_dump(mode="json", exclude=set(OPERATIONAL_FIELDS))
+
+
+def recorded_tries(hit: Mapping[str, Any]) -> int:
+    """The attempts a cached call took when it was made (entries cached before this was recorded: 1)."""
+    tries = hit.get("attempts")
+    return tries if type(tries) is int and tries >= 1 else 1
 
 
 def json_problem(value: Any) -> str | None:
