@@ -68,7 +68,7 @@ class DaemonThreadPool(Executor):
     def saturated(self) -> bool:
         """True when abandoned calls hold every replacement thread the cap allows: a queued call may wait for ever."""
         with self._lock:
-            return len(self._abandoned) >= self._max_abandoned
+            return bool(self._abandoned) and len(self._abandoned) >= self._max_abandoned
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
         with self._lock:
