@@ -65,3 +65,11 @@ def test_which_environment_values_are_secrets() -> None:
 def test_bearer_credentials_and_url_passwords_are_redacted_without_being_known() -> None:
     assert Redactor().text("Authorization: Bearer abc.def-123") == f"Authorization: Bearer {REDACTED}"
     assert Redactor().text("see https://me:hunter2@host/x") == f"see https://me:{REDACTED}@host/x"
+
+
+def test_a_natural_end_that_looks_like_a_piece_of_a_secret_is_left_alone() -> None:
+    path_secret = Redactor.of(["/home/ci/credentials.json"])
+    assert path_secret.head("json_valid needs text", 100) == "json_valid needs text"
+    assert path_secret.tail("read from /home", 100) == "read from /home"
+    # ... but at a cut edge the same piece goes.
+    assert path_secret.head("read from /home/ci/cre", 20) == f"read from {REDACTED}…"

@@ -14,10 +14,11 @@ What counts as a secret (documented in docs/lanes.md, "Secrets"):
 Values shorter than :data:`MIN_SECRET_LENGTH` characters are not treated as secrets: they would match ordinary text.
 
 Order matters: redaction runs on the whole text BEFORE it is cut to a length (:meth:`Redactor.head`,
-:meth:`Redactor.tail`), so a secret straddling the cut is replaced whole; and whatever a cut (ours, or one made
-before the text reached us) leaves at an edge that is a prefix or suffix of a secret, of at least
-:data:`MIN_EDGE_FRAGMENT` characters, is replaced too. Limit: a fragment shorter than that survives, as does a
-secret a program prints altered (reversed, base64-encoded, split over lines).
+:meth:`Redactor.tail`), so a secret straddling the cut is replaced whole; and whatever a cut leaves at the cut edge
+that is a prefix or suffix of a secret, of at least :data:`MIN_EDGE_FRAGMENT` characters, is replaced too (so a
+text that was cut before it reached us, like a command's output tail, loses a piece at that edge as well).
+Limit: a fragment shorter than that survives, as does a secret a program prints altered (reversed, base64-encoded,
+split over lines).
 """
 
 from __future__ import annotations
@@ -131,40 +132,44 @@ class Redactor:
             text = _URL_PASSWORD.sub(lambda m: m["head"] + REDACTED + m["at"], text)
         return text
 
-    def edges(self, text: str) -> str:
+    def edges(self, text: str, *, start: bool = True, end: bool = True) -> str:
         """``text`` with a secret's prefix at its end, or a secret's suffix at its start, replaced: what a cut
-        through a secret leaves behind."""
+        through a secret leaves behind. Only cut edges are checked (a natural end of a text that happens to end like
+        a secret begins, e.g. "/tmp" or "json", is left alone)."""
         for value in self.secrets:
-            for size in range(min(len(value) - 1, len(text)), MIN_EDGE_FRAGMENT - 1, -1):
-                if text.endswith(value[:size]):
-                    text = text[:-size] + REDACTED
-                    break
-            for size in range(min(len(value) - 1, len(text)), MIN_EDGE_FRAGMENT - 1, -1):
-                if text.startswith(value[-size:]):
-                    text = REDACTED + text[size:]
-                    break
+            if end:
+                for size in range(min(len(value) - 1, len(text)), MIN_EDGE_FRAGMENT - 1, -1):
+                    if text.endswith(value[:size]):
+                        text = text[:-size] + REDACTED
+                        break
+            if start:
+                for size in range(min(len(value) - 1, len(text)), MIN_EDGE_FRAGMENT - 1, -1):
+                    if text.startswith(value[-size:]):
+                        text = REDACTED + text[size:]
+                        break
         return text
 
     def head(self, text: str, limit: int, marker: str = "…") -> str:
         """The first ``limit`` characters of the redacted text (``marker`` added when cut)."""
         text = self.text(text)
         if len(text) <= limit:
-            return self.edges(text)
-        return self.edges(text[: max(0, limit - len(marker))]) + marker
+            return text
+        return self.edges(text[: max(0, limit - len(marker))], start=False) + marker
 
     def tail(self, text: str, limit: int, marker: str = "…") -> str:
         """The last ``limit`` characters of the redacted text (``marker`` in front when cut)."""
         text = self.text(text)
         if len(text) <= limit:
-            return self.edges(text)
-        return marker + self.edges(text[len(text) - max(0, limit - len(marker)) :])
+            return text
+        return marker + self.edges(text[len(text) - max(0, limit - len(marker)) :], end=False)
 
     def tail_bytes(self, text: str, limit: int) -> str:
-        """The redacted text cut to its last ``limit`` UTF-8 bytes (a character cut in two shows as U+FFFD)."""
+        """The redacted text cut to its last ``limit`` UTF-8 bytes (a character cut in two shows as U+FFFD). The
+        text given may itself start where an earlier byte cut left it: that edge is checked too."""
         data = self.text(text).encode("utf-8", "surrogateescape")
         if len(data) > limit:
             data = data[len(data) - limit :] if limit else b""
-        return self.edges(data.decode("utf-8", "replace"))
+        return self.edges(data.decode("utf-8", "replace"), end=False)
 
     def value(self, value: Any) -> Any:
         """A JSON-like value with every string in it (keys too) redacted."""
