@@ -9,13 +9,15 @@ clean-up that does not finish. Handlers are installed only in the main thread an
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import signal
 import threading
 from collections.abc import Iterator
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # every run imports this module; only a live run needs asyncio
+    import asyncio
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 #: The signal that raises KeyboardInterrupt even while a live run is shutting down.
@@ -50,6 +52,8 @@ class LoopStopper:
 
     def attach(self) -> None:
         """Called first thing in the run's main coroutine: the task the first signal cancels."""
+        import asyncio
+
         self._task = asyncio.current_task()
         self._loop = asyncio.get_running_loop()
 
