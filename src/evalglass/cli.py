@@ -25,10 +25,12 @@ EXAMPLES = ("quickstart", "bound-checks")
 
 def _exit_after(lines: list[str], code: int, debug: bool) -> NoReturn:
     """Print the error's lines on stderr (after the traceback, with --debug) and exit with ``code``."""
+    from evalglass import redaction
+
     if debug:
         traceback.print_exc()
     for line in lines:
-        click.echo(line, err=True)
+        click.echo(redaction.current().text(line), err=True)  # an error may quote a value: never a secret
     sys.exit(code)
 
 
@@ -218,6 +220,9 @@ def main(debug: bool) -> None:
     Exit codes: 0 informational or pass, 1 fail or blocked, 2 the run could not complete, 130 interrupted.
     Exit 0 does not by itself mean quality was checked: an informational run has no active gate.
     """
+    from evalglass.redaction import redact_standard_streams
+
+    redact_standard_streams()  # no secret of the environment is ever printed, whoever prints it
 
 
 LAST = "\x00last"
@@ -299,6 +304,10 @@ def run(
         click.echo(warning, err=True)
     if html_path is not None:
         _write_html(result.folder, html_path)
+    calls = result.scorecard.calls
+    if calls is not None and calls.calls and (no_progress or sys.stderr.isatty()):
+        # Plain progress lines (not a terminal) end with these numbers; a bar vanishes, --no-progress shows nothing.
+        click.echo(f"evalglass: {calls.calls} calls, {calls.retries} retries", err=True)
     _show(result, fmt)
     if html_path is not None and fmt != "json":
         click.echo(f"html report: {html_path}")

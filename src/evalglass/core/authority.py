@@ -130,7 +130,10 @@ class CalibrationRecord(BaseModel):
 
     schema_version: Literal["evalglass.calibration/1"] = "evalglass.calibration/1"
     judge: str = Field(description="The llm_judge metric's name.")
-    judge_fingerprint: str = Field(description="Model, rubric bytes, prompt templates and scale, hashed.")
+    judge_fingerprint: str = Field(
+        description="What changes the judge's answers, hashed: model, rubric bytes, prompt templates, scale, sampling "
+        "parameters, field, reference and answer parser."
+    )
     created_at: str
     tool_version: str
     model: str
@@ -287,7 +290,8 @@ def _judge_reasons(judge: JudgeStanding, requirement: JudgeRequirement | None) -
     elif record.judge_fingerprint != judge.fingerprint:
         reasons.append(
             f"the calibration of judge '{name}' is stale: it describes judge {record.judge_fingerprint[:12]}…, but "
-            f"the rubric, model, prompt or scale changed (now {judge.fingerprint[:12]}…); {calibrate} again"
+            f"the rubric, model, prompt, scale, sampling parameters, field or reference changed "
+            f"(now {judge.fingerprint[:12]}…); {calibrate} again"
         )
     elif requirement is not None:
         low = record.agreement_interval.low

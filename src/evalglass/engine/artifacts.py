@@ -21,6 +21,7 @@ from typing import IO, TYPE_CHECKING, Any
 import orjson
 from pydantic import BaseModel, ValidationError
 
+from evalglass import redaction
 from evalglass.core.fingerprint import PREFIX
 from evalglass.core.score import Score, ScoreContractError
 from evalglass.core.scorecard import Scorecard
@@ -60,7 +61,14 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 
 def write_model(path: Path, model: BaseModel) -> None:
-    write_atomic(path, orjson.dumps(model.model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n")
+    """A model as indented JSON, with every secret of the environment redacted (see ``evalglass.redaction``)."""
+    data = orjson.dumps(model.model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n"
+    write_atomic(path, redaction.current().json_bytes(data))
+
+
+def write_text(path: Path, text: str) -> None:
+    """A text artifact (the Markdown report), with every secret of the environment redacted."""
+    write_atomic(path, redaction.current().text_bytes(text.encode()))
 
 
 def score_to_json(result: float | Score) -> Any:
@@ -88,6 +96,8 @@ class ScoresWriter:
         self.partial, fd = open_private(self.final)
         self._handle: IO[bytes] = os.fdopen(fd, "wb", buffering=1 << 20)
         self._hash = hashlib.sha256()
+        # Diagnostics quote outputs, exceptions and command output: the last line of defence before the disk.
+        self._redactor = redaction.current()
 
     def write_block(
         self, ids: list[str], lines: list[int], scores: dict[str, list[Any]], clusters: list[str | None] | None
@@ -100,7 +110,7 @@ class ScoresWriter:
         block: dict[str, Any] = {"ids": ids, "lines": lines, "scores": scores}
         if clusters is not None:
             block["clusters"] = clusters
-        data = orjson.dumps(block, option=orjson.OPT_APPEND_NEWLINE)
+        data = self._redactor.json_bytes(orjson.dumps(block, option=orjson.OPT_APPEND_NEWLINE))
         self._hash.update(data)
         self._handle.write(data)
 

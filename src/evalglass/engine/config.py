@@ -23,13 +23,14 @@ from evalglass.engine.validation import validate_document
 from evalglass.engine.yamlsource import YamlDocument, load_yaml
 from evalglass.errors import LocatedValueError, SetupError
 from evalglass.lanes.checkspec import CheckSpec
-from evalglass.lanes.specs import ChatLaneSpec, CommandLaneSpec, LaneSpec, PythonLaneSpec
+from evalglass.lanes.specs import ChatLaneSpec, CommandLaneSpec, EndpointSpec, LaneSpec, PythonLaneSpec
 from evalglass.metrics.check import CheckMetricSpec
 from evalglass.metrics.llm_judge import LlmJudgeSpec
 from evalglass.metrics.registry import AnyMetricSpec
 
 NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_.-]*$"
 _NAME = re.compile(NAME_PATTERN)
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def _check_path(path: str) -> str:
@@ -149,6 +150,20 @@ class Config(BaseModel):
     check_workers: int | None = Field(
         default=None, ge=1, le=1024, description="Per-example checks run at once (default: the number of CPUs)."
     )
+    secrets: tuple[str, ...] = Field(
+        default=(),
+        description="Names of environment variables whose values are secrets although their names do not say so "
+        "(names with KEY, TOKEN, SECRET, PASSWORD, AUTH, ... and every api_key_env already are): their values are "
+        "redacted from every artifact, message and output.",
+    )
+
+    @field_validator("secrets")
+    @classmethod
+    def _env_names(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        for name in names:
+            if not _ENV_NAME.match(name):
+                raise ValueError(f"secrets lists environment variable NAMES; {name[:4]!r}… is not one")
+        return names
 
     _ledger_file = field_validator("ledger")(_names_a_file)
 
@@ -228,6 +243,13 @@ class Config(BaseModel):
         if problems:
             raise LocatedValueError(problems)
         return self
+
+    @property
+    def secret_names(self) -> tuple[str, ...]:
+        """Every variable whose value is a secret by declaration: ``secrets:`` and each lane's or judge's
+        ``api_key_env``."""
+        keys = [spec.api_key_env for spec in (self.task, *self.judges.values()) if isinstance(spec, EndpointSpec)]
+        return tuple(dict.fromkeys((*self.secrets, *(name for name in keys if name))))
 
     @property
     def lane(self) -> LaneSpec | None:
@@ -333,6 +355,9 @@ def config_from_record(data: Any) -> Config:
 def load_config(path: Path) -> LoadedConfig:
     doc: YamlDocument = load_yaml(path, what="config")
     config = validate_document(Config, doc, what="the config", context={"base_dir": path.parent})
+    from evalglass import redaction
+
+    redaction.declare(config.secret_names)
     return LoadedConfig(
         config=config,
         path=path,

@@ -23,7 +23,7 @@ from typing import IO, TYPE_CHECKING, Any, cast
 import numpy as np
 import orjson
 
-from evalglass import __version__
+from evalglass import __version__, redaction
 from evalglass.core.checks import CheckResult
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.decide import GateInput, MetricInput, RunShape, decide_run
@@ -31,7 +31,7 @@ from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.score import Score, ScoreContractError, Status
-from evalglass.core.scorecard import CheckSummary, DatasetSummary, Scorecard
+from evalglass.core.scorecard import CallTotals, CheckSummary, DatasetSummary, Scorecard
 from evalglass.engine.artifacts import (
     CHECKS_FILE,
     LAST_RUN_POINTER,
@@ -42,6 +42,7 @@ from evalglass.engine.artifacts import (
     score_to_json,
     write_atomic,
     write_model,
+    write_text,
 )
 from evalglass.engine.config import Config, LoadedConfig, config_as_recorded, load_config
 from evalglass.engine.dataset import BadLine, DatasetReader, field_getter
@@ -93,9 +94,10 @@ class CheckRecordWriter:
         self.partial = self.final
         self._lock = threading.Lock()
         self._handle: IO[bytes] | None = None
+        self._redactor = redaction.current()
 
     def __call__(self, result: CheckResult) -> None:
-        line = orjson.dumps(result.model_dump(mode="json"), option=orjson.OPT_APPEND_NEWLINE)
+        line = self._redactor.json_bytes(orjson.dumps(result.model_dump(mode="json"), option=orjson.OPT_APPEND_NEWLINE))
         with self._lock:
             if self._handle is None:
                 self.partial, fd = open_private(self.final)
@@ -134,9 +136,12 @@ def build_metrics(loaded: LoadedConfig, check_sink: CheckSink | None = None) -> 
     return built
 
 
-def _raised(name: str, exc: Exception) -> Score:
+def metric_raised(name: str, exc: BaseException) -> Score:
+    """The error score of a metric that raised: its message and traceback tail, redacted before being cut."""
+    redactor = redaction.current()
     tail = "".join(traceback.format_exception(exc, limit=-3)).strip()
-    return Score.error("metric_raised", f"metric '{name}' raised {type(exc).__name__}: {exc}", tail[-2000:])
+    message = redactor.text(f"metric '{name}' raised {type(exc).__name__}: {exc}")
+    return Score.error("metric_raised", message, redactor.tail(tail, 2000, ""))
 
 
 def _bad_result(name: str, result: object, why: str) -> Score:
@@ -164,7 +169,7 @@ def call_metric(metric: BuiltMetric, batch: ExampleBatch, pool: ThreadPoolExecut
         try:
             return function(example)
         except Exception as exc:
-            return _raised(name, exc)
+            return metric_raised(name, exc)
 
     examples = batch.examples()
     if metric.parallel and pool is not None and len(examples) > 1:
@@ -416,6 +421,7 @@ class Scored:
     shape: RowShape
     dataset: DatasetSummary
     scores_sha256: str
+    calls: CallTotals | None = None  # live runs: see CallTotals
 
 
 def run(
@@ -431,8 +437,24 @@ def run(
 
     ``resume`` names the folder of an earlier, unfinished run: it is re-evaluated under its own run id and
     ``created_at`` (completed calls come from the cache) after checking that nothing it depends on changed.
-    ``progress`` is an ``engine.progress.Reporter`` (live runs only).
+    ``progress`` is an ``engine.progress.Reporter`` (live runs only). Every secret of the environment (and every
+    one the config declares) is redacted from everything the run writes.
     """
+    from evalglass.engine.interrupts import terminate_like_interrupt
+
+    with redaction.installed(), terminate_like_interrupt():
+        return _run(config_path, out, now=now, cache_mode=cache_mode, resume=resume, progress=progress)
+
+
+def _run(
+    config_path: Path,
+    out: Path | None,
+    *,
+    now: datetime | None,
+    cache_mode: str,
+    resume: Path | None,
+    progress: Any,
+) -> RunOutcome:
     from evalglass.engine.cache import CacheMode
     from evalglass.engine.manifest import (
         RunManifest,
@@ -681,6 +703,7 @@ def _finish(
         decision=payload,
         metrics=summaries,
         checks=tuple(CheckSummary.of(name, result) for name, result in check_results.items()),
+        calls=scored.calls,
     )
     record = RunRecord(
         run_id=run_id,
@@ -706,7 +729,7 @@ def _finish(
 
     write_model(folder / RUNRECORD_FILE, record)
     write_model(folder / SCORECARD_FILE, scorecard)
-    write_atomic(folder / REPORT_FILE, render_markdown(scorecard).encode())
+    write_text(folder / REPORT_FILE, render_markdown(scorecard))
     return RunOutcome(folder=folder, scorecard=scorecard, record=record)
 
 

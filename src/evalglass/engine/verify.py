@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from evalglass.core.authority import JudgeStanding
 from evalglass.core.decide import RunShape, decide_run
 from evalglass.core.runrecord import RunRecord
-from evalglass.core.scorecard import CheckSummary, DatasetSummary, Scorecard
+from evalglass.core.scorecard import CallTotals, CheckSummary, DatasetSummary, Scorecard, count_call_attempts
 from evalglass.engine.artifacts import (
     RUNRECORD_FILE,
     SCORECARD_FILE,
@@ -112,12 +112,31 @@ def verify_run(folder: Path) -> VerifyReport:
         decision=payload,
         metrics=summaries,
         checks=tuple(CheckSummary.of(name, result) for name, result in record.check_results.items()),
+        calls=recorded_call_totals(folder),
     )
     findings.extend(_diff("scorecard", raw_scorecard, orjson.loads(orjson.dumps(derived.model_dump(mode="json")))))
     if not findings:
         # Only a scorecard that matches field by field is also loaded through its own validators.
         load_scorecard(folder)
     return VerifyReport(folder=folder, findings=tuple(findings), examples=examples)
+
+
+def recorded_call_totals(folder: Path) -> CallTotals | None:
+    """The call totals ``outputs.jsonl`` records (None when the run wrote none: a recorded run)."""
+    path = folder / "outputs.jsonl"
+    if not path.is_file():
+        return None
+    calls = attempts = 0
+    with path.open("rb") as handle:
+        for line in handle:
+            try:
+                row = orjson.loads(line)
+            except orjson.JSONDecodeError:  # an edited line counts nothing: the totals then differ, a finding
+                continue
+            if isinstance(row, dict):
+                found = count_call_attempts(row)
+                calls, attempts = calls + found[0], attempts + found[1]
+    return CallTotals(calls=calls, attempts=attempts)
 
 
 def _judge_standings(config: Config, record: RunRecord, findings: list[Finding]) -> dict[str, JudgeStanding]:
