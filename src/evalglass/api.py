@@ -134,15 +134,34 @@ def run(
 def load_run(folder: str | os.PathLike[str]) -> RunResult:
     """A finished run from its folder, computing nothing. The scorecard is checked by its own validators on load
     (a verdict its gates contradict is refused); whether it matches its recorded scores is :func:`verify`'s job."""
-    from evalglass.engine.artifacts import load_scorecard
+    from evalglass.engine.artifacts import load_runrecord, load_scorecard
+    from evalglass.engine.consistency import refuse_contradicted
 
     path = Path(folder)
-    return RunResult(folder=path, scorecard=load_scorecard(path))
+    scorecard = load_scorecard(path)
+    # A payload its own run record's ledger snapshot contradicts (a gate flipped to inactive, a threshold never
+    # approved) is refused here, so no renderer or caller ever shows it.
+    refuse_contradicted(path, scorecard, load_runrecord(path))
+    return RunResult(folder=path, scorecard=scorecard)
 
 
-def verify(folder: str | os.PathLike[str]) -> VerifyReport:
-    """Re-derive every aggregate, gate and the verdict from the run's recorded scores; ``report.ok`` is False and
-    ``report.findings`` names each field that differs when the artifacts were edited."""
-    from evalglass.engine.verify import verify_run
+def verify(
+    folder: str | os.PathLike[str],
+    *,
+    config: str | os.PathLike[str] | None = None,
+    ledger: str | os.PathLike[str] | None = None,
+    key: str | None = None,
+) -> VerifyReport:
+    """Check every artifact against the run's digests, re-derive every aggregate, gate and the verdict from the
+    run's recorded scores, and anchor the run to the config and ledger at hand (``config``/``ledger``, default:
+    the paths the run record names); ``report.ok`` is False and ``report.findings`` names each difference.
+    ``key``: the Ed25519 public key the run must be signed with (default: ``$EVALGLASS_VERIFY_KEY``, or the key
+    ``$EVALGLASS_SIGNING_KEY`` implies; none: the signature is not checked). See docs/config.md, "What verify
+    proves"."""
+    from evalglass.engine.digests import verify_key_from_env
+    from evalglass.engine.verify import Anchors, verify_run
 
-    return verify_run(Path(folder))
+    anchors = Anchors(
+        config=None if config is None else Path(config), ledger=None if ledger is None else Path(ledger)
+    )
+    return verify_run(Path(folder), anchors, key or verify_key_from_env())

@@ -54,7 +54,12 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 
 def write_model(path: Path, model: BaseModel) -> None:
-    write_atomic(path, orjson.dumps(model.model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n")
+    write_atomic(path, model_bytes(model.model_dump(mode="json")))
+
+
+def model_bytes(document: Any) -> bytes:
+    """The exact bytes an artifact holding ``document`` (a model dumped to JSON values) is written as."""
+    return orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"
 
 
 def score_to_json(result: float | Score) -> Any:

@@ -46,7 +46,8 @@ from evalglass.engine.artifacts import (
 )
 from evalglass.engine.config import Config, LoadedConfig, load_config
 from evalglass.engine.dataset import BadLine, DatasetReader, field_getter
-from evalglass.engine.ledger import LoadedLedger, load_ledger
+from evalglass.engine.digests import private_key, signing_key_from_env, write_digests
+from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger
 from evalglass.errors import SetupError
 from evalglass.metrics.base import BatchedMetric, MetricFn, build_with_batch
 from evalglass.metrics.check import CheckMetricSpec, CheckSink
@@ -406,6 +407,10 @@ def run(
     if recorded_manifest is not None:
         refuse_changes(folder, recorded_manifest, manifest)
     ledger = load_ledger(loaded.ledger_path)
+    check_against_config(ledger, config)
+    signing_key = signing_key_from_env()
+    if signing_key is not None:
+        private_key(signing_key)  # a bad key is refused before any work is done, not after
     from evalglass.engine.progress import Counters
 
     counters = Counters(total=identity.examples)
@@ -428,7 +433,7 @@ def run(
             else:
                 scored = score_recorded(loaded, metrics, writer)
             check_records.commit()
-            outcome = _finish(loaded, ledger, scored, folder, run_id, created_at)
+            outcome = _finish(loaded, ledger, scored, folder, run_id, created_at, signing_key)
         except BaseException:
             writer.abort()
             check_records.abort()
@@ -530,7 +535,13 @@ def score_recorded(loaded: LoadedConfig, metrics: list[BuiltMetric], writer: Sco
 
 
 def _finish(
-    loaded: LoadedConfig, ledger: LoadedLedger, scored: Scored, folder: Path, run_id: str, created_at: str
+    loaded: LoadedConfig,
+    ledger: LoadedLedger,
+    scored: Scored,
+    folder: Path,
+    run_id: str,
+    created_at: str,
+    signing_key: str | None = None,
 ) -> RunOutcome:
     """Standalone checks, the decision and the artifacts: the same for recorded and live runs."""
     config = loaded.config
@@ -550,6 +561,7 @@ def _finish(
         dataset.fingerprint,
         scored.shape.run_shape(),
         standings,
+        ledger.gate_where(),
     )
     scorecard = Scorecard(
         run_id=run_id,
@@ -566,9 +578,11 @@ def _finish(
         tool_version=__version__,
         config_path=str(loaded.path),
         config_fingerprint=loaded.fingerprint,
+        config_source=loaded.raw.decode("utf-8"),
         config=config.model_dump(mode="json", exclude_unset=True),
         ledger_path=str(ledger.path),
         ledger_fingerprint=ledger.fingerprint,
+        ledger_source=ledger.raw.decode("utf-8"),
         ledger=ledger.ledger,
         dataset=dataset,
         gate_fingerprints=gate_fingerprints,
@@ -585,6 +599,7 @@ def _finish(
     write_model(folder / RUNRECORD_FILE, record)
     write_model(folder / SCORECARD_FILE, scorecard)
     write_atomic(folder / REPORT_FILE, render_markdown(scorecard).encode())
+    write_digests(folder, run_id, signing_key)  # last: it covers every file written before it
     return RunOutcome(folder=folder, scorecard=scorecard, record=record)
 
 

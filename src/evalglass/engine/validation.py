@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import types
 import typing
 from collections.abc import Mapping
@@ -10,6 +9,7 @@ from typing import Any, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
+from evalglass.core.names import suggest
 from evalglass.engine.yamlsource import Loc, YamlDocument
 from evalglass.errors import SetupError
 
@@ -45,16 +45,14 @@ def setup_error_from(exc: ValidationError, doc: YamlDocument, model: type[BaseMo
     if kind == "extra_forbidden":
         key = str(loc[-1])
         allowed = _allowed_keys(model, loc[:-1])
-        return SetupError(f"unknown key '{key}' in {parent}{more}", where=where, fix=_suggest(key, allowed))
+        return SetupError(f"unknown key '{key}' in {parent}{more}", where=where, fix=suggest(key, allowed))
     if kind == "missing":
         return SetupError(f"missing required key '{loc[-1]}' in {parent}{more}", where=where, fix=f"add it to {what}")
     if kind == "union_tag_invalid":
         ctx = first.get("ctx", {})
         tag = str(ctx.get("tag", ""))
         expected = [part.strip().strip("'") for part in str(ctx.get("expected_tags", "")).split(",")]
-        return SetupError(
-            f"unknown type '{tag}' at {_dotted(yaml_loc)}{more}", where=where, fix=_suggest(tag, expected)
-        )
+        return SetupError(f"unknown type '{tag}' at {_dotted(yaml_loc)}{more}", where=where, fix=suggest(tag, expected))
     if kind == "union_tag_not_found":
         return SetupError(f"{_dotted(yaml_loc)} needs a 'type'{more}", where=where, fix="add `type: <metric type>`")
     message = str(first["msg"]).removeprefix("Value error, ")
@@ -63,13 +61,6 @@ def setup_error_from(exc: ValidationError, doc: YamlDocument, model: type[BaseMo
 
 def _dotted(loc: Loc) -> str:
     return ".".join(str(part) for part in loc) or "top level"
-
-
-def _suggest(word: str, allowed: list[str]) -> str:
-    close = difflib.get_close_matches(word, allowed, n=1, cutoff=0.6)
-    if close:
-        return f"did you mean '{close[0]}'?"
-    return f"allowed: {', '.join(sorted(allowed))}" if allowed else "remove it"
 
 
 def _yaml_loc(loc: Loc, doc: YamlDocument) -> Loc:

@@ -37,6 +37,11 @@ def load_yaml(path: Path, *, what: str) -> YamlDocument:
         raise SetupError(f"{what} not found", where=str(path), fix="check the path or run `evalglass init`") from None
     except OSError as exc:
         raise SetupError(f"cannot read {what}: {exc.strerror}", where=str(path)) from None
+    return parse_yaml(raw, path, what=what)
+
+
+def parse_yaml(raw: bytes, path: Path, *, what: str) -> YamlDocument:
+    """Parse YAML bytes as :func:`load_yaml` does; ``path`` only names them (``verify`` re-parses snapshots)."""
     try:
         loader = yaml.SafeLoader(raw.decode("utf-8"))
         try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from evalglass.core.estimate import Estimate
 from evalglass.core.gates import Direction, GateResult, GateRule, Outcome, SubjectKind
 from evalglass.core.population import Population
@@ -25,6 +27,8 @@ OUTCOME_ICON: dict[Outcome, str] = {
 def number(value: float | None) -> str:
     if value is None:
         return "—"
+    if not math.isfinite(value):  # never produced by a run, but a hand-edited artifact must still render
+        return str(value)
     if value == int(value) and abs(value) < 1e9:
         return f"{value:.1f}" if abs(value) < 10 else f"{int(value)}"
     return f"{value:.4g}" if abs(value) >= 1e-3 else f"{value:.3e}"
@@ -163,3 +167,13 @@ def gate_sentence(gate: GateResult) -> str:
         return f"{gate.name}: {gate.outcome.value}: check '{gate.subject}' ended {value}; the gate needs PASS"
     verb = "meets" if gate.outcome is Outcome.PASS else "does not meet"
     return f"{gate.name}: {gate.outcome.value}: {value}{n} {verb} the approved threshold {threshold}"
+
+
+def why_text(gate: GateResult) -> str:
+    """The "why" cell of a gate: its rule when not the installed one, its blocking reasons, and its notes."""
+    why = reasons_text(gate) if gate.reasons else ("not active in the ledger" if not gate.active else "")
+    if gate.notes:
+        why = "; ".join([*([why] if why else []), *(f"note: {note}" for note in gate.notes)])
+    if gate.rule is not GateRule.POINT:
+        why = f"rule: {rule_text(gate)}" + (f"; {why}" if why else "")
+    return why
