@@ -94,6 +94,7 @@ def run(
     cache: CacheMode = "use",
     resume: str | os.PathLike[str] | None = None,
     progress: bool = False,
+    pinned_ledger: str | os.PathLike[str] | None = None,
 ) -> RunResult:
     """Evaluate the dataset ``config`` declares, decide every gate, write the run's artifacts and return them.
 
@@ -101,7 +102,8 @@ def run(
     it as the last run). ``cache``: ``"use"`` (default), ``"off"`` (neither read nor write the call cache) or
     ``"refresh"`` (call again and overwrite). ``resume``: the folder of an interrupted run to finish under its own id
     (completed calls come from the cache; it needs ``cache="use"`` and no ``out``). ``progress``: show the live
-    run's progress on stderr.
+    run's progress on stderr. ``pinned_ledger``: the host's ledger; a config whose ``ledger:`` names any other
+    file is refused (``evalglass run --ledger``).
 
     Raises :class:`evalglass.SetupError` when the run cannot complete, and :class:`evalglass.RunInterrupted` on
     Ctrl-C (what was done is cached; ``resume`` its ``folder``). A fail or blocked verdict is a result, not an
@@ -127,6 +129,7 @@ def run(
         cache_mode=cache,
         resume=None if resume is None else Path(resume),
         progress=reporter,
+        pinned_ledger=None if pinned_ledger is None else Path(pinned_ledger),
     )
     return RunResult(folder=outcome.folder, scorecard=outcome.scorecard)
 
@@ -161,7 +164,5 @@ def verify(
     from evalglass.engine.digests import verify_key_from_env
     from evalglass.engine.verify import Anchors, verify_run
 
-    anchors = Anchors(
-        config=None if config is None else Path(config), ledger=None if ledger is None else Path(ledger)
-    )
+    anchors = Anchors(config=None if config is None else Path(config), ledger=None if ledger is None else Path(ledger))
     return verify_run(Path(folder), anchors, key or verify_key_from_env())

@@ -191,6 +191,12 @@ LAST = "\x00last"
     "from the cache.",
 )
 @click.option("--no-progress", is_flag=True, help="No progress bar or progress lines (live runs).")
+@click.option(
+    "--ledger",
+    "pinned_ledger",
+    type=click.Path(path_type=Path),
+    help="The host's ledger: refuse a config whose `ledger:` names any other file (pin it in CI).",
+)
 @JUNIT
 @click.option(
     "--github/--no-github",
@@ -210,6 +216,7 @@ def run(
     no_progress: bool,
     junit: Path | None,
     github: bool | None,
+    pinned_ledger: Path | None,
     fmt: str,
 ) -> None:
     """Evaluate the dataset, decide every gate, write artifacts, exit with the verdict's code."""
@@ -240,7 +247,9 @@ def run(
     path = example_config(example) if example is not None else find_config(config_path)
     mode: CacheMode = "off" if no_cache else "refresh" if refresh else "use"
     try:
-        result = run_evaluation(path, out=out, cache=mode, resume=folder, progress=not no_progress)
+        result = run_evaluation(
+            path, out=out, cache=mode, resume=folder, progress=not no_progress, pinned_ledger=pinned_ledger
+        )
     except RunInterrupted as stop:
         done = f" after {stop.done} of {stop.total} examples" if stop.done is not None and stop.total else ""
         click.echo(

@@ -140,8 +140,7 @@ def test_a_forbid_naming_a_renamed_gate_is_refused_not_ignored(tmp_path):
         ("-1", None),
         ("5", "lower_is_better"),
         ("1.5", None),
-        ("0", None),  # higher is better: every value meets 0
-        ("1", "lower_is_better"),  # lower is better: every value meets 1
+        ("-0.01", "lower_is_better"),
     ],
 )
 def test_a_threshold_that_approves_nothing_is_a_one_line_error(tmp_path, threshold, direction):
@@ -159,10 +158,11 @@ def test_a_threshold_that_approves_nothing_is_a_one_line_error(tmp_path, thresho
     assert "authority.yaml:5" in message, message
 
 
-def test_thresholds_at_the_failing_ends_of_the_scale_are_accepted(tmp_path):
+@pytest.mark.parametrize(("threshold", "code"), [(1.0, 1), (0.0, 0)])
+def test_thresholds_at_the_ends_of_the_scale_are_accepted(tmp_path, threshold, code):
     project = make_project(tmp_path)
-    project.write_ledger(approve(project, threshold=1.0))
-    assert project.run().code == 1  # 0.75 < 1.0: an honest fail, not a setup error
+    project.write_ledger(approve(project, threshold=threshold))
+    assert project.run().code == code  # 0.75 against 1.0 fails, against 0.0 passes: a decision, not a setup error
 
 
 # 6. Recorded mode: the output field cannot be the gold field, and moving it makes approvals stale.
@@ -510,3 +510,16 @@ def test_a_repeated_key_is_caught_even_with_the_digests_resealed(tmp_path):
     result = project.cli("verify", "out", "--format", "json")
     assert result.code == 1
     assert "scorecard.json" in [item["field"] for item in result.json()["findings"]]
+
+
+def test_a_pinned_ledger_refuses_a_config_pointing_at_a_ledger_of_its_own(tmp_path):
+    project, ledger = failing(tmp_path)
+    assert project.run("--ledger", "evals/authority.yaml").code == 1
+    ledger["gates"]["accuracy"]["threshold"] = 0.5  # a pull request writes a friendlier ledger of its own...
+    (project.evals / "mine.yaml").write_text(yaml.safe_dump(ledger))
+    config = yaml.safe_load((project.evals / "evalglass.yaml").read_text())
+    config["ledger"] = "mine.yaml"  # ...and points the config at it
+    project.write_config(config)
+    assert project.run().code == 0  # unpinned, the config decides which ledger counts
+    message = one_line_error(project.run("--ledger", "evals/authority.yaml"))
+    assert "mine.yaml" in message and "--ledger" in message

@@ -2,7 +2,7 @@
 
 The ledger is checked against the config it is used with: every name it gives (a gate, a forbidden gate, a judge, a
 dataset) must be one the config declares, and every threshold must be a number the gated metric can take. An entry
-that silently did nothing (a typo, a forbid that forbids nothing, a threshold every value meets) would make a green
+that silently did nothing (a typo, a forbid that forbids nothing, a threshold outside the scale) would make a green
 run mean less than the host approved.
 """
 
@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 
 from evalglass.core.authority import Ledger
 from evalglass.core.fingerprint import fingerprint_of_bytes
-from evalglass.core.gates import Direction
 from evalglass.core.names import suggest
 from evalglass.engine.validation import validate_document
 from evalglass.engine.yamlsource import Loc, YamlDocument, load_yaml, parse_yaml
@@ -124,24 +123,19 @@ def ledger_problems(ledger: Ledger, config: Config) -> Iterator[tuple[Loc, str, 
                 "remove `require_binding` from this ledger entry",
             )
         if approval.threshold is not None:
-            problem = threshold_problem(approval.threshold, gate.direction, config, str(gate.metric))
+            problem = threshold_problem(approval.threshold, config, str(gate.metric))
             if problem is not None:
                 yield (("gates", name, "threshold"), f"gate '{name}': {problem}", "approve a threshold inside it")
 
 
-def threshold_problem(threshold: float, direction: Direction, config: Config, metric: str) -> str | None:
-    """Why an approved threshold approves nothing: outside the metric's declared scale, or met by every value."""
+def threshold_problem(threshold: float, config: Config, metric: str) -> str | None:
+    """Why an approved threshold approves nothing: outside the metric's declared scale, where every value (or none)
+    meets it. The ends of the scale are inside it: "every example must pass" is 1.0 on a higher-is-better rate."""
     scale = config.metrics[metric].value_scale()
-    if scale is None:
+    if scale is None or scale.min <= threshold <= scale.max:
         return None
-    low, high = scale.min, scale.max
-    span = f"metric '{metric}' takes values in [{low:g}, {high:g}]"
-    if not low <= threshold <= high:
-        return f"threshold {threshold:g} is outside the scale: {span}"
-    vacuous = threshold == low if direction is Direction.HIGHER_IS_BETTER else threshold == high
-    if vacuous:
-        return f"threshold {threshold:g} is met by every value ({direction.value}; {span})"
-    return None
+    span = f"[{scale.min:g}, {scale.max:g}]"
+    return f"threshold {threshold:g} is outside the scale: metric '{metric}' takes values in {span}"
 
 
 def _fix(name: str, known: list[str]) -> str:

@@ -363,12 +363,15 @@ def run(
     cache_mode: str = "use",
     resume: Path | None = None,
     progress: Any = None,
+    pinned_ledger: Path | None = None,
 ) -> RunOutcome:
     """Evaluate, decide and write the artifacts.
 
     ``resume`` names the folder of an earlier, unfinished run: it is re-evaluated under its own run id and
     ``created_at`` (completed calls come from the cache) after checking that nothing it depends on changed.
-    ``progress`` is an ``engine.progress.Reporter`` (live runs only).
+    ``progress`` is an ``engine.progress.Reporter`` (live runs only). ``pinned_ledger`` (``run --ledger``) is the
+    ledger the host requires: a config naming any other file is refused, since the config is what a pull request
+    edits and a ledger it points to could be one the pull request wrote.
     """
     from evalglass.engine.cache import CacheMode
     from evalglass.engine.manifest import (
@@ -386,6 +389,12 @@ def run(
     recorded_manifest = load_manifest(resume) if resume is not None else None
     loaded = load_config(config_path)
     config = loaded.config
+    if pinned_ledger is not None and pinned_ledger.resolve() != loaded.ledger_path.resolve():
+        raise SetupError(
+            f"the config names the ledger {loaded.ledger_path}, but this run is pinned to {pinned_ledger} (--ledger)",
+            where=str(config_path),
+            fix=f"set `ledger:` in the config to the host's ledger, {pinned_ledger}",
+        )
     identity = dataset_identity(loaded.dataset_path, hash_contents=config.live)
     if recorded_manifest is not None:
         assert resume is not None
