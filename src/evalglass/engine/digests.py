@@ -74,8 +74,15 @@ def artifact_names(folder: Path) -> list[str]:
     )
 
 
-def write_digests(folder: Path, run_id: str, signing_key: str | None) -> Digests:
-    files = {name: file_sha256(folder / name) for name in artifact_names(folder) if (folder / name).is_file()}
+def write_digests(folder: Path, run_id: str, signing_key: str | None, known: dict[str, str] | None = None) -> Digests:
+    """``known`` holds digests already computed while the file was written (the scores file is hashed as it
+    streams out), so a large file is not read a second time."""
+    hashes = known or {}
+    files = {
+        name: hashes.get(name) or file_sha256(folder / name)
+        for name in artifact_names(folder)
+        if (folder / name).is_file()
+    }
     digests = Digests(run_id=run_id, files=files)
     if signing_key is not None:
         key = private_key(signing_key)
@@ -106,15 +113,17 @@ class FileFinding:
     found: str
 
 
-def file_findings(folder: Path, digests: Digests) -> list[FileFinding]:
-    """Every file that differs from its digest, is missing, or is in the folder without one."""
+def file_findings(folder: Path, digests: Digests, known: dict[str, str] | None = None) -> list[FileFinding]:
+    """Every file that differs from its digest, is missing, or is in the folder without one. ``known``: digests
+    the caller already computed while reading a file (verify hashes the scores file as it loads it)."""
     findings: list[FileFinding] = []
+    hashes = known or {}
     for name, recorded in sorted(digests.files.items()):
         path = folder / name
         if not path.is_file():
             findings.append(FileFinding(name, recorded, "<missing>"))
             continue
-        found = file_sha256(path)
+        found = hashes.get(name) or file_sha256(path)
         if found != recorded:
             findings.append(FileFinding(name, recorded, found))
     for name in artifact_names(folder):

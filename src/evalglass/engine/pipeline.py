@@ -608,7 +608,8 @@ def _finish(
     write_model(folder / RUNRECORD_FILE, record)
     write_model(folder / SCORECARD_FILE, scorecard)
     write_atomic(folder / REPORT_FILE, render_markdown(scorecard).encode())
-    write_digests(folder, run_id, signing_key)  # last: it covers every file written before it
+    # Last: it covers every file written before it.
+    write_digests(folder, run_id, signing_key, known={record.scores_file: scored.scores_sha256})
     return RunOutcome(folder=folder, scorecard=scorecard, record=record)
 
 

@@ -80,7 +80,7 @@ class Anchors:
 def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = None) -> VerifyReport:
     record = load_runrecord(folder)
     raw_scorecard = _raw_json(folder / SCORECARD_FILE)
-    findings: list[Finding] = _file_findings(folder, record)
+    findings: list[Finding] = []
     config = _config_snapshot(record, findings)
     ledger, ledger_where = _ledger_snapshot(record, config, findings)
     names = list(config.metrics)
@@ -91,6 +91,7 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
         clustered=config.dataset.cluster_field is not None,
     )
     columns, examples, scores_sha = loaded_scores.columns, loaded_scores.examples, loaded_scores.sha256
+    findings[:0] = _file_findings(folder, record, {record.scores_file: scores_sha})
     if scores_sha != record.scores_sha256:
         findings.append(Finding("runrecord.scores_sha256", record.scores_sha256, scores_sha))
     if examples != record.dataset.examples:
@@ -146,11 +147,13 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
     )
 
 
-def _file_findings(folder: Path, record: RunRecord) -> list[Finding]:
+def _file_findings(folder: Path, record: RunRecord, known: dict[str, str]) -> list[Finding]:
     digests = load_digests(folder)
     if digests is None:
         return [Finding(DIGESTS_FILE, "<missing>", "the SHA-256 of every artifact the run wrote")]
-    findings = [Finding(f"file {item.name}", item.recorded, item.found) for item in file_findings(folder, digests)]
+    findings = [
+        Finding(f"file {item.name}", item.recorded, item.found) for item in file_findings(folder, digests, known)
+    ]
     if digests.run_id != record.run_id:
         findings.append(Finding(f"{DIGESTS_FILE}.run_id", digests.run_id, record.run_id))
     return findings
