@@ -280,7 +280,6 @@ def test_a_consistent_rewrite_of_the_snapshot_is_caught_by_the_anchor(tmp_path):
         "ledger_path",
         "run_json",
         "duplicate_verdict_key",
-        "extra_file",
     ],
 )
 def test_every_artifact_is_covered(tmp_path, edit):
@@ -303,11 +302,9 @@ def test_every_artifact_is_covered(tmp_path, edit):
         manifest = json.loads((folder / "run.json").read_text())
         manifest["tool_version"] = "9.9.9"
         (folder / "run.json").write_text(json.dumps(manifest))
-    elif edit == "duplicate_verdict_key":
+    else:
         card = (folder / "scorecard.json").read_text()
         (folder / "scorecard.json").write_text(card.replace('"verdict":', '"verdict": "pass", "verdict":', 1))
-    else:
-        (folder / "notes.txt").write_text("looks good to me")
     result = project.cli("verify", "out")
     assert result.code == 1, result.out + result.err
     assert "NOT verified" in result.out
@@ -523,3 +520,12 @@ def test_a_pinned_ledger_refuses_a_config_pointing_at_a_ledger_of_its_own(tmp_pa
     assert project.run().code == 0  # unpinned, the config decides which ledger counts
     message = one_line_error(project.run("--ledger", "evals/authority.yaml"))
     assert "mine.yaml" in message and "--ledger" in message
+
+
+def test_a_file_added_after_the_run_is_named_but_vouches_for_nothing(tmp_path):
+    project, _ = failing(tmp_path)
+    assert project.run("--out", "out").code == 1
+    (tmp_path / "out" / "notes.txt").write_text("looks good to me")
+    result = project.cli("verify", "out", "--format", "json")
+    assert result.code == 0
+    assert any("notes.txt" in line and "not covered" in line for line in result.json()["anchors"])

@@ -1,8 +1,9 @@
 """``digests.json``: the SHA-256 of every artifact a run wrote, optionally signed with Ed25519.
 
 It is written last, after every other file of the run folder, and lists every regular file in the folder except
-itself (so it never has to cover its own bytes). ``verify`` checks each file against it and names files that are
-missing or were added. On its own this proves only that the folder was not edited piecemeal: whoever can write the
+itself (so it never has to cover its own bytes). ``verify`` checks each file against it, names files that are
+missing, and says which were added after the run (a JUnit report written into the folder is not an edit). On
+its own this proves only that the folder was not edited piecemeal: whoever can write the
 folder can rewrite the digests too. A signature closes that: with ``EVALGLASS_SIGNING_KEY`` (an Ed25519 private
 key) in the environment, ``run`` signs the list, and ``verify --key`` (the public key) checks it, so a consistent
 rewrite of scores, run record, scorecard and digests together is caught as well.
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 DIGESTS_FILE = "digests.json"
 SIGNING_KEY_ENV = "EVALGLASS_SIGNING_KEY"
 VERIFY_KEY_ENV = "EVALGLASS_VERIFY_KEY"
+NOT_LISTED = "<not listed>"
 _INSTALL = "install the signing extra: pip install 'evalglass[signing]'"
 
 
@@ -129,7 +131,7 @@ def file_findings(folder: Path, digests: Digests, known: dict[str, str] | None =
     for name in artifact_names(folder):
         if name not in digests.files:
             path = folder / name
-            findings.append(FileFinding(name, "<not listed>", file_sha256(path) if path.is_file() else "<folder>"))
+            findings.append(FileFinding(name, NOT_LISTED, file_sha256(path) if path.is_file() else "<folder>"))
     return findings
 
 

@@ -40,7 +40,14 @@ from evalglass.engine.artifacts import (
     model_bytes,
 )
 from evalglass.engine.config import Config, definition_file_hashes
-from evalglass.engine.digests import DIGESTS_FILE, file_findings, load_digests, signature_valid
+from evalglass.engine.digests import (
+    DIGESTS_FILE,
+    NOT_LISTED,
+    artifact_names,
+    file_findings,
+    load_digests,
+    signature_valid,
+)
 from evalglass.engine.ledger import ledger_problems, parse_ledger
 from evalglass.engine.pipeline import gate_inputs, metric_inputs
 from evalglass.engine.validation import validate_document
@@ -141,6 +148,11 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
         # Only a scorecard that matches field by field is also loaded through its own validators.
         load_scorecard(folder)
     statements = _anchor(record, config, anchors or Anchors(), findings)
+    extra = _unlisted(folder)
+    if extra:
+        # Said, not counted: files written into the folder after the run (a JUnit report, an HTML page) are not
+        # artifacts the run vouches for, and nothing verify checks reads them.
+        statements.append(f"not covered by the digests (added after the run): {', '.join(extra)}")
     signature = _signature(folder, key, findings)
     return VerifyReport(
         folder=folder, findings=tuple(findings), examples=examples, anchors=tuple(statements), signature=signature
@@ -152,11 +164,18 @@ def _file_findings(folder: Path, record: RunRecord, known: dict[str, str]) -> li
     if digests is None:
         return [Finding(DIGESTS_FILE, "<missing>", "the SHA-256 of every artifact the run wrote")]
     findings = [
-        Finding(f"file {item.name}", item.recorded, item.found) for item in file_findings(folder, digests, known)
+        Finding(f"file {item.name}", item.recorded, item.found)
+        for item in file_findings(folder, digests, known)
+        if item.recorded != NOT_LISTED
     ]
     if digests.run_id != record.run_id:
         findings.append(Finding(f"{DIGESTS_FILE}.run_id", digests.run_id, record.run_id))
     return findings
+
+
+def _unlisted(folder: Path) -> list[str]:
+    digests = load_digests(folder)
+    return [] if digests is None else [name for name in artifact_names(folder) if name not in digests.files]
 
 
 def _config_snapshot(record: RunRecord, findings: list[Finding]) -> Config:
