@@ -245,6 +245,12 @@ LAST = "\x00last"
     "from the cache.",
 )
 @click.option("--no-progress", is_flag=True, help="No progress bar or progress lines (live runs).")
+@click.option(
+    "--ledger",
+    "pinned_ledger",
+    type=click.Path(path_type=Path),
+    help="The host's ledger: refuse a config whose `ledger:` names any other file (pin it in CI).",
+)
 @JUNIT
 @click.option(
     "--github/--no-github",
@@ -270,6 +276,7 @@ def run(
     junit: Path | None,
     github: bool | None,
     html_path: Path | None,
+    pinned_ledger: Path | None,
     fmt: str,
 ) -> None:
     """Evaluate the dataset, decide every gate, write artifacts, exit with the verdict's code."""
@@ -299,7 +306,9 @@ def run(
     path = example_config(example) if example is not None else find_config(config_path)
     mode: CacheMode = "off" if no_cache else "refresh" if refresh else "use"
     with _stdout_to_stderr():
-        result = run_evaluation(path, out=out, cache=mode, resume=folder, progress=not no_progress)
+        result = run_evaluation(
+            path, out=out, cache=mode, resume=folder, progress=not no_progress, pinned_ledger=pinned_ledger
+        )
     for warning in result.warnings:
         click.echo(warning, err=True)
     if html_path is not None:
@@ -453,11 +462,13 @@ def report(folder: Path | None, out: Path | None) -> None:
 def explain(name: str | None, folder: Path | None, fmt: str) -> None:
     """Say why a gate or metric is (or is not) trustworthy, and what the ledger needs for a gate to be active."""
     from evalglass.engine.artifacts import load_runrecord, load_scorecard
+    from evalglass.engine.consistency import refuse_contradicted
     from evalglass.report.explain import explain as build
 
     resolved = resolve_run_folder(folder)
     card = load_scorecard(resolved)
     record = load_runrecord(resolved)
+    refuse_contradicted(resolved, card, record)
     explanations = build(card, record, name)
     if fmt == "json":
         _emit_json([item.as_dict() for item in explanations])
@@ -469,30 +480,54 @@ def explain(name: str | None, folder: Path | None, fmt: str) -> None:
 
 @main.command()
 @click.argument("folder", type=click.Path(path_type=Path))
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path),
+    help="The config to anchor to (default: the path the run record names).",
+)
+@click.option(
+    "--ledger",
+    "ledger_path",
+    type=click.Path(path_type=Path),
+    help="The ledger to anchor to (default: the path the run record names).",
+)
+@click.option(
+    "--key",
+    help="Ed25519 public key (PEM file, PEM text or 64 hex digits) the run must be signed with "
+    "(default: $EVALGLASS_VERIFY_KEY, or the key $EVALGLASS_SIGNING_KEY implies).",
+)
 @FORMAT
-def verify(folder: Path, fmt: str) -> None:
-    """Re-derive every aggregate, gate and the verdict from recorded scores; exit 1 naming each edited field."""
+def verify(folder: Path, config_path: Path | None, ledger_path: Path | None, key: str | None, fmt: str) -> None:
+    """Check every artifact, re-derive the run from its recorded scores and anchor it to the repository's files;
+    exit 1 naming each difference."""
     from evalglass.api import verify as verify_run
 
-    report = verify_run(folder)
+    report = verify_run(folder, config=config_path, ledger=ledger_path, key=key)
     if fmt == "json":
         _emit_json(
             {
                 "folder": str(folder),
                 "ok": report.ok,
                 "examples": report.examples,
+                "anchors": list(report.anchors),
+                "signature": report.signature,
                 "findings": [
                     {"field": item.field, "recorded": item.recorded, "derived": item.derived}
                     for item in report.findings
                 ],
             }
         )
-    elif report.ok:
-        click.echo(f"verified: {folder} re-derives exactly from its {report.examples} recorded examples")
     else:
-        click.echo(f"NOT verified: {len(report.findings)} field(s) differ from what the recorded scores imply:")
-        for item in report.findings:
-            click.echo(f"  {item.field}: recorded {item.recorded!r}, derived {item.derived!r}")
+        if report.ok:
+            click.echo(f"verified: {folder} re-derives exactly from its {report.examples} recorded examples")
+        else:
+            click.echo(f"NOT verified: {len(report.findings)} field(s) differ from what the recorded scores imply:")
+            for item in report.findings:
+                click.echo(f"  {item.field}: recorded {item.recorded!r}, derived {item.derived!r}")
+        for line in report.anchors:
+            click.echo(f"  {line}")
+        click.echo(f"  signature: {report.signature}")
     from evalglass.core.exitcodes import ExitCode
 
     sys.exit(ExitCode.OK if report.ok else ExitCode.FAILED)

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evalglass.core.authority import Authority, BlockReason, Reason
-from evalglass.core.checks import CheckOutcome, CheckResult
+from evalglass.core.checks import BindingStatus, CheckOutcome, CheckResult
 from evalglass.core.estimate import Estimate
 from evalglass.core.population import Population
 from evalglass.core.score import Status, Validity
@@ -140,6 +140,9 @@ class GateResult(BaseModel):
     active: bool
     outcome: Outcome
     reasons: tuple[Reason, ...] = ()
+    notes: tuple[str, ...] = Field(
+        default=(), description="What a reader must know about a pass or fail that is not a reason to block it."
+    )
     value: float | None = Field(default=None, description="The metric's point value, when one exists.")
     compared: float | None = Field(default=None, description="The number the rule compared with the threshold.")
     threshold: float | None = Field(default=None, description="The approved threshold, from the ledger.")
@@ -315,16 +318,40 @@ def evaluate_check_gate(
                 message=f"check '{spec.subject}' ended {result.outcome.value}{why}: {result.repair.value}",
             )
         )
+    notes: tuple[str, ...] = ()
+    if result.binding is BindingStatus.UNBOUND and measured is not None:
+        if authority.require_binding:
+            reasons.append(
+                Reason(
+                    code=BlockReason.CHECK_UNBOUND,
+                    message=(
+                        f"check '{spec.subject}' ran unbound (the gate names no expect_state) and the ledger requires "
+                        "a binding; add `expect_state:` to the gate with the state `evalglass check` prints"
+                    ),
+                )
+            )
+        else:
+            notes = (UNBOUND_NOTE.format(check=spec.subject, outcome=result.outcome.value),)
     if reasons:
         return GateResult(outcome=Outcome.BLOCKED, reasons=tuple(reasons), value=measured, compared=measured, **common)
     assert measured is not None
     if measured >= CHECK_THRESHOLD:
-        return GateResult(outcome=Outcome.PASS, value=measured, compared=measured, threshold=CHECK_THRESHOLD, **common)
+        return GateResult(
+            outcome=Outcome.PASS, notes=notes, value=measured, compared=measured, threshold=CHECK_THRESHOLD, **common
+        )
     return GateResult(
         outcome=Outcome.FAIL,
         reasons=(_below_threshold(f"check '{spec.subject}' ended FAIL (0.0)", CHECK_THRESHOLD, spec.direction),),
+        notes=notes,
         value=measured,
         compared=measured,
         threshold=CHECK_THRESHOLD,
         **common,
     )
+
+
+#: An unbound check says only that the checker accepted whatever its target held when it ran.
+UNBOUND_NOTE = (
+    "unbound: check '{check}' ended {outcome} against whatever state its target had; no expect_state ties this "
+    "result to an approved state"
+)

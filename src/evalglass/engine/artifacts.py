@@ -62,8 +62,13 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 def write_model(path: Path, model: BaseModel) -> None:
     """A model as indented JSON, with every secret of the environment redacted (see ``evalglass.redaction``)."""
-    data = orjson.dumps(model.model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n"
-    write_atomic(path, redaction.current().json_bytes(data))
+    write_atomic(path, redaction.current().json_bytes(model_bytes(model.model_dump(mode="json"))))
+
+
+def model_bytes(document: Any) -> bytes:
+    """The exact bytes an artifact holding ``document`` (a model dumped to JSON values) is written as (before
+    redaction, which leaves a document without secrets unchanged)."""
+    return orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"
 
 
 def write_text(path: Path, text: str) -> None:

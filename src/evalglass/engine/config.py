@@ -7,6 +7,7 @@ a misspelt ``tolerate`` or ``threshold`` silently dropped would change what a gr
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -242,7 +243,28 @@ class Config(BaseModel):
         problems += [(("checks",), problem) for problem in policy_id_conflicts(c.policy for c in self.checks.values())]
         if problems:
             raise LocatedValueError(problems)
+        self._output_is_not_gold()
         return self
+
+    def _output_is_not_gold(self) -> None:
+        """A recorded output read from a gated metric's reference field (or a field inside or around it) would be
+        compared with itself: every such gate would pass, whatever the model answered."""
+        if not isinstance(self.task, RecordedTask):
+            return
+        output = parse_path(self.task.field)
+        for gate_name, gate in self.gates.items():
+            spec = self.metrics.get(str(gate.metric)) if gate.metric is not None else None
+            reference = getattr(spec, "reference", None)
+            if not isinstance(reference, str):
+                continue
+            gold = parse_path(reference)
+            shorter = min(len(output), len(gold))
+            if output[:shorter] == gold[:shorter]:
+                raise ValueError(
+                    f"task.field '{self.task.field}' overlaps the reference '{reference}' of metric '{gate.metric}' "
+                    f"(gated by '{gate_name}'): the recorded output would be compared with the gold answer itself; "
+                    "record outputs in a field of their own"
+                )
 
     @property
     def secret_names(self) -> tuple[str, ...]:
@@ -300,18 +322,33 @@ class Config(BaseModel):
         so editing such a file makes the approval stale just like editing the YAML would.
         """
         gate = self.gates[name]
+        files_of = definition_files or {}
         if gate.check is not None:
             check = self.checks[gate.check].model_dump(mode="json", exclude={"description"})
-            return fingerprint_of({"gate": gate.fingerprint_payload(), "check": check})
+            check_payload: dict[str, Any] = {"gate": gate.fingerprint_payload(), "check": check}
+            check_files = files_of.get(check_files_key(gate.check))
+            if check_files:
+                check_payload["files"] = check_files
+            return fingerprint_of(check_payload)
         metric = str(gate.metric)
         spec = self.metrics[metric]
         payload: dict[str, Any] = {"gate": gate.fingerprint_payload(), "metric": spec.fingerprint_payload()}
         if gate.rule is GateRule.LOWER_BOUND:
             payload["interval"] = spec.interval.model_dump(mode="json")
-        files = (definition_files or {}).get(metric)
+        files = dict(files_of.get(metric, {}))
+        if isinstance(spec, CheckMetricSpec):
+            files.update(files_of.get(check_files_key(spec.check), {}))
         if files:
             payload["files"] = files
+        if isinstance(self.task, RecordedTask):
+            # Which field holds the outputs decides what is measured: pointing it elsewhere needs a new approval.
+            payload["recorded_output"] = {"field": self.task.field, "samples": self.task.samples}
         return fingerprint_of(payload)
+
+
+def check_files_key(check: str) -> str:
+    """The ``definition_files`` key of a check's files (metric names cannot contain ':', so keys never clash)."""
+    return f"check:{check}"
 
 
 def _known(names: dict[str, Any]) -> str:
@@ -324,6 +361,7 @@ class LoadedConfig:
     path: Path
     fingerprint: str
     definition_files: dict[str, dict[str, str]] = field(default_factory=dict)
+    raw: bytes = b""
 
     @property
     def base_dir(self) -> Path:
@@ -363,6 +401,7 @@ def load_config(path: Path) -> LoadedConfig:
         path=path,
         fingerprint=fingerprint_of_bytes(doc.raw),
         definition_files=definition_file_hashes(config, path.parent),
+        raw=doc.raw,
     )
 
 
@@ -384,4 +423,41 @@ def definition_file_hashes(config: Config, base_dir: Path) -> dict[str, dict[str
             files[label] = fingerprint_of_bytes(data)
         if files:
             hashes[name] = files
+    for name, check in config.checks.items():
+        files = check_argv_file_hashes(check, base_dir)
+        if files:
+            hashes[check_files_key(name)] = files
     return hashes
+
+
+def check_argv_file_hashes(check: CheckSpec, base_dir: Path) -> dict[str, str]:
+    """SHA-256 of every file inside the config folder that the check's command names (a checker script, its data).
+
+    Each argv element (each word of a shell command) is tried as a path from the check's working folder; what
+    resolves to a regular file inside the config folder is hashed, so replacing the checker makes an approval of
+    the gate stale. Programs found on PATH (python, pytest) and files outside the folder are not: they are the
+    machine's, not the project's, and a check may not reach outside the config folder anyway.
+    """
+    root = base_dir.resolve()
+    cwd = (root / (check.cwd or ".")).resolve()
+    words = _shell_words(check.command) if isinstance(check.command, str) else list(check.command)
+    files: dict[str, str] = {}
+    for word in words:
+        if not word or "{" in word or "\x00" in word:
+            continue
+        candidate = (cwd / word).resolve()
+        if not candidate.is_relative_to(root) or candidate == root or not candidate.is_file():
+            continue
+        try:
+            data = candidate.read_bytes()
+        except OSError:
+            continue
+        files[candidate.relative_to(root).as_posix()] = fingerprint_of_bytes(data)
+    return files
+
+
+def _shell_words(command: str) -> list[str]:
+    try:
+        return shlex.split(command)
+    except ValueError:  # unbalanced quotes: the shell will refuse it too; hash what can be split plainly
+        return command.split()

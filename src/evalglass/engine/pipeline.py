@@ -46,7 +46,8 @@ from evalglass.engine.artifacts import (
 )
 from evalglass.engine.config import Config, LoadedConfig, config_as_recorded, load_config
 from evalglass.engine.dataset import BadLine, DatasetReader, field_getter
-from evalglass.engine.ledger import LoadedLedger, load_ledger
+from evalglass.engine.digests import private_key, signing_key_from_env, write_digests
+from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger
 from evalglass.engine.runfolder import locked, make_dirs, open_private, writing
 from evalglass.errors import Interrupted, SetupError
 from evalglass.metrics.base import BatchedMetric, MetricFn, build_with_batch
@@ -432,18 +433,29 @@ def run(
     cache_mode: str = "use",
     resume: Path | None = None,
     progress: Any = None,
+    pinned_ledger: Path | None = None,
 ) -> RunOutcome:
     """Evaluate, decide and write the artifacts.
 
     ``resume`` names the folder of an earlier, unfinished run: it is re-evaluated under its own run id and
     ``created_at`` (completed calls come from the cache) after checking that nothing it depends on changed.
-    ``progress`` is an ``engine.progress.Reporter`` (live runs only). Every secret of the environment (and every
+    ``progress`` is an ``engine.progress.Reporter`` (live runs only). ``pinned_ledger`` (``run --ledger``) is the
+    ledger the host requires: a config naming any other file is refused, since the config is what a pull request
+    edits and a ledger it points to could be one the pull request wrote. Every secret of the environment (and every
     one the config declares) is redacted from everything the run writes.
     """
     from evalglass.engine.interrupts import terminate_like_interrupt
 
     with redaction.installed(), terminate_like_interrupt():
-        return _run(config_path, out, now=now, cache_mode=cache_mode, resume=resume, progress=progress)
+        return _run(
+            config_path,
+            out,
+            now=now,
+            cache_mode=cache_mode,
+            resume=resume,
+            progress=progress,
+            pinned_ledger=pinned_ledger,
+        )
 
 
 def _run(
@@ -454,6 +466,7 @@ def _run(
     cache_mode: str,
     resume: Path | None,
     progress: Any,
+    pinned_ledger: Path | None,
 ) -> RunOutcome:
     from evalglass.engine.cache import CacheMode
     from evalglass.engine.manifest import (
@@ -469,6 +482,12 @@ def _run(
     recorded_manifest = load_manifest(resume) if resume is not None else None
     loaded = load_config(config_path)
     config = loaded.config
+    if pinned_ledger is not None and pinned_ledger.resolve() != loaded.ledger_path.resolve():
+        raise SetupError(
+            f"the config names the ledger {loaded.ledger_path}, but this run is pinned to {pinned_ledger} (--ledger)",
+            where=str(config_path),
+            fix=f"set `ledger:` in the config to the host's ledger, {pinned_ledger}",
+        )
     identity = dataset_identity(loaded.dataset_path, hash_contents=config.live)
     if recorded_manifest is not None:
         assert resume is not None
@@ -490,13 +509,19 @@ def _run(
     if recorded_manifest is not None:
         refuse_changes(folder, recorded_manifest, manifest)
     ledger = load_ledger(loaded.ledger_path)
+    check_against_config(ledger, config)
+    signing_key = signing_key_from_env()
+    if signing_key is not None:
+        private_key(signing_key)  # a bad key is refused before any work is done, not after
     from evalglass.engine.progress import Counters
 
     counters = Counters(total=identity.examples)
     with writing(folder):
         created = make_dirs(folder)
         with locked(folder):
-            outcome = _run_in(folder, created, recorded_manifest, manifest, loaded, ledger, mode, progress, counters)
+            outcome = _run_in(
+                folder, created, recorded_manifest, manifest, loaded, ledger, mode, progress, counters, signing_key
+            )
             # The pointer is written under the lock: a concurrent run cannot finish between this run and it.
             problem = point_last_run_at(folder)
     return outcome if problem is None else dataclasses.replace(outcome, warnings=(*outcome.warnings, problem))
@@ -512,6 +537,7 @@ def _run_in(
     mode: CacheMode,
     progress: Any,
     counters: Counters,
+    signing_key: str | None,
 ) -> RunOutcome:
     """The run in its (created, locked) folder: what is written on the way is removed if the run fails, unless it
     can be resumed."""
@@ -535,7 +561,7 @@ def _run_in(
             else:
                 scored = score_recorded(loaded, metrics, writer)
             check_records.commit()
-            return _finish(loaded, ledger, scored, folder, manifest.run_id, manifest.created_at)
+            return _finish(loaded, ledger, scored, folder, manifest.run_id, manifest.created_at, signing_key)
         except BaseException:
             writer.abort()
             check_records.abort()
@@ -674,7 +700,13 @@ def score_recorded(loaded: LoadedConfig, metrics: list[BuiltMetric], writer: Sco
 
 
 def _finish(
-    loaded: LoadedConfig, ledger: LoadedLedger, scored: Scored, folder: Path, run_id: str, created_at: str
+    loaded: LoadedConfig,
+    ledger: LoadedLedger,
+    scored: Scored,
+    folder: Path,
+    run_id: str,
+    created_at: str,
+    signing_key: str | None = None,
 ) -> RunOutcome:
     """Standalone checks, the decision and the artifacts: the same for recorded and live runs."""
     config = loaded.config
@@ -694,6 +726,7 @@ def _finish(
         dataset.fingerprint,
         scored.shape.run_shape(),
         standings,
+        ledger.gate_where(),
     )
     scorecard = Scorecard(
         run_id=run_id,
@@ -711,9 +744,11 @@ def _finish(
         tool_version=__version__,
         config_path=str(loaded.path),
         config_fingerprint=loaded.fingerprint,
+        config_source=loaded.raw.decode("utf-8"),
         config=config_as_recorded(config),
         ledger_path=str(ledger.path),
         ledger_fingerprint=ledger.fingerprint,
+        ledger_source=ledger.raw.decode("utf-8"),
         ledger=ledger.ledger,
         dataset=dataset,
         gate_fingerprints=gate_fingerprints,
@@ -730,6 +765,8 @@ def _finish(
     write_model(folder / RUNRECORD_FILE, record)
     write_model(folder / SCORECARD_FILE, scorecard)
     write_text(folder / REPORT_FILE, render_markdown(scorecard))
+    # Last: it covers every file written before it.
+    write_digests(folder, run_id, signing_key, known={record.scores_file: scored.scores_sha256})
     return RunOutcome(folder=folder, scorecard=scorecard, record=record)
 
 

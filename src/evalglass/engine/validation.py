@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import difflib
 import types
 import typing
 from collections.abc import Mapping
@@ -12,6 +11,7 @@ from typing import Any, TypeVar, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from evalglass.core.names import closest, suggest
 from evalglass.engine.yamlsource import Loc, YamlDocument
 from evalglass.errors import LocatedValueError, SetupError, SetupErrors
 
@@ -59,7 +59,7 @@ def _without_typo_echoes(errors: list[ErrorDetails]) -> list[ErrorDetails]:
         error
         for error in errors
         if error["type"] != "missing"
-        or not difflib.get_close_matches(str(error["loc"][-1]), unknown.get(tuple(error["loc"][:-1]), []), cutoff=0.6)
+        or closest(str(error["loc"][-1]), unknown.get(tuple(error["loc"][:-1]), [])) is None
     ]
 
 
@@ -92,14 +92,14 @@ def _problem(
     if kind == "extra_forbidden":
         key = str(loc[-1])
         allowed = _allowed_keys(model, loc[:-1])
-        return SetupError(f"unknown key '{key}' in {parent}", where=where, fix=_suggest(key, allowed))
+        return SetupError(f"unknown key '{key}' in {parent}", where=where, fix=suggest(key, allowed))
     if kind == "missing":
         return SetupError(f"missing required key '{loc[-1]}' in {parent}", where=where, fix=f"add it to {what}")
     if kind == "union_tag_invalid":
         ctx = error.get("ctx", {})
         tag = str(ctx.get("tag", ""))
         expected = [part.strip().strip("'") for part in str(ctx.get("expected_tags", "")).split(",")]
-        return SetupError(f"unknown type '{tag}' at {_dotted(yaml_loc)}", where=where, fix=_suggest(tag, expected))
+        return SetupError(f"unknown type '{tag}' at {_dotted(yaml_loc)}", where=where, fix=suggest(tag, expected))
     if kind == "union_tag_not_found":
         return SetupError(f"{_dotted(yaml_loc)} needs a 'type'", where=where, fix="add `type: <metric type>`")
     message = str(error["msg"]).removeprefix("Value error, ")
@@ -108,13 +108,6 @@ def _problem(
 
 def _dotted(loc: Loc) -> str:
     return ".".join(str(part) for part in loc) or "top level"
-
-
-def _suggest(word: str, allowed: list[str]) -> str:
-    close = difflib.get_close_matches(word, allowed, n=1, cutoff=0.6)
-    if close:
-        return f"did you mean '{close[0]}'?"
-    return f"allowed: {', '.join(sorted(allowed))}" if allowed else "remove it"
 
 
 def _yaml_loc(loc: Loc, doc: YamlDocument) -> Loc:

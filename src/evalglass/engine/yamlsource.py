@@ -105,6 +105,11 @@ _SAFE_LOADER: type[yaml.CSafeLoader] | type[_BoundedLoader] = getattr(yaml, "CSa
 def load_yaml(path: Path, *, what: str) -> YamlDocument:
     """Parse a YAML file safely (see the module docstring), mapping every key path to its line."""
     raw = read_regular(path, what=what, missing_fix="check the path or run `evalglass init`")
+    return parse_yaml(raw, path, what=what)
+
+
+def parse_yaml(raw: bytes, path: Path, *, what: str) -> YamlDocument:
+    """Parse YAML bytes as :func:`load_yaml` does; ``path`` only names them (``verify`` re-parses snapshots)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

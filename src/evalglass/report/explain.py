@@ -28,6 +28,10 @@ from evalglass.report.fmt import (
 REPAIRS: Mapping[BlockReason, str] = total(
     BlockReason,
     {
+        BlockReason.GATE_UNDECLARED: (
+            "The ledger approves a gate the config no longer declares (renamed or deleted). Declare it again, or "
+            "have the host retire the approval with `active: false`."
+        ),
         BlockReason.POLICY_FORBIDDEN: "The host's policy in the ledger forbids this gate; only the host can lift that.",
         BlockReason.APPROVAL_UNBOUND: "Bind the approval to the current definition by writing its fingerprint.",
         BlockReason.APPROVAL_STALE: (
@@ -40,6 +44,9 @@ REPAIRS: Mapping[BlockReason, str] = total(
         BlockReason.GOLD_STALE: "The dataset changed after it was validated. Review it, then re-validate it.",
         BlockReason.JUDGE_UNCALIBRATED: "Calibrate the judge against human labels (`evalglass calibrate`).",
         BlockReason.CHECK_NOT_PASSED: "The bound check did not reach a PASS or FAIL; repair what its outcome names.",
+        BlockReason.CHECK_UNBOUND: (
+            "The ledger requires this check to run bound to an approved target state; give the gate `expect_state:`."
+        ),
         BlockReason.NO_APPROVED_THRESHOLD: "Write the threshold you approve into the ledger entry.",
         BlockReason.NO_MEASURED_VALUE: (
             "No example was measured validly. Look at the metric's diagnostics: every score was excluded."
@@ -141,6 +148,7 @@ def explain_gate(gate: GateResult, card: Scorecard, record: RunRecord) -> Explan
             f"{comparison(gate.direction)} {number(gate.threshold)}."
         )
         details.extend(_reason_lines(gate))
+    details.extend(f"note: {note}" for note in gate.notes)
     if gate.rule is GateRule.LOWER_BOUND:
         details.append(_lower_bound_story(gate))
     if metric is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from evalglass.core.estimate import Estimate
@@ -28,6 +29,8 @@ OUTCOME_ICON: dict[Outcome, str] = {
 def number(value: float | None) -> str:
     if value is None:
         return "—"
+    if not math.isfinite(value):  # never produced by a run, but a hand-edited artifact must still render
+        return str(value)
     if value == int(value) and abs(value) < 1e9:
         return f"{value:.1f}" if abs(value) < 10 else f"{int(value)}"
     return f"{value:.4g}" if abs(value) >= 1e-3 else f"{value:.3e}"
@@ -197,3 +200,13 @@ def metrics_to_show(card: Scorecard, limit: int = TERMINAL_METRICS) -> tuple[lis
     chosen = gated | set([name for name in (metric.name for metric in card.metrics) if name not in gated][:room])
     shown = [metric for metric in card.metrics if metric.name in chosen]
     return shown, len(card.metrics) - len(shown)
+
+
+def why_text(gate: GateResult) -> str:
+    """The "why" cell of a gate: its rule when not the installed one, its blocking reasons, and its notes."""
+    why = reasons_text(gate) if gate.reasons else ("not active in the ledger" if not gate.active else "")
+    if gate.notes:
+        why = "; ".join([*([why] if why else []), *(f"note: {note}" for note in gate.notes)])
+    if gate.rule is not GateRule.POINT:
+        why = f"rule: {rule_text(gate)}" + (f"; {why}" if why else "")
+    return why

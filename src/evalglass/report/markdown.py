@@ -5,7 +5,6 @@ from __future__ import annotations
 import html
 
 from evalglass.core.fingerprint import short
-from evalglass.core.gates import GateRule
 from evalglass.core.scorecard import Scorecard
 from evalglass.report.fmt import (
     CHECK_COLUMNS,
@@ -18,11 +17,10 @@ from evalglass.report.fmt import (
     gate_value_text,
     interval_text,
     malformed_text,
-    reasons_text,
-    rule_text,
     samples_text,
     sensitivity_text,
     threshold_text,
+    why_text,
 )
 
 
@@ -49,9 +47,7 @@ def render_markdown(card: Scorecard) -> str:
     if decision.gates:
         lines += ["| Gate | Outcome | Value | Threshold | Why |", "|---|---|---|---|---|"]
         for gate in decision.gates:
-            why = reasons_text(gate) if gate.reasons else ("not active in the ledger" if not gate.active else "")
-            if gate.rule is not GateRule.POINT:
-                why = f"rule: {rule_text(gate)}" + (f"; {why}" if why else "")
+            why = why_text(gate)
             lines.append(
                 f"| {_cell(gate.name)} | {OUTCOME_ICON[gate.outcome]} {OUTCOME_LABEL[gate.outcome]} | "
                 f"{gate_value_text(gate)} | "

@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from evalglass.core.checks import CheckResult
-from evalglass.core.gates import GateRule, Outcome
+from evalglass.core.gates import Outcome
 from evalglass.core.scorecard import CheckSummary, Scorecard
 from evalglass.report.fmt import (
     CHECK_COLUMNS,
@@ -23,11 +23,10 @@ from evalglass.report.fmt import (
     interval_text,
     malformed_text,
     metrics_to_show,
-    reasons_text,
-    rule_text,
     samples_text,
     sensitivity_text,
     threshold_text,
+    why_text,
 )
 
 STYLE: dict[Outcome, str] = {
@@ -86,9 +85,7 @@ def render_terminal(card: Scorecard, console: Console, folder: Path | None = Non
         gates.add_column("threshold")
         gates.add_column("why")
         for gate in decision.gates:
-            why = reasons_text(gate) if gate.reasons else ("not active in the ledger" if not gate.active else "")
-            if gate.rule is not GateRule.POINT:
-                why = f"rule: {rule_text(gate)}" + (f"; {why}" if why else "")
+            why = why_text(gate)
             gates.add_row(
                 gate.name,
                 Text(OUTCOME_LABEL[gate.outcome], style=STYLE[gate.outcome]),
