@@ -18,7 +18,6 @@ import contextlib
 import errno
 import fcntl
 import os
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -76,7 +75,7 @@ def locked(folder: Path) -> Iterator[None]:
 
 def open_private(final: Path) -> tuple[Path, int]:
     """A new, private partial file beside ``final`` and a descriptor open for writing it."""
-    partial = final.with_name(f".{final.name}.{os.getpid()}.{secrets.token_hex(4)}.partial")
+    partial = final.with_name(f".{final.name}.{os.getpid()}.{os.urandom(4).hex()}.partial")
     fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
     return partial, fd
 
