@@ -19,6 +19,7 @@ SETUP_FAILURES: dict[str, tuple[str, ...]] = {
     "view": ("view", "no-such-run"),
     "explain": ("explain", "--run", "no-such-run"),
     "verify": ("verify", "no-such-run"),
+    "report": ("report", "no-such-run"),
     "check": ("check", "--config", "nope.yaml"),
     "init": ("init", "--dir", "evals"),  # evals/ already holds a config: refused without --force
     "schema": ("schema", "no-such-schema"),

@@ -306,6 +306,11 @@ def test_every_artifact_is_covered(tmp_path, edit):
         card = (folder / "scorecard.json").read_text()
         (folder / "scorecard.json").write_text(card.replace('"verdict":', '"verdict": "pass", "verdict":', 1))
     result = project.cli("verify", "out")
+    if edit == "duplicate_verdict_key":
+        # The one exact JSON reader refuses an ambiguous artifact outright: exit 2, naming the file and the key.
+        assert result.code == 2, result.out + result.err
+        assert "scorecard.json" in result.err and "'verdict' appears twice" in result.err
+        return
     assert result.code == 1, result.out + result.err
     assert "NOT verified" in result.out
 
@@ -505,8 +510,9 @@ def test_a_repeated_key_is_caught_even_with_the_digests_resealed(tmp_path):
     path.write_text(path.read_text().replace('"verdict":', '"verdict": "pass", "verdict":', 1))
     _reseal(tmp_path / "out")
     result = project.cli("verify", "out", "--format", "json")
-    assert result.code == 1
-    assert "scorecard.json" in [item["field"] for item in result.json()["findings"]]
+    # Resealing the digests does not help: the exact JSON reader refuses the ambiguous file before anything else.
+    assert result.code == 2, result.out + result.err
+    assert "scorecard.json" in result.err and "'verdict' appears twice" in result.err
 
 
 def test_a_pinned_ledger_refuses_a_config_pointing_at_a_ledger_of_its_own(tmp_path):

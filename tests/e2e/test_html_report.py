@@ -4,11 +4,11 @@ say, and only that. The browser tests (tests/browser) open the same pages in Chr
 from __future__ import annotations
 
 import html
-import json
 import re
 
 from tests.e2e.project import make_project, run_cli
 from tests.e2e.reports import HOSTILE, report_project
+from tests.e2e.test_renderers_never_decide import forge
 from tests.e2e.test_verdicts import approve
 
 
@@ -110,12 +110,9 @@ def test_the_page_renders_a_consistently_forged_scorecard_as_written_and_verify_
     honest = project.cli("report", "out", "--out", "honest.html")
     assert honest.code == 0
     assert "Verdict: fail" in (tmp_path / "honest.html").read_text()
-    path = tmp_path / "out" / "scorecard.json"
-    card = json.loads(path.read_text())
-    card["decision"]["gates"][0].update(outcome="pass", threshold=0.5)
-    card["decision"].update(verdict="pass", ci_should_fail=False, exit_code=0)
-    path.write_text(json.dumps(card))
-    assert project.cli("report", "out", "--out", "forged.html").code == 0
+    forge(tmp_path / "out" / "scorecard.json", threshold=0.5, outcome="pass")
+    forged = project.cli("report", "out", "--out", "forged.html")
+    assert forged.code == 0, forged.err
     page = (tmp_path / "forged.html").read_text()
     assert "Verdict: pass" in page and "Verdict: fail" not in page
     assert "≥ 0.5" in page  # the forged threshold, as the artifact says: the page does not re-decide
