@@ -19,7 +19,6 @@ every coroutine of an event loop and by worker threads (a lock serialises use of
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import time
 from enum import StrEnum
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from evalglass.core.fingerprint import address_json, content_address
 from evalglass.engine.runfolder import make_dirs
 
 if TYPE_CHECKING:
@@ -42,14 +42,9 @@ class CacheMode(StrEnum):
     REFRESH = "refresh"
 
 
-def canonical_json(value: Any) -> bytes:
-    """Deterministic JSON bytes: sorted keys, no whitespace, UTF-8. Non-JSON values raise TypeError."""
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
-
-
 def cache_key(fingerprint: str, request: Any, sample: int) -> str:
     """The content address of one call: sha256 over (definition fingerprint, rendered request, sample index)."""
-    return hashlib.sha256(canonical_json({"f": fingerprint, "r": request, "s": sample})).hexdigest()
+    return content_address({"f": fingerprint, "r": request, "s": sample})
 
 
 class CallCache:
@@ -94,8 +89,8 @@ class CallCache:
         """Store a successful call's JSON result; returns False when nothing was written (``off`` mode)."""
         if self.mode is CacheMode.OFF or self._db is None:
             return False
-        payload = canonical_json(value)
-        stored_request = canonical_json(request) if (self.store_requests and request is not None) else None
+        payload = address_json(value)
+        stored_request = address_json(request) if (self.store_requests and request is not None) else None
         with self._lock, self._db:
             self._db.execute(
                 "INSERT OR REPLACE INTO calls (key, kind, value, request, created) VALUES (?, ?, ?, ?, ?)",
@@ -153,4 +148,4 @@ def _open(path: Path, busy_timeout: float) -> sqlite3.Connection:
     return db
 
 
-__all__ = ["CacheMode", "CallCache", "cache_key", "canonical_json"]
+__all__ = ["CacheMode", "CallCache", "cache_key"]

@@ -34,9 +34,10 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from evalglass import redaction
+from evalglass.core.fingerprint import content_address
 from evalglass.core.redact import Redactor
 from evalglass.core.score import Score, Status
-from evalglass.engine.cache import CallCache, cache_key, canonical_json
+from evalglass.engine.cache import CallCache, cache_key
 from evalglass.lanes.daemonpool import CallTimedOut, DaemonThreadPool, call_in_thread
 from evalglass.lanes.executor import EndpointLimit, Executor
 from evalglass.lanes.retry import Attempt, Retrier
@@ -124,10 +125,6 @@ class TaskLane(ABC):
         pass
 
 
-def fingerprint_of(payload: Any) -> str:
-    return hashlib.sha256(canonical_json(payload)).hexdigest()
-
-
 def build_lane(
     spec: LaneSpec,
     *,
@@ -176,7 +173,7 @@ class PythonLane(TaskLane):
         except (TypeError, ValueError):
             self.takes_sample = False
         code_hash = hashlib.sha256(source.read_bytes()).hexdigest() if source is not None else None
-        self.fingerprint = fingerprint_of({"type": "python", "function": spec.function, "source_sha256": code_hash})
+        self.fingerprint = content_address({"type": "python", "function": spec.function, "source_sha256": code_hash})
         self.limit = EndpointLimit(key=f"python:{spec.function}", concurrency=spec.concurrency)
         self._threads: DaemonThreadPool | None = None
 
@@ -305,7 +302,7 @@ class CommandLane(TaskLane):
         self.redactor = redaction.current({**self.base_env, **spec.env})
         program = self.cwd / spec.argv[0]
         program_hash = hashlib.sha256(program.read_bytes()).hexdigest() if program.is_file() else None
-        self.fingerprint = fingerprint_of(
+        self.fingerprint = content_address(
             {
                 "type": "command",
                 "argv": list(spec.argv),
@@ -479,7 +476,7 @@ class ChatLane(TaskLane):
 
         self._chat = chat
         self.client = chat.ChatClient(spec, env=env, transport=transport)
-        self.fingerprint = fingerprint_of(chat_lane_definition(spec))
+        self.fingerprint = content_address(chat_lane_definition(spec))
 
     async def produce(self, example_id: str, fields: Mapping[str, Any], sample: int) -> LaneOutcome:
         context = template_context(fields, example_id, sample)
