@@ -19,14 +19,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import importlib
 import inspect
 import os
 import signal
-import sys
 import traceback
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -52,7 +50,8 @@ from evalglass.lanes.specs import (
     parse_task_spec,
 )
 from evalglass.lanes.templating import TemplateFailure, compile_template, render, template_context
-from evalglass.metrics.hostload import exec_file_as_module
+from evalglass.metrics.errors import MetricLoadError
+from evalglass.metrics.hostload import host_source, load_function
 
 if TYPE_CHECKING:  # the chat client (openai SDK, aiohttp) is imported only when a chat lane is built
     from evalglass.lanes.chat import ChatReply, TransportChoice, Usage
@@ -166,7 +165,13 @@ class PythonLane(TaskLane):
         self.spec = spec
         self.executor = executor
         self.cache = cache if spec.cache else None
-        self.function, source = load_function(spec.function, base_dir)
+        try:
+            self.function = load_function(
+                spec.function, base_dir, what="python lane", allow_async=True, search_base=True
+            )
+        except MetricLoadError as exc:
+            raise LaneConfigError(str(exc)) from None
+        source = host_source(spec.function, base_dir)
         self.is_async = inspect.iscoroutinefunction(self.function)
         try:
             self.takes_sample = "sample" in inspect.signature(self.function).parameters
@@ -240,43 +245,6 @@ class PythonLane(TaskLane):
         if self._threads is not None:
             self._threads.shutdown(wait=False, cancel_futures=True)
             self._threads = None
-
-
-def load_function(reference: str, base_dir: Path) -> tuple[Callable[..., Any], Path | None]:
-    """Resolve ``module:attr`` or ``file.py:attr``; returns the callable and its source file (when known)."""
-    target, _, attribute = reference.rpartition(":")
-    if target.endswith(".py"):
-        path = (base_dir / target).resolve()
-        if not path.is_file():
-            raise LaneConfigError(f"python lane: file {target} not found (looked for {path})")
-        module_name = "evalglass_user_" + hashlib.sha256(str(path).encode()).hexdigest()[:16]
-        try:
-            loaded = exec_file_as_module(path, module_name)
-        except Exception as exc:
-            raise LaneConfigError(f"python lane: importing {target} raised {type(exc).__name__}: {exc}") from exc
-        if loaded is None:
-            raise LaneConfigError(f"python lane: cannot load {path} as a module")
-        module = loaded
-    else:
-        base = str(base_dir.resolve())
-        if base not in sys.path:
-            sys.path.insert(0, base)
-        try:
-            module = importlib.import_module(target)
-        except Exception as exc:
-            raise LaneConfigError(
-                f"python lane: cannot import module {target!r} ({type(exc).__name__}: {exc}); "
-                "is it installed or in the evals folder?"
-            ) from exc
-    value: Any = module
-    for part in attribute.split("."):
-        if not hasattr(value, part):
-            raise LaneConfigError(f"python lane: {target} has no attribute {attribute!r}")
-        value = getattr(value, part)
-    if not callable(value):
-        raise LaneConfigError(f"python lane: {reference} is not callable")
-    source = getattr(module, "__file__", None)
-    return value, Path(source) if source else None
 
 
 class CommandLane(TaskLane):
