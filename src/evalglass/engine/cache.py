@@ -1,9 +1,10 @@
 """A content-addressed cache of completed lane and judge calls, in one SQLite file.
 
-Key: ``sha256`` of the canonical JSON of (the lane or judge definition's fingerprint, the rendered request, the
-sample index); see :func:`cache_key`. Only the hash is stored as the key. The value is the call's JSON result; the
-rendered request body may be stored beside it for inspection (it never contains an API key: keys travel in HTTP
-headers, which are not part of the request). Only successful calls are put; a failed call is simply retried next run.
+Key: the content address of (the lane or judge definition's fingerprint, the rendered request, the sample index);
+see :func:`evalglass.lanes.callcache.cache_key`, where the get → call → put sequence lanes and judges use lives too.
+Only the hash is stored as the key. The value is the call's JSON result; the rendered request body may be stored
+beside it for inspection (it never contains an API key: keys travel in HTTP headers, which are not part of the
+request). Only successful calls are put; a failed call is simply retried next run.
 
 Modes (``--no-cache`` / ``--refresh``):
 
@@ -27,8 +28,9 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from evalglass.core.fingerprint import address_json, content_address
+from evalglass.core.fingerprint import address_json
 from evalglass.engine.runfolder import make_dirs
+from evalglass.lanes.callcache import cache_key
 
 if TYPE_CHECKING:
     import sqlite3
@@ -40,11 +42,6 @@ class CacheMode(StrEnum):
     USE = "use"
     OFF = "off"
     REFRESH = "refresh"
-
-
-def cache_key(fingerprint: str, request: Any, sample: int) -> str:
-    """The content address of one call: sha256 over (definition fingerprint, rendered request, sample index)."""
-    return content_address({"f": fingerprint, "r": request, "s": sample})
 
 
 class CallCache:

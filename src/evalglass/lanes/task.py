@@ -24,7 +24,7 @@ import os
 import signal
 import traceback
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,7 +35,7 @@ from evalglass import redaction
 from evalglass.core.fingerprint import content_address
 from evalglass.core.redact import Redactor
 from evalglass.core.score import Score, Status
-from evalglass.engine.cache import CallCache, cache_key
+from evalglass.lanes.callcache import CallStore, cache_key, through_cache
 from evalglass.lanes.daemonpool import CallTimedOut, DaemonThreadPool, call_in_thread
 from evalglass.lanes.executor import EndpointLimit, Executor
 from evalglass.lanes.retry import Attempt, Retrier
@@ -54,7 +54,7 @@ from evalglass.metrics.errors import MetricLoadError
 from evalglass.metrics.hostload import host_source, load_function
 
 if TYPE_CHECKING:  # the chat client (openai SDK, aiohttp) is imported only when a chat lane is built
-    from evalglass.lanes.chat import ChatReply, TransportChoice, Usage
+    from evalglass.lanes.chat import TransportChoice, Usage
 
 _MAX_DETAIL = 2000
 
@@ -129,7 +129,7 @@ def build_lane(
     *,
     base_dir: Path,
     executor: Executor,
-    cache: CallCache | None = None,
+    cache: CallStore | None = None,
     env: Mapping[str, str] | None = None,
     retrier: Retrier | None = None,
     transport: TransportChoice = "auto",
@@ -142,26 +142,33 @@ def build_lane(
     return ChatLane(spec, executor=executor, cache=cache, env=env, retrier=retrier, transport=transport)
 
 
-def _cached_output(cache: CallCache | None, key: str, sample: int) -> LaneOutput | None:
-    if cache is None:
-        return None
-    hit = cache.get(key)
-    if hit is None or not isinstance(hit, dict) or "value" not in hit:
-        return None
-    return LaneOutput(hit["value"], sample, cached=True, call_id=key)
+def _fields_key(cache: CallStore | None, fingerprint: str, fields: Mapping[str, Any], sample: int) -> str | None:
+    """A python or command lane's cache key (its call is keyed by the example's fields); None without a cache."""
+    return cache_key(fingerprint, {"fields": fields}, sample) if cache is not None else None
 
 
-def _store(cache: CallCache | None, key: str, value: Any, *, kind: str, request: Any) -> None:
-    if cache is None:
-        return
-    with contextlib.suppress(TypeError):  # an output that is not JSON is simply not cached
-        cache.put(key, {"value": value}, kind=kind, request=request)
+async def _through_cache(
+    cache: CallStore | None, key: str | None, sample: int, kind: str, call: Callable[[], Awaitable[LaneOutcome]]
+) -> LaneOutcome:
+    """A python or command lane's call through the cache (the value is stored as ``{"value": output}``)."""
+    if cache is None or key is None:
+        return await call()
+
+    def replay(hit: Any) -> LaneOutcome | None:
+        if isinstance(hit, dict) and "value" in hit:
+            return LaneOutput(hit["value"], sample, cached=True, call_id=key)
+        return None
+
+    def stored(outcome: LaneOutcome) -> dict[str, Any] | None:
+        return {"value": outcome.value} if isinstance(outcome, LaneOutput) else None
+
+    return await through_cache(cache, key, kind=kind, request=None, replay=replay, call=call, stored=stored)
 
 
 class PythonLane(TaskLane):
     spec: PythonLaneSpec
 
-    def __init__(self, spec: PythonLaneSpec, *, base_dir: Path, executor: Executor, cache: CallCache | None) -> None:
+    def __init__(self, spec: PythonLaneSpec, *, base_dir: Path, executor: Executor, cache: CallStore | None) -> None:
         self.spec = spec
         self.executor = executor
         self.cache = cache if spec.cache else None
@@ -189,11 +196,7 @@ class PythonLane(TaskLane):
         return self._threads
 
     async def produce(self, example_id: str, fields: Mapping[str, Any], sample: int) -> LaneOutcome:
-        key = cache_key(self.fingerprint, {"fields": fields}, sample) if self.cache is not None else None
-        if key is not None:
-            hit = _cached_output(self.cache, key, sample)
-            if hit is not None:
-                return hit
+        key = _fields_key(self.cache, self.fingerprint, fields, sample)
         kwargs = {"sample": sample} if self.takes_sample else {}
         argument = dict(fields)
         function, timeout, name = self.function, self.spec.timeout, self.spec.function
@@ -236,10 +239,9 @@ class PythonLane(TaskLane):
                 )
             return LaneOutput(value, sample, call_id=key)
 
-        outcome = await self.executor.submit(guarded, endpoint=self.limit)
-        if key is not None and isinstance(outcome, LaneOutput):
-            _store(self.cache, key, outcome.value, kind="python", request=None)
-        return outcome
+        return await _through_cache(
+            self.cache, key, sample, "python", lambda: self.executor.submit(guarded, endpoint=self.limit)
+        )
 
     async def aclose(self) -> None:
         if self._threads is not None:
@@ -256,7 +258,7 @@ class CommandLane(TaskLane):
         *,
         base_dir: Path,
         executor: Executor,
-        cache: CallCache | None,
+        cache: CallStore | None,
         env: Mapping[str, str] | None,
     ) -> None:
         self.spec = spec
@@ -283,15 +285,14 @@ class CommandLane(TaskLane):
         self.limit = EndpointLimit(key=f"command:{spec.argv[0]}", concurrency=spec.concurrency)
 
     async def produce(self, example_id: str, fields: Mapping[str, Any], sample: int) -> LaneOutcome:
-        key = cache_key(self.fingerprint, {"fields": fields}, sample) if self.cache is not None else None
-        if key is not None:
-            hit = _cached_output(self.cache, key, sample)
-            if hit is not None:
-                return hit
-        outcome = await self.executor.submit(lambda: self._run(example_id, fields, sample), endpoint=self.limit)
-        if key is not None and isinstance(outcome, LaneOutput):
-            _store(self.cache, key, outcome.value, kind="command", request=None)
-        return outcome
+        key = _fields_key(self.cache, self.fingerprint, fields, sample)
+        return await _through_cache(
+            self.cache,
+            key,
+            sample,
+            "command",
+            lambda: self.executor.submit(lambda: self._run(example_id, fields, sample), endpoint=self.limit),
+        )
 
     async def _run(self, example_id: str, fields: Mapping[str, Any], sample: int) -> LaneOutcome:
         spec = self.spec
@@ -430,7 +431,7 @@ class ChatLane(TaskLane):
         spec: ChatLaneSpec,
         *,
         executor: Executor,
-        cache: CallCache | None,
+        cache: CallStore | None,
         env: Mapping[str, str] | None,
         retrier: Retrier | None,
         transport: TransportChoice,
@@ -455,27 +456,21 @@ class ChatLane(TaskLane):
         except TemplateFailure as failure:
             return LaneFailure(failure.code, failure.message, sample)
         request = self._chat.ChatRequest.build(self.spec, messages)
-        body = request.body()
-        key = cache_key(self.fingerprint, body, sample)
-        reply: ChatReply | None = None
-        attempts: tuple[Attempt, ...] = ()
-        cached = False
-        tries = 0
-        if self.cache is not None:
-            hit = self.cache.get(key)
-            if isinstance(hit, dict) and "content" in hit:
-                reply, cached, tries = self._chat.ChatReply.from_json(hit), True, recorded_tries(hit)
+        key = cache_key(self.fingerprint, request.body(), sample)
+        made = await self._chat.answer(
+            self.client,
+            request,
+            key=key,
+            cache=self.cache,
+            kind="chat",
+            executor=self.executor,
+            retrier=self.retrier,
+        )
+        reply, cached, attempts, tries = made.reply, made.cached, made.attempts, made.tries
         if reply is None:
-            outcome = await self.client.call(request, executor=self.executor, retrier=self.retrier)
-            attempts = outcome.attempts
-            tries = len(attempts)
-            if outcome.fault is not None or outcome.value is None:
-                fault = outcome.fault
-                assert fault is not None
-                return LaneFailure(fault.code, fault.message, sample, fault.detail, attempts, key, tries)
-            reply = outcome.value
-            if self.cache is not None:
-                self.cache.put(key, {**reply.to_json(), "attempts": tries}, kind="chat", request=body)
+            fault = made.fault
+            assert fault is not None
+            return LaneFailure(fault.code, fault.message, sample, fault.detail, attempts, key, tries)
         if self.spec.output == "text":
             return LaneOutput(reply.content, sample, cached, attempts, reply.usage, key, tries)
         try:
@@ -498,12 +493,6 @@ class ChatLane(TaskLane):
 
 def chat_lane_definition(spec: ChatLaneSpec) -> dict[str, Any]:
     return spec.model_dump(mode="json", exclude=set(OPERATIONAL_FIELDS))
-
-
-def recorded_tries(hit: Mapping[str, Any]) -> int:
-    """The attempts a cached call took when it was made (entries cached before this was recorded: 1)."""
-    tries = hit.get("attempts")
-    return tries if type(tries) is int and tries >= 1 else 1
 
 
 def json_problem(value: Any) -> str | None:
