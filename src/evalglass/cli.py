@@ -348,8 +348,8 @@ def _publish(result: RunResult, junit: Path | None, github: bool | None, fmt: st
 
 
 def _write_html(folder: Path, out: Path) -> None:
-    from evalglass.engine.artifacts import write_atomic
     from evalglass.engine.explorer import html_report
+    from evalglass.engine.runfolder import write_atomic
     from evalglass.errors import SetupError
 
     page = html_report(folder)

@@ -54,7 +54,7 @@ from evalglass.engine.pipeline import (
     new_row_shape,
 )
 from evalglass.engine.progress import Counters, Reporter
-from evalglass.engine.runfolder import open_private
+from evalglass.engine.runfolder import PartialFile
 from evalglass.errors import SetupError
 from evalglass.lanes.executor import AsyncioExecutor, EndpointLimit, Executor
 from evalglass.lanes.retry import Attempt
@@ -114,8 +114,7 @@ class OutputsWriter:
 
     def __init__(self, folder: Path) -> None:
         self.final = folder / OUTPUTS_FILE
-        self.partial, fd = open_private(self.final)
-        self._handle = os.fdopen(fd, "wb", buffering=1 << 20)
+        self._file = PartialFile(self.final, buffering=1 << 20)
         self._redactor = redaction.current()
         self.calls = CallTotals(calls=0, attempts=0)
 
@@ -132,22 +131,16 @@ class OutputsWriter:
         except TypeError:  # lanes refuse outputs that are not JSON; never a repr (its bytes differ between runs)
             row["samples"] = [_storable(sample) for sample in result.produced or ()]
             data = orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)
-        self._handle.write(self._redactor.json_bytes(data))
+        self._file.write(self._redactor.json_bytes(data))
         calls, attempts = count_call_attempts(row)
         if calls:
             self.calls = CallTotals(calls=self.calls.calls + calls, attempts=self.calls.attempts + attempts)
 
     def commit(self) -> None:
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
-        self._handle.close()
-        os.replace(self.partial, self.final)
+        self._file.commit()
 
     def abort(self) -> None:
-        with contextlib.suppress(OSError):  # closing flushes, which fails again on a full disk
-            self._handle.close()
-        with contextlib.suppress(FileNotFoundError):
-            self.partial.unlink()
+        self._file.abort()
 
 
 def _storable(sample: dict[str, Any]) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import orjson
@@ -40,7 +40,6 @@ from evalglass.engine.artifacts import (
     SCORECARD_FILE,
     ScoresWriter,
     score_to_json,
-    write_atomic,
     write_model,
     write_text,
 )
@@ -48,7 +47,7 @@ from evalglass.engine.config import Config, LoadedConfig, config_as_recorded, lo
 from evalglass.engine.dataset import BadLine, DatasetReader, field_getter
 from evalglass.engine.digests import private_key, signing_key_from_env, write_digests
 from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger
-from evalglass.engine.runfolder import locked, make_dirs, open_private, writing
+from evalglass.engine.runfolder import PartialFile, locked, make_dirs, write_atomic, writing
 from evalglass.errors import Interrupted, SetupError
 from evalglass.metrics.base import BatchedMetric, MetricFn, build_with_batch
 from evalglass.metrics.check import CheckMetricSpec, CheckSink
@@ -91,32 +90,21 @@ class CheckRecordWriter:
     """Appends every per-example check record to ``checks.jsonl`` (thread-safe: checks finish concurrently)."""
 
     def __init__(self, folder: Path) -> None:
-        self.final = folder / CHECKS_FILE
-        self.partial = self.final
+        self._file = PartialFile(folder / CHECKS_FILE, lazy=True)
         self._lock = threading.Lock()
-        self._handle: IO[bytes] | None = None
         self._redactor = redaction.current()
 
     def __call__(self, result: CheckResult) -> None:
         line = self._redactor.json_bytes(orjson.dumps(result.model_dump(mode="json"), option=orjson.OPT_APPEND_NEWLINE))
         with self._lock:
-            if self._handle is None:
-                self.partial, fd = open_private(self.final)
-                self._handle = os.fdopen(fd, "wb")
-            self._handle.write(line)
+            self._file.write(line)
 
     def commit(self) -> None:
         """Publish the records (only when a per-example check ran at all)."""
-        if self._handle is not None:
-            self._handle.close()
-            os.replace(self.partial, self.final)
+        self._file.commit()
 
     def abort(self) -> None:
-        if self._handle is not None:
-            with contextlib.suppress(OSError):  # closing flushes, which fails again on a full disk
-                self._handle.close()
-            with contextlib.suppress(FileNotFoundError):
-                self.partial.unlink()
+        self._file.abort()
 
 
 def build_metrics(loaded: LoadedConfig, check_sink: CheckSink | None = None) -> list[BuiltMetric]:
