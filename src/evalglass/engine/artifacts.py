@@ -26,7 +26,7 @@ from evalglass.core.scorecard import Scorecard
 from evalglass.engine import jsonsource
 from evalglass.engine.runfolder import PartialFile, write_atomic
 from evalglass.engine.userfiles import open_regular, read_regular, unreadable
-from evalglass.errors import SetupError
+from evalglass.errors import SetupError, first_problem, first_problem_at
 
 if TYPE_CHECKING:
     from evalglass.core.columns import ScoreColumn
@@ -135,10 +135,9 @@ def load_json_model(path: Path, model: type[Any], what: str) -> Any:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(part) for part in first["loc"]) or "top level"
+        loc, problem = first_problem_at(exc)
         raise SetupError(
-            f"{what} fails its own rules at {loc}: {str(first['msg']).removeprefix('Value error, ')}",
+            f"{what} fails its own rules at {loc}: {problem}",
             where=str(path),
             fix=REGENERATE,
         ) from None
@@ -282,5 +281,5 @@ def _append_loaded(column: ScoreColumn, name: str, entry: Any, where: str) -> No
 
 def _first_error(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
-        return str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+        return first_problem(exc)
     return str(exc)
