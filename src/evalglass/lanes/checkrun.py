@@ -28,7 +28,6 @@ placeholder in its argv and the ``EVALGLASS_TARGET`` environment variable.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import re
@@ -67,6 +66,7 @@ from evalglass.lanes.checkspec import (
     path_problems,
     resolve_within,
 )
+from evalglass.lanes.procgroup import kill_group
 from evalglass.lanes.targetstate import (
     TargetUnavailable,
     fingerprint_files,
@@ -144,11 +144,6 @@ class _Tail(threading.Thread):
         """The redacted tail: at most ``cap`` bytes of what the command wrote last."""
         kept = bytes(self._buffer[-self._keep :]) if self._keep else b""
         return redactor.tail_bytes(kept.decode("utf-8", errors="replace"), self._cap)
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
 
 
 def _last_line(redactor: Redactor, *texts: str) -> str | None:
@@ -310,11 +305,11 @@ def _execute(
         returncode = process.wait(timeout=spec.timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
-        _kill_group(process.pid)
+        kill_group(process.pid)
         returncode = process.wait()
     finally:
         # Anything the command left running in its session goes with it (and stops holding our pipes open).
-        _kill_group(process.pid)
+        kill_group(process.pid)
         for reader in readers:
             reader.join(_READER_JOIN_S)
         process.stdout.close()

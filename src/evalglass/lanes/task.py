@@ -21,7 +21,6 @@ import contextlib
 import hashlib
 import inspect
 import os
-import signal
 import traceback
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping
@@ -38,6 +37,7 @@ from evalglass.core.score import Score, Status
 from evalglass.lanes.callcache import CallStore, cache_key, through_cache
 from evalglass.lanes.daemonpool import CallTimedOut, DaemonThreadPool, call_in_thread
 from evalglass.lanes.executor import EndpointLimit, Executor
+from evalglass.lanes.procgroup import kill_group
 from evalglass.lanes.retry import Attempt, Retrier
 from evalglass.lanes.specs import (
     OPERATIONAL_FIELDS,
@@ -332,7 +332,7 @@ class CommandLane(TaskLane):
                 "task_timeout", f"{spec.argv[0]} did not finish within {spec.timeout:g}s (killed)", sample
             )
         except BaseException:
-            _kill_group(process)
+            kill_group(process.pid)
             for reader in readers:
                 reader.cancel()
             with contextlib.suppress(Exception, asyncio.CancelledError):  # reap it, so no transport outlives the loop
@@ -409,18 +409,13 @@ async def _reap(process: asyncio.subprocess.Process, readers: tuple[asyncio.Futu
     process and close the pipes, so no transport outlives the call (or the event loop)."""
     if drain > 0:
         await asyncio.wait(readers, timeout=drain)
-    _kill_group(process)
+    kill_group(process.pid)
     await process.wait()
     _, pending = await asyncio.wait(readers, timeout=_REAP_S)
     for reader in pending:
         reader.cancel()
     if pending:
         await asyncio.gather(*pending, return_exceptions=True)
-
-
-def _kill_group(process: asyncio.subprocess.Process) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
 
 
 class ChatLane(TaskLane):
