@@ -229,3 +229,10 @@ def test_a_single_run_cannot_use_the_paired_method() -> None:
 
     with pytest.raises(ValueError, match="paired differences between two runs"):
         confidence_interval(np.array([1.0, 0.0, 1.0]), method="newcombe_paired")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(min_value=0, max_value=3000), st.integers(min_value=0, max_value=3000))
+def test_mcnemar_exact_matches_the_binomial_test_over_a_wide_range(b: int, c: int) -> None:
+    expected = 1.0 if b + c == 0 else scipy.stats.binomtest(min(b, c), b + c, 0.5).pvalue
+    assert mcnemar_exact(table(5, b, c, 5)) == pytest.approx(expected, rel=1e-9, abs=1e-300)

@@ -82,11 +82,16 @@ class Measured:
     spec: MetricInput
 
 
+def per_example(column: ScoreColumn, shape: RunShape, reducer: Reducer, k: int | None) -> ScoreColumn:
+    """One row per example: the column itself, or its sample rows reduced per example."""
+    if shape.example_of_row is None:
+        return column
+    return reduce_column(column, shape.example_of_row, shape.examples, reducer, k)
+
+
 def measure(metric: MetricInput, shape: RunShape) -> Measured:
-    column = metric.column
-    rows = len(column)
-    if shape.example_of_row is not None:
-        column = reduce_column(column, shape.example_of_row, shape.examples, metric.reducer, metric.k)
+    rows = len(metric.column)
+    column = per_example(metric.column, shape, metric.reducer, metric.k)
     population = population_of(column, shape.examples)
     included = column.states() == SCORED_VALID
     values = column.values()[included]

@@ -24,6 +24,9 @@ from evalglass.core.scorecard import Scorecard
 from evalglass.errors import SetupError
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
     from evalglass.core.columns import ScoreColumn
     from evalglass.core.runrecord import RunRecord
 
@@ -114,8 +117,14 @@ class ScoresWriter:
 
 def load_json_model(path: Path, model: type[Any], what: str) -> Any:
     """Load and validate an artifact; a file that fails its own rules is refused, never repaired."""
+    return load_json_model_and_bytes(path, model, what)[0]
+
+
+def load_json_model_and_bytes(path: Path, model: type[Any], what: str) -> tuple[Any, bytes]:
+    """:func:`load_json_model`, also returning the bytes read (for a fingerprint of exactly what was loaded)."""
     try:
-        data = orjson.loads(path.read_bytes())
+        raw = path.read_bytes()
+        data = orjson.loads(raw)
     except FileNotFoundError:
         raise SetupError(
             f"{what} not found", where=str(path), fix="point at a run folder written by `evalglass run`"
@@ -123,7 +132,7 @@ def load_json_model(path: Path, model: type[Any], what: str) -> Any:
     except orjson.JSONDecodeError as exc:
         raise SetupError(f"{what} is not valid JSON ({exc})", where=str(path)) from None
     try:
-        return model.model_validate(data)
+        return model.model_validate(data), raw
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(part) for part in first["loc"]) or "top level"
@@ -174,15 +183,22 @@ class LoadedScores:
     sha256: str
     example_of_row: array[int] | None
     cluster_ids: array[int] | None
+    ids: npt.NDArray[np.str_] | None = None
 
 
-def load_columns(path: Path, metric_names: list[str], *, samples: bool, clustered: bool) -> LoadedScores:
+def load_columns(
+    path: Path, metric_names: list[str], *, samples: bool, clustered: bool, ids: bool = False
+) -> LoadedScores:
     """Rebuild every metric's column from scores.jsonl, checking each score against the contract again.
 
     With ``samples`` each metric's entry is a list of sample scores; with ``clustered`` the cluster of each example
-    is rebuilt exactly as the run assigned it (an example without one is a cluster of its own).
+    is rebuilt exactly as the run assigned it (an example without one is a cluster of its own). With ``ids`` the
+    example ids come back too, as one numpy string array (compact: no object per id at rest).
     """
+    import numpy as np
+
     from evalglass.core.columns import ScoreColumn
+    from evalglass.core.uniform import all_of_type
 
     columns = {name: ScoreColumn() for name in metric_names}
     digest = hashlib.sha256()
@@ -190,6 +206,7 @@ def load_columns(path: Path, metric_names: list[str], *, samples: bool, clustere
     example_of_row: array[int] | None = array("q") if samples else None
     cluster_ids: array[int] | None = array("q") if clustered else None
     cluster_keys: dict[str, int] = {}
+    id_blocks: list[npt.NDArray[np.str_]] = []
     try:
         handle = path.open("rb")
     except FileNotFoundError:
@@ -200,8 +217,12 @@ def load_columns(path: Path, metric_names: list[str], *, samples: bool, clustere
             if not raw.strip():
                 continue
             where = f"{path}:{number}"
-            ids, scores, clusters = _block(raw, where, clustered)
-            size = len(ids)
+            block_ids, scores, clusters = _block(raw, where, clustered)
+            size = len(block_ids)
+            if ids:
+                if not all_of_type(block_ids, str):
+                    raise SetupError("an example id is not a string", where=where, fix="the scores file was edited")
+                id_blocks.append(np.array(block_ids, dtype=np.str_))
             rows = [1] * size
             for name, column in columns.items():
                 entries = scores.get(name)
@@ -225,7 +246,10 @@ def load_columns(path: Path, metric_names: list[str], *, samples: bool, clustere
                     key = cluster if isinstance(cluster, str) else f"\x00unclustered:{examples + index}"
                     cluster_ids.append(cluster_keys.setdefault(key, len(cluster_keys)))
             examples += size
-    return LoadedScores(columns, examples, PREFIX + digest.hexdigest(), example_of_row, cluster_ids)
+    all_ids: npt.NDArray[np.str_] | None = None
+    if ids:
+        all_ids = np.concatenate(id_blocks) if id_blocks else np.empty(0, dtype=np.str_)
+    return LoadedScores(columns, examples, PREFIX + digest.hexdigest(), example_of_row, cluster_ids, all_ids)
 
 
 def _block(raw: bytes, where: str, clustered: bool) -> tuple[list[Any], dict[str, Any], list[Any]]:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from evalglass.core.estimate import Estimate
 from evalglass.core.gates import Direction, GateResult, GateRule, Outcome, SubjectKind
 from evalglass.core.population import Population
 from evalglass.core.scorecard import CheckSummary
-from evalglass.core.stats import Note
+from evalglass.core.stats import Interval, Note
+
+if TYPE_CHECKING:  # `evalglass view` renders through this module and needs no numpy
+    from evalglass.core.compare import MetricComparison
 
 OUTCOME_LABEL: dict[Outcome, str] = {
     Outcome.INFORMATIONAL: "informational",
@@ -45,11 +50,17 @@ def interval_text(estimate: Estimate | None) -> str:
         return f"none ({estimate.interval_problem})" if estimate.interval_problem else "—"
     if not interval.defined:
         return f"undefined for n={interval.n} ({interval.method.value})"
-    text = f"[{number(interval.low)}, {number(interval.high)}] {interval.level:.0%} {interval.method.value}"
+    return f"[{number(interval.low)}, {number(interval.high)}] {interval.level:.0%} {interval.method.value}" + (
+        notes_text(interval)
+    )
+
+
+def notes_text(interval: Interval) -> str:
+    """`` (12 clusters; no spread in the data)``: what a reader must know about an interval; empty when nothing."""
     notes = [NOTE_TEXT[note] for note in interval.notes if note in NOTE_TEXT]
     if interval.clusters is not None:
         notes.insert(0, f"{interval.clusters} clusters")
-    return text + (f" ({'; '.join(notes)})" if notes else "")
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 NOTE_TEXT = {
@@ -163,3 +174,35 @@ def gate_sentence(gate: GateResult) -> str:
         return f"{gate.name}: {gate.outcome.value}: check '{gate.subject}' ended {value}; the gate needs PASS"
     verb = "meets" if gate.outcome is Outcome.PASS else "does not meet"
     return f"{gate.name}: {gate.outcome.value}: {value}{n} {verb} the approved threshold {threshold}"
+
+
+def signed(value: float | None) -> str:
+    """A difference with its sign always shown (+0.02, -0.013)."""
+    if value is None:
+        return "—"
+    text = number(abs(value))
+    return ("-" if value < 0 else "+") + text
+
+
+def difference_text(metric: MetricComparison) -> str:
+    """``+0.02 [-0.01, +0.05] 95% newcombe_paired``, or why there is no difference."""
+    difference = metric.difference
+    if difference is None:
+        return f"none ({metric.difference_problem})" if metric.difference_problem else "no pair measured in both runs"
+    interval = difference.interval
+    if not interval.defined:
+        return f"{signed(difference.point)} (interval undefined for n={interval.n}, {interval.method.value})"
+    text = f"{signed(difference.point)} [{signed(interval.low)}, {signed(interval.high)}] {interval.level:.0%}"
+    return text + notes_text(interval)
+
+
+def test_text(metric: MetricComparison) -> str:
+    difference = metric.difference
+    if difference is None or difference.p_value is None:
+        return "—"
+    return f"{difference.test.value} p={difference.p_value:.3g}"
+
+
+def ids_text(ids: tuple[str, ...], top: int) -> str:
+    shown = ", ".join(ids[:top])
+    return shown + (f", … (+{len(ids) - top} more)" if len(ids) > top else "")

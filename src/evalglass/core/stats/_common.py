@@ -96,11 +96,6 @@ def t_cdf(x: float, df: float) -> float:
     return float(_scipy_special().stdtr(df, x))
 
 
-def binomial_cdf(k: int, n: int, p: float) -> float:
-    """``P(X <= k)`` for X ~ Binomial(n, p)."""
-    return float(_scipy_special().bdtr(k, n, p))
-
-
 def beta_quantile(p: float, a: float, b: float) -> float:
     """The ``p`` quantile of the Beta(a, b) distribution."""
     return float(_scipy_special().betaincinv(a, b, p))

@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from evalglass.core.stats._common import Floats, as_ids, as_values, binomial_cdf, t_cdf, tails
+from evalglass.core.stats._common import Floats, as_ids, as_values, t_cdf, tails
 from evalglass.core.stats.bootstrap import bootstrap
 from evalglass.core.stats.cluster import cluster_bootstrap, cluster_t
 from evalglass.core.stats.mean import student_t
@@ -108,7 +108,19 @@ def mcnemar_exact(table: PairedTable) -> float:
     discordant = table.base_only + table.candidate_only
     if discordant == 0:
         return 1.0
-    return min(1.0, 2.0 * binomial_cdf(min(table.base_only, table.candidate_only), discordant, 0.5))
+    return min(1.0, 2.0 * _fair_coin_cdf(min(table.base_only, table.candidate_only), discordant))
+
+
+def _fair_coin_cdf(k: int, n: int) -> float:
+    """``P(X <= k)`` for X ~ Binomial(n, 1/2), from log binomial coefficients accumulated in one numpy pass.
+
+    Written out rather than taken from scipy so that comparing binary metrics does not import scipy (about a
+    quarter of a second); ``log C(n, i + 1) = log C(n, i) + log(n - i) - log(i + 1)``, summed in log space.
+    """
+    steps = np.arange(k, dtype=np.float64)
+    logs = np.concatenate(([0.0], np.cumsum(np.log(n - steps) - np.log(steps + 1.0))))
+    top = float(logs.max())
+    return math.exp(top + math.log(float(np.exp(logs - top).sum())) - n * math.log(2.0))
 
 
 def newcombe_paired(table: PairedTable, *, level: float = 0.95, sides: Sides = Sides.TWO_SIDED) -> Interval | None:
