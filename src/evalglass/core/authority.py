@@ -28,6 +28,14 @@ class BlockReason(StrEnum):
     INCOMPLETE_MEASUREMENT = "incomplete_measurement"
     BELOW_MIN_N = "below_min_n"
     INTERVAL_UNDEFINED = "interval_undefined"
+    #: Comparative gates: the baseline run the ledger names cannot be read (or the ledger names none).
+    BASELINE_MISSING = "baseline_missing"
+    #: Comparative gates: the baseline run's files are not the ones the ledger approved (or it approved none).
+    BASELINE_STALE = "baseline_stale"
+    #: Comparative gates: the two runs do not measure the same thing (metric definition, gold or example set).
+    NOT_COMPARABLE = "not_comparable"
+    #: Comparative gates: paired examples not measured validly in one of the runs (and not tolerated).
+    INCOMPLETE_PAIRS = "incomplete_pairs"
 
 
 class Reason(BaseModel):
@@ -44,6 +52,11 @@ class GateApproval(BaseModel):
 
     active: bool = Field(description="Only an active gate can pass, fail or block; otherwise it is evidence only.")
     threshold: float | None = Field(default=None, description="The approved threshold the gate compares with.")
+    margin: float | None = Field(
+        default=None,
+        ge=0,
+        description="Comparative gates only: the largest drop from the baseline the host accepts (e.g. 0.02).",
+    )
     fingerprint: str | None = Field(
         default=None, description="Fingerprint of the gate + metric definition this approval is bound to."
     )
@@ -61,6 +74,21 @@ class DatasetValidation(BaseModel):
     fingerprint: str | None = Field(default=None, description="Fingerprint of the dataset file's bytes.")
     validated_by: str | None = None
     validated_on: str | None = None
+    note: str | None = None
+
+
+class BaselineApproval(BaseModel):
+    """A finished run the host approves as the baseline comparative gates compare with, bound to its files."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    run: str = Field(description="The baseline's run folder, relative to the ledger file.")
+    fingerprint: str | None = Field(
+        default=None,
+        description="Fingerprint of the run's runrecord.json and scores.jsonl as approved; any edit makes it stale.",
+    )
+    approved_by: str | None = None
+    approved_on: str | None = None
     note: str | None = None
 
 
@@ -95,6 +123,9 @@ class Ledger(BaseModel):
     policy: Policy = Field(default_factory=Policy)
     gates: dict[str, GateApproval] = Field(default_factory=dict)
     datasets: dict[str, DatasetValidation] = Field(default_factory=dict)
+    baselines: dict[str, BaselineApproval] = Field(
+        default_factory=dict, description="Approved baseline runs, by the name a gate's `compare_to` uses."
+    )
     judges: dict[str, JudgeRequirement] = Field(
         default_factory=dict,
         description="Per llm_judge metric, the calibration it needs before a gate on it may decide.",
@@ -172,6 +203,7 @@ class GateIdentity(BaseModel):
     dataset_fingerprint: str
     needs_gold: bool = Field(description="True when the gate's metric compares with a reference field.")
     needs_threshold: bool = Field(default=True, description="False for check gates, which pass only on PASS.")
+    comparative: bool = Field(default=False, description="True for a gate on the difference from a baseline run.")
     judge: JudgeStanding | None = Field(default=None, description="Set when the gate's metric is an LLM judge.")
 
 
@@ -182,11 +214,12 @@ class Authority(BaseModel):
 
     active: bool
     threshold: float | None = None
+    margin: float | None = Field(default=None, description="Comparative gates: the approved margin.")
     reasons: tuple[Reason, ...] = ()
 
     @model_validator(mode="after")
     def _inactive_has_no_reasons(self) -> Authority:
-        if not self.active and (self.reasons or self.threshold is not None):
+        if not self.active and (self.reasons or self.threshold is not None or self.margin is not None):
             raise ValueError("an inactive gate carries no threshold and no blocking reasons")
         return self
 
@@ -224,11 +257,24 @@ def resolve_authority(gate: GateIdentity, ledger: Ledger) -> Authority:
         reasons.extend(_gold_reasons(gate, ledger.datasets.get(gate.dataset)))
     if gate.judge is not None:
         reasons.extend(_judge_reasons(gate.judge, ledger.judges.get(gate.judge.metric)))
+    if gate.comparative:
+        # A comparative gate decides on a difference: the host approves a margin, and a threshold (which would be
+        # compared with a difference, not a value) is never silently reused as one.
+        if approval.margin is None:
+            why = " (comparative gates approve a `margin`, not a `threshold`)" if approval.threshold is not None else ""
+            reasons.append(
+                Reason(
+                    code=BlockReason.NO_APPROVED_THRESHOLD,
+                    message=f"the ledger activates this comparative gate without a margin{why}",
+                )
+            )
+        return Authority(active=True, margin=approval.margin, reasons=tuple(reasons))
     if approval.threshold is None and gate.needs_threshold:
         reasons.append(
             Reason(
                 code=BlockReason.NO_APPROVED_THRESHOLD,
-                message="the ledger activates this gate without a threshold",
+                message="the ledger activates this gate without a threshold"
+                + (" (a `margin` approves comparative gates only)" if approval.margin is not None else ""),
             )
         )
     threshold = approval.threshold if gate.needs_threshold else None

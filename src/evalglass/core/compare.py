@@ -118,6 +118,28 @@ class Comparison(BaseModel):
     metrics: tuple[MetricComparison, ...]
 
 
+class GateComparison(BaseModel):
+    """What a comparative gate decided on: the baseline it was bound to, the margin, the comparison, and how much
+    the suite can detect (power statements from the observed paired variance, at the gate's level and 80% power)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    baseline: str = Field(description="The baseline's name in the ledger.")
+    baseline_run_id: str | None = None
+    baseline_location: str | None = Field(default=None, description="Where the baseline run was read from.")
+    baseline_fingerprint: str | None = Field(default=None, description="The baseline's fingerprint as found.")
+    approved_fingerprint: str | None = Field(default=None, description="The fingerprint the ledger approved.")
+    margin: float | None = Field(default=None, description="The approved margin (the largest drop accepted).")
+    metric: MetricComparison | None = Field(default=None, description="None when the baseline could not be read.")
+    power: float | None = Field(default=None, description="The power the statements below are made at.")
+    required_pairs: int | None = Field(
+        default=None, description="Pairs needed to tell a drop of the margin from no change at the gate's level."
+    )
+    detectable_drop: float | None = Field(
+        default=None, description="The smallest true drop the current pairs detect at the gate's level."
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Pairing:
     """Positions of the examples present in both runs, in candidate order, and of those on one side only."""

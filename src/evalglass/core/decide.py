@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from evalglass.core.authority import GateIdentity, JudgeStanding, Ledger, resolve_authority
+from evalglass.core.authority import Authority, GateIdentity, JudgeStanding, Ledger, resolve_authority
 from evalglass.core.checks import CheckResult
 from evalglass.core.columns import SCORED_VALID, ScoreColumn
+from evalglass.core.comparative import ComparativeInputs, decide_comparative_gate
 from evalglass.core.estimate import Estimate, IntervalSpec, ScaleSpec, Sensitivity
 from evalglass.core.gates import GateResult, GateRule, GateSpec, evaluate_check_gate, evaluate_gate
 from evalglass.core.population import Population, population_of
@@ -80,6 +81,7 @@ class Measured:
     values: FloatArray
     clusters: IntArray | None
     spec: MetricInput
+    column: ScoreColumn  # one row per example, for comparative gates
 
 
 def per_example(column: ScoreColumn, shape: RunShape, reducer: Reducer, k: int | None) -> ScoreColumn:
@@ -105,7 +107,7 @@ def measure(metric: MetricInput, shape: RunShape) -> Measured:
         estimate=estimate,
         population=population,
     )
-    return Measured(summary=summary, values=values, clusters=clusters, spec=metric)
+    return Measured(summary=summary, values=values, clusters=clusters, spec=metric, column=column)
 
 
 def estimate_of(
@@ -171,15 +173,37 @@ def decide_run(
     dataset_fingerprint: str,
     shape: RunShape,
     judges: Mapping[str, JudgeStanding] | None = None,
+    comparative: ComparativeInputs | None = None,
 ) -> tuple[tuple[MetricSummary, ...], VerdictPayload]:
     """``judges`` holds, per llm_judge metric, its fingerprint and calibration record as the run found them (the
-    engine reads the files; a run record snapshots them so ``verify`` decides on exactly the same evidence)."""
+    engine reads the files; a run record snapshots them so ``verify`` decides on exactly the same evidence).
+    ``comparative`` is needed when any gate compares with a baseline (``compare_to``)."""
     measured = {metric.name: measure(metric, shape) for metric in metrics}
     standings = judges or {}
     results: list[GateResult] = []
     for gate in gates:
         if gate.spec.check is not None:
             results.append(_decide_check_gate(gate, ledger, dataset_name, dataset_fingerprint))
+        elif gate.spec.compare_to is not None:
+            if comparative is None:
+                raise ValueError(f"gate '{gate.name}' compares with a baseline, but no comparative inputs were given")
+            item = measured[gate.spec.subject]
+            results.append(
+                decide_comparative_gate(
+                    gate.name,
+                    gate.spec,
+                    gate.fingerprint,
+                    _authority(
+                        gate, ledger, dataset_name, dataset_fingerprint, item.summary.uses_reference, None, True
+                    ),
+                    ledger,
+                    item.column,
+                    item.spec.interval,
+                    item.spec.scale,
+                    comparative,
+                    shape.clusters,
+                )
+            )
         else:
             results.append(
                 _decide_metric_gate(
@@ -199,17 +223,7 @@ def _decide_metric_gate(
 ) -> GateResult:
     item = measured[gate.spec.subject]
     summary = item.summary
-    authority = resolve_authority(
-        GateIdentity(
-            name=gate.name,
-            fingerprint=gate.fingerprint,
-            dataset=dataset_name,
-            dataset_fingerprint=dataset_fingerprint,
-            needs_gold=summary.uses_reference,
-            judge=judge,
-        ),
-        ledger,
-    )
+    authority = _authority(gate, ledger, dataset_name, dataset_fingerprint, summary.uses_reference, judge)
     bound: Interval | None = None
     advice: int | None = None
     if gate.spec.rule is GateRule.LOWER_BOUND and item.values.size:
@@ -226,6 +240,27 @@ def _decide_metric_gate(
         bound=bound,
         required_n=advice,
     )
+
+
+def _authority(
+    gate: GateInput,
+    ledger: Ledger,
+    dataset_name: str,
+    dataset_fingerprint: str,
+    needs_gold: bool,
+    judge: JudgeStanding | None = None,
+    comparative: bool = False,
+) -> Authority:
+    identity = GateIdentity(
+        name=gate.name,
+        fingerprint=gate.fingerprint,
+        dataset=dataset_name,
+        dataset_fingerprint=dataset_fingerprint,
+        needs_gold=needs_gold,
+        judge=judge,
+        comparative=comparative,
+    )
+    return resolve_authority(identity, ledger)
 
 
 def _bound(spec: GateSpec, item: Measured) -> Interval | None:

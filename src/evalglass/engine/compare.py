@@ -24,6 +24,7 @@ from evalglass.core.compare import (
 from evalglass.core.decide import RunShape, per_example
 from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
 from evalglass.core.runrecord import RunRecord
+from evalglass.core.scorecard import DatasetSummary
 from evalglass.engine.artifacts import RUNRECORD_FILE, LoadedScores, load_columns, load_json_model_and_bytes
 from evalglass.engine.config import Config
 from evalglass.errors import SetupError
@@ -58,7 +59,7 @@ class RunForComparison:
             folder=str(self.folder),
             fingerprint=self.fingerprint,
             dataset=self.record.dataset.name,
-            gold_fingerprint=gold_fingerprint(self.record),
+            gold_fingerprint=gold_fingerprint(self.record.dataset),
             examples=self.scores.examples,
         )
 
@@ -73,7 +74,7 @@ class RunForComparison:
         )
 
 
-def gold_fingerprint(record: RunRecord) -> str:
+def gold_fingerprint(dataset: DatasetSummary) -> str:
     """The fingerprint of the dataset's gold (ids, inputs, references) the run was scored against.
 
     THE ONE PLACE TO SWITCH: until the run record carries a gold fingerprint that leaves the recorded output
@@ -81,7 +82,7 @@ def gold_fingerprint(record: RunRecord) -> str:
     With recorded outputs, two runs therefore compare as same-gold only when they read one dataset file (for example
     with the outputs in two fields, `task: {field: ...}`); runs with a live lane are unaffected.
     """
-    return record.dataset.fingerprint
+    return dataset.fingerprint
 
 
 def run_fingerprint(runrecord_bytes: bytes, scores_sha256: str) -> str:
@@ -99,8 +100,10 @@ def metric_definition(config: Config, name: str, definition_files: dict[str, dic
     )
 
 
-def load_for_comparison(folder: Path, *, what: str = "run") -> RunForComparison:
-    """A finished run's record, config and columns (with ids), and its fingerprint as computed from its files."""
+def load_for_comparison(folder: Path, *, what: str = "run", metrics: list[str] | None = None) -> RunForComparison:
+    """A finished run's record, config and columns (with ids), and its fingerprint as computed from its files.
+
+    ``metrics`` limits the columns loaded (default: every metric of the run)."""
     if not folder.is_dir():
         raise SetupError(
             f"{what} folder not found", where=str(folder), fix="name a run folder written by `evalglass run`"
@@ -113,7 +116,7 @@ def load_for_comparison(folder: Path, *, what: str = "run") -> RunForComparison:
         raise SetupError(f"the run record's config no longer validates: {exc}", where=str(folder)) from None
     scores = load_columns(
         folder / record.scores_file,
-        list(config.metrics),
+        [name for name in config.metrics if metrics is None or name in metrics],
         samples=config.samples,
         clustered=config.dataset.cluster_field is not None,
         ids=True,
@@ -125,8 +128,8 @@ def load_for_comparison(folder: Path, *, what: str = "run") -> RunForComparison:
 
 def compare_runs(base_folder: Path, candidate_folder: Path, metrics: list[str] | None = None) -> Comparison:
     """Compare every metric the two runs share (or the ones named); a SetupError when they cannot be compared."""
-    base = load_for_comparison(base_folder, what="baseline run")
-    candidate = load_for_comparison(candidate_folder, what="candidate run")
+    base = load_for_comparison(base_folder, what="baseline run", metrics=metrics)
+    candidate = load_for_comparison(candidate_folder, what="candidate run", metrics=metrics)
     shared = [name for name in candidate.config.metrics if name in base.config.metrics]
     if metrics:
         for name in metrics:

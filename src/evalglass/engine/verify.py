@@ -81,6 +81,17 @@ def verify_run(folder: Path) -> VerifyReport:
                 Finding(f"runrecord.gate_fingerprints.{name}", record.gate_fingerprints.get(name), fingerprint)
             )
     standings = _judge_standings(config, record, findings)
+    comparative = None
+    if any(gate.compare_to is not None for gate in config.gates.values()):
+        from evalglass.engine.baselines import baselines_for_verify, comparative_inputs
+
+        comparative = comparative_inputs(
+            config,
+            folder / record.scores_file,
+            record.definition_files,
+            record.dataset,
+            baselines_for_verify(config, record, folder),
+        )
     summaries, payload = decide_run(
         metric_inputs(config, columns),
         gate_inputs(config, gate_fingerprints, record.check_results),
@@ -93,6 +104,7 @@ def verify_run(folder: Path) -> VerifyReport:
             clusters=_ints(loaded_scores.cluster_ids),
         ),
         standings,
+        comparative,
     )
     derived = Scorecard(
         run_id=record.run_id,

@@ -14,8 +14,10 @@ TOP_FLIPS = 10
 
 def render_comparison(comparison: Comparison, console: Console, top: int = TOP_FLIPS) -> None:
     base, candidate = comparison.base, comparison.candidate
-    console.print(f"baseline:  {base.run_id}  ({base.folder}, {base.examples} examples)")
-    console.print(f"candidate: {candidate.run_id}  ({candidate.folder}, {candidate.examples} examples)")
+    console.print(f"baseline:  {base.run_id}  ({base.folder}, {base.examples} examples)  {base.fingerprint}")
+    console.print(
+        f"candidate: {candidate.run_id}  ({candidate.folder}, {candidate.examples} examples)  {candidate.fingerprint}"
+    )
     console.print(
         f"paired by id: {comparison.paired}; only in the baseline: {len(comparison.only_in_base)}; "
         f"only in the candidate: {len(comparison.only_in_candidate)}"

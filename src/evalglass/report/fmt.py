@@ -92,6 +92,13 @@ def comparison(direction: Direction) -> str:
 def threshold_text(gate: GateResult) -> str:
     if gate.subject_kind is SubjectKind.CHECK:
         return "check must PASS"
+    if gate.comparison is not None:
+        versus = f"vs baseline '{gate.comparison.baseline}'"
+        if gate.threshold is None:
+            return f"no approved margin ({versus})"
+        return (
+            f"{comparison(gate.direction)} {signed(gate.threshold)} (margin {number(gate.comparison.margin)} {versus})"
+        )
     if gate.threshold is not None:
         return f"{comparison(gate.direction)} {number(gate.threshold)}"
     if gate.proposed_threshold is not None:
@@ -122,11 +129,13 @@ def diagnostics_text(population: Population, limit: int = 3) -> str:
 def gate_value_text(gate: GateResult) -> str:
     if gate.subject_kind is SubjectKind.CHECK:
         return {1.0: "PASS", 0.0: "FAIL"}.get(gate.compared, "—") if gate.compared is not None else "—"
+    show = signed if gate.comparison is not None else number
     if gate.rule is GateRule.LOWER_BOUND:
         side = "lower" if gate.direction is Direction.HIGHER_IS_BETTER else "upper"
         level = f"{gate.level:.0%} " if gate.level is not None else ""
-        return f"{number(gate.compared)} ({level}{side} bound; point {number(gate.value)})"
-    return number(gate.compared if gate.compared is not None else gate.value)
+        return f"{show(gate.compared)} ({level}{side} bound; point {show(gate.value)})"
+    text = show(gate.compared if gate.compared is not None else gate.value)
+    return f"{text} (difference)" if gate.comparison is not None and gate.value is not None else text
 
 
 def rule_text(gate: GateResult) -> str:
