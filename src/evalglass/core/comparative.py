@@ -28,6 +28,7 @@ from evalglass.core.compare import (
 )
 from evalglass.core.estimate import IntervalSpec, ScaleSpec
 from evalglass.core.gates import (
+    Direction,
     GateResult,
     GateRule,
     GateSpec,
@@ -113,6 +114,7 @@ def decide_comparative_gate(
             clusters=clusters,
             sides=StatsDirection(spec.direction.value).unfavourable_side if lower else Sides.TWO_SIDED,
             level=spec.level if lower else None,
+            higher_is_better=spec.direction is Direction.HIGHER_IS_BETTER,
         )
         reasons += _comparability_reasons(
             comparison, found, inputs, pairing.only_base.size, pairing.only_candidate.size

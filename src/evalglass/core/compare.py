@@ -7,8 +7,9 @@ report.md; HTML and history later) consume :class:`Comparison` / :class:`MetricC
 **Passing, per example** (what a flip is): a binary metric's example passes when its value is 1 and fails when it is
 0; a continuous metric's example passes when its value is at least the midpoint of the metric's declared scale (0.5
 for the builtins' [0, 1]) and fails below it; a metric without a bounded scale has no pass/fail, hence no flips.
-Higher is better for flips. Only examples scored and valid in both runs can flip: an example that stopped being
-measured is counted under the pairs' exclusions, never as a flip.
+Higher is better for flips, except under a comparative gate whose direction is ``lower_is_better`` (then 0 passes,
+and values at or below the midpoint). Only examples scored and valid in both runs can flip: an example that stopped
+being measured is counted under the pairs' exclusions, never as a flip.
 """
 
 from __future__ import annotations
@@ -200,12 +201,14 @@ def compare_metric(
     clusters: IntArray | None = None,
     sides: Sides = Sides.TWO_SIDED,
     level: float | None = None,
+    higher_is_better: bool = True,
 ) -> MetricComparison:
     """Compare one metric over the paired examples.
 
     ``interval`` is the candidate's interval settings for the metric (method override, level, seed, resamples);
     ``level`` overrides its level (a comparative gate's one-sided level). ``clusters`` holds one cluster id per
-    candidate example when the dataset declares clusters.
+    candidate example when the dataset declares clusters. ``higher_is_better`` (a gate's direction; `evalglass
+    compare` has none and takes higher as better) decides which side of the pass point passes.
     """
     base_states = base.states[pairing.base]
     candidate_states = candidate.states[pairing.candidate]
@@ -247,20 +250,33 @@ def compare_metric(
         pairs=pairs,
         difference=difference,
         difference_problem=problem,
-        flips=_flips(base_values, candidate_values, candidate_ids[pairing.candidate][valid], binary, candidate.scale),
+        flips=_flips(
+            base_values,
+            candidate_values,
+            candidate_ids[pairing.candidate][valid],
+            binary,
+            candidate.scale,
+            higher_is_better,
+        ),
         incomparable=incomparable,
     )
 
 
-def _flips(base: FloatArray, candidate: FloatArray, ids: IdArray, binary: bool, scale: ScaleSpec | None) -> Flips:
+def _flips(
+    base: FloatArray, candidate: FloatArray, ids: IdArray, binary: bool, scale: ScaleSpec | None, higher: bool
+) -> Flips:
     if binary:
-        pass_at, rule = 1.0, "value = 1"
+        pass_at, rule = (1.0, "value = 1") if higher else (0.0, "value = 0")
     elif scale is not None:
         pass_at = (scale.min + scale.max) / 2.0
-        rule = f"value >= {pass_at:g} (the midpoint of the scale [{scale.min:g}, {scale.max:g}])"
+        sign = ">=" if higher else "<="
+        rule = f"value {sign} {pass_at:g} (the midpoint of the scale [{scale.min:g}, {scale.max:g}])"
     else:
         return Flips(pass_rule=None)
-    base_pass, candidate_pass = base >= pass_at, candidate >= pass_at
+    if higher:
+        base_pass, candidate_pass = base >= pass_at, candidate >= pass_at
+    else:
+        base_pass, candidate_pass = base <= pass_at, candidate <= pass_at
     return Flips(
         pass_rule=rule,
         regressed=tuple(ids[base_pass & ~candidate_pass].tolist()),
