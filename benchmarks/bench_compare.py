@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import subprocess
 import sys
@@ -30,6 +31,16 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from run import DATA, compile_bytecode, machine, rotated  # noqa: E402
+
+
+def cpu_seconds(argv: list[str]) -> float:
+    """User + system CPU of one run of ``argv`` (wall time on a shared machine moves with its load; CPU less so)."""
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{argv}: failed")
+    return usage.ru_utime + usage.ru_stime
+
 
 CONFIG = """\
 version: 1
@@ -101,6 +112,9 @@ def main() -> None:
                 ("compare all", [*evalglass, "compare", str(base), str(candidate), "--format", "json"], work, {0}),
             ],
         )
+        one = [*evalglass, "compare", str(base), str(candidate), "--metric", "exact", "--format", "json"]
+        cpu = {"reference": min(cpu_seconds(reference) for _ in range(args.repeats))}
+        cpu["compare"] = min(cpu_seconds(one) for _ in range(args.repeats))
         expected = float(subprocess.run(reference, check=True, capture_output=True, text=True).stdout)
         payload = json.loads(
             subprocess.run(
@@ -115,6 +129,10 @@ def main() -> None:
             raise SystemExit(f"compare says {found}, the reference {expected}: the figures would be meaningless")
     ref, case, every = best["reference"], best["compare"], best["compare all"]
     print(f"machine: {machine()}; best of {args.repeats}")
+    print(
+        f"CPU (user + system, best of {args.repeats}): reference {cpu['reference']:.2f} s, compare --metric exact "
+        f"{cpu['compare']:.2f} s ({cpu['compare'] / cpu['reference']:.2f}x)"
+    )
     print("| examples | case | wall | peak RSS | ratio |")
     print("|---|---|---|---|---|")
     print(

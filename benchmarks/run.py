@@ -4,7 +4,8 @@
     python benchmarks/run.py --smoke         # a small N, to keep the harness from rotting (CI runs this)
     python benchmarks/run.py --sizes 200000  # chosen sizes
 
-Cases 1-3 at each size, then case 4 (lane throughput) through bench_lanes.py.
+Cases 1-3 at each size, then case 4 (lane throughput) through bench_lanes.py, then case 5 (`evalglass compare` of
+two runs of the largest size) through bench_compare.py.
 
 Data is synthetic and deterministic (a fixed seed), generated under benchmarks/.data/ and reused across runs.
 Every measured command is a fresh process; peak RSS comes from the kernel's accounting of that child (wait4).
@@ -116,6 +117,16 @@ def lane_throughput(python: str, calls: int, repeats: int) -> tuple[str, Measure
     return verdict, Measurement("lanes", time.perf_counter() - start, usage.ru_maxrss / 1024)
 
 
+def compare_case(python: str, n: int, repeats: int) -> list[str]:
+    """Case 5 through `bench_compare.py` (two runs of n examples, `evalglass compare` against plain Python): its
+    table rows and its CPU line."""
+    argv = [python, str(HERE / "bench_compare.py"), "--n", str(n), "--repeats", str(repeats)]
+    output = subprocess.run(argv, check=True, capture_output=True, text=True).stdout.splitlines()
+    cpu = next(line for line in output if line.startswith("CPU"))
+    rows = [line for line in output if line.startswith("| ") and not line.startswith("| examples")]
+    return [*rows, f"| {n:,} | case 5 {cpu} | | | |"]
+
+
 def verified(evalglass: list[str], folder: Path, verdict: str) -> None:
     """The measured run must re-derive exactly from its own scores and reach the verdict the case is about."""
     done = subprocess.run([*evalglass, "verify", "out"], cwd=folder, capture_output=True, text=True, check=False)
@@ -223,6 +234,7 @@ def main() -> None:
             f"| {calls:,} calls | case 4: chat lane, concurrency 64, 50 ms server (`bench_lanes.py`) | "
             f"{lanes.seconds:.2f} s ({runs}) | {lanes.peak_rss_mb:.0f} MB | {verdict} |"
         )
+        rows += compare_case(python, sizes[-1], repeats)
     print(f"machine: {machine()}; best of {repeats}")
     print("| examples | case | wall | peak RSS | ratio |")
     print("|---|---|---|---|---|")
