@@ -125,3 +125,38 @@ def test_runs_that_cannot_be_compared_exit_2_with_one_line(tmp_path):
     (project.root / "runs/cand/scores.jsonl").write_text(json.dumps({"ids": ["q000"]}) + "\n")
     corrupt = project.cli("compare", "runs/base", "runs/cand")
     assert corrupt.code == 2 and "scores.jsonl:1" in corrupt.err
+
+
+def test_samples_are_reduced_per_example_before_pairing(tmp_path):
+    rows = [
+        {"id": "s0", "expected": "a", "old": ["a", "a"], "new": ["a", "b"]},
+        {"id": "s1", "expected": "a", "old": ["b", "b"], "new": ["a", "a"]},
+        {"id": "s2", "expected": "a", "old": ["a", "b"], "new": ["a", "b"]},
+    ]
+    project = make_project(tmp_path, gates={})
+    project.write_rows(rows)
+    for field, out in (("old", "runs/base"), ("new", "runs/cand")):
+        project.write_config(base_config(gates={}, task={"type": "recorded", "field": field, "samples": True}))
+        assert project.run("--out", out).code == 0
+    (exact,) = project.cli("compare", "runs/base", "runs/cand", "--format", "json").json()["metrics"]
+    difference = exact["difference"]
+    assert difference["interval"]["n"] == 3  # examples, not the 6 samples
+    assert (difference["base"], difference["candidate"]) == pytest.approx((1.5 / 3, 2.0 / 3))
+    assert exact["kind"] == "continuous" and difference["test"] == "paired_t"
+    assert exact["flips"]["regressed"] == [] and exact["flips"]["improved"] == ["s1"]  # 0.5 passes (midpoint)
+
+
+def test_clustered_datasets_get_a_cluster_robust_paired_interval(tmp_path):
+    rows = rows_with([(True, True), (True, False), (False, False), (True, True)] * 10)
+    for index, row in enumerate(rows):
+        row["doc"] = f"d{index // 4}"
+    project = make_project(tmp_path, gates={})
+    project.write_rows(rows)
+    dataset = {"name": "suite", "path": "data.jsonl", "cluster_field": "doc"}
+    for field, out in (("old", "runs/base"), ("new", "runs/cand")):
+        project.write_config(base_config(gates={}, dataset=dataset, task={"type": "recorded", "field": field}))
+        assert project.run("--out", out).code == 0
+    (exact,) = project.cli("compare", "runs/base", "runs/cand", "--format", "json").json()["metrics"]
+    interval = exact["difference"]["interval"]
+    assert interval["method"] == "cluster_t" and interval["clusters"] == 10
+    assert exact["difference"]["test"] == "cluster_paired_t"
