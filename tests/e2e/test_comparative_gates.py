@@ -211,3 +211,17 @@ def test_schema_and_ledger_accept_the_new_keys(tmp_path):
     assert yaml.safe_load((project.evals / "authority.yaml").read_text())["baselines"]["main"]["run"] == "../runs/base"
     record = json.loads((tmp_path / "runs/probe/runrecord.json").read_text())
     assert "baselines" in record
+
+
+def test_verify_catches_an_edited_baseline_copy(tmp_path):
+    project, _ = setup(tmp_path, BIG_DROP)
+    assert project.run("--out", "runs/cand").code == 1
+    copy = tmp_path / "runs/cand/baselines/main/scores.jsonl"
+    # make the baseline look as bad as the candidate, so that a re-derivation would pass the gate
+    copy.write_text(copy.read_text().replace("1.0", "0.0"))
+    result = project.cli("verify", "runs/cand", "--format", "json")
+    assert result.code == 1
+    fields = {item["field"] for item in result.json()["findings"]}
+    assert any("no-regression" in field for field in fields)
+    # the re-derived gate is blocked (the copy no longer matches the approved fingerprint), never a pass
+    assert any(item["derived"] == "blocked" for item in result.json()["findings"])
