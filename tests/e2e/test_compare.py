@@ -160,3 +160,11 @@ def test_clustered_datasets_get_a_cluster_robust_paired_interval(tmp_path):
     interval = exact["difference"]["interval"]
     assert interval["method"] == "cluster_t" and interval["clusters"] == 10
     assert exact["difference"]["test"] == "cluster_paired_t"
+
+
+def test_an_id_numpy_would_confuse_with_another_is_refused(tmp_path):
+    rows = rows_with([(True, True)] * 2)
+    rows[1]["id"] = "q000\u0000"  # numpy string arrays drop trailing NULs: it would pair as "q000"
+    project = two_runs(tmp_path, rows)
+    result = project.cli("compare", "runs/base", "runs/cand")
+    assert result.code == 2 and "NUL" in result.err and "scores.jsonl:1" in result.err

@@ -222,6 +222,15 @@ def load_columns(
             if ids:
                 if not all_of_type(block_ids, str):
                     raise SetupError("an example id is not a string", where=where, fix="the scores file was edited")
+                # numpy's string arrays drop trailing NUL characters, which would make "a\x00" the same id as "a";
+                # JSON writes NUL as \u0000, so only a block containing that escape needs the exact check.
+                if b"\\u0000" in raw and any(example_id.endswith("\x00") for example_id in block_ids):
+                    raise SetupError(
+                        "an example id ends with a NUL character, which comparisons cannot tell apart from the id "
+                        "without it",
+                        where=where,
+                        fix="give the example an id without trailing NUL characters",
+                    )
                 id_blocks.append(np.array(block_ids, dtype=np.str_))
             rows = [1] * size
             for name, column in columns.items():
