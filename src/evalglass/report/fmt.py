@@ -213,5 +213,8 @@ def test_text(metric: MetricComparison) -> str:
 
 
 def ids_text(ids: tuple[str, ...], top: int) -> str:
+    """The first ``top`` ids and how many more there are."""
+    if top <= 0:
+        return f"… ({len(ids)})" if ids else ""
     shown = ", ".join(ids[:top])
     return shown + (f", … (+{len(ids) - top} more)" if len(ids) > top else "")
