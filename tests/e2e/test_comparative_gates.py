@@ -225,3 +225,16 @@ def test_verify_catches_an_edited_baseline_copy(tmp_path):
     assert any("no-regression" in field for field in fields)
     # the re-derived gate is blocked (the copy no longer matches the approved fingerprint), never a pass
     assert any(item["derived"] == "blocked" for item in result.json()["findings"])
+
+
+def test_before_approval_the_power_statement_uses_the_proposed_margin(tmp_path):
+    project, ledger = setup(tmp_path, NO_CHANGE[:20] + BIG_DROP[30:40], gate={"proposed_margin": 0.02})
+    ledger["gates"]["no-regression"]["active"] = False
+    project.write_ledger(ledger)
+    result = project.run("--out", "runs/cand", "--format", "json")
+    gate = gate_of(result)
+    assert result.code == 0 and gate["outcome"] == "informational"
+    assert gate["comparison"]["power_margin"] == 0.02 and gate["comparison"]["required_pairs"] > 30
+    explained = project.cli("explain", "no-regression", "--run", "runs/cand").out
+    assert "proposed margin (0.02)" in explained and "cannot reliably detect" in explained
+    assert "margin: 0.02" in explained  # the ledger entry to write proposes it

@@ -139,7 +139,7 @@ def decide_comparative_gate(
         approved_fingerprint=approved.fingerprint if approved is not None else None,
         margin=authority.margin,
         metric=comparison,
-        **_power(spec, comparison, authority.margin),
+        **_power(spec, comparison, authority.margin if authority.margin is not None else spec.proposed_margin),
     )
     difference = comparison.difference if comparison is not None else None
     common = {
@@ -247,13 +247,15 @@ def _compared(spec: GateSpec, comparison: MetricComparison | None) -> float | No
 
 def _power(spec: GateSpec, comparison: MetricComparison | None, margin: float | None) -> dict[str, float | int | None]:
     """Power statements from the observed paired variance (the method's standard error times sqrt(pairs), which
-    carries the design effect of clusters), at the gate's level and 80% power."""
+    carries the design effect of clusters), at the gate's level and 80% power; ``margin`` is the approved one, or
+    the proposed one before the host approves any."""
     difference = comparison.difference if comparison is not None else None
     if difference is None:
-        return {"power": None, "required_pairs": None, "detectable_drop": None}
+        return {"power": None, "power_margin": None, "required_pairs": None, "detectable_drop": None}
     std_dev = difference.std_error * float(np.sqrt(difference.n))
     return {
         "power": POWER,
+        "power_margin": margin,
         "required_pairs": None if not margin else pairs_to_detect(drop=margin, std_dev=std_dev, level=spec.level),
         "detectable_drop": detectable_drop(pairs=difference.n, std_dev=std_dev, level=spec.level),
     }

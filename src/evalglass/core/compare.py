@@ -133,8 +133,11 @@ class GateComparison(BaseModel):
     margin: float | None = Field(default=None, description="The approved margin (the largest drop accepted).")
     metric: MetricComparison | None = Field(default=None, description="None when the baseline could not be read.")
     power: float | None = Field(default=None, description="The power the statements below are made at.")
+    power_margin: float | None = Field(
+        default=None, description="The drop the power statement is about: the approved margin, else the proposed one."
+    )
     required_pairs: int | None = Field(
-        default=None, description="Pairs needed to tell a drop of the margin from no change at the gate's level."
+        default=None, description="Pairs needed to tell a drop of power_margin from no change at the gate's level."
     )
     detectable_drop: float | None = Field(
         default=None, description="The smallest true drop the current pairs detect at the gate's level."

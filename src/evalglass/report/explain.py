@@ -248,9 +248,11 @@ def _power_story(gate: GateResult) -> str:
         f"Power (from the observed paired variance, {level} one-sided, {power} power): the smallest drop these "
         f"{pairs} pairs detect is about {number(detail.detectable_drop)}."
     )
-    if detail.margin and detail.required_pairs is not None:
+    margin = detail.power_margin
+    if margin and detail.required_pairs is not None:
+        approved = "margin" if detail.margin is not None else "proposed margin"
         text += (
-            f" Telling a drop of the margin ({number(detail.margin)}) from no change takes about "
+            f" Telling a drop of the {approved} ({number(margin)}) from no change takes about "
             f"{detail.required_pairs} pairs"
         )
         text += (
