@@ -15,6 +15,8 @@ from evalglass.core.estimate import UNIT_SCALE, IntervalSpec
 from evalglass.core.gates import GateRule, GateSpec, Outcome
 from evalglass.core.score import Score
 
+BASE_FP = "sha256:" + "ba5e" * 16
+
 
 def side(values: list[float | None], definition: str = "def") -> MetricSide:
     column = ScoreColumn()
@@ -65,7 +67,7 @@ def gate_result(
     for value in cand:
         column.append(float(value))
     spec = GateSpec(metric="m", compare_to="main", direction=direction, rule=rule)
-    ledger = Ledger(baselines={"main": BaselineApproval(run="x", fingerprint="sha256:base")})
+    ledger = Ledger(baselines={"main": BaselineApproval(run="x", fingerprint=BASE_FP)})
     inputs = ComparativeInputs(
         ids=ids,
         gold_fingerprint="gold",
@@ -74,7 +76,7 @@ def gate_result(
             "main": BaselineRun(
                 name="main",
                 location="x",
-                fingerprint="sha256:base",
+                fingerprint=BASE_FP,
                 run_id="r",
                 gold_fingerprint="gold",
                 ids=ids,

@@ -87,7 +87,8 @@ def test_a_real_drop_fails_with_its_flips_everywhere(tmp_path):
     result = project.run("--out", "runs/cand", "--format", "json")
     assert result.code == 1
     gate = gate_of(result)
-    assert gate["outcome"] == "fail" and gate["reasons"] == []
+    assert gate["outcome"] == "fail" and [reason["code"] for reason in gate["reasons"]] == ["below_threshold"]
+    assert "the paired difference -0.2 is below the approved threshold (needs ≥ -0.05)" in gate["reasons"][0]["message"]
     assert gate["value"] == pytest.approx(-10 / 50)
     metric = gate["comparison"]["metric"]
     assert metric["flips"]["regressed"] == [f"q{i:03d}" for i in range(30, 40)]
@@ -136,12 +137,40 @@ def test_a_baseline_without_a_fingerprint_or_a_gate_without_a_margin_blocks(tmp_
     project, ledger = setup(tmp_path, NO_CHANGE)
     ledger["baselines"]["main"]["fingerprint"] = None
     ledger["gates"]["no-regression"]["margin"] = None
-    ledger["gates"]["no-regression"]["threshold"] = 0.0  # a threshold is never reused as a margin
     project.write_ledger(ledger)
     gate = gate_of(project.run("--out", "runs/cand", "--format", "json"))
     assert gate["outcome"] == "blocked"
     assert sorted(reasons(gate)) == ["baseline_stale", "no_approved_threshold"]
     assert "margin" in " ".join(r["message"] for r in gate["reasons"])
+
+
+def test_the_ledger_refuses_a_threshold_on_a_comparative_gate_and_a_margin_elsewhere(tmp_path):
+    project, ledger = setup(tmp_path, NO_CHANGE)
+    ledger["gates"]["no-regression"]["threshold"] = 0.0  # a threshold is never reused as a margin
+    project.write_ledger(ledger)
+    result = project.run("--out", "runs/cand")
+    assert result.code == 2 and "Traceback" not in result.err
+    assert "authority.yaml:" in result.err and "replace `threshold` with `margin`" in result.err
+    ledger["gates"]["no-regression"]["threshold"] = None
+    ledger["gates"]["other"] = {"active": False, "margin": 0.1}
+    project.write_config(
+        base_config(
+            gates={"no-regression": GATE, "other": {"metric": "exact", "proposed_threshold": 0.5}},
+            task={"type": "recorded", "field": "new"},
+        )
+    )
+    project.write_ledger(ledger)
+    result = project.run("--out", "runs/cand2")
+    assert result.code == 2 and "gate 'other' compares with no baseline" in result.err
+
+
+def test_the_ledger_refuses_a_baseline_no_gate_compares_with(tmp_path):
+    project, ledger = setup(tmp_path, NO_CHANGE)
+    ledger["baselines"]["mian"] = dict(ledger["baselines"]["main"])
+    project.write_ledger(ledger)
+    result = project.run("--out", "runs/cand")
+    assert result.code == 2 and "Traceback" not in result.err
+    assert "baseline 'mian'" in result.err and "did you mean 'main'" in result.err
 
 
 def test_changed_metric_definition_or_gold_is_not_comparable(tmp_path):
@@ -187,7 +216,7 @@ def test_incomplete_pairs_block_unless_tolerated(tmp_path):
 
 def test_the_approval_binds_compare_to(tmp_path):
     project, ledger = setup(tmp_path, NO_CHANGE)
-    ledger["baselines"]["other"] = dict(ledger["baselines"]["main"])
+    ledger["baselines"] = {"other": ledger["baselines"]["main"]}  # the ledger lists only names a gate uses
     project.write_ledger(ledger)
     # a pull request pointing the gate at another baseline name changes the gate's fingerprint: stale approval
     project.write_config(

@@ -33,6 +33,7 @@ from evalglass.core.gates import (
     GateRule,
     GateSpec,
     Outcome,
+    below_threshold_reason,
     margin_threshold,
     measurement_reasons,
     meets,
@@ -164,8 +165,16 @@ def decide_comparative_gate(
             outcome=Outcome.BLOCKED, reasons=tuple(reasons), compared=compared, threshold=threshold, **common
         )
     assert compared is not None and threshold is not None  # guaranteed by the reasons above
-    outcome = Outcome.PASS if meets(compared, threshold, spec.direction) else Outcome.FAIL
-    return GateResult(outcome=outcome, compared=compared, threshold=threshold, **common)
+    if meets(compared, threshold, spec.direction):
+        return GateResult(outcome=Outcome.PASS, compared=compared, threshold=threshold, **common)
+    what = "the paired difference" if not lower else f"the {spec.level:.0%} bound on the paired difference"
+    return GateResult(
+        outcome=Outcome.FAIL,
+        reasons=(below_threshold_reason(f"{what} {compared:.6g}", threshold, spec.direction),),
+        compared=compared,
+        threshold=threshold,
+        **common,
+    )
 
 
 def _baseline_reasons(name: str, approved: str | None, found: BaselineRun | None, listed: bool) -> list[Reason]:

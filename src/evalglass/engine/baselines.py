@@ -14,10 +14,11 @@ from pathlib import Path
 from evalglass.core.comparative import BaselineRun, ComparativeInputs
 from evalglass.core.runrecord import SCORES_FILE, BaselineRecord, RunRecord
 from evalglass.core.scorecard import DatasetSummary
-from evalglass.engine.artifacts import DIR_MODE, FILE_MODE, RUNRECORD_FILE, load_columns
+from evalglass.engine.artifacts import RUNRECORD_FILE, load_columns
 from evalglass.engine.compare import RunForComparison, gold_fingerprint, load_for_comparison, metric_definition
 from evalglass.engine.config import Config
 from evalglass.engine.ledger import LoadedLedger
+from evalglass.engine.runfolder import make_dirs, open_private
 from evalglass.errors import SetupError
 
 BASELINES_DIR = "baselines"
@@ -49,10 +50,10 @@ def _read(name: str, folder: Path, location: str, metrics: list[str]) -> tuple[B
 
 
 def _copy(source: Path, target: Path) -> None:
-    """Byte for byte, atomically, mode 0600."""
-    partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    shutil.copyfile(source, partial)
-    os.chmod(partial, FILE_MODE)
+    """Byte for byte, atomically, mode 0600 (through the run folder's private partial files)."""
+    partial, fd = open_private(target)
+    with os.fdopen(fd, "wb") as out, source.open("rb") as src:
+        shutil.copyfileobj(src, out)
     os.replace(partial, target)
 
 
@@ -72,7 +73,7 @@ def baselines_for_run(
         baseline, run = _read(name, source, str(source), metrics)
         if run is not None:
             target = folder / BASELINES_DIR / name
-            target.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+            make_dirs(target)
             _copy(run.folder / RUNRECORD_FILE, target / RUNRECORD_FILE)
             _copy(run.folder / run.record.scores_file, target / SCORES_FILE)
         found[name] = baseline

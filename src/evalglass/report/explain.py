@@ -6,6 +6,7 @@ the fingerprints the run recorded. It only prints that entry: the tool never wri
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from evalglass.core.authority import BlockReason
@@ -13,6 +14,8 @@ from evalglass.core.fingerprint import short
 from evalglass.core.gates import Direction, GateResult, GateRule, Outcome, SubjectKind, meets
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.scorecard import CheckSummary, MetricSummary, Scorecard
+from evalglass.core.tables import total
+from evalglass.errors import SetupError
 from evalglass.report.fmt import (
     comparison,
     difference_text,
@@ -26,45 +29,64 @@ from evalglass.report.fmt import (
     test_text,
 )
 
-REPAIRS: dict[BlockReason, str] = {
-    BlockReason.POLICY_FORBIDDEN: "The host's policy in the ledger forbids this gate; only the host can lift that.",
-    BlockReason.APPROVAL_UNBOUND: "Bind the approval to the current definition by writing its fingerprint.",
-    BlockReason.APPROVAL_STALE: (
-        "The gate or its metric changed after approval. Review the change, then re-approve with the new fingerprint."
-    ),
-    BlockReason.GOLD_NOT_VALIDATED: (
-        "This metric compares with reference answers. Review them, then mark the dataset as validated gold."
-    ),
-    BlockReason.GOLD_STALE: "The dataset changed after it was validated. Review it, then re-validate it.",
-    BlockReason.JUDGE_UNCALIBRATED: "Calibrate the judge against human labels (`evalglass calibrate`).",
-    BlockReason.CHECK_NOT_PASSED: "The bound check did not reach a PASS or FAIL; repair what its outcome names.",
-    BlockReason.NO_APPROVED_THRESHOLD: "Write the threshold you approve into the ledger entry.",
-    BlockReason.NO_MEASURED_VALUE: (
-        "No example was measured validly. Look at the metric's diagnostics: every score was excluded."
-    ),
-    BlockReason.INCOMPLETE_MEASUREMENT: (
-        "Some examples were not measured. Fix their causes (see diagnostics), or, for non_evaluable, skipped or "
-        "not_applicable exclusions you consider harmless, declare them under the gate's `tolerate:`."
-    ),
-    BlockReason.BELOW_MIN_N: "Too few examples were measured for this gate; add examples.",
-    BlockReason.INTERVAL_UNDEFINED: "No bound exists for so few values with this method; add examples.",
-    BlockReason.BASELINE_MISSING: (
-        "The host names the baseline run in the ledger's `baselines:` (its folder, relative to the ledger, and its "
-        "fingerprint); make sure that folder exists where this run can read it."
-    ),
-    BlockReason.BASELINE_STALE: (
-        "The baseline's files are not the ones approved. If the change is intended, the host re-approves the "
-        "baseline's current fingerprint; otherwise restore the approved run."
-    ),
-    BlockReason.NOT_COMPARABLE: (
-        "The two runs do not measure the same thing. Re-run the baseline with the current definition and gold "
-        "(and have it approved), or revert the change that made them differ."
-    ),
-    BlockReason.INCOMPLETE_PAIRS: (
-        "Some paired examples were not measured validly in one of the runs. Fix their causes, or declare harmless "
-        "non_evaluable, skipped or not_applicable exclusions under the gate's `tolerate:`."
-    ),
-}
+#: What to do about each reason a gate carries. Total over BlockReason (checked when the module loads).
+REPAIRS: Mapping[BlockReason, str] = total(
+    BlockReason,
+    {
+        BlockReason.GATE_UNDECLARED: (
+            "The ledger approves a gate the config no longer declares (renamed or deleted). Declare it again, or "
+            "have the host retire the approval with `active: false`."
+        ),
+        BlockReason.POLICY_FORBIDDEN: "The host's policy in the ledger forbids this gate; only the host can lift that.",
+        BlockReason.APPROVAL_UNBOUND: "Bind the approval to the current definition by writing its fingerprint.",
+        BlockReason.APPROVAL_STALE: (
+            "The gate or its metric changed after approval. Review the change, then re-approve with the new "
+            "fingerprint."
+        ),
+        BlockReason.GOLD_NOT_VALIDATED: (
+            "This metric compares with reference answers. Review them, then mark the dataset as validated gold."
+        ),
+        BlockReason.GOLD_STALE: "The dataset changed after it was validated. Review it, then re-validate it.",
+        BlockReason.JUDGE_UNCALIBRATED: "Calibrate the judge against human labels (`evalglass calibrate`).",
+        BlockReason.CHECK_NOT_PASSED: "The bound check did not reach a PASS or FAIL; repair what its outcome names.",
+        BlockReason.CHECK_UNBOUND: (
+            "The ledger requires this check to run bound to an approved target state; give the gate `expect_state:`."
+        ),
+        BlockReason.NO_APPROVED_THRESHOLD: "Write the threshold you approve into the ledger entry.",
+        BlockReason.NO_MEASURED_VALUE: (
+            "No example was measured validly. Look at the metric's diagnostics: every score was excluded."
+        ),
+        BlockReason.INCOMPLETE_MEASUREMENT: (
+            "Some examples were not measured. Fix their causes (see diagnostics), or, for non_evaluable, skipped or "
+            "not_applicable exclusions you consider harmless, declare them under the gate's `tolerate:`."
+        ),
+        BlockReason.BELOW_MIN_N: "Too few examples were measured for this gate; add examples.",
+        BlockReason.INTERVAL_UNDEFINED: (
+            "The lower_bound rule needs a confidence bound, and none exists for so few values with this method; add "
+            "examples (or use the point rule, which the host must re-approve)."
+        ),
+        BlockReason.BASELINE_MISSING: (
+            "The host names the baseline run in the ledger's `baselines:` (its folder, relative to the ledger, and "
+            "its fingerprint); make sure that folder exists where this run can read it."
+        ),
+        BlockReason.BASELINE_STALE: (
+            "The baseline's files are not the ones approved. If the change is intended, the host re-approves the "
+            "baseline's current fingerprint; otherwise restore the approved run."
+        ),
+        BlockReason.NOT_COMPARABLE: (
+            "The two runs do not measure the same thing. Re-run the baseline with the current definition and gold "
+            "(and have it approved), or revert the change that made them differ."
+        ),
+        BlockReason.INCOMPLETE_PAIRS: (
+            "Some paired examples were not measured validly in one of the runs. Fix their causes, or declare "
+            "harmless non_evaluable, skipped or not_applicable exclusions under the gate's `tolerate:`."
+        ),
+        BlockReason.BELOW_THRESHOLD: (
+            "The measurement is valid and falls short of the approved threshold: improve the system under test. "
+            "Lowering the threshold is the host's decision, made in the ledger."
+        ),
+    },
+)
 
 
 @dataclass
@@ -102,7 +124,10 @@ def explain(card: Scorecard, record: RunRecord, name: str | None) -> list[Explan
         if metric is not None:
             return [explain_metric(metric, card)]
         known = sorted([*gates, *(metric.name for metric in card.metrics)])
-        raise KeyError(f"no gate or metric named '{name}' in this run (known: {', '.join(known)})")
+        raise SetupError(
+            f"no gate or metric named '{name}' in this run (known: {', '.join(known)})",
+            fix="pass a gate or metric name from this run",
+        )
     out = [explain_gate(gate, card, record) for gate in card.decision.gates]
     gated = {gate.subject for gate in card.decision.gates if gate.subject_kind is SubjectKind.METRIC}
     out += [explain_metric(metric, card) for metric in card.metrics if metric.name not in gated]
@@ -123,8 +148,7 @@ def explain_gate(gate: GateResult, card: Scorecard, record: RunRecord) -> Explan
         entry = _ledger_entry(gate, card, record, needs_gold)
     elif gate.outcome is Outcome.BLOCKED:
         summary = f"Gate '{gate.name}' is blocked: it is active, but it cannot be decided honestly."
-        for reason in gate.reasons:
-            details.append(f"{reason.code.value}: {reason.message}. {REPAIRS[reason.code]}")
+        details.extend(_reason_lines(gate))
         codes = {reason.code for reason in gate.reasons}
         if codes & {
             BlockReason.APPROVAL_STALE,
@@ -138,6 +162,7 @@ def explain_gate(gate: GateResult, card: Scorecard, record: RunRecord) -> Explan
             entry = _ledger_entry(gate, card, record, needs_gold)
     elif gate.subject_kind is SubjectKind.CHECK:
         summary = f"Gate '{gate.name}' is {gate.outcome.value}: check '{gate.subject}' ended {gate_value_text(gate)}."
+        details.extend(_reason_lines(gate))
     elif gate.comparison is not None:
         assert gate.compared is not None and gate.threshold is not None
         what = "its one-sided bound" if gate.rule is GateRule.LOWER_BOUND else "the difference"
@@ -146,6 +171,7 @@ def explain_gate(gate: GateResult, card: Scorecard, record: RunRecord) -> Explan
             f"Gate '{gate.name}' is {gate.outcome.value}: compared with baseline '{gate.comparison.baseline}', "
             f"{what} ({signed(gate.compared)}) {verb} the approved margin allows ({signed(gate.threshold)})."
         )
+        details.extend(_reason_lines(gate))
     else:
         assert gate.compared is not None and gate.threshold is not None
         verb = "meets" if gate.outcome is Outcome.PASS else "does not meet"
@@ -153,6 +179,8 @@ def explain_gate(gate: GateResult, card: Scorecard, record: RunRecord) -> Explan
             f"Gate '{gate.name}' is {gate.outcome.value}: {number(gate.compared)} {verb} the approved threshold "
             f"{comparison(gate.direction)} {number(gate.threshold)}."
         )
+        details.extend(_reason_lines(gate))
+    details.extend(f"note: {note}" for note in gate.notes)
     if gate.comparison is not None:
         details.extend(comparison_story(gate))
     elif gate.rule is GateRule.LOWER_BOUND:
@@ -163,6 +191,10 @@ def explain_gate(gate: GateResult, card: Scorecard, record: RunRecord) -> Explan
     if gate.subject_kind is SubjectKind.CHECK and check is not None:
         details.append(_check_story(check))
     return Explanation(subject=gate.name, kind="gate", summary=summary, details=details, ledger_entry=entry)
+
+
+def _reason_lines(gate: GateResult) -> list[str]:
+    return [f"{reason.code.value}: {reason.message}. {REPAIRS[reason.code]}" for reason in gate.reasons]
 
 
 def explain_metric(metric: MetricSummary, card: Scorecard) -> Explanation:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import html
 
 from evalglass.core.fingerprint import short
-from evalglass.core.gates import GateRule
 from evalglass.core.scorecard import Scorecard
 from evalglass.report.fmt import (
     CHECK_COLUMNS,
@@ -19,12 +18,12 @@ from evalglass.report.fmt import (
     gate_value_text,
     ids_text,
     interval_text,
-    reasons_text,
-    rule_text,
+    malformed_text,
     samples_text,
     sensitivity_text,
     test_text,
     threshold_text,
+    why_text,
 )
 
 
@@ -77,14 +76,12 @@ def render_markdown(card: Scorecard) -> str:
         f"`{short(card.dataset.fingerprint)}`) · exit code {decision.exit_code}",
     ]
     if card.dataset.malformed_lines:
-        lines.append(f"\n**{card.dataset.malformed_lines} malformed dataset line(s)** were scored as errors.")
+        lines.append(f"\n**{_cell(malformed_text(card.dataset))}**")
     lines += ["", "### Gates", ""]
     if decision.gates:
         lines += ["| Gate | Outcome | Value | Threshold | Why |", "|---|---|---|---|---|"]
         for gate in decision.gates:
-            why = reasons_text(gate) if gate.reasons else ("not active in the ledger" if not gate.active else "")
-            if gate.rule is not GateRule.POINT:
-                why = f"rule: {rule_text(gate)}" + (f"; {why}" if why else "")
+            why = why_text(gate)
             lines.append(
                 f"| {_cell(gate.name)} | {OUTCOME_ICON[gate.outcome]} {OUTCOME_LABEL[gate.outcome]} | "
                 f"{gate_value_text(gate)} | "

@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from evalglass.core.checks import CheckResult
-from evalglass.core.gates import GateRule, Outcome
+from evalglass.core.gates import Outcome
 from evalglass.core.scorecard import CheckSummary, Scorecard
 from evalglass.report.fmt import (
     CHECK_COLUMNS,
@@ -21,11 +21,12 @@ from evalglass.report.fmt import (
     excluded_text,
     gate_value_text,
     interval_text,
-    reasons_text,
-    rule_text,
+    malformed_text,
+    metrics_to_show,
     samples_text,
     sensitivity_text,
     threshold_text,
+    why_text,
 )
 
 STYLE: dict[Outcome, str] = {
@@ -60,7 +61,8 @@ def render_terminal(card: Scorecard, console: Console, folder: Path | None = Non
     metrics.add_column("excluded")
     metrics.add_column("if excluded scored min…max")
     metrics.add_column("diagnostics")
-    for metric in card.metrics:
+    shown, hidden = metrics_to_show(card)
+    for metric in shown:
         population = metric.population
         samples = samples_text(metric.estimate)
         metrics.add_row(
@@ -73,6 +75,8 @@ def render_terminal(card: Scorecard, console: Console, folder: Path | None = Non
             diagnostics_text(population),
         )
     console.print(metrics)
+    if hidden:
+        console.print(f"… and {hidden} more metrics: report.md in the run folder and --format json list every one.")
     if decision.gates:
         gates = Table(title="Gates", title_justify="left", expand=False)
         gates.add_column("gate", style="bold")
@@ -81,9 +85,7 @@ def render_terminal(card: Scorecard, console: Console, folder: Path | None = Non
         gates.add_column("threshold")
         gates.add_column("why")
         for gate in decision.gates:
-            why = reasons_text(gate) if gate.reasons else ("not active in the ledger" if not gate.active else "")
-            if gate.rule is not GateRule.POINT:
-                why = f"rule: {rule_text(gate)}" + (f"; {why}" if why else "")
+            why = why_text(gate)
             gates.add_row(
                 gate.name,
                 Text(OUTCOME_LABEL[gate.outcome], style=STYLE[gate.outcome]),
@@ -95,9 +97,7 @@ def render_terminal(card: Scorecard, console: Console, folder: Path | None = Non
     if card.checks:
         console.print(_checks_table(list(card.checks)))
     if card.dataset.malformed_lines:
-        console.print(
-            f"[yellow]{card.dataset.malformed_lines} malformed dataset line(s) were scored as errors.[/yellow]"
-        )
+        console.print(malformed_text(card.dataset), style="yellow", markup=False)
     verdict = Text(f"verdict: {OUTCOME_LABEL[decision.verdict]}", style=STYLE[decision.verdict])
     verdict.append(f"  (exit {decision.exit_code})", style="dim")
     console.print(verdict)
