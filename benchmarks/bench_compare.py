@@ -1,4 +1,4 @@
-"""Case 5: `evalglass compare` of two runs against a plain-Python program that pairs their score files.
+"""Case 8: `evalglass compare` of two runs against a plain-Python program that pairs their score files.
 
     python benchmarks/bench_compare.py                  # 1,000,000 examples, best of 3
     python benchmarks/bench_compare.py --n 2000 --repeats 1   # the smoke size
@@ -140,11 +140,11 @@ def main() -> None:
         f"{ref.peak_rss_mb:.0f} MB | |"
     )
     print(
-        f"| {args.n:,} | case 5: compare --metric exact | {case.seconds:.2f} s | {case.peak_rss_mb:.0f} MB | "
+        f"| {args.n:,} | case 8: compare --metric exact | {case.seconds:.2f} s | {case.peak_rss_mb:.0f} MB | "
         f"{case.seconds / ref.seconds:.2f}× reference |"
     )
     print(
-        f"| {args.n:,} | case 5: compare, both metrics | {every.seconds:.2f} s | {every.peak_rss_mb:.0f} MB | "
+        f"| {args.n:,} | case 8: compare, both metrics | {every.seconds:.2f} s | {every.peak_rss_mb:.0f} MB | "
         f"{every.seconds / ref.seconds:.2f}× reference |"
     )
 

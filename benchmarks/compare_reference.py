@@ -1,4 +1,4 @@
-"""The reference for case 5: plain Python reads two scores files and prints the mean paired difference of `exact`.
+"""The reference for case 8: plain Python reads two scores files and prints the mean paired difference of `exact`.
 
     python benchmarks/compare_reference.py BASE_SCORES CAND_SCORES
 

@@ -121,13 +121,13 @@ def lane_throughput(python: str, calls: int, repeats: int) -> tuple[str, Measure
 
 
 def compare_case(python: str, n: int, repeats: int) -> list[str]:
-    """Case 5 through `bench_compare.py` (two runs of n examples, `evalglass compare` against plain Python): its
+    """Case 8 through `bench_compare.py` (two runs of n examples, `evalglass compare` against plain Python): its
     table rows and its CPU line."""
     argv = [python, str(HERE / "bench_compare.py"), "--n", str(n), "--repeats", str(repeats)]
     output = subprocess.run(argv, check=True, capture_output=True, text=True).stdout.splitlines()
     cpu = next(line for line in output if line.startswith("CPU"))
     rows = [line for line in output if line.startswith("| ") and not line.startswith("| examples")]
-    return [*rows, f"| {n:,} | case 5 {cpu} | | | |"]
+    return [*rows, f"| {n:,} | case 8 {cpu} | | | |"]
 
 
 def verified(evalglass: list[str], folder: Path, verdict: str) -> None:
