@@ -126,15 +126,22 @@ class PartialFile:
             self.partial.unlink()
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Readers see the old file or the new one, never half of one."""
-    file = PartialFile(path)
+@contextlib.contextmanager
+def atomically(final: Path) -> Iterator[PartialFile]:
+    """A :class:`PartialFile` for the block: committed when the block ends, aborted when it raises."""
+    file = PartialFile(final)
     try:
-        file.write(data)
+        yield file
         file.commit()
     except BaseException:
         file.abort()
         raise
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Readers see the old file or the new one, never half of one."""
+    with atomically(path) as file:
+        file.write(data)
 
 
 @contextlib.contextmanager
