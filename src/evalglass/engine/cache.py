@@ -66,10 +66,6 @@ class CallCache:
         if self.mode is not CacheMode.OFF:
             self._db = _open(self.path, busy_timeout)
 
-    @classmethod
-    def disabled(cls) -> CallCache:
-        return cls(Path("/nonexistent-evalglass-cache"), CacheMode.OFF)
-
     def get(self, key: str) -> Any | None:
         """The stored result for ``key``; None on a miss, in ``off`` and in ``refresh`` mode."""
         if self.mode is not CacheMode.USE or self._db is None:

@@ -92,7 +92,6 @@ __all__ = [
     "run_check",
     "run_checks",
     "run_example_check",
-    "run_example_checks",
     "secret_values",
 ]
 
@@ -607,29 +606,3 @@ def _run_all(jobs: Sequence[Callable[[], CheckResult]], max_workers: int | None)
 
     with ThreadPoolExecutor(max_workers=min(workers, len(jobs)), thread_name_prefix="evalglass-check") as pool:
         return list(pool.map(lambda job: job(), jobs))
-
-
-def run_example_checks(
-    spec: CheckSpec,
-    base_dir: str | os.PathLike[str],
-    outputs: Sequence[tuple[str, object]],
-    *,
-    check_id: str,
-    max_workers: int | None = None,
-    tmp_root: str | os.PathLike[str] | None = None,
-) -> list[CheckResult]:
-    """Run a per-example check over ``(example_id, output)`` pairs, up to ``max_workers`` at a time (default:
-    the number of CPUs). Results come back in input order and equal those of a sequential run."""
-    jobs = [
-        functools.partial(
-            run_example_check,
-            spec,
-            base_dir,
-            output,
-            check_id=check_id,
-            example_id=example_id,
-            tmp_root=tmp_root,
-        )
-        for example_id, output in outputs
-    ]
-    return _run_all(jobs, max_workers)

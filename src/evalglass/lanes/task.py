@@ -47,7 +47,6 @@ from evalglass.lanes.specs import (
     MessageTemplate,
     PythonLaneSpec,
     TaskSpec,
-    parse_task_spec,
 )
 from evalglass.lanes.templating import TemplateFailure, compile_template, render, template_context
 from evalglass.metrics.errors import MetricLoadError
@@ -108,7 +107,8 @@ def failure_score(failure: LaneFailure) -> Score:
 
 # ---------------------------------------------------------------------- lanes
 class TaskLane(ABC):
-    """A built lane: ``produce`` one (example, sample) at a time; the pipeline fans out over ``executor.map``."""
+    """A built lane: ``produce`` one (example, sample) at a time; the live run starts one task per example and
+    every call goes through the executor's ``submit``."""
 
     spec: LaneSpec
     fingerprint: str
@@ -116,9 +116,6 @@ class TaskLane(ABC):
     @abstractmethod
     async def produce(self, example_id: str, fields: Mapping[str, Any], sample: int) -> LaneOutcome:
         """Never raises for a per-example problem."""
-
-    def samples(self) -> range:
-        return self.spec.samples()
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         pass
@@ -540,7 +537,6 @@ __all__ = [
     "compile_template",
     "failure_score",
     "load_function",
-    "parse_task_spec",
     "render",
     "template_context",
 ]
