@@ -26,12 +26,12 @@ import orjson
 from evalglass import __version__, redaction
 from evalglass.core.checks import CheckResult
 from evalglass.core.columns import ScoreColumn
-from evalglass.core.decide import GateInput, MetricInput, RunShape, decide_run
+from evalglass.core.decide import RunShape
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.runrecord import SCORES_FILE, BaselineRecord, RunRecord
 from evalglass.core.score import Score, ScoreContractError, Status
-from evalglass.core.scorecard import CallTotals, CheckSummary, DatasetSummary, Scorecard
+from evalglass.core.scorecard import CallTotals, DatasetSummary, Scorecard
 from evalglass.engine.artifacts import (
     CHECKS_FILE,
     LAST_RUN_POINTER,
@@ -43,8 +43,9 @@ from evalglass.engine.artifacts import (
     write_model,
     write_text,
 )
-from evalglass.engine.config import Config, LoadedConfig, config_as_recorded, load_config
+from evalglass.engine.config import Config, LoadedConfig, load_config
 from evalglass.engine.dataset import BadLine, DatasetReader, field_getter
+from evalglass.engine.decision import Evidence, decided_scorecard, run_record
 from evalglass.engine.digests import private_key, signing_key_from_env, write_digests
 from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger
 from evalglass.engine.runfolder import PartialFile, locked, make_dirs, write_atomic, writing
@@ -714,50 +715,19 @@ def _finish(
 
         baselines, baseline_records = baselines_for_run(config, ledger, folder)
         comparative = comparative_inputs(config, folder / SCORES_FILE, loaded.definition_files, dataset, baselines)
-    summaries, payload = decide_run(
-        metric_inputs(config, scored.columns),
-        gate_inputs(config, gate_fingerprints, check_results),
-        ledger.ledger,
-        config.dataset.name,
-        dataset.fingerprint,
-        scored.shape.run_shape(),
-        standings,
-        comparative,
-        ledger.gate_where(),
-    )
-    scorecard = Scorecard(
+    evidence = Evidence(
         run_id=run_id,
         created_at=created_at,
         tool_version=__version__,
-        dataset=dataset,
-        decision=payload,
-        metrics=summaries,
-        checks=tuple(CheckSummary.of(name, result) for name, result in check_results.items()),
-        calls=scored.calls,
-    )
-    record = RunRecord(
-        run_id=run_id,
-        created_at=created_at,
-        tool_version=__version__,
-        config_path=str(loaded.path),
-        config_fingerprint=loaded.fingerprint,
-        config_source=loaded.raw.decode("utf-8"),
-        config=config_as_recorded(config),
-        ledger_path=str(ledger.path),
-        ledger_fingerprint=ledger.fingerprint,
-        ledger_source=ledger.raw.decode("utf-8"),
         ledger=ledger.ledger,
-        dataset=dataset,
         gate_fingerprints=gate_fingerprints,
-        definition_files=loaded.definition_files,
         check_results=check_results,
-        judge_fingerprints={name: standing.fingerprint for name, standing in standings.items()},
-        calibrations={
-            name: standing.calibration for name, standing in standings.items() if standing.calibration is not None
-        },
-        baselines=baseline_records,
-        scores_sha256=scored.scores_sha256,
+        standings=standings,
+        comparative=comparative,
+        ledger_where=ledger.gate_where(),
     )
+    scorecard = decided_scorecard(config, scored.columns, scored.shape.run_shape(), dataset, evidence, scored.calls)
+    record = run_record(loaded, ledger, dataset, evidence, baseline_records, scored.scores_sha256)
     from evalglass.report.markdown import render_markdown
 
     write_model(folder / RUNRECORD_FILE, record)
@@ -766,32 +736,3 @@ def _finish(
     # Last: it covers every file written before it.
     write_digests(folder, run_id, signing_key, known={record.scores_file: scored.scores_sha256})
     return RunOutcome(folder=folder, scorecard=scorecard, record=record)
-
-
-def metric_inputs(config: Config, columns: dict[str, ScoreColumn]) -> list[MetricInput]:
-    return [
-        MetricInput(
-            name=name,
-            type=spec.type,
-            description=spec.description,
-            uses_reference=spec.uses_reference,
-            column=columns[name],
-            reducer=spec.reducer,
-            k=spec.k,
-            interval=spec.interval,
-            scale=spec.value_scale(),
-        )
-        for name, spec in config.metrics.items()
-    ]
-
-
-def gate_inputs(config: Config, fingerprints: dict[str, str], check_results: dict[str, CheckResult]) -> list[GateInput]:
-    return [
-        GateInput(
-            name=name,
-            spec=spec,
-            fingerprint=fingerprints[name],
-            check_result=check_results.get(spec.check) if spec.check is not None else None,
-        )
-        for name, spec in config.gates.items()
-    ]

@@ -26,10 +26,10 @@ import numpy.typing as npt
 import orjson
 
 from evalglass.core.authority import JudgeStanding, Ledger
-from evalglass.core.decide import RunShape, decide_run
+from evalglass.core.decide import RunShape
 from evalglass.core.fingerprint import fingerprint_of_bytes, short
 from evalglass.core.runrecord import RunRecord
-from evalglass.core.scorecard import CallTotals, CheckSummary, DatasetSummary, Scorecard, count_call_attempts
+from evalglass.core.scorecard import CallTotals, DatasetSummary, Scorecard, count_call_attempts
 from evalglass.engine.artifacts import (
     REPORT_FILE,
     RUNRECORD_FILE,
@@ -41,6 +41,7 @@ from evalglass.engine.artifacts import (
     model_bytes,
 )
 from evalglass.engine.config import Config, config_as_recorded, config_from_record, definition_file_hashes
+from evalglass.engine.decision import Evidence, decided_scorecard
 from evalglass.engine.digests import (
     DIGESTS_FILE,
     NOT_LISTED,
@@ -50,7 +51,6 @@ from evalglass.engine.digests import (
     signature_valid,
 )
 from evalglass.engine.ledger import ledger_problems, parse_ledger
-from evalglass.engine.pipeline import gate_inputs, metric_inputs
 from evalglass.engine.validation import validate_document
 from evalglass.engine.yamlsource import parse_yaml
 from evalglass.errors import SetupError
@@ -126,31 +126,24 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
             record.dataset,
             baselines_for_verify(config, record, folder),
         )
-    summaries, payload = decide_run(
-        metric_inputs(config, columns),
-        gate_inputs(config, gate_fingerprints, record.check_results),
-        ledger,
-        config.dataset.name,
-        record.dataset.fingerprint,
-        RunShape(
-            examples=examples,
-            example_of_row=_ints(loaded_scores.example_of_row),
-            clusters=_ints(loaded_scores.cluster_ids),
-        ),
-        standings,
-        comparative,
-        ledger_where,
-    )
-    derived = Scorecard(
+    evidence = Evidence(
         run_id=record.run_id,
         created_at=record.created_at,
         tool_version=record.tool_version,
-        dataset=DatasetSummary(**{**record.dataset.model_dump(), "examples": examples}),
-        decision=payload,
-        metrics=summaries,
-        checks=tuple(CheckSummary.of(name, result) for name, result in record.check_results.items()),
-        calls=recorded_call_totals(folder),
+        ledger=ledger,
+        gate_fingerprints=gate_fingerprints,
+        check_results=record.check_results,
+        standings=standings,
+        comparative=comparative,
+        ledger_where=ledger_where,
     )
+    shape = RunShape(
+        examples=examples,
+        example_of_row=_ints(loaded_scores.example_of_row),
+        clusters=_ints(loaded_scores.cluster_ids),
+    )
+    dataset = DatasetSummary(**{**record.dataset.model_dump(), "examples": examples})
+    derived = decided_scorecard(config, columns, shape, dataset, evidence, recorded_call_totals(folder))
     derived_json = derived.model_dump(mode="json")
     findings.extend(_diff("scorecard", raw_scorecard, orjson.loads(orjson.dumps(derived_json))))
     if not findings:
