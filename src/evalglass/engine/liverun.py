@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +42,9 @@ from evalglass.engine.cache import CacheMode, CallCache
 from evalglass.engine.config import LoadedConfig
 from evalglass.engine.dataset import BadLine, DatasetReader
 from evalglass.engine.interrupts import LoopStopper
-from evalglass.engine.pipeline import (
+from evalglass.engine.progress import Counters, Reporter
+from evalglass.engine.runfolder import PartialFile
+from evalglass.engine.sink import (
     BuiltMetric,
     Scored,
     append_result,
@@ -50,11 +52,9 @@ from evalglass.engine.pipeline import (
     cluster_key,
     dataset_summary,
     expand,
-    metric_raised,
+    guard,
     new_row_shape,
 )
-from evalglass.engine.progress import Counters, Reporter
-from evalglass.engine.runfolder import PartialFile
 from evalglass.errors import SetupError
 from evalglass.lanes.executor import AsyncioExecutor, EndpointLimit, Executor
 from evalglass.lanes.retry import Attempt
@@ -206,18 +206,6 @@ def _build(loaded: LoadedConfig, executor: Executor, cache: CallCache | None) ->
     return built
 
 
-def _guard(metric: BuiltMetric) -> Callable[[Example], Any]:
-    function, name = metric.function, metric.name
-
-    def guarded(example: Example) -> Any:
-        try:
-            return function(example)
-        except Exception as exc:
-            return metric_raised(name, exc)
-
-    return guarded
-
-
 def _retries(attempts: Sequence[Attempt]) -> int:
     return max(0, len(attempts) - 1)
 
@@ -235,7 +223,7 @@ class LiveScorer:
     ) -> None:
         config = loaded.config
         self.order = list(config.metrics)
-        self.sync = [(metric.name, _guard(metric), metric.parallel) for metric in metrics]
+        self.sync = [(metric.name, guard(metric.name, metric.function), metric.parallel) for metric in metrics]
         self.lane = built.lane
         self.judges = built.judges
         self.samples = config.samples

@@ -12,10 +12,9 @@ import os
 import secrets
 import shutil
 import threading
-import traceback
 from array import array
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -26,12 +25,11 @@ import orjson
 from evalglass import __version__, redaction
 from evalglass.core.checks import CheckResult
 from evalglass.core.columns import ScoreColumn
-from evalglass.core.decide import RunShape
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.runrecord import SCORES_FILE, BaselineRecord, RunRecord
-from evalglass.core.score import Score, ScoreContractError, Status
-from evalglass.core.scorecard import CallTotals, DatasetSummary, Scorecard
+from evalglass.core.score import Score
+from evalglass.core.scorecard import Scorecard
 from evalglass.engine.artifacts import (
     CHECKS_FILE,
     LAST_RUN_POINTER,
@@ -43,14 +41,28 @@ from evalglass.engine.artifacts import (
     write_model,
     write_text,
 )
-from evalglass.engine.config import Config, LoadedConfig, load_config
-from evalglass.engine.dataset import BadLine, DatasetReader, field_getter
+from evalglass.engine.config import LoadedConfig, load_config
+from evalglass.engine.dataset import BadLine, DatasetReader
 from evalglass.engine.decision import Evidence, decided_scorecard, run_record
 from evalglass.engine.digests import private_key, signing_key_from_env, write_digests
 from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger
 from evalglass.engine.runfolder import PartialFile, locked, make_dirs, write_atomic, writing
+from evalglass.engine.sink import (
+    BuiltMetric,
+    RowShape,
+    Scored,
+    append_result,
+    append_results,
+    check_duplicate,
+    cluster_key,
+    dataset_summary,
+    expand,
+    guard,
+    new_row_shape,
+    same_score_everywhere,
+)
 from evalglass.errors import Interrupted, SetupError
-from evalglass.metrics.base import BatchedMetric, MetricFn, build_with_batch
+from evalglass.metrics.base import BatchedMetric, build_with_batch
 from evalglass.metrics.check import CheckMetricSpec, CheckSink
 from evalglass.metrics.errors import MetricLoadError
 from evalglass.metrics.llm_judge import LlmJudgeSpec
@@ -79,13 +91,6 @@ def new_run_id(now: datetime) -> str:
 
 def default_run_folder(run_id: str) -> Path:
     return Path(".evalglass") / "runs" / run_id
-
-
-@dataclass(frozen=True)
-class BuiltMetric:
-    name: str
-    function: MetricFn
-    parallel: bool
 
 
 class CheckRecordWriter:
@@ -127,18 +132,6 @@ def build_metrics(loaded: LoadedConfig, check_sink: CheckSink | None = None) -> 
     return built
 
 
-def metric_raised(name: str, exc: BaseException) -> Score:
-    """The error score of a metric that raised: its message and traceback tail, redacted before being cut."""
-    redactor = redaction.current()
-    tail = "".join(traceback.format_exception(exc, limit=-3)).strip()
-    message = redactor.text(f"metric '{name}' raised {type(exc).__name__}: {exc}")
-    return Score.error("metric_raised", message, redactor.tail(tail, 2000, ""))
-
-
-def _bad_result(name: str, result: object, why: str) -> Score:
-    return Score.error("metric_bad_result", f"metric '{name}' returned {result!r}: {why}")
-
-
 def call_metric(metric: BuiltMetric, batch: ExampleBatch, pool: ThreadPoolExecutor | None) -> list[Any]:
     """One metric over a batch; a raising call becomes an error score, never a number.
 
@@ -156,86 +149,11 @@ def call_metric(metric: BuiltMetric, batch: ExampleBatch, pool: ThreadPoolExecut
                 return results
         function = function.one
 
-    def guarded(example: Example) -> Any:
-        try:
-            return function(example)
-        except Exception as exc:
-            return metric_raised(name, exc)
-
+    guarded = guard(name, function)
     examples = batch.examples()
     if metric.parallel and pool is not None and len(examples) > 1:
         return list(pool.map(guarded, examples))
     return [guarded(example) for example in examples]
-
-
-@dataclass
-class RowShape:
-    """How rows relate to examples and clusters, collected while streaming (compact arrays, no objects)."""
-
-    samples: bool
-    cluster_of: Callable[[Mapping[str, Any]], Any] | None
-    example_of_row: array[int] = field(default_factory=lambda: array("q"))
-    cluster_ids: array[int] = field(default_factory=lambda: array("q"))
-    cluster_keys: dict[str, int] = field(default_factory=dict)
-    examples: int = 0
-
-    def add_example(self, rows: int, cluster: str | None) -> None:
-        if self.samples:
-            self.example_of_row.extend([self.examples] * rows)
-        if self.cluster_of is not None:
-            key = cluster if cluster is not None else f"\x00unclustered:{self.examples}"
-            self.cluster_ids.append(self.cluster_keys.setdefault(key, len(self.cluster_keys)))
-        self.examples += 1
-
-    def add_single_rows(self, count: int, clusters: list[str | None] | None) -> None:
-        """``add_example(1, cluster)`` for ``count`` examples of one row each (``clusters``: one per example)."""
-        if self.samples or self.cluster_of is not None:
-            for index in range(count):
-                self.add_example(1, clusters[index] if clusters is not None else None)
-            return
-        self.examples += count
-
-    def run_shape(self) -> RunShape:
-        return RunShape(
-            examples=self.examples,
-            example_of_row=np.frombuffer(self.example_of_row, dtype=np.int64) if self.samples else None,
-            clusters=np.frombuffer(self.cluster_ids, dtype=np.int64) if self.cluster_of is not None else None,
-        )
-
-
-def cluster_key(value: Any) -> str | None:
-    """A cluster id as recorded: strings and integers name a cluster; anything else (absent, null) does not."""
-    if type(value) is str:
-        return value
-    if type(value) is int:
-        return str(value)
-    return None
-
-
-def expand(item: Example | BadLine, samples: bool) -> list[Example] | Score:
-    """The sample rows one dataset line produces, or the single score every metric gets when it produces none."""
-    if isinstance(item, BadLine):
-        return Score.error(item.code, item.message)
-    if item.output is ABSENT:
-        return Score.unmeasured(
-            Status.BLOCKED, "output_missing", f"example {item.id} (line {item.line}) has no recorded output"
-        )
-    if not samples:
-        return [item]
-    if not isinstance(item.output, list):
-        return Score.error(
-            "samples_not_a_list",
-            f"example {item.id} (line {item.line}): task.samples is on, so the output must be a list of samples, "
-            f"not {type(item.output).__name__}",
-        )
-    if not item.output:
-        return Score.unmeasured(
-            Status.BLOCKED, "output_missing", f"example {item.id} (line {item.line}) has an empty list of samples"
-        )
-    return [
-        Example(id=item.id, line=item.line, fields=item.fields, output=value, sample=index)
-        for index, value in enumerate(item.output)
-    ]
 
 
 def score_batch(
@@ -283,7 +201,7 @@ def score_batch(
             clusters.append(cluster)
         if isinstance(rows, Score):
             shape.add_example(1, cluster)
-            for name, entry in _same_score_everywhere(rows, columns, shape.samples).items():
+            for name, entry in same_score_everywhere(rows, columns, shape.samples).items():
                 block[name].append(entry)
             continue
         shape.add_example(len(rows), cluster)
@@ -354,32 +272,6 @@ def _plain(batch: ExampleBatch | list[Example | BadLine], samples: bool) -> Exam
     return batch
 
 
-def append_results(column: ScoreColumn, name: str, results: list[Any]) -> list[Any]:
-    """Append consecutive rows' results: at once when all are finite floats, else one by one through
-    :func:`append_result`. Returns the JSON the scores file keeps for them."""
-    if column.extend_measured(results):
-        return results
-    return [append_result(column, name, result) for result in results]
-
-
-def append_result(column: ScoreColumn, name: str, result: Any) -> Any:
-    """Append to the column (which re-checks the score contract; a result it refuses becomes a
-    ``metric_bad_result`` error) and return the JSON the scores file keeps."""
-    try:
-        column.append(result)
-    except (ScoreContractError, TypeError) as exc:
-        result = _bad_result(name, result, str(exc))
-        column.append(result)
-    return result if type(result) is float else score_to_json(result)
-
-
-def _same_score_everywhere(score: Score, columns: dict[str, ScoreColumn], samples: bool) -> dict[str, Any]:
-    for column in columns.values():
-        column.append(score)
-    encoded = score_to_json(score)
-    return dict.fromkeys(columns, [encoded] if samples else encoded)
-
-
 def run_standalone_checks(loaded: LoadedConfig) -> dict[str, CheckResult]:
     config = loaded.config
     names = config.standalone_checks
@@ -402,17 +294,6 @@ class RunInterrupted(Interrupted):
         super().__init__(
             f"interrupted{progress}: completed calls are cached; resume with: evalglass run --resume {folder}"
         )
-
-
-@dataclass
-class Scored:
-    """The dataset, scored: every metric's column, how rows map to examples, and the dataset as it was read."""
-
-    columns: dict[str, ScoreColumn]
-    shape: RowShape
-    dataset: DatasetSummary
-    scores_sha256: str
-    calls: CallTotals | None = None  # live runs: see CallTotals
 
 
 def run(
@@ -590,19 +471,6 @@ def point_last_run_at(folder: Path) -> str | None:
     return None
 
 
-def check_duplicate(first_line: dict[str, int], item: Example | BadLine, path: Path) -> None:
-    """One example at a time (the live path, where calls dominate): remembers each id's first line.
-
-    A malformed line's made-up id (``line:3``) takes part, so a real id can never be the same as one: the run is
-    refused instead, as for any repeated id, and says which line the made-up id names. (A made-up id's line is
-    remembered negated, which is how it is told apart without keeping more per id.)
-    """
-    mark = -item.line if isinstance(item, BadLine) else item.line
-    seen = first_line.setdefault(item.id, mark)
-    if seen != mark:
-        raise _duplicate(item.id, mark, seen, path)
-
-
 def id_hashes(batch: ExampleBatch | list[Example | BadLine]) -> map[int]:
     """The hash of each id in the batch (a malformed line's made-up one too), to find repeats with after the
     stream."""
@@ -627,41 +495,6 @@ def refuse_duplicate_ids(hashes: array[int], loaded: LoadedConfig) -> None:
     first_line: dict[str, int] = {}
     for item in reader:
         check_duplicate(first_line, item, loaded.dataset_path)
-
-
-def _duplicate(example_id: str, line: int, first: int, path: Path) -> SetupError:
-    """Lines as :func:`check_duplicate` marks them: negative for a malformed line, whose made-up id a real one
-    repeats (a made-up id names its own line, so two can never be the same)."""
-    if first < 0 or line < 0:
-        made_up, real = (-first, line) if first < 0 else (-line, first)
-        return SetupError(
-            f"example id '{example_id}' is also the id given to malformed line {made_up}",
-            where=f"{path}:{real}",
-            fix=f"fix line {made_up}, or give the example at line {real} another id",
-        )
-    return SetupError(
-        f"duplicate example id '{example_id}' (first at line {first})",
-        where=f"{path}:{line}",
-        fix="give every example a unique id",
-    )
-
-
-def new_row_shape(config: Config) -> RowShape:
-    cluster_field = config.dataset.cluster_field
-    return RowShape(
-        samples=config.samples, cluster_of=field_getter(cluster_field) if cluster_field is not None else None
-    )
-
-
-def dataset_summary(config: Config, reader: DatasetReader) -> DatasetSummary:
-    return DatasetSummary(
-        name=config.dataset.name,
-        path=config.dataset.path,
-        fingerprint=reader.fingerprint,
-        examples=reader.examples,
-        malformed_lines=reader.bad_lines,
-        first_malformed=tuple(reader.first_bad_lines),
-    )
 
 
 def score_recorded(loaded: LoadedConfig, metrics: list[BuiltMetric], writer: ScoresWriter) -> Scored:
