@@ -403,6 +403,8 @@ def calibrate(judge: str, labels: Path, config_path: Path | None, no_cache: bool
     mode = "off" if no_cache else "refresh" if refresh else "use"
     with _stdout_to_stderr():
         outcome = calibrate_command(find_config(config_path), judge, labels, cache_mode=mode)
+    for warning in outcome.warnings:
+        click.echo(warning, err=True)
     record = outcome.record
     if fmt == "json":
         _emit_json({"path": str(outcome.path), **record.model_dump(mode="json")})
