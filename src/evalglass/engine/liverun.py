@@ -164,10 +164,10 @@ class _Built:
 
 
 def _live_extra_missing(exc: ImportError) -> SetupError:
-    from evalglass.lanes.specs import LIVE_EXTRA_HINT
+    from evalglass.dependencies import install_hint
 
     return SetupError(
-        f"live lanes and judges need {exc.name or 'a package'}, which is not installed", fix=LIVE_EXTRA_HINT
+        f"live lanes and judges need {exc.name or 'a package'}, which is not installed", fix=install_hint(exc.name)
     )
 
 
@@ -187,22 +187,23 @@ def _build(loaded: LoadedConfig, executor: Executor, cache: CallCache | None) ->
             except LaneConfigError as exc:
                 raise SetupError(f"task: {exc}", where=str(loaded.path)) from None
         for name, spec in config.judges.items():
-            try:
-                from evalglass.lanes.judge import Judge  # the openai SDK and aiohttp: only when a judge is declared
-            except ImportError as exc:
-                raise _live_extra_missing(exc) from None
+            from evalglass.lanes.judge import Judge  # the openai SDK and aiohttp: only when a judge is declared
 
             try:
                 built.judges[name] = Judge(spec, base_dir=loaded.base_dir, executor=executor, cache=cache)
             except LaneConfigError as exc:
                 raise SetupError(f"metric '{name}': {exc}", where=str(loaded.path)) from None
-    except BaseException:
+    except BaseException as exc:
         # Whatever was built before the failure holds open clients.
         closers = [built.lane] if built.lane is not None else []
         closers.extend(built.judges.values())
         for item in closers:
             with contextlib.suppress(Exception):
                 asyncio.get_running_loop().create_task(item.aclose())
+        if isinstance(exc, ImportError):
+            # A lane or judge imports its client's packages when it is built (the chat lane: the openai SDK,
+            # aiohttp). Host code's own import errors never arrive here: loading it turns them into LaneConfigError.
+            raise _live_extra_missing(exc) from None
         raise
     return built
 
