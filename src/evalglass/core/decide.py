@@ -76,6 +76,8 @@ class GateInput:
     spec: GateSpec
     fingerprint: str
     check_result: CheckResult | None = None
+    #: Why the ledger's approval of this gate is stale, when the engine could tell (an evaluator's new version).
+    stale_cause: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,20 +175,24 @@ def decide_run(
     shape: RunShape,
     judges: Mapping[str, JudgeStanding] | None = None,
     ledger_where: Mapping[str, str] | None = None,
+    *,
+    today: str,
 ) -> tuple[tuple[MetricSummary, ...], VerdictPayload]:
-    """``judges`` holds, per llm_judge metric, its fingerprint and calibration record as the run found them (the
-    engine reads the files; a run record snapshots them so ``verify`` decides on exactly the same evidence).
+    """``today`` (YYYY-MM-DD) is the day approvals are checked for expiry on: the run's own date, so ``verify``
+    re-derives the same decision later. ``judges`` holds, per llm_judge metric, its fingerprint and calibration
+    record as the run found them (the engine reads the files; a run record snapshots them so ``verify`` decides on
+    exactly the same evidence).
     ``ledger_where`` names, per gate the ledger lists, its ``file:line``, for the messages that point at it."""
     measured = {metric.name: measure(metric, shape) for metric in metrics}
     standings = judges or {}
     results: list[GateResult] = []
     for gate in gates:
         if gate.spec.check is not None:
-            results.append(_decide_check_gate(gate, ledger, dataset_name, dataset_fingerprint))
+            results.append(_decide_check_gate(gate, ledger, dataset_name, dataset_fingerprint, today))
         else:
             results.append(
                 _decide_metric_gate(
-                    gate, measured, ledger, dataset_name, dataset_fingerprint, standings.get(gate.spec.subject)
+                    gate, measured, ledger, dataset_name, dataset_fingerprint, today, standings.get(gate.spec.subject)
                 )
             )
     results.extend(undeclared_results(ledger, [gate.name for gate in gates], ledger_where or {}))
@@ -218,12 +224,14 @@ def _decide_metric_gate(
     ledger: Ledger,
     dataset_name: str,
     dataset_fingerprint: str,
+    today: str,
     judge: JudgeStanding | None = None,
 ) -> GateResult:
     item = measured[gate.spec.subject]
     summary = item.summary
     authority = declared_gate_authority(
         ledger,
+        today=today,
         name=gate.name,
         fingerprint=gate.fingerprint,
         check=False,
@@ -231,6 +239,7 @@ def _decide_metric_gate(
         dataset_fingerprint=dataset_fingerprint,
         uses_reference=summary.uses_reference,
         judge=judge,
+        stale_cause=gate.stale_cause,
     )
     bound: Interval | None = None
     advice: int | None = None
@@ -288,16 +297,20 @@ def _advice(spec: GateSpec, item: Measured, bound: Interval | None, threshold: f
     )
 
 
-def _decide_check_gate(gate: GateInput, ledger: Ledger, dataset_name: str, dataset_fingerprint: str) -> GateResult:
+def _decide_check_gate(
+    gate: GateInput, ledger: Ledger, dataset_name: str, dataset_fingerprint: str, today: str
+) -> GateResult:
     if gate.check_result is None:
         raise ValueError(f"gate '{gate.name}' decides on check '{gate.spec.check}', but no result was recorded")
     authority = declared_gate_authority(
         ledger,
+        today=today,
         name=gate.name,
         fingerprint=gate.fingerprint,
         check=True,
         dataset=dataset_name,
         dataset_fingerprint=dataset_fingerprint,
         uses_reference=False,
+        stale_cause=gate.stale_cause,
     )
     return evaluate_check_gate(gate.name, gate.spec, gate.fingerprint, authority, gate.check_result)

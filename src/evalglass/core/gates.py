@@ -227,6 +227,7 @@ def evaluate_gate(
         "bound_method": bound.method.value if lower and bound is not None else None,
         "required_n": required_n if lower else None,
         "fingerprint": fingerprint,
+        "notes": authority.notes,
     }
     if not authority.active:
         return GateResult(outcome=Outcome.INFORMATIONAL, **common)
@@ -318,7 +319,7 @@ def evaluate_check_gate(
                 message=f"check '{spec.subject}' ended {result.outcome.value}{why}: {result.repair.value}",
             )
         )
-    notes: tuple[str, ...] = ()
+    notes: tuple[str, ...] = authority.notes
     if result.binding is BindingStatus.UNBOUND and measured is not None:
         if authority.require_binding:
             reasons.append(
@@ -331,9 +332,11 @@ def evaluate_check_gate(
                 )
             )
         else:
-            notes = (UNBOUND_NOTE.format(check=spec.subject, outcome=result.outcome.value),)
+            notes = (*notes, UNBOUND_NOTE.format(check=spec.subject, outcome=result.outcome.value))
     if reasons:
-        return GateResult(outcome=Outcome.BLOCKED, reasons=tuple(reasons), value=measured, compared=measured, **common)
+        return GateResult(
+            outcome=Outcome.BLOCKED, reasons=tuple(reasons), notes=notes, value=measured, compared=measured, **common
+        )
     assert measured is not None
     if measured >= CHECK_THRESHOLD:
         return GateResult(

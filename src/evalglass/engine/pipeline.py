@@ -24,6 +24,7 @@ import numpy as np
 import orjson
 
 from evalglass import __version__, redaction
+from evalglass.core.calendar import day_of_timestamp
 from evalglass.core.checks import CheckResult
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.decide import GateInput, MetricInput, RunShape, decide_run
@@ -49,6 +50,7 @@ from evalglass.engine.dataset import BadLine, DatasetReader, field_getter
 from evalglass.engine.digests import private_key, signing_key_from_env, write_digests
 from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger
 from evalglass.engine.runfolder import locked, make_dirs, open_private, writing
+from evalglass.engine.staleness import stale_causes
 from evalglass.errors import Interrupted, SetupError
 from evalglass.metrics.base import BatchedMetric, MetricFn, build_with_batch
 from evalglass.metrics.check import CheckMetricSpec, CheckSink
@@ -720,13 +722,16 @@ def _finish(
         standings = judge_standings(loaded)
     summaries, payload = decide_run(
         metric_inputs(config, scored.columns),
-        gate_inputs(config, gate_fingerprints, check_results),
+        gate_inputs(
+            config, gate_fingerprints, check_results, stale_causes(config, loaded.definition_files, ledger.ledger)
+        ),
         ledger.ledger,
         config.dataset.name,
         dataset.fingerprint,
         scored.shape.run_shape(),
         standings,
         ledger.gate_where(),
+        today=day_of_timestamp(created_at),
     )
     scorecard = Scorecard(
         run_id=run_id,
@@ -787,13 +792,22 @@ def metric_inputs(config: Config, columns: dict[str, ScoreColumn]) -> list[Metri
     ]
 
 
-def gate_inputs(config: Config, fingerprints: dict[str, str], check_results: dict[str, CheckResult]) -> list[GateInput]:
+def gate_inputs(
+    config: Config,
+    fingerprints: dict[str, str],
+    check_results: dict[str, CheckResult],
+    stale: Mapping[str, str] | None = None,
+) -> list[GateInput]:
+    """``stale`` holds, per gate, what made its approval stale when that is an evaluator's version
+    (``engine.staleness``)."""
+    causes = stale or {}
     return [
         GateInput(
             name=name,
             spec=spec,
             fingerprint=fingerprints[name],
             check_result=check_results.get(spec.check) if spec.check is not None else None,
+            stale_cause=causes.get(name),
         )
         for name, spec in config.gates.items()
     ]

@@ -35,8 +35,20 @@ REPAIRS: Mapping[BlockReason, str] = total(
         BlockReason.POLICY_FORBIDDEN: "The host's policy in the ledger forbids this gate; only the host can lift that.",
         BlockReason.APPROVAL_UNBOUND: "Bind the approval to the current definition by writing its fingerprint.",
         BlockReason.APPROVAL_STALE: (
-            "The gate or its metric changed after approval. Review the change, then re-approve with the new "
-            "fingerprint."
+            "The gate or its metric changed after approval, or an evaluator it depends on has a new version "
+            "(the reason names it). Review the change, then re-approve with the new fingerprint."
+        ),
+        BlockReason.APPROVAL_EXPIRED: (
+            "The approval is past its expiry (its `expires_on`, or the policy's `max_age_days` from `approved_on`). "
+            "The host re-reviews the gate and renews the entry: a new `expires_on` or `approved_on`."
+        ),
+        BlockReason.GOLD_EXPIRED: (
+            "The gold validation is past its expiry (`expires_on`, or `max_age_days` from `validated_on`). The host "
+            "reviews the reference answers again and renews the `datasets:` entry."
+        ),
+        BlockReason.CALIBRATION_EXPIRED: (
+            "The judge's calibration is past its expiry (the `judges:` entry's `expires_on`, or `max_age_days` from "
+            "the calibration's date). Calibrate again (`evalglass calibrate`), then the host renews the entry."
         ),
         BlockReason.GOLD_NOT_VALIDATED: (
             "This metric compares with reference answers. Review them, then mark the dataset as validated gold."
@@ -131,6 +143,8 @@ def explain_gate(gate: GateResult, card: Scorecard, record: RunRecord) -> Explan
         codes = {reason.code for reason in gate.reasons}
         if codes & {
             BlockReason.APPROVAL_STALE,
+            BlockReason.APPROVAL_EXPIRED,
+            BlockReason.GOLD_EXPIRED,
             BlockReason.APPROVAL_UNBOUND,
             BlockReason.NO_APPROVED_THRESHOLD,
             BlockReason.GOLD_NOT_VALIDATED,
