@@ -87,7 +87,14 @@ def test_an_undated_approval_under_max_age_is_expired_not_fresh(made_on):
 
 def identity(**overrides):
     return GateIdentity(
-        **{"name": "g", "fingerprint": GATE_FP, "dataset": "d", "dataset_fingerprint": DATA_FP, "needs_gold": False, **overrides}
+        **{
+            "name": "g",
+            "fingerprint": GATE_FP,
+            "dataset": "d",
+            "dataset_fingerprint": DATA_FP,
+            "needs_gold": False,
+            **overrides,
+        }
     )
 
 

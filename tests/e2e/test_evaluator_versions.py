@@ -22,7 +22,12 @@ from tests.e2e.project import CliResult, Project, make_project
 
 def bumped(project: Project, *args: str, versions: dict[str, int]) -> CliResult:
     """The CLI of an EvalGlass whose registry has ``versions`` (``metric:exact_match`` → 2, ...)."""
-    tables = {"metric": "METRIC_VERSIONS", "reducer": "REDUCER_VERSIONS", "interval": "INTERVAL_VERSIONS"}
+    tables = {
+        "metric": "METRIC_VERSIONS",
+        "reducer": "REDUCER_VERSIONS",
+        "interval": "INTERVAL_VERSIONS",
+        "paired": "PAIRED_VERSIONS",
+    }
     patch = "; ".join(
         f"v.{tables[key.split(':')[0]]} = {{**v.{tables[key.split(':')[0]]}, {_member(key)}: {version}}}"
         for key, version in versions.items()
@@ -70,10 +75,7 @@ def approve(project: Project, fingerprint: str | None = None, **gate: Any) -> No
 
 
 def stale_message(result: CliResult) -> str:
-    gate = json.loads(result.out)["decision"]["gates"][0]
-    assert gate["outcome"] == "blocked", gate
-    (reason,) = [r for r in gate["reasons"] if r["code"] == "approval_stale"]
-    return reason["message"]
+    return stale_message_of(json.loads(result.out)["decision"]["gates"][0])
 
 
 def test_an_approval_made_under_another_metric_version_is_stale_and_names_it(tmp_path):
@@ -154,3 +156,24 @@ def test_an_edited_definition_is_not_blamed_on_a_version(tmp_path):
 
 def test_the_golden_recorder_is_a_module(tmp_path):
     assert (Path(__file__).parents[1] / "golden" / "record.py").is_file()
+
+
+def test_comparative_gates_depend_on_the_paired_difference_and_its_methods(tmp_path):
+    from tests.e2e.test_comparative_gates import NO_CHANGE, gate_of, setup
+
+    project, _ = setup(tmp_path, NO_CHANGE)
+    assert project.run().code == 0
+    point = bumped(project, "run", "--format", "json", versions={"paired:paired_difference": 2})
+    assert "paired_difference@1 → paired_difference@2" in stale_message_of(gate_of(point))
+    # A point comparative gate compares the point difference: no interval method enters it...
+    assert bumped(project, "run", versions={"interval:newcombe_paired": 2}).code == 0
+    # ...a lower_bound one compares the bound of the paired interval, whose methods do.
+    project, _ = setup(tmp_path / "lb", NO_CHANGE, rule="lower_bound", margin=0.2)
+    result = bumped(project, "run", "--format", "json", versions={"interval:newcombe_paired": 2})
+    assert "newcombe_paired@1 → newcombe_paired@2" in stale_message_of(gate_of(result))
+
+
+def stale_message_of(gate: dict[str, Any]) -> str:
+    assert gate["outcome"] == "blocked", gate
+    (reason,) = [r for r in gate["reasons"] if r["code"] == "approval_stale"]
+    return reason["message"]

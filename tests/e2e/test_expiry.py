@@ -110,6 +110,8 @@ def test_max_age_days_counts_from_approved_on_and_validated_on(tmp_path):
     code, gate = gate_of(project)
     assert (code, codes(gate)) == (1, ["approval_expired", "gold_expired"])
     assert "max_age_days 30" in gate["reasons"][0]["message"]
+    entry = project.cli("explain", "accuracy").out
+    assert "approved_on:" in entry and "validated_on:" in entry  # the entry to write must be dated
 
 
 def test_an_undated_approval_under_max_age_days_counts_as_expired(tmp_path):
@@ -182,3 +184,26 @@ def test_verify_decides_on_the_run_date_not_the_day_it_runs(tmp_path):
     verified = project.cli("verify", str(run))
     assert verified.code == 1
     assert "approval_expired" in verified.out + verified.err
+
+
+def test_a_baseline_approval_expires_like_any_other(tmp_path):
+    from tests.e2e.test_comparative_gates import NO_CHANGE, gate_of, reasons, setup
+
+    project, approved = setup(tmp_path, NO_CHANGE)
+    approved["baselines"]["main"]["expires_on"] = day(-1)
+    project.write_ledger(approved)
+    result = project.run("--out", "runs/cand", "--format", "json")
+    gate = gate_of(result)
+    assert (result.code, reasons(gate)) == (1, ["baseline_expired"])
+    assert "baseline 'main'" in gate["reasons"][0]["message"]
+    assert project.cli("verify", "runs/cand").code == 0
+    assert "renews its `baselines:` entry" in project.cli("explain", "no-regression", "--run", "runs/cand").out
+    # Under max_age_days the baseline's approved_on counts; within the warning window it passes with a note.
+    approved["baselines"]["main"].pop("expires_on")
+    approved["baselines"]["main"]["approved_on"] = day(-25)
+    approved["gates"]["no-regression"]["approved_on"] = day(0)
+    approved["datasets"]["suite"]["validated_on"] = day(0)
+    approved["policy"] = {"max_age_days": 30}
+    project.write_ledger(approved)
+    gate = gate_of(project.run("--format", "json"))
+    assert gate["outcome"] == "pass" and any("baseline 'main'" in note for note in gate["notes"])

@@ -224,7 +224,15 @@ CONTINUOUS = [0.12, 0.5, 0.91, 0.33, 0.77, 0.64, 0.05, 0.48, 0.82, 0.29, 0.71, 0
 CLUSTERS = [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11]
 
 
+BASE_BINARY = [1.0] * 12 + [0.0] * 11
+
+
 def interval_cases(method: Method) -> list[dict[str, Any]]:
+    if method is Method.NEWCOMBE_PAIRED:  # a paired method: candidate and baseline outcomes per example
+        return [
+            {"base": BASE_BINARY, "candidate": BINARY, "sides": sides, "level": 0.9}
+            for sides in ("two_sided", "lower", "upper")
+        ]
     data = BINARY if method.binary_only else CONTINUOUS
     cases = []
     for sides in ("two_sided", "lower", "upper"):
@@ -326,6 +334,8 @@ def reducer_cases(reducer: Reducer) -> list[dict[str, Any]]:
 
 
 def compute_interval(method: Method, case: dict[str, Any]) -> Any:
+    if "base" in case:
+        return compute_paired({**case, "method": method.value})
     interval = confidence_interval(
         case["values"],
         level=case["level"],
@@ -345,6 +355,43 @@ def compute_interval(method: Method, case: dict[str, Any]) -> Any:
     }
 
 
+PAIRED_CASES = [
+    {"base": BASE_BINARY, "candidate": BINARY, "sides": "two_sided", "level": 0.95},
+    {"base": BASE_BINARY, "candidate": BINARY, "sides": "lower", "level": 0.9, "clusters": CLUSTERS},
+    {"base": CONTINUOUS[::-1], "candidate": CONTINUOUS, "sides": "two_sided", "level": 0.95},
+    {"base": CONTINUOUS[::-1], "candidate": CONTINUOUS, "sides": "upper", "level": 0.9, "method": "bootstrap_bca"},
+    {"base": [1.0, 0.0], "candidate": [1.0, 1.0], "sides": "two_sided", "level": 0.95},
+]
+
+
+def compute_paired(case: dict[str, Any]) -> Any:
+    from evalglass.core.stats import paired_difference
+
+    result = paired_difference(
+        case["base"],
+        case["candidate"],
+        level=case["level"],
+        sides=case["sides"],
+        method=case.get("method"),
+        clusters=case.get("clusters"),
+        seed=7,
+        resamples=500,
+    )
+    assert result is not None
+    interval = result.interval
+    return {
+        "point": interval.point,
+        "low": interval.low,
+        "high": interval.high,
+        "method": interval.method.value,
+        "notes": [note.value for note in interval.notes],
+        "std_error": result.std_error,
+        "test": result.test.value,
+        "p_value": result.p_value,
+        "table": None if result.table is None else result.table.model_dump(),
+    }
+
+
 def inputs(kind: EvaluatorKind, name: str) -> list[dict[str, Any]]:
     """The golden inputs of one evaluator (what ``record`` writes)."""
     if kind is EvaluatorKind.METRIC:
@@ -357,6 +404,8 @@ def inputs(kind: EvaluatorKind, name: str) -> list[dict[str, Any]]:
         return reducer_cases(Reducer(name))
     if kind is EvaluatorKind.INTERVAL:
         return interval_cases(Method(name))
+    if kind is EvaluatorKind.PAIRED:
+        return PAIRED_CASES
     return PARSER_CASES
 
 
@@ -371,6 +420,8 @@ def compute(kind: EvaluatorKind, name: str, case: dict[str, Any]) -> Any:
         return compute_reducer(Reducer(name), case)
     if kind is EvaluatorKind.INTERVAL:
         return compute_interval(Method(name), case)
+    if kind is EvaluatorKind.PAIRED:
+        return compute_paired(case)
     return compute_parser(case)
 
 

@@ -40,6 +40,16 @@ class BlockReason(StrEnum):
     INCOMPLETE_MEASUREMENT = "incomplete_measurement"
     BELOW_MIN_N = "below_min_n"
     INTERVAL_UNDEFINED = "interval_undefined"
+    #: Comparative gates: the baseline run the ledger names cannot be read (or the ledger names none).
+    BASELINE_MISSING = "baseline_missing"
+    #: Comparative gates: the baseline run's files are not the ones the ledger approved (or it approved none).
+    BASELINE_STALE = "baseline_stale"
+    #: Comparative gates: the ledger's approval of the baseline is past its expires_on or max_age_days.
+    BASELINE_EXPIRED = "baseline_expired"
+    #: Comparative gates: the two runs do not measure the same thing (metric definition, gold or example set).
+    NOT_COMPARABLE = "not_comparable"
+    #: Comparative gates: paired examples not measured validly in one of the runs (and not tolerated).
+    INCOMPLETE_PAIRS = "incomplete_pairs"
     #: Not a block: the gate was validly measured and the compared value misses the approved threshold (FAIL).
     BELOW_THRESHOLD = "below_threshold"
 
@@ -75,6 +85,13 @@ class GateApproval(BaseModel):
         description="Check gates only: block unless the check ran bound to the state its gate expects "
         "(`expect_state`); an unbound PASS then blocks (check_unbound) instead of passing with a note.",
     )
+    margin: float | None = Field(
+        default=None,
+        ge=0,
+        strict=True,
+        allow_inf_nan=False,
+        description="Comparative gates only: the largest drop from the baseline the host accepts (e.g. 0.02).",
+    )
     fingerprint: Fingerprint | None = Field(
         default=None, description="Fingerprint of the gate + metric definition this approval is bound to."
     )
@@ -103,6 +120,28 @@ class DatasetValidation(BaseModel):
     validated_by: str | None = None
     validated_on: DateText | None = Field(
         default=None, description="The day of validation (YYYY-MM-DD); the policy's max_age_days counts from it."
+    )
+    note: str | None = None
+
+
+class BaselineApproval(BaseModel):
+    """A finished run the host approves as the baseline comparative gates compare with, bound to its files."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    run: str = Field(description="The baseline's run folder, relative to the ledger file.")
+    fingerprint: Fingerprint | None = Field(
+        default=None,
+        description="Fingerprint of the run's runrecord.json and scores.jsonl as approved; any edit makes it stale.",
+    )
+    expires_on: IsoDay | None = Field(
+        default=None,
+        description="The last day this baseline approval counts (YYYY-MM-DD); after it comparative gates on it "
+        "block (baseline_expired).",
+    )
+    approved_by: str | None = None
+    approved_on: DateText | None = Field(
+        default=None, description="The day of approval (YYYY-MM-DD); the policy's max_age_days counts from it."
     )
     note: str | None = None
 
@@ -162,6 +201,9 @@ class Ledger(BaseModel):
     policy: Policy = Field(default_factory=Policy)
     gates: dict[str, GateApproval] = Field(default_factory=dict)
     datasets: dict[str, DatasetValidation] = Field(default_factory=dict)
+    baselines: dict[str, BaselineApproval] = Field(
+        default_factory=dict, description="Approved baseline runs, by the name a gate's `compare_to` uses."
+    )
     judges: dict[str, JudgeRequirement] = Field(
         default_factory=dict,
         description="Per llm_judge metric, the calibration it needs before a gate on it may decide.",
@@ -242,6 +284,8 @@ class GateIdentity(BaseModel):
     dataset_fingerprint: str
     needs_gold: bool = Field(description="True when the gate's metric compares with a reference field.")
     needs_threshold: bool = Field(default=True, description="False for check gates, which pass only on PASS.")
+    comparative: bool = Field(default=False, description="True for a gate on the difference from a baseline run.")
+    baseline: str | None = Field(default=None, description="Comparative gates: the baseline's name (compare_to).")
     judge: JudgeStanding | None = Field(default=None, description="Set when the gate's metric is an LLM judge.")
     stale_cause: str | None = Field(
         default=None,
@@ -257,13 +301,16 @@ class Authority(BaseModel):
 
     active: bool
     threshold: float | None = None
+    margin: float | None = Field(default=None, description="Comparative gates: the approved margin.")
     reasons: tuple[Reason, ...] = ()
     require_binding: bool = Field(default=False, description="Check gates: an unbound result blocks.")
     notes: tuple[str, ...] = Field(default=(), description="Warnings that do not block: approvals expiring soon.")
 
     @model_validator(mode="after")
     def _inactive_has_no_reasons(self) -> Authority:
-        if not self.active and (self.reasons or self.threshold is not None or self.require_binding or self.notes):
+        if not self.active and (
+            self.reasons or self.threshold is not None or self.margin is not None or self.require_binding or self.notes
+        ):
             raise ValueError("an inactive gate carries no threshold and no blocking reasons")
         return self
 
@@ -329,11 +376,32 @@ def resolve_authority(gate: GateIdentity, ledger: Ledger, *, today: str) -> Auth
                     "calibration date (its record's created_at)",
                 ),
             )
+    baseline = ledger.baselines.get(gate.baseline) if gate.comparative and gate.baseline is not None else None
+    if baseline is not None:
+        expiring.check(
+            BlockReason.BASELINE_EXPIRED,
+            Dated(
+                f"the approval of baseline '{gate.baseline}'", baseline.expires_on, baseline.approved_on, "approved_on"
+            ),
+        )
+    if gate.comparative:
+        # A comparative gate decides on a difference: the host approves a margin, and a threshold (which would be
+        # compared with a difference, not a value) is never silently reused as one.
+        if approval.margin is None:
+            why = " (comparative gates approve a `margin`, not a `threshold`)" if approval.threshold is not None else ""
+            reasons.append(
+                Reason(
+                    code=BlockReason.NO_APPROVED_THRESHOLD,
+                    message=f"the ledger activates this comparative gate without a margin{why}",
+                )
+            )
+        return Authority(active=True, margin=approval.margin, reasons=tuple(reasons), notes=tuple(notes))
     if approval.threshold is None and gate.needs_threshold:
         reasons.append(
             Reason(
                 code=BlockReason.NO_APPROVED_THRESHOLD,
-                message="the ledger activates this gate without a threshold",
+                message="the ledger activates this gate without a threshold"
+                + (" (a `margin` approves comparative gates only)" if approval.margin is not None else ""),
             )
         )
     threshold = approval.threshold if gate.needs_threshold else None
@@ -384,6 +452,8 @@ def declared_gate_authority(
     uses_reference: bool,
     judge: JudgeStanding | None = None,
     stale_cause: str | None = None,
+    comparative: bool = False,
+    baseline: str | None = None,
 ) -> Authority:
     """What the ledger says about one declared gate. The run, ``verify`` and the readers of a run all ask here."""
     return resolve_authority(
@@ -396,6 +466,8 @@ def declared_gate_authority(
             needs_threshold=not check,
             judge=None if check else judge,
             stale_cause=stale_cause,
+            comparative=comparative,
+            baseline=baseline,
         ),
         ledger,
         today=today,

@@ -329,6 +329,7 @@ class Config(BaseModel):
             interval=spec.interval.override,
             lower_bound=gate.rule is GateRule.LOWER_BOUND,
             clustered=self.dataset.cluster_field is not None,
+            comparative=gate.compare_to is not None,
         )
 
     def gate_fingerprint(

@@ -30,7 +30,7 @@ from evalglass.core.columns import ScoreColumn
 from evalglass.core.decide import GateInput, MetricInput, RunShape, decide_run
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
-from evalglass.core.runrecord import RunRecord
+from evalglass.core.runrecord import SCORES_FILE, BaselineRecord, RunRecord
 from evalglass.core.score import Score, ScoreContractError, Status
 from evalglass.core.scorecard import CallTotals, CheckSummary, DatasetSummary, Scorecard
 from evalglass.engine.artifacts import (
@@ -60,6 +60,7 @@ from evalglass.metrics.llm_judge import LlmJudgeSpec
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
+    from evalglass.core.comparative import ComparativeInputs
     from evalglass.engine.cache import CacheMode
     from evalglass.engine.manifest import RunManifest
     from evalglass.engine.progress import Counters
@@ -484,12 +485,7 @@ def _run(
     recorded_manifest = load_manifest(resume) if resume is not None else None
     loaded = load_config(config_path)
     config = loaded.config
-    if pinned_ledger is not None and pinned_ledger.resolve() != loaded.ledger_path.resolve():
-        raise SetupError(
-            f"the config names the ledger {loaded.ledger_path}, but this run is pinned to {pinned_ledger} (--ledger)",
-            where=str(config_path),
-            fix=f"set `ledger:` in the config to the host's ledger, {pinned_ledger}",
-        )
+    refuse_unpinned_ledger(loaded, pinned_ledger)
     identity = dataset_identity(loaded.dataset_path, hash_contents=config.live)
     if recorded_manifest is not None:
         assert resume is not None
@@ -575,6 +571,16 @@ def _run_in(
         if created:
             shutil.rmtree(folder, ignore_errors=True)
         raise
+
+
+def refuse_unpinned_ledger(loaded: LoadedConfig, pinned_ledger: Path | None) -> None:
+    """``--ledger``: the config is what a pull request edits, so it may not point the run at another ledger."""
+    if pinned_ledger is not None and pinned_ledger.resolve() != loaded.ledger_path.resolve():
+        raise SetupError(
+            f"the config names the ledger {loaded.ledger_path}, but this run is pinned to {pinned_ledger} (--ledger)",
+            where=str(loaded.path),
+            fix=f"set `ledger:` in the config to the host's ledger, {pinned_ledger}",
+        )
 
 
 def point_last_run_at(folder: Path) -> str | None:
@@ -720,16 +726,27 @@ def _finish(
         from evalglass.engine.calibrate import judge_standings
 
         standings = judge_standings(loaded)
+    comparative: ComparativeInputs | None = None
+    baseline_records: dict[str, BaselineRecord] = {}
+    if any(gate.compare_to is not None for gate in config.gates.values()):
+        from evalglass.engine.baselines import baselines_for_run, comparative_inputs
+
+        baselines, baseline_records = baselines_for_run(config, ledger, folder)
+        comparative = comparative_inputs(config, folder / SCORES_FILE, loaded.definition_files, dataset, baselines)
     summaries, payload = decide_run(
         metric_inputs(config, scored.columns),
         gate_inputs(
-            config, gate_fingerprints, check_results, stale_causes(config, loaded.definition_files, ledger.ledger)
+            config,
+            gate_fingerprints,
+            check_results,
+            stale_causes(config, loaded.definition_files, ledger.ledger, gate_fingerprints),
         ),
         ledger.ledger,
         config.dataset.name,
         dataset.fingerprint,
         scored.shape.run_shape(),
         standings,
+        comparative,
         ledger.gate_where(),
         today=day_of_timestamp(created_at),
     )
@@ -763,6 +780,7 @@ def _finish(
         calibrations={
             name: standing.calibration for name, standing in standings.items() if standing.calibration is not None
         },
+        baselines=baseline_records,
         scores_sha256=scored.scores_sha256,
     )
     from evalglass.report.markdown import render_markdown

@@ -10,6 +10,7 @@ versioned. Only gates whose approval does not match are searched, and the search
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 
 from evalglass.core.authority import Ledger
 from evalglass.engine.config import Config
@@ -19,14 +20,21 @@ from evalglass.metrics.versions import evaluator
 MAX_COMBINATIONS = 512
 
 
-def stale_causes(config: Config, files: dict[str, dict[str, str]], ledger: Ledger) -> dict[str, str]:
-    """Per declared gate whose active approval is stale because of evaluator versions only, what changed."""
+def stale_causes(
+    config: Config,
+    files: dict[str, dict[str, str]],
+    ledger: Ledger,
+    current: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """Per declared gate whose active approval is stale because of evaluator versions only, what changed.
+    ``current`` holds the gate fingerprints when the caller has them already."""
     causes: dict[str, str] = {}
     for name in config.gates:
         approval = ledger.gates.get(name)
         if approval is None or not approval.active or approval.fingerprint is None:
             continue
-        if approval.fingerprint == config.gate_fingerprint(name, files):
+        now = current[name] if current is not None else config.gate_fingerprint(name, files)
+        if approval.fingerprint == now:
             continue
         cause = evaluator_change(config, name, files, approval.fingerprint)
         if cause is not None:

@@ -117,10 +117,24 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
                 )
             )
     standings = _judge_standings(config, record, findings)
+    comparative = None
+    if any(gate.compare_to is not None for gate in config.gates.values()):
+        from evalglass.engine.baselines import baselines_for_verify, comparative_inputs
+
+        comparative = comparative_inputs(
+            config,
+            folder / record.scores_file,
+            record.definition_files,
+            record.dataset,
+            baselines_for_verify(config, record, folder),
+        )
     summaries, payload = decide_run(
         metric_inputs(config, columns),
         gate_inputs(
-            config, gate_fingerprints, record.check_results, stale_causes(config, record.definition_files, ledger)
+            config,
+            gate_fingerprints,
+            record.check_results,
+            stale_causes(config, record.definition_files, ledger, gate_fingerprints),
         ),
         ledger,
         config.dataset.name,
@@ -131,6 +145,7 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
             clusters=_ints(loaded_scores.cluster_ids),
         ),
         standings,
+        comparative,
         ledger_where,
         today=run_day(record),
     )

@@ -28,6 +28,7 @@ class EvaluatorKind(StrEnum):
     METRIC = "metric"
     REDUCER = "reducer"
     INTERVAL = "interval"
+    PAIRED = "paired"
     PARSER = "parser"
 
 
@@ -72,8 +73,13 @@ INTERVAL_VERSIONS: Mapping[Method, int] = total(
         Method.CLUSTER_T: 1,
         Method.CLUSTER_BOOTSTRAP_BCA: 1,
         Method.CLUSTER_BOOTSTRAP_PERCENTILE: 1,
+        Method.NEWCOMBE_PAIRED: 1,
     },
 )
+
+#: How a comparative gate pairs this run's examples with the baseline's and computes the difference and its test
+#: (``core.stats.paired.paired_difference``); the interval of the difference is one of the methods above.
+PAIRED_VERSIONS: Mapping[str, int] = {"paired_difference": 1}
 
 #: The rules that turn an LLM judge's answer into a score (``lanes.judge.parse_verdict``).
 PARSER_VERSIONS: Mapping[str, int] = {"json-score": 1}
@@ -103,6 +109,7 @@ def registry() -> dict[str, Evaluator]:
     items = [Evaluator(EvaluatorKind.METRIC, name, version) for name, version in METRIC_VERSIONS.items()]
     items += [Evaluator(EvaluatorKind.REDUCER, item.value, version) for item, version in REDUCER_VERSIONS.items()]
     items += [Evaluator(EvaluatorKind.INTERVAL, item.value, version) for item, version in INTERVAL_VERSIONS.items()]
+    items += [Evaluator(EvaluatorKind.PAIRED, name, version) for name, version in PAIRED_VERSIONS.items()]
     items += [Evaluator(EvaluatorKind.PARSER, name, version) for name, version in PARSER_VERSIONS.items()]
     return {item.key: item for item in items}
 
@@ -134,6 +141,16 @@ def interval_methods(method: Method | None, clustered: bool) -> tuple[Method, ..
     return (method,)
 
 
+def paired_methods(method: Method | None, clustered: bool) -> tuple[Method, ...]:
+    """The interval methods the bound of a paired difference can come from (see ``paired_difference``): binary
+    values use Newcombe's paired interval (also for a proportion override), others the method on the differences."""
+    if method is None:
+        return (Method.CLUSTER_T,) if clustered else (Method.NEWCOMBE_PAIRED, Method.STUDENT_T)
+    if method in (Method.WILSON, Method.CLOPPER_PEARSON, Method.NEWCOMBE_PAIRED):
+        return (Method.NEWCOMBE_PAIRED,)
+    return interval_methods(method, clustered)
+
+
 def gate_evaluators(
     metric_type: str,
     *,
@@ -141,12 +158,14 @@ def gate_evaluators(
     interval: Method | None,
     lower_bound: bool,
     clustered: bool,
+    comparative: bool = False,
 ) -> dict[str, int]:
     """The builtin evaluators a metric gate's outcome depends on, key → version.
 
     The metric type itself (unless host code); its reducer when examples have several samples (with one sample
     every reducer is the identity); the judge-answer parser for an ``llm_judge``; the interval methods when the
-    gate compares a ``lower_bound`` (a point gate compares the point, which no interval method touches).
+    gate compares a ``lower_bound`` (a point gate compares the point, which no interval method touches). A
+    comparative gate adds the paired difference, and for ``lower_bound`` the methods of the difference's interval.
     """
     found: dict[str, int] = {}
     if metric_type in METRIC_VERSIONS:
@@ -155,7 +174,10 @@ def gate_evaluators(
         found[key_of(EvaluatorKind.PARSER, JUDGE_PARSER_NAME)] = PARSER_VERSIONS[JUDGE_PARSER_NAME]
     if reducer is not None:
         found[key_of(EvaluatorKind.REDUCER, reducer.value)] = REDUCER_VERSIONS[reducer]
+    if comparative:
+        found[key_of(EvaluatorKind.PAIRED, "paired_difference")] = PAIRED_VERSIONS["paired_difference"]
     if lower_bound:
-        for method in interval_methods(interval, clustered):
+        methods = paired_methods(interval, clustered) if comparative else interval_methods(interval, clustered)
+        for method in methods:
             found[key_of(EvaluatorKind.INTERVAL, method.value)] = INTERVAL_VERSIONS[method]
     return found
