@@ -24,6 +24,7 @@ import numpy as np
 import orjson
 
 from evalglass import __version__, redaction
+from evalglass.core.calendar import day_of_timestamp
 from evalglass.core.checks import CheckResult
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.decide import GateInput, MetricInput, RunShape, decide_run
@@ -49,6 +50,7 @@ from evalglass.engine.dataset import BadLine, DatasetReader, field_getter
 from evalglass.engine.digests import private_key, signing_key_from_env, write_digests
 from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger
 from evalglass.engine.runfolder import locked, make_dirs, open_private, writing
+from evalglass.engine.staleness import stale_causes
 from evalglass.errors import Interrupted, SetupError
 from evalglass.metrics.base import BatchedMetric, MetricFn, build_with_batch
 from evalglass.metrics.check import CheckMetricSpec, CheckSink
@@ -488,12 +490,7 @@ def _run(
     recorded_manifest = load_manifest(resume) if resume is not None else None
     loaded = load_config(config_path)
     config = loaded.config
-    if pinned_ledger is not None and pinned_ledger.resolve() != loaded.ledger_path.resolve():
-        raise SetupError(
-            f"the config names the ledger {loaded.ledger_path}, but this run is pinned to {pinned_ledger} (--ledger)",
-            where=str(config_path),
-            fix=f"set `ledger:` in the config to the host's ledger, {pinned_ledger}",
-        )
+    refuse_unpinned_ledger(loaded, pinned_ledger)
     identity = dataset_identity(loaded.dataset_path, hash_contents=config.live)
     if recorded_manifest is not None:
         assert resume is not None
@@ -588,6 +585,16 @@ def _run_in(
         if created:
             shutil.rmtree(folder, ignore_errors=True)
         raise
+
+
+def refuse_unpinned_ledger(loaded: LoadedConfig, pinned_ledger: Path | None) -> None:
+    """``--ledger``: the config is what a pull request edits, so it may not point the run at another ledger."""
+    if pinned_ledger is not None and pinned_ledger.resolve() != loaded.ledger_path.resolve():
+        raise SetupError(
+            f"the config names the ledger {loaded.ledger_path}, but this run is pinned to {pinned_ledger} (--ledger)",
+            where=str(loaded.path),
+            fix=f"set `ledger:` in the config to the host's ledger, {pinned_ledger}",
+        )
 
 
 def point_last_run_at(folder: Path) -> str | None:
@@ -770,7 +777,12 @@ def _finish(
         comparative = comparative_inputs(config, folder / SCORES_FILE, loaded.definition_files, dataset, baselines)
     summaries, payload = decide_run(
         metric_inputs(config, scored.columns),
-        gate_inputs(config, gate_fingerprints, check_results),
+        gate_inputs(
+            config,
+            gate_fingerprints,
+            check_results,
+            stale_causes(config, loaded.definition_files, ledger.ledger, gate_fingerprints),
+        ),
         ledger.ledger,
         config.dataset.name,
         dataset.fingerprint,
@@ -778,6 +790,7 @@ def _finish(
         standings,
         comparative,
         ledger.gate_where(),
+        today=day_of_timestamp(created_at),
     )
     scorecard = Scorecard(
         run_id=run_id,
@@ -839,13 +852,22 @@ def metric_inputs(config: Config, columns: dict[str, ScoreColumn]) -> list[Metri
     ]
 
 
-def gate_inputs(config: Config, fingerprints: dict[str, str], check_results: dict[str, CheckResult]) -> list[GateInput]:
+def gate_inputs(
+    config: Config,
+    fingerprints: dict[str, str],
+    check_results: dict[str, CheckResult],
+    stale: Mapping[str, str] | None = None,
+) -> list[GateInput]:
+    """``stale`` holds, per gate, what made its approval stale when that is an evaluator's version
+    (``engine.staleness``)."""
+    causes = stale or {}
     return [
         GateInput(
             name=name,
             spec=spec,
             fingerprint=fingerprints[name],
             check_result=check_results.get(spec.check) if spec.check is not None else None,
+            stale_cause=causes.get(name),
         )
         for name, spec in config.gates.items()
     ]
