@@ -47,9 +47,11 @@ from evalglass.engine.artifacts import (
 from evalglass.engine.config import Config, LoadedConfig, config_as_recorded, load_config
 from evalglass.engine.dataset import BadLine, DatasetReader, field_getter
 from evalglass.engine.digests import private_key, signing_key_from_env, write_digests
+from evalglass.engine.executorspec import RayExecutorSpec
 from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger
 from evalglass.engine.runfolder import locked, make_dirs, open_private, writing
 from evalglass.errors import Interrupted, SetupError
+from evalglass.lanes.shipping import ClusterLost
 from evalglass.metrics.base import BatchedMetric, MetricFn, build_with_batch
 from evalglass.metrics.check import CheckMetricSpec, CheckSink
 from evalglass.metrics.errors import MetricLoadError
@@ -61,6 +63,7 @@ if TYPE_CHECKING:
     from evalglass.engine.cache import CacheMode
     from evalglass.engine.manifest import RunManifest
     from evalglass.engine.progress import Counters
+    from evalglass.engine.raycluster import RayCluster
 
 
 @dataclass(frozen=True)
@@ -119,14 +122,25 @@ class CheckRecordWriter:
                 self.partial.unlink()
 
 
-def build_metrics(loaded: LoadedConfig, check_sink: CheckSink | None = None) -> list[BuiltMetric]:
-    """The synchronous metrics, built once. LLM judges are asynchronous: the live run builds them in its loop."""
+def build_metrics(
+    loaded: LoadedConfig, check_sink: CheckSink | None = None, cluster: RayCluster | None = None
+) -> list[BuiltMetric]:
+    """The synchronous metrics, built once. LLM judges are asynchronous: the live run builds them in its loop.
+    With a ``cluster``, the metrics it ships (host ``python`` and ``check`` metrics) are built to run there, and
+    run concurrently across examples like any metric that waits on something outside the process."""
     built: list[BuiltMetric] = []
     config = loaded.config
+    shipped = config.shipped_metrics if cluster is not None else set()
     for name, spec in config.metrics.items():
         if isinstance(spec, LlmJudgeSpec):
             continue
         try:
+            if name in shipped:
+                from evalglass.engine.raycluster import build_shipped_metric
+
+                assert cluster is not None
+                built.append(BuiltMetric(name, build_shipped_metric(cluster, loaded, name, check_sink), True))
+                continue
             if isinstance(spec, CheckMetricSpec):
                 function = spec.build_check(config.checks[spec.check], loaded.base_dir, check_sink)
             else:
@@ -135,6 +149,16 @@ def build_metrics(loaded: LoadedConfig, check_sink: CheckSink | None = None) -> 
             raise SetupError(f"metric '{name}': {exc}", where=str(loaded.path)) from None
         built.append(BuiltMetric(name=name, function=function, parallel=spec.parallel))
     return built
+
+
+def metric_workers(config: Config) -> int:
+    """Threads for the metrics that run concurrently across examples: ``check_workers``, else one per CPU here, or
+    with a cluster executor as many as calls may be in flight (each thread only waits for its task)."""
+    if config.check_workers:
+        return config.check_workers
+    if config.shipped_metrics:
+        return config.concurrency.max_in_flight
+    return os.cpu_count() or 1
 
 
 def metric_raised(name: str, exc: BaseException) -> Score:
@@ -404,13 +428,14 @@ def run_standalone_checks(loaded: LoadedConfig) -> dict[str, CheckResult]:
 class RunInterrupted(Interrupted):
     """Ctrl-C during a run: what was done is kept (cached calls, the manifest) so the run can be resumed."""
 
-    def __init__(self, folder: Path, done: int | None, total: int | None) -> None:
+    def __init__(self, folder: Path, done: int | None, total: int | None, reason: str | None = None) -> None:
         self.folder = folder
         self.done = done
         self.total = total
         progress = f" after {done} of {total} examples" if done is not None and total else ""
+        why = f"{reason}; " if reason else ""
         super().__init__(
-            f"interrupted{progress}: completed calls are cached; resume with: evalglass run --resume {folder}"
+            f"{why}interrupted{progress}: completed calls are cached; resume with: evalglass run --resume {folder}"
         )
 
 
@@ -552,12 +577,19 @@ def _run_in(
             write_manifest(folder, manifest)
         writer = ScoresWriter(folder)
         check_records = CheckRecordWriter(folder)
+        cluster = None
         try:
-            metrics = build_metrics(loaded, check_records)
+            if isinstance(config.executor, RayExecutorSpec):  # the one place a cluster is joined
+                from evalglass.engine.raycluster import RayCluster
+
+                cluster = RayCluster(loaded).connect()
+            metrics = build_metrics(loaded, check_records, cluster)
             if config.live:
                 from evalglass.engine.liverun import score_live
 
-                scored = score_live(loaded, metrics, writer, cache_mode=mode, progress=progress, counters=counters)
+                scored = score_live(
+                    loaded, metrics, writer, cache_mode=mode, progress=progress, counters=counters, cluster=cluster
+                )
             else:
                 scored = score_recorded(loaded, metrics, writer)
             check_records.commit()
@@ -566,9 +598,15 @@ def _run_in(
             writer.abort()
             check_records.abort()
             raise
-    except KeyboardInterrupt:
+        finally:
+            if cluster is not None:
+                cluster.close()
+    except KeyboardInterrupt as stop:
         # The manifest stays: completed calls are in the cache and `--resume` finishes the run under its own id.
-        raise RunInterrupted(folder, counters.done if config.live else None, manifest.dataset.examples) from None
+        reason = str(stop) if isinstance(stop, ClusterLost) else None
+        raise RunInterrupted(
+            folder, counters.done if config.live else None, manifest.dataset.examples, reason
+        ) from None
     except BaseException:
         if created:
             shutil.rmtree(folder, ignore_errors=True)
@@ -681,7 +719,7 @@ def score_recorded(loaded: LoadedConfig, metrics: list[BuiltMetric], writer: Sco
     columns = {name: ScoreColumn() for name in config.metrics}
     shape = new_row_shape(config)
     hashes = array("q")
-    workers = config.check_workers or os.cpu_count() or 1
+    workers = metric_workers(config)
     pool: ThreadPoolExecutor | None = None
     if any(metric.parallel for metric in metrics):
         from concurrent.futures import ThreadPoolExecutor
