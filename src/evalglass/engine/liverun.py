@@ -455,6 +455,8 @@ def score_live(
         stopper.attach()
         cache = open_cache(loaded, cache_mode)
         executor = build_executor(loaded, cluster)
+        if cluster is not None:
+            cluster.on_lost = stopper.request_stop  # a lost cluster stops the run the way Ctrl-C does
         counters.in_flight = lambda: executor.stats.in_flight
         pool = None
         if any(metric.parallel for metric in metrics):

@@ -569,6 +569,7 @@ def _run_in(
     from evalglass.engine.manifest import LAST_STARTED_POINTER, write_manifest
 
     config = loaded.config
+    cluster: RayCluster | None = None
     try:
         with contextlib.suppress(OSError):  # first: a manifest is never written without a pointer to it
             make_dirs(LAST_STARTED_POINTER.parent)
@@ -577,7 +578,6 @@ def _run_in(
             write_manifest(folder, manifest)
         writer = ScoresWriter(folder)
         check_records = CheckRecordWriter(folder)
-        cluster = None
         try:
             if isinstance(config.executor, RayExecutorSpec):  # the one place a cluster is joined
                 from evalglass.engine.raycluster import RayCluster
@@ -603,7 +603,8 @@ def _run_in(
                 cluster.close()
     except KeyboardInterrupt as stop:
         # The manifest stays: completed calls are in the cache and `--resume` finishes the run under its own id.
-        reason = str(stop) if isinstance(stop, ClusterLost) else None
+        reason = cluster.lost if cluster is not None else None
+        reason = reason or (str(stop) if isinstance(stop, ClusterLost) else None)
         raise RunInterrupted(
             folder, counters.done if config.live else None, manifest.dataset.examples, reason
         ) from None

@@ -82,20 +82,14 @@ class RayCluster:
         self._lost: str | None = None
         self._closing = threading.Event()
         self._watcher: threading.Thread | None = None
+        #: Called (from the watching thread) once the cluster is lost: a live run stops its event loop with it.
+        self.on_lost: Callable[[], None] | None = None
         #: Calls shipped and calls that came back (whatever they said), over the run.
         self.shipped = 0
         self.returned = 0
 
     # ------------------------------------------------------------------ connection
     def connect(self) -> RayCluster:
-        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # a tool run is not a Ray user's session
-        try:
-            import ray
-        except ImportError:
-            raise SetupError(
-                "executor type ray needs the ray package, which is not installed", where=self.where, fix=RAY_EXTRA_HINT
-            ) from None
-        self._ray = ray
         address = self.spec.resolved_address(os.environ)
         if address is None:
             raise SetupError(
@@ -104,6 +98,14 @@ class RayCluster:
                 fix="set executor.address to auto, host:port or ray://host:10001, or export RAY_ADDRESS",
             )
         self.address = address
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # a tool run is not a Ray user's session
+        try:
+            import ray
+        except ImportError:
+            raise SetupError(
+                "executor type ray needs the ray package, which is not installed", where=self.where, fix=RAY_EXTRA_HINT
+            ) from None
+        self._ray = ray
         try:
             ray.init(
                 address=address,
@@ -200,7 +202,14 @@ class RayCluster:
                 down_since = down_since if down_since is not None else now
                 if now - down_since >= LOST_AFTER_S:
                     self._lost = f"lost the Ray cluster at {self.address}: its head ({host}:{port}) stopped answering"
+                    if self.on_lost is not None:
+                        self.on_lost()
                     return
+
+    @property
+    def lost(self) -> str | None:
+        """Why the cluster counts as lost, or None while it answers."""
+        return self._lost
 
     def close(self) -> None:
         """Stop waiting calls and disconnect. After a lost cluster, the disconnect is skipped: it would wait on a
@@ -257,8 +266,8 @@ class RayCluster:
                 done, _ = await asyncio.wait({future}, timeout=wait)
                 if done:
                     break
-                if self._lost is not None:
-                    raise ClusterLost(self._lost)
+                if self._lost is not None and self.on_lost is None:
+                    raise ClusterLost(self._lost)  # else the run's loop is being stopped, this task cancelled
                 if deadline is not None and loop.time() >= deadline:
                     self._cancel(ref)
                     raise TimeoutError(f"no result within {timeout:g}s")

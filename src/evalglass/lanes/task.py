@@ -410,7 +410,13 @@ class CommandLane(TaskLane):
         """The command on a cluster worker; the worker enforces the timeout and kills the process group."""
         try:
             return await offload.run(
-                TASK_RESOURCES, shipped_command_call, self.spec, str(self.base_dir), example_id, dict(fields), sample
+                TASK_RESOURCES,
+                shipped_command_call,
+                self.spec,
+                str(self.base_dir.resolve()),
+                example_id,
+                dict(fields),
+                sample,
             )
         except WorkLost as exc:
             return LaneFailure("task_worker_lost", f"{self.spec.argv[0]} could not run on the cluster: {exc}", sample)
