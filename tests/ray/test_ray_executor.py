@@ -84,7 +84,10 @@ def project(root: Path, task: dict[str, Any], executor: dict[str, Any], rows: in
     (evals / "command.py").write_text(COMMAND)
     (evals / "metric.py").write_text(METRIC)
     (evals / "checker.py").write_text(CHECKER)
-    (evals / "data.jsonl").write_text("".join(json.dumps({"id": f"ex-{n}", "n": n}) + "\n" for n in range(1, rows + 1)))
+    records = [{"id": f"ex-{n}", "n": n} for n in range(1, rows + 1)]
+    if task["type"] == "recorded":  # outputs recorded in the dataset (the shape of patch-checking suites)
+        records = [{**r, "output": {"text": "z" * r["n"], "files": {"main.txt": str(r["n"])}}} for r in records]
+    (evals / "data.jsonl").write_text("".join(json.dumps(record) + "\n" for record in records))
     (evals / "authority.yaml").write_text("version: 1\n")
     config: dict[str, Any] = {
         "version": 1,
@@ -106,6 +109,7 @@ RAY = ("--config", "evals/ray.yaml")
 
 PYTHON_TASK = {"type": "python", "function": "lane.py:answer"}
 COMMAND_TASK = {"type": "command", "argv": [sys.executable, "command.py"], "output": "json"}
+RECORDED_TASK = {"type": "recorded", "field": "output"}
 
 
 def run(root: Path, *args: str, env: dict[str, str] | None = None) -> CliResult:
@@ -120,7 +124,9 @@ def ray_executor(cluster: LocalCluster, **extra: Any) -> dict[str, Any]:
     return {"type": "ray", "address": cluster.address, **extra}
 
 
-@pytest.mark.parametrize("task", [PYTHON_TASK, COMMAND_TASK], ids=["python-lane", "command-lane"])
+@pytest.mark.parametrize(
+    "task", [PYTHON_TASK, COMMAND_TASK, RECORDED_TASK], ids=["python-lane", "command-lane", "recorded"]
+)
 def test_a_ray_run_writes_the_bytes_a_local_run_writes(tmp_path: Path, ray_cluster: LocalCluster, task: dict) -> None:
     root = project(tmp_path, task, ray_executor(ray_cluster))
     assert run(root, "--out", "local").code == 0
@@ -131,14 +137,15 @@ def test_a_ray_run_writes_the_bytes_a_local_run_writes(tmp_path: Path, ray_clust
         assert (shipped / name).read_bytes() == (local / name).read_bytes(), name
     scores = scores_of(shipped)
     # The mix really happened: lane failures, a raising host metric, passing and failing checks.
-    failed_lane = "ex-5" if task is PYTHON_TASK else "ex-6"
-    assert scores[failed_lane]["even"][0]["status"] == "error"
+    failed_lane = {"python": "ex-5", "command": "ex-6"}.get(task["type"])
+    if failed_lane is not None:
+        assert scores[failed_lane]["even"][0]["status"] == "error"
     assert scores["ex-7"]["length"][0]["diagnostics"][0]["code"] == "host_raised"
     assert scores["ex-2"]["even"][0]["value"] == 1.0 and scores["ex-3"]["even"][0]["value"] == 0.0
     # Checks ran bound on the workers: the fingerprint taken there is the one a local run takes.
     local_checks = {r["example_id"]: r for r in map(json.loads, (local / "checks.jsonl").open())}
     ray_checks = {r["example_id"]: r for r in map(json.loads, (shipped / "checks.jsonl").open())}
-    assert ray_checks.keys() == local_checks.keys() and len(ray_checks) == 7
+    assert ray_checks.keys() == local_checks.keys() and len(ray_checks) == (7 if failed_lane else 8)
     for example, record in ray_checks.items():
         assert record["binding"] == "bound"
         assert record["observed_fingerprint"] == record["requested_fingerprint"]

@@ -30,6 +30,7 @@ import contextlib
 import functools
 import logging
 import os
+import signal
 import socket
 import sys
 import threading
@@ -106,6 +107,8 @@ class RayCluster:
                 "executor type ray needs the ray package, which is not installed", where=self.where, fix=RAY_EXTRA_HINT
             ) from None
         self._ray = ray
+        main = threading.current_thread() is threading.main_thread()
+        on_term = signal.getsignal(signal.SIGTERM) if main else None
         try:
             ray.init(
                 address=address,
@@ -119,6 +122,9 @@ class RayCluster:
                 where=self.where,
                 fix="start the cluster (ray start --head), or correct executor.address / RAY_ADDRESS",
             ) from None
+        finally:
+            if on_term is not None:  # ray.init makes SIGTERM exit the process; a run treats it like Ctrl-C
+                signal.signal(signal.SIGTERM, on_term)
         try:
             self._check_workers()
         except BaseException:
