@@ -85,9 +85,6 @@ class RayCluster:
         self._watcher: threading.Thread | None = None
         #: Called (from the watching thread) once the cluster is lost: a live run stops its event loop with it.
         self.on_lost: Callable[[], None] | None = None
-        #: Calls shipped and calls that came back (whatever they said), over the run.
-        self.shipped = 0
-        self.returned = 0
 
     # ------------------------------------------------------------------ connection
     def connect(self) -> RayCluster:
@@ -257,7 +254,6 @@ class RayCluster:
             ref = remote.remote(*args)
         except Exception as exc:
             raise self._failure(exc) from None
-        self.shipped += 1
         return ref
 
     async def run(self, key: str, fn: Callable[..., R], *args: Any, timeout: float | None = None) -> R:
@@ -280,7 +276,6 @@ class RayCluster:
         except asyncio.CancelledError:
             self._cancel(ref)
             raise
-        self.returned += 1
         try:
             result: R = future.result()
         except Exception as exc:
@@ -302,9 +297,7 @@ class RayCluster:
                     raise ClusterLost("the run is stopping") from None
                 continue
             except Exception as exc:
-                self.returned += 1
                 raise self._failure(exc) from None
-            self.returned += 1
             return result
 
     def _cancel(self, ref: Any) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import importlib
 import inspect
@@ -191,6 +192,9 @@ class PythonLane(TaskLane):
         self._threads: DaemonThreadPool | None = None
         #: An async function is I/O: it stays on the driver's event loop unless the executor is told to ship it.
         self.ship_async = ship_async
+        #: The shipped call with the host function bound once: an executor that ships sends the function (pickled
+        #: by value) with the call's definition, once, not with every call.
+        self._shipped = functools.partial(shipped_python_call, self.function, spec.function)
 
     def _pool(self) -> DaemonThreadPool:
         if self._threads is None:
@@ -212,9 +216,7 @@ class PythonLane(TaskLane):
         async def shipped() -> LaneOutcome:
             assert offload is not None
             try:
-                return await offload.run(
-                    TASK_RESOURCES, shipped_python_call, function, name, argument, kwargs, sample, timeout=timeout
-                )
+                return await offload.run(TASK_RESOURCES, self._shipped, argument, kwargs, sample, timeout=timeout)
             except TimeoutError:
                 return LaneFailure("task_timeout", f"{name} did not return within {timeout:g}s", sample)
             except WorkLost as exc:
@@ -388,6 +390,8 @@ class CommandLane(TaskLane):
             }
         )
         self.limit = EndpointLimit(key=f"command:{spec.argv[0]}", concurrency=spec.concurrency)
+        #: The shipped call with the spec and the (absolute) evals folder bound once (see PythonLane._shipped).
+        self._shipped = functools.partial(shipped_command_call, spec, str(base_dir.resolve()))
 
     async def produce(self, example_id: str, fields: Mapping[str, Any], sample: int) -> LaneOutcome:
         key = cache_key(self.fingerprint, {"fields": fields}, sample) if self.cache is not None else None
@@ -400,24 +404,18 @@ class CommandLane(TaskLane):
             outcome = await self.executor.submit(lambda: self._run(example_id, fields, sample), endpoint=self.limit)
         else:
             outcome = await self.executor.submit(
-                lambda: self._shipped(offload, example_id, fields, sample), endpoint=self.limit
+                lambda: self._run_shipped(offload, example_id, fields, sample), endpoint=self.limit
             )
         if key is not None and isinstance(outcome, LaneOutput):
             _store(self.cache, key, outcome.value, kind="command", request=None)
         return outcome
 
-    async def _shipped(self, offload: Offload, example_id: str, fields: Mapping[str, Any], sample: int) -> LaneOutcome:
+    async def _run_shipped(
+        self, offload: Offload, example_id: str, fields: Mapping[str, Any], sample: int
+    ) -> LaneOutcome:
         """The command on a cluster worker; the worker enforces the timeout and kills the process group."""
         try:
-            return await offload.run(
-                TASK_RESOURCES,
-                shipped_command_call,
-                self.spec,
-                str(self.base_dir.resolve()),
-                example_id,
-                dict(fields),
-                sample,
-            )
+            return await offload.run(TASK_RESOURCES, self._shipped, example_id, dict(fields), sample)
         except WorkLost as exc:
             return LaneFailure("task_worker_lost", f"{self.spec.argv[0]} could not run on the cluster: {exc}", sample)
 
