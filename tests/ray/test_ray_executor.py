@@ -258,6 +258,7 @@ def test_a_lost_cluster_stops_the_run_like_ctrl_c_and_resume_finishes_it(tmp_pat
     # Outputs answered from the cache come back in canonical JSON (sorted keys), as on any resumed run.
     outputs = [(root / run / "outputs.jsonl").read_text().splitlines() for run in ("ray", "local")]
     assert [json.loads(line) for line in outputs[0]] == [json.loads(line) for line in outputs[1]]
-    assert sorted(line.split()[0] for line in calls.read_text().splitlines()) == sorted(
-        f"ex-{n}" for n in range(1, 13)
-    )  # every example's call was made once: the resumed run took the finished ones from the cache
+    made = [line.split()[0] for line in calls.read_text().splitlines()]
+    # Every example's call was made; a call in flight when the head died is made again on resume (the cache has
+    # only finished ones), never more than that.
+    assert sorted(set(made)) == sorted(f"ex-{n}" for n in range(1, 13)) and max(map(made.count, made)) <= 2

@@ -51,6 +51,7 @@ from evalglass.engine.pipeline import (
     cluster_key,
     dataset_summary,
     expand,
+    metric_pool,
     metric_raised,
     metric_workers,
     new_row_shape,
@@ -460,7 +461,8 @@ def score_live(
         counters.in_flight = lambda: executor.stats.in_flight
         pool = None
         if any(metric.parallel for metric in metrics):
-            pool = ThreadPoolExecutor(max_workers=metric_workers(config))
+            workers = metric_workers(config)
+            pool = metric_pool(config) if config.shipped_metrics else ThreadPoolExecutor(max_workers=workers)
         built: _Built | None = None
         ticker: asyncio.Task[None] | None = None
         try:

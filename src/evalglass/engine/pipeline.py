@@ -162,6 +162,15 @@ def metric_workers(config: Config) -> int:
     return os.cpu_count() or 1
 
 
+def metric_pool(config: Config) -> Any:
+    """The threads that wait for shipped metric calls: daemon threads, so a thread stuck in the cluster client
+    after the cluster was lost (Ray blocks up to a minute on a head that is gone) never holds up the exit of a run
+    that already stopped like Ctrl-C."""
+    from evalglass.lanes.daemonpool import DaemonThreadPool
+
+    return DaemonThreadPool(metric_workers(config), name="evalglass-shipped", max_abandoned=0)
+
+
 def metric_raised(name: str, exc: BaseException) -> Score:
     """The error score of a metric that raised: its message and traceback tail, redacted before being cut."""
     redactor = redaction.current()
@@ -726,7 +735,7 @@ def score_recorded(loaded: LoadedConfig, metrics: list[BuiltMetric], writer: Sco
     if any(metric.parallel for metric in metrics):
         from concurrent.futures import ThreadPoolExecutor
 
-        pool = ThreadPoolExecutor(max_workers=workers)
+        pool = metric_pool(config) if config.shipped_metrics else ThreadPoolExecutor(max_workers=workers)
     try:
         for batch in reader.batches():
             hashes.extend(id_hashes(batch))

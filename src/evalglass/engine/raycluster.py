@@ -222,6 +222,15 @@ class RayCluster:
             self._watcher.join(timeout=2 * _POLL_S)
         if self._lost is None:
             self._shutdown()
+        else:
+            # Ray's exit hook would disconnect too, waiting up to a minute for the head before killing the process
+            # (exit 1): the interrupted run has already said what happened and must exit like Ctrl-C.
+            with contextlib.suppress(Exception):
+                import atexit
+
+                from ray._private import worker
+
+                atexit.unregister(worker.shutdown)
 
     def _shutdown(self) -> None:
         with contextlib.suppress(Exception):
