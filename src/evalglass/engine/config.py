@@ -20,6 +20,7 @@ from evalglass.core.checks import policy_id_conflicts
 from evalglass.core.fieldpath import FieldPathError, parse_path
 from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
 from evalglass.core.gates import GateRule, GateSpec
+from evalglass.engine.executorspec import TASK_KEY, AnyExecutor, LocalExecutorSpec, RayExecutorSpec
 from evalglass.engine.userfiles import read_regular
 from evalglass.engine.validation import validate_document
 from evalglass.engine.yamlsource import YamlDocument, load_yaml
@@ -142,6 +143,10 @@ class Config(BaseModel):
     concurrency: ConcurrencySpec = Field(
         default_factory=ConcurrencySpec, description="Limits for live lane and judge calls."
     )
+    executor: AnyExecutor = Field(
+        default_factory=LocalExecutorSpec,
+        description="Where per-example work runs: `local` (this process) or `ray` (a Ray cluster).",
+    )
     ledger: str = Field(
         default="authority.yaml", description="The host-owned authority ledger, relative to this config file."
     )
@@ -243,10 +248,55 @@ class Config(BaseModel):
                     )
                 )
         problems += [(("checks",), problem) for problem in policy_id_conflicts(c.policy for c in self.checks.values())]
+        problems += self._executor_problems()
         if problems:
             raise LocatedValueError(problems)
         self._output_is_not_gold()
         return self
+
+    def _executor_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """Overrides must name something that is shipped; a declared secret may not be put in ``env_vars``."""
+        executor = self.executor
+        if not isinstance(executor, RayExecutorSpec):
+            return []
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        shipped = self.shipped_metrics
+        for name in executor.overrides:
+            if name == TASK_KEY:
+                if not isinstance(self.task, PythonLaneSpec | CommandLaneSpec):
+                    problems.append(
+                        (
+                            ("executor", "overrides", name),
+                            "override 'task' applies to a python or command lane, and this config has none",
+                        )
+                    )
+            elif name not in shipped:
+                problems.append(
+                    (
+                        ("executor", "overrides", name),
+                        f"override '{name}' names no shipped work: use 'task' or a metric of type python or check"
+                        + (f" ({', '.join(sorted(shipped))})" if shipped else ""),
+                    )
+                )
+        variables = executor.runtime_env.get("env_vars", {})
+        for name in self.secrets:
+            if name in variables:
+                problems.append(
+                    (
+                        ("executor", "runtime_env", "env_vars", name),
+                        f"{name} is declared a secret; a secret never goes in the config: set it in the workers' "
+                        "own environment",
+                    )
+                )
+        return problems
+
+    @property
+    def shipped_metrics(self) -> set[str]:
+        """Metrics whose per-example calls a cluster executor ships: host ``python`` metrics and ``check`` metrics
+        (the builtins cost less to compute than to ship; LLM judges are I/O and stay on the driver)."""
+        if not isinstance(self.executor, RayExecutorSpec):
+            return set()
+        return {name for name, spec in self.metrics.items() if spec.type in ("python", "check")}
 
     def _output_is_not_gold(self) -> None:
         """A recorded output read from a gated metric's reference field (or a field inside or around it) would be
@@ -365,6 +415,9 @@ class Config(BaseModel):
             files.update(files_of.get(check_files_key(spec.check), {}))
         if files:
             payload["files"] = files
+        if metric in self.shipped_metrics and isinstance(self.executor, RayExecutorSpec):
+            # The metric's work runs on a cluster: which one, and in which environment, decides what it answers.
+            payload["executor"] = self.executor.binding_payload()
         if isinstance(self.task, RecordedTask):
             # Which field holds the outputs decides what is measured: pointing it elsewhere needs a new approval.
             payload["recorded_output"] = {"field": self.task.field, "samples": self.task.samples}

@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -41,6 +41,7 @@ from evalglass.engine.artifacts import ScoresWriter
 from evalglass.engine.cache import CacheMode, CallCache
 from evalglass.engine.config import LoadedConfig
 from evalglass.engine.dataset import BadLine, DatasetReader
+from evalglass.engine.executorspec import RayExecutorSpec
 from evalglass.engine.interrupts import LoopStopper
 from evalglass.engine.pipeline import (
     BuiltMetric,
@@ -50,7 +51,9 @@ from evalglass.engine.pipeline import (
     cluster_key,
     dataset_summary,
     expand,
+    metric_pool,
     metric_raised,
+    metric_workers,
     new_row_shape,
 )
 from evalglass.engine.progress import Counters, Reporter
@@ -58,6 +61,9 @@ from evalglass.engine.runfolder import open_private
 from evalglass.errors import SetupError
 from evalglass.lanes.executor import AsyncioExecutor, EndpointLimit, Executor
 from evalglass.lanes.retry import Attempt
+
+if TYPE_CHECKING:
+    from evalglass.engine.raycluster import RayCluster
 
 CACHE_FILE = ".evalglass-cache.sqlite"
 #: How long closing the lane's and judges' clients may take when the run ends (or is stopped).
@@ -76,13 +82,16 @@ def open_cache(loaded: LoadedConfig, mode: CacheMode) -> CallCache | None:
     return CallCache(cache_path(loaded), mode)
 
 
-def build_executor(loaded: LoadedConfig) -> AsyncioExecutor:
+def build_executor(loaded: LoadedConfig, cluster: RayCluster | None = None) -> AsyncioExecutor:
+    """The run's executor: its limits from ``concurrency:``; with a cluster, lanes ship their calls through it."""
     limits = loaded.config.concurrency
     overrides = {
         key: EndpointLimit(key=key, concurrency=entry.max_in_flight, rpm=entry.rpm)
         for key, entry in limits.endpoints.items()
     }
-    return AsyncioExecutor(limits.max_in_flight, rpm=limits.rpm, endpoints=overrides)
+    executor = AsyncioExecutor(limits.max_in_flight, rpm=limits.rpm, endpoints=overrides)
+    executor.offload = cluster
+    return executor
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +192,10 @@ def _build(loaded: LoadedConfig, executor: Executor, cache: CallCache | None) ->
     try:
         if config.lane is not None:
             try:
-                built.lane = build_lane(config.lane, base_dir=loaded.base_dir, executor=executor, cache=cache)
+                ship_async = isinstance(config.executor, RayExecutorSpec) and config.executor.ship_async
+                built.lane = build_lane(
+                    config.lane, base_dir=loaded.base_dir, executor=executor, cache=cache, ship_async=ship_async
+                )
             except LaneConfigError as exc:
                 raise SetupError(f"task: {exc}", where=str(loaded.path)) from None
         for name, spec in config.judges.items():
@@ -430,6 +442,7 @@ def score_live(
     progress: Reporter | None,
     counters: Counters,
     warnings: list[str] | None = None,
+    cluster: RayCluster | None = None,
 ) -> Scored:
     """Score the dataset with the lane and judges. Ctrl-C propagates as KeyboardInterrupt once calls are cancelled;
     completed calls are already in the cache. Problems that leave the scores intact (the call cache could not be
@@ -446,11 +459,14 @@ def score_live(
     async def main() -> None:
         stopper.attach()
         cache = open_cache(loaded, cache_mode)
-        executor = build_executor(loaded)
+        executor = build_executor(loaded, cluster)
+        if cluster is not None:
+            cluster.on_lost = stopper.request_stop  # a lost cluster stops the run the way Ctrl-C does
         counters.in_flight = lambda: executor.stats.in_flight
         pool = None
         if any(metric.parallel for metric in metrics):
-            pool = ThreadPoolExecutor(max_workers=config.check_workers or os.cpu_count() or 1)
+            workers = metric_workers(config)
+            pool = metric_pool(config) if config.shipped_metrics else ThreadPoolExecutor(max_workers=workers)
         built: _Built | None = None
         ticker: asyncio.Task[None] | None = None
         try:

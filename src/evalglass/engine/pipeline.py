@@ -48,10 +48,12 @@ from evalglass.engine.artifacts import (
 from evalglass.engine.config import Config, LoadedConfig, config_as_recorded, load_config
 from evalglass.engine.dataset import BadLine, DatasetReader, field_getter
 from evalglass.engine.digests import private_key, signing_key_from_env, write_digests
+from evalglass.engine.executorspec import RayExecutorSpec
 from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger
 from evalglass.engine.runfolder import locked, make_dirs, open_private, writing
 from evalglass.engine.staleness import stale_causes
 from evalglass.errors import Interrupted, SetupError
+from evalglass.lanes.shipping import ClusterLost
 from evalglass.metrics.base import BatchedMetric, MetricFn, build_with_batch
 from evalglass.metrics.check import CheckMetricSpec, CheckSink
 from evalglass.metrics.errors import MetricLoadError
@@ -64,6 +66,7 @@ if TYPE_CHECKING:
     from evalglass.engine.cache import CacheMode
     from evalglass.engine.manifest import RunManifest
     from evalglass.engine.progress import Counters
+    from evalglass.engine.raycluster import RayCluster
 
 
 @dataclass(frozen=True)
@@ -122,14 +125,25 @@ class CheckRecordWriter:
                 self.partial.unlink()
 
 
-def build_metrics(loaded: LoadedConfig, check_sink: CheckSink | None = None) -> list[BuiltMetric]:
-    """The synchronous metrics, built once. LLM judges are asynchronous: the live run builds them in its loop."""
+def build_metrics(
+    loaded: LoadedConfig, check_sink: CheckSink | None = None, cluster: RayCluster | None = None
+) -> list[BuiltMetric]:
+    """The synchronous metrics, built once. LLM judges are asynchronous: the live run builds them in its loop.
+    With a ``cluster``, the metrics it ships (host ``python`` and ``check`` metrics) are built to run there, and
+    run concurrently across examples like any metric that waits on something outside the process."""
     built: list[BuiltMetric] = []
     config = loaded.config
+    shipped = config.shipped_metrics if cluster is not None else set()
     for name, spec in config.metrics.items():
         if isinstance(spec, LlmJudgeSpec):
             continue
         try:
+            if name in shipped:
+                from evalglass.engine.raycluster import build_shipped_metric
+
+                assert cluster is not None
+                built.append(BuiltMetric(name, build_shipped_metric(cluster, loaded, name, check_sink), True))
+                continue
             if isinstance(spec, CheckMetricSpec):
                 function = spec.build_check(config.checks[spec.check], loaded.base_dir, check_sink)
             else:
@@ -138,6 +152,25 @@ def build_metrics(loaded: LoadedConfig, check_sink: CheckSink | None = None) -> 
             raise SetupError(f"metric '{name}': {exc}", where=str(loaded.path)) from None
         built.append(BuiltMetric(name=name, function=function, parallel=spec.parallel))
     return built
+
+
+def metric_workers(config: Config) -> int:
+    """Threads for the metrics that run concurrently across examples: ``check_workers``, else one per CPU here, or
+    with a cluster executor as many as calls may be in flight (each thread only waits for its task)."""
+    if config.check_workers:
+        return config.check_workers
+    if config.shipped_metrics:
+        return config.concurrency.max_in_flight
+    return os.cpu_count() or 1
+
+
+def metric_pool(config: Config) -> Any:
+    """The threads that wait for shipped metric calls: daemon threads, so a thread stuck in the cluster client
+    after the cluster was lost (Ray blocks up to a minute on a head that is gone) never holds up the exit of a run
+    that already stopped like Ctrl-C."""
+    from evalglass.lanes.daemonpool import DaemonThreadPool
+
+    return DaemonThreadPool(metric_workers(config), name="evalglass-shipped", max_abandoned=0)
 
 
 def metric_raised(name: str, exc: BaseException) -> Score:
@@ -407,15 +440,24 @@ def run_standalone_checks(loaded: LoadedConfig) -> dict[str, CheckResult]:
 class RunInterrupted(Interrupted):
     """Ctrl-C during a run: what was done is kept (cached calls, the manifest) so the run can be resumed."""
 
-    def __init__(self, folder: Path, done: int | None, total: int | None, *, warnings: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        done: int | None,
+        total: int | None,
+        reason: str | None = None,
+        *,
+        warnings: tuple[str, ...] = (),
+    ) -> None:
         self.folder = folder
         self.done = done
         self.total = total
         #: Warnings of the run so far (a last-started pointer that could not be written): printed before the line.
         self.warnings = warnings
         progress = f" after {done} of {total} examples" if done is not None and total else ""
+        why = f"{reason}; " if reason else ""
         super().__init__(
-            f"interrupted{progress}: completed calls are cached; resume with: evalglass run --resume {folder}"
+            f"{why}interrupted{progress}: completed calls are cached; resume with: evalglass run --resume {folder}"
         )
 
     def stderr_lines(self) -> list[str]:
@@ -547,6 +589,7 @@ def _run_in(
     from evalglass.engine.manifest import write_manifest
 
     config = loaded.config
+    cluster: RayCluster | None = None
     #: Problems that leave the run's results intact (a pointer, the call cache): printed, never silent.
     warnings: list[str] = []
     try:
@@ -560,12 +603,23 @@ def _run_in(
         writer = ScoresWriter(folder)
         check_records = CheckRecordWriter(folder)
         try:
-            metrics = build_metrics(loaded, check_records)
+            if isinstance(config.executor, RayExecutorSpec):  # the one place a cluster is joined
+                from evalglass.engine.raycluster import RayCluster
+
+                cluster = RayCluster(loaded).connect()
+            metrics = build_metrics(loaded, check_records, cluster)
             if config.live:
                 from evalglass.engine.liverun import score_live
 
                 scored = score_live(
-                    loaded, metrics, writer, cache_mode=mode, progress=progress, counters=counters, warnings=warnings
+                    loaded,
+                    metrics,
+                    writer,
+                    cache_mode=mode,
+                    progress=progress,
+                    counters=counters,
+                    warnings=warnings,
+                    cluster=cluster,
                 )
             else:
                 scored = score_recorded(loaded, metrics, writer)
@@ -576,10 +630,19 @@ def _run_in(
             writer.abort()
             check_records.abort()
             raise
-    except KeyboardInterrupt:
+        finally:
+            if cluster is not None:
+                cluster.close()
+    except KeyboardInterrupt as stop:
         # The manifest stays: completed calls are in the cache and `--resume` finishes the run under its own id.
+        reason = cluster.lost if cluster is not None else None
+        reason = reason or (str(stop) if isinstance(stop, ClusterLost) else None)
         raise RunInterrupted(
-            folder, counters.done if config.live else None, manifest.dataset.examples, warnings=tuple(warnings)
+            folder,
+            counters.done if config.live else None,
+            manifest.dataset.examples,
+            reason,
+            warnings=tuple(warnings),
         ) from None
     except BaseException:
         if created:
@@ -731,12 +794,12 @@ def score_recorded(loaded: LoadedConfig, metrics: list[BuiltMetric], writer: Sco
     columns = {name: ScoreColumn() for name in config.metrics}
     shape = new_row_shape(config)
     hashes = array("q")
-    workers = config.check_workers or os.cpu_count() or 1
+    workers = metric_workers(config)
     pool: ThreadPoolExecutor | None = None
     if any(metric.parallel for metric in metrics):
         from concurrent.futures import ThreadPoolExecutor
 
-        pool = ThreadPoolExecutor(max_workers=workers)
+        pool = metric_pool(config) if config.shipped_metrics else ThreadPoolExecutor(max_workers=workers)
     try:
         for batch in reader.batches():
             hashes.extend(id_hashes(batch))
