@@ -248,6 +248,20 @@ def bad_input_cases(python: str, work: Path, n: int, repeats: int, smoke: bool) 
     return rows
 
 
+def ray_case(python: str, smoke: bool) -> list[str]:
+    """Case 9 through `bench_ray.py` (a local Ray cluster of its own), when Ray is installed (the `ray` extra)."""
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        return ["| — | case 9: Ray executor | skipped: ray is not installed (pip install 'evalglass[ray]') | | |"]
+    argv = [python, str(HERE / "bench_ray.py"), *(["--smoke"] if smoke else [])]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"ray benchmark failed:\n{done.stdout}{done.stderr}")
+    table = [line for line in done.stdout.splitlines() if line.startswith("| ") and not line.startswith("| examples")]
+    return [line.replace(" | ", " | case 9: ", 1) + " |" for line in table]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--smoke", action="store_true", help="one small size, one repeat")
@@ -300,6 +314,7 @@ def main() -> None:
             f"{lanes.seconds:.2f} s ({runs}) | {lanes.peak_rss_mb:.0f} MB | {verdict} |"
         )
         rows += compare_case(python, sizes[-1], repeats)
+        rows += ray_case(python, args.smoke)
     print(f"machine: {machine()}; best of {repeats}")
     print("| examples | case | wall | peak RSS | ratio |")
     print("|---|---|---|---|---|")

@@ -27,6 +27,10 @@ class _Absent:
     def __bool__(self) -> bool:
         return False
 
+    def __reduce__(self) -> str:
+        # Pickled by name, so an example shipped to another process (a Ray worker) still compares `is ABSENT`.
+        return "ABSENT"
+
 
 ABSENT: Final = _Absent()
 

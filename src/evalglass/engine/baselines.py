@@ -48,6 +48,12 @@ def _read(name: str, folder: Path, location: str, metrics: list[str]) -> tuple[B
     )
 
 
+def read_baseline(name: str, ledger: LoadedLedger, metrics: list[str]) -> tuple[BaselineRun, RunForComparison | None]:
+    """The baseline the ledger lists under ``name`` (its ``run`` folder is relative to the ledger file)."""
+    source = ledger.path.parent / ledger.ledger.baselines[name].run
+    return _read(name, source, str(source), metrics)
+
+
 def _copy(source: Path, target: Path) -> None:
     """Byte for byte, atomically, mode 0600 (through the run folder's private partial files)."""
     with atomically(target) as out, source.open("rb") as src:
@@ -66,8 +72,7 @@ def baselines_for_run(
         approval = ledger.ledger.baselines.get(name)
         if approval is None:
             continue  # the gate blocks with baseline_missing: the ledger lists no such baseline
-        source = ledger.path.parent / approval.run
-        baseline, run = _read(name, source, str(source), metrics)
+        baseline, run = read_baseline(name, ledger, metrics)
         if run is not None:
             target = folder / BASELINES_DIR / name
             make_dirs(target)

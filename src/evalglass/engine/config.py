@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -19,6 +20,7 @@ from evalglass.core.checks import policy_id_conflicts
 from evalglass.core.fieldpath import FieldPathError, parse_path
 from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
 from evalglass.core.gates import GateRule, GateSpec
+from evalglass.engine.executorspec import TASK_KEY, AnyExecutor, LocalExecutorSpec, RayExecutorSpec
 from evalglass.engine.userfiles import read_regular
 from evalglass.engine.validation import validate_document
 from evalglass.engine.yamlsource import YamlDocument, load_yaml
@@ -28,6 +30,7 @@ from evalglass.lanes.specs import ChatLaneSpec, CommandLaneSpec, EndpointSpec, L
 from evalglass.metrics.check import CheckMetricSpec
 from evalglass.metrics.llm_judge import LlmJudgeSpec
 from evalglass.metrics.registry import AnyMetricSpec
+from evalglass.metrics.versions import gate_evaluators
 
 NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_.-]*$"
 _NAME = re.compile(NAME_PATTERN)
@@ -140,6 +143,10 @@ class Config(BaseModel):
     concurrency: ConcurrencySpec = Field(
         default_factory=ConcurrencySpec, description="Limits for live lane and judge calls."
     )
+    executor: AnyExecutor = Field(
+        default_factory=LocalExecutorSpec,
+        description="Where per-example work runs: `local` (this process) or `ray` (a Ray cluster).",
+    )
     ledger: str = Field(
         default="authority.yaml", description="The host-owned authority ledger, relative to this config file."
     )
@@ -241,10 +248,55 @@ class Config(BaseModel):
                     )
                 )
         problems += [(("checks",), problem) for problem in policy_id_conflicts(c.policy for c in self.checks.values())]
+        problems += self._executor_problems()
         if problems:
             raise LocatedValueError(problems)
         self._output_is_not_gold()
         return self
+
+    def _executor_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """Overrides must name something that is shipped; a declared secret may not be put in ``env_vars``."""
+        executor = self.executor
+        if not isinstance(executor, RayExecutorSpec):
+            return []
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        shipped = self.shipped_metrics
+        for name in executor.overrides:
+            if name == TASK_KEY:
+                if not isinstance(self.task, PythonLaneSpec | CommandLaneSpec):
+                    problems.append(
+                        (
+                            ("executor", "overrides", name),
+                            "override 'task' applies to a python or command lane, and this config has none",
+                        )
+                    )
+            elif name not in shipped:
+                problems.append(
+                    (
+                        ("executor", "overrides", name),
+                        f"override '{name}' names no shipped work: use 'task' or a metric of type python or check"
+                        + (f" ({', '.join(sorted(shipped))})" if shipped else ""),
+                    )
+                )
+        variables = executor.runtime_env.get("env_vars", {})
+        for name in self.secrets:
+            if name in variables:
+                problems.append(
+                    (
+                        ("executor", "runtime_env", "env_vars", name),
+                        f"{name} is declared a secret; a secret never goes in the config: set it in the workers' "
+                        "own environment",
+                    )
+                )
+        return problems
+
+    @property
+    def shipped_metrics(self) -> set[str]:
+        """Metrics whose per-example calls a cluster executor ships: host ``python`` metrics and ``check`` metrics
+        (the builtins cost less to compute than to ship; LLM judges are I/O and stay on the driver)."""
+        if not isinstance(self.executor, RayExecutorSpec):
+            return set()
+        return {name for name, spec in self.metrics.items() if spec.type in ("python", "check")}
 
     def _output_is_not_gold(self) -> None:
         """A recorded output read from a gated metric's reference field (or a field inside or around it) would be
@@ -315,11 +367,34 @@ class Config(BaseModel):
         """The target state the gates on ``check`` require, if any (they must agree; see validation)."""
         return next((gate.expect_state for gate in self.gates.values() if gate.check == check), None)
 
-    def gate_fingerprint(self, name: str, definition_files: dict[str, dict[str, str]] | None = None) -> str:
-        """What an approval of this gate is bound to: the gate's semantics and its subject's definition.
+    def gate_evaluators(self, name: str) -> dict[str, int]:
+        """The builtin evaluators (and their versions) the gate's outcome depends on; see ``metrics.versions``."""
+        gate = self.gates[name]
+        if gate.metric is None:
+            return {}
+        spec = self.metrics[gate.metric]
+        return gate_evaluators(
+            spec.type,
+            reducer=spec.reducer if self.samples else None,
+            interval=spec.interval.override,
+            lower_bound=gate.rule is GateRule.LOWER_BOUND,
+            clustered=self.dataset.cluster_field is not None,
+            comparative=gate.compare_to is not None,
+        )
+
+    def gate_fingerprint(
+        self,
+        name: str,
+        definition_files: dict[str, dict[str, str]] | None = None,
+        versions: Mapping[str, int] | None = None,
+    ) -> str:
+        """What an approval of this gate is bound to: the gate's semantics, its subject's definition, and the
+        versions of the builtin evaluators it depends on.
 
         ``definition_files`` holds, per metric, the SHA-256 of files that define it (a JSON Schema, a host module),
-        so editing such a file makes the approval stale just like editing the YAML would.
+        so editing such a file makes the approval stale just like editing the YAML would. ``versions`` replaces the
+        current evaluator versions (``explain``'s search for which evaluator changed since an approval; ``{}`` is
+        the fingerprint from before evaluators were versioned).
         """
         gate = self.gates[name]
         files_of = definition_files or {}
@@ -340,9 +415,15 @@ class Config(BaseModel):
             files.update(files_of.get(check_files_key(spec.check), {}))
         if files:
             payload["files"] = files
+        if metric in self.shipped_metrics and isinstance(self.executor, RayExecutorSpec):
+            # The metric's work runs on a cluster: which one, and in which environment, decides what it answers.
+            payload["executor"] = self.executor.binding_payload()
         if isinstance(self.task, RecordedTask):
             # Which field holds the outputs decides what is measured: pointing it elsewhere needs a new approval.
             payload["recorded_output"] = {"field": self.task.field, "samples": self.task.samples}
+        evaluators = self.gate_evaluators(name) if versions is None else dict(versions)
+        if evaluators:
+            payload["evaluators"] = evaluators
         return fingerprint_of(payload)
 
 

@@ -36,9 +36,13 @@ class Evidence:
     ledger: Ledger
     gate_fingerprints: dict[str, str]
     check_results: dict[str, CheckResult]
+    #: The day the run decided on (approvals expire by it): the date of its ``created_at``.
+    today: str
     standings: Mapping[str, JudgeStanding] = field(default_factory=dict)
     comparative: ComparativeInputs | None = None
     ledger_where: Mapping[str, str] | None = None
+    #: Per gate, what made its approval stale when that is an evaluator's version (``engine.staleness``).
+    stale: Mapping[str, str] | None = None
 
 
 def decided_scorecard(
@@ -52,7 +56,7 @@ def decided_scorecard(
     """Decide (``core.decide.decide_run``) and assemble the scorecard: the same for ``run`` and ``verify``."""
     summaries, payload = decide_run(
         metric_inputs(config, columns),
-        gate_inputs(config, evidence.gate_fingerprints, evidence.check_results),
+        gate_inputs(config, evidence.gate_fingerprints, evidence.check_results, evidence.stale),
         evidence.ledger,
         config.dataset.name,
         dataset.fingerprint,
@@ -60,6 +64,7 @@ def decided_scorecard(
         evidence.standings,
         evidence.comparative,
         evidence.ledger_where,
+        today=evidence.today,
     )
     return Scorecard(
         run_id=evidence.run_id,
@@ -127,13 +132,22 @@ def metric_inputs(config: Config, columns: dict[str, ScoreColumn]) -> list[Metri
     ]
 
 
-def gate_inputs(config: Config, fingerprints: dict[str, str], check_results: dict[str, CheckResult]) -> list[GateInput]:
+def gate_inputs(
+    config: Config,
+    fingerprints: dict[str, str],
+    check_results: dict[str, CheckResult],
+    stale: Mapping[str, str] | None = None,
+) -> list[GateInput]:
+    """``stale`` holds, per gate, what made its approval stale when that is an evaluator's version
+    (``engine.staleness``)."""
+    causes = stale or {}
     return [
         GateInput(
             name=name,
             spec=spec,
             fingerprint=fingerprints[name],
             check_result=check_results.get(spec.check) if spec.check is not None else None,
+            stale_cause=causes.get(name),
         )
         for name, spec in config.gates.items()
     ]

@@ -66,6 +66,21 @@ class LoopStopper:
             task.cancel()
             loop.call_soon_threadsafe(lambda: None)  # wake the loop if it sleeps in select()
 
+    def request_stop(self) -> None:
+        """Stop the run as a first signal would, from any thread: a lost cluster stops it like Ctrl-C."""
+        loop = self._loop
+        if loop is None:
+            return
+
+        def stop() -> None:
+            if self.signals == 0:
+                self.signals = 1
+                if self._task is not None and not self._task.done():
+                    self._task.cancel()
+
+        with contextlib.suppress(RuntimeError):  # the loop already closed: the run has ended anyway
+            loop.call_soon_threadsafe(stop)
+
     @contextlib.contextmanager
     def installed(self) -> Iterator[LoopStopper]:
         if not _main_thread():

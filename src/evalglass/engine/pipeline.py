@@ -6,9 +6,7 @@ into compact columns and each batch is written to ``scores.jsonl`` as one block.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import os
 import secrets
 import shutil
 import threading
@@ -23,6 +21,7 @@ import numpy as np
 import orjson
 
 from evalglass import __version__, redaction
+from evalglass.core.calendar import day_of_timestamp
 from evalglass.core.checks import CheckResult
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.example import Example, ExampleBatch
@@ -45,6 +44,7 @@ from evalglass.engine.config import LoadedConfig, load_config
 from evalglass.engine.dataset import BadLine, DatasetReader
 from evalglass.engine.decision import Evidence, decided_scorecard, run_record
 from evalglass.engine.digests import private_key, signing_key_from_env, write_digests
+from evalglass.engine.executorspec import RayExecutorSpec
 from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger
 from evalglass.engine.runfolder import PartialFile, locked, make_dirs, write_atomic, writing
 from evalglass.engine.sink import (
@@ -58,10 +58,14 @@ from evalglass.engine.sink import (
     dataset_summary,
     expand,
     guard,
+    metric_pool,
+    metric_workers,
     new_row_shape,
     same_score_everywhere,
 )
+from evalglass.engine.staleness import stale_causes
 from evalglass.errors import Interrupted, SetupError
+from evalglass.lanes.shipping import ClusterLost
 from evalglass.metrics.base import BatchedMetric, build_with_batch
 from evalglass.metrics.check import CheckMetricSpec, CheckSink
 from evalglass.metrics.errors import MetricLoadError
@@ -74,6 +78,7 @@ if TYPE_CHECKING:
     from evalglass.engine.cache import CacheMode
     from evalglass.engine.manifest import RunManifest
     from evalglass.engine.progress import Counters
+    from evalglass.engine.raycluster import RayCluster
 
 
 @dataclass(frozen=True)
@@ -114,14 +119,25 @@ class CheckRecordWriter:
         self._file.abort()
 
 
-def build_metrics(loaded: LoadedConfig, check_sink: CheckSink | None = None) -> list[BuiltMetric]:
-    """The synchronous metrics, built once. LLM judges are asynchronous: the live run builds them in its loop."""
+def build_metrics(
+    loaded: LoadedConfig, check_sink: CheckSink | None = None, cluster: RayCluster | None = None
+) -> list[BuiltMetric]:
+    """The synchronous metrics, built once. LLM judges are asynchronous: the live run builds them in its loop.
+    With a ``cluster``, the metrics it ships (host ``python`` and ``check`` metrics) are built to run there, and
+    run concurrently across examples like any metric that waits on something outside the process."""
     built: list[BuiltMetric] = []
     config = loaded.config
+    shipped = config.shipped_metrics if cluster is not None else set()
     for name, spec in config.metrics.items():
         if isinstance(spec, LlmJudgeSpec):
             continue
         try:
+            if name in shipped:
+                from evalglass.engine.raycluster import build_shipped_metric
+
+                assert cluster is not None
+                built.append(BuiltMetric(name, build_shipped_metric(cluster, loaded, name, check_sink), True))
+                continue
             if isinstance(spec, CheckMetricSpec):
                 function = spec.build_check(config.checks[spec.check], loaded.base_dir, check_sink)
             else:
@@ -286,14 +302,28 @@ def run_standalone_checks(loaded: LoadedConfig) -> dict[str, CheckResult]:
 class RunInterrupted(Interrupted):
     """Ctrl-C during a run: what was done is kept (cached calls, the manifest) so the run can be resumed."""
 
-    def __init__(self, folder: Path, done: int | None, total: int | None) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        done: int | None,
+        total: int | None,
+        reason: str | None = None,
+        *,
+        warnings: tuple[str, ...] = (),
+    ) -> None:
         self.folder = folder
         self.done = done
         self.total = total
+        #: Warnings of the run so far (a last-started pointer that could not be written): printed before the line.
+        self.warnings = warnings
         progress = f" after {done} of {total} examples" if done is not None and total else ""
+        why = f"{reason}; " if reason else ""
         super().__init__(
-            f"interrupted{progress}: completed calls are cached; resume with: evalglass run --resume {folder}"
+            f"{why}interrupted{progress}: completed calls are cached; resume with: evalglass run --resume {folder}"
         )
+
+    def stderr_lines(self) -> list[str]:
+        return [*self.warnings, str(self)]
 
 
 def run(
@@ -353,12 +383,7 @@ def _run(
     recorded_manifest = load_manifest(resume) if resume is not None else None
     loaded = load_config(config_path)
     config = loaded.config
-    if pinned_ledger is not None and pinned_ledger.resolve() != loaded.ledger_path.resolve():
-        raise SetupError(
-            f"the config names the ledger {loaded.ledger_path}, but this run is pinned to {pinned_ledger} (--ledger)",
-            where=str(config_path),
-            fix=f"set `ledger:` in the config to the host's ledger, {pinned_ledger}",
-        )
+    refuse_unpinned_ledger(loaded, pinned_ledger)
     identity = dataset_identity(loaded.dataset_path, hash_contents=config.live)
     if recorded_manifest is not None:
         assert resume is not None
@@ -412,62 +437,130 @@ def _run_in(
 ) -> RunOutcome:
     """The run in its (created, locked) folder: what is written on the way is removed if the run fails, unless it
     can be resumed."""
-    from evalglass.engine.manifest import LAST_STARTED_POINTER, write_manifest
+    from evalglass.engine.manifest import write_manifest
 
     config = loaded.config
+    cluster: RayCluster | None = None
+    #: Problems that leave the run's results intact (a pointer, the call cache): printed, never silent.
+    warnings: list[str] = []
     try:
-        with contextlib.suppress(OSError):  # first: a manifest is never written without a pointer to it
-            make_dirs(LAST_STARTED_POINTER.parent)
-            write_atomic(LAST_STARTED_POINTER, str(folder.resolve()).encode() + b"\n")
+        # First: a manifest is never written with the pointer still naming another run (it is removed if it
+        # cannot be moved).
+        problem = point_last_started_at(folder)
+        if problem is not None:
+            warnings.append(problem)
         if recorded_manifest is None:
             write_manifest(folder, manifest)
         writer = ScoresWriter(folder)
         check_records = CheckRecordWriter(folder)
         try:
-            metrics = build_metrics(loaded, check_records)
+            if isinstance(config.executor, RayExecutorSpec):  # the one place a cluster is joined
+                from evalglass.engine.raycluster import RayCluster
+
+                cluster = RayCluster(loaded).connect()
+            metrics = build_metrics(loaded, check_records, cluster)
             if config.live:
                 from evalglass.engine.liverun import score_live
 
-                scored = score_live(loaded, metrics, writer, cache_mode=mode, progress=progress, counters=counters)
+                scored = score_live(
+                    loaded,
+                    metrics,
+                    writer,
+                    cache_mode=mode,
+                    progress=progress,
+                    counters=counters,
+                    warnings=warnings,
+                    cluster=cluster,
+                )
             else:
                 scored = score_recorded(loaded, metrics, writer)
             check_records.commit()
-            return _finish(loaded, ledger, scored, folder, manifest.run_id, manifest.created_at, signing_key)
+            outcome = _finish(loaded, ledger, scored, folder, manifest.run_id, manifest.created_at, signing_key)
+            return dataclasses.replace(outcome, warnings=(*warnings, *outcome.warnings))
         except BaseException:
             writer.abort()
             check_records.abort()
             raise
-    except KeyboardInterrupt:
+        finally:
+            if cluster is not None:
+                cluster.close()
+    except KeyboardInterrupt as stop:
         # The manifest stays: completed calls are in the cache and `--resume` finishes the run under its own id.
-        raise RunInterrupted(folder, counters.done if config.live else None, manifest.dataset.examples) from None
+        reason = cluster.lost if cluster is not None else None
+        reason = reason or (str(stop) if isinstance(stop, ClusterLost) else None)
+        raise RunInterrupted(
+            folder,
+            counters.done if config.live else None,
+            manifest.dataset.examples,
+            reason,
+            warnings=tuple(warnings),
+        ) from None
     except BaseException:
         if created:
             shutil.rmtree(folder, ignore_errors=True)
         raise
 
 
+def refuse_unpinned_ledger(loaded: LoadedConfig, pinned_ledger: Path | None) -> None:
+    """``--ledger``: the config is what a pull request edits, so it may not point the run at another ledger."""
+    if pinned_ledger is not None and pinned_ledger.resolve() != loaded.ledger_path.resolve():
+        raise SetupError(
+            f"the config names the ledger {loaded.ledger_path}, but this run is pinned to {pinned_ledger} (--ledger)",
+            where=str(loaded.path),
+            fix=f"set `ledger:` in the config to the host's ledger, {pinned_ledger}",
+        )
+
+
 def point_last_run_at(folder: Path) -> str | None:
     """Record ``folder`` as the last finished run; on failure, a warning line instead of an exception.
 
     The run is complete and its verdict stands whether or not the pointer moves (the pointer only saves typing a
-    folder later), so a failure here does not change the exit code. It is never silent either: the warning says
-    so, and the old pointer is removed when it can be, so a later `view` or `explain` says "no previous run"
-    rather than showing an older run as if it were this one.
+    folder later), so a failure here does not change the exit code. It is never silent either: see
+    :func:`_point_at`.
+    """
+    return _point_at(
+        LAST_RUN_POINTER,
+        folder,
+        records="this run as the last one",
+        removed="commands without a folder will ask for one",
+        stale="a command without a folder may show an older run",
+        name_it=f"evalglass view {folder}",
+    )
+
+
+def point_last_started_at(folder: Path) -> str | None:
+    """Record ``folder`` as the last started run (what ``run --resume`` without a folder resumes); on failure, a
+    warning line. The run does not need the pointer to complete, and an interrupted run names its own folder in
+    the line that says how to resume it, so a failure does not stop the run."""
+    from evalglass.engine.manifest import LAST_STARTED_POINTER
+
+    return _point_at(
+        LAST_STARTED_POINTER,
+        folder,
+        records="this run as the last one started",
+        removed="`evalglass run --resume` without a folder will ask for one",
+        stale="`evalglass run --resume` without a folder may resume an older run",
+        name_it=f"evalglass run --resume {folder}",
+    )
+
+
+def _point_at(pointer: Path, folder: Path, *, records: str, removed: str, stale: str, name_it: str) -> str | None:
+    """Write ``pointer`` to hold ``folder``; on failure, the warning line that says so, and what follows.
+
+    The old pointer is removed when it can be, so a command that reads it asks for a folder rather than acting on
+    an older run as if it were this one; the line says whether that worked, and how to name this run instead.
     """
     try:
-        make_dirs(LAST_RUN_POINTER.parent)
-        write_atomic(LAST_RUN_POINTER, str(folder.resolve()).encode() + b"\n")
+        make_dirs(pointer.parent)
+        write_atomic(pointer, str(folder.resolve()).encode() + b"\n")
     except OSError as exc:
         why = exc.strerror or type(exc).__name__
         try:
-            LAST_RUN_POINTER.unlink(missing_ok=True)
-            after = "it was removed, so commands without a folder will ask for one"
+            pointer.unlink(missing_ok=True)
+            after = f"it was removed, so {removed}"
         except OSError:
-            after = "it could not be removed either, so a command without a folder may show an older run"
-        return (
-            f"warning: {LAST_RUN_POINTER}: could not record this run as the last one ({why}); {after}. "
-            f"Name this run explicitly: evalglass view {folder}"
-        )
+            after = f"it could not be removed either, so {stale}"
+        return f"warning: {pointer}: could not record {records} ({why}); {after}. Name this run explicitly: {name_it}"
     return None
 
 
@@ -504,12 +597,12 @@ def score_recorded(loaded: LoadedConfig, metrics: list[BuiltMetric], writer: Sco
     columns = {name: ScoreColumn() for name in config.metrics}
     shape = new_row_shape(config)
     hashes = array("q")
-    workers = config.check_workers or os.cpu_count() or 1
+    workers = metric_workers(config)
     pool: ThreadPoolExecutor | None = None
     if any(metric.parallel for metric in metrics):
         from concurrent.futures import ThreadPoolExecutor
 
-        pool = ThreadPoolExecutor(max_workers=workers)
+        pool = metric_pool(config) if config.shipped_metrics else ThreadPoolExecutor(max_workers=workers)
     try:
         for batch in reader.batches():
             hashes.extend(id_hashes(batch))
@@ -555,9 +648,11 @@ def _finish(
         ledger=ledger.ledger,
         gate_fingerprints=gate_fingerprints,
         check_results=check_results,
+        today=day_of_timestamp(created_at),
         standings=standings,
         comparative=comparative,
         ledger_where=ledger.gate_where(),
+        stale=stale_causes(config, loaded.definition_files, ledger.ledger, gate_fingerprints),
     )
     scorecard = decided_scorecard(config, scored.columns, scored.shape.run_shape(), dataset, evidence, scored.calls)
     record = run_record(loaded, ledger, dataset, evidence, baseline_records, scored.scores_sha256)

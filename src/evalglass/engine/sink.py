@@ -10,6 +10,7 @@ the other: they meet here, and ``decide_run``, ``verify`` and the artifacts cann
 
 from __future__ import annotations
 
+import os
 import traceback
 from array import array
 from collections.abc import Callable, Mapping
@@ -220,3 +221,22 @@ class Scored:
     dataset: DatasetSummary
     scores_sha256: str
     calls: CallTotals | None = None  # live runs: see CallTotals
+
+
+def metric_workers(config: Config) -> int:
+    """Threads for the metrics that run concurrently across examples: ``check_workers``, else one per CPU here, or
+    with a cluster executor as many as calls may be in flight (each thread only waits for its task)."""
+    if config.check_workers:
+        return config.check_workers
+    if config.shipped_metrics:
+        return config.concurrency.max_in_flight
+    return os.cpu_count() or 1
+
+
+def metric_pool(config: Config) -> Any:
+    """The threads that wait for shipped metric calls: daemon threads, so a thread stuck in the cluster client
+    after the cluster was lost (Ray blocks up to a minute on a head that is gone) never holds up the exit of a run
+    that already stopped like Ctrl-C."""
+    from evalglass.lanes.daemonpool import DaemonThreadPool
+
+    return DaemonThreadPool(metric_workers(config), name="evalglass-shipped", max_abandoned=0)

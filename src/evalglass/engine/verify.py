@@ -26,6 +26,7 @@ import numpy.typing as npt
 import orjson
 
 from evalglass.core.authority import JudgeStanding, Ledger
+from evalglass.core.calendar import day_of_timestamp
 from evalglass.core.decide import RunShape
 from evalglass.core.fingerprint import fingerprint_of_bytes, short
 from evalglass.core.runrecord import RunRecord
@@ -51,6 +52,7 @@ from evalglass.engine.digests import (
     signature_valid,
 )
 from evalglass.engine.ledger import ledger_problems, parse_ledger
+from evalglass.engine.staleness import stale_causes
 from evalglass.engine.validation import validate_document
 from evalglass.engine.yamlsource import parse_yaml
 from evalglass.errors import SetupError
@@ -133,9 +135,11 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
         ledger=ledger,
         gate_fingerprints=gate_fingerprints,
         check_results=record.check_results,
+        today=run_day(record),
         standings=standings,
         comparative=comparative,
         ledger_where=ledger_where,
+        stale=stale_causes(config, record.definition_files, ledger, gate_fingerprints),
     )
     shape = RunShape(
         examples=examples,
@@ -164,6 +168,16 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
     return VerifyReport(
         folder=folder, findings=tuple(findings), examples=examples, anchors=tuple(statements), signature=signature
     )
+
+
+def run_day(record: RunRecord) -> str:
+    """The day a run decided on (approvals expire by it): the date of its ``created_at``, which the digests cover."""
+    try:
+        return day_of_timestamp(record.created_at)
+    except ValueError:
+        raise SetupError(
+            f"the run record's created_at {record.created_at!r} is not a timestamp", where="runrecord.json"
+        ) from None
 
 
 def _file_findings(folder: Path, record: RunRecord, known: dict[str, str]) -> list[Finding]:

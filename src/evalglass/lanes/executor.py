@@ -16,10 +16,12 @@ about the executor leaks into lanes or metrics.
 A slot is taken in this order: endpoint concurrency, endpoint rate, global concurrency, global rate. So a call
 waiting for a busy or rate-limited endpoint holds no global slot and other endpoints keep flowing.
 
-A Ray backend plugs in later by subclassing :class:`Executor`: implement ``submit`` by running ``fn`` on a worker
-(``fn`` is a zero-argument coroutine function; lanes build it from picklable parts: a spec, a rendered request)
-and, where it pays, override ``map`` to ship whole items at once. Lanes, judges, metrics and the cache do not change:
-they see ``submit``/``map`` and the :class:`CallOutcome` values they return.
+Shipping work elsewhere. ``fn`` is a closure over this process's state (clients, thread pools), so it always runs
+here. A lane whose call can run in another process as well (a python or command lane: a plain function and
+picklable arguments) also asks :attr:`Executor.offload`: when an executor has one (the Ray backend,
+``engine.raycluster``), the lane submits a coroutine that awaits ``offload.run(...)`` instead, under the same
+limits. :class:`WorkLost` says the work could not be done there (its worker kept dying); :class:`ClusterLost`, a
+``KeyboardInterrupt``, says the cluster itself is gone, and stops the run the way Ctrl-C does (resumable).
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, Protocol, TypeVar
+
+from evalglass.lanes.shipping import ClusterLost, WorkLost, base_dir_here
 
 T = TypeVar("T")
 I = TypeVar("I")  # noqa: E741 - item
@@ -38,6 +42,15 @@ R = TypeVar("R")
 Clock = Callable[[], float]
 _EPSILON = 1e-9
 Sleep = Callable[[float], Awaitable[None]]
+
+
+class Offload(Protocol):
+    """Runs a plain function with picklable arguments in another process (a cluster worker)."""
+
+    async def run(self, key: str, fn: Callable[..., R], *args: Any, timeout: float | None = None) -> R:
+        """``fn(*args)`` elsewhere; ``key`` chooses its resources (``task`` or a metric's name). Raises
+        :class:`WorkLost`, :class:`ClusterLost`, or ``TimeoutError`` once ``timeout`` seconds have passed."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +121,8 @@ class Executor(ABC):
 
     #: Pending items kept by :meth:`map` when no window is given: enough to keep every slot busy.
     default_window: int = 128
+    #: Where shippable calls run instead of this process (None: here).
+    offload: Offload | None = None
 
     @abstractmethod
     async def submit(self, fn: Callable[[], Awaitable[T]], *, endpoint: EndpointLimit | None = None) -> T:
@@ -270,4 +285,14 @@ async def _aiter(items: Iterable[I] | AsyncIterable[I]) -> AsyncIterator[I]:
             yield item
 
 
-__all__ = ["AsyncioExecutor", "EndpointLimit", "Executor", "ExecutorStats", "TokenBucket"]
+__all__ = [
+    "AsyncioExecutor",
+    "ClusterLost",
+    "EndpointLimit",
+    "Executor",
+    "ExecutorStats",
+    "Offload",
+    "TokenBucket",
+    "WorkLost",
+    "base_dir_here",
+]

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import functools
 import hashlib
 import inspect
 import os
@@ -36,7 +38,7 @@ from evalglass.core.redact import Redactor
 from evalglass.core.score import Score, Status
 from evalglass.lanes.callcache import CallStore, cache_key, through_cache
 from evalglass.lanes.daemonpool import CallTimedOut, DaemonThreadPool, call_in_thread
-from evalglass.lanes.executor import EndpointLimit, Executor
+from evalglass.lanes.executor import EndpointLimit, Executor, Offload, WorkLost, base_dir_here
 from evalglass.lanes.procgroup import kill_group
 from evalglass.lanes.retry import Attempt, Retrier
 from evalglass.lanes.specs import (
@@ -130,10 +132,11 @@ def build_lane(
     env: Mapping[str, str] | None = None,
     retrier: Retrier | None = None,
     transport: TransportChoice = "auto",
+    ship_async: bool = False,
 ) -> TaskLane:
     """Build a lane. Raises :class:`LaneConfigError` when the function, file or template cannot be used."""
     if isinstance(spec, PythonLaneSpec):
-        return PythonLane(spec, base_dir=base_dir, executor=executor, cache=cache)
+        return PythonLane(spec, base_dir=base_dir, executor=executor, cache=cache, ship_async=ship_async)
     if isinstance(spec, CommandLaneSpec):
         return CommandLane(spec, base_dir=base_dir, executor=executor, cache=cache, env=env)
     return ChatLane(spec, executor=executor, cache=cache, env=env, retrier=retrier, transport=transport)
@@ -165,7 +168,15 @@ async def _through_cache(
 class PythonLane(TaskLane):
     spec: PythonLaneSpec
 
-    def __init__(self, spec: PythonLaneSpec, *, base_dir: Path, executor: Executor, cache: CallStore | None) -> None:
+    def __init__(
+        self,
+        spec: PythonLaneSpec,
+        *,
+        base_dir: Path,
+        executor: Executor,
+        cache: CallStore | None,
+        ship_async: bool = False,
+    ) -> None:
         self.spec = spec
         self.executor = executor
         self.cache = cache if spec.cache else None
@@ -185,6 +196,11 @@ class PythonLane(TaskLane):
         self.fingerprint = content_address({"type": "python", "function": spec.function, "source_sha256": code_hash})
         self.limit = EndpointLimit(key=f"python:{spec.function}", concurrency=spec.concurrency)
         self._threads: DaemonThreadPool | None = None
+        #: An async function is I/O: it stays on the driver's event loop unless the executor is told to ship it.
+        self.ship_async = ship_async
+        #: The shipped call with the host function bound once: an executor that ships sends the function (pickled
+        #: by value) with the call's definition, once, not with every call.
+        self._shipped = functools.partial(shipped_python_call, self.function, spec.function)
 
     def _pool(self) -> DaemonThreadPool:
         if self._threads is None:
@@ -197,6 +213,16 @@ class PythonLane(TaskLane):
         kwargs = {"sample": sample} if self.takes_sample else {}
         argument = dict(fields)
         function, timeout, name = self.function, self.spec.timeout, self.spec.function
+        offload = self.executor.offload
+
+        async def shipped() -> LaneOutcome:
+            assert offload is not None
+            try:
+                return await offload.run(TASK_RESOURCES, self._shipped, argument, kwargs, sample, timeout=timeout)
+            except TimeoutError:
+                return LaneFailure("task_timeout", f"{name} did not return within {timeout:g}s", sample)
+            except WorkLost as exc:
+                return LaneFailure("task_worker_lost", f"{name} could not run on the cluster: {exc}", sample)
 
         async def guarded() -> LaneOutcome:
             scope: asyncio.Timeout | None = None
@@ -205,10 +231,13 @@ class PythonLane(TaskLane):
                     async with asyncio.timeout(timeout) as scope:
                         value = await function(argument, **kwargs)
                 else:
-                    value = await call_in_thread(self._pool(), lambda: function(argument, **kwargs), timeout)
-                    if inspect.isawaitable(value):
-                        async with asyncio.timeout(timeout) as scope:
-                            value = await value
+                    called = await call_in_thread(
+                        self._pool(), lambda: python_call(function, name, argument, kwargs, sample), timeout
+                    )
+                    if isinstance(called, LaneOutput | LaneFailure):
+                        return called
+                    async with asyncio.timeout(timeout) as scope:
+                        value = await called
             except CallTimedOut as late:
                 if late.queued:
                     return LaneFailure(
@@ -221,29 +250,77 @@ class PythonLane(TaskLane):
             except TimeoutError as exc:
                 if scope is not None and scope.expired():
                     return LaneFailure("task_timeout", f"{name} did not return within {timeout:g}s", sample)
-                return _raised(name, exc, sample)
+                return _raised(name, exc, sample, function)
             except asyncio.CancelledError:
                 raise
             except BaseException as exc:  # SystemExit, KeyboardInterrupt ... raised by host code: this example's error
-                return _raised(name, exc, sample)
-            problem = json_problem(value)
-            if problem is not None:
-                return LaneFailure(
-                    "task_output_unserialisable",
-                    f"{name} returned a {type(value).__name__} that is not JSON ({problem}); return text, numbers, "
-                    "booleans, null, lists and mappings with text keys",
-                    sample,
-                )
-            return LaneOutput(value, sample, call_id=key)
+                return _raised(name, exc, sample, function)
+            return lane_value(value, name, sample)
 
-        return await _through_cache(
-            self.cache, key, sample, "python", lambda: self.executor.submit(guarded, endpoint=self.limit)
-        )
+        ships = offload is not None and (self.ship_async or not self.is_async)
+
+        async def call() -> LaneOutcome:
+            outcome = await self.executor.submit(shipped if ships else guarded, endpoint=self.limit)
+            if key is not None and isinstance(outcome, LaneOutput):
+                outcome = dataclasses.replace(outcome, call_id=key)
+            return outcome
+
+        return await _through_cache(self.cache, key, sample, "python", call)
 
     async def aclose(self) -> None:
         if self._threads is not None:
             self._threads.shutdown(wait=False, cancel_futures=True)
             self._threads = None
+
+
+#: The resources key of the task lane's shipped calls (``executor.overrides.task``).
+TASK_RESOURCES = "task"
+
+
+def python_call(
+    function: Callable[..., Any], name: str, argument: dict[str, Any], kwargs: dict[str, Any], sample: int
+) -> LaneOutcome | Awaitable[Any]:
+    """One call of a python-lane function and what it produced, in whichever process runs it (a lane thread here,
+    a cluster worker there), so both say exactly the same. An awaitable it returned is handed back unawaited."""
+    try:
+        value = function(argument, **kwargs)
+    except BaseException as exc:  # SystemExit, KeyboardInterrupt ... raised by host code: this example's error
+        return _raised(name, exc, sample, function)
+    if inspect.isawaitable(value):
+        return value
+    return lane_value(value, name, sample)
+
+
+def shipped_python_call(
+    function: Callable[..., Any], name: str, argument: dict[str, Any], kwargs: dict[str, Any], sample: int
+) -> LaneOutcome:
+    """:func:`python_call` on a cluster worker: an awaitable (an async function shipped on request) is run to its
+    end on an event loop of the worker's own. The driver enforces the timeout."""
+    called = python_call(function, name, argument, kwargs, sample)
+    if isinstance(called, LaneOutput | LaneFailure):
+        return called
+
+    async def finish() -> Any:
+        return await called
+
+    try:
+        value = asyncio.run(finish())
+    except BaseException as exc:
+        return _raised(name, exc, sample, function)
+    return lane_value(value, name, sample)
+
+
+def lane_value(value: Any, name: str, sample: int) -> LaneOutcome:
+    """A host function's return value as an outcome: JSON, or a failure saying why it is not."""
+    problem = json_problem(value)
+    if problem is not None:
+        return LaneFailure(
+            "task_output_unserialisable",
+            f"{name} returned a {type(value).__name__} that is not JSON ({problem}); return text, numbers, "
+            "booleans, null, lists and mappings with text keys",
+            sample,
+        )
+    return LaneOutput(value, sample)
 
 
 class CommandLane(TaskLane):
@@ -261,6 +338,7 @@ class CommandLane(TaskLane):
         self.spec = spec
         self.executor = executor
         self.cache = cache if spec.cache else None
+        self.base_dir = base_dir
         self.cwd = (base_dir / spec.cwd).resolve() if spec.cwd else base_dir.resolve()
         if not self.cwd.is_dir():
             raise LaneConfigError(f"command lane: cwd {spec.cwd} is not a directory (looked for {self.cwd})")
@@ -280,16 +358,30 @@ class CommandLane(TaskLane):
             }
         )
         self.limit = EndpointLimit(key=f"command:{spec.argv[0]}", concurrency=spec.concurrency)
+        #: The shipped call with the spec and the (absolute) evals folder bound once (see PythonLane._shipped).
+        self._shipped = functools.partial(shipped_command_call, spec, str(base_dir.resolve()))
 
     async def produce(self, example_id: str, fields: Mapping[str, Any], sample: int) -> LaneOutcome:
         key = _fields_key(self.cache, self.fingerprint, fields, sample)
-        return await _through_cache(
-            self.cache,
-            key,
-            sample,
-            "command",
-            lambda: self.executor.submit(lambda: self._run(example_id, fields, sample), endpoint=self.limit),
-        )
+        offload = self.executor.offload
+
+        async def call() -> LaneOutcome:
+            if offload is None:
+                return await self.executor.submit(lambda: self._run(example_id, fields, sample), endpoint=self.limit)
+            return await self.executor.submit(
+                lambda: self._run_shipped(offload, example_id, fields, sample), endpoint=self.limit
+            )
+
+        return await _through_cache(self.cache, key, sample, "command", call)
+
+    async def _run_shipped(
+        self, offload: Offload, example_id: str, fields: Mapping[str, Any], sample: int
+    ) -> LaneOutcome:
+        """The command on a cluster worker; the worker enforces the timeout and kills the process group."""
+        try:
+            return await offload.run(TASK_RESOURCES, self._shipped, example_id, dict(fields), sample)
+        except WorkLost as exc:
+            return LaneFailure("task_worker_lost", f"{self.spec.argv[0]} could not run on the cluster: {exc}", sample)
 
     async def _run(self, example_id: str, fields: Mapping[str, Any], sample: int) -> LaneOutcome:
         spec = self.spec
@@ -356,6 +448,20 @@ class CommandLane(TaskLane):
                 sample,
                 detail=_tail(text, redactor) or "(empty output)",
             )
+
+
+def shipped_command_call(
+    spec: CommandLaneSpec, base_dir: str, example_id: str, fields: dict[str, Any], sample: int
+) -> LaneOutcome:
+    """One command-lane call on a cluster worker: the lane built here (the command runs with the worker's own
+    environment, where its secrets are) and run on an event loop of the worker's own."""
+    from evalglass.lanes.executor import AsyncioExecutor
+
+    try:
+        lane = CommandLane(spec, base_dir=base_dir_here(base_dir), executor=AsyncioExecutor(), cache=None, env=None)
+    except LaneConfigError as exc:
+        return LaneFailure("task_worker_setup", f"the command lane cannot run on this worker: {exc}", sample)
+    return asyncio.run(lane._run(example_id, fields, sample))
 
 
 #: After a command exits, how long its pipes may stay open (a background child holding them) before its process
@@ -497,13 +603,21 @@ def json_problem(value: Any) -> str | None:
     return None
 
 
-def _raised(name: str, exc: BaseException, sample: int) -> LaneFailure:
+def _raised(name: str, exc: BaseException, sample: int, function: Callable[..., Any] | None = None) -> LaneFailure:
+    """``task_raised``; the traceback starts at the host function's own frame, so what EvalGlass called it through
+    (a lane thread, a cluster worker) is not in it and every executor records the same detail."""
     redactor = redaction.current()
+    frames = exc.__traceback__
+    code = getattr(function, "__code__", None)
+    start = frames
+    while start is not None and start.tb_frame.f_code is not code:
+        start = start.tb_next
+    text = "".join(traceback.format_exception(type(exc), exc, start or frames)).strip()
     return LaneFailure(
         "task_raised",
         f"{name} raised {type(exc).__name__}: {_one_line(exc, redactor)}",
         sample,
-        detail=redactor.tail("".join(traceback.format_exception(exc)).strip(), _MAX_DETAIL + 1),
+        detail=redactor.tail(text, _MAX_DETAIL + 1),
     )
 
 

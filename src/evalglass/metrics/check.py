@@ -18,10 +18,14 @@ from evalglass.core.example import Example
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.score import Score
 from evalglass.lanes.checkspec import CheckSpec
+from evalglass.lanes.shipping import WorkLost
 from evalglass.metrics.base import MetricFn, MetricSpec, measured_target
 from evalglass.metrics.errors import MetricLoadError
 
 CheckSink = Callable[[CheckResult], None]
+#: Runs a per-example check: ``(spec, base_dir, output, check_id=, example_id=) -> CheckResult``. By default
+#: ``lanes.checkrun.run_example_check`` in this process; a cluster executor passes one that ships the call.
+CheckRunner = Callable[..., CheckResult]
 
 
 class CheckMetricSpec(MetricSpec):
@@ -35,9 +39,14 @@ class CheckMetricSpec(MetricSpec):
     def build(self, base_dir: Path) -> MetricFn:
         raise MetricLoadError(f"metric type 'check' needs the declared check '{self.check}'; the engine binds it")
 
-    def build_check(self, check: CheckSpec, base_dir: Path, sink: CheckSink | None = None) -> MetricFn:
-        from evalglass.lanes.checkrun import run_example_check  # the runner, only for a config that uses one
+    def build_check(
+        self, check: CheckSpec, base_dir: Path, sink: CheckSink | None = None, runner: CheckRunner | None = None
+    ) -> MetricFn:
+        if runner is None:
+            from evalglass.lanes.checkrun import run_example_check  # the runner, only for a config that uses one
 
+            runner = run_example_check
+        run = runner
         target = measured_target(self)
         check_id = self.check
 
@@ -45,7 +54,10 @@ class CheckMetricSpec(MetricSpec):
             output = target(example)
             if output is ABSENT:
                 return Score.non_evaluable("field_missing", f"the output of example {example.id} has no '{self.field}'")
-            result = run_example_check(check, base_dir, output, check_id=check_id, example_id=example.id)
+            try:
+                result = run(check, base_dir, output, check_id=check_id, example_id=example.id)
+            except WorkLost as exc:  # shipped and never done: no record exists, and the example is an error
+                return Score.error("worker_lost", f"check '{check_id}' could not run on the cluster: {exc}")
             if sink is not None:
                 sink(result)
             return to_score(result)
