@@ -25,14 +25,36 @@ class MetricSummary(BaseModel):
     population: Population
 
 
+class OutputsSummary(BaseModel):
+    """Recorded outputs read from their own file and joined to the dataset by id."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    path: str
+    outputs: int = Field(ge=0, description="Outputs in the file.")
+    unmatched: int = Field(ge=0, description="Outputs whose id is not in the dataset (not scored).")
+    unmatched_ids: tuple[str, ...] = Field(default=(), description="A few of them, by id.")
+
+
 class DatasetSummary(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     name: str
     path: str
-    fingerprint: str
+    fingerprint: str = Field(description="SHA-256 of the dataset file's bytes.")
+    gold_fingerprint: str | None = Field(
+        default=None,
+        description="What `validated_gold` binds: ids and every field except the recorded output field. Taken when "
+        "a gate's metric compares with a reference; None otherwise.",
+    )
     examples: int = Field(ge=0)
     malformed_lines: int = Field(default=0, ge=0)
+    outputs: OutputsSummary | None = Field(default=None, description="Set when outputs come from their own file.")
+
+    @property
+    def gold(self) -> str:
+        """The fingerprint gold is checked against (a run record from before gold fingerprints: the file's)."""
+        return self.gold_fingerprint if self.gold_fingerprint is not None else self.fingerprint
 
 
 class CheckSummary(BaseModel):

@@ -54,12 +54,22 @@ class DatasetSpec(BaseModel):
 
 
 class RecordedTask(BaseModel):
-    """Outputs were produced earlier and stored in the dataset: no model is called."""
+    """Outputs were produced earlier and stored in the dataset, or in a file of their own: no model is called."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     type: Literal["recorded"] = "recorded"
+    path: str | None = Field(
+        default=None,
+        description="JSONL file of recorded outputs, relative to this config file, one `{id, <field>}` object per "
+        "line, joined to the dataset by id. Without it, outputs are read from the dataset file itself.",
+    )
     field: str = Field(default="output", description="Field of each record holding the recorded output.")
+    strict: bool = Field(
+        default=False,
+        description="Refuse the run (exit 2) when the outputs file holds an output whose id is not in the dataset; "
+        "otherwise such outputs are counted and reported.",
+    )
     samples: bool = Field(
         default=False,
         description="The field holds a list of recorded samples (epochs) of the output; each is scored, then the "
@@ -208,6 +218,24 @@ class Config(BaseModel):
         return self.task.field if isinstance(self.task, RecordedTask) else "output"
 
     @property
+    def outputs_path(self) -> str | None:
+        """The file recorded outputs are read from, when it is not the dataset file."""
+        return self.task.path if isinstance(self.task, RecordedTask) else None
+
+    @property
+    def gold_excluded_field(self) -> str | None:
+        """The dataset field the gold fingerprint leaves out: the recorded output field when the outputs are
+        recorded in the dataset file; nothing when they come from their own file or from a live lane."""
+        if isinstance(self.task, RecordedTask) and self.task.path is None:
+            return self.task.field
+        return None
+
+    @property
+    def needs_gold(self) -> bool:
+        """Whether a declared gate's metric compares with a reference (only then is the gold fingerprint taken)."""
+        return any(gate.metric is not None and self.metrics[gate.metric].uses_reference for gate in self.gates.values())
+
+    @property
     def judges(self) -> dict[str, LlmJudgeSpec]:
         return {name: spec for name, spec in self.metrics.items() if isinstance(spec, LlmJudgeSpec)}
 
@@ -274,6 +302,11 @@ class LoadedConfig:
     @property
     def dataset_path(self) -> Path:
         return self.base_dir / self.config.dataset.path
+
+    @property
+    def outputs_file(self) -> Path | None:
+        path = self.config.outputs_path
+        return self.base_dir / path if path is not None else None
 
     @property
     def ledger_path(self) -> Path:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
 from queue import SimpleQueue
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -97,6 +97,16 @@ def _lines(handle: Any, update: Callable[[bytes], None], chunk: int) -> Iterator
         yield [b"".join(pieces)], False
 
 
+def open_dataset_file(path: Path) -> BinaryIO:
+    """The dataset file opened for reading (unbuffered), or the one-line error saying why it cannot be."""
+    try:
+        return path.open("rb", buffering=0)
+    except FileNotFoundError:
+        raise SetupError("dataset file not found", where=str(path), fix="fix `dataset.path` in the config") from None
+    except OSError as exc:
+        raise SetupError(f"cannot read dataset: {exc.strerror}", where=str(path)) from None
+
+
 @contextlib.contextmanager
 def _unfreezing() -> Iterator[None]:
     try:
@@ -167,14 +177,7 @@ class DatasetReader:
     def _raw_batches(self, size: int) -> Iterator[tuple[list[bytes], int, bool]]:
         """The file's lines, ``size`` at a time, each batch with its first line's number and whether its last line
         ended in a newline (only a file's last line may not)."""
-        try:
-            handle = self.path.open("rb", buffering=0)
-        except FileNotFoundError:
-            raise SetupError(
-                "dataset file not found", where=str(self.path), fix="fix `dataset.path` in the config"
-            ) from None
-        except OSError as exc:
-            raise SetupError(f"cannot read dataset: {exc.strerror}", where=str(self.path)) from None
+        handle = open_dataset_file(self.path)
         # Every object alive now (modules, models, the config) outlives the stream. Freezing them keeps the cyclic
         # collector's full passes, which the stream's young objects keep triggering, from re-scanning them all:
         # about a tenth of a million-line run otherwise. Nothing is collected differently, only later.

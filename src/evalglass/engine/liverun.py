@@ -39,18 +39,18 @@ from evalglass.core.score import Score, Status
 from evalglass.engine.artifacts import FILE_MODE, ScoresWriter
 from evalglass.engine.cache import CacheMode, CallCache
 from evalglass.engine.config import LoadedConfig
-from evalglass.engine.dataset import BadLine, DatasetReader
+from evalglass.engine.dataset import BadLine
 from evalglass.engine.pipeline import (
     BuiltMetric,
     Scored,
     append_result,
     check_duplicate,
     cluster_key,
-    dataset_summary,
     expand,
     new_row_shape,
 )
 from evalglass.engine.progress import Counters, Reporter
+from evalglass.engine.source import DatasetSource
 from evalglass.errors import SetupError
 from evalglass.lanes.executor import AsyncioExecutor, EndpointLimit, Executor
 from evalglass.lanes.retry import Attempt
@@ -330,7 +330,7 @@ async def _score_all(
     writer: ScoresWriter,
     columns: dict[str, ScoreColumn],
     shape: Any,
-    reader: DatasetReader,
+    reader: DatasetSource,
     window: int,
     outputs: OutputsWriter,
 ) -> None:
@@ -397,7 +397,7 @@ def score_live(
     """Score the dataset with the lane and judges. Ctrl-C propagates as KeyboardInterrupt once calls are cancelled;
     completed calls are already in the cache."""
     config = loaded.config
-    reader = DatasetReader(loaded.dataset_path, id_field=config.dataset.id_field, output_field=config.output_field)
+    reader = DatasetSource(loaded)
     columns = {name: ScoreColumn() for name in config.metrics}
     shape = new_row_shape(config)
     if progress is not None:
@@ -437,12 +437,15 @@ def score_live(
     outputs = OutputsWriter(writer.final.parent)
     try:
         asyncio.run(main())
+        dataset = reader.summary()
     except BaseException:
         outputs.abort()
         raise
+    finally:
+        reader.close()
     outputs.commit()
     scores_sha256 = writer.commit()
-    return Scored(columns=columns, shape=shape, dataset=dataset_summary(config, reader), scores_sha256=scores_sha256)
+    return Scored(columns=columns, shape=shape, dataset=dataset, scores_sha256=scores_sha256)
 
 
 async def calibrate_with_judge(

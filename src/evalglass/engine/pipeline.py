@@ -45,7 +45,7 @@ from evalglass.engine.artifacts import (
     write_model,
 )
 from evalglass.engine.config import Config, LoadedConfig, load_config
-from evalglass.engine.dataset import BadLine, DatasetReader, field_getter
+from evalglass.engine.dataset import BadLine, field_getter
 from evalglass.engine.ledger import LoadedLedger, load_ledger
 from evalglass.errors import SetupError
 from evalglass.metrics.base import BatchedMetric, MetricFn, build_with_batch
@@ -471,10 +471,10 @@ def refuse_duplicate_ids(hashes: array[int], loaded: LoadedConfig) -> None:
     ordered = np.sort(np.frombuffer(hashes, dtype=np.int64)) if hashes else np.empty(0, np.int64)
     if not (ordered[1:] == ordered[:-1]).any():
         return
-    config = loaded.config
-    reader = DatasetReader(loaded.dataset_path, id_field=config.dataset.id_field, output_field=config.output_field)
+    from evalglass.engine.source import open_reader
+
     first_line: dict[str, int] = {}
-    for item in reader:
+    for item in open_reader(loaded):
         if isinstance(item, Example):
             check_duplicate(first_line, item, loaded.dataset_path)
 
@@ -494,20 +494,13 @@ def new_row_shape(config: Config) -> RowShape:
     )
 
 
-def dataset_summary(config: Config, reader: DatasetReader) -> DatasetSummary:
-    return DatasetSummary(
-        name=config.dataset.name,
-        path=config.dataset.path,
-        fingerprint=reader.fingerprint,
-        examples=reader.examples,
-        malformed_lines=reader.bad_lines,
-    )
-
-
 def score_recorded(loaded: LoadedConfig, metrics: list[BuiltMetric], writer: ScoresWriter) -> Scored:
-    """Outputs recorded in the dataset: batches of examples, metric by metric (no event loop, no calls)."""
+    """Recorded outputs (in the dataset or their own file): batches of examples, metric by metric (no event loop,
+    no calls)."""
+    from evalglass.engine.source import DatasetSource
+
     config = loaded.config
-    reader = DatasetReader(loaded.dataset_path, id_field=config.dataset.id_field, output_field=config.output_field)
+    source = DatasetSource(loaded)
     columns = {name: ScoreColumn() for name in config.metrics}
     shape = new_row_shape(config)
     hashes = array("q")
@@ -518,15 +511,17 @@ def score_recorded(loaded: LoadedConfig, metrics: list[BuiltMetric], writer: Sco
 
         pool = ThreadPoolExecutor(max_workers=workers)
     try:
-        for batch in reader.batches():
+        for batch in source.batches():
             hashes.extend(id_hashes(batch))
             score_batch(batch, metrics, columns, writer, pool, shape)
         refuse_duplicate_ids(hashes, loaded)
+        dataset = source.summary()
     finally:
+        source.close()
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
     scores_sha256 = writer.commit()
-    return Scored(columns=columns, shape=shape, dataset=dataset_summary(config, reader), scores_sha256=scores_sha256)
+    return Scored(columns=columns, shape=shape, dataset=dataset, scores_sha256=scores_sha256)
 
 
 def _finish(
@@ -547,7 +542,7 @@ def _finish(
         gate_inputs(config, gate_fingerprints, check_results),
         ledger.ledger,
         config.dataset.name,
-        dataset.fingerprint,
+        dataset.gold,
         scored.shape.run_shape(),
         standings,
     )

@@ -86,7 +86,7 @@ def verify_run(folder: Path) -> VerifyReport:
         gate_inputs(config, gate_fingerprints, record.check_results),
         record.ledger,
         config.dataset.name,
-        record.dataset.fingerprint,
+        record.dataset.gold,
         RunShape(
             examples=examples,
             example_of_row=_ints(loaded_scores.example_of_row),

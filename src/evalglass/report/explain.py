@@ -219,6 +219,16 @@ def _coverage(metric: MetricSummary) -> str:
     )
 
 
+def gold_covers(record: RunRecord) -> str:
+    """What the gold fingerprint of this run covers, in one line."""
+    task = record.config.get("task") or {}
+    recorded = task.get("type", "recorded") == "recorded" if isinstance(task, dict) else False
+    if recorded and isinstance(task, dict) and task.get("path") is None:
+        field = task.get("field", "output")
+        return f"covers every example's id and fields except the recorded output field '{field}'"
+    return "covers every example's id and fields (the outputs are not in the dataset file)"
+
+
 def _ledger_entry(gate: GateResult, card: Scorecard, record: RunRecord, needs_gold: bool) -> str:
     threshold = gate.threshold if gate.threshold is not None else gate.proposed_threshold
     threshold_line = (
@@ -235,15 +245,14 @@ def _ledger_entry(gate: GateResult, card: Scorecard, record: RunRecord, needs_go
         '    approved_by: "<your name>"',
     ]
     validation = record.ledger.datasets.get(card.dataset.name)
-    gold_ok = (
-        validation is not None and validation.validated_gold and validation.fingerprint == card.dataset.fingerprint
-    )
+    gold_ok = validation is not None and validation.validated_gold and validation.fingerprint == card.dataset.gold
     if needs_gold and not gold_ok:
         lines += [
             "datasets:",
             f"  {card.dataset.name}:",
             "    validated_gold: true",
-            f'    fingerprint: "{card.dataset.fingerprint}"',
+            f"    # {gold_covers(record)}",
+            f'    fingerprint: "{card.dataset.gold}"',
             '    validated_by: "<your name>"',
         ]
     return "\n".join(lines)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from evalglass.core.estimate import Estimate
 from evalglass.core.gates import Direction, GateResult, GateRule, Outcome, SubjectKind
 from evalglass.core.population import Population
-from evalglass.core.scorecard import CheckSummary
+from evalglass.core.scorecard import CheckSummary, DatasetSummary
 from evalglass.core.stats import Note
 
 OUTCOME_LABEL: dict[Outcome, str] = {
@@ -163,3 +163,16 @@ def gate_sentence(gate: GateResult) -> str:
         return f"{gate.name}: {gate.outcome.value}: check '{gate.subject}' ended {value}; the gate needs PASS"
     verb = "meets" if gate.outcome is Outcome.PASS else "does not meet"
     return f"{gate.name}: {gate.outcome.value}: {value}{n} {verb} the approved threshold {threshold}"
+
+
+def unmatched_outputs_text(dataset: DatasetSummary) -> str | None:
+    """The outputs that joined no example, when outputs come from their own file and some did not."""
+    outputs = dataset.outputs
+    if outputs is None or not outputs.unmatched:
+        return None
+    named = ", ".join(outputs.unmatched_ids)
+    more = ", …" if outputs.unmatched > len(outputs.unmatched_ids) else ""
+    return (
+        f"{outputs.unmatched} recorded output(s) in {outputs.path} name an id not in the dataset and were not "
+        f"scored (e.g. {named}{more})"
+    )

@@ -22,6 +22,7 @@ from evalglass.report.fmt import (
     samples_text,
     sensitivity_text,
     threshold_text,
+    unmatched_outputs_text,
 )
 
 
@@ -44,6 +45,9 @@ def render_markdown(card: Scorecard) -> str:
     ]
     if card.dataset.malformed_lines:
         lines.append(f"\n**{card.dataset.malformed_lines} malformed dataset line(s)** were scored as errors.")
+    unmatched = unmatched_outputs_text(card.dataset)
+    if unmatched is not None:
+        lines.append(f"\n**{unmatched}.**")
     lines += ["", "### Gates", ""]
     if decision.gates:
         lines += ["| Gate | Outcome | Value | Threshold | Why |", "|---|---|---|---|---|"]

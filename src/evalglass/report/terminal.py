@@ -26,6 +26,7 @@ from evalglass.report.fmt import (
     samples_text,
     sensitivity_text,
     threshold_text,
+    unmatched_outputs_text,
 )
 
 STYLE: dict[Outcome, str] = {
@@ -98,6 +99,9 @@ def render_terminal(card: Scorecard, console: Console, folder: Path | None = Non
         console.print(
             f"[yellow]{card.dataset.malformed_lines} malformed dataset line(s) were scored as errors.[/yellow]"
         )
+    unmatched = unmatched_outputs_text(card.dataset)
+    if unmatched is not None:
+        console.print(Text(unmatched + ".", style="yellow"))
     verdict = Text(f"verdict: {OUTCOME_LABEL[decision.verdict]}", style=STYLE[decision.verdict])
     verdict.append(f"  (exit {decision.exit_code})", style="dim")
     console.print(verdict)

@@ -1,0 +1,123 @@
+"""The dataset as a run reads it: the file's reader (chosen by its extension), recorded outputs joined from their
+own file when the config names one, and the gold fingerprint taken on the way.
+
+Every run path (recorded and live, and the duplicate-id re-scan) opens its dataset here, so a format is read, or
+refused, the same way everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Protocol
+
+from evalglass.core.example import Example, ExampleBatch
+from evalglass.core.scorecard import DatasetSummary, OutputsSummary
+from evalglass.engine.config import LoadedConfig
+from evalglass.engine.dataset import BadLine, DatasetReader
+from evalglass.engine.gold import GoldHasher
+from evalglass.engine.outputs import RecordedOutputs
+from evalglass.errors import SetupError
+
+#: Extensions read as JSON Lines (anything not listed below is read as JSONL too, as it always was).
+JSONL_SUFFIXES = (".jsonl", ".ndjson", ".jsonlines")
+#: Read by their own readers.
+TABULAR_SUFFIXES = (".csv", ".parquet")
+#: Formats a user might reasonably hand over that are not read: refused by name rather than read as broken JSONL.
+REFUSED_SUFFIXES = (".json", ".tsv", ".xlsx", ".xls", ".feather", ".arrow", ".avro", ".orc", ".pkl", ".pickle")
+SUPPORTED = "JSON Lines (.jsonl), CSV (.csv) or Parquet (.parquet, with the parquet extra)"
+
+
+class Reader(Protocol):
+    path: Path
+    examples: int
+    bad_lines: int
+
+    @property
+    def fingerprint(self) -> str: ...
+
+    def __iter__(self) -> Iterator[Example | BadLine]: ...
+
+    def batches(self) -> Iterator[ExampleBatch | list[Example | BadLine]]: ...
+
+
+def open_reader(loaded: LoadedConfig) -> Reader:
+    """The reader for the dataset file's format; a format that is not read is refused with the ones that are."""
+    path = loaded.dataset_path
+    config = loaded.config
+    suffix = path.suffix.lower()
+    if suffix == ".csv" or suffix == ".parquet":
+        from evalglass.engine.tabular import TabularReader
+
+        return TabularReader(path, id_field=config.dataset.id_field, output_field=config.output_field)
+    if suffix in REFUSED_SUFFIXES:
+        raise SetupError(
+            f"cannot read a {suffix} dataset",
+            where=str(path),
+            fix=f"EvalGlass reads {SUPPORTED}; convert the file, one example per line or row",
+        )
+    return DatasetReader(path, id_field=config.dataset.id_field, output_field=config.output_field)
+
+
+class DatasetSource:
+    """Iterate once (by batch or by example); then :meth:`summary` describes what was read."""
+
+    def __init__(self, loaded: LoadedConfig) -> None:
+        config = loaded.config
+        self.reader = open_reader(loaded)
+        self.path = self.reader.path
+        self._config = config
+        self._gold = GoldHasher(config.gold_excluded_field) if config.needs_gold else None
+        self._outputs: RecordedOutputs | None = None
+        outputs_file = loaded.outputs_file
+        if outputs_file is not None:
+            self._outputs = RecordedOutputs(
+                outputs_file,
+                label=str(outputs_file),
+                id_field=config.dataset.id_field,
+                output_field=config.output_field,
+            )
+
+    def batches(self) -> Iterator[ExampleBatch | list[Example | BadLine]]:
+        outputs, gold = self._outputs, self._gold
+        for batch in self.reader.batches():
+            if outputs is not None:
+                batch = outputs.attach(batch)
+            if gold is not None:
+                gold.add(batch)
+            yield batch
+
+    def __iter__(self) -> Iterator[Example | BadLine]:
+        outputs, gold = self._outputs, self._gold
+        for item in self.reader:
+            if outputs is not None and isinstance(item, Example):
+                item = outputs.output_for(item)
+            if gold is not None:
+                gold.add_item(item)
+            yield item
+
+    def summary(self) -> DatasetSummary:
+        """After the whole dataset was read: its fingerprints and counts, and how the outputs joined."""
+        outputs = None
+        if self._outputs is not None:
+            strict = bool(getattr(self._config.task, "strict", False))
+            joined = self._outputs.finish(strict=strict)
+            outputs = OutputsSummary(
+                path=str(self._config.outputs_path),
+                outputs=joined.outputs,
+                unmatched=joined.unmatched,
+                unmatched_ids=joined.unmatched_ids,
+            )
+        return DatasetSummary(
+            name=self._config.dataset.name,
+            path=self._config.dataset.path,
+            fingerprint=self.reader.fingerprint,
+            gold_fingerprint=self._gold.fingerprint if self._gold is not None else None,
+            examples=self.reader.examples,
+            malformed_lines=self.reader.bad_lines,
+            outputs=outputs,
+        )
+
+    def close(self) -> None:
+        if self._outputs is not None:
+            self._outputs.close()
