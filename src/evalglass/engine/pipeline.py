@@ -575,11 +575,14 @@ def _finish(
         },
         scores_sha256=scored.scores_sha256,
     )
-    from evalglass.report.markdown import render_markdown
+    from evalglass.engine.failing import gate_examples
+    from evalglass.report.markdown import REPORT_EXAMPLES, render_markdown
 
     write_model(folder / RUNRECORD_FILE, record)
     write_model(folder / SCORECARD_FILE, scorecard)
-    write_atomic(folder / REPORT_FILE, render_markdown(scorecard).encode())
+    active = [gate.name for gate in payload.gates if gate.active]
+    examples = gate_examples(folder, scorecard, active, REPORT_EXAMPLES) if active else None
+    write_atomic(folder / REPORT_FILE, render_markdown(scorecard, examples).encode())
     return RunOutcome(folder=folder, scorecard=scorecard, record=record)
 
 

@@ -6,12 +6,14 @@ the fingerprints the run recorded. It only prints that entry: the tool never wri
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from evalglass.core.authority import BlockReason
 from evalglass.core.gates import Direction, GateResult, GateRule, Outcome, SubjectKind, meets
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.scorecard import CheckSummary, MetricSummary, Scorecard
+from evalglass.report.examples import Row, example_line
 from evalglass.report.fmt import (
     comparison,
     estimate_text,
@@ -52,6 +54,7 @@ class Explanation:
     summary: str
     details: list[str] = field(default_factory=list)
     ledger_entry: str | None = None
+    examples: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -60,34 +63,44 @@ class Explanation:
             "summary": self.summary,
             "details": self.details,
             "ledger_entry": self.ledger_entry,
+            "examples": self.examples,
         }
 
     def as_text(self) -> str:
         parts = [self.summary, *[f"  - {line}" for line in self.details]]
+        if self.examples:
+            parts += ["", "  Examples that pulled it down (first of the run, in dataset order):"]
+            parts += [f"    {line}" for line in self.examples]
         if self.ledger_entry:
             parts += ["", "  Ledger entry to write (EvalGlass never writes the ledger):", ""]
             parts += [f"    {line}" for line in self.ledger_entry.splitlines()]
         return "\n".join(parts)
 
 
-def explain(card: Scorecard, record: RunRecord, name: str | None) -> list[Explanation]:
-    """Explain one gate or metric by name, or every gate (and every metric without a gate) when name is None."""
+def explain(
+    card: Scorecard, record: RunRecord, name: str | None, examples: Mapping[str, Sequence[Row]] | None = None
+) -> list[Explanation]:
+    """Explain one gate or metric by name, or every gate (and every metric without a gate) when name is None.
+
+    ``examples`` holds, per gate, the first examples of its metric that did not pass (read from the run's scores).
+    """
     gates = {gate.name: gate for gate in card.decision.gates}
+    pulled = examples or {}
     if name is not None:
         if name in gates:
-            return [explain_gate(gates[name], card, record)]
+            return [explain_gate(gates[name], card, record, pulled.get(name, ()))]
         metric = card.metric(name)
         if metric is not None:
             return [explain_metric(metric, card)]
         known = sorted([*gates, *(metric.name for metric in card.metrics)])
         raise KeyError(f"no gate or metric named '{name}' in this run (known: {', '.join(known)})")
-    out = [explain_gate(gate, card, record) for gate in card.decision.gates]
+    out = [explain_gate(gate, card, record, pulled.get(gate.name, ())) for gate in card.decision.gates]
     gated = {gate.subject for gate in card.decision.gates if gate.subject_kind is SubjectKind.METRIC}
     out += [explain_metric(metric, card) for metric in card.metrics if metric.name not in gated]
     return out
 
 
-def explain_gate(gate: GateResult, card: Scorecard, record: RunRecord) -> Explanation:
+def explain_gate(gate: GateResult, card: Scorecard, record: RunRecord, examples: Sequence[Row] = ()) -> Explanation:
     metric = card.metric(gate.subject) if gate.subject_kind is SubjectKind.METRIC else None
     needs_gold = metric is not None and metric.uses_reference
     details: list[str] = []
@@ -128,7 +141,12 @@ def explain_gate(gate: GateResult, card: Scorecard, record: RunRecord) -> Explan
     check = next((item for item in card.checks if item.name == gate.subject), None)
     if gate.subject_kind is SubjectKind.CHECK and check is not None:
         details.append(_check_story(check))
-    return Explanation(subject=gate.name, kind="gate", summary=summary, details=details, ledger_entry=entry)
+    shown = [example_line(row) for row in examples]
+    if shown:
+        shown.append(f"(all of them: evalglass view --examples --metric {gate.subject})")
+    return Explanation(
+        subject=gate.name, kind="gate", summary=summary, details=details, ledger_entry=entry, examples=shown
+    )
 
 
 def explain_metric(metric: MetricSummary, card: Scorecard) -> Explanation:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping, Sequence
 
 from evalglass.core.fingerprint import short
 from evalglass.core.gates import GateRule
 from evalglass.core.scorecard import Scorecard
+from evalglass.report.examples import Row, markdown_examples
 from evalglass.report.fmt import (
     CHECK_COLUMNS,
     OUTCOME_ICON,
@@ -25,6 +27,9 @@ from evalglass.report.fmt import (
     unmatched_outputs_text,
 )
 
+#: Examples listed per active gate in report.md.
+REPORT_EXAMPLES = 10
+
 
 def _cell(text: str) -> str:
     """Text as one table cell. Names, reasons and check output can come from a pull request, and Markdown
@@ -33,7 +38,8 @@ def _cell(text: str) -> str:
     return html.escape(text, quote=False).replace("|", "\\|").replace("\n", " ")
 
 
-def render_markdown(card: Scorecard) -> str:
+def render_markdown(card: Scorecard, examples: Mapping[str, Sequence[Row]] | None = None) -> str:
+    """``examples``: per active gate, the first examples of its metric that did not pass (a collapsible list)."""
     decision = card.decision
     lines = [
         f"## {OUTCOME_ICON[decision.verdict]} EvalGlass: {OUTCOME_LABEL[decision.verdict]}",
@@ -62,6 +68,8 @@ def render_markdown(card: Scorecard) -> str:
             )
     else:
         lines.append("No gates are declared.")
+    if examples:
+        lines += markdown_examples(examples, REPORT_EXAMPLES)
     lines += [
         "",
         "### Metrics",
