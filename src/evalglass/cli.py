@@ -370,6 +370,17 @@ def view(
         _publish(result, junit, github, fmt)
 
 
+def _gate_definitions(record: Any) -> dict[str, dict[str, Any]]:
+    """Each gate's canonical definition, re-derived from the config the run recorded (as verify does)."""
+    from evalglass.engine.config import Config
+
+    try:
+        config = Config.model_validate(record.config)
+    except ValueError:
+        return {}
+    return {name: config.gate_definition(name, record.definition_files) for name in config.gates}
+
+
 def _view_examples(
     folder: Path, card: Any, metrics: tuple[str, ...], states: tuple[str, ...], limit: int, fmt: str
 ) -> None:
@@ -419,7 +430,9 @@ def explain(name: str | None, folder: Path | None, fmt: str) -> None:
 
     names = [gate.name for gate in card.decision.gates if name is None or gate.name == name]
     try:
-        explanations = build(card, record, name, gate_examples(resolved, card, names, limit=5))
+        explanations = build(
+            card, record, name, gate_examples(resolved, card, names, limit=5), _gate_definitions(record)
+        )
     except KeyError as exc:
         raise SetupError(str(exc.args[0]), fix="pass a gate or metric name from this run") from None
     if fmt == "json":

@@ -8,9 +8,11 @@ dataset changes, the fingerprint no longer matches and the approval is stale rat
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from evalglass.core.fingerprint import fingerprint_of
 
 
 class BlockReason(StrEnum):
@@ -47,9 +49,26 @@ class GateApproval(BaseModel):
     fingerprint: str | None = Field(
         default=None, description="Fingerprint of the gate + metric definition this approval is bound to."
     )
+    definition: dict[str, Any] | None = Field(
+        default=None,
+        description="Optional: the canonical definition approved (as `explain` prints it). It must hash to "
+        "`fingerprint`; when the approval goes stale, `explain` shows what changed, field by field.",
+    )
     approved_by: str | None = None
     approved_on: str | None = None
     note: str | None = None
+
+    @model_validator(mode="after")
+    def _definition_matches(self) -> GateApproval:
+        if self.definition is not None:
+            if self.fingerprint is None:
+                raise ValueError("an approval with a `definition` must also name its `fingerprint`")
+            if fingerprint_of(self.definition) != self.fingerprint:
+                raise ValueError(
+                    "the `definition` does not hash to the approved `fingerprint`: paste both from the same "
+                    "`evalglass explain` output"
+                )
+        return self
 
 
 class DatasetValidation(BaseModel):

@@ -65,6 +65,11 @@ class RecordedTask(BaseModel):
         "line, joined to the dataset by id. Without it, outputs are read from the dataset file itself.",
     )
     field: str = Field(default="output", description="Field of each record holding the recorded output.")
+    parse: Literal["json"] | None = Field(
+        default=None,
+        description="`json`: parse a JSON-text output before metrics see it; text that does not parse is an "
+        "`output_not_json` error for every metric but json_valid, which measures it (0.0).",
+    )
     strict: bool = Field(
         default=False,
         description="Refuse the run (exit 2) when the outputs file holds an output whose id is not in the dataset; "
@@ -218,6 +223,11 @@ class Config(BaseModel):
         return self.task.field if isinstance(self.task, RecordedTask) else "output"
 
     @property
+    def parse_json(self) -> bool:
+        """``task.parse: json``: JSON-text outputs are parsed before metrics see them."""
+        return self.task.parse == "json"
+
+    @property
     def outputs_path(self) -> str | None:
         """The file recorded outputs are read from, when it is not the dataset file."""
         return self.task.path if isinstance(self.task, RecordedTask) else None
@@ -264,7 +274,11 @@ class Config(BaseModel):
         return next((gate.expect_state for gate in self.gates.values() if gate.check == check), None)
 
     def gate_fingerprint(self, name: str, definition_files: dict[str, dict[str, str]] | None = None) -> str:
-        """What an approval of this gate is bound to: the gate's semantics and its subject's definition.
+        """What an approval of this gate is bound to: the fingerprint of its :meth:`gate_definition`."""
+        return fingerprint_of(self.gate_definition(name, definition_files))
+
+    def gate_definition(self, name: str, definition_files: dict[str, dict[str, str]] | None = None) -> dict[str, Any]:
+        """The canonical definition an approval covers: the gate's semantics and its subject's definition.
 
         ``definition_files`` holds, per metric, the SHA-256 of files that define it (a JSON Schema, a host module),
         so editing such a file makes the approval stale just like editing the YAML would.
@@ -272,7 +286,7 @@ class Config(BaseModel):
         gate = self.gates[name]
         if gate.check is not None:
             check = self.checks[gate.check].model_dump(mode="json", exclude={"description"})
-            return fingerprint_of({"gate": gate.fingerprint_payload(), "check": check})
+            return {"gate": gate.fingerprint_payload(), "check": check}
         metric = str(gate.metric)
         spec = self.metrics[metric]
         payload: dict[str, Any] = {"gate": gate.fingerprint_payload(), "metric": spec.fingerprint_payload()}
@@ -281,7 +295,9 @@ class Config(BaseModel):
         files = (definition_files or {}).get(metric)
         if files:
             payload["files"] = files
-        return fingerprint_of(payload)
+        if self.parse_json:  # what the metric sees changes with it (only when set: older approvals stay valid)
+            payload["task_parse"] = "json"
+        return payload
 
 
 def _known(names: dict[str, Any]) -> str:

@@ -35,6 +35,7 @@ import orjson
 
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.example import Example
+from evalglass.core.outputparse import UnparsedOutput, parse_json_output
 from evalglass.core.score import Score, Status
 from evalglass.engine.artifacts import FILE_MODE, ScoresWriter
 from evalglass.engine.cache import CacheMode, CallCache
@@ -48,6 +49,7 @@ from evalglass.engine.pipeline import (
     cluster_key,
     expand,
     new_row_shape,
+    not_json_score,
 )
 from evalglass.engine.progress import Counters, Reporter
 from evalglass.engine.source import DatasetSource
@@ -223,6 +225,7 @@ class LiveScorer:
         self.lane = built.lane
         self.judges = built.judges
         self.samples = config.samples
+        self.parse_json = config.parse_json and config.lane is not None
         self.counters = counters
         self.pool = pool
         self.epochs = config.lane.epochs if config.lane is not None else 1
@@ -274,9 +277,11 @@ class LiveScorer:
             if isinstance(outcome, LaneOutput):
                 self.counters.cached += outcome.cached
                 output = outcome.value
+                if self.parse_json:
+                    output = parse_json_output(output)
                 rows.append(Example(id=item.id, line=item.line, fields=item.fields, output=output, sample=sample))
                 if produced is not None:
-                    produced.append({"sample": sample, "output": output})
+                    produced.append({"sample": sample, "output": outcome.value})  # as produced, before parsing
             else:
                 self.counters.lane_failures += 1
                 rows.append(failure_score(outcome))
@@ -311,6 +316,8 @@ class LiveScorer:
         return found, notes
 
     async def _judge(self, judge: Any, row: Example, notes: dict[str, dict[str, Any]], name: str) -> Score:
+        if type(row.output) is UnparsedOutput:
+            return not_json_score(name, row, row.output)
         result = await judge.judge(row)
         if result.raw is not None:
             notes[name] = {"label": result.label, "rationale": result.rationale}

@@ -28,6 +28,7 @@ from evalglass.core.columns import ScoreColumn
 from evalglass.core.decide import GateInput, MetricInput, RunShape, decide_run
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
+from evalglass.core.outputparse import JUDGES_JSON, UnparsedOutput
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.score import Score, ScoreContractError, Status
 from evalglass.core.scorecard import CheckSummary, DatasetSummary, Scorecard
@@ -123,8 +124,44 @@ def build_metrics(loaded: LoadedConfig, check_sink: CheckSink | None = None) -> 
                 function = build_with_batch(spec, spec.build(loaded.base_dir))
         except MetricLoadError as exc:
             raise SetupError(f"metric '{name}': {exc}", where=str(loaded.path)) from None
+        if config.parse_json:
+            function = guard_unparsed(name, spec.type in JUDGES_JSON, function)
         built.append(BuiltMetric(name=name, function=function, parallel=spec.parallel))
     return built
+
+
+def not_json_score(name: str, example: Example, output: UnparsedOutput) -> Score:
+    return Score.error(
+        "output_not_json",
+        f"example {example.id} (line {example.line}): task.parse is json, but the output is not JSON "
+        f"({output.message}); metric '{name}' needs the parsed output",
+        output.text[:200],
+    )
+
+
+def guard_unparsed(name: str, judges_json: bool, function: MetricFn) -> MetricFn:
+    """``function`` for ``task.parse: json``: an output that did not parse is an ``output_not_json`` error, or,
+    for a metric whose job is to judge JSON (``judges_json``), its raw text, which the metric then measures."""
+
+    def one(example: Example) -> Any:
+        output = example.output
+        if type(output) is not UnparsedOutput:
+            return inner_one(example)
+        if judges_json:
+            return inner_one(Example(example.id, example.line, example.fields, output.text, example.sample))
+        return not_json_score(name, example, output)
+
+    inner_one = function.one if isinstance(function, BatchedMetric) else function
+    if not isinstance(function, BatchedMetric):
+        return one
+    inner_batch = function.batch
+
+    def batch(examples: ExampleBatch) -> Any:
+        if any(type(output) is UnparsedOutput for output in examples.outputs):
+            return None  # the caller scores this batch example by example, through ``one``
+        return inner_batch(examples)
+
+    return BatchedMetric(one, batch)
 
 
 def _raised(name: str, exc: Exception) -> Score:

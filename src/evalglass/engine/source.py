@@ -7,11 +7,13 @@ refused, the same way everywhere.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from evalglass.core.example import Example, ExampleBatch
+from evalglass.core.fieldpath import ABSENT
+from evalglass.core.outputparse import parse_json_output
 from evalglass.core.scorecard import DatasetSummary, OutputsSummary
 from evalglass.engine.config import LoadedConfig
 from evalglass.engine.dataset import BadLine, DatasetReader
@@ -69,6 +71,10 @@ class DatasetSource:
         self._config = config
         self._gold = GoldHasher(config.gold_excluded_field) if config.needs_gold else None
         self._outputs: RecordedOutputs | None = None
+        # Recorded outputs are parsed here; a live lane's, as the lane produces them (engine.liverun).
+        self._parse: Callable[[Any], Any] | None = None
+        if config.parse_json and config.lane is None:
+            self._parse = _samples_parser if config.samples else parse_json_output
         outputs_file = loaded.outputs_file
         if outputs_file is not None:
             self._outputs = RecordedOutputs(
@@ -79,21 +85,25 @@ class DatasetSource:
             )
 
     def batches(self) -> Iterator[ExampleBatch | list[Example | BadLine]]:
-        outputs, gold = self._outputs, self._gold
+        outputs, gold, parse = self._outputs, self._gold, self._parse
         for batch in self.reader.batches():
-            if outputs is not None:
-                batch = outputs.attach(batch)
             if gold is not None:
                 gold.add(batch)
+            if outputs is not None:
+                batch = outputs.attach(batch)
+            if parse is not None:
+                batch = _parsed_batch(batch, parse)
             yield batch
 
     def __iter__(self) -> Iterator[Example | BadLine]:
-        outputs, gold = self._outputs, self._gold
+        outputs, gold, parse = self._outputs, self._gold, self._parse
         for item in self.reader:
-            if outputs is not None and isinstance(item, Example):
-                item = outputs.output_for(item)
             if gold is not None:
                 gold.add_item(item)
+            if outputs is not None and isinstance(item, Example):
+                item = outputs.output_for(item)
+            if parse is not None and isinstance(item, Example):
+                item = Example(item.id, item.line, item.fields, parse(item.output), item.sample)
             yield item
 
     def summary(self) -> DatasetSummary:
@@ -121,3 +131,22 @@ class DatasetSource:
     def close(self) -> None:
         if self._outputs is not None:
             self._outputs.close()
+
+
+def _samples_parser(value: Any) -> Any:
+    """With samples, each recorded sample is parsed (a value that is not a list is left for the pipeline to refuse)."""
+    return [parse_json_output(sample) for sample in value] if isinstance(value, list) else value
+
+
+def _parsed_batch(
+    batch: ExampleBatch | list[Example | BadLine], parse: Callable[[Any], Any]
+) -> ExampleBatch | list[Example | BadLine]:
+    if isinstance(batch, ExampleBatch):
+        outputs = [value if value is ABSENT else parse(value) for value in batch.outputs]
+        return ExampleBatch(ids=batch.ids, lines=batch.lines, records=batch.records, outputs=outputs)
+    return [
+        item
+        if isinstance(item, BadLine) or item.output is ABSENT
+        else Example(item.id, item.line, item.fields, parse(item.output), item.sample)
+        for item in batch
+    ]

@@ -6,8 +6,12 @@ the fingerprints the run recorded. It only prints that entry: the tool never wri
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
 
 from evalglass.core.authority import BlockReason
 from evalglass.core.gates import Direction, GateResult, GateRule, Outcome, SubjectKind, meets
@@ -78,29 +82,44 @@ class Explanation:
 
 
 def explain(
-    card: Scorecard, record: RunRecord, name: str | None, examples: Mapping[str, Sequence[Row]] | None = None
+    card: Scorecard,
+    record: RunRecord,
+    name: str | None,
+    examples: Mapping[str, Sequence[Row]] | None = None,
+    definitions: Mapping[str, dict[str, Any]] | None = None,
 ) -> list[Explanation]:
     """Explain one gate or metric by name, or every gate (and every metric without a gate) when name is None.
 
-    ``examples`` holds, per gate, the first examples of its metric that did not pass (read from the run's scores).
+    ``examples`` holds, per gate, the first examples of its metric that did not pass (read from the run's scores);
+    ``definitions``, per gate, the canonical definition its fingerprint hashes (from the run's config).
     """
     gates = {gate.name: gate for gate in card.decision.gates}
     pulled = examples or {}
+    defined = definitions or {}
     if name is not None:
         if name in gates:
-            return [explain_gate(gates[name], card, record, pulled.get(name, ()))]
+            return [explain_gate(gates[name], card, record, pulled.get(name, ()), defined.get(name))]
         metric = card.metric(name)
         if metric is not None:
             return [explain_metric(metric, card)]
         known = sorted([*gates, *(metric.name for metric in card.metrics)])
         raise KeyError(f"no gate or metric named '{name}' in this run (known: {', '.join(known)})")
-    out = [explain_gate(gate, card, record, pulled.get(gate.name, ())) for gate in card.decision.gates]
+    out = [
+        explain_gate(gate, card, record, pulled.get(gate.name, ()), defined.get(gate.name))
+        for gate in card.decision.gates
+    ]
     gated = {gate.subject for gate in card.decision.gates if gate.subject_kind is SubjectKind.METRIC}
     out += [explain_metric(metric, card) for metric in card.metrics if metric.name not in gated]
     return out
 
 
-def explain_gate(gate: GateResult, card: Scorecard, record: RunRecord, examples: Sequence[Row] = ()) -> Explanation:
+def explain_gate(
+    gate: GateResult,
+    card: Scorecard,
+    record: RunRecord,
+    examples: Sequence[Row] = (),
+    definition: dict[str, Any] | None = None,
+) -> Explanation:
     metric = card.metric(gate.subject) if gate.subject_kind is SubjectKind.METRIC else None
     needs_gold = metric is not None and metric.uses_reference
     details: list[str] = []
@@ -111,11 +130,13 @@ def explain_gate(gate: GateResult, card: Scorecard, record: RunRecord, examples:
             f"number is evidence only and can neither pass nor fail CI."
         )
         details.append("To make it gate, the host adds the entry below to the ledger after reviewing the definition.")
-        entry = _ledger_entry(gate, card, record, needs_gold)
+        entry = _ledger_entry(gate, card, record, needs_gold, definition)
     elif gate.outcome is Outcome.BLOCKED:
         summary = f"Gate '{gate.name}' is blocked: it is active, but it cannot be decided honestly."
         for reason in gate.reasons:
             details.append(f"{reason.code.value}: {reason.message}. {REPAIRS[reason.code]}")
+            if reason.code is BlockReason.APPROVAL_STALE:
+                details.append(_what_changed(record, gate.name, definition))
         codes = {reason.code for reason in gate.reasons}
         if codes & {
             BlockReason.APPROVAL_STALE,
@@ -124,7 +145,7 @@ def explain_gate(gate: GateResult, card: Scorecard, record: RunRecord, examples:
             BlockReason.GOLD_NOT_VALIDATED,
             BlockReason.GOLD_STALE,
         }:
-            entry = _ledger_entry(gate, card, record, needs_gold)
+            entry = _ledger_entry(gate, card, record, needs_gold, definition)
     elif gate.subject_kind is SubjectKind.CHECK:
         summary = f"Gate '{gate.name}' is {gate.outcome.value}: check '{gate.subject}' ended {gate_value_text(gate)}."
     else:
@@ -247,7 +268,57 @@ def gold_covers(record: RunRecord) -> str:
     return "covers every example's id and fields (the outputs are not in the dataset file)"
 
 
-def _ledger_entry(gate: GateResult, card: Scorecard, record: RunRecord, needs_gold: bool) -> str:
+def _what_changed(record: RunRecord, gate: str, definition: dict[str, Any] | None) -> str:
+    """Field by field, what differs between the approved definition (when the ledger entry carries it) and now."""
+    approval = record.ledger.gates.get(gate)
+    approved = approval.definition if approval is not None else None
+    if approved is None or definition is None:
+        return (
+            "What changed cannot be shown: the ledger entry carries no `definition:`. Approvals that paste the "
+            "definition block below let the next stale approval say what changed, field by field."
+        )
+    changes = definition_changes(approved, definition)
+    if not changes:
+        return "The definitions are equal field by field (only their encoding differs)."
+    return "Changed since approval: " + "; ".join(changes) + "."
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict) and value:
+        flat: dict[str, Any] = {}
+        for key, item in value.items():
+            flat.update(_flatten(item, f"{prefix}.{key}" if prefix else str(key)))
+        return flat
+    return {prefix: value}
+
+
+def definition_changes(approved: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    """``path: old → new`` for each changed field, ``+ path: new`` added, ``- path: old`` removed, sorted by path."""
+    before, after = _flatten(approved), _flatten(current)
+    changes = []
+    for path in sorted(before.keys() | after.keys()):
+        if path not in after:
+            changes.append(f"- {path}: {_shown(before[path])}")
+        elif path not in before:
+            changes.append(f"+ {path}: {_shown(after[path])}")
+        elif before[path] != after[path]:
+            changes.append(f"{path}: {_shown(before[path])} → {_shown(after[path])}")
+    return changes
+
+
+def _shown(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _definition_block(definition: dict[str, Any]) -> list[str]:
+    """The definition as a readable YAML block, indented under ``definition:`` in the gate's entry."""
+    text = yaml.safe_dump(definition, sort_keys=True, default_flow_style=False, allow_unicode=True, width=100)
+    return ["    definition:", *(f"      {line}" for line in text.splitlines())]
+
+
+def _ledger_entry(
+    gate: GateResult, card: Scorecard, record: RunRecord, needs_gold: bool, definition: dict[str, Any] | None = None
+) -> str:
     threshold = gate.threshold if gate.threshold is not None else gate.proposed_threshold
     threshold_line = (
         f"    threshold: {threshold!r}"
@@ -260,6 +331,7 @@ def _ledger_entry(gate: GateResult, card: Scorecard, record: RunRecord, needs_go
         "    active: true",
         *([] if gate.subject_kind is SubjectKind.CHECK else [threshold_line]),
         f'    fingerprint: "{gate.fingerprint}"',
+        *(_definition_block(definition) if definition is not None else []),
         '    approved_by: "<your name>"',
     ]
     validation = record.ledger.datasets.get(card.dataset.name)
