@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from evalglass.core.checks import BindingStatus, CheckOutcome, CheckReason, CheckResult, Repair
 from evalglass.core.estimate import Estimate
 from evalglass.core.population import Population
+from evalglass.core.usage import TokenUsage
 from evalglass.core.verdict import VerdictPayload
 
 SCORECARD_SCHEMA: Final = "evalglass.scorecard/1"
@@ -106,6 +107,7 @@ class Scorecard(BaseModel):
     decision: VerdictPayload
     metrics: tuple[MetricSummary, ...]
     checks: tuple[CheckSummary, ...] = Field(default=(), description="Standalone checks run with this run.")
+    usage: tuple[TokenUsage, ...] = Field(default=(), description="Tokens (and cost) per lane and judge (live runs).")
 
     def metric(self, name: str) -> MetricSummary | None:
         return next((item for item in self.metrics if item.name == name), None)

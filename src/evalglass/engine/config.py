@@ -18,6 +18,7 @@ from evalglass.core.checks import policy_id_conflicts
 from evalglass.core.fieldpath import FieldPathError, parse_path
 from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
 from evalglass.core.gates import GateRule, GateSpec
+from evalglass.core.usage import Price
 from evalglass.engine.validation import validate_document
 from evalglass.engine.yamlsource import YamlDocument, load_yaml
 from evalglass.lanes.checkspec import CheckSpec
@@ -150,6 +151,11 @@ class Config(BaseModel):
     gates: dict[str, GateSpec] = Field(default_factory=dict)
     checks: dict[str, CheckSpec] = Field(
         default_factory=dict, description="Bound command checks, used by `check` metrics, gates and `evalglass check`."
+    )
+    prices: dict[str, Price] = Field(
+        default_factory=dict,
+        description="Per model name, what its tokens cost per million (`prompt_per_million`, "
+        "`completion_per_million`); turns live runs' token counts into cost.",
     )
     check_workers: int | None = Field(
         default=None, ge=1, le=1024, description="Per-example checks run at once (default: the number of CPUs)."

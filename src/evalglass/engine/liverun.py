@@ -53,9 +53,11 @@ from evalglass.engine.pipeline import (
 )
 from evalglass.engine.progress import Counters, Reporter
 from evalglass.engine.source import DatasetSource
+from evalglass.engine.tokens import Tally
 from evalglass.errors import SetupError
 from evalglass.lanes.executor import AsyncioExecutor, EndpointLimit, Executor
 from evalglass.lanes.retry import Attempt
+from evalglass.lanes.specs import ChatLaneSpec
 
 CACHE_FILE = ".evalglass-cache.sqlite"
 
@@ -229,6 +231,11 @@ class LiveScorer:
         self.counters = counters
         self.pool = pool
         self.epochs = config.lane.epochs if config.lane is not None else 1
+        self.tallies: dict[str, Tally] = {
+            name: Tally(source=name, model=spec.model) for name, spec in config.judges.items()
+        }
+        if isinstance(config.lane, ChatLaneSpec):
+            self.tallies["task"] = Tally(source="task", model=config.lane.model)
         if self.lane is not None:
             from evalglass.lanes.task import LaneOutput, failure_score
 
@@ -276,6 +283,8 @@ class LiveScorer:
             self.counters.retries += _retries(outcome.attempts)
             if isinstance(outcome, LaneOutput):
                 self.counters.cached += outcome.cached
+                if "task" in self.tallies:
+                    self.tallies["task"].add(outcome.usage, cached=outcome.cached)
                 output = outcome.value
                 if self.parse_json:
                     output = parse_json_output(output)
@@ -325,6 +334,7 @@ class LiveScorer:
         if result.call_id is not None:
             self.counters.calls += 1
             self.counters.cached += result.cached
+            self.tallies[name].add(result.usage, cached=result.cached)
         if not result.score.included and result.score.status is Status.ERROR:
             self.counters.judge_failures += 1
         score: Score = result.score
@@ -422,6 +432,7 @@ def score_live(
         try:
             built = _build(loaded, executor, cache)
             scorer = LiveScorer(loaded, metrics, built, counters, pool)
+            tallies.update(scorer.tallies)
             if progress is not None:
                 ticker = asyncio.ensure_future(progress.run())
             window = max(256, 4 * config.concurrency.max_in_flight)
@@ -441,6 +452,7 @@ def score_live(
             if cache is not None:
                 cache.close()
 
+    tallies: dict[str, Tally] = {}
     outputs = OutputsWriter(writer.final.parent)
     try:
         asyncio.run(main())
@@ -452,7 +464,8 @@ def score_live(
         reader.close()
     outputs.commit()
     scores_sha256 = writer.commit()
-    return Scored(columns=columns, shape=shape, dataset=dataset, scores_sha256=scores_sha256)
+    usage = tuple(tally.summary(config.prices) for tally in tallies.values())
+    return Scored(columns=columns, shape=shape, dataset=dataset, scores_sha256=scores_sha256, usage=usage)
 
 
 async def calibrate_with_judge(

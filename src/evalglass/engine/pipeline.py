@@ -32,6 +32,7 @@ from evalglass.core.outputparse import JUDGES_JSON, UnparsedOutput
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.score import Score, ScoreContractError, Status
 from evalglass.core.scorecard import CheckSummary, DatasetSummary, Scorecard
+from evalglass.core.usage import TokenUsage
 from evalglass.engine.artifacts import (
     CHECKS_FILE,
     DIR_MODE,
@@ -389,6 +390,7 @@ class Scored:
     shape: RowShape
     dataset: DatasetSummary
     scores_sha256: str
+    usage: tuple[TokenUsage, ...] = ()
 
 
 def run(
@@ -591,6 +593,7 @@ def _finish(
         decision=payload,
         metrics=summaries,
         checks=tuple(CheckSummary.of(name, result) for name, result in check_results.items()),
+        usage=scored.usage,
     )
     record = RunRecord(
         run_id=run_id,
@@ -611,6 +614,7 @@ def _finish(
             name: standing.calibration for name, standing in standings.items() if standing.calibration is not None
         },
         scores_sha256=scored.scores_sha256,
+        usage=scored.usage,
     )
     from evalglass.engine.failing import gate_examples
     from evalglass.report.markdown import REPORT_EXAMPLES, render_markdown

@@ -102,6 +102,7 @@ def verify_run(folder: Path) -> VerifyReport:
         decision=payload,
         metrics=summaries,
         checks=tuple(CheckSummary.of(name, result) for name, result in record.check_results.items()),
+        usage=record.usage,  # counted as calls completed; nothing to re-derive from the scores
     )
     findings.extend(_diff("scorecard", raw_scorecard, orjson.loads(orjson.dumps(derived.model_dump(mode="json")))))
     if not findings:

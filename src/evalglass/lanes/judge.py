@@ -187,6 +187,7 @@ class JudgeResult:
     cached: bool = False
     attempts: tuple[Attempt, ...] = ()
     call_id: str | None = None
+    usage: Any = None  # lanes.chat.Usage of the call (the original call's, for a cached answer)
 
 
 class Judge:
@@ -283,7 +284,9 @@ class Judge:
             if self.cache is not None:
                 self.cache.put(key, reply.to_json(), kind="judge", request=body)
         verdict = parse_verdict(reply.content, self.spec.scale, evidence=evidence)
-        return JudgeResult(verdict.score, verdict.rationale, verdict.label, reply.content, cached, attempts, key)
+        return JudgeResult(
+            verdict.score, verdict.rationale, verdict.label, reply.content, cached, attempts, key, usage=reply.usage
+        )
 
 
 # ---------------------------------------------------------------------- calibration

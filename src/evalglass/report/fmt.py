@@ -7,6 +7,7 @@ from evalglass.core.gates import Direction, GateResult, GateRule, Outcome, Subje
 from evalglass.core.population import Population
 from evalglass.core.scorecard import CheckSummary, DatasetSummary
 from evalglass.core.stats import Note
+from evalglass.core.usage import TokenUsage, total_usage
 
 OUTCOME_LABEL: dict[Outcome, str] = {
     Outcome.INFORMATIONAL: "informational",
@@ -176,3 +177,35 @@ def unmatched_outputs_text(dataset: DatasetSummary) -> str | None:
         f"{outputs.unmatched} recorded output(s) in {outputs.path} name an id not in the dataset and were not "
         f"scored (e.g. {named}{more})"
     )
+
+
+def _cost(value: float | None) -> str:
+    return "" if value is None else f", cost {value:.6g}"
+
+
+def usage_text(usage: TokenUsage) -> str:
+    """One lane's, judge's or the run's tokens: calls made now, then calls answered from the cache."""
+    model = f" ({usage.model})" if usage.model else ""
+    text = (
+        f"{usage.source}{model}: {usage.calls} call(s), {usage.prompt_tokens:,} prompt + "
+        f"{usage.completion_tokens:,} completion tokens{_cost(usage.cost)}"
+    )
+    if usage.cached_calls:
+        original = "" if usage.cached_original_cost is None else f", {usage.cached_original_cost:.6g}"
+        text += (
+            f"; {usage.cached_calls} cached call(s): cost 0 now, originally {usage.cached_prompt_tokens:,} + "
+            f"{usage.cached_completion_tokens:,} tokens{original}"
+        )
+    if usage.calls_without_usage:
+        text += f"; {usage.calls_without_usage} call(s) reported no usage (not counted)"
+    return text
+
+
+def usage_lines(usages: tuple[TokenUsage, ...]) -> list[str]:
+    """Per lane and judge, then the run's total (when there is more than one)."""
+    if not usages:
+        return []
+    lines = [usage_text(usage) for usage in usages]
+    if len(usages) > 1:
+        lines.append(usage_text(total_usage(usages)))
+    return lines

@@ -25,6 +25,7 @@ from evalglass.report.fmt import (
     sensitivity_text,
     threshold_text,
     unmatched_outputs_text,
+    usage_lines,
 )
 
 #: Examples listed per active gate in report.md.
@@ -90,6 +91,9 @@ def render_markdown(card: Scorecard, examples: Mapping[str, Sequence[Row]] | Non
     if card.checks:
         lines += ["", "### Checks", "", "| " + " | ".join(CHECK_COLUMNS) + " |", "|" + "---|" * len(CHECK_COLUMNS)]
         lines += ["| " + " | ".join(_cell(cell) for cell in check_row(check)) + " |" for check in card.checks]
+    tokens = usage_lines(card.usage)
+    if tokens:
+        lines += ["", "### Tokens", "", *(f"- {_cell(line)}" for line in tokens)]
     lines += [
         "",
         "<sub>Excluded scores (errors, blocked, non-evaluable, missing) never count as 0; "

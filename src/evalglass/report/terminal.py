@@ -28,6 +28,7 @@ from evalglass.report.fmt import (
     sensitivity_text,
     threshold_text,
     unmatched_outputs_text,
+    usage_lines,
 )
 
 STYLE: dict[Outcome, str] = {
@@ -177,6 +178,8 @@ def render_terminal(card: Scorecard, console: Console, folder: Path | None = Non
         console.print(
             f"[yellow]{card.dataset.malformed_lines} malformed dataset line(s) were scored as errors.[/yellow]"
         )
+    for line in usage_lines(card.usage):
+        console.print(Text("tokens · " + line), overflow="fold")
     unmatched = unmatched_outputs_text(card.dataset)
     if unmatched is not None:
         console.print(Text(unmatched + ".", style="yellow"))
