@@ -160,6 +160,10 @@ def test_a_missing_outputs_file_is_one_line(tmp_path):
 
 def test_explain_says_what_gold_covers(tmp_path):
     project = make_project(tmp_path)
+    project.write_ledger(approve(project))
     project.run()
     out = project.cli("explain", "accuracy").out
-    assert "except the recorded output field 'output'" in out
+    assert "Gold: " in out and "covers every example's id and fields except the recorded output field 'output'" in out
+    separate = apart(tmp_path / "apart")
+    separate.run()
+    assert "(the outputs are not in the dataset file)" in separate.cli("explain", "accuracy").out

@@ -159,6 +159,11 @@ def explain_gate(
         details.append(_lower_bound_story(gate))
     if metric is not None:
         details.append(_coverage(metric))
+    if needs_gold:
+        details.append(
+            f"Gold: the metric compares with reference fields, so the gate needs dataset '{card.dataset.name}' "
+            f"validated as gold; its gold fingerprint {card.dataset.gold} {gold_covers(record)}."
+        )
     check = next((item for item in card.checks if item.name == gate.subject), None)
     if gate.subject_kind is SubjectKind.CHECK and check is not None:
         details.append(_check_story(check))
