@@ -38,7 +38,7 @@ def test_csv_values_are_strings_as_written(tmp_path):
 def test_a_csv_row_with_the_wrong_number_of_cells_is_an_error_not_a_silent_pass(tmp_path):
     project = csv_project(tmp_path, [["a", "yes", "yes"], ["b", "yes", "yes", "surplus"]])
     project.write_ledger(
-        {"version": 1, "gates": {"accuracy": {"active": True, "threshold": 0.5, "fingerprint": "sha256:x"}}}
+        {"version": 1, "gates": {"accuracy": {"active": True, "threshold": 0.5, "fingerprint": "sha256:" + "0" * 64}}}
     )
     result = project.run("--format", "json")
     card = result.json()

@@ -32,7 +32,7 @@ def narrow_project(tmp_path):
         {
             "version": 1,
             "gates": {
-                "intent_accuracy_gate": {"active": True, "threshold": 0.7, "fingerprint": "sha256:old"},
+                "intent_accuracy_gate": {"active": True, "threshold": 0.7, "fingerprint": "sha256:" + "0" * 64},
                 "ticket_field_gate": {"active": False},
             },
         }

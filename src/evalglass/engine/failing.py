@@ -205,7 +205,11 @@ def _rows_of(
         columns = {name: scores.get(name) or [None] * len(ids) for name in wanted}
         if not (states & _VALID_STATES) and all(rules[name].all_pass(columns[name]) for name in wanted):
             continue  # every example of the block passes every chosen metric: nothing to list
-        for index, example_id in enumerate(ids):
+        candidates: set[int] = set()
+        for name in wanted:
+            candidates.update(_candidates(columns[name], rules[name], states))
+        for index in sorted(candidates):
+            example_id = ids[index]
             for name in wanted:
                 entry = columns[name][index]
                 samples = entry if isinstance(entry, list) else [entry]
@@ -225,6 +229,18 @@ def _rows_of(
                         found += 1
                         if limit is not None and found >= limit:
                             return
+
+
+def _candidates(entries: list[Any], rule: FailRule, states: frozenset[ExampleState]) -> Iterable[int]:
+    """The rows of a block's column that may be in ``states``: all of them when valid values that pass are wanted;
+    otherwise only full score entries (and, when ``fail`` is wanted, bare values this rule fails)."""
+    if states & _VALID_STATES:
+        return range(len(entries))
+    if ExampleState.FAIL not in states:
+        return [index for index, kind in enumerate(map(type, entries)) if kind is not float]
+    fail = ExampleState.FAIL
+    state = rule.state
+    return [index for index, entry in enumerate(entries) if type(entry) is not float or state(entry) is fail]
 
 
 def excerpt(value: Any, width: int = EXCERPT) -> str:

@@ -24,6 +24,7 @@ import mmap
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import IO, Any
 
@@ -32,6 +33,7 @@ import orjson
 
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
+from evalglass.core.uniform import all_of_type
 from evalglass.engine.dataset import BadLine, field_getter
 from evalglass.errors import SetupError
 
@@ -109,15 +111,32 @@ class RecordedOutputs:
             raise SetupError(f"{what} {shown}", where=where, fix="give every output the id of its example")
         return example_id, self._output(record)
 
-    def _read_ahead(self, count: int) -> None:
-        while len(self._pending) < count:
-            found = next(self._lines, None)
-            if found is None:
-                return
-            number, _, raw = found
+    def _read_ahead(self, count: int) -> bool:
+        """Read until ``count`` outputs are pending; False when the file had no more.
+
+        The lines are parsed together (one ``map``); a chunk with a line that is not a plain object with a string id
+        is parsed line by line instead, which gives that line's exact error (or its integer id).
+        """
+        need = count - len(self._pending)
+        if need <= 0:
+            return True
+        chunk = list(islice(self._lines, need))
+        if not chunk:
+            return False
+        try:
+            records = list(map(orjson.loads, [raw for _, _, raw in chunk]))
+        except orjson.JSONDecodeError:
+            records = []
+        ids = list(map(self._id, records)) if all_of_type(records, dict) else []
+        if len(ids) == len(chunk) and all_of_type(ids, str):
+            self._hashes.extend(map(hash, ids))
+            self._pending.extend(zip(ids, map(self._output, records), [number for number, _, _ in chunk], strict=True))
+            return True
+        for number, _, raw in chunk:
             example_id, output = self._parse(number, raw)
             self._hashes.append(hash(example_id))
             self._pending.append((example_id, output, number))
+        return True
 
     # ------------------------------------------------------------------ joining
     def attach(self, batch: ExampleBatch | list[Example | BadLine]) -> ExampleBatch | list[Example | BadLine]:
@@ -188,7 +207,10 @@ class RecordedOutputs:
     def finish(self, *, strict: bool) -> OutputsJoined:
         """Count (and name a few of) the outputs whose id is not in the dataset; refuse an id recorded twice."""
         if self._index is None:
-            self._read_ahead(1 << 62)  # the rest of the file, in step: every line is checked and its id hashed
+            # The rest of the file, in step: every line is checked and its id hashed (a chunk at a time).
+            self._pending.clear()
+            while self._read_ahead(4096):
+                self._pending.clear()
             output_hashes = _int64s(self._hashes)
             method = "in_step"
         else:
