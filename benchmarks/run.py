@@ -4,7 +4,9 @@
     python benchmarks/run.py --smoke         # a small N, to keep the harness from rotting (CI runs this)
     python benchmarks/run.py --sizes 200000  # chosen sizes
 
-Cases 1-3 at each size, then case 4 (lane throughput) through bench_lanes.py.
+Cases 1-3 at each size, then cases 5-7 (bad input that once made runs slow: malformed lines, a huge metric
+description, thousands of metrics; each a ratio to its clean case in the same rotation), then case 4 (lane
+throughput) through bench_lanes.py.
 
 Data is synthetic and deterministic (a fixed seed), generated under benchmarks/.data/ and reused across runs.
 Every measured command is a fresh process; peak RSS comes from the kernel's accounting of that child (wait4).
@@ -51,6 +53,7 @@ class Measurement:
     label: str
     seconds: float
     peak_rss_mb: float
+    cpu_seconds: float = 0.0
 
 
 def generate(n: int) -> Path:
@@ -84,7 +87,7 @@ def measure(label: str, argv: list[str], cwd: Path, expect: set[int] = frozenset
     if code not in expect:
         err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
         raise SystemExit(f"{label}: exit {code}\n{err}")
-    return Measurement(label, seconds, usage.ru_maxrss / 1024)
+    return Measurement(label, seconds, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime)
 
 
 def best_of(repeats: int, label: str, argv: list[str], cwd: Path, expect: set[int] = frozenset({0})) -> Measurement:
@@ -173,6 +176,67 @@ def activate(folder: Path, evalglass: list[str]) -> None:
     shutil.rmtree(folder / "probe")
 
 
+def bad_input_project(folder: Path, dataset: Path, metrics: str) -> Path:
+    """A project of its own for one bad-input case: the dataset and the ``metrics:`` block given."""
+    folder.mkdir(parents=True, exist_ok=True)
+    config = f"version: 1\ndataset: {{name: bench, path: {dataset}}}\ntask: {{type: recorded, field: output}}\n"
+    (folder / "evalglass.yaml").write_text(config + "metrics:\n" + metrics)
+    (folder / "authority.yaml").write_text("version: 1\n")
+    return folder
+
+
+def with_malformed(dataset: Path, every: int) -> Path:
+    """The dataset with every ``every``-th line cut short (not valid JSON): 10 % malformed for every=10."""
+    path = dataset.with_name(f"{dataset.stem}-malformed-{every}.jsonl")
+    if not path.exists():
+        with dataset.open() as source, path.open("w") as target:
+            for number, line in enumerate(source):
+                target.write(line[:-4] + "\n" if number % every == every - 1 else line)
+    return path
+
+
+def bad_input_cases(python: str, work: Path, n: int, repeats: int, smoke: bool) -> list[str]:
+    """Issue 11's slow paths, each as a ratio to its clean case measured in the same rotation: a dataset with 10 %
+    malformed lines (vs the same dataset clean), a 20 MB metric description (vs none) and 2,000 metrics (vs one)."""
+    evalglass = [python, "-m", "evalglass"]
+    dataset = generate(n)
+    small = generate(100)
+    metric = "  exact{i}: {{type: exact_match, field: answer, reference: expected{extra}}}\n"
+    description = 1_000_000 if smoke else 20_000_000
+    count = 200 if smoke else 2_000
+    root = work / "bad-input"
+    projects = {
+        "clean": bad_input_project(root / "clean", dataset, metric.format(i="", extra="")),
+        "malformed": bad_input_project(root / "malformed", with_malformed(dataset, 10), metric.format(i="", extra="")),
+        "one metric": bad_input_project(root / "one", small, metric.format(i="", extra="")),
+        "long description": bad_input_project(
+            root / "description", small, metric.format(i="", extra=f', description: "{"x" * description}"')
+        ),
+        "many metrics": bad_input_project(
+            root / "many", small, "".join(metric.format(i=i, extra="") for i in range(count))
+        ),
+    }
+    best = rotated(
+        repeats, [(label, [*evalglass, "run", "--out", "out"], folder, {0}) for label, folder in projects.items()]
+    )
+    for folder in projects.values():
+        verified(evalglass, folder, "informational")
+    cases = [
+        ("malformed", "clean", f"case 5: {n:,} lines, 10 % malformed"),
+        ("long description", "one metric", f"case 6: a {description / 1e6:.0f} MB metric description"),
+        ("many metrics", "one metric", f"case 7: {count:,} metrics (100 examples)"),
+    ]
+    rows = []
+    for label, reference, title in cases:
+        found, clean = best[label], best[reference]
+        rows.append(
+            f"| — | {title} | {found.seconds:.2f} s (CPU {found.cpu_seconds:.2f} s) | {found.peak_rss_mb:.0f} MB | "
+            f"{found.seconds / clean.seconds:.2f}× its clean case ({reference}: {clean.seconds:.2f} s, "
+            f"CPU {clean.cpu_seconds:.2f} s; CPU ratio {found.cpu_seconds / clean.cpu_seconds:.2f}×) |"
+        )
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--smoke", action="store_true", help="one small size, one repeat")
@@ -214,6 +278,7 @@ def main() -> None:
                 f"{case2.seconds / case1.seconds:.2f}× case 1 |",
                 f"| {n:,} | case 3: view of that run | {view.seconds:.2f} s | {view.peak_rss_mb:.0f} MB | |",
             ]
+        rows += bad_input_cases(python, work, sizes[0], repeats, args.smoke)
         helptime = best_of(repeats, "help", [*evalglass, "--help"], work)
         rows.append(f"| — | case 3: --help | {helptime.seconds:.2f} s | {helptime.peak_rss_mb:.0f} MB | |")
         calls = 640 if args.smoke else 5_000

@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import settings
+
+# CI runners are shared machines: a per-example time limit makes property tests fail on load, not on a property.
+# Speed is measured in benchmarks/, never in tests.
+settings.register_profile("evalglass", deadline=None)
+settings.load_profile("evalglass")
 
 # `pytester` runs pytest on generated test files: tests/test_pytest_plugin.py drives the evalglass plugin with it.
 # (pytest only accepts `pytest_plugins` in the top-level conftest.)

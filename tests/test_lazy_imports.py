@@ -21,7 +21,8 @@ CASES = {
     "what `view` loads": (
         "import evalglass.cli\n"
         "from evalglass.api import load_run\n"
-        "from evalglass.engine.artifacts import LAST_RUN_POINTER, load_scorecard\n"
+        "from evalglass.engine.artifacts import LAST_RUN_POINTER, load_runrecord, load_scorecard\n"
+        "from evalglass.engine.consistency import refuse_contradicted\n"
         "from evalglass.report.terminal import render_terminal",
         ["jsonschema", "evalglass.engine.pipeline", "evalglass.engine.config", "evalglass.metrics", "yaml"],
     ),

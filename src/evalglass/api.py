@@ -40,6 +40,8 @@ class RunResult:
 
     folder: Path
     scorecard: Scorecard
+    #: Problems that left the verdict and the artifacts intact (e.g. `.evalglass/last-run` could not be updated).
+    warnings: tuple[str, ...] = ()
 
     @property
     def payload(self) -> VerdictPayload:
@@ -94,6 +96,7 @@ def run(
     cache: CacheMode = "use",
     resume: str | os.PathLike[str] | None = None,
     progress: bool = False,
+    pinned_ledger: str | os.PathLike[str] | None = None,
 ) -> RunResult:
     """Evaluate the dataset ``config`` declares, decide every gate, write the run's artifacts and return them.
 
@@ -101,7 +104,8 @@ def run(
     it as the last run). ``cache``: ``"use"`` (default), ``"off"`` (neither read nor write the call cache) or
     ``"refresh"`` (call again and overwrite). ``resume``: the folder of an interrupted run to finish under its own id
     (completed calls come from the cache; it needs ``cache="use"`` and no ``out``). ``progress``: show the live
-    run's progress on stderr.
+    run's progress on stderr. ``pinned_ledger``: the host's ledger; a config whose ``ledger:`` names any other
+    file is refused (``evalglass run --ledger``).
 
     Raises :class:`evalglass.SetupError` when the run cannot complete, and :class:`evalglass.RunInterrupted` on
     Ctrl-C (what was done is cached; ``resume`` its ``folder``). A fail or blocked verdict is a result, not an
@@ -127,22 +131,41 @@ def run(
         cache_mode=cache,
         resume=None if resume is None else Path(resume),
         progress=reporter,
+        pinned_ledger=None if pinned_ledger is None else Path(pinned_ledger),
     )
-    return RunResult(folder=outcome.folder, scorecard=outcome.scorecard)
+    return RunResult(folder=outcome.folder, scorecard=outcome.scorecard, warnings=outcome.warnings)
 
 
 def load_run(folder: str | os.PathLike[str]) -> RunResult:
     """A finished run from its folder, computing nothing. The scorecard is checked by its own validators on load
     (a verdict its gates contradict is refused); whether it matches its recorded scores is :func:`verify`'s job."""
-    from evalglass.engine.artifacts import load_scorecard
+    from evalglass.engine.artifacts import load_runrecord, load_scorecard, run_folder
+    from evalglass.engine.consistency import refuse_contradicted
 
-    path = Path(folder)
-    return RunResult(folder=path, scorecard=load_scorecard(path))
+    path = run_folder(Path(folder))
+    scorecard = load_scorecard(path)
+    # A payload its own run record's ledger snapshot contradicts (a gate flipped to inactive, a threshold never
+    # approved) is refused here, so no renderer or caller ever shows it.
+    refuse_contradicted(path, scorecard, load_runrecord(path))
+    return RunResult(folder=path, scorecard=scorecard)
 
 
-def verify(folder: str | os.PathLike[str]) -> VerifyReport:
-    """Re-derive every aggregate, gate and the verdict from the run's recorded scores; ``report.ok`` is False and
-    ``report.findings`` names each field that differs when the artifacts were edited."""
-    from evalglass.engine.verify import verify_run
+def verify(
+    folder: str | os.PathLike[str],
+    *,
+    config: str | os.PathLike[str] | None = None,
+    ledger: str | os.PathLike[str] | None = None,
+    key: str | None = None,
+) -> VerifyReport:
+    """Check every artifact against the run's digests, re-derive every aggregate, gate and the verdict from the
+    run's recorded scores, and anchor the run to the config and ledger at hand (``config``/``ledger``, default:
+    the paths the run record names); ``report.ok`` is False and ``report.findings`` names each difference.
+    ``key``: the Ed25519 public key the run must be signed with (default: ``$EVALGLASS_VERIFY_KEY``, or the key
+    ``$EVALGLASS_SIGNING_KEY`` implies; none: the signature is not checked). See docs/config.md, "What verify
+    proves"."""
+    from evalglass.engine.artifacts import run_folder
+    from evalglass.engine.digests import verify_key_from_env
+    from evalglass.engine.verify import Anchors, verify_run
 
-    return verify_run(Path(folder))
+    anchors = Anchors(config=None if config is None else Path(config), ledger=None if ledger is None else Path(ledger))
+    return verify_run(run_folder(Path(folder)), anchors, key or verify_key_from_env())

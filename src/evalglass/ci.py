@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
+from evalglass import redaction
 from evalglass.api import RunResult
 from evalglass.errors import SetupError
 
@@ -26,7 +27,7 @@ def write_junit(result: RunResult, path: Path) -> None:
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, render_junit(result.scorecard))
+        write_atomic(path, redaction.current().text_bytes(render_junit(result.scorecard)))
     except OSError as exc:
         raise SetupError(
             f"cannot write the JUnit report: {exc.strerror or exc}", where=str(path), fix="choose a writable path"
@@ -50,7 +51,7 @@ def publish_github(result: RunResult, *, stream: TextIO, env: Mapping[str, str])
         return "note: GITHUB_STEP_SUMMARY is not set, so no step summary was written"
     try:
         with open(summary, "a", encoding="utf-8") as handle:
-            handle.write(render_markdown(result.scorecard) + "\n")
+            handle.write(redaction.current().text(render_markdown(result.scorecard)) + "\n")
     except OSError as exc:
         raise SetupError(
             f"cannot append to the step summary: {exc.strerror or exc}",

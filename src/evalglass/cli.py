@@ -8,52 +8,71 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from collections.abc import Callable, Iterator
+import traceback
+from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 if TYPE_CHECKING:
     from evalglass.api import CacheMode, RunResult
 
-EXIT_SETUP = 2
 CONFIG_CANDIDATES = (Path("evals") / "evalglass.yaml", Path("evalglass.yaml"))
 EXAMPLES = ("quickstart", "bound-checks")
 
-F = TypeVar("F", bound=Callable[..., Any])
+
+def _exit_after(lines: list[str], code: int, debug: bool) -> NoReturn:
+    """Print the error's lines on stderr (after the traceback, with --debug) and exit with ``code``."""
+    from evalglass import redaction
+
+    if debug:
+        traceback.print_exc()
+    for line in lines:
+        click.echo(redaction.current().text(line), err=True)  # an error may quote a value: never a secret
+    sys.exit(code)
 
 
-def _fail(message: str) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(EXIT_SETUP)
+def _usage_line(exc: click.UsageError) -> str:
+    """Click's usage error as one line, naming the option at fault and where help is."""
+    command = exc.ctx.command_path if exc.ctx is not None else "evalglass"
+    return f"error: {exc.format_message()} — see `{command} --help`"
 
 
-def guarded(command: F) -> F:
-    """Every user-caused problem becomes one line on stderr and exit 2; tracebacks only with --debug."""
+class GuardedGroup(click.Group):
+    """The one error boundary: every command runs through :meth:`invoke`, which turns each error into its lines on
+    stderr and its exit code (``ExitCode``). ``--debug`` adds the traceback; it never changes the exit code.
 
-    @wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from evalglass.errors import SetupError
+    The project's own errors (:class:`~evalglass.errors.EvalGlassError`) carry their lines and code; Ctrl-C is
+    ``ExitCode.INTERRUPTED``; click's usage errors (an unknown option, a bad value) are one line and
+    ``ExitCode.SETUP``; anything else is an internal error, also ``ExitCode.SETUP``: the run could not complete.
+    """
 
-        debug = bool(click.get_current_context().find_root().params.get("debug"))
+    def invoke(self, ctx: click.Context) -> Any:
+        from evalglass.core.exitcodes import ExitCode
+        from evalglass.errors import EvalGlassError, Interrupted
+
+        debug = bool(ctx.params.get("debug"))
         try:
-            return command(*args, **kwargs)
-        except SetupError as exc:
-            if debug:
-                raise
-            _fail(exc.line())
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.Abort):
+            raise
+        except click.UsageError as exc:
+            _exit_after([_usage_line(exc)], ExitCode.SETUP, debug)
+        except click.ClickException:
+            raise
+        except EvalGlassError as exc:
+            _exit_after(exc.stderr_lines(), exc.exit_code, debug)
         except KeyboardInterrupt:
-            click.echo("interrupted: no verdict was produced", err=True)
-            sys.exit(130)
+            stop = Interrupted()
+            _exit_after(stop.stderr_lines(), stop.exit_code, debug)
         except Exception as exc:
-            if debug:
-                raise
-            _fail(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for a traceback)")
-
-    return wrapper  # type: ignore[return-value]
+            _exit_after(
+                [f"error: internal error: {type(exc).__name__}: {exc} (rerun with --debug for a traceback)"],
+                ExitCode.SETUP,
+                debug,
+            )
 
 
 @contextmanager
@@ -72,6 +91,26 @@ def _long_lived_imports() -> Iterator[None]:
         gc.freeze()
         if enabled:
             gc.enable()
+
+
+@contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """While the engine runs, whatever writes to stdout (a host metric's print, a library's C code, a child
+    process that inherits the descriptor) goes to stderr instead, so stdout holds only what the command itself
+    prints afterwards: with ``--format json``, exactly one JSON document.
+
+    The redirection is at the file-descriptor level (``dup2``), so it catches writes that bypass ``sys.stdout``.
+    Limit: a thread that host code leaves running after the engine returns writes to stdout again.
+    """
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 _BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
@@ -129,18 +168,30 @@ def example_config(name: str) -> Path:
 
 
 def resolve_run_folder(folder: Path | None) -> Path:
-    from evalglass.engine.artifacts import LAST_RUN_POINTER
+    """The named folder, or the last run's; either way a folder (one line when it is a file or missing)."""
+    from evalglass.engine.artifacts import LAST_RUN_POINTER, run_folder
+    from evalglass.engine.userfiles import read_regular
     from evalglass.errors import SetupError
 
     if folder is not None:
-        return folder
-    try:
-        return Path(LAST_RUN_POINTER.read_text().strip())
-    except FileNotFoundError:
+        return run_folder(folder)
+    if not LAST_RUN_POINTER.exists():
         raise SetupError(
             f"no previous run recorded in {LAST_RUN_POINTER}",
             fix="run `evalglass run` first or name a run folder",
-        ) from None
+        )
+    raw = read_regular(LAST_RUN_POINTER, what="last-run pointer", limit=1 << 16)
+    try:
+        text = raw.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        text = ""
+    if not text or "\x00" in text:
+        raise SetupError(
+            "the last-run pointer does not hold a folder path",
+            where=str(LAST_RUN_POINTER),
+            fix="name a run folder, or run `evalglass run` again to rewrite it",
+        )
+    return run_folder(Path(text))
 
 
 JUNIT = click.option(
@@ -159,16 +210,19 @@ FORMAT = click.option(
 )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
+@click.group(cls=GuardedGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--debug", is_flag=True, help="Print the traceback before an error (the exit code stays the same).")
 @click.version_option(package_name="evalglass")
 def main(debug: bool) -> None:
     """EvalGlass: evaluate AI applications and gate CI on approved thresholds only.
 
     \b
-    Exit codes: 0 informational or pass, 1 fail or blocked, 2 the run could not complete.
+    Exit codes: 0 informational or pass, 1 fail or blocked, 2 the run could not complete, 130 interrupted.
     Exit 0 does not by itself mean quality was checked: an informational run has no active gate.
     """
+    from evalglass.redaction import redact_standard_streams
+
+    redact_standard_streams()  # no secret of the environment is ever printed, whoever prints it
 
 
 LAST = "\x00last"
@@ -191,6 +245,12 @@ LAST = "\x00last"
     "from the cache.",
 )
 @click.option("--no-progress", is_flag=True, help="No progress bar or progress lines (live runs).")
+@click.option(
+    "--ledger",
+    "pinned_ledger",
+    type=click.Path(path_type=Path),
+    help="The host's ledger: refuse a config whose `ledger:` names any other file (pin it in CI).",
+)
 @JUNIT
 @click.option(
     "--github/--no-github",
@@ -198,8 +258,13 @@ LAST = "\x00last"
     help="GitHub Actions: annotate failing and blocked gates and append report.md to the step summary "
     "[default: on when GITHUB_ACTIONS=true].",
 )
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Also write the HTML report of this run to this file (as `evalglass report` does).",
+)
 @FORMAT
-@guarded
 def run(
     config_path: Path | None,
     out: Path | None,
@@ -210,13 +275,14 @@ def run(
     no_progress: bool,
     junit: Path | None,
     github: bool | None,
+    html_path: Path | None,
+    pinned_ledger: Path | None,
     fmt: str,
 ) -> None:
     """Evaluate the dataset, decide every gate, write artifacts, exit with the verdict's code."""
     with _long_lived_imports():
         _load_numpy()
         from evalglass.api import run as run_evaluation
-        from evalglass.engine.pipeline import RunInterrupted
     from evalglass.errors import SetupError
 
     if example is not None and config_path is not None:
@@ -239,16 +305,21 @@ def run(
             config_path = Path(load_manifest(folder).config_path)
     path = example_config(example) if example is not None else find_config(config_path)
     mode: CacheMode = "off" if no_cache else "refresh" if refresh else "use"
-    try:
-        result = run_evaluation(path, out=out, cache=mode, resume=folder, progress=not no_progress)
-    except RunInterrupted as stop:
-        done = f" after {stop.done} of {stop.total} examples" if stop.done is not None and stop.total else ""
-        click.echo(
-            f"interrupted{done}: completed calls are cached; resume with: evalglass run --resume {stop.folder}",
-            err=True,
+    with _stdout_to_stderr():
+        result = run_evaluation(
+            path, out=out, cache=mode, resume=folder, progress=not no_progress, pinned_ledger=pinned_ledger
         )
-        sys.exit(130)
+    for warning in result.warnings:
+        click.echo(warning, err=True)
+    if html_path is not None:
+        _write_html(result.folder, html_path)
+    calls = result.scorecard.calls
+    if calls is not None and calls.calls and (no_progress or sys.stderr.isatty()):
+        # Plain progress lines (not a terminal) end with these numbers; a bar vanishes, --no-progress shows nothing.
+        click.echo(f"evalglass: {calls.calls} calls, {calls.retries} retries", err=True)
     _show(result, fmt)
+    if html_path is not None and fmt != "json":
+        click.echo(f"html report: {html_path}")
     _publish(result, junit, github, fmt)
     sys.exit(result.exit_code)
 
@@ -274,6 +345,18 @@ def _publish(result: RunResult, junit: Path | None, github: bool | None, fmt: st
         note = publish_github(result, stream=sys.stderr if fmt == "json" else sys.stdout, env=os.environ)
         if note:
             click.echo(note, err=True)
+
+
+def _write_html(folder: Path, out: Path) -> None:
+    from evalglass.engine.artifacts import write_atomic
+    from evalglass.engine.explorer import html_report
+    from evalglass.errors import SetupError
+
+    page = html_report(folder)
+    try:
+        write_atomic(out, page.encode())
+    except OSError as exc:
+        raise SetupError(f"cannot write the HTML report ({exc.strerror})", where=str(out)) from None
 
 
 def _resume_folder(folder: Path | None) -> Path:
@@ -306,7 +389,6 @@ def _resume_folder(folder: Path | None) -> Path:
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the call cache.")
 @click.option("--refresh", is_flag=True, help="Make every judge call again and overwrite the cache.")
 @FORMAT
-@guarded
 def calibrate(judge: str, labels: Path, config_path: Path | None, no_cache: bool, refresh: bool, fmt: str) -> None:
     """Measure how far an LLM judge agrees with human labels; write calibrations/JUDGE.json beside the config.
 
@@ -319,7 +401,8 @@ def calibrate(judge: str, labels: Path, config_path: Path | None, no_cache: bool
     if no_cache and refresh:
         raise SetupError("--no-cache and --refresh exclude each other", fix="pass one of them")
     mode = "off" if no_cache else "refresh" if refresh else "use"
-    outcome = calibrate_command(find_config(config_path), judge, labels, cache_mode=mode)
+    with _stdout_to_stderr():
+        outcome = calibrate_command(find_config(config_path), judge, labels, cache_mode=mode)
     record = outcome.record
     if fmt == "json":
         _emit_json({"path": str(outcome.path), **record.model_dump(mode="json")})
@@ -344,7 +427,6 @@ def calibrate(judge: str, labels: Path, config_path: Path | None, no_cache: bool
 )
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="With --examples: at most N.")
 @FORMAT
-@guarded
 def view(
     folder: Path | None,
     junit: Path | None,
@@ -360,7 +442,9 @@ def view(
 
     resolved = resolve_run_folder(folder)
     if (metrics or states) and not examples:
-        _fail("--metric and --state go with --examples")
+        from evalglass.errors import SetupError
+
+        raise SetupError("--metric and --state go with --examples", fix="add --examples, or drop them")
     result = load_run(resolved)
     if examples:
         _view_examples(resolved, result.scorecard, metrics, states, limit, fmt)
@@ -413,28 +497,51 @@ def _view_examples(
 
 
 @main.command()
+@click.argument("folder", required=False, type=click.Path(path_type=Path))
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Where to write the page (default: report.html in the run folder).",
+)
+def report(folder: Path | None, out: Path | None) -> None:
+    """Write a run's HTML report (default: the last run): one self-contained file, no network needed to open it.
+
+    \b
+    It renders the run's artifacts and decides nothing; `evalglass verify` checks them.
+    """
+    from evalglass.engine.artifacts import SCORECARD_FILE
+    from evalglass.errors import SetupError
+
+    resolved = resolve_run_folder(folder)
+    if not (resolved / SCORECARD_FILE).is_file():
+        raise SetupError(
+            f"no {SCORECARD_FILE} in this folder",
+            where=str(resolved),
+            fix="name a run folder written by `evalglass run`",
+        )
+    target = out if out is not None else resolved / "report.html"
+    _write_html(resolved, target)
+    click.echo(f"wrote {target}")
+
+
+@main.command()
 @click.argument("name", required=False)
 @click.option("--run", "folder", type=click.Path(path_type=Path), help="Run folder (default: the last run).")
 @FORMAT
-@guarded
 def explain(name: str | None, folder: Path | None, fmt: str) -> None:
     """Say why a gate or metric is (or is not) trustworthy, and what the ledger needs for a gate to be active."""
     from evalglass.engine.artifacts import load_runrecord, load_scorecard
-    from evalglass.errors import SetupError
+    from evalglass.engine.consistency import refuse_contradicted
     from evalglass.report.explain import explain as build
 
     resolved = resolve_run_folder(folder)
     card = load_scorecard(resolved)
     record = load_runrecord(resolved)
+    refuse_contradicted(resolved, card, record)
     from evalglass.engine.failing import gate_examples
 
     names = [gate.name for gate in card.decision.gates if name is None or gate.name == name]
-    try:
-        explanations = build(
-            card, record, name, gate_examples(resolved, card, names, limit=5), _gate_definitions(record)
-        )
-    except KeyError as exc:
-        raise SetupError(str(exc.args[0]), fix="pass a gate or metric name from this run") from None
+    explanations = build(card, record, name, gate_examples(resolved, card, names, limit=5), _gate_definitions(record))
     if fmt == "json":
         _emit_json([item.as_dict() for item in explanations])
         return
@@ -445,32 +552,57 @@ def explain(name: str | None, folder: Path | None, fmt: str) -> None:
 
 @main.command()
 @click.argument("folder", type=click.Path(path_type=Path))
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path),
+    help="The config to anchor to (default: the path the run record names).",
+)
+@click.option(
+    "--ledger",
+    "ledger_path",
+    type=click.Path(path_type=Path),
+    help="The ledger to anchor to (default: the path the run record names).",
+)
+@click.option(
+    "--key",
+    help="Ed25519 public key (PEM file, PEM text or 64 hex digits) the run must be signed with "
+    "(default: $EVALGLASS_VERIFY_KEY, or the key $EVALGLASS_SIGNING_KEY implies).",
+)
 @FORMAT
-@guarded
-def verify(folder: Path, fmt: str) -> None:
-    """Re-derive every aggregate, gate and the verdict from recorded scores; exit 1 naming each edited field."""
+def verify(folder: Path, config_path: Path | None, ledger_path: Path | None, key: str | None, fmt: str) -> None:
+    """Check every artifact, re-derive the run from its recorded scores and anchor it to the repository's files;
+    exit 1 naming each difference."""
     from evalglass.api import verify as verify_run
 
-    report = verify_run(folder)
+    report = verify_run(folder, config=config_path, ledger=ledger_path, key=key)
     if fmt == "json":
         _emit_json(
             {
                 "folder": str(folder),
                 "ok": report.ok,
                 "examples": report.examples,
+                "anchors": list(report.anchors),
+                "signature": report.signature,
                 "findings": [
                     {"field": item.field, "recorded": item.recorded, "derived": item.derived}
                     for item in report.findings
                 ],
             }
         )
-    elif report.ok:
-        click.echo(f"verified: {folder} re-derives exactly from its {report.examples} recorded examples")
     else:
-        click.echo(f"NOT verified: {len(report.findings)} field(s) differ from what the recorded scores imply:")
-        for item in report.findings:
-            click.echo(f"  {item.field}: recorded {item.recorded!r}, derived {item.derived!r}")
-    sys.exit(0 if report.ok else 1)
+        if report.ok:
+            click.echo(f"verified: {folder} re-derives exactly from its {report.examples} recorded examples")
+        else:
+            click.echo(f"NOT verified: {len(report.findings)} field(s) differ from what the recorded scores imply:")
+            for item in report.findings:
+                click.echo(f"  {item.field}: recorded {item.recorded!r}, derived {item.derived!r}")
+        for line in report.anchors:
+            click.echo(f"  {line}")
+        click.echo(f"  signature: {report.signature}")
+    from evalglass.core.exitcodes import ExitCode
+
+    sys.exit(ExitCode.OK if report.ok else ExitCode.FAILED)
 
 
 @main.command()
@@ -483,7 +615,6 @@ def verify(folder: Path, fmt: str) -> None:
     help="The target state the check must be bound to (one check only); any other state is ERROR.",
 )
 @FORMAT
-@guarded
 def check(
     names: tuple[str, ...], config_path: Path | None, example: str | None, expect_state: str | None, fmt: str
 ) -> None:
@@ -500,7 +631,8 @@ def check(
 
         raise SetupError("--example and --config exclude each other", fix="pass one of them")
     path = example_config(example) if example is not None else find_config(config_path)
-    results = run_named_checks(path, list(names), expect_state)
+    with _stdout_to_stderr():
+        results = run_named_checks(path, list(names), expect_state)
     if fmt == "json":
         _emit_json({name: result.model_dump(mode="json") for name, result in results.items()})
     else:
@@ -513,7 +645,6 @@ def check(
 @main.command()
 @click.option("--dir", "target", type=click.Path(path_type=Path), default=Path("evals"), show_default=True)
 @click.option("--force", is_flag=True, help="Overwrite existing files.")
-@guarded
 def init(target: Path, force: bool) -> None:
     """Scaffold evalglass.yaml, a small dataset and an empty authority ledger."""
     from evalglass.engine.scaffold import scaffold
@@ -531,7 +662,6 @@ def init(target: Path, force: bool) -> None:
     default="config",
     required=False,
 )
-@guarded
 def schema(which: str) -> None:
     """Print a JSON Schema (default: evalglass.yaml's) for editors and validators."""
     from evalglass.engine.schemas import schema_of

@@ -1,9 +1,36 @@
-"""Errors a user can cause. Each renders as one line: what went wrong, where, and how to fix it."""
+"""Errors a user can cause, and the exit code each ends the process with.
+
+Every error the project raises on purpose derives from :class:`EvalGlassError`: it knows the lines it prints on
+stderr and its :class:`~evalglass.core.exitcodes.ExitCode`. The command line has one boundary (``cli``) that
+catches these, prints them and exits with their code, so a module that finds bad input raises one of these and
+never prints or exits itself.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-class SetupError(Exception):
+if TYPE_CHECKING:  # imported when an exit code is asked for: `import evalglass.api` loads nothing of core
+    from evalglass.core.exitcodes import ExitCode
+
+
+class EvalGlassError(Exception):
+    """Base of every error the project raises on purpose."""
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """The code the process ends with when this error reaches the command line."""
+        from evalglass.core.exitcodes import ExitCode
+
+        return ExitCode.SETUP
+
+    def stderr_lines(self) -> list[str]:
+        """What the command line prints on stderr for this error, one entry per line."""
+        return [str(self)]
+
+
+class SetupError(EvalGlassError):
     """The run cannot complete (exit 2) and produces no quality verdict."""
 
     def __init__(self, what: str, *, where: str | None = None, fix: str | None = None) -> None:
@@ -17,3 +44,51 @@ class SetupError(Exception):
         if self.fix:
             parts.append(self.fix)
         return " — ".join(parts)
+
+    def stderr_lines(self) -> list[str]:
+        return [f"error: {self.line()}"]
+
+
+class SetupErrors(SetupError):
+    """Several independent problems found at once (a config with more than one mistake): each on its own line."""
+
+    def __init__(self, problems: Sequence[SetupError]) -> None:
+        if not problems:
+            raise ValueError("SetupErrors needs at least one problem")
+        self.problems = tuple(problems)
+        first = self.problems[0]
+        super().__init__(first.what, where=first.where, fix=first.fix)
+
+    def line(self) -> str:
+        return "\n".join(problem.line() for problem in self.problems)
+
+    def stderr_lines(self) -> list[str]:
+        return [line for problem in self.problems for line in problem.stderr_lines()]
+
+
+class Interrupted(EvalGlassError):
+    """Ctrl-C or SIGINT stopped the command: nothing was decided (exit 130)."""
+
+    @property
+    def exit_code(self) -> ExitCode:
+        from evalglass.core.exitcodes import ExitCode
+
+        return ExitCode.INTERRUPTED
+
+    def __init__(self, message: str = "interrupted: no verdict was produced") -> None:
+        super().__init__(message)
+
+
+class LocatedValueError(ValueError):
+    """A problem a pydantic validator finds with a part of the document below the model it validates.
+
+    A model validator's error has no location of its own (pydantic puts it at the model), so a cross-reference
+    problem (a gate naming an undeclared metric) would be reported at the model's first line. Raising this instead
+    carries each problem's path (relative to the model), so the config error names the line of the key at fault.
+    """
+
+    def __init__(self, problems: Sequence[tuple[tuple[str | int, ...], str]]) -> None:
+        if not problems:
+            raise ValueError("LocatedValueError needs at least one problem")
+        self.problems = tuple(problems)
+        super().__init__(self.problems[0][1])

@@ -9,7 +9,6 @@ from pydantic import ValidationError
 
 from evalglass.core.checks import (
     CHECK_EXIT_CODES,
-    EXIT_CHECK_NOT_RUN,
     REPAIRS,
     BindingStatus,
     CheckGateOutcome,
@@ -24,6 +23,7 @@ from evalglass.core.checks import (
     policy_id_conflicts,
     to_score,
 )
+from evalglass.core.exitcodes import ExitCode
 from evalglass.core.score import Status, Validity
 
 FP_A = "sha256:" + "a" * 64
@@ -271,7 +271,7 @@ def test_standalone_exit_codes_and_the_worst_outcome_wins() -> None:
         CheckOutcome.INCONCLUSIVE: 3,
         CheckOutcome.ERROR: 4,
     }
-    assert EXIT_CHECK_NOT_RUN == 2 and EXIT_CHECK_NOT_RUN not in CHECK_EXIT_CODES.values()
+    assert ExitCode.SETUP == 2 and ExitCode.SETUP not in CHECK_EXIT_CODES.values()
     assert check_exit_code([CheckOutcome.PASS, CheckOutcome.PASS]) == 0
     assert check_exit_code([CheckOutcome.PASS, CheckOutcome.FAIL]) == 1
     assert check_exit_code([CheckOutcome.FAIL, CheckOutcome.INCONCLUSIVE]) == 3

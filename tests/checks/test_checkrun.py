@@ -273,7 +273,13 @@ def test_declared_variables_reach_the_command_and_secrets_never_reach_the_record
 ) -> None:
     monkeypatch.setenv("EVALGLASS_TEST_GITHUB_TOKEN", "ghp-inherited-token-value")
     monkeypatch.setenv("DATABASE_URL", "postgres://app:pa55word-xyz@db:5432/x")
-    env = {"MY_API_KEY": "s3cr3t-api-key", "PLAIN_SETTING": "visible", "AUTH_HEADER": "Bearer qwerty123"}
+    monkeypatch.setenv("EVALGLASS_TEST_INHERITED_PLAIN", "machine-specific-value")
+    env = {
+        "MY_API_KEY": "s3cr3t-api-key",
+        "PLAIN_SETTING": "visible",
+        "AUTH_HEADER": "Bearer qwerty123",
+        "UPSTREAM": "https://bot:pa55-decl@h/x",
+    }
     code = """
         import os
         print(os.environ["PLAIN_SETTING"], os.environ["MY_API_KEY"], os.environ["EVALGLASS_TEST_GITHUB_TOKEN"])
@@ -284,12 +290,13 @@ def test_declared_variables_reach_the_command_and_secrets_never_reach_the_record
     assert result.env["PLAIN_SETTING"] == "visible"
     assert result.env["MY_API_KEY"] == REDACTED
     assert result.env["AUTH_HEADER"] == REDACTED
-    assert result.env["EVALGLASS_TEST_GITHUB_TOKEN"] == REDACTED
-    assert result.env["DATABASE_URL"] == f"postgres://app:{REDACTED}@db:5432/x"
+    assert result.env["UPSTREAM"] == f"https://bot:{REDACTED}@h/x"
+    # The record holds what the check declares, never the inherited environment (any name may hold a secret).
+    assert set(result.env) == {"MY_API_KEY", "PLAIN_SETTING", "AUTH_HEADER", "UPSTREAM"}
     record = result.model_dump_json()
-    for secret in ("s3cr3t-api-key", "ghp-inherited-token-value", "pa55word-xyz", "qwerty123"):
+    for secret in ("s3cr3t-api-key", "ghp-inherited-token-value", "pa55word-xyz", "qwerty123", "machine-specific"):
         assert secret not in record
-    assert result.stdout_tail.startswith(f"visible {REDACTED} {REDACTED}\n")
+    assert result.stdout_tail == f"visible {REDACTED} {REDACTED}\npostgres://app:{REDACTED}@db:5432/x\n"
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from evalglass.core.authority import (
     DatasetValidation,
@@ -11,6 +13,8 @@ from evalglass.core.authority import (
     Ledger,
     Policy,
     resolve_authority,
+    undeclared_active_gates,
+    undeclared_reason,
 )
 from evalglass.core.fingerprint import fingerprint_of
 
@@ -60,7 +64,7 @@ def test_current_approval_activates_with_its_threshold():
         (
             Ledger(
                 gates={"g": approved()},
-                datasets={"d": DatasetValidation(validated_gold=True, fingerprint="sha256:x")},
+                datasets={"d": DatasetValidation(validated_gold=True, fingerprint=fingerprint_of("an older dataset"))},
             ),
             True,
             {"gold_stale"},
@@ -90,3 +94,34 @@ def test_every_authority_reason_that_holds_is_recorded(ledger, needs_gold, expec
 def test_fingerprints_ignore_key_order_but_not_values():
     assert fingerprint_of({"a": 1, "b": [1, 2]}) == fingerprint_of({"b": [1, 2], "a": 1})
     assert fingerprint_of({"a": 1}) != fingerprint_of({"a": 2})
+
+
+# Issue 10: an active approval of a gate the config does not declare blocks; thresholds are strictly typed.
+
+NAMES = st.text(alphabet="abcdefgh_", min_size=1, max_size=6)
+
+
+@given(ledger_gates=st.dictionaries(NAMES, st.booleans(), max_size=6), declared=st.lists(NAMES, max_size=6))
+def test_every_active_undeclared_entry_and_only_those_are_found(ledger_gates, declared):
+    ledger = Ledger(gates={name: approved(active=active) for name, active in ledger_gates.items()})
+    found = undeclared_active_gates(ledger, declared)
+    assert set(found) == {name for name, active in ledger_gates.items() if active and name not in declared}
+
+
+def test_the_undeclared_reason_names_the_line_and_the_gate_probably_meant():
+    reason = undeclared_reason("accuracy", ["accuracy_v2", "latency"], "evals/authority.yaml:4")
+    assert reason.code.value == "gate_undeclared"
+    assert "evals/authority.yaml:4" in reason.message and "did you mean 'accuracy_v2'" in reason.message
+    assert "did you mean" not in undeclared_reason("zzz", ["accuracy"], None).message
+
+
+@pytest.mark.parametrize("threshold", ["0.6", True, float("nan"), float("inf"), float("-inf")])
+def test_a_threshold_is_never_coerced(threshold):
+    with pytest.raises(ValueError):
+        approved(threshold=threshold)
+
+
+@pytest.mark.parametrize("flag", ["yes", "true", 1])
+def test_active_is_a_real_boolean(flag):
+    with pytest.raises(ValueError):
+        approved(active=flag)

@@ -283,3 +283,35 @@ def test_proposed_threshold_never_gates():
         "g", GateSpec(metric="m", proposed_threshold=0.1), FP, Authority(active=False), EST, population(10)
     )
     assert result.outcome is Outcome.INFORMATIONAL
+
+
+BELOW = Reason(code=BlockReason.BELOW_THRESHOLD, message="the value 0.1 is below the approved threshold (needs ≥ 0.5)")
+STALE = Reason(code=BlockReason.APPROVAL_STALE, message="stale")
+
+
+@pytest.mark.parametrize(
+    ("outcome", "compared", "reasons"),
+    [
+        (Outcome.PASS, 0.9, (BELOW,)),  # a passing gate does not say it is below its threshold
+        (Outcome.FAIL, 0.1, (STALE,)),  # a blocking reason makes the gate blocked, not failed
+        (Outcome.FAIL, 0.1, (BELOW, BELOW)),
+        (Outcome.BLOCKED, 0.1, (STALE, BELOW)),  # blocked gates carry blocking reasons only
+        (Outcome.BLOCKED, 0.1, (BELOW,)),
+    ],
+)
+def test_a_gate_result_refuses_reasons_its_outcome_contradicts(outcome, compared, reasons):
+    with pytest.raises(ValidationError):
+        GateResult(
+            name="g",
+            subject="m",
+            active=True,
+            outcome=outcome,
+            compared=compared,
+            threshold=0.5,
+            reasons=reasons,
+            fingerprint=FP,
+        )
+
+
+def test_only_below_threshold_does_not_block():
+    assert [reason for reason in BlockReason if not reason.blocks] == [BlockReason.BELOW_THRESHOLD]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import stat
+import subprocess
 
 import yaml
 
@@ -92,11 +93,13 @@ def test_verify_catches_a_consistently_forged_pass(tmp_path):
     path = tmp_path / "out" / "scorecard.json"
     card = json.loads(path.read_text())
     gate = card["decision"]["gates"][0]
-    gate.update(outcome="pass", threshold=0.5)
+    gate.update(outcome="pass", threshold=0.5, reasons=[])  # a passing gate carries no below_threshold reason
     card["decision"].update(verdict="pass", ci_should_fail=False, exit_code=0)
     path.write_text(json.dumps(card))
-    # The forged payload is self-consistent, so view accepts it...
-    assert project.cli("view", "out").code == 0
+    # The forged payload is self-consistent, but it contradicts the run record's ledger snapshot (threshold 0.9),
+    # so view refuses to show it (issue 10; it used to show it with exit 0)...
+    refused = project.cli("view", "out")
+    assert refused.code == 2 and "threshold 0.5" in refused.err and "0.9" in refused.err
     # ...but verify re-derives it from the recorded scores and the ledger snapshot.
     result = project.cli("verify", "out", "--format", "json")
     assert result.code == 1
@@ -107,6 +110,7 @@ def test_verify_catches_a_consistently_forged_pass(tmp_path):
         "scorecard.decision.exit_code",
         "scorecard.decision.gates[accuracy].outcome",
         "scorecard.decision.gates[accuracy].threshold",
+        "scorecard.decision.gates[accuracy].reasons[0]",
     } <= fields
 
 
@@ -180,3 +184,20 @@ def test_config_schema_validates_the_bundled_configs(tmp_path):
     schema = run_cli("schema", cwd=tmp_path).json()
     for path in ("examples/quickstart/evalglass.yaml", "templates/init/evalglass.yaml"):
         jsonschema.validate(yaml.safe_load((files("evalglass") / path).read_text()), schema)
+
+
+def test_init_makes_git_ignore_the_run_folders_where_runs_start(tmp_path):
+    (tmp_path / ".gitignore").write_text("node_modules/\n")
+    assert run_cli("init", cwd=tmp_path).code == 0
+    assert (tmp_path / ".gitignore").read_text().splitlines()[0] == "node_modules/"  # added to, not replaced
+    assert ".evalglass/" in (tmp_path / ".gitignore").read_text().splitlines()
+    assert run_cli("run", cwd=tmp_path).code == 0
+    assert (tmp_path / ".evalglass" / "runs").is_dir()  # the folder the entry covers is where runs are written
+    git = subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=False)
+    if git.returncode == 0:
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=all"], cwd=tmp_path, capture_output=True, text=True
+        ).stdout
+        assert ".evalglass/" not in status and "evals/evalglass.yaml" in status
+    assert run_cli("init", "--force", cwd=tmp_path).code == 0
+    assert (tmp_path / ".gitignore").read_text().splitlines().count(".evalglass/") == 1  # never added twice

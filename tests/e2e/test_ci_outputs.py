@@ -29,7 +29,7 @@ def three_gates(tmp_path: Path) -> Project:
             "gates": {
                 "accuracy": {"active": True, "threshold": 0.5, "fingerprint": fingerprints["accuracy"]},
                 "strict": {"active": True, "threshold": 0.9, "fingerprint": fingerprints["strict"]},
-                "broken": {"active": True, "threshold": 0.5, "fingerprint": "sha256:old"},
+                "broken": {"active": True, "threshold": 0.5, "fingerprint": "sha256:" + "0" * 64},
             },
             "datasets": {"suite": {"validated_gold": True, "fingerprint": project.dataset_fingerprint()}},
         }

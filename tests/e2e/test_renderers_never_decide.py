@@ -25,9 +25,17 @@ FORGERIES = {
 
 
 def forge(scorecard: Path, threshold: float, outcome: str) -> None:
+    # The run record's ledger snapshot is edited to match (issue 10: view and load_run refuse a payload that
+    # contradicts it); only verify, which re-reads the ledger text the run kept, sees through both edits.
+    runrecord = scorecard.parent / "runrecord.json"
+    record: dict[str, Any] = json.loads(runrecord.read_text())
+    record["ledger"]["gates"]["accuracy"]["threshold"] = threshold
+    runrecord.write_text(json.dumps(record, indent=2))
     card: dict[str, Any] = json.loads(scorecard.read_text())
     decision = card["decision"]
     decision["gates"][0].update(threshold=threshold, outcome=outcome)
+    if outcome == "pass":  # a consistent forgery also drops the failing gate's below_threshold reason
+        decision["gates"][0]["reasons"] = []
     decision.update(verdict=outcome, ci_should_fail=outcome == "fail", exit_code=int(outcome == "fail"))
     scorecard.write_text(json.dumps(card, indent=2))
 

@@ -74,7 +74,7 @@ def test_blocked_outranks_fail_and_pass(tmp_path):
             "gates": {
                 "accuracy": {"active": True, "threshold": 0.5, "fingerprint": fps["accuracy"]},
                 "strict": {"active": True, "threshold": 0.9, "fingerprint": fps["strict"]},
-                "broken": {"active": True, "threshold": 0.5, "fingerprint": "sha256:old"},
+                "broken": {"active": True, "threshold": 0.5, "fingerprint": "sha256:" + "0" * 64},
             },
             "datasets": {"suite": {"validated_gold": True, "fingerprint": data_fp}},
         }
@@ -94,7 +94,7 @@ BLOCKING = [
         "gold_stale",
         lambda p: {
             **approve(p),
-            "datasets": {"suite": {"validated_gold": True, "fingerprint": "sha256:old"}},
+            "datasets": {"suite": {"validated_gold": True, "fingerprint": "sha256:" + "0" * 64}},
         },
     ),
     ("no_approved_threshold", lambda p: approve(p, threshold=None)),

@@ -1,7 +1,9 @@
 """The chunked dataset reader gives exactly what reading the file line by line gives.
 
-The oracle below is the line-by-line reader the chunked one replaced. Files are built from lines of every kind
-(objects, other JSON, blank and whitespace-only lines, malformed JSON, missing and odd ids, CRLF endings, a last
+The oracle below is the line-by-line reader the chunked one replaced, plus the exact check every line gets (see
+``evalglass.engine.jsonsource``; the oracle runs it on every line, the reader only where its raw-byte scan says a
+line could need it). Files are built from lines of every kind (objects, other JSON, blank and whitespace-only lines,
+malformed JSON, missing and odd ids, duplicate keys, integers beyond 64 bits, deep nesting, CRLF endings, a last
 line without a newline) and read with chunk sizes from one byte up, so lines straddle chunk boundaries.
 """
 
@@ -22,6 +24,7 @@ from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.fingerprint import PREFIX
 from evalglass.engine.dataset import BadLine, DatasetReader, field_getter
+from evalglass.engine.jsonsource import JsonRefused, check_exact
 from evalglass.errors import SetupError
 
 
@@ -48,6 +51,12 @@ def line_by_line(path: Path, id_field: str, output_field: str) -> tuple[list[Exa
                 continue
             if type(record) is not dict:
                 items.append(bad_line(number, "not_an_object", f"expected a JSON object, got {type(record).__name__}"))
+                examples, bad = examples + 1, bad + 1
+                continue
+            try:
+                check_exact(raw)
+            except JsonRefused as exc:
+                items.append(bad_line(number, exc.code, str(exc)))
                 examples, bad = examples + 1, bad + 1
                 continue
             example_id = get_id(record)
@@ -98,6 +107,17 @@ LINES = OBJECTS | st.sampled_from(
         b'  {"id": "pad"}  ',
         b'{"id": 123456789012345678901234567890}',
         b'{"id": 7, "output": 1e999}',
+        b'{"id": "d1", "output": 1, "output": 2}',
+        b'{"id": "d2", "output": {"a": 1, "a" : 1}}',
+        b'{"id": "d3", "output" : "\\u003a", "output": ":"}',
+        b'{"id": "c1", "output": "a: b", "expected": {"k": "\\":"}}',
+        b'{"id": "b1", "output": 100000000000000000001}',
+        b'{"id": "b2", "output": -9223372036854775809}',
+        b'{"id": "b3", "output": 18446744073709551615}',
+        b'{"id": "b4", "output": "100000000000000000001"}',
+        b'{"id": "n1", "output": ' + b"[" * 129 + b"]" * 129 + b"}",
+        b'{"id": "n2", "output": ' + b"[" * 127 + b"]" * 127 + b"}",
+        b'{"id": "n3", "output": "' + b"[" * 300 + b'"}',
     ]
 )
 

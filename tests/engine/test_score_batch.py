@@ -20,7 +20,7 @@ from evalglass.core.columns import ScoreColumn
 from evalglass.core.example import Example
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.score import Score
-from evalglass.engine.artifacts import ScoresWriter, score_rows
+from evalglass.engine.artifacts import ScoresWriter, score_rows, score_to_json
 from evalglass.engine.dataset import BadLine, field_getter
 from evalglass.engine.pipeline import BuiltMetric, RowShape, append_result, cluster_key, expand, score_batch
 from evalglass.metrics import parse_metric_spec
@@ -70,6 +70,8 @@ OUTPUTS = (
     | st.lists(st.just({"answer": "7", "latency_ms": 3.0}), max_size=2)
 )
 ITEMS = st.tuples(OUTPUTS, st.sampled_from(["beta 92", "7", None]), st.sampled_from([None, "c1", "c2", 3]))
+#: A malformed dataset line among the examples (the reader's BadLine): scored as an error by every metric.
+BAD = "bad line"
 
 
 def old_score_batch(
@@ -96,11 +98,15 @@ def old_score_batch(
         cluster = None
         if shape.cluster_of is not None and isinstance(item, Example):
             cluster = cluster_key(shape.cluster_of(item.fields))
-        if isinstance(rows, Score):
-            raise AssertionError("the fast path is for batches without bad lines or missing outputs")
-        shape.add_example(len(rows), cluster)
         if clusters is not None:
             clusters.append(cluster)
+        if isinstance(rows, Score):  # a bad line or a missing output: the same score for every metric
+            shape.add_example(1, cluster)
+            for metric in metrics:
+                columns[metric.name].append(rows)
+                block[metric.name].append([score_to_json(rows)] if shape.samples else score_to_json(rows))
+            continue
+        shape.add_example(len(rows), cluster)
         for metric, produced in zip(metrics, results, strict=True):
             encoded = [append_result(columns[metric.name], metric.name, next(produced)) for _ in rows]
             block[metric.name].append(encoded if shape.samples else encoded[0])
@@ -117,7 +123,7 @@ def _column_state(column: ScoreColumn) -> tuple[Any, ...]:
 
 @pytest.mark.parametrize("clustered", [False, True])
 @settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
-@given(rows=st.lists(ITEMS, max_size=10))
+@given(rows=st.lists(ITEMS | st.just(BAD), max_size=10))
 @example(
     rows=[({"answer": "7", "latency_ms": 3.0, "return": "nan"}, "7", "c1"), ({"answer": "x", "latency_ms": 1}, None, 3)]
 )
@@ -126,13 +132,16 @@ def _column_state(column: ScoreColumn) -> tuple[Any, ...]:
     rows=[({"answer": "7", "latency_ms": 1.5, "return": True}, "7", None), ({"answer": 7, "latency_ms": 2}, "7", None)]
 )
 @example(rows=[({"answer": "7", "latency_ms": 1.5, "return": "raise"}, "7", None)])
+@example(rows=[({"answer": "7", "latency_ms": 1.5}, "7", "c1"), BAD, (ABSENT, "7", "c2"), ({"answer": "7"}, "7", None)])
 @example(
     rows=[({"answer": "7", "latency_ms": 1.5, "return": -0.0}, "7", None), ({"answer": "", "latency_ms": 0}, "", "c2")]
 )
-def test_a_batch_scores_as_row_by_row(tmp_path: Path, clustered: bool, rows: list[tuple[Any, Any, Any]]) -> None:
+def test_a_batch_scores_as_row_by_row(tmp_path: Path, clustered: bool, rows: list[Any]) -> None:
     items: list[Example | BadLine] = [
-        Example(id=f"ex-{i}", line=i + 1, fields={"expected": expected, "group": group}, output=output)
-        for i, (output, expected, group) in enumerate(rows)
+        BadLine(id=f"line:{i + 1}", line=i + 1, code="malformed_json", message=f"data.jsonl:{i + 1}: not JSON")
+        if row == BAD
+        else Example(id=f"ex-{i}", line=i + 1, fields={"expected": row[1], "group": row[2]}, output=row[0])
+        for i, row in enumerate(rows)
     ]
     cluster_of = field_getter("group") if clustered else None
     results = []
@@ -144,8 +153,6 @@ def test_a_batch_scores_as_row_by_row(tmp_path: Path, clustered: bool, rows: lis
         shape = RowShape(samples=False, cluster_of=cluster_of)
         if scorer == "new":
             score_batch(items, METRICS, columns, writer, None, shape)
-        elif any(item.output is ABSENT for item in items if isinstance(item, Example)):
-            return  # the old loop is the oracle only for batches the fast path takes
         else:
             old_score_batch(items, METRICS, columns, writer, shape)
         digest = writer.commit()

@@ -249,4 +249,4 @@ def test_the_api_key_never_reaches_the_cache_file_or_attempt_records(server: Fak
     for outcome in outcomes:
         assert SECRET not in repr(outcome)  # attempts, messages, details
     failure = outcomes[1]
-    assert isinstance(failure, LaneFailure) and "Incorrect API key provided: [redacted]" in failure.message
+    assert isinstance(failure, LaneFailure) and "Incorrect API key provided: <redacted>" in failure.message

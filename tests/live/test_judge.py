@@ -185,7 +185,7 @@ def test_a_missing_rubric_is_a_config_error(tmp_path: Path) -> None:
         _judge_all(_spec(server), tmp_path, [])
 
 
-def test_fingerprint_binds_model_rubric_prompt_and_scale_only(evals: Path) -> None:
+def test_fingerprint_binds_what_changes_the_answers_and_not_where_the_judge_is_served(evals: Path) -> None:
     base = LlmJudgeSpec.model_validate(
         {"type": "llm_judge", "rubric": "r.md", "scale": {"min": 1, "max": 5}, "base_url": "http://h/v1", "model": "a"}
     )
@@ -198,14 +198,30 @@ def test_fingerprint_binds_model_rubric_prompt_and_scale_only(evals: Path) -> No
         judge_fingerprint(base.model_copy(update={"prompt": base.prompt + "!"}), rubric),
         judge_fingerprint(base.model_copy(update={"system": "be strict"}), rubric),
         judge_fingerprint(base.model_copy(update={"scale": JudgeScale(min=1, max=10)}), rubric),
+        judge_fingerprint(base.model_copy(update={"temperature": 1.9}), rubric),
+        judge_fingerprint(base.model_copy(update={"temperature": 0.0}), rubric),
+        judge_fingerprint(base.model_copy(update={"max_tokens": 16}), rubric),
+        judge_fingerprint(base.model_copy(update={"top_p": 0.5}), rubric),
+        judge_fingerprint(base.model_copy(update={"seed": 7}), rubric),
+        judge_fingerprint(base.model_copy(update={"stop": ("x",)}), rubric),
+        judge_fingerprint(base.model_copy(update={"json_mode": True}), rubric),
+        judge_fingerprint(base.model_copy(update={"field": "answer"}), rubric),
+        judge_fingerprint(base.model_copy(update={"reference": "gold"}), rubric),
     ]
-    assert len({reference, *changed}) == 6
+    assert len({reference, *changed}) == 1 + len(changed)
+    moved = base.model_copy(update={"base_url": "http://other:8081/v1"})
     same = [
         judge_fingerprint(base.model_copy(update={"timeout": 5.0}), rubric),
-        judge_fingerprint(base.model_copy(update={"base_url": "http://other/v1"}), rubric),
+        judge_fingerprint(moved, rubric),
         judge_fingerprint(base.model_copy(update={"api_key_env": "OTHER_KEY"}), rubric),
+        judge_fingerprint(base.model_copy(update={"concurrency": 3, "rpm": 10.0}), rubric),
     ]
     assert set(same) == {reference}
+    # A gate approval is not bound to the endpoint either (a port change must not make it stale) ...
+    assert moved.fingerprint_payload() == base.fingerprint_payload()
+    # ... but to what the judge does.
+    warmer = base.model_copy(update={"temperature": 1.9})
+    assert warmer.fingerprint_payload() != base.fingerprint_payload()
 
 
 def test_llm_judge_is_a_metric_spec_that_refuses_sync_build(evals: Path) -> None:

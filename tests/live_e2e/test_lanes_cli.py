@@ -29,8 +29,8 @@ def test_chat_lane_and_judge_produce_scores_that_verify(project: LiveProject, se
     assert outputs[0] == {
         "id": "a",
         "line": 1,
-        "samples": [{"sample": 0, "output": "grade=5 all good"}],
-        "judges": {"quality": [{"label": 5, "rationale": "graded 5"}]},
+        "samples": [{"sample": 0, "output": "grade=5 all good", "attempts": 1}],
+        "judges": {"quality": [{"label": 5, "rationale": "graded 5", "attempts": 1}]},
     }
     verified = evalglass("verify", str(project.last_run()), cwd=project.root)
     assert verified.code == 0, verified.out + verified.err
@@ -164,6 +164,7 @@ def test_no_fault_becomes_zero(project: LiveProject, server: FakeOpenAI) -> None
                     "the task lane produced no output: "
                 ),
             },
+            "attempts": 3,
         }
     ]
     all_numbers = [n for row in scores.values() for score in row.values() for n in numbers_in(score)]
@@ -240,3 +241,37 @@ def test_config_errors_are_one_line(project: LiveProject) -> None:
     )
     result = project.run()
     assert result.code == 2 and "missing.md" in result.err and "Traceback" not in result.err
+
+
+def test_attempts_of_retried_calls_are_recorded_per_call_and_totalled_in_the_scorecard(
+    project: LiveProject, server: FakeOpenAI
+) -> None:
+    rows = [
+        {"id": "retried", "question": "[[behaviour:500,ok]] grade=4 after a retry"},
+        {"id": "failed", "question": "[[behaviour:500]] never"},
+        {"id": "plain", "question": "grade=5 at once"},
+    ]
+    project.write(rows, metrics={"echoed": {"type": "contains", "reference": "question"}, "quality": project.judge()})
+    first = project.run("--out", "first")
+    assert first.code == 0, first.err
+    outputs = [json.loads(line) for line in (project.root / "first" / "outputs.jsonl").read_text().splitlines()]
+    assert outputs[0]["samples"][0]["attempts"] == 2
+    assert (
+        outputs[1]["samples"][0]["attempts"] == 3 and outputs[1]["samples"][0]["error"]["code"] == "call_server_error"
+    )
+    assert outputs[2]["samples"][0]["attempts"] == 1
+    # The judge's prompt quotes the question, directive included: its first attempt fails too.
+    assert [row["judges"]["quality"][0]["attempts"] for row in (outputs[0], outputs[2])] == [2, 1]
+    card = json.loads(first.out)
+    # lane: 2 + 3 + 1 attempts for 3 calls; judges: 2 + 1 for 2 calls (the failed example has no output to judge)
+    assert card["calls"] == {"calls": 5, "attempts": 9, "retries": 4}
+    assert "evalglass: 5 calls, 4 retries" in first.err  # printed although --no-progress
+    # A second run replays the calls from the cache: the same attempts recorded, the same totals, byte for byte.
+    second = project.run("--out", "second")
+    assert second.code == 0, second.err
+    assert json.loads(second.out)["calls"] == card["calls"]
+    assert (project.root / "second" / "outputs.jsonl").read_bytes() == (
+        project.root / "first" / "outputs.jsonl"
+    ).read_bytes()
+    verified = evalglass("verify", "first", cwd=project.root)
+    assert verified.code == 0, verified.out + verified.err

@@ -229,6 +229,9 @@ def test_json_schema_file_problems_raise_metric_load_error(
     assert "\n" not in message
 
 
-def test_unresolvable_ref_is_an_error_not_a_zero() -> None:
-    schema = {"$ref": "#/$defs/missing"}
-    assert_unmeasured(measure({"type": "json_schema", "schema": schema}, "{}"), Status.ERROR, "schema_unusable")
+def test_unresolvable_ref_is_refused_before_scoring_not_a_zero() -> None:
+    # Issue 10: every $ref is resolved when the metric is built, so an unresolvable one is a setup error (it used
+    # to be a per-example schema_unusable error).
+    spec = parse_metric_spec({"type": "json_schema", "schema": {"$ref": "#/$defs/missing"}})
+    with pytest.raises(MetricLoadError, match=r"\$ref '#/\$defs/missing' does not resolve inside the schema"):
+        spec.build(Path("."))

@@ -7,17 +7,21 @@ dataset changes, the fingerprint no longer matches and the approval is stale rat
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
-from evalglass.core.fingerprint import fingerprint_of
+from evalglass.core.fingerprint import Fingerprint, fingerprint_of
+from evalglass.core.names import closest
 
 
 class BlockReason(StrEnum):
-    """Every reason an active gate can be blocked. Authority reasons come first, measurement reasons after."""
+    """Every reason code a gate's outcome carries. Authority reasons come first, measurement reasons after; every
+    member blocks the gate except ``below_threshold``, the one reason of a gate that failed (see :attr:`blocks`)."""
 
+    GATE_UNDECLARED = "gate_undeclared"
     POLICY_FORBIDDEN = "policy_forbidden"
     APPROVAL_UNBOUND = "approval_unbound"
     APPROVAL_STALE = "approval_stale"
@@ -25,11 +29,19 @@ class BlockReason(StrEnum):
     GOLD_STALE = "gold_stale"
     JUDGE_UNCALIBRATED = "judge_uncalibrated"
     CHECK_NOT_PASSED = "check_not_passed"
+    CHECK_UNBOUND = "check_unbound"
     NO_APPROVED_THRESHOLD = "no_approved_threshold"
     NO_MEASURED_VALUE = "no_measured_value"
     INCOMPLETE_MEASUREMENT = "incomplete_measurement"
     BELOW_MIN_N = "below_min_n"
     INTERVAL_UNDEFINED = "interval_undefined"
+    #: Not a block: the gate was validly measured and the compared value misses the approved threshold (FAIL).
+    BELOW_THRESHOLD = "below_threshold"
+
+    @property
+    def blocks(self) -> bool:
+        """Whether this reason makes a gate blocked (every reason but ``below_threshold``)."""
+        return self is not BlockReason.BELOW_THRESHOLD
 
 
 class Reason(BaseModel):
@@ -44,9 +56,21 @@ class GateApproval(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
-    active: bool = Field(description="Only an active gate can pass, fail or block; otherwise it is evidence only.")
-    threshold: float | None = Field(default=None, description="The approved threshold the gate compares with.")
-    fingerprint: str | None = Field(
+    active: StrictBool = Field(
+        description="Only an active gate can pass, fail or block; otherwise it is evidence only."
+    )
+    threshold: float | None = Field(
+        default=None,
+        strict=True,
+        allow_inf_nan=False,
+        description="The approved threshold the gate compares with: a finite number inside the metric's scale.",
+    )
+    require_binding: StrictBool = Field(
+        default=False,
+        description="Check gates only: block unless the check ran bound to the state its gate expects "
+        "(`expect_state`); an unbound PASS then blocks (check_unbound) instead of passing with a note.",
+    )
+    fingerprint: Fingerprint | None = Field(
         default=None, description="Fingerprint of the gate + metric definition this approval is bound to."
     )
     definition: dict[str, Any] | None = Field(
@@ -76,8 +100,8 @@ class DatasetValidation(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
-    validated_gold: bool
-    fingerprint: str | None = Field(default=None, description="Fingerprint of the dataset file's bytes.")
+    validated_gold: StrictBool
+    fingerprint: Fingerprint | None = Field(default=None, description="Fingerprint of the dataset file's bytes.")
     validated_by: str | None = None
     validated_on: str | None = None
     note: str | None = None
@@ -86,7 +110,7 @@ class DatasetValidation(BaseModel):
 class Policy(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
-    forbid_all_gating: bool = Field(default=False, description="Freeze: every active gate blocks.")
+    forbid_all_gating: StrictBool = Field(default=False, description="Freeze: every active gate blocks.")
     forbid_gates: tuple[str, ...] = Field(default=(), description="Gates that may not gate, by name.")
 
 
@@ -100,7 +124,11 @@ class JudgeRequirement(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     min_agreement: float = Field(
-        ge=0, le=1, description="Lowest acceptable lower bound of the judge's agreement with human labels."
+        ge=0,
+        le=1,
+        strict=True,
+        allow_inf_nan=False,
+        description="Lowest acceptable lower bound of the judge's agreement with human labels.",
     )
     approved_by: str | None = None
     approved_on: str | None = None
@@ -139,7 +167,10 @@ class CalibrationRecord(BaseModel):
 
     schema_version: Literal["evalglass.calibration/1"] = "evalglass.calibration/1"
     judge: str = Field(description="The llm_judge metric's name.")
-    judge_fingerprint: str = Field(description="Model, rubric bytes, prompt templates and scale, hashed.")
+    judge_fingerprint: str = Field(
+        description="What changes the judge's answers, hashed: model, rubric bytes, prompt templates, scale, sampling "
+        "parameters, field, reference and answer parser."
+    )
     created_at: str
     tool_version: str
     model: str
@@ -202,10 +233,11 @@ class Authority(BaseModel):
     active: bool
     threshold: float | None = None
     reasons: tuple[Reason, ...] = ()
+    require_binding: bool = Field(default=False, description="Check gates: an unbound result blocks.")
 
     @model_validator(mode="after")
     def _inactive_has_no_reasons(self) -> Authority:
-        if not self.active and (self.reasons or self.threshold is not None):
+        if not self.active and (self.reasons or self.threshold is not None or self.require_binding):
             raise ValueError("an inactive gate carries no threshold and no blocking reasons")
         return self
 
@@ -251,7 +283,56 @@ def resolve_authority(gate: GateIdentity, ledger: Ledger) -> Authority:
             )
         )
     threshold = approval.threshold if gate.needs_threshold else None
-    return Authority(active=True, threshold=threshold, reasons=tuple(reasons))
+    return Authority(active=True, threshold=threshold, reasons=tuple(reasons), require_binding=approval.require_binding)
+
+
+def declared_gate_authority(
+    ledger: Ledger,
+    *,
+    name: str,
+    fingerprint: str,
+    check: bool,
+    dataset: str,
+    dataset_fingerprint: str,
+    uses_reference: bool,
+    judge: JudgeStanding | None = None,
+) -> Authority:
+    """What the ledger says about one declared gate. The run, ``verify`` and the readers of a run all ask here."""
+    return resolve_authority(
+        GateIdentity(
+            name=name,
+            fingerprint=fingerprint,
+            dataset=dataset,
+            dataset_fingerprint=dataset_fingerprint,
+            needs_gold=uses_reference and not check,
+            needs_threshold=not check,
+            judge=None if check else judge,
+        ),
+        ledger,
+    )
+
+
+def undeclared_active_gates(ledger: Ledger, declared: Collection[str]) -> list[str]:
+    """Gates the ledger activates that the config does not declare, in ledger order.
+
+    Renaming or deleting a gate in the config (a file any pull request may edit) must not make an approved gate
+    disappear: each of these blocks the run until the host retires it (``active: false``) or the config declares
+    it again.
+    """
+    return [name for name, approval in ledger.gates.items() if approval.active and name not in declared]
+
+
+def undeclared_reason(name: str, declared: Collection[str], where: str | None) -> Reason:
+    at = f" ({where})" if where else ""
+    match = closest(name, declared)
+    hint = f" (did you mean '{match}'?)" if match is not None else ""
+    return Reason(
+        code=BlockReason.GATE_UNDECLARED,
+        message=(
+            f"the ledger activates gate '{name}'{at}, but the config declares no gate of that name{hint}; "
+            "declare it again, or retire it in the ledger with `active: false`"
+        ),
+    )
 
 
 def _gold_reasons(gate: GateIdentity, validation: DatasetValidation | None) -> list[Reason]:
@@ -296,7 +377,8 @@ def _judge_reasons(judge: JudgeStanding, requirement: JudgeRequirement | None) -
     elif record.judge_fingerprint != judge.fingerprint:
         reasons.append(
             f"the calibration of judge '{name}' is stale: it describes judge {record.judge_fingerprint[:12]}…, but "
-            f"the rubric, model, prompt or scale changed (now {judge.fingerprint[:12]}…); {calibrate} again"
+            f"the rubric, model, prompt, scale, sampling parameters, field or reference changed "
+            f"(now {judge.fingerprint[:12]}…); {calibrate} again"
         )
     elif requirement is not None:
         low = record.agreement_interval.low

@@ -30,13 +30,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from evalglass.core.exitcodes import ExitCode
 from evalglass.core.fingerprint import fingerprint_of
 from evalglass.core.score import Diagnostic, Score, Status, Validity
 
 __all__ = [
     "CHECK_EXIT_CODES",
     "DEFAULT_POLICY_ID",
-    "EXIT_CHECK_NOT_RUN",
     "REPAIRS",
     "BindingStatus",
     "CheckGateOutcome",
@@ -80,17 +80,16 @@ REPAIRS: Mapping[CheckOutcome, Repair] = MappingProxyType(
     }
 )
 
-#: Exit codes of a standalone ``evalglass check`` run. 2 is not here on purpose: it means the run could not
-#: happen at all (bad configuration), which is not an outcome of any check.
+#: Exit codes of a standalone ``evalglass check`` run. ``ExitCode.SETUP`` (2) is not here on purpose: it means the
+#: run could not happen at all (bad configuration), which is not an outcome of any check.
 CHECK_EXIT_CODES: Mapping[CheckOutcome, int] = MappingProxyType(
     {
-        CheckOutcome.PASS: 0,
-        CheckOutcome.FAIL: 1,
-        CheckOutcome.INCONCLUSIVE: 3,
-        CheckOutcome.ERROR: 4,
+        CheckOutcome.PASS: int(ExitCode.OK),
+        CheckOutcome.FAIL: int(ExitCode.FAILED),
+        CheckOutcome.INCONCLUSIVE: int(ExitCode.CHECK_INCONCLUSIVE),
+        CheckOutcome.ERROR: int(ExitCode.CHECK_ERROR),
     }
 )
-EXIT_CHECK_NOT_RUN = 2
 
 #: Severity order used to combine several checks into one standalone exit code: the worst outcome wins.
 _SEVERITY: Mapping[CheckOutcome, int] = MappingProxyType(

@@ -13,11 +13,17 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from evalglass.core.authority import GateIdentity, JudgeStanding, Ledger, resolve_authority
+from evalglass.core.authority import (
+    JudgeStanding,
+    Ledger,
+    declared_gate_authority,
+    undeclared_active_gates,
+    undeclared_reason,
+)
 from evalglass.core.checks import CheckResult
 from evalglass.core.columns import SCORED_VALID, ScoreColumn
 from evalglass.core.estimate import Estimate, IntervalSpec, ScaleSpec, Sensitivity
-from evalglass.core.gates import GateResult, GateRule, GateSpec, evaluate_check_gate, evaluate_gate
+from evalglass.core.gates import GateResult, GateRule, GateSpec, Outcome, evaluate_check_gate, evaluate_gate
 from evalglass.core.population import Population, population_of
 from evalglass.core.reduce import reduce_column
 from evalglass.core.scorecard import MetricSummary
@@ -166,9 +172,11 @@ def decide_run(
     dataset_fingerprint: str,
     shape: RunShape,
     judges: Mapping[str, JudgeStanding] | None = None,
+    ledger_where: Mapping[str, str] | None = None,
 ) -> tuple[tuple[MetricSummary, ...], VerdictPayload]:
     """``judges`` holds, per llm_judge metric, its fingerprint and calibration record as the run found them (the
-    engine reads the files; a run record snapshots them so ``verify`` decides on exactly the same evidence)."""
+    engine reads the files; a run record snapshots them so ``verify`` decides on exactly the same evidence).
+    ``ledger_where`` names, per gate the ledger lists, its ``file:line``, for the messages that point at it."""
     measured = {metric.name: measure(metric, shape) for metric in metrics}
     standings = judges or {}
     results: list[GateResult] = []
@@ -181,7 +189,27 @@ def decide_run(
                     gate, measured, ledger, dataset_name, dataset_fingerprint, standings.get(gate.spec.subject)
                 )
             )
+    results.extend(undeclared_results(ledger, [gate.name for gate in gates], ledger_where or {}))
     return tuple(item.summary for item in measured.values()), VerdictPayload.decide(results)
+
+
+def undeclared_results(ledger: Ledger, declared: list[str], where: Mapping[str, str]) -> list[GateResult]:
+    """A blocked gate for every gate the ledger activates and the config does not declare (``gate_undeclared``)."""
+    results: list[GateResult] = []
+    for name in undeclared_active_gates(ledger, declared):
+        approval = ledger.gates[name]
+        results.append(
+            GateResult(
+                name=name,
+                subject=name,
+                active=True,
+                outcome=Outcome.BLOCKED,
+                reasons=(undeclared_reason(name, declared, where.get(name)),),
+                threshold=approval.threshold,
+                fingerprint=approval.fingerprint or "",
+            )
+        )
+    return results
 
 
 def _decide_metric_gate(
@@ -194,16 +222,15 @@ def _decide_metric_gate(
 ) -> GateResult:
     item = measured[gate.spec.subject]
     summary = item.summary
-    authority = resolve_authority(
-        GateIdentity(
-            name=gate.name,
-            fingerprint=gate.fingerprint,
-            dataset=dataset_name,
-            dataset_fingerprint=dataset_fingerprint,
-            needs_gold=summary.uses_reference,
-            judge=judge,
-        ),
+    authority = declared_gate_authority(
         ledger,
+        name=gate.name,
+        fingerprint=gate.fingerprint,
+        check=False,
+        dataset=dataset_name,
+        dataset_fingerprint=dataset_fingerprint,
+        uses_reference=summary.uses_reference,
+        judge=judge,
     )
     bound: Interval | None = None
     advice: int | None = None
@@ -264,15 +291,13 @@ def _advice(spec: GateSpec, item: Measured, bound: Interval | None, threshold: f
 def _decide_check_gate(gate: GateInput, ledger: Ledger, dataset_name: str, dataset_fingerprint: str) -> GateResult:
     if gate.check_result is None:
         raise ValueError(f"gate '{gate.name}' decides on check '{gate.spec.check}', but no result was recorded")
-    authority = resolve_authority(
-        GateIdentity(
-            name=gate.name,
-            fingerprint=gate.fingerprint,
-            dataset=dataset_name,
-            dataset_fingerprint=dataset_fingerprint,
-            needs_gold=False,
-            needs_threshold=False,
-        ),
+    authority = declared_gate_authority(
         ledger,
+        name=gate.name,
+        fingerprint=gate.fingerprint,
+        check=True,
+        dataset=dataset_name,
+        dataset_fingerprint=dataset_fingerprint,
+        uses_reference=False,
     )
     return evaluate_check_gate(gate.name, gate.spec, gate.fingerprint, authority, gate.check_result)

@@ -23,6 +23,11 @@ class Example:
     output: Any
     sample: int = 0
 
+    @property
+    def record(self) -> Mapping[str, Any]:
+        """The dataset record (``fields``), under the name host functions receive it by (``record``)."""
+        return self.fields
+
 
 @dataclass(frozen=True, slots=True)
 class ExampleBatch:

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evalglass.core.authority import Authority, BlockReason, Reason
-from evalglass.core.checks import CheckOutcome, CheckResult
+from evalglass.core.checks import BindingStatus, CheckOutcome, CheckResult
 from evalglass.core.estimate import Estimate
 from evalglass.core.population import Population
 from evalglass.core.score import Status, Validity
@@ -140,6 +140,9 @@ class GateResult(BaseModel):
     active: bool
     outcome: Outcome
     reasons: tuple[Reason, ...] = ()
+    notes: tuple[str, ...] = Field(
+        default=(), description="What a reader must know about a pass or fail that is not a reason to block it."
+    )
     value: float | None = Field(default=None, description="The metric's point value, when one exists.")
     compared: float | None = Field(default=None, description="The number the rule compared with the threshold.")
     threshold: float | None = Field(default=None, description="The approved threshold, from the ledger.")
@@ -161,10 +164,13 @@ class GateResult(BaseModel):
             if self.outcome is not Outcome.INFORMATIONAL or self.reasons:
                 raise ValueError(f"gate {self.name}: an inactive gate is informational and has no reasons")
             return self
-        if self.reasons:
-            if self.outcome is not Outcome.BLOCKED:
-                raise ValueError(f"gate {self.name}: a gate with blocking reasons must be blocked")
+        blocking = [reason for reason in self.reasons if reason.code.blocks]
+        if blocking:
+            if self.outcome is not Outcome.BLOCKED or len(blocking) != len(self.reasons):
+                raise ValueError(f"gate {self.name}: a gate with blocking reasons is blocked, with no other reason")
             return self
+        if self.reasons and (self.outcome is not Outcome.FAIL or len(self.reasons) != 1):
+            raise ValueError(f"gate {self.name}: only a failing gate says below_threshold, once")
         if self.outcome not in (Outcome.PASS, Outcome.FAIL):
             raise ValueError(f"gate {self.name}: an active, unblocked gate must pass or fail")
         if self.compared is None or self.threshold is None:
@@ -261,8 +267,30 @@ def evaluate_gate(
             outcome=Outcome.BLOCKED, reasons=tuple(reasons), threshold=authority.threshold, compared=compared, **common
         )
     assert compared is not None and authority.threshold is not None  # guaranteed by the reasons above
-    outcome = Outcome.PASS if meets(compared, authority.threshold, spec.direction) else Outcome.FAIL
-    return GateResult(outcome=outcome, threshold=authority.threshold, compared=compared, **common)
+    if meets(compared, authority.threshold, spec.direction):
+        return GateResult(outcome=Outcome.PASS, threshold=authority.threshold, compared=compared, **common)
+    what = "the value" if not lower else f"the {spec.level:.0%} {_side(spec.direction)} confidence bound"
+    return GateResult(
+        outcome=Outcome.FAIL,
+        reasons=(_below_threshold(f"{what} {compared:.6g}", authority.threshold, spec.direction),),
+        threshold=authority.threshold,
+        compared=compared,
+        **common,
+    )
+
+
+def _side(direction: Direction) -> str:
+    return "lower" if direction is Direction.HIGHER_IS_BETTER else "upper"
+
+
+def _below_threshold(what: str, threshold: float, direction: Direction) -> Reason:
+    """The reason of a failing gate: what was compared, and the approved threshold it misses."""
+    relation = "below" if direction is Direction.HIGHER_IS_BETTER else "above"
+    sign = "≥" if direction is Direction.HIGHER_IS_BETTER else "≤"
+    return Reason(
+        code=BlockReason.BELOW_THRESHOLD,
+        message=f"{what} is {relation} the approved threshold (needs {sign} {threshold:.6g})",
+    )
 
 
 def evaluate_check_gate(
@@ -290,8 +318,40 @@ def evaluate_check_gate(
                 message=f"check '{spec.subject}' ended {result.outcome.value}{why}: {result.repair.value}",
             )
         )
+    notes: tuple[str, ...] = ()
+    if result.binding is BindingStatus.UNBOUND and measured is not None:
+        if authority.require_binding:
+            reasons.append(
+                Reason(
+                    code=BlockReason.CHECK_UNBOUND,
+                    message=(
+                        f"check '{spec.subject}' ran unbound (the gate names no expect_state) and the ledger requires "
+                        "a binding; add `expect_state:` to the gate with the state `evalglass check` prints"
+                    ),
+                )
+            )
+        else:
+            notes = (UNBOUND_NOTE.format(check=spec.subject, outcome=result.outcome.value),)
     if reasons:
         return GateResult(outcome=Outcome.BLOCKED, reasons=tuple(reasons), value=measured, compared=measured, **common)
     assert measured is not None
-    outcome = Outcome.PASS if measured >= CHECK_THRESHOLD else Outcome.FAIL
-    return GateResult(outcome=outcome, value=measured, compared=measured, threshold=CHECK_THRESHOLD, **common)
+    if measured >= CHECK_THRESHOLD:
+        return GateResult(
+            outcome=Outcome.PASS, notes=notes, value=measured, compared=measured, threshold=CHECK_THRESHOLD, **common
+        )
+    return GateResult(
+        outcome=Outcome.FAIL,
+        reasons=(_below_threshold(f"check '{spec.subject}' ended FAIL (0.0)", CHECK_THRESHOLD, spec.direction),),
+        notes=notes,
+        value=measured,
+        compared=measured,
+        threshold=CHECK_THRESHOLD,
+        **common,
+    )
+
+
+#: An unbound check says only that the checker accepted whatever its target held when it ran.
+UNBOUND_NOTE = (
+    "unbound: check '{check}' ended {outcome} against whatever state its target had; no expect_state ties this "
+    "result to an approved state"
+)

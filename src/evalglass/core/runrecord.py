@@ -24,11 +24,19 @@ class RunRecord(BaseModel):
     tool_version: str
     config_path: str
     config_fingerprint: str = Field(description="SHA-256 of the config file's bytes as read.")
+    config_source: str | None = Field(
+        default=None, description="The config file's text as read: it hashes to config_fingerprint (verify checks)."
+    )
     config: dict[str, Any] = Field(
         description="The validated config as declared (unset defaults omitted; gate fingerprints pin semantics)."
     )
     ledger_path: str
     ledger_fingerprint: str = Field(description="SHA-256 of the ledger file's bytes as read.")
+    ledger_source: str | None = Field(
+        default=None,
+        description="The ledger file's text as read: it hashes to ledger_fingerprint, and the ledger snapshot is "
+        "what it parses to (verify checks both).",
+    )
     ledger: Ledger = Field(description="The ledger as the run read it; the tool never writes the ledger file.")
     dataset: DatasetSummary
     gate_fingerprints: dict[str, str]

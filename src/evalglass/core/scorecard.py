@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from collections.abc import Mapping
+from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evalglass.core.checks import BindingStatus, CheckOutcome, CheckReason, CheckResult, Repair
 from evalglass.core.estimate import Estimate
@@ -24,6 +25,10 @@ class MetricSummary(BaseModel):
     uses_reference: bool
     estimate: Estimate | None = Field(description="None when no score was measured (nothing included).")
     population: Population
+
+
+#: How many malformed dataset lines a summary names by line (the rest are counted, and each is in scores.jsonl).
+MALFORMED_SHOWN = 5
 
 
 class OutputsSummary(BaseModel):
@@ -56,6 +61,12 @@ class DatasetSummary(BaseModel):
     def gold(self) -> str:
         """The fingerprint gold is checked against (a run record from before gold fingerprints: the file's)."""
         return self.gold_fingerprint if self.gold_fingerprint is not None else self.fingerprint
+
+    first_malformed: tuple[int, ...] = Field(
+        default=(),
+        max_length=MALFORMED_SHOWN,
+        description=f"Line numbers of the first (at most {MALFORMED_SHOWN}) malformed lines, for the summary.",
+    )
 
 
 class CheckSummary(BaseModel):
@@ -96,6 +107,44 @@ class CheckSummary(BaseModel):
         )
 
 
+class CallTotals(BaseModel):
+    """The calls of a live run that retry (chat lanes, judges): how many, and how many attempts they took. Counted
+    from ``outputs.jsonl`` (a cached call counts the attempts it took when it was made), so a resumed run and
+    ``evalglass verify`` arrive at the same numbers."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    calls: int = Field(ge=0)
+    attempts: int = Field(ge=0)
+    retries: int = Field(default=0, ge=0, description="attempts - calls: attempts after a call's first.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derive_retries(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and "retries" not in data and {"calls", "attempts"} <= set(data):
+            return {**data, "retries": data["attempts"] - data["calls"]}
+        return data
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CallTotals:
+        if self.retries != self.attempts - self.calls:
+            raise ValueError(f"retries {self.retries} is not attempts {self.attempts} - calls {self.calls}")
+        return self
+
+
+def count_call_attempts(row: Mapping[str, Any]) -> tuple[int, int]:
+    """(calls, attempts) recorded in one ``outputs.jsonl`` row: every sample and judge entry with ``attempts``."""
+    calls = attempts = 0
+    entries: list[Any] = list(row.get("samples") or ())
+    for notes in (row.get("judges") or {}).values():
+        entries.extend(notes)
+    for entry in entries:
+        if isinstance(entry, Mapping) and type(entry.get("attempts")) is int:
+            calls += 1
+            attempts += entry["attempts"]
+    return calls, attempts
+
+
 class Scorecard(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
@@ -108,6 +157,9 @@ class Scorecard(BaseModel):
     metrics: tuple[MetricSummary, ...]
     checks: tuple[CheckSummary, ...] = Field(default=(), description="Standalone checks run with this run.")
     usage: tuple[TokenUsage, ...] = Field(default=(), description="Tokens (and cost) per lane and judge (live runs).")
+    calls: CallTotals | None = Field(
+        default=None, description="Live runs: calls that retry (chat lanes, judges) and the attempts they took."
+    )
 
     def metric(self, name: str) -> MetricSummary | None:
         return next((item for item in self.metrics if item.name == name), None)

@@ -10,6 +10,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from evalglass.core.exitcodes import ExitCode
 from evalglass.core.gates import GateResult, Outcome
 
 PRECEDENCE: dict[Outcome, int] = {
@@ -20,14 +21,11 @@ PRECEDENCE: dict[Outcome, int] = {
 }
 
 EXIT_CODES: dict[Outcome, int] = {
-    Outcome.INFORMATIONAL: 0,
-    Outcome.PASS: 0,
-    Outcome.FAIL: 1,
-    Outcome.BLOCKED: 1,
+    Outcome.INFORMATIONAL: int(ExitCode.OK),
+    Outcome.PASS: int(ExitCode.OK),
+    Outcome.FAIL: int(ExitCode.FAILED),
+    Outcome.BLOCKED: int(ExitCode.FAILED),
 }
-
-#: A run that could not complete (bad config, unreadable dataset, internal crash): no quality verdict exists.
-EXIT_SETUP_ERROR = 2
 
 MEANINGS: dict[Outcome, str] = {
     Outcome.INFORMATIONAL: (

@@ -1,4 +1,7 @@
-"""Writing and reading a run's folder. Every file is written atomically (temporary name, then rename), mode 0600.
+"""Writing and reading a run's folder. Every file is written atomically (a private partial file, then a rename),
+mode 0600 (see :mod:`evalglass.engine.runfolder`); every file is read as exact JSON (see
+:mod:`evalglass.engine.jsonsource`), so a repeated key or an out-of-range integer in an artifact is refused, not
+read one way here and another way elsewhere.
 
 `evalglass view` comes through here, so the modules only some commands need (the run record, the score columns
 and numpy behind them) are imported where they are used.
@@ -18,9 +21,13 @@ from typing import IO, TYPE_CHECKING, Any
 import orjson
 from pydantic import BaseModel, ValidationError
 
+from evalglass import redaction
 from evalglass.core.fingerprint import PREFIX
 from evalglass.core.score import Score, ScoreContractError
 from evalglass.core.scorecard import Scorecard
+from evalglass.engine import jsonsource
+from evalglass.engine.runfolder import open_private
+from evalglass.engine.userfiles import open_regular, read_regular, unreadable
 from evalglass.errors import SetupError
 
 if TYPE_CHECKING:
@@ -33,14 +40,14 @@ REPORT_FILE = "report.md"
 CHECKS_FILE = "checks.jsonl"
 #: Where the folder of the last finished run is recorded (relative to the working directory).
 LAST_RUN_POINTER = Path(".evalglass") / "last-run"
-FILE_MODE = 0o600
-DIR_MODE = 0o700
+#: What to do about an artifact that cannot be loaded as written.
+REGENERATE = "the file was edited or corrupted; rerun `evalglass run` to regenerate it"
+NOT_A_RUN = "point at a run folder written by `evalglass run`"
 
 
 def write_atomic(path: Path, data: bytes) -> None:
     """Readers see the old file or the new one, never half of one."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+    tmp, fd = open_private(path)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -54,7 +61,19 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 
 def write_model(path: Path, model: BaseModel) -> None:
-    write_atomic(path, orjson.dumps(model.model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n")
+    """A model as indented JSON, with every secret of the environment redacted (see ``evalglass.redaction``)."""
+    write_atomic(path, redaction.current().json_bytes(model_bytes(model.model_dump(mode="json"))))
+
+
+def model_bytes(document: Any) -> bytes:
+    """The exact bytes an artifact holding ``document`` (a model dumped to JSON values) is written as (before
+    redaction, which leaves a document without secrets unchanged)."""
+    return orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def write_text(path: Path, text: str) -> None:
+    """A text artifact (the Markdown report), with every secret of the environment redacted."""
+    write_atomic(path, redaction.current().text_bytes(text.encode()))
 
 
 def score_to_json(result: float | Score) -> Any:
@@ -79,10 +98,11 @@ class ScoresWriter:
         from evalglass.core.runrecord import SCORES_FILE
 
         self.final = folder / SCORES_FILE
-        self.partial = folder / f".{SCORES_FILE}.partial"
-        fd = os.open(self.partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+        self.partial, fd = open_private(self.final)
         self._handle: IO[bytes] = os.fdopen(fd, "wb", buffering=1 << 20)
         self._hash = hashlib.sha256()
+        # Diagnostics quote outputs, exceptions and command output: the last line of defence before the disk.
+        self._redactor = redaction.current()
 
     def write_block(
         self, ids: list[str], lines: list[int], scores: dict[str, list[Any]], clusters: list[str | None] | None
@@ -95,7 +115,7 @@ class ScoresWriter:
         block: dict[str, Any] = {"ids": ids, "lines": lines, "scores": scores}
         if clusters is not None:
             block["clusters"] = clusters
-        data = orjson.dumps(block, option=orjson.OPT_APPEND_NEWLINE)
+        data = self._redactor.json_bytes(orjson.dumps(block, option=orjson.OPT_APPEND_NEWLINE))
         self._hash.update(data)
         self._handle.write(data)
 
@@ -107,21 +127,35 @@ class ScoresWriter:
         return PREFIX + self._hash.hexdigest()
 
     def abort(self) -> None:
-        self._handle.close()
+        with contextlib.suppress(OSError):  # closing flushes, which fails again on a full disk
+            self._handle.close()
         with contextlib.suppress(FileNotFoundError):
             self.partial.unlink()
 
 
-def load_json_model(path: Path, model: type[Any], what: str) -> Any:
-    """Load and validate an artifact; a file that fails its own rules is refused, never repaired."""
+def run_folder(path: Path) -> Path:
+    """``path`` when it is a folder; one line saying what it is otherwise (a file, nothing)."""
+    if not path.is_dir():
+        what = "a file" if path.exists() else "not there"
+        raise SetupError(f"not a run folder: {what}", where=str(path), fix=NOT_A_RUN)
+    return path
+
+
+def load_json(path: Path, what: str) -> Any:
+    """An artifact's JSON, read exactly; every way that fails (missing, a folder, unreadable, not JSON, a repeated
+    key, an integer beyond 64 bits) is one line naming the file."""
+    raw = read_regular(path, what=what, missing_fix=NOT_A_RUN)
     try:
-        data = orjson.loads(path.read_bytes())
-    except FileNotFoundError:
-        raise SetupError(
-            f"{what} not found", where=str(path), fix="point at a run folder written by `evalglass run`"
-        ) from None
+        return jsonsource.loads(raw)
+    except jsonsource.JsonRefused as exc:
+        raise SetupError(f"{what} is refused: {exc}", where=str(path), fix=REGENERATE) from None
     except orjson.JSONDecodeError as exc:
         raise SetupError(f"{what} is not valid JSON ({exc})", where=str(path)) from None
+
+
+def load_json_model(path: Path, model: type[Any], what: str) -> Any:
+    """Load and validate an artifact; a file that fails its own rules is refused, never repaired."""
+    data = load_json(path, what)
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -130,7 +164,7 @@ def load_json_model(path: Path, model: type[Any], what: str) -> Any:
         raise SetupError(
             f"{what} fails its own rules at {loc}: {str(first['msg']).removeprefix('Value error, ')}",
             where=str(path),
-            fix="the file was edited or corrupted; rerun `evalglass run` to regenerate it",
+            fix=REGENERATE,
         ) from None
 
 
@@ -150,11 +184,11 @@ def score_rows(path: Path) -> Iterator[dict[str, Any]]:
     """Each example of a scores file as its own row: ``{"id", "line", "scores": {metric: entry}}`` (plus
     ``"cluster"`` in a clustered run), for readers that want one example at a time. Not validated: see
     :func:`load_columns`."""
-    with path.open("rb") as handle:
+    with open_regular(path, what="scores file", missing_fix=NOT_A_RUN, buffering=-1) as handle:
         for raw in handle:
             if not raw.strip():
                 continue
-            block = orjson.loads(raw)
+            block = jsonsource.loads(raw)
             clusters = block.get("clusters")
             for index, (example_id, line) in enumerate(zip(block["ids"], block["lines"], strict=True)):
                 row: dict[str, Any] = {
@@ -190,12 +224,8 @@ def load_columns(path: Path, metric_names: list[str], *, samples: bool, clustere
     example_of_row: array[int] | None = array("q") if samples else None
     cluster_ids: array[int] | None = array("q") if clustered else None
     cluster_keys: dict[str, int] = {}
-    try:
-        handle = path.open("rb")
-    except FileNotFoundError:
-        raise SetupError("scores file not found", where=str(path)) from None
-    with handle:
-        for number, raw in enumerate(handle, start=1):
+    with open_regular(path, what="scores file", missing_fix=NOT_A_RUN, buffering=-1) as handle:
+        for number, raw in enumerate(_read_lines(handle, path), start=1):
             digest.update(raw)
             if not raw.strip():
                 continue
@@ -228,11 +258,20 @@ def load_columns(path: Path, metric_names: list[str], *, samples: bool, clustere
     return LoadedScores(columns, examples, PREFIX + digest.hexdigest(), example_of_row, cluster_ids)
 
 
+def _read_lines(handle: IO[bytes], path: Path) -> Iterator[bytes]:
+    try:
+        yield from handle
+    except OSError as exc:
+        raise unreadable(path, "scores file", exc) from None
+
+
 def _block(raw: bytes, where: str, clustered: bool) -> tuple[list[Any], dict[str, Any], list[Any]]:
     """A block's ids, scores and clusters (one per id), or the error naming the line that is not a block."""
     try:
-        block = orjson.loads(raw)
+        block = jsonsource.loads(raw)
         ids, lines, scores = block["ids"], block["lines"], block["scores"]
+    except jsonsource.JsonRefused as exc:
+        raise SetupError(f"scores line is refused: {exc}", where=where, fix=REGENERATE) from None
     except (orjson.JSONDecodeError, KeyError, TypeError):
         raise SetupError("scores line is not a block of recorded examples", where=where) from None
     clusters = block.get("clusters", [None] * len(ids)) if clustered else []

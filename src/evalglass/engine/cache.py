@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from evalglass.engine.runfolder import make_dirs
+
 if TYPE_CHECKING:
     import sqlite3
 
@@ -124,7 +126,7 @@ class CallCache:
 def _open(path: Path, busy_timeout: float) -> sqlite3.Connection:
     import sqlite3  # only live runs open the cache; a recorded run imports this module for CacheMode alone
 
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(path.parent)
     db = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
     try:
         db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")

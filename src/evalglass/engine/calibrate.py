@@ -10,20 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-import orjson
 from pydantic import ValidationError
 
 from evalglass import __version__
 from evalglass.core.authority import AgreementInterval, CalibrationRecord, JudgeStanding
 from evalglass.core.calibration import CalibrationError
-from evalglass.engine.artifacts import DIR_MODE, write_model
+from evalglass.engine import jsonsource
+from evalglass.engine.artifacts import write_model
 from evalglass.engine.cache import CacheMode
 from evalglass.engine.config import LoadedConfig, load_config
+from evalglass.engine.runfolder import make_dirs, writing
+from evalglass.engine.userfiles import read_regular
 from evalglass.errors import SetupError
 from evalglass.metrics.llm_judge import LlmJudgeSpec, judge_fingerprint
 
@@ -37,11 +38,11 @@ def calibration_path(base_dir: Path, name: str) -> Path:
 def load_calibration(base_dir: Path, name: str) -> CalibrationRecord | None:
     """The record for judge ``name``, or None when there is none. A record that breaks its rules is refused."""
     path = calibration_path(base_dir, name)
-    try:
-        data = orjson.loads(path.read_bytes())
-    except FileNotFoundError:
+    if not path.exists():
         return None
-    except orjson.JSONDecodeError as exc:
+    try:
+        data = jsonsource.loads(read_regular(path, what="calibration record"))
+    except ValueError as exc:  # not JSON, or JSON a fast reader would read differently (jsonsource)
         raise SetupError(
             f"calibration record is not valid JSON ({exc})",
             where=str(path),
@@ -62,14 +63,12 @@ def load_calibration(base_dir: Path, name: str) -> CalibrationRecord | None:
 
 def current_fingerprint(spec: LlmJudgeSpec, base_dir: Path, name: str) -> str:
     path = (base_dir / spec.rubric).resolve()
-    try:
-        return judge_fingerprint(spec, path.read_bytes())
-    except OSError as exc:
-        raise SetupError(
-            f"metric '{name}': cannot read rubric {spec.rubric} ({exc.strerror})",
-            where=str(path),
-            fix="fix `rubric:` (relative to the config's folder)",
-        ) from None
+    return judge_fingerprint(
+        spec,
+        read_regular(
+            path, what=f"rubric of metric '{name}'", missing_fix="fix `rubric:` (relative to the config's folder)"
+        ),
+    )
 
 
 def judge_standings(loaded: LoadedConfig) -> dict[str, JudgeStanding]:
@@ -115,7 +114,7 @@ def calibrate_command(
         raise SetupError(str(exc), fix="see docs/calibrating-a-judge.md for the labels file format") from None
     if not labelled:
         raise SetupError("the labels file has no labelled example", where=str(labels))
-    labels_sha = "sha256:" + hashlib.sha256(labels.read_bytes()).hexdigest()
+    labels_sha = "sha256:" + hashlib.sha256(read_regular(labels, what="labels file")).hexdigest()
     from evalglass.engine.liverun import calibrate_with_judge
 
     try:
@@ -152,20 +151,23 @@ def calibrate_command(
         ordinal=calibration.ordinal,
     )
     path = calibration_path(loaded.base_dir, name)
-    path.parent.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
-    write_model(path, record)
-    os.chmod(path, 0o600)
+    with writing(path.parent):
+        make_dirs(path.parent)
+        write_model(path, record)
     return CalibrationOutcome(record=record, path=path, results=results)
 
 
 def describe(record: CalibrationRecord, path: Path) -> str:
     """The record for a terminal: the numbers, how to read them, and what the ledger needs."""
     interval = record.agreement_interval
-    width = max(len(str(category)) for category in record.categories)
-    width = max(width, 5)
-    header = "human \\ judge".ljust(width + 2) + " ".join(str(c).rjust(width) for c in record.categories)
+    corner = "human \\ judge"
+    # One width for the label column (the corner or the longest category) and one for the count columns (the
+    # longest category or count), so every row lines up under the header.
+    label_width = max(len(corner), *(len(str(category)) for category in record.categories))
+    width = max(5, *(len(str(item)) for item in (*record.categories, *(n for row in record.confusion for n in row))))
+    header = corner.ljust(label_width) + "  " + " ".join(str(c).rjust(width) for c in record.categories)
     rows = [
-        str(category).ljust(width + 2) + " ".join(str(count).rjust(width) for count in row)
+        str(category).ljust(label_width) + "  " + " ".join(str(count).rjust(width) for count in row)
         for category, row in zip(record.categories, record.confusion, strict=True)
     ]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalglass.core.checks import CheckResult
+from evalglass.core.fingerprint import fingerprint_problem
 from evalglass.engine.config import load_config
 from evalglass.errors import SetupError
 from evalglass.lanes.checkrun import CheckConfigError, run_checks
@@ -12,6 +13,9 @@ from evalglass.lanes.checkrun import CheckConfigError, run_checks
 
 def run_named_checks(config_path: Path, names: list[str], expect_state: str | None) -> dict[str, CheckResult]:
     """Run the named standalone checks (all of them when none are named) and return their results in order."""
+    problem = None if expect_state is None else fingerprint_problem(expect_state)
+    if problem is not None:
+        raise SetupError(problem, where="--expect-state", fix="pass the target state a previous check recorded")
     loaded = load_config(config_path)
     config = loaded.config
     standalone = config.standalone_checks

@@ -7,6 +7,7 @@ a misspelt ``tolerate`` or ``threshold`` silently dropped would change what a gr
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -19,16 +20,19 @@ from evalglass.core.fieldpath import FieldPathError, parse_path
 from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
 from evalglass.core.gates import GateRule, GateSpec
 from evalglass.core.usage import Price
+from evalglass.engine.userfiles import read_regular
 from evalglass.engine.validation import validate_document
 from evalglass.engine.yamlsource import YamlDocument, load_yaml
+from evalglass.errors import LocatedValueError, SetupError
 from evalglass.lanes.checkspec import CheckSpec
-from evalglass.lanes.specs import ChatLaneSpec, CommandLaneSpec, LaneSpec, PythonLaneSpec
+from evalglass.lanes.specs import ChatLaneSpec, CommandLaneSpec, EndpointSpec, LaneSpec, PythonLaneSpec
 from evalglass.metrics.check import CheckMetricSpec
 from evalglass.metrics.llm_judge import LlmJudgeSpec
 from evalglass.metrics.registry import AnyMetricSpec
 
 NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_.-]*$"
 _NAME = re.compile(NAME_PATTERN)
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def _check_path(path: str) -> str:
@@ -36,6 +40,13 @@ def _check_path(path: str) -> str:
         parse_path(path)
     except FieldPathError as exc:
         raise ValueError(str(exc)) from None
+    return path
+
+
+def _names_a_file(path: str) -> str:
+    """A file path in the config must name something: an empty path would resolve to the config's own folder."""
+    if not path.strip():
+        raise ValueError("is empty; name a file, relative to this config file")
     return path
 
 
@@ -52,6 +63,7 @@ class DatasetSpec(BaseModel):
     )
 
     _paths = field_validator("id_field", "cluster_field")(_check_path)
+    _file = field_validator("path")(_names_a_file)
 
 
 class RecordedTask(BaseModel):
@@ -160,6 +172,22 @@ class Config(BaseModel):
     check_workers: int | None = Field(
         default=None, ge=1, le=1024, description="Per-example checks run at once (default: the number of CPUs)."
     )
+    secrets: tuple[str, ...] = Field(
+        default=(),
+        description="Names of environment variables whose values are secrets although their names do not say so "
+        "(names with KEY, TOKEN, SECRET, PASSWORD, AUTH, ... and every api_key_env already are): their values are "
+        "redacted from every artifact, message and output.",
+    )
+
+    @field_validator("secrets")
+    @classmethod
+    def _env_names(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        for name in names:
+            if not _ENV_NAME.match(name):
+                raise ValueError(f"secrets lists environment variable NAMES; {name[:4]!r}… is not one")
+        return names
+
+    _ledger_file = field_validator("ledger")(_names_a_file)
 
     @field_validator("metrics", "gates", "checks")
     @classmethod
@@ -171,48 +199,100 @@ class Config(BaseModel):
 
     @model_validator(mode="after")
     def _references_resolve(self) -> Config:
+        """Names that must refer to something declared elsewhere. Every broken reference is reported, each at the
+        key that makes it (a gate's ``metric``, a metric's ``check``), not at the top of the file."""
+        problems: list[tuple[tuple[str | int, ...], str]] = []
         per_example = {spec.check for spec in self.metrics.values() if isinstance(spec, CheckMetricSpec)}
         for name, spec in self.metrics.items():
             if isinstance(spec, CheckMetricSpec):
                 check = self.checks.get(spec.check)
                 if check is None:
-                    raise ValueError(
-                        f"metric '{name}' names check '{spec.check}', which is not declared{_known(self.checks)}"
+                    problems.append(
+                        (
+                            ("metrics", name, "check"),
+                            f"metric '{name}' names check '{spec.check}', which is not declared{_known(self.checks)}",
+                        )
                     )
-                if check.target is not None and check.target.path is not None:
-                    raise ValueError(
-                        f"metric '{name}' runs check '{spec.check}' per example, but that check is bound to "
-                        f"'{check.target.path}'; a per-example check's target declares only include/exclude"
+                elif check.target is not None and check.target.path is not None:
+                    problems.append(
+                        (
+                            ("metrics", name, "check"),
+                            f"metric '{name}' runs check '{spec.check}' per example, but that check is bound to "
+                            f"'{check.target.path}'; a per-example check's target declares only include/exclude",
+                        )
                     )
         for name, gate in self.gates.items():
             if gate.metric is not None and gate.metric not in self.metrics:
-                raise ValueError(
-                    f"gate '{name}' names metric '{gate.metric}', which is not declared{_known(self.metrics)}"
+                problems.append(
+                    (
+                        ("gates", name, "metric"),
+                        f"gate '{name}' names metric '{gate.metric}', which is not declared{_known(self.metrics)}",
+                    )
                 )
             if gate.check is not None:
                 check = self.checks.get(gate.check)
+                at: tuple[str | int, ...] = ("gates", name, "check")
                 if check is None:
-                    raise ValueError(
-                        f"gate '{name}' names check '{gate.check}', which is not declared{_known(self.checks)}"
+                    problems.append(
+                        (at, f"gate '{name}' names check '{gate.check}', which is not declared{_known(self.checks)}")
                     )
-                if gate.check in per_example or (check.target is not None and check.target.path is None):
-                    raise ValueError(
-                        f"gate '{name}' decides on check '{gate.check}', which runs per example; gate a metric "
-                        "of type check instead, or give the check a target path"
+                elif gate.check in per_example or (check.target is not None and check.target.path is None):
+                    problems.append(
+                        (
+                            at,
+                            f"gate '{name}' decides on check '{gate.check}', which runs per example; gate a metric "
+                            "of type check instead, or give the check a target path",
+                        )
                     )
-                if gate.expect_state is not None and check.target is None:
-                    raise ValueError(f"gate '{name}' expects a target state, but check '{gate.check}' has no target")
+                elif gate.expect_state is not None and check.target is None:
+                    problems.append(
+                        (
+                            ("gates", name, "expect_state"),
+                            f"gate '{name}' expects a target state, but check '{gate.check}' has no target",
+                        )
+                    )
         states: dict[str, str | None] = {}
-        for gate in self.gates.values():
+        for name, gate in self.gates.items():
             if gate.check is not None and states.setdefault(gate.check, gate.expect_state) != gate.expect_state:
-                raise ValueError(
-                    f"gates on check '{gate.check}' expect different target states; a check runs once per run, "
-                    "so its gates must agree on expect_state"
+                problems.append(
+                    (
+                        ("gates", name, "expect_state"),
+                        f"gates on check '{gate.check}' expect different target states; a check runs once per "
+                        "run, so its gates must agree on expect_state",
+                    )
                 )
-        problems = policy_id_conflicts(check.policy for check in self.checks.values())
+        problems += [(("checks",), problem) for problem in policy_id_conflicts(c.policy for c in self.checks.values())]
         if problems:
-            raise ValueError(problems[0])
+            raise LocatedValueError(problems)
+        self._output_is_not_gold()
         return self
+
+    def _output_is_not_gold(self) -> None:
+        """A recorded output read from a gated metric's reference field (or a field inside or around it) would be
+        compared with itself: every such gate would pass, whatever the model answered."""
+        if not isinstance(self.task, RecordedTask):
+            return
+        output = parse_path(self.task.field)
+        for gate_name, gate in self.gates.items():
+            spec = self.metrics.get(str(gate.metric)) if gate.metric is not None else None
+            reference = getattr(spec, "reference", None)
+            if not isinstance(reference, str):
+                continue
+            gold = parse_path(reference)
+            shorter = min(len(output), len(gold))
+            if output[:shorter] == gold[:shorter]:
+                raise ValueError(
+                    f"task.field '{self.task.field}' overlaps the reference '{reference}' of metric '{gate.metric}' "
+                    f"(gated by '{gate_name}'): the recorded output would be compared with the gold answer itself; "
+                    "record outputs in a field of their own"
+                )
+
+    @property
+    def secret_names(self) -> tuple[str, ...]:
+        """Every variable whose value is a secret by declaration: ``secrets:`` and each lane's or judge's
+        ``api_key_env``."""
+        keys = [spec.api_key_env for spec in (self.task, *self.judges.values()) if isinstance(spec, EndpointSpec)]
+        return tuple(dict.fromkeys((*self.secrets, *(name for name in keys if name))))
 
     @property
     def lane(self) -> LaneSpec | None:
@@ -290,20 +370,35 @@ class Config(BaseModel):
         so editing such a file makes the approval stale just like editing the YAML would.
         """
         gate = self.gates[name]
+        files_of = definition_files or {}
         if gate.check is not None:
             check = self.checks[gate.check].model_dump(mode="json", exclude={"description"})
-            return {"gate": gate.fingerprint_payload(), "check": check}
+            check_payload: dict[str, Any] = {"gate": gate.fingerprint_payload(), "check": check}
+            check_files = files_of.get(check_files_key(gate.check))
+            if check_files:
+                check_payload["files"] = check_files
+            return check_payload
         metric = str(gate.metric)
         spec = self.metrics[metric]
         payload: dict[str, Any] = {"gate": gate.fingerprint_payload(), "metric": spec.fingerprint_payload()}
         if gate.rule is GateRule.LOWER_BOUND:
             payload["interval"] = spec.interval.model_dump(mode="json")
-        files = (definition_files or {}).get(metric)
+        files = dict(files_of.get(metric, {}))
+        if isinstance(spec, CheckMetricSpec):
+            files.update(files_of.get(check_files_key(spec.check), {}))
         if files:
             payload["files"] = files
         if self.parse_json:  # what the metric sees changes with it (only when set: older approvals stay valid)
             payload["task_parse"] = "json"
+        if isinstance(self.task, RecordedTask):
+            # Which field holds the outputs decides what is measured: pointing it elsewhere needs a new approval.
+            payload["recorded_output"] = {"field": self.task.field, "samples": self.task.samples}
         return payload
+
+
+def check_files_key(check: str) -> str:
+    """The ``definition_files`` key of a check's files (metric names cannot contain ':', so keys never clash)."""
+    return f"check:{check}"
 
 
 def _known(names: dict[str, Any]) -> str:
@@ -316,6 +411,7 @@ class LoadedConfig:
     path: Path
     fingerprint: str
     definition_files: dict[str, dict[str, str]] = field(default_factory=dict)
+    raw: bytes = b""
 
     @property
     def base_dir(self) -> Path:
@@ -335,14 +431,32 @@ class LoadedConfig:
         return self.base_dir / self.config.ledger
 
 
+def config_as_recorded(config: Config) -> dict[str, Any]:
+    """The config as a run record stores it: what was declared (unset defaults left out), under the names the
+    config file uses. A field with an alias (``schema`` is ``schema_`` in Python) is written under its alias, so
+    :func:`config_from_record` reads it back exactly as the YAML loader does."""
+    return config.model_dump(mode="json", exclude_unset=True, by_alias=True)
+
+
+def config_from_record(data: Any) -> Config:
+    """The config a run record stores (see :func:`config_as_recorded`). Field names are accepted beside aliases
+    because records written before the aliases were recorded stored ``schema_``; a config *file* accepts aliases
+    only."""
+    return Config.model_validate(data, by_alias=True, by_name=True)
+
+
 def load_config(path: Path) -> LoadedConfig:
     doc: YamlDocument = load_yaml(path, what="config")
     config = validate_document(Config, doc, what="the config", context={"base_dir": path.parent})
+    from evalglass import redaction
+
+    redaction.declare(config.secret_names)
     return LoadedConfig(
         config=config,
         path=path,
         fingerprint=fingerprint_of_bytes(doc.raw),
         definition_files=definition_file_hashes(config, path.parent),
+        raw=doc.raw,
     )
 
 
@@ -357,11 +471,48 @@ def definition_file_hashes(config: Config, base_dir: Path) -> dict[str, dict[str
         files: dict[str, str] = {}
         for path in spec.referenced_files(base_dir):
             try:
-                data = path.read_bytes()
-            except OSError:
+                data = read_regular(path, what="metric definition file")
+            except SetupError:
                 continue
             label = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.as_posix()
             files[label] = fingerprint_of_bytes(data)
         if files:
             hashes[name] = files
+    for name, check in config.checks.items():
+        files = check_argv_file_hashes(check, base_dir)
+        if files:
+            hashes[check_files_key(name)] = files
     return hashes
+
+
+def check_argv_file_hashes(check: CheckSpec, base_dir: Path) -> dict[str, str]:
+    """SHA-256 of every file inside the config folder that the check's command names (a checker script, its data).
+
+    Each argv element (each word of a shell command) is tried as a path from the check's working folder; what
+    resolves to a regular file inside the config folder is hashed, so replacing the checker makes an approval of
+    the gate stale. Programs found on PATH (python, pytest) and files outside the folder are not: they are the
+    machine's, not the project's, and a check may not reach outside the config folder anyway.
+    """
+    root = base_dir.resolve()
+    cwd = (root / (check.cwd or ".")).resolve()
+    words = _shell_words(check.command) if isinstance(check.command, str) else list(check.command)
+    files: dict[str, str] = {}
+    for word in words:
+        if not word or "{" in word or "\x00" in word:
+            continue
+        candidate = (cwd / word).resolve()
+        if not candidate.is_relative_to(root) or candidate == root or not candidate.is_file():
+            continue
+        try:
+            data = candidate.read_bytes()
+        except OSError:
+            continue
+        files[candidate.relative_to(root).as_posix()] = fingerprint_of_bytes(data)
+    return files
+
+
+def _shell_words(command: str) -> list[str]:
+    try:
+        return shlex.split(command)
+    except ValueError:  # unbalanced quotes: the shell will refuse it too; hash what can be split plainly
+        return command.split()

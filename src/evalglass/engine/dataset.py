@@ -27,7 +27,10 @@ import orjson
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT, get_path, parse_path
 from evalglass.core.fingerprint import PREFIX
+from evalglass.core.scorecard import MALFORMED_SHOWN
 from evalglass.core.uniform import all_of_type
+from evalglass.engine.jsonsource import JsonRefused, batch_is_exact, check_exact
+from evalglass.engine.userfiles import open_regular, unreadable
 from evalglass.errors import SetupError
 
 #: Bytes read (and hashed) at a time.
@@ -35,6 +38,9 @@ CHUNK = 1 << 20
 #: Lines per batch: small enough that a batch's parsed records stay in the CPU cache (batches of 128 to 1,024 lines
 #: measured within noise of each other; much larger ones let records outlive cyclic collections, see BENCHMARKS.md).
 BATCH = 256
+#: Longest dataset line read: a longer one (or a file that never ends a line) stops the run at that line, instead of
+#: filling memory first.
+MAX_LINE = 64 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,13 +77,21 @@ _set_output = _slot["output"].__set__
 _set_sample = _slot["sample"].__set__
 
 
-def _lines(handle: Any, update: Callable[[bytes], None], chunk: int) -> Iterator[tuple[list[bytes], bool]]:
+class _LineTooLong(Exception):
+    """The line after the last one yielded is longer than :data:`MAX_LINE`."""
+
+
+def _lines(
+    handle: Any, update: Callable[[bytes], None], chunk: int, limit: int = MAX_LINE
+) -> Iterator[tuple[list[bytes], bool]]:
     """The file's lines, a chunk's worth at a time, without their ``\\n``; every byte read is hashed.
 
     Each list comes with whether its lines ended in a newline: all do, except a last line the file does not end
-    with a newline (it comes out alone). A file ending in a newline has no empty last line.
+    with a newline (it comes out alone). A file ending in a newline has no empty last line. A line longer than
+    ``limit`` raises :class:`_LineTooLong` once that many bytes of it were read.
     """
     pieces: list[bytes] = []  # the line in progress (several chunks long, for a very long line)
+    pending = 0  # bytes in ``pieces``
     while True:
         data = handle.read(chunk)
         if not data:
@@ -90,21 +104,23 @@ def _lines(handle: Any, update: Callable[[bytes], None], chunk: int) -> Iterator
                 pieces.append(lines[0])
                 lines[0] = b"".join(pieces)
                 pieces = []
+                pending = 0
+                if len(lines[0]) > limit:
+                    raise _LineTooLong
             yield lines, True
         if tail:
             pieces.append(tail)
+            pending += len(tail)
+            if pending > limit:
+                raise _LineTooLong
     if pieces:
         yield [b"".join(pieces)], False
 
 
 def open_dataset_file(path: Path) -> BinaryIO:
-    """The dataset file opened for reading (unbuffered), or the one-line error saying why it cannot be."""
-    try:
-        return path.open("rb", buffering=0)
-    except FileNotFoundError:
-        raise SetupError("dataset file not found", where=str(path), fix="fix `dataset.path` in the config") from None
-    except OSError as exc:
-        raise SetupError(f"cannot read dataset: {exc.strerror}", where=str(path)) from None
+    """The dataset file (JSONL, CSV or Parquet) opened for reading (unbuffered) once known to be a regular file, or
+    the one-line error saying why it cannot be."""
+    return open_regular(path, what="dataset file", missing_fix="fix `dataset.path` in the config")
 
 
 @contextlib.contextmanager
@@ -140,7 +156,9 @@ class _HashingThread:
 class DatasetReader:
     """Iterate once over a JSONL file; afterwards ``fingerprint`` is the SHA-256 of every byte read."""
 
-    def __init__(self, path: Path, *, id_field: str, output_field: str, chunk: int = CHUNK) -> None:
+    def __init__(
+        self, path: Path, *, id_field: str, output_field: str, chunk: int = CHUNK, max_line: int = MAX_LINE
+    ) -> None:
         self.path = path
         self._id = field_getter(id_field)
         self._id_field = id_field
@@ -148,9 +166,12 @@ class DatasetReader:
         self._output = field_getter(output_field)
         self._output_key = _plain_key(output_field)
         self._chunk = chunk
+        self._max_line = max_line
         self._hash = hashlib.sha256()
         self.examples = 0
         self.bad_lines = 0
+        #: The first few bad lines' numbers (at most MALFORMED_SHOWN), for the run's summary.
+        self.first_bad_lines: list[int] = []
         self._done = False
 
     @property
@@ -186,16 +207,25 @@ class DatasetReader:
         first = 1
         ended = True
         with handle, _unfreezing(), _HashingThread(self._hash.update) as update:
-            for lines, newline in _lines(handle, update, self._chunk):
-                ended = newline
-                pending += lines
-                start = 0
-                # A last line without a newline stays pending, so it is flushed below with ``ended`` False.
-                while len(pending) - start > size or (newline and len(pending) - start == size):
-                    yield pending[start : start + size], first, True
-                    start += size
-                    first += size
-                del pending[:start]
+            try:
+                for lines, newline in _lines(handle, update, self._chunk, self._max_line):
+                    ended = newline
+                    pending += lines
+                    start = 0
+                    # A last line without a newline stays pending, so it is flushed below with ``ended`` False.
+                    while len(pending) - start > size or (newline and len(pending) - start == size):
+                        yield pending[start : start + size], first, True
+                        start += size
+                        first += size
+                    del pending[:start]
+            except _LineTooLong:
+                raise SetupError(
+                    f"line is longer than {self._max_line:,} bytes",
+                    where=f"{self.path}:{first + len(pending)}",
+                    fix="a dataset holds one JSON object per line; check that this is the dataset file",
+                ) from None
+            except OSError as exc:
+                raise unreadable(self.path, "dataset file", exc) from None
             if pending:
                 yield pending, first, ended
         self._done = True
@@ -206,7 +236,7 @@ class DatasetReader:
             records = list(map(orjson.loads, lines))
         except orjson.JSONDecodeError:
             return None
-        if not all_of_type(records, dict):
+        if not all_of_type(records, dict) or not batch_is_exact(lines, records):
             return None
         ids = self._column(records, self._id_key, self._id)
         if not all_of_type(ids, str):
@@ -251,6 +281,12 @@ class DatasetReader:
             if type(record) is not dict:
                 yield self._bad(number, "not_an_object", f"expected a JSON object, got {type(record).__name__}")
                 continue
+            if not batch_is_exact([raw], [record]):
+                try:
+                    check_exact(raw)
+                except JsonRefused as exc:
+                    yield self._bad(number, exc.code, str(exc))
+                    continue
             example_id = record.get(id_key, ABSENT) if id_key is not None else get_id(record)
             if type(example_id) is not str:
                 if example_id is ABSENT:
@@ -282,4 +318,6 @@ class DatasetReader:
     def _bad(self, number: int, code: str, message: str) -> BadLine:
         self.examples += 1
         self.bad_lines += 1
+        if len(self.first_bad_lines) < MALFORMED_SHOWN:
+            self.first_bad_lines.append(number)
         return BadLine(id=f"line:{number}", line=number, code=code, message=f"{self.path}:{number}: {message}")

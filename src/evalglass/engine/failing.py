@@ -330,3 +330,13 @@ def gate_examples(folder: Path, card: Scorecard, gates: Iterable[str], limit: in
         if gate.name in gates and gate.subject_kind.value == "metric" and card.metric(gate.subject) is not None:
             found[gate.name] = list(example_rows(folder, card, metrics=[gate.subject], limit=limit))
     return found
+
+
+def report_markdown(folder: Path, card: Scorecard) -> str:
+    """``report.md`` of the run in ``folder``: the scorecard, and each active metric gate's first examples that did
+    not pass (read from its ``scores.jsonl``). ``run`` writes it and ``verify`` renders it again to compare."""
+    from evalglass.report.markdown import REPORT_EXAMPLES, render_markdown
+
+    active = [gate.name for gate in card.decision.gates if gate.active]
+    examples = gate_examples(folder, card, active, REPORT_EXAMPLES) if active else None
+    return render_markdown(card, examples)

@@ -1,15 +1,27 @@
-"""Reading the authority ledger. EvalGlass only ever reads it: there is no code path that writes one."""
+"""Reading the authority ledger. EvalGlass only ever reads it: there is no code path that writes one.
+
+The ledger is checked against the config it is used with: every name it gives (a gate, a forbidden gate, a judge, a
+dataset) must be one the config declares, and every threshold must be a number the gated metric can take. An entry
+that silently did nothing (a typo, a forbid that forbids nothing, a threshold outside the scale) would make a green
+run mean less than the host approved.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evalglass.core.authority import Ledger
 from evalglass.core.fingerprint import fingerprint_of_bytes
+from evalglass.core.names import suggest
 from evalglass.engine.validation import validate_document
-from evalglass.engine.yamlsource import load_yaml
+from evalglass.engine.yamlsource import Loc, YamlDocument, load_yaml, parse_yaml
 from evalglass.errors import SetupError
+
+if TYPE_CHECKING:
+    from evalglass.engine.config import Config
 
 
 @dataclass(frozen=True)
@@ -17,6 +29,18 @@ class LoadedLedger:
     ledger: Ledger
     path: Path
     fingerprint: str
+    doc: YamlDocument | None = None
+
+    @property
+    def raw(self) -> bytes:
+        return b"" if self.doc is None else self.doc.raw
+
+    def where(self, loc: Loc) -> str:
+        return str(self.path) if self.doc is None else self.doc.where(loc)
+
+    def gate_where(self) -> dict[str, str]:
+        """``file:line`` of each gate entry, for the messages that point the host at it."""
+        return {name: self.where(("gates", name)) for name in self.ledger.gates}
 
 
 def load_ledger(path: Path) -> LoadedLedger:
@@ -29,8 +53,91 @@ def load_ledger(path: Path) -> LoadedLedger:
                 "or fix `ledger:` in the config"
             ),
         )
-    doc = load_yaml(path, what="authority ledger")
+    return ledger_of(load_yaml(path, what="authority ledger"))
+
+
+def parse_ledger(raw: bytes, path: Path) -> LoadedLedger:
+    """A ledger from its bytes (a run record's snapshot), read exactly as :func:`load_ledger` reads the file."""
+    return ledger_of(parse_yaml(raw, path, what="authority ledger"))
+
+
+def ledger_of(doc: YamlDocument) -> LoadedLedger:
+    fingerprint = fingerprint_of_bytes(doc.raw)
     if doc.data is None:
-        return LoadedLedger(ledger=Ledger(), path=path, fingerprint=fingerprint_of_bytes(doc.raw))
+        return LoadedLedger(ledger=Ledger(), path=doc.path, fingerprint=fingerprint, doc=doc)
     ledger = validate_document(Ledger, doc, what="the authority ledger")
-    return LoadedLedger(ledger=ledger, path=path, fingerprint=fingerprint_of_bytes(doc.raw))
+    return LoadedLedger(ledger=ledger, path=doc.path, fingerprint=fingerprint, doc=doc)
+
+
+def check_against_config(loaded: LoadedLedger, config: Config) -> None:
+    """Refuse, in one line naming ``file:line``, the first ledger entry that names nothing or approves nothing.
+
+    Gate entries the config does not declare are not refused here: an active one blocks the run
+    (``gate_undeclared``) and an inactive one is a retired approval, kept as history.
+    """
+    for loc, problem, fix in ledger_problems(loaded.ledger, config):
+        raise SetupError(problem, where=loaded.where(loc), fix=fix)
+
+
+def ledger_problems(ledger: Ledger, config: Config) -> Iterator[tuple[Loc, str, str]]:
+    """Each problem as (where in the ledger, what, how to fix it)."""
+    gates = list(config.gates)
+    for index, name in enumerate(ledger.policy.forbid_gates):
+        if name not in config.gates:
+            yield (
+                ("policy", "forbid_gates", index),
+                f"the ledger forbids gate '{name}', which the config does not declare (it forbids nothing)",
+                _fix(name, gates),
+            )
+    for name in ledger.judges:
+        if name not in config.judges:
+            yield (
+                ("judges", name),
+                f"the ledger sets a requirement for judge '{name}', which is not an llm_judge metric of the config",
+                _fix(name, list(config.judges)),
+            )
+    for name in ledger.datasets:
+        if name != config.dataset.name:
+            yield (
+                ("datasets", name),
+                f"the ledger validates dataset '{name}', but the config's dataset is '{config.dataset.name}'",
+                _fix(name, [config.dataset.name]),
+            )
+    for name, approval in ledger.gates.items():
+        gate = config.gates.get(name)
+        if gate is None:
+            continue
+        if gate.check is not None:
+            if approval.threshold is not None:
+                yield (
+                    ("gates", name, "threshold"),
+                    f"gate '{name}' decides on check '{gate.check}', which passes only on PASS: a threshold means "
+                    "nothing here",
+                    "remove `threshold` from this ledger entry",
+                )
+            continue
+        if approval.require_binding:
+            yield (
+                ("gates", name, "require_binding"),
+                f"gate '{name}' decides on metric '{gate.metric}': require_binding applies to check gates only",
+                "remove `require_binding` from this ledger entry",
+            )
+        if approval.threshold is not None:
+            problem = threshold_problem(approval.threshold, config, str(gate.metric))
+            if problem is not None:
+                yield (("gates", name, "threshold"), f"gate '{name}': {problem}", "approve a threshold inside it")
+
+
+def threshold_problem(threshold: float, config: Config, metric: str) -> str | None:
+    """Why an approved threshold approves nothing: outside the metric's declared scale, where every value (or none)
+    meets it. The ends of the scale are inside it: "every example must pass" is 1.0 on a higher-is-better rate."""
+    scale = config.metrics[metric].value_scale()
+    if scale is None or scale.min <= threshold <= scale.max:
+        return None
+    span = f"[{scale.min:g}, {scale.max:g}]"
+    return f"threshold {threshold:g} is outside the scale: metric '{metric}' takes values in {span}"
+
+
+def _fix(name: str, known: list[str]) -> str:
+    hint = suggest(name, known)
+    return f"{hint} (or remove the entry)" if hint.startswith("did you mean") else f"{hint}; or remove the entry"

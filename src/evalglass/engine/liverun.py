@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import traceback
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -33,14 +32,17 @@ from typing import Any
 
 import orjson
 
+from evalglass import redaction
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.example import Example
 from evalglass.core.outputparse import UnparsedOutput, parse_json_output
 from evalglass.core.score import Score, Status
-from evalglass.engine.artifacts import FILE_MODE, ScoresWriter
+from evalglass.core.scorecard import CallTotals, count_call_attempts
+from evalglass.engine.artifacts import ScoresWriter
 from evalglass.engine.cache import CacheMode, CallCache
 from evalglass.engine.config import LoadedConfig
 from evalglass.engine.dataset import BadLine
+from evalglass.engine.interrupts import LoopStopper
 from evalglass.engine.pipeline import (
     BuiltMetric,
     Scored,
@@ -48,10 +50,12 @@ from evalglass.engine.pipeline import (
     check_duplicate,
     cluster_key,
     expand,
+    metric_raised,
     new_row_shape,
     not_json_score,
 )
 from evalglass.engine.progress import Counters, Reporter
+from evalglass.engine.runfolder import open_private
 from evalglass.engine.source import DatasetSource
 from evalglass.engine.tokens import Tally
 from evalglass.errors import SetupError
@@ -60,6 +64,8 @@ from evalglass.lanes.retry import Attempt
 from evalglass.lanes.specs import ChatLaneSpec
 
 CACHE_FILE = ".evalglass-cache.sqlite"
+#: How long closing the lane's and judges' clients may take when the run ends (or is stopped).
+_CLOSE_S = 10.0
 
 
 def cache_path(loaded: LoadedConfig) -> Path:
@@ -112,9 +118,10 @@ class OutputsWriter:
 
     def __init__(self, folder: Path) -> None:
         self.final = folder / OUTPUTS_FILE
-        self.partial = folder / f".{OUTPUTS_FILE}.partial"
-        fd = os.open(self.partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+        self.partial, fd = open_private(self.final)
         self._handle = os.fdopen(fd, "wb", buffering=1 << 20)
+        self._redactor = redaction.current()
+        self.calls = CallTotals(calls=0, attempts=0)
 
     def write(self, result: ExampleResult) -> None:
         row: dict[str, Any] = {"id": result.item.id, "line": result.item.line}
@@ -124,7 +131,15 @@ class OutputsWriter:
             row["samples"] = result.produced
         if result.judged:
             row["judges"] = result.judged
-        self._handle.write(orjson.dumps(row, default=repr, option=orjson.OPT_APPEND_NEWLINE))
+        try:
+            data = orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)
+        except TypeError:  # lanes refuse outputs that are not JSON; never a repr (its bytes differ between runs)
+            row["samples"] = [_storable(sample) for sample in result.produced or ()]
+            data = orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)
+        self._handle.write(self._redactor.json_bytes(data))
+        calls, attempts = count_call_attempts(row)
+        if calls:
+            self.calls = CallTotals(calls=self.calls.calls + calls, attempts=self.calls.attempts + attempts)
 
     def commit(self) -> None:
         self._handle.flush()
@@ -133,9 +148,18 @@ class OutputsWriter:
         os.replace(self.partial, self.final)
 
     def abort(self) -> None:
-        self._handle.close()
+        with contextlib.suppress(OSError):  # closing flushes, which fails again on a full disk
+            self._handle.close()
         with contextlib.suppress(FileNotFoundError):
             self.partial.unlink()
+
+
+def _storable(sample: dict[str, Any]) -> dict[str, Any]:
+    try:
+        orjson.dumps(sample)
+    except TypeError as exc:
+        return {"sample": sample.get("sample"), "error": {"code": "output_unserialisable", "message": str(exc)}}
+    return sample
 
 
 @dataclass
@@ -200,8 +224,7 @@ def _guard(metric: BuiltMetric) -> Callable[[Example], Any]:
         try:
             return function(example)
         except Exception as exc:
-            tail = "".join(traceback.format_exception(exc, limit=-3)).strip()
-            return Score.error("metric_raised", f"metric '{name}' raised {type(exc).__name__}: {exc}", tail[-2000:])
+            return metric_raised(name, exc)
 
     return guarded
 
@@ -290,12 +313,22 @@ class LiveScorer:
                     output = parse_json_output(output)
                 rows.append(Example(id=item.id, line=item.line, fields=item.fields, output=output, sample=sample))
                 if produced is not None:
-                    produced.append({"sample": sample, "output": outcome.value})  # as produced, before parsing
+                    # as produced, before parsing
+                    entry: dict[str, Any] = {"sample": sample, "output": outcome.value}
+                    if outcome.tries:
+                        entry["attempts"] = outcome.tries
+                    produced.append(entry)
             else:
                 self.counters.lane_failures += 1
                 rows.append(failure_score(outcome))
                 if produced is not None:
-                    produced.append({"sample": sample, "error": {"code": outcome.code, "message": outcome.message}})
+                    failed: dict[str, Any] = {
+                        "sample": sample,
+                        "error": {"code": outcome.code, "message": outcome.message},
+                    }
+                    if outcome.tries:
+                        failed["attempts"] = outcome.tries
+                    produced.append(failed)
         return rows
 
     async def _score_row(self, row: Example | Score) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
@@ -329,7 +362,10 @@ class LiveScorer:
             return not_json_score(name, row, row.output)
         result = await judge.judge(row)
         if result.raw is not None:
-            notes[name] = {"label": result.label, "rationale": result.rationale}
+            notes[name] = {"label": result.label, "rationale": result.rationale, "attempts": result.tries}
+        elif result.tries:  # the call failed: what it failed with, and how many attempts it took
+            diagnostic = result.score.diagnostics[0]
+            notes[name] = {"error": {"code": diagnostic.code, "message": diagnostic.message}, "attempts": result.tries}
         self.counters.retries += _retries(result.attempts)
         if result.call_id is not None:
             self.counters.calls += 1
@@ -359,8 +395,7 @@ async def _score_all(
     async def produce() -> None:
         first_line: dict[str, int] = {}
         for item in reader:
-            if isinstance(item, Example):
-                check_duplicate(first_line, item, reader.path)
+            check_duplicate(first_line, item, reader.path)
             task = asyncio.ensure_future(scorer.score(item))
             started.add(task)
             task.add_done_callback(started.discard)
@@ -420,7 +455,10 @@ def score_live(
     if progress is not None:
         progress.counters = counters
 
+    stopper = LoopStopper()
+
     async def main() -> None:
+        stopper.attach()
         cache = open_cache(loaded, cache_mode)
         executor = build_executor(loaded)
         counters.in_flight = lambda: executor.stats.in_flight
@@ -445,7 +483,8 @@ def score_live(
             if progress is not None:
                 progress.close()
             if built is not None:
-                await built.aclose()
+                with contextlib.suppress(TimeoutError):  # a client that cannot close in time is left to exit
+                    await asyncio.wait_for(built.aclose(), _CLOSE_S)
             await executor.aclose()
             if pool is not None:
                 pool.shutdown(wait=False, cancel_futures=True)
@@ -455,8 +494,14 @@ def score_live(
     tallies: dict[str, Tally] = {}
     outputs = OutputsWriter(writer.final.parent)
     try:
-        asyncio.run(main())
+        with stopper.installed():
+            asyncio.run(main())
         dataset = reader.summary()
+    except asyncio.CancelledError:
+        outputs.abort()
+        if stopper.signals:  # SIGINT or SIGTERM: an interrupted run, resumable
+            raise KeyboardInterrupt from None
+        raise
     except BaseException:
         outputs.abort()
         raise
@@ -465,7 +510,14 @@ def score_live(
     outputs.commit()
     scores_sha256 = writer.commit()
     usage = tuple(tally.summary(config.prices) for tally in tallies.values())
-    return Scored(columns=columns, shape=shape, dataset=dataset, scores_sha256=scores_sha256, usage=usage)
+    return Scored(
+        columns=columns,
+        shape=shape,
+        dataset=dataset,
+        scores_sha256=scores_sha256,
+        calls=outputs.calls,
+        usage=usage,
+    )
 
 
 async def calibrate_with_judge(

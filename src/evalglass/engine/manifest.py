@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evalglass.core.fingerprint import PREFIX, fingerprint_of
 from evalglass.engine.artifacts import load_json_model, write_model
+from evalglass.engine.dataset import MAX_LINE
+from evalglass.engine.userfiles import open_regular, read_regular
 from evalglass.errors import SetupError
 
 MANIFEST_FILE = "run.json"
@@ -53,10 +55,14 @@ def definitions_fingerprint(definition_files: dict[str, dict[str, str]]) -> str:
 
 
 def file_fingerprint(path: Path) -> str | None:
+    """SHA-256 of the file's bytes; None when there is no such file (anything else that is wrong with it, a FIFO
+    or a folder in its place, is the one-line error loading it would give)."""
     try:
-        return PREFIX + hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return None
+        return PREFIX + hashlib.sha256(read_regular(path, what="authority ledger")).hexdigest()
+    except SetupError:
+        if not path.exists():
+            return None
+        raise
 
 
 def dataset_identity(path: Path, *, hash_contents: bool) -> DatasetIdentity:
@@ -70,12 +76,15 @@ def dataset_identity(path: Path, *, hash_contents: bool) -> DatasetIdentity:
     digest = hashlib.sha256()
     examples = 0
     try:
-        with path.open("rb") as handle:
-            for line in handle:
+        with open_regular(path, what="dataset file", buffering=-1) as handle:
+            while line := handle.readline(MAX_LINE + 1):
+                if len(line) > MAX_LINE:  # reading it for the run refuses it, naming the line
+                    return DatasetIdentity(size=stat.st_size, mtime_ns=stat.st_mtime_ns)
                 digest.update(line)
                 if line.strip():
                     examples += 1
-    except OSError:
+    except (OSError, SetupError):
+        # Reading it for the run itself gives the one-line error for this (a FIFO, a folder, unreadable).
         return DatasetIdentity(size=stat.st_size, mtime_ns=stat.st_mtime_ns)
     return DatasetIdentity(
         fingerprint=PREFIX + digest.hexdigest(), examples=examples, size=stat.st_size, mtime_ns=stat.st_mtime_ns

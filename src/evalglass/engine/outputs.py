@@ -35,6 +35,8 @@ from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.uniform import all_of_type
 from evalglass.engine.dataset import BadLine, field_getter
+from evalglass.engine.jsonsource import JsonRefused, batch_is_exact, loads
+from evalglass.engine.userfiles import open_regular
 from evalglass.errors import SetupError
 
 #: Unmatched output ids named in the run's summary (the count is always complete).
@@ -65,14 +67,10 @@ class RecordedOutputs:
         self._id = field_getter(id_field)
         self._id_field = id_field
         self._output = field_getter(output_field)
-        try:
-            self._handle: IO[bytes] = path.open("rb")
-        except FileNotFoundError:
-            raise SetupError(
-                "recorded outputs file not found", where=label, fix="fix `task.path` in the config"
-            ) from None
-        except OSError as exc:
-            raise SetupError(f"cannot read recorded outputs: {exc.strerror}", where=label) from None
+        # A regular file only (a FIFO or a directory is refused in one line, never waited on).
+        self._handle: IO[bytes] = open_regular(
+            path, what="recorded outputs file", missing_fix="fix `task.path` in the config", buffering=-1
+        )
         self._lines = self._numbered_lines()
         self._line_no = 0
         self._pending: list[tuple[str, Any, int]] = []  # read ahead, not yet taken: (id, output, line)
@@ -94,7 +92,9 @@ class RecordedOutputs:
     def _parse(self, number: int, raw: bytes) -> tuple[str, Any]:
         where = f"{self.label}:{number}"
         try:
-            record = orjson.loads(raw)
+            record = loads(raw)  # exact: a repeated key, an integer beyond 64 bits or deep nesting is refused
+        except JsonRefused as exc:
+            raise SetupError(str(exc), where=where, fix="write each output as plain JSON") from None
         except orjson.JSONDecodeError as exc:
             raise SetupError(f"not valid JSON ({exc})", where=where, fix="each line must be one JSON object") from None
         if type(record) is not dict:
@@ -115,7 +115,8 @@ class RecordedOutputs:
         """Read until ``count`` outputs are pending; False when the file had no more.
 
         The lines are parsed together (one ``map``); a chunk with a line that is not a plain object with a string id
-        is parsed line by line instead, which gives that line's exact error (or its integer id).
+        is parsed line by line instead, which gives that line's exact error (or its integer id); so is a chunk the
+        exact reader's scan cannot clear (a repeated key, an integer beyond 64 bits, deep nesting).
         """
         need = count - len(self._pending)
         if need <= 0:
@@ -123,10 +124,13 @@ class RecordedOutputs:
         chunk = list(islice(self._lines, need))
         if not chunk:
             return False
+        lines = [raw for _, _, raw in chunk]
         try:
-            records = list(map(orjson.loads, [raw for _, _, raw in chunk]))
+            records = list(map(orjson.loads, lines))
         except orjson.JSONDecodeError:
             records = []
+        if records and not batch_is_exact(lines, records):
+            records = []  # line by line: the exact reader says which line and why
         ids = list(map(self._id, records)) if all_of_type(records, dict) else []
         if len(ids) == len(chunk) and all_of_type(ids, str):
             self._hashes.extend(map(hash, ids))

@@ -7,13 +7,14 @@ into compact columns and each batch is written to ``scores.jsonl`` as one block.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import secrets
 import shutil
 import threading
 import traceback
 from array import array
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,7 +23,7 @@ from typing import IO, TYPE_CHECKING, Any, cast
 import numpy as np
 import orjson
 
-from evalglass import __version__
+from evalglass import __version__, redaction
 from evalglass.core.checks import CheckResult
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.decide import GateInput, MetricInput, RunShape, decide_run
@@ -31,12 +32,10 @@ from evalglass.core.fieldpath import ABSENT
 from evalglass.core.outputparse import JUDGES_JSON, UnparsedOutput
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.score import Score, ScoreContractError, Status
-from evalglass.core.scorecard import CheckSummary, DatasetSummary, Scorecard
+from evalglass.core.scorecard import CallTotals, CheckSummary, DatasetSummary, Scorecard
 from evalglass.core.usage import TokenUsage
 from evalglass.engine.artifacts import (
     CHECKS_FILE,
-    DIR_MODE,
-    FILE_MODE,
     LAST_RUN_POINTER,
     REPORT_FILE,
     RUNRECORD_FILE,
@@ -45,11 +44,14 @@ from evalglass.engine.artifacts import (
     score_to_json,
     write_atomic,
     write_model,
+    write_text,
 )
-from evalglass.engine.config import Config, LoadedConfig, load_config
+from evalglass.engine.config import Config, LoadedConfig, config_as_recorded, load_config
 from evalglass.engine.dataset import BadLine, field_getter
-from evalglass.engine.ledger import LoadedLedger, load_ledger
-from evalglass.errors import SetupError
+from evalglass.engine.digests import private_key, signing_key_from_env, write_digests
+from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger
+from evalglass.engine.runfolder import locked, make_dirs, open_private, writing
+from evalglass.errors import Interrupted, SetupError
 from evalglass.metrics.base import BatchedMetric, MetricFn, build_with_batch
 from evalglass.metrics.check import CheckMetricSpec, CheckSink
 from evalglass.metrics.errors import MetricLoadError
@@ -58,12 +60,18 @@ from evalglass.metrics.llm_judge import LlmJudgeSpec
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
+    from evalglass.engine.cache import CacheMode
+    from evalglass.engine.manifest import RunManifest
+    from evalglass.engine.progress import Counters
+
 
 @dataclass(frozen=True)
 class RunOutcome:
     folder: Path
     scorecard: Scorecard
     record: RunRecord
+    #: Problems that did not touch the verdict or the artifacts (the command line prints them on stderr).
+    warnings: tuple[str, ...] = ()
 
 
 def new_run_id(now: datetime) -> str:
@@ -86,15 +94,16 @@ class CheckRecordWriter:
 
     def __init__(self, folder: Path) -> None:
         self.final = folder / CHECKS_FILE
-        self.partial = folder / f".{CHECKS_FILE}.partial"
+        self.partial = self.final
         self._lock = threading.Lock()
         self._handle: IO[bytes] | None = None
+        self._redactor = redaction.current()
 
     def __call__(self, result: CheckResult) -> None:
-        line = orjson.dumps(result.model_dump(mode="json"), option=orjson.OPT_APPEND_NEWLINE)
+        line = self._redactor.json_bytes(orjson.dumps(result.model_dump(mode="json"), option=orjson.OPT_APPEND_NEWLINE))
         with self._lock:
             if self._handle is None:
-                fd = os.open(self.partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+                self.partial, fd = open_private(self.final)
                 self._handle = os.fdopen(fd, "wb")
             self._handle.write(line)
 
@@ -106,7 +115,8 @@ class CheckRecordWriter:
 
     def abort(self) -> None:
         if self._handle is not None:
-            self._handle.close()
+            with contextlib.suppress(OSError):  # closing flushes, which fails again on a full disk
+                self._handle.close()
             with contextlib.suppress(FileNotFoundError):
                 self.partial.unlink()
 
@@ -165,9 +175,12 @@ def guard_unparsed(name: str, judges_json: bool, function: MetricFn) -> MetricFn
     return BatchedMetric(one, batch)
 
 
-def _raised(name: str, exc: Exception) -> Score:
+def metric_raised(name: str, exc: BaseException) -> Score:
+    """The error score of a metric that raised: its message and traceback tail, redacted before being cut."""
+    redactor = redaction.current()
     tail = "".join(traceback.format_exception(exc, limit=-3)).strip()
-    return Score.error("metric_raised", f"metric '{name}' raised {type(exc).__name__}: {exc}", tail[-2000:])
+    message = redactor.text(f"metric '{name}' raised {type(exc).__name__}: {exc}")
+    return Score.error("metric_raised", message, redactor.tail(tail, 2000, ""))
 
 
 def _bad_result(name: str, result: object, why: str) -> Score:
@@ -195,7 +208,7 @@ def call_metric(metric: BuiltMetric, batch: ExampleBatch, pool: ThreadPoolExecut
         try:
             return function(example)
         except Exception as exc:
-            return _raised(name, exc)
+            return metric_raised(name, exc)
 
     examples = batch.examples()
     if metric.parallel and pool is not None and len(examples) > 1:
@@ -292,12 +305,7 @@ def score_batch(
     if plain is not None:
         encoded: list[list[Any]] = []
         for metric in metrics:
-            scored = call_metric(metric, plain, pool)
-            column = columns[metric.name]
-            if column.extend_measured(scored):
-                encoded.append(scored)
-            else:
-                encoded.append([append_result(column, metric.name, result) for result in scored])
+            encoded.append(append_results(columns[metric.name], metric.name, call_metric(metric, plain, pool)))
         clusters: list[str | None] | None = None
         if shape.cluster_of is not None:
             cluster_of = shape.cluster_of
@@ -307,6 +315,9 @@ def score_batch(
         return
     items = batch.examples() if isinstance(batch, ExampleBatch) else batch
     expanded = [expand(item, shape.samples) for item in items]
+    if not shape.samples:
+        _score_single_rows(items, expanded, metrics, columns, writer, pool, shape)
+        return
     measurable = [example for rows in expanded if isinstance(rows, list) for example in rows]
     measured = ExampleBatch.of(measurable)
     results = [iter(call_metric(metric, measured, pool)) for metric in metrics]
@@ -330,6 +341,54 @@ def score_batch(
     writer.write_block([item.id for item in items], [item.line for item in items], block, clusters)
 
 
+def _score_single_rows(
+    items: Sequence[Example | BadLine],
+    expanded: list[list[Example] | Score],
+    metrics: list[BuiltMetric],
+    columns: dict[str, ScoreColumn],
+    writer: ScoresWriter,
+    pool: ThreadPoolExecutor | None,
+    shape: RowShape,
+) -> None:
+    """A batch without samples in which some lines are not measured (a malformed line, a missing output).
+
+    The measured rows still go through each metric as one batch, and their results into the column a run of
+    consecutive rows at a time (``extend_measured``), so a dataset with many bad lines costs about what a clean
+    one does rather than a per-row append for every metric (10 % malformed lines once made a run 4-20 times
+    slower). The bytes written and the column's contents are exactly those of the per-row path.
+    """
+    measured = ExampleBatch.of([rows[0] for rows in expanded if isinstance(rows, list)])
+    # The batch as runs: an int is that many consecutive measured rows; a (Score, its JSON) is one unmeasured row.
+    runs: list[int | tuple[Score, Any]] = []
+    for rows in expanded:
+        if isinstance(rows, Score):
+            runs.append((rows, score_to_json(rows)))
+        elif runs and isinstance(runs[-1], int):
+            runs[-1] += 1
+        else:
+            runs.append(1)
+    block: dict[str, list[Any]] = {}
+    for metric in metrics:
+        results = call_metric(metric, measured, pool)
+        column = columns[metric.name]
+        encoded: list[Any] = []
+        start = 0
+        for run in runs:
+            if not isinstance(run, int):
+                column.append(run[0])
+                encoded.append(run[1])
+                continue
+            encoded += append_results(column, metric.name, results[start : start + run])
+            start += run
+        block[metric.name] = encoded
+    clusters: list[str | None] | None = None
+    if shape.cluster_of is not None:
+        cluster_of = shape.cluster_of
+        clusters = [cluster_key(cluster_of(item.fields)) if isinstance(item, Example) else None for item in items]
+    shape.add_single_rows(len(items), clusters)
+    writer.write_block([item.id for item in items], [item.line for item in items], block, clusters)
+
+
 def _plain(batch: ExampleBatch | list[Example | BadLine], samples: bool) -> ExampleBatch | None:
     """The batch when every example in it is one row to measure (see :func:`score_batch`), else None."""
     if samples:
@@ -341,6 +400,14 @@ def _plain(batch: ExampleBatch | list[Example | BadLine], samples: bool) -> Exam
     if ABSENT in batch.outputs:  # outputs are parsed JSON values here, whose == with ABSENT is plain False
         return None
     return batch
+
+
+def append_results(column: ScoreColumn, name: str, results: list[Any]) -> list[Any]:
+    """Append consecutive rows' results: at once when all are finite floats, else one by one through
+    :func:`append_result`. Returns the JSON the scores file keeps for them."""
+    if column.extend_measured(results):
+        return results
+    return [append_result(column, name, result) for result in results]
 
 
 def append_result(column: ScoreColumn, name: str, result: Any) -> Any:
@@ -372,14 +439,17 @@ def run_standalone_checks(loaded: LoadedConfig) -> dict[str, CheckResult]:
     return run_checks({name: config.checks[name] for name in names}, loaded.base_dir, expected=expected)
 
 
-class RunInterrupted(Exception):
+class RunInterrupted(Interrupted):
     """Ctrl-C during a run: what was done is kept (cached calls, the manifest) so the run can be resumed."""
 
     def __init__(self, folder: Path, done: int | None, total: int | None) -> None:
         self.folder = folder
         self.done = done
         self.total = total
-        super().__init__(f"interrupted: {folder}")
+        progress = f" after {done} of {total} examples" if done is not None and total else ""
+        super().__init__(
+            f"interrupted{progress}: completed calls are cached; resume with: evalglass run --resume {folder}"
+        )
 
 
 @dataclass
@@ -391,6 +461,7 @@ class Scored:
     dataset: DatasetSummary
     scores_sha256: str
     usage: tuple[TokenUsage, ...] = ()
+    calls: CallTotals | None = None  # live runs: see CallTotals
 
 
 def run(
@@ -401,29 +472,61 @@ def run(
     cache_mode: str = "use",
     resume: Path | None = None,
     progress: Any = None,
+    pinned_ledger: Path | None = None,
 ) -> RunOutcome:
     """Evaluate, decide and write the artifacts.
 
     ``resume`` names the folder of an earlier, unfinished run: it is re-evaluated under its own run id and
     ``created_at`` (completed calls come from the cache) after checking that nothing it depends on changed.
-    ``progress`` is an ``engine.progress.Reporter`` (live runs only).
+    ``progress`` is an ``engine.progress.Reporter`` (live runs only). ``pinned_ledger`` (``run --ledger``) is the
+    ledger the host requires: a config naming any other file is refused, since the config is what a pull request
+    edits and a ledger it points to could be one the pull request wrote. Every secret of the environment (and every
+    one the config declares) is redacted from everything the run writes.
     """
+    from evalglass.engine.interrupts import terminate_like_interrupt
+
+    with redaction.installed(), terminate_like_interrupt():
+        return _run(
+            config_path,
+            out,
+            now=now,
+            cache_mode=cache_mode,
+            resume=resume,
+            progress=progress,
+            pinned_ledger=pinned_ledger,
+        )
+
+
+def _run(
+    config_path: Path,
+    out: Path | None,
+    *,
+    now: datetime | None,
+    cache_mode: str,
+    resume: Path | None,
+    progress: Any,
+    pinned_ledger: Path | None,
+) -> RunOutcome:
     from evalglass.engine.cache import CacheMode
     from evalglass.engine.manifest import (
-        LAST_STARTED_POINTER,
         RunManifest,
         dataset_identity,
         definitions_fingerprint,
         file_fingerprint,
         load_manifest,
         refuse_changes,
-        write_manifest,
     )
 
     mode = CacheMode(cache_mode)
     recorded_manifest = load_manifest(resume) if resume is not None else None
     loaded = load_config(config_path)
     config = loaded.config
+    if pinned_ledger is not None and pinned_ledger.resolve() != loaded.ledger_path.resolve():
+        raise SetupError(
+            f"the config names the ledger {loaded.ledger_path}, but this run is pinned to {pinned_ledger} (--ledger)",
+            where=str(config_path),
+            fix=f"set `ledger:` in the config to the host's ledger, {pinned_ledger}",
+        )
     identity = dataset_identity(loaded.dataset_path, hash_contents=config.live)
     if recorded_manifest is not None:
         assert resume is not None
@@ -445,14 +548,44 @@ def run(
     if recorded_manifest is not None:
         refuse_changes(folder, recorded_manifest, manifest)
     ledger = load_ledger(loaded.ledger_path)
+    check_against_config(ledger, config)
+    signing_key = signing_key_from_env()
+    if signing_key is not None:
+        private_key(signing_key)  # a bad key is refused before any work is done, not after
     from evalglass.engine.progress import Counters
 
     counters = Counters(total=identity.examples)
-    created = not folder.exists()
-    folder.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+    with writing(folder):
+        created = make_dirs(folder)
+        with locked(folder):
+            outcome = _run_in(
+                folder, created, recorded_manifest, manifest, loaded, ledger, mode, progress, counters, signing_key
+            )
+            # The pointer is written under the lock: a concurrent run cannot finish between this run and it.
+            problem = point_last_run_at(folder)
+    return outcome if problem is None else dataclasses.replace(outcome, warnings=(*outcome.warnings, problem))
+
+
+def _run_in(
+    folder: Path,
+    created: bool,
+    recorded_manifest: RunManifest | None,
+    manifest: RunManifest,
+    loaded: LoadedConfig,
+    ledger: LoadedLedger,
+    mode: CacheMode,
+    progress: Any,
+    counters: Counters,
+    signing_key: str | None,
+) -> RunOutcome:
+    """The run in its (created, locked) folder: what is written on the way is removed if the run fails, unless it
+    can be resumed."""
+    from evalglass.engine.manifest import LAST_STARTED_POINTER, write_manifest
+
+    config = loaded.config
     try:
         with contextlib.suppress(OSError):  # first: a manifest is never written without a pointer to it
-            LAST_STARTED_POINTER.parent.mkdir(parents=True, exist_ok=True)
+            make_dirs(LAST_STARTED_POINTER.parent)
             write_atomic(LAST_STARTED_POINTER, str(folder.resolve()).encode() + b"\n")
         if recorded_manifest is None:
             write_manifest(folder, manifest)
@@ -467,36 +600,64 @@ def run(
             else:
                 scored = score_recorded(loaded, metrics, writer)
             check_records.commit()
-            outcome = _finish(loaded, ledger, scored, folder, run_id, created_at)
+            return _finish(loaded, ledger, scored, folder, manifest.run_id, manifest.created_at, signing_key)
         except BaseException:
             writer.abort()
             check_records.abort()
             raise
     except KeyboardInterrupt:
         # The manifest stays: completed calls are in the cache and `--resume` finishes the run under its own id.
-        raise RunInterrupted(folder, counters.done if config.live else None, identity.examples) from None
+        raise RunInterrupted(folder, counters.done if config.live else None, manifest.dataset.examples) from None
     except BaseException:
         if created:
             shutil.rmtree(folder, ignore_errors=True)
         raise
-    with contextlib.suppress(OSError):
-        LAST_RUN_POINTER.parent.mkdir(parents=True, exist_ok=True)
+
+
+def point_last_run_at(folder: Path) -> str | None:
+    """Record ``folder`` as the last finished run; on failure, a warning line instead of an exception.
+
+    The run is complete and its verdict stands whether or not the pointer moves (the pointer only saves typing a
+    folder later), so a failure here does not change the exit code. It is never silent either: the warning says
+    so, and the old pointer is removed when it can be, so a later `view` or `explain` says "no previous run"
+    rather than showing an older run as if it were this one.
+    """
+    try:
+        make_dirs(LAST_RUN_POINTER.parent)
         write_atomic(LAST_RUN_POINTER, str(folder.resolve()).encode() + b"\n")
-    return outcome
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        try:
+            LAST_RUN_POINTER.unlink(missing_ok=True)
+            after = "it was removed, so commands without a folder will ask for one"
+        except OSError:
+            after = "it could not be removed either, so a command without a folder may show an older run"
+        return (
+            f"warning: {LAST_RUN_POINTER}: could not record this run as the last one ({why}); {after}. "
+            f"Name this run explicitly: evalglass view {folder}"
+        )
+    return None
 
 
-def check_duplicate(first_line: dict[str, int], item: Example, path: Path) -> None:
-    """One example at a time (the live path, where calls dominate): remembers each id's first line."""
-    seen = first_line.setdefault(item.id, item.line)
-    if seen != item.line:
-        raise _duplicate(item.id, item.line, seen, path)
+def check_duplicate(first_line: dict[str, int], item: Example | BadLine, path: Path) -> None:
+    """One example at a time (the live path, where calls dominate): remembers each id's first line.
+
+    A malformed line's made-up id (``line:3``) takes part, so a real id can never be the same as one: the run is
+    refused instead, as for any repeated id, and says which line the made-up id names. (A made-up id's line is
+    remembered negated, which is how it is told apart without keeping more per id.)
+    """
+    mark = -item.line if isinstance(item, BadLine) else item.line
+    seen = first_line.setdefault(item.id, mark)
+    if seen != mark:
+        raise _duplicate(item.id, mark, seen, path)
 
 
 def id_hashes(batch: ExampleBatch | list[Example | BadLine]) -> map[int]:
-    """The hash of each example id in the batch (bad lines have none), to find repeats with after the stream."""
+    """The hash of each id in the batch (a malformed line's made-up one too), to find repeats with after the
+    stream."""
     if isinstance(batch, ExampleBatch):
         return map(hash, batch.ids)
-    return map(hash, [item.id for item in batch if isinstance(item, Example)])
+    return map(hash, [item.id for item in batch])
 
 
 def refuse_duplicate_ids(hashes: array[int], loaded: LoadedConfig) -> None:
@@ -514,11 +675,19 @@ def refuse_duplicate_ids(hashes: array[int], loaded: LoadedConfig) -> None:
 
     first_line: dict[str, int] = {}
     for item in open_reader(loaded):
-        if isinstance(item, Example):
-            check_duplicate(first_line, item, loaded.dataset_path)
+        check_duplicate(first_line, item, loaded.dataset_path)
 
 
 def _duplicate(example_id: str, line: int, first: int, path: Path) -> SetupError:
+    """Lines as :func:`check_duplicate` marks them: negative for a malformed line, whose made-up id a real one
+    repeats (a made-up id names its own line, so two can never be the same)."""
+    if first < 0 or line < 0:
+        made_up, real = (-first, line) if first < 0 else (-line, first)
+        return SetupError(
+            f"example id '{example_id}' is also the id given to malformed line {made_up}",
+            where=f"{path}:{real}",
+            fix=f"fix line {made_up}, or give the example at line {real} another id",
+        )
     return SetupError(
         f"duplicate example id '{example_id}' (first at line {first})",
         where=f"{path}:{line}",
@@ -564,7 +733,13 @@ def score_recorded(loaded: LoadedConfig, metrics: list[BuiltMetric], writer: Sco
 
 
 def _finish(
-    loaded: LoadedConfig, ledger: LoadedLedger, scored: Scored, folder: Path, run_id: str, created_at: str
+    loaded: LoadedConfig,
+    ledger: LoadedLedger,
+    scored: Scored,
+    folder: Path,
+    run_id: str,
+    created_at: str,
+    signing_key: str | None = None,
 ) -> RunOutcome:
     """Standalone checks, the decision and the artifacts: the same for recorded and live runs."""
     config = loaded.config
@@ -584,6 +759,7 @@ def _finish(
         dataset.gold,
         scored.shape.run_shape(),
         standings,
+        ledger.gate_where(),
     )
     scorecard = Scorecard(
         run_id=run_id,
@@ -593,6 +769,7 @@ def _finish(
         decision=payload,
         metrics=summaries,
         checks=tuple(CheckSummary.of(name, result) for name, result in check_results.items()),
+        calls=scored.calls,
         usage=scored.usage,
     )
     record = RunRecord(
@@ -601,9 +778,11 @@ def _finish(
         tool_version=__version__,
         config_path=str(loaded.path),
         config_fingerprint=loaded.fingerprint,
-        config=config.model_dump(mode="json", exclude_unset=True),
+        config_source=loaded.raw.decode("utf-8"),
+        config=config_as_recorded(config),
         ledger_path=str(ledger.path),
         ledger_fingerprint=ledger.fingerprint,
+        ledger_source=ledger.raw.decode("utf-8"),
         ledger=ledger.ledger,
         dataset=dataset,
         gate_fingerprints=gate_fingerprints,
@@ -616,14 +795,13 @@ def _finish(
         scores_sha256=scored.scores_sha256,
         usage=scored.usage,
     )
-    from evalglass.engine.failing import gate_examples
-    from evalglass.report.markdown import REPORT_EXAMPLES, render_markdown
+    from evalglass.engine.failing import report_markdown
 
     write_model(folder / RUNRECORD_FILE, record)
     write_model(folder / SCORECARD_FILE, scorecard)
-    active = [gate.name for gate in payload.gates if gate.active]
-    examples = gate_examples(folder, scorecard, active, REPORT_EXAMPLES) if active else None
-    write_atomic(folder / REPORT_FILE, render_markdown(scorecard, examples).encode())
+    write_text(folder / REPORT_FILE, report_markdown(folder, scorecard))
+    # Last: it covers every file written before it.
+    write_digests(folder, run_id, signing_key, known={record.scores_file: scored.scores_sha256})
     return RunOutcome(folder=folder, scorecard=scorecard, record=record)
 
 

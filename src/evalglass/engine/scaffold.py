@@ -10,9 +10,13 @@ from evalglass.errors import SetupError
 TEMPLATE_FILES = ("evalglass.yaml", "dataset.jsonl", "authority.yaml")
 #: Tool-written files beside the config that do not belong in version control: the call cache (and its WAL).
 GITIGNORED = ".evalglass-cache.sqlite*"
+#: Run folders and last-run pointers, created where `evalglass run` is started (the folder `init` runs in).
+RUNS_GITIGNORED = ".evalglass/"
 
 
-def scaffold(target: Path, *, force: bool) -> list[Path]:
+def scaffold(target: Path, *, force: bool, workdir: Path = Path(".")) -> list[Path]:
+    """Write the starter files into ``target`` and make git ignore what runs write: the call cache beside the
+    config (``target/.gitignore``) and ``.evalglass/`` in ``workdir``, where `evalglass run` creates it."""
     source = files("evalglass") / "templates" / "init"
     existing = [target / name for name in TEMPLATE_FILES if (target / name).exists()]
     if existing and not force:
@@ -26,12 +30,23 @@ def scaffold(target: Path, *, force: bool) -> list[Path]:
         destination = target / name
         destination.write_bytes((source / name).read_bytes())
         written.append(destination)
-    ignore = target / ".gitignore"
-    lines = ignore.read_text().splitlines() if ignore.exists() else []
-    if GITIGNORED not in lines:  # added to, never overwritten: it is the user's file
-        with ignore.open("a") as handle:
-            handle.write(
-                ("\n" if lines and lines[-1] else "") + f"# the call cache of live runs (evalglass)\n{GITIGNORED}\n"
-            )
-        written.append(ignore)
+    for folder, pattern, why in (
+        (target, GITIGNORED, "the call cache of live runs (evalglass)"),
+        (workdir, RUNS_GITIGNORED, "run folders and pointers written by `evalglass run` (evalglass)"),
+    ):
+        ignore = folder / ".gitignore"
+        if _add_ignore(ignore, pattern, why) and ignore not in written:
+            written.append(ignore)
     return written
+
+
+def _add_ignore(ignore: Path, pattern: str, why: str) -> bool:
+    """Append ``pattern`` to the ``.gitignore`` file unless it is already there; True when the file changed.
+
+    Added to, never overwritten: it is the user's file."""
+    lines = ignore.read_text().splitlines() if ignore.exists() else []
+    if pattern in lines:
+        return False
+    with ignore.open("a") as handle:
+        handle.write(("\n" if lines and lines[-1] else "") + f"# {why}\n{pattern}\n")
+    return True

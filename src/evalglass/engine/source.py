@@ -34,6 +34,7 @@ class Reader(Protocol):
     path: Path
     examples: int
     bad_lines: int
+    first_bad_lines: list[int]
 
     @property
     def fingerprint(self) -> str: ...
@@ -125,6 +126,7 @@ class DatasetSource:
             gold_fingerprint=self._gold.fingerprint if self._gold is not None else None,
             examples=self.reader.examples,
             malformed_lines=self.reader.bad_lines,
+            first_malformed=tuple(self.reader.first_bad_lines),
             outputs=outputs,
         )
 

@@ -1,17 +1,19 @@
-"""Turn a pydantic ValidationError on a YAML document into one actionable line."""
+"""Turn a pydantic ValidationError on a YAML document into actionable lines: one per problem, each naming its
+``file:line``."""
 
 from __future__ import annotations
 
-import difflib
 import types
 import typing
 from collections.abc import Mapping
 from typing import Any, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
+from evalglass.core.names import closest, suggest
 from evalglass.engine.yamlsource import Loc, YamlDocument
-from evalglass.errors import SetupError
+from evalglass.errors import LocatedValueError, SetupError, SetupErrors
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 PRIORITY = {"extra_forbidden": 0, "union_tag_invalid": 1, "union_tag_not_found": 2, "missing": 3}
@@ -32,44 +34,80 @@ def validate_document(
 
 
 def setup_error_from(exc: ValidationError, doc: YamlDocument, model: type[BaseModel], what: str) -> SetupError:
-    # A misspelt key usually also causes a "missing" error for the key it was meant to be; naming the typo first
-    # gives the one line that fixes both.
+    """Every problem pydantic found, each as one line naming its ``file:line`` (one problem per location).
+
+    A misspelt key usually also causes a "missing" error for the key it was meant to be; the typo comes first, so
+    the first line is the one that fixes both.
+    """
     errors = sorted(exc.errors(), key=lambda error: PRIORITY.get(error["type"], len(PRIORITY)))
-    first = errors[0]
-    loc: Loc = tuple(first["loc"])
+    problems: dict[Loc, SetupError] = {}
+    for error in _without_typo_echoes(errors):
+        for loc, problem in _problems(error, doc, model, what):
+            problems.setdefault(loc, problem)
+    found = list(problems.values())
+    return found[0] if len(found) == 1 else SetupErrors(found)
+
+
+def _without_typo_echoes(errors: list[ErrorDetails]) -> list[ErrorDetails]:
+    """Drop each "missing key" error that a misspelt key beside it explains: ``actve: true`` is one mistake, and
+    the unknown-key line ("did you mean 'active'?") fixes both, so it is the only line shown for it."""
+    unknown: dict[Loc, list[str]] = {}
+    for error in errors:
+        if error["type"] == "extra_forbidden":
+            unknown.setdefault(tuple(error["loc"][:-1]), []).append(str(error["loc"][-1]))
+    return [
+        error
+        for error in errors
+        if error["type"] != "missing"
+        or closest(str(error["loc"][-1]), unknown.get(tuple(error["loc"][:-1]), [])) is None
+    ]
+
+
+def _problems(
+    error: ErrorDetails, doc: YamlDocument, model: type[BaseModel], what: str
+) -> list[tuple[Loc, SetupError]]:
+    """The problems one pydantic error stands for: one, or one per location a validator named."""
+    loc: Loc = tuple(error["loc"])
+    cause = error.get("ctx", {}).get("error")
+    if isinstance(cause, LocatedValueError):
+        return [
+            (
+                yaml_loc,
+                SetupError(
+                    f"{_dotted(yaml_loc)}: {message}", where=doc.where(yaml_loc), fix=f"fix this value in {what}"
+                ),
+            )
+            for yaml_loc, message in ((_yaml_loc((*loc, *inner), doc), message) for inner, message in cause.problems)
+        ]
     yaml_loc = _yaml_loc(loc, doc)
+    return [(yaml_loc, _problem(error, loc, yaml_loc, doc, model, what))]
+
+
+def _problem(
+    error: ErrorDetails, loc: Loc, yaml_loc: Loc, doc: YamlDocument, model: type[BaseModel], what: str
+) -> SetupError:
     where = doc.where(yaml_loc)
-    more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
     parent = ".".join(str(part) for part in yaml_loc[:-1]) or "top level"
-    kind = first["type"]
+    kind = error["type"]
     if kind == "extra_forbidden":
         key = str(loc[-1])
         allowed = _allowed_keys(model, loc[:-1])
-        return SetupError(f"unknown key '{key}' in {parent}{more}", where=where, fix=_suggest(key, allowed))
+        return SetupError(f"unknown key '{key}' in {parent}", where=where, fix=suggest(key, allowed))
     if kind == "missing":
-        return SetupError(f"missing required key '{loc[-1]}' in {parent}{more}", where=where, fix=f"add it to {what}")
+        return SetupError(f"missing required key '{loc[-1]}' in {parent}", where=where, fix=f"add it to {what}")
     if kind == "union_tag_invalid":
-        ctx = first.get("ctx", {})
+        ctx = error.get("ctx", {})
         tag = str(ctx.get("tag", ""))
         expected = [part.strip().strip("'") for part in str(ctx.get("expected_tags", "")).split(",")]
-        return SetupError(
-            f"unknown type '{tag}' at {_dotted(yaml_loc)}{more}", where=where, fix=_suggest(tag, expected)
-        )
+        return SetupError(f"unknown type '{tag}' at {_dotted(yaml_loc)}", where=where, fix=suggest(tag, expected))
     if kind == "union_tag_not_found":
-        return SetupError(f"{_dotted(yaml_loc)} needs a 'type'{more}", where=where, fix="add `type: <metric type>`")
-    message = str(first["msg"]).removeprefix("Value error, ")
-    return SetupError(f"{_dotted(yaml_loc)}: {message}{more}", where=where, fix=f"fix this value in {what}")
+        return SetupError(f"{_dotted(yaml_loc)} needs a 'type'", where=where, fix="add `type: <metric type>`")
+    message = str(error["msg"]).removeprefix("Value error, ")
+    return SetupError(f"{_dotted(yaml_loc)}: {message}", where=where, fix=f"fix this value in {what}")
 
 
 def _dotted(loc: Loc) -> str:
     return ".".join(str(part) for part in loc) or "top level"
-
-
-def _suggest(word: str, allowed: list[str]) -> str:
-    close = difflib.get_close_matches(word, allowed, n=1, cutoff=0.6)
-    if close:
-        return f"did you mean '{close[0]}'?"
-    return f"allowed: {', '.join(sorted(allowed))}" if allowed else "remove it"
 
 
 def _yaml_loc(loc: Loc, doc: YamlDocument) -> Loc:

@@ -1,18 +1,23 @@
-"""Re-derive a run from its recorded scores and name every field that does not match.
+"""Re-derive a run from its recorded scores, check every artifact and snapshot, and name every field that differs.
 
-The VerdictPayload already refuses an inconsistent verdict. ``verify`` goes further: it rebuilds aggregates, gate
-outcomes and the verdict from ``scores.jsonl`` and the ledger snapshot with the same code the run used, so a forged
-"pass" whose gate list, verdict and CI flag were all edited together still shows up as a list of edited fields.
+What a verified run proves depends on what ``verify`` can check it against (docs/verify.md):
 
-Limits: the scores file and the run record are checked against each other, not against an outside signature. An
-editor who rewrites the scores, their hash in the run record and the scorecard consistently produces a run that
-verifies; re-running the evaluation is the only defence against that.
+- **Consistent** (always): every file matches ``digests.json``; the config and ledger snapshots in the run record
+  hash to the fingerprints recorded beside them and parse to exactly the snapshots the run decided with; the gate
+  and judge fingerprints, every aggregate, gate and the verdict re-derive from ``scores.jsonl`` with the same code
+  the run used; and ``report.md`` renders from the scorecard byte for byte.
+- **Anchored** (when the config and ledger files are at hand): the run read exactly the files in the repository
+  now, so it was decided under the ledger the host keeps there, not under one rewritten inside the run folder.
+- **Signed** (with ``--key``): the digest list was signed by the holder of the signing key.
+
+Limits: without anchoring or a signature, whoever can write the folder can rewrite scores, snapshots, fingerprints,
+scorecard and digests consistently, and such a run verifies as consistent; only the anchors above catch that.
 """
 
 from __future__ import annotations
 
 from array import array
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,18 +25,34 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
-from evalglass.core.authority import JudgeStanding
+from evalglass.core.authority import JudgeStanding, Ledger
 from evalglass.core.decide import RunShape, decide_run
+from evalglass.core.fingerprint import fingerprint_of_bytes, short
 from evalglass.core.runrecord import RunRecord
-from evalglass.core.scorecard import CheckSummary, DatasetSummary, Scorecard
+from evalglass.core.scorecard import CallTotals, CheckSummary, DatasetSummary, Scorecard, count_call_attempts
 from evalglass.engine.artifacts import (
+    REPORT_FILE,
+    RUNRECORD_FILE,
     SCORECARD_FILE,
     load_columns,
+    load_json,
     load_runrecord,
     load_scorecard,
+    model_bytes,
 )
-from evalglass.engine.config import Config
+from evalglass.engine.config import Config, config_as_recorded, config_from_record, definition_file_hashes
+from evalglass.engine.digests import (
+    DIGESTS_FILE,
+    NOT_LISTED,
+    artifact_names,
+    file_findings,
+    load_digests,
+    signature_valid,
+)
+from evalglass.engine.ledger import ledger_problems, parse_ledger
 from evalglass.engine.pipeline import gate_inputs, metric_inputs
+from evalglass.engine.validation import validate_document
+from evalglass.engine.yamlsource import parse_yaml
 from evalglass.errors import SetupError
 from evalglass.metrics.llm_judge import judge_fingerprint_of
 
@@ -48,20 +69,28 @@ class VerifyReport:
     folder: Path
     findings: tuple[Finding, ...]
     examples: int
+    anchors: tuple[str, ...] = field(default=())
+    signature: str = "unsigned"
 
     @property
     def ok(self) -> bool:
         return not self.findings
 
 
-def verify_run(folder: Path) -> VerifyReport:
+@dataclass(frozen=True)
+class Anchors:
+    """The files to anchor a run to: explicit paths must exist; by default, the paths the run record names."""
+
+    config: Path | None = None
+    ledger: Path | None = None
+
+
+def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = None) -> VerifyReport:
     record = load_runrecord(folder)
-    raw_scorecard = _raw_json(folder / SCORECARD_FILE)
+    raw_scorecard = load_json(folder / SCORECARD_FILE, "scorecard")
     findings: list[Finding] = []
-    try:
-        config = Config.model_validate(record.config)
-    except Exception as exc:
-        raise SetupError(f"run record's config no longer validates: {exc}", where=str(folder)) from None
+    config = _config_snapshot(record, findings)
+    ledger, ledger_where = _ledger_snapshot(record, config, findings)
     names = list(config.metrics)
     loaded_scores = load_columns(
         folder / record.scores_file,
@@ -70,21 +99,26 @@ def verify_run(folder: Path) -> VerifyReport:
         clustered=config.dataset.cluster_field is not None,
     )
     columns, examples, scores_sha = loaded_scores.columns, loaded_scores.examples, loaded_scores.sha256
+    findings[:0] = _file_findings(folder, record, {record.scores_file: scores_sha})
     if scores_sha != record.scores_sha256:
         findings.append(Finding("runrecord.scores_sha256", record.scores_sha256, scores_sha))
     if examples != record.dataset.examples:
         findings.append(Finding("runrecord.dataset.examples", record.dataset.examples, examples))
     gate_fingerprints = {name: config.gate_fingerprint(name, record.definition_files) for name in config.gates}
-    for name, fingerprint in gate_fingerprints.items():
-        if record.gate_fingerprints.get(name) != fingerprint:
+    for name in sorted(set(gate_fingerprints) | set(record.gate_fingerprints)):
+        if record.gate_fingerprints.get(name) != gate_fingerprints.get(name):
             findings.append(
-                Finding(f"runrecord.gate_fingerprints.{name}", record.gate_fingerprints.get(name), fingerprint)
+                Finding(
+                    f"runrecord.gate_fingerprints.{name}",
+                    record.gate_fingerprints.get(name, "<absent>"),
+                    gate_fingerprints.get(name, "<absent>"),
+                )
             )
     standings = _judge_standings(config, record, findings)
     summaries, payload = decide_run(
         metric_inputs(config, columns),
         gate_inputs(config, gate_fingerprints, record.check_results),
-        record.ledger,
+        ledger,
         config.dataset.name,
         record.dataset.gold,
         RunShape(
@@ -93,6 +127,7 @@ def verify_run(folder: Path) -> VerifyReport:
             clusters=_ints(loaded_scores.cluster_ids),
         ),
         standings,
+        ledger_where,
     )
     derived = Scorecard(
         run_id=record.run_id,
@@ -103,12 +138,188 @@ def verify_run(folder: Path) -> VerifyReport:
         metrics=summaries,
         checks=tuple(CheckSummary.of(name, result) for name, result in record.check_results.items()),
         usage=record.usage,  # counted as calls completed; nothing to re-derive from the scores
+        calls=recorded_call_totals(folder),
     )
-    findings.extend(_diff("scorecard", raw_scorecard, orjson.loads(orjson.dumps(derived.model_dump(mode="json")))))
+    derived_json = derived.model_dump(mode="json")
+    findings.extend(_diff("scorecard", raw_scorecard, orjson.loads(orjson.dumps(derived_json))))
+    if not findings:
+        # Equal values in other bytes (a repeated key, whose last copy a JSON reader keeps) are an edit too.
+        findings.extend(_byte_findings(folder / SCORECARD_FILE, derived_json))
+        findings.extend(_byte_findings(folder / RUNRECORD_FILE, record.model_dump(mode="json")))
+    findings.extend(_report_findings(folder, derived))
     if not findings:
         # Only a scorecard that matches field by field is also loaded through its own validators.
         load_scorecard(folder)
-    return VerifyReport(folder=folder, findings=tuple(findings), examples=examples)
+    statements = _anchor(record, config, anchors or Anchors(), findings)
+    extra = _unlisted(folder)
+    if extra:
+        # Said, not counted: files written into the folder after the run (a JUnit report, an HTML page) are not
+        # artifacts the run vouches for, and nothing verify checks reads them.
+        statements.append(f"not covered by the digests (added after the run): {', '.join(extra)}")
+    signature = _signature(folder, key, findings)
+    return VerifyReport(
+        folder=folder, findings=tuple(findings), examples=examples, anchors=tuple(statements), signature=signature
+    )
+
+
+def _file_findings(folder: Path, record: RunRecord, known: dict[str, str]) -> list[Finding]:
+    digests = load_digests(folder)
+    if digests is None:
+        return [Finding(DIGESTS_FILE, "<missing>", "the SHA-256 of every artifact the run wrote")]
+    findings = [
+        Finding(f"file {item.name}", item.recorded, item.found)
+        for item in file_findings(folder, digests, known)
+        if item.recorded != NOT_LISTED
+    ]
+    if digests.run_id != record.run_id:
+        findings.append(Finding(f"{DIGESTS_FILE}.run_id", digests.run_id, record.run_id))
+    return findings
+
+
+def _unlisted(folder: Path) -> list[str]:
+    digests = load_digests(folder)
+    return [] if digests is None else [name for name in artifact_names(folder) if name not in digests.files]
+
+
+def _config_snapshot(record: RunRecord, findings: list[Finding]) -> Config:
+    """The config the run decided with: parsed from the recorded source when it hashes to the recorded fingerprint,
+    with every difference from the parsed snapshot reported."""
+    try:
+        snapshot = config_from_record(record.config)
+    except Exception as exc:
+        raise SetupError(f"run record's config no longer validates: {exc}", where="runrecord.json") from None
+    source = record.config_source
+    if source is None:
+        findings.append(Finding("runrecord.config_source", "<absent>", "the config's text as the run read it"))
+        return snapshot
+    raw = source.encode("utf-8")
+    if fingerprint_of_bytes(raw) != record.config_fingerprint:
+        findings.append(Finding("runrecord.config_fingerprint", record.config_fingerprint, fingerprint_of_bytes(raw)))
+    try:
+        parsed = validate_document(Config, parse_yaml(raw, Path(record.config_path), what="config"), what="the config")
+    except SetupError as exc:
+        findings.append(Finding("runrecord.config_source", "<does not parse>", exc.line()))
+        return snapshot
+    findings.extend(_diff("runrecord.config", record.config, config_as_recorded(parsed)))
+    return parsed
+
+
+def _ledger_snapshot(record: RunRecord, config: Config, findings: list[Finding]) -> tuple[Ledger, dict[str, str]]:
+    """The ledger the run decided with, as :func:`_config_snapshot` finds the config; the decisions are then
+    re-applied from it, so an edited threshold, ``active`` or dataset fingerprint in the snapshot is a finding."""
+    source = record.ledger_source
+    if source is None:
+        findings.append(Finding("runrecord.ledger_source", "<absent>", "the ledger's text as the run read it"))
+        return record.ledger, {}
+    raw = source.encode("utf-8")
+    if fingerprint_of_bytes(raw) != record.ledger_fingerprint:
+        findings.append(Finding("runrecord.ledger_fingerprint", record.ledger_fingerprint, fingerprint_of_bytes(raw)))
+    try:
+        loaded = parse_ledger(raw, Path(record.ledger_path))
+    except SetupError as exc:
+        findings.append(Finding("runrecord.ledger_source", "<does not parse>", exc.line()))
+        return record.ledger, {}
+    findings.extend(
+        _diff("runrecord.ledger", record.ledger.model_dump(mode="json"), loaded.ledger.model_dump(mode="json"))
+    )
+    for loc, problem, _ in ledger_problems(loaded.ledger, config):
+        findings.append(Finding("runrecord.ledger_source", loaded.where(loc), f"a run refuses this ledger: {problem}"))
+    return loaded.ledger, loaded.gate_where()
+
+
+def _byte_findings(path: Path, document: Any) -> list[Finding]:
+    """The file must hold exactly the bytes ``run`` writes for ``document`` (see ``artifacts.write_model``)."""
+    if path.read_bytes() != model_bytes(document):
+        return [Finding(path.name, "<other bytes>", "the bytes `evalglass run` writes for the same values")]
+    return []
+
+
+def _report_findings(folder: Path, derived: Scorecard) -> list[Finding]:
+    from evalglass.engine.failing import report_markdown
+
+    path = folder / REPORT_FILE
+    try:
+        recorded = path.read_bytes()
+    except OSError:
+        return [Finding(REPORT_FILE, "<missing>", "rendered from the scorecard")]
+    rendered = report_markdown(folder, derived).encode()
+    if recorded != rendered:
+        return [Finding(REPORT_FILE, _first_difference(recorded, rendered), "rendered from the scorecard")]
+    return []
+
+
+def _first_difference(recorded: bytes, rendered: bytes) -> str:
+    old, new = recorded.decode("utf-8", "replace").splitlines(), rendered.decode().splitlines()
+    for number, (left, right) in enumerate(zip(old, new, strict=False), start=1):
+        if left != right:
+            return f"line {number} differs: {left[:120]!r}"
+    return f"{len(old)} lines where the scorecard renders {len(new)}"
+
+
+def _anchor(record: RunRecord, config: Config, anchors: Anchors, findings: list[Finding]) -> list[str]:
+    """Whether the run read the config and ledger files at hand now; a difference is a finding, said plainly."""
+    statements: list[str] = []
+    for what, explicit, recorded_path, recorded in (
+        ("config", anchors.config, record.config_path, record.config_fingerprint),
+        ("ledger", anchors.ledger, record.ledger_path, record.ledger_fingerprint),
+    ):
+        path = explicit if explicit is not None else Path(recorded_path)
+        try:
+            current = fingerprint_of_bytes(path.read_bytes())
+        except OSError as exc:
+            if explicit is not None:
+                raise SetupError(f"cannot read the {what} to anchor to: {exc.strerror}", where=str(path)) from None
+            statements.append(f"{what}: not anchored ({path} is not at hand here; pass --{what} PATH)")
+            continue
+        if current == recorded:
+            statements.append(f"{what}: decided under {path} as it is now ({short(recorded)})")
+        else:
+            statements.append(
+                f"{what}: NOT decided under {path} as it is now: the run read {short(recorded)}, the file is "
+                f"{short(current)}"
+            )
+            findings.append(Finding(f"anchor.{what}", recorded, f"{path}: {current}"))
+    if anchors.config is None:
+        base = Path(record.config_path).parent
+        if Path(record.config_path).is_file():
+            current_files = definition_file_hashes(config, base)
+            # Said, not counted as a finding: the run decided on the hashes it recorded (which verify re-checks
+            # against the gate fingerprints), and the config and ledger anchors above are what the host owns.
+            if current_files != record.definition_files:
+                statements.append("definition files: the ones at hand differ (a schema, module or checker changed)")
+    return statements
+
+
+def _signature(folder: Path, key: str | None, findings: list[Finding]) -> str:
+    digests = load_digests(folder)
+    signed = digests is not None and digests.signature is not None
+    if key is None:
+        return "signed, but not checked (pass --key)" if signed else "unsigned"
+    if digests is None or digests.signature is None:
+        findings.append(Finding(f"{DIGESTS_FILE}.signature", "<absent>", "a signature by the given key"))
+        return "NOT signed"
+    if not signature_valid(digests, key):
+        findings.append(Finding(f"{DIGESTS_FILE}.signature", digests.signature.value, "<does not match the key>"))
+        return "signature does NOT match the given key"
+    return f"signed by the given key ({digests.signature.public_key[:16]}…)"
+
+
+def recorded_call_totals(folder: Path) -> CallTotals | None:
+    """The call totals ``outputs.jsonl`` records (None when the run wrote none: a recorded run)."""
+    path = folder / "outputs.jsonl"
+    if not path.is_file():
+        return None
+    calls = attempts = 0
+    with path.open("rb") as handle:
+        for line in handle:
+            try:
+                row = orjson.loads(line)
+            except orjson.JSONDecodeError:  # an edited line counts nothing: the totals then differ, a finding
+                continue
+            if isinstance(row, dict):
+                found = count_call_attempts(row)
+                calls, attempts = calls + found[0], attempts + found[1]
+    return CallTotals(calls=calls, attempts=attempts)
 
 
 def _judge_standings(config: Config, record: RunRecord, findings: list[Finding]) -> dict[str, JudgeStanding]:
@@ -130,15 +341,6 @@ def _judge_standings(config: Config, record: RunRecord, findings: list[Finding])
 
 def _ints(values: array[int] | None) -> npt.NDArray[np.int64] | None:
     return None if values is None else np.frombuffer(values, dtype=np.int64)
-
-
-def _raw_json(path: Path) -> Any:
-    try:
-        return orjson.loads(path.read_bytes())
-    except FileNotFoundError:
-        raise SetupError("scorecard not found", where=str(path)) from None
-    except orjson.JSONDecodeError as exc:
-        raise SetupError(f"scorecard is not valid JSON ({exc})", where=str(path)) from None
 
 
 def _diff(path: str, recorded: Any, derived: Any) -> list[Finding]:

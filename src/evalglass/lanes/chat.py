@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import os
-import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -41,6 +40,7 @@ import httpx2
 import openai
 import orjson
 
+from evalglass import redaction
 from evalglass.lanes.executor import Executor
 from evalglass.lanes.retry import CallOutcome, Fault, FaultKind, Ok, Retrier
 from evalglass.lanes.specs import EndpointSpec
@@ -48,7 +48,6 @@ from evalglass.lanes.specs import EndpointSpec
 TransportChoice = Literal["auto", "direct", "httpx"]
 
 _PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
-_BEARER = re.compile(r"(?i)(bearer\s+)[^\s'\"]+")
 _MAX_MESSAGE = 500
 
 
@@ -143,6 +142,9 @@ class ChatClient:
                 )
             else:
                 api_key = self._secret = value
+        # Faults quote bodies and exceptions: the key, and every other secret of the environment, are replaced
+        # before any of it is cut to length.
+        self._redactor = redaction.current(env, extra=(self._secret,) if self._secret else ())
         proxied = any(environment.get(name) for name in _PROXY_VARS)
         if transport == "auto":
             transport = "httpx" if proxied else "direct"
@@ -179,7 +181,7 @@ class ChatClient:
                 self._redact(str(exc)),
                 response.status_code,
                 None,
-                self._redact(_head(response.content)),
+                self._redacted_head(response.content),
             )
 
     async def call(self, request: ChatRequest, *, executor: Executor, retrier: Retrier) -> CallOutcome[ChatReply]:
@@ -243,13 +245,13 @@ class ChatClient:
             )
         try:
             if headers is not None:
-                return self._status_fault(status, headers, _body_message(content, status))
+                return self._status_fault(status, headers, self._body_message(content, status))
             if not 200 <= status < 300:
                 raise _Malformed(f"unexpected HTTP status {status}")
             return Ok(parse_completion(content))
         except _Malformed as exc:
             return Fault(
-                FaultKind.MALFORMED_RESPONSE, self._redact(str(exc)), status, None, self._redact(_head(content))
+                FaultKind.MALFORMED_RESPONSE, self._redact(str(exc)), status, None, self._redacted_head(content)
             )
 
     # ------------------------------------------------------------------ classification
@@ -280,14 +282,25 @@ class ChatClient:
             return Fault(FaultKind.CONNECTION, self._redact(f"{type(exc).__name__}: {exc}"))
         return Fault(FaultKind.INTERNAL, self._redact(f"unexpected {type(exc).__name__}: {exc}"))
 
+    def _body_message(self, content: bytes, status: int) -> str:
+        try:
+            body = orjson.loads(content)
+        except orjson.JSONDecodeError:
+            return self._redacted_head(content, 200) or f"HTTP {status}"
+        error = body.get("error", body) if isinstance(body, dict) else body
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])
+        return self._redacted_head(content, 200)
+
     def _retry_after(self, headers: httpx2.Headers) -> float | None:
         return parse_retry_after(headers.get("retry-after-ms"), headers.get("retry-after"), now=self._clock())
 
     def _redact(self, text: str) -> str:
-        if self._secret and len(self._secret) >= 4:
-            text = text.replace(self._secret, "[redacted]")
-        text = _BEARER.sub(r"\1[redacted]", text)
-        return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 1] + "…"
+        return self._redactor.head(text, _MAX_MESSAGE)
+
+    def _redacted_head(self, raw: bytes, limit: int = 300) -> str:
+        """The start of a body: the whole body is decoded and redacted first, then cut."""
+        return self._redactor.head(raw.decode("utf-8", "replace"), limit)
 
 
 class _Malformed(ValueError):
@@ -313,7 +326,7 @@ def parse_completion(raw: bytes) -> ChatReply:
         content = "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
     if not isinstance(content, str):
         if message.get("refusal"):
-            raise _Malformed(f"the model refused: {str(message['refusal'])[:200]}")
+            raise _Malformed(f"the model refused: {message['refusal']}")  # cut (after redaction) by the caller
         if message.get("tool_calls"):
             raise _Malformed("the model answered with tool calls, not text")
         raise _Malformed("the message has no text content")
@@ -355,22 +368,6 @@ def _error_message(exc: openai.APIStatusError) -> str:
         if isinstance(error, dict) and error.get("message"):
             return str(error["message"])
     return str(exc.message)
-
-
-def _body_message(content: bytes, status: int) -> str:
-    try:
-        body = orjson.loads(content)
-    except orjson.JSONDecodeError:
-        return _head(content, 200) or f"HTTP {status}"
-    error = body.get("error", body) if isinstance(body, dict) else body
-    if isinstance(error, dict) and error.get("message"):
-        return str(error["message"])
-    return _head(content, 200)
-
-
-def _head(raw: bytes, limit: int = 300) -> str:
-    text = raw[:limit].decode("utf-8", "replace")
-    return text + ("…" if len(raw) > limit else "")
 
 
 __all__ = [

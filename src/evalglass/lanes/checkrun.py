@@ -45,6 +45,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, TypeAlias
 
+from evalglass import redaction
 from evalglass.core.checks import (
     REPAIRS,
     BindingStatus,
@@ -52,6 +53,7 @@ from evalglass.core.checks import (
     CheckReason,
     CheckResult,
 )
+from evalglass.core.redact import REDACTED, Redactor, is_secret_name, redact_env, secret_values
 from evalglass.lanes.checkspec import (
     DEFAULT_OUTPUT_CAP,
     DEFAULT_TIMEOUT,
@@ -91,7 +93,6 @@ __all__ = [
     "run_checks",
     "run_example_check",
     "run_example_checks",
-    "scrub",
     "secret_values",
 ]
 
@@ -100,67 +101,10 @@ __all__ = [
 PYTHON_PLACEHOLDER = "{python}"
 #: How a per-example target (a temporary folder that no longer exists) is named in records.
 EXAMPLE_TARGET = "{target}"
-REDACTED = "<redacted>"
 
 _FINGERPRINT = re.compile(r"^sha256:[0-9a-f]{64}$")
 _READ_CHUNK = 64 * 1024
 _READER_JOIN_S = 5.0
-
-
-# ------------------------------------------------------------------------------------------------------------
-# Environment redaction
-# ------------------------------------------------------------------------------------------------------------
-
-_SECRET_NAME = re.compile(
-    r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|PRIVATE|COOKIE|SESSION|SIGNATURE|CERT_PASS|PAT$"
-)
-# Well-known credential shapes, redacted whatever the variable is called.
-_SECRET_VALUE = re.compile(
-    r"(sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}"
-    r"|AKIA[0-9A-Z]{16}|glpat-[A-Za-z0-9_-]{20,}|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.)"
-)
-# user:password@ inside a URL (e.g. DATABASE_URL=postgres://me:hunter2@db/x).
-_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/@:\s]*:)(?P<password>[^/@\s]+)(?P<at>@)")
-
-
-def is_secret_name(name: str) -> bool:
-    """Whether a variable's name says it holds a credential (KEY, TOKEN, SECRET, PASSWORD, AUTH, ...)."""
-    return bool(_SECRET_NAME.search(name.upper()))
-
-
-def redact_env(env: Mapping[str, str]) -> dict[str, str]:
-    """A copy of ``env`` safe to record: credential-like names keep their name only, and passwords in URLs
-    and values shaped like well-known tokens are replaced by ``<redacted>``. Sorted by name."""
-    out: dict[str, str] = {}
-    for name in sorted(env):
-        value = env[name]
-        if is_secret_name(name) or _SECRET_VALUE.search(value):
-            out[name] = REDACTED
-        else:
-            out[name] = _URL_PASSWORD.sub(lambda m: m["head"] + REDACTED + m["at"], value)
-    return out
-
-
-#: Secret values shorter than this are not scrubbed from output (they would match ordinary text).
-_MIN_SCRUBBED_SECRET = 6
-
-
-def secret_values(env: Mapping[str, str]) -> list[str]:
-    """The values :func:`redact_env` would hide, longest first, for scrubbing them out of captured output."""
-    found: set[str] = set()
-    for name, value in env.items():
-        if is_secret_name(name) or _SECRET_VALUE.search(value):
-            found.add(value)
-        found.update(m["password"] for m in _URL_PASSWORD.finditer(value))
-    return sorted((v for v in found if len(v) >= _MIN_SCRUBBED_SECRET), key=len, reverse=True)
-
-
-def scrub(text: str, secrets: Sequence[str]) -> str:
-    """``text`` with every occurrence of a secret value replaced by ``<redacted>``."""
-    for value in secrets:
-        if value in text:
-            text = text.replace(value, REDACTED)
-    return text
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -169,18 +113,20 @@ def scrub(text: str, secrets: Sequence[str]) -> str:
 
 
 class _Tail(threading.Thread):
-    """Drains one pipe to EOF, counting every byte and keeping only the last ``cap`` of them."""
+    """Drains one pipe to EOF, counting every byte and keeping the last ``cap`` of them plus ``margin`` more, so that
+    a secret straddling the cut is still whole when the text is redacted (and only then cut to ``cap``)."""
 
-    def __init__(self, stream: IO[bytes], cap: int) -> None:
+    def __init__(self, stream: IO[bytes], cap: int, margin: int = 0) -> None:
         super().__init__(daemon=True)
         self._stream = stream
         self._cap = cap
+        self._keep = cap + margin if cap else 0
         self._buffer = bytearray()
         self.total = 0
 
     def run(self) -> None:
         fd = self._stream.fileno()
-        cap = self._cap
+        cap = self._keep
         while True:
             try:
                 chunk = os.read(fd, _READ_CHUNK)
@@ -194,9 +140,10 @@ class _Tail(threading.Thread):
                 if len(self._buffer) > 2 * cap:
                     del self._buffer[:-cap]
 
-    def text(self) -> str:
-        kept = bytes(self._buffer[-self._cap :]) if self._cap else b""
-        return kept.decode("utf-8", errors="replace")
+    def text(self, redactor: Redactor) -> str:
+        """The redacted tail: at most ``cap`` bytes of what the command wrote last."""
+        kept = bytes(self._buffer[-self._keep :]) if self._keep else b""
+        return redactor.tail_bytes(kept.decode("utf-8", errors="replace"), self._cap)
 
 
 def _kill_group(pgid: int) -> None:
@@ -204,12 +151,12 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-def _last_line(*texts: str) -> str | None:
+def _last_line(redactor: Redactor, *texts: str) -> str | None:
     for text in texts:
         for line in reversed(text.splitlines()):
             line = line.strip()
             if line:
-                return line if len(line) <= 300 else line[:297] + "..."
+                return redactor.head(line, 300, "...")
     return None
 
 
@@ -282,7 +229,7 @@ def _execute(
     if env is None:
         env = _child_env(spec, target_dir)
     if run is None:
-        run = _Run(spec, check_id, example_id, target_label, _env_record(env, target_dir))
+        run = _Run(spec, check_id, example_id, target_label, _env_record(spec, target_dir))
     facts = run.facts
     include = spec.target.include if spec.target else ()
     exclude = spec.target.exclude if spec.target else ()
@@ -349,7 +296,13 @@ def _execute(
         return run.error(CheckReason.SPAWN_FAILED, f"cannot start {spec.argv[0]!r}: {exc.strerror or exc}")
     facts["command_started"] = True
     assert process.stdout is not None and process.stderr is not None
-    readers = (_Tail(process.stdout, spec.output_cap_bytes), _Tail(process.stderr, spec.output_cap_bytes))
+    # A command may echo a credential it was given; the record must not carry it, whole or cut in two.
+    redactor = redaction.current(env)
+    margin = 4 * max((len(value) for value in redactor.secrets), default=0)
+    readers = (
+        _Tail(process.stdout, spec.output_cap_bytes, margin),
+        _Tail(process.stderr, spec.output_cap_bytes, margin),
+    )
     for reader in readers:
         reader.start()
     timed_out = False
@@ -366,9 +319,7 @@ def _execute(
             reader.join(_READER_JOIN_S)
         process.stdout.close()
         process.stderr.close()
-    # A command may echo a credential it was given; the record must not carry it.
-    secrets = secret_values(env)
-    stdout, stderr = scrub(readers[0].text(), secrets), scrub(readers[1].text(), secrets)
+    stdout, stderr = readers[0].text(redactor), readers[1].text(redactor)
     facts.update(
         stdout_tail=stdout,
         stderr_tail=stderr,
@@ -396,7 +347,7 @@ def _execute(
         name = _signal_name(-returncode)
         return run.error(CheckReason.KILLED_BY_SIGNAL, f"the command was killed by {name}")
     facts["exit_code"] = returncode
-    last = _last_line(stderr, stdout)
+    last = _last_line(redactor, stderr, stdout)
     if changed and not spec.writes_target:
         state = "became unreadable" if after is None else f"moved from {_short(before or '')}… to {_short(after)}…"
         return run.error(
@@ -437,11 +388,13 @@ def _child_env(spec: CheckSpec, target_dir: Path | None) -> dict[str, str]:
     return env
 
 
-def _env_record(env: Mapping[str, str], target_dir: Path | None) -> dict[str, str]:
-    recorded = dict(env)
+def _env_record(spec: CheckSpec, target_dir: Path | None) -> dict[str, str]:
+    """What the record says about the command's environment: only the variables the check declares (the inherited
+    environment is the machine's, not the check's, and may hold secrets under any name), values redacted by rule."""
+    recorded = dict(spec.env)
     if target_dir is not None:
         recorded[TARGET_ENV] = TARGET_PLACEHOLDER
-    return redact_env(recorded)
+    return redact_env(recorded, redaction.declared())
 
 
 def _check_requested(expected_fingerprint: str | None) -> None:
@@ -481,8 +434,7 @@ def run_check(
     try:
         target_dir = resolve_within(base, label or ".", "target")
     except CheckConfigError as exc:
-        env = _child_env(spec, None)
-        run = _Run(spec, check_id, None, label, _env_record(env, None))
+        run = _Run(spec, check_id, None, label, _env_record(spec, None))
         run.facts.update(binding=BindingStatus.UNAVAILABLE, requested_fingerprint=expected_fingerprint)
         return run.error(CheckReason.PATH_ESCAPES_BASE, str(exc))
     return _execute(
@@ -620,8 +572,7 @@ def run_example_check(
     try:
         files = materialise_output(output, spec.output_file)
     except OutputRefused as exc:
-        env = _child_env(spec, None)
-        run = _Run(spec, check_id, example_id, EXAMPLE_TARGET, _env_record(env, Path(".")))
+        run = _Run(spec, check_id, example_id, EXAMPLE_TARGET, _env_record(spec, Path(".")))
         run.facts["binding"] = BindingStatus.UNAVAILABLE
         return run.error(CheckReason.OUTPUT_UNUSABLE, str(exc))
     expected = fingerprint_files(files, include, exclude).fingerprint
@@ -629,7 +580,7 @@ def run_example_check(
     try:
         os.chmod(folder, stat.S_IRWXU)
         env = _child_env(spec, folder)
-        run = _Run(spec, check_id, example_id, EXAMPLE_TARGET, _env_record(env, folder))
+        run = _Run(spec, check_id, example_id, EXAMPLE_TARGET, _env_record(spec, folder))
         try:
             _write_files(folder, files)
         except (OSError, OutputRefused) as exc:

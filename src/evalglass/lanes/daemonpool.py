@@ -1,4 +1,4 @@
-"""A thread pool whose workers never keep the process alive.
+"""A thread pool whose workers never keep the process alive, and that replaces workers held by abandoned calls.
 
 Host functions of a python lane are synchronous code the run cannot interrupt: a call that times out is abandoned,
 not killed (Python threads cannot be killed). ``concurrent.futures.ThreadPoolExecutor`` joins its workers when the
@@ -6,34 +6,69 @@ interpreter exits, so one abandoned call that never returns would keep a finishe
 from ever exiting. These workers are daemon threads: the run exits when its own work is done, and an abandoned call
 ends with the process.
 
+An abandoned call still holds its thread. So that hung calls do not starve healthy ones, the pool may start one
+extra thread for every abandoned call still running, up to ``max_abandoned`` of them (default
+:data:`ABANDONED_PER_WORKER` per worker); :func:`call_in_thread` starts an example's clock only when a thread
+picks its call up, so time spent queued never counts against it. Only when every thread the pool may have is held
+(the cap is reached) does a call that cannot start within its timeout fail, as :class:`CallTimedOut` with
+``queued=True``, naming the abandoned calls as the cause.
+
 Limit: a daemon thread still running at exit is stopped wherever it is, so host code that must clean up (close a
 file, flush a buffer) cannot rely on finishing after its call was abandoned.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from queue import SimpleQueue
-from typing import Any
+from typing import Any, TypeVar
 
+T = TypeVar("T")
 _Work = tuple[Future[Any], Callable[..., Any], tuple[Any, ...], dict[str, Any]]
+
+#: Extra threads allowed per worker for calls abandoned while still running (the cap on replacements).
+ABANDONED_PER_WORKER = 4
 
 
 class DaemonThreadPool(Executor):
-    """At most ``workers`` daemon threads, started as work arrives while none is idle, reused afterwards."""
+    """At most ``workers`` daemon threads for live calls, plus one per abandoned call still running (at most
+    ``max_abandoned``), started as work arrives while none is idle, reused afterwards."""
 
-    def __init__(self, workers: int, name: str) -> None:
+    def __init__(self, workers: int, name: str, *, max_abandoned: int | None = None) -> None:
         if workers < 1:
             raise ValueError("a pool needs at least one worker")
         self._workers = workers
+        self._max_abandoned = ABANDONED_PER_WORKER * workers if max_abandoned is None else max_abandoned
         self._name = name
         self._queue: SimpleQueue[_Work | None] = SimpleQueue()
         self._idle = threading.Semaphore(0)
         self._threads: list[threading.Thread] = []
+        self._abandoned: set[Future[Any]] = set()
         self._lock = threading.Lock()
         self._closed = False
+
+    @property
+    def abandoned(self) -> int:
+        """Calls given up on that still hold a thread."""
+        with self._lock:
+            return len(self._abandoned)
+
+    @property
+    def threads(self) -> int:
+        with self._lock:
+            return len(self._threads)
+
+    def _limit(self) -> int:
+        return self._workers + min(len(self._abandoned), self._max_abandoned)
+
+    def saturated(self) -> bool:
+        """True when abandoned calls hold every replacement thread the cap allows: a queued call may wait for ever."""
+        with self._lock:
+            return bool(self._abandoned) and len(self._abandoned) >= self._max_abandoned
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
         with self._lock:
@@ -41,11 +76,24 @@ class DaemonThreadPool(Executor):
                 raise RuntimeError("cannot submit to a pool that was shut down")
             future: Future[Any] = Future()
             self._queue.put((future, fn, args, kwargs))
-            if not self._idle.acquire(blocking=False) and len(self._threads) < self._workers:
-                thread = threading.Thread(target=self._work, name=f"{self._name}-{len(self._threads)}", daemon=True)
-                thread.start()
-                self._threads.append(thread)
+            if not self._idle.acquire(blocking=False) and len(self._threads) < self._limit():
+                self._start_thread()
             return future
+
+    def _start_thread(self) -> None:
+        thread = threading.Thread(target=self._work, name=f"{self._name}-{len(self._threads)}", daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def abandon(self, future: Future[Any]) -> None:
+        """The caller gave up on ``future``: if it is still running, its thread no longer counts as capacity, and
+        a queued call gets a new thread (within the cap)."""
+        with self._lock:
+            if future.done() or not future.running():
+                return
+            self._abandoned.add(future)
+            if not self._closed and not self._queue.empty() and len(self._threads) < self._limit():
+                self._start_thread()
 
     def _work(self) -> None:
         while (item := self._queue.get()) is not None:
@@ -57,6 +105,8 @@ class DaemonThreadPool(Executor):
                     future.set_exception(exc)
                 else:
                     future.set_result(result)
+            with self._lock:
+                self._abandoned.discard(future)
             del item, future, fn, args, kwargs  # drop references before waiting for the next call
             self._idle.release()
 
@@ -78,3 +128,66 @@ class DaemonThreadPool(Executor):
         if wait:
             for thread in self._threads:
                 thread.join()
+
+
+class CallTimedOut(Exception):
+    """A call in a thread did not finish within its timeout (``queued``: it never started, every thread being held
+    by abandoned calls)."""
+
+    def __init__(self, timeout: float, *, queued: bool, abandoned: int = 0) -> None:
+        self.timeout = timeout
+        self.queued = queued
+        self.abandoned = abandoned
+        super().__init__(f"timed out after {timeout:g}s" + (" waiting for a free thread" if queued else ""))
+
+
+async def call_in_thread(pool: DaemonThreadPool, fn: Callable[[], T], timeout: float | None) -> T:
+    """``fn()`` on one of ``pool``'s threads, with ``timeout`` counted from the moment a thread starts it.
+
+    On expiry the call is abandoned (its thread replaced, see the module docstring) and :class:`CallTimedOut`
+    raised. Whatever ``fn`` raises (``SystemExit`` included) is raised here. ``timeout=None``: no limit.
+    """
+    loop = asyncio.get_running_loop()
+    started: asyncio.Future[None] = loop.create_future()
+
+    def mark_started() -> None:
+        if not started.done():
+            started.set_result(None)
+
+    def run() -> T:
+        with contextlib.suppress(RuntimeError):  # the loop closed while the call was queued: nobody is waiting
+            loop.call_soon_threadsafe(mark_started)
+        return fn()
+
+    work = pool.submit(run)
+    result = asyncio.wrap_future(work, loop=loop)
+    try:
+        while not started.done() and not result.done():
+            await asyncio.wait({started, result}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            if not started.done() and not result.done() and pool.saturated() and work.cancel():
+                raise CallTimedOut(timeout or 0.0, queued=True, abandoned=pool.abandoned)
+        try:
+            async with asyncio.timeout(timeout):
+                return await asyncio.shield(result)
+        except TimeoutError:
+            if result.done():  # the call itself raised TimeoutError just as the clock ran out
+                done: T = result.result()
+                return done
+            pool.abandon(work)
+            raise CallTimedOut(timeout or 0.0, queued=False) from None
+    except asyncio.CancelledError:
+        if not work.cancel():
+            pool.abandon(work)
+        raise
+    finally:
+        if not result.done():
+            result.cancel()  # the asyncio side only; the thread's future is abandoned above
+        if not started.done():
+            started.cancel()
+        result.add_done_callback(_consume)
+
+
+def _consume(future: asyncio.Future[Any]) -> None:
+    """Retrieve an abandoned call's outcome so asyncio never reports an exception nobody asked for."""
+    if not future.cancelled():
+        future.exception()

@@ -32,15 +32,19 @@ from typing import Any
 
 import orjson
 
+from evalglass import redaction
 from evalglass.core.calibration import Calibration, calibrate
 from evalglass.core.example import Example
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.score import Diagnostic, Score, Status, Validity
+from evalglass.engine import jsonsource
 from evalglass.engine.cache import CallCache, cache_key
+from evalglass.engine.userfiles import read_regular
+from evalglass.errors import SetupError
 from evalglass.lanes.chat import ChatClient, ChatReply, ChatRequest, TransportChoice
 from evalglass.lanes.executor import Executor
 from evalglass.lanes.retry import Attempt, Retrier
-from evalglass.lanes.task import LaneConfigError
+from evalglass.lanes.task import LaneConfigError, recorded_tries
 from evalglass.lanes.templating import TemplateFailure, compile_template, render
 from evalglass.metrics.base import measured_target, missing_field, missing_reference, reference_getter
 from evalglass.metrics.llm_judge import (
@@ -89,7 +93,13 @@ def extract_json_object(text: str) -> dict[str, Any] | None:
 
 
 def _raw(text: str) -> str:
-    return text if len(text) <= _MAX_RAW else text[:_MAX_RAW] + "…"
+    """The judge's answer as kept in a diagnostic: redacted, then cut to ``_MAX_RAW`` characters."""
+    return redaction.current().head(text, _MAX_RAW + 1)
+
+
+def _short(text: str) -> str:
+    """A piece of the answer quoted in a message: redacted, then cut to 200 characters."""
+    return redaction.current().head(text, 200, "")
 
 
 def _unparseable(why: str, text: str, evidence: tuple[str, ...]) -> Verdict:
@@ -116,13 +126,15 @@ def parse_verdict(text: str, scale: JudgeScale, *, evidence: tuple[str, ...] = (
     rationale = None if rationale_value is None else str(rationale_value)
     if scale.numeric:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            return _unparseable(f'"score" must be a number, got {type(value).__name__} {value!r}'[:200], text, evidence)
+            return _unparseable(
+                _short(f'"score" must be a number, got {type(value).__name__} {value!r}'), text, evidence
+            )
         try:
             number = float(value)
         except OverflowError:
             number = math.inf
         if not math.isfinite(number):
-            return _unparseable(f'"score" is not a finite number: {value!r}'[:200], text, evidence)
+            return _unparseable(_short(f'"score" is not a finite number: {value!r}'), text, evidence)
         assert scale.min is not None and scale.max is not None
         if number.is_integer() and scale.min <= number <= scale.max:
             return Verdict(
@@ -149,7 +161,7 @@ def parse_verdict(text: str, scale: JudgeScale, *, evidence: tuple[str, ...] = (
         )
     if not isinstance(value, str):
         return _unparseable(
-            f'"score" must be a label string, got {type(value).__name__} {value!r}'[:200], text, evidence
+            _short(f'"score" must be a label string, got {type(value).__name__} {value!r}'), text, evidence
         )
     values = scale.label_values()
     label = value.strip()
@@ -188,6 +200,8 @@ class JudgeResult:
     attempts: tuple[Attempt, ...] = ()
     call_id: str | None = None
     usage: Any = None  # lanes.chat.Usage of the call (the original call's, for a cached answer)
+    #: Attempts the call took (a cached call keeps the count it was made with); 0 when no call was made.
+    tries: int = 0
 
 
 class Judge:
@@ -207,9 +221,9 @@ class Judge:
         self.spec = spec
         rubric_path = (base_dir / spec.rubric).resolve()
         try:
-            self.rubric_bytes = rubric_path.read_bytes()
-        except OSError as exc:
-            raise LaneConfigError(f"llm_judge: cannot read rubric {spec.rubric} ({exc.strerror})") from None
+            self.rubric_bytes = read_regular(rubric_path, what="rubric")
+        except SetupError as exc:
+            raise LaneConfigError(f"llm_judge: {exc.line()}") from None
         try:
             self.rubric = self.rubric_bytes.decode("utf-8")
         except UnicodeDecodeError:
@@ -266,26 +280,36 @@ class Judge:
         reply: ChatReply | None = None
         cached = False
         attempts: tuple[Attempt, ...] = ()
+        tries = 0
         if self.cache is not None:
             hit = self.cache.get(key)
             if isinstance(hit, dict) and "content" in hit:
-                reply, cached = ChatReply.from_json(hit), True
+                reply, cached, tries = ChatReply.from_json(hit), True, recorded_tries(hit)
         if reply is None:
             outcome = await self.client.call(request, executor=self.executor, retrier=self.retrier)
             attempts = outcome.attempts
+            tries = len(attempts)
             if outcome.value is None:
                 fault = outcome.fault
                 assert fault is not None
                 score = Score.unmeasured(
                     Status.ERROR, fault.code, f"the judge call failed: {fault.message}", fault.detail, evidence=evidence
                 )
-                return JudgeResult(score, attempts=attempts, call_id=key)
+                return JudgeResult(score, attempts=attempts, call_id=key, tries=tries)
             reply = outcome.value
             if self.cache is not None:
-                self.cache.put(key, reply.to_json(), kind="judge", request=body)
+                self.cache.put(key, {**reply.to_json(), "attempts": tries}, kind="judge", request=body)
         verdict = parse_verdict(reply.content, self.spec.scale, evidence=evidence)
         return JudgeResult(
-            verdict.score, verdict.rationale, verdict.label, reply.content, cached, attempts, key, usage=reply.usage
+            verdict.score,
+            verdict.rationale,
+            verdict.label,
+            reply.content,
+            cached,
+            attempts,
+            key,
+            usage=reply.usage,
+            tries=tries,
         )
 
 
@@ -311,15 +335,17 @@ def read_labels(path: Path, scale: JudgeScale) -> list[LabelledExample]:
     records: list[LabelledExample] = []
     categories = scale.categories()
     try:
-        lines = path.read_bytes().splitlines()
-    except OSError as exc:
-        raise LabelsFileError(f"{path}: cannot read labels file ({exc.strerror})") from None
+        lines = read_regular(path, what="labels file").splitlines()
+    except SetupError as exc:
+        raise LabelsFileError(exc.line()) from None
     for number, raw_line in enumerate(lines, start=1):
         if not raw_line.strip():
             continue
         where = f"{path}:{number}"
         try:
-            record = orjson.loads(raw_line)
+            record = jsonsource.loads(raw_line)
+        except jsonsource.JsonRefused as exc:
+            raise LabelsFileError(f"{where}: {exc}") from None
         except orjson.JSONDecodeError as exc:
             raise LabelsFileError(f"{where}: not JSON ({exc})") from None
         if not isinstance(record, dict):

@@ -33,9 +33,11 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from evalglass import redaction
+from evalglass.core.redact import Redactor
 from evalglass.core.score import Score, Status
 from evalglass.engine.cache import CallCache, cache_key, canonical_json
-from evalglass.lanes.daemonpool import DaemonThreadPool
+from evalglass.lanes.daemonpool import CallTimedOut, DaemonThreadPool, call_in_thread
 from evalglass.lanes.executor import EndpointLimit, Executor
 from evalglass.lanes.retry import Attempt, Retrier
 from evalglass.lanes.specs import (
@@ -72,6 +74,8 @@ class LaneOutput:
     attempts: tuple[Attempt, ...] = ()
     usage: Usage | None = None
     call_id: str | None = None
+    #: Attempts the call took (0: the lane does not retry). A cached call keeps the count it was made with.
+    tries: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +88,7 @@ class LaneFailure:
     detail: str | None = None
     attempts: tuple[Attempt, ...] = ()
     call_id: str | None = None
+    tries: int = 0
 
 
 LaneOutcome = LaneOutput | LaneFailure
@@ -189,33 +194,43 @@ class PythonLane(TaskLane):
                 return hit
         kwargs = {"sample": sample} if self.takes_sample else {}
         argument = dict(fields)
-
-        async def call() -> Any:
-            if self.is_async:
-                result = self.function(argument, **kwargs)
-            else:
-                loop = asyncio.get_running_loop()
-                result = await loop.run_in_executor(self._pool(), lambda: self.function(argument, **kwargs))
-            if inspect.isawaitable(result):
-                result = await result
-            return result
+        function, timeout, name = self.function, self.spec.timeout, self.spec.function
 
         async def guarded() -> LaneOutcome:
+            scope: asyncio.Timeout | None = None
             try:
-                async with asyncio.timeout(self.spec.timeout):
-                    value = await call()
-            except TimeoutError:
-                return LaneFailure(
-                    "task_timeout", f"{self.spec.function} did not return within {self.spec.timeout:g}s", sample
-                )
+                if self.is_async:
+                    async with asyncio.timeout(timeout) as scope:
+                        value = await function(argument, **kwargs)
+                else:
+                    value = await call_in_thread(self._pool(), lambda: function(argument, **kwargs), timeout)
+                    if inspect.isawaitable(value):
+                        async with asyncio.timeout(timeout) as scope:
+                            value = await value
+            except CallTimedOut as late:
+                if late.queued:
+                    return LaneFailure(
+                        "task_worker_unavailable",
+                        f"{name} could not start within {timeout:g}s: {late.abandoned} abandoned (timed-out) calls "
+                        "still hold every thread the lane may use",
+                        sample,
+                    )
+                return LaneFailure("task_timeout", f"{name} did not return within {timeout:g}s", sample)
+            except TimeoutError as exc:
+                if scope is not None and scope.expired():
+                    return LaneFailure("task_timeout", f"{name} did not return within {timeout:g}s", sample)
+                return _raised(name, exc, sample)
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:
+            except BaseException as exc:  # SystemExit, KeyboardInterrupt ... raised by host code: this example's error
+                return _raised(name, exc, sample)
+            problem = json_problem(value)
+            if problem is not None:
                 return LaneFailure(
-                    "task_raised",
-                    f"{self.spec.function} raised {type(exc).__name__}: {_one_line(exc)}",
+                    "task_output_unserialisable",
+                    f"{name} returned a {type(value).__name__} that is not JSON ({problem}); return text, numbers, "
+                    "booleans, null, lists and mappings with text keys",
                     sample,
-                    detail=_tail("".join(traceback.format_exception(exc))),
                 )
             return LaneOutput(value, sample, call_id=key)
 
@@ -286,6 +301,8 @@ class CommandLane(TaskLane):
         if not self.cwd.is_dir():
             raise LaneConfigError(f"command lane: cwd {spec.cwd} is not a directory (looked for {self.cwd})")
         self.base_env = dict(os.environ if env is None else env)
+        # Built once: what the command is given (EVALGLASS_EXAMPLE_ID and EVALGLASS_SAMPLE are no secrets).
+        self.redactor = redaction.current({**self.base_env, **spec.env})
         program = self.cwd / spec.argv[0]
         program_hash = hashlib.sha256(program.read_bytes()).hexdigest() if program.is_file() else None
         self.fingerprint = fingerprint_of(
@@ -318,6 +335,7 @@ class CommandLane(TaskLane):
         except TypeError as exc:
             return LaneFailure("task_input_unserialisable", f"example {example_id} is not JSON: {exc}", sample)
         env = {**self.base_env, **spec.env, "EVALGLASS_EXAMPLE_ID": example_id, "EVALGLASS_SAMPLE": str(sample)}
+        redactor = self.redactor
         try:
             process = await asyncio.create_subprocess_exec(
                 *spec.argv,
@@ -329,25 +347,39 @@ class CommandLane(TaskLane):
                 start_new_session=True,
             )
         except OSError as exc:
-            return LaneFailure("task_spawn_failed", f"cannot start {spec.argv[0]!r}: {exc}", sample)
+            return LaneFailure("task_spawn_failed", redactor.text(f"cannot start {spec.argv[0]!r}: {exc}"), sample)
+        assert process.stdout is not None and process.stderr is not None
+        out, err = bytearray(), bytearray()
+        readers = (
+            asyncio.ensure_future(_collect(process.stdout, out)),
+            asyncio.ensure_future(_collect(process.stderr, err)),
+        )
         try:
+            # The answer is ready when the command exits, not when its pipes close: a background child it left
+            # behind (`sleep 5 &`) may hold them open much longer.
             async with asyncio.timeout(spec.timeout):
-                stdout, stderr = await process.communicate(stdin)
+                await _feed(process, stdin)
+                await _exited(process)
         except TimeoutError:
-            _kill_group(process)
-            await process.wait()
+            await _reap(process, readers, drain=0.0)
             return LaneFailure(
                 "task_timeout", f"{spec.argv[0]} did not finish within {spec.timeout:g}s (killed)", sample
             )
         except BaseException:
             _kill_group(process)
+            for reader in readers:
+                reader.cancel()
+            with contextlib.suppress(Exception, asyncio.CancelledError):  # reap it, so no transport outlives the loop
+                await asyncio.wait_for(process.wait(), _REAP_S)
             raise
+        await _reap(process, readers, drain=_DRAIN_S)
+        stdout, stderr = bytes(out), bytes(err)
         if process.returncode != 0:
             return LaneFailure(
                 "task_exit_nonzero",
                 f"{spec.argv[0]} exited with code {process.returncode}",
                 sample,
-                detail=_tail(stderr.decode("utf-8", "replace")) or None,
+                detail=_tail(stderr.decode("utf-8", "replace"), redactor) or None,
             )
         text = stdout.decode("utf-8", "replace")
         if spec.output == "text":
@@ -359,8 +391,65 @@ class CommandLane(TaskLane):
                 "task_output_unparseable",
                 f"{spec.argv[0]} printed something that is not JSON ({exc})",
                 sample,
-                detail=_tail(text) or "(empty output)",
+                detail=_tail(text, redactor) or "(empty output)",
             )
+
+
+#: After a command exits, how long its pipes may stay open (a background child holding them) before its process
+#: group is killed and what was read so far is the output.
+_DRAIN_S = 0.25
+#: How long, after the kill, the readers get to see the pipes close.
+_REAP_S = 2.0
+
+
+async def _collect(stream: asyncio.StreamReader, into: bytearray) -> None:
+    """Read ``stream`` to its end into ``into`` (kept when the reader is cancelled half way)."""
+    while chunk := await stream.read(1 << 16):
+        into += chunk
+
+
+async def _exited(process: asyncio.subprocess.Process) -> None:
+    """Return once the process has exited. ``Process.wait`` alone is not enough before Python 3.12: it also waits for
+    the pipes to close, which a background child holding them delays; so its exit status is polled as well (from
+    1 ms, doubling to at most 50 ms; only such a child ever makes the poll matter)."""
+    waiting = asyncio.ensure_future(process.wait())
+    delay = 0.001
+    try:
+        while process.returncode is None:
+            done, _ = await asyncio.wait({waiting}, timeout=delay)
+            if done:
+                return
+            delay = min(delay * 2, 0.05)
+    finally:
+        if not waiting.done():
+            waiting.cancel()
+
+
+async def _feed(process: asyncio.subprocess.Process, data: bytes) -> None:
+    """Write the example to stdin and close it; a command that exits without reading it is not an error."""
+    stdin = process.stdin
+    assert stdin is not None
+    try:
+        stdin.write(data)
+        await stdin.drain()
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    finally:
+        stdin.close()
+
+
+async def _reap(process: asyncio.subprocess.Process, readers: tuple[asyncio.Future[None], ...], drain: float) -> None:
+    """Let the readers finish (up to ``drain`` seconds), kill whatever is left of the process group, wait for the
+    process and close the pipes, so no transport outlives the call (or the event loop)."""
+    if drain > 0:
+        await asyncio.wait(readers, timeout=drain)
+    _kill_group(process)
+    await process.wait()
+    _, pending = await asyncio.wait(readers, timeout=_REAP_S)
+    for reader in pending:
+        reader.cancel()
+    if pending:
+        await asyncio.gather(*pending, return_exceptions=True)
 
 
 def _kill_group(process: asyncio.subprocess.Process) -> None:
@@ -406,22 +495,24 @@ class ChatLane(TaskLane):
         reply: ChatReply | None = None
         attempts: tuple[Attempt, ...] = ()
         cached = False
+        tries = 0
         if self.cache is not None:
             hit = self.cache.get(key)
             if isinstance(hit, dict) and "content" in hit:
-                reply, cached = self._chat.ChatReply.from_json(hit), True
+                reply, cached, tries = self._chat.ChatReply.from_json(hit), True, recorded_tries(hit)
         if reply is None:
             outcome = await self.client.call(request, executor=self.executor, retrier=self.retrier)
             attempts = outcome.attempts
+            tries = len(attempts)
             if outcome.fault is not None or outcome.value is None:
                 fault = outcome.fault
                 assert fault is not None
-                return LaneFailure(fault.code, fault.message, sample, fault.detail, attempts, key)
+                return LaneFailure(fault.code, fault.message, sample, fault.detail, attempts, key, tries)
             reply = outcome.value
             if self.cache is not None:
-                self.cache.put(key, reply.to_json(), kind="chat", request=body)
+                self.cache.put(key, {**reply.to_json(), "attempts": tries}, kind="chat", request=body)
         if self.spec.output == "text":
-            return LaneOutput(reply.content, sample, cached, attempts, reply.usage, key)
+            return LaneOutput(reply.content, sample, cached, attempts, reply.usage, key, tries)
         try:
             value = orjson.loads(reply.content)
         except orjson.JSONDecodeError as exc:
@@ -429,11 +520,12 @@ class ChatLane(TaskLane):
                 "task_output_unparseable",
                 f"the endpoint answered text that is not JSON ({exc})",
                 sample,
-                _tail(reply.content),
+                _tail(reply.content, redaction.current()),
                 attempts,
                 key,
+                tries,
             )
-        return LaneOutput(value, sample, cached, attempts, reply.usage, key)
+        return LaneOutput(value, sample, cached, attempts, reply.usage, key, tries)
 
     async def aclose(self) -> None:
         await self.client.aclose()
@@ -443,14 +535,40 @@ def chat_lane_definition(spec: ChatLaneSpec) -> dict[str, Any]:
     return spec.model_dump(mode="json", exclude=set(OPERATIONAL_FIELDS))
 
 
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return (text[0] if text else "")[:300]
+def recorded_tries(hit: Mapping[str, Any]) -> int:
+    """The attempts a cached call took when it was made (entries cached before this was recorded: 1)."""
+    tries = hit.get("attempts")
+    return tries if type(tries) is int and tries >= 1 else 1
 
 
-def _tail(text: str, limit: int = _MAX_DETAIL) -> str:
-    text = text.strip()
-    return text if len(text) <= limit else "…" + text[-limit:]
+def json_problem(value: Any) -> str | None:
+    """Why ``value`` cannot be stored as JSON (a set, an object, a non-text key, an integer beyond 64 bits, a
+    reference cycle), or None. An output is written to ``outputs.jsonl`` as JSON, never as a ``repr``."""
+    try:
+        orjson.dumps(value)
+    except TypeError as exc:  # orjson.JSONEncodeError is a TypeError
+        return str(exc)
+    return None
+
+
+def _raised(name: str, exc: BaseException, sample: int) -> LaneFailure:
+    redactor = redaction.current()
+    return LaneFailure(
+        "task_raised",
+        f"{name} raised {type(exc).__name__}: {_one_line(exc, redactor)}",
+        sample,
+        detail=redactor.tail("".join(traceback.format_exception(exc)).strip(), _MAX_DETAIL + 1),
+    )
+
+
+def _one_line(exc: BaseException, redactor: Redactor) -> str:
+    text = redactor.text(str(exc)).strip().splitlines()
+    return redactor.head(text[0] if text else "", 300, "")
+
+
+def _tail(text: str, redactor: Redactor, limit: int = _MAX_DETAIL) -> str:
+    """The end of ``text``, redacted before it is cut."""
+    return redactor.tail(text.strip(), limit + 1)
 
 
 __all__ = [

@@ -29,6 +29,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
+from evalglass import redaction
 from evalglass.core.estimate import ScaleSpec
 from evalglass.core.example import Example
 from evalglass.core.score import Score, score_violation
@@ -191,8 +192,12 @@ def bad_return(message: str, result: Any) -> Score:
 
 
 def raised(exc: BaseException) -> Score:
-    """``host_raised`` with the exception type and message, and the traceback tail as detail."""
-    text = one_line(str(exc))
-    message = f"{type(exc).__name__}: {text}" if str(exc).strip() else type(exc).__name__
+    """``host_raised`` with the exception type and message, and the traceback tail as detail (both redacted
+    before they are cut)."""
+    redactor = redaction.current()
+    said = redactor.text(str(exc))
+    text = one_line(said)
+    message = f"{type(exc).__name__}: {text}" if said.strip() else type(exc).__name__
     tail = "".join(traceback.format_exception(exc)[-6:]).strip()
-    return Score.error("host_raised", f"the metric function raised {message}", detail=tail[-_TRACEBACK_CHARS:])
+    detail = redactor.tail(tail, _TRACEBACK_CHARS, "")
+    return Score.error("host_raised", f"the metric function raised {message}", detail=detail)

@@ -15,6 +15,7 @@ import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from stat import S_ISREG
 from types import ModuleType
 from typing import Any
 
@@ -79,6 +80,8 @@ def _load_file(path: Path, base_dir: Path) -> ModuleType:
         raise MetricLoadError(
             f"python metric: file {path} does not exist; file paths in 'function' are relative to {base_dir}"
         ) from None
+    if not S_ISREG(stat.st_mode):  # a FIFO would block the import forever, a folder fails obscurely
+        raise MetricLoadError(f"python metric: {path} is not a regular file; point 'function' at a .py file")
     key = (path, stat.st_mtime_ns, stat.st_size)
     cached = _LOADED.get(key)
     if cached is not None:

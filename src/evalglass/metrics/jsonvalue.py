@@ -20,6 +20,11 @@ class NotJsonError(TypeError):
     """The value cannot be a JSON value (a set, bytes, NaN, a non-string object key...)."""
 
 
+class TooDeepError(NotJsonError, ValueError):
+    """The value or text may well be JSON, but is nested too deeply to walk: the metric cannot measure it, which is
+    an ``error``, never a 0.0."""
+
+
 def json_key(value: Any, *, fold_case: bool = False) -> Hashable:
     """A hashable key equal for two values exactly when they are equal as JSON.
 
@@ -29,7 +34,7 @@ def json_key(value: Any, *, fold_case: bool = False) -> Hashable:
     try:
         return _key(value, fold_case)
     except RecursionError:
-        raise NotJsonError("the value is nested too deeply to compare") from None
+        raise TooDeepError("the value is nested too deeply to compare") from None
 
 
 def is_json_value(value: Any) -> bool:
@@ -73,7 +78,8 @@ def _refuse_constant(name: str) -> Any:
 
 
 def parse_json_text(text: str) -> Any:
-    """Parse one JSON document; raises ValueError with the parser's position-bearing message.
+    """Parse one JSON document; raises ValueError with the parser's position-bearing message (:class:`TooDeepError`
+    when the text is nested deeper than the parsers can go, which says nothing about whether it is JSON).
 
     orjson handles the common case fast; the standard library is the fallback, so integers beyond 64 bits
     still parse, and it is told to refuse the ``NaN``/``Infinity`` extensions Python normally accepts.
@@ -85,4 +91,4 @@ def parse_json_text(text: str) -> Any:
     try:
         return json.loads(text, parse_constant=_refuse_constant)
     except RecursionError:
-        raise ValueError("JSON document is nested too deeply") from None
+        raise TooDeepError("JSON document is nested too deeply to parse") from None

@@ -129,26 +129,45 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
         return ScaleSpec(min=low, max=high) if low < high else None
 
     def fingerprint_payload(self) -> dict[str, Any]:
+        """What a gate approval on this judge is bound to: its definition, not where it is served (``base_url``)
+        nor how it is reached (timeout, limits, retries, the key's variable)."""
         return self.model_dump(
-            mode="json", exclude={"description", "timeout", "concurrency", "rpm", "retry", "api_key_env"}
+            mode="json",
+            exclude={"description", "timeout", "concurrency", "rpm", "retry", "api_key_env", "base_url"},
         )
 
 
+#: The rules that turn a judge's answer into a score (``lanes.judge.parse_verdict``). Changing them changes what a
+#: calibration measured, so the name is part of the fingerprint; bump it whenever the rules change.
+JUDGE_PARSER = "json-score-v1"
+
+
 def judge_fingerprint(spec: LlmJudgeSpec, rubric_bytes: bytes) -> str:
-    """sha256 of canonical JSON over the endpoint model, the rubric bytes, the prompt templates and the scale."""
+    """sha256 of canonical JSON over everything that changes what the judge answers (see
+    :func:`judge_fingerprint_of`)."""
     return judge_fingerprint_of(spec, hashlib.sha256(rubric_bytes).hexdigest())
 
 
 def judge_fingerprint_of(spec: LlmJudgeSpec, rubric_sha256: str) -> str:
-    """The same fingerprint from the rubric's hex SHA-256 (as a run record keeps it), for ``evalglass verify``."""
+    """The fingerprint from the rubric's hex SHA-256 (as a run record keeps it), for ``evalglass verify`` too.
+
+    It covers what changes the judge's behaviour: the model, the rubric bytes, the prompt templates, the scale, every
+    sampling parameter (temperature, top_p, max_tokens, seed, stop, json_mode), what is graded (``field``) and
+    against what (``reference``), and the answer parser. Where the judge is served (``base_url``), how long it may
+    take and how it is retried do not change what it says, and stay out.
+    """
     payload = {
         "model": spec.model,
         "rubric_sha256": rubric_sha256.removeprefix("sha256:"),
         "prompt": spec.prompt,
         "system": spec.system,
         "scale": spec.scale.model_dump(mode="json"),
+        "sampling": spec.sampling(),
+        "field": spec.field,
+        "reference": spec.reference,
+        "parser": JUDGE_PARSER,
     }
     return hashlib.sha256(canonical_json(payload)).hexdigest()
 
 
-__all__ = ["DEFAULT_PROMPT", "JudgeScale", "LlmJudgeSpec", "judge_fingerprint", "judge_fingerprint_of"]
+__all__ = ["DEFAULT_PROMPT", "JUDGE_PARSER", "JudgeScale", "LlmJudgeSpec", "judge_fingerprint", "judge_fingerprint_of"]

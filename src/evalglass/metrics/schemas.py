@@ -2,20 +2,23 @@
 
 The validator class follows the schema's ``$schema`` (draft 4 to 2020-12; 2020-12 when absent), and the schema
 is checked against its metaschema before any example is scored: inline schemas when the config is loaded,
-schema files when the metric is built. ``$ref`` resolves inside the schema document only; remote references
-are never fetched.
+schema files when the metric is built.
+
+``$ref`` resolves only inside the schema document and inside the files the config maps explicitly under
+``schema_refs`` (whose hashes are part of the gate's fingerprint, like the schema file's). Nothing is fetched over
+the network or read through ``file://``: the validator's registry refuses every other retrieval, and every
+reference is resolved once when the metric is built, so an unresolvable one is a setup error, not a per-example
+error.
 
 ``jsonschema`` is imported only when a json_schema metric is used: it is the slowest import among the builtins.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-import yaml
 from pydantic import Field, JsonValue, model_validator
 
 from evalglass.core.example import Example
@@ -79,6 +82,11 @@ class JsonSchemaSpec(NoReferenceSpec):
     schema_file: str | None = Field(
         default=None, description="Path to a .json/.yaml schema file, relative to the config directory."
     )
+    schema_refs: dict[str, str] = Field(
+        default_factory=dict,
+        description="URI → file (relative to the config directory) for each external `$ref` target; nothing else "
+        "outside the schema document is ever resolved.",
+    )
     parse_strings: bool = Field(default=True, description="Parse a string output as JSON text first.")
     check_formats: bool = Field(default=False, description="Assert 'format' keywords (email, date-time...).")
 
@@ -95,15 +103,20 @@ class JsonSchemaSpec(NoReferenceSpec):
 
     def referenced_files(self, base_dir: Path) -> tuple[Path, ...]:
         """Files whose contents define this metric; an approval should also bind their hashes."""
-        return () if self.schema_file is None else ((base_dir / self.schema_file).resolve(),)
+        named = [] if self.schema_file is None else [self.schema_file]
+        return tuple((base_dir / path).resolve() for path in [*named, *self.schema_refs.values()])
 
     def build(self, base_dir: Path) -> MetricFn:
-        schema: SchemaDocument = self._read_schema_file(base_dir) if self.schema_ is None else self.schema_
+        schema: SchemaDocument = (
+            self._read_schema_file(base_dir, str(self.schema_file)) if self.schema_ is None else self.schema_
+        )
         try:
             cls = validator_class(schema)
+            referenced = {uri: self._read_schema_file(base_dir, path) for uri, path in self.schema_refs.items()}
+            registry = closed_registry(schema, cls, referenced)
         except SchemaProblemError as exc:
-            raise MetricLoadError(f"json_schema: {self.schema_file}: {exc}") from None
-        validator = cls(schema, format_checker=cls.FORMAT_CHECKER if self.check_formats else None)
+            raise MetricLoadError(f"json_schema: {self.schema_file or 'inline schema'}: {exc}") from None
+        validator = cls(schema, registry=registry, format_checker=cls.FORMAT_CHECKER if self.check_formats else None)
         target = measured_target(self)
         parse_strings = self.parse_strings
 
@@ -121,29 +134,81 @@ class JsonSchemaSpec(NoReferenceSpec):
 
         return json_schema
 
-    def _read_schema_file(self, base_dir: Path) -> SchemaDocument:
-        path = (base_dir / str(self.schema_file)).resolve()
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+    def _read_schema_file(self, base_dir: Path, relative: str) -> SchemaDocument:
+        """The schema file through the project's one YAML or JSON reader: a repeated key, an alias bomb, a FIFO
+        in its place are refused as they are in the config."""
+        from evalglass.engine import jsonsource
+        from evalglass.engine.userfiles import read_regular
+        from evalglass.engine.yamlsource import load_yaml
+        from evalglass.errors import SetupError
+
+        path = (base_dir / relative).resolve()
+        if not path.exists():
             raise MetricLoadError(
                 f"json_schema: schema file {path} does not exist; 'schema_file' is relative to {base_dir}"
-            ) from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise MetricLoadError(f"json_schema: cannot read schema file {path}: {one_line(str(exc))}") from None
+            )
         try:
-            loaded: Any = yaml.safe_load(text) if path.suffix in {".yaml", ".yml"} else json.loads(text)
-        except (ValueError, yaml.YAMLError) as exc:
-            syntax = "YAML" if path.suffix in {".yaml", ".yml"} else "JSON"
-            raise MetricLoadError(
-                f"json_schema: schema file {path} is not valid {syntax}: {one_line(str(exc))}"
-            ) from None
+            if path.suffix in {".yaml", ".yml"}:
+                loaded: Any = load_yaml(path, what="schema file").data
+            else:
+                loaded = jsonsource.loads(read_regular(path, what="schema file"))
+        except SetupError as exc:
+            raise MetricLoadError(f"json_schema: {exc.line()}") from None
+        except ValueError as exc:
+            raise MetricLoadError(f"json_schema: schema file {path} is not valid JSON: {one_line(str(exc))}") from None
         if not isinstance(loaded, Mapping | bool):
             raise MetricLoadError(
                 f"json_schema: schema file {path} holds a {type(loaded).__name__}; "
                 "a JSON Schema is an object or a boolean"
             )
         return loaded
+
+
+def closed_registry(schema: SchemaDocument, cls: type[Validator], referenced: Mapping[str, SchemaDocument]) -> Any:
+    """A ``referencing`` registry holding the schema and the config's named files, which retrieves nothing else.
+
+    Every ``$ref`` (and ``$dynamicRef``/``$recursiveRef``) in the schema and the named files is resolved here once,
+    so a reference to anything else is refused before any example is scored.
+    """
+    from referencing import Registry, Resource
+    from referencing.exceptions import NoSuchResource
+    from referencing.jsonschema import specification_with
+
+    dialect = specification_with(cls.META_SCHEMA.get("$id") or cls.META_SCHEMA.get("id", ""))
+
+    def refuse(uri: str) -> Resource[Any]:
+        raise NoSuchResource(ref=uri)  # type: ignore[call-arg]  # attrs class: mypy sees no __init__
+
+    root = Resource.from_contents(schema, default_specification=dialect)
+    resources = [
+        (uri, Resource.from_contents(contents, default_specification=dialect)) for uri, contents in referenced.items()
+    ]
+    registry: Registry[Any] = Registry(retrieve=refuse)  # type: ignore[call-arg]
+    registry = registry.with_resources(resources).with_resource("", root).crawl()
+    for resource in [root, *(resource for _, resource in resources)]:
+        _resolve_every_ref(registry.resolver_with_root(resource), resource)
+    return registry
+
+
+def _resolve_every_ref(resolver: Any, resource: Any) -> None:
+    from referencing.exceptions import Unresolvable
+
+    contents = resource.contents
+    if isinstance(contents, Mapping):
+        for keyword in ("$ref", "$dynamicRef", "$recursiveRef"):
+            ref = contents.get(keyword)
+            if not isinstance(ref, str):
+                continue
+            try:
+                resolver.lookup(ref)
+            except Unresolvable:
+                raise SchemaProblemError(
+                    f"{keyword} {ref!r} does not resolve inside the schema: references are resolved only inside "
+                    "the schema document and the files named under schema_refs; nothing is fetched or read from "
+                    "elsewhere (map the URI to a file under schema_refs, or inline the definition)"
+                ) from None
+    for sub in resource.subresources():
+        _resolve_every_ref(resolver.in_subresource(sub), sub)
 
 
 def _conformance(validator: Validator, instance: Any) -> MetricResult:

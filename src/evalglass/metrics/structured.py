@@ -18,7 +18,7 @@ from evalglass.core.example import Example
 from evalglass.core.fieldpath import FieldPathError, get_path, parse_path
 from evalglass.core.score import Score
 from evalglass.metrics.base import ABSENT, MetricFn, MetricResult, measured_target
-from evalglass.metrics.jsonvalue import is_json_value, parse_json_text
+from evalglass.metrics.jsonvalue import NotJsonError, TooDeepError, json_key, parse_json_text
 from evalglass.metrics.support import (
     NoReferenceSpec,
     json_type_name,
@@ -31,9 +31,12 @@ from evalglass.metrics.support import (
 
 
 def parse_or_fail(text: str) -> Any:
-    """The parsed document, or a scored 0.0 with an ``invalid_json`` diagnostic when the text is not JSON."""
+    """The parsed document, or a scored 0.0 with an ``invalid_json`` diagnostic when the text is not JSON (an
+    ``error`` when it is too deep to tell)."""
     try:
         return parse_json_text(text)
+    except TooDeepError as exc:
+        return Score.error("too_deep", f"the output cannot be parsed: {exc}")
     except ValueError as exc:
         return scored_with_note(0.0, "invalid_json", f"the output is not valid JSON: {one_line(str(exc))}")
 
@@ -62,7 +65,13 @@ class JsonValidSpec(NoReferenceSpec):
                 parsed = parse_or_fail(value)
                 return parsed if isinstance(parsed, Score) else 1.0
             if isinstance(value, list | tuple | Mapping):
-                if is_json_value(value):
+                try:
+                    json_key(value)
+                except TooDeepError as exc:
+                    return Score.error("too_deep", f"the output cannot be checked: {exc}")
+                except NotJsonError:
+                    pass
+                else:
                     return 1.0
                 return scored_with_note(
                     0.0,

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
+from evalglass import redaction
 from evalglass.core.example import Example
 from evalglass.core.score import Diagnostic, Score, Status, Validity
 from evalglass.metrics.base import MetricSpec, missing_field
@@ -49,8 +50,9 @@ def preview(value: Any) -> str:
 
 
 def clip(text: str, limit: int = _PREVIEW_CHARS) -> str:
-    """``text`` cut to ``limit`` characters with an ellipsis when it was longer."""
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    """``text``, redacted (see ``evalglass.redaction``), then cut to ``limit`` characters with an ellipsis when it
+    was longer."""
+    return redaction.current().head(text, limit, "...")
 
 
 def one_line(text: str, limit: int = 300) -> str:

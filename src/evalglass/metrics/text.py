@@ -7,6 +7,8 @@ that silently stringified a number or an object would be measuring something the
 from __future__ import annotations
 
 import re
+import re._constants as _constants
+import re._parser as _parser
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -135,18 +137,28 @@ def _found(text: str, needles: Sequence[str], wants_all: bool) -> float:
 
 
 RegexFlag = Literal["ignorecase", "multiline", "dotall"]
-_FLAG_BITS: dict[str, re.RegexFlag] = {
+_FLAG_BITS: dict[str, int] = {
     "ignorecase": re.IGNORECASE,
     "multiline": re.MULTILINE,
     "dotall": re.DOTALL,
 }
+#: CPU seconds one match may take on one output before it is that example's ``error`` (``regex_timeout``).
+REGEX_TIMEOUT = 1.0
+#: Longest output a pattern without nested or repeated variable repetition is matched without a time bound: such a
+#: pattern takes at most about n² steps (a few milliseconds here), and reading the CPU clock that a bound needs
+#: costs more than the match itself on short outputs.
+UNTIMED_TEXT = 4096
+Matcher = Callable[[str], MetricResult]
 
 
 class RegexSpec(NoReferenceSpec):
     """A regular expression over the output string (Python ``re`` syntax).
 
-    Limit: Python's engine backtracks, so a pathological pattern on a long output can be slow; keep patterns
-    simple.
+    A backtracking engine can take exponential time on some patterns (``^(a|aa)+$`` on forty ``a``s and a ``!``).
+    A pattern that is at most quadratic (see :func:`at_most_quadratic`) is matched by ``re`` on outputs up to
+    :data:`UNTIMED_TEXT` characters; every other match is made by the ``regex`` package (which reads ``re``
+    syntax the same way) with a bound of :data:`REGEX_TIMEOUT` seconds of CPU, and one that runs out is that
+    example's ``error`` (``regex_timeout``), never a 0.0.
     """
 
     summary: ClassVar[str] = "1.0 when the regular expression matches the output string, else 0.0."
@@ -167,42 +179,113 @@ class RegexSpec(NoReferenceSpec):
             raise ValueError(f"invalid regular expression {self.pattern!r}: {exc.msg}{where}") from None
         return self
 
-    def compiled(self) -> re.Pattern[str]:
-        bits = re.NOFLAG
+    def _bits(self) -> int:
+        bits = 0
         for flag in self.flags:
             bits |= _FLAG_BITS[flag]
-        return re.compile(self.pattern, bits)
+        return bits
+
+    def compiled(self) -> re.Pattern[str]:
+        return re.compile(self.pattern, self._bits())
+
+    def matcher(self) -> Matcher:
+        """1.0 or 0.0 for a string, or the ``regex_timeout`` error when matching it ran out of time."""
+        fast = self.compiled()
+        fast_match = fast.search if self.match == "search" else fast.fullmatch
+        untimed = UNTIMED_TEXT if at_most_quadratic(self.pattern) else -1
+        bounded: list[Callable[..., Any]] = []
+
+        def bounded_match(text: str) -> Any:
+            if not bounded:  # compiled on first need: most runs never load the regex package
+                import regex
+
+                pattern = regex.compile(self.pattern, self._bits())
+                bounded.append(pattern.search if self.match == "search" else pattern.fullmatch)
+            return bounded[0](text, timeout=REGEX_TIMEOUT)
+
+        def matched(text: str) -> MetricResult:
+            if len(text) <= untimed:
+                return 1.0 if fast_match(text) is not None else 0.0
+            try:
+                return 1.0 if bounded_match(text) is not None else 0.0
+            except TimeoutError:
+                return Score.error(
+                    "regex_timeout",
+                    f"matching the pattern took more than {REGEX_TIMEOUT:g} s of CPU on this output "
+                    f"({len(text)} characters); the pattern backtracks catastrophically on it",
+                    "simplify the pattern (nested repetition like (a+)+ or alternatives that overlap)",
+                )
+
+        return matched
 
     def build(self, base_dir: Path) -> MetricFn:
         target = measured_target(self)
-        compiled = self.compiled()
-        matcher = compiled.search if self.match == "search" else compiled.fullmatch
+        matched = self.matcher()
 
-        def regex(example: Example) -> MetricResult:
+        def regex_metric(example: Example) -> MetricResult:
             text = target(example)
             if text is ABSENT:
                 return target_missing(self, example)
             if not isinstance(text, str):
                 return wrong_type("regex", _NEEDS_STRING, text)
-            return 1.0 if matcher(text) is not None else 0.0
+            return matched(text)
 
-        return regex
+        return regex_metric
 
     def build_batch(self, one: MetricFn) -> BatchMetricFn | None:
         """A string output is matched in the loop; every other case is ``one``'s."""
-        compiled = self.compiled()
-        matcher = compiled.search if self.match == "search" else compiled.fullmatch
+        matched = self.matcher()
 
         def regex_batch(batch: ExampleBatch) -> list[MetricResult]:
             texts = batch.output_values(self.field)
             if all_of_type(texts, str):
-                return [1.0 if matcher(text) is not None else 0.0 for text in texts]
+                return list(map(matched, texts))
             return [
-                (1.0 if matcher(text) is not None else 0.0) if type(text) is str else one(batch.example(index))
-                for index, text in enumerate(texts)
+                matched(text) if type(text) is str else one(batch.example(index)) for index, text in enumerate(texts)
             ]
 
         return regex_batch
+
+
+_VARIABLE_REPEATS = {_constants.MAX_REPEAT, _constants.MIN_REPEAT, _constants.POSSESSIVE_REPEAT}
+
+
+def at_most_quadratic(pattern: str) -> bool:
+    """Whether backtracking over ``pattern`` takes at most about n² steps on a text of n characters: it has at most
+    one repetition of variable length, no repetition or alternation inside it, and no backreference. Anything else
+    (or a pattern only the ``regex`` package parses) can take exponential or high-polynomial time: it is matched
+    with a bound."""
+    try:
+        parsed = _parser.parse(pattern)
+    except Exception:
+        return False
+    variable = 0
+    stack: list[tuple[Any, bool]] = [(parsed, False)]
+    while stack:
+        items, inside_repeat = stack.pop()
+        for op, argument in items:
+            if op in (_constants.GROUPREF, _constants.GROUPREF_EXISTS):
+                return False
+            if op in _VARIABLE_REPEATS:
+                low, high, body = argument
+                if low != high:
+                    if inside_repeat:
+                        return False
+                    variable += 1
+                    if variable > 1:
+                        return False
+                stack.append((body, inside_repeat or low != high))
+            elif op is _constants.SUBPATTERN:
+                stack.append((argument[-1], inside_repeat))
+            elif op is _constants.BRANCH:
+                if inside_repeat:  # (a|aa)+: overlapping alternatives under repetition are exponential
+                    return False
+                stack.extend((branch, inside_repeat) for branch in argument[1])
+            elif op in (_constants.ASSERT, _constants.ASSERT_NOT):
+                stack.append((argument[1], inside_repeat))
+            elif op is _constants.ATOMIC_GROUP:
+                stack.append((argument, inside_repeat))
+    return True
 
 
 class WordCountSpec(NoReferenceSpec):

@@ -17,6 +17,8 @@ from evalglass.core.authority import BlockReason
 from evalglass.core.gates import Direction, GateResult, GateRule, Outcome, SubjectKind, meets
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.scorecard import CheckSummary, MetricSummary, Scorecard
+from evalglass.core.tables import total
+from evalglass.errors import SetupError
 from evalglass.report.examples import Row, example_line
 from evalglass.report.fmt import (
     comparison,
@@ -27,28 +29,48 @@ from evalglass.report.fmt import (
     samples_text,
 )
 
-REPAIRS: dict[BlockReason, str] = {
-    BlockReason.POLICY_FORBIDDEN: "The host's policy in the ledger forbids this gate; only the host can lift that.",
-    BlockReason.APPROVAL_UNBOUND: "Bind the approval to the current definition by writing its fingerprint.",
-    BlockReason.APPROVAL_STALE: (
-        "The gate or its metric changed after approval. Review the change, then re-approve with the new fingerprint."
-    ),
-    BlockReason.GOLD_NOT_VALIDATED: (
-        "This metric compares with reference answers. Review them, then mark the dataset as validated gold."
-    ),
-    BlockReason.GOLD_STALE: "The dataset changed after it was validated. Review it, then re-validate it.",
-    BlockReason.JUDGE_UNCALIBRATED: "Calibrate the judge against human labels (`evalglass calibrate`).",
-    BlockReason.CHECK_NOT_PASSED: "The bound check did not reach a PASS or FAIL; repair what its outcome names.",
-    BlockReason.NO_APPROVED_THRESHOLD: "Write the threshold you approve into the ledger entry.",
-    BlockReason.NO_MEASURED_VALUE: (
-        "No example was measured validly. Look at the metric's diagnostics: every score was excluded."
-    ),
-    BlockReason.INCOMPLETE_MEASUREMENT: (
-        "Some examples were not measured. Fix their causes (see diagnostics), or, for non_evaluable, skipped or "
-        "not_applicable exclusions you consider harmless, declare them under the gate's `tolerate:`."
-    ),
-    BlockReason.BELOW_MIN_N: "Too few examples were measured for this gate; add examples.",
-}
+#: What to do about each reason a gate carries. Total over BlockReason (checked when the module loads).
+REPAIRS: Mapping[BlockReason, str] = total(
+    BlockReason,
+    {
+        BlockReason.GATE_UNDECLARED: (
+            "The ledger approves a gate the config no longer declares (renamed or deleted). Declare it again, or "
+            "have the host retire the approval with `active: false`."
+        ),
+        BlockReason.POLICY_FORBIDDEN: "The host's policy in the ledger forbids this gate; only the host can lift that.",
+        BlockReason.APPROVAL_UNBOUND: "Bind the approval to the current definition by writing its fingerprint.",
+        BlockReason.APPROVAL_STALE: (
+            "The gate or its metric changed after approval. Review the change, then re-approve with the new "
+            "fingerprint."
+        ),
+        BlockReason.GOLD_NOT_VALIDATED: (
+            "This metric compares with reference answers. Review them, then mark the dataset as validated gold."
+        ),
+        BlockReason.GOLD_STALE: "The dataset changed after it was validated. Review it, then re-validate it.",
+        BlockReason.JUDGE_UNCALIBRATED: "Calibrate the judge against human labels (`evalglass calibrate`).",
+        BlockReason.CHECK_NOT_PASSED: "The bound check did not reach a PASS or FAIL; repair what its outcome names.",
+        BlockReason.CHECK_UNBOUND: (
+            "The ledger requires this check to run bound to an approved target state; give the gate `expect_state:`."
+        ),
+        BlockReason.NO_APPROVED_THRESHOLD: "Write the threshold you approve into the ledger entry.",
+        BlockReason.NO_MEASURED_VALUE: (
+            "No example was measured validly. Look at the metric's diagnostics: every score was excluded."
+        ),
+        BlockReason.INCOMPLETE_MEASUREMENT: (
+            "Some examples were not measured. Fix their causes (see diagnostics), or, for non_evaluable, skipped or "
+            "not_applicable exclusions you consider harmless, declare them under the gate's `tolerate:`."
+        ),
+        BlockReason.BELOW_MIN_N: "Too few examples were measured for this gate; add examples.",
+        BlockReason.INTERVAL_UNDEFINED: (
+            "The lower_bound rule needs a confidence bound, and none exists for so few values with this method; add "
+            "examples (or use the point rule, which the host must re-approve)."
+        ),
+        BlockReason.BELOW_THRESHOLD: (
+            "The measurement is valid and falls short of the approved threshold: improve the system under test. "
+            "Lowering the threshold is the host's decision, made in the ledger."
+        ),
+    },
+)
 
 
 @dataclass
@@ -103,7 +125,10 @@ def explain(
         if metric is not None:
             return [explain_metric(metric, card)]
         known = sorted([*gates, *(metric.name for metric in card.metrics)])
-        raise KeyError(f"no gate or metric named '{name}' in this run (known: {', '.join(known)})")
+        raise SetupError(
+            f"no gate or metric named '{name}' in this run (known: {', '.join(known)})",
+            fix="pass a gate or metric name from this run",
+        )
     out = [
         explain_gate(gate, card, record, pulled.get(gate.name, ()), defined.get(gate.name))
         for gate in card.decision.gates
@@ -148,6 +173,7 @@ def explain_gate(
             entry = _ledger_entry(gate, card, record, needs_gold, definition)
     elif gate.subject_kind is SubjectKind.CHECK:
         summary = f"Gate '{gate.name}' is {gate.outcome.value}: check '{gate.subject}' ended {gate_value_text(gate)}."
+        details.extend(_reason_lines(gate))
     else:
         assert gate.compared is not None and gate.threshold is not None
         verb = "meets" if gate.outcome is Outcome.PASS else "does not meet"
@@ -155,6 +181,8 @@ def explain_gate(
             f"Gate '{gate.name}' is {gate.outcome.value}: {number(gate.compared)} {verb} the approved threshold "
             f"{comparison(gate.direction)} {number(gate.threshold)}."
         )
+        details.extend(_reason_lines(gate))
+    details.extend(f"note: {note}" for note in gate.notes)
     if gate.rule is GateRule.LOWER_BOUND:
         details.append(_lower_bound_story(gate))
     if metric is not None:
@@ -173,6 +201,10 @@ def explain_gate(
     return Explanation(
         subject=gate.name, kind="gate", summary=summary, details=details, ledger_entry=entry, examples=shown
     )
+
+
+def _reason_lines(gate: GateResult) -> list[str]:
+    return [f"{reason.code.value}: {reason.message}. {REPAIRS[reason.code]}" for reason in gate.reasons]
 
 
 def explain_metric(metric: MetricSummary, card: Scorecard) -> Explanation:

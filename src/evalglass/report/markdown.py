@@ -6,7 +6,6 @@ import html
 from collections.abc import Mapping, Sequence
 
 from evalglass.core.fingerprint import short
-from evalglass.core.gates import GateRule
 from evalglass.core.scorecard import Scorecard
 from evalglass.report.examples import Row, markdown_examples
 from evalglass.report.fmt import (
@@ -19,13 +18,13 @@ from evalglass.report.fmt import (
     excluded_text,
     gate_value_text,
     interval_text,
-    reasons_text,
-    rule_text,
+    malformed_text,
     samples_text,
     sensitivity_text,
     threshold_text,
     unmatched_outputs_text,
     usage_lines,
+    why_text,
 )
 
 #: Examples listed per active gate in report.md.
@@ -51,7 +50,7 @@ def render_markdown(card: Scorecard, examples: Mapping[str, Sequence[Row]] | Non
         f"`{short(card.dataset.fingerprint)}`) · exit code {decision.exit_code}",
     ]
     if card.dataset.malformed_lines:
-        lines.append(f"\n**{card.dataset.malformed_lines} malformed dataset line(s)** were scored as errors.")
+        lines.append(f"\n**{_cell(malformed_text(card.dataset))}**")
     unmatched = unmatched_outputs_text(card.dataset)
     if unmatched is not None:
         lines.append(f"\n**{unmatched}.**")
@@ -59,9 +58,7 @@ def render_markdown(card: Scorecard, examples: Mapping[str, Sequence[Row]] | Non
     if decision.gates:
         lines += ["| Gate | Outcome | Value | Threshold | Why |", "|---|---|---|---|---|"]
         for gate in decision.gates:
-            why = reasons_text(gate) if gate.reasons else ("not active in the ledger" if not gate.active else "")
-            if gate.rule is not GateRule.POINT:
-                why = f"rule: {rule_text(gate)}" + (f"; {why}" if why else "")
+            why = why_text(gate)
             lines.append(
                 f"| {_cell(gate.name)} | {OUTCOME_ICON[gate.outcome]} {OUTCOME_LABEL[gate.outcome]} | "
                 f"{gate_value_text(gate)} | "

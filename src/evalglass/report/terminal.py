@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from evalglass.core.checks import CheckResult
-from evalglass.core.gates import GateRule, Outcome
+from evalglass.core.gates import Outcome
 from evalglass.core.scorecard import CheckSummary, Scorecard
 from evalglass.report.fmt import (
     CHECK_COLUMNS,
@@ -22,13 +22,14 @@ from evalglass.report.fmt import (
     excluded_text,
     gate_value_text,
     interval_text,
-    reasons_text,
-    rule_text,
+    malformed_text,
+    metrics_to_show,
     samples_text,
     sensitivity_text,
     threshold_text,
     unmatched_outputs_text,
     usage_lines,
+    why_text,
 )
 
 STYLE: dict[Outcome, str] = {
@@ -117,7 +118,8 @@ def render_checks(results: Mapping[str, CheckResult], console: Console) -> None:
 def render_terminal(card: Scorecard, console: Console, folder: Path | None = None) -> None:
     decision = card.decision
     metric_rows: list[tuple[str | Text, ...]] = []
-    for metric in card.metrics:
+    shown, hidden = metrics_to_show(card)
+    for metric in shown:
         population = metric.population
         samples = samples_text(metric.estimate)
         metric_rows.append(
@@ -148,12 +150,12 @@ def render_terminal(card: Scorecard, console: Console, folder: Path | None = Non
         ),
         console,
     )
+    if hidden:
+        console.print(f"… and {hidden} more metrics: report.md in the run folder and --format json list every one.")
     if decision.gates:
         gate_rows: list[tuple[str | Text, ...]] = []
         for gate in decision.gates:
-            why = reasons_text(gate) if gate.reasons else ("not active in the ledger" if not gate.active else "")
-            if gate.rule is not GateRule.POINT:
-                why = f"rule: {rule_text(gate)}" + (f"; {why}" if why else "")
+            why = why_text(gate)
             gate_rows.append(
                 (
                     gate.name,
@@ -175,9 +177,7 @@ def render_terminal(card: Scorecard, console: Console, folder: Path | None = Non
     if card.checks:
         print_grid(_checks_grid(list(card.checks)), console)
     if card.dataset.malformed_lines:
-        console.print(
-            f"[yellow]{card.dataset.malformed_lines} malformed dataset line(s) were scored as errors.[/yellow]"
-        )
+        console.print(malformed_text(card.dataset), style="yellow", markup=False)
     for line in usage_lines(card.usage):
         console.print(Text("tokens · " + line), overflow="fold")
     unmatched = unmatched_outputs_text(card.dataset)

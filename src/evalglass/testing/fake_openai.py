@@ -36,6 +36,7 @@ Steps:
 ``NNN``               any other HTTP status with an OpenAI-style JSON error body (``500``, ``400`` ...);
                       ``401`` quotes the bearer token back, as the real service does
 ``malformed``         HTTP 200, ``application/json``, body that is not JSON
+``text:NNN``          HTTP NNN whose body is the reply text, not JSON (a proxy's or gateway's error page)
 ``drop``              read the request and close the connection without a response
 
 The answer text comes from ``reply``: a callable given the parsed request body, a mapping from the last user message
@@ -114,6 +115,8 @@ def _validate_step(step: str) -> str:
         return step
     if kind == "slow":
         float(arg)
+        return step
+    if kind == "text" and _STATUS.match(arg):
         return step
     if _STATUS.match(kind):
         if arg and kind != "429":
@@ -333,6 +336,8 @@ class FakeOpenAI:
             return None, 0, b"", {}
         if kind == "malformed":
             return self.latency, 200, b'{"id": "chatcmpl-broken", "choices": [{"mess', {}
+        if kind == "text":
+            return 0.0, int(arg), self._reply_text(body, record.last_user_message).encode(), {}
         if _STATUS.match(kind):
             status = int(kind)
             code = "rate_limit_exceeded" if status == 429 else ("server_error" if status >= 500 else "invalid")

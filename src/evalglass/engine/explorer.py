@@ -1,0 +1,398 @@
+"""The HTML report's example rows, read from a run folder's artifacts. Nothing is scored or decided here.
+
+Two streaming passes keep memory bounded at any dataset size. The first pass over ``scores.jsonl`` picks which
+examples the page embeds: every example that needs a look (a score that is excluded, carries a diagnostic, or is
+0) first, up to the cap, then an evenly spaced sample of the rest. The second pass joins the picked examples with
+what the other artifacts say about them: ``outputs.jsonl`` (a live lane's outputs, the judges' rationales),
+``checks.jsonl`` (per-example check records) and the dataset record (input, recorded output, references). The
+dataset is not an artifact of the run, so it is read only when its bytes still hash to the fingerprint the run
+recorded; otherwise the page says why inputs are not shown.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from evalglass.core.fieldpath import ABSENT, FieldPathError, value_getter
+from evalglass.core.fingerprint import PREFIX
+from evalglass.core.runrecord import SCORES_FILE, RunRecord
+from evalglass.engine.artifacts import CHECKS_FILE, score_rows
+from evalglass.errors import SetupError
+
+OUTPUTS_FILE = "outputs.jsonl"  # the name liverun writes; repeated so a report needs no live-run imports
+#: Examples embedded in the page at most. Measured in BENCHMARKS.md: the page stays a few MB at any dataset size.
+ROW_CAP = 1000
+#: Characters of one text field (input, output, reference, rationale) shown per example; the rest is cut and said.
+FIELD_CHARS = 1200
+TAIL_CHARS = 800
+INCLUDED = "included"
+#: Every state a cell can be in, in the order the page lists them.
+STATES = ("included", "invalid", "error", "blocked", "non_evaluable", "skipped", "missing")
+
+
+@dataclass(frozen=True)
+class Diag:
+    code: str
+    message: str
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One metric on one example: its state per sample (one entry without samples), values and diagnostics."""
+
+    metric: str
+    states: tuple[str, ...]
+    values: tuple[float | None, ...]
+    diagnostics: tuple[Diag, ...] = ()
+
+    @property
+    def needs_look(self) -> bool:
+        return bool(self.diagnostics) or any(
+            state != INCLUDED or value == 0 for state, value in zip(self.states, self.values, strict=True)
+        )
+
+
+@dataclass(frozen=True)
+class Judgement:
+    metric: str
+    sample: int
+    label: str | None
+    rationale: str | None
+
+
+@dataclass(frozen=True)
+class CheckTail:
+    check: str
+    outcome: str
+    exit_code: int | None
+    tail: str
+
+
+@dataclass
+class Row:
+    id: str
+    line: int
+    cells: tuple[Cell, ...]
+    needs_look: bool
+    input: str | None = None
+    output: str | None = None
+    reference: str | None = None
+    error: str | None = None
+    judgements: list[Judgement] = field(default_factory=list)
+    checks: list[CheckTail] = field(default_factory=list)
+
+
+@dataclass
+class Explorer:
+    rows: list[Row]
+    total: int = 0
+    needs_look_total: int = 0
+    sampled: int = 0
+    cap: int = ROW_CAP
+    metrics: tuple[str, ...] = ()
+    notes: list[str] = field(default_factory=list)
+    states: tuple[str, ...] = STATES
+
+    @property
+    def needs_look_shown(self) -> int:
+        return sum(1 for row in self.rows if row.needs_look)
+
+
+def clip(text: str, limit: int = FIELD_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit:,} more characters in the artifacts)"
+
+
+def as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return orjson.dumps(value, option=orjson.OPT_INDENT_2, default=repr).decode()
+
+
+def cell_of(metric: str, entry: Any) -> Cell:
+    """A recorded score entry (a bare number, a Score object, or a list of either for samples) as a cell."""
+    if entry is None:
+        return Cell(metric, ("missing",), (None,))
+    entries = entry if isinstance(entry, list) else [entry]
+    states: list[str] = []
+    values: list[float | None] = []
+    diagnostics: list[Diag] = []
+    for item in entries:
+        if isinstance(item, int | float) and not isinstance(item, bool):
+            states.append(INCLUDED)
+            values.append(float(item))
+            continue
+        if not isinstance(item, dict):
+            states.append("unreadable")
+            values.append(None)
+            continue
+        status, validity = item.get("status"), item.get("validity")
+        value = item.get("value")
+        states.append(
+            INCLUDED if (status, validity) == ("scored", "valid") else "invalid" if status == "scored" else str(status)
+        )
+        values.append(float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None)
+        for diag in item.get("diagnostics") or ():
+            if isinstance(diag, dict):
+                diagnostics.append(Diag(str(diag.get("code")), str(diag.get("message")), diag.get("detail")))
+    return Cell(metric, tuple(states), tuple(values), tuple(dict.fromkeys(diagnostics)))
+
+
+def _rows(folder: Path) -> Iterator[dict[str, Any]]:
+    path = folder / SCORES_FILE
+    try:
+        yield from score_rows(path)
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise SetupError(
+            f"scores file is not a file of recorded blocks ({type(exc).__name__})",
+            where=str(path),
+            fix="the file was edited or corrupted; rerun `evalglass run` to regenerate it",
+        ) from None
+
+
+def _cells(row: dict[str, Any], metrics: tuple[str, ...]) -> tuple[Cell, ...]:
+    scores = row["scores"] if isinstance(row.get("scores"), dict) else {}
+    return tuple(cell_of(name, scores.get(name)) for name in metrics)
+
+
+def _row_needs_look(row: dict[str, Any], metrics: tuple[str, ...]) -> bool:
+    """Whether any cell of a row needs a look. Most rows are bare non-zero numbers: those build no cell."""
+    scores = row.get("scores")
+    if not isinstance(scores, dict):
+        return True
+    for name in metrics:
+        entry = scores.get(name)
+        if type(entry) is float or type(entry) is int:
+            if entry == 0:
+                return True
+        elif cell_of(name, entry).needs_look:
+            return True
+    return False
+
+
+def pick(folder: Path, metrics: tuple[str, ...], cap: int) -> tuple[set[int], int, int]:
+    """Which examples (by position) the page embeds; with the total and how many need a look."""
+    flags = bytearray()  # one byte per example: 1 when it needs a look
+    for row in _rows(folder):
+        flags.append(_row_needs_look(row, metrics))
+    total, flagged = len(flags), flags.count(1)
+    chosen: set[int] = set()
+    position = flags.find(1)
+    while position >= 0 and len(chosen) < cap:
+        chosen.add(position)
+        position = flags.find(1, position + 1)
+    room, rest = cap - len(chosen), total - flagged
+    if room > 0 and rest > 0:
+        # Evenly spaced among the examples that need no look: deterministic, so the same run gives the same page.
+        step = max(1, rest // room)
+        seen = 0
+        position = flags.find(0)
+        while position >= 0 and len(chosen) < cap:
+            if seen % step == 0:
+                chosen.add(position)
+            seen += 1
+            position = flags.find(0, position + 1)
+    return chosen, total, flagged
+
+
+def load_explorer(folder: Path, record: RunRecord | None, metrics: tuple[str, ...], cap: int = ROW_CAP) -> Explorer:
+    """Every embedded example with what the artifacts say about it, and notes naming what could not be shown."""
+    if not (folder / SCORES_FILE).exists():
+        return Explorer(rows=[], metrics=metrics, notes=[f"{SCORES_FILE} is not in this folder: no examples to show."])
+    chosen, total, needs_look = pick(folder, metrics, cap)
+    rows: list[Row] = []
+    for position, raw in enumerate(_rows(folder)):
+        if position in chosen:
+            cells = _cells(raw, metrics)
+            rows.append(Row(str(raw.get("id")), int(raw.get("line") or 0), cells, any(c.needs_look for c in cells)))
+    rows.sort(key=lambda row: not row.needs_look)  # stable: those that need a look first, each in dataset order
+    explorer = Explorer(
+        rows=rows,
+        total=total,
+        needs_look_total=needs_look,
+        sampled=sum(1 for row in rows if not row.needs_look),
+        cap=cap,
+        metrics=metrics,
+    )
+    by_line = {row.line: row for row in rows}
+    by_id: dict[str, list[Row]] = {}
+    for row in rows:
+        by_id.setdefault(row.id, []).append(row)
+    _join_outputs(folder, by_line)
+    _join_checks(folder, by_id)
+    if record is not None:
+        _join_dataset(folder, record, by_line, explorer.notes)
+    else:
+        explorer.notes.append("runrecord.json is not in this folder: inputs and references cannot be located.")
+    return explorer
+
+
+def _jsonl(path: Path) -> Iterator[tuple[int, Any]]:
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if raw.strip():
+                try:
+                    yield number, orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    raise SetupError("line is not JSON", where=f"{path}:{number}") from None
+
+
+def _join_outputs(folder: Path, by_line: dict[int, Row]) -> None:
+    path = folder / OUTPUTS_FILE
+    if not path.exists():
+        return
+    for _number, entry in _jsonl(path):
+        line = entry.get("line") if isinstance(entry, dict) else None
+        row = by_line.get(line) if isinstance(line, int) else None
+        if row is None:
+            continue
+        if isinstance(entry.get("error"), dict):
+            row.error = f"{entry['error'].get('code')}: {entry['error'].get('message')}"
+        samples = entry.get("samples")
+        if isinstance(samples, list):
+            shown = [
+                as_text(item.get("output")) if "output" in item else f"(no output: {as_text(item.get('error'))})"
+                for item in samples
+                if isinstance(item, dict)
+            ]
+            row.output = clip(
+                shown[0] if len(shown) == 1 else "\n\n".join(f"[sample {i}] {t}" for i, t in enumerate(shown))
+            )
+        judges = entry.get("judges")
+        if isinstance(judges, dict):
+            for metric, notes_per_sample in judges.items():
+                for sample, note in enumerate(notes_per_sample if isinstance(notes_per_sample, list) else []):
+                    if isinstance(note, dict):
+                        label = note.get("label")
+                        rationale = note.get("rationale")
+                        row.judgements.append(
+                            Judgement(
+                                str(metric),
+                                sample,
+                                None if label is None else str(label),
+                                None if rationale is None else clip(str(rationale)),
+                            )
+                        )
+
+
+def _join_checks(folder: Path, by_id: dict[str, list[Row]]) -> None:
+    path = folder / CHECKS_FILE
+    if not path.exists():
+        return
+    for _number, entry in _jsonl(path):
+        if not isinstance(entry, dict):
+            continue
+        for row in by_id.get(str(entry.get("example_id")), []):
+            tail = "\n".join(part for part in (entry.get("stdout_tail"), entry.get("stderr_tail")) if part)
+            row.checks.append(
+                CheckTail(
+                    str(entry.get("check_id")),
+                    str(entry.get("outcome")),
+                    entry.get("exit_code") if isinstance(entry.get("exit_code"), int) else None,
+                    tail[-TAIL_CHARS:],
+                )
+            )
+
+
+def dataset_candidates(folder: Path, record: RunRecord) -> list[Path]:
+    """Where the run's dataset may be: the config's ``dataset.path``, relative to the config file, whose path is
+    relative to the directory the run started in. That is the working directory or, when the report is made from
+    elsewhere, one of the run folder's parents (``.evalglass/runs/ID`` sits three levels below it)."""
+    relative = Path(record.config_path).parent / record.dataset.path
+    if relative.is_absolute():
+        return [relative]
+    return [relative, *(parent / relative for parent in folder.resolve().parents[:4])]
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return PREFIX + digest.hexdigest()
+
+
+def _join_dataset(folder: Path, record: RunRecord, by_line: dict[int, Row], notes: list[str]) -> None:
+    found = [path for path in dict.fromkeys(dataset_candidates(folder, record)) if path.is_file()]
+    if not found:
+        notes.append(
+            f"The dataset ({record.dataset.path}) is not here: inputs, references and recorded outputs are not shown."
+        )
+        return
+    path = next((path for path in found if _sha256(path) == record.dataset.fingerprint), None)
+    if path is None:
+        notes.append(
+            f"The dataset ({found[0]}) changed since the run (its fingerprint differs): inputs, references and "
+            "recorded outputs are not shown, so that nothing on this page is from a different dataset."
+        )
+        return
+    config = record.config
+    task = config.get("task") or {}
+    recorded = task.get("type", "recorded") == "recorded"
+    output_field = str(task.get("field", "output")) if recorded else None
+    references = sorted(
+        {
+            spec["reference"]
+            for spec in (config.get("metrics") or {}).values()
+            if isinstance(spec, dict) and isinstance(spec.get("reference"), str)
+        }
+    )
+    hidden = {output_field, *references, (config.get("dataset") or {}).get("id_field", "id")}
+    try:
+        output_of = value_getter(output_field) if output_field is not None else None
+        reference_of = {name: value_getter(name) for name in references}
+    except FieldPathError:
+        notes.append("The run record names a malformed field path: inputs and references are not shown.")
+        return
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            row = by_line.get(number)
+            if row is None:
+                continue
+            try:
+                data = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                row.input = clip(raw.decode("utf-8", "replace"))
+                continue
+            if not isinstance(data, dict):
+                row.input = clip(as_text(data))
+                continue
+            row.input = clip(as_text({key: value for key, value in data.items() if key not in hidden}))
+            if output_of is not None and row.output is None:
+                row.output = clip(as_text(_present(output_of, data)))
+            wanted = {name: _present(getter, data) for name, getter in reference_of.items()}
+            if len(wanted) == 1:
+                row.reference = clip(as_text(next(iter(wanted.values()))))
+            elif wanted:
+                row.reference = clip(as_text(wanted))
+
+
+def _present(getter: Any, data: Any) -> Any:
+    """The field's value, or a note that the record does not have it (an absent field is not an empty one)."""
+    value = getter(data)
+    return "(field absent)" if value is ABSENT else value
+
+
+def html_report(folder: Path, cap: int = ROW_CAP) -> str:
+    """report.html for a run folder, from whichever of its artifacts exist (the scorecard is required)."""
+    from evalglass.engine.artifacts import RUNRECORD_FILE, load_runrecord, load_scorecard
+    from evalglass.report.html import render_html
+
+    card = load_scorecard(folder)
+    notes: list[str] = []
+    record = load_runrecord(folder) if (folder / RUNRECORD_FILE).exists() else None
+    if record is None:
+        notes.append(
+            f"{RUNRECORD_FILE} is not in this folder: gate explanations, ledger entries, judge calibration and check "
+            "output are not shown."
+        )
+    explorer = load_explorer(folder, record, tuple(metric.name for metric in card.metrics), cap)
+    return render_html(card, record, explorer, notes, str(folder))

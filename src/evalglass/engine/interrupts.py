@@ -1,0 +1,84 @@
+"""How a run stops on a signal: SIGTERM is treated like SIGINT (Ctrl-C), and a live run shuts down cleanly.
+
+Both end the run as interrupted: the folder keeps its manifest, finished calls are in the cache, one line says how
+to resume, exit 130. In a live run the first signal cancels the run's main task, whose ``finally`` blocks close every
+HTTP client and reap every process; a second signal while that happens is ignored (it used to abort the clean-up
+half way and leave "Unclosed client session" warnings behind); a third raises ``KeyboardInterrupt`` at once, for a
+clean-up that does not finish. Handlers are installed only in the main thread and restored afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # every run imports this module; only a live run needs asyncio
+    import asyncio
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: The signal that raises KeyboardInterrupt even while a live run is shutting down.
+_FORCE_AT = 3
+
+
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+@contextlib.contextmanager
+def terminate_like_interrupt() -> Iterator[None]:
+    """SIGTERM raises ``KeyboardInterrupt`` where SIGINT would (main thread only; the old handler comes back)."""
+    if not _main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+class LoopStopper:
+    """The signal handling of a live run's event loop (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.signals = 0
+        self._task: asyncio.Task[Any] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def attach(self) -> None:
+        """Called first thing in the run's main coroutine: the task the first signal cancels."""
+        import asyncio
+
+        self._task = asyncio.current_task()
+        self._loop = asyncio.get_running_loop()
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self.signals += 1
+        task, loop = self._task, self._loop
+        if task is None or loop is None or self.signals >= _FORCE_AT:
+            raise KeyboardInterrupt
+        if self.signals == 1 and not task.done():
+            task.cancel()
+            loop.call_soon_threadsafe(lambda: None)  # wake the loop if it sleeps in select()
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[LoopStopper]:
+        if not _main_thread():
+            yield self
+            return
+        previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, self._handle)
+        try:
+            yield self
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+
+__all__ = ["STOP_SIGNALS", "LoopStopper", "terminate_like_interrupt"]

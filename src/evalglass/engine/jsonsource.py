@@ -1,0 +1,146 @@
+"""The one JSON reader for data a user or another tool wrote (dataset lines, run artifacts being loaded).
+
+orjson is fast, but silently gets three things wrong for this project's purposes:
+
+- a key repeated in one object keeps the last value (``{"verdict": "fail", "verdict": "pass"}``);
+- an integer beyond 64 bits becomes a float, so ``100000000000000000001`` equals ``100000000000000000000``;
+- it accepts nesting up to 1,024 levels, while orjson writes at most 255 and Python code that walks a value
+  recursively gives up far earlier, so a deep value parsed here fails (or is mismeasured) somewhere later.
+
+A document with any of these is refused (:class:`JsonRefused`, whose message says which and where in the document)
+instead of being read differently from what it says. Finding them costs little: orjson parses as before, and only
+when a cheap scan of the raw bytes says a line *could* hold one of them is it parsed again by the standard library,
+which sees every key and every digit:
+
+- duplicates: every key in the text is followed by a ``:``, and so is every key in the parsed value written back by
+  orjson, while colons inside strings are the same on both sides; so when the raw text has exactly as many ``:`` as
+  the re-serialised value (and spells no colon as ``\\u003a``), no key was dropped. A flat object whose colon count
+  equals its key count is clean without re-serialising.
+- integers beyond 64 bits: a run of 19 or more digits (inside a string or not) sends the line to the checking parse.
+- depth: a document nested ``d`` levels has at least ``2 d`` bytes, so only a line of ``2 *`` :data:`MAX_DEPTH`
+  bytes or more has its brackets counted.
+
+The scans run over a whole batch of lines at once (:func:`batch_is_exact`); only a batch that fails them is looked
+at line by line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from itertools import repeat
+from typing import Any
+
+import orjson
+
+from evalglass.core.uniform import all_of_type
+
+#: Deepest nesting of objects and arrays a document may have (orjson itself writes at most 255).
+MAX_DEPTH = 128
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+#: Every ASCII digit becomes "0" and every other byte a space, so a run of 19 digits is one fast substring search
+#: (a regular expression scanning for ``\d{19}`` costs ten times as much).
+_DIGITS_ONLY = bytes(ord("0") if chr(byte) in "0123456789" else ord(" ") for byte in range(256))
+_LONG_DIGITS = b"0" * 19
+
+
+class JsonRefused(ValueError):
+    """A JSON document that parses, but whose meaning a fast parser would change. ``code`` names the class."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def loads(raw: bytes) -> Any:
+    """Parse one JSON document exactly: orjson's value, or :class:`JsonRefused`; ``orjson.JSONDecodeError`` (a
+    ``ValueError`` too) for text that is not JSON."""
+    value = orjson.loads(raw)
+    if not batch_is_exact([raw], [value]):
+        check_exact(raw)
+    return value
+
+
+def batch_is_exact(lines: list[bytes], values: list[Any]) -> bool:
+    """True when none of ``lines`` (parsed by orjson into ``values``) can hold a duplicate key, an integer beyond
+    64 bits or nesting deeper than :data:`MAX_DEPTH`. False means only "look closer", line by line."""
+    joined = b"\n".join(lines)
+    if _LONG_DIGITS in joined.translate(_DIGITS_ONLY):
+        return False
+    if max(map(len, lines), default=0) >= 2 * MAX_DEPTH and not all(map(_shallow_enough, lines)):
+        return False
+    colons = joined.count(b":")
+    if colons == 0:
+        return True
+    # Each nested key would add a colon, so equal counts prove a batch of objects flat and free of repeats.
+    if all_of_type(values, dict) and colons == sum(map(len, values)):
+        return True
+    try:
+        written = orjson.dumps(values)
+    except orjson.JSONEncodeError:
+        return False
+    # The list's own brackets and commas hold no colon.
+    return written.count(b":") == colons and b"\\u003a" not in joined and b"\\u003A" not in joined
+
+
+def _shallow_enough(raw: bytes) -> bool:
+    return len(raw) < 2 * MAX_DEPTH or raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH
+
+
+def check_exact(raw: bytes) -> None:
+    """Parse ``raw`` (already known to be JSON) with every key and digit in view; :class:`JsonRefused` when it
+    holds a duplicate key, an integer beyond 64 bits or nesting deeper than :data:`MAX_DEPTH`."""
+    try:
+        value = json.loads(raw, object_pairs_hook=_unique_keys, parse_int=_int64)
+    except RecursionError:
+        raise _too_deep() from None
+    if _depth(value) > MAX_DEPTH:
+        raise _too_deep()
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise JsonRefused(
+                    "duplicate_key", f"the key {key!r} appears twice in one object; a reader keeps only one"
+                )
+            seen.add(key)
+    return value
+
+
+def _int64(digits: str) -> int:
+    value = int(digits)
+    if not _INT64[0] <= value <= _INT64[1]:
+        raise JsonRefused(
+            "integer_too_large",
+            f"the integer {digits} does not fit in 64 bits, so JSON readers disagree on its value; "
+            "write it as a string",
+        )
+    return value
+
+
+def _too_deep() -> JsonRefused:
+    return JsonRefused("too_deep", f"nested deeper than {MAX_DEPTH} levels of objects and arrays")
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth, without recursion (the value may be deeper than Python's recursion limit allows)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children: Iterable[Any]
+        if type(item) is dict:
+            children = item.values()
+        elif type(item) is list:
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level)
+        if deepest > MAX_DEPTH:
+            return deepest
+        stack.extend(zip(children, repeat(level + 1)))
+    return deepest

@@ -1,0 +1,127 @@
+"""The file-system side of a run folder: creating it, locking it, private partial files, and the one place where an
+``OSError`` met while writing it becomes a one-line :class:`SetupError`.
+
+- Directories are created one component at a time with an explicit mode (the umask can only narrow it): a run
+  folder and everything under ``.evalglass/`` are private (0700), other parents of ``--out`` 0755.
+- A run holds an exclusive ``flock`` on its folder's directory for as long as it writes there; a second run given
+  the same folder is refused at once instead of interleaving with the first. The directory itself is locked, not a
+  lock file in it, so the folder holds only the run's artifacts. (``flock`` is advisory and local: it does not
+  protect a folder on a network file system shared by two machines.)
+- A file being written is created under a name no one else can predict (``.NAME.<pid>.<random>.partial``) with
+  ``O_EXCL | O_NOFOLLOW``: a file or symlink planted in the folder is never opened, followed or overwritten, and two
+  writers never share one. It becomes ``NAME`` by an atomic rename.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from evalglass.errors import SetupError
+
+FILE_MODE = 0o600
+#: Run folders, ``.evalglass/`` and what is under it.
+DIR_MODE = 0o700
+#: Other folders created on the way to an ``--out`` folder.
+PARENT_MODE = 0o755
+STATE_DIR = Path(".evalglass")
+
+
+def make_dirs(path: Path, mode: int = DIR_MODE) -> bool:
+    """Create ``path`` and its missing parents; True when ``path`` itself was created by this call.
+
+    ``path`` (and any missing folder under ``.evalglass/``) gets ``mode``; other missing parents get
+    :data:`PARENT_MODE`.
+    """
+    missing: list[Path] = []
+    current = path
+    while not current.exists() and current != current.parent:
+        missing.append(current)
+        current = current.parent
+    created = False
+    for folder in reversed(missing):
+        private = folder == path or STATE_DIR.name in folder.parts
+        try:
+            os.mkdir(folder, mode if private else PARENT_MODE)
+        except FileExistsError:
+            continue  # made by someone else meanwhile: theirs, not ours
+        created = folder == path
+    if not path.is_dir():
+        raise FileExistsError(errno.EEXIST, "exists and is not a folder", str(path))
+    return created
+
+
+@contextlib.contextmanager
+def locked(folder: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``folder`` (a directory) for the block; refuse at once if another run holds it."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SetupError(
+                "another evalglass run is writing to this folder",
+                where=str(folder),
+                fix="wait for it to finish, or give this run its own --out folder",
+            ) from None
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def open_private(final: Path) -> tuple[Path, int]:
+    """A new, private partial file beside ``final`` and a descriptor open for writing it."""
+    partial = final.with_name(f".{final.name}.{os.getpid()}.{os.urandom(4).hex()}.partial")
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
+    return partial, fd
+
+
+@contextlib.contextmanager
+def writing(folder: Path) -> Iterator[None]:
+    """Turn an ``OSError`` raised while a run writes its folder (or reads what it needs) into one line naming the
+    file and the fix. Errors of the user's own code (host metrics, lanes, checks) never reach here: they are that
+    example's ``error``."""
+    try:
+        yield
+    except OSError as exc:
+        raise write_error(folder, exc) from None
+
+
+def write_error(folder: Path, exc: OSError) -> SetupError:
+    name = exc.filename if exc.filename is not None else folder
+    where = str(name)
+    code = exc.errno
+    if code in (errno.ENOSPC, errno.EDQUOT):
+        return SetupError(
+            "no space left on the device while writing the run's artifacts",
+            where=where,
+            fix="free some space, or write the run elsewhere with --out",
+        )
+    if code == errno.EFBIG:
+        return SetupError(
+            "a run artifact grew beyond the file-size limit (ulimit -f)",
+            where=where,
+            fix="raise the limit, or write the run elsewhere with --out",
+        )
+    if code in (errno.EROFS, errno.EACCES, errno.EPERM):
+        reason = "the file system is read-only" if code == errno.EROFS else "permission denied"
+        return SetupError(
+            f"cannot write here: {reason}",
+            where=where,
+            fix="run from a writable folder, or give --out a writable folder",
+        )
+    if code in (errno.EEXIST, errno.ENOTDIR):
+        return SetupError(
+            "the run folder (or a folder on its path) is a file",
+            where=where,
+            fix="give --out a folder path that is not, and is not under, a file",
+        )
+    if code == errno.EISDIR:
+        return SetupError(
+            "a folder is in the way of a run artifact", where=where, fix="remove it, or write the run elsewhere"
+        )
+    return SetupError(f"cannot write the run's artifacts: {exc.strerror or exc}", where=where)

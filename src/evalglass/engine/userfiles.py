@@ -1,0 +1,86 @@
+"""Opening a file a user named (config, ledger, dataset, schema, rubric, host module, run artifact).
+
+Only a regular file is read. A FIFO would block ``open`` until something writes to it, and ``/dev/zero`` or a
+terminal never ends; a directory fails later with a confusing message. The file is opened non-blocking (so a FIFO
+cannot hang the open), checked with ``fstat`` on the open descriptor (so nothing can swap it between the check and
+the read), then switched back to blocking reads. Every ``OSError`` becomes one :class:`SetupError` line naming the
+file and the fix.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+from typing import BinaryIO
+
+from evalglass.errors import SetupError
+
+#: Largest config, ledger or definition file read whole (a config with a 20 MB description is still far below).
+MAX_WHOLE_FILE = 256 << 20
+
+
+def open_regular(path: Path, *, what: str, missing_fix: str | None = None, buffering: int = 0) -> BinaryIO:
+    """``path`` opened for binary reading (unbuffered unless ``buffering`` says otherwise), once it is known to be
+    a regular file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise unreadable(path, what, exc, missing_fix=missing_fix) from None
+    except ValueError:  # a NUL byte in the path (from a pointer file, say): no such file can exist
+        raise SetupError(f"{what} path holds a NUL byte", where=repr(str(path)), fix="check the path") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise SetupError(
+                f"{what} is {_kind(info.st_mode)}, not a regular file",
+                where=str(path),
+                fix=f"point at the {what} file itself",
+            )
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb", buffering=buffering)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: Path, *, what: str, limit: int = MAX_WHOLE_FILE, missing_fix: str | None = None) -> bytes:
+    """The whole of a regular file of at most ``limit`` bytes."""
+    with open_regular(path, what=what, missing_fix=missing_fix) as handle:
+        try:
+            data = handle.read(limit + 1)
+        except OSError as exc:
+            raise unreadable(path, what, exc) from None
+    if len(data) > limit:
+        raise SetupError(
+            f"{what} is larger than {limit >> 20} MiB", where=str(path), fix=f"point at the {what} file itself"
+        )
+    return data
+
+
+def unreadable(path: Path, what: str, exc: OSError, *, missing_fix: str | None = None) -> SetupError:
+    """The one line for an ``OSError`` met reading ``path``."""
+    if exc.errno == errno.ENOENT:
+        return SetupError(f"{what} not found", where=str(path), fix=missing_fix or "check the path")
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return SetupError(f"cannot read {what}: permission denied", where=str(path), fix="make it readable")
+    if exc.errno == errno.EISDIR:
+        return SetupError(f"{what} is a directory, not a file", where=str(path), fix=f"point at the {what} file")
+    if exc.errno in (errno.ENOTDIR, errno.ELOOP):
+        return SetupError(
+            f"cannot read {what}: a part of its path is not a folder", where=str(path), fix="check the path"
+        )
+    return SetupError(f"cannot read {what}: {exc.strerror or exc}", where=str(path), fix="check the path")
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"

@@ -1,0 +1,293 @@
+"""report.html: one self-contained page (no network, no CDN) rendered from a run's artifacts.
+
+Like every renderer it shows the payload and never recomputes it: outcomes, reasons, values and intervals come
+from the scorecard; repair hints and ledger entries from :mod:`evalglass.report.explain`; the wording of values,
+intervals and exclusions from :mod:`evalglass.report.fmt`. What this module adds is geometry: where on a chart a
+recorded number is drawn.
+
+Everything the artifacts contain is attacker-controlled text (outputs, rationales, check output, names). Jinja2
+autoescapes every value, and the page carries a Content-Security-Policy that allows no network and only its own
+script (by hash), so an injected tag could neither run nor load anything even if escaping were bypassed.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import math
+import re
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from evalglass.core.authority import BlockReason
+from evalglass.core.gates import GateResult, Outcome, SubjectKind
+from evalglass.core.runrecord import RunRecord
+from evalglass.core.scorecard import MetricSummary, Scorecard
+from evalglass.report.explain import REPAIRS, explain_gate
+from evalglass.report.fmt import (
+    OUTCOME_LABEL,
+    estimate_text,
+    gate_value_text,
+    interval_text,
+    number,
+    rule_text,
+    samples_text,
+    sensitivity_text,
+    threshold_text,
+)
+
+if TYPE_CHECKING:
+    import jinja2
+
+    from evalglass.engine.explorer import Explorer
+
+#: The forest plot's drawing width in SVG units (the SVG scales to the page; text stays legible down to 375 px).
+PLOT_WIDTH = 320.0
+PLOT_PAD = 10.0
+
+#: What each verdict means for a reader skimming the banner; the full meaning comes from the payload.
+HEADLINES: dict[Outcome, str] = {
+    Outcome.INFORMATIONAL: "Not a pass. Exit 0 here means only that nothing was gated.",
+    Outcome.PASS: "Passes CI.",
+    Outcome.FAIL: "Fails CI: a quality problem.",
+    Outcome.BLOCKED: "Fails CI: a measurement problem, not a quality verdict.",
+}
+
+
+@dataclass(frozen=True)
+class Segment:
+    label: str
+    count: int
+    kind: str
+    x: float
+    width: float
+
+
+@dataclass(frozen=True)
+class Forest:
+    """One metric's row of the forest plot, in SVG units."""
+
+    lo: float
+    hi: float
+    point: float | None
+    low: float | None
+    high: float | None
+    sens_low: float | None
+    sens_high: float | None
+    thresholds: tuple[tuple[float, str, bool], ...]
+    ticks: tuple[tuple[float, str], ...]
+
+
+def _domain(metric: MetricSummary, thresholds: list[float]) -> tuple[float, float]:
+    """The axis range: the metric's scale when the run recorded it, else what the numbers on the row span."""
+    estimate = metric.estimate
+    values = list(thresholds)
+    if estimate is not None:
+        values.append(estimate.point)
+        interval = estimate.interval
+        if interval is not None:
+            values += [v for v in (interval.low, interval.high) if v is not None]
+        if estimate.sensitivity is not None:
+            sens = estimate.sensitivity
+            values += [sens.scale_min, sens.scale_max, sens.low, sens.high]
+    values = [v for v in values if math.isfinite(v)]
+    if not values:
+        return 0.0, 1.0
+    lo, hi = min(values), max(values)
+    if lo >= 0 and hi <= 1:
+        return 0.0, 1.0
+    if hi - lo < 1e-12:
+        lo, hi = lo - 1, hi + 1
+    pad = (hi - lo) * 0.05
+    return lo - pad, hi + pad
+
+
+def forest(metric: MetricSummary, gates: list[GateResult]) -> Forest:
+    # Approved thresholds, and proposals (drawn apart: a proposal decides nothing until the ledger approves it).
+    thresholds = [
+        (value, gate.name, approved)
+        for gate in gates
+        for value, approved in ((gate.threshold, True), (gate.proposed_threshold, False))
+        if value is not None and (approved or gate.threshold is None)
+    ]
+    lo, hi = _domain(metric, [value for value, _, _ in thresholds])
+
+    def x(value: float | None) -> float | None:
+        if value is None or not math.isfinite(value):
+            return None
+        clamped = min(max(value, lo), hi)
+        return round(PLOT_PAD + (clamped - lo) / (hi - lo) * (PLOT_WIDTH - 2 * PLOT_PAD), 2)
+
+    estimate = metric.estimate
+    interval = estimate.interval if estimate is not None else None
+    sens = estimate.sensitivity if estimate is not None and estimate.sensitivity is not None else None
+    sensitive = sens is not None and sens.excluded > 0
+    return Forest(
+        lo=lo,
+        hi=hi,
+        point=x(estimate.point) if estimate is not None else None,
+        low=x(interval.low) if interval is not None else None,
+        high=x(interval.high) if interval is not None else None,
+        sens_low=x(sens.low) if sens is not None and sensitive else None,
+        sens_high=x(sens.high) if sens is not None and sensitive else None,
+        thresholds=tuple((px, name, approved) for value, name, approved in thresholds if (px := x(value)) is not None),
+        ticks=tuple((px, number(value)) for value in (lo, (lo + hi) / 2, hi) if (px := x(value)) is not None),
+    )
+
+
+def population_bar(metric: MetricSummary) -> list[Segment]:
+    """Included, each excluded state and missing, as consecutive widths in percent of the expected examples."""
+    population = metric.population
+    parts: list[tuple[str, int, str]] = [("included", population.included, "included")]
+    for item in population.excluded:
+        label = "invalid" if item.status.value == "scored" else f"{item.status.value}/{item.validity.value}"
+        parts.append((label, item.count, item.status.value if item.status.value != "scored" else "invalid"))
+    if population.missing:
+        parts.append(("missing", population.missing, "missing"))
+    total = max(population.expected, 1)
+    segments: list[Segment] = []
+    x = 0.0
+    for label, count, kind in parts:
+        if count == 0:
+            continue
+        width = count / total * 100
+        segments.append(Segment(label, count, kind, round(x, 3), round(width, 3)))
+        x += width
+    return segments
+
+
+def _gate_view(gate: GateResult, card: Scorecard, record: RunRecord | None) -> dict[str, Any]:
+    explanation = explain_gate(gate, card, record) if record is not None else None
+    return {
+        "gate": gate,
+        "label": OUTCOME_LABEL[gate.outcome],
+        "value": gate_value_text(gate),
+        "threshold": threshold_text(gate),
+        "rule": rule_text(gate),
+        "reasons": [(reason.code.value, reason.message, REPAIRS[reason.code]) for reason in gate.reasons],
+        "summary": explanation.summary if explanation is not None else None,
+        # explain_gate lists a blocked gate's reasons first; they are shown above with their repairs already.
+        "details": explanation.details[len(gate.reasons) :] if explanation is not None else [],
+        "ledger_entry": explanation.ledger_entry if explanation is not None else None,
+    }
+
+
+def _metric_view(metric: MetricSummary, card: Scorecard) -> dict[str, Any]:
+    gates = [
+        gate for gate in card.decision.gates if gate.subject_kind is SubjectKind.METRIC and gate.subject == metric.name
+    ]
+    return {
+        "metric": metric,
+        "value": estimate_text(metric.estimate),
+        "interval": interval_text(metric.estimate),
+        "sensitivity": sensitivity_text(metric.estimate),
+        "samples": samples_text(metric.estimate),
+        "forest": forest(metric, gates),
+        "bar": population_bar(metric),
+        "gates": [gate.name for gate in gates],
+    }
+
+
+def _judges_view(card: Scorecard, record: RunRecord | None) -> list[dict[str, Any]]:
+    """Each llm_judge's calibration as the run recorded it, and the gates it blocked for want of calibration."""
+    if record is None:
+        return []
+    out = []
+    for name, fingerprint in record.judge_fingerprints.items():
+        calibration = record.calibrations.get(name)
+        blocked = [
+            (gate.name, reason.message)
+            for gate in card.decision.gates
+            for reason in gate.reasons
+            if reason.code is BlockReason.JUDGE_UNCALIBRATED and gate.subject == name
+        ]
+        out.append(
+            {
+                "name": name,
+                "fingerprint": fingerprint,
+                "calibration": calibration,
+                "bound": calibration is not None and calibration.judge_fingerprint == fingerprint,
+                "requirement": record.ledger.judges.get(name),
+                "blocked": blocked,
+                "repair": REPAIRS[BlockReason.JUDGE_UNCALIBRATED],
+            }
+        )
+    return out
+
+
+def _checks_view(card: Scorecard, record: RunRecord | None) -> list[dict[str, Any]]:
+    out = []
+    for check in card.checks:
+        result = record.check_results.get(check.name) if record is not None else None
+        tail = ""
+        if result is not None:
+            tail = "\n".join(part for part in (result.stdout_tail, result.stderr_tail) if part)[-2000:]
+        why = ": ".join(part for part in (check.reason.value if check.reason else None, check.detail) if part)
+        out.append({"check": check, "why": why, "tail": tail})
+    return out
+
+
+#: Control characters and the bidirectional overrides that can make text display as something it is not
+#: ("Trojan Source"): shown as escapes, so the page holds only printable text and shows what the bytes are.
+_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(value: Any) -> Any:
+    """Every interpolated value passes here before autoescaping; markup the template itself made is left alone."""
+    if type(value) is not str:
+        return value
+    return _UNPRINTABLE.sub(lambda match: f"\\u{ord(match.group()):04x}", value)
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("evalglass", "templates/report"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        finalize=printable,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def _csp_hash(script: str) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+
+
+def render_html(card: Scorecard, record: RunRecord | None, explorer: Explorer, notes: list[str], folder: str) -> str:
+    """The whole page. ``notes`` name artifacts that were missing, so the page says what it could not show."""
+
+    environment = _environment()
+    loader = environment.loader
+    assert loader is not None
+    script = loader.get_source(environment, "report.js")[0]
+    style = loader.get_source(environment, "report.css")[0]
+    decision = card.decision
+    template = environment.get_template("report.html.j2")
+    return template.render(
+        card=card,
+        record=record,
+        decision=decision,
+        verdict=decision.verdict.value,
+        verdict_label=OUTCOME_LABEL[decision.verdict],
+        headline=HEADLINES[decision.verdict],
+        counts={outcome.value: decision.count(outcome) for outcome in Outcome},
+        gates=[_gate_view(gate, card, record) for gate in decision.gates],
+        metrics=[_metric_view(metric, card) for metric in card.metrics],
+        judges=_judges_view(card, record),
+        checks=_checks_view(card, record),
+        explorer=explorer,
+        notes=notes,
+        plot_width=PLOT_WIDTH,
+        number=number,
+        script=script,
+        style=style,
+        script_hash=_csp_hash(script),
+        style_hash=_csp_hash(style),
+        states=explorer.states,
+        folder=folder,
+    )

@@ -1,0 +1,158 @@
+"""`evalglass report` and `run --html` as a user meets them: one self-contained file that shows what the artifacts
+say, and only that. The browser tests (tests/browser) open the same pages in Chromium."""
+
+from __future__ import annotations
+
+import html
+import re
+
+from tests.e2e.project import make_project, run_cli
+from tests.e2e.reports import HOSTILE, report_project
+from tests.e2e.test_renderers_never_decide import forge
+from tests.e2e.test_verdicts import approve
+
+
+def test_report_writes_one_self_contained_page_into_the_run_folder(tmp_path):
+    project = report_project(tmp_path)
+    result = project.cli("report", "out")
+    assert result.code == 0, result.err
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert result.out.strip() == f"wrote {tmp_path.joinpath('out', 'report.html').relative_to(tmp_path)}"
+    # Nothing is loaded from anywhere: no external src/href, no stylesheet link, and a policy that forbids it.
+    assert not re.findall(r"""(?:src|href)\s*=\s*["']?(?!#|data:)[a-z]+:""", page, re.I)
+    assert '<link rel="stylesheet"' not in page
+    assert "default-src 'none'" in page
+    assert "Verdict: blocked" in page
+    assert "incomplete_measurement" in page
+    assert project.cli("verify", "out").code == 0  # the page beside the artifacts changes none of them
+
+
+def test_report_of_the_last_run_to_a_chosen_file(tmp_path):
+    project = make_project(tmp_path)
+    project.run()
+    result = project.cli("report", "--out", "r.html")
+    assert result.code == 0, result.err
+    page = (tmp_path / "r.html").read_text()
+    assert "Verdict: informational" in page
+    assert "Not a pass" in page
+
+
+def test_run_html_writes_the_page_and_keeps_the_verdicts_exit_code(tmp_path):
+    project = report_project(tmp_path)  # gate approved, measurement incomplete: blocked, exit 1
+    result = project.run("--html", "page.html")
+    assert result.code == 1
+    assert "html report: page.html" in result.out
+    page = (tmp_path / "page.html").read_text()
+    assert "Verdict: blocked" in page
+    as_json = project.run("--html", "page2.html", "--format", "json")
+    assert as_json.code == 1 and as_json.json()["decision"]["verdict"] == "blocked"
+    assert (tmp_path / "page2.html").exists()
+
+
+def test_attacker_controlled_output_is_escaped_text(tmp_path):
+    project = report_project(tmp_path, approved=False)
+    assert project.cli("report", "out", "--out", "r.html").code == 0
+    page = (tmp_path / "r.html").read_text()
+    assert html.escape(HOSTILE, quote=False) in page.replace("&#34;", '"').replace("&#39;", "'")
+    assert "<script>window.__pwned" not in page
+    assert "<img" not in page and "</details></li>" not in page.split("ex-0002")[1].split("Reference")[0]
+    # The page's own script is the only one, and the policy allows exactly it (by hash).
+    assert page.count("<script>") == 1 and "script-src 'sha256-" in page
+
+
+def test_only_the_artifacts_that_exist_are_rendered_and_the_page_says_what_is_missing(tmp_path):
+    project = report_project(tmp_path, approved=False)
+    folder = tmp_path / "out"
+    (folder / "runrecord.json").unlink()
+    assert project.cli("report", "out", "--out", "a.html").code == 0
+    page = (tmp_path / "a.html").read_text()
+    assert "runrecord.json is not in this folder" in page
+    assert "question number 3" not in page  # inputs come from the dataset the run record locates
+    (folder / "scores.jsonl").unlink()
+    assert project.cli("report", "out", "--out", "b.html").code == 0
+    page = (tmp_path / "b.html").read_text()
+    assert "scores.jsonl is not in this folder" in page
+    assert "Verdict: informational" in page
+
+
+def test_a_dataset_changed_after_the_run_is_not_shown_as_its_inputs(tmp_path):
+    project = report_project(tmp_path, approved=False)
+    first = project.cli("report", "out", "--out", "before.html")
+    assert first.code == 0 and "question number 3" in (tmp_path / "before.html").read_text()
+    data = project.evals / "data.jsonl"
+    data.write_text(data.read_text().replace("question number 3", "question number three"))
+    assert project.cli("report", "out", "--out", "after.html").code == 0
+    page = (tmp_path / "after.html").read_text()
+    assert "changed since the run" in page
+    assert "question number three" not in page and "question number 3" not in page
+
+
+def test_a_folder_without_a_scorecard_or_with_broken_scores_is_one_line(tmp_path):
+    (tmp_path / "empty").mkdir()
+    result = run_cli("report", "empty", cwd=tmp_path)
+    assert result.code == 2 and "no scorecard.json in this folder" in result.err
+    assert result.err.count("\n") == 1 and "Traceback" not in result.err
+    (tmp_path / "p").mkdir()
+    project = report_project(tmp_path / "p", approved=False)
+    scores = project.root / "out" / "scores.jsonl"
+    scores.write_text(scores.read_text() + "{not json\n")
+    broken = project.cli("report", "out")
+    assert broken.code == 2 and "scores.jsonl" in broken.err and "Traceback" not in broken.err
+    assert broken.err.count("\n") == 1
+
+
+def test_the_page_renders_a_consistently_forged_scorecard_as_written_and_verify_catches_it(tmp_path):
+    """Item 6: the report renders, never decides. A forged pass that still validates is shown as a pass (what the
+    artifact says), while `verify`, which re-derives from the recorded scores, names the forgery."""
+    project = make_project(tmp_path)
+    project.write_ledger(approve(project, threshold=0.9))
+    assert project.run("--out", "out").code == 1
+    honest = project.cli("report", "out", "--out", "honest.html")
+    assert honest.code == 0
+    assert "Verdict: fail" in (tmp_path / "honest.html").read_text()
+    forge(tmp_path / "out" / "scorecard.json", threshold=0.5, outcome="pass")
+    forged = project.cli("report", "out", "--out", "forged.html")
+    assert forged.code == 0, forged.err
+    page = (tmp_path / "forged.html").read_text()
+    assert "Verdict: pass" in page and "Verdict: fail" not in page
+    assert "≥ 0.5" in page  # the forged threshold, as the artifact says: the page does not re-decide
+    assert "evalglass verify out" in page  # and it tells the reader how to check
+    verified = project.cli("verify", "out")
+    assert verified.code == 1 and "scorecard.decision.verdict" in verified.out
+
+
+def test_a_page_that_cannot_be_written_is_one_line_naming_the_file(tmp_path):
+    project = make_project(tmp_path)
+    project.run("--out", "out")
+    result = project.cli("report", "out", "--out", "missing/dir/r.html")
+    assert result.code == 2 and "cannot write the HTML report" in result.err and "missing/dir/r.html" in result.err
+    assert result.err.count("\n") == 1 and "Traceback" not in result.err
+
+
+def test_bound_checks_show_outcome_binding_and_each_examples_check_output(tmp_path):
+    result = run_cli("run", "--example", "bound-checks", "--html", "page.html", cwd=tmp_path)
+    assert result.code == 1, result.err  # a failing and two undecidable check gates
+    page = (tmp_path / "page.html").read_text()
+    cards = dict(re.findall(r'<h3>(notes-[a-z]+)</h3><span class="badge[^"]*">([A-Z]+)</span>', page))
+    assert cards == {
+        "notes-ready": "PASS",
+        "notes-draft": "FAIL",
+        "notes-binary": "INCONCLUSIVE",
+        "notes-moved": "ERROR",
+    }
+    assert re.findall(r"<dt>Binding</dt><dd>([a-z_]+)</dd>", page) == ["bound", "bound", "bound", "mismatch"]
+    assert "never started" in page  # the moved target's command never ran
+    # per example: the check metric's record, with the tail of what the command printed
+    assert "Check draft-marker: FAIL (exit 1)" in page and "marker still present" in page
+    assert "check_not_passed" in page and "repair what its outcome names" in page
+
+
+def test_control_characters_and_bidi_overrides_are_shown_as_escapes(tmp_path):
+    project = make_project(tmp_path)
+    project.write_rows([{"id": "a", "expected": "x", "output": "nul\x00 bell\x07 \u202eevil"}])
+    assert project.run("--out", "out", "--html", "r.html").code == 0
+    data = (tmp_path / "r.html").read_bytes()
+    assert not re.search(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", data)
+    page = data.decode()
+    assert "\u202e" not in page
+    assert "nul\\u0000 bell\\u0007 \\u202eevil" in page

@@ -1,0 +1,117 @@
+"""The exact JSON reader: what it returns is what the text says, or it refuses.
+
+The oracle is the standard library's parser with every key pair and every integer in view, written here from the
+rules (no key twice in one object, integers within 64 bits, at most MAX_DEPTH levels), independently of the
+raw-byte scan the reader uses to skip that parse on clean lines.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evalglass.engine.jsonsource import MAX_DEPTH, JsonRefused, batch_is_exact, loads
+
+KEYS = st.sampled_from(["a", "b", "a:b", ':"', "\\", "\u003a", "k"])
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(alphabet=':"\\ab{}[]0123456789 \u003a', max_size=8)
+)
+
+
+@st.composite
+def documents(draw: Any, depth: int = 0) -> str:
+    """JSON text built by hand, so keys can repeat and colons, quotes and escapes can sit anywhere."""
+    if depth > 3 or draw(st.booleans()):
+        value = draw(SCALARS)
+        if isinstance(value, str) and draw(st.booleans()):
+            return '"' + "".join(f"\\u{ord(char):04x}" for char in value) + '"'  # every character escaped
+        return json.dumps(value)
+    if draw(st.booleans()):
+        items = draw(st.lists(documents(depth + 1), max_size=3))
+        return "[" + ",".join(items) + "]"
+    pairs = draw(st.lists(st.tuples(KEYS, documents(depth + 1)), max_size=4))
+    space = draw(st.sampled_from(["", " ", "\t", "\n"]))
+    return "{" + ",".join(f"{json.dumps(key)}{space}:{space}{value}" for key, value in pairs) + "}"
+
+
+def oracle(text: bytes) -> Any:
+    """What the text says, or the class of the reason it cannot be read exactly."""
+
+    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [key for key, _ in pairs]
+        if len(set(keys)) != len(keys):
+            raise JsonRefused("duplicate_key", "")
+        return dict(pairs)
+
+    def whole(digits: str) -> int:
+        if not -(2**63) <= int(digits) < 2**63:
+            raise JsonRefused("integer_too_large", "")
+        return int(digits)
+
+    def depth(value: Any) -> int:
+        if isinstance(value, dict):
+            return 1 + max(map(depth, value.values()), default=0)
+        if isinstance(value, list):
+            return 1 + max(map(depth, value), default=0)
+        return 0
+
+    try:
+        value = json.loads(text, object_pairs_hook=pairs_hook, parse_int=whole)
+    except JsonRefused as exc:
+        return exc.code
+    return "too_deep" if depth(value) > MAX_DEPTH else value
+
+
+@settings(max_examples=600, deadline=None)
+@given(text=documents())
+def test_the_reader_returns_what_the_text_says_or_refuses(text: str) -> None:
+    raw = text.encode()
+    expected = oracle(raw)
+    try:
+        got = loads(raw)
+    except JsonRefused as exc:
+        assert exc.code == expected, (text, exc)
+        return
+    assert got == expected, text
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(documents(), min_size=1, max_size=8))
+def test_a_batch_passes_the_scan_only_when_every_line_is_exact(texts: list[str]) -> None:
+    raws = [text.encode() for text in texts]
+    values = [orjson.loads(raw) for raw in raws]
+    if batch_is_exact(raws, values):
+        assert [oracle(raw) for raw in raws] == values, texts
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        (b'{"verdict": "fail", "verdict": "pass"}', "duplicate_key"),
+        (b'{"a": {"b": 1, "b" : 2}}', "duplicate_key"),
+        (b'{"a": 1, "a": "\\u003a"}', "duplicate_key"),
+        (b'{"n": 100000000000000000001}', "integer_too_large"),
+        (b'{"n": -9223372036854775809}', "integer_too_large"),
+        (b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1), "too_deep"),
+        (b"[" * 1000 + b"]" * 1000, "too_deep"),
+    ],
+)
+def test_what_a_fast_parser_would_read_differently_is_refused(text: bytes, code: str) -> None:
+    with pytest.raises(JsonRefused) as caught:
+        loads(text)
+    assert caught.value.code == code
+
+
+def test_clean_documents_come_back_as_orjson_reads_them() -> None:
+    text = b'{"id": "x", "n": 9223372036854775807, "s": "100000000000000000001", "o": {"a": "b: c"}}'
+    assert loads(text) == orjson.loads(text)
+    assert loads(b"[" * MAX_DEPTH + b"]" * MAX_DEPTH) == orjson.loads(b"[" * MAX_DEPTH + b"]" * MAX_DEPTH)

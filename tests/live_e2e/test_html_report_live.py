@@ -1,0 +1,32 @@
+"""The HTML report of a live run: the lane's outputs and the judge's rationales from outputs.jsonl, and the
+judge's calibration from the run record, as `evalglass calibrate` wrote it."""
+
+from __future__ import annotations
+
+import yaml
+
+from .conftest import LiveProject, evalglass
+from .test_calibration_cli import _judge_project
+
+
+def test_a_live_run_shows_outputs_rationales_and_calibration(project: LiveProject) -> None:
+    _judge_project(project)
+    fingerprint = project.gate_fingerprint("judged")
+    approval = {"gates": {"judged": {"active": True, "threshold": 2.0, "fingerprint": fingerprint}}}
+    (project.root / "authority.yaml").write_text(yaml.safe_dump(approval))
+    assert project.run("--html", "before.html").code == 1  # no calibration yet: blocked
+    before = (project.root / "before.html").read_text()
+    assert "no calibration record" in before and "judge_uncalibrated" in before
+    assert "evalglass calibrate" in before  # the repair hint
+
+    assert evalglass("calibrate", "quality", "--labels", "labels.jsonl", cwd=project.root).code == 0
+    (project.root / "authority.yaml").write_text(
+        yaml.safe_dump({**approval, "judges": {"quality": {"min_agreement": 0.3}}})
+    )
+    assert project.run("--html", "after.html").code == 0
+    page = (project.root / "after.html").read_text()
+    assert "Verdict: pass" in page
+    assert "calibration recorded" in page and "0.625 (5/8;" in page
+    assert "lower bound of agreement ≥ 0.3" in page
+    assert "graded 3" in page and "graded 2" in page  # each example's rationale
+    assert "grade=3 a" in page  # the chat lane's output (the fake server echoes the question)
