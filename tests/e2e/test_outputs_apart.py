@@ -62,7 +62,7 @@ def test_new_outputs_never_make_gold_stale_but_an_edited_reference_does(tmp_path
     # A new batch of outputs: every answer changes. Gold stays valid; the gate now fails on the number alone.
     write_jsonl(project.evals / "outputs.jsonl", [{**row, "output": "no"} for row in OUTPUTS])
     card = project.run("--format", "json").json()
-    assert card["decision"]["verdict"] == "fail" and gate_reasons(card) == []
+    assert card["decision"]["verdict"] == "fail" and gate_reasons(card) == ["below_threshold"]
     # An edited reference answer makes the validated gold stale.
     write_jsonl(project.evals / "outputs.jsonl", OUTPUTS)
     project.write_rows([{**GOLD[0], "expected": "maybe"}, *GOLD[1:]])
@@ -75,7 +75,7 @@ def test_outputs_in_the_dataset_file_no_longer_make_gold_stale(tmp_path):
     project.write_ledger(approve(project))
     project.write_rows([{**row, "output": "no"} for row in DEFAULT_ROWS])  # outputs only
     card = project.run("--format", "json").json()
-    assert card["decision"]["verdict"] == "fail" and gate_reasons(card) == []
+    assert card["decision"]["verdict"] == "fail" and gate_reasons(card) == ["below_threshold"]
     # An added field (an input) is covered, like a reference.
     project.write_rows([{**row, "question": "why?"} for row in DEFAULT_ROWS])
     card = project.run("--format", "json").json()
