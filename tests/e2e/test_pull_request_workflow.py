@@ -48,7 +48,11 @@ def test_the_documented_loop(tmp_path):
     write_jsonl(evals / "outputs.jsonl", outputs(intents))
     result = run_cli("run", "--format", "json", cwd=tmp_path)
     card = json.loads(result.out)
-    assert result.code == 1 and card["decision"]["verdict"] == "fail" and card["decision"]["gates"][0]["reasons"] == []
+    assert (
+        result.code == 1
+        and card["decision"]["verdict"] == "fail"
+        and [reason["code"] for reason in card["decision"]["gates"][0]["reasons"]] == ["below_threshold"]
+    )
     failing = run_cli("view", "--examples", "--metric", "intent", "--format", "json", cwd=tmp_path).json()
     assert [row["id"] for row in failing["examples"]] == ["t-3", "t-4"]
 

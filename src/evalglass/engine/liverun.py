@@ -72,12 +72,13 @@ def cache_path(loaded: LoadedConfig) -> Path:
     return loaded.base_dir / CACHE_FILE
 
 
-def open_cache(loaded: LoadedConfig, mode: CacheMode) -> CallCache | None:
+def open_cache(loaded: LoadedConfig, mode: CacheMode, run: str | None = None) -> CallCache | None:
+    """The call cache; ``run`` (the run's id) stamps what it puts, so a resumed run can tell its own calls apart."""
     if mode is CacheMode.OFF or not loaded.config.uses_call_cache:
         return None
     path = cache_path(loaded)
     try:
-        return CallCache(path, mode)
+        return CallCache(path, mode, run=run)
     except Exception as exc:  # sqlite3 errors, a read-only folder ...
         raise SetupError(
             f"cannot open the call cache ({type(exc).__name__}: {exc})",
@@ -307,7 +308,7 @@ class LiveScorer:
             if isinstance(outcome, LaneOutput):
                 self.counters.cached += outcome.cached
                 if "task" in self.tallies:
-                    self.tallies["task"].add(outcome.usage, cached=outcome.cached)
+                    self.tallies["task"].add(outcome.usage, cached=outcome.cached and not outcome.replayed)
                 output = outcome.value
                 if self.parse_json:
                     output = parse_json_output(output)
@@ -370,7 +371,7 @@ class LiveScorer:
         if result.call_id is not None:
             self.counters.calls += 1
             self.counters.cached += result.cached
-            self.tallies[name].add(result.usage, cached=result.cached)
+            self.tallies[name].add(result.usage, cached=result.cached and not result.replayed)
         if not result.score.included and result.score.status is Status.ERROR:
             self.counters.judge_failures += 1
         score: Score = result.score
@@ -445,6 +446,7 @@ def score_live(
     cache_mode: CacheMode,
     progress: Reporter | None,
     counters: Counters,
+    run_id: str | None = None,
 ) -> Scored:
     """Score the dataset with the lane and judges. Ctrl-C propagates as KeyboardInterrupt once calls are cancelled;
     completed calls are already in the cache."""
@@ -459,7 +461,7 @@ def score_live(
 
     async def main() -> None:
         stopper.attach()
-        cache = open_cache(loaded, cache_mode)
+        cache = open_cache(loaded, cache_mode, run_id)
         executor = build_executor(loaded)
         counters.in_flight = lambda: executor.stats.in_flight
         pool = None

@@ -596,7 +596,15 @@ def _run_in(
             if config.live:
                 from evalglass.engine.liverun import score_live
 
-                scored = score_live(loaded, metrics, writer, cache_mode=mode, progress=progress, counters=counters)
+                scored = score_live(
+                    loaded,
+                    metrics,
+                    writer,
+                    cache_mode=mode,
+                    progress=progress,
+                    counters=counters,
+                    run_id=manifest.run_id,
+                )
             else:
                 scored = score_recorded(loaded, metrics, writer)
             check_records.commit()
