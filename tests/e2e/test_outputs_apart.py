@@ -82,13 +82,19 @@ def test_outputs_in_the_dataset_file_no_longer_make_gold_stale(tmp_path):
     assert gate_reasons(card) == ["gold_stale"]
 
 
-def test_renaming_the_output_field_onto_the_reference_does_not_hide_reference_edits(tmp_path):
-    # The PR points task.field at the reference field: that field would be left out of gold, so gold must change.
+def test_pointing_the_output_field_elsewhere_does_not_hide_gold_edits(tmp_path):
+    """A PR that points task.field at another field would leave that field out of gold. Onto a gated reference it
+    is refused outright; onto any other field the gate's approved definition (which covers task.field) is stale."""
     project = make_project(tmp_path)
+    project.write_rows([{**row, "question": f"q{i}"} for i, row in enumerate(DEFAULT_ROWS)])
     project.write_ledger(approve(project))
     project.write_config(base_config(task={"type": "recorded", "field": "expected"}))
+    refused = project.run("--format", "json")
+    assert refused.code == 2 and "task.field 'expected' overlaps the reference 'expected'" in refused.err
+    project.write_config(base_config(task={"type": "recorded", "field": "question"}))
+    project.write_rows([{**row, "question": "edited"} for row in DEFAULT_ROWS])
     card = project.run("--format", "json").json()
-    assert "gold_stale" in gate_reasons(card)
+    assert card["decision"]["verdict"] == "blocked" and "approval_stale" in gate_reasons(card)
 
 
 def test_moving_outputs_out_of_the_dataset_keeps_the_gold_fingerprint(tmp_path):

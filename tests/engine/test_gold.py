@@ -56,3 +56,23 @@ def test_a_nested_output_path_is_removed_from_a_copy() -> None:
     other.add_item(Example("a", 1, {"id": "a", "response": {"text": "changed", "meta": 1}}, "changed"))
     assert hasher.fingerprint == other.fingerprint
     assert row["response"]["text"] == "x"  # the shared record is untouched
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.dictionaries(st.sampled_from(["id", "output", "q", "r"]), values, max_size=4), max_size=8))
+def test_a_batch_is_hashed_as_documented_and_its_records_are_untouched(rows) -> None:
+    """The gold fingerprint is the SHA-256 of each record without its output (compact JSON, the file's key order),
+    joined by commas: a record without the output field enters whole. The shared records keep their output."""
+    import hashlib
+    import json
+
+    before = [dict(row) for row in rows]
+    hasher = GoldHasher("output")
+    hasher.add(ExampleBatch([str(i) for i in range(len(rows))], list(range(len(rows))), rows, [None] * len(rows)))
+    compact = {"separators": (",", ":"), "ensure_ascii": False}
+    documented = b",".join(
+        json.dumps({k: v for k, v in row.items() if k != "output"}, **compact).encode() for row in rows
+    )
+    expected = hashlib.sha256(documented).hexdigest()
+    assert hasher.fingerprint == "sha256:" + expected
+    assert rows == before
