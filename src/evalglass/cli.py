@@ -551,6 +551,31 @@ def explain(name: str | None, folder: Path | None, fmt: str) -> None:
 
 
 @main.command()
+@click.argument("base", type=click.Path(path_type=Path))
+@click.argument("candidate", type=click.Path(path_type=Path))
+@click.option("--metric", "metrics", multiple=True, help="Compare only this metric (repeatable; default: all shared).")
+@click.option("--top", default=10, show_default=True, type=click.IntRange(min=0), help="Flipped ids shown per metric.")
+@FORMAT
+def compare(base: Path, candidate: Path, metrics: tuple[str, ...], top: int, fmt: str) -> None:
+    """Compare two finished runs example by example: paired differences with intervals, and the flips.
+
+    \b
+    Exit 0 when the runs were compared (whatever the numbers say; gates decide, compare does not), 2 when they
+    cannot be compared (a folder unreadable, a metric or every example id missing on one side).
+    """
+    _load_numpy()
+    from evalglass.engine.compare import compare_runs
+
+    comparison = compare_runs(base, candidate, list(metrics) or None)
+    if fmt == "json":
+        _emit_json(comparison.model_dump(mode="json"))
+        return
+    from evalglass.report.comparison import render_comparison
+
+    render_comparison(comparison, _console(), top)
+
+
+@main.command()
 @click.argument("folder", type=click.Path(path_type=Path))
 @click.option(
     "--config",
@@ -658,7 +683,7 @@ def init(target: Path, force: bool) -> None:
 @main.command()
 @click.argument(
     "which",
-    type=click.Choice(["config", "ledger", "scorecard", "runrecord", "scores"]),
+    type=click.Choice(["config", "ledger", "scorecard", "runrecord", "scores", "comparison"]),
     default="config",
     required=False,
 )
