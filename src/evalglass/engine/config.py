@@ -328,8 +328,12 @@ class Config(BaseModel):
 
     @property
     def needs_gold(self) -> bool:
-        """Whether a declared gate's metric compares with a reference (only then is the gold fingerprint taken)."""
-        return any(gate.metric is not None and self.metrics[gate.metric].uses_reference for gate in self.gates.values())
+        """Whether a declared gate's metric compares with a reference, or a gate compares with a baseline (which
+        needs the same gold): only then is the gold fingerprint taken (it costs a serialisation of every record)."""
+        return any(
+            gate.compare_to is not None or (gate.metric is not None and self.metrics[gate.metric].uses_reference)
+            for gate in self.gates.values()
+        )
 
     @property
     def judges(self) -> dict[str, LlmJudgeSpec]:
