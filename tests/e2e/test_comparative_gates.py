@@ -75,6 +75,7 @@ def test_no_change_passes_and_verifies(tmp_path):
     assert gate["comparison"]["baseline"] == "main" and gate["comparison"]["metric"]["pairs"]["included"] == 50
     verify = project.cli("verify", "runs/cand")
     assert verify.code == 0, verify.out
+    assert "not covered by the digests" not in verify.out  # the baseline copies are listed artifacts
     # the baseline's files travel with the run, so verify needs nothing outside the run folder
     shutil.rmtree(tmp_path / "runs" / "base")
     assert project.cli("verify", "runs/cand").code == 0
@@ -252,6 +253,8 @@ def test_verify_catches_an_edited_baseline_copy(tmp_path):
     assert result.code == 1
     fields = {item["field"] for item in result.json()["findings"]}
     assert any("no-regression" in field for field in fields)
+    # the copy is an artifact the digests cover, so the edit is also named as a file
+    assert "file baselines/main/scores.jsonl" in fields
     # the re-derived gate is blocked (the copy no longer matches the approved fingerprint), never a pass
     assert any(item["derived"] == "blocked" for item in result.json()["findings"])
 
