@@ -348,11 +348,15 @@ def _publish(result: RunResult, junit: Path | None, github: bool | None, fmt: st
 
 
 def _write_html(folder: Path, out: Path) -> None:
-    from evalglass.engine.artifacts import write_atomic
     from evalglass.engine.explorer import html_report
+
+    _write_page(html_report(folder), out)
+
+
+def _write_page(page: str, out: Path) -> None:
+    from evalglass.engine.artifacts import write_atomic
     from evalglass.errors import SetupError
 
-    page = html_report(folder)
     try:
         write_atomic(out, page.encode())
     except OSError as exc:
@@ -403,6 +407,8 @@ def calibrate(judge: str, labels: Path, config_path: Path | None, no_cache: bool
     mode = "off" if no_cache else "refresh" if refresh else "use"
     with _stdout_to_stderr():
         outcome = calibrate_command(find_config(config_path), judge, labels, cache_mode=mode)
+    for warning in outcome.warnings:
+        click.echo(warning, err=True)
     record = outcome.record
     if fmt == "json":
         _emit_json({"path": str(outcome.path), **record.model_dump(mode="json")})
@@ -555,8 +561,14 @@ def explain(name: str | None, folder: Path | None, fmt: str) -> None:
 @click.argument("candidate", type=click.Path(path_type=Path))
 @click.option("--metric", "metrics", multiple=True, help="Compare only this metric (repeatable; default: all shared).")
 @click.option("--top", default=10, show_default=True, type=click.IntRange(min=0), help="Flipped ids shown per metric.")
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Also write the comparison as one self-contained HTML page (differences drawn, flips by id).",
+)
 @FORMAT
-def compare(base: Path, candidate: Path, metrics: tuple[str, ...], top: int, fmt: str) -> None:
+def compare(base: Path, candidate: Path, metrics: tuple[str, ...], top: int, html_path: Path | None, fmt: str) -> None:
     """Compare two finished runs example by example: paired differences with intervals, and the flips.
 
     \b
@@ -567,12 +579,18 @@ def compare(base: Path, candidate: Path, metrics: tuple[str, ...], top: int, fmt
     from evalglass.engine.compare import compare_runs
 
     comparison = compare_runs(base, candidate, list(metrics) or None)
+    if html_path is not None:
+        from evalglass.report.comparison_html import render_comparison_html
+
+        _write_page(render_comparison_html(comparison), html_path)
     if fmt == "json":
         _emit_json(comparison.model_dump(mode="json"))
         return
     from evalglass.report.comparison import render_comparison
 
     render_comparison(comparison, _console(), top)
+    if html_path is not None:
+        click.echo(f"html comparison: {html_path}")
 
 
 @main.command()

@@ -292,7 +292,7 @@ def comparison_story(gate: GateResult, top: int = 10) -> list[str]:
             "Rule point: the difference itself must be no worse than -margin. A true drop just past the margin "
             "still passes about half the time; lower_bound does not let it."
         )
-    lines.append(_power_story(gate))
+    lines.append(power_story(gate))
     flips = metric.flips
     if flips.pass_rule is None:
         lines.append("The metric has no bounded scale, so examples have no pass/fail and nothing flips.")
@@ -309,7 +309,8 @@ def comparison_story(gate: GateResult, top: int = 10) -> list[str]:
     return lines
 
 
-def _power_story(gate: GateResult) -> str:
+def power_story(gate: GateResult) -> str:
+    """How large a drop the pairs can detect, from the gate's recorded power statements (the HTML report too)."""
     detail = gate.comparison
     assert detail is not None and detail.metric is not None and detail.metric.difference is not None
     pairs = detail.metric.difference.n
