@@ -491,15 +491,84 @@ def calibrate(judge: str, labels: Path, config_path: Path | None, no_cache: bool
 @click.argument("folder", required=False, type=click.Path(path_type=Path))
 @JUNIT
 @click.option("--github", is_flag=True, help="Print GitHub annotations and append report.md to the step summary.")
+@click.option("--examples", is_flag=True, help="List examples with their per-metric state instead of the summary.")
+@click.option("--metric", "metrics", multiple=True, help="With --examples: only this metric (repeatable).")
+@click.option(
+    "--state",
+    "states",
+    multiple=True,
+    type=click.Choice(["pass", "fail", "scored", "invalid", "error", "blocked", "non_evaluable", "skipped", "all"]),
+    help="With --examples: only examples in this state (repeatable; default: every state but pass and scored).",
+)
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="With --examples: at most N.")
 @FORMAT
-def view(folder: Path | None, junit: Path | None, github: bool, fmt: str) -> None:
+def view(
+    folder: Path | None,
+    junit: Path | None,
+    github: bool,
+    examples: bool,
+    metrics: tuple[str, ...],
+    states: tuple[str, ...],
+    limit: int,
+    fmt: str,
+) -> None:
     """Show a finished run (default: the last one) from its artifacts, without recomputing anything."""
     from evalglass.api import load_run
 
-    result = load_run(resolve_run_folder(folder))
+    resolved = resolve_run_folder(folder)
+    if (metrics or states) and not examples:
+        from evalglass.errors import SetupError
+
+        raise SetupError("--metric and --state go with --examples", fix="add --examples, or drop them")
+    result = load_run(resolved)
+    if examples:
+        _view_examples(resolved, result.scorecard, metrics, states, limit, fmt)
+        return
     _show(result, fmt)
     if junit is not None or github:
         _publish(result, junit, github, fmt)
+
+
+def _gate_definitions(record: Any) -> dict[str, dict[str, Any]]:
+    """Each gate's canonical definition, re-derived from the config the run recorded (as verify does)."""
+    from evalglass.engine.config import Config
+
+    try:
+        config = Config.model_validate(record.config)
+    except ValueError:
+        return {}
+    return {name: config.gate_definition(name, record.definition_files) for name in config.gates}
+
+
+def _view_examples(
+    folder: Path, card: Any, metrics: tuple[str, ...], states: tuple[str, ...], limit: int, fmt: str
+) -> None:
+    from evalglass.engine.artifacts import load_runrecord
+    from evalglass.engine.failing import NOT_PASSING, ExampleState, example_rows, fail_rules, with_outputs
+
+    chosen = (
+        frozenset(ExampleState)
+        if "all" in states
+        else frozenset(ExampleState(state) for state in states)
+        if states
+        else NOT_PASSING
+    )
+    rows = list(example_rows(folder, card, metrics=metrics or None, states=chosen, limit=limit))
+    rows, source = with_outputs(folder, load_runrecord(folder), rows)
+    rules = {name: rule.describe() for name, rule in fail_rules(card).items() if not metrics or name in metrics}
+    if fmt == "json":
+        _emit_json(
+            {
+                "folder": str(folder.resolve()),
+                "rules": rules,
+                "outputs_from": source,
+                "examples": [row.as_dict() for row in rows],
+            }
+        )
+        return
+    from evalglass.report.examples import render_examples
+
+    click.echo(render_examples(rows, rules, source, limit))
 
 
 @main.command()
@@ -544,7 +613,10 @@ def explain(name: str | None, folder: Path | None, fmt: str) -> None:
     card = load_scorecard(resolved)
     record = load_runrecord(resolved)
     refuse_contradicted(resolved, card, record)
-    explanations = build(card, record, name)
+    from evalglass.engine.failing import gate_examples
+
+    names = [gate.name for gate in card.decision.gates if name is None or gate.name == name]
+    explanations = build(card, record, name, gate_examples(resolved, card, names, limit=5), _gate_definitions(record))
     if fmt == "json":
         _emit_json([item.as_dict() for item in explanations])
         return

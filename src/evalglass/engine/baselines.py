@@ -15,7 +15,7 @@ from evalglass.core.comparative import BaselineRun, ComparativeInputs
 from evalglass.core.runrecord import SCORES_FILE, BaselineRecord, RunRecord
 from evalglass.core.scorecard import DatasetSummary
 from evalglass.engine.artifacts import RUNRECORD_FILE, load_columns
-from evalglass.engine.compare import RunForComparison, gold_fingerprint, load_for_comparison, metric_definition
+from evalglass.engine.compare import RunForComparison, load_for_comparison, metric_definition
 from evalglass.engine.config import Config
 from evalglass.engine.ledger import LoadedLedger
 from evalglass.engine.runfolder import make_dirs, open_private
@@ -41,7 +41,8 @@ def _read(name: str, folder: Path, location: str, metrics: list[str]) -> tuple[B
             location=location,
             fingerprint=run.fingerprint,
             run_id=run.record.run_id,
-            gold_fingerprint=gold_fingerprint(run.record.dataset),
+            dataset_fingerprint=run.record.dataset.fingerprint,
+            gold_fingerprint=run.record.dataset.gold_fingerprint,
             ids=run.ids,
             metrics={metric: run.side(metric) for metric in metrics if metric in run.config.metrics},
         ),
@@ -117,7 +118,8 @@ def comparative_inputs(
     assert loaded.ids is not None
     return ComparativeInputs(
         ids=loaded.ids,
-        gold_fingerprint=gold_fingerprint(dataset),
+        dataset_fingerprint=dataset.fingerprint,
+        gold_fingerprint=dataset.gold_fingerprint,
         definitions={name: metric_definition(config, name, definition_files) for name in compared_metrics(config)},
         baselines=baselines,
     )

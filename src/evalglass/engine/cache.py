@@ -11,6 +11,13 @@ Modes (``--no-cache`` / ``--refresh``):
 * ``off``: neither read nor write, and the file is never opened or created;
 * ``refresh``: ignore what is stored, run every call, overwrite the stored result.
 
+Provenance: a cache opened for a run stamps what it puts with the run's id and this process's attempt (a random
+nonce), so :meth:`CallCache.fetch` can tell a *replay* (an answer this same run got before it was interrupted, now
+read back by ``--resume``) from a *cached* answer (one an earlier run got, or a repeat of the same request earlier in
+this attempt). Token accounting counts a replay as the run's own call, so a resumed run reports what an
+uninterrupted one does; a replayed key is remembered (its 32-byte digest) so a repeat of it counts as cached, as it
+would have uninterrupted. Entries written before stamps existed, or without a run, count as cached.
+
 Durability and concurrency: WAL journal, ``synchronous=NORMAL``, one short transaction per put, a busy timeout for
 writers in other processes. A process killed with SIGKILL loses at most the put in progress; the file stays
 consistent (SQLite's journal guarantees it) and the next open recovers the WAL. One ``CallCache`` may be shared by
@@ -35,6 +42,7 @@ import hashlib
 import os
 import threading
 import time
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -70,6 +78,14 @@ def cache_key(fingerprint: str, request: Any, sample: int) -> str:
     return hashlib.sha256(canonical_json({"f": fingerprint, "r": request, "s": sample})).hexdigest()
 
 
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A stored result and whether it replays a call this same run made before it was interrupted."""
+
+    value: Any
+    replayed: bool
+
+
 class CallCache:
     """Get/put JSON results by content address. Use as a context manager or call :meth:`close`."""
 
@@ -80,10 +96,14 @@ class CallCache:
         *,
         store_requests: bool = True,
         busy_timeout: float = 30.0,
+        run: str | None = None,
     ) -> None:
         self.path = Path(path)
         self.mode = CacheMode(mode)
         self.store_requests = store_requests
+        self.run = run
+        self.attempt = os.urandom(8).hex()
+        self._replayed: set[bytes] = set()
         self.hits = 0
         self.misses = 0
         self.writes = 0
@@ -102,6 +122,11 @@ class CallCache:
 
     def get(self, key: str) -> Any | None:
         """The stored result for ``key``; None on a miss, in ``off`` and in ``refresh`` mode."""
+        hit = self.fetch(key)
+        return None if hit is None else hit.value
+
+    def fetch(self, key: str) -> Hit | None:
+        """As :meth:`get`, with the result's provenance (see the module's docstring)."""
         if self.mode is not CacheMode.USE or self._db is None or self._read_failure is not None:
             return None
         import sqlite3
@@ -112,17 +137,34 @@ class CallCache:
             except sqlite3.Error as exc:  # a damaged file, an I/O error: this call is made, not read
                 self._read_failure = str(exc)
                 row = None
-        if row is None:
-            self.misses += 1
-            return None
-        self.hits += 1
-        return orjson.loads(row[0])
+            if row is None:
+                self.misses += 1
+                return None
+            self.hits += 1
+            value = orjson.loads(row[0])
+            replayed = False
+            if self._from_an_earlier_attempt(value):
+                digest = bytes.fromhex(key) if len(key) == 64 else key.encode()
+                replayed = digest not in self._replayed
+                self._replayed.add(digest)
+        return Hit(value, replayed)
+
+    def _from_an_earlier_attempt(self, value: Any) -> bool:
+        """Put by this run, in a process before this one (a run that was interrupted and is now resumed)."""
+        return (
+            self.run is not None
+            and isinstance(value, dict)
+            and value.get("run") == self.run
+            and value.get("attempt") != self.attempt
+        )
 
     def put(self, key: str, value: Any, *, kind: str, request: Any = None) -> bool:
         """Store a successful call's JSON result; returns False when nothing was written (``off`` mode, or writing
         failed earlier in this run or now: see :meth:`problems`)."""
         if self.mode is CacheMode.OFF or self._db is None:
             return False
+        if self.run is not None and isinstance(value, dict):
+            value = {**value, "run": self.run, "attempt": self.attempt}
         payload = canonical_json(value)
         stored_request = canonical_json(request) if (self.store_requests and request is not None) else None
         import sqlite3
@@ -269,4 +311,4 @@ def _connect(path: Path, busy_timeout: float) -> sqlite3.Connection:
     return db
 
 
-__all__ = ["CacheMode", "CacheUnavailable", "CallCache", "cache_key", "canonical_json"]
+__all__ = ["CacheMode", "CacheUnavailable", "CallCache", "Hit", "cache_key", "canonical_json"]

@@ -30,9 +30,11 @@ from evalglass.core.columns import ScoreColumn
 from evalglass.core.decide import GateInput, MetricInput, RunShape, decide_run
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
+from evalglass.core.outputparse import JUDGES_JSON, UnparsedOutput
 from evalglass.core.runrecord import SCORES_FILE, BaselineRecord, RunRecord
 from evalglass.core.score import Score, ScoreContractError, Status
 from evalglass.core.scorecard import CallTotals, CheckSummary, DatasetSummary, Scorecard
+from evalglass.core.usage import TokenUsage
 from evalglass.engine.artifacts import (
     CHECKS_FILE,
     LAST_RUN_POINTER,
@@ -46,7 +48,7 @@ from evalglass.engine.artifacts import (
     write_text,
 )
 from evalglass.engine.config import Config, LoadedConfig, config_as_recorded, load_config
-from evalglass.engine.dataset import BadLine, DatasetReader, field_getter
+from evalglass.engine.dataset import BadLine, field_getter
 from evalglass.engine.digests import private_key, signing_key_from_env, write_digests
 from evalglass.engine.executorspec import RayExecutorSpec
 from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger
@@ -150,6 +152,8 @@ def build_metrics(
                 function = build_with_batch(spec, spec.build(loaded.base_dir))
         except MetricLoadError as exc:
             raise SetupError(f"metric '{name}': {exc}", where=str(loaded.path)) from None
+        if config.parse_json:
+            function = guard_unparsed(name, spec.type in JUDGES_JSON, function)
         built.append(BuiltMetric(name=name, function=function, parallel=spec.parallel))
     return built
 
@@ -171,6 +175,40 @@ def metric_pool(config: Config) -> Any:
     from evalglass.lanes.daemonpool import DaemonThreadPool
 
     return DaemonThreadPool(metric_workers(config), name="evalglass-shipped", max_abandoned=0)
+
+
+def not_json_score(name: str, example: Example, output: UnparsedOutput) -> Score:
+    return Score.error(
+        "output_not_json",
+        f"example {example.id} (line {example.line}): task.parse is json, but the output is not JSON "
+        f"({output.message}); metric '{name}' needs the parsed output",
+        output.text[:200],
+    )
+
+
+def guard_unparsed(name: str, judges_json: bool, function: MetricFn) -> MetricFn:
+    """``function`` for ``task.parse: json``: an output that did not parse is an ``output_not_json`` error, or,
+    for a metric whose job is to judge JSON (``judges_json``), its raw text, which the metric then measures."""
+
+    def one(example: Example) -> Any:
+        output = example.output
+        if type(output) is not UnparsedOutput:
+            return inner_one(example)
+        if judges_json:
+            return inner_one(Example(example.id, example.line, example.fields, output.text, example.sample))
+        return not_json_score(name, example, output)
+
+    inner_one = function.one if isinstance(function, BatchedMetric) else function
+    if not isinstance(function, BatchedMetric):
+        return one
+    inner_batch = function.batch
+
+    def batch(examples: ExampleBatch) -> Any:
+        if any(type(output) is UnparsedOutput for output in examples.outputs):
+            return None  # the caller scores this batch example by example, through ``one``
+        return inner_batch(examples)
+
+    return BatchedMetric(one, batch)
 
 
 def metric_raised(name: str, exc: BaseException) -> Score:
@@ -472,6 +510,7 @@ class Scored:
     shape: RowShape
     dataset: DatasetSummary
     scores_sha256: str
+    usage: tuple[TokenUsage, ...] = ()
     calls: CallTotals | None = None  # live runs: see CallTotals
 
 
@@ -618,6 +657,7 @@ def _run_in(
                     cache_mode=mode,
                     progress=progress,
                     counters=counters,
+                    run_id=manifest.run_id,
                     warnings=warnings,
                     cluster=cluster,
                 )
@@ -745,10 +785,10 @@ def refuse_duplicate_ids(hashes: array[int], loaded: LoadedConfig) -> None:
     ordered = np.sort(np.frombuffer(hashes, dtype=np.int64)) if hashes else np.empty(0, np.int64)
     if not (ordered[1:] == ordered[:-1]).any():
         return
-    config = loaded.config
-    reader = DatasetReader(loaded.dataset_path, id_field=config.dataset.id_field, output_field=config.output_field)
+    from evalglass.engine.source import open_reader
+
     first_line: dict[str, int] = {}
-    for item in reader:
+    for item in open_reader(loaded):
         check_duplicate(first_line, item, loaded.dataset_path)
 
 
@@ -776,21 +816,13 @@ def new_row_shape(config: Config) -> RowShape:
     )
 
 
-def dataset_summary(config: Config, reader: DatasetReader) -> DatasetSummary:
-    return DatasetSummary(
-        name=config.dataset.name,
-        path=config.dataset.path,
-        fingerprint=reader.fingerprint,
-        examples=reader.examples,
-        malformed_lines=reader.bad_lines,
-        first_malformed=tuple(reader.first_bad_lines),
-    )
-
-
 def score_recorded(loaded: LoadedConfig, metrics: list[BuiltMetric], writer: ScoresWriter) -> Scored:
-    """Outputs recorded in the dataset: batches of examples, metric by metric (no event loop, no calls)."""
+    """Recorded outputs (in the dataset or their own file): batches of examples, metric by metric (no event loop,
+    no calls)."""
+    from evalglass.engine.source import DatasetSource
+
     config = loaded.config
-    reader = DatasetReader(loaded.dataset_path, id_field=config.dataset.id_field, output_field=config.output_field)
+    source = DatasetSource(loaded)
     columns = {name: ScoreColumn() for name in config.metrics}
     shape = new_row_shape(config)
     hashes = array("q")
@@ -801,15 +833,17 @@ def score_recorded(loaded: LoadedConfig, metrics: list[BuiltMetric], writer: Sco
 
         pool = metric_pool(config) if config.shipped_metrics else ThreadPoolExecutor(max_workers=workers)
     try:
-        for batch in reader.batches():
+        for batch in source.batches():
             hashes.extend(id_hashes(batch))
             score_batch(batch, metrics, columns, writer, pool, shape)
         refuse_duplicate_ids(hashes, loaded)
+        dataset = source.summary()
     finally:
+        source.close()
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
     scores_sha256 = writer.commit()
-    return Scored(columns=columns, shape=shape, dataset=dataset_summary(config, reader), scores_sha256=scores_sha256)
+    return Scored(columns=columns, shape=shape, dataset=dataset, scores_sha256=scores_sha256)
 
 
 def _finish(
@@ -848,7 +882,7 @@ def _finish(
         ),
         ledger.ledger,
         config.dataset.name,
-        dataset.fingerprint,
+        dataset.gold,
         scored.shape.run_shape(),
         standings,
         comparative,
@@ -864,6 +898,7 @@ def _finish(
         metrics=summaries,
         checks=tuple(CheckSummary.of(name, result) for name, result in check_results.items()),
         calls=scored.calls,
+        usage=scored.usage,
     )
     record = RunRecord(
         run_id=run_id,
@@ -887,12 +922,13 @@ def _finish(
         },
         baselines=baseline_records,
         scores_sha256=scored.scores_sha256,
+        usage=scored.usage,
     )
-    from evalglass.report.markdown import render_markdown
+    from evalglass.engine.failing import report_markdown
 
     write_model(folder / RUNRECORD_FILE, record)
     write_model(folder / SCORECARD_FILE, scorecard)
-    write_text(folder / REPORT_FILE, render_markdown(scorecard))
+    write_text(folder / REPORT_FILE, report_markdown(folder, scorecard))
     # Last: it covers every file written before it.
     write_digests(folder, run_id, signing_key, known={record.scores_file: scored.scores_sha256})
     return RunOutcome(folder=folder, scorecard=scorecard, record=record)

@@ -138,7 +138,7 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
         ),
         ledger,
         config.dataset.name,
-        record.dataset.fingerprint,
+        record.dataset.gold,
         RunShape(
             examples=examples,
             example_of_row=_ints(loaded_scores.example_of_row),
@@ -157,6 +157,7 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
         decision=payload,
         metrics=summaries,
         checks=tuple(CheckSummary.of(name, result) for name, result in record.check_results.items()),
+        usage=record.usage,  # counted as calls completed; nothing to re-derive from the scores
         calls=recorded_call_totals(folder),
     )
     derived_json = derived.model_dump(mode="json")
@@ -264,14 +265,14 @@ def _byte_findings(path: Path, document: Any) -> list[Finding]:
 
 
 def _report_findings(folder: Path, derived: Scorecard) -> list[Finding]:
-    from evalglass.report.markdown import render_markdown
+    from evalglass.engine.failing import report_markdown
 
     path = folder / REPORT_FILE
     try:
         recorded = path.read_bytes()
     except OSError:
         return [Finding(REPORT_FILE, "<missing>", "rendered from the scorecard")]
-    rendered = render_markdown(derived).encode()
+    rendered = report_markdown(folder, derived).encode()
     if recorded != rendered:
         return [Finding(REPORT_FILE, _first_difference(recorded, rendered), "rendered from the scorecard")]
     return []

@@ -199,8 +199,11 @@ class JudgeResult:
     cached: bool = False
     attempts: tuple[Attempt, ...] = ()
     call_id: str | None = None
+    usage: Any = None  # lanes.chat.Usage of the call (the original call's, for a cached answer)
     #: Attempts the call took (a cached call keeps the count it was made with); 0 when no call was made.
     tries: int = 0
+    #: A cached answer this same run got before it was interrupted (counted as the run's own call).
+    replayed: bool = False
 
 
 class Judge:
@@ -277,13 +280,14 @@ class Judge:
         key = cache_key(self.fingerprint, body, example.sample)
         evidence = (f"judge_call:{key}",)
         reply: ChatReply | None = None
-        cached = False
+        cached = replayed = False
         attempts: tuple[Attempt, ...] = ()
         tries = 0
         if self.cache is not None:
-            hit = self.cache.get(key)
-            if isinstance(hit, dict) and "content" in hit:
-                reply, cached, tries = ChatReply.from_json(hit), True, recorded_tries(hit)
+            hit = self.cache.fetch(key)
+            if hit is not None and isinstance(hit.value, dict) and "content" in hit.value:
+                reply, cached, tries = ChatReply.from_json(hit.value), True, recorded_tries(hit.value)
+                replayed = hit.replayed
         if reply is None:
             outcome = await self.client.call(request, executor=self.executor, retrier=self.retrier)
             attempts = outcome.attempts
@@ -299,7 +303,18 @@ class Judge:
             if self.cache is not None:
                 self.cache.put(key, {**reply.to_json(), "attempts": tries}, kind="judge", request=body)
         verdict = parse_verdict(reply.content, self.spec.scale, evidence=evidence)
-        return JudgeResult(verdict.score, verdict.rationale, verdict.label, reply.content, cached, attempts, key, tries)
+        return JudgeResult(
+            verdict.score,
+            verdict.rationale,
+            verdict.label,
+            reply.content,
+            cached,
+            attempts,
+            key,
+            usage=reply.usage,
+            tries=tries,
+            replayed=replayed,
+        )
 
 
 # ---------------------------------------------------------------------- calibration

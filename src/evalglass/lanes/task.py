@@ -78,6 +78,8 @@ class LaneOutput:
     call_id: str | None = None
     #: Attempts the call took (0: the lane does not retry). A cached call keeps the count it was made with.
     tries: int = 0
+    #: A cached answer this same run got before it was interrupted (counted as the run's own call).
+    replayed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -599,12 +601,13 @@ class ChatLane(TaskLane):
         key = cache_key(self.fingerprint, body, sample)
         reply: ChatReply | None = None
         attempts: tuple[Attempt, ...] = ()
-        cached = False
+        cached = replayed = False
         tries = 0
         if self.cache is not None:
-            hit = self.cache.get(key)
-            if isinstance(hit, dict) and "content" in hit:
-                reply, cached, tries = self._chat.ChatReply.from_json(hit), True, recorded_tries(hit)
+            hit = self.cache.fetch(key)
+            if hit is not None and isinstance(hit.value, dict) and "content" in hit.value:
+                reply, cached, tries = self._chat.ChatReply.from_json(hit.value), True, recorded_tries(hit.value)
+                replayed = hit.replayed
         if reply is None:
             outcome = await self.client.call(request, executor=self.executor, retrier=self.retrier)
             attempts = outcome.attempts
@@ -617,7 +620,7 @@ class ChatLane(TaskLane):
             if self.cache is not None:
                 self.cache.put(key, {**reply.to_json(), "attempts": tries}, kind="chat", request=body)
         if self.spec.output == "text":
-            return LaneOutput(reply.content, sample, cached, attempts, reply.usage, key, tries)
+            return LaneOutput(reply.content, sample, cached, attempts, reply.usage, key, tries, replayed)
         try:
             value = orjson.loads(reply.content)
         except orjson.JSONDecodeError as exc:
@@ -630,7 +633,7 @@ class ChatLane(TaskLane):
                 key,
                 tries,
             )
-        return LaneOutput(value, sample, cached, attempts, reply.usage, key, tries)
+        return LaneOutput(value, sample, cached, attempts, reply.usage, key, tries, replayed)
 
     async def aclose(self) -> None:
         await self.client.aclose()
