@@ -18,6 +18,7 @@ import click
 
 if TYPE_CHECKING:
     from evalglass.api import CacheMode, RunResult
+    from evalglass.history.refs import ResolvedRun
 
 CONFIG_CANDIDATES = (Path("evals") / "evalglass.yaml", Path("evalglass.yaml"))
 EXAMPLES = ("quickstart", "bound-checks")
@@ -174,7 +175,7 @@ def resolve_run_folder(folder: Path | None) -> Path:
     from evalglass.errors import SetupError
 
     if folder is not None:
-        return run_folder(folder)
+        return run_folder(_from_history(str(folder)).folder)
     if not LAST_RUN_POINTER.exists():
         raise SetupError(
             f"no previous run recorded in {LAST_RUN_POINTER}",
@@ -192,6 +193,22 @@ def resolve_run_folder(folder: Path | None) -> Path:
             fix="name a run folder, or run `evalglass run` again to rewrite it",
         )
     return run_folder(Path(text))
+
+
+def _from_history(ref: str, *, verifying: bool = False) -> ResolvedRun:
+    """A run reference (docs/history.md): an existing folder as it is, or a run from the history written to a
+    temporary folder that lives as long as the command. Only ``verify`` is handed a run whose stored files or rows
+    were edited (it reports them); every other reader refuses it."""
+    from contextlib import ExitStack
+
+    from evalglass.history.commands import db_url
+    from evalglass.history.refs import refuse_findings, resolve
+
+    stack = click.get_current_context().with_resource(ExitStack())
+    resolved = resolve(ref, db_url(None), stack)
+    if not verifying:
+        refuse_findings(resolved, ref)
+    return resolved
 
 
 JUNIT = click.option(
@@ -264,6 +281,12 @@ LAST = "\x00last"
     type=click.Path(path_type=Path, dir_okay=False),
     help="Also write the HTML report of this run to this file (as `evalglass report` does).",
 )
+@click.option(
+    "--db",
+    metavar="URL",
+    help="Record the run in this history database [default: $EVALGLASS_DB, else .evalglass/history.sqlite].",
+)
+@click.option("--no-history", is_flag=True, help="Do not record this run in the history.")
 @FORMAT
 def run(
     config_path: Path | None,
@@ -277,9 +300,12 @@ def run(
     github: bool | None,
     html_path: Path | None,
     pinned_ledger: Path | None,
+    db: str | None,
+    no_history: bool,
     fmt: str,
 ) -> None:
-    """Evaluate the dataset, decide every gate, write artifacts, exit with the verdict's code."""
+    """Evaluate the dataset, decide every gate, write artifacts, record the run in the history, exit with the
+    verdict's code."""
     with _long_lived_imports():
         _load_numpy()
         from evalglass.api import run as run_evaluation
@@ -309,7 +335,14 @@ def run(
         result = run_evaluation(
             path, out=out, cache=mode, resume=folder, progress=not no_progress, pinned_ledger=pinned_ledger
         )
-    for warning in result.warnings:
+    warnings = list(result.warnings)
+    if not no_history:  # the history never changes the verdict or the exit code: at worst, one warning line
+        from evalglass.history.commands import db_url
+        from evalglass.history.record import record_after_run
+
+        problem = record_after_run(result.folder, db_url(db), path.parent)
+        warnings += [] if problem is None else [problem]
+    for warning in warnings:
         click.echo(warning, err=True)
     if html_path is not None:
         _write_html(result.folder, html_path)
@@ -479,7 +512,7 @@ def explain(name: str | None, folder: Path | None, fmt: str) -> None:
 
 
 @main.command()
-@click.argument("folder", type=click.Path(path_type=Path))
+@click.argument("folder", metavar="RUN")
 @click.option(
     "--config",
     "config_path",
@@ -498,12 +531,27 @@ def explain(name: str | None, folder: Path | None, fmt: str) -> None:
     "(default: $EVALGLASS_VERIFY_KEY, or the key $EVALGLASS_SIGNING_KEY implies).",
 )
 @FORMAT
-def verify(folder: Path, config_path: Path | None, ledger_path: Path | None, key: str | None, fmt: str) -> None:
+def verify(folder: str, config_path: Path | None, ledger_path: Path | None, key: str | None, fmt: str) -> None:
     """Check every artifact, re-derive the run from its recorded scores and anchor it to the repository's files;
-    exit 1 naming each difference."""
+    exit 1 naming each difference. RUN: a run folder, or a recorded run (run id, BRANCH@latest, ...), whose stored
+    files and summary rows are checked as well."""
     from evalglass.api import verify as verify_run
 
-    report = verify_run(folder, config=config_path, ledger=ledger_path, key=key)
+    resolved = _from_history(folder, verifying=True)
+    if resolved.findings:
+        import dataclasses
+
+        from evalglass.engine.verify import Finding, VerifyReport
+
+        stored = tuple(Finding(*item) for item in resolved.findings)
+        if any(item.field.startswith("history.artifacts.") for item in stored):
+            # The stored files themselves differ from their hashes: there is nothing trustworthy to re-derive.
+            report = VerifyReport(folder=resolved.folder, findings=stored, examples=0)
+        else:
+            report = verify_run(resolved.folder, config=config_path, ledger=ledger_path, key=key)
+            report = dataclasses.replace(report, findings=stored + report.findings)
+    else:
+        report = verify_run(resolved.folder, config=config_path, ledger=ledger_path, key=key)
     if fmt == "json":
         _emit_json(
             {
@@ -581,6 +629,11 @@ def init(target: Path, force: bool) -> None:
     for path in written:
         click.echo(f"wrote {path}")
     click.echo(f"next: evalglass run --config {target / 'evalglass.yaml'}")
+
+
+from evalglass.history.commands import history  # noqa: E402  (click only; the database loads when it runs)
+
+main.add_command(history)
 
 
 @main.command()

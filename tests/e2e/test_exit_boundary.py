@@ -23,6 +23,7 @@ SETUP_FAILURES: dict[str, tuple[str, ...]] = {
     "check": ("check", "--config", "nope.yaml"),
     "init": ("init", "--dir", "evals"),  # evals/ already holds a config: refused without --force
     "schema": ("schema", "no-such-schema"),
+    "history": ("history", "export", "no-such-run", "out"),  # no run history here
 }
 
 
