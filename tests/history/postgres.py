@@ -76,5 +76,7 @@ def running_server(binaries: Path) -> Iterator[Server]:
         )  # fmt: skip
         yield Server(port)
     finally:
-        subprocess.run([*prefix, ctl, "-D", str(data), "-m", "immediate", "-w", "stop"], capture_output=True, timeout=60)
+        subprocess.run(
+            [*prefix, ctl, "-D", str(data), "-m", "immediate", "-w", "stop"], capture_output=True, timeout=60
+        )
         shutil.rmtree(root, ignore_errors=True)

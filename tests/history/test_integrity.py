@@ -32,7 +32,10 @@ EDITS = {
     "the verdict": ("UPDATE runs SET verdict = 'pass'", "history.runs.verdict"),
     "a gate's outcome": ("UPDATE gate_results SET outcome = 'pass', active = true", "history.gate_results.accuracy"),
     "a metric row removed": ("DELETE FROM metric_results", "history.metric_results.exact"),
-    "the dataset fingerprint": ("UPDATE runs SET dataset_fingerprint = 'sha256:00'", "history.runs.dataset_fingerprint"),
+    "the dataset fingerprint": (
+        "UPDATE runs SET dataset_fingerprint = 'sha256:00'",
+        "history.runs.dataset_fingerprint",
+    ),
 }
 
 

@@ -38,7 +38,9 @@ def test_a_run_is_recorded_with_its_metadata_results_and_provenance(tmp_path: Pa
     done = run_cli("run", "--no-progress", cwd=tmp_path, env=_env(db_url, **ci))
     assert done.code == 0, done.err
     assert "history" not in done.err
-    listed = run_cli("history", "--metric", "exact", "--gate", "accuracy", "--format", "json", cwd=tmp_path, env=_env(db_url))
+    listed = run_cli(
+        "history", "--metric", "exact", "--gate", "accuracy", "--format", "json", cwd=tmp_path, env=_env(db_url)
+    )
     assert listed.code == 0, listed.err
     [entry] = listed.json()
     card = json.loads(next((tmp_path / ".evalglass" / "runs").iterdir()).joinpath("scorecard.json").read_text())

@@ -21,7 +21,9 @@ def _closed_port() -> int:
 
 
 @pytest.mark.parametrize(("threshold", "code"), [(0.7, 0), (0.9, 1)])
-def test_an_unreachable_database_changes_nothing_but_one_warning(tmp_path: Path, threshold: float, code: int, db_url: str) -> None:
+def test_an_unreachable_database_changes_nothing_but_one_warning(
+    tmp_path: Path, threshold: float, code: int, db_url: str
+) -> None:
     project = make_project(tmp_path)
     project.write_ledger(approve(project, threshold=threshold))
     bad = f"postgresql+psycopg://alice:{PASSWORD}@127.0.0.1:{_closed_port()}/history"
