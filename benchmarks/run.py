@@ -6,7 +6,8 @@
 
 Cases 1-3 at each size, then cases 5-7 (bad input that once made runs slow: malformed lines, a huge metric
 description, thousands of metrics; each a ratio to its clean case in the same rotation), then case 4 (lane
-throughput) through bench_lanes.py.
+throughput) through bench_lanes.py, then the compare case (`evalglass compare` of two runs of the largest size)
+through bench_compare.py.
 
 Data is synthetic and deterministic (a fixed seed), generated under benchmarks/.data/ and reused across runs.
 Every measured command is a fresh process; peak RSS comes from the kernel's accounting of that child (wait4).
@@ -117,6 +118,16 @@ def lane_throughput(python: str, calls: int, repeats: int) -> tuple[str, Measure
         raise SystemExit(f"lane benchmark failed:\n{output}")
     verdict = output.strip().splitlines()[-1]
     return verdict, Measurement("lanes", time.perf_counter() - start, usage.ru_maxrss / 1024)
+
+
+def compare_case(python: str, n: int, repeats: int) -> list[str]:
+    """Case 8 through `bench_compare.py` (two runs of n examples, `evalglass compare` against plain Python): its
+    table rows and its CPU line."""
+    argv = [python, str(HERE / "bench_compare.py"), "--n", str(n), "--repeats", str(repeats)]
+    output = subprocess.run(argv, check=True, capture_output=True, text=True).stdout.splitlines()
+    cpu = next(line for line in output if line.startswith("CPU"))
+    rows = [line for line in output if line.startswith("| ") and not line.startswith("| examples")]
+    return [*rows, f"| {n:,} | case 8 {cpu} | | | |"]
 
 
 def verified(evalglass: list[str], folder: Path, verdict: str) -> None:
@@ -288,6 +299,7 @@ def main() -> None:
             f"| {calls:,} calls | case 4: chat lane, concurrency 64, 50 ms server (`bench_lanes.py`) | "
             f"{lanes.seconds:.2f} s ({runs}) | {lanes.peak_rss_mb:.0f} MB | {verdict} |"
         )
+        rows += compare_case(python, sizes[-1], repeats)
     print(f"machine: {machine()}; best of {repeats}")
     print("| examples | case | wall | peak RSS | ratio |")
     print("|---|---|---|---|---|")

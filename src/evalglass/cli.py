@@ -195,7 +195,7 @@ def resolve_run_folder(folder: Path | None) -> Path:
     return run_folder(Path(text))
 
 
-def _from_history(ref: str, *, verifying: bool = False) -> ResolvedRun:
+def _from_history(ref: str, *, verifying: bool = False, db: str | None = None) -> ResolvedRun:
     """A run reference (docs/history.md): an existing folder as it is, or a run from the history written to a
     temporary folder that lives as long as the command. Only ``verify`` is handed a run whose stored files or rows
     were edited (it reports them); every other reader refuses it."""
@@ -205,7 +205,7 @@ def _from_history(ref: str, *, verifying: bool = False) -> ResolvedRun:
     from evalglass.history.refs import refuse_findings, resolve
 
     stack = click.get_current_context().with_resource(ExitStack())
-    resolved = resolve(ref, db_url(None), stack)
+    resolved = resolve(ref, db_url(db), stack)
     if not verifying:
         refuse_findings(resolved, ref)
     return resolved
@@ -331,7 +331,13 @@ def run(
             config_path = Path(load_manifest(folder).config_path)
     path = example_config(example) if example is not None else find_config(config_path)
     mode: CacheMode = "off" if no_cache else "refresh" if refresh else "use"
-    with _stdout_to_stderr():
+    from evalglass.engine.runlocator import installed
+
+    def from_history(ref: str) -> Path | None:
+        found = _from_history(ref, db=db)
+        return found.folder if found.run_id is not None else None
+
+    with _stdout_to_stderr(), installed(from_history):
         result = run_evaluation(
             path, out=out, cache=mode, resume=folder, progress=not no_progress, pinned_ledger=pinned_ledger
         )
@@ -512,6 +518,32 @@ def explain(name: str | None, folder: Path | None, fmt: str) -> None:
 
 
 @main.command()
+@click.argument("base", metavar="BASE")
+@click.argument("candidate", metavar="CANDIDATE")
+@click.option("--metric", "metrics", multiple=True, help="Compare only this metric (repeatable; default: all shared).")
+@click.option("--top", default=10, show_default=True, type=click.IntRange(min=0), help="Flipped ids shown per metric.")
+@FORMAT
+def compare(base: str, candidate: str, metrics: tuple[str, ...], top: int, fmt: str) -> None:
+    """Compare two finished runs example by example: paired differences with intervals, and the flips.
+
+    \b
+    BASE and CANDIDATE: run folders or recorded runs (run id, BRANCH@latest, BRANCH@YYYY-MM-DD, last).
+    Exit 0 when the runs were compared (whatever the numbers say; gates decide, compare does not), 2 when they
+    cannot be compared (a folder unreadable, a metric or every example id missing on one side).
+    """
+    _load_numpy()
+    from evalglass.engine.compare import compare_runs
+
+    comparison = compare_runs(_from_history(base).folder, _from_history(candidate).folder, list(metrics) or None)
+    if fmt == "json":
+        _emit_json(comparison.model_dump(mode="json"))
+        return
+    from evalglass.report.comparison import render_comparison
+
+    render_comparison(comparison, _console(), top)
+
+
+@main.command()
 @click.argument("folder", metavar="RUN")
 @click.option(
     "--config",
@@ -639,7 +671,7 @@ main.add_command(history)
 @main.command()
 @click.argument(
     "which",
-    type=click.Choice(["config", "ledger", "scorecard", "runrecord", "scores"]),
+    type=click.Choice(["config", "ledger", "scorecard", "runrecord", "scores", "comparison"]),
     default="config",
     required=False,
 )

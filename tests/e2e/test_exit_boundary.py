@@ -24,6 +24,7 @@ SETUP_FAILURES: dict[str, tuple[str, ...]] = {
     "init": ("init", "--dir", "evals"),  # evals/ already holds a config: refused without --force
     "schema": ("schema", "no-such-schema"),
     "history": ("history", "export", "no-such-run", "out"),  # no run history here
+    "compare": ("compare", "no-such-run", "no-such-run-either"),
 }
 
 

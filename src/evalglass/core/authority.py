@@ -35,6 +35,14 @@ class BlockReason(StrEnum):
     INCOMPLETE_MEASUREMENT = "incomplete_measurement"
     BELOW_MIN_N = "below_min_n"
     INTERVAL_UNDEFINED = "interval_undefined"
+    #: Comparative gates: the baseline run the ledger names cannot be read (or the ledger names none).
+    BASELINE_MISSING = "baseline_missing"
+    #: Comparative gates: the baseline run's files are not the ones the ledger approved (or it approved none).
+    BASELINE_STALE = "baseline_stale"
+    #: Comparative gates: the two runs do not measure the same thing (metric definition, gold or example set).
+    NOT_COMPARABLE = "not_comparable"
+    #: Comparative gates: paired examples not measured validly in one of the runs (and not tolerated).
+    INCOMPLETE_PAIRS = "incomplete_pairs"
     #: Not a block: the gate was validly measured and the compared value misses the approved threshold (FAIL).
     BELOW_THRESHOLD = "below_threshold"
 
@@ -70,6 +78,13 @@ class GateApproval(BaseModel):
         description="Check gates only: block unless the check ran bound to the state its gate expects "
         "(`expect_state`); an unbound PASS then blocks (check_unbound) instead of passing with a note.",
     )
+    margin: float | None = Field(
+        default=None,
+        ge=0,
+        strict=True,
+        allow_inf_nan=False,
+        description="Comparative gates only: the largest drop from the baseline the host accepts (e.g. 0.02).",
+    )
     fingerprint: Fingerprint | None = Field(
         default=None, description="Fingerprint of the gate + metric definition this approval is bound to."
     )
@@ -87,6 +102,21 @@ class DatasetValidation(BaseModel):
     fingerprint: Fingerprint | None = Field(default=None, description="Fingerprint of the dataset file's bytes.")
     validated_by: str | None = None
     validated_on: str | None = None
+    note: str | None = None
+
+
+class BaselineApproval(BaseModel):
+    """A finished run the host approves as the baseline comparative gates compare with, bound to its files."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    run: str = Field(description="The baseline's run folder, relative to the ledger file.")
+    fingerprint: Fingerprint | None = Field(
+        default=None,
+        description="Fingerprint of the run's runrecord.json and scores.jsonl as approved; any edit makes it stale.",
+    )
+    approved_by: str | None = None
+    approved_on: str | None = None
     note: str | None = None
 
 
@@ -125,6 +155,9 @@ class Ledger(BaseModel):
     policy: Policy = Field(default_factory=Policy)
     gates: dict[str, GateApproval] = Field(default_factory=dict)
     datasets: dict[str, DatasetValidation] = Field(default_factory=dict)
+    baselines: dict[str, BaselineApproval] = Field(
+        default_factory=dict, description="Approved baseline runs, by the name a gate's `compare_to` uses."
+    )
     judges: dict[str, JudgeRequirement] = Field(
         default_factory=dict,
         description="Per llm_judge metric, the calibration it needs before a gate on it may decide.",
@@ -205,6 +238,7 @@ class GateIdentity(BaseModel):
     dataset_fingerprint: str
     needs_gold: bool = Field(description="True when the gate's metric compares with a reference field.")
     needs_threshold: bool = Field(default=True, description="False for check gates, which pass only on PASS.")
+    comparative: bool = Field(default=False, description="True for a gate on the difference from a baseline run.")
     judge: JudgeStanding | None = Field(default=None, description="Set when the gate's metric is an LLM judge.")
 
 
@@ -215,12 +249,15 @@ class Authority(BaseModel):
 
     active: bool
     threshold: float | None = None
+    margin: float | None = Field(default=None, description="Comparative gates: the approved margin.")
     reasons: tuple[Reason, ...] = ()
     require_binding: bool = Field(default=False, description="Check gates: an unbound result blocks.")
 
     @model_validator(mode="after")
     def _inactive_has_no_reasons(self) -> Authority:
-        if not self.active and (self.reasons or self.threshold is not None or self.require_binding):
+        if not self.active and (
+            self.reasons or self.threshold is not None or self.margin is not None or self.require_binding
+        ):
             raise ValueError("an inactive gate carries no threshold and no blocking reasons")
         return self
 
@@ -258,11 +295,24 @@ def resolve_authority(gate: GateIdentity, ledger: Ledger) -> Authority:
         reasons.extend(_gold_reasons(gate, ledger.datasets.get(gate.dataset)))
     if gate.judge is not None:
         reasons.extend(_judge_reasons(gate.judge, ledger.judges.get(gate.judge.metric)))
+    if gate.comparative:
+        # A comparative gate decides on a difference: the host approves a margin, and a threshold (which would be
+        # compared with a difference, not a value) is never silently reused as one.
+        if approval.margin is None:
+            why = " (comparative gates approve a `margin`, not a `threshold`)" if approval.threshold is not None else ""
+            reasons.append(
+                Reason(
+                    code=BlockReason.NO_APPROVED_THRESHOLD,
+                    message=f"the ledger activates this comparative gate without a margin{why}",
+                )
+            )
+        return Authority(active=True, margin=approval.margin, reasons=tuple(reasons))
     if approval.threshold is None and gate.needs_threshold:
         reasons.append(
             Reason(
                 code=BlockReason.NO_APPROVED_THRESHOLD,
-                message="the ledger activates this gate without a threshold",
+                message="the ledger activates this gate without a threshold"
+                + (" (a `margin` approves comparative gates only)" if approval.margin is not None else ""),
             )
         )
     threshold = approval.threshold if gate.needs_threshold else None
@@ -279,6 +329,7 @@ def declared_gate_authority(
     dataset_fingerprint: str,
     uses_reference: bool,
     judge: JudgeStanding | None = None,
+    comparative: bool = False,
 ) -> Authority:
     """What the ledger says about one declared gate. The run, ``verify`` and the readers of a run all ask here."""
     return resolve_authority(
@@ -290,6 +341,7 @@ def declared_gate_authority(
             needs_gold=uses_reference and not check,
             needs_threshold=not check,
             judge=None if check else judge,
+            comparative=comparative,
         ),
         ledger,
     )

@@ -22,6 +22,7 @@ from evalglass.core.authority import (
 )
 from evalglass.core.checks import CheckResult
 from evalglass.core.columns import SCORED_VALID, ScoreColumn
+from evalglass.core.comparative import ComparativeInputs, decide_comparative_gate
 from evalglass.core.estimate import Estimate, IntervalSpec, ScaleSpec, Sensitivity
 from evalglass.core.gates import GateResult, GateRule, GateSpec, Outcome, evaluate_check_gate, evaluate_gate
 from evalglass.core.population import Population, population_of
@@ -86,13 +87,19 @@ class Measured:
     values: FloatArray
     clusters: IntArray | None
     spec: MetricInput
+    column: ScoreColumn  # one row per example, for comparative gates
+
+
+def per_example(column: ScoreColumn, shape: RunShape, reducer: Reducer, k: int | None) -> ScoreColumn:
+    """One row per example: the column itself, or its sample rows reduced per example."""
+    if shape.example_of_row is None:
+        return column
+    return reduce_column(column, shape.example_of_row, shape.examples, reducer, k)
 
 
 def measure(metric: MetricInput, shape: RunShape) -> Measured:
-    column = metric.column
-    rows = len(column)
-    if shape.example_of_row is not None:
-        column = reduce_column(column, shape.example_of_row, shape.examples, metric.reducer, metric.k)
+    rows = len(metric.column)
+    column = per_example(metric.column, shape, metric.reducer, metric.k)
     population = population_of(column, shape.examples)
     included = column.states() == SCORED_VALID
     values = column.values()[included]
@@ -106,7 +113,7 @@ def measure(metric: MetricInput, shape: RunShape) -> Measured:
         estimate=estimate,
         population=population,
     )
-    return Measured(summary=summary, values=values, clusters=clusters, spec=metric)
+    return Measured(summary=summary, values=values, clusters=clusters, spec=metric, column=column)
 
 
 def estimate_of(
@@ -172,10 +179,12 @@ def decide_run(
     dataset_fingerprint: str,
     shape: RunShape,
     judges: Mapping[str, JudgeStanding] | None = None,
+    comparative: ComparativeInputs | None = None,
     ledger_where: Mapping[str, str] | None = None,
 ) -> tuple[tuple[MetricSummary, ...], VerdictPayload]:
     """``judges`` holds, per llm_judge metric, its fingerprint and calibration record as the run found them (the
     engine reads the files; a run record snapshots them so ``verify`` decides on exactly the same evidence).
+    ``comparative`` is needed when any gate compares with a baseline (``compare_to``).
     ``ledger_where`` names, per gate the ledger lists, its ``file:line``, for the messages that point at it."""
     measured = {metric.name: measure(metric, shape) for metric in metrics}
     standings = judges or {}
@@ -183,6 +192,33 @@ def decide_run(
     for gate in gates:
         if gate.spec.check is not None:
             results.append(_decide_check_gate(gate, ledger, dataset_name, dataset_fingerprint))
+        elif gate.spec.compare_to is not None:
+            if comparative is None:
+                raise ValueError(f"gate '{gate.name}' compares with a baseline, but no comparative inputs were given")
+            item = measured[gate.spec.subject]
+            results.append(
+                decide_comparative_gate(
+                    gate.name,
+                    gate.spec,
+                    gate.fingerprint,
+                    declared_gate_authority(
+                        ledger,
+                        name=gate.name,
+                        fingerprint=gate.fingerprint,
+                        check=False,
+                        dataset=dataset_name,
+                        dataset_fingerprint=dataset_fingerprint,
+                        uses_reference=item.summary.uses_reference,
+                        comparative=True,
+                    ),
+                    ledger,
+                    item.column,
+                    item.spec.interval,
+                    item.spec.scale,
+                    comparative,
+                    shape.clusters,
+                )
+            )
         else:
             results.append(
                 _decide_metric_gate(

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evalglass.core.authority import Authority, BlockReason, Reason
 from evalglass.core.checks import BindingStatus, CheckOutcome, CheckResult
+from evalglass.core.compare import GateComparison
 from evalglass.core.estimate import Estimate
 from evalglass.core.population import Population
 from evalglass.core.score import Status, Validity
@@ -92,12 +93,33 @@ class GateSpec(BaseModel):
     min_n: int | None = Field(
         default=None, ge=1, description="Below this many included examples the gate blocks (below_min_n)."
     )
+    compare_to: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z][A-Za-z0-9_.-]*$",
+        description="Comparative gate: the name of a baseline run in the ledger's `baselines:`. The gate then decides "
+        "on the paired difference (this run minus the baseline) against the margin the ledger approves.",
+    )
+    proposed_margin: float | None = Field(
+        default=None,
+        ge=0,
+        description="Comparative gates: the margin you intend to approve. No effect until the ledger approves one.",
+    )
     description: str | None = None
 
     @model_validator(mode="after")
     def _one_subject(self) -> GateSpec:
         if (self.metric is None) == (self.check is None):
             raise ValueError("a gate names exactly one of 'metric' or 'check'")
+        if self.compare_to is not None:
+            if self.check is not None:
+                raise ValueError("a comparative gate (compare_to) decides on a metric, not on a check")
+            if self.proposed_threshold is not None:
+                raise ValueError(
+                    "a comparative gate decides on the difference from its baseline: "
+                    "use proposed_margin (the largest drop you accept), not proposed_threshold"
+                )
+        elif self.proposed_margin is not None:
+            raise ValueError("proposed_margin applies to comparative gates only (those with compare_to)")
         if self.check is not None:
             extras = [name for name in ("proposed_threshold", "tolerate") if getattr(self, name) not in (None, ())]
             if self.direction is not Direction.HIGHER_IS_BETTER:
@@ -113,16 +135,28 @@ class GateSpec(BaseModel):
         return self.check if self.check is not None else str(self.metric)
 
     @property
+    def comparative(self) -> bool:
+        return self.compare_to is not None
+
+    @property
     def subject_kind(self) -> SubjectKind:
         return SubjectKind.CHECK if self.check is not None else SubjectKind.METRIC
 
     def fingerprint_payload(self) -> dict[str, Any]:
         """The semantics an approval covers; prose and the proposal are not part of it. Unset optional fields
         are left out, so adding an optional field to EvalGlass does not make existing approvals stale."""
-        payload = self.model_dump(mode="json", exclude={"description", "proposed_threshold"}, exclude_none=True)
+        payload = self.model_dump(
+            mode="json", exclude={"description", "proposed_threshold", "proposed_margin"}, exclude_none=True
+        )
         if self.rule is GateRule.POINT:
             payload.pop("level")
         return payload
+
+
+def margin_threshold(margin: float, direction: Direction) -> float:
+    """The difference (candidate minus baseline) a comparative gate must reach: ``-margin`` when higher is better,
+    ``+margin`` when lower is better. A zero margin is 0.0 either way (never -0.0)."""
+    return -margin if direction is Direction.HIGHER_IS_BETTER and margin else float(margin)
 
 
 def meets(value: float, threshold: float, direction: Direction) -> bool:
@@ -157,9 +191,15 @@ class GateResult(BaseModel):
         description="lower_bound only: about how many examples the bound would need to clear the threshold.",
     )
     fingerprint: str
+    compare_to: str | None = Field(default=None, description="Comparative gates: the baseline's name.")
+    comparison: GateComparison | None = Field(
+        default=None, description="Comparative gates: the baseline, the margin, the paired difference and the flips."
+    )
 
     @model_validator(mode="after")
     def _outcome_follows(self) -> GateResult:
+        if (self.compare_to is None) != (self.comparison is None):
+            raise ValueError(f"gate {self.name}: a comparative gate records its comparison, and only it does")
         if not self.active:
             if self.outcome is not Outcome.INFORMATIONAL or self.reasons:
                 raise ValueError(f"gate {self.name}: an inactive gate is informational and has no reasons")
@@ -175,6 +215,10 @@ class GateResult(BaseModel):
             raise ValueError(f"gate {self.name}: an active, unblocked gate must pass or fail")
         if self.compared is None or self.threshold is None:
             raise ValueError(f"gate {self.name}: pass/fail needs a compared value and an approved threshold")
+        if self.comparison is not None:
+            margin = self.comparison.margin
+            if margin is None or self.threshold != margin_threshold(margin, self.direction):
+                raise ValueError(f"gate {self.name}: a comparative gate's threshold is minus its approved margin")
         expected = Outcome.PASS if meets(self.compared, self.threshold, self.direction) else Outcome.FAIL
         if self.outcome is not expected:
             raise ValueError(
@@ -196,6 +240,28 @@ def incompleteness(population: Population, tolerate: tuple[Tolerable, ...]) -> i
         ):
             count += item.count
     return count
+
+
+def measurement_reasons(
+    spec: GateSpec, population: Population, *, nothing: str, unit: str, incomplete: tuple[BlockReason, str]
+) -> list[Reason]:
+    """Why a gate cannot decide on what was measured: nothing included, fewer than ``min_n``, untolerated
+    exclusions. ``population`` counts examples (or, for a comparative gate, pairs); the texts name them."""
+    reasons: list[Reason] = []
+    if population.included == 0:
+        reasons.append(Reason(code=BlockReason.NO_MEASURED_VALUE, message=nothing))
+    elif spec.min_n is not None and population.included < spec.min_n:
+        reasons.append(
+            Reason(
+                code=BlockReason.BELOW_MIN_N,
+                message=f"{population.included} {unit} were measured; the gate needs at least {spec.min_n}",
+            )
+        )
+    count = incompleteness(population, spec.tolerate)
+    if count:
+        code, text = incomplete
+        reasons.append(Reason(code=code, message=f"{count} of {population.expected} {text}"))
+    return reasons
 
 
 def evaluate_gate(
@@ -231,25 +297,13 @@ def evaluate_gate(
     if not authority.active:
         return GateResult(outcome=Outcome.INFORMATIONAL, **common)
     reasons = list(authority.reasons)
-    if estimate is None:
-        reasons.append(
-            Reason(code=BlockReason.NO_MEASURED_VALUE, message="no score was measured (scored and valid) to compare")
-        )
-    elif spec.min_n is not None and estimate.n < spec.min_n:
-        reasons.append(
-            Reason(
-                code=BlockReason.BELOW_MIN_N,
-                message=f"{estimate.n} examples were measured; the gate needs at least {spec.min_n}",
-            )
-        )
-    incomplete = incompleteness(population, spec.tolerate)
-    if incomplete:
-        reasons.append(
-            Reason(
-                code=BlockReason.INCOMPLETE_MEASUREMENT,
-                message=f"{incomplete} of {population.expected} examples were not measured validly",
-            )
-        )
+    reasons += measurement_reasons(
+        spec,
+        population,
+        nothing="no score was measured (scored and valid) to compare",
+        unit="examples",
+        incomplete=(BlockReason.INCOMPLETE_MEASUREMENT, "examples were not measured validly"),
+    )
     compared: float | None
     if lower:
         compared = None if bound is None else bound.bound(spec.direction.value)
@@ -272,7 +326,7 @@ def evaluate_gate(
     what = "the value" if not lower else f"the {spec.level:.0%} {_side(spec.direction)} confidence bound"
     return GateResult(
         outcome=Outcome.FAIL,
-        reasons=(_below_threshold(f"{what} {compared:.6g}", authority.threshold, spec.direction),),
+        reasons=(below_threshold_reason(f"{what} {compared:.6g}", authority.threshold, spec.direction),),
         threshold=authority.threshold,
         compared=compared,
         **common,
@@ -283,7 +337,7 @@ def _side(direction: Direction) -> str:
     return "lower" if direction is Direction.HIGHER_IS_BETTER else "upper"
 
 
-def _below_threshold(what: str, threshold: float, direction: Direction) -> Reason:
+def below_threshold_reason(what: str, threshold: float, direction: Direction) -> Reason:
     """The reason of a failing gate: what was compared, and the approved threshold it misses."""
     relation = "below" if direction is Direction.HIGHER_IS_BETTER else "above"
     sign = "≥" if direction is Direction.HIGHER_IS_BETTER else "≤"
@@ -341,7 +395,7 @@ def evaluate_check_gate(
         )
     return GateResult(
         outcome=Outcome.FAIL,
-        reasons=(_below_threshold(f"check '{spec.subject}' ended FAIL (0.0)", CHECK_THRESHOLD, spec.direction),),
+        reasons=(below_threshold_reason(f"check '{spec.subject}' ended FAIL (0.0)", CHECK_THRESHOLD, spec.direction),),
         notes=notes,
         value=measured,
         compared=measured,

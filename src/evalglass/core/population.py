@@ -7,12 +7,16 @@ missing (a score that should exist and does not, counted as an error).
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, computed_field, model_validator
 
 from evalglass.core.columns import STATES, ScoreColumn
 from evalglass.core.score import Status, Validity
+
+if TYPE_CHECKING:  # loading a scorecard (`evalglass view`) needs no numpy: it is imported where it is used
+    import numpy as np
+    import numpy.typing as npt
 
 TOP_DIAGNOSTICS = 5
 DERIVED = ("excluded_total", "excluded_by_status", "excluded_by_validity")
@@ -98,11 +102,18 @@ class Population(BaseModel):
 
 def population_of(column: ScoreColumn, expected: int) -> Population:
     """Count a column's rows by measurement state; rows beyond ``len(column)`` up to ``expected`` are missing."""
-    import numpy as np  # here, not at the top: loading a scorecard (`evalglass view`) needs no numpy
-
     if len(column) > expected:
         raise ValueError(f"{len(column)} scores recorded for {expected} expected examples")
-    by_state = np.bincount(column.states(), minlength=len(STATES))
+    return population_of_states(column.states(), expected, _top_diagnostics(column))
+
+
+def population_of_states(
+    states: npt.NDArray[np.uint8], expected: int, top_diagnostics: tuple[DiagnosticCount, ...] = ()
+) -> Population:
+    """Count state bytes (see ``columns.STATES``); ``expected`` beyond ``len(states)`` are missing."""
+    import numpy as np
+
+    by_state = np.bincount(states, minlength=len(STATES))
     excluded = tuple(
         StateCount(status=STATES[code][0], validity=STATES[code][1], count=int(count))
         for code, count in enumerate(by_state)
@@ -112,8 +123,8 @@ def population_of(column: ScoreColumn, expected: int) -> Population:
         expected=expected,
         included=int(by_state[0]),
         excluded=excluded,
-        missing=expected - len(column),
-        top_diagnostics=_top_diagnostics(column),
+        missing=expected - len(states),
+        top_diagnostics=top_diagnostics,
     )
 
 

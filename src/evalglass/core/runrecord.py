@@ -14,6 +14,18 @@ RUNRECORD_SCHEMA: Final = "evalglass.runrecord/1"
 SCORES_FILE = "scores.jsonl"
 
 
+class BaselineRecord(BaseModel):
+    """A baseline a comparative gate compared with, as this run found it. Its files are copied into the run folder
+    (``baselines/NAME/``) so ``verify`` re-derives the gate from the artifacts alone."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    location: str = Field(description="Where the ledger's entry pointed (the baseline's run folder).")
+    problem: str | None = Field(default=None, description="Why it could not be read; then nothing was copied.")
+    fingerprint: str | None = Field(default=None, description="Its fingerprint as found (runrecord + scores).")
+    run_id: str | None = None
+
+
 class RunRecord(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
@@ -51,6 +63,9 @@ class RunRecord(BaseModel):
     calibrations: dict[str, CalibrationRecord] = Field(
         default_factory=dict,
         description="Per llm_judge metric, the calibration record the run found (snapshot; verify decides on it).",
+    )
+    baselines: dict[str, BaselineRecord] = Field(
+        default_factory=dict, description="Per baseline name, the baseline run the comparative gates compared with."
     )
     scores_file: str = SCORES_FILE
     scores_sha256: str

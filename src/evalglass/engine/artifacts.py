@@ -31,6 +31,9 @@ from evalglass.engine.userfiles import open_regular, read_regular, unreadable
 from evalglass.errors import SetupError
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
     from evalglass.core.columns import ScoreColumn
     from evalglass.core.runrecord import RunRecord
 
@@ -144,9 +147,13 @@ def run_folder(path: Path) -> Path:
 def load_json(path: Path, what: str) -> Any:
     """An artifact's JSON, read exactly; every way that fails (missing, a folder, unreadable, not JSON, a repeated
     key, an integer beyond 64 bits) is one line naming the file."""
+    return _load_json_and_bytes(path, what)[0]
+
+
+def _load_json_and_bytes(path: Path, what: str) -> tuple[Any, bytes]:
     raw = read_regular(path, what=what, missing_fix=NOT_A_RUN)
     try:
-        return jsonsource.loads(raw)
+        return jsonsource.loads(raw), raw
     except jsonsource.JsonRefused as exc:
         raise SetupError(f"{what} is refused: {exc}", where=str(path), fix=REGENERATE) from None
     except orjson.JSONDecodeError as exc:
@@ -155,9 +162,14 @@ def load_json(path: Path, what: str) -> Any:
 
 def load_json_model(path: Path, model: type[Any], what: str) -> Any:
     """Load and validate an artifact; a file that fails its own rules is refused, never repaired."""
-    data = load_json(path, what)
+    return load_json_model_and_bytes(path, model, what)[0]
+
+
+def load_json_model_and_bytes(path: Path, model: type[Any], what: str) -> tuple[Any, bytes]:
+    """:func:`load_json_model`, also returning the bytes read (for a fingerprint of exactly what was loaded)."""
+    data, raw = _load_json_and_bytes(path, what)
     try:
-        return model.model_validate(data)
+        return model.model_validate(data), raw
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(part) for part in first["loc"]) or "top level"
@@ -208,15 +220,22 @@ class LoadedScores:
     sha256: str
     example_of_row: array[int] | None
     cluster_ids: array[int] | None
+    ids: npt.NDArray[np.str_] | None = None
 
 
-def load_columns(path: Path, metric_names: list[str], *, samples: bool, clustered: bool) -> LoadedScores:
+def load_columns(
+    path: Path, metric_names: list[str], *, samples: bool, clustered: bool, ids: bool = False
+) -> LoadedScores:
     """Rebuild every metric's column from scores.jsonl, checking each score against the contract again.
 
     With ``samples`` each metric's entry is a list of sample scores; with ``clustered`` the cluster of each example
-    is rebuilt exactly as the run assigned it (an example without one is a cluster of its own).
+    is rebuilt exactly as the run assigned it (an example without one is a cluster of its own). With ``ids`` the
+    example ids come back too, as one numpy string array (compact: no object per id at rest).
     """
+    import numpy as np
+
     from evalglass.core.columns import ScoreColumn
+    from evalglass.core.uniform import all_of_type
 
     columns = {name: ScoreColumn() for name in metric_names}
     digest = hashlib.sha256()
@@ -224,14 +243,28 @@ def load_columns(path: Path, metric_names: list[str], *, samples: bool, clustere
     example_of_row: array[int] | None = array("q") if samples else None
     cluster_ids: array[int] | None = array("q") if clustered else None
     cluster_keys: dict[str, int] = {}
+    id_blocks: list[npt.NDArray[np.str_]] = []
     with open_regular(path, what="scores file", missing_fix=NOT_A_RUN, buffering=-1) as handle:
         for number, raw in enumerate(_read_lines(handle, path), start=1):
             digest.update(raw)
             if not raw.strip():
                 continue
             where = f"{path}:{number}"
-            ids, scores, clusters = _block(raw, where, clustered)
-            size = len(ids)
+            block_ids, scores, clusters = _block(raw, where, clustered)
+            size = len(block_ids)
+            if ids:
+                if not all_of_type(block_ids, str):
+                    raise SetupError("an example id is not a string", where=where, fix="the scores file was edited")
+                # numpy's string arrays drop trailing NUL characters, which would make "a\x00" the same id as "a";
+                # JSON writes NUL as \u0000, so only a block containing that escape needs the exact check.
+                if b"\\u0000" in raw and any(example_id.endswith("\x00") for example_id in block_ids):
+                    raise SetupError(
+                        "an example id ends with a NUL character, which comparisons cannot tell apart from the id "
+                        "without it",
+                        where=where,
+                        fix="give the example an id without trailing NUL characters",
+                    )
+                id_blocks.append(np.array(block_ids, dtype=np.str_))
             rows = [1] * size
             for name, column in columns.items():
                 entries = scores.get(name)
@@ -255,7 +288,10 @@ def load_columns(path: Path, metric_names: list[str], *, samples: bool, clustere
                     key = cluster if isinstance(cluster, str) else f"\x00unclustered:{examples + index}"
                     cluster_ids.append(cluster_keys.setdefault(key, len(cluster_keys)))
             examples += size
-    return LoadedScores(columns, examples, PREFIX + digest.hexdigest(), example_of_row, cluster_ids)
+    all_ids: npt.NDArray[np.str_] | None = None
+    if ids:
+        all_ids = np.concatenate(id_blocks) if id_blocks else np.empty(0, dtype=np.str_)
+    return LoadedScores(columns, examples, PREFIX + digest.hexdigest(), example_of_row, cluster_ids, all_ids)
 
 
 def _read_lines(handle: IO[bytes], path: Path) -> Iterator[bytes]:

@@ -48,6 +48,7 @@ def payload_problems(card: Scorecard, record: RunRecord) -> list[str]:
             continue
         spec = config_gates[name] or {}
         check = spec.get("check") is not None
+        compare_to = spec.get("compare_to")
         metric = None if check else spec.get("metric")
         summary = card.metric(metric) if isinstance(metric, str) else None
         judge = None
@@ -66,6 +67,7 @@ def payload_problems(card: Scorecard, record: RunRecord) -> list[str]:
             dataset_fingerprint=record.dataset.fingerprint,
             uses_reference=summary is not None and summary.uses_reference,
             judge=judge,
+            comparative=compare_to is not None,
         )
         if gate.fingerprint != record.gate_fingerprints.get(name):
             problems.append(f"gate '{name}' carries a fingerprint the run record does not")
@@ -78,7 +80,15 @@ def payload_problems(card: Scorecard, record: RunRecord) -> list[str]:
             continue
         if not authority.active:
             continue
-        if not check and gate.threshold != authority.threshold:
+        if compare_to is not None:
+            # A comparative gate's threshold is -margin (its own validator ties the two): check the margin.
+            margin = gate.comparison.margin if gate.comparison is not None else None
+            if gate.compare_to != compare_to or margin != authority.margin:
+                problems.append(
+                    f"gate '{name}' compares with baseline {gate.compare_to!r} within margin {margin}; the config "
+                    f"and ledger snapshot say {compare_to!r} within {authority.margin}"
+                )
+        elif not check and gate.threshold != authority.threshold:
             problems.append(
                 f"gate '{name}' compares with threshold {gate.threshold}; the ledger snapshot approves "
                 f"{authority.threshold}"

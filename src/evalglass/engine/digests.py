@@ -70,10 +70,21 @@ def file_sha256(path: Path) -> str:
 
 
 def artifact_names(folder: Path) -> list[str]:
-    """The files a digest list covers: every visible entry of the folder but the list itself."""
-    return sorted(
-        entry.name for entry in folder.iterdir() if entry.name != DIGESTS_FILE and not entry.name.startswith(".")
-    )
+    """The files a digest list covers: every visible file of the folder and its visible subfolders (such as the
+    baseline copies under ``baselines/``), by relative POSIX path, but the list itself. Symbolic links are not
+    followed, so a link can neither pull an outside file in nor hide one."""
+    names: list[str] = []
+    pending = [(folder, "")]
+    while pending:
+        current, prefix = pending.pop()
+        for entry in current.iterdir():
+            if entry.name.startswith(".") or (not prefix and entry.name == DIGESTS_FILE):
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                pending.append((entry, f"{prefix}{entry.name}/"))
+            else:
+                names.append(prefix + entry.name)
+    return sorted(names)
 
 
 def write_digests(folder: Path, run_id: str, signing_key: str | None, known: dict[str, str] | None = None) -> Digests:
@@ -83,7 +94,7 @@ def write_digests(folder: Path, run_id: str, signing_key: str | None, known: dic
     files = {
         name: hashes.get(name) or file_sha256(folder / name)
         for name in artifact_names(folder)
-        if (folder / name).is_file()
+        if (folder / name).is_file() and not (folder / name).is_symlink()
     }
     digests = Digests(run_id=run_id, files=files)
     if signing_key is not None:
@@ -131,7 +142,8 @@ def file_findings(folder: Path, digests: Digests, known: dict[str, str] | None =
     for name in artifact_names(folder):
         if name not in digests.files:
             path = folder / name
-            findings.append(FileFinding(name, NOT_LISTED, file_sha256(path) if path.is_file() else "<folder>"))
+            regular = path.is_file() and not path.is_symlink()
+            findings.append(FileFinding(name, NOT_LISTED, file_sha256(path) if regular else "<not a file>"))
     return findings
 
 

@@ -103,10 +103,31 @@ def ledger_problems(ledger: Ledger, config: Config) -> Iterator[tuple[Loc, str, 
                 f"the ledger validates dataset '{name}', but the config's dataset is '{config.dataset.name}'",
                 _fix(name, [config.dataset.name]),
             )
+    compared_with = list(dict.fromkeys(g.compare_to for g in config.gates.values() if g.compare_to is not None))
+    for name in ledger.baselines:
+        if name not in compared_with:
+            yield (
+                ("baselines", name),
+                f"the ledger approves baseline '{name}', which no gate of the config compares with (`compare_to`)",
+                _fix(name, compared_with),
+            )
     for name, approval in ledger.gates.items():
         gate = config.gates.get(name)
         if gate is None:
             continue
+        if approval.margin is not None and gate.compare_to is None:
+            yield (
+                ("gates", name, "margin"),
+                f"gate '{name}' compares with no baseline: a margin approves comparative gates (`compare_to`) only",
+                "approve a `threshold` instead, or remove `margin` from this ledger entry",
+            )
+        if gate.compare_to is not None and approval.threshold is not None:
+            yield (
+                ("gates", name, "threshold"),
+                f"gate '{name}' compares with baseline '{gate.compare_to}': it approves a `margin`, and a threshold "
+                "means nothing here",
+                "replace `threshold` with `margin` (the largest drop from the baseline you accept)",
+            )
         if gate.check is not None:
             if approval.threshold is not None:
                 yield (

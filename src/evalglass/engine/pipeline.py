@@ -29,7 +29,7 @@ from evalglass.core.columns import ScoreColumn
 from evalglass.core.decide import GateInput, MetricInput, RunShape, decide_run
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
-from evalglass.core.runrecord import RunRecord
+from evalglass.core.runrecord import SCORES_FILE, BaselineRecord, RunRecord
 from evalglass.core.score import Score, ScoreContractError, Status
 from evalglass.core.scorecard import CallTotals, CheckSummary, DatasetSummary, Scorecard
 from evalglass.engine.artifacts import (
@@ -58,6 +58,7 @@ from evalglass.metrics.llm_judge import LlmJudgeSpec
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
+    from evalglass.core.comparative import ComparativeInputs
     from evalglass.engine.cache import CacheMode
     from evalglass.engine.manifest import RunManifest
     from evalglass.engine.progress import Counters
@@ -718,6 +719,13 @@ def _finish(
         from evalglass.engine.calibrate import judge_standings
 
         standings = judge_standings(loaded)
+    comparative: ComparativeInputs | None = None
+    baseline_records: dict[str, BaselineRecord] = {}
+    if any(gate.compare_to is not None for gate in config.gates.values()):
+        from evalglass.engine.baselines import baselines_for_run, comparative_inputs
+
+        baselines, baseline_records = baselines_for_run(config, ledger, folder)
+        comparative = comparative_inputs(config, folder / SCORES_FILE, loaded.definition_files, dataset, baselines)
     summaries, payload = decide_run(
         metric_inputs(config, scored.columns),
         gate_inputs(config, gate_fingerprints, check_results),
@@ -726,6 +734,7 @@ def _finish(
         dataset.fingerprint,
         scored.shape.run_shape(),
         standings,
+        comparative,
         ledger.gate_where(),
     )
     scorecard = Scorecard(
@@ -758,6 +767,7 @@ def _finish(
         calibrations={
             name: standing.calibration for name, standing in standings.items() if standing.calibration is not None
         },
+        baselines=baseline_records,
         scores_sha256=scored.scores_sha256,
     )
     from evalglass.report.markdown import render_markdown

@@ -7,11 +7,12 @@ from typing import Any
 from pydantic import BaseModel
 
 from evalglass.core.authority import Ledger
+from evalglass.core.compare import Comparison
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.score import Score
 from evalglass.core.scorecard import Scorecard
 
-SCHEMA_NAMES = ("config", "ledger", "scorecard", "runrecord", "scores")
+SCHEMA_NAMES = ("config", "ledger", "scorecard", "runrecord", "scores", "comparison")
 
 
 def _scores_line_schema() -> dict[str, Any]:
@@ -47,7 +48,12 @@ def schema_of(which: str) -> dict[str, Any]:
         from evalglass.engine.config import Config
 
         return {"$schema": "https://json-schema.org/draft/2020-12/schema", **Config.model_json_schema()}
-    models: dict[str, type[BaseModel]] = {"ledger": Ledger, "scorecard": Scorecard, "runrecord": RunRecord}
+    models: dict[str, type[BaseModel]] = {
+        "ledger": Ledger,
+        "scorecard": Scorecard,
+        "runrecord": RunRecord,
+        "comparison": Comparison,
+    }
     if which in models:
         return {
             "$schema": "https://json-schema.org/draft/2020-12/schema",

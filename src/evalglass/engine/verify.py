@@ -115,6 +115,17 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
                 )
             )
     standings = _judge_standings(config, record, findings)
+    comparative = None
+    if any(gate.compare_to is not None for gate in config.gates.values()):
+        from evalglass.engine.baselines import baselines_for_verify, comparative_inputs
+
+        comparative = comparative_inputs(
+            config,
+            folder / record.scores_file,
+            record.definition_files,
+            record.dataset,
+            baselines_for_verify(config, record, folder),
+        )
     summaries, payload = decide_run(
         metric_inputs(config, columns),
         gate_inputs(config, gate_fingerprints, record.check_results),
@@ -127,6 +138,7 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
             clusters=_ints(loaded_scores.cluster_ids),
         ),
         standings,
+        comparative,
         ledger_where,
     )
     derived = Scorecard(

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from evalglass.core.fingerprint import PREFIX
+from evalglass.engine.digests import DIGESTS_FILE, artifact_names
 
 CHUNK_SIZE = 4 << 20
 #: zlib level 1: about a fifth of a run's JSON bytes at a few hundred MB/s; higher levels cost far more time
@@ -24,18 +25,17 @@ COMPRESSION_LEVEL = 1
 
 
 def artifact_files(folder: Path) -> list[str]:
-    """Every regular file under ``folder`` as a '/'-separated relative path, sorted; hidden entries (partial
-    files) and symlinks are left out, as ``digests.json`` leaves them out."""
-    found: list[str] = []
-    for root, dirs, names in os.walk(folder):
-        dirs[:] = sorted(name for name in dirs if not name.startswith(".") and not os.path.islink(Path(root, name)))
-        for name in names:
-            if name.startswith("."):
-                continue
-            path = Path(root, name)
-            if stat.S_ISREG(os.lstat(path).st_mode):
-                found.append(path.relative_to(folder).as_posix())
-    return sorted(found)
+    """Every file of the run folder as a '/'-separated relative path, sorted: what ``digests.json`` covers (hidden
+    entries such as partial files left out, symbolic links never followed) and ``digests.json`` itself."""
+    names = [*artifact_names(folder), DIGESTS_FILE]
+    return sorted(name for name in names if stat.S_ISREG(_lstat_mode(folder / name)))
+
+
+def _lstat_mode(path: Path) -> int:
+    try:
+        return os.lstat(path).st_mode
+    except FileNotFoundError:
+        return 0
 
 
 class Compressed:

@@ -69,7 +69,7 @@ def record_folder(engine: Engine, folder: Path, *, source: str, provenance: Prov
             connection.execute(insert(MetricResultRow), [{"run_pk": pk, **row} for row in metrics])
         for name in names:
             stored = _store_file(connection, pk, name, folder / name)
-            expected = None if digests is None or "/" in name else digests.files.get(name)
+            expected = None if digests is None else digests.files.get(name)
             if expected is not None and expected != stored.sha256:
                 raise SetupError(
                     f"{name} differs from the run's digests.json; the folder was edited after its run",

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from evalglass.core.authority import BlockReason
+from evalglass.core.fingerprint import short
 from evalglass.core.gates import Direction, GateResult, GateRule, Outcome, SubjectKind, meets
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.scorecard import CheckSummary, MetricSummary, Scorecard
@@ -17,11 +18,15 @@ from evalglass.core.tables import total
 from evalglass.errors import SetupError
 from evalglass.report.fmt import (
     comparison,
+    difference_text,
     estimate_text,
     gate_value_text,
+    ids_text,
     interval_text,
     number,
     samples_text,
+    signed,
+    test_text,
 )
 
 #: What to do about each reason a gate carries. Total over BlockReason (checked when the module loads).
@@ -59,6 +64,22 @@ REPAIRS: Mapping[BlockReason, str] = total(
         BlockReason.INTERVAL_UNDEFINED: (
             "The lower_bound rule needs a confidence bound, and none exists for so few values with this method; add "
             "examples (or use the point rule, which the host must re-approve)."
+        ),
+        BlockReason.BASELINE_MISSING: (
+            "The host names the baseline run in the ledger's `baselines:` (its folder, relative to the ledger, and "
+            "its fingerprint); make sure that folder exists where this run can read it."
+        ),
+        BlockReason.BASELINE_STALE: (
+            "The baseline's files are not the ones approved. If the change is intended, the host re-approves the "
+            "baseline's current fingerprint; otherwise restore the approved run."
+        ),
+        BlockReason.NOT_COMPARABLE: (
+            "The two runs do not measure the same thing. Re-run the baseline with the current definition and gold "
+            "(and have it approved), or revert the change that made them differ."
+        ),
+        BlockReason.INCOMPLETE_PAIRS: (
+            "Some paired examples were not measured validly in one of the runs. Fix their causes, or declare "
+            "harmless non_evaluable, skipped or not_applicable exclusions under the gate's `tolerate:`."
         ),
         BlockReason.BELOW_THRESHOLD: (
             "The measurement is valid and falls short of the approved threshold: improve the system under test. "
@@ -135,10 +156,21 @@ def explain_gate(gate: GateResult, card: Scorecard, record: RunRecord) -> Explan
             BlockReason.NO_APPROVED_THRESHOLD,
             BlockReason.GOLD_NOT_VALIDATED,
             BlockReason.GOLD_STALE,
+            BlockReason.BASELINE_MISSING,
+            BlockReason.BASELINE_STALE,
         }:
             entry = _ledger_entry(gate, card, record, needs_gold)
     elif gate.subject_kind is SubjectKind.CHECK:
         summary = f"Gate '{gate.name}' is {gate.outcome.value}: check '{gate.subject}' ended {gate_value_text(gate)}."
+        details.extend(_reason_lines(gate))
+    elif gate.comparison is not None:
+        assert gate.compared is not None and gate.threshold is not None
+        what = "its one-sided bound" if gate.rule is GateRule.LOWER_BOUND else "the difference"
+        verb = "is no worse than" if gate.outcome is Outcome.PASS else "is worse than"
+        summary = (
+            f"Gate '{gate.name}' is {gate.outcome.value}: compared with baseline '{gate.comparison.baseline}', "
+            f"{what} ({signed(gate.compared)}) {verb} the approved margin allows ({signed(gate.threshold)})."
+        )
         details.extend(_reason_lines(gate))
     else:
         assert gate.compared is not None and gate.threshold is not None
@@ -149,7 +181,9 @@ def explain_gate(gate: GateResult, card: Scorecard, record: RunRecord) -> Explan
         )
         details.extend(_reason_lines(gate))
     details.extend(f"note: {note}" for note in gate.notes)
-    if gate.rule is GateRule.LOWER_BOUND:
+    if gate.comparison is not None:
+        details.extend(comparison_story(gate))
+    elif gate.rule is GateRule.LOWER_BOUND:
         details.append(_lower_bound_story(gate))
     if metric is not None:
         details.append(_coverage(metric))
@@ -183,6 +217,88 @@ def explain_metric(metric: MetricSummary, card: Scorecard) -> Explanation:
     if metric.uses_reference:
         details.append("It compares with reference answers, so it can gate only on a dataset validated as gold.")
     return Explanation(subject=metric.name, kind="metric", summary=summary, details=details)
+
+
+def comparison_story(gate: GateResult, top: int = 10) -> list[str]:
+    """A comparative gate: what it compared, the rule, the power statement and the flips."""
+    detail = gate.comparison
+    assert detail is not None
+    baseline = f"baseline '{detail.baseline}'"
+    if detail.baseline_run_id is not None:
+        baseline += f" (run {detail.baseline_run_id}, {short(detail.baseline_fingerprint or '')})"
+    lines = [f"Compares this run with {baseline}, example by example (paired by id), on metric '{gate.subject}'."]
+    metric = detail.metric
+    if metric is None or metric.difference is None:
+        return lines
+    difference = metric.difference
+    lines.append(
+        f"Baseline {number(difference.base)}, this run {number(difference.candidate)} over {difference.n} pairs "
+        f"measured in both; difference {difference_text(metric)} ({difference.interval.method.value}; "
+        f"{test_text(metric)})."
+    )
+    margin = detail.margin
+    if gate.rule is GateRule.LOWER_BOUND:
+        lines.append(
+            f"Rule lower_bound: the {gate.level:.0%} one-sided bound of the difference ({signed(gate.compared)}) must "
+            f"be no worse than -margin, so a candidate passes only when the data show it is not worse by more than "
+            f"the margin; a lucky small sample cannot pass."
+        )
+    else:
+        lines.append(
+            "Rule point: the difference itself must be no worse than -margin. A true drop just past the margin "
+            "still passes about half the time; lower_bound does not let it."
+        )
+    lines.append(_power_story(gate))
+    flips = metric.flips
+    if flips.pass_rule is None:
+        lines.append("The metric has no bounded scale, so examples have no pass/fail and nothing flips.")
+    else:
+        lines.append(
+            f"Flips (passing: {flips.pass_rule}): {len(flips.regressed)} regressed"
+            + (f" ({ids_text(flips.regressed, top)})" if flips.regressed else "")
+            + f", {len(flips.improved)} improved"
+            + (f" ({ids_text(flips.improved, top)})" if flips.improved else "")
+            + "."
+        )
+    if margin is None:
+        lines.append("No margin is approved yet: the host writes `margin:` (the largest drop accepted) in the ledger.")
+    return lines
+
+
+def _power_story(gate: GateResult) -> str:
+    detail = gate.comparison
+    assert detail is not None and detail.metric is not None and detail.metric.difference is not None
+    pairs = detail.metric.difference.n
+    level = f"{gate.level if gate.level is not None else 0.95:.0%}"
+    if detail.detectable_drop is None:
+        return (
+            f"Power: no example's score changed between the runs, so the {pairs} pairs show no spread and say nothing "
+            "yet about how large a drop this suite could detect."
+        )
+    power = f"{detail.power or 0.8:.0%}"
+    text = (
+        f"Power (from the observed paired variance, {level} one-sided, {power} power): the smallest drop these "
+        f"{pairs} pairs detect is about {number(detail.detectable_drop)}."
+    )
+    margin = detail.power_margin
+    if margin and detail.required_pairs is not None:
+        approved = "margin" if detail.margin is not None else "proposed margin"
+        text += (
+            f" Telling a drop of the {approved} ({number(margin)}) from no change takes about "
+            f"{detail.required_pairs} pairs"
+        )
+        text += (
+            f"; with {pairs} this suite cannot reliably detect a drop of that size: add examples before trusting it."
+            if detail.required_pairs > pairs
+            else f"; {pairs} are enough."
+        )
+    return text
+
+
+def _proposed_margin(gate: GateResult, record: RunRecord) -> float | None:
+    spec = record.config.get("gates", {}).get(gate.name, {})
+    value = spec.get("proposed_margin") if isinstance(spec, dict) else None
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _lower_bound_story(gate: GateResult) -> str:
@@ -258,6 +374,13 @@ def _ledger_entry(gate: GateResult, card: Scorecard, record: RunRecord, needs_go
         if threshold is not None
         else "    threshold: null   # write the threshold you approve; a null threshold keeps the gate blocked"
     )
+    if gate.comparison is not None:
+        margin = gate.comparison.margin if gate.comparison.margin is not None else _proposed_margin(gate, record)
+        threshold_line = (
+            f"    margin: {margin!r}   # the largest drop from the baseline you accept"
+            if margin is not None
+            else "    margin: null   # write the largest drop you accept; a null margin keeps the gate blocked"
+        )
     lines = [
         "gates:",
         f"  {gate.name}:",
@@ -270,6 +393,24 @@ def _ledger_entry(gate: GateResult, card: Scorecard, record: RunRecord, needs_go
     gold_ok = (
         validation is not None and validation.validated_gold and validation.fingerprint == card.dataset.fingerprint
     )
+    if gate.comparison is not None and gate.comparison.baseline_fingerprint is not None:
+        detail = gate.comparison
+        approved = record.ledger.baselines.get(detail.baseline)
+        run = approved.run if approved is not None else "<the baseline run folder, relative to the ledger>"
+        lines += [
+            "baselines:",
+            f"  {detail.baseline}:",
+            f"    run: {run!r}",
+            f'    fingerprint: "{detail.baseline_fingerprint}"',
+            '    approved_by: "<your name>"',
+        ]
+    elif gate.comparison is not None:
+        lines += [
+            "baselines:",
+            f"  {gate.comparison.baseline}:",
+            '    run: "<the baseline run folder, relative to the ledger>"',
+            "    fingerprint: null   # `evalglass compare BASELINE_FOLDER THIS_RUN` prints the baseline's fingerprint",
+        ]
     if needs_gold and not gold_ok:
         lines += [
             "datasets:",

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from evalglass.core.estimate import Estimate
 from evalglass.core.gates import Direction, GateResult, GateRule, Outcome, SubjectKind
 from evalglass.core.population import Population
 from evalglass.core.scorecard import CheckSummary, DatasetSummary, MetricSummary, Scorecard
-from evalglass.core.stats import Note
+from evalglass.core.stats import Interval, Note
 from evalglass.core.tables import total
+
+if TYPE_CHECKING:  # `evalglass view` renders through this module and needs no numpy
+    from evalglass.core.compare import MetricComparison
 
 OUTCOME_LABEL: dict[Outcome, str] = {
     Outcome.INFORMATIONAL: "informational",
@@ -51,11 +55,17 @@ def interval_text(estimate: Estimate | None) -> str:
         return f"none ({estimate.interval_problem})" if estimate.interval_problem else "—"
     if not interval.defined:
         return f"undefined for n={interval.n} ({interval.method.value})"
-    text = f"[{number(interval.low)}, {number(interval.high)}] {interval.level:.0%} {interval.method.value}"
+    return f"[{number(interval.low)}, {number(interval.high)}] {interval.level:.0%} {interval.method.value}" + (
+        notes_text(interval)
+    )
+
+
+def notes_text(interval: Interval) -> str:
+    """`` (12 clusters; no spread in the data)``: what a reader must know about an interval; empty when nothing."""
     notes = [NOTE_TEXT[note] for note in interval.notes]
     if interval.clusters is not None:
         notes.insert(0, f"{interval.clusters} clusters")
-    return text + (f" ({'; '.join(notes)})" if notes else "")
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 NOTE_TEXT: Mapping[Note, str] = total(
@@ -91,6 +101,13 @@ def comparison(direction: Direction) -> str:
 def threshold_text(gate: GateResult) -> str:
     if gate.subject_kind is SubjectKind.CHECK:
         return "check must PASS"
+    if gate.comparison is not None:
+        versus = f"vs baseline '{gate.comparison.baseline}'"
+        if gate.threshold is None:
+            return f"no approved margin ({versus})"
+        return (
+            f"{comparison(gate.direction)} {signed(gate.threshold)} (margin {number(gate.comparison.margin)} {versus})"
+        )
     if gate.threshold is not None:
         return f"{comparison(gate.direction)} {number(gate.threshold)}"
     if gate.proposed_threshold is not None:
@@ -121,11 +138,13 @@ def diagnostics_text(population: Population, limit: int = 3) -> str:
 def gate_value_text(gate: GateResult) -> str:
     if gate.subject_kind is SubjectKind.CHECK:
         return {1.0: "PASS", 0.0: "FAIL"}.get(gate.compared, "—") if gate.compared is not None else "—"
+    show = signed if gate.comparison is not None else number
     if gate.rule is GateRule.LOWER_BOUND:
         side = "lower" if gate.direction is Direction.HIGHER_IS_BETTER else "upper"
         level = f"{gate.level:.0%} " if gate.level is not None else ""
-        return f"{number(gate.compared)} ({level}{side} bound; point {number(gate.value)})"
-    return number(gate.compared if gate.compared is not None else gate.value)
+        return f"{show(gate.compared)} ({level}{side} bound; point {show(gate.value)})"
+    text = show(gate.compared if gate.compared is not None else gate.value)
+    return f"{text} (difference)" if gate.comparison is not None and gate.value is not None else text
 
 
 def rule_text(gate: GateResult) -> str:
@@ -173,6 +192,41 @@ def gate_sentence(gate: GateResult) -> str:
         return f"{gate.name}: {gate.outcome.value}: check '{gate.subject}' ended {value}; the gate needs PASS"
     verb = "meets" if gate.outcome is Outcome.PASS else "does not meet"
     return f"{gate.name}: {gate.outcome.value}: {value}{n} {verb} the approved threshold {threshold}"
+
+
+def signed(value: float | None) -> str:
+    """A difference with its sign always shown (+0.02, -0.013)."""
+    if value is None:
+        return "—"
+    text = number(abs(value))
+    return ("-" if value < 0 else "+") + text
+
+
+def difference_text(metric: MetricComparison) -> str:
+    """``+0.02 [-0.01, +0.05] 95% newcombe_paired``, or why there is no difference."""
+    difference = metric.difference
+    if difference is None:
+        return f"none ({metric.difference_problem})" if metric.difference_problem else "no pair measured in both runs"
+    interval = difference.interval
+    if not interval.defined:
+        return f"{signed(difference.point)} (interval undefined for n={interval.n}, {interval.method.value})"
+    text = f"{signed(difference.point)} [{signed(interval.low)}, {signed(interval.high)}] {interval.level:.0%}"
+    return text + notes_text(interval)
+
+
+def test_text(metric: MetricComparison) -> str:
+    difference = metric.difference
+    if difference is None or difference.p_value is None:
+        return "—"
+    return f"{difference.test.value} p={difference.p_value:.3g}"
+
+
+def ids_text(ids: tuple[str, ...], top: int) -> str:
+    """The first ``top`` ids and how many more there are."""
+    if top <= 0:
+        return f"… ({len(ids)})" if ids else ""
+    shown = ", ".join(ids[:top])
+    return shown + (f", … (+{len(ids) - top} more)" if len(ids) > top else "")
 
 
 def malformed_text(dataset: DatasetSummary) -> str:

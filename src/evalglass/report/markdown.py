@@ -12,13 +12,16 @@ from evalglass.report.fmt import (
     OUTCOME_LABEL,
     check_row,
     diagnostics_text,
+    difference_text,
     estimate_text,
     excluded_text,
     gate_value_text,
+    ids_text,
     interval_text,
     malformed_text,
     samples_text,
     sensitivity_text,
+    test_text,
     threshold_text,
     why_text,
 )
@@ -29,6 +32,37 @@ def _cell(text: str) -> str:
     viewers (a PR comment, GitHub's step summary) render inline HTML: escaped, a ``<h2>pass</h2>`` in a check's
     output shows as the text it is instead of a heading that reads like the verdict."""
     return html.escape(text, quote=False).replace("|", "\\|").replace("\n", " ")
+
+
+#: Flipped ids report.md lists per gate and direction (scorecard.json carries them all).
+TOP_FLIPS = 20
+
+
+def _comparisons(card: Scorecard) -> list[str]:
+    """Per comparative gate: the paired difference and the examples that flipped."""
+    lines: list[str] = []
+    for gate in card.decision.gates:
+        detail = gate.comparison
+        if detail is None or detail.metric is None:
+            continue
+        metric = detail.metric
+        lines += [
+            "",
+            f"### `{_cell(gate.name)}`: this run against baseline `{_cell(detail.baseline)}`",
+            "",
+            f"Metric `{_cell(metric.metric)}`: difference {_cell(difference_text(metric))}, "
+            f"{metric.pairs.included}/{metric.pairs.expected} pairs measured in both runs; {_cell(test_text(metric))}.",
+        ]
+        flips = metric.flips
+        if flips.pass_rule is not None:
+            lines += [
+                "",
+                f"- regressed ({len(flips.regressed)}, passing means {_cell(flips.pass_rule)}): "
+                + (_cell(ids_text(flips.regressed, TOP_FLIPS)) if flips.regressed else "none"),
+                f"- improved ({len(flips.improved)}): "
+                + (_cell(ids_text(flips.improved, TOP_FLIPS)) if flips.improved else "none"),
+            ]
+    return lines
 
 
 def render_markdown(card: Scorecard) -> str:
@@ -55,6 +89,7 @@ def render_markdown(card: Scorecard) -> str:
             )
     else:
         lines.append("No gates are declared.")
+    lines += _comparisons(card)
     lines += [
         "",
         "### Metrics",

@@ -91,6 +91,11 @@ def t_quantile(p: float, df: float) -> float:
     return float(_scipy_special().stdtrit(df, p))
 
 
+def t_cdf(x: float, df: float) -> float:
+    """``P(T <= x)`` for Student's t with ``df`` degrees of freedom."""
+    return float(_scipy_special().stdtr(df, x))
+
+
 def beta_quantile(p: float, a: float, b: float) -> float:
     """The ``p`` quantile of the Beta(a, b) distribution."""
     return float(_scipy_special().betaincinv(a, b, p))

@@ -40,6 +40,11 @@ def choose_method(
     except ValueError:
         known = ", ".join(m.value for m in Method)
         raise ValueError(f"unknown interval method {override!r}; known methods: {known}") from None
+    if method is Method.NEWCOMBE_PAIRED:
+        raise ValueError(
+            "newcombe_paired is for paired differences between two runs (evalglass compare, comparative gates); "
+            "a single run's binary metric uses wilson or clopper_pearson"
+        )
     if method.binary_only and not is_binary(values):
         raise ValueError(f"{method.value} is for binary metrics: every value must be exactly 0.0 or 1.0")
     if clustered and not method.clustered:

@@ -51,6 +51,7 @@ def cluster_t(
     level: float = 0.95,
     sides: Sides = Sides.TWO_SIDED,
     few_clusters_below: int = FEW_CLUSTERS_BELOW,
+    clip_binary_ends: bool = True,
 ) -> Interval | None:
     """Cluster-robust (CR1) interval for the mean, with t on G - 1 degrees of freedom; None when there are no values.
 
@@ -59,7 +60,8 @@ def cluster_t(
     small-sample factor (the regression factor (n - 1)/(n - k) is 1 here). This is what statsmodels'
     ``OLS(y, 1).fit(cov_type="cluster")`` computes, and Stata's ``regress y, vce(cluster g)``.
     One cluster leaves nothing to compare: undefined. On binary values the ends are clipped to [0, 1]
-    (``params["clipped_to_unit_range"]``). Needs scipy (except at zero spread).
+    (``params["clipped_to_unit_range"]``) unless ``clip_binary_ends`` is False (paired differences live in [-1, 1]).
+    Needs scipy (except at zero spread).
     """
     array, codes, count, point = _clustered(values, clusters)
     n = array.shape[0]
@@ -84,7 +86,8 @@ def cluster_t(
     below, above = tails(level, sides)
     low, high = symmetric_ends(point, std_error, below, above, count - 1)
     params.update({"df": count - 1, "std_error": std_error, "correction": "CR1"})
-    low, high = clip_binary(array, low, high, params)
+    if clip_binary_ends:
+        low, high = clip_binary(array, low, high, params)
     if std_error == 0.0:
         notes = (*notes, Note.ZERO_SPREAD)
     return Interval(

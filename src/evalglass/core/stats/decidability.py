@@ -55,3 +55,31 @@ def _count(z: float, margin: float, variance: float, fewest: int) -> int | None:
     if not math.isfinite(needed):
         return None
     return max(fewest, math.floor(needed) + 1)
+
+
+#: The power the comparative gates' statements are made at: the conventional 80%.
+POWER = 0.8
+
+
+def pairs_to_detect(*, drop: float, std_dev: float, level: float = 0.95, power: float = POWER) -> int | None:
+    """About how many paired examples it takes to tell a true drop of ``drop`` from no change at all.
+
+    The one-sided test at ``level`` on the mean paired difference, with ``std_dev`` the per-example standard
+    deviation of the differences (for clustered data pass ``sqrt(n) * std_error``, which carries the design
+    effect), rejects "no change" with probability ``power`` when ``n >= ((z_level + z_power) * std_dev / drop)**2``
+    (the normal approximation; small answers need somewhat more). None when ``drop`` is not positive, when the
+    differences show no spread (then nothing can be said from this data) or past float range.
+    """
+    if not (math.isfinite(drop) and drop > 0.0) or not (math.isfinite(std_dev) and std_dev > 0.0):
+        return None
+    z = normal_quantile(check_level(level)) + normal_quantile(check_level(power))
+    return _count(z, drop, std_dev * std_dev, 2)
+
+
+def detectable_drop(*, pairs: int, std_dev: float, level: float = 0.95, power: float = POWER) -> float | None:
+    """The smallest true drop that ``pairs`` paired examples detect with probability ``power`` (one-sided at
+    ``level``): ``(z_level + z_power) * std_dev / sqrt(pairs)``. None without pairs or without spread."""
+    if pairs < 1 or not (math.isfinite(std_dev) and std_dev > 0.0):
+        return None
+    z = normal_quantile(check_level(level)) + normal_quantile(check_level(power))
+    return z * std_dev / math.sqrt(pairs)

@@ -24,6 +24,8 @@ class Method(StrEnum):
     CLUSTER_T = "cluster_t"
     CLUSTER_BOOTSTRAP_BCA = "cluster_bootstrap_bca"
     CLUSTER_BOOTSTRAP_PERCENTILE = "cluster_bootstrap_percentile"
+    #: Paired differences of binary values only (Newcombe 1998, method 10); never a single run's interval.
+    NEWCOMBE_PAIRED = "newcombe_paired"
 
     @property
     def binary_only(self) -> bool:

@@ -1,0 +1,309 @@
+"""Two runs on the same examples, compared per metric: the comparison payload and the one function that builds it.
+
+``evalglass compare`` and the comparative gates both build their numbers here, from per-example arrays (values and
+state bytes, one row per example after samples were reduced), paired by example id. Renderers (terminal, JSON,
+report.md; HTML and history later) consume :class:`Comparison` / :class:`MetricComparison` and recompute nothing.
+
+**Passing, per example** (what a flip is): a binary metric's example passes when its value is 1 and fails when it is
+0; a continuous metric's example passes when its value is at least the midpoint of the metric's declared scale (0.5
+for the builtins' [0, 1]) and fails below it; a metric without a bounded scale has no pass/fail, hence no flips.
+Higher is better for flips, except under a comparative gate whose direction is ``lower_is_better`` (then 0 passes,
+and values at or below the midpoint). Only examples scored and valid in both runs can flip: an example that stopped
+being measured is counted under the pairs' exclusions, never as a flip.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Final, Literal
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict, Field
+
+from evalglass.core.columns import SCORED_VALID
+from evalglass.core.estimate import IntervalSpec, ScaleSpec
+from evalglass.core.population import Population, population_of_states
+from evalglass.core.stats import PairedDifference, Sides, is_binary, paired_difference
+
+COMPARISON_SCHEMA: Final = "evalglass.comparison/1"
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+StateArray = npt.NDArray[np.uint8]
+IdArray = npt.NDArray[np.str_]
+
+
+class Incomparable(StrEnum):
+    """Why two runs' numbers for a metric do not measure the same thing."""
+
+    METRIC_MISSING = "metric_missing"
+    METRIC_DEFINITION = "metric_definition"
+    GOLD = "gold"
+    EXAMPLE_SET = "example_set"
+
+
+class Difference(BaseModel):
+    """One reason two runs are not comparable, saying which side holds what."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    code: Incomparable
+    message: str
+
+
+class SideEstimate(BaseModel):
+    """One run's own mean for the metric over all its included examples (not only the paired ones)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    point: float | None
+    n: int = Field(ge=0)
+
+
+class Flips(BaseModel):
+    """Examples scored and valid in both runs whose pass/fail changed, by id in candidate order."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    pass_rule: str | None = Field(description="What passing means for one example; None: no pass/fail, no flips.")
+    regressed: tuple[str, ...] = Field(default=(), description="Passing in the baseline, failing in the candidate.")
+    improved: tuple[str, ...] = Field(default=(), description="Failing in the baseline, passing in the candidate.")
+
+
+class MetricComparison(BaseModel):
+    """One metric across the two runs: both estimates, the paired difference and the flips."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    metric: str
+    kind: Literal["binary", "continuous"]
+    base: SideEstimate
+    candidate: SideEstimate
+    pairs: Population = Field(
+        description="The examples present in both runs: included when scored and valid in both; otherwise excluded "
+        "with the candidate's state, or the baseline's when the candidate's was valid."
+    )
+    difference: PairedDifference | None = Field(description="Candidate minus baseline; None with no included pair.")
+    difference_problem: str | None = None
+    flips: Flips
+    incomparable: tuple[Difference, ...] = ()
+
+
+class RunRef(BaseModel):
+    """Which run a side of the comparison is."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    run_id: str
+    folder: str
+    fingerprint: str = Field(description="The fingerprint a ledger's `baselines:` entry binds this run by.")
+    dataset: str
+    gold_fingerprint: str
+    examples: int = Field(ge=0)
+
+
+class Comparison(BaseModel):
+    """`evalglass compare BASE CAND`: every compared metric, plus what is on one side only."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    schema_version: Literal["evalglass.comparison/1"] = COMPARISON_SCHEMA
+    base: RunRef
+    candidate: RunRef
+    paired: int = Field(ge=0, description="Examples present in both runs (matched by id).")
+    only_in_base: tuple[str, ...] = ()
+    only_in_candidate: tuple[str, ...] = ()
+    incomparable: tuple[Difference, ...] = Field(default=(), description="Run-level: gold or example set differ.")
+    metrics: tuple[MetricComparison, ...]
+
+
+class GateComparison(BaseModel):
+    """What a comparative gate decided on: the baseline it was bound to, the margin, the comparison, and how much
+    the suite can detect (power statements from the observed paired variance, at the gate's level and 80% power)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    baseline: str = Field(description="The baseline's name in the ledger.")
+    baseline_run_id: str | None = None
+    baseline_location: str | None = Field(default=None, description="Where the baseline run was read from.")
+    baseline_fingerprint: str | None = Field(default=None, description="The baseline's fingerprint as found.")
+    approved_fingerprint: str | None = Field(default=None, description="The fingerprint the ledger approved.")
+    margin: float | None = Field(default=None, description="The approved margin (the largest drop accepted).")
+    metric: MetricComparison | None = Field(default=None, description="None when the baseline could not be read.")
+    power: float | None = Field(default=None, description="The power the statements below are made at.")
+    power_margin: float | None = Field(
+        default=None, description="The drop the power statement is about: the approved margin, else the proposed one."
+    )
+    required_pairs: int | None = Field(
+        default=None, description="Pairs needed to tell a drop of power_margin from no change at the gate's level."
+    )
+    detectable_drop: float | None = Field(
+        default=None, description="The smallest true drop the current pairs detect at the gate's level."
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Pairing:
+    """Positions of the examples present in both runs, in candidate order, and of those on one side only."""
+
+    base: IntArray
+    candidate: IntArray
+    only_base: IntArray
+    only_candidate: IntArray
+
+    @property
+    def complete(self) -> bool:
+        return not (self.only_base.size or self.only_candidate.size)
+
+
+def pair_ids(base: IdArray, candidate: IdArray) -> Pairing:
+    """Match examples by id (ids are unique within a run). Runs of one dataset share the order: no sort then."""
+    if base.shape == candidate.shape and np.array_equal(base, candidate):
+        every = np.arange(base.size, dtype=np.int64)
+        empty = np.empty(0, dtype=np.int64)
+        return Pairing(base=every, candidate=every, only_base=empty, only_candidate=empty)
+    _, in_base, in_candidate = np.intersect1d(base, candidate, assume_unique=True, return_indices=True)
+    order = np.argsort(in_candidate, kind="stable")
+    only_base = np.ones(base.size, dtype=bool)
+    only_base[in_base] = False
+    only_candidate = np.ones(candidate.size, dtype=bool)
+    only_candidate[in_candidate] = False
+    return Pairing(
+        base=in_base[order].astype(np.int64),
+        candidate=in_candidate[order].astype(np.int64),
+        only_base=np.flatnonzero(only_base).astype(np.int64),
+        only_candidate=np.flatnonzero(only_candidate).astype(np.int64),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSide:
+    """One run's metric, one row per example (samples already reduced): values (NaN where none) and state bytes."""
+
+    values: FloatArray
+    states: StateArray
+    definition: str
+    scale: ScaleSpec | None
+
+
+def side_estimate(side: MetricSide) -> SideEstimate:
+    included = side.values[side.states == SCORED_VALID]
+    return SideEstimate(point=float(included.mean()) if included.size else None, n=int(included.size))
+
+
+def compare_metric(
+    name: str,
+    base: MetricSide,
+    candidate: MetricSide,
+    pairing: Pairing,
+    candidate_ids: IdArray,
+    *,
+    interval: IntervalSpec,
+    clusters: IntArray | None = None,
+    sides: Sides = Sides.TWO_SIDED,
+    level: float | None = None,
+    higher_is_better: bool = True,
+) -> MetricComparison:
+    """Compare one metric over the paired examples.
+
+    ``interval`` is the candidate's interval settings for the metric (method override, level, seed, resamples);
+    ``level`` overrides its level (a comparative gate's one-sided level). ``clusters`` holds one cluster id per
+    candidate example when the dataset declares clusters. ``higher_is_better`` (a gate's direction; `evalglass
+    compare` has none and takes higher as better) decides which side of the pass point passes.
+    """
+    base_states = base.states[pairing.base]
+    candidate_states = candidate.states[pairing.candidate]
+    combined = np.where(candidate_states != SCORED_VALID, candidate_states, base_states).astype(np.uint8)
+    pairs = population_of_states(combined, int(combined.size))
+    valid = combined == SCORED_VALID
+    base_values = base.values[pairing.base][valid]
+    candidate_values = candidate.values[pairing.candidate][valid]
+    binary = is_binary(base_values) and is_binary(candidate_values)
+    difference: PairedDifference | None = None
+    problem: str | None = None
+    try:
+        difference = paired_difference(
+            base_values,
+            candidate_values,
+            level=interval.level if level is None else level,
+            sides=sides,
+            method=interval.override,
+            clusters=None if clusters is None else clusters[pairing.candidate][valid],
+            seed=interval.seed,
+            resamples=interval.resamples,
+        )
+    except ValueError as exc:
+        problem = str(exc)
+    incomparable: tuple[Difference, ...] = ()
+    if base.definition != candidate.definition:
+        incomparable = (
+            Difference(
+                code=Incomparable.METRIC_DEFINITION,
+                message=f"metric '{name}' is defined differently in the two runs (baseline {base.definition}, "
+                f"candidate {candidate.definition})",
+            ),
+        )
+    return MetricComparison(
+        metric=name,
+        kind="binary" if binary else "continuous",
+        base=side_estimate(base),
+        candidate=side_estimate(candidate),
+        pairs=pairs,
+        difference=difference,
+        difference_problem=problem,
+        flips=_flips(
+            base_values,
+            candidate_values,
+            candidate_ids[pairing.candidate][valid],
+            binary,
+            candidate.scale,
+            higher_is_better,
+        ),
+        incomparable=incomparable,
+    )
+
+
+def _flips(
+    base: FloatArray, candidate: FloatArray, ids: IdArray, binary: bool, scale: ScaleSpec | None, higher: bool
+) -> Flips:
+    if binary:
+        pass_at, rule = (1.0, "value = 1") if higher else (0.0, "value = 0")
+    elif scale is not None:
+        pass_at = (scale.min + scale.max) / 2.0
+        sign = ">=" if higher else "<="
+        rule = f"value {sign} {pass_at:g} (the midpoint of the scale [{scale.min:g}, {scale.max:g}])"
+    else:
+        return Flips(pass_rule=None)
+    if higher:
+        base_pass, candidate_pass = base >= pass_at, candidate >= pass_at
+    else:
+        base_pass, candidate_pass = base <= pass_at, candidate <= pass_at
+    return Flips(
+        pass_rule=rule,
+        regressed=tuple(ids[base_pass & ~candidate_pass].tolist()),
+        improved=tuple(ids[~base_pass & candidate_pass].tolist()),
+    )
+
+
+def run_differences(base: RunRef, candidate: RunRef, pairing: Pairing) -> tuple[Difference, ...]:
+    """Run-level reasons the two runs do not measure the same examples against the same gold."""
+    out: list[Difference] = []
+    if base.gold_fingerprint != candidate.gold_fingerprint:
+        out.append(
+            Difference(
+                code=Incomparable.GOLD,
+                message=f"the dataset's gold differs (baseline {base.gold_fingerprint}, "
+                f"candidate {candidate.gold_fingerprint})",
+            )
+        )
+    if not pairing.complete:
+        out.append(
+            Difference(
+                code=Incomparable.EXAMPLE_SET,
+                message=f"the example sets differ: {pairing.only_base.size} example(s) only in the baseline, "
+                f"{pairing.only_candidate.size} only in the candidate",
+            )
+        )
+    return tuple(out)

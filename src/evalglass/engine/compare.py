@@ -1,0 +1,175 @@
+"""Reading two finished runs for a comparison: their records, fingerprints and per-example columns.
+
+`evalglass compare` and the comparative gates (run and verify) read a run through :func:`load_for_comparison`, so
+a baseline is fingerprinted, paired and measured the same way wherever it is used. Each scores file is streamed once
+into compact columns (numpy arrays: values, state bytes, ids), never into an object per example.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from evalglass.core.compare import (
+    Comparison,
+    MetricComparison,
+    MetricSide,
+    RunRef,
+    compare_metric,
+    pair_ids,
+    run_differences,
+)
+from evalglass.core.decide import RunShape, per_example
+from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
+from evalglass.core.runrecord import RunRecord
+from evalglass.core.scorecard import DatasetSummary
+from evalglass.engine.artifacts import RUNRECORD_FILE, LoadedScores, load_columns, load_json_model_and_bytes
+from evalglass.engine.config import Config
+from evalglass.errors import SetupError
+
+
+@dataclass(frozen=True)
+class RunForComparison:
+    folder: Path
+    record: RunRecord
+    config: Config
+    scores: LoadedScores
+    fingerprint: str
+
+    @property
+    def shape(self) -> RunShape:
+        example_of_row = self.scores.example_of_row
+        clusters = self.scores.cluster_ids
+        return RunShape(
+            examples=self.scores.examples,
+            example_of_row=None if example_of_row is None else np.frombuffer(example_of_row, dtype=np.int64),
+            clusters=None if clusters is None else np.frombuffer(clusters, dtype=np.int64),
+        )
+
+    @property
+    def ids(self) -> np.ndarray:
+        assert self.scores.ids is not None
+        return self.scores.ids
+
+    def ref(self) -> RunRef:
+        return RunRef(
+            run_id=self.record.run_id,
+            folder=str(self.folder),
+            fingerprint=self.fingerprint,
+            dataset=self.record.dataset.name,
+            gold_fingerprint=gold_fingerprint(self.record.dataset),
+            examples=self.scores.examples,
+        )
+
+    def side(self, name: str) -> MetricSide:
+        spec = self.config.metrics[name]
+        column = per_example(self.scores.columns[name], self.shape, spec.reducer, spec.k)
+        return MetricSide(
+            values=column.values(),
+            states=column.states(),
+            definition=metric_definition(self.config, name, self.record.definition_files),
+            scale=spec.value_scale(),
+        )
+
+
+def gold_fingerprint(dataset: DatasetSummary) -> str:
+    """The fingerprint of the dataset's gold (ids, inputs, references) the run was scored against.
+
+    THE ONE PLACE TO SWITCH: until the run record carries a gold fingerprint that leaves the recorded output
+    field(s) out (the "recorded outputs apart from gold" work), this is the fingerprint of the dataset file's bytes.
+    With recorded outputs, two runs therefore compare as same-gold only when they read one dataset file (for example
+    with the outputs in two fields, `task: {field: ...}`); runs with a live lane are unaffected.
+    """
+    return dataset.fingerprint
+
+
+def run_fingerprint(runrecord_bytes: bytes, scores_sha256: str) -> str:
+    """What a ledger binds a baseline run by: its run record's bytes (config, definitions, dataset) and its scores.
+
+    Any edit to either file, including one that keeps them consistent with each other, changes it.
+    """
+    return fingerprint_of({"runrecord": fingerprint_of_bytes(runrecord_bytes), "scores": scores_sha256})
+
+
+def metric_definition(config: Config, name: str, definition_files: dict[str, dict[str, str]]) -> str:
+    """The fingerprint of a metric's definition (its semantics and the files it is defined by)."""
+    return fingerprint_of(
+        {"metric": config.metrics[name].fingerprint_payload(), "files": definition_files.get(name, {})}
+    )
+
+
+def load_for_comparison(folder: Path, *, what: str = "run", metrics: list[str] | None = None) -> RunForComparison:
+    """A finished run's record, config and columns (with ids), and its fingerprint as computed from its files.
+
+    ``metrics`` limits the columns loaded (default: every metric of the run)."""
+    if not folder.is_dir():
+        raise SetupError(
+            f"{what} folder not found", where=str(folder), fix="name a run folder written by `evalglass run`"
+        )
+    record, raw = load_json_model_and_bytes(folder / RUNRECORD_FILE, RunRecord, "run record")
+    assert isinstance(record, RunRecord)
+    try:
+        config = Config.model_validate(record.config)
+    except Exception as exc:
+        raise SetupError(f"the run record's config no longer validates: {exc}", where=str(folder)) from None
+    scores = load_columns(
+        folder / record.scores_file,
+        [name for name in config.metrics if metrics is None or name in metrics],
+        samples=config.samples,
+        clustered=config.dataset.cluster_field is not None,
+        ids=True,
+    )
+    return RunForComparison(
+        folder=folder, record=record, config=config, scores=scores, fingerprint=run_fingerprint(raw, scores.sha256)
+    )
+
+
+def compare_runs(base_folder: Path, candidate_folder: Path, metrics: list[str] | None = None) -> Comparison:
+    """Compare every metric the two runs share (or the ones named); a SetupError when they cannot be compared."""
+    base = load_for_comparison(base_folder, what="baseline run", metrics=metrics)
+    candidate = load_for_comparison(candidate_folder, what="candidate run", metrics=metrics)
+    shared = [name for name in candidate.config.metrics if name in base.config.metrics]
+    if metrics:
+        for name in metrics:
+            missing = [
+                side for side, run in (("baseline", base), ("candidate", candidate)) if name not in run.config.metrics
+            ]
+            if missing:
+                raise SetupError(
+                    f"metric '{name}' is not in the {' and '.join(missing)} run",
+                    fix=f"compare one of the metrics both runs have: {', '.join(shared) or '(none)'}",
+                )
+        shared = list(dict.fromkeys(metrics))
+    if not shared:
+        raise SetupError("the two runs have no metric in common", fix="compare runs of the same evaluation")
+    pairing = pair_ids(base.ids, candidate.ids)
+    if pairing.candidate.size == 0:
+        raise SetupError(
+            "the two runs have no example id in common",
+            fix="compare runs on the same dataset (examples are matched by id)",
+        )
+    clusters = candidate.shape.clusters
+    compared: list[MetricComparison] = [
+        compare_metric(
+            name,
+            base.side(name),
+            candidate.side(name),
+            pairing,
+            candidate.ids,
+            interval=candidate.config.metrics[name].interval,
+            clusters=clusters,
+        )
+        for name in shared
+    ]
+    base_ref, candidate_ref = base.ref(), candidate.ref()
+    return Comparison(
+        base=base_ref,
+        candidate=candidate_ref,
+        paired=int(pairing.candidate.size),
+        only_in_base=tuple(base.ids[pairing.only_base].tolist()),
+        only_in_candidate=tuple(candidate.ids[pairing.only_candidate].tolist()),
+        incomparable=run_differences(base_ref, candidate_ref, pairing),
+        metrics=tuple(compared),
+    )
