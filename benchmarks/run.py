@@ -174,7 +174,7 @@ def project(workdir: Path, dataset: Path, *, gated: bool) -> Path:
 
 def activate(folder: Path, evalglass: list[str]) -> None:
     """Write the ledger a host would write, from explain's fingerprints, so the gated case really gates."""
-    subprocess.run([*evalglass, "run", "--out", "probe"], cwd=folder, check=False, capture_output=True)
+    subprocess.run([*evalglass, "run", "--out", "probe", "--no-history"], cwd=folder, check=False, capture_output=True)
     entries = json.loads(
         subprocess.run(
             [*evalglass, "explain", "accuracy", "--run", "probe", "--format", "json"],
@@ -228,7 +228,11 @@ def bad_input_cases(python: str, work: Path, n: int, repeats: int, smoke: bool) 
         ),
     }
     best = rotated(
-        repeats, [(label, [*evalglass, "run", "--out", "out"], folder, {0}) for label, folder in projects.items()]
+        repeats,
+        [
+            (label, [*evalglass, "run", "--out", "out", "--no-history"], folder, {0})
+            for label, folder in projects.items()
+        ],
     )
     for folder in projects.values():
         verified(evalglass, folder, "informational")
@@ -272,8 +276,8 @@ def main() -> None:
                 [
                     ("floor", [python, str(HERE / "floor.py"), str(dataset)], work, {0}),
                     ("floor+imports", [python, str(HERE / "floor.py"), str(dataset), "--with-imports"], work, {0}),
-                    ("run", [*evalglass, "run", "--out", "out"], plain, {0}),
-                    ("run gated", [*evalglass, "run", "--out", "out"], gated, {0}),
+                    ("run", [*evalglass, "run", "--out", "out", "--no-history"], plain, {0}),
+                    ("run gated", [*evalglass, "run", "--out", "out", "--no-history"], gated, {0}),
                 ],
             )
             floor, stack, case1, case2 = best["floor"], best["floor+imports"], best["run"], best["run gated"]

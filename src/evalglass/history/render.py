@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from evalglass.history.query import HistoryEntry
-from evalglass.report.fmt import number
+from evalglass.report.numbers import number
 
 BARS = "▁▂▃▄▅▆▇█"
 
