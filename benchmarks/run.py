@@ -130,6 +130,14 @@ def compare_case(python: str, n: int, repeats: int) -> list[str]:
     return [*rows, f"| {n:,} | case 8 {cpu} | | | |"]
 
 
+def history_case(python: str, n: int, runs: int, repeats: int) -> list[str]:
+    """Case 9 through `bench_history.py` (recording a run of n examples; listing a history of `runs` runs): its
+    table rows."""
+    argv = [python, str(HERE / "bench_history.py"), "--n", str(n), "--runs", str(runs), "--repeats", str(repeats)]
+    output = subprocess.run(argv, check=True, capture_output=True, text=True).stdout.splitlines()
+    return [line for line in output if line.startswith("| ") and not line.startswith("| examples")]
+
+
 def verified(evalglass: list[str], folder: Path, verdict: str) -> None:
     """The measured run must re-derive exactly from its own scores and reach the verdict the case is about."""
     done = subprocess.run([*evalglass, "verify", "out"], cwd=folder, capture_output=True, text=True, check=False)
@@ -304,6 +312,7 @@ def main() -> None:
             f"{lanes.seconds:.2f} s ({runs}) | {lanes.peak_rss_mb:.0f} MB | {verdict} |"
         )
         rows += compare_case(python, sizes[-1], repeats)
+        rows += history_case(python, sizes[-1], 200 if args.smoke else 10_000, repeats)
     print(f"machine: {machine()}; best of {repeats}")
     print("| examples | case | wall | peak RSS | ratio |")
     print("|---|---|---|---|---|")

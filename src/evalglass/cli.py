@@ -475,6 +475,7 @@ def view(folder: Path | None, junit: Path | None, github: bool, fmt: str) -> Non
 )
 def report(folder: Path | None, out: Path | None) -> None:
     """Write a run's HTML report (default: the last run): one self-contained file, no network needed to open it.
+    FOLDER may be a recorded run (run id, BRANCH@latest, ...): its report goes to report-RUN_ID.html here.
 
     \b
     It renders the run's artifacts and decides nothing; `evalglass verify` checks them.
@@ -490,6 +491,8 @@ def report(folder: Path | None, out: Path | None) -> None:
             fix="name a run folder written by `evalglass run`",
         )
     target = out if out is not None else resolved / "report.html"
+    if out is None and folder is not None and not folder.exists():
+        target = Path(f"report-{resolved.name}.html")  # a run read from the history: its folder is temporary
     _write_html(resolved, target)
     click.echo(f"wrote {target}")
 

@@ -7,8 +7,13 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.e2e.project import base_config, run_cli
 from tests.e2e.test_comparative_gates import NO_CHANGE, gate_of, reasons, setup
+
+# Real CLI processes (and a real database server) on a shared machine: generous, bounded time.
+pytestmark = pytest.mark.timeout(600)
 
 
 def test_a_baseline_named_main_at_latest_is_found_in_the_history_and_stays_bound(tmp_path: Path, db_url: str) -> None:

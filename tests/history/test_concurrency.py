@@ -11,10 +11,14 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from sqlalchemy import create_engine, text
 
 from evalglass.history.session import open_history
 from tests.e2e.project import make_project, run_cli
+
+# Real CLI processes (and a real database server) on a shared machine: generous, bounded time.
+pytestmark = pytest.mark.timeout(600)
 
 
 def _start(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Popen[str]:

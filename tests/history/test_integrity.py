@@ -11,6 +11,9 @@ from sqlalchemy import create_engine, text
 
 from tests.e2e.project import make_project, run_cli
 
+# Real CLI processes (and a real database server) on a shared machine: generous, bounded time.
+pytestmark = pytest.mark.timeout(600)
+
 
 def _recorded(tmp_path: Path, url: str) -> str:
     make_project(tmp_path)

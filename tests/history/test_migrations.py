@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import create_engine, text
@@ -15,6 +16,9 @@ from evalglass.history.migrate import current_revision, upgrade_to
 from evalglass.history.schema import HEAD_REVISION, Base
 from evalglass.history.store import open_engine
 from tests.e2e.project import make_project, run_cli
+
+# Real CLI processes (and a real database server) on a shared machine: generous, bounded time.
+pytestmark = pytest.mark.timeout(600)
 
 OLD_RUN = {
     "run_id": "20261101T000000Z-aaaaaa",

@@ -9,7 +9,12 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.e2e.project import make_project, run_cli
+
+# Every test drives the real CLI several times, in subprocesses: on a loaded shared machine that takes a while.
+pytestmark = pytest.mark.timeout(600)
 
 
 def _env(url: str, **extra: str) -> dict[str, str]:
@@ -68,31 +73,46 @@ def test_a_dirty_work_tree_and_no_ci_are_recorded_as_such(tmp_path: Path, db_url
     assert (entry["branch"], entry["dirty"], entry["ci_provider"]) == ("trunk", True, None)
 
 
-def test_a_recorded_run_is_viewed_verified_and_exported_without_its_folder(tmp_path: Path, db_url: str) -> None:
+def _recorded_elsewhere(tmp_path: Path, db_url: str) -> tuple[str, Path]:
+    """A run recorded on branch main whose folder (and last-run pointer) is then gone, as on another machine; the
+    original folder is kept aside for comparison."""
     make_project(tmp_path)
     _git(tmp_path, "init", "-q", "-b", "main")
     assert run_cli("run", "--no-progress", cwd=tmp_path, env=_env(db_url)).code == 0
     [folder] = (tmp_path / ".evalglass" / "runs").iterdir()
     keep = tmp_path.parent / f"{tmp_path.name}-original"
     shutil.copytree(folder, keep)
-    shutil.rmtree(tmp_path / ".evalglass")  # another machine: no folder, no last-run pointer
-    run_id = folder.name
+    shutil.rmtree(tmp_path / ".evalglass")
+    return folder.name, keep
+
+
+def test_a_recorded_run_is_viewed_and_verified_by_every_kind_of_reference(tmp_path: Path, db_url: str) -> None:
+    run_id, _ = _recorded_elsewhere(tmp_path, db_url)
     today = run_id[:4] + "-" + run_id[4:6] + "-" + run_id[6:8]
     for ref in (run_id, "last", "main@latest", f"main@{today}"):
         viewed = run_cli("view", ref, "--format", "json", cwd=tmp_path, env=_env(db_url))
         assert viewed.code == 0, (ref, viewed.err)
         assert viewed.json()["run_id"] == run_id
-        verified = run_cli("verify", ref, cwd=tmp_path, env=_env(db_url))
-        assert verified.code == 0, (ref, verified.out, verified.err)
-        assert "verified:" in verified.out
+    verified = run_cli("verify", "main@latest", cwd=tmp_path, env=_env(db_url))
+    assert verified.code == 0, (verified.out, verified.err)
+    assert "verified:" in verified.out
     assert run_cli("view", "main@2000-01-01", cwd=tmp_path, env=_env(db_url)).code == 2
     assert run_cli("view", "other@latest", cwd=tmp_path, env=_env(db_url)).code == 2
+
+
+def test_a_recorded_run_is_exported_byte_for_byte_explained_and_reported(tmp_path: Path, db_url: str) -> None:
+    run_id, keep = _recorded_elsewhere(tmp_path, db_url)
     exported = run_cli("history", "export", "main@latest", "copy", cwd=tmp_path, env=_env(db_url))
     assert exported.code == 0, exported.err
     assert _files(tmp_path / "copy") == _files(keep)
     match, mismatch, errors = filecmp.cmpfiles(keep, tmp_path / "copy", _files(keep), shallow=False)
     assert mismatch == [] and errors == [] and len(match) >= 5
     assert run_cli("verify", "copy", cwd=tmp_path).code == 0
+    explained = run_cli("explain", "accuracy", "--run", "last", "--format", "json", cwd=tmp_path, env=_env(db_url))
+    assert explained.code == 0 and explained.json()[0]["subject"] == "accuracy", explained.err
+    reported = run_cli("report", "main@latest", cwd=tmp_path, env=_env(db_url))
+    assert reported.code == 0, reported.err
+    assert run_id in (tmp_path / f"report-{run_id}.html").read_text()
 
 
 def test_no_history_records_nothing(tmp_path: Path) -> None:

@@ -11,6 +11,9 @@ import pytest
 from tests.e2e.project import make_project, run_cli
 from tests.e2e.test_verdicts import approve
 
+# Real CLI processes (and a real database server) on a shared machine: generous, bounded time.
+pytestmark = pytest.mark.timeout(600)
+
 PASSWORD = "s3cret-pw-x9"
 
 
