@@ -282,6 +282,11 @@ LAST = "\x00last"
     help="Also write the HTML report of this run to this file (as `evalglass report` does).",
 )
 @click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Run nothing: show what every gate would be (the same as `evalglass preflight`) and exit 0, 1 or 2.",
+)
+@click.option(
     "--db",
     metavar="URL",
     help="Record the run in this history database [default: $EVALGLASS_DB, else .evalglass/history.sqlite].",
@@ -300,12 +305,29 @@ def run(
     github: bool | None,
     html_path: Path | None,
     pinned_ledger: Path | None,
+    dry_run: bool,
     db: str | None,
     no_history: bool,
     fmt: str,
 ) -> None:
     """Evaluate the dataset, decide every gate, write artifacts, record the run in the history, exit with the
     verdict's code."""
+    if dry_run:
+        writes = [
+            name
+            for name, given in (("--out", out), ("--resume", resume), ("--junit", junit), ("--html", html_path))
+            if given
+        ]
+        if writes or no_cache or refresh:
+            from evalglass.errors import SetupError
+
+            combined = ", ".join(writes) or "--no-cache/--refresh"
+            raise SetupError(
+                f"--dry-run runs and writes nothing; it cannot be combined with {combined}",
+                fix="drop those options, or drop --dry-run",
+            )
+        path = example_config(example) if example is not None else find_config(config_path)
+        _preflight(path, pinned_ledger, None, fmt)
     with _long_lived_imports():
         _load_numpy()
         from evalglass.api import run as run_evaluation
@@ -363,6 +385,53 @@ def run(
     sys.exit(result.exit_code)
 
 
+@main.command()
+@click.option("--config", "config_path", type=click.Path(path_type=Path), help="Path to evalglass.yaml.")
+@click.option(
+    "--ledger",
+    "pinned_ledger",
+    type=click.Path(path_type=Path),
+    help="The host's ledger: refuse a config whose `ledger:` names any other file.",
+)
+@click.option(
+    "--today",
+    metavar="YYYY-MM-DD",
+    help="Check expiry on this day instead of today (UTC): today or later only, to see what will expire.",
+)
+@FORMAT
+def preflight(config_path: Path | None, pinned_ledger: Path | None, today: str | None, fmt: str) -> None:
+    """Show what every gate would be (informational, would decide, or blocked now and why) without running
+    anything; exit 0 when every active gate could decide, 1 when any would be blocked."""
+    _preflight(find_config(config_path), pinned_ledger, today, fmt)
+
+
+def _preflight(path: Path, pinned_ledger: Path | None, today: str | None, fmt: str) -> NoReturn:
+    from datetime import UTC, datetime
+
+    from evalglass.core.calendar import day_number, day_problem
+    from evalglass.engine.preflight import preflight as compute
+    from evalglass.errors import SetupError
+    from evalglass.report.preflight import preflight_json, preflight_text
+
+    clock = datetime.now(UTC).date().isoformat()
+    if today is not None:
+        problem = day_problem(today)
+        if problem is not None:
+            raise SetupError(f"--today: {problem}", fix="pass a date as YYYY-MM-DD")
+        if day_number(today) < day_number(clock):
+            # Looking ahead shows what will expire; looking back would let a command line un-expire an approval.
+            raise SetupError(
+                f"--today {today} is before today ({clock}): preflight can look ahead, never back",
+                fix="pass today's date or a later one",
+            )
+    found = compute(path, today=today or clock, pinned_ledger=pinned_ledger)
+    if fmt == "json":
+        _emit_json(preflight_json(found))
+    else:
+        click.echo(preflight_text(found))
+    sys.exit(int(found.exit_code))
+
+
 def _show(result: RunResult, fmt: str) -> None:
     """The run on stdout: its JSON payload or the terminal summary."""
     if fmt == "json":
@@ -387,11 +456,15 @@ def _publish(result: RunResult, junit: Path | None, github: bool | None, fmt: st
 
 
 def _write_html(folder: Path, out: Path) -> None:
-    from evalglass.engine.artifacts import write_atomic
     from evalglass.engine.explorer import html_report
+
+    _write_page(html_report(folder), out)
+
+
+def _write_page(page: str, out: Path) -> None:
+    from evalglass.engine.artifacts import write_atomic
     from evalglass.errors import SetupError
 
-    page = html_report(folder)
     try:
         write_atomic(out, page.encode())
     except OSError as exc:
@@ -442,6 +515,8 @@ def calibrate(judge: str, labels: Path, config_path: Path | None, no_cache: bool
     mode = "off" if no_cache else "refresh" if refresh else "use"
     with _stdout_to_stderr():
         outcome = calibrate_command(find_config(config_path), judge, labels, cache_mode=mode)
+    for warning in outcome.warnings:
+        click.echo(warning, err=True)
     record = outcome.record
     if fmt == "json":
         _emit_json({"path": str(outcome.path), **record.model_dump(mode="json")})
@@ -525,8 +600,14 @@ def explain(name: str | None, folder: Path | None, fmt: str) -> None:
 @click.argument("candidate", metavar="CANDIDATE")
 @click.option("--metric", "metrics", multiple=True, help="Compare only this metric (repeatable; default: all shared).")
 @click.option("--top", default=10, show_default=True, type=click.IntRange(min=0), help="Flipped ids shown per metric.")
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Also write the comparison as one self-contained HTML page (differences drawn, flips by id).",
+)
 @FORMAT
-def compare(base: str, candidate: str, metrics: tuple[str, ...], top: int, fmt: str) -> None:
+def compare(base: str, candidate: str, metrics: tuple[str, ...], top: int, html_path: Path | None, fmt: str) -> None:
     """Compare two finished runs example by example: paired differences with intervals, and the flips.
 
     \b
@@ -538,12 +619,18 @@ def compare(base: str, candidate: str, metrics: tuple[str, ...], top: int, fmt: 
     from evalglass.engine.compare import compare_runs
 
     comparison = compare_runs(_from_history(base).folder, _from_history(candidate).folder, list(metrics) or None)
+    if html_path is not None:
+        from evalglass.report.comparison_html import render_comparison_html
+
+        _write_page(render_comparison_html(comparison), html_path)
     if fmt == "json":
         _emit_json(comparison.model_dump(mode="json"))
         return
     from evalglass.report.comparison import render_comparison
 
     render_comparison(comparison, _console(), top)
+    if html_path is not None:
+        click.echo(f"html comparison: {html_path}")
 
 
 @main.command()

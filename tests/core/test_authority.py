@@ -20,6 +20,7 @@ from evalglass.core.fingerprint import fingerprint_of
 
 GATE_FP = fingerprint_of({"gate": "g", "metric": "exact"})
 DATA_FP = fingerprint_of({"data": 1})
+TODAY = "2026-12-01"
 
 
 def identity(needs_gold: bool = False) -> GateIdentity:
@@ -31,16 +32,16 @@ def approved(**overrides) -> GateApproval:
 
 
 def codes(ledger: Ledger, needs_gold: bool = False) -> set[str]:
-    return {reason.code.value for reason in resolve_authority(identity(needs_gold), ledger).reasons}
+    return {reason.code.value for reason in resolve_authority(identity(needs_gold), ledger, today=TODAY).reasons}
 
 
 def test_no_entry_or_inactive_entry_means_informational():
-    assert not resolve_authority(identity(), Ledger()).active
-    assert not resolve_authority(identity(), Ledger(gates={"g": approved(active=False)})).active
+    assert not resolve_authority(identity(), Ledger(), today=TODAY).active
+    assert not resolve_authority(identity(), Ledger(gates={"g": approved(active=False)}), today=TODAY).active
 
 
 def test_current_approval_activates_with_its_threshold():
-    authority = resolve_authority(identity(), Ledger(gates={"g": approved()}))
+    authority = resolve_authority(identity(), Ledger(gates={"g": approved()}), today=TODAY)
     assert authority.active and authority.threshold == 0.8 and not authority.reasons
 
 

@@ -18,6 +18,7 @@ from evalglass.engine.artifacts import score_rows
 from tests.e2e.project import DEFAULT_ROWS, Project, make_project, run_cli
 from tests.e2e.test_setup_errors import assert_one_line_error as one_line
 from tests.e2e.test_verdicts import approve
+from tests.mountns import evalglass_in_namespace, read_only
 
 
 def assert_one_line_error(result, *needles: str) -> None:
@@ -335,8 +336,54 @@ def test_running_out_of_space_is_one_line_and_leaves_no_run_behind(tmp_path, siz
 
 
 def test_a_read_only_working_folder_is_one_line(tmp_path):
+    """A real read-only file system (root writes through permission bits): see tests/mountns.py."""
+    project = make_project(tmp_path)
+    result = evalglass_in_namespace([read_only(tmp_path)], "run", cwd=tmp_path)
+    assert_one_line_error(result, ".evalglass", "the file system is read-only", "--out a writable folder")
+    assert not (tmp_path / ".evalglass").exists()
+    assert project.run().code == 0  # the same project, writable again
+
+
+def test_a_read_only_state_folder_leaves_the_run_complete_and_says_so(tmp_path):
+    """`.evalglass/` read-only, the run written elsewhere: the verdict stands (exit 0), and each pointer that could
+    not be moved is one warning line saying what follows and how to name this run instead."""
+    project = make_project(tmp_path)
+    assert project.run("--out", "first").code == 0
+    state = tmp_path / ".evalglass"
+    before = {name: (state / name).read_text() for name in ("last-run", "last-started")}
+    result = evalglass_in_namespace([read_only(state)], "run", "--out", "second", cwd=tmp_path)
+    assert result.code == 0, result.err
+    assert (tmp_path / "second" / "scorecard.json").is_file()
+    warnings = [line for line in result.err.splitlines() if line.strip()]
+    assert len(warnings) == 2 and all(line.startswith("warning: ") for line in warnings), result.err
+    started, finished = warnings
+    assert ".evalglass/last-started" in started and "Read-only file system" in started
+    assert "may resume an older run" in started and started.endswith("evalglass run --resume second")
+    assert ".evalglass/last-run" in finished and "may show an older run" in finished
+    assert finished.endswith("evalglass view second")
+    # What the warnings say is what happened: the pointers could not be touched.
+    assert {name: (state / name).read_text() for name in before} == before
+
+
+def test_a_pointer_that_cannot_be_moved_is_one_warning_not_silence(tmp_path):
+    """`last-started` a folder (so it can be neither replaced by a file nor unlinked) inside a writable
+    `.evalglass/`: the run completes, and the one warning says the pointer still names an older run."""
+    project = make_project(tmp_path)
+    assert project.run("--out", "first").code == 0
+    pointer = tmp_path / ".evalglass" / "last-started"
+    pointer.unlink()
+    pointer.mkdir()
+    result = project.run("--out", "second")
+    assert result.code == 0, result.err
+    (warning,) = [line for line in result.err.splitlines() if line.strip()]
+    assert warning.startswith("warning: .evalglass/last-started: could not record this run as the last one started")
+    assert "could not be removed either" in warning  # a folder is not unlinked; said, not hidden
+    assert warning.endswith("Name this run explicitly: evalglass run --resume second")
+
+
+def test_a_read_only_working_folder_is_one_line_for_a_user_too(tmp_path):
     if os.geteuid() == 0:
-        pytest.skip("root writes through permissions")
+        pytest.skip("root writes through permissions (the read-only mount case above runs as root)")
     project = make_project(tmp_path)
     tmp_path.chmod(0o555)
     try:

@@ -156,3 +156,28 @@ def test_control_characters_and_bidi_overrides_are_shown_as_escapes(tmp_path):
     page = data.decode()
     assert "\u202e" not in page
     assert "nul\\u0000 bell\\u0007 \\u202eevil" in page
+
+
+def test_a_comparative_gates_comparison_is_shown_as_recorded_and_verify_catches_an_edit(tmp_path):
+    """The report renders the scorecard's comparison (here edited: other flipped ids, a better difference) without
+    re-reading the baseline; only `verify`, which re-derives it, refuses the edit."""
+    import json
+
+    from tests.e2e.test_comparative_gates import BIG_DROP, setup
+
+    project, _ = setup(tmp_path, BIG_DROP)
+    assert project.run("--out", "runs/cand").code == 1
+    honest = project.cli("report", "runs/cand", "--out", "honest.html")
+    assert honest.code == 0, honest.err
+    page = (tmp_path / "honest.html").read_text()
+    assert 'id="comparisons"' in page and "q030" in page and "Regressed: passed in the baseline, fail now (10)" in page
+    scorecard = tmp_path / "runs/cand/scorecard.json"
+    card = json.loads(scorecard.read_text())
+    flips = card["decision"]["gates"][0]["comparison"]["metric"]["flips"]
+    flips["regressed"] = ["forged-regression"]
+    scorecard.write_text(json.dumps(card, indent=2))
+    forged = project.cli("report", "runs/cand", "--out", "forged.html")
+    assert forged.code == 0, forged.err
+    page = (tmp_path / "forged.html").read_text()
+    assert "forged-regression" in page and "q030" not in page.split('id="comparisons"')[1].split("</section>")[0]
+    assert project.cli("verify", "runs/cand").code != 0

@@ -49,6 +49,61 @@ def test_get_put_and_modes(tmp_path: Path) -> None:
     assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
+def test_a_write_that_fails_mid_run_stops_writing_and_is_reported_once(tmp_path: Path) -> None:
+    """Another process holds the write lock past the busy timeout: the first put fails (False, not an exception),
+    later puts do not wait again, reads still work, and one warning line counts what was not stored."""
+    path = tmp_path / "c.sqlite"
+    with CallCache(path) as cache:
+        assert cache.put("kept", {"v": 1}, kind="chat")
+    cache = CallCache(path, busy_timeout=0.2)
+    holder = sqlite3.connect(path, isolation_level=None)
+    try:
+        holder.execute("BEGIN EXCLUSIVE")
+        assert cache.put("a", {"v": 2}, kind="chat") is False
+        holder.execute("ROLLBACK")  # the lock is gone, but writing stays off for the rest of this run
+        assert cache.put("b", {"v": 3}, kind="chat") is False
+        assert cache.get("kept") == {"v": 1}
+        assert (cache.writes, cache.unstored) == (0, 2)
+        (warning,) = cache.problems()
+        assert warning.startswith(f"warning: {path}: the call cache could not be written (database is locked)")
+        assert "2 result(s) of this run were not stored" in warning
+    finally:
+        holder.close()
+        cache.close()
+    with CallCache(path) as cache:
+        assert cache.get("a") is None and cache.get("b") is None and len(cache) == 1
+        assert cache.problems() == []
+
+
+def test_a_cache_that_cannot_be_opened_is_one_setup_error(tmp_path: Path) -> None:
+    from evalglass.engine.cache import CacheUnavailable
+
+    under_a_file = tmp_path / "file"
+    under_a_file.write_text("x")
+    for path, words in (
+        (under_a_file / "c.sqlite", "is a file, or under one"),
+        (tmp_path / "garbage.sqlite", "not an EvalGlass call cache"),
+    ):
+        if path.parent.is_dir():
+            path.write_bytes(b"\x00garbage" * 100)
+        try:
+            CallCache(path)
+        except CacheUnavailable as exc:
+            assert words in exc.line() and "--no-cache" in exc.line(), exc.line()
+        else:
+            raise AssertionError(f"{path} opened")
+    other = tmp_path / "other.sqlite"
+    with sqlite3.connect(other) as db:
+        db.execute("CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        db.execute("INSERT INTO meta VALUES ('schema', '99')")
+    try:
+        CallCache(other)
+    except CacheUnavailable as exc:
+        assert "cache schema 99" in exc.line() and "delete it" in exc.line()
+    else:
+        raise AssertionError("a cache of another schema opened")
+
+
 def test_concurrent_writers_in_one_process_tasks_and_threads(tmp_path: Path) -> None:
     cache = CallCache(tmp_path / "c.sqlite")
 

@@ -157,3 +157,37 @@ def test_changing_the_model_makes_the_calibration_stale(project: LiveProject) ->
     assert result.code == 1
     (reason,) = [r for r in _gate(result.out)["reasons"] if r["code"] == "judge_uncalibrated"]
     assert "stale" in reason["message"]
+
+
+def test_a_calibration_expires_by_the_ledger_date_or_its_age(project: LiveProject) -> None:
+    import datetime
+
+    today = datetime.datetime.now(datetime.UTC).date()
+    _judge_project(project)
+    fingerprint = project.gate_fingerprint("judged")
+    assert evalglass("calibrate", "quality", "--labels", "labels.jsonl", cwd=project.root).code == 0
+    gate = {"active": True, "threshold": 2.0, "fingerprint": fingerprint, "approved_on": today.isoformat()}
+
+    def run_with(judge: dict, policy: dict | None = None) -> dict:
+        ledger = {"gates": {"judged": gate}, "judges": {"quality": {"min_agreement": 0.3, **judge}}}
+        if policy:
+            ledger["policy"] = policy
+        (project.root / "authority.yaml").write_text(yaml.safe_dump(ledger))
+        return _gate(project.run().out)
+
+    assert run_with({"expires_on": (today + datetime.timedelta(days=1)).isoformat()})["outcome"] == "pass"
+    expired = run_with({"expires_on": (today - datetime.timedelta(days=1)).isoformat()})
+    assert [reason["code"] for reason in expired["reasons"]] == ["calibration_expired"]
+    assert "judge 'quality'" in expired["reasons"][0]["message"]
+    # max_age_days counts from the calibration record's own date (made today: fresh)...
+    assert run_with({}, {"max_age_days": 1})["outcome"] == "pass"
+    # ...and a record dated long ago is too old, even though nothing about the judge changed.
+    path = project.root / "calibrations" / "quality.json"
+    record = json.loads(path.read_text())
+    record["created_at"] = "2020-01-01T00:00:00Z"
+    path.write_text(json.dumps(record))
+    old = run_with({}, {"max_age_days": 30})
+    assert [reason["code"] for reason in old["reasons"]] == ["calibration_expired"]
+    assert "2020-01-31" in old["reasons"][0]["message"]
+    explained = evalglass("explain", "judged", cwd=project.root)
+    assert "calibration_expired" in explained.out and "Calibrate again" in explained.out

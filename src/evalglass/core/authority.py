@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
+from evalglass.core.calendar import DateText, IsoDay, day_of_timestamp
+from evalglass.core.expiry import Dated, standing
 from evalglass.core.fingerprint import Fingerprint
 from evalglass.core.names import closest
 
@@ -25,9 +27,12 @@ class BlockReason(StrEnum):
     POLICY_FORBIDDEN = "policy_forbidden"
     APPROVAL_UNBOUND = "approval_unbound"
     APPROVAL_STALE = "approval_stale"
+    APPROVAL_EXPIRED = "approval_expired"
     GOLD_NOT_VALIDATED = "gold_not_validated"
     GOLD_STALE = "gold_stale"
+    GOLD_EXPIRED = "gold_expired"
     JUDGE_UNCALIBRATED = "judge_uncalibrated"
+    CALIBRATION_EXPIRED = "calibration_expired"
     CHECK_NOT_PASSED = "check_not_passed"
     CHECK_UNBOUND = "check_unbound"
     NO_APPROVED_THRESHOLD = "no_approved_threshold"
@@ -39,6 +44,8 @@ class BlockReason(StrEnum):
     BASELINE_MISSING = "baseline_missing"
     #: Comparative gates: the baseline run's files are not the ones the ledger approved (or it approved none).
     BASELINE_STALE = "baseline_stale"
+    #: Comparative gates: the ledger's approval of the baseline is past its expires_on or max_age_days.
+    BASELINE_EXPIRED = "baseline_expired"
     #: Comparative gates: the two runs do not measure the same thing (metric definition, gold or example set).
     NOT_COMPARABLE = "not_comparable"
     #: Comparative gates: paired examples not measured validly in one of the runs (and not tolerated).
@@ -88,8 +95,14 @@ class GateApproval(BaseModel):
     fingerprint: Fingerprint | None = Field(
         default=None, description="Fingerprint of the gate + metric definition this approval is bound to."
     )
+    expires_on: IsoDay | None = Field(
+        default=None,
+        description="The last day this approval counts (YYYY-MM-DD); after it the gate blocks with approval_expired.",
+    )
     approved_by: str | None = None
-    approved_on: str | None = None
+    approved_on: DateText | None = Field(
+        default=None, description="The day of approval (YYYY-MM-DD); the policy's max_age_days counts from it."
+    )
     note: str | None = None
 
 
@@ -100,8 +113,14 @@ class DatasetValidation(BaseModel):
 
     validated_gold: StrictBool
     fingerprint: Fingerprint | None = Field(default=None, description="Fingerprint of the dataset file's bytes.")
+    expires_on: IsoDay | None = Field(
+        default=None,
+        description="The last day this validation counts (YYYY-MM-DD); after it reference gates block (gold_expired).",
+    )
     validated_by: str | None = None
-    validated_on: str | None = None
+    validated_on: DateText | None = Field(
+        default=None, description="The day of validation (YYYY-MM-DD); the policy's max_age_days counts from it."
+    )
     note: str | None = None
 
 
@@ -115,8 +134,15 @@ class BaselineApproval(BaseModel):
         default=None,
         description="Fingerprint of the run's runrecord.json and scores.jsonl as approved; any edit makes it stale.",
     )
+    expires_on: IsoDay | None = Field(
+        default=None,
+        description="The last day this baseline approval counts (YYYY-MM-DD); after it comparative gates on it "
+        "block (baseline_expired).",
+    )
     approved_by: str | None = None
-    approved_on: str | None = None
+    approved_on: DateText | None = Field(
+        default=None, description="The day of approval (YYYY-MM-DD); the policy's max_age_days counts from it."
+    )
     note: str | None = None
 
 
@@ -125,6 +151,21 @@ class Policy(BaseModel):
 
     forbid_all_gating: StrictBool = Field(default=False, description="Freeze: every active gate blocks.")
     forbid_gates: tuple[str, ...] = Field(default=(), description="Gates that may not gate, by name.")
+    max_age_days: int | None = Field(
+        default=None,
+        ge=1,
+        le=36_500,
+        strict=True,
+        description="Approvals, gold validations and judge calibrations older than this many days (from "
+        "approved_on, validated_on, the calibration's date) expire; an undated one counts as expired.",
+    )
+    expiry_warning_days: int = Field(
+        default=14,
+        ge=0,
+        le=3650,
+        strict=True,
+        description="Warn (explain, reports, preflight) when an approval expires within this many days.",
+    )
 
 
 class JudgeRequirement(BaseModel):
@@ -143,8 +184,13 @@ class JudgeRequirement(BaseModel):
         allow_inf_nan=False,
         description="Lowest acceptable lower bound of the judge's agreement with human labels.",
     )
+    expires_on: IsoDay | None = Field(
+        default=None,
+        description="The last day the judge's calibration counts (YYYY-MM-DD); after it gates on the judge block "
+        "(calibration_expired) until it is calibrated and approved again.",
+    )
     approved_by: str | None = None
-    approved_on: str | None = None
+    approved_on: DateText | None = None
     note: str | None = None
 
 
@@ -239,7 +285,13 @@ class GateIdentity(BaseModel):
     needs_gold: bool = Field(description="True when the gate's metric compares with a reference field.")
     needs_threshold: bool = Field(default=True, description="False for check gates, which pass only on PASS.")
     comparative: bool = Field(default=False, description="True for a gate on the difference from a baseline run.")
+    baseline: str | None = Field(default=None, description="Comparative gates: the baseline's name (compare_to).")
     judge: JudgeStanding | None = Field(default=None, description="Set when the gate's metric is an LLM judge.")
+    stale_cause: str | None = Field(
+        default=None,
+        description="Why the ledger's approval no longer matches, when the engine could tell (an evaluator's "
+        "version changed); said in the approval_stale message.",
+    )
 
 
 class Authority(BaseModel):
@@ -252,22 +304,26 @@ class Authority(BaseModel):
     margin: float | None = Field(default=None, description="Comparative gates: the approved margin.")
     reasons: tuple[Reason, ...] = ()
     require_binding: bool = Field(default=False, description="Check gates: an unbound result blocks.")
+    notes: tuple[str, ...] = Field(default=(), description="Warnings that do not block: approvals expiring soon.")
 
     @model_validator(mode="after")
     def _inactive_has_no_reasons(self) -> Authority:
         if not self.active and (
-            self.reasons or self.threshold is not None or self.margin is not None or self.require_binding
+            self.reasons or self.threshold is not None or self.margin is not None or self.require_binding or self.notes
         ):
             raise ValueError("an inactive gate carries no threshold and no blocking reasons")
         return self
 
 
-def resolve_authority(gate: GateIdentity, ledger: Ledger) -> Authority:
-    """Resolve one gate against the ledger. Every reason that holds is recorded, not just the first."""
+def resolve_authority(gate: GateIdentity, ledger: Ledger, *, today: str) -> Authority:
+    """Resolve one gate against the ledger on the day ``today`` (YYYY-MM-DD, passed in: core/ has no clock).
+    Every reason that holds is recorded, not just the first; approvals expiring soon add notes."""
     approval = ledger.gates.get(gate.name)
     if approval is None or not approval.active:
         return Authority(active=False)
     reasons: list[Reason] = []
+    notes: list[str] = []
+    expiring = _Expiring(ledger.policy, today, reasons, notes)
     if ledger.policy.forbid_all_gating:
         reasons.append(Reason(code=BlockReason.POLICY_FORBIDDEN, message="the ledger's policy forbids all gating"))
     elif gate.name in ledger.policy.forbid_gates:
@@ -282,19 +338,52 @@ def resolve_authority(gate: GateIdentity, ledger: Ledger) -> Authority:
             )
         )
     elif approval.fingerprint != gate.fingerprint:
+        what = gate.stale_cause or "the gate or metric definition changed since approval"
         reasons.append(
             Reason(
                 code=BlockReason.APPROVAL_STALE,
-                message=(
-                    f"the gate or metric definition changed since approval "
-                    f"(approved {approval.fingerprint}, now {gate.fingerprint})"
-                ),
+                message=f"{what} (approved {approval.fingerprint}, now {gate.fingerprint})",
             )
         )
+    expiring.check(
+        BlockReason.APPROVAL_EXPIRED,
+        Dated(f"the approval of gate '{gate.name}'", approval.expires_on, approval.approved_on, "approved_on"),
+    )
     if gate.needs_gold:
-        reasons.extend(_gold_reasons(gate, ledger.datasets.get(gate.dataset)))
+        validation = ledger.datasets.get(gate.dataset)
+        reasons.extend(_gold_reasons(gate, validation))
+        if validation is not None and validation.validated_gold:
+            expiring.check(
+                BlockReason.GOLD_EXPIRED,
+                Dated(
+                    f"the gold validation of dataset '{gate.dataset}'",
+                    validation.expires_on,
+                    validation.validated_on,
+                    "validated_on",
+                ),
+            )
     if gate.judge is not None:
-        reasons.extend(_judge_reasons(gate.judge, ledger.judges.get(gate.judge.metric)))
+        requirement = ledger.judges.get(gate.judge.metric)
+        reasons.extend(_judge_reasons(gate.judge, requirement))
+        record = gate.judge.calibration
+        if requirement is not None and record is not None:
+            expiring.check(
+                BlockReason.CALIBRATION_EXPIRED,
+                Dated(
+                    f"the calibration of judge '{gate.judge.metric}'",
+                    requirement.expires_on,
+                    _record_day(record.created_at),
+                    "calibration date (its record's created_at)",
+                ),
+            )
+    baseline = ledger.baselines.get(gate.baseline) if gate.comparative and gate.baseline is not None else None
+    if baseline is not None:
+        expiring.check(
+            BlockReason.BASELINE_EXPIRED,
+            Dated(
+                f"the approval of baseline '{gate.baseline}'", baseline.expires_on, baseline.approved_on, "approved_on"
+            ),
+        )
     if gate.comparative:
         # A comparative gate decides on a difference: the host approves a margin, and a threshold (which would be
         # compared with a difference, not a value) is never silently reused as one.
@@ -306,7 +395,7 @@ def resolve_authority(gate: GateIdentity, ledger: Ledger) -> Authority:
                     message=f"the ledger activates this comparative gate without a margin{why}",
                 )
             )
-        return Authority(active=True, margin=approval.margin, reasons=tuple(reasons))
+        return Authority(active=True, margin=approval.margin, reasons=tuple(reasons), notes=tuple(notes))
     if approval.threshold is None and gate.needs_threshold:
         reasons.append(
             Reason(
@@ -316,12 +405,45 @@ def resolve_authority(gate: GateIdentity, ledger: Ledger) -> Authority:
             )
         )
     threshold = approval.threshold if gate.needs_threshold else None
-    return Authority(active=True, threshold=threshold, reasons=tuple(reasons), require_binding=approval.require_binding)
+    return Authority(
+        active=True,
+        threshold=threshold,
+        reasons=tuple(reasons),
+        require_binding=approval.require_binding,
+        notes=tuple(notes),
+    )
+
+
+class _Expiring:
+    """Adds the expiry reason (or the warning note) of each dated approval a gate relies on."""
+
+    def __init__(self, policy: Policy, today: str, reasons: list[Reason], notes: list[str]) -> None:
+        self.policy, self.today, self.reasons, self.notes = policy, today, reasons, notes
+
+    def check(self, code: BlockReason, dated: Dated) -> None:
+        found = standing(
+            dated,
+            today=self.today,
+            max_age_days=self.policy.max_age_days,
+            warning_days=self.policy.expiry_warning_days,
+        )
+        if found.expired is not None:
+            self.reasons.append(Reason(code=code, message=found.expired))
+        elif found.warning is not None:
+            self.notes.append(f"expiring: {found.warning}")
+
+
+def _record_day(created_at: str) -> str | None:
+    try:
+        return day_of_timestamp(created_at)
+    except ValueError:
+        return None
 
 
 def declared_gate_authority(
     ledger: Ledger,
     *,
+    today: str,
     name: str,
     fingerprint: str,
     check: bool,
@@ -329,7 +451,9 @@ def declared_gate_authority(
     dataset_fingerprint: str,
     uses_reference: bool,
     judge: JudgeStanding | None = None,
+    stale_cause: str | None = None,
     comparative: bool = False,
+    baseline: str | None = None,
 ) -> Authority:
     """What the ledger says about one declared gate. The run, ``verify`` and the readers of a run all ask here."""
     return resolve_authority(
@@ -341,9 +465,12 @@ def declared_gate_authority(
             needs_gold=uses_reference and not check,
             needs_threshold=not check,
             judge=None if check else judge,
+            stale_cause=stale_cause,
             comparative=comparative,
+            baseline=baseline,
         ),
         ledger,
+        today=today,
     )
 
 

@@ -89,7 +89,7 @@ def decide_comparative_gate(
     approved = ledger.baselines.get(baseline_name)
     found = inputs.baselines.get(baseline_name)
     reasons: list[Reason] = list(authority.reasons)
-    reasons += _baseline_reasons(baseline_name, approved.fingerprint if approved else None, found, approved is not None)
+    reasons += baseline_reasons(baseline_name, approved.fingerprint if approved else None, found, approved is not None)
     comparison: MetricComparison | None = None
     base_side = found.metrics.get(metric) if found is not None and found.problem is None else None
     if found is not None and found.problem is None and base_side is None:
@@ -156,6 +156,7 @@ def decide_comparative_gate(
         "fingerprint": fingerprint,
         "compare_to": baseline_name,
         "comparison": detail,
+        "notes": authority.notes,
     }
     if not authority.active:
         return GateResult(outcome=Outcome.INFORMATIONAL, **common)
@@ -177,7 +178,8 @@ def decide_comparative_gate(
     )
 
 
-def _baseline_reasons(name: str, approved: str | None, found: BaselineRun | None, listed: bool) -> list[Reason]:
+def baseline_reasons(name: str, approved: str | None, found: BaselineRun | None, listed: bool) -> list[Reason]:
+    """Why the baseline ``name`` cannot be compared with: not listed, unreadable, or not the approved run."""
     if not listed:
         return [
             Reason(

@@ -77,6 +77,8 @@ class GateInput:
     spec: GateSpec
     fingerprint: str
     check_result: CheckResult | None = None
+    #: Why the ledger's approval of this gate is stale, when the engine could tell (an evaluator's new version).
+    stale_cause: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,17 +183,20 @@ def decide_run(
     judges: Mapping[str, JudgeStanding] | None = None,
     comparative: ComparativeInputs | None = None,
     ledger_where: Mapping[str, str] | None = None,
+    *,
+    today: str,
 ) -> tuple[tuple[MetricSummary, ...], VerdictPayload]:
-    """``judges`` holds, per llm_judge metric, its fingerprint and calibration record as the run found them (the
-    engine reads the files; a run record snapshots them so ``verify`` decides on exactly the same evidence).
-    ``comparative`` is needed when any gate compares with a baseline (``compare_to``).
+    """``today`` (YYYY-MM-DD) is the day approvals are checked for expiry on: the run's own date, so ``verify``
+    re-derives the same decision later. ``judges`` holds, per llm_judge metric, its fingerprint and calibration
+    record as the run found them (the engine reads the files; a run record snapshots them so ``verify`` decides on
+    exactly the same evidence). ``comparative`` is needed when any gate compares with a baseline (``compare_to``).
     ``ledger_where`` names, per gate the ledger lists, its ``file:line``, for the messages that point at it."""
     measured = {metric.name: measure(metric, shape) for metric in metrics}
     standings = judges or {}
     results: list[GateResult] = []
     for gate in gates:
         if gate.spec.check is not None:
-            results.append(_decide_check_gate(gate, ledger, dataset_name, dataset_fingerprint))
+            results.append(_decide_check_gate(gate, ledger, dataset_name, dataset_fingerprint, today))
         elif gate.spec.compare_to is not None:
             if comparative is None:
                 raise ValueError(f"gate '{gate.name}' compares with a baseline, but no comparative inputs were given")
@@ -203,6 +208,7 @@ def decide_run(
                     gate.fingerprint,
                     declared_gate_authority(
                         ledger,
+                        today=today,
                         name=gate.name,
                         fingerprint=gate.fingerprint,
                         check=False,
@@ -210,6 +216,8 @@ def decide_run(
                         dataset_fingerprint=dataset_fingerprint,
                         uses_reference=item.summary.uses_reference,
                         comparative=True,
+                        baseline=gate.spec.compare_to,
+                        stale_cause=gate.stale_cause,
                     ),
                     ledger,
                     item.column,
@@ -222,7 +230,7 @@ def decide_run(
         else:
             results.append(
                 _decide_metric_gate(
-                    gate, measured, ledger, dataset_name, dataset_fingerprint, standings.get(gate.spec.subject)
+                    gate, measured, ledger, dataset_name, dataset_fingerprint, today, standings.get(gate.spec.subject)
                 )
             )
     results.extend(undeclared_results(ledger, [gate.name for gate in gates], ledger_where or {}))
@@ -254,12 +262,14 @@ def _decide_metric_gate(
     ledger: Ledger,
     dataset_name: str,
     dataset_fingerprint: str,
+    today: str,
     judge: JudgeStanding | None = None,
 ) -> GateResult:
     item = measured[gate.spec.subject]
     summary = item.summary
     authority = declared_gate_authority(
         ledger,
+        today=today,
         name=gate.name,
         fingerprint=gate.fingerprint,
         check=False,
@@ -267,6 +277,7 @@ def _decide_metric_gate(
         dataset_fingerprint=dataset_fingerprint,
         uses_reference=summary.uses_reference,
         judge=judge,
+        stale_cause=gate.stale_cause,
     )
     bound: Interval | None = None
     advice: int | None = None
@@ -324,16 +335,20 @@ def _advice(spec: GateSpec, item: Measured, bound: Interval | None, threshold: f
     )
 
 
-def _decide_check_gate(gate: GateInput, ledger: Ledger, dataset_name: str, dataset_fingerprint: str) -> GateResult:
+def _decide_check_gate(
+    gate: GateInput, ledger: Ledger, dataset_name: str, dataset_fingerprint: str, today: str
+) -> GateResult:
     if gate.check_result is None:
         raise ValueError(f"gate '{gate.name}' decides on check '{gate.spec.check}', but no result was recorded")
     authority = declared_gate_authority(
         ledger,
+        today=today,
         name=gate.name,
         fingerprint=gate.fingerprint,
         check=True,
         dataset=dataset_name,
         dataset_fingerprint=dataset_fingerprint,
         uses_reference=False,
+        stale_cause=gate.stale_cause,
     )
     return evaluate_check_gate(gate.name, gate.spec, gate.fingerprint, authority, gate.check_result)

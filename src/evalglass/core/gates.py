@@ -293,6 +293,7 @@ def evaluate_gate(
         "bound_method": bound.method.value if lower and bound is not None else None,
         "required_n": required_n if lower else None,
         "fingerprint": fingerprint,
+        "notes": authority.notes,
     }
     if not authority.active:
         return GateResult(outcome=Outcome.INFORMATIONAL, **common)
@@ -372,22 +373,16 @@ def evaluate_check_gate(
                 message=f"check '{spec.subject}' ended {result.outcome.value}{why}: {result.repair.value}",
             )
         )
-    notes: tuple[str, ...] = ()
+    notes: tuple[str, ...] = authority.notes
     if result.binding is BindingStatus.UNBOUND and measured is not None:
         if authority.require_binding:
-            reasons.append(
-                Reason(
-                    code=BlockReason.CHECK_UNBOUND,
-                    message=(
-                        f"check '{spec.subject}' ran unbound (the gate names no expect_state) and the ledger requires "
-                        "a binding; add `expect_state:` to the gate with the state `evalglass check` prints"
-                    ),
-                )
-            )
+            reasons.append(check_unbound_reason(spec.subject))
         else:
-            notes = (UNBOUND_NOTE.format(check=spec.subject, outcome=result.outcome.value),)
+            notes = (*notes, UNBOUND_NOTE.format(check=spec.subject, outcome=result.outcome.value))
     if reasons:
-        return GateResult(outcome=Outcome.BLOCKED, reasons=tuple(reasons), value=measured, compared=measured, **common)
+        return GateResult(
+            outcome=Outcome.BLOCKED, reasons=tuple(reasons), notes=notes, value=measured, compared=measured, **common
+        )
     assert measured is not None
     if measured >= CHECK_THRESHOLD:
         return GateResult(
@@ -401,6 +396,17 @@ def evaluate_check_gate(
         compared=measured,
         threshold=CHECK_THRESHOLD,
         **common,
+    )
+
+
+def check_unbound_reason(check: str) -> Reason:
+    """A check gate whose ledger entry requires a binding, on a check that runs unbound (no ``expect_state``)."""
+    return Reason(
+        code=BlockReason.CHECK_UNBOUND,
+        message=(
+            f"check '{check}' ran unbound (the gate names no expect_state) and the ledger requires "
+            "a binding; add `expect_state:` to the gate with the state `evalglass check` prints"
+        ),
     )
 
 

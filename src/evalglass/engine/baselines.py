@@ -49,6 +49,17 @@ def _read(name: str, folder: Path, location: str, metrics: list[str]) -> tuple[B
     )
 
 
+def read_baseline(name: str, ledger: LoadedLedger, metrics: list[str]) -> tuple[BaselineRun, RunForComparison | None]:
+    """The baseline the ledger lists under ``name`` (its ``run`` folder is relative to the ledger file)."""
+    reference = ledger.ledger.baselines[name].run
+    source, location = ledger.path.parent / reference, str(ledger.path.parent / reference)
+    if not source.exists():
+        found_run = _locate(reference)
+        if found_run is not None:  # a run reference (main@latest): its fingerprint is still checked
+            source, location = found_run, reference
+    return _read(name, source, location, metrics)
+
+
 def _copy(source: Path, target: Path) -> None:
     """Byte for byte, atomically, mode 0600 (through the run folder's private partial files)."""
     partial, fd = open_private(target)
@@ -78,12 +89,7 @@ def baselines_for_run(
         approval = ledger.ledger.baselines.get(name)
         if approval is None:
             continue  # the gate blocks with baseline_missing: the ledger lists no such baseline
-        source, location = ledger.path.parent / approval.run, str(ledger.path.parent / approval.run)
-        if not source.exists():
-            found_run = _locate(approval.run)
-            if found_run is not None:  # a run reference (main@latest): its fingerprint is still checked
-                source, location = found_run, approval.run
-        baseline, run = _read(name, source, location, metrics)
+        baseline, run = read_baseline(name, ledger, metrics)
         if run is not None:
             target = folder / BASELINES_DIR / name
             make_dirs(target)

@@ -15,11 +15,24 @@ Durability and concurrency: WAL journal, ``synchronous=NORMAL``, one short trans
 writers in other processes. A process killed with SIGKILL loses at most the put in progress; the file stays
 consistent (SQLite's journal guarantees it) and the next open recovers the WAL. One ``CallCache`` may be shared by
 every coroutine of an event loop and by worker threads (a lock serialises use of the connection).
+
+When the cache cannot be used (docs/caching.md, "When the cache cannot be written"):
+
+* it cannot be opened for writing (a read-only folder or file system, permission denied, a file that is not a
+  cache, a lock held past the busy timeout): :class:`CacheUnavailable`, one line with the reason and the fix; the run
+  stops before any call is made (exit 2), since running uncached would pay for every call again and leave nothing to
+  resume from, and that is the user's choice (``--no-cache``), not ours;
+* a write fails once the run is under way (the disk fills up, an I/O error, a lock held too long): the result in
+  hand is real, so the run goes on; the cache stops writing for the rest of the run (each further put would fail
+  the same way, a lock after a busy timeout each) and :meth:`CallCache.problems` says, in one warning line, how many
+  results were not stored and why. A read that fails is a miss, and reading stops the same way.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import os
 import threading
 import time
 from enum import StrEnum
@@ -29,11 +42,16 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from evalglass.engine.runfolder import make_dirs
+from evalglass.errors import SetupError
 
 if TYPE_CHECKING:
     import sqlite3
 
 SCHEMA_VERSION = "1"
+
+
+class CacheUnavailable(SetupError):
+    """The call cache cannot be opened for writing: the run stops before its first call (exit 2)."""
 
 
 class CacheMode(StrEnum):
@@ -69,6 +87,10 @@ class CallCache:
         self.hits = 0
         self.misses = 0
         self.writes = 0
+        #: Results this run could not store, and the first reason (writing stops at the first failure).
+        self.unstored = 0
+        self._write_failure: str | None = None
+        self._read_failure: str | None = None
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
         if self.mode is not CacheMode.OFF:
@@ -80,10 +102,16 @@ class CallCache:
 
     def get(self, key: str) -> Any | None:
         """The stored result for ``key``; None on a miss, in ``off`` and in ``refresh`` mode."""
-        if self.mode is not CacheMode.USE or self._db is None:
+        if self.mode is not CacheMode.USE or self._db is None or self._read_failure is not None:
             return None
+        import sqlite3
+
         with self._lock:
-            row = self._db.execute("SELECT value FROM calls WHERE key = ?", (key,)).fetchone()
+            try:
+                row = self._db.execute("SELECT value FROM calls WHERE key = ?", (key,)).fetchone()
+            except sqlite3.Error as exc:  # a damaged file, an I/O error: this call is made, not read
+                self._read_failure = str(exc)
+                row = None
         if row is None:
             self.misses += 1
             return None
@@ -91,18 +119,47 @@ class CallCache:
         return orjson.loads(row[0])
 
     def put(self, key: str, value: Any, *, kind: str, request: Any = None) -> bool:
-        """Store a successful call's JSON result; returns False when nothing was written (``off`` mode)."""
+        """Store a successful call's JSON result; returns False when nothing was written (``off`` mode, or writing
+        failed earlier in this run or now: see :meth:`problems`)."""
         if self.mode is CacheMode.OFF or self._db is None:
             return False
         payload = canonical_json(value)
         stored_request = canonical_json(request) if (self.store_requests and request is not None) else None
-        with self._lock, self._db:
-            self._db.execute(
-                "INSERT OR REPLACE INTO calls (key, kind, value, request, created) VALUES (?, ?, ?, ?, ?)",
-                (key, kind, payload, stored_request, time.time()),
-            )
+        import sqlite3
+
+        with self._lock:
+            if self._write_failure is None:
+                try:
+                    with self._db:
+                        self._db.execute(
+                            "INSERT OR REPLACE INTO calls (key, kind, value, request, created) VALUES (?, ?, ?, ?, ?)",
+                            (key, kind, payload, stored_request, time.time()),
+                        )
+                except sqlite3.Error as exc:
+                    self._write_failure = str(exc)
+            if self._write_failure is not None:
+                self.unstored += 1
+                return False
         self.writes += 1
         return True
+
+    def problems(self) -> list[str]:
+        """One warning line per way the cache failed during this run (none when it worked)."""
+        found = []
+        if self._write_failure is not None:
+            found.append(
+                f"warning: {self.path}: the call cache could not be written ({self._write_failure}); "
+                f"{self.unstored} result(s) of this run were not stored, so a re-run or --resume makes those calls "
+                "again. This run's results are complete. Free space or fix the file's permissions, or run with "
+                "--no-cache"
+            )
+        if self._read_failure is not None:
+            found.append(
+                f"warning: {self.path}: the call cache could not be read ({self._read_failure}); the calls it "
+                "held were made again. This run's results are complete. Delete the file (it holds only cached "
+                "calls), or run with --no-cache"
+            )
+        return found
 
     def __len__(self) -> int:
         if self._db is None:
@@ -124,7 +181,68 @@ class CallCache:
 
 
 def _open(path: Path, busy_timeout: float) -> sqlite3.Connection:
+    """The cache's connection, ready to read and write; :class:`CacheUnavailable` when it cannot be."""
     import sqlite3  # only live runs open the cache; a recorded run imports this module for CacheMode alone
+
+    try:
+        return _connect(path, busy_timeout)
+    except (OSError, sqlite3.Error, _NotACache) as exc:
+        raise _unavailable(path, exc) from None
+
+
+def _unavailable(path: Path, exc: Exception) -> CacheUnavailable:
+    """Why the cache cannot be used, in words a user can act on (SQLite's own say little: "unable to open
+    database file" is what a read-only folder gives)."""
+    import sqlite3
+
+    folder = path.parent
+    code = exc.errno if isinstance(exc, OSError) else None
+    without = "or run with --no-cache (every call is then made, and nothing is kept for a re-run or --resume)"
+    if isinstance(exc, _NotACache) or (isinstance(exc, sqlite3.DatabaseError) and "not a database" in str(exc)):
+        return CacheUnavailable(
+            f"this file is not an EvalGlass call cache ({exc})",
+            where=str(path),
+            fix=f"delete it (it holds only cached calls), {without}",
+        )
+    if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+        return CacheUnavailable(
+            f"the call cache is locked by another process ({exc})",
+            where=str(path),
+            fix=f"wait for the other run to finish, {without}",
+        )
+    if code in (errno.EEXIST, errno.ENOTDIR):
+        return CacheUnavailable(
+            "the call cache's folder is a file, or under one", where=str(folder), fix=f"remove the file, {without}"
+        )
+    return CacheUnavailable(
+        f"the call cache cannot be written: {_why_unwritable(path, exc)}",
+        where=str(path),
+        fix=f"make {folder.resolve()} (and the file, if it exists) writable, {without}",
+    )
+
+
+def _why_unwritable(path: Path, exc: Exception) -> str:
+    """A read-only file system or a permission, checked on the file (or its folder) itself: SQLite reports both
+    as "unable to open database file" or "attempt to write a readonly database"."""
+    target = path if path.exists() else path.parent
+    try:
+        read_only = bool(os.statvfs(target).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only = False
+    if read_only or (isinstance(exc, OSError) and exc.errno == errno.EROFS):
+        return "the file system is read-only"
+    writable = os.access(path.parent, os.W_OK) and (not path.exists() or os.access(path, os.W_OK))
+    if not writable or (isinstance(exc, OSError) and exc.errno in (errno.EACCES, errno.EPERM)):
+        return "permission denied"
+    return exc.strerror or str(exc) if isinstance(exc, OSError) else str(exc)
+
+
+class _NotACache(Exception):
+    """A SQLite file with another schema: not ours to use."""
+
+
+def _connect(path: Path, busy_timeout: float) -> sqlite3.Connection:
+    import sqlite3
 
     make_dirs(path.parent)
     db = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
@@ -132,7 +250,7 @@ def _open(path: Path, busy_timeout: float) -> sqlite3.Connection:
         db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
         mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         if str(mode).lower() != "wal":
-            raise sqlite3.OperationalError(f"cannot switch {path} to WAL mode (got {mode})")
+            raise sqlite3.OperationalError(f"cannot switch to WAL mode (got {mode})")
         db.execute("PRAGMA synchronous = NORMAL")
         with db:
             db.execute(
@@ -144,13 +262,11 @@ def _open(path: Path, busy_timeout: float) -> sqlite3.Connection:
             db.execute("INSERT OR IGNORE INTO meta (name, value) VALUES ('schema', ?)", (SCHEMA_VERSION,))
         version = db.execute("SELECT value FROM meta WHERE name = 'schema'").fetchone()[0]
         if version != SCHEMA_VERSION:
-            raise sqlite3.OperationalError(
-                f"{path} has cache schema {version}, this EvalGlass expects {SCHEMA_VERSION}: delete the file"
-            )
+            raise _NotACache(f"cache schema {version}, this EvalGlass expects {SCHEMA_VERSION}")
     except BaseException:
         db.close()
         raise
     return db
 
 
-__all__ = ["CacheMode", "CallCache", "cache_key", "canonical_json"]
+__all__ = ["CacheMode", "CacheUnavailable", "CallCache", "cache_key", "canonical_json"]

@@ -88,6 +88,8 @@ class CalibrationOutcome:
     record: CalibrationRecord
     path: Path
     results: int
+    #: Problems that left the record intact (the call cache could not be written): printed on stderr.
+    warnings: tuple[str, ...] = ()
 
 
 def calibrate_command(
@@ -118,7 +120,7 @@ def calibrate_command(
     from evalglass.engine.liverun import calibrate_with_judge
 
     try:
-        calibration, results = asyncio.run(calibrate_with_judge(loaded, name, labelled, cache_mode))
+        calibration, results, warnings = asyncio.run(calibrate_with_judge(loaded, name, labelled, cache_mode))
     except CalibrationError as exc:
         raise SetupError(
             f"judge '{name}' cannot be calibrated: {exc}",
@@ -154,7 +156,7 @@ def calibrate_command(
     with writing(path.parent):
         make_dirs(path.parent)
         write_model(path, record)
-    return CalibrationOutcome(record=record, path=path, results=results)
+    return CalibrationOutcome(record=record, path=path, results=results, warnings=warnings)
 
 
 def describe(record: CalibrationRecord, path: Path) -> str:

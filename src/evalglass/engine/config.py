@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -28,6 +29,7 @@ from evalglass.lanes.specs import ChatLaneSpec, CommandLaneSpec, EndpointSpec, L
 from evalglass.metrics.check import CheckMetricSpec
 from evalglass.metrics.llm_judge import LlmJudgeSpec
 from evalglass.metrics.registry import AnyMetricSpec
+from evalglass.metrics.versions import gate_evaluators
 
 NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_.-]*$"
 _NAME = re.compile(NAME_PATTERN)
@@ -315,11 +317,34 @@ class Config(BaseModel):
         """The target state the gates on ``check`` require, if any (they must agree; see validation)."""
         return next((gate.expect_state for gate in self.gates.values() if gate.check == check), None)
 
-    def gate_fingerprint(self, name: str, definition_files: dict[str, dict[str, str]] | None = None) -> str:
-        """What an approval of this gate is bound to: the gate's semantics and its subject's definition.
+    def gate_evaluators(self, name: str) -> dict[str, int]:
+        """The builtin evaluators (and their versions) the gate's outcome depends on; see ``metrics.versions``."""
+        gate = self.gates[name]
+        if gate.metric is None:
+            return {}
+        spec = self.metrics[gate.metric]
+        return gate_evaluators(
+            spec.type,
+            reducer=spec.reducer if self.samples else None,
+            interval=spec.interval.override,
+            lower_bound=gate.rule is GateRule.LOWER_BOUND,
+            clustered=self.dataset.cluster_field is not None,
+            comparative=gate.compare_to is not None,
+        )
+
+    def gate_fingerprint(
+        self,
+        name: str,
+        definition_files: dict[str, dict[str, str]] | None = None,
+        versions: Mapping[str, int] | None = None,
+    ) -> str:
+        """What an approval of this gate is bound to: the gate's semantics, its subject's definition, and the
+        versions of the builtin evaluators it depends on.
 
         ``definition_files`` holds, per metric, the SHA-256 of files that define it (a JSON Schema, a host module),
-        so editing such a file makes the approval stale just like editing the YAML would.
+        so editing such a file makes the approval stale just like editing the YAML would. ``versions`` replaces the
+        current evaluator versions (``explain``'s search for which evaluator changed since an approval; ``{}`` is
+        the fingerprint from before evaluators were versioned).
         """
         gate = self.gates[name]
         files_of = definition_files or {}
@@ -343,6 +368,9 @@ class Config(BaseModel):
         if isinstance(self.task, RecordedTask):
             # Which field holds the outputs decides what is measured: pointing it elsewhere needs a new approval.
             payload["recorded_output"] = {"field": self.task.field, "samples": self.task.samples}
+        evaluators = self.gate_evaluators(name) if versions is None else dict(versions)
+        if evaluators:
+            payload["evaluators"] = evaluators
         return fingerprint_of(payload)
 
 

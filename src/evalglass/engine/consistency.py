@@ -18,6 +18,7 @@ from evalglass.core.authority import (
     declared_gate_authority,
     undeclared_active_gates,
 )
+from evalglass.core.calendar import day_of_timestamp
 from evalglass.core.checks import BindingStatus
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.scorecard import Scorecard
@@ -28,6 +29,10 @@ def payload_problems(card: Scorecard, record: RunRecord) -> list[str]:
     """Each way the scorecard's decision contradicts the run record's ledger snapshot, in plain words."""
     if card.run_id != record.run_id:
         return [f"the scorecard is run {card.run_id}, the run record is run {record.run_id}"]
+    try:
+        today = day_of_timestamp(record.created_at)
+    except ValueError:
+        return [f"the run record's created_at {record.created_at!r} is not a timestamp"]
     config_gates: dict[str, Any] = record.config.get("gates") or {}
     declared = list(config_gates)
     recorded = {gate.name: gate for gate in card.decision.gates}
@@ -60,6 +65,7 @@ def payload_problems(card: Scorecard, record: RunRecord) -> list[str]:
             )
         authority = declared_gate_authority(
             record.ledger,
+            today=today,
             name=name,
             fingerprint=record.gate_fingerprints.get(name, ""),
             check=check,
@@ -68,6 +74,7 @@ def payload_problems(card: Scorecard, record: RunRecord) -> list[str]:
             uses_reference=summary is not None and summary.uses_reference,
             judge=judge,
             comparative=compare_to is not None,
+            baseline=compare_to if isinstance(compare_to, str) else None,
         )
         if gate.fingerprint != record.gate_fingerprints.get(name):
             problems.append(f"gate '{name}' carries a fingerprint the run record does not")

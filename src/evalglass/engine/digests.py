@@ -38,7 +38,6 @@ DIGESTS_FILE = "digests.json"
 SIGNING_KEY_ENV = "EVALGLASS_SIGNING_KEY"
 VERIFY_KEY_ENV = "EVALGLASS_VERIFY_KEY"
 NOT_LISTED = "<not listed>"
-_INSTALL = "install the signing extra: pip install 'evalglass[signing]'"
 
 
 class Signature(BaseModel):
@@ -235,5 +234,9 @@ def _crypto() -> tuple[Any, Any]:
         from cryptography.hazmat.primitives import serialization
         from cryptography.hazmat.primitives.asymmetric import ed25519
     except ImportError:
-        raise SetupError("signing and checking signatures needs the `cryptography` package", fix=_INSTALL) from None
+        from evalglass.dependencies import install_hint
+
+        raise SetupError(
+            "signing and checking signatures needs the `cryptography` package", fix=install_hint("cryptography")
+        ) from None
     return ed25519, serialization

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalglass.core.authority import Ledger
+from evalglass.core.calendar import day_problem
 from evalglass.core.fingerprint import fingerprint_of_bytes
 from evalglass.core.names import suggest
 from evalglass.engine.validation import validate_document
@@ -103,6 +104,7 @@ def ledger_problems(ledger: Ledger, config: Config) -> Iterator[tuple[Loc, str, 
                 f"the ledger validates dataset '{name}', but the config's dataset is '{config.dataset.name}'",
                 _fix(name, [config.dataset.name]),
             )
+    yield from _undated_problems(ledger)
     compared_with = list(dict.fromkeys(g.compare_to for g in config.gates.values() if g.compare_to is not None))
     for name in ledger.baselines:
         if name not in compared_with:
@@ -147,6 +149,27 @@ def ledger_problems(ledger: Ledger, config: Config) -> Iterator[tuple[Loc, str, 
             problem = threshold_problem(approval.threshold, config, str(gate.metric))
             if problem is not None:
                 yield (("gates", name, "threshold"), f"gate '{name}': {problem}", "approve a threshold inside it")
+
+
+def _undated_problems(ledger: Ledger) -> Iterator[tuple[Loc, str, str]]:
+    """Under ``max_age_days`` the day an approval was made decides when it expires: text that is not a date there
+    would make its age a guess. (Without the policy, ``approved_on`` stays the free provenance text it always was;
+    a missing date is not refused here: that approval blocks as expired, see ``core.expiry``.)"""
+    if ledger.policy.max_age_days is None:
+        return
+    dated: list[tuple[Loc, str | None]] = [
+        (("gates", name, "approved_on"), e.approved_on) for name, e in ledger.gates.items()
+    ]
+    dated += [(("datasets", name, "validated_on"), e.validated_on) for name, e in ledger.datasets.items()]
+    dated += [(("baselines", name, "approved_on"), e.approved_on) for name, e in ledger.baselines.items()]
+    for loc, text in dated:
+        problem = None if text is None else day_problem(text)
+        if problem is not None:
+            yield (
+                loc,
+                f"{problem}; the policy's max_age_days counts from this day",
+                "write the day it was made as YYYY-MM-DD",
+            )
 
 
 def threshold_problem(threshold: float, config: Config, metric: str) -> str | None:

@@ -69,17 +69,11 @@ def cache_path(loaded: LoadedConfig) -> Path:
 
 
 def open_cache(loaded: LoadedConfig, mode: CacheMode) -> CallCache | None:
+    """The run's call cache (None when the run uses none); ``CacheUnavailable`` (exit 2, one line) when it cannot
+    be opened for writing."""
     if mode is CacheMode.OFF or not loaded.config.uses_call_cache:
         return None
-    path = cache_path(loaded)
-    try:
-        return CallCache(path, mode)
-    except Exception as exc:  # sqlite3 errors, a read-only folder ...
-        raise SetupError(
-            f"cannot open the call cache ({type(exc).__name__}: {exc})",
-            where=str(path),
-            fix="delete the file, fix the folder's permissions, or run with --no-cache",
-        ) from None
+    return CallCache(cache_path(loaded), mode)
 
 
 def build_executor(loaded: LoadedConfig) -> AsyncioExecutor:
@@ -170,10 +164,10 @@ class _Built:
 
 
 def _live_extra_missing(exc: ImportError) -> SetupError:
-    from evalglass.lanes.specs import LIVE_EXTRA_HINT
+    from evalglass.dependencies import install_hint
 
     return SetupError(
-        f"live lanes and judges need {exc.name or 'a package'}, which is not installed", fix=LIVE_EXTRA_HINT
+        f"live lanes and judges need {exc.name or 'a package'}, which is not installed", fix=install_hint(exc.name)
     )
 
 
@@ -193,22 +187,23 @@ def _build(loaded: LoadedConfig, executor: Executor, cache: CallCache | None) ->
             except LaneConfigError as exc:
                 raise SetupError(f"task: {exc}", where=str(loaded.path)) from None
         for name, spec in config.judges.items():
-            try:
-                from evalglass.lanes.judge import Judge  # the openai SDK and aiohttp: only when a judge is declared
-            except ImportError as exc:
-                raise _live_extra_missing(exc) from None
+            from evalglass.lanes.judge import Judge  # the openai SDK and aiohttp: only when a judge is declared
 
             try:
                 built.judges[name] = Judge(spec, base_dir=loaded.base_dir, executor=executor, cache=cache)
             except LaneConfigError as exc:
                 raise SetupError(f"metric '{name}': {exc}", where=str(loaded.path)) from None
-    except BaseException:
+    except BaseException as exc:
         # Whatever was built before the failure holds open clients.
         closers = [built.lane] if built.lane is not None else []
         closers.extend(built.judges.values())
         for item in closers:
             with contextlib.suppress(Exception):
                 asyncio.get_running_loop().create_task(item.aclose())
+        if isinstance(exc, ImportError):
+            # A lane or judge imports its client's packages when it is built (the chat lane: the openai SDK,
+            # aiohttp). Host code's own import errors never arrive here: loading it turns them into LaneConfigError.
+            raise _live_extra_missing(exc) from None
         raise
     return built
 
@@ -374,13 +369,20 @@ async def _score_all(
     started: set[asyncio.Task[ExampleResult]] = set()
     counters = scorer.counters
 
+    def _settled(task: asyncio.Task[ExampleResult]) -> None:
+        started.discard(task)
+        # Marks a failure as seen: the consumer still raises it when it reaches the task, and when the run stops
+        # before that (an earlier task failed), asyncio prints no "Task exception was never retrieved" traceback.
+        if not task.cancelled():
+            task.exception()
+
     async def produce() -> None:
         first_line: dict[str, int] = {}
         for item in reader:
             check_duplicate(first_line, item, reader.path)
             task = asyncio.ensure_future(scorer.score(item))
             started.add(task)
-            task.add_done_callback(started.discard)
+            task.add_done_callback(_settled)
             await queue.put(task)
         await queue.put(None)
 
@@ -427,9 +429,11 @@ def score_live(
     cache_mode: CacheMode,
     progress: Reporter | None,
     counters: Counters,
+    warnings: list[str] | None = None,
 ) -> Scored:
     """Score the dataset with the lane and judges. Ctrl-C propagates as KeyboardInterrupt once calls are cancelled;
-    completed calls are already in the cache."""
+    completed calls are already in the cache. Problems that leave the scores intact (the call cache could not be
+    written) are appended to ``warnings``, whether the run completes or is interrupted."""
     config = loaded.config
     reader = DatasetReader(loaded.dataset_path, id_field=config.dataset.id_field, output_field=config.output_field)
     columns = {name: ScoreColumn() for name in config.metrics}
@@ -470,6 +474,8 @@ def score_live(
             if pool is not None:
                 pool.shutdown(wait=False, cancel_futures=True)
             if cache is not None:
+                if warnings is not None:
+                    warnings.extend(cache.problems())
                 cache.close()
 
     outputs = OutputsWriter(writer.final.parent)
@@ -497,7 +503,7 @@ def score_live(
 
 async def calibrate_with_judge(
     loaded: LoadedConfig, name: str, labelled: Sequence[Any], cache_mode: CacheMode
-) -> tuple[Any, int]:
+) -> tuple[Any, int, tuple[str, ...]]:
     """Run one judge over labelled examples with the run's executor limits and cache (``evalglass calibrate``)."""
     try:
         from evalglass.lanes.judge import Judge, calibrate_judge
@@ -517,7 +523,7 @@ async def calibrate_with_judge(
             result = await calibrate_judge(judge, labelled)
         finally:
             await judge.aclose()
-        return result.calibration, len(result.results)
+        return result.calibration, len(result.results), tuple(cache.problems() if cache is not None else ())
     finally:
         await executor.aclose()
         if cache is not None:

@@ -24,6 +24,7 @@ import numpy as np
 import orjson
 
 from evalglass import __version__, redaction
+from evalglass.core.calendar import day_of_timestamp
 from evalglass.core.checks import CheckResult
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.decide import GateInput, MetricInput, RunShape, decide_run
@@ -49,6 +50,7 @@ from evalglass.engine.dataset import BadLine, DatasetReader, field_getter
 from evalglass.engine.digests import private_key, signing_key_from_env, write_digests
 from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger
 from evalglass.engine.runfolder import locked, make_dirs, open_private, writing
+from evalglass.engine.staleness import stale_causes
 from evalglass.errors import Interrupted, SetupError
 from evalglass.metrics.base import BatchedMetric, MetricFn, build_with_batch
 from evalglass.metrics.check import CheckMetricSpec, CheckSink
@@ -405,14 +407,19 @@ def run_standalone_checks(loaded: LoadedConfig) -> dict[str, CheckResult]:
 class RunInterrupted(Interrupted):
     """Ctrl-C during a run: what was done is kept (cached calls, the manifest) so the run can be resumed."""
 
-    def __init__(self, folder: Path, done: int | None, total: int | None) -> None:
+    def __init__(self, folder: Path, done: int | None, total: int | None, *, warnings: tuple[str, ...] = ()) -> None:
         self.folder = folder
         self.done = done
         self.total = total
+        #: Warnings of the run so far (a last-started pointer that could not be written): printed before the line.
+        self.warnings = warnings
         progress = f" after {done} of {total} examples" if done is not None and total else ""
         super().__init__(
             f"interrupted{progress}: completed calls are cached; resume with: evalglass run --resume {folder}"
         )
+
+    def stderr_lines(self) -> list[str]:
+        return [*self.warnings, str(self)]
 
 
 @dataclass
@@ -483,12 +490,7 @@ def _run(
     recorded_manifest = load_manifest(resume) if resume is not None else None
     loaded = load_config(config_path)
     config = loaded.config
-    if pinned_ledger is not None and pinned_ledger.resolve() != loaded.ledger_path.resolve():
-        raise SetupError(
-            f"the config names the ledger {loaded.ledger_path}, but this run is pinned to {pinned_ledger} (--ledger)",
-            where=str(config_path),
-            fix=f"set `ledger:` in the config to the host's ledger, {pinned_ledger}",
-        )
+    refuse_unpinned_ledger(loaded, pinned_ledger)
     identity = dataset_identity(loaded.dataset_path, hash_contents=config.live)
     if recorded_manifest is not None:
         assert resume is not None
@@ -542,13 +544,17 @@ def _run_in(
 ) -> RunOutcome:
     """The run in its (created, locked) folder: what is written on the way is removed if the run fails, unless it
     can be resumed."""
-    from evalglass.engine.manifest import LAST_STARTED_POINTER, write_manifest
+    from evalglass.engine.manifest import write_manifest
 
     config = loaded.config
+    #: Problems that leave the run's results intact (a pointer, the call cache): printed, never silent.
+    warnings: list[str] = []
     try:
-        with contextlib.suppress(OSError):  # first: a manifest is never written without a pointer to it
-            make_dirs(LAST_STARTED_POINTER.parent)
-            write_atomic(LAST_STARTED_POINTER, str(folder.resolve()).encode() + b"\n")
+        # First: a manifest is never written with the pointer still naming another run (it is removed if it
+        # cannot be moved).
+        problem = point_last_started_at(folder)
+        if problem is not None:
+            warnings.append(problem)
         if recorded_manifest is None:
             write_manifest(folder, manifest)
         writer = ScoresWriter(folder)
@@ -558,46 +564,89 @@ def _run_in(
             if config.live:
                 from evalglass.engine.liverun import score_live
 
-                scored = score_live(loaded, metrics, writer, cache_mode=mode, progress=progress, counters=counters)
+                scored = score_live(
+                    loaded, metrics, writer, cache_mode=mode, progress=progress, counters=counters, warnings=warnings
+                )
             else:
                 scored = score_recorded(loaded, metrics, writer)
             check_records.commit()
-            return _finish(loaded, ledger, scored, folder, manifest.run_id, manifest.created_at, signing_key)
+            outcome = _finish(loaded, ledger, scored, folder, manifest.run_id, manifest.created_at, signing_key)
+            return dataclasses.replace(outcome, warnings=(*warnings, *outcome.warnings))
         except BaseException:
             writer.abort()
             check_records.abort()
             raise
     except KeyboardInterrupt:
         # The manifest stays: completed calls are in the cache and `--resume` finishes the run under its own id.
-        raise RunInterrupted(folder, counters.done if config.live else None, manifest.dataset.examples) from None
+        raise RunInterrupted(
+            folder, counters.done if config.live else None, manifest.dataset.examples, warnings=tuple(warnings)
+        ) from None
     except BaseException:
         if created:
             shutil.rmtree(folder, ignore_errors=True)
         raise
 
 
+def refuse_unpinned_ledger(loaded: LoadedConfig, pinned_ledger: Path | None) -> None:
+    """``--ledger``: the config is what a pull request edits, so it may not point the run at another ledger."""
+    if pinned_ledger is not None and pinned_ledger.resolve() != loaded.ledger_path.resolve():
+        raise SetupError(
+            f"the config names the ledger {loaded.ledger_path}, but this run is pinned to {pinned_ledger} (--ledger)",
+            where=str(loaded.path),
+            fix=f"set `ledger:` in the config to the host's ledger, {pinned_ledger}",
+        )
+
+
 def point_last_run_at(folder: Path) -> str | None:
     """Record ``folder`` as the last finished run; on failure, a warning line instead of an exception.
 
     The run is complete and its verdict stands whether or not the pointer moves (the pointer only saves typing a
-    folder later), so a failure here does not change the exit code. It is never silent either: the warning says
-    so, and the old pointer is removed when it can be, so a later `view` or `explain` says "no previous run"
-    rather than showing an older run as if it were this one.
+    folder later), so a failure here does not change the exit code. It is never silent either: see
+    :func:`_point_at`.
+    """
+    return _point_at(
+        LAST_RUN_POINTER,
+        folder,
+        records="this run as the last one",
+        removed="commands without a folder will ask for one",
+        stale="a command without a folder may show an older run",
+        name_it=f"evalglass view {folder}",
+    )
+
+
+def point_last_started_at(folder: Path) -> str | None:
+    """Record ``folder`` as the last started run (what ``run --resume`` without a folder resumes); on failure, a
+    warning line. The run does not need the pointer to complete, and an interrupted run names its own folder in
+    the line that says how to resume it, so a failure does not stop the run."""
+    from evalglass.engine.manifest import LAST_STARTED_POINTER
+
+    return _point_at(
+        LAST_STARTED_POINTER,
+        folder,
+        records="this run as the last one started",
+        removed="`evalglass run --resume` without a folder will ask for one",
+        stale="`evalglass run --resume` without a folder may resume an older run",
+        name_it=f"evalglass run --resume {folder}",
+    )
+
+
+def _point_at(pointer: Path, folder: Path, *, records: str, removed: str, stale: str, name_it: str) -> str | None:
+    """Write ``pointer`` to hold ``folder``; on failure, the warning line that says so, and what follows.
+
+    The old pointer is removed when it can be, so a command that reads it asks for a folder rather than acting on
+    an older run as if it were this one; the line says whether that worked, and how to name this run instead.
     """
     try:
-        make_dirs(LAST_RUN_POINTER.parent)
-        write_atomic(LAST_RUN_POINTER, str(folder.resolve()).encode() + b"\n")
+        make_dirs(pointer.parent)
+        write_atomic(pointer, str(folder.resolve()).encode() + b"\n")
     except OSError as exc:
         why = exc.strerror or type(exc).__name__
         try:
-            LAST_RUN_POINTER.unlink(missing_ok=True)
-            after = "it was removed, so commands without a folder will ask for one"
+            pointer.unlink(missing_ok=True)
+            after = f"it was removed, so {removed}"
         except OSError:
-            after = "it could not be removed either, so a command without a folder may show an older run"
-        return (
-            f"warning: {LAST_RUN_POINTER}: could not record this run as the last one ({why}); {after}. "
-            f"Name this run explicitly: evalglass view {folder}"
-        )
+            after = f"it could not be removed either, so {stale}"
+        return f"warning: {pointer}: could not record {records} ({why}); {after}. Name this run explicitly: {name_it}"
     return None
 
 
@@ -728,7 +777,12 @@ def _finish(
         comparative = comparative_inputs(config, folder / SCORES_FILE, loaded.definition_files, dataset, baselines)
     summaries, payload = decide_run(
         metric_inputs(config, scored.columns),
-        gate_inputs(config, gate_fingerprints, check_results),
+        gate_inputs(
+            config,
+            gate_fingerprints,
+            check_results,
+            stale_causes(config, loaded.definition_files, ledger.ledger, gate_fingerprints),
+        ),
         ledger.ledger,
         config.dataset.name,
         dataset.fingerprint,
@@ -736,6 +790,7 @@ def _finish(
         standings,
         comparative,
         ledger.gate_where(),
+        today=day_of_timestamp(created_at),
     )
     scorecard = Scorecard(
         run_id=run_id,
@@ -797,13 +852,22 @@ def metric_inputs(config: Config, columns: dict[str, ScoreColumn]) -> list[Metri
     ]
 
 
-def gate_inputs(config: Config, fingerprints: dict[str, str], check_results: dict[str, CheckResult]) -> list[GateInput]:
+def gate_inputs(
+    config: Config,
+    fingerprints: dict[str, str],
+    check_results: dict[str, CheckResult],
+    stale: Mapping[str, str] | None = None,
+) -> list[GateInput]:
+    """``stale`` holds, per gate, what made its approval stale when that is an evaluator's version
+    (``engine.staleness``)."""
+    causes = stale or {}
     return [
         GateInput(
             name=name,
             spec=spec,
             fingerprint=fingerprints[name],
             check_result=check_results.get(spec.check) if spec.check is not None else None,
+            stale_cause=causes.get(name),
         )
         for name, spec in config.gates.items()
     ]

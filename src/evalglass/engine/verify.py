@@ -26,6 +26,7 @@ import numpy.typing as npt
 import orjson
 
 from evalglass.core.authority import JudgeStanding, Ledger
+from evalglass.core.calendar import day_of_timestamp
 from evalglass.core.decide import RunShape, decide_run
 from evalglass.core.fingerprint import fingerprint_of_bytes, short
 from evalglass.core.runrecord import RunRecord
@@ -51,6 +52,7 @@ from evalglass.engine.digests import (
 )
 from evalglass.engine.ledger import ledger_problems, parse_ledger
 from evalglass.engine.pipeline import gate_inputs, metric_inputs
+from evalglass.engine.staleness import stale_causes
 from evalglass.engine.validation import validate_document
 from evalglass.engine.yamlsource import parse_yaml
 from evalglass.errors import SetupError
@@ -128,7 +130,12 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
         )
     summaries, payload = decide_run(
         metric_inputs(config, columns),
-        gate_inputs(config, gate_fingerprints, record.check_results),
+        gate_inputs(
+            config,
+            gate_fingerprints,
+            record.check_results,
+            stale_causes(config, record.definition_files, ledger, gate_fingerprints),
+        ),
         ledger,
         config.dataset.name,
         record.dataset.fingerprint,
@@ -140,6 +147,7 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
         standings,
         comparative,
         ledger_where,
+        today=run_day(record),
     )
     derived = Scorecard(
         run_id=record.run_id,
@@ -171,6 +179,16 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
     return VerifyReport(
         folder=folder, findings=tuple(findings), examples=examples, anchors=tuple(statements), signature=signature
     )
+
+
+def run_day(record: RunRecord) -> str:
+    """The day a run decided on (approvals expire by it): the date of its ``created_at``, which the digests cover."""
+    try:
+        return day_of_timestamp(record.created_at)
+    except ValueError:
+        raise SetupError(
+            f"the run record's created_at {record.created_at!r} is not a timestamp", where="runrecord.json"
+        ) from None
 
 
 def _file_findings(folder: Path, record: RunRecord, known: dict[str, str]) -> list[Finding]:

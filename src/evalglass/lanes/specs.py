@@ -18,15 +18,15 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator,
 if TYPE_CHECKING:
     from evalglass.lanes.executor import EndpointLimit
 
-LIVE_EXTRA_HINT = "install the live extra: pip install 'evalglass[live]'"
-
 
 def check_template(source: str, *, where: str) -> None:
     """Compile once at load time so a Jinja2 syntax error is a config error, not a per-example failure."""
     try:
         from evalglass.lanes.templating import compile_template
-    except ImportError:
-        raise ValueError(f"{where} needs Jinja2: {LIVE_EXTRA_HINT}") from None
+    except ImportError as exc:
+        from evalglass.dependencies import install_hint
+
+        raise ValueError(f"{where} needs {exc.name or 'Jinja2'}: {install_hint(exc.name)}") from None
     compile_template(source, where=where)
 
 
@@ -236,7 +236,6 @@ OPERATIONAL_FIELDS = frozenset({"timeout", "concurrency", "rpm", "retry", "api_k
 
 
 __all__ = [
-    "LIVE_EXTRA_HINT",
     "OPERATIONAL_FIELDS",
     "TRANSIENT_KINDS",
     "ChatLaneSpec",

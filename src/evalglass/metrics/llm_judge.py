@@ -19,6 +19,7 @@ from evalglass.core.estimate import ScaleSpec
 from evalglass.engine.cache import canonical_json
 from evalglass.lanes.specs import EndpointSpec, check_template
 from evalglass.metrics.base import MetricFn, MetricSpec
+from evalglass.metrics.versions import judge_parser_id
 
 DEFAULT_PROMPT = """\
 You are grading one output of an AI system against a rubric.
@@ -138,8 +139,8 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
 
 
 #: The rules that turn a judge's answer into a score (``lanes.judge.parse_verdict``). Changing them changes what a
-#: calibration measured, so the name is part of the fingerprint; bump it whenever the rules change.
-JUDGE_PARSER = "json-score-v1"
+#: calibration measured, so the name is part of the fingerprint; its version lives in ``metrics.versions``.
+JUDGE_PARSER = judge_parser_id()
 
 
 def judge_fingerprint(spec: LlmJudgeSpec, rubric_bytes: bytes) -> str:

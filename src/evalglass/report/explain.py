@@ -40,8 +40,20 @@ REPAIRS: Mapping[BlockReason, str] = total(
         BlockReason.POLICY_FORBIDDEN: "The host's policy in the ledger forbids this gate; only the host can lift that.",
         BlockReason.APPROVAL_UNBOUND: "Bind the approval to the current definition by writing its fingerprint.",
         BlockReason.APPROVAL_STALE: (
-            "The gate or its metric changed after approval. Review the change, then re-approve with the new "
-            "fingerprint."
+            "The gate or its metric changed after approval, or an evaluator it depends on has a new version "
+            "(the reason names it). Review the change, then re-approve with the new fingerprint."
+        ),
+        BlockReason.APPROVAL_EXPIRED: (
+            "The approval is past its expiry (its `expires_on`, or the policy's `max_age_days` from `approved_on`). "
+            "The host re-reviews the gate and renews the entry: a new `expires_on` or `approved_on`."
+        ),
+        BlockReason.GOLD_EXPIRED: (
+            "The gold validation is past its expiry (`expires_on`, or `max_age_days` from `validated_on`). The host "
+            "reviews the reference answers again and renews the `datasets:` entry."
+        ),
+        BlockReason.CALIBRATION_EXPIRED: (
+            "The judge's calibration is past its expiry (the `judges:` entry's `expires_on`, or `max_age_days` from "
+            "the calibration's date). Calibrate again (`evalglass calibrate`), then the host renews the entry."
         ),
         BlockReason.GOLD_NOT_VALIDATED: (
             "This metric compares with reference answers. Review them, then mark the dataset as validated gold."
@@ -68,6 +80,10 @@ REPAIRS: Mapping[BlockReason, str] = total(
         BlockReason.BASELINE_MISSING: (
             "The host names the baseline run in the ledger's `baselines:` (its folder, relative to the ledger, and "
             "its fingerprint); make sure that folder exists where this run can read it."
+        ),
+        BlockReason.BASELINE_EXPIRED: (
+            "The baseline's approval is past its expiry (`expires_on`, or `max_age_days` from `approved_on`). The "
+            "host reviews the baseline run again and renews its `baselines:` entry, or approves a newer run."
         ),
         BlockReason.BASELINE_STALE: (
             "The baseline's files are not the ones approved. If the change is intended, the host re-approves the "
@@ -152,12 +168,15 @@ def explain_gate(gate: GateResult, card: Scorecard, record: RunRecord) -> Explan
         codes = {reason.code for reason in gate.reasons}
         if codes & {
             BlockReason.APPROVAL_STALE,
+            BlockReason.APPROVAL_EXPIRED,
+            BlockReason.GOLD_EXPIRED,
             BlockReason.APPROVAL_UNBOUND,
             BlockReason.NO_APPROVED_THRESHOLD,
             BlockReason.GOLD_NOT_VALIDATED,
             BlockReason.GOLD_STALE,
             BlockReason.BASELINE_MISSING,
             BlockReason.BASELINE_STALE,
+            BlockReason.BASELINE_EXPIRED,
         }:
             entry = _ledger_entry(gate, card, record, needs_gold)
     elif gate.subject_kind is SubjectKind.CHECK:
@@ -248,7 +267,7 @@ def comparison_story(gate: GateResult, top: int = 10) -> list[str]:
             "Rule point: the difference itself must be no worse than -margin. A true drop just past the margin "
             "still passes about half the time; lower_bound does not let it."
         )
-    lines.append(_power_story(gate))
+    lines.append(power_story(gate))
     flips = metric.flips
     if flips.pass_rule is None:
         lines.append("The metric has no bounded scale, so examples have no pass/fail and nothing flips.")
@@ -265,7 +284,8 @@ def comparison_story(gate: GateResult, top: int = 10) -> list[str]:
     return lines
 
 
-def _power_story(gate: GateResult) -> str:
+def power_story(gate: GateResult) -> str:
+    """How large a drop the pairs can detect, from the gate's recorded power statements (the HTML report too)."""
     detail = gate.comparison
     assert detail is not None and detail.metric is not None and detail.metric.difference is not None
     pairs = detail.metric.difference.n
@@ -388,10 +408,14 @@ def _ledger_entry(gate: GateResult, card: Scorecard, record: RunRecord, needs_go
         *([] if gate.subject_kind is SubjectKind.CHECK else [threshold_line]),
         f'    fingerprint: "{gate.fingerprint}"',
         '    approved_by: "<your name>"',
+        *_dated(record, "approved_on"),
     ]
     validation = record.ledger.datasets.get(card.dataset.name)
     gold_ok = (
-        validation is not None and validation.validated_gold and validation.fingerprint == card.dataset.fingerprint
+        validation is not None
+        and validation.validated_gold
+        and validation.fingerprint == card.dataset.fingerprint
+        and all(reason.code is not BlockReason.GOLD_EXPIRED for reason in gate.reasons)
     )
     if gate.comparison is not None and gate.comparison.baseline_fingerprint is not None:
         detail = gate.comparison
@@ -418,5 +442,13 @@ def _ledger_entry(gate: GateResult, card: Scorecard, record: RunRecord, needs_go
             "    validated_gold: true",
             f'    fingerprint: "{card.dataset.fingerprint}"',
             '    validated_by: "<your name>"',
+            *_dated(record, "validated_on"),
         ]
     return "\n".join(lines)
+
+
+def _dated(record: RunRecord, key: str) -> list[str]:
+    """Under the ledger policy's ``max_age_days`` an entry's age counts from this day: without it, it is expired."""
+    if record.ledger.policy.max_age_days is None:
+        return []
+    return [f'    {key}: "YYYY-MM-DD"   # the day you review it; max_age_days counts from it']

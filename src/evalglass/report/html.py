@@ -24,6 +24,7 @@ from evalglass.core.authority import BlockReason
 from evalglass.core.gates import GateResult, Outcome, SubjectKind
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.scorecard import MetricSummary, Scorecard
+from evalglass.report.comparison_html import gate_comparison_views
 from evalglass.report.explain import REPAIRS, explain_gate
 from evalglass.report.fmt import (
     OUTCOME_LABEL,
@@ -241,7 +242,8 @@ def printable(value: Any) -> Any:
 
 
 @cache
-def _environment() -> jinja2.Environment:
+def template_environment() -> jinja2.Environment:
+    """The report templates' one environment: autoescape on, every value through :func:`printable`."""
     import jinja2
 
     return jinja2.Environment(
@@ -254,14 +256,14 @@ def _environment() -> jinja2.Environment:
     )
 
 
-def _csp_hash(script: str) -> str:
+def csp_hash(script: str) -> str:
     return "sha256-" + base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
 
 
 def render_html(card: Scorecard, record: RunRecord | None, explorer: Explorer, notes: list[str], folder: str) -> str:
     """The whole page. ``notes`` name artifacts that were missing, so the page says what it could not show."""
 
-    environment = _environment()
+    environment = template_environment()
     loader = environment.loader
     assert loader is not None
     script = loader.get_source(environment, "report.js")[0]
@@ -280,14 +282,15 @@ def render_html(card: Scorecard, record: RunRecord | None, explorer: Explorer, n
         metrics=[_metric_view(metric, card) for metric in card.metrics],
         judges=_judges_view(card, record),
         checks=_checks_view(card, record),
+        comparisons=gate_comparison_views(card),
         explorer=explorer,
         notes=notes,
         plot_width=PLOT_WIDTH,
         number=number,
         script=script,
         style=style,
-        script_hash=_csp_hash(script),
-        style_hash=_csp_hash(style),
+        script_hash=csp_hash(script),
+        style_hash=csp_hash(style),
         states=explorer.states,
         folder=folder,
     )

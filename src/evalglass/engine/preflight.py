@@ -1,0 +1,141 @@
+"""`evalglass preflight` (and `run --dry-run`): what every gate would be, without running a metric or a lane.
+
+It loads the config and the ledger exactly as a run does (the same validation, the same refusals), fingerprints
+every gate, the dataset and each judge, and asks the ledger the question a run asks (``declared_gate_authority``)
+on the given day. What it can know without measuring is every authority reason: undeclared, forbidden, unbound,
+stale (naming an evaluator whose version changed), expired, unvalidated or stale gold, an uncalibrated judge, a
+missing or stale baseline, a check that would run unbound where the ledger requires a binding. What only a run can
+tell (nothing measured, excluded examples, below ``min_n``, a failing check, a threshold missed) is not predicted:
+"would decide" means the gate may pass, fail, or still block on its measurement.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from evalglass.core.authority import JudgeStanding, Reason, declared_gate_authority
+from evalglass.core.decide import undeclared_results
+from evalglass.core.fingerprint import PREFIX
+from evalglass.core.gates import check_unbound_reason
+from evalglass.core.preflight import GatePreview, Preflight, Standing
+from evalglass.engine.config import LoadedConfig, load_config
+from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger
+from evalglass.engine.pipeline import refuse_unpinned_ledger
+from evalglass.engine.staleness import stale_causes
+from evalglass.engine.userfiles import open_regular
+
+
+def preflight(config_path: Path, *, today: str, pinned_ledger: Path | None = None) -> Preflight:
+    """Every gate's standing on ``today`` (YYYY-MM-DD). Bad input raises ``SetupError`` as a run would."""
+    loaded = load_config(config_path)
+    refuse_unpinned_ledger(loaded, pinned_ledger)
+    ledger = load_ledger(loaded.ledger_path)
+    check_against_config(ledger, loaded.config)
+    config = loaded.config
+    fingerprints = {name: config.gate_fingerprint(name, loaded.definition_files) for name in config.gates}
+    needs_gold = any(
+        gate.metric is not None and config.metrics[gate.metric].uses_reference for gate in config.gates.values()
+    )
+    dataset_fingerprint = _dataset_fingerprint(loaded) if needs_gold else None
+    standings: dict[str, JudgeStanding] = {}
+    if config.judges:
+        from evalglass.engine.calibrate import judge_standings
+
+        standings = judge_standings(loaded)
+    causes = stale_causes(config, loaded.definition_files, ledger.ledger, fingerprints)
+    previews = [
+        _preview(loaded, ledger, name, fingerprints[name], dataset_fingerprint, standings, causes.get(name), today)
+        for name in config.gates
+    ]
+    for result in undeclared_results(ledger.ledger, list(config.gates), ledger.gate_where()):
+        previews.append(
+            GatePreview(
+                name=result.name,
+                subject=result.subject,
+                kind="undeclared",
+                standing=Standing.BLOCKED,
+                fingerprint=result.fingerprint,
+                threshold=result.threshold,
+                reasons=result.reasons,
+            )
+        )
+    return Preflight(
+        config_path=str(config_path),
+        ledger_path=str(ledger.path),
+        today=today,
+        dataset=config.dataset.name,
+        dataset_fingerprint=dataset_fingerprint,
+        gates=tuple(previews),
+    )
+
+
+def _preview(
+    loaded: LoadedConfig,
+    ledger: LoadedLedger,
+    name: str,
+    fingerprint: str,
+    dataset_fingerprint: str | None,
+    standings: dict[str, JudgeStanding],
+    stale_cause: str | None,
+    today: str,
+) -> GatePreview:
+    config = loaded.config
+    gate = config.gates[name]
+    spec = config.metrics[gate.metric] if gate.metric is not None else None
+    authority = declared_gate_authority(
+        ledger.ledger,
+        today=today,
+        name=name,
+        fingerprint=fingerprint,
+        check=gate.check is not None,
+        dataset=config.dataset.name,
+        dataset_fingerprint=dataset_fingerprint or "",
+        uses_reference=spec is not None and spec.uses_reference,
+        judge=standings.get(gate.subject),
+        stale_cause=stale_cause,
+        comparative=gate.compare_to is not None,
+        baseline=gate.compare_to,
+    )
+    kind = "check" if gate.check is not None else "comparative" if gate.compare_to is not None else "metric"
+    evaluators = tuple(f"{key.partition(':')[2]}@{version}" for key, version in config.gate_evaluators(name).items())
+    if not authority.active:
+        return GatePreview(name, gate.subject, kind, Standing.INFORMATIONAL, fingerprint, evaluators=evaluators)
+    reasons = list(authority.reasons)
+    if gate.check is not None and authority.require_binding and gate.expect_state is None:
+        reasons.append(check_unbound_reason(gate.check))
+    if gate.compare_to is not None:
+        reasons.extend(_baseline_reasons(ledger, gate.compare_to))
+    return GatePreview(
+        name=name,
+        subject=gate.subject,
+        kind=kind,
+        standing=Standing.BLOCKED if reasons else Standing.WOULD_DECIDE,
+        fingerprint=fingerprint,
+        threshold=authority.threshold,
+        margin=authority.margin,
+        reasons=tuple(reasons),
+        notes=authority.notes,
+        evaluators=evaluators,
+    )
+
+
+def _baseline_reasons(ledger: LoadedLedger, name: str) -> list[Reason]:
+    """Whether the baseline a comparative gate names is listed, readable and the approved run (as a run checks)."""
+    from evalglass.core.comparative import baseline_reasons
+    from evalglass.engine.baselines import read_baseline
+
+    approval = ledger.ledger.baselines.get(name)
+    if approval is None:
+        return baseline_reasons(name, None, None, listed=False)
+    found, _ = read_baseline(name, ledger, [])
+    return baseline_reasons(name, approval.fingerprint, found, listed=True)
+
+
+def _dataset_fingerprint(loaded: LoadedConfig) -> str:
+    """The SHA-256 of the dataset file's bytes, as a run fingerprints it (gold validations are bound to it)."""
+    digest = hashlib.sha256()
+    with open_regular(loaded.dataset_path, what="dataset file", buffering=0) as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return PREFIX + digest.hexdigest()

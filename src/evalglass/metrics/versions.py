@@ -1,0 +1,183 @@
+"""The version of every builtin evaluator: metric types, reducers, interval methods and the judge-answer parser.
+
+An approval is bound to what the host reviewed, and for a builtin that includes what the builtin computes. Each
+evaluator a gate depends on enters the gate's fingerprint as ``kind:name`` → version (written ``exact_match@1``),
+so when a later EvalGlass changes what one computes (how ``exact_match`` normalises text, how ``json_schema``
+resolves a keyword, how an interval is computed), its version is bumped here and every approval made under the old
+version is ``approval_stale`` instead of silently deciding under the new behaviour.
+
+**Bump a version whenever the evaluator's results can change.** ``tests/golden/`` holds, per evaluator, recorded
+inputs and outputs with the version they were recorded under; a test fails when the outputs change while the
+version stays the same (``python -m tests.golden.record`` re-records them after a bump).
+
+Host code (``type: python`` metrics, checkers, rubrics) has no version here: the files it lives in are hashed into
+the fingerprint instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+from evalglass.core.stats import Method, Reducer
+from evalglass.core.tables import total
+
+
+class EvaluatorKind(StrEnum):
+    METRIC = "metric"
+    REDUCER = "reducer"
+    INTERVAL = "interval"
+    PAIRED = "paired"
+    PARSER = "parser"
+
+
+#: Builtin metric types (the config's ``type``). ``python`` is host code, hashed instead.
+METRIC_VERSIONS: Mapping[str, int] = {
+    "exact_match": 1,
+    "contains": 1,
+    "regex": 1,
+    "json_valid": 1,
+    "json_schema": 1,
+    "field_present": 1,
+    "numeric_bounds": 1,
+    "word_count": 1,
+    "set_overlap": 1,
+    "enum": 1,
+    "check": 1,
+    "llm_judge": 1,
+}
+
+#: How several samples of one example become one score.
+REDUCER_VERSIONS: Mapping[Reducer, int] = total(
+    Reducer,
+    {
+        Reducer.MEAN: 1,
+        Reducer.MAJORITY: 1,
+        Reducer.MAX: 1,
+        Reducer.MIN: 1,
+        Reducer.PASS_AT_K: 1,
+        Reducer.AT_LEAST_K: 1,
+    },
+)
+
+#: Interval methods (what a ``lower_bound`` gate compares).
+INTERVAL_VERSIONS: Mapping[Method, int] = total(
+    Method,
+    {
+        Method.WILSON: 1,
+        Method.CLOPPER_PEARSON: 1,
+        Method.STUDENT_T: 1,
+        Method.BOOTSTRAP_BCA: 1,
+        Method.BOOTSTRAP_PERCENTILE: 1,
+        Method.CLUSTER_T: 1,
+        Method.CLUSTER_BOOTSTRAP_BCA: 1,
+        Method.CLUSTER_BOOTSTRAP_PERCENTILE: 1,
+        Method.NEWCOMBE_PAIRED: 1,
+    },
+)
+
+#: How a comparative gate pairs this run's examples with the baseline's and computes the difference and its test
+#: (``core.stats.paired.paired_difference``); the interval of the difference is one of the methods above.
+PAIRED_VERSIONS: Mapping[str, int] = {"paired_difference": 1}
+
+#: The rules that turn an LLM judge's answer into a score (``lanes.judge.parse_verdict``).
+PARSER_VERSIONS: Mapping[str, int] = {"json-score": 1}
+
+#: The judge-answer parser every ``llm_judge`` uses.
+JUDGE_PARSER_NAME = "json-score"
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluator:
+    kind: EvaluatorKind
+    name: str
+    version: int
+
+    @property
+    def key(self) -> str:
+        """How it is keyed in a fingerprint: kinds have separate name spaces (``interval:wilson``)."""
+        return f"{self.kind.value}:{self.name}"
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}@{self.version}"
+
+
+def registry() -> dict[str, Evaluator]:
+    """Every builtin evaluator, by key."""
+    items = [Evaluator(EvaluatorKind.METRIC, name, version) for name, version in METRIC_VERSIONS.items()]
+    items += [Evaluator(EvaluatorKind.REDUCER, item.value, version) for item, version in REDUCER_VERSIONS.items()]
+    items += [Evaluator(EvaluatorKind.INTERVAL, item.value, version) for item, version in INTERVAL_VERSIONS.items()]
+    items += [Evaluator(EvaluatorKind.PAIRED, name, version) for name, version in PAIRED_VERSIONS.items()]
+    items += [Evaluator(EvaluatorKind.PARSER, name, version) for name, version in PARSER_VERSIONS.items()]
+    return {item.key: item for item in items}
+
+
+def evaluator(key: str) -> Evaluator:
+    kind, _, name = key.partition(":")
+    return Evaluator(EvaluatorKind(kind), name, registry()[key].version)
+
+
+def key_of(kind: EvaluatorKind, name: str) -> str:
+    return f"{kind.value}:{name}"
+
+
+def judge_parser_id() -> str:
+    """The parser as the judge fingerprint has always named it (``json-score-v1``): a calibration made under
+    another parser version describes another judge."""
+    return f"{JUDGE_PARSER_NAME}-v{PARSER_VERSIONS[JUDGE_PARSER_NAME]}"
+
+
+def interval_methods(method: Method | None, clustered: bool) -> tuple[Method, ...]:
+    """The interval methods a ``lower_bound`` bound can come from: an explicit method (a BCa bootstrap falls back
+    to the percentile bootstrap on data where BCa is undefined), or every method ``auto`` may choose."""
+    if method is None:
+        return (Method.CLUSTER_T,) if clustered else (Method.WILSON, Method.STUDENT_T)
+    if method is Method.BOOTSTRAP_BCA:
+        return (Method.BOOTSTRAP_BCA, Method.BOOTSTRAP_PERCENTILE)
+    if method is Method.CLUSTER_BOOTSTRAP_BCA:
+        return (Method.CLUSTER_BOOTSTRAP_BCA, Method.CLUSTER_BOOTSTRAP_PERCENTILE)
+    return (method,)
+
+
+def paired_methods(method: Method | None, clustered: bool) -> tuple[Method, ...]:
+    """The interval methods the bound of a paired difference can come from (see ``paired_difference``): binary
+    values use Newcombe's paired interval (also for a proportion override), others the method on the differences."""
+    if method is None:
+        return (Method.CLUSTER_T,) if clustered else (Method.NEWCOMBE_PAIRED, Method.STUDENT_T)
+    if method in (Method.WILSON, Method.CLOPPER_PEARSON, Method.NEWCOMBE_PAIRED):
+        return (Method.NEWCOMBE_PAIRED,)
+    return interval_methods(method, clustered)
+
+
+def gate_evaluators(
+    metric_type: str,
+    *,
+    reducer: Reducer | None,
+    interval: Method | None,
+    lower_bound: bool,
+    clustered: bool,
+    comparative: bool = False,
+) -> dict[str, int]:
+    """The builtin evaluators a metric gate's outcome depends on, key → version.
+
+    The metric type itself (unless host code); its reducer when examples have several samples (with one sample
+    every reducer is the identity); the judge-answer parser for an ``llm_judge``; the interval methods when the
+    gate compares a ``lower_bound`` (a point gate compares the point, which no interval method touches). A
+    comparative gate adds the paired difference, and for ``lower_bound`` the methods of the difference's interval.
+    """
+    found: dict[str, int] = {}
+    if metric_type in METRIC_VERSIONS:
+        found[key_of(EvaluatorKind.METRIC, metric_type)] = METRIC_VERSIONS[metric_type]
+    if metric_type == "llm_judge":
+        found[key_of(EvaluatorKind.PARSER, JUDGE_PARSER_NAME)] = PARSER_VERSIONS[JUDGE_PARSER_NAME]
+    if reducer is not None:
+        found[key_of(EvaluatorKind.REDUCER, reducer.value)] = REDUCER_VERSIONS[reducer]
+    if comparative:
+        found[key_of(EvaluatorKind.PAIRED, "paired_difference")] = PAIRED_VERSIONS["paired_difference"]
+    if lower_bound:
+        methods = paired_methods(interval, clustered) if comparative else interval_methods(interval, clustered)
+        for method in methods:
+            found[key_of(EvaluatorKind.INTERVAL, method.value)] = INTERVAL_VERSIONS[method]
+    return found

@@ -1,0 +1,179 @@
+"""Evaluator versions in gate fingerprints, through the real CLI.
+
+A later EvalGlass release that changes what a builtin computes bumps its version. These tests run the real CLI
+under such a release by starting it with the registry's version raised (`bumped`), exactly as a release would ship
+it, and check that approvals made under the old version go stale and say which evaluator changed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from evalglass.engine.config import load_config
+from tests.e2e.project import CliResult, Project, make_project
+
+
+def bumped(project: Project, *args: str, versions: dict[str, int]) -> CliResult:
+    """The CLI of an EvalGlass whose registry has ``versions`` (``metric:exact_match`` → 2, ...)."""
+    tables = {
+        "metric": "METRIC_VERSIONS",
+        "reducer": "REDUCER_VERSIONS",
+        "interval": "INTERVAL_VERSIONS",
+        "paired": "PAIRED_VERSIONS",
+    }
+    patch = "; ".join(
+        f"v.{tables[key.split(':')[0]]} = {{**v.{tables[key.split(':')[0]]}, {_member(key)}: {version}}}"
+        for key, version in versions.items()
+    )
+    code = (
+        f"import sys; import evalglass.metrics.versions as v; from evalglass.core.stats import Method, Reducer; "
+        f"{patch}; from evalglass.cli import main; sys.argv = ['evalglass', *sys.argv[1:]]; main()"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=project.root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+def _member(key: str) -> str:
+    kind, name = key.split(":")
+    if kind == "reducer":
+        return f"Reducer({name!r})"
+    if kind == "interval":
+        return f"Method({name!r})"
+    return repr(name)
+
+
+def approve(project: Project, fingerprint: str | None = None, **gate: Any) -> None:
+    project.run()
+    project.write_ledger(
+        {
+            "version": 1,
+            "gates": {
+                "accuracy": {
+                    "active": True,
+                    "threshold": 0.7,
+                    "fingerprint": fingerprint or project.gate_fingerprint("accuracy"),
+                    **gate,
+                }
+            },
+            "datasets": {"suite": {"validated_gold": True, "fingerprint": project.dataset_fingerprint()}},
+        }
+    )
+
+
+def stale_message(result: CliResult) -> str:
+    return stale_message_of(json.loads(result.out)["decision"]["gates"][0])
+
+
+def test_an_approval_made_under_another_metric_version_is_stale_and_names_it(tmp_path):
+    project = make_project(tmp_path)
+    approve(project)
+    assert project.run().code == 0  # 0.75 >= 0.7 under exact_match@1
+    under_v2 = bumped(project, "run", "--format", "json", versions={"metric:exact_match": 2})
+    assert under_v2.code == 1
+    message = stale_message(under_v2)
+    assert "exact_match@1 → exact_match@2" in message
+    explained = bumped(project, "explain", "accuracy", versions={"metric:exact_match": 2})
+    assert "exact_match@1 → exact_match@2" in explained.out and "approval_stale" in explained.out
+    # The host re-approves the fingerprint explain now prints; the gate decides again under @2.
+    entry = yaml.safe_load(
+        json.loads(bumped(project, "explain", "accuracy", "--format", "json", versions={"metric:exact_match": 2}).out)[
+            0
+        ]["ledger_entry"]
+    )
+    ledger = yaml.safe_load((project.evals / "authority.yaml").read_text())
+    ledger["gates"]["accuracy"]["fingerprint"] = entry["gates"]["accuracy"]["fingerprint"]
+    project.write_ledger(ledger)
+    assert bumped(project, "run", versions={"metric:exact_match": 2}).code == 0
+    # ...and that approval is stale again under the old release.
+    assert project.run().code == 1
+    folder = sorted((project.root / ".evalglass" / "runs").iterdir())[-1]
+    assert project.cli("verify", str(folder)).code == 0
+
+
+def test_a_version_bump_of_an_evaluator_the_gate_does_not_use_changes_nothing(tmp_path):
+    project = make_project(tmp_path)
+    approve(project)
+    # Point gate, one sample per example: no interval method and no reducer enters the decision.
+    result = bumped(project, "run", versions={"interval:wilson": 5, "reducer:mean": 3, "metric:contains": 2})
+    assert result.code == 0, result.out
+
+
+def test_lower_bound_gates_depend_on_their_interval_method(tmp_path):
+    project = make_project(tmp_path, gates={"accuracy": {"metric": "exact", "rule": "lower_bound", "level": 0.6}})
+    approve(project, threshold=0.5)
+    first = project.run("--format", "json")
+    assert json.loads(first.out)["decision"]["gates"][0]["outcome"] in ("pass", "fail")
+    result = bumped(project, "run", "--format", "json", versions={"interval:wilson": 2})
+    assert "wilson@1 → wilson@2" in stale_message(result)
+
+
+def test_sampled_gates_depend_on_their_reducer(tmp_path):
+    rows = [{"id": f"e{i}", "expected": "yes", "output": ["yes", "no", "yes"]} for i in range(4)]
+    project = make_project(tmp_path, task={"type": "recorded", "field": "output", "samples": True})
+    project.write_rows(rows)
+    approve(project)
+    result = bumped(project, "run", "--format", "json", versions={"reducer:mean": 2, "metric:exact_match": 3})
+    message = stale_message(result)
+    assert "mean@1 → mean@2" in message and "exact_match@1 → exact_match@3" in message
+
+
+def test_an_approval_from_before_versions_says_so(tmp_path):
+    """Approvals written before evaluators were versioned carry the fingerprint without them: stale, and the
+    reason says the definition is unchanged and only the versions were added."""
+    project = make_project(tmp_path)
+    loaded = load_config(project.evals / "evalglass.yaml")
+    legacy = loaded.config.gate_fingerprint("accuracy", loaded.definition_files, versions={})
+    approve(project, fingerprint=legacy)
+    result = project.run("--format", "json")
+    assert result.code == 1
+    message = stale_message(result)
+    assert "before EvalGlass versioned its evaluators" in message and "exact_match@1" in message
+
+
+def test_an_edited_definition_is_not_blamed_on_a_version(tmp_path):
+    project = make_project(tmp_path)
+    approve(project)
+    config = yaml.safe_load((project.evals / "evalglass.yaml").read_text())
+    config["metrics"]["exact"]["normalize"] = {"case": True}
+    project.write_config(config)
+    message = stale_message(project.run("--format", "json"))
+    assert "definition changed" in message and "@" not in message.split("(approved")[0]
+
+
+def test_the_golden_recorder_is_a_module(tmp_path):
+    assert (Path(__file__).parents[1] / "golden" / "record.py").is_file()
+
+
+def test_comparative_gates_depend_on_the_paired_difference_and_its_methods(tmp_path):
+    from tests.e2e.test_comparative_gates import NO_CHANGE, gate_of, setup
+
+    project, _ = setup(tmp_path, NO_CHANGE)
+    assert project.run().code == 0
+    point = bumped(project, "run", "--format", "json", versions={"paired:paired_difference": 2})
+    assert "paired_difference@1 → paired_difference@2" in stale_message_of(gate_of(point))
+    # A point comparative gate compares the point difference: no interval method enters it...
+    assert bumped(project, "run", versions={"interval:newcombe_paired": 2}).code == 0
+    # ...a lower_bound one compares the bound of the paired interval, whose methods do.
+    project, _ = setup(tmp_path / "lb", NO_CHANGE, rule="lower_bound", margin=0.2)
+    result = bumped(project, "run", "--format", "json", versions={"interval:newcombe_paired": 2})
+    assert "newcombe_paired@1 → newcombe_paired@2" in stale_message_of(gate_of(result))
+
+
+def stale_message_of(gate: dict[str, Any]) -> str:
+    assert gate["outcome"] == "blocked", gate
+    (reason,) = [r for r in gate["reasons"] if r["code"] == "approval_stale"]
+    return reason["message"]

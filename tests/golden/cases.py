@@ -1,0 +1,440 @@
+"""Golden inputs of every builtin evaluator, and how to compute its outputs from them.
+
+The inputs below are written once into ``tests/golden/<kind>/<name>.json`` together with the outputs and the
+evaluator's version (``python -m tests.golden.record``); ``test_golden.py`` recomputes the outputs from the stored
+inputs and fails when they change while the version in ``evalglass.metrics.versions`` did not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from evalglass.core.example import Example
+from evalglass.core.score import Score
+from evalglass.core.stats import Method, Reducer, confidence_interval, reduce_samples
+from evalglass.metrics.registry import parse_metric_spec
+from evalglass.metrics.versions import EvaluatorKind
+
+FOLDER = Path(__file__).parent
+
+# Outputs and references exercising each metric's options and edges (missing fields, wrong types, unicode).
+TEXTS = ["Yes", " yes ", "YES!", "no", "Café", "cafe\u0301", "", None, 3, {"a": 1}]
+
+
+def _examples(outputs: list[Any], references: list[Any] | None = None) -> list[dict[str, Any]]:
+    rows = []
+    for index, output in enumerate(outputs):
+        fields: dict[str, Any] = {"id": f"e{index}"}
+        if references is not None and references[index] is not None:
+            fields["gold"] = references[index]
+        rows.append({"fields": fields, "output": output})
+    return rows
+
+
+def _pairs(spec: dict[str, Any], outputs: list[Any], references: list[Any] | None = None) -> dict[str, Any]:
+    return {"spec": spec, "examples": _examples(outputs, references)}
+
+
+METRIC_CASES: dict[str, list[dict[str, Any]]] = {
+    "exact_match": [
+        _pairs({"type": "exact_match", "reference": "gold"}, TEXTS, ["Yes"] * 9 + [None]),
+        _pairs(
+            {
+                "type": "exact_match",
+                "reference": "gold",
+                "normalize": {"case": True, "whitespace": True, "punctuation": True, "unicode": True},
+            },
+            TEXTS,
+            ["yes", "yes", "yes", "yes", "café", "café", "", "x", "3", "{}"],
+        ),
+        _pairs({"type": "exact_match", "field": "a", "expected": 1}, [{"a": 1}, {"a": 1.0}, {"a": "1"}, {"b": 1}, 5]),
+    ],
+    "contains": [
+        _pairs({"type": "contains", "value": ["[1]", "[2]"], "mode": "any"}, ["see [1]", "none", "[2][1]", None, 7]),
+        _pairs({"type": "contains", "value": ["a", "B"], "mode": "all", "case_sensitive": False}, ["ab", "A", "xb"]),
+        _pairs(
+            {"type": "contains", "reference": "gold", "case_sensitive": False},
+            ["Paris is big", "Rome", "x"],
+            ["paris", "paris", None],
+        ),
+    ],
+    "regex": [
+        _pairs({"type": "regex", "pattern": r"\d{4}-\d{2}-\d{2}"}, ["on 2026-12-01", "12/01/2026", "", None, 5]),
+        _pairs(
+            {"type": "regex", "pattern": "^yes$", "match": "fullmatch", "flags": ["ignorecase"]}, ["YES", "yes!", "yes"]
+        ),
+    ],
+    "json_valid": [
+        _pairs({"type": "json_valid"}, ['{"a": 1}', "[1, 2", "null", "", {"a": 1}, 3, None, '{"a": 1, "a": 2}']),
+    ],
+    "json_schema": [
+        _pairs(
+            {
+                "type": "json_schema",
+                "schema": {
+                    "type": "object",
+                    "required": ["priority", "summary"],
+                    "properties": {
+                        "priority": {"enum": ["low", "high"]},
+                        "summary": {"type": "string", "maxLength": 5},
+                    },
+                },
+            },
+            [
+                {"priority": "low", "summary": "ok"},
+                {"priority": "mid", "summary": "ok"},
+                '{"priority": "high", "summary": "fine"}',
+                {"summary": "too long here"},
+                "not json",
+                None,
+            ],
+        ),
+        _pairs(
+            {"type": "json_schema", "schema": {"type": "string", "format": "date"}, "check_formats": True},
+            ['"2026-12-01"', '"yesterday"'],
+        ),
+    ],
+    "field_present": [
+        _pairs(
+            {"type": "field_present", "fields": ["a", "b.c"]},
+            [{"a": 1, "b": {"c": 2}}, {"a": 1}, {"a": None, "b": {"c": None}}, "x", None],
+        ),
+        _pairs({"type": "field_present", "fields": ["a"], "non_null": True}, [{"a": None}, {"a": 0}]),
+    ],
+    "numeric_bounds": [
+        _pairs({"type": "numeric_bounds", "min": 0, "max": 1}, [0, 1, 0.5, -0.1, 1.1, "0.5", True, None, float("nan")]),
+        _pairs({"type": "numeric_bounds", "max": 2.5, "coerce": True, "inclusive": False}, ["1.8", "2.5", 2.5, "x"]),
+    ],
+    "word_count": [
+        _pairs(
+            {"type": "word_count", "min": 2, "max": 4}, ["one", "one two", "a b c d e", "  spaced   out  ", "", None, 5]
+        ),
+    ],
+    "set_overlap": [
+        _pairs(
+            {"type": "set_overlap", "reference": "gold", "measure": measure},
+            [["a", "b"], [], ["a"], [], "x", ["A", "c"]],
+            [["a", "c"], ["a"], [], [], ["a"], "bad"],
+        )
+        for measure in ("f1", "precision", "recall")
+    ]
+    + [
+        _pairs(
+            {"type": "set_overlap", "reference": "gold", "case_sensitive": False},
+            [["A", "b"], [{"k": "X"}]],
+            [["a", "B"], [{"k": "x"}]],
+        )
+    ],
+    "enum": [
+        _pairs({"type": "enum", "values": ["positive", "negative"]}, ["positive", "Positive", "neutral", None, 1]),
+        _pairs(
+            {"type": "enum", "field": "label", "values": ["a", "b"], "case_sensitive": False},
+            [{"label": "A"}, {"x": 1}],
+        ),
+    ],
+}
+
+#: Per-example check: the output is written as the target; the checker exits with the code the output names.
+CHECK_CASES = [
+    {
+        "check": {
+            "command": [
+                "{python}",
+                "-c",
+                "import sys, pathlib; sys.exit(int((pathlib.Path(sys.argv[1]) / 'output.txt').read_text()))",
+                "{target}",
+            ],
+            "policy": {"id": "golden-v1", "pass_codes": [0], "fail_codes": [1], "inconclusive_codes": [3]},
+        },
+        "examples": _examples(["0", "1", "3", "7"]),
+    }
+]
+
+JUDGE_CASES = [
+    {
+        "spec": {
+            "type": "llm_judge",
+            "rubric": "rubric.md",
+            "scale": {"min": 1, "max": 5},
+            "model": "m",
+            "base_url": "http://127.0.0.1:9/v1",
+            "api_key_env": None,
+            "reference": "gold",
+        },
+        "rubric": "Grade helpfulness.\n",
+        "examples": _examples(["an answer", {"structured": True}, "no gold"], ["the gold", "g", None]),
+    },
+    {
+        "spec": {
+            "type": "llm_judge",
+            "rubric": "rubric.md",
+            "scale": {"labels": {"bad": 0, "good": 1}},
+            "model": "m",
+            "base_url": "http://127.0.0.1:9/v1",
+            "api_key_env": None,
+            "system": "You grade. {{ scale }}",
+            "prompt": "{{ rubric }} | {{ output }} | {{ example_id }}",
+        },
+        "rubric": "Be strict.",
+        "examples": _examples(["fine"]),
+    },
+]
+
+PARSER_CASES = [
+    {
+        "scale": {"min": 1, "max": 5},
+        "answers": [
+            '{"score": 4, "rationale": "ok"}',
+            '```json\n{"score": 5}\n```',
+            'I think {"score": 2} overall',
+            '{"score": 6}',
+            '{"score": 2.5}',
+            '{"score": "4"}',
+            '{"score": true}',
+            '{"rationale": "none"}',
+            "no json here",
+            '{"score": 1e999}',
+        ],
+    },
+    {
+        "scale": {"labels": {"bad": 0, "good": 1}},
+        "answers": ['{"score": "good"}', '{"score": " GOOD "}', '{"score": "great"}', '{"score": 1}'],
+    },
+]
+
+#: Per (example, sample): example ids and 0/1 or graded values, including ties and single samples.
+REDUCER_INPUT = {
+    "examples": [0, 0, 0, 1, 1, 2, 3, 3, 3, 3, 4, 4],
+    "values": [1.0, 0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0],
+}
+#: pass_at_k and at_least_k need at least k samples of 0/1 per example.
+K_REDUCER_INPUT = {
+    "examples": [0, 0, 0, 1, 1, 3, 3, 3, 3, 4, 4],
+    "values": [1.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0],
+}
+GRADED_REDUCER_INPUT = {"examples": [0, 0, 0, 1, 1, 2], "values": [0.2, 0.9, 0.5, 3.0, 1.0, 0.7]}
+
+BINARY = [1.0] * 17 + [0.0] * 6
+CONTINUOUS = [0.12, 0.5, 0.91, 0.33, 0.77, 0.64, 0.05, 0.48, 0.82, 0.29, 0.71, 0.58, 0.4, 0.95, 0.2]
+CLUSTERS = [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11]
+
+
+BASE_BINARY = [1.0] * 12 + [0.0] * 11
+
+
+def interval_cases(method: Method) -> list[dict[str, Any]]:
+    if method is Method.NEWCOMBE_PAIRED:  # a paired method: candidate and baseline outcomes per example
+        return [
+            {"base": BASE_BINARY, "candidate": BINARY, "sides": sides, "level": 0.9}
+            for sides in ("two_sided", "lower", "upper")
+        ]
+    data = BINARY if method.binary_only else CONTINUOUS
+    cases = []
+    for sides in ("two_sided", "lower", "upper"):
+        case: dict[str, Any] = {"values": data, "sides": sides, "level": 0.9}
+        if method.clustered:
+            case["clusters"] = CLUSTERS[: len(data)]
+        cases.append(case)
+    single = {**cases[0], "values": data[:1]}  # one value: undefined for most methods
+    if method.clustered:
+        single["clusters"] = CLUSTERS[:1]
+    cases.append(single)
+    return cases
+
+
+def score_json(result: float | Score) -> Any:
+    """A metric result as a golden output: the value, or status/validity/value and diagnostic codes (the wording
+    of a message is not a result)."""
+    if not isinstance(result, Score):
+        return {"value": result}
+    return {
+        "status": result.status.value,
+        "validity": result.validity.value,
+        "value": result.value,
+        "codes": [diagnostic.code for diagnostic in result.diagnostics],
+    }
+
+
+def _example(index: int, row: dict[str, Any]) -> Example:
+    return Example(id=f"e{index}", line=index + 1, fields=row["fields"], output=row["output"])
+
+
+def compute_metric(case: dict[str, Any]) -> list[Any]:
+    spec = parse_metric_spec(case["spec"])
+    with tempfile.TemporaryDirectory() as folder:
+        function = spec.build(Path(folder))
+        return [score_json(function(_example(i, row))) for i, row in enumerate(case["examples"])]
+
+
+def compute_check(case: dict[str, Any]) -> list[Any]:
+    from evalglass.lanes.checkspec import CheckSpec
+    from evalglass.metrics.check import CheckMetricSpec
+
+    declared = dict(case["check"])
+    declared["command"] = [sys.executable if part == "{python}" else part for part in declared["command"]]
+    check = CheckSpec.model_validate(declared)
+    with tempfile.TemporaryDirectory() as folder:
+        function = CheckMetricSpec(check="golden").build_check(check, Path(folder))
+        return [score_json(function(_example(i, row))) for i, row in enumerate(case["examples"])]
+
+
+def compute_judge(case: dict[str, Any]) -> list[Any]:
+    """What the llm_judge metric sends: the rendered messages (or the score explaining why there are none)."""
+    from evalglass.lanes.judge import Judge
+
+    spec = parse_metric_spec(case["spec"])
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "rubric.md").write_text(case["rubric"])
+
+        async def build() -> list[Any]:
+            judge = Judge(spec, base_dir=Path(folder), executor=None, env={})  # type: ignore[arg-type]
+            try:
+                out = []
+                for i, row in enumerate(case["examples"]):
+                    rendered = judge.render(_example(i, row))
+                    out.append(score_json(rendered) if isinstance(rendered, Score) else [list(m) for m in rendered])
+                return out
+            finally:
+                await judge.aclose()
+
+        return asyncio.run(build())
+
+
+def compute_parser(case: dict[str, Any]) -> list[Any]:
+    from evalglass.lanes.judge import parse_verdict
+    from evalglass.metrics.llm_judge import JudgeScale
+
+    scale = JudgeScale.model_validate(case["scale"])
+    out = []
+    for answer in case["answers"]:
+        verdict = parse_verdict(answer, scale)
+        out.append({**score_json(verdict.score), "label": verdict.label, "rationale": verdict.rationale})
+    return out
+
+
+def compute_reducer(reducer: Reducer, case: dict[str, Any]) -> Any:
+    k = case.get("k")
+    result = reduce_samples(case["examples"], case["values"], reducer, k=k)
+    return {
+        "examples": result.examples.tolist(),
+        "values": result.values.tolist(),
+        "samples": result.samples.tolist(),
+    }
+
+
+def reducer_cases(reducer: Reducer) -> list[dict[str, Any]]:
+    if reducer.needs_k:
+        return [{**REDUCER_INPUT, "k": 1}, {**K_REDUCER_INPUT, "k": 2}]
+    return [REDUCER_INPUT, GRADED_REDUCER_INPUT]
+
+
+def compute_interval(method: Method, case: dict[str, Any]) -> Any:
+    if "base" in case:
+        return compute_paired({**case, "method": method.value})
+    interval = confidence_interval(
+        case["values"],
+        level=case["level"],
+        sides=case["sides"],
+        method=method,
+        clusters=case.get("clusters"),
+        seed=7,
+        resamples=500,
+    )
+    assert interval is not None
+    return {
+        "point": interval.point,
+        "low": interval.low,
+        "high": interval.high,
+        "notes": [note.value for note in interval.notes],
+        "method": interval.method.value,
+    }
+
+
+PAIRED_CASES = [
+    {"base": BASE_BINARY, "candidate": BINARY, "sides": "two_sided", "level": 0.95},
+    {"base": BASE_BINARY, "candidate": BINARY, "sides": "lower", "level": 0.9, "clusters": CLUSTERS},
+    {"base": CONTINUOUS[::-1], "candidate": CONTINUOUS, "sides": "two_sided", "level": 0.95},
+    {"base": CONTINUOUS[::-1], "candidate": CONTINUOUS, "sides": "upper", "level": 0.9, "method": "bootstrap_bca"},
+    {"base": [1.0, 0.0], "candidate": [1.0, 1.0], "sides": "two_sided", "level": 0.95},
+]
+
+
+def compute_paired(case: dict[str, Any]) -> Any:
+    from evalglass.core.stats import paired_difference
+
+    result = paired_difference(
+        case["base"],
+        case["candidate"],
+        level=case["level"],
+        sides=case["sides"],
+        method=case.get("method"),
+        clusters=case.get("clusters"),
+        seed=7,
+        resamples=500,
+    )
+    assert result is not None
+    interval = result.interval
+    return {
+        "point": interval.point,
+        "low": interval.low,
+        "high": interval.high,
+        "method": interval.method.value,
+        "notes": [note.value for note in interval.notes],
+        "std_error": result.std_error,
+        "test": result.test.value,
+        "p_value": result.p_value,
+        "table": None if result.table is None else result.table.model_dump(),
+    }
+
+
+def inputs(kind: EvaluatorKind, name: str) -> list[dict[str, Any]]:
+    """The golden inputs of one evaluator (what ``record`` writes)."""
+    if kind is EvaluatorKind.METRIC:
+        if name == "check":
+            return CHECK_CASES
+        if name == "llm_judge":
+            return JUDGE_CASES
+        return METRIC_CASES[name]
+    if kind is EvaluatorKind.REDUCER:
+        return reducer_cases(Reducer(name))
+    if kind is EvaluatorKind.INTERVAL:
+        return interval_cases(Method(name))
+    if kind is EvaluatorKind.PAIRED:
+        return PAIRED_CASES
+    return PARSER_CASES
+
+
+def compute(kind: EvaluatorKind, name: str, case: dict[str, Any]) -> Any:
+    if kind is EvaluatorKind.METRIC:
+        if name == "check":
+            return compute_check(case)
+        if name == "llm_judge":
+            return compute_judge(case)
+        return compute_metric(case)
+    if kind is EvaluatorKind.REDUCER:
+        return compute_reducer(Reducer(name), case)
+    if kind is EvaluatorKind.INTERVAL:
+        return compute_interval(Method(name), case)
+    if kind is EvaluatorKind.PAIRED:
+        return compute_paired(case)
+    return compute_parser(case)
+
+
+def same(recorded: Any, computed: Any) -> bool:
+    """Equal, with floats equal to 1e-9 relative (numeric libraries may differ in the last bits across releases)."""
+    if isinstance(recorded, float) and isinstance(computed, float):
+        return recorded == computed or math.isclose(recorded, computed, rel_tol=1e-9, abs_tol=1e-12)
+    if isinstance(recorded, list) and isinstance(computed, list):
+        return len(recorded) == len(computed) and all(same(a, b) for a, b in zip(recorded, computed, strict=True))
+    if isinstance(recorded, dict) and isinstance(computed, dict):
+        return recorded.keys() == computed.keys() and all(same(recorded[k], computed[k]) for k in recorded)
+    return recorded == computed and type(recorded) is type(computed)
+
+
+def path_of(kind: EvaluatorKind, name: str) -> Path:
+    return FOLDER / kind.value / f"{name}.json"
