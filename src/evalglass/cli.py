@@ -18,6 +18,7 @@ import click
 
 if TYPE_CHECKING:
     from evalglass.api import CacheMode, RunResult
+    from evalglass.history.refs import ResolvedRun
 
 CONFIG_CANDIDATES = (Path("evals") / "evalglass.yaml", Path("evalglass.yaml"))
 EXAMPLES = ("quickstart", "bound-checks")
@@ -174,7 +175,7 @@ def resolve_run_folder(folder: Path | None) -> Path:
     from evalglass.errors import SetupError
 
     if folder is not None:
-        return run_folder(folder)
+        return run_folder(_from_history(str(folder)).folder)
     if not LAST_RUN_POINTER.exists():
         raise SetupError(
             f"no previous run recorded in {LAST_RUN_POINTER}",
@@ -192,6 +193,22 @@ def resolve_run_folder(folder: Path | None) -> Path:
             fix="name a run folder, or run `evalglass run` again to rewrite it",
         )
     return run_folder(Path(text))
+
+
+def _from_history(ref: str, *, verifying: bool = False, db: str | None = None) -> ResolvedRun:
+    """A run reference (docs/history.md): an existing folder as it is, or a run from the history written to a
+    temporary folder that lives as long as the command. Only ``verify`` is handed a run whose stored files or rows
+    were edited (it reports them); every other reader refuses it."""
+    from contextlib import ExitStack
+
+    from evalglass.history.commands import db_url
+    from evalglass.history.refs import refuse_findings, resolve
+
+    stack = click.get_current_context().with_resource(ExitStack())
+    resolved = resolve(ref, db_url(db), stack)
+    if not verifying:
+        refuse_findings(resolved, ref)
+    return resolved
 
 
 JUNIT = click.option(
@@ -269,6 +286,12 @@ LAST = "\x00last"
     is_flag=True,
     help="Run nothing: show what every gate would be (the same as `evalglass preflight`) and exit 0, 1 or 2.",
 )
+@click.option(
+    "--db",
+    metavar="URL",
+    help="Record the run in this history database [default: $EVALGLASS_DB, else .evalglass/history.sqlite].",
+)
+@click.option("--no-history", is_flag=True, help="Do not record this run in the history.")
 @FORMAT
 def run(
     config_path: Path | None,
@@ -283,9 +306,12 @@ def run(
     html_path: Path | None,
     pinned_ledger: Path | None,
     dry_run: bool,
+    db: str | None,
+    no_history: bool,
     fmt: str,
 ) -> None:
-    """Evaluate the dataset, decide every gate, write artifacts, exit with the verdict's code."""
+    """Evaluate the dataset, decide every gate, write artifacts, record the run in the history, exit with the
+    verdict's code."""
     if dry_run:
         writes = [
             name
@@ -327,11 +353,24 @@ def run(
             config_path = Path(load_manifest(folder).config_path)
     path = example_config(example) if example is not None else find_config(config_path)
     mode: CacheMode = "off" if no_cache else "refresh" if refresh else "use"
-    with _stdout_to_stderr():
+    from evalglass.engine.runlocator import installed
+
+    def from_history(ref: str) -> Path | None:
+        found = _from_history(ref, db=db)
+        return found.folder if found.run_id is not None else None
+
+    with _stdout_to_stderr(), installed(from_history):
         result = run_evaluation(
             path, out=out, cache=mode, resume=folder, progress=not no_progress, pinned_ledger=pinned_ledger
         )
-    for warning in result.warnings:
+    warnings = list(result.warnings)
+    if not no_history:  # the history never changes the verdict or the exit code: at worst, one warning line
+        from evalglass.history.commands import db_url
+        from evalglass.history.record import record_after_run
+
+        problem = record_after_run(result.folder, db_url(db), path.parent)
+        warnings += [] if problem is None else [problem]
+    for warning in warnings:
         click.echo(warning, err=True)
     if html_path is not None:
         _write_html(result.folder, html_path)
@@ -580,6 +619,7 @@ def _view_examples(
 )
 def report(folder: Path | None, out: Path | None) -> None:
     """Write a run's HTML report (default: the last run): one self-contained file, no network needed to open it.
+    FOLDER may be a recorded run (run id, BRANCH@latest, ...): its report goes to report-RUN_ID.html here.
 
     \b
     It renders the run's artifacts and decides nothing; `evalglass verify` checks them.
@@ -595,6 +635,8 @@ def report(folder: Path | None, out: Path | None) -> None:
             fix="name a run folder written by `evalglass run`",
         )
     target = out if out is not None else resolved / "report.html"
+    if out is None and folder is not None and not folder.exists():
+        target = Path(f"report-{resolved.name}.html")  # a run read from the history: its folder is temporary
     _write_html(resolved, target)
     click.echo(f"wrote {target}")
 
@@ -626,8 +668,8 @@ def explain(name: str | None, folder: Path | None, fmt: str) -> None:
 
 
 @main.command()
-@click.argument("base", type=click.Path(path_type=Path))
-@click.argument("candidate", type=click.Path(path_type=Path))
+@click.argument("base", metavar="BASE")
+@click.argument("candidate", metavar="CANDIDATE")
 @click.option("--metric", "metrics", multiple=True, help="Compare only this metric (repeatable; default: all shared).")
 @click.option("--top", default=10, show_default=True, type=click.IntRange(min=0), help="Flipped ids shown per metric.")
 @click.option(
@@ -637,17 +679,18 @@ def explain(name: str | None, folder: Path | None, fmt: str) -> None:
     help="Also write the comparison as one self-contained HTML page (differences drawn, flips by id).",
 )
 @FORMAT
-def compare(base: Path, candidate: Path, metrics: tuple[str, ...], top: int, html_path: Path | None, fmt: str) -> None:
+def compare(base: str, candidate: str, metrics: tuple[str, ...], top: int, html_path: Path | None, fmt: str) -> None:
     """Compare two finished runs example by example: paired differences with intervals, and the flips.
 
     \b
+    BASE and CANDIDATE: run folders or recorded runs (run id, BRANCH@latest, BRANCH@YYYY-MM-DD, last).
     Exit 0 when the runs were compared (whatever the numbers say; gates decide, compare does not), 2 when they
     cannot be compared (a folder unreadable, a metric or every example id missing on one side).
     """
     _load_numpy()
     from evalglass.engine.compare import compare_runs
 
-    comparison = compare_runs(base, candidate, list(metrics) or None)
+    comparison = compare_runs(_from_history(base).folder, _from_history(candidate).folder, list(metrics) or None)
     if html_path is not None:
         from evalglass.report.comparison_html import render_comparison_html
 
@@ -663,7 +706,7 @@ def compare(base: Path, candidate: Path, metrics: tuple[str, ...], top: int, htm
 
 
 @main.command()
-@click.argument("folder", type=click.Path(path_type=Path))
+@click.argument("folder", metavar="RUN")
 @click.option(
     "--config",
     "config_path",
@@ -682,12 +725,27 @@ def compare(base: Path, candidate: Path, metrics: tuple[str, ...], top: int, htm
     "(default: $EVALGLASS_VERIFY_KEY, or the key $EVALGLASS_SIGNING_KEY implies).",
 )
 @FORMAT
-def verify(folder: Path, config_path: Path | None, ledger_path: Path | None, key: str | None, fmt: str) -> None:
+def verify(folder: str, config_path: Path | None, ledger_path: Path | None, key: str | None, fmt: str) -> None:
     """Check every artifact, re-derive the run from its recorded scores and anchor it to the repository's files;
-    exit 1 naming each difference."""
+    exit 1 naming each difference. RUN: a run folder, or a recorded run (run id, BRANCH@latest, ...), whose stored
+    files and summary rows are checked as well."""
     from evalglass.api import verify as verify_run
 
-    report = verify_run(folder, config=config_path, ledger=ledger_path, key=key)
+    resolved = _from_history(folder, verifying=True)
+    if resolved.findings:
+        import dataclasses
+
+        from evalglass.engine.verify import Finding, VerifyReport
+
+        stored = tuple(Finding(*item) for item in resolved.findings)
+        if any(item.field.startswith("history.artifacts.") for item in stored):
+            # The stored files themselves differ from their hashes: there is nothing trustworthy to re-derive.
+            report = VerifyReport(folder=resolved.folder, findings=stored, examples=0)
+        else:
+            report = verify_run(resolved.folder, config=config_path, ledger=ledger_path, key=key)
+            report = dataclasses.replace(report, findings=stored + report.findings)
+    else:
+        report = verify_run(resolved.folder, config=config_path, ledger=ledger_path, key=key)
     if fmt == "json":
         _emit_json(
             {
@@ -765,6 +823,11 @@ def init(target: Path, force: bool) -> None:
     for path in written:
         click.echo(f"wrote {path}")
     click.echo(f"next: evalglass run --config {target / 'evalglass.yaml'}")
+
+
+from evalglass.history.commands import history  # noqa: E402  (click only; the database loads when it runs)
+
+main.add_command(history)
 
 
 @main.command()

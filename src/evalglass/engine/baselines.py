@@ -52,8 +52,13 @@ def _read(name: str, folder: Path, location: str, metrics: list[str]) -> tuple[B
 
 def read_baseline(name: str, ledger: LoadedLedger, metrics: list[str]) -> tuple[BaselineRun, RunForComparison | None]:
     """The baseline the ledger lists under ``name`` (its ``run`` folder is relative to the ledger file)."""
-    source = ledger.path.parent / ledger.ledger.baselines[name].run
-    return _read(name, source, str(source), metrics)
+    reference = ledger.ledger.baselines[name].run
+    source, location = ledger.path.parent / reference, str(ledger.path.parent / reference)
+    if not source.exists():
+        found_run = _locate(reference)
+        if found_run is not None:  # a run reference (main@latest): its fingerprint is still checked
+            source, location = found_run, reference
+    return _read(name, source, location, metrics)
 
 
 def _copy(source: Path, target: Path) -> None:
@@ -62,6 +67,15 @@ def _copy(source: Path, target: Path) -> None:
     with os.fdopen(fd, "wb") as out, source.open("rb") as src:
         shutil.copyfileobj(src, out)
     os.replace(partial, target)
+
+
+def _locate(reference: str) -> Path | None:
+    from evalglass.engine.runlocator import locate
+
+    try:
+        return locate(reference)
+    except SetupError:
+        return None  # read as a folder below, which says the baseline's run cannot be read
 
 
 def baselines_for_run(

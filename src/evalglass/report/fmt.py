@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -13,6 +12,7 @@ from evalglass.core.scorecard import CheckSummary, DatasetSummary, MetricSummary
 from evalglass.core.stats import Interval, Note
 from evalglass.core.tables import total
 from evalglass.core.usage import TokenUsage, total_usage
+from evalglass.report.numbers import number as number  # re-exported: every renderer formats through fmt
 
 if TYPE_CHECKING:  # `evalglass view` renders through this module and needs no numpy
     from evalglass.core.compare import MetricComparison
@@ -29,16 +29,6 @@ OUTCOME_ICON: dict[Outcome, str] = {
     Outcome.FAIL: "❌",
     Outcome.BLOCKED: "⛔",
 }
-
-
-def number(value: float | None) -> str:
-    if value is None:
-        return "—"
-    if not math.isfinite(value):  # never produced by a run, but a hand-edited artifact must still render
-        return str(value)
-    if value == int(value) and abs(value) < 1e9:
-        return f"{value:.1f}" if abs(value) < 10 else f"{int(value)}"
-    return f"{value:.4g}" if abs(value) >= 1e-3 else f"{value:.3e}"
 
 
 def estimate_text(estimate: Estimate | None) -> str:
