@@ -40,6 +40,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench_live_run import write_project
 from fake_server import fake_server
 
 PROMPT = "Question {n}: what is the answer?"
@@ -123,27 +124,6 @@ def measure_client(client: str, base_url: str, calls: int, concurrency: int) -> 
 
 
 # --------------------------------------------------------------------------------------------- the whole command
-def write_project(folder: Path, base_url: str, examples: int, concurrency: int) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    config = {
-        "dataset": {"name": "bench", "path": "data.jsonl"},
-        "task": {
-            "type": "chat",
-            "base_url": base_url,
-            "model": "bench",
-            "api_key_env": None,
-            "prompt": "Question {{ n }}: {{ text }}",
-        },
-        "concurrency": {"max_in_flight": concurrency},
-        "metrics": {"answered": {"type": "contains", "reference": "text"}},
-    }
-    (folder / "evalglass.yaml").write_text(json.dumps(config))  # JSON is YAML
-    (folder / "authority.yaml").write_text("")
-    with (folder / "data.jsonl").open("w") as handle:
-        for n in range(examples):
-            handle.write(json.dumps({"id": f"ex{n}", "n": n, "text": "what is the answer?"}) + "\n")
-
-
 def run_cpu(folder: Path) -> tuple[float, float]:
     """CPU (user + system, as the kernel accounts the reaped child) and wall time of one cold `evalglass run`."""
     for stale in folder.glob(".evalglass-cache.sqlite*"):
@@ -223,6 +203,8 @@ def main() -> int:
         if not args.no_run:
             with tempfile.TemporaryDirectory() as scratch:
                 small, large = Path(scratch) / "small", Path(scratch) / "large"
+                small.mkdir(parents=True, exist_ok=True)
+                large.mkdir(parents=True, exist_ok=True)
                 write_project(small, base_url, args.calls, args.concurrency)
                 write_project(large, base_url, 2 * args.calls, args.concurrency)
                 marginal: list[float] = []

@@ -76,7 +76,12 @@ def make_run(evalglass: list[str], work: Path, dataset: Path, field: str) -> Pat
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "evalglass.yaml").write_text(CONFIG.format(dataset=dataset, field=field))
     (folder / "authority.yaml").write_text("version: 1\n")
-    subprocess.run([*evalglass, "run", "--out", "out", "--format", "json"], cwd=folder, check=True, capture_output=True)
+    subprocess.run(
+        [*evalglass, "run", "--out", "out", "--no-history", "--format", "json"],
+        cwd=folder,
+        check=True,
+        capture_output=True,
+    )
     return folder / "out"
 
 

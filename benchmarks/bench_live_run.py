@@ -56,7 +56,7 @@ def one_run(folder: Path, extra: list[str]) -> tuple[float, float | None]:
         stale.unlink()
     started = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "evalglass", "run", "--format", "json", "--out", "out", *extra],
+        [sys.executable, "-m", "evalglass", "run", "--format", "json", "--out", "out", "--no-history", *extra],
         cwd=folder,
         capture_output=True,
         text=True,

@@ -89,7 +89,9 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)
             write_project(root, n)
-            subprocess.run([*evalglass, "run", "--out", "out"], cwd=root, check=True, capture_output=True)
+            subprocess.run(
+                [*evalglass, "run", "--out", "out", "--no-history"], cwd=root, check=True, capture_output=True
+            )
             view_wall, _, _ = timed([*evalglass, "view", "out"], root)
             wall, cpu, rss = timed([*evalglass, "report", "out", "--out", "report.html"], root)
             page = (root / "report.html").read_text()

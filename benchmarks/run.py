@@ -130,6 +130,14 @@ def compare_case(python: str, n: int, repeats: int) -> list[str]:
     return [*rows, f"| {n:,} | case 8 {cpu} | | | |"]
 
 
+def history_case(python: str, n: int, runs: int, repeats: int) -> list[str]:
+    """Case 10 through `bench_history.py` (recording a run of n examples; listing a history of `runs` runs): its
+    table rows."""
+    argv = [python, str(HERE / "bench_history.py"), "--n", str(n), "--runs", str(runs), "--repeats", str(repeats)]
+    output = subprocess.run(argv, check=True, capture_output=True, text=True).stdout.splitlines()
+    return [line for line in output if line.startswith("| ") and not line.startswith("| examples")]
+
+
 def verified(evalglass: list[str], folder: Path, verdict: str) -> None:
     """The measured run must re-derive exactly from its own scores and reach the verdict the case is about."""
     done = subprocess.run([*evalglass, "verify", "out"], cwd=folder, capture_output=True, text=True, check=False)
@@ -174,7 +182,7 @@ def project(workdir: Path, dataset: Path, *, gated: bool) -> Path:
 
 def activate(folder: Path, evalglass: list[str]) -> None:
     """Write the ledger a host would write, from explain's fingerprints, so the gated case really gates."""
-    subprocess.run([*evalglass, "run", "--out", "probe"], cwd=folder, check=False, capture_output=True)
+    subprocess.run([*evalglass, "run", "--out", "probe", "--no-history"], cwd=folder, check=False, capture_output=True)
     entries = json.loads(
         subprocess.run(
             [*evalglass, "explain", "accuracy", "--run", "probe", "--format", "json"],
@@ -228,7 +236,11 @@ def bad_input_cases(python: str, work: Path, n: int, repeats: int, smoke: bool) 
         ),
     }
     best = rotated(
-        repeats, [(label, [*evalglass, "run", "--out", "out"], folder, {0}) for label, folder in projects.items()]
+        repeats,
+        [
+            (label, [*evalglass, "run", "--out", "out", "--no-history"], folder, {0})
+            for label, folder in projects.items()
+        ],
     )
     for folder in projects.values():
         verified(evalglass, folder, "informational")
@@ -286,8 +298,8 @@ def main() -> None:
                 [
                     ("floor", [python, str(HERE / "floor.py"), str(dataset)], work, {0}),
                     ("floor+imports", [python, str(HERE / "floor.py"), str(dataset), "--with-imports"], work, {0}),
-                    ("run", [*evalglass, "run", "--out", "out"], plain, {0}),
-                    ("run gated", [*evalglass, "run", "--out", "out"], gated, {0}),
+                    ("run", [*evalglass, "run", "--out", "out", "--no-history"], plain, {0}),
+                    ("run gated", [*evalglass, "run", "--out", "out", "--no-history"], gated, {0}),
                 ],
             )
             floor, stack, case1, case2 = best["floor"], best["floor+imports"], best["run"], best["run gated"]
@@ -315,6 +327,7 @@ def main() -> None:
         )
         rows += compare_case(python, sizes[-1], repeats)
         rows += ray_case(python, args.smoke)
+        rows += history_case(python, sizes[-1], 200 if args.smoke else 10_000, repeats)
     print(f"machine: {machine()}; best of {repeats}")
     print("| examples | case | wall | peak RSS | ratio |")
     print("|---|---|---|---|---|")

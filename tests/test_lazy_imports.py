@@ -101,7 +101,9 @@ def test_a_recorded_run_loads_no_live_machinery(tmp_path: Path) -> None:
         "from evalglass.cli import main\n"
         "progress.reporter_for = lambda stream=None: progress.RichReporter()\n"
         "try:\n"
-        "    main(['run', '--out', 'out'])\n"
+        # The run history (SQLite through SQLAlchemy) is loaded after the run by design; its cost is its own
+        # benchmark (BENCHMARKS.md, "Run history"), and the test below pins what it loads.
+        "    main(['run', '--out', 'out', '--no-history'])\n"
         "except SystemExit as done:\n"
         "    assert done.code == 0, done.code\n"
         f"loaded = [name for name in {RECORDED_RUN_NEVER_LOADS!r} if name in sys.modules]\n"
@@ -111,6 +113,27 @@ def test_a_recorded_run_loads_no_live_machinery(tmp_path: Path) -> None:
     assert (tmp_path / "out" / "scorecard.json").exists()
     loaded = (tmp_path / "loaded.txt").read_text().split()
     assert loaded == [], f"a recorded run imported {loaded}"
+
+
+def test_recording_into_a_history_at_its_schema_revision_loads_no_migration_machinery(tmp_path: Path) -> None:
+    """Alembic (and its templates) load only when a database must be migrated, not on every run."""
+    (tmp_path / "evalglass.yaml").write_text(RECORDED_CONFIG)
+    (tmp_path / "authority.yaml").write_text("version: 1\n")
+    (tmp_path / "d.jsonl").write_text('{"id": "a", "expected": "1", "output": {"answer": "1", "latency_ms": 5}}\n')
+    probe = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from evalglass.cli import main\n"
+        "try:\n"
+        "    main(['run', '--out', sys.argv[1]])\n"
+        "except SystemExit as done:\n"
+        "    assert done.code == 0, done.code\n"
+        "Path(sys.argv[1] + '.txt').write_text(' '.join(n for n in ('alembic', 'mako') if n in sys.modules))\n"
+    )
+    for name in ("first", "second"):  # the first creates the history, the second finds it at its revision
+        subprocess.run([sys.executable, "-c", probe, name], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert (tmp_path / ".evalglass" / "history.sqlite").is_file()
+    assert (tmp_path / "second.txt").read_text() == ""
 
 
 def test_every_model_defers_its_build() -> None:

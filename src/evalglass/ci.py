@@ -39,8 +39,8 @@ def publish_github(result: RunResult, *, stream: TextIO, env: Mapping[str, str])
 
     Returns a note for stderr when there is no step summary file to append to (outside GitHub Actions).
     """
+    from evalglass.engine.failing import report_markdown
     from evalglass.report.github import gate_annotations
-    from evalglass.report.markdown import render_markdown
 
     sites = {name: (_as_annotated(path, env), line) for name, (path, line) in _gate_sites(result.folder).items()}
     for line in gate_annotations(result.scorecard, sites):
@@ -51,7 +51,8 @@ def publish_github(result: RunResult, *, stream: TextIO, env: Mapping[str, str])
         return "note: GITHUB_STEP_SUMMARY is not set, so no step summary was written"
     try:
         with open(summary, "a", encoding="utf-8") as handle:
-            handle.write(redaction.current().text(render_markdown(result.scorecard)) + "\n")
+            # report.md's content: the gates and the examples that pulled them down, where the PR author looks first
+            handle.write(redaction.current().text(report_markdown(result.folder, result.scorecard)) + "\n")
     except OSError as exc:
         raise SetupError(
             f"cannot append to the step summary: {exc.strerror or exc}",

@@ -18,6 +18,7 @@ import click
 
 if TYPE_CHECKING:
     from evalglass.api import CacheMode, RunResult
+    from evalglass.history.refs import ResolvedRun
 
 CONFIG_CANDIDATES = (Path("evals") / "evalglass.yaml", Path("evalglass.yaml"))
 EXAMPLES = ("quickstart", "bound-checks")
@@ -174,7 +175,7 @@ def resolve_run_folder(folder: Path | None) -> Path:
     from evalglass.errors import SetupError
 
     if folder is not None:
-        return run_folder(folder)
+        return run_folder(_from_history(str(folder)).folder)
     if not LAST_RUN_POINTER.exists():
         raise SetupError(
             f"no previous run recorded in {LAST_RUN_POINTER}",
@@ -192,6 +193,22 @@ def resolve_run_folder(folder: Path | None) -> Path:
             fix="name a run folder, or run `evalglass run` again to rewrite it",
         )
     return run_folder(Path(text))
+
+
+def _from_history(ref: str, *, verifying: bool = False, db: str | None = None) -> ResolvedRun:
+    """A run reference (docs/history.md): an existing folder as it is, or a run from the history written to a
+    temporary folder that lives as long as the command. Only ``verify`` is handed a run whose stored files or rows
+    were edited (it reports them); every other reader refuses it."""
+    from contextlib import ExitStack
+
+    from evalglass.history.commands import db_url
+    from evalglass.history.refs import refuse_findings, resolve
+
+    stack = click.get_current_context().with_resource(ExitStack())
+    resolved = resolve(ref, db_url(db), stack)
+    if not verifying:
+        refuse_findings(resolved, ref)
+    return resolved
 
 
 JUNIT = click.option(
@@ -269,6 +286,12 @@ LAST = "\x00last"
     is_flag=True,
     help="Run nothing: show what every gate would be (the same as `evalglass preflight`) and exit 0, 1 or 2.",
 )
+@click.option(
+    "--db",
+    metavar="URL",
+    help="Record the run in this history database [default: $EVALGLASS_DB, else .evalglass/history.sqlite].",
+)
+@click.option("--no-history", is_flag=True, help="Do not record this run in the history.")
 @FORMAT
 def run(
     config_path: Path | None,
@@ -283,9 +306,12 @@ def run(
     html_path: Path | None,
     pinned_ledger: Path | None,
     dry_run: bool,
+    db: str | None,
+    no_history: bool,
     fmt: str,
 ) -> None:
-    """Evaluate the dataset, decide every gate, write artifacts, exit with the verdict's code."""
+    """Evaluate the dataset, decide every gate, write artifacts, record the run in the history, exit with the
+    verdict's code."""
     if dry_run:
         writes = [
             name
@@ -327,11 +353,24 @@ def run(
             config_path = Path(load_manifest(folder).config_path)
     path = example_config(example) if example is not None else find_config(config_path)
     mode: CacheMode = "off" if no_cache else "refresh" if refresh else "use"
-    with _stdout_to_stderr():
+    from evalglass.engine.runlocator import installed
+
+    def from_history(ref: str) -> Path | None:
+        found = _from_history(ref, db=db)
+        return found.folder if found.run_id is not None else None
+
+    with _stdout_to_stderr(), installed(from_history):
         result = run_evaluation(
             path, out=out, cache=mode, resume=folder, progress=not no_progress, pinned_ledger=pinned_ledger
         )
-    for warning in result.warnings:
+    warnings = list(result.warnings)
+    if not no_history:  # the history never changes the verdict or the exit code: at worst, one warning line
+        from evalglass.history.commands import db_url
+        from evalglass.history.record import record_after_run
+
+        problem = record_after_run(result.folder, db_url(db), path.parent)
+        warnings += [] if problem is None else [problem]
+    for warning in warnings:
         click.echo(warning, err=True)
     if html_path is not None:
         _write_html(result.folder, html_path)
@@ -491,15 +530,84 @@ def calibrate(judge: str, labels: Path, config_path: Path | None, no_cache: bool
 @click.argument("folder", required=False, type=click.Path(path_type=Path))
 @JUNIT
 @click.option("--github", is_flag=True, help="Print GitHub annotations and append report.md to the step summary.")
+@click.option("--examples", is_flag=True, help="List examples with their per-metric state instead of the summary.")
+@click.option("--metric", "metrics", multiple=True, help="With --examples: only this metric (repeatable).")
+@click.option(
+    "--state",
+    "states",
+    multiple=True,
+    type=click.Choice(["pass", "fail", "scored", "invalid", "error", "blocked", "non_evaluable", "skipped", "all"]),
+    help="With --examples: only examples in this state (repeatable; default: every state but pass and scored).",
+)
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="With --examples: at most N.")
 @FORMAT
-def view(folder: Path | None, junit: Path | None, github: bool, fmt: str) -> None:
+def view(
+    folder: Path | None,
+    junit: Path | None,
+    github: bool,
+    examples: bool,
+    metrics: tuple[str, ...],
+    states: tuple[str, ...],
+    limit: int,
+    fmt: str,
+) -> None:
     """Show a finished run (default: the last one) from its artifacts, without recomputing anything."""
     from evalglass.api import load_run
 
-    result = load_run(resolve_run_folder(folder))
+    resolved = resolve_run_folder(folder)
+    if (metrics or states) and not examples:
+        from evalglass.errors import SetupError
+
+        raise SetupError("--metric and --state go with --examples", fix="add --examples, or drop them")
+    result = load_run(resolved)
+    if examples:
+        _view_examples(resolved, result.scorecard, metrics, states, limit, fmt)
+        return
     _show(result, fmt)
     if junit is not None or github:
         _publish(result, junit, github, fmt)
+
+
+def _gate_definitions(record: Any) -> dict[str, dict[str, Any]]:
+    """Each gate's canonical definition, re-derived from the config the run recorded (as verify does)."""
+    from evalglass.engine.config import Config
+
+    try:
+        config = Config.model_validate(record.config)
+    except ValueError:
+        return {}
+    return {name: config.gate_definition(name, record.definition_files) for name in config.gates}
+
+
+def _view_examples(
+    folder: Path, card: Any, metrics: tuple[str, ...], states: tuple[str, ...], limit: int, fmt: str
+) -> None:
+    from evalglass.engine.artifacts import load_runrecord
+    from evalglass.engine.failing import NOT_PASSING, ExampleState, example_rows, fail_rules, with_outputs
+
+    chosen = (
+        frozenset(ExampleState)
+        if "all" in states
+        else frozenset(ExampleState(state) for state in states)
+        if states
+        else NOT_PASSING
+    )
+    rows = list(example_rows(folder, card, metrics=metrics or None, states=chosen, limit=limit))
+    rows, source = with_outputs(folder, load_runrecord(folder), rows)
+    rules = {name: rule.describe() for name, rule in fail_rules(card).items() if not metrics or name in metrics}
+    if fmt == "json":
+        _emit_json(
+            {
+                "folder": str(folder.resolve()),
+                "rules": rules,
+                "outputs_from": source,
+                "examples": [row.as_dict() for row in rows],
+            }
+        )
+        return
+    from evalglass.report.examples import render_examples
+
+    click.echo(render_examples(rows, rules, source, limit))
 
 
 @main.command()
@@ -511,6 +619,7 @@ def view(folder: Path | None, junit: Path | None, github: bool, fmt: str) -> Non
 )
 def report(folder: Path | None, out: Path | None) -> None:
     """Write a run's HTML report (default: the last run): one self-contained file, no network needed to open it.
+    FOLDER may be a recorded run (run id, BRANCH@latest, ...): its report goes to report-RUN_ID.html here.
 
     \b
     It renders the run's artifacts and decides nothing; `evalglass verify` checks them.
@@ -526,6 +635,8 @@ def report(folder: Path | None, out: Path | None) -> None:
             fix="name a run folder written by `evalglass run`",
         )
     target = out if out is not None else resolved / "report.html"
+    if out is None and folder is not None and not folder.exists():
+        target = Path(f"report-{resolved.name}.html")  # a run read from the history: its folder is temporary
     _write_html(resolved, target)
     click.echo(f"wrote {target}")
 
@@ -544,7 +655,10 @@ def explain(name: str | None, folder: Path | None, fmt: str) -> None:
     card = load_scorecard(resolved)
     record = load_runrecord(resolved)
     refuse_contradicted(resolved, card, record)
-    explanations = build(card, record, name)
+    from evalglass.engine.failing import gate_examples
+
+    names = [gate.name for gate in card.decision.gates if name is None or gate.name == name]
+    explanations = build(card, record, name, gate_examples(resolved, card, names, limit=5), _gate_definitions(record))
     if fmt == "json":
         _emit_json([item.as_dict() for item in explanations])
         return
@@ -554,8 +668,8 @@ def explain(name: str | None, folder: Path | None, fmt: str) -> None:
 
 
 @main.command()
-@click.argument("base", type=click.Path(path_type=Path))
-@click.argument("candidate", type=click.Path(path_type=Path))
+@click.argument("base", metavar="BASE")
+@click.argument("candidate", metavar="CANDIDATE")
 @click.option("--metric", "metrics", multiple=True, help="Compare only this metric (repeatable; default: all shared).")
 @click.option("--top", default=10, show_default=True, type=click.IntRange(min=0), help="Flipped ids shown per metric.")
 @click.option(
@@ -565,17 +679,18 @@ def explain(name: str | None, folder: Path | None, fmt: str) -> None:
     help="Also write the comparison as one self-contained HTML page (differences drawn, flips by id).",
 )
 @FORMAT
-def compare(base: Path, candidate: Path, metrics: tuple[str, ...], top: int, html_path: Path | None, fmt: str) -> None:
+def compare(base: str, candidate: str, metrics: tuple[str, ...], top: int, html_path: Path | None, fmt: str) -> None:
     """Compare two finished runs example by example: paired differences with intervals, and the flips.
 
     \b
+    BASE and CANDIDATE: run folders or recorded runs (run id, BRANCH@latest, BRANCH@YYYY-MM-DD, last).
     Exit 0 when the runs were compared (whatever the numbers say; gates decide, compare does not), 2 when they
     cannot be compared (a folder unreadable, a metric or every example id missing on one side).
     """
     _load_numpy()
     from evalglass.engine.compare import compare_runs
 
-    comparison = compare_runs(base, candidate, list(metrics) or None)
+    comparison = compare_runs(_from_history(base).folder, _from_history(candidate).folder, list(metrics) or None)
     if html_path is not None:
         from evalglass.report.comparison_html import render_comparison_html
 
@@ -591,7 +706,7 @@ def compare(base: Path, candidate: Path, metrics: tuple[str, ...], top: int, htm
 
 
 @main.command()
-@click.argument("folder", type=click.Path(path_type=Path))
+@click.argument("folder", metavar="RUN")
 @click.option(
     "--config",
     "config_path",
@@ -610,12 +725,27 @@ def compare(base: Path, candidate: Path, metrics: tuple[str, ...], top: int, htm
     "(default: $EVALGLASS_VERIFY_KEY, or the key $EVALGLASS_SIGNING_KEY implies).",
 )
 @FORMAT
-def verify(folder: Path, config_path: Path | None, ledger_path: Path | None, key: str | None, fmt: str) -> None:
+def verify(folder: str, config_path: Path | None, ledger_path: Path | None, key: str | None, fmt: str) -> None:
     """Check every artifact, re-derive the run from its recorded scores and anchor it to the repository's files;
-    exit 1 naming each difference."""
+    exit 1 naming each difference. RUN: a run folder, or a recorded run (run id, BRANCH@latest, ...), whose stored
+    files and summary rows are checked as well."""
     from evalglass.api import verify as verify_run
 
-    report = verify_run(folder, config=config_path, ledger=ledger_path, key=key)
+    resolved = _from_history(folder, verifying=True)
+    if resolved.findings:
+        import dataclasses
+
+        from evalglass.engine.verify import Finding, VerifyReport
+
+        stored = tuple(Finding(*item) for item in resolved.findings)
+        if any(item.field.startswith("history.artifacts.") for item in stored):
+            # The stored files themselves differ from their hashes: there is nothing trustworthy to re-derive.
+            report = VerifyReport(folder=resolved.folder, findings=stored, examples=0)
+        else:
+            report = verify_run(resolved.folder, config=config_path, ledger=ledger_path, key=key)
+            report = dataclasses.replace(report, findings=stored + report.findings)
+    else:
+        report = verify_run(resolved.folder, config=config_path, ledger=ledger_path, key=key)
     if fmt == "json":
         _emit_json(
             {
@@ -693,6 +823,11 @@ def init(target: Path, force: bool) -> None:
     for path in written:
         click.echo(f"wrote {path}")
     click.echo(f"next: evalglass run --config {target / 'evalglass.yaml'}")
+
+
+from evalglass.history.commands import history  # noqa: E402  (click only; the database loads when it runs)
+
+main.add_command(history)
 
 
 @main.command()

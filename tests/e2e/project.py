@@ -72,8 +72,9 @@ class Project:
         return yaml.safe_load(entry)["gates"][gate]["fingerprint"]
 
     def dataset_fingerprint(self) -> str:
+        """The gold fingerprint `validated_gold` binds, as the last run recorded it."""
         card = self.cli("view", "--format", "json").json()
-        return card["dataset"]["fingerprint"]
+        return str(card["dataset"]["gold_fingerprint"])
 
 
 def base_config(**overrides: Any) -> dict[str, Any]:

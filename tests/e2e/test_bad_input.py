@@ -355,8 +355,10 @@ def test_a_read_only_state_folder_leaves_the_run_complete_and_says_so(tmp_path):
     assert result.code == 0, result.err
     assert (tmp_path / "second" / "scorecard.json").is_file()
     warnings = [line for line in result.err.splitlines() if line.strip()]
-    assert len(warnings) == 2 and all(line.startswith("warning: ") for line in warnings), result.err
-    started, finished = warnings
+    assert len(warnings) == 3 and all(line.startswith("warning: ") for line in warnings), result.err
+    started, finished, history = warnings
+    # the run history lives in the same folder: not updated, said once, and how to add the run later
+    assert "run history" in history and history.endswith("evalglass history import second")
     assert ".evalglass/last-started" in started and "Read-only file system" in started
     assert "may resume an older run" in started and started.endswith("evalglass run --resume second")
     assert ".evalglass/last-run" in finished and "may show an older run" in finished

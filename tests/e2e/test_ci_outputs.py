@@ -77,7 +77,7 @@ def test_view_writes_the_same_junit_from_the_artifacts(tmp_path):
 
 def test_in_github_actions_failing_and_blocked_gates_are_annotated_at_their_config_line(tmp_path):
     project = three_gates(tmp_path)
-    result = in_actions(project, "run")
+    result = in_actions(project, "run", "--out", "out")
     assert result.code == 1, result.err
     commands = [read(line) for line in result.out.splitlines() if line.startswith("::")]
     assert [(name, properties["title"]) for name, properties, _ in commands] == [
@@ -91,6 +91,9 @@ def test_in_github_actions_failing_and_blocked_gates_are_annotated_at_their_conf
     summary = (project.root / "summary.md").read_text()
     assert summary.startswith("## ⛔ EvalGlass: blocked")
     assert "| strict | ❌ fail |" in summary
+    # The failing examples travel with it, as in report.md.
+    assert "<details><summary>Gate strict:" in summary
+    assert summary == (project.root / "out" / "report.md").read_text() + "\n"
 
 
 def test_each_run_appends_its_own_step_summary(tmp_path):

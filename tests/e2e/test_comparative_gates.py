@@ -46,7 +46,7 @@ def setup(tmp_path, pattern, *, rule="point", margin=0.05, gate=None, extra_gate
     gate_fp = next(g for g in probe.json()["decision"]["gates"] if g["name"] == "no-regression")["fingerprint"]
     ledger = {
         "version": 1,
-        "datasets": {"suite": {"validated_gold": True, "fingerprint": probe.json()["dataset"]["fingerprint"]}},
+        "datasets": {"suite": {"validated_gold": True, "fingerprint": probe.json()["dataset"]["gold_fingerprint"]}},
         "baselines": {"main": {"run": "../runs/base", "fingerprint": fingerprint}},
         "gates": {"no-regression": {"active": True, "fingerprint": gate_fp, "margin": margin}},
     }

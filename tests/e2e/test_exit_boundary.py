@@ -23,7 +23,9 @@ SETUP_FAILURES: dict[str, tuple[str, ...]] = {
     "check": ("check", "--config", "nope.yaml"),
     "init": ("init", "--dir", "evals"),  # evals/ already holds a config: refused without --force
     "schema": ("schema", "no-such-schema"),
+    "history": ("history", "export", "no-such-run", "out"),  # no run history here
     "compare": ("compare", "no-such-run", "no-such-run-either"),
+    "preflight": ("preflight", "--config", "nope.yaml"),  # main's approvals merge added the command without a case
 }
 
 

@@ -253,10 +253,11 @@ def test_a_consistent_rewrite_of_the_snapshot_is_caught_by_the_anchor(tmp_path):
     path.write_text(json.dumps(record, indent=2) + "\n")
     _forge_pass(tmp_path)
     from evalglass.core.scorecard import Scorecard
-    from evalglass.report.markdown import render_markdown
+    from evalglass.engine.failing import report_markdown
 
+    # The forger re-renders report.md as the tool does (failing examples included), so only the anchor can tell.
     card = Scorecard.model_validate_json((tmp_path / "out" / "scorecard.json").read_text())
-    (tmp_path / "out" / "report.md").write_text(render_markdown(card))
+    (tmp_path / "out" / "report.md").write_text(report_markdown(tmp_path / "out", card))
     _reseal(tmp_path / "out")
     result = project.cli("verify", "out", "--format", "json")
     assert result.code == 1

@@ -49,6 +49,29 @@ def test_get_put_and_modes(tmp_path: Path) -> None:
     assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
+def test_a_replay_is_told_from_a_cached_answer(tmp_path: Path) -> None:
+    """What a run put before it was interrupted is a replay for its resumption (once per key); what another run
+    put, what this process put, and entries without a run are cached answers."""
+    path = tmp_path / "c.sqlite"
+    key, other = cache_key("fp", {"q": 1}, 0), cache_key("fp", {"q": 2}, 0)
+    with CallCache(path, run="run-a") as first:
+        first.put(key, {"content": "v"}, kind="chat")
+        hit = first.fetch(key)
+        assert hit is not None and not hit.replayed  # a repeat within the attempt that made it
+    with CallCache(path) as anonymous:
+        anonymous.put(other, {"content": "w"}, kind="chat")
+    with CallCache(path, run="run-a") as resumed:
+        replays = [resumed.fetch(key), resumed.fetch(key)]
+        assert [hit.replayed for hit in replays if hit is not None] == [True, False]
+        assert replays[0] is not None and replays[0].value["content"] == "v"
+        assert resumed.get(key) == replays[0].value
+        unstamped = resumed.fetch(other)
+        assert unstamped is not None and not unstamped.replayed
+    with CallCache(path, run="run-b") as later:
+        hit = later.fetch(key)
+        assert hit is not None and not hit.replayed
+
+
 def test_a_write_that_fails_mid_run_stops_writing_and_is_reported_once(tmp_path: Path) -> None:
     """Another process holds the write lock past the busy timeout: the first put fails (False, not an exception),
     later puts do not wait again, reads still work, and one warning line counts what was not stored."""

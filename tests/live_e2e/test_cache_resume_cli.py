@@ -135,6 +135,9 @@ def test_resume_after_sigkill_matches_an_uninterrupted_run(
     assert (folder / "outputs.jsonl").read_bytes() == (reference / "outputs.jsonl").read_bytes()
     for name in ("scorecard.json", "runrecord.json", "report.md"):
         assert _normalised(folder, name) == _normalised(reference, name), name
+    # Calls this run made before the kill count as its own (at their recorded usage), not as cached.
+    (task,) = json.loads((folder / "scorecard.json").read_text())["usage"]
+    assert (task["calls"], task["cached_calls"]) == (total, 0) and task["prompt_tokens"] > 0
     manifest = json.loads((folder / "run.json").read_text())
     assert json.loads((folder / "scorecard.json").read_text())["run_id"] == manifest["run_id"]
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from evalglass.core.calendar import DateText, IsoDay, day_of_timestamp
 from evalglass.core.expiry import Dated, standing
-from evalglass.core.fingerprint import Fingerprint
+from evalglass.core.fingerprint import Fingerprint, fingerprint_of
 from evalglass.core.names import closest
 
 
@@ -99,11 +99,28 @@ class GateApproval(BaseModel):
         default=None,
         description="The last day this approval counts (YYYY-MM-DD); after it the gate blocks with approval_expired.",
     )
+    definition: dict[str, Any] | None = Field(
+        default=None,
+        description="Optional: the canonical definition approved (as `explain` prints it). It must hash to "
+        "`fingerprint`; when the approval goes stale, `explain` shows what changed, field by field.",
+    )
     approved_by: str | None = None
     approved_on: DateText | None = Field(
         default=None, description="The day of approval (YYYY-MM-DD); the policy's max_age_days counts from it."
     )
     note: str | None = None
+
+    @model_validator(mode="after")
+    def _definition_matches(self) -> GateApproval:
+        if self.definition is not None:
+            if self.fingerprint is None:
+                raise ValueError("an approval with a `definition` must also name its `fingerprint`")
+            if fingerprint_of(self.definition) != self.fingerprint:
+                raise ValueError(
+                    "the `definition` does not hash to the approved `fingerprint`: paste both from the same "
+                    "`evalglass explain` output"
+                )
+        return self
 
 
 class DatasetValidation(BaseModel):

@@ -19,11 +19,13 @@ from evalglass.core.authority import Authority, BlockReason, Ledger, Reason
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.compare import (
     GateComparison,
+    GoldOf,
     IdArray,
     Incomparable,
     MetricComparison,
     MetricSide,
     compare_metric,
+    gold_difference,
     pair_ids,
 )
 from evalglass.core.estimate import IntervalSpec, ScaleSpec
@@ -55,6 +57,7 @@ class BaselineRun:
     problem: str | None = None
     fingerprint: str | None = None
     run_id: str | None = None
+    dataset_fingerprint: str | None = None
     gold_fingerprint: str | None = None
     ids: IdArray | None = None
     metrics: Mapping[str, MetricSide] = field(default_factory=dict)
@@ -66,9 +69,11 @@ class ComparativeInputs:
     baselines the ledger names (as the engine read them; a name the ledger does not list is simply absent)."""
 
     ids: IdArray
-    gold_fingerprint: str
+    gold_fingerprint: str | None
     definitions: Mapping[str, str]
     baselines: Mapping[str, BaselineRun]
+    #: The dataset file's fingerprint (runs reading the very same file are on the same gold); None: not known.
+    dataset_fingerprint: str | None = None
 
 
 def decide_comparative_gate(
@@ -217,14 +222,14 @@ def _comparability_reasons(
         Reason(code=BlockReason.NOT_COMPARABLE, message=f"{item.code.value}: {item.message}")
         for item in comparison.incomparable
     ]
-    if found.gold_fingerprint != inputs.gold_fingerprint:
-        reasons.append(
-            Reason(
-                code=BlockReason.NOT_COMPARABLE,
-                message=f"{Incomparable.GOLD.value}: the dataset's gold differs from the baseline's "
-                f"(baseline {found.gold_fingerprint}, this run {inputs.gold_fingerprint})",
-            )
-        )
+    gold = gold_difference(
+        GoldOf(found.dataset_fingerprint, found.gold_fingerprint),
+        GoldOf(inputs.dataset_fingerprint, inputs.gold_fingerprint),
+        base_is="baseline",
+        candidate_is="this run",
+    )
+    if gold is not None:
+        reasons.append(Reason(code=BlockReason.NOT_COMPARABLE, message=f"{Incomparable.GOLD.value}: {gold}"))
     if only_base or only_candidate:
         reasons.append(
             Reason(

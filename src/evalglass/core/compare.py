@@ -91,6 +91,41 @@ class MetricComparison(BaseModel):
     incomparable: tuple[Difference, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class GoldOf:
+    """What one run says about the gold it was scored against: its dataset file's fingerprint, and its gold
+    fingerprint (ids and every field but the recorded output). None: not known, never equal to anything."""
+
+    dataset_fingerprint: str | None
+    gold_fingerprint: str | None
+
+
+def gold_difference(base: GoldOf, candidate: GoldOf, *, base_is: str, candidate_is: str) -> str | None:
+    """Why the two runs are not shown to be scored against the same gold; None when they are.
+
+    The same gold: the same dataset file (byte for byte; which field each run read its outputs from does not matter,
+    the examples and references are the same), or equal gold fingerprints (recorded outputs may differ, nothing else
+    does). A run that took no gold fingerprint can only be shown the same by its file: never assumed.
+    """
+    if base.dataset_fingerprint is not None and base.dataset_fingerprint == candidate.dataset_fingerprint:
+        return None
+    if base.gold_fingerprint is not None and candidate.gold_fingerprint is not None:
+        if base.gold_fingerprint == candidate.gold_fingerprint:
+            return None
+        return (
+            f"the dataset's gold differs ({base_is} {base.gold_fingerprint}, "
+            f"{candidate_is} {candidate.gold_fingerprint})"
+        )
+    missing = " and ".join(
+        side for side, gold in ((base_is, base), (candidate_is, candidate)) if gold.gold_fingerprint is None
+    )
+    return (
+        f"the dataset files differ ({base_is} {base.dataset_fingerprint}, {candidate_is} "
+        f"{candidate.dataset_fingerprint}) and no gold fingerprint shows the gold is the same (none recorded by: "
+        f"{missing}; a run takes one when a gate compares with a reference or a baseline)"
+    )
+
+
 class RunRef(BaseModel):
     """Which run a side of the comparison is."""
 
@@ -100,8 +135,15 @@ class RunRef(BaseModel):
     folder: str
     fingerprint: str = Field(description="The fingerprint a ledger's `baselines:` entry binds this run by.")
     dataset: str
-    gold_fingerprint: str
+    dataset_fingerprint: str = Field(description="SHA-256 of the dataset file's bytes.")
+    gold_fingerprint: str | None = Field(
+        description="Ids and every field but the recorded output (None: the run took none; see docs/config.md)."
+    )
     examples: int = Field(ge=0)
+
+    @property
+    def gold(self) -> GoldOf:
+        return GoldOf(self.dataset_fingerprint, self.gold_fingerprint)
 
 
 class Comparison(BaseModel):
@@ -290,14 +332,9 @@ def _flips(
 def run_differences(base: RunRef, candidate: RunRef, pairing: Pairing) -> tuple[Difference, ...]:
     """Run-level reasons the two runs do not measure the same examples against the same gold."""
     out: list[Difference] = []
-    if base.gold_fingerprint != candidate.gold_fingerprint:
-        out.append(
-            Difference(
-                code=Incomparable.GOLD,
-                message=f"the dataset's gold differs (baseline {base.gold_fingerprint}, "
-                f"candidate {candidate.gold_fingerprint})",
-            )
-        )
+    gold = gold_difference(base.gold, candidate.gold, base_is="baseline", candidate_is="candidate")
+    if gold is not None:
+        out.append(Difference(code=Incomparable.GOLD, message=gold))
     if not pairing.complete:
         out.append(
             Difference(

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from evalglass.core.authority import CalibrationRecord, Ledger
 from evalglass.core.checks import CheckResult
 from evalglass.core.scorecard import DatasetSummary
+from evalglass.core.usage import TokenUsage
 
 RUNRECORD_SCHEMA: Final = "evalglass.runrecord/1"
 SCORES_FILE = "scores.jsonl"
@@ -69,3 +70,4 @@ class RunRecord(BaseModel):
     )
     scores_file: str = SCORES_FILE
     scores_sha256: str
+    usage: tuple[TokenUsage, ...] = Field(default=(), description="Tokens (and cost) per lane and judge (live runs).")

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from evalglass.core.checks import BindingStatus, CheckOutcome, CheckReason, CheckResult, Repair
 from evalglass.core.estimate import Estimate
 from evalglass.core.population import Population
+from evalglass.core.usage import TokenUsage
 from evalglass.core.verdict import VerdictPayload
 
 SCORECARD_SCHEMA: Final = "evalglass.scorecard/1"
@@ -30,14 +31,37 @@ class MetricSummary(BaseModel):
 MALFORMED_SHOWN = 5
 
 
+class OutputsSummary(BaseModel):
+    """Recorded outputs read from their own file and joined to the dataset by id."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    path: str
+    outputs: int = Field(ge=0, description="Outputs in the file.")
+    unmatched: int = Field(ge=0, description="Outputs whose id is not in the dataset (not scored).")
+    unmatched_ids: tuple[str, ...] = Field(default=(), description="A few of them, by id.")
+
+
 class DatasetSummary(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     name: str
     path: str
-    fingerprint: str
+    fingerprint: str = Field(description="SHA-256 of the dataset file's bytes.")
+    gold_fingerprint: str | None = Field(
+        default=None,
+        description="What `validated_gold` binds: ids and every field except the recorded output field. Taken when "
+        "a gate's metric compares with a reference; None otherwise.",
+    )
     examples: int = Field(ge=0)
     malformed_lines: int = Field(default=0, ge=0)
+    outputs: OutputsSummary | None = Field(default=None, description="Set when outputs come from their own file.")
+
+    @property
+    def gold(self) -> str:
+        """The fingerprint gold is checked against (a run record from before gold fingerprints: the file's)."""
+        return self.gold_fingerprint if self.gold_fingerprint is not None else self.fingerprint
+
     first_malformed: tuple[int, ...] = Field(
         default=(),
         max_length=MALFORMED_SHOWN,
@@ -132,6 +156,7 @@ class Scorecard(BaseModel):
     decision: VerdictPayload
     metrics: tuple[MetricSummary, ...]
     checks: tuple[CheckSummary, ...] = Field(default=(), description="Standalone checks run with this run.")
+    usage: tuple[TokenUsage, ...] = Field(default=(), description="Tokens (and cost) per lane and judge (live runs).")
     calls: CallTotals | None = Field(
         default=None, description="Live runs: calls that retry (chat lanes, judges) and the attempts they took."
     )

@@ -14,7 +14,7 @@ from evalglass.core.comparative import BaselineRun, ComparativeInputs
 from evalglass.core.runrecord import SCORES_FILE, BaselineRecord, RunRecord
 from evalglass.core.scorecard import DatasetSummary
 from evalglass.engine.artifacts import RUNRECORD_FILE, load_columns
-from evalglass.engine.compare import RunForComparison, gold_fingerprint, load_for_comparison, metric_definition
+from evalglass.engine.compare import RunForComparison, load_for_comparison, metric_definition
 from evalglass.engine.config import Config
 from evalglass.engine.ledger import LoadedLedger
 from evalglass.engine.runfolder import atomically, make_dirs
@@ -40,7 +40,8 @@ def _read(name: str, folder: Path, location: str, metrics: list[str]) -> tuple[B
             location=location,
             fingerprint=run.fingerprint,
             run_id=run.record.run_id,
-            gold_fingerprint=gold_fingerprint(run.record.dataset),
+            dataset_fingerprint=run.record.dataset.fingerprint,
+            gold_fingerprint=run.record.dataset.gold_fingerprint,
             ids=run.ids,
             metrics={metric: run.side(metric) for metric in metrics if metric in run.config.metrics},
         ),
@@ -50,14 +51,28 @@ def _read(name: str, folder: Path, location: str, metrics: list[str]) -> tuple[B
 
 def read_baseline(name: str, ledger: LoadedLedger, metrics: list[str]) -> tuple[BaselineRun, RunForComparison | None]:
     """The baseline the ledger lists under ``name`` (its ``run`` folder is relative to the ledger file)."""
-    source = ledger.path.parent / ledger.ledger.baselines[name].run
-    return _read(name, source, str(source), metrics)
+    reference = ledger.ledger.baselines[name].run
+    source, location = ledger.path.parent / reference, str(ledger.path.parent / reference)
+    if not source.exists():
+        found_run = _locate(reference)
+        if found_run is not None:  # a run reference (main@latest): its fingerprint is still checked
+            source, location = found_run, reference
+    return _read(name, source, location, metrics)
 
 
 def _copy(source: Path, target: Path) -> None:
     """Byte for byte, atomically, mode 0600 (through the run folder's private partial files)."""
     with atomically(target) as out, source.open("rb") as src:
         shutil.copyfileobj(src, out)
+
+
+def _locate(reference: str) -> Path | None:
+    from evalglass.engine.runlocator import locate
+
+    try:
+        return locate(reference)
+    except SetupError:
+        return None  # read as a folder below, which says the baseline's run cannot be read
 
 
 def baselines_for_run(
@@ -114,7 +129,8 @@ def comparative_inputs(
     assert loaded.ids is not None
     return ComparativeInputs(
         ids=loaded.ids,
-        gold_fingerprint=gold_fingerprint(dataset),
+        dataset_fingerprint=dataset.fingerprint,
+        gold_fingerprint=dataset.gold_fingerprint,
         definitions={name: metric_definition(config, name, definition_files) for name in compared_metrics(config)},
         baselines=baselines,
     )

@@ -12,6 +12,13 @@ Modes (``--no-cache`` / ``--refresh``):
 * ``off``: neither read nor write, and the file is never opened or created;
 * ``refresh``: ignore what is stored, run every call, overwrite the stored result.
 
+Provenance: a cache opened for a run stamps what it puts with the run's id and this process's attempt (a random
+nonce), so :meth:`CallCache.fetch` can tell a *replay* (an answer this same run got before it was interrupted, now
+read back by ``--resume``) from a *cached* answer (one an earlier run got, or a repeat of the same request earlier in
+this attempt). Token accounting counts a replay as the run's own call, so a resumed run reports what an
+uninterrupted one does; a replayed key is remembered (its 32-byte digest) so a repeat of it counts as cached, as it
+would have uninterrupted. Entries written before stamps existed, or without a run, count as cached.
+
 Durability and concurrency: WAL journal, ``synchronous=NORMAL``, one short transaction per put, a busy timeout for
 writers in other processes. A process killed with SIGKILL loses at most the put in progress; the file stays
 consistent (SQLite's journal guarantees it) and the next open recovers the WAL. One ``CallCache`` may be shared by
@@ -44,7 +51,7 @@ import orjson
 from evalglass.core.fingerprint import address_json
 from evalglass.engine.runfolder import make_dirs
 from evalglass.errors import SetupError
-from evalglass.lanes.callcache import cache_key
+from evalglass.lanes.callcache import Hit, cache_key
 
 if TYPE_CHECKING:
     import sqlite3
@@ -72,10 +79,14 @@ class CallCache:
         *,
         store_requests: bool = True,
         busy_timeout: float = 30.0,
+        run: str | None = None,
     ) -> None:
         self.path = Path(path)
         self.mode = CacheMode(mode)
         self.store_requests = store_requests
+        self.run = run
+        self.attempt = os.urandom(8).hex()
+        self._replayed: set[bytes] = set()
         self.hits = 0
         self.misses = 0
         self.writes = 0
@@ -90,6 +101,11 @@ class CallCache:
 
     def get(self, key: str) -> Any | None:
         """The stored result for ``key``; None on a miss, in ``off`` and in ``refresh`` mode."""
+        hit = self.fetch(key)
+        return None if hit is None else hit.value
+
+    def fetch(self, key: str) -> Hit | None:
+        """As :meth:`get`, with the result's provenance (see the module's docstring)."""
         if self.mode is not CacheMode.USE or self._db is None or self._read_failure is not None:
             return None
         import sqlite3
@@ -100,17 +116,34 @@ class CallCache:
             except sqlite3.Error as exc:  # a damaged file, an I/O error: this call is made, not read
                 self._read_failure = str(exc)
                 row = None
-        if row is None:
-            self.misses += 1
-            return None
-        self.hits += 1
-        return orjson.loads(row[0])
+            if row is None:
+                self.misses += 1
+                return None
+            self.hits += 1
+            value = orjson.loads(row[0])
+            replayed = False
+            if self._from_an_earlier_attempt(value):
+                digest = bytes.fromhex(key) if len(key) == 64 else key.encode()
+                replayed = digest not in self._replayed
+                self._replayed.add(digest)
+        return Hit(value, replayed)
+
+    def _from_an_earlier_attempt(self, value: Any) -> bool:
+        """Put by this run, in a process before this one (a run that was interrupted and is now resumed)."""
+        return (
+            self.run is not None
+            and isinstance(value, dict)
+            and value.get("run") == self.run
+            and value.get("attempt") != self.attempt
+        )
 
     def put(self, key: str, value: Any, *, kind: str, request: Any = None) -> bool:
         """Store a successful call's JSON result; returns False when nothing was written (``off`` mode, or writing
         failed earlier in this run or now: see :meth:`problems`)."""
         if self.mode is CacheMode.OFF or self._db is None:
             return False
+        if self.run is not None and isinstance(value, dict):
+            value = {**value, "run": self.run, "attempt": self.attempt}
         payload = address_json(value)
         stored_request = address_json(request) if (self.store_requests and request is not None) else None
         import sqlite3
@@ -257,4 +290,4 @@ def _connect(path: Path, busy_timeout: float) -> sqlite3.Connection:
     return db
 
 
-__all__ = ["CacheMode", "CacheUnavailable", "CallCache", "cache_key"]
+__all__ = ["CacheMode", "CacheUnavailable", "CallCache", "Hit", "cache_key"]

@@ -24,7 +24,6 @@ from evalglass.core.compare import (
 from evalglass.core.decide import RunShape, per_example
 from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
 from evalglass.core.runrecord import RunRecord
-from evalglass.core.scorecard import DatasetSummary
 from evalglass.engine.artifacts import RUNRECORD_FILE, LoadedScores, load_columns, load_json_model_and_bytes
 from evalglass.engine.config import Config
 from evalglass.errors import SetupError
@@ -59,7 +58,8 @@ class RunForComparison:
             folder=str(self.folder),
             fingerprint=self.fingerprint,
             dataset=self.record.dataset.name,
-            gold_fingerprint=gold_fingerprint(self.record.dataset),
+            dataset_fingerprint=self.record.dataset.fingerprint,
+            gold_fingerprint=self.record.dataset.gold_fingerprint,
             examples=self.scores.examples,
         )
 
@@ -72,17 +72,6 @@ class RunForComparison:
             definition=metric_definition(self.config, name, self.record.definition_files),
             scale=spec.value_scale(),
         )
-
-
-def gold_fingerprint(dataset: DatasetSummary) -> str:
-    """The fingerprint of the dataset's gold (ids, inputs, references) the run was scored against.
-
-    THE ONE PLACE TO SWITCH: until the run record carries a gold fingerprint that leaves the recorded output
-    field(s) out (the "recorded outputs apart from gold" work), this is the fingerprint of the dataset file's bytes.
-    With recorded outputs, two runs therefore compare as same-gold only when they read one dataset file (for example
-    with the outputs in two fields, `task: {field: ...}`); runs with a live lane are unaffected.
-    """
-    return dataset.fingerprint
 
 
 def run_fingerprint(runrecord_bytes: bytes, scores_sha256: str) -> str:

@@ -20,6 +20,7 @@ from evalglass.core.checks import policy_id_conflicts
 from evalglass.core.fieldpath import FieldPathError, parse_path
 from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
 from evalglass.core.gates import GateRule, GateSpec
+from evalglass.core.usage import Price
 from evalglass.engine.executorspec import TASK_KEY, AnyExecutor, LocalExecutorSpec, RayExecutorSpec
 from evalglass.engine.userfiles import read_regular
 from evalglass.engine.validation import validate_document
@@ -69,12 +70,27 @@ class DatasetSpec(BaseModel):
 
 
 class RecordedTask(BaseModel):
-    """Outputs were produced earlier and stored in the dataset: no model is called."""
+    """Outputs were produced earlier and stored in the dataset, or in a file of their own: no model is called."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     type: Literal["recorded"] = "recorded"
+    path: str | None = Field(
+        default=None,
+        description="JSONL file of recorded outputs, relative to this config file, one `{id, <field>}` object per "
+        "line, joined to the dataset by id. Without it, outputs are read from the dataset file itself.",
+    )
     field: str = Field(default="output", description="Field of each record holding the recorded output.")
+    parse: Literal["json"] | None = Field(
+        default=None,
+        description="`json`: parse a JSON-text output before metrics see it; text that does not parse is an "
+        "`output_not_json` error for every metric but json_valid, which measures it (0.0).",
+    )
+    strict: bool = Field(
+        default=False,
+        description="Refuse the run (exit 2) when the outputs file holds an output whose id is not in the dataset; "
+        "otherwise such outputs are counted and reported.",
+    )
     samples: bool = Field(
         default=False,
         description="The field holds a list of recorded samples (epochs) of the output; each is scored, then the "
@@ -154,6 +170,11 @@ class Config(BaseModel):
     gates: dict[str, GateSpec] = Field(default_factory=dict)
     checks: dict[str, CheckSpec] = Field(
         default_factory=dict, description="Bound command checks, used by `check` metrics, gates and `evalglass check`."
+    )
+    prices: dict[str, Price] = Field(
+        default_factory=dict,
+        description="Per model name, what its tokens cost per million (`prompt_per_million`, "
+        "`completion_per_million`); turns live runs' token counts into cost.",
     )
     check_workers: int | None = Field(
         default=None, ge=1, le=1024, description="Per-example checks run at once (default: the number of CPUs)."
@@ -340,6 +361,33 @@ class Config(BaseModel):
         return self.task.field if isinstance(self.task, RecordedTask) else "output"
 
     @property
+    def parse_json(self) -> bool:
+        """``task.parse: json``: JSON-text outputs are parsed before metrics see them."""
+        return self.task.parse == "json"
+
+    @property
+    def outputs_path(self) -> str | None:
+        """The file recorded outputs are read from, when it is not the dataset file."""
+        return self.task.path if isinstance(self.task, RecordedTask) else None
+
+    @property
+    def gold_excluded_field(self) -> str | None:
+        """The dataset field the gold fingerprint leaves out: the recorded output field when the outputs are
+        recorded in the dataset file; nothing when they come from their own file or from a live lane."""
+        if isinstance(self.task, RecordedTask) and self.task.path is None:
+            return self.task.field
+        return None
+
+    @property
+    def needs_gold(self) -> bool:
+        """Whether a declared gate's metric compares with a reference, or a gate compares with a baseline (which
+        needs the same gold): only then is the gold fingerprint taken (it costs a serialisation of every record)."""
+        return any(
+            gate.compare_to is not None or (gate.metric is not None and self.metrics[gate.metric].uses_reference)
+            for gate in self.gates.values()
+        )
+
+    @property
     def judges(self) -> dict[str, LlmJudgeSpec]:
         return {name: spec for name, spec in self.metrics.items() if isinstance(spec, LlmJudgeSpec)}
 
@@ -388,7 +436,16 @@ class Config(BaseModel):
         definition_files: dict[str, dict[str, str]] | None = None,
         versions: Mapping[str, int] | None = None,
     ) -> str:
-        """What an approval of this gate is bound to: the gate's semantics, its subject's definition, and the
+        """What an approval of this gate is bound to: the fingerprint of its :meth:`gate_definition`."""
+        return fingerprint_of(self.gate_definition(name, definition_files, versions))
+
+    def gate_definition(
+        self,
+        name: str,
+        definition_files: dict[str, dict[str, str]] | None = None,
+        versions: Mapping[str, int] | None = None,
+    ) -> dict[str, Any]:
+        """The canonical definition an approval covers: the gate's semantics, its subject's definition, and the
         versions of the builtin evaluators it depends on.
 
         ``definition_files`` holds, per metric, the SHA-256 of files that define it (a JSON Schema, a host module),
@@ -404,7 +461,7 @@ class Config(BaseModel):
             check_files = files_of.get(check_files_key(gate.check))
             if check_files:
                 check_payload["files"] = check_files
-            return fingerprint_of(check_payload)
+            return check_payload
         metric = str(gate.metric)
         spec = self.metrics[metric]
         payload: dict[str, Any] = {"gate": gate.fingerprint_payload(), "metric": spec.fingerprint_payload()}
@@ -418,13 +475,15 @@ class Config(BaseModel):
         if metric in self.shipped_metrics and isinstance(self.executor, RayExecutorSpec):
             # The metric's work runs on a cluster: which one, and in which environment, decides what it answers.
             payload["executor"] = self.executor.binding_payload()
+        if self.parse_json:  # what the metric sees changes with it (only when set: older approvals stay valid)
+            payload["task_parse"] = "json"
         if isinstance(self.task, RecordedTask):
             # Which field holds the outputs decides what is measured: pointing it elsewhere needs a new approval.
             payload["recorded_output"] = {"field": self.task.field, "samples": self.task.samples}
         evaluators = self.gate_evaluators(name) if versions is None else dict(versions)
         if evaluators:
             payload["evaluators"] = evaluators
-        return fingerprint_of(payload)
+        return payload
 
 
 def check_files_key(check: str) -> str:
@@ -451,6 +510,11 @@ class LoadedConfig:
     @property
     def dataset_path(self) -> Path:
         return self.base_dir / self.config.dataset.path
+
+    @property
+    def outputs_file(self) -> Path | None:
+        path = self.config.outputs_path
+        return self.base_dir / path if path is not None else None
 
     @property
     def ledger_path(self) -> Path:

@@ -70,7 +70,7 @@ def payload_problems(card: Scorecard, record: RunRecord) -> list[str]:
             fingerprint=record.gate_fingerprints.get(name, ""),
             check=check,
             dataset=record.dataset.name,
-            dataset_fingerprint=record.dataset.fingerprint,
+            dataset_fingerprint=record.dataset.gold,
             uses_reference=summary is not None and summary.uses_reference,
             judge=judge,
             comparative=compare_to is not None,

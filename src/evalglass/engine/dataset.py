@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
 from queue import SimpleQueue
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -117,6 +117,12 @@ def _lines(
         yield [b"".join(pieces)], False
 
 
+def open_dataset_file(path: Path) -> BinaryIO:
+    """The dataset file (JSONL, CSV or Parquet) opened for reading (unbuffered) once known to be a regular file, or
+    the one-line error saying why it cannot be."""
+    return open_regular(path, what="dataset file", missing_fix="fix `dataset.path` in the config")
+
+
 @contextlib.contextmanager
 def _unfreezing() -> Iterator[None]:
     try:
@@ -192,7 +198,7 @@ class DatasetReader:
     def _raw_batches(self, size: int) -> Iterator[tuple[list[bytes], int, bool]]:
         """The file's lines, ``size`` at a time, each batch with its first line's number and whether its last line
         ended in a newline (only a file's last line may not)."""
-        handle = open_regular(self.path, what="dataset file", missing_fix="fix `dataset.path` in the config")
+        handle = open_dataset_file(self.path)
         # Every object alive now (modules, models, the config) outlives the stream. Freezing them keeps the cyclic
         # collector's full passes, which the stream's young objects keep triggering, from re-scanning them all:
         # about a tenth of a million-line run otherwise. Nothing is collected differently, only later.

@@ -17,6 +17,7 @@ from evalglass.core.columns import ScoreColumn
 from evalglass.core.decide import GateInput, MetricInput, RunShape, decide_run
 from evalglass.core.runrecord import BaselineRecord, RunRecord
 from evalglass.core.scorecard import CallTotals, CheckSummary, DatasetSummary, Scorecard
+from evalglass.core.usage import TokenUsage
 
 if TYPE_CHECKING:
     from evalglass.core.authority import JudgeStanding, Ledger
@@ -52,6 +53,7 @@ def decided_scorecard(
     dataset: DatasetSummary,
     evidence: Evidence,
     calls: CallTotals | None,
+    usage: tuple[TokenUsage, ...] = (),
 ) -> Scorecard:
     """Decide (``core.decide.decide_run``) and assemble the scorecard: the same for ``run`` and ``verify``."""
     summaries, payload = decide_run(
@@ -59,7 +61,7 @@ def decided_scorecard(
         gate_inputs(config, evidence.gate_fingerprints, evidence.check_results, evidence.stale),
         evidence.ledger,
         config.dataset.name,
-        dataset.fingerprint,
+        dataset.gold,
         shape,
         evidence.standings,
         evidence.comparative,
@@ -75,6 +77,7 @@ def decided_scorecard(
         metrics=summaries,
         checks=tuple(CheckSummary.of(name, result) for name, result in evidence.check_results.items()),
         calls=calls,
+        usage=usage,
     )
 
 
@@ -85,6 +88,7 @@ def run_record(
     evidence: Evidence,
     baselines: dict[str, BaselineRecord],
     scores_sha256: str,
+    usage: tuple[TokenUsage, ...] = (),
 ) -> RunRecord:
     """What a run records so that ``verify`` can re-derive its scorecard from the text it read."""
     from evalglass.engine.config import config_as_recorded
@@ -112,6 +116,7 @@ def run_record(
         },
         baselines=baselines,
         scores_sha256=scores_sha256,
+        usage=usage,
     )
 
 

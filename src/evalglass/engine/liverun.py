@@ -34,12 +34,13 @@ import orjson
 from evalglass import redaction
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.example import Example
+from evalglass.core.outputparse import UnparsedOutput, parse_json_output
 from evalglass.core.score import Score, Status
 from evalglass.core.scorecard import CallTotals, count_call_attempts
 from evalglass.engine.artifacts import ScoresWriter
 from evalglass.engine.cache import CacheMode, CallCache
 from evalglass.engine.config import LoadedConfig
-from evalglass.engine.dataset import BadLine, DatasetReader
+from evalglass.engine.dataset import BadLine
 from evalglass.engine.executorspec import RayExecutorSpec
 from evalglass.engine.interrupts import LoopStopper
 from evalglass.engine.progress import Counters, Reporter
@@ -50,16 +51,19 @@ from evalglass.engine.sink import (
     append_result,
     check_duplicate,
     cluster_key,
-    dataset_summary,
     expand,
     guard,
     metric_pool,
     metric_workers,
     new_row_shape,
+    not_json_score,
 )
+from evalglass.engine.source import DatasetSource
+from evalglass.engine.tokens import Tally
 from evalglass.errors import SetupError
 from evalglass.lanes.executor import AsyncioExecutor, EndpointLimit, Executor
 from evalglass.lanes.retry import Attempt
+from evalglass.lanes.specs import ChatLaneSpec
 
 if TYPE_CHECKING:
     from evalglass.engine.raycluster import RayCluster
@@ -73,12 +77,13 @@ def cache_path(loaded: LoadedConfig) -> Path:
     return loaded.base_dir / CACHE_FILE
 
 
-def open_cache(loaded: LoadedConfig, mode: CacheMode) -> CallCache | None:
+def open_cache(loaded: LoadedConfig, mode: CacheMode, run: str | None = None) -> CallCache | None:
     """The run's call cache (None when the run uses none); ``CacheUnavailable`` (exit 2, one line) when it cannot
-    be opened for writing."""
+    be opened for writing. ``run`` (the run's id) stamps what it puts, so a resumed run can tell its own calls
+    apart."""
     if mode is CacheMode.OFF or not loaded.config.uses_call_cache:
         return None
-    return CallCache(cache_path(loaded), mode)
+    return CallCache(cache_path(loaded), mode, run=run)
 
 
 def build_executor(loaded: LoadedConfig, cluster: RayCluster | None = None) -> AsyncioExecutor:
@@ -233,9 +238,15 @@ class LiveScorer:
         self.lane = built.lane
         self.judges = built.judges
         self.samples = config.samples
+        self.parse_json = config.parse_json and config.lane is not None
         self.counters = counters
         self.pool = pool
         self.epochs = config.lane.epochs if config.lane is not None else 1
+        self.tallies: dict[str, Tally] = {
+            name: Tally(source=name, model=spec.model) for name, spec in config.judges.items()
+        }
+        if isinstance(config.lane, ChatLaneSpec):
+            self.tallies["task"] = Tally(source="task", model=config.lane.model)
         if self.lane is not None:
             from evalglass.lanes.task import LaneOutput, failure_score
 
@@ -283,10 +294,15 @@ class LiveScorer:
             self.counters.retries += _retries(outcome.attempts)
             if isinstance(outcome, LaneOutput):
                 self.counters.cached += outcome.cached
+                if "task" in self.tallies:
+                    self.tallies["task"].add(outcome.usage, cached=outcome.cached and not outcome.replayed)
                 output = outcome.value
+                if self.parse_json:
+                    output = parse_json_output(output)
                 rows.append(Example(id=item.id, line=item.line, fields=item.fields, output=output, sample=sample))
                 if produced is not None:
-                    entry: dict[str, Any] = {"sample": sample, "output": output}
+                    # as produced, before parsing
+                    entry: dict[str, Any] = {"sample": sample, "output": outcome.value}
                     if outcome.tries:
                         entry["attempts"] = outcome.tries
                     produced.append(entry)
@@ -330,6 +346,8 @@ class LiveScorer:
         return found, notes
 
     async def _judge(self, judge: Any, row: Example, notes: dict[str, dict[str, Any]], name: str) -> Score:
+        if type(row.output) is UnparsedOutput:
+            return not_json_score(name, row, row.output)
         result = await judge.judge(row)
         if result.raw is not None:
             notes[name] = {"label": result.label, "rationale": result.rationale, "attempts": result.tries}
@@ -340,6 +358,7 @@ class LiveScorer:
         if result.call_id is not None:
             self.counters.calls += 1
             self.counters.cached += result.cached
+            self.tallies[name].add(result.usage, cached=result.cached and not result.replayed)
         if not result.score.included and result.score.status is Status.ERROR:
             self.counters.judge_failures += 1
         score: Score = result.score
@@ -352,7 +371,7 @@ async def _score_all(
     writer: ScoresWriter,
     columns: dict[str, ScoreColumn],
     shape: Any,
-    reader: DatasetReader,
+    reader: DatasetSource,
     window: int,
     outputs: OutputsWriter,
 ) -> None:
@@ -421,6 +440,7 @@ def score_live(
     cache_mode: CacheMode,
     progress: Reporter | None,
     counters: Counters,
+    run_id: str | None = None,
     warnings: list[str] | None = None,
     cluster: RayCluster | None = None,
 ) -> Scored:
@@ -428,7 +448,7 @@ def score_live(
     completed calls are already in the cache. Problems that leave the scores intact (the call cache could not be
     written) are appended to ``warnings``, whether the run completes or is interrupted."""
     config = loaded.config
-    reader = DatasetReader(loaded.dataset_path, id_field=config.dataset.id_field, output_field=config.output_field)
+    reader = DatasetSource(loaded)
     columns = {name: ScoreColumn() for name in config.metrics}
     shape = new_row_shape(config)
     if progress is not None:
@@ -438,7 +458,7 @@ def score_live(
 
     async def main() -> None:
         stopper.attach()
-        cache = open_cache(loaded, cache_mode)
+        cache = open_cache(loaded, cache_mode, run_id)
         executor = build_executor(loaded, cluster)
         if cluster is not None:
             cluster.on_lost = stopper.request_stop  # a lost cluster stops the run the way Ctrl-C does
@@ -452,6 +472,7 @@ def score_live(
         try:
             built = _build(loaded, executor, cache)
             scorer = LiveScorer(loaded, metrics, built, counters, pool)
+            tallies.update(scorer.tallies)
             if progress is not None:
                 ticker = asyncio.ensure_future(progress.run())
             window = max(256, 4 * config.concurrency.max_in_flight)
@@ -474,10 +495,12 @@ def score_live(
                     warnings.extend(cache.problems())
                 cache.close()
 
+    tallies: dict[str, Tally] = {}
     outputs = OutputsWriter(writer.final.parent)
     try:
         with stopper.installed():
             asyncio.run(main())
+        dataset = reader.summary()
     except asyncio.CancelledError:
         outputs.abort()
         if stopper.signals:  # SIGINT or SIGTERM: an interrupted run, resumable
@@ -486,14 +509,18 @@ def score_live(
     except BaseException:
         outputs.abort()
         raise
+    finally:
+        reader.close()
     outputs.commit()
     scores_sha256 = writer.commit()
+    usage = tuple(tally.summary(config.prices) for tally in tallies.values())
     return Scored(
         columns=columns,
         shape=shape,
-        dataset=dataset_summary(config, reader),
+        dataset=dataset,
         scores_sha256=scores_sha256,
         calls=outputs.calls,
+        usage=usage,
     )
 
 

@@ -26,6 +26,7 @@ from evalglass.core.checks import CheckResult
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
+from evalglass.core.outputparse import JUDGES_JSON
 from evalglass.core.runrecord import SCORES_FILE, BaselineRecord, RunRecord
 from evalglass.core.score import Score
 from evalglass.core.scorecard import Scorecard
@@ -41,7 +42,7 @@ from evalglass.engine.artifacts import (
     write_text,
 )
 from evalglass.engine.config import LoadedConfig, load_config
-from evalglass.engine.dataset import BadLine, DatasetReader
+from evalglass.engine.dataset import BadLine
 from evalglass.engine.decision import Evidence, decided_scorecard, run_record
 from evalglass.engine.digests import private_key, signing_key_from_env, write_digests
 from evalglass.engine.executorspec import RayExecutorSpec
@@ -55,9 +56,9 @@ from evalglass.engine.sink import (
     append_results,
     check_duplicate,
     cluster_key,
-    dataset_summary,
     expand,
     guard,
+    guard_unparsed,
     metric_pool,
     metric_workers,
     new_row_shape,
@@ -144,6 +145,8 @@ def build_metrics(
                 function = build_with_batch(spec, spec.build(loaded.base_dir))
         except MetricLoadError as exc:
             raise SetupError(f"metric '{name}': {exc}", where=str(loaded.path)) from None
+        if config.parse_json:
+            function = guard_unparsed(name, spec.type in JUDGES_JSON, function)
         built.append(BuiltMetric(name=name, function=function, parallel=spec.parallel))
     return built
 
@@ -469,6 +472,7 @@ def _run_in(
                     cache_mode=mode,
                     progress=progress,
                     counters=counters,
+                    run_id=manifest.run_id,
                     warnings=warnings,
                     cluster=cluster,
                 )
@@ -583,17 +587,20 @@ def refuse_duplicate_ids(hashes: array[int], loaded: LoadedConfig) -> None:
     ordered = np.sort(np.frombuffer(hashes, dtype=np.int64)) if hashes else np.empty(0, np.int64)
     if not (ordered[1:] == ordered[:-1]).any():
         return
-    config = loaded.config
-    reader = DatasetReader(loaded.dataset_path, id_field=config.dataset.id_field, output_field=config.output_field)
+    from evalglass.engine.source import open_reader
+
     first_line: dict[str, int] = {}
-    for item in reader:
+    for item in open_reader(loaded):
         check_duplicate(first_line, item, loaded.dataset_path)
 
 
 def score_recorded(loaded: LoadedConfig, metrics: list[BuiltMetric], writer: ScoresWriter) -> Scored:
-    """Outputs recorded in the dataset: batches of examples, metric by metric (no event loop, no calls)."""
+    """Recorded outputs (in the dataset or their own file): batches of examples, metric by metric (no event loop,
+    no calls)."""
+    from evalglass.engine.source import DatasetSource
+
     config = loaded.config
-    reader = DatasetReader(loaded.dataset_path, id_field=config.dataset.id_field, output_field=config.output_field)
+    source = DatasetSource(loaded)
     columns = {name: ScoreColumn() for name in config.metrics}
     shape = new_row_shape(config)
     hashes = array("q")
@@ -604,15 +611,17 @@ def score_recorded(loaded: LoadedConfig, metrics: list[BuiltMetric], writer: Sco
 
         pool = metric_pool(config) if config.shipped_metrics else ThreadPoolExecutor(max_workers=workers)
     try:
-        for batch in reader.batches():
+        for batch in source.batches():
             hashes.extend(id_hashes(batch))
             score_batch(batch, metrics, columns, writer, pool, shape)
         refuse_duplicate_ids(hashes, loaded)
+        dataset = source.summary()
     finally:
+        source.close()
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
     scores_sha256 = writer.commit()
-    return Scored(columns=columns, shape=shape, dataset=dataset_summary(config, reader), scores_sha256=scores_sha256)
+    return Scored(columns=columns, shape=shape, dataset=dataset, scores_sha256=scores_sha256)
 
 
 def _finish(
@@ -654,13 +663,15 @@ def _finish(
         ledger_where=ledger.gate_where(),
         stale=stale_causes(config, loaded.definition_files, ledger.ledger, gate_fingerprints),
     )
-    scorecard = decided_scorecard(config, scored.columns, scored.shape.run_shape(), dataset, evidence, scored.calls)
-    record = run_record(loaded, ledger, dataset, evidence, baseline_records, scored.scores_sha256)
-    from evalglass.report.markdown import render_markdown
+    scorecard = decided_scorecard(
+        config, scored.columns, scored.shape.run_shape(), dataset, evidence, scored.calls, scored.usage
+    )
+    record = run_record(loaded, ledger, dataset, evidence, baseline_records, scored.scores_sha256, scored.usage)
+    from evalglass.engine.failing import report_markdown
 
     write_model(folder / RUNRECORD_FILE, record)
     write_model(folder / SCORECARD_FILE, scorecard)
-    write_text(folder / REPORT_FILE, render_markdown(scorecard))
+    write_text(folder / REPORT_FILE, report_markdown(folder, scorecard))
     # Last: it covers every file written before it.
     write_digests(folder, run_id, signing_key, known={record.scores_file: scored.scores_sha256})
     return RunOutcome(folder=folder, scorecard=scorecard, record=record)

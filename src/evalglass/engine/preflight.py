@@ -11,19 +11,17 @@ tell (nothing measured, excluded examples, below ``min_n``, a failing check, a t
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 from evalglass.core.authority import JudgeStanding, Reason, declared_gate_authority
 from evalglass.core.decide import undeclared_results
-from evalglass.core.fingerprint import PREFIX
 from evalglass.core.gates import check_unbound_reason
 from evalglass.core.preflight import GatePreview, Preflight, Standing
 from evalglass.engine.config import LoadedConfig, load_config
 from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger
 from evalglass.engine.pipeline import refuse_unpinned_ledger
+from evalglass.engine.source import gold_fingerprint_of
 from evalglass.engine.staleness import stale_causes
-from evalglass.engine.userfiles import open_regular
 
 
 def preflight(config_path: Path, *, today: str, pinned_ledger: Path | None = None) -> Preflight:
@@ -34,10 +32,7 @@ def preflight(config_path: Path, *, today: str, pinned_ledger: Path | None = Non
     check_against_config(ledger, loaded.config)
     config = loaded.config
     fingerprints = {name: config.gate_fingerprint(name, loaded.definition_files) for name in config.gates}
-    needs_gold = any(
-        gate.metric is not None and config.metrics[gate.metric].uses_reference for gate in config.gates.values()
-    )
-    dataset_fingerprint = _dataset_fingerprint(loaded) if needs_gold else None
+    dataset_fingerprint = gold_fingerprint_of(loaded) if config.needs_gold else None
     standings: dict[str, JudgeStanding] = {}
     if config.judges:
         from evalglass.engine.calibrate import judge_standings
@@ -130,12 +125,3 @@ def _baseline_reasons(ledger: LoadedLedger, name: str) -> list[Reason]:
         return baseline_reasons(name, None, None, listed=False)
     found, _ = read_baseline(name, ledger, [])
     return baseline_reasons(name, approval.fingerprint, found, listed=True)
-
-
-def _dataset_fingerprint(loaded: LoadedConfig) -> str:
-    """The SHA-256 of the dataset file's bytes, as a run fingerprints it (gold validations are bound to it)."""
-    digest = hashlib.sha256()
-    with open_regular(loaded.dataset_path, what="dataset file", buffering=0) as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    return PREFIX + digest.hexdigest()

@@ -23,14 +23,16 @@ import numpy as np
 from evalglass import redaction
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.decide import RunShape
-from evalglass.core.example import Example
+from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
+from evalglass.core.outputparse import UnparsedOutput
 from evalglass.core.score import Score, ScoreContractError, Status
 from evalglass.core.scorecard import CallTotals, DatasetSummary
+from evalglass.core.usage import TokenUsage
 from evalglass.engine.artifacts import score_to_json
-from evalglass.engine.dataset import BadLine, DatasetReader, field_getter
+from evalglass.engine.dataset import BadLine, field_getter
 from evalglass.errors import SetupError
-from evalglass.metrics.base import MetricFn
+from evalglass.metrics.base import BatchedMetric, MetricFn
 
 if TYPE_CHECKING:
     from evalglass.engine.config import Config
@@ -53,6 +55,40 @@ def metric_raised(name: str, exc: BaseException) -> Score:
 
 def _bad_result(name: str, result: object, why: str) -> Score:
     return Score.error("metric_bad_result", f"metric '{name}' returned {result!r}: {why}")
+
+
+def not_json_score(name: str, example: Example, output: UnparsedOutput) -> Score:
+    return Score.error(
+        "output_not_json",
+        f"example {example.id} (line {example.line}): task.parse is json, but the output is not JSON "
+        f"({output.message}); metric '{name}' needs the parsed output",
+        output.text[:200],
+    )
+
+
+def guard_unparsed(name: str, judges_json: bool, function: MetricFn) -> MetricFn:
+    """``function`` for ``task.parse: json``: an output that did not parse is an ``output_not_json`` error, or,
+    for a metric whose job is to judge JSON (``judges_json``), its raw text, which the metric then measures."""
+
+    def one(example: Example) -> Any:
+        output = example.output
+        if type(output) is not UnparsedOutput:
+            return inner_one(example)
+        if judges_json:
+            return inner_one(Example(example.id, example.line, example.fields, output.text, example.sample))
+        return not_json_score(name, example, output)
+
+    inner_one = function.one if isinstance(function, BatchedMetric) else function
+    if not isinstance(function, BatchedMetric):
+        return one
+    inner_batch = function.batch
+
+    def batch(examples: ExampleBatch) -> Any:
+        if any(type(output) is UnparsedOutput for output in examples.outputs):
+            return None  # the caller scores this batch example by example, through ``one``
+        return inner_batch(examples)
+
+    return BatchedMetric(one, batch)
 
 
 def guard(name: str, function: Callable[[Example], Any]) -> Callable[[Example], Any]:
@@ -201,17 +237,6 @@ def new_row_shape(config: Config) -> RowShape:
     )
 
 
-def dataset_summary(config: Config, reader: DatasetReader) -> DatasetSummary:
-    return DatasetSummary(
-        name=config.dataset.name,
-        path=config.dataset.path,
-        fingerprint=reader.fingerprint,
-        examples=reader.examples,
-        malformed_lines=reader.bad_lines,
-        first_malformed=tuple(reader.first_bad_lines),
-    )
-
-
 @dataclass
 class Scored:
     """The dataset, scored: every metric's column, how rows map to examples, and the dataset as it was read."""
@@ -220,6 +245,7 @@ class Scored:
     shape: RowShape
     dataset: DatasetSummary
     scores_sha256: str
+    usage: tuple[TokenUsage, ...] = ()
     calls: CallTotals | None = None  # live runs: see CallTotals
 
 

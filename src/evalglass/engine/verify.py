@@ -147,7 +147,8 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
         clusters=_ints(loaded_scores.cluster_ids),
     )
     dataset = DatasetSummary(**{**record.dataset.model_dump(), "examples": examples})
-    derived = decided_scorecard(config, columns, shape, dataset, evidence, recorded_call_totals(folder))
+    # Usage is counted as calls complete; there is nothing to re-derive it from in the scores.
+    derived = decided_scorecard(config, columns, shape, dataset, evidence, recorded_call_totals(folder), record.usage)
     derived_json = derived.model_dump(mode="json")
     findings.extend(_diff("scorecard", raw_scorecard, orjson.loads(orjson.dumps(derived_json))))
     if not findings:
@@ -253,14 +254,14 @@ def _byte_findings(path: Path, document: Any) -> list[Finding]:
 
 
 def _report_findings(folder: Path, derived: Scorecard) -> list[Finding]:
-    from evalglass.report.markdown import render_markdown
+    from evalglass.engine.failing import report_markdown
 
     path = folder / REPORT_FILE
     try:
         recorded = path.read_bytes()
     except OSError:
         return [Finding(REPORT_FILE, "<missing>", "rendered from the scorecard")]
-    rendered = render_markdown(derived).encode()
+    rendered = report_markdown(folder, derived).encode()
     if recorded != rendered:
         return [Finding(REPORT_FILE, _first_difference(recorded, rendered), "rendered from the scorecard")]
     return []

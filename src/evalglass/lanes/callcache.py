@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from evalglass.core.fingerprint import content_address
@@ -16,10 +17,20 @@ from evalglass.core.fingerprint import content_address
 T = TypeVar("T")
 
 
-class CallStore(Protocol):
-    """Completed calls by content address. ``get``: the stored JSON or None; ``put``: store a JSON value."""
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A stored result and whether it replays a call this same run made before it was interrupted (see
+    :mod:`evalglass.engine.cache`, "Provenance")."""
 
-    def get(self, key: str) -> Any | None: ...
+    value: Any
+    replayed: bool
+
+
+class CallStore(Protocol):
+    """Completed calls by content address. ``fetch``: the stored JSON with its provenance, or None; ``put``: store a
+    JSON value."""
+
+    def fetch(self, key: str) -> Hit | None: ...
 
     def put(self, key: str, value: Any, *, kind: str, request: Any = None) -> bool: ...
 
@@ -35,7 +46,7 @@ async def through_cache(
     *,
     kind: str,
     request: Any,
-    replay: Callable[[Any], T | None],
+    replay: Callable[[Hit], T | None],
     call: Callable[[], Awaitable[T]],
     stored: Callable[[T], Any | None],
 ) -> T:
@@ -47,7 +58,7 @@ async def through_cache(
     again). A value that is not JSON is simply not stored.
     """
     if cache is not None:
-        hit = cache.get(key)
+        hit = cache.fetch(key)
         if hit is not None:
             replayed = replay(hit)
             if replayed is not None:
@@ -61,4 +72,4 @@ async def through_cache(
     return outcome
 
 
-__all__ = ["CallStore", "cache_key", "through_cache"]
+__all__ = ["CallStore", "Hit", "cache_key", "through_cache"]

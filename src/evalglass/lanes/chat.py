@@ -41,7 +41,7 @@ import openai
 import orjson
 
 from evalglass import redaction
-from evalglass.lanes.callcache import CallStore, through_cache
+from evalglass.lanes.callcache import CallStore, Hit, through_cache
 from evalglass.lanes.executor import Executor
 from evalglass.lanes.retry import Attempt, CallOutcome, Fault, FaultKind, Ok, Retrier
 from evalglass.lanes.specs import EndpointSpec
@@ -123,14 +123,16 @@ def recorded_tries(hit: Mapping[str, Any]) -> int:
 
 @dataclass(frozen=True, slots=True)
 class ChatAnswer:
-    """How one chat call ended, through the cache: the reply or the fault; ``cached`` when it was replayed;
-    ``attempts`` made now; ``tries``, the attempts the call took (a replayed call keeps the count it was made with)."""
+    """How one chat call ended, through the cache: the reply or the fault; ``cached`` when it was read from the cache
+    (``replayed`` when that entry is this same run's, made before an interruption); ``attempts`` made now; ``tries``,
+    the attempts the call took (a cached call keeps the count it was made with)."""
 
     reply: ChatReply | None
     fault: Fault | None
     cached: bool
     attempts: tuple[Attempt, ...]
     tries: int
+    replayed: bool = False
 
 
 async def answer(
@@ -145,9 +147,9 @@ async def answer(
 ) -> ChatAnswer:
     """One chat call (a lane's or a judge's) through the call cache: replayed, or made and stored on success."""
 
-    def replay(hit: Any) -> ChatAnswer | None:
-        if isinstance(hit, dict) and "content" in hit:
-            return ChatAnswer(ChatReply.from_json(hit), None, True, (), recorded_tries(hit))
+    def replay(hit: Hit) -> ChatAnswer | None:
+        if isinstance(hit.value, dict) and "content" in hit.value:
+            return ChatAnswer(ChatReply.from_json(hit.value), None, True, (), recorded_tries(hit.value), hit.replayed)
         return None
 
     async def call() -> ChatAnswer:

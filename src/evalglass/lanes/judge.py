@@ -199,8 +199,11 @@ class JudgeResult:
     cached: bool = False
     attempts: tuple[Attempt, ...] = ()
     call_id: str | None = None
+    usage: Any = None  # lanes.chat.Usage of the call (the original call's, for a cached answer)
     #: Attempts the call took (a cached call keeps the count it was made with); 0 when no call was made.
     tries: int = 0
+    #: A cached answer this same run got before it was interrupted (counted as the run's own call).
+    replayed: bool = False
 
 
 class Judge:
@@ -284,7 +287,7 @@ class Judge:
             executor=self.executor,
             retrier=self.retrier,
         )
-        reply, cached, attempts, tries = made.reply, made.cached, made.attempts, made.tries
+        reply, cached, attempts, tries, replayed = made.reply, made.cached, made.attempts, made.tries, made.replayed
         if reply is None:
             fault = made.fault
             assert fault is not None
@@ -293,7 +296,18 @@ class Judge:
             )
             return JudgeResult(score, attempts=attempts, call_id=key, tries=tries)
         verdict = parse_verdict(reply.content, self.spec.scale, evidence=evidence)
-        return JudgeResult(verdict.score, verdict.rationale, verdict.label, reply.content, cached, attempts, key, tries)
+        return JudgeResult(
+            verdict.score,
+            verdict.rationale,
+            verdict.label,
+            reply.content,
+            cached,
+            attempts,
+            key,
+            usage=reply.usage,
+            tries=tries,
+            replayed=replayed,
+        )
 
 
 # ---------------------------------------------------------------------- calibration

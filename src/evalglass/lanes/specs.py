@@ -151,6 +151,9 @@ class _LaneFields(BaseModel):
 
     description: str | None = None
     epochs: int = Field(default=1, ge=1, le=10_000, description="Samples per example: indexes 0..epochs-1.")
+    parse: Literal["json"] | None = Field(
+        default=None, description="`json`: parse a JSON-text output before metrics see it (see docs/config.md)."
+    )
 
     def samples(self) -> range:
         return range(self.epochs)
@@ -199,6 +202,9 @@ class ChatLaneSpec(EndpointSpec):
     messages: tuple[MessageTemplate, ...] | None = Field(default=None, description="Full message list instead.")
     output: Literal["json", "text"] = "text"
     cache: bool = True
+    parse: Literal["json"] | None = Field(
+        default=None, description="`json`: parse a JSON-text output before metrics see it (see docs/config.md)."
+    )
 
     def samples(self) -> range:
         return range(self.epochs)

@@ -36,7 +36,7 @@ from evalglass import redaction
 from evalglass.core.fingerprint import content_address
 from evalglass.core.redact import Redactor
 from evalglass.core.score import Score, Status
-from evalglass.lanes.callcache import CallStore, cache_key, through_cache
+from evalglass.lanes.callcache import CallStore, Hit, cache_key, through_cache
 from evalglass.lanes.daemonpool import CallTimedOut, DaemonThreadPool, call_in_thread
 from evalglass.lanes.executor import EndpointLimit, Executor, Offload, WorkLost, base_dir_here
 from evalglass.lanes.procgroup import kill_group
@@ -77,6 +77,8 @@ class LaneOutput:
     call_id: str | None = None
     #: Attempts the call took (0: the lane does not retry). A cached call keeps the count it was made with.
     tries: int = 0
+    #: A cached answer this same run got before it was interrupted (counted as the run's own call).
+    replayed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,9 +156,9 @@ async def _through_cache(
     if cache is None or key is None:
         return await call()
 
-    def replay(hit: Any) -> LaneOutcome | None:
-        if isinstance(hit, dict) and "value" in hit:
-            return LaneOutput(hit["value"], sample, cached=True, call_id=key)
+    def replay(hit: Hit) -> LaneOutcome | None:
+        if isinstance(hit.value, dict) and "value" in hit.value:
+            return LaneOutput(hit.value["value"], sample, cached=True, call_id=key)
         return None
 
     def stored(outcome: LaneOutcome) -> dict[str, Any] | None:
@@ -564,13 +566,13 @@ class ChatLane(TaskLane):
             executor=self.executor,
             retrier=self.retrier,
         )
-        reply, cached, attempts, tries = made.reply, made.cached, made.attempts, made.tries
+        reply, cached, attempts, tries, replayed = made.reply, made.cached, made.attempts, made.tries, made.replayed
         if reply is None:
             fault = made.fault
             assert fault is not None
             return LaneFailure(fault.code, fault.message, sample, fault.detail, attempts, key, tries)
         if self.spec.output == "text":
-            return LaneOutput(reply.content, sample, cached, attempts, reply.usage, key, tries)
+            return LaneOutput(reply.content, sample, cached, attempts, reply.usage, key, tries, replayed)
         try:
             value = orjson.loads(reply.content)
         except orjson.JSONDecodeError as exc:
@@ -583,7 +585,7 @@ class ChatLane(TaskLane):
                 key,
                 tries,
             )
-        return LaneOutput(value, sample, cached, attempts, reply.usage, key, tries)
+        return LaneOutput(value, sample, cached, attempts, reply.usage, key, tries, replayed)
 
     async def aclose(self) -> None:
         await self.client.aclose()

@@ -6,8 +6,12 @@ the fingerprints the run recorded. It only prints that entry: the tool never wri
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
 
 from evalglass.core.authority import BlockReason
 from evalglass.core.fingerprint import short
@@ -16,6 +20,7 @@ from evalglass.core.runrecord import RunRecord
 from evalglass.core.scorecard import CheckSummary, MetricSummary, Scorecard
 from evalglass.core.tables import total
 from evalglass.errors import SetupError
+from evalglass.report.examples import Row, example_line
 from evalglass.report.fmt import (
     comparison,
     difference_text,
@@ -112,6 +117,7 @@ class Explanation:
     summary: str
     details: list[str] = field(default_factory=list)
     ledger_entry: str | None = None
+    examples: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -120,22 +126,38 @@ class Explanation:
             "summary": self.summary,
             "details": self.details,
             "ledger_entry": self.ledger_entry,
+            "examples": self.examples,
         }
 
     def as_text(self) -> str:
         parts = [self.summary, *[f"  - {line}" for line in self.details]]
+        if self.examples:
+            parts += ["", "  Examples that pulled it down (first of the run, in dataset order):"]
+            parts += [f"    {line}" for line in self.examples]
         if self.ledger_entry:
             parts += ["", "  Ledger entry to write (EvalGlass never writes the ledger):", ""]
             parts += [f"    {line}" for line in self.ledger_entry.splitlines()]
         return "\n".join(parts)
 
 
-def explain(card: Scorecard, record: RunRecord, name: str | None) -> list[Explanation]:
-    """Explain one gate or metric by name, or every gate (and every metric without a gate) when name is None."""
+def explain(
+    card: Scorecard,
+    record: RunRecord,
+    name: str | None,
+    examples: Mapping[str, Sequence[Row]] | None = None,
+    definitions: Mapping[str, dict[str, Any]] | None = None,
+) -> list[Explanation]:
+    """Explain one gate or metric by name, or every gate (and every metric without a gate) when name is None.
+
+    ``examples`` holds, per gate, the first examples of its metric that did not pass (read from the run's scores);
+    ``definitions``, per gate, the canonical definition its fingerprint hashes (from the run's config).
+    """
     gates = {gate.name: gate for gate in card.decision.gates}
+    pulled = examples or {}
+    defined = definitions or {}
     if name is not None:
         if name in gates:
-            return [explain_gate(gates[name], card, record)]
+            return [explain_gate(gates[name], card, record, pulled.get(name, ()), defined.get(name))]
         metric = card.metric(name)
         if metric is not None:
             return [explain_metric(metric, card)]
@@ -144,13 +166,22 @@ def explain(card: Scorecard, record: RunRecord, name: str | None) -> list[Explan
             f"no gate or metric named '{name}' in this run (known: {', '.join(known)})",
             fix="pass a gate or metric name from this run",
         )
-    out = [explain_gate(gate, card, record) for gate in card.decision.gates]
+    out = [
+        explain_gate(gate, card, record, pulled.get(gate.name, ()), defined.get(gate.name))
+        for gate in card.decision.gates
+    ]
     gated = {gate.subject for gate in card.decision.gates if gate.subject_kind is SubjectKind.METRIC}
     out += [explain_metric(metric, card) for metric in card.metrics if metric.name not in gated]
     return out
 
 
-def explain_gate(gate: GateResult, card: Scorecard, record: RunRecord) -> Explanation:
+def explain_gate(
+    gate: GateResult,
+    card: Scorecard,
+    record: RunRecord,
+    examples: Sequence[Row] = (),
+    definition: dict[str, Any] | None = None,
+) -> Explanation:
     metric = card.metric(gate.subject) if gate.subject_kind is SubjectKind.METRIC else None
     needs_gold = metric is not None and metric.uses_reference
     details: list[str] = []
@@ -161,10 +192,13 @@ def explain_gate(gate: GateResult, card: Scorecard, record: RunRecord) -> Explan
             f"number is evidence only and can neither pass nor fail CI."
         )
         details.append("To make it gate, the host adds the entry below to the ledger after reviewing the definition.")
-        entry = _ledger_entry(gate, card, record, needs_gold)
+        entry = _ledger_entry(gate, card, record, needs_gold, definition)
     elif gate.outcome is Outcome.BLOCKED:
         summary = f"Gate '{gate.name}' is blocked: it is active, but it cannot be decided honestly."
-        details.extend(_reason_lines(gate))
+        for reason in gate.reasons:
+            details.append(f"{reason.code.value}: {reason.message}. {REPAIRS[reason.code]}")
+            if reason.code is BlockReason.APPROVAL_STALE:
+                details.append(_what_changed(record, gate.name, definition))
         codes = {reason.code for reason in gate.reasons}
         if codes & {
             BlockReason.APPROVAL_STALE,
@@ -178,7 +212,7 @@ def explain_gate(gate: GateResult, card: Scorecard, record: RunRecord) -> Explan
             BlockReason.BASELINE_STALE,
             BlockReason.BASELINE_EXPIRED,
         }:
-            entry = _ledger_entry(gate, card, record, needs_gold)
+            entry = _ledger_entry(gate, card, record, needs_gold, definition)
     elif gate.subject_kind is SubjectKind.CHECK:
         summary = f"Gate '{gate.name}' is {gate.outcome.value}: check '{gate.subject}' ended {gate_value_text(gate)}."
         details.extend(_reason_lines(gate))
@@ -206,10 +240,20 @@ def explain_gate(gate: GateResult, card: Scorecard, record: RunRecord) -> Explan
         details.append(_lower_bound_story(gate))
     if metric is not None:
         details.append(_coverage(metric))
+    if needs_gold:
+        details.append(
+            f"Gold: the metric compares with reference fields, so the gate needs dataset '{card.dataset.name}' "
+            f"validated as gold; its gold fingerprint {card.dataset.gold} {gold_covers(record)}."
+        )
     check = next((item for item in card.checks if item.name == gate.subject), None)
     if gate.subject_kind is SubjectKind.CHECK and check is not None:
         details.append(_check_story(check))
-    return Explanation(subject=gate.name, kind="gate", summary=summary, details=details, ledger_entry=entry)
+    shown = [example_line(row) for row in examples]
+    if shown:
+        shown.append(f"(all of them: evalglass view --examples --metric {gate.subject})")
+    return Explanation(
+        subject=gate.name, kind="gate", summary=summary, details=details, ledger_entry=entry, examples=shown
+    )
 
 
 def _reason_lines(gate: GateResult) -> list[str]:
@@ -387,7 +431,67 @@ def _coverage(metric: MetricSummary) -> str:
     )
 
 
-def _ledger_entry(gate: GateResult, card: Scorecard, record: RunRecord, needs_gold: bool) -> str:
+def gold_covers(record: RunRecord) -> str:
+    """What the gold fingerprint of this run covers, in one line."""
+    task = record.config.get("task") or {}
+    recorded = task.get("type", "recorded") == "recorded" if isinstance(task, dict) else False
+    if recorded and isinstance(task, dict) and task.get("path") is None:
+        field = task.get("field", "output")
+        return f"covers every example's id and fields except the recorded output field '{field}'"
+    return "covers every example's id and fields (the outputs are not in the dataset file)"
+
+
+def _what_changed(record: RunRecord, gate: str, definition: dict[str, Any] | None) -> str:
+    """Field by field, what differs between the approved definition (when the ledger entry carries it) and now."""
+    approval = record.ledger.gates.get(gate)
+    approved = approval.definition if approval is not None else None
+    if approved is None or definition is None:
+        return (
+            "What changed cannot be shown: the ledger entry carries no `definition:`. Approvals that paste the "
+            "definition block below let the next stale approval say what changed, field by field."
+        )
+    changes = definition_changes(approved, definition)
+    if not changes:
+        return "The definitions are equal field by field (only their encoding differs)."
+    return "Changed since approval: " + "; ".join(changes) + "."
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict) and value:
+        flat: dict[str, Any] = {}
+        for key, item in value.items():
+            flat.update(_flatten(item, f"{prefix}.{key}" if prefix else str(key)))
+        return flat
+    return {prefix: value}
+
+
+def definition_changes(approved: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    """``path: old → new`` for each changed field, ``+ path: new`` added, ``- path: old`` removed, sorted by path."""
+    before, after = _flatten(approved), _flatten(current)
+    changes = []
+    for path in sorted(before.keys() | after.keys()):
+        if path not in after:
+            changes.append(f"- {path}: {_shown(before[path])}")
+        elif path not in before:
+            changes.append(f"+ {path}: {_shown(after[path])}")
+        elif before[path] != after[path]:
+            changes.append(f"{path}: {_shown(before[path])} → {_shown(after[path])}")
+    return changes
+
+
+def _shown(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _definition_block(definition: dict[str, Any]) -> list[str]:
+    """The definition as a readable YAML block, indented under ``definition:`` in the gate's entry."""
+    text = yaml.safe_dump(definition, sort_keys=True, default_flow_style=False, allow_unicode=True, width=100)
+    return ["    definition:", *(f"      {line}" for line in text.splitlines())]
+
+
+def _ledger_entry(
+    gate: GateResult, card: Scorecard, record: RunRecord, needs_gold: bool, definition: dict[str, Any] | None = None
+) -> str:
     threshold = gate.threshold if gate.threshold is not None else gate.proposed_threshold
     threshold_line = (
         f"    threshold: {threshold!r}"
@@ -407,6 +511,7 @@ def _ledger_entry(gate: GateResult, card: Scorecard, record: RunRecord, needs_go
         "    active: true",
         *([] if gate.subject_kind is SubjectKind.CHECK else [threshold_line]),
         f'    fingerprint: "{gate.fingerprint}"',
+        *(_definition_block(definition) if definition is not None else []),
         '    approved_by: "<your name>"',
         *_dated(record, "approved_on"),
     ]
@@ -414,7 +519,7 @@ def _ledger_entry(gate: GateResult, card: Scorecard, record: RunRecord, needs_go
     gold_ok = (
         validation is not None
         and validation.validated_gold
-        and validation.fingerprint == card.dataset.fingerprint
+        and validation.fingerprint == card.dataset.gold
         and all(reason.code is not BlockReason.GOLD_EXPIRED for reason in gate.reasons)
     )
     if gate.comparison is not None and gate.comparison.baseline_fingerprint is not None:
@@ -440,7 +545,8 @@ def _ledger_entry(gate: GateResult, card: Scorecard, record: RunRecord, needs_go
             "datasets:",
             f"  {card.dataset.name}:",
             "    validated_gold: true",
-            f'    fingerprint: "{card.dataset.fingerprint}"',
+            f"    # {gold_covers(record)}",
+            f'    fingerprint: "{card.dataset.gold}"',
             '    validated_by: "<your name>"',
             *_dated(record, "validated_on"),
         ]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -12,6 +11,8 @@ from evalglass.core.population import Population
 from evalglass.core.scorecard import CheckSummary, DatasetSummary, MetricSummary, Scorecard
 from evalglass.core.stats import Interval, Note
 from evalglass.core.tables import total
+from evalglass.core.usage import TokenUsage, total_usage
+from evalglass.report.numbers import number as number  # re-exported: every renderer formats through fmt
 
 if TYPE_CHECKING:  # `evalglass view` renders through this module and needs no numpy
     from evalglass.core.compare import MetricComparison
@@ -28,16 +29,6 @@ OUTCOME_ICON: dict[Outcome, str] = {
     Outcome.FAIL: "❌",
     Outcome.BLOCKED: "⛔",
 }
-
-
-def number(value: float | None) -> str:
-    if value is None:
-        return "—"
-    if not math.isfinite(value):  # never produced by a run, but a hand-edited artifact must still render
-        return str(value)
-    if value == int(value) and abs(value) < 1e9:
-        return f"{value:.1f}" if abs(value) < 10 else f"{int(value)}"
-    return f"{value:.4g}" if abs(value) >= 1e-3 else f"{value:.3e}"
 
 
 def estimate_text(estimate: Estimate | None) -> str:
@@ -192,6 +183,51 @@ def gate_sentence(gate: GateResult) -> str:
         return f"{gate.name}: {gate.outcome.value}: check '{gate.subject}' ended {value}; the gate needs PASS"
     verb = "meets" if gate.outcome is Outcome.PASS else "does not meet"
     return f"{gate.name}: {gate.outcome.value}: {value}{n} {verb} the approved threshold {threshold}"
+
+
+def unmatched_outputs_text(dataset: DatasetSummary) -> str | None:
+    """The outputs that joined no example, when outputs come from their own file and some did not."""
+    outputs = dataset.outputs
+    if outputs is None or not outputs.unmatched:
+        return None
+    named = ", ".join(outputs.unmatched_ids)
+    more = ", …" if outputs.unmatched > len(outputs.unmatched_ids) else ""
+    return (
+        f"{outputs.unmatched} recorded output(s) in {outputs.path} name an id not in the dataset and were not "
+        f"scored (e.g. {named}{more})"
+    )
+
+
+def _cost(value: float | None) -> str:
+    return "" if value is None else f", cost {value:.6g}"
+
+
+def usage_text(usage: TokenUsage) -> str:
+    """One lane's, judge's or the run's tokens: calls made now, then calls answered from the cache."""
+    model = f" ({usage.model})" if usage.model else ""
+    text = (
+        f"{usage.source}{model}: {usage.calls} call(s), {usage.prompt_tokens:,} prompt + "
+        f"{usage.completion_tokens:,} completion tokens{_cost(usage.cost)}"
+    )
+    if usage.cached_calls:
+        original = "" if usage.cached_original_cost is None else f", {usage.cached_original_cost:.6g}"
+        text += (
+            f"; {usage.cached_calls} cached call(s): cost 0 now, originally {usage.cached_prompt_tokens:,} + "
+            f"{usage.cached_completion_tokens:,} tokens{original}"
+        )
+    if usage.calls_without_usage:
+        text += f"; {usage.calls_without_usage} call(s) reported no usage (not counted)"
+    return text
+
+
+def usage_lines(usages: tuple[TokenUsage, ...]) -> list[str]:
+    """Per lane and judge, then the run's total (when there is more than one)."""
+    if not usages:
+        return []
+    lines = [usage_text(usage) for usage in usages]
+    if len(usages) > 1:
+        lines.append(usage_text(total_usage(usages)))
+    return lines
 
 
 def signed(value: float | None) -> str:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping, Sequence
 
 from evalglass.core.fingerprint import short
 from evalglass.core.scorecard import Scorecard
+from evalglass.report.examples import Row, markdown_examples
 from evalglass.report.fmt import (
     CHECK_COLUMNS,
     OUTCOME_ICON,
@@ -23,8 +25,13 @@ from evalglass.report.fmt import (
     sensitivity_text,
     test_text,
     threshold_text,
+    unmatched_outputs_text,
+    usage_lines,
     why_text,
 )
+
+#: Examples listed per active gate in report.md.
+REPORT_EXAMPLES = 10
 
 
 def _cell(text: str) -> str:
@@ -65,7 +72,8 @@ def _comparisons(card: Scorecard) -> list[str]:
     return lines
 
 
-def render_markdown(card: Scorecard) -> str:
+def render_markdown(card: Scorecard, examples: Mapping[str, Sequence[Row]] | None = None) -> str:
+    """``examples``: per active gate, the first examples of its metric that did not pass (a collapsible list)."""
     decision = card.decision
     lines = [
         f"## {OUTCOME_ICON[decision.verdict]} EvalGlass: {OUTCOME_LABEL[decision.verdict]}",
@@ -77,6 +85,9 @@ def render_markdown(card: Scorecard) -> str:
     ]
     if card.dataset.malformed_lines:
         lines.append(f"\n**{_cell(malformed_text(card.dataset))}**")
+    unmatched = unmatched_outputs_text(card.dataset)
+    if unmatched is not None:
+        lines.append(f"\n**{unmatched}.**")
     lines += ["", "### Gates", ""]
     if decision.gates:
         lines += ["| Gate | Outcome | Value | Threshold | Why |", "|---|---|---|---|---|"]
@@ -90,6 +101,8 @@ def render_markdown(card: Scorecard) -> str:
     else:
         lines.append("No gates are declared.")
     lines += _comparisons(card)
+    if examples:
+        lines += markdown_examples(examples, REPORT_EXAMPLES)
     lines += [
         "",
         "### Metrics",
@@ -110,6 +123,9 @@ def render_markdown(card: Scorecard) -> str:
     if card.checks:
         lines += ["", "### Checks", "", "| " + " | ".join(CHECK_COLUMNS) + " |", "|" + "---|" * len(CHECK_COLUMNS)]
         lines += ["| " + " | ".join(_cell(cell) for cell in check_row(check)) + " |" for check in card.checks]
+    tokens = usage_lines(card.usage)
+    if tokens:
+        lines += ["", "### Tokens", "", *(f"- {_cell(line)}" for line in tokens)]
     lines += [
         "",
         "<sub>Excluded scores (errors, blocked, non-evaluable, missing) never count as 0; "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
@@ -26,6 +27,8 @@ from evalglass.report.fmt import (
     samples_text,
     sensitivity_text,
     threshold_text,
+    unmatched_outputs_text,
+    usage_lines,
     why_text,
 )
 
@@ -37,67 +40,149 @@ STYLE: dict[Outcome, str] = {
 }
 
 
-def _checks_table(checks: list[CheckSummary]) -> Table:
-    table = Table(title="Checks", title_justify="left", expand=False)
-    for column in CHECK_COLUMNS:
-        table.add_column(column, style="bold" if column == "check" else None)
-    for check in checks:
-        table.add_row(*check_row(check))
+METRIC_COLUMNS = ("metric", "value", "interval", "included", "excluded", "if excluded scored min…max", "diagnostics")
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A titled table as plain data: shown as a table when it fits the console whole, else one block per row."""
+
+    title: str
+    columns: tuple[str, ...]
+    rows: list[tuple[str | Text, ...]]
+    right: frozenset[str] = frozenset()
+
+
+def _plain(cell: str | Text) -> str:
+    return cell.plain if isinstance(cell, Text) else cell
+
+
+def _needs(grid: Grid) -> list[int]:
+    """Per column, the width that shows every cell without cutting a word: the first column (names) whole, the
+    others their longest word (rich wraps between words; a word longer than its column would be cut)."""
+    widths = []
+    for index, column in enumerate(grid.columns):
+        cells = [column, *(_plain(row[index]) for row in grid.rows)]
+        if index == 0:
+            widths.append(max(len(line) for cell in cells for line in cell.splitlines() or [""]))
+        else:
+            widths.append(max((len(word) for cell in cells for word in cell.split()), default=0))
+    return widths
+
+
+def _table(grid: Grid, widths: list[int]) -> Table:
+    table = Table(title=grid.title, title_justify="left", expand=False)
+    for index, column in enumerate(grid.columns):
+        table.add_column(
+            column,
+            style="bold" if index == 0 else None,
+            justify="right" if column in grid.right else "left",
+            no_wrap=index == 0,
+            min_width=widths[index],
+            overflow="fold",  # never an ellipsis: a cell too long for its column breaks onto the next line
+        )
+    for row in grid.rows:
+        table.add_row(*row)
     return table
+
+
+def print_grid(grid: Grid, console: Console) -> None:
+    """A table when it fits; otherwise (a narrow terminal, or a CI log at its default 80 columns) one block per row:
+    the row's name on a line of its own, then each non-empty cell as ``column: value``. No name is ever cut."""
+    widths = _needs(grid)
+    # Each column also takes 3 characters of border and padding, plus 1 for the table's last border.
+    if sum(widths) + 3 * len(widths) + 1 <= console.width:
+        console.print(_table(grid, widths))
+        return
+    console.print(Text(grid.title, style="italic"))
+    for row in grid.rows:
+        name, *cells = row
+        console.print(Text.assemble("  ", Text(str(name), style="bold")), overflow="fold")
+        for column, cell in zip(grid.columns[1:], cells, strict=True):
+            text = cell if isinstance(cell, Text) else Text(str(cell))
+            if not text.plain:
+                continue
+            line = Text.assemble(f"    {column}: ", text)
+            console.print(Text(line.plain.replace("\n", " "), style=line.style, spans=line.spans), overflow="fold")
+
+
+def _checks_grid(checks: list[CheckSummary]) -> Grid:
+    return Grid(title="Checks", columns=CHECK_COLUMNS, rows=[check_row(check) for check in checks])
 
 
 def render_checks(results: Mapping[str, CheckResult], console: Console) -> None:
     """`evalglass check`: each outcome with its binding, whether the command ran, and the repair it needs."""
-    console.print(_checks_table([CheckSummary.of(name, result) for name, result in results.items()]))
+    print_grid(_checks_grid([CheckSummary.of(name, result) for name, result in results.items()]), console)
 
 
 def render_terminal(card: Scorecard, console: Console, folder: Path | None = None) -> None:
     decision = card.decision
-    metrics = Table(title="Metrics", title_justify="left", expand=False)
-    metrics.add_column("metric", style="bold")
-    metrics.add_column("value", justify="right")
-    metrics.add_column("interval")
-    metrics.add_column("included", justify="right")
-    metrics.add_column("excluded")
-    metrics.add_column("if excluded scored min…max")
-    metrics.add_column("diagnostics")
+    metric_rows: list[tuple[str | Text, ...]] = []
     shown, hidden = metrics_to_show(card)
     for metric in shown:
         population = metric.population
         samples = samples_text(metric.estimate)
-        metrics.add_row(
-            metric.name,
-            estimate_text(metric.estimate),
-            interval_text(metric.estimate),
-            f"{population.included}/{population.expected}" + (f"\n{samples}" if samples else ""),
-            excluded_text(population),
-            sensitivity_text(metric.estimate),
-            diagnostics_text(population),
+        metric_rows.append(
+            (
+                metric.name,
+                estimate_text(metric.estimate),
+                interval_text(metric.estimate),
+                f"{population.included}/{population.expected}" + (f"\n{samples}" if samples else ""),
+                excluded_text(population),
+                sensitivity_text(metric.estimate),
+                diagnostics_text(population),
+            )
         )
-    console.print(metrics)
+    print_grid(
+        Grid(
+            title="Metrics",
+            columns=(
+                "metric",
+                "value",
+                "interval",
+                "included",
+                "excluded",
+                "if excluded scored min…max",
+                "diagnostics",
+            ),
+            rows=metric_rows,
+            right=frozenset({"value", "included"}),
+        ),
+        console,
+    )
     if hidden:
         console.print(f"… and {hidden} more metrics: report.md in the run folder and --format json list every one.")
     if decision.gates:
-        gates = Table(title="Gates", title_justify="left", expand=False)
-        gates.add_column("gate", style="bold")
-        gates.add_column("outcome")
-        gates.add_column("value", justify="right")
-        gates.add_column("threshold")
-        gates.add_column("why")
+        gate_rows: list[tuple[str | Text, ...]] = []
         for gate in decision.gates:
             why = why_text(gate)
-            gates.add_row(
-                gate.name,
-                Text(OUTCOME_LABEL[gate.outcome], style=STYLE[gate.outcome]),
-                gate_value_text(gate),
-                threshold_text(gate),
-                why,
+            gate_rows.append(
+                (
+                    gate.name,
+                    Text(OUTCOME_LABEL[gate.outcome], style=STYLE[gate.outcome]),
+                    gate_value_text(gate),
+                    threshold_text(gate),
+                    why,
+                )
             )
-        console.print(gates)
+        print_grid(
+            Grid(
+                title="Gates",
+                columns=("gate", "outcome", "value", "threshold", "why"),
+                rows=gate_rows,
+                right=frozenset({"value"}),
+            ),
+            console,
+        )
     if card.checks:
-        console.print(_checks_table(list(card.checks)))
+        print_grid(_checks_grid(list(card.checks)), console)
     if card.dataset.malformed_lines:
         console.print(malformed_text(card.dataset), style="yellow", markup=False)
+    for line in usage_lines(card.usage):
+        console.print(Text("tokens · " + line), overflow="fold")
+    unmatched = unmatched_outputs_text(card.dataset)
+    if unmatched is not None:
+        console.print(Text(unmatched + ".", style="yellow"))
     verdict = Text(f"verdict: {OUTCOME_LABEL[decision.verdict]}", style=STYLE[decision.verdict])
     verdict.append(f"  (exit {decision.exit_code})", style="dim")
     console.print(verdict)

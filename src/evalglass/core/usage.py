@@ -1,0 +1,64 @@
+"""Tokens (and, with a price table, cost) of a live run's calls, per lane and per judge metric.
+
+Fresh calls are counted apart from calls answered from the cache: a cached call costs nothing now, but the tokens
+its original call used (kept in the cache with the reply) are known, and so is what it cost then. Counts come from
+the endpoint's ``usage`` field; a call whose endpoint reports none is counted in ``calls_without_usage``, so a
+total is never presented as complete when it is not.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Price(BaseModel):
+    """What one model's tokens cost, per million (in whatever currency the host writes; shown as written)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    prompt_per_million: float = Field(ge=0)
+    completion_per_million: float = Field(ge=0)
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return (prompt_tokens * self.prompt_per_million + completion_tokens * self.completion_per_million) / 1e6
+
+
+class TokenUsage(BaseModel):
+    """One lane's or judge's calls in a run."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    source: str = Field(description="`task` for the lane, else the judge metric's name.")
+    model: str | None = None
+    calls: int = Field(default=0, ge=0, description="Calls made now.")
+    prompt_tokens: int = Field(default=0, ge=0)
+    completion_tokens: int = Field(default=0, ge=0)
+    cached_calls: int = Field(default=0, ge=0, description="Calls answered from the cache (no cost now).")
+    cached_prompt_tokens: int = Field(default=0, ge=0, description="What the cached calls used originally.")
+    cached_completion_tokens: int = Field(default=0, ge=0)
+    calls_without_usage: int = Field(default=0, ge=0, description="Calls whose endpoint reported no usage.")
+    cost: float | None = Field(default=None, description="Cost of the calls made now (with a price table).")
+    cached_original_cost: float | None = Field(default=None, description="What the cached calls cost originally.")
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+def total_usage(usages: tuple[TokenUsage, ...]) -> TokenUsage:
+    """The run's sum over its lane and judges (a cost only when every part has one)."""
+    costs = [usage.cost for usage in usages]
+    originals = [usage.cached_original_cost for usage in usages]
+    known = bool(usages) and None not in costs
+    return TokenUsage(
+        source="run",
+        calls=sum(usage.calls for usage in usages),
+        prompt_tokens=sum(usage.prompt_tokens for usage in usages),
+        completion_tokens=sum(usage.completion_tokens for usage in usages),
+        cached_calls=sum(usage.cached_calls for usage in usages),
+        cached_prompt_tokens=sum(usage.cached_prompt_tokens for usage in usages),
+        cached_completion_tokens=sum(usage.cached_completion_tokens for usage in usages),
+        calls_without_usage=sum(usage.calls_without_usage for usage in usages),
+        cost=sum(c for c in costs if c is not None) if known else None,
+        cached_original_cost=sum(c for c in originals if c is not None) if known else None,
+    )

@@ -1,0 +1,342 @@
+"""The examples behind a run's numbers, read back from its artifacts: per example and metric, a state, the value,
+the first diagnostic and a short excerpt of the output. Nothing is recomputed; ``scores.jsonl`` is streamed a block
+at a time and reading stops as soon as ``limit`` rows were found.
+
+States. A score that is not ``scored`` keeps its status (``error``, ``blocked``, ``non_evaluable``, ``skipped``);
+``scored`` + ``invalid`` is ``invalid``. A valid value is ``pass`` or ``fail`` by one rule, the same everywhere:
+
+* when a gate on the metric carries a threshold (the approved one, else its ``proposed_threshold``), ``fail`` means
+  the value is on the wrong side of it (below it when higher is better), as the gate itself would judge a run whose
+  every example scored that value;
+* otherwise, for a metric whose every valid value is 0 or 1 (the pass/fail builtins), ``fail`` means 0;
+* otherwise (a continuous metric with no threshold to judge by) the value is ``scored``: neither.
+
+Output excerpts come from the run's ``outputs.jsonl`` (live runs) or, for recorded runs, from the dataset or
+outputs file as it is now on disk (the run itself keeps no copy of recorded outputs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from evalglass.core.fieldpath import ABSENT, get_path, parse_path
+from evalglass.core.gates import GateResult, meets
+from evalglass.core.runrecord import SCORES_FILE, RunRecord
+from evalglass.core.scorecard import Scorecard
+from evalglass.core.uniform import all_of_type
+from evalglass.errors import SetupError
+
+EXCERPT = 60
+
+
+class ExampleState(StrEnum):
+    PASS = "pass"
+    FAIL = "fail"
+    SCORED = "scored"
+    INVALID = "invalid"
+    ERROR = "error"
+    BLOCKED = "blocked"
+    NON_EVALUABLE = "non_evaluable"
+    SKIPPED = "skipped"
+
+
+_VALID_STATES = frozenset({"pass", "scored"})
+#: What "failing" lists by default: everything that is not a pass (or a value no rule can judge).
+NOT_PASSING = frozenset(ExampleState) - {ExampleState.PASS, ExampleState.SCORED}
+
+
+@dataclass(frozen=True)
+class ExampleRow:
+    id: str
+    line: int
+    metric: str
+    state: ExampleState
+    value: float | None
+    diagnostic: str | None
+    sample: int | None = None
+    output: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "line": self.line,
+            "metric": self.metric,
+            "state": self.state.value,
+            "value": self.value,
+            "diagnostic": self.diagnostic,
+            "sample": self.sample,
+            "output": self.output,
+        }
+
+
+@dataclass(frozen=True)
+class FailRule:
+    """How a valid value of one metric is judged (see the module docstring)."""
+
+    gate: GateResult | None
+    binary: bool
+
+    def state(self, value: float) -> ExampleState:
+        gate = self.gate
+        if gate is not None:
+            threshold = gate.threshold if gate.threshold is not None else gate.proposed_threshold
+            if threshold is not None:
+                return ExampleState.PASS if meets(value, threshold, gate.direction) else ExampleState.FAIL
+        if self.binary:
+            return ExampleState.FAIL if value == 0 else ExampleState.PASS
+        return ExampleState.SCORED
+
+    def all_pass(self, entries: list[Any]) -> bool:
+        """True when every entry is a bare valid value this rule passes (checked with min/max, no loop in Python)."""
+        if not all_of_type(entries, float):
+            return False
+        gate = self.gate
+        threshold = None if gate is None else gate.threshold if gate.threshold is not None else gate.proposed_threshold
+        if gate is not None and threshold is not None:
+            worst = min(entries) if gate.direction.value == "higher_is_better" else max(entries)
+            return meets(worst, threshold, gate.direction)
+        return self.binary and min(entries) != 0
+
+    def describe(self) -> str:
+        gate = self.gate
+        if gate is not None:
+            threshold = gate.threshold if gate.threshold is not None else gate.proposed_threshold
+            if threshold is not None:
+                side = "below" if gate.direction.value == "higher_is_better" else "above"
+                kind = "approved" if gate.threshold is not None else "proposed"
+                return f"fail = a value {side} gate '{gate.name}''s {kind} threshold {threshold:g}"
+        return "fail = a value of 0 (a pass/fail metric)" if self.binary else "no threshold: values are not judged"
+
+
+def fail_rules(card: Scorecard) -> dict[str, FailRule]:
+    rules: dict[str, FailRule] = {}
+    for metric in card.metrics:
+        gate = next(
+            (
+                gate
+                for gate in card.decision.gates
+                if gate.subject == metric.name and (gate.threshold is not None or gate.proposed_threshold is not None)
+            ),
+            None,
+        )
+        rules[metric.name] = FailRule(gate=gate, binary=metric.type in _BINARY_TYPES)
+    return rules
+
+
+#: Builtin metrics scoring 1 for a pass and 0 for a fail.
+_BINARY_TYPES = frozenset(
+    {"exact_match", "enum", "contains", "regex", "json_valid", "json_schema", "field_present", "numeric_bounds"}
+    | {"word_count", "check"}
+)
+
+
+def _entry_rows(entry: Any, rule: FailRule) -> Iterator[tuple[ExampleState, float | None, str | None]]:
+    if type(entry) is float or type(entry) is int:
+        yield rule.state(float(entry)), float(entry), None
+        return
+    if not isinstance(entry, dict):
+        yield ExampleState.ERROR, None, "unreadable score entry"
+        return
+    diagnostics = entry.get("diagnostics") or []
+    first = diagnostics[0] if diagnostics and isinstance(diagnostics[0], dict) else None
+    diagnostic = f"{first.get('code')}: {first.get('message')}" if first is not None else None
+    status = entry.get("status", "scored")
+    value = entry.get("value")
+    if status == "scored":
+        if entry.get("validity") == "invalid":
+            yield ExampleState.INVALID, value, diagnostic
+        else:
+            measured = float(value) if isinstance(value, int | float) else float("nan")
+            yield rule.state(measured), measured, diagnostic
+        return
+    try:
+        yield ExampleState(status), None, diagnostic
+    except ValueError:
+        yield ExampleState.ERROR, None, diagnostic or f"unknown status {status!r}"
+
+
+def example_rows(
+    folder: Path,
+    card: Scorecard,
+    *,
+    metrics: Iterable[str] | None = None,
+    states: frozenset[ExampleState] = NOT_PASSING,
+    limit: int | None = 20,
+) -> Iterator[ExampleRow]:
+    """Rows in dataset order, for the chosen metrics (default: all) and states, at most ``limit``."""
+    rules = fail_rules(card)
+    wanted = list(metrics) if metrics is not None else list(rules)
+    for name in wanted:
+        if name not in rules:
+            known = ", ".join(rules)
+            raise SetupError(f"no metric named '{name}' in this run (known: {known})", where=str(folder))
+    path = folder / SCORES_FILE
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        raise SetupError(f"no {SCORES_FILE} in the run folder", where=str(folder)) from None
+    with handle:
+        yield from _rows_of(handle, path, rules, wanted, states, limit)
+
+
+def _rows_of(
+    handle: Iterable[bytes],
+    path: Path,
+    rules: dict[str, FailRule],
+    wanted: list[str],
+    states: frozenset[ExampleState],
+    limit: int | None,
+) -> Iterator[ExampleRow]:
+    found = 0
+    for number, raw in enumerate(handle, start=1):
+        if not raw.strip():
+            continue
+        try:
+            block = orjson.loads(raw)
+            ids, lines, scores = block["ids"], block["lines"], block["scores"]
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            raise SetupError("scores file block is unreadable", where=f"{path}:{number}") from None
+        columns = {name: scores.get(name) or [None] * len(ids) for name in wanted}
+        if not (states & _VALID_STATES) and all(rules[name].all_pass(columns[name]) for name in wanted):
+            continue  # every example of the block passes every chosen metric: nothing to list
+        candidates: set[int] = set()
+        for name in wanted:
+            candidates.update(_candidates(columns[name], rules[name], states))
+        for index in sorted(candidates):
+            example_id = ids[index]
+            for name in wanted:
+                entry = columns[name][index]
+                samples = entry if isinstance(entry, list) else [entry]
+                for sample, value in enumerate(samples):
+                    for state, measured, diagnostic in _entry_rows(value, rules[name]):
+                        if state not in states:
+                            continue
+                        yield ExampleRow(
+                            id=example_id,
+                            line=lines[index],
+                            metric=name,
+                            state=state,
+                            value=measured,
+                            diagnostic=diagnostic,
+                            sample=sample if isinstance(entry, list) else None,
+                        )
+                        found += 1
+                        if limit is not None and found >= limit:
+                            return
+
+
+def _candidates(entries: list[Any], rule: FailRule, states: frozenset[ExampleState]) -> Iterable[int]:
+    """The rows of a block's column that may be in ``states``: all of them when valid values that pass are wanted;
+    otherwise only full score entries (and, when ``fail`` is wanted, bare values this rule fails)."""
+    if states & _VALID_STATES:
+        return range(len(entries))
+    if ExampleState.FAIL not in states:
+        return [index for index, kind in enumerate(map(type, entries)) if kind is not float]
+    fail = ExampleState.FAIL
+    state = rule.state
+    return [index for index, entry in enumerate(entries) if type(entry) is not float or state(entry) is fail]
+
+
+def excerpt(value: Any, width: int = EXCERPT) -> str:
+    text = value if isinstance(value, str) else orjson.dumps(value, default=repr).decode()
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def with_outputs(folder: Path, record: RunRecord, rows: list[ExampleRow]) -> tuple[list[ExampleRow], str | None]:
+    """The rows with an output excerpt each, and where the excerpts came from (None when nowhere)."""
+    if not rows:
+        return rows, None
+    wanted = {row.id for row in rows}
+    outputs, source = _live_outputs(folder, wanted)
+    if source is None:
+        outputs, source = _recorded_outputs(record, wanted, {row.id: row.line for row in rows})
+    if source is None:
+        return rows, None
+    filled = []
+    for row in rows:
+        value = outputs.get(row.id, ABSENT)
+        if isinstance(value, list) and row.sample is not None and row.sample < len(value):
+            value = value[row.sample]
+        elif isinstance(value, list) and row.sample is None and len(value) == 1:
+            value = value[0]
+        text = "(no output)" if value is ABSENT else excerpt(value)
+        filled.append(ExampleRow(**{**row.__dict__, "output": text}))
+    return filled, source
+
+
+def _live_outputs(folder: Path, wanted: set[str]) -> tuple[dict[str, Any], str | None]:
+    path = folder / "outputs.jsonl"
+    if not path.exists():
+        return {}, None
+    found: dict[str, Any] = {}
+    with path.open("rb") as handle:
+        for raw in handle:
+            row = orjson.loads(raw)
+            if row.get("id") in wanted:
+                samples = row.get("samples")
+                if isinstance(samples, list):
+                    found[row["id"]] = [
+                        sample.get("output", ABSENT) if isinstance(sample, dict) else sample for sample in samples
+                    ]
+                if len(found) == len(wanted):
+                    break
+    return found, "outputs.jsonl of the run"
+
+
+def _recorded_outputs(record: RunRecord, wanted: set[str], lines: dict[str, int]) -> tuple[dict[str, Any], str | None]:
+    task = record.config.get("task") or {}
+    if not isinstance(task, dict) or task.get("type", "recorded") != "recorded":
+        return {}, None
+    base = Path(record.config_path).parent
+    dataset = record.config.get("dataset") or {}
+    id_field = parse_path(str(dataset.get("id_field", "id")))
+    field = parse_path(str(task.get("field", "output")))
+    own_file = task.get("path")
+    path = base / str(own_file if own_file is not None else dataset.get("path", ""))
+    if path.suffix.lower() in (".csv", ".parquet") or not path.is_file():
+        return {}, None
+    by_line = {line: example_id for example_id, line in lines.items()} if own_file is None else None
+    found: dict[str, Any] = {}
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if by_line is not None and number not in by_line:
+                continue
+            try:
+                item = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                continue
+            if not isinstance(item, dict):
+                continue
+            example_id = get_path(item, id_field)
+            example_id = str(example_id) if type(example_id) is int else example_id
+            if example_id in wanted:
+                found[example_id] = get_path(item, field)
+                if len(found) == len(wanted):
+                    break
+    return found, f"{path} as it is now"
+
+
+def gate_examples(folder: Path, card: Scorecard, gates: Iterable[str], limit: int) -> dict[str, list[ExampleRow]]:
+    """Per metric gate, its metric's first ``limit`` examples that did not pass."""
+    found: dict[str, list[ExampleRow]] = {}
+    for gate in card.decision.gates:
+        if gate.name in gates and gate.subject_kind.value == "metric" and card.metric(gate.subject) is not None:
+            found[gate.name] = list(example_rows(folder, card, metrics=[gate.subject], limit=limit))
+    return found
+
+
+def report_markdown(folder: Path, card: Scorecard) -> str:
+    """``report.md`` of the run in ``folder``: the scorecard, and each active metric gate's first examples that did
+    not pass (read from its ``scores.jsonl``). ``run`` writes it and ``verify`` renders it again to compare."""
+    from evalglass.report.markdown import REPORT_EXAMPLES, render_markdown
+
+    active = [gate.name for gate in card.decision.gates if gate.active]
+    examples = gate_examples(folder, card, active, REPORT_EXAMPLES) if active else None
+    return render_markdown(card, examples)

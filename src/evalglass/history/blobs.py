@@ -1,0 +1,83 @@
+"""A run folder's files as compressed, hashed chunks (what the history stores), and those chunks back as files.
+
+Each file is read once, in pieces of :data:`CHUNK_SIZE` bytes, hashed (SHA-256, as ``digests.json`` writes it)
+and compressed with zlib in the same pass; the pieces are stored as rows, so memory stays bounded whatever the
+size of the run and no row approaches a database's size limit for one value. Reading back decompresses, re-hashes
+and refuses a file whose bytes do not hash to the recorded SHA-256.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import zlib
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from evalglass.core.fingerprint import PREFIX
+from evalglass.engine.digests import DIGESTS_FILE, artifact_names
+
+CHUNK_SIZE = 4 << 20
+#: zlib level 1: about a fifth of a run's JSON bytes at a few hundred MB/s; higher levels cost far more time
+#: for a few percent of size (BENCHMARKS.md, history).
+COMPRESSION_LEVEL = 1
+
+
+def artifact_files(folder: Path) -> list[str]:
+    """Every file of the run folder as a '/'-separated relative path, sorted: what ``digests.json`` covers (hidden
+    entries such as partial files left out, symbolic links never followed) and ``digests.json`` itself."""
+    names = [*artifact_names(folder), DIGESTS_FILE]
+    return sorted(name for name in names if stat.S_ISREG(_lstat_mode(folder / name)))
+
+
+def _lstat_mode(path: Path) -> int:
+    try:
+        return os.lstat(path).st_mode
+    except FileNotFoundError:
+        return 0
+
+
+class Compressed:
+    """Iterating yields the file's compressed pieces, one per :data:`CHUNK_SIZE` bytes read; afterwards
+    ``sha256`` (``sha256:<hex>``, as ``digests.json`` writes it) and ``size`` describe the bytes read."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.sha256 = ""
+        self.size = 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        digest = hashlib.sha256()
+        with self.path.open("rb") as handle:
+            while block := handle.read(CHUNK_SIZE):
+                digest.update(block)
+                self.size += len(block)
+                yield zlib.compress(block, COMPRESSION_LEVEL)
+        self.sha256 = PREFIX + digest.hexdigest()
+
+
+def restore(pieces: Iterable[bytes], target: Path) -> tuple[str, int]:
+    """Write the decompressed ``pieces`` to ``target`` (a new private file, by atomic rename) and return the
+    SHA-256 (``sha256:<hex>``) and size of what was written, for the caller to compare with the record. A piece
+    that does not decompress is kept as it is stored, so the hash differs and the caller sees it."""
+    from evalglass.engine.runfolder import open_private
+
+    digest = hashlib.sha256()
+    size = 0
+    partial, fd = open_private(target)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for piece in pieces:
+                try:
+                    block = zlib.decompress(piece)
+                except zlib.error:
+                    block = piece
+                digest.update(block)
+                size += len(block)
+                out.write(block)
+        os.replace(partial, target)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return PREFIX + digest.hexdigest(), size

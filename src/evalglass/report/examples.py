@@ -1,0 +1,82 @@
+"""Example rows (from ``engine.failing``) as text: one block per row, so nothing is cut at 80 columns, and as the
+collapsible Markdown section report.md carries per active gate."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+from evalglass.report.fmt import number
+
+
+class Row(Protocol):
+    """What a renderer needs of an ``engine.failing.ExampleRow`` (report does not import engine)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def line(self) -> int: ...
+    @property
+    def metric(self) -> str: ...
+    @property
+    def state(self) -> str: ...
+    @property
+    def value(self) -> float | None: ...
+    @property
+    def diagnostic(self) -> str | None: ...
+    @property
+    def sample(self) -> int | None: ...
+    @property
+    def output(self) -> str | None: ...
+
+
+def _head(row: Row) -> str:
+    sample = f" sample {row.sample}" if row.sample is not None else ""
+    value = f" {number(row.value)}" if row.value is not None else ""
+    return f"{row.id} (line {row.line}{sample}) · {row.metric} · {row.state}{value}"
+
+
+def example_line(row: Row) -> str:
+    """One row on one line (explain's list)."""
+    return _head(row) + (f" — {row.diagnostic}" if row.diagnostic else "")
+
+
+def render_examples(rows: Sequence[Row], rules: Mapping[str, str], source: str | None, limit: int) -> str:
+    if not rows:
+        return "No example matches."
+    lines: list[str] = []
+    for row in rows:
+        lines.append(_head(row))
+        if row.diagnostic:
+            lines.append(f"  why: {row.diagnostic}")
+        if row.output is not None:
+            lines.append(f"  output: {row.output}")
+    lines.append("")
+    shown = f"{len(rows)} example row(s)" + (f" (the first {limit}; --limit N for more)" if len(rows) == limit else "")
+    lines.append(shown + ".")
+    for metric, rule in rules.items():
+        lines.append(f"{metric}: {rule}")
+    if source is not None:
+        lines.append(f"Outputs from {source}.")
+    return "\n".join(lines)
+
+
+def markdown_examples(per_gate: Mapping[str, Sequence[Row]], limit: int) -> list[str]:
+    """A collapsible section per gate with the first ``limit`` rows that did not pass."""
+    lines: list[str] = []
+    for gate, rows in per_gate.items():
+        if not rows:
+            continue
+        more = f"first {limit}" if len(rows) == limit else f"{len(rows)}"
+        title = html.escape(f"Gate {gate}: {more} examples that did not pass", quote=False)
+        lines += ["", f"<details><summary>{title}</summary>", ""]
+        lines += ["| Example | Line | State | Value | Why |", "|---|---|---|---|---|"]
+        for row in rows:
+            # Ids and diagnostics come from the dataset, which a pull request edits: shown as text, never as HTML.
+            why = html.escape(row.diagnostic or "", quote=False).replace("|", "\\|").replace("\n", " ")
+            value = number(row.value) if row.value is not None else "—"
+            shown = html.escape(row.id, quote=False).replace("|", "\\|").replace("`", "'").replace("\n", " ")
+            lines.append(f"| `{shown}` | {row.line} | {row.state} | {value} | {why} |")
+        lines += ["", "</details>"]
+    return lines

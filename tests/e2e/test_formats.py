@@ -1,0 +1,77 @@
+"""CSV and Parquet datasets are read as what they are; other formats are refused by name (issue 13)."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from tests.e2e.project import DEFAULT_ROWS, make_project
+
+
+def csv_project(tmp_path, rows, header=("id", "expected", "output")):
+    project = make_project(tmp_path, dataset={"name": "suite", "path": "data.csv"})
+    with (project.evals / "data.csv").open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return project
+
+
+def test_a_csv_dataset_is_read_row_by_row(tmp_path):
+    project = csv_project(tmp_path, [[row["id"], row["expected"], row["output"]] for row in DEFAULT_ROWS])
+    result = project.run("--format", "json")
+    card = result.json()
+    assert result.code == 0
+    assert card["dataset"]["examples"] == 8 and card["dataset"]["malformed_lines"] == 0
+    assert card["metrics"][0]["estimate"]["point"] == 0.75
+
+
+def test_csv_values_are_strings_as_written(tmp_path):
+    # Typed, "007" and "7" would be the same number; as text they differ, and so does "7.0".
+    project = csv_project(tmp_path, [["a", "7", "007"], ["b", "7", "7"], ["c", "7", "7.0"]])
+    card = project.run("--format", "json").json()
+    assert card["metrics"][0]["estimate"]["point"] == pytest.approx(1 / 3)
+
+
+def test_a_csv_row_with_the_wrong_number_of_cells_is_an_error_not_a_silent_pass(tmp_path):
+    project = csv_project(tmp_path, [["a", "yes", "yes"], ["b", "yes", "yes", "surplus"]])
+    project.write_ledger(
+        {"version": 1, "gates": {"accuracy": {"active": True, "threshold": 0.5, "fingerprint": "sha256:" + "0" * 64}}}
+    )
+    result = project.run("--format", "json")
+    card = result.json()
+    assert card["dataset"]["malformed_lines"] == 1
+    assert card["metrics"][0]["population"]["excluded_by_status"] == {"error": 1}
+    assert result.code == 1
+
+
+@pytest.mark.parametrize("suffix", [".xlsx", ".tsv", ".json"])
+def test_other_formats_are_refused_naming_the_supported_ones(tmp_path, suffix):
+    project = make_project(tmp_path, dataset={"name": "suite", "path": f"data{suffix}"})
+    (project.evals / f"data{suffix}").write_text("id\texpected\n")
+    result = project.run()
+    assert result.code == 2
+    assert f"cannot read a {suffix} dataset" in result.err and "CSV (.csv)" in result.err and ".jsonl" in result.err
+    assert len(result.err.strip().splitlines()) == 1 and "Traceback" not in result.err
+
+
+def test_a_parquet_dataset_keeps_its_types(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    project = make_project(tmp_path, dataset={"name": "suite", "path": "data.parquet"})
+    rows = [{**row, "n": index} for index, row in enumerate(DEFAULT_ROWS)]
+    pq.write_table(pa.Table.from_pylist(rows), project.evals / "data.parquet")
+    result = project.run("--format", "json", "--out", "out")
+    card = result.json()
+    assert result.code == 0 and card["dataset"]["examples"] == 8
+    assert card["metrics"][0]["estimate"]["point"] == 0.75
+
+
+def test_a_broken_parquet_file_is_one_line(tmp_path):
+    pytest.importorskip("pyarrow")
+    project = make_project(tmp_path, dataset={"name": "suite", "path": "data.parquet"})
+    (project.evals / "data.parquet").write_text(json.dumps(DEFAULT_ROWS[0]) + "\n")
+    result = project.run()
+    assert result.code == 2 and "not a readable Parquet file" in result.err and "Traceback" not in result.err

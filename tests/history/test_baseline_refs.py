@@ -1,0 +1,56 @@
+"""The ledger's approved baseline named by a run reference (`run: main@latest`): resolved through the history on
+a machine without the baseline's folder, and still bound by its fingerprint, so a reference that now resolves to
+another run is `baseline_stale`, never a silent substitution."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.project import base_config, run_cli
+from tests.e2e.test_comparative_gates import NO_CHANGE, gate_of, reasons, setup
+
+# Real CLI processes (and a real database server) on a shared machine: generous, bounded time.
+pytestmark = pytest.mark.timeout(600)
+
+
+def test_a_baseline_named_main_at_latest_is_found_in_the_history_and_stays_bound(tmp_path: Path, db_url: str) -> None:
+    project, ledger = setup(tmp_path / "p", NO_CHANGE)
+    main = {"EVALGLASS_DB": db_url, "GITLAB_CI": "true", "CI_COMMIT_REF_NAME": "main"}
+    imported = run_cli("history", "import", "runs/base", cwd=project.root, env=main)
+    assert imported.code == 0, imported.err
+    shutil.rmtree(project.root / "runs" / "base")  # only the history has the baseline now
+    ledger["baselines"]["main"]["run"] = "main@latest"
+    project.write_ledger(ledger)
+    pr = {"EVALGLASS_DB": db_url, "GITLAB_CI": "true", "CI_COMMIT_REF_NAME": "feature"}
+    result = run_cli("run", "--no-progress", "--out", "runs/cand", "--format", "json", cwd=project.root, env=pr)
+    assert result.code == 0, result.err
+    gate = gate_of(result)
+    assert gate["outcome"] == "pass" and gate["comparison"]["metric"]["pairs"]["included"] == 50
+    assert run_cli("verify", "runs/cand", cwd=project.root).code == 0  # the baseline's copy travels with the run
+
+    # main moves on: a new run on main is now main@latest, and the ledger approved the old one
+    project.write_config(base_config(gates={}, task={"type": "recorded", "field": "old"}))
+    project.write_ledger({"version": 1})
+    assert run_cli("run", "--no-progress", "--out", "runs/newer", cwd=project.root, env=main).code == 0
+    project.write_ledger(ledger)
+    project.write_config(
+        base_config(
+            gates={"no-regression": {"metric": "exact", "compare_to": "main", "direction": "higher_is_better"}},
+            task={"type": "recorded", "field": "new"},
+        )
+    )
+    stale = run_cli("run", "--no-progress", "--out", "runs/cand2", "--format", "json", cwd=project.root, env=pr)
+    assert stale.code == 1, stale.err
+    assert "baseline_stale" in reasons(gate_of(stale))
+
+
+def test_a_reference_the_history_cannot_resolve_blocks_the_gate(tmp_path: Path, db_url: str) -> None:
+    project, ledger = setup(tmp_path / "p", NO_CHANGE)
+    ledger["baselines"]["main"]["run"] = "nobranch@latest"
+    project.write_ledger(ledger)
+    result = run_cli("run", "--no-progress", "--format", "json", cwd=project.root, env={"EVALGLASS_DB": db_url})
+    assert result.code == 1, result.err
+    assert gate_of(result)["outcome"] == "blocked"
