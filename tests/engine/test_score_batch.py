@@ -24,12 +24,12 @@ from evalglass.engine.artifacts import ScoresWriter, score_rows, score_to_json
 from evalglass.engine.dataset import BadLine, field_getter
 from evalglass.engine.pipeline import BuiltMetric, RowShape, append_result, cluster_key, expand, score_batch
 from evalglass.metrics import parse_metric_spec
-from evalglass.metrics.base import BatchedMetric, MetricFn, build_with_batch
+from evalglass.metrics.base import BatchedMetric, BuildContext, MetricFn
 
 
 def _builtin(config: dict[str, Any]) -> MetricFn:
     spec = parse_metric_spec(config)
-    return build_with_batch(spec, spec.build(Path(".")))
+    return spec.build(BuildContext(Path(".")))
 
 
 def _anything(example: Example) -> Any:

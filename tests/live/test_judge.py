@@ -24,6 +24,8 @@ from evalglass.lanes.judge import (
     read_labels,
 )
 from evalglass.lanes.task import LaneConfigError
+from evalglass.metrics.base import AsyncScorer, BuildContext
+from evalglass.metrics.errors import MetricLoadError
 from evalglass.testing.fake_openai import FakeOpenAI
 
 from .conftest import KEY_ENV, fast_retrier, run
@@ -224,7 +226,7 @@ def test_fingerprint_binds_what_changes_the_answers_and_not_where_the_judge_is_s
     assert warmer.fingerprint_payload() != base.fingerprint_payload()
 
 
-def test_llm_judge_is_a_metric_spec_that_refuses_sync_build(evals: Path) -> None:
+def test_llm_judge_is_a_metric_spec_that_builds_only_with_an_executor(evals: Path) -> None:
     spec = LlmJudgeSpec.model_validate(
         {
             "type": "llm_judge",
@@ -234,8 +236,8 @@ def test_llm_judge_is_a_metric_spec_that_refuses_sync_build(evals: Path) -> None
             "model": "a",
         }
     )
-    with pytest.raises(TypeError, match="asynchronous"):
-        spec.build(evals)
+    with pytest.raises(MetricLoadError, match="asynchronous"):
+        spec.build(BuildContext(evals))
     assert "retry" not in spec.fingerprint_payload() and spec.fingerprint_payload()["rubric"] == "r.md"
     with pytest.raises(pydantic.ValidationError):
         LlmJudgeSpec.model_validate(
@@ -280,6 +282,29 @@ def test_calibrate_judge_from_a_labels_file(evals: Path) -> None:
     assert report.agreed == 3 and report.agreement == 0.75
     assert report.judge_fingerprint == fingerprint and report.ordinal
     assert report.weighted_kappa_quadratic is not None and report.kappa is not None
+
+
+def test_a_judge_builds_through_the_metric_contract_and_judges(evals: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``spec.build(context)`` with the run's executor gives the async scorer the live run awaits; a missing
+    rubric is a MetricLoadError (one line, exit 2 in a run), like any metric that cannot be built."""
+    with FakeOpenAI(reply=lambda body: '{"score": 4, "rationale": "fine"}') as server:
+        spec = _spec(server)
+
+        async def go() -> JudgeResult:
+            executor = AsyncioExecutor(2)
+            scorer = spec.build(BuildContext(evals, name="judged", executor=executor))
+            assert isinstance(scorer, AsyncScorer) and not callable(scorer)
+            try:
+                return await scorer.judge(Example(id="1", line=1, fields={}, output="an answer"))  # type: ignore[no-any-return]
+            finally:
+                await scorer.aclose()
+
+        monkeypatch.setenv("EVALGLASS_TEST_KEY", KEY_ENV["EVALGLASS_TEST_KEY"])
+        result = run(go())
+    assert result.score.value == 4.0 and result.rationale == "fine"
+    missing = _spec(server, rubric="nowhere.md")
+    with pytest.raises(MetricLoadError, match=r"nowhere\.md"):
+        missing.build(BuildContext(evals, executor=AsyncioExecutor(1)))
 
 
 def test_labels_file_errors_name_the_line(evals: Path) -> None:

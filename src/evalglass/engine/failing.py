@@ -125,15 +125,17 @@ def fail_rules(card: Scorecard) -> dict[str, FailRule]:
             ),
             None,
         )
-        rules[metric.name] = FailRule(gate=gate, binary=metric.type in _BINARY_TYPES)
+        rules[metric.name] = FailRule(gate=gate, binary=_binary(metric.type))
     return rules
 
 
-#: Builtin metrics scoring 1 for a pass and 0 for a fail.
-_BINARY_TYPES = frozenset(
-    {"exact_match", "enum", "contains", "regex", "json_valid", "json_schema", "field_present", "numeric_bounds"}
-    | {"word_count", "check"}
-)
+def _binary(metric_type: str) -> bool:
+    """Whether the recorded metric type scores 1 for a pass and 0 for a fail (what the type itself declares; a
+    type this version does not know is not assumed to)."""
+    from evalglass.metrics.registry import METRIC_TYPES
+
+    spec_class = METRIC_TYPES.get(metric_type)
+    return spec_class is not None and spec_class.binary
 
 
 def _entry_rows(entry: Any, rule: FailRule) -> Iterator[tuple[ExampleState, float | None, str | None]]:

@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 
@@ -43,6 +43,7 @@ from evalglass.engine.config import LoadedConfig
 from evalglass.engine.dataset import BadLine
 from evalglass.engine.executorspec import RayExecutorSpec
 from evalglass.engine.interrupts import LoopStopper
+from evalglass.engine.metricbuild import build_live_metric
 from evalglass.engine.progress import Counters, Reporter
 from evalglass.engine.runfolder import PartialFile
 from evalglass.engine.sink import (
@@ -195,13 +196,9 @@ def _build(loaded: LoadedConfig, executor: Executor, cache: CallCache | None) ->
                 )
             except LaneConfigError as exc:
                 raise SetupError(f"task: {exc}", where=str(loaded.path)) from None
-        for name, spec in config.judges.items():
-            from evalglass.lanes.judge import Judge  # the openai SDK and aiohttp: only when a judge is declared
-
-            try:
-                built.judges[name] = Judge(spec, base_dir=loaded.base_dir, executor=executor, cache=cache)
-            except LaneConfigError as exc:
-                raise SetupError(f"metric '{name}': {exc}", where=str(loaded.path)) from None
+        for name, spec in config.metrics.items():
+            if spec.live:  # built like every metric (engine.metricbuild), here because its clients need the loop
+                built.judges[name] = build_live_metric(loaded, name, executor, cache)
     except BaseException as exc:
         # Whatever was built before the failure holds open clients.
         closers = [built.lane] if built.lane is not None else []
@@ -530,20 +527,15 @@ async def calibrate_with_judge(
     """Run one judge over labelled examples with the run's executor limits and cache (``evalglass calibrate``)."""
     try:
         from evalglass.lanes.judge import Judge, calibrate_judge
-        from evalglass.lanes.task import LaneConfigError
     except ImportError as exc:
         raise _live_extra_missing(exc) from None
 
-    spec = loaded.config.judges[name]
     cache = open_cache(loaded, cache_mode)
     executor = build_executor(loaded)
     try:
+        judge = build_live_metric(loaded, name, executor, cache)
         try:
-            judge = Judge(spec, base_dir=loaded.base_dir, executor=executor, cache=cache)
-        except LaneConfigError as exc:
-            raise SetupError(f"metric '{name}': {exc}", where=str(loaded.path)) from None
-        try:
-            result = await calibrate_judge(judge, labelled)
+            result = await calibrate_judge(cast(Judge, judge), labelled)
         finally:
             await judge.aclose()
         return result.calibration, len(result.results), tuple(cache.problems() if cache is not None else ())
