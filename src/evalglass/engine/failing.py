@@ -30,6 +30,7 @@ from evalglass.core.gates import GateResult, meets
 from evalglass.core.runrecord import SCORES_FILE, RunRecord
 from evalglass.core.scorecard import Scorecard
 from evalglass.core.uniform import all_of_type
+from evalglass.engine.scoresblock import decode_block
 from evalglass.errors import SetupError
 
 EXCERPT = 60
@@ -200,10 +201,10 @@ def _rows_of(
         if not raw.strip():
             continue
         try:
-            block = orjson.loads(raw)
-            ids, lines, scores = block["ids"], block["lines"], block["scores"]
-        except (orjson.JSONDecodeError, KeyError, TypeError):
+            block = decode_block(raw)
+        except ValueError:  # BadBlock, JsonRefused
             raise SetupError("scores file block is unreadable", where=f"{path}:{number}") from None
+        ids, lines, scores = block.ids, block.lines, block.scores
         columns = {name: scores.get(name) or [None] * len(ids) for name in wanted}
         if not (states & _VALID_STATES) and all(rules[name].all_pass(columns[name]) for name in wanted):
             continue  # every example of the block passes every chosen metric: nothing to list

@@ -36,7 +36,6 @@ from evalglass.engine.artifacts import (
     RUNRECORD_FILE,
     SCORECARD_FILE,
     ScoresWriter,
-    score_to_json,
     write_model,
     write_text,
 )
@@ -48,6 +47,7 @@ from evalglass.engine.executorspec import RayExecutorSpec
 from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger
 from evalglass.engine.metricbuild import build_metrics
 from evalglass.engine.runfolder import PartialFile, locked, make_dirs, write_atomic, writing
+from evalglass.engine.scoresblock import encode_score
 from evalglass.engine.sink import (
     BuiltMetric,
     RowShape,
@@ -216,7 +216,7 @@ def _score_single_rows(
     runs: list[int | tuple[Score, Any]] = []
     for rows in expanded:
         if isinstance(rows, Score):
-            runs.append((rows, score_to_json(rows)))
+            runs.append((rows, encode_score(rows)))
         elif runs and isinstance(runs[-1], int):
             runs[-1] += 1
         else:

@@ -29,8 +29,8 @@ from evalglass.core.outputparse import UnparsedOutput
 from evalglass.core.score import Score, ScoreContractError, Status
 from evalglass.core.scorecard import CallTotals, DatasetSummary
 from evalglass.core.usage import TokenUsage
-from evalglass.engine.artifacts import score_to_json
 from evalglass.engine.dataset import BadLine, field_getter
+from evalglass.engine.scoresblock import encode_score
 from evalglass.errors import SetupError
 from evalglass.metrics.base import BatchedMetric, MetricFn
 
@@ -190,13 +190,13 @@ def append_result(column: ScoreColumn, name: str, result: Any) -> Any:
     except (ScoreContractError, TypeError) as exc:
         result = _bad_result(name, result, str(exc))
         column.append(result)
-    return result if type(result) is float else score_to_json(result)
+    return result if type(result) is float else encode_score(result)
 
 
 def same_score_everywhere(score: Score, columns: dict[str, ScoreColumn], samples: bool) -> dict[str, Any]:
     for column in columns.values():
         column.append(score)
-    encoded = score_to_json(score)
+    encoded = encode_score(score)
     return dict.fromkeys(columns, [encoded] if samples else encoded)
 
 
