@@ -307,13 +307,13 @@ def compute_judge(case: dict[str, Any]) -> list[Any]:
 
 
 def compute_parser(case: dict[str, Any]) -> list[Any]:
-    from evalglass.lanes.judge import parse_verdict
+    from evalglass.lanes.judge import parse_judge_answer
     from evalglass.metrics.llm_judge import JudgeScale
 
     scale = JudgeScale.model_validate(case["scale"])
     out = []
     for answer in case["answers"]:
-        verdict = parse_verdict(answer, scale)
+        verdict = parse_judge_answer(answer, scale)
         out.append({**score_json(verdict.score), "label": verdict.label, "rationale": verdict.rationale})
     return out
 

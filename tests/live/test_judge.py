@@ -20,7 +20,7 @@ from evalglass.lanes.judge import (
     LlmJudgeSpec,
     calibrate_judge,
     judge_fingerprint,
-    parse_verdict,
+    parse_judge_answer,
     read_labels,
 )
 from evalglass.lanes.task import LaneConfigError
@@ -44,7 +44,7 @@ PASS_FAIL = JudgeScale(labels=("fail", "pass"))
     ],
 )
 def test_valid_answers_in_the_usual_wrappings(answer: str) -> None:
-    verdict = parse_verdict(answer, FIVE)
+    verdict = parse_judge_answer(answer, FIVE)
     assert verdict.score.status is Status.SCORED and verdict.score.validity is Validity.VALID
     assert verdict.score.value == 4.0 and verdict.label == 4 and verdict.rationale == "mostly right"
 
@@ -62,7 +62,7 @@ def test_valid_answers_in_the_usual_wrappings(answer: str) -> None:
     ],
 )
 def test_unparseable_answers_are_errors_with_the_raw_answer_kept(answer: str, why: str) -> None:
-    verdict = parse_verdict(answer, FIVE, evidence=("judge_call:abc",))
+    verdict = parse_judge_answer(answer, FIVE, evidence=("judge_call:abc",))
     score = verdict.score
     assert score.status is Status.ERROR and score.value is None  # never 0.0
     assert score.diagnostics[0].code == "judge_unparseable" and why in score.diagnostics[0].message
@@ -72,21 +72,21 @@ def test_unparseable_answers_are_errors_with_the_raw_answer_kept(answer: str, wh
 
 @pytest.mark.parametrize(("answer", "value"), [('{"score": 7}', 7.0), ('{"score": 0}', 0.0), ('{"score": 3.5}', 3.5)])
 def test_off_scale_numbers_are_scored_but_invalid(answer: str, value: float) -> None:
-    score = parse_verdict(answer, FIVE).score
+    score = parse_judge_answer(answer, FIVE).score
     assert score.status is Status.SCORED and score.validity is Validity.INVALID and score.value == value
     assert score.diagnostics[0].code == "judge_off_scale"
     assert not score.included
 
 
 def test_label_scales() -> None:
-    verdict = parse_verdict('{"score": "pass", "rationale": "ok"}', PASS_FAIL)
+    verdict = parse_judge_answer('{"score": "pass", "rationale": "ok"}', PASS_FAIL)
     assert verdict.score.included and verdict.score.value == 1.0 and verdict.label == "pass"
-    assert parse_verdict('{"score": " PASS "}', PASS_FAIL).label == "pass"
+    assert parse_judge_answer('{"score": " PASS "}', PASS_FAIL).label == "pass"
     mapped = JudgeScale(labels={"bad": 0.0, "ok": 0.5, "good": 1.0}, ordered=True)
-    assert parse_verdict('{"score": "ok"}', mapped).score.value == 0.5 and mapped.ordinal
-    off = parse_verdict('{"score": "maybe"}', PASS_FAIL).score
+    assert parse_judge_answer('{"score": "ok"}', mapped).score.value == 0.5 and mapped.ordinal
+    off = parse_judge_answer('{"score": "maybe"}', PASS_FAIL).score
     assert off.status is Status.ERROR and off.value is None and off.diagnostics[0].code == "judge_off_scale"
-    wrong = parse_verdict('{"score": 1}', PASS_FAIL).score
+    wrong = parse_judge_answer('{"score": 1}', PASS_FAIL).score
     assert wrong.status is Status.ERROR and wrong.diagnostics[0].code == "judge_unparseable"
 
 

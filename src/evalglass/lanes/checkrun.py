@@ -46,7 +46,7 @@ from typing import IO, Any, TypeAlias
 
 from evalglass import redaction
 from evalglass.core.checks import (
-    REPAIRS,
+    CHECK_REPAIRS,
     BindingStatus,
     CheckOutcome,
     CheckReason,
@@ -194,7 +194,7 @@ class _Run:
         return CheckResult(
             **self.facts,
             outcome=outcome,
-            repair=REPAIRS[outcome],
+            repair=CHECK_REPAIRS[outcome],
             reason=reason,
             detail=detail,
             duration_s=max(0.0, time.monotonic() - self.started_monotonic),

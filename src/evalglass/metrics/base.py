@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from evalglass.core.estimate import UNIT_SCALE, IntervalSpec, ScaleSpec
+from evalglass.core.estimate import IntervalSpec
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT, FieldPathError, get_path, parse_path, value_getter, values_getter
 from evalglass.core.score import Score
-from evalglass.core.stats import Reducer
+from evalglass.core.stats import UNIT_SCALE, Reducer, ScaleSpec
 
 if TYPE_CHECKING:
     from evalglass.core.checks import CheckResult

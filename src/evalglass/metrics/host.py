@@ -30,9 +30,9 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator
 
 from evalglass import redaction
-from evalglass.core.estimate import ScaleSpec
 from evalglass.core.example import Example
 from evalglass.core.score import Score, score_violation
+from evalglass.core.stats import ScaleSpec
 from evalglass.metrics.base import (
     ABSENT,
     BuildContext,

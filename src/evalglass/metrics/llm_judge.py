@@ -16,8 +16,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from evalglass.core.estimate import ScaleSpec
 from evalglass.core.fingerprint import content_address
+from evalglass.core.stats import ScaleSpec
 from evalglass.lanes.specs import EndpointSpec, check_template
 from evalglass.metrics.base import AsyncScorer, BuildContext, MetricSpec
 from evalglass.metrics.errors import MetricLoadError
@@ -152,7 +152,7 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
         )
 
 
-#: The rules that turn a judge's answer into a score (``lanes.judge.parse_verdict``). Changing them changes what a
+#: The rules that turn a judge's answer into a score (``lanes.judge.parse_judge_answer``). Changing them changes what a
 #: calibration measured, so the name is part of the fingerprint; its version lives in ``metrics.versions``.
 JUDGE_PARSER = judge_parser_id()
 
