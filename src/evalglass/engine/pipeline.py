@@ -52,6 +52,7 @@ from evalglass.engine.sink import (
     BuiltMetric,
     RowShape,
     Scored,
+    ScoresSink,
     append_result,
     append_results,
     check_duplicate,
@@ -144,7 +145,7 @@ def score_batch(
     batch: ExampleBatch | list[Example | BadLine],
     metrics: list[BuiltMetric],
     columns: dict[str, ScoreColumn],
-    writer: ScoresWriter,
+    writer: ScoresSink,
     pool: ThreadPoolExecutor | None,
     shape: RowShape,
 ) -> None:
@@ -200,7 +201,7 @@ def _score_single_rows(
     expanded: list[list[Example] | Score],
     metrics: list[BuiltMetric],
     columns: dict[str, ScoreColumn],
-    writer: ScoresWriter,
+    writer: ScoresSink,
     pool: ThreadPoolExecutor | None,
     shape: RowShape,
 ) -> None:
@@ -559,7 +560,7 @@ def refuse_duplicate_ids(hashes: array[int], loaded: LoadedConfig) -> None:
         check_duplicate(first_line, item, loaded.dataset_path)
 
 
-def score_recorded(loaded: LoadedConfig, metrics: list[BuiltMetric], writer: ScoresWriter) -> Scored:
+def score_recorded(loaded: LoadedConfig, metrics: list[BuiltMetric], writer: ScoresSink) -> Scored:
     """Recorded outputs (in the dataset or their own file): batches of examples, metric by metric (no event loop,
     no calls)."""
     from evalglass.engine.source import DatasetSource

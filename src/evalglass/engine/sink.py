@@ -16,7 +16,7 @@ from array import array
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -35,7 +35,25 @@ from evalglass.errors import SetupError
 from evalglass.metrics.base import BatchedMetric, MetricFn
 
 if TYPE_CHECKING:
+    from evalglass.engine.artifacts import ScoresWriter
     from evalglass.engine.config import Config
+
+    def _is_a_scores_sink(writer: ScoresWriter) -> ScoresSink:  # mypy checks the writer against the port
+        return writer
+
+
+class ScoresSink(Protocol):
+    """Where both producers write their scored blocks, in dataset order (the port): ``artifacts.ScoresWriter``
+    (``scores.jsonl``) today; another sink (a database) plugs in here. ``commit`` makes the blocks final and returns
+    their ``sha256:`` fingerprint; ``abort`` leaves nothing behind."""
+
+    def write_block(
+        self, ids: list[str], lines: list[int], scores: dict[str, list[Any]], clusters: list[str | None] | None
+    ) -> None: ...
+
+    def commit(self) -> str: ...
+
+    def abort(self) -> None: ...
 
 
 @dataclass(frozen=True)

@@ -601,7 +601,7 @@ def _run_all(jobs: Sequence[Callable[[], CheckResult]], max_workers: int | None)
         raise CheckConfigError(f"max_workers must be at least 1, got {workers}")
     if workers == 1 or len(jobs) <= 1:
         return [job() for job in jobs]
-    # Here rather than at the top: every run imports this module, few run checks concurrently (~3 ms with logging).
+    # Here rather than at the top: only several standalone checks at once need a pool (~3 ms to import, with logging).
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=min(workers, len(jobs)), thread_name_prefix="evalglass-check") as pool:
