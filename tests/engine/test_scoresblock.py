@@ -93,3 +93,42 @@ def test_no_reader_reads_a_line_with_a_repeated_key(tmp_path: Path) -> None:
     card = load_scorecard(folder)
     with pytest.raises(SetupError, match="unreadable"):
         list(example_rows(folder, card, limit=None))
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"ids": ["a:b", "c"], "lines": [1, 2], "scores": {"m": [1.0, 0.0]}}',
+        b'{"ids": ["a:b"], "lines": [1], "scores": {"m": [1.0]}, "ids": ["c"]}',
+        b'{"ids": ["a\\u003ab"], "lines": [1], "scores": {"m": [1.0]}, "lines": [2]}',
+        b'{"ids": ["a"], "lines": [1], "scores": {"m": [1.0], "m": [0.0]}}',
+        b'{"ids": ["a"], "lines": [100000000000000000001], "scores": {"m": [1.0]}}',
+        b'{"ids": ["a"], "lines": [1], "scores": {"m": [{"status": "error", "status": "scored"}]}}',
+        b'{"ids": ["a"], "lines": [1], "scores": {"m": [' + b"[" * 130 + b"1.0" + b"]" * 130 + b"]}}",
+        b'{"ids": ["a"], "lines": [1], "scores": {"m:x": [1.0]}, "clusters": ["k:1"]}',
+    ],
+)
+def test_the_fast_exactness_proof_agrees_with_the_exact_reader(line: bytes) -> None:
+    """A block of plain scores is proven exact by counting colons; whatever it accepts, the exact reader accepts,
+    and whatever the exact reader refuses, decoding refuses too."""
+    from evalglass.engine import jsonsource
+
+    try:
+        jsonsource.loads(line)
+    except jsonsource.JsonRefused:
+        with pytest.raises(jsonsource.JsonRefused):
+            decode_block(line)
+        return
+    decode_block(line)
+
+
+@settings(max_examples=200, deadline=None)
+@given(block=blocks(), extra=st.sampled_from([b"", b', "ids": ["x"]', b', "scores": {}', b', "lines": [1]']))
+def test_a_repeated_key_is_never_read(block: Any, extra: bytes) -> None:
+    raw = encode_block(*block).rstrip(b"\n")
+    line = raw[:-1] + extra + b"}"
+    if extra:
+        with pytest.raises(ValueError, match="appears twice"):
+            decode_block(line)
+    else:
+        decode_block(line)

@@ -65,7 +65,7 @@ def batch_is_exact(lines: list[bytes], values: list[Any]) -> bool:
     """True when none of ``lines`` (parsed by orjson into ``values``) can hold a duplicate key, an integer beyond
     64 bits or nesting deeper than :data:`MAX_DEPTH`. False means only "look closer", line by line."""
     joined = b"\n".join(lines)
-    if long_digits(joined):
+    if _LONG_DIGITS in joined.translate(_DIGITS_ONLY):
         return False
     if max(map(len, lines), default=0) >= 2 * MAX_DEPTH and not all(map(_shallow_enough, lines)):
         return False
@@ -81,12 +81,6 @@ def batch_is_exact(lines: list[bytes], values: list[Any]) -> bool:
         return False
     # The list's own brackets and commas hold no colon.
     return written.count(b":") == colons and b"\\u003a" not in joined and b"\\u003A" not in joined
-
-
-def long_digits(raw: bytes) -> bool:
-    """Whether ``raw`` has a run of 19 digits or more (inside a string or not): where an integer beyond 64 bits
-    could be."""
-    return _LONG_DIGITS in raw.translate(_DIGITS_ONLY)
 
 
 def _shallow_enough(raw: bytes) -> bool:

@@ -119,11 +119,21 @@ def _plainly_exact(raw: bytes, block: Any) -> bool:
             strings += "".join([cluster for cluster in clusters if cluster is not None])
     except TypeError:  # a value that is not a string
         return False
-    if b"\\u003a" in raw or b"\\u003A" in raw or jsonsource.long_digits(raw):
+    if b"\\u" in raw:  # any escaped character (a colon could be one): rare in a block, left to the general check
         return False
-    if raw.count(b"[") + raw.count(b"{") > jsonsource.MAX_DEPTH:
+    marks = raw.translate(_MARKS)
+    if _LONG_DIGITS in marks or marks.count(b"[") > jsonsource.MAX_DEPTH:
         return False
-    return raw.count(b":") == len(block) + len(scores) + strings.count(":")
+    return marks.count(b":") == len(block) + len(scores) + strings.count(":")
+
+
+#: Each digit becomes "0", each opening bracket "[", each colon ":", every other byte a space: one pass over the line
+#: serves the digit-run, depth and colon tests.
+_MARKS = bytes(
+    ord("0") if chr(byte) in "0123456789" else ord("[") if chr(byte) in "[{" else ord(":") if chr(byte) == ":" else 32
+    for byte in range(256)
+)
+_LONG_DIGITS = b"0" * 19
 
 
 def block_schema() -> dict[str, Any]:
