@@ -569,14 +569,21 @@ def view(
 
 
 def _gate_definitions(record: Any) -> dict[str, dict[str, Any]]:
-    """Each gate's canonical definition, re-derived from the config the run recorded (as verify does)."""
+    """Each gate's canonical definition, re-derived from the config the run recorded (as verify does), with the
+    evaluator versions the run recorded (so it hashes to the run's fingerprint under a later EvalGlass too)."""
     from evalglass.engine.config import Config
 
     try:
         config = Config.model_validate(record.config)
     except ValueError:
         return {}
-    return {name: config.gate_definition(name, record.definition_files) for name in config.gates}
+    recorded = record.gate_evaluators if "gate_evaluators" in record.model_fields_set else None
+    return {
+        name: config.gate_definition(
+            name, record.definition_files, None if recorded is None else recorded.get(name, {})
+        )
+        for name in config.gates
+    }
 
 
 def _view_examples(

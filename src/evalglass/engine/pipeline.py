@@ -914,6 +914,7 @@ def _finish(
         ledger=ledger.ledger,
         dataset=dataset,
         gate_fingerprints=gate_fingerprints,
+        gate_evaluators=config.evaluators_by_gate(),
         definition_files=loaded.definition_files,
         check_results=check_results,
         judge_fingerprints={name: standing.fingerprint for name, standing in standings.items()},
