@@ -71,10 +71,13 @@ async def _bare(base_url: str, calls: int, concurrency: int) -> tuple[float, flo
 
 
 async def _lane(base_url: str, calls: int, concurrency: int) -> tuple[float, float]:
-    from evalglass.lanes.executor import AsyncioExecutor
-    from evalglass.lanes.task import LaneOutput, build_lane, parse_task_spec
+    from pydantic import TypeAdapter
 
-    spec = parse_task_spec(
+    from evalglass.lanes.executor import AsyncioExecutor
+    from evalglass.lanes.specs import TaskSpec
+    from evalglass.lanes.task import LaneOutput, build_lane
+
+    spec = TypeAdapter(TaskSpec).validate_python(
         {
             "type": "chat",
             "base_url": base_url,

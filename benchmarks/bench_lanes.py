@@ -23,16 +23,18 @@ import time
 from pathlib import Path
 
 from fake_server import fake_server, report
+from pydantic import TypeAdapter
 
 from evalglass.engine.cache import CallCache
 from evalglass.lanes.executor import AsyncioExecutor
-from evalglass.lanes.task import LaneOutput, build_lane, parse_task_spec
+from evalglass.lanes.specs import TaskSpec
+from evalglass.lanes.task import LaneOutput, build_lane
 
 
 async def one_run(
     base_url: str, calls: int, concurrency: int, transport: str, cache_dir: Path | None
 ) -> tuple[float, float]:
-    spec = parse_task_spec(
+    spec = TypeAdapter(TaskSpec).validate_python(
         {
             "type": "chat",
             "base_url": base_url,

@@ -22,7 +22,7 @@ def github_wanted(flag: bool | None, env: Mapping[str, str]) -> bool:
 
 
 def write_junit(result: RunResult, path: Path) -> None:
-    from evalglass.engine.artifacts import write_atomic
+    from evalglass.engine.runfolder import write_atomic
     from evalglass.report.junit import render_junit
 
     try:

@@ -527,7 +527,7 @@ def _write_html(folder: Path, out: Path) -> None:
 
 
 def _write_page(page: str, out: Path) -> None:
-    from evalglass.engine.artifacts import write_atomic
+    from evalglass.engine.runfolder import write_atomic
     from evalglass.errors import SetupError
 
     try:

@@ -12,7 +12,26 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # imported when an exit code is asked for: `import evalglass.api` loads nothing of core
+    from pydantic import ValidationError
+    from pydantic_core import ErrorDetails
+
     from evalglass.core.exitcodes import ExitCode
+
+
+def problem_message(error: ErrorDetails) -> str:
+    """One pydantic problem's message as a user reads it: without pydantic's ``Value error, `` prefix."""
+    return str(error["msg"]).removeprefix("Value error, ")
+
+
+def first_problem(exc: ValidationError) -> str:
+    """The first problem of a validation error (an artifact or record refused: one line is enough to say why)."""
+    return problem_message(exc.errors()[0])
+
+
+def first_problem_at(exc: ValidationError) -> tuple[str, str]:
+    """The first problem's dotted location (``top level`` for none) and its message."""
+    first = exc.errors()[0]
+    return ".".join(str(part) for part in first["loc"]) or "top level", problem_message(first)
 
 
 class EvalGlassError(Exception):

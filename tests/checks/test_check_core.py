@@ -11,7 +11,6 @@ from evalglass.core.checks import (
     CHECK_EXIT_CODES,
     REPAIRS,
     BindingStatus,
-    CheckGateOutcome,
     CheckOutcome,
     CheckReason,
     CheckResult,
@@ -19,7 +18,6 @@ from evalglass.core.checks import (
     Repair,
     check_exit_code,
     combined_outcome,
-    gate_outcome,
     policy_id_conflicts,
     to_score,
 )
@@ -253,15 +251,6 @@ def test_to_score_keeps_inconclusive_and_error_out_of_the_numbers() -> None:
     assert broken.status is Status.ERROR and broken.value is None and not broken.included
     assert broken.diagnostics[0].code == "target_unavailable"
     assert "repair the measurement" in broken.diagnostics[0].message
-
-
-def test_gate_outcome_blocks_on_anything_that_is_not_a_measured_answer() -> None:
-    assert gate_outcome(CheckOutcome.PASS) is CheckGateOutcome.PASS
-    assert gate_outcome(CheckOutcome.FAIL) is CheckGateOutcome.FAIL
-    assert gate_outcome(CheckOutcome.INCONCLUSIVE) is CheckGateOutcome.BLOCKED
-    assert gate_outcome(CheckOutcome.ERROR) is CheckGateOutcome.BLOCKED
-    assert gate_outcome(_result()) is CheckGateOutcome.PASS
-    assert CheckGateOutcome.BLOCKED == "blocked"
 
 
 def test_standalone_exit_codes_and_the_worst_outcome_wins() -> None:

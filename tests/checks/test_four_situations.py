@@ -9,21 +9,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from evalglass.core.authority import Authority
 from evalglass.core.checks import (
     BindingStatus,
-    CheckGateOutcome,
     CheckOutcome,
     CheckReason,
     Repair,
     check_exit_code,
-    gate_outcome,
     to_score,
 )
+from evalglass.core.gates import GateSpec, Outcome, evaluate_check_gate
 from evalglass.core.score import Status
 from evalglass.lanes.checkrun import CheckSpec, run_check
 from evalglass.lanes.targetstate import fingerprint_target
 
 from .helpers import PY
+
+FINGERPRINT = "sha256:" + "0" * 64
 
 CHECKER = """\
 import pathlib, sys
@@ -122,10 +124,12 @@ def test_four_situations_four_outcomes_three_repairs(tmp_path: Path) -> None:
         Status.ERROR,
     ]
     assert [to_score(r).value for r in results.values()] == [1.0, 0.0, None, None]
-    assert [gate_outcome(r) for r in results.values()] == [
-        CheckGateOutcome.PASS,
-        CheckGateOutcome.FAIL,
-        CheckGateOutcome.BLOCKED,
-        CheckGateOutcome.BLOCKED,
+    gate = GateSpec(check="no_fixme")
+    active = Authority(active=True)
+    assert [evaluate_check_gate("g", gate, FINGERPRINT, active, r).outcome for r in results.values()] == [
+        Outcome.PASS,
+        Outcome.FAIL,
+        Outcome.BLOCKED,
+        Outcome.BLOCKED,
     ]
     assert [check_exit_code([r]) for r in results.values()] == [0, 1, 3, 4]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import stat
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,8 @@ from evalglass.lanes.checkrun import (
     CheckSpec,
     OutputRefused,
     materialise_output,
+    run_checks,
     run_example_check,
-    run_example_checks,
 )
 
 from .helpers import py, spec
@@ -222,6 +223,21 @@ def test_a_per_example_check_cannot_be_bound_to_a_declared_path(base: Path) -> N
 _TIMING = {"started_at", "duration_s"}
 
 
+def run_example_checks(
+    check: CheckSpec, base: Path, outputs: list[tuple[str, object]], *, check_id: str, max_workers: int, tmp_root: Path
+) -> list[CheckResult]:
+    """Per-example checks over a thread pool, as a run scores a parallel metric (``pipeline.call_metric``)."""
+    with ThreadPoolExecutor(max_workers=max_workers) as pool:
+        return list(
+            pool.map(
+                lambda pair: run_example_check(
+                    check, base, pair[1], check_id=check_id, example_id=pair[0], tmp_root=tmp_root
+                ),
+                outputs,
+            )
+        )
+
+
 def test_parallel_results_equal_sequential_ones_in_input_order(base: Path, scratch: Path) -> None:
     outputs: list[tuple[str, object]] = [
         ("e0", "def add(a, b):\n    return a + b\n"),
@@ -271,7 +287,7 @@ def test_checks_really_run_concurrently_up_to_the_limit(base: Path, tmp_path: Pa
 
 def test_the_worker_limit_must_be_positive(base: Path) -> None:
     with pytest.raises(CheckConfigError, match="max_workers"):
-        run_example_checks(spec("pass"), base, [("a", "x"), ("b", "y")], check_id="c", max_workers=0)
+        run_checks({"a": spec("pass"), "b": spec("pass")}, base, max_workers=0)
 
 
 def test_stat_of_written_files_is_private(base: Path, scratch: Path) -> None:

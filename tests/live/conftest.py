@@ -7,8 +7,10 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
 import pytest
+from pydantic import TypeAdapter
 
 from evalglass.lanes.retry import Retrier, RetryPolicy
+from evalglass.lanes.specs import LaneSpec, TaskSpec
 from evalglass.testing.fake_openai import FakeOpenAI
 
 T = TypeVar("T")
@@ -41,3 +43,9 @@ class FakeSleep:
 def fast_retrier(max_attempts: int = 3, *, random: Callable[[], float] = lambda: 0.5, **policy: Any) -> Retrier:
     """Real retry logic with no real waiting."""
     return Retrier(RetryPolicy(max_attempts=max_attempts, **policy), sleep=FakeSleep(), random=random)
+
+
+def parse_task_spec(data: Any) -> LaneSpec:
+    """A ``task:`` mapping validated as the config validates it (raises pydantic.ValidationError)."""
+    spec: LaneSpec = TypeAdapter(TaskSpec).validate_python(data)
+    return spec

@@ -16,10 +16,10 @@ from evalglass.core.example import Example
 from evalglass.engine.cache import CacheMode, CallCache, cache_key
 from evalglass.lanes.executor import AsyncioExecutor
 from evalglass.lanes.judge import Judge, LlmJudgeSpec
-from evalglass.lanes.task import LaneFailure, LaneOutcome, LaneOutput, build_lane, parse_task_spec
+from evalglass.lanes.task import LaneFailure, LaneOutcome, LaneOutput, build_lane
 from evalglass.testing.fake_openai import FakeOpenAI
 
-from .conftest import KEY_ENV, SECRET, fast_retrier, run
+from .conftest import KEY_ENV, SECRET, fast_retrier, parse_task_spec, run
 
 
 def test_keys_are_content_addresses() -> None:
@@ -222,7 +222,7 @@ def _lane_run(
         executor = AsyncioExecutor(8)
         lane = build_lane(spec, base_dir=tmp_path, executor=executor, cache=cache, env=KEY_ENV, retrier=fast_retrier(2))
         try:
-            jobs = [(f"e{i}", {"q": text}, s) for i, text in enumerate(texts) for s in lane.samples()]
+            jobs = [(f"e{i}", {"q": text}, s) for i, text in enumerate(texts) for s in lane.spec.samples()]
             return await executor.run(jobs, lambda job: lane.produce(*job))
         finally:
             await lane.aclose()

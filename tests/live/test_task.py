@@ -20,11 +20,10 @@ from evalglass.lanes.task import (
     LaneOutput,
     build_lane,
     failure_score,
-    parse_task_spec,
 )
 from evalglass.testing.fake_openai import FakeOpenAI
 
-from .conftest import KEY_ENV, fast_retrier, run
+from .conftest import KEY_ENV, fast_retrier, parse_task_spec, run
 
 
 def _produce(spec_data: dict[str, Any], base_dir: Path, examples: list[tuple[str, dict[str, Any]]], **kw: Any):  # type: ignore[no-untyped-def]
@@ -33,7 +32,7 @@ def _produce(spec_data: dict[str, Any], base_dir: Path, examples: list[tuple[str
     async def go() -> list[LaneOutcome]:
         lane = build_lane(spec, base_dir=base_dir, executor=AsyncioExecutor(8), **kw)
         try:
-            jobs = [(example_id, fields, sample) for example_id, fields in examples for sample in lane.samples()]
+            jobs = [(example_id, fields, sample) for example_id, fields in examples for sample in lane.spec.samples()]
 
             async def one(job: tuple[str, dict[str, Any], int]) -> LaneOutcome:
                 return await lane.produce(*job)

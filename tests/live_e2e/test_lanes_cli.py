@@ -275,3 +275,31 @@ def test_attempts_of_retried_calls_are_recorded_per_call_and_totalled_in_the_sco
     ).read_bytes()
     verified = evalglass("verify", "first", cwd=project.root)
     assert verified.code == 0, verified.out + verified.err
+
+
+def test_a_lane_and_a_metric_in_one_file_share_one_module(project: LiveProject) -> None:
+    """Host code is loaded once per file: the lane's module-level state is the metric's (one module copy), whichever
+    loads the file first. Two copies would leave the metric's `SEEN` empty and every score 0.0."""
+    project.root.mkdir(parents=True)
+    (project.root / "app.py").write_text(
+        textwrap.dedent(
+            """
+            SEEN = set()
+
+            def answer(example):
+                SEEN.add(example["question"])
+                return example["question"]
+
+            def produced_here(output):
+                return 1.0 if output in SEEN else 0.0
+            """
+        )
+    )
+    project.write(
+        questions(3),
+        task={"type": "python", "function": "app.py:answer"},
+        metrics={"same_module": {"type": "python", "function": "app.py:produced_here"}},
+    )
+    result = project.run()
+    assert result.code == 0, result.err
+    assert [row["scores"]["same_module"] for row in project.scores()] == [1.0, 1.0, 1.0]

@@ -39,7 +39,6 @@ __all__ = [
     "DEFAULT_POLICY_ID",
     "REPAIRS",
     "BindingStatus",
-    "CheckGateOutcome",
     "CheckOutcome",
     "CheckReason",
     "CheckResult",
@@ -47,7 +46,6 @@ __all__ = [
     "Repair",
     "check_exit_code",
     "combined_outcome",
-    "gate_outcome",
     "policy_id_conflicts",
     "to_score",
 ]
@@ -127,14 +125,6 @@ class CheckReason(StrEnum):
     KILLED_BY_SIGNAL = "killed_by_signal"
     UNMAPPED_EXIT_CODE = "unmapped_exit_code"
     OUTPUT_UNUSABLE = "output_unusable"
-
-
-class CheckGateOutcome(StrEnum):
-    """A check's outcome as a gate sees it."""
-
-    PASS = "pass"
-    FAIL = "fail"
-    BLOCKED = "blocked"
 
 
 #: Reasons that can only arise before the command starts. (``command_not_found`` and ``permission_denied`` may
@@ -516,16 +506,6 @@ def to_score(result: CheckResult) -> Score:
         validity=Validity.NOT_MEASURED,
         evidence=evidence,
     )
-
-
-def gate_outcome(result: CheckResult | CheckOutcome) -> CheckGateOutcome:
-    """PASS → pass, FAIL → fail, INCONCLUSIVE or ERROR → blocked (we cannot honestly tell)."""
-    outcome = result.outcome if isinstance(result, CheckResult) else result
-    if outcome is CheckOutcome.PASS:
-        return CheckGateOutcome.PASS
-    if outcome is CheckOutcome.FAIL:
-        return CheckGateOutcome.FAIL
-    return CheckGateOutcome.BLOCKED
 
 
 def combined_outcome(results: Iterable[CheckResult | CheckOutcome]) -> CheckOutcome:

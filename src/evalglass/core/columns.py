@@ -142,11 +142,6 @@ class ScoreColumn:
     def states(self) -> npt.NDArray[np.uint8]:
         return np.frombuffer(bytes(self._states), dtype=np.uint8) if self._states else np.empty(0, np.uint8)
 
-    def included_values(self) -> npt.NDArray[np.float64]:
-        """The values that enter aggregation: scored+valid rows only."""
-        included: npt.NDArray[np.float64] = self.values()[self.states() == SCORED_VALID]
-        return included
-
     def diagnostic_rows(self) -> Iterator[tuple[int, Diagnostics]]:
         for row, index in self._diag_of_row.items():
             yield row, self._diag_table[index]

@@ -1,8 +1,16 @@
-"""Content fingerprints that approvals and validations are bound to.
+"""Content fingerprints and content addresses: the one home of every hash EvalGlass takes over JSON.
 
-A fingerprint is ``sha256:`` + the hex digest of canonical JSON (sorted keys, no insignificant whitespace, UTF-8).
-Two definitions that mean the same thing serialise identically, so reformatting YAML or reordering keys does not
-make an approval stale; changing any semantic field does.
+Two forms exist, and both are persisted, so neither may change its bytes:
+
+- A **fingerprint** (approvals, validations, definition files, artifacts) is ``sha256:`` + the hex digest of
+  :func:`canonical_json` (the standard library's encoder: sorted keys, no insignificant whitespace, UTF-8, NaN
+  refused). Two definitions that mean the same thing serialise identically, so reformatting YAML or reordering keys
+  does not make an approval stale; changing any semantic field does. Ledgers and run records hold these.
+- A **content address** (the call cache's keys, lane and judge definitions) is the bare hex digest of
+  :func:`address_json` (orjson, sorted keys). The call cache's keys and the judge fingerprints calibration records
+  hold are these. The two encoders differ on some floats (``1e-07`` against ``1e-7``) and on NaN (refused against
+  ``null``), which is why they stay two named functions rather than one that would silently move either kind of
+  stored value.
 """
 
 from __future__ import annotations
@@ -12,6 +20,7 @@ import json
 import re
 from typing import Annotated, Any
 
+import orjson
 from pydantic import AfterValidator, WithJsonSchema
 
 PREFIX = "sha256:"
@@ -42,6 +51,7 @@ Fingerprint = Annotated[
 
 
 def canonical_json(payload: Any) -> bytes:
+    """The bytes a ``sha256:`` fingerprint hashes (stable since the first ledger was written)."""
     return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
 
 
@@ -51,6 +61,17 @@ def fingerprint_of(payload: Any) -> str:
 
 def fingerprint_of_bytes(data: bytes) -> str:
     return PREFIX + hashlib.sha256(data).hexdigest()
+
+
+def address_json(value: Any) -> bytes:
+    """Deterministic JSON bytes for content addresses and cached values: sorted keys, no whitespace, UTF-8.
+    Non-JSON values raise TypeError."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+
+
+def content_address(payload: Any) -> str:
+    """The bare hex SHA-256 of :func:`address_json`: a call-cache key, a lane's or a judge's definition."""
+    return hashlib.sha256(address_json(payload)).hexdigest()
 
 
 def short(fingerprint: str, length: int = 12) -> str:

@@ -6,8 +6,6 @@ and the payload itself refuses to exist with a verdict, CI flag or exit code its
 
 from __future__ import annotations
 
-from enum import StrEnum
-
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from evalglass.core.exitcodes import ExitCode
@@ -35,14 +33,6 @@ MEANINGS: dict[Outcome, str] = {
     Outcome.FAIL: "An active gate was validly measured and came in short of its approved threshold.",
     Outcome.BLOCKED: "An active gate could not be decided honestly; see its reasons. This fails CI.",
 }
-
-
-class FailureKind(StrEnum):
-    """Why CI fails, when it does: the two need different responses."""
-
-    NONE = "none"
-    QUALITY = "quality"
-    MEASUREMENT = "measurement"
 
 
 def verdict_of(outcomes: list[Outcome]) -> Outcome:
@@ -87,10 +77,6 @@ class VerdictPayload(BaseModel):
     @property
     def meaning(self) -> str:
         return MEANINGS[self.verdict]
-
-    @property
-    def active_gates(self) -> tuple[GateResult, ...]:
-        return tuple(gate for gate in self.gates if gate.active)
 
     def count(self, outcome: Outcome) -> int:
         return sum(1 for gate in self.gates if gate.outcome is outcome)

@@ -9,9 +9,7 @@ and numpy behind them) are imported where they are used.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import os
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,9 +24,9 @@ from evalglass.core.fingerprint import PREFIX
 from evalglass.core.score import Score, ScoreContractError
 from evalglass.core.scorecard import Scorecard
 from evalglass.engine import jsonsource
-from evalglass.engine.runfolder import open_private
+from evalglass.engine.runfolder import PartialFile, write_atomic
 from evalglass.engine.userfiles import open_regular, read_regular, unreadable
-from evalglass.errors import SetupError
+from evalglass.errors import SetupError, first_problem, first_problem_at
 
 if TYPE_CHECKING:
     import numpy as np
@@ -46,21 +44,6 @@ LAST_RUN_POINTER = Path(".evalglass") / "last-run"
 #: What to do about an artifact that cannot be loaded as written.
 REGENERATE = "the file was edited or corrupted; rerun `evalglass run` to regenerate it"
 NOT_A_RUN = "point at a run folder written by `evalglass run`"
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Readers see the old file or the new one, never half of one."""
-    tmp, fd = open_private(path)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-        raise
 
 
 def write_model(path: Path, model: BaseModel) -> None:
@@ -101,8 +84,7 @@ class ScoresWriter:
         from evalglass.core.runrecord import SCORES_FILE
 
         self.final = folder / SCORES_FILE
-        self.partial, fd = open_private(self.final)
-        self._handle: IO[bytes] = os.fdopen(fd, "wb", buffering=1 << 20)
+        self._file = PartialFile(self.final, buffering=1 << 20)
         self._hash = hashlib.sha256()
         # Diagnostics quote outputs, exceptions and command output: the last line of defence before the disk.
         self._redactor = redaction.current()
@@ -120,20 +102,14 @@ class ScoresWriter:
             block["clusters"] = clusters
         data = self._redactor.json_bytes(orjson.dumps(block, option=orjson.OPT_APPEND_NEWLINE))
         self._hash.update(data)
-        self._handle.write(data)
+        self._file.write(data)
 
     def commit(self) -> str:
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
-        self._handle.close()
-        os.replace(self.partial, self.final)
+        self._file.commit()
         return PREFIX + self._hash.hexdigest()
 
     def abort(self) -> None:
-        with contextlib.suppress(OSError):  # closing flushes, which fails again on a full disk
-            self._handle.close()
-        with contextlib.suppress(FileNotFoundError):
-            self.partial.unlink()
+        self._file.abort()
 
 
 def run_folder(path: Path) -> Path:
@@ -171,10 +147,9 @@ def load_json_model_and_bytes(path: Path, model: type[Any], what: str) -> tuple[
     try:
         return model.model_validate(data), raw
     except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(part) for part in first["loc"]) or "top level"
+        loc, problem = first_problem_at(exc)
         raise SetupError(
-            f"{what} fails its own rules at {loc}: {str(first['msg']).removeprefix('Value error, ')}",
+            f"{what} fails its own rules at {loc}: {problem}",
             where=str(path),
             fix=REGENERATE,
         ) from None
@@ -342,5 +317,5 @@ def _append_loaded(column: ScoreColumn, name: str, entry: Any, where: str) -> No
 
 def _first_error(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
-        return str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+        return first_problem(exc)
     return str(exc)

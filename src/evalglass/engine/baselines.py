@@ -7,7 +7,6 @@ copy, so it re-derives a comparative gate from the run's own artifacts, through 
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from evalglass.engine.artifacts import RUNRECORD_FILE, load_columns
 from evalglass.engine.compare import RunForComparison, load_for_comparison, metric_definition
 from evalglass.engine.config import Config
 from evalglass.engine.ledger import LoadedLedger
-from evalglass.engine.runfolder import make_dirs, open_private
+from evalglass.engine.runfolder import atomically, make_dirs
 from evalglass.errors import SetupError
 
 BASELINES_DIR = "baselines"
@@ -63,10 +62,8 @@ def read_baseline(name: str, ledger: LoadedLedger, metrics: list[str]) -> tuple[
 
 def _copy(source: Path, target: Path) -> None:
     """Byte for byte, atomically, mode 0600 (through the run folder's private partial files)."""
-    partial, fd = open_private(target)
-    with os.fdopen(fd, "wb") as out, source.open("rb") as src:
+    with atomically(target) as out, source.open("rb") as src:
         shutil.copyfileobj(src, out)
-    os.replace(partial, target)
 
 
 def _locate(reference: str) -> Path | None:

@@ -1,9 +1,10 @@
 """A content-addressed cache of completed lane and judge calls, in one SQLite file.
 
-Key: ``sha256`` of the canonical JSON of (the lane or judge definition's fingerprint, the rendered request, the
-sample index); see :func:`cache_key`. Only the hash is stored as the key. The value is the call's JSON result; the
-rendered request body may be stored beside it for inspection (it never contains an API key: keys travel in HTTP
-headers, which are not part of the request). Only successful calls are put; a failed call is simply retried next run.
+Key: the content address of (the lane or judge definition's fingerprint, the rendered request, the sample index);
+see :func:`evalglass.lanes.callcache.cache_key`, where the get → call → put sequence lanes and judges use lives too.
+Only the hash is stored as the key. The value is the call's JSON result; the rendered request body may be stored
+beside it for inspection (it never contains an API key: keys travel in HTTP headers, which are not part of the
+request). Only successful calls are put; a failed call is simply retried next run.
 
 Modes (``--no-cache`` / ``--refresh``):
 
@@ -38,19 +39,19 @@ When the cache cannot be used (docs/caching.md, "When the cache cannot be writte
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import threading
 import time
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from evalglass.core.fingerprint import address_json
 from evalglass.engine.runfolder import make_dirs
 from evalglass.errors import SetupError
+from evalglass.lanes.callcache import Hit, cache_key
 
 if TYPE_CHECKING:
     import sqlite3
@@ -66,24 +67,6 @@ class CacheMode(StrEnum):
     USE = "use"
     OFF = "off"
     REFRESH = "refresh"
-
-
-def canonical_json(value: Any) -> bytes:
-    """Deterministic JSON bytes: sorted keys, no whitespace, UTF-8. Non-JSON values raise TypeError."""
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
-
-
-def cache_key(fingerprint: str, request: Any, sample: int) -> str:
-    """The content address of one call: sha256 over (definition fingerprint, rendered request, sample index)."""
-    return hashlib.sha256(canonical_json({"f": fingerprint, "r": request, "s": sample})).hexdigest()
-
-
-@dataclass(frozen=True, slots=True)
-class Hit:
-    """A stored result and whether it replays a call this same run made before it was interrupted."""
-
-    value: Any
-    replayed: bool
 
 
 class CallCache:
@@ -115,10 +98,6 @@ class CallCache:
         self._db: sqlite3.Connection | None = None
         if self.mode is not CacheMode.OFF:
             self._db = _open(self.path, busy_timeout)
-
-    @classmethod
-    def disabled(cls) -> CallCache:
-        return cls(Path("/nonexistent-evalglass-cache"), CacheMode.OFF)
 
     def get(self, key: str) -> Any | None:
         """The stored result for ``key``; None on a miss, in ``off`` and in ``refresh`` mode."""
@@ -165,8 +144,8 @@ class CallCache:
             return False
         if self.run is not None and isinstance(value, dict):
             value = {**value, "run": self.run, "attempt": self.attempt}
-        payload = canonical_json(value)
-        stored_request = canonical_json(request) if (self.store_requests and request is not None) else None
+        payload = address_json(value)
+        stored_request = address_json(request) if (self.store_requests and request is not None) else None
         import sqlite3
 
         with self._lock:
@@ -311,4 +290,4 @@ def _connect(path: Path, busy_timeout: float) -> sqlite3.Connection:
     return db
 
 
-__all__ = ["CacheMode", "CacheUnavailable", "CallCache", "Hit", "cache_key", "canonical_json"]
+__all__ = ["CacheMode", "CacheUnavailable", "CallCache", "Hit", "cache_key"]

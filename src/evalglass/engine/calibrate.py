@@ -25,7 +25,7 @@ from evalglass.engine.cache import CacheMode
 from evalglass.engine.config import LoadedConfig, load_config
 from evalglass.engine.runfolder import make_dirs, writing
 from evalglass.engine.userfiles import read_regular
-from evalglass.errors import SetupError
+from evalglass.errors import SetupError, first_problem
 from evalglass.metrics.llm_judge import LlmJudgeSpec, judge_fingerprint
 
 CALIBRATIONS_DIR = "calibrations"
@@ -52,7 +52,7 @@ def load_calibration(base_dir: Path, name: str) -> CalibrationRecord | None:
         record = CalibrationRecord.model_validate(data)
     except ValidationError as exc:
         raise SetupError(
-            f"calibration record fails its own rules: {str(exc.errors()[0]['msg']).removeprefix('Value error, ')}",
+            f"calibration record fails its own rules: {first_problem(exc)}",
             where=str(path),
             fix=f"the file was edited or corrupted; run `evalglass calibrate {name} --labels FILE.jsonl` again",
         ) from None

@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,21 +43,21 @@ from evalglass.engine.config import LoadedConfig
 from evalglass.engine.dataset import BadLine
 from evalglass.engine.executorspec import RayExecutorSpec
 from evalglass.engine.interrupts import LoopStopper
-from evalglass.engine.pipeline import (
+from evalglass.engine.progress import Counters, Reporter
+from evalglass.engine.runfolder import PartialFile
+from evalglass.engine.sink import (
     BuiltMetric,
     Scored,
     append_result,
     check_duplicate,
     cluster_key,
     expand,
+    guard,
     metric_pool,
-    metric_raised,
     metric_workers,
     new_row_shape,
     not_json_score,
 )
-from evalglass.engine.progress import Counters, Reporter
-from evalglass.engine.runfolder import open_private
 from evalglass.engine.source import DatasetSource
 from evalglass.engine.tokens import Tally
 from evalglass.errors import SetupError
@@ -122,8 +121,7 @@ class OutputsWriter:
 
     def __init__(self, folder: Path) -> None:
         self.final = folder / OUTPUTS_FILE
-        self.partial, fd = open_private(self.final)
-        self._handle = os.fdopen(fd, "wb", buffering=1 << 20)
+        self._file = PartialFile(self.final, buffering=1 << 20)
         self._redactor = redaction.current()
         self.calls = CallTotals(calls=0, attempts=0)
 
@@ -140,22 +138,16 @@ class OutputsWriter:
         except TypeError:  # lanes refuse outputs that are not JSON; never a repr (its bytes differ between runs)
             row["samples"] = [_storable(sample) for sample in result.produced or ()]
             data = orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)
-        self._handle.write(self._redactor.json_bytes(data))
+        self._file.write(self._redactor.json_bytes(data))
         calls, attempts = count_call_attempts(row)
         if calls:
             self.calls = CallTotals(calls=self.calls.calls + calls, attempts=self.calls.attempts + attempts)
 
     def commit(self) -> None:
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
-        self._handle.close()
-        os.replace(self.partial, self.final)
+        self._file.commit()
 
     def abort(self) -> None:
-        with contextlib.suppress(OSError):  # closing flushes, which fails again on a full disk
-            self._handle.close()
-        with contextlib.suppress(FileNotFoundError):
-            self.partial.unlink()
+        self._file.abort()
 
 
 def _storable(sample: dict[str, Any]) -> dict[str, Any]:
@@ -225,18 +217,6 @@ def _build(loaded: LoadedConfig, executor: Executor, cache: CallCache | None) ->
     return built
 
 
-def _guard(metric: BuiltMetric) -> Callable[[Example], Any]:
-    function, name = metric.function, metric.name
-
-    def guarded(example: Example) -> Any:
-        try:
-            return function(example)
-        except Exception as exc:
-            return metric_raised(name, exc)
-
-    return guarded
-
-
 def _retries(attempts: Sequence[Attempt]) -> int:
     return max(0, len(attempts) - 1)
 
@@ -254,7 +234,7 @@ class LiveScorer:
     ) -> None:
         config = loaded.config
         self.order = list(config.metrics)
-        self.sync = [(metric.name, _guard(metric), metric.parallel) for metric in metrics]
+        self.sync = [(metric.name, guard(metric.name, metric.function), metric.parallel) for metric in metrics]
         self.lane = built.lane
         self.judges = built.judges
         self.samples = config.samples

@@ -6,19 +6,16 @@ into compact columns and each batch is written to ``scores.jsonl`` as one block.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import os
 import secrets
 import shutil
 import threading
-import traceback
 from array import array
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import orjson
@@ -27,14 +24,12 @@ from evalglass import __version__, redaction
 from evalglass.core.calendar import day_of_timestamp
 from evalglass.core.checks import CheckResult
 from evalglass.core.columns import ScoreColumn
-from evalglass.core.decide import GateInput, MetricInput, RunShape, decide_run
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
-from evalglass.core.outputparse import JUDGES_JSON, UnparsedOutput
+from evalglass.core.outputparse import JUDGES_JSON
 from evalglass.core.runrecord import SCORES_FILE, BaselineRecord, RunRecord
-from evalglass.core.score import Score, ScoreContractError, Status
-from evalglass.core.scorecard import CallTotals, CheckSummary, DatasetSummary, Scorecard
-from evalglass.core.usage import TokenUsage
+from evalglass.core.score import Score
+from evalglass.core.scorecard import Scorecard
 from evalglass.engine.artifacts import (
     CHECKS_FILE,
     LAST_RUN_POINTER,
@@ -43,20 +38,36 @@ from evalglass.engine.artifacts import (
     SCORECARD_FILE,
     ScoresWriter,
     score_to_json,
-    write_atomic,
     write_model,
     write_text,
 )
-from evalglass.engine.config import Config, LoadedConfig, config_as_recorded, load_config
-from evalglass.engine.dataset import BadLine, field_getter
+from evalglass.engine.config import LoadedConfig, load_config
+from evalglass.engine.dataset import BadLine
+from evalglass.engine.decision import Evidence, decided_scorecard, run_record
 from evalglass.engine.digests import private_key, signing_key_from_env, write_digests
 from evalglass.engine.executorspec import RayExecutorSpec
 from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger
-from evalglass.engine.runfolder import locked, make_dirs, open_private, writing
+from evalglass.engine.runfolder import PartialFile, locked, make_dirs, write_atomic, writing
+from evalglass.engine.sink import (
+    BuiltMetric,
+    RowShape,
+    Scored,
+    append_result,
+    append_results,
+    check_duplicate,
+    cluster_key,
+    expand,
+    guard,
+    guard_unparsed,
+    metric_pool,
+    metric_workers,
+    new_row_shape,
+    same_score_everywhere,
+)
 from evalglass.engine.staleness import stale_causes
 from evalglass.errors import Interrupted, SetupError
 from evalglass.lanes.shipping import ClusterLost
-from evalglass.metrics.base import BatchedMetric, MetricFn, build_with_batch
+from evalglass.metrics.base import BatchedMetric, build_with_batch
 from evalglass.metrics.check import CheckMetricSpec, CheckSink
 from evalglass.metrics.errors import MetricLoadError
 from evalglass.metrics.llm_judge import LlmJudgeSpec
@@ -88,43 +99,25 @@ def default_run_folder(run_id: str) -> Path:
     return Path(".evalglass") / "runs" / run_id
 
 
-@dataclass(frozen=True)
-class BuiltMetric:
-    name: str
-    function: MetricFn
-    parallel: bool
-
-
 class CheckRecordWriter:
     """Appends every per-example check record to ``checks.jsonl`` (thread-safe: checks finish concurrently)."""
 
     def __init__(self, folder: Path) -> None:
-        self.final = folder / CHECKS_FILE
-        self.partial = self.final
+        self._file = PartialFile(folder / CHECKS_FILE, lazy=True)
         self._lock = threading.Lock()
-        self._handle: IO[bytes] | None = None
         self._redactor = redaction.current()
 
     def __call__(self, result: CheckResult) -> None:
         line = self._redactor.json_bytes(orjson.dumps(result.model_dump(mode="json"), option=orjson.OPT_APPEND_NEWLINE))
         with self._lock:
-            if self._handle is None:
-                self.partial, fd = open_private(self.final)
-                self._handle = os.fdopen(fd, "wb")
-            self._handle.write(line)
+            self._file.write(line)
 
     def commit(self) -> None:
         """Publish the records (only when a per-example check ran at all)."""
-        if self._handle is not None:
-            self._handle.close()
-            os.replace(self.partial, self.final)
+        self._file.commit()
 
     def abort(self) -> None:
-        if self._handle is not None:
-            with contextlib.suppress(OSError):  # closing flushes, which fails again on a full disk
-                self._handle.close()
-            with contextlib.suppress(FileNotFoundError):
-                self.partial.unlink()
+        self._file.abort()
 
 
 def build_metrics(
@@ -158,71 +151,6 @@ def build_metrics(
     return built
 
 
-def metric_workers(config: Config) -> int:
-    """Threads for the metrics that run concurrently across examples: ``check_workers``, else one per CPU here, or
-    with a cluster executor as many as calls may be in flight (each thread only waits for its task)."""
-    if config.check_workers:
-        return config.check_workers
-    if config.shipped_metrics:
-        return config.concurrency.max_in_flight
-    return os.cpu_count() or 1
-
-
-def metric_pool(config: Config) -> Any:
-    """The threads that wait for shipped metric calls: daemon threads, so a thread stuck in the cluster client
-    after the cluster was lost (Ray blocks up to a minute on a head that is gone) never holds up the exit of a run
-    that already stopped like Ctrl-C."""
-    from evalglass.lanes.daemonpool import DaemonThreadPool
-
-    return DaemonThreadPool(metric_workers(config), name="evalglass-shipped", max_abandoned=0)
-
-
-def not_json_score(name: str, example: Example, output: UnparsedOutput) -> Score:
-    return Score.error(
-        "output_not_json",
-        f"example {example.id} (line {example.line}): task.parse is json, but the output is not JSON "
-        f"({output.message}); metric '{name}' needs the parsed output",
-        output.text[:200],
-    )
-
-
-def guard_unparsed(name: str, judges_json: bool, function: MetricFn) -> MetricFn:
-    """``function`` for ``task.parse: json``: an output that did not parse is an ``output_not_json`` error, or,
-    for a metric whose job is to judge JSON (``judges_json``), its raw text, which the metric then measures."""
-
-    def one(example: Example) -> Any:
-        output = example.output
-        if type(output) is not UnparsedOutput:
-            return inner_one(example)
-        if judges_json:
-            return inner_one(Example(example.id, example.line, example.fields, output.text, example.sample))
-        return not_json_score(name, example, output)
-
-    inner_one = function.one if isinstance(function, BatchedMetric) else function
-    if not isinstance(function, BatchedMetric):
-        return one
-    inner_batch = function.batch
-
-    def batch(examples: ExampleBatch) -> Any:
-        if any(type(output) is UnparsedOutput for output in examples.outputs):
-            return None  # the caller scores this batch example by example, through ``one``
-        return inner_batch(examples)
-
-    return BatchedMetric(one, batch)
-
-
-def metric_raised(name: str, exc: BaseException) -> Score:
-    """The error score of a metric that raised: its message and traceback tail, redacted before being cut."""
-    redactor = redaction.current()
-    tail = "".join(traceback.format_exception(exc, limit=-3)).strip()
-    message = redactor.text(f"metric '{name}' raised {type(exc).__name__}: {exc}")
-    return Score.error("metric_raised", message, redactor.tail(tail, 2000, ""))
-
-
-def _bad_result(name: str, result: object, why: str) -> Score:
-    return Score.error("metric_bad_result", f"metric '{name}' returned {result!r}: {why}")
-
-
 def call_metric(metric: BuiltMetric, batch: ExampleBatch, pool: ThreadPoolExecutor | None) -> list[Any]:
     """One metric over a batch; a raising call becomes an error score, never a number.
 
@@ -240,86 +168,11 @@ def call_metric(metric: BuiltMetric, batch: ExampleBatch, pool: ThreadPoolExecut
                 return results
         function = function.one
 
-    def guarded(example: Example) -> Any:
-        try:
-            return function(example)
-        except Exception as exc:
-            return metric_raised(name, exc)
-
+    guarded = guard(name, function)
     examples = batch.examples()
     if metric.parallel and pool is not None and len(examples) > 1:
         return list(pool.map(guarded, examples))
     return [guarded(example) for example in examples]
-
-
-@dataclass
-class RowShape:
-    """How rows relate to examples and clusters, collected while streaming (compact arrays, no objects)."""
-
-    samples: bool
-    cluster_of: Callable[[Mapping[str, Any]], Any] | None
-    example_of_row: array[int] = field(default_factory=lambda: array("q"))
-    cluster_ids: array[int] = field(default_factory=lambda: array("q"))
-    cluster_keys: dict[str, int] = field(default_factory=dict)
-    examples: int = 0
-
-    def add_example(self, rows: int, cluster: str | None) -> None:
-        if self.samples:
-            self.example_of_row.extend([self.examples] * rows)
-        if self.cluster_of is not None:
-            key = cluster if cluster is not None else f"\x00unclustered:{self.examples}"
-            self.cluster_ids.append(self.cluster_keys.setdefault(key, len(self.cluster_keys)))
-        self.examples += 1
-
-    def add_single_rows(self, count: int, clusters: list[str | None] | None) -> None:
-        """``add_example(1, cluster)`` for ``count`` examples of one row each (``clusters``: one per example)."""
-        if self.samples or self.cluster_of is not None:
-            for index in range(count):
-                self.add_example(1, clusters[index] if clusters is not None else None)
-            return
-        self.examples += count
-
-    def run_shape(self) -> RunShape:
-        return RunShape(
-            examples=self.examples,
-            example_of_row=np.frombuffer(self.example_of_row, dtype=np.int64) if self.samples else None,
-            clusters=np.frombuffer(self.cluster_ids, dtype=np.int64) if self.cluster_of is not None else None,
-        )
-
-
-def cluster_key(value: Any) -> str | None:
-    """A cluster id as recorded: strings and integers name a cluster; anything else (absent, null) does not."""
-    if type(value) is str:
-        return value
-    if type(value) is int:
-        return str(value)
-    return None
-
-
-def expand(item: Example | BadLine, samples: bool) -> list[Example] | Score:
-    """The sample rows one dataset line produces, or the single score every metric gets when it produces none."""
-    if isinstance(item, BadLine):
-        return Score.error(item.code, item.message)
-    if item.output is ABSENT:
-        return Score.unmeasured(
-            Status.BLOCKED, "output_missing", f"example {item.id} (line {item.line}) has no recorded output"
-        )
-    if not samples:
-        return [item]
-    if not isinstance(item.output, list):
-        return Score.error(
-            "samples_not_a_list",
-            f"example {item.id} (line {item.line}): task.samples is on, so the output must be a list of samples, "
-            f"not {type(item.output).__name__}",
-        )
-    if not item.output:
-        return Score.unmeasured(
-            Status.BLOCKED, "output_missing", f"example {item.id} (line {item.line}) has an empty list of samples"
-        )
-    return [
-        Example(id=item.id, line=item.line, fields=item.fields, output=value, sample=index)
-        for index, value in enumerate(item.output)
-    ]
 
 
 def score_batch(
@@ -367,7 +220,7 @@ def score_batch(
             clusters.append(cluster)
         if isinstance(rows, Score):
             shape.add_example(1, cluster)
-            for name, entry in _same_score_everywhere(rows, columns, shape.samples).items():
+            for name, entry in same_score_everywhere(rows, columns, shape.samples).items():
                 block[name].append(entry)
             continue
         shape.add_example(len(rows), cluster)
@@ -438,32 +291,6 @@ def _plain(batch: ExampleBatch | list[Example | BadLine], samples: bool) -> Exam
     return batch
 
 
-def append_results(column: ScoreColumn, name: str, results: list[Any]) -> list[Any]:
-    """Append consecutive rows' results: at once when all are finite floats, else one by one through
-    :func:`append_result`. Returns the JSON the scores file keeps for them."""
-    if column.extend_measured(results):
-        return results
-    return [append_result(column, name, result) for result in results]
-
-
-def append_result(column: ScoreColumn, name: str, result: Any) -> Any:
-    """Append to the column (which re-checks the score contract; a result it refuses becomes a
-    ``metric_bad_result`` error) and return the JSON the scores file keeps."""
-    try:
-        column.append(result)
-    except (ScoreContractError, TypeError) as exc:
-        result = _bad_result(name, result, str(exc))
-        column.append(result)
-    return result if type(result) is float else score_to_json(result)
-
-
-def _same_score_everywhere(score: Score, columns: dict[str, ScoreColumn], samples: bool) -> dict[str, Any]:
-    for column in columns.values():
-        column.append(score)
-    encoded = score_to_json(score)
-    return dict.fromkeys(columns, [encoded] if samples else encoded)
-
-
 def run_standalone_checks(loaded: LoadedConfig) -> dict[str, CheckResult]:
     config = loaded.config
     names = config.standalone_checks
@@ -500,18 +327,6 @@ class RunInterrupted(Interrupted):
 
     def stderr_lines(self) -> list[str]:
         return [*self.warnings, str(self)]
-
-
-@dataclass
-class Scored:
-    """The dataset, scored: every metric's column, how rows map to examples, and the dataset as it was read."""
-
-    columns: dict[str, ScoreColumn]
-    shape: RowShape
-    dataset: DatasetSummary
-    scores_sha256: str
-    usage: tuple[TokenUsage, ...] = ()
-    calls: CallTotals | None = None  # live runs: see CallTotals
 
 
 def run(
@@ -753,19 +568,6 @@ def _point_at(pointer: Path, folder: Path, *, records: str, removed: str, stale:
     return None
 
 
-def check_duplicate(first_line: dict[str, int], item: Example | BadLine, path: Path) -> None:
-    """One example at a time (the live path, where calls dominate): remembers each id's first line.
-
-    A malformed line's made-up id (``line:3``) takes part, so a real id can never be the same as one: the run is
-    refused instead, as for any repeated id, and says which line the made-up id names. (A made-up id's line is
-    remembered negated, which is how it is told apart without keeping more per id.)
-    """
-    mark = -item.line if isinstance(item, BadLine) else item.line
-    seen = first_line.setdefault(item.id, mark)
-    if seen != mark:
-        raise _duplicate(item.id, mark, seen, path)
-
-
 def id_hashes(batch: ExampleBatch | list[Example | BadLine]) -> map[int]:
     """The hash of each id in the batch (a malformed line's made-up one too), to find repeats with after the
     stream."""
@@ -790,30 +592,6 @@ def refuse_duplicate_ids(hashes: array[int], loaded: LoadedConfig) -> None:
     first_line: dict[str, int] = {}
     for item in open_reader(loaded):
         check_duplicate(first_line, item, loaded.dataset_path)
-
-
-def _duplicate(example_id: str, line: int, first: int, path: Path) -> SetupError:
-    """Lines as :func:`check_duplicate` marks them: negative for a malformed line, whose made-up id a real one
-    repeats (a made-up id names its own line, so two can never be the same)."""
-    if first < 0 or line < 0:
-        made_up, real = (-first, line) if first < 0 else (-line, first)
-        return SetupError(
-            f"example id '{example_id}' is also the id given to malformed line {made_up}",
-            where=f"{path}:{real}",
-            fix=f"fix line {made_up}, or give the example at line {real} another id",
-        )
-    return SetupError(
-        f"duplicate example id '{example_id}' (first at line {first})",
-        where=f"{path}:{line}",
-        fix="give every example a unique id",
-    )
-
-
-def new_row_shape(config: Config) -> RowShape:
-    cluster_field = config.dataset.cluster_field
-    return RowShape(
-        samples=config.samples, cluster_of=field_getter(cluster_field) if cluster_field is not None else None
-    )
 
 
 def score_recorded(loaded: LoadedConfig, metrics: list[BuiltMetric], writer: ScoresWriter) -> Scored:
@@ -872,59 +650,23 @@ def _finish(
 
         baselines, baseline_records = baselines_for_run(config, ledger, folder)
         comparative = comparative_inputs(config, folder / SCORES_FILE, loaded.definition_files, dataset, baselines)
-    summaries, payload = decide_run(
-        metric_inputs(config, scored.columns),
-        gate_inputs(
-            config,
-            gate_fingerprints,
-            check_results,
-            stale_causes(config, loaded.definition_files, ledger.ledger, gate_fingerprints),
-        ),
-        ledger.ledger,
-        config.dataset.name,
-        dataset.gold,
-        scored.shape.run_shape(),
-        standings,
-        comparative,
-        ledger.gate_where(),
-        today=day_of_timestamp(created_at),
-    )
-    scorecard = Scorecard(
+    evidence = Evidence(
         run_id=run_id,
         created_at=created_at,
         tool_version=__version__,
-        dataset=dataset,
-        decision=payload,
-        metrics=summaries,
-        checks=tuple(CheckSummary.of(name, result) for name, result in check_results.items()),
-        calls=scored.calls,
-        usage=scored.usage,
-    )
-    record = RunRecord(
-        run_id=run_id,
-        created_at=created_at,
-        tool_version=__version__,
-        config_path=str(loaded.path),
-        config_fingerprint=loaded.fingerprint,
-        config_source=loaded.raw.decode("utf-8"),
-        config=config_as_recorded(config),
-        ledger_path=str(ledger.path),
-        ledger_fingerprint=ledger.fingerprint,
-        ledger_source=ledger.raw.decode("utf-8"),
         ledger=ledger.ledger,
-        dataset=dataset,
         gate_fingerprints=gate_fingerprints,
-        gate_evaluators=config.evaluators_by_gate(),
-        definition_files=loaded.definition_files,
         check_results=check_results,
-        judge_fingerprints={name: standing.fingerprint for name, standing in standings.items()},
-        calibrations={
-            name: standing.calibration for name, standing in standings.items() if standing.calibration is not None
-        },
-        baselines=baseline_records,
-        scores_sha256=scored.scores_sha256,
-        usage=scored.usage,
+        today=day_of_timestamp(created_at),
+        standings=standings,
+        comparative=comparative,
+        ledger_where=ledger.gate_where(),
+        stale=stale_causes(config, loaded.definition_files, ledger.ledger, gate_fingerprints),
     )
+    scorecard = decided_scorecard(
+        config, scored.columns, scored.shape.run_shape(), dataset, evidence, scored.calls, scored.usage
+    )
+    record = run_record(loaded, ledger, dataset, evidence, baseline_records, scored.scores_sha256, scored.usage)
     from evalglass.engine.failing import report_markdown
 
     write_model(folder / RUNRECORD_FILE, record)
@@ -933,41 +675,3 @@ def _finish(
     # Last: it covers every file written before it.
     write_digests(folder, run_id, signing_key, known={record.scores_file: scored.scores_sha256})
     return RunOutcome(folder=folder, scorecard=scorecard, record=record)
-
-
-def metric_inputs(config: Config, columns: dict[str, ScoreColumn]) -> list[MetricInput]:
-    return [
-        MetricInput(
-            name=name,
-            type=spec.type,
-            description=spec.description,
-            uses_reference=spec.uses_reference,
-            column=columns[name],
-            reducer=spec.reducer,
-            k=spec.k,
-            interval=spec.interval,
-            scale=spec.value_scale(),
-        )
-        for name, spec in config.metrics.items()
-    ]
-
-
-def gate_inputs(
-    config: Config,
-    fingerprints: dict[str, str],
-    check_results: dict[str, CheckResult],
-    stale: Mapping[str, str] | None = None,
-) -> list[GateInput]:
-    """``stale`` holds, per gate, what made its approval stale when that is an evaluator's version
-    (``engine.staleness``)."""
-    causes = stale or {}
-    return [
-        GateInput(
-            name=name,
-            spec=spec,
-            fingerprint=fingerprints[name],
-            check_result=check_results.get(spec.check) if spec.check is not None else None,
-            stale_cause=causes.get(name),
-        )
-        for name, spec in config.gates.items()
-    ]

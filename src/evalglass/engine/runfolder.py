@@ -20,6 +20,7 @@ import fcntl
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 from evalglass.errors import SetupError
 
@@ -78,6 +79,69 @@ def open_private(final: Path) -> tuple[Path, int]:
     partial = final.with_name(f".{final.name}.{os.getpid()}.{os.urandom(4).hex()}.partial")
     fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
     return partial, fd
+
+
+class PartialFile:
+    """The one "partial file, then rename" writer: bytes go to a private partial file beside ``final``
+    (:func:`open_private`), which :meth:`commit` flushes, fsyncs and renames to ``final`` (readers see the old file or
+    the new one, never half of one) and :meth:`abort` removes.
+
+    ``lazy``: the partial file is created by the first write, and a commit without any write publishes nothing (a
+    file only some runs have, such as ``checks.jsonl``). Not thread-safe: a writer shared by threads locks around it.
+    """
+
+    def __init__(self, final: Path, *, buffering: int = -1, lazy: bool = False) -> None:
+        self.final = final
+        self.partial = final
+        self._buffering = buffering
+        self._handle: IO[bytes] | None = None
+        if not lazy:
+            self._open()
+
+    def _open(self) -> IO[bytes]:
+        self.partial, fd = open_private(self.final)
+        self._handle = handle = os.fdopen(fd, "wb", buffering=self._buffering)
+        return handle
+
+    def write(self, data: bytes) -> None:
+        handle = self._handle if self._handle is not None else self._open()
+        handle.write(data)
+
+    def commit(self) -> None:
+        """Publish what was written (nothing, for a lazy file never written)."""
+        handle = self._handle
+        if handle is None:
+            return
+        handle.flush()
+        os.fsync(handle.fileno())
+        handle.close()
+        os.replace(self.partial, self.final)
+
+    def abort(self) -> None:
+        if self._handle is None:
+            return
+        with contextlib.suppress(OSError):  # closing flushes, which fails again on a full disk
+            self._handle.close()
+        with contextlib.suppress(FileNotFoundError):
+            self.partial.unlink()
+
+
+@contextlib.contextmanager
+def atomically(final: Path) -> Iterator[PartialFile]:
+    """A :class:`PartialFile` for the block: committed when the block ends, aborted when it raises."""
+    file = PartialFile(final)
+    try:
+        yield file
+        file.commit()
+    except BaseException:
+        file.abort()
+        raise
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Readers see the old file or the new one, never half of one."""
+    with atomically(path) as file:
+        file.write(data)
 
 
 @contextlib.contextmanager

@@ -13,7 +13,7 @@ from pydantic_core import ErrorDetails
 
 from evalglass.core.names import closest, suggest
 from evalglass.engine.yamlsource import Loc, YamlDocument
-from evalglass.errors import LocatedValueError, SetupError, SetupErrors
+from evalglass.errors import LocatedValueError, SetupError, SetupErrors, problem_message
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 PRIORITY = {"extra_forbidden": 0, "union_tag_invalid": 1, "union_tag_not_found": 2, "missing": 3}
@@ -102,8 +102,7 @@ def _problem(
         return SetupError(f"unknown type '{tag}' at {_dotted(yaml_loc)}", where=where, fix=suggest(tag, expected))
     if kind == "union_tag_not_found":
         return SetupError(f"{_dotted(yaml_loc)} needs a 'type'", where=where, fix="add `type: <metric type>`")
-    message = str(error["msg"]).removeprefix("Value error, ")
-    return SetupError(f"{_dotted(yaml_loc)}: {message}", where=where, fix=f"fix this value in {what}")
+    return SetupError(f"{_dotted(yaml_loc)}: {problem_message(error)}", where=where, fix=f"fix this value in {what}")
 
 
 def _dotted(loc: Loc) -> str:

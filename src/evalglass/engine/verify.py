@@ -27,10 +27,10 @@ import orjson
 
 from evalglass.core.authority import JudgeStanding, Ledger
 from evalglass.core.calendar import day_of_timestamp
-from evalglass.core.decide import RunShape, decide_run
+from evalglass.core.decide import RunShape
 from evalglass.core.fingerprint import fingerprint_of_bytes, short
 from evalglass.core.runrecord import RunRecord
-from evalglass.core.scorecard import CallTotals, CheckSummary, DatasetSummary, Scorecard, count_call_attempts
+from evalglass.core.scorecard import CallTotals, DatasetSummary, Scorecard, count_call_attempts
 from evalglass.engine.artifacts import (
     REPORT_FILE,
     RUNRECORD_FILE,
@@ -42,6 +42,7 @@ from evalglass.engine.artifacts import (
     model_bytes,
 )
 from evalglass.engine.config import Config, config_as_recorded, config_from_record, definition_file_hashes
+from evalglass.engine.decision import Evidence, decided_scorecard
 from evalglass.engine.digests import (
     DIGESTS_FILE,
     NOT_LISTED,
@@ -51,7 +52,6 @@ from evalglass.engine.digests import (
     signature_valid,
 )
 from evalglass.engine.ledger import ledger_problems, parse_ledger
-from evalglass.engine.pipeline import gate_inputs, metric_inputs
 from evalglass.engine.staleness import stale_causes
 from evalglass.engine.validation import validate_document
 from evalglass.engine.yamlsource import parse_yaml
@@ -131,38 +131,27 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
             record.dataset,
             baselines_for_verify(config, record, folder),
         )
-    summaries, payload = decide_run(
-        metric_inputs(config, columns),
-        gate_inputs(
-            config,
-            gate_fingerprints,
-            record.check_results,
-            stale_causes(config, record.definition_files, ledger, gate_fingerprints),
-        ),
-        ledger,
-        config.dataset.name,
-        record.dataset.gold,
-        RunShape(
-            examples=examples,
-            example_of_row=_ints(loaded_scores.example_of_row),
-            clusters=_ints(loaded_scores.cluster_ids),
-        ),
-        standings,
-        comparative,
-        ledger_where,
-        today=run_day(record),
-    )
-    derived = Scorecard(
+    evidence = Evidence(
         run_id=record.run_id,
         created_at=record.created_at,
         tool_version=record.tool_version,
-        dataset=DatasetSummary(**{**record.dataset.model_dump(), "examples": examples}),
-        decision=payload,
-        metrics=summaries,
-        checks=tuple(CheckSummary.of(name, result) for name, result in record.check_results.items()),
-        usage=record.usage,  # counted as calls completed; nothing to re-derive from the scores
-        calls=recorded_call_totals(folder),
+        ledger=ledger,
+        gate_fingerprints=gate_fingerprints,
+        check_results=record.check_results,
+        today=run_day(record),
+        standings=standings,
+        comparative=comparative,
+        ledger_where=ledger_where,
+        stale=stale_causes(config, record.definition_files, ledger, gate_fingerprints),
     )
+    shape = RunShape(
+        examples=examples,
+        example_of_row=_ints(loaded_scores.example_of_row),
+        clusters=_ints(loaded_scores.cluster_ids),
+    )
+    dataset = DatasetSummary(**{**record.dataset.model_dump(), "examples": examples})
+    # Usage is counted as calls complete; there is nothing to re-derive it from in the scores.
+    derived = decided_scorecard(config, columns, shape, dataset, evidence, recorded_call_totals(folder), record.usage)
     derived_json = derived.model_dump(mode="json")
     findings.extend(_diff("scorecard", raw_scorecard, orjson.loads(orjson.dumps(derived_json))))
     if not findings:

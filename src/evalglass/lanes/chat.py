@@ -41,8 +41,9 @@ import openai
 import orjson
 
 from evalglass import redaction
+from evalglass.lanes.callcache import CallStore, Hit, through_cache
 from evalglass.lanes.executor import Executor
-from evalglass.lanes.retry import CallOutcome, Fault, FaultKind, Ok, Retrier
+from evalglass.lanes.retry import Attempt, CallOutcome, Fault, FaultKind, Ok, Retrier
 from evalglass.lanes.specs import EndpointSpec
 
 TransportChoice = Literal["auto", "direct", "httpx"]
@@ -112,6 +113,54 @@ class ChatReply:
 
 
 _USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
+
+
+def recorded_tries(hit: Mapping[str, Any]) -> int:
+    """The attempts a cached call took when it was made (entries cached before this was recorded: 1)."""
+    tries = hit.get("attempts")
+    return tries if type(tries) is int and tries >= 1 else 1
+
+
+@dataclass(frozen=True, slots=True)
+class ChatAnswer:
+    """How one chat call ended, through the cache: the reply or the fault; ``cached`` when it was read from the cache
+    (``replayed`` when that entry is this same run's, made before an interruption); ``attempts`` made now; ``tries``,
+    the attempts the call took (a cached call keeps the count it was made with)."""
+
+    reply: ChatReply | None
+    fault: Fault | None
+    cached: bool
+    attempts: tuple[Attempt, ...]
+    tries: int
+    replayed: bool = False
+
+
+async def answer(
+    client: ChatClient,
+    request: ChatRequest,
+    *,
+    key: str,
+    cache: CallStore | None,
+    kind: str,
+    executor: Executor,
+    retrier: Retrier,
+) -> ChatAnswer:
+    """One chat call (a lane's or a judge's) through the call cache: replayed, or made and stored on success."""
+
+    def replay(hit: Hit) -> ChatAnswer | None:
+        if isinstance(hit.value, dict) and "content" in hit.value:
+            return ChatAnswer(ChatReply.from_json(hit.value), None, True, (), recorded_tries(hit.value), hit.replayed)
+        return None
+
+    async def call() -> ChatAnswer:
+        outcome = await client.call(request, executor=executor, retrier=retrier)
+        reply = outcome.value if outcome.fault is None else None
+        return ChatAnswer(reply, outcome.fault, False, outcome.attempts, len(outcome.attempts))
+
+    def stored(made: ChatAnswer) -> dict[str, Any] | None:
+        return None if made.reply is None else {**made.reply.to_json(), "attempts": made.tries}
+
+    return await through_cache(cache, key, kind=kind, request=request.body(), replay=replay, call=call, stored=stored)
 
 
 class ChatClient:

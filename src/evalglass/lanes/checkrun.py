@@ -28,7 +28,6 @@ placeholder in its argv and the ``EVALGLASS_TARGET`` environment variable.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import re
@@ -67,6 +66,7 @@ from evalglass.lanes.checkspec import (
     path_problems,
     resolve_within,
 )
+from evalglass.lanes.procgroup import kill_group
 from evalglass.lanes.targetstate import (
     TargetUnavailable,
     fingerprint_files,
@@ -92,7 +92,6 @@ __all__ = [
     "run_check",
     "run_checks",
     "run_example_check",
-    "run_example_checks",
     "secret_values",
 ]
 
@@ -144,11 +143,6 @@ class _Tail(threading.Thread):
         """The redacted tail: at most ``cap`` bytes of what the command wrote last."""
         kept = bytes(self._buffer[-self._keep :]) if self._keep else b""
         return redactor.tail_bytes(kept.decode("utf-8", errors="replace"), self._cap)
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
 
 
 def _last_line(redactor: Redactor, *texts: str) -> str | None:
@@ -310,11 +304,11 @@ def _execute(
         returncode = process.wait(timeout=spec.timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
-        _kill_group(process.pid)
+        kill_group(process.pid)
         returncode = process.wait()
     finally:
         # Anything the command left running in its session goes with it (and stops holding our pipes open).
-        _kill_group(process.pid)
+        kill_group(process.pid)
         for reader in readers:
             reader.join(_READER_JOIN_S)
         process.stdout.close()
@@ -612,29 +606,3 @@ def _run_all(jobs: Sequence[Callable[[], CheckResult]], max_workers: int | None)
 
     with ThreadPoolExecutor(max_workers=min(workers, len(jobs)), thread_name_prefix="evalglass-check") as pool:
         return list(pool.map(lambda job: job(), jobs))
-
-
-def run_example_checks(
-    spec: CheckSpec,
-    base_dir: str | os.PathLike[str],
-    outputs: Sequence[tuple[str, object]],
-    *,
-    check_id: str,
-    max_workers: int | None = None,
-    tmp_root: str | os.PathLike[str] | None = None,
-) -> list[CheckResult]:
-    """Run a per-example check over ``(example_id, output)`` pairs, up to ``max_workers`` at a time (default:
-    the number of CPUs). Results come back in input order and equal those of a sequential run."""
-    jobs = [
-        functools.partial(
-            run_example_check,
-            spec,
-            base_dir,
-            output,
-            check_id=check_id,
-            example_id=example_id,
-            tmp_root=tmp_root,
-        )
-        for example_id, output in outputs
-    ]
-    return _run_all(jobs, max_workers)

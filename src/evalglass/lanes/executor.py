@@ -1,9 +1,11 @@
 """Where lane and judge calls run: one executor, one global concurrency limit, optional per-endpoint limits.
 
 The interface is :class:`Executor`. Lanes and judges only ever call ``await executor.submit(fn, endpoint=...)`` for
-one attempt of one call (a retry is a new submit, so a call waiting out its backoff holds no slot); the pipeline
-drives a population through ``executor.map(items, worker)`` (completion order, a bounded window of pending items)
-or ``executor.run(items, worker)`` (input order). Nothing else about the executor leaks into lanes or metrics.
+one attempt of one call (a retry is a new submit, so a call waiting out its backoff holds no slot). The live run
+keeps its own bounded window of example tasks (``engine/liverun.py``), so every call reaches the executor through
+``submit``; ``executor.map(items, worker)`` (completion order, a bounded window of pending items) and
+``executor.run(items, worker)`` (input order) drive a flat population, such as a judge's calibration. Nothing else
+about the executor leaks into lanes or metrics.
 
 :class:`AsyncioExecutor` is the implementation shipped today:
 

@@ -38,13 +38,13 @@ from evalglass.core.example import Example
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.score import Diagnostic, Score, Status, Validity
 from evalglass.engine import jsonsource
-from evalglass.engine.cache import CallCache, cache_key
 from evalglass.engine.userfiles import read_regular
 from evalglass.errors import SetupError
-from evalglass.lanes.chat import ChatClient, ChatReply, ChatRequest, TransportChoice
+from evalglass.lanes.callcache import CallStore, cache_key
+from evalglass.lanes.chat import ChatClient, ChatRequest, TransportChoice, answer
 from evalglass.lanes.executor import Executor
 from evalglass.lanes.retry import Attempt, Retrier
-from evalglass.lanes.task import LaneConfigError, recorded_tries
+from evalglass.lanes.task import LaneConfigError
 from evalglass.lanes.templating import TemplateFailure, compile_template, render
 from evalglass.metrics.base import measured_target, missing_field, missing_reference, reference_getter
 from evalglass.metrics.llm_judge import (
@@ -215,7 +215,7 @@ class Judge:
         *,
         base_dir: Path,
         executor: Executor,
-        cache: CallCache | None = None,
+        cache: CallStore | None = None,
         env: Mapping[str, str] | None = None,
         retrier: Retrier | None = None,
         transport: TransportChoice = "auto",
@@ -276,32 +276,25 @@ class Judge:
         if isinstance(messages, Score):
             return JudgeResult(messages)
         request = ChatRequest.build(self.spec, messages)
-        body = request.body()
-        key = cache_key(self.fingerprint, body, example.sample)
+        key = cache_key(self.fingerprint, request.body(), example.sample)
         evidence = (f"judge_call:{key}",)
-        reply: ChatReply | None = None
-        cached = replayed = False
-        attempts: tuple[Attempt, ...] = ()
-        tries = 0
-        if self.cache is not None:
-            hit = self.cache.fetch(key)
-            if hit is not None and isinstance(hit.value, dict) and "content" in hit.value:
-                reply, cached, tries = ChatReply.from_json(hit.value), True, recorded_tries(hit.value)
-                replayed = hit.replayed
+        made = await answer(
+            self.client,
+            request,
+            key=key,
+            cache=self.cache,
+            kind="judge",
+            executor=self.executor,
+            retrier=self.retrier,
+        )
+        reply, cached, attempts, tries, replayed = made.reply, made.cached, made.attempts, made.tries, made.replayed
         if reply is None:
-            outcome = await self.client.call(request, executor=self.executor, retrier=self.retrier)
-            attempts = outcome.attempts
-            tries = len(attempts)
-            if outcome.value is None:
-                fault = outcome.fault
-                assert fault is not None
-                score = Score.unmeasured(
-                    Status.ERROR, fault.code, f"the judge call failed: {fault.message}", fault.detail, evidence=evidence
-                )
-                return JudgeResult(score, attempts=attempts, call_id=key, tries=tries)
-            reply = outcome.value
-            if self.cache is not None:
-                self.cache.put(key, {**reply.to_json(), "attempts": tries}, kind="judge", request=body)
+            fault = made.fault
+            assert fault is not None
+            score = Score.unmeasured(
+                Status.ERROR, fault.code, f"the judge call failed: {fault.message}", fault.detail, evidence=evidence
+            )
+            return JudgeResult(score, attempts=attempts, call_id=key, tries=tries)
         verdict = parse_verdict(reply.content, self.spec.scale, evidence=evidence)
         return JudgeResult(
             verdict.score,

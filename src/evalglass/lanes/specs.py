@@ -13,7 +13,7 @@ import re
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 if TYPE_CHECKING:
     from evalglass.lanes.executor import EndpointLimit
@@ -229,12 +229,6 @@ class ChatLaneSpec(EndpointSpec):
 
 LaneSpec = PythonLaneSpec | CommandLaneSpec | ChatLaneSpec
 TaskSpec = Annotated[LaneSpec, Field(discriminator="type")]
-_TASK_ADAPTER: TypeAdapter[LaneSpec] = TypeAdapter(TaskSpec, config=ConfigDict(defer_build=True))
-
-
-def parse_task_spec(data: Any) -> LaneSpec:
-    """Validate the ``task:`` mapping of a config file (raises pydantic.ValidationError)."""
-    return _TASK_ADAPTER.validate_python(data)
 
 
 #: Endpoint fields that change how a call is made, not what it asks: left out of fingerprints.
@@ -254,5 +248,4 @@ __all__ = [
     "RetryPolicy",
     "TaskSpec",
     "check_template",
-    "parse_task_spec",
 ]

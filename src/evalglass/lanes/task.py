@@ -21,11 +21,8 @@ import contextlib
 import dataclasses
 import functools
 import hashlib
-import importlib
 import inspect
 import os
-import signal
-import sys
 import traceback
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping
@@ -36,11 +33,13 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from evalglass import redaction
+from evalglass.core.fingerprint import content_address
 from evalglass.core.redact import Redactor
 from evalglass.core.score import Score, Status
-from evalglass.engine.cache import CallCache, cache_key, canonical_json
+from evalglass.lanes.callcache import CallStore, Hit, cache_key, through_cache
 from evalglass.lanes.daemonpool import CallTimedOut, DaemonThreadPool, call_in_thread
 from evalglass.lanes.executor import EndpointLimit, Executor, Offload, WorkLost, base_dir_here
+from evalglass.lanes.procgroup import kill_group
 from evalglass.lanes.retry import Attempt, Retrier
 from evalglass.lanes.specs import (
     OPERATIONAL_FIELDS,
@@ -50,13 +49,13 @@ from evalglass.lanes.specs import (
     MessageTemplate,
     PythonLaneSpec,
     TaskSpec,
-    parse_task_spec,
 )
 from evalglass.lanes.templating import TemplateFailure, compile_template, render, template_context
-from evalglass.metrics.hostload import exec_file_as_module
+from evalglass.metrics.errors import MetricLoadError
+from evalglass.metrics.hostload import host_source, load_function
 
 if TYPE_CHECKING:  # the chat client (openai SDK, aiohttp) is imported only when a chat lane is built
-    from evalglass.lanes.chat import ChatReply, TransportChoice, Usage
+    from evalglass.lanes.chat import TransportChoice, Usage
 
 _MAX_DETAIL = 2000
 
@@ -112,7 +111,8 @@ def failure_score(failure: LaneFailure) -> Score:
 
 # ---------------------------------------------------------------------- lanes
 class TaskLane(ABC):
-    """A built lane: ``produce`` one (example, sample) at a time; the pipeline fans out over ``executor.map``."""
+    """A built lane: ``produce`` one (example, sample) at a time; the live run starts one task per example and
+    every call goes through the executor's ``submit``."""
 
     spec: LaneSpec
     fingerprint: str
@@ -121,15 +121,8 @@ class TaskLane(ABC):
     async def produce(self, example_id: str, fields: Mapping[str, Any], sample: int) -> LaneOutcome:
         """Never raises for a per-example problem."""
 
-    def samples(self) -> range:
-        return self.spec.samples()
-
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         pass
-
-
-def fingerprint_of(payload: Any) -> str:
-    return hashlib.sha256(canonical_json(payload)).hexdigest()
 
 
 def build_lane(
@@ -137,7 +130,7 @@ def build_lane(
     *,
     base_dir: Path,
     executor: Executor,
-    cache: CallCache | None = None,
+    cache: CallStore | None = None,
     env: Mapping[str, str] | None = None,
     retrier: Retrier | None = None,
     transport: TransportChoice = "auto",
@@ -151,20 +144,27 @@ def build_lane(
     return ChatLane(spec, executor=executor, cache=cache, env=env, retrier=retrier, transport=transport)
 
 
-def _cached_output(cache: CallCache | None, key: str, sample: int) -> LaneOutput | None:
-    if cache is None:
-        return None
-    hit = cache.get(key)
-    if hit is None or not isinstance(hit, dict) or "value" not in hit:
-        return None
-    return LaneOutput(hit["value"], sample, cached=True, call_id=key)
+def _fields_key(cache: CallStore | None, fingerprint: str, fields: Mapping[str, Any], sample: int) -> str | None:
+    """A python or command lane's cache key (its call is keyed by the example's fields); None without a cache."""
+    return cache_key(fingerprint, {"fields": fields}, sample) if cache is not None else None
 
 
-def _store(cache: CallCache | None, key: str, value: Any, *, kind: str, request: Any) -> None:
-    if cache is None:
-        return
-    with contextlib.suppress(TypeError):  # an output that is not JSON is simply not cached
-        cache.put(key, {"value": value}, kind=kind, request=request)
+async def _through_cache(
+    cache: CallStore | None, key: str | None, sample: int, kind: str, call: Callable[[], Awaitable[LaneOutcome]]
+) -> LaneOutcome:
+    """A python or command lane's call through the cache (the value is stored as ``{"value": output}``)."""
+    if cache is None or key is None:
+        return await call()
+
+    def replay(hit: Hit) -> LaneOutcome | None:
+        if isinstance(hit.value, dict) and "value" in hit.value:
+            return LaneOutput(hit.value["value"], sample, cached=True, call_id=key)
+        return None
+
+    def stored(outcome: LaneOutcome) -> dict[str, Any] | None:
+        return {"value": outcome.value} if isinstance(outcome, LaneOutput) else None
+
+    return await through_cache(cache, key, kind=kind, request=None, replay=replay, call=call, stored=stored)
 
 
 class PythonLane(TaskLane):
@@ -176,20 +176,26 @@ class PythonLane(TaskLane):
         *,
         base_dir: Path,
         executor: Executor,
-        cache: CallCache | None,
+        cache: CallStore | None,
         ship_async: bool = False,
     ) -> None:
         self.spec = spec
         self.executor = executor
         self.cache = cache if spec.cache else None
-        self.function, source = load_function(spec.function, base_dir)
+        try:
+            self.function = load_function(
+                spec.function, base_dir, what="python lane", allow_async=True, search_base=True
+            )
+        except MetricLoadError as exc:
+            raise LaneConfigError(str(exc)) from None
+        source = host_source(spec.function, base_dir)
         self.is_async = inspect.iscoroutinefunction(self.function)
         try:
             self.takes_sample = "sample" in inspect.signature(self.function).parameters
         except (TypeError, ValueError):
             self.takes_sample = False
         code_hash = hashlib.sha256(source.read_bytes()).hexdigest() if source is not None else None
-        self.fingerprint = fingerprint_of({"type": "python", "function": spec.function, "source_sha256": code_hash})
+        self.fingerprint = content_address({"type": "python", "function": spec.function, "source_sha256": code_hash})
         self.limit = EndpointLimit(key=f"python:{spec.function}", concurrency=spec.concurrency)
         self._threads: DaemonThreadPool | None = None
         #: An async function is I/O: it stays on the driver's event loop unless the executor is told to ship it.
@@ -205,11 +211,7 @@ class PythonLane(TaskLane):
         return self._threads
 
     async def produce(self, example_id: str, fields: Mapping[str, Any], sample: int) -> LaneOutcome:
-        key = cache_key(self.fingerprint, {"fields": fields}, sample) if self.cache is not None else None
-        if key is not None:
-            hit = _cached_output(self.cache, key, sample)
-            if hit is not None:
-                return hit
+        key = _fields_key(self.cache, self.fingerprint, fields, sample)
         kwargs = {"sample": sample} if self.takes_sample else {}
         argument = dict(fields)
         function, timeout, name = self.function, self.spec.timeout, self.spec.function
@@ -258,11 +260,14 @@ class PythonLane(TaskLane):
             return lane_value(value, name, sample)
 
         ships = offload is not None and (self.ship_async or not self.is_async)
-        outcome = await self.executor.submit(shipped if ships else guarded, endpoint=self.limit)
-        if key is not None and isinstance(outcome, LaneOutput):
-            outcome = dataclasses.replace(outcome, call_id=key)
-            _store(self.cache, key, outcome.value, kind="python", request=None)
-        return outcome
+
+        async def call() -> LaneOutcome:
+            outcome = await self.executor.submit(shipped if ships else guarded, endpoint=self.limit)
+            if key is not None and isinstance(outcome, LaneOutput):
+                outcome = dataclasses.replace(outcome, call_id=key)
+            return outcome
+
+        return await _through_cache(self.cache, key, sample, "python", call)
 
     async def aclose(self) -> None:
         if self._threads is not None:
@@ -320,43 +325,6 @@ def lane_value(value: Any, name: str, sample: int) -> LaneOutcome:
     return LaneOutput(value, sample)
 
 
-def load_function(reference: str, base_dir: Path) -> tuple[Callable[..., Any], Path | None]:
-    """Resolve ``module:attr`` or ``file.py:attr``; returns the callable and its source file (when known)."""
-    target, _, attribute = reference.rpartition(":")
-    if target.endswith(".py"):
-        path = (base_dir / target).resolve()
-        if not path.is_file():
-            raise LaneConfigError(f"python lane: file {target} not found (looked for {path})")
-        module_name = "evalglass_user_" + hashlib.sha256(str(path).encode()).hexdigest()[:16]
-        try:
-            loaded = exec_file_as_module(path, module_name)
-        except Exception as exc:
-            raise LaneConfigError(f"python lane: importing {target} raised {type(exc).__name__}: {exc}") from exc
-        if loaded is None:
-            raise LaneConfigError(f"python lane: cannot load {path} as a module")
-        module = loaded
-    else:
-        base = str(base_dir.resolve())
-        if base not in sys.path:
-            sys.path.insert(0, base)
-        try:
-            module = importlib.import_module(target)
-        except Exception as exc:
-            raise LaneConfigError(
-                f"python lane: cannot import module {target!r} ({type(exc).__name__}: {exc}); "
-                "is it installed or in the evals folder?"
-            ) from exc
-    value: Any = module
-    for part in attribute.split("."):
-        if not hasattr(value, part):
-            raise LaneConfigError(f"python lane: {target} has no attribute {attribute!r}")
-        value = getattr(value, part)
-    if not callable(value):
-        raise LaneConfigError(f"python lane: {reference} is not callable")
-    source = getattr(module, "__file__", None)
-    return value, Path(source) if source else None
-
-
 class CommandLane(TaskLane):
     spec: CommandLaneSpec
 
@@ -366,7 +334,7 @@ class CommandLane(TaskLane):
         *,
         base_dir: Path,
         executor: Executor,
-        cache: CallCache | None,
+        cache: CallStore | None,
         env: Mapping[str, str] | None,
     ) -> None:
         self.spec = spec
@@ -381,7 +349,7 @@ class CommandLane(TaskLane):
         self.redactor = redaction.current({**self.base_env, **spec.env})
         program = self.cwd / spec.argv[0]
         program_hash = hashlib.sha256(program.read_bytes()).hexdigest() if program.is_file() else None
-        self.fingerprint = fingerprint_of(
+        self.fingerprint = content_address(
             {
                 "type": "command",
                 "argv": list(spec.argv),
@@ -396,21 +364,17 @@ class CommandLane(TaskLane):
         self._shipped = functools.partial(shipped_command_call, spec, str(base_dir.resolve()))
 
     async def produce(self, example_id: str, fields: Mapping[str, Any], sample: int) -> LaneOutcome:
-        key = cache_key(self.fingerprint, {"fields": fields}, sample) if self.cache is not None else None
-        if key is not None:
-            hit = _cached_output(self.cache, key, sample)
-            if hit is not None:
-                return hit
+        key = _fields_key(self.cache, self.fingerprint, fields, sample)
         offload = self.executor.offload
-        if offload is None:
-            outcome = await self.executor.submit(lambda: self._run(example_id, fields, sample), endpoint=self.limit)
-        else:
-            outcome = await self.executor.submit(
+
+        async def call() -> LaneOutcome:
+            if offload is None:
+                return await self.executor.submit(lambda: self._run(example_id, fields, sample), endpoint=self.limit)
+            return await self.executor.submit(
                 lambda: self._run_shipped(offload, example_id, fields, sample), endpoint=self.limit
             )
-        if key is not None and isinstance(outcome, LaneOutput):
-            _store(self.cache, key, outcome.value, kind="command", request=None)
-        return outcome
+
+        return await _through_cache(self.cache, key, sample, "command", call)
 
     async def _run_shipped(
         self, offload: Offload, example_id: str, fields: Mapping[str, Any], sample: int
@@ -459,7 +423,7 @@ class CommandLane(TaskLane):
                 "task_timeout", f"{spec.argv[0]} did not finish within {spec.timeout:g}s (killed)", sample
             )
         except BaseException:
-            _kill_group(process)
+            kill_group(process.pid)
             for reader in readers:
                 reader.cancel()
             with contextlib.suppress(Exception, asyncio.CancelledError):  # reap it, so no transport outlives the loop
@@ -550,18 +514,13 @@ async def _reap(process: asyncio.subprocess.Process, readers: tuple[asyncio.Futu
     process and close the pipes, so no transport outlives the call (or the event loop)."""
     if drain > 0:
         await asyncio.wait(readers, timeout=drain)
-    _kill_group(process)
+    kill_group(process.pid)
     await process.wait()
     _, pending = await asyncio.wait(readers, timeout=_REAP_S)
     for reader in pending:
         reader.cancel()
     if pending:
         await asyncio.gather(*pending, return_exceptions=True)
-
-
-def _kill_group(process: asyncio.subprocess.Process) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
 
 
 class ChatLane(TaskLane):
@@ -572,7 +531,7 @@ class ChatLane(TaskLane):
         spec: ChatLaneSpec,
         *,
         executor: Executor,
-        cache: CallCache | None,
+        cache: CallStore | None,
         env: Mapping[str, str] | None,
         retrier: Retrier | None,
         transport: TransportChoice,
@@ -586,7 +545,7 @@ class ChatLane(TaskLane):
 
         self._chat = chat
         self.client = chat.ChatClient(spec, env=env, transport=transport)
-        self.fingerprint = fingerprint_of(chat_lane_definition(spec))
+        self.fingerprint = content_address(chat_lane_definition(spec))
 
     async def produce(self, example_id: str, fields: Mapping[str, Any], sample: int) -> LaneOutcome:
         context = template_context(fields, example_id, sample)
@@ -597,28 +556,21 @@ class ChatLane(TaskLane):
         except TemplateFailure as failure:
             return LaneFailure(failure.code, failure.message, sample)
         request = self._chat.ChatRequest.build(self.spec, messages)
-        body = request.body()
-        key = cache_key(self.fingerprint, body, sample)
-        reply: ChatReply | None = None
-        attempts: tuple[Attempt, ...] = ()
-        cached = replayed = False
-        tries = 0
-        if self.cache is not None:
-            hit = self.cache.fetch(key)
-            if hit is not None and isinstance(hit.value, dict) and "content" in hit.value:
-                reply, cached, tries = self._chat.ChatReply.from_json(hit.value), True, recorded_tries(hit.value)
-                replayed = hit.replayed
+        key = cache_key(self.fingerprint, request.body(), sample)
+        made = await self._chat.answer(
+            self.client,
+            request,
+            key=key,
+            cache=self.cache,
+            kind="chat",
+            executor=self.executor,
+            retrier=self.retrier,
+        )
+        reply, cached, attempts, tries, replayed = made.reply, made.cached, made.attempts, made.tries, made.replayed
         if reply is None:
-            outcome = await self.client.call(request, executor=self.executor, retrier=self.retrier)
-            attempts = outcome.attempts
-            tries = len(attempts)
-            if outcome.fault is not None or outcome.value is None:
-                fault = outcome.fault
-                assert fault is not None
-                return LaneFailure(fault.code, fault.message, sample, fault.detail, attempts, key, tries)
-            reply = outcome.value
-            if self.cache is not None:
-                self.cache.put(key, {**reply.to_json(), "attempts": tries}, kind="chat", request=body)
+            fault = made.fault
+            assert fault is not None
+            return LaneFailure(fault.code, fault.message, sample, fault.detail, attempts, key, tries)
         if self.spec.output == "text":
             return LaneOutput(reply.content, sample, cached, attempts, reply.usage, key, tries, replayed)
         try:
@@ -641,12 +593,6 @@ class ChatLane(TaskLane):
 
 def chat_lane_definition(spec: ChatLaneSpec) -> dict[str, Any]:
     return spec.model_dump(mode="json", exclude=set(OPERATIONAL_FIELDS))
-
-
-def recorded_tries(hit: Mapping[str, Any]) -> int:
-    """The attempts a cached call took when it was made (entries cached before this was recorded: 1)."""
-    tries = hit.get("attempts")
-    return tries if type(tries) is int and tries >= 1 else 1
 
 
 def json_problem(value: Any) -> str | None:
@@ -707,7 +653,6 @@ __all__ = [
     "compile_template",
     "failure_score",
     "load_function",
-    "parse_task_spec",
     "render",
     "template_context",
 ]

@@ -1,8 +1,9 @@
 """Finding a host-written metric function from a ``"file.py:name"`` or ``"package.module:name"`` reference.
 
-Every failure raises :class:`MetricLoadError` with one line saying what failed, where, and how to fix it. A
-file is loaded as a standalone module (its directory is not added to ``sys.path``), once per file content:
-metrics that share a file share its module-level state.
+The one loader of host code: python metrics and python lanes both come through :func:`load_function`. Every
+failure raises :class:`MetricLoadError` with one line saying what failed, where, and how to fix it. A file is
+loaded as a standalone module (its directory is not added to ``sys.path``), once per file content: metrics and
+lanes that share a file share its module-level state.
 """
 
 from __future__ import annotations
@@ -43,24 +44,53 @@ def is_file_reference(source: str) -> bool:
     return source.endswith(".py") or "/" in source or "\\" in source
 
 
-def load_function(reference: str, base_dir: Path) -> HostFunction:
-    """The callable named by ``reference``; relative file paths resolve against ``base_dir``."""
-    source, name = split_reference(reference)
+def load_function(
+    reference: str,
+    base_dir: Path,
+    *,
+    what: str = "python metric",
+    allow_async: bool = False,
+    search_base: bool = False,
+) -> HostFunction:
+    """The callable named by ``reference``; relative file paths resolve against ``base_dir``.
+
+    The one loader of host code (metrics and lanes alike), so a file is one module whoever loads it first: a
+    metric and a lane naming the same file share its module-level state. ``what`` starts every message
+    (``python metric``, ``python lane``). ``search_base`` puts ``base_dir`` on ``sys.path`` before a module
+    reference is imported (lanes document that the evals folder is importable; metrics leave ``sys.path`` alone).
+    The attribute may be dotted (``Class.method``).
+    """
+    source, _, attribute = reference.rpartition(":")
     if is_file_reference(source):
         path = (base_dir / source).resolve()
-        module, where = _load_file(path, base_dir), str(path)
+        module, where = _load_file(path, base_dir, what), str(path)
     else:
-        module, where = _import_module(source), f"module {source}"
-    function = getattr(module, name, None)
-    if function is None:
-        raise MetricLoadError(f"python metric: {where} has no function {name!r}{_available(module)}")
+        if search_base and (base := str(base_dir.resolve())) not in sys.path:
+            sys.path.insert(0, base)
+        module, where = _import_module(source, what), f"module {source}"
+    function: Any = module
+    for part in attribute.split("."):
+        function = getattr(function, part, None)
+        if function is None:
+            raise MetricLoadError(
+                f"{what}: {where} has no function {attribute!r} (no attribute of that name){_available(module)}"
+            )
     if not callable(function):
         raise MetricLoadError(
-            f"python metric: {where}:{name} is a {type(function).__name__}, not a function; point to a def"
+            f"{what}: {where}:{attribute} is a {type(function).__name__}, not a function; point to a def"
         )
-    if inspect.iscoroutinefunction(function):
-        raise MetricLoadError(f"python metric: {where}:{name} is async; metric functions must be plain 'def' functions")
+    if not allow_async and inspect.iscoroutinefunction(function):
+        raise MetricLoadError(f"{what}: {where}:{attribute} is async; metric functions must be plain 'def' functions")
     return function  # type: ignore[no-any-return]
+
+
+def host_source(reference: str, base_dir: Path) -> Path | None:
+    """The file that defines an already loaded ``reference`` (None for a module without one), for fingerprints."""
+    source = reference.rpartition(":")[0]
+    if is_file_reference(source):
+        return (base_dir / source).resolve()
+    file = getattr(sys.modules.get(source), "__file__", None)
+    return Path(file) if file else None
 
 
 def _available(module: ModuleType) -> str:
@@ -73,15 +103,15 @@ def _available(module: ModuleType) -> str:
     return f"; functions it defines: {shown}"
 
 
-def _load_file(path: Path, base_dir: Path) -> ModuleType:
+def _load_file(path: Path, base_dir: Path, what: str) -> ModuleType:
     try:
         stat = path.stat()
     except OSError:
         raise MetricLoadError(
-            f"python metric: file {path} does not exist; file paths in 'function' are relative to {base_dir}"
+            f"{what}: file {path} not found: it does not exist, and file paths in 'function' are relative to {base_dir}"
         ) from None
     if not S_ISREG(stat.st_mode):  # a FIFO would block the import forever, a folder fails obscurely
-        raise MetricLoadError(f"python metric: {path} is not a regular file; point 'function' at a .py file")
+        raise MetricLoadError(f"{what}: {path} is not a regular file; point 'function' at a .py file")
     key = (path, stat.st_mtime_ns, stat.st_size)
     cached = _LOADED.get(key)
     if cached is not None:
@@ -93,9 +123,9 @@ def _load_file(path: Path, base_dir: Path) -> ModuleType:
     except KeyboardInterrupt:
         raise
     except BaseException as exc:
-        raise _import_failure(str(path), exc) from None
+        raise _import_failure(str(path), exc, what) from None
     if module is None:
-        raise MetricLoadError(f"python metric: cannot load {path} as Python; give a .py file")
+        raise MetricLoadError(f"{what}: cannot load {path} as Python; give a .py file")
     _LOADED[key] = module
     return module
 
@@ -117,27 +147,27 @@ def exec_file_as_module(path: Path, module_name: str) -> ModuleType | None:
     return module
 
 
-def _import_module(source: str) -> ModuleType:
+def _import_module(source: str, what: str) -> ModuleType:
     try:
         return importlib.import_module(source)
     except ModuleNotFoundError as exc:
         if exc.name is not None and (source == exc.name or source.startswith(exc.name + ".")):
             raise MetricLoadError(
-                f"python metric: module {source!r} was not found; install it, add its folder to PYTHONPATH, "
-                "or use the file form 'path/to/file.py:function'"
+                f"{what}: module {source!r} was not found, so it cannot import it; install it, add its folder to "
+                "PYTHONPATH, or use the file form 'path/to/file.py:function'"
             ) from None
-        raise _import_failure(f"module {source}", exc) from None
+        raise _import_failure(f"module {source}", exc, what) from None
     except KeyboardInterrupt:
         raise
     except BaseException as exc:
-        raise _import_failure(f"module {source}", exc) from None
+        raise _import_failure(f"module {source}", exc, what) from None
 
 
-def _import_failure(where: str, exc: BaseException) -> MetricLoadError:
+def _import_failure(where: str, exc: BaseException, what: str) -> MetricLoadError:
     if isinstance(exc, SyntaxError):
         location = f"{exc.filename or where}:{exc.lineno}" if exc.lineno else where
-        return MetricLoadError(f"python metric: syntax error at {location}: {exc.msg}; fix the file")
+        return MetricLoadError(f"{what}: syntax error at {location}: {exc.msg}; fix the file")
     detail = one_line(str(exc))
     return MetricLoadError(
-        f"python metric: importing {where} raised {type(exc).__name__}: {detail}; fix the module so it imports cleanly"
+        f"{what}: importing {where} raised {type(exc).__name__}: {detail}; fix the module so it imports cleanly"
     )

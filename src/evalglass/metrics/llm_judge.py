@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evalglass.core.estimate import ScaleSpec
-from evalglass.engine.cache import canonical_json
+from evalglass.core.fingerprint import content_address
 from evalglass.lanes.specs import EndpointSpec, check_template
 from evalglass.metrics.base import MetricFn, MetricSpec
 from evalglass.metrics.versions import judge_parser_id
@@ -144,8 +144,8 @@ JUDGE_PARSER = judge_parser_id()
 
 
 def judge_fingerprint(spec: LlmJudgeSpec, rubric_bytes: bytes) -> str:
-    """sha256 of canonical JSON over everything that changes what the judge answers (see
-    :func:`judge_fingerprint_of`)."""
+    """The content address (:func:`evalglass.core.fingerprint.content_address`) of everything that changes what
+    the judge answers (see :func:`judge_fingerprint_of`)."""
     return judge_fingerprint_of(spec, hashlib.sha256(rubric_bytes).hexdigest())
 
 
@@ -168,7 +168,7 @@ def judge_fingerprint_of(spec: LlmJudgeSpec, rubric_sha256: str) -> str:
         "reference": spec.reference,
         "parser": JUDGE_PARSER,
     }
-    return hashlib.sha256(canonical_json(payload)).hexdigest()
+    return content_address(payload)
 
 
 __all__ = ["DEFAULT_PROMPT", "JUDGE_PARSER", "JudgeScale", "LlmJudgeSpec", "judge_fingerprint", "judge_fingerprint_of"]

@@ -1,0 +1,162 @@
+"""The one assembly of a run's decision: scored columns + config + ledger evidence → the ``Scorecard``, and the
+``RunRecord`` that lets anyone re-derive it.
+
+``run`` (``pipeline``) and ``verify`` both come through :func:`decided_scorecard`, so a field added to the scorecard
+is added once and ``verify`` re-derives it the same way; :func:`run_record` is what ``run`` writes beside it (and
+what ``verify`` reads back its evidence from).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from evalglass.core.checks import CheckResult
+from evalglass.core.columns import ScoreColumn
+from evalglass.core.decide import GateInput, MetricInput, RunShape, decide_run
+from evalglass.core.runrecord import BaselineRecord, RunRecord
+from evalglass.core.scorecard import CallTotals, CheckSummary, DatasetSummary, Scorecard
+from evalglass.core.usage import TokenUsage
+
+if TYPE_CHECKING:
+    from evalglass.core.authority import JudgeStanding, Ledger
+    from evalglass.core.comparative import ComparativeInputs
+    from evalglass.engine.config import Config, LoadedConfig
+    from evalglass.engine.ledger import LoadedLedger
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Everything a decision is taken on besides the scores: the run's identity, what the ledger says, and what
+    the run found (standalone checks, judges' standings, baselines)."""
+
+    run_id: str
+    created_at: str
+    tool_version: str
+    ledger: Ledger
+    gate_fingerprints: dict[str, str]
+    check_results: dict[str, CheckResult]
+    #: The day the run decided on (approvals expire by it): the date of its ``created_at``.
+    today: str
+    standings: Mapping[str, JudgeStanding] = field(default_factory=dict)
+    comparative: ComparativeInputs | None = None
+    ledger_where: Mapping[str, str] | None = None
+    #: Per gate, what made its approval stale when that is an evaluator's version (``engine.staleness``).
+    stale: Mapping[str, str] | None = None
+
+
+def decided_scorecard(
+    config: Config,
+    columns: dict[str, ScoreColumn],
+    shape: RunShape,
+    dataset: DatasetSummary,
+    evidence: Evidence,
+    calls: CallTotals | None,
+    usage: tuple[TokenUsage, ...] = (),
+) -> Scorecard:
+    """Decide (``core.decide.decide_run``) and assemble the scorecard: the same for ``run`` and ``verify``."""
+    summaries, payload = decide_run(
+        metric_inputs(config, columns),
+        gate_inputs(config, evidence.gate_fingerprints, evidence.check_results, evidence.stale),
+        evidence.ledger,
+        config.dataset.name,
+        dataset.gold,
+        shape,
+        evidence.standings,
+        evidence.comparative,
+        evidence.ledger_where,
+        today=evidence.today,
+    )
+    return Scorecard(
+        run_id=evidence.run_id,
+        created_at=evidence.created_at,
+        tool_version=evidence.tool_version,
+        dataset=dataset,
+        decision=payload,
+        metrics=summaries,
+        checks=tuple(CheckSummary.of(name, result) for name, result in evidence.check_results.items()),
+        calls=calls,
+        usage=usage,
+    )
+
+
+def run_record(
+    loaded: LoadedConfig,
+    ledger: LoadedLedger,
+    dataset: DatasetSummary,
+    evidence: Evidence,
+    baselines: dict[str, BaselineRecord],
+    scores_sha256: str,
+    usage: tuple[TokenUsage, ...] = (),
+) -> RunRecord:
+    """What a run records so that ``verify`` can re-derive its scorecard from the text it read."""
+    from evalglass.engine.config import config_as_recorded
+
+    standings = evidence.standings
+    return RunRecord(
+        run_id=evidence.run_id,
+        created_at=evidence.created_at,
+        tool_version=evidence.tool_version,
+        config_path=str(loaded.path),
+        config_fingerprint=loaded.fingerprint,
+        config_source=loaded.raw.decode("utf-8"),
+        config=config_as_recorded(loaded.config),
+        ledger_path=str(ledger.path),
+        ledger_fingerprint=ledger.fingerprint,
+        ledger_source=ledger.raw.decode("utf-8"),
+        ledger=ledger.ledger,
+        dataset=dataset,
+        gate_fingerprints=evidence.gate_fingerprints,
+        gate_evaluators=loaded.config.evaluators_by_gate(),
+        definition_files=loaded.definition_files,
+        check_results=evidence.check_results,
+        judge_fingerprints={name: standing.fingerprint for name, standing in standings.items()},
+        calibrations={
+            name: standing.calibration for name, standing in standings.items() if standing.calibration is not None
+        },
+        baselines=baselines,
+        scores_sha256=scores_sha256,
+        usage=usage,
+    )
+
+
+def metric_inputs(config: Config, columns: dict[str, ScoreColumn]) -> list[MetricInput]:
+    return [
+        MetricInput(
+            name=name,
+            type=spec.type,
+            description=spec.description,
+            uses_reference=spec.uses_reference,
+            column=columns[name],
+            reducer=spec.reducer,
+            k=spec.k,
+            interval=spec.interval,
+            scale=spec.value_scale(),
+        )
+        for name, spec in config.metrics.items()
+    ]
+
+
+def gate_inputs(
+    config: Config,
+    fingerprints: dict[str, str],
+    check_results: dict[str, CheckResult],
+    stale: Mapping[str, str] | None = None,
+) -> list[GateInput]:
+    """``stale`` holds, per gate, what made its approval stale when that is an evaluator's version
+    (``engine.staleness``)."""
+    causes = stale or {}
+    return [
+        GateInput(
+            name=name,
+            spec=spec,
+            fingerprint=fingerprints[name],
+            check_result=check_results.get(spec.check) if spec.check is not None else None,
+            stale_cause=causes.get(name),
+        )
+        for name, spec in config.gates.items()
+    ]
+
+
+__all__ = ["Evidence", "decided_scorecard", "gate_inputs", "metric_inputs", "run_record"]
