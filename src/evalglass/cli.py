@@ -32,6 +32,19 @@ def _exit_after(lines: list[str], code: int, debug: bool) -> NoReturn:
         traceback.print_exc()
     for line in lines:
         click.echo(redaction.current().text(line), err=True)  # an error may quote a value: never a secret
+    _exit_process(code)
+
+
+def _exit_process(code: int) -> NoReturn:
+    """``sys.exit(code)``; with a connection to a lost cluster still held, ``os._exit`` after flushing, so that
+    interpreter teardown cannot crash the process under the cluster client's threads and turn the documented exit
+    code into a signal (``lanes.shipping.connection_abandoned``). Everything a run writes is committed before
+    its error reaches here."""
+    shipping = sys.modules.get("evalglass.lanes.shipping")
+    if shipping is not None and shipping.connection_abandoned():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     sys.exit(code)
 
 

@@ -217,11 +217,6 @@ def test_work_that_keeps_dying_is_an_error_with_its_reason_never_a_score(
     assert length["population"]["included"] == 5  # ex-4 (lost), ex-5 (lane raised), ex-7 (metric raised): no zeros
 
 
-@pytest.mark.xfail(
-    reason="known fault, issue 18 open: on a loaded machine the driver can die in Ray's client (signal 11) instead "
-    "of exiting 130 when the head is killed",
-    strict=False,
-)
 def test_a_lost_cluster_stops_the_run_like_ctrl_c_and_resume_finishes_it(tmp_path: Path) -> None:
     require_ray()
     port = free_port()

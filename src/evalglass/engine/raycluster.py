@@ -44,7 +44,7 @@ from evalglass.core.score import Score
 from evalglass.engine import rayworker
 from evalglass.engine.executorspec import RayExecutorSpec
 from evalglass.errors import SetupError
-from evalglass.lanes.shipping import SHIPPED_BASE_ENV, ClusterLost, WorkLost
+from evalglass.lanes.shipping import SHIPPED_BASE_ENV, ClusterLost, WorkLost, abandon_connection
 
 if TYPE_CHECKING:
     from evalglass.core.checks import CheckResult
@@ -224,7 +224,10 @@ class RayCluster:
             self._shutdown()
         else:
             # Ray's exit hook would disconnect too, waiting up to a minute for the head before killing the process
-            # (exit 1): the interrupted run has already said what happened and must exit like Ctrl-C.
+            # (exit 1), and tearing the interpreter down under Ray's client threads can crash it (SIGSEGV): the
+            # interrupted run has already said what happened and must exit like Ctrl-C, so the CLI ends it with
+            # os._exit once its output is flushed.
+            abandon_connection(self._lost)
             with contextlib.suppress(Exception):
                 import atexit
 

@@ -21,6 +21,22 @@ class ClusterLost(KeyboardInterrupt):
     catch ``Exception`` only) and the run stops as on Ctrl-C, resumable with ``--resume``."""
 
 
+_abandoned: list[str] = []
+
+
+def abandon_connection(reason: str) -> None:
+    """Note that this process keeps a connection to a cluster that is gone (see :func:`connection_abandoned`)."""
+    _abandoned.append(reason)
+
+
+def connection_abandoned() -> bool:
+    """Whether this process holds a connection to a lost cluster. Its client's threads are then still trying to
+    reach the head, and letting the interpreter tear its modules down under them can crash the process (Ray 2.x
+    dies with SIGSEGV on a loaded machine) after the run has already stopped cleanly: such a process must end with
+    ``os._exit`` once its output is flushed (the CLI's error boundary does)."""
+    return bool(_abandoned)
+
+
 #: Set by the cluster backend (through the runtime environment) on workers that run in a shipped copy of the evals
 #: folder: its value is the driver's path of that folder.
 SHIPPED_BASE_ENV = "EVALGLASS_SHIPPED_BASE_DIR"
@@ -34,4 +50,11 @@ def base_dir_here(driver_base: str | os.PathLike[str]) -> Path:
     return Path(driver_base)
 
 
-__all__ = ["SHIPPED_BASE_ENV", "ClusterLost", "WorkLost", "base_dir_here"]
+__all__ = [
+    "SHIPPED_BASE_ENV",
+    "ClusterLost",
+    "WorkLost",
+    "abandon_connection",
+    "base_dir_here",
+    "connection_abandoned",
+]
