@@ -8,6 +8,7 @@ import json
 import textwrap
 from pathlib import Path
 
+import pytest
 import yaml
 
 from .conftest import evalglass
@@ -30,12 +31,12 @@ APP = textwrap.dedent(
 )
 
 
-def _project(root: Path, *, cache: bool) -> Path:
+def _project(root: Path, *, cache: bool, epochs: int) -> Path:
     root.mkdir(exist_ok=True)
     (root / "app.py").write_text(APP)
     config = {
         "dataset": {"name": "chunks", "path": "data.jsonl", "cluster_field": "group"},
-        "task": {"type": "python", "function": "app.py:answer", "epochs": 2, "cache": cache},
+        "task": {"type": "python", "function": "app.py:answer", "epochs": epochs, "cache": cache},
         "metrics": {
             "exact": {"type": "exact_match", "reference": "expected"},
             "digits": {"type": "regex", "pattern": "\\\\d"},
@@ -52,10 +53,11 @@ def _project(root: Path, *, cache: bool) -> Path:
     return root
 
 
-def test_chunked_and_one_by_one_runs_write_the_same_bytes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("epochs", [1, 2])
+def test_chunked_and_one_by_one_runs_write_the_same_bytes(tmp_path: Path, epochs: int) -> None:
     results = {}
     for out, cache in (("chunked", False), ("general", True)):  # a cached lane goes call by call
-        root = _project(tmp_path / "evals", cache=cache)
+        root = _project(tmp_path / "evals", cache=cache, epochs=epochs)
         done = evalglass("run", "--format", "json", "--no-progress", "--no-history", "--out", out, cwd=root)
         assert done.code in (0, 1), done.err
         results[out] = json.loads(done.out)

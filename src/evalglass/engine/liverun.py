@@ -49,6 +49,7 @@ from evalglass.engine.sink import (
     BuiltMetric,
     Scored,
     append_result,
+    append_results,
     call_metric,
     check_duplicate,
     cluster_key,
@@ -500,19 +501,33 @@ async def _score_all(
     async def consume() -> None:
         samples = shape.samples
         cluster_of = shape.cluster_of
+        names = list(columns)
         while (task := await queue.get()) is not None:
             results = await task
+            if samples:
+                encoded = [
+                    {
+                        name: [[append_result(columns[name], name, value) for value in result.results[name]]]
+                        for name in names
+                    }
+                    for result in results
+                ]
+            else:  # one row per example: each metric's rows of the chunk go into its column at once
+                by_metric = [
+                    append_results(columns[name], name, [result.results[name][0] for result in results])
+                    for name in names
+                ]
+                encoded = [
+                    {name: [values[index]] for name, values in zip(names, by_metric, strict=True)}
+                    for index in range(len(results))
+                ]
             blocks: list[tuple[list[str], list[int], dict[str, list[Any]], list[str | None] | None]] = []
-            for result in results:
+            for result, block in zip(results, encoded, strict=True):
                 item = result.item
                 cluster = None
                 if cluster_of is not None and isinstance(item, Example):
                     cluster = cluster_key(cluster_of(item.fields))
                 shape.add_example(result.rows, cluster)
-                block: dict[str, list[Any]] = {}
-                for name, values in result.results.items():
-                    encoded = [append_result(columns[name], name, value) for value in values]
-                    block[name] = [encoded if samples else encoded[0]]
                 # A block of one example, in dataset order, so a resumed run writes the same bytes.
                 blocks.append(([item.id], [item.line], block, [cluster] if cluster_of is not None else None))
             writer.write_blocks(blocks)

@@ -272,8 +272,11 @@ class PythonLane(TaskLane):
         timeout, name = self.spec.timeout, self.spec.function
         scope: asyncio.Timeout | None = None
         try:
-            async with asyncio.timeout(timeout) as scope:
+            if timeout is None:  # no clock to keep (asyncio.timeout(None) costs a scope per call for nothing)
                 value = await start()
+            else:
+                async with asyncio.timeout(timeout) as scope:
+                    value = await start()
         except TimeoutError as exc:
             if scope is not None and scope.expired():
                 return LaneFailure("task_timeout", f"{name} did not return within {timeout:g}s", sample)
