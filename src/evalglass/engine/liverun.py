@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from evalglass import redaction
+from evalglass.core.calibration import Calibration
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.outputparse import UnparsedOutput, parse_json_output
@@ -47,6 +48,7 @@ from evalglass.engine.progress import Counters, Reporter
 from evalglass.engine.runfolder import PartialFile
 from evalglass.engine.sink import (
     BuiltMetric,
+    RowShape,
     Scored,
     append_result,
     append_results,
@@ -64,11 +66,13 @@ from evalglass.engine.source import DatasetSource
 from evalglass.engine.tokens import Tally
 from evalglass.errors import SetupError
 from evalglass.lanes.executor import AsyncioExecutor, EndpointLimit, Executor
+from evalglass.lanes.ports import Grader, Lane
 from evalglass.lanes.retry import Attempt
 from evalglass.lanes.specs import ChatLaneSpec
 
 if TYPE_CHECKING:
     from evalglass.engine.raycluster import RayCluster
+    from evalglass.lanes.judge import LabelledExample
     from evalglass.lanes.task import LaneOutcome
 
 CACHE_FILE = ".evalglass-cache.sqlite"
@@ -177,8 +181,8 @@ def _storable(sample: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class _Built:
-    lane: Any = None  # lanes.task.TaskLane
-    judges: dict[str, Any] = field(default_factory=dict)  # name -> lanes.judge.Judge
+    lane: Lane | None = None
+    judges: dict[str, Grader] = field(default_factory=dict)
 
     async def aclose(self) -> None:
         closers = [self.lane.aclose()] if self.lane is not None else []
@@ -221,7 +225,7 @@ def _build(loaded: LoadedConfig, executor: Executor, cache: CallCache | None) ->
                 raise SetupError(f"metric '{name}': {exc}", where=str(loaded.path)) from None
     except BaseException as exc:
         # Whatever was built before the failure holds open clients.
-        closers = [built.lane] if built.lane is not None else []
+        closers: list[Lane | Grader] = [built.lane] if built.lane is not None else []
         closers.extend(built.judges.values())
         for item in closers:
             with contextlib.suppress(Exception):
@@ -295,11 +299,12 @@ class LiveScorer:
         and each metric run once over the chunk's measured rows (its batch path, as a recorded run scores; a
         metric without one, or whose batch call fails, scores row by row with the same outcome). Only when
         :attr:`chunked`."""
-        epochs = self.epochs
+        epochs, lane = self.epochs, self.lane
+        assert lane is not None  # chunked implies a lane
         jobs = [
             (item.id, item.fields, sample) for item in items if isinstance(item, Example) for sample in range(epochs)
         ]
-        outcomes = await self.lane.produce_many(jobs) if jobs else []
+        outcomes = await lane.produce_many(jobs) if jobs else []
         laid_out: list[tuple[Example | BadLine, list[Example | Score] | Score, list[dict[str, Any]] | None]] = []
         measurable: list[Example] = []
         position = 0
@@ -428,7 +433,7 @@ class LiveScorer:
             self.counters.count_result(found[name], 1)
         return found, notes
 
-    async def _judge(self, judge: Any, row: Example, notes: dict[str, dict[str, Any]], name: str) -> Score:
+    async def _judge(self, judge: Grader, row: Example, notes: dict[str, dict[str, Any]], name: str) -> Score:
         if type(row.output) is UnparsedOutput:
             return not_json_score(name, row, row.output)
         result = await judge.judge(row)
@@ -453,7 +458,7 @@ async def _score_all(
     scorer: LiveScorer,
     writer: ScoresWriter,
     columns: dict[str, ScoreColumn],
-    shape: Any,
+    shape: RowShape,
     reader: DatasetSource,
     window: int,
     outputs: OutputsWriter,
@@ -643,8 +648,8 @@ def score_live(
 
 
 async def calibrate_with_judge(
-    loaded: LoadedConfig, name: str, labelled: Sequence[Any], cache_mode: CacheMode
-) -> tuple[Any, int, tuple[str, ...]]:
+    loaded: LoadedConfig, name: str, labelled: Sequence[LabelledExample], cache_mode: CacheMode
+) -> tuple[Calibration, int, tuple[str, ...]]:
     """Run one judge over labelled examples with the run's executor limits and cache (``evalglass calibrate``)."""
     try:
         from evalglass.lanes.judge import Judge, calibrate_judge
