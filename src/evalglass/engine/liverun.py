@@ -319,9 +319,10 @@ class LiveScorer:
             laid_out.append((item, rows, produced))
         measured = ExampleBatch.of(measurable)
         found = {metric.name: iter(call_metric(metric, measured, None)) for metric in self.metrics}
-        count = self.counters.count_result
         order = self.order
         results: list[ExampleResult] = []
+        scored_rows = 0  # results that are plain numbers, counted at once (the progress line's "scored")
+        count = self.counters.count_result
         for line, line_rows, line_produced in laid_out:
             if isinstance(line_rows, Score):
                 results.append(self._unscored(line, line_rows, line_produced))
@@ -330,9 +331,15 @@ class LiveScorer:
             for row in line_rows:
                 for name in order:
                     value = next(found[name]) if type(row) is Example else row
-                    count(value, 1)
+                    if type(value) is float:
+                        scored_rows += 1
+                    else:
+                        count(value, 1)
                     scored[name].append(value)
             results.append(ExampleResult(line, len(line_rows), scored, line_produced, {}))
+        if scored_rows:
+            statuses = self.counters.statuses
+            statuses["scored"] = statuses.get("scored", 0) + scored_rows
         return results
 
     def _unscored(self, item: Example | BadLine, score: Score, produced: list[dict[str, Any]] | None) -> ExampleResult:
@@ -377,17 +384,19 @@ class LiveScorer:
     ) -> list[Example | Score]:
         """The sample rows of one example from its lane's outcomes (one per sample, in sample order)."""
         rows: list[Example | Score] = []
+        counters, tally, parse = self.counters, self.tallies.get("task"), self.parse_json
         for sample, outcome in enumerate(outcomes):
-            self.counters.calls += 1
-            self.counters.retries += _retries(outcome.attempts)
+            counters.calls += 1
+            if outcome.attempts:
+                counters.retries += _retries(outcome.attempts)
             if isinstance(outcome, self._lane_output):
-                self.counters.cached += outcome.cached
-                if "task" in self.tallies:
-                    self.tallies["task"].add(outcome.usage, cached=outcome.cached and not outcome.replayed)
+                counters.cached += outcome.cached
+                if tally is not None:
+                    tally.add(outcome.usage, cached=outcome.cached and not outcome.replayed)
                 output = outcome.value
-                if self.parse_json:
+                if parse:
                     output = parse_json_output(output)
-                rows.append(Example(id=item.id, line=item.line, fields=item.fields, output=output, sample=sample))
+                rows.append(Example(item.id, item.line, item.fields, output, sample))
                 if produced is not None:
                     # as produced, before parsing
                     entry: dict[str, Any] = {"sample": sample, "output": outcome.value}
