@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import settings
+
+from tests.shared_servers import open_registry, stop_servers
 
 # CI runners are shared machines: a per-example time limit makes property tests fail on load, not on a property.
 # Speed is measured in benchmarks/, never in tests.
@@ -13,6 +17,23 @@ settings.load_profile("evalglass")
 # `pytester` runs pytest on generated test files: tests/test_pytest_plugin.py drives the evalglass plugin with it.
 # (pytest only accepts `pytest_plugins` in the top-level conftest.)
 pytest_plugins = ["pytester"]
+
+_SERVERS = pytest.StashKey[Path]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The controlling process opens the registry of servers its workers share (tests/shared_servers.py)."""
+    if not hasattr(config, "workerinput"):
+        folder = open_registry()
+        if folder is not None:
+            config.stash[_SERVERS] = folder
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """After every worker has finished: stop the servers they started."""
+    folder = config.stash.get(_SERVERS, None)
+    if folder is not None:
+        stop_servers(folder)
 
 
 @pytest.fixture(autouse=True)

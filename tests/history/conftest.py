@@ -5,25 +5,26 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.history.postgres import Server, running_server, server_binaries
+from tests.history.postgres import Server, server_binaries, start_server
+from tests.shared_servers import shared_server
 
 _names = itertools.count()
 
 
 @pytest.fixture(scope="session")
-def postgres() -> Iterator[Server]:
+def postgres() -> Server:
+    """The run's shared PostgreSQL server, started by the first worker that needs it."""
     binaries = server_binaries()
     if binaries is None:
         if os.environ.get("CI") == "true":
             pytest.fail("CI=true but no PostgreSQL server binaries under /usr/lib/postgresql: .ci/run installs them")
         pytest.skip("no PostgreSQL server binaries under /usr/lib/postgresql (apt-get install postgresql)")
-    with running_server(binaries) as server:
-        yield server
+    info = shared_server("postgresql", lambda: start_server(binaries))
+    return Server(info["port"])
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -1,4 +1,4 @@
-"""A throwaway PostgreSQL server on 127.0.0.1 for the history's tests (started once per test session).
+"""A throwaway PostgreSQL server on 127.0.0.1 for the history's tests (started once per test run, shared by its workers).
 
 Debian's server binaries (``/usr/lib/postgresql/<version>/bin``) are used; ``initdb`` and ``pg_ctl`` refuse to run
 as root, so as root they run as the ``postgres`` user. ``.ci/run`` installs the server when a machine lacks it.
@@ -11,10 +11,10 @@ import shutil
 import socket
 import subprocess
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.shared_servers import Started
 
 
 def server_binaries() -> Path | None:
@@ -50,8 +50,8 @@ class Server:
         return self.url(name)
 
 
-@contextmanager
-def running_server(binaries: Path) -> Iterator[Server]:
+def start_server(binaries: Path) -> Started:
+    """A new cluster (``initdb``) served on a free port of 127.0.0.1, and how to stop it (``pg_ctl stop``)."""
     as_root = os.geteuid() == 0
     prefix = ["runuser", "-u", "postgres", "--"] if as_root else []
     root = Path(tempfile.mkdtemp(prefix="evalglass-pg-"))
@@ -63,6 +63,7 @@ def running_server(binaries: Path) -> Iterator[Server]:
             shutil.chown(folder, "postgres", "postgres")
     port = _free_port()
     ctl = str(binaries / "pg_ctl")
+    stop = [*prefix, ctl, "-D", str(data), "-m", "immediate", "-w", "stop"]
     try:
         subprocess.run(
             [*prefix, str(binaries / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8",
@@ -74,9 +75,8 @@ def running_server(binaries: Path) -> Iterator[Server]:
              f"-c listen_addresses=127.0.0.1 -p {port} -k {run} -c fsync=off", "start"],
             check=True, capture_output=True, timeout=120,
         )  # fmt: skip
-        yield Server(port)
-    finally:
-        subprocess.run(
-            [*prefix, ctl, "-D", str(data), "-m", "immediate", "-w", "stop"], capture_output=True, timeout=60
-        )
+    except BaseException:
+        subprocess.run(stop, capture_output=True, timeout=60)
         shutil.rmtree(root, ignore_errors=True)
+        raise
+    return Started(info={"port": port}, stop_commands=[stop], remove=[str(root)])

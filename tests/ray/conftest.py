@@ -1,10 +1,11 @@
-"""A real local Ray cluster for the test session: a head and one extra worker node, separate processes on 127.0.0.1.
+"""A real local Ray cluster for the test run: a head and one extra worker node, separate processes on 127.0.0.1.
 
-Started once per test session (under xdist, once per worker process that runs a Ray test: ``--dist loadgroup``
-would pin them to one worker, but this pytest's node ids ignore xdist's group suffix) and stopped by the process groups of the two ``ray start`` processes started here: never ``ray stop``, which would
-end every Ray process on the machine. Each session has its own ``RAY_TMPDIR`` (a stale ``ray_current_cluster`` file
-in a shared one makes a later connection hang), usage statistics off, and token authentication disabled on every
-side (a client connecting by address would otherwise need the token a local ``ray.init()`` writes to ~/.ray).
+Started once per test run, shared by every xdist worker (tests/shared_servers.py), and stopped by the process groups
+of the two ``ray start`` processes started here: never ``ray stop``, which would end every Ray process on the
+machine. Each cluster has its own ``RAY_TMPDIR`` (a stale ``ray_current_cluster`` file in a shared one makes a later
+connection hang), usage statistics off, and token authentication disabled on every side (a client connecting by
+address would otherwise need the token a local ``ray.init()`` writes to ~/.ray). Tests that kill a head start their
+own cluster (:func:`local_cluster`).
 
 Without ``ray`` installed the tests skip, saying why, except under CI=true where they fail: CI installs it.
 """
@@ -26,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from tests.shared_servers import Started, shared_server
 
 _START_S = 120.0
 
@@ -140,8 +143,28 @@ def local_cluster(workers: int = 1, head_cpus: int = 1, port: int | None = None)
         shutil.rmtree(tmpdir, ignore_errors=True)
 
 
+def _start_shared_cluster() -> Started:
+    # A short folder under /tmp: Ray's socket paths inside it must stay under the 107-byte limit of AF_UNIX.
+    tmpdir = tempfile.mkdtemp(prefix="eg-ray-", dir="/tmp")
+    port = free_port()
+    cluster = LocalCluster(address=f"127.0.0.1:{port}", env=ray_environment(tmpdir), tmpdir=tmpdir)
+    try:
+        start_head(cluster, port, "head")
+        start_worker(cluster, "worker-0.log")
+    except BaseException:
+        cluster.stop()
+        shutil.rmtree(tmpdir, ignore_errors=True)
+        raise
+    return Started(
+        info={"address": cluster.address, "tmpdir": tmpdir},
+        process_groups=[node.process.pid for node in cluster.nodes],  # each `ray start` leads its own session
+        remove=[tmpdir],
+    )
+
+
 @pytest.fixture(scope="session")
-def ray_cluster() -> Iterator[LocalCluster]:
+def ray_cluster() -> LocalCluster:
+    """The run's shared cluster (one head, one worker node), started by the first worker that needs it."""
     require_ray()
-    with local_cluster(workers=1) as cluster:
-        yield cluster
+    info = shared_server("ray", _start_shared_cluster)
+    return LocalCluster(address=info["address"], env=ray_environment(info["tmpdir"]), tmpdir=info["tmpdir"])
