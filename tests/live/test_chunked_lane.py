@@ -141,3 +141,37 @@ def test_a_hung_call_is_abandoned_and_the_rest_go_on_another_thread() -> None:
     finally:
         release.set()
         pool.shutdown(wait=True)
+
+
+def test_a_run_that_turns_slow_gives_back_the_calls_it_did_not_make() -> None:
+    """With a budget, a run stops taking calls once they took longer than planned: the caller gets the rest back
+    (and spreads them over more threads) instead of one thread making them all in turn."""
+    pool = DaemonThreadPool(1, name="t")
+
+    def nap() -> str:
+        threading.Event().wait(0.03)
+        return "slow"
+
+    for timeout in (None, 5.0):  # unwatched and watched runs alike
+        results, _ = asyncio.run(call_each_in_thread(pool, [lambda: "quick", nap, nap, nap], timeout, budget=0.01))
+        assert results == ["quick", "slow"]
+
+
+def test_a_lane_whose_function_turns_slow_still_answers_every_call_in_order(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text(
+        "import time\n\ndef answer(example):\n    if example['n'] >= 5:\n        time.sleep(0.03)\n"
+        "    return example['n']\n"
+    )
+    spec = parse_task_spec({"type": "python", "function": "app.py:answer"})
+
+    async def go() -> list[LaneOutcome]:
+        lane = build_lane(spec, base_dir=tmp_path, executor=AsyncioExecutor(8))
+        assert isinstance(lane, PythonLane)
+        lane._per_call = 1e-6  # planned as cheap: one run for all twenty
+        try:
+            return await lane.produce_many([(f"ex{n}", {"n": n}, 0) for n in range(20)])
+        finally:
+            await lane.aclose()
+
+    outcomes = asyncio.run(go())
+    assert [outcome.value for outcome in outcomes if isinstance(outcome, LaneOutput)] == list(range(20))

@@ -221,10 +221,11 @@ class _Chunk:
     watchdog on the event loop can time that call out; ``stopped`` (set under ``lock``) tells the thread to drop
     the call it is in and run no more, so a call is either in ``results`` or timed out, never both."""
 
-    __slots__ = ("elapsed", "fns", "lock", "results", "since", "stopped")
+    __slots__ = ("budget", "elapsed", "fns", "lock", "results", "since", "stopped")
 
-    def __init__(self, fns: Sequence[Callable[[], Any]]) -> None:
+    def __init__(self, fns: Sequence[Callable[[], Any]], budget: float | None) -> None:
         self.fns = fns
+        self.budget = budget
         self.lock = threading.Lock()
         self.results: list[Any] = []
         self.since = 0.0  # when the running call started (time.monotonic)
@@ -233,16 +234,18 @@ class _Chunk:
 
     def run_unwatched(self) -> None:
         started = time.perf_counter()
-        results = self.results
+        results, budget = self.results, self.budget
         for fn in self.fns:
             if self.stopped:  # cancelled: the run is stopping
                 return
             results.append(fn())
+            if budget is not None and time.perf_counter() - started > budget:
+                break  # slower than the caller planned for: the rest go back to it
         self.elapsed = time.perf_counter() - started
 
     def run_watched(self) -> None:
         started = time.perf_counter()
-        lock, results = self.lock, self.results
+        lock, results, budget = self.lock, self.results, self.budget
         for fn in self.fns:
             with lock:
                 if self.stopped:
@@ -253,6 +256,12 @@ class _Chunk:
                 if self.stopped:  # timed out (or cancelled) while running: the watchdog already answered for it
                     return
                 results.append(value)
+                # The next call's clock starts now at the latest: the watchdog never reads a finished call's start
+                # as the next call's (it would time out a call that has barely begun).
+                self.since = time.monotonic()
+                if budget is not None and time.perf_counter() - started > budget:
+                    self.stopped = True  # slower than the caller planned for: the rest go back to it
+                    break
         self.elapsed = time.perf_counter() - started
 
     def stop_if_running(self, index: int) -> bool:
@@ -265,12 +274,14 @@ class _Chunk:
 
 
 async def call_each_in_thread(
-    pool: DaemonThreadPool, fns: Sequence[Callable[[], T]], timeout: float | None
+    pool: DaemonThreadPool, fns: Sequence[Callable[[], T]], timeout: float | None, budget: float | None = None
 ) -> tuple[list[T | CallTimedOut], float]:
     """Each of ``fns`` called in turn on one of ``pool``'s threads (one hand-off for them all, not one per call),
     each with ``timeout`` counted from the moment the thread starts that call: :func:`call_in_thread` for a run of
     cheap calls. Returns one result per call, in order (a :class:`CallTimedOut` for a call that timed out or could
-    not start), and the thread time the finished calls took.
+    not start), and the thread time the finished calls took. With a ``budget`` (seconds), the thread takes no further
+    call once the calls so far took longer: then fewer results than calls come back, and the caller decides what to
+    do with the rest (run them more widely: they are slower than it planned for).
 
     A watchdog on the event loop keeps each call's deadline: when a call overruns, it is abandoned with its thread
     (replaced as in :func:`call_in_thread`) and the calls after it go on in a new hand-off. ``fns`` must not raise
@@ -280,11 +291,11 @@ async def call_each_in_thread(
     elapsed = 0.0
     remaining = list(fns)
     while remaining:
-        chunk = _Chunk(remaining)
+        chunk = _Chunk(remaining, budget)
         late = await _run_chunk(pool, chunk, timeout)
         results.extend(chunk.results)
         elapsed += chunk.elapsed
-        if late is None:
+        if late is None:  # every call made, or the budget spent
             break
         results.append(late)
         remaining = remaining[len(chunk.results) + 1 :]
@@ -317,8 +328,8 @@ async def _run_chunk(pool: DaemonThreadPool, chunk: _Chunk, timeout: float | Non
             return CallTimedOut(timeout, queued=True, abandoned=pool.abandoned)
         while not result.done():
             with chunk.lock:
-                index, since = len(chunk.results), chunk.since
-            if index == len(chunk.fns):  # every call done; the thread is only returning
+                index, since, stopped = len(chunk.results), chunk.since, chunk.stopped
+            if index == len(chunk.fns) or stopped:  # every call done, or the budget spent: the thread is returning
                 await asyncio.wait({result})
                 break
             left = since + timeout - time.monotonic()

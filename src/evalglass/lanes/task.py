@@ -319,14 +319,25 @@ class PythonLane(TaskLane):
             return list(await asyncio.gather(*(self.produce(*job) for job in jobs)))
         if self.is_async:
             return await self._async_many(jobs)
-        size = self._run_length(len(jobs))
-        runs = [jobs[start : start + size] for start in range(0, len(jobs), size)]
-        if len(runs) == 1:
-            return await self.executor.submit(functools.partial(self._sync_run, runs[0]), endpoint=self.limit)
-        done = await asyncio.gather(
-            *(self.executor.submit(functools.partial(self._sync_run, run), endpoint=self.limit) for run in runs)
-        )
-        return [outcome for run in done for outcome in run]
+        outcomes: list[LaneOutcome | None] = [None] * len(jobs)
+        pending = list(range(len(jobs)))
+        submit, limit = self.executor.submit, self.limit
+        while pending:
+            # A run that proves slower than planned stops early (see _sync_run): what it left is split again by the
+            # time calls take now, so a function that turns slow goes back to one call per thread.
+            size = self._run_length(len(pending))
+            runs = [pending[start : start + size] for start in range(0, len(pending), size)]
+            made = [functools.partial(self._sync_run, [jobs[index] for index in run]) for run in runs]
+            if len(made) == 1:
+                done = [await submit(made[0], endpoint=limit)]
+            else:
+                done = await asyncio.gather(*(submit(run, endpoint=limit) for run in made))
+            pending = []
+            for run, got in zip(runs, done, strict=True):
+                for index, outcome in zip(run, got, strict=False):  # ``got`` is short when the run stopped early
+                    outcomes[index] = outcome
+                pending.extend(run[len(got) :])
+        return [outcome for outcome in outcomes if outcome is not None]
 
     def _run_length(self, count: int) -> int:
         if self._per_call is None:
@@ -342,13 +353,15 @@ class PythonLane(TaskLane):
             )
             for _, fields, sample in jobs
         ]
-        called, elapsed = await call_each_in_thread(self._pool(), calls, self.spec.timeout)
+        # Ten times the planned time at most: a run of calls that turned slow stops and gives back the rest.
+        budget = 10 * CHUNK_BUDGET_S if len(calls) > 1 else None
+        called, elapsed = await call_each_in_thread(self._pool(), calls, self.spec.timeout, budget)
         finished = sum(1 for value in called if not isinstance(value, CallTimedOut))
         if elapsed > 0 and finished == len(called):
             per_call = elapsed / finished
             self._per_call = per_call if self._per_call is None else 0.8 * self._per_call + 0.2 * per_call
         outcomes: list[LaneOutcome] = []
-        for (_, _, sample), value in zip(jobs, called, strict=True):
+        for (_, _, sample), value in zip(jobs, called, strict=False):  # fewer results: the budget was spent
             if isinstance(value, LaneOutput | LaneFailure):
                 outcomes.append(value)
             elif isinstance(value, CallTimedOut):
