@@ -181,31 +181,77 @@ def example_config(name: str) -> Path:
     return Path(str(files("evalglass") / "examples" / name / "evalglass.yaml"))
 
 
-def resolve_run_folder(folder: Path | None) -> Path:
-    """The named folder, or the last run's; either way a folder (one line when it is a file or missing)."""
-    from evalglass.engine.artifacts import LAST_RUN_POINTER, run_folder
+def resolve_run_folder(folder: Path | None, db: str | None = None) -> Path:
+    """The folder of the run a reader names (see :func:`_named_run`), or the last run's; either way a folder (one
+    line when it is a file or missing)."""
+    from evalglass.engine.artifacts import run_folder
+
+    named = _named_run(folder, db)
+    return run_folder(named if isinstance(named, Path) else named.folder)
+
+
+def _named_folder(ref: str, db: str | None) -> Path:
+    """The folder :func:`_named_run` finds for ``ref`` (unchecked: the reader says what is wrong with it)."""
+    named = _named_run(ref, db)
+    return named if isinstance(named, Path) else named.folder
+
+
+def _named_run(folder: Path | str | None, db: str | None, *, verifying: bool = False) -> Path | ResolvedRun:
+    """The run ``view``, ``explain``, ``report``, ``verify`` and ``compare`` read (docs/history.md, "Run references"):
+    a folder of this machine (a Path), or what :func:`_from_history` resolved.
+
+    Nothing named: the last-run pointer's folder, or with ``--db`` the newest run in that history. ``last`` without
+    ``--db``: the pointer's folder when it names one that exists (the run this project last made, whose report then
+    goes beside it), else the newest run in the history. Anything else, and ``last`` with ``--db``: an existing
+    folder as it is, else a reference looked up in the history (``--db``, else ``$EVALGLASS_DB``, else the local
+    one). The history (SQLAlchemy) is imported only when it is asked."""
+    if folder is None and db is None:
+        return _last_run_folder(strict=True) or Path()
+    ref = LAST_REF if folder is None else str(folder)
+    if ref == LAST_REF and db is None and not Path(ref).exists():
+        pointed = _last_run_folder(strict=False)
+        if pointed is not None:
+            return pointed
+    return _from_history(ref, verifying=verifying, db=db)
+
+
+#: The reference to the newest run (``history.refs.LAST``; spelt here so that naming no run imports no history).
+LAST_REF = "last"
+
+
+def _last_run_folder(*, strict: bool) -> Path | None:
+    """The folder ``.evalglass/last-run`` names. ``strict``: one line when there is no pointer or it names no path
+    (its folder is checked by the caller); otherwise None unless it names a folder that exists."""
+    from evalglass.engine.artifacts import LAST_RUN_POINTER
     from evalglass.engine.userfiles import read_regular
     from evalglass.errors import SetupError
 
-    if folder is not None:
-        return run_folder(_from_history(str(folder)).folder)
     if not LAST_RUN_POINTER.exists():
+        if not strict:
+            return None
         raise SetupError(
             f"no previous run recorded in {LAST_RUN_POINTER}",
             fix="run `evalglass run` first or name a run folder",
         )
-    raw = read_regular(LAST_RUN_POINTER, what="last-run pointer", limit=1 << 16)
+    try:
+        raw = read_regular(LAST_RUN_POINTER, what="last-run pointer", limit=1 << 16)
+    except SetupError:
+        if strict:
+            raise
+        return None
     try:
         text = raw.decode("utf-8").strip()
     except UnicodeDecodeError:
         text = ""
     if not text or "\x00" in text:
+        if not strict:
+            return None
         raise SetupError(
             "the last-run pointer does not hold a folder path",
             where=str(LAST_RUN_POINTER),
             fix="name a run folder, or run `evalglass run` again to rewrite it",
         )
-    return run_folder(Path(text))
+    return Path(text) if strict or Path(text).is_dir() else None
 
 
 def _from_history(ref: str, *, verifying: bool = False, db: str | None = None) -> ResolvedRun:
@@ -229,6 +275,12 @@ JUNIT = click.option(
     type=click.Path(path_type=Path, dir_okay=False),
     metavar="PATH",
     help="Also write the verdict as JUnit XML: one testcase per gate and check.",
+)
+DB = click.option(
+    "--db",
+    metavar="URL",
+    help="Look runs named by reference (run id, BRANCH@latest, last) up in this history database; alone, read its "
+    "newest run [default: $EVALGLASS_DB, else .evalglass/history.sqlite].",
 )
 FORMAT = click.option(
     "--format",
@@ -553,6 +605,7 @@ def calibrate(judge: str, labels: Path, config_path: Path | None, no_cache: bool
     help="With --examples: only examples in this state (repeatable; default: every state but pass and scored).",
 )
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="With --examples: at most N.")
+@DB
 @FORMAT
 def view(
     folder: Path | None,
@@ -562,12 +615,13 @@ def view(
     metrics: tuple[str, ...],
     states: tuple[str, ...],
     limit: int,
+    db: str | None,
     fmt: str,
 ) -> None:
     """Show a finished run (default: the last one) from its artifacts, without recomputing anything."""
     from evalglass.api import load_run
 
-    resolved = resolve_run_folder(folder)
+    resolved = resolve_run_folder(folder, db)
     if (metrics or states) and not examples:
         from evalglass.errors import SetupError
 
@@ -582,14 +636,21 @@ def view(
 
 
 def _gate_definitions(record: Any) -> dict[str, dict[str, Any]]:
-    """Each gate's canonical definition, re-derived from the config the run recorded (as verify does)."""
+    """Each gate's canonical definition, re-derived from the config the run recorded (as verify does), with the
+    evaluator versions the run recorded (so it hashes to the run's fingerprint under a later EvalGlass too)."""
     from evalglass.engine.config import Config
 
     try:
         config = Config.model_validate(record.config)
     except ValueError:
         return {}
-    return {name: config.gate_definition(name, record.definition_files) for name in config.gates}
+    recorded = record.gate_evaluators if "gate_evaluators" in record.model_fields_set else None
+    return {
+        name: config.gate_definition(
+            name, record.definition_files, None if recorded is None else recorded.get(name, {})
+        )
+        for name in config.gates
+    }
 
 
 def _view_examples(
@@ -630,17 +691,20 @@ def _view_examples(
     type=click.Path(path_type=Path, dir_okay=False),
     help="Where to write the page (default: report.html in the run folder).",
 )
-def report(folder: Path | None, out: Path | None) -> None:
+@DB
+def report(folder: Path | None, out: Path | None, db: str | None) -> None:
     """Write a run's HTML report (default: the last run): one self-contained file, no network needed to open it.
-    FOLDER may be a recorded run (run id, BRANCH@latest, ...): its report goes to report-RUN_ID.html here.
+    FOLDER may be a recorded run (run id, BRANCH@latest, last): read from the history, its report goes to
+    report-RUN_ID.html here; a run whose folder is on this machine (the last run's, `last` too) gets it beside it.
 
     \b
     It renders the run's artifacts and decides nothing; `evalglass verify` checks them.
     """
-    from evalglass.engine.artifacts import SCORECARD_FILE
+    from evalglass.engine.artifacts import SCORECARD_FILE, run_folder
     from evalglass.errors import SetupError
 
-    resolved = resolve_run_folder(folder)
+    named = _named_run(folder, db)
+    resolved = run_folder(named if isinstance(named, Path) else named.folder)
     if not (resolved / SCORECARD_FILE).is_file():
         raise SetupError(
             f"no {SCORECARD_FILE} in this folder",
@@ -648,23 +712,29 @@ def report(folder: Path | None, out: Path | None) -> None:
             fix="name a run folder written by `evalglass run`",
         )
     target = out if out is not None else resolved / "report.html"
-    if out is None and folder is not None and not folder.exists():
-        target = Path(f"report-{resolved.name}.html")  # a run read from the history: its folder is temporary
+    if out is None and not isinstance(named, Path) and named.run_id is not None:
+        target = Path(f"report-{named.run_id}.html")  # a run read from the history: its folder is temporary
     _write_html(resolved, target)
     click.echo(f"wrote {target}")
 
 
 @main.command()
 @click.argument("name", required=False)
-@click.option("--run", "folder", type=click.Path(path_type=Path), help="Run folder (default: the last run).")
+@click.option(
+    "--run",
+    "folder",
+    type=click.Path(path_type=Path),
+    help="Run folder or recorded run (run id, BRANCH@latest, last) [default: the last run].",
+)
+@DB
 @FORMAT
-def explain(name: str | None, folder: Path | None, fmt: str) -> None:
+def explain(name: str | None, folder: Path | None, db: str | None, fmt: str) -> None:
     """Say why a gate or metric is (or is not) trustworthy, and what the ledger needs for a gate to be active."""
     from evalglass.engine.artifacts import load_runrecord, load_scorecard
     from evalglass.engine.consistency import refuse_contradicted
     from evalglass.report.explain import explain as build
 
-    resolved = resolve_run_folder(folder)
+    resolved = resolve_run_folder(folder, db)
     card = load_scorecard(resolved)
     record = load_runrecord(resolved)
     refuse_contradicted(resolved, card, record)
@@ -691,8 +761,11 @@ def explain(name: str | None, folder: Path | None, fmt: str) -> None:
     type=click.Path(path_type=Path, dir_okay=False),
     help="Also write the comparison as one self-contained HTML page (differences drawn, flips by id).",
 )
+@DB
 @FORMAT
-def compare(base: str, candidate: str, metrics: tuple[str, ...], top: int, html_path: Path | None, fmt: str) -> None:
+def compare(
+    base: str, candidate: str, metrics: tuple[str, ...], top: int, html_path: Path | None, db: str | None, fmt: str
+) -> None:
     """Compare two finished runs example by example: paired differences with intervals, and the flips.
 
     \b
@@ -703,7 +776,7 @@ def compare(base: str, candidate: str, metrics: tuple[str, ...], top: int, html_
     _load_numpy()
     from evalglass.engine.compare import compare_runs
 
-    comparison = compare_runs(_from_history(base).folder, _from_history(candidate).folder, list(metrics) or None)
+    comparison = compare_runs(_named_folder(base, db), _named_folder(candidate, db), list(metrics) or None)
     if html_path is not None:
         from evalglass.report.comparison_html import render_comparison_html
 
@@ -737,14 +810,19 @@ def compare(base: str, candidate: str, metrics: tuple[str, ...], top: int, html_
     help="Ed25519 public key (PEM file, PEM text or 64 hex digits) the run must be signed with "
     "(default: $EVALGLASS_VERIFY_KEY, or the key $EVALGLASS_SIGNING_KEY implies).",
 )
+@DB
 @FORMAT
-def verify(folder: str, config_path: Path | None, ledger_path: Path | None, key: str | None, fmt: str) -> None:
+def verify(
+    folder: str, config_path: Path | None, ledger_path: Path | None, key: str | None, db: str | None, fmt: str
+) -> None:
     """Check every artifact, re-derive the run from its recorded scores and anchor it to the repository's files;
-    exit 1 naming each difference. RUN: a run folder, or a recorded run (run id, BRANCH@latest, ...), whose stored
+    exit 1 naming each difference. RUN: a run folder, or a recorded run (run id, BRANCH@latest, last), whose stored
     files and summary rows are checked as well."""
     from evalglass.api import verify as verify_run
+    from evalglass.history.refs import ResolvedRun
 
-    resolved = _from_history(folder, verifying=True)
+    named = _named_run(folder, db, verifying=True)
+    resolved = ResolvedRun(folder=named) if isinstance(named, Path) else named
     if resolved.findings:
         import dataclasses
 

@@ -177,3 +177,91 @@ def stale_message_of(gate: dict[str, Any]) -> str:
     assert gate["outcome"] == "blocked", gate
     (reason,) = [r for r in gate["reasons"] if r["code"] == "approval_stale"]
     return reason["message"]
+
+
+# --- The run record keeps the versions that decided: a travelling folder says so under any release ---------------
+
+
+def _record(folder: Path) -> dict[str, Any]:
+    return json.loads((folder / "runrecord.json").read_text())
+
+
+def test_the_run_record_keeps_the_versions_that_decided_and_explain_shows_them(tmp_path):
+    project = make_project(
+        tmp_path,
+        gates={"accuracy": {"metric": "exact", "rule": "lower_bound", "level": 0.6, "proposed_threshold": 0.5}},
+    )
+    approve(project, threshold=0.5)
+    assert project.run("--out", "out").code in (0, 1)
+    expected = {"metric:exact_match": 1, "interval:wilson": 1, "interval:student_t": 1}
+    assert _record(tmp_path / "out")["gate_evaluators"] == {"accuracy": expected}
+    explained = project.cli("explain", "accuracy", "--run", "out")
+    assert "Evaluators: exact_match@1, wilson@1, student_t@1 decided this run" in explained.out, explained.out
+    details = project.cli("explain", "accuracy", "--run", "out", "--format", "json").json()[0]["details"]
+    assert any("exact_match@1, wilson@1, student_t@1" in line for line in details)
+    assert project.cli("verify", "out").code == 0
+
+
+def test_a_travelling_run_says_which_versions_decided_under_a_later_release(tmp_path):
+    project = make_project(tmp_path)
+    approve(project)
+    assert project.run("--out", "out").code == 0
+    # The folder travels to a machine whose EvalGlass changed what exact_match computes.
+    later = {"metric:exact_match": 2}
+    verified = bumped(project, "verify", "out", "--format", "json", versions=later)
+    assert verified.code == 1
+    findings = {item["field"]: item for item in json.loads(verified.out)["findings"]}
+    changed = findings["runrecord.gate_evaluators.accuracy.metric:exact_match"]
+    assert (changed["recorded"], changed["derived"]) == (1, 2)
+    explained = bumped(project, "explain", "accuracy", "--run", "out", versions=later)
+    assert "exact_match@1 decided this run" in explained.out, explained.out
+
+
+def test_the_definition_explain_prints_hashes_to_the_runs_fingerprint_under_a_later_release(tmp_path):
+    """The ledger entry explain prints for a run pastes a definition that is the run's, evaluator versions included,
+    not the one a later release would derive: it hashes to the fingerprint printed beside it."""
+    from evalglass.core.fingerprint import fingerprint_of
+
+    project = make_project(tmp_path)
+    assert project.run("--out", "out").code == 0  # informational: explain prints the entry to write
+    printed = bumped(
+        project, "explain", "accuracy", "--run", "out", "--format", "json", versions={"metric:exact_match": 2}
+    )
+    entry = yaml.safe_load(json.loads(printed.out)[0]["ledger_entry"])["gates"]["accuracy"]
+    assert entry["fingerprint"] == _record(tmp_path / "out")["gate_fingerprints"]["accuracy"]
+    assert entry["definition"]["evaluators"] == {"metric:exact_match": 1}
+    assert fingerprint_of(entry["definition"]) == entry["fingerprint"]
+
+
+def test_edited_versions_in_the_run_record_do_not_verify_even_resealed(tmp_path):
+    from tests.e2e.test_forgery import _reseal
+
+    project = make_project(tmp_path)
+    approve(project)
+    assert project.run("--out", "out").code == 0
+    path = tmp_path / "out" / "runrecord.json"
+    record = _record(tmp_path / "out")
+    record["gate_evaluators"] = {"accuracy": {"metric:exact_match": 7}}
+    path.write_text(json.dumps(record, indent=2) + "\n")
+    _reseal(tmp_path / "out")
+    result = project.cli("verify", "out", "--format", "json")
+    assert result.code == 1
+    findings = {item["field"]: item for item in result.json()["findings"]}
+    assert findings["runrecord.gate_evaluators.accuracy.metric:exact_match"]["derived"] == 1
+
+
+def test_a_run_record_from_before_versions_were_recorded_says_so(tmp_path):
+    project = make_project(tmp_path)
+    assert project.run("--out", "out").code == 0
+    path = tmp_path / "out" / "runrecord.json"
+    record = _record(tmp_path / "out")
+    del record["gate_evaluators"]
+    path.write_text(json.dumps(record, indent=2) + "\n")
+    explained = project.cli("explain", "accuracy", "--run", "out")
+    assert explained.code == 0, explained.err
+    assert "does not say which versions decided" in explained.out
+    assert "gate_evaluators" in {
+        item["field"].split(".")[1]
+        for item in project.cli("verify", "out", "--format", "json").json()["findings"]
+        if item["field"].startswith("runrecord.")
+    }

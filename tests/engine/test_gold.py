@@ -76,3 +76,4 @@ def test_a_batch_is_hashed_as_documented_and_its_records_are_untouched(rows) -> 
     expected = hashlib.sha256(documented).hexdigest()
     assert hasher.fingerprint == "sha256:" + expected
     assert rows == before
+    assert [list(row) for row in rows] == [list(row) for row in before]  # key order too (the output is put back)

@@ -498,7 +498,8 @@ def undeclared_active_gates(ledger: Ledger, declared: Collection[str]) -> list[s
     disappear: each of these blocks the run until the host retires it (``active: false``) or the config declares
     it again.
     """
-    return [name for name, approval in ledger.gates.items() if approval.active and name not in declared]
+    known = frozenset(declared)  # a set: a 2,000-gate suite asked a list 2,000 times (4 million comparisons)
+    return [name for name, approval in ledger.gates.items() if approval.active and name not in known]
 
 
 def undeclared_reason(name: str, declared: Collection[str], where: str | None) -> Reason:

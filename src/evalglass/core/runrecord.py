@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -58,6 +59,12 @@ class RunRecord(BaseModel):
     check_results: dict[str, CheckResult] = Field(
         default_factory=dict, description="Full records of the standalone checks this run ran."
     )
+    gate_evaluators: dict[str, dict[str, int]] = Field(
+        default_factory=dict,
+        description="Per gate, the builtin evaluators its outcome depended on and their versions, keyed as in its "
+        "fingerprint (`metric:exact_match` -> 1, shown as exact_match@1); gates that depend on none are left out. "
+        "Verify re-derives them from the config snapshot; an approval made under other versions is stale.",
+    )
     judge_fingerprints: dict[str, str] = Field(
         default_factory=dict, description="Per llm_judge metric, the fingerprint of the judge the run used."
     )
@@ -71,3 +78,8 @@ class RunRecord(BaseModel):
     scores_file: str = SCORES_FILE
     scores_sha256: str
     usage: tuple[TokenUsage, ...] = Field(default=(), description="Tokens (and cost) per lane and judge (live runs).")
+
+
+def evaluator_labels(evaluators: Mapping[str, int]) -> tuple[str, ...]:
+    """``{"metric:exact_match": 1, "interval:wilson": 1}`` as a person reads it: ``("exact_match@1", "wilson@1")``."""
+    return tuple(f"{key.partition(':')[2]}@{version}" for key, version in evaluators.items())

@@ -430,6 +430,10 @@ class Config(BaseModel):
             comparative=gate.compare_to is not None,
         )
 
+    def evaluators_by_gate(self) -> dict[str, dict[str, int]]:
+        """:meth:`gate_evaluators` of every gate that depends on any, as the run record keeps them."""
+        return {name: found for name in self.gates if (found := self.gate_evaluators(name))}
+
     def gate_fingerprint(
         self,
         name: str,

@@ -108,6 +108,7 @@ def run_record(
         ledger=ledger.ledger,
         dataset=dataset,
         gate_fingerprints=evidence.gate_fingerprints,
+        gate_evaluators=loaded.config.evaluators_by_gate(),
         definition_files=loaded.definition_files,
         check_results=evidence.check_results,
         judge_fingerprints={name: standing.fingerprint for name, standing in standings.items()},

@@ -17,6 +17,7 @@ from evalglass.core.authority import JudgeStanding, Reason, declared_gate_author
 from evalglass.core.decide import undeclared_results
 from evalglass.core.gates import check_unbound_reason
 from evalglass.core.preflight import GatePreview, Preflight, Standing
+from evalglass.core.runrecord import evaluator_labels
 from evalglass.engine.config import LoadedConfig, load_config
 from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger
 from evalglass.engine.pipeline import refuse_unpinned_ledger
@@ -93,7 +94,7 @@ def _preview(
         baseline=gate.compare_to,
     )
     kind = "check" if gate.check is not None else "comparative" if gate.compare_to is not None else "metric"
-    evaluators = tuple(f"{key.partition(':')[2]}@{version}" for key, version in config.gate_evaluators(name).items())
+    evaluators = evaluator_labels(config.gate_evaluators(name))
     if not authority.active:
         return GatePreview(name, gate.subject, kind, Standing.INFORMATIONAL, fingerprint, evaluators=evaluators)
     reasons = list(authority.reasons)

@@ -116,6 +116,9 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
                     gate_fingerprints.get(name, "<absent>"),
                 )
             )
+    # Which evaluator versions decided: recorded by the run, re-derived from its config by this EvalGlass. A
+    # difference names the evaluator and both versions (a record edited, or a version bumped since the run).
+    findings.extend(_diff("runrecord.gate_evaluators", record.gate_evaluators, config.evaluators_by_gate()))
     standings = _judge_standings(config, record, findings)
     comparative = None
     if any(gate.compare_to is not None for gate in config.gates.values()):

@@ -20,8 +20,12 @@ Only a regular file is read (see :mod:`evalglass.engine.userfiles`): a FIFO or a
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MethodType
 from typing import Any
 
 import yaml
@@ -43,6 +47,8 @@ _FLATTEN = "flatten the document"
 _STR = "tag:yaml.org,2002:str"
 _MERGE = "tag:yaml.org,2002:merge"
 _INT = "tag:yaml.org,2002:int"
+_MAP = "tag:yaml.org,2002:map"
+_SEQ = "tag:yaml.org,2002:seq"
 _KIND_OF_TAG = {
     "tag:yaml.org,2002:bool": "the boolean {value}",
     "tag:yaml.org,2002:null": "null (no value)",
@@ -118,14 +124,8 @@ def parse_yaml(raw: bytes, path: Path, *, what: str) -> YamlDocument:
             f"{what} is not UTF-8 text (byte 0x{raw[exc.start]:02x})", where=f"{path}:{number}", fix="save it as UTF-8"
         ) from None
     try:
-        loader = _SAFE_LOADER(text)
-        try:
-            node = loader.get_single_node()
-            if node is not None:
-                _refuse_hidden_meaning(node, loader)
-            data = loader.construct_document(node) if node is not None else None
-        finally:
-            loader.dispose()
+        with _cycle_collector_paused():
+            data, lines = _compose_and_build(text)
     except _Refused as exc:
         raise SetupError(f"{what}: {exc}", where=f"{path}:{exc.line}", fix=exc.fix) from None
     except yaml.reader.ReaderError as exc:
@@ -147,10 +147,176 @@ def parse_yaml(raw: bytes, path: Path, *, what: str) -> YamlDocument:
         ) from None
     except yaml.YAMLError as exc:
         raise SetupError(f"{what} is not valid YAML: {exc}", where=str(path)) from None
-    lines: dict[Loc, int] = {}
-    if node is not None:
-        _index(node, (), lines)
     return YamlDocument(path=path, data=data, lines=lines, raw=raw)
+
+
+@contextmanager
+def _cycle_collector_paused() -> Iterator[None]:
+    """Hold off Python's cycle collector while a document's nodes and values are built.
+
+    A 2,000-gate config is ~60,000 nodes and as many values, none of them in a reference cycle; allocating them
+    triggered a collection every 700 objects, each scanning everything built so far, which was more than half the
+    time the reader took. Only a recursive alias makes a cycle, and that document is refused; its nodes are
+    collected at the next collection after the collector is back on."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _compose_and_build(text: str) -> tuple[Any, dict[Loc, int]]:
+    """The document's value and line index, by the plain path when it applies, else by the general one. Its nodes
+    are dropped on return, while the cycle collector is still paused, so they never cost a collection."""
+    loader = _SAFE_LOADER(text)
+    try:
+        node = loader.get_single_node()
+        plain = _PlainBuilder(loader).build_document(node) if node is not None else None
+        return plain if plain is not None else _build_checked(node, loader)
+    finally:
+        loader.dispose()
+
+
+def _build_checked(node: yaml.Node | None, loader: yaml.SafeLoader | yaml.CSafeLoader) -> tuple[Any, dict[Loc, int]]:
+    """The general path: check every node (:func:`_refuse_hidden_meaning`), construct with PyYAML's safe
+    constructors (merge keys, aliases and every safe tag), then index the lines. It decides every error."""
+    lines: dict[Loc, int] = {}
+    if node is None:
+        return None, lines
+    _refuse_hidden_meaning(node, loader)
+    data = loader.construct_document(node)
+    _index(node, (), lines)
+    return data, lines
+
+
+class _NotPlain(Exception):
+    """The document needs the general path: it uses a feature the plain path leaves to it, or it has a problem,
+    which the general path then reports exactly as it always has."""
+
+
+#: Scalar tags the plain path builds itself (the ledger's dates are timestamps); any other tag takes the general path.
+_PLAIN_SCALARS = frozenset(
+    {
+        _STR,
+        _INT,
+        "tag:yaml.org,2002:float",
+        "tag:yaml.org,2002:bool",
+        "tag:yaml.org,2002:null",
+        "tag:yaml.org,2002:timestamp",
+    }
+)
+
+
+class _PlainBuilder:
+    """One walk that builds the value and the line index of a plain document, or ``None`` to say "take the general
+    path". Plain means what nearly every config and ledger is: no merge keys, only core tags, and none of the
+    problems the general path refuses (a non-text or repeated key, an integer beyond 64 bits, nesting deeper than
+    :data:`MAX_DEPTH` once aliases are expanded, a recursive alias, aliases adding more than their bounds). Aliases
+    are fine: a node met again gives the value built the first time (PyYAML shares it the same way), and adds its
+    expanded size, memoised per node, to what aliases add. Whatever this builds equals what the general path builds
+    from the same text (a property test holds the two paths to that); anything else it leaves to the general path,
+    which then reports it exactly as before, so no check is weakened."""
+
+    def __init__(self, loader: yaml.SafeLoader | yaml.CSafeLoader) -> None:
+        self.constructors: dict[str, Callable[[yaml.ScalarNode], Any]] = {
+            tag: MethodType(loader.yaml_constructors[tag], loader) for tag in _PLAIN_SCALARS if tag != _STR
+        }
+        self.lines: dict[Loc, int] = {}
+        # node id -> its value once built; _BUILDING while its children are being built (met then: recursive alias).
+        self.built: dict[int, Any] = {}
+        # What aliases have added so far: values and characters of text (as _refuse_hidden_meaning counts them).
+        self.added_values = self.added_text = 0
+        self.sizes: dict[int, tuple[int, int, int]] = {}
+
+    def build_document(self, root: yaml.Node) -> tuple[Any, dict[Loc, int]] | None:
+        self.lines[()] = root.start_mark.line + 1
+        try:
+            return self.build(root, (), 0), self.lines
+        except Exception:  # any surprise (a constructor's ValueError too) is the general path's to report, as before
+            return None
+
+    def build(self, node: yaml.Node, loc: Loc, level: int) -> Any:
+        """The value of ``node``, at key path ``loc`` under ``level`` mappings and sequences."""
+        built = self.built
+        key = id(node)
+        if key in built:
+            value = self.again(node, level)
+            _index(node, loc, self.lines)
+            return value
+        kind = type(node)
+        if kind is yaml.ScalarNode:
+            tag = node.tag
+            if tag == _STR:
+                value = node.value
+            elif tag in self.constructors:
+                value = self.constructors[tag](node)  # type: ignore[arg-type]
+                if tag == _INT and not INT64[0] <= value <= INT64[1]:
+                    raise _NotPlain
+            else:
+                raise _NotPlain
+            built[key] = value
+            return value
+        if level >= MAX_DEPTH:
+            raise _NotPlain
+        built[key] = _BUILDING
+        lines = self.lines
+        if kind is yaml.MappingNode and node.tag == _MAP:
+            mapping: dict[str, Any] = {}
+            for key_node, value_node in node.value:
+                if type(key_node) is not yaml.ScalarNode or key_node.tag != _STR or key_node.value in mapping:
+                    raise _NotPlain
+                name = key_node.value
+                if id(key_node) in built:  # an aliased key counts as an alias like any other node
+                    self.again(key_node, level + 1)
+                else:
+                    built[id(key_node)] = name
+                at = (*loc, name)
+                lines[at] = key_node.start_mark.line + 1
+                mapping[name] = self.build(value_node, at, level + 1)
+            built[key] = mapping
+            return mapping
+        if kind is yaml.SequenceNode and node.tag == _SEQ:
+            items = []
+            for index, item in enumerate(node.value):
+                at = (*loc, index)
+                lines.setdefault(at, item.start_mark.line + 1)
+                items.append(self.build(item, at, level + 1))
+            built[key] = items
+            return items
+        raise _NotPlain
+
+    def again(self, node: yaml.Node, level: int) -> Any:
+        """The value of a node met before, through an alias, after counting what the alias adds."""
+        value = self.built[id(node)]
+        if value is _BUILDING:
+            raise _NotPlain
+        values, text, height = _expanded_size(node, self.sizes)
+        self.added_values += values
+        self.added_text += text
+        if self.added_values > MAX_ALIAS_VALUES or self.added_text > MAX_ALIAS_TEXT or level + height > MAX_DEPTH:
+            raise _NotPlain
+        return value
+
+
+#: Marks a node whose value is being built (see :func:`_build_plain`).
+_BUILDING = object()
+
+
+def _expanded_size(node: yaml.Node, sizes: dict[int, tuple[int, int, int]]) -> tuple[int, int, int]:
+    """Values, characters of scalar text and nesting depth of ``node`` once its aliases are expanded, memoised in
+    ``sizes`` (so an alias bomb costs its file's size). Only called on nodes already built, whose depth is bounded."""
+    known = sizes.get(id(node))
+    if known is not None:
+        return known
+    if isinstance(node, yaml.ScalarNode):
+        size = (1, len(node.value), 0)
+    else:
+        parts = [_expanded_size(child, sizes) for child in _children(node)]
+        size = (1 + sum(p[0] for p in parts), sum(p[1] for p in parts), 1 + max((p[2] for p in parts), default=0))
+    sizes[id(node)] = size
+    return size
 
 
 def _refuse_hidden_meaning(root: yaml.Node, loader: yaml.SafeLoader | yaml.CSafeLoader) -> None:

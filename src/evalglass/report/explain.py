@@ -16,7 +16,7 @@ import yaml
 from evalglass.core.authority import BlockReason
 from evalglass.core.fingerprint import short
 from evalglass.core.gates import Direction, GateResult, GateRule, Outcome, SubjectKind, meets
-from evalglass.core.runrecord import RunRecord
+from evalglass.core.runrecord import RunRecord, evaluator_labels
 from evalglass.core.scorecard import CheckSummary, MetricSummary, Scorecard
 from evalglass.core.tables import total
 from evalglass.errors import SetupError
@@ -234,6 +234,9 @@ def explain_gate(
         )
         details.extend(_reason_lines(gate))
     details.extend(f"note: {note}" for note in gate.notes)
+    evaluators = _evaluators_line(record, gate)
+    if evaluators is not None:
+        details.append(evaluators)
     if gate.comparison is not None:
         details.extend(comparison_story(gate))
     elif gate.rule is GateRule.LOWER_BOUND:
@@ -254,6 +257,19 @@ def explain_gate(
     return Explanation(
         subject=gate.name, kind="gate", summary=summary, details=details, ledger_entry=entry, examples=shown
     )
+
+
+def _evaluators_line(record: RunRecord, gate: GateResult) -> str | None:
+    """Which builtin evaluator versions decided the gate, as the run recorded them (none for a check or host code)."""
+    recorded = record.gate_evaluators.get(gate.name)
+    if recorded:
+        return (
+            f"Evaluators: {', '.join(evaluator_labels(recorded))} decided this run (the versions are part of the "
+            "gate's fingerprint: an approval made under other versions is approval_stale)."
+        )
+    if gate.subject_kind is SubjectKind.METRIC and "gate_evaluators" not in record.model_fields_set:
+        return "Evaluators: this run record does not say which versions decided (it predates recording them)."
+    return None
 
 
 def _reason_lines(gate: GateResult) -> list[str]:
