@@ -95,12 +95,28 @@ class ScoresWriter:
         """One block; ``clusters`` (one per example, None for none) only in a clustered run. Empty: nothing."""
         if not ids:
             return
+        self._write(self._encoded(ids, lines, scores, clusters))
+
+    def write_blocks(
+        self, blocks: list[tuple[list[str], list[int], dict[str, list[Any]], list[str | None] | None]]
+    ) -> None:
+        """:meth:`write_block` of each, in order, with the same bytes, redacted, hashed and written at once (no
+        secret's JSON form holds a raw newline, so none can straddle two blocks)."""
+        self._write(b"".join(self._encoded(*block) for block in blocks if block[0]))
+
+    @staticmethod
+    def _encoded(
+        ids: list[str], lines: list[int], scores: dict[str, list[Any]], clusters: list[str | None] | None
+    ) -> bytes:
         if any(len(entries) != len(ids) for entries in scores.values()) or len(lines) != len(ids):
             raise ValueError("a block needs one line number and one score per metric for every id")
         block: dict[str, Any] = {"ids": ids, "lines": lines, "scores": scores}
         if clusters is not None:
             block["clusters"] = clusters
-        data = self._redactor.json_bytes(orjson.dumps(block, option=orjson.OPT_APPEND_NEWLINE))
+        return orjson.dumps(block, option=orjson.OPT_APPEND_NEWLINE)
+
+    def _write(self, data: bytes) -> None:
+        data = self._redactor.json_bytes(data)
         self._hash.update(data)
         self._file.write(data)
 
