@@ -124,14 +124,14 @@ def measure_client(client: str, base_url: str, calls: int, concurrency: int) -> 
 
 
 # --------------------------------------------------------------------------------------------- the whole command
-def run_cpu(folder: Path) -> tuple[float, float]:
+def run_cpu(folder: Path, extra: tuple[str, ...] = ()) -> tuple[float, float]:
     """CPU (user + system, as the kernel accounts the reaped child) and wall time of one cold `evalglass run`."""
     for stale in folder.glob(".evalglass-cache.sqlite*"):
         stale.unlink()
     before = _children_cpu()
     started = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "evalglass", "run", "--format", "json", "--no-progress", "--out", "out"],
+        [sys.executable, "-m", "evalglass", "run", "--format", "json", "--no-progress", "--out", "out", *extra],
         cwd=folder,
         capture_output=True,
         text=True,
@@ -168,6 +168,7 @@ def main() -> int:
     parser.add_argument("--latency", type=float, default=0.01)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--no-run", action="store_true", help="only the two clients, not `evalglass run`")
+    parser.add_argument("--run-no-cache", action="store_true", help="measure `evalglass run` with --no-cache too")
     parser.add_argument("--child", choices=sorted(CLIENTS), help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -207,16 +208,18 @@ def main() -> int:
                 large.mkdir(parents=True, exist_ok=True)
                 write_project(small, base_url, args.calls, args.concurrency)
                 write_project(large, base_url, 2 * args.calls, args.concurrency)
-                marginal: list[float] = []
-                for _ in range(args.rounds):
-                    small_cpu, _ = run_cpu(small)
-                    large_cpu, _ = run_cpu(large)
-                    marginal.append(per_thousand(large_cpu - small_cpu, args.calls))
-                print(
-                    f"evalglass run, marginal CPU s per 1,000 examples (one chat call each, cache on): median "
-                    f"{statistics.median(marginal):.3f}, best {min(marginal):.3f} "
-                    f"({statistics.median(marginal) / statistics.median(cpu['bare']):.1f}x the bare client)"
-                )
+                variants = [("cache on", ())] + ([("--no-cache", ("--no-cache",))] if args.run_no_cache else [])
+                for label, extra in variants:
+                    marginal: list[float] = []
+                    for _ in range(args.rounds):
+                        small_cpu, _ = run_cpu(small, extra)
+                        large_cpu, _ = run_cpu(large, extra)
+                        marginal.append(per_thousand(large_cpu - small_cpu, args.calls))
+                    print(
+                        f"evalglass run, marginal CPU s per 1,000 examples (one chat call each, {label}): median "
+                        f"{statistics.median(marginal):.3f}, best {min(marginal):.3f} "
+                        f"({statistics.median(marginal) / statistics.median(cpu['bare']):.1f}x the bare client)"
+                    )
     return 0
 
 

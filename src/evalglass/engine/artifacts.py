@@ -85,7 +85,17 @@ class ScoresWriter:
         """One block; ``clusters`` (one per example, None for none) only in a clustered run. Empty: nothing."""
         if not ids:
             return
-        data = self._redactor.json_bytes(encode_block(ids, lines, scores, clusters))
+        self._write(encode_block(ids, lines, scores, clusters))
+
+    def write_blocks(
+        self, blocks: list[tuple[list[str], list[int], dict[str, list[Any]], list[str | None] | None]]
+    ) -> None:
+        """:meth:`write_block` of each, in order, with the same bytes, redacted, hashed and written at once (no
+        secret's JSON form holds a raw newline, so none can straddle two blocks)."""
+        self._write(b"".join(encode_block(*block) for block in blocks if block[0]))
+
+    def _write(self, data: bytes) -> None:
+        data = self._redactor.json_bytes(data)
         self._hash.update(data)
         self._file.write(data)
 

@@ -32,8 +32,9 @@ from typing import TYPE_CHECKING, Any, cast
 import orjson
 
 from evalglass import redaction
+from evalglass.core.calibration import Calibration
 from evalglass.core.columns import ScoreColumn
-from evalglass.core.example import Example
+from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.outputparse import UnparsedOutput, parse_json_output
 from evalglass.core.score import Score, Status
 from evalglass.core.scorecard import CallTotals, count_call_attempts
@@ -48,8 +49,11 @@ from evalglass.engine.progress import Counters, Reporter
 from evalglass.engine.runfolder import PartialFile
 from evalglass.engine.sink import (
     BuiltMetric,
+    RowShape,
     Scored,
     append_result,
+    append_results,
+    call_metric,
     check_duplicate,
     cluster_key,
     expand,
@@ -63,13 +67,20 @@ from evalglass.engine.source import DatasetSource
 from evalglass.engine.tokens import Tally
 from evalglass.errors import SetupError
 from evalglass.lanes.executor import AsyncioExecutor, EndpointLimit, Executor
+from evalglass.lanes.ports import Lane
 from evalglass.lanes.retry import Attempt
 from evalglass.lanes.specs import ChatLaneSpec
+from evalglass.metrics.base import AsyncScorer
 
 if TYPE_CHECKING:
     from evalglass.engine.raycluster import RayCluster
+    from evalglass.lanes.judge import LabelledExample
+    from evalglass.lanes.task import LaneOutcome
 
 CACHE_FILE = ".evalglass-cache.sqlite"
+#: Examples per chunk when the lane takes chunks (``LiveScorer.chunked``): enough that the hand-offs of a chunk
+#: cost little per example, few enough that a chunk's examples are written soon after they are scored.
+CHUNK = 256
 #: How long closing the lane's and judges' clients may take when the run ends (or is stopped).
 _CLOSE_S = 10.0
 
@@ -124,9 +135,20 @@ class OutputsWriter:
         self.final = folder / OUTPUTS_FILE
         self._file = PartialFile(self.final, buffering=1 << 20)
         self._redactor = redaction.current()
-        self.calls = CallTotals(calls=0, attempts=0)
+        self._calls = self._attempts = 0
+
+    @property
+    def calls(self) -> CallTotals:
+        return CallTotals(calls=self._calls, attempts=self._attempts)
 
     def write(self, result: ExampleResult) -> None:
+        self.write_many([result])
+
+    def write_many(self, results: Sequence[ExampleResult]) -> None:
+        """Each result's row, in order, redacted and written at once (see ``ScoresWriter.write_blocks``)."""
+        self._file.write(self._redactor.json_bytes(b"".join(map(self._row, results))))
+
+    def _row(self, result: ExampleResult) -> bytes:
         row: dict[str, Any] = {"id": result.item.id, "line": result.item.line}
         if isinstance(result.item, BadLine):
             row["error"] = {"code": result.item.code, "message": result.item.message}
@@ -139,10 +161,10 @@ class OutputsWriter:
         except TypeError:  # lanes refuse outputs that are not JSON; never a repr (its bytes differ between runs)
             row["samples"] = [_storable(sample) for sample in result.produced or ()]
             data = orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)
-        self._file.write(self._redactor.json_bytes(data))
         calls, attempts = count_call_attempts(row)
-        if calls:
-            self.calls = CallTotals(calls=self.calls.calls + calls, attempts=self.calls.attempts + attempts)
+        self._calls += calls
+        self._attempts += attempts
+        return data
 
     def commit(self) -> None:
         self._file.commit()
@@ -161,8 +183,8 @@ def _storable(sample: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class _Built:
-    lane: Any = None  # lanes.task.TaskLane
-    judges: dict[str, Any] = field(default_factory=dict)  # name -> lanes.judge.Judge
+    lane: Lane | None = None
+    judges: dict[str, AsyncScorer] = field(default_factory=dict)
 
     async def aclose(self) -> None:
         closers = [self.lane.aclose()] if self.lane is not None else []
@@ -201,7 +223,7 @@ def _build(loaded: LoadedConfig, executor: Executor, cache: CallCache | None) ->
                 built.judges[name] = build_live_metric(loaded, name, executor, cache)
     except BaseException as exc:
         # Whatever was built before the failure holds open clients.
-        closers = [built.lane] if built.lane is not None else []
+        closers: list[Lane | AsyncScorer] = [built.lane] if built.lane is not None else []
         closers.extend(built.judges.values())
         for item in closers:
             with contextlib.suppress(Exception):
@@ -231,6 +253,7 @@ class LiveScorer:
     ) -> None:
         config = loaded.config
         self.order = list(config.metrics)
+        self.metrics = metrics
         self.sync = [(metric.name, guard(metric.name, metric.function), metric.parallel) for metric in metrics]
         self.lane = built.lane
         self.judges = built.judges
@@ -247,19 +270,88 @@ class LiveScorer:
         if self.lane is not None:
             from evalglass.lanes.task import LaneOutput, failure_score
 
-            self._lane_types = (LaneOutput, failure_score)
+            self._failure_score = failure_score
+            self._lane_output = LaneOutput
+        #: Examples go to the lane in chunks (``score_chunk``) when its ``produce_many`` does less per call and
+        #: every metric runs inline: no judge (each awaits its own call) and no metric on a thread pool.
+        self.chunked = (
+            self.lane is not None
+            and self.lane.chunked
+            and not self.judges
+            and not any(parallel and pool is not None for _, _, parallel in self.sync)
+        )
 
     async def score(self, item: Example | BadLine) -> ExampleResult:
         produced: list[dict[str, Any]] | None = [] if self.lane is not None and isinstance(item, Example) else None
         rows = await self._rows(item, produced)
         if isinstance(rows, Score):
-            self.counters.count_result(rows, len(self.order))
-            return ExampleResult(item, 1, {name: [rows] for name in self.order}, produced)
-        results: dict[str, list[Any]] = {name: [] for name in self.order}
+            return self._unscored(item, rows, produced)
         if len(rows) == 1:  # the common case: no gather, no extra futures
             per_row = [await self._score_row(rows[0])]
         else:
             per_row = await asyncio.gather(*(self._score_row(row) for row in rows))
+        return self._assemble(item, rows, per_row, produced)
+
+    async def score_chunk(self, items: Sequence[Example | BadLine]) -> list[ExampleResult]:
+        """``score`` of each item, in order, with the lane's calls for them all made at once (``produce_many``)
+        and each metric run once over the chunk's measured rows (its batch path, as a recorded run scores; a
+        metric without one, or whose batch call fails, scores row by row with the same outcome). Only when
+        :attr:`chunked`."""
+        epochs, lane = self.epochs, self.lane
+        assert lane is not None  # chunked implies a lane
+        jobs = [
+            (item.id, item.fields, sample) for item in items if isinstance(item, Example) for sample in range(epochs)
+        ]
+        outcomes = await lane.produce_many(jobs) if jobs else []
+        laid_out: list[tuple[Example | BadLine, list[Example | Score] | Score, list[dict[str, Any]] | None]] = []
+        measurable: list[Example] = []
+        position = 0
+        for item in items:
+            if isinstance(item, BadLine):
+                laid_out.append((item, Score.error(item.code, item.message), None))
+                continue
+            produced: list[dict[str, Any]] = []
+            rows = self._lane_rows(item, outcomes[position : position + epochs], produced)
+            position += epochs
+            measurable.extend(row for row in rows if isinstance(row, Example))
+            laid_out.append((item, rows, produced))
+        measured = ExampleBatch.of(measurable)
+        found = {metric.name: iter(call_metric(metric, measured, None)) for metric in self.metrics}
+        order = self.order
+        results: list[ExampleResult] = []
+        scored_rows = 0  # results that are plain numbers, counted at once (the progress line's "scored")
+        count = self.counters.count_result
+        for line, line_rows, line_produced in laid_out:
+            if isinstance(line_rows, Score):
+                results.append(self._unscored(line, line_rows, line_produced))
+                continue
+            scored: dict[str, list[Any]] = {name: [] for name in order}
+            for row in line_rows:
+                for name in order:
+                    value = next(found[name]) if type(row) is Example else row
+                    if type(value) is float:
+                        scored_rows += 1
+                    else:
+                        count(value, 1)
+                    scored[name].append(value)
+            results.append(ExampleResult(line, len(line_rows), scored, line_produced, {}))
+        if scored_rows:
+            statuses = self.counters.statuses
+            statuses["scored"] = statuses.get("scored", 0) + scored_rows
+        return results
+
+    def _unscored(self, item: Example | BadLine, score: Score, produced: list[dict[str, Any]] | None) -> ExampleResult:
+        self.counters.count_result(score, len(self.order))
+        return ExampleResult(item, 1, {name: [score] for name in self.order}, produced)
+
+    def _assemble(
+        self,
+        item: Example | BadLine,
+        rows: Sequence[Example | Score],
+        per_row: Sequence[tuple[dict[str, Any], dict[str, dict[str, Any]]]],
+        produced: list[dict[str, Any]] | None,
+    ) -> ExampleResult:
+        results: dict[str, list[Any]] = {name: [] for name in self.order}
         judged: dict[str, list[dict[str, Any] | None]] = {name: [] for name in self.judges}
         for row_results, notes in per_row:
             for name in self.order:
@@ -277,26 +369,32 @@ class LiveScorer:
             return expanded if isinstance(expanded, Score) else list(expanded)
         if isinstance(item, BadLine):
             return Score.error(item.code, item.message)
-        LaneOutput, failure_score = self._lane_types
-
         if self.epochs == 1:
             outcomes = [await self.lane.produce(item.id, item.fields, 0)]
         else:
             outcomes = await asyncio.gather(
                 *(self.lane.produce(item.id, item.fields, sample) for sample in range(self.epochs))
             )
+        return self._lane_rows(item, outcomes, produced)
+
+    def _lane_rows(
+        self, item: Example, outcomes: Sequence[LaneOutcome], produced: list[dict[str, Any]] | None
+    ) -> list[Example | Score]:
+        """The sample rows of one example from its lane's outcomes (one per sample, in sample order)."""
         rows: list[Example | Score] = []
+        counters, tally, parse = self.counters, self.tallies.get("task"), self.parse_json
         for sample, outcome in enumerate(outcomes):
-            self.counters.calls += 1
-            self.counters.retries += _retries(outcome.attempts)
-            if isinstance(outcome, LaneOutput):
-                self.counters.cached += outcome.cached
-                if "task" in self.tallies:
-                    self.tallies["task"].add(outcome.usage, cached=outcome.cached and not outcome.replayed)
+            counters.calls += 1
+            if outcome.attempts:
+                counters.retries += _retries(outcome.attempts)
+            if isinstance(outcome, self._lane_output):
+                counters.cached += outcome.cached
+                if tally is not None:
+                    tally.add(outcome.usage, cached=outcome.cached and not outcome.replayed)
                 output = outcome.value
-                if self.parse_json:
+                if parse:
                     output = parse_json_output(output)
-                rows.append(Example(id=item.id, line=item.line, fields=item.fields, output=output, sample=sample))
+                rows.append(Example(item.id, item.line, item.fields, output, sample))
                 if produced is not None:
                     # as produced, before parsing
                     entry: dict[str, Any] = {"sample": sample, "output": outcome.value}
@@ -305,7 +403,7 @@ class LiveScorer:
                     produced.append(entry)
             else:
                 self.counters.lane_failures += 1
-                rows.append(failure_score(outcome))
+                rows.append(self._failure_score(outcome))
                 if produced is not None:
                     failed: dict[str, Any] = {
                         "sample": sample,
@@ -342,7 +440,7 @@ class LiveScorer:
             self.counters.count_result(found[name], 1)
         return found, notes
 
-    async def _judge(self, judge: Any, row: Example, notes: dict[str, dict[str, Any]], name: str) -> Score:
+    async def _judge(self, judge: AsyncScorer, row: Example, notes: dict[str, dict[str, Any]], name: str) -> Score:
         if type(row.output) is UnparsedOutput:
             return not_json_score(name, row, row.output)
         result = await judge.judge(row)
@@ -367,51 +465,86 @@ async def _score_all(
     scorer: LiveScorer,
     writer: ScoresWriter,
     columns: dict[str, ScoreColumn],
-    shape: Any,
+    shape: RowShape,
     reader: DatasetSource,
     window: int,
     outputs: OutputsWriter,
 ) -> None:
     """Producer/consumer with a bounded, ordered queue of example tasks (see the module docstring)."""
-    queue: asyncio.Queue[asyncio.Task[ExampleResult] | None] = asyncio.Queue(maxsize=window)
-    started: set[asyncio.Task[ExampleResult]] = set()
+    # In chunks when the lane takes them (see LiveScorer.chunked), else one example per task as before.
+    size = CHUNK if scorer.chunked else 1
+    queue: asyncio.Queue[asyncio.Task[list[ExampleResult]] | None] = asyncio.Queue(
+        maxsize=max(2, window // size) if size > 1 else window
+    )
+    started: set[asyncio.Task[list[ExampleResult]]] = set()
     counters = scorer.counters
 
-    def _settled(task: asyncio.Task[ExampleResult]) -> None:
+    def _settled(task: asyncio.Task[list[ExampleResult]]) -> None:
         started.discard(task)
         # Marks a failure as seen: the consumer still raises it when it reaches the task, and when the run stops
         # before that (an earlier task failed), asyncio prints no "Task exception was never retrieved" traceback.
         if not task.cancelled():
             task.exception()
 
+    async def one(item: Example | BadLine) -> list[ExampleResult]:
+        return [await scorer.score(item)]
+
+    async def start(work: Awaitable[list[ExampleResult]]) -> None:
+        task = asyncio.ensure_future(work)
+        started.add(task)
+        task.add_done_callback(_settled)
+        await queue.put(task)
+
     async def produce() -> None:
         first_line: dict[str, int] = {}
-        for item in reader:
-            check_duplicate(first_line, item, reader.path)
-            task = asyncio.ensure_future(scorer.score(item))
-            started.add(task)
-            task.add_done_callback(_settled)
-            await queue.put(task)
+        if size == 1:
+            for item in reader:
+                check_duplicate(first_line, item, reader.path)
+                await start(one(item))
+        else:
+            for batch in reader.batches():  # what iterating gives, grouped, for less per line
+                items = batch.examples() if isinstance(batch, ExampleBatch) else batch
+                for item in items:
+                    check_duplicate(first_line, item, reader.path)
+                for begin in range(0, len(items), size):
+                    await start(scorer.score_chunk(items[begin : begin + size]))
         await queue.put(None)
 
     async def consume() -> None:
         samples = shape.samples
         cluster_of = shape.cluster_of
+        names = list(columns)
         while (task := await queue.get()) is not None:
-            result = await task
-            item = result.item
-            cluster = None
-            if cluster_of is not None and isinstance(item, Example):
-                cluster = cluster_key(cluster_of(item.fields))
-            shape.add_example(result.rows, cluster)
-            block: dict[str, list[Any]] = {}
-            for name, values in result.results.items():
-                encoded = [append_result(columns[name], name, value) for value in values]
-                block[name] = [encoded if samples else encoded[0]]
-            # A block of one example: written as it completes, in dataset order, so a resumed run writes the same.
-            writer.write_block([item.id], [item.line], block, [cluster] if cluster_of is not None else None)
-            outputs.write(result)
-            counters.done += 1
+            results = await task
+            if samples:
+                encoded = [
+                    {
+                        name: [[append_result(columns[name], name, value) for value in result.results[name]]]
+                        for name in names
+                    }
+                    for result in results
+                ]
+            else:  # one row per example: each metric's rows of the chunk go into its column at once
+                by_metric = [
+                    append_results(columns[name], name, [result.results[name][0] for result in results])
+                    for name in names
+                ]
+                encoded = [
+                    {name: [values[index]] for name, values in zip(names, by_metric, strict=True)}
+                    for index in range(len(results))
+                ]
+            blocks: list[tuple[list[str], list[int], dict[str, list[Any]], list[str | None] | None]] = []
+            for result, block in zip(results, encoded, strict=True):
+                item = result.item
+                cluster = None
+                if cluster_of is not None and isinstance(item, Example):
+                    cluster = cluster_key(cluster_of(item.fields))
+                shape.add_example(result.rows, cluster)
+                # A block of one example, in dataset order, so a resumed run writes the same bytes.
+                blocks.append(([item.id], [item.line], block, [cluster] if cluster_of is not None else None))
+            writer.write_blocks(blocks)
+            outputs.write_many(results)
+            counters.done += len(results)
 
     producer = asyncio.ensure_future(produce())
     consumer = asyncio.ensure_future(consume())
@@ -522,8 +655,8 @@ def score_live(
 
 
 async def calibrate_with_judge(
-    loaded: LoadedConfig, name: str, labelled: Sequence[Any], cache_mode: CacheMode
-) -> tuple[Any, int, tuple[str, ...]]:
+    loaded: LoadedConfig, name: str, labelled: Sequence[LabelledExample], cache_mode: CacheMode
+) -> tuple[Calibration, int, tuple[str, ...]]:
     """Run one judge over labelled examples with the run's executor limits and cache (``evalglass calibrate``)."""
     try:
         from evalglass.lanes.judge import Judge, calibrate_judge

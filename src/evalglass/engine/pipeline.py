@@ -55,10 +55,10 @@ from evalglass.engine.sink import (
     ScoresSink,
     append_result,
     append_results,
+    call_metric,
     check_duplicate,
     cluster_key,
     expand,
-    guard,
     metric_pool,
     metric_workers,
     new_row_shape,
@@ -67,7 +67,6 @@ from evalglass.engine.sink import (
 from evalglass.engine.staleness import stale_causes
 from evalglass.errors import Interrupted, SetupError
 from evalglass.lanes.shipping import ClusterLost
-from evalglass.metrics.base import BatchedMetric
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -115,30 +114,6 @@ class CheckRecordWriter:
 
     def abort(self) -> None:
         self._file.abort()
-
-
-def call_metric(metric: BuiltMetric, batch: ExampleBatch, pool: ThreadPoolExecutor | None) -> list[Any]:
-    """One metric over a batch; a raising call becomes an error score, never a number.
-
-    A metric with a batch path scores the batch in one call. Should that call raise (or miscount), the batch is
-    scored example by example instead, so every example gets exactly the outcome it would get alone.
-    """
-    function, name = metric.function, metric.name
-    if isinstance(function, BatchedMetric):
-        if not (metric.parallel and pool is not None):
-            try:
-                results = function.batch(batch)
-            except Exception:
-                results = None
-            if results is not None and len(results) == len(batch):
-                return results
-        function = function.one
-
-    guarded = guard(name, function)
-    examples = batch.examples()
-    if metric.parallel and pool is not None and len(examples) > 1:
-        return list(pool.map(guarded, examples))
-    return [guarded(example) for example in examples]
 
 
 def score_batch(

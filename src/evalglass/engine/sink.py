@@ -35,6 +35,8 @@ from evalglass.errors import SetupError
 from evalglass.metrics.base import BatchedMetric, MetricFn
 
 if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
     from evalglass.engine.artifacts import ScoresWriter
     from evalglass.engine.config import Config
 
@@ -107,6 +109,30 @@ def guard_unparsed(name: str, judges_json: bool, function: MetricFn) -> MetricFn
         return inner_batch(examples)
 
     return BatchedMetric(one, batch)
+
+
+def call_metric(metric: BuiltMetric, batch: ExampleBatch, pool: Executor | None) -> list[Any]:
+    """One metric over a batch; a raising call becomes an error score, never a number.
+
+    A metric with a batch path scores the batch in one call. Should that call raise (or miscount), the batch is
+    scored example by example instead, so every example gets exactly the outcome it would get alone.
+    """
+    function, name = metric.function, metric.name
+    if isinstance(function, BatchedMetric):
+        if not (metric.parallel and pool is not None):
+            try:
+                results = function.batch(batch)
+            except Exception:
+                results = None
+            if results is not None and len(results) == len(batch):
+                return results
+        function = function.one
+
+    guarded = guard(name, function)
+    examples = batch.examples()
+    if metric.parallel and pool is not None and len(examples) > 1:
+        return list(pool.map(guarded, examples))
+    return [guarded(example) for example in examples]
 
 
 def guard(name: str, function: Callable[[Example], Any]) -> Callable[[Example], Any]:

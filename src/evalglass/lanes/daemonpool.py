@@ -22,10 +22,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 from queue import SimpleQueue
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 _Work = tuple[Future[Any], Callable[..., Any], tuple[Any, ...], dict[str, Any]]
@@ -147,25 +148,11 @@ async def call_in_thread(pool: DaemonThreadPool, fn: Callable[[], T], timeout: f
     On expiry the call is abandoned (its thread replaced, see the module docstring) and :class:`CallTimedOut`
     raised. Whatever ``fn`` raises (``SystemExit`` included) is raised here. ``timeout=None``: no limit.
     """
-    loop = asyncio.get_running_loop()
-    started: asyncio.Future[None] = loop.create_future()
-
-    def mark_started() -> None:
-        if not started.done():
-            started.set_result(None)
-
-    def run() -> T:
-        with contextlib.suppress(RuntimeError):  # the loop closed while the call was queued: nobody is waiting
-            loop.call_soon_threadsafe(mark_started)
-        return fn()
-
-    work = pool.submit(run)
-    result = asyncio.wrap_future(work, loop=loop)
+    handoff: _Handoff[T] = _Handoff(pool, fn)
+    result = handoff.result
     try:
-        while not started.done() and not result.done():
-            await asyncio.wait({started, result}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-            if not started.done() and not result.done() and pool.saturated() and work.cancel():
-                raise CallTimedOut(timeout or 0.0, queued=True, abandoned=pool.abandoned)
+        if not await handoff.started_within(timeout):
+            raise CallTimedOut(timeout or 0.0, queued=True, abandoned=pool.abandoned)
         try:
             async with asyncio.timeout(timeout):
                 return await asyncio.shield(result)
@@ -173,18 +160,193 @@ async def call_in_thread(pool: DaemonThreadPool, fn: Callable[[], T], timeout: f
             if result.done():  # the call itself raised TimeoutError just as the clock ran out
                 done: T = result.result()
                 return done
-            pool.abandon(work)
+            pool.abandon(handoff.work)
             raise CallTimedOut(timeout or 0.0, queued=False) from None
     except asyncio.CancelledError:
-        if not work.cancel():
-            pool.abandon(work)
+        handoff.give_up()
         raise
     finally:
-        if not result.done():
-            result.cancel()  # the asyncio side only; the thread's future is abandoned above
-        if not started.done():
-            started.cancel()
-        result.add_done_callback(_consume)
+        handoff.close()
+
+
+class _Handoff(Generic[T]):
+    """``fn()`` handed to a pool thread, as the event loop sees it: ``started`` once a thread picks it up (``before``
+    runs on that thread first), ``result`` once it returns."""
+
+    def __init__(self, pool: DaemonThreadPool, fn: Callable[[], T], before: Callable[[], None] | None = None) -> None:
+        loop = asyncio.get_running_loop()
+        started: asyncio.Future[None] = loop.create_future()
+        self.pool, self.started = pool, started
+
+        def mark_started() -> None:
+            if not started.done():
+                started.set_result(None)
+
+        def run() -> T:
+            if before is not None:
+                before()
+            with contextlib.suppress(RuntimeError):  # the loop closed while the call was queued: nobody is waiting
+                loop.call_soon_threadsafe(mark_started)
+            return fn()
+
+        self.work: Future[T] = pool.submit(run)
+        self.result: asyncio.Future[T] = asyncio.wrap_future(self.work, loop=loop)
+
+    async def started_within(self, timeout: float | None) -> bool:
+        """Wait until a thread starts the work (or it is done); False, the work withdrawn, when it could not start
+        within ``timeout`` because abandoned calls hold every thread the pool may have."""
+        started, result = self.started, self.result
+        while not started.done() and not result.done():
+            waiting: set[asyncio.Future[Any]] = {started, result}
+            await asyncio.wait(waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            if not started.done() and not result.done() and self.pool.saturated() and self.work.cancel():
+                return False
+        return True
+
+    def give_up(self) -> None:
+        """The caller stops waiting (cancelled): withdraw the work if it has not started, else abandon its thread."""
+        if not self.work.cancel():
+            self.pool.abandon(self.work)
+
+    def close(self) -> None:
+        if not self.result.done():
+            self.result.cancel()  # the asyncio side only; the thread's future is abandoned or withdrawn
+        if not self.started.done():
+            self.started.cancel()
+        self.result.add_done_callback(_consume)
+
+
+class _Chunk:
+    """Calls run one after another on one thread. The thread publishes which call is running and since when, so the
+    watchdog on the event loop can time that call out; ``stopped`` (set under ``lock``) tells the thread to drop
+    the call it is in and run no more, so a call is either in ``results`` or timed out, never both."""
+
+    __slots__ = ("budget", "elapsed", "fns", "lock", "results", "since", "stopped")
+
+    def __init__(self, fns: Sequence[Callable[[], Any]], budget: float | None) -> None:
+        self.fns = fns
+        self.budget = budget
+        self.lock = threading.Lock()
+        self.results: list[Any] = []
+        self.since = 0.0  # when the running call started (time.monotonic)
+        self.stopped = False
+        self.elapsed = 0.0  # thread time spent in the calls that finished
+
+    def run_unwatched(self) -> None:
+        started = time.perf_counter()
+        results, budget = self.results, self.budget
+        for fn in self.fns:
+            if self.stopped:  # cancelled: the run is stopping
+                return
+            results.append(fn())
+            if budget is not None and time.perf_counter() - started > budget:
+                break  # slower than the caller planned for: the rest go back to it
+        self.elapsed = time.perf_counter() - started
+
+    def run_watched(self) -> None:
+        started = time.perf_counter()
+        lock, results, budget = self.lock, self.results, self.budget
+        for fn in self.fns:
+            with lock:
+                if self.stopped:
+                    return
+                self.since = time.monotonic()
+            value = fn()
+            with lock:
+                if self.stopped:  # timed out (or cancelled) while running: the watchdog already answered for it
+                    return
+                results.append(value)
+                # The next call's clock starts now at the latest: the watchdog never reads a finished call's start
+                # as the next call's (it would time out a call that has barely begun).
+                self.since = time.monotonic()
+                if budget is not None and time.perf_counter() - started > budget:
+                    self.stopped = True  # slower than the caller planned for: the rest go back to it
+                    break
+        self.elapsed = time.perf_counter() - started
+
+    def stop_if_running(self, index: int) -> bool:
+        """Stop the chunk if call ``index`` is still the one running; False when it has already finished."""
+        with self.lock:
+            if len(self.results) != index or self.stopped:
+                return False
+            self.stopped = True
+            return True
+
+
+async def call_each_in_thread(
+    pool: DaemonThreadPool, fns: Sequence[Callable[[], T]], timeout: float | None, budget: float | None = None
+) -> tuple[list[T | CallTimedOut], float]:
+    """Each of ``fns`` called in turn on one of ``pool``'s threads (one hand-off for them all, not one per call),
+    each with ``timeout`` counted from the moment the thread starts that call: :func:`call_in_thread` for a run of
+    cheap calls. Returns one result per call, in order (a :class:`CallTimedOut` for a call that timed out or could
+    not start), and the thread time the finished calls took. With a ``budget`` (seconds), the thread takes no further
+    call once the calls so far took longer: then fewer results than calls come back, and the caller decides what to
+    do with the rest (run them more widely: they are slower than it planned for).
+
+    A watchdog on the event loop keeps each call's deadline: when a call overruns, it is abandoned with its thread
+    (replaced as in :func:`call_in_thread`) and the calls after it go on in a new hand-off. ``fns`` must not raise
+    (their outcome is their value); one that does is raised here, and the calls after it are not made.
+    """
+    results: list[T | CallTimedOut] = []
+    elapsed = 0.0
+    remaining = list(fns)
+    while remaining:
+        chunk = _Chunk(remaining, budget)
+        late = await _run_chunk(pool, chunk, timeout)
+        results.extend(chunk.results)
+        elapsed += chunk.elapsed
+        if late is None:  # every call made, or the budget spent
+            break
+        results.append(late)
+        remaining = remaining[len(chunk.results) + 1 :]
+    return results, elapsed
+
+
+async def _run_chunk(pool: DaemonThreadPool, chunk: _Chunk, timeout: float | None) -> CallTimedOut | None:
+    """Run ``chunk`` on a thread; None when every call finished, else why the next one did not (its results hold
+    the calls before it)."""
+    if timeout is None:
+        work = pool.submit(chunk.run_unwatched)
+        result = asyncio.wrap_future(work, loop=asyncio.get_running_loop())
+        try:
+            await result
+        except asyncio.CancelledError:
+            chunk.stopped = True
+            if not work.cancel():
+                pool.abandon(work)
+            result.add_done_callback(_consume)
+            raise
+        return None
+
+    def mark() -> None:  # before the loop hears of the start, so the first deadline it reads is never 0
+        chunk.since = time.monotonic()
+
+    handoff: _Handoff[None] = _Handoff(pool, chunk.run_watched, before=mark)
+    result = handoff.result
+    try:
+        if not await handoff.started_within(timeout):
+            return CallTimedOut(timeout, queued=True, abandoned=pool.abandoned)
+        while not result.done():
+            with chunk.lock:
+                index, since, stopped = len(chunk.results), chunk.since, chunk.stopped
+            if index == len(chunk.fns) or stopped:  # every call done, or the budget spent: the thread is returning
+                await asyncio.wait({result})
+                break
+            left = since + timeout - time.monotonic()
+            if left <= 0:
+                if chunk.stop_if_running(index):
+                    pool.abandon(handoff.work)
+                    return CallTimedOut(timeout, queued=False)
+                continue  # it finished just now: watch the next call
+            await asyncio.wait({result}, timeout=left)
+        result.result()  # a call that raised: raised here
+        return None
+    except asyncio.CancelledError:
+        chunk.stopped = True
+        handoff.give_up()
+        raise
+    finally:
+        handoff.close()
 
 
 def _consume(future: asyncio.Future[Any]) -> None:

@@ -123,6 +123,8 @@ class Executor(ABC):
     default_window: int = 128
     #: Where shippable calls run instead of this process (None: here).
     offload: Offload | None = None
+    #: Calls in flight at most (the global limit): how many workers a lane needs to keep every slot busy.
+    concurrency: int = 16
 
     @abstractmethod
     async def submit(self, fn: Callable[[], Awaitable[T]], *, endpoint: EndpointLimit | None = None) -> T:

@@ -25,7 +25,7 @@ import inspect
 import os
 import traceback
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,7 +37,7 @@ from evalglass.core.fingerprint import content_address
 from evalglass.core.redact import Redactor
 from evalglass.core.score import Score, Status
 from evalglass.lanes.callcache import CallStore, Hit, cache_key, through_cache
-from evalglass.lanes.daemonpool import CallTimedOut, DaemonThreadPool, call_in_thread
+from evalglass.lanes.daemonpool import CallTimedOut, DaemonThreadPool, call_each_in_thread, call_in_thread
 from evalglass.lanes.executor import EndpointLimit, Executor, Offload, WorkLost, base_dir_here
 from evalglass.lanes.procgroup import kill_group
 from evalglass.lanes.retry import Attempt, Retrier
@@ -95,6 +95,8 @@ class LaneFailure:
 
 
 LaneOutcome = LaneOutput | LaneFailure
+#: One call a lane is asked for: (example id, the example's fields, sample index).
+Job = tuple[str, Mapping[str, Any], int]
 
 
 def failure_score(failure: LaneFailure) -> Score:
@@ -120,6 +122,16 @@ class TaskLane(ABC):
     @abstractmethod
     async def produce(self, example_id: str, fields: Mapping[str, Any], sample: int) -> LaneOutcome:
         """Never raises for a per-example problem."""
+
+    @property
+    def chunked(self) -> bool:
+        """Whether :meth:`produce_many` does less per call than :meth:`produce` (the live run then hands it
+        chunks of examples)."""
+        return False
+
+    async def produce_many(self, jobs: Sequence[Job]) -> list[LaneOutcome]:
+        """Every job's outcome, in order; the same outcomes as :meth:`produce` one by one."""
+        return list(await asyncio.gather(*(self.produce(*job) for job in jobs)))
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         pass
@@ -198,6 +210,8 @@ class PythonLane(TaskLane):
         self.fingerprint = content_address({"type": "python", "function": spec.function, "source_sha256": code_hash})
         self.limit = EndpointLimit(key=f"python:{spec.function}", concurrency=spec.concurrency)
         self._threads: DaemonThreadPool | None = None
+        #: Thread time one finished call took, on average (None until one finished): sizes the runs of calls.
+        self._per_call: float | None = None
         #: An async function is I/O: it stays on the driver's event loop unless the executor is told to ship it.
         self.ship_async = ship_async
         #: The shipped call with the host function bound once: an executor that ships sends the function (pickled
@@ -227,37 +241,21 @@ class PythonLane(TaskLane):
                 return LaneFailure("task_worker_lost", f"{name} could not run on the cluster: {exc}", sample)
 
         async def guarded() -> LaneOutcome:
-            scope: asyncio.Timeout | None = None
+            if self.is_async:
+                return await self._awaited(lambda: function(argument, **kwargs), sample)
             try:
-                if self.is_async:
-                    async with asyncio.timeout(timeout) as scope:
-                        value = await function(argument, **kwargs)
-                else:
-                    called = await call_in_thread(
-                        self._pool(), lambda: python_call(function, name, argument, kwargs, sample), timeout
-                    )
-                    if isinstance(called, LaneOutput | LaneFailure):
-                        return called
-                    async with asyncio.timeout(timeout) as scope:
-                        value = await called
+                called = await call_in_thread(
+                    self._pool(), lambda: python_call(function, name, argument, kwargs, sample), timeout
+                )
             except CallTimedOut as late:
-                if late.queued:
-                    return LaneFailure(
-                        "task_worker_unavailable",
-                        f"{name} could not start within {timeout:g}s: {late.abandoned} abandoned (timed-out) calls "
-                        "still hold every thread the lane may use",
-                        sample,
-                    )
-                return LaneFailure("task_timeout", f"{name} did not return within {timeout:g}s", sample)
-            except TimeoutError as exc:
-                if scope is not None and scope.expired():
-                    return LaneFailure("task_timeout", f"{name} did not return within {timeout:g}s", sample)
-                return _raised(name, exc, sample, function)
+                return self._late(late, sample)
             except asyncio.CancelledError:
                 raise
             except BaseException as exc:  # SystemExit, KeyboardInterrupt ... raised by host code: this example's error
                 return _raised(name, exc, sample, function)
-            return lane_value(value, name, sample)
+            if isinstance(called, LaneOutput | LaneFailure):
+                return called
+            return await self._awaited(lambda: called, sample)
 
         ships = offload is not None and (self.ship_async or not self.is_async)
 
@@ -269,6 +267,128 @@ class PythonLane(TaskLane):
 
         return await _through_cache(self.cache, key, sample, "python", call)
 
+    async def _awaited(self, start: Callable[[], Awaitable[Any]], sample: int) -> LaneOutcome:
+        """What an awaitable the host function gave (an async function's coroutine) comes to, within the timeout."""
+        timeout, name = self.spec.timeout, self.spec.function
+        scope: asyncio.Timeout | None = None
+        try:
+            if timeout is None:  # no clock to keep (asyncio.timeout(None) costs a scope per call for nothing)
+                value = await start()
+            else:
+                async with asyncio.timeout(timeout) as scope:
+                    value = await start()
+        except TimeoutError as exc:
+            if scope is not None and scope.expired():
+                return LaneFailure("task_timeout", f"{name} did not return within {timeout:g}s", sample)
+            return _raised(name, exc, sample, self.function)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt ... raised by host code: this example's error
+            return _raised(name, exc, sample, self.function)
+        return lane_value(value, name, sample)
+
+    def _late(self, late: CallTimedOut, sample: int) -> LaneFailure:
+        name, timeout = self.spec.function, self.spec.timeout or 0.0
+        if late.queued:
+            return LaneFailure(
+                "task_worker_unavailable",
+                f"{name} could not start within {timeout:g}s: {late.abandoned} abandoned (timed-out) calls "
+                "still hold every thread the lane may use",
+                sample,
+            )
+        return LaneFailure("task_timeout", f"{name} did not return within {timeout:g}s", sample)
+
+    # ------------------------------------------------------------------ many calls at once (the live run's chunks)
+    @property
+    def chunked(self) -> bool:
+        """Whether :meth:`produce_many` takes the chunked path: not with a cache (every call is looked up and
+        stored on its own) nor a cluster (every call is shipped on its own)."""
+        return self.cache is None and self.executor.offload is None
+
+    async def produce_many(self, jobs: Sequence[Job]) -> list[LaneOutcome]:
+        """Every job's outcome, in order, exactly as :meth:`produce` would give it, for less per call.
+
+        A sync function: the calls go to a lane thread in runs of as many as take about :data:`CHUNK_BUDGET_S`
+        together (from the time calls have taken so far; one call per run until a call has finished), one
+        hand-off and one executor slot per run, each call with its own timeout kept by a watchdog
+        (:func:`call_each_in_thread`). Calls slower than the budget go one per run, so they run as concurrently
+        as with :meth:`produce`. An async function: a bounded set of worker coroutines awaits the calls, each
+        through the executor, instead of a task per call.
+        """
+        if not self.chunked:
+            return list(await asyncio.gather(*(self.produce(*job) for job in jobs)))
+        if self.is_async:
+            return await self._async_many(jobs)
+        outcomes: list[LaneOutcome | None] = [None] * len(jobs)
+        pending = list(range(len(jobs)))
+        submit, limit = self.executor.submit, self.limit
+        while pending:
+            # A run that proves slower than planned stops early (see _sync_run): what it left is split again by the
+            # time calls take now, so a function that turns slow goes back to one call per thread.
+            size = self._run_length(len(pending))
+            runs = [pending[start : start + size] for start in range(0, len(pending), size)]
+            made = [functools.partial(self._sync_run, [jobs[index] for index in run]) for run in runs]
+            if len(made) == 1:
+                done = [await submit(made[0], endpoint=limit)]
+            else:
+                done = await asyncio.gather(*(submit(run, endpoint=limit) for run in made))
+            pending = []
+            for run, got in zip(runs, done, strict=True):
+                for index, outcome in zip(run, got, strict=False):  # ``got`` is short when the run stopped early
+                    outcomes[index] = outcome
+                pending.extend(run[len(got) :])
+        return [outcome for outcome in outcomes if outcome is not None]
+
+    def _run_length(self, count: int) -> int:
+        if self._per_call is None:
+            return 1
+        return max(1, min(count, int(CHUNK_BUDGET_S / max(self._per_call, 1e-9))))
+
+    async def _sync_run(self, jobs: Sequence[Job]) -> list[LaneOutcome]:
+        function, name = self.function, self.spec.function
+        takes_sample = self.takes_sample
+        calls = [
+            functools.partial(
+                python_call, function, name, dict(fields), {"sample": sample} if takes_sample else {}, sample
+            )
+            for _, fields, sample in jobs
+        ]
+        # Ten times the planned time at most: a run of calls that turned slow stops and gives back the rest.
+        budget = 10 * CHUNK_BUDGET_S if len(calls) > 1 else None
+        called, elapsed = await call_each_in_thread(self._pool(), calls, self.spec.timeout, budget)
+        finished = sum(1 for value in called if not isinstance(value, CallTimedOut))
+        if elapsed > 0 and finished == len(called):
+            per_call = elapsed / finished
+            self._per_call = per_call if self._per_call is None else 0.8 * self._per_call + 0.2 * per_call
+        outcomes: list[LaneOutcome] = []
+        for (_, _, sample), value in zip(jobs, called, strict=False):  # fewer results: the budget was spent
+            if isinstance(value, LaneOutput | LaneFailure):
+                outcomes.append(value)
+            elif isinstance(value, CallTimedOut):
+                outcomes.append(self._late(value, sample))
+            else:  # a sync function that returned an awaitable
+                outcomes.append(await self._awaited(functools.partial(_itself, value), sample))
+        return outcomes
+
+    async def _async_many(self, jobs: Sequence[Job]) -> list[LaneOutcome]:
+        outcomes: list[LaneOutcome | None] = [None] * len(jobs)
+        positions = iter(range(len(jobs)))  # shared by the workers: each takes the next job
+        function, takes_sample, submit, limit = self.function, self.takes_sample, self.executor.submit, self.limit
+
+        async def worker() -> None:
+            for index in positions:
+                _, fields, sample = jobs[index]
+                argument, kwargs = dict(fields), ({"sample": sample} if takes_sample else {})
+                start = functools.partial(function, argument, **kwargs)
+                outcomes[index] = await submit(functools.partial(self._awaited, start, sample), endpoint=limit)
+
+        width = min(len(jobs), self.spec.concurrency or self.executor.concurrency)
+        if width <= 1:
+            await worker()
+        else:
+            await asyncio.gather(*(worker() for _ in range(width)))
+        return [outcome for outcome in outcomes if outcome is not None]
+
     async def aclose(self) -> None:
         if self._threads is not None:
             self._threads.shutdown(wait=False, cancel_futures=True)
@@ -277,6 +397,12 @@ class PythonLane(TaskLane):
 
 #: The resources key of the task lane's shipped calls (``executor.overrides.task``).
 TASK_RESOURCES = "task"
+#: How long one run of sync calls handed to a lane thread at once may take (from the time calls took so far).
+CHUNK_BUDGET_S = 0.002
+
+
+def _itself(value: Awaitable[Any]) -> Awaitable[Any]:
+    return value
 
 
 def python_call(

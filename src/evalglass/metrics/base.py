@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from evalglass.lanes.callcache import CallStore
     from evalglass.lanes.checkspec import CheckSpec
     from evalglass.lanes.executor import Executor
+    from evalglass.lanes.judge import JudgeResult
 
 MetricResult = float | Score
 MetricFn = Callable[[Example], MetricResult]
@@ -48,11 +49,12 @@ CheckRunner = Callable[..., "CheckResult"]
 
 @runtime_checkable
 class AsyncScorer(Protocol):
-    """The scorer of a metric that calls a model: awaited per sample row in the live run's event loop (which its
-    clients belong to), and closed when the run ends. ``judge`` returns the judged result (its ``score``, what the
-    model said, the call's usage), which the live run records beside the score."""
+    """The scorer of a metric that calls a model, and the port the live run drives judges through: awaited per
+    sample row in the live run's event loop (which its clients belong to), and closed when the run ends. ``judge``
+    returns the judged result (its ``score``, what the model said, the call's usage), which the live run records
+    beside the score."""
 
-    async def judge(self, example: Example) -> Any: ...
+    async def judge(self, example: Example) -> JudgeResult: ...
 
     async def aclose(self) -> None: ...
 

@@ -1,0 +1,177 @@
+"""The python lane's chunked path (``produce_many``, what a live run hands whole chunks of examples to) gives
+exactly what ``produce`` gives call by call: the same outputs, the same failures with the same messages and
+details, for functions that return, raise (``SystemExit`` too), return what is not JSON, or overrun their timeout."""
+
+from __future__ import annotations
+
+import asyncio
+import textwrap
+import threading
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from evalglass.lanes.daemonpool import CallTimedOut, DaemonThreadPool, call_each_in_thread
+from evalglass.lanes.executor import AsyncioExecutor
+from evalglass.lanes.task import LaneFailure, LaneOutcome, LaneOutput, PythonLane, build_lane
+
+from .conftest import parse_task_spec
+
+#: What one example asks the host function to do.
+BEHAVIOURS = ["value", "raise", "exit", "not_json", "none", "slow"]
+
+APP = textwrap.dedent(
+    """
+    import asyncio, time
+
+    def _answer(example):
+        kind = example["kind"]
+        if kind == "raise":
+            raise ValueError(f"bad {example['n']}")
+        if kind == "exit":
+            raise SystemExit(3)
+        if kind == "not_json":
+            return {example["n"]}
+        if kind == "none":
+            return None
+        return {"n": example["n"], "text": f"answer {example['n']}"}
+
+    def sync_answer(example, sample):
+        if example["kind"] == "slow":
+            time.sleep(0.4)
+        return _answer(example)
+
+    async def async_answer(example, sample):
+        if example["kind"] == "slow":
+            await asyncio.sleep(0.4)
+        await asyncio.sleep(0)
+        return _answer(example)
+    """
+)
+
+
+def _lane(base: Path, function: str, timeout: float | None) -> PythonLane:
+    spec = parse_task_spec({"type": "python", "function": f"app.py:{function}", "timeout": timeout, "epochs": 2})
+    lane = build_lane(spec, base_dir=base, executor=AsyncioExecutor(8))
+    assert isinstance(lane, PythonLane)
+    return lane
+
+
+def _comparable(outcome: LaneOutcome) -> tuple[Any, ...]:
+    if isinstance(outcome, LaneOutput):
+        return ("output", outcome.value, outcome.sample, outcome.cached, outcome.tries)
+    return ("failure", outcome.code, outcome.message, outcome.sample, outcome.detail)
+
+
+def _both(base: Path, function: str, kinds: list[str], timeout: float | None, warm: bool) -> tuple[list, list]:  # type: ignore[type-arg]
+    jobs = [(f"ex{n}", {"n": n, "kind": kind}, sample) for n, kind in enumerate(kinds) for sample in range(2)]
+
+    async def go() -> tuple[list[LaneOutcome], list[LaneOutcome]]:
+        one_by_one, chunked = _lane(base, function, timeout), _lane(base, function, timeout)
+        try:
+            assert chunked.chunked
+            if warm:  # a measured call time: runs of many calls per hand-off, not one
+                chunked._per_call = 1e-6
+            alone = [await one_by_one.produce(*job) for job in jobs]
+            together = await chunked.produce_many(jobs)
+        finally:
+            await one_by_one.aclose()
+            await chunked.aclose()
+        return alone, together
+
+    return asyncio.run(go())
+
+
+kinds_strategy = st.lists(st.sampled_from(BEHAVIOURS[:-1]), max_size=12)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(kinds=kinds_strategy, warm=st.booleans(), function=st.sampled_from(["sync_answer", "async_answer"]))
+def test_chunked_outcomes_equal_one_by_one(tmp_path: Path, kinds: list[str], warm: bool, function: str) -> None:
+    (tmp_path / "app.py").write_text(APP)
+    alone, together = _both(tmp_path, function, kinds, None, warm)
+    assert [_comparable(outcome) for outcome in together] == [_comparable(outcome) for outcome in alone]
+    assert len(together) == 2 * len(kinds)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    before=st.lists(st.sampled_from(BEHAVIOURS[:-1]), max_size=4),
+    after=st.lists(st.sampled_from(BEHAVIOURS[:-1]), max_size=4),
+    function=st.sampled_from(["sync_answer", "async_answer"]),
+)
+def test_a_timed_out_call_inside_a_chunk_fails_alone(
+    tmp_path: Path, before: list[str], after: list[str], function: str
+) -> None:
+    """A call that overruns its timeout in the middle of a run of calls on one thread is ``task_timeout``; the
+    calls before and after it get their own outcomes, exactly as one by one."""
+    (tmp_path / "app.py").write_text(APP)
+    kinds = [*before, "slow", *after]
+    alone, together = _both(tmp_path, function, kinds, 0.15, warm=True)
+    assert [_comparable(outcome) for outcome in together] == [_comparable(outcome) for outcome in alone]
+    slow = [outcome for outcome in together if isinstance(outcome, LaneFailure) and outcome.code == "task_timeout"]
+    assert len(slow) == 2  # both samples of the slow example, nothing else
+
+
+def test_each_call_gets_its_own_timeout_from_when_it_starts() -> None:
+    """Ten calls of 50 ms each on one thread, timeout 0.2 s: the run takes 0.5 s, yet none timed out (the clock is
+    per call, not per run)."""
+    pool = DaemonThreadPool(1, name="t")
+
+    def nap() -> str:
+        threading.Event().wait(0.05)
+        return "ok"
+
+    results, elapsed = asyncio.run(call_each_in_thread(pool, [nap] * 10, 0.2))
+    assert results == ["ok"] * 10
+    assert elapsed >= 0.45
+
+
+def test_a_hung_call_is_abandoned_and_the_rest_go_on_another_thread() -> None:
+    pool = DaemonThreadPool(1, name="t")
+    release = threading.Event()
+    try:
+        calls = [lambda: "a", lambda: release.wait(30) and "late", lambda: "b", lambda: "c"]
+        results, _ = asyncio.run(call_each_in_thread(pool, calls, 0.2))
+        assert results[0] == "a" and results[2:] == ["b", "c"]
+        assert isinstance(results[1], CallTimedOut) and not results[1].queued
+        assert pool.abandoned == 1
+    finally:
+        release.set()
+        pool.shutdown(wait=True)
+
+
+def test_a_run_that_turns_slow_gives_back_the_calls_it_did_not_make() -> None:
+    """With a budget, a run stops taking calls once they took longer than planned: the caller gets the rest back
+    (and spreads them over more threads) instead of one thread making them all in turn."""
+    pool = DaemonThreadPool(1, name="t")
+
+    def nap() -> str:
+        threading.Event().wait(0.03)
+        return "slow"
+
+    for timeout in (None, 5.0):  # unwatched and watched runs alike
+        results, _ = asyncio.run(call_each_in_thread(pool, [lambda: "quick", nap, nap, nap], timeout, budget=0.01))
+        assert results == ["quick", "slow"]
+
+
+def test_a_lane_whose_function_turns_slow_still_answers_every_call_in_order(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text(
+        "import time\n\ndef answer(example):\n    if example['n'] >= 5:\n        time.sleep(0.03)\n"
+        "    return example['n']\n"
+    )
+    spec = parse_task_spec({"type": "python", "function": "app.py:answer"})
+
+    async def go() -> list[LaneOutcome]:
+        lane = build_lane(spec, base_dir=tmp_path, executor=AsyncioExecutor(8))
+        assert isinstance(lane, PythonLane)
+        lane._per_call = 1e-6  # planned as cheap: one run for all twenty
+        try:
+            return await lane.produce_many([(f"ex{n}", {"n": n}, 0) for n in range(20)])
+        finally:
+            await lane.aclose()
+
+    outcomes = asyncio.run(go())
+    assert [outcome.value for outcome in outcomes if isinstance(outcome, LaneOutput)] == list(range(20))
