@@ -15,3 +15,21 @@ def test_import_contracts_hold():
     result = subprocess.run([exe, "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "broken" in result.stdout and "0 broken" in result.stdout
+
+
+def test_the_engine_dispatches_on_no_metric_type():
+    """Every metric type builds through ``spec.build(context)``; what the engine needs beyond the scorer (live,
+    shippable, parallel, the checks it runs) the spec declares. So no engine module tests whether a spec is of a
+    given metric type (issue 12: pipeline, liverun and config special-cased llm_judge and check)."""
+    import ast
+
+    from evalglass.metrics.registry import METRIC_TYPES
+
+    spec_classes = {cls.__name__ for cls in METRIC_TYPES.values()}
+    found = []
+    for path in sorted((ROOT / "src" / "evalglass" / "engine").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance":
+                names = {sub.id for sub in ast.walk(node.args[1]) if isinstance(sub, ast.Name)}
+                found += [f"{path.name}:{node.lineno} {name}" for name in sorted(names & spec_classes)]
+    assert found == []

@@ -78,9 +78,10 @@ def test_a_json_schema_metric_still_loads_jsonschema_when_used() -> None:
 
     from evalglass.core.example import Example
     from evalglass.metrics import parse_metric_spec
+    from evalglass.metrics.base import BuildContext
 
     spec = parse_metric_spec({"type": "json_schema", "schema": {"type": "object", "required": ["a"]}})
-    function = spec.build(Path("."))
+    function = spec.build(BuildContext(Path(".")))
     assert function(Example(id="x", line=1, fields={}, output={"a": 1})) == 1.0
     assert function(Example(id="y", line=2, fields={}, output={"b": 1})) != 1.0
 

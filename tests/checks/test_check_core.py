@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from evalglass.core.checks import (
     CHECK_EXIT_CODES,
-    REPAIRS,
+    CHECK_REPAIRS,
     BindingStatus,
     CheckOutcome,
     CheckReason,
@@ -139,7 +139,7 @@ def _result(**overrides: Any) -> CheckResult:
         "output_cap_bytes": 1024,
     }
     fields.update(overrides)
-    fields.setdefault("repair", REPAIRS[fields["outcome"]])
+    fields.setdefault("repair", CHECK_REPAIRS[fields["outcome"]])
     return CheckResult(**fields)
 
 
@@ -206,7 +206,7 @@ def test_a_check_allowed_to_write_its_target_may_pass_after_changing_it() -> Non
 
 
 def test_repairs_are_the_four_distinct_next_steps() -> None:
-    assert {o: r.value for o, r in REPAIRS.items()} == {
+    assert {o: r.value for o, r in CHECK_REPAIRS.items()} == {
         CheckOutcome.PASS: "accept the work",
         CheckOutcome.FAIL: "investigate the work",
         CheckOutcome.INCONCLUSIVE: "gather better evidence",

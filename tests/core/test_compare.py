@@ -11,9 +11,10 @@ from evalglass.core.authority import Authority, BaselineApproval, Ledger
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.comparative import BaselineRun, ComparativeInputs, decide_comparative_gate
 from evalglass.core.compare import MetricSide, compare_metric, pair_ids
-from evalglass.core.estimate import UNIT_SCALE, IntervalSpec
+from evalglass.core.estimate import IntervalSpec
 from evalglass.core.gates import GateRule, GateSpec, Outcome
 from evalglass.core.score import Score
+from evalglass.core.stats import UNIT_SCALE
 
 BASE_FP = "sha256:" + "ba5e" * 16
 

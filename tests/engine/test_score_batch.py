@@ -20,16 +20,17 @@ from evalglass.core.columns import ScoreColumn
 from evalglass.core.example import Example
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.score import Score
-from evalglass.engine.artifacts import ScoresWriter, score_rows, score_to_json
+from evalglass.engine.artifacts import ScoresWriter, score_rows
 from evalglass.engine.dataset import BadLine, field_getter
 from evalglass.engine.pipeline import BuiltMetric, RowShape, append_result, cluster_key, expand, score_batch
+from evalglass.engine.scoresblock import encode_score
 from evalglass.metrics import parse_metric_spec
-from evalglass.metrics.base import BatchedMetric, MetricFn, build_with_batch
+from evalglass.metrics.base import BatchedMetric, BuildContext, MetricFn
 
 
 def _builtin(config: dict[str, Any]) -> MetricFn:
     spec = parse_metric_spec(config)
-    return build_with_batch(spec, spec.build(Path(".")))
+    return spec.build(BuildContext(Path(".")))
 
 
 def _anything(example: Example) -> Any:
@@ -104,7 +105,7 @@ def old_score_batch(
             shape.add_example(1, cluster)
             for metric in metrics:
                 columns[metric.name].append(rows)
-                block[metric.name].append([score_to_json(rows)] if shape.samples else score_to_json(rows))
+                block[metric.name].append([encode_score(rows)] if shape.samples else encode_score(rows))
             continue
         shape.add_example(len(rows), cluster)
         for metric, produced in zip(metrics, results, strict=True):

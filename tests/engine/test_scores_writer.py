@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evalglass.core.score import Score
-from evalglass.engine.artifacts import ScoresWriter, load_columns, score_rows, score_to_json
+from evalglass.engine.artifacts import ScoresWriter, load_columns, score_rows
+from evalglass.engine.scoresblock import encode_score
 from evalglass.errors import SetupError
 
 TEXT = st.text(max_size=6) | st.sampled_from(['","', '",', '\\",', "%s", "%", "100%b", '"', "\\", "\n", "é€", "a,b"])
@@ -22,7 +23,7 @@ SCORES = st.sampled_from(
         Score.measured(0.5, evidence=("trace-1",)),
         Score.measured(1.0),
     ]
-).map(score_to_json)
+).map(encode_score)
 ENCODED = (
     st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from([1.0, 0.0, -0.0, 1e300, 5e-324, 0.1]) | SCORES
 )
@@ -77,7 +78,7 @@ def test_blocks_read_back_as_the_rows_they_hold(tmp_path: Path, run: Any) -> Non
     for name in names:
         assert list(cut.columns[name]) == list(whole.columns[name])
         flat = [entry for row in rows for entry in (row["scores"][name] if samples else [row["scores"][name]])]
-        assert [score_to_json(score) for score in cut.columns[name]] == flat
+        assert [encode_score(score) for score in cut.columns[name]] == flat
     assert cut.example_of_row == whole.example_of_row
     assert cut.cluster_ids == whole.cluster_ids
 

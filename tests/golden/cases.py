@@ -17,6 +17,7 @@ from typing import Any
 from evalglass.core.example import Example
 from evalglass.core.score import Score
 from evalglass.core.stats import Method, Reducer, confidence_interval, reduce_samples
+from evalglass.metrics.base import BuildContext
 from evalglass.metrics.registry import parse_metric_spec
 from evalglass.metrics.versions import EvaluatorKind
 
@@ -267,7 +268,7 @@ def _example(index: int, row: dict[str, Any]) -> Example:
 def compute_metric(case: dict[str, Any]) -> list[Any]:
     spec = parse_metric_spec(case["spec"])
     with tempfile.TemporaryDirectory() as folder:
-        function = spec.build(Path(folder))
+        function = spec.build(BuildContext(Path(folder)))
         return [score_json(function(_example(i, row))) for i, row in enumerate(case["examples"])]
 
 
@@ -279,7 +280,7 @@ def compute_check(case: dict[str, Any]) -> list[Any]:
     declared["command"] = [sys.executable if part == "{python}" else part for part in declared["command"]]
     check = CheckSpec.model_validate(declared)
     with tempfile.TemporaryDirectory() as folder:
-        function = CheckMetricSpec(check="golden").build_check(check, Path(folder))
+        function = CheckMetricSpec(check="golden").build(BuildContext(Path(folder), checks={"golden": check}))
         return [score_json(function(_example(i, row))) for i, row in enumerate(case["examples"])]
 
 
@@ -306,13 +307,13 @@ def compute_judge(case: dict[str, Any]) -> list[Any]:
 
 
 def compute_parser(case: dict[str, Any]) -> list[Any]:
-    from evalglass.lanes.judge import parse_verdict
+    from evalglass.lanes.judge import parse_judge_answer
     from evalglass.metrics.llm_judge import JudgeScale
 
     scale = JudgeScale.model_validate(case["scale"])
     out = []
     for answer in case["answers"]:
-        verdict = parse_verdict(answer, scale)
+        verdict = parse_judge_answer(answer, scale)
         out.append({**score_json(verdict.score), "label": verdict.label, "rationale": verdict.rationale})
     return out
 

@@ -20,10 +20,12 @@ from evalglass.lanes.judge import (
     LlmJudgeSpec,
     calibrate_judge,
     judge_fingerprint,
-    parse_verdict,
+    parse_judge_answer,
     read_labels,
 )
 from evalglass.lanes.task import LaneConfigError
+from evalglass.metrics.base import AsyncScorer, BuildContext
+from evalglass.metrics.errors import MetricLoadError
 from evalglass.testing.fake_openai import FakeOpenAI
 
 from .conftest import KEY_ENV, fast_retrier, run
@@ -42,7 +44,7 @@ PASS_FAIL = JudgeScale(labels=("fail", "pass"))
     ],
 )
 def test_valid_answers_in_the_usual_wrappings(answer: str) -> None:
-    verdict = parse_verdict(answer, FIVE)
+    verdict = parse_judge_answer(answer, FIVE)
     assert verdict.score.status is Status.SCORED and verdict.score.validity is Validity.VALID
     assert verdict.score.value == 4.0 and verdict.label == 4 and verdict.rationale == "mostly right"
 
@@ -60,7 +62,7 @@ def test_valid_answers_in_the_usual_wrappings(answer: str) -> None:
     ],
 )
 def test_unparseable_answers_are_errors_with_the_raw_answer_kept(answer: str, why: str) -> None:
-    verdict = parse_verdict(answer, FIVE, evidence=("judge_call:abc",))
+    verdict = parse_judge_answer(answer, FIVE, evidence=("judge_call:abc",))
     score = verdict.score
     assert score.status is Status.ERROR and score.value is None  # never 0.0
     assert score.diagnostics[0].code == "judge_unparseable" and why in score.diagnostics[0].message
@@ -70,21 +72,21 @@ def test_unparseable_answers_are_errors_with_the_raw_answer_kept(answer: str, wh
 
 @pytest.mark.parametrize(("answer", "value"), [('{"score": 7}', 7.0), ('{"score": 0}', 0.0), ('{"score": 3.5}', 3.5)])
 def test_off_scale_numbers_are_scored_but_invalid(answer: str, value: float) -> None:
-    score = parse_verdict(answer, FIVE).score
+    score = parse_judge_answer(answer, FIVE).score
     assert score.status is Status.SCORED and score.validity is Validity.INVALID and score.value == value
     assert score.diagnostics[0].code == "judge_off_scale"
     assert not score.included
 
 
 def test_label_scales() -> None:
-    verdict = parse_verdict('{"score": "pass", "rationale": "ok"}', PASS_FAIL)
+    verdict = parse_judge_answer('{"score": "pass", "rationale": "ok"}', PASS_FAIL)
     assert verdict.score.included and verdict.score.value == 1.0 and verdict.label == "pass"
-    assert parse_verdict('{"score": " PASS "}', PASS_FAIL).label == "pass"
+    assert parse_judge_answer('{"score": " PASS "}', PASS_FAIL).label == "pass"
     mapped = JudgeScale(labels={"bad": 0.0, "ok": 0.5, "good": 1.0}, ordered=True)
-    assert parse_verdict('{"score": "ok"}', mapped).score.value == 0.5 and mapped.ordinal
-    off = parse_verdict('{"score": "maybe"}', PASS_FAIL).score
+    assert parse_judge_answer('{"score": "ok"}', mapped).score.value == 0.5 and mapped.ordinal
+    off = parse_judge_answer('{"score": "maybe"}', PASS_FAIL).score
     assert off.status is Status.ERROR and off.value is None and off.diagnostics[0].code == "judge_off_scale"
-    wrong = parse_verdict('{"score": 1}', PASS_FAIL).score
+    wrong = parse_judge_answer('{"score": 1}', PASS_FAIL).score
     assert wrong.status is Status.ERROR and wrong.diagnostics[0].code == "judge_unparseable"
 
 
@@ -224,7 +226,7 @@ def test_fingerprint_binds_what_changes_the_answers_and_not_where_the_judge_is_s
     assert warmer.fingerprint_payload() != base.fingerprint_payload()
 
 
-def test_llm_judge_is_a_metric_spec_that_refuses_sync_build(evals: Path) -> None:
+def test_llm_judge_is_a_metric_spec_that_builds_only_with_an_executor(evals: Path) -> None:
     spec = LlmJudgeSpec.model_validate(
         {
             "type": "llm_judge",
@@ -234,8 +236,8 @@ def test_llm_judge_is_a_metric_spec_that_refuses_sync_build(evals: Path) -> None
             "model": "a",
         }
     )
-    with pytest.raises(TypeError, match="asynchronous"):
-        spec.build(evals)
+    with pytest.raises(MetricLoadError, match="asynchronous"):
+        spec.build(BuildContext(evals))
     assert "retry" not in spec.fingerprint_payload() and spec.fingerprint_payload()["rubric"] == "r.md"
     with pytest.raises(pydantic.ValidationError):
         LlmJudgeSpec.model_validate(
@@ -280,6 +282,29 @@ def test_calibrate_judge_from_a_labels_file(evals: Path) -> None:
     assert report.agreed == 3 and report.agreement == 0.75
     assert report.judge_fingerprint == fingerprint and report.ordinal
     assert report.weighted_kappa_quadratic is not None and report.kappa is not None
+
+
+def test_a_judge_builds_through_the_metric_contract_and_judges(evals: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``spec.build(context)`` with the run's executor gives the async scorer the live run awaits; a missing
+    rubric is a MetricLoadError (one line, exit 2 in a run), like any metric that cannot be built."""
+    with FakeOpenAI(reply=lambda body: '{"score": 4, "rationale": "fine"}') as server:
+        spec = _spec(server)
+
+        async def go() -> JudgeResult:
+            executor = AsyncioExecutor(2)
+            scorer = spec.build(BuildContext(evals, name="judged", executor=executor))
+            assert isinstance(scorer, AsyncScorer) and not callable(scorer)
+            try:
+                return await scorer.judge(Example(id="1", line=1, fields={}, output="an answer"))  # type: ignore[no-any-return]
+            finally:
+                await scorer.aclose()
+
+        monkeypatch.setenv("EVALGLASS_TEST_KEY", KEY_ENV["EVALGLASS_TEST_KEY"])
+        result = run(go())
+    assert result.score.value == 4.0 and result.rationale == "fine"
+    missing = _spec(server, rubric="nowhere.md")
+    with pytest.raises(MetricLoadError, match=r"nowhere\.md"):
+        missing.build(BuildContext(evals, executor=AsyncioExecutor(1)))
 
 
 def test_labels_file_errors_name_the_line(evals: Path) -> None:

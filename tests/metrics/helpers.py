@@ -8,10 +8,11 @@ from typing import Any
 from evalglass.core.example import Example
 from evalglass.core.score import Score, Status
 from evalglass.metrics import MetricResult, parse_metric_spec
+from evalglass.metrics.base import BuildContext
 
 
 def measure(config: dict[str, Any], output: Any, **record: Any) -> MetricResult:
-    function = parse_metric_spec(config).build(Path("."))
+    function = parse_metric_spec(config).build(BuildContext(Path(".")))
     return function(Example(id="ex-1", line=3, fields=record, output=output))
 
 

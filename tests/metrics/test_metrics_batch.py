@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT, get_path, parse_path
 from evalglass.metrics import parse_metric_spec
-from evalglass.metrics.base import BatchedMetric, build_with_batch, value_getter, values_getter
+from evalglass.metrics.base import BatchedMetric, BuildContext, value_getter, values_getter
 
 SCALARS = (
     st.none()
@@ -72,7 +72,7 @@ def _same(left: Any, right: Any) -> bool:
 
 def _assert_the_batch_gives_what_each_example_gives(config: dict[str, Any], rows: list[tuple[Any, Any]]) -> None:
     spec = parse_metric_spec(config)
-    built = build_with_batch(spec, spec.build(Path(".")))
+    built = spec.build(BuildContext(Path(".")))
     assert isinstance(built, BatchedMetric), "every configuration listed here has a batch path"
     examples = [Example(id=str(i), line=i + 1, fields=record, output=output) for i, (output, record) in enumerate(rows)]
     batch = built.batch(ExampleBatch.of(examples))
@@ -111,12 +111,12 @@ def test_uniform_batches_give_what_each_example_gives(config: dict[str, Any], ro
 
 def test_a_literal_expected_value_that_is_not_text_has_no_batch_path() -> None:
     spec = parse_metric_spec({"type": "exact_match", "expected": {"a": [1, 2]}})
-    assert not isinstance(build_with_batch(spec, spec.build(Path("."))), BatchedMetric)
+    assert not isinstance(spec.build(BuildContext(Path("."))), BatchedMetric)
 
 
 def test_calling_a_batched_metric_scores_one_example() -> None:
     spec = parse_metric_spec({"type": "regex", "pattern": "x"})
-    built = build_with_batch(spec, spec.build(Path(".")))
+    built = spec.build(BuildContext(Path(".")))
     assert built(Example(id="a", line=1, fields={}, output="xyz")) == 1.0
 
 

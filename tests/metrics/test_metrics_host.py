@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from evalglass.core.example import Example
 from evalglass.core.score import Score, Status, Validity
 from evalglass.metrics import MetricFn, MetricLoadError, MetricResult, parse_metric_spec
+from evalglass.metrics.base import BuildContext
 from tests.metrics.helpers import assert_unmeasured
 
 RECORD = {"question": "2+2?", "gold": {"answer": "4"}}
@@ -24,7 +25,7 @@ def write(tmp_path: Path, source: str, name: str = "host_metrics.py") -> Path:
 
 
 def build(tmp_path: Path, function: str, **options: Any) -> MetricFn:
-    return parse_metric_spec({"type": "python", "function": function, **options}).build(tmp_path)
+    return parse_metric_spec({"type": "python", "function": function, **options}).build(BuildContext(tmp_path))
 
 
 def run(function: MetricFn, output: Any = "4", record: dict[str, Any] | None = None) -> MetricResult:

@@ -12,11 +12,12 @@ from pydantic import ValidationError
 from evalglass.core.example import Example
 from evalglass.core.score import Score, Status, Validity
 from evalglass.metrics import MetricLoadError, MetricResult, parse_metric_spec
+from evalglass.metrics.base import BuildContext
 from tests.metrics.helpers import assert_unmeasured
 
 
 def measure(config: dict[str, Any], output: Any, base_dir: Path = Path(".")) -> MetricResult:
-    function = parse_metric_spec(config).build(base_dir)
+    function = parse_metric_spec(config).build(BuildContext(base_dir))
     return function(Example(id="ex-1", line=3, fields={}, output=output))
 
 
@@ -222,7 +223,7 @@ def test_json_schema_file_problems_raise_metric_load_error(
         (tmp_path / name).write_text(content)
     spec = parse_metric_spec({"type": "json_schema", "schema_file": name})
     with pytest.raises(MetricLoadError) as caught:
-        spec.build(tmp_path)
+        spec.build(BuildContext(tmp_path))
     message = str(caught.value)
     assert fragment in message
     assert name in message
@@ -234,4 +235,4 @@ def test_unresolvable_ref_is_refused_before_scoring_not_a_zero() -> None:
     # to be a per-example schema_unusable error).
     spec = parse_metric_spec({"type": "json_schema", "schema": {"$ref": "#/$defs/missing"}})
     with pytest.raises(MetricLoadError, match=r"\$ref '#/\$defs/missing' does not resolve inside the schema"):
-        spec.build(Path("."))
+        spec.build(BuildContext(Path(".")))

@@ -18,6 +18,7 @@ from evalglass.core.example import Example
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.score import Score, score_violation
 from evalglass.metrics import METRIC_TYPES, MetricFn, MetricResult, parse_metric_spec
+from evalglass.metrics.base import BuildContext
 
 SCALARS = (
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=20)
@@ -56,7 +57,7 @@ CONFIGS: list[dict[str, Any]] = [
     {"type": "set_overlap", "reference": "gold", "measure": "recall", "field": "items"},
     {"type": "enum", "values": ["yes", "no", 1, None], "case_sensitive": False},
 ]
-BUILT: list[MetricFn] = [parse_metric_spec(config).build(Path(".")) for config in CONFIGS]
+BUILT: list[MetricFn] = [parse_metric_spec(config).build(BuildContext(Path("."))) for config in CONFIGS]
 
 
 def assert_legal(result: MetricResult) -> None:
@@ -85,8 +86,10 @@ def test_builtins_always_return_a_legal_result(output: Any, record: dict[str, An
 @given(expected=JSON_SAFE, allowed=st.lists(JSON_SAFE, min_size=1, max_size=4), output=OUTPUTS)
 def test_drawn_literals_always_give_a_legal_result(expected: Any, allowed: list[Any], output: Any) -> None:
     example = Example(id="p", line=1, fields={}, output=output)
-    assert_legal(parse_metric_spec({"type": "exact_match", "expected": expected}).build(Path("."))(example))
-    assert_legal(parse_metric_spec({"type": "enum", "values": allowed}).build(Path("."))(example))
+    assert_legal(
+        parse_metric_spec({"type": "exact_match", "expected": expected}).build(BuildContext(Path(".")))(example)
+    )
+    assert_legal(parse_metric_spec({"type": "enum", "values": allowed}).build(BuildContext(Path(".")))(example))
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -95,8 +98,22 @@ def test_host_metric_always_returns_a_legal_result(tmp_path: Path, returned: Any
     source = tmp_path / "echo_metric.py"
     if not source.exists():
         source.write_text("def echo(record):\n    return record['returned']\n")
-    function = parse_metric_spec({"type": "python", "function": "echo_metric.py:echo"}).build(tmp_path)
+    function = parse_metric_spec({"type": "python", "function": "echo_metric.py:echo"}).build(BuildContext(tmp_path))
     result = function(Example(id="p", line=1, fields={"returned": returned}, output="x"))
     assert_legal(result)
     if isinstance(returned, bool) or (isinstance(returned, float) and not math.isfinite(returned)):
         assert isinstance(result, Score) and result.diagnostics[0].code == "host_bad_return"
+
+
+@settings(max_examples=200, deadline=None)
+@given(output=OUTPUTS, record=RECORDS)
+def test_a_metric_that_declares_itself_binary_scores_only_0_or_1(output: Any, record: dict[str, Any]) -> None:
+    """``binary`` is what the failing-examples reader trusts to call a value of 0 a fail: a type that declares it
+    must never score anything else (and set_overlap, which scores fractions, must not declare it)."""
+    example = Example(id="p", line=1, fields=record, output=output)
+    for config, function in zip(CONFIGS, BUILT, strict=True):
+        result = function(example)
+        value = result if type(result) is float else result.value if isinstance(result, Score) else None
+        if METRIC_TYPES[config["type"]].binary and value is not None:
+            assert value in (0.0, 1.0), (config, value)
+    assert not METRIC_TYPES["set_overlap"].binary and not METRIC_TYPES["python"].binary

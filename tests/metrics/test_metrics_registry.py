@@ -13,6 +13,7 @@ from pydantic import BaseModel, ValidationError
 from evalglass.core.example import Example
 from evalglass.core.score import Score, Status
 from evalglass.metrics import METRIC_TYPES, AnyMetricSpec, MetricSpec, parse_metric_spec
+from evalglass.metrics.base import BuildContext
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 BUILTINS = {
@@ -110,7 +111,7 @@ def test_host_guide_example_runs_as_documented(tmp_path: Path) -> None:
     (source,) = re.findall(r"```python\n(.*?)```", DOCS.read_text(encoding="utf-8"), flags=re.DOTALL)
     (tmp_path / "evals").mkdir()
     (tmp_path / "evals" / "graders.py").write_text(source)
-    function = parse_metric_spec(documented_entries()["cites_real_sources"]).build(tmp_path)
+    function = parse_metric_spec(documented_entries()["cites_real_sources"]).build(BuildContext(tmp_path))
     record = {"allowed_sources": ["https://a.example", "https://b.example"]}
 
     def run(output: str) -> float | Score:

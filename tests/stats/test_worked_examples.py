@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from evalglass.core.stats import (
+    UNIT_SCALE,
     Direction,
     Note,
-    Scale,
     Sides,
     bootstrap,
     clopper_pearson,
@@ -64,7 +64,7 @@ def test_edge_case_examples() -> None:
 
 
 def test_sensitivity_example() -> None:
-    bounds = sensitivity_bounds([1.0] * 104 + [0.0] * 12, excluded=4, scale=Scale.binary(), direction=HIGHER)
+    bounds = sensitivity_bounds([1.0] * 104 + [0.0] * 12, excluded=4, scale=UNIT_SCALE, direction=HIGHER)
     assert bounds is not None and (r4(bounds.worst), r4(bounds.best)) == (0.8667, 0.9)
 
 

@@ -36,8 +36,8 @@ from evalglass.core.score import Diagnostic, Score, Status, Validity
 
 __all__ = [
     "CHECK_EXIT_CODES",
+    "CHECK_REPAIRS",
     "DEFAULT_POLICY_ID",
-    "REPAIRS",
     "BindingStatus",
     "CheckOutcome",
     "CheckReason",
@@ -69,7 +69,9 @@ class Repair(StrEnum):
     REPAIR_MEASUREMENT = "repair the measurement"
 
 
-REPAIRS: Mapping[CheckOutcome, Repair] = MappingProxyType(
+#: The kind of repair each check outcome calls for (a CheckResult records it as ``repair``); not the texts that
+#: say how to clear a blocked gate (``report.explain.BLOCK_REASON_FIXES``).
+CHECK_REPAIRS: Mapping[CheckOutcome, Repair] = MappingProxyType(
     {
         CheckOutcome.PASS: Repair.ACCEPT_WORK,
         CheckOutcome.FAIL: Repair.INVESTIGATE_WORK,
@@ -351,8 +353,8 @@ class CheckResult(BaseModel):
 
     def _violation(self) -> str | None:
         outcome, binding, policy = self.outcome, self.binding, self.policy
-        if self.repair is not REPAIRS[outcome]:
-            return f"{outcome.value} is repaired by {REPAIRS[outcome].value!r}, not {self.repair.value!r}"
+        if self.repair is not CHECK_REPAIRS[outcome]:
+            return f"{outcome.value} is repaired by {CHECK_REPAIRS[outcome].value!r}, not {self.repair.value!r}"
         if self.policy_fingerprint != policy.fingerprint:
             return "policy_fingerprint does not match the recorded policy"
 

@@ -28,9 +28,8 @@ from evalglass.core.compare import (
     gold_difference,
     pair_ids,
 )
-from evalglass.core.estimate import IntervalSpec, ScaleSpec
+from evalglass.core.estimate import IntervalSpec
 from evalglass.core.gates import (
-    Direction,
     GateResult,
     GateRule,
     GateSpec,
@@ -40,8 +39,7 @@ from evalglass.core.gates import (
     measurement_reasons,
     meets,
 )
-from evalglass.core.stats import POWER, Sides, detectable_drop, pairs_to_detect
-from evalglass.core.stats import Direction as StatsDirection
+from evalglass.core.stats import POWER, Direction, ScaleSpec, Sides, detectable_drop, pairs_to_detect
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +116,7 @@ def decide_comparative_gate(
             inputs.ids,
             interval=interval,
             clusters=clusters,
-            sides=StatsDirection(spec.direction.value).unfavourable_side if lower else Sides.TWO_SIDED,
+            sides=spec.direction.unfavourable_side if lower else Sides.TWO_SIDED,
             level=spec.level if lower else None,
             higher_is_better=spec.direction is Direction.HIGHER_IS_BETTER,
         )

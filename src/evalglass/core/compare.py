@@ -23,9 +23,9 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalglass.core.columns import SCORED_VALID
-from evalglass.core.estimate import IntervalSpec, ScaleSpec
+from evalglass.core.estimate import IntervalSpec
 from evalglass.core.population import Population, population_of_states
-from evalglass.core.stats import PairedDifference, Sides, is_binary, paired_difference
+from evalglass.core.stats import PairedDifference, ScaleSpec, Sides, is_binary, paired_difference
 
 COMPARISON_SCHEMA: Final = "evalglass.comparison/1"
 

@@ -23,7 +23,7 @@ from evalglass.core.authority import (
 from evalglass.core.checks import CheckResult
 from evalglass.core.columns import SCORED_VALID, ScoreColumn
 from evalglass.core.comparative import ComparativeInputs, decide_comparative_gate
-from evalglass.core.estimate import Estimate, IntervalSpec, ScaleSpec, Sensitivity
+from evalglass.core.estimate import Estimate, IntervalSpec, Sensitivity
 from evalglass.core.gates import GateResult, GateRule, GateSpec, Outcome, evaluate_check_gate, evaluate_gate
 from evalglass.core.population import Population, population_of
 from evalglass.core.reduce import reduce_column
@@ -32,7 +32,7 @@ from evalglass.core.stats import (
     Direction,
     Interval,
     Reducer,
-    Scale,
+    ScaleSpec,
     confidence_interval,
     is_binary,
     one_sided_bound,
@@ -161,7 +161,7 @@ def _sensitivity(values: FloatArray, population: Population, scale: ScaleSpec | 
         bounds = sensitivity_bounds(
             values,
             excluded=population.excluded_total,
-            scale=Scale.bounded(scale.min, scale.max),
+            scale=scale,
             direction=Direction.HIGHER_IS_BETTER,
         )
     except ValueError:  # values outside the declared scale: no honest bound to show

@@ -26,24 +26,6 @@ class IntervalSpec(BaseModel):
         return None if self.method == "auto" else Method(self.method)
 
 
-class ScaleSpec(BaseModel):
-    """The range a metric's values can take; needed for sensitivity bounds."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-
-    min: float
-    max: float
-
-    @model_validator(mode="after")
-    def _ordered(self) -> ScaleSpec:
-        if not (math.isfinite(self.min) and math.isfinite(self.max) and self.min < self.max):
-            raise ValueError(f"scale needs finite min < max, got [{self.min}, {self.max}]")
-        return self
-
-
-UNIT_SCALE = ScaleSpec(min=0.0, max=1.0)
-
-
 class Sensitivity(BaseModel):
     """The value if every excluded example had scored the scale's minimum (``low``) or maximum (``high``).
 

@@ -13,7 +13,7 @@ from evalglass.core.compare import GateComparison
 from evalglass.core.estimate import Estimate
 from evalglass.core.population import Population
 from evalglass.core.score import Status, Validity
-from evalglass.core.stats import Interval
+from evalglass.core.stats import Direction, Interval
 
 
 class Outcome(StrEnum):
@@ -23,11 +23,6 @@ class Outcome(StrEnum):
     PASS = "pass"
     FAIL = "fail"
     BLOCKED = "blocked"
-
-
-class Direction(StrEnum):
-    HIGHER_IS_BETTER = "higher_is_better"
-    LOWER_IS_BETTER = "lower_is_better"
 
 
 class GateRule(StrEnum):

@@ -2,18 +2,15 @@
 
 A string output is parsed as one JSON document; an output that is already structured (or absent) is left as it is.
 Text that does not parse becomes an :class:`UnparsedOutput`, which metrics never receive as if it were an output:
-the pipeline scores it ``error`` (``output_not_json``) for every metric, except ``json_valid``, whose job is to judge
-exactly that, and which gets the text and measures it (0.0).
+the pipeline scores it ``error`` (``output_not_json``) for every metric, except one that declares ``judges_json``
+(``json_valid``), whose job is to judge exactly that, and which gets the text and measures it (0.0).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Final
-
-#: Metric types that judge whether an output is JSON: they get the raw text of an unparsed output.
-JUDGES_JSON: Final = frozenset({"json_valid"})
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,10 +21,11 @@ from pydantic import BaseModel, ValidationError
 
 from evalglass import redaction
 from evalglass.core.fingerprint import PREFIX
-from evalglass.core.score import Score, ScoreContractError
+from evalglass.core.score import ScoreContractError
 from evalglass.core.scorecard import Scorecard
 from evalglass.engine import jsonsource
 from evalglass.engine.runfolder import PartialFile, write_atomic
+from evalglass.engine.scoresblock import BadBlock, ScoresBlock, decode_block, decode_score, encode_block
 from evalglass.engine.userfiles import open_regular, read_regular, unreadable
 from evalglass.errors import SetupError, first_problem, first_problem_at
 
@@ -62,22 +63,11 @@ def write_text(path: Path, text: str) -> None:
     write_atomic(path, redaction.current().text_bytes(text.encode()))
 
 
-def score_to_json(result: float | Score) -> Any:
-    """Scored+valid without diagnostics is stored as a bare number; every other score in full."""
-    if not isinstance(result, Score):
-        return float(result)
-    if result.included and not result.diagnostics and not result.evidence:
-        return result.value
-    return result.model_dump(mode="json", exclude_defaults=True)
-
-
 class ScoresWriter:
     """Streams blocks of examples' scores into a hidden file that becomes ``scores.jsonl`` on commit.
 
-    Each line is one block of consecutive examples, stored as columns (one ``orjson.dumps`` per block, no object
-    or formatting per example): ``{"ids": [...], "lines": [...], "scores": {metric: [...]}}``, plus
-    ``"clusters": [...]`` in a clustered run. ``scores[metric][i]`` is row ``i``'s encoded score (see
-    :func:`score_to_json`), or the list of its samples' scores when the task has samples.
+    Each line is one block of consecutive examples, stored as columns and encoded by
+    :func:`evalglass.engine.scoresblock.encode_block` (the one place that says what a block is).
     """
 
     def __init__(self, folder: Path) -> None:
@@ -95,25 +85,14 @@ class ScoresWriter:
         """One block; ``clusters`` (one per example, None for none) only in a clustered run. Empty: nothing."""
         if not ids:
             return
-        self._write(self._encoded(ids, lines, scores, clusters))
+        self._write(encode_block(ids, lines, scores, clusters))
 
     def write_blocks(
         self, blocks: list[tuple[list[str], list[int], dict[str, list[Any]], list[str | None] | None]]
     ) -> None:
         """:meth:`write_block` of each, in order, with the same bytes, redacted, hashed and written at once (no
         secret's JSON form holds a raw newline, so none can straddle two blocks)."""
-        self._write(b"".join(self._encoded(*block) for block in blocks if block[0]))
-
-    @staticmethod
-    def _encoded(
-        ids: list[str], lines: list[int], scores: dict[str, list[Any]], clusters: list[str | None] | None
-    ) -> bytes:
-        if any(len(entries) != len(ids) for entries in scores.values()) or len(lines) != len(ids):
-            raise ValueError("a block needs one line number and one score per metric for every id")
-        block: dict[str, Any] = {"ids": ids, "lines": lines, "scores": scores}
-        if clusters is not None:
-            block["clusters"] = clusters
-        return orjson.dumps(block, option=orjson.OPT_APPEND_NEWLINE)
+        self._write(b"".join(encode_block(*block) for block in blocks if block[0]))
 
     def _write(self, data: bytes) -> None:
         data = self._redactor.json_bytes(data)
@@ -185,19 +164,20 @@ def load_runrecord(folder: Path) -> RunRecord:
 
 def score_rows(path: Path) -> Iterator[dict[str, Any]]:
     """Each example of a scores file as its own row: ``{"id", "line", "scores": {metric: entry}}`` (plus
-    ``"cluster"`` in a clustered run), for readers that want one example at a time. Not validated: see
-    :func:`load_columns`."""
+    ``"cluster"`` in a clustered run), for readers that want one example at a time. Each block is decoded and its
+    shape checked (:func:`~evalglass.engine.scoresblock.decode_block`: ``BadBlock`` or ``JsonRefused``, both
+    ``ValueError``); the scores themselves are not validated: see :func:`load_columns`."""
     with open_regular(path, what="scores file", missing_fix=NOT_A_RUN, buffering=-1) as handle:
         for raw in handle:
             if not raw.strip():
                 continue
-            block = jsonsource.loads(raw)
-            clusters = block.get("clusters")
-            for index, (example_id, line) in enumerate(zip(block["ids"], block["lines"], strict=True)):
+            block = decode_block(raw)
+            clusters = block.clusters
+            for index, (example_id, line) in enumerate(zip(block.ids, block.lines, strict=True)):
                 row: dict[str, Any] = {
                     "id": example_id,
                     "line": line,
-                    "scores": {name: entries[index] for name, entries in block["scores"].items()},
+                    "scores": {name: entries[index] for name, entries in block.scores.items()},
                 }
                 if clusters is not None:
                     row["cluster"] = clusters[index]
@@ -241,7 +221,8 @@ def load_columns(
             if not raw.strip():
                 continue
             where = f"{path}:{number}"
-            block_ids, scores, clusters = _block(raw, where, clustered)
+            block = _block(raw, where)
+            block_ids, scores = block.ids, block.scores
             size = len(block_ids)
             if ids:
                 if not all_of_type(block_ids, str):
@@ -261,8 +242,6 @@ def load_columns(
                 entries = scores.get(name)
                 if entries is None:
                     continue
-                if not isinstance(entries, list) or len(entries) != size:
-                    raise SetupError(f"metric '{name}' does not have one score per example of the block", where=where)
                 if samples:
                     for index, sampled in enumerate(entries):
                         if not isinstance(sampled, list) or not sampled:
@@ -275,7 +254,7 @@ def load_columns(
                 for index, count in enumerate(rows):
                     example_of_row.extend([examples + index] * count)
             if cluster_ids is not None:
-                for index, cluster in enumerate(clusters):
+                for index, cluster in enumerate(block.clusters or [None] * size):
                     key = cluster if isinstance(cluster, str) else f"\x00unclustered:{examples + index}"
                     cluster_ids.append(cluster_keys.setdefault(key, len(cluster_keys)))
             examples += size
@@ -292,26 +271,14 @@ def _read_lines(handle: IO[bytes], path: Path) -> Iterator[bytes]:
         raise unreadable(path, "scores file", exc) from None
 
 
-def _block(raw: bytes, where: str, clustered: bool) -> tuple[list[Any], dict[str, Any], list[Any]]:
-    """A block's ids, scores and clusters (one per id), or the error naming the line that is not a block."""
+def _block(raw: bytes, where: str) -> ScoresBlock:
+    """A decoded block, or the error naming the line that is not one."""
     try:
-        block = jsonsource.loads(raw)
-        ids, lines, scores = block["ids"], block["lines"], block["scores"]
+        return decode_block(raw)
     except jsonsource.JsonRefused as exc:
         raise SetupError(f"scores line is refused: {exc}", where=where, fix=REGENERATE) from None
-    except (orjson.JSONDecodeError, KeyError, TypeError):
-        raise SetupError("scores line is not a block of recorded examples", where=where) from None
-    clusters = block.get("clusters", [None] * len(ids)) if clustered else []
-    if not (
-        isinstance(ids, list)
-        and isinstance(lines, list)
-        and isinstance(scores, dict)
-        and isinstance(clusters, list)
-        and len(lines) == len(ids)
-        and (not clustered or len(clusters) == len(ids))
-    ):
-        raise SetupError("scores line is not a block of recorded examples", where=where)
-    return ids, scores, clusters
+    except BadBlock as exc:
+        raise SetupError(str(exc), where=where) from None
 
 
 def _extend_loaded(column: ScoreColumn, name: str, entries: list[Any], where: str) -> None:
@@ -322,7 +289,7 @@ def _extend_loaded(column: ScoreColumn, name: str, entries: list[Any], where: st
 
 def _append_loaded(column: ScoreColumn, name: str, entry: Any, where: str) -> None:
     try:
-        column.append(entry if isinstance(entry, int | float) else Score.model_validate(entry))
+        column.append(decode_score(entry))
     except (ValidationError, ScoreContractError) as exc:
         raise SetupError(
             f"score of metric '{name}' breaks the score contract: {_first_error(exc)}",

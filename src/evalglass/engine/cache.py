@@ -290,4 +290,11 @@ def _connect(path: Path, busy_timeout: float) -> sqlite3.Connection:
     return db
 
 
+if TYPE_CHECKING:  # mypy checks that the SQLite store is what a run's store must be (the port)
+    from evalglass.lanes.callcache import RunCallStore
+
+    def _is_a_run_store(cache: CallCache) -> RunCallStore:
+        return cache
+
+
 __all__ = ["CacheMode", "CacheUnavailable", "CallCache", "Hit", "cache_key"]

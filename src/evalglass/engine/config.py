@@ -28,8 +28,7 @@ from evalglass.engine.yamlsource import YamlDocument, load_yaml
 from evalglass.errors import LocatedValueError, SetupError
 from evalglass.lanes.checkspec import CheckSpec
 from evalglass.lanes.specs import ChatLaneSpec, CommandLaneSpec, EndpointSpec, LaneSpec, PythonLaneSpec
-from evalglass.metrics.check import CheckMetricSpec
-from evalglass.metrics.llm_judge import LlmJudgeSpec
+from evalglass.metrics.llm_judge import LlmJudgeSpec, judges_among
 from evalglass.metrics.registry import AnyMetricSpec
 from evalglass.metrics.versions import gate_evaluators
 
@@ -209,22 +208,22 @@ class Config(BaseModel):
         """Names that must refer to something declared elsewhere. Every broken reference is reported, each at the
         key that makes it (a gate's ``metric``, a metric's ``check``), not at the top of the file."""
         problems: list[tuple[tuple[str | int, ...], str]] = []
-        per_example = {spec.check for spec in self.metrics.values() if isinstance(spec, CheckMetricSpec)}
+        per_example = self.per_example_checks
         for name, spec in self.metrics.items():
-            if isinstance(spec, CheckMetricSpec):
-                check = self.checks.get(spec.check)
+            for key, named in spec.check_references().items():
+                check = self.checks.get(named)
                 if check is None:
                     problems.append(
                         (
-                            ("metrics", name, "check"),
-                            f"metric '{name}' names check '{spec.check}', which is not declared{_known(self.checks)}",
+                            ("metrics", name, key),
+                            f"metric '{name}' names check '{named}', which is not declared{_known(self.checks)}",
                         )
                     )
                 elif check.target is not None and check.target.path is not None:
                     problems.append(
                         (
-                            ("metrics", name, "check"),
-                            f"metric '{name}' runs check '{spec.check}' per example, but that check is bound to "
+                            ("metrics", name, key),
+                            f"metric '{name}' runs check '{named}' per example, but that check is bound to "
                             f"'{check.target.path}'; a per-example check's target declares only include/exclude",
                         )
                     )
@@ -313,11 +312,12 @@ class Config(BaseModel):
 
     @property
     def shipped_metrics(self) -> set[str]:
-        """Metrics whose per-example calls a cluster executor ships: host ``python`` metrics and ``check`` metrics
-        (the builtins cost less to compute than to ship; LLM judges are I/O and stay on the driver)."""
+        """Metrics whose per-example calls a cluster executor ships: those that say they are ``shippable`` (host
+        ``python`` metrics and ``check`` metrics; the builtins cost less to compute than to ship; LLM judges are I/O
+        and stay on the driver)."""
         if not isinstance(self.executor, RayExecutorSpec):
             return set()
-        return {name for name, spec in self.metrics.items() if spec.type in ("python", "check")}
+        return {name for name, spec in self.metrics.items() if spec.shippable}
 
     def _output_is_not_gold(self) -> None:
         """A recorded output read from a gated metric's reference field (or a field inside or around it) would be
@@ -343,7 +343,7 @@ class Config(BaseModel):
     def secret_names(self) -> tuple[str, ...]:
         """Every variable whose value is a secret by declaration: ``secrets:`` and each lane's or judge's
         ``api_key_env``."""
-        keys = [spec.api_key_env for spec in (self.task, *self.judges.values()) if isinstance(spec, EndpointSpec)]
+        keys = [spec.api_key_env for spec in (self.task, *self.metrics.values()) if isinstance(spec, EndpointSpec)]
         return tuple(dict.fromkeys((*self.secrets, *(name for name in keys if name))))
 
     @property
@@ -389,22 +389,23 @@ class Config(BaseModel):
 
     @property
     def judges(self) -> dict[str, LlmJudgeSpec]:
-        return {name: spec for name, spec in self.metrics.items() if isinstance(spec, LlmJudgeSpec)}
+        return judges_among(self.metrics)
 
     @property
     def live(self) -> bool:
-        """A run that calls something during scoring (a lane or a judge) takes the asynchronous path."""
-        return self.lane is not None or bool(self.judges)
+        """A run that calls something during scoring (a lane, or a ``live`` metric: a judge) takes the asynchronous
+        path."""
+        return self.lane is not None or any(spec.live for spec in self.metrics.values())
 
     @property
     def uses_call_cache(self) -> bool:
-        """Whether anything in the run reads or writes the call cache: judges always do, a lane when its ``cache``
-        is on. A run where nothing does opens no cache file."""
-        return bool(self.judges) or (self.lane is not None and self.lane.cache)
+        """Whether anything in the run reads or writes the call cache: live metrics (judges) always do, a lane when
+        its ``cache`` is on. A run where nothing does opens no cache file."""
+        return any(spec.live for spec in self.metrics.values()) or (self.lane is not None and self.lane.cache)
 
     @property
     def per_example_checks(self) -> set[str]:
-        return {spec.check for spec in self.metrics.values() if isinstance(spec, CheckMetricSpec)}
+        return {check for spec in self.metrics.values() for check in spec.check_references().values()}
 
     @property
     def standalone_checks(self) -> list[str]:
@@ -472,8 +473,8 @@ class Config(BaseModel):
         if gate.rule is GateRule.LOWER_BOUND:
             payload["interval"] = spec.interval.model_dump(mode="json")
         files = dict(files_of.get(metric, {}))
-        if isinstance(spec, CheckMetricSpec):
-            files.update(files_of.get(check_files_key(spec.check), {}))
+        for check_name in spec.check_references().values():
+            files.update(files_of.get(check_files_key(check_name), {}))
         if files:
             payload["files"] = files
         if metric in self.shipped_metrics and isinstance(self.executor, RayExecutorSpec):

@@ -30,6 +30,7 @@ from evalglass.core.gates import GateResult, meets
 from evalglass.core.runrecord import SCORES_FILE, RunRecord
 from evalglass.core.scorecard import Scorecard
 from evalglass.core.uniform import all_of_type
+from evalglass.engine.scoresblock import decode_block
 from evalglass.errors import SetupError
 
 EXCERPT = 60
@@ -125,15 +126,17 @@ def fail_rules(card: Scorecard) -> dict[str, FailRule]:
             ),
             None,
         )
-        rules[metric.name] = FailRule(gate=gate, binary=metric.type in _BINARY_TYPES)
+        rules[metric.name] = FailRule(gate=gate, binary=_binary(metric.type))
     return rules
 
 
-#: Builtin metrics scoring 1 for a pass and 0 for a fail.
-_BINARY_TYPES = frozenset(
-    {"exact_match", "enum", "contains", "regex", "json_valid", "json_schema", "field_present", "numeric_bounds"}
-    | {"word_count", "check"}
-)
+def _binary(metric_type: str) -> bool:
+    """Whether the recorded metric type scores 1 for a pass and 0 for a fail (what the type itself declares; a
+    type this version does not know is not assumed to)."""
+    from evalglass.metrics.registry import METRIC_TYPES
+
+    spec_class = METRIC_TYPES.get(metric_type)
+    return spec_class is not None and spec_class.binary
 
 
 def _entry_rows(entry: Any, rule: FailRule) -> Iterator[tuple[ExampleState, float | None, str | None]]:
@@ -198,10 +201,10 @@ def _rows_of(
         if not raw.strip():
             continue
         try:
-            block = orjson.loads(raw)
-            ids, lines, scores = block["ids"], block["lines"], block["scores"]
-        except (orjson.JSONDecodeError, KeyError, TypeError):
+            block = decode_block(raw)
+        except ValueError:  # BadBlock, JsonRefused
             raise SetupError("scores file block is unreadable", where=f"{path}:{number}") from None
+        ids, lines, scores = block.ids, block.lines, block.scores
         columns = {name: scores.get(name) or [None] * len(ids) for name in wanted}
         if not (states & _VALID_STATES) and all(rules[name].all_pass(columns[name]) for name in wanted):
             continue  # every example of the block passes every chosen metric: nothing to list

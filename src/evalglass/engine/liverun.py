@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 
@@ -44,6 +44,7 @@ from evalglass.engine.config import LoadedConfig
 from evalglass.engine.dataset import BadLine
 from evalglass.engine.executorspec import RayExecutorSpec
 from evalglass.engine.interrupts import LoopStopper
+from evalglass.engine.metricbuild import build_live_metric
 from evalglass.engine.progress import Counters, Reporter
 from evalglass.engine.runfolder import PartialFile
 from evalglass.engine.sink import (
@@ -66,9 +67,10 @@ from evalglass.engine.source import DatasetSource
 from evalglass.engine.tokens import Tally
 from evalglass.errors import SetupError
 from evalglass.lanes.executor import AsyncioExecutor, EndpointLimit, Executor
-from evalglass.lanes.ports import Grader, Lane
+from evalglass.lanes.ports import Lane
 from evalglass.lanes.retry import Attempt
 from evalglass.lanes.specs import ChatLaneSpec
+from evalglass.metrics.base import AsyncScorer
 
 if TYPE_CHECKING:
     from evalglass.engine.raycluster import RayCluster
@@ -182,7 +184,7 @@ def _storable(sample: dict[str, Any]) -> dict[str, Any]:
 @dataclass
 class _Built:
     lane: Lane | None = None
-    judges: dict[str, Grader] = field(default_factory=dict)
+    judges: dict[str, AsyncScorer] = field(default_factory=dict)
 
     async def aclose(self) -> None:
         closers = [self.lane.aclose()] if self.lane is not None else []
@@ -216,16 +218,12 @@ def _build(loaded: LoadedConfig, executor: Executor, cache: CallCache | None) ->
                 )
             except LaneConfigError as exc:
                 raise SetupError(f"task: {exc}", where=str(loaded.path)) from None
-        for name, spec in config.judges.items():
-            from evalglass.lanes.judge import Judge  # the openai SDK and aiohttp: only when a judge is declared
-
-            try:
-                built.judges[name] = Judge(spec, base_dir=loaded.base_dir, executor=executor, cache=cache)
-            except LaneConfigError as exc:
-                raise SetupError(f"metric '{name}': {exc}", where=str(loaded.path)) from None
+        for name, spec in config.metrics.items():
+            if spec.live:  # built like every metric (engine.metricbuild), here because its clients need the loop
+                built.judges[name] = build_live_metric(loaded, name, executor, cache)
     except BaseException as exc:
         # Whatever was built before the failure holds open clients.
-        closers: list[Lane | Grader] = [built.lane] if built.lane is not None else []
+        closers: list[Lane | AsyncScorer] = [built.lane] if built.lane is not None else []
         closers.extend(built.judges.values())
         for item in closers:
             with contextlib.suppress(Exception):
@@ -442,7 +440,7 @@ class LiveScorer:
             self.counters.count_result(found[name], 1)
         return found, notes
 
-    async def _judge(self, judge: Grader, row: Example, notes: dict[str, dict[str, Any]], name: str) -> Score:
+    async def _judge(self, judge: AsyncScorer, row: Example, notes: dict[str, dict[str, Any]], name: str) -> Score:
         if type(row.output) is UnparsedOutput:
             return not_json_score(name, row, row.output)
         result = await judge.judge(row)
@@ -662,20 +660,15 @@ async def calibrate_with_judge(
     """Run one judge over labelled examples with the run's executor limits and cache (``evalglass calibrate``)."""
     try:
         from evalglass.lanes.judge import Judge, calibrate_judge
-        from evalglass.lanes.task import LaneConfigError
     except ImportError as exc:
         raise _live_extra_missing(exc) from None
 
-    spec = loaded.config.judges[name]
     cache = open_cache(loaded, cache_mode)
     executor = build_executor(loaded)
     try:
+        judge = build_live_metric(loaded, name, executor, cache)
         try:
-            judge = Judge(spec, base_dir=loaded.base_dir, executor=executor, cache=cache)
-        except LaneConfigError as exc:
-            raise SetupError(f"metric '{name}': {exc}", where=str(loaded.path)) from None
-        try:
-            result = await calibrate_judge(judge, labelled)
+            result = await calibrate_judge(cast(Judge, judge), labelled)
         finally:
             await judge.aclose()
         return result.calibration, len(result.results), tuple(cache.problems() if cache is not None else ())

@@ -26,7 +26,6 @@ from evalglass.core.checks import CheckResult
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
-from evalglass.core.outputparse import JUDGES_JSON
 from evalglass.core.runrecord import SCORES_FILE, BaselineRecord, RunRecord
 from evalglass.core.score import Score
 from evalglass.core.scorecard import Scorecard
@@ -37,7 +36,6 @@ from evalglass.engine.artifacts import (
     RUNRECORD_FILE,
     SCORECARD_FILE,
     ScoresWriter,
-    score_to_json,
     write_model,
     write_text,
 )
@@ -47,18 +45,20 @@ from evalglass.engine.decision import Evidence, decided_scorecard, run_record
 from evalglass.engine.digests import private_key, signing_key_from_env, write_digests
 from evalglass.engine.executorspec import RayExecutorSpec
 from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger
+from evalglass.engine.metricbuild import build_metrics
 from evalglass.engine.runfolder import PartialFile, locked, make_dirs, write_atomic, writing
+from evalglass.engine.scoresblock import encode_score
 from evalglass.engine.sink import (
     BuiltMetric,
     RowShape,
     Scored,
+    ScoresSink,
     append_result,
     append_results,
     call_metric,
     check_duplicate,
     cluster_key,
     expand,
-    guard_unparsed,
     metric_pool,
     metric_workers,
     new_row_shape,
@@ -67,10 +67,6 @@ from evalglass.engine.sink import (
 from evalglass.engine.staleness import stale_causes
 from evalglass.errors import Interrupted, SetupError
 from evalglass.lanes.shipping import ClusterLost
-from evalglass.metrics.base import build_with_batch
-from evalglass.metrics.check import CheckMetricSpec, CheckSink
-from evalglass.metrics.errors import MetricLoadError
-from evalglass.metrics.llm_judge import LlmJudgeSpec
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -120,42 +116,11 @@ class CheckRecordWriter:
         self._file.abort()
 
 
-def build_metrics(
-    loaded: LoadedConfig, check_sink: CheckSink | None = None, cluster: RayCluster | None = None
-) -> list[BuiltMetric]:
-    """The synchronous metrics, built once. LLM judges are asynchronous: the live run builds them in its loop.
-    With a ``cluster``, the metrics it ships (host ``python`` and ``check`` metrics) are built to run there, and
-    run concurrently across examples like any metric that waits on something outside the process."""
-    built: list[BuiltMetric] = []
-    config = loaded.config
-    shipped = config.shipped_metrics if cluster is not None else set()
-    for name, spec in config.metrics.items():
-        if isinstance(spec, LlmJudgeSpec):
-            continue
-        try:
-            if name in shipped:
-                from evalglass.engine.raycluster import build_shipped_metric
-
-                assert cluster is not None
-                built.append(BuiltMetric(name, build_shipped_metric(cluster, loaded, name, check_sink), True))
-                continue
-            if isinstance(spec, CheckMetricSpec):
-                function = spec.build_check(config.checks[spec.check], loaded.base_dir, check_sink)
-            else:
-                function = build_with_batch(spec, spec.build(loaded.base_dir))
-        except MetricLoadError as exc:
-            raise SetupError(f"metric '{name}': {exc}", where=str(loaded.path)) from None
-        if config.parse_json:
-            function = guard_unparsed(name, spec.type in JUDGES_JSON, function)
-        built.append(BuiltMetric(name=name, function=function, parallel=spec.parallel))
-    return built
-
-
 def score_batch(
     batch: ExampleBatch | list[Example | BadLine],
     metrics: list[BuiltMetric],
     columns: dict[str, ScoreColumn],
-    writer: ScoresWriter,
+    writer: ScoresSink,
     pool: ThreadPoolExecutor | None,
     shape: RowShape,
 ) -> None:
@@ -211,7 +176,7 @@ def _score_single_rows(
     expanded: list[list[Example] | Score],
     metrics: list[BuiltMetric],
     columns: dict[str, ScoreColumn],
-    writer: ScoresWriter,
+    writer: ScoresSink,
     pool: ThreadPoolExecutor | None,
     shape: RowShape,
 ) -> None:
@@ -227,7 +192,7 @@ def _score_single_rows(
     runs: list[int | tuple[Score, Any]] = []
     for rows in expanded:
         if isinstance(rows, Score):
-            runs.append((rows, score_to_json(rows)))
+            runs.append((rows, encode_score(rows)))
         elif runs and isinstance(runs[-1], int):
             runs[-1] += 1
         else:
@@ -570,7 +535,7 @@ def refuse_duplicate_ids(hashes: array[int], loaded: LoadedConfig) -> None:
         check_duplicate(first_line, item, loaded.dataset_path)
 
 
-def score_recorded(loaded: LoadedConfig, metrics: list[BuiltMetric], writer: ScoresWriter) -> Scored:
+def score_recorded(loaded: LoadedConfig, metrics: list[BuiltMetric], writer: ScoresSink) -> Scored:
     """Recorded outputs (in the dataset or their own file): batches of examples, metric by metric (no event loop,
     no calls)."""
     from evalglass.engine.source import DatasetSource

@@ -4,9 +4,10 @@ What is shipped, each example's call as one Ray task:
 
 * the python lane's call (a sync function; an async one only with ``ship_async: true``) and the command lane's call,
   through :attr:`~evalglass.lanes.executor.Executor.offload` under the executor's usual limits;
-* a host ``python`` metric's call and a per-example ``check`` metric's check, through the functions
-  :func:`build_shipped_metric` builds (they block a driver thread while their task runs, so as many run at once as
-  the metric pool has threads).
+* a host ``python`` metric's call and a per-example ``check`` metric's check: the cluster is the
+  :class:`~evalglass.metrics.base.MetricShipper` a ``shippable`` metric is built with (:meth:`RayCluster.metric`,
+  :meth:`RayCluster.check_runner`; they block a driver thread while their task runs, so as many run at once as the
+  metric pool has threads).
 
 What stays on the driver: the dataset stream, the cache, chat lanes and LLM judges (I/O: an event loop already
 overlaps thousands of them), the builtin metrics (cheaper to compute than to ship), the writers. So the artifacts are
@@ -357,7 +358,7 @@ class RayCluster:
         return shipped_metric
 
     def check_runner(self, name: str) -> Callable[..., CheckResult]:
-        """A per-example check runner (``CheckMetricSpec.build_check``'s ``runner``) that runs each check on a
+        """A per-example check runner (what a shipped ``check`` metric runs each check with) that runs each check on a
         worker; :class:`WorkLost` propagates, and the check metric makes it that example's ``error``."""
         bound: dict[int, Callable[..., CheckResult]] = {}
 
@@ -370,17 +371,6 @@ class RayCluster:
             return self.call(name, fn, output, check_id, example_id)
 
         return run_shipped
-
-
-def build_shipped_metric(cluster: RayCluster, loaded: LoadedConfig, name: str, sink: Any) -> MetricFn:
-    """The metric ``name`` (a ``python`` or ``check`` metric) built to run its calls on ``cluster``."""
-    from evalglass.metrics.check import CheckMetricSpec
-
-    config = loaded.config
-    spec = config.metrics[name]
-    if isinstance(spec, CheckMetricSpec):
-        return spec.build_check(config.checks[spec.check], loaded.base_dir, sink, runner=cluster.check_runner(name))
-    return cluster.metric(name, spec.build(loaded.base_dir))
 
 
 def _host_code_by_value(base_dir: Path) -> None:
@@ -431,4 +421,4 @@ def _first_line(exc: BaseException) -> str:
     return lines[0][:300] if lines else type(exc).__name__
 
 
-__all__ = ["LOST_AFTER_S", "RAY_EXTRA_HINT", "RayCluster", "build_shipped_metric"]
+__all__ = ["LOST_AFTER_S", "RAY_EXTRA_HINT", "RayCluster"]

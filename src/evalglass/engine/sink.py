@@ -16,7 +16,7 @@ from array import array
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -29,15 +29,33 @@ from evalglass.core.outputparse import UnparsedOutput
 from evalglass.core.score import Score, ScoreContractError, Status
 from evalglass.core.scorecard import CallTotals, DatasetSummary
 from evalglass.core.usage import TokenUsage
-from evalglass.engine.artifacts import score_to_json
 from evalglass.engine.dataset import BadLine, field_getter
+from evalglass.engine.scoresblock import encode_score
 from evalglass.errors import SetupError
 from evalglass.metrics.base import BatchedMetric, MetricFn
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
 
+    from evalglass.engine.artifacts import ScoresWriter
     from evalglass.engine.config import Config
+
+    def _is_a_scores_sink(writer: ScoresWriter) -> ScoresSink:  # mypy checks the writer against the port
+        return writer
+
+
+class ScoresSink(Protocol):
+    """Where both producers write their scored blocks, in dataset order (the port): ``artifacts.ScoresWriter``
+    (``scores.jsonl``) today; another sink (a database) plugs in here. ``commit`` makes the blocks final and returns
+    their ``sha256:`` fingerprint; ``abort`` leaves nothing behind."""
+
+    def write_block(
+        self, ids: list[str], lines: list[int], scores: dict[str, list[Any]], clusters: list[str | None] | None
+    ) -> None: ...
+
+    def commit(self) -> str: ...
+
+    def abort(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -216,13 +234,13 @@ def append_result(column: ScoreColumn, name: str, result: Any) -> Any:
     except (ScoreContractError, TypeError) as exc:
         result = _bad_result(name, result, str(exc))
         column.append(result)
-    return result if type(result) is float else score_to_json(result)
+    return result if type(result) is float else encode_score(result)
 
 
 def same_score_everywhere(score: Score, columns: dict[str, ScoreColumn], samples: bool) -> dict[str, Any]:
     for column in columns.values():
         column.append(score)
-    encoded = score_to_json(score)
+    encoded = encode_score(score)
     return dict.fromkeys(columns, [encoded] if samples else encoded)
 
 

@@ -35,6 +35,16 @@ class CallStore(Protocol):
     def put(self, key: str, value: Any, *, kind: str, request: Any = None) -> bool: ...
 
 
+class RunCallStore(CallStore, Protocol):
+    """The call store as a run owns it: what lanes and judges use, plus what the run says and does at its end.
+    ``problems``: warning lines for what could not be stored (the run prints them; its results stand);
+    ``close``: release the store. :class:`evalglass.engine.cache.CallCache` is the one shipped today."""
+
+    def problems(self) -> list[str]: ...
+
+    def close(self) -> None: ...
+
+
 def cache_key(fingerprint: str, request: Any, sample: int) -> str:
     """The content address of one call: sha256 over (definition fingerprint, rendered request, sample index)."""
     return content_address({"f": fingerprint, "r": request, "s": sample})

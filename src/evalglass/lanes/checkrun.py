@@ -46,7 +46,7 @@ from typing import IO, Any, TypeAlias
 
 from evalglass import redaction
 from evalglass.core.checks import (
-    REPAIRS,
+    CHECK_REPAIRS,
     BindingStatus,
     CheckOutcome,
     CheckReason,
@@ -194,7 +194,7 @@ class _Run:
         return CheckResult(
             **self.facts,
             outcome=outcome,
-            repair=REPAIRS[outcome],
+            repair=CHECK_REPAIRS[outcome],
             reason=reason,
             detail=detail,
             duration_s=max(0.0, time.monotonic() - self.started_monotonic),
@@ -601,7 +601,7 @@ def _run_all(jobs: Sequence[Callable[[], CheckResult]], max_workers: int | None)
         raise CheckConfigError(f"max_workers must be at least 1, got {workers}")
     if workers == 1 or len(jobs) <= 1:
         return [job() for job in jobs]
-    # Here rather than at the top: every run imports this module, few run checks concurrently (~3 ms with logging).
+    # Here rather than at the top: only several standalone checks at once need a pool (~3 ms to import, with logging).
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=min(workers, len(jobs)), thread_name_prefix="evalglass-check") as pool:

@@ -58,7 +58,7 @@ from evalglass.metrics.llm_judge import (
 
 # ---------------------------------------------------------------------- parsing
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class JudgeAnswer:
     """A parsed judge answer: the score, the rationale and the scale category (None when off-scale)."""
 
     score: Score
@@ -102,8 +102,8 @@ def _short(text: str) -> str:
     return redaction.current().head(text, 200, "")
 
 
-def _unparseable(why: str, text: str, evidence: tuple[str, ...]) -> Verdict:
-    return Verdict(
+def _unparseable(why: str, text: str, evidence: tuple[str, ...]) -> JudgeAnswer:
+    return JudgeAnswer(
         Score.unmeasured(
             Status.ERROR,
             "judge_unparseable",
@@ -114,7 +114,7 @@ def _unparseable(why: str, text: str, evidence: tuple[str, ...]) -> Verdict:
     )
 
 
-def parse_verdict(text: str, scale: JudgeScale, *, evidence: tuple[str, ...] = ()) -> Verdict:
+def parse_judge_answer(text: str, scale: JudgeScale, *, evidence: tuple[str, ...] = ()) -> JudgeAnswer:
     """Turn the judge's raw answer into a Score (see the module docstring for the rules)."""
     answer = extract_json_object(text)
     if answer is None:
@@ -137,12 +137,12 @@ def parse_verdict(text: str, scale: JudgeScale, *, evidence: tuple[str, ...] = (
             return _unparseable(_short(f'"score" is not a finite number: {value!r}'), text, evidence)
         assert scale.min is not None and scale.max is not None
         if number.is_integer() and scale.min <= number <= scale.max:
-            return Verdict(
+            return JudgeAnswer(
                 Score(status=Status.SCORED, validity=Validity.VALID, value=number, evidence=evidence),
                 rationale,
                 int(number),
             )
-        return Verdict(
+        return JudgeAnswer(
             Score(
                 status=Status.SCORED,
                 validity=Validity.INVALID,
@@ -168,7 +168,7 @@ def parse_verdict(text: str, scale: JudgeScale, *, evidence: tuple[str, ...] = (
     if label not in values:
         folded = [name for name in values if name.casefold() == label.casefold()]
         if len(folded) != 1:
-            return Verdict(
+            return JudgeAnswer(
                 Score.unmeasured(
                     Status.ERROR,
                     "judge_off_scale",
@@ -180,7 +180,7 @@ def parse_verdict(text: str, scale: JudgeScale, *, evidence: tuple[str, ...] = (
                 None,
             )
         label = folded[0]
-    return Verdict(
+    return JudgeAnswer(
         Score(status=Status.SCORED, validity=Validity.VALID, value=values[label], evidence=evidence),
         rationale,
         label,
@@ -295,11 +295,11 @@ class Judge:
                 Status.ERROR, fault.code, f"the judge call failed: {fault.message}", fault.detail, evidence=evidence
             )
             return JudgeResult(score, attempts=attempts, call_id=key, tries=tries)
-        verdict = parse_verdict(reply.content, self.spec.scale, evidence=evidence)
+        parsed = parse_judge_answer(reply.content, self.spec.scale, evidence=evidence)
         return JudgeResult(
-            verdict.score,
-            verdict.rationale,
-            verdict.label,
+            parsed.score,
+            parsed.rationale,
+            parsed.label,
             reply.content,
             cached,
             attempts,
@@ -404,17 +404,17 @@ async def calibrate_judge(
 __all__ = [
     "DEFAULT_PROMPT",
     "Judge",
+    "JudgeAnswer",
     "JudgeCalibration",
     "JudgeResult",
     "JudgeScale",
     "LabelledExample",
     "LabelsFileError",
     "LlmJudgeSpec",
-    "Verdict",
     "calibrate_judge",
     "extract_json_object",
     "judge_fingerprint",
     "judge_fingerprint_of",
-    "parse_verdict",
+    "parse_judge_answer",
     "read_labels",
 ]

@@ -1,7 +1,8 @@
-"""The ports the live run drives lanes and judges through (typing.Protocol), so the engine names what it needs of
-them and nothing else: no ``Any`` on the live path, and another lane or judge (a cluster-shipped one, a recorded
-replay) plugs in by having these methods. The executor's port is :class:`evalglass.lanes.executor.Executor`; the
-call cache's, :class:`evalglass.lanes.callcache.CallStore`.
+"""The port the live run drives lanes through (typing.Protocol), so the engine names what it needs of them and
+nothing else: no ``Any`` on the live path, and another lane (a cluster-shipped one, a recorded replay) plugs in by
+having these methods. Judges' port is :class:`evalglass.metrics.base.AsyncScorer` (what an ``llm_judge`` metric
+builds); the executor's, :class:`evalglass.lanes.executor.Executor`; the call cache's,
+:class:`evalglass.lanes.callcache.CallStore`.
 
 Only names are imported here (under ``TYPE_CHECKING``): the engine imports this module without the live extra.
 """
@@ -12,8 +13,6 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from evalglass.core.example import Example
-    from evalglass.lanes.judge import JudgeResult
     from evalglass.lanes.task import Job, LaneOutcome
 
 
@@ -34,14 +33,4 @@ class Lane(Protocol):
     async def aclose(self) -> None: ...
 
 
-class Grader(Protocol):
-    """An LLM judge as the run uses it: one example's output graded; never raises for a per-example problem."""
-
-    fingerprint: str
-
-    async def judge(self, example: Example) -> JudgeResult: ...
-
-    async def aclose(self) -> None: ...
-
-
-__all__ = ["Grader", "Lane"]
+__all__ = ["Lane"]

@@ -1,7 +1,8 @@
-"""Builtin metrics and host Python metrics: validated specs that build per-example scoring functions.
+"""Every metric type (builtins, host Python metrics, checks, LLM judges): validated specs that build scorers.
 
-The engine needs three names: :data:`AnyMetricSpec` / :data:`METRIC_TYPES` to validate ``metrics:`` entries,
-and :class:`MetricLoadError`, raised by ``spec.build(base_dir)`` when a metric cannot be built (exit code 2).
+The engine needs these names: :data:`AnyMetricSpec` / :data:`METRIC_TYPES` to validate ``metrics:`` entries,
+:class:`~evalglass.metrics.base.BuildContext` to build any of them the same way (``spec.build(context)``, see
+``metrics.base``), and :class:`MetricLoadError`, raised when a metric cannot be built (exit code 2).
 """
 
 from evalglass.metrics.base import MetricFn, MetricResult, MetricSpec

@@ -1,32 +1,97 @@
-"""What every metric is: a declared spec (validated config) that builds a function from an Example to a result.
+"""What every metric is: a declared spec (validated config) that builds a scorer from a :class:`BuildContext`.
 
-A result is a :class:`~evalglass.core.score.Score`, or a bare finite float as shorthand for scored+valid (the hot
-path for builtins on large datasets). A metric never returns 0.0 for a measurement it could not make: it returns a
-Score with status and diagnostic instead.
+The one contract, the same for every metric type: ``spec.build(context)`` returns a **scorer**, either
 
-A spec may also build a *batch* function (:meth:`MetricSpec.build_batch`): one call over an
-:class:`~evalglass.core.example.ExampleBatch` (examples as parallel lists, no object per row) that returns, example
-for example, exactly what the per-example function returns. Builtins use it to keep their common case in one tight
-loop and hand anything unusual to the per-example function.
+* a sync function from an Example to a result (a :class:`~evalglass.core.score.Score`, or a bare finite float as
+  shorthand for scored+valid, the hot path for builtins on large datasets), possibly a :class:`BatchedMetric`
+  that also scores a whole :class:`~evalglass.core.example.ExampleBatch` in one call; or
+* an :class:`AsyncScorer` (a metric that calls a model: ``llm_judge``), which a live run awaits in its event loop.
+
+A metric never returns 0.0 for a measurement it could not make: it returns a Score with status and diagnostic
+instead. Each type implements :meth:`MetricSpec.build_one` (its per-example scorer, from what the context gives it)
+and, optionally, :meth:`MetricSpec.build_batch` (one call over a batch, as parallel lists, that returns example for
+example exactly what the per-example function returns). The engine never asks which type a spec is: what it needs
+to know beyond the scorer (runs concurrently, calls a model, can be shipped to a cluster, runs a declared check) the
+spec says through the class attributes and methods below.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from evalglass.core.estimate import UNIT_SCALE, IntervalSpec, ScaleSpec
+from evalglass.core.estimate import IntervalSpec
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT, FieldPathError, get_path, parse_path, value_getter, values_getter
 from evalglass.core.score import Score
-from evalglass.core.stats import Reducer
+from evalglass.core.stats import UNIT_SCALE, Reducer, ScaleSpec
+
+if TYPE_CHECKING:
+    from evalglass.core.checks import CheckResult
+    from evalglass.lanes.callcache import CallStore
+    from evalglass.lanes.checkspec import CheckSpec
+    from evalglass.lanes.executor import Executor
+    from evalglass.lanes.judge import JudgeResult
 
 MetricResult = float | Score
 MetricFn = Callable[[Example], MetricResult]
 BatchMetricFn = Callable[[ExampleBatch], list[MetricResult]]
+#: Where a per-example check's record goes (``checks.jsonl``); called from the threads checks run on.
+CheckSink = Callable[["CheckResult"], None]
+#: Runs a per-example check: ``(spec, base_dir, output, check_id=, example_id=) -> CheckResult``. By default
+#: ``lanes.checkrun.run_example_check`` in this process; a cluster executor passes one that ships the call.
+CheckRunner = Callable[..., "CheckResult"]
+
+
+@runtime_checkable
+class AsyncScorer(Protocol):
+    """The scorer of a metric that calls a model, and the port the live run drives judges through: awaited per
+    sample row in the live run's event loop (which its clients belong to), and closed when the run ends. ``judge``
+    returns the judged result (its ``score``, what the model said, the call's usage), which the live run records
+    beside the score."""
+
+    async def judge(self, example: Example) -> JudgeResult: ...
+
+    async def aclose(self) -> None: ...
+
+
+#: What ``MetricSpec.build`` returns: a sync per-example function (maybe with a batch path) or an async scorer.
+Scorer = MetricFn | AsyncScorer
+
+
+class MetricShipper(Protocol):
+    """A cluster executor, as a metric that can be shipped (:attr:`MetricSpec.shippable`) sees it: every call of
+    the built function, or every per-example check, runs as a task there."""
+
+    def metric(self, name: str, function: MetricFn) -> MetricFn: ...
+
+    def check_runner(self, name: str) -> CheckRunner: ...
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """Everything building a metric may use, filled by the engine the same way for every metric type.
+
+    Redaction is not in it on purpose: a scorer redacts through ``evalglass.redaction.current()`` when it runs, so
+    a call shipped to a cluster worker is redacted with the worker's redactor (secrets the driver never saw)."""
+
+    #: The config's folder: relative paths in a spec (schemas, host modules, rubrics) resolve against it.
+    base_dir: Path
+    #: The metric's name under ``metrics:`` (a shipped call is named by it).
+    name: str = ""
+    #: The checks the config declares (``checks:``), for a metric that runs one per example.
+    checks: Mapping[str, CheckSpec] = field(default_factory=dict)
+    #: Where per-example check records go; None: nowhere.
+    check_sink: CheckSink | None = None
+    #: A live run's executor and call cache (a metric that calls a model needs the executor); None elsewhere.
+    executor: Executor | None = None
+    cache: CallStore | None = None
+    #: The cluster a shippable metric's calls run on; None: this process.
+    shipper: MetricShipper | None = None
 
 
 class MetricSpec(BaseModel):
@@ -36,9 +101,21 @@ class MetricSpec(BaseModel):
 
     #: Human-readable summary of what a metric type measures; shown by ``evalglass explain``.
     summary: ClassVar[str] = ""
+    #: True for metrics that score 1 for a pass and 0 for a fail (the examples behind a number are then "fail =
+    #: a value of 0" when no gate gives a threshold).
+    binary: ClassVar[bool] = False
     #: True for metrics whose calls wait on something outside the process (a command, a model): the engine runs
     #: them concurrently across examples. Pure in-process metrics stay sequential, which is faster for them.
     parallel: ClassVar[bool] = False
+    #: True for metrics that call a model: :meth:`build` needs the run's executor and returns an
+    #: :class:`AsyncScorer`, so a config with one is a live run, which builds it inside its event loop.
+    live: ClassVar[bool] = False
+    #: True for metrics whose per-example calls a cluster executor ships (host code, commands): builtins cost less
+    #: to compute than to ship, and model calls are I/O that stays on the driver.
+    shippable: ClassVar[bool] = False
+    #: True for a metric that measures whether text is JSON: under ``task.parse: json`` it sees the raw text of an
+    #: output that did not parse (every other metric gets an ``output_not_json`` error for it).
+    judges_json: ClassVar[bool] = False
 
     description: str | None = Field(default=None, description="What this metric tells you, in your words.")
     field: str | None = Field(
@@ -83,9 +160,25 @@ class MetricSpec(BaseModel):
         """Reference metrics compare with a gold field and may gate only on a validated dataset."""
         return self.reference is not None
 
-    def build(self, base_dir: Path) -> MetricFn:
-        """Compile the spec into a fast per-example function. ``base_dir`` resolves relative file paths."""
+    def build(self, context: BuildContext) -> Scorer:
+        """The scorer, built once per run: the one way every metric type is built.
+
+        Raises :class:`~evalglass.metrics.errors.MetricLoadError` (one line) when it cannot be built.
+        """
+        one = self.build_one(context)
+        if isinstance(one, AsyncScorer):
+            return one
+        batch = self.build_batch(one)
+        return one if batch is None else BatchedMetric(one, batch)
+
+    def build_one(self, context: BuildContext) -> Scorer:
+        """This type's per-example scorer (see :meth:`build`, which adds the batch path)."""
         raise NotImplementedError
+
+    def check_references(self) -> Mapping[str, str]:
+        """The declared checks (under ``checks:``) this metric runs per example, each under the key of this spec
+        that names it (so a broken reference is reported at that key)."""
+        return {}
 
     def build_batch(self, one: MetricFn) -> BatchMetricFn | None:
         """Optionally, a function scoring a whole batch, given the per-example function ``one`` this spec built.
@@ -130,12 +223,6 @@ class BatchedMetric:
         return self.one(example)
 
 
-def build_with_batch(spec: MetricSpec, one: MetricFn) -> MetricFn:
-    """``one``, or a :class:`BatchedMetric` around it when the spec has a batch path."""
-    batch = spec.build_batch(one)
-    return one if batch is None else BatchedMetric(one, batch)
-
-
 def measured_target(spec: MetricSpec) -> Callable[[Example], Any]:
     """A getter for the part of the output the spec measures; returns ABSENT when the path is missing."""
     if spec.field is None:
@@ -168,12 +255,17 @@ def missing_field(spec: MetricSpec, example: Example) -> Score:
 
 __all__ = [
     "ABSENT",
+    "AsyncScorer",
     "BatchMetricFn",
     "BatchedMetric",
+    "BuildContext",
+    "CheckRunner",
+    "CheckSink",
     "MetricFn",
     "MetricResult",
+    "MetricShipper",
     "MetricSpec",
-    "build_with_batch",
+    "Scorer",
     "measured_target",
     "missing_field",
     "missing_reference",

@@ -1,52 +1,52 @@
 """A per-example bound check as a metric: each example's output becomes the check's private target.
 
 PASS → scored 1.0, FAIL → scored 0.0, INCONCLUSIVE → non_evaluable, ERROR → error (see ``core.checks.to_score``).
-The spec names a declared check; the engine supplies that check when it builds the metric, because a metric's
-own ``build(base_dir)`` cannot see the rest of the config.
+The spec names a declared check, which it finds in the build context's ``checks`` (the config's ``checks:``); its
+records go to the context's check sink, and with a cluster executor each check runs on a worker.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Mapping
 from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from evalglass.core.checks import CheckResult, to_score
+from evalglass.core.checks import to_score
 from evalglass.core.example import Example
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.score import Score
-from evalglass.lanes.checkspec import CheckSpec
 from evalglass.lanes.shipping import WorkLost
-from evalglass.metrics.base import MetricFn, MetricSpec, measured_target
+from evalglass.metrics.base import BuildContext, CheckRunner, MetricFn, MetricSpec, measured_target
 from evalglass.metrics.errors import MetricLoadError
-
-CheckSink = Callable[[CheckResult], None]
-#: Runs a per-example check: ``(spec, base_dir, output, check_id=, example_id=) -> CheckResult``. By default
-#: ``lanes.checkrun.run_example_check`` in this process; a cluster executor passes one that ships the call.
-CheckRunner = Callable[..., CheckResult]
 
 
 class CheckMetricSpec(MetricSpec):
     summary: ClassVar[str] = "Runs a declared check against each example's output: 1.0 on PASS, 0.0 on FAIL."
+    binary: ClassVar[bool] = True
     #: Each call starts a process; the engine runs these concurrently across examples.
     parallel: ClassVar[bool] = True
+    #: A command may need the cluster's resources: a cluster executor runs each check as a task.
+    shippable: ClassVar[bool] = True
 
     type: Literal["check"] = "check"
     check: str = Field(description="Name of a check under `checks:` to run against each example's output.")
 
-    def build(self, base_dir: Path) -> MetricFn:
-        raise MetricLoadError(f"metric type 'check' needs the declared check '{self.check}'; the engine binds it")
+    def check_references(self) -> Mapping[str, str]:
+        return {"check": self.check}
 
-    def build_check(
-        self, check: CheckSpec, base_dir: Path, sink: CheckSink | None = None, runner: CheckRunner | None = None
-    ) -> MetricFn:
-        if runner is None:
+    def build_one(self, context: BuildContext) -> MetricFn:
+        check = context.checks.get(self.check)
+        if check is None:  # the config refuses this before any metric is built
+            raise MetricLoadError(f"metric type 'check' names the check '{self.check}', which is not declared")
+        run: CheckRunner
+        if context.shipper is not None:
+            run = context.shipper.check_runner(context.name)
+        else:
             from evalglass.lanes.checkrun import run_example_check  # the runner, only for a config that uses one
 
-            runner = run_example_check
-        run = runner
+            run = run_example_check
+        base_dir, sink = context.base_dir, context.check_sink
         target = measured_target(self)
         check_id = self.check
 

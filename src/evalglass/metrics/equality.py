@@ -7,7 +7,6 @@ Both compare with JSON semantics (see :mod:`evalglass.metrics.jsonvalue`): ``tru
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, JsonValue, model_validator
@@ -18,6 +17,7 @@ from evalglass.core.uniform import all_of_type
 from evalglass.metrics.base import (
     ABSENT,
     BatchMetricFn,
+    BuildContext,
     MetricFn,
     MetricResult,
     MetricSpec,
@@ -45,6 +45,7 @@ class ExactMatchSpec(MetricSpec):
     """
 
     summary: ClassVar[str] = "1.0 when the output (or field) equals the reference or expected value, else 0.0."
+    binary: ClassVar[bool] = True
 
     type: Literal["exact_match"] = "exact_match"
     expected: JsonValue = Field(default=None, description="Literal value to compare with; omit with 'reference'.")
@@ -58,7 +59,7 @@ class ExactMatchSpec(MetricSpec):
             )
         return self
 
-    def build(self, base_dir: Path) -> MetricFn:
+    def build_one(self, context: BuildContext) -> MetricFn:
         target = measured_target(self)
         normalizer = build_normalizer(self.normalize)
         if self.reference is None:
@@ -181,12 +182,13 @@ class EnumSpec(NoReferenceSpec):
     """Membership in a closed set of allowed values, e.g. a classifier's label set."""
 
     summary: ClassVar[str] = "1.0 when the output (or field) is one of the allowed values, else 0.0."
+    binary: ClassVar[bool] = True
 
     type: Literal["enum"] = "enum"
     values: list[JsonValue] = Field(min_length=1, description="The allowed values (JSON equality).")
     case_sensitive: bool = Field(default=True, description="When false, strings compare case-folded.")
 
-    def build(self, base_dir: Path) -> MetricFn:
+    def build_one(self, context: BuildContext) -> MetricFn:
         target = measured_target(self)
         fold = not self.case_sensitive
         allowed = frozenset(json_key(value, fold_case=fold) for value in self.values)

@@ -30,11 +30,12 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator
 
 from evalglass import redaction
-from evalglass.core.estimate import ScaleSpec
 from evalglass.core.example import Example
 from evalglass.core.score import Score, score_violation
+from evalglass.core.stats import ScaleSpec
 from evalglass.metrics.base import (
     ABSENT,
+    BuildContext,
     MetricFn,
     MetricResult,
     MetricSpec,
@@ -55,6 +56,8 @@ class PythonMetricSpec(MetricSpec):
     """A host function named ``"path/to/file.py:name"`` (relative to the config) or ``"pkg.mod:name"``."""
 
     summary: ClassVar[str] = "Whatever the host's Python function returns: a number, a Score, or a declined example."
+    #: Host code may be slow or need the cluster's resources: a cluster executor runs each call as a task.
+    shippable: ClassVar[bool] = True
 
     type: Literal["python"] = "python"
     function: str = Field(
@@ -79,7 +82,11 @@ class PythonMetricSpec(MetricSpec):
         source, _ = split_reference(self.function)
         return ((base_dir / source).resolve(),) if is_file_reference(source) else ()
 
-    def build(self, base_dir: Path) -> MetricFn:
+    def build_one(self, context: BuildContext) -> MetricFn:
+        local = self._build_local(context.base_dir)
+        return local if context.shipper is None else context.shipper.metric(context.name, local)
+
+    def _build_local(self, base_dir: Path) -> MetricFn:
         function = load_function(self.function, base_dir)
         wanted = self._parameters(function)
         target = measured_target(self)

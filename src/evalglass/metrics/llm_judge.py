@@ -1,8 +1,8 @@
 """``type: llm_judge``: the declaration of an LLM-judge metric and the fingerprint calibrations are bound to.
 
-The judge itself (rendering, calling, parsing the answer) is asynchronous and lives in ``evalglass.lanes.judge``;
-the engine builds it with the run's shared executor and cache, so this spec's ``build`` refuses to make a sync
-function.
+The judge itself (rendering, calling, parsing the answer) is asynchronous and lives in ``evalglass.lanes.judge``:
+``build`` makes one with the build context's executor and call cache (the live run's), so it needs a context that
+has an executor.
 """
 
 from __future__ import annotations
@@ -10,15 +10,17 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from evalglass.core.estimate import ScaleSpec
 from evalglass.core.fingerprint import content_address
+from evalglass.core.stats import ScaleSpec
 from evalglass.lanes.specs import EndpointSpec, check_template
-from evalglass.metrics.base import MetricFn, MetricSpec
+from evalglass.metrics.base import AsyncScorer, BuildContext, MetricSpec
+from evalglass.metrics.errors import MetricLoadError
 from evalglass.metrics.versions import judge_parser_id
 
 DEFAULT_PROMPT = """\
@@ -100,6 +102,8 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
     """``type: llm_judge`` under ``metrics:``."""
 
     summary: ClassVar[str] = "An LLM grades the output against a host-owned rubric on a declared scale."
+    #: Each call waits on a model: judged concurrently, with the run's executor and cache.
+    live: ClassVar[bool] = True
 
     type: Literal["llm_judge"] = "llm_judge"
     rubric: str = Field(description="Path to the rubric file (relative to the evals folder); owned by the host.")
@@ -114,8 +118,18 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
             check_template(self.system, where="judge system template")
         return self
 
-    def build(self, base_dir: Path) -> MetricFn:
-        raise TypeError("llm_judge metrics are asynchronous: build them with evalglass.lanes.judge.Judge")
+    def build_one(self, context: BuildContext) -> AsyncScorer:
+        if context.executor is None:
+            raise MetricLoadError(
+                "llm_judge metrics are asynchronous: only a live run builds them, with its executor and call cache"
+            )
+        from evalglass.lanes.judge import Judge  # the openai SDK and aiohttp: only when a judge is built
+        from evalglass.lanes.task import LaneConfigError
+
+        try:
+            return Judge(self, base_dir=context.base_dir, executor=context.executor, cache=context.cache)
+        except LaneConfigError as exc:
+            raise MetricLoadError(str(exc)) from None
 
     def referenced_files(self, base_dir: Path) -> tuple[Path, ...]:
         """The rubric: its bytes are part of what a gate approval (and a calibration) is bound to."""
@@ -138,7 +152,7 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
         )
 
 
-#: The rules that turn a judge's answer into a score (``lanes.judge.parse_verdict``). Changing them changes what a
+#: The rules that turn a judge's answer into a score (``lanes.judge.parse_judge_answer``). Changing them changes what a
 #: calibration measured, so the name is part of the fingerprint; its version lives in ``metrics.versions``.
 JUDGE_PARSER = judge_parser_id()
 
@@ -171,4 +185,18 @@ def judge_fingerprint_of(spec: LlmJudgeSpec, rubric_sha256: str) -> str:
     return content_address(payload)
 
 
-__all__ = ["DEFAULT_PROMPT", "JUDGE_PARSER", "JudgeScale", "LlmJudgeSpec", "judge_fingerprint", "judge_fingerprint_of"]
+def judges_among(metrics: Mapping[str, MetricSpec]) -> dict[str, LlmJudgeSpec]:
+    """The config's LLM judges, by metric name: what ``evalglass calibrate`` calibrates and a judge gate's standing
+    is read for."""
+    return {name: spec for name, spec in metrics.items() if isinstance(spec, LlmJudgeSpec)}
+
+
+__all__ = [
+    "DEFAULT_PROMPT",
+    "JUDGE_PARSER",
+    "JudgeScale",
+    "LlmJudgeSpec",
+    "judge_fingerprint",
+    "judge_fingerprint_of",
+    "judges_among",
+]

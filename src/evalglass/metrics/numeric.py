@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import re
-from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
@@ -17,7 +16,7 @@ from pydantic import Field, model_validator
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.score import Score
 from evalglass.core.uniform import all_of_type
-from evalglass.metrics.base import ABSENT, BatchMetricFn, MetricFn, MetricResult, measured_target
+from evalglass.metrics.base import ABSENT, BatchMetricFn, BuildContext, MetricFn, MetricResult, measured_target
 from evalglass.metrics.support import Bound, NoReferenceSpec, preview, target_missing, wrong_type
 
 _DECIMAL = re.compile(r"\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*")
@@ -32,6 +31,7 @@ class NumericBoundsSpec(NoReferenceSpec):
     """
 
     summary: ClassVar[str] = "1.0 when the output number (or field) lies within [min, max], else 0.0."
+    binary: ClassVar[bool] = True
 
     type: Literal["numeric_bounds"] = "numeric_bounds"
     min: Bound | None = None
@@ -48,7 +48,7 @@ class NumericBoundsSpec(NoReferenceSpec):
             raise ValueError(f"numeric_bounds range is empty: min {self.min}, max {self.max}")
         return self
 
-    def build(self, base_dir: Path) -> MetricFn:
+    def build_one(self, context: BuildContext) -> MetricFn:
         target = measured_target(self)
         low, high, inclusive, coerce = self.min, self.max, self.inclusive, self.coerce
 

@@ -23,7 +23,7 @@ from pydantic import Field, JsonValue, model_validator
 
 from evalglass.core.example import Example
 from evalglass.core.score import Score
-from evalglass.metrics.base import ABSENT, MetricFn, MetricResult, measured_target
+from evalglass.metrics.base import ABSENT, BuildContext, MetricFn, MetricResult, measured_target
 from evalglass.metrics.errors import MetricLoadError
 from evalglass.metrics.jsonvalue import is_json_value
 from evalglass.metrics.structured import parse_or_fail
@@ -74,6 +74,7 @@ class JsonSchemaSpec(NoReferenceSpec):
     """
 
     summary: ClassVar[str] = "1.0 when the (parsed) output conforms to the JSON Schema, else 0.0 with the reason."
+    binary: ClassVar[bool] = True
 
     type: Literal["json_schema"] = "json_schema"
     schema_: dict[str, JsonValue] | bool | None = Field(
@@ -106,7 +107,8 @@ class JsonSchemaSpec(NoReferenceSpec):
         named = [] if self.schema_file is None else [self.schema_file]
         return tuple((base_dir / path).resolve() for path in [*named, *self.schema_refs.values()])
 
-    def build(self, base_dir: Path) -> MetricFn:
+    def build_one(self, context: BuildContext) -> MetricFn:
+        base_dir = context.base_dir
         schema: SchemaDocument = (
             self._read_schema_file(base_dir, str(self.schema_file)) if self.schema_ is None else self.schema_
         )

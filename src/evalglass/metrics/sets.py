@@ -13,7 +13,6 @@ Empty sets, defined so that nothing unmeasurable becomes a number:
 from __future__ import annotations
 
 from collections.abc import Hashable
-from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
@@ -22,6 +21,7 @@ from evalglass.core.example import Example
 from evalglass.core.score import Score
 from evalglass.metrics.base import (
     ABSENT,
+    BuildContext,
     MetricFn,
     MetricResult,
     MetricSpec,
@@ -45,7 +45,7 @@ class SetOverlapSpec(MetricSpec):
     measure: Measure = "f1"
     case_sensitive: bool = True
 
-    def build(self, base_dir: Path) -> MetricFn:
+    def build_one(self, context: BuildContext) -> MetricFn:
         target = measured_target(self)
         gold = reference_getter(self)
         fold = not self.case_sensitive

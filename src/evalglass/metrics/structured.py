@@ -9,7 +9,6 @@ parser's message.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
@@ -17,7 +16,7 @@ from pydantic import Field, field_validator
 from evalglass.core.example import Example
 from evalglass.core.fieldpath import FieldPathError, get_path, parse_path
 from evalglass.core.score import Score
-from evalglass.metrics.base import ABSENT, MetricFn, MetricResult, measured_target
+from evalglass.metrics.base import ABSENT, BuildContext, MetricFn, MetricResult, measured_target
 from evalglass.metrics.jsonvalue import NotJsonError, TooDeepError, json_key, parse_json_text
 from evalglass.metrics.support import (
     NoReferenceSpec,
@@ -51,10 +50,13 @@ class JsonValidSpec(NoReferenceSpec):
     """
 
     summary: ClassVar[str] = "1.0 when the output is a valid JSON document (or an already-parsed object/array)."
+    binary: ClassVar[bool] = True
+    #: What it measures is whether text is JSON: under ``task.parse: json`` it sees an unparsed output's text.
+    judges_json: ClassVar[bool] = True
 
     type: Literal["json_valid"] = "json_valid"
 
-    def build(self, base_dir: Path) -> MetricFn:
+    def build_one(self, context: BuildContext) -> MetricFn:
         target = measured_target(self)
 
         def json_valid(example: Example) -> MetricResult:
@@ -93,6 +95,7 @@ class FieldPresentSpec(NoReferenceSpec):
     """
 
     summary: ClassVar[str] = "1.0 when the JSON output has all the listed fields (non-null if asked), else 0.0."
+    binary: ClassVar[bool] = True
 
     type: Literal["field_present"] = "field_present"
     fields: list[str] = Field(min_length=1, description="Dotted paths that must exist in the output.")
@@ -109,7 +112,7 @@ class FieldPresentSpec(NoReferenceSpec):
                 raise ValueError(str(exc)) from None
         return fields
 
-    def build(self, base_dir: Path) -> MetricFn:
+    def build_one(self, context: BuildContext) -> MetricFn:
         target = measured_target(self)
         paths = tuple((name, parse_path(name)) for name in self.fields)
         non_null, parse_strings = self.non_null, self.parse_strings

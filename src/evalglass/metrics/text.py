@@ -10,7 +10,6 @@ import re
 import re._constants as _constants
 import re._parser as _parser
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
@@ -21,6 +20,7 @@ from evalglass.core.uniform import all_of_type
 from evalglass.metrics.base import (
     ABSENT,
     BatchMetricFn,
+    BuildContext,
     MetricFn,
     MetricResult,
     MetricSpec,
@@ -37,6 +37,7 @@ class ContainsSpec(MetricSpec):
     """Substring presence. Either literal ``value`` strings or the record's ``reference``, never both."""
 
     summary: ClassVar[str] = "1.0 when the output string contains the given text(s) or the reference, else 0.0."
+    binary: ClassVar[bool] = True
 
     type: Literal["contains"] = "contains"
     value: str | list[str] | None = Field(
@@ -56,7 +57,7 @@ class ContainsSpec(MetricSpec):
             raise ValueError("contains 'value' must be a non-empty string or a non-empty list of non-empty strings")
         return self
 
-    def build(self, base_dir: Path) -> MetricFn:
+    def build_one(self, context: BuildContext) -> MetricFn:
         target = measured_target(self)
         fold = not self.case_sensitive
         wants_all = self.mode == "all"
@@ -162,6 +163,7 @@ class RegexSpec(NoReferenceSpec):
     """
 
     summary: ClassVar[str] = "1.0 when the regular expression matches the output string, else 0.0."
+    binary: ClassVar[bool] = True
 
     type: Literal["regex"] = "regex"
     pattern: str = Field(description="A Python regular expression.")
@@ -218,7 +220,7 @@ class RegexSpec(NoReferenceSpec):
 
         return matched
 
-    def build(self, base_dir: Path) -> MetricFn:
+    def build_one(self, context: BuildContext) -> MetricFn:
         target = measured_target(self)
         matched = self.matcher()
 
@@ -295,6 +297,7 @@ class WordCountSpec(NoReferenceSpec):
     """
 
     summary: ClassVar[str] = "1.0 when the output's word count lies within [min, max] (inclusive), else 0.0."
+    binary: ClassVar[bool] = True
 
     type: Literal["word_count"] = "word_count"
     min: CountBound | None = None
@@ -308,7 +311,7 @@ class WordCountSpec(NoReferenceSpec):
             raise ValueError(f"word_count 'min' ({self.min}) is greater than 'max' ({self.max})")
         return self
 
-    def build(self, base_dir: Path) -> MetricFn:
+    def build_one(self, context: BuildContext) -> MetricFn:
         target = measured_target(self)
         low = 0 if self.min is None else self.min
         high = self.max

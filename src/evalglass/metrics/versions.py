@@ -81,7 +81,7 @@ INTERVAL_VERSIONS: Mapping[Method, int] = total(
 #: (``core.stats.paired.paired_difference``); the interval of the difference is one of the methods above.
 PAIRED_VERSIONS: Mapping[str, int] = {"paired_difference": 1}
 
-#: The rules that turn an LLM judge's answer into a score (``lanes.judge.parse_verdict``).
+#: The rules that turn an LLM judge's answer into a score (``lanes.judge.parse_judge_answer``).
 PARSER_VERSIONS: Mapping[str, int] = {"json-score": 1}
 
 #: The judge-answer parser every ``llm_judge`` uses.

@@ -15,9 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from evalglass.core.gates import Direction
 from evalglass.core.scorecard import Scorecard
-from evalglass.core.stats import Sides
+from evalglass.core.stats import Direction, Sides
 from evalglass.core.tables import total
 from evalglass.report.explain import power_story
 from evalglass.report.fmt import (

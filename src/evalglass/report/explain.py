@@ -15,9 +15,10 @@ import yaml
 
 from evalglass.core.authority import BlockReason
 from evalglass.core.fingerprint import short
-from evalglass.core.gates import Direction, GateResult, GateRule, Outcome, SubjectKind, meets
+from evalglass.core.gates import GateResult, GateRule, Outcome, SubjectKind, meets
 from evalglass.core.runrecord import RunRecord, evaluator_labels
 from evalglass.core.scorecard import CheckSummary, MetricSummary, Scorecard
+from evalglass.core.stats import Direction
 from evalglass.core.tables import total
 from evalglass.errors import SetupError
 from evalglass.report.examples import Row, example_line
@@ -35,7 +36,7 @@ from evalglass.report.fmt import (
 )
 
 #: What to do about each reason a gate carries. Total over BlockReason (checked when the module loads).
-REPAIRS: Mapping[BlockReason, str] = total(
+BLOCK_REASON_FIXES: Mapping[BlockReason, str] = total(
     BlockReason,
     {
         BlockReason.GATE_UNDECLARED: (
@@ -196,7 +197,7 @@ def explain_gate(
     elif gate.outcome is Outcome.BLOCKED:
         summary = f"Gate '{gate.name}' is blocked: it is active, but it cannot be decided honestly."
         for reason in gate.reasons:
-            details.append(f"{reason.code.value}: {reason.message}. {REPAIRS[reason.code]}")
+            details.append(f"{reason.code.value}: {reason.message}. {BLOCK_REASON_FIXES[reason.code]}")
             if reason.code is BlockReason.APPROVAL_STALE:
                 details.append(_what_changed(record, gate.name, definition))
         codes = {reason.code for reason in gate.reasons}
@@ -273,7 +274,7 @@ def _evaluators_line(record: RunRecord, gate: GateResult) -> str | None:
 
 
 def _reason_lines(gate: GateResult) -> list[str]:
-    return [f"{reason.code.value}: {reason.message}. {REPAIRS[reason.code]}" for reason in gate.reasons]
+    return [f"{reason.code.value}: {reason.message}. {BLOCK_REASON_FIXES[reason.code]}" for reason in gate.reasons]
 
 
 def explain_metric(metric: MetricSummary, card: Scorecard) -> Explanation:

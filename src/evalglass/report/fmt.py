@@ -6,10 +6,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from evalglass.core.estimate import Estimate
-from evalglass.core.gates import Direction, GateResult, GateRule, Outcome, SubjectKind
+from evalglass.core.gates import GateResult, GateRule, Outcome, SubjectKind
 from evalglass.core.population import Population
 from evalglass.core.scorecard import CheckSummary, DatasetSummary, MetricSummary, Scorecard
-from evalglass.core.stats import Interval, Note
+from evalglass.core.stats import Direction, Interval, Note
 from evalglass.core.tables import total
 from evalglass.core.usage import TokenUsage, total_usage
 from evalglass.report.numbers import number as number  # re-exported: every renderer formats through fmt

@@ -25,7 +25,7 @@ from evalglass.core.gates import GateResult, Outcome, SubjectKind
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.scorecard import MetricSummary, Scorecard
 from evalglass.report.comparison_html import gate_comparison_views
-from evalglass.report.explain import REPAIRS, explain_gate
+from evalglass.report.explain import BLOCK_REASON_FIXES, explain_gate
 from evalglass.report.fmt import (
     OUTCOME_LABEL,
     estimate_text,
@@ -166,7 +166,7 @@ def _gate_view(gate: GateResult, card: Scorecard, record: RunRecord | None) -> d
         "value": gate_value_text(gate),
         "threshold": threshold_text(gate),
         "rule": rule_text(gate),
-        "reasons": [(reason.code.value, reason.message, REPAIRS[reason.code]) for reason in gate.reasons],
+        "reasons": [(reason.code.value, reason.message, BLOCK_REASON_FIXES[reason.code]) for reason in gate.reasons],
         "summary": explanation.summary if explanation is not None else None,
         # explain_gate lists a blocked gate's reasons first; they are shown above with their repairs already.
         "details": explanation.details[len(gate.reasons) :] if explanation is not None else [],
@@ -211,7 +211,7 @@ def _judges_view(card: Scorecard, record: RunRecord | None) -> list[dict[str, An
                 "bound": calibration is not None and calibration.judge_fingerprint == fingerprint,
                 "requirement": record.ledger.judges.get(name),
                 "blocked": blocked,
-                "repair": REPAIRS[BlockReason.JUDGE_UNCALIBRATED],
+                "repair": BLOCK_REASON_FIXES[BlockReason.JUDGE_UNCALIBRATED],
             }
         )
     return out

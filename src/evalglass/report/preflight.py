@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from evalglass.core.preflight import GatePreview, Preflight, Standing
-from evalglass.report.explain import REPAIRS
+from evalglass.report.explain import BLOCK_REASON_FIXES
 from evalglass.report.fmt import number
 
 SCHEMA = "evalglass.preflight/1"
@@ -27,7 +27,7 @@ def preflight_text(found: Preflight) -> str:
         lines.append(f"{gate.name}  [{_LABEL[gate.standing]}]  {_what(gate)}")
         for reason in gate.reasons:
             lines.append(f"  - {reason.code.value}: {reason.message}")
-            lines.append(f"    repair: {REPAIRS[reason.code]}")
+            lines.append(f"    repair: {BLOCK_REASON_FIXES[reason.code]}")
         lines.extend(f"  - note: {note}" for note in gate.notes)
     if not found.gates:
         lines.append("no gates are declared and the ledger activates none")
@@ -84,7 +84,7 @@ def preflight_json(found: Preflight) -> dict[str, Any]:
                 "margin": gate.margin,
                 "evaluators": list(gate.evaluators),
                 "reasons": [
-                    {"code": reason.code.value, "message": reason.message, "repair": REPAIRS[reason.code]}
+                    {"code": reason.code.value, "message": reason.message, "repair": BLOCK_REASON_FIXES[reason.code]}
                     for reason in gate.reasons
                 ],
                 "notes": list(gate.notes),

@@ -23,12 +23,14 @@ from evalglass.core.stats.paired import (
     paired_table,
 )
 from evalglass.core.stats.proportion import clopper_pearson, count_successes, is_binary, wilson
-from evalglass.core.stats.sensitivity import Scale, SensitivityBounds, sensitivity_bounds
+from evalglass.core.stats.sensitivity import UNIT_SCALE, ExtremeMeans, ScaleSpec, sensitivity_bounds
 
 __all__ = [
     "FEW_CLUSTERS_BELOW",
     "POWER",
+    "UNIT_SCALE",
     "Direction",
+    "ExtremeMeans",
     "Interval",
     "Method",
     "Note",
@@ -38,8 +40,7 @@ __all__ = [
     "Param",
     "PerExample",
     "Reducer",
-    "Scale",
-    "SensitivityBounds",
+    "ScaleSpec",
     "Sides",
     "Statistic",
     "StatsDependencyError",

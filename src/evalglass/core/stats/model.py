@@ -59,11 +59,9 @@ class Sides(StrEnum):
 
 
 class Direction(StrEnum):
-    """Which way a metric improves. It decides which bound is the unfavourable one.
-
-    Functions taking a direction also accept its string value (or any str enum with the same values, such as the
-    gate layer's own direction type) and convert it.
-    """
+    # Which way a metric improves: a gate's ``direction``, and what decides which bound is the unfavourable one. The
+    # one definition (core.gates uses it too). Functions taking a direction also accept its string value. (A comment,
+    # not a docstring: a docstring would become the description in the published JSON Schemas.)
 
     HIGHER_IS_BETTER = "higher_is_better"
     LOWER_IS_BETTER = "lower_is_better"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -10,39 +12,27 @@ from evalglass.core.stats._common import as_values
 from evalglass.core.stats.model import Direction
 
 
-class Scale(BaseModel):
-    """The range a metric's values can take. Both ends known → bounded; otherwise no sensitivity bound exists."""
+class ScaleSpec(BaseModel):
+    """The range a metric's values can take; needed for sensitivity bounds."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
-    low: float | None = None
-    high: float | None = None
+    min: float
+    max: float
 
     @model_validator(mode="after")
-    def _ordered(self) -> Scale:
-        if self.low is not None and self.high is not None and not self.low < self.high:
-            raise ValueError(f"scale low {self.low} must be below high {self.high}")
+    def _ordered(self) -> ScaleSpec:
+        if not (math.isfinite(self.min) and math.isfinite(self.max) and self.min < self.max):
+            raise ValueError(f"scale needs finite min < max, got [{self.min}, {self.max}]")
         return self
 
-    @classmethod
-    def binary(cls) -> Scale:
-        return cls(low=0.0, high=1.0)
 
-    @classmethod
-    def bounded(cls, low: float, high: float) -> Scale:
-        return cls(low=low, high=high)
-
-    @classmethod
-    def unbounded(cls) -> Scale:
-        return cls()
-
-    @property
-    def is_bounded(self) -> bool:
-        return self.low is not None and self.high is not None
+UNIT_SCALE = ScaleSpec(min=0.0, max=1.0)
 
 
-class SensitivityBounds(BaseModel):
-    """The mean if every excluded example had scored at the unfavourable end (``worst``) or favourable end."""
+class ExtremeMeans(BaseModel):
+    """The mean if every excluded example had scored at the unfavourable end (``worst``) or favourable end
+    (``best``) of the scale; the scorecard shows it as an estimate's ``Sensitivity`` (``low``/``high``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
@@ -50,14 +40,14 @@ class SensitivityBounds(BaseModel):
     best: float
     included: int = Field(ge=0)
     excluded: int = Field(ge=0)
-    scale_low: float
-    scale_high: float
+    scale_min: float
+    scale_max: float
     direction: Direction
 
 
 def sensitivity_bounds(
-    values: npt.ArrayLike, *, excluded: int, scale: Scale, direction: Direction | str
-) -> SensitivityBounds | None:
+    values: npt.ArrayLike, *, excluded: int, scale: ScaleSpec | None, direction: Direction | str
+) -> ExtremeMeans | None:
     """Worst- and best-case means counting each of the ``excluded`` examples at one end of the ``scale``.
 
     ``worst = (sum(values) + excluded * unfavourable_end) / (n + excluded)``, and ``best`` with the favourable end
@@ -69,21 +59,20 @@ def sensitivity_bounds(
         raise ValueError(f"excluded must be a non-negative count, got {excluded!r}")
     array = as_values(values)
     n = array.shape[0]
-    if not scale.is_bounded or n + excluded == 0:
+    if scale is None or n + excluded == 0:
         return None
-    assert scale.low is not None and scale.high is not None
-    if n and (array.min() < scale.low or array.max() > scale.high):
-        raise ValueError(f"values lie outside the declared scale [{scale.low}, {scale.high}]")
+    if n and (array.min() < scale.min or array.max() > scale.max):
+        raise ValueError(f"values lie outside the declared scale [{scale.min}, {scale.max}]")
     direction = Direction(direction)
     higher = direction is Direction.HIGHER_IS_BETTER
-    unfavourable, favourable = (scale.low, scale.high) if higher else (scale.high, scale.low)
+    unfavourable, favourable = (scale.min, scale.max) if higher else (scale.max, scale.min)
     total = float(np.sum(array))
-    return SensitivityBounds(
+    return ExtremeMeans(
         worst=(total + excluded * unfavourable) / (n + excluded),
         best=(total + excluded * favourable) / (n + excluded),
         included=n,
         excluded=excluded,
-        scale_low=scale.low,
-        scale_high=scale.high,
+        scale_min=scale.min,
+        scale_max=scale.max,
         direction=direction,
     )

@@ -1,0 +1,74 @@
+"""Building the run's metrics: every metric type through the same ``spec.build(context)``.
+
+The engine never asks which type a metric is. It fills one :class:`~evalglass.metrics.base.BuildContext` per
+metric (the config's folder and checks, the check records' sink, and on a live run its executor and call cache; the
+cluster for a metric that can be shipped) and reads what it needs from the spec's own declarations: ``live`` (built
+in the live run's event loop), ``shippable``, ``parallel``, ``judges_json``. A metric that cannot be built is one
+line and exit 2, whatever its type.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from evalglass.engine.sink import BuiltMetric, guard_unparsed
+from evalglass.errors import SetupError
+from evalglass.metrics.base import AsyncScorer, BuildContext, CheckSink, MetricShipper, MetricSpec, Scorer
+from evalglass.metrics.errors import MetricLoadError
+
+if TYPE_CHECKING:
+    from evalglass.engine.config import LoadedConfig
+    from evalglass.lanes.callcache import CallStore
+    from evalglass.lanes.executor import Executor
+
+
+def build_scorer(loaded: LoadedConfig, name: str, spec: MetricSpec, context: BuildContext) -> Scorer:
+    """``spec.build(context)``, where a metric that cannot be built is a one-line setup error naming it."""
+    try:
+        return spec.build(context)
+    except MetricLoadError as exc:
+        raise SetupError(f"metric '{name}': {exc}", where=str(loaded.path)) from None
+
+
+def build_metrics(
+    loaded: LoadedConfig, check_sink: CheckSink | None = None, shipper: MetricShipper | None = None
+) -> list[BuiltMetric]:
+    """The synchronous metrics, built once, before scoring starts (a ``live`` metric is built by the live run, in
+    its event loop). With a cluster (``shipper``), a ``shippable`` metric is built to run its calls there, and runs
+    concurrently across examples like any metric that waits on something outside the process."""
+    config = loaded.config
+    built: list[BuiltMetric] = []
+    for name, spec in config.metrics.items():
+        if spec.live:
+            continue
+        ships = shipper is not None and spec.shippable
+        context = BuildContext(
+            base_dir=loaded.base_dir,
+            name=name,
+            checks=config.checks,
+            check_sink=check_sink,
+            shipper=shipper if ships else None,
+        )
+        function = build_scorer(loaded, name, spec, context)
+        if isinstance(function, AsyncScorer):
+            raise TypeError(f"metric '{name}' built an asynchronous scorer but does not declare itself live")
+        if config.parse_json:
+            function = guard_unparsed(name, spec.judges_json, function)
+        built.append(BuiltMetric(name=name, function=function, parallel=spec.parallel or ships))
+    return built
+
+
+def build_live_metric(loaded: LoadedConfig, name: str, executor: Executor, cache: CallStore | None) -> AsyncScorer:
+    """The ``live`` metric ``name`` (a judge), built with the run's executor and call cache inside the running
+    event loop, which its clients belong to."""
+    spec = loaded.config.metrics[name]
+    context = BuildContext(
+        base_dir=loaded.base_dir, name=name, checks=loaded.config.checks, executor=executor, cache=cache
+    )
+    scorer = build_scorer(loaded, name, spec, context)
+    if not isinstance(scorer, AsyncScorer):
+        raise TypeError(f"metric '{name}' declares itself live but built a synchronous scorer")
+    return scorer
+
+
+__all__ = ["build_live_metric", "build_metrics", "build_scorer"]
