@@ -69,7 +69,6 @@ from evalglass.errors import SetupError
 from evalglass.lanes.executor import AsyncioExecutor, EndpointLimit, Executor
 from evalglass.lanes.ports import Lane
 from evalglass.lanes.retry import Attempt
-from evalglass.lanes.specs import ChatLaneSpec
 from evalglass.metrics.base import AsyncScorer
 
 if TYPE_CHECKING:
@@ -265,8 +264,9 @@ class LiveScorer:
         self.tallies: dict[str, Tally] = {
             name: Tally(source=name, model=spec.model) for name, spec in config.judges.items()
         }
-        if isinstance(config.lane, ChatLaneSpec):
-            self.tallies["task"] = Tally(source="task", model=config.lane.model)
+        tokens_model = config.lane.tokens_model() if config.lane is not None else None
+        if tokens_model is not None:
+            self.tallies["task"] = Tally(source="task", model=tokens_model)
         if self.lane is not None:
             from evalglass.lanes.task import LaneOutput, failure_score
 
