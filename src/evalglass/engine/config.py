@@ -22,15 +22,15 @@ from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
 from evalglass.core.gates import GateRule, GateSpec
 from evalglass.core.usage import Price
 from evalglass.engine.executorspec import TASK_KEY, AnyExecutor, LocalExecutorSpec, RayExecutorSpec
-from evalglass.engine.userfiles import read_regular
 from evalglass.engine.validation import validate_document
-from evalglass.engine.yamlsource import YamlDocument, load_yaml
 from evalglass.errors import LocatedValueError, SetupError
 from evalglass.lanes.checkspec import CheckSpec
 from evalglass.lanes.specs import EndpointSpec, LaneSpec
 from evalglass.metrics.llm_judge import LlmJudgeSpec, judges_among
 from evalglass.metrics.registry import AnyMetricSpec
 from evalglass.metrics.versions import gate_evaluators
+from evalglass.readers.userfiles import read_regular
+from evalglass.readers.yamlsource import YamlDocument, load_yaml
 
 NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_.-]*$"
 _NAME = re.compile(NAME_PATTERN)
