@@ -17,15 +17,19 @@ def test_import_contracts_hold():
     assert "broken" in result.stdout and "0 broken" in result.stdout
 
 
-def test_the_engine_dispatches_on_no_metric_type():
-    """Every metric type builds through ``spec.build(context)``; what the engine needs beyond the scorer (live,
-    shippable, parallel, the checks it runs) the spec declares. So no engine module tests whether a spec is of a
-    given metric type (issue 12: pipeline, liverun and config special-cased llm_judge and check)."""
+def test_the_engine_dispatches_on_no_metric_or_lane_type():
+    """Every metric type builds through ``spec.build(context)`` and every lane type through its class in
+    ``LANE_TYPES``; what the engine needs beyond that (live, shippable, parallel, the checks a metric runs, the
+    model a lane's tokens are counted for) the spec declares. So no engine module tests whether a spec is of a given
+    metric or lane type (issue 12: pipeline, liverun and config special-cased llm_judge, check and chat)."""
     import ast
+    import typing
 
+    from evalglass.lanes.specs import LaneSpec
     from evalglass.metrics.registry import METRIC_TYPES
 
     spec_classes = {cls.__name__ for cls in METRIC_TYPES.values()}
+    spec_classes |= {cls.__name__ for cls in typing.get_args(LaneSpec)}
     found = []
     for path in sorted((ROOT / "src" / "evalglass" / "engine").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

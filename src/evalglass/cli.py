@@ -223,8 +223,8 @@ def _last_run_folder(*, strict: bool) -> Path | None:
     """The folder ``.evalglass/last-run`` names. ``strict``: one line when there is no pointer or it names no path
     (its folder is checked by the caller); otherwise None unless it names a folder that exists."""
     from evalglass.engine.artifacts import LAST_RUN_POINTER
-    from evalglass.engine.userfiles import read_regular
     from evalglass.errors import SetupError
+    from evalglass.readers.userfiles import read_regular
 
     if not LAST_RUN_POINTER.exists():
         if not strict:

@@ -1,7 +1,7 @@
 """The chunked dataset reader gives exactly what reading the file line by line gives.
 
 The oracle below is the line-by-line reader the chunked one replaced, plus the exact check every line gets (see
-``evalglass.engine.jsonsource``; the oracle runs it on every line, the reader only where its raw-byte scan says a
+``evalglass.readers.jsonsource``; the oracle runs it on every line, the reader only where its raw-byte scan says a
 line could need it). Files are built from lines of every kind (objects, other JSON, blank and whitespace-only lines,
 malformed JSON, missing and odd ids, duplicate keys, integers beyond 64 bits, deep nesting, CRLF endings, a last
 line without a newline) and read with chunk sizes from one byte up, so lines straddle chunk boundaries.
@@ -24,8 +24,8 @@ from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.fingerprint import PREFIX
 from evalglass.engine.dataset import BadLine, DatasetReader, field_getter
-from evalglass.engine.jsonsource import JsonRefused, check_exact
 from evalglass.errors import SetupError
+from evalglass.readers.jsonsource import JsonRefused, check_exact
 
 
 def line_by_line(path: Path, id_field: str, output_field: str) -> tuple[list[Example | BadLine], str, int, int]:

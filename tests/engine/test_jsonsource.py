@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalglass.engine.jsonsource import MAX_DEPTH, JsonRefused, batch_is_exact, loads
+from evalglass.readers.jsonsource import MAX_DEPTH, JsonRefused, batch_is_exact, loads
 
 KEYS = st.sampled_from(["a", "b", "a:b", ':"', "\\", "\u003a", "k"])
 SCALARS = (

@@ -111,7 +111,7 @@ def test_no_reader_reads_a_line_with_a_repeated_key(tmp_path: Path) -> None:
 def test_the_fast_exactness_proof_agrees_with_the_exact_reader(line: bytes) -> None:
     """A block of plain scores is proven exact by counting colons; whatever it accepts, the exact reader accepts,
     and whatever the exact reader refuses, decoding refuses too."""
-    from evalglass.engine import jsonsource
+    from evalglass.readers import jsonsource
 
     try:
         jsonsource.loads(line)

@@ -19,9 +19,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalglass.engine import yamlsource
-from evalglass.engine.yamlsource import MAX_ALIAS_TEXT, parse_yaml
 from evalglass.errors import SetupError
+from evalglass.readers import yamlsource
+from evalglass.readers.yamlsource import MAX_ALIAS_TEXT, parse_yaml
 
 PATH = Path("doc.yaml")
 

@@ -1,6 +1,6 @@
 """Writing and reading a run's folder. Every file is written atomically (a private partial file, then a rename),
 mode 0600 (see :mod:`evalglass.engine.runfolder`); every file is read as exact JSON (see
-:mod:`evalglass.engine.jsonsource`), so a repeated key or an out-of-range integer in an artifact is refused, not
+:mod:`evalglass.readers.jsonsource`), so a repeated key or an out-of-range integer in an artifact is refused, not
 read one way here and another way elsewhere.
 
 `evalglass view` comes through here, so the modules only some commands need (the run record, the score columns
@@ -23,11 +23,11 @@ from evalglass import redaction
 from evalglass.core.fingerprint import PREFIX
 from evalglass.core.score import ScoreContractError
 from evalglass.core.scorecard import Scorecard
-from evalglass.engine import jsonsource
 from evalglass.engine.runfolder import PartialFile, write_atomic
 from evalglass.engine.scoresblock import BadBlock, ScoresBlock, decode_block, decode_score, encode_block
-from evalglass.engine.userfiles import open_regular, read_regular, unreadable
 from evalglass.errors import SetupError, first_problem, first_problem_at
+from evalglass.readers import jsonsource
+from evalglass.readers.userfiles import open_regular, read_regular, unreadable
 
 if TYPE_CHECKING:
     import numpy as np

@@ -19,14 +19,14 @@ from pydantic import ValidationError
 from evalglass import __version__
 from evalglass.core.authority import AgreementInterval, CalibrationRecord, JudgeStanding
 from evalglass.core.calibration import CalibrationError
-from evalglass.engine import jsonsource
 from evalglass.engine.artifacts import write_model
 from evalglass.engine.cache import CacheMode
 from evalglass.engine.config import LoadedConfig, load_config
 from evalglass.engine.runfolder import make_dirs, writing
-from evalglass.engine.userfiles import read_regular
 from evalglass.errors import SetupError, first_problem
 from evalglass.metrics.llm_judge import LlmJudgeSpec, judge_fingerprint
+from evalglass.readers import jsonsource
+from evalglass.readers.userfiles import read_regular
 
 CALIBRATIONS_DIR = "calibrations"
 

@@ -22,15 +22,15 @@ from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
 from evalglass.core.gates import GateRule, GateSpec
 from evalglass.core.usage import Price
 from evalglass.engine.executorspec import TASK_KEY, AnyExecutor, LocalExecutorSpec, RayExecutorSpec
-from evalglass.engine.userfiles import read_regular
 from evalglass.engine.validation import validate_document
-from evalglass.engine.yamlsource import YamlDocument, load_yaml
 from evalglass.errors import LocatedValueError, SetupError
 from evalglass.lanes.checkspec import CheckSpec
-from evalglass.lanes.specs import ChatLaneSpec, CommandLaneSpec, EndpointSpec, LaneSpec, PythonLaneSpec
+from evalglass.lanes.specs import EndpointSpec, LaneSpec
 from evalglass.metrics.llm_judge import LlmJudgeSpec, judges_among
 from evalglass.metrics.registry import AnyMetricSpec
 from evalglass.metrics.versions import gate_evaluators
+from evalglass.readers.userfiles import read_regular
+from evalglass.readers.yamlsource import YamlDocument, load_yaml
 
 NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_.-]*$"
 _NAME = re.compile(NAME_PATTERN)
@@ -107,7 +107,7 @@ def _recorded_by_default(value: Any) -> Any:
 
 
 AnyTask = Annotated[
-    RecordedTask | PythonLaneSpec | CommandLaneSpec | ChatLaneSpec,
+    RecordedTask | LaneSpec,
     Field(discriminator="type"),
     BeforeValidator(_recorded_by_default),
 ]
@@ -283,7 +283,7 @@ class Config(BaseModel):
         shipped = self.shipped_metrics
         for name in executor.overrides:
             if name == TASK_KEY:
-                if not isinstance(self.task, PythonLaneSpec | CommandLaneSpec):
+                if self.lane is None or not self.lane.shippable:
                     problems.append(
                         (
                             ("executor", "overrides", name),

@@ -29,9 +29,9 @@ from evalglass.core.fieldpath import ABSENT, get_path, parse_path
 from evalglass.core.fingerprint import PREFIX
 from evalglass.core.scorecard import MALFORMED_SHOWN
 from evalglass.core.uniform import all_of_type
-from evalglass.engine.jsonsource import JsonRefused, batch_is_exact, check_exact
-from evalglass.engine.userfiles import open_regular, unreadable
 from evalglass.errors import SetupError
+from evalglass.readers.jsonsource import JsonRefused, batch_is_exact, check_exact
+from evalglass.readers.userfiles import open_regular, unreadable
 
 #: Bytes read (and hashed) at a time.
 CHUNK = 1 << 20

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from evalglass.core.fingerprint import fingerprint_of_bytes
 from evalglass.core.runrecord import RunRecord
-from evalglass.engine.yamlsource import YamlDocument, load_yaml
 from evalglass.errors import SetupError
+from evalglass.readers.yamlsource import YamlDocument, load_yaml
 
 
 def gate_sites(record: RunRecord) -> dict[str, tuple[Path, int]]:

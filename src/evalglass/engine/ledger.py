@@ -18,8 +18,8 @@ from evalglass.core.calendar import day_problem
 from evalglass.core.fingerprint import fingerprint_of_bytes
 from evalglass.core.names import suggest
 from evalglass.engine.validation import validate_document
-from evalglass.engine.yamlsource import Loc, YamlDocument, load_yaml, parse_yaml
 from evalglass.errors import SetupError
+from evalglass.readers.yamlsource import Loc, YamlDocument, load_yaml, parse_yaml
 
 if TYPE_CHECKING:
     from evalglass.engine.config import Config

@@ -9,8 +9,8 @@ Shape of the pipeline (one event loop):
   scores them with the synchronous metrics inline (check metrics, which start processes, on a thread pool) and with
   the judges concurrently;
 * a **consumer** awaits the example tasks in dataset order (the reorder buffer is the queue itself) and appends to
-  the same compact columns, ``RowShape`` and ``ScoresWriter`` the recorded path uses, so ``decide_run``, ``verify``
-  and the artifacts cannot tell the two paths apart.
+  the same compact columns, ``RowShape`` and scores sink (``sink.ScoresSink``) the recorded path uses, so
+  ``decide_run``, ``verify`` and the artifacts cannot tell the two paths apart.
 
 A failed lane call makes every metric of that sample ``error`` with the lane's diagnostic; a failed judge call makes
 that judge's score ``error``. The run goes on; nothing becomes 0.0.
@@ -38,7 +38,6 @@ from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.outputparse import UnparsedOutput, parse_json_output
 from evalglass.core.score import Score, Status
 from evalglass.core.scorecard import CallTotals, count_call_attempts
-from evalglass.engine.artifacts import ScoresWriter
 from evalglass.engine.cache import CacheMode, CallCache
 from evalglass.engine.config import LoadedConfig
 from evalglass.engine.dataset import BadLine
@@ -51,6 +50,7 @@ from evalglass.engine.sink import (
     BuiltMetric,
     RowShape,
     Scored,
+    ScoresSink,
     append_result,
     append_results,
     call_metric,
@@ -69,7 +69,6 @@ from evalglass.errors import SetupError
 from evalglass.lanes.executor import AsyncioExecutor, EndpointLimit, Executor
 from evalglass.lanes.ports import Lane
 from evalglass.lanes.retry import Attempt
-from evalglass.lanes.specs import ChatLaneSpec
 from evalglass.metrics.base import AsyncScorer
 
 if TYPE_CHECKING:
@@ -265,8 +264,9 @@ class LiveScorer:
         self.tallies: dict[str, Tally] = {
             name: Tally(source=name, model=spec.model) for name, spec in config.judges.items()
         }
-        if isinstance(config.lane, ChatLaneSpec):
-            self.tallies["task"] = Tally(source="task", model=config.lane.model)
+        tokens_model = config.lane.tokens_model() if config.lane is not None else None
+        if tokens_model is not None:
+            self.tallies["task"] = Tally(source="task", model=tokens_model)
         if self.lane is not None:
             from evalglass.lanes.task import LaneOutput, failure_score
 
@@ -463,7 +463,7 @@ class LiveScorer:
 async def _score_all(
     loaded: LoadedConfig,
     scorer: LiveScorer,
-    writer: ScoresWriter,
+    writer: ScoresSink,
     columns: dict[str, ScoreColumn],
     shape: RowShape,
     reader: DatasetSource,
@@ -565,7 +565,8 @@ async def _score_all(
 def score_live(
     loaded: LoadedConfig,
     metrics: list[BuiltMetric],
-    writer: ScoresWriter,
+    writer: ScoresSink,
+    folder: Path,
     *,
     cache_mode: CacheMode,
     progress: Reporter | None,
@@ -626,7 +627,7 @@ def score_live(
                 cache.close()
 
     tallies: dict[str, Tally] = {}
-    outputs = OutputsWriter(writer.final.parent)
+    outputs = OutputsWriter(folder)
     try:
         with stopper.installed():
             asyncio.run(main())

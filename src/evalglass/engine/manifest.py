@@ -17,8 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from evalglass.core.fingerprint import PREFIX, fingerprint_of
 from evalglass.engine.artifacts import load_json_model, write_model
 from evalglass.engine.dataset import MAX_LINE
-from evalglass.engine.userfiles import open_regular, read_regular
 from evalglass.errors import SetupError
+from evalglass.readers.userfiles import open_regular, read_regular
 
 MANIFEST_FILE = "run.json"
 LAST_STARTED_POINTER = Path(".evalglass") / "last-started"

@@ -35,9 +35,9 @@ from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.uniform import all_of_type
 from evalglass.engine.dataset import BadLine, field_getter
-from evalglass.engine.jsonsource import JsonRefused, batch_is_exact, loads
-from evalglass.engine.userfiles import open_regular
 from evalglass.errors import SetupError
+from evalglass.readers.jsonsource import JsonRefused, batch_is_exact, loads
+from evalglass.readers.userfiles import open_regular
 
 #: Unmatched output ids named in the run's summary (the count is always complete).
 NAMED_UNMATCHED = 5

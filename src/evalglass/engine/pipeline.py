@@ -410,6 +410,7 @@ def _run_in(
                     loaded,
                     metrics,
                     writer,
+                    folder,
                     cache_mode=mode,
                     progress=progress,
                     counters=counters,

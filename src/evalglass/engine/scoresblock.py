@@ -10,7 +10,7 @@ task has samples; ``clusters[i]`` (a clustered run only) its cluster, or null. E
 
 The writer (``artifacts.ScoresWriter``) encodes with :func:`encode_block`; every reader (``load_columns`` for
 ``verify``, ``compare`` and comparative baselines; the failing-examples reader; the HTML report's rows) decodes with
-:func:`decode_block`, which parses exactly (:mod:`evalglass.engine.jsonsource`) and checks the shape, so no reader
+:func:`decode_block`, which parses exactly (:mod:`evalglass.readers.jsonsource`) and checks the shape, so no reader
 reads a block differently from another; ``evalglass schema scores`` prints :func:`block_schema`.
 """
 
@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from evalglass.core.score import Score
-from evalglass.engine import jsonsource
+from evalglass.readers import jsonsource
 
 IDS = "ids"
 LINES = "lines"

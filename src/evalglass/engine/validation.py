@@ -12,8 +12,8 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from evalglass.core.names import closest, suggest
-from evalglass.engine.yamlsource import Loc, YamlDocument
 from evalglass.errors import LocatedValueError, SetupError, SetupErrors, problem_message
+from evalglass.readers.yamlsource import Loc, YamlDocument
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 PRIORITY = {"extra_forbidden": 0, "union_tag_invalid": 1, "union_tag_not_found": 2, "missing": 3}

@@ -54,9 +54,9 @@ from evalglass.engine.digests import (
 from evalglass.engine.ledger import ledger_problems, parse_ledger
 from evalglass.engine.staleness import stale_causes
 from evalglass.engine.validation import validate_document
-from evalglass.engine.yamlsource import parse_yaml
 from evalglass.errors import SetupError
 from evalglass.metrics.llm_judge import judge_fingerprint_of
+from evalglass.readers.yamlsource import parse_yaml
 
 
 @dataclass(frozen=True)

@@ -37,8 +37,6 @@ from evalglass.core.calibration import Calibration, calibrate
 from evalglass.core.example import Example
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.score import Diagnostic, Score, Status, Validity
-from evalglass.engine import jsonsource
-from evalglass.engine.userfiles import read_regular
 from evalglass.errors import SetupError
 from evalglass.lanes.callcache import CallStore, cache_key
 from evalglass.lanes.chat import ChatClient, ChatRequest, TransportChoice, answer
@@ -54,6 +52,8 @@ from evalglass.metrics.llm_judge import (
     judge_fingerprint,
     judge_fingerprint_of,
 )
+from evalglass.readers import jsonsource
+from evalglass.readers.userfiles import read_regular
 
 
 # ---------------------------------------------------------------------- parsing

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -147,7 +147,14 @@ class EndpointSpec(BaseModel):
 
 # ---------------------------------------------------------------------- task lanes
 class _LaneFields(BaseModel):
+    """What python and command lanes share. What the engine needs to know of a lane type beyond its lane class it
+    asks the spec (``shippable``, :meth:`tokens_model`), so no engine module tests which type a lane is."""
+
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    #: Its calls run host code or commands, which a cluster executor ships to its workers (``executor.overrides``
+    #: may name it as ``task``). A model call is I/O that stays on the driver.
+    shippable: ClassVar[bool] = True
 
     description: str | None = None
     epochs: int = Field(default=1, ge=1, le=10_000, description="Samples per example: indexes 0..epochs-1.")
@@ -157,6 +164,10 @@ class _LaneFields(BaseModel):
 
     def samples(self) -> range:
         return range(self.epochs)
+
+    def tokens_model(self) -> str | None:
+        """The model whose token usage this lane's calls report (None: its calls use no tokens)."""
+        return None
 
 
 class PythonLaneSpec(_LaneFields):
@@ -195,6 +206,7 @@ class MessageTemplate(BaseModel):
 
 class ChatLaneSpec(EndpointSpec):
     type: Literal["chat"]
+    shippable: ClassVar[bool] = False
     description: str | None = None
     epochs: int = Field(default=1, ge=1, le=10_000)
     system: str | None = Field(default=None, description="Jinja2 template for a system message.")
@@ -208,6 +220,10 @@ class ChatLaneSpec(EndpointSpec):
 
     def samples(self) -> range:
         return range(self.epochs)
+
+    def tokens_model(self) -> str | None:
+        """The model whose token usage this lane's calls report."""
+        return self.model
 
     @model_validator(mode="after")
     def _one_prompt_form(self) -> ChatLaneSpec:

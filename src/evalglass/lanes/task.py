@@ -119,6 +119,11 @@ class TaskLane(ABC):
     spec: LaneSpec
     fingerprint: str
 
+    @classmethod
+    @abstractmethod
+    def build(cls, spec: Any, context: LaneContext) -> TaskLane:
+        """The lane for ``spec`` (this class's spec type), from what ``context`` gives every lane type."""
+
     @abstractmethod
     async def produce(self, example_id: str, fields: Mapping[str, Any], sample: int) -> LaneOutcome:
         """Never raises for a per-example problem."""
@@ -137,6 +142,21 @@ class TaskLane(ABC):
         pass
 
 
+@dataclass(frozen=True)
+class LaneContext:
+    """Everything building a lane may use, filled the same way for every lane type: the config's folder (relative
+    paths resolve against it), the run's executor and call cache, the environment secrets come from, the retry
+    policy and HTTP transport of model calls, and whether async host functions are shipped to a cluster."""
+
+    base_dir: Path
+    executor: Executor
+    cache: CallStore | None = None
+    env: Mapping[str, str] | None = None
+    retrier: Retrier | None = None
+    transport: TransportChoice = "auto"
+    ship_async: bool = False
+
+
 def build_lane(
     spec: LaneSpec,
     *,
@@ -148,12 +168,10 @@ def build_lane(
     transport: TransportChoice = "auto",
     ship_async: bool = False,
 ) -> TaskLane:
-    """Build a lane. Raises :class:`LaneConfigError` when the function, file or template cannot be used."""
-    if isinstance(spec, PythonLaneSpec):
-        return PythonLane(spec, base_dir=base_dir, executor=executor, cache=cache, ship_async=ship_async)
-    if isinstance(spec, CommandLaneSpec):
-        return CommandLane(spec, base_dir=base_dir, executor=executor, cache=cache, env=env)
-    return ChatLane(spec, executor=executor, cache=cache, env=env, retrier=retrier, transport=transport)
+    """Build a lane: the class :data:`LANE_TYPES` names for the spec's ``type``, through its ``build(spec,
+    context)``. Raises :class:`LaneConfigError` when the function, file or template cannot be used."""
+    context = LaneContext(base_dir, executor, cache, env, retrier, transport, ship_async)
+    return LANE_TYPES[spec.type].build(spec, context)
 
 
 def _fields_key(cache: CallStore | None, fingerprint: str, fields: Mapping[str, Any], sample: int) -> str | None:
@@ -181,6 +199,16 @@ async def _through_cache(
 
 class PythonLane(TaskLane):
     spec: PythonLaneSpec
+
+    @classmethod
+    def build(cls, spec: PythonLaneSpec, context: LaneContext) -> PythonLane:
+        return cls(
+            spec,
+            base_dir=context.base_dir,
+            executor=context.executor,
+            cache=context.cache,
+            ship_async=context.ship_async,
+        )
 
     def __init__(
         self,
@@ -454,6 +482,10 @@ def lane_value(value: Any, name: str, sample: int) -> LaneOutcome:
 class CommandLane(TaskLane):
     spec: CommandLaneSpec
 
+    @classmethod
+    def build(cls, spec: CommandLaneSpec, context: LaneContext) -> CommandLane:
+        return cls(spec, base_dir=context.base_dir, executor=context.executor, cache=context.cache, env=context.env)
+
     def __init__(
         self,
         spec: CommandLaneSpec,
@@ -652,6 +684,17 @@ async def _reap(process: asyncio.subprocess.Process, readers: tuple[asyncio.Futu
 class ChatLane(TaskLane):
     spec: ChatLaneSpec
 
+    @classmethod
+    def build(cls, spec: ChatLaneSpec, context: LaneContext) -> ChatLane:
+        return cls(
+            spec,
+            executor=context.executor,
+            cache=context.cache,
+            env=context.env,
+            retrier=context.retrier,
+            transport=context.transport,
+        )
+
     def __init__(
         self,
         spec: ChatLaneSpec,
@@ -759,13 +802,20 @@ def _tail(text: str, redactor: Redactor, limit: int = _MAX_DETAIL) -> str:
     return redactor.tail(text.strip(), limit + 1)
 
 
+#: The lane class of each ``task.type``: the one line a new lane type adds here (its spec joins ``LaneSpec`` in
+#: lanes/specs.py, which the config's ``task:`` union takes whole).
+LANE_TYPES: dict[str, type[TaskLane]] = {"python": PythonLane, "command": CommandLane, "chat": ChatLane}
+
+
 __all__ = [
+    "LANE_TYPES",
     "OPERATIONAL_FIELDS",
     "ChatLane",
     "ChatLaneSpec",
     "CommandLane",
     "CommandLaneSpec",
     "LaneConfigError",
+    "LaneContext",
     "LaneFailure",
     "LaneOutcome",
     "LaneOutput",

@@ -139,10 +139,10 @@ class JsonSchemaSpec(NoReferenceSpec):
     def _read_schema_file(self, base_dir: Path, relative: str) -> SchemaDocument:
         """The schema file through the project's one YAML or JSON reader: a repeated key, an alias bomb, a FIFO
         in its place are refused as they are in the config."""
-        from evalglass.engine import jsonsource
-        from evalglass.engine.userfiles import read_regular
-        from evalglass.engine.yamlsource import load_yaml
         from evalglass.errors import SetupError
+        from evalglass.readers import jsonsource
+        from evalglass.readers.userfiles import read_regular
+        from evalglass.readers.yamlsource import load_yaml
 
         path = (base_dir / relative).resolve()
         if not path.exists():

@@ -15,7 +15,7 @@ refuses each of them with one line naming ``file:line``, before anything is buil
   memory the file itself takes, instead of being expanded.
 - text that is not UTF-8, or characters YAML forbids (a NUL byte), are named by line.
 
-Only a regular file is read (see :mod:`evalglass.engine.userfiles`): a FIFO or a device never hangs a run.
+Only a regular file is read (see :mod:`evalglass.readers.userfiles`): a FIFO or a device never hangs a run.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from typing import Any
 
 import yaml
 
-from evalglass.engine.userfiles import read_regular
 from evalglass.errors import SetupError
+from evalglass.readers.userfiles import read_regular
 
 Loc = tuple[str | int, ...]
 
