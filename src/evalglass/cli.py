@@ -473,6 +473,7 @@ def preflight(config_path: Path | None, pinned_ledger: Path | None, today: str |
 def _preflight(path: Path, pinned_ledger: Path | None, today: str | None, fmt: str) -> NoReturn:
     from datetime import UTC, datetime
 
+    from evalglass.collector import collector_paused
     from evalglass.core.calendar import day_number, day_problem
     from evalglass.engine.preflight import preflight as compute
     from evalglass.errors import SetupError
@@ -489,7 +490,10 @@ def _preflight(path: Path, pinned_ledger: Path | None, today: str | None, fmt: s
                 f"--today {today} is before today ({clock}): preflight can look ahead, never back",
                 fix="pass today's date or a later one",
             )
-    found = compute(path, today=today or clock, pinned_ledger=pinned_ledger)
+    # A large suite's config and ledger leave ~100,000 objects alive, and each object made after them (a reason, a
+    # preview per gate) kept triggering full collector passes over them all: a fifth of the command's time.
+    with collector_paused():
+        found = compute(path, today=today or clock, pinned_ledger=pinned_ledger)
     if fmt == "json":
         _emit_json(preflight_json(found))
     else:

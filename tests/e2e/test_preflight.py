@@ -159,6 +159,10 @@ def test_undeclared_and_unbound_and_uncalibrated_are_predicted(tmp_path):
         ({"authority.yaml": "version: 1\ngates: {accuracy: {active: yes please}}\n"}, (), "authority.yaml:2"),
         ({}, ("--ledger", "elsewhere.yaml"), "pinned"),
         ({"data.jsonl": None}, (), "data.jsonl"),
+        # Found while the dataset is hashed (aside, in a child process): the same one line from this process.
+        ({"data.jsonl": "DIRECTORY"}, (), "data.jsonl"),
+        # Two problems: the ledger's is reported, as it was before the dataset was hashed aside.
+        ({"authority.yaml": "version: 1\ngates: {accuracy: {active: maybe}}\n", "data.jsonl": None}, (), "authority"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, files, args, says):
@@ -167,6 +171,9 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, files, args, says):
         path = project.evals / name
         if text is None:
             path.unlink()
+        elif text == "DIRECTORY":
+            path.unlink()
+            path.mkdir()
         else:
             path.write_text(text)
     for command in (("preflight", *args), ("run", "--dry-run", *args)):
