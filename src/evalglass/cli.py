@@ -48,6 +48,20 @@ def _exit_process(code: int) -> NoReturn:
     sys.exit(code)
 
 
+def _exit_without_teardown(code: int) -> NoReturn:
+    """End a command that read files and printed, and holds nothing else to flush or close, without the
+    interpreter's teardown: freeing module by module everything it imported and built took ~0.15 s of a
+    preflight's ~0.6 s. Only ``preflight`` (and ``run --dry-run``) ends this way; a command that writes files ends
+    through ``sys.exit``. When the standard streams cannot be flushed (a closed pipe), it ends as every command does.
+    """
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError:
+        sys.exit(code)
+    os._exit(code)
+
+
 def _usage_line(exc: click.UsageError) -> str:
     """Click's usage error as one line, naming the option at fault and where help is."""
     command = exc.ctx.command_path if exc.ctx is not None else "evalglass"
@@ -498,7 +512,7 @@ def _preflight(path: Path, pinned_ledger: Path | None, today: str | None, fmt: s
         _emit_json(preflight_json(found))
     else:
         click.echo(preflight_text(found))
-    sys.exit(int(found.exit_code))
+    _exit_without_teardown(int(found.exit_code))
 
 
 def _show(result: RunResult, fmt: str) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.project import Project, make_project
+from tests.e2e.project import Project, make_project, run_cli
 
 
 def day(offset: int) -> str:
@@ -194,3 +194,17 @@ def test_json_is_one_document(tmp_path):
     project, _ = suite(tmp_path)
     result = project.cli("preflight", "--format", "json")
     assert json.loads(result.out)["exit_code"] == result.code == 1
+
+
+def test_a_large_report_reaches_the_pipe_whole(tmp_path):
+    """preflight ends without the interpreter's teardown (cli._exit_without_teardown): what it printed must still
+    reach the reader whole, far beyond a pipe's buffer, in both formats."""
+    gates = {f"g{index:04d}": {"metric": "exact", "min_n": index + 1} for index in range(1500)}
+    project = make_project(tmp_path, metrics={"exact": {"type": "exact_match", "reference": "expected"}}, gates=gates)
+    buffered = {"PYTHONUNBUFFERED": ""}  # as a CI runner may run it: stdout block-buffered into the pipe
+    as_json = run_cli("preflight", "--format", "json", cwd=project.root, env=buffered)
+    assert len(as_json.out) > 4 * 65536 and as_json.code == 0, (len(as_json.out), as_json.err)
+    assert [gate["name"] for gate in json.loads(as_json.out)["gates"]] == sorted(gates)
+    as_text = run_cli("preflight", cwd=project.root, env=buffered)
+    assert as_text.code == 0 and as_text.out.rstrip().endswith("exit 0")
+    assert sum(line.startswith("g") for line in as_text.out.splitlines()) == len(gates)
