@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, cast
 import orjson
 
 from evalglass import redaction
+from evalglass.collector import fewer_collections
 from evalglass.core.calibration import Calibration
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.example import Example, ExampleBatch
@@ -39,7 +40,6 @@ from evalglass.core.outputparse import UnparsedOutput, parse_json_output
 from evalglass.core.score import Score, Status
 from evalglass.core.scorecard import CallTotals, count_call_attempts
 from evalglass.engine.cache import CacheMode, CallCache
-from evalglass.engine.collector import fewer_collections
 from evalglass.engine.config import LoadedConfig
 from evalglass.engine.dataset import BadLine
 from evalglass.engine.executorspec import RayExecutorSpec
@@ -608,7 +608,7 @@ def score_live(
             if progress is not None:
                 ticker = asyncio.ensure_future(progress.run())
             window = max(256, 4 * config.concurrency.max_in_flight)
-            with fewer_collections():  # the calls allocate fast; see engine/collector.py
+            with fewer_collections():  # the calls allocate fast; see evalglass/collector.py
                 await _score_all(loaded, scorer, writer, columns, shape, reader, window, outputs)
         finally:
             if ticker is not None:

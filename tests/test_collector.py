@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from evalglass.engine.collector import YOUNG_THRESHOLD, fewer_collections
+from evalglass.collector import YOUNG_THRESHOLD, fewer_collections
 
 
 @pytest.fixture(autouse=True)
