@@ -1,9 +1,10 @@
 """Group commit for the call cache: puts are committed by a thread of their own, many to a transaction.
 
-Why: a transaction per put cost the event loop about 0.1 ms of CPU per call (SQLite writes the B-tree pages it
-touched to the WAL at every commit), as much as the rest of a cached chat call's overhead together. Gathering the
-puts of a few milliseconds into one ``executemany`` writes each page once per group instead of once per put, and
-the commit itself (and any wait for another process's lock) happens off the caller's thread.
+Why: a transaction per put cost the event loop about 0.1 ms per call (SQLite writes the B-tree pages it touched to
+the WAL at every commit), the largest single item of a cached chat call on the loop. Here the puts of a few
+milliseconds go into one ``executemany`` transaction on a thread of their own, so the commit (and any wait for
+another process's lock) happens off the caller's thread. It saves commits, not page writes: keys are hashes, so a
+group's rows land on about as many leaf pages as it has rows (BENCHMARKS.md, case 11c).
 
 The rule (what a SIGKILL can lose): a put is committed within :data:`LINGER` seconds plus one commit of being made,
 unless the writer thread is starved of CPU; and at most :data:`LIMIT` puts are ever waiting (a put that would be the
