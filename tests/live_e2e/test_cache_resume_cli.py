@@ -151,7 +151,7 @@ def test_a_sigkill_loses_at_most_the_last_group_of_answers_and_resume_makes_only
     milliseconds, never more than LIMIT of them. Killed after hundreds of answers, the cache holds all but at most
     LIMIT (plus the answers still on their way to the client); the resumed run asks again for exactly the calls that
     are not cached, each once, and writes the bytes of an uninterrupted run."""
-    total, concurrency = 800, 16
+    total, concurrency = 1200, 16
     server.latency = 0.002
     project.write(questions(total), concurrency={"max_in_flight": concurrency})
     reference, _ = _reference_run(project, server, tmp_path)
