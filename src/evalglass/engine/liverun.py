@@ -168,6 +168,17 @@ class OutputsWriter:
         batch, epochs = scored.batch, scored.epochs
         values, failures = scored.produced.values, scored.produced.failures
         dumps, newline = orjson.dumps, orjson.OPT_APPEND_NEWLINE
+        if epochs == 1 and not failures and _fit_in_rows(values):
+            # The common case, as orjson writes ``{"id": .., "line": .., "samples": [{"sample": 0, "output": ..}]}``
+            # (compact, keys in that order), from each id and output encoded alone: a tenth of building the dicts.
+            data = b"".join(
+                [
+                    b'{"id":%b,"line":%d,"samples":[{"sample":0,"output":%b}]}\n' % row
+                    for row in zip(map(dumps, batch.ids), batch.lines, map(dumps, values), strict=True)
+                ]
+            )
+            self._file.write(self._redactor.json_bytes(data))
+            return
         if epochs == 1 and not failures:
             rows = [
                 {"id": example_id, "line": line, "samples": [{"sample": 0, "output": value}]}
@@ -226,9 +237,21 @@ class OutputsWriter:
         self._file.abort()
 
 
-def _storable(sample: dict[str, Any]) -> dict[str, Any]:
+def _fit_in_rows(values: list[Any]) -> bool:
+    """Whether orjson writes every value where it sits in an ``outputs.jsonl`` row, three containers deep (a value
+    that is JSON alone can be too deeply nested for that: its row then says so, see ``OutputsWriter._row_bytes``)."""
     try:
-        orjson.dumps(sample)
+        orjson.dumps([[values]])
+    except TypeError:
+        return False
+    return True
+
+
+def _storable(sample: dict[str, Any]) -> dict[str, Any]:
+    """The sample, or what it failed with, checked where it sits in its row (two containers deep): an output nested
+    just short of orjson's limit is JSON alone but not in the row, which must then say so rather than fail."""
+    try:
+        orjson.dumps([[sample]])
     except TypeError as exc:
         return {"sample": sample.get("sample"), "error": {"code": "output_unserialisable", "message": str(exc)}}
     return sample

@@ -342,6 +342,14 @@ class PythonLane(TaskLane):
 
     async def _awaited(self, start: Callable[[], Awaitable[Any]], sample: int) -> LaneOutcome:
         """What an awaitable the host function gave (an async function's coroutine) comes to, within the timeout."""
+        value, failure = await self._awaited_value(start, sample)
+        return failure if failure is not None else lane_value(value, self.spec.function, sample)
+
+    async def _awaited_value(
+        self, start: Callable[[], Awaitable[Any]], sample: int
+    ) -> tuple[Any, None] | tuple[None, LaneFailure]:
+        """:meth:`_awaited` before its value is checked to be JSON: (the value, None), or (None, why there is
+        none)."""
         timeout, name = self.spec.timeout, self.spec.function
         scope: asyncio.Timeout | None = None
         try:
@@ -352,13 +360,13 @@ class PythonLane(TaskLane):
                     value = await start()
         except TimeoutError as exc:
             if scope is not None and scope.expired():
-                return LaneFailure("task_timeout", f"{name} did not return within {timeout:g}s", sample)
-            return _raised(name, exc, sample, self.function)
+                return None, LaneFailure("task_timeout", f"{name} did not return within {timeout:g}s", sample)
+            return None, _raised(name, exc, sample, self.function)
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # SystemExit, KeyboardInterrupt ... raised by host code: this example's error
-            return _raised(name, exc, sample, self.function)
-        return lane_value(value, name, sample)
+            return None, _raised(name, exc, sample, self.function)
+        return value, None
 
     def _late(self, late: CallTimedOut, sample: int) -> LaneFailure:
         name, timeout = self.spec.function, self.spec.timeout or 0.0
@@ -461,6 +469,10 @@ class PythonLane(TaskLane):
         if elapsed > 0 and finished == len(called):
             per_call = elapsed / finished
             self._per_call = per_call if self._per_call is None else 0.8 * self._per_call + 0.2 * per_call
+        if len(called) == len(run) and run[-1] - run[0] == len(run) - 1 and _PLAIN_TYPES.issuperset(map(type, called)):
+            values[run[0] : run[-1] + 1] = called  # the common case: every call returned a built-in JSON type
+            self._check_json(run, values, failures, samples)
+            return len(called)
         returned: list[int] = []  # the calls that returned a value, which must be JSON
         for index, value in zip(run, called, strict=False):  # fewer results: the budget was spent
             if type(value) is LaneFailure:
@@ -508,23 +520,26 @@ class PythonLane(TaskLane):
     ) -> None:
         positions = iter(range(len(fields)))  # shared by the workers: each takes the next job
         function, takes_sample, submit, limit = self.function, self.takes_sample, self.executor.submit, self.limit
+        returned: list[int] = []  # the calls that returned a value, which must be JSON
 
         async def worker() -> None:
             for index in positions:
                 sample = samples[index] if samples is not None else 0
                 argument, kwargs = dict(fields[index]), ({"sample": sample} if takes_sample else _NO_KWARGS)
                 start = functools.partial(function, argument, **kwargs)
-                outcome = await submit(functools.partial(self._awaited, start, sample), endpoint=limit)
-                if type(outcome) is LaneOutput:
-                    values[index] = outcome.value
+                value, failure = await submit(functools.partial(self._awaited_value, start, sample), endpoint=limit)
+                if failure is None:
+                    values[index] = value
+                    returned.append(index)
                 else:
-                    failures[index] = outcome  # type: ignore[assignment]
+                    failures[index] = failure
 
         width = min(len(fields), self.spec.concurrency or self.executor.concurrency)
         if width <= 1:
             await worker()
         else:
             await asyncio.gather(*(worker() for _ in range(width)))
+        self._check_json(returned, values, failures, samples)
 
     async def aclose(self) -> None:
         if self._threads is not None:
