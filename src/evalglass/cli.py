@@ -48,6 +48,20 @@ def _exit_process(code: int) -> NoReturn:
     sys.exit(code)
 
 
+def _exit_without_teardown(code: int) -> NoReturn:
+    """End a command that read files and printed, and holds nothing else to flush or close, without the
+    interpreter's teardown: freeing module by module everything it imported and built took ~0.15 s of a
+    preflight's ~0.6 s. Only ``preflight`` (and ``run --dry-run``) ends this way; a command that writes files ends
+    through ``sys.exit``. When the standard streams cannot be flushed (a closed pipe), it ends as every command does.
+    """
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError:
+        sys.exit(code)
+    os._exit(code)
+
+
 def _usage_line(exc: click.UsageError) -> str:
     """Click's usage error as one line, naming the option at fault and where help is."""
     command = exc.ctx.command_path if exc.ctx is not None else "evalglass"
@@ -473,6 +487,7 @@ def preflight(config_path: Path | None, pinned_ledger: Path | None, today: str |
 def _preflight(path: Path, pinned_ledger: Path | None, today: str | None, fmt: str) -> NoReturn:
     from datetime import UTC, datetime
 
+    from evalglass.collector import collector_paused
     from evalglass.core.calendar import day_number, day_problem
     from evalglass.engine.preflight import preflight as compute
     from evalglass.errors import SetupError
@@ -489,12 +504,15 @@ def _preflight(path: Path, pinned_ledger: Path | None, today: str | None, fmt: s
                 f"--today {today} is before today ({clock}): preflight can look ahead, never back",
                 fix="pass today's date or a later one",
             )
-    found = compute(path, today=today or clock, pinned_ledger=pinned_ledger)
+    # A large suite's config and ledger leave ~100,000 objects alive, and each object made after them (a reason, a
+    # preview per gate) kept triggering full collector passes over them all: a fifth of the command's time.
+    with collector_paused():
+        found = compute(path, today=today or clock, pinned_ledger=pinned_ledger)
     if fmt == "json":
         _emit_json(preflight_json(found))
     else:
         click.echo(preflight_text(found))
-    sys.exit(int(found.exit_code))
+    _exit_without_teardown(int(found.exit_code))
 
 
 def _show(result: RunResult, fmt: str) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.project import Project, make_project
+from tests.e2e.project import Project, make_project, run_cli
 
 
 def day(offset: int) -> str:
@@ -159,6 +159,10 @@ def test_undeclared_and_unbound_and_uncalibrated_are_predicted(tmp_path):
         ({"authority.yaml": "version: 1\ngates: {accuracy: {active: yes please}}\n"}, (), "authority.yaml:2"),
         ({}, ("--ledger", "elsewhere.yaml"), "pinned"),
         ({"data.jsonl": None}, (), "data.jsonl"),
+        # Found while the dataset is hashed (aside, in a child process): the same one line from this process.
+        ({"data.jsonl": "DIRECTORY"}, (), "data.jsonl"),
+        # Two problems: the ledger's is reported, as it was before the dataset was hashed aside.
+        ({"authority.yaml": "version: 1\ngates: {accuracy: {active: maybe}}\n", "data.jsonl": None}, (), "authority"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, files, args, says):
@@ -167,6 +171,9 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, files, args, says):
         path = project.evals / name
         if text is None:
             path.unlink()
+        elif text == "DIRECTORY":
+            path.unlink()
+            path.mkdir()
         else:
             path.write_text(text)
     for command in (("preflight", *args), ("run", "--dry-run", *args)):
@@ -187,3 +194,17 @@ def test_json_is_one_document(tmp_path):
     project, _ = suite(tmp_path)
     result = project.cli("preflight", "--format", "json")
     assert json.loads(result.out)["exit_code"] == result.code == 1
+
+
+def test_a_large_report_reaches_the_pipe_whole(tmp_path):
+    """preflight ends without the interpreter's teardown (cli._exit_without_teardown): what it printed must still
+    reach the reader whole, far beyond a pipe's buffer, in both formats."""
+    gates = {f"g{index:04d}": {"metric": "exact", "min_n": index + 1} for index in range(1500)}
+    project = make_project(tmp_path, metrics={"exact": {"type": "exact_match", "reference": "expected"}}, gates=gates)
+    buffered = {"PYTHONUNBUFFERED": ""}  # as a CI runner may run it: stdout block-buffered into the pipe
+    as_json = run_cli("preflight", "--format", "json", cwd=project.root, env=buffered)
+    assert len(as_json.out) > 4 * 65536 and as_json.code == 0, (len(as_json.out), as_json.err)
+    assert [gate["name"] for gate in json.loads(as_json.out)["gates"]] == sorted(gates)
+    as_text = run_cli("preflight", cwd=project.root, env=buffered)
+    assert as_text.code == 0 and as_text.out.rstrip().endswith("exit 0")
+    assert sum(line.startswith("g") for line in as_text.out.splitlines()) == len(gates)

@@ -212,3 +212,21 @@ def test_a_recursive_alias_answers_as_the_general_path() -> None:
     for text in ["x: &a [1, *a]\n", "x: &a {k: [*a]}\n", "x: &a {k: &b [*b]}\n"]:
         assert_same_answer(text)
         assert "contains it" in outcome(text)[1]
+
+
+# The same scalar text written plain and quoted means different things ('1' is text, 1 an integer): the reader
+# answers "which tag?" once per distinct (text, style), and must answer as PyYAML's own loader does.
+SCALAR_TEXTS = st.sampled_from(["1", "yes", "null", "~", "1.5", "2026-12-01", "abc", "0x1f", "", ".inf", "1_000"])
+STYLED = st.builds(
+    lambda text, style: {"plain": text or "''", "single": f"'{text}'", "double": f'"{text}"'}[style],
+    SCALAR_TEXTS,
+    st.sampled_from(["plain", "single", "double"]),
+)
+
+
+@settings(max_examples=200)
+@given(st.lists(STYLED, min_size=1, max_size=30))
+def test_repeated_scalars_in_every_style_read_as_pyyaml_reads_them(scalars: list[str]) -> None:
+    text = "".join(f"k{index}: {scalar}\nl{index}: [{scalar}, {scalars[0]}]\n" for index, scalar in enumerate(scalars))
+    read = parse_yaml(text.encode(), PATH, what="config").data
+    assert repr(read) == repr(yaml.safe_load(text))

@@ -17,14 +17,19 @@ from evalglass.core.authority import (
     JudgeStanding,
     Ledger,
     declared_gate_authority,
-    undeclared_active_gates,
-    undeclared_reason,
 )
 from evalglass.core.checks import CheckResult
 from evalglass.core.columns import SCORED_VALID, ScoreColumn
 from evalglass.core.comparative import ComparativeInputs, decide_comparative_gate
 from evalglass.core.estimate import Estimate, IntervalSpec, Sensitivity
-from evalglass.core.gates import GateResult, GateRule, GateSpec, Outcome, evaluate_check_gate, evaluate_gate
+from evalglass.core.gates import (
+    GateResult,
+    GateRule,
+    GateSpec,
+    evaluate_check_gate,
+    evaluate_gate,
+    undeclared_results,
+)
 from evalglass.core.population import Population, population_of
 from evalglass.core.reduce import reduce_column
 from evalglass.core.scorecard import MetricSummary
@@ -235,25 +240,6 @@ def decide_run(
             )
     results.extend(undeclared_results(ledger, [gate.name for gate in gates], ledger_where or {}))
     return tuple(item.summary for item in measured.values()), VerdictPayload.decide(results)
-
-
-def undeclared_results(ledger: Ledger, declared: list[str], where: Mapping[str, str]) -> list[GateResult]:
-    """A blocked gate for every gate the ledger activates and the config does not declare (``gate_undeclared``)."""
-    results: list[GateResult] = []
-    for name in undeclared_active_gates(ledger, declared):
-        approval = ledger.gates[name]
-        results.append(
-            GateResult(
-                name=name,
-                subject=name,
-                active=True,
-                outcome=Outcome.BLOCKED,
-                reasons=(undeclared_reason(name, declared, where.get(name)),),
-                threshold=approval.threshold,
-                fingerprint=approval.fingerprint or "",
-            )
-        )
-    return results
 
 
 def _decide_metric_gate(

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from evalglass.core.authority import Authority, BlockReason, Reason
+from evalglass.core.authority import (
+    Authority,
+    BlockReason,
+    Ledger,
+    Reason,
+    undeclared_active_gates,
+    undeclared_reason,
+)
 from evalglass.core.checks import BindingStatus, CheckOutcome, CheckResult
 from evalglass.core.compare import GateComparison
 from evalglass.core.estimate import Estimate
@@ -410,3 +418,22 @@ UNBOUND_NOTE = (
     "unbound: check '{check}' ended {outcome} against whatever state its target had; no expect_state ties this "
     "result to an approved state"
 )
+
+
+def undeclared_results(ledger: Ledger, declared: list[str], where: Mapping[str, str]) -> list[GateResult]:
+    """A blocked gate for every gate the ledger activates and the config does not declare (``gate_undeclared``)."""
+    results: list[GateResult] = []
+    for name in undeclared_active_gates(ledger, declared):
+        approval = ledger.gates[name]
+        results.append(
+            GateResult(
+                name=name,
+                subject=name,
+                active=True,
+                outcome=Outcome.BLOCKED,
+                reasons=(undeclared_reason(name, declared, where.get(name)),),
+                threshold=approval.threshold,
+                fingerprint=approval.fingerprint or "",
+            )
+        )
+    return results

@@ -22,7 +22,7 @@ from evalglass.errors import SetupError
 from evalglass.readers.yamlsource import Loc, YamlDocument, load_yaml, parse_yaml
 
 if TYPE_CHECKING:
-    from evalglass.engine.config import Config
+    from evalglass.engine.config import Config, LoadedConfig
 
 
 @dataclass(frozen=True)
@@ -185,3 +185,13 @@ def threshold_problem(threshold: float, config: Config, metric: str) -> str | No
 def _fix(name: str, known: list[str]) -> str:
     hint = suggest(name, known)
     return f"{hint} (or remove the entry)" if hint.startswith("did you mean") else f"{hint}; or remove the entry"
+
+
+def refuse_unpinned_ledger(loaded: LoadedConfig, pinned_ledger: Path | None) -> None:
+    """``--ledger``: the config is what a pull request edits, so it may not point the run at another ledger."""
+    if pinned_ledger is not None and pinned_ledger.resolve() != loaded.ledger_path.resolve():
+        raise SetupError(
+            f"the config names the ledger {loaded.ledger_path}, but this run is pinned to {pinned_ledger} (--ledger)",
+            where=str(loaded.path),
+            fix=f"set `ledger:` in the config to the host's ledger, {pinned_ledger}",
+        )

@@ -44,7 +44,7 @@ from evalglass.engine.dataset import BadLine
 from evalglass.engine.decision import Evidence, decided_scorecard, run_record
 from evalglass.engine.digests import private_key, signing_key_from_env, write_digests
 from evalglass.engine.executorspec import RayExecutorSpec
-from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger
+from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger, refuse_unpinned_ledger
 from evalglass.engine.metricbuild import build_metrics
 from evalglass.engine.runfolder import PartialFile, locked, make_dirs, write_atomic, writing
 from evalglass.engine.scoresblock import encode_score
@@ -65,7 +65,7 @@ from evalglass.engine.sink import (
     same_score_everywhere,
 )
 from evalglass.engine.staleness import stale_causes
-from evalglass.errors import Interrupted, SetupError
+from evalglass.errors import Interrupted
 from evalglass.lanes.shipping import ClusterLost
 
 if TYPE_CHECKING:
@@ -445,16 +445,6 @@ def _run_in(
         if created:
             shutil.rmtree(folder, ignore_errors=True)
         raise
-
-
-def refuse_unpinned_ledger(loaded: LoadedConfig, pinned_ledger: Path | None) -> None:
-    """``--ledger``: the config is what a pull request edits, so it may not point the run at another ledger."""
-    if pinned_ledger is not None and pinned_ledger.resolve() != loaded.ledger_path.resolve():
-        raise SetupError(
-            f"the config names the ledger {loaded.ledger_path}, but this run is pinned to {pinned_ledger} (--ledger)",
-            where=str(loaded.path),
-            fix=f"set `ledger:` in the config to the host's ledger, {pinned_ledger}",
-        )
 
 
 def point_last_run_at(folder: Path) -> str | None:

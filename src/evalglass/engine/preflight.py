@@ -14,13 +14,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalglass.core.authority import JudgeStanding, Reason, declared_gate_authority
-from evalglass.core.decide import undeclared_results
-from evalglass.core.gates import check_unbound_reason
+from evalglass.core.gates import check_unbound_reason, undeclared_results
 from evalglass.core.preflight import GatePreview, Preflight, Standing
 from evalglass.core.runrecord import evaluator_labels
+from evalglass.engine.background import computed_aside
 from evalglass.engine.config import LoadedConfig, load_config
-from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger
-from evalglass.engine.pipeline import refuse_unpinned_ledger
+from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger, refuse_unpinned_ledger
 from evalglass.engine.source import gold_fingerprint_of
 from evalglass.engine.staleness import stale_causes
 
@@ -29,17 +28,20 @@ def preflight(config_path: Path, *, today: str, pinned_ledger: Path | None = Non
     """Every gate's standing on ``today`` (YYYY-MM-DD). Bad input raises ``SetupError`` as a run would."""
     loaded = load_config(config_path)
     refuse_unpinned_ledger(loaded, pinned_ledger)
-    ledger = load_ledger(loaded.ledger_path)
-    check_against_config(ledger, loaded.config)
     config = loaded.config
-    fingerprints = {name: config.gate_fingerprint(name, loaded.definition_files) for name in config.gates}
-    dataset_fingerprint = gold_fingerprint_of(loaded) if config.needs_gold else None
-    standings: dict[str, JudgeStanding] = {}
-    if config.judges:
-        from evalglass.engine.calibrate import judge_standings
+    # The dataset is hashed aside while the ledger is read and every gate fingerprinted (engine/background.py).
+    hash_gold = (lambda: gold_fingerprint_of(loaded)) if config.needs_gold else None
+    with computed_aside(hash_gold) as gold:
+        ledger = load_ledger(loaded.ledger_path)
+        check_against_config(ledger, config)
+        fingerprints = {name: config.gate_fingerprint(name, loaded.definition_files) for name in config.gates}
+        causes = stale_causes(config, loaded.definition_files, ledger.ledger, fingerprints)
+        standings: dict[str, JudgeStanding] = {}
+        if config.judges:
+            from evalglass.engine.calibrate import judge_standings
 
-        standings = judge_standings(loaded)
-    causes = stale_causes(config, loaded.definition_files, ledger.ledger, fingerprints)
+            standings = judge_standings(loaded)
+        dataset_fingerprint = gold()
     previews = [
         _preview(loaded, ledger, name, fingerprints[name], dataset_fingerprint, standings, causes.get(name), today)
         for name in config.gates
