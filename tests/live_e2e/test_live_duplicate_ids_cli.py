@@ -71,5 +71,7 @@ def test_an_id_that_is_a_malformed_lines_made_up_id_is_refused(tmp_path: Path) -
     root = _project(tmp_path / "evals", lines, cache=False)
     result = evalglass("run", "--no-progress", "--no-history", "--out", "out", cwd=root)
     assert result.code == 2, result
-    assert "data.jsonl:10" in result.err and "example id 'line:9' is also the id given to malformed line 9" in result.err
+    assert (
+        "data.jsonl:10" in result.err and "example id 'line:9' is also the id given to malformed line 9" in result.err
+    )
     assert "line:9" not in _called(root)

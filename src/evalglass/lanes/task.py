@@ -119,7 +119,14 @@ class LaneColumn:
                 failures[index] = outcome
                 values.append(None)
                 continue
-            if outcome != LaneOutput(outcome.value, outcome.sample):
+            if (
+                outcome.cached
+                or outcome.attempts
+                or outcome.usage is not None
+                or outcome.call_id is not None
+                or outcome.tries
+                or outcome.replayed
+            ):
                 raise ValueError("an output that carries more than its value does not fit in a LaneColumn")
             values.append(outcome.value)
         return cls(values, failures)
