@@ -30,6 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+#: Examples in the run whose CPU time is subtracted to give the CPU per example (start-up, imports and the decision
+#: cancel out), so that whether it grows with N shows.
+SMALL = 1_000
 
 FUNCTIONS = {
     "sync": "def answer(example):\n    return example['answer']\n",
@@ -143,17 +146,27 @@ def main() -> int:
         f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
         f"load {os.getloadavg()[0]:.2f}, {time.strftime('%Y-%m-%d %H:%M')} UTC, best of {args.repeats} in rotation"
     )
-    print("| examples | function | floor wall / CPU | run wall / CPU | peak RSS (run) | wall ratio | CPU ratio |")
-    print("|---|---|---|---|---|---|---|")
+    print(
+        "| examples | function | floor wall / CPU | run wall / CPU | peak RSS (run) | wall ratio | CPU ratio "
+        f"| run CPU per example beyond {SMALL:,} |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as scratch:
+        small: dict[str, Measurement] = {}
+        for kind in args.kinds:  # what a run costs before its examples do (start-up, imports, the decision)
+            folder = Path(scratch) / f"{kind}-{SMALL}"
+            write_project(folder, kind, SMALL)
+            small[kind] = one_case(folder, SMALL, args.repeats)[1]
         for n in args.sizes:
             for kind in args.kinds:
                 folder = Path(scratch) / f"{kind}-{n}"
                 write_project(folder, kind, n)
                 floor, run = one_case(folder, n, args.repeats)
+                marginal = (run.cpu - small[kind].cpu) / (n - SMALL) * 1e6
                 print(
                     f"| {n:,} | {kind} | {floor.wall:.2f} s / {floor.cpu:.2f} s | {run.wall:.2f} s / {run.cpu:.2f} s "
-                    f"| {run.peak_rss_mb:.0f} MB | **{run.wall / floor.wall:.1f}×** | {run.cpu / floor.cpu:.1f}× |",
+                    f"| {run.peak_rss_mb:.0f} MB | **{run.wall / floor.wall:.1f}×** | {run.cpu / floor.cpu:.1f}× "
+                    f"| {marginal:.1f} µs |",
                     flush=True,
                 )
     print(f"load average at the end: {os.getloadavg()[0]:.2f}")

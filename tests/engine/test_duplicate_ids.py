@@ -9,6 +9,8 @@ import pytest
 
 from evalglass.engine.config import LoadedConfig, load_config
 from evalglass.engine.pipeline import refuse_duplicate_ids
+from evalglass.engine.sink import refuse_first_repeat
+from evalglass.engine.source import open_reader
 from evalglass.errors import SetupError
 
 
@@ -36,3 +38,13 @@ def test_a_repeated_id_is_refused_with_both_lines(tmp_path: Path) -> None:
 
 def test_no_examples_pass(tmp_path: Path) -> None:
     refuse_duplicate_ids(array("q"), _project(tmp_path, []))
+
+
+def test_the_live_re_read_stops_at_the_line_it_was_asked_about(tmp_path: Path) -> None:
+    """The live producer re-reads only the lines so far: a "maybe" from a collision there passes, and a repeat
+    further on is left for the batch that holds it (whose own check re-reads up to it)."""
+    loaded = _project(tmp_path, ["a", "b", "c", "a"])
+    refuse_first_repeat(open_reader(loaded), loaded.dataset_path, until=3)
+    with pytest.raises(SetupError, match=r"duplicate example id 'a' \(first at line 1\)") as raised:
+        refuse_first_repeat(open_reader(loaded), loaded.dataset_path, until=4)
+    assert raised.value.where.endswith("data.jsonl:4")

@@ -10,12 +10,13 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evalglass.lanes.daemonpool import CallTimedOut, DaemonThreadPool, call_each_in_thread
 from evalglass.lanes.executor import AsyncioExecutor
-from evalglass.lanes.task import LaneFailure, LaneOutcome, LaneOutput, PythonLane, build_lane
+from evalglass.lanes.task import LaneColumn, LaneFailure, LaneOutcome, LaneOutput, PythonLane, build_lane
 
 from .conftest import parse_task_spec
 
@@ -175,3 +176,16 @@ def test_a_lane_whose_function_turns_slow_still_answers_every_call_in_order(tmp_
 
     outcomes = asyncio.run(go())
     assert [outcome.value for outcome in outcomes if isinstance(outcome, LaneOutput)] == list(range(20))
+
+
+def test_a_lane_column_keeps_every_outcome_and_refuses_what_it_cannot_hold() -> None:
+    failure = LaneFailure("task_raised", "boom", 1, detail="trace")
+    outcomes: list[LaneOutcome] = [LaneOutput(float("nan"), 0), failure, LaneOutput({"a": [1]}, 0), LaneOutput(None, 1)]
+    column = LaneColumn.of(outcomes)
+    assert column.failures == {1: failure} and column.values[1] is None
+    again = column.outcomes([0, 1, 0, 1])
+    assert again[1] is failure and again[2:] == outcomes[2:]
+    assert isinstance(again[0], LaneOutput) and again[0].value != again[0].value  # the same NaN, kept
+    for carries_more in (LaneOutput("x", 0, cached=True), LaneOutput("x", 0, tries=2), LaneOutput("x", 0, call_id="k")):
+        with pytest.raises(ValueError, match="carries more than its value"):
+            LaneColumn.of([carries_more])

@@ -87,13 +87,6 @@ class ScoresWriter:
             return
         self._write(encode_block(ids, lines, scores, clusters))
 
-    def write_blocks(
-        self, blocks: list[tuple[list[str], list[int], dict[str, list[Any]], list[str | None] | None]]
-    ) -> None:
-        """:meth:`write_block` of each, in order, with the same bytes, redacted, hashed and written at once (no
-        secret's JSON form holds a raw newline, so none can straddle two blocks)."""
-        self._write(b"".join(encode_block(*block) for block in blocks if block[0]))
-
     def _write(self, data: bytes) -> None:
         data = self._redactor.json_bytes(data)
         self._hash.update(data)

@@ -2,15 +2,17 @@
 
 Shape of the pipeline (one event loop):
 
-* a **producer** streams the dataset and starts one task per example, but never more than ``window`` examples are
-  started and not yet written (a bounded queue), so memory stays flat however large the dataset is and however long
-  one slow example holds up the head of the line;
+* a **producer** streams the dataset's batches and starts one task per example (per batch when the lane takes
+  chunks), but never more than ``window`` examples are started and not yet written (a bounded queue), so memory stays
+  flat however large the dataset is and however long one slow example holds up the head of the line; a batch's ids
+  are checked for a repeat (one hash per id kept, :mod:`evalglass.engine.seenids`) before any of its tasks starts;
 * each example task produces its samples through the lane (every call through the run's one executor and cache),
   scores them with the synchronous metrics inline (check metrics, which start processes, on a thread pool) and with
   the judges concurrently;
 * a **consumer** awaits the example tasks in dataset order (the reorder buffer is the queue itself) and appends to
-  the same compact columns, ``RowShape`` and scores sink (``sink.ScoresSink``) the recorded path uses, so
-  ``decide_run``, ``verify`` and the artifacts cannot tell the two paths apart.
+  the same compact columns, ``RowShape`` and scores sink (``sink.ScoresSink``) the recorded path uses, one block
+  per batch of dataset lines as the recorded path writes, so ``decide_run``, ``verify`` and the artifacts cannot
+  tell the two paths apart.
 
 A failed lane call makes every metric of that sample ``error`` with the lane's diagnostic; a failed judge call makes
 that judge's score ``error``. The run goes on; nothing becomes 0.0.
@@ -39,14 +41,16 @@ from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.outputparse import UnparsedOutput, parse_json_output
 from evalglass.core.score import Score, Status
 from evalglass.core.scorecard import CallTotals, count_call_attempts
+from evalglass.core.uniform import all_of_type
 from evalglass.engine.cache import CacheMode, CallCache
 from evalglass.engine.config import LoadedConfig
-from evalglass.engine.dataset import BadLine
+from evalglass.engine.dataset import BATCH, BadLine
 from evalglass.engine.executorspec import RayExecutorSpec
 from evalglass.engine.interrupts import LoopStopper
 from evalglass.engine.metricbuild import build_live_metric
 from evalglass.engine.progress import Counters, Reporter
 from evalglass.engine.runfolder import PartialFile
+from evalglass.engine.seenids import SeenIds
 from evalglass.engine.sink import (
     BuiltMetric,
     RowShape,
@@ -55,7 +59,6 @@ from evalglass.engine.sink import (
     append_result,
     append_results,
     call_metric,
-    check_duplicate,
     cluster_key,
     expand,
     guard,
@@ -63,8 +66,9 @@ from evalglass.engine.sink import (
     metric_workers,
     new_row_shape,
     not_json_score,
+    refuse_first_repeat,
 )
-from evalglass.engine.source import DatasetSource
+from evalglass.engine.source import DatasetSource, open_reader
 from evalglass.engine.tokens import Tally
 from evalglass.errors import SetupError
 from evalglass.lanes.executor import AsyncioExecutor, EndpointLimit, Executor
@@ -75,12 +79,9 @@ from evalglass.metrics.base import AsyncScorer
 if TYPE_CHECKING:
     from evalglass.engine.raycluster import RayCluster
     from evalglass.lanes.judge import LabelledExample
-    from evalglass.lanes.task import LaneOutcome
+    from evalglass.lanes.task import LaneColumn, LaneOutcome
 
 CACHE_FILE = ".evalglass-cache.sqlite"
-#: Examples per chunk when the lane takes chunks (``LiveScorer.chunked``): enough that the hand-offs of a chunk
-#: cost little per example, few enough that a chunk's examples are written soon after they are scored.
-CHUNK = 256
 #: How long closing the lane's and judges' clients may take when the run ends (or is stopped).
 _CLOSE_S = 10.0
 
@@ -122,6 +123,19 @@ class ExampleResult:
     judged: dict[str, list[dict[str, Any] | None]] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class ScoredColumns:
+    """A batch of dataset lines, all examples, scored as columns (the chunked path): row ``i`` of ``results`` and
+    ``produced`` is example ``i // epochs``, sample ``i % epochs``. No object per example or row."""
+
+    batch: ExampleBatch
+    epochs: int
+    #: Per metric, one result (a float or a Score) per row.
+    results: dict[str, list[Any]]
+    #: What the lane produced for each row.
+    produced: LaneColumn
+
+
 OUTPUTS_FILE = "outputs.jsonl"
 
 
@@ -145,8 +159,56 @@ class OutputsWriter:
         self.write_many([result])
 
     def write_many(self, results: Sequence[ExampleResult]) -> None:
-        """Each result's row, in order, redacted and written at once (see ``ScoresWriter.write_blocks``)."""
+        """Each result's row, in order, redacted and written at once (no secret's JSON form holds a raw newline, so
+        none can straddle two rows)."""
         self._file.write(self._redactor.json_bytes(b"".join(map(self._row, results))))
+
+    def write_columns(self, scored: ScoredColumns) -> None:
+        """Each example's row of a batch scored as columns: the bytes :meth:`write_many` writes for the same
+        outcomes (a lane whose outputs carry nothing but their value: no ``attempts`` but a failure's)."""
+        batch, epochs = scored.batch, scored.epochs
+        values, failures = scored.produced.values, scored.produced.failures
+        dumps, newline = orjson.dumps, orjson.OPT_APPEND_NEWLINE
+        if epochs == 1 and not failures and _fit_in_rows(values):
+            # The common case, as orjson writes ``{"id": .., "line": .., "samples": [{"sample": 0, "output": ..}]}``
+            # (compact, keys in that order), from each id and output encoded alone: a tenth of building the dicts.
+            data = b"".join(
+                [
+                    b'{"id":%b,"line":%d,"samples":[{"sample":0,"output":%b}]}\n' % row
+                    for row in zip(map(dumps, batch.ids), batch.lines, map(dumps, values), strict=True)
+                ]
+            )
+            self._file.write(self._redactor.json_bytes(data))
+            return
+        if epochs == 1 and not failures:
+            rows = [
+                {"id": example_id, "line": line, "samples": [{"sample": 0, "output": value}]}
+                for example_id, line, value in zip(batch.ids, batch.lines, values, strict=True)
+            ]
+        else:
+            rows = []
+            for index, (example_id, line) in enumerate(zip(batch.ids, batch.lines, strict=True)):
+                samples: list[dict[str, Any]] = []
+                for row in range(index * epochs, (index + 1) * epochs):
+                    failure, sample = failures.get(row), row - index * epochs
+                    if failure is None:
+                        samples.append({"sample": sample, "output": values[row]})
+                        continue
+                    entry: dict[str, Any] = {
+                        "sample": sample,
+                        "error": {"code": failure.code, "message": failure.message},
+                    }
+                    if failure.tries:
+                        entry["attempts"] = failure.tries
+                        self._calls += 1
+                        self._attempts += failure.tries
+                    samples.append(entry)
+                rows.append({"id": example_id, "line": line, "samples": samples})
+        try:
+            data = b"".join([dumps(row, option=newline) for row in rows])
+        except TypeError:  # an output orjson refuses here: written the way write_many writes it
+            data = b"".join(self._row_bytes(row) for row in rows)
+        self._file.write(self._redactor.json_bytes(data))
 
     def _row(self, result: ExampleResult) -> bytes:
         row: dict[str, Any] = {"id": result.item.id, "line": result.item.line}
@@ -156,15 +218,18 @@ class OutputsWriter:
             row["samples"] = result.produced
         if result.judged:
             row["judges"] = result.judged
-        try:
-            data = orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)
-        except TypeError:  # lanes refuse outputs that are not JSON; never a repr (its bytes differ between runs)
-            row["samples"] = [_storable(sample) for sample in result.produced or ()]
-            data = orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)
         calls, attempts = count_call_attempts(row)
         self._calls += calls
         self._attempts += attempts
-        return data
+        return self._row_bytes(row)
+
+    @staticmethod
+    def _row_bytes(row: dict[str, Any]) -> bytes:
+        try:
+            return orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)
+        except TypeError:  # lanes refuse outputs that are not JSON; never a repr (its bytes differ between runs)
+            row["samples"] = [_storable(sample) for sample in row.get("samples") or ()]
+            return orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)
 
     def commit(self) -> None:
         self._file.commit()
@@ -173,9 +238,21 @@ class OutputsWriter:
         self._file.abort()
 
 
-def _storable(sample: dict[str, Any]) -> dict[str, Any]:
+def _fit_in_rows(values: list[Any]) -> bool:
+    """Whether orjson writes every value where it sits in an ``outputs.jsonl`` row, three containers deep (a value
+    that is JSON alone can be too deeply nested for that: its row then says so, see ``OutputsWriter._row_bytes``)."""
     try:
-        orjson.dumps(sample)
+        orjson.dumps([[values]])
+    except TypeError:
+        return False
+    return True
+
+
+def _storable(sample: dict[str, Any]) -> dict[str, Any]:
+    """The sample, or what it failed with, checked where it sits in its row (two containers deep): an output nested
+    just short of orjson's limit is JSON alone but not in the row, which must then say so rather than fail."""
+    try:
+        orjson.dumps([[sample]])
     except TypeError as exc:
         return {"sample": sample.get("sample"), "error": {"code": "output_unserialisable", "message": str(exc)}}
     return sample
@@ -341,6 +418,56 @@ class LiveScorer:
             statuses["scored"] = statuses.get("scored", 0) + scored_rows
         return results
 
+    async def score_columns(self, batch: ExampleBatch) -> ScoredColumns:
+        """:meth:`score_chunk` of a batch of examples, as columns from the lane (``produce_column``) to the
+        metrics' batch paths, with no object per example: the same results in the same order. Only when
+        :attr:`chunked`."""
+        lane, epochs, counters = self.lane, self.epochs, self.counters
+        assert lane is not None  # chunked implies a lane
+        produced = await lane.produce_column(batch.ids, batch.records, epochs)
+        values, failures = produced.values, produced.failures
+        outputs = [parse_json_output(value) for value in values] if self.parse_json else values
+        rows = len(values)
+        if epochs == 1 and not failures:
+            measured = ExampleBatch(ids=batch.ids, lines=batch.lines, records=batch.records, outputs=outputs)
+        else:
+            kept = [row for row in range(rows) if row not in failures]
+            examples = [row // epochs for row in kept]
+            samples = [row % epochs for row in kept]
+            measured = ExampleBatch(
+                ids=[batch.ids[index] for index in examples],
+                lines=[batch.lines[index] for index in examples],
+                records=[batch.records[index] for index in examples],
+                outputs=[outputs[row] for row in kept],
+                samples=samples if any(samples) else None,
+            )
+        results = {metric.name: call_metric(metric, measured, None) for metric in self.metrics}
+        counters.calls += rows
+        if failures:
+            counters.lane_failures += len(failures)
+            scores = {}
+            for row, failure in failures.items():
+                if failure.attempts:
+                    counters.retries += _retries(failure.attempts)
+                scores[row] = self._failure_score(failure)
+            for name, found in results.items():
+                measured_results = iter(found)
+                results[name] = [scores[row] if row in scores else next(measured_results) for row in range(rows)]
+        count, scored_rows = counters.count_result, 0
+        for found in results.values():
+            if all_of_type(found, float):
+                scored_rows += len(found)
+                continue
+            for value in found:
+                if type(value) is float:
+                    scored_rows += 1
+                else:
+                    count(value, 1)
+        if scored_rows:
+            statuses = counters.statuses
+            statuses["scored"] = statuses.get("scored", 0) + scored_rows
+        return ScoredColumns(batch, epochs, results, produced)
+
     def _unscored(self, item: Example | BadLine, score: Score, produced: list[dict[str, Any]] | None) -> ExampleResult:
         self.counters.count_result(score, len(self.order))
         return ExampleResult(item, 1, {name: [score] for name in self.order}, produced)
@@ -472,15 +599,15 @@ async def _score_all(
     outputs: OutputsWriter,
 ) -> None:
     """Producer/consumer with a bounded, ordered queue of example tasks (see the module docstring)."""
-    # In chunks when the lane takes them (see LiveScorer.chunked), else one example per task as before.
-    size = CHUNK if scorer.chunked else 1
-    queue: asyncio.Queue[asyncio.Task[list[ExampleResult]] | None] = asyncio.Queue(
-        maxsize=max(2, window // size) if size > 1 else window
+    # A task per batch when the lane takes chunks (see LiveScorer.chunked), else one per example as before.
+    chunked = scorer.chunked
+    queue: asyncio.Queue[tuple[asyncio.Task[list[ExampleResult] | ScoredColumns], bool] | None] = asyncio.Queue(
+        maxsize=max(2, window // BATCH) if chunked else window
     )
-    started: set[asyncio.Task[list[ExampleResult]]] = set()
+    started: set[asyncio.Task[list[ExampleResult] | ScoredColumns]] = set()
     counters = scorer.counters
 
-    def _settled(task: asyncio.Task[list[ExampleResult]]) -> None:
+    def _settled(task: asyncio.Task[list[ExampleResult] | ScoredColumns]) -> None:
         started.discard(task)
         # Marks a failure as seen: the consumer still raises it when it reaches the task, and when the run stops
         # before that (an earlier task failed), asyncio prints no "Task exception was never retrieved" traceback.
@@ -490,62 +617,89 @@ async def _score_all(
     async def one(item: Example | BadLine) -> list[ExampleResult]:
         return [await scorer.score(item)]
 
-    async def start(work: Awaitable[list[ExampleResult]]) -> None:
+    async def start(work: Awaitable[list[ExampleResult] | ScoredColumns], ends_block: bool) -> None:
         task = asyncio.ensure_future(work)
         started.add(task)
         task.add_done_callback(_settled)
-        await queue.put(task)
+        await queue.put((task, ends_block))
 
     async def produce() -> None:
-        first_line: dict[str, int] = {}
-        if size == 1:
-            for item in reader:
-                check_duplicate(first_line, item, reader.path)
-                await start(one(item))
-        else:
-            for batch in reader.batches():  # what iterating gives, grouped, for less per line
+        # A repeated id is refused before that line's calls are made, from 16 bytes per id (see engine.seenids).
+        seen = SeenIds(expected=counters.total or 0)
+        for batch in reader.batches():  # a block of scores.jsonl each, whichever way its lines are scored
+            if isinstance(batch, ExampleBatch):
+                repeats = seen.add(list(map(hash, batch.ids)))
+                last = batch.lines[-1]
+            else:
+                repeats = seen.add([hash(item.id) for item in batch])
+                last = batch[-1].line if batch else 0
+            if repeats:  # maybe: the lines so far are read again, which names both lines or finds none
+                refuse_first_repeat(open_reader(loaded), reader.path, until=last)
+            if not chunked:
                 items = batch.examples() if isinstance(batch, ExampleBatch) else batch
-                for item in items:
-                    check_duplicate(first_line, item, reader.path)
-                for begin in range(0, len(items), size):
-                    await start(scorer.score_chunk(items[begin : begin + size]))
+                for position, item in enumerate(items):
+                    await start(one(item), position == len(items) - 1)
+            elif isinstance(batch, ExampleBatch):
+                await start(scorer.score_columns(batch), True)
+            elif batch:
+                await start(scorer.score_chunk(batch), True)
         await queue.put(None)
 
+    block = _Block(list(columns), shape.cluster_of is not None)
+
+    def add_results(results: list[ExampleResult]) -> None:
+        samples, cluster_of, names = shape.samples, shape.cluster_of, block.names
+        if samples:
+            encoded = [
+                [[append_result(columns[name], name, value) for value in result.results[name]] for name in names]
+                for result in results
+            ]
+        else:  # one row per example: each metric's rows go into its column at once
+            by_metric = [
+                append_results(columns[name], name, [result.results[name][0] for result in results]) for name in names
+            ]
+            encoded = [[[values[index]] for values in by_metric] for index in range(len(results))]
+        for result, entries in zip(results, encoded, strict=True):
+            item = result.item
+            cluster = None
+            if cluster_of is not None and isinstance(item, Example):
+                cluster = cluster_key(cluster_of(item.fields))
+            shape.add_example(result.rows, cluster)
+            block.add(item.id, item.line, [entry if samples else entry[0] for entry in entries], cluster)
+        outputs.write_many(results)
+
+    def write_columns(scored: ScoredColumns) -> None:
+        batch, epochs = scored.batch, scored.epochs
+        clusters = None
+        if shape.cluster_of is not None:
+            cluster_of = shape.cluster_of
+            clusters = [cluster_key(cluster_of(record)) for record in batch.records]
+        scores: dict[str, list[Any]] = {}
+        for name in block.names:
+            encoded = append_results(columns[name], name, scored.results[name])
+            if shape.samples:
+                encoded = [encoded[start : start + epochs] for start in range(0, len(encoded), epochs)]
+            scores[name] = encoded
+        if shape.samples:
+            for index in range(len(batch)):
+                shape.add_example(epochs, clusters[index] if clusters is not None else None)
+        else:
+            shape.add_single_rows(len(batch), clusters)
+        writer.write_block(batch.ids, batch.lines, scores, clusters)
+        outputs.write_columns(scored)
+
     async def consume() -> None:
-        samples = shape.samples
-        cluster_of = shape.cluster_of
-        names = list(columns)
-        while (task := await queue.get()) is not None:
-            results = await task
-            if samples:
-                encoded = [
-                    {
-                        name: [[append_result(columns[name], name, value) for value in result.results[name]]]
-                        for name in names
-                    }
-                    for result in results
-                ]
-            else:  # one row per example: each metric's rows of the chunk go into its column at once
-                by_metric = [
-                    append_results(columns[name], name, [result.results[name][0] for result in results])
-                    for name in names
-                ]
-                encoded = [
-                    {name: [values[index]] for name, values in zip(names, by_metric, strict=True)}
-                    for index in range(len(results))
-                ]
-            blocks: list[tuple[list[str], list[int], dict[str, list[Any]], list[str | None] | None]] = []
-            for result, block in zip(results, encoded, strict=True):
-                item = result.item
-                cluster = None
-                if cluster_of is not None and isinstance(item, Example):
-                    cluster = cluster_key(cluster_of(item.fields))
-                shape.add_example(result.rows, cluster)
-                # A block of one example, in dataset order, so a resumed run writes the same bytes.
-                blocks.append(([item.id], [item.line], block, [cluster] if cluster_of is not None else None))
-            writer.write_blocks(blocks)
-            outputs.write_many(results)
-            counters.done += len(results)
+        while (entry := await queue.get()) is not None:
+            task, ends_block = entry
+            scored = await task
+            if isinstance(scored, ScoredColumns):
+                write_columns(scored)
+                counters.done += len(scored.batch)
+                continue
+            add_results(scored)
+            counters.done += len(scored)
+            if ends_block:
+                block.write(writer)
 
     producer = asyncio.ensure_future(produce())
     consumer = asyncio.ensure_future(consume())
@@ -561,6 +715,35 @@ async def _score_all(
             task.cancel()
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
+
+
+class _Block:
+    """The scores of one batch of dataset lines, gathered example by example until the batch's last is in: one
+    block of ``scores.jsonl`` per batch, as a recorded run writes, whichever order calls finish in and however the
+    lines were scored (so a resumed run, or one that takes another path, writes the same bytes)."""
+
+    def __init__(self, names: list[str], clustered: bool) -> None:
+        self.names = names
+        self._clustered = clustered
+        self._reset()
+
+    def _reset(self) -> None:
+        self._ids: list[str] = []
+        self._lines: list[int] = []
+        self._scores: list[list[Any]] = [[] for _ in self.names]
+        self._clusters: list[str | None] = []
+
+    def add(self, example_id: str, line: int, entries: list[Any], cluster: str | None) -> None:
+        self._ids.append(example_id)
+        self._lines.append(line)
+        for column, entry in zip(self._scores, entries, strict=True):
+            column.append(entry)
+        self._clusters.append(cluster)
+
+    def write(self, writer: ScoresSink) -> None:
+        scores = dict(zip(self.names, self._scores, strict=True))
+        writer.write_block(self._ids, self._lines, scores, self._clusters if self._clustered else None)
+        self._reset()
 
 
 def score_live(

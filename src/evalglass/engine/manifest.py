@@ -65,6 +65,13 @@ def file_fingerprint(path: Path) -> str | None:
         raise
 
 
+#: Bytes read at a time when hashing the dataset (no more than the longest line, so only a line left open across
+#: chunks can be longer than that).
+_IDENTITY_CHUNK = min(1 << 20, MAX_LINE)
+#: What ``bytes.strip()`` removes, but the newline: a line of only these is blank.
+_BLANK = b" \t\r\x0b\x0c"
+
+
 def dataset_identity(path: Path, *, hash_contents: bool) -> DatasetIdentity:
     """Identity of the dataset file. With ``hash_contents`` the bytes are hashed (and lines counted) in one pass."""
     try:
@@ -75,14 +82,32 @@ def dataset_identity(path: Path, *, hash_contents: bool) -> DatasetIdentity:
         return DatasetIdentity(size=stat.st_size, mtime_ns=stat.st_mtime_ns)
     digest = hashlib.sha256()
     examples = 0
+    # A chunk at a time (not a line at a time: a tenth of the time on short lines): every byte hashed, each line
+    # with something besides whitespace counted (what ``line.strip()`` tells), and a line longer than MAX_LINE
+    # (newline included) met as the run's reader meets it. Only the line left open across chunks can be that long.
+    open_length, open_blank = 0, True
     try:
-        with open_regular(path, what="dataset file", buffering=-1) as handle:
-            while line := handle.readline(MAX_LINE + 1):
-                if len(line) > MAX_LINE:  # reading it for the run refuses it, naming the line
+        with open_regular(path, what="dataset file") as handle:
+            while chunk := handle.read(_IDENTITY_CHUNK):
+                digest.update(chunk)
+                first_newline = chunk.find(b"\n")
+                if first_newline < 0:
+                    open_length += len(chunk)
+                else:
+                    if open_length + first_newline + 1 > MAX_LINE:
+                        return DatasetIdentity(size=stat.st_size, mtime_ns=stat.st_mtime_ns)
+                    open_length = len(chunk) - chunk.rfind(b"\n") - 1
+                if open_length > MAX_LINE:  # reading it for the run refuses it, naming the line
                     return DatasetIdentity(size=stat.st_size, mtime_ns=stat.st_mtime_ns)
-                digest.update(line)
-                if line.strip():
-                    examples += 1
+                pieces = chunk.translate(None, _BLANK).split(b"\n")  # a blank line is an empty piece
+                if len(pieces) == 1:
+                    open_blank = open_blank and not pieces[0]
+                    continue
+                examples += not (open_blank and not pieces[0])
+                middle = pieces[1:-1]
+                examples += len(middle) - middle.count(b"")
+                open_blank = not pieces[-1]
+        examples += not open_blank
     except (OSError, SetupError):
         # Reading it for the run itself gives the one-line error for this (a FIFO, a folder, unreadable).
         return DatasetIdentity(size=stat.st_size, mtime_ns=stat.st_mtime_ns)

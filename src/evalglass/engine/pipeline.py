@@ -56,12 +56,12 @@ from evalglass.engine.sink import (
     append_result,
     append_results,
     call_metric,
-    check_duplicate,
     cluster_key,
     expand,
     metric_pool,
     metric_workers,
     new_row_shape,
+    refuse_first_repeat,
     same_score_everywhere,
 )
 from evalglass.engine.staleness import stale_causes
@@ -521,9 +521,7 @@ def refuse_duplicate_ids(hashes: array[int], loaded: LoadedConfig) -> None:
         return
     from evalglass.engine.source import open_reader
 
-    first_line: dict[str, int] = {}
-    for item in open_reader(loaded):
-        check_duplicate(first_line, item, loaded.dataset_path)
+    refuse_first_repeat(open_reader(loaded), loaded.dataset_path)
 
 
 def score_recorded(loaded: LoadedConfig, metrics: list[BuiltMetric], writer: ScoresSink) -> Scored:

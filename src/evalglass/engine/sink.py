@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import traceback
 from array import array
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -51,10 +51,6 @@ class ScoresSink(Protocol):
 
     def write_block(
         self, ids: list[str], lines: list[int], scores: dict[str, list[Any]], clusters: list[str | None] | None
-    ) -> None: ...
-
-    def write_blocks(
-        self, blocks: list[tuple[list[str], list[int], dict[str, list[Any]], list[str | None] | None]]
     ) -> None: ...
 
     def commit(self) -> str: ...
@@ -259,6 +255,19 @@ def check_duplicate(first_line: dict[str, int], item: Example | BadLine, path: P
     seen = first_line.setdefault(item.id, mark)
     if seen != mark:
         raise _duplicate(item.id, mark, seen, path)
+
+
+def refuse_first_repeat(items: Iterable[Example | BadLine], path: Path, until: int | None = None) -> None:
+    """Read the dataset's lines (``items``, from the start; only those up to line ``until``) for the first one whose
+    id an earlier line has, and raise what :func:`check_duplicate` raises for it; nothing when there is none.
+
+    What a producer that keeps only ids' hashes does when two are equal (a repeated id, or a rare collision of two):
+    the one place the exact ids, and the lines to name, are looked at again."""
+    first_line: dict[str, int] = {}
+    for item in items:
+        if until is not None and item.line > until:
+            return
+        check_duplicate(first_line, item, path)
 
 
 def _duplicate(example_id: str, line: int, first: int, path: Path) -> SetupError:

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from evalglass.lanes.task import Job, LaneOutcome
+    from evalglass.lanes.task import Job, LaneColumn, LaneOutcome
 
 
 class Lane(Protocol):
@@ -29,6 +29,11 @@ class Lane(Protocol):
     async def produce(self, example_id: str, fields: Mapping[str, Any], sample: int) -> LaneOutcome: ...
 
     async def produce_many(self, jobs: Sequence[Job]) -> list[LaneOutcome]: ...
+
+    async def produce_column(self, ids: Sequence[str], records: Sequence[Mapping[str, Any]], epochs: int) -> LaneColumn:
+        """Every example's samples (call ``i``: example ``i // epochs``, sample ``i % epochs``) as a column, for a
+        chunked lane, whose outputs carry nothing but their value."""
+        ...
 
     async def aclose(self) -> None: ...
 

@@ -100,6 +100,47 @@ LaneOutcome = LaneOutput | LaneFailure
 Job = tuple[str, Mapping[str, Any], int]
 
 
+@dataclass(frozen=True, slots=True)
+class LaneColumn:
+    """The outcomes of many calls as a column, with no object per call: ``values[i]`` is call ``i``'s output,
+    unless ``failures`` holds ``i`` (then ``values[i]`` is None and the failure says why).
+
+    Only for outputs that carry nothing but their value (no cache, usage, retries or call id): what a chunked lane
+    (:attr:`TaskLane.chunked`) produces. :meth:`of` refuses outcomes that carry more, so nothing is dropped."""
+
+    values: list[Any]
+    failures: dict[int, LaneFailure]
+
+    @classmethod
+    def of(cls, outcomes: Sequence[LaneOutcome]) -> LaneColumn:
+        values: list[Any] = []
+        failures: dict[int, LaneFailure] = {}
+        for index, outcome in enumerate(outcomes):
+            if isinstance(outcome, LaneFailure):
+                failures[index] = outcome
+                values.append(None)
+                continue
+            if (
+                outcome.cached
+                or outcome.attempts
+                or outcome.usage is not None
+                or outcome.call_id is not None
+                or outcome.tries
+                or outcome.replayed
+            ):
+                raise ValueError("an output that carries more than its value does not fit in a LaneColumn")
+            values.append(outcome.value)
+        return cls(values, failures)
+
+    def outcomes(self, samples: Sequence[int]) -> list[LaneOutcome]:
+        """One outcome per call (``samples``: each call's sample index), as :meth:`TaskLane.produce` gives them."""
+        failures = self.failures
+        return [
+            failures.get(index) or LaneOutput(value, sample)
+            for index, (value, sample) in enumerate(zip(self.values, samples, strict=True))
+        ]
+
+
 def failure_score(failure: LaneFailure) -> Score:
     """The ``error`` score every metric of the example gets when its lane failed: no value, the lane's reason."""
     evidence = (f"lane_call:{failure.call_id}",) if failure.call_id else ()
@@ -138,6 +179,17 @@ class TaskLane(ABC):
     async def produce_many(self, jobs: Sequence[Job]) -> list[LaneOutcome]:
         """Every job's outcome, in order; the same outcomes as :meth:`produce` one by one."""
         return list(await asyncio.gather(*(self.produce(*job) for job in jobs)))
+
+    async def produce_column(self, ids: Sequence[str], records: Sequence[Mapping[str, Any]], epochs: int) -> LaneColumn:
+        """:meth:`produce_many` of every (example, sample), example by example and sample by sample within one
+        (call ``i`` is example ``i // epochs``, sample ``i % epochs``), as a column. Only for a chunked lane (see
+        :class:`LaneColumn`)."""
+        jobs = [
+            (example_id, fields, sample)
+            for example_id, fields in zip(ids, records, strict=True)
+            for sample in range(epochs)
+        ]
+        return LaneColumn.of(await self.produce_many(jobs))
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         pass
@@ -298,6 +350,14 @@ class PythonLane(TaskLane):
 
     async def _awaited(self, start: Callable[[], Awaitable[Any]], sample: int) -> LaneOutcome:
         """What an awaitable the host function gave (an async function's coroutine) comes to, within the timeout."""
+        value, failure = await self._awaited_value(start, sample)
+        return failure if failure is not None else lane_value(value, self.spec.function, sample)
+
+    async def _awaited_value(
+        self, start: Callable[[], Awaitable[Any]], sample: int
+    ) -> tuple[Any, None] | tuple[None, LaneFailure]:
+        """:meth:`_awaited` before its value is checked to be JSON: (the value, None), or (None, why there is
+        none)."""
         timeout, name = self.spec.timeout, self.spec.function
         scope: asyncio.Timeout | None = None
         try:
@@ -308,13 +368,13 @@ class PythonLane(TaskLane):
                     value = await start()
         except TimeoutError as exc:
             if scope is not None and scope.expired():
-                return LaneFailure("task_timeout", f"{name} did not return within {timeout:g}s", sample)
-            return _raised(name, exc, sample, self.function)
+                return None, LaneFailure("task_timeout", f"{name} did not return within {timeout:g}s", sample)
+            return None, _raised(name, exc, sample, self.function)
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # SystemExit, KeyboardInterrupt ... raised by host code: this example's error
-            return _raised(name, exc, sample, self.function)
-        return lane_value(value, name, sample)
+            return None, _raised(name, exc, sample, self.function)
+        return value, None
 
     def _late(self, late: CallTimedOut, sample: int) -> LaneFailure:
         name, timeout = self.spec.function, self.spec.timeout or 0.0
@@ -335,88 +395,159 @@ class PythonLane(TaskLane):
         return self.cache is None and self.executor.offload is None
 
     async def produce_many(self, jobs: Sequence[Job]) -> list[LaneOutcome]:
-        """Every job's outcome, in order, exactly as :meth:`produce` would give it, for less per call.
+        """Every job's outcome, in order, exactly as :meth:`produce` would give it, for less per call (see
+        :meth:`_column`)."""
+        if not self.chunked:
+            return list(await asyncio.gather(*(self.produce(*job) for job in jobs)))
+        samples = [sample for _, _, sample in jobs]
+        column = await self._column([fields for _, fields, _ in jobs], samples)
+        return column.outcomes(samples)
+
+    async def produce_column(self, ids: Sequence[str], records: Sequence[Mapping[str, Any]], epochs: int) -> LaneColumn:
+        if not self.chunked:
+            return await super().produce_column(ids, records, epochs)
+        if epochs == 1:
+            return await self._column(records, None)
+        fields = [record for record in records for _ in range(epochs)]
+        return await self._column(fields, [sample for _ in records for sample in range(epochs)])
+
+    async def _column(self, fields: Sequence[Mapping[str, Any]], samples: Sequence[int] | None) -> LaneColumn:
+        """Call ``i`` of ``fields[i]`` (sample ``samples[i]``, every one 0 for None) for every ``i``, as a column.
 
         A sync function: the calls go to a lane thread in runs of as many as take about :data:`CHUNK_BUDGET_S`
         together (from the time calls have taken so far; one call per run until a call has finished), one
         hand-off and one executor slot per run, each call with its own timeout kept by a watchdog
         (:func:`call_each_in_thread`). Calls slower than the budget go one per run, so they run as concurrently
-        as with :meth:`produce`. An async function: a bounded set of worker coroutines awaits the calls, each
-        through the executor, instead of a task per call.
+        as with :meth:`produce`. What the calls returned is checked to be JSON a run at a time (one
+        ``orjson.dumps``; each value alone only when that fails, so every failure says what it says alone). An
+        async function: a bounded set of worker coroutines awaits the calls, each through the executor, instead of
+        a task per call.
         """
-        if not self.chunked:
-            return list(await asyncio.gather(*(self.produce(*job) for job in jobs)))
+        values: list[Any] = [None] * len(fields)
+        failures: dict[int, LaneFailure] = {}
         if self.is_async:
-            return await self._async_many(jobs)
-        outcomes: list[LaneOutcome | None] = [None] * len(jobs)
-        pending = list(range(len(jobs)))
+            await self._async_many(fields, samples, values, failures)
+            return LaneColumn(values, failures)
+        pending = list(range(len(fields)))
         submit, limit = self.executor.submit, self.limit
         while pending:
             # A run that proves slower than planned stops early (see _sync_run): what it left is split again by the
             # time calls take now, so a function that turns slow goes back to one call per thread.
             size = self._run_length(len(pending))
             runs = [pending[start : start + size] for start in range(0, len(pending), size)]
-            made = [functools.partial(self._sync_run, [jobs[index] for index in run]) for run in runs]
+            made = [functools.partial(self._sync_run, fields, samples, run, values, failures) for run in runs]
             if len(made) == 1:
                 done = [await submit(made[0], endpoint=limit)]
             else:
                 done = await asyncio.gather(*(submit(run, endpoint=limit) for run in made))
             pending = []
-            for run, got in zip(runs, done, strict=True):
-                for index, outcome in zip(run, got, strict=False):  # ``got`` is short when the run stopped early
-                    outcomes[index] = outcome
-                pending.extend(run[len(got) :])
-        return [outcome for outcome in outcomes if outcome is not None]
+            for run, finished in zip(runs, done, strict=True):
+                pending.extend(run[finished:])  # ``finished`` is short of the run when it stopped early
+        return LaneColumn(values, failures)
 
     def _run_length(self, count: int) -> int:
         if self._per_call is None:
             return 1
         return max(1, min(count, int(CHUNK_BUDGET_S / max(self._per_call, 1e-9))))
 
-    async def _sync_run(self, jobs: Sequence[Job]) -> list[LaneOutcome]:
+    async def _sync_run(
+        self,
+        fields: Sequence[Mapping[str, Any]],
+        samples: Sequence[int] | None,
+        run: list[int],
+        values: list[Any],
+        failures: dict[int, LaneFailure],
+    ) -> int:
+        """The calls ``run`` names, on a lane thread, their outcomes put in ``values`` and ``failures``; how many
+        were made (fewer than asked when the run proved slower than planned)."""
         function, name = self.function, self.spec.function
-        takes_sample = self.takes_sample
-        calls = [
-            functools.partial(
-                python_call, function, name, dict(fields), {"sample": sample} if takes_sample else {}, sample
-            )
-            for _, fields, sample in jobs
-        ]
+        if self.takes_sample and samples is not None:
+            calls = [
+                functools.partial(python_value, function, name, dict(fields[i]), {"sample": samples[i]}, samples[i])
+                for i in run
+            ]
+        elif self.takes_sample:
+            calls = [functools.partial(python_value, function, name, dict(fields[i]), _SAMPLE_0, 0) for i in run]
+        else:
+            calls = [functools.partial(python_value, function, name, dict(fields[i]), _NO_KWARGS, 0) for i in run]
         # Ten times the planned time at most: a run of calls that turned slow stops and gives back the rest.
         budget = 10 * CHUNK_BUDGET_S if len(calls) > 1 else None
         called, elapsed = await call_each_in_thread(self._pool(), calls, self.spec.timeout, budget)
-        finished = sum(1 for value in called if not isinstance(value, CallTimedOut))
+        finished = sum(1 for value in called if type(value) is not CallTimedOut)
         if elapsed > 0 and finished == len(called):
             per_call = elapsed / finished
             self._per_call = per_call if self._per_call is None else 0.8 * self._per_call + 0.2 * per_call
-        outcomes: list[LaneOutcome] = []
-        for (_, _, sample), value in zip(jobs, called, strict=False):  # fewer results: the budget was spent
-            if isinstance(value, LaneOutput | LaneFailure):
-                outcomes.append(value)
-            elif isinstance(value, CallTimedOut):
-                outcomes.append(self._late(value, sample))
-            else:  # a sync function that returned an awaitable
-                outcomes.append(await self._awaited(functools.partial(_itself, value), sample))
-        return outcomes
+        if len(called) == len(run) and run[-1] - run[0] == len(run) - 1 and _PLAIN_TYPES.issuperset(map(type, called)):
+            values[run[0] : run[-1] + 1] = called  # the common case: every call returned a built-in JSON type
+            self._check_json(run, values, failures, samples)
+            return len(called)
+        returned: list[int] = []  # the calls that returned a value, which must be JSON
+        for index, value in zip(run, called, strict=False):  # fewer results: the budget was spent
+            if type(value) is LaneFailure:
+                failures[index] = value
+            elif type(value) is CallTimedOut:
+                failures[index] = self._late(value, samples[index] if samples is not None else 0)
+            elif type(value) is _Returned:
+                if not inspect.isawaitable(value.value):
+                    values[index] = value.value
+                    returned.append(index)
+                    continue
+                # a sync function that returned an awaitable
+                sample = samples[index] if samples is not None else 0
+                outcome = await self._awaited(functools.partial(_itself, value.value), sample)
+                if isinstance(outcome, LaneOutput):
+                    values[index] = outcome.value
+                else:
+                    failures[index] = outcome
+            else:
+                values[index] = value
+                returned.append(index)
+        self._check_json(returned, values, failures, samples)
+        return len(called)
 
-    async def _async_many(self, jobs: Sequence[Job]) -> list[LaneOutcome]:
-        outcomes: list[LaneOutcome | None] = [None] * len(jobs)
-        positions = iter(range(len(jobs)))  # shared by the workers: each takes the next job
+    def _check_json(
+        self, indexes: list[int], values: list[Any], failures: dict[int, LaneFailure], samples: Sequence[int] | None
+    ) -> None:
+        """:func:`lane_value`'s check of each value ``indexes`` names, at once while every one is JSON."""
+        try:
+            orjson.dumps([values[index] for index in indexes])  # each value alone nests one level less
+        except TypeError:
+            name = self.spec.function
+            for index in indexes:
+                outcome = lane_value(values[index], name, samples[index] if samples is not None else 0)
+                if isinstance(outcome, LaneFailure):
+                    failures[index] = outcome
+                    values[index] = None
+
+    async def _async_many(
+        self,
+        fields: Sequence[Mapping[str, Any]],
+        samples: Sequence[int] | None,
+        values: list[Any],
+        failures: dict[int, LaneFailure],
+    ) -> None:
+        positions = iter(range(len(fields)))  # shared by the workers: each takes the next job
         function, takes_sample, submit, limit = self.function, self.takes_sample, self.executor.submit, self.limit
+        returned: list[int] = []  # the calls that returned a value, which must be JSON
 
         async def worker() -> None:
             for index in positions:
-                _, fields, sample = jobs[index]
-                argument, kwargs = dict(fields), ({"sample": sample} if takes_sample else {})
+                sample = samples[index] if samples is not None else 0
+                argument, kwargs = dict(fields[index]), ({"sample": sample} if takes_sample else _NO_KWARGS)
                 start = functools.partial(function, argument, **kwargs)
-                outcomes[index] = await submit(functools.partial(self._awaited, start, sample), endpoint=limit)
+                value, failure = await submit(functools.partial(self._awaited_value, start, sample), endpoint=limit)
+                if failure is None:
+                    values[index] = value
+                    returned.append(index)
+                else:
+                    failures[index] = failure
 
-        width = min(len(jobs), self.spec.concurrency or self.executor.concurrency)
+        width = min(len(fields), self.spec.concurrency or self.executor.concurrency)
         if width <= 1:
             await worker()
         else:
             await asyncio.gather(*(worker() for _ in range(width)))
-        return [outcome for outcome in outcomes if outcome is not None]
+        self._check_json(returned, values, failures, samples)
 
     async def aclose(self) -> None:
         if self._threads is not None:
@@ -434,15 +565,43 @@ def _itself(value: Awaitable[Any]) -> Awaitable[Any]:
     return value
 
 
+#: No keyword arguments: shared by every call of a function that takes no ``sample`` (``**`` copies it).
+_NO_KWARGS: dict[str, Any] = {}
+_SAMPLE_0: dict[str, Any] = {"sample": 0}
+#: What a host function returns most often: built-in JSON types, which are never awaitable.
+_PLAIN_TYPES = frozenset({str, int, float, bool, type(None), list, dict})
+
+
+@dataclass(frozen=True, slots=True)
+class _Returned:
+    """A value of any type but :data:`_PLAIN_TYPES` a host function returned (an awaitable, a LaneFailure of its
+    own making...), so it is never mistaken for what :func:`python_value` says about the call."""
+
+    value: Any
+
+
+def python_value(
+    function: Callable[..., Any], name: str, argument: dict[str, Any], kwargs: dict[str, Any], sample: int
+) -> Any:
+    """One call of a python-lane function: its value when of a built-in JSON type (not yet checked to be JSON: a
+    list may hold a set), any other value wrapped in :class:`_Returned`, or the :class:`LaneFailure` of what it
+    raised. The least a lane thread does per call (see :meth:`PythonLane._sync_run`)."""
+    try:
+        value = function(argument, **kwargs)
+    except BaseException as exc:  # SystemExit, KeyboardInterrupt ... raised by host code: this example's error
+        return _raised(name, exc, sample, function)
+    return value if type(value) in _PLAIN_TYPES else _Returned(value)
+
+
 def python_call(
     function: Callable[..., Any], name: str, argument: dict[str, Any], kwargs: dict[str, Any], sample: int
 ) -> LaneOutcome | Awaitable[Any]:
     """One call of a python-lane function and what it produced, in whichever process runs it (a lane thread here,
     a cluster worker there), so both say exactly the same. An awaitable it returned is handed back unawaited."""
-    try:
-        value = function(argument, **kwargs)
-    except BaseException as exc:  # SystemExit, KeyboardInterrupt ... raised by host code: this example's error
-        return _raised(name, exc, sample, function)
+    called = python_value(function, name, argument, kwargs, sample)
+    if type(called) is LaneFailure:
+        return called
+    value = called.value if type(called) is _Returned else called
     if inspect.isawaitable(value):
         return value
     return lane_value(value, name, sample)
