@@ -5,6 +5,7 @@ Heavy modules are imported inside the commands so that `evalglass --help` starts
 
 from __future__ import annotations
 
+import atexit
 import gc
 import os
 import sys
@@ -319,6 +320,11 @@ def main(debug: bool) -> None:
     from evalglass.redaction import redact_standard_streams
 
     redact_standard_streams()  # no secret of the environment is ever printed, whoever prints it
+    # Interpreter teardown runs the cyclic collector over every object still alive (modules, pydantic schemas, a
+    # run's columns): ~0.07-0.15 s of a short command. Frozen objects are skipped by those passes and still freed
+    # by reference counting as modules are torn down; only the finalizers of cycles alive at exit, which Python
+    # does not promise to run anyway, are left to the operating system.
+    atexit.register(gc.freeze)
 
 
 LAST = "\x00last"
