@@ -52,8 +52,9 @@ def _exit_process(code: int) -> NoReturn:
 def _exit_without_teardown(code: int) -> NoReturn:
     """End a command that read files and printed, and holds nothing else to flush or close, without the
     interpreter's teardown: freeing module by module everything it imported and built took 0.05-0.1 s of a
-    preflight's ~0.6 s even with the collector's exit passes skipped (``main``'s ``atexit`` freeze). Only ``preflight`` (and ``run --dry-run``) ends this way; a command that writes files ends
-    through ``sys.exit``. When the standard streams cannot be flushed (a closed pipe), it ends as every command does.
+    preflight's ~0.6 s even with the collector's exit passes skipped (``main``'s ``atexit`` freeze). Only
+    ``preflight`` (and ``run --dry-run``) ends this way; a command that writes files ends through ``sys.exit``.
+    When the standard streams cannot be flushed (a closed pipe), it ends as every command does.
     """
     try:
         sys.stdout.flush()
