@@ -159,9 +159,9 @@ def test_undeclared_and_unbound_and_uncalibrated_are_predicted(tmp_path):
         ({"authority.yaml": "version: 1\ngates: {accuracy: {active: yes please}}\n"}, (), "authority.yaml:2"),
         ({}, ("--ledger", "elsewhere.yaml"), "pinned"),
         ({"data.jsonl": None}, (), "data.jsonl"),
-        # Found while the dataset is hashed (aside, in a child process): the same one line from this process.
+        # Found while the dataset is hashed for its gold fingerprint.
         ({"data.jsonl": "DIRECTORY"}, (), "data.jsonl"),
-        # Two problems: the ledger's is reported, as it was before the dataset was hashed aside.
+        # Two problems: the ledger's is reported first (it is read before the dataset is hashed).
         ({"authority.yaml": "version: 1\ngates: {accuracy: {active: maybe}}\n", "data.jsonl": None}, (), "authority"),
     ],
 )

@@ -17,7 +17,6 @@ from evalglass.core.authority import JudgeStanding, Reason, declared_gate_author
 from evalglass.core.gates import check_unbound_reason, undeclared_results
 from evalglass.core.preflight import GatePreview, Preflight, Standing
 from evalglass.core.runrecord import evaluator_labels
-from evalglass.engine.background import computed_aside
 from evalglass.engine.config import LoadedConfig, load_config
 from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger, refuse_unpinned_ledger
 from evalglass.engine.source import gold_fingerprint_of
@@ -29,19 +28,16 @@ def preflight(config_path: Path, *, today: str, pinned_ledger: Path | None = Non
     loaded = load_config(config_path)
     refuse_unpinned_ledger(loaded, pinned_ledger)
     config = loaded.config
-    # The dataset is hashed aside while the ledger is read and every gate fingerprinted (engine/background.py).
-    hash_gold = (lambda: gold_fingerprint_of(loaded)) if config.needs_gold else None
-    with computed_aside(hash_gold) as gold:
-        ledger = load_ledger(loaded.ledger_path)
-        check_against_config(ledger, config)
-        fingerprints = {name: config.gate_fingerprint(name, loaded.definition_files) for name in config.gates}
-        causes = stale_causes(config, loaded.definition_files, ledger.ledger, fingerprints)
-        standings: dict[str, JudgeStanding] = {}
-        if config.judges:
-            from evalglass.engine.calibrate import judge_standings
+    ledger = load_ledger(loaded.ledger_path)
+    check_against_config(ledger, config)
+    fingerprints = {name: config.gate_fingerprint(name, loaded.definition_files) for name in config.gates}
+    dataset_fingerprint = gold_fingerprint_of(loaded) if config.needs_gold else None
+    standings: dict[str, JudgeStanding] = {}
+    if config.judges:
+        from evalglass.engine.calibrate import judge_standings
 
-            standings = judge_standings(loaded)
-        dataset_fingerprint = gold()
+        standings = judge_standings(loaded)
+    causes = stale_causes(config, loaded.definition_files, ledger.ledger, fingerprints)
     previews = [
         _preview(loaded, ledger, name, fingerprints[name], dataset_fingerprint, standings, causes.get(name), today)
         for name in config.gates
