@@ -16,12 +16,15 @@ of a shared machine hits both:
 * ``lane``: EvalGlass's ``chat`` lane as a run drives it: Jinja2 prompt, request fingerprint and cache key, the
   retrier, ``AsyncioExecutor.submit``, ``ChatClient`` (the openai SDK's headers, aiohttp's pool). No cache.
 
-Then, separately, the whole command: ``evalglass run`` (call cache on, one ``contains`` metric, artifacts written)
-on ``--calls`` and on twice as many examples, as child processes whose CPU the kernel reports (``wait4``). The
-difference divided by the extra examples is the **marginal** CPU per example of the live pipeline (the lane, the
-cache write, the metric, the ordered writes, outputs.jsonl), with start-up and the decision cancelled out.
+Then the whole command, in the same rotation: ``evalglass run`` (a chat lane, one ``contains`` metric, artifacts
+written; call cache on and cold, and with ``--run-no-cache`` also ``--no-cache``) on ``--calls`` examples, through
+``phase_cpu.py``, which records the CPU of the run's **scoring phase** alone (every thread of the process: the event
+loop, the call cache's writer; from the first example started to the last written): the lane plus the call cache,
+the metric, the ordered writes of scores.jsonl and outputs.jsonl and the progress counters, without start-up or the
+decision. (An earlier version took the difference of two whole runs of N and 2N examples; on a shared machine that
+difference was noisier than the figure.)
 
-    .venv/bin/python benchmarks/bench_chat_cpu.py                       # 2000 calls, c=64, 10 ms, 5 rounds
+    .venv/bin/python benchmarks/bench_chat_cpu.py --run-no-cache        # 2000 calls, c=64, 10 ms, 5 rounds
     .venv/bin/python benchmarks/bench_chat_cpu.py --calls 500 --rounds 1 --no-run
 """
 
@@ -47,7 +50,9 @@ PROMPT = "Question {n}: what is the answer?"
 
 
 # --------------------------------------------------------------------------------------------- the two clients
-async def _bare(base_url: str, calls: int, concurrency: int) -> tuple[float, float]:
+async def _bare(base_url: str, calls: int, concurrency: int, *, warm: bool = True) -> tuple[float, float]:
+    """``warm``: the first connection is opened before the clock starts (as for the lane); else every connection
+    is opened inside it (as a run's scoring phase opens them: ``bench_chat_wall.py``)."""
     import aiohttp
 
     url = base_url.rstrip("/") + "/chat/completions"
@@ -61,7 +66,8 @@ async def _bare(base_url: str, calls: int, concurrency: int) -> tuple[float, flo
                 response.raise_for_status()
                 return str((await response.json())["choices"][0]["message"]["content"])
 
-        await one(-1)  # the first connection, outside the clock as for the lane
+        if warm:
+            await one(-1)  # the first connection, outside the clock as for the lane
         cpu, wall = time.process_time(), time.perf_counter()
         answers = await asyncio.gather(*(one(n) for n in range(calls)))
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
@@ -101,11 +107,17 @@ async def _lane(base_url: str, calls: int, concurrency: int) -> tuple[float, flo
     return cpu, wall
 
 
+async def _bare_cold(base_url: str, calls: int, concurrency: int) -> tuple[float, float]:
+    return await _bare(base_url, calls, concurrency, warm=False)
+
+
 CLIENTS = {"bare": _bare, "lane": _lane}
+#: Measured by other benchmarks through :func:`measure_client`, not in this one's rotation.
+OTHER_CLIENTS = {"bare-cold": _bare_cold}
 
 
 def _child(client: str, base_url: str, calls: int, concurrency: int) -> None:
-    cpu, wall = asyncio.run(CLIENTS[client](base_url, calls, concurrency))
+    cpu, wall = asyncio.run({**CLIENTS, **OTHER_CLIENTS}[client](base_url, calls, concurrency))
     print(json.dumps({"cpu": cpu, "wall": wall}))
 
 
@@ -124,36 +136,27 @@ def measure_client(client: str, base_url: str, calls: int, concurrency: int) -> 
 
 
 # --------------------------------------------------------------------------------------------- the whole command
-def run_cpu(folder: Path, extra: tuple[str, ...] = ()) -> tuple[float, float]:
-    """CPU (user + system, as the kernel accounts the reaped child) and wall time of one cold `evalglass run`."""
+def run_phase(folder: Path, extra: tuple[str, ...] = ()) -> tuple[float, float]:
+    """CPU and wall time of the scoring phase of one `evalglass run` with a cold call cache (``phase_cpu.py``)."""
     for stale in folder.glob(".evalglass-cache.sqlite*"):
         stale.unlink()
-    before = _children_cpu()
-    started = time.perf_counter()
+    figures = folder / "phase.json"
+    command = [sys.executable, str(Path(__file__).with_name("phase_cpu.py")), str(figures), "run"]
     proc = subprocess.run(
-        [sys.executable, "-m", "evalglass", "run", "--format", "json", "--no-progress", "--out", "out", *extra],
+        [*command, "--format", "json", "--no-progress", "--no-history", "--out", "out", *extra],
         cwd=folder,
         capture_output=True,
         text=True,
         env={**os.environ, "COLUMNS": "200"},
         timeout=600,
     )
-    wall = time.perf_counter() - started
-    cpu = _children_cpu() - before
     if proc.returncode != 0:
         raise SystemExit(f"evalglass run failed ({proc.returncode}): {proc.stderr[-2000:]}")
     card = json.loads(proc.stdout)
     if card["metrics"][0]["population"]["included"] != card["dataset"]["examples"]:
         raise SystemExit("not every example was measured")
-    return cpu, wall
-
-
-def _children_cpu() -> float:
-    """User + system CPU of every reaped child so far (the server is reaped only at the end)."""
-    import resource
-
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+    phase = json.loads(figures.read_text())
+    return phase["cpu"], phase["wall"]
 
 
 # --------------------------------------------------------------------------------------------- report
@@ -169,7 +172,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--no-run", action="store_true", help="only the two clients, not `evalglass run`")
     parser.add_argument("--run-no-cache", action="store_true", help="measure `evalglass run` with --no-cache too")
-    parser.add_argument("--child", choices=sorted(CLIENTS), help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=sorted({**CLIENTS, **OTHER_CLIENTS}), help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -181,45 +184,34 @@ def main() -> int:
         f"load {os.getloadavg()[0]:.1f}, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {args.calls} calls per "
         f"measurement, concurrency {args.concurrency}, server latency {args.latency * 1000:g} ms, {args.rounds} rounds"
     )
-    cpu: dict[str, list[float]] = {name: [] for name in CLIENTS}
-    wall: dict[str, list[float]] = {name: [] for name in CLIENTS}
-    with fake_server(args.latency) as base_url:
+    runs = [] if args.no_run else [("run", ())] + ([("run --no-cache", ("--no-cache",))] if args.run_no_cache else [])
+    names = [*CLIENTS, *(label for label, _ in runs)]
+    cpu: dict[str, list[float]] = {name: [] for name in names}
+    wall: dict[str, list[float]] = {name: [] for name in names}
+    with fake_server(args.latency) as base_url, tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        write_project(folder, base_url, args.calls, args.concurrency)
         started = time.monotonic()
         for _ in range(args.rounds):
             for name in CLIENTS:
                 used, took = measure_client(name, base_url, args.calls, args.concurrency)
                 cpu[name].append(per_thousand(used, args.calls))
                 wall[name].append(took)
-        print(f"clients measured in rotation within {time.monotonic() - started:.0f} s")
-        print("| client | CPU s per 1,000 calls (median, best) | wall s per run (median) |")
-        print("|---|---|---|")
-        for name in CLIENTS:
-            print(
-                f"| {name} | {statistics.median(cpu[name]):.3f}, {min(cpu[name]):.3f} | "
-                f"{statistics.median(wall[name]):.2f} |"
-            )
-        ratio = statistics.median(cpu["lane"]) / statistics.median(cpu["bare"])
-        print(f"lane / bare CPU (medians): {ratio:.1f}x")
-
-        if not args.no_run:
-            with tempfile.TemporaryDirectory() as scratch:
-                small, large = Path(scratch) / "small", Path(scratch) / "large"
-                small.mkdir(parents=True, exist_ok=True)
-                large.mkdir(parents=True, exist_ok=True)
-                write_project(small, base_url, args.calls, args.concurrency)
-                write_project(large, base_url, 2 * args.calls, args.concurrency)
-                variants = [("cache on", ())] + ([("--no-cache", ("--no-cache",))] if args.run_no_cache else [])
-                for label, extra in variants:
-                    marginal: list[float] = []
-                    for _ in range(args.rounds):
-                        small_cpu, _ = run_cpu(small, extra)
-                        large_cpu, _ = run_cpu(large, extra)
-                        marginal.append(per_thousand(large_cpu - small_cpu, args.calls))
-                    print(
-                        f"evalglass run, marginal CPU s per 1,000 examples (one chat call each, {label}): median "
-                        f"{statistics.median(marginal):.3f}, best {min(marginal):.3f} "
-                        f"({statistics.median(marginal) / statistics.median(cpu['bare']):.1f}x the bare client)"
-                    )
+            for label, extra in runs:
+                used, took = run_phase(folder, extra)
+                cpu[label].append(per_thousand(used, args.calls))
+                wall[label].append(took)
+        took_all = time.monotonic() - started
+        print(f"measured in rotation within {took_all:.0f} s, load {os.getloadavg()[0]:.1f} at the end")
+    bare = statistics.median(cpu["bare"])
+    print("| client | CPU s per 1,000 calls (median, best) | ratio to bare (medians) | wall s (median) |")
+    print("|---|---|---|---|")
+    for name in names:
+        median = statistics.median(cpu[name])
+        print(
+            f"| {name} | {median:.3f}, {min(cpu[name]):.3f} | {median / bare:.2f}x | "
+            f"{statistics.median(wall[name]):.2f} |"
+        )
     return 0
 
 

@@ -9,11 +9,17 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
+import uuid
 from pathlib import Path
 from typing import Any
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from evalglass.core.example import Example
 from evalglass.engine.cache import CacheMode, CallCache, cache_key
+from evalglass.engine.cachewriter import LIMIT
 from evalglass.lanes.executor import AsyncioExecutor
 from evalglass.lanes.judge import Judge, LlmJudgeSpec
 from evalglass.lanes.task import LaneFailure, LaneOutcome, LaneOutput, build_lane
@@ -73,8 +79,9 @@ def test_a_replay_is_told_from_a_cached_answer(tmp_path: Path) -> None:
 
 
 def test_a_write_that_fails_mid_run_stops_writing_and_is_reported_once(tmp_path: Path) -> None:
-    """Another process holds the write lock past the busy timeout: the first put fails (False, not an exception),
-    later puts do not wait again, reads still work, and one warning line counts what was not stored."""
+    """Another process holds the write lock past the busy timeout: the first group's commit fails (the put itself
+    was accepted: commits happen on the writer thread, and no exception reaches the caller), later puts do not wait
+    again (False at once), reads still work, and one warning line counts what was not stored."""
     path = tmp_path / "c.sqlite"
     with CallCache(path) as cache:
         assert cache.put("kept", {"v": 1}, kind="chat")
@@ -82,7 +89,9 @@ def test_a_write_that_fails_mid_run_stops_writing_and_is_reported_once(tmp_path:
     holder = sqlite3.connect(path, isolation_level=None)
     try:
         holder.execute("BEGIN EXCLUSIVE")
-        assert cache.put("a", {"v": 2}, kind="chat") is False
+        assert cache.put("a", {"v": 2}, kind="chat") is True
+        cache.flush()  # the commit waited out the busy timeout and failed
+        assert (cache.writes, cache.unstored) == (0, 1)
         holder.execute("ROLLBACK")  # the lock is gone, but writing stays off for the rest of this run
         assert cache.put("b", {"v": 3}, kind="chat") is False
         assert cache.get("kept") == {"v": 1}
@@ -127,6 +136,43 @@ def test_a_cache_that_cannot_be_opened_is_one_setup_error(tmp_path: Path) -> Non
         raise AssertionError("a cache of another schema opened")
 
 
+_OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("put"), st.sampled_from("abcd"), st.integers(0, 9)),
+        st.tuples(st.just("get"), st.sampled_from("abcd"), st.just(0)),
+        st.tuples(st.sampled_from(["flush", "pause"]), st.just(""), st.just(0)),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=_OPS)
+def test_group_commit_reads_like_a_commit_per_put(tmp_path: Path, ops: list[tuple[str, str, int]]) -> None:
+    """Puts are committed in groups by a writer thread, yet every read sees the newest put of its key at once, as
+    when each put was its own transaction (the pre-group behaviour); a key put again while its first value is being
+    committed keeps the newer value; and what is in the file at close is the newest put of each key."""
+    path = tmp_path / f"{uuid.uuid4().hex}.sqlite"
+    model: dict[str, int] = {}
+    with CallCache(path) as cache:
+        for op, key, value in ops:
+            if op == "put":
+                assert cache.put(key, {"v": value}, kind="chat")
+                model[key] = value
+            elif op == "get":
+                assert cache.get(key) == ({"v": model[key]} if key in model else None)
+            elif op == "flush":
+                cache.flush()
+            else:
+                time.sleep(0.003)  # the writer's linger runs out: a commit happens between the operations
+    assert (cache.writes, cache.unstored) == (sum(op == "put" for op, _, _ in ops), 0)  # close committed them all
+    with CallCache(path) as reopened:
+        assert {key: reopened.get(key) for key in "abcd"} == {key: {"v": value} for key, value in model.items()} | {
+            key: None for key in "abcd" if key not in model
+        }
+        assert len(reopened) == len(model)
+
+
 def test_concurrent_writers_in_one_process_tasks_and_threads(tmp_path: Path) -> None:
     cache = CallCache(tmp_path / "c.sqlite")
 
@@ -150,18 +196,15 @@ def test_concurrent_writers_in_one_process_tasks_and_threads(tmp_path: Path) -> 
     cache.close()
 
 
+#: Puts ``count`` results and exits without closing the cache: what it was given is committed at exit all the same.
 WRITER = textwrap.dedent(
     """
     import sys
     from evalglass.engine.cache import CallCache
     path, name, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
     cache = CallCache(path)
-    i = 0
-    while count < 0 or i < count:
+    for i in range(count):
         cache.put(f"{name}-{i}", {"i": i, "pad": "x" * 500}, kind="chat", request={"n": i})
-        i += 1
-        if count < 0:
-            print(i, flush=True)
     """
 )
 
@@ -179,16 +222,35 @@ def test_writers_in_several_processes(tmp_path: Path) -> None:
         assert len(cache) == 450 and cache.get("p2-149") == {"i": 149, "pad": "x" * 500}
 
 
-def test_a_sigkilled_writer_leaves_a_usable_database(tmp_path: Path) -> None:
+def test_a_sigkilled_writer_leaves_a_usable_database_and_loses_at_most_the_last_group(tmp_path: Path) -> None:
+    """The durability rule (engine/cachewriter.py): a SIGKILL loses no put that a flush returned after, and never
+    more than LIMIT of the puts made; the file stays consistent and usable."""
     path = tmp_path / "c.sqlite"
-    process = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(path), "victim", "-1"], stdout=subprocess.PIPE, text=True
+    script = textwrap.dedent(
+        """
+        import sys
+        from evalglass.engine.cache import CallCache
+        cache = CallCache(sys.argv[1])
+        i = 0
+        while True:
+            cache.put(f"victim-{i}", {"i": i, "pad": "x" * 500}, kind="chat", request={"n": i})
+            i += 1
+            if i % 50 == 0:
+                cache.flush()
+                print(i, "flushed", flush=True)
+            else:
+                print(i, "put", flush=True)
+        """
     )
+    process = subprocess.Popen([sys.executable, "-c", script, str(path)], stdout=subprocess.PIPE, text=True)
     assert process.stdout is not None
-    committed = 0
-    for line in process.stdout:  # bounded: the writer never stops on its own, we stop reading at 300
-        committed = int(line)
-        if committed >= 300:
+    flushed = put = 0
+    for line in process.stdout:  # bounded: the writer never stops on its own, we stop reading at 1,000 puts
+        count, what = line.split()
+        put = int(count)
+        if what == "flushed":
+            flushed = put
+        if put >= 1000:
             break
     process.send_signal(signal.SIGKILL)
     process.wait(timeout=10)
@@ -197,8 +259,10 @@ def test_a_sigkilled_writer_leaves_a_usable_database(tmp_path: Path) -> None:
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     db.close()
     with CallCache(path) as cache:
-        assert len(cache) >= committed  # every put the writer reported is there
-        assert cache.get("victim-0") == {"i": 0, "pad": "x" * 500}
+        stored = len(cache)
+        assert stored >= flushed >= 950  # every put a flush returned after is there
+        assert stored >= put - LIMIT  # and of the rest, at most the last group is lost
+        assert all(cache.get(f"victim-{i}") == {"i": i, "pad": "x" * 500} for i in range(flushed))
         cache.put("after-crash", {"ok": True}, kind="chat")
         assert cache.get("after-crash") == {"ok": True}
 

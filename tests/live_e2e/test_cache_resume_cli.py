@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from evalglass.engine.cachewriter import LIMIT
 from evalglass.testing.fake_openai import FakeOpenAI
 
 from .conftest import LiveProject, kill, questions, start, wait_until
@@ -129,7 +130,8 @@ def test_resume_after_sigkill_matches_an_uninterrupted_run(
     # no completed (cached) call is repeated, and every other call is made exactly once
     assert not set(resumed_prompts) & cached
     assert len(resumed_prompts) == len(set(resumed_prompts)) == total - len(cached)
-    assert killed_requests + len(resumed_prompts) <= reference_requests + 4  # at most the calls in flight at the kill
+    # Made twice: at most the calls in flight at the kill and the answers not yet committed (engine/cachewriter.py)
+    assert killed_requests + len(resumed_prompts) <= reference_requests + 4 + LIMIT
 
     assert (folder / "scores.jsonl").read_bytes() == (reference / "scores.jsonl").read_bytes()
     assert (folder / "outputs.jsonl").read_bytes() == (reference / "outputs.jsonl").read_bytes()
@@ -140,6 +142,45 @@ def test_resume_after_sigkill_matches_an_uninterrupted_run(
     assert (task["calls"], task["cached_calls"]) == (total, 0) and task["prompt_tokens"] > 0
     manifest = json.loads((folder / "run.json").read_text())
     assert json.loads((folder / "scorecard.json").read_text())["run_id"] == manifest["run_id"]
+
+
+def test_a_sigkill_loses_at_most_the_last_group_of_answers_and_resume_makes_only_those_again(
+    project: LiveProject, server: FakeOpenAI, tmp_path: Path
+) -> None:
+    """The cache commits answers in groups (engine/cachewriter.py): a SIGKILL may lose the answers of the last few
+    milliseconds, never more than LIMIT of them. Killed after hundreds of answers, the cache holds all but at most
+    LIMIT (plus the answers still on their way to the client); the resumed run asks again for exactly the calls that
+    are not cached, each once, and writes the bytes of an uninterrupted run."""
+    total, concurrency = 1200, 16
+    server.latency = 0.002
+    project.write(questions(total), concurrency={"max_in_flight": concurrency})
+    reference, _ = _reference_run(project, server, tmp_path)
+    server.reset()
+
+    proc = start("run", "--no-progress", "--format", "json", cwd=project.root)
+    wait_until(lambda: server.request_count >= 2 * LIMIT + 200, what="hundreds of answers")
+    code, _, _ = kill(proc, signal.SIGKILL)
+    assert code == -signal.SIGKILL
+    answered = {request.last_user_message for request in server.requests if request.status == 200}
+    asked = server.request_count
+    assert 2 * LIMIT + 200 - concurrency <= len(answered) < total  # killed mid-run, with many answers in hand
+    cached = _cached_prompts(project.root / CACHE)
+    assert cached <= answered
+    assert len(answered - cached) <= LIMIT + concurrency  # lost: the last group, and answers not yet received
+
+    server.reset()
+    resumed = project.run("--resume")
+    assert resumed.code == 0, resumed.err
+    again = [request.last_user_message for request in server.requests]
+    assert len(again) == len(set(again)) == total - len(cached) and not set(again) & cached
+    assert asked + len(again) <= total + concurrency + LIMIT
+    folder = project.last_run()
+    assert (folder / "scores.jsonl").read_bytes() == (reference / "scores.jsonl").read_bytes()
+    assert (folder / "outputs.jsonl").read_bytes() == (reference / "outputs.jsonl").read_bytes()
+    for name in ("scorecard.json", "runrecord.json", "report.md"):
+        assert _normalised(folder, name) == _normalised(reference, name), name
+    rows = [row["id"] for row in project.scores(folder)]
+    assert len(rows) == len(set(rows)) == total  # no example lost or written twice
 
 
 def test_resume_of_a_resumed_run_is_byte_identical(project: LiveProject, server: FakeOpenAI) -> None:

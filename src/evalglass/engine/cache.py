@@ -19,10 +19,14 @@ this attempt). Token accounting counts a replay as the run's own call, so a resu
 uninterrupted one does; a replayed key is remembered (its 32-byte digest) so a repeat of it counts as cached, as it
 would have uninterrupted. Entries written before stamps existed, or without a run, count as cached.
 
-Durability and concurrency: WAL journal, ``synchronous=NORMAL``, one short transaction per put, a busy timeout for
-writers in other processes. A process killed with SIGKILL loses at most the put in progress; the file stays
-consistent (SQLite's journal guarantees it) and the next open recovers the WAL. One ``CallCache`` may be shared by
-every coroutine of an event loop and by worker threads (a lock serialises use of the connection).
+Durability and concurrency: WAL journal, ``synchronous=NORMAL``, a busy timeout for writers in other processes.
+Puts are committed in groups by a writer thread (:mod:`evalglass.engine.cachewriter`): a put is visible to reads at
+once and committed within a few milliseconds; a process killed with SIGKILL loses at most the puts of those last
+milliseconds (never more than ``cachewriter.LIMIT``), which a resumed run simply makes again. The file stays
+consistent (SQLite's journal guarantees it) and the next open recovers the WAL. :meth:`CallCache.flush`,
+:meth:`CallCache.problems` and :meth:`CallCache.close` wait until every put is committed. One ``CallCache`` may be
+shared by every coroutine of an event loop and by worker threads (a lock serialises use of the read connection; the
+writer thread has a connection of its own).
 
 When the cache cannot be used (docs/caching.md, "When the cache cannot be written"):
 
@@ -42,6 +46,7 @@ import errno
 import os
 import threading
 import time
+import weakref
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,6 +54,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from evalglass.core.fingerprint import address_json
+from evalglass.engine.cachewriter import GroupWriter
 from evalglass.engine.runfolder import make_dirs
 from evalglass.errors import SetupError
 from evalglass.lanes.callcache import Hit, cache_key
@@ -89,15 +95,30 @@ class CallCache:
         self._replayed: set[bytes] = set()
         self.hits = 0
         self.misses = 0
-        self.writes = 0
-        #: Results this run could not store, and the first reason (writing stops at the first failure).
-        self.unstored = 0
-        self._write_failure: str | None = None
         self._read_failure: str | None = None
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
+        self._writer: GroupWriter | None = None
         if self.mode is not CacheMode.OFF:
+            self._writer = GroupWriter(_open(self.path, busy_timeout))
+            # Reads go through a connection of their own, so they never wait for a commit in progress.
             self._db = _open(self.path, busy_timeout)
+            # A cache nobody closed still commits what it was given when the interpreter exits.
+            weakref.finalize(self, self._writer.close)
+
+    @property
+    def writes(self) -> int:
+        """Results committed so far (a put is counted once its group is committed)."""
+        return 0 if self._writer is None else self._writer.written
+
+    @property
+    def unstored(self) -> int:
+        """Results this run could not store (writing stops at the first failure)."""
+        return 0 if self._writer is None else self._writer.unstored
+
+    @property
+    def _write_failure(self) -> str | None:
+        return None if self._writer is None else self._writer.failure
 
     def get(self, key: str) -> Any | None:
         """The stored result for ``key``; None on a miss, in ``off`` and in ``refresh`` mode."""
@@ -106,16 +127,20 @@ class CallCache:
 
     def fetch(self, key: str) -> Hit | None:
         """As :meth:`get`, with the result's provenance (see the module's docstring)."""
-        if self.mode is not CacheMode.USE or self._db is None or self._read_failure is not None:
+        if self.mode is not CacheMode.USE or self._db is None or self._writer is None:
             return None
         import sqlite3
 
         with self._lock:
-            try:
-                row = self._db.execute("SELECT value FROM calls WHERE key = ?", (key,)).fetchone()
-            except sqlite3.Error as exc:  # a damaged file, an I/O error: this call is made, not read
-                self._read_failure = str(exc)
-                row = None
+            # What was put but is not committed yet first: after this look the writer may commit and forget it,
+            # and then the table has it.
+            payload = self._writer.pending.get(key)
+            row = None if payload is None else (payload,)
+            if row is None and self._read_failure is None:
+                try:
+                    row = self._db.execute("SELECT value FROM calls WHERE key = ?", (key,)).fetchone()
+                except sqlite3.Error as exc:  # a damaged file, an I/O error: this call is made, not read
+                    self._read_failure = str(exc)
             if row is None:
                 self.misses += 1
                 return None
@@ -138,34 +163,26 @@ class CallCache:
         )
 
     def put(self, key: str, value: Any, *, kind: str, request: Any = None) -> bool:
-        """Store a successful call's JSON result; returns False when nothing was written (``off`` mode, or writing
-        failed earlier in this run or now: see :meth:`problems`)."""
-        if self.mode is CacheMode.OFF or self._db is None:
+        """Store a successful call's JSON result (committed within milliseconds, see the module's docstring);
+        returns False when it will not be stored (``off`` mode, or writing failed earlier in this run: see
+        :meth:`problems`). Raises TypeError for a value that is not JSON."""
+        if self._writer is None or self._db is None:
             return False
         if self.run is not None and isinstance(value, dict):
             value = {**value, "run": self.run, "attempt": self.attempt}
         payload = address_json(value)
         stored_request = address_json(request) if (self.store_requests and request is not None) else None
-        import sqlite3
+        return self._writer.add((key, kind, payload, stored_request, time.time()))
 
-        with self._lock:
-            if self._write_failure is None:
-                try:
-                    with self._db:
-                        self._db.execute(
-                            "INSERT OR REPLACE INTO calls (key, kind, value, request, created) VALUES (?, ?, ?, ?, ?)",
-                            (key, kind, payload, stored_request, time.time()),
-                        )
-                except sqlite3.Error as exc:
-                    self._write_failure = str(exc)
-            if self._write_failure is not None:
-                self.unstored += 1
-                return False
-        self.writes += 1
-        return True
+    def flush(self) -> None:
+        """Return once every result put so far is committed (or known not to be: see :meth:`problems`)."""
+        if self._writer is not None:
+            self._writer.flush()
 
     def problems(self) -> list[str]:
-        """One warning line per way the cache failed during this run (none when it worked)."""
+        """One warning line per way the cache failed during this run (none when it worked); it first waits for what
+        was put to be committed, so its count is final."""
+        self.flush()
         found = []
         if self._write_failure is not None:
             found.append(
@@ -185,10 +202,14 @@ class CallCache:
     def __len__(self) -> int:
         if self._db is None:
             return 0
+        self.flush()
         with self._lock:
             return int(self._db.execute("SELECT count(*) FROM calls").fetchone()[0])
 
     def close(self) -> None:
+        """Commit what was put, then release both connections."""
+        if self._writer is not None:
+            self._writer.close()
         with self._lock:
             if self._db is not None:
                 self._db.close()

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, cast
 import orjson
 
 from evalglass import redaction
+from evalglass.collector import fewer_collections
 from evalglass.core.calibration import Calibration
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.example import Example, ExampleBatch
@@ -790,7 +791,8 @@ def score_live(
             if progress is not None:
                 ticker = asyncio.ensure_future(progress.run())
             window = max(256, 4 * config.concurrency.max_in_flight)
-            await _score_all(loaded, scorer, writer, columns, shape, reader, window, outputs)
+            with fewer_collections():  # the calls allocate fast; see evalglass/collector.py
+                await _score_all(loaded, scorer, writer, columns, shape, reader, window, outputs)
         finally:
             if ticker is not None:
                 ticker.cancel()

@@ -37,6 +37,7 @@ from evalglass.core.fingerprint import content_address
 from evalglass.core.redact import Redactor
 from evalglass.core.score import Score, Status
 from evalglass.lanes.callcache import CallStore, Hit, cache_key, through_cache
+from evalglass.lanes.childwatch import pidfd_watcher
 from evalglass.lanes.daemonpool import CallTimedOut, DaemonThreadPool, call_each_in_thread, call_in_thread
 from evalglass.lanes.executor import EndpointLimit, Executor, Offload, WorkLost, base_dir_here
 from evalglass.lanes.procgroup import kill_group
@@ -679,6 +680,9 @@ class CommandLane(TaskLane):
         self.limit = EndpointLimit(key=f"command:{spec.argv[0]}", concurrency=spec.concurrency)
         #: The shipped call with the spec and the (absolute) evals folder bound once (see PythonLane._shipped).
         self._shipped = functools.partial(shipped_command_call, spec, str(base_dir.resolve()))
+        #: While the lane is open, a process's exit reaches the loop through a pidfd, not a thread per process
+        #: (lanes/childwatch.py: Python 3.11 only; 3.12 does so by default).
+        self.release_watcher = pidfd_watcher()
 
     async def produce(self, example_id: str, fields: Mapping[str, Any], sample: int) -> LaneOutcome:
         key = _fields_key(self.cache, self.fingerprint, fields, sample)
@@ -692,6 +696,9 @@ class CommandLane(TaskLane):
             )
 
         return await _through_cache(self.cache, key, sample, "command", call)
+
+    async def aclose(self) -> None:
+        self.release_watcher()
 
     async def _run_shipped(
         self, offload: Offload, example_id: str, fields: Mapping[str, Any], sample: int
@@ -780,7 +787,10 @@ def shipped_command_call(
         lane = CommandLane(spec, base_dir=base_dir_here(base_dir), executor=AsyncioExecutor(), cache=None, env=None)
     except LaneConfigError as exc:
         return LaneFailure("task_worker_setup", f"the command lane cannot run on this worker: {exc}", sample)
-    return asyncio.run(lane._run(example_id, fields, sample))
+    try:
+        return asyncio.run(lane._run(example_id, fields, sample))
+    finally:
+        lane.release_watcher()
 
 
 #: After a command exits, how long its pipes may stay open (a background child holding them) before its process
