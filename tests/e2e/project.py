@@ -65,6 +65,11 @@ class Project:
     def cli(self, *args: str) -> CliResult:
         return run_cli(*args, cwd=self.root)
 
+    def last_run(self) -> Path:
+        """The folder of the run that finished last, by the ``last-run`` pointer. Not the greatest folder name:
+        two runs in the same second are ordered by their random suffix."""
+        return Path((self.root / ".evalglass" / "last-run").read_text().strip())
+
     def gate_fingerprint(self, gate: str) -> str:
         """The fingerprint as the tool reports it to the host, through `explain --format json`."""
         entries = self.cli("explain", gate, "--format", "json").json()

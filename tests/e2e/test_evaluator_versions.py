@@ -100,7 +100,7 @@ def test_an_approval_made_under_another_metric_version_is_stale_and_names_it(tmp
     assert bumped(project, "run", versions={"metric:exact_match": 2}).code == 0
     # ...and that approval is stale again under the old release.
     assert project.run().code == 1
-    folder = sorted((project.root / ".evalglass" / "runs").iterdir())[-1]
+    folder = project.last_run()
     assert project.cli("verify", str(folder)).code == 0
 
 

@@ -60,7 +60,7 @@ def test_an_approval_past_its_expires_on_blocks_everywhere_and_verifies(tmp_path
     assert day(-1) in gate["reasons"][0]["message"] and "renews it" in gate["reasons"][0]["message"]
     text = project.run()
     assert text.code == 1 and "approval_expired" in text.out
-    run = sorted((project.root / ".evalglass" / "runs").iterdir())[-1]
+    run = project.last_run()
     assert "approval_expired" in (run / "report.md").read_text()
     explained = project.cli("explain", "accuracy")
     assert "approval_expired" in explained.out and "re-reviews the gate and renews the entry" in explained.out
@@ -86,7 +86,7 @@ def test_an_approval_about_to_expire_passes_with_a_warning_in_every_renderer(tmp
     assert note.startswith("expiring:") and day(5) in note and "5 days left" in note
     text = project.run()
     assert text.code == 0 and "expiring" in text.out
-    last = sorted((project.root / ".evalglass" / "runs").iterdir())[-1]
+    last = project.last_run()
     assert "expiring" in (last / "report.md").read_text()
     assert "note: expiring" in project.cli("explain", "accuracy").out
     assert project.cli("report").code == 0
@@ -175,7 +175,7 @@ def test_verify_decides_on_the_run_date_not_the_day_it_runs(tmp_path):
     project = make_project(tmp_path)
     project.write_ledger(ledger(project, gate={"expires_on": day(3)}))
     assert project.run().code == 0
-    run = sorted((project.root / ".evalglass" / "runs").iterdir())[-1]
+    run = project.last_run()
     for name in ("runrecord.json", "scorecard.json"):
         path = run / name
         data = json.loads(path.read_text())
