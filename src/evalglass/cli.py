@@ -113,14 +113,13 @@ def _long_lived_imports() -> Iterator[None]:
     schemas); the collector would otherwise make about a hundred passes over them while they load, and rescan them
     in every full pass after (~15 ms of a short run). The dataset reader unfreezes everything when its stream ends.
     """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        if enabled:
-            gc.enable()
+    from evalglass.collector import collector_paused
+
+    with collector_paused():
+        try:
+            yield
+        finally:
+            gc.freeze()
 
 
 @contextmanager
