@@ -40,3 +40,21 @@ def test_crowded_buckets_spill_and_grow_without_losing_a_hash() -> None:
         assert not seen.add(spread[start : start + 256] + crowded[start // 64 : start // 64 + 4])
     assert all(seen.add([value]) for value in crowded[:300:7] + spread[::331])
     assert not seen.add([2**62 + 12345])
+
+
+def test_a_hash_added_again_after_a_maybe_keeps_every_answer_exact() -> None:
+    """The caller goes on after a "maybe" when re-reading finds no repeated id (two ids, one hash): the hash then
+    reaches the table again, unchecked. Its copies may fill its bucket; every other hash is still found, and no
+    new one is taken for seen."""
+    seen = SeenIds(expected=64)
+    twice = 5 << 58  # every copy goes to one bucket
+    neighbours = [twice + n for n in range(1, 3 * WIDTH)]  # the same bucket, spilled once it is full
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(seenids, "RECENT", 1)  # every add goes into the table
+        assert not seen.add([twice])
+        for _ in range(2 * WIDTH):
+            assert seen.add([twice])
+        for value in neighbours:
+            assert not seen.add([value])
+        assert all(seen.add([value]) for value in [twice, *neighbours])
+        assert not seen.add([twice + 10 * WIDTH])

@@ -32,7 +32,8 @@ class SeenIds:
         while expected * 2 > buckets * WIDTH:
             buckets *= 2
         self._new_table(buckets)
-        self._recent: set[int] = set()  # added since the last flush
+        self._recent: set[int] = set()  # added since the last flush (what finds a repeat among them, in C)
+        self._pending: list[npt.NDArray[np.uint64]] = []  # the same hashes, as the arrays add made of them
 
     def _new_table(self, buckets: int) -> None:
         self._table: npt.NDArray[np.uint64] = np.zeros((buckets, WIDTH), np.uint64)  # 0: an empty place
@@ -48,23 +49,24 @@ class SeenIds:
         before = len(recent)
         recent.update(hashes)
         repeated = len(recent) - before != len(hashes)
+        found = np.array(hashes, np.int64).view(np.uint64)
+        found[found == 0] = 1  # 0 marks an empty place
+        self._pending.append(found)
         if self._count:
-            found = np.array(hashes, np.int64).view(np.uint64)
-            found[found == 0] = 1
             repeated = bool(self._contains(found).any()) or repeated
         if len(recent) >= RECENT:
             self._flush()
         return repeated
 
     def _flush(self) -> None:
-        """The recent hashes into the table, in one vectorised insert."""
-        found = np.fromiter(self._recent, np.int64, len(self._recent)).view(np.uint64)
-        self._recent = set()
-        found[found == 0] = 1  # 0 marks an empty place
-        found.sort()  # as _insert wants them; the recent set holds each value once, but 0 and 1 are now one
-        found = found[np.concatenate(([True], found[1:] != found[:-1]))]
-        if self._count:
-            found = found[~self._contains(found)]  # a repeat already said "maybe" when it was added
+        """The recent hashes into the table, in one vectorised insert. They are not checked against the table
+        again: ``add`` checked each against the table and the recent set when it came, and a hash found there
+        said "maybe" then. The caller goes on after a "maybe" only when re-reading found no repeated id (a
+        collision, or 0 and 1 taken for one), so the few hashes stored twice are harmless: a lookup finds either
+        copy, and the table counts both when it decides to grow."""
+        found = np.concatenate(self._pending)
+        self._recent, self._pending = set(), []
+        found.sort()  # as _insert wants them
         if (self._count + len(found)) * 2 > self._table.size:
             self._grow(self._count + len(found))
         self._insert(found)
@@ -81,7 +83,7 @@ class SeenIds:
         return seen
 
     def _insert(self, hashes: npt.NDArray[np.uint64]) -> None:
-        """Add sorted hashes that are neither here nor repeated among themselves."""
+        """Add sorted hashes (one already here, or repeated among them, takes one more place: see _flush)."""
         if not len(hashes):
             return
         buckets = (hashes >> self._shift).astype(np.int64)  # sorted, as the hashes are
