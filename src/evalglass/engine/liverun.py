@@ -3,9 +3,11 @@
 Shape of the pipeline (one event loop):
 
 * a **producer** streams the dataset's batches and starts one task per example (per batch when the lane takes
-  chunks), but never more than ``window`` examples are started and not yet written (a bounded queue), so memory stays
-  flat however large the dataset is and however long one slow example holds up the head of the line; a batch's ids
-  are checked for a repeat (one hash per id kept, :mod:`evalglass.engine.seenids`) before any of its tasks starts;
+  chunks, or per run of consecutive batches when its calls are cheap: :meth:`LiveScorer.span`), but never more than
+  ``window`` examples are started and not yet written (when the lane takes chunks: ``window // BATCH`` tasks, each
+  of at most :data:`MAX_SPAN` examples), a bounded queue, so memory stays flat however large the dataset is and
+  however long one slow example holds up the head of the line; a batch's ids are checked for a repeat (one hash per
+  id kept, :mod:`evalglass.engine.seenids`) as soon as it is read, before any of its tasks starts;
 * each example task produces its samples through the lane (every call through the run's one executor and cache),
   scores them with the synchronous metrics inline (check metrics, which start processes, on a thread pool) and with
   the judges concurrently;
@@ -82,6 +84,9 @@ if TYPE_CHECKING:
     from evalglass.lanes.task import LaneColumn, LaneOutcome
 
 CACHE_FILE = ".evalglass-cache.sqlite"
+#: Examples gathered for one hand-off to a chunked lane at most (see LiveScorer.span): sixteen batches, so that the
+#: lines started and not yet written stay a few thousand however cheap the calls are.
+MAX_SPAN = 16 * BATCH
 #: How long closing the lane's and judges' clients may take when the run ends (or is stopped).
 _CLOSE_S = 10.0
 
@@ -125,15 +130,18 @@ class ExampleResult:
 
 @dataclass(frozen=True, slots=True)
 class ScoredColumns:
-    """A batch of dataset lines, all examples, scored as columns (the chunked path): row ``i`` of ``results`` and
-    ``produced`` is example ``i // epochs``, sample ``i % epochs``. No object per example or row."""
+    """Consecutive batches of dataset lines, all examples, scored as columns (the chunked path): row ``i`` of
+    ``results`` and ``produced`` is example ``i // epochs``, sample ``i % epochs``. No object per example or row."""
 
+    #: The batches' examples, joined.
     batch: ExampleBatch
     epochs: int
     #: Per metric, one result (a float or a Score) per row.
     results: dict[str, list[Any]]
     #: What the lane produced for each row.
     produced: LaneColumn
+    #: How many examples each batch held, in order: one block of ``scores.jsonl`` each. Empty: one batch.
+    blocks: tuple[int, ...] = ()
 
 
 OUTPUTS_FILE = "outputs.jsonl"
@@ -418,12 +426,20 @@ class LiveScorer:
             statuses["scored"] = statuses.get("scored", 0) + scored_rows
         return results
 
-    async def score_columns(self, batch: ExampleBatch) -> ScoredColumns:
-        """:meth:`score_chunk` of a batch of examples, as columns from the lane (``produce_column``) to the
-        metrics' batch paths, with no object per example: the same results in the same order. Only when
-        :attr:`chunked`."""
+    def span(self) -> int:
+        """How many examples the producer gathers, from consecutive batches, for one :meth:`score_columns` (at
+        least one batch, at most :data:`MAX_SPAN`): as many as the lane takes in one hand-off, so that cheap calls
+        cross to its thread in runs longer than a batch. Only when :attr:`chunked`."""
+        assert self.lane is not None  # chunked implies a lane
+        return min(MAX_SPAN, self.lane.column_size() // self.epochs)
+
+    async def score_columns(self, batches: Sequence[ExampleBatch]) -> ScoredColumns:
+        """:meth:`score_chunk` of consecutive batches of examples, as columns from the lane (``produce_column``,
+        once for them all) to the metrics' batch paths, with no object per example: the same results in the same
+        order. Only when :attr:`chunked`."""
         lane, epochs, counters = self.lane, self.epochs, self.counters
         assert lane is not None  # chunked implies a lane
+        batch = batches[0] if len(batches) == 1 else ExampleBatch.joined(batches)
         produced = await lane.produce_column(batch.ids, batch.records, epochs)
         values, failures = produced.values, produced.failures
         outputs = [parse_json_output(value) for value in values] if self.parse_json else values
@@ -466,7 +482,8 @@ class LiveScorer:
         if scored_rows:
             statuses = counters.statuses
             statuses["scored"] = statuses.get("scored", 0) + scored_rows
-        return ScoredColumns(batch, epochs, results, produced)
+        blocks = tuple(map(len, batches)) if len(batches) > 1 else ()
+        return ScoredColumns(batch, epochs, results, produced, blocks)
 
     def _unscored(self, item: Example | BadLine, score: Score, produced: list[dict[str, Any]] | None) -> ExampleResult:
         self.counters.count_result(score, len(self.order))
@@ -626,6 +643,9 @@ async def _score_all(
     async def produce() -> None:
         # A repeated id is refused before that line's calls are made, from 16 bytes per id (see engine.seenids).
         seen = SeenIds(expected=counters.total or 0)
+        # Consecutive batches of examples gathered for one hand-off to a chunked lane (each checked as it comes).
+        gathered: list[ExampleBatch] = []
+        examples = 0
         for batch in reader.batches():  # a block of scores.jsonl each, whichever way its lines are scored
             if isinstance(batch, ExampleBatch):
                 repeats = seen.add(list(map(hash, batch.ids)))
@@ -640,9 +660,19 @@ async def _score_all(
                 for position, item in enumerate(items):
                     await start(one(item), position == len(items) - 1)
             elif isinstance(batch, ExampleBatch):
-                await start(scorer.score_columns(batch), True)
-            elif batch:
-                await start(scorer.score_chunk(batch), True)
+                gathered.append(batch)
+                examples += len(batch)
+                if examples + BATCH > scorer.span():
+                    await start(scorer.score_columns(gathered), True)
+                    gathered, examples = [], 0
+            else:
+                if gathered:
+                    await start(scorer.score_columns(gathered), True)
+                    gathered, examples = [], 0
+                if batch:
+                    await start(scorer.score_chunk(batch), True)
+        if gathered:
+            await start(scorer.score_columns(gathered), True)
         await queue.put(None)
 
     block = _Block(list(columns), shape.cluster_of is not None)
@@ -685,7 +715,15 @@ async def _score_all(
                 shape.add_example(epochs, clusters[index] if clusters is not None else None)
         else:
             shape.add_single_rows(len(batch), clusters)
-        writer.write_block(batch.ids, batch.lines, scores, clusters)
+        if not scored.blocks:
+            writer.write_block(batch.ids, batch.lines, scores, clusters)
+        first = 0
+        for size in scored.blocks:  # one block per batch of dataset lines, as if each had been scored alone
+            end = first + size
+            block_scores = {name: encoded[first:end] for name, encoded in scores.items()}
+            block_clusters = clusters[first:end] if clusters is not None else None
+            writer.write_block(batch.ids[first:end], batch.lines[first:end], block_scores, block_clusters)
+            first = end
         outputs.write_columns(scored)
 
     async def consume() -> None:
