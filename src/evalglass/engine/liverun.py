@@ -7,7 +7,8 @@ Shape of the pipeline (one event loop):
   ``window`` examples are started and not yet written (when the lane takes chunks: ``window // BATCH`` tasks, each
   of at most :data:`MAX_SPAN` examples), a bounded queue, so memory stays flat however large the dataset is and
   however long one slow example holds up the head of the line; a batch's ids are checked for a repeat (one hash per
-  id kept, :mod:`evalglass.engine.seenids`) as soon as it is read, before any of its tasks starts;
+  id kept, :mod:`evalglass.engine.seenids`) before any of its tasks starts (a run of batches: together, before its
+  one task, and before a line that stops the stream is reported);
 * each example task produces its samples through the lane (every call through the run's one executor and cache),
   scores them with the synchronous metrics inline (check metrics, which start processes, on a thread pool) and with
   the judges concurrently;
@@ -643,36 +644,53 @@ async def _score_all(
     async def produce() -> None:
         # A repeated id is refused before that line's calls are made, from 16 bytes per id (see engine.seenids).
         seen = SeenIds(expected=counters.total or 0)
-        # Consecutive batches of examples gathered for one hand-off to a chunked lane (each checked as it comes).
+        # Consecutive batches of examples gathered for one hand-off to a chunked lane, and their ids' hashes, checked
+        # at once before the run of batches starts (so that the id table is asked once per run, not per batch).
         gathered: list[ExampleBatch] = []
-        examples = 0
-        for batch in reader.batches():  # a block of scores.jsonl each, whichever way its lines are scored
-            if isinstance(batch, ExampleBatch):
-                repeats = seen.add(list(map(hash, batch.ids)))
-                last = batch.lines[-1]
-            else:
-                repeats = seen.add([hash(item.id) for item in batch])
-                last = batch[-1].line if batch else 0
-            if repeats:  # maybe: the lines so far are read again, which names both lines or finds none
+        hashes: list[int] = []
+
+        def check(found: list[int], last: int) -> None:
+            if seen.add(found):  # maybe: the lines so far are read again, which names both lines or finds none
                 refuse_first_repeat(open_reader(loaded), reader.path, until=last)
+
+        async def start_gathered() -> None:
+            nonlocal gathered, hashes
+            check(hashes, gathered[-1].lines[-1])
+            run, gathered, hashes = gathered, [], []
+            await start(scorer.score_columns(run), True)
+
+        batches = reader.batches()  # a block of scores.jsonl each, whichever way its lines are scored
+        while True:
+            try:
+                batch = next(batches, None)
+            except Exception:
+                # A line that stops the stream: a repeated id read before it is refused first, as when each batch
+                # was checked as it came.
+                if gathered:
+                    check(hashes, gathered[-1].lines[-1])
+                raise
+            if batch is None:
+                break
+            if chunked and isinstance(batch, ExampleBatch):
+                gathered.append(batch)
+                hashes += map(hash, batch.ids)
+                if len(hashes) + BATCH > scorer.span():
+                    await start_gathered()
+                continue
+            if gathered:
+                await start_gathered()
+            if isinstance(batch, ExampleBatch):
+                check(list(map(hash, batch.ids)), batch.lines[-1])
+            else:
+                check([hash(item.id) for item in batch], batch[-1].line if batch else 0)
             if not chunked:
                 items = batch.examples() if isinstance(batch, ExampleBatch) else batch
                 for position, item in enumerate(items):
                     await start(one(item), position == len(items) - 1)
-            elif isinstance(batch, ExampleBatch):
-                gathered.append(batch)
-                examples += len(batch)
-                if examples + BATCH > scorer.span():
-                    await start(scorer.score_columns(gathered), True)
-                    gathered, examples = [], 0
-            else:
-                if gathered:
-                    await start(scorer.score_columns(gathered), True)
-                    gathered, examples = [], 0
-                if batch:
-                    await start(scorer.score_chunk(batch), True)
+            elif not isinstance(batch, ExampleBatch) and batch:  # (an ExampleBatch was gathered above)
+                await start(scorer.score_chunk(batch), True)
         if gathered:
-            await start(scorer.score_columns(gathered), True)
+            await start_gathered()
         await queue.put(None)
 
     block = _Block(list(columns), shape.cluster_of is not None)
