@@ -85,9 +85,10 @@ if TYPE_CHECKING:
     from evalglass.lanes.task import LaneColumn, LaneOutcome
 
 CACHE_FILE = ".evalglass-cache.sqlite"
-#: Examples gathered for one hand-off to a chunked lane at most (see LiveScorer.span): sixteen batches, so that the
-#: lines started and not yet written stay a few thousand however cheap the calls are.
-MAX_SPAN = 16 * BATCH
+#: Examples gathered for one hand-off to a chunked lane at most (see LiveScorer.span): eight batches, so that the
+#: lines started and not yet written stay a few thousand however cheap the calls are (sixteen measured no faster at
+#: 1,000,000 examples and kept 3 MB more in flight; see BENCHMARKS.md, issue 17, session 5).
+MAX_SPAN = 8 * BATCH
 #: How long closing the lane's and judges' clients may take when the run ends (or is stopped).
 _CLOSE_S = 10.0
 

@@ -3,7 +3,7 @@ repeated id before that line's calls are made without keeping every id (and its 
 
 :class:`SeenIds` keeps one 8-byte hash per id in a numpy table of buckets, eight hashes to a bucket (one cache line),
 at most half full on average, so checking a batch against it, and adding it, is a handful of numpy operations with
-no loop per id: the live run adds a batch of 256 ids, or (cheap calls) a run of up to sixteen batches at once, so
+no loop per id: the live run adds a batch of 256 ids, or (cheap calls) a run of up to eight batches at once, so
 numpy's cost per call is paid per batch or run, not per id. The few hashes a full bucket cannot take go to a small
 set beside it. A hash says "maybe seen": equal hashes are what a repeated id guarantees and what a rare collision
 (two ids, one 64-bit hash) also gives, so the caller confirms a "maybe" by reading the dataset again (``liverun``:
