@@ -1,4 +1,5 @@
-"""Gates: a metric bound to a direction and a threshold, and the rule that turns one into an outcome."""
+"""Gate outcomes: the rule that turns a measured metric or a check into pass, fail or blocked (the declaration,
+``GateSpec``, is in ``core.gatespec``)."""
 
 from __future__ import annotations
 
