@@ -41,7 +41,7 @@ TABLES = enum_keyed_tables()
 
 def test_the_scan_finds_the_known_tables():
     names = {name for name, _, _ in TABLES}
-    assert {"evalglass.report.explain.BLOCK_REASON_FIXES", "evalglass.report.fmt.OUTCOME_LABEL"} <= names
+    assert {"evalglass.report.repairs.BLOCK_REASON_FIXES", "evalglass.report.fmt.OUTCOME_LABEL"} <= names
     assert {"evalglass.core.verdict.EXIT_CODES", "evalglass.core.checks.CHECK_EXIT_CODES"} <= names
 
 

@@ -116,6 +116,74 @@ def test_a_recorded_run_loads_no_live_machinery(tmp_path: Path) -> None:
     assert loaded == [], f"a recorded run imported {loaded}"
 
 
+# What `evalglass preflight` reads (a config, a ledger, the dataset for its gold fingerprint) needs no statistics
+# and no run machinery: numpy alone was a tenth of its time (BENCHMARKS.md, issue 19).
+PREFLIGHT_NEVER_LOADS = [
+    "numpy",
+    "scipy",
+    "evalglass.core.compare",
+    "evalglass.core.columns",
+    "evalglass.core.scorecard",
+    "evalglass.engine.outputs",
+    "evalglass.engine.pipeline",
+    "evalglass.engine.sink",
+]
+
+
+def test_preflight_loads_no_statistics(tmp_path: Path) -> None:
+    """Every gate kind a ledger can approve, gold included, previewed through the engine and both renderers."""
+    (tmp_path / "evalglass.yaml").write_text(
+        RECORDED_CONFIG
+        + "gates:\n"
+        + "  exact_gate: {metric: exact, proposed_threshold: 0.5}\n"
+        + "  latency_gate: {metric: latency_ok, direction: higher_is_better, min_n: 5}\n"
+    )
+    stale, edited = "sha256:" + "0" * 64, "sha256:" + "1" * 64
+    (tmp_path / "authority.yaml").write_text(
+        "version: 1\n"
+        "gates:\n"
+        f"  exact_gate: {{active: true, threshold: 0.5, fingerprint: '{stale}', expires_on: 2026-01-01}}\n"
+        "  gone: {active: true, threshold: 0.5}\n"
+        "datasets:\n"
+        f"  bench: {{validated_gold: true, fingerprint: '{edited}'}}\n"
+    )
+    (tmp_path / "d.jsonl").write_text('{"id": "a", "expected": "1", "output": {"answer": "1", "latency_ms": 5}}\n')
+    probe = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "import evalglass.cli\n"
+        "from evalglass.engine.preflight import preflight\n"
+        "from evalglass.report.preflight import preflight_json, preflight_text\n"
+        "found = preflight(Path('evalglass.yaml'), today='2026-12-01')\n"
+        "text = preflight_text(found) + str(preflight_json(found))\n"
+        "assert 'gate_undeclared' in text and 'approval_expired' in text and 'gold' in text, text\n"
+        f"loaded = [name for name in {PREFLIGHT_NEVER_LOADS!r} if name in sys.modules]\n"
+        "Path('loaded.txt').write_text(' '.join(loaded))\n"
+    )
+    subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=True)
+    loaded = (tmp_path / "loaded.txt").read_text().split()
+    assert loaded == [], f"preflight imported {loaded}"
+
+
+def test_the_statistics_package_names_every_export_where_it_lives() -> None:
+    """``core.stats`` loads each name from its submodule on first use: every name it exports is one it can load,
+    and is the submodule's own object."""
+    import importlib
+    import pkgutil
+
+    import evalglass.core.stats as stats
+
+    assert set(stats.__all__) == set(stats._HOME)
+    # Importing a submodule binds its name on the package, so a name shared with a submodule would become that
+    # module as soon as a sibling imported it.
+    assert not set(stats._HOME) & {module.name for module in pkgutil.iter_modules(stats.__path__)}
+    for name in stats.__all__:
+        home = importlib.import_module(f"evalglass.core.stats.{stats._HOME[name]}")
+        assert getattr(stats, name) is getattr(home, name), name
+    with pytest.raises(AttributeError, match="no_such_name"):
+        _ = stats.no_such_name  # type: ignore[attr-defined]
+
+
 def test_recording_into_a_history_at_its_schema_revision_loads_no_migration_machinery(tmp_path: Path) -> None:
     """Alembic (and its templates) load only when a database must be migrated, not on every run."""
     (tmp_path / "evalglass.yaml").write_text(RECORDED_CONFIG)

@@ -18,7 +18,8 @@ from evalglass.core.checks import (
     check_exit_code,
     to_score,
 )
-from evalglass.core.gates import GateSpec, Outcome, evaluate_check_gate
+from evalglass.core.gates import Outcome, evaluate_check_gate
+from evalglass.core.gatespec import GateSpec
 from evalglass.core.score import Status
 from evalglass.lanes.checkrun import CheckSpec, run_check
 from evalglass.lanes.targetstate import fingerprint_target

@@ -12,7 +12,8 @@ from evalglass.core.columns import ScoreColumn
 from evalglass.core.comparative import BaselineRun, ComparativeInputs, decide_comparative_gate
 from evalglass.core.compare import MetricSide, compare_metric, pair_ids
 from evalglass.core.estimate import IntervalSpec
-from evalglass.core.gates import GateRule, GateSpec, Outcome
+from evalglass.core.gates import Outcome
+from evalglass.core.gatespec import GateRule, GateSpec
 from evalglass.core.score import Score
 from evalglass.core.stats import UNIT_SCALE
 

@@ -10,7 +10,8 @@ from pydantic import ValidationError
 
 from evalglass.core.authority import Authority, BlockReason, Reason
 from evalglass.core.estimate import Estimate
-from evalglass.core.gates import GateResult, GateSpec, Outcome, Tolerable, evaluate_gate
+from evalglass.core.gates import GateResult, Outcome, evaluate_gate
+from evalglass.core.gatespec import GateSpec, Tolerable
 from evalglass.core.population import Population, StateCount
 from evalglass.core.score import Status, Validity
 from evalglass.core.verdict import VerdictPayload

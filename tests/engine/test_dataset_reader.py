@@ -160,14 +160,20 @@ def test_chunked_reading_gives_what_line_by_line_reading_gives(
 
 @pytest.mark.parametrize(("id_field", "output_field"), [("id", "output"), ("meta.id", "output.answer")])
 @settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
-@given(data=files(), chunk=st.sampled_from([1, 7, 1 << 20]), size=st.sampled_from([1, 2, 3, 256]))
+@given(
+    data=files(),
+    chunk=st.sampled_from([1, 7, 1 << 20]),
+    size=st.sampled_from([1, 2, 3, 256]),
+    hash_bytes=st.booleans(),
+)
 def test_batches_give_what_line_by_line_reading_gives(
-    tmp_path: Path, id_field: str, output_field: str, data: bytes, chunk: int, size: int
+    tmp_path: Path, id_field: str, output_field: str, data: bytes, chunk: int, size: int, hash_bytes: bool
 ) -> None:
+    """With or without the file's hash (``preflight`` reads for the gold fingerprint only), the same batches."""
     path = tmp_path / "data.jsonl"
     path.write_bytes(data)
     expected, fingerprint, examples, bad = line_by_line(path, id_field, output_field)
-    reader = DatasetReader(path, id_field=id_field, output_field=output_field, chunk=chunk)
+    reader = DatasetReader(path, id_field=id_field, output_field=output_field, chunk=chunk, hash_bytes=hash_bytes)
     items: list[Example | BadLine] = []
     for batch in reader.batches(size):
         if isinstance(batch, ExampleBatch):
@@ -179,7 +185,12 @@ def test_batches_give_what_line_by_line_reading_gives(
             items += batch
     assert items == expected
     assert all(type(item) is Example for item in items if not isinstance(item, BadLine))
-    assert (reader.fingerprint, reader.examples, reader.bad_lines) == (fingerprint, examples, bad)
+    assert (reader.examples, reader.bad_lines) == (examples, bad)
+    if hash_bytes:
+        assert reader.fingerprint == fingerprint
+    else:
+        with pytest.raises(RuntimeError, match="hash_bytes=False"):
+            _ = reader.fingerprint
 
 
 def test_a_batch_of_plain_objects_comes_as_columns(tmp_path: Path) -> None:

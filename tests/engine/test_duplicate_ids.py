@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from evalglass.engine.config import LoadedConfig, load_config
+from evalglass.engine.datasetfile import open_reader
 from evalglass.engine.pipeline import refuse_duplicate_ids
 from evalglass.engine.sink import refuse_first_repeat
-from evalglass.engine.source import open_reader
 from evalglass.errors import SetupError
 
 

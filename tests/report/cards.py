@@ -6,7 +6,8 @@ from collections.abc import Sequence
 
 from evalglass.core.authority import BlockReason, Reason
 from evalglass.core.checks import BindingStatus, CheckOutcome, Repair
-from evalglass.core.gates import GateResult, Outcome, SubjectKind
+from evalglass.core.gates import GateResult, Outcome
+from evalglass.core.gatespec import SubjectKind
 from evalglass.core.scorecard import CheckSummary, DatasetSummary, Scorecard
 from evalglass.core.verdict import VerdictPayload
 

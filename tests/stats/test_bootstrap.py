@@ -12,7 +12,7 @@ from hypothesis.extra.numpy import arrays
 from scipy import stats
 
 from evalglass.core.stats import Method, Note, Sides, Statistic, bootstrap, confidence_interval
-from evalglass.core.stats.bootstrap import _brute_jackknife, _median_jackknife
+from evalglass.core.stats.bootstrapping import _brute_jackknife, _median_jackknife
 from evalglass.core.stats.resample import DISTINCT_LIMIT, resampled_statistic, resampled_sums
 
 SKEWED = np.random.default_rng(5).gamma(1.5, 2.0, 400)

@@ -7,7 +7,8 @@ dataset changes, the fingerprint no longer matches and the approval is stale rat
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -513,6 +514,42 @@ def undeclared_reason(name: str, declared: Collection[str], where: str | None) -
             "declare it again, or retire it in the ledger with `active: false`"
         ),
     )
+
+
+def check_unbound_reason(check: str) -> Reason:
+    """A check gate whose ledger entry requires a binding, on a check that runs unbound (no ``expect_state``)."""
+    return Reason(
+        code=BlockReason.CHECK_UNBOUND,
+        message=(
+            f"check '{check}' ran unbound (the gate names no expect_state) and the ledger requires "
+            "a binding; add `expect_state:` to the gate with the state `evalglass check` prints"
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class UndeclaredGate:
+    """A gate the ledger activates and the config does not declare: what a run's blocked result and a preflight's
+    blocked preview both show of it."""
+
+    name: str
+    threshold: float | None
+    fingerprint: str
+    reason: Reason
+
+
+def undeclared_gates(ledger: Ledger, declared: Collection[str], where: Mapping[str, str]) -> list[UndeclaredGate]:
+    """Every gate the ledger activates and the config does not declare, each blocking (``gate_undeclared``);
+    ``where`` maps a gate's name to its ledger location, for the message."""
+    return [
+        UndeclaredGate(
+            name=name,
+            threshold=ledger.gates[name].threshold,
+            fingerprint=ledger.gates[name].fingerprint or "",
+            reason=undeclared_reason(name, declared, where.get(name)),
+        )
+        for name in undeclared_active_gates(ledger, declared)
+    ]
 
 
 def _gold_reasons(gate: GateIdentity, validation: DatasetValidation | None) -> list[Reason]:

@@ -9,6 +9,7 @@ clock's date (or ``--today``).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator, WithJsonSchema
@@ -21,6 +22,9 @@ def _leap(year: int) -> bool:
     return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
 
 
+#: A ledger dates every approval, so a large suite asks about the same few days thousands of times; the answers
+#: depend on the text alone.
+@lru_cache(maxsize=1024)
 def day_problem(text: str) -> str | None:
     """Why ``text`` is not an ISO calendar day (YYYY-MM-DD), or None when it is one."""
     match = _ISO_DAY.match(text)
@@ -35,6 +39,7 @@ def day_problem(text: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=1024)
 def day_number(text: str) -> int:
     """The day's ordinal (``date.fromisoformat(text).toordinal()``); a ValueError for anything but YYYY-MM-DD."""
     problem = day_problem(text)

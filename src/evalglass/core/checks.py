@@ -70,7 +70,7 @@ class Repair(StrEnum):
 
 
 #: The kind of repair each check outcome calls for (a CheckResult records it as ``repair``); not the texts that
-#: say how to clear a blocked gate (``report.explain.BLOCK_REASON_FIXES``).
+#: say how to clear a blocked gate (``report.repairs.BLOCK_REASON_FIXES``).
 CHECK_REPAIRS: Mapping[CheckOutcome, Repair] = MappingProxyType(
     {
         CheckOutcome.PASS: Repair.ACCEPT_WORK,

@@ -29,16 +29,8 @@ from evalglass.core.compare import (
     pair_ids,
 )
 from evalglass.core.estimate import IntervalSpec
-from evalglass.core.gates import (
-    GateResult,
-    GateRule,
-    GateSpec,
-    Outcome,
-    below_threshold_reason,
-    margin_threshold,
-    measurement_reasons,
-    meets,
-)
+from evalglass.core.gates import GateResult, Outcome, below_threshold_reason, measurement_reasons
+from evalglass.core.gatespec import GateRule, GateSpec, margin_threshold, meets
 from evalglass.core.stats import POWER, Direction, ScaleSpec, Sides, detectable_drop, pairs_to_detect
 
 

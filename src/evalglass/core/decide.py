@@ -22,14 +22,8 @@ from evalglass.core.checks import CheckResult
 from evalglass.core.columns import SCORED_VALID, ScoreColumn
 from evalglass.core.comparative import ComparativeInputs, decide_comparative_gate
 from evalglass.core.estimate import Estimate, IntervalSpec, Sensitivity
-from evalglass.core.gates import (
-    GateResult,
-    GateRule,
-    GateSpec,
-    evaluate_check_gate,
-    evaluate_gate,
-    undeclared_results,
-)
+from evalglass.core.gates import GateResult, evaluate_check_gate, evaluate_gate, undeclared_results
+from evalglass.core.gatespec import GateRule, GateSpec
 from evalglass.core.population import Population, population_of
 from evalglass.core.reduce import reduce_column
 from evalglass.core.scorecard import MetricSummary

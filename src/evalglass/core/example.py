@@ -9,6 +9,9 @@ from typing import Any
 
 from evalglass.core.fieldpath import values_getter
 
+#: How many malformed dataset lines a summary names by line (the rest are counted, and each is in scores.jsonl).
+MALFORMED_SHOWN = 5
+
 
 @dataclass(frozen=True, slots=True)
 class Example:

@@ -1,4 +1,5 @@
-"""Gates: a metric bound to a direction and a threshold, and the rule that turns one into an outcome."""
+"""Gate outcomes: the rule that turns a measured metric or a check into pass, fail or blocked (the declaration,
+``GateSpec``, is in ``core.gatespec``)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,13 @@ from evalglass.core.authority import (
     BlockReason,
     Ledger,
     Reason,
-    undeclared_active_gates,
-    undeclared_reason,
+    check_unbound_reason,
+    undeclared_gates,
 )
 from evalglass.core.checks import BindingStatus, CheckOutcome, CheckResult
 from evalglass.core.compare import GateComparison
 from evalglass.core.estimate import Estimate
+from evalglass.core.gatespec import CHECK_THRESHOLD, GateRule, GateSpec, SubjectKind, Tolerable, margin_threshold, meets
 from evalglass.core.population import Population
 from evalglass.core.score import Status, Validity
 from evalglass.core.stats import Direction, Interval
@@ -33,137 +35,7 @@ class Outcome(StrEnum):
     BLOCKED = "blocked"
 
 
-class GateRule(StrEnum):
-    """``point`` is the installed rule. ``lower_bound`` (experimental) compares the unfavourable one-sided
-    confidence bound (the lower bound when higher is better), so a lucky small sample cannot pass."""
-
-    POINT = "point"
-    LOWER_BOUND = "lower_bound"
-
-
-class Tolerable(StrEnum):
-    """Exclusions a gate may declare harmless. blocked, error and invalid never are."""
-
-    NON_EVALUABLE = "non_evaluable"
-    SKIPPED = "skipped"
-    NOT_APPLICABLE = "not_applicable"
-
-
 ALWAYS_INCOMPLETE_STATUSES = frozenset({Status.BLOCKED, Status.ERROR})
-
-
-class SubjectKind(StrEnum):
-    METRIC = "metric"
-    CHECK = "check"
-
-
-#: A check gate compares 1.0 (PASS) or 0.0 (FAIL) with this fixed threshold: the approval is "it must pass".
-CHECK_THRESHOLD = 1.0
-
-
-class GateSpec(BaseModel):
-    """A gate as declared in evalglass.yaml. Its threshold there is only a proposal: the ledger approves one.
-
-    A gate decides on a metric (a number over the dataset) or on a standalone check (PASS/FAIL of one command
-    against a bound target). Exactly one of ``metric`` and ``check`` is given.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-
-    metric: str | None = Field(default=None, description="Name of the metric (under `metrics:`) to decide on.")
-    check: str | None = Field(default=None, description="Name of a standalone check (under `checks:`) to decide on.")
-    expect_state: str | None = Field(
-        default=None,
-        pattern=r"^sha256:[0-9a-f]{64}$",
-        description="Check gates only: the target state the check must be bound to; any other state is ERROR.",
-    )
-    direction: Direction = Direction.HIGHER_IS_BETTER
-    proposed_threshold: float | None = Field(
-        default=None,
-        description="The threshold you intend to approve. It has no effect until the ledger approves a threshold.",
-    )
-    tolerate: tuple[Tolerable, ...] = Field(
-        default=(),
-        description="Exclusions that do not make the measurement incomplete: non_evaluable, skipped, not_applicable.",
-    )
-    rule: GateRule = Field(
-        default=GateRule.POINT,
-        description="point (installed) or lower_bound (EXPERIMENTAL: compares the unfavourable confidence bound).",
-    )
-    level: float = Field(
-        default=0.95, gt=0.5, lt=1.0, description="lower_bound only: the one-sided confidence level of the bound."
-    )
-    min_n: int | None = Field(
-        default=None, ge=1, description="Below this many included examples the gate blocks (below_min_n)."
-    )
-    compare_to: str | None = Field(
-        default=None,
-        pattern=r"^[A-Za-z][A-Za-z0-9_.-]*$",
-        description="Comparative gate: the name of a baseline run in the ledger's `baselines:`. The gate then decides "
-        "on the paired difference (this run minus the baseline) against the margin the ledger approves.",
-    )
-    proposed_margin: float | None = Field(
-        default=None,
-        ge=0,
-        description="Comparative gates: the margin you intend to approve. No effect until the ledger approves one.",
-    )
-    description: str | None = None
-
-    @model_validator(mode="after")
-    def _one_subject(self) -> GateSpec:
-        if (self.metric is None) == (self.check is None):
-            raise ValueError("a gate names exactly one of 'metric' or 'check'")
-        if self.compare_to is not None:
-            if self.check is not None:
-                raise ValueError("a comparative gate (compare_to) decides on a metric, not on a check")
-            if self.proposed_threshold is not None:
-                raise ValueError(
-                    "a comparative gate decides on the difference from its baseline: "
-                    "use proposed_margin (the largest drop you accept), not proposed_threshold"
-                )
-        elif self.proposed_margin is not None:
-            raise ValueError("proposed_margin applies to comparative gates only (those with compare_to)")
-        if self.check is not None:
-            extras = [name for name in ("proposed_threshold", "tolerate") if getattr(self, name) not in (None, ())]
-            if self.direction is not Direction.HIGHER_IS_BETTER:
-                extras.append("direction")
-            if extras:
-                raise ValueError(f"a check gate passes on PASS and fails on FAIL; remove {', '.join(extras)}")
-        elif self.expect_state is not None:
-            raise ValueError("expect_state applies to check gates only")
-        return self
-
-    @property
-    def subject(self) -> str:
-        return self.check if self.check is not None else str(self.metric)
-
-    @property
-    def comparative(self) -> bool:
-        return self.compare_to is not None
-
-    @property
-    def subject_kind(self) -> SubjectKind:
-        return SubjectKind.CHECK if self.check is not None else SubjectKind.METRIC
-
-    def fingerprint_payload(self) -> dict[str, Any]:
-        """The semantics an approval covers; prose and the proposal are not part of it. Unset optional fields
-        are left out, so adding an optional field to EvalGlass does not make existing approvals stale."""
-        payload = self.model_dump(
-            mode="json", exclude={"description", "proposed_threshold", "proposed_margin"}, exclude_none=True
-        )
-        if self.rule is GateRule.POINT:
-            payload.pop("level")
-        return payload
-
-
-def margin_threshold(margin: float, direction: Direction) -> float:
-    """The difference (candidate minus baseline) a comparative gate must reach: ``-margin`` when higher is better,
-    ``+margin`` when lower is better. A zero margin is 0.0 either way (never -0.0)."""
-    return -margin if direction is Direction.HIGHER_IS_BETTER and margin else float(margin)
-
-
-def meets(value: float, threshold: float, direction: Direction) -> bool:
-    return value >= threshold if direction is Direction.HIGHER_IS_BETTER else value <= threshold
 
 
 class GateResult(BaseModel):
@@ -402,17 +274,6 @@ def evaluate_check_gate(
     )
 
 
-def check_unbound_reason(check: str) -> Reason:
-    """A check gate whose ledger entry requires a binding, on a check that runs unbound (no ``expect_state``)."""
-    return Reason(
-        code=BlockReason.CHECK_UNBOUND,
-        message=(
-            f"check '{check}' ran unbound (the gate names no expect_state) and the ledger requires "
-            "a binding; add `expect_state:` to the gate with the state `evalglass check` prints"
-        ),
-    )
-
-
 #: An unbound check says only that the checker accepted whatever its target held when it ran.
 UNBOUND_NOTE = (
     "unbound: check '{check}' ended {outcome} against whatever state its target had; no expect_state ties this "
@@ -422,18 +283,15 @@ UNBOUND_NOTE = (
 
 def undeclared_results(ledger: Ledger, declared: list[str], where: Mapping[str, str]) -> list[GateResult]:
     """A blocked gate for every gate the ledger activates and the config does not declare (``gate_undeclared``)."""
-    results: list[GateResult] = []
-    for name in undeclared_active_gates(ledger, declared):
-        approval = ledger.gates[name]
-        results.append(
-            GateResult(
-                name=name,
-                subject=name,
-                active=True,
-                outcome=Outcome.BLOCKED,
-                reasons=(undeclared_reason(name, declared, where.get(name)),),
-                threshold=approval.threshold,
-                fingerprint=approval.fingerprint or "",
-            )
+    return [
+        GateResult(
+            name=gate.name,
+            subject=gate.name,
+            active=True,
+            outcome=Outcome.BLOCKED,
+            reasons=(gate.reason,),
+            threshold=gate.threshold,
+            fingerprint=gate.fingerprint,
         )
-    return results
+        for gate in undeclared_gates(ledger, declared, where)
+    ]

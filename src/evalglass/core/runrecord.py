@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -78,8 +77,3 @@ class RunRecord(BaseModel):
     scores_file: str = SCORES_FILE
     scores_sha256: str
     usage: tuple[TokenUsage, ...] = Field(default=(), description="Tokens (and cost) per lane and judge (live runs).")
-
-
-def evaluator_labels(evaluators: Mapping[str, int]) -> tuple[str, ...]:
-    """``{"metric:exact_match": 1, "interval:wilson": 1}`` as a person reads it: ``("exact_match@1", "wilson@1")``."""
-    return tuple(f"{key.partition(':')[2]}@{version}" for key, version in evaluators.items())

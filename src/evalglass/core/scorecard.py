@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evalglass.core.checks import BindingStatus, CheckOutcome, CheckReason, CheckResult, Repair
 from evalglass.core.estimate import Estimate
+from evalglass.core.example import MALFORMED_SHOWN
 from evalglass.core.population import Population
 from evalglass.core.usage import TokenUsage
 from evalglass.core.verdict import VerdictPayload
@@ -25,10 +26,6 @@ class MetricSummary(BaseModel):
     uses_reference: bool
     estimate: Estimate | None = Field(description="None when no score was measured (nothing included).")
     population: Population
-
-
-#: How many malformed dataset lines a summary names by line (the rest are counted, and each is in scores.jsonl).
-MALFORMED_SHOWN = 5
 
 
 class OutputsSummary(BaseModel):

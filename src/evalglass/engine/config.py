@@ -19,7 +19,7 @@ from pydantic.functional_validators import BeforeValidator
 from evalglass.core.checks import policy_id_conflicts
 from evalglass.core.fieldpath import FieldPathError, parse_path
 from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
-from evalglass.core.gates import GateRule, GateSpec
+from evalglass.core.gatespec import GateRule, GateSpec
 from evalglass.core.usage import Price
 from evalglass.engine.executorspec import TASK_KEY, AnyExecutor, LocalExecutorSpec, RayExecutorSpec
 from evalglass.engine.validation import validate_document

@@ -24,10 +24,9 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from evalglass.core.example import Example, ExampleBatch
+from evalglass.core.example import MALFORMED_SHOWN, Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT, get_path, parse_path
 from evalglass.core.fingerprint import PREFIX
-from evalglass.core.scorecard import MALFORMED_SHOWN
 from evalglass.core.uniform import all_of_type
 from evalglass.errors import SetupError
 from evalglass.readers.jsonsource import JsonRefused, batch_is_exact, check_exact
@@ -153,11 +152,26 @@ class _HashingThread:
         self._thread.join()
 
 
+def _ignore(_: bytes) -> None:
+    """Where the file's bytes go when nobody asked for their hash."""
+
+
 class DatasetReader:
-    """Iterate once over a JSONL file; afterwards ``fingerprint`` is the SHA-256 of every byte read."""
+    """Iterate once over a JSONL file; afterwards ``fingerprint`` is the SHA-256 of every byte read.
+
+    ``hash_bytes=False`` skips that hash (and its thread) for a caller that never reads ``fingerprint``:
+    ``preflight`` needs only the gold fingerprint, which is taken from the parsed records.
+    """
 
     def __init__(
-        self, path: Path, *, id_field: str, output_field: str, chunk: int = CHUNK, max_line: int = MAX_LINE
+        self,
+        path: Path,
+        *,
+        id_field: str,
+        output_field: str,
+        chunk: int = CHUNK,
+        max_line: int = MAX_LINE,
+        hash_bytes: bool = True,
     ) -> None:
         self.path = path
         self._id = field_getter(id_field)
@@ -167,7 +181,7 @@ class DatasetReader:
         self._output_key = _plain_key(output_field)
         self._chunk = chunk
         self._max_line = max_line
-        self._hash = hashlib.sha256()
+        self._hash = hashlib.sha256() if hash_bytes else None
         self.examples = 0
         self.bad_lines = 0
         #: The first few bad lines' numbers (at most MALFORMED_SHOWN), for the run's summary.
@@ -178,6 +192,8 @@ class DatasetReader:
     def fingerprint(self) -> str:
         if not self._done:
             raise RuntimeError("the dataset fingerprint is known only after the whole file was read")
+        if self._hash is None:
+            raise RuntimeError("this reader was opened with hash_bytes=False: it took no fingerprint")
         return PREFIX + self._hash.hexdigest()
 
     def __iter__(self) -> Iterator[Example | BadLine]:
@@ -206,7 +222,8 @@ class DatasetReader:
         pending: list[bytes] = []
         first = 1
         ended = True
-        with handle, _unfreezing(), _HashingThread(self._hash.update) as update:
+        hashing = contextlib.nullcontext(_ignore) if self._hash is None else _HashingThread(self._hash.update)
+        with handle, _unfreezing(), hashing as update:
             try:
                 for lines, newline in _lines(handle, update, self._chunk, self._max_line):
                     ended = newline

@@ -26,7 +26,8 @@ from typing import Any
 import orjson
 
 from evalglass.core.fieldpath import ABSENT, get_path, parse_path
-from evalglass.core.gates import GateResult, meets
+from evalglass.core.gates import GateResult
+from evalglass.core.gatespec import meets
 from evalglass.core.runrecord import SCORES_FILE, RunRecord
 from evalglass.core.scorecard import Scorecard
 from evalglass.core.uniform import all_of_type

@@ -48,6 +48,7 @@ from evalglass.core.uniform import all_of_type
 from evalglass.engine.cache import CacheMode, CallCache
 from evalglass.engine.config import LoadedConfig
 from evalglass.engine.dataset import BATCH, BadLine
+from evalglass.engine.datasetfile import open_reader
 from evalglass.engine.executorspec import RayExecutorSpec
 from evalglass.engine.interrupts import LoopStopper
 from evalglass.engine.metricbuild import build_live_metric
@@ -71,7 +72,7 @@ from evalglass.engine.sink import (
     not_json_score,
     refuse_first_repeat,
 )
-from evalglass.engine.source import DatasetSource, open_reader
+from evalglass.engine.source import DatasetSource
 from evalglass.engine.tokens import Tally
 from evalglass.errors import SetupError
 from evalglass.lanes.executor import AsyncioExecutor, EndpointLimit, Executor

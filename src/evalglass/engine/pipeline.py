@@ -519,7 +519,7 @@ def refuse_duplicate_ids(hashes: array[int], loaded: LoadedConfig) -> None:
     ordered = np.sort(np.frombuffer(hashes, dtype=np.int64)) if hashes else np.empty(0, np.int64)
     if not (ordered[1:] == ordered[:-1]).any():
         return
-    from evalglass.engine.source import open_reader
+    from evalglass.engine.datasetfile import open_reader
 
     refuse_first_repeat(open_reader(loaded), loaded.dataset_path)
 

@@ -13,13 +13,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalglass.core.authority import JudgeStanding, Reason, declared_gate_authority
-from evalglass.core.gates import check_unbound_reason, undeclared_results
+from evalglass.core.authority import (
+    JudgeStanding,
+    Reason,
+    check_unbound_reason,
+    declared_gate_authority,
+    undeclared_gates,
+)
+from evalglass.core.evaluators import evaluator_labels
 from evalglass.core.preflight import GatePreview, Preflight, Standing
-from evalglass.core.runrecord import evaluator_labels
 from evalglass.engine.config import LoadedConfig, load_config
+from evalglass.engine.datasetfile import gold_fingerprint_of
 from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger, refuse_unpinned_ledger
-from evalglass.engine.source import gold_fingerprint_of
 from evalglass.engine.staleness import stale_causes
 
 
@@ -42,16 +47,16 @@ def preflight(config_path: Path, *, today: str, pinned_ledger: Path | None = Non
         _preview(loaded, ledger, name, fingerprints[name], dataset_fingerprint, standings, causes.get(name), today)
         for name in config.gates
     ]
-    for result in undeclared_results(ledger.ledger, list(config.gates), ledger.gate_where()):
+    for gate in undeclared_gates(ledger.ledger, list(config.gates), ledger.gate_where()):
         previews.append(
             GatePreview(
-                name=result.name,
-                subject=result.subject,
+                name=gate.name,
+                subject=gate.name,
                 kind="undeclared",
                 standing=Standing.BLOCKED,
-                fingerprint=result.fingerprint,
-                threshold=result.threshold,
-                reasons=result.reasons,
+                fingerprint=gate.fingerprint,
+                threshold=gate.threshold,
+                reasons=(gate.reason,),
             )
         )
     return Preflight(

@@ -36,7 +36,8 @@ class TabularReader(DatasetReader):
     def _read_bytes(self) -> bytes:
         with open_dataset_file(self.path) as handle:
             data = handle.read()
-        self._hash.update(data)
+        if self._hash is not None:
+            self._hash.update(data)
         return data
 
     def _rows(self) -> Iterator[tuple[int, Mapping[str, Any] | str]]:

@@ -14,12 +14,13 @@ from typing import Any
 import yaml
 
 from evalglass.core.authority import BlockReason
+from evalglass.core.evaluators import evaluator_labels
 from evalglass.core.fingerprint import short
-from evalglass.core.gates import GateResult, GateRule, Outcome, SubjectKind, meets
-from evalglass.core.runrecord import RunRecord, evaluator_labels
+from evalglass.core.gates import GateResult, Outcome
+from evalglass.core.gatespec import GateRule, SubjectKind, meets
+from evalglass.core.runrecord import RunRecord
 from evalglass.core.scorecard import CheckSummary, MetricSummary, Scorecard
 from evalglass.core.stats import Direction
-from evalglass.core.tables import total
 from evalglass.errors import SetupError
 from evalglass.report.examples import Row, example_line
 from evalglass.report.fmt import (
@@ -34,81 +35,7 @@ from evalglass.report.fmt import (
     signed,
     test_text,
 )
-
-#: What to do about each reason a gate carries. Total over BlockReason (checked when the module loads).
-BLOCK_REASON_FIXES: Mapping[BlockReason, str] = total(
-    BlockReason,
-    {
-        BlockReason.GATE_UNDECLARED: (
-            "The ledger approves a gate the config no longer declares (renamed or deleted). Declare it again, or "
-            "have the host retire the approval with `active: false`."
-        ),
-        BlockReason.POLICY_FORBIDDEN: "The host's policy in the ledger forbids this gate; only the host can lift that.",
-        BlockReason.APPROVAL_UNBOUND: "Bind the approval to the current definition by writing its fingerprint.",
-        BlockReason.APPROVAL_STALE: (
-            "The gate or its metric changed after approval, or an evaluator it depends on has a new version "
-            "(the reason names it). Review the change, then re-approve with the new fingerprint."
-        ),
-        BlockReason.APPROVAL_EXPIRED: (
-            "The approval is past its expiry (its `expires_on`, or the policy's `max_age_days` from `approved_on`). "
-            "The host re-reviews the gate and renews the entry: a new `expires_on` or `approved_on`."
-        ),
-        BlockReason.GOLD_EXPIRED: (
-            "The gold validation is past its expiry (`expires_on`, or `max_age_days` from `validated_on`). The host "
-            "reviews the reference answers again and renews the `datasets:` entry."
-        ),
-        BlockReason.CALIBRATION_EXPIRED: (
-            "The judge's calibration is past its expiry (the `judges:` entry's `expires_on`, or `max_age_days` from "
-            "the calibration's date). Calibrate again (`evalglass calibrate`), then the host renews the entry."
-        ),
-        BlockReason.GOLD_NOT_VALIDATED: (
-            "This metric compares with reference answers. Review them, then mark the dataset as validated gold."
-        ),
-        BlockReason.GOLD_STALE: "The dataset changed after it was validated. Review it, then re-validate it.",
-        BlockReason.JUDGE_UNCALIBRATED: "Calibrate the judge against human labels (`evalglass calibrate`).",
-        BlockReason.CHECK_NOT_PASSED: "The bound check did not reach a PASS or FAIL; repair what its outcome names.",
-        BlockReason.CHECK_UNBOUND: (
-            "The ledger requires this check to run bound to an approved target state; give the gate `expect_state:`."
-        ),
-        BlockReason.NO_APPROVED_THRESHOLD: "Write the threshold you approve into the ledger entry.",
-        BlockReason.NO_MEASURED_VALUE: (
-            "No example was measured validly. Look at the metric's diagnostics: every score was excluded."
-        ),
-        BlockReason.INCOMPLETE_MEASUREMENT: (
-            "Some examples were not measured. Fix their causes (see diagnostics), or, for non_evaluable, skipped or "
-            "not_applicable exclusions you consider harmless, declare them under the gate's `tolerate:`."
-        ),
-        BlockReason.BELOW_MIN_N: "Too few examples were measured for this gate; add examples.",
-        BlockReason.INTERVAL_UNDEFINED: (
-            "The lower_bound rule needs a confidence bound, and none exists for so few values with this method; add "
-            "examples (or use the point rule, which the host must re-approve)."
-        ),
-        BlockReason.BASELINE_MISSING: (
-            "The host names the baseline run in the ledger's `baselines:` (its folder, relative to the ledger, and "
-            "its fingerprint); make sure that folder exists where this run can read it."
-        ),
-        BlockReason.BASELINE_EXPIRED: (
-            "The baseline's approval is past its expiry (`expires_on`, or `max_age_days` from `approved_on`). The "
-            "host reviews the baseline run again and renews its `baselines:` entry, or approves a newer run."
-        ),
-        BlockReason.BASELINE_STALE: (
-            "The baseline's files are not the ones approved. If the change is intended, the host re-approves the "
-            "baseline's current fingerprint; otherwise restore the approved run."
-        ),
-        BlockReason.NOT_COMPARABLE: (
-            "The two runs do not measure the same thing. Re-run the baseline with the current definition and gold "
-            "(and have it approved), or revert the change that made them differ."
-        ),
-        BlockReason.INCOMPLETE_PAIRS: (
-            "Some paired examples were not measured validly in one of the runs. Fix their causes, or declare "
-            "harmless non_evaluable, skipped or not_applicable exclusions under the gate's `tolerate:`."
-        ),
-        BlockReason.BELOW_THRESHOLD: (
-            "The measurement is valid and falls short of the approved threshold: improve the system under test. "
-            "Lowering the threshold is the host's decision, made in the ledger."
-        ),
-    },
-)
+from evalglass.report.repairs import BLOCK_REASON_FIXES
 
 
 @dataclass

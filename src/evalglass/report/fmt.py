@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from evalglass.core.estimate import Estimate
-from evalglass.core.gates import GateResult, GateRule, Outcome, SubjectKind
+from evalglass.core.gates import GateResult, Outcome
+from evalglass.core.gatespec import GateRule, SubjectKind
 from evalglass.core.population import Population
 from evalglass.core.scorecard import CheckSummary, DatasetSummary, MetricSummary, Scorecard
 from evalglass.core.stats import Direction, Interval, Note

@@ -21,11 +21,12 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from evalglass.core.authority import BlockReason
-from evalglass.core.gates import GateResult, Outcome, SubjectKind
+from evalglass.core.gates import GateResult, Outcome
+from evalglass.core.gatespec import SubjectKind
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.scorecard import MetricSummary, Scorecard
 from evalglass.report.comparison_html import gate_comparison_views
-from evalglass.report.explain import BLOCK_REASON_FIXES, explain_gate
+from evalglass.report.explain import explain_gate
 from evalglass.report.fmt import (
     OUTCOME_LABEL,
     estimate_text,
@@ -37,6 +38,7 @@ from evalglass.report.fmt import (
     sensitivity_text,
     threshold_text,
 )
+from evalglass.report.repairs import BLOCK_REASON_FIXES
 
 if TYPE_CHECKING:
     import jinja2

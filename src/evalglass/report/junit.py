@@ -15,7 +15,8 @@ import re
 from xml.etree import ElementTree as ET
 
 from evalglass.core.checks import CheckOutcome
-from evalglass.core.gates import GateResult, Outcome, SubjectKind
+from evalglass.core.gates import GateResult, Outcome
+from evalglass.core.gatespec import SubjectKind
 from evalglass.core.scorecard import CheckSummary, Scorecard
 from evalglass.report.fmt import (
     NOT_ACTIVE,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from evalglass.core.preflight import GatePreview, Preflight, Standing
-from evalglass.report.explain import BLOCK_REASON_FIXES
-from evalglass.report.fmt import number
+from evalglass.report.numbers import number
+from evalglass.report.repairs import BLOCK_REASON_FIXES
 
 SCHEMA = "evalglass.preflight/1"
 

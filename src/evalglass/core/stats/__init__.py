@@ -3,27 +3,104 @@
 Nothing here does I/O or reads a clock; the only randomness is a numpy Generator built from an explicit seed.
 scipy is imported lazily by the few functions that need a t or beta quantile, never by importing this package.
 The mathematics is written up in docs/reading-the-numbers.md.
+
+Names are loaded from their submodule on first use (PEP 562), so a caller that needs only the vocabulary in
+``model`` (a gate's ``Direction``, a metric's ``Reducer`` or ``ScaleSpec``) does not import numpy: reading a config
+and a ledger (``evalglass preflight``) stays free of it. The ``TYPE_CHECKING`` block gives type checkers the names.
 """
 
-from evalglass.core.stats._common import StatsDependencyError
-from evalglass.core.stats.bootstrap import Statistic, VectorStatistic, bootstrap
-from evalglass.core.stats.choose import choose_method, confidence_interval, one_sided_bound
-from evalglass.core.stats.cluster import cluster_bootstrap, cluster_t
-from evalglass.core.stats.decidability import POWER, detectable_drop, pairs_to_detect, required_n
-from evalglass.core.stats.epochs import PerExample, Reducer, Ties, pass_at_k, reduce_samples
-from evalglass.core.stats.mean import student_t
-from evalglass.core.stats.model import FEW_CLUSTERS_BELOW, Direction, Interval, Method, Note, Param, Sides
-from evalglass.core.stats.paired import (
-    PairedDifference,
-    PairedTable,
-    PairedTest,
-    mcnemar_exact,
-    newcombe_paired,
-    paired_difference,
-    paired_table,
-)
-from evalglass.core.stats.proportion import clopper_pearson, count_successes, is_binary, wilson
-from evalglass.core.stats.sensitivity import UNIT_SCALE, ExtremeMeans, ScaleSpec, sensitivity_bounds
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evalglass.core.stats._common import StatsDependencyError
+    from evalglass.core.stats.bootstrapping import Statistic, VectorStatistic, bootstrap
+    from evalglass.core.stats.choose import choose_method, confidence_interval, one_sided_bound
+    from evalglass.core.stats.cluster import cluster_bootstrap, cluster_t
+    from evalglass.core.stats.decidability import POWER, detectable_drop, pairs_to_detect, required_n
+    from evalglass.core.stats.epochs import PerExample, pass_at_k, reduce_samples
+    from evalglass.core.stats.mean import student_t
+    from evalglass.core.stats.model import (
+        FEW_CLUSTERS_BELOW,
+        UNIT_SCALE,
+        Direction,
+        Interval,
+        Method,
+        Note,
+        Param,
+        Reducer,
+        ScaleSpec,
+        Sides,
+        Ties,
+    )
+    from evalglass.core.stats.paired import (
+        PairedDifference,
+        PairedTable,
+        PairedTest,
+        mcnemar_exact,
+        newcombe_paired,
+        paired_difference,
+        paired_table,
+    )
+    from evalglass.core.stats.proportion import clopper_pearson, count_successes, is_binary, wilson
+    from evalglass.core.stats.sensitivity import ExtremeMeans, sensitivity_bounds
+
+#: Each public name and the submodule that defines it.
+_HOME: dict[str, str] = {
+    **dict.fromkeys(["StatsDependencyError"], "_common"),
+    **dict.fromkeys(["Statistic", "VectorStatistic", "bootstrap"], "bootstrapping"),
+    **dict.fromkeys(["choose_method", "confidence_interval", "one_sided_bound"], "choose"),
+    **dict.fromkeys(["cluster_bootstrap", "cluster_t"], "cluster"),
+    **dict.fromkeys(["POWER", "detectable_drop", "pairs_to_detect", "required_n"], "decidability"),
+    **dict.fromkeys(["PerExample", "pass_at_k", "reduce_samples"], "epochs"),
+    **dict.fromkeys(["student_t"], "mean"),
+    **dict.fromkeys(
+        [
+            "FEW_CLUSTERS_BELOW",
+            "UNIT_SCALE",
+            "Direction",
+            "Interval",
+            "Method",
+            "Note",
+            "Param",
+            "Reducer",
+            "ScaleSpec",
+            "Sides",
+            "Ties",
+        ],
+        "model",
+    ),
+    **dict.fromkeys(
+        [
+            "PairedDifference",
+            "PairedTable",
+            "PairedTest",
+            "mcnemar_exact",
+            "newcombe_paired",
+            "paired_difference",
+            "paired_table",
+        ],
+        "paired",
+    ),
+    **dict.fromkeys(["clopper_pearson", "count_successes", "is_binary", "wilson"], "proportion"),
+    **dict.fromkeys(["ExtremeMeans", "sensitivity_bounds"], "sensitivity"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOME))
+
 
 __all__ = [
     "FEW_CLUSTERS_BELOW",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy.typing as npt
 
 from evalglass.core.stats._common import as_ids, as_values
-from evalglass.core.stats.bootstrap import Statistic, VectorStatistic, as_statistic, bootstrap
+from evalglass.core.stats.bootstrapping import Statistic, VectorStatistic, as_statistic, bootstrap
 from evalglass.core.stats.cluster import cluster_bootstrap, cluster_t
 from evalglass.core.stats.mean import student_t
 from evalglass.core.stats.model import FEW_CLUSTERS_BELOW, Direction, Interval, Method, Sides

@@ -22,7 +22,7 @@ from evalglass.core.stats._common import (
     tails,
     undefined_interval,
 )
-from evalglass.core.stats.bootstrap import bca_or_percentile, finish, make_rng, rng_params
+from evalglass.core.stats.bootstrapping import bca_or_percentile, finish, make_rng, rng_params
 from evalglass.core.stats.model import FEW_CLUSTERS_BELOW, Interval, Method, Note, Param, Sides
 from evalglass.core.stats.resample import resampled_sums
 
@@ -119,7 +119,7 @@ def cluster_bootstrap(
 
     Each resample draws G clusters with replacement and takes the mean over all their examples (sum of the drawn
     clusters' totals over the sum of their sizes). BCa uses the leave-one-cluster-out jackknife; when BCa is
-    undefined it falls back to percentile as :func:`~evalglass.core.stats.bootstrap.bootstrap` does.
+    undefined it falls back to percentile as :func:`~evalglass.core.stats.bootstrapping.bootstrap` does.
     """
     method = Method(method)
     if method not in (Method.CLUSTER_BOOTSTRAP_BCA, Method.CLUSTER_BOOTSTRAP_PERCENTILE):

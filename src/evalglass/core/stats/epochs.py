@@ -8,32 +8,12 @@ caller's question, answered with :attr:`PerExample.samples`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 
 import numpy as np
 import numpy.typing as npt
 
 from evalglass.core.stats._common import Floats, Ints, as_ids, as_values
-
-
-class Reducer(StrEnum):
-    MEAN = "mean"
-    MAJORITY = "majority"
-    MAX = "max"
-    MIN = "min"
-    PASS_AT_K = "pass_at_k"
-    AT_LEAST_K = "at_least_k"
-
-    @property
-    def needs_k(self) -> bool:
-        return self in (Reducer.PASS_AT_K, Reducer.AT_LEAST_K)
-
-
-class Ties(StrEnum):
-    """How ``majority`` breaks a tie between equally frequent values: take the lowest or the highest of them."""
-
-    LOW = "low"
-    HIGH = "high"
+from evalglass.core.stats.model import Reducer, Ties
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -133,3 +134,41 @@ class Interval(BaseModel):
     def bound(self, direction: Direction | str) -> float | None:
         """The unfavourable end for ``direction``: ``low`` when higher is better, ``high`` when lower is better."""
         return self.low if Direction(direction) is Direction.HIGHER_IS_BETTER else self.high
+
+
+class Reducer(StrEnum):
+    MEAN = "mean"
+    MAJORITY = "majority"
+    MAX = "max"
+    MIN = "min"
+    PASS_AT_K = "pass_at_k"
+    AT_LEAST_K = "at_least_k"
+
+    @property
+    def needs_k(self) -> bool:
+        return self in (Reducer.PASS_AT_K, Reducer.AT_LEAST_K)
+
+
+class Ties(StrEnum):
+    """How ``majority`` breaks a tie between equally frequent values: take the lowest or the highest of them."""
+
+    LOW = "low"
+    HIGH = "high"
+
+
+class ScaleSpec(BaseModel):
+    """The range a metric's values can take; needed for sensitivity bounds."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    min: float
+    max: float
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ScaleSpec:
+        if not (math.isfinite(self.min) and math.isfinite(self.max) and self.min < self.max):
+            raise ValueError(f"scale needs finite min < max, got [{self.min}, {self.max}]")
+        return self
+
+
+UNIT_SCALE = ScaleSpec(min=0.0, max=1.0)

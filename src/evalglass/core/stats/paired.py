@@ -23,7 +23,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evalglass.core.stats._common import Floats, as_ids, as_values, t_cdf, tails
-from evalglass.core.stats.bootstrap import bootstrap
+from evalglass.core.stats.bootstrapping import bootstrap
 from evalglass.core.stats.cluster import cluster_bootstrap, cluster_t
 from evalglass.core.stats.mean import student_t
 from evalglass.core.stats.model import FEW_CLUSTERS_BELOW, Interval, Method, Param, Sides

@@ -2,32 +2,12 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import numpy.typing as npt
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from evalglass.core.stats._common import as_values
-from evalglass.core.stats.model import Direction
-
-
-class ScaleSpec(BaseModel):
-    """The range a metric's values can take; needed for sensitivity bounds."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-
-    min: float
-    max: float
-
-    @model_validator(mode="after")
-    def _ordered(self) -> ScaleSpec:
-        if not (math.isfinite(self.min) and math.isfinite(self.max) and self.min < self.max):
-            raise ValueError(f"scale needs finite min < max, got [{self.min}, {self.max}]")
-        return self
-
-
-UNIT_SCALE = ScaleSpec(min=0.0, max=1.0)
+from evalglass.core.stats.model import Direction, ScaleSpec
 
 
 class ExtremeMeans(BaseModel):
