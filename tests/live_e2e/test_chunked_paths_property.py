@@ -1,8 +1,10 @@
 """The python lane's columnar path (a batch of plain lines from lane to writer with no object per example) must write
 exactly what the per-example path writes: for any mix of what the function does per example (returns, returns
 None, returns what is not JSON, raises, exits), malformed lines, samples and clusters, ``scores.jsonl`` and
-``outputs.jsonl`` are byte-identical and the scorecards measure the same. The per-example path is the one a
-cached lane takes (every call looked up and stored on its own); both runs go through ``evalglass.api.run``."""
+``outputs.jsonl`` are byte-identical and the scorecards measure the same, whether the columnar path takes each
+batch of 256 lines alone or gathers consecutive batches into one hand-off (what it does once calls prove cheap).
+The per-example path is the one a cached lane takes (every call looked up and stored on its own); both runs go
+through ``evalglass.api.run``."""
 
 from __future__ import annotations
 
@@ -10,11 +12,13 @@ import json
 import textwrap
 from pathlib import Path
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evalglass.api import run
+from evalglass.lanes.task import PythonLane
 
 APP = textwrap.dedent(
     """
@@ -67,18 +71,12 @@ def _write(root: Path, kinds: list[str], epochs: int, clustered: bool, cache: bo
     return root / "evalglass.yaml"
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(
-    st.lists(st.sampled_from(KINDS), min_size=1, max_size=600),
-    st.integers(1, 2),
-    st.booleans(),
-)
-def test_columnar_and_per_example_paths_write_the_same_bytes(
-    tmp_path_factory: object, kinds: list[str], epochs: int, clustered: bool
-) -> None:
-    root = tmp_path_factory.mktemp("paths")  # type: ignore[attr-defined]
+def _same_runs(root: Path, kinds: list[str], epochs: int, clustered: bool, span: int | None) -> None:
     # One folder for both (tracebacks name the function's file), the cached run second (its cache starts empty)
-    columnar = run(_write(root, kinds, epochs, clustered, cache=False), out=root / "columnar")
+    with pytest.MonkeyPatch.context() as patch:
+        if span is not None:  # calls as cheap as to go this many to a hand-off: batches are gathered from the start
+            patch.setattr(PythonLane, "column_size", lambda self: span)
+        columnar = run(_write(root, kinds, epochs, clustered, cache=False), out=root / "columnar")
     general = run(_write(root, kinds, epochs, clustered, cache=True), out=root / "general")
     if "deep" in kinds:
         assert b'"code":"output_unserialisable"' in (columnar.folder / "outputs.jsonl").read_bytes()
@@ -88,3 +86,30 @@ def test_columnar_and_per_example_paths_write_the_same_bytes(
     for name, summary in columnar.metrics.items():
         assert summary.estimate == general.metrics[name].estimate, name
         assert summary.population == general.metrics[name].population, name
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(KINDS), min_size=1, max_size=600), st.integers(1, 2), st.booleans())
+def test_columnar_and_per_example_paths_write_the_same_bytes(
+    tmp_path_factory: object, kinds: list[str], epochs: int, clustered: bool
+) -> None:
+    _same_runs(tmp_path_factory.mktemp("paths"), kinds, epochs, clustered, None)  # type: ignore[attr-defined]
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(st.sampled_from([kind for kind in KINDS if kind != "malformed"]), min_size=257, max_size=1300),
+    st.lists(st.integers(0, 1300), max_size=2),
+    st.integers(1, 2),
+    st.booleans(),
+    st.sampled_from([300, 600, 1000, 100_000]),
+)
+def test_batches_gathered_into_one_hand_off_write_what_each_alone_writes(
+    tmp_path_factory: object, kinds: list[str], malformed: list[int], epochs: int, clustered: bool, span: int
+) -> None:
+    """Cheap calls go to the lane thread in runs of several batches of 256 lines; a malformed line makes its batch
+    go alone (between runs). Still one ``scores.jsonl`` block per batch, the same bytes as example by example."""
+    for position in malformed:
+        if position < len(kinds):
+            kinds[position] = "malformed"
+    _same_runs(tmp_path_factory.mktemp("spans"), kinds, epochs, clustered, span)  # type: ignore[attr-defined]

@@ -11,6 +11,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from evalglass.api import run
+from evalglass.engine.dataset import DatasetReader
+from evalglass.errors import SetupError
+from evalglass.lanes.task import PythonLane
+
 from .conftest import evalglass
 
 APP = textwrap.dedent(
@@ -75,3 +80,21 @@ def test_an_id_that_is_a_malformed_lines_made_up_id_is_refused(tmp_path: Path) -
         "data.jsonl:10" in result.err and "example id 'line:9' is also the id given to malformed line 9" in result.err
     )
     assert "line:9" not in _called(root)
+
+
+def test_a_repeat_in_a_run_of_batches_is_refused_before_a_later_line_that_stops_the_stream(tmp_path: Path) -> None:
+    """Cheap calls gather batches into one hand-off, and their ids are checked together before it: a repeated id
+    in a batch read before a line that stops the stream (longer than the reader takes) is still what the run says,
+    as when every batch was checked as it was read, and no line of the repeat's batch was called."""
+    lines = _rows(900)
+    lines[300] = json.dumps({"id": "e4", "expected": "again"})  # line 301 (second batch) repeats line 5's id
+    lines[700] = json.dumps({"id": "long", "expected": "x" * 5000})  # line 701 (third batch): too long below
+    root = _project(tmp_path / "evals", lines, cache=False)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(PythonLane, "column_size", lambda self: 100_000)  # batches are gathered from the start
+        patch.setattr(DatasetReader.__init__, "__kwdefaults__", {"chunk": 1024, "max_line": 4096})
+        with pytest.raises(SetupError) as refused:
+            run(root / "evalglass.yaml", out=root / "out")
+    assert refused.value.where is not None and refused.value.where.endswith("data.jsonl:301"), refused.value
+    assert "duplicate example id 'e4' (first at line 5)" in refused.value.what
+    assert not {f"e{n}" for n in range(256, 900)} & set(_called(root))

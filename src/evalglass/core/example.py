@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 from evalglass.core.fieldpath import values_getter
@@ -74,6 +75,20 @@ class ExampleBatch:
 
     def examples(self) -> list[Example]:
         return [self.example(index) for index in range(len(self.ids))]
+
+    @classmethod
+    def joined(cls, batches: Sequence[ExampleBatch]) -> ExampleBatch:
+        """The rows of ``batches``, in order, as one batch."""
+        samples = None
+        if any(batch.samples is not None for batch in batches):
+            samples = [sample for batch in batches for sample in (batch.samples or [0] * len(batch))]
+        return cls(
+            ids=list(chain.from_iterable(batch.ids for batch in batches)),
+            lines=list(chain.from_iterable(batch.lines for batch in batches)),
+            records=list(chain.from_iterable(batch.records for batch in batches)),
+            outputs=list(chain.from_iterable(batch.outputs for batch in batches)),
+            samples=samples,
+        )
 
     @classmethod
     def of(cls, examples: Sequence[Example]) -> ExampleBatch:

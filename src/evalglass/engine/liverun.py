@@ -3,9 +3,12 @@
 Shape of the pipeline (one event loop):
 
 * a **producer** streams the dataset's batches and starts one task per example (per batch when the lane takes
-  chunks), but never more than ``window`` examples are started and not yet written (a bounded queue), so memory stays
-  flat however large the dataset is and however long one slow example holds up the head of the line; a batch's ids
-  are checked for a repeat (one hash per id kept, :mod:`evalglass.engine.seenids`) before any of its tasks starts;
+  chunks, or per run of consecutive batches when its calls are cheap: :meth:`LiveScorer.span`), but never more than
+  ``window`` examples are started and not yet written (when the lane takes chunks: ``window // BATCH`` tasks, each
+  of at most :data:`MAX_SPAN` examples), a bounded queue, so memory stays flat however large the dataset is and
+  however long one slow example holds up the head of the line; a batch's ids are checked for a repeat (one hash per
+  id kept, :mod:`evalglass.engine.seenids`) before any of its tasks starts (a run of batches: together, before its
+  one task, and before a line that stops the stream is reported);
 * each example task produces its samples through the lane (every call through the run's one executor and cache),
   scores them with the synchronous metrics inline (check metrics, which start processes, on a thread pool) and with
   the judges concurrently;
@@ -83,6 +86,10 @@ if TYPE_CHECKING:
     from evalglass.lanes.task import LaneColumn, LaneOutcome
 
 CACHE_FILE = ".evalglass-cache.sqlite"
+#: Examples gathered for one hand-off to a chunked lane at most (see LiveScorer.span): eight batches, so that the
+#: lines started and not yet written stay a few thousand however cheap the calls are (sixteen measured no faster at
+#: 1,000,000 examples and kept 3 MB more in flight; see BENCHMARKS.md, issue 17, session 5).
+MAX_SPAN = 8 * BATCH
 #: How long closing the lane's and judges' clients may take when the run ends (or is stopped).
 _CLOSE_S = 10.0
 
@@ -126,15 +133,18 @@ class ExampleResult:
 
 @dataclass(frozen=True, slots=True)
 class ScoredColumns:
-    """A batch of dataset lines, all examples, scored as columns (the chunked path): row ``i`` of ``results`` and
-    ``produced`` is example ``i // epochs``, sample ``i % epochs``. No object per example or row."""
+    """Consecutive batches of dataset lines, all examples, scored as columns (the chunked path): row ``i`` of
+    ``results`` and ``produced`` is example ``i // epochs``, sample ``i % epochs``. No object per example or row."""
 
+    #: The batches' examples, joined.
     batch: ExampleBatch
     epochs: int
     #: Per metric, one result (a float or a Score) per row.
     results: dict[str, list[Any]]
     #: What the lane produced for each row.
     produced: LaneColumn
+    #: How many examples each batch held, in order: one block of ``scores.jsonl`` each. Empty: one batch.
+    blocks: tuple[int, ...] = ()
 
 
 OUTPUTS_FILE = "outputs.jsonl"
@@ -419,12 +429,20 @@ class LiveScorer:
             statuses["scored"] = statuses.get("scored", 0) + scored_rows
         return results
 
-    async def score_columns(self, batch: ExampleBatch) -> ScoredColumns:
-        """:meth:`score_chunk` of a batch of examples, as columns from the lane (``produce_column``) to the
-        metrics' batch paths, with no object per example: the same results in the same order. Only when
-        :attr:`chunked`."""
+    def span(self) -> int:
+        """How many examples the producer gathers, from consecutive batches, for one :meth:`score_columns` (at
+        least one batch, at most :data:`MAX_SPAN`): as many as the lane takes in one hand-off, so that cheap calls
+        cross to its thread in runs longer than a batch. Only when :attr:`chunked`."""
+        assert self.lane is not None  # chunked implies a lane
+        return min(MAX_SPAN, self.lane.column_size() // self.epochs)
+
+    async def score_columns(self, batches: Sequence[ExampleBatch]) -> ScoredColumns:
+        """:meth:`score_chunk` of consecutive batches of examples, as columns from the lane (``produce_column``,
+        once for them all) to the metrics' batch paths, with no object per example: the same results in the same
+        order. Only when :attr:`chunked`."""
         lane, epochs, counters = self.lane, self.epochs, self.counters
         assert lane is not None  # chunked implies a lane
+        batch = batches[0] if len(batches) == 1 else ExampleBatch.joined(batches)
         produced = await lane.produce_column(batch.ids, batch.records, epochs)
         values, failures = produced.values, produced.failures
         outputs = [parse_json_output(value) for value in values] if self.parse_json else values
@@ -467,7 +485,8 @@ class LiveScorer:
         if scored_rows:
             statuses = counters.statuses
             statuses["scored"] = statuses.get("scored", 0) + scored_rows
-        return ScoredColumns(batch, epochs, results, produced)
+        blocks = tuple(map(len, batches)) if len(batches) > 1 else ()
+        return ScoredColumns(batch, epochs, results, produced, blocks)
 
     def _unscored(self, item: Example | BadLine, score: Score, produced: list[dict[str, Any]] | None) -> ExampleResult:
         self.counters.count_result(score, len(self.order))
@@ -627,23 +646,53 @@ async def _score_all(
     async def produce() -> None:
         # A repeated id is refused before that line's calls are made, from 16 bytes per id (see engine.seenids).
         seen = SeenIds(expected=counters.total or 0)
-        for batch in reader.batches():  # a block of scores.jsonl each, whichever way its lines are scored
-            if isinstance(batch, ExampleBatch):
-                repeats = seen.add(list(map(hash, batch.ids)))
-                last = batch.lines[-1]
-            else:
-                repeats = seen.add([hash(item.id) for item in batch])
-                last = batch[-1].line if batch else 0
-            if repeats:  # maybe: the lines so far are read again, which names both lines or finds none
+        # Consecutive batches of examples gathered for one hand-off to a chunked lane, and their ids' hashes, checked
+        # at once before the run of batches starts (so that the id table is asked once per run, not per batch).
+        gathered: list[ExampleBatch] = []
+        hashes: list[int] = []
+
+        def check(found: list[int], last: int) -> None:
+            if seen.add(found):  # maybe: the lines so far are read again, which names both lines or finds none
                 refuse_first_repeat(open_reader(loaded), reader.path, until=last)
+
+        async def start_gathered() -> None:
+            nonlocal gathered, hashes
+            check(hashes, gathered[-1].lines[-1])
+            run, gathered, hashes = gathered, [], []
+            await start(scorer.score_columns(run), True)
+
+        batches = reader.batches()  # a block of scores.jsonl each, whichever way its lines are scored
+        while True:
+            try:
+                batch = next(batches, None)
+            except Exception:
+                # A line that stops the stream: a repeated id read before it is refused first, as when each batch
+                # was checked as it came.
+                if gathered:
+                    check(hashes, gathered[-1].lines[-1])
+                raise
+            if batch is None:
+                break
+            if chunked and isinstance(batch, ExampleBatch):
+                gathered.append(batch)
+                hashes += map(hash, batch.ids)
+                if len(hashes) + BATCH > scorer.span():
+                    await start_gathered()
+                continue
+            if gathered:
+                await start_gathered()
+            if isinstance(batch, ExampleBatch):
+                check(list(map(hash, batch.ids)), batch.lines[-1])
+            else:
+                check([hash(item.id) for item in batch], batch[-1].line if batch else 0)
             if not chunked:
                 items = batch.examples() if isinstance(batch, ExampleBatch) else batch
                 for position, item in enumerate(items):
                     await start(one(item), position == len(items) - 1)
-            elif isinstance(batch, ExampleBatch):
-                await start(scorer.score_columns(batch), True)
-            elif batch:
+            elif not isinstance(batch, ExampleBatch) and batch:  # (an ExampleBatch was gathered above)
                 await start(scorer.score_chunk(batch), True)
+        if gathered:
+            await start_gathered()
         await queue.put(None)
 
     block = _Block(list(columns), shape.cluster_of is not None)
@@ -686,7 +735,15 @@ async def _score_all(
                 shape.add_example(epochs, clusters[index] if clusters is not None else None)
         else:
             shape.add_single_rows(len(batch), clusters)
-        writer.write_block(batch.ids, batch.lines, scores, clusters)
+        if not scored.blocks:
+            writer.write_block(batch.ids, batch.lines, scores, clusters)
+        first = 0
+        for size in scored.blocks:  # one block per batch of dataset lines, as if each had been scored alone
+            end = first + size
+            block_scores = {name: encoded[first:end] for name, encoded in scores.items()}
+            block_clusters = clusters[first:end] if clusters is not None else None
+            writer.write_block(batch.ids[first:end], batch.lines[first:end], block_scores, block_clusters)
+            first = end
         outputs.write_columns(scored)
 
     async def consume() -> None:

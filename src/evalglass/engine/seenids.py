@@ -2,11 +2,12 @@
 repeated id before that line's calls are made without keeping every id (and its line) in a dict.
 
 :class:`SeenIds` keeps one 8-byte hash per id in a numpy table of buckets, eight hashes to a bucket (one cache line),
-at most half full on average, so checking a batch against it is a handful of numpy operations with no loop per id.
-The last few thousand hashes wait in a plain set (checked in C), and go into the table together. The few hashes a
-full bucket cannot take go to a small set beside it. A hash says "maybe seen": equal hashes are what a
-repeated id guarantees and what a rare collision (two ids, one 64-bit hash) also gives, so the caller confirms a
-"maybe" by reading the dataset again (``liverun``: ``sink.first_repeat``), which names both lines or finds none.
+at most half full on average, so checking a batch against it, and adding it, is a handful of numpy operations with
+no loop per id: the live run adds a batch of 256 ids, or (cheap calls) a run of up to eight batches at once, so
+numpy's cost per call is paid per batch or run, not per id. The few hashes a full bucket cannot take go to a small
+set beside it. A hash says "maybe seen": equal hashes are what a repeated id guarantees and what a rare collision
+(two ids, one 64-bit hash) also gives, so the caller confirms a "maybe" by reading the dataset again (``liverun``:
+``sink.refuse_first_repeat``), which names both lines or finds none.
 """
 
 from __future__ import annotations
@@ -16,9 +17,6 @@ import numpy.typing as npt
 
 #: Hashes per bucket: eight 8-byte hashes are one 64-byte cache line.
 WIDTH = 8
-#: Hashes kept in a plain set before they go into the table at once: numpy's cost per call is paid per flush, not
-#: per batch, and a batch is checked against the table in a few calls.
-RECENT = 1 << 14
 #: Buckets at least (a power of two; grown by doubling, so that they are at most half full on average).
 FIRST_BUCKETS = 1 << 10
 
@@ -32,7 +30,6 @@ class SeenIds:
         while expected * 2 > buckets * WIDTH:
             buckets *= 2
         self._new_table(buckets)
-        self._recent: set[int] = set()  # added since the last flush
 
     def _new_table(self, buckets: int) -> None:
         self._table: npt.NDArray[np.uint64] = np.zeros((buckets, WIDTH), np.uint64)  # 0: an empty place
@@ -43,31 +40,22 @@ class SeenIds:
 
     def add(self, hashes: list[int]) -> bool:
         """Remember ``hashes``; True when one of them was seen before or occurs twice among them (maybe a
-        repeated id: see the module docstring; 0 and 1 may count as one hash: a maybe, never a miss)."""
-        recent = self._recent
-        before = len(recent)
-        recent.update(hashes)
-        repeated = len(recent) - before != len(hashes)
-        if self._count:
-            found = np.array(hashes, np.int64).view(np.uint64)
-            found[found == 0] = 1
-            repeated = bool(self._contains(found).any()) or repeated
-        if len(recent) >= RECENT:
-            self._flush()
-        return repeated
+        repeated id: see the module docstring; 0 and 1 may count as one hash: a maybe, never a miss).
 
-    def _flush(self) -> None:
-        """The recent hashes into the table, in one vectorised insert."""
-        found = np.fromiter(self._recent, np.int64, len(self._recent)).view(np.uint64)
-        self._recent = set()
+        They go into the table whatever the answer. The caller goes on after a "maybe" only when re-reading found
+        no repeated id (a collision, or 0 and 1 taken for one), so the few hashes stored twice are harmless: a
+        lookup finds either copy, and the table counts both when it decides to grow."""
+        found = np.array(hashes, np.int64).view(np.uint64)
         found[found == 0] = 1  # 0 marks an empty place
-        found.sort()  # as _insert wants them; the recent set holds each value once, but 0 and 1 are now one
-        found = found[np.concatenate(([True], found[1:] != found[:-1]))]
+        found.sort()  # as _insert wants them; equal neighbours are a repeat among them
+        repeated = bool((found[1:] == found[:-1]).any())
         if self._count:
-            found = found[~self._contains(found)]  # a repeat already said "maybe" when it was added
+            # The rows looked up here are the rows _insert writes next, still in the cache.
+            repeated = bool(self._contains(found).any()) or repeated
         if (self._count + len(found)) * 2 > self._table.size:
             self._grow(self._count + len(found))
         self._insert(found)
+        return repeated
 
     def _contains(self, hashes: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:
         buckets = hashes >> self._shift
@@ -81,7 +69,7 @@ class SeenIds:
         return seen
 
     def _insert(self, hashes: npt.NDArray[np.uint64]) -> None:
-        """Add sorted hashes that are neither here nor repeated among themselves."""
+        """Add sorted hashes (one already here, or repeated among them, takes one more place: see add)."""
         if not len(hashes):
             return
         buckets = (hashes >> self._shift).astype(np.int64)  # sorted, as the hashes are

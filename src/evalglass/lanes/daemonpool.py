@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import operator
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -29,6 +30,7 @@ from queue import SimpleQueue
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
+A = TypeVar("A")
 _Work = tuple[Future[Any], Callable[..., Any], tuple[Any, ...], dict[str, Any]]
 
 #: Extra threads allowed per worker for calls abandoned while still running (the cap on replacements).
@@ -217,14 +219,16 @@ class _Handoff(Generic[T]):
 
 
 class _Chunk:
-    """Calls run one after another on one thread. The thread publishes which call is running and since when, so the
-    watchdog on the event loop can time that call out; ``stopped`` (set under ``lock``) tells the thread to drop
-    the call it is in and run no more, so a call is either in ``results`` or timed out, never both."""
+    """Calls ``fn(argument)`` for each of ``arguments``, one after another on one thread. The thread publishes which
+    call is running and since when, so the watchdog on the event loop can time that call out; ``stopped`` (set under
+    ``lock``) tells the thread to drop the call it is in and run no more, so a call is either in ``results`` or
+    timed out, never both."""
 
-    __slots__ = ("budget", "elapsed", "fns", "lock", "results", "since", "stopped")
+    __slots__ = ("arguments", "budget", "elapsed", "fn", "lock", "results", "since", "stopped")
 
-    def __init__(self, fns: Sequence[Callable[[], Any]], budget: float | None) -> None:
-        self.fns = fns
+    def __init__(self, fn: Callable[[Any], Any], arguments: Sequence[Any], budget: float | None) -> None:
+        self.fn = fn
+        self.arguments = arguments
         self.budget = budget
         self.lock = threading.Lock()
         self.results: list[Any] = []
@@ -234,24 +238,24 @@ class _Chunk:
 
     def run_unwatched(self) -> None:
         started = time.perf_counter()
-        results, budget = self.results, self.budget
-        for fn in self.fns:
+        fn, results, budget = self.fn, self.results, self.budget
+        for argument in self.arguments:
             if self.stopped:  # cancelled: the run is stopping
                 return
-            results.append(fn())
+            results.append(fn(argument))
             if budget is not None and time.perf_counter() - started > budget:
                 break  # slower than the caller planned for: the rest go back to it
         self.elapsed = time.perf_counter() - started
 
     def run_watched(self) -> None:
         started = time.perf_counter()
-        lock, results, budget = self.lock, self.results, self.budget
-        for fn in self.fns:
+        fn, lock, results, budget = self.fn, self.lock, self.results, self.budget
+        for argument in self.arguments:
             with lock:
                 if self.stopped:
                     return
                 self.since = time.monotonic()
-            value = fn()
+            value = fn(argument)
             with lock:
                 if self.stopped:  # timed out (or cancelled) while running: the watchdog already answered for it
                     return
@@ -276,22 +280,35 @@ class _Chunk:
 async def call_each_in_thread(
     pool: DaemonThreadPool, fns: Sequence[Callable[[], T]], timeout: float | None, budget: float | None = None
 ) -> tuple[list[T | CallTimedOut], float]:
-    """Each of ``fns`` called in turn on one of ``pool``'s threads (one hand-off for them all, not one per call),
-    each with ``timeout`` counted from the moment the thread starts that call: :func:`call_in_thread` for a run of
-    cheap calls. Returns one result per call, in order (a :class:`CallTimedOut` for a call that timed out or could
-    not start), and the thread time the finished calls took. With a ``budget`` (seconds), the thread takes no further
-    call once the calls so far took longer: then fewer results than calls come back, and the caller decides what to
-    do with the rest (run them more widely: they are slower than it planned for).
+    """Each of ``fns`` called in turn on one of ``pool``'s threads: :func:`call_with_each_in_thread` of
+    ``fn()``."""
+    return await call_with_each_in_thread(pool, operator.call, fns, timeout, budget)
+
+
+async def call_with_each_in_thread(
+    pool: DaemonThreadPool,
+    fn: Callable[[A], T],
+    arguments: Sequence[A],
+    timeout: float | None,
+    budget: float | None = None,
+) -> tuple[list[T | CallTimedOut], float]:
+    """``fn(argument)`` for each of ``arguments`` in turn on one of ``pool``'s threads (one hand-off for them all,
+    not one per call, and no callable made per call), each with ``timeout`` counted from the moment the thread
+    starts that call: :func:`call_in_thread` for a run of cheap calls. Returns one result per call, in order (a
+    :class:`CallTimedOut` for a call that timed out or could not start), and the thread time the finished calls
+    took. With a ``budget`` (seconds), the thread takes no further call once the calls so far took longer: then
+    fewer results than calls come back, and the caller decides what to do with the rest (run them more widely:
+    they are slower than it planned for).
 
     A watchdog on the event loop keeps each call's deadline: when a call overruns, it is abandoned with its thread
-    (replaced as in :func:`call_in_thread`) and the calls after it go on in a new hand-off. ``fns`` must not raise
-    (their outcome is their value); one that does is raised here, and the calls after it are not made.
+    (replaced as in :func:`call_in_thread`) and the calls after it go on in a new hand-off. ``fn`` must not raise
+    (a call's outcome is its value); if it does, that is raised here, and the calls after it are not made.
     """
     results: list[T | CallTimedOut] = []
     elapsed = 0.0
-    remaining = list(fns)
+    remaining = arguments
     while remaining:
-        chunk = _Chunk(remaining, budget)
+        chunk = _Chunk(fn, remaining, budget)
         late = await _run_chunk(pool, chunk, timeout)
         results.extend(chunk.results)
         elapsed += chunk.elapsed
@@ -329,7 +346,7 @@ async def _run_chunk(pool: DaemonThreadPool, chunk: _Chunk, timeout: float | Non
         while not result.done():
             with chunk.lock:
                 index, since, stopped = len(chunk.results), chunk.since, chunk.stopped
-            if index == len(chunk.fns) or stopped:  # every call done, or the budget spent: the thread is returning
+            if index == len(chunk.arguments) or stopped:  # every call done or the budget spent: the thread returns
                 await asyncio.wait({result})
                 break
             left = since + timeout - time.monotonic()

@@ -38,7 +38,13 @@ from evalglass.core.redact import Redactor
 from evalglass.core.score import Score, Status
 from evalglass.lanes.callcache import CallStore, Hit, cache_key, through_cache
 from evalglass.lanes.childwatch import pidfd_watcher
-from evalglass.lanes.daemonpool import CallTimedOut, DaemonThreadPool, call_each_in_thread, call_in_thread
+from evalglass.lanes.daemonpool import (
+    CallTimedOut,
+    DaemonThreadPool,
+    call_each_in_thread,
+    call_in_thread,
+    call_with_each_in_thread,
+)
 from evalglass.lanes.executor import EndpointLimit, Executor, Offload, WorkLost, base_dir_here
 from evalglass.lanes.procgroup import kill_group
 from evalglass.lanes.retry import Attempt, Retrier
@@ -175,6 +181,11 @@ class TaskLane(ABC):
         """Whether :meth:`produce_many` does less per call than :meth:`produce` (the live run then hands it
         chunks of examples)."""
         return False
+
+    def column_size(self) -> int:
+        """How many calls :meth:`produce_column` best takes at once (the live run gathers batches of examples up
+        to that); 0: no more than a batch."""
+        return 0
 
     async def produce_many(self, jobs: Sequence[Job]) -> list[LaneOutcome]:
         """Every job's outcome, in order; the same outcomes as :meth:`produce` one by one."""
@@ -445,6 +456,13 @@ class PythonLane(TaskLane):
                 pending.extend(run[finished:])  # ``finished`` is short of the run when it stopped early
         return LaneColumn(values, failures)
 
+    def column_size(self) -> int:
+        """As many sync calls as take about :data:`CHUNK_BUDGET_S` together (one hand-off to a lane thread, see
+        :meth:`_column`), from the time calls took so far; 0 until one finished, and for an async function."""
+        if self.is_async or not self.chunked or self._per_call is None:
+            return 0
+        return int(CHUNK_BUDGET_S / max(self._per_call, 1e-9))
+
     def _run_length(self, count: int) -> int:
         if self._per_call is None:
             return 1
@@ -460,24 +478,27 @@ class PythonLane(TaskLane):
     ) -> int:
         """The calls ``run`` names, on a lane thread, their outcomes put in ``values`` and ``failures``; how many
         were made (fewer than asked when the run proved slower than planned)."""
-        function, name = self.function, self.spec.function
+        function, name, pool, timeout = self.function, self.spec.function, self._pool(), self.spec.timeout
+        # Ten times the planned time at most: a run of calls that turned slow stops and gives back the rest.
+        budget = 10 * CHUNK_BUDGET_S if len(run) > 1 else None
+        # The function gets a copy of each record, made here, so what it changes stays its own.
+        contiguous = run[-1] - run[0] == len(run) - 1
         if self.takes_sample and samples is not None:
             calls = [
-                functools.partial(python_value, function, name, dict(fields[i]), {"sample": samples[i]}, samples[i])
+                functools.partial(python_value, function, name, {"sample": samples[i]}, samples[i], dict(fields[i]))
                 for i in run
             ]
-        elif self.takes_sample:
-            calls = [functools.partial(python_value, function, name, dict(fields[i]), _SAMPLE_0, 0) for i in run]
+            called, elapsed = await call_each_in_thread(pool, calls, timeout, budget)
         else:
-            calls = [functools.partial(python_value, function, name, dict(fields[i]), _NO_KWARGS, 0) for i in run]
-        # Ten times the planned time at most: a run of calls that turned slow stops and gives back the rest.
-        budget = 10 * CHUNK_BUDGET_S if len(calls) > 1 else None
-        called, elapsed = await call_each_in_thread(self._pool(), calls, self.spec.timeout, budget)
-        finished = sum(1 for value in called if type(value) is not CallTimedOut)
+            records = fields[run[0] : run[-1] + 1] if contiguous else [fields[i] for i in run]
+            call = functools.partial(python_value, function, name, _SAMPLE_0 if self.takes_sample else _NO_KWARGS, 0)
+            called, elapsed = await call_with_each_in_thread(pool, call, list(map(dict, records)), timeout, budget)
+        plain = _PLAIN_TYPES.issuperset(map(type, called))  # so no call timed out
+        finished = len(called) if plain else sum(1 for value in called if type(value) is not CallTimedOut)
         if elapsed > 0 and finished == len(called):
             per_call = elapsed / finished
             self._per_call = per_call if self._per_call is None else 0.8 * self._per_call + 0.2 * per_call
-        if len(called) == len(run) and run[-1] - run[0] == len(run) - 1 and _PLAIN_TYPES.issuperset(map(type, called)):
+        if len(called) == len(run) and contiguous and plain:
             values[run[0] : run[-1] + 1] = called  # the common case: every call returned a built-in JSON type
             self._check_json(run, values, failures, samples)
             return len(called)
@@ -581,7 +602,7 @@ class _Returned:
 
 
 def python_value(
-    function: Callable[..., Any], name: str, argument: dict[str, Any], kwargs: dict[str, Any], sample: int
+    function: Callable[..., Any], name: str, kwargs: dict[str, Any], sample: int, argument: dict[str, Any]
 ) -> Any:
     """One call of a python-lane function: its value when of a built-in JSON type (not yet checked to be JSON: a
     list may hold a set), any other value wrapped in :class:`_Returned`, or the :class:`LaneFailure` of what it
@@ -598,7 +619,7 @@ def python_call(
 ) -> LaneOutcome | Awaitable[Any]:
     """One call of a python-lane function and what it produced, in whichever process runs it (a lane thread here,
     a cluster worker there), so both say exactly the same. An awaitable it returned is handed back unawaited."""
-    called = python_value(function, name, argument, kwargs, sample)
+    called = python_value(function, name, kwargs, sample, argument)
     if type(called) is LaneFailure:
         return called
     value = called.value if type(called) is _Returned else called
