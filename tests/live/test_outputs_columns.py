@@ -81,7 +81,7 @@ def test_rows_of_columns_are_the_rows_of_examples(
         records=[{"n": n} for n in range(len(ids))],
         outputs=[None] * len(ids),
     )
-    columns.write_columns(ScoredColumns(rows, epochs, {}, LaneColumn(list(values), dict(failures))))
+    columns.write_columns(ScoredColumns(rows, epochs, {}, LaneColumn(list(values), dict(failures)), (len(ids),)))
     examples.write_many(_per_example(ids, epochs, values, failures))
     columns.commit()
     examples.commit()

@@ -143,8 +143,8 @@ class ScoredColumns:
     results: dict[str, list[Any]]
     #: What the lane produced for each row.
     produced: LaneColumn
-    #: How many examples each batch held, in order: one block of ``scores.jsonl`` each. Empty: one batch.
-    blocks: tuple[int, ...] = ()
+    #: How many examples each batch held, in order: one block of ``scores.jsonl`` each.
+    blocks: tuple[int, ...]
 
 
 OUTPUTS_FILE = "outputs.jsonl"
@@ -485,8 +485,7 @@ class LiveScorer:
         if scored_rows:
             statuses = counters.statuses
             statuses["scored"] = statuses.get("scored", 0) + scored_rows
-        blocks = tuple(map(len, batches)) if len(batches) > 1 else ()
-        return ScoredColumns(batch, epochs, results, produced, blocks)
+        return ScoredColumns(batch, epochs, results, produced, tuple(map(len, batches)))
 
     def _unscored(self, item: Example | BadLine, score: Score, produced: list[dict[str, Any]] | None) -> ExampleResult:
         self.counters.count_result(score, len(self.order))
@@ -735,8 +734,6 @@ async def _score_all(
                 shape.add_example(epochs, clusters[index] if clusters is not None else None)
         else:
             shape.add_single_rows(len(batch), clusters)
-        if not scored.blocks:
-            writer.write_block(batch.ids, batch.lines, scores, clusters)
         first = 0
         for size in scored.blocks:  # one block per batch of dataset lines, as if each had been scored alone
             end = first + size

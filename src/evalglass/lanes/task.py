@@ -459,14 +459,18 @@ class PythonLane(TaskLane):
     def column_size(self) -> int:
         """As many sync calls as take about :data:`CHUNK_BUDGET_S` together (one hand-off to a lane thread, see
         :meth:`_column`), from the time calls took so far; 0 until one finished, and for an async function."""
-        if self.is_async or not self.chunked or self._per_call is None:
+        if self.is_async or not self.chunked:
             return 0
-        return int(CHUNK_BUDGET_S / max(self._per_call, 1e-9))
+        return self._calls_per_budget()
 
     def _run_length(self, count: int) -> int:
+        return max(1, min(count, self._calls_per_budget()))
+
+    def _calls_per_budget(self) -> int:
+        """How many calls take about :data:`CHUNK_BUDGET_S`, from the time calls took so far; 0 before any did."""
         if self._per_call is None:
-            return 1
-        return max(1, min(count, int(CHUNK_BUDGET_S / max(self._per_call, 1e-9))))
+            return 0
+        return int(CHUNK_BUDGET_S / max(self._per_call, 1e-9))
 
     async def _sync_run(
         self,
