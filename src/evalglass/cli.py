@@ -948,7 +948,7 @@ main.add_command(history)
 @main.command()
 @click.argument(
     "which",
-    type=click.Choice(["config", "ledger", "scorecard", "runrecord", "scores", "comparison"]),
+    type=click.Choice(["config", "ledger", "scorecard", "runrecord", "scores", "comparison", "trace-record"]),
     default="config",
     required=False,
 )

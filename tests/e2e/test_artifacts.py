@@ -169,7 +169,7 @@ def test_schema_prints_the_config_schema_and_the_committed_copies_are_current(tm
     schema = result.json()
     assert "dataset" in schema["properties"] and "metrics" in schema["properties"]
     committed = Path(__file__).resolve().parents[2] / "schemas"
-    for name in ("config", "ledger", "scorecard", "runrecord", "scores", "comparison"):
+    for name in ("config", "ledger", "scorecard", "runrecord", "scores", "comparison", "trace-record"):
         printed = run_cli("schema", name, cwd=tmp_path).json()
         assert json.loads((committed / f"{name}.schema.json").read_text()) == printed, (
             f"schemas/{name}.schema.json is stale: regenerate with `evalglass schema {name}`"

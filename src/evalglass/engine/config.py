@@ -22,6 +22,7 @@ from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
 from evalglass.core.gatespec import GateRule, GateSpec
 from evalglass.core.usage import Price
 from evalglass.engine.executorspec import TASK_KEY, AnyExecutor, LocalExecutorSpec, RayExecutorSpec
+from evalglass.engine.tracespec import TraceOptions
 from evalglass.engine.validation import validate_document
 from evalglass.errors import LocatedValueError, SetupError
 from evalglass.lanes.checkspec import CheckSpec
@@ -35,6 +36,8 @@ from evalglass.readers.yamlsource import YamlDocument, load_yaml
 NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_.-]*$"
 _NAME = re.compile(NAME_PATTERN)
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: Dataset formats read by their own readers (``engine.datasetfile.open_reader``).
+DatasetFormat = Literal["jsonl", "csv", "parquet", "otlp"]
 
 
 def _check_path(path: str) -> str:
@@ -57,6 +60,14 @@ class DatasetSpec(BaseModel):
 
     name: str = Field(pattern=NAME_PATTERN, description="The name the ledger uses to validate this dataset.")
     path: str = Field(description="JSONL file, one example per line, relative to this config file.")
+    format: DatasetFormat | None = Field(
+        default=None,
+        description="How the file is read: by default from its extension (.jsonl, .csv, .parquet); `otlp` for "
+        "OpenTelemetry traces (OTLP/JSON lines or protobuf, docs/traces.md).",
+    )
+    traces: TraceOptions | None = Field(
+        default=None, description="With `format: otlp`: which spans make an example, and the mapping (docs/traces.md)."
+    )
     id_field: str = Field(default="id", description="Field holding each example's unique id.")
     cluster_field: str | None = Field(
         default=None,
@@ -66,6 +77,21 @@ class DatasetSpec(BaseModel):
 
     _paths = field_validator("id_field", "cluster_field")(_check_path)
     _file = field_validator("path")(_names_a_file)
+
+    @model_validator(mode="after")
+    def _options_fit_format(self) -> DatasetSpec:
+        if self.traces is not None and self.format != "otlp":
+            raise LocatedValueError([(("traces",), "`traces` applies to `format: otlp` only")])
+        return self
+
+    @property
+    def trace_options(self) -> TraceOptions:
+        return self.traces if self.traces is not None else TraceOptions()
+
+    @property
+    def may_lack_content(self) -> bool:
+        """Whether records may list content their source did not capture (``not_captured``)."""
+        return self.format == "otlp"
 
 
 class RecordedTask(BaseModel):

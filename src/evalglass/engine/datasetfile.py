@@ -45,7 +45,18 @@ def open_reader(loaded: LoadedConfig, *, hash_bytes: bool = True) -> Reader:
     ``hash_bytes=False``: the caller will not ask for the file's SHA-256, so it is not taken."""
     path = loaded.dataset_path
     config = loaded.config
-    suffix = path.suffix.lower()
+    declared = config.dataset.format
+    if declared == "otlp":
+        from evalglass.engine.otlpdataset import OtlpReader
+
+        return OtlpReader(
+            path,
+            options=config.dataset.trace_options,
+            id_field=config.dataset.id_field,
+            output_field=config.output_field,
+            hash_bytes=hash_bytes,
+        )
+    suffix = f".{declared}" if declared is not None else path.suffix.lower()
     if suffix == ".csv" or suffix == ".parquet":
         from evalglass.engine.tabular import TabularReader
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from evalglass.engine.sink import BuiltMetric, guard_unparsed
+from evalglass.engine.uncaptured import UncapturedJudge, guard_uncaptured
 from evalglass.errors import SetupError
 from evalglass.metrics.base import AsyncScorer, BuildContext, CheckSink, MetricShipper, MetricSpec, Scorer
 from evalglass.metrics.errors import MetricLoadError
@@ -54,6 +55,8 @@ def build_metrics(
             raise TypeError(f"metric '{name}' built an asynchronous scorer but does not declare itself live")
         if config.parse_json:
             function = guard_unparsed(name, spec.judges_json, function)
+        if config.dataset.may_lack_content:
+            function = guard_uncaptured(name, spec, config.output_field, function)
         built.append(BuiltMetric(name=name, function=function, parallel=spec.parallel or ships))
     return built
 
@@ -68,6 +71,8 @@ def build_live_metric(loaded: LoadedConfig, name: str, executor: Executor, cache
     scorer = build_scorer(loaded, name, spec, context)
     if not isinstance(scorer, AsyncScorer):
         raise TypeError(f"metric '{name}' declares itself live but built a synchronous scorer")
+    if loaded.config.dataset.may_lack_content:
+        return UncapturedJudge(name, spec, loaded.config.output_field, scorer)
     return scorer
 
 

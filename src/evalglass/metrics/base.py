@@ -116,6 +116,10 @@ class MetricSpec(BaseModel):
     #: True for a metric that measures whether text is JSON: under ``task.parse: json`` it sees the raw text of an
     #: output that did not parse (every other metric gets an ``output_not_json`` error for it).
     judges_json: ClassVar[bool] = False
+    #: True for metrics that measure the output (or its ``field``): on a dataset whose records may lack content
+    #: (traces), such a metric is ``non_evaluable`` (``content_not_captured``) where the output was not captured.
+    #: Host code receives the whole example and the record's ``not_captured`` list, and decides what it reads.
+    measures_output: ClassVar[bool] = True
 
     description: str | None = Field(default=None, description="What this metric tells you, in your words.")
     field: str | None = Field(
