@@ -56,6 +56,14 @@ CONFIGS: list[dict[str, Any]] = [
     {"type": "set_overlap", "reference": "gold", "measure": "precision", "case_sensitive": False},
     {"type": "set_overlap", "reference": "gold", "measure": "recall", "field": "items"},
     {"type": "enum", "values": ["yes", "no", 1, None], "case_sensitive": False},
+    {"type": "recorded_score", "scorer": "match"},
+    {
+        "type": "recorded_score",
+        "scorer": "match",
+        "key": "a",
+        "values": {"yes": 1, "no": 0},
+        "scale": {"min": 0, "max": 5},
+    },
 ]
 BUILT: list[MetricFn] = [parse_metric_spec(config).build(BuildContext(Path("."))) for config in CONFIGS]
 

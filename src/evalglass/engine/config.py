@@ -37,7 +37,7 @@ NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_.-]*$"
 _NAME = re.compile(NAME_PATTERN)
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: Dataset formats read by their own readers (``engine.datasetfile.open_reader``).
-DatasetFormat = Literal["jsonl", "csv", "parquet", "otlp"]
+DatasetFormat = Literal["jsonl", "csv", "parquet", "otlp", "inspect", "promptfoo", "lm-eval", "openai-evals"]
 
 
 def _check_path(path: str) -> str:
@@ -63,7 +63,8 @@ class DatasetSpec(BaseModel):
     format: DatasetFormat | None = Field(
         default=None,
         description="How the file is read: by default from its extension (.jsonl, .csv, .parquet); `otlp` for "
-        "OpenTelemetry traces (OTLP/JSON lines or protobuf, docs/traces.md).",
+        "OpenTelemetry traces (OTLP/JSON lines or protobuf, docs/traces.md); `inspect`, `promptfoo`, `lm-eval`, "
+        "`openai-evals` for another tool's results (docs/other-tools.md).",
     )
     traces: TraceOptions | None = Field(
         default=None, description="With `format: otlp`: which spans make an example, and the mapping (docs/traces.md)."
@@ -87,6 +88,11 @@ class DatasetSpec(BaseModel):
     @property
     def trace_options(self) -> TraceOptions:
         return self.traces if self.traces is not None else TraceOptions()
+
+    @property
+    def tool_results(self) -> bool:
+        """Whether the file is another evaluation tool's results (``engine.toolresults``)."""
+        return self.format in ("inspect", "promptfoo", "lm-eval", "openai-evals")
 
     @property
     def may_lack_content(self) -> bool:
@@ -379,7 +385,10 @@ class Config(BaseModel):
 
     @property
     def samples(self) -> bool:
-        """True when each example has a list of sample rows: recorded ``samples: true`` or a lane's ``epochs > 1``."""
+        """True when each example has a list of sample rows: recorded ``samples: true``, a lane's ``epochs > 1``, or
+        another tool's results (whose epochs and repeats are always kept as samples)."""
+        if self.dataset.tool_results:
+            return True
         return self.task.samples if isinstance(self.task, RecordedTask) else self.task.epochs > 1
 
     @property
@@ -510,7 +519,7 @@ class Config(BaseModel):
             payload["task_parse"] = "json"
         if isinstance(self.task, RecordedTask):
             # Which field holds the outputs decides what is measured: pointing it elsewhere needs a new approval.
-            payload["recorded_output"] = {"field": self.task.field, "samples": self.task.samples}
+            payload["recorded_output"] = {"field": self.task.field, "samples": self.samples}
         evaluators = self.gate_evaluators(name) if versions is None else dict(versions)
         if evaluators:
             payload["evaluators"] = evaluators

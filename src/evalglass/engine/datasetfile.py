@@ -56,6 +56,16 @@ def open_reader(loaded: LoadedConfig, *, hash_bytes: bool = True) -> Reader:
             output_field=config.output_field,
             hash_bytes=hash_bytes,
         )
+    if config.dataset.tool_results:
+        from evalglass.engine.toolresults import open_tool_reader
+
+        return open_tool_reader(
+            str(declared),
+            path,
+            id_field=config.dataset.id_field,
+            output_field=config.output_field,
+            hash_bytes=hash_bytes,
+        )
     suffix = f".{declared}" if declared is not None else path.suffix.lower()
     if suffix == ".csv" or suffix == ".parquet":
         from evalglass.engine.tabular import TabularReader

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from evalglass.engine.sink import BuiltMetric, guard_unparsed
+from evalglass.engine.toolresults import guard_failed_samples
 from evalglass.engine.uncaptured import UncapturedJudge, guard_uncaptured
 from evalglass.errors import SetupError
 from evalglass.metrics.base import AsyncScorer, BuildContext, CheckSink, MetricShipper, MetricSpec, Scorer
@@ -57,6 +58,8 @@ def build_metrics(
             function = guard_unparsed(name, spec.judges_json, function)
         if config.dataset.may_lack_content:
             function = guard_uncaptured(name, spec, config.output_field, function)
+        if config.dataset.tool_results:
+            function = guard_failed_samples(name, function)
         built.append(BuiltMetric(name=name, function=function, parallel=spec.parallel or ships))
     return built
 

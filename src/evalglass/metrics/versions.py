@@ -46,6 +46,7 @@ METRIC_VERSIONS: Mapping[str, int] = {
     "enum": 1,
     "check": 1,
     "llm_judge": 1,
+    "recorded_score": 1,
 }
 
 #: How several samples of one example become one score.
