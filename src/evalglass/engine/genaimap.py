@@ -49,11 +49,8 @@ CONVENTIONS = (GEN_AI, PRE_1_36, OPENINFERENCE)
 
 DETAILS_EVENT = "gen_ai.client.inference.operation.details"
 INFERENCE_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
-_CURRENT_MARKERS = (
-    "gen_ai.provider.name",
-    "gen_ai.input.messages",
-    "gen_ai.output.messages",
-    "gen_ai.system_instructions",
+_CURRENT_MARKERS = frozenset(
+    {"gen_ai.provider.name", "gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions"}
 )
 _OLD_MESSAGE_EVENTS = {
     "gen_ai.system.message": "system",
@@ -72,12 +69,15 @@ class MappingProblem(Exception):
 def convention_of(span: Span, allowed: Sequence[str]) -> str | None:
     """The convention a span is written in, or None when it is not a GenAI span (or its convention is not read)."""
     attributes = span.attributes
+    events = span.events
     found: str | None = None
     if "openinference.span.kind" in attributes:
         found = OPENINFERENCE
-    elif any(key in attributes for key in _CURRENT_MARKERS) or any(name == DETAILS_EVENT for name, _ in span.events):
+    elif not attributes.keys().isdisjoint(_CURRENT_MARKERS) or (
+        events and any(name == DETAILS_EVENT for name, _ in events)
+    ):
         found = GEN_AI
-    elif "gen_ai.system" in attributes or any(name in _OLD_MESSAGE_EVENTS for name, _ in span.events):
+    elif "gen_ai.system" in attributes or (events and any(name in _OLD_MESSAGE_EVENTS for name, _ in events)):
         found = PRE_1_36
     elif "gen_ai.operation.name" in attributes:
         found = GEN_AI
@@ -178,12 +178,16 @@ def _messages(value: Any, key: str) -> list[dict[str, Any]]:
     for message in messages:
         if type(message) is not dict or type(message.get("role")) is not str:
             raise MappingProblem(f"attribute {key}: every message needs a role, got {_clip(message)}")
-        parts = message.get("parts", [])
-        if type(parts) is not list or any(
-            type(part) is not dict or type(part.get("type")) is not str for part in parts
-        ):
-            raise MappingProblem(f"attribute {key}: a message's parts must be objects with a type")
+        parts = message.get("parts", _NO_PARTS)
+        if type(parts) is not list:
+            raise MappingProblem(f"attribute {key}: a message's parts must be a list")
+        for part in parts:
+            if type(part) is not dict or type(part.get("type")) is not str:
+                raise MappingProblem(f"attribute {key}: a message's parts must be objects with a type")
     return messages
+
+
+_NO_PARTS: list[Any] = []
 
 
 def _parts(value: Any, key: str) -> list[dict[str, Any]]:
@@ -234,40 +238,40 @@ class SpanContent:
         self.usage: dict[str, int] = {}
 
 
+#: The facts every convention's spans may carry: attribute → (what it is, its rank). Where a span carries several
+#: names of one fact (a current and a deprecated one), the lowest rank wins.
+_TEXT_FACTS: dict[str, tuple[str, int]] = {
+    "gen_ai.request.model": ("request_model", 0),
+    "llm.request.model_name": ("request_model", 1),
+    "gen_ai.response.model": ("response_model", 0),
+    "llm.response.model_name": ("response_model", 1),
+    "llm.model_name": ("response_model", 2),
+    "gen_ai.response.id": ("response_id", 0),
+}
+_TOKEN_FACTS: dict[str, tuple[str, int]] = {
+    "gen_ai.usage.input_tokens": ("input_tokens", 0),
+    "gen_ai.usage.prompt_tokens": ("input_tokens", 1),
+    "llm.token_count.prompt": ("input_tokens", 2),
+    "gen_ai.usage.output_tokens": ("output_tokens", 0),
+    "gen_ai.usage.completion_tokens": ("output_tokens", 1),
+    "llm.token_count.completion": ("output_tokens", 2),
+    "gen_ai.usage.cache_read.input_tokens": ("cache_read_input_tokens", 0),
+    "gen_ai.usage.cache_read_input_tokens": ("cache_read_input_tokens", 1),
+    "llm.token_count.prompt_details.cache_read": ("cache_read_input_tokens", 2),
+    "gen_ai.usage.cache_creation.input_tokens": ("cache_creation_input_tokens", 0),
+    "gen_ai.usage.cache_creation_input_tokens": ("cache_creation_input_tokens", 1),
+    "llm.token_count.prompt_details.cache_write": ("cache_creation_input_tokens", 2),
+}
+_FACT_KEYS = frozenset(_TEXT_FACTS) | frozenset(_TOKEN_FACTS) | {"gen_ai.response.finish_reasons"}
+_USAGE_ORDER = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
 def span_content(span: Span, convention: str) -> SpanContent:
     content = SpanContent()
     attributes = span.attributes
-    content.request_model = _text(attributes, "gen_ai.request.model", "llm.request.model_name")
-    content.response_model = _text(attributes, "gen_ai.response.model", "llm.response.model_name", "llm.model_name")
-    content.response_id = _text(attributes, "gen_ai.response.id")
-    reasons = attributes.get("gen_ai.response.finish_reasons")
-    if reasons is not None:
-        if type(reasons) is str:
-            reasons = [reasons]
-        if type(reasons) is not list or any(type(reason) is not str for reason in reasons):
-            raise MappingProblem("attribute gen_ai.response.finish_reasons must be a list of strings")
-        content.finish_reasons = reasons
-    usage = {
-        "input_tokens": _integer(
-            attributes, "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt"
-        ),
-        "output_tokens": _integer(
-            attributes, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion"
-        ),
-        "cache_read_input_tokens": _integer(
-            attributes,
-            "gen_ai.usage.cache_read.input_tokens",
-            "gen_ai.usage.cache_read_input_tokens",
-            "llm.token_count.prompt_details.cache_read",
-        ),
-        "cache_creation_input_tokens": _integer(
-            attributes,
-            "gen_ai.usage.cache_creation.input_tokens",
-            "gen_ai.usage.cache_creation_input_tokens",
-            "llm.token_count.prompt_details.cache_write",
-        ),
-    }
-    content.usage = {key: value for key, value in usage.items() if value is not None}
+    present = attributes.keys() & _FACT_KEYS  # one C-level pass; a span carries a handful of these
+    if present:
+        _facts(attributes, present, content)
     if convention == GEN_AI:
         _current(span, content)
     elif convention == PRE_1_36:
@@ -280,9 +284,42 @@ def span_content(span: Span, convention: str) -> SpanContent:
     return content
 
 
+def _facts(attributes: Mapping[str, Any], present: set[str], content: SpanContent) -> None:
+    texts: dict[str, tuple[int, str]] = {}
+    tokens: dict[str, tuple[int, int]] = {}
+    for key in present:
+        value = attributes[key]
+        if value is None:
+            continue
+        if key in _TEXT_FACTS:
+            field, rank = _TEXT_FACTS[key]
+            if type(value) is not str:
+                raise MappingProblem(f"attribute {key} must be a string, got {_json_type(value)} {_clip(value)}")
+            if field not in texts or rank < texts[field][0]:
+                texts[field] = (rank, value)
+        elif key in _TOKEN_FACTS:
+            field, rank = _TOKEN_FACTS[key]
+            if type(value) is float and value.is_integer():
+                value = int(value)
+            elif type(value) is not int:
+                raise MappingProblem(f"attribute {key} must be an integer, got {_json_type(value)} {_clip(value)}")
+            if field not in tokens or rank < tokens[field][0]:
+                tokens[field] = (rank, value)
+        else:
+            reasons = [value] if type(value) is str else value
+            if type(reasons) is not list or any(type(reason) is not str for reason in reasons):
+                raise MappingProblem("attribute gen_ai.response.finish_reasons must be a list of strings")
+            content.finish_reasons = reasons
+    for field, (_, text) in texts.items():
+        setattr(content, field, text)
+    if tokens:
+        content.usage = {field: tokens[field][1] for field in _USAGE_ORDER if field in tokens}
+
+
 def _current(span: Span, content: SpanContent) -> None:
     sources: list[Mapping[str, Any]] = [span.attributes]
-    sources += [attributes for name, attributes in span.events if name == DETAILS_EVENT]
+    if span.events:
+        sources += [attributes for name, attributes in span.events if name == DETAILS_EVENT]
     for attributes in sources:
         if content.input_messages is None and "gen_ai.input.messages" in attributes:
             content.input_messages = _messages(attributes["gen_ai.input.messages"], "gen_ai.input.messages")

@@ -17,16 +17,17 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
+from evalglass.collector import collector_paused
 from evalglass.core.conversation import NOT_CAPTURED
 from evalglass.core.example import MALFORMED_SHOWN, Example, ExampleBatch
 from evalglass.core.fingerprint import PREFIX
 from evalglass.engine.dataset import BATCH, BadLine, field_getter
 from evalglass.engine.genaimap import (
     MappingProblem,
-    SpanContent,
     convention_of,
     error_type,
     is_inference,
@@ -41,6 +42,8 @@ from evalglass.engine.otlpspans import Span, SpanFile, SpanProblem
 from evalglass.engine.tracespec import TraceOptions
 from evalglass.errors import SetupError
 
+#: An example as the reader makes it: id, line, record, output.
+Row = tuple[str, int, dict[str, Any], Any]
 #: Completed traces remembered, as a multiple of the window: a span of one of them is late (or repeated), not the
 #: start of a new trace. Beyond them a late span starts a trace of its own (an example rooted elsewhere).
 RECENT_FACTOR = 4
@@ -82,16 +85,37 @@ class OtlpReader:
         return PREFIX + self._spans.sha256_hex
 
     def batches(self, size: int = BATCH) -> Iterator[ExampleBatch | list[Example | BadLine]]:
-        batch: list[Example | BadLine] = []
-        for item in self:
-            batch.append(item)
-            if len(batch) == size:
-                yield _as_batch(batch)
-                batch = []
-        if batch:
-            yield _as_batch(batch)
+        """The examples ``size`` at a time: an :class:`ExampleBatch` (no object per example), or the list of what
+        iterating gives when the batch holds a malformed example. The collector is paused while a batch is made:
+        spans and records hold no reference cycles, and its passes over the open traces cost as much as the
+        parsing (BENCHMARKS.md, issue 31)."""
+        items = self._items()
+        while True:
+            with collector_paused():
+                chunk = list(islice(items, size))
+            if not chunk:
+                return
+            if any(type(item) is BadLine for item in chunk):
+                yield [item if type(item) is BadLine else self._as_example(item) for item in chunk]  # type: ignore[arg-type]
+                continue
+            rows: list[tuple[str, int, dict[str, Any], Any]] = chunk  # type: ignore[assignment]
+            yield ExampleBatch(
+                ids=[row[0] for row in rows],
+                lines=[row[1] for row in rows],
+                records=[row[2] for row in rows],
+                outputs=[row[3] for row in rows],
+            )
 
     def __iter__(self) -> Iterator[Example | BadLine]:
+        for item in self._items():
+            yield item if type(item) is BadLine else self._as_example(item)  # type: ignore[arg-type]
+
+    @staticmethod
+    def _as_example(row: tuple[str, int, dict[str, Any], Any]) -> Example:
+        return Example(id=row[0], line=row[1], fields=row[2], output=row[3])
+
+    def _items(self) -> Iterator[Row | BadLine]:
+        """Each example as (id, line, record, output), or the malformed example."""
         window = self._options.window
         pending: OrderedDict[str, list[Span]] = OrderedDict()
         last: dict[str, int] = {}
@@ -162,7 +186,7 @@ class OtlpReader:
 
     # -- one trace ----------------------------------------------------------------------------------------------
 
-    def _examples(self, spans: list[Span]) -> Iterator[Example | BadLine]:
+    def _examples(self, spans: list[Span]) -> Iterator[Row | BadLine]:
         allowed = self._allowed
         if len(spans) == 1:
             span = spans[0]
@@ -212,7 +236,7 @@ class OtlpReader:
 
     def _example(
         self, root: Span, convention: str, subtree: list[Span], conventions: Mapping[str, str | None]
-    ) -> Example | BadLine:
+    ) -> Row | BadLine:
         try:
             record = trace_record(root, convention, subtree, conventions, self._metadata)
         except MappingProblem as exc:
@@ -220,7 +244,7 @@ class OtlpReader:
                 root.where, "malformed_trace", f"trace {root.trace_id} span {root.span_id} ({root.name!r}): {exc}"
             )
         self.examples += 1
-        return Example(id=self._id(record), line=root.where, fields=record, output=self._output(record))
+        return (self._id(record), root.where, record, self._output(record))
 
     def _bad(self, where: int, code: str, message: str) -> BadLine:
         self.examples += 1
@@ -267,17 +291,6 @@ def _subtree(root: Span, children: Mapping[str, list[Span]]) -> list[Span]:
     return found
 
 
-def _as_batch(items: list[Example | BadLine]) -> ExampleBatch | list[Example | BadLine]:
-    if any(type(item) is BadLine for item in items):
-        return items
-    return ExampleBatch(
-        ids=[item.id for item in items],
-        lines=[item.line for item in items],
-        records=[item.fields for item in items],  # type: ignore[union-attr]
-        outputs=[item.output for item in items],  # type: ignore[union-attr]
-    )
-
-
 # -- the record ------------------------------------------------------------------------------------------------------
 
 
@@ -290,21 +303,20 @@ def trace_record(
 ) -> dict[str, Any]:
     """The record (``core.conversation.TraceRecord``'s shape) of the example rooted at ``root``."""
     content = span_content(root, convention)
-    contents: dict[str, SpanContent] = {root.span_id: content}
-
-    def content_of(span: Span) -> SpanContent:
-        found = contents.get(span.span_id)
-        if found is None:
-            found = contents[span.span_id] = span_content(span, str(conventions[span.span_id]))
-        return found
-
-    inference = [
-        span
-        for span in subtree
-        if span is not root and (c := conventions.get(span.span_id)) is not None and is_inference(span, c)
-    ]
-    first = content_of(inference[0]) if inference else None
-    final = content_of(inference[-1]) if inference else None
+    alone = len(subtree) == 1  # the common case: a trace of one model call
+    inference = (
+        []
+        if alone
+        else [
+            span
+            for span in subtree
+            if span is not root and (c := conventions.get(span.span_id)) is not None and is_inference(span, c)
+        ]
+    )
+    first = final = None
+    if inference:
+        first = span_content(inference[0], str(conventions[inference[0].span_id]))
+        final = first if len(inference) == 1 else span_content(inference[-1], str(conventions[inference[-1].span_id]))
     not_captured: set[str] = set()
 
     inputs: dict[str, Any] = {}
@@ -337,7 +349,11 @@ def trace_record(
         output["messages"] = out_messages
     elif error is None:
         not_captured.update(("output.text", "output.messages"))
-    tool_spans = [span for span in subtree if (c := conventions.get(span.span_id)) is not None and is_tool(span, c)]
+    tool_spans = (
+        []
+        if alone
+        else [span for span in subtree if (c := conventions.get(span.span_id)) is not None and is_tool(span, c)]
+    )
     if tool_spans:
         output["tool_calls"] = [tool_call_of(span, str(conventions[span.span_id]), not_captured) for span in tool_spans]
     else:
@@ -349,7 +365,7 @@ def trace_record(
     output["response_id"] = _first(content.response_id, final and final.response_id)
     usage = content.usage
     if not usage and inference:
-        usage = _summed([content_of(span).usage for span in inference])
+        usage = _summed([span_content(span, str(conventions[span.span_id])).usage for span in inference])
     output["usage"] = usage
     output["latency_ms"] = (root.end - root.start) / 1e6 if root.end >= root.start > 0 else None
     output["error_type"] = error

@@ -257,31 +257,50 @@ def _span_label(raw: Any) -> str:
 def _json_span(raw: Any, resource: dict[str, Any], number: int) -> Span:
     if type(raw) is not dict:
         raise _Bad("is not an object")
-    trace_id = _json_id(raw.get("traceId"), "traceId", 16)
-    if not trace_id:
-        raise _Bad("has no trace id (traceId)")
-    span_id = _json_id(raw.get("spanId"), "spanId", 8)
-    if not span_id:
-        raise _Bad("has no span id (spanId)")
-    name = raw.get("name", "")
+    get = raw.get
+    trace_id = get("traceId")
+    # The common case (32 and 16 lowercase hex digits, as the exporters write them) is checked in one step.
+    if not (type(trace_id) is str and len(trace_id) == 32 and _is_lower_hex(trace_id) and trace_id != _ZERO_TRACE):
+        trace_id = _json_id(trace_id, "traceId", 16)
+        if not trace_id:
+            raise _Bad("has no trace id (traceId)")
+    span_id = get("spanId")
+    if not (type(span_id) is str and len(span_id) == 16 and _is_lower_hex(span_id) and span_id != _ZERO_SPAN):
+        span_id = _json_id(span_id, "spanId", 8)
+        if not span_id:
+            raise _Bad("has no span id (spanId)")
+    parent = get("parentSpanId")
+    if parent is not None:
+        parent = _json_id(parent, "parentSpanId", 8)
+    name = get("name", "")
     if type(name) is not str:
         raise _Bad("name is not a string")
-    status = raw.get("status") or {}
-    code = status.get("code", 0)
+    status = get("status")
+    code = status.get("code", 0) if type(status) is dict else 0
+    events = get("events")
     return Span(
         trace_id,
         span_id,
-        _json_id(raw.get("parentSpanId"), "parentSpanId", 8),
+        parent or "",
         name,
-        _json_time(raw.get("startTimeUnixNano"), "startTimeUnixNano"),
-        _json_time(raw.get("endTimeUnixNano"), "endTimeUnixNano"),
-        _json_attributes(raw.get("attributes")),
-        [(str(event.get("name", "")), _json_attributes(event.get("attributes"))) for event in raw.get("events") or ()],
+        _json_time(get("startTimeUnixNano"), "startTimeUnixNano"),
+        _json_time(get("endTimeUnixNano"), "endTimeUnixNano"),
+        _json_attributes(get("attributes")),
+        [(str(event.get("name", "")), _json_attributes(event.get("attributes"))) for event in events] if events else [],
         code == STATUS_ERROR or code == "STATUS_CODE_ERROR",
-        str(status.get("message", "")),
+        str(status.get("message", "")) if type(status) is dict else "",
         resource,
         number,
     )
+
+
+_HEX = frozenset("0123456789abcdef")
+_ZERO_TRACE = "0" * 32
+_ZERO_SPAN = "0" * 16
+
+
+def _is_lower_hex(text: str) -> bool:
+    return _HEX.issuperset(text)
 
 
 def _json_id(value: Any, key: str, size: int) -> str:
@@ -312,30 +331,37 @@ def _json_time(value: Any, key: str) -> int:
         return 0
     if type(value) is int:
         return value
-    if type(value) is str and value.isdigit():
-        return int(value)
+    if type(value) is str:
+        try:
+            return int(value)
+        except ValueError:
+            pass
     raise _Bad(f"{key} is not an integer")
 
 
 def _json_attributes(items: Any) -> dict[str, Any]:
     if not items:
         return {}
-    attributes: dict[str, Any] = {}
     try:
-        for item in items:
-            value = item.get("value")
-            if type(value) is dict:
-                text = value.get("stringValue")
-                attributes[item["key"]] = text if type(text) is str else _json_value(value, item["key"])
-            else:
-                attributes[item["key"]] = None
+        # Text values (most of them) are taken inline; anything else is decoded (and checked) by _json_value.
+        return {
+            item["key"]: text
+            if type(text := (value := item["value"]).get("stringValue")) is str
+            else _json_value(value, item["key"])
+            for item in items
+        }
     except (AttributeError, KeyError, TypeError):
         raise _Bad("has an attribute that is not a {key, value} object") from None
-    return attributes
 
 
 def _json_value(value: dict[str, Any], key: str) -> Any:
     """An OTLP/JSON AnyValue as a JSON value; an encoding that contradicts its type is refused, naming the key."""
+    inner = value.get("intValue")
+    if type(inner) is str:  # the next most common: a 64-bit integer, written as text
+        try:
+            return int(inner)
+        except ValueError:
+            return _refuse(key, "intValue")
     if not value:
         return None
     kind, inner = next(iter(value.items()))

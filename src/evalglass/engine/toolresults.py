@@ -157,8 +157,9 @@ class ToolReader:
             yield _as_batch(batch)
 
     def __iter__(self) -> Iterator[Example | BadLine]:
+        # Readers give all epochs of one id together, so a repeated (id, epoch) is found within its group; the same
+        # id in two groups makes two examples with one id, which the run refuses as it refuses any repeated id.
         current: list[ToolSample] = []
-        seen_places: dict[tuple[str, int], str] = {}
         for item in self._samples():
             if isinstance(item, ToolProblem):
                 if current:
@@ -166,7 +167,10 @@ class ToolReader:
                     current = []
                 yield self._bad(item)
                 continue
-            previous = seen_places.get((item.id, item.epoch))
+            if current and current[0].id != item.id:
+                yield self._example(current)
+                current = []
+            previous = next((sample.place for sample in current if sample.epoch == item.epoch), None)
             if previous is not None:
                 raise SetupError(
                     f"sample id {item.id!r} epoch {item.epoch} appears twice ({previous} and {item.place}): two "
@@ -174,10 +178,6 @@ class ToolReader:
                     where=str(self.path),
                     fix=f"keep one {self.tool} run per file",
                 )
-            seen_places[(item.id, item.epoch)] = item.place
-            if current and current[0].id != item.id:
-                yield self._example(current)
-                current = []
             current.append(item)
         if current:
             yield self._example(current)
