@@ -212,3 +212,15 @@ def test_the_same_traces_twice_are_refused_in_one_line(tmp_path: Path) -> None:
         (line,) = result.err.strip().splitlines()
         assert line.startswith(f"error: {Path('evals/traces.jsonl')}:9: span ") or "traces.jsonl:9: span" in line, line
         assert "was already read at line 1" in line and "Traceback" not in result.err
+
+
+def test_the_examples_behind_the_numbers_show_the_traced_conversation(tmp_path: Path) -> None:
+    project(tmp_path, CONTAINS, support_spans())
+    assert run_cli("run", "--no-history", cwd=tmp_path).code == 0
+    shown = run_cli("view", "--examples", "--format", "json", cwd=tmp_path).json()
+    failing = [row for row in shown["examples"] if row["metric"] == "days" and row["state"] == "fail"]
+    assert failing and all("No idea." in row["output"] for row in failing)
+    report = tmp_path / "report.html"
+    assert run_cli("report", "--out", str(report), cwd=tmp_path).code == 0
+    page = report.read_text()
+    assert "how long is the refund window?" in page and "resourceSpans" not in page
