@@ -15,6 +15,7 @@ The dataset fingerprint is the SHA-256 of the file's bytes, as for every format.
 
 from __future__ import annotations
 
+import gc
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from itertools import islice
@@ -25,7 +26,7 @@ from evalglass.collector import collector_paused
 from evalglass.core.conversation import NOT_CAPTURED
 from evalglass.core.example import MALFORMED_SHOWN, Example, ExampleBatch
 from evalglass.core.fingerprint import PREFIX
-from evalglass.engine.dataset import BATCH, BadLine, field_getter
+from evalglass.engine.dataset import BATCH, BadLine, _unfreezing, field_getter
 from evalglass.engine.genaimap import (
     MappingProblem,
     convention_of,
@@ -88,11 +89,19 @@ class OtlpReader:
         """The examples ``size`` at a time: an :class:`ExampleBatch` (no object per example), or the list of what
         iterating gives when the batch holds a malformed example. The collector is paused while a batch is made:
         spans and records hold no reference cycles, and its passes over the open traces cost as much as the
-        parsing (BENCHMARKS.md, issue 31)."""
+        parsing (BENCHMARKS.md, issue 31); what a batch leaves alive is frozen out of them until the stream ends."""
         items = self._items()
+        with _unfreezing():
+            yield from self._batches(items, size)
+
+    def _batches(self, items: Iterator[Row | BadLine], size: int) -> Iterator[ExampleBatch | list[Example | BadLine]]:
         while True:
             with collector_paused():
                 chunk = list(islice(items, size))
+                # Everything alive now (the open traces, this batch) is out of the collector's passes until the
+                # stream ends, as the JSONL reader does with what is alive when it starts: otherwise the passes
+                # that follow each batch walk every open span again (about 40 % of the import, BENCHMARKS.md).
+                gc.freeze()
             if not chunk:
                 return
             if any(type(item) is BadLine for item in chunk):
@@ -320,11 +329,13 @@ def trace_record(
     not_captured: set[str] = set()
 
     inputs: dict[str, Any] = {}
-    messages = _first(content.input_messages, first and first.input_messages)
+    messages = content.input_messages if content.input_messages is not None or first is None else first.input_messages
     system = content.system_instructions
     if system is None and content.input_messages is None and first is not None:
         system = first.system_instructions
-    tools = _first(content.tool_definitions, first and first.tool_definitions)
+    tools = (
+        content.tool_definitions if content.tool_definitions is not None or first is None else first.tool_definitions
+    )
     if messages is None:
         not_captured.add("input.messages")
         if system is None:
@@ -339,11 +350,15 @@ def trace_record(
         not_captured.add("input.tool_definitions")
     else:
         inputs["tool_definitions"] = tools
-    inputs["model"] = _first(content.request_model, first and first.request_model)
+    inputs["model"] = (
+        content.request_model if content.request_model is not None or first is None else first.request_model
+    )
 
     error = error_type(root)
     output: dict[str, Any] = {}
-    out_messages = _first(content.output_messages, final and final.output_messages)
+    out_messages = (
+        content.output_messages if content.output_messages is not None or final is None else final.output_messages
+    )
     if out_messages is not None:
         output["text"] = text_of(out_messages[-1]) if out_messages else ""
         output["messages"] = out_messages
@@ -359,10 +374,14 @@ def trace_record(
     else:
         history = [*(messages or ()), *(out_messages or ())]
         output["tool_calls"] = tool_calls_from_messages(history)
-    reasons = _first(content.finish_reasons, final and final.finish_reasons)
+    reasons = content.finish_reasons if content.finish_reasons is not None or final is None else final.finish_reasons
     output["finish_reasons"] = reasons if reasons is not None else []
-    output["model"] = _first(content.response_model, final and final.response_model)
-    output["response_id"] = _first(content.response_id, final and final.response_id)
+    output["model"] = (
+        content.response_model if content.response_model is not None or final is None else final.response_model
+    )
+    output["response_id"] = (
+        content.response_id if content.response_id is not None or final is None else final.response_id
+    )
     usage = content.usage
     if not usage and inference:
         usage = _summed([span_content(span, str(conventions[span.span_id])).usage for span in inference])
@@ -387,10 +406,6 @@ def trace_record(
         NOT_CAPTURED: sorted(not_captured),
     }
     return record
-
-
-def _first(value: Any, fallback: Any) -> Any:
-    return value if value is not None else (fallback if fallback is not None else None)
 
 
 def _summed(usages: list[dict[str, int]]) -> dict[str, int]:
