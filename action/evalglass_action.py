@@ -27,6 +27,8 @@ from pathlib import Path
 SETUP_ERROR = 2
 #: Extras are names of pyproject's optional dependencies: nothing else may reach pip's requirement syntax.
 EXTRAS = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(,[A-Za-z0-9][A-Za-z0-9._-]*)*$")
+#: `install: 0.2.0` (or `v0.2.0`): that release's tag of the repository the action comes from.
+VERSION = re.compile(r"^v?(?P<version>\d+(\.\d+)*([.-]?(a|b|rc|post|dev)\d*)*)$")
 
 
 class StepError(Exception):
@@ -94,8 +96,8 @@ def fail_step(env: Mapping[str, str], title: str, lines: list[str]) -> int:
 
 # --------------------------------------------------------------------------------------------- install
 def pip_target(env: Mapping[str, str]) -> str | None:
-    """What ``pip install`` is given: the action's checkout or a wheel (with the extras), a requirement as written,
-    or nothing for ``install: none``."""
+    """What ``pip install`` is given: the action's checkout, a wheel or a release of the action's repository (with
+    the extras), a requirement as written, or nothing for ``install: none``."""
     what = env.get("INPUT_INSTALL", "").strip()
     extras = env.get("INPUT_EXTRAS", "").strip().replace(" ", "")
     if extras and not EXTRAS.match(extras):
@@ -110,6 +112,13 @@ def pip_target(env: Mapping[str, str]) -> str | None:
         if not home or not (Path(home) / "pyproject.toml").is_file():
             raise StepError(f"the action's checkout has no pyproject.toml (GITHUB_ACTION_PATH={home!r})")
         return str(Path(home).resolve()) + suffix
+    version = VERSION.match(what)
+    if version is not None:
+        repository = env.get("GITHUB_ACTION_REPOSITORY", "")
+        if not repository:
+            raise StepError(f"install: {what}: GITHUB_ACTION_REPOSITORY is not set, so there is no repository to tag")
+        server = env.get("GITHUB_SERVER_URL") or "https://github.com"
+        return f"evalglass{suffix} @ git+{server}/{repository}@v{version['version']}"
     if what.endswith(".whl") or Path(what).exists():
         if not Path(what).exists():
             raise StepError(f"install: {what}: no such file (paths are relative to the workspace)")

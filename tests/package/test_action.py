@@ -4,6 +4,7 @@ own checkout and from a wheel into a fresh environment."""
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import subprocess
 import sys
@@ -178,3 +179,24 @@ def test_an_install_that_cannot_work_fails_with_2_and_the_run_does_not_start(tmp
     assert "### EvalGlass could not be installed" in done.summary
     assert not done.steps["run"].ran and not done.steps["__2"].ran
     assert done.outputs["exit-code"] == ""
+
+
+def action_script():
+    """action/evalglass_action.py as a module, for the one rule that would need the network to run end to end."""
+    spec = importlib.util.spec_from_file_location("evalglass_action", ROOT / "action" / "evalglass_action.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("given", ["0.2.0", "v0.2.0", "1.0.0rc1"])
+def test_a_version_installs_that_release_tag_of_the_actions_own_repository(given):
+    script = action_script()
+    env = {"INPUT_INSTALL": given, "INPUT_EXTRAS": "live", "GITHUB_ACTION_REPOSITORY": "acme/evalglass"}
+    tag = given if given.startswith("v") else f"v{given}"
+    assert script.pip_target(env) == f"evalglass[live] @ git+https://github.com/acme/evalglass@{tag}"
+    enterprise = {**env, "GITHUB_SERVER_URL": "https://git.acme.example"}
+    assert script.pip_target(enterprise) == f"evalglass[live] @ git+https://git.acme.example/acme/evalglass@{tag}"
+    with pytest.raises(script.StepError, match="GITHUB_ACTION_REPOSITORY"):
+        script.pip_target({"INPUT_INSTALL": given})
