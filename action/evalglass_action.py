@@ -131,10 +131,13 @@ def pip_target(env: Mapping[str, str]) -> str | None:
 def install(env: Mapping[str, str]) -> int:
     try:
         target = pip_target(env)
+        pip_args = shlex.split(env.get("INPUT_PIP_ARGS", ""))
     except StepError as exc:
         return fail_step(env, "EvalGlass could not be installed", [str(exc)])
+    except ValueError as exc:  # shlex: an unbalanced quote in `pip-args`
+        return fail_step(env, "EvalGlass could not be installed", [f"pip-args: {exc}"])
     if target is not None:
-        argv = [sys.executable, "-m", "pip", "install", *shlex.split(env.get("INPUT_PIP_ARGS", "")), target]
+        argv = [sys.executable, "-m", "pip", "install", *pip_args, target]
         print(f"$ {shlex.join(argv)}", flush=True)
         if subprocess.run(argv, check=False).returncode != 0:
             return fail_step(env, "EvalGlass could not be installed", [f"pip install {target} failed (see the log)"])

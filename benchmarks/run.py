@@ -1,6 +1,6 @@
 """EvalGlass's benchmarks in one command: every case that has a target, beside its floor, into BENCHMARKS.md.
 
-    python benchmarks/run.py --all      # every case at full size (≈ 15 min on 2 cores); writes BENCHMARKS.md
+    python benchmarks/run.py --all      # every case at the size its target names; writes BENCHMARKS.md
     python benchmarks/run.py --quick    # smaller sizes, fewer repeats: checks that every case works; prints the table
     python benchmarks/run.py --smoke    # the smallest sizes, one repeat (CI runs this); prints the table
     python benchmarks/run.py --quick --only recorded "python lane"   # some cases (names: --list)

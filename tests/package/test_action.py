@@ -166,6 +166,7 @@ def test_the_action_installs_a_given_wheel_with_its_extras(tmp_path):
         ({"install": "none"}, "cannot run evalglass"),
         ({"install": "dist/missing.whl"}, "dist/missing.whl: no such file"),
         ({"install": "", "extras": "live]; rm -rf ."}, "is not a comma-separated list of extra names"),
+        ({"install": "none", "pip-args": "--index-url 'unclosed"}, "pip-args: No closing quotation"),
     ],
 )
 def test_an_install_that_cannot_work_fails_with_2_and_the_run_does_not_start(tmp_path, inputs, says):
