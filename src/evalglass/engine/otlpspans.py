@@ -38,6 +38,7 @@ from evalglass.readers.userfiles import open_regular, unreadable
 #: The longest JSON line or protobuf message read: a longer one (or a file of zeros) stops the run there.
 MAX_MESSAGE = 64 << 20
 CHUNK = 1 << 20
+#: ``dependencies.install_hint`` cannot tell which distribution of the ``opentelemetry`` namespace is meant.
 TRACES_HINT = "install the traces extra: pip install 'evalglass[traces]'"
 #: OTLP's status code for an error (``STATUS_CODE_ERROR``).
 STATUS_ERROR = 2

@@ -30,7 +30,6 @@ from evalglass.readers.userfiles import open_regular
 #: Log format versions read (the ``version`` of ``header.json``), and the inspect_ai versions tested with them.
 VERSIONS = (2,)
 TESTED_WITH = ("inspect_ai 0.3.285",)
-TOOLS_HINT = "install the tools extra: pip install 'evalglass[tools]'"
 _ZIP_ZSTANDARD = 93
 _LOCAL_HEADER = struct.Struct("<4s22xHH")
 
@@ -180,10 +179,12 @@ class _Members:
                 try:
                     import zstandard
                 except ImportError:
+                    from evalglass.dependencies import install_hint
+
                     raise SetupError(
                         "reading an inspect_ai log (zstd-compressed) needs the zstandard package",
                         where=str(self._path),
-                        fix=TOOLS_HINT,
+                        fix=install_hint("zstandard"),
                     ) from None
                 self._zstd = zstandard.ZstdDecompressor()
             return bytes(self._zstd.decompressobj().decompress(raw))
