@@ -313,7 +313,8 @@ def dataset_candidates(folder: Path, record: RunRecord) -> list[Path]:
     return [relative, *(parent / relative for parent in folder.resolve().parents[:4])]
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """A file's SHA-256, as a dataset's fingerprint is written."""
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         while chunk := handle.read(1 << 20):
@@ -330,7 +331,7 @@ def _join_dataset(
             f"The dataset ({record.dataset.path}) is not here: inputs, references and recorded outputs are not shown."
         )
         return
-    path = next((path for path in found if _sha256(path) == record.dataset.fingerprint), None)
+    path = next((path for path in found if file_sha256(path) == record.dataset.fingerprint), None)
     if path is None:
         notes.append(
             f"The dataset ({found[0]}) changed since the run (its fingerprint differs): inputs, references and "

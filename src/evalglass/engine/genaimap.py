@@ -41,6 +41,7 @@ from typing import Any
 import orjson
 
 from evalglass.engine.otlpspans import Span
+from evalglass.metrics.support import json_type_name
 
 GEN_AI = "gen_ai"
 PRE_1_36 = "gen_ai_pre_1_36"
@@ -107,33 +108,6 @@ def is_tool(span: Span, convention: str) -> bool:
 # -- typed reads --------------------------------------------------------------------------------------------------
 
 
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
-def _integer(attributes: Mapping[str, Any], *keys: str) -> int | None:
-    for key in keys:
-        value = attributes.get(key)
-        if value is None:
-            continue
-        if type(value) is int:
-            return value
-        if type(value) is float and value.is_integer():
-            return int(value)
-        raise MappingProblem(f"attribute {key} must be an integer, got {_json_type(value)} {_clip(value)}")
-    return None
-
-
 def _text(attributes: Mapping[str, Any], *keys: str) -> str | None:
     for key in keys:
         value = attributes.get(key)
@@ -141,7 +115,7 @@ def _text(attributes: Mapping[str, Any], *keys: str) -> str | None:
             continue
         if type(value) is str:
             return value
-        raise MappingProblem(f"attribute {key} must be a string, got {_json_type(value)} {_clip(value)}")
+        raise MappingProblem(f"attribute {key} must be a string, got {json_type_name(value)} {_clip(value)}")
     return None
 
 
@@ -174,7 +148,7 @@ def _messages(value: Any, key: str) -> list[dict[str, Any]]:
     """``gen_ai.*.messages``: a list of {role, parts: [{type, ...}]}; checked, kept as written."""
     messages = _structured(value, key)
     if type(messages) is not list:
-        raise MappingProblem(f"attribute {key} must be a list of messages, got {_json_type(messages)}")
+        raise MappingProblem(f"attribute {key} must be a list of messages, got {json_type_name(messages)}")
     for message in messages:
         if type(message) is not dict or type(message.get("role")) is not str:
             raise MappingProblem(f"attribute {key}: every message needs a role, got {_clip(message)}")
@@ -294,7 +268,7 @@ def _facts(attributes: Mapping[str, Any], present: set[str], content: SpanConten
         if key in _TEXT_FACTS:
             field, rank = _TEXT_FACTS[key]
             if type(value) is not str:
-                raise MappingProblem(f"attribute {key} must be a string, got {_json_type(value)} {_clip(value)}")
+                raise MappingProblem(f"attribute {key} must be a string, got {json_type_name(value)} {_clip(value)}")
             if field not in texts or rank < texts[field][0]:
                 texts[field] = (rank, value)
         elif key in _TOKEN_FACTS:
@@ -302,7 +276,7 @@ def _facts(attributes: Mapping[str, Any], present: set[str], content: SpanConten
             if type(value) is float and value.is_integer():
                 value = int(value)
             elif type(value) is not int:
-                raise MappingProblem(f"attribute {key} must be an integer, got {_json_type(value)} {_clip(value)}")
+                raise MappingProblem(f"attribute {key} must be an integer, got {json_type_name(value)} {_clip(value)}")
             if field not in tokens or rank < tokens[field][0]:
                 tokens[field] = (rank, value)
         else:
@@ -335,7 +309,7 @@ def _current(span: Span, content: SpanContent) -> None:
 
 def _tool_definitions(value: Any, key: str) -> list[dict[str, Any]]:
     if type(value) is not list:
-        raise MappingProblem(f"attribute {key} must be a list of tool definitions, got {_json_type(value)}")
+        raise MappingProblem(f"attribute {key} must be a list of tool definitions, got {json_type_name(value)}")
     definitions = []
     for item in value:
         if type(item) is not dict:
@@ -449,7 +423,7 @@ def _content_text(content: Any, where: str) -> str:
         return content
     if type(content) is list:  # a list of {type: text, text} blocks
         return "".join(str(item.get("text", "")) for item in content if type(item) is dict)
-    raise MappingProblem(f"event {where}: content must be text, got {_json_type(content)}")
+    raise MappingProblem(f"event {where}: content must be text, got {json_type_name(content)}")
 
 
 def _plain_messages(value: Any, key: str, default_role: str = "user") -> list[dict[str, Any]]:

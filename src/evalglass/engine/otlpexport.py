@@ -18,7 +18,6 @@ block of ``scores.jsonl`` at a time.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +26,6 @@ from typing import Any, Protocol
 import orjson
 
 from evalglass import __version__
-from evalglass.core.fingerprint import PREFIX
 from evalglass.core.runrecord import SCORES_FILE, RunRecord
 from evalglass.core.scorecard import Scorecard
 from evalglass.engine.artifacts import load_runrecord, load_scorecard, score_rows
@@ -163,14 +161,14 @@ def _response_ids(folder: Path, record: RunRecord) -> Iterator[dict[str, str]] |
     """Per example, in the run's order, ``{id: response id}`` read back from the trace file, when it is still the
     file the run read; None when it is not here or changed."""
     from evalglass.engine.config import Config
-    from evalglass.engine.explorer import dataset_candidates
+    from evalglass.engine.explorer import dataset_candidates, file_sha256
     from evalglass.engine.otlpdataset import OtlpReader
 
     path = next(
         (
             p
             for p in dict.fromkeys(dataset_candidates(folder, record))
-            if p.is_file() and _sha256(p) == record.dataset.fingerprint
+            if p.is_file() and file_sha256(p) == record.dataset.fingerprint
         ),
         None,
     )
@@ -186,11 +184,3 @@ def _response_ids(folder: Path, record: RunRecord) -> Iterator[dict[str, str]] |
             yield {item.id: response} if isinstance(response, str) else {}
 
     return ids()
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    return PREFIX + digest.hexdigest()

@@ -28,7 +28,7 @@ from typing import Any
 from evalglass.core.example import MALFORMED_SHOWN, Example, ExampleBatch
 from evalglass.core.fingerprint import PREFIX
 from evalglass.core.score import Score
-from evalglass.engine.dataset import BATCH, BadLine, field_getter
+from evalglass.engine.dataset import BATCH, BadLine, batched, field_getter
 from evalglass.errors import SetupError
 from evalglass.metrics.base import BatchedMetric, MetricFn
 from evalglass.readers.userfiles import open_regular, unreadable
@@ -147,14 +147,7 @@ class ToolReader:
     # -- the reader interface ----------------------------------------------------------------------------------
 
     def batches(self, size: int = BATCH) -> Iterator[ExampleBatch | list[Example | BadLine]]:
-        batch: list[Example | BadLine] = []
-        for item in self:
-            batch.append(item)
-            if len(batch) == size:
-                yield _as_batch(batch)
-                batch = []
-        if batch:
-            yield _as_batch(batch)
+        return batched(iter(self), size)
 
     def __iter__(self) -> Iterator[Example | BadLine]:
         # Readers give all epochs of one id together, so a repeated (id, epoch) is found within its group; the same
@@ -217,18 +210,6 @@ def _output(sample: ToolSample) -> dict[str, Any]:
     if sample.error is not None:
         output["error"] = sample.error
     return output
-
-
-def _as_batch(items: list[Example | BadLine]) -> ExampleBatch | list[Example | BadLine]:
-    if any(type(item) is BadLine for item in items):
-        return items
-    examples = [item for item in items if isinstance(item, Example)]
-    return ExampleBatch(
-        ids=[item.id for item in examples],
-        lines=[item.line for item in examples],
-        records=[item.fields for item in examples],
-        outputs=[item.output for item in examples],
-    )
 
 
 def open_tool_reader(tool: str, path: Path, *, id_field: str, output_field: str, hash_bytes: bool) -> ToolReader:
