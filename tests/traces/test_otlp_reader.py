@@ -501,3 +501,26 @@ def test_a_file_of_logs_is_not_traces(tmp_path: Path) -> None:
     _, bad, _ = read(path)
     assert bad[0].message == f"{path}:1: holds logs or metrics, not traces"
     assert bad[1].message.startswith(f"{path}:2: not valid JSON")
+
+
+def test_the_selection_and_mapping_are_part_of_what_a_gate_approves() -> None:
+    from evalglass.engine.config import Config
+
+    def fingerprint(traces: dict[str, Any] | None) -> str:
+        dataset: dict[str, Any] = {"name": "t", "path": "t.jsonl", "format": "otlp"}
+        if traces is not None:
+            dataset["traces"] = traces
+        config = Config.model_validate(
+            {
+                "dataset": dataset,
+                "metrics": {"m": {"type": "contains", "field": "text", "value": "x"}},
+                "gates": {"g": {"metric": "m"}},
+            }
+        )
+        return config.gate_fingerprint("g")
+
+    plain = fingerprint(None)
+    assert fingerprint({}) == plain  # the defaults, written or not, are one definition
+    assert fingerprint({"select": {"where": {"gen_ai.request.model": "gpt-4o"}}}) != plain
+    assert fingerprint({"mapping": {"conventions": ["gen_ai"]}}) != plain
+    assert fingerprint({"select": {"unit": "span"}}) != plain

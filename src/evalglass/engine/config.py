@@ -520,6 +520,13 @@ class Config(BaseModel):
         if isinstance(self.task, RecordedTask):
             # Which field holds the outputs decides what is measured: pointing it elsewhere needs a new approval.
             payload["recorded_output"] = {"field": self.task.field, "samples": self.samples}
+        if self.dataset.format == "otlp" or self.dataset.tool_results:
+            # Which spans make an example, and how they map, decide what is measured too (a `where` that keeps only
+            # the good traces is a new approval). Only for these formats: other approvals keep their fingerprints.
+            read: dict[str, Any] = {"format": self.dataset.format}
+            if self.dataset.format == "otlp":
+                read["traces"] = self.dataset.trace_options.model_dump(mode="json")
+            payload["dataset_read"] = read
         evaluators = self.gate_evaluators(name) if versions is None else dict(versions)
         if evaluators:
             payload["evaluators"] = evaluators
