@@ -289,3 +289,28 @@ def test_the_gold_of_an_imported_run_is_its_inputs_and_targets(tmp_path: Path) -
     changed.write_text(json.dumps(document))
     assert run_cli("run", "--no-history", cwd=tmp_path).code == 0
     assert run_cli("view", "--format", "json", cwd=tmp_path).json()["dataset"]["gold_fingerprint"] == first
+
+
+def test_two_runs_of_the_tool_compare_example_by_example(tmp_path: Path) -> None:
+    """Two real inspect logs of one task (a model and a better one): paired by sample id, the same gold."""
+    metrics = {
+        "match": {"type": "recorded_score", "scorer": "match"},
+        "city": {"type": "contains", "field": "text", "reference": "target"},
+    }
+    config = {"gates": {"city": {"metric": "city"}}}  # a gate on a reference metric: the run takes its gold
+    for name, log in (("base", INSPECT), ("cand", FIXTURES / "inspect" / "capitals-improved.eval")):
+        evals = tmp_path / "evals"
+        for old in evals.glob("*.eval") if evals.exists() else ():
+            old.unlink()
+        result = run(tmp_path, log, "inspect", metrics, **config)
+        assert result.code == 0, result.err
+        shutil.copytree(Path((tmp_path / ".evalglass" / "last-run").read_text().strip()), tmp_path / name)
+    compared = run_cli("compare", "base", "cand", "--format", "json", cwd=tmp_path)
+    assert compared.code == 0, compared.err
+    payload = compared.json()
+    assert payload["incomparable"] == [] and payload["paired"] == 12  # the same gold, every sample paired
+    match = next(m for m in payload["metrics"] if m["metric"] == "match")
+    assert match["pairs"]["included"] == 11  # cap-07 failed in the tool in both runs: never a pair of zeros
+    assert match["pairs"]["excluded_by_status"] == {"error": 1}
+    assert match["difference"]["test"] == "paired_t" and match["difference"]["interval"]["point"] > 0
+    assert match["flips"]["improved"] and match["flips"]["regressed"] == []
