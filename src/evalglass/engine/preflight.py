@@ -16,8 +16,10 @@ from pathlib import Path
 from evalglass.core.authority import (
     JudgeStanding,
     Reason,
+    check_inputs_unbound_reason,
     check_unbound_reason,
     declared_gate_authority,
+    unbound_inputs_text,
     undeclared_gates,
 )
 from evalglass.core.evaluators import evaluator_labels
@@ -26,6 +28,7 @@ from evalglass.engine.config import LoadedConfig, load_config
 from evalglass.engine.datasetfile import gold_fingerprint_of
 from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger, refuse_unpinned_ledger
 from evalglass.engine.staleness import stale_causes
+from evalglass.lanes.checkinputs import unbound_inputs
 
 
 def preflight(config_path: Path, *, today: str, pinned_ledger: Path | None = None) -> Preflight:
@@ -98,11 +101,22 @@ def _preview(
     )
     kind = "check" if gate.check is not None else "comparative" if gate.compare_to is not None else "metric"
     evaluators = evaluator_labels(config.gate_evaluators(name))
+    # What the check's run records too (lanes.checkinputs), from the same declaration and files.
+    unbound = unbound_inputs(config.checks[gate.check], loaded.base_dir) if gate.check is not None else ()
     if not authority.active:
-        return GatePreview(name, gate.subject, kind, Standing.INFORMATIONAL, fingerprint, evaluators=evaluators)
+        # Said before activation too: the host approves a fingerprint that would not cover that code.
+        said = (unbound_inputs_text(gate.subject, unbound),) if unbound else ()
+        return GatePreview(
+            name, gate.subject, kind, Standing.INFORMATIONAL, fingerprint, notes=said, evaluators=evaluators
+        )
     reasons = list(authority.reasons)
+    notes = authority.notes
     if gate.check is not None and authority.require_binding and gate.expect_state is None:
         reasons.append(check_unbound_reason(gate.check))
+    if unbound and authority.require_binding:
+        reasons.append(check_inputs_unbound_reason(gate.subject, unbound))
+    elif unbound:
+        notes = (*notes, unbound_inputs_text(gate.subject, unbound))
     if gate.compare_to is not None:
         reasons.extend(_baseline_reasons(ledger, gate.compare_to))
     return GatePreview(
@@ -114,7 +128,7 @@ def _preview(
         threshold=authority.threshold,
         margin=authority.margin,
         reasons=tuple(reasons),
-        notes=authority.notes,
+        notes=notes,
         evaluators=evaluators,
     )
 
