@@ -4,6 +4,7 @@ another run is `baseline_stale`, never a silent substitution."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -54,3 +55,55 @@ def test_a_reference_the_history_cannot_resolve_blocks_the_gate(tmp_path: Path, 
     result = run_cli("run", "--no-progress", "--format", "json", cwd=project.root, env={"EVALGLASS_DB": db_url})
     assert result.code == 1, result.err
     assert gate_of(result)["outcome"] == "blocked"
+
+
+PLUGIN_TEST = """
+import json
+
+
+def test_quality(evalglass_run):
+    result = evalglass_run("evals/evalglass.yaml", out="runs/plugin")
+    with open("plugin-gate.json", "w") as out:
+        json.dump(result.gate("no-regression").model_dump(mode="json"), out)
+    result.assert_passed()
+"""
+
+
+def test_the_cli_the_api_and_the_pytest_plugin_find_a_main_at_latest_baseline_alike(
+    pytester: pytest.Pytester, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One config whose ledger names its baseline `main@latest`, decided through the three ways a user runs it:
+    the command line, `evalglass.run()` and the `evalglass_run` fixture. The same database, the same decision."""
+    import evalglass
+
+    root = pytester.path
+    project, ledger = setup(root, NO_CHANGE)
+    main = {"EVALGLASS_DB": db_url, "GITLAB_CI": "true", "CI_COMMIT_REF_NAME": "main"}
+    assert run_cli("history", "import", "runs/base", cwd=root, env=main).code == 0
+    shutil.rmtree(root / "runs" / "base")  # only the history has the baseline now
+    ledger["baselines"]["main"]["run"] = "main@latest"
+    project.write_ledger(ledger)
+    monkeypatch.setenv("EVALGLASS_DB", db_url)
+
+    cli = run_cli("run", "--no-progress", "--no-history", "--out", "runs/cli", "--format", "json", cwd=root)
+    assert cli.code == 0, cli.err
+    by_cli = gate_of(cli)
+    assert by_cli["outcome"] == "pass" and by_cli["comparison"]["metric"]["pairs"]["included"] == 50
+    preview = run_cli("preflight", "--format", "json", cwd=root).json()["gates"][0]
+    assert (preview["standing"], preview["reasons"]) == ("would_decide", [])
+
+    config = project.evals / "evalglass.yaml"
+    by_api = evalglass.run(config, out=root / "runs" / "api").gate("no-regression").model_dump(mode="json")
+    pytester.makepyfile(test_quality=PLUGIN_TEST)
+    pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+    by_plugin = json.loads((root / "plugin-gate.json").read_text())
+    assert by_api == by_cli == by_plugin
+
+    # The database is the run's option, not the process's: another one (empty) leaves the baseline missing, and
+    # the first one still finds it afterwards.
+    empty = f"sqlite:///{root / 'empty.sqlite'}"
+    assert run_cli("history", "--db", empty, cwd=root).code == 0
+    missing = evalglass.run(config, out=root / "runs" / "elsewhere", db=empty).gate("no-regression")
+    assert [reason.code.value for reason in missing.reasons] == ["baseline_missing"]
+    again = evalglass.run(config, out=root / "runs" / "again", db=db_url).gate("no-regression")
+    assert again.model_dump(mode="json") == by_cli

@@ -27,12 +27,16 @@ from evalglass.core.preflight import GatePreview, Preflight, Standing
 from evalglass.engine.config import LoadedConfig, load_config
 from evalglass.engine.datasetfile import gold_fingerprint_of
 from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger, refuse_unpinned_ledger
+from evalglass.engine.runlocator import RunLocator
 from evalglass.engine.staleness import stale_causes
 from evalglass.lanes.checkinputs import unbound_inputs
 
 
-def preflight(config_path: Path, *, today: str, pinned_ledger: Path | None = None) -> Preflight:
-    """Every gate's standing on ``today`` (YYYY-MM-DD). Bad input raises ``SetupError`` as a run would."""
+def preflight(
+    config_path: Path, *, today: str, pinned_ledger: Path | None = None, locator: RunLocator | None = None
+) -> Preflight:
+    """Every gate's standing on ``today`` (YYYY-MM-DD). Bad input raises ``SetupError`` as a run would.
+    ``locator``: how a run would find a baseline named by reference (``engine.runlocator``)."""
     loaded = load_config(config_path)
     refuse_unpinned_ledger(loaded, pinned_ledger)
     config = loaded.config
@@ -47,7 +51,9 @@ def preflight(config_path: Path, *, today: str, pinned_ledger: Path | None = Non
         standings = judge_standings(loaded)
     causes = stale_causes(config, loaded.definition_files, ledger.ledger, fingerprints)
     previews = [
-        _preview(loaded, ledger, name, fingerprints[name], dataset_fingerprint, standings, causes.get(name), today)
+        _preview(
+            loaded, ledger, name, fingerprints[name], dataset_fingerprint, standings, causes.get(name), today, locator
+        )
         for name in config.gates
     ]
     for gate in undeclared_gates(ledger.ledger, list(config.gates), ledger.gate_where()):
@@ -81,6 +87,7 @@ def _preview(
     standings: dict[str, JudgeStanding],
     stale_cause: str | None,
     today: str,
+    locator: RunLocator | None,
 ) -> GatePreview:
     config = loaded.config
     gate = config.gates[name]
@@ -118,7 +125,7 @@ def _preview(
     elif unbound:
         notes = (*notes, unbound_inputs_text(gate.subject, unbound))
     if gate.compare_to is not None:
-        reasons.extend(_baseline_reasons(ledger, gate.compare_to))
+        reasons.extend(_baseline_reasons(ledger, gate.compare_to, locator))
     return GatePreview(
         name=name,
         subject=gate.subject,
@@ -133,7 +140,7 @@ def _preview(
     )
 
 
-def _baseline_reasons(ledger: LoadedLedger, name: str) -> list[Reason]:
+def _baseline_reasons(ledger: LoadedLedger, name: str, locator: RunLocator | None) -> list[Reason]:
     """Whether the baseline a comparative gate names is listed, readable and the approved run (as a run checks)."""
     from evalglass.core.comparative import baseline_reasons
     from evalglass.engine.baselines import read_baseline
@@ -141,5 +148,5 @@ def _baseline_reasons(ledger: LoadedLedger, name: str) -> list[Reason]:
     approval = ledger.ledger.baselines.get(name)
     if approval is None:
         return baseline_reasons(name, None, None, listed=False)
-    found, _ = read_baseline(name, ledger, [])
+    found, _ = read_baseline(name, ledger, [], locator)
     return baseline_reasons(name, approval.fingerprint, found, listed=True)
