@@ -331,3 +331,17 @@ def test_a_gate_on_a_check_metric_binds_the_check_it_runs_per_example(tmp_path, 
 
     assert fingerprint({**check, **edit}) != fingerprint(check)
     assert fingerprint({**check, "description": "prose"}) == fingerprint(check)
+
+
+def test_an_input_holding_the_ledger_does_not_change_when_the_gate_is_approved(tmp_path):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_x.py").write_text("")
+    (tmp_path / "authority.yaml").write_text("version: 1\n")
+    config = Config.model_validate(
+        {**_BASE, "checks": {"suite": {"command": ["pytest"], "inputs": ["."]}}, "gates": {"g": {"check": "suite"}}}
+    )
+    before = config.gate_fingerprint("g", definition_file_hashes(config, tmp_path))
+    (tmp_path / "authority.yaml").write_text(f"version: 1\ngates: {{g: {{active: true, fingerprint: '{before}'}}}}\n")
+    assert config.gate_fingerprint("g", definition_file_hashes(config, tmp_path)) == before
+    (tmp_path / "tests" / "test_x.py").write_text("x = 1\n")
+    assert config.gate_fingerprint("g", definition_file_hashes(config, tmp_path)) != before

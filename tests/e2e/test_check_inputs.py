@@ -155,6 +155,11 @@ def test_a_runner_in_a_shell_string_and_a_folder_it_runs_are_both_named(tmp_path
     preview = project.cli("preflight", "--format", "json").json()["gates"][0]
     (note,) = preview["notes"]
     assert "folder 'tests'" in note and "runner 'make'" in note
+    # `evalglass check` says it too, and its record lists them.
+    text = project.cli("check", "lint")
+    assert "does not bind its test code" in " ".join(text.out.split()), text.err
+    record = project.cli("check", "lint", "--format", "json").json()["lint"]
+    assert record["unbound_inputs"] == ["folder 'tests'", "runner 'make'"]
 
 
 @pytest.mark.parametrize(

@@ -611,7 +611,7 @@ def definition_file_hashes(
             hashes[check_files_key(name)] = files
         if check.inputs:
             try:
-                hashes[check_inputs_key(name)] = input_hashes(check, base_dir)
+                hashes[check_inputs_key(name)] = input_hashes(check, base_dir, leave_out=(base_dir / config.ledger,))
             except InputProblem as exc:
                 at = ("checks", name, "inputs", exc.index)
                 raise SetupError(f"check '{name}': {exc}", where=where(at) if where else None, fix=exc.fix) from None

@@ -31,13 +31,13 @@ import re
 import shlex
 import stat
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from importlib.machinery import ModuleSpec, PathFinder
 from pathlib import Path
 
 from evalglass.core.fingerprint import fingerprint_of
 from evalglass.lanes.checkspec import CheckConfigError, CheckSpec, ModuleInput, resolve_within
-from evalglass.lanes.targetstate import Budget, TargetUnavailable, fingerprint_target
+from evalglass.lanes.targetstate import Budget, Ignore, TargetUnavailable, fingerprint_target
 
 __all__ = [
     "INPUTS_MAX_BYTES",
@@ -143,21 +143,27 @@ def input_label(entry: str | ModuleInput) -> str:
 # ------------------------------------------------------------------------------------------------------------
 
 
-def input_hashes(spec: CheckSpec, base_dir: Path) -> dict[str, str]:
+def input_hashes(spec: CheckSpec, base_dir: Path, leave_out: Collection[Path] = ()) -> dict[str, str]:
     """The fingerprint of each declared input, by :func:`input_label`. Folders are walked like a target (paths in
-    byte order, links recorded by what they point to and never followed), leaving out :data:`SKIPPED_FOLDERS`
-    and the bytecode Python checks against its source. Raises :class:`InputProblem`."""
+    byte order, links recorded by what they point to and never followed), leaving out :data:`SKIPPED_FOLDERS`,
+    the bytecode Python checks against its source, and the files in ``leave_out`` (the ledger: an input holding
+    it would change with every approval of the gate it binds). Raises :class:`InputProblem`."""
     root = base_dir.resolve()
     cwd = root / (spec.cwd or ".")
     budget = Budget(max_files=INPUTS_MAX_FILES, max_bytes=INPUTS_MAX_BYTES)
+    left_out = {os.path.realpath(path) for path in leave_out}
+
+    def ignore(full: str, relpath: str) -> bool:
+        return _validated_bytecode(full, relpath) or (bool(left_out) and os.path.realpath(full) in left_out)
+
     hashes: dict[str, str] = {}
     for index, entry in enumerate(spec.inputs):
         label = input_label(entry)
         try:
             if isinstance(entry, ModuleInput):
-                hashes[label] = _module_fingerprint(entry.module, cwd, budget)
+                hashes[label] = _module_fingerprint(entry.module, cwd, budget, ignore)
             else:
-                hashes[label] = _path_fingerprint(entry, root, budget)
+                hashes[label] = _path_fingerprint(entry, root, budget, ignore)
         except TargetUnavailable as exc:
             raise InputProblem(
                 index,
@@ -185,24 +191,22 @@ def _split_glob(pattern: str) -> tuple[str, str | None]:
     return pattern, None
 
 
-def _path_fingerprint(entry: str, root: Path, budget: Budget) -> str:
+def _path_fingerprint(entry: str, root: Path, budget: Budget, ignore: Ignore) -> str:
     literal, rest = _split_glob(entry)
     where = resolve_within(root, literal, "input")
     if rest is None:
         if not where.exists():
             raise CheckConfigError("no such file or folder")
-        return fingerprint_target(where, (), SKIPPED_FOLDERS, budget=budget, ignore=_validated_bytecode).fingerprint
+        return fingerprint_target(where, (), SKIPPED_FOLDERS, budget=budget, ignore=ignore).fingerprint
     if not where.is_dir():
         raise CheckConfigError(f"the glob starts from {literal!r}, which is not a folder")
-    state = fingerprint_target(
-        where, (rest,), SKIPPED_FOLDERS, anchored=True, budget=budget, ignore=_validated_bytecode
-    )
+    state = fingerprint_target(where, (rest,), SKIPPED_FOLDERS, anchored=True, budget=budget, ignore=ignore)
     if state.files == 0 and state.links == 0:
         raise CheckConfigError("the glob matches no file; a glob that binds nothing binds no test code")
     return state.fingerprint
 
 
-def _module_fingerprint(name: str, cwd: Path, budget: Budget) -> str:
+def _module_fingerprint(name: str, cwd: Path, budget: Budget, ignore: Ignore) -> str:
     found = find_module(name, cwd)
     if found is None:
         raise CheckConfigError(f"no module {name!r} is importable from the check's cwd or this interpreter's path")
@@ -210,7 +214,7 @@ def _module_fingerprint(name: str, cwd: Path, budget: Budget) -> str:
     if not locations:
         raise CheckConfigError(f"module {name!r} is built into the interpreter: it has no files to bind")
     states = [
-        fingerprint_target(location, (), SKIPPED_FOLDERS, budget=budget, ignore=_validated_bytecode).fingerprint
+        fingerprint_target(location, (), SKIPPED_FOLDERS, budget=budget, ignore=ignore).fingerprint
         for location in locations
     ]
     # A namespace package may have several folders; which order sys.path lists them in is the machine's.
@@ -278,7 +282,7 @@ def _from_finders(top: str) -> ModuleSpec | None:
             continue
         try:
             found = find_spec(top, None)
-        except (ImportError, ValueError, OSError):
+        except Exception:  # a third-party finder's fault is no reason to fail a run: not found through it
             continue
         if isinstance(found, ModuleSpec):
             return found

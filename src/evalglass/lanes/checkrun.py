@@ -14,7 +14,11 @@ One run of a check, in order:
    Whatever the command left running in its group when it exited is killed as well;
 4. observe the target again: a check that changed its own target is ERROR (``target_modified``) unless
    it declares ``writes_target: true``;
-5. map the exit code through the declared :class:`~evalglass.core.checks.ExitCodePolicy`.
+5. map the exit code through the declared :class:`~evalglass.core.checks.ExitCodePolicy`, the one reader of an
+   exit code (a shell's 127 included: only a command that could not be started has none).
+
+A standalone check's record also says what its command runs that neither its ``inputs:`` nor its target binds
+(``unbound_inputs``, found before it starts by ``lanes.checkinputs``).
 
 Every fault of the measurement is ERROR, never FAIL. The functions here do not raise for anything a
 command or a target can do; they raise :class:`CheckConfigError` only for a misuse that configuration

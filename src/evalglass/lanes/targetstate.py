@@ -40,6 +40,7 @@ from pathlib import Path
 
 __all__ = [
     "Budget",
+    "Ignore",
     "PathSelector",
     "TargetState",
     "TargetTooLarge",
