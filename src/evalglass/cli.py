@@ -514,14 +514,14 @@ def _preflight(path: Path, pinned_ledger: Path | None, today: str | None, fmt: s
                 f"--today {today} is before today ({clock}): preflight can look ahead, never back",
                 fix="pass today's date or a later one",
             )
-    # A large suite's config and ledger leave ~100,000 objects alive, and each object made after them (a reason, a
-    # preview per gate) kept triggering full collector passes over them all: a fifth of the command's time.
     from contextlib import ExitStack
 
     from evalglass.history.locator import history_locator
 
     # The locator a run would get (evalglass.api.run), so a baseline named by reference is judged as the run judges it.
     stack = click.get_current_context().with_resource(ExitStack())
+    # A large suite's config and ledger leave ~100,000 objects alive, and each object made after them (a reason, a
+    # preview per gate) kept triggering full collector passes over them all: a fifth of the command's time.
     with collector_paused():
         found = compute(path, today=today or clock, pinned_ledger=pinned_ledger, locator=history_locator(db, stack))
     if fmt == "json":
