@@ -10,6 +10,11 @@ passed:
 
 A ``**kwargs`` parameter receives all of them. Any other parameter needs a default, or loading fails.
 
+Before the call. A record without the ``reference`` is ``non_evaluable`` and the function is not called. Nor is it
+for an answer it cannot be given (text ``task.parse: json`` could not parse, an output without ``field``): that is
+a wrong answer, scored by ``metrics.invalid`` at the worst end of the declared ``scale`` (left out when there is no
+scale to have an end). Every other answer is the function's to judge, a bad one included.
+
 Return rule. A finite ``int``/``float`` (scored, valid), a :class:`~evalglass.core.score.Score` (any legal
 state), or ``(None, "reason")`` to decline (``non_evaluable``, code ``host_declined``). Anything else,
 including ``bool``, NaN, infinity, a string and a bare ``None`` (usually a forgotten ``return``), is an
