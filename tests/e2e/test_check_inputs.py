@@ -225,3 +225,22 @@ def test_under_one_policy_a_shell_and_an_argv_command_exiting_127_end_alike(tmp_
     assert ended["missing"] == ("ERROR", "command_not_found", None)
     assert found["shell"]["policy"] == found["argv"]["policy"]
     assert found["shell-total"]["policy"] == found["argv-total"]["policy"] == {**total, "inconclusive_codes": []}
+
+
+def test_view_shows_an_honest_block_of_a_check_that_could_not_start_under_require_binding(tmp_path):
+    """A check gate requiring a binding whose check ended ERROR blocks as check_not_passed only (an outcome that
+    measured nothing is not judged on its binding); the renderers' consistency check must imply the same, or
+    `view` refuses a run nobody edited."""
+    project = make_project(
+        tmp_path, checks={"broken": {"command": ["no-such-program-evalglass"]}}, gates={"ok": {"check": "broken"}}
+    )
+    assert project.run("--no-history").code == 0
+    fingerprint = project.gate_fingerprint("ok")
+    project.write_ledger(
+        {"version": 1, "gates": {"ok": {"active": True, "fingerprint": fingerprint, "require_binding": True}}}
+    )
+    result = project.run("--no-history", "--format", "json")
+    (found,) = result.json()["decision"]["gates"]
+    assert (result.code, found["outcome"], codes(found)) == (1, "blocked", ["check_not_passed"])
+    shown = project.cli("view")
+    assert shown.code == 0 and "check_not_passed" in shown.out, shown.err
