@@ -314,3 +314,18 @@ def test_two_runs_of_the_tool_compare_example_by_example(tmp_path: Path) -> None
     assert match["pairs"]["excluded_by_status"] == {"error": 1}
     assert match["difference"]["test"] == "paired_t" and match["difference"]["interval"]["point"] > 0
     assert match["flips"]["improved"] and match["flips"]["regressed"] == []
+
+
+def test_an_answer_the_tools_file_does_not_hold_is_not_a_wrong_answer(tmp_path: Path) -> None:
+    """lm-eval's multiple-choice samples record log-likelihoods, no text: a text metric has nothing to measure."""
+    assert examples("lm-eval", LM_EVAL_MC)[0].fields["not_captured"] == ["output.text"]
+    result = run(
+        tmp_path,
+        [LM_EVAL_MC, *(FIXTURES / "lm-eval").glob("results_*.json")],
+        "lm-eval",
+        {"names": {"type": "contains", "field": "text", "reference": "target"}},
+    )
+    assert result.code == 0, result.err
+    found = metric(result.json(), "names")
+    assert found["population"]["included"] == 0 and found["population"]["excluded_by_status"] == {"non_evaluable": 10}
+    assert found["population"]["top_diagnostics"][0]["code"] == "content_not_captured"

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalglass.core.conversation import NOT_CAPTURED
 from evalglass.core.example import MALFORMED_SHOWN, Example, ExampleBatch
 from evalglass.core.fingerprint import PREFIX
 from evalglass.core.score import Score
@@ -179,6 +180,14 @@ class ToolReader:
     def _example(self, samples: list[ToolSample]) -> Example:
         samples.sort(key=lambda sample: sample.epoch)
         first = samples[0]
+        # What the tool's file does not hold (an lm-eval loglikelihood task's text answer, an OpenAI Evals log
+        # without sampling events' prompt) is listed, so a metric that needs it is content_not_captured, not a
+        # wrong answer. A sample the tool failed has its own error instead.
+        missing = []
+        if first.input is None:
+            missing.append("input")
+        if all(sample.text is None and sample.error is None for sample in samples):
+            missing.append("output.text")
         record = {
             "id": first.id,
             "input": first.input,
@@ -186,6 +195,7 @@ class ToolReader:
             "metadata": first.metadata,
             "source": self.source,
             "output": [_output(sample) for sample in samples],
+            NOT_CAPTURED: missing,
         }
         self.examples += 1
         return Example(id=self._id(record), line=first.line, fields=record, output=self._output(record))
