@@ -301,7 +301,12 @@ def _build(loaded: LoadedConfig, executor: Executor, cache: CallCache | None) ->
             try:
                 ship_async = isinstance(config.executor, RayExecutorSpec) and config.executor.ship_async
                 built.lane = build_lane(
-                    config.lane, base_dir=loaded.base_dir, executor=executor, cache=cache, ship_async=ship_async
+                    config.lane,
+                    base_dir=loaded.base_dir,
+                    executor=executor,
+                    cache=cache,
+                    ship_async=ship_async,
+                    prices=config.prices,
                 )
             except LaneConfigError as exc:
                 raise SetupError(f"task: {exc}", where=str(loaded.path)) from None
@@ -535,8 +540,13 @@ class LiveScorer:
                 counters.retries += _retries(outcome.attempts)
             if isinstance(outcome, self._lane_output):
                 counters.cached += outcome.cached
+                model_calls = outcome.model_calls
                 if tally is not None:
-                    tally.add(outcome.usage, cached=outcome.cached and not outcome.replayed)
+                    if model_calls is None:
+                        tally.add(outcome.usage, cached=outcome.cached and not outcome.replayed)
+                    else:  # an output several model calls made (an agent's steps): each call counted
+                        for usage, cached in model_calls:
+                            tally.add(usage, cached=cached)
                 output = outcome.value
                 if parse:
                     output = parse_json_output(output)
@@ -546,6 +556,8 @@ class LiveScorer:
                     entry: dict[str, Any] = {"sample": sample, "output": outcome.value}
                     if outcome.tries:
                         entry["attempts"] = outcome.tries
+                        if model_calls is not None:
+                            entry["calls"] = len(model_calls)
                     produced.append(entry)
             else:
                 self.counters.lane_failures += 1

@@ -34,7 +34,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import httpx2
 import openai
@@ -47,6 +47,7 @@ from evalglass.lanes.retry import Attempt, CallOutcome, Fault, FaultKind, Ok, Re
 from evalglass.lanes.specs import EndpointSpec
 
 TransportChoice = Literal["auto", "direct", "httpx"]
+T = TypeVar("T")
 
 _PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
 _MAX_MESSAGE = 500
@@ -212,19 +213,25 @@ class ChatClient:
 
     async def attempt(self, request: ChatRequest) -> Ok[ChatReply] | Fault:
         """Exactly one HTTP request; every outcome is a value."""
+        return await self.post(request.body(), parse_completion)
+
+    async def post(self, body: dict[str, Any], parse: Callable[[bytes], T]) -> Ok[T] | Fault:
+        """Exactly one ``POST /chat/completions`` of ``body``, its answer read by ``parse`` (which raises a
+        ValueError for an answer it cannot read: a malformed response); every outcome is a value. The agent lane's
+        model steps (tools, tool calls) come through here too."""
         if self._config_fault is not None:
             return self._config_fault
         if self.transport == "direct":
-            return await self._attempt_direct(request)
+            return await self._attempt_direct(body, parse)
         try:
-            response = await self._openai.post("/chat/completions", body=request.body(), cast_to=httpx2.Response)
+            response = await self._openai.post("/chat/completions", body=body, cast_to=httpx2.Response)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             return self._classify(exc)
         try:
-            return Ok(parse_completion(response.content))
-        except _Malformed as exc:
+            return Ok(parse(response.content))
+        except ValueError as exc:
             return Fault(
                 FaultKind.MALFORMED_RESPONSE,
                 self._redact(str(exc)),
@@ -272,14 +279,14 @@ class ChatClient:
             )
         return self._aiohttp
 
-    async def _attempt_direct(self, request: ChatRequest) -> Ok[ChatReply] | Fault:
+    async def _attempt_direct(self, body: dict[str, Any], parse: Callable[[bytes], T]) -> Ok[T] | Fault:
         """One request over aiohttp's keep-alive pool, with the SDK's headers; classified like the SDK would."""
         session = self._aiohttp_session()
         status = 0
         content = b""
         headers: Any = None
         try:
-            async with session.post(self._url, data=orjson.dumps(request.body())) as response:
+            async with session.post(self._url, data=orjson.dumps(body)) as response:
                 status = response.status
                 content = await response.read()
                 if status >= 400:
@@ -300,8 +307,8 @@ class ChatClient:
                 return self._status_fault(status, headers, self._body_message(content, status))
             if not 200 <= status < 300:
                 raise _Malformed(f"unexpected HTTP status {status}")
-            return Ok(parse_completion(content))
-        except _Malformed as exc:
+            return Ok(parse(content))
+        except ValueError as exc:
             return Fault(
                 FaultKind.MALFORMED_RESPONSE, self._redact(str(exc)), status, None, self._redacted_head(content)
             )

@@ -36,6 +36,7 @@ from evalglass import redaction
 from evalglass.core.fingerprint import content_address
 from evalglass.core.redact import Redactor
 from evalglass.core.score import Score, Status
+from evalglass.lanes.agent import AgentLane
 from evalglass.lanes.callcache import CallStore, Hit, cache_key, through_cache
 from evalglass.lanes.childwatch import pidfd_watcher
 from evalglass.lanes.daemonpool import (
@@ -62,6 +63,7 @@ from evalglass.metrics.errors import MetricLoadError
 from evalglass.metrics.hostload import host_source, load_function
 
 if TYPE_CHECKING:  # the chat client (openai SDK, aiohttp) is imported only when a chat lane is built
+    from evalglass.core.usage import Price
     from evalglass.lanes.chat import TransportChoice, Usage
 
 _MAX_DETAIL = 2000
@@ -86,6 +88,9 @@ class LaneOutput:
     tries: int = 0
     #: A cached answer this same run got before it was interrupted (counted as the run's own call).
     replayed: bool = False
+    #: An output made by several model calls (an agent's steps): each call's usage and whether it was answered
+    #: from an earlier run's cache, for the token tally; None for an output of one call.
+    model_calls: tuple[tuple[Any, bool], ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +138,7 @@ class LaneColumn:
                 or outcome.call_id is not None
                 or outcome.tries
                 or outcome.replayed
+                or outcome.model_calls is not None
             ):
                 raise ValueError("an output that carries more than its value does not fit in a LaneColumn")
             values.append(outcome.value)
@@ -210,7 +216,8 @@ class TaskLane(ABC):
 class LaneContext:
     """Everything building a lane may use, filled the same way for every lane type: the config's folder (relative
     paths resolve against it), the run's executor and call cache, the environment secrets come from, the retry
-    policy and HTTP transport of model calls, and whether async host functions are shipped to a cluster."""
+    policy and HTTP transport of model calls, whether async host functions are shipped to a cluster, and the
+    config's prices (an agent's trajectory records its cost)."""
 
     base_dir: Path
     executor: Executor
@@ -219,6 +226,7 @@ class LaneContext:
     retrier: Retrier | None = None
     transport: TransportChoice = "auto"
     ship_async: bool = False
+    prices: Mapping[str, Price] | None = None
 
 
 def build_lane(
@@ -231,10 +239,11 @@ def build_lane(
     retrier: Retrier | None = None,
     transport: TransportChoice = "auto",
     ship_async: bool = False,
-) -> TaskLane:
+    prices: Mapping[str, Price] | None = None,
+) -> TaskLane | AgentLane:
     """Build a lane: the class :data:`LANE_TYPES` names for the spec's ``type``, through its ``build(spec,
     context)``. Raises :class:`LaneConfigError` when the function, file or template cannot be used."""
-    context = LaneContext(base_dir, executor, cache, env, retrier, transport, ship_async)
+    context = LaneContext(base_dir, executor, cache, env, retrier, transport, ship_async, prices)
     return LANE_TYPES[spec.type].build(spec, context)
 
 
@@ -997,8 +1006,14 @@ def _tail(text: str, redactor: Redactor, limit: int = _MAX_DETAIL) -> str:
 
 
 #: The lane class of each ``task.type``: the one line a new lane type adds here (its spec joins ``LaneSpec`` in
-#: lanes/specs.py, which the config's ``task:`` union takes whole).
-LANE_TYPES: dict[str, type[TaskLane]] = {"python": PythonLane, "command": CommandLane, "chat": ChatLane}
+#: lanes/specs.py, which the config's ``task:`` union takes whole). The agent lane lives in lanes/agent.py and is
+#: not a TaskLane subclass (it would import this module while this one imports it); it has the Lane port's methods.
+LANE_TYPES: dict[str, type[TaskLane] | type[AgentLane]] = {
+    "python": PythonLane,
+    "command": CommandLane,
+    "chat": ChatLane,
+    "agent": AgentLane,
+}
 
 
 __all__ = [
