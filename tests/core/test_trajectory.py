@@ -54,7 +54,8 @@ TRAJECTORY = {
     "finish": "stop",
     "steps": 2,
 }
-PARIS = [Call("weather", {"city": "Paris"})]
+PARIS_ARGS = {"city": "Paris"}
+PARIS = [Call("weather", PARIS_ARGS)]
 
 
 @pytest.mark.parametrize(
@@ -149,3 +150,39 @@ def test_the_declared_trajectory_form_is_what_the_readers_read() -> None:
     dumped = json.loads(trajectory.model_dump_json(exclude_none=True))
     assert read_calls(dumped) == PARIS and count_model_turns(dumped) == 2
     assert Trajectory.model_validate({**TRAJECTORY, "finish": "max_steps", "final_state": {"cart": []}})
+
+
+def test_calls_recorded_outside_the_messages_are_shown_with_what_they_were_answered() -> None:
+    trace_output = {  # a trace record's output: the last model call's messages, every tool call with its result
+        "messages": [{"role": "assistant", "parts": [{"type": "text", "content": "21 degrees."}]}],
+        "tool_calls": [
+            {"id": "c1", "name": "weather", "arguments": {"city": "Paris"}, "result": {"celsius": 21}},
+            {"id": "c2", "name": "weather", "arguments": {"city": "Atlantis"}, "error_type": "ValueError"},
+        ],
+    }
+    assert read_messages(trace_output) == [
+        {"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "weather", "arguments": PARIS_ARGS}]},
+        {"role": "tool", "parts": [{"type": "tool_call_response", "response": {"celsius": 21}, "id": "c1"}]},
+        {
+            "role": "assistant",
+            "parts": [{"type": "tool_call", "id": "c2", "name": "weather", "arguments": {"city": "Atlantis"}}],
+        },
+        {
+            "role": "tool",
+            "parts": [{"type": "tool_call_response", "response": "ValueError", "error": True, "id": "c2"}],
+        },
+        trace_output["messages"][0],
+    ]
+    assert read_messages(TRAJECTORY) == read_messages(EVALGLASS)  # its messages hold its calls: none added twice
+    calls = [{"name": "weather", "arguments": {"city": "Paris"}}, {"name": "now", "error": "clock stopped"}]
+    assert [message["role"] for message in read_messages(calls)] == ["assistant", "assistant", "tool"]
+    assert read_messages(calls)[2]["parts"][0]["response"] == "clock stopped"
+    for message in read_messages(trace_output):
+        Message.model_validate(message)
+
+
+def test_a_part_that_is_not_an_object_is_unreadable() -> None:
+    with pytest.raises(Unreadable, match="message 1 part 2 is text"):
+        read_messages([{"role": "assistant", "parts": [{"type": "text", "content": "a"}, "b"]}])
+    with pytest.raises(Unreadable, match="'messages' is text"):
+        read_messages({"messages": "hi", "tool_calls": []})

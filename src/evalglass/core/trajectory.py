@@ -110,21 +110,35 @@ def count_model_turns(value: Any) -> int | None:
 
 
 def read_messages(value: Any) -> list[dict[str, Any]]:
-    """The conversation as EvalGlass's messages (``{role, parts}`` as plain JSON), whatever shape it came in; a list
-    of calls becomes one assistant message per call. Raises :class:`Unreadable`."""
+    """The conversation as EvalGlass's messages (``{role, parts}`` as plain JSON), whatever shape it came in. Raises
+    :class:`Unreadable`.
+
+    A call recorded outside the messages (a list of calls, a trajectory's ``tool_calls``) becomes an assistant
+    message with the call, then a tool message with its result or error when the record holds one. A trajectory
+    whose messages hold fewer calls than its ``tool_calls`` (a trace record's output: its messages are the last
+    model call's) gets the calls they lack, in order, before them: the calls came before that last answer."""
     if isinstance(value, Mapping) and "role" not in value:
         messages = value.get("messages", ABSENT)
+        calls = value.get("tool_calls", ABSENT)
         if messages is ABSENT:
-            if "tool_calls" in value:
-                return [_call_message(call) for call in read_calls(value)]
+            if calls is not ABSENT:
+                if not isinstance(calls, list | tuple):
+                    raise Unreadable(f"'tool_calls' is {_kind(calls)}, not a list of calls")
+                return _calls_as_messages(calls, "tool call")
             raise Unreadable(_NOT_A_CONVERSATION)
-        value = messages
-    elif isinstance(value, Mapping):
+        if not isinstance(messages, list | tuple):
+            raise Unreadable(f"'messages' is {_kind(messages)}, not a list of messages")
+        read = read_messages(messages)
+        if calls is ABSENT or not isinstance(calls, list | tuple):
+            return read
+        shown = sum(part.get("type") == "tool_call" for message in read for part in message["parts"])
+        return _calls_as_messages(calls[: max(0, len(calls) - shown)], "tool call") + read
+    if isinstance(value, Mapping):
         value = [value]
     if not isinstance(value, list | tuple):
         raise Unreadable(f"the conversation is {_kind(value)}: {_NOT_A_CONVERSATION}")
     if value and not (isinstance(value[0], Mapping) and "role" in value[0]):
-        return [_call_message(call) for call in read_calls_of_list(value, "the conversation")]
+        return _calls_as_messages(value, "call")
     return [_message(message, index) for index, message in enumerate(value)]
 
 
@@ -222,7 +236,10 @@ def _message(message: Any, index: int) -> dict[str, Any]:
     if parts is not ABSENT:
         if not isinstance(parts, list | tuple):
             raise Unreadable(f"message {index + 1}: 'parts' is {_kind(parts)}, not a list")
-        return {"role": role, "parts": [dict(part) if isinstance(part, Mapping) else part for part in parts]}
+        for number, part in enumerate(parts):
+            if not isinstance(part, Mapping):
+                raise Unreadable(f"message {index + 1} part {number + 1} is {_kind(part)}, not an object")
+        return {"role": role, "parts": [dict(part) for part in parts]}
     found: list[dict[str, Any]] = []
     content = message.get("content")
     if role == "tool":  # OpenAI: the result of one call
@@ -279,8 +296,33 @@ def _call_part(call: Call) -> dict[str, Any]:
     return part
 
 
-def _call_message(call: Call) -> dict[str, Any]:
-    return {"role": "assistant", "parts": [_call_part(call)]}
+def _calls_as_messages(items: Sequence[Any], what: str) -> list[dict[str, Any]]:
+    """Each call as the assistant message that made it, and its result (or error) as the tool message after it."""
+    messages: list[dict[str, Any]] = []
+    for index, item in enumerate(items):
+        part = _call_part(_call(item, f"{what} {index + 1}"))
+        call_id = item.get("id")
+        if type(call_id) is str:
+            part = {"type": "tool_call", "id": call_id, **{k: v for k, v in part.items() if k != "type"}}
+        messages.append({"role": "assistant", "parts": [part]})
+        answered = _recorded_response(item)
+        if answered is not None:
+            if type(call_id) is str:
+                answered["id"] = call_id
+            messages.append({"role": "tool", "parts": [answered]})
+    return messages
+
+
+def _recorded_response(item: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What a recorded call was answered (EvalGlass's ``result``, or ``error``/``error_type``), None when the record
+    holds neither (an OpenAI or Anthropic call, a result not captured)."""
+    error, error_type = item.get("error"), item.get("error_type")
+    if error is not None or error_type is not None:
+        text = str(error if error is not None else error_type)
+        return {"type": "tool_call_response", "response": text, "error": True}
+    if "result" in item:
+        return {"type": "tool_call_response", "response": item["result"]}
+    return None
 
 
 def _kind(value: Any) -> str:

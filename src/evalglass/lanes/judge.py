@@ -37,6 +37,7 @@ from evalglass.core.calibration import Calibration, calibrate
 from evalglass.core.example import Example
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.score import Diagnostic, Score, Status, Validity
+from evalglass.core.trajectory import Unreadable
 from evalglass.errors import SetupError
 from evalglass.lanes.callcache import CallStore, cache_key
 from evalglass.lanes.chat import ChatClient, ChatRequest, TransportChoice, answer
@@ -44,8 +45,9 @@ from evalglass.lanes.executor import Executor
 from evalglass.lanes.retry import Attempt, Retrier
 from evalglass.lanes.task import LaneConfigError
 from evalglass.lanes.templating import TemplateFailure, compile_template, render
+from evalglass.lanes.transcript import Cut, Transcripts, with_cut
 from evalglass.metrics.base import BuildContext, measured_target, missing_reference, reference_getter
-from evalglass.metrics.invalid import InvalidAnswer, invalid_answer
+from evalglass.metrics.invalid import InvalidAnswer, UnreadableAnswer, invalid_answer, unreadable_answer
 from evalglass.metrics.llm_judge import (
     DEFAULT_PROMPT,
     JudgeScale,
@@ -221,9 +223,11 @@ class Judge:
         retrier: Retrier | None = None,
         transport: TransportChoice = "auto",
         invalid: InvalidAnswer | None = None,
+        unreadable: UnreadableAnswer | None = None,
     ) -> None:
-        """``invalid`` scores an example whose output the judge cannot be shown (see ``metrics.invalid``); by
-        default as for a metric whose higher values are better."""
+        """``invalid`` scores an example whose output the judge cannot be shown (see ``metrics.invalid``), and
+        ``unreadable`` one whose conversation a ``transcript`` judge cannot read; by default as for a metric whose
+        higher values are better."""
         self.spec = spec
         rubric_path = (base_dir / spec.rubric).resolve()
         try:
@@ -245,6 +249,8 @@ class Judge:
         self._target = measured_target(spec)
         self._invalid = invalid if invalid is not None else invalid_answer(spec, BuildContext(base_dir))
         self._reference = reference_getter(spec) if spec.reference is not None else None
+        self._transcripts = Transcripts(spec.transcript) if spec.transcript is not None else None
+        self._unreadable = unreadable if unreadable is not None else unreadable_answer(spec, BuildContext(base_dir))
 
     async def aclose(self) -> None:
         await self.client.aclose()
@@ -252,14 +258,27 @@ class Judge:
     def render(self, example: Example) -> list[tuple[str, str]] | Score:
         """The messages for ``example``, or the Score that explains why there are none (the reference is looked at
         first: without it nothing is measured, whatever the answer)."""
+        return self.render_with_cut(example)[0]
+
+    def render_with_cut(self, example: Example) -> tuple[list[tuple[str, str]] | Score, Cut | None]:
+        """:meth:`render`, and how much of the transcript was cut (None: all of it is shown, or there is none)."""
         reference: Any = ABSENT
         if self._reference is not None:
             reference = self._reference(example)
             if reference is ABSENT:
-                return missing_reference(self.spec, example)
+                return missing_reference(self.spec, example), None
         target = self._target(example)
         if target is ABSENT:
-            return self._invalid(example)
+            return self._invalid(example), None
+        shown_cut: Cut | None = None
+        transcript: str | None = None
+        if self._transcripts is not None:
+            rendered = self._transcripts.of(example, target)
+            if isinstance(rendered, Unreadable):
+                return self._unreadable("trajectory_unreadable", f"the output is not a conversation: {rendered}"), None
+            if isinstance(rendered, TemplateFailure):
+                return Score.error(rendered.code, rendered.message), None
+            transcript, shown_cut = rendered
         context: dict[str, Any] = {
             "rubric": self.rubric,
             "output": target if isinstance(target, str) else orjson.dumps(target).decode(),
@@ -270,17 +289,19 @@ class Judge:
         }
         if reference is not ABSENT:
             context["reference"] = reference if isinstance(reference, str) else orjson.dumps(reference).decode()
+        if transcript is not None:
+            context["transcript"] = transcript
         try:
             return [
                 (role, render(template, context, what=f"the judge {role} prompt", example_id=example.id))
                 for role, template in self._templates
-            ]
+            ], shown_cut
         except TemplateFailure as failure:
-            return Score.error(failure.code, failure.message)
+            return Score.error(failure.code, failure.message), None
 
     async def judge(self, example: Example) -> JudgeResult:
         """Judge one example (one sample of it). Never raises for a per-example problem."""
-        messages = self.render(example)
+        messages, shown_cut = self.render_with_cut(example)
         if isinstance(messages, Score):
             return JudgeResult(messages)
         request = ChatRequest.build(self.spec, messages)
@@ -305,7 +326,7 @@ class Judge:
             return JudgeResult(score, attempts=attempts, call_id=key, tries=tries)
         parsed = parse_judge_answer(reply.content, self.spec.scale, evidence=evidence)
         return JudgeResult(
-            parsed.score,
+            with_cut(parsed.score, shown_cut),
             parsed.rationale,
             parsed.label,
             reply.content,

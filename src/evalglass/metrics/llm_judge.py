@@ -21,7 +21,7 @@ from evalglass.core.stats import ScaleSpec
 from evalglass.lanes.specs import EndpointSpec, check_template
 from evalglass.metrics.base import AsyncScorer, BuildContext, MetricSpec, without_default_invalid_output
 from evalglass.metrics.errors import MetricLoadError
-from evalglass.metrics.invalid import invalid_answer
+from evalglass.metrics.invalid import invalid_answer, unreadable_answer
 from evalglass.metrics.versions import judge_parser_id
 
 DEFAULT_PROMPT = """\
@@ -42,6 +42,68 @@ You are grading one output of an AI system against a rubric.
 Answer with one JSON object and nothing else:
 {"score": <{{ scale }}>, "rationale": "<one or two sentences>"}
 """
+
+
+DEFAULT_TRANSCRIPT_PROMPT = """\
+You are grading what an AI agent did, against a rubric.
+
+# Rubric
+{{ rubric }}
+
+# Example
+{{ example | json }}
+{% if reference is defined %}
+# Reference
+{{ reference }}
+{% endif %}
+# Transcript to grade
+{{ transcript }}
+
+Answer with one JSON object and nothing else:
+{"score": <{{ scale }}>, "rationale": "<one or two sentences>"}
+"""
+
+#: One line per part: ``[role]`` opens a message, ``-> name(arguments)`` is a tool call (the text the model sent when
+#: it was not JSON), ``<- result`` its result, ``<- error: ...`` a tool's failure, ``(kind)`` any other part (an
+#: image, a reasoning block) so that nothing the agent did is silently left out.
+DEFAULT_TRANSCRIPT_TEMPLATE = """\
+{% for message in messages %}[{{ message.role }}]
+{% for part in message.parts %}{% if part.type == "text" %}{{ part.content if part.content is defined }}
+{% elif part.type == "tool_call" %}-> {{ part.name }}(\
+{% if part.invalid_arguments is defined %}{{ part.invalid_arguments }}\
+{% elif part.arguments is defined %}{{ part.arguments | json }}{% endif %})
+{% elif part.type == "tool_call_response" %}<- \
+{% if part.error is defined and part.error and not (part.response is string and part.response.startswith("error")) %}\
+error: {% endif %}\
+{% if part.response is string %}{{ part.response }}\
+{% elif part.response is defined %}{{ part.response | json }}{% endif %}
+{% else %}({{ part.type if part.type is defined else "part" }})
+{% endif %}{% endfor %}{% endfor %}"""
+
+
+class TranscriptSpec(BaseModel):
+    """``transcript:`` on an ``llm_judge``: the judge is shown the whole conversation (``{{ transcript }}``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    template: str = Field(
+        default=DEFAULT_TRANSCRIPT_TEMPLATE,
+        description="Jinja2 template over `messages` (EvalGlass's {role, parts}) that renders the transcript.",
+    )
+    max_chars: int = Field(
+        default=20_000,
+        ge=200,
+        description="The budget: a longer transcript keeps its beginning and end, the cut noted (transcript_cut).",
+    )
+    input: str | None = Field(
+        default=None,
+        description="Record path of input messages to put first (a trace record's `input.messages`).",
+    )
+
+    @model_validator(mode="after")
+    def _template_compiles(self) -> TranscriptSpec:
+        check_template(self.template, where="transcript template")
+        return self
 
 
 class JudgeScale(BaseModel):
@@ -111,6 +173,18 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
     scale: JudgeScale
     prompt: str = Field(default=DEFAULT_PROMPT, description="Jinja2 template of the user message.")
     system: str | None = Field(default=None, description="Jinja2 template of a system message.")
+    transcript: TranscriptSpec | None = Field(
+        default=None,
+        description="Show the judge the whole conversation as `{{ transcript }}` (default prompt: the transcript's).",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _transcript_prompt(cls, data: Any) -> Any:
+        """A judge of transcripts that declares no prompt is given the one that shows the transcript."""
+        if isinstance(data, Mapping) and data.get("transcript") is not None and "prompt" not in data:
+            return {**data, "prompt": DEFAULT_TRANSCRIPT_PROMPT}
+        return data
 
     @model_validator(mode="after")
     def _templates_compile(self) -> LlmJudgeSpec:
@@ -134,6 +208,7 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
                 executor=context.executor,
                 cache=context.cache,
                 invalid=invalid_answer(self, context),
+                unreadable=unreadable_answer(self, context),
             )
         except LaneConfigError as exc:
             raise MetricLoadError(str(exc)) from None
@@ -152,13 +227,12 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
 
     def fingerprint_payload(self) -> dict[str, Any]:
         """What a gate approval on this judge is bound to: its definition, not where it is served (``base_url``)
-        nor how it is reached (timeout, limits, retries, the key's variable)."""
-        return without_default_invalid_output(
-            self.model_dump(
-                mode="json",
-                exclude={"description", "timeout", "concurrency", "rpm", "retry", "api_key_env", "base_url"},
-            )
-        )
+        nor how it is reached (timeout, limits, retries, the key's variable). ``transcript`` only when declared, so
+        a judge without one keeps the fingerprint it was approved under."""
+        excluded = {"description", "timeout", "concurrency", "rpm", "retry", "api_key_env", "base_url"}
+        if self.transcript is None:
+            excluded.add("transcript")
+        return without_default_invalid_output(self.model_dump(mode="json", exclude=excluded))
 
 
 #: The rules that turn a judge's answer into a score (``lanes.judge.parse_judge_answer``). Changing them changes what a
@@ -191,6 +265,8 @@ def judge_fingerprint_of(spec: LlmJudgeSpec, rubric_sha256: str) -> str:
         "reference": spec.reference,
         "parser": JUDGE_PARSER,
     }
+    if spec.transcript is not None:  # what the judge is shown (a judge without one keeps its fingerprint)
+        payload["transcript"] = spec.transcript.model_dump(mode="json")
     return content_address(payload)
 
 
@@ -202,9 +278,12 @@ def judges_among(metrics: Mapping[str, MetricSpec]) -> dict[str, LlmJudgeSpec]:
 
 __all__ = [
     "DEFAULT_PROMPT",
+    "DEFAULT_TRANSCRIPT_PROMPT",
+    "DEFAULT_TRANSCRIPT_TEMPLATE",
     "JUDGE_PARSER",
     "JudgeScale",
     "LlmJudgeSpec",
+    "TranscriptSpec",
     "judge_fingerprint",
     "judge_fingerprint_of",
     "judges_among",
