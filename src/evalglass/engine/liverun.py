@@ -329,7 +329,8 @@ def _build(loaded: LoadedConfig, executor: Executor, cache: CallCache | None) ->
 
 
 def _retries(attempts: Sequence[Attempt]) -> int:
-    return max(0, len(attempts) - 1)
+    """Attempts after the first of their call (an agent's outcome holds the attempts of each of its model steps)."""
+    return sum(attempt.number > 1 for attempt in attempts)
 
 
 class LiveScorer:
