@@ -66,10 +66,11 @@ def turns() -> dict[str, Any]:
 def test_the_agent_lane_runs_the_documented_agent_and_a_rerun_asks_nothing_again(tmp_path: Path) -> None:
     with FakeOpenAI(turns=turns()) as server:
         agent_project(tmp_path, server)
-        result = evalglass("run", "--no-history", "--no-progress", cwd=tmp_path, env={"COLUMNS": "80"})
+        result = evalglass("run", "--no-history", cwd=tmp_path, env={"COLUMNS": "80"})
         assert result.code == 0, result.out + result.err
         shown_lines_are_printed(block("", "right_calls\n    value: 0.3333"), result.out)
         assert server.request_count == 10  # "Ten model steps were made"
+        assert "(3 calls, 0 from cache, 0 retries)" in result.err  # an agent's later steps are not retries
         again = evalglass("run", "--no-history", "--no-progress", cwd=tmp_path)
         assert again.code == 0 and server.request_count == 10  # replayed from the cache
     folder = Path((tmp_path / ".evalglass" / "last-run").read_text().strip())
