@@ -193,12 +193,13 @@ def test_the_run_record_keeps_the_versions_that_decided_and_explain_shows_them(t
     )
     approve(project, threshold=0.5)
     assert project.run("--out", "out").code in (0, 1)
-    expected = {"metric:exact_match": 1, "interval:wilson": 1, "interval:student_t": 1}
+    expected = {"metric:exact_match": 1, "interval:wilson": 1, "interval:student_t": 1, "rule:lower_bound": 2}
     assert _record(tmp_path / "out")["gate_evaluators"] == {"accuracy": expected}
     explained = project.cli("explain", "accuracy", "--run", "out")
-    assert "Evaluators: exact_match@1, wilson@1, student_t@1 decided this run" in explained.out, explained.out
+    labels = "exact_match@1, wilson@1, student_t@1, lower_bound@2"
+    assert f"Evaluators: {labels} decided this run" in explained.out, explained.out
     details = project.cli("explain", "accuracy", "--run", "out", "--format", "json").json()[0]["details"]
-    assert any("exact_match@1, wilson@1, student_t@1" in line for line in details)
+    assert any(labels in line for line in details)
     assert project.cli("verify", "out").code == 0
 
 

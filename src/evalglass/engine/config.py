@@ -28,7 +28,7 @@ from evalglass.lanes.checkspec import CheckSpec
 from evalglass.lanes.specs import EndpointSpec, LaneSpec
 from evalglass.metrics.llm_judge import LlmJudgeSpec, judges_among
 from evalglass.metrics.registry import AnyMetricSpec
-from evalglass.metrics.versions import gate_evaluators
+from evalglass.metrics.versions import fingerprinted, gate_evaluators
 from evalglass.readers.userfiles import read_regular
 from evalglass.readers.yamlsource import YamlDocument, load_yaml
 
@@ -485,7 +485,7 @@ class Config(BaseModel):
         if isinstance(self.task, RecordedTask):
             # Which field holds the outputs decides what is measured: pointing it elsewhere needs a new approval.
             payload["recorded_output"] = {"field": self.task.field, "samples": self.task.samples}
-        evaluators = self.gate_evaluators(name) if versions is None else dict(versions)
+        evaluators = fingerprinted(self.gate_evaluators(name) if versions is None else versions)
         if evaluators:
             payload["evaluators"] = evaluators
         return payload
