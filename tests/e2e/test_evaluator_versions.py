@@ -27,6 +27,7 @@ def bumped(project: Project, *args: str, versions: dict[str, int]) -> CliResult:
         "reducer": "REDUCER_VERSIONS",
         "interval": "INTERVAL_VERSIONS",
         "paired": "PAIRED_VERSIONS",
+        "rule": "RULE_VERSIONS",
     }
     patch = "; ".join(
         f"v.{tables[key.split(':')[0]]} = {{**v.{tables[key.split(':')[0]]}, {_member(key)}: {version}}}"
@@ -119,6 +120,22 @@ def test_lower_bound_gates_depend_on_their_interval_method(tmp_path):
     assert json.loads(first.out)["decision"]["gates"][0]["outcome"] in ("pass", "fail")
     result = bumped(project, "run", "--format", "json", versions={"interval:wilson": 2})
     assert "wilson@1 → wilson@2" in stale_message(result)
+
+
+def test_an_approval_made_under_the_two_way_lower_bound_rule_is_stale_and_says_so(tmp_path):
+    """lower_bound@2 decides three ways; an approval made before (when fingerprints named no rule) goes stale."""
+    project = make_project(tmp_path, gates={"accuracy": {"metric": "exact", "rule": "lower_bound", "level": 0.6}})
+    loaded = load_config(project.evals / "evalglass.yaml")
+    config, files = loaded.config, loaded.definition_files
+    current = config.gate_evaluators("accuracy")
+    assert current["rule:lower_bound"] == 2
+    before = {key: version for key, version in current.items() if not key.startswith("rule:")}
+    approved_then = config.gate_fingerprint("accuracy", files, versions=before)
+    assert approved_then == config.gate_fingerprint("accuracy", files, versions={**before, "rule:lower_bound": 1})
+    assert approved_then != config.gate_fingerprint("accuracy", files)
+    approve(project, fingerprint=approved_then, threshold=0.5)
+    message = stale_message(project.run("--format", "json"))
+    assert "lower_bound@1 → lower_bound@2" in message
 
 
 def test_sampled_gates_depend_on_their_reducer(tmp_path):

@@ -115,6 +115,8 @@ class GateResult(BaseModel):
             return self
         if undecided and (self.outcome is not Outcome.BLOCKED or len(self.reasons) != 1):
             raise ValueError(f"gate {self.name}: an undecided gate is blocked, with that one reason")
+        if undecided and self.rule is not GateRule.LOWER_BOUND:
+            raise ValueError(f"gate {self.name}: only an interval rule (lower_bound) is ever undecided")
         if not undecided and self.reasons and (self.outcome is not Outcome.FAIL or len(self.reasons) != 1):
             raise ValueError(f"gate {self.name}: only a failing gate says below_threshold, once")
         if not undecided and self.outcome not in (Outcome.PASS, Outcome.FAIL):

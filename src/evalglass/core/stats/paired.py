@@ -347,9 +347,10 @@ def pairs_to_decide(
             return interval.low >= threshold or interval.high < threshold
         return interval.high <= threshold or interval.low > threshold
 
-    low, high = n, max(guess, n + 1)
-    steps = 0
-    while not decides(high):
+    if decides(1):
+        return 1
+    low, high, steps = 1, max(guess, 2), 0
+    while not decides(high):  # the normal answer can fall short of the interval's own: go up until it decides
         low, high = high, math.ceil(high * 1.25)
         steps += 1
         if steps > _SEARCH_STEPS or high > 10**12:
