@@ -1,14 +1,14 @@
 """How often an unchanged candidate comes out `undecided` at a comparative gate (`rule: lower_bound`), by suite size,
 margin and how much the system's answers vary between runs: the table in docs/comparing-runs.md.
 
-    python benchmarks/aa_undecided.py            # prints the Markdown table (about 10 s)
+    python benchmarks/aa_undecided.py            # prints the Markdown table (a few seconds)
 
 An A/A comparison of a binary metric: every example is scored by two runs of the same system. With discordance q
 (the share of examples whose outcome differs between the two runs; temperature noise makes it large) and accuracy
 0.85, the paired 2x2 table of each simulated suite is drawn from the multinomial with cells both = 0.85 - q/2,
 baseline only = candidate only = q/2, neither = 0.15 - q/2, and decided exactly as a gate decides: Newcombe's
 paired interval at 2 * 0.95 - 1 (its ends are the one-sided 95% bounds) and ``core.gatespec.rule_decision``.
-Each cell gives the simulated undecided rate (2,000 suites, seeded) and, in brackets, the forecast `explain` and
+Each cell gives the simulated undecided rate (1,000 suites, seeded) and, in brackets, the forecast `explain` and
 `preflight` make from the observed spread (``core.stats.unchanged_odds``). The largest false-`fail` rate seen is
 printed under the table (it must stay under the nominal 5%).
 """
@@ -25,7 +25,7 @@ from evalglass.core.stats import Direction, PairedTable, newcombe_paired, unchan
 
 ACCURACY = 0.85
 LEVEL = 0.95
-REPS = 2000
+REPS = 1000
 DISCORDANCE = (0.05, 0.10, 0.20, 0.30)
 SIZES = (300, 1000, 2000, 5000)
 MARGINS = (0.01, 0.02, 0.05)

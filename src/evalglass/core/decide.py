@@ -90,8 +90,13 @@ class Measured:
     clusters: IntArray | None
     spec: MetricInput
     column: ScoreColumn  # one row per example, for comparative gates
-    #: How much each example's samples vary (samples per example and the mean reducer); None otherwise.
-    within: WithinSpread | None = None
+    #: The sample rows' example indices (None: one row per example), for the epochs advice of interval rules.
+    example_of_row: IntArray | None = None
+
+    def within(self) -> WithinSpread | None:
+        """How much each example's samples vary (samples per example and the mean reducer); None otherwise.
+        Computed only for the gates that say what more samples would buy (comparative gates, interval rules)."""
+        return within_of(self.spec.column, self.example_of_row, len(self.column), self.spec.reducer)
 
 
 def per_example(column: ScoreColumn, shape: RunShape, reducer: Reducer, k: int | None) -> ScoreColumn:
@@ -117,8 +122,14 @@ def measure(metric: MetricInput, shape: RunShape) -> Measured:
         estimate=estimate,
         population=population,
     )
-    within = within_of(metric.column, shape.example_of_row, shape.examples, metric.reducer)
-    return Measured(summary=summary, values=values, clusters=clusters, spec=metric, column=column, within=within)
+    return Measured(
+        summary=summary,
+        values=values,
+        clusters=clusters,
+        spec=metric,
+        column=column,
+        example_of_row=shape.example_of_row,
+    )
 
 
 def estimate_of(
@@ -228,7 +239,7 @@ def decide_run(
                     item.spec.scale,
                     comparative,
                     shape.clusters,
-                    within=item.within,
+                    within=item.within(),
                 )
             )
         else:
@@ -314,13 +325,14 @@ def _advice(spec: GateSpec, item: Measured, bound: Interval | None, threshold: f
     point = float(values.mean())
     examples = examples_to_decide(point=point, threshold=threshold, level=spec.level, variance=variance, binary=binary)
     epochs = None
-    if item.within is not None and variance is not None:
+    within = item.within()
+    if within is not None and variance is not None:
         epochs = epochs_to_decide(
             point=point,
             threshold=threshold,
             n=int(values.size),
             variance=variance,
-            within=item.within,
+            within=within,
             level=spec.level,
         )
     return Advice(examples=examples, epochs=epochs)
