@@ -414,7 +414,7 @@ def run(
                 fix="drop those options, or drop --dry-run",
             )
         path = example_config(example) if example is not None else find_config(config_path)
-        _preflight(path, pinned_ledger, None, fmt)
+        _preflight(path, pinned_ledger, None, fmt, db)
     with _long_lived_imports():
         _load_numpy()
         from evalglass.api import run as run_evaluation
@@ -440,15 +440,9 @@ def run(
             config_path = Path(load_manifest(folder).config_path)
     path = example_config(example) if example is not None else find_config(config_path)
     mode: CacheMode = "off" if no_cache else "refresh" if refresh else "use"
-    from evalglass.engine.runlocator import installed
-
-    def from_history(ref: str) -> Path | None:
-        found = _from_history(ref, db=db)
-        return found.folder if found.run_id is not None else None
-
-    with _stdout_to_stderr(), installed(from_history):
+    with _stdout_to_stderr():
         result = run_evaluation(
-            path, out=out, cache=mode, resume=folder, progress=not no_progress, pinned_ledger=pinned_ledger
+            path, out=out, cache=mode, resume=folder, progress=not no_progress, pinned_ledger=pinned_ledger, db=db
         )
     warnings = list(result.warnings)
     if not no_history:  # the history never changes the verdict or the exit code: at worst, one warning line
@@ -485,14 +479,22 @@ def run(
     metavar="YYYY-MM-DD",
     help="Check expiry on this day instead of today (UTC): today or later only, to see what will expire.",
 )
+@click.option(
+    "--db",
+    metavar="URL",
+    help="Look a baseline the ledger names by reference (main@latest) up in this history database, as `run` would "
+    "[default: $EVALGLASS_DB, else .evalglass/history.sqlite].",
+)
 @FORMAT
-def preflight(config_path: Path | None, pinned_ledger: Path | None, today: str | None, fmt: str) -> None:
+def preflight(
+    config_path: Path | None, pinned_ledger: Path | None, today: str | None, db: str | None, fmt: str
+) -> None:
     """Show what every gate would be (informational, would decide, or blocked now and why) without running
     anything; exit 0 when every active gate could decide, 1 when any would be blocked."""
-    _preflight(find_config(config_path), pinned_ledger, today, fmt)
+    _preflight(find_config(config_path), pinned_ledger, today, fmt, db)
 
 
-def _preflight(path: Path, pinned_ledger: Path | None, today: str | None, fmt: str) -> NoReturn:
+def _preflight(path: Path, pinned_ledger: Path | None, today: str | None, fmt: str, db: str | None) -> NoReturn:
     from datetime import UTC, datetime
 
     from evalglass.collector import collector_paused
@@ -512,10 +514,16 @@ def _preflight(path: Path, pinned_ledger: Path | None, today: str | None, fmt: s
                 f"--today {today} is before today ({clock}): preflight can look ahead, never back",
                 fix="pass today's date or a later one",
             )
+    from contextlib import ExitStack
+
+    from evalglass.history.locator import history_locator
+
+    # The locator a run would get (evalglass.api.run), so a baseline named by reference is judged as the run judges it.
+    stack = click.get_current_context().with_resource(ExitStack())
     # A large suite's config and ledger leave ~100,000 objects alive, and each object made after them (a reason, a
     # preview per gate) kept triggering full collector passes over them all: a fifth of the command's time.
     with collector_paused():
-        found = compute(path, today=today or clock, pinned_ledger=pinned_ledger)
+        found = compute(path, today=today or clock, pinned_ledger=pinned_ledger, locator=history_locator(db, stack))
     if fmt == "json":
         _emit_json(preflight_json(found))
     else:
@@ -947,10 +955,44 @@ from evalglass.history.commands import history  # noqa: E402  (click only; the d
 main.add_command(history)
 
 
+class _TextSink:
+    """Bytes (UTF-8 JSON) written to standard output as text."""
+
+    def write(self, data: bytes, /) -> int:
+        return sys.stdout.write(data.decode())
+
+
+@main.command("export")
+@click.argument("folder", required=False, type=click.Path(path_type=Path))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["otlp"]),
+    required=True,
+    help='otlp: gen_ai.evaluation.result events, OTLP/JSON lines (docs/traces.md, "Results out").',
+)
+@click.option("--out", type=click.Path(path_type=Path), help="Write to this file (default: standard output).")
+@DB
+def export_run(folder: Path | None, fmt: str, out: Path | None, db: str | None) -> None:
+    """Export a finished run's per-example scores (default: the last run) for another tool."""
+    from evalglass.engine.otlpexport import export_otlp
+
+    resolved = resolve_run_folder(folder, db)
+    if out is None:
+        export_otlp(resolved, _TextSink())  # through the redacting stdout, as everything the CLI prints
+        return
+    from evalglass.engine.runfolder import atomically
+
+    with atomically(out) as file:
+        exported = export_otlp(resolved, file)
+    linked = "linked to their spans" if exported.linked else "not linked to spans (the run was not read from traces)"
+    click.echo(f"wrote {exported.events:,} gen_ai.evaluation.result events to {out}, {linked}", err=True)
+
+
 @main.command()
 @click.argument(
     "which",
-    type=click.Choice(["config", "ledger", "scorecard", "runrecord", "scores", "comparison"]),
+    type=click.Choice(["config", "ledger", "scorecard", "runrecord", "scores", "comparison", "trace-record"]),
     default="config",
     required=False,
 )

@@ -18,8 +18,10 @@ from typing import TYPE_CHECKING
 from evalglass.core.authority import (
     JudgeStanding,
     Reason,
+    check_inputs_unbound_reason,
     check_unbound_reason,
     declared_gate_authority,
+    unbound_inputs_text,
     undeclared_gates,
 )
 from evalglass.core.evaluators import evaluator_labels
@@ -27,7 +29,9 @@ from evalglass.core.preflight import GatePreview, Preflight, Standing
 from evalglass.engine.config import LoadedConfig, load_config
 from evalglass.engine.datasetfile import gold_fingerprint_of
 from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger, refuse_unpinned_ledger
+from evalglass.engine.runlocator import RunLocator
 from evalglass.engine.staleness import stale_causes
+from evalglass.lanes.checkinputs import unbound_inputs
 
 if TYPE_CHECKING:  # the statistics are imported only when a comparative gate names a readable baseline
     from evalglass.core.comparative import BaselineRun
@@ -35,8 +39,11 @@ if TYPE_CHECKING:  # the statistics are imported only when a comparative gate na
     from evalglass.core.gatespec import GateSpec
 
 
-def preflight(config_path: Path, *, today: str, pinned_ledger: Path | None = None) -> Preflight:
-    """Every gate's standing on ``today`` (YYYY-MM-DD). Bad input raises ``SetupError`` as a run would."""
+def preflight(
+    config_path: Path, *, today: str, pinned_ledger: Path | None = None, locator: RunLocator | None = None
+) -> Preflight:
+    """Every gate's standing on ``today`` (YYYY-MM-DD). Bad input raises ``SetupError`` as a run would.
+    ``locator``: how a run would find a baseline named by reference (``engine.runlocator``)."""
     loaded = load_config(config_path)
     refuse_unpinned_ledger(loaded, pinned_ledger)
     config = loaded.config
@@ -51,7 +58,9 @@ def preflight(config_path: Path, *, today: str, pinned_ledger: Path | None = Non
         standings = judge_standings(loaded)
     causes = stale_causes(config, loaded.definition_files, ledger.ledger, fingerprints)
     previews = [
-        _preview(loaded, ledger, name, fingerprints[name], dataset_fingerprint, standings, causes.get(name), today)
+        _preview(
+            loaded, ledger, name, fingerprints[name], dataset_fingerprint, standings, causes.get(name), today, locator
+        )
         for name in config.gates
     ]
     for gate in undeclared_gates(ledger.ledger, list(config.gates), ledger.gate_where()):
@@ -85,6 +94,7 @@ def _preview(
     standings: dict[str, JudgeStanding],
     stale_cause: str | None,
     today: str,
+    locator: RunLocator | None,
 ) -> GatePreview:
     config = loaded.config
     gate = config.gates[name]
@@ -105,15 +115,31 @@ def _preview(
     )
     kind = "check" if gate.check is not None else "comparative" if gate.compare_to is not None else "metric"
     evaluators = evaluator_labels(config.gate_evaluators(name))
-    baseline = _Baseline.read(loaded, ledger, name) if gate.compare_to is not None else None
+    # What the check's run records too (lanes.checkinputs), from the same declaration and files.
+    unbound = unbound_inputs(config.checks[gate.check], loaded.base_dir) if gate.check is not None else ()
+    baseline = _Baseline.read(loaded, ledger, name, locator) if gate.compare_to is not None else None
     forecast = baseline.forecast(authority.margin) if baseline is not None else None
     if not authority.active:
+        # Said before activation too: the host approves a fingerprint that would not cover that code.
+        said = (unbound_inputs_text(gate.subject, unbound),) if unbound else ()
         return GatePreview(
-            name, gate.subject, kind, Standing.INFORMATIONAL, fingerprint, evaluators=evaluators, forecast=forecast
+            name,
+            gate.subject,
+            kind,
+            Standing.INFORMATIONAL,
+            fingerprint,
+            notes=said,
+            evaluators=evaluators,
+            forecast=forecast,
         )
     reasons = list(authority.reasons)
+    notes = authority.notes
     if gate.check is not None and authority.require_binding and gate.expect_state is None:
         reasons.append(check_unbound_reason(gate.check))
+    if unbound and authority.require_binding:
+        reasons.append(check_inputs_unbound_reason(gate.subject, unbound))
+    elif unbound:
+        notes = (*notes, unbound_inputs_text(gate.subject, unbound))
     if baseline is not None:
         reasons.extend(baseline.reasons)
     return GatePreview(
@@ -125,7 +151,7 @@ def _preview(
         threshold=authority.threshold,
         margin=authority.margin,
         reasons=tuple(reasons),
-        notes=authority.notes,
+        notes=notes,
         evaluators=evaluators,
         forecast=forecast,
     )
@@ -141,7 +167,7 @@ class _Baseline:
     found: BaselineRun | None
 
     @classmethod
-    def read(cls, loaded: LoadedConfig, ledger: LoadedLedger, name: str) -> _Baseline:
+    def read(cls, loaded: LoadedConfig, ledger: LoadedLedger, name: str, locator: RunLocator | None) -> _Baseline:
         from evalglass.core.comparative import baseline_reasons
         from evalglass.engine.baselines import read_baseline
 
@@ -150,7 +176,7 @@ class _Baseline:
         approval = ledger.ledger.baselines.get(gate.compare_to)
         if approval is None:
             return cls(gate, baseline_reasons(gate.compare_to, None, None, listed=False), None)
-        found, _ = read_baseline(gate.compare_to, ledger, [gate.metric])
+        found, _ = read_baseline(gate.compare_to, ledger, [gate.metric], locator)
         return cls(gate, baseline_reasons(gate.compare_to, approval.fingerprint, found, listed=True), found)
 
     def forecast(self, approved_margin: float | None) -> UnchangedForecast | None:
