@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from evalglass import hostwatch
 from evalglass.engine.sink import BuiltMetric, guard_unparsed
 from evalglass.errors import SetupError
 from evalglass.metrics.base import AsyncScorer, BuildContext, CheckSink, MetricShipper, MetricSpec, Scorer
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from evalglass.engine.config import LoadedConfig
     from evalglass.lanes.callcache import CallStore
     from evalglass.lanes.executor import Executor
+    from evalglass.metrics.registry import AnyMetricSpec
 
 
 def build_scorer(loaded: LoadedConfig, name: str, spec: MetricSpec, context: BuildContext) -> Scorer:
@@ -49,13 +51,22 @@ def build_metrics(
             check_sink=check_sink,
             shipper=shipper if ships else None,
         )
-        function = build_scorer(loaded, name, spec, context)
+        label = metric_label(name, spec)
+        with hostwatch.watch(label):  # building a host metric imports its module: host code runs
+            function = build_scorer(loaded, name, spec, context)
         if isinstance(function, AsyncScorer):
             raise TypeError(f"metric '{name}' built an asynchronous scorer but does not declare itself live")
         if config.parse_json:
             function = guard_unparsed(name, spec.judges_json, function)
-        built.append(BuiltMetric(name=name, function=function, parallel=spec.parallel or ships))
+        built.append(BuiltMetric(name=name, function=function, parallel=spec.parallel or ships, label=label))
     return built
+
+
+def metric_label(name: str, spec: AnyMetricSpec) -> str:
+    """How the supervisor names this metric when the process dies while it runs: ``python metric 'm'
+    (m.py:score)``."""
+    reference = spec.host_reference()
+    return f"{spec.type} metric '{name}'" + (f" ({reference})" if reference else "")
 
 
 def build_live_metric(loaded: LoadedConfig, name: str, executor: Executor, cache: CallStore | None) -> AsyncScorer:

@@ -237,10 +237,12 @@ def run_standalone_checks(loaded: LoadedConfig) -> dict[str, CheckResult]:
     names = config.standalone_checks
     if not names:
         return {}
+    from evalglass.engine.checking import checks_watch
     from evalglass.lanes.checkrun import run_checks  # subprocess, signals: only for runs that have checks
 
     expected = {name: state for name in names if (state := config.expected_state(name)) is not None}
-    return run_checks({name: config.checks[name] for name in names}, loaded.base_dir, expected=expected)
+    with checks_watch(names):
+        return run_checks({name: config.checks[name] for name in names}, loaded.base_dir, expected=expected)
 
 
 class RunInterrupted(Interrupted):
@@ -258,6 +260,8 @@ class RunInterrupted(Interrupted):
         self.folder = folder
         self.done = done
         self.total = total
+        #: Why the run stopped, when not by a signal (a lost cluster).
+        self.reason = reason
         #: Warnings of the run so far (a last-started pointer that could not be written): printed before the line.
         self.warnings = warnings
         progress = f" after {done} of {total} examples" if done is not None and total else ""
