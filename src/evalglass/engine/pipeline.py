@@ -42,11 +42,11 @@ from evalglass.engine.artifacts import (
 from evalglass.engine.config import LoadedConfig, load_config
 from evalglass.engine.dataset import BadLine
 from evalglass.engine.decision import Evidence, decided_scorecard, run_record
-from evalglass.engine.digests import private_key, signing_key_from_env, write_digests
+from evalglass.engine.digests import DIGESTS_FILE, private_key, signing_key_from_env, write_digests
 from evalglass.engine.executorspec import RayExecutorSpec
 from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger, refuse_unpinned_ledger
 from evalglass.engine.metricbuild import build_metrics
-from evalglass.engine.runfolder import PartialFile, locked, make_dirs, write_atomic, writing
+from evalglass.engine.runfolder import PartialFile, locked, make_dirs, sweep_partials, write_atomic, writing
 from evalglass.engine.scoresblock import encode_score
 from evalglass.engine.sink import (
     BuiltMetric,
@@ -399,6 +399,8 @@ def _run_in(
             warnings.append(problem)
         if recorded_manifest is None:
             write_manifest(folder, manifest)
+        else:
+            sweep_killed_writers(folder)
         writer = ScoresWriter(folder)
         check_records = CheckRecordWriter(folder)
         try:
@@ -449,6 +451,33 @@ def _run_in(
         if created:
             shutil.rmtree(folder, ignore_errors=True)
         raise
+
+
+def sweep_killed_writers(folder: Path) -> None:
+    """The partial files that runs killed in this folder left (``.scores.jsonl.PID.*.partial`` ...), removed before
+    it is resumed: only those of the files a run writes here (engine/runfolder.py's names), nothing else."""
+    from evalglass.engine.baselines import BASELINES_DIR
+    from evalglass.engine.explorer import OUTPUTS_FILE
+    from evalglass.engine.manifest import MANIFEST_FILE
+
+    sweep_partials(
+        folder,
+        {
+            MANIFEST_FILE,
+            SCORES_FILE,
+            OUTPUTS_FILE,
+            CHECKS_FILE,
+            RUNRECORD_FILE,
+            SCORECARD_FILE,
+            REPORT_FILE,
+            DIGESTS_FILE,
+        },
+    )
+    copies = folder / BASELINES_DIR
+    if copies.is_dir() and not copies.is_symlink():
+        for copy in copies.iterdir():
+            if copy.is_dir() and not copy.is_symlink():
+                sweep_partials(copy, {RUNRECORD_FILE, SCORES_FILE})
 
 
 def point_last_run_at(folder: Path) -> str | None:
