@@ -13,9 +13,11 @@ calls.
 
 Signals. Parent and child are in one process group, so a terminal's Ctrl-C reaches both: the parent leaves it to
 the child (which stops the run and reports 130). A stop signal sent to the parent alone (``kill PID``: SIGINT,
-SIGTERM, SIGHUP) is passed on to the child, once; on Linux the parent tells the two apart by the signal's origin
-(``sigtimedwait``'s ``si_code``), elsewhere it passes SIGTERM and SIGHUP on and leaves SIGINT to the group. A
-parent that is killed takes the child with it: the child watches a pipe whose other end only the parent holds.
+SIGTERM, SIGHUP) is passed on to the child, once: the parent tells the two apart by the signal's origin
+(``sigtimedwait``'s ``si_code``). Where it cannot (no ``sigtimedwait``, as on macOS, or ``evalglass.run()`` called
+from a thread other than the main one) it waits plainly: a Ctrl-C that reaches it is passed on (the child may see
+it twice, which still stops the run), a second one kills the child. A parent that is killed takes the child with
+it: the child watches a pipe whose other end only the parent holds.
 
 Limits. The parent trusts the report, so code that sets out to impersonate EvalGlass from inside the child (writing
 to the report pipe, editing the engine's objects, forging artifacts) is not stopped here; the ledger's approval of
@@ -218,7 +220,15 @@ def fork() -> Supervision | None:
     for stream in (sys.stdout, sys.stderr):  # what is buffered now must not be written by both processes
         with contextlib.suppress(Exception):
             stream.flush()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except BaseException:
+        if mask is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        for fd in (report_read, report_write, alive_read, alive_write):
+            os.close(fd)
+        page.close()
+        raise
     if pid == 0:
         if mask is not None:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
