@@ -61,4 +61,3 @@ def test_a_label_longer_than_a_slot_is_cut_on_a_character_boundary() -> None:
     running, _ = _in_a_dead_child([label], [(0, True)])
     (cut,) = running
     assert label.startswith(cut) and len(cut.encode()) <= hostwatch.LABEL_BYTES
-
