@@ -31,7 +31,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from bench_python_lane import write_project  # noqa: E402
-from run import generate, project  # noqa: E402
+from run import Measurement, generate, measure, project  # noqa: E402
 
 SRC = HERE.parent / "src"
 
@@ -45,26 +45,18 @@ class Case:
     evalglass: bool = True
 
 
-@dataclass(frozen=True)
-class Measured:
-    wall: float
-    cpu: float
-    rss_mb: float
-
-
-def measure(argv: list[str], cwd: Path, pythonpath: str | None) -> Measured:
-    env = dict(os.environ)
+def measured(label: str, argv: list[str], cwd: Path, pythonpath: str | None) -> Measurement:
+    """``run.measure`` of ``argv`` with ``PYTHONPATH`` set to ``pythonpath`` (None: as this process has it)."""
+    saved = os.environ.get("PYTHONPATH")
     if pythonpath is not None:
-        env["PYTHONPATH"] = pythonpath
-    started = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    assert proc.stderr is not None
-    errors = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - started
-    if os.waitstatus_to_exitcode(status) not in (0, 1):
-        raise SystemExit(f"{argv} (PYTHONPATH={pythonpath}): exit {status}\n{errors.decode(errors='replace')}")
-    return Measured(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
+        os.environ["PYTHONPATH"] = pythonpath
+    try:
+        return measure(label, argv, cwd, {0, 1})
+    finally:
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
 
 
 def compile_tree(src: Path) -> None:
@@ -114,14 +106,14 @@ def main() -> None:
             Case("floor of the python lane", [sys.executable, "floor.py", "data.jsonl"], lane, False),
         ]
         cases = [case for case in cases if case.label not in args.skip]
-        found: dict[tuple[str, str], list[Measured]] = {}
+        found: dict[tuple[str, str], list[Measurement]] = {}
         for round_number in range(args.repeats):
             for case in cases:
                 sides = (("before", before), ("after", after)) if case.evalglass else (("floor", None),)
                 if round_number % 2:  # which side goes first alternates too
                     sides = tuple(reversed(sides))
                 for side, path in sides:
-                    found.setdefault((case.label, side), []).append(measure(case.argv, case.cwd, path))
+                    found.setdefault((case.label, side), []).append(measured(case.label, case.argv, case.cwd, path))
     load_end = os.getloadavg()
     print(
         f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}, {args.repeats} rounds in rotation, "
@@ -135,15 +127,16 @@ def main() -> None:
         medians: dict[str, tuple[float, float]] = {}
         for side in sides:
             runs = found[(case.label, side)]
-            wall = statistics.median(m.wall for m in runs)
-            cpu = statistics.median(m.cpu for m in runs)
+            wall = statistics.median(m.seconds for m in runs)
+            cpu = statistics.median(m.cpu_seconds for m in runs)
             medians[side] = (wall, cpu)
             ratio = ""
             if side == "after":
                 ratio = f"{wall / medians['before'][0]:.3f}×, {cpu / medians['before'][1]:.3f}×"
             print(
-                f"| {case.label} | {side} | {wall:.3f} s ({min(m.wall for m in runs):.3f} s) | "
-                f"{cpu:.3f} s ({min(m.cpu for m in runs):.3f} s) | {max(m.rss_mb for m in runs):.0f} MB | {ratio} |"
+                f"| {case.label} | {side} | {wall:.3f} s ({min(m.seconds for m in runs):.3f} s) | "
+                f"{cpu:.3f} s ({min(m.cpu_seconds for m in runs):.3f} s) | {max(m.peak_rss_mb for m in runs):.0f} MB "
+                f"| {ratio} |"
             )
 
 

@@ -134,8 +134,11 @@ class Supervision:
         """Wait for the child to end (passing stop signals on, see the module docstring), then read its report."""
         stopped = False
         status: int | None = None
+        page = self._page
         try:
             status, stopped = self._wait_signals() if self._mask is not None else self._wait_plain()
+            data = self._read_report()
+            running, last = hostwatch.running_in(page) if data is None else ([], None)
         finally:
             if self._mask is not None:
                 signal.pthread_sigmask(signal.SIG_SETMASK, self._mask)
@@ -144,11 +147,10 @@ class Supervision:
                 with contextlib.suppress(OSError):
                     os.kill(self.pid, signal.SIGKILL)
                 _reap(self.pid, block=True)
-        data = self._read_report()
-        os.close(self._alive_fd)
-        page = self._page
-        running, last = hostwatch.running_in(page) if data is None else ([], None)
-        page.close()
+            for fd in (self._report_fd, self._alive_fd):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            page.close()
         return Ending(data, status, stopped, tuple(dict.fromkeys(running)), last)
 
     def _wait_signals(self) -> tuple[int | None, bool]:
@@ -186,13 +188,9 @@ class Supervision:
         fd = self._report_fd
         os.set_blocking(fd, False)
         chunks: list[bytes] = []
-        try:
+        with contextlib.suppress(BlockingIOError):
             while chunk := os.read(fd, REPORT_LIMIT):
                 chunks.append(chunk)
-        except BlockingIOError:
-            pass
-        finally:
-            os.close(fd)
         return b"".join(chunks) or None
 
 

@@ -82,12 +82,16 @@ def _run(project: Project) -> CliResult:
     return project.run("--format", "json", "--no-progress", "--no-history")
 
 
+def _edited_run(tmp_path: Path, host: str, body: str) -> tuple[Project, CliResult]:
+    project = _project(tmp_path, host)
+    _edit(project, host, body)
+    return project, _run(project)
+
+
 @pytest.mark.parametrize("host", ["metric", "lane"])
 @pytest.mark.parametrize("route", sorted(ENDS_PROCESS))
 def test_host_code_that_ends_the_process_is_exit_2_naming_it(tmp_path, host, route):
-    project = _project(tmp_path, host)
-    _edit(project, host, ENDS_PROCESS[route])
-    result = _run(project)
+    project, result = _edited_run(tmp_path, host, ENDS_PROCESS[route])
     assert result.code == ExitCode.SETUP, result
     assert result.out == ""  # no JSON document: nothing was decided
     (line,) = result.err.strip().splitlines()
@@ -100,9 +104,7 @@ def test_host_code_that_ends_the_process_is_exit_2_naming_it(tmp_path, host, rou
 @pytest.mark.parametrize("host", ["metric", "lane"])
 @pytest.mark.parametrize("route", sorted(BREAKS_STREAMS))
 def test_host_code_that_breaks_the_streams_leaves_the_decision_and_its_output(tmp_path, host, route):
-    project = _project(tmp_path, host)
-    _edit(project, host, BREAKS_STREAMS[route])
-    result = _run(project)
+    _, result = _edited_run(tmp_path, host, BREAKS_STREAMS[route])
     assert result.code == ExitCode.FAILED, result
     card = json.loads(result.out)  # the whole of stdout is one JSON document
     (gate,) = card["decision"]["gates"]
