@@ -8,20 +8,22 @@ report. ``evalglass.cli.main`` called in a process of one's own (tests, embeddin
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
-from typing import NoReturn
 
 from evalglass import supervisor
 from evalglass.core.exitcodes import ExitCode
+
+TYPE_CHECKING = False  # imported before the fork: no typing (evalglass/supervisor.py, the note at its imports)
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 
 def main() -> None:
     if supervisor.can_supervise():
         # SIGCHLD ignored (inherited through exec) would let the kernel reap the child before its end is seen.
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        supervision = supervisor.fork()
+        supervision = supervisor.fork(main_thread=True)
         if supervision is not None:
             _end_as(supervision.wait())
     _run_command()
@@ -35,8 +37,10 @@ def _end_as(ending: supervisor.Ending) -> NoReturn:
         code = ExitCode.INTERRUPTED if ending.stopped else ExitCode.SETUP
         line = ("interrupted: " if ending.stopped else "error: ") + ending.died()
     if line:
-        with contextlib.suppress(OSError):
+        try:  # noqa: SIM105  (no contextlib before the fork)
             os.write(2, (line.rstrip("\n") + "\n").encode("utf-8", "replace"))
+        except OSError:
+            pass
     os._exit(code)
 
 

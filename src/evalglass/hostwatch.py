@@ -17,7 +17,7 @@ unsupervised process), nothing is recorded. At most :data:`SLOTS` labels are kep
 from __future__ import annotations
 
 import mmap
-import threading
+from _thread import allocate_lock
 
 #: Labels the shared page holds; the last is shared by any label beyond it.
 SLOTS = 255
@@ -29,7 +29,8 @@ _LAST = SLOTS
 _LABELS = 4 * (SLOTS + 1)
 _OVERFLOW = "host code (more places than the supervisor keeps names for)"
 
-_lock = threading.Lock()
+#: The supervisor's parent imports this module before it forks: no ``threading`` (see evalglass/supervisor.py).
+_lock = allocate_lock()
 _labels: dict[str, int] = {}
 _page: mmap.mmap | None = None
 _counts: memoryview | None = None

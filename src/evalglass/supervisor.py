@@ -26,17 +26,21 @@ the files a gate depends on is what answers that. A host thread left running aft
 
 from __future__ import annotations
 
-import contextlib
+import gc
 import mmap
 import os
 import signal
 import sys
-import threading
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import NoReturn
 
 from evalglass import hostwatch
+
+# The parent imports this module before it forks, and every page it fills then is shared with the child until one
+# of them writes to it (copy on write): so only what the parent itself uses is imported here (no typing,
+# dataclasses, contextlib or threading, which would cost the child a page fault per page it later touches).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import NoReturn
 
 #: ``si_code`` of a signal the kernel sent (Linux): a terminal's Ctrl-C, which reached the child as well.
 _SI_KERNEL = 0x80
@@ -77,16 +81,20 @@ def report(data: bytes) -> bool:
     return True
 
 
-@dataclass(frozen=True)
 class Ending:
     """How a supervised child ended: its report (None: it sent none), its wait status, whether a stop signal
     reached the supervisor meanwhile, and what host code its page says was running."""
 
-    report: bytes | None
-    status: int | None
-    stopped: bool
-    running: tuple[str, ...]
-    last: str | None
+    __slots__ = ("last", "report", "running", "status", "stopped")
+
+    def __init__(
+        self, report: bytes | None, status: int | None, stopped: bool, running: tuple[str, ...], last: str | None
+    ) -> None:
+        self.report = report
+        self.status = status
+        self.stopped = stopped
+        self.running = running
+        self.last = last
 
     def died(self) -> str:
         """What happened to a child that ended without a report, in one sentence (no ``error:`` prefix)."""
@@ -144,12 +152,10 @@ class Supervision:
                 signal.pthread_sigmask(signal.SIG_SETMASK, self._mask)
             if status is None and _reap(self.pid, block=False) is None:
                 # The wait itself was interrupted (an exception in this process): the child must not go on alone.
-                with contextlib.suppress(OSError):
-                    os.kill(self.pid, signal.SIGKILL)
+                _quietly(os.kill, self.pid, signal.SIGKILL)
                 _reap(self.pid, block=True)
             for fd in (self._report_fd, self._alive_fd):
-                with contextlib.suppress(OSError):
-                    os.close(fd)
+                _quietly(os.close, fd)
             page.close()
         return Ending(data, status, stopped, tuple(dict.fromkeys(running)), last)
 
@@ -165,8 +171,7 @@ class Supervision:
                 continue
             stopped = True
             if info.si_code != _SI_KERNEL:  # sent to this process alone: the child has not seen it
-                with contextlib.suppress(OSError):
-                    os.kill(self.pid, info.si_signo)
+                _quietly(os.kill, self.pid, info.si_signo)
 
     def _wait_plain(self) -> tuple[int | None, bool]:
         stopped = False
@@ -180,17 +185,18 @@ class Supervision:
                 # ends the child at once.
                 stopped = True
                 interrupts += 1
-                with contextlib.suppress(OSError):
-                    os.kill(self.pid, signal.SIGINT if interrupts == 1 else signal.SIGKILL)
+                _quietly(os.kill, self.pid, signal.SIGINT if interrupts == 1 else signal.SIGKILL)
 
     def _read_report(self) -> bytes | None:
         """The report in the pipe, read without blocking: a process the child forked may still hold the pipe."""
         fd = self._report_fd
         os.set_blocking(fd, False)
         chunks: list[bytes] = []
-        with contextlib.suppress(BlockingIOError):
+        try:
             while chunk := os.read(fd, REPORT_LIMIT):
                 chunks.append(chunk)
+        except BlockingIOError:
+            pass
         return b"".join(chunks) or None
 
 
@@ -204,20 +210,23 @@ def _reap(pid: int, *, block: bool) -> int | None:
     return status if done else None
 
 
-def fork() -> Supervision | None:
+def fork(*, main_thread: bool) -> Supervision | None:
     """Fork a supervised child: the parent gets its :class:`Supervision`, the child None (it is now
-    :func:`supervised`, counts its host code into the shared page and dies with its parent)."""
+    :func:`supervised`, counts its host code into the shared page and dies with its parent). ``main_thread``:
+    whether the caller is its process's main thread (the one that takes signals), where the parent waits by
+    ``sigtimedwait``."""
     page = hostwatch.shared_page()
     report_read, report_write = os.pipe()
     alive_read, alive_write = os.pipe()
-    in_main = threading.current_thread() is threading.main_thread()
     mask: set[int] | None = None
-    if in_main and hasattr(signal, "sigtimedwait"):
+    if main_thread and hasattr(signal, "sigtimedwait"):
         # Blocked before the fork, so that no stop signal or child's end is missed before the wait begins.
         mask = set(signal.pthread_sigmask(signal.SIG_BLOCK, _WATCHED))
-    for stream in (sys.stdout, sys.stderr):  # what is buffered now must not be written by both processes
-        with contextlib.suppress(Exception):
-            stream.flush()
+    _flush_standard_streams()  # what is buffered now must not be written by both processes
+    # What is alive now (the interpreter, this module's imports, the caller's objects) is left out of the
+    # collector's passes in both processes, so that the child's collections do not write to, and so copy, every
+    # page it shares with the parent (Python's advice for forking: docs of gc.freeze).
+    gc.freeze()
     try:
         pid = os.fork()
     except BaseException:
@@ -245,9 +254,14 @@ def _become_child(report_fd: int, alive_fd: int, page: mmap.mmap) -> None:
     hostwatch.record_into(page)
 
     def die_with_parent() -> None:
-        with contextlib.suppress(OSError):
-            if os.read(alive_fd, 1) == b"":  # only the parent holds the other end: it has ended
-                os.kill(os.getpid(), signal.SIGKILL)
+        try:
+            ended = os.read(alive_fd, 1) == b""  # only the parent holds the other end: it has ended
+        except OSError:
+            return
+        if ended:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    import threading  # here, not in the parent: see the note at the imports
 
     threading.Thread(target=die_with_parent, name="evalglass-supervised", daemon=True).start()
 
@@ -255,8 +269,7 @@ def _become_child(report_fd: int, alive_fd: int, page: mmap.mmap) -> None:
 def report_exit(code: int, unprinted: str = "") -> None:
     """Report the command's exit code (and a line its own stderr could not take); unsupervised, print the line."""
     if not report(b"%d\n" % code + unprinted.encode("utf-8", "replace")) and unprinted:
-        with contextlib.suppress(OSError):
-            os.write(2, (unprinted + "\n").encode("utf-8", "replace"))
+        _quietly(os.write, 2, (unprinted + "\n").encode("utf-8", "replace"))
 
 
 def reported_exit(data: bytes | None) -> tuple[int | None, str]:
@@ -281,10 +294,24 @@ def in_child(work: Callable[[], bytes], failed: Callable[[BaseException], bytes]
             data = failed(exc)
         report(data)
     finally:
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):
-                stream.flush()
+        _flush_standard_streams()
         os._exit(0)
+
+
+def _flush_standard_streams() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:  # noqa: SIM105  (no contextlib before the fork)
+            stream.flush()
+        except Exception:
+            pass
+
+
+def _quietly(action: Callable[..., object], *args: object) -> None:
+    """``action(*args)``; an ``OSError`` (a process or descriptor already gone) is nothing to act on."""
+    try:  # noqa: SIM105  (no contextlib before the fork)
+        action(*args)
+    except OSError:
+        pass
 
 
 __all__ = [

@@ -19,6 +19,7 @@ run's own modules and C libraries are fork-safe) is the documented hazard of ``f
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ def run_apart(work: Callable[[], RunOutcome]) -> RunOutcome:
     supervised (the command line's child) or cannot fork."""
     if supervisor.supervised() or not supervisor.can_supervise():
         return work()
-    supervision = supervisor.fork()
+    supervision = supervisor.fork(main_thread=threading.current_thread() is threading.main_thread())
     if supervision is None:
         supervisor.in_child(lambda: _outcome_report(work()), _error_report)
     ending = supervision.wait()
