@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
+from evalglass import __version__
+
 if TYPE_CHECKING:
     from evalglass.api import CacheMode, RunResult
     from evalglass.history.refs import ResolvedRun
@@ -326,7 +328,7 @@ FORMAT = click.option(
 
 @click.group(cls=GuardedGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--debug", is_flag=True, help="Print the traceback before an error (the exit code stays the same).")
-@click.version_option(package_name="evalglass")
+@click.version_option(version=__version__, package_name="evalglass")  # the one source (pyproject reads it)
 def main(debug: bool) -> None:
     """EvalGlass: evaluate AI applications and gate CI on approved thresholds only.
 

@@ -20,6 +20,7 @@ from evalglass.core.checks import policy_id_conflicts
 from evalglass.core.fieldpath import FieldPathError, parse_path
 from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
 from evalglass.core.gatespec import GateRule, GateSpec
+from evalglass.core.stats import Direction
 from evalglass.core.usage import Price
 from evalglass.engine.executorspec import TASK_KEY, AnyExecutor, LocalExecutorSpec, RayExecutorSpec
 from evalglass.engine.validation import validate_document
@@ -82,8 +83,9 @@ class RecordedTask(BaseModel):
     field: str = Field(default="output", description="Field of each record holding the recorded output.")
     parse: Literal["json"] | None = Field(
         default=None,
-        description="`json`: parse a JSON-text output before metrics see it; text that does not parse is an "
-        "`output_not_json` error for every metric but json_valid, which measures it (0.0).",
+        description="`json`: parse a JSON-text output before metrics see it; text that does not parse is a wrong "
+        "answer (`output_not_json`): every metric scores it its worst value (0.0 on a unit scale), json_valid "
+        "measures the text (0.0), and a metric with `on_invalid_output: exclude` leaves it out.",
     )
     strict: bool = Field(
         default=False,
@@ -273,6 +275,18 @@ class Config(BaseModel):
             raise LocatedValueError(problems)
         self._output_is_not_gold()
         return self
+
+    def _gate_directions(self, metric: str) -> dict[str, Direction]:
+        return {name: gate.direction for name, gate in self.gates.items() if gate.metric == metric}
+
+    def metric_direction(self, metric: str) -> Direction | None:
+        """Which way ``metric`` improves: its gates' direction, higher is better (a gate's default) when no gate
+        decides on it, None when its gates disagree. It decides which end of its scale an answer the metric cannot
+        read scores; with None there is no single worst end (``metrics.invalid``)."""
+        directions = set(self._gate_directions(metric).values())
+        if len(directions) > 1:
+            return None
+        return directions.pop() if directions else Direction.HIGHER_IS_BETTER
 
     def _executor_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
         """Overrides must name something that is shipped; a declared secret may not be put in ``env_vars``."""

@@ -42,7 +42,7 @@ from evalglass.collector import fewer_collections
 from evalglass.core.calibration import Calibration
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.example import Example, ExampleBatch
-from evalglass.core.outputparse import UnparsedOutput, parse_json_output
+from evalglass.core.outputparse import parse_json_output
 from evalglass.core.score import Score, Status
 from evalglass.core.scorecard import CallTotals, count_call_attempts
 from evalglass.core.uniform import all_of_type
@@ -70,7 +70,6 @@ from evalglass.engine.sink import (
     metric_pool,
     metric_workers,
     new_row_shape,
-    not_json_score,
     refuse_first_repeat,
 )
 from evalglass.engine.source import DatasetSource
@@ -610,8 +609,6 @@ class LiveScorer:
         return found, notes
 
     async def _judge(self, judge: AsyncScorer, row: Example, notes: dict[str, dict[str, Any]], name: str) -> Score:
-        if type(row.output) is UnparsedOutput:
-            return not_json_score(name, row, row.output)
         result = await judge.judge(row)
         if result.raw is not None:
             notes[name] = {"label": result.label, "rationale": result.rationale, "attempts": result.tries}

@@ -1,4 +1,8 @@
-"""JSON Schemas of the config, the ledger and every artifact. Committed copies live in ``schemas/``."""
+"""JSON Schemas of the config, the ledger and every artifact.
+
+Committed copies live in the package (``src/evalglass/schemas/NAME.schema.json``, shipped in the wheel), regenerated
+with ``evalglass schema NAME``; tests/e2e/test_artifacts.py fails when one differs from what this module prints.
+"""
 
 from __future__ import annotations
 

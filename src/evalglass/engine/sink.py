@@ -25,7 +25,6 @@ from evalglass.core.columns import ScoreColumn
 from evalglass.core.decide import RunShape
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
-from evalglass.core.outputparse import UnparsedOutput
 from evalglass.core.score import Score, ScoreContractError, Status
 from evalglass.core.scorecard import CallTotals, DatasetSummary
 from evalglass.core.usage import TokenUsage
@@ -82,40 +81,6 @@ def metric_raised(name: str, exc: BaseException) -> Score:
 
 def _bad_result(name: str, result: object, why: str) -> Score:
     return Score.error("metric_bad_result", f"metric '{name}' returned {result!r}: {why}")
-
-
-def not_json_score(name: str, example: Example, output: UnparsedOutput) -> Score:
-    return Score.error(
-        "output_not_json",
-        f"example {example.id} (line {example.line}): task.parse is json, but the output is not JSON "
-        f"({output.message}); metric '{name}' needs the parsed output",
-        output.text[:200],
-    )
-
-
-def guard_unparsed(name: str, judges_json: bool, function: MetricFn) -> MetricFn:
-    """``function`` for ``task.parse: json``: an output that did not parse is an ``output_not_json`` error, or,
-    for a metric whose job is to judge JSON (``judges_json``), its raw text, which the metric then measures."""
-
-    def one(example: Example) -> Any:
-        output = example.output
-        if type(output) is not UnparsedOutput:
-            return inner_one(example)
-        if judges_json:
-            return inner_one(Example(example.id, example.line, example.fields, output.text, example.sample))
-        return not_json_score(name, example, output)
-
-    inner_one = function.one if isinstance(function, BatchedMetric) else function
-    if not isinstance(function, BatchedMetric):
-        return one
-    inner_batch = function.batch
-
-    def batch(examples: ExampleBatch) -> Any:
-        if any(type(output) is UnparsedOutput for output in examples.outputs):
-            return None  # the caller scores this batch example by example, through ``one``
-        return inner_batch(examples)
-
-    return BatchedMetric(one, batch)
 
 
 def call_metric(metric: BuiltMetric, batch: ExampleBatch, pool: Executor | None) -> list[Any]:

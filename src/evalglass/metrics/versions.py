@@ -34,18 +34,18 @@ class EvaluatorKind(StrEnum):
 
 #: Builtin metric types (the config's ``type``). ``python`` is host code, hashed instead.
 METRIC_VERSIONS: Mapping[str, int] = {
-    "exact_match": 1,
-    "contains": 1,
-    "regex": 1,
-    "json_valid": 1,
-    "json_schema": 1,
-    "field_present": 1,
-    "numeric_bounds": 1,
-    "word_count": 1,
-    "set_overlap": 1,
-    "enum": 1,
-    "check": 1,
-    "llm_judge": 1,
+    "exact_match": 2,
+    "contains": 2,
+    "regex": 2,
+    "json_valid": 2,
+    "json_schema": 2,
+    "field_present": 2,
+    "numeric_bounds": 2,
+    "word_count": 2,
+    "set_overlap": 2,
+    "enum": 2,
+    "check": 2,
+    "llm_judge": 2,
 }
 
 #: How several samples of one example become one score.

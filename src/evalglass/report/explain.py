@@ -25,6 +25,7 @@ from evalglass.errors import SetupError
 from evalglass.report.examples import Row, example_line
 from evalglass.report.fmt import (
     comparison,
+    diagnostic_count_text,
     difference_text,
     estimate_text,
     gate_value_text,
@@ -215,7 +216,7 @@ def explain_metric(metric: MetricSummary, card: Scorecard) -> Explanation:
         summary = f"Metric '{metric.name}' ({metric.type}) is {estimate_text(metric.estimate)}."
     details = [_coverage(metric), *_uncertainty(metric)]
     for item in population.top_diagnostics:
-        details.append(f"{item.code} ×{item.count}, e.g. {item.example}")
+        details.append(f"{diagnostic_count_text(item)}, e.g. {item.example}")
     gates = [gate.name for gate in card.decision.gates if gate.subject == metric.name]
     if gates:
         details.append(f"Gated by: {', '.join(gates)}.")
