@@ -98,6 +98,7 @@ def run(
     resume: str | os.PathLike[str] | None = None,
     progress: bool = False,
     pinned_ledger: str | os.PathLike[str] | None = None,
+    db: str | None = None,
     isolate: bool = True,
 ) -> RunResult:
     """Evaluate the dataset ``config`` declares, decide every gate, write the run's artifacts and return them.
@@ -107,10 +108,13 @@ def run(
     ``"refresh"`` (call again and overwrite). ``resume``: the folder of an interrupted run to finish under its own id
     (completed calls come from the cache; it needs ``cache="use"`` and no ``out``). ``progress``: show the live
     run's progress on stderr. ``pinned_ledger``: the host's ledger; a config whose ``ledger:`` names any other
-    file is refused (``evalglass run --ledger``). ``isolate``: run in a forked copy of this process (the default
-    where the platform can fork), so that host code which ends its process (``os._exit(0)``, a signal) ends that
-    copy and this call raises :class:`evalglass.SetupError` naming it, instead of ending the caller with nothing
-    decided; ``False`` runs in this process (docs/python-api.md, "Isolation").
+    file is refused (``evalglass run --ledger``). ``db``: the run history a baseline the ledger names by reference
+    (``run: main@latest``) is looked up in (default: ``$EVALGLASS_DB``, else ``.evalglass/history.sqlite``), as
+    ``evalglass run --db`` does; nothing is read from it unless the ledger names such a baseline. ``isolate``: run
+    in a forked copy of this process (the default where the platform can fork), so that host code which ends its
+    process (``os._exit(0)``, a signal) ends that copy and this call raises :class:`evalglass.SetupError` naming
+    it, instead of ending the caller with nothing decided; ``False`` runs in this process (docs/python-api.md,
+    "Isolation").
 
     Raises :class:`evalglass.SetupError` when the run cannot complete, and :class:`evalglass.RunInterrupted` on
     Ctrl-C (what was done is cached; ``resume`` its ``folder``). A fail or blocked verdict is a result, not an
@@ -123,7 +127,10 @@ def run(
             "resume finishes a run in its own folder from the call cache",
             fix='leave out and cache at their defaults (cache="use") when resuming',
         )
+    from contextlib import ExitStack
+
     from evalglass.engine.pipeline import run as run_pipeline
+    from evalglass.history.locator import history_locator
 
     reporter = None
     if progress:
@@ -132,14 +139,18 @@ def run(
         reporter = reporter_for()
 
     def evaluate() -> RunOutcome:
-        return run_pipeline(
-            Path(config),
-            None if out is None else Path(out),
-            cache_mode=cache,
-            resume=None if resume is None else Path(resume),
-            progress=reporter,
-            pinned_ledger=None if pinned_ledger is None else Path(pinned_ledger),
-        )
+        # The run's locator, one of its options: the command line, the pytest plugin and a script get the same
+        # one. Runs read from the history live in temporary folders until the run has copied what it needs.
+        with ExitStack() as stack:
+            return run_pipeline(
+                Path(config),
+                None if out is None else Path(out),
+                cache_mode=cache,
+                resume=None if resume is None else Path(resume),
+                progress=reporter,
+                pinned_ledger=None if pinned_ledger is None else Path(pinned_ledger),
+                locator=history_locator(db, stack),
+            )
 
     if isolate:
         from evalglass.engine.isolated import run_apart

@@ -431,7 +431,7 @@ def run(
                 fix="drop those options, or drop --dry-run",
             )
         path = example_config(example) if example is not None else find_config(config_path)
-        _preflight(path, pinned_ledger, None, fmt)
+        _preflight(path, pinned_ledger, None, fmt, db)
     with _long_lived_imports():
         _load_numpy()
         from evalglass.api import run as run_evaluation
@@ -457,13 +457,7 @@ def run(
             config_path = Path(load_manifest(folder).config_path)
     path = example_config(example) if example is not None else find_config(config_path)
     mode: CacheMode = "off" if no_cache else "refresh" if refresh else "use"
-    from evalglass.engine.runlocator import installed
-
-    def from_history(ref: str) -> Path | None:
-        found = _from_history(ref, db=db)
-        return found.folder if found.run_id is not None else None
-
-    with _stdout_to_stderr(), installed(from_history):
+    with _stdout_to_stderr():
         result = run_evaluation(  # this process is the supervised one (evalglass.supervisor): no second fork
             path,
             out=out,
@@ -471,6 +465,7 @@ def run(
             resume=folder,
             progress=not no_progress,
             pinned_ledger=pinned_ledger,
+            db=db,
             isolate=False,
         )
     warnings = list(result.warnings)
@@ -508,14 +503,22 @@ def run(
     metavar="YYYY-MM-DD",
     help="Check expiry on this day instead of today (UTC): today or later only, to see what will expire.",
 )
+@click.option(
+    "--db",
+    metavar="URL",
+    help="Look a baseline the ledger names by reference (main@latest) up in this history database, as `run` would "
+    "[default: $EVALGLASS_DB, else .evalglass/history.sqlite].",
+)
 @FORMAT
-def preflight(config_path: Path | None, pinned_ledger: Path | None, today: str | None, fmt: str) -> None:
+def preflight(
+    config_path: Path | None, pinned_ledger: Path | None, today: str | None, db: str | None, fmt: str
+) -> None:
     """Show what every gate would be (informational, would decide, or blocked now and why) without running
     anything; exit 0 when every active gate could decide, 1 when any would be blocked."""
-    _preflight(find_config(config_path), pinned_ledger, today, fmt)
+    _preflight(find_config(config_path), pinned_ledger, today, fmt, db)
 
 
-def _preflight(path: Path, pinned_ledger: Path | None, today: str | None, fmt: str) -> NoReturn:
+def _preflight(path: Path, pinned_ledger: Path | None, today: str | None, fmt: str, db: str | None) -> NoReturn:
     from datetime import UTC, datetime
 
     from evalglass.collector import collector_paused
@@ -535,10 +538,16 @@ def _preflight(path: Path, pinned_ledger: Path | None, today: str | None, fmt: s
                 f"--today {today} is before today ({clock}): preflight can look ahead, never back",
                 fix="pass today's date or a later one",
             )
+    from contextlib import ExitStack
+
+    from evalglass.history.locator import history_locator
+
+    # The locator a run would get (evalglass.api.run), so a baseline named by reference is judged as the run judges it.
+    stack = click.get_current_context().with_resource(ExitStack())
     # A large suite's config and ledger leave ~100,000 objects alive, and each object made after them (a reason, a
     # preview per gate) kept triggering full collector passes over them all: a fifth of the command's time.
     with collector_paused():
-        found = compute(path, today=today or clock, pinned_ledger=pinned_ledger)
+        found = compute(path, today=today or clock, pinned_ledger=pinned_ledger, locator=history_locator(db, stack))
     if fmt == "json":
         _emit_json(preflight_json(found))
     else:

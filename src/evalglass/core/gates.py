@@ -14,7 +14,9 @@ from evalglass.core.authority import (
     BlockReason,
     Ledger,
     Reason,
+    check_inputs_unbound_reason,
     check_unbound_reason,
+    unbound_inputs_text,
     undeclared_gates,
 )
 from evalglass.core.checks import BindingStatus, CheckOutcome, CheckResult
@@ -254,6 +256,11 @@ def evaluate_check_gate(
             reasons.append(check_unbound_reason(spec.subject))
         else:
             notes = (*notes, UNBOUND_NOTE.format(check=spec.subject, outcome=result.outcome.value))
+    if result.unbound_inputs and measured is not None:
+        if authority.require_binding:
+            reasons.append(check_inputs_unbound_reason(spec.subject, result.unbound_inputs))
+        else:
+            notes = (*notes, unbound_inputs_text(spec.subject, result.unbound_inputs))
     if reasons:
         return GateResult(
             outcome=Outcome.BLOCKED, reasons=tuple(reasons), notes=notes, value=measured, compared=measured, **common

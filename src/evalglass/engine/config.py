@@ -7,8 +7,7 @@ a misspelt ``tolerate`` or ``threshold`` silently dropped would change what a gr
 from __future__ import annotations
 
 import re
-import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -25,6 +24,7 @@ from evalglass.core.usage import Price
 from evalglass.engine.executorspec import TASK_KEY, AnyExecutor, LocalExecutorSpec, RayExecutorSpec
 from evalglass.engine.validation import validate_document
 from evalglass.errors import LocatedValueError, SetupError
+from evalglass.lanes.checkinputs import InputProblem, input_hashes, split_words
 from evalglass.lanes.checkspec import CheckSpec
 from evalglass.lanes.specs import EndpointSpec, LaneSpec
 from evalglass.metrics.llm_judge import LlmJudgeSpec, judges_among
@@ -475,11 +475,15 @@ class Config(BaseModel):
         gate = self.gates[name]
         files_of = definition_files or {}
         if gate.check is not None:
-            check = self.checks[gate.check].model_dump(mode="json", exclude={"description"})
-            check_payload: dict[str, Any] = {"gate": gate.fingerprint_payload(), "check": check}
+            check_payload: dict[str, Any] = {
+                "gate": gate.fingerprint_payload(),
+                "check": self._check_payload(gate.check),
+            }
             check_files = files_of.get(check_files_key(gate.check))
             if check_files:
                 check_payload["files"] = check_files
+            if self.checks[gate.check].inputs:
+                check_payload["inputs"] = files_of.get(check_inputs_key(gate.check), {})
             return check_payload
         metric = str(gate.metric)
         spec = self.metrics[metric]
@@ -487,10 +491,21 @@ class Config(BaseModel):
         if gate.rule is GateRule.LOWER_BOUND:
             payload["interval"] = spec.interval.model_dump(mode="json")
         files = dict(files_of.get(metric, {}))
+        checks: dict[str, Any] = {}
+        check_inputs: dict[str, Any] = {}
         for check_name in spec.check_references().values():
             files.update(files_of.get(check_files_key(check_name), {}))
+            # What the metric runs per example is what it measures: its command, policy and inputs, as a check
+            # gate binds them.
+            checks[check_name] = self._check_payload(check_name)
+            if self.checks[check_name].inputs:
+                check_inputs[check_name] = files_of.get(check_inputs_key(check_name), {})
         if files:
             payload["files"] = files
+        if checks:
+            payload["checks"] = checks
+        if check_inputs:
+            payload["check_inputs"] = check_inputs
         if metric in self.shipped_metrics and isinstance(self.executor, RayExecutorSpec):
             # The metric's work runs on a cluster: which one, and in which environment, decides what it answers.
             payload["executor"] = self.executor.binding_payload()
@@ -504,10 +519,22 @@ class Config(BaseModel):
             payload["evaluators"] = evaluators
         return payload
 
+    def _check_payload(self, name: str) -> dict[str, Any]:
+        """A check's declaration as its gates bind it: all of it but its prose, and ``inputs`` only when declared
+        (gates approved before checks had inputs keep their fingerprint)."""
+        declared = self.checks[name]
+        left_out = {"description"} if declared.inputs else {"description", "inputs"}
+        return declared.model_dump(mode="json", exclude=left_out)
+
 
 def check_files_key(check: str) -> str:
     """The ``definition_files`` key of a check's files (metric names cannot contain ':', so keys never clash)."""
     return f"check:{check}"
+
+
+def check_inputs_key(check: str) -> str:
+    """The ``definition_files`` key of a check's declared ``inputs:`` (label → fingerprint)."""
+    return f"inputs:{check}"
 
 
 def _known(names: dict[str, Any]) -> str:
@@ -564,15 +591,20 @@ def load_config(path: Path) -> LoadedConfig:
         config=config,
         path=path,
         fingerprint=fingerprint_of_bytes(doc.raw),
-        definition_files=definition_file_hashes(config, path.parent),
+        definition_files=definition_file_hashes(config, path.parent, doc.where),
         raw=doc.raw,
     )
 
 
-def definition_file_hashes(config: Config, base_dir: Path) -> dict[str, dict[str, str]]:
-    """SHA-256 of every file a metric's definition lives in, keyed by metric and path relative to the config.
+def definition_file_hashes(
+    config: Config, base_dir: Path, where: Callable[[tuple[str | int, ...]], str] | None = None
+) -> dict[str, dict[str, str]]:
+    """SHA-256 of every file a metric's definition lives in, keyed by metric and path relative to the config; and
+    per check, the files its command names and the fingerprints of its declared ``inputs:``.
 
-    A file that cannot be read is left out here; building the metric then fails with its own clear error.
+    A file that cannot be read is left out here; building the metric then fails with its own clear error. A
+    declared input that cannot be hashed is a ``SetupError`` at its entry (``where`` gives ``file:line``): an input
+    is declared to be bound, and silently binding less than declared would be a gap no one sees.
     """
     hashes: dict[str, dict[str, str]] = {}
     root = base_dir.resolve()
@@ -591,6 +623,12 @@ def definition_file_hashes(config: Config, base_dir: Path) -> dict[str, dict[str
         files = check_argv_file_hashes(check, base_dir)
         if files:
             hashes[check_files_key(name)] = files
+        if check.inputs:
+            try:
+                hashes[check_inputs_key(name)] = input_hashes(check, base_dir, leave_out=(base_dir / config.ledger,))
+            except InputProblem as exc:
+                at = ("checks", name, "inputs", exc.index)
+                raise SetupError(f"check '{name}': {exc}", where=where(at) if where else None, fix=exc.fix) from None
     return hashes
 
 
@@ -604,7 +642,7 @@ def check_argv_file_hashes(check: CheckSpec, base_dir: Path) -> dict[str, str]:
     """
     root = base_dir.resolve()
     cwd = (root / (check.cwd or ".")).resolve()
-    words = _shell_words(check.command) if isinstance(check.command, str) else list(check.command)
+    words = split_words(check.command) if isinstance(check.command, str) else list(check.command)
     files: dict[str, str] = {}
     for word in words:
         if not word or "{" in word or "\x00" in word:
@@ -618,10 +656,3 @@ def check_argv_file_hashes(check: CheckSpec, base_dir: Path) -> dict[str, str]:
             continue
         files[candidate.relative_to(root).as_posix()] = fingerprint_of_bytes(data)
     return files
-
-
-def _shell_words(command: str) -> list[str]:
-    try:
-        return shlex.split(command)
-    except ValueError:  # unbalanced quotes: the shell will refuse it too; hash what can be split plainly
-        return command.split()

@@ -19,7 +19,7 @@ from evalglass.core.authority import (
     undeclared_active_gates,
 )
 from evalglass.core.calendar import day_of_timestamp
-from evalglass.core.checks import BindingStatus
+from evalglass.core.checks import BindingStatus, CheckOutcome
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.scorecard import Scorecard
 from evalglass.errors import SetupError
@@ -102,8 +102,14 @@ def payload_problems(card: Scorecard, record: RunRecord) -> list[str]:
             )
         implied = {reason.code for reason in authority.reasons}
         result = record.check_results.get(str(spec.get("check"))) if check else None
-        if authority.require_binding and result is not None and result.binding is BindingStatus.UNBOUND:
-            implied.add(BlockReason.CHECK_UNBOUND)
+        measured = result is not None and result.outcome in (CheckOutcome.PASS, CheckOutcome.FAIL)
+        if authority.require_binding and measured and result is not None:
+            # Only a measured outcome is judged on its binding (core.gates.evaluate_check_gate): an ERROR blocks
+            # as check_not_passed whatever it was bound to.
+            if result.binding is BindingStatus.UNBOUND:
+                implied.add(BlockReason.CHECK_UNBOUND)
+            if result.unbound_inputs:
+                implied.add(BlockReason.CHECK_INPUTS_UNBOUND)
         missing = implied - {reason.code for reason in gate.reasons}
         if missing:
             codes = ", ".join(sorted(code.value for code in missing))

@@ -47,6 +47,7 @@ from evalglass.engine.executorspec import RayExecutorSpec
 from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger, refuse_unpinned_ledger
 from evalglass.engine.metricbuild import build_metrics
 from evalglass.engine.runfolder import PartialFile, locked, make_dirs, sweep_partials, write_atomic, writing
+from evalglass.engine.runlocator import RunLocator
 from evalglass.engine.scoresblock import encode_score
 from evalglass.engine.sink import (
     BuiltMetric,
@@ -283,6 +284,7 @@ def run(
     resume: Path | None = None,
     progress: Any = None,
     pinned_ledger: Path | None = None,
+    locator: RunLocator | None = None,
 ) -> RunOutcome:
     """Evaluate, decide and write the artifacts.
 
@@ -290,8 +292,9 @@ def run(
     ``created_at`` (completed calls come from the cache) after checking that nothing it depends on changed.
     ``progress`` is an ``engine.progress.Reporter`` (live runs only). ``pinned_ledger`` (``run --ledger``) is the
     ledger the host requires: a config naming any other file is refused, since the config is what a pull request
-    edits and a ledger it points to could be one the pull request wrote. Every secret of the environment (and every
-    one the config declares) is redacted from everything the run writes.
+    edits and a ledger it points to could be one the pull request wrote. ``locator`` finds a baseline the ledger
+    names by reference (``engine.runlocator``; None: baselines are folders only). Every secret of the environment
+    (and every one the config declares) is redacted from everything the run writes.
     """
     from evalglass.engine.interrupts import terminate_like_interrupt
 
@@ -304,6 +307,7 @@ def run(
             resume=resume,
             progress=progress,
             pinned_ledger=pinned_ledger,
+            locator=locator,
         )
 
 
@@ -316,6 +320,7 @@ def _run(
     resume: Path | None,
     progress: Any,
     pinned_ledger: Path | None,
+    locator: RunLocator | None,
 ) -> RunOutcome:
     from evalglass.engine.cache import CacheMode
     from evalglass.engine.manifest import (
@@ -364,7 +369,17 @@ def _run(
         created = make_dirs(folder)
         with locked(folder):
             outcome = _run_in(
-                folder, created, recorded_manifest, manifest, loaded, ledger, mode, progress, counters, signing_key
+                folder,
+                created,
+                recorded_manifest,
+                manifest,
+                loaded,
+                ledger,
+                mode,
+                progress,
+                counters,
+                signing_key,
+                locator,
             )
             # The pointer is written under the lock: a concurrent run cannot finish between this run and it.
             problem = point_last_run_at(folder)
@@ -382,6 +397,7 @@ def _run_in(
     progress: Any,
     counters: Counters,
     signing_key: str | None,
+    locator: RunLocator | None,
 ) -> RunOutcome:
     """The run in its (created, locked) folder: what is written on the way is removed if the run fails, unless it
     can be resumed."""
@@ -427,7 +443,9 @@ def _run_in(
             else:
                 scored = score_recorded(loaded, metrics, writer)
             check_records.commit()
-            outcome = _finish(loaded, ledger, scored, folder, manifest.run_id, manifest.created_at, signing_key)
+            outcome = _finish(
+                loaded, ledger, scored, folder, manifest.run_id, manifest.created_at, signing_key, locator
+            )
             return dataclasses.replace(outcome, warnings=(*warnings, *outcome.warnings))
         except BaseException:
             writer.abort()
@@ -595,6 +613,7 @@ def _finish(
     run_id: str,
     created_at: str,
     signing_key: str | None = None,
+    locator: RunLocator | None = None,
 ) -> RunOutcome:
     """Standalone checks, the decision and the artifacts: the same for recorded and live runs."""
     config = loaded.config
@@ -611,7 +630,7 @@ def _finish(
     if any(gate.compare_to is not None for gate in config.gates.values()):
         from evalglass.engine.baselines import baselines_for_run, comparative_inputs
 
-        baselines, baseline_records = baselines_for_run(config, ledger, folder)
+        baselines, baseline_records = baselines_for_run(config, ledger, folder, locator)
         comparative = comparative_inputs(config, folder / SCORES_FILE, loaded.definition_files, dataset, baselines)
     evidence = Evidence(
         run_id=run_id,

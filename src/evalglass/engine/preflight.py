@@ -16,8 +16,10 @@ from pathlib import Path
 from evalglass.core.authority import (
     JudgeStanding,
     Reason,
+    check_inputs_unbound_reason,
     check_unbound_reason,
     declared_gate_authority,
+    unbound_inputs_text,
     undeclared_gates,
 )
 from evalglass.core.evaluators import evaluator_labels
@@ -25,11 +27,16 @@ from evalglass.core.preflight import GatePreview, Preflight, Standing
 from evalglass.engine.config import LoadedConfig, load_config
 from evalglass.engine.datasetfile import gold_fingerprint_of
 from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger, refuse_unpinned_ledger
+from evalglass.engine.runlocator import RunLocator
 from evalglass.engine.staleness import stale_causes
+from evalglass.lanes.checkinputs import unbound_inputs
 
 
-def preflight(config_path: Path, *, today: str, pinned_ledger: Path | None = None) -> Preflight:
-    """Every gate's standing on ``today`` (YYYY-MM-DD). Bad input raises ``SetupError`` as a run would."""
+def preflight(
+    config_path: Path, *, today: str, pinned_ledger: Path | None = None, locator: RunLocator | None = None
+) -> Preflight:
+    """Every gate's standing on ``today`` (YYYY-MM-DD). Bad input raises ``SetupError`` as a run would.
+    ``locator``: how a run would find a baseline named by reference (``engine.runlocator``)."""
     loaded = load_config(config_path)
     refuse_unpinned_ledger(loaded, pinned_ledger)
     config = loaded.config
@@ -44,7 +51,9 @@ def preflight(config_path: Path, *, today: str, pinned_ledger: Path | None = Non
         standings = judge_standings(loaded)
     causes = stale_causes(config, loaded.definition_files, ledger.ledger, fingerprints)
     previews = [
-        _preview(loaded, ledger, name, fingerprints[name], dataset_fingerprint, standings, causes.get(name), today)
+        _preview(
+            loaded, ledger, name, fingerprints[name], dataset_fingerprint, standings, causes.get(name), today, locator
+        )
         for name in config.gates
     ]
     for gate in undeclared_gates(ledger.ledger, list(config.gates), ledger.gate_where()):
@@ -78,6 +87,7 @@ def _preview(
     standings: dict[str, JudgeStanding],
     stale_cause: str | None,
     today: str,
+    locator: RunLocator | None,
 ) -> GatePreview:
     config = loaded.config
     gate = config.gates[name]
@@ -98,13 +108,24 @@ def _preview(
     )
     kind = "check" if gate.check is not None else "comparative" if gate.compare_to is not None else "metric"
     evaluators = evaluator_labels(config.gate_evaluators(name))
+    # What the check's run records too (lanes.checkinputs), from the same declaration and files.
+    unbound = unbound_inputs(config.checks[gate.check], loaded.base_dir) if gate.check is not None else ()
     if not authority.active:
-        return GatePreview(name, gate.subject, kind, Standing.INFORMATIONAL, fingerprint, evaluators=evaluators)
+        # Said before activation too: the host approves a fingerprint that would not cover that code.
+        said = (unbound_inputs_text(gate.subject, unbound),) if unbound else ()
+        return GatePreview(
+            name, gate.subject, kind, Standing.INFORMATIONAL, fingerprint, notes=said, evaluators=evaluators
+        )
     reasons = list(authority.reasons)
+    notes = authority.notes
     if gate.check is not None and authority.require_binding and gate.expect_state is None:
         reasons.append(check_unbound_reason(gate.check))
+    if unbound and authority.require_binding:
+        reasons.append(check_inputs_unbound_reason(gate.subject, unbound))
+    elif unbound:
+        notes = (*notes, unbound_inputs_text(gate.subject, unbound))
     if gate.compare_to is not None:
-        reasons.extend(_baseline_reasons(ledger, gate.compare_to))
+        reasons.extend(_baseline_reasons(ledger, gate.compare_to, locator))
     return GatePreview(
         name=name,
         subject=gate.subject,
@@ -114,12 +135,12 @@ def _preview(
         threshold=authority.threshold,
         margin=authority.margin,
         reasons=tuple(reasons),
-        notes=authority.notes,
+        notes=notes,
         evaluators=evaluators,
     )
 
 
-def _baseline_reasons(ledger: LoadedLedger, name: str) -> list[Reason]:
+def _baseline_reasons(ledger: LoadedLedger, name: str, locator: RunLocator | None) -> list[Reason]:
     """Whether the baseline a comparative gate names is listed, readable and the approved run (as a run checks)."""
     from evalglass.core.comparative import baseline_reasons
     from evalglass.engine.baselines import read_baseline
@@ -127,5 +148,5 @@ def _baseline_reasons(ledger: LoadedLedger, name: str) -> list[Reason]:
     approval = ledger.ledger.baselines.get(name)
     if approval is None:
         return baseline_reasons(name, None, None, listed=False)
-    found, _ = read_baseline(name, ledger, [])
+    found, _ = read_baseline(name, ledger, [], locator)
     return baseline_reasons(name, approval.fingerprint, found, listed=True)

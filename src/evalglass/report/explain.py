@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from evalglass.core.authority import BlockReason
+from evalglass.core.authority import BlockReason, unbound_inputs_text
 from evalglass.core.evaluators import evaluator_labels
 from evalglass.core.fingerprint import short
 from evalglass.core.gates import GateResult, Outcome
@@ -163,6 +163,7 @@ def explain_gate(
         )
         details.extend(_reason_lines(gate))
     details.extend(f"note: {note}" for note in gate.notes)
+    details.extend(_unbound_inputs_line(gate, record))
     evaluators = _evaluators_line(record, gate)
     if evaluators is not None:
         details.append(evaluators)
@@ -186,6 +187,17 @@ def explain_gate(
     return Explanation(
         subject=gate.name, kind="gate", summary=summary, details=details, ledger_entry=entry, examples=shown
     )
+
+
+def _unbound_inputs_line(gate: GateResult, record: RunRecord) -> list[str]:
+    """What the check's command runs that no input binds, when the gate's notes and reasons do not already say it
+    (an informational gate about to be approved, a check that ended ERROR)."""
+    result = record.check_results.get(gate.subject) if gate.subject_kind is SubjectKind.CHECK else None
+    if result is None or not result.unbound_inputs:
+        return []
+    text = unbound_inputs_text(gate.subject, result.unbound_inputs)
+    said = text in gate.notes or any(reason.code is BlockReason.CHECK_INPUTS_UNBOUND for reason in gate.reasons)
+    return [] if said else [f"note: {text}"]
 
 
 def _evaluators_line(record: RunRecord, gate: GateResult) -> str | None:

@@ -45,6 +45,10 @@ BLOCK_REASON_FIXES: Mapping[BlockReason, str] = total(
         BlockReason.CHECK_UNBOUND: (
             "The ledger requires this check to run bound to an approved target state; give the gate `expect_state:`."
         ),
+        BlockReason.CHECK_INPUTS_UNBOUND: (
+            "The ledger requires this check to bind the code it runs: list its test folders, globs or modules under "
+            "the check's `inputs:`, then approve the gate's new fingerprint."
+        ),
         BlockReason.NO_APPROVED_THRESHOLD: "Write the threshold you approve into the ledger entry.",
         BlockReason.NO_MEASURED_VALUE: (
             "No example was measured validly. Look at the metric's diagnostics: every score was excluded."

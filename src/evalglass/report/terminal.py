@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from evalglass.core.authority import unbound_inputs_text
 from evalglass.core.checks import CheckResult
 from evalglass.core.gates import Outcome
 from evalglass.core.scorecard import CheckSummary, Scorecard
@@ -132,8 +133,12 @@ def _checks_grid(checks: list[CheckSummary]) -> Grid:
 
 
 def render_checks(results: Mapping[str, CheckResult], console: Console) -> None:
-    """`evalglass check`: each outcome with its binding, whether the command ran, and the repair it needs."""
+    """`evalglass check`: each outcome with its binding, whether the command ran, and the repair it needs; then
+    what a check's command runs that no `inputs:` binds."""
     print_grid(_checks_grid([CheckSummary.of(name, result) for name, result in results.items()]), console)
+    for name, result in results.items():
+        if result.unbound_inputs:
+            console.print(Text("note: " + unbound_inputs_text(name, result.unbound_inputs)), overflow="fold")
 
 
 def render_terminal(card: Scorecard, console: Console, folder: Path | None = None) -> None:
