@@ -757,9 +757,11 @@ class CommandLane(TaskLane):
                 env=env,
                 start_new_session=True,
             )
-        except OSError as exc:
+        except BaseException as exc:  # not started (or cancelled while starting): nothing will read the pipes
             os.close(out_read)
             os.close(err_read)
+            if not isinstance(exc, OSError):
+                raise
             return LaneFailure("task_spawn_failed", redactor.text(f"cannot start {spec.argv[0]!r}: {exc}"), sample)
         finally:
             os.close(out_write)
