@@ -979,10 +979,44 @@ from evalglass.history.commands import history  # noqa: E402  (click only; the d
 main.add_command(history)
 
 
+class _TextSink:
+    """Bytes (UTF-8 JSON) written to standard output as text."""
+
+    def write(self, data: bytes, /) -> int:
+        return sys.stdout.write(data.decode())
+
+
+@main.command("export")
+@click.argument("folder", required=False, type=click.Path(path_type=Path))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["otlp"]),
+    required=True,
+    help='otlp: gen_ai.evaluation.result events, OTLP/JSON lines (docs/traces.md, "Results out").',
+)
+@click.option("--out", type=click.Path(path_type=Path), help="Write to this file (default: standard output).")
+@DB
+def export_run(folder: Path | None, fmt: str, out: Path | None, db: str | None) -> None:
+    """Export a finished run's per-example scores (default: the last run) for another tool."""
+    from evalglass.engine.otlpexport import export_otlp
+
+    resolved = resolve_run_folder(folder, db)
+    if out is None:
+        export_otlp(resolved, _TextSink())  # through the redacting stdout, as everything the CLI prints
+        return
+    from evalglass.engine.runfolder import atomically
+
+    with atomically(out) as file:
+        exported = export_otlp(resolved, file)
+    linked = "linked to their spans" if exported.linked else "not linked to spans (the run was not read from traces)"
+    click.echo(f"wrote {exported.events:,} gen_ai.evaluation.result events to {out}, {linked}", err=True)
+
+
 @main.command()
 @click.argument(
     "which",
-    type=click.Choice(["config", "ledger", "scorecard", "runrecord", "scores", "comparison"]),
+    type=click.Choice(["config", "ledger", "scorecard", "runrecord", "scores", "comparison", "trace-record"]),
     default="config",
     required=False,
 )

@@ -132,6 +132,36 @@ METRIC_CASES: dict[str, list[dict[str, Any]]] = {
         _pairs({"type": "numeric_bounds", "min": 0, "max": 1}, [0, 1, 0.5, -0.1, 1.1, "0.5", True, None, float("nan")]),
         _pairs({"type": "numeric_bounds", "max": 2.5, "coerce": True, "inclusive": False}, ["1.8", "2.5", 2.5, "x"]),
     ],
+    "recorded_score": [
+        _pairs(
+            {"type": "recorded_score", "scorer": "m"},
+            [
+                {"scores": {"m": {"value": value}}}
+                for value in (1, 0, 0.5, True, False, "C", "I", "P", "N", "Z", None, 1.5, [1])
+            ]
+            + [
+                {"scores": {"m": {"value": None, "passed": True}}},
+                {"scores": {"m": {"value": None, "error": "grader failed"}}},
+                {"scores": {}, "error": "sample failed"},
+                {"scores": {}},
+                "not an object",
+            ],
+        ),
+        _pairs(
+            {
+                "type": "recorded_score",
+                "scorer": "m",
+                "key": "k",
+                "values": {"good": 1},
+                "scale": {"min": 0, "max": 10},
+            },
+            [
+                {"scores": {"m": {"value": {"k": 7}}}},
+                {"scores": {"m": {"value": {"k": "good"}}}},
+                {"scores": {"m": {"value": {}}}},
+            ],
+        ),
+    ],
     "word_count": [
         _pairs(
             {"type": "word_count", "min": 2, "max": 4}, ["one", "one two", "a b c d e", "  spaced   out  ", "", None, 5]

@@ -23,6 +23,7 @@ from evalglass.core.fieldpath import ABSENT, FieldPathError, value_getter
 from evalglass.core.fingerprint import PREFIX
 from evalglass.core.runrecord import SCORES_FILE, RunRecord
 from evalglass.engine.artifacts import CHECKS_FILE, score_rows
+from evalglass.engine.readback import examples_by_id, read_by_own_reader
 from evalglass.errors import SetupError
 
 OUTPUTS_FILE = "outputs.jsonl"  # the name liverun writes; repeated so a report needs no live-run imports
@@ -229,7 +230,7 @@ def load_explorer(folder: Path, record: RunRecord | None, metrics: tuple[str, ..
     _join_outputs(folder, by_line)
     _join_checks(folder, by_id)
     if record is not None:
-        _join_dataset(folder, record, by_line, explorer.notes)
+        _join_dataset(folder, record, by_line, explorer.notes, by_id)
     else:
         explorer.notes.append("runrecord.json is not in this folder: inputs and references cannot be located.")
     return explorer
@@ -312,7 +313,8 @@ def dataset_candidates(folder: Path, record: RunRecord) -> list[Path]:
     return [relative, *(parent / relative for parent in folder.resolve().parents[:4])]
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """A file's SHA-256, as a dataset's fingerprint is written."""
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         while chunk := handle.read(1 << 20):
@@ -320,19 +322,24 @@ def _sha256(path: Path) -> str:
     return PREFIX + digest.hexdigest()
 
 
-def _join_dataset(folder: Path, record: RunRecord, by_line: dict[int, Row], notes: list[str]) -> None:
+def _join_dataset(
+    folder: Path, record: RunRecord, by_line: dict[int, Row], notes: list[str], by_id: dict[str, list[Row]]
+) -> None:
     found = [path for path in dict.fromkeys(dataset_candidates(folder, record)) if path.is_file()]
     if not found:
         notes.append(
             f"The dataset ({record.dataset.path}) is not here: inputs, references and recorded outputs are not shown."
         )
         return
-    path = next((path for path in found if _sha256(path) == record.dataset.fingerprint), None)
+    path = next((path for path in found if file_sha256(path) == record.dataset.fingerprint), None)
     if path is None:
         notes.append(
             f"The dataset ({found[0]}) changed since the run (its fingerprint differs): inputs, references and "
             "recorded outputs are not shown, so that nothing on this page is from a different dataset."
         )
+        return
+    if read_by_own_reader(record):
+        _join_read_back(record, path, by_id, notes)
         return
     config = record.config
     task = config.get("task") or {}
@@ -373,6 +380,21 @@ def _join_dataset(folder: Path, record: RunRecord, by_line: dict[int, Row], note
                 row.reference = clip(as_text(next(iter(wanted.values()))))
             elif wanted:
                 row.reference = clip(as_text(wanted))
+
+
+def _join_read_back(record: RunRecord, path: Path, by_id: dict[str, list[Row]], notes: list[str]) -> None:
+    """A trace file or another tool's results: each shown example read back through the run's reader, by id (one
+    line of such a file can hold many examples)."""
+    examples = examples_by_id(record, path, set(by_id))
+    if examples is None:
+        notes.append(f"The dataset ({path}) could not be read back: inputs and outputs are not shown.")
+        return
+    for example_id, example in examples.items():
+        shown_input = clip(as_text({key: value for key, value in example.fields.items() if key != "output"}))
+        for row in by_id[example_id]:
+            row.input = shown_input
+            if row.output is None:
+                row.output = clip(as_text(example.output))
 
 
 def _present(getter: Any, data: Any) -> Any:

@@ -31,6 +31,7 @@ from evalglass.core.gatespec import meets
 from evalglass.core.runrecord import SCORES_FILE, RunRecord
 from evalglass.core.scorecard import Scorecard
 from evalglass.core.uniform import all_of_type
+from evalglass.engine.readback import examples_by_id, read_by_own_reader
 from evalglass.engine.scoresblock import decode_block
 from evalglass.errors import SetupError
 
@@ -304,6 +305,11 @@ def _recorded_outputs(record: RunRecord, wanted: set[str], lines: dict[str, int]
     field = parse_path(str(task.get("field", "output")))
     own_file = task.get("path")
     path = base / str(own_file if own_file is not None else dataset.get("path", ""))
+    if own_file is None and read_by_own_reader(record) and path.is_file():
+        examples = examples_by_id(record, path, wanted)
+        if examples is None:
+            return {}, None
+        return {example_id: example.output for example_id, example in examples.items()}, f"{path} as it is now"
     if path.suffix.lower() in (".csv", ".parquet") or not path.is_file():
         return {}, None
     by_line = {line: example_id for example_id, line in lines.items()} if own_file is None else None

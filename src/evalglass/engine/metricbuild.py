@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 from evalglass import hostwatch
 from evalglass.engine.sink import BuiltMetric
+from evalglass.engine.toolresults import guard_failed_samples
+from evalglass.engine.uncaptured import UncapturedJudge, guard_uncaptured
 from evalglass.errors import SetupError
 from evalglass.metrics.base import AsyncScorer, BuildContext, CheckSink, MetricShipper, MetricSpec, Scorer
 from evalglass.metrics.errors import MetricLoadError
@@ -58,6 +60,10 @@ def build_metrics(
             function = build_scorer(loaded, name, spec, context)
         if isinstance(function, AsyncScorer):
             raise TypeError(f"metric '{name}' built an asynchronous scorer but does not declare itself live")
+        if config.dataset.may_lack_content:
+            function = guard_uncaptured(name, spec, config.output_field, function)
+        if config.dataset.tool_results:
+            function = guard_failed_samples(name, function)
         built.append(BuiltMetric(name=name, function=function, parallel=spec.parallel or ships, label=label))
     return built
 
@@ -84,6 +90,8 @@ def build_live_metric(loaded: LoadedConfig, name: str, executor: Executor, cache
     scorer = build_scorer(loaded, name, spec, context)
     if not isinstance(scorer, AsyncScorer):
         raise TypeError(f"metric '{name}' declares itself live but built a synchronous scorer")
+    if loaded.config.dataset.may_lack_content:
+        return UncapturedJudge(name, spec, loaded.config.output_field, scorer)
     return scorer
 
 

@@ -128,6 +128,10 @@ class MetricSpec(BaseModel):
     #: True for metrics whose per-example calls a cluster executor ships (host code, commands): builtins cost less
     #: to compute than to ship, and model calls are I/O that stays on the driver.
     shippable: ClassVar[bool] = False
+    #: True for metrics that measure the output (or its ``field``): on a dataset whose records may lack content
+    #: (traces), such a metric is ``non_evaluable`` (``content_not_captured``) where the output was not captured.
+    #: Host code receives the whole example and the record's ``not_captured`` list, and decides what it reads.
+    measures_output: ClassVar[bool] = True
 
     description: str | None = Field(default=None, description="What this metric tells you, in your words.")
     field: str | None = Field(

@@ -64,6 +64,7 @@ class PythonMetricSpec(MetricSpec):
     summary: ClassVar[str] = "Whatever the host's Python function returns: a number, a Score, or a declined example."
     #: Host code may be slow or need the cluster's resources: a cluster executor runs each call as a task.
     shippable: ClassVar[bool] = True
+    measures_output: ClassVar[bool] = False
 
     type: Literal["python"] = "python"
     function: str = Field(

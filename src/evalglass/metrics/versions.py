@@ -46,6 +46,7 @@ METRIC_VERSIONS: Mapping[str, int] = {
     "enum": 2,
     "check": 2,
     "llm_judge": 2,
+    "recorded_score": 1,
 }
 
 #: How several samples of one example become one score.
