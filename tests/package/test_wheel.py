@@ -86,7 +86,7 @@ def test_the_wheel_carries_the_schemas_templates_and_examples_and_nothing_from_t
         metadata = wheel.read(f"evalglass-{version}.dist-info/METADATA").decode()
         entry_points = wheel.read(f"evalglass-{version}.dist-info/entry_points.txt").decode()
     assert f"\nVersion: {version}\n" in metadata
-    assert "evalglass = evalglass.cli:main" in entry_points
+    assert "evalglass = evalglass.entry:main" in entry_points  # the supervised program (evalglass/entry.py)
     assert "evalglass = evalglass.pytest_plugin" in entry_points
 
 
