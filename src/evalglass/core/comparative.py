@@ -42,13 +42,12 @@ from evalglass.core.compare import (
 from evalglass.core.estimate import IntervalSpec
 from evalglass.core.gates import (
     Advice,
+    Evidence,
     GateResult,
     Outcome,
     decided,
     interval_ends,
-    interval_label,
     measurement_reasons,
-    undecided_reason,
 )
 from evalglass.core.gatespec import GateRule, GateSpec, margin_threshold
 from evalglass.core.stats import (
@@ -224,23 +223,14 @@ def decide_comparative_gate(
         )
     assert compared is not None and threshold is not None and difference is not None  # the reasons above
     what = "the paired difference" if not lower else f"the {spec.level:.0%} bound on the paired difference"
+    observed = f"the observed difference {difference.point:+.6g}"
     return decided(
         spec,
         compared=compared,
         favourable=favourable,
         threshold=threshold,
         failing=f"{what} {compared:.6g}",
-        undecided=lambda: undecided_reason(
-            f"the {interval_label(spec.level)} interval of the paired difference",
-            compared,
-            favourable,
-            threshold,
-            spec,
-            n=difference.n,
-            advice=advice,
-            unit="pairs",
-            observed=f"the observed difference {difference.point:+.6g}",
-        ),
+        evidence=Evidence("the paired difference", difference.n, advice, "pairs", observed),
         common=common,
     )
 

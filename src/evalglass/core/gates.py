@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -255,23 +255,15 @@ def evaluate_gate(
     threshold = authority.threshold
     assert compared is not None and threshold is not None  # guaranteed by the reasons above
     what = "the value" if not lower else f"the {spec.level:.0%} {_side(spec.direction)} confidence bound"
+    observed = f"the observed value {common['value']:.6g}"
+    evidence = Evidence("the value", int(common["n"] or 0), advice, "examples", observed)
     return decided(
         spec,
         compared=compared,
         favourable=favourable,
         threshold=threshold,
         failing=f"{what} {compared:.6g}",
-        undecided=lambda: undecided_reason(
-            f"the {interval_label(spec.level)} interval of the value",
-            compared,
-            favourable,
-            threshold,
-            spec,
-            n=int(common["n"] or 0),
-            advice=advice,
-            unit="examples",
-            observed=f"the observed value {common['value']:.6g}",
-        ),
+        evidence=evidence,
         common=common,
     )
 
@@ -299,6 +291,18 @@ def interval_label(level: float | None) -> str:
     return f"{2.0 * (level if level is not None else 0.95) - 1.0:.0%}"
 
 
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What an ``undecided`` reason says the interval was of (``the value``, ``the paired difference``), over how
+    many ``unit`` (examples, pairs), the advice that would decide, and the observed effect it is advice at."""
+
+    what: str
+    n: int
+    advice: Advice
+    unit: str
+    observed: str
+
+
 def decided(
     spec: GateSpec,
     *,
@@ -306,11 +310,11 @@ def decided(
     favourable: float | None,
     threshold: float,
     failing: str,
-    undecided: Callable[[], Reason],
+    evidence: Evidence,
     common: dict[str, Any],
 ) -> GateResult:
     """The gate's outcome once nothing blocks it: what :func:`rule_decision` says of its numbers. ``failing`` names
-    the compared number in the ``below_threshold`` reason; ``undecided`` builds the ``undecided`` reason."""
+    the compared number in the ``below_threshold`` reason; ``evidence`` fills the ``undecided`` one."""
     decision = rule_decision(spec.rule, spec.direction, threshold, compared, favourable)
     numbers = {"compared": compared, "threshold": threshold}
     if decision is RuleDecision.PASS:
@@ -318,33 +322,26 @@ def decided(
     if decision is RuleDecision.FAIL:
         reason = below_threshold_reason(failing, threshold, spec.direction)
         return GateResult(outcome=Outcome.FAIL, reasons=(reason,), **numbers, **common)
-    return GateResult(outcome=Outcome.BLOCKED, reasons=(undecided(),), **numbers, **common)
+    reason = undecided_reason(evidence, compared, favourable, threshold, spec)
+    return GateResult(outcome=Outcome.BLOCKED, reasons=(reason,), **numbers, **common)
 
 
 def undecided_reason(
-    what: str,
-    compared: float,
-    favourable: float | None,
-    threshold: float,
-    spec: GateSpec,
-    *,
-    n: int,
-    advice: Advice,
-    unit: str,
-    observed: str,
+    evidence: Evidence, compared: float, favourable: float | None, threshold: float, spec: GateSpec
 ) -> Reason:
     """The ``undecided`` reason: the interval, the threshold, and the evidence that would decide at the observed
     effect (examples, or samples per example), so the repair is to gather it, not to change the system."""
     low, high = sorted((compared, favourable if favourable is not None else compared))
     sides = f"each end a {spec.level:.0%} one-sided bound"
     text = (
-        f"{what} [{low:.6g}, {high:.6g}] ({sides}) straddles the approved threshold {threshold:.6g}: the data show "
-        f"neither that the gate is met nor that it is missed"
+        f"the {interval_label(spec.level)} interval of {evidence.what} [{low:.6g}, {high:.6g}] ({sides}) straddles "
+        f"the approved threshold {threshold:.6g}: the data show neither that the gate is met nor that it is missed"
     )
+    unit, advice = evidence.unit, evidence.advice
     if advice.examples is not None:
-        text += f"; about {advice.examples:,} {unit} (now {n:,}) would decide at {observed}"
+        text += f"; about {advice.examples:,} {unit} (now {evidence.n:,}) would decide at {evidence.observed}"
     else:
-        text += f"; no number of {unit} decides at {observed}, which sits on the threshold"
+        text += f"; no number of {unit} decides at {evidence.observed}, which sits on the threshold"
     if advice.epochs is not None:
         text += f", or about {advice.epochs} samples per example over the same {unit}"
     return Reason(code=BlockReason.UNDECIDED, message=text)
