@@ -283,7 +283,7 @@ def comparison_story(gate: GateResult, top: int = 10) -> list[str]:
     )
     margin = detail.margin
     if gate.rule is GateRule.LOWER_BOUND:
-        lines.append(_three_way_text(gate, "the difference", "-margin"))
+        lines.append(f"Rule lower_bound (three ways): {_three_way_text(gate, 'the difference', '-margin')}")
     else:
         lines.append(
             "Rule point: the difference itself must be no worse than -margin. A true drop just past the margin "
@@ -378,7 +378,7 @@ def _three_way_text(gate: GateResult, what: str, limit: str) -> str:
     """The three-way interval rule, with the interval it decided on when it was computed."""
     level = gate.level if gate.level is not None else 0.95
     text = (
-        f"Rule lower_bound (three ways): the {interval_label(level)} interval of {what} (each end a {level:.0%} "
+        f"the {interval_label(level)} interval of {what} (each end a {level:.0%} "
         f"one-sided bound) is compared with {limit}: pass when its unfavourable end meets it, fail only when its "
         "favourable end misses it too (the shortfall is shown), otherwise undecided (blocked: gather better evidence)."
     )
@@ -399,7 +399,8 @@ def _proposed_margin(gate: GateResult, record: RunRecord) -> float | None:
 def _lower_bound_story(gate: GateResult) -> str:
     """Why the experimental rule decided as it did, and what evidence would decide it otherwise."""
     text = (
-        f"Rule lower_bound (EXPERIMENTAL): {_three_way_text(gate, 'the value', 'the approved threshold')} The point "
+        f"Rule lower_bound (EXPERIMENTAL, three ways): {_three_way_text(gate, 'the value', 'the approved threshold')} "
+        "The point "
         f"value is {number(gate.value)} ({gate.bound_method or 'no method'})."
     )
     if gate.outcome is Outcome.BLOCKED and any(reason.code is BlockReason.UNDECIDED for reason in gate.reasons):
