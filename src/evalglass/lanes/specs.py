@@ -10,6 +10,7 @@ when one is declared, and a missing ``live`` extra then says how to install it.
 from __future__ import annotations
 
 import re
+import shlex
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
@@ -169,6 +170,11 @@ class _LaneFields(BaseModel):
         """The model whose token usage this lane's calls report (None: its calls use no tokens)."""
         return None
 
+    def host_reference(self) -> str:
+        """What this lane runs, as the config names it: the name the supervisor gives when the process dies while
+        the lane's calls are in flight (evalglass/hostwatch.py)."""
+        raise NotImplementedError
+
 
 class PythonLaneSpec(_LaneFields):
     type: Literal["python"]
@@ -181,6 +187,9 @@ class PythonLaneSpec(_LaneFields):
     @classmethod
     def _function_ref(cls, value: str) -> str:
         return function_reference(value)
+
+    def host_reference(self) -> str:
+        return self.function
 
 
 def function_reference(value: str) -> str:
@@ -200,6 +209,9 @@ class CommandLaneSpec(_LaneFields):
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
     concurrency: int | None = Field(default=None, ge=1)
     cache: bool = False
+
+    def host_reference(self) -> str:
+        return shlex.join(self.argv)[:200]
 
 
 class MessageTemplate(BaseModel):
@@ -229,6 +241,9 @@ class ChatLaneSpec(EndpointSpec):
     def tokens_model(self) -> str | None:
         """The model whose token usage this lane's calls report."""
         return self.model
+
+    def host_reference(self) -> str:
+        return f"model {self.model}"
 
     @model_validator(mode="after")
     def _one_prompt_form(self) -> ChatLaneSpec:
@@ -340,6 +355,11 @@ class AgentLaneSpec(EndpointSpec):
 
     def tokens_model(self) -> str | None:
         return self.model
+
+    def host_reference(self) -> str:
+        """The model and the host functions the lane's tools call (host code runs in the loop)."""
+        functions = [tool.function for tool in self.tools.values() if tool.function is not None]
+        return (f"model {self.model}" + (f", tools {', '.join(functions)}" if functions else ""))[:200]
 
     @property
     def parse(self) -> None:

@@ -215,6 +215,12 @@ class MetricSpec(BaseModel):
         """Files whose contents define this metric (a schema, a host module); approvals bind their hashes too."""
         return ()
 
+    def host_reference(self) -> str | None:
+        """The host code this metric runs, as the config names it (``file.py:function``, a check's name), or None
+        for a builtin: the name the supervisor gives when the process dies while the metric runs
+        (evalglass/hostwatch.py)."""
+        return None
+
     def value_scale(self) -> ScaleSpec | None:
         """The range this metric's values can take (builtins score in [0, 1]); None when unbounded."""
         return UNIT_SCALE

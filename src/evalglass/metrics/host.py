@@ -97,6 +97,9 @@ class PythonMetricSpec(MetricSpec):
         source, _ = split_reference(self.function)
         return ((base_dir / source).resolve(),) if is_file_reference(source) else ()
 
+    def host_reference(self) -> str | None:
+        return self.function
+
     def build_one(self, context: BuildContext) -> MetricFn:
         local = self._build_local(context)
         return local if context.shipper is None else context.shipper.metric(context.name, local)
