@@ -76,6 +76,8 @@ class Tool:
     function: Callable[..., Any] | None = None
     takes_state: bool = False
     source_sha256: str | None = None
+    #: The function's signature, which a call's arguments are checked against (None: it has none to check).
+    signature: inspect.Signature | None = None
 
     @property
     def recorded(self) -> bool:
@@ -109,7 +111,7 @@ def build_tools(tools: Mapping[str, AgentToolSpec], base_dir: Path) -> dict[str,
         description = spec.description if spec.description is not None else inspect.getdoc(function)
         source = host_source(spec.function, base_dir)
         digest = hashlib.sha256(source.read_bytes()).hexdigest() if source is not None else None
-        built[name] = Tool(name, _definition(name, description, parameters), function, takes_state, digest)
+        built[name] = Tool(name, _definition(name, description, parameters), function, takes_state, digest, signature)
     return built
 
 
@@ -356,7 +358,9 @@ class AgentLane:
         budget is spent (``max_steps``)."""
         for _ in range(self.spec.max_steps):
             request = self._request(self.spec.model, tuple(run.messages), self.definitions, self.params)
-            key = cache_key(self.fingerprint, request.key_body(), sample)
+            # The first step's key is the trajectory's call id; later ones are needed only to look up the cache.
+            keyed = self.cache is not None or run.first_key is None
+            key = cache_key(self.fingerprint, request.key_body(), sample) if keyed else ""
             if run.first_key is None:
                 run.first_key = key
             step = await self._step(request, key)
@@ -487,12 +491,11 @@ class AgentLane:
         kwargs = dict(call.arguments)
         if tool.takes_state:
             kwargs["state"] = run.state
-        try:
-            inspect.signature(function).bind(**kwargs)
-        except TypeError as exc:
-            return _error(record, "arguments_rejected", f"{tool.name} does not take these arguments: {exc}")
-        except ValueError:
-            pass  # no signature to check: the call itself says
+        if tool.signature is not None:
+            try:
+                tool.signature.bind(**kwargs)
+            except TypeError as exc:
+                return _error(record, "arguments_rejected", f"{tool.name} does not take these arguments: {exc}")
         timeout = self.spec.step_timeout
         try:
             if inspect.iscoroutinefunction(function):
