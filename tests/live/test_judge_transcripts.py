@@ -245,3 +245,24 @@ def test_a_transcript_judge_calibrates_against_labels_like_any_judge(evals: Path
         result, fingerprint = run(go())
     report = result.calibration
     assert report.n == 3 and report.agreed == 2 and report.judge_fingerprint == fingerprint
+
+
+def test_a_declared_input_the_record_lacks_or_cannot_read_is_never_the_answer_s_fault(evals: Path) -> None:
+    """The input messages are what the system was given: without them the transcript is not the declared one, so
+    nothing is measured (and nothing sent), never a worst grade."""
+    records = [{"input": {}}, {"input": {"messages": 7}}]
+    with FakeOpenAI(reply=grade_by_calls) as server:
+        missing, unreadable = judge_all(
+            spec(server, transcript={"input": "input.messages"}),
+            evals,
+            [Example(str(n), n, record, TRAJECTORY) for n, record in enumerate(records)],
+        )
+        assert server.request_count == 0
+    assert (missing.score.status, missing.score.diagnostics[0].code) == (
+        Status.NON_EVALUABLE,
+        "transcript_input_missing",
+    )
+    assert (unreadable.score.status, unreadable.score.diagnostics[0].code) == (
+        Status.ERROR,
+        "transcript_input_unreadable",
+    )

@@ -278,6 +278,8 @@ class Judge:
                 return self._unreadable("trajectory_unreadable", f"the output is not a conversation: {rendered}"), None
             if isinstance(rendered, TemplateFailure):
                 return Score.error(rendered.code, rendered.message), None
+            if isinstance(rendered, Score):
+                return rendered, None
             transcript, shown_cut = rendered
         context: dict[str, Any] = {
             "rubric": self.rubric,

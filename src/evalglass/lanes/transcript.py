@@ -44,18 +44,30 @@ class Transcripts:
         self.template = compile_template(spec.template, where="transcript template")
         self.max_chars = spec.max_chars
         self.input = parse_path(spec.input) if spec.input is not None else None
+        self.input_path = spec.input
 
-    def of(self, example: Example, target: Any) -> tuple[str, Cut | None] | Unreadable | TemplateFailure:
-        """The rendered transcript (and its cut), or why the conversation cannot be read (a wrong answer) or
-        rendered."""
+    def of(self, example: Example, target: Any) -> tuple[str, Cut | None] | Unreadable | TemplateFailure | Score:
+        """The rendered transcript (and its cut); or why the conversation cannot be read (Unreadable: a wrong
+        answer) or rendered; or the Score of a declared ``input`` the record lacks or that is no conversation (what
+        the system was given, not what it answered: never a wrong answer)."""
         try:
             messages = read_messages(target)
-            if self.input is not None:
-                before = get_path(example.fields, self.input)
-                if before is not ABSENT:
-                    messages = read_messages(before) + messages
         except Unreadable as exc:
             return exc
+        if self.input is not None:
+            before = get_path(example.fields, self.input)
+            if before is ABSENT:
+                return Score.non_evaluable(
+                    "transcript_input_missing",
+                    f"example {example.id} has no '{self.input_path}' (the transcript's declared input messages)",
+                )
+            try:
+                messages = read_messages(before) + messages
+            except Unreadable as exc:
+                return Score.error(
+                    "transcript_input_unreadable",
+                    f"example {example.id}: '{self.input_path}' (the transcript's input) is not a conversation: {exc}",
+                )
         try:
             text = render(self.template, {"messages": messages}, what="the transcript template", example_id=example.id)
         except TemplateFailure as failure:
