@@ -90,7 +90,9 @@ def _shallow_enough(raw: bytes) -> bool:
     a trace) has many brackets but little depth: measured in C, without walking the parsed value."""
     if len(raw) < 2 * MAX_DEPTH or raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
         return True
-    brackets = _STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
+    # Without a backslash every quote opens or closes a string, so the text outside strings is every other piece.
+    outside = _STRING.sub(b"", raw) if b"\\" in raw else b"".join(raw.split(b'"')[::2])
+    brackets = outside.translate(None, _NOT_BRACKETS)
     return max(accumulate(map(_LEVEL_CHANGE.__getitem__, brackets)), default=0) <= MAX_DEPTH
 
 
