@@ -106,6 +106,17 @@ def test_the_layers_are_strict_and_count_type_only_imports() -> None:
     )
 
 
+def test_every_module_of_the_package_is_in_a_layer() -> None:
+    """A module outside the layer contract could import from any layer unseen: each child of the package (the
+    package's own ``__init__``, which names the public API, aside) is one of the contract's layers."""
+    layered = {
+        name.strip()
+        for layer in layer_contract(ROOT / "pyproject.toml")["layers"]
+        for name in layer.replace("|", ":").split(":")
+    }
+    assert sorted(import_graph("evalglass").find_children("evalglass") - layered) == []
+
+
 def test_the_graph_counts_lazy_and_type_only_imports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The graph these tests read sees a name imported under ``TYPE_CHECKING`` and a relative import inside a
     function: each closes a circle here, and an upward import hidden in a function breaks a layer."""
