@@ -29,7 +29,7 @@ from evalglass.lanes.checkinputs import InputProblem, input_hashes, split_words
 from evalglass.lanes.checkspec import CheckSpec
 from evalglass.lanes.specs import EndpointSpec, LaneSpec
 from evalglass.metrics.registry import AnyMetricSpec
-from evalglass.metrics.versions import gate_evaluators
+from evalglass.metrics.versions import fingerprinted, gate_evaluators
 from evalglass.readers.userfiles import read_regular
 from evalglass.readers.yamlsource import YamlDocument, load_yaml
 
@@ -558,7 +558,7 @@ class Config(BaseModel):
             if self.dataset.format == "otlp":
                 read["traces"] = self.dataset.trace_options.model_dump(mode="json")
             payload["dataset_read"] = read
-        evaluators = self.gate_evaluators(name) if versions is None else dict(versions)
+        evaluators = fingerprinted(self.gate_evaluators(name) if versions is None else versions)
         if evaluators:
             payload["evaluators"] = evaluators
         return payload
