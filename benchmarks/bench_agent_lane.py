@@ -143,8 +143,9 @@ async def _lane(base_url: str, trajectories: int, concurrency: int) -> tuple[flo
     from pydantic import TypeAdapter
 
     from evalglass.lanes.executor import AsyncioExecutor
+    from evalglass.lanes.ports import LaneOutput
+    from evalglass.lanes.registry import build_lane
     from evalglass.lanes.specs import TaskSpec
-    from evalglass.lanes.task import LaneOutput, build_lane
 
     with tempfile.TemporaryDirectory() as scratch:
         (Path(scratch) / "tools.py").write_text(TOOLS)

@@ -14,8 +14,10 @@ from evalglass.core.conversation import Trajectory
 from evalglass.core.trajectory import Call, read_calls
 from evalglass.core.usage import Price
 from evalglass.engine.cache import CacheMode, CallCache
+from evalglass.lanes.base import LaneConfigError
 from evalglass.lanes.executor import AsyncioExecutor
-from evalglass.lanes.task import LaneConfigError, LaneFailure, LaneOutcome, LaneOutput, build_lane
+from evalglass.lanes.ports import LaneFailure, LaneOutcome, LaneOutput
+from evalglass.lanes.registry import build_lane
 from evalglass.testing.fake_openai import FakeOpenAI
 
 from .conftest import fast_retrier, parse_task_spec, run

@@ -15,8 +15,10 @@ from evalglass.core.example import Example
 from evalglass.core.score import Status, Validity
 from evalglass.lanes.executor import AsyncioExecutor
 from evalglass.lanes.judge import Judge, JudgeResult, calibrate_judge, read_labels
-from evalglass.lanes.task import LaneOutput, build_lane
+from evalglass.lanes.ports import LaneOutput
+from evalglass.lanes.registry import build_lane
 from evalglass.lanes.transcript import MARKER, cut
+from evalglass.metrics.base import BuildContext
 from evalglass.metrics.llm_judge import LlmJudgeSpec, judge_fingerprint
 from evalglass.testing.fake_openai import FakeOpenAI
 
@@ -64,7 +66,9 @@ def grade_by_calls(body: dict[str, Any]) -> str:
 def judge_all(judge_spec: LlmJudgeSpec, evals: Path, examples: list[Example]) -> list[JudgeResult]:
     async def go() -> list[JudgeResult]:
         executor = AsyncioExecutor(4)
-        judge = Judge(judge_spec, base_dir=evals, executor=executor, env=KEY_ENV, retrier=fast_retrier(2))
+        judge = Judge(
+            judge_spec.judge_definition(BuildContext(evals)), executor=executor, env=KEY_ENV, retrier=fast_retrier(2)
+        )
         try:
             return await executor.run(examples, judge.judge)
         finally:
@@ -236,9 +240,17 @@ def test_a_transcript_judge_calibrates_against_labels_like_any_judge(evals: Path
         judge_spec = spec(server)
 
         async def go() -> Any:
-            judge = Judge(judge_spec, base_dir=evals, executor=AsyncioExecutor(4), env=KEY_ENV)
+            executor = AsyncioExecutor(4)
+            judge = Judge(judge_spec.judge_definition(BuildContext(evals)), executor=executor, env=KEY_ENV)
             try:
-                return await calibrate_judge(judge, read_labels(labels, judge_spec.scale)), judge.fingerprint
+                calibrated = await calibrate_judge(
+                    judge.judge,
+                    read_labels(labels, judge_spec.scale),
+                    scale=judge_spec.scale,
+                    fingerprint=judge.fingerprint,
+                    executor=executor,
+                )
+                return calibrated, judge.fingerprint
             finally:
                 await judge.aclose()
 

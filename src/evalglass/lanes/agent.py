@@ -54,11 +54,12 @@ from evalglass.lanes.specs import OPERATIONAL_FIELDS, AgentLaneSpec, AgentToolSp
 
 if TYPE_CHECKING:
     from evalglass.core.usage import Price
+    from evalglass.lanes.base import LaneContext
     from evalglass.lanes.chat import Usage
     from evalglass.lanes.executor import Executor
     from evalglass.lanes.modelstep import AssistantTurn, ModelStepClient, StepCall, StepRequest
+    from evalglass.lanes.ports import Job, LaneColumn, LaneFailure, LaneOutcome
     from evalglass.lanes.retry import Attempt, Fault, Retrier
-    from evalglass.lanes.task import Job, LaneColumn, LaneContext, LaneFailure, LaneOutcome
 
 #: How much of a tool's error the model and the record get (redacted first).
 _ERROR_CHARS = 500
@@ -86,9 +87,8 @@ class Tool:
 
 def build_tools(tools: Mapping[str, AgentToolSpec], base_dir: Path) -> dict[str, Tool]:
     """Every declared tool, its function loaded and its definition made; raises ``LaneConfigError``."""
-    from evalglass.lanes.task import LaneConfigError
-    from evalglass.metrics.errors import MetricLoadError
-    from evalglass.metrics.hostload import host_source, load_function
+    from evalglass.lanes.base import LaneConfigError
+    from evalglass.lanes.hostload import HostLoadError, host_source, load_function
 
     built: dict[str, Tool] = {}
     for name, spec in tools.items():
@@ -100,7 +100,7 @@ def build_tools(tools: Mapping[str, AgentToolSpec], base_dir: Path) -> dict[str,
             function = load_function(
                 spec.function, base_dir, what=f"agent tool {name!r}", allow_async=True, search_base=True
             )
-        except MetricLoadError as exc:
+        except HostLoadError as exc:
             raise LaneConfigError(str(exc)) from None
         try:
             signature = inspect.signature(function)
@@ -128,7 +128,7 @@ def _parameters_of(name: str, function: Callable[..., Any], takes_state: bool) -
     ``state`` it is given by the lane."""
     from pydantic import TypeAdapter
 
-    from evalglass.lanes.task import LaneConfigError
+    from evalglass.lanes.base import LaneConfigError
 
     try:
         schema: dict[str, Any] = TypeAdapter(function).json_schema()  # type: ignore[arg-type]
@@ -257,7 +257,7 @@ class AgentLane:
             for example_id, fields in zip(ids, records, strict=True)
             for sample in range(epochs)
         ]
-        from evalglass.lanes.task import LaneColumn
+        from evalglass.lanes.ports import LaneColumn
 
         return LaneColumn.of(await self.produce_many(jobs))
 
@@ -269,7 +269,7 @@ class AgentLane:
 
     async def produce(self, example_id: str, fields: Mapping[str, Any], sample: int) -> LaneOutcome:
         """The trajectory of one (example, sample); never raises for a per-example problem."""
-        from evalglass.lanes.task import LaneFailure, LaneOutput
+        from evalglass.lanes.ports import LaneFailure, LaneOutput
         from evalglass.lanes.templating import TemplateFailure, render, template_context
 
         context = template_context(fields, example_id, sample)
@@ -327,7 +327,7 @@ class AgentLane:
     def _start(
         self, example_id: str, fields: Mapping[str, Any], messages: list[dict[str, Any]], sample: int
     ) -> _Trajectory | LaneFailure:
-        from evalglass.lanes.task import LaneFailure
+        from evalglass.lanes.ports import LaneFailure
 
         state: Any = None
         if self._state_path is not None:
@@ -423,7 +423,7 @@ class AgentLane:
     def _failure(
         self, run: _Trajectory, code: str, message: str, sample: int, detail: str | None = None
     ) -> LaneFailure:
-        from evalglass.lanes.task import LaneFailure
+        from evalglass.lanes.ports import LaneFailure
 
         return LaneFailure(
             code,
@@ -458,7 +458,7 @@ class AgentLane:
         self, tool: Tool, call: StepCall, record: dict[str, Any], run: _Trajectory, sample: int
     ) -> dict[str, Any] | LaneFailure:
         """The first unused recorded result for this tool whose recorded arguments (if any) equal the call's."""
-        from evalglass.metrics.jsonvalue import NotJsonError, json_key
+        from evalglass.core.jsonvalue import NotJsonError, json_key
 
         for index, entry in enumerate(run.recorded):
             if index in run.used or entry.get("name") != tool.name:

@@ -18,8 +18,8 @@ from evalglass.core.example import Example
 from evalglass.core.fieldpath import ABSENT, get_path, parse_path
 from evalglass.core.score import Diagnostic, Score
 from evalglass.core.trajectory import Unreadable, read_messages
+from evalglass.lanes.judgespec import TranscriptSpec
 from evalglass.lanes.templating import TemplateFailure, compile_template, render
-from evalglass.metrics.llm_judge import TranscriptSpec
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from evalglass.core.fieldpath import ABSENT
+from evalglass.core.jsonvalue import json_key
 from evalglass.core.trajectory import Call
-from evalglass.metrics.jsonvalue import json_key
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator

@@ -34,6 +34,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from evalglass.core.example import Example, ExampleBatch
+from evalglass.core.jsonvalue import NotJsonError
 from evalglass.core.score import Score
 from evalglass.core.trajectory import Call, Unreadable, read_calls
 from evalglass.metrics.base import (
@@ -49,7 +50,6 @@ from evalglass.metrics.base import (
 )
 from evalglass.metrics.callmatch import CallArguments, CallMatcher, ToolRule, matched_count, unmatched_made
 from evalglass.metrics.invalid import invalid_answer, unreadable_answer
-from evalglass.metrics.jsonvalue import NotJsonError
 from evalglass.metrics.support import clip, one_line, scored_with_note
 
 Measure = Literal["pass", "precision", "recall", "f1"]

@@ -14,6 +14,7 @@ import orjson
 from pydantic import Field
 
 from evalglass.core.example import Example
+from evalglass.core.jsonvalue import NotJsonError, json_key
 from evalglass.core.score import Score
 from evalglass.core.stats import UNIT_SCALE, ScaleSpec
 from evalglass.core.trajectory import Call, Unreadable, count_model_turns, read_calls
@@ -28,7 +29,6 @@ from evalglass.metrics.base import (
 )
 from evalglass.metrics.check import CheckMetricSpec
 from evalglass.metrics.invalid import invalid_answer, unreadable_answer
-from evalglass.metrics.jsonvalue import NotJsonError, json_key
 from evalglass.metrics.support import CountBound, NoReferenceSpec, clip, one_line, scored_with_note
 
 
