@@ -39,7 +39,7 @@ from evalglass.core.fieldpath import ABSENT
 from evalglass.core.score import Diagnostic, Score, Status, Validity
 from evalglass.errors import SetupError
 from evalglass.lanes.callcache import CallStore, cache_key
-from evalglass.lanes.chat import ChatClient, ChatRequest, TransportChoice, answer
+from evalglass.lanes.chatcall import ChatRequest, TransportChoice, answer, open_chat_client
 from evalglass.lanes.executor import Executor
 from evalglass.lanes.retry import Attempt, Retrier
 from evalglass.lanes.task import LaneConfigError
@@ -238,7 +238,7 @@ class Judge:
         self.executor = executor
         self.cache = cache
         self.retrier = retrier or Retrier(spec.retry)
-        self.client = ChatClient(spec, env=env, transport=transport)
+        self.client = open_chat_client(spec, env=env, transport=transport)
         self._templates = [("user", compile_template(spec.prompt))]
         if spec.system is not None:
             self._templates.insert(0, ("system", compile_template(spec.system)))

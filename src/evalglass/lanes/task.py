@@ -54,6 +54,7 @@ from evalglass.lanes.specs import (
     CommandLaneSpec,
     LaneSpec,
     MessageTemplate,
+    Provider,
     PythonLaneSpec,
     TaskSpec,
 )
@@ -62,7 +63,8 @@ from evalglass.metrics.errors import MetricLoadError
 from evalglass.metrics.hostload import host_source, load_function
 
 if TYPE_CHECKING:  # the chat client (openai SDK, aiohttp) is imported only when a chat lane is built
-    from evalglass.lanes.chat import TransportChoice, Usage
+    from evalglass.lanes.chat import TransportChoice
+    from evalglass.lanes.chatcall import Usage
 
 _MAX_DETAIL = 2000
 
@@ -935,10 +937,10 @@ class ChatLane(TaskLane):
         self.cache = cache if spec.cache else None
         self.templates = [(role, compile_template(source)) for role, source in spec.message_templates()]
         self.retrier = retrier or Retrier(spec.retry)
-        from evalglass.lanes import chat
+        from evalglass.lanes import chatcall
 
-        self._chat = chat
-        self.client = chat.ChatClient(spec, env=env, transport=transport)
+        self._chat = chatcall
+        self.client = chatcall.open_chat_client(spec, env=env, transport=transport)
         self.fingerprint = content_address(chat_lane_definition(spec))
 
     async def produce(self, example_id: str, fields: Mapping[str, Any], sample: int) -> LaneOutcome:
@@ -986,7 +988,12 @@ class ChatLane(TaskLane):
 
 
 def chat_lane_definition(spec: ChatLaneSpec) -> dict[str, Any]:
-    return spec.model_dump(mode="json", exclude=set(OPERATIONAL_FIELDS))
+    """What the lane's cached answers are keyed by: where it is served and what it asks. ``provider`` only when it
+    is not the default, so the keys of lanes declared before providers existed stay as they were."""
+    left_out = set(OPERATIONAL_FIELDS)
+    if spec.provider is Provider.OPENAI:
+        left_out.add("provider")
+    return spec.model_dump(mode="json", exclude=left_out)
 
 
 def json_problem(value: Any) -> str | None:
