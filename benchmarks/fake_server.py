@@ -13,10 +13,12 @@ TARGET = 1.15
 
 
 @contextmanager
-def fake_server(latency: float) -> Iterator[str]:
-    """Start `python -m evalglass.testing.fake_openai` on an ephemeral loopback port; yield its base URL."""
+def fake_server(latency: float, provider: str = "openai") -> Iterator[str]:
+    """Start `python -m evalglass.testing.fake_openai` (speaking ``provider``'s wire format) on an ephemeral loopback
+    port; yield its base URL."""
+    command = [sys.executable, "-m", "evalglass.testing.fake_openai", "--port", "0", "--latency", str(latency)]
     server = subprocess.Popen(
-        [sys.executable, "-m", "evalglass.testing.fake_openai", "--port", "0", "--latency", str(latency)],
+        [*command, "--provider", provider],
         stdout=subprocess.PIPE,
         text=True,
     )
