@@ -40,7 +40,6 @@ from typing import Any
 
 import httpx2
 import openai
-import orjson
 
 from evalglass import redaction
 from evalglass.lanes.chatcall import (
@@ -56,6 +55,8 @@ from evalglass.lanes.chatcall import (
 )
 from evalglass.lanes.executor import Executor
 from evalglass.lanes.httppost import ErrorSignal, JsonPoster, api_key_of, parse_retry_after, status_fault
+from evalglass.lanes.providers.wire import Malformed as _Malformed
+from evalglass.lanes.providers.wire import loads_object
 from evalglass.lanes.retry import CallOutcome, Fault, FaultKind, Ok, Retrier
 from evalglass.lanes.specs import EndpointSpec
 
@@ -176,18 +177,9 @@ def openai_error(status: int, body: Any) -> ErrorSignal | None:
     return None
 
 
-class _Malformed(ValueError):
-    pass
-
-
 def parse_completion(raw: bytes) -> ChatReply:
     """The text answer in a chat-completion body; raises ``_Malformed`` (a ValueError) when there is none."""
-    try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise _Malformed(f"the answer is not JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise _Malformed("the answer is JSON but not an object")
+    data = loads_object(raw)
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise _Malformed("the answer has no choices")

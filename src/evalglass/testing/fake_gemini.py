@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from evalglass.testing.fake_openai import FakeOpenAI, RecordedRequest, Reply
+from evalglass.testing.fake_openai import FakeOpenAI, RecordedRequest
 
 Turn = str | Mapping[str, Any]
 Turns = Callable[[dict[str, Any]], Turn | None]
@@ -56,16 +56,12 @@ class FakeGemini(FakeOpenAI):
     def __init__(
         self,
         *,
-        host: str = "127.0.0.1",
-        port: int = 0,
-        latency: float = 0.0,
-        reply: Reply | None = None,
-        default: str = "ok",
-        record: bool = True,
         turns: Turns | None = None,
         cache_read: int = 0,
+        **options: Any,
     ) -> None:
-        super().__init__(host=host, port=port, latency=latency, reply=reply, default=default, record=record)
+        """``options``: :class:`FakeOpenAI`'s (host, port, latency, reply, default, record)."""
+        super().__init__(**options)
         self.turns = turns
         self.cache_read = cache_read
 

@@ -144,14 +144,7 @@ def parse_answer(raw: bytes) -> WireAnswer:
     if stop == "refusal" and not calls and not "".join(texts):
         raise Malformed("the model refused (stop_reason refusal)")
     usage = data.get("usage")
-    model = data.get("model")
-    return WireAnswer(
-        "".join(texts) if texts else None,
-        tuple(calls),
-        _usage(usage) if isinstance(usage, dict) else None,
-        stop if isinstance(stop, str) else None,
-        model if isinstance(model, str) else None,
-    )
+    return WireAnswer.read(texts, calls, _usage(usage) if isinstance(usage, dict) else None, stop, data.get("model"))
 
 
 def _usage(usage: Mapping[str, Any]) -> Usage:

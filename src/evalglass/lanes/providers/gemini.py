@@ -171,14 +171,8 @@ def parse_answer(raw: bytes) -> WireAnswer:
             call_id = call.get("id")
             calls.append(call_of(call_id if isinstance(call_id, str) else None, name, call.get("args")))
     usage = data.get("usageMetadata")
-    model = data.get("modelVersion")
-    return WireAnswer(
-        "".join(texts) if texts else None,
-        tuple(calls),
-        _usage(usage) if isinstance(usage, dict) else None,
-        finish if isinstance(finish, str) else None,
-        model if isinstance(model, str) else None,
-    )
+    parsed = _usage(usage) if isinstance(usage, dict) else None
+    return WireAnswer.read(texts, calls, parsed, finish, data.get("modelVersion"))
 
 
 def _usage(usage: Mapping[str, Any]) -> Usage:

@@ -57,6 +57,18 @@ class WireAnswer:
     finish_reason: str | None = None
     model: str | None = None
 
+    @classmethod
+    def read(cls, texts: list[str], calls: list[WireCall], usage: Usage | None, finish: Any, model: Any) -> WireAnswer:
+        """An answer from what a module read: the texts joined (None when there were none), finish reason and
+        model when they are text."""
+        return cls(
+            "".join(texts) if texts else None,
+            tuple(calls),
+            usage,
+            finish if isinstance(finish, str) else None,
+            model if isinstance(model, str) else None,
+        )
+
     def chat_reply(self) -> ChatReply:
         """The answer as a chat lane or judge reads it: text, or ``Malformed`` (tool calls are not an answer)."""
         if self.text is None:
