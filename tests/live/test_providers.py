@@ -3,6 +3,7 @@ its own fields, every fault classified for the retry policy, tool calls in the A
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -488,3 +489,37 @@ def test_the_openai_provider_keeps_its_client_and_lane_keys() -> None:
         return kinds
 
     assert run(clients()) == (ChatClient.__name__, NativeClient.__name__)
+
+
+def test_a_native_call_needs_no_sdk() -> None:
+    """A native lane's call, in a fresh interpreter, imports no provider SDK and not the OpenAI client either."""
+    import subprocess
+    import sys
+
+    script = """
+import asyncio, sys
+from pathlib import Path
+from pydantic import TypeAdapter
+from evalglass.lanes.executor import AsyncioExecutor
+from evalglass.lanes.specs import TaskSpec
+from evalglass.lanes.task import LaneOutput, build_lane
+from evalglass.testing.fake_gemini import FakeGemini
+
+async def go(url):
+    spec = TypeAdapter(TaskSpec).validate_python({"type": "chat", "provider": "gemini", "base_url": url,
+        "model": "m", "api_key_env": "K", "prompt": "{{ q }}", "cache": False})
+    executor = AsyncioExecutor(2)
+    lane = build_lane(spec, base_dir=Path.cwd(), executor=executor, cache=None)
+    assert isinstance(await lane.produce("a", {"q": "hi"}, 0), LaneOutput)
+    await lane.aclose()
+
+with FakeGemini() as server:
+    asyncio.run(go(server.base_url))
+print(sorted(m for m in ("openai", "httpx", "httpx2", "anthropic", "google.genai", "evalglass.lanes.chat")
+             if m in sys.modules))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env={**os.environ, "K": "key"}
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
