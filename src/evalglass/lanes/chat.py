@@ -36,7 +36,7 @@ import asyncio
 import os
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx2
 import openai
@@ -59,6 +59,8 @@ from evalglass.lanes.providers.wire import Malformed as _Malformed
 from evalglass.lanes.providers.wire import loads_object
 from evalglass.lanes.retry import CallOutcome, Fault, FaultKind, Ok, Retrier
 from evalglass.lanes.specs import EndpointSpec
+
+T = TypeVar("T")
 
 _PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
 _MAX_MESSAGE = 500
@@ -103,19 +105,24 @@ class ChatClient:
 
     async def attempt(self, request: ChatRequest) -> Ok[ChatReply] | Fault:
         """Exactly one HTTP request; every outcome is a value."""
+        return await self.post(request.body(), parse_completion)
+
+    async def post(self, body: Mapping[str, Any], parse: Callable[[bytes], T]) -> Ok[T] | Fault:
+        """Exactly one ``POST /chat/completions`` of ``body``, its answer read by ``parse`` (which raises a
+        ValueError for an answer it cannot read: a malformed response); every outcome is a value."""
         if self._config_fault is not None:
             return self._config_fault
         if self.transport == "direct":
-            return await self._direct().post(self._url, request.body(), parse_completion)
+            return await self._direct().post(self._url, body, parse)
         try:
-            response = await self._openai.post("/chat/completions", body=request.body(), cast_to=httpx2.Response)
+            response = await self._openai.post("/chat/completions", body=body, cast_to=httpx2.Response)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             return self._classify(exc)
         try:
-            return Ok(parse_completion(response.content))
-        except _Malformed as exc:
+            return Ok(parse(response.content))
+        except ValueError as exc:
             return Fault(
                 FaultKind.MALFORMED_RESPONSE,
                 self._redact(str(exc)),
