@@ -1,6 +1,6 @@
 """Per-call overhead of the native provider paths beside the OpenAI-compatible path, same machine, same minute.
 
-Three fake servers, each in its own process (``python -m evalglass.testing.fake_openai --provider P``, so their CPU
+Three fake servers, each in its own process (``python -m evalglass.testing.fake_<provider>``, so their CPU
 is not counted), answer every call in ``--latency`` seconds. Each measurement is a fresh child process that drives
 a ``chat`` lane as a run does (Jinja2 prompt, cache key, retrier, ``AsyncioExecutor.submit``, the provider's
 client: ``ChatClient`` for ``openai``, ``NativeClient`` with the provider's wire module for ``anthropic`` and
@@ -36,8 +36,9 @@ async def _lane_calls(provider: str, base_url: str, calls: int, concurrency: int
     from pydantic import TypeAdapter
 
     from evalglass.lanes.executor import AsyncioExecutor
+    from evalglass.lanes.ports import LaneOutput
+    from evalglass.lanes.registry import build_lane
     from evalglass.lanes.specs import TaskSpec
-    from evalglass.lanes.task import LaneOutput, build_lane
 
     spec = TypeAdapter(TaskSpec).validate_python(
         {

@@ -14,11 +14,9 @@ TARGET = 1.15
 
 @contextmanager
 def fake_server(latency: float, provider: str = "openai") -> Iterator[str]:
-    """Start `python -m evalglass.testing.fake_openai` (speaking ``provider``'s wire format) on an ephemeral loopback
-    port; yield its base URL."""
-    command = [sys.executable, "-m", "evalglass.testing.fake_openai", "--port", "0", "--latency", str(latency)]
+    """Start `python -m evalglass.testing.fake_<provider>` on an ephemeral loopback port; yield its base URL."""
     server = subprocess.Popen(
-        [*command, "--provider", provider],
+        [sys.executable, "-m", f"evalglass.testing.fake_{provider}", "--port", "0", "--latency", str(latency)],
         stdout=subprocess.PIPE,
         text=True,
     )

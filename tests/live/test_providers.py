@@ -11,7 +11,8 @@ import orjson
 import pytest
 from pydantic import ValidationError
 
-from evalglass.lanes.chatcall import ChatRequest, open_chat_client
+from evalglass.lanes.chatcall import ChatRequest
+from evalglass.lanes.chatclients import open_chat_client
 from evalglass.lanes.httppost import ErrorSignal
 from evalglass.lanes.providers import anthropic, gemini
 from evalglass.lanes.providers.client import NativeClient
@@ -471,8 +472,8 @@ def test_the_openai_provider_keeps_its_client_and_lane_keys() -> None:
     """A lane declared before providers existed keeps its cache keys (no provider in its definition); a native
     lane's definition names its provider."""
     from evalglass.lanes.chat import ChatClient
+    from evalglass.lanes.chat_lane import chat_lane_definition
     from evalglass.lanes.specs import ChatLaneSpec
-    from evalglass.lanes.task import chat_lane_definition
 
     lane = {"type": "chat", "base_url": "http://127.0.0.1:1/v1", "model": "m", "prompt": "{{ q }}", "max_tokens": 5}
     plain = ChatLaneSpec.model_validate(lane)
@@ -502,7 +503,8 @@ from pathlib import Path
 from pydantic import TypeAdapter
 from evalglass.lanes.executor import AsyncioExecutor
 from evalglass.lanes.specs import TaskSpec
-from evalglass.lanes.task import LaneOutput, build_lane
+from evalglass.lanes.ports import LaneOutput
+from evalglass.lanes.registry import build_lane
 from evalglass.testing.fake_gemini import FakeGemini
 
 async def go(url):

@@ -1,11 +1,11 @@
 """One chat call as a lane or a judge makes it, whatever API serves it: what is asked (:class:`ChatRequest`), what
-came back (:class:`ChatReply`, :class:`Usage`), the call through the cache (:func:`answer`), and the client for an
-endpoint's provider (:func:`open_chat_client`).
+came back (:class:`ChatReply`, :class:`Usage`), what a client is (:class:`ChatCaller`), and the call through the
+cache (:func:`answer`).
 
 The request is the same value for every provider (the chat-completions names of messages and sampling parameters),
 so the call cache keys a call by what was asked, never by the wire it travelled; each client translates it
-(``lanes/chat.py`` for OpenAI-compatible endpoints, ``lanes/providers/`` for the native APIs). Nothing here imports an
-HTTP client or an SDK.
+(``lanes/chat.py`` for OpenAI-compatible endpoints, ``lanes/providers/`` for the native APIs;
+``lanes/chatclients.py`` picks one). Nothing here imports an HTTP client or an SDK.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from evalglass.lanes.callcache import CallStore, Hit, through_cache
-from evalglass.lanes.specs import EndpointSpec, Provider
+from evalglass.lanes.specs import EndpointSpec
 
 if TYPE_CHECKING:
     from evalglass.lanes.executor import EndpointLimit, Executor
@@ -127,20 +127,6 @@ class ChatCaller(Protocol):
     async def aclose(self) -> None: ...
 
 
-def open_chat_client(
-    spec: EndpointSpec, *, env: Mapping[str, str] | None = None, transport: TransportChoice = "auto"
-) -> ChatCaller:
-    """The client of the API ``spec.provider`` names (create it inside the event loop that uses it). ``transport``
-    chooses between the OpenAI client's two HTTP stacks; the native clients have one."""
-    if spec.provider is Provider.OPENAI:
-        from evalglass.lanes.chat import ChatClient
-
-        return ChatClient(spec, env=env, transport=transport)
-    from evalglass.lanes.providers.client import NativeClient
-
-    return NativeClient(spec, env=env)
-
-
 async def call_with_retries(
     client: ChatCaller, request: ChatRequest, *, executor: Executor, retrier: Retrier
 ) -> CallOutcome[ChatReply]:
@@ -212,6 +198,5 @@ __all__ = [
     "answer",
     "call_with_retries",
     "count",
-    "open_chat_client",
     "recorded_tries",
 ]

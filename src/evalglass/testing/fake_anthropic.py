@@ -19,17 +19,18 @@ the reply text): text, or ``{"content": ..., "tool_calls": [{"name": ..., "argum
 
 Run it as a process::
 
-    python -m evalglass.testing.fake_openai --provider anthropic --port 0
+    python -m evalglass.testing.fake_anthropic --port 0
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
 
-from evalglass.testing.fake_openai import FakeOpenAI, RecordedRequest
+from evalglass.testing.fake_openai import FakeOpenAI, RecordedRequest, serve_from_command_line
 
 Turn = str | Mapping[str, Any]
 Turns = Callable[[dict[str, Any]], Turn | None]
@@ -152,3 +153,7 @@ class FakeAnthropic(FakeOpenAI):
 
 
 __all__ = ["FakeAnthropic"]
+
+
+if __name__ == "__main__":
+    sys.exit(serve_from_command_line(FakeAnthropic))

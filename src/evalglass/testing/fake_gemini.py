@@ -18,17 +18,18 @@ concurrency), speaking the Gemini API's wire format:
 
 Run it as a process::
 
-    python -m evalglass.testing.fake_openai --provider gemini --port 0
+    python -m evalglass.testing.fake_gemini --port 0
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
 
-from evalglass.testing.fake_openai import FakeOpenAI, RecordedRequest
+from evalglass.testing.fake_openai import FakeOpenAI, RecordedRequest, serve_from_command_line
 
 Turn = str | Mapping[str, Any]
 Turns = Callable[[dict[str, Any]], Turn | None]
@@ -148,3 +149,7 @@ class FakeGemini(FakeOpenAI):
 
 
 __all__ = ["FakeGemini"]
+
+
+if __name__ == "__main__":
+    sys.exit(serve_from_command_line(FakeGemini))

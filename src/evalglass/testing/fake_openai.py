@@ -15,7 +15,7 @@ Use it in a test::
 
 Or as a process, for benchmarks::
 
-    python -m evalglass.testing.fake_openai --port 0 --latency 0.05 [--provider anthropic|gemini]
+    python -m evalglass.testing.fake_openai --port 0 --latency 0.05   # or fake_anthropic, fake_gemini
     # prints "listening on http://127.0.0.1:PORT/v1" (gemini: /v1beta) on its first stdout line
 
 Behaviour per request
@@ -547,27 +547,17 @@ def _error_body(message: str, code: str) -> bytes:
     return orjson.dumps({"error": {"message": message, "type": "fake_error", "code": code, "param": None}})
 
 
-def main(argv: list[str] | None = None) -> int:
+def serve_from_command_line(kind: type[FakeOpenAI], argv: list[str] | None = None) -> int:
+    """``python -m evalglass.testing.<fake>``: serve ``kind`` until SIGINT or SIGTERM, the base URL on the first line
+    of stdout."""
     parser = argparse.ArgumentParser(
-        prog="python -m evalglass.testing.fake_openai", description="Fake OpenAI-compatible server."
+        prog=f"python -m {kind.__module__}", description=f"{kind.__name__}: a fake model API server on loopback."
     )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port (printed on stdout)")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before each successful answer")
     parser.add_argument("--default", default="ok", help="step for requests without a directive")
-    parser.add_argument(
-        "--provider", choices=("openai", "anthropic", "gemini"), default="openai", help="the wire format spoken"
-    )
     args = parser.parse_args(argv)
-    kind: type[FakeOpenAI] = FakeOpenAI
-    if args.provider == "anthropic":
-        from evalglass.testing.fake_anthropic import FakeAnthropic
-
-        kind = FakeAnthropic
-    elif args.provider == "gemini":
-        from evalglass.testing.fake_gemini import FakeGemini
-
-        kind = FakeGemini
     server = kind(host=args.host, port=args.port, latency=args.latency, default=args.default, record=False)
 
     def ready() -> None:
@@ -581,6 +571,10 @@ def main(argv: list[str] | None = None) -> int:
 
     asyncio.run(run())
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return serve_from_command_line(FakeOpenAI, argv)
 
 
 if __name__ == "__main__":
