@@ -55,7 +55,7 @@ from evalglass.lanes.specs import OPERATIONAL_FIELDS, AgentLaneSpec, AgentToolSp
 if TYPE_CHECKING:
     from evalglass.core.usage import Price
     from evalglass.lanes.base import LaneContext
-    from evalglass.lanes.chat import Usage
+    from evalglass.lanes.chatcall import Usage
     from evalglass.lanes.executor import Executor
     from evalglass.lanes.modelstep import AssistantTurn, ModelStepClient, StepCall, StepRequest
     from evalglass.lanes.ports import Job, LaneColumn, LaneFailure, LaneOutcome
@@ -389,7 +389,7 @@ class AgentLane:
     async def _step(self, request: StepRequest, key: str) -> _Step:
         """One model step through the call cache: replayed, or made (with retries, within ``step_timeout``) and
         stored when it succeeded."""
-        from evalglass.lanes.chat import recorded_tries
+        from evalglass.lanes.chatcall import recorded_tries
         from evalglass.lanes.retry import Fault, FaultKind
 
         client, limit, submit, timeout = self.client, self.client.limit, self.executor.submit, self.spec.step_timeout
@@ -568,7 +568,7 @@ def _response(record: Mapping[str, Any], value: Any) -> dict[str, Any]:
 
 def _summed(usages: list[Usage | None]) -> Usage | None:
     """The trajectory's tokens: each count summed over the steps that reported it (None when none did)."""
-    from evalglass.lanes.chat import Usage
+    from evalglass.lanes.chatcall import Usage
 
     known = [usage for usage in usages if usage is not None]
     if not known:

@@ -19,7 +19,8 @@ from typing import Any, Protocol
 import orjson
 
 from evalglass.core.fieldpath import ABSENT
-from evalglass.lanes.chat import ChatClient, TransportChoice, Usage
+from evalglass.lanes.chat import ChatClient
+from evalglass.lanes.chatcall import TransportChoice, Usage
 from evalglass.lanes.executor import EndpointLimit
 from evalglass.lanes.retry import Fault, Ok
 from evalglass.lanes.specs import EndpointSpec

@@ -20,7 +20,7 @@ from evalglass.lanes.specs import LaneSpec
 if TYPE_CHECKING:
     from evalglass.core.usage import Price
     from evalglass.lanes.callcache import CallStore
-    from evalglass.lanes.chat import TransportChoice
+    from evalglass.lanes.chatcall import TransportChoice
     from evalglass.lanes.executor import Executor
     from evalglass.lanes.retry import Retrier
 
