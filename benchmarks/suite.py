@@ -212,7 +212,10 @@ def compare(scale: Scale, work: Path) -> list[Row]:
     best = bench_compare.measure(n, scale.repeats)
     return [
         Row(f"`compare` of two {n:,}-example runs, one metric (case 8)", Target(On.WALL_RATIO, 2.0, "≤ 2× reference"),
-            timing(best["compare"]), "plain Python pairs the two scores files", timing(best["reference"]))
+            timing(best["compare"]), "plain Python pairs the two scores files", timing(best["reference"])),
+        Row("the same runs decided as a `lower_bound` comparative gate: three-way rule, power statements (issue 27)",
+            Target(On.WALL_RATIO, 1.10, "≤ 1.10× compare"), timing(best["gate"]), "case 8's `compare`",
+            timing(best["compare"])),
     ]  # fmt: skip
 
 
@@ -331,7 +334,8 @@ CASES: tuple[Case, ...] = (
     Case("chat wall", "a chat run's scoring-phase wall time beside a bare client, quiet and busy (11c)", chat_wall),
     Case("command lane", "a command lane's cost per call beside a subprocess loop (11d)", command_lane),
     Case("preflight", "preflight of 2,000 gates beside a one-gate preflight (issue 19)", preflight),
-    Case("compare", "compare of two 1M-example runs beside plain-Python pairing (case 8)", compare),
+    Case("compare", "compare of two 1M-example runs beside plain-Python pairing (case 8), and decided as a gate (27)",
+         compare),
     Case("history", "recording a 1M run and listing 10,000 runs (case 10)", history),
     Case("ray", "the Ray executor beside the local one (case 9)", ray_executor),
     Case("trace import", "OTLP/JSON spans read as a dataset at 100k and 1M beside an orjson floor (issue 31)",

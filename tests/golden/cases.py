@@ -380,15 +380,16 @@ def compute_check(case: dict[str, Any]) -> list[Any]:
 def compute_judge(case: dict[str, Any]) -> list[Any]:
     """What the llm_judge metric sends: the rendered messages (or the score explaining why there are none)."""
     from evalglass.lanes.judge import Judge
-    from evalglass.metrics.invalid import invalid_answer
+    from evalglass.metrics.llm_judge import LlmJudgeSpec
 
     spec = parse_metric_spec(case["spec"])
+    assert isinstance(spec, LlmJudgeSpec)
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / "rubric.md").write_text(case["rubric"])
-        invalid = invalid_answer(spec, _context(folder, case))
+        definition = spec.judge_definition(_context(folder, case))
 
         async def build() -> list[Any]:
-            judge = Judge(spec, base_dir=Path(folder), executor=None, env={}, invalid=invalid)  # type: ignore[arg-type]
+            judge = Judge(definition, executor=None, env={})  # type: ignore[arg-type]
             try:
                 out = []
                 for i, row in enumerate(case["examples"]):
@@ -403,7 +404,7 @@ def compute_judge(case: dict[str, Any]) -> list[Any]:
 
 def compute_parser(case: dict[str, Any]) -> list[Any]:
     from evalglass.lanes.judge import parse_judge_answer
-    from evalglass.metrics.llm_judge import JudgeScale
+    from evalglass.lanes.judgespec import JudgeScale
 
     scale = JudgeScale.model_validate(case["scale"])
     out = []
@@ -488,6 +489,53 @@ def compute_paired(case: dict[str, Any]) -> Any:
     }
 
 
+#: The three-way rule on a metric's values (absolute gates) and on paired values (comparative gates): thresholds
+#: that pass, fail and leave the interval straddling, in both directions, for binary and continuous values.
+RULE_CASES = [
+    *(
+        {"values": BINARY, "threshold": threshold, "direction": "higher_is_better", "level": 0.95}
+        for threshold in (0.5, 0.6, 0.74, 0.9, 0.95)
+    ),
+    *(
+        {"values": CONTINUOUS, "threshold": threshold, "direction": direction, "level": 0.9}
+        for threshold in (0.3, 0.5, 0.7)
+        for direction in ("higher_is_better", "lower_is_better")
+    ),
+    *(
+        {"base": BASE_BINARY, "candidate": BINARY, "margin": margin, "direction": "higher_is_better", "level": 0.95}
+        for margin in (0.0, 0.1, 0.3)
+    ),
+    *(
+        {"base": BINARY, "candidate": BASE_BINARY, "margin": margin, "direction": "higher_is_better", "level": 0.95}
+        for margin in (0.0, 0.1, 0.5)
+    ),
+    {"base": CONTINUOUS[::-1], "candidate": CONTINUOUS, "margin": 0.05, "direction": "lower_is_better", "level": 0.9},
+]
+
+
+def compute_rule(case: dict[str, Any]) -> Any:
+    """What ``lower_bound`` decides: the interval at ``2 * level - 1`` (its ends are the one-sided bounds at the
+    gate's level), its unfavourable and favourable ends, and the rule's decision against the threshold."""
+    from evalglass.core.gates import interval_ends
+    from evalglass.core.gatespec import GateRule, margin_threshold, rule_decision
+    from evalglass.core.stats import Direction, paired_difference
+
+    direction = Direction(case["direction"])
+    level = 2.0 * case["level"] - 1.0
+    if "base" in case:
+        difference = paired_difference(case["base"], case["candidate"], level=level)
+        assert difference is not None
+        interval, threshold = difference.interval, margin_threshold(case["margin"], direction)
+    else:
+        found = confidence_interval(case["values"], level=level)
+        assert found is not None
+        interval, threshold = found, case["threshold"]
+    compared, favourable = interval_ends(interval, direction)
+    assert compared is not None
+    decision = rule_decision(GateRule.LOWER_BOUND, direction, threshold, compared, favourable)
+    return {"compared": compared, "favourable": favourable, "threshold": threshold, "decision": decision.value}
+
+
 def inputs(kind: EvaluatorKind, name: str) -> list[dict[str, Any]]:
     """The golden inputs of one evaluator (what ``record`` writes)."""
     if kind is EvaluatorKind.METRIC:
@@ -502,6 +550,8 @@ def inputs(kind: EvaluatorKind, name: str) -> list[dict[str, Any]]:
         return interval_cases(Method(name))
     if kind is EvaluatorKind.PAIRED:
         return PAIRED_CASES
+    if kind is EvaluatorKind.RULE:
+        return RULE_CASES
     return PARSER_CASES
 
 
@@ -518,6 +568,8 @@ def compute(kind: EvaluatorKind, name: str, case: dict[str, Any]) -> Any:
         return compute_interval(Method(name), case)
     if kind is EvaluatorKind.PAIRED:
         return compute_paired(case)
+    if kind is EvaluatorKind.RULE:
+        return compute_rule(case)
     return compute_parser(case)
 
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.engine.liveoutputs import OutputsWriter
 from evalglass.engine.livescorer import ExampleResult, ScoredColumns
-from evalglass.lanes.task import LaneColumn, LaneFailure
+from evalglass.lanes.ports import LaneColumn, LaneFailure
 
 
 def _nested(depth: int) -> Any:

@@ -28,9 +28,8 @@ from evalglass.errors import LocatedValueError, SetupError
 from evalglass.lanes.checkinputs import InputProblem, input_hashes, split_words
 from evalglass.lanes.checkspec import CheckSpec
 from evalglass.lanes.specs import EndpointSpec, LaneSpec
-from evalglass.metrics.llm_judge import LlmJudgeSpec, judges_among
 from evalglass.metrics.registry import AnyMetricSpec
-from evalglass.metrics.versions import gate_evaluators
+from evalglass.metrics.versions import fingerprinted, gate_evaluators
 from evalglass.readers.userfiles import read_regular
 from evalglass.readers.yamlsource import YamlDocument, load_yaml
 
@@ -438,8 +437,10 @@ class Config(BaseModel):
         )
 
     @property
-    def judges(self) -> dict[str, LlmJudgeSpec]:
-        return judges_among(self.metrics)
+    def judges(self) -> dict[str, AnyMetricSpec]:
+        """The metrics whose gates stand on a calibration against human labels (``calibrated``; the ledger's
+        ``judges:``), by name: what ``evalglass calibrate`` calibrates and a gate's judge standing is read for."""
+        return {name: spec for name, spec in self.metrics.items() if spec.calibrated}
 
     @property
     def live(self) -> bool:
@@ -557,7 +558,7 @@ class Config(BaseModel):
             if self.dataset.format == "otlp":
                 read["traces"] = self.dataset.trace_options.model_dump(mode="json")
             payload["dataset_read"] = read
-        evaluators = self.gate_evaluators(name) if versions is None else dict(versions)
+        evaluators = fingerprinted(self.gate_evaluators(name) if versions is None else versions)
         if evaluators:
             payload["evaluators"] = evaluators
         return payload

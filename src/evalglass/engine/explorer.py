@@ -1,8 +1,10 @@
 """The HTML report's example rows, read from a run folder's artifacts. Nothing is scored or decided here.
 
 Two streaming passes keep memory bounded at any dataset size. The first pass over ``scores.jsonl`` picks which
-examples the page embeds: every example that needs a look (a score that is excluded, carries a diagnostic, or is
-0) first, up to the cap, then an evenly spaced sample of the rest. The second pass joins the picked examples with
+examples the page embeds: every regressed pair of a comparative gate (passing in its baseline, failing now; the
+flips its scorecard records), beyond the cap if need be, then every example that needs a look (a score that is
+excluded, carries a diagnostic, or is 0) up to the cap, then an evenly spaced sample of the rest. The page lists
+them in that order. The second pass joins the picked examples with
 what the other artifacts say about them: ``outputs.jsonl`` (a live lane's outputs, the judges' rationales),
 ``checks.jsonl`` (per-example check records) and the dataset record (input, recorded output, references). The
 dataset is not an artifact of the run, so it is read only when its bytes still hash to the fingerprint the run
@@ -12,7 +14,7 @@ recorded; otherwise the page says why inputs are not shown.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,6 +84,8 @@ class Row:
     line: int
     cells: tuple[Cell, ...]
     needs_look: bool
+    #: The comparative gates this example regressed in (passing in the baseline, failing now).
+    regressed_in: tuple[str, ...] = ()
     input: str | None = None
     output: str | None = None
     reference: str | None = None
@@ -100,6 +104,8 @@ class Explorer:
     metrics: tuple[str, ...] = ()
     notes: list[str] = field(default_factory=list)
     states: tuple[str, ...] = STATES
+    #: Regressed pairs of the run's comparative gates: every one is embedded, beyond the cap if need be.
+    regressed_total: int = 0
 
     @property
     def needs_look_shown(self) -> int:
@@ -179,13 +185,20 @@ def _row_needs_look(row: dict[str, Any], metrics: tuple[str, ...]) -> bool:
     return False
 
 
-def pick(folder: Path, metrics: tuple[str, ...], cap: int) -> tuple[set[int], int, int]:
-    """Which examples (by position) the page embeds; with the total and how many need a look."""
+def pick(
+    folder: Path, metrics: tuple[str, ...], cap: int, regressed: frozenset[str] = frozenset()
+) -> tuple[set[int], int, int]:
+    """Which examples (by position) the page embeds; with the total and how many need a look. Every example whose
+    id is in ``regressed`` is embedded and counts toward the cap; when they alone exceed it, all of them still are
+    (and nothing else)."""
     flags = bytearray()  # one byte per example: 1 when it needs a look
-    for row in _rows(folder):
-        flags.append(_row_needs_look(row, metrics))
-    total, flagged = len(flags), flags.count(1)
     chosen: set[int] = set()
+    for position, row in enumerate(_rows(folder)):
+        flags.append(_row_needs_look(row, metrics))
+        if regressed and row.get("id") in regressed:
+            chosen.add(position)
+    total, flagged = len(flags), flags.count(1)
+    cap = max(cap, len(chosen))
     position = flags.find(1)
     while position >= 0 and len(chosen) < cap:
         chosen.add(position)
@@ -204,24 +217,47 @@ def pick(folder: Path, metrics: tuple[str, ...], cap: int) -> tuple[set[int], in
     return chosen, total, flagged
 
 
-def load_explorer(folder: Path, record: RunRecord | None, metrics: tuple[str, ...], cap: int = ROW_CAP) -> Explorer:
-    """Every embedded example with what the artifacts say about it, and notes naming what could not be shown."""
+def load_explorer(
+    folder: Path,
+    record: RunRecord | None,
+    metrics: tuple[str, ...],
+    cap: int = ROW_CAP,
+    regressed: Mapping[str, tuple[str, ...]] | None = None,
+) -> Explorer:
+    """Every embedded example with what the artifacts say about it, and notes naming what could not be shown.
+
+    ``regressed`` holds, per comparative gate, the ids of its regressed pairs: each is embedded and listed first."""
     if not (folder / SCORES_FILE).exists():
         return Explorer(rows=[], metrics=metrics, notes=[f"{SCORES_FILE} is not in this folder: no examples to show."])
-    chosen, total, needs_look = pick(folder, metrics, cap)
+    gates_of: dict[str, list[str]] = {}
+    for gate, ids in (regressed or {}).items():
+        for example_id in ids:
+            gates_of.setdefault(example_id, []).append(gate)
+    chosen, total, needs_look = pick(folder, metrics, cap, frozenset(gates_of))
     rows: list[Row] = []
     for position, raw in enumerate(_rows(folder)):
         if position in chosen:
             cells = _cells(raw, metrics)
-            rows.append(Row(str(raw.get("id")), int(raw.get("line") or 0), cells, any(c.needs_look for c in cells)))
-    rows.sort(key=lambda row: not row.needs_look)  # stable: those that need a look first, each in dataset order
+            example_id = str(raw.get("id"))
+            rows.append(
+                Row(
+                    example_id,
+                    int(raw.get("line") or 0),
+                    cells,
+                    any(c.needs_look for c in cells),
+                    regressed_in=tuple(gates_of.get(example_id, ())),
+                )
+            )
+    # Stable: regressed pairs first, then those that need a look, then the rest, each in dataset order.
+    rows.sort(key=lambda row: (not row.regressed_in, not row.needs_look))
     explorer = Explorer(
         rows=rows,
         total=total,
         needs_look_total=needs_look,
-        sampled=sum(1 for row in rows if not row.needs_look),
+        sampled=sum(1 for row in rows if not row.needs_look and not row.regressed_in),
         cap=cap,
         metrics=metrics,
+        regressed_total=sum(1 for row in rows if row.regressed_in),
     )
     by_line = {row.line: row for row in rows}
     by_id: dict[str, list[Row]] = {}
@@ -416,5 +452,10 @@ def html_report(folder: Path, cap: int = ROW_CAP) -> str:
             f"{RUNRECORD_FILE} is not in this folder: gate explanations, ledger entries, judge calibration and check "
             "output are not shown."
         )
-    explorer = load_explorer(folder, record, tuple(metric.name for metric in card.metrics), cap)
+    regressed = {
+        gate.name: gate.comparison.metric.flips.regressed
+        for gate in card.decision.gates
+        if gate.comparison is not None and gate.comparison.metric is not None
+    }
+    explorer = load_explorer(folder, record, tuple(metric.name for metric in card.metrics), cap, regressed)
     return render_html(card, record, explorer, notes, str(folder))

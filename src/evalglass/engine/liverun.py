@@ -26,14 +26,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from evalglass import hostwatch
 from evalglass.collector import fewer_collections
-from evalglass.core.calibration import Calibration
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.engine.cache import CacheMode, CallCache
 from evalglass.engine.config import LoadedConfig
@@ -57,7 +56,6 @@ if TYPE_CHECKING:
     from concurrent.futures import Executor as Threads
 
     from evalglass.engine.raycluster import RayCluster
-    from evalglass.lanes.judge import LabelledExample
 
 CACHE_FILE = ".evalglass-cache.sqlite"
 #: How long closing the lane's and judges' clients may take when the run ends (or is stopped).
@@ -89,7 +87,7 @@ def build_executor(loaded: LoadedConfig, cluster: RayCluster | None = None) -> A
     return executor
 
 
-def _live_extra_missing(exc: ImportError) -> SetupError:
+def live_extra_missing(exc: ImportError) -> SetupError:
     from evalglass.dependencies import install_hint
 
     return SetupError(
@@ -100,9 +98,10 @@ def _live_extra_missing(exc: ImportError) -> SetupError:
 def _build(loaded: LoadedConfig, executor: Executor, cache: CallCache | None) -> LiveParts:
     """Lane and judges, inside the running loop (their HTTP clients belong to it)."""
     try:
-        from evalglass.lanes.task import LaneConfigError, build_lane
+        from evalglass.lanes.base import LaneConfigError
+        from evalglass.lanes.registry import build_lane
     except ImportError as exc:
-        raise _live_extra_missing(exc) from None
+        raise live_extra_missing(exc) from None
 
     config = loaded.config
     built = LiveParts()
@@ -130,7 +129,7 @@ def _build(loaded: LoadedConfig, executor: Executor, cache: CallCache | None) ->
         if isinstance(exc, ImportError):
             # A lane or judge imports its client's packages when it is built (the chat lane: the openai SDK,
             # aiohttp). Host code's own import errors never arrive here: loading it turns them into LaneConfigError.
-            raise _live_extra_missing(exc) from None
+            raise live_extra_missing(exc) from None
         raise
     return built
 
@@ -366,34 +365,11 @@ class _Window:
                 outputs.write_many(pending)
 
 
-async def calibrate_with_judge(
-    loaded: LoadedConfig, name: str, labelled: Sequence[LabelledExample], cache_mode: CacheMode
-) -> tuple[Calibration, int, tuple[str, ...]]:
-    """Run one judge over labelled examples with the run's executor limits and cache (``evalglass calibrate``)."""
-    try:
-        from evalglass.lanes.judge import Judge, calibrate_judge
-    except ImportError as exc:
-        raise _live_extra_missing(exc) from None
-
-    cache = open_cache(loaded, cache_mode)
-    executor = build_executor(loaded)
-    try:
-        judge = build_live_metric(loaded, name, executor, cache)
-        try:
-            result = await calibrate_judge(cast(Judge, judge), labelled)
-        finally:
-            await judge.aclose()
-        return result.calibration, len(result.results), tuple(cache.problems() if cache is not None else ())
-    finally:
-        await executor.aclose()
-        if cache is not None:
-            cache.close()
-
-
 __all__ = [
     "CACHE_FILE",
     "LiveProducer",
     "build_executor",
     "cache_path",
+    "live_extra_missing",
     "open_cache",
 ]

@@ -31,14 +31,12 @@ from evalglass.engine.scoring import BuiltMetric, call_metric, expand, guard
 from evalglass.engine.sink import Rows
 from evalglass.engine.tokens import Tally
 from evalglass.hostwatch import Watch
-from evalglass.lanes.ports import Lane
+from evalglass.lanes.ports import Lane, LaneColumn, LaneFailure, LaneOutcome, LaneOutput, failure_score
 from evalglass.lanes.retry import Attempt
 from evalglass.metrics.base import AsyncScorer
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
-
-    from evalglass.lanes.task import LaneColumn, LaneFailure, LaneOutcome
 
 #: Examples gathered for one hand-off to a chunked lane at most (see LiveScorer.span): eight batches, so that the
 #: lines started and not yet written stay a few thousand however cheap the calls are (sixteen measured no faster at
@@ -140,14 +138,12 @@ class LiveScorer:
         self.pool = pool
         self.epochs = config.lane.epochs if config.lane is not None else 1
         self.tallies: dict[str, Tally] = {
-            name: Tally(source=name, model=spec.model) for name, spec in config.judges.items()
+            name: Tally(source=name, model=spec.tokens_model()) for name, spec in config.metrics.items() if spec.live
         }
         tokens_model = config.lane.tokens_model() if config.lane is not None else None
         if tokens_model is not None:
             self.tallies["task"] = Tally(source="task", model=tokens_model)
         if self.lane is not None:
-            from evalglass.lanes.task import LaneOutput, failure_score
-
             self._failure_score = failure_score
             self._lane_output = LaneOutput
         #: Examples go to the lane in chunks (``score_chunk``) when its ``produce_many`` does less per call and

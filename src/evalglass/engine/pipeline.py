@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from evalglass import __version__, redaction
+from evalglass import redaction
 from evalglass.core.calendar import day_of_timestamp
 from evalglass.core.checks import CheckResult
 from evalglass.core.runrecord import SCORES_FILE, BaselineRecord, RunRecord
@@ -49,6 +49,7 @@ from evalglass.engine.sink import Producer, RunSink, Scored, open_run_sink
 from evalglass.engine.staleness import stale_causes
 from evalglass.errors import Interrupted
 from evalglass.lanes.shipping import ClusterLost
+from evalglass.version import __version__
 
 if TYPE_CHECKING:
     from evalglass.core.comparative import ComparativeInputs

@@ -11,7 +11,9 @@ tell (nothing measured, excluded examples, below ``min_n``, a failing check, a t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evalglass.core.authority import (
     JudgeStanding,
@@ -30,6 +32,11 @@ from evalglass.engine.ledger import LoadedLedger, check_against_config, load_led
 from evalglass.engine.runlocator import RunLocator
 from evalglass.engine.staleness import stale_causes
 from evalglass.lanes.checkinputs import unbound_inputs
+
+if TYPE_CHECKING:  # the statistics are imported only when a comparative gate names a readable baseline
+    from evalglass.core.comparative import BaselineRun
+    from evalglass.core.compare import UnchangedForecast
+    from evalglass.core.gatespec import GateSpec
 
 
 def preflight(
@@ -110,11 +117,20 @@ def _preview(
     evaluators = evaluator_labels(config.gate_evaluators(name))
     # What the check's run records too (lanes.checkinputs), from the same declaration and files.
     unbound = unbound_inputs(config.checks[gate.check], loaded.base_dir) if gate.check is not None else ()
+    baseline = _Baseline.read(loaded, ledger, name, locator) if gate.compare_to is not None else None
+    forecast = baseline.forecast(authority.margin) if baseline is not None else None
     if not authority.active:
         # Said before activation too: the host approves a fingerprint that would not cover that code.
         said = (unbound_inputs_text(gate.subject, unbound),) if unbound else ()
         return GatePreview(
-            name, gate.subject, kind, Standing.INFORMATIONAL, fingerprint, notes=said, evaluators=evaluators
+            name,
+            gate.subject,
+            kind,
+            Standing.INFORMATIONAL,
+            fingerprint,
+            notes=said,
+            evaluators=evaluators,
+            forecast=forecast,
         )
     reasons = list(authority.reasons)
     notes = authority.notes
@@ -124,8 +140,8 @@ def _preview(
         reasons.append(check_inputs_unbound_reason(gate.subject, unbound))
     elif unbound:
         notes = (*notes, unbound_inputs_text(gate.subject, unbound))
-    if gate.compare_to is not None:
-        reasons.extend(_baseline_reasons(ledger, gate.compare_to, locator))
+    if baseline is not None:
+        reasons.extend(baseline.reasons)
     return GatePreview(
         name=name,
         subject=gate.subject,
@@ -137,16 +153,39 @@ def _preview(
         reasons=tuple(reasons),
         notes=notes,
         evaluators=evaluators,
+        forecast=forecast,
     )
 
 
-def _baseline_reasons(ledger: LoadedLedger, name: str, locator: RunLocator | None) -> list[Reason]:
-    """Whether the baseline a comparative gate names is listed, readable and the approved run (as a run checks)."""
-    from evalglass.core.comparative import baseline_reasons
-    from evalglass.engine.baselines import read_baseline
+@dataclass(frozen=True)
+class _Baseline:
+    """The baseline a comparative gate names, as a run would find it: why it cannot be compared with (reasons), and
+    what it says about how much an unchanged candidate would vary (its own column of the gate's metric)."""
 
-    approval = ledger.ledger.baselines.get(name)
-    if approval is None:
-        return baseline_reasons(name, None, None, listed=False)
-    found, _ = read_baseline(name, ledger, [], locator)
-    return baseline_reasons(name, approval.fingerprint, found, listed=True)
+    gate: GateSpec
+    reasons: list[Reason]
+    found: BaselineRun | None
+
+    @classmethod
+    def read(cls, loaded: LoadedConfig, ledger: LoadedLedger, name: str, locator: RunLocator | None) -> _Baseline:
+        from evalglass.core.comparative import baseline_reasons
+        from evalglass.engine.baselines import read_baseline
+
+        gate = loaded.config.gates[name]
+        assert gate.compare_to is not None and gate.metric is not None
+        approval = ledger.ledger.baselines.get(gate.compare_to)
+        if approval is None:
+            return cls(gate, baseline_reasons(gate.compare_to, None, None, listed=False), None)
+        found, _ = read_baseline(gate.compare_to, ledger, [gate.metric], locator)
+        return cls(gate, baseline_reasons(gate.compare_to, approval.fingerprint, found, listed=True), found)
+
+    def forecast(self, approved_margin: float | None) -> UnchangedForecast | None:
+        """From the baseline's own spread, at the approved margin (else the proposed one); None when there is no
+        margin yet or the baseline cannot be read."""
+        from evalglass.core.comparative import unchanged_forecast
+
+        margin = approved_margin if approved_margin is not None else self.gate.proposed_margin
+        side = self.found.metrics.get(str(self.gate.metric)) if self.found is not None else None
+        if margin is None or side is None:
+            return None
+        return unchanged_forecast(self.gate, None, side, margin)
