@@ -295,3 +295,48 @@ def undeclared_results(ledger: Ledger, declared: list[str], where: Mapping[str, 
         )
         for gate in undeclared_gates(ledger, declared, where)
     ]
+
+
+def rederived_gate(
+    recorded: GateResult, spec: GateSpec, authority: Authority, estimate: Estimate | None, population: Population
+) -> GateResult:
+    """The gate :func:`evaluate_gate` decides from what a scorecard records of it, so a reader of a finished run
+    (``engine.consistency``) re-derives an outcome with the rule that made it, never with a copy of that rule.
+
+    Limit: the ``lower_bound`` rule's interval is computed from the included values, which a scorecard does not
+    hold; its ends are taken as the gate records them (``evalglass verify`` recomputes them from the scores).
+    """
+    return evaluate_gate(
+        recorded.name,
+        spec,
+        recorded.fingerprint,
+        authority,
+        estimate,
+        population,
+        bound=recorded_interval(recorded, spec, estimate)
+        if spec.rule is GateRule.LOWER_BOUND and estimate is not None
+        else None,
+    )
+
+
+def recorded_interval(gate: GateResult, spec: GateSpec, estimate: Estimate) -> Interval | None:
+    """A ``lower_bound`` gate's interval as far as its result records it: the compared (unfavourable) end, the
+    other end when the result carries it, the level and the method. Built without validation: it holds only what
+    :func:`evaluate_gate` reads of an interval, and undefined ends stay None as they were recorded."""
+    from evalglass.core.stats import Method, Note, Sides
+
+    if gate.bound_method is None:
+        return None
+    unfavourable, favourable = gate.compared, getattr(gate, "favourable_bound", None)
+    higher = spec.direction is Direction.HIGHER_IS_BETTER
+    return Interval.model_construct(
+        point=estimate.point,
+        low=unfavourable if higher else favourable,
+        high=favourable if higher else unfavourable,
+        level=spec.level,
+        sides=Sides.TWO_SIDED if favourable is not None else spec.direction.unfavourable_side,
+        method=Method(gate.bound_method),
+        n=estimate.n,
+        notes=() if unfavourable is not None else (Note.UNDEFINED,),
+        params={},
+    )

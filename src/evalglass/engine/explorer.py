@@ -381,18 +381,15 @@ def _present(getter: Any, data: Any) -> Any:
     return "(field absent)" if value is ABSENT else value
 
 
-def html_report(folder: Path, cap: int = ROW_CAP) -> str:
-    """report.html for a run folder, from whichever of its artifacts exist (the scorecard is required)."""
-    from evalglass.engine.artifacts import RUNRECORD_FILE, load_runrecord, load_scorecard
+def html_report(folder: Path, cap: int = ROW_CAP) -> tuple[str, str]:
+    """report.html for a run folder, and the line saying what loading the run did not check (the page shows it).
+
+    The scorecard and run record are required and must add up (``engine.consistency``); the scores, outputs and
+    check records are rendered when they exist."""
+    from evalglass.engine.consistency import load_checked
     from evalglass.report.html import render_html
 
-    card = load_scorecard(folder)
-    notes: list[str] = []
-    record = load_runrecord(folder) if (folder / RUNRECORD_FILE).exists() else None
-    if record is None:
-        notes.append(
-            f"{RUNRECORD_FILE} is not in this folder: gate explanations, ledger entries, judge calibration and check "
-            "output are not shown."
-        )
+    checked = load_checked(folder)
+    card, record = checked.scorecard, checked.record
     explorer = load_explorer(folder, record, tuple(metric.name for metric in card.metrics), cap)
-    return render_html(card, record, explorer, notes, str(folder))
+    return render_html(card, record, explorer, [checked.not_checked], str(folder)), checked.not_checked

@@ -15,7 +15,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import math
-import re
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -39,6 +38,7 @@ from evalglass.report.fmt import (
     threshold_text,
 )
 from evalglass.report.repairs import BLOCK_REASON_FIXES
+from evalglass.report.safetext import visible
 
 if TYPE_CHECKING:
     import jinja2
@@ -233,14 +233,12 @@ def _checks_view(card: Scorecard, record: RunRecord | None) -> list[dict[str, An
 
 #: Control characters and the bidirectional overrides that can make text display as something it is not
 #: ("Trojan Source"): shown as escapes, so the page holds only printable text and shows what the bytes are.
-_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
-
-
 def printable(value: Any) -> Any:
-    """Every interpolated value passes here before autoescaping; markup the template itself made is left alone."""
+    """Every interpolated value passes here before autoescaping (``report.safetext.visible``); markup the template
+    itself made is left alone."""
     if type(value) is not str:
         return value
-    return _UNPRINTABLE.sub(lambda match: f"\\u{ord(match.group()):04x}", value)
+    return visible(value)
 
 
 @cache

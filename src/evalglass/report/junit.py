@@ -27,6 +27,7 @@ from evalglass.report.fmt import (
     interval_text,
     reasons_text,
 )
+from evalglass.report.safetext import visible
 
 # Characters XML 1.0 cannot carry at all (not even escaped): most C0 controls, surrogates, U+FFFE/U+FFFF. Command
 # output and names from a tampered artifact may hold them; they are shown as \xNN instead of making the file invalid.
@@ -35,7 +36,8 @@ _TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}")
 
 
 def _x(text: str) -> str:
-    return _NOT_XML.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+    """Text from data as XML can carry it and a reader sees it (``report.safetext.visible``)."""
+    return _NOT_XML.sub(lambda match: f"\\x{ord(match.group()):02x}", visible(text))
 
 
 def _element(parent: ET.Element, tag: str, text: str | None = None, **attributes: str) -> ET.Element:
@@ -130,7 +132,9 @@ def _suite_text(card: Scorecard) -> str:
     return "\n".join(lines)
 
 
-def render_junit(card: Scorecard) -> bytes:
+def render_junit(card: Scorecard, not_checked: str | None = None) -> bytes:
+    """``not_checked``: for a run loaded from its folder, the line saying what loading it did not check (a
+    property and the suite's output carry it)."""
     decision = card.decision
     suite_name = f"evalglass.{card.dataset.name}"
     root = ET.Element("testsuites", {"name": "evalglass"})
@@ -146,12 +150,13 @@ def render_junit(card: Scorecard) -> bytes:
         ("evalglass.run_id", card.run_id),
         ("evalglass.dataset_fingerprint", card.dataset.fingerprint),
         ("evalglass.tool_version", card.tool_version),
+        *([("evalglass.not_checked", not_checked)] if not_checked is not None else []),
     ):
         _element(properties, "property", name=name, value=value)
     outcomes = [_gate_case(suite, f"{suite_name}.gates", gate) for gate in decision.gates]
     gated = {gate.subject for gate in decision.gates if gate.subject_kind is SubjectKind.CHECK and gate.active}
     outcomes += [_check_case(suite, f"{suite_name}.checks", check, check.name in gated) for check in card.checks]
-    _element(suite, "system-out", _suite_text(card))
+    _element(suite, "system-out", _suite_text(card) + (f"\n{not_checked}" if not_checked is not None else ""))
     counts = {
         "tests": str(len(outcomes)),
         "failures": str(outcomes.count("failure")),

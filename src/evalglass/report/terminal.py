@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,7 @@ from evalglass.report.fmt import (
     usage_lines,
     why_text,
 )
+from evalglass.report.safetext import visible
 
 STYLE: dict[Outcome, str] = {
     Outcome.INFORMATIONAL: "cyan",
@@ -88,7 +90,13 @@ def _table(grid: Grid, widths: list[int]) -> Table:
 
 def print_grid(grid: Grid, console: Console) -> None:
     """A table when it fits; otherwise (a narrow terminal, or a CI log at its default 80 columns) one block per row:
-    the row's name on a line of its own, then each non-empty cell as ``column: value``. No name is ever cut."""
+    the row's name on a line of its own, then each non-empty cell as ``column: value``. No name is ever cut.
+
+    Every text cell is shown as :func:`~evalglass.report.safetext.visible` text (names, reasons and command
+    output come from data; an escape sequence or a carriage return in them must not act on the terminal)."""
+    grid = dataclasses.replace(
+        grid, rows=[tuple(cell if isinstance(cell, Text) else visible(cell) for cell in row) for row in grid.rows]
+    )
     widths = _needs(grid)
     # Each column also takes 3 characters of border and padding, plus 1 for the table's last border.
     if sum(widths) + 3 * len(widths) + 1 <= console.width:
@@ -177,15 +185,15 @@ def render_terminal(card: Scorecard, console: Console, folder: Path | None = Non
     if card.checks:
         print_grid(_checks_grid(list(card.checks)), console)
     if card.dataset.malformed_lines:
-        console.print(malformed_text(card.dataset), style="yellow", markup=False)
+        console.print(Text(visible(malformed_text(card.dataset)), style="yellow"))
     for line in usage_lines(card.usage):
-        console.print(Text("tokens · " + line), overflow="fold")
+        console.print(Text("tokens · " + visible(line)), overflow="fold")
     unmatched = unmatched_outputs_text(card.dataset)
     if unmatched is not None:
-        console.print(Text(unmatched + ".", style="yellow"))
+        console.print(Text(visible(unmatched) + ".", style="yellow"))
     verdict = Text(f"verdict: {OUTCOME_LABEL[decision.verdict]}", style=STYLE[decision.verdict])
     verdict.append(f"  (exit {decision.exit_code})", style="dim")
     console.print(verdict)
     console.print(decision.meaning)
     if folder is not None:
-        console.print(f"artifacts: {folder}", style="dim")
+        console.print(Text(f"artifacts: {visible(str(folder))}", style="dim"))
