@@ -67,8 +67,11 @@ class RunResult:
 
     @property
     def meaning(self) -> str:
-        """What the verdict means, in one sentence (an informational run says that no gate was active)."""
-        return self.payload.meaning
+        """What the verdict means, in one sentence (an informational run says that no gate was active; a pass
+        says which examples its gates tolerated leaving out)."""
+        from evalglass.report.fmt import verdict_meaning
+
+        return verdict_meaning(self.scorecard)
 
     @property
     def gates(self) -> tuple[GateResult, ...]:

@@ -166,6 +166,7 @@ def scorecard_problems(card: Scorecard, record: RunRecord) -> list[str]:
     if card.dataset != record.dataset:
         problems.append("dataset differs between the scorecard and the run record")
     problems += _check_summary_problems(card, record)
+    problems += _metric_problems(card)
     config_gates: dict[str, Any] = record.config.get("gates") or {}
     declared = list(config_gates)
     recorded = {gate.name: gate for gate in card.decision.gates}
@@ -189,6 +190,25 @@ def scorecard_problems(card: Scorecard, record: RunRecord) -> list[str]:
         gate = recorded.get(name)
         if gate is not None:
             problems += _declared_gate_problems(gate, config_gates[name], metrics, record, today)
+    return problems
+
+
+def _metric_problems(card: Scorecard) -> list[str]:
+    """Each metric's population counts the run's examples, and its estimate the population's included ones (the
+    measurement reasons a gate blocks for are read from these)."""
+    problems = []
+    for metric in card.metrics:
+        population, estimate = metric.population, metric.estimate
+        if population.expected != card.dataset.examples:
+            problems.append(
+                f"metrics.{metric.name}.population.expected is {population.expected}; the dataset has "
+                f"{card.dataset.examples} examples"
+            )
+        included = 0 if estimate is None else estimate.n
+        if included != population.included:
+            problems.append(
+                f"metrics.{metric.name}.estimate.n is {included}; its population includes {population.included}"
+            )
     return problems
 
 

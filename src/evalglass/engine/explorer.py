@@ -22,7 +22,7 @@ import orjson
 from evalglass.core.fieldpath import ABSENT, FieldPathError, value_getter
 from evalglass.core.fingerprint import PREFIX
 from evalglass.core.runrecord import SCORES_FILE, RunRecord
-from evalglass.engine.artifacts import CHECKS_FILE, score_rows
+from evalglass.engine.artifacts import CHECKS_FILE, open_artifact, score_rows
 from evalglass.errors import SetupError
 
 OUTPUTS_FILE = "outputs.jsonl"  # the name liverun writes; repeated so a report needs no live-run imports
@@ -236,7 +236,7 @@ def load_explorer(folder: Path, record: RunRecord | None, metrics: tuple[str, ..
 
 
 def _jsonl(path: Path) -> Iterator[tuple[int, Any]]:
-    with path.open("rb") as handle:
+    with open_artifact(path, path.name) as handle:
         for number, raw in enumerate(handle, start=1):
             if raw.strip():
                 try:

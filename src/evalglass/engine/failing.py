@@ -31,6 +31,7 @@ from evalglass.core.gatespec import meets
 from evalglass.core.runrecord import SCORES_FILE, RunRecord
 from evalglass.core.scorecard import Scorecard
 from evalglass.core.uniform import all_of_type
+from evalglass.engine.artifacts import open_artifact
 from evalglass.engine.scoresblock import decode_block
 from evalglass.errors import SetupError
 
@@ -181,11 +182,7 @@ def example_rows(
             known = ", ".join(rules)
             raise SetupError(f"no metric named '{name}' in this run (known: {known})", where=str(folder))
     path = folder / SCORES_FILE
-    try:
-        handle = path.open("rb")
-    except FileNotFoundError:
-        raise SetupError(f"no {SCORES_FILE} in the run folder", where=str(folder)) from None
-    with handle:
+    with open_artifact(path, "scores file") as handle:
         yield from _rows_of(handle, path, rules, wanted, states, limit)
 
 
@@ -280,7 +277,7 @@ def _live_outputs(folder: Path, wanted: set[str]) -> tuple[dict[str, Any], str |
     if not path.exists():
         return {}, None
     found: dict[str, Any] = {}
-    with path.open("rb") as handle:
+    with open_artifact(path, "outputs file") as handle:
         for raw in handle:
             row = orjson.loads(raw)
             if row.get("id") in wanted:

@@ -65,7 +65,7 @@ from evalglass.engine.sink import (
     same_score_everywhere,
 )
 from evalglass.engine.staleness import stale_causes
-from evalglass.errors import Interrupted
+from evalglass.errors import Interrupted, SetupError
 from evalglass.lanes.shipping import ClusterLost
 
 if TYPE_CHECKING:
@@ -359,12 +359,31 @@ def _run(
     with writing(folder):
         created = make_dirs(folder)
         with locked(folder):
+            if recorded_manifest is None and not created:
+                refuse_occupied(folder)
             outcome = _run_in(
                 folder, created, recorded_manifest, manifest, loaded, ledger, mode, progress, counters, signing_key
             )
             # The pointer is written under the lock: a concurrent run cannot finish between this run and it.
             problem = point_last_run_at(folder)
     return outcome if problem is None else dataclasses.replace(outcome, warnings=(*outcome.warnings, problem))
+
+
+def refuse_occupied(folder: Path) -> None:
+    """A new run writes into an empty folder only: every file it finds there would sit beside its artifacts, be
+    covered by its ``digests.json`` and read as part of it (an earlier run's ``outputs.jsonl`` or ``checks.jsonl``,
+    say). Hidden entries are not the run's (partial files of others are never opened: ``runfolder``); a resumed
+    run continues in its own folder and is not asked."""
+    from evalglass.engine.digests import DIGESTS_FILE, artifact_names
+
+    found = [*artifact_names(folder), *([DIGESTS_FILE] if (folder / DIGESTS_FILE).exists() else [])]
+    if found:
+        shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+        raise SetupError(
+            f"the run folder is not empty (it holds {shown})",
+            where=str(folder),
+            fix="give --out a new or empty folder (or remove what is in it); `--resume` finishes an interrupted run",
+        )
 
 
 def _run_in(

@@ -36,6 +36,7 @@ from evalglass.report.fmt import (
     samples_text,
     sensitivity_text,
     threshold_text,
+    verdict_meaning,
 )
 from evalglass.report.repairs import BLOCK_REASON_FIXES
 from evalglass.report.safetext import visible
@@ -274,6 +275,7 @@ def render_html(card: Scorecard, record: RunRecord | None, explorer: Explorer, n
         card=card,
         record=record,
         decision=decision,
+        meaning=verdict_meaning(card),
         verdict=decision.verdict.value,
         verdict_label=OUTCOME_LABEL[decision.verdict],
         headline=HEADLINES[decision.verdict],

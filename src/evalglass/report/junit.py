@@ -16,7 +16,7 @@ from xml.etree import ElementTree as ET
 
 from evalglass.core.checks import CheckOutcome
 from evalglass.core.gates import GateResult, Outcome
-from evalglass.core.gatespec import SubjectKind
+from evalglass.core.gatespec import GateRule, SubjectKind
 from evalglass.core.scorecard import CheckSummary, Scorecard
 from evalglass.report.fmt import (
     NOT_ACTIVE,
@@ -26,6 +26,8 @@ from evalglass.report.fmt import (
     gate_sentence,
     interval_text,
     reasons_text,
+    rule_text,
+    verdict_meaning,
 )
 from evalglass.report.safetext import visible
 
@@ -48,9 +50,10 @@ def _element(parent: ET.Element, tag: str, text: str | None = None, **attributes
 
 
 def _gate_case(suite: ET.Element, classname: str, gate: GateResult) -> str:
-    """The gate's testcase; returns the JUnit outcome it was given."""
+    """The gate's testcase; returns the JUnit outcome it was given. Its message carries what the terminal says
+    beside the outcome too: an EXPERIMENTAL rule, and every note (an unbound check, an approval about to expire)."""
     case = _element(suite, "testcase", name=gate.name, classname=classname)
-    sentence = gate_sentence(gate)
+    sentence = gate_sentence(gate) + "".join(f" [{caveat}]" for caveat in _caveats(gate))
     if gate.outcome is Outcome.FAIL:
         _element(case, "failure", _gate_details(gate), type="fail", message=sentence)
         return "failure"
@@ -64,10 +67,15 @@ def _gate_case(suite: ET.Element, classname: str, gate: GateResult) -> str:
     return "passed"
 
 
+def _caveats(gate: GateResult) -> list[str]:
+    rule = [f"rule: {rule_text(gate)}"] if gate.rule is not GateRule.POINT else []
+    return [*rule, *(f"note: {note}" for note in gate.notes)]
+
+
 def _gate_details(gate: GateResult) -> str:
-    lines = [gate_sentence(gate), f"subject: {gate.subject_kind.value} {gate.subject}"]
+    lines = [gate_sentence(gate), *_caveats(gate), f"subject: {gate.subject_kind.value} {gate.subject}"]
     if gate.subject_kind is SubjectKind.METRIC:
-        lines.append(f"direction: {gate.direction.value}; rule: {gate.rule.value}")
+        lines.append(f"direction: {gate.direction.value}; rule: {rule_text(gate)}")
         lines.append(f"value: {gate.value}; compared: {gate.compared}; n: {gate.n}")
     approved = "none approved" if gate.threshold is None else f"{gate.threshold}"
     proposed = "" if gate.proposed_threshold is None else f"; proposed (not approved): {gate.proposed_threshold}"
@@ -117,7 +125,7 @@ def _suite_text(card: Scorecard) -> str:
     decision = card.decision
     lines = [
         f"EvalGlass verdict: {OUTCOME_LABEL[decision.verdict]} (exit code {decision.exit_code})",
-        decision.meaning,
+        verdict_meaning(card),
         f"run {card.run_id}; dataset {card.dataset.name}, {card.dataset.examples} examples",
         "",
         "metrics (excluded scores never count as 0):",
@@ -146,7 +154,7 @@ def render_junit(card: Scorecard, not_checked: str | None = None) -> bytes:
         ("evalglass.verdict", decision.verdict.value),
         ("evalglass.exit_code", str(decision.exit_code)),
         ("evalglass.ci_should_fail", str(decision.ci_should_fail).lower()),
-        ("evalglass.meaning", decision.meaning),
+        ("evalglass.meaning", verdict_meaning(card)),
         ("evalglass.run_id", card.run_id),
         ("evalglass.dataset_fingerprint", card.dataset.fingerprint),
         ("evalglass.tool_version", card.tool_version),

@@ -26,6 +26,7 @@ from evalglass.report.fmt import (
     threshold_text,
     unmatched_outputs_text,
     usage_lines,
+    verdict_meaning,
     why_text,
 )
 from evalglass.report.safetext import markdown_code, markdown_text
@@ -78,7 +79,7 @@ def render_markdown(card: Scorecard, examples: Mapping[str, Sequence[Row]] | Non
     lines = [
         f"## {OUTCOME_ICON[decision.verdict]} EvalGlass: {OUTCOME_LABEL[decision.verdict]}",
         "",
-        f"> {decision.meaning}",
+        f"> {_cell(verdict_meaning(card))}",
         "",
         f"Run `{markdown_code(card.run_id)}` · dataset `{markdown_code(card.dataset.name)}` "
         f"({card.dataset.examples} examples, `{markdown_code(short(card.dataset.fingerprint))}`) · exit code "

@@ -30,6 +30,7 @@ from evalglass.report.fmt import (
     threshold_text,
     unmatched_outputs_text,
     usage_lines,
+    verdict_meaning,
     why_text,
 )
 from evalglass.report.safetext import visible
@@ -194,6 +195,6 @@ def render_terminal(card: Scorecard, console: Console, folder: Path | None = Non
     verdict = Text(f"verdict: {OUTCOME_LABEL[decision.verdict]}", style=STYLE[decision.verdict])
     verdict.append(f"  (exit {decision.exit_code})", style="dim")
     console.print(verdict)
-    console.print(decision.meaning)
+    console.print(Text(visible(verdict_meaning(card))))
     if folder is not None:
         console.print(Text(f"artifacts: {visible(str(folder))}", style="dim"))

@@ -1,0 +1,160 @@
+"""Issue 26, item 2: no renderer shows a pass that does not add up.
+
+Each forgery here is what a pull request (or anyone handed the artifacts) can do to a failing run: edit
+``scorecard.json`` so that it still passes its own validators, then rewrite ``digests.json`` to match, as a forger who
+knows the format does. Every reader of a finished run (``view``, ``view --junit``, ``view --github``, ``explain``,
+``report``, ``load_run``) refuses it in one line naming the field, exit 2; ``verify`` catches it as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import evalglass
+from tests.e2e.project import CliResult, Project, make_project, run_cli
+from tests.e2e.test_verdicts import approve
+
+Card = dict[str, Any]
+
+
+def reseal(folder: Path) -> None:
+    """What a forger who knows the format does after an edit: recompute every digest."""
+    path = folder / "digests.json"
+    digests = json.loads(path.read_text())
+    digests["files"] = {
+        name: "sha256:" + hashlib.sha256((folder / name).read_bytes()).hexdigest() for name in digests["files"]
+    }
+    path.write_text(json.dumps(digests))
+
+
+def edit_scorecard(folder: Path, edit: Callable[[Card], None]) -> None:
+    path = folder / "scorecard.json"
+    card = json.loads(path.read_text())
+    edit(card)
+    path.write_text(json.dumps(card, indent=2) + "\n")
+    reseal(folder)
+
+
+def green(card: Card) -> None:
+    card["decision"].update(verdict="pass", ci_should_fail=False, exit_code=0)
+
+
+def consistent_forged_pass(card: Card) -> None:
+    """Outcome, reasons, the compared number raised above the threshold, verdict, CI flag and exit code."""
+    gate = card["decision"]["gates"][0]
+    gate.update(outcome="pass", reasons=[], compared=0.95)
+    green(card)
+
+
+def direction_flipped(card: Card) -> None:
+    """Only the direction (and the outcome and verdict it implies): 0.75 'meets' 0.9 when lower is better."""
+    gate = card["decision"]["gates"][0]
+    gate.update(direction="lower_is_better", outcome="pass", reasons=[])
+    green(card)
+
+
+def every_check_gate_passes(card: Card) -> None:
+    """Each check gate PASS (1.0 against 1.0), while the check results shown beside them say FAIL, INCONCLUSIVE
+    and ERROR."""
+    for gate in card["decision"]["gates"]:
+        gate.update(outcome="pass", reasons=[], value=1.0, compared=1.0, threshold=1.0)
+    green(card)
+
+
+def readers(project: Project, folder: str) -> dict[str, CliResult]:
+    """Every command that shows a finished run, with the CI outputs a loaded run can write."""
+    env = {"GITHUB_STEP_SUMMARY": str(project.root / "summary.md"), "GITHUB_ACTIONS": "true"}
+    return {
+        "view": project.cli("view", folder),
+        "view --junit": project.cli("view", folder, "--junit", "junit.xml"),
+        "view --github": run_cli("view", folder, "--github", cwd=project.root, env=env),
+        "view --format json": project.cli("view", folder, "--format", "json"),
+        "view --examples": project.cli("view", folder, "--examples"),
+        "explain": project.cli("explain", "--run", folder),
+        "report": project.cli("report", folder, "--out", "page.html"),
+    }
+
+
+def assert_every_reader_refuses(project: Project, folder: str, field: str) -> None:
+    for name, result in readers(project, folder).items():
+        assert result.code == 2, (name, result.code, result.out, result.err)
+        lines = result.err.strip().splitlines()
+        assert len(lines) == 1 and "Traceback" not in result.err, (name, result.err)
+        assert "does not add up" in lines[0] and field in lines[0], (name, lines[0])
+        assert "verdict: pass" not in result.out, name
+    for written in ("junit.xml", "summary.md", "page.html"):
+        assert not (project.root / written).exists(), written
+    with pytest.raises(evalglass.SetupError, match="does not add up"):
+        evalglass.load_run(project.root / folder)
+
+
+def failing_project(tmp_path: Path) -> Project:
+    """One approved gate that fails: 0.75 measured, 0.9 approved."""
+    project = make_project(tmp_path)
+    project.write_ledger(approve(project, threshold=0.9))
+    assert project.run("--out", "out").code == 1
+    return project
+
+
+@pytest.mark.parametrize(
+    ("forgery", "field"),
+    [
+        (consistent_forged_pass, "decision.gates.accuracy.compared"),
+        (direction_flipped, "decision.gates.accuracy.direction"),
+    ],
+    ids=["consistent forged pass", "only the direction flipped"],
+)
+def test_a_forged_pass_of_a_metric_gate_is_refused_by_every_reader(tmp_path, forgery, field):
+    project = failing_project(tmp_path)
+    edit_scorecard(tmp_path / "out", forgery)
+    assert_every_reader_refuses(project, "out", field)
+    verified = project.cli("verify", "out")
+    assert verified.code == 1 and "scorecard.decision.verdict" in verified.out
+
+
+def test_a_check_gate_forged_to_pass_while_its_check_ended_error_is_refused_by_every_reader(tmp_path):
+    project = Project(tmp_path)
+    assert run_cli("run", "--example", "bound-checks", "--out", "out", cwd=tmp_path).code == 1
+    shown = json.loads((tmp_path / "out" / "scorecard.json").read_text())
+    assert {check["name"]: check["outcome"] for check in shown["checks"]}["notes-moved"] == "ERROR"
+    edit_scorecard(tmp_path / "out", every_check_gate_passes)
+    assert_every_reader_refuses(project, "out", "decision.gates.")
+    assert "scorecard.decision.verdict" in run_cli("verify", "out", cwd=tmp_path).out
+
+
+def test_an_untouched_run_is_shown_and_every_reader_says_what_it_did_not_check(tmp_path):
+    project = failing_project(tmp_path)
+    for name, result in readers(project, "out").items():
+        assert result.code == 0, (name, result.err)
+        said = result.err if name == "view --format json" else result.out
+        assert "not re-derived" in said and "`evalglass verify out`" in said, (name, said)
+    assert "evalglass verify out" in (tmp_path / "summary.md").read_text().strip().splitlines()[-1]
+    assert "evalglass.not_checked" in (tmp_path / "junit.xml").read_text()
+    assert "evalglass verify out" in (tmp_path / "page.html").read_text()
+    loaded = evalglass.load_run(tmp_path / "out")
+    assert loaded.verdict == "fail" and loaded.not_checked is not None and "unsigned" in loaded.not_checked
+
+
+def test_a_recorded_run_read_back_from_the_history_is_checked_as_well(tmp_path):
+    """A run reference (``last``, a run id) and ``history export`` go through the same check."""
+    project = failing_project(tmp_path)
+    run_id = json.loads((tmp_path / "out" / "scorecard.json").read_text())["run_id"]
+    edit_scorecard(tmp_path / "out", consistent_forged_pass)
+    # The forged folder cannot enter the history...
+    imported = project.cli("history", "import", "out")
+    assert imported.code == 2 and "does not add up" in imported.err, imported.out + imported.err
+    # ...and one recorded before this check (here: the honest run, edited in the database) is refused on the way out.
+    honest = failing_project(tmp_path / "again")
+    recorded = json.loads((honest.root / "out" / "scorecard.json").read_text())["run_id"]
+    assert honest.cli("history", "import", "out").code in (0, 2)  # already recorded by `run`, or recorded now
+    for args in (("view", recorded), ("explain", "--run", recorded), ("report", recorded, "--out", "p.html")):
+        assert honest.cli(*args).code == 0, args
+    exported = honest.cli("history", "export", recorded, "copy")
+    assert exported.code == 0, exported.err
+    assert run_id != recorded
