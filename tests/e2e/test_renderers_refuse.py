@@ -141,20 +141,72 @@ def test_an_untouched_run_is_shown_and_every_reader_says_what_it_did_not_check(t
     assert loaded.verdict == "fail" and loaded.not_checked is not None and "unsigned" in loaded.not_checked
 
 
-def test_a_recorded_run_read_back_from_the_history_is_checked_as_well(tmp_path):
-    """A run reference (``last``, a run id) and ``history export`` go through the same check."""
-    project = failing_project(tmp_path)
-    run_id = json.loads((tmp_path / "out" / "scorecard.json").read_text())["run_id"]
+def rewrite_history(database: Path, run_id: str, card: Card) -> None:
+    """What a forger with write access to the history does: the stored scorecard, its hash, the digests stored
+    beside it and the summary rows, all made to agree, so that nothing but the check itself can tell."""
+    import zlib
+
+    from sqlalchemy import create_engine, delete, insert, select, update
+
+    from evalglass.core.scorecard import Scorecard
+    from evalglass.history.rows import gate_rows
+    from evalglass.history.schema import ArtifactChunkRow, ArtifactRow, GateResultRow, RunRow
+
+    forged = (json.dumps(card, indent=2) + "\n").encode()
+    engine = create_engine(f"sqlite:///{database}")
+    with engine.begin() as connection:
+        pk = connection.execute(select(RunRow.pk).where(RunRow.run_id == run_id)).scalar_one()
+
+        def stored(name: str) -> bytes:
+            pieces = connection.execute(
+                select(ArtifactChunkRow.data)
+                .where(ArtifactChunkRow.run_pk == pk, ArtifactChunkRow.name == name)
+                .order_by(ArtifactChunkRow.seq)
+            ).scalars()
+            return b"".join(zlib.decompress(piece) for piece in pieces)
+
+        def store(name: str, data: bytes) -> str:
+            digest = "sha256:" + hashlib.sha256(data).hexdigest()
+            where = (ArtifactChunkRow.run_pk == pk, ArtifactChunkRow.name == name)
+            connection.execute(delete(ArtifactChunkRow).where(*where))
+            connection.execute(insert(ArtifactChunkRow).values(run_pk=pk, name=name, seq=0, data=zlib.compress(data)))
+            connection.execute(
+                update(ArtifactRow)
+                .where(ArtifactRow.run_pk == pk, ArtifactRow.name == name)
+                .values(sha256=digest, size=len(data), chunks=1)
+            )
+            return digest
+
+        digests = json.loads(stored("digests.json"))
+        digests["files"]["scorecard.json"] = store("scorecard.json", forged)
+        store("digests.json", json.dumps(digests).encode())
+        connection.execute(update(RunRow).where(RunRow.pk == pk).values(verdict="pass", exit_code=0))
+        for row in gate_rows(Scorecard.model_validate_json(forged)):
+            connection.execute(
+                update(GateResultRow).where(GateResultRow.run_pk == pk, GateResultRow.name == row["name"]).values(**row)
+            )
+    engine.dispose()
+
+
+def test_a_forged_run_in_the_history_is_refused_wherever_it_is_read_back(tmp_path):
+    """A run reference (a run id, ``last``) and ``history export`` go through the same check; and a forged folder
+    cannot enter a history at all (``history import``, as ``run`` records)."""
+    project = failing_project(tmp_path)  # `run` recorded it in .evalglass/history.sqlite
+    card = json.loads((tmp_path / "out" / "scorecard.json").read_text())
+    consistent_forged_pass(card)
+    rewrite_history(tmp_path / ".evalglass" / "history.sqlite", card["run_id"], card)
+    for args in (
+        ("view", card["run_id"]),
+        ("view", card["run_id"], "--junit", "junit.xml"),
+        ("explain", "--run", card["run_id"]),
+        ("report", card["run_id"], "--out", "page.html"),
+        ("history", "export", card["run_id"], "copy"),
+    ):
+        result = project.cli(*args)
+        assert result.code == 2, (args, result.out, result.err)
+        assert "does not add up" in result.err and "decision.gates.accuracy.compared" in result.err, result.err
+    assert not (tmp_path / "copy").exists() and not (tmp_path / "junit.xml").exists()
+
     edit_scorecard(tmp_path / "out", consistent_forged_pass)
-    # The forged folder cannot enter the history...
-    imported = project.cli("history", "import", "out")
+    imported = project.cli("history", "import", "out", "--db", f"sqlite:///{tmp_path / 'other.sqlite'}")
     assert imported.code == 2 and "does not add up" in imported.err, imported.out + imported.err
-    # ...and one recorded before this check (here: the honest run, edited in the database) is refused on the way out.
-    honest = failing_project(tmp_path / "again")
-    recorded = json.loads((honest.root / "out" / "scorecard.json").read_text())["run_id"]
-    assert honest.cli("history", "import", "out").code in (0, 2)  # already recorded by `run`, or recorded now
-    for args in (("view", recorded), ("explain", "--run", recorded), ("report", recorded, "--out", "p.html")):
-        assert honest.cli(*args).code == 0, args
-    exported = honest.cli("history", "export", recorded, "copy")
-    assert exported.code == 0, exported.err
-    assert run_id != recorded
