@@ -166,7 +166,7 @@ def edits(draw: Any, card: dict[str, Any], record: dict[str, Any]) -> tuple[str,
     kind = draw(st.sampled_from(["scorecard field", "run record field", "consistent decision"]))
     if kind == "consistent decision":
         for gate in draw(st.lists(st.sampled_from(card["decision"]["gates"]), min_size=1, max_size=3, unique_by=id)):
-            field = draw(st.sampled_from(GATE_FIELDS[:-1] + ("reasons",)))
+            field = draw(st.sampled_from((*GATE_FIELDS[:-1], "reasons")))
             if field == "active":
                 gate["active"] = not gate["active"]
                 if gate["active"] and gate["threshold"] is None:
