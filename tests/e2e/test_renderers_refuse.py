@@ -210,3 +210,23 @@ def test_a_forged_run_in_the_history_is_refused_wherever_it_is_read_back(tmp_pat
     edit_scorecard(tmp_path / "out", consistent_forged_pass)
     imported = project.cli("history", "import", "out", "--db", f"sqlite:///{tmp_path / 'other.sqlite'}")
     assert imported.code == 2 and "does not add up" in imported.err, imported.out + imported.err
+
+
+def test_a_comparative_gate_forged_past_its_incomplete_pairs_is_refused(tmp_path):
+    """The pairs' population is in the recorded comparison: a pass that drops the block it implies is refused."""
+    from tests.e2e.test_comparative_gates import NO_CHANGE, rows_with, setup
+
+    rows = rows_with(NO_CHANGE)
+    rows[3]["new"] = "boom"  # the candidate's score errors on one example: an incomplete pair
+    metrics = {"exact": {"type": "python", "function": "scorer.py:score"}}
+    project, _ = setup(tmp_path, NO_CHANGE, metrics=metrics, rows=rows)
+    assert project.run("--out", "out").code == 1
+
+    def forged(card: Card) -> None:
+        gate = card["decision"]["gates"][0]
+        assert [reason["code"] for reason in gate["reasons"]] == ["incomplete_pairs"]
+        gate.update(outcome="pass", reasons=[])
+        green(card)
+
+    edit_scorecard(tmp_path / "out", forged)
+    assert_every_reader_refuses(project, "out", "incomplete_pairs")

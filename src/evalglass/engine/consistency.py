@@ -40,7 +40,13 @@ from evalglass.core.authority import (
 )
 from evalglass.core.calendar import day_of_timestamp
 from evalglass.core.fingerprint import PREFIX, short
-from evalglass.core.gates import GateResult, evaluate_check_gate, rederived_gate, undeclared_results
+from evalglass.core.gates import (
+    GateResult,
+    evaluate_check_gate,
+    measurement_reasons,
+    rederived_gate,
+    undeclared_results,
+)
 from evalglass.core.gatespec import GateRule, GateSpec
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.scorecard import CheckSummary, MetricSummary, Scorecard
@@ -271,7 +277,7 @@ def _declared_gate_problems(
         return _differences(gate, evaluate_check_gate(name, spec, gate.fingerprint, authority, result))
     assert summary is not None
     if spec.compare_to is not None:
-        return _comparative_problems(gate, spec, authority)
+        return _comparative_problems(gate, spec, authority, record)
     try:
         derived = rederived_gate(gate, spec, authority, summary.estimate, summary.population)
     except ValueError as exc:
@@ -279,11 +285,14 @@ def _declared_gate_problems(
     return _differences(gate, derived)
 
 
-def _comparative_problems(gate: GateResult, spec: GateSpec, authority: Authority) -> list[str]:
+def _comparative_problems(gate: GateResult, spec: GateSpec, authority: Authority, record: RunRecord) -> list[str]:
     """A comparative gate, as far as the files decide it (its pairs are in the baseline's scores): the spec and
-    margin the snapshots say, under ``point`` the value and compared number the recorded paired difference says,
-    and every reason the ledger snapshot implies. Its outcome follows from those by ``GateResult``'s own rule,
-    checked on load."""
+    margin the snapshots say; under ``point`` the value and compared number the recorded paired difference says;
+    and every reason the files imply (the ledger snapshot's, the baseline as the run record found it, the recorded
+    pairs' population), each by the function that gave it in the run. Its outcome follows from those by
+    ``GateResult``'s own rule, checked on load; a reason more than these can only have blocked it."""
+    from evalglass.core.comparative import BaselineRun, baseline_reasons
+
     name = gate.name
     problems = [
         f"decision.gates.{name}.{field}: recorded {_shown(getattr(gate, field))}; the config snapshot says "
@@ -299,21 +308,37 @@ def _comparative_problems(gate: GateResult, spec: GateSpec, authority: Authority
         )
     detail = gate.comparison.metric if gate.comparison is not None else None
     difference = detail.difference if detail is not None else None
-    numbers: list[tuple[str, float | int | None]] = [("value", None), ("n", None), ("compared", None)]
+    numbers: dict[str, float | int | None] = {"value": None, "n": None, "compared": None}
     if difference is not None:
-        numbers = [("value", difference.point), ("n", difference.n)]
-        if spec.rule is GateRule.POINT and gate.compared is not None:
-            numbers.append(("compared", difference.point))
+        numbers = {"value": difference.point, "n": difference.n}
+        if spec.rule is GateRule.POINT:
+            numbers["compared"] = difference.point if gate.compared is not None else None
     problems += [
         f"decision.gates.{name}.{field}: recorded {getattr(gate, field)!r}; the recorded paired difference "
         f"says {expected!r}"
-        for field, expected in numbers
+        for field, expected in numbers.items()
         if getattr(gate, field) != expected
     ]
-    missing = {reason.code for reason in authority.reasons} - {reason.code for reason in gate.reasons}
-    if gate.active and missing:
+    if not gate.active:
+        return problems
+    implied = {reason.code for reason in authority.reasons}
+    baseline = spec.compare_to or ""
+    approved = record.ledger.baselines.get(baseline)
+    found = record.baselines.get(baseline)
+    run = None
+    if found is not None:
+        run = BaselineRun(baseline, found.location, found.problem, found.fingerprint, found.run_id)
+    approval = approved.fingerprint if approved is not None else None
+    implied |= {reason.code for reason in baseline_reasons(baseline, approval, run, approved is not None)}
+    if detail is not None:
+        pairs = measurement_reasons(
+            spec, detail.pairs, nothing="", unit="pairs", incomplete=(BlockReason.INCOMPLETE_PAIRS, "")
+        )
+        implied |= {reason.code for reason in pairs}
+    missing = implied - {reason.code for reason in gate.reasons}
+    if missing:
         codes = ", ".join(sorted(code.value for code in missing))
-        problems.append(f"gate '{name}' is not blocked by {codes}, which the ledger snapshot implies")
+        problems.append(f"gate '{name}' is not blocked by {codes}, which the snapshots and the comparison imply")
     return problems
 
 
