@@ -18,19 +18,10 @@ import pytest
 
 import evalglass
 from tests.e2e.project import CliResult, Project, make_project, run_cli
+from tests.e2e.test_forgery import _reseal as reseal
 from tests.e2e.test_verdicts import approve
 
 Card = dict[str, Any]
-
-
-def reseal(folder: Path) -> None:
-    """What a forger who knows the format does after an edit: recompute every digest."""
-    path = folder / "digests.json"
-    digests = json.loads(path.read_text())
-    digests["files"] = {
-        name: "sha256:" + hashlib.sha256((folder / name).read_bytes()).hexdigest() for name in digests["files"]
-    }
-    path.write_text(json.dumps(digests))
 
 
 def edit_scorecard(folder: Path, edit: Callable[[Card], None]) -> None:

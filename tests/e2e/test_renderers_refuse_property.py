@@ -16,7 +16,6 @@ evidence is edited one field at a time here, where the property still demands th
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import shutil
 import tempfile
@@ -34,6 +33,7 @@ import evalglass
 from evalglass.cli import main
 from tests.e2e.project import DEFAULT_ROWS, make_project
 from tests.e2e.test_forgery import SCRIPT_PASSES
+from tests.e2e.test_forgery import _reseal as reseal
 
 PRECEDENCE = {"informational": 0, "pass": 1, "fail": 2, "blocked": 3}
 OUTCOMES = list(PRECEDENCE)
@@ -198,15 +198,6 @@ def edits(draw: Any, card: dict[str, Any], record: dict[str, Any]) -> tuple[str,
     path, value = draw(st.sampled_from(list(leaves(document))))
     put(document, path, mutated(value, draw))
     return f"{kind} {'.'.join(map(str, path))}", card, record
-
-
-def reseal(folder: Path) -> None:
-    path = folder / "digests.json"
-    digests = json.loads(path.read_text())
-    digests["files"] = {
-        name: "sha256:" + hashlib.sha256((folder / name).read_bytes()).hexdigest() for name in digests["files"]
-    }
-    path.write_text(json.dumps(digests))
 
 
 def refusals(folder: Path, scratch: Path) -> dict[str, bool]:
