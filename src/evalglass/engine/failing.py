@@ -32,7 +32,7 @@ from evalglass.core.runrecord import SCORES_FILE, RunRecord
 from evalglass.core.scorecard import Scorecard
 from evalglass.core.uniform import all_of_type
 from evalglass.engine.artifacts import open_artifact
-from evalglass.engine.scoresblock import decode_block
+from evalglass.engine.scoresblock import ScoresBlock, decode_block
 from evalglass.errors import SetupError
 
 EXCERPT = 60
@@ -118,18 +118,16 @@ class FailRule:
 
 
 def fail_rules(card: Scorecard) -> dict[str, FailRule]:
-    rules: dict[str, FailRule] = {}
-    for metric in card.metrics:
-        gate = next(
-            (
-                gate
-                for gate in card.decision.gates
-                if gate.subject == metric.name and (gate.threshold is not None or gate.proposed_threshold is not None)
-            ),
-            None,
-        )
-        rules[metric.name] = FailRule(gate=gate, binary=_binary(metric.type))
-    return rules
+    """Per metric, the rule its examples are judged by: the first gate on it with a threshold (approved, else
+    proposed), else whether it is a pass/fail type. One pass over the gates (a 2,000-gate suite asked every gate
+    for every metric: 4 million questions, once per gate in report.md)."""
+    judged_by: dict[str, GateResult] = {}
+    for gate in card.decision.gates:
+        if gate.threshold is not None or gate.proposed_threshold is not None:
+            judged_by.setdefault(gate.subject, gate)
+    return {
+        metric.name: FailRule(gate=judged_by.get(metric.name), binary=_binary(metric.type)) for metric in card.metrics
+    }
 
 
 def _binary(metric_type: str) -> bool:
@@ -173,9 +171,11 @@ def example_rows(
     metrics: Iterable[str] | None = None,
     states: frozenset[ExampleState] = NOT_PASSING,
     limit: int | None = 20,
+    rules: dict[str, FailRule] | None = None,
 ) -> Iterator[ExampleRow]:
-    """Rows in dataset order, for the chosen metrics (default: all) and states, at most ``limit``."""
-    rules = fail_rules(card)
+    """Rows in dataset order, for the chosen metrics (default: all) and states, at most ``limit``. ``rules``: the
+    card's :func:`fail_rules`, when the caller asks for several metrics one at a time."""
+    rules = fail_rules(card) if rules is None else rules
     wanted = list(metrics) if metrics is not None else list(rules)
     for name in wanted:
         if name not in rules:
@@ -195,29 +195,43 @@ def _rows_of(
     limit: int | None,
 ) -> Iterator[ExampleRow]:
     found = 0
+    for block in _blocks(handle, path):
+        for row in _block_rows(block, rules, wanted, states):
+            yield row
+            found += 1
+            if limit is not None and found >= limit:
+                return
+
+
+def _blocks(handle: Iterable[bytes], path: Path) -> Iterator[ScoresBlock]:
     for number, raw in enumerate(handle, start=1):
         if not raw.strip():
             continue
         try:
-            block = decode_block(raw)
+            yield decode_block(raw)
         except ValueError:  # BadBlock, JsonRefused
             raise SetupError("scores file block is unreadable", where=f"{path}:{number}") from None
-        ids, lines, scores = block.ids, block.lines, block.scores
-        columns = {name: scores.get(name) or [None] * len(ids) for name in wanted}
-        if not (states & _VALID_STATES) and all(rules[name].all_pass(columns[name]) for name in wanted):
-            continue  # every example of the block passes every chosen metric: nothing to list
-        candidates: set[int] = set()
+
+
+def _block_rows(
+    block: ScoresBlock, rules: dict[str, FailRule], wanted: list[str], states: frozenset[ExampleState]
+) -> Iterator[ExampleRow]:
+    """One block's rows for the chosen metrics and states, in dataset order."""
+    ids, lines, scores = block.ids, block.lines, block.scores
+    columns = {name: scores.get(name) or [None] * len(ids) for name in wanted}
+    if not (states & _VALID_STATES) and all(rules[name].all_pass(columns[name]) for name in wanted):
+        return  # every example of the block passes every chosen metric: nothing to list
+    candidates: set[int] = set()
+    for name in wanted:
+        candidates.update(_candidates(columns[name], rules[name], states))
+    for index in sorted(candidates):
+        example_id = ids[index]
         for name in wanted:
-            candidates.update(_candidates(columns[name], rules[name], states))
-        for index in sorted(candidates):
-            example_id = ids[index]
-            for name in wanted:
-                entry = columns[name][index]
-                samples = entry if isinstance(entry, list) else [entry]
-                for sample, value in enumerate(samples):
-                    for state, measured, diagnostic in _entry_rows(value, rules[name]):
-                        if state not in states:
-                            continue
+            entry = columns[name][index]
+            samples = entry if isinstance(entry, list) else [entry]
+            for sample, value in enumerate(samples):
+                for state, measured, diagnostic in _entry_rows(value, rules[name]):
+                    if state in states:
                         yield ExampleRow(
                             id=example_id,
                             line=lines[index],
@@ -227,9 +241,6 @@ def _rows_of(
                             diagnostic=diagnostic,
                             sample=sample if isinstance(entry, list) else None,
                         )
-                        found += 1
-                        if limit is not None and found >= limit:
-                            return
 
 
 def _candidates(entries: list[Any], rule: FailRule, states: frozenset[ExampleState]) -> Iterable[int]:
@@ -325,11 +336,30 @@ def _recorded_outputs(record: RunRecord, wanted: set[str], lines: dict[str, int]
 
 
 def gate_examples(folder: Path, card: Scorecard, gates: Iterable[str], limit: int) -> dict[str, list[ExampleRow]]:
-    """Per metric gate, its metric's first ``limit`` examples that did not pass."""
-    found: dict[str, list[ExampleRow]] = {}
-    for gate in card.decision.gates:
-        if gate.name in gates and gate.subject_kind.value == "metric" and card.metric(gate.subject) is not None:
-            found[gate.name] = list(example_rows(folder, card, metrics=[gate.subject], limit=limit))
+    """Per metric gate, its metric's first ``limit`` examples that did not pass. The scores file is read once for
+    all the gates (each block decoded once), and no further than the last gate still short of ``limit`` needs."""
+    rules = fail_rules(card)
+    named = set(gates)
+    chosen = {
+        gate.name: gate.subject
+        for gate in card.decision.gates
+        if gate.name in named and gate.subject_kind.value == "metric" and gate.subject in rules
+    }
+    found: dict[str, list[ExampleRow]] = {name: [] for name in chosen}
+    if not chosen:
+        return found
+    path = folder / SCORES_FILE
+    with open_artifact(path, "scores file") as handle:
+        for block in _blocks(handle, path):
+            short = [name for name, rows in found.items() if len(rows) < limit]
+            if not short:
+                break
+            for name in short:
+                rows = found[name]
+                for row in _block_rows(block, rules, [chosen[name]], NOT_PASSING):
+                    rows.append(row)
+                    if len(rows) >= limit:
+                        break
     return found
 
 
