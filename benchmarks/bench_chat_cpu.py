@@ -164,6 +164,26 @@ def per_thousand(cpu: float, calls: int) -> float:
     return cpu / calls * 1000
 
 
+def measure(
+    calls: int, concurrency: int, latency: float, rounds: int, *, run: bool = True, run_no_cache: bool = False
+) -> dict[str, list[tuple[float, float]]]:
+    """(CPU, wall) seconds of each round, per client: ``bare``, ``lane`` and, with ``run``, ``run`` (the scoring
+    phase of `evalglass run`, call cache on and cold) and with ``run_no_cache`` also ``run --no-cache``; every
+    client once per round, in rotation."""
+    runs = [("run", ())] if run else []
+    runs += [("run --no-cache", ("--no-cache",))] if run and run_no_cache else []
+    found: dict[str, list[tuple[float, float]]] = {name: [] for name in [*CLIENTS, *(label for label, _ in runs)]}
+    with fake_server(latency) as base_url, tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        write_project(folder, base_url, calls, concurrency)
+        for _ in range(rounds):
+            for name in CLIENTS:
+                found[name].append(measure_client(name, base_url, calls, concurrency))
+            for label, extra in runs:
+                found[label].append(run_phase(folder, extra))
+    return found
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=2000)
@@ -184,25 +204,14 @@ def main() -> int:
         f"load {os.getloadavg()[0]:.1f}, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {args.calls} calls per "
         f"measurement, concurrency {args.concurrency}, server latency {args.latency * 1000:g} ms, {args.rounds} rounds"
     )
-    runs = [] if args.no_run else [("run", ())] + ([("run --no-cache", ("--no-cache",))] if args.run_no_cache else [])
-    names = [*CLIENTS, *(label for label, _ in runs)]
-    cpu: dict[str, list[float]] = {name: [] for name in names}
-    wall: dict[str, list[float]] = {name: [] for name in names}
-    with fake_server(args.latency) as base_url, tempfile.TemporaryDirectory() as scratch:
-        folder = Path(scratch)
-        write_project(folder, base_url, args.calls, args.concurrency)
-        started = time.monotonic()
-        for _ in range(args.rounds):
-            for name in CLIENTS:
-                used, took = measure_client(name, base_url, args.calls, args.concurrency)
-                cpu[name].append(per_thousand(used, args.calls))
-                wall[name].append(took)
-            for label, extra in runs:
-                used, took = run_phase(folder, extra)
-                cpu[label].append(per_thousand(used, args.calls))
-                wall[label].append(took)
-        took_all = time.monotonic() - started
-        print(f"measured in rotation within {took_all:.0f} s, load {os.getloadavg()[0]:.1f} at the end")
+    started = time.monotonic()
+    found = measure(
+        args.calls, args.concurrency, args.latency, args.rounds, run=not args.no_run, run_no_cache=args.run_no_cache
+    )
+    print(f"measured in rotation within {time.monotonic() - started:.0f} s, load {os.getloadavg()[0]:.1f} at the end")
+    names = list(found)
+    cpu = {name: [per_thousand(used, args.calls) for used, _ in rounds] for name, rounds in found.items()}
+    wall = {name: [took for _, took in rounds] for name, rounds in found.items()}
     bare = statistics.median(cpu["bare"])
     print("| client | CPU s per 1,000 calls (median, best) | ratio to bare (medians) | wall s (median) |")
     print("|---|---|---|---|")

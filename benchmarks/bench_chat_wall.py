@@ -67,6 +67,29 @@ def cpu_burner(on: bool) -> Iterator[None]:
         burner.wait(timeout=10)
 
 
+def measure(
+    calls: int, concurrency: int, latency: float, rounds: int, conditions: list[str]
+) -> dict[str, tuple[list[float], list[float], list[float]]]:
+    """Per condition (``quiet``, ``busy``): the bare client's wall seconds, the run's scoring phase and the whole
+    run's, one of each per round, in rotation."""
+    found: dict[str, tuple[list[float], list[float], list[float]]] = {}
+    with fake_server(latency) as base_url, tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        write_project(folder, base_url, calls, concurrency)
+        for condition in conditions:
+            bare: list[float] = []
+            phase: list[float] = []
+            whole: list[float] = []
+            with cpu_burner(condition == "busy"):
+                for _ in range(rounds):
+                    bare.append(measure_client("bare-cold", base_url, calls, concurrency)[1])
+                    scoring, total = measure_run(folder)
+                    phase.append(scoring)
+                    whole.append(total)
+            found[condition] = (bare, phase, whole)
+    return found
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=3000)
@@ -85,26 +108,15 @@ def main() -> int:
     print("| condition | bare wall s (median, all) | run scoring phase s (median, all) | ratio | whole run s |")
     print("|---|---|---|---|---|")
     verdicts = []
-    with fake_server(args.latency) as base_url, tempfile.TemporaryDirectory() as scratch:
-        folder = Path(scratch)
-        write_project(folder, base_url, args.calls, args.concurrency)
-        for condition in args.conditions.split(","):
-            bare: list[float] = []
-            phase: list[float] = []
-            whole: list[float] = []
-            with cpu_burner(condition == "busy"):
-                for _ in range(args.rounds):
-                    bare.append(measure_client("bare-cold", base_url, args.calls, args.concurrency)[1])
-                    scoring, total = measure_run(folder)
-                    phase.append(scoring)
-                    whole.append(total)
-            ratio = statistics.median(phase) / statistics.median(bare)
-            verdicts.append((condition, ratio))
-            print(
-                f"| {condition} | {statistics.median(bare):.2f} ({', '.join(f'{x:.2f}' for x in bare)}) | "
-                f"{statistics.median(phase):.2f} ({', '.join(f'{x:.2f}' for x in phase)}) | **{ratio:.3f}** | "
-                f"{statistics.median(whole):.2f} |"
-            )
+    found = measure(args.calls, args.concurrency, args.latency, args.rounds, args.conditions.split(","))
+    for condition, (bare, phase, whole) in found.items():
+        ratio = statistics.median(phase) / statistics.median(bare)
+        verdicts.append((condition, ratio))
+        print(
+            f"| {condition} | {statistics.median(bare):.2f} ({', '.join(f'{x:.2f}' for x in bare)}) | "
+            f"{statistics.median(phase):.2f} ({', '.join(f'{x:.2f}' for x in phase)}) | **{ratio:.3f}** | "
+            f"{statistics.median(whole):.2f} |"
+        )
     for condition, ratio in verdicts:
         verdict = "within" if ratio <= TARGET else "NOT within"
         print(f"{condition}: scoring phase / bare = {ratio:.3f}, {verdict} the {TARGET:.2f} target")

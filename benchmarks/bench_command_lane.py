@@ -51,6 +51,23 @@ def write_project(folder: Path, n: int) -> None:
             handle.write(json.dumps({"id": f"ex-{i}", "n": i}) + "\n")
 
 
+def measure(calls: int, rounds: int) -> dict[str, list[tuple[float, float]]]:
+    """Per client (``bare``, ``lane``): the marginal (wall, CPU) seconds per call of each round, in rotation."""
+    run_argv = [sys.executable, "-m", "evalglass", "run", "--format", "json", "--no-progress", "--no-history"]
+    run_argv += ["--out", "out"]
+    marginal: dict[str, list[tuple[float, float]]] = {"bare": [], "lane": []}
+    with tempfile.TemporaryDirectory() as scratch:
+        small, large = Path(scratch) / "small", Path(scratch) / "large"
+        write_project(small, calls)
+        write_project(large, 2 * calls)
+        for _ in range(rounds):
+            for name in marginal:
+                argv = [sys.executable, "bare.py", "data.jsonl"] if name == "bare" else run_argv
+                one, two = run_child(argv, small), run_child(argv, large)
+                marginal[name].append(((two.wall - one.wall) / calls, (two.cpu - one.cpu) / calls))
+    return marginal
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=500)
@@ -61,18 +78,7 @@ def main() -> int:
         f"load {os.getloadavg()[0]:.2f}, {time.strftime('%Y-%m-%d %H:%M')} UTC; {args.calls} extra calls, "
         f"{args.rounds} rounds in rotation"
     )
-    run_argv = [sys.executable, "-m", "evalglass", "run", "--format", "json", "--no-progress", "--no-history"]
-    run_argv += ["--out", "out"]
-    marginal: dict[str, list[tuple[float, float]]] = {"bare": [], "lane": []}
-    with tempfile.TemporaryDirectory() as scratch:
-        small, large = Path(scratch) / "small", Path(scratch) / "large"
-        write_project(small, args.calls)
-        write_project(large, 2 * args.calls)
-        for _ in range(args.rounds):
-            for name in marginal:
-                argv = [sys.executable, "bare.py", "data.jsonl"] if name == "bare" else run_argv
-                one, two = run_child(argv, small), run_child(argv, large)
-                marginal[name].append(((two.wall - one.wall) / args.calls, (two.cpu - one.cpu) / args.calls))
+    marginal = measure(args.calls, args.rounds)
     print("| client | wall ms per call (median) | CPU ms per call (median, with the command's own) |")
     print("|---|---|---|")
     for name, figures in marginal.items():

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import subprocess
 import sys
@@ -30,17 +29,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from run import DATA, compile_bytecode, machine, rotated  # noqa: E402
-
-
-def cpu_seconds(argv: list[str]) -> float:
-    """User + system CPU of one run of ``argv`` (wall time on a shared machine moves with its load; CPU less so)."""
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{argv}: failed")
-    return usage.ru_utime + usage.ru_stime
-
+from run import DATA, Measurement, compile_bytecode, machine, rotated  # noqa: E402
 
 CONFIG = """\
 version: 1
@@ -85,15 +74,13 @@ def make_run(evalglass: list[str], work: Path, dataset: Path, field: str) -> Pat
     return folder / "out"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--n", type=int, default=1_000_000)
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
+def measure(n: int, repeats: int) -> dict[str, Measurement]:
+    """``reference``, ``compare`` (one metric), ``compare all`` and ``gate`` (the same comparison decided as a
+    ``lower_bound`` comparative gate: ``bench_comparative_gate.py``) on two runs of ``n`` examples, each its best of
+    ``repeats`` in rotation; refuses to report when compare's mean difference is not the reference's."""
     python = sys.executable
     evalglass = [python, "-m", "evalglass"]
-    compile_bytecode(python)
-    dataset = generate(args.n)
+    dataset = generate(n)
     with tempfile.TemporaryDirectory(prefix="evalglass-bench-compare-") as tmp:
         work = Path(tmp)
         base = make_run(evalglass, work, dataset, "old")
@@ -104,39 +91,37 @@ def main() -> None:
             str(base / "scores.jsonl"),
             str(candidate / "scores.jsonl"),
         ]
+        one = [*evalglass, "compare", str(base), str(candidate), "--metric", "exact", "--format", "json"]
+        gate = [python, str(HERE / "bench_comparative_gate.py"), "--case", str(base), str(candidate)]
         best = rotated(
-            args.repeats,
+            repeats,
             [
                 ("reference", reference, work, {0}),
-                (
-                    "compare",
-                    [*evalglass, "compare", str(base), str(candidate), "--metric", "exact", "--format", "json"],
-                    work,
-                    {0},
-                ),
+                ("compare", one, work, {0}),
                 ("compare all", [*evalglass, "compare", str(base), str(candidate), "--format", "json"], work, {0}),
+                ("gate", gate, work, {0}),
             ],
         )
-        one = [*evalglass, "compare", str(base), str(candidate), "--metric", "exact", "--format", "json"]
-        cpu = {"reference": min(cpu_seconds(reference) for _ in range(args.repeats))}
-        cpu["compare"] = min(cpu_seconds(one) for _ in range(args.repeats))
         expected = float(subprocess.run(reference, check=True, capture_output=True, text=True).stdout)
-        payload = json.loads(
-            subprocess.run(
-                [*evalglass, "compare", str(base), str(candidate), "--metric", "exact", "--format", "json"],
-                check=True,
-                capture_output=True,
-                text=True,
-            ).stdout
-        )
+        payload = json.loads(subprocess.run(one, check=True, capture_output=True, text=True).stdout)
         found = payload["metrics"][0]["difference"]["interval"]["point"]
         if abs(found - expected) > 1e-12:
             raise SystemExit(f"compare says {found}, the reference {expected}: the figures would be meaningless")
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=1_000_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    compile_bytecode(sys.executable)
+    best = measure(args.n, args.repeats)
     ref, case, every = best["reference"], best["compare"], best["compare all"]
     print(f"machine: {machine()}; best of {args.repeats}")
     print(
-        f"CPU (user + system, best of {args.repeats}): reference {cpu['reference']:.2f} s, compare --metric exact "
-        f"{cpu['compare']:.2f} s ({cpu['compare'] / cpu['reference']:.2f}x)"
+        f"CPU (user + system, of the best wall run): reference {ref.cpu_seconds:.2f} s, compare --metric exact "
+        f"{case.cpu_seconds:.2f} s ({case.cpu_seconds / ref.cpu_seconds:.2f}x)"
     )
     print("| examples | case | wall | peak RSS | ratio |")
     print("|---|---|---|---|---|")

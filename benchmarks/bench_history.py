@@ -30,7 +30,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from run import CONFIG, compile_bytecode, generate, machine, rotated  # noqa: E402
+from run import CONFIG, Measurement, compile_bytecode, generate, machine, rotated  # noqa: E402
 
 COPY = (
     "import shutil, sys, os\n"
@@ -41,7 +41,9 @@ COPY = (
 )
 
 
-def recording(python: str, work: Path, n: int, repeats: int) -> list[str]:
+def recording(python: str, work: Path, n: int, repeats: int) -> tuple[dict[str, Measurement], int, int]:
+    """``run`` (the run writing its folder again), ``copy`` (a plain copy of the folder) and ``record`` (`history
+    import` of it), each its best of ``repeats`` in rotation; with the folder's size and the stored size in bytes."""
     evalglass = [python, "-m", "evalglass"]
     folder = work / "record"
     folder.mkdir()
@@ -65,7 +67,10 @@ def recording(python: str, work: Path, n: int, repeats: int) -> list[str]:
             ("record", [*start, "-m", "evalglass", "history", "--db", "h.sqlite", "import", "out"], folder, {0}),
         ],
     )
-    stored = (folder / "h.sqlite").stat().st_size
+    return best, size, (folder / "h.sqlite").stat().st_size
+
+
+def recording_rows(n: int, best: dict[str, Measurement], size: int, stored: int) -> list[str]:
     run, copy, record = best["run"], best["copy"], best["record"]
     return [
         f"| {n:,} | reference: the run writing this folder again ({size / 1e6:.0f} MB) | {run.seconds:.2f} s "
@@ -133,30 +138,35 @@ def filled_history(path: Path, runs: int) -> None:
     engine.dispose()
 
 
-def listing(python: str, work: Path, runs: int, repeats: int) -> list[str]:
+#: The listings case 10b times, by label: what the table calls each, and its arguments after `history --db DB`.
+LISTINGS = {
+    "metric": ("`history --metric exact` (20 newest)", ["--metric", "exact"]),
+    "branch": ("`history --branch main --gate accuracy`", ["--branch", "main", "--gate", "accuracy"]),
+    "json": ("`history --limit 100 --format json`", ["--limit", "100", "--format", "json"]),
+}
+
+
+def listing(python: str, work: Path, runs: int, repeats: int) -> dict[str, Measurement]:
+    """``help`` (`evalglass --help`, the process start) and each of :data:`LISTINGS` over a history of ``runs``
+    runs, each its best of ``repeats`` in rotation."""
     evalglass = [python, "-m", "evalglass"]
     folder = work / "listing"
     folder.mkdir()
     db = folder / "big.sqlite"
     filled_history(db, runs)
-    best = rotated(
-        repeats,
-        [
-            ("help", [*evalglass, "--help"], folder, {0}),
-            ("metric", [*evalglass, "history", "--db", str(db), "--metric", "exact"], folder, {0}),
-            ("branch", [*evalglass, "history", "--db", str(db), "--branch", "main", "--gate", "accuracy"], folder, {0}),
-            ("json", [*evalglass, "history", "--db", str(db), "--limit", "100", "--format", "json"], folder, {0}),
-        ],
-    )
+    commands = [("help", [*evalglass, "--help"], folder, {0})]
+    commands += [
+        (label, [*evalglass, "history", "--db", str(db), *argv], folder, {0}) for label, (_, argv) in LISTINGS.items()
+    ]
+    return rotated(repeats, commands)
+
+
+def listing_rows(runs: int, best: dict[str, Measurement]) -> list[str]:
     rows = [f"| {runs:,} runs | reference: `evalglass --help` | {best['help'].seconds:.2f} s | | |"]
-    for label, what in (
-        ("metric", "case 10b: `history --metric exact` (20 newest)"),
-        ("branch", "case 10b: `history --branch main --gate accuracy`"),
-        ("json", "case 10b: `history --limit 100 --format json`"),
-    ):
+    for label, (what, _) in LISTINGS.items():
         found = best[label]
         rows.append(
-            f"| {runs:,} runs | {what} | {found.seconds:.2f} s (CPU {found.cpu_seconds:.2f} s) | "
+            f"| {runs:,} runs | case 10b: {what} | {found.seconds:.2f} s (CPU {found.cpu_seconds:.2f} s) | "
             f"{found.peak_rss_mb:.0f} MB | {'met' if found.seconds < 1 else 'MISSED'} (< 1 s) |"
         )
     return rows
@@ -171,7 +181,8 @@ def main() -> None:
     python = sys.executable
     compile_bytecode(python)
     with tempfile.TemporaryDirectory(prefix="evalglass-bench-history-") as tmp:
-        rows = recording(python, Path(tmp), args.n, args.repeats) + listing(python, Path(tmp), args.runs, args.repeats)
+        rows = recording_rows(args.n, *recording(python, Path(tmp), args.n, args.repeats))
+        rows += listing_rows(args.runs, listing(python, Path(tmp), args.runs, args.repeats))
     print(f"machine: {machine()}; best of {args.repeats}")
     print("| examples | case | wall | peak RSS | ratio |")
     print("|---|---|---|---|---|")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 import tempfile
 import time
@@ -72,6 +73,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--transport", choices=["auto", "direct", "httpx"], default="auto")
     parser.add_argument("--cache", action="store_true", help="write every result to a (refresh-mode) SQLite cache")
+    parser.add_argument("--json", action="store_true", help="end with one JSON line: ideal, walls, cpus (run.py)")
     args = parser.parse_args()
 
     with fake_server(args.latency) as base_url:
@@ -80,17 +82,21 @@ def main() -> int:
             f"{args.calls} calls, concurrency {args.concurrency}, server latency {args.latency * 1000:g} ms, "
             f"transport {args.transport}{', cache on' if args.cache else ''}; ideal {ideal:.3f} s"
         )
-        ratios = []
+        ratios, walls, cpus = [], [], []
         with tempfile.TemporaryDirectory() as scratch:
             cache_dir = Path(scratch) if args.cache else None
             for attempt in range(1, args.repeat + 1):
                 wall, cpu = asyncio.run(one_run(base_url, args.calls, args.concurrency, args.transport, cache_dir))
                 ratios.append(wall / ideal)
+                walls.append(wall)
+                cpus.append(cpu)
                 print(
                     f"  run {attempt}: wall {wall:.3f} s  ratio {wall / ideal:.3f}  "
                     f"client CPU {cpu / args.calls * 1000:.3f} ms/call"
                 )
         report(ratios)
+    if args.json:
+        print(json.dumps({"ideal": ideal, "walls": walls, "cpus": cpus}))
     return 0
 
 

@@ -152,6 +152,25 @@ def ray_cluster(cpus: int) -> Iterator[tuple[str, dict[str, str]]]:
         shutil.rmtree(tmpdir, ignore_errors=True)
 
 
+#: Sizes of ``--smoke``: the harness kept alive, not a measurement (module docstring).
+SMOKE = {"cpu": 60, "io": 300, "noop": 300}
+
+
+def measure(examples: dict[str, int]) -> tuple[int, dict[str, tuple[float, float]]]:
+    """The CPU lane's calibrated loop count, and per lane (``cpu``, ``io``, ``noop``) and executor (``local``,
+    ``ray``), e.g. ``cpu-ray``: the marginal (wall, driver CPU) seconds per example over ``examples[lane]``."""
+    cores = os.cpu_count() or 1
+    loops = calibrate()
+    lanes = {"cpu": (CPU_LANE.format(loops=loops), 32), "io": (IO_LANE, 64), "noop": (NOOP_LANE, 32)}
+    found: dict[str, tuple[float, float]] = {}
+    with tempfile.TemporaryDirectory(prefix="eg-bench-") as tmp, ray_cluster(cores) as (address, env):
+        for lane, (code, concurrency) in lanes.items():
+            for where, at in (("local", None), ("ray", address)):
+                name = f"{lane}-{where}"
+                found[name] = marginal(Path(tmp), name, code, examples[lane], at, concurrency, env, 2 * cores)
+    return loops, found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cpu-examples", type=int, default=2000)
@@ -160,20 +179,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true", help="small N: 60 CPU-bound, 300 I/O-bound, 300 no-op")
     args = parser.parse_args(argv)
     if args.smoke:
-        args.cpu_examples, args.io_examples, args.noop_examples = 60, 300, 300
+        args.cpu_examples, args.io_examples, args.noop_examples = SMOKE["cpu"], SMOKE["io"], SMOKE["noop"]
     cores = os.cpu_count() or 1
-    loops = calibrate()
-    cpu_lane = CPU_LANE.format(loops=loops)
+    loops, found = measure({"cpu": args.cpu_examples, "io": args.io_examples, "noop": args.noop_examples})
+    local_cpu, ray_cpu = found["cpu-local"], found["cpu-ray"]
+    local_io, ray_io = found["io-local"], found["io-ray"]
+    local_noop, ray_noop = found["noop-local"], found["noop-ray"]
     rows: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="eg-bench-") as tmp, ray_cluster(cores) as (address, env):
-        work = Path(tmp)
-        base = 2 * cores
-        local_cpu = marginal(work, "cpu-local", cpu_lane, args.cpu_examples, None, 32, env, base)
-        ray_cpu = marginal(work, "cpu-ray", cpu_lane, args.cpu_examples, address, 32, env, base)
-        local_io = marginal(work, "io-local", IO_LANE, args.io_examples, None, 64, env, base)
-        ray_io = marginal(work, "io-ray", IO_LANE, args.io_examples, address, 64, env, base)
-        local_noop = marginal(work, "noop-local", NOOP_LANE, args.noop_examples, None, 32, env, base)
-        ray_noop = marginal(work, "noop-ray", NOOP_LANE, args.noop_examples, address, 32, env, base)
     speedup = local_cpu[0] / ray_cpu[0]
     io_ratio = ray_io[0] / local_io[0]
     rows.append(

@@ -1,21 +1,19 @@
-"""EvalGlass benchmark suite: wall time and peak memory of real CLI runs against the floor program.
+"""EvalGlass's benchmarks in one command: every case that has a target, beside its floor, into BENCHMARKS.md.
 
-    python benchmarks/run.py                 # the full suite (100k and 1M examples), prints a Markdown table
-    python benchmarks/run.py --smoke         # a small N, to keep the harness from rotting (CI runs this)
-    python benchmarks/run.py --sizes 200000  # chosen sizes
+    python benchmarks/run.py --all      # every case at the size its target names; writes BENCHMARKS.md
+    python benchmarks/run.py --quick    # smaller sizes, fewer repeats: checks that every case works; prints the table
+    python benchmarks/run.py --smoke    # the smallest sizes, one repeat (CI runs this); prints the table
+    python benchmarks/run.py --quick --only recorded "python lane"   # some cases (names: --list)
 
-Cases 1-3 at each size, then cases 5-7 (bad input that once made runs slow: malformed lines, a huge metric
-description, thousands of metrics; each a ratio to its clean case in the same rotation), then case 4 (lane
-throughput) through bench_lanes.py, then the compare case (`evalglass compare` of two runs of the largest size)
-through bench_compare.py.
+The cases, their sizes at each scale and their targets are one list, ``CASES`` in ``benchmarks/suite.py``; each
+measures its case and its floor in rotation (floor, case, floor, case, ...) in the same minutes, so a slow phase of
+a shared machine hits both alike, and reports wall time and CPU time (user + system, from the kernel's accounting
+of the reaped child, ``wait4``). ``benchmarks/figures.py`` writes the table between its markers at the top of
+BENCHMARKS.md, with the commit, the machine, the date and the load average at the start and the end.
 
-Data is synthetic and deterministic (a fixed seed), generated under benchmarks/.data/ and reused across runs.
-Every measured command is a fresh process; peak RSS comes from the kernel's accounting of that child (wait4).
-Targets are ratios to the floor measured in the same run, so they hold on noisy machines: the floor and both run
-cases are measured in rotation (floor, case 1, case 2, floor, ...) so that drift in the machine's speed hits all of
-them alike, and each reports its best of --repeats. Every run is checked with `evalglass verify` (not timed), so a
-fast path that changed a score cannot produce a figure. EvalGlass is compiled to bytecode first, as an installed
-copy is.
+This module also holds what the cases share: the recorded path's data (synthetic, deterministic, generated under
+benchmarks/.data/ and reused), the rotation, ``verify`` of every measured run (a fast path that changed a score
+cannot produce a figure) and the bytecode compilation an installed copy would have.
 """
 
 from __future__ import annotations
@@ -29,7 +27,6 @@ import random
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,39 +102,6 @@ def rotated(repeats: int, commands: list[tuple[str, list[str], Path, set[int]]])
     return {label: min(found, key=lambda m: m.seconds) for label, found in runs.items()}
 
 
-def lane_throughput(python: str, calls: int, repeats: int) -> tuple[str, Measurement]:
-    """Case 4 through `bench_lanes.py` (its own process, with the fake server in another): its verdict line and the
-    process's wall time and peak RSS."""
-    argv = [python, str(HERE / "bench_lanes.py"), "--calls", str(calls), "--repeat", str(repeats)]
-    start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    assert proc.stdout is not None
-    output = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"lane benchmark failed:\n{output}")
-    verdict = output.strip().splitlines()[-1]
-    return verdict, Measurement("lanes", time.perf_counter() - start, usage.ru_maxrss / 1024)
-
-
-def compare_case(python: str, n: int, repeats: int) -> list[str]:
-    """Case 8 through `bench_compare.py` (two runs of n examples, `evalglass compare` against plain Python): its
-    table rows and its CPU line."""
-    argv = [python, str(HERE / "bench_compare.py"), "--n", str(n), "--repeats", str(repeats)]
-    output = subprocess.run(argv, check=True, capture_output=True, text=True).stdout.splitlines()
-    cpu = next(line for line in output if line.startswith("CPU"))
-    rows = [line for line in output if line.startswith("| ") and not line.startswith("| examples")]
-    return [*rows, f"| {n:,} | case 8 {cpu} | | | |"]
-
-
-def history_case(python: str, n: int, runs: int, repeats: int) -> list[str]:
-    """Case 10 through `bench_history.py` (recording a run of n examples; listing a history of `runs` runs): its
-    table rows."""
-    argv = [python, str(HERE / "bench_history.py"), "--n", str(n), "--runs", str(runs), "--repeats", str(repeats)]
-    output = subprocess.run(argv, check=True, capture_output=True, text=True).stdout.splitlines()
-    return [line for line in output if line.startswith("| ") and not line.startswith("| examples")]
-
-
 def verified(evalglass: list[str], folder: Path, verdict: str) -> None:
     """The measured run must re-derive exactly from its own scores and reach the verdict the case is about."""
     done = subprocess.run([*evalglass, "verify", "out"], cwd=folder, capture_output=True, text=True, check=False)
@@ -156,7 +120,7 @@ def compile_bytecode(python: str) -> None:
     subprocess.run([python, "-c", script], check=True)
 
 
-def machine() -> str:
+def machine(*, with_date: bool = True) -> str:
     memory = ""
     with contextlib.suppress(OSError, ValueError, IndexError):
         for line in Path("/proc/meminfo").read_text().splitlines():
@@ -164,7 +128,7 @@ def machine() -> str:
                 memory = f", {int(line.split()[1]) / 1024 / 1024:.1f} GiB RAM"
     return (
         f"{platform.machine()}, {os.cpu_count()} CPUs{memory}, Python {platform.python_version()}, "
-        f"{platform.system()} {platform.release()}, {time.strftime('%Y-%m-%d')}"
+        f"{platform.system()} {platform.release()}" + (f", {time.strftime('%Y-%m-%d')}" if with_date else "")
     )
 
 
@@ -214,125 +178,121 @@ def with_malformed(dataset: Path, every: int) -> Path:
     return path
 
 
-def bad_input_cases(python: str, work: Path, n: int, repeats: int, smoke: bool) -> list[str]:
-    """Issue 11's slow paths, each as a ratio to its clean case measured in the same rotation: a dataset with 10 %
-    malformed lines (vs the same dataset clean), a 20 MB metric description (vs none) and 2,000 metrics (vs one)."""
+def recorded_cases(python: str, work: Path, n: int, repeats: int) -> tuple[dict[str, Measurement], Path]:
+    """Cases 1 and 2 at ``n`` examples beside the floor, in rotation: ``floor``, ``run`` (3 metrics, no gate) and
+    ``run gated`` (an active gate on a reference metric: the gold fingerprint and a Wilson bound); each run checked
+    with ``verify`` and its verdict. Returns the best of each and the plain run's folder (for ``view``)."""
+    evalglass = [python, "-m", "evalglass"]
+    dataset = generate(n)
+    plain = project(work, dataset, gated=False)
+    gated = project(work, dataset, gated=True)
+    activate(gated, evalglass)
+    best = rotated(
+        repeats,
+        [
+            ("floor", [python, str(HERE / "floor.py"), str(dataset)], work, {0}),
+            ("run", [*evalglass, "run", "--out", "out", "--no-history"], plain, {0}),
+            ("run gated", [*evalglass, "run", "--out", "out", "--no-history"], gated, {0}),
+        ],
+    )
+    verified(evalglass, plain, "informational")
+    verified(evalglass, gated, "pass")
+    return best, plain
+
+
+def view_and_help(python: str, folder: Path, repeats: int) -> dict[str, Measurement]:
+    """Case 3 in rotation with the interpreter's own start (``start``): ``view`` of the run in ``folder``/out and
+    ``--help``."""
+    evalglass = [python, "-m", "evalglass"]
+    return rotated(
+        repeats,
+        [
+            ("start", [python, "-c", "pass"], folder, {0}),
+            ("view", [*evalglass, "view", "out"], folder, {0}),
+            ("help", [*evalglass, "--help"], folder, {0}),
+        ],
+    )
+
+
+def bad_input(
+    python: str, work: Path, n: int, description_mb: int, metrics: int, repeats: int
+) -> dict[str, Measurement]:
+    """Issue 11's slow paths, each beside its clean case in one rotation: ``malformed`` (``n`` lines, every tenth cut
+    short) beside ``clean``; ``long description`` (a metric with a ``description_mb`` MB description) and ``many
+    metrics`` (``metrics`` exact_match metrics, 100 examples) beside ``one metric``."""
     evalglass = [python, "-m", "evalglass"]
     dataset = generate(n)
     small = generate(100)
     metric = "  exact{i}: {{type: exact_match, field: answer, reference: expected{extra}}}\n"
-    description = 1_000_000 if smoke else 20_000_000
-    count = 200 if smoke else 2_000
-    root = work / "bad-input"
     projects = {
-        "clean": bad_input_project(root / "clean", dataset, metric.format(i="", extra="")),
-        "malformed": bad_input_project(root / "malformed", with_malformed(dataset, 10), metric.format(i="", extra="")),
-        "one metric": bad_input_project(root / "one", small, metric.format(i="", extra="")),
+        "clean": bad_input_project(work / "clean", dataset, metric.format(i="", extra="")),
+        "malformed": bad_input_project(work / "malformed", with_malformed(dataset, 10), metric.format(i="", extra="")),
+        "one metric": bad_input_project(work / "one", small, metric.format(i="", extra="")),
         "long description": bad_input_project(
-            root / "description", small, metric.format(i="", extra=f', description: "{"x" * description}"')
+            work / "description", small, metric.format(i="", extra=f', description: "{"x" * description_mb * 10**6}"')
         ),
         "many metrics": bad_input_project(
-            root / "many", small, "".join(metric.format(i=i, extra="") for i in range(count))
+            work / "many", small, "".join(metric.format(i=i, extra="") for i in range(metrics))
         ),
     }
-    best = rotated(
-        repeats,
-        [
-            (label, [*evalglass, "run", "--out", "out", "--no-history"], folder, {0})
-            for label, folder in projects.items()
-        ],
-    )
+    argv = [*evalglass, "run", "--out", "out", "--no-history"]
+    best = rotated(repeats, [(label, argv, folder, {0}) for label, folder in projects.items()])
     for folder in projects.values():
         verified(evalglass, folder, "informational")
-    cases = [
-        ("malformed", "clean", f"case 5: {n:,} lines, 10 % malformed"),
-        ("long description", "one metric", f"case 6: a {description / 1e6:.0f} MB metric description"),
-        ("many metrics", "one metric", f"case 7: {count:,} metrics (100 examples)"),
-    ]
-    rows = []
-    for label, reference, title in cases:
-        found, clean = best[label], best[reference]
-        rows.append(
-            f"| — | {title} | {found.seconds:.2f} s (CPU {found.cpu_seconds:.2f} s) | {found.peak_rss_mb:.0f} MB | "
-            f"{found.seconds / clean.seconds:.2f}× its clean case ({reference}: {clean.seconds:.2f} s, "
-            f"CPU {clean.cpu_seconds:.2f} s; CPU ratio {found.cpu_seconds / clean.cpu_seconds:.2f}×) |"
-        )
-    return rows
+    return best
 
 
-def ray_case(python: str, smoke: bool) -> list[str]:
-    """Case 9 through `bench_ray.py` (a local Ray cluster of its own), when Ray is installed (the `ray` extra)."""
-    import importlib.util
+def git_commit() -> str:
+    """The commit measured, marked when the work tree differs from it."""
 
-    if importlib.util.find_spec("ray") is None:
-        return ["| — | case 9: Ray executor | skipped: ray is not installed (pip install 'evalglass[ray]') | | |"]
-    argv = [python, str(HERE / "bench_ray.py"), *(["--smoke"] if smoke else [])]
-    done = subprocess.run(argv, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"ray benchmark failed:\n{done.stdout}{done.stderr}")
-    table = [line for line in done.stdout.splitlines() if line.startswith("| ") and not line.startswith("| examples")]
-    return [line.replace(" | ", " | case 9: ", 1) + " |" for line in table]
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=HERE, capture_output=True, text=True, check=False)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    return commit + (" + uncommitted changes" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
+    import suite
+    from figures import Context, render, replace_section
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--smoke", action="store_true", help="one small size, one repeat")
-    parser.add_argument("--sizes", type=int, nargs="*", default=[100_000, 1_000_000])
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
-    sizes = [2_000] if args.smoke else args.sizes
-    repeats = 1 if args.smoke else args.repeats
-    python = sys.executable
-    evalglass = [python, "-m", "evalglass"]
-    compile_bytecode(python)
-    rows: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="evalglass-bench-") as tmp:
-        work = Path(tmp)
-        for n in sizes:
-            dataset = generate(n)
-            plain = project(work / str(n), dataset, gated=False)
-            gated = project(work / str(n), dataset, gated=True)
-            activate(gated, evalglass)
-            best = rotated(
-                repeats,
-                [
-                    ("floor", [python, str(HERE / "floor.py"), str(dataset)], work, {0}),
-                    ("floor+imports", [python, str(HERE / "floor.py"), str(dataset), "--with-imports"], work, {0}),
-                    ("run", [*evalglass, "run", "--out", "out", "--no-history"], plain, {0}),
-                    ("run gated", [*evalglass, "run", "--out", "out", "--no-history"], gated, {0}),
-                ],
-            )
-            floor, stack, case1, case2 = best["floor"], best["floor+imports"], best["run"], best["run gated"]
-            verified(evalglass, plain, "informational")
-            verified(evalglass, gated, "pass")
-            view = best_of(repeats, "view", [*evalglass, "view", "out"], plain)
-            rows += [
-                f"| {n:,} | reference: the floor after importing the prescribed libraries | {stack.seconds:.2f} s | "
-                f"{stack.peak_rss_mb:.0f} MB | {stack.seconds / floor.seconds:.2f}× floor |",
-                f"| {n:,} | case 1: run, 3 metrics, no gate | {case1.seconds:.2f} s | {case1.peak_rss_mb:.0f} MB | "
-                f"{case1.seconds / floor.seconds:.2f}× floor ({floor.seconds:.2f} s, {floor.peak_rss_mb:.0f} MB) |",
-                f"| {n:,} | case 2: + active gate | {case2.seconds:.2f} s | {case2.peak_rss_mb:.0f} MB | "
-                f"{case2.seconds / case1.seconds:.2f}× case 1 |",
-                f"| {n:,} | case 3: view of that run | {view.seconds:.2f} s | {view.peak_rss_mb:.0f} MB | |",
-            ]
-        rows += bad_input_cases(python, work, sizes[0], repeats, args.smoke)
-        helptime = best_of(repeats, "help", [*evalglass, "--help"], work)
-        rows.append(f"| — | case 3: --help | {helptime.seconds:.2f} s | {helptime.peak_rss_mb:.0f} MB | |")
-        calls = 640 if args.smoke else 5_000
-        verdict, lanes = lane_throughput(python, calls, repeats)
-        runs = f"{repeats} run{'s' if repeats != 1 else ''}"
-        rows.append(
-            f"| {calls:,} calls | case 4: chat lane, concurrency 64, 50 ms server (`bench_lanes.py`) | "
-            f"{lanes.seconds:.2f} s ({runs}) | {lanes.peak_rss_mb:.0f} MB | {verdict} |"
-        )
-        rows += compare_case(python, sizes[-1], repeats)
-        rows += ray_case(python, args.smoke)
-        rows += history_case(python, sizes[-1], 200 if args.smoke else 10_000, repeats)
-    print(f"machine: {machine()}; best of {repeats}")
-    print("| examples | case | wall | peak RSS | ratio |")
-    print("|---|---|---|---|---|")
-    print("\n".join(rows))
+    scale = parser.add_mutually_exclusive_group(required=True)
+    for name, scale_of in suite.SCALES.items():
+        scale.add_argument(f"--{name}", action="store_const", dest="scale", const=scale_of, help=scale_of.help)
+    scale.add_argument("--list", action="store_true", help="list the cases and exit")
+    parser.add_argument("--only", nargs="+", metavar="CASE", help="measure these cases only (and write nothing)")
+    parser.add_argument("--doc", type=Path, default=HERE.parent / "BENCHMARKS.md", help="the document --all writes")
+    parser.add_argument("--write", action="store_true", help="write the table into --doc at --quick's sizes too")
+    args = parser.parse_args(argv)
+    if args.list:
+        print("\n".join(f"{case.name}: {case.what}" for case in suite.CASES))
+        return 0
+    chosen = suite.select(args.only)
+    started, load_start = time.monotonic(), os.getloadavg()[0]
+    compile_bytecode(sys.executable)
+    rows, failed = suite.measure_all(chosen, args.scale)
+    context = Context(
+        command=f"python benchmarks/run.py --{args.scale.name}"
+        + (f" --only {' '.join(args.only)}" if args.only else ""),
+        commit=git_commit(),
+        machine=machine(with_date=False),
+        date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        load_start=load_start,
+        load_end=os.getloadavg()[0],
+        minutes=(time.monotonic() - started) / 60,
+        notes=args.scale.notes,
+    )
+    section = render(rows, context)
+    print(section)
+    if (args.scale.writes or (args.write and args.scale.name == "quick")) and not args.only:
+        args.doc.write_text(replace_section(args.doc.read_text(), section))
+        print(f"\nwritten to {args.doc}")
+    for name, error in failed:
+        print(f"case {name!r} failed: {error}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -17,6 +17,8 @@ from __future__ import annotations
 # a module-level TYPE_CHECKING = False as their own flag).
 TYPE_CHECKING = False
 
+# The one place the version is written: the package metadata (pyproject.toml), `evalglass --version` and every
+# run record's `tool_version` read it here.
 __version__ = "0.1.0"
 
 __all__ = [

@@ -11,11 +11,13 @@ import os
 import sys
 import traceback
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
+
+from evalglass import __version__
 
 if TYPE_CHECKING:
     from evalglass.api import CacheMode, RunResult
@@ -45,8 +47,17 @@ def _exit_process(code: int) -> NoReturn:
     if shipping is not None and shipping.connection_abandoned():
         sys.stdout.flush()
         sys.stderr.flush()
+        _ended_with(code)
         os._exit(code)
     sys.exit(code)
+
+
+def _ended_with(code: int) -> None:
+    """Tell a supervising parent the code this command ends with (``evalglass.supervisor``: the parent exits with
+    nothing else), before an exit that skips the supervised entry point's own report."""
+    from evalglass.supervisor import report_exit
+
+    report_exit(code)
 
 
 def _exit_without_teardown(code: int) -> NoReturn:
@@ -61,6 +72,7 @@ def _exit_without_teardown(code: int) -> NoReturn:
         sys.stderr.flush()
     except OSError:
         sys.exit(code)
+    _ended_with(code)
     os._exit(code)
 
 
@@ -126,20 +138,27 @@ def _long_lived_imports() -> Iterator[None]:
 def _stdout_to_stderr() -> Iterator[None]:
     """While the engine runs, whatever writes to stdout (a host metric's print, a library's C code, a child
     process that inherits the descriptor) goes to stderr instead, so stdout holds only what the command itself
-    prints afterwards: with ``--format json``, exactly one JSON document.
+    prints afterwards: with ``--format json``, exactly one JSON document. Afterwards both descriptors are put back
+    as they were, so host code that closed or redirected fd 1 or 2 does not take the command's output with it.
 
     The redirection is at the file-descriptor level (``dup2``), so it catches writes that bypass ``sys.stdout``.
     Limit: a thread that host code leaves running after the engine returns writes to stdout again.
     """
     sys.stdout.flush()
-    saved = os.dup(1)
+    streams = sys.stdout, sys.stderr
+    saved_out, saved_err = os.dup(1), os.dup(2)
     try:
         os.dup2(2, 1)
         yield
     finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
+        sys.stdout, sys.stderr = streams
+        os.dup2(saved_err, 2)
+        os.dup2(saved_err, 1)  # what is still buffered for stdout goes where the engine's output went
+        with suppress(OSError, ValueError):  # a stream host code closed fails here, and again where it is used
+            sys.stdout.flush()
+        os.dup2(saved_out, 1)
+        os.close(saved_out)
+        os.close(saved_err)
 
 
 _BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
@@ -309,7 +328,7 @@ FORMAT = click.option(
 
 @click.group(cls=GuardedGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--debug", is_flag=True, help="Print the traceback before an error (the exit code stays the same).")
-@click.version_option(package_name="evalglass")
+@click.version_option(version=__version__, package_name="evalglass")  # the one source (pyproject reads it)
 def main(debug: bool) -> None:
     """EvalGlass: evaluate AI applications and gate CI on approved thresholds only.
 
@@ -412,7 +431,7 @@ def run(
                 fix="drop those options, or drop --dry-run",
             )
         path = example_config(example) if example is not None else find_config(config_path)
-        _preflight(path, pinned_ledger, None, fmt)
+        _preflight(path, pinned_ledger, None, fmt, db)
     with _long_lived_imports():
         _load_numpy()
         from evalglass.api import run as run_evaluation
@@ -438,15 +457,16 @@ def run(
             config_path = Path(load_manifest(folder).config_path)
     path = example_config(example) if example is not None else find_config(config_path)
     mode: CacheMode = "off" if no_cache else "refresh" if refresh else "use"
-    from evalglass.engine.runlocator import installed
-
-    def from_history(ref: str) -> Path | None:
-        found = _from_history(ref, db=db)
-        return found.folder if found.run_id is not None else None
-
-    with _stdout_to_stderr(), installed(from_history):
-        result = run_evaluation(
-            path, out=out, cache=mode, resume=folder, progress=not no_progress, pinned_ledger=pinned_ledger
+    with _stdout_to_stderr():
+        result = run_evaluation(  # this process is the supervised one (evalglass.supervisor): no second fork
+            path,
+            out=out,
+            cache=mode,
+            resume=folder,
+            progress=not no_progress,
+            pinned_ledger=pinned_ledger,
+            db=db,
+            isolate=False,
         )
     warnings = list(result.warnings)
     if not no_history:  # the history never changes the verdict or the exit code: at worst, one warning line
@@ -483,14 +503,22 @@ def run(
     metavar="YYYY-MM-DD",
     help="Check expiry on this day instead of today (UTC): today or later only, to see what will expire.",
 )
+@click.option(
+    "--db",
+    metavar="URL",
+    help="Look a baseline the ledger names by reference (main@latest) up in this history database, as `run` would "
+    "[default: $EVALGLASS_DB, else .evalglass/history.sqlite].",
+)
 @FORMAT
-def preflight(config_path: Path | None, pinned_ledger: Path | None, today: str | None, fmt: str) -> None:
+def preflight(
+    config_path: Path | None, pinned_ledger: Path | None, today: str | None, db: str | None, fmt: str
+) -> None:
     """Show what every gate would be (informational, would decide, or blocked now and why) without running
     anything; exit 0 when every active gate could decide, 1 when any would be blocked."""
-    _preflight(find_config(config_path), pinned_ledger, today, fmt)
+    _preflight(find_config(config_path), pinned_ledger, today, fmt, db)
 
 
-def _preflight(path: Path, pinned_ledger: Path | None, today: str | None, fmt: str) -> NoReturn:
+def _preflight(path: Path, pinned_ledger: Path | None, today: str | None, fmt: str, db: str | None) -> NoReturn:
     from datetime import UTC, datetime
 
     from evalglass.collector import collector_paused
@@ -510,10 +538,16 @@ def _preflight(path: Path, pinned_ledger: Path | None, today: str | None, fmt: s
                 f"--today {today} is before today ({clock}): preflight can look ahead, never back",
                 fix="pass today's date or a later one",
             )
+    from contextlib import ExitStack
+
+    from evalglass.history.locator import history_locator
+
+    # The locator a run would get (evalglass.api.run), so a baseline named by reference is judged as the run judges it.
+    stack = click.get_current_context().with_resource(ExitStack())
     # A large suite's config and ledger leave ~100,000 objects alive, and each object made after them (a reason, a
     # preview per gate) kept triggering full collector passes over them all: a fifth of the command's time.
     with collector_paused():
-        found = compute(path, today=today or clock, pinned_ledger=pinned_ledger)
+        found = compute(path, today=today or clock, pinned_ledger=pinned_ledger, locator=history_locator(db, stack))
     if fmt == "json":
         _emit_json(preflight_json(found))
     else:
@@ -958,10 +992,44 @@ from evalglass.history.commands import history  # noqa: E402  (click only; the d
 main.add_command(history)
 
 
+class _TextSink:
+    """Bytes (UTF-8 JSON) written to standard output as text."""
+
+    def write(self, data: bytes, /) -> int:
+        return sys.stdout.write(data.decode())
+
+
+@main.command("export")
+@click.argument("folder", required=False, type=click.Path(path_type=Path))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["otlp"]),
+    required=True,
+    help='otlp: gen_ai.evaluation.result events, OTLP/JSON lines (docs/traces.md, "Results out").',
+)
+@click.option("--out", type=click.Path(path_type=Path), help="Write to this file (default: standard output).")
+@DB
+def export_run(folder: Path | None, fmt: str, out: Path | None, db: str | None) -> None:
+    """Export a finished run's per-example scores (default: the last run) for another tool."""
+    from evalglass.engine.otlpexport import export_otlp
+
+    resolved = resolve_run_folder(folder, db)
+    if out is None:
+        export_otlp(resolved, _TextSink())  # through the redacting stdout, as everything the CLI prints
+        return
+    from evalglass.engine.runfolder import atomically
+
+    with atomically(out) as file:
+        exported = export_otlp(resolved, file)
+    linked = "linked to their spans" if exported.linked else "not linked to spans (the run was not read from traces)"
+    click.echo(f"wrote {exported.events:,} gen_ai.evaluation.result events to {out}, {linked}", err=True)
+
+
 @main.command()
 @click.argument(
     "which",
-    type=click.Choice(["config", "ledger", "scorecard", "runrecord", "scores", "comparison"]),
+    type=click.Choice(["config", "ledger", "scorecard", "runrecord", "scores", "comparison", "trace-record"]),
     default="config",
     required=False,
 )

@@ -49,13 +49,19 @@ class PytestRun(RunResult):
 
 @pytest.fixture
 def evalglass_run(request: pytest.FixtureRequest) -> Callable[..., PytestRun]:
-    """Run an evaluation: ``evalglass_run(config, *, out=None, cache="use")``. A relative ``config`` is looked up
-    under pytest's rootdir, then the working directory; the run folder defaults to ``.evalglass/runs/<run id>``
-    (under the working directory) as with ``evalglass run``."""
+    """Run an evaluation: ``evalglass_run(config, *, out=None, cache="use", db=None)``. A relative ``config`` is
+    looked up under pytest's rootdir, then the working directory; the run folder defaults to
+    ``.evalglass/runs/<run id>`` (under the working directory) as with ``evalglass run``; a baseline the ledger
+    names by reference is looked up in ``db`` (default: ``$EVALGLASS_DB``, else ``.evalglass/history.sqlite``), as
+    ``evalglass run --db`` does."""
     root = request.config.rootpath
 
     def run(
-        config: str | os.PathLike[str], *, out: str | os.PathLike[str] | None = None, cache: CacheMode = "use"
+        config: str | os.PathLike[str],
+        *,
+        out: str | os.PathLike[str] | None = None,
+        cache: CacheMode = "use",
+        db: str | None = None,
     ) -> PytestRun:
         import evalglass
 
@@ -65,7 +71,7 @@ def evalglass_run(request: pytest.FixtureRequest) -> Callable[..., PytestRun]:
             # file, the error names the rootdir path.
             path = next((base / path for base in (root, Path.cwd()) if (base / path).exists()), root / path)
         try:
-            result = evalglass.run(path, out=out, cache=cache)
+            result = evalglass.run(path, out=out, cache=cache, db=db)
         except evalglass.SetupError as exc:
             pytest.fail(f"EvalGlass could not complete the run (no verdict): {exc.line()}", pytrace=False)
         return PytestRun(folder=result.folder, scorecard=result.scorecard)

@@ -212,13 +212,38 @@ def test_a_file_without_execute_permission_is_an_error(base: Path) -> None:
     assert not result.command_started
 
 
-def test_a_shell_that_cannot_find_the_program_is_an_error_not_a_fail(base: Path) -> None:
-    result = run_check(CheckSpec(command="no-such-program-evalglass --x", shell=True), base, check_id="c")
-    assert result.outcome is CheckOutcome.ERROR and result.reason is CheckReason.COMMAND_NOT_FOUND
-    assert result.command_started and result.exit_code == 127
-    declared = {"id": "sh-v1", "fail_codes": [127]}
-    again = run_check(CheckSpec(command="exit 127", shell=True, policy=declared), base, check_id="c")
-    assert again.outcome is CheckOutcome.FAIL  # a declared 127 is taken at its word
+POLICIES = [
+    None,  # the default: pass on 0, fail otherwise
+    {"id": "total-v1", "pass_codes": [0], "fail_codes": [1]},  # total: anything else is ERROR unmapped_exit_code
+    {"id": "sh-v1", "pass_codes": [0], "inconclusive_codes": [126], "fail_codes": [127]},
+]
+
+
+@pytest.mark.parametrize("policy", POLICIES, ids=["default", "total", "declared"])
+@pytest.mark.parametrize("code", [0, 1, 2, 126, 127])
+def test_the_policy_alone_reads_an_exit_code_whether_a_shell_ran_the_command_or_not(
+    base: Path, code: int, policy: dict[str, Any] | None
+) -> None:
+    """`shell: true` has no rule of its own: a shell's 127 ("not found") is an exit code like any other, read by the
+    declared policy, exactly as the same code from `[sh, -c, ...]`; the recorded policy is all there is to it."""
+    declared = {} if policy is None else {"policy": policy}
+    through_shell = run_check(CheckSpec(command=f"exit {code}", shell=True, **declared), base, check_id="c")
+    in_argv = run_check(CheckSpec(command=["sh", "-c", f"exit {code}"], **declared), base, check_id="c")
+    for result in (through_shell, in_argv):
+        assert result.command_started and result.exit_code == code
+        expected = result.policy.outcome_for(code)
+        assert result.outcome is (CheckOutcome.ERROR if expected is None else expected)
+    assert (through_shell.outcome, through_shell.reason) == (in_argv.outcome, in_argv.reason)
+    assert through_shell.policy == in_argv.policy and through_shell.policy_fingerprint == in_argv.policy_fingerprint
+
+
+def test_a_shell_that_cannot_find_the_program_exits_127_and_the_policy_reads_it(base: Path) -> None:
+    default = run_check(CheckSpec(command="no-such-program-evalglass --x", shell=True), base, check_id="c")
+    assert default.outcome is CheckOutcome.FAIL and default.exit_code == 127
+    assert "not found" in (default.detail or "")  # the shell's own line says why
+    total = {"id": "sh-total-v1", "pass_codes": [0], "fail_codes": [1]}
+    strict = run_check(CheckSpec(command="no-such-program-evalglass", shell=True, policy=total), base, check_id="c")
+    assert strict.outcome is CheckOutcome.ERROR and strict.reason is CheckReason.UNMAPPED_EXIT_CODE
 
 
 def test_a_command_killed_by_a_signal_is_an_error(base: Path) -> None:

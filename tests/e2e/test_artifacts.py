@@ -168,11 +168,15 @@ def test_schema_prints_the_config_schema_and_the_committed_copies_are_current(tm
     result = run_cli("schema", cwd=tmp_path)
     schema = result.json()
     assert "dataset" in schema["properties"] and "metrics" in schema["properties"]
-    committed = Path(__file__).resolve().parents[2] / "schemas"
-    for name in ("config", "ledger", "scorecard", "runrecord", "scores", "comparison"):
+    # The committed copies are package data (the wheel ships them): compare the files in the source tree.
+    committed = Path(__file__).resolve().parents[2] / "src" / "evalglass" / "schemas"
+    names = ("config", "ledger", "scorecard", "runrecord", "scores", "comparison", "trace-record")
+    assert sorted(path.name for path in committed.glob("*.schema.json")) == sorted(f"{n}.schema.json" for n in names)
+    for name in names:
         printed = run_cli("schema", name, cwd=tmp_path).json()
         assert json.loads((committed / f"{name}.schema.json").read_text()) == printed, (
-            f"schemas/{name}.schema.json is stale: regenerate with `evalglass schema {name}`"
+            f"src/evalglass/schemas/{name}.schema.json is stale: regenerate with "
+            f"`evalglass schema {name} > src/evalglass/schemas/{name}.schema.json`"
         )
 
 

@@ -17,7 +17,12 @@ from typing import Any
 import yaml
 
 from evalglass.engine.config import load_config
+from evalglass.metrics.versions import METRIC_VERSIONS
 from tests.e2e.project import CliResult, Project, make_project
+
+#: exact_match's version in this release, and the one a later release that changed it would have.
+NOW = METRIC_VERSIONS["exact_match"]
+LATER = NOW + 1
 
 
 def bumped(project: Project, *args: str, versions: dict[str, int]) -> CliResult:
@@ -27,6 +32,7 @@ def bumped(project: Project, *args: str, versions: dict[str, int]) -> CliResult:
         "reducer": "REDUCER_VERSIONS",
         "interval": "INTERVAL_VERSIONS",
         "paired": "PAIRED_VERSIONS",
+        "rule": "RULE_VERSIONS",
     }
     patch = "; ".join(
         f"v.{tables[key.split(':')[0]]} = {{**v.{tables[key.split(':')[0]]}, {_member(key)}: {version}}}"
@@ -81,23 +87,20 @@ def stale_message(result: CliResult) -> str:
 def test_an_approval_made_under_another_metric_version_is_stale_and_names_it(tmp_path):
     project = make_project(tmp_path)
     approve(project)
-    assert project.run().code == 0  # 0.75 >= 0.7 under exact_match@1
-    under_v2 = bumped(project, "run", "--format", "json", versions={"metric:exact_match": 2})
-    assert under_v2.code == 1
-    message = stale_message(under_v2)
-    assert "exact_match@1 → exact_match@2" in message
-    explained = bumped(project, "explain", "accuracy", versions={"metric:exact_match": 2})
-    assert "exact_match@1 → exact_match@2" in explained.out and "approval_stale" in explained.out
-    # The host re-approves the fingerprint explain now prints; the gate decides again under @2.
-    entry = yaml.safe_load(
-        json.loads(bumped(project, "explain", "accuracy", "--format", "json", versions={"metric:exact_match": 2}).out)[
-            0
-        ]["ledger_entry"]
-    )
+    assert project.run().code == 0  # 0.75 >= 0.7 under this release's exact_match
+    under_later = bumped(project, "run", "--format", "json", versions={"metric:exact_match": LATER})
+    assert under_later.code == 1
+    message = stale_message(under_later)
+    assert f"exact_match@{NOW} → exact_match@{LATER}" in message
+    explained = bumped(project, "explain", "accuracy", versions={"metric:exact_match": LATER})
+    assert f"exact_match@{NOW} → exact_match@{LATER}" in explained.out and "approval_stale" in explained.out
+    # The host re-approves the fingerprint explain now prints; the gate decides again under the later version.
+    printed = bumped(project, "explain", "accuracy", "--format", "json", versions={"metric:exact_match": LATER})
+    entry = yaml.safe_load(json.loads(printed.out)[0]["ledger_entry"])
     ledger = yaml.safe_load((project.evals / "authority.yaml").read_text())
     ledger["gates"]["accuracy"]["fingerprint"] = entry["gates"]["accuracy"]["fingerprint"]
     project.write_ledger(ledger)
-    assert bumped(project, "run", versions={"metric:exact_match": 2}).code == 0
+    assert bumped(project, "run", versions={"metric:exact_match": LATER}).code == 0
     # ...and that approval is stale again under the old release.
     assert project.run().code == 1
     folder = project.last_run()
@@ -108,7 +111,11 @@ def test_a_version_bump_of_an_evaluator_the_gate_does_not_use_changes_nothing(tm
     project = make_project(tmp_path)
     approve(project)
     # Point gate, one sample per example: no interval method and no reducer enters the decision.
-    result = bumped(project, "run", versions={"interval:wilson": 5, "reducer:mean": 3, "metric:contains": 2})
+    result = bumped(
+        project,
+        "run",
+        versions={"interval:wilson": 5, "reducer:mean": 3, "metric:contains": METRIC_VERSIONS["contains"] + 1},
+    )
     assert result.code == 0, result.out
 
 
@@ -121,14 +128,30 @@ def test_lower_bound_gates_depend_on_their_interval_method(tmp_path):
     assert "wilson@1 → wilson@2" in stale_message(result)
 
 
+def test_an_approval_made_under_the_two_way_lower_bound_rule_is_stale_and_says_so(tmp_path):
+    """lower_bound@2 decides three ways; an approval made before (when fingerprints named no rule) goes stale."""
+    project = make_project(tmp_path, gates={"accuracy": {"metric": "exact", "rule": "lower_bound", "level": 0.6}})
+    loaded = load_config(project.evals / "evalglass.yaml")
+    config, files = loaded.config, loaded.definition_files
+    current = config.gate_evaluators("accuracy")
+    assert current["rule:lower_bound"] == 2
+    before = {key: version for key, version in current.items() if not key.startswith("rule:")}
+    approved_then = config.gate_fingerprint("accuracy", files, versions=before)
+    assert approved_then == config.gate_fingerprint("accuracy", files, versions={**before, "rule:lower_bound": 1})
+    assert approved_then != config.gate_fingerprint("accuracy", files)
+    approve(project, fingerprint=approved_then, threshold=0.5)
+    message = stale_message(project.run("--format", "json"))
+    assert "lower_bound@1 → lower_bound@2" in message
+
+
 def test_sampled_gates_depend_on_their_reducer(tmp_path):
     rows = [{"id": f"e{i}", "expected": "yes", "output": ["yes", "no", "yes"]} for i in range(4)]
     project = make_project(tmp_path, task={"type": "recorded", "field": "output", "samples": True})
     project.write_rows(rows)
     approve(project)
-    result = bumped(project, "run", "--format", "json", versions={"reducer:mean": 2, "metric:exact_match": 3})
+    result = bumped(project, "run", "--format", "json", versions={"reducer:mean": 2, "metric:exact_match": NOW + 2})
     message = stale_message(result)
-    assert "mean@1 → mean@2" in message and "exact_match@1 → exact_match@3" in message
+    assert "mean@1 → mean@2" in message and f"exact_match@{NOW} → exact_match@{NOW + 2}" in message
 
 
 def test_an_approval_from_before_versions_says_so(tmp_path):
@@ -141,7 +164,7 @@ def test_an_approval_from_before_versions_says_so(tmp_path):
     result = project.run("--format", "json")
     assert result.code == 1
     message = stale_message(result)
-    assert "before EvalGlass versioned its evaluators" in message and "exact_match@1" in message
+    assert "before EvalGlass versioned its evaluators" in message and f"exact_match@{NOW}" in message
 
 
 def test_an_edited_definition_is_not_blamed_on_a_version(tmp_path):
@@ -193,12 +216,13 @@ def test_the_run_record_keeps_the_versions_that_decided_and_explain_shows_them(t
     )
     approve(project, threshold=0.5)
     assert project.run("--out", "out").code in (0, 1)
-    expected = {"metric:exact_match": 1, "interval:wilson": 1, "interval:student_t": 1}
+    expected = {"metric:exact_match": NOW, "interval:wilson": 1, "interval:student_t": 1, "rule:lower_bound": 2}
     assert _record(tmp_path / "out")["gate_evaluators"] == {"accuracy": expected}
     explained = project.cli("explain", "accuracy", "--run", "out")
-    assert "Evaluators: exact_match@1, wilson@1, student_t@1 decided this run" in explained.out, explained.out
+    decided = f"exact_match@{NOW}, wilson@1, student_t@1, lower_bound@2"
+    assert f"Evaluators: {decided} decided this run" in explained.out, explained.out
     details = project.cli("explain", "accuracy", "--run", "out", "--format", "json").json()[0]["details"]
-    assert any("exact_match@1, wilson@1, student_t@1" in line for line in details)
+    assert any(decided in line for line in details)
     assert project.cli("verify", "out").code == 0
 
 
@@ -207,14 +231,14 @@ def test_a_travelling_run_says_which_versions_decided_under_a_later_release(tmp_
     approve(project)
     assert project.run("--out", "out").code == 0
     # The folder travels to a machine whose EvalGlass changed what exact_match computes.
-    later = {"metric:exact_match": 2}
+    later = {"metric:exact_match": LATER}
     verified = bumped(project, "verify", "out", "--format", "json", versions=later)
     assert verified.code == 1
     findings = {item["field"]: item for item in json.loads(verified.out)["findings"]}
     changed = findings["runrecord.gate_evaluators.accuracy.metric:exact_match"]
-    assert (changed["recorded"], changed["derived"]) == (1, 2)
+    assert (changed["recorded"], changed["derived"]) == (NOW, LATER)
     explained = bumped(project, "explain", "accuracy", "--run", "out", versions=later)
-    assert "exact_match@1 decided this run" in explained.out, explained.out
+    assert f"exact_match@{NOW} decided this run" in explained.out, explained.out
 
 
 def test_the_definition_explain_prints_hashes_to_the_runs_fingerprint_under_a_later_release(tmp_path):
@@ -225,11 +249,11 @@ def test_the_definition_explain_prints_hashes_to_the_runs_fingerprint_under_a_la
     project = make_project(tmp_path)
     assert project.run("--out", "out").code == 0  # informational: explain prints the entry to write
     printed = bumped(
-        project, "explain", "accuracy", "--run", "out", "--format", "json", versions={"metric:exact_match": 2}
+        project, "explain", "accuracy", "--run", "out", "--format", "json", versions={"metric:exact_match": LATER}
     )
     entry = yaml.safe_load(json.loads(printed.out)[0]["ledger_entry"])["gates"]["accuracy"]
     assert entry["fingerprint"] == _record(tmp_path / "out")["gate_fingerprints"]["accuracy"]
-    assert entry["definition"]["evaluators"] == {"metric:exact_match": 1}
+    assert entry["definition"]["evaluators"] == {"metric:exact_match": NOW}
     assert fingerprint_of(entry["definition"]) == entry["fingerprint"]
 
 
@@ -247,7 +271,7 @@ def test_edited_versions_in_the_run_record_do_not_verify_even_resealed(tmp_path)
     result = project.cli("verify", "out", "--format", "json")
     assert result.code == 1
     findings = {item["field"]: item for item in result.json()["findings"]}
-    assert findings["runrecord.gate_evaluators.accuracy.metric:exact_match"]["derived"] == 1
+    assert findings["runrecord.gate_evaluators.accuracy.metric:exact_match"]["derived"] == NOW
 
 
 def test_a_run_record_from_before_versions_were_recorded_says_so(tmp_path):

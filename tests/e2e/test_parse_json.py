@@ -1,4 +1,6 @@
-"""task.parse: json — JSON-text outputs reached by field; text that does not parse is never a silent 0 (issue 13)."""
+"""task.parse: json — JSON-text outputs reached by field (issue 13); text that does not parse is a wrong answer,
+measured as the metric's worst value with its diagnostic kept and counted, or left out with on_invalid_output:
+exclude (issue 27)."""
 
 from __future__ import annotations
 
@@ -31,7 +33,10 @@ def test_without_parse_a_field_of_json_text_is_not_reachable(tmp_path):
     project.write_rows(ROWS)
     project.run("--out", "out")
     entry = scores_by_id(tmp_path / "out")["a"]["intent"]
-    assert isinstance(entry, dict) and entry["status"] != "scored"
+    # Text has no field: the answer lacks what the metric reads, and the diagnostic says how to parse it.
+    assert entry["status"] == "scored" and entry["value"] == 0.0
+    assert entry["diagnostics"][0]["code"] == "output_field_missing"
+    assert "task.parse: json" in entry["diagnostics"][0]["message"]
 
 
 def test_parse_json_reaches_fields_and_refuses_text_that_is_not_json(tmp_path):
@@ -41,11 +46,36 @@ def test_parse_json_reaches_fields_and_refuses_text_that_is_not_json(tmp_path):
     scores = scores_by_id(tmp_path / "out")
     assert scores["a"]["intent"] == 1.0 and scores["b"]["intent"] == 0.0
     not_json = scores["c"]["intent"]
-    assert not_json["status"] == "error" and not_json["diagnostics"][0]["code"] == "output_not_json"
-    # json_valid's job is to judge it: measured, 0.0.
+    # A wrong answer is a measurement: the metric's worst value, with the diagnostic kept.
+    assert not_json["status"] == "scored" and not_json["validity"] == "valid" and not_json["value"] == 0.0
+    assert not_json["diagnostics"][0]["code"] == "output_not_json"
+    assert "Sure! {not json" in not_json["diagnostics"][0]["detail"]
+    # json_valid's job is to judge it: measured, 0.0, with the parser's note.
     assert scores["c"]["is_json"]["value"] == 0.0 and scores["a"]["is_json"] == 1.0
+    assert scores["c"]["is_json"]["diagnostics"][0]["code"] == "invalid_json"
+    intent = next(metric for metric in card["metrics"] if metric["name"] == "intent")
+    assert intent["population"]["included"] == 3 and intent["population"]["excluded_total"] == 0
+    assert intent["estimate"]["point"] == 1 / 3
+    (counted,) = intent["population"]["top_diagnostics"]
+    assert (counted["code"], counted["count"], counted["included"]) == ("output_not_json", 1, 1)
+
+
+def test_on_invalid_output_exclude_leaves_the_wrong_answer_out(tmp_path):
+    metrics = {
+        "intent": {**METRICS["intent"], "on_invalid_output": "exclude"},
+        "is_json": {"type": "json_valid", "on_invalid_output": "exclude"},
+    }
+    project = make_project(tmp_path, metrics=metrics, gates={}, task={"type": "recorded", "parse": "json"})
+    project.write_rows(ROWS)
+    card = project.run("--out", "out", "--format", "json").json()
+    scores = scores_by_id(tmp_path / "out")
+    assert scores["c"]["intent"]["status"] == "error"
+    assert scores["c"]["intent"]["diagnostics"][0]["code"] == "output_not_json"
+    # Whether text is JSON is what json_valid measures: the option does not make it look away.
+    assert scores["c"]["is_json"]["value"] == 0.0
     intent = next(metric for metric in card["metrics"] if metric["name"] == "intent")
     assert intent["population"]["excluded_by_status"] == {"error": 1}
+    assert intent["population"]["top_diagnostics"][0]["included"] == 0
 
 
 def test_parse_json_on_a_live_python_lane(tmp_path):
@@ -66,6 +96,7 @@ def test_parse_json_on_a_live_python_lane(tmp_path):
     scores = scores_by_id(tmp_path / "out")
     assert scores["a"]["intent"] == 1.0 and scores["b"]["intent"] == 0.0
     assert scores["c"]["intent"]["diagnostics"][0]["code"] == "output_not_json"
+    assert scores["c"]["intent"]["value"] == 0.0
     assert scores["c"]["is_json"]["value"] == 0.0
     recorded = [json.loads(line) for line in (tmp_path / "out" / "outputs.jsonl").read_text().splitlines()]
     assert recorded[2]["samples"][0]["output"] == "oops"  # outputs.jsonl keeps the text as produced

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from evalglass.metrics.versions import METRIC_VERSIONS
 from tests.e2e.project import Project, make_project, run_cli
 
 
@@ -75,7 +76,7 @@ def test_preflight_names_each_gates_standing_and_runs_nothing(tmp_path):
     assert [r["code"] for r in gates["edited"]["reasons"]] == ["approval_stale"]
     assert all(reason["repair"] for gate in found["gates"] for reason in gate["reasons"])
     assert "3 days left" in gates["accuracy"]["notes"][0]
-    assert gates["accuracy"]["evaluators"] == ["exact_match@1"]
+    assert gates["accuracy"]["evaluators"] == [f"exact_match@{METRIC_VERSIONS['exact_match']}"]
     # Nothing ran: no run folder, no host metric imported, no cache.
     assert runs(project) == before
     assert not (project.evals / "ran.txt").exists()

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from evalglass.core.example import Example
+from evalglass.core.outputparse import parse_json_output
 from evalglass.core.score import Score
-from evalglass.core.stats import Method, Reducer, confidence_interval, reduce_samples
+from evalglass.core.stats import Direction, Method, Reducer, confidence_interval, reduce_samples
 from evalglass.metrics.base import BuildContext
 from evalglass.metrics.registry import parse_metric_spec
 from evalglass.metrics.versions import EvaluatorKind
@@ -39,6 +40,26 @@ def _examples(outputs: list[Any], references: list[Any] | None = None) -> list[d
 
 def _pairs(spec: dict[str, Any], outputs: list[Any], references: list[Any] | None = None) -> dict[str, Any]:
     return {"spec": spec, "examples": _examples(outputs, references)}
+
+
+def _wrong_answers(spec: dict[str, Any], good: Any, gold: Any = None) -> list[dict[str, Any]]:
+    """Wrong answers (issue 27): the metric reads field ``x``; examples with it, without it, and text that
+    ``task.parse: json`` could not parse (the last one also without its reference, which decides first). Scored
+    for a metric whose higher values are better, one whose lower values are better, and with ``exclude``."""
+    fields: dict[str, Any] = {} if gold is None else {"gold": gold}
+    rows = [
+        {"fields": fields, "output": {"x": good}},
+        {"fields": fields, "output": {"y": good}},
+        {"fields": fields, "output": "x is not JSON"},
+        {"fields": fields, "unparsed": '{"x": '},
+        {"fields": {}, "unparsed": "```json\n{}\n```"},
+    ]
+    spec = {**spec, "field": "x"}
+    return [
+        {"spec": spec, "examples": rows},
+        {"spec": spec, "examples": rows, "direction": "lower_is_better"},
+        {"spec": {**spec, "on_invalid_output": "exclude"}, "examples": rows},
+    ]
 
 
 METRIC_CASES: dict[str, list[dict[str, Any]]] = {
@@ -111,6 +132,36 @@ METRIC_CASES: dict[str, list[dict[str, Any]]] = {
         _pairs({"type": "numeric_bounds", "min": 0, "max": 1}, [0, 1, 0.5, -0.1, 1.1, "0.5", True, None, float("nan")]),
         _pairs({"type": "numeric_bounds", "max": 2.5, "coerce": True, "inclusive": False}, ["1.8", "2.5", 2.5, "x"]),
     ],
+    "recorded_score": [
+        _pairs(
+            {"type": "recorded_score", "scorer": "m"},
+            [
+                {"scores": {"m": {"value": value}}}
+                for value in (1, 0, 0.5, True, False, "C", "I", "P", "N", "Z", None, 1.5, [1])
+            ]
+            + [
+                {"scores": {"m": {"value": None, "passed": True}}},
+                {"scores": {"m": {"value": None, "error": "grader failed"}}},
+                {"scores": {}, "error": "sample failed"},
+                {"scores": {}},
+                "not an object",
+            ],
+        ),
+        _pairs(
+            {
+                "type": "recorded_score",
+                "scorer": "m",
+                "key": "k",
+                "values": {"good": 1},
+                "scale": {"min": 0, "max": 10},
+            },
+            [
+                {"scores": {"m": {"value": {"k": 7}}}},
+                {"scores": {"m": {"value": {"k": "good"}}}},
+                {"scores": {"m": {"value": {}}}},
+            ],
+        ),
+    ],
     "word_count": [
         _pairs(
             {"type": "word_count", "min": 2, "max": 4}, ["one", "one two", "a b c d e", "  spaced   out  ", "", None, 5]
@@ -140,6 +191,27 @@ METRIC_CASES: dict[str, list[dict[str, Any]]] = {
     ],
 }
 
+#: Each builtin reading field ``x`` of wrong answers: spec, a good answer, its reference.
+WRONG_ANSWER_SPECS: dict[str, tuple[dict[str, Any], Any, Any]] = {
+    "exact_match": ({"type": "exact_match", "reference": "gold"}, "refund", "refund"),
+    "contains": ({"type": "contains", "value": "a"}, "abc", None),
+    "regex": ({"type": "regex", "pattern": "a"}, "a", None),
+    "json_valid": ({"type": "json_valid"}, '{"a": 1}', None),
+    "json_schema": ({"type": "json_schema", "schema": {"type": "object", "required": ["a"]}}, {"a": 1}, None),
+    "field_present": ({"type": "field_present", "fields": ["a"]}, {"a": 1}, None),
+    "numeric_bounds": ({"type": "numeric_bounds", "min": 0, "max": 1}, 0.5, None),
+    "word_count": ({"type": "word_count", "max": 3}, "two words", None),
+    "set_overlap": ({"type": "set_overlap", "reference": "gold"}, ["a", "b"], ["a"]),
+    "enum": ({"type": "enum", "values": ["a"]}, "a", None),
+}
+for _name, (_spec, _good, _gold) in WRONG_ANSWER_SPECS.items():
+    METRIC_CASES[_name] += _wrong_answers(_spec, _good, _gold)
+#: json_valid on the whole output measures the text that did not parse, whatever on_invalid_output says.
+METRIC_CASES["json_valid"] += [
+    {"spec": spec, "examples": [{"fields": {}, "unparsed": '{"a": '}, {"fields": {}, "output": {"a": 1}}]}
+    for spec in ({"type": "json_valid"}, {"type": "json_valid", "on_invalid_output": "exclude"})
+]
+
 #: Per-example check: the output is written as the target; the checker exits with the code the output names.
 CHECK_CASES = [
     {
@@ -154,6 +226,10 @@ CHECK_CASES = [
         },
         "examples": _examples(["0", "1", "3", "7"]),
     }
+]
+#: The same check on field ``x`` of wrong answers: the check is not run for an answer it cannot be given.
+CHECK_CASES += [
+    {"check": CHECK_CASES[0]["check"], "metric": case.pop("spec"), **case} for case in _wrong_answers({}, "0")
 ]
 
 JUDGE_CASES = [
@@ -184,6 +260,15 @@ JUDGE_CASES = [
         "rubric": "Be strict.",
         "examples": _examples(["fine"]),
     },
+]
+
+#: A judge on field ``x`` of wrong answers: scored without a call, on a numeric and on a label scale.
+JUDGE_CASES += [
+    {**JUDGE_CASES[0], **case, "spec": {**JUDGE_CASES[0]["spec"], **case["spec"]}}
+    for case in _wrong_answers({}, "an answer", "the gold")
+] + [
+    {**JUDGE_CASES[1], **case, "spec": {**JUDGE_CASES[1]["spec"], **case["spec"]}}
+    for case in _wrong_answers({}, "fine")
 ]
 
 PARSER_CASES = [
@@ -262,13 +347,20 @@ def score_json(result: float | Score) -> Any:
 
 
 def _example(index: int, row: dict[str, Any]) -> Example:
-    return Example(id=f"e{index}", line=index + 1, fields=row["fields"], output=row["output"])
+    """A golden row: its output, or (``unparsed``) the text ``task.parse: json`` would fail to parse."""
+    output = parse_json_output(row["unparsed"]) if "unparsed" in row else row["output"]
+    return Example(id=f"e{index}", line=index + 1, fields=row["fields"], output=output)
+
+
+def _context(folder: str, case: dict[str, Any], **kw: Any) -> BuildContext:
+    """The build context of a case: which way the metric improves is the case's ``direction`` (default higher)."""
+    return BuildContext(Path(folder), direction=Direction(case.get("direction", "higher_is_better")), **kw)
 
 
 def compute_metric(case: dict[str, Any]) -> list[Any]:
     spec = parse_metric_spec(case["spec"])
     with tempfile.TemporaryDirectory() as folder:
-        function = spec.build(BuildContext(Path(folder)))
+        function = spec.build(_context(folder, case))
         return [score_json(function(_example(i, row))) for i, row in enumerate(case["examples"])]
 
 
@@ -279,21 +371,24 @@ def compute_check(case: dict[str, Any]) -> list[Any]:
     declared = dict(case["check"])
     declared["command"] = [sys.executable if part == "{python}" else part for part in declared["command"]]
     check = CheckSpec.model_validate(declared)
+    metric = CheckMetricSpec.model_validate({"check": "golden", **case.get("metric", {})})
     with tempfile.TemporaryDirectory() as folder:
-        function = CheckMetricSpec(check="golden").build(BuildContext(Path(folder), checks={"golden": check}))
+        function = metric.build(_context(folder, case, checks={"golden": check}))
         return [score_json(function(_example(i, row))) for i, row in enumerate(case["examples"])]
 
 
 def compute_judge(case: dict[str, Any]) -> list[Any]:
     """What the llm_judge metric sends: the rendered messages (or the score explaining why there are none)."""
     from evalglass.lanes.judge import Judge
+    from evalglass.metrics.invalid import invalid_answer
 
     spec = parse_metric_spec(case["spec"])
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / "rubric.md").write_text(case["rubric"])
+        invalid = invalid_answer(spec, _context(folder, case))
 
         async def build() -> list[Any]:
-            judge = Judge(spec, base_dir=Path(folder), executor=None, env={})  # type: ignore[arg-type]
+            judge = Judge(spec, base_dir=Path(folder), executor=None, env={}, invalid=invalid)  # type: ignore[arg-type]
             try:
                 out = []
                 for i, row in enumerate(case["examples"]):
@@ -393,6 +488,53 @@ def compute_paired(case: dict[str, Any]) -> Any:
     }
 
 
+#: The three-way rule on a metric's values (absolute gates) and on paired values (comparative gates): thresholds
+#: that pass, fail and leave the interval straddling, in both directions, for binary and continuous values.
+RULE_CASES = [
+    *(
+        {"values": BINARY, "threshold": threshold, "direction": "higher_is_better", "level": 0.95}
+        for threshold in (0.5, 0.6, 0.74, 0.9, 0.95)
+    ),
+    *(
+        {"values": CONTINUOUS, "threshold": threshold, "direction": direction, "level": 0.9}
+        for threshold in (0.3, 0.5, 0.7)
+        for direction in ("higher_is_better", "lower_is_better")
+    ),
+    *(
+        {"base": BASE_BINARY, "candidate": BINARY, "margin": margin, "direction": "higher_is_better", "level": 0.95}
+        for margin in (0.0, 0.1, 0.3)
+    ),
+    *(
+        {"base": BINARY, "candidate": BASE_BINARY, "margin": margin, "direction": "higher_is_better", "level": 0.95}
+        for margin in (0.0, 0.1, 0.5)
+    ),
+    {"base": CONTINUOUS[::-1], "candidate": CONTINUOUS, "margin": 0.05, "direction": "lower_is_better", "level": 0.9},
+]
+
+
+def compute_rule(case: dict[str, Any]) -> Any:
+    """What ``lower_bound`` decides: the interval at ``2 * level - 1`` (its ends are the one-sided bounds at the
+    gate's level), its unfavourable and favourable ends, and the rule's decision against the threshold."""
+    from evalglass.core.gates import interval_ends
+    from evalglass.core.gatespec import GateRule, margin_threshold, rule_decision
+    from evalglass.core.stats import Direction, paired_difference
+
+    direction = Direction(case["direction"])
+    level = 2.0 * case["level"] - 1.0
+    if "base" in case:
+        difference = paired_difference(case["base"], case["candidate"], level=level)
+        assert difference is not None
+        interval, threshold = difference.interval, margin_threshold(case["margin"], direction)
+    else:
+        found = confidence_interval(case["values"], level=level)
+        assert found is not None
+        interval, threshold = found, case["threshold"]
+    compared, favourable = interval_ends(interval, direction)
+    assert compared is not None
+    decision = rule_decision(GateRule.LOWER_BOUND, direction, threshold, compared, favourable)
+    return {"compared": compared, "favourable": favourable, "threshold": threshold, "decision": decision.value}
+
+
 def inputs(kind: EvaluatorKind, name: str) -> list[dict[str, Any]]:
     """The golden inputs of one evaluator (what ``record`` writes)."""
     if kind is EvaluatorKind.METRIC:
@@ -407,6 +549,8 @@ def inputs(kind: EvaluatorKind, name: str) -> list[dict[str, Any]]:
         return interval_cases(Method(name))
     if kind is EvaluatorKind.PAIRED:
         return PAIRED_CASES
+    if kind is EvaluatorKind.RULE:
+        return RULE_CASES
     return PARSER_CASES
 
 
@@ -423,6 +567,8 @@ def compute(kind: EvaluatorKind, name: str, case: dict[str, Any]) -> Any:
         return compute_interval(Method(name), case)
     if kind is EvaluatorKind.PAIRED:
         return compute_paired(case)
+    if kind is EvaluatorKind.RULE:
+        return compute_rule(case)
     return compute_parser(case)
 
 

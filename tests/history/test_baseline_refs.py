@@ -4,7 +4,11 @@ another run is `baseline_stale`, never a silent substitution."""
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -54,3 +58,79 @@ def test_a_reference_the_history_cannot_resolve_blocks_the_gate(tmp_path: Path, 
     result = run_cli("run", "--no-progress", "--format", "json", cwd=project.root, env={"EVALGLASS_DB": db_url})
     assert result.code == 1, result.err
     assert gate_of(result)["outcome"] == "blocked"
+
+
+PLUGIN_TEST = """
+import json
+
+
+def test_quality(evalglass_run):
+    result = evalglass_run("evals/evalglass.yaml", out="runs/plugin")
+    with open("plugin-gate.json", "w") as out:
+        json.dump(result.gate("no-regression").model_dump(mode="json"), out)
+    result.assert_passed()
+"""
+
+#: Three runs in one process through `evalglass.run()`: the database from the environment, another database given
+#: as `db=`, then the environment's again. Each gate as JSON, one line each.
+API_RUNS = """
+import json, sys
+import evalglass
+
+config, empty, root = sys.argv[1:]
+for out, db in (("api", None), ("elsewhere", empty), ("again", None)):
+    result = evalglass.run(config, out=f"{root}/runs/{out}", db=db)
+    print(json.dumps(result.gate("no-regression").model_dump(mode="json")))
+"""
+
+
+def test_the_cli_the_api_and_the_pytest_plugin_find_a_main_at_latest_baseline_alike(
+    tmp_path: Path, db_url: str
+) -> None:
+    """One config whose ledger names its baseline `main@latest`, decided through the three ways a user runs it:
+    the command line, `evalglass.run()` and the `evalglass_run` fixture (each in a process of its own, as users run
+    them). The same database, the same decision; and the database is the run's option, not the process's."""
+    root = tmp_path / "p"
+    project, ledger = setup(root, NO_CHANGE)
+    main = {"EVALGLASS_DB": db_url, "GITLAB_CI": "true", "CI_COMMIT_REF_NAME": "main"}
+    assert run_cli("history", "import", "runs/base", cwd=root, env=main).code == 0
+    shutil.rmtree(root / "runs" / "base")  # only the history has the baseline now
+    ledger["baselines"]["main"]["run"] = "main@latest"
+    project.write_ledger(ledger)
+    env = {**os.environ, "EVALGLASS_DB": db_url}
+
+    cli = run_cli("run", "--no-progress", "--no-history", "--out", "runs/cli", "--format", "json", cwd=root, env=env)
+    assert cli.code == 0, cli.err
+    by_cli = gate_of(cli)
+    assert by_cli["outcome"] == "pass" and by_cli["comparison"]["metric"]["pairs"]["included"] == 50
+    preview = run_cli("preflight", "--format", "json", cwd=root, env=env).json()["gates"][0]
+    assert (preview["standing"], preview["reasons"]) == ("would_decide", [])
+
+    empty = f"sqlite:///{root / 'empty.sqlite'}"
+    config = str(project.evals / "evalglass.yaml")
+    api = subprocess.run(
+        [sys.executable, "-c", API_RUNS, config, empty, str(root)],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert api.returncode == 0, api.stderr
+    by_api, elsewhere, again = (json.loads(line) for line in api.stdout.splitlines())
+
+    (root / "test_quality.py").write_text(PLUGIN_TEST)
+    plugin = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_quality.py"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert plugin.returncode == 0, plugin.stdout + plugin.stderr
+    by_plugin = json.loads((root / "plugin-gate.json").read_text())
+
+    assert by_api == by_cli == by_plugin == again
+    # Another database (with no such run) leaves the baseline missing for that run only.
+    assert [reason["code"] for reason in elsewhere["reasons"]] == ["baseline_missing"]

@@ -10,7 +10,9 @@ import pydantic
 import pytest
 
 from evalglass.core.example import Example
+from evalglass.core.outputparse import UnparsedOutput
 from evalglass.core.score import Status, Validity
+from evalglass.core.stats import Direction
 from evalglass.lanes.executor import AsyncioExecutor
 from evalglass.lanes.judge import (
     Judge,
@@ -26,6 +28,7 @@ from evalglass.lanes.judge import (
 from evalglass.lanes.task import LaneConfigError
 from evalglass.metrics.base import AsyncScorer, BuildContext
 from evalglass.metrics.errors import MetricLoadError
+from evalglass.metrics.invalid import invalid_answer
 from evalglass.testing.fake_openai import FakeOpenAI
 
 from .conftest import KEY_ENV, fast_retrier, run
@@ -159,20 +162,36 @@ def test_judge_end_to_end_with_every_answer_kind(evals: Path) -> None:
 def test_judge_uses_field_and_reference_paths_and_reports_missing_ones(evals: Path) -> None:
     spec_fields = {"field": "answer", "reference": "gold", "prompt": '{{ output }} vs {{ reference }} >> {"score": 2}'}
     with FakeOpenAI(reply=_answer_from_output) as server:
-        ok, no_field, no_reference = _judge_all(
+        ok, no_field, no_reference, not_json, neither = _judge_all(
             _spec(server, **spec_fields),
             evals,
             [
                 Example("a", 1, {"gold": "4"}, {"answer": "4"}),
                 Example("b", 2, {"gold": "4"}, {"other": 1}),
                 Example("c", 3, {}, {"answer": "4"}),
+                Example("d", 4, {"gold": "4"}, UnparsedOutput('{"answer": "4', "Unterminated string")),
+                Example("e", 5, {}, UnparsedOutput("{", "Expecting value")),
             ],
         )
         assert server.request_count == 1
     assert ok.score.value == 2.0
-    assert no_field.score.status is Status.NON_EVALUABLE and no_field.score.diagnostics[0].code == "field_missing"
-    assert no_reference.score.status is Status.NON_EVALUABLE
-    assert no_reference.score.diagnostics[0].code == "reference_missing"
+    # A wrong answer is measured without asking the judge: the worst grade of its scale (1 of 1..5).
+    for result, code in ((no_field, "output_field_missing"), (not_json, "output_not_json")):
+        assert result.score.included and result.score.value == 1.0
+        assert result.score.diagnostics[0].code == code and result.tries == 0
+    # What the evaluator lacks is never measured, whatever the answer.
+    for result in (no_reference, neither):
+        assert result.score.status is Status.NON_EVALUABLE
+        assert result.score.diagnostics[0].code == "reference_missing"
+
+
+def test_a_judge_whose_lower_grades_are_better_scores_a_wrong_answer_its_highest_grade(evals: Path) -> None:
+    with FakeOpenAI() as server:
+        spec = _spec(server, field="answer")
+        invalid = invalid_answer(spec, BuildContext(evals, direction=Direction.LOWER_IS_BETTER))
+        (result,) = _judge_all(spec, evals, [Example("a", 1, {}, {"other": 1})], invalid=invalid)
+        assert server.request_count == 0
+    assert result.score.included and result.score.value == 5.0
 
 
 def test_a_missing_template_variable_is_an_error_for_that_example(evals: Path) -> None:

@@ -1,6 +1,7 @@
 """The python lane's columnar path (a batch of plain lines from lane to writer with no object per example) must write
 exactly what the per-example path writes: for any mix of what the function does per example (returns, returns
-None, returns what is not JSON, raises, exits), malformed lines, samples and clusters, ``scores.jsonl`` and
+None, returns what is not JSON, raises, exits, answers JSON text or text cut off under ``parse: json``), malformed
+lines, samples and clusters, ``scores.jsonl`` and
 ``outputs.jsonl`` are byte-identical and the scorecards measure the same, whether the columnar path takes each
 batch of 256 lines alone or gathers consecutive batches into one hand-off (what it does once calls prove cheap).
 The per-example path is the one a cached lane takes (every call looked up and stored on its own); both runs go
@@ -39,13 +40,16 @@ APP = textwrap.dedent(
             return value
         if kind == "nested":
             return {"text": f"answer {example['n']}", "items": [sample, None, 1.5]}
+        if kind == "json_text":  # a wrong answer under parse: json when cut off, or without the field read
+            text = '{"text": "answer %d %d", "n": %d}' % (example["n"], sample, example["n"])
+            return text[: example["n"] % len(text)] if example["n"] % 3 else text
         return f"answer {example['n']} {sample}"
     """
 )
-KINDS = ["value", "value", "value", "raise", "exit", "not_json", "none", "nested", "deep", "malformed"]
+KINDS = ["value", "value", "value", "raise", "exit", "not_json", "none", "nested", "deep", "malformed", "json_text"]
 
 
-def _write(root: Path, kinds: list[str], epochs: int, clustered: bool, cache: bool) -> Path:
+def _write(root: Path, kinds: list[str], epochs: int, clustered: bool, cache: bool, parse: bool = False) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     (root / "app.py").write_text(APP)
     dataset: dict[str, object] = {"name": "paths", "path": "data.jsonl"}
@@ -57,8 +61,11 @@ def _write(root: Path, kinds: list[str], epochs: int, clustered: bool, cache: bo
         "metrics": {
             "exact": {"type": "exact_match", "reference": "expected"},
             "digits": {"type": "regex", "pattern": "\\\\d"},
+            "text": {"type": "exact_match", "field": "text", "reference": "expected"},
         },
     }
+    if parse:
+        config["task"]["parse"] = "json"  # type: ignore[index]
     (root / "evalglass.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     (root / "authority.yaml").write_text("{}\n")
     lines = []
@@ -71,29 +78,32 @@ def _write(root: Path, kinds: list[str], epochs: int, clustered: bool, cache: bo
     return root / "evalglass.yaml"
 
 
-def _same_runs(root: Path, kinds: list[str], epochs: int, clustered: bool, span: int | None) -> None:
+def _same_runs(
+    root: Path, kinds: list[str], epochs: int, clustered: bool, span: int | None, parse: bool = False
+) -> None:
     # One folder for both (tracebacks name the function's file), the cached run second (its cache starts empty)
     with pytest.MonkeyPatch.context() as patch:
         if span is not None:  # calls as cheap as to go this many to a hand-off: batches are gathered from the start
             patch.setattr(PythonLane, "column_size", lambda self: span)
-        columnar = run(_write(root, kinds, epochs, clustered, cache=False), out=root / "columnar")
-    general = run(_write(root, kinds, epochs, clustered, cache=True), out=root / "general")
+        columnar = run(_write(root, kinds, epochs, clustered, cache=False, parse=parse), out=root / "columnar")
+    general = run(_write(root, kinds, epochs, clustered, cache=True, parse=parse), out=root / "general")
     if "deep" in kinds:
         assert b'"code":"output_unserialisable"' in (columnar.folder / "outputs.jsonl").read_bytes()
     for name in ("scores.jsonl", "outputs.jsonl"):
         assert (columnar.folder / name).read_bytes() == (general.folder / name).read_bytes(), name
-    assert columnar.metrics.keys() == general.metrics.keys() == {"exact", "digits"}
+    assert columnar.metrics.keys() == general.metrics.keys() == {"exact", "digits", "text"}
     for name, summary in columnar.metrics.items():
         assert summary.estimate == general.metrics[name].estimate, name
         assert summary.population == general.metrics[name].population, name
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.sampled_from(KINDS), min_size=1, max_size=600), st.integers(1, 2), st.booleans())
+@given(st.lists(st.sampled_from(KINDS), min_size=1, max_size=600), st.integers(1, 2), st.booleans(), st.booleans())
 def test_columnar_and_per_example_paths_write_the_same_bytes(
-    tmp_path_factory: object, kinds: list[str], epochs: int, clustered: bool
+    tmp_path_factory: object, kinds: list[str], epochs: int, clustered: bool, parse: bool
 ) -> None:
-    _same_runs(tmp_path_factory.mktemp("paths"), kinds, epochs, clustered, None)  # type: ignore[attr-defined]
+    folder = tmp_path_factory.mktemp("paths")  # type: ignore[attr-defined]
+    _same_runs(folder, kinds, epochs, clustered, None, parse)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

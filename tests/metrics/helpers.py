@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from evalglass.core.example import Example
-from evalglass.core.score import Score, Status
+from evalglass.core.score import Score, Status, Validity
 from evalglass.metrics import MetricResult, parse_metric_spec
 from evalglass.metrics.base import BuildContext
 
@@ -21,5 +21,14 @@ def assert_unmeasured(result: MetricResult, status: Status, code: str) -> Score:
     assert isinstance(result, Score)
     assert result.status is status
     assert result.value is None
+    assert result.diagnostics[0].code == code
+    return result
+
+
+def assert_worst(result: MetricResult, value: float, code: str) -> Score:
+    """A wrong answer, measured: scored and valid at ``value`` (the worst of the scale), with the diagnostic."""
+    assert isinstance(result, Score)
+    assert result.status is Status.SCORED and result.validity is Validity.VALID
+    assert result.value == value
     assert result.diagnostics[0].code == code
     return result

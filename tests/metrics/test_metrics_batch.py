@@ -2,7 +2,9 @@
 
 The batch path is a speed-up only. Equal here means the same type and the same value (``1.0`` is not ``1``,
 ``-0.0`` is not ``0.0``) or an equal Score, for outputs and records of every shape: the common case the batch
-loop handles itself and everything it hands back to the per-example function.
+loop handles itself and everything it hands back to the per-example function, wrong answers included (text that
+``task.parse: json`` could not parse, outputs without the field), scored for either direction and with either
+``on_invalid_output``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from hypothesis import strategies as st
 
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT, get_path, parse_path
+from evalglass.core.outputparse import parse_json_output
+from evalglass.core.stats import Direction
 from evalglass.metrics import parse_metric_spec
 from evalglass.metrics.base import BatchedMetric, BuildContext, value_getter, values_getter
 
@@ -33,7 +37,9 @@ VALUES = st.recursive(
     lambda children: st.lists(children, max_size=3) | st.dictionaries(st.sampled_from(["answer", "n", "x"]), children),
     max_leaves=8,
 )
-ODD = st.sampled_from([ABSENT, {1, 2}, b"bytes", (1, "a"), {1: "int key"}, frozenset({"x"})])
+#: Text ``task.parse: json`` could not parse (cut off, in a code fence), as the pipeline hands it to metrics.
+UNPARSED = st.sampled_from(['{"answer": "Par', '```json\n{"answer": "Paris"}\n```', "Sure!"]).map(parse_json_output)
+ODD = st.sampled_from([ABSENT, {1, 2}, b"bytes", (1, "a"), {1: "int key"}, frozenset({"x"})]) | UNPARSED
 OUTPUTS = VALUES | ODD | st.dictionaries(st.sampled_from(["answer", "n"]), VALUES | ODD, max_size=2)
 RECORDS = st.dictionaries(st.sampled_from(["gold", "other"]), VALUES | ODD, max_size=2)
 
@@ -57,7 +63,11 @@ CONFIGS: list[dict[str, Any]] = [
     {"type": "word_count", "max": 0, "field": "answer"},
     {"type": "enum", "values": ["yes", "no", 1, None], "case_sensitive": False},
     {"type": "enum", "values": ["Paris", "ß"], "field": "answer"},
+    {"type": "exact_match", "reference": "gold", "field": "answer", "on_invalid_output": "exclude"},
+    {"type": "numeric_bounds", "min": 0, "max": 1, "field": "n", "on_invalid_output": "exclude"},
+    {"type": "contains", "value": "a", "on_invalid_output": "exclude"},
 ]
+DIRECTIONS = st.sampled_from(list(Direction))
 
 
 def _same(left: Any, right: Any) -> bool:
@@ -70,9 +80,11 @@ def _same(left: Any, right: Any) -> bool:
     return bool(left == right)
 
 
-def _assert_the_batch_gives_what_each_example_gives(config: dict[str, Any], rows: list[tuple[Any, Any]]) -> None:
+def _assert_the_batch_gives_what_each_example_gives(
+    config: dict[str, Any], rows: list[tuple[Any, Any]], direction: Direction = Direction.HIGHER_IS_BETTER
+) -> None:
     spec = parse_metric_spec(config)
-    built = spec.build(BuildContext(Path(".")))
+    built = spec.build(BuildContext(Path("."), direction=direction))
     assert isinstance(built, BatchedMetric), "every configuration listed here has a batch path"
     examples = [Example(id=str(i), line=i + 1, fields=record, output=output) for i, (output, record) in enumerate(rows)]
     batch = built.batch(ExampleBatch.of(examples))
@@ -84,9 +96,11 @@ def _assert_the_batch_gives_what_each_example_gives(config: dict[str, Any], rows
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda config: f"{config['type']}:{sorted(config.items())}")
 @settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)
-@given(rows=st.lists(st.tuples(OUTPUTS, RECORDS), max_size=12))
-def test_the_batch_path_gives_what_each_example_gives(config: dict[str, Any], rows: list[tuple[Any, Any]]) -> None:
-    _assert_the_batch_gives_what_each_example_gives(config, rows)
+@given(rows=st.lists(st.tuples(OUTPUTS, RECORDS), max_size=12), direction=DIRECTIONS)
+def test_the_batch_path_gives_what_each_example_gives(
+    config: dict[str, Any], rows: list[tuple[Any, Any]], direction: Direction
+) -> None:
+    _assert_the_batch_gives_what_each_example_gives(config, rows, direction)
 
 
 TEXTS = st.text(max_size=8) | st.sampled_from(["Paris", "paris ", "42", "a1", "yes", "a b c", "", "ß", "Straße"])
@@ -99,6 +113,7 @@ UNIFORM = (
     | st.lists(st.tuples(st.fixed_dictionaries({"answer": TEXTS, "n": FLOATS}), GOLD), min_size=1, max_size=12)
     | st.lists(st.tuples(FLOATS, GOLD), min_size=1, max_size=12)
     | st.lists(st.tuples(TEXTS, RECORDS), min_size=1, max_size=12)
+    | st.lists(st.tuples(TEXTS | UNPARSED, GOLD), min_size=1, max_size=12)
 )
 
 

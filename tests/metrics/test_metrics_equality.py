@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from evalglass.core.score import Score, Status, Validity
 from evalglass.metrics import parse_metric_spec
 from evalglass.metrics.normalize import NormalizeOptions, build_normalizer
-from tests.metrics.helpers import assert_unmeasured, measure
+from tests.metrics.helpers import assert_unmeasured, assert_worst, measure
 
 
 @pytest.mark.parametrize(
@@ -95,8 +95,13 @@ def test_exact_match_missing_reference_and_field() -> None:
     assert score.validity is Validity.NOT_APPLICABLE
     assert "answers.gold" in score.diagnostics[0].message
     nested = {"type": "exact_match", "expected": "x", "field": "a.b"}
-    assert_unmeasured(measure(nested, {"a": {"c": "x"}}), Status.NON_EVALUABLE, "field_missing")
+    assert_worst(measure(nested, {"a": {"c": "x"}}), 0.0, "output_field_missing")
+    excluded = {**nested, "on_invalid_output": "exclude"}
+    assert_unmeasured(measure(excluded, {"a": {"c": "x"}}), Status.NON_EVALUABLE, "field_missing")
     assert measure(nested, {"a": {"b": "x"}}) == 1.0
+    # The reference is looked at first: without it nothing is measured, however bad the answer.
+    missing_both = {"type": "exact_match", "reference": "gold", "field": "intent"}
+    assert_unmeasured(measure(missing_both, {}), Status.NON_EVALUABLE, "reference_missing")
 
 
 def test_exact_match_non_json_output_is_an_error() -> None:
@@ -138,8 +143,4 @@ def test_enum_edges() -> None:
     with pytest.raises(ValidationError):
         parse_metric_spec({"type": "enum", "values": []})
     assert_unmeasured(measure({"type": "enum", "values": ["a"]}, b"a"), Status.ERROR, "wrong_type")
-    assert_unmeasured(
-        measure({"type": "enum", "values": ["a"], "field": "label"}, {}),
-        Status.NON_EVALUABLE,
-        "field_missing",
-    )
+    assert_worst(measure({"type": "enum", "values": ["a"], "field": "label"}, {}), 0.0, "output_field_missing")

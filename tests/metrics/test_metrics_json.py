@@ -13,7 +13,7 @@ from evalglass.core.example import Example
 from evalglass.core.score import Score, Status, Validity
 from evalglass.metrics import MetricLoadError, MetricResult, parse_metric_spec
 from evalglass.metrics.base import BuildContext
-from tests.metrics.helpers import assert_unmeasured
+from tests.metrics.helpers import assert_unmeasured, assert_worst
 
 
 def measure(config: dict[str, Any], output: Any, base_dir: Path = Path(".")) -> MetricResult:
@@ -96,11 +96,7 @@ def test_field_present_failures_name_the_fields() -> None:
 
 def test_field_present_with_field_and_bad_config() -> None:
     assert measure({"type": "field_present", "fields": ["x"], "field": "inner"}, {"inner": {"x": 1}}) == 1.0
-    assert_unmeasured(
-        measure({"type": "field_present", "fields": ["x"], "field": "inner"}, {}),
-        Status.NON_EVALUABLE,
-        "field_missing",
-    )
+    assert_worst(measure({"type": "field_present", "fields": ["x"], "field": "inner"}, {}), 0.0, "output_field_missing")
     for fields in ([], ["a..b"], [".a"]):
         with pytest.raises(ValidationError):
             parse_metric_spec({"type": "field_present", "fields": fields})

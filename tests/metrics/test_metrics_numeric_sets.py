@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from evalglass.core.score import Status, Validity
 from evalglass.metrics import parse_metric_spec
-from tests.metrics.helpers import assert_unmeasured, measure
+from tests.metrics.helpers import assert_unmeasured, assert_worst, measure
 
 
 @pytest.mark.parametrize(
@@ -62,7 +62,9 @@ def test_coerce_refuses_non_decimal_text(output: str) -> None:
 def test_numeric_bounds_field_and_absence() -> None:
     config = {"type": "numeric_bounds", "min": 0, "max": 1, "field": "scores.0"}
     assert measure(config, {"scores": [0.3]}) == 1.0
-    assert_unmeasured(measure(config, {"scores": []}), Status.NON_EVALUABLE, "field_missing")
+    assert_worst(measure(config, {"scores": []}), 0.0, "output_field_missing")
+    excluded = {**config, "on_invalid_output": "exclude"}
+    assert_unmeasured(measure(excluded, {"scores": []}), Status.NON_EVALUABLE, "field_missing")
 
 
 @pytest.mark.parametrize(
@@ -134,7 +136,9 @@ def test_set_overlap_problems() -> None:
     assert_unmeasured(measure(config, ["a"], gold="a"), Status.ERROR, "reference_wrong_type")
     assert_unmeasured(measure(config, [{1, 2}], gold=["a"]), Status.ERROR, "wrong_type")
     nested = {**config, "field": "entities"}
-    assert_unmeasured(measure(nested, {"other": []}, gold=["a"]), Status.NON_EVALUABLE, "field_missing")
+    assert_worst(measure(nested, {"other": []}, gold=["a"]), 0.0, "output_field_missing")
+    # What the evaluator lacks comes first: a malformed reference is not measured, whatever the answer.
+    assert_unmeasured(measure(nested, {"other": []}, gold="a"), Status.ERROR, "reference_wrong_type")
     with pytest.raises(ValidationError):
         parse_metric_spec({"type": "set_overlap"})
     with pytest.raises(ValidationError):

@@ -1,7 +1,9 @@
 """Property: whatever the output and record hold, every metric returns a finite float or a legal Score.
 
 A metric that raised, or returned a bool, NaN or an int, would either crash a run or slip a non-measurement into
-the averages; these tests throw JSON values, non-JSON Python objects, JSON-looking text and ABSENT at all of them.
+the averages; these tests throw JSON values, non-JSON Python objects, JSON-looking text, text ``task.parse: json``
+could not parse and ABSENT at all of them. A wrong answer (unparsed text, a missing field) is measured at the worst
+end of the scale for the metric's direction, or left out with ``on_invalid_output: exclude``; never anything else.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from hypothesis import strategies as st
 
 from evalglass.core.example import Example
 from evalglass.core.fieldpath import ABSENT
-from evalglass.core.score import Score, score_violation
+from evalglass.core.outputparse import parse_json_output
+from evalglass.core.score import Score, Status, Validity, score_violation
+from evalglass.core.stats import Direction
 from evalglass.metrics import METRIC_TYPES, MetricFn, MetricResult, parse_metric_spec
 from evalglass.metrics.base import BuildContext
 
@@ -28,7 +32,11 @@ VALUES = st.recursive(
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4),
     max_leaves=12,
 )
-ODD = st.sampled_from([ABSENT, {1, 2}, b"bytes", object(), (1, "a"), {1: "int key"}, frozenset({"x"})])
+#: Text ``task.parse: json`` could not parse, as the pipeline hands it to metrics.
+UNPARSED = (
+    st.text(max_size=12).map(lambda text: parse_json_output("{" + text)).filter(lambda o: not isinstance(o, dict))
+)
+ODD = st.sampled_from([ABSENT, {1, 2}, b"bytes", object(), (1, "a"), {1: "int key"}, frozenset({"x"})]) | UNPARSED
 TEXT_OF_JSON = VALUES.map(lambda value: json.dumps(value))
 OUTPUTS = VALUES | ODD | TEXT_OF_JSON
 RECORDS = st.dictionaries(st.sampled_from(["gold", "other"]), VALUES | ODD, max_size=2)
@@ -56,6 +64,14 @@ CONFIGS: list[dict[str, Any]] = [
     {"type": "set_overlap", "reference": "gold", "measure": "precision", "case_sensitive": False},
     {"type": "set_overlap", "reference": "gold", "measure": "recall", "field": "items"},
     {"type": "enum", "values": ["yes", "no", 1, None], "case_sensitive": False},
+    {"type": "recorded_score", "scorer": "match"},
+    {
+        "type": "recorded_score",
+        "scorer": "match",
+        "key": "a",
+        "values": {"yes": 1, "no": 0},
+        "scale": {"min": 0, "max": 5},
+    },
 ]
 BUILT: list[MetricFn] = [parse_metric_spec(config).build(BuildContext(Path("."))) for config in CONFIGS]
 
@@ -80,6 +96,43 @@ def test_builtins_always_return_a_legal_result(output: Any, record: dict[str, An
     example = Example(id="p", line=1, fields=record, output=output)
     for function in BUILT:
         assert_legal(function(example))
+
+
+#: A usable reference for the types that read one, so that only the answer is wrong.
+USABLE_GOLD = {"contains": lambda drawn: "needle", "set_overlap": lambda drawn: [drawn]}
+
+
+#: recorded_score reads another tool's score, not the system's answer: a score the tool did not record is a missing
+#: measurement (an error, never the worst value; issue 31), which tests/metrics/test_metrics_recorded.py pins.
+MEASURE_ANSWERS = [config for config in CONFIGS if config["type"] != "recorded_score"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    config=st.sampled_from(MEASURE_ANSWERS),
+    answer=UNPARSED | st.dictionaries(st.sampled_from(["other", "b"]), JSON_SAFE, max_size=2),
+    gold=JSON_SAFE,
+    direction=st.sampled_from(list(Direction)),
+    exclude=st.booleans(),
+)
+def test_a_wrong_answer_scores_the_worst_value_or_is_left_out(
+    config: dict[str, Any], answer: Any, gold: Any, direction: Direction, exclude: bool
+) -> None:
+    """Text that did not parse, or an output without the field the metric reads (with the reference present):
+    every builtin scores the worst end of its scale for its direction (scored, valid, the diagnostic kept), or with
+    ``exclude`` leaves it out; never a middle value, never a value under ``exclude``."""
+    config = {**config, "field": config.get("field", "answer"), "on_invalid_output": "exclude" if exclude else "worst"}
+    function = parse_metric_spec(config).build(BuildContext(Path("."), direction=direction))
+    reference = USABLE_GOLD.get(config["type"], lambda drawn: drawn)(gold)
+    result = function(Example(id="p", line=1, fields={"gold": reference}, output=answer))
+    assert isinstance(result, Score)
+    if exclude:
+        assert result.value is None and result.status in (Status.ERROR, Status.NON_EVALUABLE)
+        assert result.diagnostics[0].code in ("field_missing", "output_not_json")
+        return
+    worst = 0.0 if direction is Direction.HIGHER_IS_BETTER else 1.0
+    assert (result.status, result.validity, result.value) == (Status.SCORED, Validity.VALID, worst), result
+    assert result.diagnostics[0].code == ("output_field_missing" if isinstance(answer, dict) else "output_not_json")
 
 
 @settings(max_examples=150, deadline=None)

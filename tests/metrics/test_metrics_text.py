@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.score import Status, Validity
 from evalglass.metrics import parse_metric_spec
-from tests.metrics.helpers import assert_unmeasured, measure
+from tests.metrics.helpers import assert_unmeasured, assert_worst, measure
 
 
 @pytest.mark.parametrize(
@@ -74,16 +74,16 @@ def test_text_metrics_refuse_non_strings(metric: str, output: Any) -> None:
 
 
 @pytest.mark.parametrize("metric", ["contains", "regex", "word_count"])
-def test_text_metrics_absent_target_is_non_evaluable(metric: str) -> None:
+def test_text_metrics_missing_field_is_a_wrong_answer_and_no_output_is_unmeasured(metric: str) -> None:
     config = {
         "contains": {"type": "contains", "value": "a"},
         "regex": {"type": "regex", "pattern": "a"},
         "word_count": {"type": "word_count", "max": 5},
     }[metric]
-    score = assert_unmeasured(
-        measure({**config, "field": "answer.text"}, {"answer": {}}), Status.NON_EVALUABLE, "field_missing"
-    )
+    score = assert_worst(measure({**config, "field": "answer.text"}, {"answer": {}}), 0.0, "output_field_missing")
     assert "answer.text" in score.diagnostics[0].message
+    excluded = {**config, "field": "answer.text", "on_invalid_output": "exclude"}
+    assert_unmeasured(measure(excluded, {"answer": {}}), Status.NON_EVALUABLE, "field_missing")
     assert_unmeasured(measure(config, ABSENT), Status.NON_EVALUABLE, "field_missing")
 
 

@@ -36,6 +36,8 @@ class BlockReason(StrEnum):
     CALIBRATION_EXPIRED = "calibration_expired"
     CHECK_NOT_PASSED = "check_not_passed"
     CHECK_UNBOUND = "check_unbound"
+    #: Check gates: the command runs code (a test folder, a runner, a ``-m`` module) no declared input binds.
+    CHECK_INPUTS_UNBOUND = "check_inputs_unbound"
     NO_APPROVED_THRESHOLD = "no_approved_threshold"
     NO_MEASURED_VALUE = "no_measured_value"
     INCOMPLETE_MEASUREMENT = "incomplete_measurement"
@@ -51,6 +53,9 @@ class BlockReason(StrEnum):
     NOT_COMPARABLE = "not_comparable"
     #: Comparative gates: paired examples not measured validly in one of the runs (and not tolerated).
     INCOMPLETE_PAIRS = "incomplete_pairs"
+    #: Interval rules (``lower_bound``): the interval at the gate's level straddles the threshold, so the data show
+    #: neither that the gate is met nor that it is missed. Gather better evidence; nothing was shown to be short.
+    UNDECIDED = "undecided"
     #: Not a block: the gate was validly measured and the compared value misses the approved threshold (FAIL).
     BELOW_THRESHOLD = "below_threshold"
 
@@ -84,7 +89,8 @@ class GateApproval(BaseModel):
     require_binding: StrictBool = Field(
         default=False,
         description="Check gates only: block unless the check ran bound to the state its gate expects "
-        "(`expect_state`); an unbound PASS then blocks (check_unbound) instead of passing with a note.",
+        "(`expect_state`) and its `inputs:` bind the code its command runs; an unbound PASS then blocks "
+        "(check_unbound, check_inputs_unbound) instead of passing with a note.",
     )
     margin: float | None = Field(
         default=None,
@@ -523,6 +529,25 @@ def check_unbound_reason(check: str) -> Reason:
         message=(
             f"check '{check}' ran unbound (the gate names no expect_state) and the ledger requires "
             "a binding; add `expect_state:` to the gate with the state `evalglass check` prints"
+        ),
+    )
+
+
+def unbound_inputs_text(check: str, unbound: Collection[str]) -> str:
+    """What a check gate's note (or block) says when its command runs code that no input binds."""
+    return (
+        f"check '{check}' does not bind its test code: its command runs {', '.join(unbound)}, which no `inputs:` "
+        "covers, so a change there leaves an approval standing"
+    )
+
+
+def check_inputs_unbound_reason(check: str, unbound: Collection[str]) -> Reason:
+    """A check gate whose ledger entry requires a binding, on a check whose command runs unbound code."""
+    return Reason(
+        code=BlockReason.CHECK_INPUTS_UNBOUND,
+        message=(
+            f"{unbound_inputs_text(check, unbound)}, and the ledger requires a binding; declare them under the "
+            "check's `inputs:` and approve the new fingerprint"
         ),
     )
 

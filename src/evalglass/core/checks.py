@@ -129,8 +129,9 @@ class CheckReason(StrEnum):
     OUTPUT_UNUSABLE = "output_unusable"
 
 
-#: Reasons that can only arise before the command starts. (``command_not_found`` and ``permission_denied`` may
-#: come from the spawn itself or, with ``shell: true``, from the shell's exit 127/126 after it started.)
+#: Reasons that can only arise before the command starts. ``command_not_found`` and ``permission_denied`` come
+#: from the spawn; they are in neither set because records written before the exit-code policy became the one
+#: reader of exit codes carry them after a shell's exit 127/126, and such records must still load.
 _PRE_START_REASONS = frozenset(
     {
         CheckReason.BINDING_MISMATCH,
@@ -256,12 +257,6 @@ class ExitCodePolicy(BaseModel):
             return CheckOutcome.FAIL
         return None
 
-    def declares(self, exit_code: int) -> bool:
-        """Whether ``exit_code`` is named explicitly in one of the declared sets."""
-        return (
-            exit_code in self.pass_codes or exit_code in self.inconclusive_codes or exit_code in (self.fail_codes or ())
-        )
-
     def describe(self) -> str:
         """One line for reports, e.g. ``pytest-v1 pass=[0] inconclusive=[5] fail=[1, 2]``."""
         fail = "other" if self.fail_codes is None else list(self.fail_codes)
@@ -309,6 +304,10 @@ class CheckResult(BaseModel):
     writes_target: bool = False
 
     command: tuple[str, ...] = Field(min_length=1)
+    #: What the command runs that neither the check's ``inputs:`` nor its target binds (``folder 'tests'``,
+    #: ``runner 'pytest'``), as the runner found it before the command started; left out of the record when empty,
+    #: so records of checks that bind everything read as they always did.
+    unbound_inputs: tuple[str, ...] = Field(default=(), exclude_if=lambda found: not found)
     shell: bool = False
     cwd: str = "."
     env: dict[str, str] = Field(default_factory=dict)

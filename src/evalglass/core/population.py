@@ -1,7 +1,9 @@
 """Who was measured: the population behind one metric's number.
 
 Every expected example is accounted for: included in the math, excluded with its state and diagnostics, or
-missing (a score that should exist and does not, counted as an error).
+missing (a score that should exist and does not, counted as an error). Diagnostics are counted on included scores
+too: a measured value can carry one (a wrong answer scored its metric's worst value, ``output_not_json``; which
+schema rule failed), and the view says how many of each code are in the value.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, computed_field, model_validator
 
-from evalglass.core.columns import STATES, ScoreColumn
+from evalglass.core.columns import SCORED_VALID, STATES, ScoreColumn
 from evalglass.core.score import Status, Validity
 
 if TYPE_CHECKING:  # loading a scorecard (`evalglass view`) needs no numpy: it is imported where it is used
@@ -36,6 +38,18 @@ class DiagnosticCount(BaseModel):
     code: str
     count: int = Field(ge=1)
     example: str = Field(description="One message with this code, so the report can show what it looks like.")
+    included: int = Field(
+        default=0,
+        ge=0,
+        description="How many of these scores are included in the value: measured (scored and valid) with this "
+        "diagnostic, such as a wrong answer scored its metric's worst value; the rest are excluded.",
+    )
+
+    @model_validator(mode="after")
+    def _included_within_count(self) -> DiagnosticCount:
+        if self.included > self.count:
+            raise ValueError(f"{self.included} included of {self.count} scores with diagnostic {self.code}")
+        return self
 
 
 class Population(BaseModel):
@@ -129,11 +143,20 @@ def population_of_states(
 
 
 def _top_diagnostics(column: ScoreColumn) -> tuple[DiagnosticCount, ...]:
+    """The most frequent diagnostic codes of the column's rows, included and excluded alike, each with how many of
+    its rows are included."""
     counts: Counter[str] = Counter()
+    included: Counter[str] = Counter()
     examples: dict[str, str] = {}
-    for _row, diagnostics in column.diagnostic_rows():
+    states = column.states()
+    for row, diagnostics in column.diagnostic_rows():
+        measured = int(states[row] == SCORED_VALID)
         for diagnostic in diagnostics:
             counts[diagnostic.code] += 1
+            included[diagnostic.code] += measured
             examples.setdefault(diagnostic.code, diagnostic.message)
     ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:TOP_DIAGNOSTICS]
-    return tuple(DiagnosticCount(code=code, count=count, example=examples[code]) for code, count in ranked)
+    return tuple(
+        DiagnosticCount(code=code, count=count, example=examples[code], included=included[code])
+        for code, count in ranked
+    )

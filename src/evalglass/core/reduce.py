@@ -2,7 +2,9 @@
 
 An example enters the math only when every one of its samples was measured validly; otherwise it is excluded with
 the most serious state among its samples (error, then blocked, invalid, non_evaluable, skipped) and that sample's
-diagnostics. A reducer that is undefined for an example (pass@k with fewer than k samples) makes it an error.
+diagnostics. An example that enters keeps the diagnostics its samples' measured values carried (each code once,
+from the first sample with it), so a sample scored as a wrong answer (``output_not_json``) is still counted. A
+reducer that is undefined for an example (pass@k with fewer than k samples) makes it an error.
 """
 
 from __future__ import annotations
@@ -11,8 +13,8 @@ import numpy as np
 import numpy.typing as npt
 
 from evalglass.core.columns import SCORED_VALID, STATES, ScoreColumn
-from evalglass.core.score import Score, Status
-from evalglass.core.stats import Reducer, reduce_samples
+from evalglass.core.score import Diagnostic, Score, Status, Validity
+from evalglass.core.stats import Reducer, WithinSpread, reduce_samples, within_spread
 
 _SEVERITY = {
     Status.ERROR: 5,
@@ -52,12 +54,21 @@ def reduce_column(
         except ValueError as exc:
             problem = str(exc)
     worst = _worst_rows(states, example_of_row, examples)
+    notes = _measured_notes(column, states, example_of_row)
     out = ScoreColumn()
     for example in range(examples):
         if problem is not None and whole[example]:
             out.append(Score.error("reducer_undefined", f"{reducer.value} cannot reduce these samples: {problem}"))
         elif whole[example]:
-            out.append(float(reduced[example]))
+            noted = notes.get(example)
+            value = float(reduced[example])
+            out.append(
+                value
+                if noted is None
+                else Score(
+                    status=Status.SCORED, validity=Validity.VALID, value=value, diagnostics=tuple(noted.values())
+                )
+            )
         elif rows[example] and valid_rows[example] == rows[example]:
             out.append(
                 Score.error(
@@ -68,6 +79,20 @@ def reduce_column(
         else:
             out.append(column.score(int(worst[example])))
     return out
+
+
+def _measured_notes(
+    column: ScoreColumn, states: npt.NDArray[np.uint8], example_of_row: npt.NDArray[np.int64]
+) -> dict[int, dict[str, Diagnostic]]:
+    """Per example, the diagnostics its measured (scored+valid) sample rows carry, each code once."""
+    notes: dict[int, dict[str, Diagnostic]] = {}
+    for row, diagnostics in column.diagnostic_rows():
+        if states[row] != SCORED_VALID:
+            continue
+        found = notes.setdefault(int(example_of_row[row]), {})
+        for diagnostic in diagnostics:
+            found.setdefault(diagnostic.code, diagnostic)
+    return notes
 
 
 def _worst_rows(
@@ -83,3 +108,19 @@ def _worst_rows(
             best_severity[example] = severity[row]
             worst[example] = row
     return worst
+
+
+def within_of(
+    column: ScoreColumn, example_of_row: npt.NDArray[np.int64] | None, examples: int, reducer: Reducer
+) -> WithinSpread | None:
+    """How much the samples of one example vary, over the examples whose every sample was measured validly (those
+    that enter the math). Only for the ``mean`` reducer: what sampling more epochs would buy is said of per-example
+    means; the other reducers (majority, max, pass@k ...) do not average their noise away like that. None without
+    samples."""
+    if example_of_row is None or reducer is not Reducer.MEAN:
+        return None
+    valid = column.states() == SCORED_VALID
+    rows = np.bincount(example_of_row, minlength=examples)
+    whole = rows == np.bincount(example_of_row[valid], minlength=examples)
+    keep = valid & whole[example_of_row]
+    return within_spread(example_of_row[keep], column.values()[keep])

@@ -18,6 +18,7 @@ from evalglass.engine.compare import RunForComparison, load_for_comparison, metr
 from evalglass.engine.config import Config
 from evalglass.engine.ledger import LoadedLedger
 from evalglass.engine.runfolder import atomically, make_dirs
+from evalglass.engine.runlocator import RunLocator
 from evalglass.errors import SetupError
 
 BASELINES_DIR = "baselines"
@@ -49,12 +50,15 @@ def _read(name: str, folder: Path, location: str, metrics: list[str]) -> tuple[B
     )
 
 
-def read_baseline(name: str, ledger: LoadedLedger, metrics: list[str]) -> tuple[BaselineRun, RunForComparison | None]:
-    """The baseline the ledger lists under ``name`` (its ``run`` folder is relative to the ledger file)."""
+def read_baseline(
+    name: str, ledger: LoadedLedger, metrics: list[str], locator: RunLocator | None
+) -> tuple[BaselineRun, RunForComparison | None]:
+    """The baseline the ledger lists under ``name``: its ``run`` folder, relative to the ledger file, or else a run
+    reference that ``locator`` (the run's, see ``engine.runlocator``) finds."""
     reference = ledger.ledger.baselines[name].run
     source, location = ledger.path.parent / reference, str(ledger.path.parent / reference)
-    if not source.exists():
-        found_run = _locate(reference)
+    if not source.exists() and locator is not None:
+        found_run = _locate(reference, locator)
         if found_run is not None:  # a run reference (main@latest): its fingerprint is still checked
             source, location = found_run, reference
     return _read(name, source, location, metrics)
@@ -66,17 +70,15 @@ def _copy(source: Path, target: Path) -> None:
         shutil.copyfileobj(src, out)
 
 
-def _locate(reference: str) -> Path | None:
-    from evalglass.engine.runlocator import locate
-
+def _locate(reference: str, locator: RunLocator) -> Path | None:
     try:
-        return locate(reference)
+        return locator(reference)
     except SetupError:
         return None  # read as a folder below, which says the baseline's run cannot be read
 
 
 def baselines_for_run(
-    config: Config, ledger: LoadedLedger, folder: Path
+    config: Config, ledger: LoadedLedger, folder: Path, locator: RunLocator | None
 ) -> tuple[dict[str, BaselineRun], dict[str, BaselineRecord]]:
     """Read every baseline the config's comparative gates name and the ledger lists; copy each into the run."""
     metrics = compared_metrics(config)
@@ -87,7 +89,7 @@ def baselines_for_run(
         approval = ledger.ledger.baselines.get(name)
         if approval is None:
             continue  # the gate blocks with baseline_missing: the ledger lists no such baseline
-        baseline, run = read_baseline(name, ledger, metrics)
+        baseline, run = read_baseline(name, ledger, metrics, locator)
         if run is not None:
             target = folder / BASELINES_DIR / name
             make_dirs(target)

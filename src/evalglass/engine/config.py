@@ -7,8 +7,7 @@ a misspelt ``tolerate`` or ``threshold`` silently dropped would change what a gr
 from __future__ import annotations
 
 import re
-import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -20,21 +19,26 @@ from evalglass.core.checks import policy_id_conflicts
 from evalglass.core.fieldpath import FieldPathError, parse_path
 from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
 from evalglass.core.gatespec import GateRule, GateSpec
+from evalglass.core.stats import Direction
 from evalglass.core.usage import Price
 from evalglass.engine.executorspec import TASK_KEY, AnyExecutor, LocalExecutorSpec, RayExecutorSpec
+from evalglass.engine.tracespec import TraceOptions
 from evalglass.engine.validation import validate_document
 from evalglass.errors import LocatedValueError, SetupError
+from evalglass.lanes.checkinputs import InputProblem, input_hashes, split_words
 from evalglass.lanes.checkspec import CheckSpec
 from evalglass.lanes.specs import EndpointSpec, LaneSpec
 from evalglass.metrics.llm_judge import LlmJudgeSpec, judges_among
 from evalglass.metrics.registry import AnyMetricSpec
-from evalglass.metrics.versions import gate_evaluators
+from evalglass.metrics.versions import fingerprinted, gate_evaluators
 from evalglass.readers.userfiles import read_regular
 from evalglass.readers.yamlsource import YamlDocument, load_yaml
 
 NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_.-]*$"
 _NAME = re.compile(NAME_PATTERN)
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: Dataset formats read by their own readers (``engine.datasetfile.open_reader``).
+DatasetFormat = Literal["jsonl", "csv", "parquet", "otlp", "inspect", "promptfoo", "lm-eval", "openai-evals"]
 
 
 def _check_path(path: str) -> str:
@@ -57,6 +61,15 @@ class DatasetSpec(BaseModel):
 
     name: str = Field(pattern=NAME_PATTERN, description="The name the ledger uses to validate this dataset.")
     path: str = Field(description="JSONL file, one example per line, relative to this config file.")
+    format: DatasetFormat | None = Field(
+        default=None,
+        description="How the file is read: by default from its extension (.jsonl, .csv, .parquet); `otlp` for "
+        "OpenTelemetry traces (OTLP/JSON lines or protobuf, docs/traces.md); `inspect`, `promptfoo`, `lm-eval`, "
+        "`openai-evals` for another tool's results (docs/other-tools.md).",
+    )
+    traces: TraceOptions | None = Field(
+        default=None, description="With `format: otlp`: which spans make an example, and the mapping (docs/traces.md)."
+    )
     id_field: str = Field(default="id", description="Field holding each example's unique id.")
     cluster_field: str | None = Field(
         default=None,
@@ -66,6 +79,27 @@ class DatasetSpec(BaseModel):
 
     _paths = field_validator("id_field", "cluster_field")(_check_path)
     _file = field_validator("path")(_names_a_file)
+
+    @model_validator(mode="after")
+    def _options_fit_format(self) -> DatasetSpec:
+        if self.traces is not None and self.format != "otlp":
+            raise LocatedValueError([(("traces",), "`traces` applies to `format: otlp` only")])
+        return self
+
+    @property
+    def trace_options(self) -> TraceOptions:
+        return self.traces if self.traces is not None else TraceOptions()
+
+    @property
+    def tool_results(self) -> bool:
+        """Whether the file is another evaluation tool's results (``engine.toolresults``)."""
+        return self.format in ("inspect", "promptfoo", "lm-eval", "openai-evals")
+
+    @property
+    def may_lack_content(self) -> bool:
+        """Whether records may list content their source did not capture (``not_captured``): traces, and other
+        tools' results (which do not all record every sample's answer or prompt)."""
+        return self.format == "otlp" or self.tool_results
 
 
 class RecordedTask(BaseModel):
@@ -82,8 +116,9 @@ class RecordedTask(BaseModel):
     field: str = Field(default="output", description="Field of each record holding the recorded output.")
     parse: Literal["json"] | None = Field(
         default=None,
-        description="`json`: parse a JSON-text output before metrics see it; text that does not parse is an "
-        "`output_not_json` error for every metric but json_valid, which measures it (0.0).",
+        description="`json`: parse a JSON-text output before metrics see it; text that does not parse is a wrong "
+        "answer (`output_not_json`): every metric scores it its worst value (0.0 on a unit scale), json_valid "
+        "measures the text (0.0), and a metric with `on_invalid_output: exclude` leaves it out.",
     )
     strict: bool = Field(
         default=False,
@@ -283,6 +318,18 @@ class Config(BaseModel):
         self._output_is_not_gold()
         return self
 
+    def _gate_directions(self, metric: str) -> dict[str, Direction]:
+        return {name: gate.direction for name, gate in self.gates.items() if gate.metric == metric}
+
+    def metric_direction(self, metric: str) -> Direction | None:
+        """Which way ``metric`` improves: its gates' direction, higher is better (a gate's default) when no gate
+        decides on it, None when its gates disagree. It decides which end of its scale an answer the metric cannot
+        read scores; with None there is no single worst end (``metrics.invalid``)."""
+        directions = set(self._gate_directions(metric).values())
+        if len(directions) > 1:
+            return None
+        return directions.pop() if directions else Direction.HIGHER_IS_BETTER
+
     def _executor_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
         """Overrides must name something that is shipped; a declared secret may not be put in ``env_vars``."""
         executor = self.executor
@@ -362,7 +409,10 @@ class Config(BaseModel):
 
     @property
     def samples(self) -> bool:
-        """True when each example has a list of sample rows: recorded ``samples: true`` or a lane's ``epochs > 1``."""
+        """True when each example has a list of sample rows: recorded ``samples: true``, a lane's ``epochs > 1``, or
+        another tool's results (whose epochs and repeats are always kept as samples)."""
+        if self.dataset.tool_results:
+            return True
         return self.task.samples if isinstance(self.task, RecordedTask) else self.task.epochs > 1
 
     @property
@@ -470,11 +520,15 @@ class Config(BaseModel):
         gate = self.gates[name]
         files_of = definition_files or {}
         if gate.check is not None:
-            check = self.checks[gate.check].model_dump(mode="json", exclude={"description"})
-            check_payload: dict[str, Any] = {"gate": gate.fingerprint_payload(), "check": check}
+            check_payload: dict[str, Any] = {
+                "gate": gate.fingerprint_payload(),
+                "check": self._check_payload(gate.check),
+            }
             check_files = files_of.get(check_files_key(gate.check))
             if check_files:
                 check_payload["files"] = check_files
+            if self.checks[gate.check].inputs:
+                check_payload["inputs"] = files_of.get(check_inputs_key(gate.check), {})
             return check_payload
         metric = str(gate.metric)
         spec = self.metrics[metric]
@@ -482,10 +536,21 @@ class Config(BaseModel):
         if gate.rule is GateRule.LOWER_BOUND:
             payload["interval"] = spec.interval.model_dump(mode="json")
         files = dict(files_of.get(metric, {}))
+        checks: dict[str, Any] = {}
+        check_inputs: dict[str, Any] = {}
         for check_name in spec.check_references().values():
             files.update(files_of.get(check_files_key(check_name), {}))
+            # What the metric runs per example is what it measures: its command, policy and inputs, as a check
+            # gate binds them.
+            checks[check_name] = self._check_payload(check_name)
+            if self.checks[check_name].inputs:
+                check_inputs[check_name] = files_of.get(check_inputs_key(check_name), {})
         if files:
             payload["files"] = files
+        if checks:
+            payload["checks"] = checks
+        if check_inputs:
+            payload["check_inputs"] = check_inputs
         if metric in self.shipped_metrics and isinstance(self.executor, RayExecutorSpec):
             # The metric's work runs on a cluster: which one, and in which environment, decides what it answers.
             payload["executor"] = self.executor.binding_payload()
@@ -493,16 +558,35 @@ class Config(BaseModel):
             payload["task_parse"] = "json"
         if isinstance(self.task, RecordedTask):
             # Which field holds the outputs decides what is measured: pointing it elsewhere needs a new approval.
-            payload["recorded_output"] = {"field": self.task.field, "samples": self.task.samples}
-        evaluators = self.gate_evaluators(name) if versions is None else dict(versions)
+            payload["recorded_output"] = {"field": self.task.field, "samples": self.samples}
+        if self.dataset.format == "otlp" or self.dataset.tool_results:
+            # Which spans make an example, and how they map, decide what is measured too (a `where` that keeps only
+            # the good traces is a new approval). Only for these formats: other approvals keep their fingerprints.
+            read: dict[str, Any] = {"format": self.dataset.format}
+            if self.dataset.format == "otlp":
+                read["traces"] = self.dataset.trace_options.model_dump(mode="json")
+            payload["dataset_read"] = read
+        evaluators = fingerprinted(self.gate_evaluators(name) if versions is None else versions)
         if evaluators:
             payload["evaluators"] = evaluators
         return payload
+
+    def _check_payload(self, name: str) -> dict[str, Any]:
+        """A check's declaration as its gates bind it: all of it but its prose, and ``inputs`` only when declared
+        (gates approved before checks had inputs keep their fingerprint)."""
+        declared = self.checks[name]
+        left_out = {"description"} if declared.inputs else {"description", "inputs"}
+        return declared.model_dump(mode="json", exclude=left_out)
 
 
 def check_files_key(check: str) -> str:
     """The ``definition_files`` key of a check's files (metric names cannot contain ':', so keys never clash)."""
     return f"check:{check}"
+
+
+def check_inputs_key(check: str) -> str:
+    """The ``definition_files`` key of a check's declared ``inputs:`` (label → fingerprint)."""
+    return f"inputs:{check}"
 
 
 def _known(names: dict[str, Any]) -> str:
@@ -559,15 +643,20 @@ def load_config(path: Path) -> LoadedConfig:
         config=config,
         path=path,
         fingerprint=fingerprint_of_bytes(doc.raw),
-        definition_files=definition_file_hashes(config, path.parent),
+        definition_files=definition_file_hashes(config, path.parent, doc.where),
         raw=doc.raw,
     )
 
 
-def definition_file_hashes(config: Config, base_dir: Path) -> dict[str, dict[str, str]]:
-    """SHA-256 of every file a metric's definition lives in, keyed by metric and path relative to the config.
+def definition_file_hashes(
+    config: Config, base_dir: Path, where: Callable[[tuple[str | int, ...]], str] | None = None
+) -> dict[str, dict[str, str]]:
+    """SHA-256 of every file a metric's definition lives in, keyed by metric and path relative to the config; and
+    per check, the files its command names and the fingerprints of its declared ``inputs:``.
 
-    A file that cannot be read is left out here; building the metric then fails with its own clear error.
+    A file that cannot be read is left out here; building the metric then fails with its own clear error. A
+    declared input that cannot be hashed is a ``SetupError`` at its entry (``where`` gives ``file:line``): an input
+    is declared to be bound, and silently binding less than declared would be a gap no one sees.
     """
     hashes: dict[str, dict[str, str]] = {}
     root = base_dir.resolve()
@@ -586,6 +675,12 @@ def definition_file_hashes(config: Config, base_dir: Path) -> dict[str, dict[str
         files = check_argv_file_hashes(check, base_dir)
         if files:
             hashes[check_files_key(name)] = files
+        if check.inputs:
+            try:
+                hashes[check_inputs_key(name)] = input_hashes(check, base_dir, leave_out=(base_dir / config.ledger,))
+            except InputProblem as exc:
+                at = ("checks", name, "inputs", exc.index)
+                raise SetupError(f"check '{name}': {exc}", where=where(at) if where else None, fix=exc.fix) from None
     return hashes
 
 
@@ -599,7 +694,7 @@ def check_argv_file_hashes(check: CheckSpec, base_dir: Path) -> dict[str, str]:
     """
     root = base_dir.resolve()
     cwd = (root / (check.cwd or ".")).resolve()
-    words = _shell_words(check.command) if isinstance(check.command, str) else list(check.command)
+    words = split_words(check.command) if isinstance(check.command, str) else list(check.command)
     files: dict[str, str] = {}
     for word in words:
         if not word or "{" in word or "\x00" in word:
@@ -613,10 +708,3 @@ def check_argv_file_hashes(check: CheckSpec, base_dir: Path) -> dict[str, str]:
             continue
         files[candidate.relative_to(root).as_posix()] = fingerprint_of_bytes(data)
     return files
-
-
-def _shell_words(command: str) -> list[str]:
-    try:
-        return shlex.split(command)
-    except ValueError:  # unbalanced quotes: the shell will refuse it too; hash what can be split plainly
-        return command.split()

@@ -3,15 +3,19 @@
 The engine never asks which type a metric is. It fills one :class:`~evalglass.metrics.base.BuildContext` per
 metric (the config's folder and checks, the check records' sink, and on a live run its executor and call cache; the
 cluster for a metric that can be shipped) and reads what it needs from the spec's own declarations: ``live`` (built
-in the live run's event loop), ``shippable``, ``parallel``, ``judges_json``. A metric that cannot be built is one
-line and exit 2, whatever its type.
+in the live run's event loop), ``shippable``, ``parallel``. Which way a metric improves (its gates' direction) is in
+the context too: it decides which end of its scale an answer the metric cannot read scores (``metrics.invalid``).
+A metric that cannot be built is one line and exit 2, whatever its type.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from evalglass.engine.sink import BuiltMetric, guard_unparsed
+from evalglass import hostwatch
+from evalglass.engine.sink import BuiltMetric
+from evalglass.engine.toolresults import guard_failed_samples
+from evalglass.engine.uncaptured import UncapturedJudge, guard_uncaptured
 from evalglass.errors import SetupError
 from evalglass.metrics.base import AsyncScorer, BuildContext, CheckSink, MetricShipper, MetricSpec, Scorer
 from evalglass.metrics.errors import MetricLoadError
@@ -20,6 +24,7 @@ if TYPE_CHECKING:
     from evalglass.engine.config import LoadedConfig
     from evalglass.lanes.callcache import CallStore
     from evalglass.lanes.executor import Executor
+    from evalglass.metrics.registry import AnyMetricSpec
 
 
 def build_scorer(loaded: LoadedConfig, name: str, spec: MetricSpec, context: BuildContext) -> Scorer:
@@ -48,14 +53,26 @@ def build_metrics(
             checks=config.checks,
             check_sink=check_sink,
             shipper=shipper if ships else None,
+            direction=config.metric_direction(name),
         )
-        function = build_scorer(loaded, name, spec, context)
+        label = metric_label(name, spec)
+        with hostwatch.watch(label):  # building a host metric imports its module: host code runs
+            function = build_scorer(loaded, name, spec, context)
         if isinstance(function, AsyncScorer):
             raise TypeError(f"metric '{name}' built an asynchronous scorer but does not declare itself live")
-        if config.parse_json:
-            function = guard_unparsed(name, spec.judges_json, function)
-        built.append(BuiltMetric(name=name, function=function, parallel=spec.parallel or ships))
+        if config.dataset.may_lack_content:
+            function = guard_uncaptured(name, spec, config.output_field, function)
+        if config.dataset.tool_results:
+            function = guard_failed_samples(name, function)
+        built.append(BuiltMetric(name=name, function=function, parallel=spec.parallel or ships, label=label))
     return built
+
+
+def metric_label(name: str, spec: AnyMetricSpec) -> str:
+    """How the supervisor names this metric when the process dies while it runs: ``python metric 'm'
+    (m.py:score)``."""
+    reference = spec.host_reference()
+    return f"{spec.type} metric '{name}'" + (f" ({reference})" if reference else "")
 
 
 def build_live_metric(loaded: LoadedConfig, name: str, executor: Executor, cache: CallStore | None) -> AsyncScorer:
@@ -63,11 +80,18 @@ def build_live_metric(loaded: LoadedConfig, name: str, executor: Executor, cache
     event loop, which its clients belong to."""
     spec = loaded.config.metrics[name]
     context = BuildContext(
-        base_dir=loaded.base_dir, name=name, checks=loaded.config.checks, executor=executor, cache=cache
+        base_dir=loaded.base_dir,
+        name=name,
+        checks=loaded.config.checks,
+        executor=executor,
+        cache=cache,
+        direction=loaded.config.metric_direction(name),
     )
     scorer = build_scorer(loaded, name, spec, context)
     if not isinstance(scorer, AsyncScorer):
         raise TypeError(f"metric '{name}' declares itself live but built a synchronous scorer")
+    if loaded.config.dataset.may_lack_content:
+        return UncapturedJudge(name, spec, loaded.config.output_field, scorer)
     return scorer
 
 

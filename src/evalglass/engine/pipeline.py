@@ -42,11 +42,12 @@ from evalglass.engine.artifacts import (
 from evalglass.engine.config import LoadedConfig, load_config
 from evalglass.engine.dataset import BadLine
 from evalglass.engine.decision import Evidence, decided_scorecard, run_record
-from evalglass.engine.digests import private_key, signing_key_from_env, write_digests
+from evalglass.engine.digests import DIGESTS_FILE, private_key, signing_key_from_env, write_digests
 from evalglass.engine.executorspec import RayExecutorSpec
 from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger, refuse_unpinned_ledger
 from evalglass.engine.metricbuild import build_metrics
-from evalglass.engine.runfolder import PartialFile, locked, make_dirs, write_atomic, writing
+from evalglass.engine.runfolder import PartialFile, locked, make_dirs, sweep_partials, write_atomic, writing
+from evalglass.engine.runlocator import RunLocator
 from evalglass.engine.scoresblock import encode_score
 from evalglass.engine.sink import (
     BuiltMetric,
@@ -237,10 +238,12 @@ def run_standalone_checks(loaded: LoadedConfig) -> dict[str, CheckResult]:
     names = config.standalone_checks
     if not names:
         return {}
+    from evalglass.engine.checking import checks_watch
     from evalglass.lanes.checkrun import run_checks  # subprocess, signals: only for runs that have checks
 
     expected = {name: state for name in names if (state := config.expected_state(name)) is not None}
-    return run_checks({name: config.checks[name] for name in names}, loaded.base_dir, expected=expected)
+    with checks_watch(names):
+        return run_checks({name: config.checks[name] for name in names}, loaded.base_dir, expected=expected)
 
 
 class RunInterrupted(Interrupted):
@@ -258,6 +261,8 @@ class RunInterrupted(Interrupted):
         self.folder = folder
         self.done = done
         self.total = total
+        #: Why the run stopped, when not by a signal (a lost cluster).
+        self.reason = reason
         #: Warnings of the run so far (a last-started pointer that could not be written): printed before the line.
         self.warnings = warnings
         progress = f" after {done} of {total} examples" if done is not None and total else ""
@@ -279,6 +284,7 @@ def run(
     resume: Path | None = None,
     progress: Any = None,
     pinned_ledger: Path | None = None,
+    locator: RunLocator | None = None,
 ) -> RunOutcome:
     """Evaluate, decide and write the artifacts.
 
@@ -286,8 +292,9 @@ def run(
     ``created_at`` (completed calls come from the cache) after checking that nothing it depends on changed.
     ``progress`` is an ``engine.progress.Reporter`` (live runs only). ``pinned_ledger`` (``run --ledger``) is the
     ledger the host requires: a config naming any other file is refused, since the config is what a pull request
-    edits and a ledger it points to could be one the pull request wrote. Every secret of the environment (and every
-    one the config declares) is redacted from everything the run writes.
+    edits and a ledger it points to could be one the pull request wrote. ``locator`` finds a baseline the ledger
+    names by reference (``engine.runlocator``; None: baselines are folders only). Every secret of the environment
+    (and every one the config declares) is redacted from everything the run writes.
     """
     from evalglass.engine.interrupts import terminate_like_interrupt
 
@@ -300,6 +307,7 @@ def run(
             resume=resume,
             progress=progress,
             pinned_ledger=pinned_ledger,
+            locator=locator,
         )
 
 
@@ -312,6 +320,7 @@ def _run(
     resume: Path | None,
     progress: Any,
     pinned_ledger: Path | None,
+    locator: RunLocator | None,
 ) -> RunOutcome:
     from evalglass.engine.cache import CacheMode
     from evalglass.engine.manifest import (
@@ -362,7 +371,17 @@ def _run(
             if recorded_manifest is None and not created:
                 refuse_occupied(folder)
             outcome = _run_in(
-                folder, created, recorded_manifest, manifest, loaded, ledger, mode, progress, counters, signing_key
+                folder,
+                created,
+                recorded_manifest,
+                manifest,
+                loaded,
+                ledger,
+                mode,
+                progress,
+                counters,
+                signing_key,
+                locator,
             )
             # The pointer is written under the lock: a concurrent run cannot finish between this run and it.
             problem = point_last_run_at(folder)
@@ -397,6 +416,7 @@ def _run_in(
     progress: Any,
     counters: Counters,
     signing_key: str | None,
+    locator: RunLocator | None,
 ) -> RunOutcome:
     """The run in its (created, locked) folder: what is written on the way is removed if the run fails, unless it
     can be resumed."""
@@ -414,6 +434,8 @@ def _run_in(
             warnings.append(problem)
         if recorded_manifest is None:
             write_manifest(folder, manifest)
+        else:
+            sweep_killed_writers(folder)
         writer = ScoresWriter(folder)
         check_records = CheckRecordWriter(folder)
         try:
@@ -440,7 +462,9 @@ def _run_in(
             else:
                 scored = score_recorded(loaded, metrics, writer)
             check_records.commit()
-            outcome = _finish(loaded, ledger, scored, folder, manifest.run_id, manifest.created_at, signing_key)
+            outcome = _finish(
+                loaded, ledger, scored, folder, manifest.run_id, manifest.created_at, signing_key, locator
+            )
             return dataclasses.replace(outcome, warnings=(*warnings, *outcome.warnings))
         except BaseException:
             writer.abort()
@@ -464,6 +488,33 @@ def _run_in(
         if created:
             shutil.rmtree(folder, ignore_errors=True)
         raise
+
+
+def sweep_killed_writers(folder: Path) -> None:
+    """The partial files that runs killed in this folder left (``.scores.jsonl.PID.*.partial`` ...), removed before
+    it is resumed: only those of the files a run writes here (engine/runfolder.py's names), nothing else."""
+    from evalglass.engine.baselines import BASELINES_DIR
+    from evalglass.engine.explorer import OUTPUTS_FILE
+    from evalglass.engine.manifest import MANIFEST_FILE
+
+    sweep_partials(
+        folder,
+        {
+            MANIFEST_FILE,
+            SCORES_FILE,
+            OUTPUTS_FILE,
+            CHECKS_FILE,
+            RUNRECORD_FILE,
+            SCORECARD_FILE,
+            REPORT_FILE,
+            DIGESTS_FILE,
+        },
+    )
+    copies = folder / BASELINES_DIR
+    if copies.is_dir() and not copies.is_symlink():
+        for copy in copies.iterdir():
+            if copy.is_dir() and not copy.is_symlink():
+                sweep_partials(copy, {RUNRECORD_FILE, SCORES_FILE})
 
 
 def point_last_run_at(folder: Path) -> str | None:
@@ -581,6 +632,7 @@ def _finish(
     run_id: str,
     created_at: str,
     signing_key: str | None = None,
+    locator: RunLocator | None = None,
 ) -> RunOutcome:
     """Standalone checks, the decision and the artifacts: the same for recorded and live runs."""
     config = loaded.config
@@ -597,7 +649,7 @@ def _finish(
     if any(gate.compare_to is not None for gate in config.gates.values()):
         from evalglass.engine.baselines import baselines_for_run, comparative_inputs
 
-        baselines, baseline_records = baselines_for_run(config, ledger, folder)
+        baselines, baseline_records = baselines_for_run(config, ledger, folder, locator)
         comparative = comparative_inputs(config, folder / SCORES_FILE, loaded.definition_files, dataset, baselines)
     evidence = Evidence(
         run_id=run_id,

@@ -11,13 +11,17 @@ tell (nothing measured, excluded examples, below ``min_n``, a failing check, a t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evalglass.core.authority import (
     JudgeStanding,
     Reason,
+    check_inputs_unbound_reason,
     check_unbound_reason,
     declared_gate_authority,
+    unbound_inputs_text,
     undeclared_gates,
 )
 from evalglass.core.evaluators import evaluator_labels
@@ -25,11 +29,21 @@ from evalglass.core.preflight import GatePreview, Preflight, Standing
 from evalglass.engine.config import LoadedConfig, load_config
 from evalglass.engine.datasetfile import gold_fingerprint_of
 from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger, refuse_unpinned_ledger
+from evalglass.engine.runlocator import RunLocator
 from evalglass.engine.staleness import stale_causes
+from evalglass.lanes.checkinputs import unbound_inputs
+
+if TYPE_CHECKING:  # the statistics are imported only when a comparative gate names a readable baseline
+    from evalglass.core.comparative import BaselineRun
+    from evalglass.core.compare import UnchangedForecast
+    from evalglass.core.gatespec import GateSpec
 
 
-def preflight(config_path: Path, *, today: str, pinned_ledger: Path | None = None) -> Preflight:
-    """Every gate's standing on ``today`` (YYYY-MM-DD). Bad input raises ``SetupError`` as a run would."""
+def preflight(
+    config_path: Path, *, today: str, pinned_ledger: Path | None = None, locator: RunLocator | None = None
+) -> Preflight:
+    """Every gate's standing on ``today`` (YYYY-MM-DD). Bad input raises ``SetupError`` as a run would.
+    ``locator``: how a run would find a baseline named by reference (``engine.runlocator``)."""
     loaded = load_config(config_path)
     refuse_unpinned_ledger(loaded, pinned_ledger)
     config = loaded.config
@@ -44,7 +58,9 @@ def preflight(config_path: Path, *, today: str, pinned_ledger: Path | None = Non
         standings = judge_standings(loaded)
     causes = stale_causes(config, loaded.definition_files, ledger.ledger, fingerprints)
     previews = [
-        _preview(loaded, ledger, name, fingerprints[name], dataset_fingerprint, standings, causes.get(name), today)
+        _preview(
+            loaded, ledger, name, fingerprints[name], dataset_fingerprint, standings, causes.get(name), today, locator
+        )
         for name in config.gates
     ]
     for gate in undeclared_gates(ledger.ledger, list(config.gates), ledger.gate_where()):
@@ -78,6 +94,7 @@ def _preview(
     standings: dict[str, JudgeStanding],
     stale_cause: str | None,
     today: str,
+    locator: RunLocator | None,
 ) -> GatePreview:
     config = loaded.config
     gate = config.gates[name]
@@ -98,13 +115,33 @@ def _preview(
     )
     kind = "check" if gate.check is not None else "comparative" if gate.compare_to is not None else "metric"
     evaluators = evaluator_labels(config.gate_evaluators(name))
+    # What the check's run records too (lanes.checkinputs), from the same declaration and files.
+    unbound = unbound_inputs(config.checks[gate.check], loaded.base_dir) if gate.check is not None else ()
+    baseline = _Baseline.read(loaded, ledger, name, locator) if gate.compare_to is not None else None
+    forecast = baseline.forecast(authority.margin) if baseline is not None else None
     if not authority.active:
-        return GatePreview(name, gate.subject, kind, Standing.INFORMATIONAL, fingerprint, evaluators=evaluators)
+        # Said before activation too: the host approves a fingerprint that would not cover that code.
+        said = (unbound_inputs_text(gate.subject, unbound),) if unbound else ()
+        return GatePreview(
+            name,
+            gate.subject,
+            kind,
+            Standing.INFORMATIONAL,
+            fingerprint,
+            notes=said,
+            evaluators=evaluators,
+            forecast=forecast,
+        )
     reasons = list(authority.reasons)
+    notes = authority.notes
     if gate.check is not None and authority.require_binding and gate.expect_state is None:
         reasons.append(check_unbound_reason(gate.check))
-    if gate.compare_to is not None:
-        reasons.extend(_baseline_reasons(ledger, gate.compare_to))
+    if unbound and authority.require_binding:
+        reasons.append(check_inputs_unbound_reason(gate.subject, unbound))
+    elif unbound:
+        notes = (*notes, unbound_inputs_text(gate.subject, unbound))
+    if baseline is not None:
+        reasons.extend(baseline.reasons)
     return GatePreview(
         name=name,
         subject=gate.subject,
@@ -114,18 +151,41 @@ def _preview(
         threshold=authority.threshold,
         margin=authority.margin,
         reasons=tuple(reasons),
-        notes=authority.notes,
+        notes=notes,
         evaluators=evaluators,
+        forecast=forecast,
     )
 
 
-def _baseline_reasons(ledger: LoadedLedger, name: str) -> list[Reason]:
-    """Whether the baseline a comparative gate names is listed, readable and the approved run (as a run checks)."""
-    from evalglass.core.comparative import baseline_reasons
-    from evalglass.engine.baselines import read_baseline
+@dataclass(frozen=True)
+class _Baseline:
+    """The baseline a comparative gate names, as a run would find it: why it cannot be compared with (reasons), and
+    what it says about how much an unchanged candidate would vary (its own column of the gate's metric)."""
 
-    approval = ledger.ledger.baselines.get(name)
-    if approval is None:
-        return baseline_reasons(name, None, None, listed=False)
-    found, _ = read_baseline(name, ledger, [])
-    return baseline_reasons(name, approval.fingerprint, found, listed=True)
+    gate: GateSpec
+    reasons: list[Reason]
+    found: BaselineRun | None
+
+    @classmethod
+    def read(cls, loaded: LoadedConfig, ledger: LoadedLedger, name: str, locator: RunLocator | None) -> _Baseline:
+        from evalglass.core.comparative import baseline_reasons
+        from evalglass.engine.baselines import read_baseline
+
+        gate = loaded.config.gates[name]
+        assert gate.compare_to is not None and gate.metric is not None
+        approval = ledger.ledger.baselines.get(gate.compare_to)
+        if approval is None:
+            return cls(gate, baseline_reasons(gate.compare_to, None, None, listed=False), None)
+        found, _ = read_baseline(gate.compare_to, ledger, [gate.metric], locator)
+        return cls(gate, baseline_reasons(gate.compare_to, approval.fingerprint, found, listed=True), found)
+
+    def forecast(self, approved_margin: float | None) -> UnchangedForecast | None:
+        """From the baseline's own spread, at the approved margin (else the proposed one); None when there is no
+        margin yet or the baseline cannot be read."""
+        from evalglass.core.comparative import unchanged_forecast
+
+        margin = approved_margin if approved_margin is not None else self.gate.proposed_margin
+        side = self.found.metrics.get(str(self.gate.metric)) if self.found is not None else None
+        if margin is None or side is None:
+            return None
+        return unchanged_forecast(self.gate, None, side, margin)

@@ -20,18 +20,18 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from evalglass import redaction
+from evalglass import hostwatch, redaction
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.decide import RunShape
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
-from evalglass.core.outputparse import UnparsedOutput
 from evalglass.core.score import Score, ScoreContractError, Status
 from evalglass.core.scorecard import CallTotals, DatasetSummary
 from evalglass.core.usage import TokenUsage
 from evalglass.engine.dataset import BadLine, field_getter
 from evalglass.engine.scoresblock import encode_score
 from evalglass.errors import SetupError
+from evalglass.hostwatch import Watch
 from evalglass.metrics.base import BatchedMetric, MetricFn
 
 if TYPE_CHECKING:
@@ -63,6 +63,12 @@ class BuiltMetric:
     name: str
     function: MetricFn
     parallel: bool
+    #: What the supervisor names when the process dies while this metric runs (default: the metric's name).
+    label: str = ""
+    watch: Watch = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "watch", hostwatch.watch(self.label or f"metric '{self.name}'"))
 
 
 def metric_raised(name: str, exc: BaseException) -> Score:
@@ -77,46 +83,17 @@ def _bad_result(name: str, result: object, why: str) -> Score:
     return Score.error("metric_bad_result", f"metric '{name}' returned {result!r}: {why}")
 
 
-def not_json_score(name: str, example: Example, output: UnparsedOutput) -> Score:
-    return Score.error(
-        "output_not_json",
-        f"example {example.id} (line {example.line}): task.parse is json, but the output is not JSON "
-        f"({output.message}); metric '{name}' needs the parsed output",
-        output.text[:200],
-    )
-
-
-def guard_unparsed(name: str, judges_json: bool, function: MetricFn) -> MetricFn:
-    """``function`` for ``task.parse: json``: an output that did not parse is an ``output_not_json`` error, or,
-    for a metric whose job is to judge JSON (``judges_json``), its raw text, which the metric then measures."""
-
-    def one(example: Example) -> Any:
-        output = example.output
-        if type(output) is not UnparsedOutput:
-            return inner_one(example)
-        if judges_json:
-            return inner_one(Example(example.id, example.line, example.fields, output.text, example.sample))
-        return not_json_score(name, example, output)
-
-    inner_one = function.one if isinstance(function, BatchedMetric) else function
-    if not isinstance(function, BatchedMetric):
-        return one
-    inner_batch = function.batch
-
-    def batch(examples: ExampleBatch) -> Any:
-        if any(type(output) is UnparsedOutput for output in examples.outputs):
-            return None  # the caller scores this batch example by example, through ``one``
-        return inner_batch(examples)
-
-    return BatchedMetric(one, batch)
-
-
 def call_metric(metric: BuiltMetric, batch: ExampleBatch, pool: Executor | None) -> list[Any]:
     """One metric over a batch; a raising call becomes an error score, never a number.
 
     A metric with a batch path scores the batch in one call. Should that call raise (or miscount), the batch is
     scored example by example instead, so every example gets exactly the outcome it would get alone.
     """
+    with metric.watch:
+        return _call_metric(metric, batch, pool)
+
+
+def _call_metric(metric: BuiltMetric, batch: ExampleBatch, pool: Executor | None) -> list[Any]:
     function, name = metric.function, metric.name
     if isinstance(function, BatchedMetric):
         if not (metric.parallel and pool is not None):

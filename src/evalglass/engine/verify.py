@@ -305,11 +305,17 @@ def _anchor(record: RunRecord, config: Config, anchors: Anchors, findings: list[
     if anchors.config is None:
         base = Path(record.config_path).parent
         if Path(record.config_path).is_file():
-            current_files = definition_file_hashes(config, base)
             # Said, not counted as a finding: the run decided on the hashes it recorded (which verify re-checks
             # against the gate fingerprints), and the config and ledger anchors above are what the host owns.
-            if current_files != record.definition_files:
-                statements.append("definition files: the ones at hand differ (a schema, module or checker changed)")
+            try:
+                current_files = definition_file_hashes(config, base)
+            except SetupError as exc:
+                statements.append(f"definition files: cannot be hashed here ({exc.what})")
+            else:
+                if current_files != record.definition_files:
+                    statements.append(
+                        "definition files: the ones at hand differ (a schema, module, checker or check input changed)"
+                    )
     return statements
 
 

@@ -14,7 +14,11 @@ One run of a check, in order:
    Whatever the command left running in its group when it exited is killed as well;
 4. observe the target again: a check that changed its own target is ERROR (``target_modified``) unless
    it declares ``writes_target: true``;
-5. map the exit code through the declared :class:`~evalglass.core.checks.ExitCodePolicy`.
+5. map the exit code through the declared :class:`~evalglass.core.checks.ExitCodePolicy`, the one reader of an
+   exit code (a shell's 127 included: only a command that could not be started has none).
+
+A standalone check's record also says what its command runs that neither its ``inputs:`` nor its target binds
+(``unbound_inputs``, found before it starts by ``lanes.checkinputs``).
 
 Every fault of the measurement is ERROR, never FAIL. The functions here do not raise for anything a
 command or a target can do; they raise :class:`CheckConfigError` only for a misuse that configuration
@@ -53,6 +57,7 @@ from evalglass.core.checks import (
     CheckResult,
 )
 from evalglass.core.redact import REDACTED, Redactor, is_secret_name, redact_env, secret_values
+from evalglass.lanes.checkinputs import unbound_inputs
 from evalglass.lanes.checkspec import (
     DEFAULT_OUTPUT_CAP,
     DEFAULT_TIMEOUT,
@@ -348,9 +353,6 @@ def _execute(
             CheckReason.TARGET_MODIFIED,
             f"the command changed its own target (state {state}); declare writes_target: true if it must",
         )
-    if spec.shell and returncode in (126, 127) and not spec.policy.declares(returncode):
-        reason = CheckReason.COMMAND_NOT_FOUND if returncode == 127 else CheckReason.PERMISSION_DENIED
-        return run.error(reason, f"the shell exited {returncode}" + (f": {last}" if last else ""))
     outcome = spec.policy.outcome_for(returncode)
     if outcome is None:
         return run.error(
@@ -418,19 +420,27 @@ def run_check(
         raise CheckConfigError(
             f"check {check_id!r} declares a target without a path: that form is for per-example checks"
         )
+    if spec.target is None and expected_fingerprint is not None:
+        raise CheckConfigError(f"check {check_id!r} has no target, so no fingerprint can be requested")
+    # Found before anything runs, so the record says what the command ran that no input binds, whatever its end.
+    unbound = unbound_inputs(spec, base)
     if spec.target is None:
-        if expected_fingerprint is not None:
-            raise CheckConfigError(f"check {check_id!r} has no target, so no fingerprint can be requested")
+        run = _Run(spec, check_id, None, None, _env_record(spec, None))
+        run.facts["unbound_inputs"] = unbound
         return _execute(
-            spec, base, check_id=check_id, example_id=None, target_dir=None, target_label=None, requested=None
+            spec, base, check_id=check_id, example_id=None, target_dir=None, target_label=None, requested=None, run=run
         )
     label = spec.target.path
     try:
         target_dir = resolve_within(base, label or ".", "target")
     except CheckConfigError as exc:
         run = _Run(spec, check_id, None, label, _env_record(spec, None))
-        run.facts.update(binding=BindingStatus.UNAVAILABLE, requested_fingerprint=expected_fingerprint)
+        run.facts.update(
+            binding=BindingStatus.UNAVAILABLE, requested_fingerprint=expected_fingerprint, unbound_inputs=unbound
+        )
         return run.error(CheckReason.PATH_ESCAPES_BASE, str(exc))
+    run = _Run(spec, check_id, None, label, _env_record(spec, target_dir))
+    run.facts["unbound_inputs"] = unbound
     return _execute(
         spec,
         base,
@@ -439,6 +449,7 @@ def run_check(
         target_dir=target_dir,
         target_label=label,
         requested=expected_fingerprint,
+        run=run,
     )
 
 

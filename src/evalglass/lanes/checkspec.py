@@ -8,9 +8,19 @@ from __future__ import annotations
 
 import re
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from evalglass.core.checks import ExitCodePolicy
 from evalglass.lanes.targetstate import PathSelector
@@ -22,6 +32,7 @@ __all__ = [
     "TARGET_PLACEHOLDER",
     "CheckConfigError",
     "CheckSpec",
+    "ModuleInput",
     "OutputRefused",
     "TargetSpec",
     "output_name",
@@ -100,6 +111,36 @@ class TargetSpec(BaseModel):
         return value
 
 
+_MODULE_NAME = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
+
+
+class ModuleInput(BaseModel):
+    """An input named as an importable module or package (``{module: mypkg.tests}``), found as the check's
+    interpreter would find it, without importing it (``lanes.checkinputs``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    module: str = Field(pattern=_MODULE_NAME, description="A dotted module name, e.g. mypkg.tests.")
+
+
+def _input_path(value: str) -> str:
+    _relative(value, "input")
+    if any(char in value for char in "*?["):
+        PathSelector.validate(value)
+    return value
+
+
+def _input_kind(value: Any) -> str:
+    return "module" if isinstance(value, dict | ModuleInput) else "path"
+
+
+#: One entry of ``inputs:``: a path or glob relative to the config folder, or ``{module: NAME}``.
+CheckInput = Annotated[
+    Annotated[str, AfterValidator(_input_path), Tag("path")] | Annotated[ModuleInput, Tag("module")],
+    Discriminator(_input_kind),
+]
+
+
 class CheckSpec(BaseModel):
     """One declared check, as it appears under ``checks:`` in ``evalglass.yaml`` (keyed by its name)."""
 
@@ -116,6 +157,11 @@ class CheckSpec(BaseModel):
     target: TargetSpec | None = None
     writes_target: bool = Field(default=False, description="Allow the command to change its own target.")
     policy: ExitCodePolicy = Field(default_factory=ExitCodePolicy)
+    inputs: tuple[CheckInput, ...] = Field(
+        default=(),
+        description="What the command runs besides its target (test folders, globs, {module: NAME}): hashed into "
+        "its gates' fingerprints, so changing them makes an approval stale.",
+    )
     output_file: str = Field(
         default="output.txt", description="Per-example: file name for an output that is a single string."
     )
@@ -125,6 +171,18 @@ class CheckSpec(BaseModel):
     @classmethod
     def _argv(cls, value: Any) -> Any:
         return tuple(value) if isinstance(value, list) else value
+
+    @field_validator("inputs", mode="before")
+    @classmethod
+    def _inputs(cls, value: Any) -> Any:
+        return tuple(value) if isinstance(value, list) else value
+
+    @field_validator("inputs")
+    @classmethod
+    def _inputs_once(cls, value: tuple[str | ModuleInput, ...]) -> tuple[str | ModuleInput, ...]:
+        if len(set(value)) != len(value):
+            raise ValueError("inputs lists an entry twice")
+        return value
 
     @field_validator("cwd")
     @classmethod

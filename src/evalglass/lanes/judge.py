@@ -44,7 +44,8 @@ from evalglass.lanes.executor import Executor
 from evalglass.lanes.retry import Attempt, Retrier
 from evalglass.lanes.task import LaneConfigError
 from evalglass.lanes.templating import TemplateFailure, compile_template, render
-from evalglass.metrics.base import measured_target, missing_field, missing_reference, reference_getter
+from evalglass.metrics.base import BuildContext, measured_target, missing_reference, reference_getter
+from evalglass.metrics.invalid import InvalidAnswer, invalid_answer
 from evalglass.metrics.llm_judge import (
     DEFAULT_PROMPT,
     JudgeScale,
@@ -219,7 +220,10 @@ class Judge:
         env: Mapping[str, str] | None = None,
         retrier: Retrier | None = None,
         transport: TransportChoice = "auto",
+        invalid: InvalidAnswer | None = None,
     ) -> None:
+        """``invalid`` scores an example whose output the judge cannot be shown (see ``metrics.invalid``); by
+        default as for a metric whose higher values are better."""
         self.spec = spec
         rubric_path = (base_dir / spec.rubric).resolve()
         try:
@@ -239,16 +243,23 @@ class Judge:
         if spec.system is not None:
             self._templates.insert(0, ("system", compile_template(spec.system)))
         self._target = measured_target(spec)
+        self._invalid = invalid if invalid is not None else invalid_answer(spec, BuildContext(base_dir))
         self._reference = reference_getter(spec) if spec.reference is not None else None
 
     async def aclose(self) -> None:
         await self.client.aclose()
 
     def render(self, example: Example) -> list[tuple[str, str]] | Score:
-        """The messages for ``example``, or the Score that explains why there are none."""
+        """The messages for ``example``, or the Score that explains why there are none (the reference is looked at
+        first: without it nothing is measured, whatever the answer)."""
+        reference: Any = ABSENT
+        if self._reference is not None:
+            reference = self._reference(example)
+            if reference is ABSENT:
+                return missing_reference(self.spec, example)
         target = self._target(example)
         if target is ABSENT:
-            return missing_field(self.spec, example)
+            return self._invalid(example)
         context: dict[str, Any] = {
             "rubric": self.rubric,
             "output": target if isinstance(target, str) else orjson.dumps(target).decode(),
@@ -257,10 +268,7 @@ class Judge:
             "sample_index": example.sample,
             "scale": self.spec.scale.describe(),
         }
-        if self._reference is not None:
-            reference = self._reference(example)
-            if reference is ABSENT:
-                return missing_reference(self.spec, example)
+        if reference is not ABSENT:
             context["reference"] = reference if isinstance(reference, str) else orjson.dumps(reference).decode()
         try:
             return [
@@ -379,8 +387,9 @@ async def calibrate_judge(
 ) -> JudgeCalibration:
     """Run the judge on every labelled example and compare with the human labels.
 
-    A judgement that is not scored+valid contributes no label: it is counted in ``excluded``, never as a
-    disagreement. The result is bound to ``judge.fingerprint``.
+    A judgement that is not scored+valid contributes no label, nor does a wrong answer the judge was never shown
+    (scored its worst value without a call: it says nothing about the judge): each is counted in ``excluded``, never
+    as a disagreement. The result is bound to ``judge.fingerprint``.
     """
     items = list(labelled)
 

@@ -20,6 +20,11 @@ and a pattern without ``/`` matches at any depth (``__pycache__`` excludes every
 
 A file target's fingerprint covers its bytes and executable bit, not its name. The target root itself may
 be a link (it is resolved); anything the walk cannot read makes the whole target :class:`TargetUnavailable`.
+
+A check's ``inputs:`` are fingerprinted by the same walk, with three additions: include globs may be *anchored*
+(matched from the root, so ``*.py`` means the root's own ``.py`` files rather than any at depth), a :class:`Budget`
+caps the files and bytes hashed (:class:`TargetTooLarge` past it, before the file that crosses it is read), and
+``ignore`` leaves out files the caller knows are not state.
 """
 
 from __future__ import annotations
@@ -29,13 +34,16 @@ import os
 import re
 import stat
 import struct
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
+    "Budget",
+    "Ignore",
     "PathSelector",
     "TargetState",
+    "TargetTooLarge",
     "TargetUnavailable",
     "fingerprint_files",
     "fingerprint_target",
@@ -49,6 +57,32 @@ class TargetUnavailable(Exception):
     """The target could not be read completely, so it has no fingerprint."""
 
 
+class TargetTooLarge(TargetUnavailable):
+    """The walk would hash more files or bytes than its :class:`Budget` allows."""
+
+
+_MIB = 1 << 20
+
+
+@dataclass
+class Budget:
+    """What one or several walks may hash between them. Each file is charged (by its size, from ``stat``) before
+    it is read, so a budget of 64 MiB never reads a 10 GiB file to find out."""
+
+    max_files: int
+    max_bytes: int
+    files: int = 0
+    bytes: int = 0
+
+    def charge(self, relpath: str, size: int) -> None:
+        self.files += 1
+        self.bytes += size
+        if self.files > self.max_files:
+            raise TargetTooLarge(f"more than {self.max_files:,} files to hash (at {relpath!r})")
+        if self.bytes > self.max_bytes:
+            raise TargetTooLarge(f"more than {self.max_bytes / _MIB:g} MiB to hash (at {relpath!r})")
+
+
 @dataclass(frozen=True, slots=True)
 class TargetState:
     """The observed state of a target."""
@@ -59,8 +93,8 @@ class TargetState:
     bytes: int
 
 
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    if "/" not in pattern.rstrip("/"):
+def _glob_regex(pattern: str, anchored: bool = False) -> re.Pattern[str]:
+    if not anchored and "/" not in pattern.rstrip("/"):
         pattern = "**/" + pattern
     pattern = pattern.rstrip("/")
     out: list[str] = []
@@ -106,15 +140,16 @@ def _check_pattern(pattern: str) -> None:
 
 
 class PathSelector:
-    """Which relative paths of a target are part of its state (see the module docstring for the rules)."""
+    """Which relative paths of a target are part of its state (see the module docstring for the rules).
+    ``anchored``: include patterns match from the root only (exclude patterns keep matching at any depth)."""
 
     __slots__ = ("_exclude", "_include")
 
-    def __init__(self, include: Iterable[str] = (), exclude: Iterable[str] = ()) -> None:
+    def __init__(self, include: Iterable[str] = (), exclude: Iterable[str] = (), *, anchored: bool = False) -> None:
         include, exclude = list(include), list(exclude)
         for pattern in (*include, *exclude):
             _check_pattern(pattern)
-        self._include = [_glob_regex(p) for p in include]
+        self._include = [_glob_regex(p, anchored) for p in include]
         self._exclude = [_glob_regex(p) for p in exclude]
 
     @staticmethod
@@ -232,11 +267,22 @@ def _walk(root: str, prefix: str, selector: PathSelector) -> Iterator[tuple[str,
             yield entry.path, relpath, entry
 
 
+#: Whether to leave a regular file out of the state, given its full path and its relative path.
+Ignore = Callable[[str, str], bool]
+
+
 def fingerprint_target(
-    path: str | os.PathLike[str], include: Iterable[str] = (), exclude: Iterable[str] = ()
+    path: str | os.PathLike[str],
+    include: Iterable[str] = (),
+    exclude: Iterable[str] = (),
+    *,
+    anchored: bool = False,
+    budget: Budget | None = None,
+    ignore: Ignore | None = None,
 ) -> TargetState:
-    """Observe the state of the file or folder at ``path``; raise :class:`TargetUnavailable` if unreadable."""
-    selector = PathSelector(include, exclude)
+    """Observe the state of the file or folder at ``path``; raise :class:`TargetUnavailable` if unreadable (and
+    :class:`TargetTooLarge` past ``budget``). ``anchored`` and ``ignore``: see the module docstring."""
+    selector = PathSelector(include, exclude, anchored=anchored)
     root = Path(path)
     try:
         info = root.stat()  # the root may be a link: follow it (escapes are refused by the caller's config)
@@ -244,6 +290,8 @@ def fingerprint_target(
         raise TargetUnavailable(f"target {str(root)!r} cannot be read: {exc.strerror or exc}") from exc
     if stat.S_ISREG(info.st_mode):
         digest = _Digest(b"file\n")
+        if budget is not None:
+            budget.charge(root.name, info.st_size)
         executable, size, content = _hash_regular_file(str(root.resolve()), root.name)
         digest.file(b".", executable, size, content)
         return digest.state()
@@ -253,15 +301,20 @@ def fingerprint_target(
     for full, relpath, entry in _walk(str(root.resolve()), "", selector):
         encoded = os.fsencode(relpath)
         try:
-            mode = entry.stat(follow_symlinks=False).st_mode
+            info = entry.stat(follow_symlinks=False)
         except OSError as exc:
             raise TargetUnavailable(f"cannot inspect {relpath!r}: {exc.strerror or exc}") from exc
+        mode = info.st_mode
+        if stat.S_ISREG(mode) and ignore is not None and ignore(full, relpath):
+            continue
         if stat.S_ISLNK(mode):
             try:
                 digest.link(encoded, os.fsencode(os.readlink(full)))
             except OSError as exc:
                 raise TargetUnavailable(f"cannot read link {relpath!r}: {exc.strerror or exc}") from exc
         elif stat.S_ISREG(mode):
+            if budget is not None:
+                budget.charge(relpath, info.st_size)
             digest.file(encoded, *_hash_regular_file(full, relpath))
         else:
             digest.special(encoded, _special_kind(mode))

@@ -8,17 +8,19 @@ The one contract, the same for every metric type: ``spec.build(context)`` return
 * an :class:`AsyncScorer` (a metric that calls a model: ``llm_judge``), which a live run awaits in its event loop.
 
 A metric never returns 0.0 for a measurement it could not make: it returns a Score with status and diagnostic
-instead. Each type implements :meth:`MetricSpec.build_one` (its per-example scorer, from what the context gives it)
-and, optionally, :meth:`MetricSpec.build_batch` (one call over a batch, as parallel lists, that returns example for
-example exactly what the per-example function returns). The engine never asks which type a spec is: what it needs
-to know beyond the scorer (runs concurrently, calls a model, can be shipped to a cluster, runs a declared check) the
-spec says through the class attributes and methods below.
+instead. An answer it cannot read (not JSON, or without the field it reads) is not such a case: it is a measurement
+of the answer (:mod:`evalglass.metrics.invalid`). Each type implements :meth:`MetricSpec.build_one` (its
+per-example scorer, from what the context gives it) and, optionally, :meth:`MetricSpec.build_batch` (one call over
+a batch, as parallel lists, that returns example for example exactly what the per-example function returns). The
+engine never asks which type a spec is: what it needs to know beyond the scorer (runs concurrently, calls a model,
+can be shipped to a cluster, runs a declared check) the spec says through the class attributes and methods below.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
@@ -27,8 +29,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from evalglass.core.estimate import IntervalSpec
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT, FieldPathError, get_path, parse_path, value_getter, values_getter
+from evalglass.core.outputparse import UnparsedOutput
 from evalglass.core.score import Score
-from evalglass.core.stats import UNIT_SCALE, Reducer, ScaleSpec
+from evalglass.core.stats import UNIT_SCALE, Direction, Reducer, ScaleSpec
 
 if TYPE_CHECKING:
     from evalglass.core.checks import CheckResult
@@ -72,6 +75,15 @@ class MetricShipper(Protocol):
     def check_runner(self, name: str) -> CheckRunner: ...
 
 
+class OnInvalidOutput(StrEnum):
+    """What a metric does with an answer it cannot read (not JSON under ``task.parse: json``, or without the field
+    the metric reads): ``worst`` scores it the worst value of the metric's scale, a measured failure of the system
+    under test; ``exclude`` leaves it out of the value, as a measurement that does not exist."""
+
+    WORST = "worst"
+    EXCLUDE = "exclude"
+
+
 @dataclass(frozen=True)
 class BuildContext:
     """Everything building a metric may use, filled by the engine the same way for every metric type.
@@ -92,6 +104,9 @@ class BuildContext:
     cache: CallStore | None = None
     #: The cluster a shippable metric's calls run on; None: this process.
     shipper: MetricShipper | None = None
+    #: Which way the metric improves (the direction of the gates on it): which end of its scale an answer it cannot
+    #: read scores under ``on_invalid_output: worst``. None when its gates disagree: no end is the worst.
+    direction: Direction | None = Direction.HIGHER_IS_BETTER
 
 
 class MetricSpec(BaseModel):
@@ -113,9 +128,10 @@ class MetricSpec(BaseModel):
     #: True for metrics whose per-example calls a cluster executor ships (host code, commands): builtins cost less
     #: to compute than to ship, and model calls are I/O that stays on the driver.
     shippable: ClassVar[bool] = False
-    #: True for a metric that measures whether text is JSON: under ``task.parse: json`` it sees the raw text of an
-    #: output that did not parse (every other metric gets an ``output_not_json`` error for it).
-    judges_json: ClassVar[bool] = False
+    #: True for metrics that measure the output (or its ``field``): on a dataset whose records may lack content
+    #: (traces), such a metric is ``non_evaluable`` (``content_not_captured``) where the output was not captured.
+    #: Host code receives the whole example and the record's ``not_captured`` list, and decides what it reads.
+    measures_output: ClassVar[bool] = True
 
     description: str | None = Field(default=None, description="What this metric tells you, in your words.")
     field: str | None = Field(
@@ -134,6 +150,12 @@ class MetricSpec(BaseModel):
     )
     k: int | None = Field(default=None, ge=1, description="k for pass_at_k and at_least_k.")
     interval: IntervalSpec = Field(default_factory=IntervalSpec, description="How the confidence interval is computed.")
+    on_invalid_output: OnInvalidOutput = Field(
+        default=OnInvalidOutput.WORST,
+        description="An answer the metric cannot read (not JSON under task.parse: json, or without the field it "
+        "reads): 'worst' scores it the worst value of the metric's scale (a measured failure); 'exclude' leaves it "
+        "out of the value (an error or non_evaluable score).",
+    )
 
     @model_validator(mode="after")
     def _reducer_k(self) -> MetricSpec:
@@ -193,6 +215,12 @@ class MetricSpec(BaseModel):
         """Files whose contents define this metric (a schema, a host module); approvals bind their hashes too."""
         return ()
 
+    def host_reference(self) -> str | None:
+        """The host code this metric runs, as the config names it (``file.py:function``, a check's name), or None
+        for a builtin: the name the supervisor gives when the process dies while the metric runs
+        (evalglass/hostwatch.py)."""
+        return None
+
     def value_scale(self) -> ScaleSpec | None:
         """The range this metric's values can take (builtins score in [0, 1]); None when unbounded."""
         return UNIT_SCALE
@@ -207,7 +235,15 @@ class MetricSpec(BaseModel):
         payload = self.model_dump(mode="json", exclude={"description", "interval"}, exclude_none=True)
         if self.reducer is Reducer.MEAN:
             payload.pop("reducer")
-        return payload
+        return without_default_invalid_output(payload)
+
+    def worst_value(self, direction: Direction) -> float | None:
+        """The value an answer this metric cannot read scores (``on_invalid_output: worst``): the end of its scale
+        that is worse in ``direction``; None without a scale (nothing is the worst of an unbounded range)."""
+        scale = self.value_scale()
+        if scale is None:
+            return None
+        return scale.min if direction is Direction.HIGHER_IS_BETTER else scale.max
 
 
 class BatchedMetric:
@@ -223,12 +259,27 @@ class BatchedMetric:
         return self.one(example)
 
 
+def without_default_invalid_output(payload: dict[str, Any]) -> dict[str, Any]:
+    """A fingerprint payload without ``on_invalid_output`` at its default: the default's change of behaviour is
+    carried by the builtin types' versions (``metrics.versions``), so a definition that does not set it keeps the
+    fingerprint a baseline run was recorded under; setting ``exclude`` is a different definition."""
+    if payload.get("on_invalid_output") == OnInvalidOutput.WORST.value:
+        payload.pop("on_invalid_output")
+    return payload
+
+
 def measured_target(spec: MetricSpec) -> Callable[[Example], Any]:
-    """A getter for the part of the output the spec measures; returns ABSENT when the path is missing."""
+    """A getter for the part of the output the spec measures; ABSENT when the path is missing, or when the output
+    is text ``task.parse: json`` could not parse (it has no parts to measure)."""
     if spec.field is None:
-        return lambda example: example.output
+        return _parsed_output
     path = parse_path(spec.field)
     return lambda example: get_path(example.output, path)
+
+
+def _parsed_output(example: Example) -> Any:
+    output = example.output
+    return ABSENT if type(output) is UnparsedOutput else output
 
 
 def reference_getter(spec: MetricSpec) -> Callable[[Example], Any]:
@@ -246,13 +297,6 @@ def missing_reference(spec: MetricSpec, example: Example) -> Score:
     )
 
 
-def missing_field(spec: MetricSpec, example: Example) -> Score:
-    return Score.non_evaluable(
-        "field_missing",
-        f"the output of example {example.id} has no field '{spec.field}'",
-    )
-
-
 __all__ = [
     "ABSENT",
     "AsyncScorer",
@@ -265,9 +309,9 @@ __all__ = [
     "MetricResult",
     "MetricShipper",
     "MetricSpec",
+    "OnInvalidOutput",
     "Scorer",
     "measured_target",
-    "missing_field",
     "missing_reference",
     "reference_getter",
     "value_getter",

@@ -1,6 +1,8 @@
 """A per-example bound check as a metric: each example's output becomes the check's private target.
 
 PASS → scored 1.0, FAIL → scored 0.0, INCONCLUSIVE → non_evaluable, ERROR → error (see ``core.checks.to_score``).
+An output the check cannot be given (not JSON under ``task.parse: json``, or without ``field``) is scored as every
+metric scores an answer it cannot read (``metrics.invalid``): the check is not run.
 The spec names a declared check, which it finds in the build context's ``checks`` (the config's ``checks:``); its
 records go to the context's check sink, and with a cluster executor each check runs on a worker.
 """
@@ -19,6 +21,7 @@ from evalglass.core.score import Score
 from evalglass.lanes.shipping import WorkLost
 from evalglass.metrics.base import BuildContext, CheckRunner, MetricFn, MetricSpec, measured_target
 from evalglass.metrics.errors import MetricLoadError
+from evalglass.metrics.invalid import invalid_answer
 
 
 class CheckMetricSpec(MetricSpec):
@@ -35,6 +38,9 @@ class CheckMetricSpec(MetricSpec):
     def check_references(self) -> Mapping[str, str]:
         return {"check": self.check}
 
+    def host_reference(self) -> str | None:
+        return f"check '{self.check}'"
+
     def build_one(self, context: BuildContext) -> MetricFn:
         check = context.checks.get(self.check)
         if check is None:  # the config refuses this before any metric is built
@@ -48,12 +54,13 @@ class CheckMetricSpec(MetricSpec):
             run = run_example_check
         base_dir, sink = context.base_dir, context.check_sink
         target = measured_target(self)
+        invalid = invalid_answer(self, context)
         check_id = self.check
 
         def score(example: Example) -> Score:
             output = target(example)
             if output is ABSENT:
-                return Score.non_evaluable("field_missing", f"the output of example {example.id} has no '{self.field}'")
+                return invalid(example)
             try:
                 result = run(check, base_dir, output, check_id=check_id, example_id=example.id)
             except WorkLost as exc:  # shipped and never done: no record exists, and the example is an error

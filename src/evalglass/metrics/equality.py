@@ -25,13 +25,13 @@ from evalglass.metrics.base import (
     missing_reference,
     reference_getter,
 )
+from evalglass.metrics.invalid import InvalidAnswer, invalid_answer
 from evalglass.metrics.jsonvalue import NotJsonError, json_key
 from evalglass.metrics.normalize import NormalizeOptions, Normalizer, build_normalizer, is_identity
 from evalglass.metrics.support import (
     NoReferenceSpec,
     json_type_name,
     scored_with_note,
-    target_missing,
     wrong_type,
 )
 
@@ -61,9 +61,10 @@ class ExactMatchSpec(MetricSpec):
 
     def build_one(self, context: BuildContext) -> MetricFn:
         target = measured_target(self)
+        invalid = invalid_answer(self, context)
         normalizer = build_normalizer(self.normalize)
         if self.reference is None:
-            return self._build_literal(target, _comparer(self.expected, normalizer))
+            return self._build_literal(target, invalid, _comparer(self.expected, normalizer))
         gold = reference_getter(self)
 
         def exact_match_reference(example: Example) -> MetricResult:
@@ -72,7 +73,7 @@ class ExactMatchSpec(MetricSpec):
                 return missing_reference(self, example)
             value = target(example)
             if value is ABSENT:
-                return target_missing(self, example)
+                return invalid(example)
             if type(value) is str and type(reference) is str:
                 return 1.0 if normalizer(value) == normalizer(reference) else 0.0
             return _comparer(reference, normalizer)(value)
@@ -129,11 +130,11 @@ class ExactMatchSpec(MetricSpec):
 
         return exact_match_batch
 
-    def _build_literal(self, target: Callable[[Example], Any], compare: Comparer) -> MetricFn:
+    def _build_literal(self, target: Callable[[Example], Any], invalid: InvalidAnswer, compare: Comparer) -> MetricFn:
         def exact_match(example: Example) -> MetricResult:
             value = target(example)
             if value is ABSENT:
-                return target_missing(self, example)
+                return invalid(example)
             return compare(value)
 
         return exact_match
@@ -190,13 +191,14 @@ class EnumSpec(NoReferenceSpec):
 
     def build_one(self, context: BuildContext) -> MetricFn:
         target = measured_target(self)
+        invalid = invalid_answer(self, context)
         fold = not self.case_sensitive
         allowed = frozenset(json_key(value, fold_case=fold) for value in self.values)
 
         def enum(example: Example) -> MetricResult:
             value = target(example)
             if value is ABSENT:
-                return target_missing(self, example)
+                return invalid(example)
             try:
                 key = json_key(value, fold_case=fold)
             except NotJsonError as exc:

@@ -10,6 +10,11 @@ passed:
 
 A ``**kwargs`` parameter receives all of them. Any other parameter needs a default, or loading fails.
 
+Before the call. A record without the ``reference`` is ``non_evaluable`` and the function is not called. Nor is it
+for an answer it cannot be given (text ``task.parse: json`` could not parse, an output without ``field``): that is
+a wrong answer, scored by ``metrics.invalid`` at the worst end of the declared ``scale`` (left out when there is no
+scale to have an end). Every other answer is the function's to judge, a bad one included.
+
 Return rule. A finite ``int``/``float`` (scored, valid), a :class:`~evalglass.core.score.Score` (any legal
 state), or ``(None, "reason")`` to decline (``non_evaluable``, code ``host_declined``). Anything else,
 including ``bool``, NaN, infinity, a string and a bare ``None`` (usually a forgotten ``return``), is an
@@ -45,7 +50,8 @@ from evalglass.metrics.base import (
 )
 from evalglass.metrics.errors import MetricLoadError
 from evalglass.metrics.hostload import HostFunction, is_file_reference, load_function, split_reference
-from evalglass.metrics.support import one_line, preview, target_missing
+from evalglass.metrics.invalid import invalid_answer
+from evalglass.metrics.support import one_line, preview
 
 ARGUMENT_NAMES = ("output", "record", "reference", "example")
 _TRACEBACK_CHARS = 2000
@@ -58,6 +64,7 @@ class PythonMetricSpec(MetricSpec):
     summary: ClassVar[str] = "Whatever the host's Python function returns: a number, a Score, or a declined example."
     #: Host code may be slow or need the cluster's resources: a cluster executor runs each call as a task.
     shippable: ClassVar[bool] = True
+    measures_output: ClassVar[bool] = False
 
     type: Literal["python"] = "python"
     function: str = Field(
@@ -71,6 +78,14 @@ class PythonMetricSpec(MetricSpec):
     def value_scale(self) -> ScaleSpec | None:
         return self.scale
 
+    def fingerprint_payload(self) -> dict[str, Any]:
+        """With a declared scale, ``on_invalid_output`` decides what an answer the function never sees scores; host
+        code has no version to bump when that rule changes, so the setting is always part of the definition."""
+        payload = super().fingerprint_payload()
+        if self.scale is not None:
+            payload["on_invalid_output"] = self.on_invalid_output.value
+        return payload
+
     @field_validator("function")
     @classmethod
     def _reference_shape(cls, function: str) -> str:
@@ -82,14 +97,18 @@ class PythonMetricSpec(MetricSpec):
         source, _ = split_reference(self.function)
         return ((base_dir / source).resolve(),) if is_file_reference(source) else ()
 
+    def host_reference(self) -> str | None:
+        return self.function
+
     def build_one(self, context: BuildContext) -> MetricFn:
-        local = self._build_local(context.base_dir)
+        local = self._build_local(context)
         return local if context.shipper is None else context.shipper.metric(context.name, local)
 
-    def _build_local(self, base_dir: Path) -> MetricFn:
-        function = load_function(self.function, base_dir)
+    def _build_local(self, context: BuildContext) -> MetricFn:
+        function = load_function(self.function, context.base_dir)
         wanted = self._parameters(function)
         target = measured_target(self)
+        invalid = invalid_answer(self, context)
         gold = reference_getter(self) if self.reference is not None else None
 
         def python_metric(example: Example) -> MetricResult:
@@ -100,7 +119,7 @@ class PythonMetricSpec(MetricSpec):
                     return missing_reference(self, example)
             output = target(example)
             if output is ABSENT:
-                return target_missing(self, example)
+                return invalid(example)
             available = {
                 "output": output,
                 "record": example.fields,

@@ -19,8 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from evalglass.core.fingerprint import content_address
 from evalglass.core.stats import ScaleSpec
 from evalglass.lanes.specs import EndpointSpec, check_template
-from evalglass.metrics.base import AsyncScorer, BuildContext, MetricSpec
+from evalglass.metrics.base import AsyncScorer, BuildContext, MetricSpec, without_default_invalid_output
 from evalglass.metrics.errors import MetricLoadError
+from evalglass.metrics.invalid import invalid_answer
 from evalglass.metrics.versions import judge_parser_id
 
 DEFAULT_PROMPT = """\
@@ -127,7 +128,13 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
         from evalglass.lanes.task import LaneConfigError
 
         try:
-            return Judge(self, base_dir=context.base_dir, executor=context.executor, cache=context.cache)
+            return Judge(
+                self,
+                base_dir=context.base_dir,
+                executor=context.executor,
+                cache=context.cache,
+                invalid=invalid_answer(self, context),
+            )
         except LaneConfigError as exc:
             raise MetricLoadError(str(exc)) from None
 
@@ -146,9 +153,11 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
     def fingerprint_payload(self) -> dict[str, Any]:
         """What a gate approval on this judge is bound to: its definition, not where it is served (``base_url``)
         nor how it is reached (timeout, limits, retries, the key's variable)."""
-        return self.model_dump(
-            mode="json",
-            exclude={"description", "timeout", "concurrency", "rpm", "retry", "api_key_env", "base_url"},
+        return without_default_invalid_output(
+            self.model_dump(
+                mode="json",
+                exclude={"description", "timeout", "concurrency", "rpm", "retry", "api_key_env", "base_url"},
+            )
         )
 
 

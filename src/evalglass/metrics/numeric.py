@@ -17,7 +17,8 @@ from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.score import Score
 from evalglass.core.uniform import all_of_type
 from evalglass.metrics.base import ABSENT, BatchMetricFn, BuildContext, MetricFn, MetricResult, measured_target
-from evalglass.metrics.support import Bound, NoReferenceSpec, preview, target_missing, wrong_type
+from evalglass.metrics.invalid import invalid_answer
+from evalglass.metrics.support import Bound, NoReferenceSpec, preview, wrong_type
 
 _DECIMAL = re.compile(r"\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*")
 _COERCE_HINT = "set 'coerce: true' to accept numbers written as text"
@@ -50,6 +51,7 @@ class NumericBoundsSpec(NoReferenceSpec):
 
     def build_one(self, context: BuildContext) -> MetricFn:
         target = measured_target(self)
+        invalid = invalid_answer(self, context)
         low, high, inclusive, coerce = self.min, self.max, self.inclusive, self.coerce
 
         def inside(number: float) -> float:
@@ -62,7 +64,7 @@ class NumericBoundsSpec(NoReferenceSpec):
         def numeric_bounds(example: Example) -> MetricResult:
             value = target(example)
             if value is ABSENT:
-                return target_missing(self, example)
+                return invalid(example)
             number = _as_number(value, coerce)
             if isinstance(number, Score):
                 return number

@@ -25,9 +25,10 @@ from evalglass.core.example import Example
 from evalglass.core.score import Score
 from evalglass.metrics.base import ABSENT, BuildContext, MetricFn, MetricResult, measured_target
 from evalglass.metrics.errors import MetricLoadError
+from evalglass.metrics.invalid import invalid_answer
 from evalglass.metrics.jsonvalue import is_json_value
 from evalglass.metrics.structured import parse_or_fail
-from evalglass.metrics.support import NoReferenceSpec, one_line, scored_with_note, target_missing, wrong_type
+from evalglass.metrics.support import NoReferenceSpec, one_line, scored_with_note, wrong_type
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
@@ -120,12 +121,13 @@ class JsonSchemaSpec(NoReferenceSpec):
             raise MetricLoadError(f"json_schema: {self.schema_file or 'inline schema'}: {exc}") from None
         validator = cls(schema, registry=registry, format_checker=cls.FORMAT_CHECKER if self.check_formats else None)
         target = measured_target(self)
+        invalid = invalid_answer(self, context)
         parse_strings = self.parse_strings
 
         def json_schema(example: Example) -> MetricResult:
             instance = target(example)
             if instance is ABSENT:
-                return target_missing(self, example)
+                return invalid(example)
             if parse_strings and isinstance(instance, str):
                 instance = parse_or_fail(instance)
                 if isinstance(instance, Score):

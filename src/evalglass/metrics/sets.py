@@ -29,8 +29,9 @@ from evalglass.metrics.base import (
     missing_reference,
     reference_getter,
 )
+from evalglass.metrics.invalid import invalid_answer
 from evalglass.metrics.jsonvalue import NotJsonError, json_key
-from evalglass.metrics.support import target_missing, wrong_type
+from evalglass.metrics.support import wrong_type
 
 Measure = Literal["f1", "precision", "recall"]
 
@@ -47,6 +48,7 @@ class SetOverlapSpec(MetricSpec):
 
     def build_one(self, context: BuildContext) -> MetricFn:
         target = measured_target(self)
+        invalid = invalid_answer(self, context)
         gold = reference_getter(self)
         fold = not self.case_sensitive
         measure = self.measure
@@ -55,12 +57,12 @@ class SetOverlapSpec(MetricSpec):
             reference = gold(example)
             if reference is ABSENT:
                 return missing_reference(self, example)
-            value = target(example)
-            if value is ABSENT:
-                return target_missing(self, example)
             expected = _as_set(reference, fold, "reference_wrong_type", "a reference that is a list")
             if isinstance(expected, Score):
                 return expected
+            value = target(example)
+            if value is ABSENT:
+                return invalid(example)
             produced = _as_set(value, fold, "wrong_type", "an output that is a list")
             if isinstance(produced, Score):
                 return produced

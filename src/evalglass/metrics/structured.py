@@ -3,7 +3,8 @@
 
 Text that fails to parse is a validly measured 0.0, not an error: malformed JSON from the system under test is
 the very failure these metrics exist to count. The 0.0 carries an ``invalid_json`` diagnostic with the
-parser's message.
+parser's message. Under ``task.parse: json``, ``json_valid`` measures the text of an output that did not parse the
+same way; ``field_present`` scores it as any metric scores an answer it cannot read (``metrics.invalid``).
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ from pydantic import Field, field_validator
 
 from evalglass.core.example import Example
 from evalglass.core.fieldpath import FieldPathError, get_path, parse_path
+from evalglass.core.outputparse import UnparsedOutput
 from evalglass.core.score import Score
 from evalglass.metrics.base import ABSENT, BuildContext, MetricFn, MetricResult, measured_target
+from evalglass.metrics.invalid import invalid_answer
 from evalglass.metrics.jsonvalue import NotJsonError, TooDeepError, json_key, parse_json_text
 from evalglass.metrics.support import (
     NoReferenceSpec,
@@ -24,7 +27,6 @@ from evalglass.metrics.support import (
     one_line,
     preview,
     scored_with_note,
-    target_missing,
     wrong_type,
 )
 
@@ -51,18 +53,17 @@ class JsonValidSpec(NoReferenceSpec):
 
     summary: ClassVar[str] = "1.0 when the output is a valid JSON document (or an already-parsed object/array)."
     binary: ClassVar[bool] = True
-    #: What it measures is whether text is JSON: under ``task.parse: json`` it sees an unparsed output's text.
-    judges_json: ClassVar[bool] = True
 
     type: Literal["json_valid"] = "json_valid"
 
     def build_one(self, context: BuildContext) -> MetricFn:
-        target = measured_target(self)
+        target = _output_or_its_text if self.field is None else measured_target(self)
+        invalid = invalid_answer(self, context)
 
         def json_valid(example: Example) -> MetricResult:
             value = target(example)
             if value is ABSENT:
-                return target_missing(self, example)
+                return invalid(example)
             if isinstance(value, str):
                 parsed = parse_or_fail(value)
                 return parsed if isinstance(parsed, Score) else 1.0
@@ -114,13 +115,14 @@ class FieldPresentSpec(NoReferenceSpec):
 
     def build_one(self, context: BuildContext) -> MetricFn:
         target = measured_target(self)
+        invalid = invalid_answer(self, context)
         paths = tuple((name, parse_path(name)) for name in self.fields)
         non_null, parse_strings = self.non_null, self.parse_strings
 
         def field_present(example: Example) -> MetricResult:
             document = target(example)
             if document is ABSENT:
-                return target_missing(self, example)
+                return invalid(example)
             if parse_strings and isinstance(document, str):
                 document = parse_or_fail(document)
                 if isinstance(document, Score):
@@ -137,6 +139,13 @@ class FieldPresentSpec(NoReferenceSpec):
             return scored_with_note(0.0, "fields_missing", f"missing or null: {', '.join(absent)}")
 
         return field_present
+
+
+def _output_or_its_text(example: Example) -> Any:
+    """The whole output, or the text of one ``task.parse: json`` could not parse: whether text is JSON is what
+    ``json_valid`` measures, so it measures that text (0.0, ``invalid_json``) whatever ``on_invalid_output`` says."""
+    output = example.output
+    return output.text if type(output) is UnparsedOutput else output
 
 
 def _lacks(value: Any, non_null: bool) -> bool:

@@ -11,9 +11,8 @@ from typing import Annotated, Any
 from pydantic import Field, model_validator
 
 from evalglass import redaction
-from evalglass.core.example import Example
 from evalglass.core.score import Diagnostic, Score, Status, Validity
-from evalglass.metrics.base import MetricSpec, missing_field
+from evalglass.metrics.base import MetricSpec
 
 _PREVIEW_CHARS = 160
 
@@ -66,13 +65,6 @@ def wrong_type(metric: str, needs: str, value: Any, *, code: str = "wrong_type",
     if hint:
         message = f"{message}; {hint}"
     return Score.error(code, message, detail=preview(value))
-
-
-def target_missing(spec: MetricSpec, example: Example) -> Score:
-    """``non_evaluable`` for an absent target: the path named by ``field``, or the whole output."""
-    if spec.field is not None:
-        return missing_field(spec, example)
-    return Score.non_evaluable("field_missing", f"example {example.id} has no output to measure")
 
 
 def scored_with_note(value: float, code: str, message: str, detail: str | None = None) -> Score:

@@ -28,7 +28,8 @@ from evalglass.metrics.base import (
     missing_reference,
     reference_getter,
 )
-from evalglass.metrics.support import CountBound, NoReferenceSpec, target_missing, wrong_type
+from evalglass.metrics.invalid import InvalidAnswer, invalid_answer
+from evalglass.metrics.support import CountBound, NoReferenceSpec, wrong_type
 
 _NEEDS_STRING = "a string output"
 
@@ -59,17 +60,18 @@ class ContainsSpec(MetricSpec):
 
     def build_one(self, context: BuildContext) -> MetricFn:
         target = measured_target(self)
+        invalid = invalid_answer(self, context)
         fold = not self.case_sensitive
         wants_all = self.mode == "all"
         if self.value is None:
-            return self._build_reference(target, fold, wants_all)
+            return self._build_reference(target, invalid, fold, wants_all)
         raw = [self.value] if isinstance(self.value, str) else self.value
         needles = tuple(needle.casefold() if fold else needle for needle in raw)
 
         def contains(example: Example) -> MetricResult:
             text = target(example)
             if text is ABSENT:
-                return target_missing(self, example)
+                return invalid(example)
             if not isinstance(text, str):
                 return wrong_type("contains", _NEEDS_STRING, text)
             return _found(text.casefold() if fold else text, needles, wants_all)
@@ -96,21 +98,23 @@ class ContainsSpec(MetricSpec):
 
         return contains_batch
 
-    def _build_reference(self, target: Callable[[Example], Any], fold: bool, wants_all: bool) -> MetricFn:
+    def _build_reference(
+        self, target: Callable[[Example], Any], invalid: InvalidAnswer, fold: bool, wants_all: bool
+    ) -> MetricFn:
         gold = reference_getter(self)
 
         def contains_reference(example: Example) -> MetricResult:
             reference = gold(example)
             if reference is ABSENT:
                 return missing_reference(self, example)
-            text = target(example)
-            if text is ABSENT:
-                return target_missing(self, example)
-            if not isinstance(text, str):
-                return wrong_type("contains", _NEEDS_STRING, text)
             needles = _reference_needles(reference, fold)
             if isinstance(needles, Score):
                 return needles
+            text = target(example)
+            if text is ABSENT:
+                return invalid(example)
+            if not isinstance(text, str):
+                return wrong_type("contains", _NEEDS_STRING, text)
             return _found(text.casefold() if fold else text, needles, wants_all)
 
         return contains_reference
@@ -222,12 +226,13 @@ class RegexSpec(NoReferenceSpec):
 
     def build_one(self, context: BuildContext) -> MetricFn:
         target = measured_target(self)
+        invalid = invalid_answer(self, context)
         matched = self.matcher()
 
         def regex_metric(example: Example) -> MetricResult:
             text = target(example)
             if text is ABSENT:
-                return target_missing(self, example)
+                return invalid(example)
             if not isinstance(text, str):
                 return wrong_type("regex", _NEEDS_STRING, text)
             return matched(text)
@@ -313,13 +318,14 @@ class WordCountSpec(NoReferenceSpec):
 
     def build_one(self, context: BuildContext) -> MetricFn:
         target = measured_target(self)
+        invalid = invalid_answer(self, context)
         low = 0 if self.min is None else self.min
         high = self.max
 
         def word_count(example: Example) -> MetricResult:
             text = target(example)
             if text is ABSENT:
-                return target_missing(self, example)
+                return invalid(example)
             if not isinstance(text, str):
                 return wrong_type("word_count", _NEEDS_STRING, text)
             count = len(text.split())

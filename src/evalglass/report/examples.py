@@ -30,12 +30,21 @@ class Row(Protocol):
     def sample(self) -> int | None: ...
     @property
     def output(self) -> str | None: ...
+    @property
+    def baseline(self) -> str | None: ...
+
+
+#: What a list of a comparative gate's examples is ordered by, for its title.
+AGAINST_BASELINE_ORDER = (
+    "regressed pairs first (passing in the baseline, failing now), then new failures, then the rest"
+)
 
 
 def _head(row: Row) -> str:
     sample = f" sample {row.sample}" if row.sample is not None else ""
     value = f" {number(row.value)}" if row.value is not None else ""
-    return f"{one_line(row.id)} (line {row.line}{sample}) · {one_line(row.metric)} · {row.state}{value}"
+    against = f" · {row.baseline}" if row.baseline is not None else ""
+    return f"{one_line(row.id)} (line {row.line}{sample}) · {one_line(row.metric)} · {row.state}{value}{against}"
 
 
 def example_line(row: Row) -> str:
@@ -70,15 +79,17 @@ def markdown_examples(per_gate: Mapping[str, Sequence[Row]], limit: int) -> list
         if not rows:
             continue
         more = f"first {limit}" if len(rows) == limit else f"{len(rows)}"
+        order = f", {AGAINST_BASELINE_ORDER}" if any(row.baseline is not None for row in rows) else ""
         # Inside an HTML block Markdown is not read: the title needs only to be one line of HTML text.
-        title = html.escape(one_line(f"Gate {gate}: {more} examples that did not pass"), quote=False)
+        title = html.escape(one_line(f"Gate {gate}: {more} examples that did not pass{order}"), quote=False)
         lines += ["", f"<details><summary>{title}</summary>", ""]
         lines += ["| Example | Line | State | Value | Why |", "|---|---|---|---|---|"]
         for row in rows:
             # Ids and diagnostics come from the dataset, which a pull request edits: shown as text, never as markup.
             value = number(row.value) if row.value is not None else "—"
+            state = f"{row.state} · {row.baseline}" if row.baseline is not None else str(row.state)
             lines.append(
-                f"| `{markdown_code(row.id)}` | {row.line} | {row.state} | {value} | "
+                f"| `{markdown_code(row.id)}` | {row.line} | {state} | {value} | "
                 f"{markdown_text(row.diagnostic or '')} |"
             )
         lines += ["", "</details>"]

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from evalglass.core.estimate import Estimate
 from evalglass.core.gates import GateResult, Outcome
 from evalglass.core.gatespec import GateRule, SubjectKind
-from evalglass.core.population import Population
+from evalglass.core.population import DiagnosticCount, Population
 from evalglass.core.scorecard import CheckSummary, DatasetSummary, MetricSummary, Scorecard
 from evalglass.core.stats import Direction, Interval, Note
 from evalglass.core.tables import total
@@ -124,7 +124,23 @@ def excluded_text(population: Population) -> str:
 def diagnostics_text(population: Population, limit: int = 3) -> str:
     if not population.top_diagnostics:
         return ""
-    return ", ".join(f"{item.code} ×{item.count}" for item in population.top_diagnostics[:limit])
+    return ", ".join(diagnostic_count_text(item) for item in population.top_diagnostics[:limit])
+
+
+def diagnostic_count_text(item: DiagnosticCount) -> str:
+    """``output_not_json ×28 (in value)``: the code and its :func:`diagnostic_tally`."""
+    return f"{item.code} {diagnostic_tally(item)}"
+
+
+def diagnostic_tally(item: DiagnosticCount) -> str:
+    """``×count``, and how many of those scores are in the value (measured with this diagnostic, such as a wrong
+    answer scored its metric's worst value) when any are."""
+    text = f"×{item.count}"
+    if item.included == item.count:
+        return f"{text} (in value)"
+    if item.included:
+        return f"{text} ({item.included} in value)"
+    return text
 
 
 def gate_value_text(gate: GateResult) -> str:
@@ -134,7 +150,11 @@ def gate_value_text(gate: GateResult) -> str:
     if gate.rule is GateRule.LOWER_BOUND:
         side = "lower" if gate.direction is Direction.HIGHER_IS_BETTER else "upper"
         level = f"{gate.level:.0%} " if gate.level is not None else ""
-        return f"{show(gate.compared)} ({level}{side} bound; point {show(gate.value)})"
+        interval = ""
+        if gate.compared is not None and gate.favourable_bound is not None:
+            low, high = sorted((gate.compared, gate.favourable_bound))
+            interval = f" of [{show(low)}, {show(high)}]"
+        return f"{show(gate.compared)} ({level}{side} bound{interval}; point {show(gate.value)})"
     text = show(gate.compared if gate.compared is not None else gate.value)
     return f"{text} (difference)" if gate.comparison is not None and gate.value is not None else text
 

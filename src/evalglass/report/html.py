@@ -28,6 +28,7 @@ from evalglass.report.comparison_html import gate_comparison_views
 from evalglass.report.explain import explain_gate
 from evalglass.report.fmt import (
     OUTCOME_LABEL,
+    diagnostic_tally,
     estimate_text,
     gate_value_text,
     interval_text,
@@ -189,6 +190,7 @@ def _metric_view(metric: MetricSummary, card: Scorecard) -> dict[str, Any]:
         "samples": samples_text(metric.estimate),
         "forest": forest(metric, gates),
         "bar": population_bar(metric),
+        "diagnostics": [(item, diagnostic_tally(item)) for item in metric.population.top_diagnostics],
         "gates": [gate.name for gate in gates],
     }
 

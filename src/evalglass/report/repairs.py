@@ -45,6 +45,10 @@ BLOCK_REASON_FIXES: Mapping[BlockReason, str] = total(
         BlockReason.CHECK_UNBOUND: (
             "The ledger requires this check to run bound to an approved target state; give the gate `expect_state:`."
         ),
+        BlockReason.CHECK_INPUTS_UNBOUND: (
+            "The ledger requires this check to bind the code it runs: list its test folders, globs or modules under "
+            "the check's `inputs:`, then approve the gate's new fingerprint."
+        ),
         BlockReason.NO_APPROVED_THRESHOLD: "Write the threshold you approve into the ledger entry.",
         BlockReason.NO_MEASURED_VALUE: (
             "No example was measured validly. Look at the metric's diagnostics: every score was excluded."
@@ -77,6 +81,12 @@ BLOCK_REASON_FIXES: Mapping[BlockReason, str] = total(
         BlockReason.INCOMPLETE_PAIRS: (
             "Some paired examples were not measured validly in one of the runs. Fix their causes, or declare "
             "harmless non_evaluable, skipped or not_applicable exclusions under the gate's `tolerate:`."
+        ),
+        BlockReason.UNDECIDED: (
+            "Gather better evidence: the interval straddles the threshold, so nothing was shown to be short (do not "
+            "'fix' the system for this), nor shown to meet the gate. Add examples (the reason says about "
+            "how many would decide at the observed effect), or samples per example where answers vary between runs; "
+            "a wider margin or threshold is the host's decision in the ledger (docs/comparing-runs.md sizes a suite)."
         ),
         BlockReason.BELOW_THRESHOLD: (
             "The measurement is valid and falls short of the approved threshold: improve the system under test. "

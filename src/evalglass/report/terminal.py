@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from evalglass.core.authority import unbound_inputs_text
 from evalglass.core.checks import CheckResult
 from evalglass.core.gates import Outcome
 from evalglass.core.scorecard import CheckSummary, Scorecard
@@ -60,16 +61,38 @@ def _plain(cell: str | Text) -> str:
     return cell.plain if isinstance(cell, Text) else cell
 
 
+def _cells(grid: Grid, index: int) -> list[str]:
+    """Column ``index``'s header and cells, as plain text."""
+    return [grid.columns[index], *(_plain(row[index]) for row in grid.rows)]
+
+
 def _needs(grid: Grid) -> list[int]:
     """Per column, the width that shows every cell without cutting a word: the first column (names) whole, the
     others their longest word (rich wraps between words; a word longer than its column would be cut)."""
-    widths = []
-    for index, column in enumerate(grid.columns):
-        cells = [column, *(_plain(row[index]) for row in grid.rows)]
-        if index == 0:
-            widths.append(max(len(line) for cell in cells for line in cell.splitlines() or [""]))
-        else:
-            widths.append(max((len(word) for cell in cells for word in cell.split()), default=0))
+    widths = [_longest_line(grid, 0)]
+    for index in range(1, len(grid.columns)):
+        widths.append(max((len(word) for cell in _cells(grid, index) for word in cell.split()), default=0))
+    return widths
+
+
+def _longest_line(grid: Grid, index: int) -> int:
+    return max(len(line) for cell in _cells(grid, index) for line in cell.splitlines() or [""])
+
+
+def _fitted(grid: Grid, width: int) -> list[int] | None:
+    """Column widths that fit ``width``: each column's longest line, the widest narrowed first, never below what
+    :func:`_needs` says it needs; None when even those do not fit. (Left to rich, a table whose longest lines do not
+    fit could come out wider than the console and lose its right edge.)"""
+    needs = _needs(grid)
+    widths = [_longest_line(grid, index) for index in range(len(grid.columns))]
+    # Each column also takes 3 characters of border and padding, plus 1 for the table's last border.
+    budget = width - 3 * len(widths) - 1
+    while sum(widths) > budget:
+        narrowable = [index for index, found in enumerate(widths) if found > needs[index]]
+        if not narrowable:
+            return None
+        widest = max(narrowable, key=lambda index: widths[index])
+        widths[widest] -= 1
     return widths
 
 
@@ -81,7 +104,7 @@ def _table(grid: Grid, widths: list[int]) -> Table:
             style="bold" if index == 0 else None,
             justify="right" if column in grid.right else "left",
             no_wrap=index == 0,
-            min_width=widths[index],
+            width=widths[index],
             overflow="fold",  # never an ellipsis: a cell too long for its column breaks onto the next line
         )
     for row in grid.rows:
@@ -98,9 +121,8 @@ def print_grid(grid: Grid, console: Console) -> None:
     grid = dataclasses.replace(
         grid, rows=[tuple(cell if isinstance(cell, Text) else visible(cell) for cell in row) for row in grid.rows]
     )
-    widths = _needs(grid)
-    # Each column also takes 3 characters of border and padding, plus 1 for the table's last border.
-    if sum(widths) + 3 * len(widths) + 1 <= console.width:
+    widths = _fitted(grid, console.width)
+    if widths is not None:
         console.print(_table(grid, widths))
         return
     console.print(Text(grid.title, style="italic"))
@@ -120,8 +142,12 @@ def _checks_grid(checks: list[CheckSummary]) -> Grid:
 
 
 def render_checks(results: Mapping[str, CheckResult], console: Console) -> None:
-    """`evalglass check`: each outcome with its binding, whether the command ran, and the repair it needs."""
+    """`evalglass check`: each outcome with its binding, whether the command ran, and the repair it needs; then
+    what a check's command runs that no `inputs:` binds."""
     print_grid(_checks_grid([CheckSummary.of(name, result) for name, result in results.items()]), console)
+    for name, result in results.items():
+        if result.unbound_inputs:
+            console.print(Text("note: " + visible(unbound_inputs_text(name, result.unbound_inputs))), overflow="fold")
 
 
 def render_terminal(card: Scorecard, console: Console, folder: Path | None = None) -> None:

@@ -1,0 +1,432 @@
+"""What a check runs besides its target: its declared ``inputs:`` hashed for its gates' fingerprints, and what its
+command names that no input binds.
+
+A check's gate is approved for one fingerprint; what the fingerprint covers is what a pull request cannot change
+without making the approval stale. The check's declaration and the files its command names literally are covered
+(``engine.config``). The code a test runner *discovers* is not on the command line: ``pytest tests`` names a
+folder, ``python -m unittest discover`` names a module, ``make test`` a runner. A check declares that code under
+``inputs:`` (paths, globs, importable modules), hashed here; :func:`unbound_inputs` finds, by class, what the
+command runs that no input covers, so ``explain``, ``preflight`` and the run can say so and ``require_binding``
+can block on it:
+
+* any word of the command that resolves (from the check's ``cwd``) to a folder inside the config folder;
+* any module a Python interpreter is told to run (``-m X``);
+* any word naming a program that discovers what it runs (:data:`RUNNERS`: test runners, build tools, package
+  managers' ``test`` scripts).
+
+A folder is covered by an input at or above it (a glob counts by its literal folder), or by the check's target.
+A module is covered by a module input naming it or a package above it, or by any path input its files lie
+under. A runner, and a module that is not the project's own code (``-m pytest``), reads what it finds: EvalGlass
+cannot know which files that is, so any declared input covers it (the person declaring ``inputs:`` says what it
+runs), as does a target holding the check's working folder.
+
+Modules are found the way the check's interpreter would look them up (its working folder first, then this
+interpreter's ``sys.path``), without importing anything: importing host code while fingerprinting would run it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import stat
+import sys
+from collections.abc import Collection, Iterator, Sequence
+from importlib.machinery import ModuleSpec, PathFinder
+from pathlib import Path
+
+from evalglass.core.fingerprint import fingerprint_of
+from evalglass.lanes.checkspec import CheckConfigError, CheckSpec, ModuleInput, resolve_within
+from evalglass.lanes.targetstate import Budget, Ignore, TargetUnavailable, fingerprint_target
+
+__all__ = [
+    "INPUTS_MAX_BYTES",
+    "INPUTS_MAX_FILES",
+    "RUNNERS",
+    "SKIPPED_FOLDERS",
+    "InputProblem",
+    "command_words",
+    "find_module",
+    "input_hashes",
+    "input_label",
+    "split_words",
+    "unbound_inputs",
+]
+
+#: What one check's inputs may hash between them. A test suite is code: a cap far above any suite's sources, low
+#: enough that naming a data folder (or the whole project with its environments) is an error, not a slow start.
+INPUTS_MAX_BYTES = 64 << 20
+INPUTS_MAX_FILES = 20_000
+
+#: Folders never part of an input: version control, tool caches that running a check rewrites, environments
+#: (the machine's, like programs on PATH) and EvalGlass's own run folders. Excluded at any depth.
+SKIPPED_FOLDERS = (
+    ".git",
+    ".hg",
+    ".svn",
+    ".evalglass",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".tox",
+    ".nox",
+    ".venv",
+    "node_modules",
+)
+
+#: Programs that discover what they run (tests, build rules, package scripts) rather than being told on the
+#: command line. Matched against every word's file name, so ``uv run pytest`` and ``npx jest`` count too.
+RUNNERS = frozenset(
+    {
+        "pytest",
+        "py.test",
+        "unittest",
+        "nose2",
+        "trial",
+        "behave",
+        "tox",
+        "nox",
+        "hatch",
+        "make",
+        "gmake",
+        "ninja",
+        "cmake",
+        "ctest",
+        "bazel",
+        "npm",
+        "npx",
+        "yarn",
+        "pnpm",
+        "bun",
+        "deno",
+        "jest",
+        "vitest",
+        "mocha",
+        "go",
+        "cargo",
+        "mvn",
+        "gradle",
+        "gradlew",
+        "dotnet",
+        "rake",
+        "rspec",
+        "phpunit",
+        "mix",
+        "sbt",
+    }
+)
+
+_WILDCARD = re.compile(r"[*?\[]")
+_PYTHON = re.compile(r"^(?:\{python\}|python[0-9.]*|pypy[0-9.]*|py)$")
+#: Interpreter options that take the next word as their argument (``-X dev``, ``-W error``).
+_PYTHON_OPTIONS_WITH_ARGUMENT = frozenset({"-X", "-W", "--check-hash-based-pycs"})
+_MODULE_PREFIX = "module:"
+
+
+class InputProblem(CheckConfigError):
+    """A declared input that cannot be hashed (missing, outside the config folder, too large): exit 2, at its
+    ``inputs:`` entry (``index``)."""
+
+    def __init__(self, index: int, message: str, fix: str) -> None:
+        super().__init__(message)
+        self.index = index
+        self.fix = fix
+
+
+def input_label(entry: str | ModuleInput) -> str:
+    """How an input is named in the gate's fingerprint and in messages: the path or glob, or ``module:NAME``."""
+    return entry if isinstance(entry, str) else _MODULE_PREFIX + entry.module
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Hashing
+# ------------------------------------------------------------------------------------------------------------
+
+
+def input_hashes(spec: CheckSpec, base_dir: Path, leave_out: Collection[Path] = ()) -> dict[str, str]:
+    """The fingerprint of each declared input, by :func:`input_label`. Folders are walked like a target (paths in
+    byte order, links recorded by what they point to and never followed), leaving out :data:`SKIPPED_FOLDERS`,
+    the bytecode Python checks against its source, and the files in ``leave_out`` (the ledger: an input holding
+    it would change with every approval of the gate it binds). Raises :class:`InputProblem`."""
+    root = base_dir.resolve()
+    cwd = root / (spec.cwd or ".")
+    budget = Budget(max_files=INPUTS_MAX_FILES, max_bytes=INPUTS_MAX_BYTES)
+    left_out = {os.path.realpath(path) for path in leave_out}
+
+    def ignore(full: str, relpath: str) -> bool:
+        return _validated_bytecode(full, relpath) or (bool(left_out) and os.path.realpath(full) in left_out)
+
+    hashes: dict[str, str] = {}
+    for index, entry in enumerate(spec.inputs):
+        label = input_label(entry)
+        try:
+            if isinstance(entry, ModuleInput):
+                hashes[label] = _module_fingerprint(entry.module, cwd, budget, ignore)
+            else:
+                hashes[label] = _path_fingerprint(entry, root, budget, ignore)
+        except TargetUnavailable as exc:
+            raise InputProblem(
+                index,
+                f"input {label!r}: {exc}",
+                f"name the code the command runs (at most {INPUTS_MAX_FILES:,} files and "
+                f"{INPUTS_MAX_BYTES >> 20} MiB in all), e.g. a glob such as tests/**/*.py",
+            ) from None
+        except CheckConfigError as exc:
+            raise InputProblem(index, f"input {label!r}: {exc}", _fix_for(entry)) from None
+    return hashes
+
+
+def _fix_for(entry: str | ModuleInput) -> str:
+    if isinstance(entry, ModuleInput):
+        return "name a module the check's interpreter can import from the check's cwd, or a path instead"
+    return "name a file, folder or glob inside the config folder, relative to it"
+
+
+def _split_glob(pattern: str) -> tuple[str, str | None]:
+    """(the literal folder a glob starts from, the rest of it); (path, None) for a plain path."""
+    parts = pattern.split("/")
+    for at, part in enumerate(parts):
+        if _WILDCARD.search(part):
+            return "/".join(parts[:at]) or ".", "/".join(parts[at:])
+    return pattern, None
+
+
+def _path_fingerprint(entry: str, root: Path, budget: Budget, ignore: Ignore) -> str:
+    literal, rest = _split_glob(entry)
+    where = resolve_within(root, literal, "input")
+    if rest is None:
+        if not where.exists():
+            raise CheckConfigError("no such file or folder")
+        return fingerprint_target(where, (), SKIPPED_FOLDERS, budget=budget, ignore=ignore).fingerprint
+    if not where.is_dir():
+        raise CheckConfigError(f"the glob starts from {literal!r}, which is not a folder")
+    state = fingerprint_target(where, (rest,), SKIPPED_FOLDERS, anchored=True, budget=budget, ignore=ignore)
+    if state.files == 0 and state.links == 0:
+        raise CheckConfigError("the glob matches no file; a glob that binds nothing binds no test code")
+    return state.fingerprint
+
+
+def _module_fingerprint(name: str, cwd: Path, budget: Budget, ignore: Ignore) -> str:
+    found = find_module(name, cwd)
+    if found is None:
+        raise CheckConfigError(f"no module {name!r} is importable from the check's cwd or this interpreter's path")
+    locations = _module_files(found)
+    if not locations:
+        raise CheckConfigError(f"module {name!r} is built into the interpreter: it has no files to bind")
+    states = [
+        fingerprint_target(location, (), SKIPPED_FOLDERS, budget=budget, ignore=ignore).fingerprint
+        for location in locations
+    ]
+    # A namespace package may have several folders; which order sys.path lists them in is the machine's.
+    return states[0] if len(states) == 1 else fingerprint_of(sorted(states))
+
+
+def _module_files(found: ModuleSpec) -> list[Path]:
+    """The package's folders, or the module's file; empty for a built-in or frozen module."""
+    if found.submodule_search_locations is not None:
+        return [Path(location) for location in found.submodule_search_locations]
+    if found.has_location and found.origin is not None:
+        return [Path(found.origin)]
+    return []
+
+
+def _validated_bytecode(full: str, relpath: str) -> bool:
+    """A ``__pycache__`` file Python checks against its source before using it (timestamp or checked-hash
+    ``.pyc``): rewritten by every run, never run in place of a changed source, so not state. An unchecked-hash
+    ``.pyc`` is run *instead* of its source, whatever the source says: it stays in the hash."""
+    parts = relpath.split("/")
+    if len(parts) < 2 or parts[-2] != "__pycache__" or not parts[-1].endswith(".pyc"):
+        return False
+    flags_of = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(full, flags_of)
+    except OSError:
+        return False  # hashed, and the walk reports what it cannot read
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        header = os.read(fd, 8)
+    finally:
+        os.close(fd)
+    if len(header) < 8:
+        return False
+    flags = int.from_bytes(header[4:8], "little")
+    hash_based, check_source = bool(flags & 0b01), bool(flags & 0b10)
+    return flags <= 0b11 and (not hash_based or check_source)
+
+
+def find_module(name: str, cwd: Path) -> ModuleSpec | None:
+    """Where ``name`` would be imported from by ``python -m`` in ``cwd``, found without importing it or any
+    package above it (``importlib.util.find_spec`` imports the parents of a dotted name, running their code).
+
+    The top-level name is looked up in ``cwd`` first, then through this interpreter's finders (``sys.path``,
+    editable installs); each further part inside the package found so far. Limits: the check's own environment
+    (``PYTHONPATH`` in its ``env:``) is not consulted, and a package that extends its ``__path__`` at import time
+    is seen without the extension.
+    """
+    parts = name.split(".")
+    found = PathFinder.find_spec(parts[0], [str(cwd)])
+    if found is None:
+        found = _from_finders(parts[0])
+    for depth in range(1, len(parts)):
+        if found is None or found.submodule_search_locations is None:
+            return None
+        found = PathFinder.find_spec(".".join(parts[: depth + 1]), list(found.submodule_search_locations))
+    return found
+
+
+def _from_finders(top: str) -> ModuleSpec | None:
+    for finder in sys.meta_path:
+        find_spec = getattr(finder, "find_spec", None)
+        if find_spec is None:
+            continue
+        try:
+            found = find_spec(top, None)
+        except Exception:  # a third-party finder's fault is no reason to fail a run: not found through it
+            continue
+        if isinstance(found, ModuleSpec):
+            return found
+    return None
+
+
+# ------------------------------------------------------------------------------------------------------------
+# What the command runs that no input binds
+# ------------------------------------------------------------------------------------------------------------
+
+
+def command_words(spec: CheckSpec) -> list[str]:
+    """The command's words: argv elements (an element holding spaces, such as ``sh -c "pytest tests"``'s script,
+    also split into its own words), or a shell string's words."""
+    if isinstance(spec.command, str):
+        return split_words(spec.command)
+    words: list[str] = []
+    for element in spec.command:
+        words.append(element)
+        if any(char.isspace() for char in element):
+            words.extend(split_words(element))
+    return words
+
+
+def split_words(text: str) -> list[str]:
+    """A shell string's words as the shell would split them (quotes honoured, nothing expanded)."""
+    try:
+        return shlex.split(text)
+    except ValueError:  # unbalanced quotes: the shell will refuse it too; take what splits plainly
+        return text.split()
+
+
+def unbound_inputs(spec: CheckSpec, base_dir: Path) -> tuple[str, ...]:
+    """What the check's command runs that neither its ``inputs:`` nor its target binds, one phrase each in
+    command order (``folder 'tests'``, ``module 'unittest' (-m)``, ``runner 'pytest'``); empty when everything
+    it names is bound. Never raises: an input that cannot be resolved covers nothing."""
+    root = base_dir.resolve()
+    cwd = (root / (spec.cwd or ".")).resolve()
+    words = command_words(spec)
+    covering = _covering_paths(spec, root, cwd)
+    module_inputs = [entry.module for entry in spec.inputs if isinstance(entry, ModuleInput)]
+    # A runner (or a tool run with -m) reads what it finds: declared inputs say what that is.
+    discovery_bound = bool(spec.inputs) or any(path == cwd or path in cwd.parents for path in covering)
+    found: list[str] = []
+    for word in _path_words(words):
+        folder = _folder_named(word, cwd, root)
+        if folder is not None and not _covered(folder, covering):
+            found.append(f"folder {_shown(folder, root)!r}")
+    modules = dict(_python_modules(words))
+    for module in modules.values():
+        if not _module_covered(module, cwd, root, covering, module_inputs, discovery_bound):
+            found.append(f"module {module!r} (-m)")
+    for at, word in enumerate(words):
+        runner = None if at in modules else _runner(word)  # `-m pytest` is said once, as a module
+        if runner is not None and not discovery_bound:
+            found.append(f"runner {runner!r}")
+    return tuple(dict.fromkeys(found))
+
+
+def _covering_paths(spec: CheckSpec, root: Path, cwd: Path) -> list[Path]:
+    """The folders and files the inputs and the target bind (a glob by its literal folder; a module by its files)."""
+    paths: list[Path] = []
+    literals = [_split_glob(entry)[0] for entry in spec.inputs if isinstance(entry, str)]
+    if spec.target is not None and spec.target.path is not None:
+        literals.append(spec.target.path)
+    for literal in literals:
+        try:
+            paths.append(resolve_within(root, literal, "input"))
+        except CheckConfigError:
+            continue
+    for entry in spec.inputs:
+        if isinstance(entry, ModuleInput):
+            found = find_module(entry.module, cwd)
+            if found is not None:
+                paths.extend(location.resolve() for location in _module_files(found))
+    return paths
+
+
+def _covered(path: Path, covering: Sequence[Path]) -> bool:
+    return any(bound == path or bound in path.parents for bound in covering)
+
+
+def _path_words(words: Sequence[str]) -> Iterator[str]:
+    """Words that could name a path: plain words, and the value of ``--option=value``."""
+    for word in words:
+        if word.startswith("-"):
+            if "=" in word:
+                yield word.split("=", 1)[1]
+            continue
+        yield word
+
+
+def _folder_named(word: str, cwd: Path, root: Path) -> Path | None:
+    if not word or "{" in word or "\x00" in word:
+        return None
+    try:
+        candidate = (cwd / word).resolve()
+    except (OSError, RuntimeError):
+        return None
+    if candidate != root and root not in candidate.parents:
+        return None  # outside the config folder: the machine's, and a check may not reach there anyway
+    return candidate if candidate.is_dir() else None
+
+
+def _shown(path: Path, root: Path) -> str:
+    return path.relative_to(root).as_posix() if path != root else "."
+
+
+def _python_modules(words: Sequence[str]) -> Iterator[tuple[int, str]]:
+    """(position, name) of each module a Python interpreter among the words is told to run with ``-m``."""
+    for at, word in enumerate(words):
+        if not _PYTHON.match(os.path.basename(word)):
+            continue
+        rest = enumerate(words[at + 1 :], start=at + 1)
+        for position, option in rest:
+            if option == "-m":
+                module = next(rest, None)
+                if module is not None and module[1]:
+                    yield module
+                break
+            if option.startswith("-m"):
+                yield position, option[2:]
+                break
+            if option in _PYTHON_OPTIONS_WITH_ARGUMENT:
+                next(rest, None)
+                continue
+            if option == "-c" or not option.startswith("-"):
+                break  # inline code (in the declaration, so covered) or a script (hashed as a named file)
+
+
+def _module_covered(
+    module: str, cwd: Path, root: Path, covering: Sequence[Path], module_inputs: Sequence[str], discovery_bound: bool
+) -> bool:
+    if any(module == named or module.startswith(named + ".") for named in module_inputs):
+        return True
+    found = find_module(module, cwd)
+    files = [] if found is None else [location.resolve() for location in _module_files(found)]
+    projects = [path for path in files if path == root or root in path.parents]
+    if projects:  # the project's own code: bound only by an input over its files
+        return all(_covered(path, covering) for path in projects)
+    return discovery_bound
+
+
+def _runner(word: str) -> str | None:
+    name = os.path.basename(word)
+    name = name[:-4] if name.endswith(".exe") else name
+    return name if name in RUNNERS else None

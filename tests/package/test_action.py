@@ -1,0 +1,203 @@
+"""The GitHub Action (action.yml): its steps run the way the runner runs them (tests/package/runner.py), in a
+temporary workspace, for a pass, a fail and a run that cannot complete, and installing EvalGlass from the action's
+own checkout and from a wheel into a fresh environment."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import evalglass
+from tests.e2e.project import Project, make_project
+from tests.e2e.test_ci_outputs import config_line
+from tests.e2e.test_verdicts import approve
+from tests.package.dist import NOT_SOURCE, ROOT, built, clean_env, fresh_venv
+from tests.package.runner import ActionRun, base_env, run_action
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def act(project: Project, action_path: Path = ROOT, **inputs: str) -> ActionRun:
+    given = {"install": "none", "python": sys.executable, **inputs}
+    return run_action(action_path, project.root, given, base_env(), project.root / "step-summary.md")
+
+
+def approved(tmp_path: Path, threshold: float) -> Project:
+    project = make_project(tmp_path)  # exact match 0.75 on 8 examples, gate `accuracy`
+    project.write_ledger(approve(project, threshold=threshold))
+    return project
+
+
+def test_a_passing_suite_passes_the_step_keeps_the_run_folder_and_says_so(tmp_path):
+    project = approved(tmp_path, 0.7)
+    done = act(project, ledger="evals/authority.yaml", args="--junit evalglass-run/junit.xml")
+    install, run, upload = done.steps["install"], done.steps["run"], done.steps["__2"]
+    assert (install.code, install.outputs) == (0, {"version": evalglass.__version__}), install.stderr
+    assert run.code == 0, run.stderr
+    assert not done.failed
+    assert done.outputs == {
+        "exit-code": "0",
+        "verdict": "pass",
+        "run-folder": "evalglass-run",
+        "version": evalglass.__version__,
+    }
+    assert "::error" not in run.stdout and "::warning" not in run.stdout
+    assert "verdict: pass" in run.stdout
+    assert "accuracy" in done.summary and "pass" in done.summary
+    assert (project.root / "evalglass-run" / "scorecard.json").is_file()
+    assert (project.root / "evalglass-run" / "junit.xml").is_file()
+    assert upload.ran and upload.uses == "actions/upload-artifact@v4"
+    assert upload.given == {"name": "evalglass-run", "path": "evalglass-run", "if-no-files-found": "warn"}
+
+
+def test_a_failing_gate_fails_the_step_with_1_annotates_its_line_and_still_uploads(tmp_path):
+    project = approved(tmp_path, 0.9)
+    done = act(project, out="runs/pr", **{"artifact-name": "evals-pr"})
+    run, upload = done.steps["run"], done.steps["__2"]
+    assert run.code == 1, run.stderr
+    assert done.failed
+    assert done.outputs["exit-code"] == "1" and done.outputs["verdict"] == "fail"
+    assert done.outputs["run-folder"] == "runs/pr"
+    line = config_line(project, "accuracy")
+    assert f"::error file=evals/evalglass.yaml,line={line},title=EvalGlass gate accuracy failed::" in run.stdout
+    assert "accuracy" in done.summary and "fail" in done.summary
+    assert upload.ran and upload.given["path"] == "runs/pr" and upload.given["name"] == "evals-pr"
+
+
+def test_a_run_that_cannot_complete_fails_with_2_says_why_and_reports_no_stale_verdict(tmp_path):
+    project = approved(tmp_path, 0.7)
+    assert act(project).outputs["verdict"] == "pass"  # an earlier run left evalglass-run/ with a pass in it
+    project.write_config(
+        {
+            "version": 1,
+            "dataset": {"name": "suite", "path": "data.jsonl"},
+            "task": {"type": "recorded", "field": "output"},
+            "metrics": {"exact": {"type": "exact_match", "reference": "expected"}},
+            "gates": {"accuracy": {"metric": "exactt", "proposed_threshold": 0.7}},
+        }
+    )
+    (project.root / "step-summary.md").write_text("")
+    done = act(project)
+    run, upload = done.steps["run"], done.steps["__2"]
+    assert run.code == 2, run.stdout + run.stderr
+    assert done.failed
+    assert done.outputs["exit-code"] == "2"
+    assert done.outputs["verdict"] == "" and done.outputs["run-folder"] == ""
+    assert not upload.ran
+    annotations = [line for line in run.stdout.splitlines() if line.startswith("::error")]
+    assert len(annotations) == 1, run.stdout
+    line = config_line(project, "accuracy") + 1  # the gate's `metric:` line
+    where = f"::error file=evals/evalglass.yaml,line={line},title=EvalGlass could not complete the run::"
+    assert annotations[0].startswith(where), annotations[0]
+    assert "exactt" in annotations[0]
+    assert "### EvalGlass could not complete the run" in done.summary and "exactt" in done.summary
+    assert "Traceback" not in run.stderr
+
+
+def test_an_unbalanced_quote_in_args_is_a_setup_error_not_a_traceback(tmp_path):
+    project = make_project(tmp_path)
+    done = act(project, args="--junit 'unclosed")
+    run = done.steps["run"]
+    assert run.code == 2 and done.outputs["exit-code"] == "2"
+    assert "::error title=EvalGlass could not complete the run::args: No closing quotation" in run.stdout
+    assert "Traceback" not in run.stderr
+
+
+def installed_where(venv: Path) -> Path:
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import evalglass; print(evalglass.__file__)"],
+        capture_output=True,
+        text=True,
+        env=clean_env(venv),
+        check=True,
+    )
+    return Path(done.stdout.strip()).resolve()
+
+
+def test_the_action_installs_evalglass_from_its_own_checkout_and_runs_with_it(tmp_path):
+    checkout = tmp_path / "action"
+    shutil.copytree(ROOT, checkout, ignore=NOT_SOURCE, symlinks=True)
+    venv = fresh_venv(tmp_path / "venv")
+    (tmp_path / "work").mkdir()
+    project = make_project(tmp_path / "work")  # no approved gate: informational
+    done = act(
+        project,
+        action_path=checkout,
+        install="",
+        python=str(venv / "bin" / "python"),
+        **{"pip-args": "--no-deps --no-index --no-build-isolation"},
+    )
+    install, run = done.steps["install"], done.steps["run"]
+    assert install.code == 0, install.stdout + install.stderr
+    assert install.outputs == {"version": evalglass.__version__}
+    assert installed_where(venv).is_relative_to(venv.resolve())
+    assert run.code == 0, run.stderr
+    assert done.outputs["verdict"] == "informational"
+    assert "::warning title=EvalGlass%3A informational::" in run.stdout
+
+
+def test_the_action_installs_a_given_wheel_with_its_extras(tmp_path):
+    venv = fresh_venv(tmp_path / "venv")
+    project = make_project(tmp_path)
+    wheel = built().wheel
+    done = act(
+        project,
+        install=str(wheel),
+        extras="signing",
+        python=str(venv / "bin" / "python"),
+        **{"pip-args": "--no-deps --no-index"},
+        upload="false",
+    )
+    install = done.steps["install"]
+    assert install.code == 0, install.stdout + install.stderr
+    assert f"{wheel}[signing]" in install.stdout
+    assert installed_where(venv).is_relative_to(venv.resolve())
+    assert done.steps["run"].code == 0 and not done.steps["__2"].ran
+
+
+@pytest.mark.parametrize(
+    ("inputs", "says"),
+    [
+        ({"install": "none"}, "cannot run evalglass"),
+        ({"install": "dist/missing.whl"}, "dist/missing.whl: no such file"),
+        ({"install": "", "extras": "live]; rm -rf ."}, "is not a comma-separated list of extra names"),
+        ({"install": "none", "pip-args": "--index-url 'unclosed"}, "pip-args: No closing quotation"),
+    ],
+)
+def test_an_install_that_cannot_work_fails_with_2_and_the_run_does_not_start(tmp_path, inputs, says):
+    venv = fresh_venv(tmp_path / "venv")  # EvalGlass not installed
+    project = make_project(tmp_path)
+    done = act(project, python=str(venv / "bin" / "python"), **inputs)
+    install = done.steps["install"]
+    assert install.code == 2
+    assert install.stdout.count("::error title=EvalGlass could not be installed::") == 1
+    assert says in install.stdout, install.stdout
+    assert "### EvalGlass could not be installed" in done.summary
+    assert not done.steps["run"].ran and not done.steps["__2"].ran
+    assert done.outputs["exit-code"] == ""
+
+
+def action_script():
+    """action/evalglass_action.py as a module, for the one rule that would need the network to run end to end."""
+    spec = importlib.util.spec_from_file_location("evalglass_action", ROOT / "action" / "evalglass_action.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("given", ["0.2.0", "v0.2.0", "1.0.0rc1"])
+def test_a_version_installs_that_release_tag_of_the_actions_own_repository(given):
+    script = action_script()
+    env = {"INPUT_INSTALL": given, "INPUT_EXTRAS": "live", "GITHUB_ACTION_REPOSITORY": "acme/evalglass"}
+    tag = given if given.startswith("v") else f"v{given}"
+    assert script.pip_target(env) == f"evalglass[live] @ git+https://github.com/acme/evalglass@{tag}"
+    enterprise = {**env, "GITHUB_SERVER_URL": "https://git.acme.example"}
+    assert script.pip_target(enterprise) == f"evalglass[live] @ git+https://git.acme.example/acme/evalglass@{tag}"
+    with pytest.raises(script.StepError, match="GITHUB_ACTION_REPOSITORY"):
+        script.pip_target({"INPUT_INSTALL": given})
