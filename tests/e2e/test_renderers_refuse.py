@@ -221,3 +221,36 @@ def test_a_comparative_gate_forged_past_its_incomplete_pairs_is_refused(tmp_path
 
     edit_scorecard(tmp_path / "out", forged)
     assert_every_reader_refuses(project, "out", "incomplete_pairs")
+
+
+def test_a_failed_check_passed_by_an_edited_exit_code_policy_is_refused_by_every_reader(tmp_path):
+    """The check result validates on its own (exit 1 is PASS under the policy it records, with that policy's
+    fingerprint), the scorecard's check summary and gate agree with it: only the config snapshot, which declares
+    the policy the check was judged by, says otherwise."""
+    from evalglass.core.checks import CheckResult, ExitCodePolicy
+    from evalglass.core.scorecard import CheckSummary
+
+    project = Project(tmp_path)
+    assert run_cli("run", "--example", "bound-checks", "--out", "out", cwd=tmp_path).code == 1
+    record_path = tmp_path / "out" / "runrecord.json"
+    record = json.loads(record_path.read_text())
+    result = record["check_results"]["notes-draft"]
+    assert (result["outcome"], result["exit_code"]) == ("FAIL", 1)
+    policy = ExitCodePolicy.model_validate({**result["policy"], "pass_codes": [0, 1], "fail_codes": []})
+    result.update(
+        outcome="PASS", repair="accept the work", policy=policy.model_dump(mode="json"),
+        policy_fingerprint=policy.fingerprint,
+    )  # fmt: skip
+    forged = CheckResult.model_validate(result)  # it holds together on its own
+    record_path.write_text(json.dumps(record, indent=2) + "\n")
+
+    def passed(card: Card) -> None:
+        card["checks"] = [
+            CheckSummary.of("notes-draft", forged).model_dump(mode="json") if check["name"] == "notes-draft" else check
+            for check in card["checks"]
+        ]
+        gate = next(gate for gate in card["decision"]["gates"] if gate["name"] == "draft")
+        gate.update(outcome="pass", reasons=[], value=1.0, compared=1.0)
+
+    edit_scorecard(tmp_path / "out", passed)
+    assert_every_reader_refuses(project, "out", "check_results.notes-draft.policy")

@@ -9,9 +9,12 @@ files alone (no scores, no config validation, none of the metric machinery), so 
   :func:`~evalglass.core.gates.evaluate_check_gate`): its spec from the run record's config snapshot (direction,
   rule, level, tolerated exclusions, ``compare_to``), its authority from the ledger snapshot (active or not, the
   approved threshold or margin, every reason that must block it), its value, ``n`` and population from the
-  scorecard's own metric summary, a check gate's outcome from the check result the run record holds;
+  scorecard's own metric summary (under ``lower_bound``, the interval as :func:`~evalglass.core.gates.rederived_gate`
+  can know it, and its ends against the value: :func:`~evalglass.core.gates.bound_problem`), a comparative gate's
+  numbers from its recorded paired difference, a check gate's outcome from the check result the run record holds;
 - every gate the ledger snapshot activates without the config declaring it must block (``gate_undeclared``);
-- the scorecard's check summaries and dataset are the run record's;
+- each check result was judged as the config snapshot declares its check (command, policy, timeout...), and the
+  scorecard's check summaries and dataset are the run record's;
 - the verdict follows from the gates (``VerdictPayload`` re-derives it on load);
 - with ``digests.json`` present, the scorecard and run record hash to what it lists.
 
@@ -42,12 +45,13 @@ from evalglass.core.calendar import day_of_timestamp
 from evalglass.core.fingerprint import PREFIX, short
 from evalglass.core.gates import (
     GateResult,
+    bound_problem,
     evaluate_check_gate,
     measurement_reasons,
     rederived_gate,
     undeclared_results,
 )
-from evalglass.core.gatespec import GateRule, GateSpec
+from evalglass.core.gatespec import GateSpec
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.scorecard import CheckSummary, MetricSummary, Scorecard
 from evalglass.engine.artifacts import RUNRECORD_FILE, SCORECARD_FILE, load_json_model_and_bytes
@@ -73,6 +77,7 @@ DECISION_FIELDS = (
     "value",
     "n",
     "compared",
+    "favourable_bound",
     "outcome",
     "notes",
 )
@@ -171,6 +176,7 @@ def scorecard_problems(card: Scorecard, record: RunRecord) -> list[str]:
     problems: list[str] = []
     if card.dataset != record.dataset:
         problems.append("dataset differs between the scorecard and the run record")
+    problems += _check_declaration_problems(record)
     problems += _check_summary_problems(card, record)
     problems += _metric_problems(card)
     config_gates: dict[str, Any] = record.config.get("gates") or {}
@@ -215,6 +221,45 @@ def _metric_problems(card: Scorecard) -> list[str]:
             problems.append(
                 f"metrics.{metric.name}.estimate.n is {included}; its population includes {population.included}"
             )
+    return problems
+
+
+def _check_declaration_problems(record: RunRecord) -> list[str]:
+    """Each check result was judged as the config snapshot declares the check: the same command, shell, working
+    folder, timeout, output cap, permission to write its target and exit-code policy. (The result's own validator
+    ties its outcome to its exit code under the policy it records; a policy edited to map the code the command
+    ended with to PASS is what this refuses.)"""
+    if not record.check_results:
+        return []
+    from evalglass.lanes.checkspec import CheckSpec
+
+    declared = record.config.get("checks") or {}
+    problems: list[str] = []
+    for name, result in record.check_results.items():
+        entry = declared.get(name) if isinstance(declared, dict) else None
+        if entry is None:
+            problems.append(f"check_results.{name}: the config snapshot declares no check '{name}'")
+            continue
+        try:
+            spec = CheckSpec.model_validate(entry)
+        except ValidationError as exc:
+            problems.append(f"check '{name}' in the run record's config snapshot is not a check: {first_problem(exc)}")
+            continue
+        expected = {
+            "command": spec.argv,
+            "shell": spec.shell,
+            "cwd": spec.cwd or ".",
+            "timeout_s": spec.timeout,
+            "output_cap_bytes": spec.output_cap_bytes,
+            "writes_target": spec.writes_target,
+            "policy": spec.policy,
+        }
+        problems += [
+            f"check_results.{name}.{field}: recorded {_shown(getattr(result, field))}; the config snapshot declares "
+            f"{_shown(value)}"
+            for field, value in expected.items()
+            if getattr(result, field) != value
+        ]
     return problems
 
 
@@ -282,16 +327,18 @@ def _declared_gate_problems(
         derived = rederived_gate(gate, spec, authority, summary.estimate, summary.population)
     except ValueError as exc:
         return [f"gate '{name}' cannot be decided from what the scorecard records: {_first_line(exc)}"]
-    return _differences(gate, derived)
+    bound = bound_problem(gate)
+    return _differences(gate, derived) + ([f"gate '{name}': {bound}"] if bound is not None else [])
 
 
 def _comparative_problems(gate: GateResult, spec: GateSpec, authority: Authority, record: RunRecord) -> list[str]:
     """A comparative gate, as far as the files decide it (its pairs are in the baseline's scores): the spec and
-    margin the snapshots say; under ``point`` the value and compared number the recorded paired difference says;
+    margin the snapshots say; the value, ``n``, the compared number and the favourable bound the recorded paired
+    difference says (under ``lower_bound`` the ends of its interval, by the function that chose them in the run);
     and every reason the files imply (the ledger snapshot's, the baseline as the run record found it, the recorded
     pairs' population), each by the function that gave it in the run. Its outcome follows from those by
     ``GateResult``'s own rule, checked on load; a reason more than these can only have blocked it."""
-    from evalglass.core.comparative import BaselineRun, baseline_reasons
+    from evalglass.core.comparative import BaselineRun, baseline_reasons, compared_ends
 
     name = gate.name
     problems = [
@@ -308,11 +355,14 @@ def _comparative_problems(gate: GateResult, spec: GateSpec, authority: Authority
         )
     detail = gate.comparison.metric if gate.comparison is not None else None
     difference = detail.difference if detail is not None else None
-    numbers: dict[str, float | int | None] = {"value": None, "n": None, "compared": None}
-    if difference is not None:
-        numbers = {"value": difference.point, "n": difference.n}
-        if spec.rule is GateRule.POINT:
-            numbers["compared"] = difference.point if gate.compared is not None else None
+    compared, favourable = compared_ends(spec, difference)
+    numbers: dict[str, float | int | None] = {
+        "value": None if difference is None else difference.point,
+        "n": None if difference is None else difference.n,
+        # An inactive gate is informational and records no compared number (core.comparative).
+        "compared": compared if gate.active else None,
+        "favourable_bound": favourable,
+    }
     problems += [
         f"decision.gates.{name}.{field}: recorded {getattr(gate, field)!r}; the recorded paired difference "
         f"says {expected!r}"
