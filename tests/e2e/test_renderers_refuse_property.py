@@ -2,12 +2,12 @@
 multi-field edits of its decision, either every renderer refuses the run or the edit changed no decision-bearing
 field. The forger rewrites ``digests.json`` after every edit, as one who knows the format does.
 
-Renderers: ``view``, ``view --junit``, ``view --github`` (annotations and the step summary), ``report`` (HTML)
-and ``load_run``, each through the real command line in this process (click's runner), so each example costs
+Renderers: ``view``, ``view --junit``, ``view --github`` (annotations and the step summary), ``explain``,
+``report`` (HTML) and ``load_run``, each through the real command line in this process (click's runner), so each example costs
 milliseconds, not a subprocess.
 
 Decision-bearing: the verdict, its CI flag and exit code, and per gate its activity, outcome, threshold, compared
-number, value, n, direction, rule, level and reason codes. What a run measured (a metric's estimate, its population,
+number and favourable bound, value, n, direction, rule, level and reason codes. What a run measured (a metric's estimate, its population,
 a check's record) is evidence: with the digests rewritten, an edit of the evidence that the decision follows is
 past what the files alone can tell (``evalglass verify`` re-derives it from the scores; each renderer says so), so
 evidence is edited one field at a time here, where the property still demands that the renderers agree.
@@ -31,6 +31,8 @@ from hypothesis import strategies as st
 
 import evalglass
 from evalglass.cli import main
+from evalglass.core.gatespec import GateRule, rule_decision
+from evalglass.core.stats import Direction
 from tests.e2e.project import DEFAULT_ROWS, make_project
 from tests.e2e.test_forgery import SCRIPT_PASSES
 from tests.e2e.test_forgery import _reseal as reseal
@@ -38,13 +40,15 @@ from tests.e2e.test_forgery import _reseal as reseal
 PRECEDENCE = {"informational": 0, "pass": 1, "fail": 2, "blocked": 3}
 OUTCOMES = list(PRECEDENCE)
 DIRECTIONS = ["higher_is_better", "lower_is_better"]
-GATE_FIELDS = ("active", "outcome", "threshold", "compared", "value", "n", "direction", "rule", "level")
+GATE_FIELDS = (
+    "active", "outcome", "threshold", "compared", "favourable_bound", "value", "n", "direction", "rule", "level",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Base:
-    """A finished run: an active gate that fails, one that passes, an informational one, and a check gate that
-    fails (its check exits 1)."""
+    """A finished run: an active gate that fails, one that passes, one under ``lower_bound`` that is undecided
+    (Wilson: 6 of 8 against 0.5), an informational one, and a check gate that fails (its check exits 1)."""
 
     root: Path
     folder: Path
@@ -71,6 +75,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Base:
         gates={
             "accuracy": {"metric": "exact", "proposed_threshold": 0.9},
             "loose": {"metric": "exact", "proposed_threshold": 0.5},
+            "bounded": {"metric": "exact", "proposed_threshold": 0.5, "rule": "lower_bound"},
             "evidence": {"metric": "says_yes"},
             "lint_ok": {"check": "lint"},
         },
@@ -78,12 +83,13 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Base:
     (project.evals / "checker.py").write_text(SCRIPT_PASSES.replace("exit(0)", "exit(1)"))
     project.write_rows(DEFAULT_ROWS)
     assert project.run().code in (0, 1)
-    fingerprints = {name: project.gate_fingerprint(name) for name in ("accuracy", "loose", "lint_ok")}
+    fingerprints = {name: project.gate_fingerprint(name) for name in ("accuracy", "loose", "bounded", "lint_ok")}
     ledger = {
         "version": 1,
         "gates": {
             "accuracy": {"active": True, "threshold": 0.9, "fingerprint": fingerprints["accuracy"]},
             "loose": {"active": True, "threshold": 0.5, "fingerprint": fingerprints["loose"]},
+            "bounded": {"active": True, "threshold": 0.5, "fingerprint": fingerprints["bounded"]},
             "lint_ok": {"active": True, "fingerprint": fingerprints["lint_ok"]},
         },
         "datasets": {"suite": {"validated_gold": True, "fingerprint": project.dataset_fingerprint()}},
@@ -92,7 +98,14 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Base:
     assert project.run("--out", "run").code == 1
     card = json.loads((root / "run" / "scorecard.json").read_text())
     outcomes = {gate["name"]: gate["outcome"] for gate in card["decision"]["gates"]}
-    assert outcomes == {"accuracy": "fail", "loose": "pass", "evidence": "informational", "lint_ok": "fail"}
+    expected = {
+        "accuracy": "fail",
+        "loose": "pass",
+        "bounded": "blocked",
+        "evidence": "informational",
+        "lint_ok": "fail",
+    }
+    assert outcomes == expected
     return Base(root=root, folder=root / "run")
 
 
@@ -118,16 +131,26 @@ def consistent_verdict(card: dict[str, Any]) -> None:
 
 
 def consistent_outcome(gate: dict[str, Any]) -> None:
-    """The outcome (and reasons) that the gate's own numbers imply, as its validator checks them."""
+    """The outcome (and reasons) that the gate's own numbers imply, as its validator checks them: the forger asks
+    the project's own rule, so that the forged gate loads."""
     if not gate["active"]:
         gate.update(outcome="informational", reasons=[])
         return
     if gate["compared"] is None or gate["threshold"] is None:
         return
-    higher = gate["direction"] == "higher_is_better"
-    meets = gate["compared"] >= gate["threshold"] if higher else gate["compared"] <= gate["threshold"]
-    gate["outcome"] = "pass" if meets else "fail"
-    gate["reasons"] = [] if meets else [{"code": "below_threshold", "message": "forged"}]
+    decision = rule_decision(
+        GateRule(gate["rule"]),
+        Direction(gate["direction"]),
+        gate["threshold"],
+        gate["compared"],
+        gate.get("favourable_bound") if gate["rule"] == "lower_bound" else None,
+    )
+    gate["outcome"] = {"undecided": "blocked"}.get(decision.value, decision.value)
+    gate["reasons"] = {
+        "pass": [],
+        "fail": [{"code": "below_threshold", "message": "forged"}],
+        "undecided": [{"code": "undecided", "message": "forged"}],
+    }[decision.value]
 
 
 def leaves(document: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:
@@ -184,10 +207,14 @@ def edits(draw: Any, card: dict[str, Any], record: dict[str, Any]) -> tuple[str,
                     gate["active"] = True
             elif field == "direction":
                 gate["direction"] = DIRECTIONS[1 - DIRECTIONS.index(gate["direction"])]
+            elif field == "rule" and gate["rule"] == "lower_bound":
+                gate.update(rule="point", level=None, bound_method=None, favourable_bound=None, compared=gate["value"])
             elif field == "rule":
                 gate.update(rule="lower_bound", level=0.95, bound_method="wilson")
             elif field == "reasons":
                 gate["reasons"] = []
+            elif field == "favourable_bound":
+                gate["favourable_bound"] = draw(st.sampled_from([None, 0.5, 0.9, 1.0]))
             else:
                 gate[field] = draw(st.sampled_from([0.0, 0.5, 0.8, 0.95, 1.0])) if field != "n" else gate["n"] or 1
             if field not in ("outcome", "reasons"):
@@ -208,6 +235,7 @@ def refusals(folder: Path, scratch: Path) -> dict[str, bool]:
         "view": ["view", str(folder)],
         "view --junit": ["view", str(folder), "--junit", str(scratch / "junit.xml")],
         "view --github": ["view", str(folder), "--github"],
+        "explain": ["explain", "--run", str(folder)],
         "report": ["report", str(folder), "--out", str(scratch / "page.html")],
     }
     found: dict[str, bool] = {}

@@ -475,9 +475,12 @@ def counted_interval(gate: GateResult, spec: GateSpec, estimate: Estimate) -> In
     ones = round(estimate.point * estimate.n)
     if not 0 <= ones <= estimate.n or abs(ones - estimate.point * estimate.n) > 1e-6:
         return None
+    import numpy as np
+
     from evalglass.core.stats import Method, confidence_interval
 
-    values = [1.0] * ones + [0.0] * (estimate.n - ones)
+    values = np.zeros(estimate.n)
+    values[:ones] = 1.0
     try:
         interval = confidence_interval(values, level=2.0 * spec.level - 1.0, method=Method(gate.bound_method))
     except ValueError:
