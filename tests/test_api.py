@@ -65,7 +65,11 @@ def test_the_result_cannot_be_edited(tmp_path):
 def test_load_run_reads_what_run_wrote_and_verify_re_derives_it(tmp_path):
     result = evalglass.run(three_gates(tmp_path).evals / "evalglass.yaml", out=tmp_path / "run")
     loaded = evalglass.load_run(tmp_path / "run")
-    assert loaded == result
+    assert dataclasses.replace(loaded, not_checked=None) == result and result.not_checked is None
+    assert loaded.not_checked == (
+        f"not re-derived: checked against its run record and digests (unsigned), not against its scores; "
+        f"`evalglass verify {tmp_path / 'run'}` re-derives it"
+    )
     report = evalglass.verify(str(tmp_path / "run"))
     assert isinstance(report, evalglass.VerifyReport)
     assert (report.ok, report.examples, report.findings) == (True, 8, ())

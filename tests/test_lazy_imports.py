@@ -22,7 +22,7 @@ CASES = {
         "import evalglass.cli\n"
         "from evalglass.api import load_run\n"
         "from evalglass.engine.artifacts import LAST_RUN_POINTER, load_runrecord, load_scorecard\n"
-        "from evalglass.engine.consistency import refuse_contradicted\n"
+        "from evalglass.engine.consistency import load_checked\n"
         "from evalglass.report.terminal import render_terminal",
         ["jsonschema", "evalglass.engine.pipeline", "evalglass.engine.config", "evalglass.metrics", "yaml"],
     ),

@@ -43,6 +43,9 @@ class RunResult:
     scorecard: Scorecard
     #: Problems that left the verdict and the artifacts intact (e.g. `.evalglass/last-run` could not be updated).
     warnings: tuple[str, ...] = ()
+    #: A run loaded from its folder (:func:`load_run`): what loading it did not check, in one line that every
+    #: renderer shows. None for a run this process decided from its scores.
+    not_checked: str | None = None
 
     @property
     def payload(self) -> VerdictPayload:
@@ -65,8 +68,11 @@ class RunResult:
 
     @property
     def meaning(self) -> str:
-        """What the verdict means, in one sentence (an informational run says that no gate was active)."""
-        return self.payload.meaning
+        """What the verdict means, in one sentence (an informational run says that no gate was active; a pass
+        says which examples its gates tolerated leaving out)."""
+        from evalglass.report.fmt import verdict_meaning
+
+        return verdict_meaning(self.scorecard)
 
     @property
     def gates(self) -> tuple[GateResult, ...]:
@@ -163,17 +169,16 @@ def run(
 
 
 def load_run(folder: str | os.PathLike[str]) -> RunResult:
-    """A finished run from its folder, computing nothing. The scorecard is checked by its own validators on load
-    (a verdict its gates contradict is refused); whether it matches its recorded scores is :func:`verify`'s job."""
-    from evalglass.engine.artifacts import load_runrecord, load_scorecard, run_folder
-    from evalglass.engine.consistency import refuse_contradicted
+    """A finished run from its folder, computing nothing from its scores. A scorecard that does not add up is
+    refused (:class:`SetupError`): every gate is decided again from what the scorecard and the run record's config
+    and ledger snapshots say, the verdict from the gates, and the two files are checked against ``digests.json``
+    when the run has one (``engine.consistency``). Whether the numbers match the recorded scores is
+    :func:`verify`'s job; ``result.not_checked`` says so in one line."""
+    from evalglass.engine.artifacts import run_folder
+    from evalglass.engine.consistency import load_checked
 
-    path = run_folder(Path(folder))
-    scorecard = load_scorecard(path)
-    # A payload its own run record's ledger snapshot contradicts (a gate flipped to inactive, a threshold never
-    # approved) is refused here, so no renderer or caller ever shows it.
-    refuse_contradicted(path, scorecard, load_runrecord(path))
-    return RunResult(folder=path, scorecard=scorecard)
+    checked = load_checked(run_folder(Path(folder)))
+    return RunResult(folder=checked.folder, scorecard=checked.scorecard, not_checked=checked.not_checked)
 
 
 def verify(

@@ -1,8 +1,9 @@
 """CI outputs of a finished run: a JUnit XML file, and GitHub Actions' step summary and annotations.
 
 Each renders the run's artifacts (the scorecard; the run record only to find where gates are declared) and decides
-nothing. An output that was asked for and cannot be written is a :class:`SetupError` (exit 2): a CI job that
-expects a report must not go on without one.
+nothing; for a run loaded from its folder, each also says in one line what loading it did not check. An output
+that was asked for and cannot be written is a :class:`SetupError` (exit 2): a CI job that expects a report must
+not go on without one.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ def write_junit(result: RunResult, path: Path) -> None:
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, redaction.current().text_bytes(render_junit(result.scorecard)))
+        document = render_junit(result.scorecard, not_checked=result.not_checked)
+        write_atomic(path, redaction.current().text_bytes(document))
     except OSError as exc:
         raise SetupError(
             f"cannot write the JUnit report: {exc.strerror or exc}", where=str(path), fix="choose a writable path"
@@ -41,9 +43,10 @@ def publish_github(result: RunResult, *, stream: TextIO, env: Mapping[str, str])
     """
     from evalglass.engine.failing import report_markdown
     from evalglass.report.github import gate_annotations
+    from evalglass.report.safetext import markdown_text
 
     sites = {name: (_as_annotated(path, env), line) for name, (path, line) in _gate_sites(result.folder).items()}
-    for line in gate_annotations(result.scorecard, sites):
+    for line in gate_annotations(result.scorecard, sites, not_checked=result.not_checked):
         stream.write(line + "\n")
     stream.flush()
     summary = env.get("GITHUB_STEP_SUMMARY")
@@ -52,7 +55,10 @@ def publish_github(result: RunResult, *, stream: TextIO, env: Mapping[str, str])
     try:
         with open(summary, "a", encoding="utf-8") as handle:
             # report.md's content: the gates and the examples that pulled them down, where the PR author looks first
-            handle.write(redaction.current().text(report_markdown(result.folder, result.scorecard)) + "\n")
+            summary_text = report_markdown(result.folder, result.scorecard)
+            if result.not_checked is not None:
+                summary_text += f"\n<sub>{markdown_text(result.not_checked)}</sub>\n"
+            handle.write(redaction.current().text(summary_text) + "\n")
     except OSError as exc:
         raise SetupError(
             f"cannot append to the step summary: {exc.strerror or exc}",

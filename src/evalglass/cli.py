@@ -556,13 +556,21 @@ def _preflight(path: Path, pinned_ledger: Path | None, today: str | None, fmt: s
 
 
 def _show(result: RunResult, fmt: str) -> None:
-    """The run on stdout: its JSON payload or the terminal summary."""
+    """The run on stdout: its JSON payload or the terminal summary (then, for a loaded run, what was not checked)."""
     if fmt == "json":
         _emit_json({"folder": str(result.folder.resolve()), **result.scorecard.model_dump(mode="json")})
     else:
         from evalglass.report.terminal import render_terminal
 
         render_terminal(result.scorecard, _console(), result.folder)
+    _say_not_checked(result.not_checked, fmt)
+
+
+def _say_not_checked(line: str | None, fmt: str) -> None:
+    """A loaded run's one line saying what loading it did not check: after the text, or on stderr beside JSON
+    (stdout then holds exactly one document)."""
+    if line is not None:
+        click.echo(line, err=fmt == "json")
 
 
 def _publish(result: RunResult, junit: Path | None, github: bool | None, fmt: str) -> None:
@@ -578,10 +586,13 @@ def _publish(result: RunResult, junit: Path | None, github: bool | None, fmt: st
             click.echo(note, err=True)
 
 
-def _write_html(folder: Path, out: Path) -> None:
+def _write_html(folder: Path, out: Path) -> str:
+    """Write the run's page; returns the line saying what loading the run did not check (the page says it too)."""
     from evalglass.engine.explorer import html_report
 
-    _write_page(html_report(folder), out)
+    page, not_checked = html_report(folder)
+    _write_page(page, out)
+    return not_checked
 
 
 def _write_page(page: str, out: Path) -> None:
@@ -687,6 +698,7 @@ def view(
     result = load_run(resolved)
     if examples:
         _view_examples(resolved, result.scorecard, metrics, states, limit, fmt)
+        _say_not_checked(result.not_checked, fmt)
         return
     _show(result, fmt)
     if junit is not None or github:
@@ -763,7 +775,7 @@ def report(folder: Path | None, out: Path | None, db: str | None) -> None:
 
     named = _named_run(folder, db)
     resolved = run_folder(named if isinstance(named, Path) else named.folder)
-    if not (resolved / SCORECARD_FILE).is_file():
+    if not (resolved / SCORECARD_FILE).exists():
         raise SetupError(
             f"no {SCORECARD_FILE} in this folder",
             where=str(resolved),
@@ -772,8 +784,9 @@ def report(folder: Path | None, out: Path | None, db: str | None) -> None:
     target = out if out is not None else resolved / "report.html"
     if out is None and not isinstance(named, Path) and named.run_id is not None:
         target = Path(f"report-{named.run_id}.html")  # a run read from the history: its folder is temporary
-    _write_html(resolved, target)
+    not_checked = _write_html(resolved, target)
     click.echo(f"wrote {target}")
+    click.echo(not_checked)
 
 
 @main.command()
@@ -788,24 +801,24 @@ def report(folder: Path | None, out: Path | None, db: str | None) -> None:
 @FORMAT
 def explain(name: str | None, folder: Path | None, db: str | None, fmt: str) -> None:
     """Say why a gate or metric is (or is not) trustworthy, and what the ledger needs for a gate to be active."""
-    from evalglass.engine.artifacts import load_runrecord, load_scorecard
-    from evalglass.engine.consistency import refuse_contradicted
+    from evalglass.engine.consistency import load_checked
     from evalglass.report.explain import explain as build
+    from evalglass.report.safetext import visible
 
     resolved = resolve_run_folder(folder, db)
-    card = load_scorecard(resolved)
-    record = load_runrecord(resolved)
-    refuse_contradicted(resolved, card, record)
+    checked = load_checked(resolved)
+    card, record = checked.scorecard, checked.record
     from evalglass.engine.failing import gate_examples
 
     names = [gate.name for gate in card.decision.gates if name is None or gate.name == name]
     explanations = build(card, record, name, gate_examples(resolved, card, names, limit=5), _gate_definitions(record))
     if fmt == "json":
         _emit_json([item.as_dict() for item in explanations])
-        return
-    if not explanations:
-        click.echo("Nothing to explain: this run has no gates and no metrics.")
-    click.echo("\n\n".join(item.as_text() for item in explanations))
+    else:
+        if not explanations:
+            click.echo("Nothing to explain: this run has no gates and no metrics.")
+        click.echo(visible("\n\n".join(item.as_text() for item in explanations)))
+    _say_not_checked(checked.not_checked, fmt)
 
 
 @main.command()

@@ -66,18 +66,42 @@ def installed() -> Iterator[Redactor]:
 class RedactingStream(io.TextIOBase):
     """A text stream that redacts everything written to it before passing it on (stdout and stderr of the CLI,
     which host code running in the process writes to as well). Limit: a secret split across two ``write`` calls
-    is not recognised; every line EvalGlass prints is one call."""
+    is not recognised; every line EvalGlass prints is one call.
+
+    It is also where a reader that went away is met: ``evalglass verify RUN | head -1`` closes the pipe after one
+    line. What is left to print has no one to read it, so it is dropped, and the command goes on and ends with its
+    own exit code (the verdict's, verify's), quietly, instead of failing with an internal error."""
 
     def __init__(self, inner: TextIO) -> None:
         super().__init__()
         self.inner = inner
+        self._gone = False
 
     def write(self, text: str) -> int:
-        self.inner.write(current().text(text))
+        if not self._gone:
+            try:
+                self.inner.write(current().text(text))
+            except BrokenPipeError:
+                self._reader_gone()
         return len(text)
 
     def flush(self) -> None:
-        self.inner.flush()
+        if not self._gone:
+            try:
+                self.inner.flush()
+            except BrokenPipeError:
+                self._reader_gone()
+
+    def _reader_gone(self) -> None:
+        """Drop what is left, and point the descriptor at the null device, so that the buffer's last flush (by
+        the interpreter at exit, or a child that inherits the descriptor) has somewhere to go."""
+        self._gone = True
+        with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
+            null = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(null, self.inner.fileno())
+            finally:
+                os.close(null)
 
     def isatty(self) -> bool:
         return self.inner.isatty()

@@ -97,9 +97,9 @@ def test_verify_catches_a_consistently_forged_pass(tmp_path):
     card["decision"].update(verdict="pass", ci_should_fail=False, exit_code=0)
     path.write_text(json.dumps(card))
     # The forged payload is self-consistent, but it contradicts the run record's ledger snapshot (threshold 0.9),
-    # so view refuses to show it (issue 10; it used to show it with exit 0)...
+    # so view refuses to show it, naming the field (issues 10 and 26; it used to show it with exit 0)...
     refused = project.cli("view", "out")
-    assert refused.code == 2 and "threshold 0.5" in refused.err and "0.9" in refused.err
+    assert refused.code == 2 and "decision.gates.accuracy.threshold: recorded 0.5; its files say 0.9" in refused.err
     # ...but verify re-derives it from the recorded scores and the ledger snapshot.
     result = project.cli("verify", "out", "--format", "json")
     assert result.code == 1

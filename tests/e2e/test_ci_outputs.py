@@ -72,7 +72,22 @@ def test_view_writes_the_same_junit_from_the_artifacts(tmp_path):
     assert project.run("--junit", "run.xml", "--out", "run").code == 1
     viewed = project.cli("view", "run", "--junit", "view.xml")
     assert viewed.code == 0, viewed.err
-    assert (project.root / "view.xml").read_bytes() == (project.root / "run.xml").read_bytes()
+    # The same document, plus the line saying what loading the run did not check (a property and a line of output).
+    view, run = (ET.fromstring((project.root / name).read_bytes()) for name in ("view.xml", "run.xml"))
+    note = view.find(".//property[@name='evalglass.not_checked']")
+    assert note is not None and "`evalglass verify run`" in note.get("value", "")
+    assert run.find(".//property[@name='evalglass.not_checked']") is None
+    view_out, run_out, properties = (
+        view.find("testsuite/system-out"),
+        run.find("testsuite/system-out"),
+        view.find("testsuite/properties"),
+    )
+    assert view_out is not None and run_out is not None and properties is not None
+    assert view_out.text == f"{run_out.text}\n{note.get('value')}"
+    properties.remove(note)
+    view_out.text = run_out.text
+    ET.indent(view)
+    assert ET.tostring(view) == ET.tostring(run)
 
 
 def test_in_github_actions_failing_and_blocked_gates_are_annotated_at_their_config_line(tmp_path):
@@ -142,7 +157,7 @@ def test_a_config_edited_since_the_run_gives_no_line_rather_than_a_wrong_one(tmp
     config.write_text("# a comment moves every line\n" + config.read_text())
     viewed = in_actions(project, "view", "run", "--github")
     commands = [read(line) for line in viewed.out.splitlines() if line.startswith("::")]
-    assert len(commands) == 2
+    assert [name for name, _, _ in commands] == ["error", "error", "notice"]  # the notice: what was not checked
     assert all("line" not in properties and "file" not in properties for _, properties, _ in commands)
 
 

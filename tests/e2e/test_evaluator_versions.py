@@ -275,12 +275,15 @@ def test_edited_versions_in_the_run_record_do_not_verify_even_resealed(tmp_path)
 
 
 def test_a_run_record_from_before_versions_were_recorded_says_so(tmp_path):
+    from tests.e2e.test_forgery import _reseal
+
     project = make_project(tmp_path)
     assert project.run("--out", "out").code == 0
     path = tmp_path / "out" / "runrecord.json"
     record = _record(tmp_path / "out")
     del record["gate_evaluators"]
     path.write_text(json.dumps(record, indent=2) + "\n")
+    _reseal(tmp_path / "out")  # such a run's digests listed its record as it was
     explained = project.cli("explain", "accuracy", "--run", "out")
     assert explained.code == 0, explained.err
     assert "does not say which versions decided" in explained.out

@@ -17,7 +17,11 @@ def test_report_writes_one_self_contained_page_into_the_run_folder(tmp_path):
     result = project.cli("report", "out")
     assert result.code == 0, result.err
     page = (tmp_path / "out" / "report.html").read_text()
-    assert result.out.strip() == f"wrote {tmp_path.joinpath('out', 'report.html').relative_to(tmp_path)}"
+    wrote, not_checked = result.out.strip().splitlines()
+    assert wrote == f"wrote {tmp_path.joinpath('out', 'report.html').relative_to(tmp_path)}"
+    # What loading the run did not check is said once, on the command line and on the page.
+    assert not_checked.startswith("not re-derived:") and "`evalglass verify out`" in not_checked
+    assert not_checked in page
     # Nothing is loaded from anywhere: no external src/href, no stylesheet link, and a policy that forbids it.
     assert not re.findall(r"""(?:src|href)\s*=\s*["']?(?!#|data:)[a-z]+:""", page, re.I)
     assert '<link rel="stylesheet"' not in page
@@ -63,11 +67,13 @@ def test_attacker_controlled_output_is_escaped_text(tmp_path):
 def test_only_the_artifacts_that_exist_are_rendered_and_the_page_says_what_is_missing(tmp_path):
     project = report_project(tmp_path, approved=False)
     folder = tmp_path / "out"
+    # Without its run record a scorecard cannot be checked (issue 26): refused, not rendered unchecked.
+    record = (folder / "runrecord.json").read_bytes()
     (folder / "runrecord.json").unlink()
-    assert project.cli("report", "out", "--out", "a.html").code == 0
-    page = (tmp_path / "a.html").read_text()
-    assert "runrecord.json is not in this folder" in page
-    assert "question number 3" not in page  # inputs come from the dataset the run record locates
+    refused = project.cli("report", "out", "--out", "a.html")
+    assert refused.code == 2 and "runrecord.json" in refused.err and refused.err.count("\n") == 1
+    assert not (tmp_path / "a.html").exists()
+    (folder / "runrecord.json").write_bytes(record)
     (folder / "scores.jsonl").unlink()
     assert project.cli("report", "out", "--out", "b.html").code == 0
     page = (tmp_path / "b.html").read_text()
@@ -101,9 +107,10 @@ def test_a_folder_without_a_scorecard_or_with_broken_scores_is_one_line(tmp_path
     assert broken.err.count("\n") == 1
 
 
-def test_the_page_renders_a_consistently_forged_scorecard_as_written_and_verify_catches_it(tmp_path):
-    """Item 6: the report renders, never decides. A forged pass that still validates is shown as a pass (what the
-    artifact says), while `verify`, which re-derives from the recorded scores, names the forgery."""
+def test_the_page_refuses_a_consistently_forged_scorecard_and_verify_catches_it(tmp_path):
+    """The report renders, never decides; and it shows nothing that does not add up (issue 26). A forged pass whose
+    scorecard and ledger snapshot agree with each other, but not with the run's digests, is refused in one line
+    naming the file, and `verify`, which re-derives from the recorded scores, names the forgery too."""
     project = make_project(tmp_path)
     project.write_ledger(approve(project, threshold=0.9))
     assert project.run("--out", "out").code == 1
@@ -112,11 +119,9 @@ def test_the_page_renders_a_consistently_forged_scorecard_as_written_and_verify_
     assert "Verdict: fail" in (tmp_path / "honest.html").read_text()
     forge(tmp_path / "out" / "scorecard.json", threshold=0.5, outcome="pass")
     forged = project.cli("report", "out", "--out", "forged.html")
-    assert forged.code == 0, forged.err
-    page = (tmp_path / "forged.html").read_text()
-    assert "Verdict: pass" in page and "Verdict: fail" not in page
-    assert "≥ 0.5" in page  # the forged threshold, as the artifact says: the page does not re-decide
-    assert "evalglass verify out" in page  # and it tells the reader how to check
+    assert forged.code == 2 and forged.err.count("\n") == 1, forged.err
+    assert "scorecard.json is not the file digests.json lists" in forged.err and "evalglass verify out" in forged.err
+    assert not (tmp_path / "forged.html").exists()
     verified = project.cli("verify", "out")
     assert verified.code == 1 and "scorecard.decision.verdict" in verified.out
 
@@ -176,8 +181,14 @@ def test_a_comparative_gates_comparison_is_shown_as_recorded_and_verify_catches_
     flips = card["decision"]["gates"][0]["comparison"]["metric"]["flips"]
     flips["regressed"] = ["forged-regression"]
     scorecard.write_text(json.dumps(card, indent=2))
+    # The flips decide nothing, so only the digests tell the edit: the report refuses the folder while they do...
+    refused = project.cli("report", "runs/cand", "--out", "forged.html")
+    assert refused.code == 2 and "scorecard.json is not the file digests.json lists" in refused.err
+    # ...and without them renders what the scorecard says, saying it checked no digests (verify re-derives it).
+    (tmp_path / "runs/cand/digests.json").unlink()
     forged = project.cli("report", "runs/cand", "--out", "forged.html")
     assert forged.code == 0, forged.err
+    assert "no digests.json" in forged.out
     page = (tmp_path / "forged.html").read_text()
     assert "forged-regression" in page and "q030" not in page.split('id="comparisons"')[1].split("</section>")[0]
     assert project.cli("verify", "runs/cand").code != 0

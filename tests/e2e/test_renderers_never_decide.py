@@ -1,6 +1,9 @@
-"""Renderers render, never decide: a scorecard edited consistently (gate, verdict, CI flag and exit code together,
-so it still passes its own validators) is shown as edited by JUnit, GitHub annotations, the step summary and the
-Python API alike, and only `verify`, which re-derives everything from the recorded scores, catches it."""
+"""Renderers render, never decide: a scorecard edited consistently with its run record's ledger snapshot (gate,
+verdict, CI flag and exit code together, so both still pass their own validators and agree with each other) is
+refused by every renderer while ``digests.json`` tells the edit (issue 26); once the digests are rewritten too, it is
+past what the files can tell, and JUnit, GitHub annotations, the step summary and the Python API all show it as
+edited, each saying in one line that it did not re-derive it. Only `verify`, which re-derives everything from the
+recorded scores, catches it then."""
 
 from __future__ import annotations
 
@@ -34,14 +37,23 @@ def forge(scorecard: Path, threshold: float, outcome: str) -> None:
     card: dict[str, Any] = json.loads(scorecard.read_text())
     decision = card["decision"]
     decision["gates"][0].update(threshold=threshold, outcome=outcome)
-    if outcome == "pass":  # a consistent forgery also drops the failing gate's below_threshold reason
-        decision["gates"][0]["reasons"] = []
+    # A consistent forgery also drops the failing gate's below_threshold reason, or gives a failing one its own.
+    decision["gates"][0]["reasons"] = (
+        []
+        if outcome == "pass"
+        else [
+            {
+                "code": "below_threshold",
+                "message": f"the value 0.75 is below the approved threshold (needs ≥ {threshold})",
+            }
+        ]
+    )
     decision.update(verdict=outcome, ci_should_fail=outcome == "fail", exit_code=int(outcome == "fail"))
     scorecard.write_text(json.dumps(card, indent=2))
 
 
 @pytest.mark.parametrize(("honest", "forged", "outcome"), FORGERIES.values(), ids=list(FORGERIES))
-def test_every_renderer_shows_what_the_artifacts_say_and_verify_catches_the_edit(
+def test_every_renderer_refuses_the_edit_the_digests_tell_and_says_what_it_did_not_check(
     tmp_path, monkeypatch, honest, forged, outcome
 ):
     project = make_project(tmp_path)
@@ -49,7 +61,15 @@ def test_every_renderer_shows_what_the_artifacts_say_and_verify_catches_the_edit
     honest_run = project.run("--out", "run")
     assert honest_run.code == (1 if outcome == "pass" else 0), honest_run.err
     forge(project.root / "run" / "scorecard.json", forged, outcome)
+    monkeypatch.chdir(project.root)
 
+    refused = in_actions(project, "view", "run", "--junit", "junit.xml", "--github")
+    assert refused.code == 2 and "scorecard.json is not the file digests.json lists" in refused.err, refused.err
+    assert not (project.root / "junit.xml").exists() and not (project.root / "summary.md").exists()
+    with pytest.raises(evalglass.SetupError, match="does not add up"):
+        evalglass.load_run("run")
+
+    (project.root / "run" / "digests.json").unlink()
     viewed = in_actions(project, "view", "run", "--junit", "junit.xml", "--github")
     assert viewed.code == 0, viewed.err
     suite = ET.parse(project.root / "junit.xml").getroot().find("testsuite")
@@ -57,15 +77,17 @@ def test_every_renderer_shows_what_the_artifacts_say_and_verify_catches_the_edit
     properties = {item.get("name"): item.get("value") for item in suite.iter("property")}
     assert properties["evalglass.verdict"] == outcome
     assert suite.get("failures") == ("1" if outcome == "fail" else "0")
+    assert "no digests.json" in properties["evalglass.not_checked"]
     annotations = [read(line) for line in viewed.out.splitlines() if line.startswith("::")]
     assert [properties["title"] for _, properties, _ in annotations] == (
         ["EvalGlass gate accuracy failed"] if outcome == "fail" else []
-    )
+    ) + ["EvalGlass: not re-derived"]
     summary = (project.root / "summary.md").read_text()
     assert summary.startswith(f"## {'❌' if outcome == 'fail' else '✅'} EvalGlass: {outcome}")
+    assert "evalglass verify run" in summary.strip().splitlines()[-1]
 
-    monkeypatch.chdir(project.root)
     result = evalglass.load_run("run")
+    assert result.not_checked is not None and "no digests.json" in result.not_checked
     assert (result.verdict, result.exit_code, result.gate("accuracy").threshold) == (
         outcome,
         int(outcome == "fail"),

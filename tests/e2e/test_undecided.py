@@ -130,7 +130,7 @@ def test_a_true_three_point_regression_on_2000_still_fails_with_its_regressed_pa
     assert [example for example, _ in listed] == regressed[:10]
     assert all(why.strip() == "regressed: passed in the baseline" for _, why in listed)
     # The HTML report keeps every regressed pair, past its cap, and lists them first.
-    page = html_report(tmp_path / "runs/cand", cap=20)
+    page, _ = html_report(tmp_path / "runs/cand", cap=20)
     embedded = re.findall(r'<span class="ex-id">(q\d+)</span>', page)
     assert embedded[:90] == regressed and len(embedded) == 90
     assert page.count('class="regressed"') == 90
@@ -259,5 +259,5 @@ def test_the_undecided_reason_reaches_every_renderer(tmp_path):
     )
     for text in (summary.read_text(), (tmp_path / "runs/cand/report.md").read_text()):
         assert "undecided: the 90% interval of the paired difference" in text
-    page = html_report(tmp_path / "runs/cand")
+    page, _ = html_report(tmp_path / "runs/cand")
     assert "undecided" in page

@@ -91,5 +91,5 @@ def test_an_edited_folder_is_not_imported(tmp_path: Path, db_url: str) -> None:
     card.write_text(card.read_text().replace('"informational"', '"informational" '))
     env = {"EVALGLASS_DB": db_url}
     done = run_cli("history", "import", str(folder), cwd=tmp_path, env=env)
-    assert done.code == 2 and "scorecard.json differs from the run's digests.json" in done.err
+    assert done.code == 2 and "scorecard.json is not the file digests.json lists" in done.err
     assert run_cli("history", "--format", "json", cwd=tmp_path, env=env).json() == []

@@ -39,7 +39,7 @@ def test_the_cap_keeps_the_first_that_need_a_look_and_says_so(run_folder: Path) 
     explorer = load_explorer(run_folder, load_runrecord(run_folder), ("exact", "affirmative"), cap=10)
     assert len(explorer.rows) == 10 and all(row.needs_look for row in explorer.rows)
     assert explorer.sampled == 0
-    page = html_report(run_folder, cap=10)
+    page, _ = html_report(run_folder, cap=10)
     assert "embeds 10 of 120 examples" in page and "the first 10 of 43" in page
 
 
@@ -49,7 +49,7 @@ def test_room_left_under_the_cap_is_an_even_sample_of_the_rest(run_folder: Path)
     assert len(explorer.rows) == 60 and len(sampled) == 60 - NEEDS_LOOK == explorer.sampled
     lines = [row.line for row in sampled]
     assert lines == sorted(lines) and lines[-1] - lines[0] > ROWS // 2  # spread over the run, not its head
-    page = html_report(run_folder, cap=60)
+    page, _ = html_report(run_folder, cap=60)
     assert "all 43" in page and "17 sampled evenly from the rest" in page
 
 

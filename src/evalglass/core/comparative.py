@@ -157,7 +157,7 @@ def decide_comparative_gate(
         )
         reasons += _pair_reasons(spec, comparison)
     difference = comparison.difference if comparison is not None else None
-    compared, favourable = _compared(spec, difference)
+    compared, favourable = compared_ends(spec, difference)
     if difference is not None and compared is None:
         reasons.append(
             Reason(
@@ -303,9 +303,11 @@ def _pair_reasons(spec: GateSpec, comparison: MetricComparison) -> list[Reason]:
     )
 
 
-def _compared(spec: GateSpec, difference: PairedDifference | None) -> tuple[float | None, float | None]:
+def compared_ends(spec: GateSpec, difference: PairedDifference | None) -> tuple[float | None, float | None]:
     """The number the rule compares with ``-margin`` (the difference, or the unfavourable end of its interval) and,
-    under ``lower_bound``, the favourable end the three-way rule needs to fail."""
+    under ``lower_bound``, the favourable end the three-way rule needs to fail. A reader of a finished run
+    (``engine.consistency``) asks it of the recorded difference, so the two numbers a gate records are the ones
+    this gives."""
     if difference is None:
         return None, None
     if spec.rule is GateRule.LOWER_BOUND:

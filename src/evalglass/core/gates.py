@@ -438,3 +438,95 @@ def undeclared_results(ledger: Ledger, declared: list[str], where: Mapping[str, 
         )
         for gate in undeclared_gates(ledger, declared, where)
     ]
+
+
+def rederived_gate(
+    recorded: GateResult, spec: GateSpec, authority: Authority, estimate: Estimate | None, population: Population
+) -> GateResult:
+    """The gate :func:`evaluate_gate` decides from what a scorecard records of it, so a reader of a finished run
+    (``engine.consistency``) re-derives an outcome with the rule that made it, never with a copy of that rule.
+
+    Under ``lower_bound`` the interval is computed from the included values, which a scorecard does not hold. A
+    method whose interval is a function of the count of ones and ``n`` alone (Wilson, Clopper–Pearson) is computed
+    again from the recorded value and ``n``, by the function the run used; any other method's ends are taken as the
+    gate records them (:func:`bound_problem` checks they hold the value where the method's interval always does;
+    ``evalglass verify`` recomputes them from the scores).
+    """
+    bound = None
+    if spec.rule is GateRule.LOWER_BOUND and estimate is not None:
+        bound = counted_interval(recorded, spec, estimate) or recorded_interval(recorded, spec, estimate)
+    return evaluate_gate(recorded.name, spec, recorded.fingerprint, authority, estimate, population, bound=bound)
+
+
+#: Interval methods that depend on the values only through the count of ones and ``n`` (binary values).
+COUNT_METHODS = frozenset({"wilson", "clopper_pearson"})
+#: Interval methods whose interval always holds the point: the score-test inversions, and the t intervals (student
+#: and cluster-robust), which are symmetric about the mean. Bootstrap intervals need not.
+POINT_INSIDE_METHODS = frozenset({*COUNT_METHODS, "student_t", "cluster_t"})
+
+
+def counted_interval(gate: GateResult, spec: GateSpec, estimate: Estimate) -> Interval | None:
+    """A ``lower_bound`` gate's interval computed again, when its method needs only the count of ones and ``n``
+    (:data:`COUNT_METHODS`): the values are rebuilt as that many ones and zeros, which gives the method the same
+    numbers the run's values gave it. None for any other method, or when the value is not a count over ``n``.
+    A result recorded before the three-way rule (no ``favourable_bound``) keeps only the unfavourable end."""
+    if gate.bound_method not in COUNT_METHODS or estimate.n < 1:
+        return None
+    ones = round(estimate.point * estimate.n)
+    if not 0 <= ones <= estimate.n or abs(ones - estimate.point * estimate.n) > 1e-6:
+        return None
+    import numpy as np
+
+    from evalglass.core.stats import Method, confidence_interval
+
+    values = np.zeros(estimate.n)
+    values[:ones] = 1.0
+    try:
+        interval = confidence_interval(values, level=2.0 * spec.level - 1.0, method=Method(gate.bound_method))
+    except ValueError:
+        return None
+    if interval is None or gate.favourable_bound is not None:
+        return interval
+    unfavourable, _ = interval_ends(interval, spec.direction)
+    recorded = gate.model_copy(update={"compared": unfavourable})
+    return recorded_interval(recorded, spec, estimate)
+
+
+def bound_problem(gate: GateResult) -> str | None:
+    """What is wrong with a ``lower_bound`` gate's recorded interval ends, as far as its own value tells: under a
+    method whose interval always holds the point (:data:`POINT_INSIDE_METHODS`), the compared (unfavourable) end
+    cannot be on the favourable side of the value, nor the favourable end on the unfavourable side."""
+    if gate.rule is not GateRule.LOWER_BOUND or gate.bound_method not in POINT_INSIDE_METHODS or gate.value is None:
+        return None
+    slack = 1e-9 * max(1.0, abs(gate.value))  # rounding in the interval's arithmetic, never a real difference
+    a_bit_better, a_bit_worse = gate.value + slack, gate.value - slack
+    if gate.direction is Direction.LOWER_IS_BETTER:
+        a_bit_better, a_bit_worse = a_bit_worse, a_bit_better
+    if gate.compared is not None and not meets(a_bit_better, gate.compared, gate.direction):
+        return f"its compared bound {gate.compared} is on the favourable side of its value {gate.value}"
+    if gate.favourable_bound is not None and not meets(gate.favourable_bound, a_bit_worse, gate.direction):
+        return f"its favourable bound {gate.favourable_bound} is on the unfavourable side of its value {gate.value}"
+    return None
+
+
+def recorded_interval(gate: GateResult, spec: GateSpec, estimate: Estimate) -> Interval | None:
+    """A ``lower_bound`` gate's interval as far as its result records it: the compared (unfavourable) end, the
+    other end when the result carries it, the level and the method. Built without validation: it holds only what
+    :func:`evaluate_gate` reads of an interval, and undefined ends stay None as they were recorded."""
+    from evalglass.core.stats import Method, Note, Sides
+
+    if gate.bound_method is None:
+        return None
+    unfavourable, favourable = gate.compared, gate.favourable_bound
+    higher = spec.direction is Direction.HIGHER_IS_BETTER
+    return Interval.model_construct(
+        point=estimate.point,
+        low=unfavourable if higher else favourable,
+        high=favourable if higher else unfavourable,
+        level=spec.level,
+        sides=Sides.TWO_SIDED if favourable is not None else spec.direction.unfavourable_side,
+        method=Method(gate.bound_method),
+        n=estimate.n,
+        notes=() if unfavourable is not None else (Note.UNDEFINED,),
+        params={},
+    )

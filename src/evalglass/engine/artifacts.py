@@ -14,7 +14,7 @@ from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
 import orjson
 from pydantic import BaseModel, ValidationError
@@ -45,6 +45,8 @@ LAST_RUN_POINTER = Path(".evalglass") / "last-run"
 #: What to do about an artifact that cannot be loaded as written.
 REGENERATE = "the file was edited or corrupted; rerun `evalglass run` to regenerate it"
 NOT_A_RUN = "point at a run folder written by `evalglass run`"
+#: What to do about an artifact that is a folder, a FIFO or a device.
+NOT_A_FILE = "the run folder was edited: `evalglass run` writes every artifact as a regular file; rerun it"
 
 
 def write_model(path: Path, model: BaseModel) -> None:
@@ -108,6 +110,13 @@ def run_folder(path: Path) -> Path:
     return path
 
 
+def open_artifact(path: Path, what: str) -> BinaryIO:
+    """A run artifact opened for buffered binary reading. Every reader of a run folder opens its files here (or
+    through :func:`load_json` and :func:`score_rows`, which do the same): a file that is missing, a folder, a FIFO
+    or unreadable is one line naming it, for every command alike."""
+    return open_regular(path, what=what, missing_fix=NOT_A_RUN, buffering=-1, other_fix=NOT_A_FILE)
+
+
 def load_json(path: Path, what: str) -> Any:
     """An artifact's JSON, read exactly; every way that fails (missing, a folder, unreadable, not JSON, a repeated
     key, an integer beyond 64 bits) is one line naming the file."""
@@ -115,7 +124,7 @@ def load_json(path: Path, what: str) -> Any:
 
 
 def _load_json_and_bytes(path: Path, what: str) -> tuple[Any, bytes]:
-    raw = read_regular(path, what=what, missing_fix=NOT_A_RUN)
+    raw = read_regular(path, what=what, missing_fix=NOT_A_RUN, other_fix=NOT_A_FILE)
     try:
         return jsonsource.loads(raw), raw
     except jsonsource.JsonRefused as exc:
@@ -160,7 +169,7 @@ def score_rows(path: Path) -> Iterator[dict[str, Any]]:
     ``"cluster"`` in a clustered run), for readers that want one example at a time. Each block is decoded and its
     shape checked (:func:`~evalglass.engine.scoresblock.decode_block`: ``BadBlock`` or ``JsonRefused``, both
     ``ValueError``); the scores themselves are not validated: see :func:`load_columns`."""
-    with open_regular(path, what="scores file", missing_fix=NOT_A_RUN, buffering=-1) as handle:
+    with open_artifact(path, "scores file") as handle:
         for raw in handle:
             if not raw.strip():
                 continue
@@ -208,7 +217,7 @@ def load_columns(
     cluster_ids: array[int] | None = array("q") if clustered else None
     cluster_keys: dict[str, int] = {}
     id_blocks: list[npt.NDArray[np.str_]] = []
-    with open_regular(path, what="scores file", missing_fix=NOT_A_RUN, buffering=-1) as handle:
+    with open_artifact(path, "scores file") as handle:
         for number, raw in enumerate(_read_lines(handle, path), start=1):
             digest.update(raw)
             if not raw.strip():

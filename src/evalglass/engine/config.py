@@ -223,9 +223,13 @@ class Config(BaseModel):
     @field_validator("secrets")
     @classmethod
     def _env_names(cls, names: tuple[str, ...]) -> tuple[str, ...]:
-        for name in names:
-            if not _ENV_NAME.match(name):
-                raise ValueError(f"secrets lists environment variable NAMES; {name[:4]!r}… is not one")
+        problems: list[tuple[tuple[str | int, ...], str]] = [
+            ((index,), f"secrets lists environment variable NAMES; {name[:4]!r}… is not one")
+            for index, name in enumerate(names)
+            if not _ENV_NAME.match(name)
+        ]
+        if problems:
+            raise LocatedValueError(problems)
         return names
 
     _ledger_file = field_validator("ledger")(_names_a_file)
@@ -233,9 +237,14 @@ class Config(BaseModel):
     @field_validator("metrics", "gates", "checks")
     @classmethod
     def _names(cls, entries: dict[str, Any]) -> dict[str, Any]:
-        for name in entries:
-            if not _NAME.match(name):
-                raise ValueError(f"name {name!r} must start with a letter and use letters, digits, _ . -")
+        # Located: each bad name is reported at its own line, not at the line of the block that holds it.
+        problems: list[tuple[tuple[str | int, ...], str]] = [
+            ((name,), f"name {name!r} must start with a letter and use letters, digits, _ . -")
+            for name in entries
+            if not _NAME.match(name)
+        ]
+        if problems:
+            raise LocatedValueError(problems)
         return entries
 
     @model_validator(mode="after")

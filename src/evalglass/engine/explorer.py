@@ -24,7 +24,7 @@ import orjson
 from evalglass.core.fieldpath import ABSENT, FieldPathError, value_getter
 from evalglass.core.fingerprint import PREFIX
 from evalglass.core.runrecord import SCORES_FILE, RunRecord
-from evalglass.engine.artifacts import CHECKS_FILE, score_rows
+from evalglass.engine.artifacts import CHECKS_FILE, open_artifact, score_rows
 from evalglass.engine.readback import examples_by_id, read_by_own_reader
 from evalglass.errors import SetupError
 
@@ -273,7 +273,7 @@ def load_explorer(
 
 
 def _jsonl(path: Path) -> Iterator[tuple[int, Any]]:
-    with path.open("rb") as handle:
+    with open_artifact(path, path.name) as handle:
         for number, raw in enumerate(handle, start=1):
             if raw.strip():
                 try:
@@ -439,23 +439,20 @@ def _present(getter: Any, data: Any) -> Any:
     return "(field absent)" if value is ABSENT else value
 
 
-def html_report(folder: Path, cap: int = ROW_CAP) -> str:
-    """report.html for a run folder, from whichever of its artifacts exist (the scorecard is required)."""
-    from evalglass.engine.artifacts import RUNRECORD_FILE, load_runrecord, load_scorecard
+def html_report(folder: Path, cap: int = ROW_CAP) -> tuple[str, str]:
+    """report.html for a run folder, and the line saying what loading the run did not check (the page shows it).
+
+    The scorecard and run record are required and must add up (``engine.consistency``); the scores, outputs and
+    check records are rendered when they exist."""
+    from evalglass.engine.consistency import load_checked
     from evalglass.report.html import render_html
 
-    card = load_scorecard(folder)
-    notes: list[str] = []
-    record = load_runrecord(folder) if (folder / RUNRECORD_FILE).exists() else None
-    if record is None:
-        notes.append(
-            f"{RUNRECORD_FILE} is not in this folder: gate explanations, ledger entries, judge calibration and check "
-            "output are not shown."
-        )
+    checked = load_checked(folder)
+    card, record = checked.scorecard, checked.record
     regressed = {
         gate.name: gate.comparison.metric.flips.regressed
         for gate in card.decision.gates
         if gate.comparison is not None and gate.comparison.metric is not None
     }
     explorer = load_explorer(folder, record, tuple(metric.name for metric in card.metrics), cap, regressed)
-    return render_html(card, record, explorer, notes, str(folder))
+    return render_html(card, record, explorer, [checked.not_checked], str(folder)), checked.not_checked

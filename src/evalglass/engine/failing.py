@@ -36,8 +36,9 @@ from evalglass.core.gatespec import meets
 from evalglass.core.runrecord import SCORES_FILE, RunRecord
 from evalglass.core.scorecard import Scorecard
 from evalglass.core.uniform import all_of_type
+from evalglass.engine.artifacts import open_artifact
 from evalglass.engine.readback import examples_by_id, read_by_own_reader
-from evalglass.engine.scoresblock import decode_block
+from evalglass.engine.scoresblock import ScoresBlock, decode_block
 from evalglass.errors import SetupError
 
 EXCERPT = 60
@@ -149,22 +150,17 @@ class FailRule:
 
 
 def fail_rules(card: Scorecard) -> dict[str, FailRule]:
-    """Per metric, how one example's value is judged. A comparative gate's threshold is a limit on the difference
-    between two runs (``-margin``), not on one example's value, so it never judges an example."""
-    rules: dict[str, FailRule] = {}
-    for metric in card.metrics:
-        gate = next(
-            (
-                gate
-                for gate in card.decision.gates
-                if gate.subject == metric.name
-                and gate.comparison is None
-                and (gate.threshold is not None or gate.proposed_threshold is not None)
-            ),
-            None,
-        )
-        rules[metric.name] = FailRule(gate=gate, binary=_binary(metric.type))
-    return rules
+    """Per metric, how one example's value is judged: by the first gate on it with a threshold (approved, else
+    proposed), else by whether it is a pass/fail type. A comparative gate's threshold is a limit on the difference
+    between two runs (``-margin``), not on one example's value, so it never judges an example. One pass over the
+    gates (a 2,000-gate suite asked every gate for every metric: 4 million questions, once per gate in report.md)."""
+    judged_by: dict[str, GateResult] = {}
+    for gate in card.decision.gates:
+        if gate.comparison is None and (gate.threshold is not None or gate.proposed_threshold is not None):
+            judged_by.setdefault(gate.subject, gate)
+    return {
+        metric.name: FailRule(gate=judged_by.get(metric.name), binary=_binary(metric.type)) for metric in card.metrics
+    }
 
 
 def _binary(metric_type: str) -> bool:
@@ -209,21 +205,19 @@ def example_rows(
     states: frozenset[ExampleState] = NOT_PASSING,
     limit: int | None = 20,
     only: frozenset[str] | None = None,
+    rules: dict[str, FailRule] | None = None,
 ) -> Iterator[ExampleRow]:
     """Rows in dataset order, for the chosen metrics (default: all) and states, at most ``limit``; with ``only``,
-    just the examples with those ids."""
-    rules = fail_rules(card)
+    just the examples with those ids. ``rules``: the card's :func:`fail_rules`, when the caller asks for several
+    metrics one at a time."""
+    rules = fail_rules(card) if rules is None else rules
     wanted = list(metrics) if metrics is not None else list(rules)
     for name in wanted:
         if name not in rules:
             known = ", ".join(rules)
             raise SetupError(f"no metric named '{name}' in this run (known: {known})", where=str(folder))
     path = folder / SCORES_FILE
-    try:
-        handle = path.open("rb")
-    except FileNotFoundError:
-        raise SetupError(f"no {SCORES_FILE} in the run folder", where=str(folder)) from None
-    with handle:
+    with open_artifact(path, "scores file") as handle:
         yield from _rows_of(handle, path, rules, wanted, states, limit, only)
 
 
@@ -237,33 +231,51 @@ def _rows_of(
     only: frozenset[str] | None = None,
 ) -> Iterator[ExampleRow]:
     found = 0
+    for block in _blocks(handle, path):
+        for row in _block_rows(block, rules, wanted, states, only):
+            yield row
+            found += 1
+            if limit is not None and found >= limit:
+                return
+
+
+def _blocks(handle: Iterable[bytes], path: Path) -> Iterator[ScoresBlock]:
     for number, raw in enumerate(handle, start=1):
         if not raw.strip():
             continue
         try:
-            block = decode_block(raw)
+            yield decode_block(raw)
         except ValueError:  # BadBlock, JsonRefused
             raise SetupError("scores file block is unreadable", where=f"{path}:{number}") from None
-        ids, lines, scores = block.ids, block.lines, block.scores
-        if only is not None and only.isdisjoint(ids):
-            continue
-        columns = {name: scores.get(name) or [None] * len(ids) for name in wanted}
-        if not (states & _VALID_STATES) and all(rules[name].all_pass(columns[name]) for name in wanted):
-            continue  # every example of the block passes every chosen metric: nothing to list
-        candidates: set[int] = set()
+
+
+def _block_rows(
+    block: ScoresBlock,
+    rules: dict[str, FailRule],
+    wanted: list[str],
+    states: frozenset[ExampleState],
+    only: frozenset[str] | None = None,
+) -> Iterator[ExampleRow]:
+    """One block's rows for the chosen metrics and states (with ``only``, of those ids), in dataset order."""
+    ids, lines, scores = block.ids, block.lines, block.scores
+    if only is not None and only.isdisjoint(ids):
+        return
+    columns = {name: scores.get(name) or [None] * len(ids) for name in wanted}
+    if not (states & _VALID_STATES) and all(rules[name].all_pass(columns[name]) for name in wanted):
+        return  # every example of the block passes every chosen metric: nothing to list
+    candidates: set[int] = set()
+    for name in wanted:
+        candidates.update(_candidates(columns[name], rules[name], states))
+    if only is not None:
+        candidates = {index for index in candidates if ids[index] in only}
+    for index in sorted(candidates):
+        example_id = ids[index]
         for name in wanted:
-            candidates.update(_candidates(columns[name], rules[name], states))
-        if only is not None:
-            candidates = {index for index in candidates if ids[index] in only}
-        for index in sorted(candidates):
-            example_id = ids[index]
-            for name in wanted:
-                entry = columns[name][index]
-                samples = entry if isinstance(entry, list) else [entry]
-                for sample, value in enumerate(samples):
-                    for state, measured, diagnostic in _entry_rows(value, rules[name]):
-                        if state not in states:
-                            continue
+            entry = columns[name][index]
+            samples = entry if isinstance(entry, list) else [entry]
+            for sample, value in enumerate(samples):
+                for state, measured, diagnostic in _entry_rows(value, rules[name]):
+                    if state in states:
                         yield ExampleRow(
                             id=example_id,
                             line=lines[index],
@@ -273,9 +285,6 @@ def _rows_of(
                             diagnostic=diagnostic,
                             sample=sample if isinstance(entry, list) else None,
                         )
-                        found += 1
-                        if limit is not None and found >= limit:
-                            return
 
 
 def _candidates(entries: list[Any], rule: FailRule, states: frozenset[ExampleState]) -> Iterable[int]:
@@ -323,7 +332,7 @@ def _live_outputs(folder: Path, wanted: set[str]) -> tuple[dict[str, Any], str |
     if not path.exists():
         return {}, None
     found: dict[str, Any] = {}
-    with path.open("rb") as handle:
+    with open_artifact(path, "outputs file") as handle:
         for raw in handle:
             row = orjson.loads(raw)
             if row.get("id") in wanted:
@@ -377,19 +386,42 @@ def _recorded_outputs(record: RunRecord, wanted: set[str], lines: dict[str, int]
 
 def gate_examples(folder: Path, card: Scorecard, gates: Iterable[str], limit: int) -> dict[str, list[ExampleRow]]:
     """Per metric gate, its metric's first ``limit`` examples that did not pass; for a comparative gate, the
-    regressed pairs first, then new failures, then the rest (see the module docstring)."""
+    regressed pairs first, then new failures, then the rest (see the module docstring). The other gates' rows come
+    from one read of the scores file (each block decoded once), no further than the last gate still short of
+    ``limit`` needs."""
+    rules = fail_rules(card)
+    named = set(gates)
     found: dict[str, list[ExampleRow]] = {}
+    chosen: dict[str, str] = {}
     for gate in card.decision.gates:
-        if gate.name in gates and gate.subject_kind.value == "metric" and card.metric(gate.subject) is not None:
+        if gate.name in named and gate.subject_kind.value == "metric" and gate.subject in rules:
             if gate.comparison is not None:
-                found[gate.name] = comparative_examples(folder, card, gate, limit)
+                found[gate.name] = comparative_examples(folder, card, gate, limit, rules)
             else:
-                found[gate.name] = list(example_rows(folder, card, metrics=[gate.subject], limit=limit))
+                chosen[gate.name] = gate.subject
+                found[gate.name] = []
+    if not chosen:
+        return found
+    path = folder / SCORES_FILE
+    with open_artifact(path, "scores file") as handle:
+        for block in _blocks(handle, path):
+            short = [name for name in chosen if len(found[name]) < limit]
+            if not short:
+                break
+            for name in short:
+                rows = found[name]
+                for row in _block_rows(block, rules, [chosen[name]], NOT_PASSING):
+                    rows.append(row)
+                    if len(rows) >= limit:
+                        break
     return found
 
 
-def comparative_examples(folder: Path, card: Scorecard, gate: GateResult, limit: int) -> list[ExampleRow]:
+def comparative_examples(
+    folder: Path, card: Scorecard, gate: GateResult, limit: int, rules: dict[str, FailRule] | None = None
+) -> list[ExampleRow]:
     """A comparative gate's first ``limit`` example rows: regressed pairs, then new failures, then the rest."""
+    rules = fail_rules(card) if rules is None else rules
     detail = gate.comparison
     assert detail is not None
     flips = detail.metric.flips if detail.metric is not None else None
@@ -398,7 +430,7 @@ def comparative_examples(folder: Path, card: Scorecard, gate: GateResult, limit:
         replace(row, baseline=AgainstBaseline.REGRESSED)
         for row in example_rows(
             folder, card, metrics=[gate.subject], states=frozenset(ExampleState), limit=limit,
-            only=frozenset(regressed[:limit]),
+            only=frozenset(regressed[:limit]), rules=rules,
         )
     ]  # fmt: skip
     if len(rows) >= limit:
@@ -406,7 +438,7 @@ def comparative_examples(folder: Path, card: Scorecard, gate: GateResult, limit:
     standing = _baseline_standing(folder, gate)
     skip = frozenset(regressed)
     others: list[ExampleRow] = []
-    for row in example_rows(folder, card, metrics=[gate.subject], limit=None):
+    for row in example_rows(folder, card, metrics=[gate.subject], limit=None, rules=rules):
         if row.id in skip:
             continue
         others.append(replace(row, baseline=standing(row.id)))

@@ -47,7 +47,7 @@ from evalglass.engine.runlocator import RunLocator
 from evalglass.engine.scoring import BuiltMetric
 from evalglass.engine.sink import Producer, RunSink, Scored, open_run_sink
 from evalglass.engine.staleness import stale_causes
-from evalglass.errors import Interrupted
+from evalglass.errors import Interrupted, SetupError
 from evalglass.lanes.shipping import ClusterLost
 from evalglass.version import __version__
 
@@ -192,6 +192,8 @@ def _run(config_path: Path, options: RunOptions) -> RunOutcome:
     with writing(folder):
         created = make_dirs(folder)
         with locked(folder):
+            if prepared.resumed is None and not created:
+                refuse_occupied(folder)
             outcome = _run_in(prepared, created)
             # The pointer is written under the lock: a concurrent run cannot finish between this run and it.
             problem = point_last_run_at(folder)
@@ -243,6 +245,23 @@ def _prepare(config_path: Path, options: RunOptions) -> _Prepared:
         private_key(signing_key)  # a bad key is refused before any work is done, not after
     counters = Counters(total=identity.examples)
     return _Prepared(folder, resumed, manifest, loaded, ledger, mode, options, counters, signing_key)
+
+
+def refuse_occupied(folder: Path) -> None:
+    """A new run writes into an empty folder only: every file it finds there would sit beside its artifacts, be
+    covered by its ``digests.json`` and read as part of it (an earlier run's ``outputs.jsonl`` or ``checks.jsonl``,
+    say). Hidden entries are not the run's (partial files of others are never opened: ``runfolder``); a resumed
+    run continues in its own folder and is not asked."""
+    from evalglass.engine.digests import DIGESTS_FILE, artifact_names
+
+    found = [*artifact_names(folder), *([DIGESTS_FILE] if (folder / DIGESTS_FILE).exists() else [])]
+    if found:
+        shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+        raise SetupError(
+            f"the run folder is not empty (it holds {shown})",
+            where=str(folder),
+            fix="give --out a new or empty folder (or remove what is in it); `--resume` finishes an interrupted run",
+        )
 
 
 def _run_in(prepared: _Prepared, created: bool) -> RunOutcome:

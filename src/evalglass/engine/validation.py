@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 import types
 import typing
 from collections.abc import Mapping
@@ -27,10 +28,32 @@ def validate_document(
             f"{what} must be a YAML mapping of keys to values, not {type(doc.data).__name__}",
             where=str(doc.path),
         )
+    refuse_non_finite(doc, what)
     try:
         return model.model_validate(doc.data, context=context)
     except ValidationError as exc:
         raise setup_error_from(exc, doc, model, what) from None
+
+
+def refuse_non_finite(doc: YamlDocument, what: str) -> None:
+    """One line at its ``file:line`` for the first ``.nan``, ``.inf`` or ``-.inf`` anywhere in the document.
+
+    Wherever a config or ledger means a number (a threshold, a proposal, a margin, a timeout, a price), a NaN
+    compares false with everything and an infinity passes every lower bound, so each field would need its own
+    guard; no field means one, so the document is refused whole, before its models read it."""
+    pending: list[tuple[Loc, Any]] = [((), doc.data)]
+    while pending:
+        loc, value = pending.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            raise SetupError(
+                f"{_dotted(loc)}: {value} is not a finite number",
+                where=doc.where(loc),
+                fix=f"write a real number in {what} (.nan and .inf are refused)",
+            )
+        if isinstance(value, Mapping):
+            pending.extend(((*loc, key), item) for key, item in value.items())
+        elif isinstance(value, list):
+            pending.extend(((*loc, index), item) for index, item in enumerate(value))
 
 
 def setup_error_from(exc: ValidationError, doc: YamlDocument, model: type[BaseModel], what: str) -> SetupError:

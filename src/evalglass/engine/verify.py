@@ -40,6 +40,7 @@ from evalglass.engine.artifacts import (
     load_runrecord,
     load_scorecard,
     model_bytes,
+    open_artifact,
 )
 from evalglass.engine.config import Config, config_as_recorded, config_from_record, definition_file_hashes
 from evalglass.engine.decision import Evidence, decided_scorecard
@@ -334,10 +335,10 @@ def _signature(folder: Path, key: str | None, findings: list[Finding]) -> str:
 def recorded_call_totals(folder: Path) -> CallTotals | None:
     """The call totals ``outputs.jsonl`` records (None when the run wrote none: a recorded run)."""
     path = folder / "outputs.jsonl"
-    if not path.is_file():
+    if not path.exists():
         return None
     calls = attempts = 0
-    with path.open("rb") as handle:
+    with open_artifact(path, "outputs file") as handle:
         for line in handle:
             try:
                 row = orjson.loads(line)

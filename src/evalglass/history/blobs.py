@@ -48,8 +48,10 @@ class Compressed:
         self.size = 0
 
     def __iter__(self) -> Iterator[bytes]:
+        from evalglass.engine.artifacts import open_artifact
+
         digest = hashlib.sha256()
-        with self.path.open("rb") as handle:
+        with open_artifact(self.path, self.path.name) as handle:
             while block := handle.read(CHUNK_SIZE):
                 digest.update(block)
                 self.size += len(block)
@@ -58,26 +60,21 @@ class Compressed:
 
 
 def restore(pieces: Iterable[bytes], target: Path) -> tuple[str, int]:
-    """Write the decompressed ``pieces`` to ``target`` (a new private file, by atomic rename) and return the
-    SHA-256 (``sha256:<hex>``) and size of what was written, for the caller to compare with the record. A piece
-    that does not decompress is kept as it is stored, so the hash differs and the caller sees it."""
-    from evalglass.engine.runfolder import open_private
+    """Write the decompressed ``pieces`` to ``target`` (a new private file, flushed to disk and renamed into place
+    by the one atomic writer every artifact goes through) and return the SHA-256 (``sha256:<hex>``) and size of
+    what was written, for the caller to compare with the record. A piece that does not decompress is kept as it is
+    stored, so the hash differs and the caller sees it."""
+    from evalglass.engine.runfolder import atomically
 
     digest = hashlib.sha256()
     size = 0
-    partial, fd = open_private(target)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            for piece in pieces:
-                try:
-                    block = zlib.decompress(piece)
-                except zlib.error:
-                    block = piece
-                digest.update(block)
-                size += len(block)
-                out.write(block)
-        os.replace(partial, target)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
+    with atomically(target) as out:
+        for piece in pieces:
+            try:
+                block = zlib.decompress(piece)
+            except zlib.error:
+                block = piece
+            digest.update(block)
+            size += len(block)
+            out.write(block)
     return PREFIX + digest.hexdigest(), size

@@ -161,4 +161,11 @@ def export_run(ctx: click.Context, run: str, target: Path, db: str | None) -> No
             where=shown(url),
             fix="record the run again from its folder",
         )
+    from evalglass.engine.consistency import load_checked
+
+    try:
+        load_checked(target)  # a run that does not add up is not handed on as a run folder
+    except SetupError:
+        shutil.rmtree(target, ignore_errors=True)
+        raise
     click.echo(f"wrote {found[1]} to {target}")

@@ -16,7 +16,7 @@ from pathlib import Path
 from sqlalchemy import Connection, Engine, insert, select
 from sqlalchemy.exc import IntegrityError
 
-from evalglass.engine.artifacts import load_runrecord, load_scorecard
+from evalglass.engine.consistency import load_checked
 from evalglass.engine.digests import load_digests
 from evalglass.errors import SetupError
 from evalglass.history.blobs import Compressed, artifact_files
@@ -39,8 +39,8 @@ class Recorded:
 def record_folder(engine: Engine, folder: Path, *, source: str, provenance: Provenance) -> Recorded:
     """Record the finished run in ``folder``; raises :class:`AlreadyRecorded`, or ``SetupError`` for a folder
     that is not a finished run or whose files differ from its digests."""
-    card = load_scorecard(folder)
-    record = load_runrecord(folder)
+    checked = load_checked(folder)  # a folder that does not add up is not recorded (nor shown by `history`)
+    card, record = checked.scorecard, checked.record
     digests = load_digests(folder)
     names = artifact_files(folder)
     values = {

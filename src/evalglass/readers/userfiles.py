@@ -21,9 +21,11 @@ from evalglass.errors import SetupError
 MAX_WHOLE_FILE = 256 << 20
 
 
-def open_regular(path: Path, *, what: str, missing_fix: str | None = None, buffering: int = 0) -> BinaryIO:
+def open_regular(
+    path: Path, *, what: str, missing_fix: str | None = None, buffering: int = 0, other_fix: str | None = None
+) -> BinaryIO:
     """``path`` opened for binary reading (unbuffered unless ``buffering`` says otherwise), once it is known to be
-    a regular file."""
+    a regular file. ``missing_fix``: the fix a missing file's line names; ``other_fix``: a folder's, a FIFO's."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
@@ -36,7 +38,7 @@ def open_regular(path: Path, *, what: str, missing_fix: str | None = None, buffe
             raise SetupError(
                 f"{what} is {_kind(info.st_mode)}, not a regular file",
                 where=str(path),
-                fix=f"point at the {what} file itself",
+                fix=other_fix or f"point at the {what} file itself",
             )
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb", buffering=buffering)
@@ -45,9 +47,11 @@ def open_regular(path: Path, *, what: str, missing_fix: str | None = None, buffe
         raise
 
 
-def read_regular(path: Path, *, what: str, limit: int = MAX_WHOLE_FILE, missing_fix: str | None = None) -> bytes:
+def read_regular(
+    path: Path, *, what: str, limit: int = MAX_WHOLE_FILE, missing_fix: str | None = None, other_fix: str | None = None
+) -> bytes:
     """The whole of a regular file of at most ``limit`` bytes."""
-    with open_regular(path, what=what, missing_fix=missing_fix) as handle:
+    with open_regular(path, what=what, missing_fix=missing_fix, other_fix=other_fix) as handle:
         try:
             data = handle.read(limit + 1)
         except OSError as exc:

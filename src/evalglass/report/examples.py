@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from evalglass.report.fmt import number
+from evalglass.report.safetext import markdown_code, markdown_text, one_line, visible
 
 
 class Row(Protocol):
@@ -43,12 +44,12 @@ def _head(row: Row) -> str:
     sample = f" sample {row.sample}" if row.sample is not None else ""
     value = f" {number(row.value)}" if row.value is not None else ""
     against = f" · {row.baseline}" if row.baseline is not None else ""
-    return f"{row.id} (line {row.line}{sample}) · {row.metric} · {row.state}{value}{against}"
+    return f"{one_line(row.id)} (line {row.line}{sample}) · {one_line(row.metric)} · {row.state}{value}{against}"
 
 
 def example_line(row: Row) -> str:
     """One row on one line (explain's list)."""
-    return _head(row) + (f" — {row.diagnostic}" if row.diagnostic else "")
+    return _head(row) + (f" — {one_line(row.diagnostic)}" if row.diagnostic else "")
 
 
 def render_examples(rows: Sequence[Row], rules: Mapping[str, str], source: str | None, limit: int) -> str:
@@ -58,9 +59,9 @@ def render_examples(rows: Sequence[Row], rules: Mapping[str, str], source: str |
     for row in rows:
         lines.append(_head(row))
         if row.diagnostic:
-            lines.append(f"  why: {row.diagnostic}")
+            lines.append(f"  why: {visible(row.diagnostic)}")
         if row.output is not None:
-            lines.append(f"  output: {row.output}")
+            lines.append(f"  output: {visible(row.output)}")
     lines.append("")
     shown = f"{len(rows)} example row(s)" + (f" (the first {limit}; --limit N for more)" if len(rows) == limit else "")
     lines.append(shown + ".")
@@ -79,15 +80,17 @@ def markdown_examples(per_gate: Mapping[str, Sequence[Row]], limit: int) -> list
             continue
         more = f"first {limit}" if len(rows) == limit else f"{len(rows)}"
         order = f", {AGAINST_BASELINE_ORDER}" if any(row.baseline is not None for row in rows) else ""
-        title = html.escape(f"Gate {gate}: {more} examples that did not pass{order}", quote=False)
+        # Inside an HTML block Markdown is not read: the title needs only to be one line of HTML text.
+        title = html.escape(one_line(f"Gate {gate}: {more} examples that did not pass{order}"), quote=False)
         lines += ["", f"<details><summary>{title}</summary>", ""]
         lines += ["| Example | Line | State | Value | Why |", "|---|---|---|---|---|"]
         for row in rows:
-            # Ids and diagnostics come from the dataset, which a pull request edits: shown as text, never as HTML.
-            why = html.escape(row.diagnostic or "", quote=False).replace("|", "\\|").replace("\n", " ")
+            # Ids and diagnostics come from the dataset, which a pull request edits: shown as text, never as markup.
             value = number(row.value) if row.value is not None else "—"
             state = f"{row.state} · {row.baseline}" if row.baseline is not None else str(row.state)
-            shown = html.escape(row.id, quote=False).replace("|", "\\|").replace("`", "'").replace("\n", " ")
-            lines.append(f"| `{shown}` | {row.line} | {state} | {value} | {why} |")
+            lines.append(
+                f"| `{markdown_code(row.id)}` | {row.line} | {state} | {value} | "
+                f"{markdown_text(row.diagnostic or '')} |"
+            )
         lines += ["", "</details>"]
     return lines

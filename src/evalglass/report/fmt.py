@@ -315,6 +315,34 @@ def metrics_to_show(card: Scorecard, limit: int = TERMINAL_METRICS) -> tuple[lis
     return shown, len(card.metrics) - len(shown)
 
 
+def verdict_meaning(card: Scorecard) -> str:
+    """What the verdict means, in one sentence. A pass whose gates left out examples they declare tolerable
+    (``tolerate:``) says which and how many, instead of claiming that every gate measured its whole population."""
+    decision = card.decision
+    if decision.verdict is not Outcome.PASS:
+        return decision.meaning
+    metrics = {metric.name: metric for metric in card.metrics}
+    tolerated = []
+    for gate in decision.gates:
+        if gate.outcome is not Outcome.PASS:
+            continue
+        compared = gate.comparison.metric if gate.comparison is not None else None
+        metric = metrics.get(gate.subject) if gate.subject_kind is SubjectKind.METRIC else None
+        population = compared.pairs if compared is not None else metric.population if metric is not None else None
+        if population is not None and population.excluded_total:
+            unit = "pairs" if compared is not None else "examples"
+            tolerated.append(
+                f"'{gate.name}' {population.included} of {population.expected} {unit} "
+                f"({excluded_text(population)} left out)"
+            )
+    if not tolerated:
+        return decision.meaning
+    return (
+        "Every active gate met its approved threshold, each on every example it does not declare tolerable to "
+        f"leave out; tolerated and left out: {'; '.join(tolerated)}."
+    )
+
+
 def why_text(gate: GateResult) -> str:
     """The "why" cell of a gate: its rule when not the installed one, its blocking reasons, and its notes."""
     why = reasons_text(gate) if gate.reasons else ("not active in the ledger" if not gate.active else "")

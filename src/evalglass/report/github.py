@@ -17,14 +17,17 @@ from collections.abc import Mapping
 from evalglass.core.gates import Outcome
 from evalglass.core.scorecard import Scorecard
 from evalglass.report.fmt import OUTCOME_LABEL, gate_sentence
+from evalglass.report.safetext import visible
 
 #: Where a gate is declared: (file path as the annotation should name it, 1-based line).
 Site = tuple[str, int]
 
 
 def escape_data(text: str) -> str:
-    """A workflow command's message: the runner turns %25, %0D and %0A back into %, CR and LF."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """A workflow command's message: the runner turns %25, %0D and %0A back into %, CR and LF. Control characters
+    from data are shown as escapes first (``report.safetext.visible``), so only the message's own line breaks
+    remain."""
+    return visible(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def escape_property(text: str) -> str:
@@ -37,9 +40,9 @@ def workflow_command(command: str, message: str, **properties: str | int | None)
     return f"::{command}{' ' + given if given else ''}::{escape_data(message)}"
 
 
-def gate_annotations(card: Scorecard, sites: Mapping[str, Site]) -> list[str]:
-    """One ``::error`` per failing or blocked gate (at its declaration when ``sites`` knows it) and a ``::warning``
-    for an informational run."""
+def gate_annotations(card: Scorecard, sites: Mapping[str, Site], not_checked: str | None = None) -> list[str]:
+    """One ``::error`` per failing or blocked gate (at its declaration when ``sites`` knows it), a ``::warning``
+    for an informational run, and for a run loaded from its folder a ``::notice`` saying what was not checked."""
     decision = card.decision
     lines = []
     for gate in decision.gates:
@@ -65,4 +68,6 @@ def gate_annotations(card: Scorecard, sites: Mapping[str, Site]) -> list[str]:
         lines.append(
             workflow_command("warning", decision.meaning, title=f"EvalGlass: {OUTCOME_LABEL[decision.verdict]}")
         )
+    if not_checked is not None:
+        lines.append(workflow_command("notice", not_checked, title="EvalGlass: not re-derived"))
     return lines

@@ -35,6 +35,7 @@ from evalglass.report.fmt import (
     samples_text,
     sensitivity_text,
     threshold_text,
+    verdict_meaning,
 )
 from evalglass.report.htmlpage import csp_hash, template_environment
 from evalglass.report.repairs import BLOCK_REASON_FIXES
@@ -266,6 +267,7 @@ def render_html(card: Scorecard, record: RunRecord | None, explorer: ExampleRows
         card=card,
         record=record,
         decision=decision,
+        meaning=verdict_meaning(card),
         verdict=decision.verdict.value,
         verdict_label=OUTCOME_LABEL[decision.verdict],
         headline=HEADLINES[decision.verdict],

@@ -9,24 +9,22 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import re
 from functools import cache
 from typing import TYPE_CHECKING, Any
+
+from evalglass.report.safetext import visible
 
 if TYPE_CHECKING:
     import jinja2
 
 
-#: Control characters and the bidirectional overrides that can make text display as something it is not
-#: ("Trojan Source"): shown as escapes, so the page holds only printable text and shows what the bytes are.
-_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
-
-
 def printable(value: Any) -> Any:
-    """Every interpolated value passes here before autoescaping; markup the template itself made is left alone."""
+    """Every interpolated value passes here before autoescaping (``report.safetext.visible``: control characters
+    and the bidirectional overrides that can make text display as something it is not, "Trojan Source", shown as
+    escapes); markup the template itself made is left alone."""
     if type(value) is not str:
         return value
-    return _UNPRINTABLE.sub(lambda match: f"\\u{ord(match.group()):04x}", value)
+    return visible(value)
 
 
 @cache

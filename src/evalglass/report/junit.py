@@ -16,7 +16,7 @@ from xml.etree import ElementTree as ET
 
 from evalglass.core.checks import CheckOutcome
 from evalglass.core.gates import GateResult, Outcome
-from evalglass.core.gatespec import SubjectKind
+from evalglass.core.gatespec import GateRule, SubjectKind
 from evalglass.core.scorecard import CheckSummary, Scorecard
 from evalglass.report.fmt import (
     NOT_ACTIVE,
@@ -26,7 +26,10 @@ from evalglass.report.fmt import (
     gate_sentence,
     interval_text,
     reasons_text,
+    rule_text,
+    verdict_meaning,
 )
+from evalglass.report.safetext import visible
 
 # Characters XML 1.0 cannot carry at all (not even escaped): most C0 controls, surrogates, U+FFFE/U+FFFF. Command
 # output and names from a tampered artifact may hold them; they are shown as \xNN instead of making the file invalid.
@@ -35,7 +38,8 @@ _TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}")
 
 
 def _x(text: str) -> str:
-    return _NOT_XML.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+    """Text from data as XML can carry it and a reader sees it (``report.safetext.visible``)."""
+    return _NOT_XML.sub(lambda match: f"\\x{ord(match.group()):02x}", visible(text))
 
 
 def _element(parent: ET.Element, tag: str, text: str | None = None, **attributes: str) -> ET.Element:
@@ -46,9 +50,10 @@ def _element(parent: ET.Element, tag: str, text: str | None = None, **attributes
 
 
 def _gate_case(suite: ET.Element, classname: str, gate: GateResult) -> str:
-    """The gate's testcase; returns the JUnit outcome it was given."""
+    """The gate's testcase; returns the JUnit outcome it was given. Its message carries what the terminal says
+    beside the outcome too: an EXPERIMENTAL rule, and every note (an unbound check, an approval about to expire)."""
     case = _element(suite, "testcase", name=gate.name, classname=classname)
-    sentence = gate_sentence(gate)
+    sentence = gate_sentence(gate) + "".join(f" [{caveat}]" for caveat in _caveats(gate))
     if gate.outcome is Outcome.FAIL:
         _element(case, "failure", _gate_details(gate), type="fail", message=sentence)
         return "failure"
@@ -62,10 +67,15 @@ def _gate_case(suite: ET.Element, classname: str, gate: GateResult) -> str:
     return "passed"
 
 
+def _caveats(gate: GateResult) -> list[str]:
+    rule = [f"rule: {rule_text(gate)}"] if gate.rule is not GateRule.POINT else []
+    return [*rule, *(f"note: {note}" for note in gate.notes)]
+
+
 def _gate_details(gate: GateResult) -> str:
-    lines = [gate_sentence(gate), f"subject: {gate.subject_kind.value} {gate.subject}"]
+    lines = [gate_sentence(gate), *_caveats(gate), f"subject: {gate.subject_kind.value} {gate.subject}"]
     if gate.subject_kind is SubjectKind.METRIC:
-        lines.append(f"direction: {gate.direction.value}; rule: {gate.rule.value}")
+        lines.append(f"direction: {gate.direction.value}; rule: {rule_text(gate)}")
         lines.append(f"value: {gate.value}; compared: {gate.compared}; n: {gate.n}")
     approved = "none approved" if gate.threshold is None else f"{gate.threshold}"
     proposed = "" if gate.proposed_threshold is None else f"; proposed (not approved): {gate.proposed_threshold}"
@@ -115,7 +125,7 @@ def _suite_text(card: Scorecard) -> str:
     decision = card.decision
     lines = [
         f"EvalGlass verdict: {OUTCOME_LABEL[decision.verdict]} (exit code {decision.exit_code})",
-        decision.meaning,
+        verdict_meaning(card),
         f"run {card.run_id}; dataset {card.dataset.name}, {card.dataset.examples} examples",
         "",
         "metrics (excluded scores never count as 0):",
@@ -130,7 +140,9 @@ def _suite_text(card: Scorecard) -> str:
     return "\n".join(lines)
 
 
-def render_junit(card: Scorecard) -> bytes:
+def render_junit(card: Scorecard, not_checked: str | None = None) -> bytes:
+    """``not_checked``: for a run loaded from its folder, the line saying what loading it did not check (a
+    property and the suite's output carry it)."""
     decision = card.decision
     suite_name = f"evalglass.{card.dataset.name}"
     root = ET.Element("testsuites", {"name": "evalglass"})
@@ -142,16 +154,17 @@ def render_junit(card: Scorecard) -> bytes:
         ("evalglass.verdict", decision.verdict.value),
         ("evalglass.exit_code", str(decision.exit_code)),
         ("evalglass.ci_should_fail", str(decision.ci_should_fail).lower()),
-        ("evalglass.meaning", decision.meaning),
+        ("evalglass.meaning", verdict_meaning(card)),
         ("evalglass.run_id", card.run_id),
         ("evalglass.dataset_fingerprint", card.dataset.fingerprint),
         ("evalglass.tool_version", card.tool_version),
+        *([("evalglass.not_checked", not_checked)] if not_checked is not None else []),
     ):
         _element(properties, "property", name=name, value=value)
     outcomes = [_gate_case(suite, f"{suite_name}.gates", gate) for gate in decision.gates]
     gated = {gate.subject for gate in decision.gates if gate.subject_kind is SubjectKind.CHECK and gate.active}
     outcomes += [_check_case(suite, f"{suite_name}.checks", check, check.name in gated) for check in card.checks]
-    _element(suite, "system-out", _suite_text(card))
+    _element(suite, "system-out", _suite_text(card) + (f"\n{not_checked}" if not_checked is not None else ""))
     counts = {
         "tests": str(len(outcomes)),
         "failures": str(outcomes.count("failure")),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping, Sequence
 
 from evalglass.core.fingerprint import short
@@ -27,18 +26,20 @@ from evalglass.report.fmt import (
     threshold_text,
     unmatched_outputs_text,
     usage_lines,
+    verdict_meaning,
     why_text,
 )
+from evalglass.report.safetext import markdown_code, markdown_text
 
 #: Examples listed per active gate in report.md.
 REPORT_EXAMPLES = 10
 
 
 def _cell(text: str) -> str:
-    """Text as one table cell. Names, reasons and check output can come from a pull request, and Markdown
-    viewers (a PR comment, GitHub's step summary) render inline HTML: escaped, a ``<h2>pass</h2>`` in a check's
-    output shows as the text it is instead of a heading that reads like the verdict."""
-    return html.escape(text, quote=False).replace("|", "\\|").replace("\n", " ")
+    """Text as one table cell or list item. Names, reasons and check output can come from a pull request, and
+    Markdown viewers (a PR comment, GitHub's step summary) render Markdown and inline HTML: a ``<h2>pass</h2>`` in a
+    check's output, or ``\\r\\r## pass`` in an example id, shows as the text it is (``report.safetext``)."""
+    return markdown_text(text)
 
 
 #: Flipped ids report.md lists per gate and direction (scorecard.json carries them all).
@@ -78,16 +79,17 @@ def render_markdown(card: Scorecard, examples: Mapping[str, Sequence[Row]] | Non
     lines = [
         f"## {OUTCOME_ICON[decision.verdict]} EvalGlass: {OUTCOME_LABEL[decision.verdict]}",
         "",
-        f"> {decision.meaning}",
+        f"> {_cell(verdict_meaning(card))}",
         "",
-        f"Run `{card.run_id}` · dataset `{card.dataset.name}` ({card.dataset.examples} examples, "
-        f"`{short(card.dataset.fingerprint)}`) · exit code {decision.exit_code}",
+        f"Run `{markdown_code(card.run_id)}` · dataset `{markdown_code(card.dataset.name)}` "
+        f"({card.dataset.examples} examples, `{markdown_code(short(card.dataset.fingerprint))}`) · exit code "
+        f"{decision.exit_code}",
     ]
     if card.dataset.malformed_lines:
         lines.append(f"\n**{_cell(malformed_text(card.dataset))}**")
     unmatched = unmatched_outputs_text(card.dataset)
     if unmatched is not None:
-        lines.append(f"\n**{unmatched}.**")
+        lines.append(f"\n**{_cell(unmatched)}.**")
     lines += ["", "### Gates", ""]
     if decision.gates:
         lines += ["| Gate | Outcome | Value | Threshold | Why |", "|---|---|---|---|---|"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,8 +31,10 @@ from evalglass.report.fmt import (
     threshold_text,
     unmatched_outputs_text,
     usage_lines,
+    verdict_meaning,
     why_text,
 )
+from evalglass.report.safetext import visible
 
 STYLE: dict[Outcome, str] = {
     Outcome.INFORMATIONAL: "cyan",
@@ -111,7 +114,13 @@ def _table(grid: Grid, widths: list[int]) -> Table:
 
 def print_grid(grid: Grid, console: Console) -> None:
     """A table when it fits; otherwise (a narrow terminal, or a CI log at its default 80 columns) one block per row:
-    the row's name on a line of its own, then each non-empty cell as ``column: value``. No name is ever cut."""
+    the row's name on a line of its own, then each non-empty cell as ``column: value``. No name is ever cut.
+
+    Every text cell is shown as :func:`~evalglass.report.safetext.visible` text (names, reasons and command
+    output come from data; an escape sequence or a carriage return in them must not act on the terminal)."""
+    grid = dataclasses.replace(
+        grid, rows=[tuple(cell if isinstance(cell, Text) else visible(cell) for cell in row) for row in grid.rows]
+    )
     widths = _fitted(grid, console.width)
     if widths is not None:
         console.print(_table(grid, widths))
@@ -138,7 +147,7 @@ def render_checks(results: Mapping[str, CheckResult], console: Console) -> None:
     print_grid(_checks_grid([CheckSummary.of(name, result) for name, result in results.items()]), console)
     for name, result in results.items():
         if result.unbound_inputs:
-            console.print(Text("note: " + unbound_inputs_text(name, result.unbound_inputs)), overflow="fold")
+            console.print(Text("note: " + visible(unbound_inputs_text(name, result.unbound_inputs))), overflow="fold")
 
 
 def render_terminal(card: Scorecard, console: Console, folder: Path | None = None) -> None:
@@ -203,15 +212,15 @@ def render_terminal(card: Scorecard, console: Console, folder: Path | None = Non
     if card.checks:
         print_grid(_checks_grid(list(card.checks)), console)
     if card.dataset.malformed_lines:
-        console.print(malformed_text(card.dataset), style="yellow", markup=False)
+        console.print(Text(visible(malformed_text(card.dataset)), style="yellow"))
     for line in usage_lines(card.usage):
-        console.print(Text("tokens · " + line), overflow="fold")
+        console.print(Text("tokens · " + visible(line)), overflow="fold")
     unmatched = unmatched_outputs_text(card.dataset)
     if unmatched is not None:
-        console.print(Text(unmatched + ".", style="yellow"))
+        console.print(Text(visible(unmatched) + ".", style="yellow"))
     verdict = Text(f"verdict: {OUTCOME_LABEL[decision.verdict]}", style=STYLE[decision.verdict])
     verdict.append(f"  (exit {decision.exit_code})", style="dim")
     console.print(verdict)
-    console.print(decision.meaning)
+    console.print(Text(visible(verdict_meaning(card))))
     if folder is not None:
-        console.print(f"artifacts: {folder}", style="dim")
+        console.print(Text(f"artifacts: {visible(str(folder))}", style="dim"))
