@@ -1,0 +1,127 @@
+"""Mutation testing of the decision core: does any test notice when a decision is changed?
+
+``python tools/mutation.py`` runs mutmut (the ``test`` extra) over the modules ``[tool.mutmut]`` in pyproject.toml
+names, one worker at ``nice 10`` (the machine is shared), against the test selection named there, then prints the
+score per module. ``--report`` prints the table of the last run without running anything; ``--workers N`` runs N
+mutants at a time. Mutants the table counts as equivalent (no behaviour can tell them from the original) are listed
+in ``EQUIVALENT`` below, each with the reason; docs/testing.md ("Mutation testing") has the table and the command.
+
+The score of a module is killed / (mutants - equivalent); a timeout counts as killed (the mutant hung a test that
+ends on the original), "no tests" and "suspicious" as survived. The exit status is 1 when any module scores below
+``TARGET``, 0 otherwise.
+
+Limits (mutmut 3's, stated so the score is read right): it mutates function and method bodies only; module-level
+tables (``verdict.PRECEDENCE``, ``EXIT_CODES``) and functions with decorators other than ``@classmethod`` and
+``@staticmethod`` (pydantic validators such as ``GateResult._outcome_follows``, properties) are not mutated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MUTANTS = ROOT / "mutants" / "src" / "evalglass" / "core"
+TARGET = 0.90
+
+#: Mutants no test can kill because the mutated program behaves exactly as the original (the reason says why).
+#: Keys are mutmut's mutant names (``mutmut show NAME`` prints the diff).
+EQUIVALENT: dict[str, str] = {}
+
+#: mutmut's exit codes (mutmut.stats.status_by_exit_code), folded into what the score counts.
+KILLED_CODES = frozenset({1, 3, 24, -24, 152, 255, 36})
+SURVIVED_CODES = frozenset({0})
+NO_TESTS_CODES = frozenset({5, 33})
+
+
+@dataclass
+class ModuleScore:
+    module: str
+    total: int = 0
+    killed: int = 0
+    equivalent: int = 0
+    survived: int = 0
+    no_tests: int = 0
+    other: int = 0
+
+    @property
+    def decidable(self) -> int:
+        return self.total - self.equivalent
+
+    @property
+    def score(self) -> float:
+        return self.killed / self.decidable if self.decidable else 1.0
+
+
+def scores(folder: Path = MUTANTS) -> tuple[list[ModuleScore], list[str]]:
+    """Per-module counts from mutmut's result files, and the names of the mutants that were not killed."""
+    table: list[ModuleScore] = []
+    alive: list[str] = []
+    for meta in sorted(folder.glob("*.py.meta")):
+        module = ModuleScore(meta.name.removesuffix(".py.meta"))
+        codes: dict[str, int | None] = json.loads(meta.read_text())["exit_code_by_key"]
+        for name, code in codes.items():
+            module.total += 1
+            if name in EQUIVALENT:
+                module.equivalent += 1
+            elif code in KILLED_CODES:
+                module.killed += 1
+            else:
+                if code in SURVIVED_CODES:
+                    module.survived += 1
+                elif code in NO_TESTS_CODES:
+                    module.no_tests += 1
+                else:
+                    module.other += 1
+                alive.append(name)
+        table.append(module)
+    return table, alive
+
+
+def render(table: list[ModuleScore]) -> str:
+    lines = [
+        "| module | mutants | equivalent | killed | survived | no tests | other | score |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for m in table:
+        lines.append(
+            f"| core/{m.module}.py | {m.total} | {m.equivalent} | {m.killed} | {m.survived} | {m.no_tests} | "
+            f"{m.other} | {m.score:.1%} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--report", action="store_true", help="print the last run's table; run nothing")
+    parser.add_argument("--workers", type=int, default=1, help="mutants run at once (default 1)")
+    parser.add_argument("--survivors", action="store_true", help="also list every mutant not killed")
+    parser.add_argument(
+        "mutants", nargs="*", help="run only these mutant names (globs allowed), e.g. 'evalglass.core.verdict.*'"
+    )
+    args = parser.parse_args(argv)
+    if not args.report:
+        # The `mutmut` script, not `python -m mutmut`: run as __main__ it sets its multiprocessing start method twice.
+        mutmut = str(Path(sys.executable).with_name("mutmut"))
+        command = ["nice", "-n", "10", mutmut, "run", "--max-children", str(args.workers)]
+        done = subprocess.run([*command, *args.mutants], cwd=ROOT, check=False)
+        if done.returncode != 0:
+            print(f"mutmut run exited {done.returncode}", file=sys.stderr)
+            return 2
+    if not MUTANTS.is_dir():
+        print(f"no mutation results under {MUTANTS}: run `python tools/mutation.py` first", file=sys.stderr)
+        return 2
+    table, alive = scores()
+    print(render(table))
+    if args.survivors:
+        for name in alive:
+            print(name)
+    return 0 if all(m.score >= TARGET for m in table) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
