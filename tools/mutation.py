@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -108,7 +109,9 @@ def main(argv: list[str] | None = None) -> int:
         # The `mutmut` script, not `python -m mutmut`: run as __main__ it sets its multiprocessing start method twice.
         mutmut = str(Path(sys.executable).with_name("mutmut"))
         command = ["nice", "-n", "10", mutmut, "run", "--max-children", str(args.workers)]
-        done = subprocess.run([*command, *args.mutants], cwd=ROOT, check=False)
+        # tests/core/conftest.py: property tests draw a fixed, smaller set of examples under mutation.
+        env = {**os.environ, "EVALGLASS_MUTATION": "1"}
+        done = subprocess.run([*command, *args.mutants], cwd=ROOT, env=env, check=False)
         if done.returncode != 0:
             print(f"mutmut run exited {done.returncode}", file=sys.stderr)
             return 2

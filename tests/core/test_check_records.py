@@ -321,11 +321,13 @@ def test_each_outcome_maps_to_its_score_with_the_evidence_it_cites() -> None:
     ]
     error = to_score(CheckResult(**fields(outcome=E, exit_code=None, reason=CheckReason.TIMEOUT, detail="after 5 s")))
     assert (error.status.value, error.validity.value, error.value) == ("error", "not_measured", None)
+    assert error.evidence == ("check:c",)
     assert [(d.code, d.message, d.detail) for d in error.diagnostics] == [
         ("timeout", "check 'c' ERROR: repair the measurement (after 5 s)", "after 5 s")
     ]
     unsure = to_score(CheckResult(**fields(outcome=INC, exit_code=2, reason=CheckReason.DECLARED_INCONCLUSIVE)))
     assert (unsure.status.value, unsure.validity.value) == ("non_evaluable", "not_measured")
+    assert unsure.evidence == ("check:c",)
     assert [(d.code, d.message, d.detail) for d in unsure.diagnostics] == [
         ("declared_inconclusive", "check 'c' INCONCLUSIVE: gather better evidence", None)
     ]

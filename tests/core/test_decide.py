@@ -710,3 +710,72 @@ def test_policy_forbidding_all_gating_blocks_every_kind_of_gate() -> None:
     )
     assert all(codes(result) == [BlockReason.POLICY_FORBIDDEN] for result in payload.gates)
     assert math.isclose(payload.gates[0].value or 0.0, 1.0)
+
+
+def test_lower_bound_with_nothing_measured_blocks_with_no_bound() -> None:
+    _, payload = run([metric([None, None, None])], [gate(rule=GateRule.LOWER_BOUND)], Ledger(gates={"g": approve(0.5)}))
+    result = only(payload)
+    assert codes(result) == [BlockReason.NO_MEASURED_VALUE, BlockReason.INCOMPLETE_MEASUREMENT]
+    assert (result.compared, result.favourable_bound, result.required_n) == (None, None, None)
+
+
+def test_a_bootstrap_bound_uses_the_recorded_seed_and_resamples() -> None:
+    values = [0.62, 0.71, 0.55, 0.8, 0.66, 0.59, 0.74, 0.68]
+    spec = IntervalSpec(method="bootstrap_percentile", seed=3, resamples=500)
+    _, payload = run(
+        [metric(values, interval=spec)],
+        [gate(rule=GateRule.LOWER_BOUND, level=0.9)],
+        Ledger(gates={"g": approve(0.66)}),
+    )
+    result = only(payload)
+    expected = confidence_interval(np.array(values), level=0.8, method="bootstrap_percentile", seed=3, resamples=500)
+    assert (result.compared, result.favourable_bound) == (expected.low, expected.high)
+    assert codes(result) == [BlockReason.UNDECIDED]
+    # A bootstrap records no standard error: the advice is from the values' own variance.
+    variance = float(np.var(values, ddof=1))
+    point = float(np.mean(values))
+    assert result.required_n == examples_to_decide(point=point, threshold=0.66, level=0.9, variance=variance)
+
+
+def test_a_bootstrap_bound_on_two_values_still_advises() -> None:
+    spec = IntervalSpec(method="bootstrap_percentile", seed=1, resamples=200)
+    _, payload = run(
+        [metric([0.4, 0.9], interval=spec)], [gate(rule=GateRule.LOWER_BOUND)], Ledger(gates={"g": approve(0.6)})
+    )
+    result = only(payload)
+    assert codes(result) == [BlockReason.UNDECIDED]
+    assert result.required_n is not None and result.required_n > 2
+
+
+def test_clustered_examples_are_worth_less_so_more_are_advised() -> None:
+    """Examples in a cluster move together (the design effect): the advice counts that, not the bare variance."""
+    values = [0.61, 0.63, 0.72, 0.74, 0.58, 0.6, 0.7, 0.69, 0.66, 0.64]
+    clusters = np.array([0, 0, 1, 1, 2, 2, 3, 3, 4, 4], dtype=np.int64)
+    ledger = Ledger(gates={"g": approve(0.655)})
+    _, flat = run([metric(values)], [gate(rule=GateRule.LOWER_BOUND)], ledger)
+    _, clustered = run(
+        [metric(values)], [gate(rule=GateRule.LOWER_BOUND)], ledger, RunShape(examples=10, clusters=clusters)
+    )
+    assert codes(only(flat)) == codes(only(clustered)) == [BlockReason.UNDECIDED]
+    flat_n, clustered_n = only(flat).required_n, only(clustered).required_n
+    assert flat_n is not None and clustered_n is not None
+    assert clustered_n > flat_n
+
+
+def test_a_higher_level_asks_for_more_examples_and_more_samples() -> None:
+    rows = [0.6, 0.8, 0.7, 0.5, 0.9, 0.6, 0.65, 0.75, 0.7, 0.6]
+    shape = RunShape(examples=5, example_of_row=np.repeat(np.arange(5, dtype=np.int64), 2))
+    advice = {}
+    for level in (0.8, 0.99):
+        _, payload = run(
+            [metric(rows, reducer=Reducer.MEAN)],
+            [gate(rule=GateRule.LOWER_BOUND, level=level)],
+            Ledger(gates={"g": approve(0.66)}),
+            shape=shape,
+        )
+        result = only(payload)
+        assert codes(result) == [BlockReason.UNDECIDED]
+        advice[level] = (result.required_n, result.required_epochs)
+    (n_low, epochs_low), (n_high, epochs_high) = advice[0.8], advice[0.99]
+    assert n_low is not None and n_high is not None and n_high > n_low
+    assert epochs_low is not None and epochs_high is not None and epochs_high > epochs_low

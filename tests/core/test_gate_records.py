@@ -182,6 +182,14 @@ CHECKS = {
     "check_inputs_noted": (CHECK_AUTH, check(CheckOutcome.PASS, unbound_inputs=("folder 'tests'", "runner 'pytest'"))),
     "check_inputs_required": (BINDING, check(CheckOutcome.FAIL, unbound_inputs=("folder 'tests'",))),
     "check_inputs_error_required": (BINDING, check(CheckOutcome.INCONCLUSIVE, unbound_inputs=("folder 'tests'",))),
+    "check_forbidden_unbound_noted": (
+        Authority(
+            active=True,
+            reasons=(Reason(code=BlockReason.POLICY_FORBIDDEN, message="frozen"),),
+            notes=("expiring: soon",),
+        ),
+        check(CheckOutcome.PASS, binding=BindingStatus.UNBOUND),
+    ),
     "check_forbidden": (
         Authority(active=True, reasons=(Reason(code=BlockReason.POLICY_FORBIDDEN, message="frozen"),)),
         check(CheckOutcome.PASS),
@@ -206,6 +214,7 @@ def undeclared_records() -> list[dict]:
             "kept": GateApproval(active=True, threshold=0.5, fingerprint=FP),
             "acuracy": GateApproval(active=True, threshold=0.9),
             "old": GateApproval(active=False, threshold=0.1, fingerprint=OTHER),
+            "zzz_retired": GateApproval(active=True, threshold=0.2, fingerprint=OTHER),
         }
     )
     where = {"acuracy": "evals/authority.yaml:12"}
@@ -873,6 +882,24 @@ CHECK_RECORDS: dict[str, dict] = {
         "rule": "point",
         "fingerprint": "sha256:1111111111111111111111111111111111111111111111111111111111111111",
     },
+    "check_forbidden_unbound_noted": {
+        "name": "g",
+        "subject": "lint",
+        "subject_kind": "check",
+        "active": True,
+        "outcome": "blocked",
+        "reasons": [{"code": "policy_forbidden", "message": "frozen"}],
+        "notes": [
+            "expiring: soon",
+            "unbound: check 'lint' ended PASS against whatever state its target "
+            "had; no expect_state ties this result to an approved state",
+        ],
+        "value": 1.0,
+        "compared": 1.0,
+        "direction": "higher_is_better",
+        "rule": "point",
+        "fingerprint": "sha256:1111111111111111111111111111111111111111111111111111111111111111",
+    },
     "check_forbidden": {
         "name": "g",
         "subject": "lint",
@@ -908,7 +935,26 @@ UNDECLARED_RECORDS: list[dict] = [
         "direction": "higher_is_better",
         "rule": "point",
         "fingerprint": "",
-    }
+    },
+    {
+        "name": "zzz_retired",
+        "subject": "zzz_retired",
+        "subject_kind": "metric",
+        "active": True,
+        "outcome": "blocked",
+        "reasons": [
+            {
+                "code": "gate_undeclared",
+                "message": "the ledger activates gate 'zzz_retired', but the config declares no gate of that name; "
+                "declare it again, or retire it in the ledger with `active: false`",
+            }
+        ],
+        "notes": [],
+        "threshold": 0.2,
+        "direction": "higher_is_better",
+        "rule": "point",
+        "fingerprint": "sha256:5555555555555555555555555555555555555555555555555555555555555555",
+    },
 ]
 
 
