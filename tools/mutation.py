@@ -31,7 +31,25 @@ TARGET = 0.90
 
 #: Mutants no test can kill because the mutated program behaves exactly as the original (the reason says why).
 #: Keys are mutmut's mutant names (``mutmut show NAME`` prints the diff).
-EQUIVALENT: dict[str, str] = {}
+EQUIVALENT: dict[str, str] = {
+    "evalglass.core.gates.x_evaluate_check_gate__mutmut_28": "the text for a check that ended INCONCLUSIVE or ERROR "
+    "without a reason: CheckResult refuses such a result, so the branch never runs",
+    "evalglass.core.gates.x_evaluate_check_gate__mutmut_30": "as _28: the no-reason text of an INCONCLUSIVE or ERROR "
+    "check is unreachable",
+    "evalglass.core.gates.x_evaluate_gate__mutmut_105": "weakens an assert that holds either way: no reason means "
+    "both the compared number and the threshold exist",
+    "evalglass.core.gates.x_evaluate_gate__mutmut_135": "`n or 1` for `n or 0`: a decided gate has an estimate, so n "
+    "is at least 1 and the fallback is never used",
+    "evalglass.core.decide.x__decide_check_gate__mutmut_23": "uses_reference=True for a check gate: "
+    "declared_gate_authority asks for gold only when `uses_reference and not check`",
+    "evalglass.core.decide.x__decide_metric_gate__mutmut_8": "check=None for check=False: both are falsy where "
+    "declared_gate_authority reads them",
+    "evalglass.core.checks.xǁCheckResultǁsummary__mutmut_3": "the 'no exit code' text: a result without an exit code "
+    "always has a reason (CheckResult's rules), and the reason replaces the text",
+    "evalglass.core.checks.xǁCheckResultǁsummary__mutmut_5": "as _3: the 'no exit code' text is always replaced",
+    "evalglass.core.checks.xǁCheckResultǁsummary__mutmut_6": "as _3: the 'no exit code' text is always replaced",
+    "evalglass.core.checks.x_to_score__mutmut_43": "drops validity=NOT_MEASURED, which is Score.unmeasured's default",
+}
 
 #: mutmut's exit codes (mutmut.stats.status_by_exit_code), folded into what the score counts.
 KILLED_CODES = frozenset({1, 3, 24, -24, 152, 255, 36})

@@ -54,7 +54,7 @@ def metric(values: list[float | None], name: str = "m", **fields) -> MetricInput
     return MetricInput(
         name=name,
         type=fields.pop("type", "exact_match"),
-        description=None,
+        description=fields.pop("description", None),
         uses_reference=fields.pop("uses_reference", False),
         column=column(values),
         **fields,
@@ -779,3 +779,47 @@ def test_a_higher_level_asks_for_more_examples_and_more_samples() -> None:
     (n_low, epochs_low), (n_high, epochs_high) = advice[0.8], advice[0.99]
     assert n_low is not None and n_high is not None and n_high > n_low
     assert epochs_low is not None and epochs_high is not None and epochs_high > epochs_low
+
+
+def test_at_least_k_counts_an_example_only_when_k_of_its_samples_pass() -> None:
+    # Three samples per example; passes per example: 3, 2, 1.
+    rows = [1.0, 1.0, 1.0, 1.0, 0.0, 1.0, 0.0, 0.0, 1.0]
+    shape = RunShape(examples=3, example_of_row=np.repeat(np.arange(3, dtype=np.int64), 3))
+    points = {}
+    for k in (1, 2, 3):
+        summaries, _ = run([metric(rows, reducer=Reducer.AT_LEAST_K, k=k)], [], Ledger(), shape=shape)
+        estimate = summaries[0].estimate
+        assert estimate is not None and estimate.k == k
+        points[k] = estimate.point
+    assert points == {1: pytest.approx(1.0), 2: pytest.approx(2 / 3), 3: pytest.approx(1 / 3)}
+
+
+def test_the_summary_carries_the_metric_as_declared() -> None:
+    summaries, _ = run(
+        [metric([1.0], name="accuracy", type="exact_match", description="answers match", uses_reference=True)],
+        [],
+        Ledger(),
+    )
+    (summary,) = summaries
+    assert (summary.name, summary.type, summary.description, summary.uses_reference) == (
+        "accuracy",
+        "exact_match",
+        "answers match",
+        True,
+    )
+
+
+def test_the_estimate_interval_follows_the_metric_interval_spec() -> None:
+    values = [0.62, 0.71, 0.55, 0.8, 0.66, 0.59, 0.74, 0.68]
+    spec = IntervalSpec(method="bootstrap_percentile", level=0.9, seed=5, resamples=300)
+    summaries, _ = run([metric(values, interval=spec)], [], Ledger())
+    estimate = summaries[0].estimate
+    assert estimate is not None and estimate.interval is not None
+    expected = confidence_interval(np.array(values), level=0.9, method="bootstrap_percentile", seed=5, resamples=300)
+    assert (estimate.interval.low, estimate.interval.high, estimate.interval.level) == (
+        expected.low,
+        expected.high,
+        0.9,
+    )
+    assert estimate.interval.params["seed"] == 5 and estimate.interval.params["resamples"] == 300
+    assert estimate.interval_problem is None

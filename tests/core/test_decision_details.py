@@ -6,7 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from evalglass.core.authority import BlockReason, Reason
+from evalglass.core.authority import (
+    BlockReason,
+    GateApproval,
+    JudgeStanding,
+    Ledger,
+    Reason,
+    declared_gate_authority,
+)
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.fingerprint import fingerprint_of
 from evalglass.core.gates import GateResult, Outcome
@@ -129,3 +136,17 @@ def test_more_scores_than_examples_is_refused() -> None:
     with pytest.raises(ValueError) as caught:
         population_of(column, 1)
     assert str(caught.value) == "2 scores recorded for 1 expected examples"
+
+
+def test_a_check_gate_is_never_held_to_a_judge_or_to_gold() -> None:
+    judge = JudgeStanding(metric="m", fingerprint=FP)
+    ledger = Ledger(gates={"g": GateApproval(active=True, fingerprint=FP)})
+    common = {"today": "2026-06-01", "name": "g", "fingerprint": FP, "dataset": "d", "dataset_fingerprint": FP}
+    as_check = declared_gate_authority(ledger, check=True, uses_reference=True, judge=judge, **common)
+    assert as_check.reasons == ()
+    as_metric = declared_gate_authority(ledger, check=False, uses_reference=True, judge=judge, **common)
+    assert [reason.code for reason in as_metric.reasons] == [
+        BlockReason.GOLD_NOT_VALIDATED,
+        BlockReason.JUDGE_UNCALIBRATED,
+        BlockReason.NO_APPROVED_THRESHOLD,
+    ]
