@@ -77,7 +77,8 @@ class ModuleScore:
 
 
 def scores(folder: Path = MUTANTS) -> tuple[list[ModuleScore], list[str]]:
-    """Per-module counts from mutmut's result files, and the names of the mutants that were not killed."""
+    """Per-module counts from mutmut's result files, and the names of the mutants that survived (or no test
+    reached)."""
     table: list[ModuleScore] = []
     alive: list[str] = []
     for meta in sorted(folder.glob("*.py.meta")):
@@ -89,14 +90,12 @@ def scores(folder: Path = MUTANTS) -> tuple[list[ModuleScore], list[str]]:
                 module.equivalent += 1
             elif code in KILLED_CODES:
                 module.killed += 1
-            else:
-                if code in SURVIVED_CODES:
-                    module.survived += 1
-                elif code in NO_TESTS_CODES:
-                    module.no_tests += 1
-                else:
-                    module.other += 1
+            elif code in SURVIVED_CODES or code in NO_TESTS_CODES:
+                module.survived += code in SURVIVED_CODES
+                module.no_tests += code in NO_TESTS_CODES
                 alive.append(name)
+            else:  # not run yet, interrupted, suspicious
+                module.other += 1
         table.append(module)
     return table, alive
 
@@ -118,7 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--report", action="store_true", help="print the last run's table; run nothing")
     parser.add_argument("--workers", type=int, default=1, help="mutants run at once (default 1)")
-    parser.add_argument("--survivors", action="store_true", help="also list every mutant not killed")
+    parser.add_argument(
+        "--survivors", action="store_true", help="also list every mutant that survived or no test reached"
+    )
     parser.add_argument(
         "mutants", nargs="*", help="run only these mutant names (globs allowed), e.g. 'evalglass.core.verdict.*'"
     )

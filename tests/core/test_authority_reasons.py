@@ -80,6 +80,14 @@ SCENARIOS = {
             policy=Policy(max_age_days=30),
         ),
     ),
+    "gold_max_age": (
+        ident(needs_gold=True),
+        Ledger(
+            gates={"g": appr(approved_on="2026-06-01")},
+            datasets={"d": DatasetValidation(validated_gold=True, fingerprint=DATA, validated_on="2026-04-01")},
+            policy=Policy(max_age_days=30),
+        ),
+    ),
     "gold_expired": (
         ident(needs_gold=True),
         Ledger(
@@ -113,6 +121,19 @@ SCENARIOS = {
             baselines={"main": BaselineApproval(run="runs/main", fingerprint=FP, expires_on="2026-06-01")},
         ),
     ),
+    "comparative_baseline_max_age": (
+        ident(comparative=True, baseline="main"),
+        Ledger(
+            gates={"g": appr(threshold=None, margin=0.05, approved_on="2026-06-01")},
+            baselines={"main": BaselineApproval(run="runs/main", approved_on="2026-04-20")},
+            policy=Policy(max_age_days=30),
+        ),
+    ),
+    "comparative_expiring_note": (
+        ident(comparative=True, baseline="main"),
+        Ledger(gates={"g": appr(threshold=None, margin=0.05, expires_on="2026-06-12")}),
+    ),
+    "check_threshold_ignored": (ident(needs_threshold=False), Ledger(gates={"g": appr(threshold=0.5)})),
     "comparative_baseline_undated": (
         ident(comparative=True, baseline="main"),
         Ledger(
@@ -320,6 +341,21 @@ EXPECTED: dict[str, dict] = {
         ],
         "notes": [],
     },
+    "gold_max_age": {
+        "active": True,
+        "threshold": 0.8,
+        "margin": None,
+        "require_binding": False,
+        "reasons": [
+            (
+                "gold_expired",
+                "the gold validation of dataset 'd' counted through 2026-05-01 (validated_on "
+                "2026-04-01 + max_age_days 30) and today is 2026-06-10; the host re-reviews it and "
+                "renews it in the ledger",
+            )
+        ],
+        "notes": [],
+    },
     "gold_expired": {
         "active": True,
         "threshold": 0.8,
@@ -424,6 +460,40 @@ EXPECTED: dict[str, dict] = {
                 "the ledger",
             )
         ],
+        "notes": [],
+    },
+    "comparative_baseline_max_age": {
+        "active": True,
+        "threshold": None,
+        "margin": 0.05,
+        "require_binding": False,
+        "reasons": [
+            (
+                "baseline_expired",
+                "the approval of baseline 'main' counted through 2026-05-20 "
+                "(approved_on 2026-04-20 + max_age_days 30) and today is "
+                "2026-06-10; the host re-reviews it and renews it in the ledger",
+            )
+        ],
+        "notes": [],
+    },
+    "comparative_expiring_note": {
+        "active": True,
+        "threshold": None,
+        "margin": 0.05,
+        "require_binding": False,
+        "reasons": [],
+        "notes": [
+            "expiring: the approval of gate 'g' counts through 2026-06-12 (expires_on "
+            "2026-06-12): 2 days left; re-review it before then"
+        ],
+    },
+    "check_threshold_ignored": {
+        "active": True,
+        "threshold": None,
+        "margin": None,
+        "require_binding": False,
+        "reasons": [],
         "notes": [],
     },
     "comparative_baseline_undated": {

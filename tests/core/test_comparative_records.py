@@ -10,7 +10,7 @@ import pytest
 
 from evalglass.core.authority import Authority, BaselineApproval, BlockReason, Ledger, Reason
 from evalglass.core.columns import ScoreColumn
-from evalglass.core.comparative import BaselineRun, ComparativeInputs, decide_comparative_gate
+from evalglass.core.comparative import BaselineRun, ComparativeInputs, decide_comparative_gate, unchanged_forecast
 from evalglass.core.compare import MetricSide
 from evalglass.core.estimate import IntervalSpec
 from evalglass.core.gatespec import GateRule, GateSpec
@@ -138,6 +138,12 @@ SCENARIOS = {
         SCORES_DOWN, base=SCORES, spec=BOUND_LOWER, authority=Authority(active=True, margin=0.02)
     ),
     "bound_samples_both": lambda: decide(NEAR, spec=BOUND, within=W_CAND, found=baseline(BASE, within=W_BASE)),
+    "bound_samples_level_90": lambda: decide(
+        NEAR,
+        spec=GateSpec(metric="m", compare_to="main", rule=GateRule.LOWER_BOUND, level=0.9),
+        within=W_CAND,
+        found=baseline(BASE, within=W_BASE),
+    ),
     "bound_samples_candidate_only": lambda: decide(NEAR, spec=BOUND, within=W_CAND),
     "bound_one_pair": lambda: decide([1.0], base=[1.0], spec=BOUND),
     "forecast_from_samples": lambda: decide(
@@ -151,6 +157,14 @@ SCENARIOS = {
     ),
     "forecast_bound": lambda: decide(
         SCORES,
+        spec=GateSpec(metric="m", compare_to="main", rule=GateRule.LOWER_BOUND, proposed_margin=0.05),
+        found=None,
+        authority=Authority(
+            active=True, reasons=(Reason(code=BlockReason.NO_APPROVED_THRESHOLD, message="no margin"),)
+        ),
+    ),
+    "forecast_two_values": lambda: decide(
+        [0.5, 0.8, None],
         spec=GateSpec(metric="m", compare_to="main", rule=GateRule.LOWER_BOUND, proposed_margin=0.05),
         found=None,
         authority=Authority(
@@ -1770,6 +1784,104 @@ RECORDS: dict[str, dict] = {
             },
         },
     },
+    "bound_samples_level_90": {
+        "name": "g",
+        "subject": "m",
+        "subject_kind": "metric",
+        "active": True,
+        "outcome": "blocked",
+        "reasons": [
+            {
+                "code": "undecided",
+                "message": "the 80% interval of the paired difference [-0.22981, "
+                "0.0651879] (each end a 90% one-sided bound) straddles the "
+                "approved threshold -0.05: the data show neither that the gate "
+                "is met nor that it is missed; about 127 pairs (now 12) would "
+                "decide at the observed difference -0.0833333, or about 52 "
+                "samples per example over the same pairs",
+            }
+        ],
+        "notes": [],
+        "value": -0.0833333333,
+        "compared": -0.229809991,
+        "favourable_bound": 0.0651879402,
+        "threshold": -0.05,
+        "direction": "higher_is_better",
+        "rule": "lower_bound",
+        "level": 0.9,
+        "bound_method": "newcombe_paired",
+        "n": 12,
+        "required_n": 127,
+        "required_epochs": 52,
+        "fingerprint": "sha256:1111111111111111111111111111111111111111111111111111111111111111",
+        "compare_to": "main",
+        "comparison": {
+            "baseline": "main",
+            "baseline_run_id": "r-base",
+            "baseline_location": "runs/main",
+            "baseline_fingerprint": "sha256:6666666666666666666666666666666666666666666666666666666666666666",
+            "approved_fingerprint": "sha256:6666666666666666666666666666666666666666666666666666666666666666",
+            "margin": 0.05,
+            "metric": {
+                "metric": "m",
+                "kind": "binary",
+                "base": {"point": 0.75, "n": 12},
+                "candidate": {"point": 0.666666667, "n": 12},
+                "pairs": {
+                    "expected": 12,
+                    "included": 12,
+                    "excluded": [],
+                    "missing": 0,
+                    "top_diagnostics": [],
+                    "excluded_total": 0,
+                    "excluded_by_status": {},
+                    "excluded_by_validity": {},
+                },
+                "difference": {
+                    "base": 0.75,
+                    "candidate": 0.666666667,
+                    "interval": {
+                        "point": -0.0833333333,
+                        "low": -0.229809991,
+                        "high": 0.0651879402,
+                        "level": 0.8,
+                        "sides": "two_sided",
+                        "method": "newcombe_paired",
+                        "n": 12,
+                        "notes": [],
+                        "params": {"phi": 0.612372436, "both": 8, "base_only": 1, "candidate_only": 0, "neither": 3},
+                    },
+                    "std_error": 0.0833333333,
+                    "test": "mcnemar_exact",
+                    "p_value": 1.0,
+                    "table": {"both": 8, "base_only": 1, "candidate_only": 0, "neither": 3},
+                },
+                "flips": {"pass_rule": "value = 1", "regressed": ["e4"], "improved": []},
+                "incomparable": [],
+            },
+            "power": 0.8,
+            "power_margin": 0.05,
+            "required_pairs": 151,
+            "detectable_drop": 0.176931067,
+            "samples": 3,
+            "epochs_to_halve": 21,
+            "unchanged": {
+                "source": "paired",
+                "std_dev": 0.288675135,
+                "pairs": 12,
+                "margin": 0.05,
+                "level": 0.9,
+                "undecided": 0.722290261,
+                "fail": 0.0299484638,
+                "target": 0.05,
+                "pairs_for_target": 286,
+                "margin_for_target": 0.243867099,
+                "power": 0.8,
+                "detectable_drop": 0.176931067,
+                "required_pairs": 151,
+            },
+        },
+    },
     "bound_samples_candidate_only": {
         "name": "g",
         "subject": "m",
@@ -2024,6 +2136,42 @@ RECORDS: dict[str, dict] = {
             },
         },
     },
+    "forecast_two_values": {
+        "name": "g",
+        "subject": "m",
+        "subject_kind": "metric",
+        "active": True,
+        "outcome": "blocked",
+        "reasons": [
+            {"code": "no_approved_threshold", "message": "no margin"},
+            {"code": "baseline_missing", "message": "baseline 'main' cannot be read: it was not read"},
+        ],
+        "notes": [],
+        "direction": "higher_is_better",
+        "rule": "lower_bound",
+        "level": 0.95,
+        "fingerprint": "sha256:1111111111111111111111111111111111111111111111111111111111111111",
+        "compare_to": "main",
+        "comparison": {
+            "baseline": "main",
+            "approved_fingerprint": "sha256:6666666666666666666666666666666666666666666666666666666666666666",
+            "unchanged": {
+                "source": "bound",
+                "std_dev": 0.3,
+                "pairs": 2,
+                "margin": 0.05,
+                "level": 0.95,
+                "undecided": 0.890588614,
+                "fail": 0.0300161786,
+                "target": 0.05,
+                "pairs_for_target": 390,
+                "margin_for_target": 0.697852292,
+                "power": 0.8,
+                "detectable_drop": 0.527460971,
+                "required_pairs": 223,
+            },
+        },
+    },
     "forecast_one_value": {
         "name": "g",
         "subject": "m",
@@ -2075,3 +2223,13 @@ def test_a_comparative_gate_writes_exactly_this_record(name: str) -> None:
 
 def test_every_scenario_has_its_record() -> None:
     assert set(SCENARIOS) == set(RECORDS)
+
+
+def test_an_unchanged_candidate_forecast_is_said_of_the_interval_rule_only() -> None:
+    prospective = side(SCORES)
+    point = GateSpec(metric="m", compare_to="main", proposed_margin=0.05)
+    interval_rule = GateSpec(metric="m", compare_to="main", rule=GateRule.LOWER_BOUND, proposed_margin=0.05)
+    assert unchanged_forecast(point, None, prospective, 0.05) is None
+    assert unchanged_forecast(interval_rule, None, prospective, None) is None
+    forecast = unchanged_forecast(interval_rule, None, prospective, 0.05)
+    assert forecast is not None and forecast.pairs == 12
