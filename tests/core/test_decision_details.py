@@ -16,7 +16,7 @@ from evalglass.core.authority import (
 )
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.fingerprint import fingerprint_of
-from evalglass.core.gates import GateResult, Outcome
+from evalglass.core.gates import GateResult, Outcome, interval_label
 from evalglass.core.gatespec import GateSpec
 from evalglass.core.population import TOP_DIAGNOSTICS, population_of
 from evalglass.core.score import Score, Status
@@ -150,3 +150,10 @@ def test_a_check_gate_is_never_held_to_a_judge_or_to_gold() -> None:
         BlockReason.JUDGE_UNCALIBRATED,
         BlockReason.NO_APPROVED_THRESHOLD,
     ]
+
+
+def test_the_interval_an_undecided_reason_names_is_two_sided_at_twice_the_level_less_one() -> None:
+    assert interval_label(0.95) == "90%"
+    assert interval_label(0.9) == "80%"
+    # A record written before gates recorded their level reads at the default level.
+    assert interval_label(None) == "90%"
