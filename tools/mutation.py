@@ -49,6 +49,21 @@ EQUIVALENT: dict[str, str] = {
     "evalglass.core.checks.xǁCheckResultǁsummary__mutmut_5": "as _3: the 'no exit code' text is always replaced",
     "evalglass.core.checks.xǁCheckResultǁsummary__mutmut_6": "as _3: the 'no exit code' text is always replaced",
     "evalglass.core.checks.x_to_score__mutmut_43": "drops validity=NOT_MEASURED, which is Score.unmeasured's default",
+    "evalglass.core.comparative.x_decide_comparative_gate__mutmut_1": "weakens an assert that holds either way: a "
+    "GateSpec with compare_to always names a metric",
+    "evalglass.core.comparative.x_decide_comparative_gate__mutmut_83": "drops sides=TWO_SIDED, compare_metric's "
+    "default",
+    "evalglass.core.comparative.x_unchanged_forecast__mutmut_19": "`pairs >= 1`: one value has no variance (NaN), "
+    "and unchanged_odds of a NaN spread is None, as the original's early None",
+    "evalglass.core.comparative.x_unchanged_forecast__mutmut_71": "`if margin or True`: a zero margin reaches "
+    "pairs_to_detect(drop=0), which is None, as the original's None",
+    "evalglass.core.comparative.x_decide_comparative_gate__mutmut_224": "`if lower or True`: unchanged_forecast "
+    "itself returns None under the point rule",
+    "evalglass.core.comparative.x_decide_comparative_gate__mutmut_295": "weakens an assert that holds either way: "
+    "no reason means the difference, its compared end and the threshold all exist",
+    "evalglass.core.comparative.x_decide_comparative_gate__mutmut_296": "as _295",
+    "evalglass.core.gates.x_undecided_reason__mutmut_4": "an undecided gate always has its favourable bound "
+    "(rule_decision says undecided only with one), so the fallback to `compared` never runs",
 }
 
 #: mutmut's exit codes (mutmut.stats.status_by_exit_code), folded into what the score counts.
