@@ -44,6 +44,12 @@ EQUIVALENT: dict[str, str] = {
     "declared_gate_authority asks for gold only when `uses_reference and not check`",
     "evalglass.core.decide.x__decide_metric_gate__mutmut_8": "check=None for check=False: both are falsy where "
     "declared_gate_authority reads them",
+    "evalglass.core.decide.x_decide_run__mutmut_52": "check=None for check=False, as _decide_metric_gate__mutmut_8",
+    "evalglass.core.decide.x__decide_metric_gate__mutmut_27": "`or` computes a bound and advice nobody reads: a point "
+    "gate ignores both, and with nothing measured the gate blocks (no_measured_value) before either is used",
+    "evalglass.core.gates.x_decided__mutmut_2": "rule_decision(None, ...): None is not POINT, so it decides as the "
+    "interval rule, and a point gate has no favourable bound, which makes the interval rule's answer the point rule's",
+    "evalglass.core.score.xǁScoreǁunmeasured__mutmut_7": "drops value=None, the field's default",
     "evalglass.core.checks.xǁCheckResultǁsummary__mutmut_3": "the 'no exit code' text: a result without an exit code "
     "always has a reason (CheckResult's rules), and the reason replaces the text",
     "evalglass.core.checks.xǁCheckResultǁsummary__mutmut_5": "as _3: the 'no exit code' text is always replaced",

@@ -8,6 +8,7 @@ compares, what it advises, and that gates the ledger activates but the config do
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -823,3 +824,32 @@ def test_the_estimate_interval_follows_the_metric_interval_spec() -> None:
     )
     assert estimate.interval.params["seed"] == 5 and estimate.interval.params["resamples"] == 300
     assert estimate.interval_problem is None
+
+
+def test_a_comparative_gate_compares_on_the_metric_scale_and_the_run_clusters() -> None:
+    base = [1.0, 1.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0]
+    ledger = Ledger(
+        gates={"g": GateApproval(active=True, margin=0.1, fingerprint=FP)},
+        baselines={"main": BaselineApproval(run="runs/main", fingerprint=FP)},
+    )
+    inputs = comparative_inputs(base)
+    baselines = {name: replace(found, metrics={"m": scaled_side(base)}) for name, found in inputs.baselines.items()}
+    inputs = replace(inputs, baselines=baselines)
+    unit = ScaleSpec(min=0.0, max=1.0)
+    clusters = np.array([0, 0, 1, 1, 2, 2, 3, 3], dtype=np.int64)
+    result = only(
+        run(
+            [metric(base, scale=unit)],
+            [gate(compare_to="main", rule=GateRule.LOWER_BOUND)],
+            ledger,
+            RunShape(examples=8, clusters=clusters),
+            comparative=inputs,
+        )[1]
+    )
+    assert BlockReason.NOT_COMPARABLE not in codes(result)
+    assert result.bound_method is not None and result.bound_method.startswith("cluster")
+
+
+def scaled_side(values: list[float]) -> MetricSide:
+    c = column(values)
+    return MetricSide(values=c.values(), states=c.states(), definition="def", scale=ScaleSpec(min=0.0, max=1.0))

@@ -19,7 +19,7 @@ from evalglass.core.fingerprint import fingerprint_of
 from evalglass.core.gates import GateResult, Outcome, interval_label
 from evalglass.core.gatespec import GateSpec
 from evalglass.core.population import TOP_DIAGNOSTICS, population_of
-from evalglass.core.score import Score, Status
+from evalglass.core.score import Score, Status, Validity, score_violation, value_violation
 from evalglass.core.verdict import VerdictPayload
 
 FP = "sha256:" + "0" * 64
@@ -157,3 +157,41 @@ def test_the_interval_an_undecided_reason_names_is_two_sided_at_twice_the_level_
     assert interval_label(0.9) == "80%"
     # A record written before gates recorded their level reads at the default level.
     assert interval_label(None) == "90%"
+
+
+def test_a_score_that_cannot_exist_says_which_rule_it_breaks() -> None:
+    assert value_violation(True) == "a bool is not a measured number; return 1.0/0.0 explicitly"
+    assert value_violation("0.5") == "value must be a real number, got str"
+    assert value_violation(float("inf")) == "value must be finite, got inf"
+    assert value_violation(0.5) is None
+    assert score_violation(Status.SCORED, Validity.VALID, None, False) == "a scored score needs a value"
+    assert score_violation(Status.SCORED, Validity.VALID, float("nan"), False) == "value must be finite, got nan"
+    assert score_violation(Status.SCORED, Validity.VALID, 1.0, False) is None
+
+
+def test_unmeasured_scores_keep_their_detail_and_evidence() -> None:
+    error = Score.error("timeout", "no answer in 30 s", "after 30.0 s")
+    assert (error.status, error.validity) == (Status.ERROR, Validity.NOT_MEASURED)
+    assert [(d.code, d.message, d.detail) for d in error.diagnostics] == [
+        ("timeout", "no answer in 30 s", "after 30.0 s")
+    ]
+    skipped = Score.non_evaluable("no_reference", "the example has no reference", "field 'expected'")
+    assert (skipped.status, skipped.validity) == (Status.NON_EVALUABLE, Validity.NOT_APPLICABLE)
+    assert skipped.diagnostics[0].detail == "field 'expected'"
+    cited = Score.unmeasured(Status.SKIPPED, "skipped", "not asked", evidence=("check:c",))
+    assert cited.evidence == ("check:c",)
+
+
+def test_only_an_interval_rule_gate_records_a_favourable_bound() -> None:
+    with pytest.raises(ValueError) as caught:
+        GateResult(
+            name="g",
+            subject="m",
+            active=True,
+            outcome=Outcome.PASS,
+            compared=0.9,
+            favourable_bound=0.95,
+            threshold=0.5,
+            fingerprint=FP,
+        )
+    assert "gate g: only a lower_bound gate with a compared bound has a favourable bound" in str(caught.value)
