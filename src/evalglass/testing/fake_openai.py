@@ -1,4 +1,5 @@
-"""A small, real OpenAI-compatible HTTP server for tests and benchmarks.
+"""A small, real OpenAI-compatible HTTP server for tests and benchmarks (and the base of the native APIs' fakes,
+``fake_anthropic`` and ``fake_gemini``, which change only the dialect: routes, bodies, error shapes).
 
 It speaks just enough HTTP/1.1 (keep-alive, Content-Length and chunked request bodies) for the ``openai`` SDK to
 talk to ``POST /v1/chat/completions``, runs on an asyncio loop (so many slow requests are served concurrently, not
@@ -14,8 +15,8 @@ Use it in a test::
 
 Or as a process, for benchmarks::
 
-    python -m evalglass.testing.fake_openai --port 0 --latency 0.05
-    # prints "listening on http://127.0.0.1:PORT/v1" on its first stdout line
+    python -m evalglass.testing.fake_openai --port 0 --latency 0.05   # or fake_anthropic, fake_gemini
+    # prints "listening on http://127.0.0.1:PORT/v1" (gemini: /v1beta) on its first stdout line
 
 Behaviour per request
 ---------------------
@@ -41,6 +42,17 @@ Steps:
 
 The answer text comes from ``reply``: a callable given the parsed request body, a mapping from the last user message
 (directives removed) to a reply, or by default an echo of that message (directives removed).
+
+Tool calls (an agent's turns)
+-----------------------------
+``turns`` scripts what the model does in a conversation: a mapping from the conversation's *first* user message
+(directives removed) to its turns, or a callable given the request body that returns a turn (None: answer as
+above). The turn answered is the one at the position of the number of assistant messages the request already holds
+(so it depends on the conversation, never on arrival order or on a counter: a resumed run gets the same answers);
+past the end, the last turn repeats. A turn is text (the model answers and stops), or a mapping ``{"content":
+..., "tool_calls": [{"name": ..., "arguments": ...}]}`` (``arguments`` a JSON value, sent as JSON text, or text
+sent as it is, e.g. text that is not JSON). Call ids are ``call_<turn>_<k>``. The request's ``tools`` are not
+checked: a script may call a tool the request does not offer.
 """
 
 from __future__ import annotations
@@ -61,6 +73,9 @@ from typing import Any
 import orjson
 
 Reply = Callable[[dict[str, Any]], str] | Mapping[str, str]
+#: One scripted model turn: text, or ``{"content": ..., "tool_calls": [{"name": ..., "arguments": ...}]}``.
+Turn = str | Mapping[str, Any]
+Turns = Callable[[dict[str, Any]], Turn | None] | Mapping[str, Any]
 
 _DIRECTIVE = re.compile(r"\[\[behaviour:([^\]]*)\]\]")
 _STATUS = re.compile(r"^[1-5]\d\d$")
@@ -81,9 +96,8 @@ class RecordedRequest:
     received_at: float = 0.0
     finished_at: float | None = None
 
-    @property
-    def last_user_message(self) -> str:
-        return _last_user_message(self.body)
+    #: The text directives are read from (the server's dialect sets it).
+    last_user_message: str = ""
 
 
 def _last_user_message(body: Any) -> str:
@@ -102,6 +116,18 @@ def _last_user_message(body: Any) -> str:
                     part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text"
                 )
     return ""
+
+
+def _first_user_message(body: dict[str, Any]) -> str:
+    for message in body.get("messages") or ():
+        if isinstance(message, dict) and message.get("role") == "user":
+            content = message.get("content")
+            return content if isinstance(content, str) else ""
+    return ""
+
+
+def _assistant_turns(body: dict[str, Any]) -> int:
+    return sum(1 for m in body.get("messages") or () if isinstance(m, dict) and m.get("role") == "assistant")
 
 
 def strip_directives(text: str) -> str:
@@ -139,11 +165,14 @@ class FakeOpenAI:
         reply: Reply | None = None,
         default: str = "ok",
         record: bool = True,
+        turns: Turns | None = None,
     ) -> None:
         self.host = host
         self.port = port
         self.latency = latency
         self.reply = reply
+        #: The scripted turns (``turns``); the Anthropic and Gemini fakes keep their own ``turns``, callables only.
+        self.scripted_turns = turns
         self.default = _validate_step(default)
         self.record = record
         self._lock = threading.Lock()
@@ -278,7 +307,7 @@ class FakeOpenAI:
             body: Any = orjson.loads(raw) if raw else None
         except orjson.JSONDecodeError:
             body = None
-        prompt = _last_user_message(body)
+        prompt = self._prompt_of(body)
         with self._lock:
             index = self._count
             self._count += 1
@@ -294,6 +323,7 @@ class FakeOpenAI:
                 body=body,
                 step=step,
                 received_at=time.monotonic(),
+                last_user_message=prompt,
             )
             if self.record:
                 self._requests.append(record)
@@ -322,53 +352,114 @@ class FakeOpenAI:
             return "400"
 
     def _plan(self, record: RecordedRequest, body: Any) -> tuple[float | None, int, bytes, dict[str, str]]:
-        """How to answer: (delay, or None for drop/hang; status; payload; extra headers)."""
+        """How to answer: (delay, or None for drop/hang; status; payload; extra headers). The steps are the same for
+        every wire format; the routes, the bodies and the error shapes are the dialect's (the methods below, which
+        a fake of another API overrides)."""
         method, path, step = record.method, record.path.rstrip("/"), record.step
         if method == "GET" and path.endswith("/models"):
             models = {"object": "list", "data": [{"id": "fake-model", "object": "model", "owned_by": "fake"}]}
             return 0.0, 200, orjson.dumps(models), {}
-        if method != "POST" or not path.endswith("/chat/completions"):
-            return 0.0, 404, _error_body(f"no route {method} {record.path}", "not_found"), {}
-        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-            return 0.0, 400, _error_body("request body must be JSON with messages", "invalid_request"), {}
+        if not self._is_call(method, path):
+            return 0.0, 404, *self._error_answer(404, f"no route {method} {record.path}", "")
+        refused = self._refusal(record, body)
+        if refused is not None:
+            return 0.0, refused[0], *self._error_answer(refused[0], refused[1], "")
         kind, _, arg = step.partition(":")
         if kind in {"drop", "hang"}:
             return None, 0, b"", {}
         if kind == "malformed":
-            return self.latency, 200, b'{"id": "chatcmpl-broken", "choices": [{"mess', {}
+            return self.latency, 200, self._broken_answer(), {}
         if kind == "text":
             return 0.0, int(arg), self._reply_text(body, record.last_user_message).encode(), {}
         if _STATUS.match(kind):
             status = int(kind)
-            code = "rate_limit_exceeded" if status == 429 else ("server_error" if status >= 500 else "invalid")
             message = f"fake {status}"
             if status == 401:  # like the real service, quote the key back (clients must scrub it)
-                token = record.headers.get("authorization", "").removeprefix("Bearer ").strip()
-                message = f"Incorrect API key provided: {token}."
-            return 0.0, status, _error_body(message, code), ({"retry-after": arg} if arg else {})
-        text = self._reply_text(body, record.last_user_message)
-        prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in body["messages"] if isinstance(m, dict))
-        completion_tokens = len(text.split())
+                message = f"Incorrect API key provided: {self._key_of(record)}."
+            return 0.0, status, *self._error_answer(status, message, arg)
+        delay = float(arg) if kind == "slow" else self.latency
+        return delay, 200, self._answer(record, body), {}
+
+    # ------------------------------------------------------------------ the dialect (chat completions)
+    def _prompt_of(self, body: Any) -> str:
+        """The text directives are read from and replies echo: the last user message."""
+        return _last_user_message(body)
+
+    def _is_call(self, method: str, path: str) -> bool:
+        return method == "POST" and path.endswith("/chat/completions")
+
+    def _refusal(self, record: RecordedRequest, body: Any) -> tuple[int, str] | None:
+        """(status, message) for a request the real API would refuse whatever the step, else None."""
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            return 400, "request body must be JSON with messages"
+        return None
+
+    def _key_of(self, record: RecordedRequest) -> str:
+        return record.headers.get("authorization", "").removeprefix("Bearer ").strip()
+
+    def _broken_answer(self) -> bytes:
+        return b'{"id": "chatcmpl-broken", "choices": [{"mess'
+
+    def _error_answer(self, status: int, message: str, retry_after: str) -> tuple[bytes, dict[str, str]]:
+        """The error body of ``status`` and its headers (``retry_after``: the step's argument, seconds or '')."""
+        code = "rate_limit_exceeded" if status == 429 else ("server_error" if status >= 500 else "invalid")
+        return _error_body(message, code), ({"retry-after": retry_after} if retry_after else {})
+
+    def _answer(self, record: RecordedRequest, body: dict[str, Any]) -> bytes:
+        answer, finish = self._reply_message(body, record.last_user_message)
+        prompt_tokens = sum(
+            len(m["content"].split())
+            for m in body["messages"]
+            if isinstance(m, dict) and isinstance(m.get("content"), str)
+        )
+        completion_tokens = len((answer.get("content") or "").split()) + sum(
+            len(call["function"]["arguments"].split()) + 1 for call in answer.get("tool_calls") or ()
+        )
         payload = {
             "id": f"chatcmpl-fake-{record.index}",
             "object": "chat.completion",
             "created": 0,
             "model": str(body.get("model", "fake-model")),
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": text},
-                    "finish_reason": "stop",
-                    "logprobs": None,
-                }
-            ],
+            "choices": [{"index": 0, "message": answer, "finish_reason": finish, "logprobs": None}],
             "usage": {
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,
                 "total_tokens": prompt_tokens + completion_tokens,
             },
         }
-        return (float(arg) if kind == "slow" else self.latency), 200, orjson.dumps(payload), {}
+        return orjson.dumps(payload)
+
+    def _reply_message(self, body: dict[str, Any], prompt: str) -> tuple[dict[str, Any], str]:
+        """The assistant message of an answer and its finish reason: a scripted turn, else the reply text."""
+        turn: Turn | None = None
+        if callable(self.scripted_turns):
+            turn = self.scripted_turns(body)
+        elif self.scripted_turns is not None:
+            script = self.scripted_turns.get(strip_directives(_first_user_message(body)))
+            if script:
+                turn = script[min(_assistant_turns(body), len(script) - 1)]
+        if turn is None:
+            return {"role": "assistant", "content": self._reply_text(body, prompt)}, "stop"
+        if isinstance(turn, str):
+            return {"role": "assistant", "content": turn}, "stop"
+        position = _assistant_turns(body)
+        calls = [
+            {
+                "id": call.get("id", f"call_{position}_{k}"),
+                "type": "function",
+                "function": {
+                    "name": call["name"],
+                    "arguments": call["arguments"]
+                    if isinstance(call.get("arguments"), str)
+                    else orjson.dumps(call.get("arguments", {})).decode(),
+                },
+            }
+            for k, call in enumerate(turn.get("tool_calls") or ())
+        ]
+        message: dict[str, Any] = {"role": "assistant", "content": turn.get("content")}
+        if calls:
+            message["tool_calls"] = calls
+        return message, "tool_calls" if calls else str(turn.get("finish_reason", "stop"))
 
     def _reply_text(self, body: dict[str, Any], prompt: str) -> str:
         reply = self.reply
@@ -498,8 +589,12 @@ def _dechunk(buffer: bytearray, start: int) -> tuple[bytes, int] | None:
 
 
 def _response(status: int, payload: bytes, index: int, extra: Mapping[str, str]) -> bytes:
+    try:
+        phrase = HTTPStatus(status).phrase
+    except ValueError:  # a status the standard library does not name (Anthropic's 529)
+        phrase = "Overloaded" if status == 529 else "Unknown"
     lines = [
-        f"HTTP/1.1 {status} {HTTPStatus(status).phrase}",
+        f"HTTP/1.1 {status} {phrase}",
         "content-type: application/json",
         f"content-length: {len(payload)}",
         f"x-request-id: fake-{index}",
@@ -512,16 +607,23 @@ def _error_body(message: str, code: str) -> bytes:
     return orjson.dumps({"error": {"message": message, "type": "fake_error", "code": code, "param": None}})
 
 
-def main(argv: list[str] | None = None) -> int:
+def serve_from_command_line(kind: type[FakeOpenAI], argv: list[str] | None = None) -> int:
+    """``python -m evalglass.testing.<fake>``: serve ``kind`` until SIGINT or SIGTERM, the base URL on the first line
+    of stdout."""
     parser = argparse.ArgumentParser(
-        prog="python -m evalglass.testing.fake_openai", description="Fake OpenAI-compatible server."
+        prog=f"python -m {kind.__module__}", description=f"{kind.__name__}: a fake model API server on loopback."
     )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port (printed on stdout)")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before each successful answer")
     parser.add_argument("--default", default="ok", help="step for requests without a directive")
+    parser.add_argument("--turns", default=None, help="a JSON file: first user message -> the model's turns")
     args = parser.parse_args(argv)
-    server = FakeOpenAI(host=args.host, port=args.port, latency=args.latency, default=args.default, record=False)
+    options: dict[str, Any] = {}
+    if args.turns is not None:
+        with open(args.turns, "rb") as handle:
+            options["turns"] = orjson.loads(handle.read())
+    server = kind(host=args.host, port=args.port, latency=args.latency, default=args.default, record=False, **options)
 
     def ready() -> None:
         print(f"listening on {server.base_url}", flush=True)
@@ -534,6 +636,10 @@ def main(argv: list[str] | None = None) -> int:
 
     asyncio.run(run())
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return serve_from_command_line(FakeOpenAI, argv)
 
 
 if __name__ == "__main__":
