@@ -196,8 +196,8 @@ class OtlpReader:
     # -- one trace ----------------------------------------------------------------------------------------------
 
     def _examples(self, spans: list[Span]) -> list[Row | BadLine]:
-        """A list, not a generator: most traces are one span and give one example, and a generator per trace
-        costs more than the list (BENCHMARKS.md, issue 31)."""
+        """A list, not a generator: most traces are one span and give one example, for which a generator object
+        per trace is pure overhead on the import's hot loop."""
         allowed = self._allowed
         if len(spans) == 1:
             span = spans[0]
