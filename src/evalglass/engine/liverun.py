@@ -305,7 +305,12 @@ def _build(loaded: LoadedConfig, executor: Executor, cache: CallCache | None) ->
                 ship_async = isinstance(config.executor, RayExecutorSpec) and config.executor.ship_async
                 with built.lane_watch:  # building a python lane imports its module: host code runs
                     built.lane = build_lane(
-                        config.lane, base_dir=loaded.base_dir, executor=executor, cache=cache, ship_async=ship_async
+                        config.lane,
+                        base_dir=loaded.base_dir,
+                        executor=executor,
+                        cache=cache,
+                        ship_async=ship_async,
+                        prices=config.prices,
                     )
             except LaneConfigError as exc:
                 raise SetupError(f"task: {exc}", where=str(loaded.path)) from None
@@ -332,7 +337,8 @@ def _left(watch: Watch, _: object) -> None:
 
 
 def _retries(attempts: Sequence[Attempt]) -> int:
-    return max(0, len(attempts) - 1)
+    """Attempts after the first of their call (an agent's outcome holds the attempts of each of its model steps)."""
+    return sum(attempt.number > 1 for attempt in attempts)
 
 
 class LiveScorer:
@@ -547,8 +553,13 @@ class LiveScorer:
                 counters.retries += _retries(outcome.attempts)
             if isinstance(outcome, self._lane_output):
                 counters.cached += outcome.cached
+                model_calls = outcome.model_calls
                 if tally is not None:
-                    tally.add(outcome.usage, cached=outcome.cached and not outcome.replayed)
+                    if model_calls is None:
+                        tally.add(outcome.usage, cached=outcome.cached and not outcome.replayed)
+                    else:  # an output several model calls made (an agent's steps): each call counted
+                        for usage, cached in model_calls:
+                            tally.add(usage, cached=cached)
                 output = outcome.value
                 if parse:
                     output = parse_json_output(output)
@@ -558,6 +569,8 @@ class LiveScorer:
                     entry: dict[str, Any] = {"sample": sample, "output": outcome.value}
                     if outcome.tries:
                         entry["attempts"] = outcome.tries
+                        if model_calls is not None:
+                            entry["calls"] = len(model_calls)
                     produced.append(entry)
             else:
                 self.counters.lane_failures += 1
