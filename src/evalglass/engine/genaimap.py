@@ -236,7 +236,12 @@ _TOKEN_FACTS: dict[str, tuple[str, int]] = {
     "gen_ai.usage.cache_creation_input_tokens": ("cache_creation_input_tokens", 1),
     "llm.token_count.prompt_details.cache_write": ("cache_creation_input_tokens", 2),
 }
-_FACT_KEYS = frozenset(_TEXT_FACTS) | frozenset(_TOKEN_FACTS) | {"gen_ai.response.finish_reasons"}
+#: Both tables in one, for one look-up per attribute: attribute → (is a token count, what it is, its rank).
+_FACTS: dict[str, tuple[bool, str, int]] = {
+    **{key: (False, field, rank) for key, (field, rank) in _TEXT_FACTS.items()},
+    **{key: (True, field, rank) for key, (field, rank) in _TOKEN_FACTS.items()},
+}
+_FACT_KEYS = frozenset(_FACTS) | {"gen_ai.response.finish_reasons"}
 _USAGE_ORDER = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 
 
@@ -265,25 +270,31 @@ def _facts(attributes: Mapping[str, Any], present: set[str], content: SpanConten
         value = attributes[key]
         if value is None:
             continue
-        if key in _TEXT_FACTS:
-            field, rank = _TEXT_FACTS[key]
-            if type(value) is not str:
-                raise MappingProblem(f"attribute {key} must be a string, got {json_type_name(value)} {_clip(value)}")
-            if field not in texts or rank < texts[field][0]:
-                texts[field] = (rank, value)
-        elif key in _TOKEN_FACTS:
-            field, rank = _TOKEN_FACTS[key]
-            if type(value) is float and value.is_integer():
-                value = int(value)
-            elif type(value) is not int:
-                raise MappingProblem(f"attribute {key} must be an integer, got {json_type_name(value)} {_clip(value)}")
-            if field not in tokens or rank < tokens[field][0]:
-                tokens[field] = (rank, value)
-        else:
+        fact = _FACTS.get(key)
+        if fact is None:
             reasons = [value] if type(value) is str else value
             if type(reasons) is not list or any(type(reason) is not str for reason in reasons):
                 raise MappingProblem("attribute gen_ai.response.finish_reasons must be a list of strings")
             content.finish_reasons = reasons
+            continue
+        is_token, field, rank = fact
+        if is_token:
+            if type(value) is not int:
+                if type(value) is float and value.is_integer():
+                    value = int(value)
+                else:
+                    raise MappingProblem(
+                        f"attribute {key} must be an integer, got {json_type_name(value)} {_clip(value)}"
+                    )
+            held = tokens.get(field)
+            if held is None or rank < held[0]:
+                tokens[field] = (rank, value)
+        else:
+            if type(value) is not str:
+                raise MappingProblem(f"attribute {key} must be a string, got {json_type_name(value)} {_clip(value)}")
+            held_text = texts.get(field)
+            if held_text is None or rank < held_text[0]:
+                texts[field] = (rank, value)
     for field, (_, text) in texts.items():
         setattr(content, field, text)
     if tokens:

@@ -195,16 +195,21 @@ class OtlpReader:
 
     # -- one trace ----------------------------------------------------------------------------------------------
 
-    def _examples(self, spans: list[Span]) -> Iterator[Row | BadLine]:
+    def _examples(self, spans: list[Span]) -> list[Row | BadLine]:
+        """A list, not a generator: most traces are one span and give one example, for which a generator object
+        per trace is pure overhead on the import's hot loop."""
         allowed = self._allowed
         if len(spans) == 1:
             span = spans[0]
             convention = convention_of(span, allowed)
-            if convention is None or (self._unit_span and not is_inference(span, convention)):
-                return
-            if self._selected(span):
-                yield self._example(span, convention, spans, {span.span_id: convention})
-            return
+            if (
+                convention is None
+                or (self._unit_span and not is_inference(span, convention))
+                or not self._selected(span)
+            ):
+                return []
+            return [self._example(span, convention, spans, {span.span_id: convention})]
+        found: list[Row | BadLine] = []
         conventions = {span.span_id: convention_of(span, allowed) for span in spans}
         if self._unit_span:
             roots = [span for span in spans if (c := conventions[span.span_id]) is not None and is_inference(span, c)]
@@ -228,7 +233,8 @@ class OtlpReader:
                     for span in spans:
                         children.setdefault(span.parent_id, []).append(span)
                 subtree = _subtree(root, children)
-            yield self._example(root, str(conventions[root.span_id]), subtree, conventions)
+            found.append(self._example(root, str(conventions[root.span_id]), subtree, conventions))
+        return found
 
     def _selected(self, span: Span) -> bool:
         if self._since is not None and span.start < self._since:

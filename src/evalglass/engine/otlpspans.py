@@ -128,6 +128,7 @@ class SpanFile:
                         yield SpanProblem(number, f"not valid JSON ({exc})")
                         continue
                     yield from _json_document(document, number)
+                    del document
         except _LineTooLong:
             raise SetupError(
                 f"line is longer than {self._max:,} bytes",
