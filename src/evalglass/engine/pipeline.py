@@ -42,7 +42,7 @@ from evalglass.engine.artifacts import (
 from evalglass.engine.config import LoadedConfig, load_config
 from evalglass.engine.dataset import BadLine
 from evalglass.engine.decision import Evidence, decided_scorecard, run_record
-from evalglass.engine.digests import private_key, signing_key_from_env, write_digests
+from evalglass.engine.digests import SignedProvenance, private_key, signing_key_from_env, write_digests
 from evalglass.engine.executorspec import RayExecutorSpec
 from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger, refuse_unpinned_ledger
 from evalglass.engine.metricbuild import build_metrics
@@ -572,6 +572,16 @@ def score_recorded(loaded: LoadedConfig, metrics: list[BuiltMetric], writer: Sco
     return Scored(columns=columns, shape=shape, dataset=dataset, scores_sha256=scores_sha256)
 
 
+def signed_provenance(work_tree: Path) -> SignedProvenance:
+    """The branch and commit a signed run's signature covers: where the signer made it (engine.provenance)."""
+    import os
+
+    from evalglass.engine.provenance import provenance
+
+    found = provenance(work_tree, os.environ)
+    return SignedProvenance(git_branch=found.git_branch, git_commit=found.git_commit)
+
+
 def _finish(
     loaded: LoadedConfig,
     ledger: LoadedLedger,
@@ -598,7 +608,9 @@ def _finish(
         from evalglass.engine.baselines import baselines_for_run, comparative_inputs
 
         baselines, baseline_records = baselines_for_run(config, ledger, folder, locator)
-        comparative = comparative_inputs(config, folder / SCORES_FILE, loaded.definition_files, dataset, baselines)
+        comparative = comparative_inputs(
+            config, folder / SCORES_FILE, loaded.definition_files, dataset, baselines, day_of_timestamp(created_at)
+        )
     evidence = Evidence(
         run_id=run_id,
         created_at=created_at,
@@ -622,5 +634,11 @@ def _finish(
     write_model(folder / SCORECARD_FILE, scorecard)
     write_text(folder / REPORT_FILE, report_markdown(folder, scorecard))
     # Last: it covers every file written before it.
-    write_digests(folder, run_id, signing_key, known={record.scores_file: scored.scores_sha256})
+    write_digests(
+        folder,
+        run_id,
+        signing_key,
+        known={record.scores_file: scored.scores_sha256},
+        provenance=None if signing_key is None else signed_provenance(loaded.base_dir),
+    )
     return RunOutcome(folder=folder, scorecard=scorecard, record=record)

@@ -4,18 +4,22 @@ It loads the config and the ledger exactly as a run does (the same validation, t
 every gate, the dataset and each judge, and asks the ledger the question a run asks (``declared_gate_authority``)
 on the given day. What it can know without measuring is every authority reason: undeclared, forbidden, unbound,
 stale (naming an evaluator whose version changed), expired, unvalidated or stale gold, an uncalibrated judge, a
-missing or stale baseline, a check that would run unbound where the ledger requires a binding. What only a run can
-tell (nothing measured, excluded examples, below ``min_n``, a failing check, a threshold missed) is not predicted:
-"would decide" means the gate may pass, fail, or still block on its measurement.
+check that would run unbound where the ledger requires a binding; and for a comparative gate every reason its
+baseline gives (missing, stale, unsigned, untrusted, another branch or suite, too old) and whether it is comparable
+with this run (the metric's definition, the gold, the example set), asked of the same function the run asks
+(``core.comparative.baseline_standing_reasons``) with this run's side read from the config and the dataset. What
+only a run can tell (nothing measured, excluded examples, below ``min_n``, a failing check, a threshold missed,
+pairs not measured in both runs) is not predicted: "would decide" means the gate may pass, fail, or still block on
+its measurement.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evalglass.core.authority import (
     JudgeStanding,
-    Reason,
     check_inputs_unbound_reason,
     check_unbound_reason,
     declared_gate_authority,
@@ -25,11 +29,14 @@ from evalglass.core.authority import (
 from evalglass.core.evaluators import evaluator_labels
 from evalglass.core.preflight import GatePreview, Preflight, Standing
 from evalglass.engine.config import LoadedConfig, load_config
-from evalglass.engine.datasetfile import gold_fingerprint_of
+from evalglass.engine.datasetfile import comparison_identity, gold_fingerprint_of
 from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger, refuse_unpinned_ledger
 from evalglass.engine.runlocator import RunLocator
 from evalglass.engine.staleness import stale_causes
 from evalglass.lanes.checkinputs import unbound_inputs
+
+if TYPE_CHECKING:  # numpy and the comparison statistics load only for a suite with a comparative gate
+    from evalglass.core.comparative import ComparativeInputs
 
 
 def preflight(
@@ -43,7 +50,11 @@ def preflight(
     ledger = load_ledger(loaded.ledger_path)
     check_against_config(ledger, config)
     fingerprints = {name: config.gate_fingerprint(name, loaded.definition_files) for name in config.gates}
-    dataset_fingerprint = gold_fingerprint_of(loaded) if config.needs_gold else None
+    comparative = _comparative(loaded, ledger, locator, today)
+    if comparative is not None:
+        dataset_fingerprint = comparative.gold_fingerprint
+    else:
+        dataset_fingerprint = gold_fingerprint_of(loaded) if config.needs_gold else None
     standings: dict[str, JudgeStanding] = {}
     if config.judges:
         from evalglass.engine.calibrate import judge_standings
@@ -52,7 +63,15 @@ def preflight(
     causes = stale_causes(config, loaded.definition_files, ledger.ledger, fingerprints)
     previews = [
         _preview(
-            loaded, ledger, name, fingerprints[name], dataset_fingerprint, standings, causes.get(name), today, locator
+            loaded,
+            ledger,
+            name,
+            fingerprints[name],
+            dataset_fingerprint,
+            standings,
+            causes.get(name),
+            today,
+            comparative,
         )
         for name in config.gates
     ]
@@ -87,7 +106,7 @@ def _preview(
     standings: dict[str, JudgeStanding],
     stale_cause: str | None,
     today: str,
-    locator: RunLocator | None,
+    comparative: ComparativeInputs | None,
 ) -> GatePreview:
     config = loaded.config
     gate = config.gates[name]
@@ -124,8 +143,12 @@ def _preview(
         reasons.append(check_inputs_unbound_reason(gate.subject, unbound))
     elif unbound:
         notes = (*notes, unbound_inputs_text(gate.subject, unbound))
-    if gate.compare_to is not None:
-        reasons.extend(_baseline_reasons(ledger, gate.compare_to, locator))
+    if gate.compare_to is not None and gate.metric is not None:
+        from evalglass.core.comparative import baseline_standing_reasons, skipped_note
+
+        assert comparative is not None
+        reasons.extend(baseline_standing_reasons(gate.compare_to, gate.metric, ledger.ledger, comparative))
+        notes = (*notes, *skipped_note(gate.compare_to, comparative.baselines.get(gate.compare_to)))
     return GatePreview(
         name=name,
         subject=gate.subject,
@@ -140,13 +163,42 @@ def _preview(
     )
 
 
-def _baseline_reasons(ledger: LoadedLedger, name: str, locator: RunLocator | None) -> list[Reason]:
-    """Whether the baseline a comparative gate names is listed, readable and the approved run (as a run checks)."""
-    from evalglass.core.comparative import baseline_reasons
-    from evalglass.engine.baselines import read_baseline
+def _comparative(
+    loaded: LoadedConfig, ledger: LoadedLedger, locator: RunLocator | None, today: str
+) -> ComparativeInputs | None:
+    """This run's side of its comparative gates as a run would have it (ids, gold, definitions: from the config and
+    the dataset, in one pass over it), and each baseline the ledger lists, found and read as the run reads it."""
+    config = loaded.config
+    names = list(dict.fromkeys(gate.compare_to for gate in config.gates.values() if gate.compare_to is not None))
+    if not names:
+        return None
+    import numpy as np
 
-    approval = ledger.ledger.baselines.get(name)
-    if approval is None:
-        return baseline_reasons(name, None, None, listed=False)
-    found, _ = read_baseline(name, ledger, [], locator)
-    return baseline_reasons(name, approval.fingerprint, found, listed=True)
+    from evalglass.core.comparative import ComparativeInputs
+    from evalglass.engine.baselines import compared_metrics, read_baseline
+    from evalglass.engine.compare import metric_definition, metric_definition_payload
+
+    metrics = compared_metrics(config)
+    baselines = {
+        name: read_baseline(name, ledger, metrics, locator, config.dataset.name)[0]
+        for name in names
+        if name is not None and name in ledger.ledger.baselines
+    }
+    ids: list[str] = []
+    dataset_fingerprint: str | None = None
+    if any(found.problem is None for found in baselines.values()):
+        gold, dataset_fingerprint, ids = comparison_identity(loaded)
+    else:  # nothing to compare with: only the gold the ledger validates is needed
+        gold = gold_fingerprint_of(loaded)
+    return ComparativeInputs(
+        ids=np.array(ids, dtype=np.str_),
+        gold_fingerprint=gold,
+        definitions={name: metric_definition(config, name, loaded.definition_files) for name in metrics},
+        definition_payloads={
+            name: metric_definition_payload(config, name, loaded.definition_files) for name in metrics
+        },
+        baselines=baselines,
+        dataset_fingerprint=dataset_fingerprint,
+        suite=config.dataset.name,
+        today=today,
+    )
