@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,6 +73,9 @@ class Explanation:
     entries: tuple[LedgerEntry, ...] = ()
     examples: list[str] = field(default_factory=list)
     layout: LedgerLayout | None = None
+    #: Entries (section, name) an earlier explanation of the same output prints already: the text says so instead
+    #: of printing them again, so pasting every block of one `explain` never writes an entry twice.
+    shown_above: Mapping[tuple[str, str], str] = field(default_factory=dict)
 
     @property
     def ledger_entry(self) -> str | None:
@@ -108,7 +111,14 @@ class Explanation:
             # Printed at the file's own indentation, so a block pastes as it is; each says where it goes, so no
             # section is ever written twice (a second `gates:` key is a duplicate the ledger refuses).
             parts += ["", "  Ledger entry to write (EvalGlass never writes the ledger), block by block:"]
-            for _, place, block in placed(self.entries, self.layout):
+            for entry, place, block in placed(self.entries, self.layout):
+                earlier = self.shown_above.get((entry.section, entry.name))
+                if earlier is not None:
+                    parts += [
+                        "",
+                        f"  The entry '{entry.name}' under `{entry.section}:` is the one printed for {earlier}.",
+                    ]
+                    continue
                 parts += ["", f"  {place}", "", *block]
         return "\n".join(parts)
 
@@ -180,9 +190,22 @@ def explain(
             f"no gate or metric named '{name}' in this run (known: {', '.join(known)})",
             fix="pass a gate or metric name from this run",
         )
-    out = [gate_text(gate) for gate in card.decision.gates]
+    out = _once(gate_text(gate) for gate in card.decision.gates)
     gated = {gate.subject for gate in card.decision.gates if gate.subject_kind is SubjectKind.METRIC}
     out += [explain_metric(metric, card) for metric in card.metrics if metric.name not in gated]
+    return out
+
+
+def _once(explanations: Iterable[Explanation]) -> list[Explanation]:
+    """The explanations of several gates, each entry printed by the first that proposes it (two gates on one
+    dataset both need its gold validated: one `datasets:` entry, not two)."""
+    out: list[Explanation] = []
+    first: dict[tuple[str, str], str] = {}
+    for explained in explanations:
+        keys = [(entry.section, entry.name) for entry in explained.entries]
+        out.append(dataclasses.replace(explained, shown_above={key: first[key] for key in keys if key in first}))
+        for key in keys:
+            first.setdefault(key, f"{explained.kind} '{explained.subject}'")
     return out
 
 
