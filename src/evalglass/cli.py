@@ -827,7 +827,7 @@ def _proposed_baselines(
         if isinstance(named, Path):  # a folder: the ledger names it relative to itself
             proposed[baseline] = proposed_baseline(named, os.path.relpath(named.resolve(), ledger_dir.resolve()))
         else:  # pinned by its run id: `NAME@latest` moves with the next run and would be baseline_stale then
-            proposed[baseline] = proposed_baseline(named.folder, named.run_id)
+            proposed[baseline] = proposed_baseline(named.folder, named.run_id or reference)
     return proposed
 
 
