@@ -75,7 +75,8 @@ def make_run(evalglass: list[str], work: Path, dataset: Path, field: str) -> Pat
 
 
 def measure(n: int, repeats: int) -> dict[str, Measurement]:
-    """``reference``, ``compare`` (one metric) and ``compare all`` on two runs of ``n`` examples, each its best of
+    """``reference``, ``compare`` (one metric), ``compare all`` and ``gate`` (the same comparison decided as a
+    ``lower_bound`` comparative gate: ``bench_comparative_gate.py``) on two runs of ``n`` examples, each its best of
     ``repeats`` in rotation; refuses to report when compare's mean difference is not the reference's."""
     python = sys.executable
     evalglass = [python, "-m", "evalglass"]
@@ -91,12 +92,14 @@ def measure(n: int, repeats: int) -> dict[str, Measurement]:
             str(candidate / "scores.jsonl"),
         ]
         one = [*evalglass, "compare", str(base), str(candidate), "--metric", "exact", "--format", "json"]
+        gate = [python, str(HERE / "bench_comparative_gate.py"), "--case", str(base), str(candidate)]
         best = rotated(
             repeats,
             [
                 ("reference", reference, work, {0}),
                 ("compare", one, work, {0}),
                 ("compare all", [*evalglass, "compare", str(base), str(candidate), "--format", "json"], work, {0}),
+                ("gate", gate, work, {0}),
             ],
         )
         expected = float(subprocess.run(reference, check=True, capture_output=True, text=True).stdout)

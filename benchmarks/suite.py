@@ -212,7 +212,10 @@ def compare(scale: Scale, work: Path) -> list[Row]:
     best = bench_compare.measure(n, scale.repeats)
     return [
         Row(f"`compare` of two {n:,}-example runs, one metric (case 8)", Target(On.WALL_RATIO, 2.0, "≤ 2× reference"),
-            timing(best["compare"]), "plain Python pairs the two scores files", timing(best["reference"]))
+            timing(best["compare"]), "plain Python pairs the two scores files", timing(best["reference"])),
+        Row("the same runs decided as a `lower_bound` comparative gate: three-way rule, power statements (issue 27)",
+            Target(On.WALL_RATIO, 1.10, "≤ 1.10× compare"), timing(best["gate"]), "case 8's `compare`",
+            timing(best["compare"])),
     ]  # fmt: skip
 
 
@@ -264,6 +267,54 @@ def ray_executor(scale: Scale, work: Path) -> list[Row]:
     ]  # fmt: skip
 
 
+def trace_import(scale: Scale, work: Path) -> list[Row]:
+    import bench_trace_import
+
+    rows: list[Row] = []
+    for spans in scale.pick((2_000,), (20_000,), (100_000, 1_000_000)):
+        path = work / f"spans-{spans}.jsonl"
+        bench_trace_import.generate(path, spans)
+        found: dict[str, list[dict[str, float]]] = {"floor": [], "reader": []}
+        for _ in range(scale.repeats):
+            for kind in found:
+                found[kind].append(bench_trace_import.child(kind, path))
+        best = {kind: min(rounds, key=lambda r: r["wall"]) for kind, rounds in found.items()}
+        figure = Timing(best["reader"]["wall"], best["reader"]["cpu"], best["reader"]["peak_mb"])
+        rows.append(
+            Row(f"import {spans:,} spans from OTLP/JSON (issue 31)", Target(On.WALL_RATIO, 2.0), figure,
+                "orjson parses the file and picks the same attributes",
+                Timing(best["floor"]["wall"], best["floor"]["cpu"], best["floor"]["peak_mb"]))
+        )  # fmt: skip
+        path.unlink()
+    return rows
+
+
+def inspect_import(scale: Scale, work: Path) -> list[Row]:
+    title = "read a 100,000-sample inspect_ai log (issue 31)"
+    target = Target(On.WALL_RATIO, 2.0)
+    log = os.environ.get("EVALGLASS_BENCH_INSPECT_LOG")
+    if not log or not Path(log).is_file():
+        return [Row(title, target, missing="no log: make one with benchmarks/make_inspect_log.py (inspect_ai's "
+                    "environment) and set EVALGLASS_BENCH_INSPECT_LOG")]  # fmt: skip
+    import bench_tool_import
+
+    found: dict[str, list[dict[str, float]]] = {"floor": [], "reader": []}
+    for _ in range(scale.repeats):
+        for kind in found:
+            done = subprocess.run(
+                [sys.executable, str(HERE / "bench_tool_import.py"), log, "--measure", kind],
+                capture_output=True, text=True, check=True,
+            )  # fmt: skip
+            found[kind].append(json.loads(done.stdout))
+    best = {kind: min(rounds, key=lambda r: r["wall"]) for kind, rounds in found.items()}
+    del bench_tool_import
+    return [
+        Row(title, target, Timing(best["reader"]["wall"], best["reader"]["cpu"], best["reader"]["peak_mb"]),
+            "the standard library's zipfile (zstandard for the members) and json",
+            Timing(best["floor"]["wall"], best["floor"]["cpu"], best["floor"]["peak_mb"]))
+    ]  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Case:
     name: str
@@ -283,9 +334,14 @@ CASES: tuple[Case, ...] = (
     Case("chat wall", "a chat run's scoring-phase wall time beside a bare client, quiet and busy (11c)", chat_wall),
     Case("command lane", "a command lane's cost per call beside a subprocess loop (11d)", command_lane),
     Case("preflight", "preflight of 2,000 gates beside a one-gate preflight (issue 19)", preflight),
-    Case("compare", "compare of two 1M-example runs beside plain-Python pairing (case 8)", compare),
+    Case("compare", "compare of two 1M-example runs beside plain-Python pairing (case 8), and decided as a gate (27)",
+         compare),
     Case("history", "recording a 1M run and listing 10,000 runs (case 10)", history),
     Case("ray", "the Ray executor beside the local one (case 9)", ray_executor),
+    Case("trace import", "OTLP/JSON spans read as a dataset at 100k and 1M beside an orjson floor (issue 31)",
+         trace_import),
+    Case("inspect import", "a 100k-sample inspect_ai log read as a dataset beside a standard-library floor (issue 31)",
+         inspect_import),
 )  # fmt: skip
 
 

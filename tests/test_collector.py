@@ -12,6 +12,9 @@ from evalglass.collector import YOUNG_THRESHOLD, fewer_collections
 
 @pytest.fixture(autouse=True)
 def _restore_collector() -> Iterator[None]:
+    # Objects frozen by an earlier test in this worker (an in-process CLI run freezes its imports) would make the
+    # block leave the freeze to its owner, which is what the host-froze test checks, not what these check.
+    gc.unfreeze()
     before = gc.get_threshold()
     yield
     gc.set_threshold(*before)

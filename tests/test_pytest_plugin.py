@@ -142,3 +142,27 @@ def test_a_relative_config_is_found_from_the_working_directory_when_the_rootdir_
     result = pytester.runpytest_subprocess("checks", "--rootdir=checks", "-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["rootdir: */checks", "*accuracy: fail: 0.75 (n=8)*"])
+
+
+@pytest.mark.parametrize(
+    ("body", "how"),
+    [("os._exit(0)", "exited with code 0"), ("os.kill(os.getpid(), signal.SIGKILL)", "was killed by SIGKILL")],
+)
+def test_host_code_that_ends_its_process_fails_the_test_and_the_session_goes_on(
+    pytester: pytest.Pytester, body: str, how: str
+):
+    """The run happens in a forked copy of the test process (evalglass.run's isolation): a metric that ends its
+    process fails that test with the function's name, and pytest goes on to the next test instead of ending the
+    session with exit 0."""
+    project = make_project(pytester.path, metrics={"mine": {"type": "python", "function": "host.py:score"}}, gates={})
+    (project.evals / "host.py").write_text(f"import os, signal\n\ndef score(output):\n    {body}\n")
+    pytester.makepyfile(test_quality=TEST_FILE + "\n\ndef test_after():\n    pass\n")
+    result = outcome_of(pytester)
+    result.assert_outcomes(failed=1, passed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            f"*EvalGlass could not complete the run (no verdict): nothing was decided: python metric 'mine' "
+            f"(host.py:score) was running when the process {how}*"
+        ]
+    )

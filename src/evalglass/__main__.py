@@ -1,3 +1,3 @@
-from evalglass.cli import main
+from evalglass.entry import main
 
 main()

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from evalglass.core.gates import GateResult, Outcome
     from evalglass.core.scorecard import CheckSummary, MetricSummary, Scorecard
     from evalglass.core.verdict import VerdictPayload
+    from evalglass.engine.pipeline import RunOutcome
     from evalglass.engine.verify import VerifyReport
 
 CacheMode = Literal["use", "off", "refresh"]
@@ -98,6 +99,7 @@ def run(
     progress: bool = False,
     pinned_ledger: str | os.PathLike[str] | None = None,
     db: str | None = None,
+    isolate: bool = True,
 ) -> RunResult:
     """Evaluate the dataset ``config`` declares, decide every gate, write the run's artifacts and return them.
 
@@ -108,7 +110,11 @@ def run(
     run's progress on stderr. ``pinned_ledger``: the host's ledger; a config whose ``ledger:`` names any other
     file is refused (``evalglass run --ledger``). ``db``: the run history a baseline the ledger names by reference
     (``run: main@latest``) is looked up in (default: ``$EVALGLASS_DB``, else ``.evalglass/history.sqlite``), as
-    ``evalglass run --db`` does; nothing is read from it unless the ledger names such a baseline.
+    ``evalglass run --db`` does; nothing is read from it unless the ledger names such a baseline. ``isolate``: run
+    in a forked copy of this process (the default where the platform can fork), so that host code which ends its
+    process (``os._exit(0)``, a signal) ends that copy and this call raises :class:`evalglass.SetupError` naming
+    it, instead of ending the caller with nothing decided; ``False`` runs in this process (docs/python-api.md,
+    "Isolation").
 
     Raises :class:`evalglass.SetupError` when the run cannot complete, and :class:`evalglass.RunInterrupted` on
     Ctrl-C (what was done is cached; ``resume`` its ``folder``). A fail or blocked verdict is a result, not an
@@ -131,18 +137,27 @@ def run(
         from evalglass.engine.progress import reporter_for
 
         reporter = reporter_for()
-    # The run's locator, one of its options: the command line, the pytest plugin and a script get the same one.
-    # Runs read from the history live in temporary folders until the run has copied what it needs.
-    with ExitStack() as stack:
-        outcome = run_pipeline(
-            Path(config),
-            None if out is None else Path(out),
-            cache_mode=cache,
-            resume=None if resume is None else Path(resume),
-            progress=reporter,
-            pinned_ledger=None if pinned_ledger is None else Path(pinned_ledger),
-            locator=history_locator(db, stack),
-        )
+
+    def evaluate() -> RunOutcome:
+        # The run's locator, one of its options: the command line, the pytest plugin and a script get the same
+        # one. Runs read from the history live in temporary folders until the run has copied what it needs.
+        with ExitStack() as stack:
+            return run_pipeline(
+                Path(config),
+                None if out is None else Path(out),
+                cache_mode=cache,
+                resume=None if resume is None else Path(resume),
+                progress=reporter,
+                pinned_ledger=None if pinned_ledger is None else Path(pinned_ledger),
+                locator=history_locator(db, stack),
+            )
+
+    if isolate:
+        from evalglass.engine.isolated import run_apart
+
+        outcome = run_apart(evaluate)
+    else:
+        outcome = evaluate()
     return RunResult(folder=outcome.folder, scorecard=outcome.scorecard, warnings=outcome.warnings)
 
 

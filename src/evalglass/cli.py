@@ -11,7 +11,7 @@ import os
 import sys
 import traceback
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -47,8 +47,17 @@ def _exit_process(code: int) -> NoReturn:
     if shipping is not None and shipping.connection_abandoned():
         sys.stdout.flush()
         sys.stderr.flush()
+        _ended_with(code)
         os._exit(code)
     sys.exit(code)
+
+
+def _ended_with(code: int) -> None:
+    """Tell a supervising parent the code this command ends with (``evalglass.supervisor``: the parent exits with
+    nothing else), before an exit that skips the supervised entry point's own report."""
+    from evalglass.supervisor import report_exit
+
+    report_exit(code)
 
 
 def _exit_without_teardown(code: int) -> NoReturn:
@@ -63,6 +72,7 @@ def _exit_without_teardown(code: int) -> NoReturn:
         sys.stderr.flush()
     except OSError:
         sys.exit(code)
+    _ended_with(code)
     os._exit(code)
 
 
@@ -128,20 +138,27 @@ def _long_lived_imports() -> Iterator[None]:
 def _stdout_to_stderr() -> Iterator[None]:
     """While the engine runs, whatever writes to stdout (a host metric's print, a library's C code, a child
     process that inherits the descriptor) goes to stderr instead, so stdout holds only what the command itself
-    prints afterwards: with ``--format json``, exactly one JSON document.
+    prints afterwards: with ``--format json``, exactly one JSON document. Afterwards both descriptors are put back
+    as they were, so host code that closed or redirected fd 1 or 2 does not take the command's output with it.
 
     The redirection is at the file-descriptor level (``dup2``), so it catches writes that bypass ``sys.stdout``.
     Limit: a thread that host code leaves running after the engine returns writes to stdout again.
     """
     sys.stdout.flush()
-    saved = os.dup(1)
+    streams = sys.stdout, sys.stderr
+    saved_out, saved_err = os.dup(1), os.dup(2)
     try:
         os.dup2(2, 1)
         yield
     finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
+        sys.stdout, sys.stderr = streams
+        os.dup2(saved_err, 2)
+        os.dup2(saved_err, 1)  # what is still buffered for stdout goes where the engine's output went
+        with suppress(OSError, ValueError):  # a stream host code closed fails here, and again where it is used
+            sys.stdout.flush()
+        os.dup2(saved_out, 1)
+        os.close(saved_out)
+        os.close(saved_err)
 
 
 _BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
@@ -441,8 +458,15 @@ def run(
     path = example_config(example) if example is not None else find_config(config_path)
     mode: CacheMode = "off" if no_cache else "refresh" if refresh else "use"
     with _stdout_to_stderr():
-        result = run_evaluation(
-            path, out=out, cache=mode, resume=folder, progress=not no_progress, pinned_ledger=pinned_ledger, db=db
+        result = run_evaluation(  # this process is the supervised one (evalglass.supervisor): no second fork
+            path,
+            out=out,
+            cache=mode,
+            resume=folder,
+            progress=not no_progress,
+            pinned_ledger=pinned_ledger,
+            db=db,
+            isolate=False,
         )
     warnings = list(result.warnings)
     if not no_history:  # the history never changes the verdict or the exit code: at worst, one warning line
@@ -1002,10 +1026,44 @@ from evalglass.history.commands import history  # noqa: E402  (click only; the d
 main.add_command(history)
 
 
+class _TextSink:
+    """Bytes (UTF-8 JSON) written to standard output as text."""
+
+    def write(self, data: bytes, /) -> int:
+        return sys.stdout.write(data.decode())
+
+
+@main.command("export")
+@click.argument("folder", required=False, type=click.Path(path_type=Path))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["otlp"]),
+    required=True,
+    help='otlp: gen_ai.evaluation.result events, OTLP/JSON lines (docs/traces.md, "Results out").',
+)
+@click.option("--out", type=click.Path(path_type=Path), help="Write to this file (default: standard output).")
+@DB
+def export_run(folder: Path | None, fmt: str, out: Path | None, db: str | None) -> None:
+    """Export a finished run's per-example scores (default: the last run) for another tool."""
+    from evalglass.engine.otlpexport import export_otlp
+
+    resolved = resolve_run_folder(folder, db)
+    if out is None:
+        export_otlp(resolved, _TextSink())  # through the redacting stdout, as everything the CLI prints
+        return
+    from evalglass.engine.runfolder import atomically
+
+    with atomically(out) as file:
+        exported = export_otlp(resolved, file)
+    linked = "linked to their spans" if exported.linked else "not linked to spans (the run was not read from traces)"
+    click.echo(f"wrote {exported.events:,} gen_ai.evaluation.result events to {out}, {linked}", err=True)
+
+
 @main.command()
 @click.argument(
     "which",
-    type=click.Choice(["config", "ledger", "scorecard", "runrecord", "scores", "comparison"]),
+    type=click.Choice(["config", "ledger", "scorecard", "runrecord", "scores", "comparison", "trace-record"]),
     default="config",
     required=False,
 )

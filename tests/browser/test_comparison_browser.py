@@ -106,15 +106,16 @@ def test_a_comparative_gate_is_drawn_in_the_run_report(open_page: Any, gate_page
     assert "no-regression: this run against baseline main" in text
     assert card.locator(".badge").inner_text() == "fail"
     assert "below_threshold" in text and "0.05" in text and "newcombe_paired" in text
-    assert "one-sided lower bound" in text and "Power" in text
-    # The approved limit (-0.05) is drawn left of 0, the lower bound left of it (the gate fails), and the open end
-    # of a one-sided bound is an arrow to the axis's edge.
+    assert "90% two-sided" in text and "Power" in text
+    # The approved limit (-0.05) is drawn left of 0, and the whole interval the three-way rule decided on (its ends
+    # the one-sided 95% bounds) left of the limit: the gate fails because the drop is shown, not merely possible.
     svg = card.locator("svg.diff")
     limit = float(svg.locator("line.threshold").get_attribute("x1") or "nan")
     zero = float(svg.locator("line.zero").get_attribute("x1") or "nan")
     low = float(svg.locator("line.ci").nth(1).get_attribute("x1") or "nan")
-    assert low < limit < zero
-    assert svg.locator("path.ci.open").count() == 1
+    high = float(svg.locator("line.ci").nth(2).get_attribute("x1") or "nan")
+    assert low < high < limit < zero
+    assert svg.locator("path.ci.open").count() == 0
     card.locator("summary", has_text="Regressed").click()
     assert card.locator(".id-list li").all_inner_texts() == [f"q{i:03d}" for i in range(30, 40)]
     watched.shot("gate-comparison")

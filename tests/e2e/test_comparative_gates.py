@@ -103,13 +103,14 @@ def test_a_real_drop_fails_with_its_flips_everywhere(tmp_path):
     assert "is fail" in explained.out and "Flips" in explained.out and "q030" in explained.out
 
 
-def test_lower_bound_blocks_a_lucky_small_sample_that_point_passes(tmp_path):
+def test_lower_bound_leaves_undecided_a_lucky_small_sample_that_point_passes(tmp_path):
     small = [(True, True)] * 8 + [(True, False)] * 1 + [(False, True)] * 1
     point, _ = setup(tmp_path / "p", small, rule="point", margin=0.05)
     assert gate_of(point.run("--out", "runs/cand", "--format", "json"))["outcome"] == "pass"
     bound, _ = setup(tmp_path / "b", small, rule="lower_bound", margin=0.05)
     gate = gate_of(bound.run("--out", "runs/cand", "--format", "json"))
-    assert gate["outcome"] == "fail" and gate["compared"] < -0.05 and gate["bound_method"] == "newcombe_paired"
+    assert gate["outcome"] == "blocked" and reasons(gate) == ["undecided"]
+    assert gate["compared"] < -0.05 < gate["favourable_bound"] and gate["bound_method"] == "newcombe_paired"
     explained = bound.cli("explain", "no-regression", "--run", "runs/cand", "--format", "json").json()[0]
     power = next(line for line in explained["details"] if line.startswith("Power"))
     assert "cannot reliably detect" in power and "pairs" in power

@@ -32,6 +32,7 @@ def bumped(project: Project, *args: str, versions: dict[str, int]) -> CliResult:
         "reducer": "REDUCER_VERSIONS",
         "interval": "INTERVAL_VERSIONS",
         "paired": "PAIRED_VERSIONS",
+        "rule": "RULE_VERSIONS",
     }
     patch = "; ".join(
         f"v.{tables[key.split(':')[0]]} = {{**v.{tables[key.split(':')[0]]}, {_member(key)}: {version}}}"
@@ -127,6 +128,22 @@ def test_lower_bound_gates_depend_on_their_interval_method(tmp_path):
     assert "wilson@1 → wilson@2" in stale_message(result)
 
 
+def test_an_approval_made_under_the_two_way_lower_bound_rule_is_stale_and_says_so(tmp_path):
+    """lower_bound@2 decides three ways; an approval made before (when fingerprints named no rule) goes stale."""
+    project = make_project(tmp_path, gates={"accuracy": {"metric": "exact", "rule": "lower_bound", "level": 0.6}})
+    loaded = load_config(project.evals / "evalglass.yaml")
+    config, files = loaded.config, loaded.definition_files
+    current = config.gate_evaluators("accuracy")
+    assert current["rule:lower_bound"] == 2
+    before = {key: version for key, version in current.items() if not key.startswith("rule:")}
+    approved_then = config.gate_fingerprint("accuracy", files, versions=before)
+    assert approved_then == config.gate_fingerprint("accuracy", files, versions={**before, "rule:lower_bound": 1})
+    assert approved_then != config.gate_fingerprint("accuracy", files)
+    approve(project, fingerprint=approved_then, threshold=0.5)
+    message = stale_message(project.run("--format", "json"))
+    assert "lower_bound@1 → lower_bound@2" in message
+
+
 def test_sampled_gates_depend_on_their_reducer(tmp_path):
     rows = [{"id": f"e{i}", "expected": "yes", "output": ["yes", "no", "yes"]} for i in range(4)]
     project = make_project(tmp_path, task={"type": "recorded", "field": "output", "samples": True})
@@ -199,10 +216,10 @@ def test_the_run_record_keeps_the_versions_that_decided_and_explain_shows_them(t
     )
     approve(project, threshold=0.5)
     assert project.run("--out", "out").code in (0, 1)
-    expected = {"metric:exact_match": NOW, "interval:wilson": 1, "interval:student_t": 1}
+    expected = {"metric:exact_match": NOW, "interval:wilson": 1, "interval:student_t": 1, "rule:lower_bound": 2}
     assert _record(tmp_path / "out")["gate_evaluators"] == {"accuracy": expected}
     explained = project.cli("explain", "accuracy", "--run", "out")
-    decided = f"exact_match@{NOW}, wilson@1, student_t@1"
+    decided = f"exact_match@{NOW}, wilson@1, student_t@1, lower_bound@2"
     assert f"Evaluators: {decided} decided this run" in explained.out, explained.out
     details = project.cli("explain", "accuracy", "--run", "out", "--format", "json").json()[0]["details"]
     assert any(decided in line for line in details)

@@ -26,6 +26,7 @@ SETUP_FAILURES: dict[str, tuple[str, ...]] = {
     "history": ("history", "export", "no-such-run", "out"),  # no run history here
     "compare": ("compare", "no-such-run", "no-such-run-either"),
     "preflight": ("preflight", "--config", "nope.yaml"),  # main's approvals merge added the command without a case
+    "export": ("export", "no-such-run", "--format", "otlp"),
 }
 
 

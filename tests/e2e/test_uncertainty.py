@@ -79,20 +79,34 @@ def lower_bound_project(tmp_path, rows):
     return project
 
 
-def test_lower_bound_rule_fails_a_lucky_small_sample_and_says_how_many_examples_would_decide(tmp_path):
+def test_lower_bound_rule_leaves_a_lucky_small_sample_undecided_and_says_how_many_examples_would_decide(tmp_path):
     rows = [{"id": f"e{i}", "expected": "y", "output": "y"} for i in range(9)] + [
         {"id": "e9", "expected": "y", "output": "n"}
     ]
     project = lower_bound_project(tmp_path, rows)
     card = card_of(project)
     gate = card["decision"]["gates"][0]
-    low, _ = proportion_confint(9, 10, alpha=0.10, method="wilson")  # one-sided 95% = two-sided 90%
+    low, high = proportion_confint(9, 10, alpha=0.10, method="wilson")  # one-sided 95% = two-sided 90%
     assert gate["rule"] == "lower_bound" and gate["value"] == 0.9
-    assert gate["compared"] == pytest.approx(low, abs=1e-12) and gate["outcome"] == "fail"
+    assert gate["compared"] == pytest.approx(low, abs=1e-12)
+    assert gate["favourable_bound"] == pytest.approx(high, abs=1e-12)
+    # The interval [0.65, 0.98] straddles 0.8: neither a pass (a lucky sample) nor a fail (nothing shown short).
+    assert gate["outcome"] == "blocked" and [r["code"] for r in gate["reasons"]] == ["undecided"]
     z = stats.norm.ppf(0.95)
     assert gate["required_n"] == int(z**2 * 0.8 * 0.2 / (0.9 - 0.8) ** 2) + 1
+    assert f"about {gate['required_n']} examples (now 10) would decide" in gate["reasons"][0]["message"]
     explained = project.cli("explain", "accuracy").out
     assert "EXPERIMENTAL" in explained and f"about {gate['required_n']} examples" in explained
+    assert "undecided" in explained and "gather better evidence" in explained.lower()
+    assert "improve the system" not in explained
+
+
+def test_lower_bound_fails_only_when_the_whole_interval_misses(tmp_path):
+    rows = [{"id": f"e{i}", "expected": "y", "output": "y" if i % 10 >= 3 else "n"} for i in range(400)]
+    project = lower_bound_project(tmp_path, rows)  # 70% against 0.8: the 90% interval is [0.66, 0.74]
+    gate = card_of(project)["decision"]["gates"][0]
+    assert gate["outcome"] == "fail" and gate["favourable_bound"] < 0.8
+    assert [r["code"] for r in gate["reasons"]] == ["below_threshold"]
 
 
 def test_the_same_gate_with_the_point_rule_passes(tmp_path):

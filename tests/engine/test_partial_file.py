@@ -4,10 +4,16 @@ was never written is never published."""
 
 from __future__ import annotations
 
+import os
+import re
 import stat
 from pathlib import Path
 
-from evalglass.engine.runfolder import PartialFile, write_atomic
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from evalglass.engine.runfolder import PartialFile, sweep_partials, write_atomic
 
 
 def test_commit_publishes_private_bytes_and_leaves_no_partial(tmp_path: Path) -> None:
@@ -46,3 +52,58 @@ def test_write_atomic_replaces_whole(tmp_path: Path) -> None:
     write_atomic(final, b"one\n")
     write_atomic(final, b"two\n")
     assert final.read_bytes() == b"two\n" and [p.name for p in tmp_path.iterdir()] == ["last-run"]
+
+
+FINALS = ("scores.jsonl", "outputs.jsonl", "run.json")
+_names = st.one_of(
+    # what a killed writer leaves: the partial name of a final this sweep is about, or of another
+    st.builds(
+        lambda final, pid, tag: f".{final}.{pid}.{tag}.partial",
+        st.sampled_from([*FINALS, "report.html", "notes.txt"]),
+        st.integers(min_value=1, max_value=4_000_000),
+        st.text("0123456789abcdef", min_size=8, max_size=8),
+    ),
+    # near misses a person or another tool may have there
+    st.builds(
+        lambda final, pid, tag, end: f".{final}.{pid}.{tag}{end}",
+        st.sampled_from(FINALS),
+        st.sampled_from(["12", "x1", ""]),
+        st.text("0123456789abcdefgz", min_size=0, max_size=9),
+        st.sampled_from([".partial", ".partial~", ".part", ""]),
+    ),
+    st.text(st.characters(blacklist_characters="/\x00", blacklist_categories=["Cs"]), min_size=1, max_size=30),
+)
+
+
+def _final_of(name: str) -> str | None:
+    """The file a partial file's name is of (what open_private writes: ``.NAME.PID.8HEX.partial``), or None."""
+    found = re.fullmatch(r"\.(.+)\.[0-9]+\.[0-9a-f]{8}\.partial", name)
+    return found[1] if found else None
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(names=st.sets(_names, max_size=12), kinds=st.lists(st.sampled_from(["file", "dir", "link"]), min_size=12))
+def test_sweep_removes_exactly_the_killed_writers_partial_files(
+    tmp_path_factory: pytest.TempPathFactory, names: set[str], kinds: list[str]
+) -> None:
+    folder = tmp_path_factory.mktemp("run")
+    own = f".scores.jsonl.{os.getpid()}.0123abcd.partial"
+    names = {name for name in names if name not in (".", "..")} | {own}
+    made: dict[str, str] = {}
+    for name, kind in zip(sorted(names), [*kinds, "file"], strict=False):
+        path = folder / name
+        if kind == "dir":
+            path.mkdir()
+        elif kind == "link":
+            path.symlink_to(folder / "nowhere")
+        else:
+            path.write_bytes(b"x")
+        made[name] = kind
+    removed = sweep_partials(folder, FINALS)
+    expected = {name for name, kind in made.items() if kind == "file" and name != own and _final_of(name) in FINALS}
+    assert removed == len(expected)
+    assert {path.name for path in folder.iterdir()} == set(made) - expected
+
+
+def test_sweep_of_a_missing_folder_removes_nothing(tmp_path: Path) -> None:
+    assert sweep_partials(tmp_path / "gone", FINALS) == 0

@@ -132,6 +132,36 @@ METRIC_CASES: dict[str, list[dict[str, Any]]] = {
         _pairs({"type": "numeric_bounds", "min": 0, "max": 1}, [0, 1, 0.5, -0.1, 1.1, "0.5", True, None, float("nan")]),
         _pairs({"type": "numeric_bounds", "max": 2.5, "coerce": True, "inclusive": False}, ["1.8", "2.5", 2.5, "x"]),
     ],
+    "recorded_score": [
+        _pairs(
+            {"type": "recorded_score", "scorer": "m"},
+            [
+                {"scores": {"m": {"value": value}}}
+                for value in (1, 0, 0.5, True, False, "C", "I", "P", "N", "Z", None, 1.5, [1])
+            ]
+            + [
+                {"scores": {"m": {"value": None, "passed": True}}},
+                {"scores": {"m": {"value": None, "error": "grader failed"}}},
+                {"scores": {}, "error": "sample failed"},
+                {"scores": {}},
+                "not an object",
+            ],
+        ),
+        _pairs(
+            {
+                "type": "recorded_score",
+                "scorer": "m",
+                "key": "k",
+                "values": {"good": 1},
+                "scale": {"min": 0, "max": 10},
+            },
+            [
+                {"scores": {"m": {"value": {"k": 7}}}},
+                {"scores": {"m": {"value": {"k": "good"}}}},
+                {"scores": {"m": {"value": {}}}},
+            ],
+        ),
+    ],
     "word_count": [
         _pairs(
             {"type": "word_count", "min": 2, "max": 4}, ["one", "one two", "a b c d e", "  spaced   out  ", "", None, 5]
@@ -458,6 +488,53 @@ def compute_paired(case: dict[str, Any]) -> Any:
     }
 
 
+#: The three-way rule on a metric's values (absolute gates) and on paired values (comparative gates): thresholds
+#: that pass, fail and leave the interval straddling, in both directions, for binary and continuous values.
+RULE_CASES = [
+    *(
+        {"values": BINARY, "threshold": threshold, "direction": "higher_is_better", "level": 0.95}
+        for threshold in (0.5, 0.6, 0.74, 0.9, 0.95)
+    ),
+    *(
+        {"values": CONTINUOUS, "threshold": threshold, "direction": direction, "level": 0.9}
+        for threshold in (0.3, 0.5, 0.7)
+        for direction in ("higher_is_better", "lower_is_better")
+    ),
+    *(
+        {"base": BASE_BINARY, "candidate": BINARY, "margin": margin, "direction": "higher_is_better", "level": 0.95}
+        for margin in (0.0, 0.1, 0.3)
+    ),
+    *(
+        {"base": BINARY, "candidate": BASE_BINARY, "margin": margin, "direction": "higher_is_better", "level": 0.95}
+        for margin in (0.0, 0.1, 0.5)
+    ),
+    {"base": CONTINUOUS[::-1], "candidate": CONTINUOUS, "margin": 0.05, "direction": "lower_is_better", "level": 0.9},
+]
+
+
+def compute_rule(case: dict[str, Any]) -> Any:
+    """What ``lower_bound`` decides: the interval at ``2 * level - 1`` (its ends are the one-sided bounds at the
+    gate's level), its unfavourable and favourable ends, and the rule's decision against the threshold."""
+    from evalglass.core.gates import interval_ends
+    from evalglass.core.gatespec import GateRule, margin_threshold, rule_decision
+    from evalglass.core.stats import Direction, paired_difference
+
+    direction = Direction(case["direction"])
+    level = 2.0 * case["level"] - 1.0
+    if "base" in case:
+        difference = paired_difference(case["base"], case["candidate"], level=level)
+        assert difference is not None
+        interval, threshold = difference.interval, margin_threshold(case["margin"], direction)
+    else:
+        found = confidence_interval(case["values"], level=level)
+        assert found is not None
+        interval, threshold = found, case["threshold"]
+    compared, favourable = interval_ends(interval, direction)
+    assert compared is not None
+    decision = rule_decision(GateRule.LOWER_BOUND, direction, threshold, compared, favourable)
+    return {"compared": compared, "favourable": favourable, "threshold": threshold, "decision": decision.value}
+
+
 def inputs(kind: EvaluatorKind, name: str) -> list[dict[str, Any]]:
     """The golden inputs of one evaluator (what ``record`` writes)."""
     if kind is EvaluatorKind.METRIC:
@@ -472,6 +549,8 @@ def inputs(kind: EvaluatorKind, name: str) -> list[dict[str, Any]]:
         return interval_cases(Method(name))
     if kind is EvaluatorKind.PAIRED:
         return PAIRED_CASES
+    if kind is EvaluatorKind.RULE:
+        return RULE_CASES
     return PARSER_CASES
 
 
@@ -488,6 +567,8 @@ def compute(kind: EvaluatorKind, name: str, case: dict[str, Any]) -> Any:
         return compute_interval(Method(name), case)
     if kind is EvaluatorKind.PAIRED:
         return compute_paired(case)
+    if kind is EvaluatorKind.RULE:
+        return compute_rule(case)
     return compute_parser(case)
 
 

@@ -253,3 +253,45 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(project: LiveProject, serve
     assert resumed.code == 0, resumed.err
     assert server.request_count < made + 80  # the calls done before Ctrl-C came from the cache
     assert len(project.scores(folder)) == 80
+
+
+def test_resume_after_repeated_sigkills_sweeps_the_killed_writers_partial_files(
+    project: LiveProject, server: FakeOpenAI
+) -> None:
+    """Each SIGKILLed process leaves the partial files it was writing (`.scores.jsonl.PID.*.partial`...); every
+    resume removes those, and only those, before it writes: the finished folder holds exactly the run's artifacts,
+    beside what else was there."""
+    server.latency = 0.01
+    project.write(questions(300), concurrency={"max_in_flight": 4})
+    runs = project.root / ".evalglass" / "runs"
+    proc = start("run", "--no-progress", "--format", "json", cwd=project.root)
+    for attempt in range(5):
+        if attempt:
+            proc = start("run", "--resume", "--no-progress", "--format", "json", cwd=project.root)
+        target = server.request_count + 10
+        wait_until(lambda target=target: server.request_count >= target, what=f"10 more requests ({attempt})")
+        code, _, _ = kill(proc, signal.SIGKILL)
+        assert code == -signal.SIGKILL
+    (folder,) = runs.iterdir()
+    debris = sorted(path.name for path in folder.iterdir() if path.name.endswith(".partial"))
+    # The last killed process's files are there; each resume swept those of the processes killed before it.
+    assert len(debris) >= 2 and len({name.split(".")[3] for name in debris}) == 1, debris
+    assert not (folder / "scorecard.json").exists()
+    # Not theirs: a file of another name, and an entry of their name that is no regular file.
+    (folder / ".notes.partial").write_text("kept")
+    (folder / ".scores.jsonl.1.0123abcd.partial").mkdir()
+
+    resumed = project.run("--resume")
+    assert resumed.code == 0, resumed.err
+    assert sorted(path.name for path in folder.iterdir()) == [
+        ".notes.partial",
+        ".scores.jsonl.1.0123abcd.partial",
+        "digests.json",
+        "outputs.jsonl",
+        "report.md",
+        "run.json",
+        "runrecord.json",
+        "scorecard.json",
+        "scores.jsonl",
+    ]
+    assert len(project.scores(folder)) == 300

@@ -31,6 +31,7 @@ def every_metric(project: LiveProject) -> dict[str, dict[str, Any]]:
         "python": {"type": "python", "function": "score.py:score"},
         "check": {"type": "check", "check": "non-empty"},
         "llm_judge": project.judge(),
+        "recorded_score": {"type": "recorded_score", "scorer": "tool"},
     }
 
 

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+import sys
 import textwrap
+import time
 from pathlib import Path
 
 from evalglass.testing.fake_openai import FakeOpenAI
@@ -303,3 +308,36 @@ def test_a_lane_and_a_metric_in_one_file_share_one_module(project: LiveProject) 
     result = project.run()
     assert result.code == 0, result.err
     assert [row["scores"]["same_module"] for row in project.scores()] == [1.0, 1.0, 1.0]
+
+
+def test_a_command_whose_detached_child_keeps_stdout_open_ends_quietly(project: LiveProject, tmp_path: Path) -> None:
+    """The command prints its answer and exits while a child it started in a session of its own (out of reach of
+    the lane's process-group kill) holds stdout open for a minute: the answer counts, the lane does not wait for
+    that child, and nothing is printed at exit (no transport left open past the event loop)."""
+    pids = tmp_path / "detached.pids"
+    project.root.mkdir(parents=True)
+    (project.root / "tool.py").write_text(
+        textwrap.dedent(
+            f"""
+            import json, subprocess, sys
+            question = json.load(sys.stdin)["question"]
+            child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+            with open({str(pids)!r}, "a") as pids:
+                pids.write(f"{{child.pid}}\\n")
+            print(question)
+            """
+        )
+    )
+    project.write(questions(3), task={"type": "command", "argv": [sys.executable, "tool.py"], "timeout": 30})
+    try:
+        started = time.monotonic()
+        result = project.run()
+        elapsed = time.monotonic() - started
+    finally:
+        for pid in pids.read_text().split() if pids.exists() else ():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)
+    assert result.code == 0, result.err
+    assert [line for line in result.err.splitlines() if not line.startswith("evalglass: 3 calls")] == []
+    assert {row["id"]: row["scores"]["echoed"] for row in project.scores()} == {"q000": 1.0, "q001": 1.0, "q002": 1.0}
+    assert elapsed < 30, elapsed  # far from the child's minute

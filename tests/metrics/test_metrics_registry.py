@@ -27,6 +27,7 @@ BUILTINS = {
     "word_count",
     "set_overlap",
     "enum",
+    "recorded_score",
 }
 
 

@@ -63,6 +63,9 @@ class BlockReason(StrEnum):
     NOT_COMPARABLE = "not_comparable"
     #: Comparative gates: paired examples not measured validly in one of the runs (and not tolerated).
     INCOMPLETE_PAIRS = "incomplete_pairs"
+    #: Interval rules (``lower_bound``): the interval at the gate's level straddles the threshold, so the data show
+    #: neither that the gate is met nor that it is missed. Gather better evidence; nothing was shown to be short.
+    UNDECIDED = "undecided"
     #: Not a block: the gate was validly measured and the compared value misses the approved threshold (FAIL).
     BELOW_THRESHOLD = "below_threshold"
 

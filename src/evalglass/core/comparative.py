@@ -1,14 +1,23 @@
 """Comparative gates: decide on the paired difference between this run and an approved baseline run.
 
-The gate passes when the difference (candidate minus baseline) — or, under ``lower_bound``, its unfavourable
-one-sided confidence bound — is no worse than ``-margin``; it fails when validly worse; and it blocks, with every
-reason that holds, when it cannot be decided honestly: the baseline is missing or not the one the ledger approved,
-the runs do not measure the same thing, paired examples are not measured validly, or nothing is measured. It goes
-through :func:`evalglass.core.gates.GateResult`'s rules and the Verdict Engine like every other gate.
+Under ``point`` the gate passes when the difference (candidate minus baseline) is no worse than ``-margin`` and
+fails otherwise. Under ``lower_bound`` it decides three ways on the interval of the difference at the gate's level:
+pass when its unfavourable end is no worse than ``-margin``, fail only when its favourable end is worse too (the
+shortfall is shown), otherwise blocked as ``undecided`` with the pairs (or samples per example) that would decide.
+It blocks, with every reason that holds, when it cannot be decided honestly: the baseline is missing or not the one
+the ledger approved, the runs do not measure the same thing, paired examples are not measured validly, or nothing
+is measured. It goes through :func:`evalglass.core.gates.GateResult`'s rules and the Verdict Engine like every
+other gate.
+
+Power statements come from what was observed: the per-pair spread of the differences (a binary metric's
+discordant-pair rate; with clusters, the cluster-robust standard error, which carries the design effect). A run
+with no baseline to compare with (the baseline-to-be itself) forecasts from its own spread what an unchanged
+candidate would meet: from how its samples vary, or, with one sample per example, an upper bound.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +28,7 @@ import numpy.typing as npt
 from evalglass.core.authority import Authority, BaselineApproval, BlockReason, Ledger, Reason
 from evalglass.core.baselinesource import BaselineTrust, source_reasons
 from evalglass.core.changes import definition_changes
-from evalglass.core.columns import ScoreColumn
+from evalglass.core.columns import SCORED_VALID, ScoreColumn
 from evalglass.core.compare import (
     GateComparison,
     GoldOf,
@@ -28,15 +37,39 @@ from evalglass.core.compare import (
     MetricComparison,
     MetricSide,
     Pairing,
+    SpreadSource,
+    UnchangedForecast,
     compare_metric,
     definition_difference,
     gold_difference,
     pair_ids,
 )
 from evalglass.core.estimate import IntervalSpec
-from evalglass.core.gates import GateResult, Outcome, below_threshold_reason, measurement_reasons
-from evalglass.core.gatespec import GateRule, GateSpec, margin_threshold, meets
-from evalglass.core.stats import POWER, Direction, ScaleSpec, Sides, detectable_drop, pairs_to_detect
+from evalglass.core.gates import (
+    Advice,
+    Evidence,
+    GateResult,
+    Outcome,
+    decided,
+    interval_ends,
+    measurement_reasons,
+)
+from evalglass.core.gatespec import GateRule, GateSpec, margin_threshold
+from evalglass.core.stats import (
+    POWER,
+    UNDECIDED_TARGET,
+    Direction,
+    PairedDifference,
+    ScaleSpec,
+    Sides,
+    WithinSpread,
+    detectable_drop,
+    epochs_to_decide,
+    epochs_to_halve,
+    pairs_to_decide,
+    pairs_to_detect,
+    unchanged_odds,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,8 +127,11 @@ def decide_comparative_gate(
     scale: ScaleSpec | None,
     inputs: ComparativeInputs,
     clusters: npt.NDArray[np.int64] | None,
+    *,
+    within: WithinSpread | None = None,
 ) -> GateResult:
-    """Decide one comparative gate; ``column`` is its metric's per-example column in this run."""
+    """Decide one comparative gate; ``column`` is its metric's per-example column in this run, ``within`` how much
+    this run's samples of one example vary (samples per example and the mean reducer)."""
     assert spec.compare_to is not None and spec.metric is not None
     baseline_name, metric = spec.compare_to, spec.metric
     approved = ledger.baselines.get(baseline_name)
@@ -112,10 +148,14 @@ def decide_comparative_gate(
     ]
     comparison: MetricComparison | None = None
     lower = spec.rule is GateRule.LOWER_BOUND
+    candidate = MetricSide(
+        values=column.values(),
+        states=column.states(),
+        definition=inputs.definitions[metric],
+        scale=scale,
+        within=within,
+    )
     if base_side is not None and pairing is not None:
-        candidate = MetricSide(
-            values=column.values(), states=column.states(), definition=inputs.definitions[metric], scale=scale
-        )
         comparison = compare_metric(
             metric,
             base_side,
@@ -124,22 +164,31 @@ def decide_comparative_gate(
             inputs.ids,
             interval=interval,
             clusters=clusters,
-            sides=spec.direction.unfavourable_side if lower else Sides.TWO_SIDED,
-            level=spec.level if lower else None,
+            sides=Sides.TWO_SIDED,
+            level=2.0 * spec.level - 1.0 if lower else None,
             higher_is_better=spec.direction is Direction.HIGHER_IS_BETTER,
         )
         reasons += _pair_reasons(spec, comparison)
-    compared = _compared(spec, comparison)
-    if comparison is not None and comparison.difference is not None and compared is None:
+    difference = comparison.difference if comparison is not None else None
+    compared, favourable = _compared(spec, difference)
+    if difference is not None and compared is None:
         reasons.append(
             Reason(
                 code=BlockReason.INTERVAL_UNDEFINED,
                 message=f"no {spec.level:.0%} one-sided bound of the difference exists for "
-                f"{comparison.difference.n} pair(s) with this method",
+                f"{difference.n} pair(s) with this method",
             )
         )
-    elif comparison is not None and comparison.difference is None and comparison.difference_problem is not None:
+    elif comparison is not None and difference is None and comparison.difference_problem is not None:
         reasons.append(Reason(code=BlockReason.INTERVAL_UNDEFINED, message=comparison.difference_problem))
+    margin = authority.margin if authority.margin is not None else spec.proposed_margin
+    threshold = None if authority.margin is None else margin_threshold(authority.margin, spec.direction)
+    pair_within = _paired_within(within, base_side)
+    advice = (
+        _advice(spec, difference, threshold, pair_within)
+        if lower and difference is not None and threshold is not None
+        else Advice()
+    )
     detail = GateComparison(
         baseline=baseline_name,
         baseline_run_id=found.run_id if found is not None else None,
@@ -148,9 +197,19 @@ def decide_comparative_gate(
         approved_fingerprint=approved.fingerprint if approved is not None else None,
         margin=authority.margin,
         metric=comparison,
-        **_power(spec, comparison, authority.margin if authority.margin is not None else spec.proposed_margin),
+        **_power(spec, difference, margin),
+        samples=pair_within.samples if pair_within is not None else None,
+        epochs_to_halve=(
+            epochs_to_halve(variance=_pair_variance(difference), within=pair_within)
+            if difference is not None and pair_within is not None
+            else None
+        ),
+        unchanged=(
+            unchanged_forecast(spec, difference, base_side if base_side is not None else candidate, margin)
+            if lower
+            else None
+        ),
     )
-    difference = comparison.difference if comparison is not None else None
     common = {
         "name": name,
         "subject": metric,
@@ -161,28 +220,31 @@ def decide_comparative_gate(
         "rule": spec.rule,
         "level": spec.level if lower else None,
         "bound_method": difference.interval.method.value if lower and difference is not None else None,
+        "required_n": advice.examples,
+        "required_epochs": advice.epochs,
         "fingerprint": fingerprint,
         "compare_to": baseline_name,
         "comparison": detail,
         "notes": (*authority.notes, *skipped_note(baseline_name, found)),
+        "favourable_bound": favourable,
     }
     if not authority.active:
         return GateResult(outcome=Outcome.INFORMATIONAL, **common)
-    threshold = None if authority.margin is None else margin_threshold(authority.margin, spec.direction)
     if reasons:
         return GateResult(
             outcome=Outcome.BLOCKED, reasons=tuple(reasons), compared=compared, threshold=threshold, **common
         )
-    assert compared is not None and threshold is not None  # guaranteed by the reasons above
-    if meets(compared, threshold, spec.direction):
-        return GateResult(outcome=Outcome.PASS, compared=compared, threshold=threshold, **common)
+    assert compared is not None and threshold is not None and difference is not None  # the reasons above
     what = "the paired difference" if not lower else f"the {spec.level:.0%} bound on the paired difference"
-    return GateResult(
-        outcome=Outcome.FAIL,
-        reasons=(below_threshold_reason(f"{what} {compared:.6g}", threshold, spec.direction),),
+    observed = f"the observed difference {difference.point:+.6g}"
+    return decided(
+        spec,
         compared=compared,
+        favourable=favourable,
         threshold=threshold,
-        **common,
+        failing=f"{what} {compared:.6g}",
+        evidence=Evidence("the paired difference", difference.n, advice, "pairs", observed),
+        common=common,
     )
 
 
@@ -314,27 +376,98 @@ def _pair_reasons(spec: GateSpec, comparison: MetricComparison) -> list[Reason]:
     )
 
 
-def _compared(spec: GateSpec, comparison: MetricComparison | None) -> float | None:
-    """The number the rule compares with ``-margin``: the difference, or its unfavourable one-sided bound."""
-    if comparison is None or comparison.difference is None:
-        return None
-    difference = comparison.difference
+def _compared(spec: GateSpec, difference: PairedDifference | None) -> tuple[float | None, float | None]:
+    """The number the rule compares with ``-margin`` (the difference, or the unfavourable end of its interval) and,
+    under ``lower_bound``, the favourable end the three-way rule needs to fail."""
+    if difference is None:
+        return None, None
     if spec.rule is GateRule.LOWER_BOUND:
-        return difference.interval.bound(spec.direction.value)
-    return difference.point
+        return interval_ends(difference.interval, spec.direction)
+    return difference.point, None
 
 
-def _power(spec: GateSpec, comparison: MetricComparison | None, margin: float | None) -> dict[str, float | int | None]:
+def _pair_variance(difference: PairedDifference) -> float:
+    """The per-pair variance of the differences the method implies (with clusters it carries the design effect)."""
+    return difference.std_error**2 * difference.n
+
+
+def _paired_within(candidate: WithinSpread | None, base: MetricSide | None) -> WithinSpread | None:
+    """How much a paired difference of per-example means varies from re-sampling alone: the two runs' within-example
+    variances added, at the candidate's samples per example. Both runs must have samples (with one, the baseline's
+    re-sampling noise is unknown, and nothing is said)."""
+    if candidate is None or base is None or base.within is None:
+        return None
+    return WithinSpread(samples=candidate.samples, variance=candidate.variance + base.within.variance)
+
+
+def _advice(spec: GateSpec, difference: PairedDifference, threshold: float, within: WithinSpread | None) -> Advice:
+    """The pairs, or samples per example, that would decide at the observed difference and spread."""
+    pairs = pairs_to_decide(difference, threshold=threshold, direction=spec.direction, level=spec.level)
+    epochs = None
+    if within is not None:
+        epochs = epochs_to_decide(
+            point=difference.point,
+            threshold=threshold,
+            n=difference.n,
+            variance=_pair_variance(difference),
+            within=within,
+            level=spec.level,
+        )
+    return Advice(examples=pairs, epochs=epochs)
+
+
+def _power(spec: GateSpec, difference: PairedDifference | None, margin: float | None) -> dict[str, float | int | None]:
     """Power statements from the observed paired variance (the method's standard error times sqrt(pairs), which
     carries the design effect of clusters), at the gate's level and 80% power; ``margin`` is the approved one, or
     the proposed one before the host approves any."""
-    difference = comparison.difference if comparison is not None else None
     if difference is None:
         return {"power": None, "power_margin": None, "required_pairs": None, "detectable_drop": None}
-    std_dev = difference.std_error * float(np.sqrt(difference.n))
+    std_dev = math.sqrt(_pair_variance(difference))
     return {
         "power": POWER,
         "power_margin": margin,
         "required_pairs": None if not margin else pairs_to_detect(drop=margin, std_dev=std_dev, level=spec.level),
         "detectable_drop": detectable_drop(pairs=difference.n, std_dev=std_dev, level=spec.level),
     }
+
+
+def unchanged_forecast(
+    spec: GateSpec, difference: PairedDifference | None, prospective: MetricSide, margin: float | None
+) -> UnchangedForecast | None:
+    """How often a candidate that did not change would come out undecided at ``margin``: from the observed paired
+    spread when there is a comparison; otherwise from ``prospective``, the baseline-to-be (this run, or the baseline
+    ``preflight`` reads), over its measured examples: from its samples' spread when it has samples (two runs of k
+    samples differ per example by ``2 W / k``), else an upper bound (twice the variance of its values: every answer
+    redrawn). Said of the three-way rule (``lower_bound``): under ``point`` nothing is ever undecided."""
+    if margin is None or spec.rule is not GateRule.LOWER_BOUND:
+        return None
+    if difference is not None:
+        source, pairs, spread = SpreadSource.PAIRED, difference.n, math.sqrt(_pair_variance(difference))
+    else:
+        included = prospective.values[prospective.states == SCORED_VALID]
+        pairs = int(included.size)
+        within = prospective.within
+        if within is not None:
+            source, spread = SpreadSource.SAMPLES, math.sqrt(2.0 * within.variance / within.samples)
+        elif pairs > 1:
+            source, spread = SpreadSource.BOUND, math.sqrt(2.0 * float(included.var(ddof=1)))
+        else:
+            return None
+    odds = unchanged_odds(std_dev=spread, pairs=pairs, margin=margin, level=spec.level)
+    if odds is None:
+        return None
+    return UnchangedForecast(
+        source=source,
+        std_dev=spread,
+        pairs=pairs,
+        margin=margin,
+        level=spec.level,
+        undecided=odds.undecided,
+        fail=odds.fail,
+        target=UNDECIDED_TARGET,
+        pairs_for_target=odds.pairs_for_target,
+        margin_for_target=odds.margin_for_target,
+        power=POWER,
+        detectable_drop=detectable_drop(pairs=pairs, std_dev=spread, level=spec.level),
+        required_pairs=pairs_to_detect(drop=margin, std_dev=spread, level=spec.level) if margin else None,
+    )

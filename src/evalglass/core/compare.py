@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from evalglass.core.columns import SCORED_VALID
 from evalglass.core.estimate import IntervalSpec
 from evalglass.core.population import Population, population_of_states
-from evalglass.core.stats import PairedDifference, ScaleSpec, Sides, is_binary, paired_difference
+from evalglass.core.stats import PairedDifference, ScaleSpec, Sides, WithinSpread, is_binary, paired_difference
 
 COMPARISON_SCHEMA: Final = "evalglass.comparison/1"
 
@@ -161,6 +161,47 @@ class Comparison(BaseModel):
     metrics: tuple[MetricComparison, ...]
 
 
+class SpreadSource(StrEnum):
+    """Where the per-pair spread behind a forecast comes from."""
+
+    #: The observed paired differences of this comparison (a binary metric's discordant-pair rate).
+    PAIRED = "paired"
+    #: How much each example's samples (epochs) vary in the run the forecast is made from: an estimate of the
+    #: differences two runs of an unchanged system would show.
+    SAMPLES = "samples"
+    #: One sample per example shows no re-sampling noise; twice the variance of the values bounds it from above (a
+    #: system whose every answer is redrawn). The forecast is then an upper bound.
+    BOUND = "bound"
+
+
+class UnchangedForecast(BaseModel):
+    """How often a candidate that did not change at all would come out undecided against the margin (the
+    three-way rule, normal approximation), and the pairs or margin that bring that under 5%. Made before a team
+    approves a margin (from the baseline-to-be's own spread) and in every comparison (from the observed one)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    source: SpreadSource
+    std_dev: float = Field(ge=0, description="The per-pair spread of the differences assumed.")
+    pairs: int = Field(ge=1)
+    margin: float = Field(ge=0)
+    level: float = Field(gt=0.5, lt=1.0, description="The gate's one-sided level.")
+    undecided: float = Field(ge=0, le=1, description="Probability an unchanged candidate is undecided (blocked).")
+    fail: float = Field(ge=0, le=1, description="Probability an unchanged candidate fails.")
+    target: float = Field(gt=0, lt=1, description="The undecided rate the advice below aims under.")
+    pairs_for_target: int | None = Field(default=None, description="Pairs that bring undecided under the target.")
+    margin_for_target: float | None = Field(default=None, description="The margin that brings it under the target.")
+    power: float = Field(gt=0, lt=1, description="The power the two statements below are made at.")
+    detectable_drop: float | None = Field(
+        default=None,
+        description="Minimum detectable effect over these pairs: how far from -margin a true difference "
+        "must lie to be decided with `power`.",
+    )
+    required_pairs: int | None = Field(
+        default=None, description="Pairs at which an unchanged candidate passes with `power` at this margin."
+    )
+
+
 class GateComparison(BaseModel):
     """What a comparative gate decided on: the baseline it was bound to, the margin, the comparison, and how much
     the suite can detect (power statements from the observed paired variance, at the gate's level and 80% power)."""
@@ -179,10 +220,23 @@ class GateComparison(BaseModel):
         default=None, description="The drop the power statement is about: the approved margin, else the proposed one."
     )
     required_pairs: int | None = Field(
-        default=None, description="Pairs needed to tell a drop of power_margin from no change at the gate's level."
+        default=None,
+        description="Pairs at which an unchanged candidate is decided (passes) with the stated power against "
+        "power_margin at the gate's level: what it takes to tell a drop of power_margin from no change.",
     )
     detectable_drop: float | None = Field(
-        default=None, description="The smallest true drop the current pairs detect at the gate's level."
+        default=None,
+        description="The minimum detectable effect: how far from -margin a true difference must lie for the current "
+        "pairs to decide it (pass or fail) with the stated power at the gate's level.",
+    )
+    samples: int | None = Field(default=None, description="Samples (epochs) behind each per-example mean.")
+    epochs_to_halve: int | None = Field(
+        default=None,
+        description="Samples per example that would halve the interval at the observed within-example variance (None: "
+        "no number would; the spread between examples dominates, only more examples help).",
+    )
+    unchanged: UnchangedForecast | None = Field(
+        default=None, description="How often an unchanged candidate would come out undecided at this margin."
     )
 
 
@@ -228,6 +282,8 @@ class MetricSide:
     states: StateArray
     definition: str
     scale: ScaleSpec | None
+    #: How much each example's samples vary (a run with samples and the mean reducer); None otherwise.
+    within: WithinSpread | None = None
 
 
 def side_estimate(side: MetricSide) -> SideEstimate:

@@ -22,20 +22,21 @@ from evalglass.core.checks import CheckResult
 from evalglass.core.columns import SCORED_VALID, ScoreColumn
 from evalglass.core.comparative import ComparativeInputs, decide_comparative_gate
 from evalglass.core.estimate import Estimate, IntervalSpec, Sensitivity
-from evalglass.core.gates import GateResult, evaluate_check_gate, evaluate_gate, undeclared_results
+from evalglass.core.gates import Advice, GateResult, evaluate_check_gate, evaluate_gate, undeclared_results
 from evalglass.core.gatespec import GateRule, GateSpec
 from evalglass.core.population import Population, population_of
-from evalglass.core.reduce import reduce_column
+from evalglass.core.reduce import reduce_column, within_of
 from evalglass.core.scorecard import MetricSummary
 from evalglass.core.stats import (
     Direction,
     Interval,
     Reducer,
     ScaleSpec,
+    WithinSpread,
     confidence_interval,
+    epochs_to_decide,
+    examples_to_decide,
     is_binary,
-    one_sided_bound,
-    required_n,
     sensitivity_bounds,
 )
 from evalglass.core.verdict import VerdictPayload
@@ -89,6 +90,13 @@ class Measured:
     clusters: IntArray | None
     spec: MetricInput
     column: ScoreColumn  # one row per example, for comparative gates
+    #: The sample rows' example indices (None: one row per example), for the epochs advice of interval rules.
+    example_of_row: IntArray | None = None
+
+    def within(self) -> WithinSpread | None:
+        """How much each example's samples vary (samples per example and the mean reducer); None otherwise.
+        Computed only for the gates that say what more samples would buy (comparative gates, interval rules)."""
+        return within_of(self.spec.column, self.example_of_row, len(self.column), self.spec.reducer)
 
 
 def per_example(column: ScoreColumn, shape: RunShape, reducer: Reducer, k: int | None) -> ScoreColumn:
@@ -114,7 +122,14 @@ def measure(metric: MetricInput, shape: RunShape) -> Measured:
         estimate=estimate,
         population=population,
     )
-    return Measured(summary=summary, values=values, clusters=clusters, spec=metric, column=column)
+    return Measured(
+        summary=summary,
+        values=values,
+        clusters=clusters,
+        spec=metric,
+        column=column,
+        example_of_row=shape.example_of_row,
+    )
 
 
 def estimate_of(
@@ -224,6 +239,7 @@ def decide_run(
                     item.spec.scale,
                     comparative,
                     shape.clusters,
+                    within=item.within(),
                 )
             )
         else:
@@ -260,7 +276,7 @@ def _decide_metric_gate(
         stale_cause=gate.stale_cause,
     )
     bound: Interval | None = None
-    advice: int | None = None
+    advice: Advice | None = None
     if gate.spec.rule is GateRule.LOWER_BOUND and item.values.size:
         bound = _bound(gate.spec, item)
         if authority.threshold is not None:
@@ -273,17 +289,18 @@ def _decide_metric_gate(
         summary.estimate,
         summary.population,
         bound=bound,
-        required_n=advice,
+        advice=advice,
     )
 
 
 def _bound(spec: GateSpec, item: Measured) -> Interval | None:
+    """The interval the three-way rule decides on: two-sided at ``2 * level - 1``, whose ends are the one-sided
+    bounds at the gate's level (the unfavourable one is the number the rule has always compared)."""
     interval = item.spec.interval
     try:
-        return one_sided_bound(
+        return confidence_interval(
             item.values,
-            direction=spec.direction.value,
-            level=spec.level,
+            level=2.0 * spec.level - 1.0,
             method=interval.override,
             clusters=item.clusters,
             seed=interval.seed,
@@ -293,8 +310,8 @@ def _bound(spec: GateSpec, item: Measured) -> Interval | None:
         return None
 
 
-def _advice(spec: GateSpec, item: Measured, bound: Interval | None, threshold: float) -> int | None:
-    """About how many examples the one-sided bound would need to clear the threshold at the current point."""
+def _advice(spec: GateSpec, item: Measured, bound: Interval | None, threshold: float) -> Advice:
+    """About how many examples, or samples per example, would decide the gate at the current point and spread."""
     values = item.values
     variance: float | None = None
     std_error = bound.params.get("std_error") if bound is not None else None
@@ -304,15 +321,21 @@ def _advice(spec: GateSpec, item: Measured, bound: Interval | None, threshold: f
         variance = float(values.var(ddof=1))
     binary = is_binary(values)
     if not binary and variance is None:
-        return None
-    return required_n(
-        point=float(values.mean()),
-        threshold=threshold,
-        direction=spec.direction.value,
-        level=spec.level,
-        variance=variance,
-        binary=binary,
-    )
+        return Advice()
+    point = float(values.mean())
+    examples = examples_to_decide(point=point, threshold=threshold, level=spec.level, variance=variance, binary=binary)
+    epochs = None
+    within = item.within()
+    if within is not None and variance is not None:
+        epochs = epochs_to_decide(
+            point=point,
+            threshold=threshold,
+            n=int(values.size),
+            variance=variance,
+            within=within,
+            level=spec.level,
+        )
+    return Advice(examples=examples, epochs=epochs)
 
 
 def _decide_check_gate(

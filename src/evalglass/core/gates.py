@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -22,7 +23,17 @@ from evalglass.core.authority import (
 from evalglass.core.checks import BindingStatus, CheckOutcome, CheckResult
 from evalglass.core.compare import GateComparison
 from evalglass.core.estimate import Estimate
-from evalglass.core.gatespec import CHECK_THRESHOLD, GateRule, GateSpec, SubjectKind, Tolerable, margin_threshold, meets
+from evalglass.core.gatespec import (
+    CHECK_THRESHOLD,
+    GateRule,
+    GateSpec,
+    RuleDecision,
+    SubjectKind,
+    Tolerable,
+    margin_threshold,
+    meets,
+    rule_decision,
+)
 from evalglass.core.population import Population
 from evalglass.core.score import Status, Validity
 from evalglass.core.stats import Direction, Interval
@@ -55,7 +66,17 @@ class GateResult(BaseModel):
         default=(), description="What a reader must know about a pass or fail that is not a reason to block it."
     )
     value: float | None = Field(default=None, description="The metric's point value, when one exists.")
-    compared: float | None = Field(default=None, description="The number the rule compared with the threshold.")
+    compared: float | None = Field(
+        default=None,
+        description="The number the rule compared with the threshold: the value (point rule), or the unfavourable "
+        "one-sided bound at the gate's level (lower_bound).",
+    )
+    favourable_bound: float | None = Field(
+        default=None,
+        description="lower_bound only: the favourable one-sided bound at the gate's level (the upper bound when higher "
+        "is better). With `compared` it is the interval the three-way rule decides on: fail needs this end on the "
+        "wrong side of the threshold too. None in results recorded before the three-way rule (lower_bound@1).",
+    )
     threshold: float | None = Field(default=None, description="The approved threshold, from the ledger.")
     proposed_threshold: float | None = None
     direction: Direction = Direction.HIGHER_IS_BETTER
@@ -65,7 +86,13 @@ class GateResult(BaseModel):
     n: int | None = Field(default=None, description="Included examples behind the value.")
     required_n: int | None = Field(
         default=None,
-        description="lower_bound only: about how many examples the bound would need to clear the threshold.",
+        description="lower_bound only: about how many examples (a comparative gate: pairs) would decide at the "
+        "observed effect and spread: the interval wholly on one side of the threshold.",
+    )
+    required_epochs: int | None = Field(
+        default=None,
+        description="lower_bound only, with samples per example: about how many samples per example would decide "
+        "over the same examples at the observed within-example variance (None: no number would).",
     )
     fingerprint: str
     compare_to: str | None = Field(default=None, description="Comparative gates: the baseline's name.")
@@ -81,28 +108,50 @@ class GateResult(BaseModel):
             if self.outcome is not Outcome.INFORMATIONAL or self.reasons:
                 raise ValueError(f"gate {self.name}: an inactive gate is informational and has no reasons")
             return self
+        self._bounds_ordered()
+        undecided = any(reason.code is BlockReason.UNDECIDED for reason in self.reasons)
         blocking = [reason for reason in self.reasons if reason.code.blocks]
-        if blocking:
+        if blocking and not undecided:
             if self.outcome is not Outcome.BLOCKED or len(blocking) != len(self.reasons):
                 raise ValueError(f"gate {self.name}: a gate with blocking reasons is blocked, with no other reason")
             return self
-        if self.reasons and (self.outcome is not Outcome.FAIL or len(self.reasons) != 1):
+        if undecided and (self.outcome is not Outcome.BLOCKED or len(self.reasons) != 1):
+            raise ValueError(f"gate {self.name}: an undecided gate is blocked, with that one reason")
+        if undecided and self.rule is not GateRule.LOWER_BOUND:
+            raise ValueError(f"gate {self.name}: only an interval rule (lower_bound) is ever undecided")
+        if not undecided and self.reasons and (self.outcome is not Outcome.FAIL or len(self.reasons) != 1):
             raise ValueError(f"gate {self.name}: only a failing gate says below_threshold, once")
-        if self.outcome not in (Outcome.PASS, Outcome.FAIL):
+        if not undecided and self.outcome not in (Outcome.PASS, Outcome.FAIL):
             raise ValueError(f"gate {self.name}: an active, unblocked gate must pass or fail")
         if self.compared is None or self.threshold is None:
-            raise ValueError(f"gate {self.name}: pass/fail needs a compared value and an approved threshold")
+            raise ValueError(f"gate {self.name}: a decided rule needs a compared value and an approved threshold")
         if self.comparison is not None:
             margin = self.comparison.margin
             if margin is None or self.threshold != margin_threshold(margin, self.direction):
                 raise ValueError(f"gate {self.name}: a comparative gate's threshold is minus its approved margin")
-        expected = Outcome.PASS if meets(self.compared, self.threshold, self.direction) else Outcome.FAIL
-        if self.outcome is not expected:
+        if undecided and self.favourable_bound is None:
+            raise ValueError(f"gate {self.name}: undecided needs both ends of the interval (favourable_bound)")
+        expected = rule_decision(self.rule, self.direction, self.threshold, self.compared, self.favourable_bound)
+        found = RuleDecision.UNDECIDED if undecided else RuleDecision(self.outcome.value)
+        if found is not expected:
+            interval = "" if self.favourable_bound is None else f" (favourable bound {self.favourable_bound})"
             raise ValueError(
-                f"gate {self.name}: {self.compared} against threshold {self.threshold} "
-                f"({self.direction.value}) is {expected.value}, not {self.outcome.value}"
+                f"gate {self.name}: {self.compared}{interval} against threshold {self.threshold} "
+                f"({self.direction.value}, rule {self.rule.value}) is {expected.value}, not {found.value}"
             )
         return self
+
+    def _bounds_ordered(self) -> None:
+        """The favourable bound belongs to lower_bound and lies on the favourable side of the unfavourable one."""
+        if self.favourable_bound is None:
+            return
+        if self.rule is not GateRule.LOWER_BOUND or self.compared is None:
+            raise ValueError(f"gate {self.name}: only a lower_bound gate with a compared bound has a favourable bound")
+        if not meets(self.favourable_bound, self.compared, self.direction):
+            raise ValueError(
+                f"gate {self.name}: the favourable bound {self.favourable_bound} is on the unfavourable side of "
+                f"the compared bound {self.compared}"
+            )
 
 
 def incompleteness(population: Population, tolerate: tuple[Tolerable, ...]) -> int:
@@ -149,14 +198,16 @@ def evaluate_gate(
     estimate: Estimate | None,
     population: Population,
     bound: Interval | None = None,
-    required_n: int | None = None,
+    advice: Advice | None = None,
 ) -> GateResult:
     """Decide one gate. An active gate blocks (with every reason that holds) rather than guess.
 
-    ``bound`` is the one-sided interval for the ``lower_bound`` rule (computed by the caller from the included
-    values); ``required_n`` is the decidability advice recorded with a ``lower_bound`` gate.
+    ``bound`` is the ``lower_bound`` rule's interval (computed by the caller from the included values): two-sided
+    at ``2 * level - 1``, so each end is a one-sided bound at the gate's level. ``advice`` is the decidability
+    advice recorded with a ``lower_bound`` gate (examples, or samples per example, that would decide).
     """
     lower = spec.rule is GateRule.LOWER_BOUND
+    advice = advice if lower and advice is not None else Advice()
     common: dict[str, Any] = {
         "name": name,
         "subject": spec.subject,
@@ -168,7 +219,8 @@ def evaluate_gate(
         "rule": spec.rule,
         "level": spec.level if lower else None,
         "bound_method": bound.method.value if lower and bound is not None else None,
-        "required_n": required_n if lower else None,
+        "required_n": advice.examples,
+        "required_epochs": advice.epochs,
         "fingerprint": fingerprint,
         "notes": authority.notes,
     }
@@ -183,8 +235,9 @@ def evaluate_gate(
         incomplete=(BlockReason.INCOMPLETE_MEASUREMENT, "examples were not measured validly"),
     )
     compared: float | None
+    favourable: float | None = None
     if lower:
-        compared = None if bound is None else bound.bound(spec.direction.value)
+        compared, favourable = interval_ends(bound, spec.direction)
         if estimate is not None and compared is None:
             reasons.append(
                 Reason(
@@ -194,21 +247,104 @@ def evaluate_gate(
             )
     else:
         compared = None if estimate is None else estimate.point
+    common["favourable_bound"] = favourable
     if reasons:
         return GateResult(
             outcome=Outcome.BLOCKED, reasons=tuple(reasons), threshold=authority.threshold, compared=compared, **common
         )
-    assert compared is not None and authority.threshold is not None  # guaranteed by the reasons above
-    if meets(compared, authority.threshold, spec.direction):
-        return GateResult(outcome=Outcome.PASS, threshold=authority.threshold, compared=compared, **common)
+    threshold = authority.threshold
+    assert compared is not None and threshold is not None  # guaranteed by the reasons above
     what = "the value" if not lower else f"the {spec.level:.0%} {_side(spec.direction)} confidence bound"
-    return GateResult(
-        outcome=Outcome.FAIL,
-        reasons=(below_threshold_reason(f"{what} {compared:.6g}", authority.threshold, spec.direction),),
-        threshold=authority.threshold,
+    observed = f"the observed value {common['value']:.6g}"
+    evidence = Evidence("the value", int(common["n"] or 0), advice, "examples", observed)
+    return decided(
+        spec,
         compared=compared,
-        **common,
+        favourable=favourable,
+        threshold=threshold,
+        failing=f"{what} {compared:.6g}",
+        evidence=evidence,
+        common=common,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Advice:
+    """What would decide an undecided ``lower_bound`` gate at the observed effect: about this many examples (pairs)
+    with the samples per example unchanged, or this many samples per example over the same examples."""
+
+    examples: int | None = None
+    epochs: int | None = None
+
+
+def interval_ends(interval: Interval | None, direction: Direction) -> tuple[float | None, float | None]:
+    """(unfavourable, favourable) ends of a ``lower_bound`` gate's interval; None where it has none."""
+    if interval is None:
+        return None, None
+    if direction is Direction.HIGHER_IS_BETTER:
+        return interval.low, interval.high
+    return interval.high, interval.low
+
+
+def interval_label(level: float | None) -> str:
+    """``90%`` for a gate at 95%: the two-sided interval whose ends are the two one-sided bounds at the level."""
+    return f"{2.0 * (level if level is not None else 0.95) - 1.0:.0%}"
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What an ``undecided`` reason says the interval was of (``the value``, ``the paired difference``), over how
+    many ``unit`` (examples, pairs), the advice that would decide, and the observed effect it is advice at."""
+
+    what: str
+    n: int
+    advice: Advice
+    unit: str
+    observed: str
+
+
+def decided(
+    spec: GateSpec,
+    *,
+    compared: float,
+    favourable: float | None,
+    threshold: float,
+    failing: str,
+    evidence: Evidence,
+    common: dict[str, Any],
+) -> GateResult:
+    """The gate's outcome once nothing blocks it: what :func:`rule_decision` says of its numbers. ``failing`` names
+    the compared number in the ``below_threshold`` reason; ``evidence`` fills the ``undecided`` one."""
+    decision = rule_decision(spec.rule, spec.direction, threshold, compared, favourable)
+    numbers = {"compared": compared, "threshold": threshold}
+    if decision is RuleDecision.PASS:
+        return GateResult(outcome=Outcome.PASS, **numbers, **common)
+    if decision is RuleDecision.FAIL:
+        reason = below_threshold_reason(failing, threshold, spec.direction)
+        return GateResult(outcome=Outcome.FAIL, reasons=(reason,), **numbers, **common)
+    reason = undecided_reason(evidence, compared, favourable, threshold, spec)
+    return GateResult(outcome=Outcome.BLOCKED, reasons=(reason,), **numbers, **common)
+
+
+def undecided_reason(
+    evidence: Evidence, compared: float, favourable: float | None, threshold: float, spec: GateSpec
+) -> Reason:
+    """The ``undecided`` reason: the interval, the threshold, and the evidence that would decide at the observed
+    effect (examples, or samples per example), so the repair is to gather it, not to change the system."""
+    low, high = sorted((compared, favourable if favourable is not None else compared))
+    sides = f"each end a {spec.level:.0%} one-sided bound"
+    text = (
+        f"the {interval_label(spec.level)} interval of {evidence.what} [{low:.6g}, {high:.6g}] ({sides}) straddles "
+        f"the approved threshold {threshold:.6g}: the data show neither that the gate is met nor that it is missed"
+    )
+    unit, advice = evidence.unit, evidence.advice
+    if advice.examples is not None:
+        text += f"; about {advice.examples:,} {unit} (now {evidence.n:,}) would decide at {evidence.observed}"
+    else:
+        text += f"; no number of {unit} decides at {evidence.observed}, which sits on the threshold"
+    if advice.epochs is not None:
+        text += f", or about {advice.epochs} samples per example over the same {unit}"
+    return Reason(code=BlockReason.UNDECIDED, message=text)
 
 
 def _side(direction: Direction) -> str:

@@ -15,8 +15,9 @@ from evalglass.core.stats.model import Direction
 
 
 class GateRule(StrEnum):
-    """``point`` is the installed rule. ``lower_bound`` (experimental) compares the unfavourable one-sided
-    confidence bound (the lower bound when higher is better), so a lucky small sample cannot pass."""
+    """``point`` is the installed rule. ``lower_bound`` (experimental) decides on the confidence interval at the
+    gate's level: pass when its unfavourable end (the lower bound when higher is better) clears the threshold, so a
+    lucky small sample cannot pass; fail only when its favourable end misses it too; otherwise undecided."""
 
     POINT = "point"
     LOWER_BOUND = "lower_bound"
@@ -142,3 +143,33 @@ def margin_threshold(margin: float, direction: Direction) -> float:
 
 def meets(value: float, threshold: float, direction: Direction) -> bool:
     return value >= threshold if direction is Direction.HIGHER_IS_BETTER else value <= threshold
+
+
+class RuleDecision(StrEnum):
+    """What a gate's rule decides from its numbers alone (authority and measurement reasons aside)."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    #: Interval rules only: the interval straddles the threshold, so the data show neither (the gate blocks).
+    UNDECIDED = "undecided"
+
+
+def rule_decision(
+    rule: GateRule, direction: Direction, threshold: float, compared: float, favourable: float | None = None
+) -> RuleDecision:
+    """The one statement of what a gate's rule decides; ``GateResult`` and every renderer that re-derives an
+    outcome call it with what the scorecard records (``compared``, ``favourable_bound``, ``threshold``).
+
+    ``point``: ``compared`` is the value; pass when it meets the threshold, else fail. ``lower_bound`` (the three-way
+    rule): ``compared`` is the unfavourable end of the interval at the gate's level and ``favourable`` the other end
+    (the two one-sided bounds at that level); pass when the unfavourable end meets the threshold, fail only when the
+    favourable end misses it too (the whole interval is on the wrong side: the shortfall is shown), otherwise
+    undecided. ``favourable`` None under ``lower_bound`` is a result recorded before this rule (``lower_bound@1``,
+    which failed whenever the bound missed): decided that way, so an old run still reads as it was decided. It can
+    only ever read redder than the three-way rule, never greener (pass needs the same unfavourable bound either way).
+    """
+    if meets(compared, threshold, direction):
+        return RuleDecision.PASS
+    if rule is GateRule.POINT or favourable is None or not meets(favourable, threshold, direction):
+        return RuleDecision.FAIL
+    return RuleDecision.UNDECIDED

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from evalglass.core.authority import Reason
 from evalglass.core.exitcodes import ExitCode
+
+if TYPE_CHECKING:  # a preflight without comparative gates imports no statistics
+    from evalglass.core.compare import UnchangedForecast
 
 
 class Standing(StrEnum):
@@ -29,6 +33,9 @@ class GatePreview:
     reasons: tuple[Reason, ...] = ()
     notes: tuple[str, ...] = ()
     evaluators: tuple[str, ...] = ()
+    #: Comparative gates whose baseline the ledger lists: what an unchanged candidate would meet at the margin
+    #: (the approved one, else the proposed one), from the baseline's own spread.
+    forecast: UnchangedForecast | None = None
 
 
 @dataclass(frozen=True)

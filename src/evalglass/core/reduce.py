@@ -14,7 +14,7 @@ import numpy.typing as npt
 
 from evalglass.core.columns import SCORED_VALID, STATES, ScoreColumn
 from evalglass.core.score import Diagnostic, Score, Status, Validity
-from evalglass.core.stats import Reducer, reduce_samples
+from evalglass.core.stats import Reducer, WithinSpread, reduce_samples, within_spread
 
 _SEVERITY = {
     Status.ERROR: 5,
@@ -108,3 +108,19 @@ def _worst_rows(
             best_severity[example] = severity[row]
             worst[example] = row
     return worst
+
+
+def within_of(
+    column: ScoreColumn, example_of_row: npt.NDArray[np.int64] | None, examples: int, reducer: Reducer
+) -> WithinSpread | None:
+    """How much the samples of one example vary, over the examples whose every sample was measured validly (those
+    that enter the math). Only for the ``mean`` reducer: what sampling more epochs would buy is said of per-example
+    means; the other reducers (majority, max, pass@k ...) do not average their noise away like that. None without
+    samples."""
+    if example_of_row is None or reducer is not Reducer.MEAN:
+        return None
+    valid = column.states() == SCORED_VALID
+    rows = np.bincount(example_of_row, minlength=examples)
+    whole = rows == np.bincount(example_of_row[valid], minlength=examples)
+    keep = valid & whole[example_of_row]
+    return within_spread(example_of_row[keep], column.values()[keep])

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
+from evalglass import hostwatch
 from evalglass.core.checks import CheckResult
 from evalglass.core.fingerprint import fingerprint_problem
 from evalglass.engine.config import load_config
 from evalglass.errors import SetupError
+from evalglass.hostwatch import Watch
 from evalglass.lanes.checkrun import CheckConfigError, run_checks
 
 
@@ -38,6 +41,13 @@ def run_named_checks(config_path: Path, names: list[str], expect_state: str | No
     if expect_state is not None:
         expected = {chosen[0]: expect_state}
     try:
-        return run_checks({name: config.checks[name] for name in chosen}, loaded.base_dir, expected=expected)
+        with checks_watch(chosen):
+            return run_checks({name: config.checks[name] for name in chosen}, loaded.base_dir, expected=expected)
     except CheckConfigError as exc:
         raise SetupError(str(exc), where=str(config_path)) from None
+
+
+def checks_watch(names: Sequence[str]) -> Watch:
+    """What the supervisor names when the process dies while these standalone checks run (a check's command can
+    signal its parent)."""
+    return hostwatch.watch("check " + ", ".join(f"'{name}'" for name in names))

@@ -24,6 +24,7 @@ from evalglass.core.compare import (
 )
 from evalglass.core.decide import RunShape, per_example
 from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
+from evalglass.core.reduce import within_of
 from evalglass.core.runrecord import RunRecord
 from evalglass.engine.artifacts import RUNRECORD_FILE, LoadedScores, load_columns, load_json_model_and_bytes
 from evalglass.engine.config import Config
@@ -71,12 +72,14 @@ class RunForComparison:
 
     def side(self, name: str) -> MetricSide:
         spec = self.config.metrics[name]
-        column = per_example(self.scores.columns[name], self.shape, spec.reducer, spec.k)
+        shape, rows = self.shape, self.scores.columns[name]
+        column = per_example(rows, shape, spec.reducer, spec.k)
         return MetricSide(
             values=column.values(),
             states=column.states(),
             definition=metric_definition(self.config, name, self.record.definition_files),
             scale=spec.value_scale(),
+            within=within_of(rows, shape.example_of_row, shape.examples, spec.reducer),
         )
 
 

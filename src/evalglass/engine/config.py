@@ -22,6 +22,7 @@ from evalglass.core.gatespec import GateRule, GateSpec
 from evalglass.core.stats import Direction
 from evalglass.core.usage import Price
 from evalglass.engine.executorspec import TASK_KEY, AnyExecutor, LocalExecutorSpec, RayExecutorSpec
+from evalglass.engine.tracespec import TraceOptions
 from evalglass.engine.validation import validate_document
 from evalglass.errors import LocatedValueError, SetupError
 from evalglass.lanes.checkinputs import InputProblem, input_hashes, split_words
@@ -29,13 +30,15 @@ from evalglass.lanes.checkspec import CheckSpec
 from evalglass.lanes.specs import EndpointSpec, LaneSpec
 from evalglass.metrics.llm_judge import LlmJudgeSpec, judges_among
 from evalglass.metrics.registry import AnyMetricSpec
-from evalglass.metrics.versions import gate_evaluators
+from evalglass.metrics.versions import fingerprinted, gate_evaluators
 from evalglass.readers.userfiles import read_regular
 from evalglass.readers.yamlsource import YamlDocument, load_yaml
 
 NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_.-]*$"
 _NAME = re.compile(NAME_PATTERN)
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: Dataset formats read by their own readers (``engine.datasetfile.open_reader``).
+DatasetFormat = Literal["jsonl", "csv", "parquet", "otlp", "inspect", "promptfoo", "lm-eval", "openai-evals"]
 
 
 def _check_path(path: str) -> str:
@@ -58,6 +61,15 @@ class DatasetSpec(BaseModel):
 
     name: str = Field(pattern=NAME_PATTERN, description="The name the ledger uses to validate this dataset.")
     path: str = Field(description="JSONL file, one example per line, relative to this config file.")
+    format: DatasetFormat | None = Field(
+        default=None,
+        description="How the file is read: by default from its extension (.jsonl, .csv, .parquet); `otlp` for "
+        "OpenTelemetry traces (OTLP/JSON lines or protobuf, docs/traces.md); `inspect`, `promptfoo`, `lm-eval`, "
+        "`openai-evals` for another tool's results (docs/other-tools.md).",
+    )
+    traces: TraceOptions | None = Field(
+        default=None, description="With `format: otlp`: which spans make an example, and the mapping (docs/traces.md)."
+    )
     id_field: str = Field(default="id", description="Field holding each example's unique id.")
     cluster_field: str | None = Field(
         default=None,
@@ -67,6 +79,27 @@ class DatasetSpec(BaseModel):
 
     _paths = field_validator("id_field", "cluster_field")(_check_path)
     _file = field_validator("path")(_names_a_file)
+
+    @model_validator(mode="after")
+    def _options_fit_format(self) -> DatasetSpec:
+        if self.traces is not None and self.format != "otlp":
+            raise LocatedValueError([(("traces",), "`traces` applies to `format: otlp` only")])
+        return self
+
+    @property
+    def trace_options(self) -> TraceOptions:
+        return self.traces if self.traces is not None else TraceOptions()
+
+    @property
+    def tool_results(self) -> bool:
+        """Whether the file is another evaluation tool's results (``engine.toolresults``)."""
+        return self.format in ("inspect", "promptfoo", "lm-eval", "openai-evals")
+
+    @property
+    def may_lack_content(self) -> bool:
+        """Whether records may list content their source did not capture (``not_captured``): traces, and other
+        tools' results (which do not all record every sample's answer or prompt)."""
+        return self.format == "otlp" or self.tool_results
 
 
 class RecordedTask(BaseModel):
@@ -367,7 +400,10 @@ class Config(BaseModel):
 
     @property
     def samples(self) -> bool:
-        """True when each example has a list of sample rows: recorded ``samples: true`` or a lane's ``epochs > 1``."""
+        """True when each example has a list of sample rows: recorded ``samples: true``, a lane's ``epochs > 1``, or
+        another tool's results (whose epochs and repeats are always kept as samples)."""
+        if self.dataset.tool_results:
+            return True
         return self.task.samples if isinstance(self.task, RecordedTask) else self.task.epochs > 1
 
     @property
@@ -513,8 +549,15 @@ class Config(BaseModel):
             payload["task_parse"] = "json"
         if isinstance(self.task, RecordedTask):
             # Which field holds the outputs decides what is measured: pointing it elsewhere needs a new approval.
-            payload["recorded_output"] = {"field": self.task.field, "samples": self.task.samples}
-        evaluators = self.gate_evaluators(name) if versions is None else dict(versions)
+            payload["recorded_output"] = {"field": self.task.field, "samples": self.samples}
+        if self.dataset.format == "otlp" or self.dataset.tool_results:
+            # Which spans make an example, and how they map, decide what is measured too (a `where` that keeps only
+            # the good traces is a new approval). Only for these formats: other approvals keep their fingerprints.
+            read: dict[str, Any] = {"format": self.dataset.format}
+            if self.dataset.format == "otlp":
+                read["traces"] = self.dataset.trace_options.model_dump(mode="json")
+            payload["dataset_read"] = read
+        evaluators = fingerprinted(self.gate_evaluators(name) if versions is None else versions)
         if evaluators:
             payload["evaluators"] = evaluators
         return payload

@@ -338,3 +338,22 @@ class DatasetReader:
         if len(self.first_bad_lines) < MALFORMED_SHOWN:
             self.first_bad_lines.append(number)
         return BadLine(id=f"line:{number}", line=number, code=code, message=f"{self.path}:{number}: {message}")
+
+
+def batched(items: Iterator[Example | BadLine], size: int = BATCH) -> Iterator[ExampleBatch | list[Example | BadLine]]:
+    """Examples ``size`` at a time, for readers that make them one by one: an :class:`ExampleBatch` when the batch
+    holds no bad line, else the list of what iterating gave."""
+    batch: list[Example | BadLine] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield _as_batch(batch)
+            batch = []
+    if batch:
+        yield _as_batch(batch)
+
+
+def _as_batch(items: list[Example | BadLine]) -> ExampleBatch | list[Example | BadLine]:
+    if any(isinstance(item, BadLine) for item in items):
+        return items
+    return ExampleBatch.of([item for item in items if isinstance(item, Example)])

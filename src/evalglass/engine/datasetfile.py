@@ -45,7 +45,28 @@ def open_reader(loaded: LoadedConfig, *, hash_bytes: bool = True) -> Reader:
     ``hash_bytes=False``: the caller will not ask for the file's SHA-256, so it is not taken."""
     path = loaded.dataset_path
     config = loaded.config
-    suffix = path.suffix.lower()
+    declared = config.dataset.format
+    if declared == "otlp":
+        from evalglass.engine.otlpdataset import OtlpReader
+
+        return OtlpReader(
+            path,
+            options=config.dataset.trace_options,
+            id_field=config.dataset.id_field,
+            output_field=config.output_field,
+            hash_bytes=hash_bytes,
+        )
+    if config.dataset.tool_results:
+        from evalglass.engine.toolresults import open_tool_reader
+
+        return open_tool_reader(
+            str(declared),
+            path,
+            id_field=config.dataset.id_field,
+            output_field=config.output_field,
+            hash_bytes=hash_bytes,
+        )
+    suffix = f".{declared}" if declared is not None else path.suffix.lower()
     if suffix == ".csv" or suffix == ".parquet":
         from evalglass.engine.tabular import TabularReader
 

@@ -1,8 +1,10 @@
 """The HTML report's example rows, read from a run folder's artifacts. Nothing is scored or decided here.
 
 Two streaming passes keep memory bounded at any dataset size. The first pass over ``scores.jsonl`` picks which
-examples the page embeds: every example that needs a look (a score that is excluded, carries a diagnostic, or is
-0) first, up to the cap, then an evenly spaced sample of the rest. The second pass joins the picked examples with
+examples the page embeds: every regressed pair of a comparative gate (passing in its baseline, failing now; the
+flips its scorecard records), beyond the cap if need be, then every example that needs a look (a score that is
+excluded, carries a diagnostic, or is 0) up to the cap, then an evenly spaced sample of the rest. The page lists
+them in that order. The second pass joins the picked examples with
 what the other artifacts say about them: ``outputs.jsonl`` (a live lane's outputs, the judges' rationales),
 ``checks.jsonl`` (per-example check records) and the dataset record (input, recorded output, references). The
 dataset is not an artifact of the run, so it is read only when its bytes still hash to the fingerprint the run
@@ -12,7 +14,7 @@ recorded; otherwise the page says why inputs are not shown.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,7 @@ from evalglass.core.fieldpath import ABSENT, FieldPathError, value_getter
 from evalglass.core.fingerprint import PREFIX
 from evalglass.core.runrecord import SCORES_FILE, RunRecord
 from evalglass.engine.artifacts import CHECKS_FILE, score_rows
+from evalglass.engine.readback import examples_by_id, read_by_own_reader
 from evalglass.errors import SetupError
 
 OUTPUTS_FILE = "outputs.jsonl"  # the name liverun writes; repeated so a report needs no live-run imports
@@ -81,6 +84,8 @@ class Row:
     line: int
     cells: tuple[Cell, ...]
     needs_look: bool
+    #: The comparative gates this example regressed in (passing in the baseline, failing now).
+    regressed_in: tuple[str, ...] = ()
     input: str | None = None
     output: str | None = None
     reference: str | None = None
@@ -99,6 +104,8 @@ class Explorer:
     metrics: tuple[str, ...] = ()
     notes: list[str] = field(default_factory=list)
     states: tuple[str, ...] = STATES
+    #: Regressed pairs of the run's comparative gates: every one is embedded, beyond the cap if need be.
+    regressed_total: int = 0
 
     @property
     def needs_look_shown(self) -> int:
@@ -178,13 +185,20 @@ def _row_needs_look(row: dict[str, Any], metrics: tuple[str, ...]) -> bool:
     return False
 
 
-def pick(folder: Path, metrics: tuple[str, ...], cap: int) -> tuple[set[int], int, int]:
-    """Which examples (by position) the page embeds; with the total and how many need a look."""
+def pick(
+    folder: Path, metrics: tuple[str, ...], cap: int, regressed: frozenset[str] = frozenset()
+) -> tuple[set[int], int, int]:
+    """Which examples (by position) the page embeds; with the total and how many need a look. Every example whose
+    id is in ``regressed`` is embedded and counts toward the cap; when they alone exceed it, all of them still are
+    (and nothing else)."""
     flags = bytearray()  # one byte per example: 1 when it needs a look
-    for row in _rows(folder):
-        flags.append(_row_needs_look(row, metrics))
-    total, flagged = len(flags), flags.count(1)
     chosen: set[int] = set()
+    for position, row in enumerate(_rows(folder)):
+        flags.append(_row_needs_look(row, metrics))
+        if regressed and row.get("id") in regressed:
+            chosen.add(position)
+    total, flagged = len(flags), flags.count(1)
+    cap = max(cap, len(chosen))
     position = flags.find(1)
     while position >= 0 and len(chosen) < cap:
         chosen.add(position)
@@ -203,24 +217,47 @@ def pick(folder: Path, metrics: tuple[str, ...], cap: int) -> tuple[set[int], in
     return chosen, total, flagged
 
 
-def load_explorer(folder: Path, record: RunRecord | None, metrics: tuple[str, ...], cap: int = ROW_CAP) -> Explorer:
-    """Every embedded example with what the artifacts say about it, and notes naming what could not be shown."""
+def load_explorer(
+    folder: Path,
+    record: RunRecord | None,
+    metrics: tuple[str, ...],
+    cap: int = ROW_CAP,
+    regressed: Mapping[str, tuple[str, ...]] | None = None,
+) -> Explorer:
+    """Every embedded example with what the artifacts say about it, and notes naming what could not be shown.
+
+    ``regressed`` holds, per comparative gate, the ids of its regressed pairs: each is embedded and listed first."""
     if not (folder / SCORES_FILE).exists():
         return Explorer(rows=[], metrics=metrics, notes=[f"{SCORES_FILE} is not in this folder: no examples to show."])
-    chosen, total, needs_look = pick(folder, metrics, cap)
+    gates_of: dict[str, list[str]] = {}
+    for gate, ids in (regressed or {}).items():
+        for example_id in ids:
+            gates_of.setdefault(example_id, []).append(gate)
+    chosen, total, needs_look = pick(folder, metrics, cap, frozenset(gates_of))
     rows: list[Row] = []
     for position, raw in enumerate(_rows(folder)):
         if position in chosen:
             cells = _cells(raw, metrics)
-            rows.append(Row(str(raw.get("id")), int(raw.get("line") or 0), cells, any(c.needs_look for c in cells)))
-    rows.sort(key=lambda row: not row.needs_look)  # stable: those that need a look first, each in dataset order
+            example_id = str(raw.get("id"))
+            rows.append(
+                Row(
+                    example_id,
+                    int(raw.get("line") or 0),
+                    cells,
+                    any(c.needs_look for c in cells),
+                    regressed_in=tuple(gates_of.get(example_id, ())),
+                )
+            )
+    # Stable: regressed pairs first, then those that need a look, then the rest, each in dataset order.
+    rows.sort(key=lambda row: (not row.regressed_in, not row.needs_look))
     explorer = Explorer(
         rows=rows,
         total=total,
         needs_look_total=needs_look,
-        sampled=sum(1 for row in rows if not row.needs_look),
+        sampled=sum(1 for row in rows if not row.needs_look and not row.regressed_in),
         cap=cap,
         metrics=metrics,
+        regressed_total=sum(1 for row in rows if row.regressed_in),
     )
     by_line = {row.line: row for row in rows}
     by_id: dict[str, list[Row]] = {}
@@ -229,7 +266,7 @@ def load_explorer(folder: Path, record: RunRecord | None, metrics: tuple[str, ..
     _join_outputs(folder, by_line)
     _join_checks(folder, by_id)
     if record is not None:
-        _join_dataset(folder, record, by_line, explorer.notes)
+        _join_dataset(folder, record, by_line, explorer.notes, by_id)
     else:
         explorer.notes.append("runrecord.json is not in this folder: inputs and references cannot be located.")
     return explorer
@@ -312,7 +349,8 @@ def dataset_candidates(folder: Path, record: RunRecord) -> list[Path]:
     return [relative, *(parent / relative for parent in folder.resolve().parents[:4])]
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """A file's SHA-256, as a dataset's fingerprint is written."""
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         while chunk := handle.read(1 << 20):
@@ -320,19 +358,24 @@ def _sha256(path: Path) -> str:
     return PREFIX + digest.hexdigest()
 
 
-def _join_dataset(folder: Path, record: RunRecord, by_line: dict[int, Row], notes: list[str]) -> None:
+def _join_dataset(
+    folder: Path, record: RunRecord, by_line: dict[int, Row], notes: list[str], by_id: dict[str, list[Row]]
+) -> None:
     found = [path for path in dict.fromkeys(dataset_candidates(folder, record)) if path.is_file()]
     if not found:
         notes.append(
             f"The dataset ({record.dataset.path}) is not here: inputs, references and recorded outputs are not shown."
         )
         return
-    path = next((path for path in found if _sha256(path) == record.dataset.fingerprint), None)
+    path = next((path for path in found if file_sha256(path) == record.dataset.fingerprint), None)
     if path is None:
         notes.append(
             f"The dataset ({found[0]}) changed since the run (its fingerprint differs): inputs, references and "
             "recorded outputs are not shown, so that nothing on this page is from a different dataset."
         )
+        return
+    if read_by_own_reader(record):
+        _join_read_back(record, path, by_id, notes)
         return
     config = record.config
     task = config.get("task") or {}
@@ -375,6 +418,21 @@ def _join_dataset(folder: Path, record: RunRecord, by_line: dict[int, Row], note
                 row.reference = clip(as_text(wanted))
 
 
+def _join_read_back(record: RunRecord, path: Path, by_id: dict[str, list[Row]], notes: list[str]) -> None:
+    """A trace file or another tool's results: each shown example read back through the run's reader, by id (one
+    line of such a file can hold many examples)."""
+    examples = examples_by_id(record, path, set(by_id))
+    if examples is None:
+        notes.append(f"The dataset ({path}) could not be read back: inputs and outputs are not shown.")
+        return
+    for example_id, example in examples.items():
+        shown_input = clip(as_text({key: value for key, value in example.fields.items() if key != "output"}))
+        for row in by_id[example_id]:
+            row.input = shown_input
+            if row.output is None:
+                row.output = clip(as_text(example.output))
+
+
 def _present(getter: Any, data: Any) -> Any:
     """The field's value, or a note that the record does not have it (an absent field is not an empty one)."""
     value = getter(data)
@@ -394,5 +452,10 @@ def html_report(folder: Path, cap: int = ROW_CAP) -> str:
             f"{RUNRECORD_FILE} is not in this folder: gate explanations, ledger entries, judge calibration and check "
             "output are not shown."
         )
-    explorer = load_explorer(folder, record, tuple(metric.name for metric in card.metrics), cap)
+    regressed = {
+        gate.name: gate.comparison.metric.flips.regressed
+        for gate in card.decision.gates
+        if gate.comparison is not None and gate.comparison.metric is not None
+    }
+    explorer = load_explorer(folder, record, tuple(metric.name for metric in card.metrics), cap, regressed)
     return render_html(card, record, explorer, notes, str(folder))

@@ -13,12 +13,17 @@ States. A score that is not ``scored`` keeps its status (``error``, ``blocked``,
 
 Output excerpts come from the run's ``outputs.jsonl`` (live runs) or, for recorded runs, from the dataset or
 outputs file as it is now on disk (the run itself keeps no copy of recorded outputs).
+
+A comparative gate's examples are listed against its baseline: the regressed pairs first (passing in the baseline,
+failing now: the flips the scorecard recorded), then new failures (the baseline passed the example, or did not have
+it), then the rest (failing, or not measured, in the baseline too); each row says which. The baseline is read from
+the copy in the run folder, and only when the regressed pairs do not fill the list.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -31,6 +36,7 @@ from evalglass.core.gatespec import meets
 from evalglass.core.runrecord import SCORES_FILE, RunRecord
 from evalglass.core.scorecard import Scorecard
 from evalglass.core.uniform import all_of_type
+from evalglass.engine.readback import examples_by_id, read_by_own_reader
 from evalglass.engine.scoresblock import decode_block
 from evalglass.errors import SetupError
 
@@ -53,6 +59,29 @@ _VALID_STATES = frozenset({"pass", "scored"})
 NOT_PASSING = frozenset(ExampleState) - {ExampleState.PASS, ExampleState.SCORED}
 
 
+class AgainstBaseline(StrEnum):
+    """Where a comparative gate's example stands against its baseline, in the order the reader needs them."""
+
+    REGRESSED = "regressed: passed in the baseline"
+    NEW_FAILURE = "new failure: passed in the baseline"
+    NEW_EXAMPLE = "new failure: not in the baseline"
+    ALSO_FAILED = "failed in the baseline too"
+    NOT_MEASURED = "not measured validly in the baseline either"
+
+    @property
+    def rank(self) -> int:
+        return _RANK[self]
+
+
+_RANK = {
+    AgainstBaseline.REGRESSED: 0,
+    AgainstBaseline.NEW_FAILURE: 1,
+    AgainstBaseline.NEW_EXAMPLE: 1,
+    AgainstBaseline.ALSO_FAILED: 2,
+    AgainstBaseline.NOT_MEASURED: 2,
+}
+
+
 @dataclass(frozen=True)
 class ExampleRow:
     id: str
@@ -63,6 +92,8 @@ class ExampleRow:
     diagnostic: str | None
     sample: int | None = None
     output: str | None = None
+    #: A comparative gate's example: where it stands against the baseline (None for other gates).
+    baseline: AgainstBaseline | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -74,6 +105,7 @@ class ExampleRow:
             "diagnostic": self.diagnostic,
             "sample": self.sample,
             "output": self.output,
+            **({"baseline": self.baseline.value} if self.baseline is not None else {}),
         }
 
 
@@ -117,13 +149,17 @@ class FailRule:
 
 
 def fail_rules(card: Scorecard) -> dict[str, FailRule]:
+    """Per metric, how one example's value is judged. A comparative gate's threshold is a limit on the difference
+    between two runs (``-margin``), not on one example's value, so it never judges an example."""
     rules: dict[str, FailRule] = {}
     for metric in card.metrics:
         gate = next(
             (
                 gate
                 for gate in card.decision.gates
-                if gate.subject == metric.name and (gate.threshold is not None or gate.proposed_threshold is not None)
+                if gate.subject == metric.name
+                and gate.comparison is None
+                and (gate.threshold is not None or gate.proposed_threshold is not None)
             ),
             None,
         )
@@ -172,8 +208,10 @@ def example_rows(
     metrics: Iterable[str] | None = None,
     states: frozenset[ExampleState] = NOT_PASSING,
     limit: int | None = 20,
+    only: frozenset[str] | None = None,
 ) -> Iterator[ExampleRow]:
-    """Rows in dataset order, for the chosen metrics (default: all) and states, at most ``limit``."""
+    """Rows in dataset order, for the chosen metrics (default: all) and states, at most ``limit``; with ``only``,
+    just the examples with those ids."""
     rules = fail_rules(card)
     wanted = list(metrics) if metrics is not None else list(rules)
     for name in wanted:
@@ -186,7 +224,7 @@ def example_rows(
     except FileNotFoundError:
         raise SetupError(f"no {SCORES_FILE} in the run folder", where=str(folder)) from None
     with handle:
-        yield from _rows_of(handle, path, rules, wanted, states, limit)
+        yield from _rows_of(handle, path, rules, wanted, states, limit, only)
 
 
 def _rows_of(
@@ -196,6 +234,7 @@ def _rows_of(
     wanted: list[str],
     states: frozenset[ExampleState],
     limit: int | None,
+    only: frozenset[str] | None = None,
 ) -> Iterator[ExampleRow]:
     found = 0
     for number, raw in enumerate(handle, start=1):
@@ -206,12 +245,16 @@ def _rows_of(
         except ValueError:  # BadBlock, JsonRefused
             raise SetupError("scores file block is unreadable", where=f"{path}:{number}") from None
         ids, lines, scores = block.ids, block.lines, block.scores
+        if only is not None and only.isdisjoint(ids):
+            continue
         columns = {name: scores.get(name) or [None] * len(ids) for name in wanted}
         if not (states & _VALID_STATES) and all(rules[name].all_pass(columns[name]) for name in wanted):
             continue  # every example of the block passes every chosen metric: nothing to list
         candidates: set[int] = set()
         for name in wanted:
             candidates.update(_candidates(columns[name], rules[name], states))
+        if only is not None:
+            candidates = {index for index in candidates if ids[index] in only}
         for index in sorted(candidates):
             example_id = ids[index]
             for name in wanted:
@@ -304,6 +347,11 @@ def _recorded_outputs(record: RunRecord, wanted: set[str], lines: dict[str, int]
     field = parse_path(str(task.get("field", "output")))
     own_file = task.get("path")
     path = base / str(own_file if own_file is not None else dataset.get("path", ""))
+    if own_file is None and read_by_own_reader(record) and path.is_file():
+        examples = examples_by_id(record, path, wanted)
+        if examples is None:
+            return {}, None
+        return {example_id: example.output for example_id, example in examples.items()}, f"{path} as it is now"
     if path.suffix.lower() in (".csv", ".parquet") or not path.is_file():
         return {}, None
     by_line = {line: example_id for example_id, line in lines.items()} if own_file is None else None
@@ -328,12 +376,94 @@ def _recorded_outputs(record: RunRecord, wanted: set[str], lines: dict[str, int]
 
 
 def gate_examples(folder: Path, card: Scorecard, gates: Iterable[str], limit: int) -> dict[str, list[ExampleRow]]:
-    """Per metric gate, its metric's first ``limit`` examples that did not pass."""
+    """Per metric gate, its metric's first ``limit`` examples that did not pass; for a comparative gate, the
+    regressed pairs first, then new failures, then the rest (see the module docstring)."""
     found: dict[str, list[ExampleRow]] = {}
     for gate in card.decision.gates:
         if gate.name in gates and gate.subject_kind.value == "metric" and card.metric(gate.subject) is not None:
-            found[gate.name] = list(example_rows(folder, card, metrics=[gate.subject], limit=limit))
+            if gate.comparison is not None:
+                found[gate.name] = comparative_examples(folder, card, gate, limit)
+            else:
+                found[gate.name] = list(example_rows(folder, card, metrics=[gate.subject], limit=limit))
     return found
+
+
+def comparative_examples(folder: Path, card: Scorecard, gate: GateResult, limit: int) -> list[ExampleRow]:
+    """A comparative gate's first ``limit`` example rows: regressed pairs, then new failures, then the rest."""
+    detail = gate.comparison
+    assert detail is not None
+    flips = detail.metric.flips if detail.metric is not None else None
+    regressed = flips.regressed if flips is not None else ()
+    rows = [
+        replace(row, baseline=AgainstBaseline.REGRESSED)
+        for row in example_rows(
+            folder, card, metrics=[gate.subject], states=frozenset(ExampleState), limit=limit,
+            only=frozenset(regressed[:limit]),
+        )
+    ]  # fmt: skip
+    if len(rows) >= limit:
+        return rows
+    standing = _baseline_standing(folder, gate)
+    skip = frozenset(regressed)
+    others: list[ExampleRow] = []
+    for row in example_rows(folder, card, metrics=[gate.subject], limit=None):
+        if row.id in skip:
+            continue
+        others.append(replace(row, baseline=standing(row.id)))
+        if sum(1 for item in others if item.baseline is not None and item.baseline.rank == 1) >= limit - len(rows):
+            break
+    others.sort(key=lambda row: row.baseline.rank if row.baseline is not None else 3)  # stable: dataset order
+    return rows + others[: limit - len(rows)]
+
+
+def _baseline_standing(folder: Path, gate: GateResult) -> Callable[[str], AgainstBaseline | None]:
+    """Where one example stood in the baseline copy of this run, by id; None when the copy cannot be read."""
+    import numpy as np
+
+    from evalglass.core.columns import SCORED_VALID
+    from evalglass.engine.baselines import BASELINES_DIR
+    from evalglass.engine.compare import load_for_comparison
+
+    assert gate.comparison is not None
+    try:
+        run = load_for_comparison(folder / BASELINES_DIR / gate.comparison.baseline, metrics=[gate.subject])
+        side = run.side(gate.subject)
+    except (SetupError, KeyError):
+        return lambda _id: None
+    ids = run.ids
+    order = np.argsort(ids, kind="stable")
+    ordered = ids[order]
+    passes = _passing(side.values, side.scale, gate.direction.value == "higher_is_better")
+
+    def standing(example_id: str) -> AgainstBaseline | None:
+        at = int(np.searchsorted(ordered, example_id))
+        if at >= ordered.size or ordered[at] != example_id:
+            return AgainstBaseline.NEW_EXAMPLE
+        index = int(order[at])
+        if side.states[index] != SCORED_VALID:
+            return AgainstBaseline.NOT_MEASURED
+        verdict = passes(float(side.values[index]))
+        if verdict is None:
+            return None
+        return AgainstBaseline.NEW_FAILURE if verdict else AgainstBaseline.ALSO_FAILED
+
+    return standing
+
+
+def _passing(values: Any, scale: Any, higher: bool) -> Callable[[float], bool | None]:
+    """Whether one baseline value passes, by the rule the comparison's flips use (``core.compare``): 1 (or 0 when
+    lower is better) for a binary metric, the scale's midpoint for a continuous one; None without such a rule."""
+    import numpy as np
+
+    from evalglass.core.stats import is_binary
+
+    if is_binary(values[np.isfinite(values)]):
+        target = 1.0 if higher else 0.0
+        return lambda value: value == target
+    if scale is None:
+        return lambda _value: None
+    middle = (scale.min + scale.max) / 2.0
+    return lambda value: value >= middle if higher else value <= middle
 
 
 def report_markdown(folder: Path, card: Scorecard) -> str:

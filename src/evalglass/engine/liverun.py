@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import Awaitable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 
-from evalglass import redaction
+from evalglass import hostwatch, redaction
 from evalglass.collector import fewer_collections
 from evalglass.core.calibration import Calibration
 from evalglass.core.columns import ScoreColumn
@@ -74,6 +75,7 @@ from evalglass.engine.sink import (
 from evalglass.engine.source import DatasetSource
 from evalglass.engine.tokens import Tally
 from evalglass.errors import SetupError
+from evalglass.hostwatch import Watch
 from evalglass.lanes.executor import AsyncioExecutor, EndpointLimit, Executor
 from evalglass.lanes.ports import Lane
 from evalglass.lanes.retry import Attempt
@@ -272,6 +274,8 @@ def _storable(sample: dict[str, Any]) -> dict[str, Any]:
 class _Built:
     lane: Lane | None = None
     judges: dict[str, AsyncScorer] = field(default_factory=dict)
+    #: What the supervisor names when the process dies while the lane's calls are in flight.
+    lane_watch: Watch | None = None
 
     async def aclose(self) -> None:
         closers = [self.lane.aclose()] if self.lane is not None else []
@@ -298,11 +302,13 @@ def _build(loaded: LoadedConfig, executor: Executor, cache: CallCache | None) ->
     built = _Built()
     try:
         if config.lane is not None:
+            built.lane_watch = hostwatch.watch(f"{config.lane.type} lane ({config.lane.host_reference()})")
             try:
                 ship_async = isinstance(config.executor, RayExecutorSpec) and config.executor.ship_async
-                built.lane = build_lane(
-                    config.lane, base_dir=loaded.base_dir, executor=executor, cache=cache, ship_async=ship_async
-                )
+                with built.lane_watch:  # building a python lane imports its module: host code runs
+                    built.lane = build_lane(
+                        config.lane, base_dir=loaded.base_dir, executor=executor, cache=cache, ship_async=ship_async
+                    )
             except LaneConfigError as exc:
                 raise SetupError(f"task: {exc}", where=str(loaded.path)) from None
         for name, spec in config.metrics.items():
@@ -323,6 +329,10 @@ def _build(loaded: LoadedConfig, executor: Executor, cache: CallCache | None) ->
     return built
 
 
+def _left(watch: Watch, _: object) -> None:
+    watch.leave()
+
+
 def _retries(attempts: Sequence[Attempt]) -> int:
     return max(0, len(attempts) - 1)
 
@@ -341,8 +351,11 @@ class LiveScorer:
         config = loaded.config
         self.order = list(config.metrics)
         self.metrics = metrics
-        self.sync = [(metric.name, guard(metric.name, metric.function), metric.parallel) for metric in metrics]
+        self.sync = [
+            (metric.name, guard(metric.name, metric.function), metric.parallel, metric.watch) for metric in metrics
+        ]
         self.lane = built.lane
+        self.lane_watch = built.lane_watch or hostwatch.watch("the task lane")
         self.judges = built.judges
         self.samples = config.samples
         self.parse_json = config.parse_json and config.lane is not None
@@ -366,7 +379,7 @@ class LiveScorer:
             self.lane is not None
             and self.lane.chunked
             and not self.judges
-            and not any(parallel and pool is not None for _, _, parallel in self.sync)
+            and not any(parallel and pool is not None for _, _, parallel, _ in self.sync)
         )
 
     async def score(self, item: Example | BadLine) -> ExampleResult:
@@ -390,7 +403,8 @@ class LiveScorer:
         jobs = [
             (item.id, item.fields, sample) for item in items if isinstance(item, Example) for sample in range(epochs)
         ]
-        outcomes = await lane.produce_many(jobs) if jobs else []
+        with self.lane_watch:
+            outcomes = await lane.produce_many(jobs) if jobs else []
         laid_out: list[tuple[Example | BadLine, list[Example | Score] | Score, list[dict[str, Any]] | None]] = []
         measurable: list[Example] = []
         position = 0
@@ -442,7 +456,8 @@ class LiveScorer:
         lane, epochs, counters = self.lane, self.epochs, self.counters
         assert lane is not None  # chunked implies a lane
         batch = batches[0] if len(batches) == 1 else ExampleBatch.joined(batches)
-        produced = await lane.produce_column(batch.ids, batch.records, epochs)
+        with self.lane_watch:
+            produced = await lane.produce_column(batch.ids, batch.records, epochs)
         values, failures = produced.values, produced.failures
         outputs = [parse_json_output(value) for value in values] if self.parse_json else values
         rows = len(values)
@@ -515,12 +530,13 @@ class LiveScorer:
             return expanded if isinstance(expanded, Score) else list(expanded)
         if isinstance(item, BadLine):
             return Score.error(item.code, item.message)
-        if self.epochs == 1:
-            outcomes = [await self.lane.produce(item.id, item.fields, 0)]
-        else:
-            outcomes = await asyncio.gather(
-                *(self.lane.produce(item.id, item.fields, sample) for sample in range(self.epochs))
-            )
+        with self.lane_watch:
+            if self.epochs == 1:
+                outcomes = [await self.lane.produce(item.id, item.fields, 0)]
+            else:
+                outcomes = await asyncio.gather(
+                    *(self.lane.produce(item.id, item.fields, sample) for sample in range(self.epochs))
+                )
         return self._lane_rows(item, outcomes, produced)
 
     def _lane_rows(
@@ -569,11 +585,17 @@ class LiveScorer:
         found: dict[str, Any] = {}
         loop = asyncio.get_running_loop()
         waiting: list[tuple[str, Awaitable[Any]]] = []
-        for name, function, parallel in self.sync:
+        for name, function, parallel, watch in self.sync:
+            watch.enter()
             if parallel and self.pool is not None:
-                waiting.append((name, loop.run_in_executor(self.pool, function, row)))
+                pooled = loop.run_in_executor(self.pool, function, row)
+                pooled.add_done_callback(functools.partial(_left, watch))  # on the loop, like enter
+                waiting.append((name, pooled))
             else:
-                found[name] = function(row)
+                try:
+                    found[name] = function(row)
+                finally:
+                    watch.leave()
         for name, judge in self.judges.items():
             waiting.append((name, self._judge(judge, row, notes, name)))
         if len(waiting) == 1:

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from evalglass import hostwatch
 from evalglass.engine.sink import BuiltMetric
+from evalglass.engine.toolresults import guard_failed_samples
+from evalglass.engine.uncaptured import UncapturedJudge, guard_uncaptured
 from evalglass.errors import SetupError
 from evalglass.metrics.base import AsyncScorer, BuildContext, CheckSink, MetricShipper, MetricSpec, Scorer
 from evalglass.metrics.errors import MetricLoadError
@@ -21,6 +24,7 @@ if TYPE_CHECKING:
     from evalglass.engine.config import LoadedConfig
     from evalglass.lanes.callcache import CallStore
     from evalglass.lanes.executor import Executor
+    from evalglass.metrics.registry import AnyMetricSpec
 
 
 def build_scorer(loaded: LoadedConfig, name: str, spec: MetricSpec, context: BuildContext) -> Scorer:
@@ -51,11 +55,24 @@ def build_metrics(
             shipper=shipper if ships else None,
             direction=config.metric_direction(name),
         )
-        function = build_scorer(loaded, name, spec, context)
+        label = metric_label(name, spec)
+        with hostwatch.watch(label):  # building a host metric imports its module: host code runs
+            function = build_scorer(loaded, name, spec, context)
         if isinstance(function, AsyncScorer):
             raise TypeError(f"metric '{name}' built an asynchronous scorer but does not declare itself live")
-        built.append(BuiltMetric(name=name, function=function, parallel=spec.parallel or ships))
+        if config.dataset.may_lack_content:
+            function = guard_uncaptured(name, spec, config.output_field, function)
+        if config.dataset.tool_results:
+            function = guard_failed_samples(name, function)
+        built.append(BuiltMetric(name=name, function=function, parallel=spec.parallel or ships, label=label))
     return built
+
+
+def metric_label(name: str, spec: AnyMetricSpec) -> str:
+    """How the supervisor names this metric when the process dies while it runs: ``python metric 'm'
+    (m.py:score)``."""
+    reference = spec.host_reference()
+    return f"{spec.type} metric '{name}'" + (f" ({reference})" if reference else "")
 
 
 def build_live_metric(loaded: LoadedConfig, name: str, executor: Executor, cache: CallStore | None) -> AsyncScorer:
@@ -73,6 +90,8 @@ def build_live_metric(loaded: LoadedConfig, name: str, executor: Executor, cache
     scorer = build_scorer(loaded, name, spec, context)
     if not isinstance(scorer, AsyncScorer):
         raise TypeError(f"metric '{name}' declares itself live but built a synchronous scorer")
+    if loaded.config.dataset.may_lack_content:
+        return UncapturedJudge(name, spec, loaded.config.output_field, scorer)
     return scorer
 
 

@@ -42,11 +42,17 @@ from evalglass.engine.artifacts import (
 from evalglass.engine.config import LoadedConfig, load_config
 from evalglass.engine.dataset import BadLine
 from evalglass.engine.decision import Evidence, decided_scorecard, run_record
-from evalglass.engine.digests import SignedProvenance, private_key, signing_key_from_env, write_digests
+from evalglass.engine.digests import (
+    DIGESTS_FILE,
+    SignedProvenance,
+    private_key,
+    signing_key_from_env,
+    write_digests,
+)
 from evalglass.engine.executorspec import RayExecutorSpec
 from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger, refuse_unpinned_ledger
 from evalglass.engine.metricbuild import build_metrics
-from evalglass.engine.runfolder import PartialFile, locked, make_dirs, write_atomic, writing
+from evalglass.engine.runfolder import PartialFile, locked, make_dirs, sweep_partials, write_atomic, writing
 from evalglass.engine.runlocator import RunLocator
 from evalglass.engine.scoresblock import encode_score
 from evalglass.engine.sink import (
@@ -238,10 +244,12 @@ def run_standalone_checks(loaded: LoadedConfig) -> dict[str, CheckResult]:
     names = config.standalone_checks
     if not names:
         return {}
+    from evalglass.engine.checking import checks_watch
     from evalglass.lanes.checkrun import run_checks  # subprocess, signals: only for runs that have checks
 
     expected = {name: state for name in names if (state := config.expected_state(name)) is not None}
-    return run_checks({name: config.checks[name] for name in names}, loaded.base_dir, expected=expected)
+    with checks_watch(names):
+        return run_checks({name: config.checks[name] for name in names}, loaded.base_dir, expected=expected)
 
 
 class RunInterrupted(Interrupted):
@@ -259,6 +267,8 @@ class RunInterrupted(Interrupted):
         self.folder = folder
         self.done = done
         self.total = total
+        #: Why the run stopped, when not by a signal (a lost cluster).
+        self.reason = reason
         #: Warnings of the run so far (a last-started pointer that could not be written): printed before the line.
         self.warnings = warnings
         progress = f" after {done} of {total} examples" if done is not None and total else ""
@@ -411,6 +421,8 @@ def _run_in(
             warnings.append(problem)
         if recorded_manifest is None:
             write_manifest(folder, manifest)
+        else:
+            sweep_killed_writers(folder)
         writer = ScoresWriter(folder)
         check_records = CheckRecordWriter(folder)
         try:
@@ -463,6 +475,33 @@ def _run_in(
         if created:
             shutil.rmtree(folder, ignore_errors=True)
         raise
+
+
+def sweep_killed_writers(folder: Path) -> None:
+    """The partial files that runs killed in this folder left (``.scores.jsonl.PID.*.partial`` ...), removed before
+    it is resumed: only those of the files a run writes here (engine/runfolder.py's names), nothing else."""
+    from evalglass.engine.baselines import BASELINES_DIR
+    from evalglass.engine.explorer import OUTPUTS_FILE
+    from evalglass.engine.manifest import MANIFEST_FILE
+
+    sweep_partials(
+        folder,
+        {
+            MANIFEST_FILE,
+            SCORES_FILE,
+            OUTPUTS_FILE,
+            CHECKS_FILE,
+            RUNRECORD_FILE,
+            SCORECARD_FILE,
+            REPORT_FILE,
+            DIGESTS_FILE,
+        },
+    )
+    copies = folder / BASELINES_DIR
+    if copies.is_dir() and not copies.is_symlink():
+        for copy in copies.iterdir():
+            if copy.is_dir() and not copy.is_symlink():
+                sweep_partials(copy, {RUNRECORD_FILE, SCORES_FILE})
 
 
 def point_last_run_at(folder: Path) -> str | None:

@@ -37,6 +37,8 @@ from evalglass.lanes.checkinputs import unbound_inputs
 
 if TYPE_CHECKING:  # numpy and the comparison statistics load only for a suite with a comparative gate
     from evalglass.core.comparative import ComparativeInputs
+    from evalglass.core.compare import UnchangedForecast
+    from evalglass.core.gatespec import GateSpec
 
 
 def preflight(
@@ -129,11 +131,19 @@ def _preview(
     evaluators = evaluator_labels(config.gate_evaluators(name))
     # What the check's run records too (lanes.checkinputs), from the same declaration and files.
     unbound = unbound_inputs(config.checks[gate.check], loaded.base_dir) if gate.check is not None else ()
+    forecast = _forecast(gate, comparative, authority.margin) if gate.compare_to is not None else None
     if not authority.active:
         # Said before activation too: the host approves a fingerprint that would not cover that code.
         said = (unbound_inputs_text(gate.subject, unbound),) if unbound else ()
         return GatePreview(
-            name, gate.subject, kind, Standing.INFORMATIONAL, fingerprint, notes=said, evaluators=evaluators
+            name,
+            gate.subject,
+            kind,
+            Standing.INFORMATIONAL,
+            fingerprint,
+            notes=said,
+            evaluators=evaluators,
+            forecast=forecast,
         )
     reasons = list(authority.reasons)
     notes = authority.notes
@@ -160,6 +170,7 @@ def _preview(
         reasons=tuple(reasons),
         notes=notes,
         evaluators=evaluators,
+        forecast=forecast,
     )
 
 
@@ -202,3 +213,18 @@ def _comparative(
         suite=config.dataset.name,
         today=today,
     )
+
+
+def _forecast(
+    gate: GateSpec, comparative: ComparativeInputs | None, approved_margin: float | None
+) -> UnchangedForecast | None:
+    """How often an unchanged candidate would come out undecided, from the baseline's own spread of the gate's
+    metric, at the approved margin (else the proposed one); None when there is no margin yet or no baseline read."""
+    from evalglass.core.comparative import unchanged_forecast
+
+    margin = approved_margin if approved_margin is not None else gate.proposed_margin
+    found = comparative.baselines.get(str(gate.compare_to)) if comparative is not None else None
+    side = found.metrics.get(str(gate.metric)) if found is not None and found.problem is None else None
+    if margin is None or side is None:
+        return None
+    return unchanged_forecast(gate, None, side, margin)

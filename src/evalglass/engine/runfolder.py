@@ -18,7 +18,8 @@ import contextlib
 import errno
 import fcntl
 import os
-from collections.abc import Iterator
+import re
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -74,6 +75,10 @@ def locked(folder: Path) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
+#: The name :func:`open_private` gives the partial file of ``NAME``: ``.NAME.<pid>.<8 hex digits>.partial``.
+_PARTIAL_NAME = re.compile(r"\.(?P<final>.+)\.(?P<pid>[0-9]+)\.[0-9a-f]{8}\.partial")
+
+
 def open_private(final: Path) -> tuple[Path, int]:
     """A new, private partial file beside ``final`` and a descriptor open for writing it."""
     partial = final.with_name(f".{final.name}.{os.getpid()}.{os.urandom(4).hex()}.partial")
@@ -124,6 +129,29 @@ class PartialFile:
             self._handle.close()
         with contextlib.suppress(FileNotFoundError):
             self.partial.unlink()
+
+
+def sweep_partials(folder: Path, finals: Collection[str]) -> int:
+    """Remove from ``folder`` the partial files of the files named ``finals`` that writers killed before they could
+    commit or abort (a SIGKILL) left behind; how many. Only regular files named exactly as :func:`open_private`
+    names them, and none of this process's own. Call it holding the folder's lock (:func:`locked`), when no writer
+    of that folder is alive."""
+    removed = 0
+    try:
+        entries = list(os.scandir(folder))
+    except FileNotFoundError:
+        return 0
+    own = str(os.getpid())
+    for entry in entries:
+        found = _PARTIAL_NAME.fullmatch(entry.name)
+        if found is None or found["final"] not in finals or found["pid"] == own:
+            continue
+        if not entry.is_file(follow_symlinks=False):
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(entry.path)
+            removed += 1
+    return removed
 
 
 @contextlib.contextmanager

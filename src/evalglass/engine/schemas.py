@@ -12,10 +12,11 @@ from pydantic import BaseModel
 
 from evalglass.core.authority import Ledger
 from evalglass.core.compare import Comparison
+from evalglass.core.conversation import TraceRecord
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.scorecard import Scorecard
 
-SCHEMA_NAMES = ("config", "ledger", "scorecard", "runrecord", "scores", "comparison")
+SCHEMA_NAMES = ("config", "ledger", "scorecard", "runrecord", "scores", "comparison", "trace-record")
 
 
 def schema_of(which: str) -> dict[str, Any]:
@@ -28,6 +29,7 @@ def schema_of(which: str) -> dict[str, Any]:
         "scorecard": Scorecard,
         "runrecord": RunRecord,
         "comparison": Comparison,
+        "trace-record": TraceRecord,
     }
     if which in models:
         return {

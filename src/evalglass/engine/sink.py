@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from evalglass import redaction
+from evalglass import hostwatch, redaction
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.decide import RunShape
 from evalglass.core.example import Example, ExampleBatch
@@ -31,6 +31,7 @@ from evalglass.core.usage import TokenUsage
 from evalglass.engine.dataset import BadLine, field_getter
 from evalglass.engine.scoresblock import encode_score
 from evalglass.errors import SetupError
+from evalglass.hostwatch import Watch
 from evalglass.metrics.base import BatchedMetric, MetricFn
 
 if TYPE_CHECKING:
@@ -62,6 +63,12 @@ class BuiltMetric:
     name: str
     function: MetricFn
     parallel: bool
+    #: What the supervisor names when the process dies while this metric runs (default: the metric's name).
+    label: str = ""
+    watch: Watch = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "watch", hostwatch.watch(self.label or f"metric '{self.name}'"))
 
 
 def metric_raised(name: str, exc: BaseException) -> Score:
@@ -82,6 +89,11 @@ def call_metric(metric: BuiltMetric, batch: ExampleBatch, pool: Executor | None)
     A metric with a batch path scores the batch in one call. Should that call raise (or miscount), the batch is
     scored example by example instead, so every example gets exactly the outcome it would get alone.
     """
+    with metric.watch:
+        return _call_metric(metric, batch, pool)
+
+
+def _call_metric(metric: BuiltMetric, batch: ExampleBatch, pool: Executor | None) -> list[Any]:
     function, name = metric.function, metric.name
     if isinstance(function, BatchedMetric):
         if not (metric.parallel and pool is not None):

@@ -23,7 +23,7 @@ import orjson
 
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
-from evalglass.engine.dataset import BATCH, BadLine, DatasetReader, open_dataset_file
+from evalglass.engine.dataset import BATCH, BadLine, DatasetReader, batched, open_dataset_file
 from evalglass.errors import SetupError
 
 PARQUET_HINT = "install the parquet extra: pip install 'evalglass[parquet]'"
@@ -67,20 +67,7 @@ class TabularReader(DatasetReader):
             yield Example(id=example_id, line=number, fields=row, output=self._output(row))
 
     def batches(self, size: int = BATCH) -> Iterator[ExampleBatch | list[Example | BadLine]]:
-        batch: list[Example | BadLine] = []
-        for item in self:
-            batch.append(item)
-            if len(batch) == size:
-                yield _as_batch(batch)
-                batch = []
-        if batch:
-            yield _as_batch(batch)
-
-
-def _as_batch(items: list[Example | BadLine]) -> ExampleBatch | list[Example | BadLine]:
-    if any(isinstance(item, BadLine) for item in items):
-        return items
-    return ExampleBatch.of([item for item in items if isinstance(item, Example)])
+        return batched(iter(self), size)
 
 
 def _csv_rows(path: Path, data: bytes) -> Iterator[tuple[int, Mapping[str, Any] | str]]:

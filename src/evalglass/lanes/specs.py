@@ -10,6 +10,7 @@ when one is declared, and a missing ``live`` extra then says how to install it.
 from __future__ import annotations
 
 import re
+import shlex
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
@@ -169,6 +170,11 @@ class _LaneFields(BaseModel):
         """The model whose token usage this lane's calls report (None: its calls use no tokens)."""
         return None
 
+    def host_reference(self) -> str:
+        """What this lane runs, as the config names it: the name the supervisor gives when the process dies while
+        the lane's calls are in flight (evalglass/hostwatch.py)."""
+        raise NotImplementedError
+
 
 class PythonLaneSpec(_LaneFields):
     type: Literal["python"]
@@ -185,6 +191,9 @@ class PythonLaneSpec(_LaneFields):
             raise ValueError(f"function must look like 'package.module:function' or 'file.py:function', got {value!r}")
         return value
 
+    def host_reference(self) -> str:
+        return self.function
+
 
 class CommandLaneSpec(_LaneFields):
     type: Literal["command"]
@@ -195,6 +204,9 @@ class CommandLaneSpec(_LaneFields):
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
     concurrency: int | None = Field(default=None, ge=1)
     cache: bool = False
+
+    def host_reference(self) -> str:
+        return shlex.join(self.argv)[:200]
 
 
 class MessageTemplate(BaseModel):
@@ -224,6 +236,9 @@ class ChatLaneSpec(EndpointSpec):
     def tokens_model(self) -> str | None:
         """The model whose token usage this lane's calls report."""
         return self.model
+
+    def host_reference(self) -> str:
+        return f"model {self.model}"
 
     @model_validator(mode="after")
     def _one_prompt_form(self) -> ChatLaneSpec:

@@ -742,30 +742,39 @@ class CommandLane(TaskLane):
             return LaneFailure("task_input_unserialisable", f"example {example_id} is not JSON: {exc}", sample)
         env = {**self.base_env, **spec.env, "EVALGLASS_EXAMPLE_ID": example_id, "EVALGLASS_SAMPLE": str(sample)}
         redactor = self.redactor
+        # stdout and stderr are pipes of the lane's own, read on the loop (_PipeReader), not asyncio's: a process
+        # the command started in a session of its own can hold them long after the command exited, and the lane
+        # closes them when it is done instead of leaving a transport open past the event loop.
+        out_read, out_write = os.pipe()
+        err_read, err_write = os.pipe()
         try:
             process = await asyncio.create_subprocess_exec(
                 *spec.argv,
                 stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
+                stdout=out_write,
+                stderr=err_write,
                 cwd=self.cwd,
                 env=env,
                 start_new_session=True,
             )
-        except OSError as exc:
+        except BaseException as exc:  # not started (or cancelled while starting): nothing will read the pipes
+            os.close(out_read)
+            os.close(err_read)
+            if not isinstance(exc, OSError):
+                raise
             return LaneFailure("task_spawn_failed", redactor.text(f"cannot start {spec.argv[0]!r}: {exc}"), sample)
-        assert process.stdout is not None and process.stderr is not None
-        out, err = bytearray(), bytearray()
-        readers = (
-            asyncio.ensure_future(_collect(process.stdout, out)),
-            asyncio.ensure_future(_collect(process.stderr, err)),
-        )
+        finally:
+            os.close(out_write)
+            os.close(err_write)
+        loop = asyncio.get_running_loop()
+        readers = (_PipeReader(loop, out_read), _PipeReader(loop, err_read))
         try:
             # The answer is ready when the command exits, not when its pipes close: a background child it left
-            # behind (`sleep 5 &`) may hold them open much longer.
+            # behind (`sleep 5 &`) may hold them open much longer (the process's transport has only stdin, which
+            # _feed closes, so its wait ends at the exit).
             async with asyncio.timeout(spec.timeout):
                 await _feed(process, stdin)
-                await _exited(process)
+                await process.wait()
         except TimeoutError:
             await _reap(process, readers, drain=0.0)
             return LaneFailure(
@@ -774,12 +783,12 @@ class CommandLane(TaskLane):
         except BaseException:
             kill_group(process.pid)
             for reader in readers:
-                reader.cancel()
+                reader.close()
             with contextlib.suppress(Exception, asyncio.CancelledError):  # reap it, so no transport outlives the loop
                 await asyncio.wait_for(process.wait(), _REAP_S)
             raise
         await _reap(process, readers, drain=_DRAIN_S)
-        stdout, stderr = bytes(out), bytes(err)
+        stdout, stderr = bytes(readers[0].data), bytes(readers[1].data)
         if process.returncode != 0:
             return LaneFailure(
                 "task_exit_nonzero",
@@ -821,31 +830,52 @@ def shipped_command_call(
 #: After a command exits, how long its pipes may stay open (a background child holding them) before its process
 #: group is killed and what was read so far is the output.
 _DRAIN_S = 0.25
-#: How long, after the kill, the readers get to see the pipes close.
+#: After the group is killed, how long a pipe may stay open still: only a process outside the group (one the
+#: command started in a session of its own) can hold it now, and the lane does not wait for what it may write.
+_ORPHAN_S = 0.05
+#: How long a cancelled call waits for its killed process to be reaped.
 _REAP_S = 2.0
+#: How much one read of an output pipe takes (asyncio's pipe transports read 256 KiB at a time too).
+_READ_SIZE = 1 << 18
 
 
-async def _collect(stream: asyncio.StreamReader, into: bytearray) -> None:
-    """Read ``stream`` to its end into ``into`` (kept when the reader is cancelled half way)."""
-    while chunk := await stream.read(1 << 16):
-        into += chunk
+class _PipeReader:
+    """One of a command's output pipes, read on the event loop into :attr:`data` until it ends (:attr:`ended`)
+    or the lane closes it: :meth:`close` reads what is already in the pipe first, then closes the descriptor, so
+    nothing of it outlives the call."""
 
+    def __init__(self, loop: asyncio.AbstractEventLoop, fd: int) -> None:
+        self.data = bytearray()
+        self.ended: asyncio.Future[None] = loop.create_future()
+        self._loop = loop
+        self._fd = fd
+        os.set_blocking(fd, False)
+        loop.add_reader(fd, self._read)
 
-async def _exited(process: asyncio.subprocess.Process) -> None:
-    """Return once the process has exited. ``Process.wait`` alone is not enough before Python 3.12: it also waits for
-    the pipes to close, which a background child holding them delays; so its exit status is polled as well (from
-    1 ms, doubling to at most 50 ms; only such a child ever makes the poll matter)."""
-    waiting = asyncio.ensure_future(process.wait())
-    delay = 0.001
-    try:
-        while process.returncode is None:
-            done, _ = await asyncio.wait({waiting}, timeout=delay)
-            if done:
-                return
-            delay = min(delay * 2, 0.05)
-    finally:
-        if not waiting.done():
-            waiting.cancel()
+    def _read(self) -> None:
+        try:
+            chunk = os.read(self._fd, _READ_SIZE)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if chunk:
+            self.data += chunk
+        else:
+            self.close()
+
+    def close(self) -> None:
+        fd = self._fd
+        if fd < 0:
+            return
+        self._fd = -1
+        self._loop.remove_reader(fd)
+        with contextlib.suppress(OSError):
+            while chunk := os.read(fd, _READ_SIZE):
+                self.data += chunk
+        os.close(fd)
+        if not self.ended.done():
+            self.ended.set_result(None)
 
 
 async def _feed(process: asyncio.subprocess.Process, data: bytes) -> None:
@@ -861,18 +891,19 @@ async def _feed(process: asyncio.subprocess.Process, data: bytes) -> None:
         stdin.close()
 
 
-async def _reap(process: asyncio.subprocess.Process, readers: tuple[asyncio.Future[None], ...], drain: float) -> None:
-    """Let the readers finish (up to ``drain`` seconds), kill whatever is left of the process group, wait for the
-    process and close the pipes, so no transport outlives the call (or the event loop)."""
+async def _reap(process: asyncio.subprocess.Process, readers: tuple[_PipeReader, ...], drain: float) -> None:
+    """Let the pipes end (up to ``drain`` seconds), kill whatever is left of the process group and wait for the
+    process; a pipe still open after a short grace is held by a process outside the group, and is closed without
+    waiting for it (what was written so far is kept). Nothing of the call outlives it, or the event loop."""
+    ends = [reader.ended for reader in readers]
     if drain > 0:
-        await asyncio.wait(readers, timeout=drain)
+        await asyncio.wait(ends, timeout=drain)
     kill_group(process.pid)
     await process.wait()
-    _, pending = await asyncio.wait(readers, timeout=_REAP_S)
-    for reader in pending:
-        reader.cancel()
-    if pending:
-        await asyncio.gather(*pending, return_exceptions=True)
+    if not all(end.done() for end in ends):
+        await asyncio.wait(ends, timeout=_ORPHAN_S)
+    for reader in readers:
+        reader.close()
 
 
 class ChatLane(TaskLane):

@@ -128,6 +128,10 @@ class MetricSpec(BaseModel):
     #: True for metrics whose per-example calls a cluster executor ships (host code, commands): builtins cost less
     #: to compute than to ship, and model calls are I/O that stays on the driver.
     shippable: ClassVar[bool] = False
+    #: True for metrics that measure the output (or its ``field``): on a dataset whose records may lack content
+    #: (traces), such a metric is ``non_evaluable`` (``content_not_captured``) where the output was not captured.
+    #: Host code receives the whole example and the record's ``not_captured`` list, and decides what it reads.
+    measures_output: ClassVar[bool] = True
 
     description: str | None = Field(default=None, description="What this metric tells you, in your words.")
     field: str | None = Field(
@@ -210,6 +214,12 @@ class MetricSpec(BaseModel):
     def referenced_files(self, base_dir: Path) -> tuple[Path, ...]:
         """Files whose contents define this metric (a schema, a host module); approvals bind their hashes too."""
         return ()
+
+    def host_reference(self) -> str | None:
+        """The host code this metric runs, as the config names it (``file.py:function``, a check's name), or None
+        for a builtin: the name the supervisor gives when the process dies while the metric runs
+        (evalglass/hostwatch.py)."""
+        return None
 
     def value_scale(self) -> ScaleSpec | None:
         """The range this metric's values can take (builtins score in [0, 1]); None when unbounded."""

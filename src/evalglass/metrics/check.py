@@ -38,6 +38,9 @@ class CheckMetricSpec(MetricSpec):
     def check_references(self) -> Mapping[str, str]:
         return {"check": self.check}
 
+    def host_reference(self) -> str | None:
+        return f"check '{self.check}'"
+
     def build_one(self, context: BuildContext) -> MetricFn:
         check = context.checks.get(self.check)
         if check is None:  # the config refuses this before any metric is built

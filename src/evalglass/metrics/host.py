@@ -64,6 +64,7 @@ class PythonMetricSpec(MetricSpec):
     summary: ClassVar[str] = "Whatever the host's Python function returns: a number, a Score, or a declined example."
     #: Host code may be slow or need the cluster's resources: a cluster executor runs each call as a task.
     shippable: ClassVar[bool] = True
+    measures_output: ClassVar[bool] = False
 
     type: Literal["python"] = "python"
     function: str = Field(
@@ -95,6 +96,9 @@ class PythonMetricSpec(MetricSpec):
         """Files whose contents define this metric; an approval should also bind their hashes."""
         source, _ = split_reference(self.function)
         return ((base_dir / source).resolve(),) if is_file_reference(source) else ()
+
+    def host_reference(self) -> str | None:
+        return self.function
 
     def build_one(self, context: BuildContext) -> MetricFn:
         local = self._build_local(context)

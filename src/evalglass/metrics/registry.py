@@ -17,6 +17,7 @@ from evalglass.metrics.equality import EnumSpec, ExactMatchSpec
 from evalglass.metrics.host import PythonMetricSpec
 from evalglass.metrics.llm_judge import LlmJudgeSpec
 from evalglass.metrics.numeric import NumericBoundsSpec
+from evalglass.metrics.recorded import RecordedScoreSpec
 from evalglass.metrics.schemas import JsonSchemaSpec
 from evalglass.metrics.sets import SetOverlapSpec
 from evalglass.metrics.structured import FieldPresentSpec, JsonValidSpec
@@ -35,7 +36,8 @@ AnyMetricSpec = Annotated[
     | EnumSpec
     | PythonMetricSpec
     | CheckMetricSpec
-    | LlmJudgeSpec,
+    | LlmJudgeSpec
+    | RecordedScoreSpec,
     Field(discriminator="type"),
 ]
 

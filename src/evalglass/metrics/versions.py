@@ -1,4 +1,5 @@
-"""The version of every builtin evaluator: metric types, reducers, interval methods and the judge-answer parser.
+"""The version of every builtin evaluator: metric types, reducers, interval methods, gate rules and the judge-answer
+parser.
 
 An approval is bound to what the host reviewed, and for a builtin that includes what the builtin computes. Each
 evaluator a gate depends on enters the gate's fingerprint as ``kind:name`` → version (written ``exact_match@1``),
@@ -30,6 +31,7 @@ class EvaluatorKind(StrEnum):
     INTERVAL = "interval"
     PAIRED = "paired"
     PARSER = "parser"
+    RULE = "rule"
 
 
 #: Builtin metric types (the config's ``type``). ``python`` is host code, hashed instead.
@@ -46,6 +48,7 @@ METRIC_VERSIONS: Mapping[str, int] = {
     "enum": 2,
     "check": 2,
     "llm_judge": 2,
+    "recorded_score": 1,
 }
 
 #: How several samples of one example become one score.
@@ -81,6 +84,13 @@ INTERVAL_VERSIONS: Mapping[Method, int] = total(
 #: (``core.stats.paired.paired_difference``); the interval of the difference is one of the methods above.
 PAIRED_VERSIONS: Mapping[str, int] = {"paired_difference": 1}
 
+#: Gate rules whose decision has changed since the rule was introduced. ``lower_bound@2`` is the three-way interval
+#: rule (pass, fail only when the whole interval misses, otherwise blocked ``undecided``); version 1 (fail whenever
+#: the bound missed) was never named in fingerprints, so :func:`fingerprinted` leaves a rule at version 1 out: an
+#: approval made under it then reads as "lower_bound@1 → lower_bound@2" in approval_stale. The point rule has
+#: never changed and is not listed.
+RULE_VERSIONS: Mapping[str, int] = {"lower_bound": 2}
+
 #: The rules that turn an LLM judge's answer into a score (``lanes.judge.parse_judge_answer``).
 PARSER_VERSIONS: Mapping[str, int] = {"json-score": 1}
 
@@ -111,7 +121,18 @@ def registry() -> dict[str, Evaluator]:
     items += [Evaluator(EvaluatorKind.INTERVAL, item.value, version) for item, version in INTERVAL_VERSIONS.items()]
     items += [Evaluator(EvaluatorKind.PAIRED, name, version) for name, version in PAIRED_VERSIONS.items()]
     items += [Evaluator(EvaluatorKind.PARSER, name, version) for name, version in PARSER_VERSIONS.items()]
+    items += [Evaluator(EvaluatorKind.RULE, name, version) for name, version in RULE_VERSIONS.items()]
     return {item.key: item for item in items}
+
+
+def fingerprinted(evaluators: Mapping[str, int]) -> dict[str, int]:
+    """The evaluator versions as a gate fingerprint holds them: a gate rule at version 1 is left out (fingerprints
+    named no rule before the rule's first change, so this is what an approval made then was bound to)."""
+    return {
+        key: version
+        for key, version in evaluators.items()
+        if not (key.startswith(f"{EvaluatorKind.RULE.value}:") and version == 1)
+    }
 
 
 def evaluator(key: str) -> Evaluator:
@@ -164,8 +185,9 @@ def gate_evaluators(
 
     The metric type itself (unless host code); its reducer when examples have several samples (with one sample
     every reducer is the identity); the judge-answer parser for an ``llm_judge``; the interval methods when the
-    gate compares a ``lower_bound`` (a point gate compares the point, which no interval method touches). A
-    comparative gate adds the paired difference, and for ``lower_bound`` the methods of the difference's interval.
+    gate compares a ``lower_bound`` (a point gate compares the point, which no interval method touches), and the
+    ``lower_bound`` rule itself (how it decides from the interval). A comparative gate adds the paired difference,
+    and for ``lower_bound`` the methods of the difference's interval.
     """
     found: dict[str, int] = {}
     if metric_type in METRIC_VERSIONS:
@@ -180,4 +202,5 @@ def gate_evaluators(
         methods = paired_methods(interval, clustered) if comparative else interval_methods(interval, clustered)
         for method in methods:
             found[key_of(EvaluatorKind.INTERVAL, method.value)] = INTERVAL_VERSIONS[method]
+        found[key_of(EvaluatorKind.RULE, "lower_bound")] = RULE_VERSIONS["lower_bound"]
     return found

@@ -29,12 +29,21 @@ class Row(Protocol):
     def sample(self) -> int | None: ...
     @property
     def output(self) -> str | None: ...
+    @property
+    def baseline(self) -> str | None: ...
+
+
+#: What a list of a comparative gate's examples is ordered by, for its title.
+AGAINST_BASELINE_ORDER = (
+    "regressed pairs first (passing in the baseline, failing now), then new failures, then the rest"
+)
 
 
 def _head(row: Row) -> str:
     sample = f" sample {row.sample}" if row.sample is not None else ""
     value = f" {number(row.value)}" if row.value is not None else ""
-    return f"{row.id} (line {row.line}{sample}) · {row.metric} · {row.state}{value}"
+    against = f" · {row.baseline}" if row.baseline is not None else ""
+    return f"{row.id} (line {row.line}{sample}) · {row.metric} · {row.state}{value}{against}"
 
 
 def example_line(row: Row) -> str:
@@ -69,14 +78,16 @@ def markdown_examples(per_gate: Mapping[str, Sequence[Row]], limit: int) -> list
         if not rows:
             continue
         more = f"first {limit}" if len(rows) == limit else f"{len(rows)}"
-        title = html.escape(f"Gate {gate}: {more} examples that did not pass", quote=False)
+        order = f", {AGAINST_BASELINE_ORDER}" if any(row.baseline is not None for row in rows) else ""
+        title = html.escape(f"Gate {gate}: {more} examples that did not pass{order}", quote=False)
         lines += ["", f"<details><summary>{title}</summary>", ""]
         lines += ["| Example | Line | State | Value | Why |", "|---|---|---|---|---|"]
         for row in rows:
             # Ids and diagnostics come from the dataset, which a pull request edits: shown as text, never as HTML.
             why = html.escape(row.diagnostic or "", quote=False).replace("|", "\\|").replace("\n", " ")
             value = number(row.value) if row.value is not None else "—"
+            state = f"{row.state} · {row.baseline}" if row.baseline is not None else str(row.state)
             shown = html.escape(row.id, quote=False).replace("|", "\\|").replace("`", "'").replace("\n", " ")
-            lines.append(f"| `{shown}` | {row.line} | {row.state} | {value} | {why} |")
+            lines.append(f"| `{shown}` | {row.line} | {state} | {value} | {why} |")
         lines += ["", "</details>"]
     return lines

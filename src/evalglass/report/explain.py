@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,15 +17,15 @@ import yaml
 
 from evalglass.core.authority import BaselineApproval, BlockReason, unbound_inputs_text
 from evalglass.core.changes import definition_changes
+from evalglass.core.compare import GateComparison, MetricComparison
 from evalglass.core.evaluators import evaluator_labels
 from evalglass.core.fingerprint import short
-from evalglass.core.gates import GateResult, Outcome
-from evalglass.core.gatespec import GateRule, SubjectKind, meets
+from evalglass.core.gates import GateResult, Outcome, interval_label
+from evalglass.core.gatespec import GateRule, SubjectKind
 from evalglass.core.runrecord import BaselineRecord, RunRecord
 from evalglass.core.scorecard import CheckSummary, MetricSummary, Scorecard
-from evalglass.core.stats import Direction
 from evalglass.errors import SetupError
-from evalglass.report.examples import Row, example_line
+from evalglass.report.examples import AGAINST_BASELINE_ORDER, Row, example_line
 from evalglass.report.fmt import (
     comparison,
     diagnostic_count_text,
@@ -38,6 +39,7 @@ from evalglass.report.fmt import (
     signed,
     test_text,
 )
+from evalglass.report.forecast import detectable_text, forecast_text
 from evalglass.report.repairs import BLOCK_REASON_FIXES
 
 
@@ -64,6 +66,10 @@ class LedgerLayout:
     entries: Mapping[tuple[str, str], int] = field(default_factory=dict)
 
 
+#: How the examples that pulled a gate down are chosen, unless they are ordered against a baseline.
+DATASET_ORDER = "first of the run, in dataset order"
+
+
 @dataclass
 class Explanation:
     subject: str
@@ -76,6 +82,7 @@ class Explanation:
     #: Entries (section, name) an earlier explanation of the same output prints already: the text says so instead
     #: of printing them again, so pasting every block of one `explain` never writes an entry twice.
     shown_above: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    examples_order: str = DATASET_ORDER
 
     @property
     def ledger_entry(self) -> str | None:
@@ -100,12 +107,13 @@ class Explanation:
                 for entry, place, block in placed(self.entries, self.layout)
             ],
             "examples": self.examples,
+            "examples_order": self.examples_order,
         }
 
     def as_text(self) -> str:
         parts = [self.summary, *[f"  - {line}" for line in self.details]]
         if self.examples:
-            parts += ["", "  Examples that pulled it down (first of the run, in dataset order):"]
+            parts += ["", f"  Examples that pulled it down ({self.examples_order}):"]
             parts += [f"    {line}" for line in self.examples]
         if self.entries:
             # Printed at the file's own indentation, so a block pastes as it is; each says where it goes, so no
@@ -228,6 +236,13 @@ def explain_gate(
         )
         details.append("To make it gate, the host adds the entry below to the ledger after reviewing the definition.")
         entries = ledger_entries(gate, card, record, needs_gold, definition, proposed)
+    elif gate.outcome is Outcome.BLOCKED and [reason.code for reason in gate.reasons] == [BlockReason.UNDECIDED]:
+        summary = (
+            f"Gate '{gate.name}' is blocked as undecided: the interval straddles the approved threshold, so the data "
+            "show neither that it is met nor that it is missed. Nothing was shown to be worse: gather better "
+            "evidence rather than change the system."
+        )
+        details.extend(_reason_lines(gate))
     elif gate.outcome is Outcome.BLOCKED:
         summary = f"Gate '{gate.name}' is blocked: it is active, but it cannot be decided honestly."
         for reason in gate.reasons:
@@ -288,8 +303,15 @@ def explain_gate(
     shown = [example_line(row) for row in examples]
     if shown:
         shown.append(f"(all of them: evalglass view --examples --metric {gate.subject})")
+    order = AGAINST_BASELINE_ORDER if any(row.baseline is not None for row in examples) else None
     return Explanation(
-        subject=gate.name, kind="gate", summary=summary, details=details, entries=entries, examples=shown
+        subject=gate.name,
+        kind="gate",
+        summary=summary,
+        details=details,
+        entries=entries,
+        examples=shown,
+        examples_order=order if order is not None else DATASET_ORDER,
     )
 
 
@@ -353,6 +375,13 @@ def comparison_story(gate: GateResult, top: int = 10) -> list[str]:
     lines = [f"Compares this run with {baseline}, example by example (paired by id), on metric '{gate.subject}'."]
     metric = detail.metric
     if metric is None or metric.difference is None:
+        forecast = detail.unchanged
+        if forecast is not None:  # no comparison yet: what this run, as a baseline, would let candidates show
+            lines.append(
+                "Before approving a margin: were this run the baseline, a later run of the same system over these "
+                f"{forecast.pairs:,} examples would meet the following."
+            )
+            lines += [text for text in (detectable_text(forecast), forecast_text(forecast)) if text is not None]
         return lines
     difference = metric.difference
     lines.append(
@@ -362,11 +391,7 @@ def comparison_story(gate: GateResult, top: int = 10) -> list[str]:
     )
     margin = detail.margin
     if gate.rule is GateRule.LOWER_BOUND:
-        lines.append(
-            f"Rule lower_bound: the {gate.level:.0%} one-sided bound of the difference ({signed(gate.compared)}) must "
-            f"be no worse than -margin, so a candidate passes only when the data show it is not worse by more than "
-            f"the margin; a lucky small sample cannot pass."
-        )
+        lines.append(f"Rule lower_bound (three ways): {_three_way_text(gate, 'the difference', '-margin')}")
     else:
         lines.append(
             "Rule point: the difference itself must be no worse than -margin. A true drop just past the margin "
@@ -390,33 +415,86 @@ def comparison_story(gate: GateResult, top: int = 10) -> list[str]:
 
 
 def power_story(gate: GateResult) -> str:
-    """How large a drop the pairs can detect, from the gate's recorded power statements (the HTML report too)."""
+    """What the pairs can decide, from the gate's recorded power statements (the HTML report too). It never says a
+    suite is large enough: at any size a candidate near the margin can come out undecided, and the numbers say how
+    often an unchanged one does."""
     detail = gate.comparison
     assert detail is not None and detail.metric is not None and detail.metric.difference is not None
-    pairs = detail.metric.difference.n
+    difference = detail.metric.difference
+    pairs = difference.n
     level = f"{gate.level if gate.level is not None else 0.95:.0%}"
+    spread = _spread_text(detail.metric)
     if detail.detectable_drop is None:
         return (
-            f"Power: no example's score changed between the runs, so the {pairs} pairs show no spread and say nothing "
-            "yet about how large a drop this suite could detect."
+            f"Power: no example's score changed between the runs, so the {pairs:,} pairs show no spread; an unchanged "
+            "candidate that varies as little is decided at any margin."
         )
     power = f"{detail.power or 0.8:.0%}"
     text = (
-        f"Power (from the observed paired variance, {level} one-sided, {power} power): the smallest drop these "
-        f"{pairs} pairs detect is about {number(detail.detectable_drop)}."
+        f"Power (from the observed {spread}, {level} one-sided, {power} power): over these {pairs:,} pairs a true "
+        f"difference must lie about {number(detail.detectable_drop)} or more from the limit (-margin) to be decided "
+        f"{power} of the time (the minimum detectable effect)."
     )
     margin = detail.power_margin
     if margin and detail.required_pairs is not None:
         approved = "margin" if detail.margin is not None else "proposed margin"
         text += (
-            f" Telling a drop of the {approved} ({number(margin)}) from no change takes about "
-            f"{detail.required_pairs} pairs"
+            f" An unchanged candidate passes {power} of the time against the {approved} ({number(margin)}) from about "
+            f"{detail.required_pairs:,} pairs"
         )
         text += (
-            f"; with {pairs} this suite cannot reliably detect a drop of that size: add examples before trusting it."
+            f"; with {pairs:,} this suite cannot reliably detect a drop of that size: add examples before trusting it."
             if detail.required_pairs > pairs
-            else f"; {pairs} are enough."
+            else "."
         )
+    return " ".join([text, *_forecast_lines(detail), *_epochs_lines(detail)])
+
+
+def _spread_text(metric: MetricComparison) -> str:
+    """The observed paired spread in words: for a binary metric the discordant-pair rate it comes from."""
+    difference = metric.difference
+    assert difference is not None
+    spread = number(difference.std_error * math.sqrt(difference.n))
+    table = difference.table
+    if table is not None and table.n:
+        discordant = table.base_only + table.candidate_only
+        return f"discordant-pair rate {number(discordant / table.n)} ({discordant:,} of {table.n:,} pairs flipped)"
+    return f"paired spread ({spread} per pair)"
+
+
+def _forecast_lines(detail: GateComparison) -> list[str]:
+    """How often an unchanged candidate would come out undecided at the margin, and what would bring it under 5%."""
+    return [forecast_text(detail.unchanged)] if detail.unchanged is not None else []
+
+
+def _epochs_lines(detail: GateComparison) -> list[str]:
+    """What sampling each example more often (epochs) would buy, at the observed within-example variance."""
+    if detail.samples is None:
+        return []
+    if detail.epochs_to_halve is None:
+        return [
+            f"Samples: each side averages {detail.samples} samples per example; no number of samples per example "
+            "halves the interval here (the spread between examples dominates): about 4x the examples would."
+        ]
+    return [
+        f"Samples: each side averages {detail.samples} samples per example; about {detail.epochs_to_halve} samples "
+        "per example would halve the interval at the observed within-example variance."
+    ]
+
+
+def _three_way_text(gate: GateResult, what: str, limit: str) -> str:
+    """The three-way interval rule, with the interval it decided on when it was computed."""
+    level = gate.level if gate.level is not None else 0.95
+    text = (
+        f"the {interval_label(level)} interval of {what} (each end a {level:.0%} "
+        f"one-sided bound) is compared with {limit}: pass when its unfavourable end meets it, fail only when its "
+        "favourable end misses it too (the shortfall is shown), otherwise undecided (blocked: gather better evidence)."
+    )
+    show = signed if gate.comparison is not None else number
+    if gate.compared is not None and gate.favourable_bound is not None:
+        low, high = sorted((gate.compared, gate.favourable_bound))
+        text += f" Here [{show(low)}, {show(high)}]"
+        text += f" against {show(gate.threshold)}." if gate.threshold is not None else "."
     return text
 
 
@@ -427,23 +505,19 @@ def _proposed_margin(gate: GateResult, record: RunRecord) -> float | None:
 
 
 def _lower_bound_story(gate: GateResult) -> str:
-    """Why the experimental rule decided as it did, and how many examples it would take to decide otherwise."""
-    side = "lower" if gate.direction is Direction.HIGHER_IS_BETTER else "upper"
-    level = f"{gate.level:.0%}" if gate.level is not None else "the configured"
+    """Why the experimental rule decided as it did, and what evidence would decide it otherwise."""
     text = (
-        f"Rule lower_bound (EXPERIMENTAL): the gate compares the {level} one-sided {side} confidence bound "
-        f"({number(gate.compared)}, {gate.bound_method or 'no method'}), not the point value {number(gate.value)}."
+        f"Rule lower_bound (EXPERIMENTAL, three ways): {_three_way_text(gate, 'the value', 'the approved threshold')} "
+        "The point "
+        f"value is {number(gate.value)} ({gate.bound_method or 'no method'})."
     )
-    if gate.outcome in (Outcome.FAIL, Outcome.BLOCKED) and gate.threshold is not None and gate.value is not None:
-        point_ok = meets(gate.value, gate.threshold, gate.direction)
-        if point_ok and gate.required_n is not None:
-            text += (
-                f" The point meets the threshold but the bound does not: the interval straddles it. At the current "
-                f"point and spread, about {gate.required_n} examples (now {gate.n}) would let the bound clear "
-                f"{number(gate.threshold)}."
-            )
-        elif not point_ok:
-            text += " The point itself is on the wrong side of the threshold: more examples alone will not help."
+    if gate.outcome is Outcome.BLOCKED and any(reason.code is BlockReason.UNDECIDED for reason in gate.reasons):
+        if gate.required_n is not None:
+            text += f" At the current point and spread, about {gate.required_n} examples (now {gate.n}) would decide."
+        if gate.required_epochs is not None:
+            text += f" About {gate.required_epochs} samples per example over the same examples would too."
+    elif gate.outcome is Outcome.FAIL:
+        text += " The whole interval misses the threshold: the shortfall is shown, more examples alone will not help."
     return text
 
 

@@ -150,7 +150,11 @@ def gate_value_text(gate: GateResult) -> str:
     if gate.rule is GateRule.LOWER_BOUND:
         side = "lower" if gate.direction is Direction.HIGHER_IS_BETTER else "upper"
         level = f"{gate.level:.0%} " if gate.level is not None else ""
-        return f"{show(gate.compared)} ({level}{side} bound; point {show(gate.value)})"
+        interval = ""
+        if gate.compared is not None and gate.favourable_bound is not None:
+            low, high = sorted((gate.compared, gate.favourable_bound))
+            interval = f" of [{show(low)}, {show(high)}]"
+        return f"{show(gate.compared)} ({level}{side} bound{interval}; point {show(gate.value)})"
     text = show(gate.compared if gate.compared is not None else gate.value)
     return f"{text} (difference)" if gate.comparison is not None and gate.value is not None else text
 

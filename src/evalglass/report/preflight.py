@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from evalglass.core.preflight import GatePreview, Preflight, Standing
+from evalglass.report.forecast import detectable_text, forecast_text
 from evalglass.report.numbers import number
 from evalglass.report.repairs import BLOCK_REASON_FIXES
 
@@ -29,6 +30,9 @@ def preflight_text(found: Preflight) -> str:
             lines.append(f"  - {reason.code.value}: {reason.message}")
             lines.append(f"    repair: {BLOCK_REASON_FIXES[reason.code]}")
         lines.extend(f"  - note: {note}" for note in gate.notes)
+        if gate.forecast is not None:
+            detectable = detectable_text(gate.forecast)
+            lines += [f"  - {text}" for text in (detectable, forecast_text(gate.forecast)) if text is not None]
     if not found.gates:
         lines.append("no gates are declared and the ledger activates none")
     lines += ["", _summary(found)]
@@ -88,6 +92,7 @@ def preflight_json(found: Preflight) -> dict[str, Any]:
                     for reason in gate.reasons
                 ],
                 "notes": list(gate.notes),
+                **({"forecast": gate.forecast.model_dump(mode="json")} if gate.forecast is not None else {}),
             }
             for gate in found.gates
         ],

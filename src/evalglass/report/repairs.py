@@ -105,6 +105,12 @@ BLOCK_REASON_FIXES: Mapping[BlockReason, str] = total(
             "Some paired examples were not measured validly in one of the runs. Fix their causes, or declare "
             "harmless non_evaluable, skipped or not_applicable exclusions under the gate's `tolerate:`."
         ),
+        BlockReason.UNDECIDED: (
+            "Gather better evidence: the interval straddles the threshold, so nothing was shown to be short (do not "
+            "'fix' the system for this), nor shown to meet the gate. Add examples (the reason says about "
+            "how many would decide at the observed effect), or samples per example where answers vary between runs; "
+            "a wider margin or threshold is the host's decision in the ledger (docs/comparing-runs.md sizes a suite)."
+        ),
         BlockReason.BELOW_THRESHOLD: (
             "The measurement is valid and falls short of the approved threshold: improve the system under test. "
             "Lowering the threshold is the host's decision, made in the ledger."

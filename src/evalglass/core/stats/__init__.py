@@ -19,8 +19,19 @@ if TYPE_CHECKING:
     from evalglass.core.stats.bootstrapping import Statistic, VectorStatistic, bootstrap
     from evalglass.core.stats.choose import choose_method, confidence_interval, one_sided_bound
     from evalglass.core.stats.cluster import cluster_bootstrap, cluster_t
-    from evalglass.core.stats.decidability import POWER, detectable_drop, pairs_to_detect, required_n
-    from evalglass.core.stats.epochs import PerExample, pass_at_k, reduce_samples
+    from evalglass.core.stats.decidability import (
+        POWER,
+        UNDECIDED_TARGET,
+        UnchangedOdds,
+        detectable_drop,
+        epochs_to_decide,
+        epochs_to_halve,
+        examples_to_decide,
+        pairs_to_detect,
+        required_n,
+        unchanged_odds,
+    )
+    from evalglass.core.stats.epochs import PerExample, WithinSpread, pass_at_k, reduce_samples, within_spread
     from evalglass.core.stats.mean import student_t
     from evalglass.core.stats.model import (
         FEW_CLUSTERS_BELOW,
@@ -43,6 +54,7 @@ if TYPE_CHECKING:
         newcombe_paired,
         paired_difference,
         paired_table,
+        pairs_to_decide,
     )
     from evalglass.core.stats.proportion import clopper_pearson, count_successes, is_binary, wilson
     from evalglass.core.stats.sensitivity import ExtremeMeans, sensitivity_bounds
@@ -53,8 +65,22 @@ _HOME: dict[str, str] = {
     **dict.fromkeys(["Statistic", "VectorStatistic", "bootstrap"], "bootstrapping"),
     **dict.fromkeys(["choose_method", "confidence_interval", "one_sided_bound"], "choose"),
     **dict.fromkeys(["cluster_bootstrap", "cluster_t"], "cluster"),
-    **dict.fromkeys(["POWER", "detectable_drop", "pairs_to_detect", "required_n"], "decidability"),
-    **dict.fromkeys(["PerExample", "pass_at_k", "reduce_samples"], "epochs"),
+    **dict.fromkeys(
+        [
+            "POWER",
+            "UNDECIDED_TARGET",
+            "UnchangedOdds",
+            "detectable_drop",
+            "epochs_to_decide",
+            "epochs_to_halve",
+            "examples_to_decide",
+            "pairs_to_detect",
+            "required_n",
+            "unchanged_odds",
+        ],
+        "decidability",
+    ),
+    **dict.fromkeys(["PerExample", "WithinSpread", "pass_at_k", "reduce_samples", "within_spread"], "epochs"),
     **dict.fromkeys(["student_t"], "mean"),
     **dict.fromkeys(
         [
@@ -81,6 +107,7 @@ _HOME: dict[str, str] = {
             "newcombe_paired",
             "paired_difference",
             "paired_table",
+            "pairs_to_decide",
         ],
         "paired",
     ),
@@ -105,6 +132,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "FEW_CLUSTERS_BELOW",
     "POWER",
+    "UNDECIDED_TARGET",
     "UNIT_SCALE",
     "Direction",
     "ExtremeMeans",
@@ -122,7 +150,9 @@ __all__ = [
     "Statistic",
     "StatsDependencyError",
     "Ties",
+    "UnchangedOdds",
     "VectorStatistic",
+    "WithinSpread",
     "bootstrap",
     "choose_method",
     "clopper_pearson",
@@ -131,17 +161,23 @@ __all__ = [
     "confidence_interval",
     "count_successes",
     "detectable_drop",
+    "epochs_to_decide",
+    "epochs_to_halve",
+    "examples_to_decide",
     "is_binary",
     "mcnemar_exact",
     "newcombe_paired",
     "one_sided_bound",
     "paired_difference",
     "paired_table",
+    "pairs_to_decide",
     "pairs_to_detect",
     "pass_at_k",
     "reduce_samples",
     "required_n",
     "sensitivity_bounds",
     "student_t",
+    "unchanged_odds",
     "wilson",
+    "within_spread",
 ]

@@ -1,10 +1,23 @@
-"""Decidability advice: roughly how many examples a one-sided bound would need to clear a threshold."""
+"""Decidability and power: how many examples (or samples per example) would decide a gate, how small a change a
+suite can tell apart, and how often an unchanged candidate would come out undecided. Everything is computed from
+what a run observed (its variance, or for a paired binary comparison its discordant-pair rate), never assumed.
+
+The three-way interval rule (``core.gatespec.rule_decision``) passes when the unfavourable one-sided bound at the
+gate's level L clears the threshold T, fails when the favourable one clears it on the wrong side, and is undecided
+in between. With the estimate d ~ N(delta, sigma / sqrt(n)) and z = z_L, a true difference delta passes with
+probability ``Phi((delta - T) sqrt(n) / sigma - z)`` (higher is better) and fails with ``Phi((T - delta)
+sqrt(n) / sigma - z)``; the rest is undecided. The functions below are those normal approximations; the
+interval methods themselves (Wilson, Newcombe, t, bootstrap) differ a little for small n, which is why their
+answers say "about".
+"""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
-from evalglass.core.stats._common import check_level, normal_quantile
+from evalglass.core.stats._common import check_level, normal_cdf, normal_quantile
+from evalglass.core.stats.epochs import WithinSpread
 from evalglass.core.stats.model import Direction
 
 
@@ -83,3 +96,100 @@ def detectable_drop(*, pairs: int, std_dev: float, level: float = 0.95, power: f
         return None
     z = normal_quantile(check_level(level)) + normal_quantile(check_level(power))
     return z * std_dev / math.sqrt(pairs)
+
+
+#: An unchanged candidate should come out undecided at most this often; sizes and margins are advised for it.
+UNDECIDED_TARGET = 0.05
+
+
+def examples_to_decide(
+    *, point: float, threshold: float, level: float = 0.95, variance: float | None = None, binary: bool = False
+) -> int | None:
+    """The smallest n at which the interval at ``level`` (its two one-sided bounds) would lie wholly on one side of
+    ``threshold`` if the point stayed put: the bound on the threshold's side clears it. Direction does not matter:
+    on the good side it is the unfavourable bound that must clear (a pass), on the wrong side the favourable one (a
+    fail), and both need the same n (:func:`required_n`'s formulas are symmetric). None when the point sits on the
+    threshold (no number of examples decides then) or past float range."""
+    if point == threshold:
+        return None
+    side = Direction.HIGHER_IS_BETTER if point > threshold else Direction.LOWER_IS_BETTER
+    return required_n(point=point, threshold=threshold, direction=side, level=level, variance=variance, binary=binary)
+
+
+@dataclass(frozen=True, slots=True)
+class UnchangedOdds:
+    """What the three-way rule makes of a candidate that did not change at all (true difference 0) against a margin.
+
+    ``undecided``: the probability it comes out undecided (blocked); ``fail``: that it fails (at most ``1 - L``, far
+    less whenever the margin is positive). ``pairs_for_target``/``margin_for_target``: the pairs (at this margin),
+    or the margin (at these pairs), that bring ``undecided`` under :data:`UNDECIDED_TARGET`.
+    """
+
+    undecided: float
+    fail: float
+    pairs_for_target: int | None
+    margin_for_target: float | None
+
+
+def unchanged_odds(*, std_dev: float, pairs: int, margin: float, level: float = 0.95) -> UnchangedOdds | None:
+    """How an unchanged candidate fares over ``pairs`` paired examples whose differences spread ``std_dev`` per
+    pair, against ``margin`` (the largest drop accepted, >= 0). Without spread nothing varies: an unchanged
+    candidate always passes (no pairs or margin to advise). None without pairs, or with a spread or margin that is
+    not a finite non-negative number."""
+    if pairs < 1 or not (math.isfinite(std_dev) and std_dev >= 0.0) or not (math.isfinite(margin) and margin >= 0.0):
+        return None
+    if std_dev == 0.0:
+        return UnchangedOdds(undecided=0.0, fail=0.0, pairs_for_target=None, margin_for_target=None)
+    z = normal_quantile(check_level(level))
+    scaled = margin * math.sqrt(pairs) / std_dev
+    passes = normal_cdf(scaled - z)
+    fails = normal_cdf(-scaled - z)
+    power = 1.0 - UNDECIDED_TARGET
+    return UnchangedOdds(
+        undecided=max(0.0, 1.0 - passes - fails),
+        fail=fails,
+        pairs_for_target=pairs_to_detect(drop=margin, std_dev=std_dev, level=level, power=power),
+        margin_for_target=detectable_drop(pairs=pairs, std_dev=std_dev, level=level, power=power),
+    )
+
+
+def epochs_for_variance(*, variance: float, within: float, samples: int, target: float) -> int | None:
+    """Samples per example at which the variance of per-example means would come down to ``target``.
+
+    ``variance`` is the observed variance of the per-example means (or of their paired differences) at ``samples``
+    samples each; ``within`` the part of one sample's variance that re-sampling changes (for a paired difference,
+    the two runs' within-example variances added). Averaging k samples leaves ``variance - within / samples +
+    within / k``: the spread between examples stays whatever k is. None when no number of samples gets there (that
+    spread alone exceeds ``target``: only more examples help) or when nothing varies within examples. The answer is
+    at least ``samples + 1`` (fewer never lowers the variance)."""
+    if not (math.isfinite(variance) and math.isfinite(within) and math.isfinite(target)) or samples < 1:
+        return None
+    if within <= 0.0 or target <= 0.0:
+        return None
+    between = max(variance - within / samples, 0.0)
+    room = target - between
+    if room <= 0.0:
+        return None
+    needed = within / room
+    if not math.isfinite(needed) or needed > 1e9:
+        return None
+    return max(samples + 1, math.ceil(needed - 1e-9))
+
+
+def epochs_to_halve(*, variance: float, within: WithinSpread) -> int | None:
+    """Samples per example that would halve the interval's width (a quarter of the variance), n unchanged."""
+    return epochs_for_variance(variance=variance, within=within.variance, samples=within.samples, target=variance / 4.0)
+
+
+def epochs_to_decide(
+    *, point: float, threshold: float, n: int, variance: float, within: WithinSpread, level: float = 0.95
+) -> int | None:
+    """Samples per example at which the interval over the same ``n`` examples would decide at the observed point:
+    its bound on the threshold's side clears it when ``z * sqrt(V(k) / n) < |point - threshold|``."""
+    gap = abs(point - threshold)
+    if n < 1 or gap == 0.0 or not math.isfinite(gap):
+        return None
+    z = normal_quantile(check_level(level))
+    return epochs_for_variance(
+        variance=variance, within=within.variance, samples=within.samples, target=n * (gap / z) ** 2
+    )

@@ -71,6 +71,36 @@ def reduce_samples(
     return PerExample(found, reduced.astype(np.float64, copy=False), counts)
 
 
+@dataclass(frozen=True, slots=True)
+class WithinSpread:
+    """How much one example's samples (epochs) vary: ``variance`` is the mean, over examples with at least two
+    samples, of the sample variance (n - 1 denominator) of an example's values; ``samples`` how many samples each
+    example's mean averages (the most common count)."""
+
+    samples: int
+    variance: float
+
+
+def within_spread(examples: npt.ArrayLike, values: npt.ArrayLike) -> WithinSpread | None:
+    """The within-example spread of per-(example, sample) values; None when no example has two samples. One
+    vectorised pass (bincount), nothing per example in Python."""
+    array = as_values(values)
+    ids = as_ids(examples, array.shape[0], "examples")
+    if array.shape[0] == 0:
+        return None
+    _, codes = np.unique(ids, return_inverse=True)
+    codes = codes.reshape(-1)
+    counts = np.bincount(codes)
+    means = np.bincount(codes, weights=array) / counts
+    squares = np.bincount(codes, weights=(array - means[codes]) ** 2)
+    several = counts >= 2
+    if not several.any():
+        return None
+    variance = float(np.mean(squares[several] / (counts[several] - 1)))
+    samples = int(np.bincount(counts[several]).argmax())
+    return WithinSpread(samples=samples, variance=variance)
+
+
 def _majority(ids: Ints, array: Floats, ties: Ties) -> PerExample:
     order = np.lexsort((array, ids))  # by example, then value ascending
     ids, array = ids[order], array[order]

@@ -25,8 +25,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from evalglass.core.stats._common import Floats, as_ids, as_values, t_cdf, tails
 from evalglass.core.stats.bootstrapping import bootstrap
 from evalglass.core.stats.cluster import cluster_bootstrap, cluster_t
+from evalglass.core.stats.decidability import examples_to_decide
 from evalglass.core.stats.mean import student_t
-from evalglass.core.stats.model import FEW_CLUSTERS_BELOW, Interval, Method, Param, Sides
+from evalglass.core.stats.model import FEW_CLUSTERS_BELOW, Direction, Interval, Method, Param, Sides
 from evalglass.core.stats.proportion import is_binary, wilson
 
 
@@ -310,3 +311,63 @@ def _t_p_value(difference: Floats, std_error: float, df: int) -> float | None:
     if std_error == 0.0:
         return 1.0 if mean == 0.0 else 0.0
     return min(1.0, 2.0 * t_cdf(-abs(mean) / std_error, df))
+
+
+#: Most interval evaluations :func:`pairs_to_decide` spends checking its answer against Newcombe's interval.
+_SEARCH_STEPS = 80
+
+
+def pairs_to_decide(
+    difference: PairedDifference, *, threshold: float, direction: Direction | str, level: float
+) -> int | None:
+    """About how many pairs would let the three-way rule decide at the observed difference and spread: the interval
+    at ``level`` (two one-sided bounds) wholly on one side of ``threshold``. None when the difference sits on the
+    threshold, or the pairs show no spread (then more of the same pairs change nothing), or past float range.
+
+    From the per-pair spread of the differences (``std_error * sqrt(n)``: for a binary metric the discordant-pair
+    rate, ``sqrt(q - d**2)``; with clusters it carries the design effect). For a binary metric compared with
+    Newcombe's interval the normal answer is then checked against that interval on the 2x2 table scaled to that
+    many pairs (the same proportions) and moved to the smallest count that decides, so the number holds for the
+    method the gate uses; other methods keep the normal approximation (a t interval needs a little more at small n).
+    """
+    point, n = difference.point, difference.n
+    spread = difference.std_error * math.sqrt(n)
+    if point == threshold or not spread > 0.0:
+        return None
+    guess = examples_to_decide(point=point, threshold=threshold, level=level, variance=spread * spread)
+    table = difference.table
+    if guess is None or table is None or difference.interval.method is not Method.NEWCOMBE_PAIRED:
+        return guess
+    higher = Direction(direction) is Direction.HIGHER_IS_BETTER
+
+    def decides(size: int) -> bool:
+        interval = newcombe_paired(_scaled(table, size), level=2.0 * level - 1.0)
+        assert interval is not None and interval.low is not None and interval.high is not None
+        if higher:
+            return interval.low >= threshold or interval.high < threshold
+        return interval.high <= threshold or interval.low > threshold
+
+    if decides(1):
+        return 1
+    low, high, steps = 1, max(guess, 2), 0
+    while not decides(high):  # the normal answer can fall short of the interval's own: go up until it decides
+        low, high = high, math.ceil(high * 1.25)
+        steps += 1
+        if steps > _SEARCH_STEPS or high > 10**12:
+            return None
+    while high - low > 1 and steps < 2 * _SEARCH_STEPS:  # the smallest count that decides, between low and high
+        middle = (low + high) // 2
+        low, high = (low, middle) if decides(middle) else (middle, high)
+        steps += 1
+    return high
+
+
+def _scaled(table: PairedTable, size: int) -> PairedTable:
+    """The paired table with the same proportions over ``size`` pairs (counts rounded, the rest in ``neither``)."""
+    factor = size / table.n
+    base_only = min(round(table.base_only * factor), size)
+    candidate_only = min(round(table.candidate_only * factor), size - base_only)
+    both = min(round(table.both * factor), size - base_only - candidate_only)
+    return PairedTable(
+        both=both, base_only=base_only, candidate_only=candidate_only, neither=size - both - base_only - candidate_only
+    )

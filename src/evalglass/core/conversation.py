@@ -1,0 +1,186 @@
+"""Messages, tool calls and the record an imported trace becomes: one internal shape, whatever the source.
+
+The shape follows the OpenTelemetry GenAI conventions' message form (a role and a list of typed parts: text, a tool
+call with its arguments, a tool call's response), so that spans written under any convention (current ``gen_ai.*``,
+the pre-1.36 events and attributes, OpenInference) and other tools' transcripts map onto one thing metrics, judges
+and host code read the same way.
+
+Records are built as plain JSON objects on the hot path (a pydantic object per span would cost more than parsing
+the span); these frozen models are their declared form: their JSON Schema is what the reader promises
+(``evalglass schema trace-record``), and tests validate what the reader produces against them.
+
+**Missing is not empty.** Content the instrumentation did not capture (message content is opt-in in every
+convention) is left out of the record, never written as ``""`` or ``[]``, and its path is listed in
+``not_captured``: a metric that needs it is ``non_evaluable`` with ``content_not_captured``
+(:func:`uncaptured_overlap` says whether a path a metric reads is one of them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
+
+#: The record key listing the paths of content its source did not capture.
+NOT_CAPTURED = "not_captured"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+
+class TextPart(_Frozen):
+    type: Literal["text"] = "text"
+    content: str
+
+
+class ToolCallPart(_Frozen):
+    """A model's request to call a tool. ``arguments`` is absent when not captured."""
+
+    type: Literal["tool_call"] = "tool_call"
+    id: str | None = None
+    name: str
+    arguments: JsonValue = None
+
+
+class ToolCallResponsePart(_Frozen):
+    """A tool's answer, as the next request gave it to the model."""
+
+    type: Literal["tool_call_response"] = "tool_call_response"
+    id: str | None = None
+    response: JsonValue = None
+
+
+class OtherPart(_Frozen):
+    """Any other part a convention defines (``reasoning``, ``blob``, ``uri``, ...), kept as it came."""
+
+    model_config = ConfigDict(frozen=True, extra="allow", defer_build=True)
+
+    type: str = Field(min_length=1, description="Not text, tool_call or tool_call_response: those have their shape.")
+
+    @field_validator("type")
+    @classmethod
+    def _not_a_known_kind(cls, kind: str) -> str:
+        if kind in ("text", "tool_call", "tool_call_response"):
+            raise ValueError(f"a {kind} part does not have the shape its type requires")
+        return kind
+
+
+Part = Annotated[TextPart | ToolCallPart | ToolCallResponsePart | OtherPart, Field(union_mode="left_to_right")]
+
+
+class Message(_Frozen):
+    role: str = Field(description="system, user, assistant, tool, or what the source named.")
+    parts: tuple[Part, ...] = ()
+    name: str | None = None
+    finish_reason: str | None = Field(default=None, description="On an output message: why generation stopped.")
+
+
+class ToolDefinition(_Frozen):
+    type: str = "function"
+    name: str
+    description: str | None = None
+    parameters: JsonValue = None
+
+
+class ToolCall(_Frozen):
+    """One tool call of the trajectory: from a tool-execution span, or from the messages when no span ran it.
+
+    ``arguments`` and ``result`` are absent when not captured (``not_captured`` then lists
+    ``output.tool_calls.arguments`` / ``output.tool_calls.result``)."""
+
+    id: str | None = None
+    name: str
+    arguments: JsonValue = None
+    result: JsonValue = None
+    error_type: str | None = None
+    span_id: str | None = Field(default=None, description="The tool-execution span, when one recorded the call.")
+
+
+class Usage(_Frozen):
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
+
+
+class TraceInput(_Frozen):
+    """What the system was given."""
+
+    messages: tuple[Message, ...] = ()
+    system_instructions: tuple[Part, ...] = ()
+    tool_definitions: tuple[ToolDefinition, ...] = ()
+    model: str | None = Field(default=None, description="The model requested.")
+
+
+class TraceOutput(_Frozen):
+    """What the system produced: the output a metric measures (``field: text`` for the answer's text)."""
+
+    text: str | None = Field(
+        default=None,
+        description="The text parts of the last output message, joined; absent when the output was not captured.",
+    )
+    messages: tuple[Message, ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()
+    finish_reasons: tuple[str, ...] = ()
+    model: str | None = Field(default=None, description="The model that answered.")
+    response_id: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    latency_ms: float | None = None
+    error_type: str | None = Field(default=None, description="`error.type`, or the span status's error.")
+
+
+class TraceRecord(_Frozen):
+    """One example read from traces: the span it is rooted at, what went in and what came out."""
+
+    id: str = Field(description="`<trace id>:<span id>` of the example's span: stable across re-exports.")
+    trace_id: str
+    span_id: str
+    name: str
+    operation: str | None = Field(default=None, description="`gen_ai.operation.name`, or the OpenInference kind.")
+    provider: str | None = None
+    start_time_unix_nano: int
+    convention: Literal["gen_ai", "gen_ai_pre_1_36", "openinference"]
+    input: TraceInput
+    output: TraceOutput
+    metadata: dict[str, JsonValue] = Field(default_factory=dict, description="Attributes the mapping copies.")
+    not_captured: tuple[str, ...] = Field(
+        default=(), description="Paths of content the instrumentation did not capture (absent from the record)."
+    )
+
+
+def _named_parts(path: Iterable[str | int]) -> tuple[str, ...]:
+    """A path's key segments: list indexes do not name content (``output.tool_calls.0.arguments`` is
+    ``output.tool_calls.arguments``)."""
+    return tuple(part for part in path if isinstance(part, str))
+
+
+def uncaptured_overlap(not_captured: Iterable[str], path: tuple[str | int, ...]) -> str | None:
+    """The listed path ``path`` reads from or contains, or None. Reading a whole object some of whose content was
+    not captured needs that content too."""
+    wanted = _named_parts(path)
+    for listed in not_captured:
+        parts = tuple(listed.split("."))
+        shorter = min(len(parts), len(wanted))
+        if parts[:shorter] == wanted[:shorter]:
+            return listed
+    return None
+
+
+__all__ = [
+    "NOT_CAPTURED",
+    "Message",
+    "OtherPart",
+    "Part",
+    "TextPart",
+    "ToolCall",
+    "ToolCallPart",
+    "ToolCallResponsePart",
+    "ToolDefinition",
+    "TraceInput",
+    "TraceOutput",
+    "TraceRecord",
+    "Usage",
+    "uncaptured_overlap",
+]

@@ -1,0 +1,116 @@
+"""Which host code this process is running, kept where its supervisor can read it after the process has died.
+
+A host function (a python metric or lane, a check command, anything a config points at) can end the process in ways
+no exception handler sees: ``os._exit``, a signal, ``exit`` from C. The process that runs host code is supervised
+(:mod:`evalglass.supervisor`), and when it dies without reporting a verdict the supervisor names what was running.
+That name comes from here: each place that hands work to host code registers a label once (:func:`watch`) and
+brackets each hand-off with :meth:`Watch.enter` / :meth:`Watch.leave`, which count the hand-offs in flight per
+label in a page of memory shared with the supervisor. No system call: about 0.2 µs a hand-off, so the engine marks
+batches and runs of calls, not examples.
+
+Limits. Counts are changed by the thread that hands the work over (the run's main thread, which also runs a live
+run's event loop), so host code on a lane's or a metric pool's threads is counted from its hand-off, and when a
+live run's lane calls and metrics are in flight together, both are named. Where no supervisor shares a page (an
+unsupervised process), nothing is recorded. At most :data:`SLOTS` labels are kept; later ones share the last.
+"""
+
+from __future__ import annotations
+
+import mmap
+from _thread import allocate_lock
+
+#: Labels the shared page holds; the last is shared by any label beyond it.
+SLOTS = 255
+#: Bytes of a label's UTF-8 text kept (cut on a character boundary).
+LABEL_BYTES = 224
+SIZE = 1 << 16
+#: The page: a count per slot (4 bytes each), then the slot entered last (1 + its index; 0: none), then the labels.
+_LAST = SLOTS
+_LABELS = 4 * (SLOTS + 1)
+_OVERFLOW = "host code (more places than the supervisor keeps names for)"
+
+#: The supervisor's parent imports this module before it forks: no ``threading`` (see evalglass/supervisor.py).
+_lock = allocate_lock()
+_labels: dict[str, int] = {}
+_page: mmap.mmap | None = None
+_counts: memoryview | None = None
+
+
+class Watch:
+    """One place that runs host code: count a hand-off in flight with ``with watch:`` or ``enter``/``leave``."""
+
+    __slots__ = ("index", "label")
+
+    def __init__(self, index: int, label: str) -> None:
+        self.index = index
+        self.label = label
+
+    def enter(self) -> None:
+        counts = _counts
+        if counts is not None:
+            index = self.index
+            counts[index] += 1
+            counts[_LAST] = index + 1
+
+    def leave(self) -> None:
+        counts = _counts
+        if counts is not None and counts[self.index]:
+            counts[self.index] -= 1
+
+    def __enter__(self) -> Watch:
+        self.enter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.leave()
+
+
+def watch(label: str) -> Watch:
+    """The :class:`Watch` of ``label`` (one per label, for the life of the process)."""
+    with _lock:
+        index = _labels.get(label)
+        if index is None:
+            index = min(len(_labels), SLOTS - 1)
+            _labels[label] = index
+            if _page is not None:
+                _write_label(_page, index, label if index < SLOTS - 1 else _OVERFLOW)
+    return Watch(index, label)
+
+
+def shared_page() -> mmap.mmap:
+    """A zeroed page that a process forked after this call shares with its parent (anonymous, ``MAP_SHARED``)."""
+    return mmap.mmap(-1, SIZE)
+
+
+def record_into(page: mmap.mmap) -> None:
+    """From now on this process (a supervised child) counts into ``page``: labels registered so far are written
+    to it at once, later ones when they are registered."""
+    global _page, _counts
+    with _lock:
+        _page = page
+        for label, index in _labels.items():
+            _write_label(page, index, label if index < SLOTS - 1 else _OVERFLOW)
+        _counts = memoryview(page).cast("I")[: SLOTS + 1]
+
+
+def running_in(page: mmap.mmap) -> tuple[list[str], str | None]:
+    """What a dead child's page says: the labels with hand-offs in flight, and the label entered last (None when
+    host code was never entered). Read by the supervisor."""
+    counts = memoryview(page).cast("I")
+    in_flight = [_read_label(page, index) for index in range(SLOTS) if counts[index]]
+    last = counts[_LAST]
+    return [label for label in in_flight if label], (_read_label(page, last - 1) or None) if last else None
+
+
+def _write_label(page: mmap.mmap, index: int, label: str) -> None:
+    data = label.encode("utf-8", "replace")[:LABEL_BYTES].decode("utf-8", "ignore").encode()
+    start = _LABELS + index * LABEL_BYTES
+    page[start : start + LABEL_BYTES] = data.ljust(LABEL_BYTES, b"\0")
+
+
+def _read_label(page: mmap.mmap, index: int) -> str:
+    start = _LABELS + index * LABEL_BYTES
+    return page[start : start + LABEL_BYTES].rstrip(b"\0").decode("utf-8", "replace")
+
+
+__all__ = ["LABEL_BYTES", "SIZE", "SLOTS", "Watch", "record_into", "running_in", "shared_page", "watch"]

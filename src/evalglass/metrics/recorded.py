@@ -1,0 +1,126 @@
+"""``recorded_score``: a score another evaluation tool recorded for a sample, as EvalGlass evidence.
+
+Another tool's results (``dataset.format: inspect | promptfoo | lm-eval | openai-evals``) come with its own
+per-sample scores, which the readers put under each sample's ``scores.<scorer>`` as
+``{value, passed, error, explanation}``. This metric maps one scorer's entry onto a Score by the rules every metric
+follows:
+
+- a number is the measurement (``scored``; ``invalid`` when it lies outside the declared ``scale``);
+- a pass/fail (a boolean, or ``passed`` without a value) is 1.0 / 0.0;
+- a label (inspect's ``C``/``I``/``P``/``N``, or the host's own) is its value in ``values``; a label not listed is
+  an ``error`` (``recorded_score_unmapped``), never a guess;
+- **the tool's own failure to score** (its error, or no entry for this scorer, or a null value) is an ``error``
+  (``recorded_score_error`` / ``recorded_score_missing``) carrying what the tool said: a missing measurement,
+  never 0.0. A sample whose output the tool judged wrong is 0.0; a sample the tool could not judge is not.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import ClassVar, Literal
+
+from pydantic import Field, model_validator
+
+from evalglass.core.example import Example
+from evalglass.core.score import Score
+from evalglass.core.stats import UNIT_SCALE, ScaleSpec
+from evalglass.metrics.base import ABSENT, BuildContext, MetricFn, MetricResult, measured_target
+from evalglass.metrics.support import NoReferenceSpec, clip, json_type_name
+
+#: inspect_ai's value labels (CORRECT, INCORRECT, PARTIAL, NOANSWER) and what its own ``value_to_float`` makes them.
+INSPECT_LABELS: dict[str, float] = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
+
+
+class RecordedScoreSpec(NoReferenceSpec):
+    """One scorer's per-sample score as another tool recorded it."""
+
+    summary: ClassVar[str] = "The score another tool recorded for the sample (its error or absence is not a 0.0)."
+
+    type: Literal["recorded_score"] = "recorded_score"
+    scorer: str = Field(
+        min_length=1,
+        description="The tool's name for the score: an inspect scorer, a promptfoo assertion (or `promptfoo` for "
+        "the test's overall result), an lm-eval metric, an OpenAI Evals metric.",
+    )
+    key: str | None = Field(
+        default=None, description="For a score whose value is an object (inspect's dict scores): the key to read."
+    )
+    values: dict[str, float] = Field(
+        default_factory=lambda: dict(INSPECT_LABELS),
+        description="What each text label is worth (default: inspect's C=1, I=0, P=0.5, N=0).",
+    )
+    scale: ScaleSpec = Field(
+        default=UNIT_SCALE, description="The range the tool's values lie in; a value outside is scored invalid."
+    )
+
+    @model_validator(mode="after")
+    def _finite_values(self) -> RecordedScoreSpec:
+        for label, value in self.values.items():
+            if not math.isfinite(value):
+                raise ValueError(f"values: {label!r} must be a finite number")
+        return self
+
+    def value_scale(self) -> ScaleSpec | None:
+        return self.scale
+
+    def build_one(self, context: BuildContext) -> MetricFn:
+        target = measured_target(self)
+        scorer, key, labels, scale = self.scorer, self.key, self.values, self.scale
+
+        def recorded_score(example: Example) -> MetricResult:
+            output = target(example)
+            scores = output.get("scores") if isinstance(output, Mapping) else None
+            entry = scores.get(scorer, ABSENT) if isinstance(scores, Mapping) else ABSENT
+            where = f"example {example.id} (sample {example.sample})"
+            if entry is ABSENT or entry is None:
+                failed = output.get("error") if isinstance(output, Mapping) else None
+                if failed:
+                    return Score.error(
+                        "recorded_score_error", f"{where}: the sample failed in the tool: {clip(str(failed), 300)}"
+                    )
+                return Score.error("recorded_score_missing", f"{where}: the tool recorded no '{scorer}' score")
+            if not isinstance(entry, Mapping):
+                return Score.error("recorded_score_malformed", f"{where}: the '{scorer}' score is not an object")
+            error = entry.get("error")
+            if error:
+                return Score.error(
+                    "recorded_score_error", f"{where}: the tool failed to score '{scorer}': {clip(str(error), 300)}"
+                )
+            value = entry.get("value")
+            if key is not None:
+                if not isinstance(value, Mapping) or key not in value:
+                    return Score.error("recorded_score_missing", f"{where}: the '{scorer}' score has no key '{key}'")
+                value = value[key]
+            if value is None:
+                passed = entry.get("passed")
+                if type(passed) is bool:
+                    return 1.0 if passed else 0.0
+                return Score.error("recorded_score_missing", f"{where}: the tool recorded no value for '{scorer}'")
+            if type(value) is bool:
+                return 1.0 if value else 0.0
+            if type(value) is str:
+                mapped = labels.get(value)
+                if mapped is None:
+                    known = ", ".join(sorted(labels)) or "none"
+                    return Score.error(
+                        "recorded_score_unmapped",
+                        f"{where}: '{scorer}' is the label {clip(value, 40)!r}, which `values` does not map "
+                        f"(known: {known})",
+                    )
+                value = mapped
+            if type(value) not in (int, float) or not math.isfinite(value):
+                return Score.error(
+                    "recorded_score_malformed",
+                    f"{where}: '{scorer}' is {json_type_name(value)} {clip(repr(value), 60)}, not a number",
+                )
+            number = float(value)
+            if not scale.min <= number <= scale.max:
+                return Score.untrusted(
+                    number,
+                    "recorded_score_off_scale",
+                    f"{where}: '{scorer}' is {number}, outside the declared scale [{scale.min}, {scale.max}]",
+                )
+            return number
+
+        return recorded_score

@@ -1,0 +1,331 @@
+"""Other tools' results as recorded runs, read from files the real tools wrote (tests/fixtures/<tool>/README.md)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from evalglass.core.example import Example
+from evalglass.engine.dataset import BadLine
+from evalglass.engine.toolresults import open_tool_reader
+from evalglass.errors import SetupError
+from tests.e2e.project import run_cli
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+INSPECT = FIXTURES / "inspect" / "capitals.eval"
+PROMPTFOO = FIXTURES / "promptfoo" / "capitals.json"
+LM_EVAL = next((FIXTURES / "lm-eval").glob("samples_capitals_gen_*.jsonl"))
+LM_EVAL_MC = next((FIXTURES / "lm-eval").glob("samples_capitals_mc_*.jsonl"))
+OPENAI_EVALS = FIXTURES / "openai-evals" / "capitals.jsonl"
+
+
+def read(tool: str, path: Path) -> list[Example | BadLine]:
+    return list(open_tool_reader(tool, path, id_field="id", output_field="output", hash_bytes=True))
+
+
+def examples(tool: str, path: Path) -> list[Example]:
+    items = read(tool, path)
+    assert all(isinstance(item, Example) for item in items), items
+    return [item for item in items if isinstance(item, Example)]
+
+
+def run(tmp_path: Path, fixture: Path | list[Path], fmt: str, metrics: dict[str, Any], **config: Any) -> Any:
+    evals = tmp_path / "evals"
+    evals.mkdir(parents=True, exist_ok=True)
+    files = fixture if isinstance(fixture, list) else [fixture]
+    for file in files:
+        shutil.copyfile(file, evals / file.name)
+    document = {
+        "version": 1,
+        "dataset": {"name": "imported", "path": files[0].name, "format": fmt},
+        "metrics": metrics,
+        **config,
+    }
+    (evals / "evalglass.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
+    if not (evals / "authority.yaml").exists():
+        (evals / "authority.yaml").write_text("version: 1\n")
+    return run_cli("run", "--no-history", "--format", "json", cwd=tmp_path)
+
+
+def metric(card: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(m for m in card["metrics"] if m["name"] == name)
+
+
+def inspect_member(name: str) -> Any:
+    import zstandard
+
+    with zipfile.ZipFile(INSPECT) as archive, INSPECT.open("rb") as handle:
+        info = archive.getinfo(name)
+        handle.seek(info.header_offset + 26)
+        skip = int.from_bytes(handle.read(2), "little") + int.from_bytes(handle.read(2), "little")
+        handle.seek(info.header_offset + 30 + skip)
+        return json.loads(zstandard.ZstdDecompressor().decompressobj().decompress(handle.read(info.compress_size)))
+
+
+# -- inspect_ai -----------------------------------------------------------------------------------------------------
+
+
+def test_an_inspect_log_gives_each_sample_with_its_epochs() -> None:
+    found = examples("inspect", INSPECT)
+    assert [e.id for e in found] == [f"cap-{i:02d}" for i in range(1, 13)]
+    first = found[0].fields
+    assert first["input"] == "What is the capital of France?" and first["target"] == "Paris"
+    assert first["source"]["tool"] == "inspect" and first["source"]["version"] == "0.3.285"
+    assert [o["epoch"] for o in first["output"]] == [1, 2]
+    assert first["output"][0]["text"] == "The capital is Paris."
+    assert first["output"][0]["scores"]["match"]["value"] == "C"
+    failed = found[6].fields["output"][0]
+    assert "text" not in failed and "retrieval service was unreachable" in failed["error"]
+
+
+def test_inspect_scores_become_the_tools_own_accuracy_and_its_failures_are_never_zero(tmp_path: Path) -> None:
+    result = run(
+        tmp_path,
+        INSPECT,
+        "inspect",
+        {
+            "match": {"type": "recorded_score", "scorer": "match"},
+            "includes": {"type": "recorded_score", "scorer": "includes"},
+            "mine": {"type": "contains", "field": "text", "reference": "target"},
+        },
+    )
+    assert result.code == 0, result.err
+    card = result.json()
+    header = inspect_member("header.json")
+    reported = {s["name"]: s["metrics"]["accuracy"]["value"] for s in header["results"]["scores"]}
+    for name in ("match", "includes"):
+        found = metric(card, name)
+        assert found["estimate"]["point"] == pytest.approx(reported[name])
+        assert found["population"]["excluded_by_status"] == {"error": 1}
+        assert found["population"]["top_diagnostics"][0]["code"] == "tool_sample_failed"
+    assert metric(card, "mine")["estimate"]["point"] == pytest.approx(reported["includes"])
+
+
+def test_an_inspect_log_of_a_newer_schema_is_refused_in_one_line(tmp_path: Path) -> None:
+    header = inspect_member("header.json")
+    header["version"] = 3
+    newer = tmp_path / "newer.eval"
+    with zipfile.ZipFile(newer, "w") as archive:
+        archive.writestr("header.json", json.dumps(header))
+    result = run(tmp_path, newer, "inspect", {"match": {"type": "recorded_score", "scorer": "match"}})
+    assert result.code == 2
+    (line,) = result.err.strip().splitlines()
+    assert "inspect_ai log format version 3 is not one EvalGlass was tested with (2)" in line
+    assert "newer.eval" in line
+
+
+def test_a_damaged_inspect_sample_is_a_malformed_example_at_its_member(tmp_path: Path) -> None:
+    damaged = tmp_path / "damaged.eval"
+    with zipfile.ZipFile(damaged, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("header.json", json.dumps(inspect_member("header.json")))
+        archive.writestr("samples/cap-01_epoch_1.json", json.dumps(inspect_member("samples/cap-01_epoch_1.json")))
+        archive.writestr("samples/cap-02_epoch_1.json", "{not json")
+    items = read("inspect", damaged)
+    assert isinstance(items[0], Example) and items[0].id == "cap-01"
+    assert isinstance(items[1], BadLine) and "samples/cap-02_epoch_1.json: not valid JSON" in items[1].message
+
+
+# -- promptfoo --------------------------------------------------------------------------------------------------------
+
+
+def test_promptfoo_repeats_are_epochs_and_each_assertion_is_a_score() -> None:
+    found = examples("promptfoo", PROMPTFOO)
+    assert [e.id for e in found] == ["0", "1", "2", "3", "4", "5"]
+    kenya = found[2].fields
+    assert kenya["input"] == {"country": "Kenya", "city": "Nairobi"}
+    assert [o["epoch"] for o in kenya["output"]] == [1, 2]
+    scores = kenya["output"][0]["scores"]
+    assert scores["promptfoo"] == {"value": 0.5, "passed": False}
+    assert scores["names_city"]["value"] == 1 and scores["short"]["value"] == 0 and scores["short"]["passed"] is False
+    peru = found[3].fields["output"][0]["scores"]["short"]
+    assert peru["value"] is None and peru["error"].startswith("Custom function threw error")
+
+
+def test_promptfoo_scores_through_a_run(tmp_path: Path) -> None:
+    result = run(
+        tmp_path,
+        PROMPTFOO,
+        "promptfoo",
+        {
+            "test": {"type": "recorded_score", "scorer": "promptfoo"},
+            "short": {"type": "recorded_score", "scorer": "short"},
+        },
+    )
+    assert result.code == 0, result.err
+    card = result.json()
+    document = json.loads(PROMPTFOO.read_text())
+    scores = [row["score"] for row in document["results"]["results"]]
+    assert metric(card, "test")["estimate"]["point"] == pytest.approx(sum(scores) / len(scores))
+    short = metric(card, "short")
+    assert short["estimate"]["point"] == 0.0 and short["population"]["included"] == 1  # the grader crash is not 0.0
+    assert {d["code"] for d in short["population"]["top_diagnostics"]} == {
+        "recorded_score_error",
+        "recorded_score_missing",
+    }
+
+
+def test_a_promptfoo_file_with_no_results_is_one_error(tmp_path: Path) -> None:
+    document = json.loads(PROMPTFOO.read_text())
+    document["results"]["results"] = []
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps(document))
+    result = run(tmp_path, empty, "promptfoo", {"test": {"type": "recorded_score", "scorer": "promptfoo"}})
+    assert result.code == 2
+    (line,) = result.err.strip().splitlines()
+    assert "empty.json: the promptfoo output file holds no results" in line
+
+
+def test_a_promptfoo_file_of_an_unknown_version_is_refused(tmp_path: Path) -> None:
+    document = json.loads(PROMPTFOO.read_text())
+    document["results"]["version"] = 4
+    path = tmp_path / "v4.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(SetupError, match=r"promptfoo results version 4 is not one EvalGlass was tested with \(3\)"):
+        read("promptfoo", path)
+
+
+def test_duplicate_sample_ids_are_refused_naming_both_places(tmp_path: Path) -> None:
+    document = json.loads(PROMPTFOO.read_text())
+    document["results"]["results"][1]["testIdx"] = 0  # two results claim test 0, repetition 1
+    path = tmp_path / "dup.json"
+    path.write_text(json.dumps(document))
+    result = run(tmp_path, path, "promptfoo", {"test": {"type": "recorded_score", "scorer": "promptfoo"}})
+    assert result.code == 2
+    (line,) = result.err.strip().splitlines()
+    assert "sample id '0' epoch 1 appears twice (results[0] (testIdx 0) and results[1] (testIdx 0))" in line
+
+
+def test_several_providers_in_one_promptfoo_file_are_refused(tmp_path: Path) -> None:
+    document = json.loads(PROMPTFOO.read_text())
+    document["results"]["results"][3]["provider"] = {"id": "openai:gpt-4o", "label": ""}
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(SetupError, match="holds 2 prompt/provider combinations"):
+        read("promptfoo", path)
+
+
+# -- lm-evaluation-harness --------------------------------------------------------------------------------------------
+
+
+def test_lm_eval_samples_and_their_version(tmp_path: Path) -> None:
+    found = examples("lm-eval", LM_EVAL)
+    assert len(found) == 10 and found[0].id == "0"
+    record = found[0].fields
+    assert record["source"]["version"] == "0.4.13" and record["source"]["task"] == "capitals_gen"
+    assert record["input"]["prompt"] == "What is the capital of France?" and record["target"] == "Paris"
+    assert record["output"] == [{"epoch": 1, "scores": {"exact_match": {"value": 0.0}}, "text": "lol"}]
+    mc = examples("lm-eval", LM_EVAL_MC)[0].fields
+    assert "text" not in mc["output"][0] and set(mc["output"][0]["scores"]) == {"acc"}
+
+    results = json.loads(next((FIXTURES / "lm-eval").glob("results_*.json")).read_text())
+    result = run(
+        tmp_path,
+        [LM_EVAL, *(FIXTURES / "lm-eval").glob("results_*.json")],
+        "lm-eval",
+        {"em": {"type": "recorded_score", "scorer": "exact_match"}},
+    )
+    assert result.code == 0, result.err
+    assert metric(result.json(), "em")["estimate"]["point"] == pytest.approx(
+        results["results"]["capitals_gen"]["exact_match,none"]
+    )
+
+
+def test_lm_eval_samples_without_their_results_file_are_refused(tmp_path: Path) -> None:
+    alone = tmp_path / LM_EVAL.name
+    shutil.copyfile(LM_EVAL, alone)
+    with pytest.raises(SetupError, match="cannot tell which lm-eval wrote this file"):
+        read("lm-eval", alone)
+    results = tmp_path / next((FIXTURES / "lm-eval").glob("results_*.json")).name
+    document = json.loads(next((FIXTURES / "lm-eval").glob("results_*.json")).read_text())
+    document["lm_eval_version"] = "0.5.0"
+    results.write_text(json.dumps(document))
+    with pytest.raises(SetupError, match=r"lm-eval version 0.5.0 is not one EvalGlass was tested with \(0.4\)"):
+        read("lm-eval", alone)
+
+
+# -- OpenAI Evals -----------------------------------------------------------------------------------------------------
+
+
+def test_an_openai_evals_log_gives_the_matches_and_the_reported_accuracy(tmp_path: Path) -> None:
+    found = examples("openai-evals", OPENAI_EVALS)
+    assert sorted(e.id for e in found) == [f"capitals.dev.{i}" for i in range(8)]
+    one = next(e for e in found if e.id == "capitals.dev.5").fields
+    assert one["target"] == "Cairo" and one["output"][0]["text"] == "This is a dummy response."
+    assert one["output"][0]["scores"]["match"] == {"value": False}
+    result = run(tmp_path, OPENAI_EVALS, "openai-evals", {"accuracy": {"type": "recorded_score", "scorer": "match"}})
+    assert result.code == 0, result.err
+    report = json.loads(OPENAI_EVALS.read_text().splitlines()[1])["final_report"]
+    assert metric(result.json(), "accuracy")["estimate"]["point"] == pytest.approx(report["accuracy"])
+
+
+def test_an_openai_evals_event_type_it_does_not_know_is_refused(tmp_path: Path) -> None:
+    lines = OPENAI_EVALS.read_text().splitlines()
+    event = json.loads(lines[2])
+    event["type"] = "telemetry"
+    path = tmp_path / "odd.jsonl"
+    path.write_text("\n".join([*lines[:2], json.dumps(event)]) + "\n")
+    with pytest.raises(SetupError, match="event type 'telemetry' \\(line 3\\) is not one EvalGlass reads"):
+        read("openai-evals", path)
+
+
+# -- every capability applies ------------------------------------------------------------------------------------
+
+
+def test_the_gold_of_an_imported_run_is_its_inputs_and_targets(tmp_path: Path) -> None:
+    config = {"gates": {"right": {"metric": "mine"}}}
+    metrics = {"mine": {"type": "contains", "field": "text", "reference": "target"}}
+    assert run(tmp_path, PROMPTFOO, "promptfoo", metrics, **config).code == 0
+    first = run_cli("view", "--format", "json", cwd=tmp_path).json()["dataset"]["gold_fingerprint"]
+    document = json.loads(PROMPTFOO.read_text())
+    for row in document["results"]["results"]:
+        row["response"]["output"] = "changed"  # new answers: the gold stands
+    changed = tmp_path / "evals" / PROMPTFOO.name
+    changed.write_text(json.dumps(document))
+    assert run_cli("run", "--no-history", cwd=tmp_path).code == 0
+    assert run_cli("view", "--format", "json", cwd=tmp_path).json()["dataset"]["gold_fingerprint"] == first
+
+
+def test_two_runs_of_the_tool_compare_example_by_example(tmp_path: Path) -> None:
+    """Two real inspect logs of one task (a model and a better one): paired by sample id, the same gold."""
+    metrics = {
+        "match": {"type": "recorded_score", "scorer": "match"},
+        "city": {"type": "contains", "field": "text", "reference": "target"},
+    }
+    config = {"gates": {"city": {"metric": "city"}}}  # a gate on a reference metric: the run takes its gold
+    for name, log in (("base", INSPECT), ("cand", FIXTURES / "inspect" / "capitals-improved.eval")):
+        evals = tmp_path / "evals"
+        for old in evals.glob("*.eval") if evals.exists() else ():
+            old.unlink()
+        result = run(tmp_path, log, "inspect", metrics, **config)
+        assert result.code == 0, result.err
+        shutil.copytree(Path((tmp_path / ".evalglass" / "last-run").read_text().strip()), tmp_path / name)
+    compared = run_cli("compare", "base", "cand", "--format", "json", cwd=tmp_path)
+    assert compared.code == 0, compared.err
+    payload = compared.json()
+    assert payload["incomparable"] == [] and payload["paired"] == 12  # the same gold, every sample paired
+    match = next(m for m in payload["metrics"] if m["metric"] == "match")
+    assert match["pairs"]["included"] == 11  # cap-07 failed in the tool in both runs: never a pair of zeros
+    assert match["pairs"]["excluded_by_status"] == {"error": 1}
+    assert match["difference"]["test"] == "paired_t" and match["difference"]["interval"]["point"] > 0
+    assert match["flips"]["improved"] and match["flips"]["regressed"] == []
+
+
+def test_an_answer_the_tools_file_does_not_hold_is_not_a_wrong_answer(tmp_path: Path) -> None:
+    """lm-eval's multiple-choice samples record log-likelihoods, no text: a text metric has nothing to measure."""
+    assert examples("lm-eval", LM_EVAL_MC)[0].fields["not_captured"] == ["output.text"]
+    result = run(
+        tmp_path,
+        [LM_EVAL_MC, *(FIXTURES / "lm-eval").glob("results_*.json")],
+        "lm-eval",
+        {"names": {"type": "contains", "field": "text", "reference": "target"}},
+    )
+    assert result.code == 0, result.err
+    found = metric(result.json(), "names")
+    assert found["population"]["included"] == 0 and found["population"]["excluded_by_status"] == {"non_evaluable": 10}
+    assert found["population"]["top_diagnostics"][0]["code"] == "content_not_captured"
