@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -179,3 +180,40 @@ def test_preflight_says_not_comparable_before_the_run_does(tmp_path: Path) -> No
     codes = [reason["code"] for reason in gate["reasons"]]
     assert code == 1 and "not_comparable" in codes, gate
     assert any("1 only in this run" in reason["message"] for reason in gate["reasons"]), gate
+
+
+def test_a_committed_export_of_mains_signed_run_is_the_baseline_on_a_fresh_checkout(tmp_path: Path) -> None:
+    """No run history in CI: main's signed run, exported into the repository, is found through `folder:`; the same
+    folder holding an unsigned run (a pull request re-exporting its own) is refused, never green."""
+    project = make_project(tmp_path, gates={"no-regression": GATE})
+    key = ci_key()
+    main = run_cli("run", "--no-progress", "--format", "json", cwd=tmp_path, env=job("main", key))
+    assert main.code == 0, main.err
+    exported = run_cli("history", "export", main.json()["run_id"], "evals/baseline-main", cwd=tmp_path)
+    assert exported.code == 0, exported.err
+    signer = run_cli("explain", "no-regression", "--format", "json", cwd=tmp_path, env=job("feature"))
+    entry = yaml.safe_load(signer.json()[0]["ledger_entry"])["baselines"]["main"]
+    project.write_ledger(
+        {
+            "version": 1,
+            "datasets": {"suite": {"validated_gold": True, "fingerprint": project.dataset_fingerprint()}},
+            "baselines": {"main": {**entry, "folder": "baseline-main"}},
+            "gates": {"no-regression": {"active": True, "fingerprint": approved(project), "margin": 0.05}},
+        }
+    )
+    for state in (tmp_path / ".evalglass", tmp_path / "evals" / ".evalglass-cache.sqlite"):
+        shutil.rmtree(state, ignore_errors=True)  # a fresh checkout: no history, no last run
+
+    fresh = run_cli("run", "--no-progress", "--no-history", "--format", "json", cwd=tmp_path, env=job("feature"))
+    gate = gates_of(fresh)["no-regression"]
+    assert gate["outcome"] == "pass" and gate["comparison"]["baseline_run_id"] == main.json()["run_id"], gate
+
+    # The folder replaced by an unsigned run of the same suite (any pull request can commit one): refused.
+    unsigned = run_cli("run", "--no-progress", "--no-history", "--out", "runs/unsigned", cwd=tmp_path, env=job("main"))
+    assert unsigned.code in (0, 1), unsigned.err
+    shutil.rmtree(tmp_path / "evals" / "baseline-main")
+    shutil.copytree(tmp_path / "runs" / "unsigned", tmp_path / "evals" / "baseline-main")
+    result = run_cli("run", "--no-progress", "--no-history", "--format", "json", cwd=tmp_path, env=job("feature"))
+    gate = gates_of(result)["no-regression"]
+    assert result.code == 1 and gate["outcome"] == "blocked", gate
+    assert [reason["code"] for reason in gate["reasons"]] == ["baseline_unsigned"], gate
