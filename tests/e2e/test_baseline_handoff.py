@@ -12,11 +12,15 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from tests.e2e.project import CliResult, base_config, make_project, run_cli
+
+# Many real CLI processes per test on a shared machine: generous, bounded time (the default is per test, 120 s).
+pytestmark = pytest.mark.timeout(600)
 
 GATE = {"metric": "exact", "compare_to": "main", "direction": "higher_is_better", "proposed_margin": 0.05}
 
