@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.e2e.project import run_cli
@@ -73,6 +74,7 @@ def documented_block(containing: str) -> dict:
     return next(yaml.safe_load(block) for block in blocks if containing in block)
 
 
+@pytest.mark.timeout(600)  # six CLI processes on a shared machine
 def test_the_documented_comparison_with_main(tmp_path):
     """Section 5 as printed: the comparative gate, main's runs signed by CI's key and recorded in the history, the
     baseline entry `explain` prints (the documented keys), and a merge that moves the baseline with no ledger edit."""
