@@ -797,11 +797,20 @@ def report(folder: Path | None, out: Path | None, db: str | None) -> None:
     type=click.Path(path_type=Path),
     help="Run folder or recorded run (run id, BRANCH@latest, last) [default: the last run].",
 )
+@click.option(
+    "--baseline",
+    "baseline_ref",
+    metavar="RUN",
+    help="A run to propose as the baseline of comparative gates whose baseline the ledger does not approve yet: a "
+    "folder or a recorded run (main@latest); its fingerprint (and signing key) fill the entry [default: "
+    "NAME@latest from the history, when there is one].",
+)
 @DB
 @FORMAT
-def explain(name: str | None, folder: Path | None, db: str | None, fmt: str) -> None:
+def explain(name: str | None, folder: Path | None, baseline_ref: str | None, db: str | None, fmt: str) -> None:
     """Say why a gate or metric is (or is not) trustworthy, and what the ledger needs for a gate to be active."""
     from evalglass.engine.consistency import load_checked
+    from evalglass.engine.ledger import ledger_layout
     from evalglass.report.explain import explain as build
     from evalglass.report.safetext import visible
 
@@ -811,7 +820,15 @@ def explain(name: str | None, folder: Path | None, db: str | None, fmt: str) -> 
     from evalglass.engine.failing import gate_examples
 
     names = [gate.name for gate in card.decision.gates if name is None or gate.name == name]
-    explanations = build(card, record, name, gate_examples(resolved, card, names, limit=5), _gate_definitions(record))
+    explanations = build(
+        card,
+        record,
+        name,
+        gate_examples(resolved, card, names, limit=5),
+        _gate_definitions(record),
+        _proposed_baselines(card, record, names, baseline_ref, db),
+        ledger_layout(Path(record.ledger_path)),
+    )
     if fmt == "json":
         _emit_json([item.as_dict() for item in explanations])
     else:
@@ -819,6 +836,36 @@ def explain(name: str | None, folder: Path | None, db: str | None, fmt: str) -> 
             click.echo("Nothing to explain: this run has no gates and no metrics.")
         click.echo(visible("\n\n".join(item.as_text() for item in explanations)))
     _say_not_checked(checked.not_checked, fmt)
+
+
+def _proposed_baselines(
+    card: Any, record: Any, names: list[str], baseline_ref: str | None, db: str | None
+) -> dict[str, Any]:
+    """Per baseline of the named comparative gates that the run did not find, the run to propose in its entry:
+    ``--baseline`` (which must be readable), else ``NAME@latest`` when the history has one (quietly skipped if not)."""
+    from evalglass.engine.baselines import proposed_baseline
+    from evalglass.errors import SetupError
+
+    wanted = [
+        gate.comparison.baseline
+        for gate in card.decision.gates
+        if gate.name in names and gate.comparison is not None and gate.comparison.baseline_fingerprint is None
+    ]
+    ledger_dir = Path(record.ledger_path).parent
+    proposed: dict[str, Any] = {}
+    for baseline in dict.fromkeys(wanted):
+        reference = baseline_ref if baseline_ref is not None else f"{baseline}@latest"
+        try:
+            named = _named_run(reference, db)
+        except SetupError:
+            if baseline_ref is not None:
+                raise
+            continue
+        if isinstance(named, Path):  # a folder: the ledger names it relative to itself
+            proposed[baseline] = proposed_baseline(named, os.path.relpath(named.resolve(), ledger_dir.resolve()))
+        else:  # pinned by its run id: `NAME@latest` moves with the next run and would be baseline_stale then
+            proposed[baseline] = proposed_baseline(named.folder, named.run_id or reference)
+    return proposed
 
 
 @main.command()

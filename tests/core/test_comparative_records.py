@@ -589,7 +589,8 @@ RECORDS: dict[str, dict] = {
             {
                 "code": "baseline_missing",
                 "message": "the ledger names no baseline 'main' (add `baselines: {main: {run: FOLDER, "
-                "fingerprint: ...}}` to approve one)",
+                "fingerprint: ...}}` to pin one run, or `{branch: main, signed_by: KEY, max_age_days: N}` to follow "
+                "a branch)",
             }
         ],
         "notes": [],

@@ -155,7 +155,8 @@ def test_init_scaffolds_a_working_project_with_nothing_approved(tmp_path):
         assert (tmp_path / "evals" / name).exists()
     assert ".evalglass-cache.sqlite*" in (tmp_path / "evals" / ".gitignore").read_text().splitlines()
     ledger = yaml.safe_load((tmp_path / "evals" / "authority.yaml").read_text())
-    assert ledger["gates"] == {} and ledger["datasets"] == {}
+    # Every section is there with nothing under it, so `explain`'s entries paste beneath its key (no second key).
+    assert ledger["gates"] is None and ledger["datasets"] is None and ledger["baselines"] is None
     run = run_cli("run", cwd=tmp_path)
     assert run.code == 0 and "informational" in run.out
     again = run_cli("init", cwd=tmp_path)

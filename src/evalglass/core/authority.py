@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, model_validator
 
 from evalglass.core.calendar import DateText, IsoDay, day_of_timestamp
 from evalglass.core.expiry import Dated, standing
@@ -49,6 +49,16 @@ class BlockReason(StrEnum):
     BASELINE_STALE = "baseline_stale"
     #: Comparative gates: the ledger's approval of the baseline is past its expires_on or max_age_days.
     BASELINE_EXPIRED = "baseline_expired"
+    #: Comparative gates, a baseline approved as a source (newest signed run): the run found carries no signature.
+    BASELINE_UNSIGNED = "baseline_unsigned"
+    #: ... its signature does not verify, or it is signed by a key the ledger does not name.
+    BASELINE_UNTRUSTED = "baseline_untrusted"
+    #: ... its signature says it was made on another branch than the one the ledger follows.
+    BASELINE_WRONG_BRANCH = "baseline_wrong_branch"
+    #: ... it is a run of another suite (dataset name) than this run's.
+    BASELINE_WRONG_SUITE = "baseline_wrong_suite"
+    #: ... it started more than the source's ``max_age_days`` before this run.
+    BASELINE_TOO_OLD = "baseline_too_old"
     #: Comparative gates: the two runs do not measure the same thing (metric definition, gold or example set).
     NOT_COMPARABLE = "not_comparable"
     #: Comparative gates: paired examples not measured validly in one of the runs (and not tolerated).
@@ -149,14 +159,50 @@ class DatasetValidation(BaseModel):
 
 
 class BaselineApproval(BaseModel):
-    """A finished run the host approves as the baseline comparative gates compare with, bound to its files."""
+    """The baseline comparative gates compare with, approved in one of two forms.
+
+    Pinned: one finished run (``run``: a folder relative to the ledger, or a run reference), bound to its files by
+    ``fingerprint``. As a source: the newest run of this suite on ``branch`` signed by the key whose fingerprint is
+    ``signed_by``, at most ``max_age_days`` old, found in the run history (or in ``folder``, a folder of run
+    folders); it follows the branch with no ledger edit per merge (core/baselinesource.py says what is trusted).
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
-    run: str = Field(description="The baseline's run folder, relative to the ledger file.")
+    run: str | None = Field(
+        default=None,
+        description="Pinned: the baseline's run folder, relative to the ledger file, or a run reference found in "
+        "the run history (main@latest, a run id).",
+    )
     fingerprint: Fingerprint | None = Field(
         default=None,
-        description="Fingerprint of the run's runrecord.json and scores.jsonl as approved; any edit makes it stale.",
+        description="Pinned: fingerprint of the run's runrecord.json and scores.jsonl as approved; any edit makes it "
+        "stale.",
+    )
+    branch: str | None = Field(
+        default=None,
+        min_length=1,
+        description="As a source: the branch whose newest signed run is the baseline (the branch its signature "
+        "covers, never a database column).",
+    )
+    signed_by: Fingerprint | None = Field(
+        default=None,
+        description="As a source: the fingerprint of the Ed25519 public key the baseline run must be signed with "
+        "(the CI's key; `evalglass verify RUN --key KEY.pub` prints it).",
+    )
+    max_age_days: int | None = Field(
+        default=None,
+        ge=1,
+        le=36_500,
+        strict=True,
+        description="As a source: the oldest baseline run accepted, in days before the run that compares with it "
+        "(baseline_too_old beyond).",
+    )
+    folder: str | None = Field(
+        default=None,
+        min_length=1,
+        description="As a source, optional: a folder (relative to the ledger) holding run folders to choose from, "
+        "instead of the run history.",
     )
     expires_on: IsoDay | None = Field(
         default=None,
@@ -168,6 +214,40 @@ class BaselineApproval(BaseModel):
         default=None, description="The day of approval (YYYY-MM-DD); the policy's max_age_days counts from it."
     )
     note: str | None = None
+
+    @property
+    def is_source(self) -> bool:
+        """Approved as a source (newest signed run of a branch) rather than as one pinned run."""
+        return self.branch is not None
+
+    @model_validator(mode="after")
+    def _one_form(self) -> BaselineApproval:
+        source = {"branch": self.branch, "signed_by": self.signed_by, "max_age_days": self.max_age_days}
+        given = [key for key, value in source.items() if value is not None]
+        if self.run is not None:
+            if given or self.folder is not None:
+                extra = ", ".join([*given, *(["folder"] if self.folder is not None else [])])
+                raise ValueError(
+                    f"a baseline is pinned (`run`, `fingerprint`) or a source (`branch`, `signed_by`, "
+                    f"`max_age_days`), not both: drop `run` or drop {extra}"
+                )
+            return self
+        if self.fingerprint is not None:
+            raise ValueError(
+                "`fingerprint` pins one run: name it with `run` (a folder or a run reference such as main@latest)"
+            )
+        missing = [key for key, value in source.items() if value is None]
+        if not given:
+            raise ValueError(
+                "name the baseline: `run` (and `fingerprint`) pins one run; `branch`, `signed_by` and "
+                "`max_age_days` follow the newest signed run of a branch"
+            )
+        if missing:
+            raise ValueError(
+                f"a baseline that follows a branch needs `branch`, `signed_by` and `max_age_days`: add "
+                f"{', '.join(f'`{key}`' for key in missing)}"
+            )
+        return self
 
 
 class Policy(BaseModel):
@@ -218,17 +298,36 @@ class JudgeRequirement(BaseModel):
     note: str | None = None
 
 
+def _empty_section(value: Any) -> Any:
+    """A section written with nothing under it (``gates:`` alone, as `evalglass init` writes it so that entries
+    can be pasted beneath) is YAML's null: it holds no entries."""
+    return {} if value is None else value
+
+
 class Ledger(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     version: int = Field(default=1, ge=1, le=1)
     policy: Policy = Field(default_factory=Policy)
-    gates: dict[str, GateApproval] = Field(default_factory=dict)
-    datasets: dict[str, DatasetValidation] = Field(default_factory=dict)
-    baselines: dict[str, BaselineApproval] = Field(
-        default_factory=dict, description="Approved baseline runs, by the name a gate's `compare_to` uses."
+    gates: Annotated[
+        dict[str, GateApproval], BeforeValidator(_empty_section, json_schema_input_type=dict[str, GateApproval] | None)
+    ] = Field(default_factory=dict)
+    datasets: Annotated[
+        dict[str, DatasetValidation],
+        BeforeValidator(_empty_section, json_schema_input_type=dict[str, DatasetValidation] | None),
+    ] = Field(default_factory=dict)
+    baselines: Annotated[
+        dict[str, BaselineApproval],
+        BeforeValidator(_empty_section, json_schema_input_type=dict[str, BaselineApproval] | None),
+    ] = Field(
+        default_factory=dict,
+        description="Approved baselines (one pinned run, or the newest signed run of a branch), by the name a "
+        "gate's `compare_to` uses.",
     )
-    judges: dict[str, JudgeRequirement] = Field(
+    judges: Annotated[
+        dict[str, JudgeRequirement],
+        BeforeValidator(_empty_section, json_schema_input_type=dict[str, JudgeRequirement] | None),
+    ] = Field(
         default_factory=dict,
         description="Per llm_judge metric, the calibration it needs before a gate on it may decide.",
     )

@@ -20,11 +20,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from evalglass.core.authority import Authority, BlockReason, Ledger, Reason
+from evalglass.core.authority import Authority, BaselineApproval, BlockReason, Ledger, Reason
+from evalglass.core.baselinesource import BaselineTrust, source_reasons
+from evalglass.core.changes import definition_changes
 from evalglass.core.columns import SCORED_VALID, ScoreColumn
 from evalglass.core.compare import (
     GateComparison,
@@ -33,9 +36,11 @@ from evalglass.core.compare import (
     Incomparable,
     MetricComparison,
     MetricSide,
+    Pairing,
     SpreadSource,
     UnchangedForecast,
     compare_metric,
+    definition_difference,
     gold_difference,
     pair_ids,
 )
@@ -71,8 +76,10 @@ from evalglass.core.stats import (
 class BaselineRun:
     """A baseline run as the engine found it: read and fingerprinted from its files, or why it could not be.
 
-    ``location`` says where it was looked for; ``problem`` (when set) why it could not be read, and then the other
-    fields are empty. ``metrics`` holds, per metric of the baseline's config, its per-example column.
+    ``location`` says where it was looked for; ``problem`` (when set) why it could not be read (or, for a baseline
+    approved as a source, why no run qualified: ``problem_code``), and then the other fields are empty. ``metrics``
+    holds, per metric of the baseline's config, its per-example column. ``trust`` (source-style approvals only) is
+    what the run's signature says about it; ``skipped`` names the newer runs passed over, and why.
     """
 
     name: str
@@ -84,6 +91,11 @@ class BaselineRun:
     gold_fingerprint: str | None = None
     ids: IdArray | None = None
     metrics: Mapping[str, MetricSide] = field(default_factory=dict)
+    problem_code: BlockReason = BlockReason.BASELINE_MISSING
+    trust: BaselineTrust | None = None
+    skipped: tuple[str, ...] = ()
+    #: Per metric, the definition its ``MetricSide.definition`` fingerprints (to say what differs, field by field).
+    definitions: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +109,11 @@ class ComparativeInputs:
     baselines: Mapping[str, BaselineRun]
     #: The dataset file's fingerprint (runs reading the very same file are on the same gold); None: not known.
     dataset_fingerprint: str | None = None
+    #: This run's suite (its dataset name) and day (YYYY-MM-DD): what a baseline approved as a source is judged by.
+    suite: str | None = None
+    today: str | None = None
+    #: Per compared metric, the definition ``definitions`` fingerprints (to say what differs, field by field).
+    definition_payloads: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 def decide_comparative_gate(
@@ -119,17 +136,17 @@ def decide_comparative_gate(
     baseline_name, metric = spec.compare_to, spec.metric
     approved = ledger.baselines.get(baseline_name)
     found = inputs.baselines.get(baseline_name)
-    reasons: list[Reason] = list(authority.reasons)
-    reasons += baseline_reasons(baseline_name, approved.fingerprint if approved else None, found, approved is not None)
-    comparison: MetricComparison | None = None
     base_side = found.metrics.get(metric) if found is not None and found.problem is None else None
-    if found is not None and found.problem is None and base_side is None:
-        reasons.append(
-            Reason(
-                code=BlockReason.NOT_COMPARABLE,
-                message=f"{Incomparable.METRIC_MISSING.value}: baseline '{baseline_name}' has no metric '{metric}'",
-            )
-        )
+    pairing = (
+        pair_ids(found.ids, inputs.ids)
+        if found is not None and found.ids is not None and base_side is not None
+        else None
+    )
+    reasons: list[Reason] = [
+        *authority.reasons,
+        *baseline_standing_reasons(baseline_name, metric, ledger, inputs, pairing),
+    ]
+    comparison: MetricComparison | None = None
     lower = spec.rule is GateRule.LOWER_BOUND
     candidate = MetricSide(
         values=column.values(),
@@ -138,8 +155,7 @@ def decide_comparative_gate(
         scale=scale,
         within=within,
     )
-    if found is not None and base_side is not None and found.ids is not None:
-        pairing = pair_ids(found.ids, inputs.ids)
+    if base_side is not None and pairing is not None:
         comparison = compare_metric(
             metric,
             base_side,
@@ -151,9 +167,6 @@ def decide_comparative_gate(
             sides=Sides.TWO_SIDED,
             level=2.0 * spec.level - 1.0 if lower else None,
             higher_is_better=spec.direction is Direction.HIGHER_IS_BETTER,
-        )
-        reasons += _comparability_reasons(
-            comparison, found, inputs, pairing.only_base.size, pairing.only_candidate.size
         )
         reasons += _pair_reasons(spec, comparison)
     difference = comparison.difference if comparison is not None else None
@@ -212,7 +225,7 @@ def decide_comparative_gate(
         "fingerprint": fingerprint,
         "compare_to": baseline_name,
         "comparison": detail,
-        "notes": authority.notes,
+        "notes": (*authority.notes, *skipped_note(baseline_name, found)),
         "favourable_bound": favourable,
     }
     if not authority.active:
@@ -235,45 +248,94 @@ def decide_comparative_gate(
     )
 
 
-def baseline_reasons(name: str, approved: str | None, found: BaselineRun | None, listed: bool) -> list[Reason]:
-    """Why the baseline ``name`` cannot be compared with: not listed, unreadable, or not the approved run."""
-    if not listed:
+def baseline_standing_reasons(
+    name: str, metric: str, ledger: Ledger, inputs: ComparativeInputs, pairing: Pairing | None = None
+) -> list[Reason]:
+    """Every reason a comparative gate blocks on before its pairs are measured: the baseline (listed, readable, the
+    approved run or one the source trusts, recent enough) and whether it measures what this run measures. The run
+    decides on these, and ``preflight`` asks exactly this before anything runs."""
+    found = inputs.baselines.get(name)
+    return [
+        *baseline_reasons(name, ledger.baselines.get(name), found, suite=inputs.suite, today=inputs.today),
+        *comparability_reasons(name, metric, found, inputs, pairing),
+    ]
+
+
+def baseline_reasons(
+    name: str,
+    approval: BaselineApproval | None,
+    found: BaselineRun | None,
+    *,
+    suite: str | None = None,
+    today: str | None = None,
+) -> list[Reason]:
+    """Why the baseline ``name`` cannot be compared with: not listed, unreadable (or, for a source, no run
+    qualified), not the approved run (pinned), or not a run the source trusts (unsigned, another key, branch or
+    suite, too old: ``core.baselinesource``, judged for this run's ``suite`` on its day ``today``)."""
+    if approval is None:
         return [
             Reason(
                 code=BlockReason.BASELINE_MISSING,
                 message=f"the ledger names no baseline '{name}' (add `baselines: {{{name}: {{run: FOLDER, "
-                "fingerprint: ...}}` to approve one)",
+                "fingerprint: ...}}` to pin one run, or `{branch: main, signed_by: KEY, max_age_days: N}` to follow "
+                "a branch)",
             )
         ]
     if found is None or found.problem is not None:
         where = f" ({found.location})" if found is not None else ""
         why = found.problem if found is not None and found.problem else "it was not read"
-        return [Reason(code=BlockReason.BASELINE_MISSING, message=f"baseline '{name}'{where} cannot be read: {why}")]
-    if approved is None:
+        code = found.problem_code if found is not None else BlockReason.BASELINE_MISSING
+        if approval.is_source:
+            return [Reason(code=code, message=f"baseline '{name}'{where}: {why}")]
+        return [Reason(code=code, message=f"baseline '{name}'{where} cannot be read: {why}")]
+    if approval.is_source:
+        if found.trust is None or suite is None or today is None:
+            raise ValueError(f"baseline '{name}' follows a branch, but what its signature says was not read")
+        return source_reasons(name, approval, found.trust, suite=suite, today=today)
+    if approval.fingerprint is None:
         return [
             Reason(
                 code=BlockReason.BASELINE_STALE,
                 message=f"the ledger's baseline '{name}' names no fingerprint; approve the run's {found.fingerprint}",
             )
         ]
-    if approved != found.fingerprint:
+    if approval.fingerprint != found.fingerprint:
         return [
             Reason(
                 code=BlockReason.BASELINE_STALE,
                 message=f"baseline '{name}' ({found.location}) is not the run the ledger approved: its files changed "
-                f"(approved {approved}, found {found.fingerprint})",
+                f"(approved {approval.fingerprint}, found {found.fingerprint})",
             )
         ]
     return []
 
 
-def _comparability_reasons(
-    comparison: MetricComparison, found: BaselineRun, inputs: ComparativeInputs, only_base: int, only_candidate: int
+def comparability_reasons(
+    name: str, metric: str, found: BaselineRun | None, inputs: ComparativeInputs, pairing: Pairing | None = None
 ) -> list[Reason]:
-    reasons = [
-        Reason(code=BlockReason.NOT_COMPARABLE, message=f"{item.code.value}: {item.message}")
-        for item in comparison.incomparable
-    ]
+    """Why the baseline's numbers for ``metric`` do not measure what this run's do: the metric is missing from it or
+    defined differently, the gold differs, or the example sets differ. The run decides on these, and ``preflight``
+    asks the same before anything is run (with this run's ids, definitions and gold read from the config and the
+    dataset). ``pairing``: the ids already paired, when the caller has them."""
+    if found is None or found.problem is not None:
+        return []
+    side = found.metrics.get(metric)
+    if side is None:
+        return [
+            Reason(
+                code=BlockReason.NOT_COMPARABLE,
+                message=f"{Incomparable.METRIC_MISSING.value}: baseline '{name}' has no metric '{metric}'",
+            )
+        ]
+    reasons: list[Reason] = []
+    definition = definition_difference(metric, side.definition, inputs.definitions[metric])
+    if definition is not None:
+        before, after = found.definitions.get(metric), inputs.definition_payloads.get(metric)
+        changes = definition_changes(before, after) if before is not None and after is not None else []
+        said = f"; changed since the baseline: {'; '.join(changes)}" if changes else ""
+        reasons.append(
+            Reason(code=BlockReason.NOT_COMPARABLE, message=f"{definition.code.value}: {definition.message}{said}")
+        )
     gold = gold_difference(
         GoldOf(found.dataset_fingerprint, found.gold_fingerprint),
         GoldOf(inputs.dataset_fingerprint, inputs.gold_fingerprint),
@@ -282,15 +344,26 @@ def _comparability_reasons(
     )
     if gold is not None:
         reasons.append(Reason(code=BlockReason.NOT_COMPARABLE, message=f"{Incomparable.GOLD.value}: {gold}"))
-    if only_base or only_candidate:
+    if pairing is None and found.ids is not None:
+        pairing = pair_ids(found.ids, inputs.ids)
+    if pairing is not None and not pairing.complete:
         reasons.append(
             Reason(
                 code=BlockReason.NOT_COMPARABLE,
-                message=f"{Incomparable.EXAMPLE_SET.value}: {only_base} example(s) only in the baseline, "
-                f"{only_candidate} only in this run",
+                message=f"{Incomparable.EXAMPLE_SET.value}: {pairing.only_base.size} example(s) only in the baseline, "
+                f"{pairing.only_candidate.size} only in this run",
             )
         )
     return reasons
+
+
+def skipped_note(name: str, found: BaselineRun | None) -> tuple[str, ...]:
+    """A baseline that follows a branch passed over newer runs (unsigned, another key, edited in the history): not a
+    block, since the run compared with is one the ledger trusts, but never silent either."""
+    if found is None or not found.skipped:
+        return ()
+    shown = "; ".join(found.skipped[:5]) + (f"; … ({len(found.skipped) - 5} more)" if len(found.skipped) > 5 else "")
+    return (f"baseline '{name}' passed over {len(found.skipped)} newer run(s) it does not trust: {shown}",)
 
 
 def _pair_reasons(spec: GateSpec, comparison: MetricComparison) -> list[Reason]:

@@ -334,15 +334,8 @@ def compare_metric(
         )
     except ValueError as exc:
         problem = str(exc)
-    incomparable: tuple[Difference, ...] = ()
-    if base.definition != candidate.definition:
-        incomparable = (
-            Difference(
-                code=Incomparable.METRIC_DEFINITION,
-                message=f"metric '{name}' is defined differently in the two runs (baseline {base.definition}, "
-                f"candidate {candidate.definition})",
-            ),
-        )
+    definition = definition_difference(name, base.definition, candidate.definition)
+    incomparable: tuple[Difference, ...] = () if definition is None else (definition,)
     return MetricComparison(
         metric=name,
         kind="binary" if binary else "continuous",
@@ -360,6 +353,16 @@ def compare_metric(
             higher_is_better,
         ),
         incomparable=incomparable,
+    )
+
+
+def definition_difference(name: str, base: str, candidate: str) -> Difference | None:
+    """Whether the metric ``name`` is defined differently in the two runs (by its definition fingerprints)."""
+    if base == candidate:
+        return None
+    return Difference(
+        code=Incomparable.METRIC_DEFINITION,
+        message=f"metric '{name}' is defined differently in the two runs (baseline {base}, candidate {candidate})",
     )
 
 

@@ -6,7 +6,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evalglass.core.authority import CalibrationRecord, Ledger
+from evalglass.core.authority import BlockReason, CalibrationRecord, Ledger
 from evalglass.core.checks import CheckResult
 from evalglass.core.scorecard import DatasetSummary
 from evalglass.core.usage import TokenUsage
@@ -21,10 +21,24 @@ class BaselineRecord(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
-    location: str = Field(description="Where the ledger's entry pointed (the baseline's run folder).")
-    problem: str | None = Field(default=None, description="Why it could not be read; then nothing was copied.")
+    location: str = Field(
+        description="Where the ledger's entry pointed (the baseline's run folder), or where a source was searched."
+    )
+    problem: str | None = Field(
+        default=None, description="Why it could not be read (or no run qualified); then nothing was copied."
+    )
+    problem_code: BlockReason | None = Field(
+        default=None, description="The reason `problem` blocks with (absent: baseline_missing)."
+    )
     fingerprint: str | None = Field(default=None, description="Its fingerprint as found (runrecord + scores).")
     run_id: str | None = None
+    signed_by: str | None = Field(
+        default=None, description="The fingerprint of the key that signed the baseline run, when its signature holds."
+    )
+    branch: str | None = Field(default=None, description="The git branch the baseline's signature covers.")
+    skipped: tuple[str, ...] = Field(
+        default=(), description="A baseline that follows a branch: the newer runs passed over, and why."
+    )
 
 
 class RunRecord(BaseModel):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -37,6 +38,8 @@ class RunForComparison:
     config: Config
     scores: LoadedScores
     fingerprint: str
+    #: The SHA-256 of the run record's bytes as read (what a digest list names it by).
+    record_sha256: str = ""
 
     @property
     def shape(self) -> RunShape:
@@ -64,6 +67,9 @@ class RunForComparison:
             examples=self.scores.examples,
         )
 
+    def definition_payload(self, name: str) -> dict[str, Any]:
+        return metric_definition_payload(self.config, name, self.record.definition_files)
+
     def side(self, name: str) -> MetricSide:
         spec = self.config.metrics[name]
         shape, rows = self.shape, self.scores.columns[name]
@@ -85,11 +91,14 @@ def run_fingerprint(runrecord_bytes: bytes, scores_sha256: str) -> str:
     return fingerprint_of({"runrecord": fingerprint_of_bytes(runrecord_bytes), "scores": scores_sha256})
 
 
+def metric_definition_payload(config: Config, name: str, definition_files: dict[str, dict[str, str]]) -> dict[str, Any]:
+    """A metric's definition: its semantics and the files it is defined by (what a comparison requires equal)."""
+    return {"metric": config.metrics[name].fingerprint_payload(), "files": definition_files.get(name, {})}
+
+
 def metric_definition(config: Config, name: str, definition_files: dict[str, dict[str, str]]) -> str:
-    """The fingerprint of a metric's definition (its semantics and the files it is defined by)."""
-    return fingerprint_of(
-        {"metric": config.metrics[name].fingerprint_payload(), "files": definition_files.get(name, {})}
-    )
+    """The fingerprint of a metric's definition (:func:`metric_definition_payload`)."""
+    return fingerprint_of(metric_definition_payload(config, name, definition_files))
 
 
 def load_for_comparison(folder: Path, *, what: str = "run", metrics: list[str] | None = None) -> RunForComparison:
@@ -114,7 +123,12 @@ def load_for_comparison(folder: Path, *, what: str = "run", metrics: list[str] |
         ids=True,
     )
     return RunForComparison(
-        folder=folder, record=record, config=config, scores=scores, fingerprint=run_fingerprint(raw, scores.sha256)
+        folder=folder,
+        record=record,
+        config=config,
+        scores=scores,
+        fingerprint=run_fingerprint(raw, scores.sha256),
+        record_sha256=fingerprint_of_bytes(raw),
     )
 
 

@@ -338,6 +338,7 @@ def _comparative_problems(gate: GateResult, spec: GateSpec, authority: Authority
     and every reason the files imply (the ledger snapshot's, the baseline as the run record found it, the recorded
     pairs' population), each by the function that gave it in the run. Its outcome follows from those by
     ``GateResult``'s own rule, checked on load; a reason more than these can only have blocked it."""
+    from evalglass.core.baselinesource import BaselineTrust, SignatureState, identity_reasons
     from evalglass.core.comparative import BaselineRun, baseline_reasons, compared_ends
 
     name = gate.name
@@ -377,9 +378,16 @@ def _comparative_problems(gate: GateResult, spec: GateSpec, authority: Authority
     found = record.baselines.get(baseline)
     run = None
     if found is not None:
-        run = BaselineRun(baseline, found.location, found.problem, found.fingerprint, found.run_id)
-    approval = approved.fingerprint if approved is not None else None
-    implied |= {reason.code for reason in baseline_reasons(baseline, approval, run, approved is not None)}
+        code = found.problem_code or BlockReason.BASELINE_MISSING
+        run = BaselineRun(baseline, found.location, found.problem, found.fingerprint, found.run_id, problem_code=code)
+    if approved is not None and approved.is_source and run is not None and run.problem is None:
+        # A baseline that follows a branch: who signed it and for which branch are in the record; its suite and age
+        # need the baseline's own files, which verify reads (the copy in baselines/NAME/).
+        signed = SignatureState.VALID if found is not None and found.signed_by else SignatureState.UNSIGNED
+        trust = BaselineTrust(signed, signer=found.signed_by if found else None, branch=found.branch if found else None)
+        implied |= {reason.code for reason in identity_reasons(baseline, approved, trust, suite="")}
+    else:
+        implied |= {reason.code for reason in baseline_reasons(baseline, approved, run)}
     if detail is not None:
         pairs = measurement_reasons(
             spec, detail.pairs, nothing="", unit="pairs", incomplete=(BlockReason.INCOMPLETE_PAIRS, "")

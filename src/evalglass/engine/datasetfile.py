@@ -91,3 +91,16 @@ def gold_fingerprint_of(loaded: LoadedConfig) -> str:
     for batch in open_reader(loaded, hash_bytes=False).batches():
         hasher.add(batch)
     return hasher.fingerprint
+
+
+def comparison_identity(loaded: LoadedConfig) -> tuple[str, str, list[str]]:
+    """What a comparison with a baseline reads of this run's dataset, exactly as a run takes it, in one pass and
+    without scoring anything: (gold fingerprint, the file's fingerprint, every example's id in file order).
+    ``preflight`` asks whether a baseline is comparable with these."""
+    hasher = GoldHasher(loaded.config.gold_excluded_field)
+    reader = open_reader(loaded)
+    ids: list[str] = []
+    for batch in reader.batches():
+        hasher.add(batch)
+        ids.extend(batch.ids if isinstance(batch, ExampleBatch) else (item.id for item in batch))
+    return hasher.fingerprint, reader.fingerprint, ids

@@ -8,6 +8,11 @@ folder can rewrite the digests too. A signature closes that: with ``EVALGLASS_SI
 key) in the environment, ``run`` signs the list, and ``verify --key`` (the public key) checks it, so a consistent
 rewrite of scores, run record, scorecard and digests together is caught as well.
 
+A signed list also carries the git branch and commit the run was made on (``provenance``, inside what is signed):
+a baseline the ledger approves as "the newest run of main signed by this key" is judged by the branch its signer
+saw, never by a database column or a folder name anyone with write access could change. A key is named by its
+fingerprint (:func:`key_fingerprint`: ``sha256:`` over the raw 32-byte public key).
+
 Why Ed25519 and not an HMAC: checking an HMAC needs the very key that makes one, so every verifier (a reviewer, a
 later CI job, anyone handed the artifacts) could also forge. With Ed25519 the public key can sit in the repository
 for anyone to verify with, while the private key lives only in the CI secret store of the jobs trusted to sign
@@ -48,16 +53,31 @@ class Signature(BaseModel):
     value: str = Field(description="Base64 of the Ed25519 signature over the canonical JSON of run_id and files.")
 
 
+class SignedProvenance(BaseModel):
+    """Where the signer made the run: signed with the digests, so it is the signer's word, not a recorder's."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    git_branch: str | None = None
+    git_commit: str | None = None
+
+
 class Digests(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     schema_version: Literal["evalglass.digests/1"] = "evalglass.digests/1"
     run_id: str
     files: dict[str, str] = Field(description="Every other file of the run folder, by name: its SHA-256.")
+    provenance: SignedProvenance | None = Field(
+        default=None, description="Signed runs: the git branch and commit the run was made on (signed too)."
+    )
     signature: Signature | None = None
 
     def signed_bytes(self) -> bytes:
-        return canonical_json({"schema_version": self.schema_version, "run_id": self.run_id, "files": self.files})
+        signed: dict[str, Any] = {"schema_version": self.schema_version, "run_id": self.run_id, "files": self.files}
+        if self.provenance is not None:  # absent from lists signed before it existed: their bytes are unchanged
+            signed["provenance"] = self.provenance.model_dump(mode="json")
+        return canonical_json(signed)
 
 
 def file_sha256(path: Path) -> str:
@@ -86,16 +106,23 @@ def artifact_names(folder: Path) -> list[str]:
     return sorted(names)
 
 
-def write_digests(folder: Path, run_id: str, signing_key: str | None, known: dict[str, str] | None = None) -> Digests:
+def write_digests(
+    folder: Path,
+    run_id: str,
+    signing_key: str | None,
+    known: dict[str, str] | None = None,
+    provenance: SignedProvenance | None = None,
+) -> Digests:
     """``known`` holds digests already computed while the file was written (the scores file is hashed as it
-    streams out), so a large file is not read a second time."""
+    streams out), so a large file is not read a second time. ``provenance`` is written (and signed) only with a
+    signature: unsigned, it would be anyone's word."""
     hashes = known or {}
     files = {
         name: hashes.get(name) or file_sha256(folder / name)
         for name in artifact_names(folder)
         if (folder / name).is_file() and not (folder / name).is_symlink()
     }
-    digests = Digests(run_id=run_id, files=files)
+    digests = Digests(run_id=run_id, files=files, provenance=provenance if signing_key is not None else None)
     if signing_key is not None:
         key = private_key(signing_key)
         signature = key.sign(digests.signed_bytes())
@@ -157,6 +184,42 @@ def signature_valid(digests: Digests, public_key_text: str) -> bool:
     except (InvalidSignature, binascii.Error, ValueError):
         return False
     return True
+
+
+def key_fingerprint(public_key_text: str) -> str:
+    """How a ledger names a public key: ``sha256:`` and the hex SHA-256 of its raw 32 bytes (from PEM text, a file
+    holding it, or 64 hex digits)."""
+    return _raw_fingerprint(_raw_public(public_key(public_key_text)))
+
+
+def _raw_fingerprint(raw: bytes) -> str:
+    return PREFIX + hashlib.sha256(raw).hexdigest()
+
+
+@dataclass(frozen=True)
+class SignatureCheck:
+    """What a digest list's signature proves, checked with the public key it carries: ``signer`` is that key's
+    fingerprint when the signature verifies (whether the key is one to trust is the ledger's question)."""
+
+    valid: bool
+    signer: str | None = None
+    problem: str | None = None
+
+
+def check_own_signature(digests: Digests) -> SignatureCheck:
+    """Verify the signature with the public key written beside it; a list without one is not valid (no problem)."""
+    from cryptography.exceptions import InvalidSignature
+
+    if digests.signature is None:
+        return SignatureCheck(valid=False)
+    ed25519, _ = _crypto()
+    try:
+        raw = bytes.fromhex(digests.signature.public_key)
+        key = ed25519.Ed25519PublicKey.from_public_bytes(raw)
+        key.verify(base64.b64decode(digests.signature.value, validate=True), digests.signed_bytes())
+    except (InvalidSignature, binascii.Error, ValueError):
+        return SignatureCheck(valid=False, problem="the signature does not verify")
+    return SignatureCheck(valid=True, signer=_raw_fingerprint(raw))
 
 
 def signing_key_from_env() -> str | None:

@@ -23,6 +23,7 @@ from evalglass.readers.yamlsource import Loc, YamlDocument, load_yaml, parse_yam
 
 if TYPE_CHECKING:
     from evalglass.engine.config import Config, LoadedConfig
+    from evalglass.report.explain import LedgerLayout
 
 
 @dataclass(frozen=True)
@@ -195,3 +196,30 @@ def refuse_unpinned_ledger(loaded: LoadedConfig, pinned_ledger: Path | None) -> 
             where=str(loaded.path),
             fix=f"set `ledger:` in the config to the host's ledger, {pinned_ledger}",
         )
+
+
+#: The ledger's sections whose entries `evalglass explain` proposes.
+ENTRY_SECTIONS = ("gates", "datasets", "baselines", "judges")
+
+
+def ledger_layout(path: Path) -> LedgerLayout | None:
+    """Where each section and entry of the ledger file stands, so `explain` can say exactly where an entry goes
+    (None: no such file, or not one that reads as YAML: `explain` then says where entries go in words)."""
+    from evalglass.report.explain import LedgerLayout
+
+    try:
+        doc = load_yaml(path, what="authority ledger")
+    except SetupError:
+        return None
+    data = doc.data if isinstance(doc.data, dict) else {}
+    sections = {key: doc.lines[(key,)] for key in ENTRY_SECTIONS if key in data and (key,) in doc.lines}
+    entries = {
+        (section, name): doc.lines[(section, name)]
+        for section in sections
+        if isinstance(data[section], dict)
+        for name in data[section]
+        if (section, name) in doc.lines
+    }
+    # A mapping written with nothing in it is `{}` (a block mapping cannot be empty): nothing goes under it as is.
+    flow_empty = frozenset(section for section in sections if data[section] == {})
+    return LedgerLayout(path=str(path), sections=sections, flow_empty=flow_empty, entries=entries)

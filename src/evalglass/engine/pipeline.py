@@ -38,7 +38,13 @@ from evalglass.engine.artifacts import (
 )
 from evalglass.engine.config import LoadedConfig, load_config
 from evalglass.engine.decision import Evidence, decided_scorecard, run_record
-from evalglass.engine.digests import DIGESTS_FILE, private_key, signing_key_from_env, write_digests
+from evalglass.engine.digests import (
+    DIGESTS_FILE,
+    SignedProvenance,
+    private_key,
+    signing_key_from_env,
+    write_digests,
+)
 from evalglass.engine.executorspec import RayExecutorSpec
 from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger, refuse_unpinned_ledger
 from evalglass.engine.metricbuild import build_metrics
@@ -428,6 +434,16 @@ def _point_at(pointer: Path, folder: Path, *, records: str, removed: str, stale:
     return None
 
 
+def signed_provenance(work_tree: Path) -> SignedProvenance:
+    """The branch and commit a signed run's signature covers: where the signer made it (engine.provenance)."""
+    import os
+
+    from evalglass.engine.provenance import provenance
+
+    found = provenance(work_tree, os.environ)
+    return SignedProvenance(git_branch=found.git_branch, git_commit=found.git_commit)
+
+
 def _finish(prepared: _Prepared, scored: Scored) -> RunOutcome:
     """Standalone checks, the decision and the artifacts: the same for recorded and live runs."""
     loaded, ledger, folder = prepared.loaded, prepared.ledger, prepared.folder
@@ -447,7 +463,9 @@ def _finish(prepared: _Prepared, scored: Scored) -> RunOutcome:
         from evalglass.engine.baselines import baselines_for_run, comparative_inputs
 
         baselines, baseline_records = baselines_for_run(config, ledger, folder, prepared.options.locator)
-        comparative = comparative_inputs(config, folder / SCORES_FILE, loaded.definition_files, dataset, baselines)
+        comparative = comparative_inputs(
+            config, folder / SCORES_FILE, loaded.definition_files, dataset, baselines, day_of_timestamp(created_at)
+        )
     evidence = Evidence(
         run_id=run_id,
         created_at=created_at,
@@ -471,5 +489,11 @@ def _finish(prepared: _Prepared, scored: Scored) -> RunOutcome:
     write_model(folder / SCORECARD_FILE, scorecard)
     write_text(folder / REPORT_FILE, report_markdown(folder, scorecard))
     # Last: it covers every file written before it.
-    write_digests(folder, run_id, prepared.signing_key, known={record.scores_file: scored.scores_sha256})
+    write_digests(
+        folder,
+        run_id,
+        prepared.signing_key,
+        known={record.scores_file: scored.scores_sha256},
+        provenance=None if prepared.signing_key is None else signed_provenance(loaded.base_dir),
+    )
     return RunOutcome(folder=folder, scorecard=scorecard, record=record)

@@ -4,20 +4,22 @@ It loads the config and the ledger exactly as a run does (the same validation, t
 every gate, the dataset and each judge, and asks the ledger the question a run asks (``declared_gate_authority``)
 on the given day. What it can know without measuring is every authority reason: undeclared, forbidden, unbound,
 stale (naming an evaluator whose version changed), expired, unvalidated or stale gold, an uncalibrated judge, a
-missing or stale baseline, a check that would run unbound where the ledger requires a binding. What only a run can
-tell (nothing measured, excluded examples, below ``min_n``, a failing check, a threshold missed) is not predicted:
-"would decide" means the gate may pass, fail, or still block on its measurement.
+check that would run unbound where the ledger requires a binding; and for a comparative gate every reason its
+baseline gives (missing, stale, unsigned, untrusted, another branch or suite, too old) and whether it is comparable
+with this run (the metric's definition, the gold, the example set), asked of the same function the run asks
+(``core.comparative.baseline_standing_reasons``) with this run's side read from the config and the dataset. What
+only a run can tell (nothing measured, excluded examples, below ``min_n``, a failing check, a threshold missed,
+pairs not measured in both runs) is not predicted: "would decide" means the gate may pass, fail, or still block on
+its measurement.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalglass.core.authority import (
     JudgeStanding,
-    Reason,
     check_inputs_unbound_reason,
     check_unbound_reason,
     declared_gate_authority,
@@ -27,14 +29,14 @@ from evalglass.core.authority import (
 from evalglass.core.evaluators import evaluator_labels
 from evalglass.core.preflight import GatePreview, Preflight, Standing
 from evalglass.engine.config import LoadedConfig, load_config
-from evalglass.engine.datasetfile import gold_fingerprint_of
+from evalglass.engine.datasetfile import comparison_identity, gold_fingerprint_of
 from evalglass.engine.ledger import LoadedLedger, check_against_config, load_ledger, refuse_unpinned_ledger
 from evalglass.engine.runlocator import RunLocator
 from evalglass.engine.staleness import stale_causes
 from evalglass.lanes.checkinputs import unbound_inputs
 
-if TYPE_CHECKING:  # the statistics are imported only when a comparative gate names a readable baseline
-    from evalglass.core.comparative import BaselineRun
+if TYPE_CHECKING:  # numpy and the comparison statistics load only for a suite with a comparative gate
+    from evalglass.core.comparative import ComparativeInputs
     from evalglass.core.compare import UnchangedForecast
     from evalglass.core.gatespec import GateSpec
 
@@ -50,7 +52,11 @@ def preflight(
     ledger = load_ledger(loaded.ledger_path)
     check_against_config(ledger, config)
     fingerprints = {name: config.gate_fingerprint(name, loaded.definition_files) for name in config.gates}
-    dataset_fingerprint = gold_fingerprint_of(loaded) if config.needs_gold else None
+    comparative = _comparative(loaded, ledger, locator, today)
+    if comparative is not None:
+        dataset_fingerprint = comparative.gold_fingerprint
+    else:
+        dataset_fingerprint = gold_fingerprint_of(loaded) if config.needs_gold else None
     standings: dict[str, JudgeStanding] = {}
     if config.judges:
         from evalglass.engine.calibrate import judge_standings
@@ -59,7 +65,15 @@ def preflight(
     causes = stale_causes(config, loaded.definition_files, ledger.ledger, fingerprints)
     previews = [
         _preview(
-            loaded, ledger, name, fingerprints[name], dataset_fingerprint, standings, causes.get(name), today, locator
+            loaded,
+            ledger,
+            name,
+            fingerprints[name],
+            dataset_fingerprint,
+            standings,
+            causes.get(name),
+            today,
+            comparative,
         )
         for name in config.gates
     ]
@@ -94,7 +108,7 @@ def _preview(
     standings: dict[str, JudgeStanding],
     stale_cause: str | None,
     today: str,
-    locator: RunLocator | None,
+    comparative: ComparativeInputs | None,
 ) -> GatePreview:
     config = loaded.config
     gate = config.gates[name]
@@ -117,8 +131,7 @@ def _preview(
     evaluators = evaluator_labels(config.gate_evaluators(name))
     # What the check's run records too (lanes.checkinputs), from the same declaration and files.
     unbound = unbound_inputs(config.checks[gate.check], loaded.base_dir) if gate.check is not None else ()
-    baseline = _Baseline.read(loaded, ledger, name, locator) if gate.compare_to is not None else None
-    forecast = baseline.forecast(authority.margin) if baseline is not None else None
+    forecast = _forecast(gate, comparative, authority.margin) if gate.compare_to is not None else None
     if not authority.active:
         # Said before activation too: the host approves a fingerprint that would not cover that code.
         said = (unbound_inputs_text(gate.subject, unbound),) if unbound else ()
@@ -140,8 +153,12 @@ def _preview(
         reasons.append(check_inputs_unbound_reason(gate.subject, unbound))
     elif unbound:
         notes = (*notes, unbound_inputs_text(gate.subject, unbound))
-    if baseline is not None:
-        reasons.extend(baseline.reasons)
+    if gate.compare_to is not None and gate.metric is not None:
+        from evalglass.core.comparative import baseline_standing_reasons, skipped_note
+
+        assert comparative is not None
+        reasons.extend(baseline_standing_reasons(gate.compare_to, gate.metric, ledger.ledger, comparative))
+        notes = (*notes, *skipped_note(gate.compare_to, comparative.baselines.get(gate.compare_to)))
     return GatePreview(
         name=name,
         subject=gate.subject,
@@ -157,35 +174,57 @@ def _preview(
     )
 
 
-@dataclass(frozen=True)
-class _Baseline:
-    """The baseline a comparative gate names, as a run would find it: why it cannot be compared with (reasons), and
-    what it says about how much an unchanged candidate would vary (its own column of the gate's metric)."""
+def _comparative(
+    loaded: LoadedConfig, ledger: LoadedLedger, locator: RunLocator | None, today: str
+) -> ComparativeInputs | None:
+    """This run's side of its comparative gates as a run would have it (ids, gold, definitions: from the config and
+    the dataset, in one pass over it), and each baseline the ledger lists, found and read as the run reads it."""
+    config = loaded.config
+    names = list(dict.fromkeys(gate.compare_to for gate in config.gates.values() if gate.compare_to is not None))
+    if not names:
+        return None
+    import numpy as np
 
-    gate: GateSpec
-    reasons: list[Reason]
-    found: BaselineRun | None
+    from evalglass.core.comparative import ComparativeInputs
+    from evalglass.engine.baselines import compared_metrics, read_baseline
+    from evalglass.engine.compare import metric_definition, metric_definition_payload
 
-    @classmethod
-    def read(cls, loaded: LoadedConfig, ledger: LoadedLedger, name: str, locator: RunLocator | None) -> _Baseline:
-        from evalglass.core.comparative import baseline_reasons
-        from evalglass.engine.baselines import read_baseline
+    metrics = compared_metrics(config)
+    baselines = {
+        name: read_baseline(name, ledger, metrics, locator, config.dataset.name)[0]
+        for name in names
+        if name is not None and name in ledger.ledger.baselines
+    }
+    ids: list[str] = []
+    dataset_fingerprint: str | None = None
+    if any(found.problem is None for found in baselines.values()):
+        gold, dataset_fingerprint, ids = comparison_identity(loaded)
+    else:  # nothing to compare with: only the gold the ledger validates is needed
+        gold = gold_fingerprint_of(loaded)
+    return ComparativeInputs(
+        ids=np.array(ids, dtype=np.str_),
+        gold_fingerprint=gold,
+        definitions={name: metric_definition(config, name, loaded.definition_files) for name in metrics},
+        definition_payloads={
+            name: metric_definition_payload(config, name, loaded.definition_files) for name in metrics
+        },
+        baselines=baselines,
+        dataset_fingerprint=dataset_fingerprint,
+        suite=config.dataset.name,
+        today=today,
+    )
 
-        gate = loaded.config.gates[name]
-        assert gate.compare_to is not None and gate.metric is not None
-        approval = ledger.ledger.baselines.get(gate.compare_to)
-        if approval is None:
-            return cls(gate, baseline_reasons(gate.compare_to, None, None, listed=False), None)
-        found, _ = read_baseline(gate.compare_to, ledger, [gate.metric], locator)
-        return cls(gate, baseline_reasons(gate.compare_to, approval.fingerprint, found, listed=True), found)
 
-    def forecast(self, approved_margin: float | None) -> UnchangedForecast | None:
-        """From the baseline's own spread, at the approved margin (else the proposed one); None when there is no
-        margin yet or the baseline cannot be read."""
-        from evalglass.core.comparative import unchanged_forecast
+def _forecast(
+    gate: GateSpec, comparative: ComparativeInputs | None, approved_margin: float | None
+) -> UnchangedForecast | None:
+    """How often an unchanged candidate would come out undecided, from the baseline's own spread of the gate's
+    metric, at the approved margin (else the proposed one); None when there is no margin yet or no baseline read."""
+    from evalglass.core.comparative import unchanged_forecast
 
-        margin = approved_margin if approved_margin is not None else self.gate.proposed_margin
-        side = self.found.metrics.get(str(self.gate.metric)) if self.found is not None else None
-        if margin is None or side is None:
-            return None
-        return unchanged_forecast(self.gate, None, side, margin)
+    margin = approved_margin if approved_margin is not None else gate.proposed_margin
+    found = comparative.baselines.get(str(gate.compare_to)) if comparative is not None else None
+    side = found.metrics.get(str(gate.metric)) if found is not None and found.problem is None else None
+    if margin is None or side is None:
+        return None
+    return unchanged_forecast(gate, None, side, margin)

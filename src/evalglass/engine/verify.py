@@ -49,6 +49,7 @@ from evalglass.engine.digests import (
     NOT_LISTED,
     artifact_names,
     file_findings,
+    key_fingerprint,
     load_digests,
     signature_valid,
 )
@@ -130,6 +131,7 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
             record.definition_files,
             record.dataset,
             baselines_for_verify(config, record, folder),
+            run_day(record),
         )
     evidence = Evidence(
         run_id=record.run_id,
@@ -329,7 +331,8 @@ def _signature(folder: Path, key: str | None, findings: list[Finding]) -> str:
     if not signature_valid(digests, key):
         findings.append(Finding(f"{DIGESTS_FILE}.signature", digests.signature.value, "<does not match the key>"))
         return "signature does NOT match the given key"
-    return f"signed by the given key ({digests.signature.public_key[:16]}…)"
+    # The fingerprint a ledger names the key by (a baseline that follows a branch: `signed_by:`).
+    return f"signed by the given key ({key_fingerprint(key)})"
 
 
 def recorded_call_totals(folder: Path) -> CallTotals | None:

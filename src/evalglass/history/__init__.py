@@ -8,11 +8,12 @@ takes part in deciding a run. One job per module:
 - ``schema``: the SQLAlchemy models (tables) and the schema revision this code reads and writes;
 - ``migrate``: Alembic migrations, applied on first use under a lock (``migrations/``);
 - ``store``: opening a database (SQLite pragmas, one-line errors with the password redacted);
-- ``provenance``: git commit, branch and dirty flag; CI provider and job URL;
 - ``blobs``: a run folder's files as compressed, hashed chunks, and back;
-- ``record``: one run recorded in one transaction (``run``'s hook and ``history import``);
+- ``record``: one run recorded in one transaction (``run``'s hook and ``history import``), with the git and CI
+  provenance ``engine.provenance`` reads (a signed run's branch and commit: those its signature covers);
 - ``query``: the runs and trends ``evalglass history`` lists;
 - ``refs``: run references (folder, run id, ``BRANCH@latest``, ``BRANCH@DATE``, ``last``) resolved to a folder;
+- ``locator``: the run locator a run finds its baselines through (a reference; a branch's newest runs);
 - ``rows``: a recorded run's summary rows checked against its own artifacts (``verify`` of a run read back);
 - ``commands``: the ``evalglass history`` command group.
 """

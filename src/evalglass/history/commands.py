@@ -89,9 +89,9 @@ def import_runs(ctx: click.Context, folders: tuple[Path, ...], db: str | None) -
     The git commit/branch and CI job recorded with each are those of the current work tree and environment.
     """
     from evalglass.engine.artifacts import run_folder
+    from evalglass.engine.provenance import provenance
     from evalglass.errors import SetupError
     from evalglass.history.location import shown
-    from evalglass.history.provenance import provenance
     from evalglass.history.record import AlreadyRecorded, record_folder
     from evalglass.history.session import open_history
     from evalglass.history.store import failures_as_setup_errors

@@ -18,9 +18,9 @@ from sqlalchemy.exc import IntegrityError
 
 from evalglass.engine.consistency import load_checked
 from evalglass.engine.digests import load_digests
+from evalglass.engine.provenance import Provenance
 from evalglass.errors import SetupError
 from evalglass.history.blobs import Compressed, artifact_files
-from evalglass.history.provenance import Provenance
 from evalglass.history.rows import gate_rows, metric_rows, run_columns
 from evalglass.history.schema import ArtifactChunkRow, ArtifactRow, GateResultRow, MetricResultRow, RunRow
 
@@ -43,12 +43,14 @@ def record_folder(engine: Engine, folder: Path, *, source: str, provenance: Prov
     card, record = checked.scorecard, checked.record
     digests = load_digests(folder)
     names = artifact_files(folder)
+    signed = digests.provenance if digests is not None and digests.signature is not None else None
     values = {
         **run_columns(card, record),
         "recorded_at": datetime.now(UTC).replace(tzinfo=None),
         "source": source,
-        "git_commit": provenance.git_commit,
-        "git_branch": provenance.git_branch,
+        # A signed run's branch and commit are the ones its signer saw (a run imported elsewhere keeps them).
+        "git_commit": signed.git_commit if signed is not None else provenance.git_commit,
+        "git_branch": signed.git_branch if signed is not None else provenance.git_branch,
         "git_dirty": provenance.git_dirty,
         "ci_provider": provenance.ci_provider,
         "ci_job_url": provenance.ci_job_url,
@@ -113,7 +115,7 @@ def record_after_run(folder: Path, url: str, work_tree: Path) -> str | None:
     the one-line warning saying why not. It never raises: whether the history could be updated does not change
     a run's verdict or exit code, and ``history import`` can add the folder later."""
     from evalglass import redaction
-    from evalglass.history.provenance import provenance
+    from evalglass.engine.provenance import provenance
     from evalglass.history.session import open_history
     from evalglass.history.store import describe_failure, failures_as_setup_errors
 

@@ -103,10 +103,16 @@ def resolve(ref: str, url: str, stack: ExitStack, *, what: str = "run") -> Resol
                 fix=f"name {REF_FORMS}; `evalglass history` lists the recorded runs",
             )
         pk, run_id = found
-        target = Path(tempfile.mkdtemp(prefix=f"evalglass-{run_id}-"))
-        stack.callback(shutil.rmtree, target, ignore_errors=True)
-        folder = target / run_id
-        return ResolvedRun(folder=folder, run_id=run_id, findings=tuple(_read_back(engine, pk, folder)))
+        return read_recorded(engine, pk, run_id, stack)
+
+
+def read_recorded(engine: Engine, pk: int, run_id: str, stack: ExitStack) -> ResolvedRun:
+    """Run ``pk`` written back to a private temporary folder that ``stack`` removes, with what differs from its
+    stored hashes and rows (``findings``)."""
+    target = Path(tempfile.mkdtemp(prefix=f"evalglass-{run_id}-"))
+    stack.callback(shutil.rmtree, target, ignore_errors=True)
+    folder = target / run_id
+    return ResolvedRun(folder=folder, run_id=run_id, findings=tuple(_read_back(engine, pk, folder)))
 
 
 def _read_back(engine: Engine, pk: int, folder: Path) -> list[tuple[str, Any, Any]]:

@@ -6,21 +6,23 @@ the fingerprints the run recorded. It only prints that entry: the tool never wri
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
-from evalglass.core.authority import BlockReason, unbound_inputs_text
+from evalglass.core.authority import BaselineApproval, BlockReason, unbound_inputs_text
+from evalglass.core.changes import definition_changes
 from evalglass.core.compare import GateComparison, MetricComparison
 from evalglass.core.evaluators import evaluator_labels
 from evalglass.core.fingerprint import short
 from evalglass.core.gates import GateResult, Outcome, interval_label
 from evalglass.core.gatespec import GateRule, SubjectKind
-from evalglass.core.runrecord import RunRecord
+from evalglass.core.runrecord import BaselineRecord, RunRecord
 from evalglass.core.scorecard import CheckSummary, MetricSummary, Scorecard
 from evalglass.errors import SetupError
 from evalglass.report.examples import AGAINST_BASELINE_ORDER, Row, example_line
@@ -41,15 +43,57 @@ from evalglass.report.forecast import detectable_text, forecast_text
 from evalglass.report.repairs import BLOCK_REASON_FIXES
 
 
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One entry to write under one section of the ledger: its lines as they stand in the file (the name indented
+    by two spaces, its keys by four)."""
+
+    section: str
+    name: str
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LedgerLayout:
+    """Where things are in the host's ledger file, so each entry can be placed exactly (``engine.ledger``)."""
+
+    path: str
+    #: Line of each section's key (``gates:``).
+    sections: Mapping[str, int] = field(default_factory=dict)
+    #: Sections written as an empty flow mapping (``gates: {}``): entries cannot go under them as they are.
+    flow_empty: frozenset[str] = frozenset()
+    #: Line of each entry already there, by (section, name).
+    entries: Mapping[tuple[str, str], int] = field(default_factory=dict)
+
+
+#: How the examples that pulled a gate down are chosen, unless they are ordered against a baseline.
+DATASET_ORDER = "first of the run, in dataset order"
+
+
 @dataclass
 class Explanation:
     subject: str
     kind: str
     summary: str
     details: list[str] = field(default_factory=list)
-    ledger_entry: str | None = None
+    entries: tuple[LedgerEntry, ...] = ()
     examples: list[str] = field(default_factory=list)
-    examples_order: str = "first of the run, in dataset order"
+    layout: LedgerLayout | None = None
+    #: Entries (section, name) an earlier explanation of the same output prints already: the text says so instead
+    #: of printing them again, so pasting every block of one `explain` never writes an entry twice.
+    shown_above: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    examples_order: str = DATASET_ORDER
+
+    @property
+    def ledger_entry(self) -> str | None:
+        """Every entry as one YAML document (section keys included): what a script merges into a ledger."""
+        if not self.entries:
+            return None
+        lines: list[str] = []
+        for section in dict.fromkeys(entry.section for entry in self.entries):
+            lines.append(f"{section}:")
+            lines += [line for entry in self.entries if entry.section == section for line in entry.lines]
+        return "\n".join(lines)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -58,6 +102,10 @@ class Explanation:
             "summary": self.summary,
             "details": self.details,
             "ledger_entry": self.ledger_entry,
+            "ledger_additions": [
+                {"section": entry.section, "name": entry.name, "where": place, "yaml": "\n".join(block)}
+                for entry, place, block in placed(self.entries, self.layout)
+            ],
             "examples": self.examples,
             "examples_order": self.examples_order,
         }
@@ -67,10 +115,51 @@ class Explanation:
         if self.examples:
             parts += ["", f"  Examples that pulled it down ({self.examples_order}):"]
             parts += [f"    {line}" for line in self.examples]
-        if self.ledger_entry:
-            parts += ["", "  Ledger entry to write (EvalGlass never writes the ledger):", ""]
-            parts += [f"    {line}" for line in self.ledger_entry.splitlines()]
+        if self.entries:
+            # Printed at the file's own indentation, so a block pastes as it is; each says where it goes, so no
+            # section is ever written twice (a second `gates:` key is a duplicate the ledger refuses).
+            parts += ["", "  Ledger entry to write (EvalGlass never writes the ledger), block by block:"]
+            for entry, place, block in placed(self.entries, self.layout):
+                earlier = self.shown_above.get((entry.section, entry.name))
+                if earlier is not None:
+                    parts += [
+                        "",
+                        f"  The entry '{entry.name}' under `{entry.section}:` is the one printed for {earlier}.",
+                    ]
+                    continue
+                parts += ["", f"  {place}", "", *block]
         return "\n".join(parts)
+
+
+def placed(entries: Sequence[LedgerEntry], layout: LedgerLayout | None) -> list[tuple[LedgerEntry, str, list[str]]]:
+    """Each entry with where it goes in the ledger and the block to paste there: under its section when the file
+    has one (replacing an entry of the same name), or with the section key when it has none or writes it ``{}``."""
+    out: list[tuple[LedgerEntry, str, list[str]]] = []
+    path = layout.path if layout is not None else "the ledger"
+    for entry in entries:
+        section = entry.section
+        line = layout.entries.get((section, entry.name)) if layout is not None else None
+        at = layout.sections.get(section) if layout is not None else None
+        if line is not None:
+            place = f"In {path}, replace the entry '{entry.name}' under `{section}:` (line {line}) with:"
+            block = list(entry.lines)
+        elif layout is not None and section in layout.flow_empty:
+            place = f"In {path}, replace the line `{section}: {{}}` (line {at}) with:"
+            block = [f"{section}:", *entry.lines]
+        elif at is not None:
+            place = f"In {path}, add under `{section}:` (line {at}):"
+            block = list(entry.lines)
+        elif layout is not None:
+            place = f"In {path}, which has no `{section}:` section yet, add at the end:"
+            block = [f"{section}:", *entry.lines]
+        else:
+            place = (
+                f"Under `{section}:` in the ledger (replacing an entry '{entry.name}' if there is one; a section "
+                f"written `{section}: {{}}` becomes `{section}:` first), add:"
+            )
+            block = list(entry.lines)
+        out.append((entry, place, block))
+    return out
 
 
 def explain(
@@ -79,18 +168,28 @@ def explain(
     name: str | None,
     examples: Mapping[str, Sequence[Row]] | None = None,
     definitions: Mapping[str, dict[str, Any]] | None = None,
+    baselines: Mapping[str, BaselineRecord] | None = None,
+    layout: LedgerLayout | None = None,
 ) -> list[Explanation]:
     """Explain one gate or metric by name, or every gate (and every metric without a gate) when name is None.
 
     ``examples`` holds, per gate, the first examples of its metric that did not pass (read from the run's scores);
-    ``definitions``, per gate, the canonical definition its fingerprint hashes (from the run's config).
+    ``definitions``, per gate, the canonical definition its fingerprint hashes (from the run's config);
+    ``baselines``, per baseline name, a run to propose as the baseline (``explain --baseline RUN``) when the run
+    itself found none; ``layout``, where things are in the host's ledger file, so entries say where they go.
     """
     gates = {gate.name: gate for gate in card.decision.gates}
     pulled = examples or {}
     defined = definitions or {}
+    proposed = baselines or {}
+
+    def gate_text(gate: GateResult) -> Explanation:
+        explained = explain_gate(gate, card, record, pulled.get(gate.name, ()), defined.get(gate.name), proposed)
+        return dataclasses.replace(explained, layout=layout)
+
     if name is not None:
         if name in gates:
-            return [explain_gate(gates[name], card, record, pulled.get(name, ()), defined.get(name))]
+            return [gate_text(gates[name])]
         metric = card.metric(name)
         if metric is not None:
             return [explain_metric(metric, card)]
@@ -99,12 +198,22 @@ def explain(
             f"no gate or metric named '{name}' in this run (known: {', '.join(known)})",
             fix="pass a gate or metric name from this run",
         )
-    out = [
-        explain_gate(gate, card, record, pulled.get(gate.name, ()), defined.get(gate.name))
-        for gate in card.decision.gates
-    ]
+    out = _once(gate_text(gate) for gate in card.decision.gates)
     gated = {gate.subject for gate in card.decision.gates if gate.subject_kind is SubjectKind.METRIC}
     out += [explain_metric(metric, card) for metric in card.metrics if metric.name not in gated]
+    return out
+
+
+def _once(explanations: Iterable[Explanation]) -> list[Explanation]:
+    """The explanations of several gates, each entry printed by the first that proposes it (two gates on one
+    dataset both need its gold validated: one `datasets:` entry, not two)."""
+    out: list[Explanation] = []
+    first: dict[tuple[str, str], str] = {}
+    for explained in explanations:
+        keys = [(entry.section, entry.name) for entry in explained.entries]
+        out.append(dataclasses.replace(explained, shown_above={key: first[key] for key in keys if key in first}))
+        for key in keys:
+            first.setdefault(key, f"{explained.kind} '{explained.subject}'")
     return out
 
 
@@ -114,18 +223,19 @@ def explain_gate(
     record: RunRecord,
     examples: Sequence[Row] = (),
     definition: dict[str, Any] | None = None,
+    proposed: Mapping[str, BaselineRecord] | None = None,
 ) -> Explanation:
     metric = card.metric(gate.subject) if gate.subject_kind is SubjectKind.METRIC else None
     needs_gold = metric is not None and metric.uses_reference
     details: list[str] = []
-    entry: str | None = None
+    entries: tuple[LedgerEntry, ...] = ()
     if gate.outcome is Outcome.INFORMATIONAL:
         summary = (
             f"Gate '{gate.name}' is informational: the ledger ({record.ledger_path}) does not activate it, so its "
             f"number is evidence only and can neither pass nor fail CI."
         )
         details.append("To make it gate, the host adds the entry below to the ledger after reviewing the definition.")
-        entry = _ledger_entry(gate, card, record, needs_gold, definition)
+        entries = ledger_entries(gate, card, record, needs_gold, definition, proposed)
     elif gate.outcome is Outcome.BLOCKED and [reason.code for reason in gate.reasons] == [BlockReason.UNDECIDED]:
         summary = (
             f"Gate '{gate.name}' is blocked as undecided: the interval straddles the approved threshold, so the data "
@@ -148,11 +258,9 @@ def explain_gate(
             BlockReason.NO_APPROVED_THRESHOLD,
             BlockReason.GOLD_NOT_VALIDATED,
             BlockReason.GOLD_STALE,
-            BlockReason.BASELINE_MISSING,
-            BlockReason.BASELINE_STALE,
-            BlockReason.BASELINE_EXPIRED,
+            *BASELINE_APPROVAL_REASONS,
         }:
-            entry = _ledger_entry(gate, card, record, needs_gold, definition)
+            entries = ledger_entries(gate, card, record, needs_gold, definition, proposed)
     elif gate.subject_kind is SubjectKind.CHECK:
         summary = f"Gate '{gate.name}' is {gate.outcome.value}: check '{gate.subject}' ended {gate_value_text(gate)}."
         details.extend(_reason_lines(gate))
@@ -201,9 +309,9 @@ def explain_gate(
         kind="gate",
         summary=summary,
         details=details,
-        ledger_entry=entry,
+        entries=entries,
         examples=shown,
-        **({"examples_order": order} if order is not None else {}),
+        examples_order=order if order is not None else DATASET_ORDER,
     )
 
 
@@ -483,42 +591,36 @@ def _what_changed(record: RunRecord, gate: str, definition: dict[str, Any] | Non
     return "Changed since approval: " + "; ".join(changes) + "."
 
 
-def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(value, dict) and value:
-        flat: dict[str, Any] = {}
-        for key, item in value.items():
-            flat.update(_flatten(item, f"{prefix}.{key}" if prefix else str(key)))
-        return flat
-    return {prefix: value}
-
-
-def definition_changes(approved: dict[str, Any], current: dict[str, Any]) -> list[str]:
-    """``path: old → new`` for each changed field, ``+ path: new`` added, ``- path: old`` removed, sorted by path."""
-    before, after = _flatten(approved), _flatten(current)
-    changes = []
-    for path in sorted(before.keys() | after.keys()):
-        if path not in after:
-            changes.append(f"- {path}: {_shown(before[path])}")
-        elif path not in before:
-            changes.append(f"+ {path}: {_shown(after[path])}")
-        elif before[path] != after[path]:
-            changes.append(f"{path}: {_shown(before[path])} → {_shown(after[path])}")
-    return changes
-
-
-def _shown(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
-
-
 def _definition_block(definition: dict[str, Any]) -> list[str]:
     """The definition as a readable YAML block, indented under ``definition:`` in the gate's entry."""
     text = yaml.safe_dump(definition, sort_keys=True, default_flow_style=False, allow_unicode=True, width=100)
     return ["    definition:", *(f"      {line}" for line in text.splitlines())]
 
 
-def _ledger_entry(
-    gate: GateResult, card: Scorecard, record: RunRecord, needs_gold: bool, definition: dict[str, Any] | None = None
-) -> str:
+#: Blocks a baseline entry in the ledger can lift (the others need a new run, not a new approval).
+BASELINE_APPROVAL_REASONS = frozenset(
+    {
+        BlockReason.BASELINE_MISSING,
+        BlockReason.BASELINE_STALE,
+        BlockReason.BASELINE_EXPIRED,
+        BlockReason.BASELINE_UNTRUSTED,
+        BlockReason.BASELINE_WRONG_BRANCH,
+    }
+)
+#: What explain proposes as a source's max_age_days: a month of quiet on the branch before the gate asks for a run.
+PROPOSED_MAX_AGE_DAYS = 30
+
+
+def ledger_entries(
+    gate: GateResult,
+    card: Scorecard,
+    record: RunRecord,
+    needs_gold: bool,
+    definition: dict[str, Any] | None = None,
+    proposed: Mapping[str, BaselineRecord] | None = None,
+) -> tuple[LedgerEntry, ...]:
+    """The entries a host writes to make ``gate`` decide: its own, and the baseline's and the gold's when they are
+    not approved yet (or their approval is what blocks)."""
     threshold = gate.threshold if gate.threshold is not None else gate.proposed_threshold
     threshold_line = (
         f"    threshold: {threshold!r}"
@@ -532,16 +634,35 @@ def _ledger_entry(
             if margin is not None
             else "    margin: null   # write the largest drop you accept; a null margin keeps the gate blocked"
         )
-    lines = [
-        "gates:",
-        f"  {gate.name}:",
-        "    active: true",
-        *([] if gate.subject_kind is SubjectKind.CHECK else [threshold_line]),
-        f'    fingerprint: "{gate.fingerprint}"',
-        *(_definition_block(definition) if definition is not None else []),
-        '    approved_by: "<your name>"',
-        *_dated(record, "approved_on"),
+    entries = [
+        LedgerEntry(
+            "gates",
+            gate.name,
+            (
+                f"  {gate.name}:",
+                "    active: true",
+                *([] if gate.subject_kind is SubjectKind.CHECK else [threshold_line]),
+                f'    fingerprint: "{gate.fingerprint}"',
+                *(_definition_block(definition) if definition is not None else []),
+                '    approved_by: "<your name>"',
+                *_dated(record, "approved_on"),
+            ),
+        )
     ]
+    detail = gate.comparison
+    if detail is not None:
+        approved = record.ledger.baselines.get(detail.baseline)
+        blocking = any(reason.code in BASELINE_APPROVAL_REASONS for reason in gate.reasons)
+        if approved is None or blocking:
+            found = record.baselines.get(detail.baseline)
+            run_text = approved.run if approved is not None and approved.run is not None else None
+            if found is not None and found.fingerprint is not None:
+                run_text = run_text or found.run_id  # a run id is a reference the history resolves
+            elif detail.baseline in (proposed or {}):
+                found = (proposed or {})[detail.baseline]
+                run_text = found.location  # as explain --baseline was given it, relative to the ledger
+            lines = _baseline_lines(detail.baseline, found, approved, run_text)
+            entries.append(LedgerEntry("baselines", detail.baseline, lines))
     validation = record.ledger.datasets.get(card.dataset.name)
     gold_ok = (
         validation is not None
@@ -549,35 +670,68 @@ def _ledger_entry(
         and validation.fingerprint == card.dataset.gold
         and all(reason.code is not BlockReason.GOLD_EXPIRED for reason in gate.reasons)
     )
-    if gate.comparison is not None and gate.comparison.baseline_fingerprint is not None:
-        detail = gate.comparison
-        approved = record.ledger.baselines.get(detail.baseline)
-        run = approved.run if approved is not None else "<the baseline run folder, relative to the ledger>"
-        lines += [
-            "baselines:",
-            f"  {detail.baseline}:",
-            f"    run: {run!r}",
-            f'    fingerprint: "{detail.baseline_fingerprint}"',
-            '    approved_by: "<your name>"',
-        ]
-    elif gate.comparison is not None:
-        lines += [
-            "baselines:",
-            f"  {gate.comparison.baseline}:",
-            '    run: "<the baseline run folder, relative to the ledger>"',
-            "    fingerprint: null   # `evalglass compare BASELINE_FOLDER THIS_RUN` prints the baseline's fingerprint",
-        ]
     if needs_gold and not gold_ok:
-        lines += [
-            "datasets:",
-            f"  {card.dataset.name}:",
-            "    validated_gold: true",
-            f"    # {gold_covers(record)}",
-            f'    fingerprint: "{card.dataset.gold}"',
-            '    validated_by: "<your name>"',
-            *_dated(record, "validated_on"),
-        ]
-    return "\n".join(lines)
+        entries.append(
+            LedgerEntry(
+                "datasets",
+                card.dataset.name,
+                (
+                    f"  {card.dataset.name}:",
+                    "    validated_gold: true",
+                    f"    # {gold_covers(record)}",
+                    f'    fingerprint: "{card.dataset.gold}"',
+                    '    validated_by: "<your name>"',
+                    *_dated(record, "validated_on"),
+                ),
+            )
+        )
+    return tuple(entries)
+
+
+def _baseline_lines(
+    name: str, found: BaselineRecord | None, approved: BaselineApproval | None, run_text: str | None
+) -> tuple[str, ...]:
+    """A baseline's entry in both forms: following the newest signed run of a branch (no ledger edit per merge),
+    active when the run found is signed; pinning one run by fingerprint, active otherwise. The other is a comment."""
+    max_age = approved.max_age_days if approved is not None and approved.max_age_days else PROPOSED_MAX_AGE_DAYS
+    signer = found.signed_by if found is not None and found.branch is not None else None
+    branch = found.branch if signer is not None and found is not None else approved_branch(approved)
+    follow = [
+        f"branch: {_yaml_text(branch or 'main')}",
+        f'signed_by: "{signer}"'
+        if signer is not None
+        else "signed_by: null   # the fingerprint of your CI's public key: `evalglass verify RUN --key KEY.pub`",
+        f"max_age_days: {max_age}   # the oldest baseline run accepted, in days",
+    ]
+    fingerprint = found.fingerprint if found is not None else None
+    pin = [
+        f"run: {_yaml_text(run_text or '<a run folder, relative to the ledger, or a reference: main@latest>')}",
+        f'fingerprint: "{fingerprint}"'
+        if fingerprint is not None
+        else f"fingerprint: null   # `evalglass explain GATE --baseline RUN` fills it in (e.g. {name}@latest)",
+    ]
+    first, second = (follow, pin) if signer is not None else (pin, follow)
+    other = (
+        "# or pin this one run (and edit the ledger whenever it should move):"
+        if signer is not None
+        else "# or follow the newest run of a branch signed by your CI's key (no ledger edit per merge):"
+    )
+    return (
+        f"  {name}:",
+        *(f"    {line}" for line in first),
+        '    approved_by: "<your name>"',
+        f"    {other}",
+        *(f"    # {line}" for line in second),
+    )
+
+
+def approved_branch(approved: BaselineApproval | None) -> str | None:
+    return approved.branch if approved is not None else None
+
+
+def _yaml_text(text: str) -> str:
+    """A string as a YAML scalar that reads back as the same string."""
+    return json.dumps(text, ensure_ascii=False)
 
 
 def _dated(record: RunRecord, key: str) -> list[str]:

@@ -63,8 +63,31 @@ BLOCK_REASON_FIXES: Mapping[BlockReason, str] = total(
             "examples (or use the point rule, which the host must re-approve)."
         ),
         BlockReason.BASELINE_MISSING: (
-            "The host names the baseline run in the ledger's `baselines:` (its folder, relative to the ledger, and "
-            "its fingerprint); make sure that folder exists where this run can read it."
+            "The host names the baseline in the ledger's `baselines:`: one run (`run:` its folder, relative to the "
+            "ledger, or a reference such as main@latest, and its `fingerprint:`), or a branch to follow (`branch:`, "
+            "`signed_by:`, `max_age_days:`). Make sure the run (or a signed run of that branch) can be read where "
+            "this run looks: the folder, or the run history (`--db`, $EVALGLASS_DB)."
+        ),
+        BlockReason.BASELINE_UNSIGNED: (
+            "The ledger follows only runs signed by the CI's key. Record a run of the branch from the job that holds "
+            "the key (EVALGLASS_SIGNING_KEY); an unsigned run is never taken as the baseline."
+        ),
+        BlockReason.BASELINE_UNTRUSTED: (
+            "The baseline run is signed by another key than the one the ledger names, or its signature does not hold "
+            "(its files were edited after signing). Record a run signed by the approved key; if the CI's key "
+            "changed, the host approves the new key's fingerprint (`signed_by:`)."
+        ),
+        BlockReason.BASELINE_WRONG_BRANCH: (
+            "The baseline run was signed on another branch than the one the ledger follows. Record a signed run of "
+            "that branch, or have the host change `branch:`."
+        ),
+        BlockReason.BASELINE_WRONG_SUITE: (
+            "The baseline run is of another dataset (suite) than this run. Point the baseline at runs of this suite, "
+            "or give each suite its own ledger."
+        ),
+        BlockReason.BASELINE_TOO_OLD: (
+            "The newest trusted baseline run is older than the ledger's `max_age_days` allows. Record a new signed "
+            "run of the branch (for example by re-running its CI job); the host may also raise `max_age_days`."
         ),
         BlockReason.BASELINE_EXPIRED: (
             "The baseline's approval is past its expiry (`expires_on`, or `max_age_days` from `approved_on`). The "

@@ -3,6 +3,9 @@
 Read from ``git`` (a subprocess, bounded in time) and from the environment variables CI providers set. Anything
 that cannot be read is None: a run outside a git work tree, or with no ``git`` installed, is recorded without it.
 In CI the branch comes from the provider's variables first, because CI checks out a detached HEAD.
+
+Two readers: the run history records it beside every run, and a signed run signs its branch and commit with its
+digests (``engine.digests``), so a baseline that follows a branch is judged by the branch its signer saw.
 """
 
 from __future__ import annotations
