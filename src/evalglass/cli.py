@@ -805,7 +805,11 @@ def explain(name: str | None, folder: Path | None, db: str | None, fmt: str) -> 
         return
     if not explanations:
         click.echo("Nothing to explain: this run has no gates and no metrics.")
-    click.echo("\n\n".join(item.as_text() for item in explanations))
+    from evalglass.report.wrap import fold_text
+
+    width = _console().width
+    # The ledger entry below its header is YAML to paste: kept line for line, never folded.
+    click.echo("\n\n".join(fold_text(item.as_text(), width, "  Ledger entry to write") for item in explanations))
 
 
 @main.command()

@@ -32,6 +32,7 @@ from evalglass.report.fmt import (
     usage_lines,
     why_text,
 )
+from evalglass.report.wrap import fold
 
 STYLE: dict[Outcome, str] = {
     Outcome.INFORMATIONAL: "cyan",
@@ -125,7 +126,12 @@ def print_grid(grid: Grid, console: Console) -> None:
             if not text.plain:
                 continue
             line = Text.assemble(f"    {column}: ", text)
-            console.print(Text(line.plain.replace("\n", " "), style=line.style, spans=line.spans), overflow="fold")
+            flat = Text(line.plain.replace("\n", " "), style=line.style, spans=line.spans)
+            if flat.cell_len <= console.width:
+                console.print(flat)
+                continue
+            for part in fold(flat.plain, console.width):  # continued under the value, never from column 0
+                console.print(Text(part), overflow="fold")
 
 
 def _checks_grid(checks: list[CheckSummary]) -> Grid:
