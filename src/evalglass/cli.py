@@ -486,6 +486,10 @@ def run(
     _show(result, fmt)
     if html_path is not None and fmt != "json":
         click.echo(f"html report: {html_path}")
+    if example is not None and fmt != "json":
+        from evalglass.report.terminal import next_steps
+
+        click.echo("\n".join(next_steps(result.scorecard)))
     _publish(result, junit, github, fmt)
     sys.exit(result.exit_code)
 

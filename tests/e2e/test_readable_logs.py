@@ -8,10 +8,13 @@ as every renderer writes numbers, each found whole on one line), whatever the la
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from rich.cells import cell_len
 
 from evalglass.report.numbers import number
@@ -176,3 +179,40 @@ def test_explains_ledger_entry_is_not_folded_at_80_columns(project: Project) -> 
     prose, entry = text.split("Ledger entry to write", 1)
     assert_fits(prose, 80)
     assert re.search(r"^ *fingerprint: \"?sha256:[0-9a-f]{64}\"?$", entry, re.MULTILINE), entry
+
+
+def test_the_quickstart_ends_with_the_next_command_and_it_runs(tmp_path) -> None:
+    ran = run_cli("run", "--example", "quickstart", cwd=tmp_path, env={"COLUMNS": "80"})
+    assert ran.code == 0, ran.err
+    assert_fits(ran.out, 80)
+    last = [line.strip() for line in ran.out.splitlines() if line.strip()][-3:]
+    assert last[0].startswith("evalglass explain ") and last[-1] == "evalglass init", last
+    explained = run_cli(*last[0].split()[1:], cwd=tmp_path)
+    assert explained.code == 0 and "Ledger entry to write" in explained.out, explained.err
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    setup = readme.split("## Set up", 1)[1].split("\n## ", 1)[0]
+    assert f"`{last[0]}`" in setup  # the README's quickstart names the same next command
+
+
+def test_history_filters_by_suite_and_names_the_suite_of_each_trend(tmp_path) -> None:
+    """Two suites measure a metric of the same name: one trend each, labelled, and --suite keeps one (by dataset
+    name or by config path)."""
+    project = make_project(tmp_path)
+    (project.evals / "billing.yaml").write_text(
+        yaml.safe_dump(base_config(dataset={"name": "billing", "path": "billing.jsonl"}), sort_keys=False)
+    )
+    (project.evals / "billing.jsonl").write_text(
+        "\n".join(json.dumps({"id": f"b{i}", "expected": "x", "output": "x" if i % 2 else "y"}) for i in range(6))
+    )
+    for args in ((), ("--config", "evals/billing.yaml"), ()):
+        assert project.run(*args).code == 0
+    text = piped(project, 80, "history", "--metric", "exact")
+    trends = [line for line in text.splitlines() if "oldest to newest" in line]
+    assert len(trends) == 2 and "in suite 'suite'" in trends[0] and "in suite 'billing'" in trends[1], text
+    by_name = project.cli("history", "--suite", "billing", "--format", "json").json()
+    assert [entry["dataset"] for entry in by_name] == ["billing"]
+    by_config = project.cli("history", "--suite", "evals/evalglass.yaml", "--format", "json").json()
+    assert [entry["dataset"] for entry in by_config] == ["suite", "suite"]
+    one = piped(project, 80, "history", "--suite", "billing", "--metric", "exact")
+    assert next(line for line in one.splitlines() if "oldest to newest" in line).startswith("exact in suite 'billing'")
+    assert "No recorded runs match." in piped(project, 80, "history", "--suite", "nothing")

@@ -221,3 +221,17 @@ def render_terminal(card: Scorecard, console: Console, folder: Path | None = Non
     console.print(decision.meaning)
     if folder is not None:
         console.print(f"artifacts: {folder}", style="dim")
+
+
+def next_steps(card: Scorecard) -> list[str]:
+    """What a bundled example's run ends with: the command to run next (a gate's explanation, which says what the
+    ledger needs; `explain` reads the last run), then how to start a suite of one's own."""
+    gate = next(iter(card.decision.gates), None)
+    lines = [""]
+    if gate is not None:
+        why = "why the gate does not decide yet, and the ledger entry it needs" if not gate.active else "how it decided"
+        lines += [f"Next ({why}):", f"  evalglass explain {gate.name}", "Then start your own suite in evals/:"]
+    else:
+        lines.append("Next, start your own suite in evals/:")
+    lines.append("  evalglass init")
+    return lines
