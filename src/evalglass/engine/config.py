@@ -207,7 +207,8 @@ class Config(BaseModel):
     prices: dict[str, Price] = Field(
         default_factory=dict,
         description="Per model name, what its tokens cost per million (`prompt_per_million`, "
-        "`completion_per_million`); turns live runs' token counts into cost.",
+        "`completion_per_million`, optionally `cache_read_per_million`, `cache_write_per_million`); turns live runs' "
+        "token counts into cost.",
     )
     check_workers: int | None = Field(
         default=None, ge=1, le=1024, description="Per-example checks run at once (default: the number of CPUs)."

@@ -34,7 +34,7 @@ from evalglass.lanes.ports import Job, LaneColumn, LaneOutcome, LaneOutput
 from evalglass.lanes.specs import LaneSpec
 
 if TYPE_CHECKING:  # the chat client (openai SDK, aiohttp) is imported only when a chat lane is built
-    from evalglass.lanes.chat import TransportChoice
+    from evalglass.lanes.chatcall import TransportChoice
     from evalglass.lanes.executor import Executor
     from evalglass.lanes.retry import Retrier
 

@@ -1,9 +1,11 @@
-"""``type: chat``: an OpenAI-compatible endpoint as the task lane, its messages rendered from Jinja2 templates over
-the example's fields (StrictUndefined: a missing field fails that example, it never renders as an empty string).
+"""``type: chat``: a model endpoint as the task lane (OpenAI-compatible, or a native API by ``provider``), its
+messages rendered from Jinja2 templates over the example's fields (StrictUndefined: a missing field fails that
+example, it never renders as an empty string).
 
 Every call goes through the run's executor (the endpoint's limits), the retrier and the call cache
-(:func:`evalglass.lanes.chat.answer`); the chat client (the ``openai`` SDK, aiohttp) is imported when the lane is
-built, so a config that declares one loads without them.
+(:func:`evalglass.lanes.chatcall.answer`); the provider's client (``chatclients.open_chat_client``: the ``openai`` SDK
+and aiohttp, or aiohttp alone for a native API) is imported when the lane is built, so a config that declares one
+loads without them.
 """
 
 from __future__ import annotations
@@ -20,11 +22,11 @@ from evalglass.lanes.callcache import CallStore, cache_key
 from evalglass.lanes.executor import Executor
 from evalglass.lanes.ports import LaneFailure, LaneOutcome, LaneOutput
 from evalglass.lanes.retry import Retrier
-from evalglass.lanes.specs import OPERATIONAL_FIELDS, ChatLaneSpec
+from evalglass.lanes.specs import OPERATIONAL_FIELDS, ChatLaneSpec, Provider
 from evalglass.lanes.templating import TemplateFailure, compile_template, render, template_context
 
 if TYPE_CHECKING:
-    from evalglass.lanes.chat import TransportChoice
+    from evalglass.lanes.chatcall import TransportChoice
 
 
 class ChatLane(TaskLane):
@@ -56,10 +58,11 @@ class ChatLane(TaskLane):
         self.cache = cache if spec.cache else None
         self.templates = [(role, compile_template(source)) for role, source in spec.message_templates()]
         self.retrier = retrier or Retrier(spec.retry)
-        from evalglass.lanes import chat
+        from evalglass.lanes import chatcall
+        from evalglass.lanes.chatclients import open_chat_client
 
-        self._chat = chat
-        self.client = chat.ChatClient(spec, env=env, transport=transport)
+        self._chat = chatcall
+        self.client = open_chat_client(spec, env=env, transport=transport)
         self.fingerprint = content_address(chat_lane_definition(spec))
 
     async def produce(self, example_id: str, fields: Mapping[str, Any], sample: int) -> LaneOutcome:
@@ -107,7 +110,12 @@ class ChatLane(TaskLane):
 
 
 def chat_lane_definition(spec: ChatLaneSpec) -> dict[str, Any]:
-    return spec.model_dump(mode="json", exclude=set(OPERATIONAL_FIELDS))
+    """What the lane's cached answers are keyed by: where it is served and what it asks. ``provider`` only when it
+    is not the default, so the keys of lanes declared before providers existed stay as they were."""
+    left_out = set(OPERATIONAL_FIELDS)
+    if spec.provider is Provider.OPENAI:
+        left_out.add("provider")
+    return spec.model_dump(mode="json", exclude=left_out)
 
 
 __all__ = ["ChatLane", "chat_lane_definition"]

@@ -41,7 +41,8 @@ from evalglass.core.fieldpath import ABSENT
 from evalglass.core.score import Diagnostic, Score, Status, Validity
 from evalglass.errors import SetupError
 from evalglass.lanes.callcache import CallStore, cache_key
-from evalglass.lanes.chat import ChatClient, ChatRequest, TransportChoice, answer
+from evalglass.lanes.chatcall import ChatRequest, TransportChoice, answer
+from evalglass.lanes.chatclients import open_chat_client
 from evalglass.lanes.executor import Executor
 from evalglass.lanes.judgespec import JudgeScale
 from evalglass.lanes.retry import Attempt, Retrier
@@ -245,7 +246,7 @@ class Judge:
         self.executor = executor
         self.cache = cache
         self.retrier = retrier or Retrier(definition.endpoint.retry)
-        self.client = ChatClient(definition.endpoint, env=env, transport=transport)
+        self.client = open_chat_client(definition.endpoint, env=env, transport=transport)
         self._templates = [("user", compile_template(definition.prompt))]
         if definition.system is not None:
             self._templates.insert(0, ("system", compile_template(definition.system)))

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from evalglass.core.score import Score, Status
 
 if TYPE_CHECKING:
-    from evalglass.lanes.chat import Usage
+    from evalglass.lanes.chatcall import Usage
     from evalglass.lanes.retry import Attempt
 
 

@@ -18,7 +18,7 @@ from evalglass.lanes.specs import LaneSpec
 
 if TYPE_CHECKING:
     from evalglass.lanes.callcache import CallStore
-    from evalglass.lanes.chat import TransportChoice
+    from evalglass.lanes.chatcall import TransportChoice
     from evalglass.lanes.executor import Executor
     from evalglass.lanes.retry import Retrier
 

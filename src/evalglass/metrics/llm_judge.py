@@ -120,12 +120,22 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
         return ScaleSpec(min=low, max=high) if low < high else None
 
     def fingerprint_payload(self) -> dict[str, Any]:
-        """What a gate approval on this judge is bound to: its definition, not where it is served (``base_url``)
-        nor how it is reached (timeout, limits, retries, the key's variable)."""
+        """What a gate approval on this judge is bound to: its definition, not where it is served (``base_url``,
+        the API it speaks there: ``provider``) nor how it is reached (timeout, limits, retries, the key's
+        variable)."""
         return without_default_invalid_output(
             self.model_dump(
                 mode="json",
-                exclude={"description", "timeout", "concurrency", "rpm", "retry", "api_key_env", "base_url"},
+                exclude={
+                    "description",
+                    "timeout",
+                    "concurrency",
+                    "rpm",
+                    "retry",
+                    "api_key_env",
+                    "base_url",
+                    "provider",
+                },
             )
         )
 
