@@ -315,6 +315,34 @@ def inspect_import(scale: Scale, work: Path) -> list[Row]:
     ]  # fmt: skip
 
 
+def agent_metrics(scale: Scale, work: Path) -> list[Row]:
+    import bench_agent_metrics
+
+    n = scale.pick(1_000, 10_000, 10_000)
+    found = bench_agent_metrics.measure(n, scale.repeats)
+    best = {label: min(rounds, key=lambda m: m.seconds) for label, rounds in found.items()}
+    return [
+        Row(f"recorded trajectories (10 calls each) through 2 `tool_calls` metrics: {n:,} (issue 32)",
+            Target(On.WALL_RATIO, 3.0), timing(best["run"]), "orjson parses the file and counts matching calls",
+            timing(best["floor"]))
+    ]  # fmt: skip
+
+
+def agent_lane(scale: Scale, work: Path) -> list[Row]:
+    import bench_agent_lane
+
+    trajectories, rounds = scale.pick(10, 100, 200), scale.pick(1, 3, 5)
+    found = bench_agent_lane.measure(trajectories, 32, 0.01, rounds, run=True)
+    bare = median_timing(found["bare"], cpu_first=True)
+    what = f"{trajectories:,} trajectories × 10 steps, c=32, 10 ms server, median of {rounds} (issue 32)"
+    return [
+        Row(f"agent lane CPU per step, no cache: {what}", Target(On.CPU_RATIO, 2.0, "≤ 2× bare (CPU)"),
+            median_timing(found["lane"], cpu_first=True), "a bare aiohttp client loop, same steps", bare),
+        Row(f"agent lane CPU: `run`'s scoring phase, call cache on, two metrics: {what}", Target(On.REPORTED),
+            median_timing(found["run"], cpu_first=True), "a bare aiohttp client loop, same steps", bare),
+    ]  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Case:
     name: str
@@ -340,6 +368,9 @@ CASES: tuple[Case, ...] = (
     Case("ray", "the Ray executor beside the local one (case 9)", ray_executor),
     Case("trace import", "OTLP/JSON spans read as a dataset at 100k and 1M beside an orjson floor (issue 31)",
          trace_import),
+    Case("agent metrics", "10,000 recorded trajectories through the tool-call metrics beside an orjson floor "
+         "(issue 32)", agent_metrics),
+    Case("agent lane", "the agent lane's CPU per model step beside a bare client loop (issue 32)", agent_lane),
     Case("inspect import", "a 100k-sample inspect_ai log read as a dataset beside a standard-library floor (issue 31)",
          inspect_import),
 )  # fmt: skip

@@ -45,6 +45,35 @@ def test_the_engine_dispatches_on_no_metric_or_lane_type():
     assert found == []
 
 
+#: What only the run sink does (engine/sink.py), or (the metric threads) only engine/scoring.py: called anywhere else
+#: in the engine, a producer has taken back part of the run's output (issue 28: blocks were written from five
+#: places, the cluster key computed four times, the thread pool chosen twice, repeated ids found two ways).
+_OWNED_CALLS = {
+    "write_block": "sink.py",
+    "cluster_key": "sink.py",
+    "SeenIds": "sink.py",
+    "RowShape": "sink.py",
+    "ThreadPoolExecutor": "scoring.py",
+    "DaemonThreadPool": "scoring.py",
+}
+
+
+def test_the_run_sink_alone_writes_blocks_reads_clusters_and_checks_ids():
+    import ast
+
+    found = []
+    for path in sorted((ROOT / "src" / "evalglass" / "engine").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+            owner = _OWNED_CALLS.get(name or "")
+            if owner is not None and path.name != owner:
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} calls {name} (only {owner} may)")
+    assert found == []
+
+
 # ------------------------------------------------------------------------------ the import graph, circles refused
 # grimp (what import-linter builds its graph with) sees every import statement: top-level, inside a function, and
 # under `if TYPE_CHECKING:` once the graph is built with them, so a circle through a lazy import or a type-only

@@ -129,6 +129,7 @@ def run(
         )
     from contextlib import ExitStack
 
+    from evalglass.engine.pipeline import RunOptions
     from evalglass.engine.pipeline import run as run_pipeline
     from evalglass.history.locator import history_locator
 
@@ -142,15 +143,15 @@ def run(
         # The run's locator, one of its options: the command line, the pytest plugin and a script get the same
         # one. Runs read from the history live in temporary folders until the run has copied what it needs.
         with ExitStack() as stack:
-            return run_pipeline(
-                Path(config),
-                None if out is None else Path(out),
+            options = RunOptions(
+                out=None if out is None else Path(out),
                 cache_mode=cache,
                 resume=None if resume is None else Path(resume),
                 progress=reporter,
                 pinned_ledger=None if pinned_ledger is None else Path(pinned_ledger),
                 locator=history_locator(db, stack),
             )
+            return run_pipeline(Path(config), options)
 
     if isolate:
         from evalglass.engine.isolated import run_apart

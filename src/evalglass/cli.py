@@ -1043,7 +1043,9 @@ def export_run(folder: Path | None, fmt: str, out: Path | None, db: str | None) 
 @main.command()
 @click.argument(
     "which",
-    type=click.Choice(["config", "ledger", "scorecard", "runrecord", "scores", "comparison", "trace-record"]),
+    type=click.Choice(
+        ["config", "ledger", "scorecard", "runrecord", "scores", "comparison", "trace-record", "trajectory"]
+    ),
     default="config",
     required=False,
 )

@@ -226,7 +226,7 @@ _TIMING = {"started_at", "duration_s"}
 def run_example_checks(
     check: CheckSpec, base: Path, outputs: list[tuple[str, object]], *, check_id: str, max_workers: int, tmp_root: Path
 ) -> list[CheckResult]:
-    """Per-example checks over a thread pool, as a run scores a parallel metric (``pipeline.call_metric``)."""
+    """Per-example checks over a thread pool, as a run scores a parallel metric (``scoring.call_metric``)."""
     with ThreadPoolExecutor(max_workers=max_workers) as pool:
         return list(
             pool.map(

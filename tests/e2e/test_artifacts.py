@@ -170,7 +170,7 @@ def test_schema_prints_the_config_schema_and_the_committed_copies_are_current(tm
     assert "dataset" in schema["properties"] and "metrics" in schema["properties"]
     # The committed copies are package data (the wheel ships them): compare the files in the source tree.
     committed = Path(__file__).resolve().parents[2] / "src" / "evalglass" / "schemas"
-    names = ("config", "ledger", "scorecard", "runrecord", "scores", "comparison", "trace-record")
+    names = ("config", "ledger", "scorecard", "runrecord", "scores", "comparison", "trace-record", "trajectory")
     assert sorted(path.name for path in committed.glob("*.schema.json")) == sorted(f"{n}.schema.json" for n in names)
     for name in names:
         printed = run_cli("schema", name, cwd=tmp_path).json()

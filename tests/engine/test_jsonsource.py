@@ -115,3 +115,23 @@ def test_clean_documents_come_back_as_orjson_reads_them() -> None:
     text = b'{"id": "x", "n": 9223372036854775807, "s": "100000000000000000001", "o": {"a": "b: c"}}'
     assert loads(text) == orjson.loads(text)
     assert loads(b"[" * MAX_DEPTH + b"]" * MAX_DEPTH) == orjson.loads(b"[" * MAX_DEPTH + b"]" * MAX_DEPTH)
+
+
+BRACKETY = st.text(alphabet='[]{}"\\ab:\u003a', max_size=6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(depth=st.integers(1, MAX_DEPTH + 8), width=st.integers(0, 80), leaves=st.lists(BRACKETY, min_size=1, max_size=5))
+def test_the_depth_of_a_line_with_many_brackets_is_measured_not_guessed(
+    depth: int, width: int, leaves: list[str]
+) -> None:
+    """A wide, shallow record (a conversation: hundreds of brackets, a few levels) passes the scan without a second
+    parse; a deep one is always looked at, whatever brackets its strings hold."""
+    value: Any = leaves
+    for level in range(depth - 1):
+        value = {"k": value, "s": leaves[level % len(leaves)]} if level % 2 else [value, leaves[0]]
+    wide = [value, *({"role": "tool", "parts": [{"x": leaves}]} for _ in range(width))]
+    raw = orjson.dumps(wide)
+    exact = batch_is_exact([raw], [orjson.loads(raw)])
+    assert exact == (depth + 1 <= MAX_DEPTH)  # the list around it is one level more
+    assert oracle(raw) == ("too_deep" if depth + 1 > MAX_DEPTH else wide)

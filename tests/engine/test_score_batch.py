@@ -1,8 +1,9 @@
-"""``score_batch`` scores a batch as the row-by-row loop it replaced did: same columns, same bytes on disk.
+"""``score_batch`` (the recorded producer, feeding the run sink) scores a batch as the row-by-row loop it replaced
+did: same columns, same bytes on disk.
 
 The oracle is that loop: every metric called example by example (a raising call becomes an ``error`` score), each
-result appended to its column through ``append_result`` (which turns a result the column refuses into an error score),
-the batch written as one block. Metrics here mix builtins that have a batch path with host-style functions
+result appended to its column (a result the column refuses becomes an error score), the batch written as one
+block. Metrics here mix builtins that have a batch path with host-style functions
 that return anything at all, so both the batch path and its fallbacks are exercised.
 """
 
@@ -19,18 +20,22 @@ from hypothesis import strategies as st
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.example import Example
 from evalglass.core.fieldpath import ABSENT
-from evalglass.core.score import Score
+from evalglass.core.score import Score, ScoreContractError
+from evalglass.core.scorecard import DatasetSummary
 from evalglass.engine.artifacts import ScoresWriter, score_rows
 from evalglass.engine.dataset import BadLine, field_getter
-from evalglass.engine.pipeline import BuiltMetric, RowShape, append_result, cluster_key, expand, score_batch
+from evalglass.engine.recordedrun import score_batch
 from evalglass.engine.scoresblock import encode_score
+from evalglass.engine.scoring import BuiltMetric, expand
+from evalglass.engine.sink import Produced, RowShape, RunSink, cluster_key
 from evalglass.metrics import parse_metric_spec
-from evalglass.metrics.base import BatchedMetric, BuildContext, MetricFn
+from evalglass.metrics.base import BuildContext, Scorer
 
 
-def _builtin(config: dict[str, Any]) -> MetricFn:
-    spec = parse_metric_spec(config)
-    return spec.build(BuildContext(Path(".")))
+def _builtin(config: dict[str, Any]) -> Scorer:
+    built = parse_metric_spec(config).build(BuildContext(Path(".")))
+    assert isinstance(built, Scorer)
+    return built
 
 
 def _anything(example: Example) -> Any:
@@ -56,9 +61,9 @@ METRICS = [
     BuiltMetric("exact", _builtin({"type": "exact_match", "reference": "expected", "field": "answer"}), False),
     BuiltMetric("digits", _builtin({"type": "regex", "pattern": r"\d+", "field": "answer"}), False),
     BuiltMetric("fast", _builtin({"type": "numeric_bounds", "min": 0, "max": 800, "field": "latency_ms"}), False),
-    BuiltMetric("host", _anything, False),
-    BuiltMetric("broken_batch", BatchedMetric(_anything, _raising_batch), False),
-    BuiltMetric("short_batch", BatchedMetric(_anything, lambda examples: [1.0] * (len(examples) // 2)), False),
+    BuiltMetric("host", Scorer(_anything), False),
+    BuiltMetric("broken_batch", Scorer(_anything, _raising_batch), False),
+    BuiltMetric("short_batch", Scorer(_anything, lambda examples: [1.0] * (len(examples) // 2)), False),
 ]
 
 ANSWERS = st.sampled_from(["beta 92", "alpha", "7", ""]) | st.integers(-2, 2) | st.none()
@@ -86,7 +91,7 @@ def old_score_batch(
 
     def guarded(metric: BuiltMetric, example: Example) -> Any:
         try:
-            return metric.function(example)
+            return metric.scorer.one(example)
         except Exception as exc:
             return Score.error("metric_raised", f"metric '{metric.name}' raised {type(exc).__name__}: {exc}")
 
@@ -109,9 +114,26 @@ def old_score_batch(
             continue
         shape.add_example(len(rows), cluster)
         for metric, produced in zip(metrics, results, strict=True):
-            encoded = [append_result(columns[metric.name], metric.name, next(produced)) for _ in rows]
+            encoded = [_appended(columns[metric.name], metric.name, next(produced)) for _ in rows]
             block[metric.name].append(encoded if shape.samples else encoded[0])
     writer.write_block([item.id for item in items], [item.line for item in items], block, clusters)
+
+
+def _appended(column: ScoreColumn, name: str, result: Any) -> Any:
+    """The result appended, or the error it becomes when the column refuses it; the JSON the scores file keeps."""
+    try:
+        column.append(result)
+    except (ScoreContractError, TypeError) as exc:
+        result = Score.error("metric_bad_result", f"metric '{name}' returned {result!r}: {exc}")
+        column.append(result)
+    return result if type(result) is float else encode_score(result)
+
+
+_NO_DATASET = Produced(DatasetSummary(name="d", path="data.jsonl", fingerprint="sha256:" + "0" * 64, examples=0))
+
+
+def _sink(folder: Path, items: list[Example | BadLine], shape: RowShape, names: list[str]) -> RunSink:
+    return RunSink(names, shape, ScoresWriter(folder), lambda: iter(items), folder / "data.jsonl")
 
 
 def _column_state(column: ScoreColumn) -> tuple[Any, ...]:
@@ -149,17 +171,19 @@ def test_a_batch_scores_as_row_by_row(tmp_path: Path, clustered: bool, rows: lis
     for label, scorer in (("new", "new"), ("old", "old")):
         folder = tmp_path / label
         folder.mkdir(exist_ok=True)
-        columns = {metric.name: ScoreColumn() for metric in METRICS}
-        writer = ScoresWriter(folder)
         shape = RowShape(samples=False, cluster_of=cluster_of)
         if scorer == "new":
-            score_batch(items, METRICS, columns, writer, None, shape)
+            sink = _sink(folder, items, shape, [metric.name for metric in METRICS])
+            score_batch(items, METRICS, sink, None)
+            columns, digest = sink.columns, sink.commit(_NO_DATASET).scores_sha256
         else:
+            columns = {metric.name: ScoreColumn() for metric in METRICS}
+            writer = ScoresWriter(folder)
             old_score_batch(items, METRICS, columns, writer, shape)
-        digest = writer.commit()
+            digest = writer.commit()
         results.append(
             (
-                writer.final.read_bytes(),
+                (folder / "scores.jsonl").read_bytes(),
                 digest,
                 {name: _column_state(column) for name, column in columns.items()},
                 shape.examples,
@@ -181,11 +205,10 @@ def test_a_batch_with_a_bad_line_or_a_missing_output_takes_the_row_by_row_path(t
         Example(id="c", line=3, fields={"expected": "7"}, output=ABSENT),
     ]
     metrics = METRICS[:3]
-    columns = {metric.name: ScoreColumn() for metric in metrics}
-    writer = ScoresWriter(tmp_path)
     shape = RowShape(samples=False, cluster_of=None)
-    score_batch(items, metrics, columns, writer, None, shape)
-    writer.commit()
+    sink = _sink(tmp_path, items, shape, [metric.name for metric in metrics])
+    score_batch(items, metrics, sink, None)
+    sink.commit(_NO_DATASET)
     assert shape.examples == 3
-    assert [column.states().tolist() for column in columns.values()] == [[0, 8, 2]] * 3
-    assert [row["id"] for row in score_rows(writer.final)] == ["a", "line:2", "c"]
+    assert [column.states().tolist() for column in sink.columns.values()] == [[0, 8, 2]] * 3
+    assert [row["id"] for row in score_rows(tmp_path / "scores.jsonl")] == ["a", "line:2", "c"]

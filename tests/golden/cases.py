@@ -62,6 +62,28 @@ def _wrong_answers(spec: dict[str, Any], good: Any, gold: Any = None) -> list[di
     ]
 
 
+#: Tool calls expected, and trajectories in each shape they are read from (the last two against no expected call,
+#: and without any).
+EXPECTED_CALLS = [{"name": "search", "arguments": {"q": "paris"}}, {"name": "book", "arguments": {"day": 3}}]
+TRAJECTORIES: list[Any] = [
+    [{"name": "search", "arguments": {"q": "paris"}}, {"name": "book", "arguments": {"day": 3}}],
+    [{"name": "book", "arguments": {"day": 3.0}}, {"name": "search", "arguments": {"q": "paris"}}],
+    [
+        {"role": "user", "content": "book"},
+        {"role": "assistant", "tool_calls": [{"function": {"name": "search", "arguments": '{"q": "paris"}'}}]},
+        {"role": "assistant", "tool_calls": [{"function": {"name": "search", "arguments": '{"q":"paris"}'}}]},
+        {"role": "assistant", "tool_calls": [{"function": {"name": "book", "arguments": '{"day": 4, "seat": 1}'}}]},
+    ],
+    [{"role": "assistant", "content": [{"type": "tool_use", "name": "search", "input": {"q": "paris", "n": 1}}]}],
+    {"tool_calls": [{"name": "search", "arguments": {"q": "paris"}}, {"name": "news"}], "steps": 3},
+    [{"name": "book", "invalid_arguments": "{day: 3}"}, {"name": "search", "arguments": {"q": "paris"}}],
+    [],
+    42,
+    [{"role": "assistant", "tool_calls": "search"}],
+    [{"name": "search", "arguments": {}}],
+    [],
+]
+
 METRIC_CASES: dict[str, list[dict[str, Any]]] = {
     "exact_match": [
         _pairs({"type": "exact_match", "reference": "gold"}, TEXTS, ["Yes"] * 9 + [None]),
@@ -189,6 +211,34 @@ METRIC_CASES: dict[str, list[dict[str, Any]]] = {
             [{"label": "A"}, {"x": 1}],
         ),
     ],
+    "tool_calls": [
+        _pairs({"type": "tool_calls", "reference": "gold", **rule}, TRAJECTORIES, [EXPECTED_CALLS] * 9 + [[], None])
+        for rule in (
+            {"mode": "exact"},
+            {"mode": "in_order"},
+            {"mode": "in_order", "extra_calls": "forbid"},
+            {"mode": "any_order"},
+            {"mode": "subset"},
+            {"mode": "superset", "vacuous": "pass"},
+            {"measure": "precision"},
+            {"measure": "recall"},
+            {"measure": "f1"},
+            {"mode": "any_order", "arguments": "json_subset"},
+            {
+                "mode": "any_order",
+                "tools": {"book": {"schema": {"required": ["day"]}, "arguments": {"day": {"tolerance": 1}}}},
+            },
+        )
+    ],
+    "steps": [
+        _pairs({"type": "steps", "count": count, **budget}, TRAJECTORIES)
+        for count in ("model_turns", "tool_calls")
+        for budget in ({}, {"max": 2})
+    ],
+    "loop": [
+        _pairs({"type": "loop", **rule}, TRAJECTORIES)
+        for rule in ({}, {"repeats": 2}, {"repeats": 2, "consecutive": False})
+    ],
 }
 
 #: Each builtin reading field ``x`` of wrong answers: spec, a good answer, its reference.
@@ -230,6 +280,30 @@ CHECK_CASES = [
 #: The same check on field ``x`` of wrong answers: the check is not run for an answer it cannot be given.
 CHECK_CASES += [
     {"check": CHECK_CASES[0]["check"], "metric": case.pop("spec"), **case} for case in _wrong_answers({}, "0")
+]
+
+#: final_state: the state and the expected state written as JSON files, compared by the checker.
+FINAL_STATE_CASES = [
+    {
+        "check": {
+            "command": [
+                "{python}",
+                "-c",
+                "import sys, json, pathlib; t = pathlib.Path(sys.argv[1]); "
+                "sys.exit(0 if json.loads((t / 'state.json').read_text()) == "
+                "json.loads((t / 'expected.json').read_text()) else 1)",
+                "{target}",
+            ],
+        },
+        "metric": {"reference": "gold"},
+        "examples": [
+            {"fields": {"gold": {"cart": ["soup"]}}, "output": {"final_state": {"cart": ["soup"]}}},
+            {"fields": {"gold": {"cart": ["soup"]}}, "output": {"final_state": {"cart": []}}},
+            {"fields": {}, "output": {"final_state": {"cart": []}}},
+            {"fields": {"gold": {"cart": []}}, "output": {"messages": []}},
+            {"fields": {"gold": {"cart": []}}, "unparsed": "{"},
+        ],
+    }
 ]
 
 JUDGE_CASES = [
@@ -372,6 +446,19 @@ def compute_check(case: dict[str, Any]) -> list[Any]:
     declared["command"] = [sys.executable if part == "{python}" else part for part in declared["command"]]
     check = CheckSpec.model_validate(declared)
     metric = CheckMetricSpec.model_validate({"check": "golden", **case.get("metric", {})})
+    with tempfile.TemporaryDirectory() as folder:
+        function = metric.build(_context(folder, case, checks={"golden": check}))
+        return [score_json(function(_example(i, row))) for i, row in enumerate(case["examples"])]
+
+
+def compute_final_state(case: dict[str, Any]) -> list[Any]:
+    from evalglass.lanes.checkspec import CheckSpec
+    from evalglass.metrics.trajectories import FinalStateSpec
+
+    declared = dict(case["check"])
+    declared["command"] = [sys.executable if part == "{python}" else part for part in declared["command"]]
+    check = CheckSpec.model_validate(declared)
+    metric = FinalStateSpec.model_validate({"check": "golden", **case.get("metric", {})})
     with tempfile.TemporaryDirectory() as folder:
         function = metric.build(_context(folder, case, checks={"golden": check}))
         return [score_json(function(_example(i, row))) for i, row in enumerate(case["examples"])]
@@ -541,6 +628,8 @@ def inputs(kind: EvaluatorKind, name: str) -> list[dict[str, Any]]:
     if kind is EvaluatorKind.METRIC:
         if name == "check":
             return CHECK_CASES
+        if name == "final_state":
+            return FINAL_STATE_CASES
         if name == "llm_judge":
             return JUDGE_CASES
         return METRIC_CASES[name]
@@ -559,6 +648,8 @@ def compute(kind: EvaluatorKind, name: str, case: dict[str, Any]) -> Any:
     if kind is EvaluatorKind.METRIC:
         if name == "check":
             return compute_check(case)
+        if name == "final_state":
+            return compute_final_state(case)
         if name == "llm_judge":
             return compute_judge(case)
         return compute_metric(case)

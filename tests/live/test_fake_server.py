@@ -120,3 +120,34 @@ def test_runs_as_a_module_and_prints_its_url() -> None:
     finally:
         process.terminate()
         assert process.wait(timeout=10) == 0
+
+
+def test_scripted_turns_answer_tool_calls_by_the_conversation_not_by_a_counter() -> None:
+    """The SDK reads the scripted tool calls as typed tool calls; the turn answered depends only on the assistant
+    turns the request holds, so asking the same step twice (a resumed run) gets the same answer."""
+    turns = {"Plan a trip": [{"tool_calls": [{"name": "book", "arguments": {"day": 3}}]}, "Booked."]}
+
+    async def go(server: FakeOpenAI) -> list[object]:
+        client = openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+        user = {"role": "user", "content": "Plan a trip"}
+        try:
+            first = await client.chat.completions.create(model="m", messages=[user])
+            again = await client.chat.completions.create(model="m", messages=[user])
+            call = first.choices[0].message.tool_calls[0]  # type: ignore[index]
+            answered = [
+                user,
+                {"role": "assistant", "content": None, "tool_calls": [call.model_dump()]},
+                {"role": "tool", "tool_call_id": call.id, "content": "ok"},
+            ]
+            last = await client.chat.completions.create(model="m", messages=answered)  # type: ignore[arg-type]
+            return [first, again, last]
+        finally:
+            await client.close()
+
+    with FakeOpenAI(turns=turns) as server:
+        first, again, last = run(go(server))
+    call = first.choices[0].message.tool_calls[0]  # type: ignore[attr-defined]
+    assert (call.id, call.function.name, call.function.arguments) == ("call_0_0", "book", '{"day":3}')
+    assert first.choices[0].finish_reason == "tool_calls"  # type: ignore[attr-defined]
+    assert again.choices[0].message.tool_calls[0].id == "call_0_0"  # type: ignore[attr-defined]
+    assert last.choices[0].message.content == "Booked." and last.choices[0].message.tool_calls is None  # type: ignore[attr-defined]

@@ -18,6 +18,13 @@ SPECS: dict[str, dict[str, typing.Any]] = {
     "python": {"type": "python", "function": "lane.py:answer"},
     "command": {"type": "command", "argv": ["cat"]},
     "chat": {"type": "chat", "model": "m", "base_url": "http://127.0.0.1:9/v1", "prompt": "{{ q }}"},
+    "agent": {
+        "type": "agent",
+        "model": "m",
+        "base_url": "http://127.0.0.1:9/v1",
+        "prompt": "{{ q }}",
+        "tools": {"answer": "lane.py:answer", "look": "recorded"},
+    },
 }
 
 

@@ -32,6 +32,16 @@ def every_metric(project: LiveProject) -> dict[str, dict[str, Any]]:
         "check": {"type": "check", "check": "non-empty"},
         "llm_judge": project.judge(),
         "recorded_score": {"type": "recorded_score", "scorer": "tool"},
+        "tool_calls": {
+            "type": "tool_calls",
+            "reference": "calls",
+            "mode": "in_order",
+            "extra_calls": "forbid",
+            "tools": {"search": {"schema": {"type": "object"}, "arguments": {"q": {"tolerance": 0.5}}}},
+        },
+        "steps": {"type": "steps", "count": "tool_calls", "max": 3},
+        "loop": {"type": "loop", "repeats": 2},
+        "final_state": {"type": "final_state", "check": "non-empty", "reference": "tags"},
     }
 
 
@@ -39,7 +49,7 @@ def test_a_run_with_every_metric_type_verifies(project: LiveProject):
     metrics = every_metric(project)
     assert set(metrics) == set(METRIC_TYPES)  # a new metric type needs a case here
     project.write(
-        [{"id": f"q{i}", "question": f"question {i}", "tags": ["x"]} for i in range(4)],
+        [{"id": f"q{i}", "question": f"question {i}", "tags": ["x"], "calls": []} for i in range(4)],
         metrics={name.replace("_", "-"): spec for name, spec in metrics.items()},
         checks={"non-empty": {"command": [sys.executable, "-c", "import sys; sys.exit(0)"]}},
     )
@@ -51,7 +61,11 @@ def test_a_run_with_every_metric_type_verifies(project: LiveProject):
 
 
 def test_the_recorded_config_reads_back_equal_and_uses_the_config_files_names(project: LiveProject):
-    metrics = {**every_metric(project), "check": {"type": "check", "check": "c"}}
+    metrics = {
+        **every_metric(project),
+        "check": {"type": "check", "check": "c"},
+        "final_state": {"type": "final_state", "check": "c"},
+    }
     config = Config.model_validate(
         {"dataset": {"name": "d", "path": "d.jsonl"}, "metrics": metrics, "checks": {"c": {"command": ["x"]}}}
     )
@@ -60,6 +74,7 @@ def test_the_recorded_config_reads_back_equal_and_uses_the_config_files_names(pr
     # Read back the way a config file is read (aliases only), it is the same config too.
     assert Config.model_validate(recorded) == config
     assert "schema" in recorded["metrics"]["json_schema"] and "schema_" not in recorded["metrics"]["json_schema"]
+    assert "schema" in recorded["metrics"]["tool_calls"]["tools"]["search"]
 
 
 def test_a_record_written_with_field_names_still_reads(project: LiveProject):
@@ -92,4 +107,4 @@ def aliased_fields(model: type[BaseModel], seen: set[type] | None = None) -> set
 
 def test_every_aliased_config_field_is_exercised_by_the_round_trip():
     """A new alias anywhere in the config's models must be covered by the every-metric config above."""
-    assert aliased_fields(Config) == {("JsonSchemaSpec", "schema_", "schema")}
+    assert aliased_fields(Config) == {("JsonSchemaSpec", "schema_", "schema"), ("ToolRule", "schema_", "schema")}

@@ -22,7 +22,7 @@ from evalglass.core.fieldpath import ABSENT, get_path, parse_path
 from evalglass.core.outputparse import parse_json_output
 from evalglass.core.stats import Direction
 from evalglass.metrics import parse_metric_spec
-from evalglass.metrics.base import BatchedMetric, BuildContext, value_getter, values_getter
+from evalglass.metrics.base import BuildContext, Scorer, value_getter, values_getter
 
 SCALARS = (
     st.none()
@@ -85,7 +85,7 @@ def _assert_the_batch_gives_what_each_example_gives(
 ) -> None:
     spec = parse_metric_spec(config)
     built = spec.build(BuildContext(Path("."), direction=direction))
-    assert isinstance(built, BatchedMetric), "every configuration listed here has a batch path"
+    assert isinstance(built, Scorer) and built.batch is not None, "every configuration listed here has a batch path"
     examples = [Example(id=str(i), line=i + 1, fields=record, output=output) for i, (output, record) in enumerate(rows)]
     batch = built.batch(ExampleBatch.of(examples))
     one = [built.one(example) for example in examples]
@@ -126,7 +126,8 @@ def test_uniform_batches_give_what_each_example_gives(config: dict[str, Any], ro
 
 def test_a_literal_expected_value_that_is_not_text_has_no_batch_path() -> None:
     spec = parse_metric_spec({"type": "exact_match", "expected": {"a": [1, 2]}})
-    assert not isinstance(spec.build(BuildContext(Path("."))), BatchedMetric)
+    built = spec.build(BuildContext(Path(".")))
+    assert isinstance(built, Scorer) and built.batch is None
 
 
 def test_calling_a_batched_metric_scores_one_example() -> None:

@@ -72,6 +72,18 @@ CONFIGS: list[dict[str, Any]] = [
         "values": {"yes": 1, "no": 0},
         "scale": {"min": 0, "max": 5},
     },
+    {"type": "tool_calls", "reference": "gold", "mode": "any_order"},
+    {"type": "tool_calls", "reference": "gold", "mode": "in_order", "extra_calls": "forbid", "vacuous": "pass"},
+    {"type": "tool_calls", "reference": "gold", "measure": "precision", "arguments": "json_subset", "field": "t"},
+    {
+        "type": "tool_calls",
+        "reference": "gold",
+        "mode": "superset",
+        "tools": {"": {"schema": {"type": "object"}, "arguments": {"": {"tolerance": 1}, "a": {"match": "ignore"}}}},
+    },
+    {"type": "steps", "count": "model_turns"},
+    {"type": "steps", "count": "tool_calls", "max": 2},
+    {"type": "loop", "repeats": 2, "consecutive": False},
 ]
 BUILT: list[MetricFn] = [parse_metric_spec(config).build(BuildContext(Path("."))) for config in CONFIGS]
 
@@ -85,9 +97,10 @@ def assert_legal(result: MetricResult) -> None:
 
 
 def test_every_builtin_type_is_exercised() -> None:
-    # python is exercised in test_metrics_host.py; check starts processes and is covered by tests/checks and e2e;
-    # llm_judge calls a model and is covered by tests/live and tests/live_e2e.
-    assert {config["type"] for config in CONFIGS} == set(METRIC_TYPES) - {"python", "check", "llm_judge"}
+    # python is exercised in test_metrics_host.py; check and final_state start processes and are covered by
+    # tests/checks, tests/metrics/test_metrics_trajectories.py and e2e; llm_judge calls a model and is covered by
+    # tests/live and tests/live_e2e.
+    assert {config["type"] for config in CONFIGS} == set(METRIC_TYPES) - {"python", "check", "llm_judge", "final_state"}
 
 
 @settings(max_examples=300, deadline=None)
@@ -99,12 +112,22 @@ def test_builtins_always_return_a_legal_result(output: Any, record: dict[str, An
 
 
 #: A usable reference for the types that read one, so that only the answer is wrong.
-USABLE_GOLD = {"contains": lambda drawn: "needle", "set_overlap": lambda drawn: [drawn]}
+USABLE_GOLD = {
+    "contains": lambda drawn: "needle",
+    "set_overlap": lambda drawn: [drawn],
+    "tool_calls": lambda drawn: [{"name": "t"}],
+}
 
 
 #: recorded_score reads another tool's score, not the system's answer: a score the tool did not record is a missing
 #: measurement (an error, never the worst value; issue 31), which tests/metrics/test_metrics_recorded.py pins.
-MEASURE_ANSWERS = [config for config in CONFIGS if config["type"] != "recorded_score"]
+#: A bare count (steps without max) has no scale, so no worst value: its wrong answers are left out, which
+#: tests/metrics/test_metrics_trajectories.py pins.
+MEASURE_ANSWERS = [
+    config
+    for config in CONFIGS
+    if config["type"] != "recorded_score" and parse_metric_spec(config).value_scale() is not None
+]
 
 
 @settings(max_examples=200, deadline=None)

@@ -36,12 +36,16 @@ class TextPart(_Frozen):
 
 
 class ToolCallPart(_Frozen):
-    """A model's request to call a tool. ``arguments`` is absent when not captured."""
+    """A model's request to call a tool. ``arguments`` is absent when not captured, or when the model sent text that
+    is not JSON (kept as ``invalid_arguments``)."""
 
     type: Literal["tool_call"] = "tool_call"
     id: str | None = None
     name: str
     arguments: JsonValue = None
+    invalid_arguments: str | None = Field(
+        default=None, description="The arguments as the model sent them, when they are not JSON."
+    )
 
 
 class ToolCallResponsePart(_Frozen):
@@ -50,6 +54,7 @@ class ToolCallResponsePart(_Frozen):
     type: Literal["tool_call_response"] = "tool_call_response"
     id: str | None = None
     response: JsonValue = None
+    error: bool | None = Field(default=None, description="True when the response reports the tool's failure.")
 
 
 class OtherPart(_Frozen):
@@ -93,8 +98,17 @@ class ToolCall(_Frozen):
     id: str | None = None
     name: str
     arguments: JsonValue = None
+    invalid_arguments: str | None = Field(
+        default=None, description="The arguments as the model sent them, when they are not JSON (no tool ran)."
+    )
     result: JsonValue = None
-    error_type: str | None = None
+    error_type: str | None = Field(
+        default=None,
+        description="Why the call failed: a trace's `error.type`; from an agent lane, the exception's type for a tool "
+        "that raised, or `unknown_tool`, `arguments_not_json`, `arguments_rejected`, `tool_timeout`, "
+        "`result_not_json`, `no_recorded_result`.",
+    )
+    error: str | None = Field(default=None, description="What the failed call told the model.")
     span_id: str | None = Field(default=None, description="The tool-execution span, when one recorded the call.")
 
 
@@ -129,6 +143,25 @@ class TraceOutput(_Frozen):
     usage: Usage = Field(default_factory=Usage)
     latency_ms: float | None = None
     error_type: str | None = Field(default=None, description="`error.type`, or the span status's error.")
+
+
+class Trajectory(TraceOutput):
+    """What an agent did, as an agent lane records it (``evalglass schema trajectory``): the whole conversation, the
+    rendered prompt first (``messages``), every tool call with its result or error (``tool_calls``), and how it
+    ended. A trace record's ``output`` is read the same way, so metrics on trajectories read either."""
+
+    finish: str | None = Field(
+        default=None,
+        description="Why the trajectory ended: `stop` (the model answered without calling a tool), `max_steps` (the "
+        "step budget ran out while the model still called tools), or the model's own finish reason (`length`...).",
+    )
+    steps: int | None = Field(default=None, ge=0, description="Model turns taken (each with the calls it made).")
+    final_state: JsonValue = Field(
+        default=None, description="The state the tools left behind (absent when no tool keeps state)."
+    )
+    cost: float | None = Field(
+        default=None, description="What the trajectory's model calls cost, from the config's `prices:`."
+    )
 
 
 class TraceRecord(_Frozen):
@@ -181,6 +214,7 @@ __all__ = [
     "TraceInput",
     "TraceOutput",
     "TraceRecord",
+    "Trajectory",
     "Usage",
     "uncaptured_overlap",
 ]

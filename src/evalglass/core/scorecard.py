@@ -130,14 +130,16 @@ class CallTotals(BaseModel):
 
 
 def count_call_attempts(row: Mapping[str, Any]) -> tuple[int, int]:
-    """(calls, attempts) recorded in one ``outputs.jsonl`` row: every sample and judge entry with ``attempts``."""
+    """(calls, attempts) recorded in one ``outputs.jsonl`` row: every sample and judge entry with ``attempts`` is
+    one call, or ``calls`` of them (an agent's trajectory: one model call per step, ``attempts`` over them all)."""
     calls = attempts = 0
     entries: list[Any] = list(row.get("samples") or ())
     for notes in (row.get("judges") or {}).values():
         entries.extend(notes)
     for entry in entries:
         if isinstance(entry, Mapping) and type(entry.get("attempts")) is int:
-            calls += 1
+            made = entry.get("calls")
+            calls += made if type(made) is int else 1
             attempts += entry["attempts"]
     return calls, attempts
 

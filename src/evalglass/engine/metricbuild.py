@@ -13,11 +13,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from evalglass import hostwatch
-from evalglass.engine.sink import BuiltMetric
+from evalglass.engine.scoring import BuiltMetric
 from evalglass.engine.toolresults import guard_failed_samples
 from evalglass.engine.uncaptured import UncapturedJudge, guard_uncaptured
 from evalglass.errors import SetupError
-from evalglass.metrics.base import AsyncScorer, BuildContext, CheckSink, MetricShipper, MetricSpec, Scorer
+from evalglass.metrics.base import AnyScorer, AsyncScorer, BuildContext, CheckSink, MetricShipper, MetricSpec
 from evalglass.metrics.errors import MetricLoadError
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from evalglass.metrics.registry import AnyMetricSpec
 
 
-def build_scorer(loaded: LoadedConfig, name: str, spec: MetricSpec, context: BuildContext) -> Scorer:
+def build_scorer(loaded: LoadedConfig, name: str, spec: MetricSpec, context: BuildContext) -> AnyScorer:
     """``spec.build(context)``, where a metric that cannot be built is a one-line setup error naming it."""
     try:
         return spec.build(context)
@@ -57,14 +57,14 @@ def build_metrics(
         )
         label = metric_label(name, spec)
         with hostwatch.watch(label):  # building a host metric imports its module: host code runs
-            function = build_scorer(loaded, name, spec, context)
-        if isinstance(function, AsyncScorer):
+            scorer = build_scorer(loaded, name, spec, context)
+        if isinstance(scorer, AsyncScorer):
             raise TypeError(f"metric '{name}' built an asynchronous scorer but does not declare itself live")
         if config.dataset.may_lack_content:
-            function = guard_uncaptured(name, spec, config.output_field, function)
+            scorer = guard_uncaptured(name, spec, config.output_field, scorer)
         if config.dataset.tool_results:
-            function = guard_failed_samples(name, function)
-        built.append(BuiltMetric(name=name, function=function, parallel=spec.parallel or ships, label=label))
+            scorer = guard_failed_samples(name, scorer)
+        built.append(BuiltMetric(name=name, scorer=scorer, parallel=spec.parallel or ships, label=label))
     return built
 
 

@@ -50,7 +50,7 @@ def metric_call(name: str, function: Callable[[Any], Any], example: Any) -> Any:
     try:
         return function(example)
     except Exception as exc:
-        from evalglass.engine.sink import metric_raised
+        from evalglass.engine.scoring import metric_raised
 
         return metric_raised(name, exc)
 

@@ -1,5 +1,5 @@
 """A port for finding a run the ledger names by reference (``baselines: NAME: run: main@latest``) rather than by
-folder. A run is given its locator as one of its options (``engine.pipeline.run(locator=...)``, likewise
+folder. A run is given its locator as one of its options (``engine.pipeline.RunOptions(locator=...)``, likewise
 ``engine.preflight``): the Python API builds the run history's (``evalglass.history.locator``) for every run, the
 command line and the pytest plugin through it, so all three resolve a baseline alike. Nothing process-global is
 consulted: without a locator, a baseline is a folder and nothing else.

@@ -12,11 +12,11 @@ from pydantic import BaseModel
 
 from evalglass.core.authority import Ledger
 from evalglass.core.compare import Comparison
-from evalglass.core.conversation import TraceRecord
+from evalglass.core.conversation import TraceRecord, Trajectory
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.scorecard import Scorecard
 
-SCHEMA_NAMES = ("config", "ledger", "scorecard", "runrecord", "scores", "comparison", "trace-record")
+SCHEMA_NAMES = ("config", "ledger", "scorecard", "runrecord", "scores", "comparison", "trace-record", "trajectory")
 
 
 def schema_of(which: str) -> dict[str, Any]:
@@ -30,6 +30,7 @@ def schema_of(which: str) -> dict[str, Any]:
         "runrecord": RunRecord,
         "comparison": Comparison,
         "trace-record": TraceRecord,
+        "trajectory": Trajectory,
     }
     if which in models:
         return {

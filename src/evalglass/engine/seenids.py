@@ -1,16 +1,20 @@
-"""Which example ids a streamed dataset has shown so far, in about 16 bytes per id: what lets the live run refuse a
-repeated id before that line's calls are made without keeping every id (and its line) in a dict.
+"""Which example ids a streamed dataset has shown so far, in about 16 bytes per id: what lets the run sink refuse a
+repeated id (for a live run, before that line's calls are made) without keeping every id (and its line) in a dict.
 
 :class:`SeenIds` keeps one 8-byte hash per id in a numpy table of buckets, eight hashes to a bucket (one cache line),
 at most half full on average, so checking a batch against it, and adding it, is a handful of numpy operations with
 no loop per id: the live run adds a batch of 256 ids, or (cheap calls) a run of up to eight batches at once, so
-numpy's cost per call is paid per batch or run, not per id. The few hashes a full bucket cannot take go to a small
-set beside it. A hash says "maybe seen": equal hashes are what a repeated id guarantees and what a rare collision
-(two ids, one 64-bit hash) also gives, so the caller confirms a "maybe" by reading the dataset again (``liverun``:
-``sink.refuse_first_repeat``), which names both lines or finds none.
+numpy's cost per call is paid per batch or run, not per id; a recorded run adds every id once, after the stream, and
+the first hashes added are placed in the table only when a later add needs to look them up, so that one add costs a
+sort. The few hashes a full bucket cannot take go to a small set beside it. A hash says "maybe seen": equal hashes
+are what a repeated id guarantees and what a rare collision (two ids, one 64-bit hash) also gives, so the caller
+confirms a "maybe" by reading the dataset again (``sink.refuse_first_repeat``), which names both lines or finds
+none.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -37,8 +41,10 @@ class SeenIds:
         self._shift = np.uint64(64 - (buckets.bit_length() - 1))
         self._spilled: set[int] = set()  # hashes whose bucket was full
         self._count = 0  # hashes in the table (and spilled)
+        #: The first add's hashes (sorted), until a second add needs them looked up (see the module docstring).
+        self._unplaced: npt.NDArray[np.uint64] | None = None
 
-    def add(self, hashes: list[int]) -> bool:
+    def add(self, hashes: Sequence[int]) -> bool:
         """Remember ``hashes``; True when one of them was seen before or occurs twice among them (maybe a
         repeated id: see the module docstring; 0 and 1 may count as one hash: a maybe, never a miss).
 
@@ -49,13 +55,22 @@ class SeenIds:
         found[found == 0] = 1  # 0 marks an empty place
         found.sort()  # as _insert wants them; equal neighbours are a repeat among them
         repeated = bool((found[1:] == found[:-1]).any())
+        if self._unplaced is None and not self._count:
+            self._unplaced = found  # nothing to look up among yet: the sort alone decided
+            return repeated
+        if self._unplaced is not None:
+            self._place(self._unplaced)
+            self._unplaced = None
         if self._count:
             # The rows looked up here are the rows _insert writes next, still in the cache.
             repeated = bool(self._contains(found).any()) or repeated
+        self._place(found)
+        return repeated
+
+    def _place(self, found: npt.NDArray[np.uint64]) -> None:
         if (self._count + len(found)) * 2 > self._table.size:
             self._grow(self._count + len(found))
         self._insert(found)
-        return repeated
 
     def _contains(self, hashes: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:
         buckets = hashes >> self._shift

@@ -31,7 +31,7 @@ from evalglass.core.fingerprint import PREFIX
 from evalglass.core.score import Score
 from evalglass.engine.dataset import BATCH, BadLine, batched, field_getter
 from evalglass.errors import SetupError
-from evalglass.metrics.base import BatchedMetric, MetricFn
+from evalglass.metrics.base import Scorer
 from evalglass.readers.userfiles import open_regular, unreadable
 
 #: The dataset formats read by a tool's reader.
@@ -222,10 +222,10 @@ def _output(sample: ToolSample) -> dict[str, Any]:
     return output
 
 
-def guard_failed_samples(name: str, function: MetricFn) -> MetricFn:
-    """``function``, made an ``error`` on a sample the tool itself failed to complete (its output carries the
+def guard_failed_samples(name: str, scorer: Scorer) -> Scorer:
+    """``scorer``, made an ``error`` on a sample the tool itself failed to complete (its output carries the
     tool's ``error``): what the tool did not produce is not an answer to measure, and never a 0.0."""
-    inner_one = function.one if isinstance(function, BatchedMetric) else function
+    inner_one = scorer.one
 
     def one(example: Example) -> Any:
         output = example.output
@@ -238,13 +238,13 @@ def guard_failed_samples(name: str, function: MetricFn) -> MetricFn:
             f"({str(failed)[:300]}); metric '{name}' has nothing to measure",
         )
 
-    if not isinstance(function, BatchedMetric):
-        return one
-    inner_batch = function.batch
+    inner_batch = scorer.batch
+    if inner_batch is None:
+        return Scorer(one)
 
     def batch(examples: ExampleBatch) -> Any:
         if any(type(output) is dict and output.get("error") for output in examples.outputs):
             return None  # the caller scores this batch example by example, through ``one``
         return inner_batch(examples)
 
-    return BatchedMetric(one, batch)
+    return Scorer(one, batch)

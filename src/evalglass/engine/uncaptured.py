@@ -23,7 +23,7 @@ from evalglass.core.conversation import NOT_CAPTURED, uncaptured_overlap
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import parse_path
 from evalglass.core.score import Score, Status
-from evalglass.metrics.base import BatchedMetric, MetricFn, MetricSpec
+from evalglass.metrics.base import MetricSpec, Scorer
 
 if TYPE_CHECKING:
     from evalglass.lanes.judge import JudgeResult
@@ -64,27 +64,27 @@ def not_captured_score(name: str, example: Example, what: str) -> Score:
     )
 
 
-def guard_uncaptured(name: str, spec: MetricSpec, output_field: str, function: MetricFn) -> MetricFn:
-    """``function``, made ``content_not_captured`` on records that lack content it needs."""
+def guard_uncaptured(name: str, spec: MetricSpec, output_field: str, scorer: Scorer) -> Scorer:
+    """``scorer``, made ``content_not_captured`` on records that lack content it needs."""
     paths = needed_paths(spec, output_field)
     if not paths:
-        return function
-    inner_one = function.one if isinstance(function, BatchedMetric) else function
+        return scorer
+    inner_one = scorer.one
 
     def one(example: Example) -> Any:
         what = missing_content(example.fields, paths)
         return inner_one(example) if what is None else not_captured_score(name, example, what)
 
-    if not isinstance(function, BatchedMetric):
-        return one
-    inner_batch = function.batch
+    inner_batch = scorer.batch
+    if inner_batch is None:
+        return Scorer(one)
 
     def batch(examples: ExampleBatch) -> Any:
         if any(missing_content(record, paths) is not None for record in examples.records):
             return None  # the caller scores this batch example by example, through ``one``
         return inner_batch(examples)
 
-    return BatchedMetric(one, batch)
+    return Scorer(one, batch)
 
 
 class UncapturedJudge:

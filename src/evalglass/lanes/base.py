@@ -34,6 +34,7 @@ from evalglass.lanes.ports import Job, LaneColumn, LaneOutcome, LaneOutput
 from evalglass.lanes.specs import LaneSpec
 
 if TYPE_CHECKING:  # the chat client (openai SDK, aiohttp) is imported only when a chat lane is built
+    from evalglass.core.usage import Price
     from evalglass.lanes.chatcall import TransportChoice
     from evalglass.lanes.executor import Executor
     from evalglass.lanes.retry import Retrier
@@ -98,7 +99,8 @@ class TaskLane(ABC):
 class LaneContext:
     """Everything building a lane may use, filled the same way for every lane type: the config's folder (relative
     paths resolve against it), the run's executor and call cache, the environment secrets come from, the retry
-    policy and HTTP transport of model calls, and whether async host functions are shipped to a cluster."""
+    policy and HTTP transport of model calls, whether async host functions are shipped to a cluster, and the
+    config's prices (an agent's trajectory records its cost)."""
 
     base_dir: Path
     executor: Executor
@@ -107,6 +109,7 @@ class LaneContext:
     retrier: Retrier | None = None
     transport: TransportChoice = "auto"
     ship_async: bool = False
+    prices: Mapping[str, Price] | None = None
 
 
 def fields_key(cache: CallStore | None, fingerprint: str, fields: Mapping[str, Any], sample: int) -> str | None:

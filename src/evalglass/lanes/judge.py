@@ -39,15 +39,17 @@ from evalglass.core.calibration import Calibration, calibrate
 from evalglass.core.example import Example
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.score import Diagnostic, Score, Status, Validity
+from evalglass.core.trajectory import Unreadable
 from evalglass.errors import SetupError
 from evalglass.lanes.callcache import CallStore, cache_key
 from evalglass.lanes.chatcall import ChatRequest, TransportChoice, answer
 from evalglass.lanes.chatclients import open_chat_client
 from evalglass.lanes.executor import Executor
-from evalglass.lanes.judgespec import JudgeScale
+from evalglass.lanes.judgespec import JudgeScale, TranscriptSpec
 from evalglass.lanes.retry import Attempt, Retrier
 from evalglass.lanes.specs import EndpointSpec
 from evalglass.lanes.templating import TemplateFailure, compile_template, render
+from evalglass.lanes.transcript import Cut, Transcripts, with_cut
 from evalglass.readers import jsonsource
 from evalglass.readers.userfiles import read_regular
 
@@ -224,6 +226,10 @@ class JudgeDefinition:
     missing_reference: Callable[[Example], Score]
     #: What an answer the judge cannot be shown scores (see ``metrics.invalid``).
     invalid: Callable[[Example], Score]
+    #: What a judge of transcripts is shown (None: the output only), and what an output that is no conversation
+    #: scores, from its diagnostic code and message (a wrong answer: ``metrics.invalid.unreadable_answer``).
+    transcript: TranscriptSpec | None = None
+    unreadable: Callable[[str, str], Score] | None = None
 
 
 class Judge:
@@ -253,6 +259,7 @@ class Judge:
         self._target = definition.target
         self._invalid = definition.invalid
         self._reference = definition.reference
+        self._transcripts = Transcripts(definition.transcript) if definition.transcript is not None else None
 
     async def aclose(self) -> None:
         await self.client.aclose()
@@ -260,14 +267,35 @@ class Judge:
     def render(self, example: Example) -> list[tuple[str, str]] | Score:
         """The messages for ``example``, or the Score that explains why there are none (the reference is looked at
         first: without it nothing is measured, whatever the answer)."""
+        return self.render_with_cut(example)[0]
+
+    def render_with_cut(self, example: Example) -> tuple[list[tuple[str, str]] | Score, Cut | None]:
+        """:meth:`render`, and how much of the transcript was cut (None: all of it is shown, or there is none)."""
         reference: Any = ABSENT
         if self._reference is not None:
             reference = self._reference(example)
             if reference is ABSENT:
-                return self.definition.missing_reference(example)
+                return self.definition.missing_reference(example), None
         target = self._target(example)
         if target is ABSENT:
-            return self._invalid(example)
+            return self._invalid(example), None
+        shown_cut: Cut | None = None
+        transcript: str | None = None
+        if self._transcripts is not None:
+            rendered = self._transcripts.of(example, target)
+            if isinstance(rendered, Unreadable):
+                message = f"the output is not a conversation: {rendered}"
+                unreadable = self.definition.unreadable
+                return (
+                    unreadable("trajectory_unreadable", message)
+                    if unreadable
+                    else Score.error("trajectory_unreadable", message)
+                ), None
+            if isinstance(rendered, TemplateFailure):
+                return Score.error(rendered.code, rendered.message), None
+            if isinstance(rendered, Score):
+                return rendered, None
+            transcript, shown_cut = rendered
         context: dict[str, Any] = {
             "rubric": self.rubric,
             "output": target if isinstance(target, str) else orjson.dumps(target).decode(),
@@ -278,17 +306,19 @@ class Judge:
         }
         if reference is not ABSENT:
             context["reference"] = reference if isinstance(reference, str) else orjson.dumps(reference).decode()
+        if transcript is not None:
+            context["transcript"] = transcript
         try:
             return [
                 (role, render(template, context, what=f"the judge {role} prompt", example_id=example.id))
                 for role, template in self._templates
-            ]
+            ], shown_cut
         except TemplateFailure as failure:
-            return Score.error(failure.code, failure.message)
+            return Score.error(failure.code, failure.message), None
 
     async def judge(self, example: Example) -> JudgeResult:
         """Judge one example (one sample of it). Never raises for a per-example problem."""
-        messages = self.render(example)
+        messages, shown_cut = self.render_with_cut(example)
         if isinstance(messages, Score):
             return JudgeResult(messages)
         request = ChatRequest.build(self.endpoint, messages)
@@ -313,7 +343,7 @@ class Judge:
             return JudgeResult(score, attempts=attempts, call_id=key, tries=tries)
         parsed = parse_judge_answer(reply.content, self.definition.scale, evidence=evidence)
         return JudgeResult(
-            parsed.score,
+            with_cut(parsed.score, shown_cut),
             parsed.rationale,
             parsed.label,
             reply.content,

@@ -1,4 +1,5 @@
-"""The vocabulary an LLM judge is declared in: its answer scale and its default prompt.
+"""The vocabulary an LLM judge is declared in: its answer scale, its default prompt, and what a judge of transcripts
+is shown (``transcript:``).
 
 They sit in lanes, below metrics: the ``llm_judge`` metric's spec (metrics/llm_judge.py) is made of them, and the
 judge that runs it (lanes/judge.py) reads its answers on the scale, so both import them downwards. Validated config
@@ -10,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 DEFAULT_PROMPT = """\
 You are grading one output of an AI system against a rubric.
@@ -87,4 +88,68 @@ class JudgeScale(BaseModel):
         return "one of " + ", ".join(json.dumps(label) for label in self.labels)
 
 
-__all__ = ["DEFAULT_PROMPT", "JudgeScale"]
+DEFAULT_TRANSCRIPT_PROMPT = """\
+You are grading what an AI agent did, against a rubric.
+
+# Rubric
+{{ rubric }}
+
+# Example
+{{ example | json }}
+{% if reference is defined %}
+# Reference
+{{ reference }}
+{% endif %}
+# Transcript to grade
+{{ transcript }}
+
+Answer with one JSON object and nothing else:
+{"score": <{{ scale }}>, "rationale": "<one or two sentences>"}
+"""
+
+#: One line per part: ``[role]`` opens a message, ``-> name(arguments)`` is a tool call (the text the model sent when
+#: it was not JSON), ``<- result`` its result, ``<- error: ...`` a tool's failure, ``(kind)`` any other part (an
+#: image, a reasoning block) so that nothing the agent did is silently left out.
+DEFAULT_TRANSCRIPT_TEMPLATE = """\
+{% for message in messages %}[{{ message.role }}]
+{% for part in message.parts %}{% if part.type == "text" %}{{ part.content if part.content is defined }}
+{% elif part.type == "tool_call" %}-> {{ part.name }}(\
+{% if part.invalid_arguments is defined %}{{ part.invalid_arguments }}\
+{% elif part.arguments is defined %}{{ part.arguments | json }}{% endif %})
+{% elif part.type == "tool_call_response" %}<- \
+{% if part.error is defined and part.error and not (part.response is string and part.response.startswith("error")) %}\
+error: {% endif %}\
+{% if part.response is string %}{{ part.response }}\
+{% elif part.response is defined %}{{ part.response | json }}{% endif %}
+{% else %}({{ part.type if part.type is defined else "part" }})
+{% endif %}{% endfor %}{% endfor %}"""
+
+
+class TranscriptSpec(BaseModel):
+    """``transcript:`` on an ``llm_judge``: the judge is shown the whole conversation (``{{ transcript }}``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    template: str = Field(
+        default=DEFAULT_TRANSCRIPT_TEMPLATE,
+        description="Jinja2 template over `messages` (EvalGlass's {role, parts}) that renders the transcript.",
+    )
+    max_chars: int = Field(
+        default=20_000,
+        ge=200,
+        description="The budget: a longer transcript keeps its beginning and end, the cut noted (transcript_cut).",
+    )
+    input: str | None = Field(
+        default=None,
+        description="Record path of input messages to put first (a trace record's `input.messages`).",
+    )
+
+    @model_validator(mode="after")
+    def _template_compiles(self) -> TranscriptSpec:
+        from evalglass.lanes.specs import check_template
+
+        check_template(self.template, where="transcript template")
+        return self
+
+
+__all__ = ["DEFAULT_PROMPT", "DEFAULT_TRANSCRIPT_PROMPT", "DEFAULT_TRANSCRIPT_TEMPLATE", "JudgeScale", "TranscriptSpec"]

@@ -37,6 +37,9 @@ class LaneOutput:
     tries: int = 0
     #: A cached answer this same run got before it was interrupted (counted as the run's own call).
     replayed: bool = False
+    #: An output made by several model calls (an agent's steps): each call's usage and whether it was answered
+    #: from an earlier run's cache, for the token tally; None for an output of one call.
+    model_calls: tuple[tuple[Any, bool], ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +87,7 @@ class LaneColumn:
                 or outcome.call_id is not None
                 or outcome.tries
                 or outcome.replayed
+                or outcome.model_calls is not None
             ):
                 raise ValueError("an output that carries more than its value does not fit in a LaneColumn")
             values.append(outcome.value)

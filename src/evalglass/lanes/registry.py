@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from evalglass.lanes.agent import AgentLane
 from evalglass.lanes.base import LaneContext, TaskLane
 from evalglass.lanes.chat_lane import ChatLane
 from evalglass.lanes.command_lane import CommandLane
@@ -17,14 +18,21 @@ from evalglass.lanes.python_lane import PythonLane
 from evalglass.lanes.specs import LaneSpec
 
 if TYPE_CHECKING:
+    from evalglass.core.usage import Price
     from evalglass.lanes.callcache import CallStore
     from evalglass.lanes.chatcall import TransportChoice
     from evalglass.lanes.executor import Executor
     from evalglass.lanes.retry import Retrier
 
 #: The lane class of each ``task.type``: the one line a new lane type adds here (its spec joins ``LaneSpec`` in
-#: lanes/specs.py, which the config's ``task:`` union takes whole).
-LANE_TYPES: dict[str, type[TaskLane]] = {"python": PythonLane, "command": CommandLane, "chat": ChatLane}
+#: lanes/specs.py, which the config's ``task:`` union takes whole). The agent lane (lanes/agent.py) is no TaskLane:
+#: it has the Lane port's methods (lanes/ports.py).
+LANE_TYPES: dict[str, type[TaskLane] | type[AgentLane]] = {
+    "python": PythonLane,
+    "command": CommandLane,
+    "chat": ChatLane,
+    "agent": AgentLane,
+}
 
 
 def build_lane(
@@ -37,10 +45,11 @@ def build_lane(
     retrier: Retrier | None = None,
     transport: TransportChoice = "auto",
     ship_async: bool = False,
-) -> TaskLane:
+    prices: Mapping[str, Price] | None = None,
+) -> TaskLane | AgentLane:
     """Build a lane: the class :data:`LANE_TYPES` names for the spec's ``type``, through its ``build(spec,
     context)``. Raises :class:`LaneConfigError` when the function, file or template cannot be used."""
-    context = LaneContext(base_dir, executor, cache, env, retrier, transport, ship_async)
+    context = LaneContext(base_dir, executor, cache, env, retrier, transport, ship_async, prices)
     return LANE_TYPES[spec.type].build(spec, context)
 
 

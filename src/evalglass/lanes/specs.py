@@ -14,7 +14,7 @@ import shlex
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
 if TYPE_CHECKING:
     from evalglass.lanes.executor import EndpointLimit
@@ -241,13 +241,18 @@ class PythonLaneSpec(_LaneFields):
     @field_validator("function")
     @classmethod
     def _function_ref(cls, value: str) -> str:
-        target, sep, name = value.rpartition(":")
-        if not sep or not target or not name or not all(part.isidentifier() for part in name.split(".")):
-            raise ValueError(f"function must look like 'package.module:function' or 'file.py:function', got {value!r}")
-        return value
+        return function_reference(value)
 
     def host_reference(self) -> str:
         return self.function
+
+
+def function_reference(value: str) -> str:
+    """``value`` when it names a host function (``package.module:function``, ``file.py:function``)."""
+    target, sep, name = value.rpartition(":")
+    if not sep or not target or not name or not all(part.isidentifier() for part in name.split(".")):
+        raise ValueError(f"function must look like 'package.module:function' or 'file.py:function', got {value!r}")
+    return value
 
 
 class CommandLaneSpec(_LaneFields):
@@ -297,23 +302,127 @@ class ChatLaneSpec(EndpointSpec):
 
     @model_validator(mode="after")
     def _one_prompt_form(self) -> ChatLaneSpec:
-        if (self.prompt is None) == (self.messages is None):
-            raise ValueError("a chat lane needs exactly one of 'prompt' (with optional 'system') or 'messages'")
-        if self.messages is not None and self.system is not None:
-            raise ValueError("'system' goes with 'prompt'; with 'messages', put the system message in the list")
-        for role, template in self.message_templates():
-            check_template(template, where=f"{role} message template")
+        check_prompt_form("a chat lane", self.system, self.prompt, self.messages)
         return self
 
     def message_templates(self) -> list[tuple[str, str]]:
-        if self.messages is not None:
-            return [(message.role, message.content) for message in self.messages]
-        templates = [("system", self.system)] if self.system is not None else []
-        templates.append(("user", self.prompt or ""))
-        return templates
+        return message_templates(self.system, self.prompt, self.messages)
 
 
-LaneSpec = PythonLaneSpec | CommandLaneSpec | ChatLaneSpec
+def check_prompt_form(
+    what: str, system: str | None, prompt: str | None, messages: tuple[MessageTemplate, ...] | None
+) -> None:
+    """Exactly one of ``prompt`` (with an optional ``system``) or ``messages``, every template compiling."""
+    if (prompt is None) == (messages is None):
+        raise ValueError(f"{what} needs exactly one of 'prompt' (with optional 'system') or 'messages'")
+    if messages is not None and system is not None:
+        raise ValueError("'system' goes with 'prompt'; with 'messages', put the system message in the list")
+    for role, template in message_templates(system, prompt, messages):
+        check_template(template, where=f"{role} message template")
+
+
+def message_templates(
+    system: str | None, prompt: str | None, messages: tuple[MessageTemplate, ...] | None
+) -> list[tuple[str, str]]:
+    """(role, template) of every message a lane renders per example."""
+    if messages is not None:
+        return [(message.role, message.content) for message in messages]
+    templates = [("system", system)] if system is not None else []
+    templates.append(("user", prompt or ""))
+    return templates
+
+
+class AgentToolSpec(BaseModel):
+    """One tool an agent lane offers: a host function (``module:function``), or results recorded in the example
+    (``recorded``), with what the model is told about it. The shorthand ``NAME: module:function`` or ``NAME:
+    recorded`` is the same with nothing else said."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    function: str | None = Field(default=None, description="module:function or path/to/file.py:function.")
+    recorded: bool = Field(default=False, description="Answer from the results recorded in the example.")
+    description: str | None = Field(
+        default=None, description="What the model is told the tool does (default: the function's docstring)."
+    )
+    parameters: dict[str, JsonValue] | None = Field(
+        default=None,
+        description="The JSON Schema of its arguments (default: from the function's signature; for a recorded "
+        "tool, any object).",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data: Any) -> Any:
+        if isinstance(data, str):
+            return {"recorded": True} if data == "recorded" else {"function": data}
+        return data
+
+    @model_validator(mode="after")
+    def _one_source(self) -> AgentToolSpec:
+        if (self.function is None) == (not self.recorded):
+            raise ValueError("a tool is either a host function ('module:function') or 'recorded'")
+        if self.function is not None:
+            function_reference(self.function)
+        return self
+
+
+class AgentLaneSpec(EndpointSpec):
+    """``task: {type: agent}``: the model and tool loop against an OpenAI-compatible endpoint (lanes/agent.py)."""
+
+    type: Literal["agent"]
+    shippable: ClassVar[bool] = False
+    description: str | None = None
+    epochs: int = Field(default=1, ge=1, le=10_000)
+    system: str | None = Field(default=None, description="Jinja2 template for a system message.")
+    prompt: str | None = Field(default=None, description="Jinja2 template for the user message.")
+    messages: tuple[MessageTemplate, ...] | None = Field(default=None, description="Full message list instead.")
+    tools: dict[str, AgentToolSpec] = Field(min_length=1, description="Tool name -> module:function | recorded.")
+    max_steps: int = Field(default=10, ge=1, le=1000, description="Model turns at most (each with its tool calls).")
+    step_timeout: float | None = Field(
+        default=None, gt=0, description="Seconds for one model step (all its attempts) and for one tool call."
+    )
+    trajectory_timeout: float | None = Field(default=None, gt=0, description="Seconds for the whole trajectory.")
+    recorded_results: str = Field(
+        default="tool_results",
+        description="Record path of the results recorded tools answer with: a list of {name, arguments?, result | "
+        "error}.",
+    )
+    state: str | None = Field(
+        default=None, description="Record path of the state tools start from (a copy per trajectory); default {}."
+    )
+    cache: bool = True
+
+    @model_validator(mode="after")
+    def _one_prompt_form(self) -> AgentLaneSpec:
+        check_prompt_form("an agent lane", self.system, self.prompt, self.messages)
+        for name in self.tools:
+            if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name):
+                raise ValueError(
+                    f"tool name {name!r}: use 1 to 64 letters, digits, '_' or '-' (what model APIs accept)"
+                )
+        return self
+
+    def message_templates(self) -> list[tuple[str, str]]:
+        return message_templates(self.system, self.prompt, self.messages)
+
+    def samples(self) -> range:
+        return range(self.epochs)
+
+    def tokens_model(self) -> str | None:
+        return self.model
+
+    def host_reference(self) -> str:
+        """The model and the host functions the lane's tools call (host code runs in the loop)."""
+        functions = [tool.function for tool in self.tools.values() if tool.function is not None]
+        return (f"model {self.model}" + (f", tools {', '.join(functions)}" if functions else ""))[:200]
+
+    @property
+    def parse(self) -> None:
+        """An agent's output is its trajectory, never text to parse."""
+        return None
+
+
+LaneSpec = PythonLaneSpec | CommandLaneSpec | ChatLaneSpec | AgentLaneSpec
 TaskSpec = Annotated[LaneSpec, Field(discriminator="type")]
 
 
@@ -325,6 +434,8 @@ __all__ = [
     "DEFAULT_KEY_ENV",
     "OPERATIONAL_FIELDS",
     "TRANSIENT_KINDS",
+    "AgentLaneSpec",
+    "AgentToolSpec",
     "ChatLaneSpec",
     "CommandLaneSpec",
     "EndpointSpec",

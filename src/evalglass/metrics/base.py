@@ -1,11 +1,20 @@
 """What every metric is: a declared spec (validated config) that builds a scorer from a :class:`BuildContext`.
 
-The one contract, the same for every metric type: ``spec.build(context)`` returns a **scorer**, either
+The one contract, the same for every metric type: ``spec.build(context)`` returns the metric's scorer, in one of
+two shapes, each for a reason the other cannot serve:
 
-* a sync function from an Example to a result (a :class:`~evalglass.core.score.Score`, or a bare finite float as
-  shorthand for scored+valid, the hot path for builtins on large datasets), possibly a :class:`BatchedMetric`
-  that also scores a whole :class:`~evalglass.core.example.ExampleBatch` in one call; or
-* an :class:`AsyncScorer` (a metric that calls a model: ``llm_judge``), which a live run awaits in its event loop.
+* a :class:`Scorer`, for every metric that scores in this process (builtins, host functions, per-example checks):
+  ``one`` scores an Example, returning a :class:`~evalglass.core.score.Score` or a bare finite float as shorthand
+  for scored+valid, and ``batch``, when the type has a batch path, scores a whole
+  :class:`~evalglass.core.example.ExampleBatch` in one call. It is synchronous because a recorded run has no event
+  loop and scores up to millions of rows: a coroutine per row would cost more than most builtins' whole work;
+* an :class:`AsyncScorer`, for a metric that calls a model (``llm_judge``, declared ``live``): its call is network
+  I/O that the live run's event loop awaits concurrently with every other call, and it returns what the model said
+  beside the score (label, rationale, the call's usage), which the run records in ``outputs.jsonl`` and its token
+  counts.
+
+The engine calls nothing else: it never tests which type a metric is, nor which shape a sync metric was built with
+(a metric without a batch path is a :class:`Scorer` whose ``batch`` is None).
 
 A metric never returns 0.0 for a measurement it could not make: it returns a Score with status and diagnostic
 instead. An answer it cannot read (not JSON, or without the field it reads) is not such a case: it is a measurement
@@ -44,7 +53,8 @@ if TYPE_CHECKING:
 
 MetricResult = float | Score
 MetricFn = Callable[[Example], MetricResult]
-BatchMetricFn = Callable[[ExampleBatch], list[MetricResult]]
+#: A batch path: every example's result, in order; None (or a raise) sends the batch to the per-example function.
+BatchMetricFn = Callable[[ExampleBatch], list[MetricResult] | None]
 #: Where a per-example check's record goes (``checks.jsonl``); called from the threads checks run on.
 CheckSink = Callable[["CheckResult"], None]
 #: Runs a per-example check: ``(spec, base_dir, output, check_id=, example_id=) -> CheckResult``. By default
@@ -64,8 +74,27 @@ class AsyncScorer(Protocol):
     async def aclose(self) -> None: ...
 
 
-#: What ``MetricSpec.build`` returns: a sync per-example function (maybe with a batch path) or an async scorer.
-Scorer = MetricFn | AsyncScorer
+class Scorer:
+    """What a metric that scores in this process is built into, whatever its type: the one shape the engine calls
+    for it (see the module docstring for why a model-calling metric has the other, :class:`AsyncScorer`).
+
+    ``one`` scores an example. ``batch``, when the type has a batch path, scores a whole batch in one call and
+    returns, example for example, the very result ``one`` returns; when it returns None, raises or miscounts, the
+    engine scores that batch with ``one``, so a batch path can never change an outcome. None: no batch path.
+    Calling the scorer scores one example."""
+
+    __slots__ = ("batch", "one")
+
+    def __init__(self, one: MetricFn, batch: BatchMetricFn | None = None) -> None:
+        self.one = one
+        self.batch = batch
+
+    def __call__(self, example: Example) -> MetricResult:
+        return self.one(example)
+
+
+#: What ``MetricSpec.build`` returns: a :class:`Scorer`, or an :class:`AsyncScorer` for a ``live`` metric.
+AnyScorer = Scorer | AsyncScorer
 
 
 class MetricShipper(Protocol):
@@ -200,7 +229,7 @@ class MetricSpec(BaseModel):
         """Reference metrics compare with a gold field and may gate only on a validated dataset."""
         return self.reference is not None
 
-    def build(self, context: BuildContext) -> Scorer:
+    def build(self, context: BuildContext) -> AnyScorer:
         """The scorer, built once per run: the one way every metric type is built.
 
         Raises :class:`~evalglass.metrics.errors.MetricLoadError` (one line) when it cannot be built.
@@ -208,10 +237,9 @@ class MetricSpec(BaseModel):
         one = self.build_one(context)
         if isinstance(one, AsyncScorer):
             return one
-        batch = self.build_batch(one)
-        return one if batch is None else BatchedMetric(one, batch)
+        return Scorer(one, self.build_batch(one))
 
-    def build_one(self, context: BuildContext) -> Scorer:
+    def build_one(self, context: BuildContext) -> MetricFn | AsyncScorer:
         """This type's per-example scorer (see :meth:`build`, which adds the batch path)."""
         raise NotImplementedError
 
@@ -278,19 +306,6 @@ class MetricSpec(BaseModel):
         return scale.min if direction is Direction.HIGHER_IS_BETTER else scale.max
 
 
-class BatchedMetric:
-    """A metric function that can also score a batch at once; calling it scores one example."""
-
-    __slots__ = ("batch", "one")
-
-    def __init__(self, one: MetricFn, batch: BatchMetricFn) -> None:
-        self.one = one
-        self.batch = batch
-
-    def __call__(self, example: Example) -> MetricResult:
-        return self.one(example)
-
-
 def without_default_invalid_output(payload: dict[str, Any]) -> dict[str, Any]:
     """A fingerprint payload without ``on_invalid_output`` at its default: the default's change of behaviour is
     carried by the builtin types' versions (``metrics.versions``), so a definition that does not set it keeps the
@@ -331,9 +346,9 @@ def missing_reference(spec: MetricSpec, example: Example) -> Score:
 
 __all__ = [
     "ABSENT",
+    "AnyScorer",
     "AsyncScorer",
     "BatchMetricFn",
-    "BatchedMetric",
     "BuildContext",
     "CalibrationSubject",
     "CheckRunner",

@@ -9,8 +9,8 @@ records go to the context's check sink, and with a cluster executor each check r
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import ClassVar, Literal
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -42,9 +42,25 @@ class CheckMetricSpec(MetricSpec):
         return f"check '{self.check}'"
 
     def build_one(self, context: BuildContext) -> MetricFn:
+        return self.check_scorer(context, self.check_input(context))
+
+    def check_input(self, context: BuildContext) -> Callable[[Example], Any]:
+        """What the check is given for an example: the output (or its ``field``), or the Score of an example that
+        has nothing to give it (the check is then not run)."""
+        target = measured_target(self)
+        invalid = invalid_answer(self, context)
+
+        def given(example: Example) -> Any:
+            output = target(example)
+            return invalid(example) if output is ABSENT else output
+
+        return given
+
+    def check_scorer(self, context: BuildContext, given: Callable[[Example], Any]) -> MetricFn:
+        """The scorer that runs the declared check against what ``given`` makes of each example."""
         check = context.checks.get(self.check)
         if check is None:  # the config refuses this before any metric is built
-            raise MetricLoadError(f"metric type 'check' names the check '{self.check}', which is not declared")
+            raise MetricLoadError(f"metric type '{self.type}' names the check '{self.check}', which is not declared")
         run: CheckRunner
         if context.shipper is not None:
             run = context.shipper.check_runner(context.name)
@@ -53,14 +69,12 @@ class CheckMetricSpec(MetricSpec):
 
             run = run_example_check
         base_dir, sink = context.base_dir, context.check_sink
-        target = measured_target(self)
-        invalid = invalid_answer(self, context)
         check_id = self.check
 
         def score(example: Example) -> Score:
-            output = target(example)
-            if output is ABSENT:
-                return invalid(example)
+            output = given(example)
+            if isinstance(output, Score):
+                return output
             try:
                 result = run(check, base_dir, output, check_id=check_id, example_id=example.id)
             except WorkLost as exc:  # shipped and never done: no record exists, and the example is an error

@@ -1,6 +1,6 @@
 """Equality metrics: ``exact_match`` against one gold value and ``enum`` against a set of allowed values.
 
-Both compare with JSON semantics (see :mod:`evalglass.metrics.jsonvalue`): ``true`` is not ``1``, ``1`` is
+Both compare with JSON semantics (see :mod:`evalglass.core.jsonvalue`): ``true`` is not ``1``, ``1`` is
 ``1.0``, object key order is irrelevant. Text normalisation applies only when both sides are strings.
 """
 
@@ -12,6 +12,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, JsonValue, model_validator
 
 from evalglass.core.example import Example, ExampleBatch
+from evalglass.core.jsonvalue import NotJsonError, json_key
 from evalglass.core.score import Score
 from evalglass.core.uniform import all_of_type
 from evalglass.metrics.base import (
@@ -26,7 +27,6 @@ from evalglass.metrics.base import (
     reference_getter,
 )
 from evalglass.metrics.invalid import InvalidAnswer, invalid_answer
-from evalglass.metrics.jsonvalue import NotJsonError, json_key
 from evalglass.metrics.normalize import NormalizeOptions, Normalizer, build_normalizer, is_identity
 from evalglass.metrics.support import (
     NoReferenceSpec,

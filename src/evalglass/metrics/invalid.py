@@ -33,6 +33,9 @@ _TEXT_CHARS = 200
 
 #: The score of an example whose answer the metric cannot read, from the example.
 InvalidAnswer = Callable[[Example], Score]
+#: The score of an answer that is there but not in the form the metric reads (a trajectory that is no
+#: conversation), from its diagnostic code and what is wrong with it.
+UnreadableAnswer = Callable[[str, str], Score]
 
 
 def invalid_answer(spec: MetricSpec, context: BuildContext) -> InvalidAnswer:
@@ -67,6 +70,23 @@ def invalid_answer(spec: MetricSpec, context: BuildContext) -> InvalidAnswer:
     return score
 
 
+def unreadable_answer(spec: MetricSpec, context: BuildContext) -> UnreadableAnswer:
+    """The function a metric calls where the answer is present but not in the form it reads (``code``, e.g.
+    ``trajectory_unreadable``, and ``message``, what is wrong and where): a wrong answer, scored as the spec's
+    ``on_invalid_output`` and scale say, like text that is not JSON."""
+    name = context.name or str(getattr(spec, "type", "metric"))
+    worst, left_out = _worst(spec, context, name)
+
+    def score(code: str, message: str) -> Score:
+        if worst is None:
+            return Score.error(code, message + left_out)
+        return scored_with_note(
+            worst, code, f"{message}; scored {worst:g}, the worst value of its scale (on_invalid_output: worst)"
+        )
+
+    return score
+
+
 def _worst(spec: MetricSpec, context: BuildContext, name: str) -> tuple[float | None, str]:
     """The value an unreadable answer scores, or None and (under ``worst``) why there is none, as a message tail."""
     if spec.on_invalid_output is OnInvalidOutput.EXCLUDE:
@@ -86,4 +106,4 @@ def _worst(spec: MetricSpec, context: BuildContext, name: str) -> tuple[float | 
     return worst, ""
 
 
-__all__ = ["InvalidAnswer", "invalid_answer"]
+__all__ = ["InvalidAnswer", "UnreadableAnswer", "invalid_answer", "unreadable_answer"]

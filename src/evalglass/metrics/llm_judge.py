@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -20,7 +21,7 @@ from pydantic import Field, model_validator
 from evalglass.core.fingerprint import content_address
 from evalglass.core.stats import ScaleSpec
 from evalglass.errors import SetupError
-from evalglass.lanes.judgespec import DEFAULT_PROMPT, JudgeScale
+from evalglass.lanes.judgespec import DEFAULT_PROMPT, DEFAULT_TRANSCRIPT_PROMPT, JudgeScale, TranscriptSpec
 from evalglass.lanes.specs import EndpointSpec, check_template
 from evalglass.metrics.base import (
     AsyncScorer,
@@ -33,7 +34,7 @@ from evalglass.metrics.base import (
     without_default_invalid_output,
 )
 from evalglass.metrics.errors import MetricLoadError
-from evalglass.metrics.invalid import invalid_answer
+from evalglass.metrics.invalid import invalid_answer, unreadable_answer
 from evalglass.metrics.versions import judge_parser_id
 from evalglass.readers.userfiles import read_regular
 
@@ -55,6 +56,18 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
     scale: JudgeScale
     prompt: str = Field(default=DEFAULT_PROMPT, description="Jinja2 template of the user message.")
     system: str | None = Field(default=None, description="Jinja2 template of a system message.")
+    transcript: TranscriptSpec | None = Field(
+        default=None,
+        description="Show the judge the whole conversation as `{{ transcript }}` (default prompt: the transcript's).",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _transcript_prompt(cls, data: Any) -> Any:
+        """A judge of transcripts that declares no prompt is given the one that shows the transcript."""
+        if isinstance(data, Mapping) and data.get("transcript") is not None and "prompt" not in data:
+            return {**data, "prompt": DEFAULT_TRANSCRIPT_PROMPT}
+        return data
 
     @model_validator(mode="after")
     def _templates_compile(self) -> LlmJudgeSpec:
@@ -96,6 +109,8 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
             reference=reference_getter(self) if self.reference is not None else None,
             missing_reference=functools.partial(missing_reference, self),
             invalid=invalid_answer(self, context),
+            transcript=self.transcript,
+            unreadable=unreadable_answer(self, context),
         )
 
     def calibration_subject(self) -> CalibrationSubject:
@@ -122,22 +137,12 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
     def fingerprint_payload(self) -> dict[str, Any]:
         """What a gate approval on this judge is bound to: its definition, not where it is served (``base_url``,
         the API it speaks there: ``provider``) nor how it is reached (timeout, limits, retries, the key's
-        variable)."""
-        return without_default_invalid_output(
-            self.model_dump(
-                mode="json",
-                exclude={
-                    "description",
-                    "timeout",
-                    "concurrency",
-                    "rpm",
-                    "retry",
-                    "api_key_env",
-                    "base_url",
-                    "provider",
-                },
-            )
-        )
+        variable). ``transcript`` only when declared, so a judge without one keeps the fingerprint it was approved
+        under."""
+        excluded = {"description", "timeout", "concurrency", "rpm", "retry", "api_key_env", "base_url", "provider"}
+        if self.transcript is None:
+            excluded.add("transcript")
+        return without_default_invalid_output(self.model_dump(mode="json", exclude=excluded))
 
 
 #: The rules that turn a judge's answer into a score (``lanes.judge.parse_judge_answer``). Changing them changes what a
@@ -170,6 +175,8 @@ def judge_fingerprint_of(spec: LlmJudgeSpec, rubric_sha256: str) -> str:
         "reference": spec.reference,
         "parser": JUDGE_PARSER,
     }
+    if spec.transcript is not None:  # what the judge is shown (a judge without one keeps its fingerprint)
+        payload["transcript"] = spec.transcript.model_dump(mode="json")
     return content_address(payload)
 
 

@@ -22,6 +22,8 @@ from evalglass.metrics.schemas import JsonSchemaSpec
 from evalglass.metrics.sets import SetOverlapSpec
 from evalglass.metrics.structured import FieldPresentSpec, JsonValidSpec
 from evalglass.metrics.text import ContainsSpec, RegexSpec, WordCountSpec
+from evalglass.metrics.toolcalls import ToolCallsSpec
+from evalglass.metrics.trajectories import FinalStateSpec, LoopSpec, StepsSpec
 
 AnyMetricSpec = Annotated[
     ExactMatchSpec
@@ -37,7 +39,11 @@ AnyMetricSpec = Annotated[
     | PythonMetricSpec
     | CheckMetricSpec
     | LlmJudgeSpec
-    | RecordedScoreSpec,
+    | RecordedScoreSpec
+    | ToolCallsSpec
+    | StepsSpec
+    | LoopSpec
+    | FinalStateSpec,
     Field(discriminator="type"),
 ]
 

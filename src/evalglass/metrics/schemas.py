@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import Field, JsonValue, model_validator
 
 from evalglass.core.example import Example
+from evalglass.core.jsonvalue import is_json_value
 from evalglass.core.score import Score
 from evalglass.metrics.base import ABSENT, BuildContext, MetricFn, MetricResult, measured_target
 from evalglass.metrics.errors import MetricLoadError
 from evalglass.metrics.invalid import invalid_answer
-from evalglass.metrics.jsonvalue import is_json_value
 from evalglass.metrics.structured import parse_or_fail
 from evalglass.metrics.support import NoReferenceSpec, one_line, scored_with_note, wrong_type
 

@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from evalglass.core.example import Example
+from evalglass.core.jsonvalue import NotJsonError, json_key
 from evalglass.core.score import Score
 from evalglass.metrics.base import (
     ABSENT,
@@ -30,7 +31,6 @@ from evalglass.metrics.base import (
     reference_getter,
 )
 from evalglass.metrics.invalid import invalid_answer
-from evalglass.metrics.jsonvalue import NotJsonError, json_key
 from evalglass.metrics.support import wrong_type
 
 Measure = Literal["f1", "precision", "recall"]

@@ -16,11 +16,11 @@ from pydantic import Field, field_validator
 
 from evalglass.core.example import Example
 from evalglass.core.fieldpath import FieldPathError, get_path, parse_path
+from evalglass.core.jsonvalue import NotJsonError, TooDeepError, json_key, parse_json_text
 from evalglass.core.outputparse import UnparsedOutput
 from evalglass.core.score import Score
 from evalglass.metrics.base import ABSENT, BuildContext, MetricFn, MetricResult, measured_target
 from evalglass.metrics.invalid import invalid_answer
-from evalglass.metrics.jsonvalue import NotJsonError, TooDeepError, json_key, parse_json_text
 from evalglass.metrics.support import (
     NoReferenceSpec,
     json_type_name,

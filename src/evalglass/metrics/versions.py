@@ -49,6 +49,10 @@ METRIC_VERSIONS: Mapping[str, int] = {
     "check": 2,
     "llm_judge": 2,
     "recorded_score": 1,
+    "tool_calls": 1,
+    "steps": 1,
+    "loop": 1,
+    "final_state": 1,
 }
 
 #: How several samples of one example become one score.

@@ -18,7 +18,8 @@ which sees every key and every digit:
   equals its key count is clean without re-serialising.
 - integers beyond 64 bits: a run of 19 or more digits (inside a string or not) sends the line to the checking parse.
 - depth: a document nested ``d`` levels has at least ``2 d`` bytes, so only a line of ``2 *`` :data:`MAX_DEPTH`
-  bytes or more has its brackets counted.
+  bytes or more has its brackets counted; only one with more brackets than that has its depth measured, on the
+  raw bytes with its strings taken out (the line is JSON, so every other bracket opens or closes a level).
 
 The scans run over a whole batch of lines at once (:func:`batch_is_exact`); only a batch that fails them is looked
 at line by line.
@@ -27,8 +28,9 @@ at line by line.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
-from itertools import repeat
+from itertools import accumulate, repeat
 from typing import Any
 
 import orjson
@@ -84,7 +86,21 @@ def batch_is_exact(lines: list[bytes], values: list[Any]) -> bool:
 
 
 def _shallow_enough(raw: bytes) -> bool:
-    return len(raw) < 2 * MAX_DEPTH or raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH
+    """Whether ``raw`` (known to be JSON) nests at most :data:`MAX_DEPTH` levels. A nested record (a conversation,
+    a trace) has many brackets but little depth: measured in C, without walking the parsed value."""
+    if len(raw) < 2 * MAX_DEPTH or raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
+        return True
+    # Without a backslash every quote opens or closes a string, so the text outside strings is every other piece.
+    outside = _STRING.sub(b"", raw) if b"\\" in raw else b"".join(raw.split(b'"')[::2])
+    brackets = outside.translate(None, _NOT_BRACKETS)
+    return max(accumulate(map(_LEVEL_CHANGE.__getitem__, brackets)), default=0) <= MAX_DEPTH
+
+
+#: A JSON string (the text is known to be JSON: outside strings a quote always opens one).
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKETS = bytes(byte for byte in range(256) if byte not in b"[]{}")
+#: +1 for an opening bracket, -1 for a closing one, by byte value.
+_LEVEL_CHANGE = [1 if byte in b"[{" else -1 for byte in range(256)]
 
 
 def check_exact(raw: bytes) -> None:

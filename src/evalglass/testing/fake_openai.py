@@ -42,6 +42,17 @@ Steps:
 
 The answer text comes from ``reply``: a callable given the parsed request body, a mapping from the last user message
 (directives removed) to a reply, or by default an echo of that message (directives removed).
+
+Tool calls (an agent's turns)
+-----------------------------
+``turns`` scripts what the model does in a conversation: a mapping from the conversation's *first* user message
+(directives removed) to its turns, or a callable given the request body that returns a turn (None: answer as
+above). The turn answered is the one at the position of the number of assistant messages the request already holds
+(so it depends on the conversation, never on arrival order or on a counter: a resumed run gets the same answers);
+past the end, the last turn repeats. A turn is text (the model answers and stops), or a mapping ``{"content":
+..., "tool_calls": [{"name": ..., "arguments": ...}]}`` (``arguments`` a JSON value, sent as JSON text, or text
+sent as it is, e.g. text that is not JSON). Call ids are ``call_<turn>_<k>``. The request's ``tools`` are not
+checked: a script may call a tool the request does not offer.
 """
 
 from __future__ import annotations
@@ -62,6 +73,9 @@ from typing import Any
 import orjson
 
 Reply = Callable[[dict[str, Any]], str] | Mapping[str, str]
+#: One scripted model turn: text, or ``{"content": ..., "tool_calls": [{"name": ..., "arguments": ...}]}``.
+Turn = str | Mapping[str, Any]
+Turns = Callable[[dict[str, Any]], Turn | None] | Mapping[str, Any]
 
 _DIRECTIVE = re.compile(r"\[\[behaviour:([^\]]*)\]\]")
 _STATUS = re.compile(r"^[1-5]\d\d$")
@@ -104,6 +118,18 @@ def _last_user_message(body: Any) -> str:
     return ""
 
 
+def _first_user_message(body: dict[str, Any]) -> str:
+    for message in body.get("messages") or ():
+        if isinstance(message, dict) and message.get("role") == "user":
+            content = message.get("content")
+            return content if isinstance(content, str) else ""
+    return ""
+
+
+def _assistant_turns(body: dict[str, Any]) -> int:
+    return sum(1 for m in body.get("messages") or () if isinstance(m, dict) and m.get("role") == "assistant")
+
+
 def strip_directives(text: str) -> str:
     return _DIRECTIVE.sub("", text).strip()
 
@@ -139,11 +165,14 @@ class FakeOpenAI:
         reply: Reply | None = None,
         default: str = "ok",
         record: bool = True,
+        turns: Turns | None = None,
     ) -> None:
         self.host = host
         self.port = port
         self.latency = latency
         self.reply = reply
+        #: The scripted turns (``turns``); the Anthropic and Gemini fakes keep their own ``turns``, callables only.
+        self.scripted_turns = turns
         self.default = _validate_step(default)
         self.record = record
         self._lock = threading.Lock()
@@ -377,22 +406,21 @@ class FakeOpenAI:
         return _error_body(message, code), ({"retry-after": retry_after} if retry_after else {})
 
     def _answer(self, record: RecordedRequest, body: dict[str, Any]) -> bytes:
-        text = self._reply_text(body, record.last_user_message)
-        prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in body["messages"] if isinstance(m, dict))
-        completion_tokens = len(text.split())
+        answer, finish = self._reply_message(body, record.last_user_message)
+        prompt_tokens = sum(
+            len(m["content"].split())
+            for m in body["messages"]
+            if isinstance(m, dict) and isinstance(m.get("content"), str)
+        )
+        completion_tokens = len((answer.get("content") or "").split()) + sum(
+            len(call["function"]["arguments"].split()) + 1 for call in answer.get("tool_calls") or ()
+        )
         payload = {
             "id": f"chatcmpl-fake-{record.index}",
             "object": "chat.completion",
             "created": 0,
             "model": str(body.get("model", "fake-model")),
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": text},
-                    "finish_reason": "stop",
-                    "logprobs": None,
-                }
-            ],
+            "choices": [{"index": 0, "message": answer, "finish_reason": finish, "logprobs": None}],
             "usage": {
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,
@@ -400,6 +428,38 @@ class FakeOpenAI:
             },
         }
         return orjson.dumps(payload)
+
+    def _reply_message(self, body: dict[str, Any], prompt: str) -> tuple[dict[str, Any], str]:
+        """The assistant message of an answer and its finish reason: a scripted turn, else the reply text."""
+        turn: Turn | None = None
+        if callable(self.scripted_turns):
+            turn = self.scripted_turns(body)
+        elif self.scripted_turns is not None:
+            script = self.scripted_turns.get(strip_directives(_first_user_message(body)))
+            if script:
+                turn = script[min(_assistant_turns(body), len(script) - 1)]
+        if turn is None:
+            return {"role": "assistant", "content": self._reply_text(body, prompt)}, "stop"
+        if isinstance(turn, str):
+            return {"role": "assistant", "content": turn}, "stop"
+        position = _assistant_turns(body)
+        calls = [
+            {
+                "id": call.get("id", f"call_{position}_{k}"),
+                "type": "function",
+                "function": {
+                    "name": call["name"],
+                    "arguments": call["arguments"]
+                    if isinstance(call.get("arguments"), str)
+                    else orjson.dumps(call.get("arguments", {})).decode(),
+                },
+            }
+            for k, call in enumerate(turn.get("tool_calls") or ())
+        ]
+        message: dict[str, Any] = {"role": "assistant", "content": turn.get("content")}
+        if calls:
+            message["tool_calls"] = calls
+        return message, "tool_calls" if calls else str(turn.get("finish_reason", "stop"))
 
     def _reply_text(self, body: dict[str, Any], prompt: str) -> str:
         reply = self.reply
@@ -557,8 +617,13 @@ def serve_from_command_line(kind: type[FakeOpenAI], argv: list[str] | None = Non
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port (printed on stdout)")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before each successful answer")
     parser.add_argument("--default", default="ok", help="step for requests without a directive")
+    parser.add_argument("--turns", default=None, help="a JSON file: first user message -> the model's turns")
     args = parser.parse_args(argv)
-    server = kind(host=args.host, port=args.port, latency=args.latency, default=args.default, record=False)
+    options: dict[str, Any] = {}
+    if args.turns is not None:
+        with open(args.turns, "rb") as handle:
+            options["turns"] = orjson.loads(handle.read())
+    server = kind(host=args.host, port=args.port, latency=args.latency, default=args.default, record=False, **options)
 
     def ready() -> None:
         print(f"listening on {server.base_url}", flush=True)

@@ -31,6 +31,10 @@ def json_key(value: Any, *, fold_case: bool = False) -> Hashable:
     Array order matters, object key order does not. ``fold_case`` compares every string value (not object
     keys) with :meth:`str.casefold`. Raises :class:`NotJsonError` for anything that is not a JSON value.
     """
+    if type(value) is dict and not fold_case:
+        flat = _flat_object_key(value)
+        if flat is not None:
+            return flat
     try:
         return _key(value, fold_case)
     except RecursionError:
@@ -45,6 +49,22 @@ def is_json_value(value: Any) -> bool:
     except NotJsonError:
         return False
     return True
+
+
+#: The tags of :func:`_key` for the scalar types a flat object's values take without a check (a float may be NaN).
+_FLAT_TAGS: dict[type, str] = {str: "s", int: "n", bool: "b"}
+
+
+def _flat_object_key(value: dict[Any, Any]) -> Hashable | None:
+    """:func:`_key` of an object with text keys and text, integer or boolean values (a tool call's arguments), in one
+    comprehension; None for any other object (the general walk decides it)."""
+    try:
+        members = [(key, (_FLAT_TAGS[type(item)], item)) for key, item in value.items()]
+    except KeyError:
+        return None
+    if not all(type(key) is str for key in value):
+        return None
+    return ("o", frozenset(members))
 
 
 def _key(value: Any, fold: bool) -> Hashable:

@@ -1,0 +1,352 @@
+"""A conversation or an agent's trajectory, read from whichever shape it was recorded in.
+
+EvalGlass's own form is the message form of :mod:`evalglass.core.conversation` (``{role, parts}``), and a
+trajectory is a :class:`~evalglass.core.conversation.Trajectory` (a trace record's ``output`` is one). Recorded
+outputs also come in the shapes other tools write, and are read here without converting them first:
+
+* **a trajectory object**: a mapping with ``tool_calls`` (and no ``role``): EvalGlass's form, a trace record's
+  ``output``, an agent lane's output;
+* **a list of messages**, or a mapping with ``messages``: each message EvalGlass's ``{role, parts}``, the OpenAI
+  chat shape (``content``, ``tool_calls: [{id, type: function, function: {name, arguments}}]``, the legacy
+  ``function_call``, ``{role: tool, tool_call_id, content}``), or the Anthropic messages shape (``content`` blocks:
+  ``text``, ``tool_use {id, name, input}``, ``tool_result {tool_use_id, content, is_error}``); a single message (a
+  mapping with ``role``) is a list of one;
+* **a list of calls**: items without ``role``: ``{name, arguments}``, an OpenAI tool call ``{function: {name,
+  arguments}}``, or an Anthropic ``tool_use`` block.
+
+A list is read as messages or as calls by its first item. Arguments the OpenAI shape sends as text are parsed as
+JSON; text that is not JSON is kept as :attr:`Call.invalid` (and matches no expected call). Anything else (a number,
+a message that is not an object, a call without a name) is :class:`Unreadable`, with where and why: what the system
+under test produced, and so a wrong answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from evalglass.core.fieldpath import ABSENT
+
+#: Roles whose messages are the model's turns (``model``: Gemini's name for it).
+MODEL_ROLES = frozenset({"assistant", "model"})
+
+
+class Unreadable(ValueError):
+    """The value is not a conversation in any shape EvalGlass reads; the message says where and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One tool call as made: its name, its arguments (a JSON value; ABSENT when the call carries none) and, when
+    the model sent arguments that are not JSON, that text (``arguments`` is then ABSENT)."""
+
+    name: str
+    arguments: Any
+    invalid: str | None = None
+
+
+def read_calls(value: Any) -> list[Call]:
+    """Every tool call of a conversation or trajectory, in the order made; raises :class:`Unreadable`."""
+    if type(value) is dict or isinstance(value, Mapping):
+        if "role" in value:
+            return _message_calls(value, 0)
+        calls = value.get("tool_calls", ABSENT)
+        if calls is not ABSENT:
+            if not isinstance(calls, list | tuple):
+                raise Unreadable(f"'tool_calls' is {_kind(calls)}, not a list of calls")
+            return [_call(item, f"tool call {index + 1}") for index, item in enumerate(calls)]
+        messages = value.get("messages", ABSENT)
+        if messages is ABSENT:
+            raise Unreadable(_NOT_A_CONVERSATION)
+        return read_calls_of_list(messages, "'messages'")
+    if isinstance(value, list | tuple):
+        return read_calls_of_list(value, "the conversation")
+    raise Unreadable(f"the trajectory is {_kind(value)}: {_NOT_A_CONVERSATION}")
+
+
+def read_calls_of_list(items: Any, what: str) -> list[Call]:
+    if not isinstance(items, list | tuple):
+        raise Unreadable(f"{what} is {_kind(items)}, not a list")
+    if not items:
+        return []
+    first = items[0]
+    if isinstance(first, Mapping) and "role" in first:
+        found: list[Call] = []
+        for index, message in enumerate(items):
+            found.extend(_message_calls(message, index))
+        return found
+    return [_call(item, f"call {index + 1}") for index, item in enumerate(items)]
+
+
+def count_model_turns(value: Any) -> int | None:
+    """How many times the model answered: a trajectory's ``steps``, else its assistant messages. None when the
+    value holds calls but not the turns that made them (a trace record's output lists only the last model call's
+    messages), which only the source could tell. Raises :class:`Unreadable`."""
+    if isinstance(value, Mapping) and "role" not in value:
+        steps = value.get("steps", ABSENT)
+        if steps is not ABSENT:
+            if type(steps) is not int or steps < 0:
+                raise Unreadable(f"'steps' is {_kind(steps)}, not a count")
+            return steps
+        if "tool_calls" in value:
+            return None
+        messages = value.get("messages", ABSENT)
+        if messages is ABSENT:
+            raise Unreadable(_NOT_A_CONVERSATION)
+        value = messages
+    elif isinstance(value, Mapping):
+        value = [value]
+    if not isinstance(value, list | tuple):
+        raise Unreadable(f"the trajectory is {_kind(value)}: {_NOT_A_CONVERSATION}")
+    if value and not (isinstance(value[0], Mapping) and "role" in value[0]):
+        return None  # a list of calls: the turns that made them are not in it
+    turns = 0
+    for index, message in enumerate(value):
+        turns += _role(message, index) in MODEL_ROLES
+    return turns
+
+
+def read_messages(value: Any) -> list[dict[str, Any]]:
+    """The conversation as EvalGlass's messages (``{role, parts}`` as plain JSON), whatever shape it came in. Raises
+    :class:`Unreadable`.
+
+    A call recorded outside the messages (a list of calls, a trajectory's ``tool_calls``) becomes an assistant
+    message with the call, then a tool message with its result or error when the record holds one. A trajectory
+    whose messages hold fewer calls than its ``tool_calls`` (a trace record's output: its messages are the last
+    model call's) gets the calls they lack, in order, before them: the calls came before that last answer."""
+    if isinstance(value, Mapping) and "role" not in value:
+        messages = value.get("messages", ABSENT)
+        calls = value.get("tool_calls", ABSENT)
+        if messages is ABSENT:
+            if calls is not ABSENT:
+                if not isinstance(calls, list | tuple):
+                    raise Unreadable(f"'tool_calls' is {_kind(calls)}, not a list of calls")
+                return _calls_as_messages(calls, "tool call")
+            raise Unreadable(_NOT_A_CONVERSATION)
+        if not isinstance(messages, list | tuple):
+            raise Unreadable(f"'messages' is {_kind(messages)}, not a list of messages")
+        read = read_messages(messages)
+        if calls is ABSENT or not isinstance(calls, list | tuple):
+            return read
+        shown = sum(part.get("type") == "tool_call" for message in read for part in message["parts"])
+        return _calls_as_messages(calls[: max(0, len(calls) - shown)], "tool call") + read
+    if isinstance(value, Mapping):
+        value = [value]
+    if not isinstance(value, list | tuple):
+        raise Unreadable(f"the conversation is {_kind(value)}: {_NOT_A_CONVERSATION}")
+    if value and not (isinstance(value[0], Mapping) and "role" in value[0]):
+        return _calls_as_messages(value, "call")
+    return [_message(message, index) for index, message in enumerate(value)]
+
+
+# ---------------------------------------------------------------------- calls
+_NOT_A_CONVERSATION = (
+    "a conversation is a list of messages (EvalGlass, OpenAI or Anthropic shape) or of tool calls, or an object with "
+    "'messages' or 'tool_calls'"
+)
+
+
+def _message_calls(message: Any, index: int) -> list[Call]:
+    """The tool calls one message makes, in any of the three message shapes."""
+    if not isinstance(message, Mapping):
+        raise Unreadable(f"message {index + 1} is {_kind(message)}, not an object")
+    parts = message.get("parts", ABSENT)
+    if parts is not ABSENT:
+        if not isinstance(parts, list | tuple):
+            raise Unreadable(f"message {index + 1}: 'parts' is {_kind(parts)}, not a list")
+        return [
+            _call(part, f"message {index + 1} part {number + 1}")
+            for number, part in enumerate(parts)
+            if isinstance(part, Mapping) and part.get("type") == "tool_call"
+        ]
+    found: list[Call] = []
+    calls = message.get("tool_calls")
+    if calls is not None:
+        if not isinstance(calls, list | tuple):
+            raise Unreadable(f"message {index + 1}: 'tool_calls' is {_kind(calls)}, not a list")
+        found.extend(_call(item, f"message {index + 1} tool call {number + 1}") for number, item in enumerate(calls))
+    legacy = message.get("function_call")
+    if legacy is not None:
+        found.append(_call({"function": legacy}, f"message {index + 1} function_call"))
+    content = message.get("content")
+    if isinstance(content, list | tuple):
+        found.extend(
+            _call(block, f"message {index + 1} block {number + 1}")
+            for number, block in enumerate(content)
+            if isinstance(block, Mapping) and block.get("type") == "tool_use"
+        )
+    return found
+
+
+def _call(item: Any, where: str) -> Call:
+    """One call in any of its shapes: EvalGlass's ``{name, arguments, invalid_arguments}``, OpenAI's ``{function:
+    {name, arguments}}`` (arguments as JSON text), Anthropic's ``{type: tool_use, name, input}``."""
+    if not isinstance(item, Mapping):
+        raise Unreadable(f"{where} is {_kind(item)}, not an object")
+    function = item.get("function", ABSENT)
+    if function is not ABSENT:
+        if not isinstance(function, Mapping):
+            raise Unreadable(f"{where}: 'function' is {_kind(function)}, not an object")
+        name = function.get("name")
+        if type(name) is not str:
+            raise Unreadable(f"{where} has no function name")
+        arguments = function.get("arguments", ABSENT)
+        if type(arguments) is str:
+            return _from_text(name, arguments)
+        return Call(name, arguments)
+    name = item.get("name")
+    if type(name) is not str:
+        raise Unreadable(f"{where} has no name")
+    if item.get("type") == "tool_use":
+        return Call(name, item.get("input", ABSENT))
+    invalid = item.get("invalid_arguments")
+    if invalid is not None:
+        if type(invalid) is not str:
+            raise Unreadable(f"{where}: 'invalid_arguments' is {_kind(invalid)}, not text")
+        return Call(name, ABSENT, invalid)
+    return Call(name, item.get("arguments", ABSENT))
+
+
+def _from_text(name: str, text: str) -> Call:
+    """OpenAI's arguments: JSON text. Empty text is no arguments (``{}``), as the API treats it."""
+    if not text.strip():
+        return Call(name, {})
+    try:
+        return Call(name, orjson.loads(text))
+    except orjson.JSONDecodeError:
+        return Call(name, ABSENT, text)
+
+
+# ---------------------------------------------------------------------- messages
+def _role(message: Any, index: int) -> str:
+    if not isinstance(message, Mapping):
+        raise Unreadable(f"message {index + 1} is {_kind(message)}, not an object")
+    role = message.get("role")
+    if type(role) is not str:
+        raise Unreadable(f"message {index + 1} has no role")
+    return role
+
+
+def _message(message: Any, index: int) -> dict[str, Any]:
+    role = _role(message, index)
+    parts = message.get("parts", ABSENT)
+    if parts is not ABSENT:
+        if not isinstance(parts, list | tuple):
+            raise Unreadable(f"message {index + 1}: 'parts' is {_kind(parts)}, not a list")
+        for number, part in enumerate(parts):
+            if not isinstance(part, Mapping):
+                raise Unreadable(f"message {index + 1} part {number + 1} is {_kind(part)}, not an object")
+        return {"role": role, "parts": [dict(part) for part in parts]}
+    found: list[dict[str, Any]] = []
+    content = message.get("content")
+    if role == "tool":  # OpenAI: the result of one call
+        found.append(_response(message.get("tool_call_id"), content))
+    elif isinstance(content, str):
+        if content:
+            found.append({"type": "text", "content": content})
+    elif isinstance(content, list | tuple):
+        found.extend(_block(block, f"message {index + 1} block {number + 1}") for number, block in enumerate(content))
+    elif content is not None:
+        raise Unreadable(f"message {index + 1}: 'content' is {_kind(content)}, not text or a list of blocks")
+    found.extend(_call_part(call) for call in _message_calls({"tool_calls": message.get("tool_calls")}, index))
+    if message.get("function_call") is not None:
+        found.extend(_call_part(call) for call in _message_calls({"function_call": message["function_call"]}, index))
+    return {"role": role, "parts": found}
+
+
+def _block(block: Any, where: str) -> dict[str, Any]:
+    """One content block (OpenAI content parts, Anthropic blocks) as a part."""
+    if not isinstance(block, Mapping):
+        raise Unreadable(f"{where} is {_kind(block)}, not an object")
+    kind = block.get("type")
+    if kind == "text":
+        return {"type": "text", "content": str(block.get("text", ""))}
+    if kind == "tool_use":
+        return _call_part(_call(block, where))
+    if kind == "tool_result":
+        part = _response(block.get("tool_use_id"), block.get("content"))
+        if block.get("is_error") is True:
+            part["error"] = True
+        return part
+    return {"type": str(kind) if kind else "unknown", **{key: value for key, value in block.items() if key != "type"}}
+
+
+def _response(call_id: Any, content: Any) -> dict[str, Any]:
+    if isinstance(content, list | tuple):  # result blocks: their text, joined
+        content = "".join(
+            str(block.get("text", ""))
+            for block in content
+            if isinstance(block, Mapping) and block.get("type") == "text"
+        )
+    part: dict[str, Any] = {"type": "tool_call_response", "response": content}
+    if call_id is not None:
+        part["id"] = str(call_id)
+    return part
+
+
+def _call_part(call: Call) -> dict[str, Any]:
+    part: dict[str, Any] = {"type": "tool_call", "name": call.name}
+    if call.invalid is not None:
+        part["invalid_arguments"] = call.invalid
+    elif call.arguments is not ABSENT:
+        part["arguments"] = call.arguments
+    return part
+
+
+def _calls_as_messages(items: Sequence[Any], what: str) -> list[dict[str, Any]]:
+    """Each call as the assistant message that made it, and its result (or error) as the tool message after it."""
+    messages: list[dict[str, Any]] = []
+    for index, item in enumerate(items):
+        part = _call_part(_call(item, f"{what} {index + 1}"))
+        call_id = item.get("id")
+        if type(call_id) is str:
+            part = {"type": "tool_call", "id": call_id, **{k: v for k, v in part.items() if k != "type"}}
+        messages.append({"role": "assistant", "parts": [part]})
+        answered = _recorded_response(item)
+        if answered is not None:
+            if type(call_id) is str:
+                answered["id"] = call_id
+            messages.append({"role": "tool", "parts": [answered]})
+    return messages
+
+
+def _recorded_response(item: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What a recorded call was answered (EvalGlass's ``result``, or ``error``/``error_type``), None when the record
+    holds neither (an OpenAI or Anthropic call, a result not captured)."""
+    error, error_type = item.get("error"), item.get("error_type")
+    if error is not None or error_type is not None:
+        text = str(error if error is not None else error_type)
+        return {"type": "tool_call_response", "response": text, "error": True}
+    if "result" in item:
+        return {"type": "tool_call_response", "response": item["result"]}
+    return None
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, Sequence):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "an object"
+    return f"a Python {type(value).__name__}"
+
+
+__all__ = [
+    "MODEL_ROLES",
+    "Call",
+    "Unreadable",
+    "count_model_turns",
+    "read_calls",
+    "read_calls_of_list",
+    "read_messages",
+]

@@ -1,0 +1,595 @@
+"""The agent lane (``task: {type: agent}``): the model and tool loop, against an OpenAI-compatible endpoint.
+
+Per (example, sample): the prompt templates are rendered into the first messages, then up to ``max_steps`` times
+the model is asked (the conversation so far and the tool definitions) and each tool call it makes is run, in
+order, and its result appended for the next step. The output is the whole trajectory
+(:class:`~evalglass.core.conversation.Trajectory`, as plain JSON): every message, every call with its result or
+error, why it ended (``finish``), the steps taken, tokens and cost, and the state the tools left.
+
+**What goes wrong in an agent is kept as it happened**, as a property of the trajectory, not a failure of the run:
+
+* a tool that raises, times out (``step_timeout``), returns something that is not JSON, or is given arguments its
+  signature refuses: the model gets a tool message with the error and the trajectory goes on; the call records
+  ``error_type`` (the exception's type, ``tool_timeout``, ``result_not_json``, ``arguments_rejected``) and
+  ``error``;
+* a call of a tool that is not offered (``unknown_tool``), or with arguments that are not JSON
+  (``arguments_not_json``, the text kept as ``invalid_arguments``): recorded as such, answered with the error;
+* the step budget spent while the model still calls tools: ``finish: max_steps``.
+
+What the evaluator lacks is not a trajectory, and is a lane failure (``error`` for every metric of the example,
+never a wrong answer): the model endpoint failing after its retries (``call_*``), a model step over
+``step_timeout`` (``agent_step_timeout``), the whole trajectory over ``trajectory_timeout`` (``agent_timeout``: how
+long an endpoint takes is not the agent's doing), a recorded tool without a recorded result for the call
+(``no_recorded_result``: the replay cannot say what the environment answered), a declared ``state`` the example
+lacks.
+
+**Resuming.** Every model step goes through the call cache, keyed by the lane's fingerprint, the conversation so
+far and the sample: a resumed (or repeated) run replays the steps it has and makes only the others, so a killed run
+loses no completed step and asks none twice. Host tools run again on a replay (their results are what the next
+step's key holds): they should be deterministic functions of their arguments and the trajectory's state; a tool
+with effects outside the trajectory is one to record (``recorded``), not to re-run.
+
+**State.** A tool whose function takes a ``state`` keyword gets the trajectory's state: a fresh dict per trajectory
+(or a copy of the record's ``state`` path), which it may change; what it holds at the end is ``final_state``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import hashlib
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from evalglass import redaction
+from evalglass.core.fieldpath import ABSENT, get_path, parse_path
+from evalglass.core.fingerprint import content_address
+from evalglass.lanes.callcache import CallStore, Hit, cache_key, through_cache
+from evalglass.lanes.specs import OPERATIONAL_FIELDS, AgentLaneSpec, AgentToolSpec
+
+if TYPE_CHECKING:
+    from evalglass.core.usage import Price
+    from evalglass.lanes.base import LaneContext
+    from evalglass.lanes.chatcall import Usage
+    from evalglass.lanes.executor import Executor
+    from evalglass.lanes.modelstep import AssistantTurn, ModelStepClient, StepCall, StepRequest
+    from evalglass.lanes.ports import Job, LaneColumn, LaneFailure, LaneOutcome
+    from evalglass.lanes.retry import Attempt, Fault, Retrier
+
+#: How much of a tool's error the model and the record get (redacted first).
+_ERROR_CHARS = 500
+#: Lane fields that change how the loop is run, not what it asks: left out of the fingerprint.
+_OPERATIONAL = OPERATIONAL_FIELDS | {"step_timeout", "trajectory_timeout", "epochs"}
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A tool as offered: its definition (what the model is told) and what answers it (a host function, or the
+    results recorded in the example)."""
+
+    name: str
+    definition: dict[str, Any]
+    function: Callable[..., Any] | None = None
+    takes_state: bool = False
+    source_sha256: str | None = None
+    #: The function's signature, which a call's arguments are checked against (None: it has none to check).
+    signature: inspect.Signature | None = None
+
+    @property
+    def recorded(self) -> bool:
+        return self.function is None
+
+
+def build_tools(tools: Mapping[str, AgentToolSpec], base_dir: Path) -> dict[str, Tool]:
+    """Every declared tool, its function loaded and its definition made; raises ``LaneConfigError``."""
+    from evalglass.lanes.base import LaneConfigError
+    from evalglass.lanes.hostload import HostLoadError, host_source, load_function
+
+    built: dict[str, Tool] = {}
+    for name, spec in tools.items():
+        if spec.function is None:
+            parameters = spec.parameters if spec.parameters is not None else {"type": "object"}
+            built[name] = Tool(name, _definition(name, spec.description, parameters))
+            continue
+        try:
+            function = load_function(
+                spec.function, base_dir, what=f"agent tool {name!r}", allow_async=True, search_base=True
+            )
+        except HostLoadError as exc:
+            raise LaneConfigError(str(exc)) from None
+        try:
+            signature = inspect.signature(function)
+        except (TypeError, ValueError):
+            signature = None
+        takes_state = signature is not None and "state" in signature.parameters
+        parameters = spec.parameters if spec.parameters is not None else _parameters_of(name, function, takes_state)
+        description = spec.description if spec.description is not None else inspect.getdoc(function)
+        source = host_source(spec.function, base_dir)
+        digest = hashlib.sha256(source.read_bytes()).hexdigest() if source is not None else None
+        built[name] = Tool(name, _definition(name, description, parameters), function, takes_state, digest, signature)
+    return built
+
+
+def _definition(name: str, description: str | None, parameters: Any) -> dict[str, Any]:
+    definition: dict[str, Any] = {"name": name}
+    if description:
+        definition["description"] = description
+    definition["parameters"] = parameters
+    return definition
+
+
+def _parameters_of(name: str, function: Callable[..., Any], takes_state: bool) -> dict[str, Any]:
+    """The JSON Schema of a function's arguments, from its signature and annotations (pydantic's), without the
+    ``state`` it is given by the lane."""
+    from pydantic import TypeAdapter
+
+    from evalglass.lanes.base import LaneConfigError
+
+    try:
+        schema: dict[str, Any] = TypeAdapter(function).json_schema()  # type: ignore[arg-type]
+    except Exception as exc:
+        raise LaneConfigError(
+            f"agent tool {name!r}: no JSON Schema can be made from its signature ({type(exc).__name__}: {exc}); "
+            "declare its 'parameters'"
+        ) from None
+    if takes_state:
+        schema.get("properties", {}).pop("state", None)
+        required = [item for item in schema.get("required", ()) if item != "state"]
+        if required:
+            schema["required"] = required
+        else:
+            schema.pop("required", None)
+    return schema
+
+
+@dataclass
+class _Step:
+    """One model step through the cache: the turn or the fault, and how it was answered."""
+
+    turn: AssistantTurn | None
+    fault: Fault | None
+    cached: bool
+    replayed: bool
+    attempts: tuple[Attempt, ...]
+    tries: int
+    #: The step did not end within ``step_timeout`` (its fault says so).
+    timed_out: bool = False
+
+
+@dataclass
+class _Trajectory:
+    """What one trajectory has done so far."""
+
+    messages: list[dict[str, Any]]
+    state: Any
+    recorded: list[Mapping[str, Any]]
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    turns: list[AssistantTurn] = field(default_factory=list)
+    model_calls: list[tuple[Usage | None, bool]] = field(default_factory=list)
+    attempts: list[Attempt] = field(default_factory=list)
+    tries: int = 0
+    cached: bool = True
+    replayed: bool = True
+    first_key: str | None = None
+    used: set[int] = field(default_factory=set)
+
+
+class AgentLane:
+    """A built agent lane: the :class:`~evalglass.lanes.ports.Lane` port, one trajectory per (example, sample)."""
+
+    spec: AgentLaneSpec
+    fingerprint: str
+
+    @classmethod
+    def build(cls, spec: Any, context: LaneContext) -> AgentLane:
+        assert isinstance(spec, AgentLaneSpec)
+        return cls(
+            spec,
+            base_dir=context.base_dir,
+            executor=context.executor,
+            cache=context.cache,
+            env=context.env,
+            retrier=context.retrier,
+            transport=context.transport,
+            prices=context.prices,
+        )
+
+    def __init__(
+        self,
+        spec: AgentLaneSpec,
+        *,
+        base_dir: Path,
+        executor: Executor,
+        cache: CallStore | None = None,
+        env: Mapping[str, str] | None = None,
+        retrier: Retrier | None = None,
+        transport: Any = "auto",
+        prices: Mapping[str, Price] | None = None,
+        client: ModelStepClient | None = None,
+    ) -> None:
+        from evalglass.lanes.modelstep import AssistantTurn, OpenAIStepClient, StepRequest
+        from evalglass.lanes.retry import Retrier
+        from evalglass.lanes.templating import compile_template
+
+        self._turn_of, self._request = AssistantTurn.from_json, StepRequest
+        self.spec = spec
+        self.executor = executor
+        self.cache = cache if spec.cache else None
+        self.retrier = retrier or Retrier(spec.retry)
+        self.templates = [(role, compile_template(source)) for role, source in spec.message_templates()]
+        self.tools = build_tools(spec.tools, base_dir)
+        self.definitions = tuple(tool.definition for tool in self.tools.values())
+        self.params = tuple(sorted(spec.sampling().items()))
+        self.client: ModelStepClient = client or OpenAIStepClient(spec, env=env, transport=transport)
+        self.price = (prices or {}).get(spec.model)
+        self._state_path = parse_path(spec.state) if spec.state is not None else None
+        self._recorded_path = parse_path(spec.recorded_results)
+        self._keeps_state = spec.state is not None or any(tool.takes_state for tool in self.tools.values())
+        self._threads: Any = None
+        self.fingerprint = content_address(
+            {
+                "type": "agent",
+                "definition": spec.model_dump(mode="json", exclude=set(_OPERATIONAL)),
+                "tools": list(self.definitions),
+                "sources": {name: tool.source_sha256 for name, tool in self.tools.items() if not tool.recorded},
+            }
+        )
+
+    # ------------------------------------------------------------------ the Lane port
+    @property
+    def chunked(self) -> bool:
+        return False
+
+    def column_size(self) -> int:
+        return 0
+
+    async def produce_many(self, jobs: Sequence[Job]) -> list[LaneOutcome]:
+        return list(await asyncio.gather(*(self.produce(*job) for job in jobs)))
+
+    async def produce_column(self, ids: Sequence[str], records: Sequence[Mapping[str, Any]], epochs: int) -> LaneColumn:
+        jobs = [
+            (example_id, fields, sample)
+            for example_id, fields in zip(ids, records, strict=True)
+            for sample in range(epochs)
+        ]
+        from evalglass.lanes.ports import LaneColumn
+
+        return LaneColumn.of(await self.produce_many(jobs))
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+        if self._threads is not None:
+            self._threads.shutdown(wait=False, cancel_futures=True)
+            self._threads = None
+
+    async def produce(self, example_id: str, fields: Mapping[str, Any], sample: int) -> LaneOutcome:
+        """The trajectory of one (example, sample); never raises for a per-example problem."""
+        from evalglass.lanes.ports import LaneFailure, LaneOutput
+        from evalglass.lanes.templating import TemplateFailure, render, template_context
+
+        context = template_context(fields, example_id, sample)
+        try:
+            messages = [
+                {
+                    "role": role,
+                    "parts": [
+                        {
+                            "type": "text",
+                            "content": render(template, context, what=f"the {role} prompt", example_id=example_id),
+                        }
+                    ],
+                }
+                for role, template in self.templates
+            ]
+        except TemplateFailure as failure:
+            return LaneFailure(failure.code, failure.message, sample)
+        run = self._start(example_id, fields, messages, sample)
+        if not isinstance(run, _Trajectory):
+            return run
+        limit = self.spec.trajectory_timeout
+        scope: asyncio.Timeout | None = None
+        try:
+            if limit is None:
+                finish = await self._loop(run, sample)
+            else:
+                async with asyncio.timeout(limit) as scope:
+                    finish = await self._loop(run, sample)
+        except TimeoutError:
+            if scope is None or not scope.expired():
+                raise
+            return self._failure(
+                run,
+                "agent_timeout",
+                f"the trajectory did not end within {limit:g}s ({len(run.turns)} steps taken)",
+                sample,
+            )
+        if not isinstance(finish, str):
+            return finish
+        usage = _summed([usage for usage, _ in run.model_calls])
+        return LaneOutput(
+            self._trajectory(run, finish, usage),
+            sample,
+            cached=run.cached,
+            attempts=tuple(run.attempts),
+            usage=usage,
+            call_id=run.first_key,
+            tries=run.tries,
+            replayed=run.cached and run.replayed,
+            model_calls=tuple(run.model_calls),
+        )
+
+    # ------------------------------------------------------------------ the loop
+    def _start(
+        self, example_id: str, fields: Mapping[str, Any], messages: list[dict[str, Any]], sample: int
+    ) -> _Trajectory | LaneFailure:
+        from evalglass.lanes.ports import LaneFailure
+
+        state: Any = None
+        if self._state_path is not None:
+            state = get_path(fields, self._state_path)
+            if state is ABSENT:
+                return LaneFailure(
+                    "state_missing", f"example {example_id} has no '{self.spec.state}' (the agent lane's state)", sample
+                )
+            state = copy.deepcopy(state)
+        elif self._keeps_state:
+            state = {}
+        recorded: Any = []
+        if any(tool.recorded for tool in self.tools.values()):
+            recorded = get_path(fields, self._recorded_path)
+            if recorded is ABSENT:
+                recorded = []
+            if not isinstance(recorded, list) or not all(isinstance(item, Mapping) for item in recorded):
+                return LaneFailure(
+                    "recorded_results_malformed",
+                    f"example {example_id}: '{self.spec.recorded_results}' must be a list of "
+                    "{name, arguments?, result | error} objects",
+                    sample,
+                )
+        return _Trajectory(messages, state, recorded)
+
+    async def _loop(self, run: _Trajectory, sample: int) -> str | LaneFailure:
+        """Steps until the model answers without calling a tool (its finish reason, ``stop`` by default) or the
+        budget is spent (``max_steps``)."""
+        for _ in range(self.spec.max_steps):
+            request = self._request(self.spec.model, tuple(run.messages), self.definitions, self.params)
+            # The first step's key is the trajectory's call id; later ones are needed only to look up the cache.
+            keyed = self.cache is not None or run.first_key is None
+            key = cache_key(self.fingerprint, request.key_body(), sample) if keyed else ""
+            if run.first_key is None:
+                run.first_key = key
+            step = await self._step(request, key)
+            run.attempts.extend(step.attempts)
+            if step.turn is None:
+                assert step.fault is not None
+                run.tries += step.tries
+                code = "agent_step_timeout" if step.timed_out else step.fault.code
+                return self._failure(run, code, step.fault.message, sample, step.fault.detail)
+            turn = step.turn
+            run.tries += step.tries
+            run.cached = run.cached and step.cached
+            run.replayed = run.replayed and step.replayed
+            run.model_calls.append((turn.usage, step.cached and not step.replayed))
+            run.turns.append(turn)
+            run.messages.append(turn.message())
+            if not turn.calls:
+                return turn.finish_reason or "stop"
+            for call in turn.calls:
+                answered = await self._tool(call, run, sample)
+                if not isinstance(answered, dict):
+                    return answered
+                run.messages.append({"role": "tool", "parts": [answered]})
+        return "max_steps"
+
+    async def _step(self, request: StepRequest, key: str) -> _Step:
+        """One model step through the call cache: replayed, or made (with retries, within ``step_timeout``) and
+        stored when it succeeded."""
+        from evalglass.lanes.chatcall import recorded_tries
+        from evalglass.lanes.retry import Fault, FaultKind
+
+        client, limit, submit, timeout = self.client, self.client.limit, self.executor.submit, self.spec.step_timeout
+
+        def replay(hit: Hit) -> _Step | None:
+            value = hit.value
+            if isinstance(value, dict) and isinstance(value.get("turn"), dict):
+                return _Step(self._turn_of(value["turn"]), None, True, hit.replayed, (), recorded_tries(value))
+            return None
+
+        async def one(_number: int) -> Any:
+            return await submit(lambda: client.attempt(request), endpoint=limit)
+
+        async def call() -> _Step:
+            try:
+                async with asyncio.timeout(timeout):
+                    outcome = await self.retrier.run(one)
+            except TimeoutError:
+                fault = Fault(FaultKind.TIMEOUT, f"the model step did not end within {timeout:g}s (step_timeout)")
+                return _Step(None, fault, False, False, (), 1, timed_out=True)
+            turn = outcome.value if outcome.fault is None else None
+            return _Step(turn, outcome.fault, False, False, outcome.attempts, len(outcome.attempts))
+
+        def stored(made: _Step) -> dict[str, Any] | None:
+            return None if made.turn is None else {"turn": made.turn.to_json(), "attempts": made.tries}
+
+        return await through_cache(
+            self.cache, key, kind="agent", request=request.key_body(), replay=replay, call=call, stored=stored
+        )
+
+    def _failure(
+        self, run: _Trajectory, code: str, message: str, sample: int, detail: str | None = None
+    ) -> LaneFailure:
+        from evalglass.lanes.ports import LaneFailure
+
+        return LaneFailure(
+            code,
+            f"{message} (after {len(run.turns)} steps)",
+            sample,
+            detail,
+            tuple(run.attempts),
+            run.first_key,
+            run.tries,
+        )
+
+    # ------------------------------------------------------------------ tools
+    async def _tool(self, call: StepCall, run: _Trajectory, sample: int) -> dict[str, Any] | LaneFailure:
+        """Run one call; its ``tool_call_response`` part (an error is one too); the call recorded in ``run``."""
+        record: dict[str, Any] = {"id": call.id, "name": call.name} if call.id is not None else {"name": call.name}
+        if call.invalid is not None:
+            record["invalid_arguments"] = call.invalid
+        else:
+            record["arguments"] = call.arguments
+        run.calls.append(record)
+        tool = self.tools.get(call.name)
+        if tool is None:
+            offered = ", ".join(self.tools)
+            return _error(record, "unknown_tool", f"there is no tool {call.name!r}; the tools are: {offered}")
+        if call.invalid is not None:
+            return _error(record, "arguments_not_json", f"the arguments are not JSON: {call.invalid}")
+        if tool.recorded:
+            return self._recorded(tool, call, record, run, sample)
+        return await self._host(tool, call, record, run)
+
+    def _recorded(
+        self, tool: Tool, call: StepCall, record: dict[str, Any], run: _Trajectory, sample: int
+    ) -> dict[str, Any] | LaneFailure:
+        """The first unused recorded result for this tool whose recorded arguments (if any) equal the call's."""
+        from evalglass.core.jsonvalue import NotJsonError, json_key
+
+        for index, entry in enumerate(run.recorded):
+            if index in run.used or entry.get("name") != tool.name:
+                continue
+            try:
+                if "arguments" in entry and json_key(entry["arguments"]) != json_key(call.arguments):
+                    continue
+            except NotJsonError:
+                continue
+            run.used.add(index)
+            if "error" in entry:
+                return _error(record, "recorded_error", str(entry["error"]))
+            record["result"] = entry.get("result")
+            return _response(record, entry.get("result"))
+        return self._failure(
+            run,
+            "no_recorded_result",
+            f"the recorded results have no (unused) result for {tool.name}({_shown(call.arguments)}): the replay "
+            "cannot say what the tool answered",
+            sample,
+        )
+
+    async def _host(self, tool: Tool, call: StepCall, record: dict[str, Any], run: _Trajectory) -> dict[str, Any]:
+        from evalglass.lanes.daemonpool import CallTimedOut, DaemonThreadPool, call_in_thread
+
+        function = tool.function
+        assert function is not None
+        if not isinstance(call.arguments, dict):
+            return _error(record, "arguments_rejected", "the arguments must be a JSON object")
+        kwargs = dict(call.arguments)
+        if tool.takes_state:
+            kwargs["state"] = run.state
+        if tool.signature is not None:
+            try:
+                tool.signature.bind(**kwargs)
+            except TypeError as exc:
+                return _error(record, "arguments_rejected", f"{tool.name} does not take these arguments: {exc}")
+        timeout = self.spec.step_timeout
+        try:
+            if inspect.iscoroutinefunction(function):
+                async with asyncio.timeout(timeout):
+                    value = await function(**kwargs)
+            else:
+                if self._threads is None:
+                    self._threads = DaemonThreadPool(32, name="evalglass-agent-tools")
+                value = await call_in_thread(self._threads, lambda: function(**kwargs), timeout)
+                if inspect.isawaitable(value):
+                    async with asyncio.timeout(timeout):
+                        value = await value
+        except (CallTimedOut, TimeoutError):
+            return _error(record, "tool_timeout", f"{tool.name} did not return within {timeout:g}s")
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # SystemExit and the like raised by a tool are the tool's failure
+            return _error(record, type(exc).__name__, f"{type(exc).__name__}: {exc}")
+        try:
+            orjson.dumps(value)
+        except TypeError as exc:
+            return _error(
+                record, "result_not_json", f"{tool.name} returned a {type(value).__name__} that is not JSON ({exc})"
+            )
+        record["result"] = value
+        return _response(record, value)
+
+    # ------------------------------------------------------------------ the output
+    def _trajectory(self, run: _Trajectory, finish: str, usage: Usage | None) -> dict[str, Any]:
+        last = run.turns[-1] if run.turns else None
+        trajectory: dict[str, Any] = {"messages": run.messages, "tool_calls": run.calls}
+        if last is not None and last.text is not None:
+            trajectory["text"] = last.text
+        trajectory["finish"] = finish
+        trajectory["steps"] = len(run.turns)
+        if last is not None and last.finish_reason is not None:
+            trajectory["finish_reasons"] = [last.finish_reason]
+        if last is not None and last.model is not None:
+            trajectory["model"] = last.model
+        tokens: dict[str, int] = {}
+        if usage is not None and usage.prompt_tokens is not None:
+            tokens["input_tokens"] = usage.prompt_tokens
+        if usage is not None and usage.completion_tokens is not None:
+            tokens["output_tokens"] = usage.completion_tokens
+        trajectory["usage"] = tokens
+        if self.price is not None and usage is not None:
+            trajectory["cost"] = self.price.cost(usage.prompt_tokens or 0, usage.completion_tokens or 0)
+        if run.state is not None:
+            trajectory["final_state"] = run.state
+        return trajectory
+
+
+def _error(record: dict[str, Any], kind: str, message: str) -> dict[str, Any]:
+    """The call failed: recorded with its error, and the model told (a ``tool_call_response`` flagged as an error)."""
+    text = redaction.current().head(message, _ERROR_CHARS)
+    record["error_type"] = kind
+    record["error"] = text
+    part: dict[str, Any] = {"type": "tool_call_response", "response": f"error: {text}", "error": True}
+    if "id" in record:
+        part["id"] = record["id"]
+    return part
+
+
+def _response(record: Mapping[str, Any], value: Any) -> dict[str, Any]:
+    part: dict[str, Any] = {"type": "tool_call_response", "response": value}
+    if "id" in record:
+        part["id"] = record["id"]
+    return part
+
+
+def _summed(usages: list[Usage | None]) -> Usage | None:
+    """The trajectory's tokens: each count summed over the steps that reported it (None when none did)."""
+    from evalglass.lanes.chatcall import Usage
+
+    known = [usage for usage in usages if usage is not None]
+    if not known:
+        return None
+
+    def total(values: list[int | None]) -> int | None:
+        counted = [value for value in values if value is not None]
+        return sum(counted) if counted else None
+
+    return Usage(
+        total([usage.prompt_tokens for usage in known]),
+        total([usage.completion_tokens for usage in known]),
+        total([usage.total_tokens for usage in known]),
+    )
+
+
+def _shown(arguments: Any) -> str:
+    try:
+        return orjson.dumps(arguments).decode()[:200]
+    except TypeError:
+        return "..."
+
+
+__all__ = ["AgentLane", "Tool", "build_tools"]

@@ -1,0 +1,276 @@
+"""One model step of an agent: send the conversation and the tools, get back an assistant turn with its tool calls
+and usage, whatever the provider's wire shape.
+
+The agent lane (``lanes/agent.py``) speaks only :class:`StepRequest` (the conversation in EvalGlass's message form,
+``{role, parts}`` as plain JSON, and the tools offered as ``{name, description, parameters}``) and
+:class:`AssistantTurn`. A client turns a request into its provider's wire shape and the answer back; the call cache
+keys a step by the request, never by the wire, so a step means the same thing whichever client made it.
+:class:`OpenAIStepClient` is the OpenAI chat-completions shape (through :class:`~evalglass.lanes.chat.ChatClient`'s
+transport, retries classified alike); a native Anthropic or Gemini client plugs in by implementing
+:class:`ModelStepClient` (``limit``, ``attempt``, ``aclose``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import orjson
+
+from evalglass.core.fieldpath import ABSENT
+from evalglass.lanes.chat import ChatClient
+from evalglass.lanes.chatcall import TransportChoice, Usage
+from evalglass.lanes.executor import EndpointLimit
+from evalglass.lanes.retry import Fault, Ok
+from evalglass.lanes.specs import EndpointSpec
+
+
+@dataclass(frozen=True, slots=True)
+class StepRequest:
+    """One model step as asked: what the cache keys it by. Holds no secret."""
+
+    model: str
+    messages: tuple[dict[str, Any], ...]
+    tools: tuple[dict[str, Any], ...]
+    params: tuple[tuple[str, Any], ...] = ()
+
+    def key_body(self) -> dict[str, Any]:
+        return {"model": self.model, "messages": list(self.messages), "tools": list(self.tools), **dict(self.params)}
+
+
+@dataclass(frozen=True, slots=True)
+class StepCall:
+    """A tool call the model asked for: ``arguments`` a JSON value (ABSENT with ``invalid``, the text the model sent
+    when it is not JSON)."""
+
+    id: str | None
+    name: str
+    arguments: Any
+    invalid: str | None = None
+
+    def part(self) -> dict[str, Any]:
+        """The call as a ``tool_call`` part of EvalGlass's message form."""
+        part: dict[str, Any] = {"type": "tool_call", "name": self.name}
+        if self.id is not None:
+            part["id"] = self.id
+        if self.invalid is not None:
+            part["invalid_arguments"] = self.invalid
+        else:
+            part["arguments"] = self.arguments
+        return part
+
+    @classmethod
+    def of_part(cls, part: Mapping[str, Any]) -> StepCall:
+        invalid = part.get("invalid_arguments")
+        return cls(part.get("id"), str(part["name"]), ABSENT if invalid is not None else part.get("arguments"), invalid)
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantTurn:
+    """What the model answered in one step: text, tool calls, and what the step cost."""
+
+    text: str | None
+    calls: tuple[StepCall, ...]
+    usage: Usage | None = None
+    finish_reason: str | None = None
+    model: str | None = None
+
+    def message(self) -> dict[str, Any]:
+        """The turn as an assistant message of EvalGlass's form."""
+        parts: list[dict[str, Any]] = [{"type": "text", "content": self.text}] if self.text else []
+        parts.extend(call.part() for call in self.calls)
+        message: dict[str, Any] = {"role": "assistant", "parts": parts}
+        if self.finish_reason is not None:
+            message["finish_reason"] = self.finish_reason
+        return message
+
+    def to_json(self) -> dict[str, Any]:
+        """What the call cache keeps of the turn."""
+        usage = self.usage
+        return {
+            "message": self.message(),
+            "usage": None
+            if usage is None
+            else {
+                "prompt_tokens": usage.prompt_tokens,
+                "completion_tokens": usage.completion_tokens,
+                "total_tokens": usage.total_tokens,
+            },
+            "model": self.model,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> AssistantTurn:
+        message = data["message"]
+        parts = message["parts"]
+        text = "".join(str(part["content"]) for part in parts if part.get("type") == "text") or None
+        calls = tuple(StepCall.of_part(part) for part in parts if part.get("type") == "tool_call")
+        usage = data.get("usage")
+        return cls(
+            text,
+            calls,
+            None if not isinstance(usage, Mapping) else Usage(**{key: usage.get(key) for key in _USAGE_KEYS}),
+            message.get("finish_reason"),
+            data.get("model"),
+        )
+
+
+_USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
+
+
+class ModelStepClient(Protocol):
+    """Send a conversation and tool definitions, get back an assistant turn with tool calls and usage: exactly one
+    request per :meth:`attempt`, every outcome a value (the agent lane retries through its ``Retrier``, under
+    ``limit``)."""
+
+    limit: EndpointLimit
+
+    async def attempt(self, request: StepRequest) -> Ok[AssistantTurn] | Fault: ...
+
+    async def aclose(self) -> None: ...
+
+
+class OpenAIStepClient:
+    """:class:`ModelStepClient` for the OpenAI chat-completions shape (``tools``, ``tool_calls``, ``role: tool``)."""
+
+    def __init__(
+        self, spec: EndpointSpec, *, env: Mapping[str, str] | None = None, transport: TransportChoice = "auto"
+    ) -> None:
+        self.chat = ChatClient(spec, env=env, transport=transport)
+        self.limit = self.chat.limit
+
+    async def attempt(self, request: StepRequest) -> Ok[AssistantTurn] | Fault:
+        return await self.chat.post(openai_body(request), parse_openai_turn)
+
+    async def aclose(self) -> None:
+        await self.chat.aclose()
+
+
+def openai_body(request: StepRequest) -> dict[str, Any]:
+    """The request in the chat-completions shape: a text part joined into ``content``, tool-call parts as
+    ``tool_calls`` (arguments as JSON text, or the text the model sent when it was not JSON), each tool response
+    as a ``role: tool`` message (its response as text: a JSON value is sent as JSON text)."""
+    messages: list[dict[str, Any]] = []
+    for message in request.messages:
+        role, parts = message["role"], message["parts"]
+        if role == "tool":
+            messages.extend(
+                {"role": "tool", "tool_call_id": part.get("id"), "content": _as_text(part.get("response"))}
+                for part in parts
+            )
+            continue
+        text = "".join(str(part["content"]) for part in parts if part["type"] == "text")
+        calls = [
+            {
+                "id": part.get("id"),
+                "type": "function",
+                "function": {
+                    "name": part["name"],
+                    "arguments": part["invalid_arguments"]
+                    if "invalid_arguments" in part
+                    else orjson.dumps(part.get("arguments")).decode(),
+                },
+            }
+            for part in parts
+            if part["type"] == "tool_call"
+        ]
+        wire: dict[str, Any] = {"role": role, "content": text if text or not calls else None}
+        if calls:
+            wire["tool_calls"] = calls
+        messages.append(wire)
+    body: dict[str, Any] = {"model": request.model, "messages": messages}
+    if request.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    key: value
+                    for key, value in (
+                        ("name", tool["name"]),
+                        ("description", tool.get("description")),
+                        ("parameters", tool.get("parameters")),
+                    )
+                    if value is not None
+                },
+            }
+            for tool in request.tools
+        ]
+    body.update(request.params)
+    return body
+
+
+def _as_text(response: Any) -> str:
+    return response if isinstance(response, str) else orjson.dumps(response).decode()
+
+
+class _Malformed(ValueError):
+    pass
+
+
+def parse_openai_turn(raw: bytes) -> AssistantTurn:
+    """The assistant turn in a chat-completion body: its text and tool calls (arguments parsed as JSON; text that is
+    not JSON kept as sent). Raises ValueError (a malformed response) when the body holds no message."""
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise _Malformed(f"the answer is not JSON ({exc})") from None
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise _Malformed("the answer has no choices")
+    message = choices[0].get("message")
+    if not isinstance(message, dict):
+        raise _Malformed("the first choice has no message")
+    content = message.get("content")
+    if isinstance(content, list):
+        content = "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    if content is not None and not isinstance(content, str):
+        raise _Malformed("the message content is neither text nor null")
+    calls: list[StepCall] = []
+    wire_calls = message.get("tool_calls") or []
+    if not isinstance(wire_calls, list):
+        raise _Malformed("the message's tool_calls is not a list")
+    for index, call in enumerate(wire_calls):
+        function = call.get("function") if isinstance(call, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        if not isinstance(name, str):
+            raise _Malformed(f"tool call {index + 1} has no function name")
+        call_id = call.get("id")
+        calls.append(_call(call_id if isinstance(call_id, str) else None, name, function.get("arguments")))  # type: ignore[union-attr]
+    if content is None and not calls:
+        if message.get("refusal"):
+            raise _Malformed(f"the model refused: {message['refusal']}")
+        raise _Malformed("the message has neither text nor tool calls")
+    usage = data.get("usage")
+    finish = choices[0].get("finish_reason")
+    return AssistantTurn(
+        content or None,
+        tuple(calls),
+        Usage(**{k: v if isinstance(v := usage.get(k), int) else None for k in _USAGE_KEYS})
+        if isinstance(usage, dict)
+        else None,
+        finish if isinstance(finish, str) else None,
+        data.get("model") if isinstance(data.get("model"), str) else None,
+    )
+
+
+def _call(call_id: str | None, name: str, arguments: Any) -> StepCall:
+    if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
+        return StepCall(call_id, name, {})
+    if not isinstance(arguments, str):  # a server that sends the object itself
+        return StepCall(call_id, name, arguments)
+    try:
+        return StepCall(call_id, name, orjson.loads(arguments))
+    except orjson.JSONDecodeError:
+        return StepCall(call_id, name, ABSENT, arguments)
+
+
+__all__ = [
+    "AssistantTurn",
+    "ModelStepClient",
+    "OpenAIStepClient",
+    "StepCall",
+    "StepRequest",
+    "openai_body",
+    "parse_openai_turn",
+]

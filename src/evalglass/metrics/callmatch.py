@@ -1,0 +1,312 @@
+"""When a tool call made matches a tool call expected, and how many of them match: the counting rules of the
+``tool_calls`` metric, stated once.
+
+**One call matches one expected call** when the names are equal, the call's arguments are JSON (text the model sent
+that is not JSON matches nothing), they satisfy the tool's ``schema`` (when one is declared), and they compare with
+the expected call's arguments under the declared rules. An expected call without ``arguments`` names only the tool:
+any arguments match it.
+
+Arguments compare as JSON (``true`` is not ``1``, ``1`` is ``1.0``, key order does not matter) by the metric's
+``arguments`` rule, ``exact`` or ``json_subset`` (every key the expected object has, the call has, with a value that
+is itself a JSON subset; arrays compare element by element, at equal length; scalars are equal). A tool may give
+its own rule to single (top-level) arguments: ``exact``, ``json_subset``, ``ignore`` (left out on both sides), or
+``numeric`` (both numbers, ``|made - expected| <= tolerance + relative * |expected|``).
+
+**Counting is a multiset.** Each call made is matched to at most one expected call and each expected call to at
+most one call made; the number matched is the largest such pairing (a maximum bipartite matching, found exactly,
+not greedily: a greedy pairing can leave a call unmatched that another pairing matches). Duplicates count: two
+identical calls against one expected call are one match and one extra call.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
+
+from evalglass.core.fieldpath import ABSENT
+from evalglass.core.jsonvalue import json_key
+from evalglass.core.trajectory import Call
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
+
+
+class ArgumentMatch(StrEnum):
+    EXACT = "exact"
+    JSON_SUBSET = "json_subset"
+    NUMERIC = "numeric"
+    IGNORE = "ignore"
+
+
+class CallArguments(StrEnum):
+    """How a call's arguments compare with the expected ones, unless a tool's rule says otherwise per argument."""
+
+    EXACT = "exact"
+    JSON_SUBSET = "json_subset"
+
+
+class ArgumentRule(BaseModel):
+    """One argument's rule. ``tolerance`` or ``relative`` alone means ``match: numeric``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    match: ArgumentMatch = ArgumentMatch.EXACT
+    tolerance: float | None = Field(default=None, ge=0, allow_inf_nan=False, description="Absolute tolerance.")
+    relative: float | None = Field(
+        default=None, ge=0, allow_inf_nan=False, description="Tolerance relative to the expected value."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _numeric_by_tolerance(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and "match" not in data and ("tolerance" in data or "relative" in data):
+            return {**data, "match": ArgumentMatch.NUMERIC.value}
+        return data
+
+    @model_validator(mode="after")
+    def _tolerance_is_numeric(self) -> ArgumentRule:
+        numeric = self.match is ArgumentMatch.NUMERIC
+        if not numeric and (self.tolerance is not None or self.relative is not None):
+            raise ValueError("'tolerance' and 'relative' apply to 'match: numeric' only")
+        return self
+
+
+class ToolRule(BaseModel):
+    """What a call of one tool must satisfy beyond its name: a JSON Schema for its arguments, and per-argument
+    rules."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True, populate_by_name=True)
+
+    schema_: dict[str, JsonValue] | bool | None = Field(
+        default=None, alias="schema", description="A JSON Schema every call's arguments must satisfy."
+    )
+    arguments: dict[str, ArgumentRule] = Field(
+        default_factory=dict, description="Per top-level argument: its rule (exact, json_subset, ignore, numeric)."
+    )
+
+    @model_validator(mode="after")
+    def _schema_is_valid(self) -> ToolRule:
+        if self.schema_ is not None:
+            from evalglass.metrics.schemas import SchemaProblemError, validator_class
+
+            try:
+                validator_class(self.schema_)
+            except SchemaProblemError as exc:
+                raise ValueError(str(exc)) from None
+        return self
+
+
+Match = Callable[[Call, Call], bool]
+
+
+class CallMatcher:
+    """The match relation of the rules above, built once per metric, and the counts every mode reads."""
+
+    def __init__(self, arguments: CallArguments, tools: Mapping[str, ToolRule]) -> None:
+        self.subset = arguments is CallArguments.JSON_SUBSET
+        self.tools = {name: _CompiledRule(rule) for name, rule in tools.items()}
+        #: Only JSON equality of whole arguments: calls compare by a hashable key, counted with a Counter.
+        self.by_key = not self.subset and not self.tools
+
+    def matches(self, made: Call, expected: Call) -> bool:
+        if made.name != expected.name or made.invalid is not None:
+            return False
+        tool = self.tools.get(expected.name)
+        validator = None if tool is None else tool.validator
+        if validator is not None and (made.arguments is ABSENT or not validator.is_valid(made.arguments)):
+            return False
+        wanted = expected.arguments
+        if wanted is ABSENT:
+            return True
+        given = made.arguments
+        if given is ABSENT:
+            return False
+        if tool is not None and tool.arguments and type(wanted) is dict and type(given) is dict:
+            return self._by_argument(given, wanted, tool.arguments)
+        return json_subset(given, wanted) if self.subset else json_key(given) == json_key(wanted)
+
+    def _by_argument(self, given: dict[str, Any], wanted: dict[str, Any], rules: Mapping[str, ArgumentRule]) -> bool:
+        keys = wanted.keys() if self.subset else wanted.keys() | given.keys()
+        default = ArgumentMatch.JSON_SUBSET if self.subset else ArgumentMatch.EXACT
+        for key in keys:
+            rule = rules.get(key)
+            kind = default if rule is None else rule.match
+            if kind is ArgumentMatch.IGNORE:
+                continue
+            if key not in given or key not in wanted:
+                return False
+            if not _argument_matches(given[key], wanted[key], kind, rule):
+                return False
+        return True
+
+    def pairing(self, made: Sequence[Call], expected: Sequence[Call]) -> list[int]:
+        """For each expected call, the index of the call made it is paired with (-1: none), in a pairing of the
+        largest size."""
+        if self.by_key:
+            return _pairing_by_key(made, expected)
+        return _maximum_pairing(made, expected, self.matches)
+
+    def in_order(self, made: Sequence[Call], expected: Sequence[Call]) -> int:
+        """How many expected calls, from the first, appear in order among the calls made (each call made used once):
+        ``len(expected)`` when all do. Taking the earliest call that matches each is optimal for a subsequence."""
+        position = 0
+        for found, wanted in enumerate(expected):
+            while position < len(made) and not self.matches(made[position], wanted):
+                position += 1
+            if position == len(made):
+                return found
+            position += 1
+        return len(expected)
+
+    def first_difference(self, made: Sequence[Call], expected: Sequence[Call]) -> int | None:
+        """The first position where the two sequences differ (a length counts), or None when they match call for
+        call."""
+        for index, (call, wanted) in enumerate(zip(made, expected, strict=False)):
+            if not self.matches(call, wanted):
+                return index
+        return None if len(made) == len(expected) else min(len(made), len(expected))
+
+
+class _CompiledRule:
+    __slots__ = ("arguments", "validator")
+
+    def __init__(self, rule: ToolRule) -> None:
+        self.arguments = rule.arguments
+        self.validator: Validator | None = None
+        if rule.schema_ is not None:
+            from evalglass.metrics.schemas import validator_class
+
+            self.validator = validator_class(rule.schema_)(rule.schema_)
+
+
+def _argument_matches(given: Any, wanted: Any, kind: ArgumentMatch, rule: ArgumentRule | None) -> bool:
+    if kind is ArgumentMatch.JSON_SUBSET:
+        return json_subset(given, wanted)
+    if kind is ArgumentMatch.NUMERIC and rule is not None and _number(wanted):
+        if not _number(given):
+            return False
+        allowed = (rule.tolerance or 0.0) + (rule.relative or 0.0) * abs(wanted)
+        return bool(abs(given - wanted) <= allowed)
+    return json_key(given) == json_key(wanted)
+
+
+def _number(value: Any) -> bool:
+    kind = type(value)
+    return kind is int or (kind is float and math.isfinite(value))
+
+
+def json_subset(given: Any, wanted: Any) -> bool:
+    """Whether ``wanted`` is a JSON subset of ``given``: every key of an expected object is in the given object with
+    a value that is itself a subset; arrays element by element at equal length; scalars equal as JSON."""
+    if type(wanted) is dict:
+        return type(given) is dict and all(
+            key in given and json_subset(given[key], value) for key, value in wanted.items()
+        )
+    if type(wanted) is list:
+        return (
+            type(given) is list
+            and len(given) == len(wanted)
+            and all(json_subset(item, want) for item, want in zip(given, wanted, strict=True))
+        )
+    return json_key(given) == json_key(wanted)
+
+
+_NAME_ONLY = ("*",)
+
+
+def _pairing_by_key(made: Sequence[Call], expected: Sequence[Call]) -> list[int]:
+    """The largest pairing when calls match exactly when their names and JSON keys are equal (an expected call
+    without arguments matches any call of its tool that carries JSON arguments): exact expectations are paired
+    first, the name-only ones take what is left of their tool, which no pairing can better."""
+    free: dict[Hashable, list[int]] = {}
+    by_name: dict[str, list[int]] = {}
+    for index, call in enumerate(made):
+        if call.invalid is not None:
+            continue
+        free.setdefault((call.name, _key(call.arguments)), []).append(index)
+        by_name.setdefault(call.name, []).append(index)
+    pairing = [-1] * len(expected)
+    taken: set[int] = set()
+    name_only: list[int] = []
+    for position, wanted in enumerate(expected):
+        if wanted.arguments is ABSENT:
+            name_only.append(position)
+            continue
+        candidates = free.get((wanted.name, _key(wanted.arguments)))
+        if candidates:
+            index = candidates.pop(0)
+            pairing[position] = index
+            taken.add(index)
+    for position in name_only:
+        for index in by_name.get(expected[position].name, ()):
+            if index not in taken:
+                pairing[position] = index
+                taken.add(index)
+                break
+    return pairing
+
+
+def _key(arguments: Any) -> Hashable:
+    return _NAME_ONLY if arguments is ABSENT else json_key(arguments)
+
+
+def _maximum_pairing(made: Sequence[Call], expected: Sequence[Call], match: Match) -> list[int]:
+    """A maximum bipartite matching (augmenting paths found breadth-first, so no recursion limit), comparing only
+    calls of the same tool."""
+    by_name: dict[str, list[int]] = {}
+    for index, call in enumerate(made):
+        by_name.setdefault(call.name, []).append(index)
+    options = [[i for i in by_name.get(wanted.name, ()) if match(made[i], wanted)] for wanted in expected]
+    owner = [-1] * len(made)  # made call -> the expected call it is paired with
+    pairing = [-1] * len(expected)
+    for start in range(len(expected)):
+        if not options[start]:
+            continue
+        reached_from: dict[int, int] = {}
+        queue = [start]
+        for wanted in queue:
+            for index in options[wanted]:
+                if index in reached_from:
+                    continue
+                reached_from[index] = wanted
+                if owner[index] == -1:
+                    current = index
+                    while True:  # flip the path back to ``start``
+                        position = reached_from[current]
+                        previous = pairing[position]
+                        pairing[position], owner[current] = current, position
+                        if position == start:
+                            break
+                        current = previous
+                    break
+                queue.append(owner[index])
+            else:
+                continue
+            break
+    return pairing
+
+
+def matched_count(pairing: Sequence[int]) -> int:
+    return len(pairing) - pairing.count(-1)
+
+
+def unmatched_made(made: Sequence[Call], pairing: Sequence[int]) -> list[int]:
+    used = Counter(index for index in pairing if index >= 0)
+    return [index for index in range(len(made)) if index not in used]
+
+
+__all__ = [
+    "ArgumentMatch",
+    "ArgumentRule",
+    "CallArguments",
+    "CallMatcher",
+    "ToolRule",
+    "json_subset",
+    "matched_count",
+    "unmatched_made",
+]

@@ -1,0 +1,307 @@
+"""``tool_calls``: the tool calls an agent made against the calls the gold expects, by a declared rule.
+
+The calls made are read from the output (or ``field``) in any shape :mod:`evalglass.core.trajectory` reads: an
+agent lane's trajectory, a trace record's output, OpenAI or Anthropic messages, a list of calls. The calls expected
+are read from ``reference`` the same way (usually a list of ``{name, arguments}``). When one call matches one
+expected call is :mod:`evalglass.metrics.callmatch`'s rule.
+
+``measure: pass`` (the default) scores 1.0 when the declared ``mode`` holds, else 0.0:
+
+* ``exact``: the same calls in the same order, as many;
+* ``in_order``: the expected calls appear in order among the calls made; other calls may come between them
+  (``extra_calls: allow``, the default) or not (``forbid``: every call made matches some expected call);
+* ``any_order``: the same calls as a multiset (duplicates count, order does not);
+* ``subset``: every call made is one of the expected calls (each expected call used once): none outside them;
+* ``superset``: every expected call was made (each call made used once); others may be made too.
+
+``measure: precision | recall | f1`` scores the per-call counts instead (order never enters them): with ``m`` calls
+matched in the largest pairing, precision ``m / made``, recall ``m / expected``, F1 ``2m / (made + expected)``.
+Whatever the measure, a result short of perfect carries them in its note: the evidence of what was counted.
+
+**Vacuous results are declared.** When no call is expected and the mode holds (nothing was made, or the mode allows
+calls beyond the expected ones), nothing was compared: ``vacuous: exclude`` (the default) leaves the example out
+(``non_evaluable`` ``no_calls_expected``), ``vacuous: pass`` scores it 1.0 with that note. A ratio with a zero
+denominator (precision of no calls made, recall against no expected call) is ``non_evaluable``
+``measure_undefined``, never a number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from enum import StrEnum
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, model_validator
+
+from evalglass.core.example import Example, ExampleBatch
+from evalglass.core.jsonvalue import NotJsonError
+from evalglass.core.score import Score
+from evalglass.core.trajectory import Call, Unreadable, read_calls
+from evalglass.metrics.base import (
+    ABSENT,
+    BatchMetricFn,
+    BuildContext,
+    MetricFn,
+    MetricResult,
+    MetricSpec,
+    measured_target,
+    missing_reference,
+    reference_getter,
+)
+from evalglass.metrics.callmatch import CallArguments, CallMatcher, ToolRule, matched_count, unmatched_made
+from evalglass.metrics.invalid import invalid_answer, unreadable_answer
+from evalglass.metrics.support import clip, one_line, scored_with_note
+
+Measure = Literal["pass", "precision", "recall", "f1"]
+
+
+class CallsMode(StrEnum):
+    EXACT = "exact"
+    IN_ORDER = "in_order"
+    ANY_ORDER = "any_order"
+    SUBSET = "subset"
+    SUPERSET = "superset"
+
+
+class ExtraCalls(StrEnum):
+    ALLOW = "allow"
+    FORBID = "forbid"
+
+
+class Vacuous(StrEnum):
+    """What a result with nothing compared scores: left out (``exclude``), or 1.0 (``pass``)."""
+
+    PASS = "pass"
+    EXCLUDE = "exclude"
+
+
+class ToolCallsSpec(MetricSpec):
+    """The calls made against the calls at ``reference``, by ``mode`` (``measure: pass``) or per call."""
+
+    summary: ClassVar[str] = (
+        "1.0 when the tool calls made meet the declared mode against the expected calls (or their per-call "
+        "precision, recall or F1)."
+    )
+
+    type: Literal["tool_calls"] = "tool_calls"
+    reference: str = Field(description="Dotted path in the record holding the expected calls.")
+    measure: Measure = Field(default="pass", description="pass (the mode holds), precision, recall or f1.")
+    mode: CallsMode | None = Field(
+        default=None, description="exact, in_order, any_order, subset or superset: required with measure: pass."
+    )
+    extra_calls: ExtraCalls | None = Field(
+        default=None, description="in_order only: may calls other than the expected ones be made (default allow)."
+    )
+    arguments: CallArguments = Field(
+        default=CallArguments.EXACT, description="How arguments compare: exact (JSON equality) or json_subset."
+    )
+    tools: dict[str, ToolRule] = Field(
+        default_factory=dict, description="Per tool: a JSON Schema for its arguments, rules per argument."
+    )
+    vacuous: Vacuous = Field(
+        default=Vacuous.EXCLUDE,
+        description="No call expected and the mode holds: exclude the example (default), or score it 1.0.",
+    )
+
+    @model_validator(mode="after")
+    def _declared_rules(self) -> ToolCallsSpec:
+        if self.measure == "pass" and self.mode is None:
+            raise ValueError(
+                "tool_calls with measure: pass needs a 'mode': exact, in_order, any_order, subset, superset"
+            )
+        if self.measure != "pass" and self.mode is not None:
+            raise ValueError(
+                f"measure {self.measure} counts matched calls as a multiset, whatever their order: remove 'mode'"
+            )
+        if self.extra_calls is not None and self.mode is not CallsMode.IN_ORDER:
+            raise ValueError("'extra_calls' applies to mode: in_order only")
+        return self
+
+    def build_one(self, context: BuildContext) -> MetricFn:
+        target = measured_target(self)
+        invalid = invalid_answer(self, context)
+        unreadable = unreadable_answer(self, context)
+        gold = reference_getter(self)
+        compare = self._comparer()
+
+        def tool_calls(example: Example) -> MetricResult:
+            reference = gold(example)
+            if reference is ABSENT:
+                return missing_reference(self, example)
+            value = target(example)
+            if value is ABSENT:
+                return invalid(example)
+            result = compare(value, reference)
+            if isinstance(result, Unreadable):
+                return unreadable("trajectory_unreadable", f"the output is not a trajectory: {result}")
+            return result
+
+        return tool_calls
+
+    def build_batch(self, one: MetricFn) -> BatchMetricFn | None:
+        """The outputs and references of the batch read at once; an absent one is ``one``'s."""
+        compare = self._comparer()
+
+        def tool_calls_batch(batch: ExampleBatch) -> list[MetricResult]:
+            values = batch.output_values(self.field)
+            references = batch.record_values(self.reference)
+            results: list[MetricResult] = []
+            for index, (value, reference) in enumerate(zip(values, references, strict=True)):
+                result = Unreadable() if value is ABSENT or reference is ABSENT else compare(value, reference)
+                results.append(one(batch.example(index)) if isinstance(result, Unreadable) else result)
+            return results
+
+        return tool_calls_batch
+
+    def _comparer(self) -> Callable[[Any, Any], MetricResult | Unreadable]:
+        """``compare(value, reference)``: the result for a present output and reference, or why the output is not a
+        trajectory (which the per-example function scores as a wrong answer)."""
+        matcher = CallMatcher(self.arguments, self.tools)
+        measure, mode, vacuous = self.measure, self.mode, self.vacuous
+        forbid = self.extra_calls is ExtraCalls.FORBID
+
+        def compare(value: Any, reference: Any) -> MetricResult | Unreadable:
+            try:
+                expected = read_calls(reference)
+            except Unreadable as exc:
+                return Score.error(
+                    "reference_wrong_type", f"tool_calls needs a reference that is a list of calls: {exc}"
+                )
+            try:
+                made = read_calls(value)
+            except Unreadable as exc:
+                return exc
+            try:
+                if measure == "pass":
+                    assert mode is not None
+                    return _by_mode(matcher, mode, forbid, vacuous, made, expected)
+                return _per_call(matcher, measure, vacuous, made, expected)
+            except NotJsonError as exc:
+                return Score.error("wrong_type", f"tool_calls compares JSON arguments: {one_line(str(exc))}")
+
+        return compare
+
+
+def _by_mode(
+    matcher: CallMatcher, mode: CallsMode, forbid: bool, vacuous: Vacuous, made: list[Call], expected: list[Call]
+) -> MetricResult:
+    why = ""
+    pairing: list[int] | None = None
+    if mode is CallsMode.EXACT:
+        difference = matcher.first_difference(made, expected)
+        holds = difference is None
+        if difference is not None:
+            why = f"first difference at call {difference + 1}: made {_at(made, difference)}, expected " + _at(
+                expected, difference
+            )
+    elif mode is CallsMode.IN_ORDER:
+        found = matcher.in_order(made, expected)
+        holds = found == len(expected)
+        if not holds:
+            why = f"expected call {found + 1} ({_show(expected[found])}) is not made in order after the ones before it"
+        elif forbid:
+            stray = next((call for call in made if not any(matcher.matches(call, want) for want in expected)), None)
+            holds = stray is None
+            if stray is not None:
+                why = f"{_show(stray)} matches no expected call (extra_calls: forbid)"
+    else:
+        pairing = matcher.pairing(made, expected)
+        matched = matched_count(pairing)
+        if mode is CallsMode.ANY_ORDER:
+            holds = matched == len(made) == len(expected)
+        elif mode is CallsMode.SUBSET:
+            holds = matched == len(made)
+        else:
+            holds = matched == len(expected)
+    if holds and not expected:
+        return _vacuous(vacuous, mode.value, len(made))
+    if holds and len(made) == len(expected):
+        return 1.0  # every call made is paired with an expected one: nothing to report
+    if pairing is None:
+        pairing = matcher.pairing(made, expected)
+    matched = matched_count(pairing)
+    if holds and matched == len(made) == len(expected):
+        return 1.0
+    if not why:
+        why = _unmatched(made, expected, pairing)
+    verdict = "holds" if holds else "does not hold"
+    return scored_with_note(
+        1.0 if holds else 0.0,
+        "tool_calls_counted" if holds else "tool_calls_mismatch",
+        f"{mode.value} {verdict}: {_counts(matched, made, expected)}; {why}",
+    )
+
+
+def _per_call(
+    matcher: CallMatcher, measure: Measure, vacuous: Vacuous, made: list[Call], expected: list[Call]
+) -> MetricResult:
+    if not made and not expected:
+        return _vacuous(vacuous, measure, 0)
+    if measure == "precision" and not made:
+        return Score.non_evaluable("measure_undefined", "precision is undefined (0/0): no call was made")
+    if measure == "recall" and not expected:
+        return Score.non_evaluable("measure_undefined", "recall is undefined (0/0): no call is expected")
+    pairing = matcher.pairing(made, expected)
+    matched = matched_count(pairing)
+    if measure == "precision":
+        value = matched / len(made)
+    elif measure == "recall":
+        value = matched / len(expected)
+    else:
+        value = 2.0 * matched / (len(made) + len(expected))
+    if matched == len(made) == len(expected):
+        return value
+    return scored_with_note(
+        value, "tool_calls_counted", f"{_counts(matched, made, expected)}; {_unmatched(made, expected, pairing)}"
+    )
+
+
+def _vacuous(vacuous: Vacuous, rule: str, made: int) -> Score:
+    what = "no call was expected and none was made" if not made else f"no call was expected ({made} made)"
+    if vacuous is Vacuous.PASS:
+        return scored_with_note(1.0, "no_calls_expected", f"{rule}: {what}: nothing compared (vacuous: pass)")
+    return Score.non_evaluable(
+        "no_calls_expected", f"{rule}: {what}: nothing compared (vacuous: exclude; set vacuous: pass to score 1.0)"
+    )
+
+
+def _counts(matched: int, made: list[Call], expected: list[Call]) -> str:
+    precision = f"{matched / len(made):.3g}" if made else "undefined"
+    recall = f"{matched / len(expected):.3g}" if expected else "undefined"
+    f1 = 2.0 * matched / (len(made) + len(expected))
+    return (
+        f"{matched} of {len(expected)} expected calls matched by {len(made)} made "
+        f"(precision {precision}, recall {recall}, F1 {f1:.3g})"
+    )
+
+
+def _unmatched(made: list[Call], expected: list[Call], pairing: list[int]) -> str:
+    missing = [expected[position] for position, index in enumerate(pairing) if index < 0]
+    extra = [made[index] for index in unmatched_made(made, pairing)]
+    parts = []
+    if missing:
+        parts.append("expected but not made: " + ", ".join(_show(call) for call in missing[:3]))
+    if extra:
+        parts.append("made but not expected: " + ", ".join(_show(call) for call in extra[:3]))
+    return "; ".join(parts) or "every call matched"
+
+
+def _at(calls: list[Call], index: int) -> str:
+    return _show(calls[index]) if index < len(calls) else "nothing"
+
+
+def _show(call: Call) -> str:
+    if call.invalid is not None:
+        return clip(f"{call.name}(<not JSON: {call.invalid}>)", 120)
+    if call.arguments is ABSENT:
+        return f"{call.name}(...)"
+    import orjson
+
+    try:
+        shown = orjson.dumps(call.arguments).decode()
+    except TypeError:
+        shown = "<not JSON>"
+    return clip(f"{call.name}({shown})", 120)
+
+
+__all__ = ["CallsMode", "ExtraCalls", "ToolCallsSpec", "Vacuous"]
