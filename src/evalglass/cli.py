@@ -486,6 +486,10 @@ def run(
     _show(result, fmt)
     if html_path is not None and fmt != "json":
         click.echo(f"html report: {html_path}")
+    if example is not None and fmt != "json":
+        from evalglass.report.terminal import next_steps
+
+        click.echo("\n".join(next_steps(result.scorecard)))
     _publish(result, junit, github, fmt)
     sys.exit(result.exit_code)
 
@@ -674,6 +678,15 @@ def calibrate(judge: str, labels: Path, config_path: Path | None, no_cache: bool
     help="With --examples: only examples in this state (repeatable; default: every state but pass and scored).",
 )
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="With --examples: at most N.")
+@click.option(
+    "--width",
+    "chars",
+    type=click.IntRange(min=0),
+    default=200,
+    show_default=True,
+    help="With --examples: characters of each input, reference and output shown (0: whole; --format json always "
+    "shows them whole).",
+)
 @DB
 @FORMAT
 def view(
@@ -684,6 +697,7 @@ def view(
     metrics: tuple[str, ...],
     states: tuple[str, ...],
     limit: int,
+    chars: int,
     db: str | None,
     fmt: str,
 ) -> None:
@@ -691,13 +705,14 @@ def view(
     from evalglass.api import load_run
 
     resolved = resolve_run_folder(folder, db)
-    if (metrics or states) and not examples:
+    width_given = click.get_current_context().get_parameter_source("chars") is click.core.ParameterSource.COMMANDLINE
+    if (metrics or states or width_given) and not examples:
         from evalglass.errors import SetupError
 
-        raise SetupError("--metric and --state go with --examples", fix="add --examples, or drop them")
+        raise SetupError("--metric, --state and --width go with --examples", fix="add --examples, or drop them")
     result = load_run(resolved)
     if examples:
-        _view_examples(resolved, result.scorecard, metrics, states, limit, fmt)
+        _view_examples(resolved, result.scorecard, metrics, states, limit, chars, fmt)
         _say_not_checked(result.not_checked, fmt)
         return
     _show(result, fmt)
@@ -724,9 +739,10 @@ def _gate_definitions(record: Any) -> dict[str, dict[str, Any]]:
 
 
 def _view_examples(
-    folder: Path, card: Any, metrics: tuple[str, ...], states: tuple[str, ...], limit: int, fmt: str
+    folder: Path, card: Any, metrics: tuple[str, ...], states: tuple[str, ...], limit: int, chars: int, fmt: str
 ) -> None:
     from evalglass.engine.artifacts import load_runrecord
+    from evalglass.engine.exampleinputs import with_inputs
     from evalglass.engine.failing import NOT_PASSING, ExampleState, example_rows, fail_rules, with_outputs
 
     chosen = (
@@ -737,7 +753,9 @@ def _view_examples(
         else NOT_PASSING
     )
     rows = list(example_rows(folder, card, metrics=metrics or None, states=chosen, limit=limit))
-    rows, source = with_outputs(folder, load_runrecord(folder), rows)
+    record = load_runrecord(folder)
+    rows, source = with_outputs(folder, record, rows)
+    rows, missing_inputs = with_inputs(folder, record, rows)
     rules = {name: rule.describe() for name, rule in fail_rules(card).items() if not metrics or name in metrics}
     if fmt == "json":
         _emit_json(
@@ -745,13 +763,18 @@ def _view_examples(
                 "folder": str(folder.resolve()),
                 "rules": rules,
                 "outputs_from": source,
+                "inputs_not_shown": missing_inputs,
                 "examples": [row.as_dict() for row in rows],
             }
         )
         return
     from evalglass.report.examples import render_examples
 
-    click.echo(render_examples(rows, rules, source, limit))
+    click.echo(
+        render_examples(
+            rows, rules, source, limit, chars=chars, columns=_console().width, missing_inputs=missing_inputs
+        )
+    )
 
 
 @main.command()
@@ -834,7 +857,12 @@ def explain(name: str | None, folder: Path | None, baseline_ref: str | None, db:
     else:
         if not explanations:
             click.echo("Nothing to explain: this run has no gates and no metrics.")
-        click.echo(visible("\n\n".join(item.as_text() for item in explanations)))
+        from evalglass.report.wrap import fold_text
+
+        width = _console().width
+        # The ledger entry below its header is YAML to paste: kept line for line, never folded.
+        folded = (fold_text(item.as_text(), width, "  Ledger entry to write") for item in explanations)
+        click.echo(visible("\n\n".join(folded)))
     _say_not_checked(checked.not_checked, fmt)
 
 

@@ -158,3 +158,43 @@ def test_dark_mode_draws_the_difference_readably(open_page: Any, compare_page: t
 def _luminance(css: str) -> float:
     red, green, blue = (int(part) / 255 for part in css[css.index("(") + 1 : css.index(")")].split(",")[:3])
     return 0.2126 * red + 0.7152 * green + 0.0722 * blue
+
+
+def test_the_forest_draws_a_comparative_gate_on_its_own_difference_axis(open_page: Any, gate_page: Path) -> None:
+    """The margin (-0.05) is a difference between runs: the metric's row keeps its 0…1 scale and no threshold of the
+    comparative gate, and the gate gets a row of its own with 0 and its limit on a difference axis (issue 30)."""
+    watched = open_page()
+    page = watched.open(gate_page)
+    rows = page.locator("#metrics .forest-row")
+    metric_row = rows.first
+    ticks = metric_row.locator("svg text.tick-label").evaluate_all("ts => ts.map(t => t.textContent)")
+    assert [float(tick) for tick in ticks] == [0.0, 0.5, 1.0], ticks
+    assert metric_row.locator("line.threshold").count() == 0
+    difference = page.locator('#metrics .forest-difference[data-gate="no-regression"]')
+    assert difference.count() == 1 and "this run minus baseline main" in difference.inner_text()
+    plot = difference.locator("svg.diff")
+    zero = float(plot.locator("line.zero").get_attribute("x1") or "nan")
+    limit = float(plot.locator("line.threshold").get_attribute("x1") or "nan")
+    point = float(plot.locator("circle.point").get_attribute("cx") or "nan")
+    assert point < limit < zero  # a real drop: the point left of the limit, which is left of no change
+    difference.get_by_role("link", name="comparison").click()
+    assert page.evaluate("location.hash") == "#cmp-1"
+
+
+def test_a_flipped_id_links_to_its_example_card(open_page: Any, gate_page: Path) -> None:
+    watched = open_page()
+    page = watched.open(gate_page)
+    flips = page.locator("#cmp-1-regressed")
+    flips.locator("summary").click()
+    link = flips.get_by_role("link", name="q030")
+    assert link.count() == 1
+    link.click()
+    card = page.locator(page.evaluate("location.hash"))
+    assert card.is_visible() and "q030" in card.locator("summary").inner_text()
+    assert card.locator("details").get_attribute("open") is not None
+    # A filter that hides the card: following the link again clears it and shows the card.
+    page.locator("#f-text").fill("no such example")
+    assert not card.is_visible()
+    page.evaluate("location.hash = ''")
+    link.click()
+    assert card.is_visible()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.e2e.project import DEFAULT_ROWS, make_project
+from tests.e2e.project import DEFAULT_ROWS, make_project, run_cli
 
 ROWS = [*DEFAULT_ROWS, {"id": "ex-9", "output": "yes"}]  # ex-4 and ex-8 fail; ex-9 has no reference
 METRICS = {
@@ -79,3 +79,39 @@ def test_report_lists_no_examples_for_an_inactive_gate(tmp_path):
     project.run("--out", "out")
     assert "<details>" not in (tmp_path / "out" / "report.md").read_text()
     assert json.loads((tmp_path / "out" / "scorecard.json").read_text())["decision"]["verdict"] == "informational"
+
+
+LONG_ANSWER = " ".join(f"word{i}" for i in range(80))  # 560 characters, words of at most 6
+LONG_QUESTION = "Please tell me, in full, " + " ".join(f"clause{i}" for i in range(40))
+
+
+def test_view_examples_shows_input_reference_and_whole_values(tmp_path):
+    """JSON carries every value whole; text shows input, reference and output, cut only at --width (said), and
+    folds its lines to the terminal's width (issue 30)."""
+    project = make_project(tmp_path)
+    rows = [
+        {"id": "long", "question": LONG_QUESTION, "expected": "short", "output": LONG_ANSWER},
+        {"id": "ok", "question": "q", "expected": "yes", "output": "yes"},
+    ]
+    project.write_rows(rows)
+    assert project.run().code == 0
+    (row,) = project.cli("view", "--examples", "--format", "json").json()["examples"]
+    assert row["output"] == LONG_ANSWER and row["reference"] == "short"
+    assert json.loads(row["input"]) == {"question": LONG_QUESTION}
+    text = run_cli("view", "--examples", cwd=tmp_path, env={"COLUMNS": "80"}).out
+    assert "  reference: short" in text and "  input: " in text and "word20" in text
+    assert LONG_ANSWER not in " ".join(text.split()) and "--width 0" in text  # cut at 200, and said
+    assert all(len(line) <= 80 for line in text.splitlines()), text
+    whole = run_cli("view", "--examples", "--width", "0", cwd=tmp_path, env={"COLUMNS": "80"}).out
+    assert LONG_ANSWER in " ".join(whole.split()) and LONG_QUESTION in " ".join(whole.split())
+    assert all(len(line) <= 80 for line in whole.splitlines()), whole
+    assert project.cli("view", "--width", "0").code == 2  # --width goes with --examples
+
+
+def test_view_examples_does_not_show_inputs_of_a_changed_dataset(tmp_path):
+    project = make_project(tmp_path)
+    project.run()
+    project.write_rows([{**row, "expected": "edited"} for row in DEFAULT_ROWS])
+    shown = project.cli("view", "--examples", "--format", "json").json()
+    assert all(row["input"] is None and row["reference"] is None for row in shown["examples"])
+    assert "changed since the run" in shown["inputs_not_shown"]

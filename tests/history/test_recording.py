@@ -137,6 +137,6 @@ def test_history_filters_by_branch_metric_and_limit(tmp_path: Path, db_url: str)
     assert len(listed("--limit", "1").json()) == 1
     assert listed("--metric", "no_such_metric").json() == []
     text = run_cli("history", "--metric", "exact", cwd=tmp_path, env=_env(db_url))
-    assert text.code == 0 and "exact, oldest to newest:" in text.out and "0.75" in text.out
+    assert text.code == 0 and "exact in suite 'suite', oldest to newest:" in text.out and "0.75" in text.out
     dev = run_cli("view", "dev@latest", "--format", "json", cwd=tmp_path, env=_env(db_url)).json()
     assert dev["run_id"] == everything[0]["run_id"]

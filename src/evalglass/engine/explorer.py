@@ -21,11 +21,12 @@ from typing import Any
 
 import orjson
 
-from evalglass.core.fieldpath import ABSENT, FieldPathError, value_getter
+from evalglass.core.fieldpath import FieldPathError
 from evalglass.core.fingerprint import PREFIX
 from evalglass.core.runrecord import SCORES_FILE, RunRecord
 from evalglass.engine.artifacts import CHECKS_FILE, open_artifact, score_rows
 from evalglass.engine.readback import examples_by_id, read_by_own_reader
+from evalglass.engine.recordparts import present, record_parts
 from evalglass.errors import SetupError
 
 OUTPUTS_FILE = "outputs.jsonl"  # the name liverun writes; repeated so a report needs no live-run imports
@@ -377,21 +378,8 @@ def _join_dataset(
     if read_by_own_reader(record):
         _join_read_back(record, path, by_id, notes)
         return
-    config = record.config
-    task = config.get("task") or {}
-    recorded = task.get("type", "recorded") == "recorded"
-    output_field = str(task.get("field", "output")) if recorded else None
-    references = sorted(
-        {
-            spec["reference"]
-            for spec in (config.get("metrics") or {}).values()
-            if isinstance(spec, dict) and isinstance(spec.get("reference"), str)
-        }
-    )
-    hidden = {output_field, *references, (config.get("dataset") or {}).get("id_field", "id")}
     try:
-        output_of = value_getter(output_field) if output_field is not None else None
-        reference_of = {name: value_getter(name) for name in references}
+        parts = record_parts(record.config)
     except FieldPathError:
         notes.append("The run record names a malformed field path: inputs and references are not shown.")
         return
@@ -408,14 +396,11 @@ def _join_dataset(
             if not isinstance(data, dict):
                 row.input = clip(as_text(data))
                 continue
-            row.input = clip(as_text({key: value for key, value in data.items() if key not in hidden}))
-            if output_of is not None and row.output is None:
-                row.output = clip(as_text(_present(output_of, data)))
-            wanted = {name: _present(getter, data) for name, getter in reference_of.items()}
-            if len(wanted) == 1:
-                row.reference = clip(as_text(next(iter(wanted.values()))))
-            elif wanted:
-                row.reference = clip(as_text(wanted))
+            row.input = clip(as_text(parts.input(data)))
+            if parts.output_field is not None and row.output is None:
+                row.output = clip(as_text(present(parts.output(data))))
+            if parts.reference_fields:
+                row.reference = clip(as_text(present(parts.reference(data))))
 
 
 def _join_read_back(record: RunRecord, path: Path, by_id: dict[str, list[Row]], notes: list[str]) -> None:
@@ -431,12 +416,6 @@ def _join_read_back(record: RunRecord, path: Path, by_id: dict[str, list[Row]], 
             row.input = shown_input
             if row.output is None:
                 row.output = clip(as_text(example.output))
-
-
-def _present(getter: Any, data: Any) -> Any:
-    """The field's value, or a note that the record does not have it (an absent field is not an empty one)."""
-    value = getter(data)
-    return "(field absent)" if value is ABSENT else value
 
 
 def html_report(folder: Path, cap: int = ROW_CAP) -> tuple[str, str]:

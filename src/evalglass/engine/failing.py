@@ -1,6 +1,6 @@
 """The examples behind a run's numbers, read back from its artifacts: per example and metric, a state, the value,
-the first diagnostic and a short excerpt of the output. Nothing is recomputed; ``scores.jsonl`` is streamed a block
-at a time and reading stops as soon as ``limit`` rows were found.
+the first diagnostic and the output (whole: renderers shorten it). Nothing is recomputed; ``scores.jsonl`` is
+streamed a block at a time and reading stops as soon as ``limit`` rows were found.
 
 States. A score that is not ``scored`` keeps its status (``error``, ``blocked``, ``non_evaluable``, ``skipped``);
 ``scored`` + ``invalid`` is ``invalid``. A valid value is ``pass`` or ``fail`` by one rule, the same everywhere:
@@ -11,7 +11,7 @@ States. A score that is not ``scored`` keeps its status (``error``, ``blocked``,
 * otherwise, for a metric whose every valid value is 0 or 1 (the pass/fail builtins), ``fail`` means 0;
 * otherwise (a continuous metric with no threshold to judge by) the value is ``scored``: neither.
 
-Output excerpts come from the run's ``outputs.jsonl`` (live runs) or, for recorded runs, from the dataset or
+Outputs come from the run's ``outputs.jsonl`` (live runs) or, for recorded runs, from the dataset or
 outputs file as it is now on disk (the run itself keeps no copy of recorded outputs).
 
 A comparative gate's examples are listed against its baseline: the regressed pairs first (passing in the baseline,
@@ -40,8 +40,6 @@ from evalglass.engine.artifacts import open_artifact
 from evalglass.engine.readback import examples_by_id, read_by_own_reader
 from evalglass.engine.scoresblock import ScoresBlock, decode_block
 from evalglass.errors import SetupError
-
-EXCERPT = 60
 
 
 class ExampleState(StrEnum):
@@ -92,9 +90,13 @@ class ExampleRow:
     value: float | None
     diagnostic: str | None
     sample: int | None = None
+    #: The output, the record's input and its reference as text, whole (a string as it is, another value as its
+    #: JSON); a renderer shortens them, never this row.
     output: str | None = None
     #: A comparative gate's example: where it stands against the baseline (None for other gates).
     baseline: AgainstBaseline | None = None
+    input: str | None = None
+    reference: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -106,6 +108,8 @@ class ExampleRow:
             "diagnostic": self.diagnostic,
             "sample": self.sample,
             "output": self.output,
+            "input": self.input,
+            "reference": self.reference,
             **({"baseline": self.baseline.value} if self.baseline is not None else {}),
         }
 
@@ -299,14 +303,13 @@ def _candidates(entries: list[Any], rule: FailRule, states: frozenset[ExampleSta
     return [index for index, entry in enumerate(entries) if type(entry) is not float or state(entry) is fail]
 
 
-def excerpt(value: Any, width: int = EXCERPT) -> str:
-    text = value if isinstance(value, str) else orjson.dumps(value, default=repr).decode()
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+def as_text(value: Any) -> str:
+    """A value whole, as text: a string as it is, anything else as its JSON."""
+    return value if isinstance(value, str) else orjson.dumps(value, default=repr).decode()
 
 
 def with_outputs(folder: Path, record: RunRecord, rows: list[ExampleRow]) -> tuple[list[ExampleRow], str | None]:
-    """The rows with an output excerpt each, and where the excerpts came from (None when nowhere)."""
+    """The rows with their output each (whole), and where the outputs came from (None when nowhere)."""
     if not rows:
         return rows, None
     wanted = {row.id for row in rows}
@@ -322,7 +325,7 @@ def with_outputs(folder: Path, record: RunRecord, rows: list[ExampleRow]) -> tup
             value = value[row.sample]
         elif isinstance(value, list) and row.sample is None and len(value) == 1:
             value = value[0]
-        text = "(no output)" if value is ABSENT else excerpt(value)
+        text = "(no output)" if value is ABSENT else as_text(value)
         filled.append(ExampleRow(**{**row.__dict__, "output": text}))
     return filled, source
 

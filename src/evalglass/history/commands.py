@@ -31,13 +31,26 @@ def db_url(explicit: str | None) -> str:
 @click.option("--metric", help="Show this metric's estimate and interval per run (only runs that have it).")
 @click.option("--gate", help="Show this gate's outcome per run (only runs that have it).")
 @click.option("--branch", help="Only runs recorded on this branch.")
+@click.option(
+    "--suite",
+    metavar="NAME",
+    help="Only runs of this suite: its dataset name, or its config path as the run recorded it "
+    "(e.g. evals/evalglass.yaml).",
+)
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1), help="At most this many runs.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.pass_context
 def history(
-    ctx: click.Context, db: str | None, metric: str | None, gate: str | None, branch: str | None, limit: int, fmt: str
+    ctx: click.Context,
+    db: str | None,
+    metric: str | None,
+    gate: str | None,
+    branch: str | None,
+    suite: str | None,
+    limit: int,
+    fmt: str,
 ) -> None:
-    """List recorded runs newest first, with a metric's trend (--metric) or a gate's outcomes (--gate).
+    """List recorded runs newest first, with a metric's trend per suite (--metric) or a gate's outcomes (--gate).
 
     \b
     Every `evalglass run` records itself (unless --no-history); `history import` adds run folders.
@@ -58,7 +71,7 @@ def history(
         engine = open_history(url)
         try:
             with failures_as_setup_errors(url, "read"):
-                entries = list_runs(engine, metric=metric, gate=gate, branch=branch, limit=limit)
+                entries = list_runs(engine, metric=metric, gate=gate, branch=branch, suite=suite, limit=limit)
         finally:
             engine.dispose()
     if fmt == "json":
@@ -71,7 +84,8 @@ def history(
 
     from evalglass.history.render import render_history
 
-    render_history(entries, Console(highlight=False, soft_wrap=False, emoji=False), metric, gate)
+    console = Console(highlight=False, soft_wrap=False, emoji=False)
+    render_history(entries, console, metric, gate, filtered=branch is not None or suite is not None)
 
 
 def _url(ctx: click.Context, db: str | None) -> str:

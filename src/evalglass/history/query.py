@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, Select, and_, select
+from sqlalchemy import Engine, Select, and_, or_, select
 
 from evalglass.history.schema import GateResultRow, MetricResultRow, RunRow
 
@@ -112,9 +112,16 @@ def newest_first(branch: str | None) -> Select[Any]:
 
 
 def list_runs(
-    engine: Engine, *, metric: str | None = None, gate: str | None = None, branch: str | None = None, limit: int = 20
+    engine: Engine,
+    *,
+    metric: str | None = None,
+    gate: str | None = None,
+    branch: str | None = None,
+    suite: str | None = None,
+    limit: int = 20,
 ) -> list[HistoryEntry]:
-    """Up to ``limit`` runs newest first; with ``metric`` / ``gate``, only runs that have it, with its values."""
+    """Up to ``limit`` runs newest first; with ``metric`` / ``gate``, only runs that have it, with its values; with
+    ``suite``, only runs of that dataset name or config path (as the run recorded it)."""
     columns: list[Any] = [*_RUN_COLUMNS]
     if metric is not None:
         columns += _METRIC_COLUMNS
@@ -127,6 +134,8 @@ def list_runs(
         query = query.join(GateResultRow, and_(GateResultRow.run_pk == RunRow.pk, GateResultRow.name == gate))
     if branch is not None:
         query = query.where(RunRow.git_branch == branch)
+    if suite is not None:
+        query = query.where(or_(RunRow.dataset_name == suite, RunRow.config_path == suite))
     query = query.order_by(RunRow.created_at.desc(), RunRow.pk.desc()).limit(limit)
     with engine.connect() as connection:
         rows = connection.execute(query).all()

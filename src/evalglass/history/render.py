@@ -6,10 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.console import Console
-from rich.table import Table
+from rich.text import Text
 
-from evalglass.history.query import HistoryEntry
+from evalglass.history.query import HistoryEntry, MetricPoint
 from evalglass.report.numbers import number
+from evalglass.report.terminal import Grid, print_grid
+from evalglass.report.wrap import fold
 
 BARS = "▁▂▃▄▅▆▇█"
 
@@ -35,49 +37,69 @@ def _commit(entry: HistoryEntry) -> str:
     return entry.commit[:10] + ("+dirty" if entry.dirty else "")
 
 
-def render_history(entries: Sequence[HistoryEntry], console: Console, metric: str | None, gate: str | None) -> None:
+def _interval(point: MetricPoint) -> str:
+    if point.low is None or point.high is None:
+        return "—"
+    text = f"[{number(point.low)}, {number(point.high)}]"
+    if point.level is not None:
+        text += f" {point.level:.0%} {point.method or ''}".rstrip()
+    return text
+
+
+def render_history(
+    entries: Sequence[HistoryEntry], console: Console, metric: str | None, gate: str | None, filtered: bool = False
+) -> None:
+    """The runs as a table when it fits the console, else one block per run (``report.terminal.print_grid``: no
+    cell is cut at 80 columns); then, per suite, the metric's trend."""
     if not entries:
-        console.print("No recorded runs match." if metric or gate else "No recorded runs yet.")
+        console.print("No recorded runs match." if metric or gate or filtered else "No recorded runs yet.")
         return
-    table = Table(show_header=True, header_style="bold")
-    for title in ("run", "started (UTC)", "branch", "commit", "verdict", "examples"):
-        table.add_column(title, no_wrap=title in ("run", "started (UTC)"))
+    columns = ["run", "started (UTC)", "suite", "branch", "commit", "verdict", "examples"]
     if metric is not None:
-        table.add_column(metric, justify="right")
-        table.add_column("interval")
-        table.add_column("n", justify="right")
+        columns += [metric, "interval", "n"]
     if gate is not None:
-        table.add_column(f"gate {gate}")
-        table.add_column("value / threshold")
+        columns += [f"gate {gate}", "value / threshold"]
+    rows: list[tuple[str | Text, ...]] = []
     for entry in entries:
         cells = [
             entry.run_id,
             entry.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+            entry.dataset,
             entry.branch or "—",
             _commit(entry),
             entry.verdict,
             str(entry.examples),
         ]
         if entry.metric is not None:
-            point = entry.metric
-            interval = "—"
-            if point.low is not None and point.high is not None:
-                interval = f"[{number(point.low)}, {number(point.high)}]"
-                if point.level is not None:
-                    interval += f" {point.level:.0%} {point.method or ''}".rstrip()
-            cells += [number(point.point), interval, str(point.included)]
+            cells += [number(entry.metric.point), _interval(entry.metric), str(entry.metric.included)]
         if entry.gate is not None:
             reasons = f" ({', '.join(entry.gate.reasons)})" if entry.gate.reasons else ""
             cells += [entry.gate.outcome + reasons, f"{number(entry.gate.value)} / {number(entry.gate.threshold)}"]
-        table.add_row(*cells)
-    console.print(table)
+        rows.append(tuple(cells))
+    right = frozenset({"examples", "n"} | ({metric} if metric is not None else set()))
+    print_grid(Grid(title="Recorded runs, newest first", columns=tuple(columns), rows=rows, right=right), console)
     if metric is not None:
-        oldest_first = [entry.metric for entry in reversed(entries) if entry.metric is not None]
+        for line in trend_lines(entries, metric):
+            for part in fold(line, console.width):
+                console.print(Text(part), overflow="fold")
+
+
+def trend_lines(entries: Sequence[HistoryEntry], metric: str) -> list[str]:
+    """One trend per suite (dataset name), oldest to newest: runs of two suites are two populations, and one
+    sparkline across both would show their difference as a change."""
+    by_suite: dict[str, list[MetricPoint]] = {}
+    for entry in reversed(entries):
+        if entry.metric is not None:
+            by_suite.setdefault(entry.dataset, []).append(entry.metric)
+    lines = []
+    for suite, oldest_first in by_suite.items():
         values = [v for m in oldest_first for v in (m.point, m.low, m.high) if v is not None]
-        if values:
-            low, high = min(values), max(values)
-            points = [m.point for m in oldest_first]
-            line = sparkline(points, low, high)
-            console.print(
-                f"{metric}, oldest to newest: {line}  (scale {number(low)} to {number(high)}, intervals included)"
-            )
+        if not values:
+            continue
+        low, high = min(values), max(values)
+        line = sparkline([m.point for m in oldest_first], low, high)
+        lines.append(
+            f"{metric} in suite '{suite}', oldest to newest: {line}  "
+            f"(scale {number(low)} to {number(high)}, intervals included)"
+        )
+    return lines

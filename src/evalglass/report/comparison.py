@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table
+from rich.text import Text
 
 from evalglass.core.compare import Comparison
 from evalglass.report.fmt import difference_text, excluded_text, ids_text, number, test_text
+from evalglass.report.terminal import Grid, print_grid
 
 #: How many flipped ids the terminal shows per metric and direction (JSON carries them all).
 TOP_FLIPS = 10
+COLUMNS = ("metric", "baseline", "candidate", "difference (interval)", "method", "pairs", "excluded", "test", "flips")
 
 
 def render_comparison(comparison: Comparison, console: Console, top: int = TOP_FLIPS) -> None:
@@ -30,19 +32,7 @@ def render_comparison(comparison: Comparison, console: Console, top: int = TOP_F
             console.print(f"  {label}: {ids_text(ids, top)}", style="dim")
     for item in comparison.incomparable:
         console.print(f"[yellow]not comparable ({item.code.value}): {item.message}[/yellow]")
-    table = Table(title="Candidate minus baseline", title_justify="left", expand=False)
-    for column in (
-        "metric",
-        "baseline",
-        "candidate",
-        "difference (interval)",
-        "method",
-        "pairs",
-        "excluded",
-        "test",
-        "flips",
-    ):
-        table.add_column(column, justify="right" if column in ("baseline", "candidate", "pairs") else "left")
+    rows: list[tuple[str | Text, ...]] = []
     for metric in comparison.metrics:
         difference = metric.difference
         method = difference.interval.method.value if difference is not None else "—"
@@ -51,18 +41,28 @@ def render_comparison(comparison: Comparison, console: Console, top: int = TOP_F
             if metric.flips.pass_rule is not None
             else "no pass/fail"
         )
-        table.add_row(
-            metric.metric,
-            number(difference.base if difference is not None else metric.base.point),
-            number(difference.candidate if difference is not None else metric.candidate.point),
-            difference_text(metric),
-            method,
-            f"{metric.pairs.included}/{metric.pairs.expected}",
-            excluded_text(metric.pairs),
-            test_text(metric),
-            flip_text,
+        rows.append(
+            (
+                metric.metric,
+                number(difference.base if difference is not None else metric.base.point),
+                number(difference.candidate if difference is not None else metric.candidate.point),
+                difference_text(metric),
+                method,
+                f"{metric.pairs.included}/{metric.pairs.expected}",
+                excluded_text(metric.pairs),
+                test_text(metric),
+                flip_text,
+            )
         )
-    console.print(table)
+    print_grid(
+        Grid(
+            title="Candidate minus baseline",
+            columns=COLUMNS,
+            rows=rows,
+            right=frozenset({"baseline", "candidate", "pairs"}),
+        ),
+        console,
+    )
     for metric in comparison.metrics:
         for item in metric.incomparable:
             console.print(f"[yellow]not comparable ({item.code.value}): {item.message}[/yellow]")

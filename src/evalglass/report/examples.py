@@ -9,6 +9,7 @@ from typing import Protocol
 
 from evalglass.report.fmt import number
 from evalglass.report.safetext import markdown_code, markdown_text, one_line, visible
+from evalglass.report.wrap import fold_text
 
 
 class Row(Protocol):
@@ -32,6 +33,10 @@ class Row(Protocol):
     def output(self) -> str | None: ...
     @property
     def baseline(self) -> str | None: ...
+    @property
+    def input(self) -> str | None: ...
+    @property
+    def reference(self) -> str | None: ...
 
 
 #: What a list of a comparative gate's examples is ordered by, for its title.
@@ -52,7 +57,28 @@ def example_line(row: Row) -> str:
     return _head(row) + (f" — {one_line(row.diagnostic)}" if row.diagnostic else "")
 
 
-def render_examples(rows: Sequence[Row], rules: Mapping[str, str], source: str | None, limit: int) -> str:
+#: Characters of each input, reference and output `view --examples` shows by default (``--width``).
+VALUE_CHARS = 200
+
+
+def excerpt(text: str, width: int) -> str:
+    """``text`` on one line, cut to ``width`` characters with the cut said (0: whole)."""
+    flat = " ".join(text.split())
+    return flat if width <= 0 or len(flat) <= width else flat[: width - 1] + "…"
+
+
+def render_examples(
+    rows: Sequence[Row],
+    rules: Mapping[str, str],
+    source: str | None,
+    limit: int,
+    *,
+    chars: int = VALUE_CHARS,
+    columns: int = 80,
+    missing_inputs: str | None = None,
+) -> str:
+    """One block per row: its head, why, input, reference and output (each at most ``chars`` characters, 0:
+    whole), every line folded to ``columns`` without cutting a word."""
     if not rows:
         return "No example matches."
     lines: list[str] = []
@@ -60,8 +86,9 @@ def render_examples(rows: Sequence[Row], rules: Mapping[str, str], source: str |
         lines.append(_head(row))
         if row.diagnostic:
             lines.append(f"  why: {visible(row.diagnostic)}")
-        if row.output is not None:
-            lines.append(f"  output: {visible(row.output)}")
+        for label, value in (("input", row.input), ("reference", row.reference), ("output", row.output)):
+            if value is not None:
+                lines.append(f"  {label}: {visible(excerpt(value, chars))}")
     lines.append("")
     shown = f"{len(rows)} example row(s)" + (f" (the first {limit}; --limit N for more)" if len(rows) == limit else "")
     lines.append(shown + ".")
@@ -69,7 +96,15 @@ def render_examples(rows: Sequence[Row], rules: Mapping[str, str], source: str |
         lines.append(f"{metric}: {rule}")
     if source is not None:
         lines.append(f"Outputs from {source}.")
-    return "\n".join(lines)
+    if missing_inputs is not None:
+        lines.append(missing_inputs[0].upper() + missing_inputs[1:] + ".")
+    if any(excerpt(value, chars) != " ".join(value.split()) for row in rows for value in _values(row)):
+        lines.append(f"Values longer than {chars} characters are cut (…): --width 0 or --format json shows them whole.")
+    return fold_text("\n".join(lines), columns)
+
+
+def _values(row: Row) -> list[str]:
+    return [value for value in (row.input, row.reference, row.output) if value is not None]
 
 
 def markdown_examples(per_gate: Mapping[str, Sequence[Row]], limit: int) -> list[str]:

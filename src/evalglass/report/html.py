@@ -171,17 +171,25 @@ def _gate_view(gate: GateResult, card: Scorecard, record: RunRecord | None) -> d
     }
 
 
-def _metric_view(metric: MetricSummary, card: Scorecard) -> dict[str, Any]:
+def _metric_view(metric: MetricSummary, card: Scorecard, comparisons: list[dict[str, Any]]) -> dict[str, Any]:
     gates = [
         gate for gate in card.decision.gates if gate.subject_kind is SubjectKind.METRIC and gate.subject == metric.name
     ]
     return {
+        # A comparative gate's limit (-margin) is a difference between two runs, not a value of the metric: drawn on
+        # the metric's axis it would read as a threshold near 0 and stretch the axis past the scale. Each such gate
+        # gets its own row on a difference axis instead (its index links to its card in Comparisons).
+        "differences": [
+            (index, item)
+            for index, item in enumerate(comparisons, start=1)
+            if item["gate"].subject == metric.name and item["view"] is not None
+        ],
         "metric": metric,
         "value": estimate_text(metric.estimate),
         "interval": interval_text(metric.estimate),
         "sensitivity": sensitivity_text(metric.estimate),
         "samples": samples_text(metric.estimate),
-        "forest": forest(metric, gates),
+        "forest": forest(metric, [gate for gate in gates if gate.comparison is None]),
         "bar": population_bar(metric),
         "diagnostics": [(item, diagnostic_tally(item)) for item in metric.population.top_diagnostics],
         "gates": [gate.name for gate in gates],
@@ -253,6 +261,15 @@ class ExampleRows(Protocol):
     def regressed_total(self) -> int: ...
 
 
+def _card_anchors(rows: Sequence[Any]) -> dict[str, str]:
+    """Each embedded example's card anchor, by id: its position, never the id itself (ids are data); the first card
+    of an id that has several."""
+    anchors: dict[str, str] = {}
+    for index, row in enumerate(rows, start=1):
+        anchors.setdefault(row.id, f"example-{index}")
+    return anchors
+
+
 def render_html(card: Scorecard, record: RunRecord | None, explorer: ExampleRows, notes: list[str], folder: str) -> str:
     """The whole page. ``notes`` name artifacts that were missing, so the page says what it could not show."""
 
@@ -263,6 +280,7 @@ def render_html(card: Scorecard, record: RunRecord | None, explorer: ExampleRows
     style = loader.get_source(environment, "report.css")[0]
     decision = card.decision
     template = environment.get_template("report.html.j2")
+    comparisons = gate_comparison_views(card)
     return template.render(
         card=card,
         record=record,
@@ -273,11 +291,12 @@ def render_html(card: Scorecard, record: RunRecord | None, explorer: ExampleRows
         headline=HEADLINES[decision.verdict],
         counts={outcome.value: decision.count(outcome) for outcome in Outcome},
         gates=[_gate_view(gate, card, record) for gate in decision.gates],
-        metrics=[_metric_view(metric, card) for metric in card.metrics],
+        metrics=[_metric_view(metric, card, comparisons) for metric in card.metrics],
         judges=_judges_view(card, record),
         checks=_checks_view(card, record),
-        comparisons=gate_comparison_views(card),
+        comparisons=comparisons,
         explorer=explorer,
+        cards=_card_anchors(explorer.rows),
         notes=notes,
         plot_width=PLOT_WIDTH,
         number=number,

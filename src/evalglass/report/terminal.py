@@ -35,6 +35,7 @@ from evalglass.report.fmt import (
     why_text,
 )
 from evalglass.report.safetext import visible
+from evalglass.report.wrap import fold
 
 STYLE: dict[Outcome, str] = {
     Outcome.INFORMATIONAL: "cyan",
@@ -134,7 +135,12 @@ def print_grid(grid: Grid, console: Console) -> None:
             if not text.plain:
                 continue
             line = Text.assemble(f"    {column}: ", text)
-            console.print(Text(line.plain.replace("\n", " "), style=line.style, spans=line.spans), overflow="fold")
+            flat = Text(line.plain.replace("\n", " "), style=line.style, spans=line.spans)
+            if flat.cell_len <= console.width:
+                console.print(flat)
+                continue
+            for part in fold(flat.plain, console.width):  # continued under the value, never from column 0
+                console.print(Text(part), overflow="fold")
 
 
 def _checks_grid(checks: list[CheckSummary]) -> Grid:
@@ -224,3 +230,17 @@ def render_terminal(card: Scorecard, console: Console, folder: Path | None = Non
     console.print(Text(visible(verdict_meaning(card))))
     if folder is not None:
         console.print(Text(f"artifacts: {visible(str(folder))}", style="dim"))
+
+
+def next_steps(card: Scorecard) -> list[str]:
+    """What a bundled example's run ends with: the command to run next (a gate's explanation, which says what the
+    ledger needs; `explain` reads the last run), then how to start a suite of one's own."""
+    gate = next(iter(card.decision.gates), None)
+    lines = [""]
+    if gate is not None:
+        why = "why the gate does not decide yet, and the ledger entry it needs" if not gate.active else "how it decided"
+        lines += [f"Next ({why}):", f"  evalglass explain {gate.name}", "Then start your own suite in evals/:"]
+    else:
+        lines.append("Next, start your own suite in evals/:")
+    lines.append("  evalglass init")
+    return lines

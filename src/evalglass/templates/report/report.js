@@ -72,5 +72,25 @@
   text.addEventListener("input", filter);
   prev.addEventListener("click", function () { page -= 1; show(); list.scrollIntoView({ block: "start" }); });
   next.addEventListener("click", function () { page += 1; show(); list.scrollIntoView({ block: "start" }); });
+
+  // A link to an example card (a flipped id in Comparisons): clear the filters, turn to the card's page, open it.
+  function reveal() {
+    var target = location.hash.length > 1 ? document.getElementById(location.hash.slice(1)) : null;
+    if (!target || target.parentNode !== list) return;
+    var at = -1;
+    rows.forEach(function (row, index) { if (row.item === target) at = index; });
+    metric.value = "";
+    state.value = "";
+    text.value = "";
+    matched = rows;
+    page = Math.floor(at / PAGE);
+    show();
+    var details = target.querySelector("details");
+    if (details) details.open = true;
+    target.scrollIntoView({ block: "start" });
+  }
+
+  window.addEventListener("hashchange", reveal);
   filter();
+  reveal();
 })();
