@@ -54,6 +54,10 @@ ALWAYS_NEW = "EVALGLASS_TEST_NEW_INTERPRETER"
 
 _HEADER = struct.Struct("!I")
 
+#: The environment the test process started with: the server starts with it, whichever test's command (and its
+#: monkeypatched variables) happens to start it.
+_BASE_ENVIRONMENT = dict(os.environ)
+
 
 @dataclass(frozen=True)
 class Done:
@@ -71,7 +75,7 @@ def startup_environment(env: dict[str, str]) -> dict[str, str]:
 def run(args: list[str], *, cwd: str | os.PathLike[str], env: dict[str, str], timeout: float) -> Done:
     """``subprocess.run([sys.executable, "-m", "evalglass", *args], capture_output=True, text=True, ...)``."""
     server = _server()
-    if server is None or os.environ.get(ALWAYS_NEW) or startup_environment(env) != server.startup:
+    if server is None or env.get(ALWAYS_NEW) or startup_environment(env) != server.startup:
         done = subprocess.run(
             [sys.executable, "-m", "evalglass", *args], cwd=cwd, env=env, capture_output=True, text=True,
             timeout=timeout,
@@ -84,9 +88,10 @@ class _Server:
     def __init__(self) -> None:
         self.folder = tempfile.mkdtemp(prefix="eg-cli-server-")
         self.path = os.path.join(self.folder, "socket")
-        self.startup = startup_environment(dict(os.environ))
+        self.startup = startup_environment(_BASE_ENVIRONMENT)
         self.process = subprocess.Popen(
             [sys.executable, __file__, self.path, str(os.getpid())],
+            env=_BASE_ENVIRONMENT,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=open(os.path.join(self.folder, "server.log"), "wb"),  # noqa: SIM115  (the child holds it)
