@@ -80,8 +80,9 @@ async def _lane(base_url: str, calls: int, concurrency: int) -> tuple[float, flo
     from pydantic import TypeAdapter
 
     from evalglass.lanes.executor import AsyncioExecutor
+    from evalglass.lanes.ports import LaneOutput
+    from evalglass.lanes.registry import build_lane
     from evalglass.lanes.specs import TaskSpec
-    from evalglass.lanes.task import LaneOutput, build_lane
 
     spec = TypeAdapter(TaskSpec).validate_python(
         {

@@ -28,8 +28,9 @@ from pydantic import TypeAdapter
 
 from evalglass.engine.cache import CallCache
 from evalglass.lanes.executor import AsyncioExecutor
+from evalglass.lanes.ports import LaneOutput
+from evalglass.lanes.registry import build_lane
 from evalglass.lanes.specs import TaskSpec
-from evalglass.lanes.task import LaneOutput, build_lane
 
 
 async def one_run(

@@ -13,10 +13,10 @@ TARGET = 1.15
 
 
 @contextmanager
-def fake_server(latency: float) -> Iterator[str]:
-    """Start `python -m evalglass.testing.fake_openai` on an ephemeral loopback port; yield its base URL."""
+def fake_server(latency: float, provider: str = "openai") -> Iterator[str]:
+    """Start `python -m evalglass.testing.fake_<provider>` on an ephemeral loopback port; yield its base URL."""
     server = subprocess.Popen(
-        [sys.executable, "-m", "evalglass.testing.fake_openai", "--port", "0", "--latency", str(latency)],
+        [sys.executable, "-m", f"evalglass.testing.fake_{provider}", "--port", "0", "--latency", str(latency)],
         stdout=subprocess.PIPE,
         text=True,
     )

@@ -13,13 +13,11 @@ is used (``tests/test_lazy_imports.py`` pins this, because the CLI and the pytes
 
 from __future__ import annotations
 
+from evalglass.version import __version__
+
 # Not `typing.TYPE_CHECKING`: importing typing is most of what `import evalglass` would cost (type checkers treat
 # a module-level TYPE_CHECKING = False as their own flag).
 TYPE_CHECKING = False
-
-# The one place the version is written: the package metadata (pyproject.toml), `evalglass --version` and every
-# run record's `tool_version` read it here.
-__version__ = "0.1.0"
 
 __all__ = [
     "RunInterrupted",

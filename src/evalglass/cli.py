@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from evalglass import __version__
+from evalglass.version import __version__
 
 if TYPE_CHECKING:
     from evalglass.api import CacheMode, RunResult

@@ -380,15 +380,16 @@ def compute_check(case: dict[str, Any]) -> list[Any]:
 def compute_judge(case: dict[str, Any]) -> list[Any]:
     """What the llm_judge metric sends: the rendered messages (or the score explaining why there are none)."""
     from evalglass.lanes.judge import Judge
-    from evalglass.metrics.invalid import invalid_answer
+    from evalglass.metrics.llm_judge import LlmJudgeSpec
 
     spec = parse_metric_spec(case["spec"])
+    assert isinstance(spec, LlmJudgeSpec)
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / "rubric.md").write_text(case["rubric"])
-        invalid = invalid_answer(spec, _context(folder, case))
+        definition = spec.judge_definition(_context(folder, case))
 
         async def build() -> list[Any]:
-            judge = Judge(spec, base_dir=Path(folder), executor=None, env={}, invalid=invalid)  # type: ignore[arg-type]
+            judge = Judge(definition, executor=None, env={})  # type: ignore[arg-type]
             try:
                 out = []
                 for i, row in enumerate(case["examples"]):
@@ -403,7 +404,7 @@ def compute_judge(case: dict[str, Any]) -> list[Any]:
 
 def compute_parser(case: dict[str, Any]) -> list[Any]:
     from evalglass.lanes.judge import parse_judge_answer
-    from evalglass.metrics.llm_judge import JudgeScale
+    from evalglass.lanes.judgespec import JudgeScale
 
     scale = JudgeScale.model_validate(case["scale"])
     out = []

@@ -21,8 +21,11 @@ from evalglass.core.example import Example
 from evalglass.engine.cache import CacheMode, CallCache, cache_key
 from evalglass.engine.cachewriter import LIMIT
 from evalglass.lanes.executor import AsyncioExecutor
-from evalglass.lanes.judge import Judge, LlmJudgeSpec
-from evalglass.lanes.task import LaneFailure, LaneOutcome, LaneOutput, build_lane
+from evalglass.lanes.judge import Judge
+from evalglass.lanes.ports import LaneFailure, LaneOutcome, LaneOutput
+from evalglass.lanes.registry import build_lane
+from evalglass.metrics.base import BuildContext
+from evalglass.metrics.llm_judge import LlmJudgeSpec
 from evalglass.testing.fake_openai import FakeOpenAI
 
 from .conftest import KEY_ENV, SECRET, fast_retrier, parse_task_spec, run
@@ -363,7 +366,9 @@ def test_judge_calls_are_cached_too(server: FakeOpenAI, tmp_path: Path) -> None:
     def judge_once(path: Path) -> list[Any]:
         async def go() -> list[Any]:
             with CallCache(path) as cache:
-                judge = Judge(spec, base_dir=tmp_path, executor=AsyncioExecutor(4), cache=cache, env=KEY_ENV)
+                judge = Judge(
+                    spec.judge_definition(BuildContext(tmp_path)), executor=AsyncioExecutor(4), cache=cache, env=KEY_ENV
+                )
                 try:
                     return [await judge.judge(Example(f"e{i}", i, {}, f"out {i}", sample=0)) for i in range(3)]
                 finally:

@@ -15,7 +15,8 @@ import pytest
 
 from evalglass.lanes.childwatch import pidfd_usable, pidfd_watcher
 from evalglass.lanes.executor import AsyncioExecutor
-from evalglass.lanes.task import LaneFailure, LaneOutput, build_lane
+from evalglass.lanes.ports import LaneFailure, LaneOutput
+from evalglass.lanes.registry import build_lane
 
 from .conftest import parse_task_spec, run
 

@@ -16,7 +16,9 @@ from hypothesis import strategies as st
 
 from evalglass.lanes.daemonpool import CallTimedOut, DaemonThreadPool, call_each_in_thread
 from evalglass.lanes.executor import AsyncioExecutor
-from evalglass.lanes.task import LaneColumn, LaneFailure, LaneOutcome, LaneOutput, PythonLane, build_lane
+from evalglass.lanes.ports import LaneColumn, LaneFailure, LaneOutcome, LaneOutput
+from evalglass.lanes.python_lane import PythonLane
+from evalglass.lanes.registry import build_lane
 
 from .conftest import parse_task_spec
 

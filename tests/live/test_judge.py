@@ -17,18 +17,15 @@ from evalglass.lanes.executor import AsyncioExecutor
 from evalglass.lanes.judge import (
     Judge,
     JudgeResult,
-    JudgeScale,
     LabelsFileError,
-    LlmJudgeSpec,
     calibrate_judge,
-    judge_fingerprint,
     parse_judge_answer,
     read_labels,
 )
-from evalglass.lanes.task import LaneConfigError
+from evalglass.lanes.judgespec import JudgeScale
 from evalglass.metrics.base import AsyncScorer, BuildContext
 from evalglass.metrics.errors import MetricLoadError
-from evalglass.metrics.invalid import invalid_answer
+from evalglass.metrics.llm_judge import LlmJudgeSpec, judge_fingerprint
 from evalglass.testing.fake_openai import FakeOpenAI
 
 from .conftest import KEY_ENV, fast_retrier, run
@@ -120,10 +117,13 @@ def _spec(server: FakeOpenAI, **fields: Any) -> LlmJudgeSpec:
     return LlmJudgeSpec.model_validate(data)
 
 
-def _judge_all(spec: LlmJudgeSpec, base_dir: Path, examples: list[Example], **kw: Any) -> list[JudgeResult]:
+def _judge_all(
+    spec: LlmJudgeSpec, base_dir: Path, examples: list[Example], direction: Direction = Direction.HIGHER_IS_BETTER
+) -> list[JudgeResult]:
     async def go() -> list[JudgeResult]:
         executor = AsyncioExecutor(8)
-        judge = Judge(spec, base_dir=base_dir, executor=executor, env=KEY_ENV, retrier=fast_retrier(2), **kw)
+        definition = spec.judge_definition(BuildContext(base_dir, direction=direction))
+        judge = Judge(definition, executor=executor, env=KEY_ENV, retrier=fast_retrier(2))
         try:
             return await executor.run(examples, judge.judge)
         finally:
@@ -188,8 +188,7 @@ def test_judge_uses_field_and_reference_paths_and_reports_missing_ones(evals: Pa
 def test_a_judge_whose_lower_grades_are_better_scores_a_wrong_answer_its_highest_grade(evals: Path) -> None:
     with FakeOpenAI() as server:
         spec = _spec(server, field="answer")
-        invalid = invalid_answer(spec, BuildContext(evals, direction=Direction.LOWER_IS_BETTER))
-        (result,) = _judge_all(spec, evals, [Example("a", 1, {}, {"other": 1})], invalid=invalid)
+        (result,) = _judge_all(spec, evals, [Example("a", 1, {}, {"other": 1})], Direction.LOWER_IS_BETTER)
         assert server.request_count == 0
     assert result.score.included and result.score.value == 5.0
 
@@ -202,7 +201,7 @@ def test_a_missing_template_variable_is_an_error_for_that_example(evals: Path) -
 
 
 def test_a_missing_rubric_is_a_config_error(tmp_path: Path) -> None:
-    with FakeOpenAI() as server, pytest.raises(LaneConfigError, match="rubric"):
+    with FakeOpenAI() as server, pytest.raises(MetricLoadError, match="rubric"):
         _judge_all(_spec(server), tmp_path, [])
 
 
@@ -289,9 +288,13 @@ def test_calibrate_judge_from_a_labels_file(evals: Path) -> None:
         spec = _spec(server)
 
         async def go():  # type: ignore[no-untyped-def]
-            judge = Judge(spec, base_dir=evals, executor=AsyncioExecutor(4), env=KEY_ENV)
+            executor = AsyncioExecutor(4)
+            judge = Judge(spec.judge_definition(BuildContext(evals)), executor=executor, env=KEY_ENV)
             try:
-                return await calibrate_judge(judge, records), judge.fingerprint
+                calibrated = await calibrate_judge(
+                    judge.judge, records, scale=spec.scale, fingerprint=judge.fingerprint, executor=executor
+                )
+                return calibrated, judge.fingerprint
             finally:
                 await judge.aclose()
 

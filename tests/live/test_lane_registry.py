@@ -10,8 +10,8 @@ import pytest
 
 from evalglass.engine.config import Config
 from evalglass.lanes.executor import AsyncioExecutor
+from evalglass.lanes.registry import LANE_TYPES, build_lane
 from evalglass.lanes.specs import LaneSpec
-from evalglass.lanes.task import LANE_TYPES, build_lane
 
 LANE = "def answer(record):\n    return record['q']\n"
 SPECS: dict[str, dict[str, typing.Any]] = {

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.engine.liverun import ExampleResult, OutputsWriter, ScoredColumns
-from evalglass.lanes.task import LaneColumn, LaneFailure
+from evalglass.lanes.ports import LaneColumn, LaneFailure
 
 
 def _nested(depth: int) -> Any:

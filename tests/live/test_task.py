@@ -11,16 +11,11 @@ import pydantic
 import pytest
 
 from evalglass.core.score import Status, Validity
+from evalglass.lanes.base import LaneConfigError
 from evalglass.lanes.executor import AsyncioExecutor
-from evalglass.lanes.task import (
-    ChatLaneSpec,
-    LaneConfigError,
-    LaneFailure,
-    LaneOutcome,
-    LaneOutput,
-    build_lane,
-    failure_score,
-)
+from evalglass.lanes.ports import LaneFailure, LaneOutcome, LaneOutput, failure_score
+from evalglass.lanes.registry import build_lane
+from evalglass.lanes.specs import ChatLaneSpec
 from evalglass.testing.fake_openai import FakeOpenAI
 
 from .conftest import KEY_ENV, fast_retrier, parse_task_spec, run

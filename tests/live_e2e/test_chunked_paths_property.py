@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evalglass.api import run
-from evalglass.lanes.task import PythonLane
+from evalglass.lanes.python_lane import PythonLane
 
 APP = textwrap.dedent(
     """

@@ -14,7 +14,7 @@ import yaml
 from evalglass.api import run
 from evalglass.engine.dataset import DatasetReader
 from evalglass.errors import SetupError
-from evalglass.lanes.task import PythonLane
+from evalglass.lanes.python_lane import PythonLane
 
 from .conftest import evalglass
 

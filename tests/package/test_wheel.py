@@ -48,13 +48,13 @@ def shipped_data() -> set[str]:
 def test_the_version_is_written_in_one_place():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
-    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "evalglass.__version__"}
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "evalglass.version.__version__"}
     written = [
         str(path.relative_to(ROOT))
         for path in [*PACKAGE.rglob("*.py"), ROOT / "action.yml"]
         if path.exists() and re.search(r"^\s*(__version__|version)\s*[:=]\s*[\"']\d", path.read_text(), re.M)
     ]
-    assert written == ["src/evalglass/__init__.py"]
+    assert written == ["src/evalglass/version.py"]
 
 
 def test_the_sdist_and_the_wheel_pass_twine_check():

@@ -81,3 +81,20 @@ def test_a_recorded_entry_becomes_a_cell(
 ) -> None:
     cell = cell_of("m", entry)
     assert (cell.states, cell.values, cell.needs_look) == (states, values, look)
+
+
+def test_the_page_reads_of_the_explorer_only_what_its_protocol_names() -> None:
+    """report/html.py takes the explorer as an ``ExampleRows`` (report imports no engine module): an attribute the
+    template reads that the protocol does not name would break the page for any other source of rows, unseen by
+    the type checker (Jinja2 reads it at render time)."""
+    import re
+
+    from evalglass.engine.explorer import Explorer
+    from evalglass.report.html import ExampleRows
+
+    templates = Path(__file__).resolve().parents[2] / "src/evalglass/templates/report"
+    read = {name for path in templates.glob("*.j2") for name in re.findall(r"\bexplorer\.(\w+)", path.read_text())}
+    named = {name for name in dir(ExampleRows) if not name.startswith("_")}
+    assert read and sorted(read - named) == []
+    fields = Explorer.__dataclass_fields__
+    assert [name for name in sorted(named) if not hasattr(Explorer, name) and name not in fields] == []

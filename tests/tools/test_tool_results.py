@@ -13,7 +13,7 @@ import yaml
 
 from evalglass.core.example import Example
 from evalglass.engine.dataset import BadLine
-from evalglass.engine.toolresults import open_tool_reader
+from evalglass.engine.toolreaders import open_tool_reader
 from evalglass.errors import SetupError
 from tests.e2e.project import run_cli
 

@@ -2,8 +2,12 @@
 
 Fresh calls are counted apart from calls answered from the cache: a cached call costs nothing now, but the tokens
 its original call used (kept in the cache with the reply) are known, and so is what it cost then. Counts come from
-the endpoint's ``usage`` field; a call whose endpoint reports none is counted in ``calls_without_usage``, so a
-total is never presented as complete when it is not.
+each API's own usage fields (docs/providers.md); a call whose endpoint reports none is counted in
+``calls_without_usage``, so a total is never presented as complete when it is not.
+
+Prompt tokens count every input token. Of them, those the provider read from its prompt cache
+(``prompt_cache_read_tokens``) and wrote to it (``prompt_cache_write_tokens``, Anthropic's cache creation) are
+counted apart, and priced apart when the price table says how (else at the prompt price).
 """
 
 from __future__ import annotations
@@ -18,9 +22,28 @@ class Price(BaseModel):
 
     prompt_per_million: float = Field(ge=0)
     completion_per_million: float = Field(ge=0)
+    cache_read_per_million: float | None = Field(
+        default=None,
+        ge=0,
+        description="Prompt tokens read from the provider's prompt cache (default: the prompt price).",
+    )
+    cache_write_per_million: float | None = Field(
+        default=None,
+        ge=0,
+        description="Prompt tokens written to the provider's prompt cache (default: the prompt price).",
+    )
 
-    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
-        return (prompt_tokens * self.prompt_per_million + completion_tokens * self.completion_per_million) / 1e6
+    def cost(self, prompt_tokens: int, completion_tokens: int, cache_read: int = 0, cache_write: int = 0) -> float:
+        """``prompt_tokens`` includes the cache's: those are priced at their own rates when declared."""
+        read = self.prompt_per_million if self.cache_read_per_million is None else self.cache_read_per_million
+        write = self.prompt_per_million if self.cache_write_per_million is None else self.cache_write_per_million
+        fresh = max(0, prompt_tokens - cache_read - cache_write)
+        return (
+            fresh * self.prompt_per_million
+            + cache_read * read
+            + cache_write * write
+            + completion_tokens * self.completion_per_million
+        ) / 1e6
 
 
 class TokenUsage(BaseModel):
@@ -36,6 +59,14 @@ class TokenUsage(BaseModel):
     cached_calls: int = Field(default=0, ge=0, description="Calls answered from the cache (no cost now).")
     cached_prompt_tokens: int = Field(default=0, ge=0, description="What the cached calls used originally.")
     cached_completion_tokens: int = Field(default=0, ge=0)
+    prompt_cache_read_tokens: int = Field(
+        default=0, ge=0, description="Of the prompt tokens, those the provider read from its prompt cache."
+    )
+    prompt_cache_write_tokens: int = Field(
+        default=0, ge=0, description="Of the prompt tokens, those the provider wrote to its prompt cache."
+    )
+    cached_prompt_cache_read_tokens: int = Field(default=0, ge=0, description="The same, of the cached calls.")
+    cached_prompt_cache_write_tokens: int = Field(default=0, ge=0)
     calls_without_usage: int = Field(default=0, ge=0, description="Calls whose endpoint reported no usage.")
     cost: float | None = Field(default=None, description="Cost of the calls made now (with a price table).")
     cached_original_cost: float | None = Field(default=None, description="What the cached calls cost originally.")
@@ -58,6 +89,10 @@ def total_usage(usages: tuple[TokenUsage, ...]) -> TokenUsage:
         cached_calls=sum(usage.cached_calls for usage in usages),
         cached_prompt_tokens=sum(usage.cached_prompt_tokens for usage in usages),
         cached_completion_tokens=sum(usage.cached_completion_tokens for usage in usages),
+        prompt_cache_read_tokens=sum(usage.prompt_cache_read_tokens for usage in usages),
+        prompt_cache_write_tokens=sum(usage.prompt_cache_write_tokens for usage in usages),
+        cached_prompt_cache_read_tokens=sum(usage.cached_prompt_cache_read_tokens for usage in usages),
+        cached_prompt_cache_write_tokens=sum(usage.cached_prompt_cache_write_tokens for usage in usages),
         calls_without_usage=sum(usage.calls_without_usage for usage in usages),
         cost=sum(c for c in costs if c is not None) if known else None,
         cached_original_cost=sum(c for c in originals if c is not None) if known else None,

@@ -1,7 +1,10 @@
 """Judge calibration records: ``evalglass calibrate`` writes them, runs read them, the ledger judges them.
 
 A record is evidence the tool writes (``<config folder>/calibrations/<judge>.json``, atomic, 0600), like a run's
-artifacts; it approves nothing. The ledger's ``judges:`` entry says what agreement the host requires, and
+artifacts; it approves nothing. A judge is any metric that declares itself ``calibrated`` (metrics/base.py): it
+names what it is calibrated on (``calibration_subject``) and what a calibration binds (``calibration_fingerprint``),
+and the scorer it builds for a live run is what calibration runs over the labelled examples; no metric type is named
+here. The ledger's ``judges:`` entry says what agreement the host requires, and
 ``core.authority`` compares the two. A run snapshots the records it read into ``runrecord.json`` so that
 ``evalglass verify`` re-derives the gates from the same evidence even after a later recalibration.
 """
@@ -10,23 +13,28 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from evalglass import __version__
 from evalglass.core.authority import AgreementInterval, CalibrationRecord, JudgeStanding
-from evalglass.core.calibration import CalibrationError
+from evalglass.core.calibration import Calibration, CalibrationError
 from evalglass.engine.artifacts import write_model
 from evalglass.engine.cache import CacheMode
 from evalglass.engine.config import LoadedConfig, load_config
 from evalglass.engine.runfolder import make_dirs, writing
 from evalglass.errors import SetupError, first_problem
-from evalglass.metrics.llm_judge import LlmJudgeSpec, judge_fingerprint
+from evalglass.metrics.base import MetricSpec
 from evalglass.readers import jsonsource
 from evalglass.readers.userfiles import read_regular
+from evalglass.version import __version__
+
+if TYPE_CHECKING:
+    from evalglass.lanes.judge import LabelledExample
 
 CALIBRATIONS_DIR = "calibrations"
 
@@ -61,18 +69,17 @@ def load_calibration(base_dir: Path, name: str) -> CalibrationRecord | None:
     return record
 
 
-def current_fingerprint(spec: LlmJudgeSpec, base_dir: Path, name: str) -> str:
-    path = (base_dir / spec.rubric).resolve()
-    return judge_fingerprint(
-        spec,
-        read_regular(
-            path, what=f"rubric of metric '{name}'", missing_fix="fix `rubric:` (relative to the config's folder)"
-        ),
+def current_fingerprint(spec: MetricSpec, base_dir: Path, name: str) -> str:
+    """What a calibration of judge ``name`` is bound to as it is defined now (its rubric read now)."""
+    path = (base_dir / spec.calibration_subject().rubric).resolve()
+    rubric = read_regular(
+        path, what=f"rubric of metric '{name}'", missing_fix="fix `rubric:` (relative to the config's folder)"
     )
+    return spec.calibration_fingerprint(hashlib.sha256(rubric).hexdigest())
 
 
 def judge_standings(loaded: LoadedConfig) -> dict[str, JudgeStanding]:
-    """Every llm_judge metric's current fingerprint and the calibration record found for it."""
+    """Every judge's (``calibrated`` metric's) current fingerprint and the calibration record found for it."""
     return {
         name: JudgeStanding(
             metric=name,
@@ -108,19 +115,18 @@ def calibrate_command(
         judges = sorted(loaded.config.judges)
         known = f" (llm_judge metrics: {', '.join(judges)})" if judges else " (it declares no llm_judge metric)"
         raise SetupError(f"no llm_judge metric named '{name}' in the config{known}", where=str(loaded.path))
+    subject = spec.calibration_subject()
     from evalglass.lanes.judge import LabelsFileError, read_labels
 
     try:
-        labelled = read_labels(labels, spec.scale)
+        labelled = read_labels(labels, subject.scale)
     except LabelsFileError as exc:
         raise SetupError(str(exc), fix="see docs/calibrating-a-judge.md for the labels file format") from None
     if not labelled:
         raise SetupError("the labels file has no labelled example", where=str(labels))
     labels_sha = "sha256:" + hashlib.sha256(read_regular(labels, what="labels file")).hexdigest()
-    from evalglass.engine.liverun import calibrate_with_judge
-
     try:
-        calibration, results, warnings = asyncio.run(calibrate_with_judge(loaded, name, labelled, cache_mode))
+        calibration, results, warnings = asyncio.run(_calibrate(loaded, name, labelled, cache_mode))
     except CalibrationError as exc:
         raise SetupError(
             f"judge '{name}' cannot be calibrated: {exc}",
@@ -134,8 +140,8 @@ def calibrate_command(
         judge_fingerprint=calibration.judge_fingerprint,
         created_at=moment.isoformat().replace("+00:00", "Z"),
         tool_version=__version__,
-        model=spec.model,
-        rubric=spec.rubric,
+        model=subject.model,
+        rubric=subject.rubric,
         labels_file=str(labels),
         labels_sha256=labels_sha,
         n=calibration.n,
@@ -157,6 +163,40 @@ def calibrate_command(
         make_dirs(path.parent)
         write_model(path, record)
     return CalibrationOutcome(record=record, path=path, results=results, warnings=warnings)
+
+
+async def _calibrate(
+    loaded: LoadedConfig, name: str, labelled: Sequence[LabelledExample], cache_mode: CacheMode
+) -> tuple[Calibration, int, tuple[str, ...]]:
+    """Run judge ``name``, built as a live run builds it (with the run's executor limits and call cache), over the
+    labelled examples; the calibration is bound to the judge's fingerprint as it is defined now."""
+    from evalglass.engine.liverun import build_executor, live_extra_missing, open_cache
+    from evalglass.engine.metricbuild import build_live_metric
+
+    try:
+        from evalglass.lanes.judge import calibrate_judge
+    except ImportError as exc:
+        raise live_extra_missing(exc) from None
+    spec = loaded.config.metrics[name]
+    cache = open_cache(loaded, cache_mode)
+    executor = build_executor(loaded)
+    try:
+        judge = build_live_metric(loaded, name, executor, cache)
+        try:
+            result = await calibrate_judge(
+                judge.judge,
+                labelled,
+                scale=spec.calibration_subject().scale,
+                fingerprint=current_fingerprint(spec, loaded.base_dir, name),
+                executor=executor,
+            )
+        finally:
+            await judge.aclose()
+        return result.calibration, len(result.results), tuple(cache.problems() if cache is not None else ())
+    finally:
+        await executor.aclose()
+        if cache is not None:
+            cache.close()
 
 
 def describe(record: CalibrationRecord, path: Path) -> str:

@@ -28,7 +28,6 @@ from evalglass.errors import LocatedValueError, SetupError
 from evalglass.lanes.checkinputs import InputProblem, input_hashes, split_words
 from evalglass.lanes.checkspec import CheckSpec
 from evalglass.lanes.specs import EndpointSpec, LaneSpec
-from evalglass.metrics.llm_judge import LlmJudgeSpec, judges_among
 from evalglass.metrics.registry import AnyMetricSpec
 from evalglass.metrics.versions import fingerprinted, gate_evaluators
 from evalglass.readers.userfiles import read_regular
@@ -208,7 +207,8 @@ class Config(BaseModel):
     prices: dict[str, Price] = Field(
         default_factory=dict,
         description="Per model name, what its tokens cost per million (`prompt_per_million`, "
-        "`completion_per_million`); turns live runs' token counts into cost.",
+        "`completion_per_million`, optionally `cache_read_per_million`, `cache_write_per_million`); turns live runs' "
+        "token counts into cost.",
     )
     check_workers: int | None = Field(
         default=None, ge=1, le=1024, description="Per-example checks run at once (default: the number of CPUs)."
@@ -438,8 +438,10 @@ class Config(BaseModel):
         )
 
     @property
-    def judges(self) -> dict[str, LlmJudgeSpec]:
-        return judges_among(self.metrics)
+    def judges(self) -> dict[str, AnyMetricSpec]:
+        """The metrics whose gates stand on a calibration against human labels (``calibrated``; the ledger's
+        ``judges:``), by name: what ``evalglass calibrate`` calibrates and a gate's judge standing is read for."""
+        return {name: spec for name, spec in self.metrics.items() if spec.calibrated}
 
     @property
     def live(self) -> bool:

@@ -57,7 +57,7 @@ def open_reader(loaded: LoadedConfig, *, hash_bytes: bool = True) -> Reader:
             hash_bytes=hash_bytes,
         )
     if config.dataset.tool_results:
-        from evalglass.engine.toolresults import open_tool_reader
+        from evalglass.engine.toolreaders import open_tool_reader
 
         return open_tool_reader(
             str(declared),

@@ -33,13 +33,12 @@ from collections.abc import Awaitable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from evalglass import hostwatch, redaction
 from evalglass.collector import fewer_collections
-from evalglass.core.calibration import Calibration
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.outputparse import parse_json_output
@@ -77,14 +76,12 @@ from evalglass.engine.tokens import Tally
 from evalglass.errors import SetupError
 from evalglass.hostwatch import Watch
 from evalglass.lanes.executor import AsyncioExecutor, EndpointLimit, Executor
-from evalglass.lanes.ports import Lane
+from evalglass.lanes.ports import Lane, LaneColumn, LaneOutcome, LaneOutput, failure_score
 from evalglass.lanes.retry import Attempt
 from evalglass.metrics.base import AsyncScorer
 
 if TYPE_CHECKING:
     from evalglass.engine.raycluster import RayCluster
-    from evalglass.lanes.judge import LabelledExample
-    from evalglass.lanes.task import LaneColumn, LaneOutcome
 
 CACHE_FILE = ".evalglass-cache.sqlite"
 #: Examples gathered for one hand-off to a chunked lane at most (see LiveScorer.span): eight batches, so that the
@@ -283,7 +280,7 @@ class _Built:
         await asyncio.gather(*closers, return_exceptions=True)
 
 
-def _live_extra_missing(exc: ImportError) -> SetupError:
+def live_extra_missing(exc: ImportError) -> SetupError:
     from evalglass.dependencies import install_hint
 
     return SetupError(
@@ -294,9 +291,10 @@ def _live_extra_missing(exc: ImportError) -> SetupError:
 def _build(loaded: LoadedConfig, executor: Executor, cache: CallCache | None) -> _Built:
     """Lane and judges, inside the running loop (their HTTP clients belong to it)."""
     try:
-        from evalglass.lanes.task import LaneConfigError, build_lane
+        from evalglass.lanes.base import LaneConfigError
+        from evalglass.lanes.registry import build_lane
     except ImportError as exc:
-        raise _live_extra_missing(exc) from None
+        raise live_extra_missing(exc) from None
 
     config = loaded.config
     built = _Built()
@@ -324,7 +322,7 @@ def _build(loaded: LoadedConfig, executor: Executor, cache: CallCache | None) ->
         if isinstance(exc, ImportError):
             # A lane or judge imports its client's packages when it is built (the chat lane: the openai SDK,
             # aiohttp). Host code's own import errors never arrive here: loading it turns them into LaneConfigError.
-            raise _live_extra_missing(exc) from None
+            raise live_extra_missing(exc) from None
         raise
     return built
 
@@ -363,14 +361,12 @@ class LiveScorer:
         self.pool = pool
         self.epochs = config.lane.epochs if config.lane is not None else 1
         self.tallies: dict[str, Tally] = {
-            name: Tally(source=name, model=spec.model) for name, spec in config.judges.items()
+            name: Tally(source=name, model=spec.tokens_model()) for name, spec in config.metrics.items() if spec.live
         }
         tokens_model = config.lane.tokens_model() if config.lane is not None else None
         if tokens_model is not None:
             self.tallies["task"] = Tally(source="task", model=tokens_model)
         if self.lane is not None:
-            from evalglass.lanes.task import LaneOutput, failure_score
-
             self._failure_score = failure_score
             self._lane_output = LaneOutput
         #: Examples go to the lane in chunks (``score_chunk``) when its ``produce_many`` does less per call and
@@ -912,39 +908,3 @@ def score_live(
         calls=outputs.calls,
         usage=usage,
     )
-
-
-async def calibrate_with_judge(
-    loaded: LoadedConfig, name: str, labelled: Sequence[LabelledExample], cache_mode: CacheMode
-) -> tuple[Calibration, int, tuple[str, ...]]:
-    """Run one judge over labelled examples with the run's executor limits and cache (``evalglass calibrate``)."""
-    try:
-        from evalglass.lanes.judge import Judge, calibrate_judge
-    except ImportError as exc:
-        raise _live_extra_missing(exc) from None
-
-    cache = open_cache(loaded, cache_mode)
-    executor = build_executor(loaded)
-    try:
-        judge = build_live_metric(loaded, name, executor, cache)
-        try:
-            result = await calibrate_judge(cast(Judge, judge), labelled)
-        finally:
-            await judge.aclose()
-        return result.calibration, len(result.results), tuple(cache.problems() if cache is not None else ())
-    finally:
-        await executor.aclose()
-        if cache is not None:
-            cache.close()
-
-
-__all__ = [
-    "CACHE_FILE",
-    "OUTPUTS_FILE",
-    "LiveScorer",
-    "OutputsWriter",
-    "build_executor",
-    "cache_path",
-    "open_cache",
-    "score_live",
-]

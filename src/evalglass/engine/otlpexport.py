@@ -25,10 +25,10 @@ from typing import Any, Protocol
 
 import orjson
 
-from evalglass import __version__
 from evalglass.core.runrecord import SCORES_FILE, RunRecord
 from evalglass.core.scorecard import Scorecard
 from evalglass.engine.artifacts import load_runrecord, load_scorecard, score_rows
+from evalglass.version import __version__
 
 EVENT = "gen_ai.evaluation.result"
 PER_LINE = 512

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import orjson
 
-from evalglass import __version__, redaction
+from evalglass import redaction
 from evalglass.core.calendar import day_of_timestamp
 from evalglass.core.checks import CheckResult
 from evalglass.core.columns import ScoreColumn
@@ -68,6 +68,7 @@ from evalglass.engine.sink import (
 from evalglass.engine.staleness import stale_causes
 from evalglass.errors import Interrupted
 from evalglass.lanes.shipping import ClusterLost
+from evalglass.version import __version__
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor

@@ -40,12 +40,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from evalglass import __version__
 from evalglass.core.score import Score
 from evalglass.engine import rayworker
 from evalglass.engine.executorspec import RayExecutorSpec
 from evalglass.errors import SetupError
 from evalglass.lanes.shipping import SHIPPED_BASE_ENV, ClusterLost, WorkLost, abandon_connection
+from evalglass.version import __version__
 
 if TYPE_CHECKING:
     from evalglass.core.checks import CheckResult

@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from evalglass import __version__, redaction
+from evalglass import redaction
 from evalglass.core.checks import CheckResult
 from evalglass.lanes.checkspec import CheckSpec
 from evalglass.lanes.shipping import base_dir_here
+from evalglass.version import __version__
 
 
 def bind(fn: Callable[..., Any], declared: Iterable[str]) -> Callable[..., Any]:

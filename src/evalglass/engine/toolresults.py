@@ -1,9 +1,9 @@
 """Other evaluation tools' results as a recorded run: what every tool's reader shares (docs/other-tools.md).
 
-Each tool's reader (``toolinspect``, ``toolpromptfoo``, ``toollmeval``, ``toolopenaievals``) turns the tool's file
-into :class:`ToolSample` s — one per sample and epoch (or repeat) — and this module makes them examples with the
-JSONL reader's interface: one example per sample id, its epochs kept as the example's samples (``task.samples`` is
-implied for these formats), in the record shape
+Each tool's reader (``toolinspect``, ``toolpromptfoo``, ``toollmeval``, ``toolopenaievals``; ``toolreaders`` picks
+one by format) turns the tool's file into :class:`ToolSample` s — one per sample and epoch (or repeat) — and this
+module makes them examples with the JSONL reader's interface: one example per sample id, its epochs kept as the
+example's samples (``task.samples`` is implied for these formats), in the record shape
 
     {"id", "input", "target", "metadata", "source": {"tool", "version", ...},
      "output": [{"epoch", "text", "scores": {scorer: {"value", "passed", "error", "explanation"}}, "error"}, ...]}
@@ -220,20 +220,6 @@ def _output(sample: ToolSample) -> dict[str, Any]:
     if sample.error is not None:
         output["error"] = sample.error
     return output
-
-
-def open_tool_reader(tool: str, path: Path, *, id_field: str, output_field: str, hash_bytes: bool) -> ToolReader:
-    """The reader for ``tool``'s results (each in a module of its own, imported when used)."""
-    reader: type[ToolReader]
-    if tool == "inspect":
-        from evalglass.engine.toolinspect import InspectReader as reader
-    elif tool == "promptfoo":
-        from evalglass.engine.toolpromptfoo import PromptfooReader as reader
-    elif tool == "lm-eval":
-        from evalglass.engine.toollmeval import LmEvalReader as reader
-    else:
-        from evalglass.engine.toolopenaievals import OpenAIEvalsReader as reader
-    return reader(path, id_field=id_field, output_field=output_field, hash_bytes=hash_bytes)
 
 
 def guard_failed_samples(name: str, function: MetricFn) -> MetricFn:

@@ -55,7 +55,6 @@ from evalglass.engine.ledger import ledger_problems, parse_ledger
 from evalglass.engine.staleness import stale_causes
 from evalglass.engine.validation import validate_document
 from evalglass.errors import SetupError
-from evalglass.metrics.llm_judge import judge_fingerprint_of
 from evalglass.readers.yamlsource import parse_yaml
 
 
@@ -357,7 +356,7 @@ def _judge_standings(config: Config, record: RunRecord, findings: list[Finding])
     for name, spec in config.judges.items():
         files = record.definition_files.get(name, {})
         recorded = record.judge_fingerprints.get(name)
-        derived = judge_fingerprint_of(spec, next(iter(files.values()))) if files else recorded
+        derived = spec.calibration_fingerprint(next(iter(files.values()))) if files else recorded
         if derived is None:
             findings.append(Finding(f"runrecord.judge_fingerprints.{name}", recorded, "<cannot be derived>"))
             continue

@@ -1,4 +1,6 @@
-"""LLM-judge metrics: a host-owned rubric, a judge endpoint, a scale, and a structured answer.
+"""LLM judges, the live side of ``llm_judge`` metrics: a host-owned rubric, a judge endpoint, a scale, and a
+structured answer. The metric (metrics/llm_judge.py, above lanes) defines what the judge asks and how it grades
+(:class:`JudgeDefinition`); this module renders, calls, parses and calibrates.
 
 The judge must answer a JSON object ``{"score": ..., "rationale": "..."}`` (a fenced ```json block or an object
 embedded in prose is accepted too). How an answer becomes a :class:`~evalglass.core.score.Score`:
@@ -16,8 +18,8 @@ the call finally failed                ``error`` with the fault's code (``call_t
                                        ...) and message
 =====================================  =====================================================================
 
-Never 0.0 for a fault. :func:`judge_fingerprint` binds a calibration (and an approval) to the judge as defined:
-endpoint model, rubric bytes, prompt templates and scale.
+Never 0.0 for a fault. The definition's fingerprint (``metrics.llm_judge.judge_fingerprint``) binds a calibration
+(and an approval) to the judge as defined: endpoint model, rubric bytes, prompt templates and scale.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,20 +41,13 @@ from evalglass.core.fieldpath import ABSENT
 from evalglass.core.score import Diagnostic, Score, Status, Validity
 from evalglass.errors import SetupError
 from evalglass.lanes.callcache import CallStore, cache_key
-from evalglass.lanes.chat import ChatClient, ChatRequest, TransportChoice, answer
+from evalglass.lanes.chatcall import ChatRequest, TransportChoice, answer
+from evalglass.lanes.chatclients import open_chat_client
 from evalglass.lanes.executor import Executor
+from evalglass.lanes.judgespec import JudgeScale
 from evalglass.lanes.retry import Attempt, Retrier
-from evalglass.lanes.task import LaneConfigError
+from evalglass.lanes.specs import EndpointSpec
 from evalglass.lanes.templating import TemplateFailure, compile_template, render
-from evalglass.metrics.base import BuildContext, measured_target, missing_reference, reference_getter
-from evalglass.metrics.invalid import InvalidAnswer, invalid_answer
-from evalglass.metrics.llm_judge import (
-    DEFAULT_PROMPT,
-    JudgeScale,
-    LlmJudgeSpec,
-    judge_fingerprint,
-    judge_fingerprint_of,
-)
 from evalglass.readers import jsonsource
 from evalglass.readers.userfiles import read_regular
 
@@ -207,44 +202,57 @@ class JudgeResult:
     replayed: bool = False
 
 
+@dataclass(frozen=True)
+class JudgeDefinition:
+    """What a judge asks and how it grades, as the metric it is the live side of defines it (an ``llm_judge``
+    metric: ``LlmJudgeSpec.judge_definition``, metrics/llm_judge.py). The metric sits above lanes, so it hands down
+    what only it knows as values: the judge names no metric type."""
+
+    #: The model and how to reach it (sampling, timeout, retries, the key's variable).
+    endpoint: EndpointSpec
+    #: The rubric's text, and the fingerprint of everything that changes what the judge answers.
+    rubric: str
+    fingerprint: str
+    scale: JudgeScale
+    prompt: str
+    system: str | None
+    #: The part of the output graded (ABSENT when there is none to show the judge).
+    target: Callable[[Example], Any]
+    #: The gold value shown beside it (ABSENT when the record has none), or None when the judge is given none.
+    reference: Callable[[Example], Any] | None
+    #: What an example without its reference scores (nothing is measured, whatever the answer).
+    missing_reference: Callable[[Example], Score]
+    #: What an answer the judge cannot be shown scores (see ``metrics.invalid``).
+    invalid: Callable[[Example], Score]
+
+
 class Judge:
     """A built LLM judge. One per spec per run; create inside the event loop that uses it; ``aclose`` it."""
 
     def __init__(
         self,
-        spec: LlmJudgeSpec,
+        definition: JudgeDefinition,
         *,
-        base_dir: Path,
         executor: Executor,
         cache: CallStore | None = None,
         env: Mapping[str, str] | None = None,
         retrier: Retrier | None = None,
         transport: TransportChoice = "auto",
-        invalid: InvalidAnswer | None = None,
     ) -> None:
-        """``invalid`` scores an example whose output the judge cannot be shown (see ``metrics.invalid``); by
-        default as for a metric whose higher values are better."""
-        self.spec = spec
-        rubric_path = (base_dir / spec.rubric).resolve()
-        try:
-            self.rubric_bytes = read_regular(rubric_path, what="rubric")
-        except SetupError as exc:
-            raise LaneConfigError(f"llm_judge: {exc.line()}") from None
-        try:
-            self.rubric = self.rubric_bytes.decode("utf-8")
-        except UnicodeDecodeError:
-            raise LaneConfigError(f"llm_judge: rubric {spec.rubric} is not UTF-8 text") from None
-        self.fingerprint = judge_fingerprint(spec, self.rubric_bytes)
+        self.definition = definition
+        self.endpoint = definition.endpoint
+        self.rubric = definition.rubric
+        self.fingerprint = definition.fingerprint
         self.executor = executor
         self.cache = cache
-        self.retrier = retrier or Retrier(spec.retry)
-        self.client = ChatClient(spec, env=env, transport=transport)
-        self._templates = [("user", compile_template(spec.prompt))]
-        if spec.system is not None:
-            self._templates.insert(0, ("system", compile_template(spec.system)))
-        self._target = measured_target(spec)
-        self._invalid = invalid if invalid is not None else invalid_answer(spec, BuildContext(base_dir))
-        self._reference = reference_getter(spec) if spec.reference is not None else None
+        self.retrier = retrier or Retrier(definition.endpoint.retry)
+        self.client = open_chat_client(definition.endpoint, env=env, transport=transport)
+        self._templates = [("user", compile_template(definition.prompt))]
+        if definition.system is not None:
+            self._templates.insert(0, ("system", compile_template(definition.system)))
+        self._target = definition.target
+        self._invalid = definition.invalid
+        self._reference = definition.reference
 
     async def aclose(self) -> None:
         await self.client.aclose()
@@ -256,7 +264,7 @@ class Judge:
         if self._reference is not None:
             reference = self._reference(example)
             if reference is ABSENT:
-                return missing_reference(self.spec, example)
+                return self.definition.missing_reference(example)
         target = self._target(example)
         if target is ABSENT:
             return self._invalid(example)
@@ -266,7 +274,7 @@ class Judge:
             "example": example.fields,
             "example_id": example.id,
             "sample_index": example.sample,
-            "scale": self.spec.scale.describe(),
+            "scale": self.definition.scale.describe(),
         }
         if reference is not ABSENT:
             context["reference"] = reference if isinstance(reference, str) else orjson.dumps(reference).decode()
@@ -283,7 +291,7 @@ class Judge:
         messages = self.render(example)
         if isinstance(messages, Score):
             return JudgeResult(messages)
-        request = ChatRequest.build(self.spec, messages)
+        request = ChatRequest.build(self.endpoint, messages)
         key = cache_key(self.fingerprint, request.body(), example.sample)
         evidence = (f"judge_call:{key}",)
         made = await answer(
@@ -303,7 +311,7 @@ class Judge:
                 Status.ERROR, fault.code, f"the judge call failed: {fault.message}", fault.detail, evidence=evidence
             )
             return JudgeResult(score, attempts=attempts, call_id=key, tries=tries)
-        parsed = parse_judge_answer(reply.content, self.spec.scale, evidence=evidence)
+        parsed = parse_judge_answer(reply.content, self.definition.scale, evidence=evidence)
         return JudgeResult(
             parsed.score,
             parsed.rationale,
@@ -383,47 +391,50 @@ class JudgeCalibration:
 
 
 async def calibrate_judge(
-    judge: Judge, labelled: Iterable[LabelledExample], *, confidence: float = 0.95
+    judge: Callable[[Example], Awaitable[JudgeResult]],
+    labelled: Iterable[LabelledExample],
+    *,
+    scale: JudgeScale,
+    fingerprint: str,
+    executor: Executor,
+    confidence: float = 0.95,
 ) -> JudgeCalibration:
-    """Run the judge on every labelled example and compare with the human labels.
+    """Run ``judge`` (a built judge's ``judge``, as the live run would await it) on every labelled example through
+    ``executor`` and compare with the human labels on ``scale``.
 
     A judgement that is not scored+valid contributes no label, nor does a wrong answer the judge was never shown
     (scored its worst value without a call: it says nothing about the judge): each is counted in ``excluded``, never
-    as a disagreement. The result is bound to ``judge.fingerprint``.
+    as a disagreement. The result is bound to ``fingerprint``, the judge's as defined when it was built.
     """
     items = list(labelled)
 
     async def one(item: LabelledExample) -> JudgeResult:
         example = Example(id=item.id, line=item.line, fields=item.fields, output=item.output)
-        return await judge.judge(example)
+        return await judge(example)
 
-    results = await judge.executor.run(items, one)
+    results = await executor.run(items, one)
     judge_labels: Sequence[int | str | None] = [result.label if result.score.included else None for result in results]
     report = calibrate(
         [item.label for item in items],
         judge_labels,
-        categories=judge.spec.scale.categories(),
-        ordinal=judge.spec.scale.ordinal,
+        categories=scale.categories(),
+        ordinal=scale.ordinal,
         confidence=confidence,
-        judge_fingerprint=judge.fingerprint,
+        judge_fingerprint=fingerprint,
     )
     return JudgeCalibration(report, tuple(results))
 
 
 __all__ = [
-    "DEFAULT_PROMPT",
     "Judge",
     "JudgeAnswer",
     "JudgeCalibration",
+    "JudgeDefinition",
     "JudgeResult",
-    "JudgeScale",
     "LabelledExample",
     "LabelsFileError",
-    "LlmJudgeSpec",
     "calibrate_judge",
     "extract_json_object",
-    "judge_fingerprint",
-    "judge_fingerprint_of",
     "parse_judge_answer",
     "read_labels",
 ]

@@ -1,19 +1,113 @@
-"""The port the live run drives lanes through (typing.Protocol), so the engine names what it needs of them and
-nothing else: no ``Any`` on the live path, and another lane (a cluster-shipped one, a recorded replay) plugs in by
-having these methods. Judges' port is :class:`evalglass.metrics.base.AsyncScorer` (what an ``llm_judge`` metric
-builds); the executor's, :class:`evalglass.lanes.executor.Executor`; the call cache's,
-:class:`evalglass.lanes.callcache.CallStore`.
+"""The port the live run drives lanes through (typing.Protocol), and the values that cross it, so the engine names
+what it needs of lanes and nothing else: no ``Any`` on the live path, and another lane (a cluster-shipped one, a
+recorded replay) plugs in by having these methods. The port owns its values: what a call produced
+(:class:`LaneOutput`), why it produced nothing (:class:`LaneFailure`), many calls as a column (:class:`LaneColumn`);
+the lane types (lanes/python_lane.py, command_lane.py, chat_lane.py) make them. Judges' port is
+:class:`evalglass.metrics.base.AsyncScorer` (what an ``llm_judge`` metric builds); the executor's,
+:class:`evalglass.lanes.executor.Executor`; the call cache's, :class:`evalglass.lanes.callcache.CallStore`.
 
-Only names are imported here (under ``TYPE_CHECKING``): the engine imports this module without the live extra.
+Nothing of the live machinery is imported here but names (under ``TYPE_CHECKING``): the engine imports this module
+without the live extra.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from evalglass.core.score import Score, Status
+
 if TYPE_CHECKING:
-    from evalglass.lanes.task import Job, LaneColumn, LaneOutcome
+    from evalglass.lanes.chatcall import Usage
+    from evalglass.lanes.retry import Attempt
+
+
+@dataclass(frozen=True, slots=True)
+class LaneOutput:
+    """What the system under test produced for one (example, sample)."""
+
+    value: Any
+    sample: int
+    cached: bool = False
+    attempts: tuple[Attempt, ...] = ()
+    usage: Usage | None = None
+    call_id: str | None = None
+    #: Attempts the call took (0: the lane does not retry). A cached call keeps the count it was made with.
+    tries: int = 0
+    #: A cached answer this same run got before it was interrupted (counted as the run's own call).
+    replayed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class LaneFailure:
+    """No output for one (example, sample), and why. ``code`` is a diagnostic code (snake_case)."""
+
+    code: str
+    message: str
+    sample: int
+    detail: str | None = None
+    attempts: tuple[Attempt, ...] = ()
+    call_id: str | None = None
+    tries: int = 0
+
+
+LaneOutcome = LaneOutput | LaneFailure
+#: One call a lane is asked for: (example id, the example's fields, sample index).
+Job = tuple[str, Mapping[str, Any], int]
+
+
+@dataclass(frozen=True, slots=True)
+class LaneColumn:
+    """The outcomes of many calls as a column, with no object per call: ``values[i]`` is call ``i``'s output,
+    unless ``failures`` holds ``i`` (then ``values[i]`` is None and the failure says why).
+
+    Only for outputs that carry nothing but their value (no cache, usage, retries or call id): what a chunked lane
+    (:attr:`Lane.chunked`) produces. :meth:`of` refuses outcomes that carry more, so nothing is dropped."""
+
+    values: list[Any]
+    failures: dict[int, LaneFailure]
+
+    @classmethod
+    def of(cls, outcomes: Sequence[LaneOutcome]) -> LaneColumn:
+        values: list[Any] = []
+        failures: dict[int, LaneFailure] = {}
+        for index, outcome in enumerate(outcomes):
+            if isinstance(outcome, LaneFailure):
+                failures[index] = outcome
+                values.append(None)
+                continue
+            if (
+                outcome.cached
+                or outcome.attempts
+                or outcome.usage is not None
+                or outcome.call_id is not None
+                or outcome.tries
+                or outcome.replayed
+            ):
+                raise ValueError("an output that carries more than its value does not fit in a LaneColumn")
+            values.append(outcome.value)
+        return cls(values, failures)
+
+    def outcomes(self, samples: Sequence[int]) -> list[LaneOutcome]:
+        """One outcome per call (``samples``: each call's sample index), as :meth:`Lane.produce` gives them."""
+        failures = self.failures
+        return [
+            failures.get(index) or LaneOutput(value, sample)
+            for index, (value, sample) in enumerate(zip(self.values, samples, strict=True))
+        ]
+
+
+def failure_score(failure: LaneFailure) -> Score:
+    """The ``error`` score every metric of the example gets when its lane failed: no value, the lane's reason."""
+    evidence = (f"lane_call:{failure.call_id}",) if failure.call_id else ()
+    return Score.unmeasured(
+        Status.ERROR,
+        failure.code,
+        f"the task lane produced no output: {failure.message}",
+        failure.detail,
+        evidence=evidence,
+    )
 
 
 class Lane(Protocol):
@@ -43,4 +137,4 @@ class Lane(Protocol):
     async def aclose(self) -> None: ...
 
 
-__all__ = ["Lane"]
+__all__ = ["Job", "Lane", "LaneColumn", "LaneFailure", "LaneOutcome", "LaneOutput", "failure_score"]

@@ -83,16 +83,48 @@ class RetryPolicy(BaseModel):
 
 
 # ---------------------------------------------------------------------- endpoints
+class Provider(StrEnum):
+    """Which wire format an endpoint speaks (docs/providers.md)."""
+
+    OPENAI = "openai"  # chat completions, and every server compatible with it
+    ANTHROPIC = "anthropic"  # the Messages API
+    GEMINI = "gemini"  # the Gemini API's generateContent
+
+
+#: The key's variable when a config names none.
+DEFAULT_KEY_ENV: dict[Provider, str] = {
+    Provider.OPENAI: "OPENAI_API_KEY",
+    Provider.ANTHROPIC: "ANTHROPIC_API_KEY",
+    Provider.GEMINI: "GEMINI_API_KEY",
+}
+
+#: Declared fields a provider's API has no parameter for: refused at load rather than silently not sent.
+_UNSUPPORTED: dict[Provider, tuple[str, ...]] = {
+    Provider.OPENAI: (),
+    Provider.ANTHROPIC: ("seed", "json_mode"),
+    Provider.GEMINI: (),
+}
+
+
 class EndpointSpec(BaseModel):
-    """Fields every OpenAI-compatible endpoint declares (chat task lanes and LLM judges)."""
+    """Fields every model endpoint declares (chat task lanes and LLM judges), whichever API it speaks."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
-    base_url: str = Field(description="e.g. https://api.openai.com/v1 or http://127.0.0.1:8000/v1")
+    provider: Provider = Field(
+        default=Provider.OPENAI,
+        description="The API the endpoint speaks: `openai` (chat completions, and compatible servers), `anthropic` "
+        "(Messages API) or `gemini` (generateContent).",
+    )
+    base_url: str = Field(
+        description="e.g. https://api.openai.com/v1, https://api.anthropic.com/v1, "
+        "https://generativelanguage.googleapis.com/v1beta or http://127.0.0.1:8000/v1"
+    )
     model: str = Field(min_length=1)
     api_key_env: str | None = Field(
         default="OPENAI_API_KEY",
-        description="Name of the environment variable holding the API key; null for keyless local servers.",
+        description="Name of the environment variable holding the API key (default per provider: OPENAI_API_KEY, "
+        "ANTHROPIC_API_KEY, GEMINI_API_KEY); null for keyless local servers.",
     )
     temperature: float | None = Field(default=None, ge=0, le=2)
     top_p: float | None = Field(default=None, gt=0, le=1)
@@ -104,6 +136,29 @@ class EndpointSpec(BaseModel):
     concurrency: int | None = Field(default=None, ge=1, description="Calls in flight to this base_url at most.")
     rpm: float | None = Field(default=None, gt=0, description="Requests per minute to this base_url at most.")
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _provider_key_env(cls, data: Any) -> Any:
+        """The default key variable is the provider's own (an explicit ``api_key_env``, null included, wins)."""
+        if isinstance(data, dict) and "api_key_env" not in data and data.get("provider") not in (None, "openai"):
+            try:
+                return {**data, "api_key_env": DEFAULT_KEY_ENV[Provider(data["provider"])]}
+            except ValueError:
+                return data  # an unknown provider: the field's own error names it
+        return data
+
+    @model_validator(mode="after")
+    def _provider_parameters(self) -> EndpointSpec:
+        unsupported = [name for name in _UNSUPPORTED[self.provider] if getattr(self, name) not in (None, False)]
+        if unsupported:
+            raise ValueError(
+                f"provider {self.provider.value} has no parameter for {', '.join(unsupported)}: remove it, or use "
+                "a provider whose API has it"
+            )
+        if self.provider is Provider.ANTHROPIC and self.max_tokens is None:
+            raise ValueError("provider anthropic needs max_tokens (the Messages API requires it): declare max_tokens")
+        return self
 
     @field_validator("base_url")
     @classmethod
@@ -267,6 +322,7 @@ OPERATIONAL_FIELDS = frozenset({"timeout", "concurrency", "rpm", "retry", "api_k
 
 
 __all__ = [
+    "DEFAULT_KEY_ENV",
     "OPERATIONAL_FIELDS",
     "TRANSIENT_KINDS",
     "ChatLaneSpec",
@@ -275,6 +331,7 @@ __all__ = [
     "FaultKind",
     "LaneSpec",
     "MessageTemplate",
+    "Provider",
     "PythonLaneSpec",
     "RetryPolicy",
     "TaskSpec",

@@ -13,7 +13,8 @@ of the answer (:mod:`evalglass.metrics.invalid`). Each type implements :meth:`Me
 per-example scorer, from what the context gives it) and, optionally, :meth:`MetricSpec.build_batch` (one call over
 a batch, as parallel lists, that returns example for example exactly what the per-example function returns). The
 engine never asks which type a spec is: what it needs to know beyond the scorer (runs concurrently, calls a model,
-can be shipped to a cluster, runs a declared check) the spec says through the class attributes and methods below.
+can be shipped to a cluster, runs a declared check, is calibrated against human labels, spends a model's tokens)
+the spec says through the class attributes and methods below.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from evalglass.lanes.checkspec import CheckSpec
     from evalglass.lanes.executor import Executor
     from evalglass.lanes.judge import JudgeResult
+    from evalglass.lanes.judgespec import JudgeScale
 
 MetricResult = float | Score
 MetricFn = Callable[[Example], MetricResult]
@@ -109,6 +111,17 @@ class BuildContext:
     direction: Direction | None = Direction.HIGHER_IS_BETTER
 
 
+@dataclass(frozen=True)
+class CalibrationSubject:
+    """What a calibration record names for a metric calibrated against human labels (a judge): the model that
+    answers, its rubric (a path relative to the config's folder, whose bytes the calibration is bound to) and the
+    scale the labels are on."""
+
+    model: str
+    rubric: str
+    scale: JudgeScale
+
+
 class MetricSpec(BaseModel):
     """Fields shared by every metric type. Subclasses add ``type: Literal[...]`` and their own parameters."""
 
@@ -132,6 +145,11 @@ class MetricSpec(BaseModel):
     #: (traces), such a metric is ``non_evaluable`` (``content_not_captured``) where the output was not captured.
     #: Host code receives the whole example and the record's ``not_captured`` list, and decides what it reads.
     measures_output: ClassVar[bool] = True
+    #: True for metrics whose gates stand on their agreement with human labels (an LLM judge): ``evalglass
+    #: calibrate NAME`` measures it on a labels file (the :meth:`calibration_subject`'s scale) with the scorer a live
+    #: run builds, a run reads the record bound to :meth:`calibration_fingerprint`, and the ledger's ``judges:`` says
+    #: what agreement the gates need. Such a metric is ``live``.
+    calibrated: ClassVar[bool] = False
 
     description: str | None = Field(default=None, description="What this metric tells you, in your words.")
     field: str | None = Field(
@@ -225,6 +243,20 @@ class MetricSpec(BaseModel):
         """The range this metric's values can take (builtins score in [0, 1]); None when unbounded."""
         return UNIT_SCALE
 
+    def tokens_model(self) -> str | None:
+        """The model whose tokens this metric's calls spend (a live run counts them, and prices them from
+        ``prices:``), or None for a metric that calls no model."""
+        return None
+
+    def calibration_subject(self) -> CalibrationSubject:
+        """What a calibration of this metric names and is measured on; only for a ``calibrated`` metric."""
+        raise NotImplementedError(f"{type(self).__name__} is not calibrated")
+
+    def calibration_fingerprint(self, rubric_sha256: str) -> str:
+        """What a calibration of this metric (and so its standing in a run) is bound to, from the hex SHA-256 of its
+        rubric's bytes, read now or as a run record keeps it (``verify``); only for a ``calibrated`` metric."""
+        raise NotImplementedError(f"{type(self).__name__} is not calibrated")
+
     def fingerprint_payload(self) -> dict[str, Any]:
         """The canonical definition an approval is bound to.
 
@@ -303,6 +335,7 @@ __all__ = [
     "BatchMetricFn",
     "BatchedMetric",
     "BuildContext",
+    "CalibrationSubject",
     "CheckRunner",
     "CheckSink",
     "MetricFn",

@@ -38,6 +38,7 @@ from evalglass import redaction
 from evalglass.core.example import Example
 from evalglass.core.score import Score, score_violation
 from evalglass.core.stats import ScaleSpec
+from evalglass.lanes.hostload import HostFunction, HostLoadError, is_file_reference, load_function, split_reference
 from evalglass.metrics.base import (
     ABSENT,
     BuildContext,
@@ -49,7 +50,6 @@ from evalglass.metrics.base import (
     reference_getter,
 )
 from evalglass.metrics.errors import MetricLoadError
-from evalglass.metrics.hostload import HostFunction, is_file_reference, load_function, split_reference
 from evalglass.metrics.invalid import invalid_answer
 from evalglass.metrics.support import one_line, preview
 
@@ -105,7 +105,10 @@ class PythonMetricSpec(MetricSpec):
         return local if context.shipper is None else context.shipper.metric(context.name, local)
 
     def _build_local(self, context: BuildContext) -> MetricFn:
-        function = load_function(self.function, context.base_dir)
+        try:
+            function = load_function(self.function, context.base_dir)
+        except HostLoadError as exc:
+            raise MetricLoadError(str(exc)) from None
         wanted = self._parameters(function)
         target = measured_target(self)
         invalid = invalid_answer(self, context)

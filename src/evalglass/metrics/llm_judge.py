@@ -1,102 +1,44 @@
 """``type: llm_judge``: the declaration of an LLM-judge metric and the fingerprint calibrations are bound to.
 
-The judge itself (rendering, calling, parsing the answer) is asynchronous and lives in ``evalglass.lanes.judge``:
-``build`` makes one with the build context's executor and call cache (the live run's), so it needs a context that
-has an executor.
+The judge itself (rendering, calling, parsing the answer) is asynchronous and lives in ``evalglass.lanes.judge``,
+below metrics: ``build`` reads the rubric and hands the judge what only the metric knows (:class:`JudgeDefinition`:
+the part of the output it grades, its reference, what an answer it cannot be shown scores, the fingerprint), with
+the build context's executor and call cache (the live run's), so it needs a context that has an executor. What the
+engine needs of a judge beyond its scorer, the spec declares like any metric's: it is ``calibrated`` (its
+``calibration_subject`` and ``calibration_fingerprint``) and its calls spend a model's tokens (``tokens_model``).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import json
-import math
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from evalglass.core.fingerprint import content_address
 from evalglass.core.stats import ScaleSpec
+from evalglass.errors import SetupError
+from evalglass.lanes.judgespec import DEFAULT_PROMPT, JudgeScale
 from evalglass.lanes.specs import EndpointSpec, check_template
-from evalglass.metrics.base import AsyncScorer, BuildContext, MetricSpec, without_default_invalid_output
+from evalglass.metrics.base import (
+    AsyncScorer,
+    BuildContext,
+    CalibrationSubject,
+    MetricSpec,
+    measured_target,
+    missing_reference,
+    reference_getter,
+    without_default_invalid_output,
+)
 from evalglass.metrics.errors import MetricLoadError
 from evalglass.metrics.invalid import invalid_answer
 from evalglass.metrics.versions import judge_parser_id
+from evalglass.readers.userfiles import read_regular
 
-DEFAULT_PROMPT = """\
-You are grading one output of an AI system against a rubric.
-
-# Rubric
-{{ rubric }}
-
-# Example
-{{ example | json }}
-{% if reference is defined %}
-# Reference answer
-{{ reference }}
-{% endif %}
-# Output to grade
-{{ output }}
-
-Answer with one JSON object and nothing else:
-{"score": <{{ scale }}>, "rationale": "<one or two sentences>"}
-"""
-
-
-class JudgeScale(BaseModel):
-    """Integers ``min..max`` (``{min: 1, max: 5}``), or labels: a list (value = position, first is 0) or a
-    mapping label → value. Numeric scales are ordinal; label scales are nominal unless ``ordered: true``."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-    min: int | None = None
-    max: int | None = None
-    labels: tuple[str, ...] | dict[str, float] | None = None
-    ordered: bool | None = None
-
-    @model_validator(mode="after")
-    def _one_form(self) -> JudgeScale:
-        numeric = self.min is not None or self.max is not None
-        if numeric == (self.labels is not None):
-            raise ValueError("a scale is either {min, max} integers or a list/mapping of labels")
-        if numeric:
-            if self.min is None or self.max is None or self.min >= self.max:
-                raise ValueError("a numeric scale needs integers min < max")
-        else:
-            assert self.labels is not None
-            names = list(self.labels)
-            if len(names) < 2 or len(set(names)) != len(names) or any(not name.strip() for name in names):
-                raise ValueError("a label scale needs at least two distinct, non-empty labels")
-            if isinstance(self.labels, dict) and any(not math.isfinite(v) for v in self.labels.values()):
-                raise ValueError("label values must be finite numbers")
-        return self
-
-    @property
-    def numeric(self) -> bool:
-        return self.labels is None
-
-    @property
-    def ordinal(self) -> bool:
-        return True if self.numeric else bool(self.ordered)
-
-    def categories(self) -> tuple[int | str, ...]:
-        if self.labels is None:
-            assert self.min is not None and self.max is not None
-            return tuple(range(self.min, self.max + 1))
-        return tuple(self.labels)
-
-    def label_values(self) -> dict[str, float]:
-        if self.labels is None:
-            return {}
-        if isinstance(self.labels, dict):
-            return dict(self.labels)
-        return {label: float(index) for index, label in enumerate(self.labels)}
-
-    def describe(self) -> str:
-        if self.labels is None:
-            return f"an integer from {self.min} to {self.max}"
-        return "one of " + ", ".join(json.dumps(label) for label in self.labels)
+if TYPE_CHECKING:
+    from evalglass.lanes.judge import JudgeDefinition
 
 
 class LlmJudgeSpec(MetricSpec, EndpointSpec):
@@ -105,6 +47,8 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
     summary: ClassVar[str] = "An LLM grades the output against a host-owned rubric on a declared scale."
     #: Each call waits on a model: judged concurrently, with the run's executor and cache.
     live: ClassVar[bool] = True
+    #: A gate on a judge decides only while its agreement with human labels meets what the ledger requires.
+    calibrated: ClassVar[bool] = True
 
     type: Literal["llm_judge"] = "llm_judge"
     rubric: str = Field(description="Path to the rubric file (relative to the evals folder); owned by the host.")
@@ -125,18 +69,43 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
                 "llm_judge metrics are asynchronous: only a live run builds them, with its executor and call cache"
             )
         from evalglass.lanes.judge import Judge  # the openai SDK and aiohttp: only when a judge is built
-        from evalglass.lanes.task import LaneConfigError
+
+        return Judge(self.judge_definition(context), executor=context.executor, cache=context.cache)
+
+    def judge_definition(self, context: BuildContext) -> JudgeDefinition:
+        """What this metric's judge asks and how it grades, with the rubric read now (a rubric that cannot be read
+        is a :class:`MetricLoadError`)."""
+        from evalglass.lanes.judge import JudgeDefinition
 
         try:
-            return Judge(
-                self,
-                base_dir=context.base_dir,
-                executor=context.executor,
-                cache=context.cache,
-                invalid=invalid_answer(self, context),
-            )
-        except LaneConfigError as exc:
-            raise MetricLoadError(str(exc)) from None
+            rubric = read_regular((context.base_dir / self.rubric).resolve(), what="rubric")
+        except SetupError as exc:
+            raise MetricLoadError(f"llm_judge: {exc.line()}") from None
+        try:
+            text = rubric.decode("utf-8")
+        except UnicodeDecodeError:
+            raise MetricLoadError(f"llm_judge: rubric {self.rubric} is not UTF-8 text") from None
+        return JudgeDefinition(
+            endpoint=self,
+            rubric=text,
+            fingerprint=judge_fingerprint(self, rubric),
+            scale=self.scale,
+            prompt=self.prompt,
+            system=self.system,
+            target=measured_target(self),
+            reference=reference_getter(self) if self.reference is not None else None,
+            missing_reference=functools.partial(missing_reference, self),
+            invalid=invalid_answer(self, context),
+        )
+
+    def calibration_subject(self) -> CalibrationSubject:
+        return CalibrationSubject(model=self.model, rubric=self.rubric, scale=self.scale)
+
+    def calibration_fingerprint(self, rubric_sha256: str) -> str:
+        return judge_fingerprint_of(self, rubric_sha256)
+
+    def tokens_model(self) -> str | None:
+        return self.model
 
     def referenced_files(self, base_dir: Path) -> tuple[Path, ...]:
         """The rubric: its bytes are part of what a gate approval (and a calibration) is bound to."""
@@ -151,12 +120,22 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
         return ScaleSpec(min=low, max=high) if low < high else None
 
     def fingerprint_payload(self) -> dict[str, Any]:
-        """What a gate approval on this judge is bound to: its definition, not where it is served (``base_url``)
-        nor how it is reached (timeout, limits, retries, the key's variable)."""
+        """What a gate approval on this judge is bound to: its definition, not where it is served (``base_url``,
+        the API it speaks there: ``provider``) nor how it is reached (timeout, limits, retries, the key's
+        variable)."""
         return without_default_invalid_output(
             self.model_dump(
                 mode="json",
-                exclude={"description", "timeout", "concurrency", "rpm", "retry", "api_key_env", "base_url"},
+                exclude={
+                    "description",
+                    "timeout",
+                    "concurrency",
+                    "rpm",
+                    "retry",
+                    "api_key_env",
+                    "base_url",
+                    "provider",
+                },
             )
         )
 
@@ -194,18 +173,4 @@ def judge_fingerprint_of(spec: LlmJudgeSpec, rubric_sha256: str) -> str:
     return content_address(payload)
 
 
-def judges_among(metrics: Mapping[str, MetricSpec]) -> dict[str, LlmJudgeSpec]:
-    """The config's LLM judges, by metric name: what ``evalglass calibrate`` calibrates and a judge gate's standing
-    is read for."""
-    return {name: spec for name, spec in metrics.items() if isinstance(spec, LlmJudgeSpec)}
-
-
-__all__ = [
-    "DEFAULT_PROMPT",
-    "JUDGE_PARSER",
-    "JudgeScale",
-    "LlmJudgeSpec",
-    "judge_fingerprint",
-    "judge_fingerprint_of",
-    "judges_among",
-]
+__all__ = ["JUDGE_PARSER", "LlmJudgeSpec", "judge_fingerprint", "judge_fingerprint_of"]

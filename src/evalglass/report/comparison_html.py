@@ -28,6 +28,7 @@ from evalglass.report.fmt import (
     signed,
     test_text,
 )
+from evalglass.report.htmlpage import csp_hash, template_environment
 
 if TYPE_CHECKING:  # annotations only
     from evalglass.core.compare import Comparison, GateComparison, MetricComparison
@@ -151,8 +152,6 @@ def gate_comparison_views(card: Scorecard) -> list[dict[str, Any]]:
 
 def render_comparison_html(comparison: Comparison) -> str:
     """The page of ``evalglass compare BASE CAND --html PATH``: the payload, drawn; no script at all."""
-    from evalglass.report.html import csp_hash, template_environment
-
     environment = template_environment()
     loader = environment.loader
     assert loader is not None

@@ -230,6 +230,8 @@ def usage_text(usage: TokenUsage) -> str:
         f"{usage.source}{model}: {usage.calls} call(s), {usage.prompt_tokens:,} prompt + "
         f"{usage.completion_tokens:,} completion tokens{_cost(usage.cost)}"
     )
+    if usage.prompt_cache_read_tokens or usage.prompt_cache_write_tokens:
+        text += f" (prompt cache: {usage.prompt_cache_read_tokens:,} read, {usage.prompt_cache_write_tokens:,} written)"
     if usage.cached_calls:
         original = "" if usage.cached_original_cost is None else f", {usage.cached_original_cost:.6g}"
         text += (

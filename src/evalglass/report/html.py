@@ -12,13 +12,10 @@ script (by hash), so an injected tag could neither run nor load anything even if
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import math
-import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from evalglass.core.authority import BlockReason
 from evalglass.core.gates import GateResult, Outcome
@@ -39,12 +36,8 @@ from evalglass.report.fmt import (
     sensitivity_text,
     threshold_text,
 )
+from evalglass.report.htmlpage import csp_hash, template_environment
 from evalglass.report.repairs import BLOCK_REASON_FIXES
-
-if TYPE_CHECKING:
-    import jinja2
-
-    from evalglass.engine.explorer import Explorer
 
 #: The forest plot's drawing width in SVG units (the SVG scales to the page; text stays legible down to 375 px).
 PLOT_WIDTH = 320.0
@@ -233,38 +226,33 @@ def _checks_view(card: Scorecard, record: RunRecord | None) -> list[dict[str, An
     return out
 
 
-#: Control characters and the bidirectional overrides that can make text display as something it is not
-#: ("Trojan Source"): shown as escapes, so the page holds only printable text and shows what the bytes are.
-_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
+class ExampleRows(Protocol):
+    """What the page shows of a run's examples (``engine.explorer.Explorer`` reads them from the run folder; report
+    does not import engine): the rows the template draws, and the counts and notes it states beside them."""
+
+    @property
+    def rows(self) -> Sequence[Any]: ...
+    @property
+    def total(self) -> int: ...
+    @property
+    def needs_look_total(self) -> int: ...
+    @property
+    def needs_look_shown(self) -> int: ...
+    @property
+    def sampled(self) -> int: ...
+    @property
+    def cap(self) -> int: ...
+    @property
+    def metrics(self) -> tuple[str, ...]: ...
+    @property
+    def notes(self) -> list[str]: ...
+    @property
+    def states(self) -> tuple[str, ...]: ...
+    @property
+    def regressed_total(self) -> int: ...
 
 
-def printable(value: Any) -> Any:
-    """Every interpolated value passes here before autoescaping; markup the template itself made is left alone."""
-    if type(value) is not str:
-        return value
-    return _UNPRINTABLE.sub(lambda match: f"\\u{ord(match.group()):04x}", value)
-
-
-@cache
-def template_environment() -> jinja2.Environment:
-    """The report templates' one environment: autoescape on, every value through :func:`printable`."""
-    import jinja2
-
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("evalglass", "templates/report"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        finalize=printable,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-
-
-def csp_hash(script: str) -> str:
-    return "sha256-" + base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
-
-
-def render_html(card: Scorecard, record: RunRecord | None, explorer: Explorer, notes: list[str], folder: str) -> str:
+def render_html(card: Scorecard, record: RunRecord | None, explorer: ExampleRows, notes: list[str], folder: str) -> str:
     """The whole page. ``notes`` name artifacts that were missing, so the page says what it could not show."""
 
     environment = template_environment()

@@ -1,4 +1,5 @@
-"""A small, real OpenAI-compatible HTTP server for tests and benchmarks.
+"""A small, real OpenAI-compatible HTTP server for tests and benchmarks (and the base of the native APIs' fakes,
+``fake_anthropic`` and ``fake_gemini``, which change only the dialect: routes, bodies, error shapes).
 
 It speaks just enough HTTP/1.1 (keep-alive, Content-Length and chunked request bodies) for the ``openai`` SDK to
 talk to ``POST /v1/chat/completions``, runs on an asyncio loop (so many slow requests are served concurrently, not
@@ -14,8 +15,8 @@ Use it in a test::
 
 Or as a process, for benchmarks::
 
-    python -m evalglass.testing.fake_openai --port 0 --latency 0.05
-    # prints "listening on http://127.0.0.1:PORT/v1" on its first stdout line
+    python -m evalglass.testing.fake_openai --port 0 --latency 0.05   # or fake_anthropic, fake_gemini
+    # prints "listening on http://127.0.0.1:PORT/v1" (gemini: /v1beta) on its first stdout line
 
 Behaviour per request
 ---------------------
@@ -81,9 +82,8 @@ class RecordedRequest:
     received_at: float = 0.0
     finished_at: float | None = None
 
-    @property
-    def last_user_message(self) -> str:
-        return _last_user_message(self.body)
+    #: The text directives are read from (the server's dialect sets it).
+    last_user_message: str = ""
 
 
 def _last_user_message(body: Any) -> str:
@@ -278,7 +278,7 @@ class FakeOpenAI:
             body: Any = orjson.loads(raw) if raw else None
         except orjson.JSONDecodeError:
             body = None
-        prompt = _last_user_message(body)
+        prompt = self._prompt_of(body)
         with self._lock:
             index = self._count
             self._count += 1
@@ -294,6 +294,7 @@ class FakeOpenAI:
                 body=body,
                 step=step,
                 received_at=time.monotonic(),
+                last_user_message=prompt,
             )
             if self.record:
                 self._requests.append(record)
@@ -322,30 +323,60 @@ class FakeOpenAI:
             return "400"
 
     def _plan(self, record: RecordedRequest, body: Any) -> tuple[float | None, int, bytes, dict[str, str]]:
-        """How to answer: (delay, or None for drop/hang; status; payload; extra headers)."""
+        """How to answer: (delay, or None for drop/hang; status; payload; extra headers). The steps are the same for
+        every wire format; the routes, the bodies and the error shapes are the dialect's (the methods below, which
+        a fake of another API overrides)."""
         method, path, step = record.method, record.path.rstrip("/"), record.step
         if method == "GET" and path.endswith("/models"):
             models = {"object": "list", "data": [{"id": "fake-model", "object": "model", "owned_by": "fake"}]}
             return 0.0, 200, orjson.dumps(models), {}
-        if method != "POST" or not path.endswith("/chat/completions"):
-            return 0.0, 404, _error_body(f"no route {method} {record.path}", "not_found"), {}
-        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-            return 0.0, 400, _error_body("request body must be JSON with messages", "invalid_request"), {}
+        if not self._is_call(method, path):
+            return 0.0, 404, *self._error_answer(404, f"no route {method} {record.path}", "")
+        refused = self._refusal(record, body)
+        if refused is not None:
+            return 0.0, refused[0], *self._error_answer(refused[0], refused[1], "")
         kind, _, arg = step.partition(":")
         if kind in {"drop", "hang"}:
             return None, 0, b"", {}
         if kind == "malformed":
-            return self.latency, 200, b'{"id": "chatcmpl-broken", "choices": [{"mess', {}
+            return self.latency, 200, self._broken_answer(), {}
         if kind == "text":
             return 0.0, int(arg), self._reply_text(body, record.last_user_message).encode(), {}
         if _STATUS.match(kind):
             status = int(kind)
-            code = "rate_limit_exceeded" if status == 429 else ("server_error" if status >= 500 else "invalid")
             message = f"fake {status}"
             if status == 401:  # like the real service, quote the key back (clients must scrub it)
-                token = record.headers.get("authorization", "").removeprefix("Bearer ").strip()
-                message = f"Incorrect API key provided: {token}."
-            return 0.0, status, _error_body(message, code), ({"retry-after": arg} if arg else {})
+                message = f"Incorrect API key provided: {self._key_of(record)}."
+            return 0.0, status, *self._error_answer(status, message, arg)
+        delay = float(arg) if kind == "slow" else self.latency
+        return delay, 200, self._answer(record, body), {}
+
+    # ------------------------------------------------------------------ the dialect (chat completions)
+    def _prompt_of(self, body: Any) -> str:
+        """The text directives are read from and replies echo: the last user message."""
+        return _last_user_message(body)
+
+    def _is_call(self, method: str, path: str) -> bool:
+        return method == "POST" and path.endswith("/chat/completions")
+
+    def _refusal(self, record: RecordedRequest, body: Any) -> tuple[int, str] | None:
+        """(status, message) for a request the real API would refuse whatever the step, else None."""
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            return 400, "request body must be JSON with messages"
+        return None
+
+    def _key_of(self, record: RecordedRequest) -> str:
+        return record.headers.get("authorization", "").removeprefix("Bearer ").strip()
+
+    def _broken_answer(self) -> bytes:
+        return b'{"id": "chatcmpl-broken", "choices": [{"mess'
+
+    def _error_answer(self, status: int, message: str, retry_after: str) -> tuple[bytes, dict[str, str]]:
+        """The error body of ``status`` and its headers (``retry_after``: the step's argument, seconds or '')."""
+        code = "rate_limit_exceeded" if status == 429 else ("server_error" if status >= 500 else "invalid")
+        return _error_body(message, code), ({"retry-after": retry_after} if retry_after else {})
+
+    def _answer(self, record: RecordedRequest, body: dict[str, Any]) -> bytes:
         text = self._reply_text(body, record.last_user_message)
         prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in body["messages"] if isinstance(m, dict))
         completion_tokens = len(text.split())
@@ -368,7 +399,7 @@ class FakeOpenAI:
                 "total_tokens": prompt_tokens + completion_tokens,
             },
         }
-        return (float(arg) if kind == "slow" else self.latency), 200, orjson.dumps(payload), {}
+        return orjson.dumps(payload)
 
     def _reply_text(self, body: dict[str, Any], prompt: str) -> str:
         reply = self.reply
@@ -498,8 +529,12 @@ def _dechunk(buffer: bytearray, start: int) -> tuple[bytes, int] | None:
 
 
 def _response(status: int, payload: bytes, index: int, extra: Mapping[str, str]) -> bytes:
+    try:
+        phrase = HTTPStatus(status).phrase
+    except ValueError:  # a status the standard library does not name (Anthropic's 529)
+        phrase = "Overloaded" if status == 529 else "Unknown"
     lines = [
-        f"HTTP/1.1 {status} {HTTPStatus(status).phrase}",
+        f"HTTP/1.1 {status} {phrase}",
         "content-type: application/json",
         f"content-length: {len(payload)}",
         f"x-request-id: fake-{index}",
@@ -512,16 +547,18 @@ def _error_body(message: str, code: str) -> bytes:
     return orjson.dumps({"error": {"message": message, "type": "fake_error", "code": code, "param": None}})
 
 
-def main(argv: list[str] | None = None) -> int:
+def serve_from_command_line(kind: type[FakeOpenAI], argv: list[str] | None = None) -> int:
+    """``python -m evalglass.testing.<fake>``: serve ``kind`` until SIGINT or SIGTERM, the base URL on the first line
+    of stdout."""
     parser = argparse.ArgumentParser(
-        prog="python -m evalglass.testing.fake_openai", description="Fake OpenAI-compatible server."
+        prog=f"python -m {kind.__module__}", description=f"{kind.__name__}: a fake model API server on loopback."
     )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port (printed on stdout)")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before each successful answer")
     parser.add_argument("--default", default="ok", help="step for requests without a directive")
     args = parser.parse_args(argv)
-    server = FakeOpenAI(host=args.host, port=args.port, latency=args.latency, default=args.default, record=False)
+    server = kind(host=args.host, port=args.port, latency=args.latency, default=args.default, record=False)
 
     def ready() -> None:
         print(f"listening on {server.base_url}", flush=True)
@@ -534,6 +571,10 @@ def main(argv: list[str] | None = None) -> int:
 
     asyncio.run(run())
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return serve_from_command_line(FakeOpenAI, argv)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Finding a host-written metric function from a ``"file.py:name"`` or ``"package.module:name"`` reference.
 
-The one loader of host code: python metrics and python lanes both come through :func:`load_function`. Every
-failure raises :class:`MetricLoadError` with one line saying what failed, where, and how to fix it. A file is
+The one loader of host code: python metrics and python lanes both come through :func:`load_function` (it sits in
+lanes, below metrics, so both import it downwards). Every failure raises :class:`HostLoadError` with one line saying
+what failed, where, and how to fix it (a lane reports it as its config error, a metric as its load error). A file is
 loaded as a standalone module (its directory is not added to ``sys.path``), once per file content: metrics and
 lanes that share a file share its module-level state.
 """
@@ -20,10 +21,14 @@ from stat import S_ISREG
 from types import ModuleType
 from typing import Any
 
-from evalglass.metrics.errors import MetricLoadError
-from evalglass.metrics.support import one_line
+from evalglass import redaction
 
 HostFunction = Callable[..., Any]
+
+
+class HostLoadError(ValueError):
+    """Host code cannot be loaded: one line saying what failed, where, and how to fix it."""
+
 
 _NOT_IDENTIFIER = re.compile(r"\W")
 _LOADED: dict[tuple[Path, int, int], ModuleType] = {}
@@ -72,15 +77,15 @@ def load_function(
     for part in attribute.split("."):
         function = getattr(function, part, None)
         if function is None:
-            raise MetricLoadError(
+            raise HostLoadError(
                 f"{what}: {where} has no function {attribute!r} (no attribute of that name){_available(module)}"
             )
     if not callable(function):
-        raise MetricLoadError(
+        raise HostLoadError(
             f"{what}: {where}:{attribute} is a {type(function).__name__}, not a function; point to a def"
         )
     if not allow_async and inspect.iscoroutinefunction(function):
-        raise MetricLoadError(f"{what}: {where}:{attribute} is async; metric functions must be plain 'def' functions")
+        raise HostLoadError(f"{what}: {where}:{attribute} is async; metric functions must be plain 'def' functions")
     return function  # type: ignore[no-any-return]
 
 
@@ -107,11 +112,11 @@ def _load_file(path: Path, base_dir: Path, what: str) -> ModuleType:
     try:
         stat = path.stat()
     except OSError:
-        raise MetricLoadError(
+        raise HostLoadError(
             f"{what}: file {path} not found: it does not exist, and file paths in 'function' are relative to {base_dir}"
         ) from None
     if not S_ISREG(stat.st_mode):  # a FIFO would block the import forever, a folder fails obscurely
-        raise MetricLoadError(f"{what}: {path} is not a regular file; point 'function' at a .py file")
+        raise HostLoadError(f"{what}: {path} is not a regular file; point 'function' at a .py file")
     key = (path, stat.st_mtime_ns, stat.st_size)
     cached = _LOADED.get(key)
     if cached is not None:
@@ -125,7 +130,7 @@ def _load_file(path: Path, base_dir: Path, what: str) -> ModuleType:
     except BaseException as exc:
         raise _import_failure(str(path), exc, what) from None
     if module is None:
-        raise MetricLoadError(f"{what}: cannot load {path} as Python; give a .py file")
+        raise HostLoadError(f"{what}: cannot load {path} as Python; give a .py file")
     _LOADED[key] = module
     return module
 
@@ -152,7 +157,7 @@ def _import_module(source: str, what: str) -> ModuleType:
         return importlib.import_module(source)
     except ModuleNotFoundError as exc:
         if exc.name is not None and (source == exc.name or source.startswith(exc.name + ".")):
-            raise MetricLoadError(
+            raise HostLoadError(
                 f"{what}: module {source!r} was not found, so it cannot import it; install it, add its folder to "
                 "PYTHONPATH, or use the file form 'path/to/file.py:function'"
             ) from None
@@ -163,11 +168,11 @@ def _import_module(source: str, what: str) -> ModuleType:
         raise _import_failure(f"module {source}", exc, what) from None
 
 
-def _import_failure(where: str, exc: BaseException, what: str) -> MetricLoadError:
+def _import_failure(where: str, exc: BaseException, what: str) -> HostLoadError:
     if isinstance(exc, SyntaxError):
         location = f"{exc.filename or where}:{exc.lineno}" if exc.lineno else where
-        return MetricLoadError(f"{what}: syntax error at {location}: {exc.msg}; fix the file")
-    detail = one_line(str(exc))
-    return MetricLoadError(
+        return HostLoadError(f"{what}: syntax error at {location}: {exc.msg}; fix the file")
+    detail = redaction.current().head(" ".join(str(exc).split()), 300, "...") or "(no message)"
+    return HostLoadError(
         f"{what}: importing {where} raised {type(exc).__name__}: {detail}; fix the module so it imports cleanly"
     )

@@ -1,0 +1,157 @@
+"""What every native provider module gives and takes, in EvalGlass's own terms.
+
+A request's messages are EvalGlass's message form as plain JSON (``core/conversation.py``): ``{"role": ..., "parts":
+[...]}`` with ``text`` parts (``content``), ``tool_call`` parts (``id``, ``name``, ``arguments``, or
+``invalid_arguments``: the text a model sent that was not JSON) and ``tool_call_response`` parts (``id``,
+``response``) in ``role: tool`` messages; tools are ``{name, description, parameters}`` (a JSON Schema); sampling
+parameters carry the chat-completions names (``temperature``, ``top_p``, ``max_tokens``, ``seed``, ``stop``,
+``response_format``), which each module renames. An answer is a :class:`WireAnswer`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import orjson
+
+from evalglass.core.fieldpath import ABSENT
+from evalglass.lanes.chatcall import ChatReply, Usage
+from evalglass.lanes.httppost import ErrorSignal
+
+
+class Malformed(ValueError):
+    """An answer the module cannot read: the client makes it a ``malformed_response`` fault."""
+
+
+@dataclass(frozen=True, slots=True)
+class WireCall:
+    """A tool call the model asked for: ``arguments`` a JSON value (ABSENT with ``invalid``, the text sent when it
+    was not JSON)."""
+
+    id: str | None
+    name: str
+    arguments: Any
+    invalid: str | None = None
+
+    def part(self) -> dict[str, Any]:
+        """The call as a ``tool_call`` part of EvalGlass's message form."""
+        part: dict[str, Any] = {"type": "tool_call", "name": self.name}
+        if self.id is not None:
+            part["id"] = self.id
+        if self.invalid is not None:
+            part["invalid_arguments"] = self.invalid
+        else:
+            part["arguments"] = self.arguments
+        return part
+
+
+@dataclass(frozen=True, slots=True)
+class WireAnswer:
+    """One model answer: its text (None when it has none), its tool calls, usage, why it stopped, which model."""
+
+    text: str | None
+    calls: tuple[WireCall, ...] = ()
+    usage: Usage | None = None
+    finish_reason: str | None = None
+    model: str | None = None
+
+    @classmethod
+    def read(cls, texts: list[str], calls: list[WireCall], usage: Usage | None, finish: Any, model: Any) -> WireAnswer:
+        """An answer from what a module read: the texts joined (None when there were none), finish reason and
+        model when they are text."""
+        return cls(
+            "".join(texts) if texts else None,
+            tuple(calls),
+            usage,
+            finish if isinstance(finish, str) else None,
+            model if isinstance(model, str) else None,
+        )
+
+    def chat_reply(self) -> ChatReply:
+        """The answer as a chat lane or judge reads it: text, or ``Malformed`` (tool calls are not an answer)."""
+        if self.text is None:
+            if self.calls:
+                raise Malformed("the model answered with tool calls, not text")
+            raise Malformed(f"the answer has no text (finish reason {self.finish_reason or 'not given'})")
+        return ChatReply(self.text, self.usage, self.model, self.finish_reason)
+
+
+class Wire(Protocol):
+    """A provider module's functions (``lanes/providers/anthropic.py``, ``gemini.py``)."""
+
+    def endpoint(self, base_url: str, model: str) -> str: ...
+
+    def auth_headers(self, key: str | None) -> dict[str, str]: ...
+
+    def request_body(
+        self,
+        model: str,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]],
+        params: Mapping[str, Any],
+    ) -> dict[str, Any]: ...
+
+    def parse_answer(self, raw: bytes) -> WireAnswer: ...
+
+    def read_error(self, status: int, body: Any) -> ErrorSignal | None: ...
+
+
+def text_messages(pairs: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+    """A chat request's (role, content) pairs in EvalGlass's message form."""
+    return [{"role": role, "parts": [{"type": "text", "content": content}]} for role, content in pairs]
+
+
+def text_of(parts: Sequence[Mapping[str, Any]]) -> str:
+    """The text parts of a message, joined."""
+    return "".join(str(part.get("content", "")) for part in parts if part.get("type") == "text")
+
+
+def json_text(value: Any) -> str:
+    """A tool's response as text: text as it is, any other JSON value as JSON text."""
+    return value if isinstance(value, str) else orjson.dumps(value).decode()
+
+
+def call_of(call_id: str | None, name: str, arguments: Any) -> WireCall:
+    """A call from arguments an API sent as an object (kept), as JSON text (parsed; kept as sent when it is not
+    JSON), or not at all (no arguments: ``{}``)."""
+    if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
+        return WireCall(call_id, name, {})
+    if not isinstance(arguments, str):
+        return WireCall(call_id, name, arguments)
+    try:
+        return WireCall(call_id, name, orjson.loads(arguments))
+    except orjson.JSONDecodeError:
+        return WireCall(call_id, name, ABSENT, arguments)
+
+
+def loads_object(raw: bytes) -> dict[str, Any]:
+    """A 2xx body as a JSON object, or ``Malformed``."""
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise Malformed(f"the answer is not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise Malformed("the answer is JSON but not an object")
+    return data
+
+
+def error_object(body: Any) -> dict[str, Any] | None:
+    """The ``error`` object both native APIs wrap their error answers in."""
+    error = body.get("error") if isinstance(body, dict) else None
+    return error if isinstance(error, dict) else None
+
+
+__all__ = [
+    "Malformed",
+    "Wire",
+    "WireAnswer",
+    "WireCall",
+    "call_of",
+    "error_object",
+    "json_text",
+    "loads_object",
+    "text_messages",
+    "text_of",
+]
