@@ -1,16 +1,17 @@
-"""A throwaway EvalGlass project on disk, and the real CLI run against it in a subprocess."""
+"""A throwaway EvalGlass project on disk, and the real CLI run against it in a process of its own (forked from a
+server that has imported the command line: tests/cli_server.py says what that keeps and what it changes)."""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from tests import cli_server
 
 
 @dataclass
@@ -24,15 +25,8 @@ class CliResult:
 
 
 def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> CliResult:
-    proc = subprocess.run(
-        [sys.executable, "-m", "evalglass", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "COLUMNS": "200", **(env or {})},
-    )
-    return CliResult(proc.returncode, proc.stdout, proc.stderr)
+    done = cli_server.run(list(args), cwd=cwd, env={**os.environ, "COLUMNS": "200", **(env or {})}, timeout=120)
+    return CliResult(done.returncode, done.stdout, done.stderr)
 
 
 DEFAULT_ROWS = [

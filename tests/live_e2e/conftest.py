@@ -1,4 +1,6 @@
-"""Live runs through the real CLI: `python -m evalglass` in a subprocess against a fake OpenAI server on 127.0.0.1.
+"""Live runs through the real CLI against a fake OpenAI server on 127.0.0.1: `evalglass()` runs a command in a
+process forked from a server that has imported the command line (tests/cli_server.py), `start()` as a new
+`python -m evalglass` (the tests that signal or kill it).
 
 The server runs in the test process (a thread), so a test can script faults, read how many requests arrived and how
 many were in flight at once, and time a SIGKILL or SIGINT by the requests it has seen.
@@ -21,6 +23,7 @@ import pytest
 import yaml
 
 from evalglass.testing.fake_openai import FakeOpenAI, strip_directives
+from tests import cli_server
 
 #: Looks like a real key; tests assert it never reaches an artifact, the cache, or the output.
 SECRET = "sk-live-e2e-7d1f0c9b3a5e4f2a"
@@ -63,15 +66,9 @@ def cli_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def evalglass(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120) -> CliResult:
-    proc = subprocess.run(
-        [sys.executable, "-m", "evalglass", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=cli_env(env),
-    )
-    return CliResult(proc.returncode, proc.stdout, proc.stderr)
+    """The CLI in a process of its own, forked from a server that has imported it (tests/cli_server.py)."""
+    done = cli_server.run(list(args), cwd=cwd, env=cli_env(env), timeout=timeout)
+    return CliResult(done.returncode, done.stdout, done.stderr)
 
 
 def start(*args: str, cwd: Path) -> subprocess.Popen[str]:
