@@ -573,8 +573,14 @@ def _show(result: RunResult, fmt: str) -> None:
 def _say_not_checked(line: str | None, fmt: str) -> None:
     """A loaded run's one line saying what loading it did not check: after the text, or on stderr beside JSON
     (stdout then holds exactly one document)."""
-    if line is not None:
-        click.echo(line, err=fmt == "json")
+    if line is None:
+        return
+    if fmt == "json":
+        click.echo(line, err=True)
+        return
+    from evalglass.report.wrap import fold_text
+
+    click.echo(fold_text(line, _console().width))
 
 
 def _publish(result: RunResult, junit: Path | None, github: bool | None, fmt: str) -> None:

@@ -167,7 +167,8 @@ def test_the_api_returns_what_the_run_wrote(tmp_path):
     script = (
         "import evalglass\n"
         "result = evalglass.run('evals/evalglass.yaml', out='run')\n"
-        "assert result == evalglass.load_run('run'), result\n"
+        "loaded = evalglass.load_run('run')\n"
+        "assert (result.folder, result.scorecard) == (loaded.folder, loaded.scorecard), result\n"
         "print(result.verdict, result.exit_code)\n"
     )
     done = subprocess.run([sys.executable, "-c", script], cwd=project.root, capture_output=True, text=True, timeout=120)

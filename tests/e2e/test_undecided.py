@@ -170,7 +170,8 @@ def test_before_a_margin_is_approved_explain_and_preflight_predict_a_chronic_und
     project.write_config(config)
     project.write_ledger({"version": 1})  # nothing approved yet: the gate is informational
     assert project.run("--out", "runs/main").code == 0
-    explained = project.cli("explain", "no-regression", "--run", "runs/main").out
+    # explain folds its prose to the terminal's width: the statements are read with the folds undone.
+    explained = " ".join(project.cli("explain", "no-regression", "--run", "runs/main").out.split())
     # From the samples: two runs of k samples differ per example by 2 W / k, W the mean within-example variance.
     outcomes = np.array([[1.0 if answer == "a" else 0.0 for answer in row["output"]] for row in rows])
     spread = np.sqrt(2.0 * outcomes.var(axis=1, ddof=1).mean() / k)
@@ -234,7 +235,7 @@ def test_samples_buy_the_interval_down_as_explain_says(tmp_path):
     project, gate = project_with(2, "k2")
     halve = gate["comparison"]["epochs_to_halve"]
     assert gate["comparison"]["samples"] == 2 and 6 <= halve <= 10  # about 4x: only sampling noise differs
-    explained = project.cli("explain", "no-regression", "--run", "runs/cand").out
+    explained = " ".join(project.cli("explain", "no-regression", "--run", "runs/cand").out.split())
     assert f"about {halve} samples per example would halve the interval" in explained
     _, bigger = project_with(halve, "halved")
     width = [g["favourable_bound"] - g["compared"] for g in (gate, bigger)]

@@ -166,7 +166,7 @@ def test_rules_that_do_not_say_what_they_count_are_refused(config: dict[str, Any
 
 def test_the_batch_path_gives_exactly_what_one_example_at_a_time_gives() -> None:
     from evalglass.core.example import Example, ExampleBatch
-    from evalglass.metrics.base import BatchedMetric, BuildContext
+    from evalglass.metrics.base import BuildContext, Scorer
 
     outputs: list[Any] = [
         [{"name": "a", "arguments": {"x": 1}}],
@@ -178,7 +178,7 @@ def test_the_batch_path_gives_exactly_what_one_example_at_a_time_gives() -> None
     records: list[dict[str, Any]] = [{"gold": [{"name": "a", "arguments": {"x": 1}}]}] * 4 + [{}]
     for rule in ({"mode": "any_order"}, {"measure": "f1"}, {"mode": "in_order", "extra_calls": "forbid"}):
         function = parse_metric_spec({"type": "tool_calls", "reference": "gold", **rule}).build(BuildContext(Path(".")))
-        assert isinstance(function, BatchedMetric)
+        assert isinstance(function, Scorer) and function.batch is not None
         examples = [
             Example(f"e{i}", i + 1, record, output)
             for i, (record, output) in enumerate(zip(records, outputs, strict=True))

@@ -106,6 +106,15 @@ class CheckedRun:
         return not_checked_line(self.folder, self.digests)
 
 
+def _pasteable(folder: Path) -> str:
+    """The folder as the command to paste should name it: relative to the working folder when inside it (a short
+    line in a CI log), else as given."""
+    try:
+        return str(folder.resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return str(folder)
+
+
 def not_checked_line(folder: Path, digests: DigestState) -> str:
     against = {
         DigestState.ABSENT: "its run record (no digests.json)",
@@ -113,7 +122,8 @@ def not_checked_line(folder: Path, digests: DigestState) -> str:
         DigestState.SIGNED: "its run record and digests (signature not checked)",
     }[digests]
     return (
-        f"not re-derived: checked against {against}, not against its scores; `evalglass verify {folder}` re-derives it"
+        f"not re-derived: checked against {against}, not against its scores; `evalglass verify {_pasteable(folder)}` "
+        "re-derives it"
     )
 
 
