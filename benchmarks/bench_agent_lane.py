@@ -39,6 +39,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from outfolder import clear_run_folder
+
 HERE = Path(__file__).resolve().parent
 STEPS = 10
 
@@ -207,8 +209,10 @@ def run_phase(folder: Path) -> tuple[float, float]:
         stale.unlink()
     figures = folder / "phase.json"
     command = [sys.executable, str(HERE / "phase_cpu.py"), str(figures), "run"]
+    argv = [*command, "--format", "json", "--no-progress", "--no-history", "--out", "out"]
+    clear_run_folder(argv, folder)
     proc = subprocess.run(
-        [*command, "--format", "json", "--no-progress", "--no-history", "--out", "out"],
+        argv,
         cwd=folder, capture_output=True, text=True, timeout=900, check=False,
     )  # fmt: skip
     if proc.returncode != 0:

@@ -45,6 +45,7 @@ from pathlib import Path
 
 from bench_live_run import write_project
 from fake_server import fake_server
+from outfolder import clear_run_folder
 
 PROMPT = "Question {n}: what is the answer?"
 
@@ -143,8 +144,10 @@ def run_phase(folder: Path, extra: tuple[str, ...] = ()) -> tuple[float, float]:
         stale.unlink()
     figures = folder / "phase.json"
     command = [sys.executable, str(Path(__file__).with_name("phase_cpu.py")), str(figures), "run"]
+    argv = [*command, "--format", "json", "--no-progress", "--no-history", "--out", "out", *extra]
+    clear_run_folder(argv, folder)
     proc = subprocess.run(
-        [*command, "--format", "json", "--no-progress", "--no-history", "--out", "out", *extra],
+        argv,
         cwd=folder,
         capture_output=True,
         text=True,

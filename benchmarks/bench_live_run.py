@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 from fake_server import fake_server, report
+from outfolder import clear_run_folder
 
 
 def write_project(folder: Path, base_url: str, examples: int, concurrency: int) -> None:
@@ -54,9 +55,11 @@ def write_project(folder: Path, base_url: str, examples: int, concurrency: int) 
 def one_run(folder: Path, extra: list[str]) -> tuple[float, float | None]:
     for stale in folder.glob(".evalglass-cache.sqlite*"):
         stale.unlink()
+    argv = [sys.executable, "-m", "evalglass", "run", "--format", "json", "--out", "out", "--no-history", *extra]
+    clear_run_folder(argv, folder)
     started = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "evalglass", "run", "--format", "json", "--out", "out", "--no-history", *extra],
+        argv,
         cwd=folder,
         capture_output=True,
         text=True,

@@ -19,6 +19,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from outfolder import clear_run_folder  # noqa: E402
 from run import compile_bytecode, generate  # noqa: E402
 
 CONFIG = """version: 1
@@ -58,6 +59,7 @@ def setup(folder: Path, name: str, dataset: str, task: str, gated: bool) -> Path
 
 
 def timed(argv: list[str], cwd: Path) -> tuple[float, float]:
+    clear_run_folder(argv, cwd)
     start = time.perf_counter()
     proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)

@@ -29,6 +29,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from outfolder import clear_run_folder
+
 HERE = Path(__file__).resolve().parent
 #: Examples in the run whose CPU time is subtracted to give the CPU per example (start-up, imports and the decision
 #: cancel out), so that whether it grows with N shows.
@@ -101,6 +103,7 @@ def write_project(folder: Path, kind: str, n: int) -> None:
 
 def run_child(argv: list[str], cwd: Path) -> Measurement:
     """``argv`` as a child: wall, CPU and peak RSS from ``wait4`` (stdout read first, stderr to a file)."""
+    clear_run_folder(argv, cwd)
     with tempfile.TemporaryFile() as errors, tempfile.TemporaryFile() as output:
         started = time.perf_counter()
         proc = subprocess.Popen(argv, cwd=cwd, stdout=output, stderr=errors)

@@ -31,6 +31,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from outfolder import clear_run_folder
+
 HERE = Path(__file__).resolve().parent
 DATA = HERE / ".data"
 
@@ -77,6 +79,7 @@ def generate(n: int) -> Path:
 
 
 def measure(label: str, argv: list[str], cwd: Path, expect: set[int] = frozenset({0})) -> Measurement:
+    clear_run_folder(argv, cwd)
     start = time.perf_counter()
     proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
