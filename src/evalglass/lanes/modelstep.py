@@ -22,6 +22,7 @@ from evalglass.core.fieldpath import ABSENT
 from evalglass.lanes.chat import ChatClient
 from evalglass.lanes.chatcall import TransportChoice, Usage
 from evalglass.lanes.executor import EndpointLimit
+from evalglass.lanes.providers.wire import WireCall
 from evalglass.lanes.retry import Fault, Ok
 from evalglass.lanes.specs import EndpointSpec
 
@@ -39,31 +40,8 @@ class StepRequest:
         return {"model": self.model, "messages": list(self.messages), "tools": list(self.tools), **dict(self.params)}
 
 
-@dataclass(frozen=True, slots=True)
-class StepCall:
-    """A tool call the model asked for: ``arguments`` a JSON value (ABSENT with ``invalid``, the text the model sent
-    when it is not JSON)."""
-
-    id: str | None
-    name: str
-    arguments: Any
-    invalid: str | None = None
-
-    def part(self) -> dict[str, Any]:
-        """The call as a ``tool_call`` part of EvalGlass's message form."""
-        part: dict[str, Any] = {"type": "tool_call", "name": self.name}
-        if self.id is not None:
-            part["id"] = self.id
-        if self.invalid is not None:
-            part["invalid_arguments"] = self.invalid
-        else:
-            part["arguments"] = self.arguments
-        return part
-
-    @classmethod
-    def of_part(cls, part: Mapping[str, Any]) -> StepCall:
-        invalid = part.get("invalid_arguments")
-        return cls(part.get("id"), str(part["name"]), ABSENT if invalid is not None else part.get("arguments"), invalid)
+#: A tool call the model asked for: the one type the provider modules read answers into (``providers.wire``).
+StepCall = WireCall
 
 
 @dataclass(frozen=True, slots=True)

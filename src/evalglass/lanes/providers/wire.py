@@ -46,6 +46,12 @@ class WireCall:
             part["arguments"] = self.arguments
         return part
 
+    @classmethod
+    def of_part(cls, part: Mapping[str, Any]) -> WireCall:
+        """The call a ``tool_call`` part holds (the inverse of :meth:`part`)."""
+        invalid = part.get("invalid_arguments")
+        return cls(part.get("id"), str(part["name"]), ABSENT if invalid is not None else part.get("arguments"), invalid)
+
 
 @dataclass(frozen=True, slots=True)
 class WireAnswer:
