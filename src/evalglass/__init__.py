@@ -1,6 +1,7 @@
 """EvalGlass: evaluations of AI applications whose green means one specific, approved thing.
 
-The public Python API is what ``__all__`` lists (see docs/python-api.md)::
+The public Python API is what ``__all__`` lists: one function per command of the command line, and the types they
+return and raise (see docs/python-api.md)::
 
     import evalglass
 
@@ -19,30 +20,105 @@ from evalglass.version import __version__
 # a module-level TYPE_CHECKING = False as their own flag).
 TYPE_CHECKING = False
 
+#: The functions (one per command of the command line) and the types they return or raise; docs/python-api.md
+#: documents each, and tests/test_api_docs.py holds that list and this one equal.
 __all__ = [
+    "CalibrationOutcome",
+    "CheckRun",
+    "Comparison",
+    "ExampleListing",
+    "Explained",
+    "Exported",
+    "HistoryEntry",
+    "OptionError",
+    "Preflight",
+    "ReportWritten",
     "RunInterrupted",
     "RunResult",
     "SetupError",
     "VerifyReport",
     "__version__",
+    "calibrate",
+    "check",
+    "compare",
+    "explain",
+    "export_otlp",
+    "init",
+    "list_examples",
     "load_run",
+    "preflight",
+    "recorded_runs",
     "run",
+    "schema",
     "verify",
+    "write_report",
 ]
 
 if TYPE_CHECKING:
     from typing import Any
 
-    from evalglass.api import RunResult, load_run, run, verify
+    from evalglass.api import (
+        CheckRun,
+        ExampleListing,
+        Explained,
+        ReportWritten,
+        RunResult,
+        calibrate,
+        check,
+        compare,
+        explain,
+        export_otlp,
+        init,
+        list_examples,
+        load_run,
+        preflight,
+        recorded_runs,
+        run,
+        schema,
+        verify,
+        write_report,
+    )
+    from evalglass.core.compare import Comparison
+    from evalglass.core.preflight import Preflight
+    from evalglass.engine.calibrate import CalibrationOutcome
+    from evalglass.engine.otlpexport import Exported
     from evalglass.engine.pipeline import RunInterrupted
     from evalglass.engine.verify import VerifyReport
-    from evalglass.errors import SetupError
+    from evalglass.errors import OptionError, SetupError
+    from evalglass.history.query import HistoryEntry
 
+_API = "evalglass.api"
 _HOMES = {
-    "RunResult": "evalglass.api",
-    "load_run": "evalglass.api",
-    "run": "evalglass.api",
-    "verify": "evalglass.api",
+    **dict.fromkeys(
+        (
+            "CheckRun",
+            "ExampleListing",
+            "Explained",
+            "ReportWritten",
+            "RunResult",
+            "calibrate",
+            "check",
+            "compare",
+            "list_examples",
+            "explain",
+            "export_otlp",
+            "recorded_runs",
+            "init",
+            "load_run",
+            "preflight",
+            "write_report",
+            "run",
+            "schema",
+            "verify",
+        ),
+        _API,
+    ),
+    "CalibrationOutcome": "evalglass.engine.calibrate",
+    "Comparison": "evalglass.core.compare",
+    "Exported": "evalglass.engine.otlpexport",
+    "HistoryEntry": "evalglass.history.query",
+    "OptionError": "evalglass.errors",
+    "Preflight": "evalglass.core.preflight",
     "SetupError": "evalglass.errors",
     "RunInterrupted": "evalglass.engine.pipeline",
     "VerifyReport": "evalglass.engine.verify",

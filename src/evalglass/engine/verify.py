@@ -79,6 +79,13 @@ class VerifyReport:
     def ok(self) -> bool:
         return not self.findings
 
+    @property
+    def exit_code(self) -> int:
+        """What ``evalglass verify`` exits with: 0 when the run re-derives exactly, 1 when anything differs."""
+        from evalglass.core.exitcodes import ExitCode
+
+        return int(ExitCode.OK if self.ok else ExitCode.FAILED)
+
 
 @dataclass(frozen=True)
 class Anchors:
