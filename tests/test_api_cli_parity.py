@@ -205,3 +205,20 @@ def test_a_baseline_named_by_reference_decides_alike(project: Project) -> None:
     by_cli = {gate["name"]: gate for gate in cli.json()["decision"]["gates"]}
     assert by_cli["better"] == result.gate("better").model_dump(mode="json")
     assert result.gate("better").comparison is not None
+
+
+def test_history_import_and_export(project: Project) -> None:
+    project.run("--out", "second", "--no-history")
+    cli = project.cli("history", "import", "run", "nope", "--db", "by-cli.sqlite")
+    imported = evalglass.import_runs(["run", "nope"], db="by-api.sqlite")
+    assert cli.code == 2 and [problem.line() for problem in imported.problems] == [
+        line.removeprefix("error: ") for line in cli.err.splitlines()
+    ]
+    ((_, recorded),) = imported.outcomes
+    assert cli.out.startswith(f"recorded {recorded.run_id} from run ({recorded.files} files")
+    again = evalglass.import_runs(["run", "second"], db="by-api.sqlite")
+    assert [type(outcome).__name__ for _, outcome in again.outcomes] == ["str", "Recorded"]
+    assert project.cli("history", "export", recorded.run_id, "by-cli", "--db", "by-cli.sqlite").code == 0
+    assert evalglass.export_recorded(recorded.run_id, "by-api", db="by-api.sqlite") == recorded.run_id
+    for path in sorted(Path("by-api").rglob("*")):
+        assert path.is_dir() or path.read_bytes() == (Path("by-cli") / path.relative_to("by-api")).read_bytes()

@@ -39,12 +39,14 @@ if TYPE_CHECKING:
     from evalglass.engine.pipeline import RunOutcome
     from evalglass.engine.verify import VerifyReport
     from evalglass.history.query import HistoryEntry
+    from evalglass.history.record import Recorded
     from evalglass.report.explain import Explanation
 
 __all__ = [
     "CheckRun",
     "ExampleListing",
     "Explained",
+    "ImportedRuns",
     "ReportWritten",
     "RunResult",
     "calibrate",
@@ -52,6 +54,8 @@ __all__ = [
     "compare",
     "explain",
     "export_otlp",
+    "export_recorded",
+    "import_runs",
     "init",
     "list_examples",
     "load_run",
@@ -737,3 +741,97 @@ def schema(which: str = "config") -> dict[str, Any]:
     if which not in SCHEMAS:
         raise SetupError(f"no schema {which!r}", fix=f"use one of {', '.join(SCHEMAS)}")
     return schema_of(which)
+
+
+@dataclass(frozen=True)
+class ImportedRuns:
+    """Run folders recorded in the history (``evalglass history import``), each in its own transaction."""
+
+    #: The history, as it may be shown (a password replaced).
+    where: str
+    #: Each folder in the order given, with what was recorded from it, or why it was skipped (the history already
+    #: holds its run).
+    outcomes: tuple[tuple[Path, Recorded | str], ...]
+    #: Each folder that could not be recorded, as its error; the others are recorded all the same.
+    problems: tuple[SetupError, ...]
+
+
+def import_runs(folders: Iterable[Where], *, db: str | None = None) -> ImportedRuns:
+    """Record finished run folders in the history ``db`` (default: ``$EVALGLASS_DB``, else
+    ``.evalglass/history.sqlite``), each as one transaction; a run already recorded is skipped. The git commit,
+    branch and CI job recorded with each are those of the working folder and environment. A folder that cannot be
+    recorded is one of ``result.problems`` (``evalglass history import`` exits 2 naming each); a history that
+    cannot be opened raises :class:`SetupError`."""
+    from evalglass.engine.artifacts import run_folder
+    from evalglass.engine.provenance import provenance
+    from evalglass.history.location import database_url, shown
+    from evalglass.history.record import AlreadyRecorded, record_folder
+    from evalglass.history.session import open_history
+    from evalglass.history.store import failures_as_setup_errors
+
+    url = database_url(db, os.environ)
+    engine = open_history(url)
+    outcomes: list[tuple[Path, Recorded | str]] = []
+    problems: list[SetupError] = []
+    try:
+        origin = provenance(Path.cwd(), os.environ)
+        for folder in map(Path, folders):
+            try:
+                with failures_as_setup_errors(url, "written"):
+                    done = record_folder(engine, run_folder(folder), source="import", provenance=origin)
+            except AlreadyRecorded as exc:
+                outcomes.append((folder, exc.what))
+                continue
+            except SetupError as exc:
+                problems.append(exc)
+                continue
+            outcomes.append((folder, done))
+    finally:
+        engine.dispose()
+    return ImportedRuns(where=shown(url), outcomes=tuple(outcomes), problems=tuple(problems))
+
+
+def export_recorded(run: str, target: Where, *, db: str | None = None) -> str:
+    """Write the recorded run ``run`` names (a run id, ``BRANCH@latest``, ``BRANCH@YYYY-MM-DD`` or ``last``) from
+    the history ``db`` to the new or empty folder ``target``, byte for byte; its run id. A run whose stored files
+    were edited in the database, or that does not add up, is refused and nothing is left in ``target``."""
+    import shutil
+
+    from evalglass.engine.consistency import load_checked
+    from evalglass.history.export import write_run
+    from evalglass.history.location import database_url, shown
+    from evalglass.history.refs import REF_FORMS, find_run, history_exists
+    from evalglass.history.session import open_history
+    from evalglass.history.store import failures_as_setup_errors
+
+    url, folder = database_url(db, os.environ), Path(target)
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise SetupError(
+            "the export target exists and is not an empty folder", where=str(folder), fix="name a new folder"
+        )
+    if not history_exists(url):
+        raise SetupError("no run history here", where=shown(url), fix="pass --db or set EVALGLASS_DB")
+    engine = open_history(url)
+    try:
+        with failures_as_setup_errors(url, "read"):
+            found = find_run(engine, run)
+            if found is None:
+                raise SetupError(f"no recorded run named {run!r}", where=shown(url), fix=f"name {REF_FORMS}")
+            mismatches = write_run(engine, found[0], folder)
+    finally:
+        engine.dispose()
+    if mismatches:
+        shutil.rmtree(folder, ignore_errors=True)
+        first = mismatches[0]
+        raise SetupError(
+            f"recorded run {found[1]} was edited in the history database: {first.name} hashes to {first.found}, "
+            f"recorded {first.recorded}",
+            where=shown(url),
+            fix="record the run again from its folder",
+        )
+    try:
+        load_checked(folder)  # a run that does not add up is not handed on as a run folder
+    except SetupError:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return found[1]

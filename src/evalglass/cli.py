@@ -787,9 +787,100 @@ def init(target: Path, force: bool) -> None:
     click.echo(f"next: evalglass run --config {target / 'evalglass.yaml'}")
 
 
-from evalglass.history.commands import history  # noqa: E402  (click only; the database loads when it runs)
+HISTORY_DB_HELP = (
+    "The history database (default: $EVALGLASS_DB, else .evalglass/history.sqlite), e.g. "
+    "postgresql+psycopg://user@host/db."
+)
 
-main.add_command(history)
+
+@main.group(invoke_without_command=True)
+@click.option("--db", "db", metavar="URL", help=HISTORY_DB_HELP)
+@click.option("--metric", help="Show this metric's estimate and interval per run (only runs that have it).")
+@click.option("--gate", help="Show this gate's outcome per run (only runs that have it).")
+@click.option("--branch", help="Only runs recorded on this branch.")
+@click.option(
+    "--suite",
+    metavar="NAME",
+    help="Only runs of this suite: its dataset name, or its config path as the run recorded it "
+    "(e.g. evals/evalglass.yaml).",
+)
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1), help="At most this many runs.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.pass_context
+def history(
+    ctx: click.Context,
+    db: str | None,
+    metric: str | None,
+    gate: str | None,
+    branch: str | None,
+    suite: str | None,
+    limit: int,
+    fmt: str,
+) -> None:
+    """List recorded runs newest first, with a metric's trend per suite (--metric) or a gate's outcomes (--gate).
+
+    \b
+    Every `evalglass run` records itself (unless --no-history); `history import` adds run folders.
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["db"] = db
+    if ctx.invoked_subcommand is not None:
+        return
+    from evalglass.api import recorded_runs
+
+    entries = recorded_runs(db=db, metric=metric, gate=gate, branch=branch, suite=suite, limit=limit)
+    if fmt == "json":
+        _emit_json([entry.as_dict() for entry in entries])
+        return
+    from evalglass.history.render import render_history
+
+    render_history(entries, _console(), metric, gate, filtered=branch is not None or suite is not None)
+
+
+def _history_db(ctx: click.Context, db: str | None) -> str | None:
+    """A subcommand's --db, else the group's."""
+    return db if db is not None else (ctx.obj or {}).get("db")
+
+
+@history.command("import")
+@click.argument("folders", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--db", "db", metavar="URL", help=HISTORY_DB_HELP)
+@click.pass_context
+def import_runs(ctx: click.Context, folders: tuple[Path, ...], db: str | None) -> None:
+    """Record finished run folders (each as one transaction; a run already recorded is skipped).
+
+    \b
+    The git commit/branch and CI job recorded with each are those of the current work tree and environment.
+    """
+    from evalglass.api import import_runs as record
+
+    imported = record(folders, db=_history_db(ctx, db))
+    for folder, outcome in imported.outcomes:
+        if isinstance(outcome, str):
+            click.echo(f"skipped {folder}: {outcome}")
+        else:
+            click.echo(
+                f"recorded {outcome.run_id} from {folder} ({outcome.files} files, {outcome.bytes} bytes) in "
+                f"{imported.where}"
+            )
+    if imported.problems:
+        from evalglass.errors import SetupError, SetupErrors
+
+        lines = [line for problem in imported.problems for line in problem.stderr_lines()]
+        raise SetupErrors([SetupError(line.removeprefix("error: ")) for line in lines])
+
+
+@history.command("export")
+@click.argument("run")
+@click.argument("target", type=click.Path(path_type=Path))
+@click.option("--db", "db", metavar="URL", help=HISTORY_DB_HELP)
+@click.pass_context
+def export_recorded(ctx: click.Context, run: str, target: Path, db: str | None) -> None:
+    """Write a recorded run (run id, BRANCH@latest, BRANCH@YYYY-MM-DD or last) to TARGET, byte for byte."""
+    from evalglass.api import export_recorded as write_run
+
+    run_id = write_run(run, target, db=_history_db(ctx, db))
+    click.echo(f"wrote {run_id} to {target}")
 
 
 class _TextSink:
