@@ -204,7 +204,8 @@ def test_a_baseline_named_by_reference_decides_alike(project: Project) -> None:
     assert os.path.exists("by-cli") and cli.code == result.exit_code
     by_cli = {gate["name"]: gate for gate in cli.json()["decision"]["gates"]}
     assert by_cli["better"] == result.gate("better").model_dump(mode="json")
-    assert result.gate("better").comparison is not None
+    found = result.gate("better").comparison
+    assert found is not None and found.baseline_run_id == run_id  # found in the history, by both
 
 
 def test_history_import_and_export(project: Project) -> None:

@@ -20,8 +20,48 @@ from evalglass.version import __version__
 # a module-level TYPE_CHECKING = False as their own flag).
 TYPE_CHECKING = False
 
-#: The functions (one per command of the command line) and the types they return or raise; docs/python-api.md
-#: documents each, and tests/test_api_docs.py holds that list and this one equal.
+#: Where each public name lives: the functions (one per command of the command line) and the types they return or
+#: raise. docs/python-api.md documents each; tests/test_api_docs.py holds that list, ``__all__`` below and
+#: ``evalglass.api.__all__`` (the names living there) equal.
+_HOMES = {
+    **dict.fromkeys(
+        (
+            "CheckRun",
+            "ExampleListing",
+            "Explained",
+            "ImportedRuns",
+            "ReportWritten",
+            "RunResult",
+            "calibrate",
+            "check",
+            "compare",
+            "explain",
+            "export_otlp",
+            "export_recorded",
+            "import_runs",
+            "init",
+            "list_examples",
+            "load_run",
+            "preflight",
+            "recorded_runs",
+            "run",
+            "schema",
+            "verify",
+            "write_report",
+        ),
+        "evalglass.api",
+    ),
+    "CalibrationOutcome": "evalglass.engine.calibrate",
+    "Comparison": "evalglass.core.compare",
+    "Exported": "evalglass.engine.otlpexport",
+    "HistoryEntry": "evalglass.history.query",
+    "OptionError": "evalglass.errors",
+    "Preflight": "evalglass.core.preflight",
+    "RunInterrupted": "evalglass.engine.pipeline",
+    "SetupError": "evalglass.errors",
+    "VerifyReport": "evalglass.engine.verify",
+}
+# Written out for type checkers and linters (a computed list is invisible to them).
 __all__ = [
     "CalibrationOutcome",
     "CheckRun",
@@ -92,47 +132,6 @@ if TYPE_CHECKING:
     from evalglass.engine.verify import VerifyReport
     from evalglass.errors import OptionError, SetupError
     from evalglass.history.query import HistoryEntry
-
-_API = "evalglass.api"
-_HOMES = {
-    **dict.fromkeys(
-        (
-            "CheckRun",
-            "ExampleListing",
-            "Explained",
-            "ImportedRuns",
-            "ReportWritten",
-            "RunResult",
-            "calibrate",
-            "check",
-            "compare",
-            "list_examples",
-            "explain",
-            "export_otlp",
-            "export_recorded",
-            "export_recorded",
-            "recorded_runs",
-            "import_runs",
-            "init",
-            "load_run",
-            "preflight",
-            "write_report",
-            "run",
-            "schema",
-            "verify",
-        ),
-        _API,
-    ),
-    "CalibrationOutcome": "evalglass.engine.calibrate",
-    "Comparison": "evalglass.core.compare",
-    "Exported": "evalglass.engine.otlpexport",
-    "HistoryEntry": "evalglass.history.query",
-    "OptionError": "evalglass.errors",
-    "Preflight": "evalglass.core.preflight",
-    "SetupError": "evalglass.errors",
-    "RunInterrupted": "evalglass.engine.pipeline",
-    "VerifyReport": "evalglass.engine.verify",
-}
 
 
 def __getattr__(name: str) -> Any:
