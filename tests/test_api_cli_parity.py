@@ -223,3 +223,15 @@ def test_history_import_and_export(project: Project) -> None:
     assert evalglass.export_recorded(recorded.run_id, "by-api", db="by-api.sqlite") == recorded.run_id
     for path in sorted(Path("by-api").rglob("*")):
         assert path.is_dir() or path.read_bytes() == (Path("by-cli") / path.relative_to("by-api")).read_bytes()
+
+
+def test_view_of_a_recorded_run_keeps_it_for_the_ci_outputs(project: Project) -> None:
+    """`view RUN_ID --github` reads the run's record and report after loading it: the run read back from the
+    history stays in its temporary folder until the command ends (``load_run(stack=...)``)."""
+    assert project.run("--out", "recorded").code == 1
+    run_id = json.loads(Path("recorded/scorecard.json").read_text())["run_id"]
+    env = {"GITHUB_STEP_SUMMARY": str(project.root / "summary.md")}
+    by_ref = run_cli("view", run_id, "--junit", "by-ref.xml", "--github", cwd=project.root, env=env)
+    assert by_ref.code == 0, by_ref.err
+    assert 'name="strict"' in Path("by-ref.xml").read_text()
+    assert "strict" in (project.root / "summary.md").read_text()

@@ -304,12 +304,13 @@ def _config_path(config: Where | None, example: str | None) -> Path:
     )
 
 
-def load_run(folder: Where | None = None, *, db: str | None = None) -> RunResult:
+def load_run(folder: Where | None = None, *, db: str | None = None, stack: ExitStack | None = None) -> RunResult:
     """A finished run, computing nothing from its scores. ``folder``: a run folder, or a run reference (a run id,
     ``BRANCH@latest``, ``BRANCH@YYYY-MM-DD``, ``last``) looked up in the history ``db`` (default:
     ``$EVALGLASS_DB``, else ``.evalglass/history.sqlite``); nothing: the last run made here (with ``db``: that
-    history's newest). A run read from the history is written to a temporary folder that is removed before this
-    returns (``result.folder`` names it).
+    history's newest). A run read from the history is written to a temporary folder (``result.folder``), removed
+    before this returns, or when ``stack`` closes when one is given (to read the run's other files after: the CI
+    outputs of ``evalglass view --junit/--github`` do).
 
     A scorecard that does not add up is refused (:class:`SetupError`): every gate is decided again from what the
     scorecard and the run record's config and ledger snapshots say, the verdict from the gates, and the two files
@@ -317,8 +318,8 @@ def load_run(folder: Where | None = None, *, db: str | None = None) -> RunResult
     the recorded scores is :func:`verify`'s job; ``result.not_checked`` says so in one line."""
     from evalglass.engine.consistency import load_checked
 
-    with ExitStack() as stack:
-        checked = load_checked(_run_folder(folder, db, stack))
+    with ExitStack() as own:
+        checked = load_checked(_run_folder(folder, db, own if stack is None else stack))
     return RunResult(folder=checked.folder, scorecard=checked.scorecard, not_checked=checked.not_checked)
 
 

@@ -552,9 +552,12 @@ def view(
 
         _show_examples(list_examples(folder, metrics=metrics, states=states, limit=limit, db=db), limit, chars, fmt)
         return
+    from contextlib import ExitStack
+
     from evalglass.api import load_run
 
-    result = load_run(folder, db=db)
+    # A run read from the history stays in its temporary folder until the command ends: the CI outputs read it.
+    result = load_run(folder, db=db, stack=click.get_current_context().with_resource(ExitStack()))
     _show(result, fmt)
     if junit is not None or github:
         _publish(result, junit, github, fmt)
