@@ -563,6 +563,7 @@ def preflight(
     from evalglass.engine.preflight import preflight as compute
     from evalglass.history.locator import history_locator
 
+    path = _config_path(config, example)
     clock = datetime.now(UTC).date().isoformat()
     if today is not None:
         problem = day_problem(today)
@@ -575,7 +576,6 @@ def preflight(
                 fix="pass today's date or a later one",
                 names=OPTION_NAMES,
             )
-    path = _config_path(config, example)
     # A large suite's config and ledger leave ~100,000 objects alive, and each object made after them (a reason, a
     # preview per gate) kept triggering full collector passes over them all: a fifth of the command's time.
     with ExitStack() as stack, collector_paused():
