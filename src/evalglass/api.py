@@ -24,6 +24,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
+from evalglass.choices import EXAMPLE_STATES, EXAMPLES, SCHEMAS
 from evalglass.errors import OptionError, SetupError
 
 if TYPE_CHECKING:
@@ -70,8 +71,6 @@ __all__ = [
 CacheMode = Literal["use", "off", "refresh"]
 CACHE_MODES: tuple[CacheMode, ...] = ("use", "off", "refresh")
 
-#: The bundled examples a config may be taken from (``example=``; no set-up, no network).
-EXAMPLES = ("quickstart", "bound-checks")
 CONFIG_CANDIDATES = (Path("evals") / "evalglass.yaml", Path("evalglass.yaml"))
 
 #: How this API names its options in an :class:`~evalglass.errors.OptionError` (the CLI has its flags).
@@ -344,10 +343,6 @@ class ExampleListing:
     #: Why inputs are not shown (None: they are, or there were no rows).
     inputs_not_shown: str | None
     not_checked: str
-
-
-#: Every state an example can be in, and ``all``: what ``list_examples(states=...)`` accepts.
-EXAMPLE_STATES = ("pass", "fail", "scored", "invalid", "error", "blocked", "non_evaluable", "skipped", "all")
 
 
 def list_examples(
@@ -731,12 +726,9 @@ def init(target: Where = "evals", *, force: bool = False) -> list[Path]:
     return scaffold(Path(target), force=force)
 
 
-#: What :func:`schema` can describe.
-SCHEMAS = ("config", "ledger", "scorecard", "runrecord", "scores", "comparison", "trace-record", "trajectory")
-
-
 def schema(which: str = "config") -> dict[str, Any]:
-    """The JSON Schema of one of :data:`SCHEMAS` (default: ``evalglass.yaml``'s), for editors and validators."""
+    """The JSON Schema of one of ``evalglass.choices.SCHEMAS`` (default: ``evalglass.yaml``'s), for editors and
+    validators."""
     from evalglass.engine.schemas import schema_of
 
     if which not in SCHEMAS:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from evalglass.api import EXAMPLE_STATES, EXAMPLES, SCHEMAS
+from evalglass.choices import EXAMPLE_STATES, EXAMPLES, SCHEMAS
 from evalglass.version import __version__
 
 if TYPE_CHECKING:
