@@ -414,12 +414,13 @@ def verify(
     anchors = Anchors(config=_path(config), ledger=_path(ledger))
     with ExitStack() as stack:
         named = named_run(folder, db, stack, verifying=True)
-        resolved = (named, ()) if isinstance(named, Path) else (named.folder, named.findings)
-        stored = tuple(Finding(*item) for item in resolved[1])
+        found = named if isinstance(named, Path) else named.folder
+        # A run read from the history: its stored files and summary rows as they differ from what its files say.
+        stored = () if isinstance(named, Path) else tuple(Finding(*item) for item in named.findings)
         if any(item.field.startswith("history.artifacts.") for item in stored):
             # The stored files themselves differ from their hashes: there is nothing trustworthy to re-derive.
-            return VerifyReport(folder=resolved[0], findings=stored, examples=0)
-        report = verify_run(run_folder(resolved[0]), anchors, key or verify_key_from_env())
+            return VerifyReport(folder=found, findings=stored, examples=0)
+        report = verify_run(run_folder(found), anchors, key or verify_key_from_env())
     return replace(report, findings=stored + report.findings) if stored else report
 
 
