@@ -13,9 +13,11 @@ concurrency), speaking the Messages API's wire format:
   and ``usage``: words stand for tokens, and ``cache_read`` / ``cache_write`` of every request's input words are
   reported as read from / written to the prompt cache (``input_tokens`` counts the rest, as the real API does).
 
-``turns`` scripts tool calls: a callable given the request body that returns the model's turn (None: answer with
-the reply text): text, or ``{"content": ..., "tool_calls": [{"name": ..., "arguments": {...}}]}``; call ids are
-``toolu_<request>_<k>``.
+``turns`` scripts tool calls as for :class:`~evalglass.testing.fake_openai.FakeOpenAI` (a mapping from the
+conversation's first user message to its turns, or a callable given the request body): text, or ``{"content": ...,
+"tool_calls": [{"name": ..., "arguments": {...}}]}``; call ids are ``toolu_<turn>_<k>`` (``turn``: the assistant
+messages the request holds, so a resumed conversation gets the same ids). A script's ``finish_reason`` on a turn
+without calls is sent as the ``stop_reason`` (``max_tokens``, ``refusal`` ...).
 
 Run it as a process::
 
@@ -30,10 +32,9 @@ from typing import Any
 
 import orjson
 
-from evalglass.testing.fake_openai import FakeOpenAI, RecordedRequest, serve_from_command_line
+from evalglass.testing.fake_openai import FakeOpenAI, RecordedRequest, Turn, serve_from_command_line
 
-Turn = str | Mapping[str, Any]
-Turns = Callable[[dict[str, Any]], Turn | None]
+Turns = Callable[[dict[str, Any]], Turn | None] | Mapping[str, Any]
 
 _ERROR_TYPES = {
     400: "invalid_request_error",
@@ -66,8 +67,7 @@ class FakeAnthropic(FakeOpenAI):
         **options: Any,
     ) -> None:
         """``options``: :class:`FakeOpenAI`'s (host, port, latency, reply, default, record)."""
-        super().__init__(**options)
-        self.turns = turns
+        super().__init__(turns=turns, **options)
         self.cache_read = cache_read
         self.cache_write = cache_write
 
@@ -79,6 +79,15 @@ class FakeAnthropic(FakeOpenAI):
                 if texts:
                     return "".join(texts)
         return ""
+
+    def _first_prompt(self, body: dict[str, Any]) -> str:
+        for message in body.get("messages") or ():
+            if isinstance(message, dict) and message.get("role") == "user":
+                return "".join(_texts(message.get("content")))
+        return ""
+
+    def _model_turns(self, body: dict[str, Any]) -> int:
+        return sum(1 for m in body.get("messages") or () if isinstance(m, dict) and m.get("role") == "assistant")
 
     def _is_call(self, method: str, path: str) -> bool:
         return method == "POST" and path.endswith("/messages")
@@ -117,15 +126,17 @@ class FakeAnthropic(FakeOpenAI):
         return orjson.dumps(body), ({"retry-after": retry_after} if retry_after else {})
 
     def _answer(self, record: RecordedRequest, body: dict[str, Any]) -> bytes:
-        turn = self.turns(body) if self.turns is not None else None
+        turn, position = self._scripted(body)
+        stop = "end_turn"
         if turn is None or isinstance(turn, str):
             text = self._reply_text(body, record.last_user_message) if turn is None else turn
             blocks: list[dict[str, Any]] = [{"type": "text", "text": text}]
         else:
             blocks = [{"type": "text", "text": turn["content"]}] if turn.get("content") else []
             for k, call in enumerate(turn.get("tool_calls") or ()):
-                call_id = f"toolu_{record.index}_{k}"
+                call_id = f"toolu_{position}_{k}"
                 blocks.append({"type": "tool_use", "id": call_id, "name": call["name"], "input": call["arguments"]})
+            stop = str(turn.get("finish_reason", stop))
         words = sum(len(text.split()) for m in body["messages"] for text in _texts(m.get("content")))
         words += len(str(body.get("system", "")).split())
         read, written = min(self.cache_read, words), min(self.cache_write, max(0, words - self.cache_read))
@@ -145,7 +156,7 @@ class FakeAnthropic(FakeOpenAI):
             "role": "assistant",
             "model": str(body.get("model")),
             "content": blocks,
-            "stop_reason": "tool_use" if calls else "end_turn",
+            "stop_reason": "tool_use" if calls else stop,
             "stop_sequence": None,
             "usage": usage,
         }

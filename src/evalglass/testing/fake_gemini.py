@@ -13,8 +13,10 @@ concurrency), speaking the Gemini API's wire format:
   ``usageMetadata``: words stand for tokens, ``promptTokenCount`` counts every input word, of which ``cache_read``
   are reported as ``cachedContentTokenCount``.
 
-``turns`` scripts tool calls as for :class:`~evalglass.testing.fake_anthropic.FakeAnthropic`; call ids are
-``call_<request>_<k>``.
+``turns`` scripts tool calls as for :class:`~evalglass.testing.fake_openai.FakeOpenAI` (a mapping from the
+conversation's first user message to its turns, or a callable given the request body); call ids are
+``call_<turn>_<k>`` (``turn``: the model turns the request holds). A script's ``finish_reason`` is sent as the
+``finishReason`` (``MAX_TOKENS``, ``SAFETY`` ...; default ``STOP``).
 
 Run it as a process::
 
@@ -29,10 +31,9 @@ from typing import Any
 
 import orjson
 
-from evalglass.testing.fake_openai import FakeOpenAI, RecordedRequest, serve_from_command_line
+from evalglass.testing.fake_openai import FakeOpenAI, RecordedRequest, Turn, serve_from_command_line
 
-Turn = str | Mapping[str, Any]
-Turns = Callable[[dict[str, Any]], Turn | None]
+Turns = Callable[[dict[str, Any]], Turn | None] | Mapping[str, Any]
 
 _STATUS_NAMES = {
     400: "INVALID_ARGUMENT",
@@ -62,8 +63,7 @@ class FakeGemini(FakeOpenAI):
         **options: Any,
     ) -> None:
         """``options``: :class:`FakeOpenAI`'s (host, port, latency, reply, default, record)."""
-        super().__init__(**options)
-        self.turns = turns
+        super().__init__(turns=turns, **options)
         self.cache_read = cache_read
 
     @property
@@ -78,6 +78,15 @@ class FakeGemini(FakeOpenAI):
                 if texts:
                     return "".join(texts)
         return ""
+
+    def _first_prompt(self, body: dict[str, Any]) -> str:
+        for content in body.get("contents") or ():
+            if isinstance(content, dict) and content.get("role", "user") == "user":
+                return "".join(_texts(content))
+        return ""
+
+    def _model_turns(self, body: dict[str, Any]) -> int:
+        return sum(1 for c in body.get("contents") or () if isinstance(c, dict) and c.get("role") == "model")
 
     def _is_call(self, method: str, path: str) -> bool:
         return method == "POST" and "/models/" in path and path.endswith(":generateContent")
@@ -115,16 +124,18 @@ class FakeGemini(FakeOpenAI):
         return orjson.dumps({"error": error}), {}
 
     def _answer(self, record: RecordedRequest, body: dict[str, Any]) -> bytes:
-        turn = self.turns(body) if self.turns is not None else None
+        turn, position = self._scripted(body)
+        finish = "STOP"
         if turn is None or isinstance(turn, str):
             text = self._reply_text(body, record.last_user_message) if turn is None else turn
             parts: list[dict[str, Any]] = [{"text": text}]
         else:
             parts = [{"text": turn["content"]}] if turn.get("content") else []
             parts.extend(
-                {"functionCall": {"id": f"call_{record.index}_{k}", "name": call["name"], "args": call["arguments"]}}
+                {"functionCall": {"id": f"call_{position}_{k}", "name": call["name"], "args": call["arguments"]}}
                 for k, call in enumerate(turn.get("tool_calls") or ())
             )
+            finish = str(turn.get("finish_reason", finish))
         words = sum(len(text.split()) for content in body["contents"] for text in _texts(content))
         words += sum(len(text.split()) for text in _texts(body.get("systemInstruction")))
         output = sum(
@@ -140,7 +151,7 @@ class FakeGemini(FakeOpenAI):
             usage["cachedContentTokenCount"] = min(self.cache_read, words)
         model = record.path.rsplit("/models/", 1)[-1].removesuffix(":generateContent")
         payload = {
-            "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+            "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": finish, "index": 0}],
             "usageMetadata": usage,
             "modelVersion": model,
             "responseId": f"fake-{record.index}",
