@@ -4,8 +4,9 @@ The same server as :class:`~evalglass.testing.fake_openai.FakeOpenAI` (its steps
 concurrency), speaking the Messages API's wire format:
 
 * it refuses what the real API refuses, whatever the step: no ``x-api-key`` (401 ``authentication_error``), no
-  ``anthropic-version`` (400), a body without ``model``, ``messages`` or an integer ``max_tokens`` (400), and a
-  ``tool_result`` whose ``tool_use_id`` names no ``tool_use`` block of the assistant message before it (400);
+  ``anthropic-version`` (400), a body without ``model``, ``messages`` or an integer ``max_tokens`` (400), a
+  ``tool_result`` whose ``tool_use_id`` names no ``tool_use`` block of the assistant message before it, and a
+  ``tool_use`` whose result is not in the message right after it (400);
 * errors have the API's shape, ``{"type": "error", "error": {"type": ..., "message": ...}}``, with the API's types
   (``429`` → ``rate_limit_error``, with ``retry-after`` for ``429:S``; ``529`` → ``overloaded_error``; ``500`` →
   ``api_error`` ...);
@@ -108,12 +109,18 @@ class FakeAnthropic(FakeOpenAI):
         for index, message in enumerate(body["messages"]):
             content = message.get("content") if isinstance(message, dict) else None
             blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+            answered = {str(b.get("tool_use_id")) for b in blocks if b.get("type") == "tool_result"}
             for block in blocks:
                 if block.get("type") == "tool_result" and block.get("tool_use_id") not in offered:
                     return 400, (
                         f"messages.{index}: tool_result block(s) provided with tool_use_id "
                         f"{block.get('tool_use_id')!r} not found in the previous assistant message"
                     )
+            if offered - answered:
+                return 400, (
+                    f"messages.{index}: tool_use ids were found without tool_result blocks immediately after: "
+                    + ", ".join(sorted(offered - answered))
+                )
             offered = {str(b.get("id")) for b in blocks if b.get("type") == "tool_use"}
         return None
 

@@ -4,8 +4,9 @@ The same server as :class:`~evalglass.testing.fake_openai.FakeOpenAI` (its steps
 concurrency), speaking the Gemini API's wire format:
 
 * it refuses what the real API refuses, whatever the step: no ``x-goog-api-key`` (403 ``PERMISSION_DENIED``), a
-  body without ``contents`` (400 ``INVALID_ARGUMENT``), and a ``functionResponse`` whose name is not a
-  ``functionCall`` of the model turn before it, or whose ``response`` is not an object (400);
+  body without ``contents`` (400 ``INVALID_ARGUMENT``), a ``functionResponse`` whose name is not a
+  ``functionCall`` of the model turn before it, or whose ``response`` is not an object, and a turn after a model
+  turn's calls that does not hold as many responses as there were calls (400);
 * errors have the API's shape, ``{"error": {"code", "message", "status", "details"}}``: ``429`` is
   ``RESOURCE_EXHAUSTED`` (``429:S`` says to wait S seconds in a ``google.rpc.RetryInfo`` detail, not a header, as
   the real API does), ``503`` ``UNAVAILABLE``, ``500`` ``INTERNAL`` ...;
@@ -103,6 +104,12 @@ class FakeGemini(FakeOpenAI):
         for index, content in enumerate(body["contents"]):
             parts = content.get("parts") if isinstance(content, dict) else None
             parts = [p for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
+            responses = sum(isinstance(p.get("functionResponse"), dict) for p in parts)
+            if called and responses != len(called):
+                return 400, (
+                    f"contents[{index}]: the number of function response parts ({responses}) must equal the number "
+                    f"of function call parts of the function call turn ({len(called)})"
+                )
             for part in parts:
                 response = part.get("functionResponse")
                 if isinstance(response, dict):
@@ -110,8 +117,11 @@ class FakeGemini(FakeOpenAI):
                         return 400, f"contents[{index}]: function response {response.get('name')!r} has no call"
                     if not isinstance(response.get("response"), dict):
                         return 400, f"contents[{index}]: function response must be an object"
-            if content.get("role") == "model":
-                called = [str(p["functionCall"].get("name")) for p in parts if isinstance(p.get("functionCall"), dict)]
+            called = (
+                [str(p["functionCall"].get("name")) for p in parts if isinstance(p.get("functionCall"), dict)]
+                if content.get("role") == "model"
+                else []
+            )
         return None
 
     def _broken_answer(self) -> bytes:
