@@ -12,7 +12,9 @@ scored, and the sink alone does the rest, the same way for both:
   a result it refuses becomes a ``metric_bad_result`` error), records how rows map to examples and clusters
   (:class:`RowShape`, the cluster key read here and nowhere else), and writes each batch of dataset lines as one
   block of ``scores.jsonl`` through the :class:`ScoresSink` port;
-* commits the blocks and returns the run's :class:`Scored`.
+* keeps the recorded outputs a run without a lane scored (:class:`OutputsKeeper`, handed each batch by the
+  producer's dataset source through :attr:`RunSink.keep`);
+* commits the blocks (and the kept outputs) and returns the run's :class:`Scored`.
 
 So ``decide_run``, ``verify`` and the artifacts cannot tell the two producers apart, and neither producer writes a
 block, computes a cluster or keeps ids itself.
