@@ -159,7 +159,10 @@ def kept_problem(folder: Path, record: RunRecord, listed: str | None) -> str | N
     if kept is None:
         return None
     path = folder / kept.file
-    if not path.is_file() or path.is_symlink():
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        what = "a directory" if path.is_dir() and not path.is_symlink() else "not a regular file"
+        return f"{kept.file}, the outputs this run scored, is {what}"
+    if not path.is_file():
         return f"{kept.file}, the outputs this run scored, is missing"
     named = PREFIX + kept.file.removeprefix(f"{BLOBS_DIR}/").removesuffix(".jsonl.gz")
     found = _sha256(path)
