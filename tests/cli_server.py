@@ -72,16 +72,21 @@ def startup_environment(env: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k in STARTUP_VARIABLES or k.startswith(STARTUP_PREFIXES)}
 
 
-def run(args: list[str], *, cwd: str | os.PathLike[str], env: dict[str, str], timeout: float) -> Done:
-    """``subprocess.run([sys.executable, "-m", "evalglass", *args], capture_output=True, text=True, ...)``."""
+def run(
+    args: list[str], *, cwd: str | os.PathLike[str], env: dict[str, str], timeout: float, code: str | None = None
+) -> Done:
+    """``subprocess.run([sys.executable, "-m", "evalglass", *args], capture_output=True, text=True, ...)``; with
+    ``code``, ``[sys.executable, "-c", code, *args]`` (a test's own start of the command line, such as one that
+    changes a module's table before it calls ``evalglass.cli.main``: the server's modules are imported, but ``code``
+    runs before any command does, so what it rebinds is what the command reads)."""
     server = _server()
     if server is None or env.get(ALWAYS_NEW) or startup_environment(env) != server.startup:
+        start = ["-m", "evalglass"] if code is None else ["-c", code]
         done = subprocess.run(
-            [sys.executable, "-m", "evalglass", *args], cwd=cwd, env=env, capture_output=True, text=True,
-            timeout=timeout,
-        )  # fmt: skip
+            [sys.executable, *start, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+        )
         return Done(done.returncode, done.stdout, done.stderr)
-    return server.run(args, cwd=os.fspath(cwd), env=env, timeout=timeout)
+    return server.run(args, cwd=os.fspath(cwd), env=env, timeout=timeout, code=code)
 
 
 class _Server:
@@ -111,7 +116,7 @@ class _Server:
         except subprocess.TimeoutExpired:
             self.process.kill()
 
-    def run(self, args: list[str], *, cwd: str, env: dict[str, str], timeout: float) -> Done:
+    def run(self, args: list[str], *, cwd: str, env: dict[str, str], timeout: float, code: str | None) -> Done:
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
         stdin = 0
@@ -119,7 +124,7 @@ class _Server:
             os.fstat(0)
         except OSError:
             stdin = os.open(os.devnull, os.O_RDONLY)
-        payload = json.dumps({"args": args, "cwd": cwd, "env": env}).encode()
+        payload = json.dumps({"args": args, "cwd": cwd, "env": env, "code": code}).encode()
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             conn.connect(self.path)
@@ -291,7 +296,8 @@ def _handle(conn: socket.socket) -> dict[str, object]:
 
 
 def _become_command(request: dict[str, object]) -> None:
-    """The rest of what a new ``python -m evalglass ARGS`` would have: cwd, environment, argv, sys.path[0]."""
+    """The rest of what a new ``python -m evalglass ARGS`` (or ``python -c CODE ARGS``) would have: cwd, environment,
+    argv, sys.path[0]."""
     import types
 
     os.chdir(str(request["cwd"]))
@@ -301,13 +307,27 @@ def _become_command(request: dict[str, object]) -> None:
     os.environ.update(env)
     args = request["args"]
     assert isinstance(args, list)
-    sys.argv = ["-m", *args]  # runpy replaces "-m" with the module's path, as the interpreter does
-    sys.path.insert(0, os.getcwd())
+    if request.get("code") is None:
+        sys.argv = ["-m", *args]  # runpy replaces "-m" with the module's path, as the interpreter does
+        sys.path.insert(0, os.getcwd())
+    else:
+        sys.argv = ["-c", *args]
+        sys.path.insert(0, "")
     sys.modules["__main__"] = types.ModuleType("__main__")
 
 
 if __name__ == "__main__":
-    _become_command(_serve(sys.argv[1], int(sys.argv[2])))
-    import runpy
+    _request = _serve(sys.argv[1], int(sys.argv[2]))
+    _become_command(_request)
+    if isinstance(_request.get("code"), str):
+        try:
+            exec(compile(str(_request["code"]), "<string>", "exec"), sys.modules["__main__"].__dict__)  # as `-c`
+        except Exception as error:  # the traceback `-c` prints: from the code's first frame, not this file's
+            assert error.__traceback__ is not None
+            error.with_traceback(error.__traceback__.tb_next)
+            sys.excepthook(type(error), error, error.__traceback__)
+            sys.exit(1)
+    else:
+        import runpy
 
-    runpy._run_module_as_main("evalglass")  # type: ignore[attr-defined]  # what `python -m evalglass` calls
+        runpy._run_module_as_main("evalglass")  # type: ignore[attr-defined]  # what `python -m evalglass` calls
