@@ -15,7 +15,9 @@ inside it as in production.
 
 What differs, and the limits that follow. The modules in ``PRELOADED`` are already imported: their import-time code
 ran in the server, under the environment it started with, and numpy's OpenBLAS loaded on one thread as the command
-line loads it. So a command whose environment changes how Python or numpy start (``STARTUP_VARIABLES``) runs in a
+line loads it; and the pydantic models of the imported ``evalglass`` modules whose validators pydantic builds on
+first use are built (``_complete_models``: that build was about two thirds of a forked ``evalglass run``'s CPU, and
+pydantic builds the same validator whenever it runs). So a command whose environment changes how Python or numpy start (``STARTUP_VARIABLES``) runs in a
 new interpreter, as does any call that needs process options (``run(..., new_interpreter=True)``); and a test of
 what a process imports, or of the interpreter's own start, starts its own process (tests/test_lazy_imports.py).
 ``EVALGLASS_TEST_NEW_INTERPRETER=1`` sends every command through a new interpreter, to compare the two.
@@ -36,13 +38,34 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-#: What the server imports before it forks: everything a recorded ``evalglass run`` loads.
+#: What the server imports before it forks: everything a recorded ``evalglass run`` loads, with what its command
+#: line imports on the way (the report, the call cache, the run history's store) and what ``explain`` adds.
 PRELOADED = (
     "evalglass.entry",
     "evalglass.cli",
     "evalglass.api",
     "evalglass.engine.pipeline",
     "evalglass.history.record",
+    "evalglass.ci",
+    "evalglass.engine.baselines",
+    "evalglass.engine.baselinesearch",
+    "evalglass.engine.cache",
+    "evalglass.engine.cachewriter",
+    "evalglass.engine.compare",
+    "evalglass.engine.failing",
+    "evalglass.engine.gold",
+    "evalglass.engine.progress",
+    "evalglass.engine.readback",
+    "evalglass.engine.recordedrun",
+    "evalglass.history.locator",
+    "evalglass.history.migrate",
+    "evalglass.history.session",
+    "evalglass.history.store",
+    "evalglass.lanes.callcache",
+    "evalglass.report.explain",
+    "evalglass.report.markdown",
+    "evalglass.report.terminal",
+    "sqlalchemy.dialects.sqlite",
 )
 
 #: Variables read when the interpreter (or numpy's BLAS) starts: a command whose values differ from the server's
@@ -220,6 +243,7 @@ def _serve(path: str, client: int) -> dict[str, object]:
     _load_numpy()
     for name in PRELOADED:
         importlib.import_module(name)
+    _complete_models()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path + ".new")
     listener.listen(64)
@@ -245,6 +269,26 @@ def _serve(path: str, client: int) -> dict[str, object]:
     # subprocess's is counted: `time pytest` measures the same work either way.
     _reap(block=True)
     os._exit(0)
+
+
+def _complete_models() -> None:
+    """Build the validator of every pydantic model of the loaded ``evalglass`` modules that pydantic left to build on
+    first use (a forward reference, ``defer_build``). One it cannot build yet (a name from a module not imported)
+    stays as it was: the command builds it when it first uses it, as a new interpreter would."""
+    import pydantic
+
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("evalglass"):
+            continue
+        for value in list(vars(module).values()):
+            if (
+                isinstance(value, type)
+                and issubclass(value, pydantic.BaseModel)
+                and value.__module__ == name
+                and not value.__pydantic_complete__
+            ):
+                with contextlib.suppress(Exception):
+                    value.model_rebuild()
 
 
 class _Stopped(Exception):
