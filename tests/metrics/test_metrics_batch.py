@@ -97,7 +97,7 @@ def _assert_every_batch_gives_what_each_example_gives(
     """Every configuration in CONFIGS on the same rows.
 
     Drawing the rows costs several times what scoring them does, so each drawn batch serves all configurations:
-    each one is checked on as many batches as when it drew its own (``max_examples``), at a 21st of the drawing."""
+    each one is checked on as many batches as when it drew its own (``max_examples``), drawn once for all of them."""
     examples = [Example(id=str(i), line=i + 1, fields=record, output=output) for i, (output, record) in enumerate(rows)]
     for config, built in zip(CONFIGS, SCORERS[direction], strict=True):
         assert built.batch is not None
