@@ -111,7 +111,7 @@ def test_api(evalglass_run):
     return Session(done.returncode, done.stdout, reports)
 
 
-#: A python metric that ends the process it runs in, and how the run's error says it ended.
+#: The body of a python metric that ends the process it runs in, by the test that has it.
 HOST_ENDS = {"exits": "os._exit(0)", "killed": "os.kill(os.getpid(), signal.SIGKILL)"}
 
 
