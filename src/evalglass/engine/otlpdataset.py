@@ -45,8 +45,6 @@ from evalglass.errors import SetupError
 
 #: An example as the reader makes it: id, line, record, output.
 Row = tuple[str, int, dict[str, Any], Any]
-#: A trace of one span, mapped as read: its record, why it cannot be mapped, or None when it makes no example.
-Lone = dict[str, Any] | MappingProblem | None
 #: Completed traces remembered, as a multiple of the window: a span of one of them is late (or repeated), not the
 #: start of a new trace. Beyond them a late span starts a trace of its own (an example rooted elsewhere).
 RECENT_FACTOR = 4
@@ -140,8 +138,6 @@ class OtlpReader:
         # oldest are forgotten first.
         recent: dict[str, tuple[int, dict[str, int]]] = {}
         forget: deque[str] = deque()
-        # The example of each open trace of one span, should it stay alone (most do): made as the span is read.
-        alone: dict[str, Lone] = {}
         keep = RECENT_FACTOR * window
         count = 0
         for group in self._spans.groups():
@@ -166,10 +162,7 @@ class OtlpReader:
                         )
                         continue
                     pending[trace] = [item]
-                    alone[trace] = self._alone(item)
                 else:
-                    if len(spans) == 1:
-                        del alone[trace]
                     spans.append(item)
                 last[trace] = count
                 order.append((count, trace))
@@ -184,20 +177,12 @@ class OtlpReader:
                     forget.append(oldest)
                     if len(recent) > keep:
                         del recent[forget.popleft()]
-                    if len(completed_spans) == 1:
-                        lone = alone.pop(oldest)
-                        if lone is not None:
-                            yield self._lone_example(completed_spans[0], lone)
-                    else:
-                        yield from self._examples(completed_spans)
+                    yield from self._examples(completed_spans)
         for number, trace in order:
             if last[trace] == number:
                 spans = pending[trace]
                 self._read_at(spans)
-                if len(spans) > 1:
-                    yield from self._examples(spans)
-                elif (lone := alone[trace]) is not None:
-                    yield self._lone_example(spans[0], lone)
+                yield from self._examples(spans)
         self._done = True
 
     def _read_at(self, spans: list[Span]) -> dict[str, int]:
@@ -222,33 +207,20 @@ class OtlpReader:
 
     # -- one trace ----------------------------------------------------------------------------------------------
 
-    def _alone(self, span: Span) -> Lone:
-        """The record of the example ``span`` makes if its trace is this span alone (or why it cannot be made); None
-        when it makes none. Made as the span is read, while what it reads is still in the processor's caches: made
-        when the trace completes, ``window`` spans later, the same work costs about twice as much (BENCHMARKS.md). A
-        trace that gets a second span drops it and is mapped whole (``_examples``)."""
-        convention = convention_of(span, self._allowed)
-        if (
-            convention is None
-            or (self._unit_span and not is_inference(span, convention))
-            or (self._filtered and not self._selected(span))
-        ):
-            return None
-        try:
-            return trace_record(span, convention, [span], {span.span_id: convention}, self._metadata)
-        except MappingProblem as exc:
-            return exc
-
-    def _lone_example(self, span: Span, lone: dict[str, Any] | MappingProblem) -> Row | BadLine:
-        """The example (or malformed example) of a trace of one span, counted as the trace completes."""
-        if type(lone) is dict:
-            self.examples += 1
-            return (self._id(lone), span.where, lone, self._output(lone))
-        return self._mapping_problem(span, lone)
-
     def _examples(self, spans: list[Span]) -> list[Row | BadLine]:
-        """A trace of several spans: an example per root (a list: no generator object per trace)."""
+        """A list, not a generator: most traces are one span and give one example, for which a generator object
+        per trace is pure overhead on the import's hot loop."""
         allowed = self._allowed
+        if len(spans) == 1:
+            span = spans[0]
+            convention = convention_of(span, allowed)
+            if (
+                convention is None
+                or (self._unit_span and not is_inference(span, convention))
+                or (self._filtered and not self._selected(span))
+            ):
+                return []
+            return [self._example(span, convention, spans, {span.span_id: convention})]
         found: list[Row | BadLine] = []
         conventions = {span.span_id: convention_of(span, allowed) for span in spans}
         if self._unit_span:
@@ -295,14 +267,11 @@ class OtlpReader:
         try:
             record = trace_record(root, convention, subtree, conventions, self._metadata)
         except MappingProblem as exc:
-            return self._mapping_problem(root, exc)
+            return self._bad(
+                root.where, "malformed_trace", f"trace {root.trace_id} span {root.span_id} ({root.name!r}): {exc}"
+            )
         self.examples += 1
         return (self._id(record), root.where, record, self._output(record))
-
-    def _mapping_problem(self, root: Span, problem: Any) -> BadLine:
-        return self._bad(
-            root.where, "malformed_trace", f"trace {root.trace_id} span {root.span_id} ({root.name!r}): {problem}"
-        )
 
     def _bad(self, where: int, code: str, message: str) -> BadLine:
         self.examples += 1
