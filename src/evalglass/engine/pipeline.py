@@ -479,8 +479,13 @@ def _finish(prepared: _Prepared, scored: Scored) -> RunOutcome:
         ledger_where=ledger.gate_where(),
         stale=stale_causes(config, loaded.definition_files, ledger.ledger, gate_fingerprints),
     )
+    agreements = None
+    if any(spec.vote_tally() is not None for spec in config.metrics.values()):
+        from evalglass.engine.agreements import jury_agreements
+
+        agreements = jury_agreements(config, folder)
     scorecard = decided_scorecard(
-        config, scored.columns, scored.shape.run_shape(), dataset, evidence, scored.calls, scored.usage
+        config, scored.columns, scored.shape.run_shape(), dataset, evidence, scored.calls, scored.usage, agreements
     )
     record = run_record(loaded, ledger, dataset, evidence, baseline_records, scored.scores_sha256, scored.usage)
     from evalglass.engine.failing import report_markdown

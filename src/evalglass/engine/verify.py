@@ -153,7 +153,19 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
     )
     dataset = DatasetSummary(**{**record.dataset.model_dump(), "examples": examples})
     # Usage is counted as calls complete; there is nothing to re-derive it from in the scores.
-    derived = decided_scorecard(config, columns, shape, dataset, evidence, recorded_call_totals(folder), record.usage)
+    # A jury's agreement is re-derived from the votes outputs.jsonl keeps, as the run derived it.
+    from evalglass.engine.agreements import jury_agreements
+
+    derived = decided_scorecard(
+        config,
+        columns,
+        shape,
+        dataset,
+        evidence,
+        recorded_call_totals(folder),
+        record.usage,
+        jury_agreements(config, folder),
+    )
     derived_json = derived.model_dump(mode="json")
     findings.extend(_diff("scorecard", raw_scorecard, orjson.loads(orjson.dumps(derived_json))))
     if not findings:

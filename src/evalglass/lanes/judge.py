@@ -202,6 +202,10 @@ class JudgeResult:
     tries: int = 0
     #: A cached answer this same run got before it was interrupted (counted as the run's own call).
     replayed: bool = False
+    #: A jury's result: each member judge's vote (None: no usable answer) and each member's own judgement (the
+    #: calls the live run counts); a single judge has neither.
+    votes: Mapping[str, int | str | None] | None = None
+    parts: tuple[JudgeResult, ...] = ()
 
 
 @dataclass(frozen=True)

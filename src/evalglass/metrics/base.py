@@ -44,6 +44,7 @@ from evalglass.core.score import Score
 from evalglass.core.stats import UNIT_SCALE, Direction, Reducer, ScaleSpec
 
 if TYPE_CHECKING:
+    from evalglass.core.agreement import VoteTally
     from evalglass.core.checks import CheckResult
     from evalglass.lanes.callcache import CallStore
     from evalglass.lanes.checkspec import CheckSpec
@@ -274,6 +275,15 @@ class MetricSpec(BaseModel):
     def tokens_model(self) -> str | None:
         """The model whose tokens this metric's calls spend (a live run counts them, and prices them from
         ``prices:``), or None for a metric that calls no model."""
+        return None
+
+    def key_variables(self) -> tuple[str, ...]:
+        """The environment variables holding the keys of the models this metric calls (secrets by declaration)."""
+        return ()
+
+    def vote_tally(self) -> VoteTally | None:
+        """For a metric several judges vote on (a jury): where the votes ``outputs.jsonl`` keeps are counted into
+        the judges' agreement, which the scorecard reports beside the metric; None for every other metric."""
         return None
 
     def calibration_subject(self) -> CalibrationSubject:

@@ -122,6 +122,9 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
     def tokens_model(self) -> str | None:
         return self.model
 
+    def key_variables(self) -> tuple[str, ...]:
+        return (self.api_key_env,) if self.api_key_env else ()
+
     def referenced_files(self, base_dir: Path) -> tuple[Path, ...]:
         """The rubric: its bytes are part of what a gate approval (and a calibration) is bound to."""
         return ((base_dir / self.rubric).resolve(),)
