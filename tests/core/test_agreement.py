@@ -92,9 +92,9 @@ def test_vote_tally_counts_low_agreement_and_skips_missing_votes() -> None:
         seed=0,
         confidence=0.95,
     )
-    tally.add("x", {"a": 1, "b": 1, "c": 1})
-    tally.add("y", {"a": 1, "b": 2, "c": None})  # one pair, disagreeing
-    tally.add("z", {"a": 3, "b": None, "c": None})  # not pairable: no agreement to judge
+    tally.add("x", {"votes": {"a": 1, "b": 1, "c": 1}})
+    tally.add("y", {"votes": {"a": 1, "b": 2, "c": None}})  # one pair, disagreeing
+    tally.add("z", {"votes": {"a": 3, "b": None, "c": None}})  # not pairable: no agreement to judge
     found = tally.agreement()
     assert found.low_agreement_examples == 1 and found.low_agreement_ids == ("y",)
     assert found.alpha.units == 2

@@ -63,7 +63,11 @@ class VoteTally:
         self.low: list[str] = []
         self.low_count = 0
 
-    def add(self, example_id: str, votes: Mapping[str, Any]) -> None:
+    def add(self, example_id: str, note: Mapping[str, Any]) -> None:
+        """One sample's judge note (``outputs.jsonl``); a note without votes (no judge was asked) counts nothing."""
+        votes = note.get("votes")
+        if not isinstance(votes, Mapping):
+            return
         row = [0] * len(self.index)
         cast = [vote for vote in (votes.get(judge) for judge in self.judges) if vote in self.index]
         for vote in cast:
@@ -74,6 +78,10 @@ class VoteTally:
             self.low_count += 1
             if len(self.low) < SHOWN_LOW and example_id not in self.low:
                 self.low.append(example_id)
+
+    def summary_fields(self) -> dict[str, BaseModel]:
+        """What the scorecard reports beside the metric."""
+        return {"agreement": self.agreement()}
 
     def agreement(self) -> JuryAgreement:
         import numpy as np

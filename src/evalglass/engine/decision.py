@@ -20,7 +20,8 @@ from evalglass.core.scorecard import CallTotals, CheckSummary, DatasetSummary, S
 from evalglass.core.usage import TokenUsage
 
 if TYPE_CHECKING:
-    from evalglass.core.agreement import JuryAgreement
+    from pydantic import BaseModel
+
     from evalglass.core.authority import JudgeStanding, Ledger
     from evalglass.core.comparative import ComparativeInputs
     from evalglass.engine.config import Config, LoadedConfig
@@ -55,10 +56,10 @@ def decided_scorecard(
     evidence: Evidence,
     calls: CallTotals | None,
     usage: tuple[TokenUsage, ...] = (),
-    agreements: Mapping[str, JuryAgreement] | None = None,
+    judged: Mapping[str, Mapping[str, BaseModel]] | None = None,
 ) -> Scorecard:
-    """Decide (``core.decide.decide_run``) and assemble the scorecard: the same for ``run`` and ``verify``. A jury's
-    ``agreements`` (``engine.agreements``) are reported beside its metric."""
+    """Decide (``core.decide.decide_run``) and assemble the scorecard: the same for ``run`` and ``verify``. What a
+    metric's judge notes add (``engine.judgedsummaries``: a jury's agreement, pairwise win rates) goes beside it."""
     summaries, payload = decide_run(
         metric_inputs(config, columns),
         gate_inputs(config, evidence.gate_fingerprints, evidence.check_results, evidence.stale),
@@ -78,9 +79,7 @@ def decided_scorecard(
         dataset=dataset,
         decision=payload,
         metrics=tuple(
-            summary.model_copy(update={"agreement": agreements[summary.name]})
-            if agreements and summary.name in agreements
-            else summary
+            summary.model_copy(update=dict(judged[summary.name])) if judged and summary.name in judged else summary
             for summary in summaries
         ),
         checks=tuple(CheckSummary.of(name, result) for name, result in evidence.check_results.items()),

@@ -415,8 +415,8 @@ class LiveScorer:
 
     async def _judge(self, judge: AsyncScorer, row: Example, notes: dict[str, dict[str, Any]], name: str) -> Score:
         result = await judge.judge(row)
-        if result.votes is not None:  # a jury: its value's category, each judge's vote, the calls it took
-            notes[name] = {"label": result.label, "votes": dict(result.votes)}
+        if result.record is not None:  # several calls (a jury's votes, compared pairs): what they found
+            notes[name] = {"label": result.label, **result.record}
             tries = sum(part.tries for part in result.parts)
             if tries:
                 notes[name].update(attempts=tries, calls=sum(part.tries > 0 for part in result.parts))

@@ -153,8 +153,8 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
     )
     dataset = DatasetSummary(**{**record.dataset.model_dump(), "examples": examples})
     # Usage is counted as calls complete; there is nothing to re-derive it from in the scores.
-    # A jury's agreement is re-derived from the votes outputs.jsonl keeps, as the run derived it.
-    from evalglass.engine.agreements import jury_agreements
+    # What judge notes add (a jury's agreement, pairwise win rates) is re-derived from outputs.jsonl, as the run did.
+    from evalglass.engine.judgedsummaries import judged_summaries
 
     derived = decided_scorecard(
         config,
@@ -164,7 +164,7 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
         evidence,
         recorded_call_totals(folder),
         record.usage,
-        jury_agreements(config, folder),
+        judged_summaries(config, folder),
     )
     derived_json = derived.model_dump(mode="json")
     findings.extend(_diff("scorecard", raw_scorecard, orjson.loads(orjson.dumps(derived_json))))

@@ -3,7 +3,7 @@ declared rule (``core.jury``). The metric (metrics/jury.py) builds each member a
 with the same definition would be, so every call goes through the run's executor, call cache and retries.
 
 The jury's result carries every member's judgement (``parts``: the live run counts each call, its tokens and
-retries) and the votes (``votes``: ``outputs.jsonl`` records them, agreement is computed from them).
+retries) and the votes (``record``: ``outputs.jsonl`` keeps them, agreement is computed from them).
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class Jury:
                 diagnostics=_low_agreement(list(votes.values()), definition.low_agreement),
                 evidence=tuple(item for r in results for item in r.score.evidence),
             )
-        return JudgeResult(score, label=verdict.label, votes=votes, parts=tuple(results))
+        return JudgeResult(score, label=verdict.label, record={"votes": votes}, parts=tuple(results))
 
 
 def _no_verdict(why: NoVerdict, names: list[str], results: list[JudgeResult], quorum: int) -> Score:

@@ -44,7 +44,6 @@ from evalglass.core.score import Score
 from evalglass.core.stats import UNIT_SCALE, Direction, Reducer, ScaleSpec
 
 if TYPE_CHECKING:
-    from evalglass.core.agreement import VoteTally
     from evalglass.core.checks import CheckResult
     from evalglass.lanes.callcache import CallStore
     from evalglass.lanes.checkspec import CheckSpec
@@ -61,6 +60,14 @@ CheckSink = Callable[["CheckResult"], None]
 #: Runs a per-example check: ``(spec, base_dir, output, check_id=, example_id=) -> CheckResult``. By default
 #: ``lanes.checkrun.run_example_check`` in this process; a cluster executor passes one that ships the call.
 CheckRunner = Callable[..., "CheckResult"]
+
+
+class JudgedTally(Protocol):
+    """Counts a metric's judge notes, read from ``outputs.jsonl`` in dataset order, into scorecard fields."""
+
+    def add(self, example_id: str, note: Mapping[str, Any]) -> None: ...
+
+    def summary_fields(self) -> dict[str, BaseModel]: ...
 
 
 @runtime_checkable
@@ -281,9 +288,10 @@ class MetricSpec(BaseModel):
         """The environment variables holding the keys of the models this metric calls (secrets by declaration)."""
         return ()
 
-    def vote_tally(self) -> VoteTally | None:
-        """For a metric several judges vote on (a jury): where the votes ``outputs.jsonl`` keeps are counted into
-        the judges' agreement, which the scorecard reports beside the metric; None for every other metric."""
+    def judged_tally(self) -> JudgedTally | None:
+        """For a metric whose judgement is made of several calls (a jury's votes, a pairwise judge's compared pairs):
+        where what ``outputs.jsonl`` keeps of them is counted into what the scorecard reports beside the metric
+        (agreement, position bias, win rates); None for every other metric."""
         return None
 
     def calibration_subject(self) -> CalibrationSubject:

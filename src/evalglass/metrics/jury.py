@@ -128,7 +128,7 @@ class JurySpec(MetricSpec):
             return {category: float(category) for category in self.scale.categories()}
         return {label: value for label, value in self.scale.label_values().items()}
 
-    def vote_tally(self) -> VoteTally:
+    def judged_tally(self) -> VoteTally:
         """Where the run's votes (``outputs.jsonl``) are counted into the jury's agreement."""
         values = self._values()
         if self.scale.numeric:
