@@ -211,3 +211,27 @@ def test_faults_retry_and_cache(project: LiveProject, server: FakeOpenAI) -> Non
     requests = server.request_count
     assert project.run().code in (0, 3)
     assert server.request_count == requests  # every lane and judge call comes from the cache
+
+
+def test_a_timed_out_judge_is_no_vote_and_never_zero(project: LiveProject) -> None:
+    with FakeOpenAI(reply=jury_reply, default="hang") as hanging:
+        jury = _jury(project, rule="majority", quorum=2)
+        jury["judges"]["jc"] = _member(project, "jc", base_url=hanging.base_url, timeout=0.3)
+        jury["judges"]["jc"]["retry"] = {"max_attempts": 1}
+        _write(project, jury)
+        assert project.run().code in (0, 1, 3)
+    scores = _scores(project)
+    # jc never answers: the other two decide where they agree, and tie (no verdict) where they do not
+    assert scores["agree"] == 4.0 and scores["two-one"] == 3.0 and scores["broken"] == 4.0
+    assert scores["split"]["diagnostics"][0]["code"] == "jury_tie"
+    outputs = [json.loads(line) for line in (project.last_run() / "outputs.jsonl").read_text().splitlines()]
+    assert all(row["judges"]["helpful"][0]["votes"]["jc"] is None for row in outputs)
+
+    jury["quorum"] = 3  # every judge needed: the timeout makes each example an error, never a 0.0
+    with FakeOpenAI(reply=jury_reply, default="hang") as hanging:
+        jury["judges"]["jc"]["base_url"] = hanging.base_url
+        _write(project, jury)
+        assert project.run().code in (0, 1, 3)
+    for score in _scores(project).values():
+        assert score["status"] == "error" and score.get("value") is None
+        assert [d["code"] for d in score["diagnostics"]][:2] == ["jury_quorum", "call_timeout"]
