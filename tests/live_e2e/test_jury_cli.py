@@ -130,6 +130,9 @@ def test_majority_jury_votes_ties_failures_and_agreement(project: LiveProject) -
     raw = {row["id"]: row["scores"]["helpful"] for row in project.scores()}
     assert [d["code"] for d in raw["two-one"]["diagnostics"]] == ["jury_low_agreement"]
 
+    report = (project.last_run() / "report.md").read_text()
+    assert "### Judges" in report and "3 low-agreement examples: two-one, split, wide" in report
+
     # the run verifies: its agreement is re-derived from outputs.jsonl
     assert evalglass("verify", str(project.last_run()), cwd=project.root).code == 0
     assert SECRET not in (project.last_run() / "outputs.jsonl").read_text()

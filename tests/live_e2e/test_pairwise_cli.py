@@ -102,6 +102,8 @@ def test_both_orders_inconsistent_excluded_and_position_bias(project: LiveProjec
     flip_note = next(row for row in outputs if row["id"] == "flip")["judges"]["preferred"][0]
     assert flip_note["pairs"][0]["answers"] == ["first", "first"] and flip_note["pairs"][0]["flipped"] is True
     assert evalglass("verify", str(project.last_run()), cwd=project.root).code == 0
+    report = (project.last_run() / "report.md").read_text()
+    assert "preferred: position bias 0.25 (inconsistent: excluded); cand vs base: 1-1, 1 ties, 1 excluded" in report
 
     requests = server.request_count
     assert project.run().code in (0, 3)
