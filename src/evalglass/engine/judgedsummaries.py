@@ -7,7 +7,9 @@ Only metrics that keep a tally (``MetricSpec.judged_tally``) are read; a run wit
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 from pydantic import BaseModel
@@ -23,20 +25,28 @@ def judged_summaries(config: Config, folder: Path) -> dict[str, dict[str, BaseMo
     path = folder / OUTPUTS_FILE
     if not tallies or not path.exists():
         return {}
+    for row in outputs_rows(path):
+        judged = row.get("judges")
+        if not isinstance(judged, dict):
+            continue
+        for name, tally in tallies.items():
+            for note in judged.get(name) or ():
+                if isinstance(note, dict):
+                    tally.add(str(row.get("id")), note)
+    return {name: tally.summary_fields() for name, tally in tallies.items()}
+
+
+def outputs_rows(path: Path) -> Iterator[dict[str, Any]]:
+    """Each row of an ``outputs.jsonl`` that is a JSON object; an edited line that is not counts nothing (what is
+    derived from the file then differs from what the run recorded: a finding)."""
     with open_artifact(path, "outputs file") as handle:
         for line in handle:
             try:
                 row = orjson.loads(line)
-            except orjson.JSONDecodeError:  # an edited line counts nothing: the summary then differs, a finding
+            except orjson.JSONDecodeError:
                 continue
-            judged = row.get("judges") if isinstance(row, dict) else None
-            if not isinstance(judged, dict):
-                continue
-            for name, tally in tallies.items():
-                for note in judged.get(name) or ():
-                    if isinstance(note, dict):
-                        tally.add(str(row.get("id")), note)
-    return {name: tally.summary_fields() for name, tally in tallies.items()}
+            if isinstance(row, dict):
+                yield row
 
 
-__all__ = ["judged_summaries"]
+__all__ = ["judged_summaries", "outputs_rows"]

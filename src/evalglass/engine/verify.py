@@ -40,7 +40,6 @@ from evalglass.engine.artifacts import (
     load_runrecord,
     load_scorecard,
     model_bytes,
-    open_artifact,
 )
 from evalglass.engine.config import Config, config_as_recorded, config_from_record, definition_file_hashes
 from evalglass.engine.decision import Evidence, decided_scorecard
@@ -352,16 +351,12 @@ def recorded_call_totals(folder: Path) -> CallTotals | None:
     path = folder / "outputs.jsonl"
     if not path.exists():
         return None
+    from evalglass.engine.judgedsummaries import outputs_rows
+
     calls = attempts = 0
-    with open_artifact(path, "outputs file") as handle:
-        for line in handle:
-            try:
-                row = orjson.loads(line)
-            except orjson.JSONDecodeError:  # an edited line counts nothing: the totals then differ, a finding
-                continue
-            if isinstance(row, dict):
-                found = count_call_attempts(row)
-                calls, attempts = calls + found[0], attempts + found[1]
+    for row in outputs_rows(path):
+        found = count_call_attempts(row)
+        calls, attempts = calls + found[0], attempts + found[1]
     return CallTotals(calls=calls, attempts=attempts)
 
 
