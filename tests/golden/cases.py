@@ -623,6 +623,34 @@ def compute_rule(case: dict[str, Any]) -> Any:
     return {"compared": compared, "favourable": favourable, "threshold": threshold, "decision": decision.value}
 
 
+#: A jury's rule on votes (None: that judge cast no vote), on a 1..5 scale: the verdict is what it computes.
+JURY_CASES: list[dict[str, Any]] = [
+    {"rule": rule, "quorum": quorum, "votes": votes}
+    for rule in ("majority", "mean", "unanimous")
+    for quorum, votes in (
+        (3, [4, 4, 4]),
+        (3, [3, 3, 5]),
+        (3, [1, 3, 5]),
+        (3, [4, 4, None]),
+        (2, [4, 4, None]),
+        (2, [1, 2, None]),
+        (1, [2, 5, 5, 2]),
+    )
+]
+
+
+def compute_jury(case: dict[str, Any]) -> Any:
+    from evalglass.core.jury import JuryRule, jury_verdict
+
+    values = {category: float(category) for category in range(1, 6)}
+    verdict = jury_verdict(case["votes"], values, JuryRule(case["rule"]), case["quorum"])
+    return {
+        "value": verdict.value,
+        "label": verdict.label,
+        "missing": None if verdict.missing is None else verdict.missing.value,
+    }
+
+
 def inputs(kind: EvaluatorKind, name: str) -> list[dict[str, Any]]:
     """The golden inputs of one evaluator (what ``record`` writes)."""
     if kind is EvaluatorKind.METRIC:
@@ -632,6 +660,8 @@ def inputs(kind: EvaluatorKind, name: str) -> list[dict[str, Any]]:
             return FINAL_STATE_CASES
         if name == "llm_judge":
             return JUDGE_CASES
+        if name == "jury":
+            return JURY_CASES
         return METRIC_CASES[name]
     if kind is EvaluatorKind.REDUCER:
         return reducer_cases(Reducer(name))
@@ -652,6 +682,8 @@ def compute(kind: EvaluatorKind, name: str, case: dict[str, Any]) -> Any:
             return compute_final_state(case)
         if name == "llm_judge":
             return compute_judge(case)
+        if name == "jury":
+            return compute_jury(case)
         return compute_metric(case)
     if kind is EvaluatorKind.REDUCER:
         return compute_reducer(Reducer(name), case)

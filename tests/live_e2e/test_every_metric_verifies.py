@@ -31,6 +31,16 @@ def every_metric(project: LiveProject) -> dict[str, dict[str, Any]]:
         "python": {"type": "python", "function": "score.py:score"},
         "check": {"type": "check", "check": "non-empty"},
         "llm_judge": project.judge(),
+        "jury": {
+            "type": "jury",
+            "rule": "mean",
+            "rubric": "rubric.md",
+            "scale": {"min": 1, "max": 5},
+            "judges": {
+                name: {key: value for key, value in project.judge().items() if key not in ("type", "rubric", "scale")}
+                for name in ("one", "two")
+            },
+        },
         "recorded_score": {"type": "recorded_score", "scorer": "tool"},
         "tool_calls": {
             "type": "tool_calls",

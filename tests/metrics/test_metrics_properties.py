@@ -98,9 +98,15 @@ def assert_legal(result: MetricResult) -> None:
 
 def test_every_builtin_type_is_exercised() -> None:
     # python is exercised in test_metrics_host.py; check and final_state start processes and are covered by
-    # tests/checks, tests/metrics/test_metrics_trajectories.py and e2e; llm_judge calls a model and is covered by
+    # tests/checks, tests/metrics/test_metrics_trajectories.py and e2e; llm_judge and jury call models and are covered by
     # tests/live and tests/live_e2e.
-    assert {config["type"] for config in CONFIGS} == set(METRIC_TYPES) - {"python", "check", "llm_judge", "final_state"}
+    assert {config["type"] for config in CONFIGS} == set(METRIC_TYPES) - {
+        "python",
+        "check",
+        "llm_judge",
+        "jury",
+        "final_state",
+    }
 
 
 @settings(max_examples=300, deadline=None)

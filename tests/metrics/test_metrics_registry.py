@@ -35,7 +35,7 @@ BUILTINS = {
 
 
 def test_metric_types_are_complete_and_consistent() -> None:
-    assert set(METRIC_TYPES) == BUILTINS | {"python", "check", "llm_judge", "final_state"}
+    assert set(METRIC_TYPES) == BUILTINS | {"python", "check", "llm_judge", "jury", "final_state"}
     for name, spec_class in METRIC_TYPES.items():
         assert issubclass(spec_class, MetricSpec)
         assert spec_class.summary, f"{name} has no summary"

@@ -7,9 +7,11 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from evalglass.core.agreement import JuryAgreement
 from evalglass.core.checks import BindingStatus, CheckOutcome, CheckReason, CheckResult, Repair
 from evalglass.core.estimate import Estimate
 from evalglass.core.example import MALFORMED_SHOWN
+from evalglass.core.pairwise import PairwiseSummary
 from evalglass.core.population import Population
 from evalglass.core.usage import TokenUsage
 from evalglass.core.verdict import VerdictPayload
@@ -26,6 +28,16 @@ class MetricSummary(BaseModel):
     uses_reference: bool
     estimate: Estimate | None = Field(description="None when no score was measured (nothing included).")
     population: Population
+    agreement: JuryAgreement | None = Field(
+        default=None,
+        exclude_if=lambda found: found is None,
+        description="A jury's inter-judge agreement (Krippendorff's alpha with its interval); absent otherwise.",
+    )
+    pairwise: PairwiseSummary | None = Field(
+        default=None,
+        exclude_if=lambda found: found is None,
+        description="A pairwise judge's position bias, win rates and strengths; absent otherwise.",
+    )
 
 
 class OutputsSummary(BaseModel):

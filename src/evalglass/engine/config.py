@@ -399,7 +399,8 @@ class Config(BaseModel):
     def secret_names(self) -> tuple[str, ...]:
         """Every variable whose value is a secret by declaration: ``secrets:`` and each lane's or judge's
         ``api_key_env``."""
-        keys = [spec.api_key_env for spec in (self.task, *self.metrics.values()) if isinstance(spec, EndpointSpec)]
+        keys = [self.task.api_key_env] if isinstance(self.task, EndpointSpec) else []
+        keys.extend(name for spec in self.metrics.values() for name in spec.key_variables())
         return tuple(dict.fromkeys((*self.secrets, *(name for name in keys if name))))
 
     @property

@@ -20,6 +20,8 @@ from evalglass.core.scorecard import CallTotals, CheckSummary, DatasetSummary, S
 from evalglass.core.usage import TokenUsage
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from evalglass.core.authority import JudgeStanding, Ledger
     from evalglass.core.comparative import ComparativeInputs
     from evalglass.engine.config import Config, LoadedConfig
@@ -54,8 +56,10 @@ def decided_scorecard(
     evidence: Evidence,
     calls: CallTotals | None,
     usage: tuple[TokenUsage, ...] = (),
+    judged: Mapping[str, Mapping[str, BaseModel]] | None = None,
 ) -> Scorecard:
-    """Decide (``core.decide.decide_run``) and assemble the scorecard: the same for ``run`` and ``verify``."""
+    """Decide (``core.decide.decide_run``) and assemble the scorecard: the same for ``run`` and ``verify``. What a
+    metric's judge notes add (``engine.judgedsummaries``: a jury's agreement, pairwise win rates) goes beside it."""
     summaries, payload = decide_run(
         metric_inputs(config, columns),
         gate_inputs(config, evidence.gate_fingerprints, evidence.check_results, evidence.stale),
@@ -74,7 +78,10 @@ def decided_scorecard(
         tool_version=evidence.tool_version,
         dataset=dataset,
         decision=payload,
-        metrics=summaries,
+        metrics=tuple(
+            summary.model_copy(update=dict(judged[summary.name])) if judged and summary.name in judged else summary
+            for summary in summaries
+        ),
         checks=tuple(CheckSummary.of(name, result) for name, result in evidence.check_results.items()),
         calls=calls,
         usage=usage,

@@ -415,16 +415,22 @@ class LiveScorer:
 
     async def _judge(self, judge: AsyncScorer, row: Example, notes: dict[str, dict[str, Any]], name: str) -> Score:
         result = await judge.judge(row)
-        if result.raw is not None:
+        if result.record is not None:  # several calls (a jury's votes, compared pairs): what they found
+            notes[name] = {"label": result.label, **result.record}
+            tries = sum(part.tries for part in result.parts)
+            if tries:
+                notes[name].update(attempts=tries, calls=sum(part.tries > 0 for part in result.parts))
+        elif result.raw is not None:
             notes[name] = {"label": result.label, "rationale": result.rationale, "attempts": result.tries}
         elif result.tries:  # the call failed: what it failed with, and how many attempts it took
             diagnostic = result.score.diagnostics[0]
             notes[name] = {"error": {"code": diagnostic.code, "message": diagnostic.message}, "attempts": result.tries}
-        self.counters.retries += _retries(result.attempts)
-        if result.call_id is not None:
-            self.counters.calls += 1
-            self.counters.cached += result.cached
-            self.tallies[name].add(result.usage, cached=result.cached and not result.replayed)
+        for call in result.parts or (result,):
+            self.counters.retries += _retries(call.attempts)
+            if call.call_id is not None:
+                self.counters.calls += 1
+                self.counters.cached += call.cached
+                self.tallies[name].add(call.usage, cached=call.cached and not call.replayed)
         if not result.score.included and result.score.status is Status.ERROR:
             self.counters.judge_failures += 1
         score: Score = result.score

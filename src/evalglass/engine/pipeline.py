@@ -489,8 +489,13 @@ def _finish(prepared: _Prepared, scored: Scored) -> RunOutcome:
         ledger_where=ledger.gate_where(),
         stale=stale_causes(config, loaded.definition_files, ledger.ledger, gate_fingerprints),
     )
+    judged = None
+    if any(spec.judged_tally() is not None for spec in config.metrics.values()):
+        from evalglass.engine.judgedsummaries import judged_summaries
+
+        judged = judged_summaries(config, folder)
     scorecard = decided_scorecard(
-        config, scored.columns, scored.shape.run_shape(), dataset, evidence, scored.calls, scored.usage
+        config, scored.columns, scored.shape.run_shape(), dataset, evidence, scored.calls, scored.usage, judged
     )
     record = run_record(
         loaded, ledger, dataset, evidence, baseline_records, scored.scores_sha256, scored.usage, scored.kept

@@ -44,7 +44,6 @@ from evalglass.engine.artifacts import (
     load_runrecord,
     load_scorecard,
     model_bytes,
-    open_artifact,
 )
 from evalglass.engine.config import Config, config_as_recorded, config_from_record, definition_file_hashes
 from evalglass.engine.decision import Evidence, decided_scorecard
@@ -165,7 +164,19 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
     )
     dataset = DatasetSummary(**{**record.dataset.model_dump(), "examples": examples})
     # Usage is counted as calls complete; there is nothing to re-derive it from in the scores.
-    derived = decided_scorecard(config, columns, shape, dataset, evidence, recorded_call_totals(folder), record.usage)
+    # What judge notes add (a jury's agreement, pairwise win rates) is re-derived from outputs.jsonl, as the run did.
+    from evalglass.engine.judgedsummaries import judged_summaries
+
+    derived = decided_scorecard(
+        config,
+        columns,
+        shape,
+        dataset,
+        evidence,
+        recorded_call_totals(folder),
+        record.usage,
+        judged_summaries(config, folder),
+    )
     derived_json = derived.model_dump(mode="json")
     findings.extend(_diff("scorecard", raw_scorecard, orjson.loads(orjson.dumps(derived_json))))
     if not findings:
@@ -360,16 +371,12 @@ def recorded_call_totals(folder: Path) -> CallTotals | None:
     path = folder / "outputs.jsonl"
     if not path.exists():
         return None
+    from evalglass.engine.judgedsummaries import outputs_rows
+
     calls = attempts = 0
-    with open_artifact(path, "outputs file") as handle:
-        for line in handle:
-            try:
-                row = orjson.loads(line)
-            except orjson.JSONDecodeError:  # an edited line counts nothing: the totals then differ, a finding
-                continue
-            if isinstance(row, dict):
-                found = count_call_attempts(row)
-                calls, attempts = calls + found[0], attempts + found[1]
+    for row in outputs_rows(path):
+        found = count_call_attempts(row)
+        calls, attempts = calls + found[0], attempts + found[1]
     return CallTotals(calls=calls, attempts=attempts)
 
 

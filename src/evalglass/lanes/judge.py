@@ -38,11 +38,12 @@ from evalglass import redaction
 from evalglass.core.calibration import Calibration, calibrate
 from evalglass.core.example import Example
 from evalglass.core.fieldpath import ABSENT
+from evalglass.core.pairwise import Inconsistent
 from evalglass.core.score import Diagnostic, Score, Status, Validity
 from evalglass.core.trajectory import Unreadable
 from evalglass.errors import SetupError
 from evalglass.lanes.callcache import CallStore, cache_key
-from evalglass.lanes.chatcall import ChatRequest, TransportChoice, answer
+from evalglass.lanes.chatcall import ChatAnswer, ChatRequest, TransportChoice, answer
 from evalglass.lanes.chatclients import open_chat_client
 from evalglass.lanes.executor import Executor
 from evalglass.lanes.judgespec import JudgeScale, TranscriptSpec
@@ -202,6 +203,10 @@ class JudgeResult:
     tries: int = 0
     #: A cached answer this same run got before it was interrupted (counted as the run's own call).
     replayed: bool = False
+    #: What ``outputs.jsonl`` keeps beside the label for a judgement made of several calls (a jury's votes, a
+    #: pairwise judge's compared pairs), and those calls (the live run counts each); a single call has neither.
+    record: Mapping[str, Any] | None = None
+    parts: tuple[JudgeResult, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -230,6 +235,19 @@ class JudgeDefinition:
     #: scores, from its diagnostic code and message (a wrong answer: ``metrics.invalid.unreadable_answer``).
     transcript: TranscriptSpec | None = None
     unreadable: Callable[[str, str], Score] | None = None
+    #: A pairwise judge's named outputs (name -> path in the graded output) and what an order-inconsistent verdict
+    #: counts as; None for a pointwise judge.
+    pairwise: PairwiseSetup | None = None
+
+
+@dataclass(frozen=True)
+class PairwiseSetup:
+    """What a pairwise judge compares: the outputs' names with their getters, in declared order (the first is the
+    one whose value the metric reports), and the ``inconsistent`` option."""
+
+    names: tuple[str, ...]
+    getters: tuple[Callable[[Any], Any], ...]
+    inconsistent: Inconsistent
 
 
 class Judge:
@@ -316,14 +334,10 @@ class Judge:
         except TemplateFailure as failure:
             return Score.error(failure.code, failure.message), None
 
-    async def judge(self, example: Example) -> JudgeResult:
-        """Judge one example (one sample of it). Never raises for a per-example problem."""
-        messages, shown_cut = self.render_with_cut(example)
-        if isinstance(messages, Score):
-            return JudgeResult(messages)
+    async def ask(self, messages: list[tuple[str, str]], sample: int) -> tuple[ChatAnswer, str]:
+        """One call of this judge with ``messages`` through the call cache and retries, and its cache address."""
         request = ChatRequest.build(self.endpoint, messages)
-        key = cache_key(self.fingerprint, request.body(), example.sample)
-        evidence = (f"judge_call:{key}",)
+        key = cache_key(self.fingerprint, request.body(), sample)
         made = await answer(
             self.client,
             request,
@@ -333,6 +347,15 @@ class Judge:
             executor=self.executor,
             retrier=self.retrier,
         )
+        return made, key
+
+    async def judge(self, example: Example) -> JudgeResult:
+        """Judge one example (one sample of it). Never raises for a per-example problem."""
+        messages, shown_cut = self.render_with_cut(example)
+        if isinstance(messages, Score):
+            return JudgeResult(messages)
+        made, key = await self.ask(messages, example.sample)
+        evidence = (f"judge_call:{key}",)
         reply, cached, attempts, tries, replayed = made.reply, made.cached, made.attempts, made.tries, made.replayed
         if reply is None:
             fault = made.fault
@@ -463,6 +486,7 @@ __all__ = [
     "JudgeResult",
     "LabelledExample",
     "LabelsFileError",
+    "PairwiseSetup",
     "calibrate_judge",
     "extract_json_object",
     "parse_judge_answer",

@@ -88,6 +88,28 @@ class JudgeScale(BaseModel):
         return "one of " + ", ".join(json.dumps(label) for label in self.labels)
 
 
+DEFAULT_PAIRWISE_PROMPT = """\
+You are comparing two outputs of an AI system for the same input, against a rubric.
+
+# Rubric
+{{ rubric }}
+
+# Example
+{{ example | json }}
+{% if reference is defined %}
+# Reference answer
+{{ reference }}
+{% endif %}
+# Output A
+{{ output_a }}
+
+# Output B
+{{ output_b }}
+
+Which output is better? Answer with one JSON object and nothing else:
+{"winner": "A" or "B" or "tie", "rationale": "<one or two sentences>"}
+"""
+
 DEFAULT_TRANSCRIPT_PROMPT = """\
 You are grading what an AI agent did, against a rubric.
 
@@ -152,4 +174,11 @@ class TranscriptSpec(BaseModel):
         return self
 
 
-__all__ = ["DEFAULT_PROMPT", "DEFAULT_TRANSCRIPT_PROMPT", "DEFAULT_TRANSCRIPT_TEMPLATE", "JudgeScale", "TranscriptSpec"]
+__all__ = [
+    "DEFAULT_PAIRWISE_PROMPT",
+    "DEFAULT_PROMPT",
+    "DEFAULT_TRANSCRIPT_PROMPT",
+    "DEFAULT_TRANSCRIPT_TEMPLATE",
+    "JudgeScale",
+    "TranscriptSpec",
+]

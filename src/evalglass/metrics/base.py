@@ -62,6 +62,14 @@ CheckSink = Callable[["CheckResult"], None]
 CheckRunner = Callable[..., "CheckResult"]
 
 
+class JudgedTally(Protocol):
+    """Counts a metric's judge notes, read from ``outputs.jsonl`` in dataset order, into scorecard fields."""
+
+    def add(self, example_id: str, note: Mapping[str, Any]) -> None: ...
+
+    def summary_fields(self) -> dict[str, BaseModel]: ...
+
+
 @runtime_checkable
 class AsyncScorer(Protocol):
     """The scorer of a metric that calls a model, and the port the live run drives judges through: awaited per
@@ -274,6 +282,16 @@ class MetricSpec(BaseModel):
     def tokens_model(self) -> str | None:
         """The model whose tokens this metric's calls spend (a live run counts them, and prices them from
         ``prices:``), or None for a metric that calls no model."""
+        return None
+
+    def key_variables(self) -> tuple[str, ...]:
+        """The environment variables holding the keys of the models this metric calls (secrets by declaration)."""
+        return ()
+
+    def judged_tally(self) -> JudgedTally | None:
+        """For a metric whose judgement is made of several calls (a jury's votes, a pairwise judge's compared pairs):
+        where what ``outputs.jsonl`` keeps of them is counted into what the scorecard reports beside the metric
+        (agreement, position bias, win rates); None for every other metric."""
         return None
 
     def calibration_subject(self) -> CalibrationSubject:

@@ -18,10 +18,18 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
+from evalglass.core.fieldpath import FieldPathError, get_path, parse_path
 from evalglass.core.fingerprint import content_address
-from evalglass.core.stats import ScaleSpec
+from evalglass.core.pairwise import Inconsistent, PairTally
+from evalglass.core.stats import UNIT_SCALE, ScaleSpec
 from evalglass.errors import SetupError
-from evalglass.lanes.judgespec import DEFAULT_PROMPT, DEFAULT_TRANSCRIPT_PROMPT, JudgeScale, TranscriptSpec
+from evalglass.lanes.judgespec import (
+    DEFAULT_PAIRWISE_PROMPT,
+    DEFAULT_PROMPT,
+    DEFAULT_TRANSCRIPT_PROMPT,
+    JudgeScale,
+    TranscriptSpec,
+)
 from evalglass.lanes.specs import EndpointSpec, check_template
 from evalglass.metrics.base import (
     AsyncScorer,
@@ -53,7 +61,19 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
 
     type: Literal["llm_judge"] = "llm_judge"
     rubric: str = Field(description="Path to the rubric file (relative to the evals folder); owned by the host.")
-    scale: JudgeScale
+    scale: JudgeScale | None = Field(default=None, description="The answer scale (pointwise judges; required).")
+    mode: Literal["pointwise", "pairwise"] = Field(
+        default="pointwise",
+        description="`pairwise`: compare the named outputs of `compare` two at a time, each pair in both orders.",
+    )
+    compare: dict[str, str] | None = Field(
+        default=None,
+        description="Pairwise: the compared outputs, name -> path in the graded output (the first is reported).",
+    )
+    inconsistent: Inconsistent | None = Field(
+        default=None,
+        description="Pairwise: what a verdict that flips with the order counts as, `tie` or `excluded` (required).",
+    )
     prompt: str = Field(default=DEFAULT_PROMPT, description="Jinja2 template of the user message.")
     system: str | None = Field(default=None, description="Jinja2 template of a system message.")
     transcript: TranscriptSpec | None = Field(
@@ -67,7 +87,47 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
         """A judge of transcripts that declares no prompt is given the one that shows the transcript."""
         if isinstance(data, Mapping) and data.get("transcript") is not None and "prompt" not in data:
             return {**data, "prompt": DEFAULT_TRANSCRIPT_PROMPT}
+        if isinstance(data, Mapping) and data.get("mode") == "pairwise" and "prompt" not in data:
+            return {**data, "prompt": DEFAULT_PAIRWISE_PROMPT}
         return data
+
+    @model_validator(mode="after")
+    def _mode_fields(self) -> LlmJudgeSpec:
+        if self.mode == "pointwise":
+            if self.scale is None:
+                raise ValueError("an llm_judge needs a scale (or `mode: pairwise` with `compare`)")
+            if self.compare is not None or self.inconsistent is not None:
+                raise ValueError("compare and inconsistent apply only to `mode: pairwise`")
+            return self
+        if self.scale is not None or self.transcript is not None:
+            raise ValueError("a pairwise judge answers which output is better: remove scale (and transcript)")
+        if self.compare is None or len(self.compare) < 2:
+            raise ValueError("a pairwise judge needs `compare` naming at least two outputs (name: path)")
+        if "tie" in self.compare:
+            raise ValueError("'tie' is an answer, not an output name: rename it")
+        for name, path in self.compare.items():
+            try:
+                parse_path(path)
+            except FieldPathError as exc:
+                raise ValueError(f"compare.{name}: {exc}") from None
+        if self.inconsistent is None:
+            raise ValueError(
+                "declare what a verdict that flips with the order counts as: `inconsistent: tie` or "
+                "`inconsistent: excluded`"
+            )
+        return self
+
+    @property
+    def pairwise(self) -> bool:
+        return self.mode == "pairwise"
+
+    def answer_scale(self) -> JudgeScale:
+        """The scale answers are read on: the declared one, or a pairwise judge's outcomes (an output's name, or
+        ``tie``), on which it is calibrated."""
+        if self.scale is not None:
+            return self.scale
+        assert self.compare is not None
+        return JudgeScale(labels=(*self.compare, "tie"))
 
     @model_validator(mode="after")
     def _templates_compile(self) -> LlmJudgeSpec:
@@ -83,12 +143,16 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
             )
         from evalglass.lanes.judge import Judge  # the openai SDK and aiohttp: only when a judge is built
 
+        if self.pairwise:
+            from evalglass.lanes.pairwise import PairwiseJudge
+
+            return PairwiseJudge(self.judge_definition(context), executor=context.executor, cache=context.cache)
         return Judge(self.judge_definition(context), executor=context.executor, cache=context.cache)
 
     def judge_definition(self, context: BuildContext) -> JudgeDefinition:
         """What this metric's judge asks and how it grades, with the rubric read now (a rubric that cannot be read
         is a :class:`MetricLoadError`)."""
-        from evalglass.lanes.judge import JudgeDefinition
+        from evalglass.lanes.judge import JudgeDefinition, PairwiseSetup
 
         try:
             rubric = read_regular((context.base_dir / self.rubric).resolve(), what="rubric")
@@ -102,7 +166,7 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
             endpoint=self,
             rubric=text,
             fingerprint=judge_fingerprint(self, rubric),
-            scale=self.scale,
+            scale=self.answer_scale(),
             prompt=self.prompt,
             system=self.system,
             target=measured_target(self),
@@ -111,10 +175,22 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
             invalid=invalid_answer(self, context),
             transcript=self.transcript,
             unreadable=unreadable_answer(self, context),
+            pairwise=self._pairwise_setup(PairwiseSetup),
         )
 
+    def _pairwise_setup(self, setup: Any) -> Any:
+        if self.compare is None or self.inconsistent is None:
+            return None
+        getters = tuple(_getter(parse_path(path)) for path in self.compare.values())
+        return setup(names=tuple(self.compare), getters=getters, inconsistent=self.inconsistent)
+
+    def judged_tally(self) -> PairTally | None:
+        if self.compare is None or self.inconsistent is None:
+            return None
+        return PairTally(tuple(self.compare), self.inconsistent, self.interval.level)
+
     def calibration_subject(self) -> CalibrationSubject:
-        return CalibrationSubject(model=self.model, rubric=self.rubric, scale=self.scale)
+        return CalibrationSubject(model=self.model, rubric=self.rubric, scale=self.answer_scale())
 
     def calibration_fingerprint(self, rubric_sha256: str) -> str:
         return judge_fingerprint_of(self, rubric_sha256)
@@ -122,11 +198,16 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
     def tokens_model(self) -> str | None:
         return self.model
 
+    def key_variables(self) -> tuple[str, ...]:
+        return (self.api_key_env,) if self.api_key_env else ()
+
     def referenced_files(self, base_dir: Path) -> tuple[Path, ...]:
         """The rubric: its bytes are part of what a gate approval (and a calibration) is bound to."""
         return ((base_dir / self.rubric).resolve(),)
 
     def value_scale(self) -> ScaleSpec | None:
+        if self.scale is None:  # pairwise: 1 a win of the first output, 0.5 a tie, 0 a loss
+            return UNIT_SCALE
         if self.scale.numeric:
             assert self.scale.min is not None and self.scale.max is not None
             return ScaleSpec(min=float(self.scale.min), max=float(self.scale.max))
@@ -142,12 +223,20 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
         excluded = {"description", "timeout", "concurrency", "rpm", "retry", "api_key_env", "base_url", "provider"}
         if self.transcript is None:
             excluded.add("transcript")
+        if not self.pairwise:  # a pointwise judge keeps the fingerprint it had before pairwise judging existed
+            excluded.update({"mode", "compare", "inconsistent"})
         return without_default_invalid_output(self.model_dump(mode="json", exclude=excluded))
 
 
 #: The rules that turn a judge's answer into a score (``lanes.judge.parse_judge_answer``). Changing them changes what a
 #: calibration measured, so the name is part of the fingerprint; its version lives in ``metrics.versions``.
 JUDGE_PARSER = judge_parser_id()
+#: How a pairwise answer is read (``lanes.pairwise.parse_winner``) and two orders become one outcome.
+PAIRWISE_PARSER = "pairwise_winner@1"
+
+
+def _getter(path: Any) -> Any:
+    return lambda output: get_path(output, path)
 
 
 def judge_fingerprint(spec: LlmJudgeSpec, rubric_bytes: bytes) -> str:
@@ -169,12 +258,18 @@ def judge_fingerprint_of(spec: LlmJudgeSpec, rubric_sha256: str) -> str:
         "rubric_sha256": rubric_sha256.removeprefix("sha256:"),
         "prompt": spec.prompt,
         "system": spec.system,
-        "scale": spec.scale.model_dump(mode="json"),
+        "scale": spec.scale.model_dump(mode="json") if spec.scale is not None else None,
         "sampling": spec.sampling(),
         "field": spec.field,
         "reference": spec.reference,
         "parser": JUDGE_PARSER,
     }
+    if spec.pairwise:  # what is compared, how an answer is read, and what a flipped verdict counts as
+        payload["pairwise"] = {
+            "compare": spec.compare,
+            "inconsistent": spec.inconsistent,
+            "parser": PAIRWISE_PARSER,
+        }
     if spec.transcript is not None:  # what the judge is shown (a judge without one keeps its fingerprint)
         payload["transcript"] = spec.transcript.model_dump(mode="json")
     return content_address(payload)

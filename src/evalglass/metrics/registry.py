@@ -15,6 +15,7 @@ from evalglass.metrics.base import MetricSpec
 from evalglass.metrics.check import CheckMetricSpec
 from evalglass.metrics.equality import EnumSpec, ExactMatchSpec
 from evalglass.metrics.host import PythonMetricSpec
+from evalglass.metrics.jury import JurySpec
 from evalglass.metrics.llm_judge import LlmJudgeSpec
 from evalglass.metrics.numeric import NumericBoundsSpec
 from evalglass.metrics.recorded import RecordedScoreSpec
@@ -39,6 +40,7 @@ AnyMetricSpec = Annotated[
     | PythonMetricSpec
     | CheckMetricSpec
     | LlmJudgeSpec
+    | JurySpec
     | RecordedScoreSpec
     | ToolCallsSpec
     | StepsSpec

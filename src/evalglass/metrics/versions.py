@@ -48,6 +48,7 @@ METRIC_VERSIONS: Mapping[str, int] = {
     "enum": 2,
     "check": 2,
     "llm_judge": 2,
+    "jury": 1,
     "recorded_score": 1,
     "tool_calls": 1,
     "steps": 1,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from evalglass.core.estimate import Estimate
@@ -250,6 +250,45 @@ def usage_lines(usages: tuple[TokenUsage, ...]) -> list[str]:
     lines = [usage_text(usage) for usage in usages]
     if len(usages) > 1:
         lines.append(usage_text(total_usage(usages)))
+    return lines
+
+
+def judges_lines(metrics: Sequence[MetricSummary]) -> list[str]:
+    """A jury's agreement and a pairwise judge's position bias, win rates and supported orderings, one line each."""
+    lines: list[str] = []
+    for metric in metrics:
+        agreement = metric.agreement
+        if agreement is not None:
+            alpha = agreement.alpha
+            if alpha.alpha is None:
+                shown = f"undefined ({alpha.units} examples with two votes)"
+            else:
+                ends = (
+                    "" if alpha.low is None or alpha.high is None else f" [{number(alpha.low)}, {number(alpha.high)}]"
+                )
+                shown = f"{number(alpha.alpha)}{ends} {alpha.confidence:.0%} over {alpha.units} examples"
+            low = agreement.low_agreement_examples
+            named = ", ".join(agreement.low_agreement_ids)
+            lines.append(
+                f"{metric.name}: Krippendorff's alpha ({alpha.measurement.value}) {shown}; {low} low-agreement "
+                f"example{'s' if low != 1 else ''}{': ' + named if named else ''}"
+            )
+        pairwise = metric.pairwise
+        if pairwise is not None:
+            bias = "—" if pairwise.position_bias is None else number(pairwise.position_bias)
+            parts = [f"{metric.name}: position bias {bias} (inconsistent: {pairwise.inconsistent.value})"]
+            for pair in pairwise.pairs:
+                rate = "—" if pair.win_rate is None else number(pair.win_rate)
+                if pair.win_rate_low is not None and pair.win_rate_high is not None:
+                    rate += f" [{number(pair.win_rate_low)}, {number(pair.win_rate_high)}]"
+                parts.append(
+                    f"{pair.a} vs {pair.b}: {pair.a_wins}-{pair.b_wins}, {pair.ties} ties, {pair.excluded} excluded, "
+                    f"win rate {rate}"
+                )
+            if pairwise.strengths:
+                ordered = ", ".join(f"{better} > {worse}" for better, worse in pairwise.separated) or "none"
+                parts.append(f"orderings the intervals support: {ordered}")
+            lines.append("; ".join(parts))
     return lines
 
 

@@ -19,6 +19,7 @@ from evalglass.report.fmt import (
     gate_value_text,
     ids_text,
     interval_text,
+    judges_lines,
     malformed_text,
     samples_text,
     sensitivity_text,
@@ -125,6 +126,9 @@ def render_markdown(card: Scorecard, examples: Mapping[str, Sequence[Row]] | Non
     if card.checks:
         lines += ["", "### Checks", "", "| " + " | ".join(CHECK_COLUMNS) + " |", "|" + "---|" * len(CHECK_COLUMNS)]
         lines += ["| " + " | ".join(_cell(cell) for cell in check_row(check)) + " |" for check in card.checks]
+    judged = judges_lines(card.metrics)
+    if judged:
+        lines += ["", "### Judges", "", *(f"- {_cell(line)}" for line in judged)]
     tokens = usage_lines(card.usage)
     if tokens:
         lines += ["", "### Tokens", "", *(f"- {_cell(line)}" for line in tokens)]
