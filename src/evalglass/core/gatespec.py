@@ -86,6 +86,11 @@ class GateSpec(BaseModel):
         ge=0,
         description="Comparative gates: the margin you intend to approve. No effect until the ledger approves one.",
     )
+    variant: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z][A-Za-z0-9_.-]*$",
+        description="A run with variants: the variant (under `variants:`) whose metric this gate decides on.",
+    )
     description: str | None = None
 
     @model_validator(mode="after")
@@ -110,6 +115,8 @@ class GateSpec(BaseModel):
                 raise ValueError(f"a check gate passes on PASS and fails on FAIL; remove {', '.join(extras)}")
         elif self.expect_state is not None:
             raise ValueError("expect_state applies to check gates only")
+        if self.check is not None and self.variant is not None:
+            raise ValueError("a check gate decides on a check, which runs once per run: remove variant")
         return self
 
     @property

@@ -13,6 +13,8 @@ from evalglass.core.usage import TokenUsage
 
 RUNRECORD_SCHEMA: Final = "evalglass.runrecord/1"
 SCORES_FILE = "scores.jsonl"
+#: A run with variants: the folder holding one folder per variant (its scores, outputs and check records).
+VARIANTS_DIR = "variants"
 
 
 class BaselineRecord(BaseModel):
@@ -90,4 +92,10 @@ class RunRecord(BaseModel):
     )
     scores_file: str = SCORES_FILE
     scores_sha256: str
+    variant_scores: dict[str, str] = Field(
+        default_factory=dict,
+        exclude_if=lambda found: not found,
+        description="A run with variants: per variant, the SHA-256 of its scores file (`variants/NAME/scores.jsonl`; "
+        "`scores_file` is the first variant's).",
+    )
     usage: tuple[TokenUsage, ...] = Field(default=(), description="Tokens (and cost) per lane and judge (live runs).")

@@ -12,6 +12,7 @@ from evalglass.core.estimate import Estimate
 from evalglass.core.example import MALFORMED_SHOWN
 from evalglass.core.population import Population
 from evalglass.core.usage import TokenUsage
+from evalglass.core.variantsummary import VariantsSummary
 from evalglass.core.verdict import VerdictPayload
 
 SCORECARD_SCHEMA: Final = "evalglass.scorecard/1"
@@ -158,6 +159,12 @@ class Scorecard(BaseModel):
     usage: tuple[TokenUsage, ...] = Field(default=(), description="Tokens (and cost) per lane and judge (live runs).")
     calls: CallTotals | None = Field(
         default=None, description="Live runs: calls that retry (chat lanes, judges) and the attempts they took."
+    )
+    variants: VariantsSummary | None = Field(
+        default=None,
+        exclude_if=lambda found: found is None,
+        description="A run with variants: every metric side by side, every pair's paired difference with its "
+        "Holm-adjusted interval, and the groups the data cannot separate (metrics are named `metric@variant`).",
     )
 
     def metric(self, name: str) -> MetricSummary | None:
