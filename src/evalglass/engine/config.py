@@ -385,9 +385,7 @@ class Config(BaseModel):
             seen.setdefault(definition, name)
             samples.add(int(task.samples) if isinstance(task, RecordedTask) else task.epochs)
         if len(samples) > 1:
-            problems.append(
-                (("variants",), "every variant takes the same samples per example: set epochs on the task")
-            )
+            problems.append((("variants",), "every variant takes the same samples per example: set epochs on the task"))
         return problems
 
     def _variant_raw_task(self, name: str) -> dict[str, Any]:
