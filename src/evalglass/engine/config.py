@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 from pydantic.functional_validators import BeforeValidator
 
 from evalglass.core.checks import policy_id_conflicts
@@ -145,6 +145,29 @@ AnyTask = Annotated[
     Field(discriminator="type"),
     BeforeValidator(_recorded_by_default),
 ]
+
+
+_task_adapter: TypeAdapter[Any] | None = None
+
+
+def validated_task(
+    raw: dict[str, Any], at: tuple[str | int, ...]
+) -> tuple[RecordedTask | LaneSpec | None, list[tuple[tuple[str | int, ...], str]]]:
+    """A variant's merged task validated as ``task:`` is, or its problems, each at its key under ``at``."""
+    global _task_adapter
+    if _task_adapter is None:
+        from pydantic import TypeAdapter
+
+        _task_adapter = TypeAdapter(AnyTask)
+    try:
+        return _task_adapter.validate_python(raw), []
+    except ValidationError as error:
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        for item in error.errors():
+            # The discriminator's tag (`chat`, `python`) is part of pydantic's location, not of the document.
+            where = tuple(part for part in item["loc"] if part != raw.get("type"))
+            problems.append(((*at, *where), f"variant task: {item['msg']}"))
+        return None, problems
 
 
 class EndpointOverride(BaseModel):
@@ -335,8 +358,7 @@ class Config(BaseModel):
     def _variant_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
         """Every variant's task must be a valid task, the variants must differ and share the samples per example,
         and in a run with variants every metric gate names the variant it decides on."""
-        from evalglass.core.stats.multiple import MAX_VARIANTS
-        from evalglass.engine.variantspec import validated_task
+        from evalglass.core.stats.multiplemodel import MAX_VARIANTS
 
         problems: list[tuple[tuple[str | int, ...], str]] = []
         names = self.variant_names
@@ -403,8 +425,6 @@ class Config(BaseModel):
 
     def variant_task(self, name: str) -> RecordedTask | LaneSpec:
         """The task variant ``name`` runs (validated when the config was)."""
-        from evalglass.engine.variantspec import validated_task
-
         task, problems = validated_task(self._variant_raw_task(name), ("variants", name))
         if task is None:
             raise LocatedValueError(problems)

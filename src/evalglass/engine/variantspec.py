@@ -9,17 +9,7 @@ that variant (:func:`fold_single_variant`, before validation), so the run writes
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
-
-from pydantic import ValidationError
-
-if TYPE_CHECKING:
-    from pydantic import TypeAdapter
-
-    from evalglass.engine.config import RecordedTask
-    from evalglass.lanes.specs import LaneSpec
-
-_adapter: TypeAdapter[Any] | None = None
+from typing import Any
 
 
 def merged_task(task: Mapping[str, Any] | None, override: Mapping[str, Any]) -> dict[str, Any]:
@@ -56,25 +46,3 @@ def fold_single_variant(data: Any) -> Any:
     if gates is not None:
         folded["gates"] = gates
     return folded
-
-
-def validated_task(
-    raw: dict[str, Any], at: tuple[str | int, ...]
-) -> tuple[RecordedTask | LaneSpec | None, list[tuple[tuple[str | int, ...], str]]]:
-    """A variant's merged task validated as ``task:`` is, or its problems, each at its key under ``at``."""
-    global _adapter
-    if _adapter is None:
-        from pydantic import TypeAdapter
-
-        from evalglass.engine.config import AnyTask
-
-        _adapter = TypeAdapter(AnyTask)
-    try:
-        return _adapter.validate_python(raw), []
-    except ValidationError as error:
-        problems: list[tuple[tuple[str | int, ...], str]] = []
-        for item in error.errors():
-            # The discriminator's tag (`chat`, `python`) is part of pydantic's location, not of the document.
-            where = tuple(part for part in item["loc"] if part != raw.get("type"))
-            problems.append(((*at, *where), f"variant task: {item['msg']}"))
-        return None, problems
