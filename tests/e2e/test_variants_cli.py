@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from evalglass.errors import SetupError
 from tests.e2e.project import Project, make_project
 
 APP = textwrap.dedent(
@@ -247,3 +248,28 @@ def test_a_hand_edited_pair_decision_is_refused_by_every_reader(tmp_path: Path) 
     path.write_text(json.dumps(card, indent=2) + "\n")
     shown = project.cli("view")
     assert shown.code == 2 and "Holm" in shown.err
+
+
+def test_every_variants_output_of_an_example_is_handed_over_together(tmp_path: Path) -> None:
+    """The seam a pairwise judge plugs into: per example, a mapping variant name → its outputs."""
+    from evalglass.engine.variantoutputs import variant_outputs
+
+    project = variant_project(tmp_path)
+    project.run()
+    found = list(variant_outputs(project.last_run(), ("good", "bad", "worse")))
+    assert [item.id for item in found] == [row["id"] for row in ROWS]
+    assert found[3].outputs == {"good": ("yes",), "bad": ("no",), "worse": ("no",)}
+    assert found[1].outputs == {"good": ("yes",), "bad": ("yes",), "worse": ("no",)}
+    outputs = project.last_run() / "variants" / "bad" / "outputs.jsonl"
+    lines = outputs.read_text().splitlines()
+    outputs.write_text("\n".join([lines[1], lines[0], *lines[2:]]) + "\n")
+    with pytest.raises(SetupError, match="disagree"):
+        list(variant_outputs(project.last_run(), ("good", "bad", "worse")))
+
+
+def test_a_comparative_gate_in_a_run_with_variants_is_refused_not_ignored(tmp_path: Path) -> None:
+    project = variant_project(
+        tmp_path, gates={"no-worse": {"metric": "exact", "variant": "bad", "compare_to": "main", "proposed_margin": 0}}
+    )
+    result = project.run()
+    assert result.code == 2 and "does not decide comparative gates yet" in result.err
