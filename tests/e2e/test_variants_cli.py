@@ -273,3 +273,22 @@ def test_a_comparative_gate_in_a_run_with_variants_is_refused_not_ignored(tmp_pa
     )
     result = project.run()
     assert result.code == 2 and "does not decide comparative gates yet" in result.err
+
+
+def test_compare_pairs_two_runs_with_variants_metric_by_variant(tmp_path: Path) -> None:
+    project = variant_project(tmp_path, gates={})
+    assert project.run("--out", "before").code == 0
+    project.write_config(
+        variant_config(
+            variants={"good": {}, "bad": {"function": "app.py:worse"}, "worse": {"function": "app.py:twin"}},
+            gates={},
+        )
+    )
+    assert project.run("--out", "after").code == 0
+    result = project.cli("compare", "before", "after", "--format", "json")
+    assert result.code == 0, result.err
+    by_name = {metric["metric"]: metric for metric in result.json()["metrics"]}
+    assert set(by_name) == {"exact@good", "exact@bad", "exact@worse"}
+    assert by_name["exact@good"]["difference"]["interval"]["point"] == 0.0
+    assert by_name["exact@bad"]["difference"]["interval"]["point"] == pytest.approx(-2 / 3)
+    assert by_name["exact@worse"]["difference"]["interval"]["point"] == 1.0
