@@ -5,6 +5,7 @@ without a ledger change."""
 from __future__ import annotations
 
 import json
+import shutil
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -292,3 +293,17 @@ def test_compare_pairs_two_runs_with_variants_metric_by_variant(tmp_path: Path) 
     assert by_name["exact@good"]["difference"]["interval"]["point"] == 0.0
     assert by_name["exact@bad"]["difference"]["interval"]["point"] == pytest.approx(-2 / 3)
     assert by_name["exact@worse"]["difference"]["interval"]["point"] == 1.0
+
+
+def test_the_history_records_every_variants_metric_and_gives_the_run_back_whole(tmp_path: Path) -> None:
+    project = variant_project(tmp_path, gates={})
+    first = project.run("--format", "json")
+    assert first.code == 0, first.err
+    run_id = first.json()["run_id"]
+    shown = project.cli("history", "--metric", "exact@bad")
+    assert shown.code == 0, shown.err
+    assert "exact@bad" in shown.out and "0.6667" in shown.out
+    shutil.rmtree(project.last_run())  # only the history holds the run now
+    verified = project.cli("verify", run_id)
+    assert verified.code == 0, verified.out + verified.err
+    assert "re-derives exactly from its 60 recorded examples" in verified.out
