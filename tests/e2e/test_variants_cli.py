@@ -307,3 +307,59 @@ def test_the_history_records_every_variants_metric_and_gives_the_run_back_whole(
     verified = project.cli("verify", run_id)
     assert verified.code == 0, verified.out + verified.err
     assert "re-derives exactly from its 60 recorded examples" in verified.out
+
+
+def difference_project(tmp_path: Path, threshold: float) -> Project:
+    gates = {
+        "bad-vs-good": {
+            "metric": "exact",
+            "variant": "bad",
+            "compare_to_variant": "good",
+            "proposed_threshold": threshold,
+        }
+    }
+    project = variant_project(tmp_path, gates=gates)
+    project.run()
+    approve(project, "bad-vs-good")
+    return project
+
+
+def test_a_gate_between_two_variants_decides_on_their_paired_difference(tmp_path: Path) -> None:
+    project = difference_project(tmp_path, -0.05)
+    code, card = card_of(project)
+    decided = gate(card, "bad-vs-good")
+    assert code == 1 and decided["outcome"] == "fail"
+    assert decided["subject"] == "exact@bad-vs-good" and decided["value"] == pytest.approx(-1 / 3)
+    difference = next(metric for metric in card["metrics"] if metric["name"] == "exact@bad-vs-good")
+    assert difference["population"]["included"] == 60
+    assert project.cli("verify", str(project.last_run())).code == 0
+    explained = project.cli("explain", "bad-vs-good")
+    assert "ex-0 (line 1) · exact@bad-vs-good · fail -1.0" in explained.out, explained.out
+
+
+def test_a_gate_between_two_variants_passes_when_the_difference_is_within_the_margin(tmp_path: Path) -> None:
+    project = difference_project(tmp_path, -0.5)
+    code, card = card_of(project)
+    assert code == 0 and gate(card, "bad-vs-good")["outcome"] == "pass"
+
+
+def test_pointing_the_compared_variant_elsewhere_never_turns_the_gate_green(tmp_path: Path) -> None:
+    project = difference_project(tmp_path, -0.05)
+    # The baseline variant made to answer as the candidate does: refused, the two would be one task.
+    project.write_config(
+        variant_config(
+            variants={
+                "good": {"function": "app.py:bad"},
+                "bad": {"function": "app.py:bad"},
+                "worse": {"function": "app.py:worse"},
+            },
+            gates={"bad-vs-good": {"metric": "exact", "variant": "bad", "compare_to_variant": "good"}},
+        )
+    )
+    assert project.run().code == 2
+    # Compared with the worst variant instead: the approval was for another comparison.
+    project.write_config(
+        variant_config(gates={"bad-vs-good": {"metric": "exact", "variant": "bad", "compare_to_variant": "worse"}})
+    )
+    code, card = card_of(project)
+    assert code == 1 and "approval_stale" in reasons(card, "bad-vs-good")

@@ -29,6 +29,29 @@ def variant_metric(metric: str, variant: str) -> str:
     return f"{metric}{SEPARATOR}{variant}"
 
 
+def difference_metric(metric: str, variant: str, other: str) -> str:
+    """The name of the per-example difference ``metric`` of ``variant`` minus ``metric`` of ``other`` (what a gate
+    with ``compare_to_variant`` decides on)."""
+    return variant_metric(metric, f"{variant}-vs-{other}")
+
+
+def difference_column(first: ScoreColumn, second: ScoreColumn) -> ScoreColumn:
+    """Per example, ``first`` minus ``second`` where both are scored and valid; elsewhere the side that is not
+    (``first``'s when neither is) with its status and diagnostics, so an unmeasured side is excluded, counted and
+    explained, never a difference of 0."""
+    if len(first) != len(second):
+        raise ValueError(f"the two variants' columns differ in length ({len(first)} and {len(second)})")
+    result = ScoreColumn()
+    left, right = first.states(), second.states()
+    left_values, right_values = first.values(), second.values()
+    for row in range(len(first)):
+        if left[row] == SCORED_VALID and right[row] == SCORED_VALID:
+            result.append(float(left_values[row] - right_values[row]))
+        else:
+            result.append(first.score(row) if left[row] != SCORED_VALID else second.score(row))
+    return result
+
+
 def split_variant_metric(name: str) -> tuple[str, str] | None:
     """``(metric, variant)`` of a name made by :func:`variant_metric`; None for a plain metric name."""
     metric, separator, variant = name.rpartition(SEPARATOR)

@@ -180,9 +180,10 @@ def run_scores_blocks(folder: Path) -> Iterator[tuple[ScoresBlock, Path, int]]:
     from contextlib import ExitStack
 
     from evalglass.core.runrecord import SCORES_FILE, VARIANTS_DIR
-    from evalglass.core.variants import variant_metric
+    from evalglass.core.variants import difference_metric, variant_metric
 
     names = variant_names_of(folder)
+    differences = _difference_gates(folder) if names else []
     paths = [folder / VARIANTS_DIR / name / SCORES_FILE for name in names] or [folder / SCORES_FILE]
     with ExitStack() as stack:
         streams = [_decoded(stack.enter_context(open_artifact(path, "scores file")), path) for path in paths]
@@ -208,7 +209,32 @@ def run_scores_blocks(folder: Path) -> Iterator[tuple[ScoresBlock, Path, int]]:
                 if item is not None
                 for metric, entries in item[0].scores.items()
             }
+            for metric, variant, other in differences:
+                left, right = scores.get(variant_metric(metric, variant)), scores.get(variant_metric(metric, other))
+                if left is not None and right is not None:
+                    scores[difference_metric(metric, variant, other)] = [
+                        _difference_entry(a, b) for a, b in zip(left, right, strict=True)
+                    ]
             yield ScoresBlock(first[0].ids, first[0].lines, scores, first[0].clusters), first[1], first[2]
+
+
+def _difference_gates(folder: Path) -> list[tuple[str, str, str]]:
+    """(metric, variant, other) of every gate between two variants the run's config declares."""
+    gates = load_runrecord(folder).config.get("gates") or {}
+    return [
+        (str(gate["metric"]), str(gate["variant"]), str(gate["compare_to_variant"]))
+        for gate in gates.values()
+        if isinstance(gate, dict) and gate.get("compare_to_variant") and gate.get("metric") and gate.get("variant")
+    ]
+
+
+def _difference_entry(left: Any, right: Any) -> Any:
+    """One example's entry of a difference between variants, as the decision computes it
+    (``core.variants.difference_column``): the difference of two measured values, else the unmeasured side's entry."""
+    measured = [isinstance(entry, float) and not isinstance(entry, bool) for entry in (left, right)]
+    if all(measured):
+        return float(left) - float(right)
+    return left if not measured[0] else right
 
 
 def _decoded(handle: Iterator[bytes], path: Path) -> Iterator[tuple[ScoresBlock, Path, int]]:

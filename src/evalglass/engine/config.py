@@ -371,6 +371,22 @@ class Config(BaseModel):
                         f"{_known(dict.fromkeys(names))}",
                     )
                 )
+            elif gate.compare_to_variant is not None and gate.compare_to_variant not in names:
+                problems.append(
+                    (
+                        ("gates", name, "compare_to_variant"),
+                        f"gate '{name}' compares with variant '{gate.compare_to_variant}', which is not declared"
+                        f"{_known(dict.fromkeys(names))}",
+                    )
+                )
+            elif gate.compare_to_variant is not None and self.samples:
+                problems.append(
+                    (
+                        ("gates", name, "compare_to_variant"),
+                        f"gate '{name}' compares two variants per example, which takes one sample per example: "
+                        "a gate between variants with epochs is not decided yet",
+                    )
+                )
             elif names and gate.metric is not None and gate.variant is None:
                 problems.append(
                     (

@@ -158,15 +158,30 @@ def metric_inputs(config: Config, columns: dict[str, ScoreColumn]) -> list[Metri
     """Every metric the decision measures: each declared metric, or in a run with variants each metric of each
     variant (``metric@variant``, variant by variant)."""
     if config.variant_names:
-        from evalglass.core.variants import variant_metric
+        from evalglass.core.variants import difference_column, difference_metric, variant_metric
 
-        return [
-            dataclasses.replace(
-                item, name=variant_metric(item.name, variant), column=columns[variant_metric(item.name, variant)]
-            )
+        declared = {
+            item.name: item for item in _declared_inputs(config, {name: ScoreColumn() for name in config.metrics})
+        }
+        inputs = [
+            dataclasses.replace(item, name=variant_metric(name, variant), column=columns[variant_metric(name, variant)])
             for variant in config.variant_names
-            for item in _declared_inputs(config, {name: ScoreColumn() for name in config.metrics})
+            for name, item in declared.items()
         ]
+        differences: dict[str, MetricInput] = {}
+        for spec in config.gates.values():
+            if spec.compare_to_variant is None or spec.metric is None or spec.variant is None:
+                continue
+            name = difference_metric(spec.metric, spec.variant, spec.compare_to_variant)
+            column = difference_column(
+                columns[variant_metric(spec.metric, spec.variant)],
+                columns[variant_metric(spec.metric, spec.compare_to_variant)],
+            )
+            # A difference is no longer on the metric's scale, nor 0/1: its interval is chosen for what it is.
+            differences[name] = dataclasses.replace(
+                declared[spec.metric], name=name, type="difference", column=column, scale=None
+            )
+        return [*inputs, *differences.values()]
     return _declared_inputs(config, columns)
 
 
@@ -212,8 +227,10 @@ def decided_spec(spec: GateSpec) -> GateSpec:
     """The gate as the decision reads it: a gate on a variant decides on that variant's metric (``metric@variant``)."""
     if spec.variant is None or spec.metric is None:
         return spec
-    from evalglass.core.variants import variant_metric
+    from evalglass.core.variants import difference_metric, variant_metric
 
+    if spec.compare_to_variant is not None:
+        return spec.model_copy(update={"metric": difference_metric(spec.metric, spec.variant, spec.compare_to_variant)})
     return spec.model_copy(update={"metric": variant_metric(spec.metric, spec.variant)})
 
 
