@@ -100,6 +100,9 @@ def test_every_variant_is_scored_on_the_same_examples_and_every_pair_compared(tm
     shown = project.cli("view")
     assert shown.code == 0, shown.err
     assert "Holm-adjusted for 3 pairs" in shown.out and "good − bad" in shown.out
+    report = (run / "report.md").read_text()
+    assert "### Variants" in report and "| good − bad | +0.3333 |" in report
+    assert "groups the data cannot separate, best first: {good} \\| {bad} \\| {worse}" in report
     verified = project.cli("verify", str(run))
     assert verified.code == 0, verified.out + verified.err
 

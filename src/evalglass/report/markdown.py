@@ -17,15 +17,19 @@ from evalglass.report.fmt import (
     estimate_text,
     excluded_text,
     gate_value_text,
+    groups_text,
     ids_text,
     interval_text,
     malformed_text,
+    pair_row,
     samples_text,
     sensitivity_text,
     test_text,
     threshold_text,
     unmatched_outputs_text,
     usage_lines,
+    variant_mean_text,
+    variants_heading,
     verdict_meaning,
     why_text,
 )
@@ -70,6 +74,29 @@ def _comparisons(card: Scorecard) -> list[str]:
                 f"- improved ({len(flips.improved)}): "
                 + (_cell(ids_text(flips.improved, TOP_FLIPS)) if flips.improved else "none"),
             ]
+    return lines
+
+
+def _variants(card: Scorecard) -> list[str]:
+    """A run with variants: per metric, every pair with its Holm-adjusted interval, the means and the groups."""
+    summary = card.variants
+    if summary is None:
+        return []
+    lines = ["", "### Variants", ""]
+    for comparison in summary.metrics:
+        lines += [
+            f"**{_cell(variants_heading(summary, comparison))}**",
+            "",
+            "| pair | difference | adjusted interval | pairs | the data say |",
+            "|---|---|---|---|---|",
+            *(
+                "| " + " | ".join(_cell(cell) for cell in pair_row(pair, comparison.higher_is_better)) + " |"
+                for pair in comparison.pairs
+            ),
+            "",
+            f"Means: {_cell(variant_mean_text(comparison))}. {_cell(groups_text(comparison))}.",
+            "",
+        ]
     return lines
 
 
@@ -125,6 +152,7 @@ def render_markdown(card: Scorecard, examples: Mapping[str, Sequence[Row]] | Non
     if card.checks:
         lines += ["", "### Checks", "", "| " + " | ".join(CHECK_COLUMNS) + " |", "|" + "---|" * len(CHECK_COLUMNS)]
         lines += ["| " + " | ".join(_cell(cell) for cell in check_row(check)) + " |" for check in card.checks]
+    lines += _variants(card)
     tokens = usage_lines(card.usage)
     if tokens:
         lines += ["", "### Tokens", "", *(f"- {_cell(line)}" for line in tokens)]
