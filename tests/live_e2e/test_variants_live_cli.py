@@ -5,6 +5,7 @@ per variant, a judge scores every variant, and a config with one variant writes 
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -111,3 +112,42 @@ def _without_created_at(data: bytes) -> bytes:
     import re
 
     return re.sub(rb'"created_at": ?"[^"]*"', b'"created_at": ""', data)
+
+
+def test_a_run_with_variants_killed_in_its_second_variant_resumes_to_the_same_artifacts(
+    project: LiveProject, server: FakeOpenAI, tmp_path: Path
+) -> None:
+    from .conftest import kill, start, wait_until
+    from .test_cache_resume_cli import _normalised, _reference_run
+
+    total = 40
+    server.latency = 0.03
+    project.write(
+        questions(total),
+        concurrency={"max_in_flight": 4},
+        variants={"small": {"model": "small-model"}, "big": {"model": "big-model"}},
+    )
+    reference, reference_requests = _reference_run(project, server, tmp_path)
+    assert reference_requests == 2 * total
+    server.reset()
+    proc = start("run", "--no-progress", "--format", "json", cwd=project.root)
+    wait_until(lambda: server.request_count >= total + 10, what="the second variant's first calls")
+    code, _, _ = kill(proc, signal.SIGKILL)
+    assert code == -signal.SIGKILL
+    (folder,) = (project.root / ".evalglass" / "runs").iterdir()
+    assert not (folder / "scorecard.json").exists()
+    made = [request.body["model"] for request in server.requests]
+    server.reset()
+    resumed = project.run("--resume")
+    assert resumed.code == 0, resumed.err
+    again = [request.body["model"] for request in server.requests]
+    # The first variant's calls all completed before the kill: none is made again.
+    assert made.count("small-model") == total and "small-model" not in again
+    assert again.count("big-model") <= total - 10 + 4 + 64
+    for name in ("small", "big"):
+        for artifact in ("scores.jsonl", "outputs.jsonl"):
+            assert (folder / "variants" / name / artifact).read_bytes() == (
+                reference / "variants" / name / artifact
+            ).read_bytes(), (name, artifact)
+    for name in ("scorecard.json", "report.md"):
+        assert _normalised(folder, name) == _normalised(reference, name), name
