@@ -118,3 +118,10 @@ def test_lower_is_better_orders_groups_the_other_way() -> None:
     table = np.vstack([np.full(30, 1.0) + np.linspace(0, 0.01, 30), np.full(30, 3.0) + np.linspace(0, 0.02, 30)])
     assert compare_variants("m", ("low", "high"), table, higher_is_better=False).groups == (("low",), ("high",))
     assert compare_variants("m", ("low", "high"), table).groups == (("high",), ("low",))
+
+
+def test_a_few_pairs_that_all_moved_the_same_way_prove_nothing_many_do() -> None:
+    few = compare_variants("m", ("a", "b"), np.array([[1.0, 1.0], [0.0, 0.0]])).pairs[0]
+    assert not few.distinguishable and few.p_value == 0.5 and (few.low, few.high) == (0.0, 1.0)
+    many = compare_variants("m", ("a", "b"), np.array([[1.0] * 12, [0.0] * 12])).pairs[0]
+    assert many.distinguishable and many.p_value == pytest.approx(2 * 0.5**12) and (many.low, many.high) == (1.0, 1.0)

@@ -10,6 +10,10 @@ procedure (Holm 1979, *Scand. J. Statist.* 6:65-70), which keeps the family-wise
   first pair that is not rejected on, every later pair keeps that step's ``alpha`` (the procedure stops there);
 - each pair's adjusted interval is its paired t interval at ``1 -`` its step's ``alpha``.
 
+When every pair of a comparison differs by the same amount there is no spread for the t test: its p-value is then
+the exact two-sided sign test's, ``2 · 0.5^n``, and its interval the point when that separates the two, else the
+span from the point to 0.
+
 So an adjusted interval excludes 0 exactly when Holm's procedure rejects "no difference" for that pair, and it
 always contains the unadjusted interval. Limit, stated in the output and docs: Holm's guarantee is about the
 decisions (which pairs differ); the intervals of the pairs after the first non-rejection are not jointly simultaneous
@@ -108,20 +112,31 @@ def compare_variants(
     p_values = np.ones(first.size, dtype=np.float64)
     tested = defined & ~exact
     p_values[tested] = 2.0 * scipy_stats.t.sf(statistic[tested], df[tested])
-    p_values[exact] = np.where(mean[exact] == 0.0, 1.0, 0.0)
+    # No spread: the t test is undefined. Every one of the n pairs moved the same way, which the two-sided sign test
+    # (exact) puts at 2 · 0.5^n under "no difference": two pairs that agree prove nothing, twelve do.
+    p_values[exact] = np.where(mean[exact] == 0.0, 1.0, np.minimum(1.0, 2.0 * 0.5 ** n[exact].astype(np.float64)))
     alphas, rejected = holm_alphas(p_values, alpha)
     half = np.where(exact, 0.0, scipy_stats.t.ppf(1.0 - alphas / 2.0, df) * se)
     plain_half = np.where(exact, 0.0, scipy_stats.t.ppf(1.0 - alpha / 2.0, df) * se)
+    low, high = mean - half, mean + half
+    plain_low, plain_high = mean - plain_half, mean + plain_half
+    # Without spread the interval is the point when the sign test separates the two, else it reaches 0: the
+    # interval never claims more than the test.
+    kept = exact & ~rejected
+    low[kept], high[kept] = np.minimum(mean[kept], 0.0), np.maximum(mean[kept], 0.0)
+    plain_kept = exact & (p_values > alpha)
+    plain_low[plain_kept] = np.minimum(mean[plain_kept], 0.0)
+    plain_high[plain_kept] = np.maximum(mean[plain_kept], 0.0)
     pairs = tuple(
         PairComparison(
             first=names[int(first[index])],
             second=names[int(second[index])],
             n=int(n[index]),
             difference=_finite(mean[index]) if n[index] >= 1 else None,
-            low=_finite(mean[index] - half[index]) if defined[index] else None,
-            high=_finite(mean[index] + half[index]) if defined[index] else None,
-            unadjusted_low=_finite(mean[index] - plain_half[index]) if defined[index] else None,
-            unadjusted_high=_finite(mean[index] + plain_half[index]) if defined[index] else None,
+            low=_finite(low[index]) if defined[index] else None,
+            high=_finite(high[index]) if defined[index] else None,
+            unadjusted_low=_finite(plain_low[index]) if defined[index] else None,
+            unadjusted_high=_finite(plain_high[index]) if defined[index] else None,
             p_value=float(min(1.0, max(0.0, p_values[index]))),
             level=float(1.0 - alphas[index]),
             distinguishable=bool(rejected[index] and defined[index]),
