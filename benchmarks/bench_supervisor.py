@@ -64,7 +64,11 @@ def compile_tree(src: Path) -> None:
 
 
 def quickstart_config(pythonpath: str) -> str:
-    script = "import evalglass.cli as c; print(c.example_config('quickstart'))"
+    # The package's own folder: the same for the tree measured before and after (neither's functions are called).
+    script = (
+        "import evalglass, pathlib; "
+        "print(pathlib.Path(evalglass.__file__).parent / 'examples' / 'quickstart' / 'evalglass.yaml')"
+    )
     env = {**os.environ, "PYTHONPATH": pythonpath}
     return subprocess.run(
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True

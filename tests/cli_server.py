@@ -15,7 +15,9 @@ inside it as in production.
 
 What differs, and the limits that follow. The modules in ``PRELOADED`` are already imported: their import-time code
 ran in the server, under the environment it started with, and numpy's OpenBLAS loaded on one thread as the command
-line loads it. So a command whose environment changes how Python or numpy start (``STARTUP_VARIABLES``) runs in a
+line loads it; and the pydantic models of the imported ``evalglass`` modules whose validators pydantic builds on
+first use are built (``_complete_models``: that build was about two thirds of a forked ``evalglass run``'s CPU, and
+pydantic builds the same validator whenever it runs). So a command whose environment changes how Python or numpy start (``STARTUP_VARIABLES``) runs in a
 new interpreter, as does any call that needs process options (``run(..., new_interpreter=True)``); and a test of
 what a process imports, or of the interpreter's own start, starts its own process (tests/test_lazy_imports.py).
 ``EVALGLASS_TEST_NEW_INTERPRETER=1`` sends every command through a new interpreter, to compare the two.
@@ -36,13 +38,34 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-#: What the server imports before it forks: everything a recorded ``evalglass run`` loads.
+#: What the server imports before it forks: everything a recorded ``evalglass run`` loads, with what its command
+#: line imports on the way (the report, the call cache, the run history's store) and what ``explain`` adds.
 PRELOADED = (
     "evalglass.entry",
     "evalglass.cli",
     "evalglass.api",
     "evalglass.engine.pipeline",
     "evalglass.history.record",
+    "evalglass.ci",
+    "evalglass.engine.baselines",
+    "evalglass.engine.baselinesearch",
+    "evalglass.engine.cache",
+    "evalglass.engine.cachewriter",
+    "evalglass.engine.compare",
+    "evalglass.engine.failing",
+    "evalglass.engine.gold",
+    "evalglass.engine.progress",
+    "evalglass.engine.readback",
+    "evalglass.engine.recordedrun",
+    "evalglass.history.locator",
+    "evalglass.history.migrate",
+    "evalglass.history.session",
+    "evalglass.history.store",
+    "evalglass.lanes.callcache",
+    "evalglass.report.explain",
+    "evalglass.report.markdown",
+    "evalglass.report.terminal",
+    "sqlalchemy.dialects.sqlite",
 )
 
 #: Variables read when the interpreter (or numpy's BLAS) starts: a command whose values differ from the server's
@@ -72,16 +95,21 @@ def startup_environment(env: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k in STARTUP_VARIABLES or k.startswith(STARTUP_PREFIXES)}
 
 
-def run(args: list[str], *, cwd: str | os.PathLike[str], env: dict[str, str], timeout: float) -> Done:
-    """``subprocess.run([sys.executable, "-m", "evalglass", *args], capture_output=True, text=True, ...)``."""
+def run(
+    args: list[str], *, cwd: str | os.PathLike[str], env: dict[str, str], timeout: float, code: str | None = None
+) -> Done:
+    """``subprocess.run([sys.executable, "-m", "evalglass", *args], capture_output=True, text=True, ...)``; with
+    ``code``, ``[sys.executable, "-c", code, *args]`` (a test's own start of the command line, such as one that
+    changes a module's table before it calls ``evalglass.cli.main``: the server's modules are imported, but ``code``
+    runs before any command does, so what it rebinds is what the command reads)."""
     server = _server()
     if server is None or env.get(ALWAYS_NEW) or startup_environment(env) != server.startup:
+        start = ["-m", "evalglass"] if code is None else ["-c", code]
         done = subprocess.run(
-            [sys.executable, "-m", "evalglass", *args], cwd=cwd, env=env, capture_output=True, text=True,
-            timeout=timeout,
-        )  # fmt: skip
+            [sys.executable, *start, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+        )
         return Done(done.returncode, done.stdout, done.stderr)
-    return server.run(args, cwd=os.fspath(cwd), env=env, timeout=timeout)
+    return server.run(args, cwd=os.fspath(cwd), env=env, timeout=timeout, code=code)
 
 
 class _Server:
@@ -111,7 +139,7 @@ class _Server:
         except subprocess.TimeoutExpired:
             self.process.kill()
 
-    def run(self, args: list[str], *, cwd: str, env: dict[str, str], timeout: float) -> Done:
+    def run(self, args: list[str], *, cwd: str, env: dict[str, str], timeout: float, code: str | None) -> Done:
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
         stdin = 0
@@ -119,7 +147,7 @@ class _Server:
             os.fstat(0)
         except OSError:
             stdin = os.open(os.devnull, os.O_RDONLY)
-        payload = json.dumps({"args": args, "cwd": cwd, "env": env}).encode()
+        payload = json.dumps({"args": args, "cwd": cwd, "env": env, "code": code}).encode()
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             conn.connect(self.path)
@@ -215,6 +243,7 @@ def _serve(path: str, client: int) -> dict[str, object]:
     _load_numpy()
     for name in PRELOADED:
         importlib.import_module(name)
+    _complete_models()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path + ".new")
     listener.listen(64)
@@ -240,6 +269,26 @@ def _serve(path: str, client: int) -> dict[str, object]:
     # subprocess's is counted: `time pytest` measures the same work either way.
     _reap(block=True)
     os._exit(0)
+
+
+def _complete_models() -> None:
+    """Build the validator of every pydantic model of the loaded ``evalglass`` modules that pydantic left to build on
+    first use (a forward reference, ``defer_build``). One it cannot build yet (a name from a module not imported)
+    stays as it was: the command builds it when it first uses it, as a new interpreter would."""
+    import pydantic
+
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("evalglass"):
+            continue
+        for value in list(vars(module).values()):
+            if (
+                isinstance(value, type)
+                and issubclass(value, pydantic.BaseModel)
+                and value.__module__ == name
+                and not value.__pydantic_complete__
+            ):
+                with contextlib.suppress(Exception):
+                    value.model_rebuild()
 
 
 class _Stopped(Exception):
@@ -291,7 +340,8 @@ def _handle(conn: socket.socket) -> dict[str, object]:
 
 
 def _become_command(request: dict[str, object]) -> None:
-    """The rest of what a new ``python -m evalglass ARGS`` would have: cwd, environment, argv, sys.path[0]."""
+    """The rest of what a new ``python -m evalglass ARGS`` (or ``python -c CODE ARGS``) would have: cwd, environment,
+    argv, sys.path[0]."""
     import types
 
     os.chdir(str(request["cwd"]))
@@ -301,13 +351,27 @@ def _become_command(request: dict[str, object]) -> None:
     os.environ.update(env)
     args = request["args"]
     assert isinstance(args, list)
-    sys.argv = ["-m", *args]  # runpy replaces "-m" with the module's path, as the interpreter does
-    sys.path.insert(0, os.getcwd())
+    if request.get("code") is None:
+        sys.argv = ["-m", *args]  # runpy replaces "-m" with the module's path, as the interpreter does
+        sys.path.insert(0, os.getcwd())
+    else:
+        sys.argv = ["-c", *args]
+        sys.path.insert(0, "")
     sys.modules["__main__"] = types.ModuleType("__main__")
 
 
 if __name__ == "__main__":
-    _become_command(_serve(sys.argv[1], int(sys.argv[2])))
-    import runpy
+    _request = _serve(sys.argv[1], int(sys.argv[2]))
+    _become_command(_request)
+    if isinstance(_request.get("code"), str):
+        try:
+            exec(compile(str(_request["code"]), "<string>", "exec"), sys.modules["__main__"].__dict__)  # as `-c`
+        except Exception as error:  # the traceback `-c` prints: from the code's first frame, not this file's
+            assert error.__traceback__ is not None
+            error.with_traceback(error.__traceback__.tb_next)
+            sys.excepthook(type(error), error, error.__traceback__)
+            sys.exit(1)
+    else:
+        import runpy
 
-    runpy._run_module_as_main("evalglass")  # type: ignore[attr-defined]  # what `python -m evalglass` calls
+        runpy._run_module_as_main("evalglass")  # type: ignore[attr-defined]  # what `python -m evalglass` calls

@@ -14,7 +14,7 @@ from tests.shared_servers import open_registry, stop_servers
 settings.register_profile("evalglass", deadline=None)
 settings.load_profile("evalglass")
 
-# `pytester` runs pytest on generated test files: tests/test_pytest_plugin.py drives the evalglass plugin with it.
+# `pytester` runs pytest on generated test files (tests/test_pytest_plugin.py runs its own shared session instead).
 # (pytest only accepts `pytest_plugins` in the top-level conftest.)
 pytest_plugins = ["pytester"]
 

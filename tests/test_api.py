@@ -23,16 +23,14 @@ def _in_tmp(tmp_path, monkeypatch):
 
 
 def test_the_public_surface_is_what_all_lists():
-    assert sorted(evalglass.__all__) == [
-        "RunInterrupted",
-        "RunResult",
-        "SetupError",
-        "VerifyReport",
-        "__version__",
-        "load_run",
-        "run",
-        "verify",
-    ]
+    import evalglass.api
+
+    assert {"RunInterrupted", "RunResult", "SetupError", "VerifyReport", "load_run", "run", "verify"} <= set(
+        evalglass.__all__
+    )
+    assert set(evalglass.api.__all__) == {
+        name for name in evalglass.__all__ if evalglass._HOMES.get(name) == "evalglass.api"
+    }
     for name in evalglass.__all__:
         assert getattr(evalglass, name) is not None
     with pytest.raises(AttributeError, match="no attribute 'pipeline_run'"):
@@ -87,8 +85,12 @@ def test_a_setup_problem_raises_the_projects_error_type(tmp_path):
     project = make_project(tmp_path / "p")
     with pytest.raises(evalglass.SetupError, match="not a cache mode"):
         evalglass.run(project.evals / "evalglass.yaml", cache="sometimes")  # type: ignore[arg-type]
-    with pytest.raises(evalglass.SetupError, match="resume finishes a run in its own folder"):
+    with pytest.raises(
+        evalglass.OptionError, match=r'^resume reuses completed calls .* cache="off" or cache="refresh"'
+    ):
         evalglass.run(project.evals / "evalglass.yaml", resume=tmp_path, cache="off")
+    with pytest.raises(evalglass.OptionError, match=r"^resume continues in the run's own folder — drop out / example$"):
+        evalglass.run(project.evals / "evalglass.yaml", resume=tmp_path, out=tmp_path / "elsewhere")
 
 
 def test_a_fail_verdict_is_a_result_not_an_exception(tmp_path):

@@ -12,10 +12,10 @@ from tests import cli_server
 from tests.e2e.project import make_project
 
 
-def both(args: list[str], cwd: Path, **env: str) -> tuple[cli_server.Done, cli_server.Done]:
+def both(args: list[str], cwd: Path, code: str | None = None, **env: str) -> tuple[cli_server.Done, cli_server.Done]:
     full = {**os.environ, **env}
-    forked = cli_server.run(args, cwd=cwd, env=full, timeout=120)
-    new = cli_server.run(args, cwd=cwd, env={**full, cli_server.ALWAYS_NEW: "1"}, timeout=120)
+    forked = cli_server.run(args, cwd=cwd, env=full, timeout=120, code=code)
+    new = cli_server.run(args, cwd=cwd, env={**full, cli_server.ALWAYS_NEW: "1"}, timeout=120, code=code)
     return forked, new
 
 
@@ -55,3 +55,24 @@ def test_a_changed_startup_variable_gets_a_new_interpreter(project_dir: Path) ->
     env = {**os.environ, "PYTHONPATH": str(project_dir / "extra")}
     done = cli_server.run(["--version"], cwd=project_dir, env=env, timeout=120)
     assert "sitecustomize ran" in done.stderr
+
+
+def test_code_run_as_python_c_is_a_new_interpreters(project_dir: Path, monkeypatch) -> None:
+    """`python -c CODE ARGS` forked: argv, sys.path[0], `__main__`, the exit code and what the code rebinds in a
+    module the server had imported before any command reads it (tests/e2e/test_evaluator_versions.py's `bumped`)."""
+    monkeypatch.delenv(cli_server.ALWAYS_NEW, raising=False)
+    shown = "import sys; print(sys.argv, repr(sys.path[0]), __name__); sys.exit(int(sys.argv[1]))"
+    forked, new = both(["3", "x"], project_dir, code=shown)
+    assert forked == new and forked.returncode == 3 and forked.stdout == "['-c', '3', 'x'] '' __main__\n"
+    failing = both([], project_dir, code="raise ValueError('no')")
+    assert failing[0] == failing[1] and failing[0].returncode == 1 and "ValueError: no" in failing[0].stderr
+    bumped = (
+        "import sys; import evalglass.metrics.versions as v; "
+        "v.METRIC_VERSIONS = {**v.METRIC_VERSIONS, 'exact_match': 99}; "
+        "from evalglass.cli import main; sys.argv = ['evalglass', *sys.argv[1:]]; main()"
+    )
+    cli_server.run(["run", "--out", "out"], cwd=project_dir, env=dict(os.environ), timeout=120)
+    forked, new = both(["verify", "out", "--format", "json"], project_dir, code=bumped)
+    assert forked == new and forked.returncode == 1
+    assert '"field": "runrecord.gate_evaluators.accuracy.metric:exact_match"' in forked.stdout
+    assert '"derived": 99' in forked.stdout

@@ -279,3 +279,24 @@ print(problems)
 """
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def test_reading_a_run_folder_loads_no_history_database(tmp_path: Path) -> None:
+    """A run named by its folder is read as it is (``history.named``): SQLAlchemy loads only for a reference that
+    must be looked up in the history."""
+    (tmp_path / "evalglass.yaml").write_text(RECORDED_CONFIG)
+    (tmp_path / "authority.yaml").write_text("version: 1\n")
+    (tmp_path / "d.jsonl").write_text('{"id": "a", "expected": "1", "output": {"answer": "1", "latency_ms": 5}}\n')
+    probe = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from evalglass.cli import main\n"
+        "for argv in (['run', '--out', 'out', '--no-history'], ['view', 'out'], ['verify', 'out']):\n"
+        "    try:\n"
+        "        main(argv)\n"
+        "    except SystemExit as done:\n"
+        "        assert done.code == 0, (argv, done.code)\n"
+        "Path('loaded.txt').write_text(' '.join(n for n in ('sqlalchemy', 'evalglass.history.refs') if n in sys.modules))\n"
+    )
+    subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert (tmp_path / "loaded.txt").read_text() == ""

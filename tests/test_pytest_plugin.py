@@ -1,11 +1,20 @@
 """The pytest plugin: `evalglass_run(config).assert_passed()` carries the verdict into pytest's outcomes.
 
-Each case runs pytest in a subprocess on a generated test file (pytester), so the plugin is loaded the way users
-get it: through its `pytest11` entry point.
+Each case runs pytest in a subprocess on a generated test file, so the plugin is loaded the way users get it:
+through its `pytest11` entry point. The cases that need no pytest options of their own share one such session
+(`session`): each has its project in a folder of its own and its test in one generated file, and each asserts on
+its own test's outcome and report; the session's exit code and every test's report show that a run whose host code
+ends its process fails that test and the session goes on.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,17 +37,82 @@ def test_quality(evalglass_run):
 """
 
 
-def project_with(pytester: pytest.Pytester, ledger: Any = None) -> Project:
+def project_with(folder: Path, ledger: Callable[[Project], Any] | None = None, **config: Any) -> Project:
     """The e2e project (exact match 0.75 on 8 examples, gate `accuracy`) with a ledger built from its real run."""
-    project = make_project(pytester.path)
+    folder.mkdir(parents=True)
+    project = make_project(folder, **config)
     if ledger is not None:
         project.write_ledger(ledger(project))
-    pytester.makepyfile(test_quality=TEST_FILE)
     return project
 
 
-def outcome_of(pytester: pytest.Pytester) -> pytest.RunResult:
-    return pytester.runpytest_subprocess("-rs", "-p", "no:cacheprovider")
+def _quality(name: str) -> str:
+    return f"""
+def test_{name}(evalglass_run):
+    evalglass_run("{name}/evals/evalglass.yaml", out="{name}/run").assert_passed()
+"""
+
+
+@dataclass(frozen=True)
+class Report:
+    outcome: str  # passed, failed, skipped
+    text: str  # the failure's or skip's report, as pytest prints it
+
+    def fnmatch_lines(self, lines: list[str]) -> None:
+        pytest.LineMatcher(self.text.splitlines()).fnmatch_lines(lines)
+
+
+@dataclass(frozen=True)
+class Session:
+    ret: int
+    stdout: str
+    reports: dict[str, Report]
+
+
+def run_pytest(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`pytest ARGS` in a new interpreter in ``folder``, in the environment pytester gives one."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD")}
+    env.update(PY_COLORS="0", HOME=str(folder), USERPROFILE=str(folder))
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--basetemp={folder / '.basetemp'}", *args]
+    return subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=240)
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory) -> Session:
+    root = tmp_path_factory.mktemp("plugin-session")
+    project_with(root / "passing", lambda p: approve(p, threshold=0.7))
+    project_with(root / "failing", lambda p: approve(p, threshold=0.8))
+    project_with(root / "blocked", lambda p: approve(p, fingerprint="sha256:" + "1" * 64, gold=False))
+    project_with(root / "informational")
+    (project_with(root / "incomplete").evals / "data.jsonl").unlink()
+    project_with(root / "api", lambda p: approve(p, threshold=0.8))
+    tests = [_quality(name) for name in ("passing", "failing", "blocked", "informational", "incomplete")]
+    tests.append("""
+import evalglass
+
+def test_api(evalglass_run):
+    result = evalglass_run("api/evals/evalglass.yaml", out="api/run")
+    assert isinstance(result, evalglass.RunResult)
+    assert result.scorecard == evalglass.load_run("api/run").scorecard
+    assert (result.verdict, result.exit_code) == ("fail", 1)
+""")
+    for name, body in HOST_ENDS.items():
+        project = project_with(root / name, metrics={"mine": {"type": "python", "function": "host.py:score"}}, gates={})
+        (project.evals / "host.py").write_text(f"import os, signal\n\ndef score(output):\n    {body}\n")
+        tests.append(_quality(name) + f"\n\ndef test_after_{name}():\n    pass\n")
+    (root / "test_quality.py").write_text("\n".join(tests))
+    done = run_pytest(root, "-rs", "--junitxml=report.xml")
+    reports: dict[str, Report] = {}
+    for case in ET.parse(root / "report.xml").getroot().iter("testcase"):
+        ended = [child for child in case if child.tag in ("failure", "error", "skipped")]
+        outcome = {"failure": "failed", "error": "error", "skipped": "skipped"}[ended[0].tag] if ended else "passed"
+        text = "\n".join(f"{item.get('message', '')}\n{item.text or ''}" for item in ended)
+        reports[case.get("name", "")] = Report(outcome, text)
+    return Session(done.returncode, done.stdout, reports)
+
+
+#: The body of a python metric that ends the process it runs in, by the test that has it.
+HOST_ENDS = {"exits": "os._exit(0)", "killed": "os.kill(os.getpid(), signal.SIGKILL)"}
 
 
 def test_the_plugin_is_registered_through_its_entry_point():
@@ -48,64 +122,55 @@ def test_the_plugin_is_registered_through_its_entry_point():
     assert [entry.value for entry in found] == ["evalglass.pytest_plugin"], "reinstall: pip install -e '.[test]'"
 
 
-def test_a_pass_verdict_passes(pytester: pytest.Pytester):
-    project_with(pytester, lambda p: approve(p, threshold=0.7))
-    result = outcome_of(pytester)
-    result.assert_outcomes(passed=1)
+def test_the_session_reports_every_test_and_no_traceback(session: Session):
+    expected = {"passing", "failing", "blocked", "informational", "incomplete", "api"}
+    expected |= {name for host in HOST_ENDS for name in (host, f"after_{host}")}
+    assert set(session.reports) == {f"test_{name}" for name in expected}, session.stdout
+    assert session.ret == pytest.ExitCode.TESTS_FAILED
+    assert "Traceback" not in session.stdout
 
 
-def test_a_fail_verdict_fails_with_the_gates_value_and_threshold(pytester: pytest.Pytester):
-    project_with(pytester, lambda p: approve(p, threshold=0.8))
-    result = outcome_of(pytester)
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
+def test_a_pass_verdict_passes(session: Session):
+    assert session.reports["test_passing"].outcome == "passed"
+
+
+def test_a_fail_verdict_fails_with_the_gates_value_and_threshold(session: Session):
+    report = session.reports["test_failing"]
+    assert report.outcome == "failed"
+    report.fnmatch_lines(
         [
             "*EvalGlass verdict: fail (exit code 1)*",
             "*accuracy: fail: 0.75 (n=8) does not meet the approved threshold ≥ 0.8*",
         ]
     )
-    assert "Traceback" not in result.stdout.str()
+    assert "Traceback" not in report.text
 
 
-def test_a_blocked_verdict_fails_with_every_reason_never_skips(pytester: pytest.Pytester):
-    project_with(pytester, lambda p: approve(p, fingerprint="sha256:" + "1" * 64, gold=False))
-    result = outcome_of(pytester)
-    result.assert_outcomes(failed=1)
-    text = result.stdout.str()
-    assert "EvalGlass verdict: blocked (exit code 1)" in text
-    assert "approval_stale:" in text and "gold_not_validated:" in text
+def test_a_blocked_verdict_fails_with_every_reason_never_skips(session: Session):
+    report = session.reports["test_blocked"]
+    assert report.outcome == "failed"
+    assert "EvalGlass verdict: blocked (exit code 1)" in report.text
+    assert "approval_stale:" in report.text and "gold_not_validated:" in report.text
 
 
-def test_an_informational_verdict_is_skipped_with_the_reason(pytester: pytest.Pytester):
-    project_with(pytester)
-    result = outcome_of(pytester)
-    result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines(["*SKIPPED*EvalGlass verdict: informational*No gate is active*"])
-
-
-def test_a_run_that_cannot_complete_fails_with_one_line(pytester: pytest.Pytester):
-    project = project_with(pytester)
-    (project.evals / "data.jsonl").unlink()
-    result = outcome_of(pytester)
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*EvalGlass could not complete the run (no verdict):*data.jsonl*"])
-    assert "Traceback" not in result.stdout.str()
-
-
-def test_the_result_is_the_api_result(pytester: pytest.Pytester):
-    project_with(pytester, lambda p: approve(p, threshold=0.8))
-    pytester.makepyfile(
-        test_quality="""
-import evalglass
-
-def test_quality(evalglass_run):
-    result = evalglass_run("evals/evalglass.yaml", out="run")
-    assert isinstance(result, evalglass.RunResult)
-    assert result.scorecard == evalglass.load_run("run").scorecard
-    assert (result.verdict, result.exit_code) == ("fail", 1)
-"""
+def test_an_informational_verdict_is_skipped_with_the_reason(session: Session):
+    report = session.reports["test_informational"]
+    assert report.outcome == "skipped"
+    report.fnmatch_lines(["*EvalGlass verdict: informational*No gate is active*"])
+    pytest.LineMatcher(session.stdout.splitlines()).fnmatch_lines(
+        ["*SKIPPED*EvalGlass verdict: informational*No gate is active*"]
     )
-    outcome_of(pytester).assert_outcomes(passed=1)
+
+
+def test_a_run_that_cannot_complete_fails_with_one_line(session: Session):
+    report = session.reports["test_incomplete"]
+    assert report.outcome == "failed"
+    report.fnmatch_lines(["*EvalGlass could not complete the run (no verdict):*data.jsonl*"])
+    assert "Traceback" not in report.text
+
+
+def test_the_result_is_the_api_result(session: Session):
+    assert session.reports["test_api"].outcome == "passed", session.reports["test_api"].text
 
 
 @settings(max_examples=100, deadline=None)
@@ -135,32 +200,26 @@ def test_assert_passed_maps_every_verdict_and_names_every_reason(outcomes, text)
             assert f"{item.name}: fail: 0.75 (n=8) does not meet the approved threshold ≥ 0.8" in shown
 
 
-def test_a_relative_config_is_found_from_the_working_directory_when_the_rootdir_lacks_it(pytester: pytest.Pytester):
+def test_a_relative_config_is_found_from_the_working_directory_when_the_rootdir_lacks_it(tmp_path: Path):
     """A rootdir other than the working directory (here `--rootdir=checks`): `evals/` in the latter is found."""
-    project_with(pytester, lambda p: approve(p, threshold=0.8))
-    (pytester.path / "test_quality.py").rename(pytester.mkdir("checks") / "test_quality.py")
-    result = pytester.runpytest_subprocess("checks", "--rootdir=checks", "-p", "no:cacheprovider")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["rootdir: */checks", "*accuracy: fail: 0.75 (n=8)*"])
+    project_with(tmp_path / "project", lambda p: approve(p, threshold=0.8))
+    (tmp_path / "project" / "checks").mkdir()
+    (tmp_path / "project" / "checks" / "test_quality.py").write_text(TEST_FILE)
+    result = run_pytest(tmp_path / "project", "checks", "--rootdir=checks")
+    assert result.returncode == pytest.ExitCode.TESTS_FAILED, result.stdout
+    assert "1 failed" in result.stdout.splitlines()[-1]
+    pytest.LineMatcher(result.stdout.splitlines()).fnmatch_lines(["rootdir: */checks", "*accuracy: fail: 0.75 (n=8)*"])
 
 
-@pytest.mark.parametrize(
-    ("body", "how"),
-    [("os._exit(0)", "exited with code 0"), ("os.kill(os.getpid(), signal.SIGKILL)", "was killed by SIGKILL")],
-)
-def test_host_code_that_ends_its_process_fails_the_test_and_the_session_goes_on(
-    pytester: pytest.Pytester, body: str, how: str
-):
+@pytest.mark.parametrize(("host", "how"), [("exits", "exited with code 0"), ("killed", "was killed by SIGKILL")])
+def test_host_code_that_ends_its_process_fails_the_test_and_the_session_goes_on(session: Session, host: str, how: str):
     """The run happens in a forked copy of the test process (evalglass.run's isolation): a metric that ends its
     process fails that test with the function's name, and pytest goes on to the next test instead of ending the
     session with exit 0."""
-    project = make_project(pytester.path, metrics={"mine": {"type": "python", "function": "host.py:score"}}, gates={})
-    (project.evals / "host.py").write_text(f"import os, signal\n\ndef score(output):\n    {body}\n")
-    pytester.makepyfile(test_quality=TEST_FILE + "\n\ndef test_after():\n    pass\n")
-    result = outcome_of(pytester)
-    result.assert_outcomes(failed=1, passed=1)
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(
+    report = session.reports[f"test_{host}"]
+    assert report.outcome == "failed"
+    assert session.reports[f"test_after_{host}"].outcome == "passed"
+    report.fnmatch_lines(
         [
             f"*EvalGlass could not complete the run (no verdict): nothing was decided: python metric 'mine' "
             f"(host.py:score) was running when the process {how}*"

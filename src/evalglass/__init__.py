@@ -1,6 +1,7 @@
 """EvalGlass: evaluations of AI applications whose green means one specific, approved thing.
 
-The public Python API is what ``__all__`` lists (see docs/python-api.md)::
+The public Python API is what ``__all__`` lists: one function per command of the command line, and the types they
+return and raise (see docs/python-api.md)::
 
     import evalglass
 
@@ -19,34 +20,118 @@ from evalglass.version import __version__
 # a module-level TYPE_CHECKING = False as their own flag).
 TYPE_CHECKING = False
 
+#: Where each public name lives: the functions (one per command of the command line) and the types they return or
+#: raise. docs/python-api.md documents each; tests/test_api_docs.py holds that list, ``__all__`` below and
+#: ``evalglass.api.__all__`` (the names living there) equal.
+_HOMES = {
+    **dict.fromkeys(
+        (
+            "CheckRun",
+            "ExampleListing",
+            "Explained",
+            "ImportedRuns",
+            "ReportWritten",
+            "RunResult",
+            "calibrate",
+            "check",
+            "compare",
+            "explain",
+            "export_otlp",
+            "export_recorded",
+            "import_runs",
+            "init",
+            "list_examples",
+            "load_run",
+            "preflight",
+            "recorded_runs",
+            "run",
+            "schema",
+            "verify",
+            "write_report",
+        ),
+        "evalglass.api",
+    ),
+    "CalibrationOutcome": "evalglass.engine.calibrate",
+    "Comparison": "evalglass.core.compare",
+    "Exported": "evalglass.engine.otlpexport",
+    "HistoryEntry": "evalglass.history.query",
+    "OptionError": "evalglass.errors",
+    "Preflight": "evalglass.core.preflight",
+    "RunInterrupted": "evalglass.engine.pipeline",
+    "SetupError": "evalglass.errors",
+    "VerifyReport": "evalglass.engine.verify",
+}
+# Written out for type checkers and linters (a computed list is invisible to them).
 __all__ = [
+    "CalibrationOutcome",
+    "CheckRun",
+    "Comparison",
+    "ExampleListing",
+    "Explained",
+    "Exported",
+    "HistoryEntry",
+    "ImportedRuns",
+    "OptionError",
+    "Preflight",
+    "ReportWritten",
     "RunInterrupted",
     "RunResult",
     "SetupError",
     "VerifyReport",
     "__version__",
+    "calibrate",
+    "check",
+    "compare",
+    "explain",
+    "export_otlp",
+    "export_recorded",
+    "import_runs",
+    "init",
+    "list_examples",
     "load_run",
+    "preflight",
+    "recorded_runs",
     "run",
+    "schema",
     "verify",
+    "write_report",
 ]
 
 if TYPE_CHECKING:
     from typing import Any
 
-    from evalglass.api import RunResult, load_run, run, verify
+    from evalglass.api import (
+        CheckRun,
+        ExampleListing,
+        Explained,
+        ImportedRuns,
+        ReportWritten,
+        RunResult,
+        calibrate,
+        check,
+        compare,
+        explain,
+        export_otlp,
+        export_recorded,
+        import_runs,
+        init,
+        list_examples,
+        load_run,
+        preflight,
+        recorded_runs,
+        run,
+        schema,
+        verify,
+        write_report,
+    )
+    from evalglass.core.compare import Comparison
+    from evalglass.core.preflight import Preflight
+    from evalglass.engine.calibrate import CalibrationOutcome
+    from evalglass.engine.otlpexport import Exported
     from evalglass.engine.pipeline import RunInterrupted
     from evalglass.engine.verify import VerifyReport
-    from evalglass.errors import SetupError
-
-_HOMES = {
-    "RunResult": "evalglass.api",
-    "load_run": "evalglass.api",
-    "run": "evalglass.api",
-    "verify": "evalglass.api",
-    "SetupError": "evalglass.errors",
-    "RunInterrupted": "evalglass.engine.pipeline",
-    "VerifyReport": "evalglass.engine.verify",
-}
+    from evalglass.errors import OptionError, SetupError
+    from evalglass.history.query import HistoryEntry
 
 
 def __getattr__(name: str) -> Any:

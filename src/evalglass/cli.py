@@ -1,4 +1,7 @@
-"""The command line. Thin: parse, call the engine, render, exit with the payload's exit code.
+"""The command line: each command parses its flags, calls its one function of the Python API (``evalglass.api``),
+renders what it returns and exits with the code the result names. Nothing here decides: a rule on options lives in
+the API (an :class:`~evalglass.errors.OptionError`, which the error boundary below spells as flags), and what a
+command reads or writes it reads or writes through the API.
 
 Heavy modules are imported inside the commands so that `evalglass --help` starts fast.
 """
@@ -17,14 +20,24 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
+from evalglass.choices import EXAMPLE_STATES, EXAMPLES, SCHEMAS
 from evalglass.version import __version__
 
 if TYPE_CHECKING:
-    from evalglass.api import CacheMode, RunResult
-    from evalglass.history.refs import ResolvedRun
+    from evalglass.api import CacheMode, ExampleListing, RunResult
 
-CONFIG_CANDIDATES = (Path("evals") / "evalglass.yaml", Path("evalglass.yaml"))
-EXAMPLES = ("quickstart", "bound-checks")
+#: How the command line spells the options an :class:`~evalglass.errors.OptionError` names (the API's own
+#: spelling is ``evalglass.api.OPTION_NAMES``).
+FLAG_NAMES = {
+    "config": "--config",
+    "example": "--example",
+    "out": "--out",
+    "resume": "--resume",
+    "cache_off": "--no-cache",
+    "cache_refresh": "--refresh",
+    "today": "--today",
+    "option": "flag",
+}
 
 
 def _exit_after(lines: list[str], code: int, debug: bool) -> NoReturn:
@@ -93,7 +106,7 @@ class GuardedGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         from evalglass.core.exitcodes import ExitCode
-        from evalglass.errors import EvalGlassError, Interrupted
+        from evalglass.errors import EvalGlassError, Interrupted, OptionError
 
         debug = bool(ctx.params.get("debug"))
         try:
@@ -104,6 +117,8 @@ class GuardedGroup(click.Group):
             _exit_after([_usage_line(exc)], ExitCode.SETUP, debug)
         except click.ClickException:
             raise
+        except OptionError as exc:  # a rule of the API, naming the options as this command's flags
+            _exit_after(exc.spelt(FLAG_NAMES).stderr_lines(), exc.exit_code, debug)
         except EvalGlassError as exc:
             _exit_after(exc.stderr_lines(), exc.exit_code, debug)
         except KeyboardInterrupt:
@@ -193,115 +208,6 @@ def _emit_json(payload: Any) -> None:
     import orjson
 
     sys.stdout.write(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode() + "\n")
-
-
-def find_config(explicit: Path | None) -> Path:
-    if explicit is not None:
-        return explicit
-    for candidate in CONFIG_CANDIDATES:
-        if candidate.exists():
-            return candidate
-    from evalglass.errors import SetupError
-
-    raise SetupError(
-        "no config found (looked for evals/evalglass.yaml and evalglass.yaml)",
-        fix="run `evalglass init` to create one, or pass --config PATH",
-    )
-
-
-def example_config(name: str) -> Path:
-    from importlib.resources import files
-
-    return Path(str(files("evalglass") / "examples" / name / "evalglass.yaml"))
-
-
-def resolve_run_folder(folder: Path | None, db: str | None = None) -> Path:
-    """The folder of the run a reader names (see :func:`_named_run`), or the last run's; either way a folder (one
-    line when it is a file or missing)."""
-    from evalglass.engine.artifacts import run_folder
-
-    named = _named_run(folder, db)
-    return run_folder(named if isinstance(named, Path) else named.folder)
-
-
-def _named_folder(ref: str, db: str | None) -> Path:
-    """The folder :func:`_named_run` finds for ``ref`` (unchecked: the reader says what is wrong with it)."""
-    named = _named_run(ref, db)
-    return named if isinstance(named, Path) else named.folder
-
-
-def _named_run(folder: Path | str | None, db: str | None, *, verifying: bool = False) -> Path | ResolvedRun:
-    """The run ``view``, ``explain``, ``report``, ``verify`` and ``compare`` read (docs/history.md, "Run references"):
-    a folder of this machine (a Path), or what :func:`_from_history` resolved.
-
-    Nothing named: the last-run pointer's folder, or with ``--db`` the newest run in that history. ``last`` without
-    ``--db``: the pointer's folder when it names one that exists (the run this project last made, whose report then
-    goes beside it), else the newest run in the history. Anything else, and ``last`` with ``--db``: an existing
-    folder as it is, else a reference looked up in the history (``--db``, else ``$EVALGLASS_DB``, else the local
-    one). The history (SQLAlchemy) is imported only when it is asked."""
-    if folder is None and db is None:
-        return _last_run_folder(strict=True) or Path()
-    ref = LAST_REF if folder is None else str(folder)
-    if ref == LAST_REF and db is None and not Path(ref).exists():
-        pointed = _last_run_folder(strict=False)
-        if pointed is not None:
-            return pointed
-    return _from_history(ref, verifying=verifying, db=db)
-
-
-#: The reference to the newest run (``history.refs.LAST``; spelt here so that naming no run imports no history).
-LAST_REF = "last"
-
-
-def _last_run_folder(*, strict: bool) -> Path | None:
-    """The folder ``.evalglass/last-run`` names. ``strict``: one line when there is no pointer or it names no path
-    (its folder is checked by the caller); otherwise None unless it names a folder that exists."""
-    from evalglass.engine.artifacts import LAST_RUN_POINTER
-    from evalglass.errors import SetupError
-    from evalglass.readers.userfiles import read_regular
-
-    if not LAST_RUN_POINTER.exists():
-        if not strict:
-            return None
-        raise SetupError(
-            f"no previous run recorded in {LAST_RUN_POINTER}",
-            fix="run `evalglass run` first or name a run folder",
-        )
-    try:
-        raw = read_regular(LAST_RUN_POINTER, what="last-run pointer", limit=1 << 16)
-    except SetupError:
-        if strict:
-            raise
-        return None
-    try:
-        text = raw.decode("utf-8").strip()
-    except UnicodeDecodeError:
-        text = ""
-    if not text or "\x00" in text:
-        if not strict:
-            return None
-        raise SetupError(
-            "the last-run pointer does not hold a folder path",
-            where=str(LAST_RUN_POINTER),
-            fix="name a run folder, or run `evalglass run` again to rewrite it",
-        )
-    return Path(text) if strict or Path(text).is_dir() else None
-
-
-def _from_history(ref: str, *, verifying: bool = False, db: str | None = None) -> ResolvedRun:
-    """A run reference (docs/history.md): an existing folder as it is, or a run from the history written to a
-    temporary folder that lives as long as the command. Only ``verify`` is handed a run whose stored files or rows
-    were edited (it reports them); every other reader refuses it."""
-    from contextlib import ExitStack
-
-    from evalglass.history.commands import db_url
-    from evalglass.history.refs import refuse_findings, resolve
-
-    stack = click.get_current_context().with_resource(ExitStack())
-    resolved = resolve(ref, db_url(db), stack)
-    if not verifying:
-        refuse_findings(resolved, ref)
-    return resolved
 
 
 JUNIT = click.option(
@@ -430,55 +336,31 @@ def run(
                 f"--dry-run runs and writes nothing; it cannot be combined with {combined}",
                 fix="drop those options, or drop --dry-run",
             )
-        path = example_config(example) if example is not None else find_config(config_path)
-        _preflight(path, pinned_ledger, None, fmt, db)
+        # The example's config when both are given (a dry run has always read it so).
+        _preflight(None if example is not None else config_path, example, pinned_ledger, None, fmt, db)
     with _long_lived_imports():
         _load_numpy()
         from evalglass.api import run as run_evaluation
-    from evalglass.errors import SetupError
-
-    if example is not None and config_path is not None:
-        raise SetupError("--example and --config exclude each other", fix="pass one of them")
-    if no_cache and refresh:
-        raise SetupError("--no-cache and --refresh exclude each other", fix="pass one of them")
-    folder: Path | None = None
-    if resume is not None:
-        if no_cache or refresh:
-            raise SetupError(
-                "--resume reuses completed calls from the cache; it cannot be combined with --no-cache or --refresh",
-                fix="drop the flag, or start a new run instead of resuming",
-            )
-        if out is not None or example is not None:
-            raise SetupError("--resume continues in the run's own folder", fix="drop --out / --example")
-        folder = _resume_folder(None if resume == LAST else Path(resume))
-        if config_path is None:
-            from evalglass.engine.manifest import load_manifest
-
-            config_path = Path(load_manifest(folder).config_path)
-    path = example_config(example) if example is not None else find_config(config_path)
-    mode: CacheMode = "off" if no_cache else "refresh" if refresh else "use"
+    mode = _cache_mode(no_cache, refresh)
     with _stdout_to_stderr():
         result = run_evaluation(  # this process is the supervised one (evalglass.supervisor): no second fork
-            path,
+            config_path,
+            example=example,
             out=out,
             cache=mode,
-            resume=folder,
+            resume=None if resume is None else True if resume == LAST else Path(resume),
             progress=not no_progress,
             pinned_ledger=pinned_ledger,
             db=db,
             isolate=False,
+            record=not no_history,
         )
-    warnings = list(result.warnings)
-    if not no_history:  # the history never changes the verdict or the exit code: at worst, one warning line
-        from evalglass.history.commands import db_url
-        from evalglass.history.record import record_after_run
-
-        problem = record_after_run(result.folder, db_url(db), path.parent)
-        warnings += [] if problem is None else [problem]
-    for warning in warnings:
+    for warning in result.warnings:
         click.echo(warning, err=True)
     if html_path is not None:
-        _write_html(result.folder, html_path)
+        from evalglass.api import write_report
+
+        write_report(result.folder, out=html_path)
     calls = result.scorecard.calls
     if calls is not None and calls.calls and (no_progress or sys.stderr.isatty()):
         # Plain progress lines (not a terminal) end with these numbers; a bar vanishes, --no-progress shows nothing.
@@ -492,6 +374,15 @@ def run(
         click.echo("\n".join(next_steps(result.scorecard)))
     _publish(result, junit, github, fmt)
     sys.exit(result.exit_code)
+
+
+def _cache_mode(no_cache: bool, refresh: bool) -> CacheMode:
+    """The call-cache mode two flags choose (``run``, ``calibrate``)."""
+    if no_cache and refresh:
+        from evalglass.errors import SetupError
+
+        raise SetupError("--no-cache and --refresh exclude each other", fix="pass one of them")
+    return "off" if no_cache else "refresh" if refresh else "use"
 
 
 @main.command()
@@ -519,39 +410,21 @@ def preflight(
 ) -> None:
     """Show what every gate would be (informational, would decide, or blocked now and why) without running
     anything; exit 0 when every active gate could decide, 1 when any would be blocked."""
-    _preflight(find_config(config_path), pinned_ledger, today, fmt, db)
+    _preflight(config_path, None, pinned_ledger, today, fmt, db)
 
 
-def _preflight(path: Path, pinned_ledger: Path | None, today: str | None, fmt: str, db: str | None) -> NoReturn:
-    from datetime import UTC, datetime
-
-    from evalglass.collector import collector_paused
-    from evalglass.core.calendar import day_number, day_problem
-    from evalglass.engine.preflight import preflight as compute
-    from evalglass.errors import SetupError
+def _preflight(
+    config_path: Path | None,
+    example: str | None,
+    pinned_ledger: Path | None,
+    today: str | None,
+    fmt: str,
+    db: str | None,
+) -> NoReturn:
+    from evalglass.api import preflight as compute
     from evalglass.report.preflight import preflight_json, preflight_text
 
-    clock = datetime.now(UTC).date().isoformat()
-    if today is not None:
-        problem = day_problem(today)
-        if problem is not None:
-            raise SetupError(f"--today: {problem}", fix="pass a date as YYYY-MM-DD")
-        if day_number(today) < day_number(clock):
-            # Looking ahead shows what will expire; looking back would let a command line un-expire an approval.
-            raise SetupError(
-                f"--today {today} is before today ({clock}): preflight can look ahead, never back",
-                fix="pass today's date or a later one",
-            )
-    from contextlib import ExitStack
-
-    from evalglass.history.locator import history_locator
-
-    # The locator a run would get (evalglass.api.run), so a baseline named by reference is judged as the run judges it.
-    stack = click.get_current_context().with_resource(ExitStack())
-    # A large suite's config and ledger leave ~100,000 objects alive, and each object made after them (a reason, a
-    # preview per gate) kept triggering full collector passes over them all: a fifth of the command's time.
-    with collector_paused():
-        found = compute(path, today=today or clock, pinned_ledger=pinned_ledger, locator=history_locator(db, stack))
+    found = compute(config_path, example=example, pinned_ledger=pinned_ledger, today=today, db=db)
     if fmt == "json":
         _emit_json(preflight_json(found))
     else:
@@ -596,42 +469,6 @@ def _publish(result: RunResult, junit: Path | None, github: bool | None, fmt: st
             click.echo(note, err=True)
 
 
-def _write_html(folder: Path, out: Path) -> str:
-    """Write the run's page; returns the line saying what loading the run did not check (the page says it too)."""
-    from evalglass.engine.explorer import html_report
-
-    page, not_checked = html_report(folder)
-    _write_page(page, out)
-    return not_checked
-
-
-def _write_page(page: str, out: Path) -> None:
-    from evalglass.engine.runfolder import write_atomic
-    from evalglass.errors import SetupError
-
-    try:
-        write_atomic(out, page.encode())
-    except OSError as exc:
-        raise SetupError(f"cannot write the HTML report ({exc.strerror})", where=str(out)) from None
-
-
-def _resume_folder(folder: Path | None) -> Path:
-    from evalglass.engine.manifest import LAST_STARTED_POINTER
-    from evalglass.errors import SetupError
-
-    if folder is not None:
-        if not folder.is_dir():
-            raise SetupError("no such run folder", where=str(folder), fix="name a folder under .evalglass/runs/")
-        return folder
-    try:
-        return Path(LAST_STARTED_POINTER.read_text().strip())
-    except FileNotFoundError:
-        raise SetupError(
-            f"no run to resume: {LAST_STARTED_POINTER} does not exist here",
-            fix="run from the folder the run was started in, or name the run folder: --resume RUN_FOLDER",
-        ) from None
-
-
 @main.command()
 @click.argument("judge")
 @click.option(
@@ -651,14 +488,11 @@ def calibrate(judge: str, labels: Path, config_path: Path | None, no_cache: bool
     \b
     The record is evidence, not approval: the ledger's `judges:` entry says what agreement a gate needs.
     """
-    from evalglass.engine.calibrate import calibrate_command
-    from evalglass.errors import SetupError
+    from evalglass.api import calibrate as measure
 
-    if no_cache and refresh:
-        raise SetupError("--no-cache and --refresh exclude each other", fix="pass one of them")
-    mode = "off" if no_cache else "refresh" if refresh else "use"
+    mode = _cache_mode(no_cache, refresh)
     with _stdout_to_stderr():
-        outcome = calibrate_command(find_config(config_path), judge, labels, cache_mode=mode)
+        outcome = measure(judge, labels, config=config_path, cache=mode)
     for warning in outcome.warnings:
         click.echo(warning, err=True)
     record = outcome.record
@@ -680,7 +514,7 @@ def calibrate(judge: str, labels: Path, config_path: Path | None, no_cache: bool
     "--state",
     "states",
     multiple=True,
-    type=click.Choice(["pass", "fail", "scored", "invalid", "error", "blocked", "non_evaluable", "skipped", "all"]),
+    type=click.Choice(EXAMPLE_STATES),
     help="With --examples: only examples in this state (repeatable; default: every state but pass and scored).",
 )
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="With --examples: at most N.")
@@ -708,79 +542,54 @@ def view(
     fmt: str,
 ) -> None:
     """Show a finished run (default: the last one) from its artifacts, without recomputing anything."""
-    from evalglass.api import load_run
-
-    resolved = resolve_run_folder(folder, db)
     width_given = click.get_current_context().get_parameter_source("chars") is click.core.ParameterSource.COMMANDLINE
     if (metrics or states or width_given) and not examples:
         from evalglass.errors import SetupError
 
         raise SetupError("--metric, --state and --width go with --examples", fix="add --examples, or drop them")
-    result = load_run(resolved)
     if examples:
-        _view_examples(resolved, result.scorecard, metrics, states, limit, chars, fmt)
-        _say_not_checked(result.not_checked, fmt)
+        from evalglass.api import list_examples
+
+        _show_examples(list_examples(folder, metrics=metrics, states=states, limit=limit, db=db), limit, chars, fmt)
         return
+    from contextlib import ExitStack
+
+    from evalglass.api import load_run
+
+    # A run read from the history stays in its temporary folder until the command ends: the CI outputs read it.
+    result = load_run(folder, db=db, stack=click.get_current_context().with_resource(ExitStack()))
     _show(result, fmt)
     if junit is not None or github:
         _publish(result, junit, github, fmt)
 
 
-def _gate_definitions(record: Any) -> dict[str, dict[str, Any]]:
-    """Each gate's canonical definition, re-derived from the config the run recorded (as verify does), with the
-    evaluator versions the run recorded (so it hashes to the run's fingerprint under a later EvalGlass too)."""
-    from evalglass.engine.config import Config
-
-    try:
-        config = Config.model_validate(record.config)
-    except ValueError:
-        return {}
-    recorded = record.gate_evaluators if "gate_evaluators" in record.model_fields_set else None
-    return {
-        name: config.gate_definition(
-            name, record.definition_files, None if recorded is None else recorded.get(name, {})
-        )
-        for name in config.gates
-    }
-
-
-def _view_examples(
-    folder: Path, card: Any, metrics: tuple[str, ...], states: tuple[str, ...], limit: int, chars: int, fmt: str
-) -> None:
-    from evalglass.engine.artifacts import load_runrecord
-    from evalglass.engine.exampleinputs import with_inputs
-    from evalglass.engine.failing import NOT_PASSING, ExampleState, example_rows, fail_rules, with_outputs
-
-    chosen = (
-        frozenset(ExampleState)
-        if "all" in states
-        else frozenset(ExampleState(state) for state in states)
-        if states
-        else NOT_PASSING
-    )
-    rows = list(example_rows(folder, card, metrics=metrics or None, states=chosen, limit=limit))
-    record = load_runrecord(folder)
-    rows, source = with_outputs(folder, record, rows)
-    rows, missing_inputs = with_inputs(folder, record, rows)
-    rules = {name: rule.describe() for name, rule in fail_rules(card).items() if not metrics or name in metrics}
+def _show_examples(listing: ExampleListing, limit: int, chars: int, fmt: str) -> None:
+    rules = dict(listing.rules)
     if fmt == "json":
         _emit_json(
             {
-                "folder": str(folder.resolve()),
+                "folder": str(listing.folder.resolve()),
                 "rules": rules,
-                "outputs_from": source,
-                "inputs_not_shown": missing_inputs,
-                "examples": [row.as_dict() for row in rows],
+                "outputs_from": listing.outputs_from,
+                "inputs_not_shown": listing.inputs_not_shown,
+                "examples": [row.as_dict() for row in listing.rows],
             }
         )
-        return
-    from evalglass.report.examples import render_examples
+    else:
+        from evalglass.report.examples import render_examples
 
-    click.echo(
-        render_examples(
-            rows, rules, source, limit, chars=chars, columns=_console().width, missing_inputs=missing_inputs
+        click.echo(
+            render_examples(
+                listing.rows,
+                rules,
+                listing.outputs_from,
+                limit,
+                chars=chars,
+                columns=_console().width,
+                missing_inputs=listing.inputs_not_shown,
+            )
         )
-    )
+    _say_not_checked(listing.not_checked, fmt)
 
 
 @main.command()
@@ -799,23 +608,11 @@ def report(folder: Path | None, out: Path | None, db: str | None) -> None:
     \b
     It renders the run's artifacts and decides nothing; `evalglass verify` checks them.
     """
-    from evalglass.engine.artifacts import SCORECARD_FILE, run_folder
-    from evalglass.errors import SetupError
+    from evalglass.api import write_report
 
-    named = _named_run(folder, db)
-    resolved = run_folder(named if isinstance(named, Path) else named.folder)
-    if not (resolved / SCORECARD_FILE).exists():
-        raise SetupError(
-            f"no {SCORECARD_FILE} in this folder",
-            where=str(resolved),
-            fix="name a run folder written by `evalglass run`",
-        )
-    target = out if out is not None else resolved / "report.html"
-    if out is None and not isinstance(named, Path) and named.run_id is not None:
-        target = Path(f"report-{named.run_id}.html")  # a run read from the history: its folder is temporary
-    not_checked = _write_html(resolved, target)
-    click.echo(f"wrote {target}")
-    click.echo(not_checked)
+    written = write_report(folder, out=out, db=db)
+    click.echo(f"wrote {written.path}")
+    click.echo(written.not_checked)
 
 
 @main.command()
@@ -838,68 +635,22 @@ def report(folder: Path | None, out: Path | None, db: str | None) -> None:
 @FORMAT
 def explain(name: str | None, folder: Path | None, baseline_ref: str | None, db: str | None, fmt: str) -> None:
     """Say why a gate or metric is (or is not) trustworthy, and what the ledger needs for a gate to be active."""
-    from evalglass.engine.consistency import load_checked
-    from evalglass.engine.ledger import ledger_layout
-    from evalglass.report.explain import explain as build
+    from evalglass.api import explain as build
     from evalglass.report.safetext import visible
 
-    resolved = resolve_run_folder(folder, db)
-    checked = load_checked(resolved)
-    card, record = checked.scorecard, checked.record
-    from evalglass.engine.failing import gate_examples
-
-    names = [gate.name for gate in card.decision.gates if name is None or gate.name == name]
-    explanations = build(
-        card,
-        record,
-        name,
-        gate_examples(resolved, card, names, limit=5),
-        _gate_definitions(record),
-        _proposed_baselines(card, record, names, baseline_ref, db),
-        ledger_layout(Path(record.ledger_path)),
-    )
+    explained = build(name, folder=folder, baseline=baseline_ref, db=db)
     if fmt == "json":
-        _emit_json([item.as_dict() for item in explanations])
+        _emit_json([item.as_dict() for item in explained.explanations])
     else:
-        if not explanations:
+        if not explained.explanations:
             click.echo("Nothing to explain: this run has no gates and no metrics.")
         from evalglass.report.wrap import fold_text
 
         width = _console().width
         # The ledger entry below its header is YAML to paste: kept line for line, never folded.
-        folded = (fold_text(item.as_text(), width, "  Ledger entry to write") for item in explanations)
+        folded = (fold_text(item.as_text(), width, "  Ledger entry to write") for item in explained.explanations)
         click.echo(visible("\n\n".join(folded)))
-    _say_not_checked(checked.not_checked, fmt)
-
-
-def _proposed_baselines(
-    card: Any, record: Any, names: list[str], baseline_ref: str | None, db: str | None
-) -> dict[str, Any]:
-    """Per baseline of the named comparative gates that the run did not find, the run to propose in its entry:
-    ``--baseline`` (which must be readable), else ``NAME@latest`` when the history has one (quietly skipped if not)."""
-    from evalglass.engine.baselines import proposed_baseline
-    from evalglass.errors import SetupError
-
-    wanted = [
-        gate.comparison.baseline
-        for gate in card.decision.gates
-        if gate.name in names and gate.comparison is not None and gate.comparison.baseline_fingerprint is None
-    ]
-    ledger_dir = Path(record.ledger_path).parent
-    proposed: dict[str, Any] = {}
-    for baseline in dict.fromkeys(wanted):
-        reference = baseline_ref if baseline_ref is not None else f"{baseline}@latest"
-        try:
-            named = _named_run(reference, db)
-        except SetupError:
-            if baseline_ref is not None:
-                raise
-            continue
-        if isinstance(named, Path):  # a folder: the ledger names it relative to itself
-            proposed[baseline] = proposed_baseline(named, os.path.relpath(named.resolve(), ledger_dir.resolve()))
-        else:  # pinned by its run id: `NAME@latest` moves with the next run and would be baseline_stale then
-            proposed[baseline] = proposed_baseline(named.folder, named.run_id or reference)
-    return proposed
+    _say_not_checked(explained.not_checked, fmt)
 
 
 @main.command()
@@ -926,13 +677,9 @@ def compare(
     cannot be compared (a folder unreadable, a metric or every example id missing on one side).
     """
     _load_numpy()
-    from evalglass.engine.compare import compare_runs
+    from evalglass.api import compare as compare_runs
 
-    comparison = compare_runs(_named_folder(base, db), _named_folder(candidate, db), list(metrics) or None)
-    if html_path is not None:
-        from evalglass.report.comparison_html import render_comparison_html
-
-        _write_page(render_comparison_html(comparison), html_path)
+    comparison = compare_runs(base, candidate, metrics=metrics, html=html_path, db=db)
     if fmt == "json":
         _emit_json(comparison.model_dump(mode="json"))
         return
@@ -971,24 +718,8 @@ def verify(
     exit 1 naming each difference. RUN: a run folder, or a recorded run (run id, BRANCH@latest, last), whose stored
     files and summary rows are checked as well."""
     from evalglass.api import verify as verify_run
-    from evalglass.history.refs import ResolvedRun
 
-    named = _named_run(folder, db, verifying=True)
-    resolved = ResolvedRun(folder=named) if isinstance(named, Path) else named
-    if resolved.findings:
-        import dataclasses
-
-        from evalglass.engine.verify import Finding, VerifyReport
-
-        stored = tuple(Finding(*item) for item in resolved.findings)
-        if any(item.field.startswith("history.artifacts.") for item in stored):
-            # The stored files themselves differ from their hashes: there is nothing trustworthy to re-derive.
-            report = VerifyReport(folder=resolved.folder, findings=stored, examples=0)
-        else:
-            report = verify_run(resolved.folder, config=config_path, ledger=ledger_path, key=key)
-            report = dataclasses.replace(report, findings=stored + report.findings)
-    else:
-        report = verify_run(resolved.folder, config=config_path, ledger=ledger_path, key=key)
+    report = verify_run(folder, config=config_path, ledger=ledger_path, key=key, db=db)
     if fmt == "json":
         _emit_json(
             {
@@ -1013,9 +744,7 @@ def verify(
         for line in report.anchors:
             click.echo(f"  {line}")
         click.echo(f"  signature: {report.signature}")
-    from evalglass.core.exitcodes import ExitCode
-
-    sys.exit(ExitCode.OK if report.ok else ExitCode.FAILED)
+    sys.exit(report.exit_code)
 
 
 @main.command()
@@ -1036,23 +765,17 @@ def check(
     \b
     The exit code is the worst outcome among the checks run. 2 means nothing could run (bad config).
     """
-    from evalglass.core.checks import check_exit_code
-    from evalglass.engine.checking import run_named_checks
+    from evalglass.api import check as run_checks
 
-    if example is not None and config_path is not None:
-        from evalglass.errors import SetupError
-
-        raise SetupError("--example and --config exclude each other", fix="pass one of them")
-    path = example_config(example) if example is not None else find_config(config_path)
     with _stdout_to_stderr():
-        results = run_named_checks(path, list(names), expect_state)
+        checked = run_checks(names, config=config_path, example=example, expect_state=expect_state)
     if fmt == "json":
-        _emit_json({name: result.model_dump(mode="json") for name, result in results.items()})
+        _emit_json({name: result.model_dump(mode="json") for name, result in checked.results.items()})
     else:
         from evalglass.report.terminal import render_checks
 
-        render_checks(results, _console())
-    sys.exit(check_exit_code(list(results.values())))
+        render_checks(dict(checked.results), _console())
+    sys.exit(checked.exit_code)
 
 
 @main.command()
@@ -1060,17 +783,107 @@ def check(
 @click.option("--force", is_flag=True, help="Overwrite existing files.")
 def init(target: Path, force: bool) -> None:
     """Scaffold evalglass.yaml, a small dataset and an empty authority ledger."""
-    from evalglass.engine.scaffold import scaffold
+    from evalglass.api import init as scaffold
 
-    written = scaffold(target, force=force)
-    for path in written:
+    for path in scaffold(target, force=force):
         click.echo(f"wrote {path}")
     click.echo(f"next: evalglass run --config {target / 'evalglass.yaml'}")
 
 
-from evalglass.history.commands import history  # noqa: E402  (click only; the database loads when it runs)
+HISTORY_DB_HELP = (
+    "The history database (default: $EVALGLASS_DB, else .evalglass/history.sqlite), e.g. "
+    "postgresql+psycopg://user@host/db."
+)
 
-main.add_command(history)
+
+@main.group(invoke_without_command=True)
+@click.option("--db", "db", metavar="URL", help=HISTORY_DB_HELP)
+@click.option("--metric", help="Show this metric's estimate and interval per run (only runs that have it).")
+@click.option("--gate", help="Show this gate's outcome per run (only runs that have it).")
+@click.option("--branch", help="Only runs recorded on this branch.")
+@click.option(
+    "--suite",
+    metavar="NAME",
+    help="Only runs of this suite: its dataset name, or its config path as the run recorded it "
+    "(e.g. evals/evalglass.yaml).",
+)
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1), help="At most this many runs.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.pass_context
+def history(
+    ctx: click.Context,
+    db: str | None,
+    metric: str | None,
+    gate: str | None,
+    branch: str | None,
+    suite: str | None,
+    limit: int,
+    fmt: str,
+) -> None:
+    """List recorded runs newest first, with a metric's trend per suite (--metric) or a gate's outcomes (--gate).
+
+    \b
+    Every `evalglass run` records itself (unless --no-history); `history import` adds run folders.
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["db"] = db
+    if ctx.invoked_subcommand is not None:
+        return
+    from evalglass.api import recorded_runs
+
+    entries = recorded_runs(db=db, metric=metric, gate=gate, branch=branch, suite=suite, limit=limit)
+    if fmt == "json":
+        _emit_json([entry.as_dict() for entry in entries])
+        return
+    from evalglass.history.render import render_history
+
+    render_history(entries, _console(), metric, gate, filtered=branch is not None or suite is not None)
+
+
+def _history_db(ctx: click.Context, db: str | None) -> str | None:
+    """A subcommand's --db, else the group's."""
+    return db if db is not None else (ctx.obj or {}).get("db")
+
+
+@history.command("import")
+@click.argument("folders", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--db", "db", metavar="URL", help=HISTORY_DB_HELP)
+@click.pass_context
+def import_runs(ctx: click.Context, folders: tuple[Path, ...], db: str | None) -> None:
+    """Record finished run folders (each as one transaction; a run already recorded is skipped).
+
+    \b
+    The git commit/branch and CI job recorded with each are those of the current work tree and environment.
+    """
+    from evalglass.api import import_runs as record
+
+    imported = record(folders, db=_history_db(ctx, db))
+    for folder, outcome in imported.outcomes:
+        if isinstance(outcome, str):
+            click.echo(f"skipped {folder}: {outcome}")
+        else:
+            click.echo(
+                f"recorded {outcome.run_id} from {folder} ({outcome.files} files, {outcome.bytes} bytes) in "
+                f"{imported.where}"
+            )
+    if imported.problems:
+        from evalglass.errors import SetupError, SetupErrors
+
+        lines = [line for problem in imported.problems for line in problem.stderr_lines()]
+        raise SetupErrors([SetupError(line.removeprefix("error: ")) for line in lines])
+
+
+@history.command("export")
+@click.argument("run")
+@click.argument("target", type=click.Path(path_type=Path))
+@click.option("--db", "db", metavar="URL", help=HISTORY_DB_HELP)
+@click.pass_context
+def export_recorded(ctx: click.Context, run: str, target: Path, db: str | None) -> None:
+    """Write a recorded run (run id, BRANCH@latest, BRANCH@YYYY-MM-DD or last) to TARGET, byte for byte."""
+    from evalglass.api import export_recorded as write_run
+
+    run_id = write_run(run, target, db=_history_db(ctx, db))
+    click.echo(f"wrote {run_id} to {target}")
 
 
 class _TextSink:
@@ -1093,16 +906,12 @@ class _TextSink:
 @DB
 def export_run(folder: Path | None, fmt: str, out: Path | None, db: str | None) -> None:
     """Export a finished run's per-example scores (default: the last run) for another tool."""
-    from evalglass.engine.otlpexport import export_otlp
+    from evalglass.api import export_otlp
 
-    resolved = resolve_run_folder(folder, db)
     if out is None:
-        export_otlp(resolved, _TextSink())  # through the redacting stdout, as everything the CLI prints
+        export_otlp(folder, out=_TextSink(), db=db)  # through the redacting stdout, as everything the CLI prints
         return
-    from evalglass.engine.runfolder import atomically
-
-    with atomically(out) as file:
-        exported = export_otlp(resolved, file)
+    exported = export_otlp(folder, out=out, db=db)
     linked = "linked to their spans" if exported.linked else "not linked to spans (the run was not read from traces)"
     click.echo(f"wrote {exported.events:,} gen_ai.evaluation.result events to {out}, {linked}", err=True)
 
@@ -1110,15 +919,13 @@ def export_run(folder: Path | None, fmt: str, out: Path | None, db: str | None) 
 @main.command()
 @click.argument(
     "which",
-    type=click.Choice(
-        ["config", "ledger", "scorecard", "runrecord", "scores", "comparison", "trace-record", "trajectory"]
-    ),
+    type=click.Choice(SCHEMAS),
     default="config",
     required=False,
 )
 def schema(which: str) -> None:
     """Print a JSON Schema (default: evalglass.yaml's) for editors and validators."""
-    from evalglass.engine.schemas import schema_of
+    from evalglass.api import schema as schema_of
 
     _emit_json(schema_of(which))
 

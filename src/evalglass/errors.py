@@ -8,7 +8,7 @@ never prints or exits itself.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # imported when an exit code is asked for: `import evalglass.api` loads nothing of core
@@ -66,6 +66,24 @@ class SetupError(EvalGlassError):
 
     def stderr_lines(self) -> list[str]:
         return [f"error: {self.line()}"]
+
+
+class OptionError(SetupError):
+    """Options refused (a bad value, a combination that cannot work), naming each option as its caller spells it.
+
+    The rule is written once, where the options are checked (``evalglass.api``); its text names options by key
+    (``{resume}``). ``str(exc)`` spells them as the Python API does (``resume``, ``cache="off"``); the command
+    line's error boundary spells them as its flags (``--resume``, ``--no-cache``) through :meth:`spelt`.
+    """
+
+    def __init__(self, what: str, *, fix: str | None = None, names: Mapping[str, str]) -> None:
+        self.templates = (what, fix)
+        super().__init__(what.format_map(names), fix=None if fix is None else fix.format_map(names))
+
+    def spelt(self, names: Mapping[str, str]) -> SetupError:
+        """The same error with every option named as ``names`` spells it."""
+        what, fix = self.templates
+        return SetupError(what.format_map(names), fix=None if fix is None else fix.format_map(names))
 
 
 class SetupErrors(SetupError):

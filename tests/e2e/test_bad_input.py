@@ -437,8 +437,8 @@ def test_folders_are_created_private_even_under_umask_000(tmp_path):
     run = next((state / "runs").iterdir())
     for folder in (state, state / "runs", run):
         assert folder.stat().st_mode & 0o777 == 0o700, folder
-    for artifact in run.iterdir():
-        assert artifact.stat().st_mode & 0o777 == 0o600, artifact
+    for artifact in run.rglob("*"):
+        assert artifact.stat().st_mode & 0o777 == (0o700 if artifact.is_dir() else 0o600), artifact
 
 
 def test_nothing_is_left_when_the_default_rows_run(tmp_path):

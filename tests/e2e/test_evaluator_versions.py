@@ -1,16 +1,15 @@
 """Evaluator versions in gate fingerprints, through the real CLI.
 
 A later EvalGlass release that changes what a builtin computes bumps its version. These tests run the real CLI
-under such a release by starting it with the registry's version raised (`bumped`), exactly as a release would ship
-it, and check that approvals made under the old version go stale and say which evaluator changed.
+under such a release by starting it with the registry's version raised (`bumped`: `python -c` code that raises it
+before the command line runs, forked from tests/cli_server.py's server), as a release would ship it, and check that
+approvals made under the old version go stale and say which evaluator changed.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ import yaml
 
 from evalglass.engine.config import load_config
 from evalglass.metrics.versions import METRIC_VERSIONS
+from tests import cli_server
 from tests.e2e.project import CliResult, Project, make_project
 
 #: exact_match's version in this release, and the one a later release that changed it would have.
@@ -42,14 +42,7 @@ def bumped(project: Project, *args: str, versions: dict[str, int]) -> CliResult:
         f"import sys; import evalglass.metrics.versions as v; from evalglass.core.stats import Method, Reducer; "
         f"{patch}; from evalglass.cli import main; sys.argv = ['evalglass', *sys.argv[1:]]; main()"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", code, *args],
-        cwd=project.root,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "COLUMNS": "200"},
-    )
+    proc = cli_server.run(list(args), cwd=project.root, env={**os.environ, "COLUMNS": "200"}, timeout=120, code=code)
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
 

@@ -90,12 +90,14 @@ def test_text_from_data_never_becomes_markup_in_any_renderer(tmp_path):
 def test_run_out_refuses_a_folder_that_already_holds_files(tmp_path):
     project = make_project(tmp_path)
     assert project.run("--out", "out").code == 0
-    before = {path.name: path.read_bytes() for path in (tmp_path / "out").iterdir()}
+    out = tmp_path / "out"
+    before = {path.relative_to(out): path.read_bytes() for path in out.rglob("*") if path.is_file()}
     # an earlier run's outputs beside the new artifacts would be read (and covered by its digests) as the new run's
-    (tmp_path / "out" / "outputs.jsonl").write_text('{"id": "ex-1", "samples": []}\n')
+    (out / "outputs.jsonl").write_text('{"id": "ex-1", "samples": []}\n')
     one_line_error(project.run("--out", "out"), "out", "not empty", "outputs.jsonl")
-    assert {path.name for path in (tmp_path / "out").iterdir()} == {*before, "outputs.jsonl"}
-    assert all((tmp_path / "out" / name).read_bytes() == data for name, data in before.items())
+    after = {path.relative_to(out) for path in out.rglob("*") if path.is_file()}
+    assert after == {*before, Path("outputs.jsonl")}
+    assert all((out / name).read_bytes() == data for name, data in before.items())
     # an empty folder is fine, hidden leftovers (partial files of others) are not the run's
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / ".scores.jsonl.1.abcd.partial").write_text("")
@@ -123,10 +125,13 @@ def test_a_non_finite_number_in_the_config_is_one_line_at_its_line(tmp_path, old
     one_line_error(project.run(), f"evalglass.yaml:{line}", "not a finite number")
 
 
-@pytest.mark.parametrize("artifact", ["scores.jsonl", "outputs.jsonl", "checks.jsonl"])
+@pytest.mark.parametrize("artifact", ["scores.jsonl", "outputs.jsonl", "checks.jsonl", "blobs/"])
 def test_an_artifact_that_is_not_a_regular_file_is_one_line_for_every_reader(tmp_path, artifact):
     project = make_project(tmp_path)
     assert project.run("--out", "out").code == 0
+    if artifact == "blobs/":  # the outputs the run kept (blobs/<sha256>.jsonl.gz)
+        (path,) = (tmp_path / "out" / "blobs").iterdir()
+        artifact = f"blobs/{path.name}"
     path = tmp_path / "out" / artifact
     path.unlink(missing_ok=True)
     path.mkdir()
@@ -137,9 +142,10 @@ def test_an_artifact_that_is_not_a_regular_file_is_one_line_for_every_reader(tmp
             ("report", "out"),
             ("verify", "out"),
         ],
-        "outputs.jsonl": [("view", "out", "--examples"), ("report", "out"), ("verify", "out")],
+        # A recorded run shows the outputs it kept, not an outputs.jsonl: only the report joins one that is there.
+        "outputs.jsonl": [("report", "out"), ("verify", "out")],
         "checks.jsonl": [("report", "out")],  # a recorded run has no checks.jsonl to verify
-    }[artifact]
+    }.get(artifact, [("view", "out", "--examples"), ("view", "out"), ("report", "out"), ("explain", "--run", "out")])
     for args in commands:
         result = project.cli(*args)
         if args[0] == "verify" and artifact != "scores.jsonl" and result.code == 1:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -244,3 +245,30 @@ def test_the_collector_is_left_as_it_was(tmp_path: Path, stop_early: bool) -> No
     else:
         list(stream)
     assert gc.get_freeze_count() == 0
+
+
+@pytest.mark.parametrize("bad_line", [False, True])
+def test_batches_are_parsed_out_of_the_collectors_sight_and_it_is_left_as_it_was(
+    tmp_path: Path, bad_line: bool
+) -> None:
+    """A batch of nested records is frozen as it is parsed (the collections its young objects would trigger walked
+    it again and again), a batch with a line that does not parse too, and the collector is enabled and nothing is
+    left frozen once the stream ends."""
+    lines = [
+        json.dumps({"id": f"e{i}", "output": {"messages": [{"role": "user", "parts": [{"n": i}]}]}}) for i in range(60)
+    ]
+    if bad_line:
+        lines.insert(25, "{not json")
+    path = tmp_path / "data.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    batches = DatasetReader(path, id_field="id", output_field="output").batches(size=20)
+    first = next(batches)  # kept alive, so that its objects stay counted
+    after_first = gc.get_freeze_count()
+    second = next(batches)
+    assert gc.isenabled()
+    assert isinstance(second, list) == bad_line  # the batch with a bad line is read line by line
+    if not bad_line:  # five tracked containers a record (the innermost dict holds only a number: never tracked)
+        assert gc.get_freeze_count() >= after_first + 5 * 20
+    list(batches)
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    assert len(first) == 20

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import cli_server
 from tests.e2e.project import base_config, run_cli
 from tests.e2e.test_comparative_gates import NO_CHANGE, gate_of, reasons, setup
 
@@ -108,14 +109,7 @@ def test_the_cli_the_api_and_the_pytest_plugin_find_a_main_at_latest_baseline_al
 
     empty = f"sqlite:///{root / 'empty.sqlite'}"
     config = str(project.evals / "evalglass.yaml")
-    api = subprocess.run(
-        [sys.executable, "-c", API_RUNS, config, empty, str(root)],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    api = cli_server.run([config, empty, str(root)], cwd=root, env=env, timeout=300, code=API_RUNS)  # python -c
     assert api.returncode == 0, api.stderr
     by_api, elsewhere, again = (json.loads(line) for line in api.stdout.splitlines())
 

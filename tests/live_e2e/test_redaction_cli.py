@@ -11,6 +11,7 @@ either secret is searched for in every file of the run folder and in everything 
 
 from __future__ import annotations
 
+import gzip
 import json
 import sys
 import textwrap
@@ -41,7 +42,9 @@ def assert_clean(folder: Path, *results: CliResult) -> None:
     files = [path for path in folder.rglob("*") if path.is_file()]
     assert files, folder
     for path in files:
-        assert_no_piece(str(path), path.read_bytes())
+        data = path.read_bytes()
+        # The outputs a recorded run keeps are compressed: searched as the text a reader sees.
+        assert_no_piece(str(path), gzip.decompress(data) if path.suffix == ".gz" else data)
     for result in results:
         assert_no_piece("stdout", result.out)
         assert_no_piece("stderr", result.err)
@@ -223,6 +226,17 @@ def test_chat_lanes_and_judges_leave_no_piece_of_a_secret(tmp_path: Path, leaky_
     assert judge_score["diagnostics"][0]["code"] == "judge_unparseable"
     assert judge_score["diagnostics"][0]["detail"] == "j" * 3990 + "<redacted>"
     assert_clean(judged_folder, judged)
+
+
+def test_recorded_outputs_kept_by_the_run_leave_no_piece_of_a_secret(tmp_path: Path) -> None:
+    """An application that echoed a secret into its recorded answer: the run keeps its outputs (blobs/), redacted."""
+    rows = [{"id": "a", "output": f"the key is {TOKEN}"}, {"id": "b", "output": {"nested": [DECLARED]}}]
+    config = {"task": {"type": "recorded"}, "metrics": {"words": {"type": "word_count", "max": 100}}}
+    write(tmp_path, config, rows, {})
+    result, folder = run(tmp_path)
+    assert result.code == 0, result.err
+    assert list((folder / "blobs").glob("*.jsonl.gz"))
+    assert_clean(folder, result)
 
 
 def test_a_setup_error_never_prints_a_secret(tmp_path: Path) -> None:

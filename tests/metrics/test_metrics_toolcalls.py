@@ -279,3 +279,53 @@ def test_the_subset_pairing_is_as_large_as_any_pairing(made: list[Call], expecte
     for position, index in enumerate(pairing):
         if index >= 0:
             assert matcher.matches(made[index], expected[position])
+
+
+# ---------------------------------------------------------------------- one batch read once for every metric
+SHARED_RULES: list[dict[str, Any]] = [
+    {"mode": "any_order"},
+    {"measure": "f1"},
+    {"measure": "precision"},
+    {"mode": "subset", "vacuous": "pass"},
+    {"mode": "exact"},
+    {"mode": "in_order", "extra_calls": "forbid"},
+    {"mode": "superset", "arguments": "json_subset"},
+    {"measure": "recall", "tools": {"a": {"arguments": {"x": {"tolerance": 0.5}}}}},
+]
+#: Arguments as recorded: JSON values (1 and 1.0 equal, true not 1), none at all, text that is not JSON, and values
+#: that are not JSON (NaN, a set), which make a count by key an error.
+RAW_ARGUMENTS = st.sampled_from(
+    [{}, {"x": 1}, {"x": 1.0}, {"x": True}, {"x": 2, "y": [1, {"z": None}]}, {"x": float("nan")}, {"x": {1, 2}}]
+)
+RAW_CALL = st.one_of(
+    st.builds(lambda name, arguments: {"name": name, "arguments": arguments}, TOOLS, RAW_ARGUMENTS),
+    st.builds(lambda name: {"name": name}, TOOLS),
+    st.builds(lambda name: {"name": name, "invalid_arguments": "{x"}, TOOLS),
+)
+RAW_OUTPUT = st.one_of(
+    st.lists(RAW_CALL, max_size=5),
+    st.builds(lambda calls: {"tool_calls": calls}, st.lists(RAW_CALL, max_size=5)),
+    st.just(7),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(rows=st.lists(st.tuples(RAW_OUTPUT, st.one_of(st.lists(RAW_CALL, max_size=5), st.just("x"))), max_size=6))
+def test_metrics_sharing_a_batch_score_each_example_as_it_is_scored_alone(rows: list[tuple[Any, Any]]) -> None:
+    """Every tool_calls metric of a run reads a batch's calls (and pairs them by key) once, whichever asks first:
+    each still scores every example exactly as its one-example path does on a fresh example."""
+    from evalglass.core.example import Example, ExampleBatch
+    from evalglass.metrics.base import BuildContext, Scorer
+
+    def examples() -> list[Example]:
+        return [Example(f"e{i}", i + 1, {"gold": gold}, output) for i, (output, gold) in enumerate(rows)]
+
+    functions = []
+    for rule in SHARED_RULES:
+        function = parse_metric_spec({"type": "tool_calls", "reference": "gold", **rule}).build(BuildContext(Path(".")))
+        assert isinstance(function, Scorer) and function.batch is not None
+        functions.append(function)
+    batch = ExampleBatch.of(examples())
+    shared = [function.batch(batch) for function in functions]  # type: ignore[misc]
+    alone = [[function.one(example) for example in examples()] for function in functions]
+    assert shared == alone

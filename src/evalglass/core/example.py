@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from evalglass.core.fieldpath import values_getter
 
 #: How many malformed dataset lines a summary names by line (the rest are counted, and each is in scores.jsonl).
 MALFORMED_SHOWN = 5
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +51,7 @@ class ExampleBatch:
     #: Each row's sample index; None when every row is sample 0.
     samples: list[int] | None = None
     _values: dict[tuple[bool, str | None], list[Any]] = field(default_factory=dict, repr=False, compare=False)
+    _derived: dict[Hashable, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -68,6 +71,16 @@ class ExampleBatch:
             found = values_getter(path)(self.outputs if outputs else self.records)
             self._values[(outputs, path)] = found
         return found
+
+    def derived(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """What ``compute`` makes of the batch, made once per ``key`` and shared by every metric that asks (the
+        tool calls read from a column, which several metrics compare): read it, never change it. The key names
+        what is computed and from which column, so two metrics asking by the same key want the same thing."""
+        try:
+            return cast(T, self._derived[key])
+        except KeyError:
+            found = self._derived[key] = compute()
+            return found
 
     def example(self, index: int) -> Example:
         sample = 0 if self.samples is None else self.samples[index]

@@ -43,6 +43,26 @@ class BaselineRecord(BaseModel):
     )
 
 
+#: Where a run keeps the outputs it scored: content-addressed, ``blobs/<SHA-256 of the file's bytes>.jsonl.gz``.
+KEPT_OUTPUTS_PATTERN: Final = r"^blobs/[0-9a-f]{64}\.jsonl\.gz$"
+
+
+class KeptOutputs(BaseModel):
+    """The recorded outputs a run scored, kept in its folder so that every reader shows what was scored, never the
+    outputs file as it is later (``engine.keptoutputs``). They never decide anything: the scores do."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    format: Literal["evalglass.outputs/1"] = "evalglass.outputs/1"
+    file: str = Field(
+        pattern=KEPT_OUTPUTS_PATTERN,
+        description="The kept file in the run folder, named by the SHA-256 of its bytes: gzip of JSON lines, one "
+        "per block of scores.jsonl: {ids, outputs, absent: positions whose example had no output}.",
+    )
+    sha256: str = Field(description="`sha256:` and the hex SHA-256 of the file's (compressed) bytes.")
+    examples: int = Field(ge=0, description="Dataset lines it holds an entry for: those of scores.jsonl, in order.")
+
+
 class RunRecord(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
@@ -97,5 +117,11 @@ class RunRecord(BaseModel):
         exclude_if=lambda found: not found,
         description="A run with variants: per variant, the SHA-256 of its scores file (`variants/NAME/scores.jsonl`; "
         "`scores_file` is the first variant's).",
+    )
+    kept_outputs: KeptOutputs | None = Field(
+        default=None,
+        # Absent for a run that keeps none (a live lane's outputs are its outputs.jsonl): such records keep their bytes.
+        exclude_if=lambda value: value is None,
+        description="A recorded run: the outputs it scored, kept in its folder (view and the reports show these).",
     )
     usage: tuple[TokenUsage, ...] = Field(default=(), description="Tokens (and cost) per lane and judge (live runs).")

@@ -57,7 +57,7 @@ def read_calls(value: Any) -> list[Call]:
         if calls is not ABSENT:
             if not isinstance(calls, list | tuple):
                 raise Unreadable(f"'tool_calls' is {_kind(calls)}, not a list of calls")
-            return [_call(item, f"tool call {index + 1}") for index, item in enumerate(calls)]
+            return [_call(item, "tool call", index) for index, item in enumerate(calls)]
         messages = value.get("messages", ABSENT)
         if messages is ABSENT:
             raise Unreadable(_NOT_A_CONVERSATION)
@@ -78,7 +78,7 @@ def read_calls_of_list(items: Any, what: str) -> list[Call]:
         for index, message in enumerate(items):
             found.extend(_message_calls(message, index))
         return found
-    return [_call(item, f"call {index + 1}") for index, item in enumerate(items)]
+    return [_call(item, "call", index) for index, item in enumerate(items)]
 
 
 def count_model_turns(value: Any) -> int | None:
@@ -158,7 +158,7 @@ def _message_calls(message: Any, index: int) -> list[Call]:
         if not isinstance(parts, list | tuple):
             raise Unreadable(f"message {index + 1}: 'parts' is {_kind(parts)}, not a list")
         return [
-            _call(part, f"message {index + 1} part {number + 1}")
+            _call(part, f"message {index + 1} part", number)
             for number, part in enumerate(parts)
             if isinstance(part, Mapping) and part.get("type") == "tool_call"
         ]
@@ -167,47 +167,56 @@ def _message_calls(message: Any, index: int) -> list[Call]:
     if calls is not None:
         if not isinstance(calls, list | tuple):
             raise Unreadable(f"message {index + 1}: 'tool_calls' is {_kind(calls)}, not a list")
-        found.extend(_call(item, f"message {index + 1} tool call {number + 1}") for number, item in enumerate(calls))
+        found.extend(_call(item, f"message {index + 1} tool call", number) for number, item in enumerate(calls))
     legacy = message.get("function_call")
     if legacy is not None:
         found.append(_call({"function": legacy}, f"message {index + 1} function_call"))
     content = message.get("content")
     if isinstance(content, list | tuple):
         found.extend(
-            _call(block, f"message {index + 1} block {number + 1}")
+            _call(block, f"message {index + 1} block", number)
             for number, block in enumerate(content)
             if isinstance(block, Mapping) and block.get("type") == "tool_use"
         )
     return found
 
 
-def _call(item: Any, where: str) -> Call:
+def _call(item: Any, what: str, position: int | None = None) -> Call:
     """One call in any of its shapes: EvalGlass's ``{name, arguments, invalid_arguments}``, OpenAI's ``{function:
-    {name, arguments}}`` (arguments as JSON text), Anthropic's ``{type: tool_use, name, input}``."""
+    {name, arguments}}`` (arguments as JSON text), Anthropic's ``{type: tool_use, name, input}``. ``what`` and the
+    0-based ``position`` say where it is; the text is made only for an error (a trajectory holds many calls)."""
+    if type(item) is dict and "function" not in item:  # the usual case: EvalGlass's own call, read at once
+        name = item.get("name")
+        if type(name) is str and item.get("type") != "tool_use" and item.get("invalid_arguments") is None:
+            return Call(name, item.get("arguments", ABSENT))
     if not isinstance(item, Mapping):
-        raise Unreadable(f"{where} is {_kind(item)}, not an object")
+        raise Unreadable(f"{_where(what, position)} is {_kind(item)}, not an object")
     function = item.get("function", ABSENT)
     if function is not ABSENT:
         if not isinstance(function, Mapping):
-            raise Unreadable(f"{where}: 'function' is {_kind(function)}, not an object")
+            raise Unreadable(f"{_where(what, position)}: 'function' is {_kind(function)}, not an object")
         name = function.get("name")
         if type(name) is not str:
-            raise Unreadable(f"{where} has no function name")
+            raise Unreadable(f"{_where(what, position)} has no function name")
         arguments = function.get("arguments", ABSENT)
         if type(arguments) is str:
             return _from_text(name, arguments)
         return Call(name, arguments)
     name = item.get("name")
     if type(name) is not str:
-        raise Unreadable(f"{where} has no name")
+        raise Unreadable(f"{_where(what, position)} has no name")
     if item.get("type") == "tool_use":
         return Call(name, item.get("input", ABSENT))
     invalid = item.get("invalid_arguments")
     if invalid is not None:
         if type(invalid) is not str:
-            raise Unreadable(f"{where}: 'invalid_arguments' is {_kind(invalid)}, not text")
+            raise Unreadable(f"{_where(what, position)}: 'invalid_arguments' is {_kind(invalid)}, not text")
         return Call(name, ABSENT, invalid)
     return Call(name, item.get("arguments", ABSENT))
+
+
+def _where(what: str, position: int | None) -> str:
+    return what if position is None else f"{what} {position + 1}"
 
 
 def _from_text(name: str, text: str) -> Call:
@@ -300,7 +309,7 @@ def _calls_as_messages(items: Sequence[Any], what: str) -> list[dict[str, Any]]:
     """Each call as the assistant message that made it, and its result (or error) as the tool message after it."""
     messages: list[dict[str, Any]] = []
     for index, item in enumerate(items):
-        part = _call_part(_call(item, f"{what} {index + 1}"))
+        part = _call_part(_call(item, what, index))
         call_id = item.get("id")
         if type(call_id) is str:
             part = {"type": "tool_call", "id": call_id, **{k: v for k, v in part.items() if k != "type"}}

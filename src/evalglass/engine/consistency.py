@@ -16,7 +16,9 @@ files alone (no scores, no config validation, none of the metric machinery), so 
 - each check result was judged as the config snapshot declares its check (command, policy, timeout...), and the
   scorecard's check summaries and dataset are the run record's;
 - the verdict follows from the gates (``VerdictPayload`` re-derives it on load);
-- with ``digests.json`` present, the scorecard and run record hash to what it lists.
+- with ``digests.json`` present, the scorecard and run record hash to what it lists;
+- the outputs a recorded run kept (``engine.keptoutputs``) are the file its run record names, hashed as named
+  (and as ``digests.json`` lists it): a missing, edited or swapped file is refused, never shown as what was scored.
 
 What it cannot see: the scores behind the numbers (a consistent rewrite of scorecard, run record and digests
 together adds up) and the signature. Every renderer says so in one line (:attr:`CheckedRun.not_checked`);
@@ -138,6 +140,7 @@ def load_checked(folder: Path) -> CheckedRun:
     digests = load_digests(folder)
     problems = scorecard_problems(card, record)
     problems += digest_problems(digests, card, {SCORECARD_FILE: card_bytes, RUNRECORD_FILE: record_bytes})
+    problems += kept_outputs_problems(folder, record, digests)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise SetupError(
@@ -173,6 +176,20 @@ def digest_problems(digests: Digests | None, card: Scorecard, loaded: Mapping[st
                 f"{name} is not the file digests.json lists (its SHA-256 is {short(found)}, not {short(recorded)})"
             )
     return problems
+
+
+def kept_outputs_problems(folder: Path, record: RunRecord, digests: Digests | None) -> list[str]:
+    """The kept outputs against the run record and ``digests.json``: what ``view`` and the report show beside the
+    scores must be the bytes the run wrote."""
+    if record.kept_outputs is None:
+        return []
+    from evalglass.engine.keptoutputs import kept_problem
+
+    name = record.kept_outputs.file
+    if digests is not None and name not in digests.files:
+        return [f"digests.json does not list {name}, the outputs this run scored"]
+    problem = kept_problem(folder, record, None if digests is None else digests.files[name])
+    return [] if problem is None else [problem]
 
 
 def scorecard_problems(card: Scorecard, record: RunRecord) -> list[str]:

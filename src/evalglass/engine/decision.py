@@ -17,7 +17,7 @@ from evalglass.core.checks import CheckResult
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.decide import GateInput, MetricInput, RunShape, decide_run
 from evalglass.core.gatespec import GateSpec
-from evalglass.core.runrecord import BaselineRecord, RunRecord
+from evalglass.core.runrecord import BaselineRecord, KeptOutputs, RunRecord
 from evalglass.core.scorecard import CallTotals, CheckSummary, DatasetSummary, Scorecard
 from evalglass.core.usage import TokenUsage
 
@@ -122,6 +122,7 @@ def run_record(
     baselines: dict[str, BaselineRecord],
     scores_sha256: str,
     usage: tuple[TokenUsage, ...] = (),
+    kept: KeptOutputs | None = None,
 ) -> RunRecord:
     """What a run records so that ``verify`` can re-derive its scorecard from the text it read."""
     from evalglass.engine.config import config_as_recorded
@@ -151,6 +152,7 @@ def run_record(
         baselines=baselines,
         scores_sha256=scores_sha256,
         usage=usage,
+        kept_outputs=kept,
     )
 
 

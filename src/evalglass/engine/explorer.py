@@ -5,10 +5,12 @@ examples the page embeds: every regressed pair of a comparative gate (passing in
 flips its scorecard records), beyond the cap if need be, then every example that needs a look (a score that is
 excluded, carries a diagnostic, or is 0) up to the cap, then an evenly spaced sample of the rest. The page lists
 them in that order. The second pass joins the picked examples with
-what the other artifacts say about them: ``outputs.jsonl`` (a live lane's outputs, the judges' rationales),
-``checks.jsonl`` (per-example check records) and the dataset record (input, recorded output, references). The
-dataset is not an artifact of the run, so it is read only when its bytes still hash to the fingerprint the run
-recorded; otherwise the page says why inputs are not shown.
+what the other artifacts say about them: the outputs a recorded run kept (``engine.keptoutputs``, read whole and
+checked against their hash), ``outputs.jsonl`` (a live lane's outputs, the judges' rationales), ``checks.jsonl``
+(per-example check records) and the dataset record (input, references). The dataset is not an artifact of the run,
+so it is read only when its bytes still hash to the fingerprint the run recorded; otherwise the page says why
+inputs are not shown. Outputs come from the run folder alone (a run made before runs kept their outputs shows its
+inline outputs from a dataset that still hashes to its fingerprint, and no outputs from a file of their own).
 """
 
 from __future__ import annotations
@@ -25,15 +27,19 @@ from evalglass.core.fieldpath import FieldPathError
 from evalglass.core.fingerprint import PREFIX
 from evalglass.core.runrecord import SCORES_FILE, RunRecord
 from evalglass.engine.artifacts import CHECKS_FILE, open_artifact, run_score_rows, variant_names_of
-from evalglass.engine.readback import examples_by_id, read_by_own_reader
+from evalglass.engine.readback import OWN_READER_FORMATS, examples_by_id, read_by_own_reader
 from evalglass.engine.recordparts import present, record_parts
 from evalglass.errors import SetupError
 
+#: Other tools' results: their epochs are always samples.
+TOOL_FORMATS = OWN_READER_FORMATS - {"otlp"}
 OUTPUTS_FILE = "outputs.jsonl"  # the name liverun writes; repeated so a report needs no live-run imports
 #: Examples embedded in the page at most. Measured in BENCHMARKS.md: the page stays a few MB at any dataset size.
 ROW_CAP = 1000
-#: Characters of one text field (input, output, reference, rationale) shown per example; the rest is cut and said.
+#: Characters of one text field (input, output, reference) shown per example at first; a longer one expands to its
+#: whole text up to EXPANDED_CHARS, beyond which it is cut and said (so a page of ROW_CAP examples stays bounded).
 FIELD_CHARS = 1200
+EXPANDED_CHARS = 10_000
 TAIL_CHARS = 800
 INCLUDED = "included"
 #: Every state a cell can be in, in the order the page lists them.
@@ -107,13 +113,15 @@ class Explorer:
     states: tuple[str, ...] = STATES
     #: Regressed pairs of the run's comparative gates: every one is embedded, beyond the cap if need be.
     regressed_total: int = 0
+    #: Characters of a value shown before it is expanded.
+    field_chars: int = FIELD_CHARS
 
     @property
     def needs_look_shown(self) -> int:
         return sum(1 for row in self.rows if row.needs_look)
 
 
-def clip(text: str, limit: int = FIELD_CHARS) -> str:
+def clip(text: str, limit: int = EXPANDED_CHARS) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… ({len(text) - limit:,} more characters in the artifacts)"
@@ -264,6 +272,8 @@ def load_explorer(
     by_id: dict[str, list[Row]] = {}
     for row in rows:
         by_id.setdefault(row.id, []).append(row)
+    if record is not None and record.kept_outputs is not None:
+        _join_kept(folder, record, by_id)
     _join_outputs(folder, by_line)
     _join_checks(folder, by_id)
     if record is not None:
@@ -316,9 +326,32 @@ def _join_outputs(folder: Path, by_line: dict[int, Row]) -> None:
                                 str(metric),
                                 sample,
                                 None if label is None else str(label),
-                                None if rationale is None else clip(str(rationale)),
+                                None if rationale is None else clip(str(rationale), FIELD_CHARS),
                             )
                         )
+
+
+def _join_kept(folder: Path, record: RunRecord, by_id: dict[str, list[Row]]) -> None:
+    """The outputs the run scored, from what it kept (each sample's, in a run with samples)."""
+    from evalglass.engine.keptoutputs import kept_outputs
+
+    samples = _has_samples(record.config)
+    for example_id, value in kept_outputs(folder, record, set(by_id)).items():
+        if samples and isinstance(value, list):
+            shown = [as_text(present(item)) for item in value]
+            text = shown[0] if len(shown) == 1 else "\n\n".join(f"[sample {i}] {t}" for i, t in enumerate(shown))
+        else:
+            text = as_text(present(value))
+        for row in by_id[example_id]:
+            row.output = clip(text)
+
+
+def _has_samples(config: Mapping[str, Any]) -> bool:
+    """Whether the recorded config gives each example a list of samples (``task.samples``, or another tool's
+    results, whose epochs are always samples)."""
+    task, dataset = config.get("task"), config.get("dataset")
+    tool = isinstance(dataset, dict) and dataset.get("format") in TOOL_FORMATS
+    return tool or (isinstance(task, dict) and task.get("samples") is True)
 
 
 def _join_checks(folder: Path, by_id: dict[str, list[Row]]) -> None:
@@ -383,6 +416,14 @@ def _join_dataset(
     except FieldPathError:
         notes.append("The run record names a malformed field path: inputs and references are not shown.")
         return
+    # A run that kept nothing (made before runs kept their outputs) shows the outputs of a dataset that still hashes
+    # to its fingerprint; never those of an outputs file of their own, which nothing ties to the run.
+    task = record.config.get("task")
+    inline_outputs = (
+        record.kept_outputs is None
+        and parts.output_field is not None
+        and not (isinstance(task, dict) and task.get("path") is not None)
+    )
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
             row = by_line.get(number)
@@ -397,7 +438,7 @@ def _join_dataset(
                 row.input = clip(as_text(data))
                 continue
             row.input = clip(as_text(parts.input(data)))
-            if parts.output_field is not None and row.output is None:
+            if inline_outputs and row.output is None:
                 row.output = clip(as_text(present(parts.output(data))))
             if parts.reference_fields:
                 row.reference = clip(as_text(present(parts.reference(data))))

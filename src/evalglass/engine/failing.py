@@ -11,8 +11,9 @@ States. A score that is not ``scored`` keeps its status (``error``, ``blocked``,
 * otherwise, for a metric whose every valid value is 0 or 1 (the pass/fail builtins), ``fail`` means 0;
 * otherwise (a continuous metric with no threshold to judge by) the value is ``scored``: neither.
 
-Outputs come from the run's ``outputs.jsonl`` (live runs) or, for recorded runs, from the dataset or
-outputs file as it is now on disk (the run itself keeps no copy of recorded outputs).
+Outputs come from the run folder only: the outputs a recorded run kept (``engine.keptoutputs``, checked against
+their hash) or a live lane's ``outputs.jsonl``; never from the dataset or outputs file as it is now. A run that
+kept neither (made before runs kept their outputs) shows none.
 
 A comparative gate's examples are listed against its baseline: the regressed pairs first (passing in the baseline,
 failing now: the flips the scorecard recorded), then new failures (the baseline passed the example, or did not have
@@ -30,14 +31,13 @@ from typing import Any
 
 import orjson
 
-from evalglass.core.fieldpath import ABSENT, get_path, parse_path
+from evalglass.core.fieldpath import ABSENT
 from evalglass.core.gates import GateResult
 from evalglass.core.gatespec import meets
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.scorecard import Scorecard
 from evalglass.core.uniform import all_of_type
 from evalglass.engine.artifacts import open_artifact, run_scores_blocks
-from evalglass.engine.readback import examples_by_id, read_by_own_reader
 from evalglass.engine.scoresblock import ScoresBlock
 from evalglass.errors import SetupError
 
@@ -296,13 +296,19 @@ def as_text(value: Any) -> str:
 
 
 def with_outputs(folder: Path, record: RunRecord, rows: list[ExampleRow]) -> tuple[list[ExampleRow], str | None]:
-    """The rows with their output each (whole), and where the outputs came from (None when nowhere)."""
+    """The rows with their output each (whole), and where the outputs came from (None when the run kept none)."""
     if not rows:
         return rows, None
     wanted = {row.id for row in rows}
-    outputs, source = _live_outputs(folder, wanted)
-    if source is None:
-        outputs, source = _recorded_outputs(record, wanted, {row.id: row.line for row in rows})
+    if record.kept_outputs is not None:
+        from evalglass.engine.keptoutputs import kept_outputs
+
+        outputs = kept_outputs(folder, record, wanted)
+        source: str | None = "what the run scored (kept in its folder, checked against its hash)"
+        per_sample = False  # a kept output is a list of samples only in a run with samples
+    else:
+        outputs, source = _live_outputs(folder, wanted)
+        per_sample = True  # outputs.jsonl lists every example's samples
     if source is None:
         return rows, None
     filled = []
@@ -310,7 +316,7 @@ def with_outputs(folder: Path, record: RunRecord, rows: list[ExampleRow]) -> tup
         value = outputs.get(row.id, ABSENT)
         if isinstance(value, list) and row.sample is not None and row.sample < len(value):
             value = value[row.sample]
-        elif isinstance(value, list) and row.sample is None and len(value) == 1:
+        elif per_sample and isinstance(value, list) and row.sample is None and len(value) == 1:
             value = value[0]
         text = "(no output)" if value is ABSENT else as_text(value)
         filled.append(ExampleRow(**{**row.__dict__, "output": text}))
@@ -334,44 +340,6 @@ def _live_outputs(folder: Path, wanted: set[str]) -> tuple[dict[str, Any], str |
                 if len(found) == len(wanted):
                     break
     return found, "outputs.jsonl of the run"
-
-
-def _recorded_outputs(record: RunRecord, wanted: set[str], lines: dict[str, int]) -> tuple[dict[str, Any], str | None]:
-    task = record.config.get("task") or {}
-    if not isinstance(task, dict) or task.get("type", "recorded") != "recorded":
-        return {}, None
-    base = Path(record.config_path).parent
-    dataset = record.config.get("dataset") or {}
-    id_field = parse_path(str(dataset.get("id_field", "id")))
-    field = parse_path(str(task.get("field", "output")))
-    own_file = task.get("path")
-    path = base / str(own_file if own_file is not None else dataset.get("path", ""))
-    if own_file is None and read_by_own_reader(record) and path.is_file():
-        examples = examples_by_id(record, path, wanted)
-        if examples is None:
-            return {}, None
-        return {example_id: example.output for example_id, example in examples.items()}, f"{path} as it is now"
-    if path.suffix.lower() in (".csv", ".parquet") or not path.is_file():
-        return {}, None
-    by_line = {line: example_id for example_id, line in lines.items()} if own_file is None else None
-    found: dict[str, Any] = {}
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            if by_line is not None and number not in by_line:
-                continue
-            try:
-                item = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                continue
-            if not isinstance(item, dict):
-                continue
-            example_id = get_path(item, id_field)
-            example_id = str(example_id) if type(example_id) is int else example_id
-            if example_id in wanted:
-                found[example_id] = get_path(item, field)
-                if len(found) == len(wanted):
-                    break
-    return found, f"{path} as it is now"
 
 
 def gate_examples(folder: Path, card: Scorecard, gates: Iterable[str], limit: int) -> dict[str, list[ExampleRow]]:

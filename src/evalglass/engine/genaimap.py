@@ -172,8 +172,12 @@ def _parts(value: Any, key: str) -> list[dict[str, Any]]:
 
 
 def text_of(message: Mapping[str, Any]) -> str:
-    parts = message.get("parts", ())
-    return "".join(part["content"] for part in parts if part.get("type") == "text" and type(part.get("content")) is str)
+    texts = [
+        content
+        for part in message.get("parts", ())
+        if part.get("type") == "text" and type(content := part.get("content")) is str
+    ]
+    return texts[0] if len(texts) == 1 else "".join(texts)
 
 
 def _text_message(role: str, content: Any) -> dict[str, Any]:
@@ -236,21 +240,25 @@ _TOKEN_FACTS: dict[str, tuple[str, int]] = {
     "gen_ai.usage.cache_creation_input_tokens": ("cache_creation_input_tokens", 1),
     "llm.token_count.prompt_details.cache_write": ("cache_creation_input_tokens", 2),
 }
-#: Both tables in one, for one look-up per attribute: attribute → (is a token count, what it is, its rank).
-_FACTS: dict[str, tuple[bool, str, int]] = {
-    **{key: (False, field, rank) for key, (field, rank) in _TEXT_FACTS.items()},
-    **{key: (True, field, rank) for key, (field, rank) in _TOKEN_FACTS.items()},
-}
-_FACT_KEYS = frozenset(_FACTS) | {"gen_ai.response.finish_reasons"}
 _USAGE_ORDER = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+#: Every fact attribute as (attribute, is a token count, what it is), in the order they are applied: by fact, the
+#: lowest rank last (so it wins), and token counts in ``_USAGE_ORDER`` (so usage's keys come out in that order). One
+#: look-up per name and no rank kept per fact: a span carries a handful of these names, most of them in every span.
+_APPLIED: tuple[tuple[str, bool, str], ...] = tuple(
+    (key, is_token, field)
+    for key, is_token, field, _ in sorted(
+        [
+            *((key, False, field, rank) for key, (field, rank) in _TEXT_FACTS.items()),
+            *((key, True, field, rank) for key, (field, rank) in _TOKEN_FACTS.items()),
+        ],
+        key=lambda fact: (fact[1], _USAGE_ORDER.index(fact[2]) if fact[1] else 0, fact[2], -fact[3]),
+    )
+)
 
 
 def span_content(span: Span, convention: str) -> SpanContent:
     content = SpanContent()
-    attributes = span.attributes
-    present = attributes.keys() & _FACT_KEYS  # one C-level pass; a span carries a handful of these
-    if present:
-        _facts(attributes, present, content)
+    _facts(span.attributes, content)
     if convention == GEN_AI:
         _current(span, content)
     elif convention == PRE_1_36:
@@ -263,21 +271,13 @@ def span_content(span: Span, convention: str) -> SpanContent:
     return content
 
 
-def _facts(attributes: Mapping[str, Any], present: set[str], content: SpanContent) -> None:
-    texts: dict[str, tuple[int, str]] = {}
-    tokens: dict[str, tuple[int, int]] = {}
-    for key in present:
-        value = attributes[key]
+def _facts(attributes: Mapping[str, Any], content: SpanContent) -> None:
+    get = attributes.get
+    usage: dict[str, int] = {}
+    for key, is_token, field in _APPLIED:
+        value = get(key)
         if value is None:
             continue
-        fact = _FACTS.get(key)
-        if fact is None:
-            reasons = [value] if type(value) is str else value
-            if type(reasons) is not list or any(type(reason) is not str for reason in reasons):
-                raise MappingProblem("attribute gen_ai.response.finish_reasons must be a list of strings")
-            content.finish_reasons = reasons
-            continue
-        is_token, field, rank = fact
         if is_token:
             if type(value) is not int:
                 if type(value) is float and value.is_integer():
@@ -286,25 +286,29 @@ def _facts(attributes: Mapping[str, Any], present: set[str], content: SpanConten
                     raise MappingProblem(
                         f"attribute {key} must be an integer, got {json_type_name(value)} {_clip(value)}"
                     )
-            held = tokens.get(field)
-            if held is None or rank < held[0]:
-                tokens[field] = (rank, value)
+            usage[field] = value
+        elif type(value) is str:
+            setattr(content, field, value)
         else:
-            if type(value) is not str:
-                raise MappingProblem(f"attribute {key} must be a string, got {json_type_name(value)} {_clip(value)}")
-            held_text = texts.get(field)
-            if held_text is None or rank < held_text[0]:
-                texts[field] = (rank, value)
-    for field, (_, text) in texts.items():
-        setattr(content, field, text)
-    if tokens:
-        content.usage = {field: tokens[field][1] for field in _USAGE_ORDER if field in tokens}
+            raise MappingProblem(f"attribute {key} must be a string, got {json_type_name(value)} {_clip(value)}")
+    if usage:
+        content.usage = usage
+    reasons = get("gen_ai.response.finish_reasons")
+    if reasons is not None:
+        if type(reasons) is str:
+            reasons = [reasons]
+        elif type(reasons) is not list or any(type(reason) is not str for reason in reasons):
+            raise MappingProblem("attribute gen_ai.response.finish_reasons must be a list of strings")
+        content.finish_reasons = reasons
 
 
 def _current(span: Span, content: SpanContent) -> None:
-    sources: list[Mapping[str, Any]] = [span.attributes]
-    if span.events:
-        sources += [attributes for name, attributes in span.events if name == DETAILS_EVENT]
+    events = span.events
+    sources = (
+        [span.attributes, *(attributes for name, attributes in events if name == DETAILS_EVENT)]
+        if events
+        else (span.attributes,)
+    )
     for attributes in sources:
         if content.input_messages is None and "gen_ai.input.messages" in attributes:
             content.input_messages = _messages(attributes["gen_ai.input.messages"], "gen_ai.input.messages")

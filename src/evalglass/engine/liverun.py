@@ -157,7 +157,7 @@ class LiveProducer:
     cluster: RayCluster | None = None
 
     def produce(self, sink: RunSink) -> Produced:
-        reader = DatasetSource(self.loaded)
+        reader = DatasetSource(self.loaded, keep=sink.keep)
         if self.progress is not None:
             self.progress.counters = self.counters
         stopper = LoopStopper()

@@ -13,9 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from evalglass import hostwatch
+from evalglass.engine.sampleguard import GuardedJudge, SampleGuard, guard_scorer
 from evalglass.engine.scoring import BuiltMetric
-from evalglass.engine.toolresults import guard_failed_samples
-from evalglass.engine.uncaptured import UncapturedJudge, guard_uncaptured
 from evalglass.errors import SetupError
 from evalglass.metrics.base import AnyScorer, AsyncScorer, BuildContext, CheckSink, MetricShipper, MetricSpec
 from evalglass.metrics.errors import MetricLoadError
@@ -60,10 +59,9 @@ def build_metrics(
             scorer = build_scorer(loaded, name, spec, context)
         if isinstance(scorer, AsyncScorer):
             raise TypeError(f"metric '{name}' built an asynchronous scorer but does not declare itself live")
-        if config.dataset.may_lack_content:
-            scorer = guard_uncaptured(name, spec, config.output_field, scorer)
-        if config.dataset.tool_results:
-            scorer = guard_failed_samples(name, scorer)
+        guard = sample_guard(loaded, name, spec)
+        if guard is not None:
+            scorer = guard_scorer(guard, scorer)
         built.append(BuiltMetric(name=name, scorer=scorer, parallel=spec.parallel or ships, label=label))
     return built
 
@@ -90,9 +88,23 @@ def build_live_metric(loaded: LoadedConfig, name: str, executor: Executor, cache
     scorer = build_scorer(loaded, name, spec, context)
     if not isinstance(scorer, AsyncScorer):
         raise TypeError(f"metric '{name}' declares itself live but built a synchronous scorer")
-    if loaded.config.dataset.may_lack_content:
-        return UncapturedJudge(name, spec, loaded.config.output_field, scorer)
-    return scorer
+    guard = sample_guard(loaded, name, spec)
+    return scorer if guard is None else GuardedJudge(name, guard, scorer)
+
+
+def sample_guard(loaded: LoadedConfig, name: str, spec: MetricSpec) -> SampleGuard | None:
+    """What every metric of this run must not measure (``engine.sampleguard``), whatever its type; None on a
+    dataset whose samples cannot have failed or lack content."""
+    dataset = loaded.config.dataset
+    if not (dataset.may_lack_content or dataset.tool_results):
+        return None
+    return SampleGuard(
+        name,
+        spec,
+        loaded.config.output_field,
+        failures=dataset.tool_results,
+        uncaptured=dataset.may_lack_content,
+    )
 
 
 __all__ = ["build_live_metric", "build_metrics", "build_scorer"]

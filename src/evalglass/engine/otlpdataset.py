@@ -16,7 +16,7 @@ The dataset fingerprint is the SHA-256 of the file's bytes, as for every format.
 from __future__ import annotations
 
 import gc
-from collections import OrderedDict
+from collections import deque
 from collections.abc import Iterator, Mapping
 from itertools import islice
 from pathlib import Path
@@ -73,6 +73,7 @@ class OtlpReader:
         self._since = options.select.since_ns()
         self._until = options.select.until_ns()
         self._metadata = options.mapping.metadata
+        self._filtered = bool(self._where) or self._since is not None or self._until is not None
         self.examples = 0
         self.bad_lines = 0
         self.first_bad_lines: list[int] = []
@@ -126,51 +127,62 @@ class OtlpReader:
     def _items(self) -> Iterator[Row | BadLine]:
         """Each example as (id, line, record, output), or the malformed example."""
         window = self._options.window
-        pending: OrderedDict[str, list[Span]] = OrderedDict()
+        # The open traces: their spans, and the number of the last span of each.
+        pending: dict[str, list[Span]] = {}
         last: dict[str, int] = {}
-        # Completed traces: when each completed, and where each of its spans was read (a repeat is refused).
-        recent: OrderedDict[str, tuple[int, dict[str, int]]] = OrderedDict()
+        # Every span read, as (its number, its trace), oldest first. A trace is complete when the entry of its last
+        # span leaves the window (those of its earlier spans are passed over), so traces complete in the order of
+        # their last spans with nothing reordered per span.
+        order: deque[tuple[int, str]] = deque()
+        # Completed traces: when each completed, and where each of its spans was read (a repeat is refused); the
+        # oldest are forgotten first.
+        recent: dict[str, tuple[int, dict[str, int]]] = {}
+        forget: deque[str] = deque()
         keep = RECENT_FACTOR * window
         count = 0
-        for item in self._spans:
-            if type(item) is SpanProblem:
-                yield self._bad(item.where, "malformed_span", item.message)
-                continue
-            assert isinstance(item, Span)
-            count += 1
-            trace = item.trace_id
-            spans = pending.get(trace)
-            if spans is None:
-                completed = recent.get(trace)
-                if completed is not None:
-                    when, read_at = completed
-                    if item.span_id in read_at:
-                        raise self._repeated(item, read_at[item.span_id])
-                    yield self._bad(
-                        item.where,
-                        "late_span",
-                        f"span {item.name!r} of trace {trace} arrived {count - when:,} spans after the trace was "
-                        f"complete (traces.window is {window:,}); raise dataset.traces.window",
-                    )
+        for group in self._spans.groups():
+            for item in group:
+                if isinstance(item, SpanProblem):
+                    yield self._bad(item.where, "malformed_span", item.message)
                     continue
-                pending[trace] = [item]
-            else:
-                spans.append(item)
-                pending.move_to_end(trace)
-            last[trace] = count
-            while True:
-                oldest = next(iter(pending))
-                if last[oldest] > count - window:
-                    break
-                del last[oldest]
-                completed_spans = pending.pop(oldest)
-                recent[oldest] = (count, self._read_at(completed_spans))
-                if len(recent) > keep:
-                    recent.popitem(last=False)
-                yield from self._examples(completed_spans)
-        for spans in pending.values():
-            self._read_at(spans)
-            yield from self._examples(spans)
+                count += 1
+                trace = item.trace_id
+                spans = pending.get(trace)
+                if spans is None:
+                    completed = recent.get(trace)
+                    if completed is not None:
+                        when, read_at = completed
+                        if item.span_id in read_at:
+                            raise self._repeated(item, read_at[item.span_id])
+                        yield self._bad(
+                            item.where,
+                            "late_span",
+                            f"span {item.name!r} of trace {trace} arrived {count - when:,} spans after the trace was "
+                            f"complete (traces.window is {window:,}); raise dataset.traces.window",
+                        )
+                        continue
+                    pending[trace] = [item]
+                else:
+                    spans.append(item)
+                last[trace] = count
+                order.append((count, trace))
+                ended = count - window
+                while order[0][0] <= ended:
+                    number, oldest = order.popleft()
+                    if last[oldest] != number:
+                        continue  # a span of a trace that has later ones
+                    del last[oldest]
+                    completed_spans = pending.pop(oldest)
+                    recent[oldest] = (count, self._read_at(completed_spans))
+                    forget.append(oldest)
+                    if len(recent) > keep:
+                        del recent[forget.popleft()]
+                    yield from self._examples(completed_spans)
+        for number, trace in order:
+            if last[trace] == number:
+                spans = pending[trace]
+                self._read_at(spans)
+                yield from self._examples(spans)
         self._done = True
 
     def _read_at(self, spans: list[Span]) -> dict[str, int]:
@@ -205,7 +217,7 @@ class OtlpReader:
             if (
                 convention is None
                 or (self._unit_span and not is_inference(span, convention))
-                or not self._selected(span)
+                or (self._filtered and not self._selected(span))
             ):
                 return []
             return [self._example(span, convention, spans, {span.span_id: convention})]
@@ -408,7 +420,9 @@ def trace_record(
         "convention": convention,
         "input": inputs,
         "output": output,
-        "metadata": {key: attributes.get(key, root.resource.get(key)) for key in metadata_keys},
+        "metadata": {key: attributes.get(key, root.resource.get(key)) for key in metadata_keys}
+        if metadata_keys
+        else {},
         NOT_CAPTURED: sorted(not_captured),
     }
     return record

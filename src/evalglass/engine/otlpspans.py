@@ -96,6 +96,12 @@ class SpanFile:
         return self._hash.hexdigest()
 
     def __iter__(self) -> Iterator[Span | SpanProblem]:
+        for group in self.groups():
+            yield from group
+
+    def groups(self) -> Iterator[list[Span | SpanProblem]]:
+        """The spans one JSON line or protobuf message holds, a list at a time: the reader's loop takes them without
+        a generator resumed per span."""
         handle = open_regular(self.path, what="trace file", missing_fix="fix `dataset.path` in the config")
         hashing = contextlib.nullcontext(_ignore) if self._hash is None else _HashingThread(self._hash.update)
         with handle, hashing as update:
@@ -114,7 +120,7 @@ class SpanFile:
 
     # -- OTLP/JSON lines ------------------------------------------------------------------------------------------
 
-    def _json(self, handle: BinaryIO, update: Callable[[bytes], None]) -> Iterator[Span | SpanProblem]:
+    def _json(self, handle: BinaryIO, update: Callable[[bytes], None]) -> Iterator[list[Span | SpanProblem]]:
         number = 0
         try:
             for lines, _ in _lines(handle, update, CHUNK, self._max):
@@ -125,9 +131,9 @@ class SpanFile:
                     try:
                         document = orjson.loads(raw)
                     except orjson.JSONDecodeError as exc:
-                        yield SpanProblem(number, f"not valid JSON ({exc})")
+                        yield [SpanProblem(number, f"not valid JSON ({exc})")]
                         continue
-                    yield from _json_document(document, number)
+                    yield _json_document(document, number)
                     del document
         except _LineTooLong:
             raise SetupError(
@@ -140,7 +146,7 @@ class SpanFile:
 
     def _protobuf(
         self, handle: BinaryIO, update: Callable[[bytes], None], first: bytes
-    ) -> Iterator[Span | SpanProblem]:
+    ) -> Iterator[list[Span | SpanProblem]]:
         request_type = _request_type(self.path)
         if first == b"\x0a":
             # A bare ExportTraceServiceRequest (its first field, resource_spans, has tag 0x0a): a length prefix
@@ -153,7 +159,7 @@ class SpanFile:
                     where=str(self.path),
                     fix="write traces with the collector's file exporter (format: proto), which frames each batch",
                 )
-            yield from self._message(request_type, data, 1, 0)
+            yield self._message(request_type, data, 1, 0)
             return
         offset = 0
         number = 0
@@ -178,7 +184,7 @@ class SpanFile:
             update(data)
             if len(data) < size:
                 raise self._truncated(number, offset, f"it announces {size:,} bytes and {len(data):,} follow")
-            yield from self._message(request_type, data, number, offset)
+            yield self._message(request_type, data, number, offset)
             offset += 4 + size
 
     def _truncated(self, number: int, offset: int, why: str) -> SetupError:
@@ -188,7 +194,7 @@ class SpanFile:
             fix="the file was cut short (a copy or an export that did not finish); export it again",
         )
 
-    def _message(self, request_type: Any, data: bytes, number: int, offset: int) -> Iterator[Span | SpanProblem]:
+    def _message(self, request_type: Any, data: bytes, number: int, offset: int) -> list[Span | SpanProblem]:
         from google.protobuf.message import DecodeError
 
         try:
@@ -199,7 +205,7 @@ class SpanFile:
                 where=f"{self.path}:byte {offset:,}",
                 fix="the file is damaged or is not OTLP protobuf traces; export it again",
             ) from None
-        yield from _proto_request(request, number)
+        return list(_proto_request(request, number))
 
 
 def _read_exactly(handle: BinaryIO, size: int) -> bytes:
@@ -231,24 +237,24 @@ def _request_type(path: Path) -> Any:
 # -- JSON decoding ------------------------------------------------------------------------------------------------
 
 
-def _json_document(document: Any, number: int) -> Iterator[Span | SpanProblem]:
+def _json_document(document: Any, number: int) -> list[Span | SpanProblem]:
     if type(document) is not dict or "resourceSpans" not in document:
         if type(document) is dict and ("resourceLogs" in document or "resourceMetrics" in document):
-            yield SpanProblem(number, "holds logs or metrics, not traces")
-        else:
-            yield SpanProblem(number, "is not an OTLP traces object (no resourceSpans)")
-        return
+            return [SpanProblem(number, "holds logs or metrics, not traces")]
+        return [SpanProblem(number, "is not an OTLP traces object (no resourceSpans)")]
+    found: list[Span | SpanProblem] = []
     try:
         for resource_spans in document["resourceSpans"] or ():
             resource = _json_attributes((resource_spans.get("resource") or {}).get("attributes"))
             for scope_spans in resource_spans.get("scopeSpans") or ():
                 for raw in scope_spans.get("spans") or ():
                     try:
-                        yield _json_span(raw, resource, number)
+                        found.append(_json_span(raw, resource, number))
                     except _Bad as exc:
-                        yield SpanProblem(number, f"{_span_label(raw)}: {exc}")
+                        found.append(SpanProblem(number, f"{_span_label(raw)}: {exc}"))
     except (_Bad, AttributeError, TypeError) as exc:
-        yield SpanProblem(number, f"is not a well-formed OTLP traces object ({exc})")
+        found.append(SpanProblem(number, f"is not a well-formed OTLP traces object ({exc})"))
+    return found
 
 
 def _span_label(raw: Any) -> str:
@@ -262,12 +268,12 @@ def _json_span(raw: Any, resource: dict[str, Any], number: int) -> Span:
     get = raw.get
     trace_id = get("traceId")
     # The common case (32 and 16 lowercase hex digits, as the exporters write them) is checked in one step.
-    if not (type(trace_id) is str and len(trace_id) == 32 and _is_lower_hex(trace_id) and trace_id != _ZERO_TRACE):
+    if not (type(trace_id) is str and len(trace_id) == 32 and _HEX.issuperset(trace_id) and trace_id != _ZERO_TRACE):
         trace_id = _json_id(trace_id, "traceId", 16)
         if not trace_id:
             raise _Bad("has no trace id (traceId)")
     span_id = get("spanId")
-    if not (type(span_id) is str and len(span_id) == 16 and _is_lower_hex(span_id) and span_id != _ZERO_SPAN):
+    if not (type(span_id) is str and len(span_id) == 16 and _HEX.issuperset(span_id) and span_id != _ZERO_SPAN):
         span_id = _json_id(span_id, "spanId", 8)
         if not span_id:
             raise _Bad("has no span id (spanId)")
@@ -280,13 +286,16 @@ def _json_span(raw: Any, resource: dict[str, Any], number: int) -> Span:
     status = get("status")
     code = status.get("code", 0) if type(status) is dict else 0
     events = get("events")
+    # Times are 64-bit integers written as text; anything else is checked by _json_time.
+    start = get("startTimeUnixNano")
+    end = get("endTimeUnixNano")
     return Span(
         trace_id,
         span_id,
         parent or "",
         name,
-        _json_time(get("startTimeUnixNano"), "startTimeUnixNano"),
-        _json_time(get("endTimeUnixNano"), "endTimeUnixNano"),
+        int(start) if type(start) is str and start.isdecimal() else _json_time(start, "startTimeUnixNano"),
+        int(end) if type(end) is str and end.isdecimal() else _json_time(end, "endTimeUnixNano"),
         _json_attributes(get("attributes")),
         [(str(event.get("name", "")), _json_attributes(event.get("attributes"))) for event in events] if events else [],
         code == STATUS_ERROR or code == "STATUS_CODE_ERROR",
@@ -299,10 +308,6 @@ def _json_span(raw: Any, resource: dict[str, Any], number: int) -> Span:
 _HEX = frozenset("0123456789abcdef")
 _ZERO_TRACE = "0" * 32
 _ZERO_SPAN = "0" * 16
-
-
-def _is_lower_hex(text: str) -> bool:
-    return _HEX.issuperset(text)
 
 
 def _json_id(value: Any, key: str, size: int) -> str:

@@ -292,7 +292,14 @@ def _run_in(prepared: _Prepared, created: bool) -> RunOutcome:
         if prepared.loaded.config.variant_names:
             outcome = _finish_variants(prepared, _score_variants(prepared, warnings, joined))
             return dataclasses.replace(outcome, warnings=(*warnings, *outcome.warnings))
-        sink = open_run_sink(prepared.loaded, ScoresWriter(folder), expected=manifest.dataset.examples or 0)
+        keeper = None
+        if prepared.loaded.config.lane is None:  # recorded outputs: the run keeps what it scores
+            from evalglass.engine.keptoutputs import KeptOutputsWriter
+
+            keeper = KeptOutputsWriter(folder)
+        sink = open_run_sink(
+            prepared.loaded, ScoresWriter(folder), expected=manifest.dataset.examples or 0, keeper=keeper
+        )
         scored = _score(prepared, sink, warnings, joined)
         outcome = _finish(prepared, scored)
         return dataclasses.replace(outcome, warnings=(*warnings, *outcome.warnings))
@@ -412,6 +419,9 @@ def sweep_killed_writers(folder: Path) -> None:
         for copy in copies.iterdir():
             if copy.is_dir() and not copy.is_symlink():
                 sweep_partials(copy, {RUNRECORD_FILE, SCORES_FILE})
+    from evalglass.engine.keptoutputs import BLOBS_DIR, PENDING
+
+    sweep_partials(folder / BLOBS_DIR, {PENDING})
 
 
 def point_last_run_at(folder: Path) -> str | None:
@@ -547,7 +557,9 @@ def _finish(
     scorecard = decided_scorecard(
         config, scored.columns, scored.shape.run_shape(), dataset, evidence, scored.calls, scored.usage
     )
-    record = run_record(loaded, ledger, dataset, evidence, baseline_records, scored.scores_sha256, scored.usage)
+    record = run_record(
+        loaded, ledger, dataset, evidence, baseline_records, scored.scores_sha256, scored.usage, scored.kept
+    )
     if variant_scores:
         record = record.model_copy(update={"scores_file": scores_file, "variant_scores": variant_scores})
     from evalglass.engine.failing import report_markdown
@@ -560,7 +572,11 @@ def _finish(
         folder,
         run_id,
         prepared.signing_key,
-        known={record.scores_file: scored.scores_sha256, **(variant_scores or {})},
+        known={
+            record.scores_file: scored.scores_sha256,
+            **(variant_scores or {}),
+            **({scored.kept.file: scored.kept.sha256} if scored.kept is not None else {}),
+        },
         provenance=None if prepared.signing_key is None else signed_provenance(loaded.base_dir),
     )
     return RunOutcome(folder=folder, scorecard=scorecard, record=record)

@@ -35,7 +35,7 @@ class RecordedProducer:
     def produce(self, sink: RunSink) -> Produced:
         from evalglass.engine.source import DatasetSource
 
-        source = DatasetSource(self.loaded)
+        source = DatasetSource(self.loaded, keep=sink.keep)
         pool = metric_pool(self.loaded.config, self.metrics)
         try:
             for batch in source.batches():

@@ -12,7 +12,9 @@ scored, and the sink alone does the rest, the same way for both:
   a result it refuses becomes a ``metric_bad_result`` error), records how rows map to examples and clusters
   (:class:`RowShape`, the cluster key read here and nowhere else), and writes each batch of dataset lines as one
   block of ``scores.jsonl`` through the :class:`ScoresSink` port;
-* commits the blocks and returns the run's :class:`Scored`.
+* keeps the recorded outputs a run without a lane scored (:class:`OutputsKeeper`, handed each batch by the
+  producer's dataset source through :attr:`RunSink.keep`);
+* commits the blocks (and the kept outputs) and returns the run's :class:`Scored`.
 
 So ``decide_run``, ``verify`` and the artifacts cannot tell the two producers apart, and neither producer writes a
 block, computes a cluster or keeps ids itself.
@@ -31,6 +33,7 @@ import numpy as np
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.decide import RunShape
 from evalglass.core.example import Example, ExampleBatch
+from evalglass.core.runrecord import KeptOutputs
 from evalglass.core.score import Score, ScoreContractError
 from evalglass.core.scorecard import CallTotals, DatasetSummary
 from evalglass.core.usage import TokenUsage
@@ -57,6 +60,17 @@ class ScoresSink(Protocol):
     ) -> None: ...
 
     def commit(self) -> str: ...
+
+    def abort(self) -> None: ...
+
+
+class OutputsKeeper(Protocol):
+    """Where a recorded run keeps the outputs it scored (the port): ``keptoutputs.KeptOutputsWriter``. A producer's
+    dataset source hands it each batch as read (``DatasetSource(keep=sink.keep)``), before ``parse: json``."""
+
+    def add(self, batch: ExampleBatch | Sequence[Example | BadLine]) -> None: ...
+
+    def commit(self) -> KeptOutputs: ...
 
     def abort(self) -> None: ...
 
@@ -105,6 +119,7 @@ class Scored:
     scores_sha256: str
     usage: tuple[TokenUsage, ...] = ()
     calls: CallTotals | None = None  # live runs: see CallTotals
+    kept: KeptOutputs | None = None  # recorded outputs: see OutputsKeeper
 
 
 @dataclass
@@ -165,10 +180,12 @@ class RunSink:
         reread: Callable[[], Iterable[Example | BadLine]],
         path: Path,
         expected: int = 0,
+        keeper: OutputsKeeper | None = None,
     ) -> None:
         self.columns = {name: ScoreColumn() for name in names}
         self.shape = shape
         self._writer = writer
+        self._keeper = keeper
         self._reread = reread
         self._path = path
         self._seen = SeenIds(expected=expected)
@@ -179,6 +196,11 @@ class RunSink:
     def samples(self) -> bool:
         """True when a line has a list of sample rows (``Rows.per_line``); else one row each."""
         return self.shape.samples
+
+    @property
+    def keep(self) -> Callable[[ExampleBatch | Sequence[Example | BadLine]], None] | None:
+        """What the dataset source hands each batch's recorded outputs to (None: this run keeps none)."""
+        return None if self._keeper is None else self._keeper.add
 
     def note_ids(self, batch: ExampleBatch | Sequence[Example | BadLine]) -> None:
         """Remember a batch's ids (one hash each; a malformed line's made-up id takes part) for :meth:`check_ids`."""
@@ -226,6 +248,7 @@ class RunSink:
     def commit(self, produced: Produced) -> Scored:
         """The blocks made final; the run's scored dataset."""
         scores_sha256 = self._writer.commit()
+        kept = self._keeper.commit() if self._keeper is not None else None
         return Scored(
             columns=self.columns,
             shape=self.shape,
@@ -233,13 +256,18 @@ class RunSink:
             scores_sha256=scores_sha256,
             usage=produced.usage,
             calls=produced.calls,
+            kept=kept,
         )
 
     def abort(self) -> None:
         self._writer.abort()
+        if self._keeper is not None:
+            self._keeper.abort()
 
 
-def open_run_sink(loaded: LoadedConfig, writer: ScoresSink, expected: int = 0) -> RunSink:
+def open_run_sink(
+    loaded: LoadedConfig, writer: ScoresSink, expected: int = 0, keeper: OutputsKeeper | None = None
+) -> RunSink:
     """The sink of a run of ``loaded``: a column per declared metric, in the config's order."""
 
     def reread() -> Iterable[Example | BadLine]:
@@ -248,7 +276,7 @@ def open_run_sink(loaded: LoadedConfig, writer: ScoresSink, expected: int = 0) -
         return open_reader(loaded)
 
     config = loaded.config
-    return RunSink(list(config.metrics), new_row_shape(config), writer, reread, loaded.dataset_path, expected)
+    return RunSink(list(config.metrics), new_row_shape(config), writer, reread, loaded.dataset_path, expected, keeper)
 
 
 def cluster_key(value: Any) -> str | None:
@@ -358,6 +386,7 @@ def _duplicate(example_id: str, line: int, first: int, path: Path) -> SetupError
 
 
 __all__ = [
+    "OutputsKeeper",
     "Produced",
     "Producer",
     "RowShape",

@@ -20,8 +20,11 @@ from evalglass.engine.outputs import RecordedOutputs
 class DatasetSource:
     """Iterate once (by batch or by example); then :meth:`summary` describes what was read."""
 
-    def __init__(self, loaded: LoadedConfig) -> None:
+    def __init__(self, loaded: LoadedConfig, keep: Callable[[Any], None] | None = None) -> None:
+        """``keep``: given each batch (its outputs joined, not yet parsed), for the run to keep what it scores
+        (``engine.keptoutputs``); only :meth:`batches` calls it."""
         config = loaded.config
+        self._keep = keep
         self.reader = open_reader(loaded)
         self.path = self.reader.path
         self._config = config
@@ -41,12 +44,14 @@ class DatasetSource:
             )
 
     def batches(self) -> Iterator[ExampleBatch | list[Example | BadLine]]:
-        outputs, gold, parse = self._outputs, self._gold, self._parse
+        outputs, gold, parse, keep = self._outputs, self._gold, self._parse, self._keep
         for batch in self.reader.batches():
             if gold is not None:
                 gold.add(batch)
             if outputs is not None:
                 batch = outputs.attach(batch)
+            if keep is not None:
+                keep(batch)
             if parse is not None:
                 batch = _parsed_batch(batch, parse)
             yield batch

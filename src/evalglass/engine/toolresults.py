@@ -31,7 +31,6 @@ from evalglass.core.fingerprint import PREFIX
 from evalglass.core.score import Score
 from evalglass.engine.dataset import BATCH, BadLine, batched, field_getter
 from evalglass.errors import SetupError
-from evalglass.metrics.base import Scorer
 from evalglass.readers.userfiles import open_regular, unreadable
 
 #: The dataset formats read by a tool's reader.
@@ -222,29 +221,16 @@ def _output(sample: ToolSample) -> dict[str, Any]:
     return output
 
 
-def guard_failed_samples(name: str, scorer: Scorer) -> Scorer:
-    """``scorer``, made an ``error`` on a sample the tool itself failed to complete (its output carries the
-    tool's ``error``): what the tool did not produce is not an answer to measure, and never a 0.0."""
-    inner_one = scorer.one
+def sample_failed(output: Any) -> bool:
+    """Whether a sample's output says the tool failed it (the tool's ``error``; see :func:`_output`)."""
+    return type(output) is dict and bool(output.get("error"))
 
-    def one(example: Example) -> Any:
-        output = example.output
-        failed = output.get("error") if type(output) is dict else None
-        if not failed:
-            return inner_one(example)
-        return Score.error(
-            "tool_sample_failed",
-            f"example {example.id} (sample {example.sample}): the tool did not complete this sample "
-            f"({str(failed)[:300]}); metric '{name}' has nothing to measure",
-        )
 
-    inner_batch = scorer.batch
-    if inner_batch is None:
-        return Scorer(one)
-
-    def batch(examples: ExampleBatch) -> Any:
-        if any(type(output) is dict and output.get("error") for output in examples.outputs):
-            return None  # the caller scores this batch example by example, through ``one``
-        return inner_batch(examples)
-
-    return Scorer(one, batch)
+def failed_sample_score(name: str, example: Example) -> Score:
+    """What metric ``name`` scores on a sample the tool failed: what the tool did not produce is not an answer to
+    measure, and never a 0.0 (``engine.sampleguard`` applies it to every metric)."""
+    return Score.error(
+        "tool_sample_failed",
+        f"example {example.id} (sample {example.sample}): the tool did not complete this sample "
+        f"({str(example.output.get('error'))[:300]}); metric '{name}' has nothing to measure",
+    )

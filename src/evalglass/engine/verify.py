@@ -10,6 +10,10 @@ What a verified run proves depends on what ``verify`` can check it against (docs
   now, so it was decided under the ledger the host keeps there, not under one rewritten inside the run folder.
 - **Signed** (with ``--key``): the digest list was signed by the holder of the signing key.
 
+The outputs a recorded run kept (``engine.keptoutputs``) are checked as bytes (digests, the run record's hash) and
+as the outputs of the scored lines (one per line of ``scores.jsonl``, same ids, same order); they are not scored
+again, so verify does not prove that they produce the recorded scores: the scores decide, the outputs are shown.
+
 Limits: without anchoring or a signature, whoever can write the folder can rewrite scores, snapshots, fingerprints,
 scorecard and digests consistently, and such a run verifies as consistent; only the anchors above catch that.
 """
@@ -80,6 +84,13 @@ class VerifyReport:
     def ok(self) -> bool:
         return not self.findings
 
+    @property
+    def exit_code(self) -> int:
+        """What ``evalglass verify`` exits with: 0 when the run re-derives exactly, 1 when anything differs."""
+        from evalglass.core.exitcodes import ExitCode
+
+        return int(ExitCode.OK if self.ok else ExitCode.FAILED)
+
 
 @dataclass(frozen=True)
 class Anchors:
@@ -99,7 +110,11 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
     files = _scores_files(config, record)
     by_file = {
         file: load_columns(
-            folder / file, names, samples=config.samples, clustered=config.dataset.cluster_field is not None
+            folder / file,
+            names,
+            samples=config.samples,
+            clustered=config.dataset.cluster_field is not None,
+            ids=record.kept_outputs is not None,
         )
         for file in files.values()
     }
@@ -176,6 +191,14 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
         # Only a scorecard that matches field by field is also loaded through its own validators.
         load_scorecard(folder)
     statements = _anchor(record, config, anchors or Anchors(), findings)
+    if record.kept_outputs is not None:
+        from evalglass.engine.keptoutputs import kept_against_scores
+
+        scored_ids = loaded_scores.ids.tolist() if loaded_scores.ids is not None else []
+        kept_findings, kept_statement = kept_against_scores(folder, record, scored_ids)
+        findings.extend(Finding(*item) for item in kept_findings)
+        if kept_statement is not None:
+            statements.append(kept_statement)
     extra = _unlisted(folder)
     if extra:
         # Said, not counted: files written into the folder after the run (a JUnit report, an HTML page) are not

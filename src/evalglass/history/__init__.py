@@ -13,7 +13,7 @@ takes part in deciding a run. One job per module:
   provenance ``engine.provenance`` reads (a signed run's branch and commit: those its signature covers);
 - ``query``: the runs and trends ``evalglass history`` lists;
 - ``refs``: run references (folder, run id, ``BRANCH@latest``, ``BRANCH@DATE``, ``last``) resolved to a folder;
+- ``named``: the run a reader names (a folder, the last run, a reference), for every reader the API offers;
 - ``locator``: the run locator a run finds its baselines through (a reference; a branch's newest runs);
-- ``rows``: a recorded run's summary rows checked against its own artifacts (``verify`` of a run read back);
-- ``commands``: the ``evalglass history`` command group.
+- ``rows``: a recorded run's summary rows checked against its own artifacts (``verify`` of a run read back).
 """

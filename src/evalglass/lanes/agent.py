@@ -1,4 +1,5 @@
-"""The agent lane (``task: {type: agent}``): the model and tool loop, against an OpenAI-compatible endpoint.
+"""The agent lane (``task: {type: agent}``): the model and tool loop, against an OpenAI-compatible endpoint or a
+native API (``provider: anthropic | gemini``: ``lanes/modelstep.py`` speaks each API's tool-call shape).
 
 Per (example, sample): the prompt templates are rendered into the first messages, then up to ``max_steps`` times
 the model is asked (the conversation so far and the tool definitions) and each tool call it makes is run, in
@@ -212,7 +213,7 @@ class AgentLane:
         prices: Mapping[str, Price] | None = None,
         client: ModelStepClient | None = None,
     ) -> None:
-        from evalglass.lanes.modelstep import AssistantTurn, OpenAIStepClient, StepRequest
+        from evalglass.lanes.modelstep import AssistantTurn, StepRequest, open_step_client
         from evalglass.lanes.retry import Retrier
         from evalglass.lanes.templating import compile_template
 
@@ -225,7 +226,7 @@ class AgentLane:
         self.tools = build_tools(spec.tools, base_dir)
         self.definitions = tuple(tool.definition for tool in self.tools.values())
         self.params = tuple(sorted(spec.sampling().items()))
-        self.client: ModelStepClient = client or OpenAIStepClient(spec, env=env, transport=transport)
+        self.client: ModelStepClient = client or open_step_client(spec, env=env, transport=transport)
         self.price = (prices or {}).get(spec.model)
         self._state_path = parse_path(spec.state) if spec.state is not None else None
         self._recorded_path = parse_path(spec.recorded_results)
@@ -536,13 +537,23 @@ class AgentLane:
         if last is not None and last.model is not None:
             trajectory["model"] = last.model
         tokens: dict[str, int] = {}
-        if usage is not None and usage.prompt_tokens is not None:
-            tokens["input_tokens"] = usage.prompt_tokens
-        if usage is not None and usage.completion_tokens is not None:
-            tokens["output_tokens"] = usage.completion_tokens
+        if usage is not None:
+            for name, value in (
+                ("input_tokens", usage.prompt_tokens),
+                ("output_tokens", usage.completion_tokens),
+                ("cache_read_input_tokens", usage.cache_read_tokens),
+                ("cache_creation_input_tokens", usage.cache_write_tokens),
+            ):
+                if value is not None:
+                    tokens[name] = value
         trajectory["usage"] = tokens
         if self.price is not None and usage is not None:
-            trajectory["cost"] = self.price.cost(usage.prompt_tokens or 0, usage.completion_tokens or 0)
+            trajectory["cost"] = self.price.cost(
+                usage.prompt_tokens or 0,
+                usage.completion_tokens or 0,
+                usage.cache_read_tokens or 0,
+                usage.cache_write_tokens or 0,
+            )
         if run.state is not None:
             trajectory["final_state"] = run.state
         return trajectory
@@ -582,6 +593,8 @@ def _summed(usages: list[Usage | None]) -> Usage | None:
         total([usage.prompt_tokens for usage in known]),
         total([usage.completion_tokens for usage in known]),
         total([usage.total_tokens for usage in known]),
+        total([usage.cache_read_tokens for usage in known]),
+        total([usage.cache_write_tokens for usage in known]),
     )
 
 

@@ -6,25 +6,31 @@ The agent lane (``lanes/agent.py``) speaks only :class:`StepRequest` (the conver
 :class:`AssistantTurn`. A client turns a request into its provider's wire shape and the answer back; the call cache
 keys a step by the request, never by the wire, so a step means the same thing whichever client made it.
 :class:`OpenAIStepClient` is the OpenAI chat-completions shape (through :class:`~evalglass.lanes.chat.ChatClient`'s
-transport, retries classified alike); a native Anthropic or Gemini client plugs in by implementing
-:class:`ModelStepClient` (``limit``, ``attempt``, ``aclose``).
+transport, retries classified alike); :class:`NativeStepClient` is a native API's (``provider: anthropic |
+gemini``): the provider module of ``lanes/providers`` builds the body (Anthropic ``tool_use`` / ``tool_result``
+blocks, Gemini ``functionCall`` / ``functionResponse`` parts) and reads the answer, its usage and its errors, over
+the same :class:`~evalglass.lanes.providers.client.NativeClient` the chat lane and the judge use.
+:func:`open_step_client` picks one by the spec's ``provider``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
 from evalglass.core.fieldpath import ABSENT
-from evalglass.lanes.chat import ChatClient
 from evalglass.lanes.chatcall import TransportChoice, Usage
 from evalglass.lanes.executor import EndpointLimit
-from evalglass.lanes.providers.wire import WireCall
-from evalglass.lanes.retry import Fault, Ok
-from evalglass.lanes.specs import EndpointSpec
+from evalglass.lanes.providers.wire import Malformed, WireAnswer, WireCall
+from evalglass.lanes.retry import Fault, FaultKind, Ok
+from evalglass.lanes.specs import EndpointSpec, Provider
+
+if TYPE_CHECKING:
+    from evalglass.lanes.chat import ChatClient
+    from evalglass.lanes.providers.client import NativeClient
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,17 +70,11 @@ class AssistantTurn:
         return message
 
     def to_json(self) -> dict[str, Any]:
-        """What the call cache keeps of the turn."""
-        usage = self.usage
+        """What the call cache keeps of the turn (the prompt-cache counts only when the API reported them, so an
+        entry made without them keeps its bytes)."""
         return {
             "message": self.message(),
-            "usage": None
-            if usage is None
-            else {
-                "prompt_tokens": usage.prompt_tokens,
-                "completion_tokens": usage.completion_tokens,
-                "total_tokens": usage.total_tokens,
-            },
+            "usage": None if self.usage is None else self.usage.to_json(),
             "model": self.model,
         }
 
@@ -88,7 +88,7 @@ class AssistantTurn:
         return cls(
             text,
             calls,
-            None if not isinstance(usage, Mapping) else Usage(**{key: usage.get(key) for key in _USAGE_KEYS}),
+            None if not isinstance(usage, Mapping) else Usage.from_json(usage),
             message.get("finish_reason"),
             data.get("model"),
         )
@@ -115,7 +115,9 @@ class OpenAIStepClient:
     def __init__(
         self, spec: EndpointSpec, *, env: Mapping[str, str] | None = None, transport: TransportChoice = "auto"
     ) -> None:
-        self.chat = ChatClient(spec, env=env, transport=transport)
+        from evalglass.lanes.chat import ChatClient
+
+        self.chat: ChatClient = ChatClient(spec, env=env, transport=transport)
         self.limit = self.chat.limit
 
     async def attempt(self, request: StepRequest) -> Ok[AssistantTurn] | Fault:
@@ -123,6 +125,68 @@ class OpenAIStepClient:
 
     async def aclose(self) -> None:
         await self.chat.aclose()
+
+
+class NativeStepClient:
+    """:class:`ModelStepClient` for a native API (``provider: anthropic | gemini``): the request in the provider
+    module's wire shape, the answer read into a turn with the API's own usage fields; rate limits and overloads are
+    the faults the module's ``read_error`` names (docs/providers.md), retried by the lane's policy."""
+
+    def __init__(self, spec: EndpointSpec, *, env: Mapping[str, str] | None = None) -> None:
+        from evalglass.lanes.providers.client import NativeClient
+
+        self.native: NativeClient = NativeClient(spec, env=env)
+        self.limit = self.native.limit
+
+    async def attempt(self, request: StepRequest) -> Ok[AssistantTurn] | Fault:
+        wire = self.native.wire
+        try:
+            body = wire.request_body(request.model, request.messages, request.tools, dict(request.params))
+        except ValueError as exc:
+            return Fault(FaultKind.INVALID_REQUEST, str(exc))
+        return await self.native.post(body, self._turn)
+
+    def _turn(self, raw: bytes) -> AssistantTurn:
+        answer = self.native.wire.parse_answer(raw)
+        if answer.text is None and not answer.calls:
+            raise Malformed(
+                f"the answer has neither text nor tool calls (finish reason {answer.finish_reason or 'not given'})"
+            )
+        return AssistantTurn(answer.text, answer.calls, answer.usage, finish_of(answer), answer.model)
+
+    async def aclose(self) -> None:
+        await self.native.aclose()
+
+
+#: A native API's finish reasons in the chat-completions names a trajectory's ``finish`` and messages carry (as
+#: sampling parameters do), so ``finish: stop`` means the same whichever API answered; any other reason is kept as
+#: the API sent it (Anthropic ``refusal``, Gemini ``SAFETY`` ...).
+_FINISH = {
+    "end_turn": "stop",  # Anthropic
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "tool_use": "tool_calls",
+    "STOP": "stop",  # Gemini (which says STOP for a turn with function calls too)
+    "MAX_TOKENS": "length",
+}
+
+
+def finish_of(answer: WireAnswer) -> str | None:
+    """The answer's finish reason in the chat-completions names (``tool_calls`` for a turn that calls tools)."""
+    reason = answer.finish_reason
+    if reason is None:
+        return None
+    named = _FINISH.get(reason, reason)
+    return "tool_calls" if named == "stop" and answer.calls else named
+
+
+def open_step_client(
+    spec: EndpointSpec, *, env: Mapping[str, str] | None = None, transport: TransportChoice = "auto"
+) -> ModelStepClient:
+    """The step client of the API ``spec.provider`` names (create it inside the event loop that uses it)."""
+    if spec.provider is Provider.OPENAI:
+        return OpenAIStepClient(spec, env=env, transport=transport)
+    return NativeStepClient(spec, env=env)
 
 
 def openai_body(request: StepRequest) -> dict[str, Any]:
@@ -246,9 +310,11 @@ def _call(call_id: str | None, name: str, arguments: Any) -> StepCall:
 __all__ = [
     "AssistantTurn",
     "ModelStepClient",
+    "NativeStepClient",
     "OpenAIStepClient",
     "StepCall",
     "StepRequest",
+    "open_step_client",
     "openai_body",
     "parse_openai_turn",
 ]

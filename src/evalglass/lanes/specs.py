@@ -367,7 +367,8 @@ class AgentToolSpec(BaseModel):
 
 
 class AgentLaneSpec(EndpointSpec):
-    """``task: {type: agent}``: the model and tool loop against an OpenAI-compatible endpoint (lanes/agent.py)."""
+    """``task: {type: agent}``: the model and tool loop against an OpenAI-compatible endpoint or a native API
+    (``provider: anthropic | gemini``; lanes/agent.py)."""
 
     type: Literal["agent"]
     shippable: ClassVar[bool] = False

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from evalglass.core.fieldpath import ABSENT
-from evalglass.core.jsonvalue import json_key
+from evalglass.core.jsonvalue import NotJsonError, json_key
 from evalglass.core.trajectory import Call
 
 if TYPE_CHECKING:
@@ -104,6 +104,35 @@ class ToolRule(BaseModel):
 Match = Callable[[Call, Call], bool]
 
 
+class ReadCalls:
+    """The calls of one output or reference, read once, with each call's JSON key made the first time a count by
+    key asks for it: a batch's columns are read once for every ``tool_calls`` metric that compares them
+    (``ExampleBatch.derived``), not once per metric."""
+
+    __slots__ = ("_failure", "_keys", "_paired", "calls")
+
+    def __init__(self, calls: list[Call]) -> None:
+        self.calls = calls
+        self._keys: list[Hashable] | None = None
+        self._failure: NotJsonError | None = None
+        #: The pairing by key with one list of expected calls (the same object), kept for the next metric to ask.
+        self._paired: tuple[ReadCalls, list[int]] | None = None
+
+    def keys(self) -> list[Hashable]:
+        """Each call's key (:func:`json_key` of its arguments; ``*`` for none; None for arguments that are not
+        JSON text), in order. Raises the :class:`NotJsonError` of the first call whose arguments are not JSON
+        values, every time it is asked."""
+        if self._keys is None:
+            if self._failure is not None:
+                raise self._failure
+            try:
+                self._keys = [None if call.invalid is not None else _key(call.arguments) for call in self.calls]
+            except NotJsonError as exc:
+                self._failure = exc
+                raise
+        return self._keys
+
+
 class CallMatcher:
     """The match relation of the rules above, built once per metric, and the counts every mode reads."""
 
@@ -147,9 +176,20 @@ class CallMatcher:
     def pairing(self, made: Sequence[Call], expected: Sequence[Call]) -> list[int]:
         """For each expected call, the index of the call made it is paired with (-1: none), in a pairing of the
         largest size."""
-        if self.by_key:
-            return _pairing_by_key(made, expected)
-        return _maximum_pairing(made, expected, self.matches)
+        return self.pairing_of(ReadCalls(list(made)), ReadCalls(list(expected)))
+
+    def pairing_of(self, made: ReadCalls, expected: ReadCalls) -> list[int]:
+        """:meth:`pairing` of calls read once: their keys made once, and a pairing by key made once for every
+        metric that pairs the same two (by key, the pairing depends on nothing else). The list is shared: read it,
+        never change it."""
+        if not self.by_key:
+            return _maximum_pairing(made.calls, expected.calls, self.matches)
+        paired = made._paired
+        if paired is not None and paired[0] is expected:
+            return paired[1]
+        pairing = _pairing_by_key(made, expected)
+        made._paired = (expected, pairing)
+        return pairing
 
     def in_order(self, made: Sequence[Call], expected: Sequence[Call]) -> int:
         """How many expected calls, from the first, appear in order among the calls made (each call made used once):
@@ -219,31 +259,32 @@ def json_subset(given: Any, wanted: Any) -> bool:
 _NAME_ONLY = ("*",)
 
 
-def _pairing_by_key(made: Sequence[Call], expected: Sequence[Call]) -> list[int]:
+def _pairing_by_key(made: ReadCalls, expected: ReadCalls) -> list[int]:
     """The largest pairing when calls match exactly when their names and JSON keys are equal (an expected call
     without arguments matches any call of its tool that carries JSON arguments): exact expectations are paired
     first, the name-only ones take what is left of their tool, which no pairing can better."""
     free: dict[Hashable, list[int]] = {}
     by_name: dict[str, list[int]] = {}
-    for index, call in enumerate(made):
+    for index, (call, key) in enumerate(zip(made.calls, made.keys(), strict=True)):
         if call.invalid is not None:
             continue
-        free.setdefault((call.name, _key(call.arguments)), []).append(index)
+        free.setdefault((call.name, key), []).append(index)
         by_name.setdefault(call.name, []).append(index)
-    pairing = [-1] * len(expected)
+    calls = expected.calls
+    pairing = [-1] * len(calls)
     taken: set[int] = set()
     name_only: list[int] = []
-    for position, wanted in enumerate(expected):
+    for position, (wanted, key) in enumerate(zip(calls, expected.keys(), strict=True)):
         if wanted.arguments is ABSENT:
             name_only.append(position)
             continue
-        candidates = free.get((wanted.name, _key(wanted.arguments)))
+        candidates = free.get((wanted.name, key))
         if candidates:
             index = candidates.pop(0)
             pairing[position] = index
             taken.add(index)
     for position in name_only:
-        for index in by_name.get(expected[position].name, ()):
+        for index in by_name.get(calls[position].name, ()):
             if index not in taken:
                 pairing[position] = index
                 taken.add(index)
@@ -305,6 +346,7 @@ __all__ = [
     "ArgumentRule",
     "CallArguments",
     "CallMatcher",
+    "ReadCalls",
     "ToolRule",
     "json_subset",
     "matched_count",

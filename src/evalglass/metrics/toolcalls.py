@@ -48,7 +48,14 @@ from evalglass.metrics.base import (
     missing_reference,
     reference_getter,
 )
-from evalglass.metrics.callmatch import CallArguments, CallMatcher, ToolRule, matched_count, unmatched_made
+from evalglass.metrics.callmatch import (
+    CallArguments,
+    CallMatcher,
+    ReadCalls,
+    ToolRule,
+    matched_count,
+    unmatched_made,
+)
 from evalglass.metrics.invalid import invalid_answer, unreadable_answer
 from evalglass.metrics.support import clip, one_line, scored_with_note
 
@@ -139,15 +146,19 @@ class ToolCallsSpec(MetricSpec):
         return tool_calls
 
     def build_batch(self, one: MetricFn) -> BatchMetricFn | None:
-        """The outputs and references of the batch read at once; an absent one is ``one``'s."""
-        compare = self._comparer()
+        """The outputs and references of the batch read at once, and read once for every ``tool_calls`` metric of
+        the run that reads the same columns; an absent one is ``one``'s."""
+        judge = self._judge()
+        field, reference = self.field, self.reference
 
         def tool_calls_batch(batch: ExampleBatch) -> list[MetricResult]:
-            values = batch.output_values(self.field)
-            references = batch.record_values(self.reference)
+            values = batch.output_values(field)
+            references = batch.record_values(reference)
+            made = batch.derived(("tool_calls", True, field), lambda: list(map(_read, values)))
+            expected = batch.derived(("tool_calls", False, reference), lambda: list(map(_read, references)))
             results: list[MetricResult] = []
-            for index, (value, reference) in enumerate(zip(values, references, strict=True)):
-                result = Unreadable() if value is ABSENT or reference is ABSENT else compare(value, reference)
+            for index, (calls, gold) in enumerate(zip(made, expected, strict=True)):
+                result = Unreadable() if calls is ABSENT or gold is ABSENT else judge(calls, gold)
                 results.append(one(batch.example(index)) if isinstance(result, Unreadable) else result)
             return results
 
@@ -156,21 +167,23 @@ class ToolCallsSpec(MetricSpec):
     def _comparer(self) -> Callable[[Any, Any], MetricResult | Unreadable]:
         """``compare(value, reference)``: the result for a present output and reference, or why the output is not a
         trajectory (which the per-example function scores as a wrong answer)."""
+        judge = self._judge()
+        return lambda value, reference: judge(_read(value), _read(reference))
+
+    def _judge(self) -> Callable[[ReadCalls | Unreadable, ReadCalls | Unreadable], MetricResult | Unreadable]:
+        """``judge(made, expected)``: the result for the calls read from a present output and reference, or why the
+        output is not a trajectory."""
         matcher = CallMatcher(self.arguments, self.tools)
         measure, mode, vacuous = self.measure, self.mode, self.vacuous
         forbid = self.extra_calls is ExtraCalls.FORBID
 
-        def compare(value: Any, reference: Any) -> MetricResult | Unreadable:
-            try:
-                expected = read_calls(reference)
-            except Unreadable as exc:
+        def judge(made: ReadCalls | Unreadable, expected: ReadCalls | Unreadable) -> MetricResult | Unreadable:
+            if isinstance(expected, Unreadable):
                 return Score.error(
-                    "reference_wrong_type", f"tool_calls needs a reference that is a list of calls: {exc}"
+                    "reference_wrong_type", f"tool_calls needs a reference that is a list of calls: {expected}"
                 )
-            try:
-                made = read_calls(value)
-            except Unreadable as exc:
-                return exc
+            if isinstance(made, Unreadable):
+                return made
             try:
                 if measure == "pass":
                     assert mode is not None
@@ -179,12 +192,23 @@ class ToolCallsSpec(MetricSpec):
             except NotJsonError as exc:
                 return Score.error("wrong_type", f"tool_calls compares JSON arguments: {one_line(str(exc))}")
 
-        return compare
+        return judge
+
+
+def _read(value: Any) -> ReadCalls | Unreadable | Any:
+    """The calls a value holds, why it holds none (:class:`Unreadable`), or ABSENT as it came."""
+    if value is ABSENT:
+        return ABSENT
+    try:
+        return ReadCalls(read_calls(value))
+    except Unreadable as exc:
+        return exc
 
 
 def _by_mode(
-    matcher: CallMatcher, mode: CallsMode, forbid: bool, vacuous: Vacuous, made: list[Call], expected: list[Call]
+    matcher: CallMatcher, mode: CallsMode, forbid: bool, vacuous: Vacuous, read: ReadCalls, wanted: ReadCalls
 ) -> MetricResult:
+    made, expected = read.calls, wanted.calls
     why = ""
     pairing: list[int] | None = None
     if mode is CallsMode.EXACT:
@@ -205,7 +229,7 @@ def _by_mode(
             if stray is not None:
                 why = f"{_show(stray)} matches no expected call (extra_calls: forbid)"
     else:
-        pairing = matcher.pairing(made, expected)
+        pairing = matcher.pairing_of(read, wanted)
         matched = matched_count(pairing)
         if mode is CallsMode.ANY_ORDER:
             holds = matched == len(made) == len(expected)
@@ -218,7 +242,7 @@ def _by_mode(
     if holds and len(made) == len(expected):
         return 1.0  # every call made is paired with an expected one: nothing to report
     if pairing is None:
-        pairing = matcher.pairing(made, expected)
+        pairing = matcher.pairing_of(read, wanted)
     matched = matched_count(pairing)
     if holds and matched == len(made) == len(expected):
         return 1.0
@@ -233,15 +257,16 @@ def _by_mode(
 
 
 def _per_call(
-    matcher: CallMatcher, measure: Measure, vacuous: Vacuous, made: list[Call], expected: list[Call]
+    matcher: CallMatcher, measure: Measure, vacuous: Vacuous, read: ReadCalls, wanted: ReadCalls
 ) -> MetricResult:
+    made, expected = read.calls, wanted.calls
     if not made and not expected:
         return _vacuous(vacuous, measure, 0)
     if measure == "precision" and not made:
         return Score.non_evaluable("measure_undefined", "precision is undefined (0/0): no call was made")
     if measure == "recall" and not expected:
         return Score.non_evaluable("measure_undefined", "recall is undefined (0/0): no call is expected")
-    pairing = matcher.pairing(made, expected)
+    pairing = matcher.pairing_of(read, wanted)
     matched = matched_count(pairing)
     if measure == "precision":
         value = matched / len(made)

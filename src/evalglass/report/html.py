@@ -263,6 +263,10 @@ class ExampleRows(Protocol):
     def states(self) -> tuple[str, ...]: ...
     @property
     def regressed_total(self) -> int: ...
+    @property
+    def field_chars(self) -> int:
+        """Characters of a long value shown before the reader expands it."""
+        ...
 
 
 def _card_anchors(rows: Sequence[Any]) -> dict[str, str]:

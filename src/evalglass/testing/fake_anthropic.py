@@ -4,8 +4,9 @@ The same server as :class:`~evalglass.testing.fake_openai.FakeOpenAI` (its steps
 concurrency), speaking the Messages API's wire format:
 
 * it refuses what the real API refuses, whatever the step: no ``x-api-key`` (401 ``authentication_error``), no
-  ``anthropic-version`` (400), a body without ``model``, ``messages`` or an integer ``max_tokens`` (400), and a
-  ``tool_result`` whose ``tool_use_id`` names no ``tool_use`` block of the assistant message before it (400);
+  ``anthropic-version`` (400), a body without ``model``, ``messages`` or an integer ``max_tokens`` (400), a
+  ``tool_result`` whose ``tool_use_id`` names no ``tool_use`` block of the assistant message before it, and a
+  ``tool_use`` whose result is not in the message right after it (400);
 * errors have the API's shape, ``{"type": "error", "error": {"type": ..., "message": ...}}``, with the API's types
   (``429`` → ``rate_limit_error``, with ``retry-after`` for ``429:S``; ``529`` → ``overloaded_error``; ``500`` →
   ``api_error`` ...);
@@ -13,9 +14,11 @@ concurrency), speaking the Messages API's wire format:
   and ``usage``: words stand for tokens, and ``cache_read`` / ``cache_write`` of every request's input words are
   reported as read from / written to the prompt cache (``input_tokens`` counts the rest, as the real API does).
 
-``turns`` scripts tool calls: a callable given the request body that returns the model's turn (None: answer with
-the reply text): text, or ``{"content": ..., "tool_calls": [{"name": ..., "arguments": {...}}]}``; call ids are
-``toolu_<request>_<k>``.
+``turns`` scripts tool calls as for :class:`~evalglass.testing.fake_openai.FakeOpenAI` (a mapping from the
+conversation's first user message to its turns, or a callable given the request body): text, or ``{"content": ...,
+"tool_calls": [{"name": ..., "arguments": {...}}]}``; call ids are ``toolu_<turn>_<k>`` (``turn``: the assistant
+messages the request holds, so a resumed conversation gets the same ids). A script's ``finish_reason`` on a turn
+without calls is sent as the ``stop_reason`` (``max_tokens``, ``refusal`` ...).
 
 Run it as a process::
 
@@ -30,10 +33,9 @@ from typing import Any
 
 import orjson
 
-from evalglass.testing.fake_openai import FakeOpenAI, RecordedRequest, serve_from_command_line
+from evalglass.testing.fake_openai import FakeOpenAI, RecordedRequest, Turn, serve_from_command_line
 
-Turn = str | Mapping[str, Any]
-Turns = Callable[[dict[str, Any]], Turn | None]
+Turns = Callable[[dict[str, Any]], Turn | None] | Mapping[str, Any]
 
 _ERROR_TYPES = {
     400: "invalid_request_error",
@@ -66,8 +68,7 @@ class FakeAnthropic(FakeOpenAI):
         **options: Any,
     ) -> None:
         """``options``: :class:`FakeOpenAI`'s (host, port, latency, reply, default, record)."""
-        super().__init__(**options)
-        self.turns = turns
+        super().__init__(turns=turns, **options)
         self.cache_read = cache_read
         self.cache_write = cache_write
 
@@ -79,6 +80,15 @@ class FakeAnthropic(FakeOpenAI):
                 if texts:
                     return "".join(texts)
         return ""
+
+    def _first_prompt(self, body: dict[str, Any]) -> str:
+        for message in body.get("messages") or ():
+            if isinstance(message, dict) and message.get("role") == "user":
+                return "".join(_texts(message.get("content")))
+        return ""
+
+    def _model_turns(self, body: dict[str, Any]) -> int:
+        return sum(1 for m in body.get("messages") or () if isinstance(m, dict) and m.get("role") == "assistant")
 
     def _is_call(self, method: str, path: str) -> bool:
         return method == "POST" and path.endswith("/messages")
@@ -99,12 +109,18 @@ class FakeAnthropic(FakeOpenAI):
         for index, message in enumerate(body["messages"]):
             content = message.get("content") if isinstance(message, dict) else None
             blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+            answered = {str(b.get("tool_use_id")) for b in blocks if b.get("type") == "tool_result"}
             for block in blocks:
                 if block.get("type") == "tool_result" and block.get("tool_use_id") not in offered:
                     return 400, (
                         f"messages.{index}: tool_result block(s) provided with tool_use_id "
                         f"{block.get('tool_use_id')!r} not found in the previous assistant message"
                     )
+            if offered - answered:
+                return 400, (
+                    f"messages.{index}: tool_use ids were found without tool_result blocks immediately after: "
+                    + ", ".join(sorted(offered - answered))
+                )
             offered = {str(b.get("id")) for b in blocks if b.get("type") == "tool_use"}
         return None
 
@@ -117,15 +133,17 @@ class FakeAnthropic(FakeOpenAI):
         return orjson.dumps(body), ({"retry-after": retry_after} if retry_after else {})
 
     def _answer(self, record: RecordedRequest, body: dict[str, Any]) -> bytes:
-        turn = self.turns(body) if self.turns is not None else None
+        turn, position = self._scripted(body)
+        stop = "end_turn"
         if turn is None or isinstance(turn, str):
             text = self._reply_text(body, record.last_user_message) if turn is None else turn
             blocks: list[dict[str, Any]] = [{"type": "text", "text": text}]
         else:
             blocks = [{"type": "text", "text": turn["content"]}] if turn.get("content") else []
             for k, call in enumerate(turn.get("tool_calls") or ()):
-                call_id = f"toolu_{record.index}_{k}"
+                call_id = f"toolu_{position}_{k}"
                 blocks.append({"type": "tool_use", "id": call_id, "name": call["name"], "input": call["arguments"]})
+            stop = str(turn.get("finish_reason", stop))
         words = sum(len(text.split()) for m in body["messages"] for text in _texts(m.get("content")))
         words += len(str(body.get("system", "")).split())
         read, written = min(self.cache_read, words), min(self.cache_write, max(0, words - self.cache_read))
@@ -145,7 +163,7 @@ class FakeAnthropic(FakeOpenAI):
             "role": "assistant",
             "model": str(body.get("model")),
             "content": blocks,
-            "stop_reason": "tool_use" if calls else "end_turn",
+            "stop_reason": "tool_use" if calls else stop,
             "stop_sequence": None,
             "usage": usage,
         }

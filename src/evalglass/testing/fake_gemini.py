@@ -4,8 +4,9 @@ The same server as :class:`~evalglass.testing.fake_openai.FakeOpenAI` (its steps
 concurrency), speaking the Gemini API's wire format:
 
 * it refuses what the real API refuses, whatever the step: no ``x-goog-api-key`` (403 ``PERMISSION_DENIED``), a
-  body without ``contents`` (400 ``INVALID_ARGUMENT``), and a ``functionResponse`` whose name is not a
-  ``functionCall`` of the model turn before it, or whose ``response`` is not an object (400);
+  body without ``contents`` (400 ``INVALID_ARGUMENT``), a ``functionResponse`` whose name is not a
+  ``functionCall`` of the model turn before it, or whose ``response`` is not an object, and a turn after a model
+  turn's calls that does not hold as many responses as there were calls (400);
 * errors have the API's shape, ``{"error": {"code", "message", "status", "details"}}``: ``429`` is
   ``RESOURCE_EXHAUSTED`` (``429:S`` says to wait S seconds in a ``google.rpc.RetryInfo`` detail, not a header, as
   the real API does), ``503`` ``UNAVAILABLE``, ``500`` ``INTERNAL`` ...;
@@ -13,8 +14,10 @@ concurrency), speaking the Gemini API's wire format:
   ``usageMetadata``: words stand for tokens, ``promptTokenCount`` counts every input word, of which ``cache_read``
   are reported as ``cachedContentTokenCount``.
 
-``turns`` scripts tool calls as for :class:`~evalglass.testing.fake_anthropic.FakeAnthropic`; call ids are
-``call_<request>_<k>``.
+``turns`` scripts tool calls as for :class:`~evalglass.testing.fake_openai.FakeOpenAI` (a mapping from the
+conversation's first user message to its turns, or a callable given the request body); call ids are
+``call_<turn>_<k>`` (``turn``: the model turns the request holds). A script's ``finish_reason`` is sent as the
+``finishReason`` (``MAX_TOKENS``, ``SAFETY`` ...; default ``STOP``).
 
 Run it as a process::
 
@@ -29,10 +32,9 @@ from typing import Any
 
 import orjson
 
-from evalglass.testing.fake_openai import FakeOpenAI, RecordedRequest, serve_from_command_line
+from evalglass.testing.fake_openai import FakeOpenAI, RecordedRequest, Turn, serve_from_command_line
 
-Turn = str | Mapping[str, Any]
-Turns = Callable[[dict[str, Any]], Turn | None]
+Turns = Callable[[dict[str, Any]], Turn | None] | Mapping[str, Any]
 
 _STATUS_NAMES = {
     400: "INVALID_ARGUMENT",
@@ -62,8 +64,7 @@ class FakeGemini(FakeOpenAI):
         **options: Any,
     ) -> None:
         """``options``: :class:`FakeOpenAI`'s (host, port, latency, reply, default, record)."""
-        super().__init__(**options)
-        self.turns = turns
+        super().__init__(turns=turns, **options)
         self.cache_read = cache_read
 
     @property
@@ -78,6 +79,15 @@ class FakeGemini(FakeOpenAI):
                 if texts:
                     return "".join(texts)
         return ""
+
+    def _first_prompt(self, body: dict[str, Any]) -> str:
+        for content in body.get("contents") or ():
+            if isinstance(content, dict) and content.get("role", "user") == "user":
+                return "".join(_texts(content))
+        return ""
+
+    def _model_turns(self, body: dict[str, Any]) -> int:
+        return sum(1 for c in body.get("contents") or () if isinstance(c, dict) and c.get("role") == "model")
 
     def _is_call(self, method: str, path: str) -> bool:
         return method == "POST" and "/models/" in path and path.endswith(":generateContent")
@@ -94,6 +104,12 @@ class FakeGemini(FakeOpenAI):
         for index, content in enumerate(body["contents"]):
             parts = content.get("parts") if isinstance(content, dict) else None
             parts = [p for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
+            responses = sum(isinstance(p.get("functionResponse"), dict) for p in parts)
+            if called and responses != len(called):
+                return 400, (
+                    f"contents[{index}]: the number of function response parts ({responses}) must equal the number "
+                    f"of function call parts of the function call turn ({len(called)})"
+                )
             for part in parts:
                 response = part.get("functionResponse")
                 if isinstance(response, dict):
@@ -101,8 +117,11 @@ class FakeGemini(FakeOpenAI):
                         return 400, f"contents[{index}]: function response {response.get('name')!r} has no call"
                     if not isinstance(response.get("response"), dict):
                         return 400, f"contents[{index}]: function response must be an object"
-            if content.get("role") == "model":
-                called = [str(p["functionCall"].get("name")) for p in parts if isinstance(p.get("functionCall"), dict)]
+            called = (
+                [str(p["functionCall"].get("name")) for p in parts if isinstance(p.get("functionCall"), dict)]
+                if content.get("role") == "model"
+                else []
+            )
         return None
 
     def _broken_answer(self) -> bytes:
@@ -115,16 +134,18 @@ class FakeGemini(FakeOpenAI):
         return orjson.dumps({"error": error}), {}
 
     def _answer(self, record: RecordedRequest, body: dict[str, Any]) -> bytes:
-        turn = self.turns(body) if self.turns is not None else None
+        turn, position = self._scripted(body)
+        finish = "STOP"
         if turn is None or isinstance(turn, str):
             text = self._reply_text(body, record.last_user_message) if turn is None else turn
             parts: list[dict[str, Any]] = [{"text": text}]
         else:
             parts = [{"text": turn["content"]}] if turn.get("content") else []
             parts.extend(
-                {"functionCall": {"id": f"call_{record.index}_{k}", "name": call["name"], "args": call["arguments"]}}
+                {"functionCall": {"id": f"call_{position}_{k}", "name": call["name"], "args": call["arguments"]}}
                 for k, call in enumerate(turn.get("tool_calls") or ())
             )
+            finish = str(turn.get("finish_reason", finish))
         words = sum(len(text.split()) for content in body["contents"] for text in _texts(content))
         words += sum(len(text.split()) for text in _texts(body.get("systemInstruction")))
         output = sum(
@@ -140,7 +161,7 @@ class FakeGemini(FakeOpenAI):
             usage["cachedContentTokenCount"] = min(self.cache_read, words)
         model = record.path.rsplit("/models/", 1)[-1].removesuffix(":generateContent")
         payload = {
-            "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+            "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": finish, "index": 0}],
             "usageMetadata": usage,
             "modelVersion": model,
             "responseId": f"fake-{record.index}",

@@ -52,7 +52,8 @@ above). The turn answered is the one at the position of the number of assistant 
 past the end, the last turn repeats. A turn is text (the model answers and stops), or a mapping ``{"content":
 ..., "tool_calls": [{"name": ..., "arguments": ...}]}`` (``arguments`` a JSON value, sent as JSON text, or text
 sent as it is, e.g. text that is not JSON). Call ids are ``call_<turn>_<k>``. The request's ``tools`` are not
-checked: a script may call a tool the request does not offer.
+checked: a script may call a tool the request does not offer. The Anthropic and Gemini fakes read the same scripts
+(:meth:`FakeOpenAI._scripted`) from their own message shapes, and answer in them.
 """
 
 from __future__ import annotations
@@ -171,7 +172,7 @@ class FakeOpenAI:
         self.port = port
         self.latency = latency
         self.reply = reply
-        #: The scripted turns (``turns``); the Anthropic and Gemini fakes keep their own ``turns``, callables only.
+        #: The scripted turns (``turns``), read alike by every dialect (:meth:`_scripted`).
         self.scripted_turns = turns
         self.default = _validate_step(default)
         self.record = record
@@ -429,20 +430,33 @@ class FakeOpenAI:
         }
         return orjson.dumps(payload)
 
+    def _scripted(self, body: dict[str, Any]) -> tuple[Turn | None, int]:
+        """The scripted turn that answers ``body`` (None: none is scripted) and its position: the model turns the
+        conversation already holds, which call ids are made from."""
+        position = self._model_turns(body)
+        turns = self.scripted_turns
+        if callable(turns):
+            return turns(body), position
+        if turns is not None:
+            script = turns.get(strip_directives(self._first_prompt(body)))
+            if script:
+                return script[min(position, len(script) - 1)], position
+        return None, position
+
+    def _first_prompt(self, body: dict[str, Any]) -> str:
+        """The conversation's first user message, which a mapping of scripts is keyed by."""
+        return _first_user_message(body)
+
+    def _model_turns(self, body: dict[str, Any]) -> int:
+        return _assistant_turns(body)
+
     def _reply_message(self, body: dict[str, Any], prompt: str) -> tuple[dict[str, Any], str]:
         """The assistant message of an answer and its finish reason: a scripted turn, else the reply text."""
-        turn: Turn | None = None
-        if callable(self.scripted_turns):
-            turn = self.scripted_turns(body)
-        elif self.scripted_turns is not None:
-            script = self.scripted_turns.get(strip_directives(_first_user_message(body)))
-            if script:
-                turn = script[min(_assistant_turns(body), len(script) - 1)]
+        turn, position = self._scripted(body)
         if turn is None:
             return {"role": "assistant", "content": self._reply_text(body, prompt)}, "stop"
         if isinstance(turn, str):
             return {"role": "assistant", "content": turn}, "stop"
-        position = _assistant_turns(body)
         calls = [
             {
                 "id": call.get("id", f"call_{position}_{k}"),

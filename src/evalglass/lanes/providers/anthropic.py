@@ -2,7 +2,8 @@
 
 Request: the key in ``x-api-key`` and ``anthropic-version: 2023-06-01``; system messages joined into the top-level
 ``system``; each message's ``content`` a list of blocks (``text``; ``tool_use`` with ``id``, ``name``, ``input``;
-``tool_result`` with ``tool_use_id`` and ``content`` in a user message); tools as ``{name, description,
+``tool_result`` with ``tool_use_id`` and ``content`` in a user message, consecutive tool messages joined into one, as
+the API wants every result of a turn in the message after it); tools as ``{name, description,
 input_schema}``; ``max_tokens`` (required by the API, and so by the config), ``temperature``, ``top_p``,
 ``stop_sequences``. The API has no ``seed`` and no JSON mode: a config declaring either is refused at load
 (``specs.EndpointSpec``).
@@ -58,14 +59,22 @@ def request_body(
 ) -> dict[str, Any]:
     system: list[str] = []
     wire: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] | None = None  # the tool results of the user message being built
     for message in messages:
         role, parts = message["role"], message["parts"]
         if role == "system":
             system.append(text_of(parts))
         elif role == "tool":
-            wire.append({"role": "user", "content": [_tool_result(part) for part in parts]})
+            # The API wants every result of a turn's calls in the one user message after it: the agent lane keeps a
+            # message per result, so consecutive ones are joined.
+            if results is None:
+                results = []
+                wire.append({"role": "user", "content": results})
+            results.extend(_tool_result(part) for part in parts)
+            continue
         else:
             wire.append({"role": "assistant" if role == "assistant" else "user", "content": _blocks(parts)})
+        results = None
     body: dict[str, Any] = {"model": model, "messages": wire}
     if system:
         body["system"] = "\n\n".join(system)

@@ -6,7 +6,8 @@ with ``name`` and ``response``, an object: a response that is not one goes as ``
 ``{"functionDeclarations": [...]}``; sampling parameters in ``generationConfig`` (``temperature``, ``topP``,
 ``maxOutputTokens``, ``seed``, ``stopSequences``; JSON mode as ``responseMimeType: application/json``). A
 function response names its function: the call with the same id, else the call at the same position in the
-preceding model turn.
+preceding model turn; consecutive tool messages are joined into one user turn, as the API wants every response to
+a turn's calls in the turn after it.
 
 Answer: the first candidate's ``text`` parts joined (parts marked ``thought`` are not the answer), its
 ``functionCall`` parts as calls, ``finishReason``; no candidate (a blocked prompt) or a candidate without content (a
@@ -61,18 +62,23 @@ def request_body(
     contents: list[dict[str, Any]] = []
     names: dict[str, str] = {}  # call id -> function name
     last_calls: list[str] = []  # the names of the latest model turn's calls, in order
+    responses: list[dict[str, Any]] | None = None  # the function responses of the user turn being built
     for message in messages:
         role, parts = message["role"], message["parts"]
         if role == "system":
             system.append(text_of(parts))
             continue
         if role == "tool":
-            responses = [
-                _function_response(part, names, last_calls, position)
-                for position, part in enumerate(p for p in parts if p.get("type") == "tool_call_response")
-            ]
-            contents.append({"role": "user", "parts": responses})
+            # Every response to a turn's calls goes in the one user turn after it (the agent lane keeps a message
+            # per result: consecutive ones are joined), a response without an id named by its position among them.
+            if responses is None:
+                responses = []
+                contents.append({"role": "user", "parts": responses})
+            for part in parts:
+                if part.get("type") == "tool_call_response":
+                    responses.append(_function_response(part, names, last_calls, len(responses)))
             continue
+        responses = None
         wire_parts: list[dict[str, Any]] = []
         calls: list[str] = []
         for part in parts:

@@ -1,0 +1,123 @@
+"""The kept outputs (engine/keptoutputs.py): what is written is what is read back, by id, whatever the values; the
+file is named by its hash; any change to its bytes is refused."""
+
+from __future__ import annotations
+
+import gzip
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evalglass.core.example import Example, ExampleBatch
+from evalglass.core.fieldpath import ABSENT
+from evalglass.core.runrecord import RunRecord
+from evalglass.engine.dataset import BadLine
+from evalglass.engine.keptoutputs import (
+    KeptOutputsWriter,
+    kept_against_scores,
+    kept_outputs,
+    kept_problem,
+)
+from evalglass.errors import SetupError
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
+OUTPUT = st.one_of(st.just(ABSENT), JSON)
+
+
+def record_with(kept: Any) -> RunRecord:
+    """The smallest run record that names the kept file (the readers look at nothing else of it)."""
+    return RunRecord.model_construct(kept_outputs=kept)
+
+
+def write(folder: Path, batches: list[list[tuple[str, Any]]], *, as_items: bool = False) -> RunRecord:
+    writer = KeptOutputsWriter(folder)
+    line = 0
+    for batch in batches:
+        if as_items:
+            items: list[Example | BadLine] = []
+            for example_id, output in batch:
+                line += 1
+                items.append(Example(example_id, line, {}, output))
+            writer.add(items)
+        else:
+            ids = [example_id for example_id, _ in batch]
+            lines = list(range(line + 1, line + 1 + len(batch)))
+            line += len(batch)
+            writer.add(ExampleBatch(ids=ids, lines=lines, records=[{}] * len(batch), outputs=[o for _, o in batch]))
+    return record_with(writer.commit())
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    outputs=st.lists(OUTPUT, max_size=40),
+    size=st.integers(1, 7),
+    as_items=st.booleans(),
+)
+def test_every_output_comes_back_by_its_id(outputs: list[Any], size: int, as_items: bool) -> None:
+    pairs = [(f"id-{index}", output) for index, output in enumerate(outputs)]
+    batches = [pairs[start : start + size] for start in range(0, len(pairs), size)]
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        record = write(folder, batches, as_items=as_items)
+        kept = record.kept_outputs
+        assert kept is not None and kept.examples == len(pairs)
+        assert kept.file == f"blobs/{kept.sha256.removeprefix('sha256:')}.jsonl.gz"
+        assert kept_problem(folder, record, kept.sha256) is None
+        found = kept_outputs(folder, record, {example_id for example_id, _ in pairs})
+        assert len(found) == len(pairs)
+        for example_id, output in pairs:
+            assert found[example_id] is ABSENT if output is ABSENT else found[example_id] == output
+        assert kept_against_scores(folder, record, [example_id for example_id, _ in pairs])[0] == []
+
+
+def test_the_same_outputs_make_the_same_file(tmp_path: Path) -> None:
+    batches = [[("a", "x"), ("b", {"k": [1, 2]})], [("c", ABSENT)]]
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    first, second = write(tmp_path / "one", batches), write(tmp_path / "two", batches)
+    assert first.kept_outputs == second.kept_outputs
+    assert gzip.decompress((tmp_path / "one" / first.kept_outputs.file).read_bytes()).count(b"\n") == 2
+
+
+def test_a_malformed_line_has_no_output(tmp_path: Path) -> None:
+    writer = KeptOutputsWriter(tmp_path)
+    writer.add([Example("a", 1, {}, "yes"), BadLine("line:2", 2, "malformed_json", "not JSON")])
+    record = record_with(writer.commit())
+    assert kept_outputs(tmp_path, record, {"a", "line:2"}) == {"a": "yes", "line:2": ABSENT}
+
+
+def test_any_changed_byte_is_refused_by_the_check_and_by_the_reader(tmp_path: Path) -> None:
+    record = write(tmp_path, [[("a", "the scored answer"), ("b", "another")]])
+    assert record.kept_outputs is not None
+    path = tmp_path / record.kept_outputs.file
+    data = bytearray(path.read_bytes())
+    data[-9] ^= 1  # inside the gzip trailer's CRC: still a file, not the run's
+    path.write_bytes(bytes(data))
+    assert "not the file of outputs this run scored" in (kept_problem(tmp_path, record, None) or "")
+    with pytest.raises(SetupError):
+        kept_outputs(tmp_path, record, {"a"})
+    path.unlink()
+    assert "is missing" in (kept_problem(tmp_path, record, None) or "")
+
+
+def test_verify_names_outputs_that_are_not_those_of_the_scored_lines(tmp_path: Path) -> None:
+    record = write(tmp_path, [[("a", 1), ("b", 2)]])
+    findings, statement = kept_against_scores(tmp_path, record, ["a", "c"])
+    assert statement is None and [field for field, _, _ in findings] == [f"{record.kept_outputs.file} ids"]
+    findings, _ = kept_against_scores(tmp_path, record, ["a", "b", "c"])
+    assert findings
+
+
+def test_a_run_record_cannot_point_the_readers_outside_the_run_folder() -> None:
+    with pytest.raises(ValueError):
+        RunRecord.model_validate(
+            {"kept_outputs": {"file": "../../etc/passwd", "sha256": "sha256:0", "examples": 0}}, strict=False
+        )
