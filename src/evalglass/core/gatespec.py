@@ -86,6 +86,17 @@ class GateSpec(BaseModel):
         ge=0,
         description="Comparative gates: the margin you intend to approve. No effect until the ledger approves one.",
     )
+    variant: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z][A-Za-z0-9_.-]*$",
+        description="A run with variants: the variant (under `variants:`) whose metric this gate decides on.",
+    )
+    compare_to_variant: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z][A-Za-z0-9_.-]*$",
+        description="A run with variants: decide on the paired difference `variant` minus this variant, per example, "
+        "as the metric `METRIC@VARIANT-vs-OTHER`; the threshold is the difference you accept (-margin).",
+    )
     description: str | None = None
 
     @model_validator(mode="after")
@@ -110,6 +121,15 @@ class GateSpec(BaseModel):
                 raise ValueError(f"a check gate passes on PASS and fails on FAIL; remove {', '.join(extras)}")
         elif self.expect_state is not None:
             raise ValueError("expect_state applies to check gates only")
+        if self.check is not None and self.variant is not None:
+            raise ValueError("a check gate decides on a check, which runs once per run: remove variant")
+        if self.compare_to_variant is not None:
+            if self.variant is None or self.metric is None:
+                raise ValueError("compare_to_variant compares a metric of `variant` with another variant: name both")
+            if self.compare_to_variant == self.variant:
+                raise ValueError("compare_to_variant must name another variant than `variant`")
+            if self.compare_to is not None:
+                raise ValueError("a gate compares with a baseline run (compare_to) or with a variant, not both")
         return self
 
     @property

@@ -13,6 +13,8 @@ from evalglass.core.usage import TokenUsage
 
 RUNRECORD_SCHEMA: Final = "evalglass.runrecord/1"
 SCORES_FILE = "scores.jsonl"
+#: A run with variants: the folder holding one folder per variant (its scores, outputs and check records).
+VARIANTS_DIR = "variants"
 
 
 class BaselineRecord(BaseModel):
@@ -110,6 +112,12 @@ class RunRecord(BaseModel):
     )
     scores_file: str = SCORES_FILE
     scores_sha256: str
+    variant_scores: dict[str, str] = Field(
+        default_factory=dict,
+        exclude_if=lambda found: not found,
+        description="A run with variants: per variant, the SHA-256 of its scores file (`variants/NAME/scores.jsonl`; "
+        "`scores_file` is the first variant's).",
+    )
     kept_outputs: KeptOutputs | None = Field(
         default=None,
         # Absent for a run that keeps none (a live lane's outputs are its outputs.jsonl): such records keep their bytes.

@@ -14,6 +14,7 @@ from evalglass.core.example import MALFORMED_SHOWN
 from evalglass.core.pairwise import PairwiseSummary
 from evalglass.core.population import Population
 from evalglass.core.usage import TokenUsage
+from evalglass.core.variantsummary import VariantsSummary
 from evalglass.core.verdict import VerdictPayload
 
 SCORECARD_SCHEMA: Final = "evalglass.scorecard/1"
@@ -170,6 +171,12 @@ class Scorecard(BaseModel):
     usage: tuple[TokenUsage, ...] = Field(default=(), description="Tokens (and cost) per lane and judge (live runs).")
     calls: CallTotals | None = Field(
         default=None, description="Live runs: calls that retry (chat lanes, judges) and the attempts they took."
+    )
+    variants: VariantsSummary | None = Field(
+        default=None,
+        exclude_if=lambda found: found is None,
+        description="A run with variants: every metric side by side, every pair's paired difference with its "
+        "Holm-adjusted interval, and the groups the data cannot separate (metrics are named `metric@variant`).",
     )
 
     def metric(self, name: str) -> MetricSummary | None:

@@ -164,6 +164,108 @@ def load_runrecord(folder: Path) -> RunRecord:
     return result
 
 
+def variant_names_of(folder: Path) -> tuple[str, ...]:
+    """The variants of the run in ``folder`` (empty: a run without variants, whose scores are one file)."""
+    from evalglass.core.runrecord import SCORES_FILE
+
+    if (folder / SCORES_FILE).exists() or not (folder / RUNRECORD_FILE).exists():
+        return ()
+    return tuple(file.split("/")[1] for file in load_runrecord(folder).variant_scores)
+
+
+def run_scores_blocks(folder: Path) -> Iterator[tuple[ScoresBlock, Path, int]]:
+    """The scores blocks of the run in ``folder`` with the file and line each came from: its ``scores.jsonl``, or in
+    a run with variants every variant's file read in step, each block's metrics named ``metric@variant`` (every
+    variant scored the same lines in the same blocks; a file that does not keep step is refused)."""
+    from contextlib import ExitStack
+
+    from evalglass.core.runrecord import SCORES_FILE, VARIANTS_DIR
+    from evalglass.core.variants import difference_metric, variant_metric
+
+    names = variant_names_of(folder)
+    differences = _difference_gates(folder) if names else []
+    paths = [folder / VARIANTS_DIR / name / SCORES_FILE for name in names] or [folder / SCORES_FILE]
+    with ExitStack() as stack:
+        streams = [_decoded(stack.enter_context(open_artifact(path, "scores file")), path) for path in paths]
+        if not names:
+            yield from streams[0]
+            return
+        while True:
+            step = [next(stream, None) for stream in streams]
+            if all(item is None for item in step):
+                return
+            if any(item is None for item in step) or len({tuple(item[0].ids) for item in step if item}) != 1:
+                where = next(item for item in step if item is not None)
+                raise SetupError(
+                    "the variants' scores files do not hold the same examples in the same blocks",
+                    where=f"{where[1]}:{where[2]}",
+                    fix="the files were edited; rerun `evalglass run`",
+                )
+            first = step[0]
+            assert first is not None
+            scores = {
+                variant_metric(metric, name): entries
+                for name, item in zip(names, step, strict=True)
+                if item is not None
+                for metric, entries in item[0].scores.items()
+            }
+            for metric, variant, other in differences:
+                left, right = scores.get(variant_metric(metric, variant)), scores.get(variant_metric(metric, other))
+                if left is not None and right is not None:
+                    scores[difference_metric(metric, variant, other)] = [
+                        _difference_entry(a, b) for a, b in zip(left, right, strict=True)
+                    ]
+            yield ScoresBlock(first[0].ids, first[0].lines, scores, first[0].clusters), first[1], first[2]
+
+
+def _difference_gates(folder: Path) -> list[tuple[str, str, str]]:
+    """(metric, variant, other) of every gate between two variants the run's config declares."""
+    gates = load_runrecord(folder).config.get("gates") or {}
+    return [
+        (str(gate["metric"]), str(gate["variant"]), str(gate["compare_to_variant"]))
+        for gate in gates.values()
+        if isinstance(gate, dict) and gate.get("compare_to_variant") and gate.get("metric") and gate.get("variant")
+    ]
+
+
+def _difference_entry(left: Any, right: Any) -> Any:
+    """One example's entry of a difference between variants, as the decision computes it
+    (``core.variants.difference_column``): the difference of two measured values, else the unmeasured side's entry."""
+    measured = [isinstance(entry, float) and not isinstance(entry, bool) for entry in (left, right)]
+    if all(measured):
+        return float(left) - float(right)
+    return left if not measured[0] else right
+
+
+def _decoded(handle: Iterator[bytes], path: Path) -> Iterator[tuple[ScoresBlock, Path, int]]:
+    for number, raw in enumerate(handle, start=1):
+        if not raw.strip():
+            continue
+        try:
+            yield decode_block(raw), path, number
+        except ValueError:  # BadBlock, JsonRefused
+            raise SetupError("scores file block is unreadable", where=f"{path}:{number}") from None
+
+
+def run_score_rows(folder: Path) -> Iterator[dict[str, Any]]:
+    """:func:`score_rows` of the run in ``folder``, variants included (see :func:`run_scores_blocks`)."""
+    for block, _, _ in run_scores_blocks(folder):
+        yield from _block_rows(block)
+
+
+def _block_rows(block: ScoresBlock) -> Iterator[dict[str, Any]]:
+    clusters = block.clusters
+    for index, (example_id, line) in enumerate(zip(block.ids, block.lines, strict=True)):
+        row: dict[str, Any] = {
+            "id": example_id,
+            "line": line,
+            "scores": {name: entries[index] for name, entries in block.scores.items()},
+        }
+        if clusters is not None:
+            row["cluster"] = clusters[index]
+        yield row
+
+
 def score_rows(path: Path) -> Iterator[dict[str, Any]]:
     """Each example of a scores file as its own row: ``{"id", "line", "scores": {metric: entry}}`` (plus
     ``"cluster"`` in a clustered run), for readers that want one example at a time. Each block is decoded and its
@@ -173,17 +275,7 @@ def score_rows(path: Path) -> Iterator[dict[str, Any]]:
         for raw in handle:
             if not raw.strip():
                 continue
-            block = decode_block(raw)
-            clusters = block.clusters
-            for index, (example_id, line) in enumerate(zip(block.ids, block.lines, strict=True)):
-                row: dict[str, Any] = {
-                    "id": example_id,
-                    "line": line,
-                    "scores": {name: entries[index] for name, entries in block.scores.items()},
-                }
-                if clusters is not None:
-                    row["cluster"] = clusters[index]
-                yield row
+            yield from _block_rows(decode_block(raw))
 
 
 @dataclass

@@ -7,6 +7,7 @@ into compact columns (numpy arrays: values, state bytes, ids), never into an obj
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,8 @@ from evalglass.core.compare import (
 from evalglass.core.decide import RunShape, per_example
 from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
 from evalglass.core.reduce import within_of
-from evalglass.core.runrecord import RunRecord
+from evalglass.core.runrecord import SCORES_FILE, VARIANTS_DIR, RunRecord
+from evalglass.core.variants import split_variant_metric, variant_metric
 from evalglass.engine.artifacts import RUNRECORD_FILE, LoadedScores, load_columns, load_json_model_and_bytes
 from evalglass.engine.config import Config
 from evalglass.errors import SetupError
@@ -67,17 +69,28 @@ class RunForComparison:
             examples=self.scores.examples,
         )
 
+    @property
+    def metric_names(self) -> list[str]:
+        """The run's metrics as its scorecard names them (``metric@variant`` in a run with variants)."""
+        return list(self.scores.columns)
+
+    def declared(self, name: str) -> str:
+        """The declared metric a scorecard name stands for."""
+        parts = split_variant_metric(name) if self.config.variant_names else None
+        return parts[0] if parts is not None else name
+
     def definition_payload(self, name: str) -> dict[str, Any]:
-        return metric_definition_payload(self.config, name, self.record.definition_files)
+        return metric_definition_payload(self.config, self.declared(name), self.record.definition_files)
 
     def side(self, name: str) -> MetricSide:
-        spec = self.config.metrics[name]
+        declared = self.declared(name)
+        spec = self.config.metrics[declared]
         shape, rows = self.shape, self.scores.columns[name]
         column = per_example(rows, shape, spec.reducer, spec.k)
         return MetricSide(
             values=column.values(),
             states=column.states(),
-            definition=metric_definition(self.config, name, self.record.definition_files),
+            definition=metric_definition(self.config, declared, self.record.definition_files),
             scale=spec.value_scale(),
             within=within_of(rows, shape.example_of_row, shape.examples, spec.reducer),
         )
@@ -115,13 +128,7 @@ def load_for_comparison(folder: Path, *, what: str = "run", metrics: list[str] |
         config = Config.model_validate(record.config)
     except Exception as exc:
         raise SetupError(f"the run record's config no longer validates: {exc}", where=str(folder)) from None
-    scores = load_columns(
-        folder / record.scores_file,
-        [name for name in config.metrics if metrics is None or name in metrics],
-        samples=config.samples,
-        clustered=config.dataset.cluster_field is not None,
-        ids=True,
-    )
+    scores = _comparison_scores(folder, record, config, metrics)
     return RunForComparison(
         folder=folder,
         record=record,
@@ -132,15 +139,43 @@ def load_for_comparison(folder: Path, *, what: str = "run", metrics: list[str] |
     )
 
 
+def _comparison_scores(folder: Path, record: RunRecord, config: Config, metrics: list[str] | None) -> LoadedScores:
+    """The run's columns with ids; in a run with variants every variant's, named ``metric@variant``, and the hash
+    that stands for its scores the fingerprint of every variant's scores hash."""
+    samples, clustered = config.samples, config.dataset.cluster_field is not None
+    if not config.variant_names:
+        names = [name for name in config.metrics if metrics is None or name in metrics]
+        return load_columns(folder / record.scores_file, names, samples=samples, clustered=clustered, ids=True)
+    loaded = {
+        variant: load_columns(
+            folder / VARIANTS_DIR / variant / SCORES_FILE,
+            list(config.metrics),
+            samples=samples,
+            clustered=clustered,
+            ids=True,
+        )
+        for variant in config.variant_names
+    }
+    first = next(iter(loaded.values()))
+    columns = {
+        variant_metric(metric, variant): column
+        for variant, each in loaded.items()
+        for metric, column in each.columns.items()
+        if metrics is None or variant_metric(metric, variant) in metrics
+    }
+    combined = fingerprint_of({variant: each.sha256 for variant, each in loaded.items()})
+    return dataclasses.replace(first, columns=columns, sha256=combined)
+
+
 def compare_runs(base_folder: Path, candidate_folder: Path, metrics: list[str] | None = None) -> Comparison:
     """Compare every metric the two runs share (or the ones named); a SetupError when they cannot be compared."""
     base = load_for_comparison(base_folder, what="baseline run", metrics=metrics)
     candidate = load_for_comparison(candidate_folder, what="candidate run", metrics=metrics)
-    shared = [name for name in candidate.config.metrics if name in base.config.metrics]
+    shared = [name for name in candidate.metric_names if name in base.metric_names]
     if metrics:
         for name in metrics:
             missing = [
-                side for side, run in (("baseline", base), ("candidate", candidate)) if name not in run.config.metrics
+                side for side, run in (("baseline", base), ("candidate", candidate)) if name not in run.metric_names
             ]
             if missing:
                 raise SetupError(
@@ -164,7 +199,7 @@ def compare_runs(base_folder: Path, candidate_folder: Path, metrics: list[str] |
             candidate.side(name),
             pairing,
             candidate.ids,
-            interval=candidate.config.metrics[name].interval,
+            interval=candidate.config.metrics[candidate.declared(name)].interval,
             clusters=clusters,
         )
         for name in shared

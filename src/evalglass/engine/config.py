@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 from pydantic.functional_validators import BeforeValidator
 
 from evalglass.core.checks import policy_id_conflicts
@@ -147,6 +147,29 @@ AnyTask = Annotated[
 ]
 
 
+_task_adapter: TypeAdapter[Any] | None = None
+
+
+def validated_task(
+    raw: dict[str, Any], at: tuple[str | int, ...]
+) -> tuple[RecordedTask | LaneSpec | None, list[tuple[tuple[str | int, ...], str]]]:
+    """A variant's merged task validated as ``task:`` is, or its problems, each at its key under ``at``."""
+    global _task_adapter
+    if _task_adapter is None:
+        from pydantic import TypeAdapter
+
+        _task_adapter = TypeAdapter(AnyTask)
+    try:
+        return _task_adapter.validate_python(raw), []
+    except ValidationError as error:
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        for item in error.errors():
+            # The discriminator's tag (`chat`, `python`) is part of pydantic's location, not of the document.
+            where = tuple(part for part in item["loc"] if part != raw.get("type"))
+            problems.append(((*at, *where), f"variant task: {item['msg']}"))
+        return None, problems
+
+
 class EndpointOverride(BaseModel):
     """Limits for one endpoint, overriding what its lanes and judges declare."""
 
@@ -188,6 +211,12 @@ class Config(BaseModel):
         default_factory=RecordedTask,
         description="Where outputs come from: `recorded` (a dataset field), or a live lane: `python`, `command`, "
         "`chat`.",
+    )
+    variants: dict[str, dict[str, Any]] | None = Field(
+        default=None,
+        description="Named overrides of `task` (model, endpoint, prompt, sampling parameters, provider, python "
+        "function, recorded field; or a whole task with another `type`): one run scores every variant on the same "
+        "examples and compares every pair (docs/choosing-models.md). One variant is the task itself.",
     )
     concurrency: ConcurrencySpec = Field(
         default_factory=ConcurrencySpec, description="Limits for live lane and judge calls."
@@ -233,6 +262,13 @@ class Config(BaseModel):
         return names
 
     _ledger_file = field_validator("ledger")(_names_a_file)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_variant_is_the_task(cls, data: Any) -> Any:
+        from evalglass.engine.variantspec import fold_single_variant
+
+        return fold_single_variant(data)
 
     @field_validator("metrics", "gates", "checks")
     @classmethod
@@ -313,10 +349,125 @@ class Config(BaseModel):
                 )
         problems += [(("checks",), problem) for problem in policy_id_conflicts(c.policy for c in self.checks.values())]
         problems += self._executor_problems()
+        problems += self._variant_problems()
         if problems:
             raise LocatedValueError(problems)
         self._output_is_not_gold()
         return self
+
+    def _variant_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """Every variant's task must be a valid task, the variants must differ and share the samples per example,
+        and in a run with variants every metric gate names the variant it decides on."""
+        from evalglass.core.stats.multiplemodel import MAX_VARIANTS
+
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        names = self.variant_names
+        for name, gate in self.gates.items():
+            if gate.variant is not None and gate.variant not in names:
+                problems.append(
+                    (
+                        ("gates", name, "variant"),
+                        f"gate '{name}' names variant '{gate.variant}', which is not declared"
+                        f"{_known(dict.fromkeys(names))}",
+                    )
+                )
+            elif gate.compare_to_variant is not None and gate.compare_to_variant not in names:
+                problems.append(
+                    (
+                        ("gates", name, "compare_to_variant"),
+                        f"gate '{name}' compares with variant '{gate.compare_to_variant}', which is not declared"
+                        f"{_known(dict.fromkeys(names))}",
+                    )
+                )
+            elif gate.compare_to_variant is not None and self.samples:
+                problems.append(
+                    (
+                        ("gates", name, "compare_to_variant"),
+                        f"gate '{name}' compares two variants per example, which takes one sample per example: "
+                        "a gate between variants with epochs is not decided yet",
+                    )
+                )
+            elif names and gate.metric is not None and gate.variant is None:
+                problems.append(
+                    (
+                        ("gates", name),
+                        f"gate '{name}' must name the variant it decides on (`variant: NAME`, one of "
+                        f"{', '.join(names)}): in a run with variants a metric is measured once per variant",
+                    )
+                )
+        if not names:
+            return problems
+        problems += [
+            (
+                ("gates", name, "compare_to"),
+                f"gate '{name}' compares with a baseline run; a run with variants does not decide comparative gates "
+                "yet: compare the variants' runs with `evalglass compare`, or drop `variants:` for this gate's run",
+            )
+            for name, gate in self.gates.items()
+            if gate.compare_to is not None
+        ]
+        if len(names) > MAX_VARIANTS:
+            problems.append((("variants",), f"at most {MAX_VARIANTS} variants are compared in one run"))
+        seen: dict[str, str] = {}
+        samples: set[int] = set()
+        for name in names:
+            if not _NAME.match(name):
+                problems.append(
+                    (("variants", name), f"name {name!r} must start with a letter and use letters, digits, _ . -")
+                )
+                continue
+            task, found = validated_task(self._variant_raw_task(name), ("variants", name))
+            problems += found
+            if task is None:
+                continue
+            definition = fingerprint_of(task.model_dump(mode="json", exclude={"description"}))
+            if definition in seen:
+                problems.append(
+                    (
+                        ("variants", name),
+                        f"variants '{seen[definition]}' and '{name}' run the same task; give each variant a "
+                        "different model, endpoint, prompt, parameter or function",
+                    )
+                )
+            seen.setdefault(definition, name)
+            samples.add(int(task.samples) if isinstance(task, RecordedTask) else task.epochs)
+        if len(samples) > 1:
+            problems.append((("variants",), "every variant takes the same samples per example: set epochs on the task"))
+        return problems
+
+    def _variant_raw_task(self, name: str) -> dict[str, Any]:
+        from evalglass.engine.variantspec import merged_task
+
+        assert self.variants is not None
+        base = self.task.model_dump(mode="json", exclude_unset=True, by_alias=True)
+        base["type"] = self.task.type
+        return merged_task(base, self.variants[name])
+
+    @property
+    def variant_names(self) -> tuple[str, ...]:
+        """The variants a run compares, in declared order; empty without ``variants:`` (one variant is the task)."""
+        return tuple(self.variants or ())
+
+    def variant_task(self, name: str) -> RecordedTask | LaneSpec:
+        """The task variant ``name`` runs (validated when the config was)."""
+        task, problems = validated_task(self._variant_raw_task(name), ("variants", name))
+        if task is None:
+            raise LocatedValueError(problems)
+        return task
+
+    def for_variant(self, name: str) -> Config:
+        """The config one variant's scoring runs: the task is the variant's, the gates stay (a metric's direction
+        comes from them) without their variant. Never validated again, never decided on, never recorded."""
+        gates = {gate: spec.model_copy(update={"variant": None}) for gate, spec in self.gates.items()}
+        return self.model_copy(update={"task": self.variant_task(name), "variants": None, "gates": gates})
+
+    def variant_definitions(self) -> dict[str, Any]:
+        """What every gate of a run with variants is bound to besides its own definition: each variant's name and
+        task (prose aside). Renaming, redefining, adding or removing a variant makes every approval stale."""
+        return {
+            name: self.variant_task(name).model_dump(mode="json", exclude={"description"})
+            for name in self.variant_names
+        }
 
     def _gate_directions(self, metric: str) -> dict[str, Direction]:
         return {name: gate.direction for name, gate in self.gates.items() if gate.metric == metric}
@@ -414,7 +565,8 @@ class Config(BaseModel):
         another tool's results (whose epochs and repeats are always kept as samples)."""
         if self.dataset.tool_results:
             return True
-        return self.task.samples if isinstance(self.task, RecordedTask) else self.task.epochs > 1
+        task = self.variant_task(self.variant_names[0]) if self.variant_names else self.task
+        return task.samples if isinstance(task, RecordedTask) else task.epochs > 1
 
     @property
     def output_field(self) -> str:
@@ -457,7 +609,8 @@ class Config(BaseModel):
     def live(self) -> bool:
         """A run that calls something during scoring (a lane, or a ``live`` metric: a judge) takes the asynchronous
         path."""
-        return self.lane is not None or any(spec.live for spec in self.metrics.values())
+        lanes = [not isinstance(self.variant_task(name), RecordedTask) for name in self.variant_names]
+        return self.lane is not None or any(lanes) or any(spec.live for spec in self.metrics.values())
 
     @property
     def uses_call_cache(self) -> bool:
@@ -572,6 +725,8 @@ class Config(BaseModel):
         evaluators = fingerprinted(self.gate_evaluators(name) if versions is None else versions)
         if evaluators:
             payload["evaluators"] = evaluators
+        if self.variant_names:
+            payload["variants"] = self.variant_definitions()
         return payload
 
     def _check_payload(self, name: str) -> dict[str, Any]:

@@ -28,6 +28,7 @@ together adds up) and the signature. Every renderer says so in one line (:attr:`
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -206,6 +207,7 @@ def scorecard_problems(card: Scorecard, record: RunRecord) -> list[str]:
     problems += _check_declaration_problems(record)
     problems += _check_summary_problems(card, record)
     problems += _metric_problems(card)
+    problems += variant_summary_problems(card)
     config_gates: dict[str, Any] = record.config.get("gates") or {}
     declared = list(config_gates)
     recorded = {gate.name: gate for gate in card.decision.gates}
@@ -229,6 +231,48 @@ def scorecard_problems(card: Scorecard, record: RunRecord) -> list[str]:
         gate = recorded.get(name)
         if gate is not None:
             problems += _declared_gate_problems(gate, config_gates[name], metrics, record, today)
+    return problems
+
+
+def variant_summary_problems(card: Scorecard) -> list[str]:
+    """A run with variants: each pair's decision, level and the groups follow from the recorded p-values by Holm's
+    procedure (``core/stats/multiple.py``), and each variant's mean is its metric's. What it cannot re-derive
+    without the scores (the p-values, the ends) ``verify`` does."""
+    summary = card.variants
+    if summary is None:
+        return []
+    import numpy as np
+
+    from evalglass.core.stats.multiple import holm_alphas, indistinguishable_groups
+    from evalglass.core.variants import variant_metric
+
+    problems: list[str] = []
+    for comparison in summary.metrics:
+        where = f"variants.metrics.{comparison.metric}"
+        if comparison.variants != summary.names:
+            problems.append(f"{where}.variants are not the run's variants")
+            continue
+        alphas, rejected = holm_alphas(np.array([pair.p_value for pair in comparison.pairs]), 1 - comparison.level)
+        for index, pair in enumerate(comparison.pairs):
+            ends = (pair.low, pair.high)
+            separated = ends[0] is not None and ends[1] is not None and (ends[0] > 0 or ends[1] < 0)
+            if pair.distinguishable != bool(rejected[index] and pair.low is not None):
+                problems.append(f"{where}: {pair.first} vs {pair.second} is not what Holm's procedure decides")
+            elif pair.low is not None and not math.isclose(pair.level, 1 - alphas[index], rel_tol=1e-9):
+                problems.append(f"{where}: {pair.first} vs {pair.second} is at a level Holm's procedure does not give")
+            elif pair.distinguishable and not separated:
+                problems.append(f"{where}: {pair.first} vs {pair.second} is distinguishable with 0 in its interval")
+        groups = indistinguishable_groups(
+            comparison.variants, comparison.means, comparison.pairs, higher_is_better=comparison.higher_is_better
+        )
+        if groups != comparison.groups:
+            problems.append(f"{where}.groups do not follow from its pairs")
+        for variant, mean in zip(comparison.variants, comparison.means, strict=True):
+            metric = card.metric(variant_metric(comparison.metric, variant))
+            if metric is None:
+                problems.append(f"{where}: the scorecard does not summarise {comparison.metric} of {variant}")
+            elif (metric.estimate is None) != (mean is None):
+                problems.append(f"{where}: the mean of {variant} is not its metric's")
     return problems
 
 
@@ -308,8 +352,10 @@ def _declared_gate_problems(
     gate: GateResult, declared: Any, metrics: Mapping[str, MetricSummary], record: RunRecord, today: str
 ) -> list[str]:
     name = gate.name
+    from evalglass.engine.decision import decided_spec
+
     try:
-        spec = GateSpec.model_validate(declared or {})
+        spec = decided_spec(GateSpec.model_validate(declared or {}))
     except ValidationError as exc:
         return [f"gate '{name}' in the run record's config snapshot is not a gate: {first_problem(exc)}"]
     if gate.fingerprint != record.gate_fingerprints.get(name):

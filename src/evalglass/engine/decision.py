@@ -8,6 +8,7 @@ what ``verify`` reads back its evidence from).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING
 from evalglass.core.checks import CheckResult
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.decide import GateInput, MetricInput, RunShape, decide_run
+from evalglass.core.gatespec import GateSpec
 from evalglass.core.runrecord import BaselineRecord, KeptOutputs, RunRecord
 from evalglass.core.scorecard import CallTotals, CheckSummary, DatasetSummary, Scorecard
 from evalglass.core.usage import TokenUsage
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
 
     from evalglass.core.authority import JudgeStanding, Ledger
     from evalglass.core.comparative import ComparativeInputs
+    from evalglass.core.variants import VariantMetric
     from evalglass.engine.config import Config, LoadedConfig
     from evalglass.engine.ledger import LoadedLedger
 
@@ -72,6 +75,13 @@ def decided_scorecard(
         evidence.ledger_where,
         today=evidence.today,
     )
+    variants = None
+    if config.variant_names:
+        from evalglass.core.variants import variants_summary
+
+        variants = variants_summary(
+            config.variant_names, variant_metrics(config), columns, shape, usage=usage_by_variant(config, usage)
+        )
     return Scorecard(
         run_id=evidence.run_id,
         created_at=evidence.created_at,
@@ -85,7 +95,30 @@ def decided_scorecard(
         checks=tuple(CheckSummary.of(name, result) for name, result in evidence.check_results.items()),
         calls=calls,
         usage=usage,
+        variants=variants,
     )
+
+
+def variant_metrics(config: Config) -> list[VariantMetric]:
+    """What the side-by-side comparison needs of each declared metric."""
+    from evalglass.core.variants import VariantMetric
+
+    return [
+        VariantMetric(name=name, reducer=spec.reducer, k=spec.k, direction=config.metric_direction(name))
+        for name, spec in config.metrics.items()
+    ]
+
+
+def usage_by_variant(config: Config, usage: tuple[TokenUsage, ...]) -> dict[str, tuple[TokenUsage, ...]]:
+    """A run with variants records each variant's usage under ``source@variant``: split back per variant."""
+    from evalglass.core.variants import split_variant_metric
+
+    found: dict[str, list[TokenUsage]] = {name: [] for name in config.variant_names}
+    for item in usage:
+        parts = split_variant_metric(item.source)
+        if parts is not None and parts[1] in found:
+            found[parts[1]].append(item.model_copy(update={"source": parts[0]}))
+    return {name: tuple(items) for name, items in found.items()}
 
 
 def run_record(
@@ -131,6 +164,37 @@ def run_record(
 
 
 def metric_inputs(config: Config, columns: dict[str, ScoreColumn]) -> list[MetricInput]:
+    """Every metric the decision measures: each declared metric, or in a run with variants each metric of each
+    variant (``metric@variant``, variant by variant)."""
+    if config.variant_names:
+        from evalglass.core.variants import difference_column, difference_metric, variant_metric
+
+        declared = {
+            item.name: item for item in _declared_inputs(config, {name: ScoreColumn() for name in config.metrics})
+        }
+        inputs = [
+            dataclasses.replace(item, name=variant_metric(name, variant), column=columns[variant_metric(name, variant)])
+            for variant in config.variant_names
+            for name, item in declared.items()
+        ]
+        differences: dict[str, MetricInput] = {}
+        for spec in config.gates.values():
+            if spec.compare_to_variant is None or spec.metric is None or spec.variant is None:
+                continue
+            name = difference_metric(spec.metric, spec.variant, spec.compare_to_variant)
+            column = difference_column(
+                columns[variant_metric(spec.metric, spec.variant)],
+                columns[variant_metric(spec.metric, spec.compare_to_variant)],
+            )
+            # A difference is no longer on the metric's scale, nor 0/1: its interval is chosen for what it is.
+            differences[name] = dataclasses.replace(
+                declared[spec.metric], name=name, type="difference", column=column, scale=None
+            )
+        return [*inputs, *differences.values()]
+    return _declared_inputs(config, columns)
+
+
+def _declared_inputs(config: Config, columns: dict[str, ScoreColumn]) -> list[MetricInput]:
     return [
         MetricInput(
             name=name,
@@ -159,13 +223,24 @@ def gate_inputs(
     return [
         GateInput(
             name=name,
-            spec=spec,
+            spec=decided_spec(spec),
             fingerprint=fingerprints[name],
             check_result=check_results.get(spec.check) if spec.check is not None else None,
             stale_cause=causes.get(name),
         )
         for name, spec in config.gates.items()
     ]
+
+
+def decided_spec(spec: GateSpec) -> GateSpec:
+    """The gate as the decision reads it: a gate on a variant decides on that variant's metric (``metric@variant``)."""
+    if spec.variant is None or spec.metric is None:
+        return spec
+    from evalglass.core.variants import difference_metric, variant_metric
+
+    if spec.compare_to_variant is not None:
+        return spec.model_copy(update={"metric": difference_metric(spec.metric, spec.variant, spec.compare_to_variant)})
+    return spec.model_copy(update={"metric": variant_metric(spec.metric, spec.variant)})
 
 
 __all__ = ["Evidence", "decided_scorecard", "gate_inputs", "metric_inputs", "run_record"]

@@ -26,7 +26,7 @@ import orjson
 from evalglass.core.fieldpath import FieldPathError
 from evalglass.core.fingerprint import PREFIX
 from evalglass.core.runrecord import SCORES_FILE, RunRecord
-from evalglass.engine.artifacts import CHECKS_FILE, open_artifact, score_rows
+from evalglass.engine.artifacts import CHECKS_FILE, open_artifact, run_score_rows, variant_names_of
 from evalglass.engine.readback import OWN_READER_FORMATS, examples_by_id, read_by_own_reader
 from evalglass.engine.recordparts import present, record_parts
 from evalglass.errors import SetupError
@@ -165,7 +165,7 @@ def cell_of(metric: str, entry: Any) -> Cell:
 def _rows(folder: Path) -> Iterator[dict[str, Any]]:
     path = folder / SCORES_FILE
     try:
-        yield from score_rows(path)
+        yield from run_score_rows(folder)
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
         raise SetupError(
             f"scores file is not a file of recorded blocks ({type(exc).__name__})",
@@ -236,7 +236,7 @@ def load_explorer(
     """Every embedded example with what the artifacts say about it, and notes naming what could not be shown.
 
     ``regressed`` holds, per comparative gate, the ids of its regressed pairs: each is embedded and listed first."""
-    if not (folder / SCORES_FILE).exists():
+    if not (folder / SCORES_FILE).exists() and not variant_names_of(folder):
         return Explorer(rows=[], metrics=metrics, notes=[f"{SCORES_FILE} is not in this folder: no examples to show."])
     gates_of: dict[str, list[str]] = {}
     for gate, ids in (regressed or {}).items():

@@ -34,11 +34,11 @@ import orjson
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.gates import GateResult
 from evalglass.core.gatespec import meets
-from evalglass.core.runrecord import SCORES_FILE, RunRecord
+from evalglass.core.runrecord import RunRecord
 from evalglass.core.scorecard import Scorecard
 from evalglass.core.uniform import all_of_type
-from evalglass.engine.artifacts import open_artifact
-from evalglass.engine.scoresblock import ScoresBlock, decode_block
+from evalglass.engine.artifacts import open_artifact, run_scores_blocks
+from evalglass.engine.scoresblock import ScoresBlock
 from evalglass.errors import SetupError
 
 
@@ -220,14 +220,11 @@ def example_rows(
         if name not in rules:
             known = ", ".join(rules)
             raise SetupError(f"no metric named '{name}' in this run (known: {known})", where=str(folder))
-    path = folder / SCORES_FILE
-    with open_artifact(path, "scores file") as handle:
-        yield from _rows_of(handle, path, rules, wanted, states, limit, only)
+    yield from _rows_of(folder, rules, wanted, states, limit, only)
 
 
 def _rows_of(
-    handle: Iterable[bytes],
-    path: Path,
+    folder: Path,
     rules: dict[str, FailRule],
     wanted: list[str],
     states: frozenset[ExampleState],
@@ -235,22 +232,12 @@ def _rows_of(
     only: frozenset[str] | None = None,
 ) -> Iterator[ExampleRow]:
     found = 0
-    for block in _blocks(handle, path):
+    for block, _, _ in run_scores_blocks(folder):
         for row in _block_rows(block, rules, wanted, states, only):
             yield row
             found += 1
             if limit is not None and found >= limit:
                 return
-
-
-def _blocks(handle: Iterable[bytes], path: Path) -> Iterator[ScoresBlock]:
-    for number, raw in enumerate(handle, start=1):
-        if not raw.strip():
-            continue
-        try:
-            yield decode_block(raw)
-        except ValueError:  # BadBlock, JsonRefused
-            raise SetupError("scores file block is unreadable", where=f"{path}:{number}") from None
 
 
 def _block_rows(
@@ -373,18 +360,16 @@ def gate_examples(folder: Path, card: Scorecard, gates: Iterable[str], limit: in
                 found[gate.name] = []
     if not chosen:
         return found
-    path = folder / SCORES_FILE
-    with open_artifact(path, "scores file") as handle:
-        for block in _blocks(handle, path):
-            short = [name for name in chosen if len(found[name]) < limit]
-            if not short:
-                break
-            for name in short:
-                rows = found[name]
-                for row in _block_rows(block, rules, [chosen[name]], NOT_PASSING):
-                    rows.append(row)
-                    if len(rows) >= limit:
-                        break
+    for block, _, _ in run_scores_blocks(folder):
+        short = [name for name in chosen if len(found[name]) < limit]
+        if not short:
+            break
+        for name in short:
+            rows = found[name]
+            for row in _block_rows(block, rules, [chosen[name]], NOT_PASSING):
+                rows.append(row)
+                if len(rows) >= limit:
+                    break
     return found
 
 

@@ -147,7 +147,9 @@ def ledger_problems(ledger: Ledger, config: Config) -> Iterator[tuple[Loc, str, 
                 "remove `require_binding` from this ledger entry",
             )
         if approval.threshold is not None:
-            problem = threshold_problem(approval.threshold, config, str(gate.metric))
+            problem = threshold_problem(
+                approval.threshold, config, str(gate.metric), difference=gate.compare_to_variant is not None
+            )
             if problem is not None:
                 yield (("gates", name, "threshold"), f"gate '{name}': {problem}", "approve a threshold inside it")
 
@@ -173,14 +175,18 @@ def _undated_problems(ledger: Ledger) -> Iterator[tuple[Loc, str, str]]:
             )
 
 
-def threshold_problem(threshold: float, config: Config, metric: str) -> str | None:
+def threshold_problem(threshold: float, config: Config, metric: str, *, difference: bool = False) -> str | None:
     """Why an approved threshold approves nothing: outside the metric's declared scale, where every value (or none)
-    meets it. The ends of the scale are inside it: "every example must pass" is 1.0 on a higher-is-better rate."""
+    meets it. The ends of the scale are inside it: "every example must pass" is 1.0 on a higher-is-better rate. A
+    gate between two variants (``difference``) decides on a difference, which spans ``±(max - min)``."""
     scale = config.metrics[metric].value_scale()
-    if scale is None or scale.min <= threshold <= scale.max:
+    if scale is None:
         return None
-    span = f"[{scale.min:g}, {scale.max:g}]"
-    return f"threshold {threshold:g} is outside the scale: metric '{metric}' takes values in {span}"
+    low, high = (scale.min - scale.max, scale.max - scale.min) if difference else (scale.min, scale.max)
+    if low <= threshold <= high:
+        return None
+    what = "a difference of" if difference else "values in"
+    return f"threshold {threshold:g} is outside the scale: metric '{metric}' takes {what} [{low:g}, {high:g}]"
 
 
 def _fix(name: str, known: list[str]) -> str:

@@ -24,7 +24,7 @@ import orjson
 from evalglass import redaction
 from evalglass.core.calendar import day_of_timestamp
 from evalglass.core.checks import CheckResult
-from evalglass.core.runrecord import SCORES_FILE, BaselineRecord, RunRecord
+from evalglass.core.runrecord import SCORES_FILE, VARIANTS_DIR, BaselineRecord, RunRecord
 from evalglass.core.scorecard import Scorecard
 from evalglass.engine.artifacts import (
     CHECKS_FILE,
@@ -289,6 +289,9 @@ def _run_in(prepared: _Prepared, created: bool) -> RunOutcome:
             write_manifest(folder, manifest)
         else:
             sweep_killed_writers(folder)
+        if prepared.loaded.config.variant_names:
+            outcome = _finish_variants(prepared, _score_variants(prepared, warnings, joined))
+            return dataclasses.replace(outcome, warnings=(*warnings, *outcome.warnings))
         keeper = None
         if prepared.loaded.config.lane is None:  # recorded outputs: the run keeps what it scores
             from evalglass.engine.keptoutputs import KeptOutputsWriter
@@ -337,6 +340,31 @@ def _score(prepared: _Prepared, sink: RunSink, warnings: list[str], joined: list
             cluster.close()
 
 
+def variant_folder(folder: Path, name: str) -> Path:
+    """Where variant ``name`` of a run with variants writes what its scoring produces (scores, outputs, checks)."""
+    return folder / VARIANTS_DIR / name
+
+
+def _score_variants(prepared: _Prepared, warnings: list[str], joined: list[RayCluster]) -> dict[str, Scored]:
+    """Every variant scored on the same dataset, one after another, each by the run's one producer with the
+    variant's task (so its calls are cached and resumed under the variant's own lane definition)."""
+    from evalglass.engine.progress import Counters
+
+    config = prepared.loaded.config
+    expected = prepared.manifest.dataset.examples or 0
+    scored: dict[str, Scored] = {}
+    for name in config.variant_names:
+        folder = variant_folder(prepared.folder, name)
+        make_dirs(folder)
+        loaded = dataclasses.replace(prepared.loaded, config=config.for_variant(name))
+        counters = Counters(total=prepared.manifest.dataset.examples)
+        variant = dataclasses.replace(prepared, folder=folder, loaded=loaded, counters=counters)
+        sink = open_run_sink(loaded, ScoresWriter(folder), expected=expected)
+        scored[name] = _score(variant, sink, warnings, joined)
+        prepared.counters.done = counters.done
+    return scored
+
+
 def _producer(
     prepared: _Prepared, metrics: list[BuiltMetric], warnings: list[str], cluster: RayCluster | None
 ) -> Producer:
@@ -381,6 +409,11 @@ def sweep_killed_writers(folder: Path) -> None:
             DIGESTS_FILE,
         },
     )
+    variants = folder / VARIANTS_DIR
+    if variants.is_dir() and not variants.is_symlink():
+        for variant in variants.iterdir():
+            if variant.is_dir() and not variant.is_symlink():
+                sweep_partials(variant, {SCORES_FILE, OUTPUTS_FILE, CHECKS_FILE})
     copies = folder / BASELINES_DIR
     if copies.is_dir() and not copies.is_symlink():
         for copy in copies.iterdir():
@@ -454,8 +487,40 @@ def signed_provenance(work_tree: Path) -> SignedProvenance:
     return SignedProvenance(git_branch=found.git_branch, git_commit=found.git_commit)
 
 
-def _finish(prepared: _Prepared, scored: Scored) -> RunOutcome:
-    """Standalone checks, the decision and the artifacts: the same for recorded and live runs."""
+def _finish_variants(prepared: _Prepared, scored: dict[str, Scored]) -> RunOutcome:
+    """One decision over every variant's scores: the columns as ``metric@variant``, the usage as
+    ``source@variant``, the scores files each hashed in the run record."""
+    from evalglass.core.scorecard import CallTotals
+    from evalglass.core.variants import variant_metric
+
+    columns = {
+        variant_metric(metric, name): column for name, each in scored.items() for metric, column in each.columns.items()
+    }
+    usage = tuple(
+        item.model_copy(update={"source": variant_metric(item.source, name)})
+        for name, each in scored.items()
+        for item in each.usage
+    )
+    totals = [each.calls for each in scored.values() if each.calls is not None]
+    calls = CallTotals(calls=sum(t.calls for t in totals), attempts=sum(t.attempts for t in totals)) if totals else None
+    first_name, first = next(iter(scored.items()))
+    files = {f"{VARIANTS_DIR}/{name}/{SCORES_FILE}": each.scores_sha256 for name, each in scored.items()}
+    merged = Scored(
+        columns=columns,
+        shape=first.shape,
+        dataset=first.dataset,
+        scores_sha256=first.scores_sha256,
+        usage=usage,
+        calls=calls,
+    )
+    return _finish(prepared, merged, scores_file=f"{VARIANTS_DIR}/{first_name}/{SCORES_FILE}", variant_scores=files)
+
+
+def _finish(
+    prepared: _Prepared, scored: Scored, *, scores_file: str = SCORES_FILE, variant_scores: dict[str, str] | None = None
+) -> RunOutcome:
+    """Standalone checks, the decision and the artifacts: the same for recorded and live runs, with or without
+    variants (``variant_scores``: each variant's scores file and its hash)."""
     loaded, ledger, folder = prepared.loaded, prepared.ledger, prepared.folder
     run_id, created_at = prepared.manifest.run_id, prepared.manifest.created_at
     config = loaded.config
@@ -500,6 +565,8 @@ def _finish(prepared: _Prepared, scored: Scored) -> RunOutcome:
     record = run_record(
         loaded, ledger, dataset, evidence, baseline_records, scored.scores_sha256, scored.usage, scored.kept
     )
+    if variant_scores:
+        record = record.model_copy(update={"scores_file": scores_file, "variant_scores": variant_scores})
     from evalglass.engine.failing import report_markdown
 
     write_model(folder / RUNRECORD_FILE, record)
@@ -512,6 +579,7 @@ def _finish(prepared: _Prepared, scored: Scored) -> RunOutcome:
         prepared.signing_key,
         known={
             record.scores_file: scored.scores_sha256,
+            **(variant_scores or {}),
             **({scored.kept.file: scored.kept.sha256} if scored.kept is not None else {}),
         },
         provenance=None if prepared.signing_key is None else signed_provenance(loaded.base_dir),

@@ -31,9 +31,10 @@ import orjson
 
 from evalglass.core.authority import JudgeStanding, Ledger
 from evalglass.core.calendar import day_of_timestamp
+from evalglass.core.columns import ScoreColumn
 from evalglass.core.decide import RunShape
 from evalglass.core.fingerprint import fingerprint_of_bytes, short
-from evalglass.core.runrecord import RunRecord
+from evalglass.core.runrecord import SCORES_FILE, VARIANTS_DIR, RunRecord
 from evalglass.core.scorecard import CallTotals, DatasetSummary, Scorecard, count_call_attempts
 from evalglass.engine.artifacts import (
     REPORT_FILE,
@@ -105,17 +106,28 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
     config = _config_snapshot(record, findings)
     ledger, ledger_where = _ledger_snapshot(record, config, findings)
     names = list(config.metrics)
-    loaded_scores = load_columns(
-        folder / record.scores_file,
-        names,
-        samples=config.samples,
-        clustered=config.dataset.cluster_field is not None,
-        ids=record.kept_outputs is not None,
-    )
-    columns, examples, scores_sha = loaded_scores.columns, loaded_scores.examples, loaded_scores.sha256
-    findings[:0] = _file_findings(folder, record, {record.scores_file: scores_sha})
+    files = _scores_files(config, record)
+    by_file = {
+        file: load_columns(
+            folder / file,
+            names,
+            samples=config.samples,
+            clustered=config.dataset.cluster_field is not None,
+            ids=record.kept_outputs is not None,
+        )
+        for file in files.values()
+    }
+    loaded_scores = by_file[record.scores_file] if record.scores_file in by_file else next(iter(by_file.values()))
+    examples, scores_sha = loaded_scores.examples, loaded_scores.sha256
+    columns = _flattened_columns(files, by_file)
+    findings[:0] = _file_findings(folder, record, {file: loaded.sha256 for file, loaded in by_file.items()})
     if scores_sha != record.scores_sha256:
         findings.append(Finding("runrecord.scores_sha256", record.scores_sha256, scores_sha))
+    for file, loaded in by_file.items():
+        if record.variant_scores and record.variant_scores.get(file) != loaded.sha256:
+            findings.append(Finding(f"runrecord.variant_scores.{file}", record.variant_scores.get(file), loaded.sha256))
+        if loaded.examples != examples:
+            findings.append(Finding(f"{file}: examples", examples, loaded.examples))
     if examples != record.dataset.examples:
         findings.append(Finding("runrecord.dataset.examples", record.dataset.examples, examples))
     gate_fingerprints = {name: config.gate_fingerprint(name, record.definition_files) for name in config.gates}
@@ -173,7 +185,7 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
         shape,
         dataset,
         evidence,
-        recorded_call_totals(folder),
+        recorded_call_totals(folder, config.variant_names),
         record.usage,
         judged_summaries(config, folder),
     )
@@ -215,6 +227,24 @@ def run_day(record: RunRecord) -> str:
         raise SetupError(
             f"the run record's created_at {record.created_at!r} is not a timestamp", where="runrecord.json"
         ) from None
+
+
+def _scores_files(config: Config, record: RunRecord) -> dict[str | None, str]:
+    """Per variant (None: a run without variants), the scores file its columns are read from: the files the
+    config's variants imply, never a list the run record could shorten."""
+    if not config.variant_names:
+        return {None: record.scores_file}
+    return {name: f"{VARIANTS_DIR}/{name}/{SCORES_FILE}" for name in config.variant_names}
+
+
+def _flattened_columns(files: dict[str | None, str], by_file: dict[str, Any]) -> dict[str, ScoreColumn]:
+    from evalglass.core.variants import variant_metric
+
+    columns: dict[str, ScoreColumn] = {}
+    for variant, file in files.items():
+        for metric, column in by_file[file].columns.items():
+            columns[metric if variant is None else variant_metric(metric, variant)] = column
+    return columns
 
 
 def _file_findings(folder: Path, record: RunRecord, known: dict[str, str]) -> list[Finding]:
@@ -366,8 +396,16 @@ def _signature(folder: Path, key: str | None, findings: list[Finding]) -> str:
     return f"signed by the given key ({key_fingerprint(key)})"
 
 
-def recorded_call_totals(folder: Path) -> CallTotals | None:
-    """The call totals ``outputs.jsonl`` records (None when the run wrote none: a recorded run)."""
+def recorded_call_totals(folder: Path, variants: tuple[str, ...] = ()) -> CallTotals | None:
+    """The call totals ``outputs.jsonl`` records (None when the run wrote none: a recorded run); a run with
+    ``variants``, the sum of every variant's."""
+    if variants:
+        each = [
+            totals for name in variants if (totals := recorded_call_totals(folder / VARIANTS_DIR / name)) is not None
+        ]
+        if not each:
+            return None
+        return CallTotals(calls=sum(t.calls for t in each), attempts=sum(t.attempts for t in each))
     path = folder / "outputs.jsonl"
     if not path.exists():
         return None

@@ -17,6 +17,8 @@ from evalglass.report.numbers import number as number  # re-exported: every rend
 
 if TYPE_CHECKING:  # `evalglass view` renders through this module and needs no numpy
     from evalglass.core.compare import MetricComparison
+    from evalglass.core.stats.multiplemodel import PairComparison, VariantComparison
+    from evalglass.core.variantsummary import VariantsSummary
 
 OUTCOME_LABEL: dict[Outcome, str] = {
     Outcome.INFORMATIONAL: "informational",
@@ -390,3 +392,41 @@ def why_text(gate: GateResult) -> str:
     if gate.rule is not GateRule.POINT:
         why = f"rule: {rule_text(gate)}" + (f"; {why}" if why else "")
     return why
+
+
+def variants_heading(summary: VariantsSummary, comparison: VariantComparison) -> str:
+    """What a metric's pair table is: how many pairs, at which family-wise level, adjusted how (stated everywhere
+    the pairs are shown)."""
+    pairs = len(comparison.pairs)
+    return (
+        f"{comparison.metric} across {len(summary.names)} variants: every pair's paired difference, "
+        f"{number(100 * comparison.level)}% intervals Holm-adjusted for {pairs} pair{'s' if pairs != 1 else ''}"
+    )
+
+
+def pair_row(pair: PairComparison, higher_is_better: bool = True) -> tuple[str, str, str, str, str]:
+    """One pair as every renderer shows it: the pair, the difference, the adjusted interval (at its Holm level),
+    the pairs measured, and whether the data separate the two."""
+    if pair.low is None or pair.high is None:
+        interval = "— (fewer than 2 pairs)"
+    else:
+        interval = f"[{signed(pair.low)}, {signed(pair.high)}] at {number(100 * pair.level)}%"
+    first_ahead = (pair.difference or 0) > 0 if higher_is_better else (pair.difference or 0) < 0
+    verdict = (
+        f"{pair.first if first_ahead else pair.second} better"
+        if pair.distinguishable
+        else "indistinguishable at this n"
+    )
+    return (f"{pair.first} − {pair.second}", signed(pair.difference), interval, str(pair.n), verdict)
+
+
+def groups_text(comparison: VariantComparison) -> str:
+    """The groups the data cannot separate, best first; a ranking only where groups are apart."""
+    if len(comparison.groups) == 1:
+        return f"indistinguishable at this n: {', '.join(comparison.groups[0])} (no ranking is supported)"
+    shown = " | ".join("{" + ", ".join(group) + "}" for group in comparison.groups)
+    return f"groups the data cannot separate, best first: {shown}"
+
+
+def variant_mean_text(comparison: VariantComparison) -> str:
+    return ", ".join(f"{name} {number(mean)}" for name, mean in zip(comparison.variants, comparison.means, strict=True))

@@ -29,12 +29,16 @@ from evalglass.report.fmt import (
     diagnostic_tally,
     estimate_text,
     gate_value_text,
+    groups_text,
     interval_text,
     number,
+    pair_row,
     rule_text,
     samples_text,
     sensitivity_text,
     threshold_text,
+    variant_mean_text,
+    variants_heading,
     verdict_meaning,
 )
 from evalglass.report.htmlpage import csp_hash, template_environment
@@ -274,6 +278,47 @@ def _card_anchors(rows: Sequence[Any]) -> dict[str, str]:
     return anchors
 
 
+def variant_matrices(card: Scorecard) -> list[dict[str, Any]]:
+    """Per metric of a run with variants, its pair matrix: row variant minus column variant in each cell above the
+    diagonal (the pairs as recorded), with the Holm-adjusted interval and whether the data separate the two."""
+    summary = card.variants
+    if summary is None:
+        return []
+    views = []
+    for comparison in summary.metrics:
+        pairs = {(pair.first, pair.second): pair for pair in comparison.pairs}
+        rows = []
+        for first in comparison.variants:
+            cells: list[dict[str, Any] | None] = []
+            for second in comparison.variants:
+                pair = pairs.get((first, second))
+                if pair is None:
+                    cells.append(None)
+                    continue
+                _, difference, interval, n, verdict = pair_row(pair, comparison.higher_is_better)
+                cells.append(
+                    {
+                        "difference": difference,
+                        "interval": interval,
+                        "n": n,
+                        "verdict": verdict,
+                        "apart": pair.distinguishable,
+                    }
+                )
+            rows.append({"name": first, "cells": cells})
+        views.append(
+            {
+                "metric": comparison.metric,
+                "heading": variants_heading(summary, comparison),
+                "variants": comparison.variants,
+                "means": variant_mean_text(comparison),
+                "groups": groups_text(comparison),
+                "rows": rows,
+            }
+        )
+    return views
+
+
 def render_html(card: Scorecard, record: RunRecord | None, explorer: ExampleRows, notes: list[str], folder: str) -> str:
     """The whole page. ``notes`` name artifacts that were missing, so the page says what it could not show."""
 
@@ -299,6 +344,7 @@ def render_html(card: Scorecard, record: RunRecord | None, explorer: ExampleRows
         judges=_judges_view(card, record),
         checks=_checks_view(card, record),
         comparisons=comparisons,
+        variants=variant_matrices(card),
         explorer=explorer,
         cards=_card_anchors(explorer.rows),
         notes=notes,

@@ -17,16 +17,20 @@ from evalglass.report.fmt import (
     estimate_text,
     excluded_text,
     gate_value_text,
+    groups_text,
     ids_text,
     interval_text,
     judges_lines,
     malformed_text,
+    pair_row,
     samples_text,
     sensitivity_text,
     test_text,
     threshold_text,
     unmatched_outputs_text,
     usage_lines,
+    variant_mean_text,
+    variants_heading,
     verdict_meaning,
     why_text,
 )
@@ -71,6 +75,29 @@ def _comparisons(card: Scorecard) -> list[str]:
                 f"- improved ({len(flips.improved)}): "
                 + (_cell(ids_text(flips.improved, TOP_FLIPS)) if flips.improved else "none"),
             ]
+    return lines
+
+
+def _variants(card: Scorecard) -> list[str]:
+    """A run with variants: per metric, every pair with its Holm-adjusted interval, the means and the groups."""
+    summary = card.variants
+    if summary is None:
+        return []
+    lines = ["", "### Variants", ""]
+    for comparison in summary.metrics:
+        lines += [
+            f"**{_cell(variants_heading(summary, comparison))}**",
+            "",
+            "| pair | difference | adjusted interval | pairs | the data say |",
+            "|---|---|---|---|---|",
+            *(
+                "| " + " | ".join(_cell(cell) for cell in pair_row(pair, comparison.higher_is_better)) + " |"
+                for pair in comparison.pairs
+            ),
+            "",
+            f"Means: {_cell(variant_mean_text(comparison))}. {_cell(groups_text(comparison))}.",
+            "",
+        ]
     return lines
 
 
@@ -129,6 +156,7 @@ def render_markdown(card: Scorecard, examples: Mapping[str, Sequence[Row]] | Non
     judged = judges_lines(card.metrics)
     if judged:
         lines += ["", "### Judges", "", *(f"- {_cell(line)}" for line in judged)]
+    lines += _variants(card)
     tokens = usage_lines(card.usage)
     if tokens:
         lines += ["", "### Tokens", "", *(f"- {_cell(line)}" for line in tokens)]

@@ -15,6 +15,7 @@ from evalglass.core.authority import unbound_inputs_text
 from evalglass.core.checks import CheckResult
 from evalglass.core.gates import Outcome
 from evalglass.core.scorecard import CheckSummary, Scorecard
+from evalglass.core.variantsummary import VariantsSummary
 from evalglass.report.fmt import (
     CHECK_COLUMNS,
     OUTCOME_LABEL,
@@ -23,14 +24,18 @@ from evalglass.report.fmt import (
     estimate_text,
     excluded_text,
     gate_value_text,
+    groups_text,
     interval_text,
     malformed_text,
     metrics_to_show,
+    pair_row,
     samples_text,
     sensitivity_text,
     threshold_text,
     unmatched_outputs_text,
     usage_lines,
+    variant_mean_text,
+    variants_heading,
     verdict_meaning,
     why_text,
 )
@@ -215,6 +220,8 @@ def render_terminal(card: Scorecard, console: Console, folder: Path | None = Non
             ),
             console,
         )
+    if card.variants is not None:
+        render_variants(card.variants, console)
     if card.checks:
         print_grid(_checks_grid(list(card.checks)), console)
     if card.dataset.malformed_lines:
@@ -230,6 +237,22 @@ def render_terminal(card: Scorecard, console: Console, folder: Path | None = Non
     console.print(Text(visible(verdict_meaning(card))))
     if folder is not None:
         console.print(Text(f"artifacts: {visible(str(folder))}", style="dim"))
+
+
+def render_variants(summary: VariantsSummary, console: Console) -> None:
+    """Per metric, every pair of variants with its Holm-adjusted paired interval, and the groups."""
+    for comparison in summary.metrics:
+        print_grid(
+            Grid(
+                title=variants_heading(summary, comparison),
+                columns=("pair", "difference", "adjusted interval", "pairs", "the data say"),
+                rows=[pair_row(pair, comparison.higher_is_better) for pair in comparison.pairs],
+                right=frozenset({"difference", "pairs"}),
+            ),
+            console,
+        )
+        console.print(Text(visible("means: " + variant_mean_text(comparison))), overflow="fold")
+        console.print(Text(visible(groups_text(comparison))), overflow="fold")
 
 
 def next_steps(card: Scorecard) -> list[str]:

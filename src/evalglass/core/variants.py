@@ -1,0 +1,113 @@
+"""Variants of one run: the names their metrics take in the decision, and the side-by-side summary of every metric.
+
+A run with variants (``variants:`` in the config) scores every variant on the same examples. The decision is one
+:func:`core.decide.decide_run` over all of them: each variant's metric ``m`` enters it as the metric
+``m@variant`` (``@`` is not allowed in a declared name, so these never clash with one), and a gate on variant ``v``
+decides on ``m@v``. The summary here adds what no single metric says: every pair's paired difference with its
+Holm-adjusted interval and the groups the data cannot separate (``core/stats/multiple.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from evalglass.core.columns import SCORED_VALID, ScoreColumn
+from evalglass.core.decide import RunShape, per_example
+from evalglass.core.stats.model import Direction, Reducer
+from evalglass.core.stats.multiple import compare_variants
+from evalglass.core.usage import TokenUsage
+from evalglass.core.variantsummary import VariantsSummary, VariantTotals
+
+SEPARATOR = "@"
+
+
+def variant_metric(metric: str, variant: str) -> str:
+    """The name metric ``metric`` of variant ``variant`` has in the run's decision and scorecard."""
+    return f"{metric}{SEPARATOR}{variant}"
+
+
+def difference_metric(metric: str, variant: str, other: str) -> str:
+    """The name of the per-example difference ``metric`` of ``variant`` minus ``metric`` of ``other`` (what a gate
+    with ``compare_to_variant`` decides on)."""
+    return variant_metric(metric, f"{variant}-vs-{other}")
+
+
+def difference_column(first: ScoreColumn, second: ScoreColumn) -> ScoreColumn:
+    """Per example, ``first`` minus ``second`` where both are scored and valid; elsewhere the side that is not
+    (``first``'s when neither is) with its status and diagnostics, so an unmeasured side is excluded, counted and
+    explained, never a difference of 0."""
+    if len(first) != len(second):
+        raise ValueError(f"the two variants' columns differ in length ({len(first)} and {len(second)})")
+    result = ScoreColumn()
+    left, right = first.states(), second.states()
+    left_values, right_values = first.values(), second.values()
+    for row in range(len(first)):
+        if left[row] == SCORED_VALID and right[row] == SCORED_VALID:
+            result.append(float(left_values[row] - right_values[row]))
+        else:
+            result.append(first.score(row) if left[row] != SCORED_VALID else second.score(row))
+    return result
+
+
+def split_variant_metric(name: str) -> tuple[str, str] | None:
+    """``(metric, variant)`` of a name made by :func:`variant_metric`; None for a plain metric name."""
+    metric, separator, variant = name.rpartition(SEPARATOR)
+    return (metric, variant) if separator else None
+
+
+@dataclass(frozen=True, slots=True)
+class VariantMetric:
+    """What the side-by-side comparison needs of one declared metric."""
+
+    name: str
+    reducer: Reducer = Reducer.MEAN
+    k: int | None = None
+    direction: Direction | None = Direction.HIGHER_IS_BETTER
+
+
+def per_example_values(column: ScoreColumn, shape: RunShape, metric: VariantMetric) -> np.ndarray:
+    """One value per example (its samples reduced as the metric declares), NaN where it is not scored and valid."""
+    reduced = per_example(column, shape, metric.reducer, metric.k)
+    values = np.full(shape.examples, np.nan)
+    count = min(len(reduced), shape.examples)
+    measured = reduced.states()[:count] == SCORED_VALID
+    values[:count] = np.where(measured, reduced.values()[:count], np.nan)
+    return values
+
+
+def variants_summary(
+    names: Sequence[str],
+    metrics: Sequence[VariantMetric],
+    columns: Mapping[str, ScoreColumn],
+    shape: RunShape,
+    *,
+    usage: Mapping[str, tuple[TokenUsage, ...]] | None = None,
+    level: float = 0.95,
+) -> VariantsSummary:
+    """Per metric, every pair of variants compared on the same examples (rows paired by position: every variant
+    scored the same dataset lines, which the run checks)."""
+    variants = tuple(names)
+    comparisons = []
+    for metric in metrics:
+        table = np.vstack(
+            [per_example_values(columns[variant_metric(metric.name, name)], shape, metric) for name in variants]
+        )
+        comparisons.append(
+            compare_variants(
+                metric.name,
+                variants,
+                table,
+                level=level,
+                higher_is_better=metric.direction is not Direction.LOWER_IS_BETTER,
+            )
+        )
+    spent = usage or {}
+    return VariantsSummary(
+        names=variants,
+        level=level,
+        metrics=tuple(comparisons),
+        totals=tuple(VariantTotals(name=name, usage=spent.get(name, ())) for name in variants),
+    )
