@@ -72,19 +72,25 @@ def test_a_wilson_bound_raised_to_the_value_is_refused(tmp_path):
     assert_every_reader_refuses(project, "out", "decision.gates.accuracy.compared")
 
 
-def test_a_wilson_pass_recorded_without_its_favourable_bound_is_still_shown(tmp_path):
-    """A ``lower_bound@1`` result records only the compared bound: a reader computes that end alone."""
-    project = wilson_project(tmp_path, threshold=0.4)
-    assert project.run("--out", "out").code == 0
+def test_an_undecided_gate_forged_to_fail_by_dropping_its_favourable_bound_is_refused(tmp_path):
+    """Found by the property test of test_renderers_refuse_property: readers used to take a ``lower_bound`` result
+    without ``favourable_bound`` as one made before the three-way rule and decide it on the compared end alone, so
+    dropping that one field turned an honest "cannot tell yet" (6 of 8 against 0.5) into a shortfall the data does
+    not show. Every run since the three-way rule records both ends; a result without one is refused."""
+    project = wilson_project(tmp_path, threshold=0.5)
+    assert project.run("--out", "out").code == 1
+    card = json.loads((tmp_path / "out" / "scorecard.json").read_text())
+    gate = gate_named(card, "accuracy")
+    assert gate["outcome"] == "blocked" and [reason["code"] for reason in gate["reasons"]] == ["undecided"]
 
-    def as_recorded_before_the_three_way_rule(card: Card) -> None:
+    def forged(card: Card) -> None:
         gate = gate_named(card, "accuracy")
-        assert gate["outcome"] == "pass" and gate["favourable_bound"] is not None
+        gate.update(outcome="fail", reasons=[{"code": "below_threshold", "message": "forged"}])
         gate.pop("favourable_bound")
+        card["decision"]["verdict"] = "fail"
 
-    edit_scorecard(tmp_path / "out", as_recorded_before_the_three_way_rule)
-    shown = project.cli("view", "out")
-    assert shown.code == 0 and "verdict: pass" in shown.out, shown.err
+    edit_scorecard(tmp_path / "out", forged)
+    assert_every_reader_refuses(project, "out", "decision.gates.accuracy.favourable_bound")
 
 
 def test_a_t_bound_moved_past_the_value_is_refused(tmp_path):

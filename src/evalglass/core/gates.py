@@ -469,7 +469,8 @@ def counted_interval(gate: GateResult, spec: GateSpec, estimate: Estimate) -> In
     """A ``lower_bound`` gate's interval computed again, when its method needs only the count of ones and ``n``
     (:data:`COUNT_METHODS`): the values are rebuilt as that many ones and zeros, which gives the method the same
     numbers the run's values gave it. None for any other method, or when the value is not a count over ``n``.
-    A result recorded before the three-way rule (no ``favourable_bound``) keeps only the unfavourable end."""
+    Both ends, always: a result without its favourable end is not read as one made before the three-way rule (that
+    would let an edit of one field turn an undecided gate into a failed one); :func:`bound_problem` names it."""
     if gate.bound_method not in COUNT_METHODS or estimate.n < 1:
         return None
     ones = round(estimate.point * estimate.n)
@@ -485,18 +486,22 @@ def counted_interval(gate: GateResult, spec: GateSpec, estimate: Estimate) -> In
         interval = confidence_interval(values, level=2.0 * spec.level - 1.0, method=Method(gate.bound_method))
     except ValueError:
         return None
-    if interval is None or gate.favourable_bound is not None:
-        return interval
-    unfavourable, _ = interval_ends(interval, spec.direction)
-    recorded = gate.model_copy(update={"compared": unfavourable})
-    return recorded_interval(recorded, spec, estimate)
+    return interval
 
 
 def bound_problem(gate: GateResult) -> str | None:
     """What is wrong with a ``lower_bound`` gate's recorded interval ends, as far as its own value tells: under a
     method whose interval always holds the point (:data:`POINT_INSIDE_METHODS`), the compared (unfavourable) end
-    cannot be on the favourable side of the value, nor the favourable end on the unfavourable side."""
-    if gate.rule is not GateRule.LOWER_BOUND or gate.bound_method not in POINT_INSIDE_METHODS or gate.value is None:
+    cannot be on the favourable side of the value, nor the favourable end on the unfavourable side; under any method
+    a compared end comes with its favourable end, since the three-way rule reads both."""
+    if gate.rule is not GateRule.LOWER_BOUND:
+        return None
+    if gate.compared is not None and gate.favourable_bound is None:
+        return (
+            f"it records its compared bound {gate.compared} without the interval's favourable end: a lower_bound gate "
+            "is decided on both ends (pass, fail only when the whole interval misses, else undecided)"
+        )
+    if gate.bound_method not in POINT_INSIDE_METHODS or gate.value is None:
         return None
     slack = 1e-9 * max(1.0, abs(gate.value))  # rounding in the interval's arithmetic, never a real difference
     a_bit_better, a_bit_worse = gate.value + slack, gate.value - slack
