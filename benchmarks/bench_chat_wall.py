@@ -10,7 +10,7 @@ each a fresh process, in rotation (bare, run, bare, run, ...), so a busy phase o
 * ``run``: ``evalglass run`` on the same number of examples (a chat lane, one ``contains`` metric, call cache on and
   cold, artifacts written). Its **scoring phase** is the run's own figure: the progress reporter's last line,
   ``scored N examples in X s``, timed by the run from the moment its first example is started to the moment its
-  last is written (``engine/progress.py``; reading the config, the manifest, deciding and writing the report are
+  last is written (``engine/produce/progress.py``; reading the config, the manifest, deciding and writing the report are
   outside it). The whole process's wall time is reported beside it.
 
 Each condition is measured twice: on the machine as it is (``quiet``), and with a busy process beside it

@@ -45,7 +45,7 @@ def decide(base_folder: Path, candidate_folder: Path) -> str:
     from evalglass.core.decide import per_example
     from evalglass.core.estimate import IntervalSpec
     from evalglass.core.gatespec import GateRule, GateSpec
-    from evalglass.engine.compare import load_for_comparison
+    from evalglass.engine.runs.compare import load_for_comparison
 
     base = load_for_comparison(base_folder, what="baseline run", metrics=["exact"])
     candidate = load_for_comparison(candidate_folder, what="candidate run", metrics=["exact"])

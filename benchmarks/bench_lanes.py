@@ -26,7 +26,7 @@ from pathlib import Path
 from fake_server import fake_server, report
 from pydantic import TypeAdapter
 
-from evalglass.engine.cache import CallCache
+from evalglass.engine.produce.cache import CallCache
 from evalglass.lanes.executor import AsyncioExecutor
 from evalglass.lanes.ports import LaneOutput
 from evalglass.lanes.registry import build_lane

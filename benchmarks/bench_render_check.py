@@ -1,4 +1,4 @@
-"""What the check every reader of a run makes (issue 26: ``engine.consistency.load_checked``) costs.
+"""What the check every reader of a run makes (issue 26: ``engine.decide.consistency.load_checked``) costs.
 
     python benchmarks/bench_render_check.py --before /work/main/src     # `view` before/after, in rotation
     python benchmarks/bench_render_check.py --gates 200 --repeats 1      # a smoke size
@@ -76,8 +76,8 @@ def many_gates_run(workdir: Path, evalglass: list[str], gates: int) -> Path:
 def in_process(folder: Path, repeats: int) -> tuple[float, float]:
     """CPU seconds (best of ``repeats``): loading as before (scorecard, run record, ledger-snapshot comparison),
     and ``load_checked``."""
-    from evalglass.engine.artifacts import load_runrecord, load_scorecard
-    from evalglass.engine.consistency import load_checked
+    from evalglass.engine.decide.consistency import load_checked
+    from evalglass.engine.runs.artifacts import load_runrecord, load_scorecard
 
     load_checked(folder)  # warm: models built, modules imported
 

@@ -57,7 +57,7 @@ def floor(path: Path) -> int:
 
 
 def reader(path: Path) -> int:
-    from evalglass.engine.toolinspect import InspectReader
+    from evalglass.engine.datasets.toollogs.toolinspect import InspectReader
 
     examples = 0
     for batch in InspectReader(path).batches():
@@ -67,7 +67,7 @@ def reader(path: Path) -> int:
 
 def measure(kind: str, path: Path) -> dict[str, float]:
     if kind == "reader":  # imports are outside the clock, for both
-        from evalglass.engine.toolinspect import InspectReader  # noqa: F401
+        from evalglass.engine.datasets.toollogs.toolinspect import InspectReader  # noqa: F401
     else:
         import zstandard  # noqa: F401
     start, cpu = time.perf_counter(), time.process_time()

@@ -103,8 +103,8 @@ def floor(path: Path) -> int:
 
 
 def reader(path: Path) -> int:
-    from evalglass.engine.otlpdataset import OtlpReader
-    from evalglass.engine.tracespec import TraceOptions
+    from evalglass.engine.datasets.traces.otlpdataset import OtlpReader
+    from evalglass.engine.spec.tracespec import TraceOptions
 
     examples = 0
     for batch in OtlpReader(path, options=TraceOptions()).batches():
@@ -114,8 +114,8 @@ def reader(path: Path) -> int:
 
 def measure(kind: str, path: Path) -> dict[str, float]:
     if kind == "reader":  # imports are outside the clock, for both
-        from evalglass.engine.otlpdataset import OtlpReader  # noqa: F401
-        from evalglass.engine.tracespec import TraceOptions
+        from evalglass.engine.datasets.traces.otlpdataset import OtlpReader  # noqa: F401
+        from evalglass.engine.spec.tracespec import TraceOptions
 
         TraceOptions()
     else:

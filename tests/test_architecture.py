@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import re
 import shutil
 import subprocess
 import sys
@@ -37,7 +38,7 @@ def test_the_engine_dispatches_on_no_metric_or_lane_type():
     spec_classes = {cls.__name__ for cls in METRIC_TYPES.values()}
     spec_classes |= {cls.__name__ for cls in typing.get_args(LaneSpec)}
     found = []
-    for path in sorted((ROOT / "src" / "evalglass" / "engine").glob("*.py")):
+    for path in sorted((ROOT / "src" / "evalglass" / "engine").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance":
                 names = {sub.id for sub in ast.walk(node.args[1]) if isinstance(sub, ast.Name)}
@@ -45,7 +46,7 @@ def test_the_engine_dispatches_on_no_metric_or_lane_type():
     assert found == []
 
 
-#: What only the run sink does (engine/sink.py), or (the metric threads) only engine/scoring.py: called anywhere else
+#: What only the run sink does (engine/produce/sink.py), or (the metric threads) only engine/produce/scoring.py: called anywhere else
 #: in the engine, a producer has taken back part of the run's output (issue 28: blocks were written from five
 #: places, the cluster key computed four times, the thread pool chosen twice, repeated ids found two ways).
 _OWNED_CALLS = {
@@ -108,7 +109,7 @@ def package_circles(graph: grimp.ImportGraph) -> list[str]:
 
 def layer_contract(pyproject: Path) -> dict[str, Any]:
     contracts = tomllib.loads(pyproject.read_text())["tool"]["importlinter"]["contracts"]
-    (layers,) = [contract for contract in contracts if contract["type"] == "layers"]
+    (layers,) = [contract for contract in contracts if contract["type"] == "layers" and "containers" not in contract]
     return layers
 
 
@@ -177,3 +178,38 @@ def test_the_engine_is_forbidden_every_metric_type_module() -> None:
     (contract,) = [item for item in contracts if item["name"] == "the engine imports no metric type's module"]
     missing = sorted({cls.__module__ for cls in METRIC_TYPES.values()} - set(contract["forbidden_modules"]))
     assert missing == [], f"add {missing} to the contract's forbidden_modules in pyproject.toml"
+
+
+def test_the_architecture_doc_names_every_engine_module_where_it_is() -> None:
+    """docs/architecture.md's engine tables are drawn from the code: each names exactly the modules of its package."""
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    section = doc[doc.index("### engine/\n") :]
+    section = section[: section.index("\n### ")]
+    engine = ROOT / "src" / "evalglass" / "engine"
+    tables = re.split(r"^#### engine/(\S+)/$", section, flags=re.M)[1:]
+    named_packages = set()
+    for package, body in zip(tables[::2], tables[1::2], strict=True):
+        named_packages.add(package)
+        named = {
+            name
+            for row in body.splitlines()
+            if row.startswith("| `")
+            for name in re.findall(r"`([a-z_]+)\.py`", row.split(" | ")[0])
+        }
+        present = {path.stem for path in (engine / package).glob("*.py") if path.stem != "__init__"}
+        assert named == present, package
+    packages = {str(path.parent.relative_to(engine)) for path in engine.rglob("__init__.py") if path.parent != engine}
+    assert named_packages == packages
+
+
+def test_the_engine_is_rooms_in_layers() -> None:
+    """engine/ holds no module of its own: each is in a sub-package named for what it holds, and each sub-package is
+    in the engine's layer contract (issue 28: a flat 40-file engine/ was a room you could not find things in)."""
+    engine = ROOT / "src" / "evalglass" / "engine"
+    assert sorted(path.name for path in engine.glob("*.py")) == ["__init__.py"]
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    (rooms,) = [contract for contract in contracts if contract.get("containers") == ["evalglass.engine"]]
+    layered = {name.strip() for layer in rooms["layers"] for name in layer.split("|")}
+    packages = {path.parent.name for path in engine.glob("*/__init__.py")}
+    assert packages == layered
+    assert not any(":" in layer for layer in rooms["layers"])

@@ -16,15 +16,15 @@ import pytest
 CASES = {
     "the CLI module (--help)": (
         "import evalglass.cli",
-        ["numpy", "pydantic", "rich", "yaml", "jsonschema", "evalglass.engine.pipeline"],
+        ["numpy", "pydantic", "rich", "yaml", "jsonschema", "evalglass.engine.jobs.pipeline"],
     ),
     "what `view` loads": (
         "import evalglass.cli\n"
         "from evalglass.api import load_run\n"
-        "from evalglass.engine.artifacts import LAST_RUN_POINTER, load_runrecord, load_scorecard\n"
-        "from evalglass.engine.consistency import load_checked\n"
+        "from evalglass.engine.runs.artifacts import LAST_RUN_POINTER, load_runrecord, load_scorecard\n"
+        "from evalglass.engine.decide.consistency import load_checked\n"
         "from evalglass.report.terminal import render_terminal",
-        ["jsonschema", "evalglass.engine.pipeline", "evalglass.engine.config", "evalglass.metrics", "yaml"],
+        ["jsonschema", "evalglass.engine.jobs.pipeline", "evalglass.engine.spec.config", "evalglass.metrics", "yaml"],
     ),
     "the metric registry": ("import evalglass.metrics.registry", ["jsonschema"]),
     # The package itself is imported by the CLI, by `python -m evalglass` and by every pytest session (the plugin).
@@ -98,7 +98,7 @@ def test_a_recorded_run_loads_no_live_machinery(tmp_path: Path) -> None:
     probe = (
         "import sys\n"
         "from pathlib import Path\n"
-        "import evalglass.engine.progress as progress\n"
+        "import evalglass.engine.produce.progress as progress\n"
         "from evalglass.cli import main\n"
         "progress.reporter_for = lambda stream=None: progress.RichReporter()\n"
         "try:\n"
@@ -124,9 +124,9 @@ PREFLIGHT_NEVER_LOADS = [
     "evalglass.core.compare",
     "evalglass.core.columns",
     "evalglass.core.scorecard",
-    "evalglass.engine.outputs",
-    "evalglass.engine.pipeline",
-    "evalglass.engine.sink",
+    "evalglass.engine.datasets.outputs",
+    "evalglass.engine.jobs.pipeline",
+    "evalglass.engine.produce.sink",
 ]
 
 
@@ -152,7 +152,7 @@ def test_preflight_loads_no_statistics(tmp_path: Path) -> None:
         "import sys\n"
         "from pathlib import Path\n"
         "import evalglass.cli\n"
-        "from evalglass.engine.preflight import preflight\n"
+        "from evalglass.engine.jobs.preflight import preflight\n"
         "from evalglass.report.preflight import preflight_json, preflight_text\n"
         "found = preflight(Path('evalglass.yaml'), today='2026-12-01')\n"
         "text = preflight_text(found) + str(preflight_json(found))\n"

@@ -51,15 +51,15 @@ _HOMES = {
         ),
         "evalglass.api",
     ),
-    "CalibrationOutcome": "evalglass.engine.calibrate",
+    "CalibrationOutcome": "evalglass.engine.jobs.calibrate",
     "Comparison": "evalglass.core.compare",
-    "Exported": "evalglass.engine.otlpexport",
+    "Exported": "evalglass.engine.explore.otlpexport",
     "HistoryEntry": "evalglass.history.query",
     "OptionError": "evalglass.errors",
     "Preflight": "evalglass.core.preflight",
-    "RunInterrupted": "evalglass.engine.pipeline",
+    "RunInterrupted": "evalglass.engine.jobs.pipeline",
     "SetupError": "evalglass.errors",
-    "VerifyReport": "evalglass.engine.verify",
+    "VerifyReport": "evalglass.engine.jobs.verify",
 }
 # Written out for type checkers and linters (a computed list is invisible to them).
 __all__ = [
@@ -126,10 +126,10 @@ if TYPE_CHECKING:
     )
     from evalglass.core.compare import Comparison
     from evalglass.core.preflight import Preflight
-    from evalglass.engine.calibrate import CalibrationOutcome
-    from evalglass.engine.otlpexport import Exported
-    from evalglass.engine.pipeline import RunInterrupted
-    from evalglass.engine.verify import VerifyReport
+    from evalglass.engine.explore.otlpexport import Exported
+    from evalglass.engine.jobs.calibrate import CalibrationOutcome
+    from evalglass.engine.jobs.pipeline import RunInterrupted
+    from evalglass.engine.jobs.verify import VerifyReport
     from evalglass.errors import OptionError, SetupError
     from evalglass.history.query import HistoryEntry
 

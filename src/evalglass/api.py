@@ -34,11 +34,11 @@ if TYPE_CHECKING:
     from evalglass.core.preflight import Preflight
     from evalglass.core.scorecard import CheckSummary, MetricSummary, Scorecard
     from evalglass.core.verdict import VerdictPayload
-    from evalglass.engine.calibrate import CalibrationOutcome
-    from evalglass.engine.failing import ExampleRow
-    from evalglass.engine.otlpexport import Exported, Sink
-    from evalglass.engine.pipeline import RunOutcome
-    from evalglass.engine.verify import VerifyReport
+    from evalglass.engine.explore.failing import ExampleRow
+    from evalglass.engine.explore.otlpexport import Exported, Sink
+    from evalglass.engine.jobs.calibrate import CalibrationOutcome
+    from evalglass.engine.jobs.pipeline import RunOutcome
+    from evalglass.engine.jobs.verify import VerifyReport
     from evalglass.history.query import HistoryEntry
     from evalglass.history.record import Recorded
     from evalglass.report.explain import Explanation
@@ -197,17 +197,17 @@ def run(
     _refuse_run_options(config=config, example=example, out=out, cache=cache, resume=resume)
     resumed = None if resume is None else _resume_folder(None if resume is True else Path(resume))
     if config is None and example is None and resumed is not None:
-        from evalglass.engine.manifest import load_manifest
+        from evalglass.engine.runs.manifest import load_manifest
 
         config = load_manifest(resumed).config_path
     path = _config_path(config, example)
-    from evalglass.engine.pipeline import RunOptions
-    from evalglass.engine.pipeline import run as run_pipeline
+    from evalglass.engine.jobs.pipeline import RunOptions
+    from evalglass.engine.jobs.pipeline import run as run_pipeline
     from evalglass.history.locator import history_locator
 
     reporter = None
     if progress:
-        from evalglass.engine.progress import reporter_for
+        from evalglass.engine.produce.progress import reporter_for
 
         reporter = reporter_for()
 
@@ -226,7 +226,7 @@ def run(
             return run_pipeline(path, options)
 
     if isolate:
-        from evalglass.engine.isolated import run_apart
+        from evalglass.engine.jobs.isolated import run_apart
 
         outcome = run_apart(evaluate)
     else:
@@ -263,7 +263,7 @@ def _refuse_run_options(
 
 
 def _resume_folder(folder: Path | None) -> Path:
-    from evalglass.engine.manifest import LAST_STARTED_POINTER
+    from evalglass.engine.runs.manifest import LAST_STARTED_POINTER
 
     if folder is not None:
         if not folder.is_dir():
@@ -313,9 +313,9 @@ def load_run(folder: Where | None = None, *, db: str | None = None, stack: ExitS
 
     A scorecard that does not add up is refused (:class:`SetupError`): every gate is decided again from what the
     scorecard and the run record's config and ledger snapshots say, the verdict from the gates, and the two files
-    are checked against ``digests.json`` when the run has one (``engine.consistency``). Whether the numbers match
+    are checked against ``digests.json`` when the run has one (``engine.decide.consistency``). Whether the numbers match
     the recorded scores is :func:`verify`'s job; ``result.not_checked`` says so in one line."""
-    from evalglass.engine.consistency import load_checked
+    from evalglass.engine.decide.consistency import load_checked
 
     with ExitStack() as own:
         checked = load_checked(_run_folder(folder, db, own if stack is None else stack))
@@ -324,7 +324,7 @@ def load_run(folder: Where | None = None, *, db: str | None = None, stack: ExitS
 
 def _run_folder(folder: Where | None, db: str | None, stack: ExitStack) -> Path:
     """The folder of the run a reader names (``history.named``), refused in one line when it is a file or missing."""
-    from evalglass.engine.artifacts import run_folder
+    from evalglass.engine.runs.artifacts import run_folder
     from evalglass.history.named import named_folder
 
     return run_folder(named_folder(folder, db, stack))
@@ -357,10 +357,10 @@ def list_examples(
     ``folder`` and ``db`` as for :func:`load_run` (the run is checked as it checks it). ``metrics``: only these
     (default: all); ``states``: only examples in these states (``all`` for every one; default: every state but
     pass and scored)."""
-    from evalglass.engine.artifacts import load_runrecord
-    from evalglass.engine.consistency import load_checked
-    from evalglass.engine.exampleinputs import with_inputs
-    from evalglass.engine.failing import NOT_PASSING, ExampleState, example_rows, fail_rules, with_outputs
+    from evalglass.engine.decide.consistency import load_checked
+    from evalglass.engine.explore.exampleinputs import with_inputs
+    from evalglass.engine.explore.failing import NOT_PASSING, ExampleState, example_rows, fail_rules, with_outputs
+    from evalglass.engine.runs.artifacts import load_runrecord
 
     unknown = [state for state in states if state not in EXAMPLE_STATES]
     if unknown:
@@ -406,9 +406,9 @@ def verify(
     rows checked too (each difference a finding). ``key``: the Ed25519 public key the run must be signed with
     (default: ``$EVALGLASS_VERIFY_KEY``, or the key ``$EVALGLASS_SIGNING_KEY`` implies; none: the signature is
     not checked). See docs/config.md, "What verify proves"."""
-    from evalglass.engine.artifacts import run_folder
-    from evalglass.engine.digests import verify_key_from_env
-    from evalglass.engine.verify import Anchors, Finding, VerifyReport, verify_run
+    from evalglass.engine.jobs.verify import Anchors, Finding, VerifyReport, verify_run
+    from evalglass.engine.runs.artifacts import run_folder
+    from evalglass.engine.runs.digests import verify_key_from_env
     from evalglass.history.named import named_run
 
     anchors = Anchors(config=_path(config), ledger=_path(ledger))
@@ -440,9 +440,9 @@ def explain(
     needs to be active. ``folder`` and ``db`` as for :func:`load_run`. ``baseline``: the run to propose as the
     baseline of comparative gates whose baseline the ledger does not approve yet (a folder or a run reference;
     default: ``BASELINE@latest`` from the history, when there is one)."""
-    from evalglass.engine.consistency import load_checked
-    from evalglass.engine.failing import gate_examples
-    from evalglass.engine.ledger import ledger_layout
+    from evalglass.engine.decide.consistency import load_checked
+    from evalglass.engine.explore.failing import gate_examples
+    from evalglass.engine.spec.ledger import ledger_layout
     from evalglass.report.explain import explain as build
 
     with ExitStack() as stack:
@@ -465,7 +465,7 @@ def explain(
 def _gate_definitions(record: Any) -> dict[str, dict[str, Any]]:
     """Each gate's canonical definition, re-derived from the config the run recorded (as verify does), with the
     evaluator versions the run recorded (so it hashes to the run's fingerprint under a later EvalGlass too)."""
-    from evalglass.engine.config import Config
+    from evalglass.engine.spec.config import Config
 
     try:
         config = Config.model_validate(record.config)
@@ -486,7 +486,7 @@ def _proposed_baselines(
     """Per baseline of the named comparative gates that the run did not find, the run to propose in its entry:
     ``baseline_ref`` (which must be readable), else ``NAME@latest`` when the history has one (quietly skipped if
     not)."""
-    from evalglass.engine.baselines import proposed_baseline
+    from evalglass.engine.decide.baselines import proposed_baseline
     from evalglass.history.named import named_run
 
     wanted = [
@@ -525,7 +525,7 @@ def compare(
     write the comparison to this file as one self-contained page. Raises :class:`SetupError` when the runs cannot
     be compared (a folder unreadable, a metric or every example id missing on one side); whatever the numbers say
     is a result (gates decide, compare does not)."""
-    from evalglass.engine.compare import compare_runs
+    from evalglass.engine.runs.compare import compare_runs
     from evalglass.history.named import named_folder
 
     with ExitStack() as stack:
@@ -556,7 +556,7 @@ def preflight(
 
     from evalglass.collector import collector_paused
     from evalglass.core.calendar import day_number, day_problem
-    from evalglass.engine.preflight import preflight as compute
+    from evalglass.engine.jobs.preflight import preflight as compute
     from evalglass.history.locator import history_locator
 
     path = _config_path(config, example)
@@ -598,8 +598,8 @@ def write_report(folder: Where | None = None, *, out: Where | None = None, db: s
     ``db`` as for :func:`load_run`. ``out``: where (default: ``report.html`` in the run's folder; for a run read
     from the history, ``report-RUN_ID.html`` in the working folder). It renders the run's artifacts and decides
     nothing."""
-    from evalglass.engine.artifacts import SCORECARD_FILE, run_folder
-    from evalglass.engine.explorer import html_report
+    from evalglass.engine.explore.explorer import html_report
+    from evalglass.engine.runs.artifacts import SCORECARD_FILE, run_folder
     from evalglass.history.named import named_run
 
     with ExitStack() as stack:
@@ -620,7 +620,7 @@ def write_report(folder: Where | None = None, *, out: Where | None = None, db: s
 
 
 def _write_page(page: str, out: Path) -> None:
-    from evalglass.engine.runfolder import write_atomic
+    from evalglass.engine.runs.runfolder import write_atomic
 
     try:
         write_atomic(out, page.encode())
@@ -652,7 +652,7 @@ def check(
     """Run the standalone checks ``names`` (default: all of them) that the config declares. ``config``/``example``
     as for :func:`run`. ``expect_state``: the target state (a fingerprint) the one check named must be bound to;
     any other state is ERROR."""
-    from evalglass.engine.checking import run_named_checks
+    from evalglass.engine.jobs.checking import run_named_checks
 
     path = _config_path(config, example)
     return CheckRun(results=MappingProxyType(run_named_checks(path, list(names), expect_state)))
@@ -665,7 +665,7 @@ def calibrate(
     per line) and write ``calibrations/JUDGE.json`` beside the config. ``config`` as for :func:`run`; ``cache``:
     the call cache, as for :func:`run`. The record is evidence, not approval: the ledger's ``judges:`` entry says
     what agreement a gate needs."""
-    from evalglass.engine.calibrate import calibrate_command
+    from evalglass.engine.jobs.calibrate import calibrate_command
 
     if cache not in CACHE_MODES:
         raise SetupError(f"cache={cache!r} is not a cache mode", fix=f"use one of {', '.join(CACHE_MODES)}")
@@ -707,13 +707,13 @@ def export_otlp(folder: Where | None = None, *, out: Where | Sink, db: str | Non
     """Write a finished run's per-example scores as ``gen_ai.evaluation.result`` events, OTLP/JSON lines
     (docs/traces.md, "Results out"), to the file ``out`` (written whole or not at all) or to an object with a
     ``write(bytes)`` method. ``folder`` and ``db`` as for :func:`load_run`."""
-    from evalglass.engine.otlpexport import export_otlp as export
+    from evalglass.engine.explore.otlpexport import export_otlp as export
 
     with ExitStack() as stack:
         resolved = _run_folder(folder, db, stack)
         if not isinstance(out, (str, os.PathLike)):
             return export(resolved, out)
-        from evalglass.engine.runfolder import atomically
+        from evalglass.engine.runs.runfolder import atomically
 
         with atomically(Path(out)) as file:
             return export(resolved, file)
@@ -722,7 +722,7 @@ def export_otlp(folder: Where | None = None, *, out: Where | Sink, db: str | Non
 def init(target: Where = "evals", *, force: bool = False) -> list[Path]:
     """Scaffold ``evalglass.yaml``, a small dataset and an empty authority ledger in ``target``; the files
     written. Existing files are refused unless ``force``."""
-    from evalglass.engine.scaffold import scaffold
+    from evalglass.engine.spec.scaffold import scaffold
 
     return scaffold(Path(target), force=force)
 
@@ -730,7 +730,7 @@ def init(target: Where = "evals", *, force: bool = False) -> list[Path]:
 def schema(which: str = "config") -> dict[str, Any]:
     """The JSON Schema of one of ``evalglass.choices.SCHEMAS`` (default: ``evalglass.yaml``'s), for editors and
     validators."""
-    from evalglass.engine.schemas import schema_of
+    from evalglass.engine.runs.schemas import schema_of
 
     if which not in SCHEMAS:
         raise SetupError(f"no schema {which!r}", fix=f"use one of {', '.join(SCHEMAS)}")
@@ -756,8 +756,8 @@ def import_runs(folders: Iterable[Where], *, db: str | None = None) -> ImportedR
     branch and CI job recorded with each are those of the working folder and environment. A folder that cannot be
     recorded is one of ``result.problems`` (``evalglass history import`` exits 2 naming each); a history that
     cannot be opened raises :class:`SetupError`."""
-    from evalglass.engine.artifacts import run_folder
-    from evalglass.engine.provenance import provenance
+    from evalglass.engine.runs.artifacts import run_folder
+    from evalglass.engine.runs.provenance import provenance
     from evalglass.history.location import database_url, shown
     from evalglass.history.record import AlreadyRecorded, record_folder
     from evalglass.history.session import open_history
@@ -791,7 +791,7 @@ def export_recorded(run: str, target: Where, *, db: str | None = None) -> str:
     were edited in the database, or that does not add up, is refused and nothing is left in ``target``."""
     import shutil
 
-    from evalglass.engine.consistency import load_checked
+    from evalglass.engine.decide.consistency import load_checked
     from evalglass.history.export import write_run
     from evalglass.history.location import database_url, shown
     from evalglass.history.refs import REF_FORMS, find_run, history_exists

@@ -23,7 +23,7 @@ def github_wanted(flag: bool | None, env: Mapping[str, str]) -> bool:
 
 
 def write_junit(result: RunResult, path: Path) -> None:
-    from evalglass.engine.runfolder import write_atomic
+    from evalglass.engine.runs.runfolder import write_atomic
     from evalglass.report.junit import render_junit
 
     try:
@@ -41,7 +41,7 @@ def publish_github(result: RunResult, *, stream: TextIO, env: Mapping[str, str])
 
     Returns a note for stderr when there is no step summary file to append to (outside GitHub Actions).
     """
-    from evalglass.engine.failing import report_markdown
+    from evalglass.engine.explore.failing import report_markdown
     from evalglass.report.github import gate_annotations
     from evalglass.report.safetext import markdown_text
 
@@ -70,8 +70,8 @@ def publish_github(result: RunResult, *, stream: TextIO, env: Mapping[str, str])
 
 def _gate_sites(folder: Path) -> dict[str, tuple[Path, int]]:
     """Where each gate is declared; none when the run record cannot be read (annotations then name no file)."""
-    from evalglass.engine.artifacts import load_runrecord
-    from evalglass.engine.declared import gate_sites
+    from evalglass.engine.runs.artifacts import load_runrecord
+    from evalglass.engine.spec.declared import gate_sites
 
     try:
         record = load_runrecord(folder)

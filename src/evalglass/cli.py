@@ -499,7 +499,7 @@ def calibrate(judge: str, labels: Path, config_path: Path | None, no_cache: bool
     if fmt == "json":
         _emit_json({"path": str(outcome.path), **record.model_dump(mode="json")})
         return
-    from evalglass.engine.calibrate import describe
+    from evalglass.engine.jobs.calibrate import describe
 
     click.echo(describe(record, outcome.path))
 

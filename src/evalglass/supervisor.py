@@ -8,7 +8,7 @@ verdict: a green CI job that decided nothing. Now the process the shell (or CI) 
 runs no host code: it forks first thing, waits for the child, and exits with the code the child *reported* after
 its command finished. A child that ends without a report exits 2 with one line naming the host code that was
 running (read from the page :mod:`evalglass.hostwatch` shares), or 130 when a stop signal had reached the
-supervisor. The same fork serves ``evalglass.run()`` (:mod:`evalglass.engine.isolated`), which the pytest plugin
+supervisor. The same fork serves ``evalglass.run()`` (:mod:`evalglass.engine.jobs.isolated`), which the pytest plugin
 calls.
 
 Signals. Parent and child are in one process group, so a terminal's Ctrl-C reaches both: the parent leaves it to

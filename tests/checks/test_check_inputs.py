@@ -14,7 +14,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evalglass.engine.config import Config, definition_file_hashes
+from evalglass.engine.spec.config import Config, definition_file_hashes
 from evalglass.lanes.checkinputs import (
     InputProblem,
     find_module,
@@ -55,7 +55,7 @@ def found(project: Path, command: list[str] | str, **fields: Any) -> tuple[str, 
         (["sh", "-c", "cd src && go test ./..."], ("folder 'src'", "runner 'go'")),
         ("make -C tests check", ("folder 'tests'", "runner 'make'")),
         (["ruff", "check", "."], ("folder '.'",)),
-        # Named files are hashed (engine.config), inline code is in the declaration: nothing is unbound.
+        # Named files are hashed (engine.spec.config), inline code is in the declaration: nothing is unbound.
         (["{python}", "check.py", "{target}"], ()),
         (["{python}", "-c", "import sys; sys.exit(0)", "tests"], ("folder 'tests'",)),
         (["{python}", "check.py", "-m", "x"], ()),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from evalglass.core.fingerprint import address_json, canonical_json, content_address, fingerprint_of
-from evalglass.engine.cache import cache_key
+from evalglass.engine.produce.cache import cache_key
 from evalglass.metrics.llm_judge import LlmJudgeSpec, judge_fingerprint
 
 PAYLOAD = {"x": 1e16, "k": [1, "é"]}

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from evalglass.engine.artifacts import score_rows
+from evalglass.engine.runs.artifacts import score_rows
 from tests.e2e.project import DEFAULT_ROWS, Project, make_project, run_cli
 from tests.e2e.test_setup_errors import assert_one_line_error as one_line
 from tests.e2e.test_verdicts import approve

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evalglass.engine.artifacts import score_rows
+from evalglass.engine.runs.artifacts import score_rows
 from tests.e2e.project import make_project, run_cli
 
 MOVED_ORIGINAL = "sha256:063bb6f401e2a488ecc9b568e64b674964dc028a705ecdf3a17ac46610295886"

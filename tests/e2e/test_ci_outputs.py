@@ -190,8 +190,8 @@ def test_markup_in_check_output_cannot_dress_up_the_step_summary(tmp_path):
 
 def test_a_ledger_entry_the_config_does_not_declare_is_placed_at_its_ledger_line(tmp_path):
     """An active ledger entry whose gate the config no longer declares is annotated where the host must act."""
-    from evalglass.engine.artifacts import load_runrecord
-    from evalglass.engine.declared import gate_sites
+    from evalglass.engine.runs.artifacts import load_runrecord
+    from evalglass.engine.spec.declared import gate_sites
 
     project = three_gates(tmp_path)
     assert project.run("--out", "run").code == 1

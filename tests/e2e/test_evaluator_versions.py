@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from evalglass.engine.config import load_config
+from evalglass.engine.spec.config import load_config
 from evalglass.metrics.versions import METRIC_VERSIONS
 from tests import cli_server
 from tests.e2e.project import CliResult, Project, make_project

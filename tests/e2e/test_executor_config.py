@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from evalglass.engine.config import load_config
+from evalglass.engine.spec.config import load_config
 from tests.e2e.project import make_project, run_cli
 from tests.e2e.test_bad_input import assert_one_line_error, config_text, line_of
 

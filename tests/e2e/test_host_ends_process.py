@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from evalglass.core.exitcodes import ExitCode
-from evalglass.engine.config import load_config
+from evalglass.engine.spec.config import load_config
 from tests.e2e.project import CliResult, Project, make_project
 
 #: Each way host code can end its process, as the body a function runs once.

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from evalglass.engine.artifacts import score_rows
+from evalglass.engine.runs.artifacts import score_rows
 from tests.e2e.project import make_project, run_cli
 
 

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from scipy import stats
 
-from evalglass.engine.explorer import html_report
+from evalglass.engine.explore.explorer import html_report
 from tests.e2e.test_comparative_gates import gate_of, reasons, rows_with, setup
 
 MARGIN = 0.02

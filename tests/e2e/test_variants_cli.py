@@ -256,7 +256,7 @@ def test_a_hand_edited_pair_decision_is_refused_by_every_reader(tmp_path: Path) 
 
 def test_every_variants_output_of_an_example_is_handed_over_together(tmp_path: Path) -> None:
     """The seam a pairwise judge plugs into: per example, a mapping variant name → its outputs."""
-    from evalglass.engine.variantoutputs import variant_outputs
+    from evalglass.engine.explore.variantoutputs import variant_outputs
 
     project = variant_project(tmp_path)
     project.run()

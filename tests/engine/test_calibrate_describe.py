@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from evalglass.core.authority import AgreementInterval, CalibrationRecord
-from evalglass.engine.calibrate import describe
+from evalglass.engine.jobs.calibrate import describe
 
 
 def record(categories: tuple[int | str, ...], confusion: tuple[tuple[int, ...], ...]) -> CalibrationRecord:

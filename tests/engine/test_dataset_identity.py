@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evalglass.core.fingerprint import PREFIX
-from evalglass.engine import manifest
-from evalglass.engine.manifest import DatasetIdentity, dataset_identity
+from evalglass.engine.runs import manifest
+from evalglass.engine.runs.manifest import DatasetIdentity, dataset_identity
 
 
 def _line_by_line(path: Path, max_line: int) -> DatasetIdentity:

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.fingerprint import PREFIX
-from evalglass.engine.dataset import BadLine, DatasetReader, field_getter
+from evalglass.engine.datasets.dataset import BadLine, DatasetReader, field_getter
 from evalglass.errors import SetupError
 from evalglass.readers.jsonsource import JsonRefused, check_exact
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from evalglass.core.example import Example
-from evalglass.engine.artifacts import ScoresWriter
-from evalglass.engine.config import LoadedConfig, load_config
-from evalglass.engine.datasetfile import open_reader
-from evalglass.engine.sink import RunSink, open_run_sink, refuse_first_repeat
+from evalglass.engine.datasets.datasetfile import open_reader
+from evalglass.engine.produce.sink import RunSink, open_run_sink, refuse_first_repeat
+from evalglass.engine.runs.artifacts import ScoresWriter
+from evalglass.engine.spec.config import LoadedConfig, load_config
 from evalglass.errors import SetupError
 
 

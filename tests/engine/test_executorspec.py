@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from evalglass.core.example import Example
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.redact import is_secret_name
-from evalglass.engine.executorspec import RUNTIME_ENV_KEYS, RayExecutorSpec
+from evalglass.engine.spec.executorspec import RUNTIME_ENV_KEYS, RayExecutorSpec
 from evalglass.lanes.shipping import SHIPPED_BASE_ENV, base_dir_here
 
 NAMES = st.from_regex(r"[A-Z][A-Z0-9_]{0,20}", fullmatch=True)

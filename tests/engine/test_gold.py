@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalglass.core.example import Example, ExampleBatch
-from evalglass.engine.gold import GoldHasher
+from evalglass.engine.datasets.gold import GoldHasher
 
 values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.text(max_size=5),

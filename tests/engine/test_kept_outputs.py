@@ -1,4 +1,4 @@
-"""The kept outputs (engine/keptoutputs.py): what is written is what is read back, by id, whatever the values; the
+"""The kept outputs (engine/runs/keptoutputs.py): what is written is what is read back, by id, whatever the values; the
 file is named by its hash; any change to its bytes is refused."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.runrecord import RunRecord
-from evalglass.engine.dataset import BadLine
-from evalglass.engine.keptoutputs import (
+from evalglass.engine.datasets.dataset import BadLine
+from evalglass.engine.runs.keptoutputs import (
     KeptOutputsWriter,
     kept_against_scores,
     kept_outputs,

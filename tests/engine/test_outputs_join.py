@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from evalglass.core.example import ExampleBatch
 from evalglass.core.fieldpath import ABSENT
-from evalglass.engine.outputs import RecordedOutputs
+from evalglass.engine.datasets.outputs import RecordedOutputs
 from evalglass.errors import SetupError
 
 

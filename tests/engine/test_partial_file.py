@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evalglass.engine.runfolder import PartialFile, sweep_partials, write_atomic
+from evalglass.engine.runs.runfolder import PartialFile, sweep_partials, write_atomic
 
 
 def test_commit_publishes_private_bytes_and_leaves_no_partial(tmp_path: Path) -> None:

@@ -22,12 +22,12 @@ from evalglass.core.example import Example
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.score import Score, ScoreContractError
 from evalglass.core.scorecard import DatasetSummary
-from evalglass.engine.artifacts import ScoresWriter, score_rows
-from evalglass.engine.dataset import BadLine, field_getter
-from evalglass.engine.recordedrun import score_batch
-from evalglass.engine.scoresblock import encode_score
-from evalglass.engine.scoring import BuiltMetric, expand
-from evalglass.engine.sink import Produced, RowShape, RunSink, cluster_key
+from evalglass.engine.datasets.dataset import BadLine, field_getter
+from evalglass.engine.produce.recordedrun import score_batch
+from evalglass.engine.produce.scoring import BuiltMetric, expand
+from evalglass.engine.produce.sink import Produced, RowShape, RunSink, cluster_key
+from evalglass.engine.runs.artifacts import ScoresWriter, score_rows
+from evalglass.engine.runs.scoresblock import encode_score
 from evalglass.metrics import parse_metric_spec
 from evalglass.metrics.base import BuildContext, Scorer
 

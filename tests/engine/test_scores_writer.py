@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evalglass.core.score import Score
-from evalglass.engine.artifacts import ScoresWriter, load_columns, score_rows
-from evalglass.engine.scoresblock import encode_score
+from evalglass.engine.runs.artifacts import ScoresWriter, load_columns, score_rows
+from evalglass.engine.runs.scoresblock import encode_score
 from evalglass.errors import SetupError
 
 TEXT = st.text(max_size=6) | st.sampled_from(['","', '",', '\\",', "%s", "%", "100%b", '"', "\\", "\n", "é€", "a,b"])

@@ -13,10 +13,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalglass.core.score import Score
-from evalglass.engine.artifacts import load_columns, score_rows
-from evalglass.engine.failing import example_rows
-from evalglass.engine.schemas import schema_of
-from evalglass.engine.scoresblock import BadBlock, block_schema, decode_block, decode_score, encode_block, encode_score
+from evalglass.engine.explore.failing import example_rows
+from evalglass.engine.runs.artifacts import load_columns, score_rows
+from evalglass.engine.runs.schemas import schema_of
+from evalglass.engine.runs.scoresblock import (
+    BadBlock,
+    block_schema,
+    decode_block,
+    decode_score,
+    encode_block,
+    encode_score,
+)
 from evalglass.errors import SetupError
 from tests.e2e.project import make_project
 
@@ -88,7 +95,7 @@ def test_no_reader_reads_a_line_with_a_repeated_key(tmp_path: Path) -> None:
         list(score_rows(scores))
     with pytest.raises(SetupError, match="refused"):
         load_columns(scores, ["exact"], samples=False, clustered=False)
-    from evalglass.engine.artifacts import load_scorecard
+    from evalglass.engine.runs.artifacts import load_scorecard
 
     card = load_scorecard(folder)
     with pytest.raises(SetupError, match="unreadable"):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalglass.engine.seenids import WIDTH, SeenIds
+from evalglass.engine.produce.seenids import WIDTH, SeenIds
 
 #: Few distinct high bits, so that many hashes share a bucket: full buckets spill, and the table grows.
 _crowded = st.builds(lambda high, low: (high << 56) | low, st.integers(0, 3), st.integers(0, 2**20))

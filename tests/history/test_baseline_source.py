@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import create_engine, text
 
-from evalglass.engine.digests import key_fingerprint
+from evalglass.engine.runs.digests import key_fingerprint
 from tests.e2e.project import CliResult, Project, run_cli
 
 # Real CLI processes (and a real database server) on a shared machine: generous, bounded time.
@@ -218,7 +218,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from evalglass.engine.pipeline import RunOptions, run
+from evalglass.engine.jobs.pipeline import RunOptions, run
 
 run(Path(sys.argv[1]), RunOptions(out=Path(sys.argv[2]), now=datetime.fromisoformat(sys.argv[3])))
 """

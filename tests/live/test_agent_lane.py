@@ -13,7 +13,7 @@ import pytest
 from evalglass.core.conversation import Trajectory
 from evalglass.core.trajectory import Call, read_calls
 from evalglass.core.usage import Price
-from evalglass.engine.cache import CacheMode, CallCache
+from evalglass.engine.produce.cache import CacheMode, CallCache
 from evalglass.lanes.base import LaneConfigError
 from evalglass.lanes.executor import AsyncioExecutor
 from evalglass.lanes.ports import LaneFailure, LaneOutcome, LaneOutput

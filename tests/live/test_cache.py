@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evalglass.core.example import Example
-from evalglass.engine.cache import CacheMode, CallCache, cache_key
-from evalglass.engine.cachewriter import LIMIT
+from evalglass.engine.produce.cache import CacheMode, CallCache, cache_key
+from evalglass.engine.produce.cachewriter import LIMIT
 from evalglass.lanes.executor import AsyncioExecutor
 from evalglass.lanes.judge import Judge
 from evalglass.lanes.ports import LaneFailure, LaneOutcome, LaneOutput
@@ -111,7 +111,7 @@ def test_a_write_that_fails_mid_run_stops_writing_and_is_reported_once(tmp_path:
 
 
 def test_a_cache_that_cannot_be_opened_is_one_setup_error(tmp_path: Path) -> None:
-    from evalglass.engine.cache import CacheUnavailable
+    from evalglass.engine.produce.cache import CacheUnavailable
 
     under_a_file = tmp_path / "file"
     under_a_file.write_text("x")
@@ -203,7 +203,7 @@ def test_concurrent_writers_in_one_process_tasks_and_threads(tmp_path: Path) -> 
 WRITER = textwrap.dedent(
     """
     import sys
-    from evalglass.engine.cache import CallCache
+    from evalglass.engine.produce.cache import CallCache
     path, name, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
     cache = CallCache(path)
     for i in range(count):
@@ -226,13 +226,13 @@ def test_writers_in_several_processes(tmp_path: Path) -> None:
 
 
 def test_a_sigkilled_writer_leaves_a_usable_database_and_loses_at_most_the_last_group(tmp_path: Path) -> None:
-    """The durability rule (engine/cachewriter.py): a SIGKILL loses no put that a flush returned after, and never
+    """The durability rule (engine/produce/cachewriter.py): a SIGKILL loses no put that a flush returned after, and never
     more than LIMIT of the puts made; the file stays consistent and usable."""
     path = tmp_path / "c.sqlite"
     script = textwrap.dedent(
         """
         import sys
-        from evalglass.engine.cache import CallCache
+        from evalglass.engine.produce.cache import CallCache
         cache = CallCache(sys.argv[1])
         i = 0
         while True:

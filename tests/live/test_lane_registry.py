@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from evalglass.engine.config import Config
+from evalglass.engine.spec.config import Config
 from evalglass.lanes.executor import AsyncioExecutor
 from evalglass.lanes.registry import LANE_TYPES, build_lane
 from evalglass.lanes.specs import LaneSpec

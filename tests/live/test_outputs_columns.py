@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evalglass.core.example import Example, ExampleBatch
-from evalglass.engine.liveoutputs import OutputsWriter
-from evalglass.engine.livescorer import ExampleResult, ScoredColumns
+from evalglass.engine.produce.liveoutputs import OutputsWriter
+from evalglass.engine.produce.livescorer import ExampleResult, ScoredColumns
 from evalglass.lanes.ports import LaneColumn, LaneFailure
 
 

@@ -163,12 +163,12 @@ class LiveProject:
         return Path((self.root / ".evalglass" / "last-run").read_text().strip())
 
     def scores(self, folder: Path | None = None) -> list[dict[str, Any]]:
-        from evalglass.engine.artifacts import score_rows
+        from evalglass.engine.runs.artifacts import score_rows
 
         return list(score_rows((folder or self.last_run()) / "scores.jsonl"))
 
     def gate_fingerprint(self, gate: str) -> str:
-        from evalglass.engine.config import load_config
+        from evalglass.engine.spec.config import load_config
 
         loaded = load_config(self.root / "evalglass.yaml")
         return loaded.config.gate_fingerprint(gate, loaded.definition_files)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from evalglass.engine.cachewriter import LIMIT
+from evalglass.engine.produce.cachewriter import LIMIT
 from evalglass.testing.fake_openai import FakeOpenAI
 
 from .conftest import LiveProject, evalglass, kill, start, wait_until

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from evalglass.engine.cachewriter import LIMIT
+from evalglass.engine.produce.cachewriter import LIMIT
 from evalglass.testing.fake_openai import FakeOpenAI
 
 from .conftest import LiveProject, kill, questions, start, wait_until
@@ -130,7 +130,7 @@ def test_resume_after_sigkill_matches_an_uninterrupted_run(
     # no completed (cached) call is repeated, and every other call is made exactly once
     assert not set(resumed_prompts) & cached
     assert len(resumed_prompts) == len(set(resumed_prompts)) == total - len(cached)
-    # Made twice: at most the calls in flight at the kill and the answers not yet committed (engine/cachewriter.py)
+    # Made twice: at most the calls in flight at the kill and the answers not yet committed (engine/produce/cachewriter.py)
     assert killed_requests + len(resumed_prompts) <= reference_requests + 4 + LIMIT
 
     assert (folder / "scores.jsonl").read_bytes() == (reference / "scores.jsonl").read_bytes()
@@ -147,7 +147,7 @@ def test_resume_after_sigkill_matches_an_uninterrupted_run(
 def test_a_sigkill_loses_at_most_the_last_group_of_answers_and_resume_makes_only_those_again(
     project: LiveProject, server: FakeOpenAI, tmp_path: Path
 ) -> None:
-    """The cache commits answers in groups (engine/cachewriter.py): a SIGKILL may lose the answers of the last few
+    """The cache commits answers in groups (engine/produce/cachewriter.py): a SIGKILL may lose the answers of the last few
     milliseconds, never more than LIMIT of them. Killed after hundreds of answers, the cache holds all but at most
     LIMIT (plus the answers still on their way to the client); the resumed run asks again for exactly the calls that
     are not cached, each once, and writes the bytes of an uninterrupted run."""

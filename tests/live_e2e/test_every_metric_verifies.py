@@ -8,7 +8,7 @@ from typing import Any, get_args
 
 from pydantic import BaseModel
 
-from evalglass.engine.config import Config, config_as_recorded, config_from_record
+from evalglass.engine.spec.config import Config, config_as_recorded, config_from_record
 from evalglass.metrics.registry import METRIC_TYPES
 from tests.live_e2e.conftest import LiveProject, evalglass
 

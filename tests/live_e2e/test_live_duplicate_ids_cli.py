@@ -1,5 +1,5 @@
 """A live run refuses a dataset that repeats an id before the repeated line's calls are made (it keeps one hash per
-id, not every id: engine.seenids), with the one-line error a recorded run gives, naming both lines, whichever path
+id, not every id: engine.produce.seenids), with the one-line error a recorded run gives, naming both lines, whichever path
 the lane takes (chunked, or call by call when its calls are cached)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from evalglass.api import run
-from evalglass.engine.dataset import DatasetReader
+from evalglass.engine.datasets.dataset import DatasetReader
 from evalglass.errors import SetupError
 from evalglass.lanes.python_lane import PythonLane
 

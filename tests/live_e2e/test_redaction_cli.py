@@ -253,6 +253,6 @@ def test_a_setup_error_never_prints_a_secret(tmp_path: Path) -> None:
 
 
 def _scores(folder: Path) -> list[dict[str, Any]]:
-    from evalglass.engine.artifacts import score_rows
+    from evalglass.engine.runs.artifacts import score_rows
 
     return list(score_rows(folder / "scores.jsonl"))

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 
-from evalglass.engine.manifest import MANIFEST_FILE
+from evalglass.engine.runs.manifest import MANIFEST_FILE
 from evalglass.testing.fake_openai import FakeOpenAI
 from tests.mountns import evalglass_in_namespace, need_mounts, read_only, small_disk
 

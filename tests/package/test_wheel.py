@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import evalglass
-from evalglass.engine.schemas import SCHEMA_NAMES
+from evalglass.engine.runs.schemas import SCHEMA_NAMES
 from tests.package.dist import ROOT, built, clean_env, installed_wheel_venv
 
 pytestmark = pytest.mark.timeout(600)
@@ -131,7 +131,7 @@ def test_the_installed_schemas_are_what_the_installed_evalglass_prints(tmp_path)
     venv = installed_wheel_venv()
     # `evalglass schema NAME` prints schema_of(NAME): one process asks for every name, the CLI is run for one.
     probe = (
-        "import evalglass, json, os; from evalglass.engine.schemas import SCHEMA_NAMES, schema_of; "
+        "import evalglass, json, os; from evalglass.engine.runs.schemas import SCHEMA_NAMES, schema_of; "
         "print(json.dumps([os.path.dirname(evalglass.__file__), {n: schema_of(n) for n in SCHEMA_NAMES}]))"
     )
     done = in_venv(venv, "python", "-c", probe, cwd=tmp_path)

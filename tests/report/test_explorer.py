@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from evalglass.engine.artifacts import load_runrecord
-from evalglass.engine.explorer import cell_of, html_report, load_explorer
+from evalglass.engine.explore.explorer import cell_of, html_report, load_explorer
+from evalglass.engine.runs.artifacts import load_runrecord
 from tests.e2e.reports import report_project
 
 ROWS = 120
@@ -89,7 +89,7 @@ def test_the_page_reads_of_the_explorer_only_what_its_protocol_names() -> None:
     the type checker (Jinja2 reads it at render time)."""
     import re
 
-    from evalglass.engine.explorer import Explorer
+    from evalglass.engine.explore.explorer import Explorer
     from evalglass.report.html import ExampleRows
 
     templates = Path(__file__).resolve().parents[2] / "src/evalglass/templates/report"

@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from evalglass.core.example import Example
-from evalglass.engine.dataset import BadLine
-from evalglass.engine.toolreaders import open_tool_reader
+from evalglass.engine.datasets.dataset import BadLine
+from evalglass.engine.datasets.toollogs.toolreaders import open_tool_reader
 from evalglass.errors import SetupError
 from tests.e2e.project import run_cli
 

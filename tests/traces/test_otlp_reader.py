@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from evalglass.core.conversation import TraceRecord
 from evalglass.core.example import Example
-from evalglass.engine.dataset import BadLine
-from evalglass.engine.otlpdataset import OtlpReader
-from evalglass.engine.tracespec import TraceOptions
+from evalglass.engine.datasets.dataset import BadLine
+from evalglass.engine.datasets.traces.otlpdataset import OtlpReader
+from evalglass.engine.spec.tracespec import TraceOptions
 from evalglass.errors import SetupError
 from tests.traces.otel import chat_span, messages, recording, write_json, write_protobuf
 
@@ -504,7 +504,7 @@ def test_a_file_of_logs_is_not_traces(tmp_path: Path) -> None:
 
 
 def test_the_selection_and_mapping_are_part_of_what_a_gate_approves() -> None:
-    from evalglass.engine.config import Config
+    from evalglass.engine.spec.config import Config
 
     def fingerprint(traces: dict[str, Any] | None) -> str:
         dataset: dict[str, Any] = {"name": "t", "path": "t.jsonl", "format": "otlp"}

@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evalglass.core.example import Example
-from evalglass.engine.dataset import BadLine
-from evalglass.engine.otlpdataset import OtlpReader
-from evalglass.engine.tracespec import TraceOptions
+from evalglass.engine.datasets.dataset import BadLine
+from evalglass.engine.datasets.traces.otlpdataset import OtlpReader
+from evalglass.engine.spec.tracespec import TraceOptions
 from evalglass.errors import SetupError
 from tests.traces.reference.otlpdataset import OtlpReader as ReferenceReader
 

@@ -93,7 +93,7 @@ IsoDay = Annotated[
 def _date_or_text(value: Any) -> Any:
     """Provenance dates (``approved_on``) were free text before approvals could expire: a YAML date object is
     accepted as its ISO text, and any other text is kept as written (a policy with ``max_age_days`` then needs a
-    real date; see ``engine.ledger``)."""
+    real date; see ``engine.spec.ledger``)."""
     if type(value).__name__ == "date" and hasattr(value, "isoformat"):
         return value.isoformat()
     return value

@@ -379,7 +379,7 @@ def _pair_reasons(spec: GateSpec, comparison: MetricComparison) -> list[Reason]:
 def compared_ends(spec: GateSpec, difference: PairedDifference | None) -> tuple[float | None, float | None]:
     """The number the rule compares with ``-margin`` (the difference, or the unfavourable end of its interval) and,
     under ``lower_bound``, the favourable end the three-way rule needs to fail. A reader of a finished run
-    (``engine.consistency``) asks it of the recorded difference, so the two numbers a gate records are the ones
+    (``engine.decide.consistency``) asks it of the recorded difference, so the two numbers a gate records are the ones
     this gives."""
     if difference is None:
         return None, None

@@ -444,7 +444,7 @@ def rederived_gate(
     recorded: GateResult, spec: GateSpec, authority: Authority, estimate: Estimate | None, population: Population
 ) -> GateResult:
     """The gate :func:`evaluate_gate` decides from what a scorecard records of it, so a reader of a finished run
-    (``engine.consistency``) re-derives an outcome with the rule that made it, never with a copy of that rule.
+    (``engine.decide.consistency``) re-derives an outcome with the rule that made it, never with a copy of that rule.
 
     Under ``lower_bound`` the interval is computed from the included values, which a scorecard does not hold. A
     method whose interval is a function of the count of ones and ``n`` alone (Wilson, Clopper–Pearson) is computed

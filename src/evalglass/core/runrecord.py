@@ -49,7 +49,7 @@ KEPT_OUTPUTS_PATTERN: Final = r"^blobs/[0-9a-f]{64}\.jsonl\.gz$"
 
 class KeptOutputs(BaseModel):
     """The recorded outputs a run scored, kept in its folder so that every reader shows what was scored, never the
-    outputs file as it is later (``engine.keptoutputs``). They never decide anything: the scores do."""
+    outputs file as it is later (``engine.runs.keptoutputs``). They never decide anything: the scores do."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 

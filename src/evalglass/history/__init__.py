@@ -10,7 +10,7 @@ takes part in deciding a run. One job per module:
 - ``store``: opening a database (SQLite pragmas, one-line errors with the password redacted);
 - ``blobs``: a run folder's files as compressed, hashed chunks, and back;
 - ``record``: one run recorded in one transaction (``run``'s hook and ``history import``), with the git and CI
-  provenance ``engine.provenance`` reads (a signed run's branch and commit: those its signature covers);
+  provenance ``engine.runs.provenance`` reads (a signed run's branch and commit: those its signature covers);
 - ``query``: the runs and trends ``evalglass history`` lists;
 - ``refs``: run references (folder, run id, ``BRANCH@latest``, ``BRANCH@DATE``, ``last``) resolved to a folder;
 - ``named``: the run a reader names (a folder, the last run, a reference), for every reader the API offers;

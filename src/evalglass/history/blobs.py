@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from evalglass.core.fingerprint import PREFIX
-from evalglass.engine.digests import DIGESTS_FILE, artifact_names
+from evalglass.engine.runs.digests import DIGESTS_FILE, artifact_names
 
 CHUNK_SIZE = 4 << 20
 #: zlib level 1: about a fifth of a run's JSON bytes at a few hundred MB/s; higher levels cost far more time
@@ -48,7 +48,7 @@ class Compressed:
         self.size = 0
 
     def __iter__(self) -> Iterator[bytes]:
-        from evalglass.engine.artifacts import open_artifact
+        from evalglass.engine.runs.artifacts import open_artifact
 
         digest = hashlib.sha256()
         with open_artifact(self.path, self.path.name) as handle:
@@ -64,7 +64,7 @@ def restore(pieces: Iterable[bytes], target: Path) -> tuple[str, int]:
     by the one atomic writer every artifact goes through) and return the SHA-256 (``sha256:<hex>``) and size of
     what was written, for the caller to compare with the record. A piece that does not decompress is kept as it is
     stored, so the hash differs and the caller sees it."""
-    from evalglass.engine.runfolder import atomically
+    from evalglass.engine.runs.runfolder import atomically
 
     digest = hashlib.sha256()
     size = 0

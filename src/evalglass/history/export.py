@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sqlalchemy import Engine, select
 
-from evalglass.engine.runfolder import make_dirs
+from evalglass.engine.runs.runfolder import make_dirs
 from evalglass.errors import SetupError
 from evalglass.history.blobs import restore
 from evalglass.history.schema import ArtifactChunkRow, ArtifactRow

@@ -1,6 +1,6 @@
-"""The run history's :data:`~evalglass.engine.runlocator.RunLocator`: how a run finds a baseline the ledger names by
-reference (``main@latest``, a run id) in the history database, and the newest runs of a branch a baseline approved
-as a source chooses from (``engine.baselinesearch``).
+"""The run history's :data:`~evalglass.engine.runs.runlocator.RunLocator`: how a run finds a baseline the ledger names
+by reference (``main@latest``, a run id) in the history database, and the newest runs of a branch a baseline approved
+as a source chooses from (``engine.decide.baselinesearch``).
 
 The Python API builds one for every run (``evalglass.run(db=...)``; the command line's ``run --db`` and the pytest
 plugin go through it), so the three resolve a reference alike. Importing this module is cheap: the database
@@ -15,7 +15,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalglass.engine.runlocator import RunCandidate, RunLocator
+from evalglass.engine.runs.runlocator import RunCandidate, RunLocator
 from evalglass.history.location import database_url
 
 

@@ -61,7 +61,7 @@ def named_folder(folder: str | os.PathLike[str] | None, db: str | None, stack: E
 def last_run_folder(*, strict: bool) -> Path | None:
     """The folder ``.evalglass/last-run`` names. ``strict``: one line when there is no pointer or it names no path
     (its folder is checked by the caller); otherwise None unless it names a folder that exists."""
-    from evalglass.engine.artifacts import LAST_RUN_POINTER
+    from evalglass.engine.runs.artifacts import LAST_RUN_POINTER
     from evalglass.readers.userfiles import read_regular
 
     if not LAST_RUN_POINTER.exists():

@@ -1,7 +1,7 @@
 """The runs the history lists as a branch's newest for one suite: candidates for a baseline that follows a branch.
 
 Nothing here is trusted: the branch and dataset columns only narrow the search (indexed, newest first), and each
-candidate is judged by its own signed files (``engine.baselinesearch``). A candidate's digest list is read alone
+candidate is judged by its own signed files (``engine.decide.baselinesearch``). A candidate's digest list is read alone
 first (one small artifact), so a source refuses an unsigned or foreign-key run without writing the whole run back;
 a run whose stored files or rows were edited is refused when read, as every reader but ``verify`` refuses it.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from sqlalchemy import Engine, select
 
-from evalglass.engine.digests import DIGESTS_FILE
+from evalglass.engine.runs.digests import DIGESTS_FILE
 from evalglass.errors import SetupError
 from evalglass.history.blobs import restore
 from evalglass.history.location import shown

@@ -16,9 +16,9 @@ from pathlib import Path
 from sqlalchemy import Connection, Engine, insert, select
 from sqlalchemy.exc import IntegrityError
 
-from evalglass.engine.consistency import load_checked
-from evalglass.engine.digests import load_digests
-from evalglass.engine.provenance import Provenance
+from evalglass.engine.decide.consistency import load_checked
+from evalglass.engine.runs.digests import load_digests
+from evalglass.engine.runs.provenance import Provenance
 from evalglass.errors import SetupError
 from evalglass.history.blobs import Compressed, artifact_files
 from evalglass.history.rows import gate_rows, metric_rows, run_columns
@@ -115,7 +115,7 @@ def record_after_run(folder: Path, url: str, work_tree: Path) -> str | None:
     the one-line warning saying why not. It never raises: whether the history could be updated does not change
     a run's verdict or exit code, and ``history import`` can add the folder later."""
     from evalglass import redaction
-    from evalglass.engine.provenance import provenance
+    from evalglass.engine.runs.provenance import provenance
     from evalglass.history.session import open_history
     from evalglass.history.store import describe_failure, failures_as_setup_errors
 

@@ -116,7 +116,7 @@ def read_recorded(engine: Engine, pk: int, run_id: str, stack: ExitStack) -> Res
 
 
 def _read_back(engine: Engine, pk: int, folder: Path) -> list[tuple[str, Any, Any]]:
-    from evalglass.engine.artifacts import load_runrecord, load_scorecard
+    from evalglass.engine.runs.artifacts import load_runrecord, load_scorecard
     from evalglass.history.export import write_run
     from evalglass.history.rows import row_findings
 

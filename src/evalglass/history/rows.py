@@ -12,7 +12,7 @@ from typing import Any
 
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.scorecard import Scorecard
-from evalglass.engine.manifest import definitions_fingerprint
+from evalglass.engine.runs.manifest import definitions_fingerprint
 
 
 def utc_naive(moment: str) -> datetime:

@@ -78,7 +78,7 @@ def open_engine(url: str) -> Engine:
     if sqlite:
         options["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_S}
         if parsed.database and parsed.database != ":memory:":
-            from evalglass.engine.runfolder import make_dirs
+            from evalglass.engine.runs.runfolder import make_dirs
 
             database = Path(parsed.database)
             try:

@@ -1,7 +1,7 @@
 """The call cache as lanes and judges use it: the port they need (any store with ``get`` and ``put``), the key of
 one call, and the one get → call → put sequence every cached call goes through.
 
-The store itself (SQLite, WAL, modes) is :class:`evalglass.engine.cache.CallCache`; lanes depend only on
+The store itself (SQLite, WAL, modes) is :class:`evalglass.engine.produce.cache.CallCache`; lanes depend only on
 :class:`CallStore`, so another store plugs in without touching them.
 """
 
@@ -20,7 +20,7 @@ T = TypeVar("T")
 @dataclass(frozen=True, slots=True)
 class Hit:
     """A stored result and whether it replays a call this same run made before it was interrupted (see
-    :mod:`evalglass.engine.cache`, "Provenance")."""
+    :mod:`evalglass.engine.produce.cache`, "Provenance")."""
 
     value: Any
     replayed: bool
@@ -38,7 +38,7 @@ class CallStore(Protocol):
 class RunCallStore(CallStore, Protocol):
     """The call store as a run owns it: what lanes and judges use, plus what the run says and does at its end.
     ``problems``: warning lines for what could not be stored (the run prints them; its results stand);
-    ``close``: release the store. :class:`evalglass.engine.cache.CallCache` is the one shipped today."""
+    ``close``: release the store. :class:`evalglass.engine.produce.cache.CallCache` is the one shipped today."""
 
     def problems(self) -> list[str]: ...
 

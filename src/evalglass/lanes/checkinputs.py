@@ -3,7 +3,7 @@ command names that no input binds.
 
 A check's gate is approved for one fingerprint; what the fingerprint covers is what a pull request cannot change
 without making the approval stale. The check's declaration and the files its command names literally are covered
-(``engine.config``). The code a test runner *discovers* is not on the command line: ``pytest tests`` names a
+(``engine.spec.config``). The code a test runner *discovers* is not on the command line: ``pytest tests`` names a
 folder, ``python -m unittest discover`` names a module, ``make test`` a runner. A check declares that code under
 ``inputs:`` (paths, globs, importable modules), hashed here; :func:`unbound_inputs` finds, by class, what the
 command runs that no input covers, so ``explain``, ``preflight`` and the run can say so and ``require_binding``

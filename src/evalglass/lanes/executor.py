@@ -2,8 +2,8 @@
 
 The interface is :class:`Executor`. Lanes and judges only ever call ``await executor.submit(fn, endpoint=...)`` for
 one attempt of one call (a retry is a new submit, so a call waiting out its backoff holds no slot). The live run
-keeps its own bounded window of example tasks (``engine/liverun.py``), so every call reaches the executor through
-``submit``; ``executor.map(items, worker)`` (completion order, a bounded window of pending items) and
+keeps its own bounded window of example tasks (``engine/produce/liverun.py``), so every call reaches the executor
+through ``submit``; ``executor.map(items, worker)`` (completion order, a bounded window of pending items) and
 ``executor.run(items, worker)`` (input order) drive a flat population, such as a judge's calibration. Nothing else
 about the executor leaks into lanes or metrics.
 
@@ -19,7 +19,7 @@ waiting for a busy or rate-limited endpoint holds no global slot and other endpo
 Shipping work elsewhere. ``fn`` is a closure over this process's state (clients, thread pools), so it always runs
 here. A lane whose call can run in another process as well (a python or command lane: a plain function and
 picklable arguments) also asks :attr:`Executor.offload`: when an executor has one (the Ray backend,
-``engine.raycluster``), the lane submits a coroutine that awaits ``offload.run(...)`` instead, under the same
+``engine.produce.raycluster``), the lane submits a coroutine that awaits ``offload.run(...)`` instead, under the same
 limits. :class:`WorkLost` says the work could not be done there (its worker kept dying); :class:`ClusterLost`, a
 ``KeyboardInterrupt``, says the cluster itself is gone, and stops the run the way Ctrl-C does (resumable).
 """

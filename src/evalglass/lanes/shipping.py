@@ -1,8 +1,8 @@
 """What shipping work to another process (a cluster worker) shares across layers, without importing asyncio: the two
 ways it can fail, and where the evals folder is on a worker.
 
-The executor that ships is ``engine.raycluster``; lanes reach it through ``Executor.offload``, metrics through the
-runners the engine gives them.
+The executor that ships is ``engine.produce.raycluster``; lanes reach it through ``Executor.offload``, metrics through
+the runners the engine gives them.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Example rows (from ``engine.failing``) as text: one block per row, so nothing is cut at 80 columns, and as the
-collapsible Markdown section report.md carries per active gate."""
+"""Example rows (from ``engine.explore.failing``) as text: one block per row, so nothing is cut at 80 columns, and as
+the collapsible Markdown section report.md carries per active gate."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from evalglass.report.wrap import fold_text
 
 
 class Row(Protocol):
-    """What a renderer needs of an ``engine.failing.ExampleRow`` (report does not import engine)."""
+    """What a renderer needs of an ``engine.explore.failing.ExampleRow`` (report does not import engine)."""
 
     @property
     def id(self) -> str: ...

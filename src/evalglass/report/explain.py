@@ -55,7 +55,7 @@ class LedgerEntry:
 
 @dataclass(frozen=True)
 class LedgerLayout:
-    """Where things are in the host's ledger file, so each entry can be placed exactly (``engine.ledger``)."""
+    """Where things are in the host's ledger file, so each entry can be placed exactly (``engine.spec.ledger``)."""
 
     path: str
     #: Line of each section's key (``gates:``).

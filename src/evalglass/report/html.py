@@ -240,8 +240,8 @@ def _checks_view(card: Scorecard, record: RunRecord | None) -> list[dict[str, An
 
 
 class ExampleRows(Protocol):
-    """What the page shows of a run's examples (``engine.explorer.Explorer`` reads them from the run folder; report
-    does not import engine): the rows the template draws, and the counts and notes it states beside them."""
+    """What the page shows of a run's examples (``engine.explore.explorer.Explorer`` reads them from the run folder;
+    report does not import engine): the rows the template draws, and the counts and notes it states beside them."""
 
     @property
     def rows(self) -> Sequence[Any]: ...

@@ -1,8 +1,8 @@
 """An OTLP trace file as a dataset (``dataset: {format: otlp}``): the JSONL reader's interface over traces.
 
-Spans stream from :mod:`~evalglass.engine.otlpspans`; they are grouped by trace, a trace is complete once
+Spans stream from :mod:`~evalglass.engine.datasets.traces.otlpspans`; they are grouped by trace, a trace is complete once
 ``traces.window`` spans were read after its last one, and each complete trace gives its examples
-(``traces.select``), each mapped to a record (:mod:`~evalglass.engine.genaimap`). Memory holds the spans of the
+(``traces.select``), each mapped to a record (:mod:`~evalglass.engine.datasets.traces.genaimap`). Memory holds the spans of the
 traces still open (about ``window`` spans) and the ids of the traces recently completed, never the file.
 
 An example's id is ``<trace id>:<span id>`` of the span it is rooted at, so re-exporting the same traces (in any
@@ -26,8 +26,8 @@ from evalglass.collector import collector_paused
 from evalglass.core.conversation import NOT_CAPTURED
 from evalglass.core.example import MALFORMED_SHOWN, Example, ExampleBatch
 from evalglass.core.fingerprint import PREFIX
-from evalglass.engine.dataset import BATCH, BadLine, _unfreezing, field_getter
-from evalglass.engine.tracespec import TraceOptions
+from evalglass.engine.datasets.dataset import BATCH, BadLine, _unfreezing, field_getter
+from evalglass.engine.spec.tracespec import TraceOptions
 from evalglass.errors import SetupError
 from tests.traces.reference.genaimap import (
     MappingProblem,

@@ -31,7 +31,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from evalglass.engine.dataset import _HashingThread, _ignore, _lines, _LineTooLong
+from evalglass.engine.datasets.dataset import _HashingThread, _ignore, _lines, _LineTooLong
 from evalglass.errors import SetupError
 from evalglass.readers.userfiles import open_regular, unreadable
 

@@ -1,0 +1,114 @@
+"""The dataset as a run reads it: the file's reader (``engine.datasets.datasetfile``), recorded outputs joined from
+their own file when the config names one, and the gold fingerprint taken on the way."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from evalglass.core.example import Example, ExampleBatch
+from evalglass.core.fieldpath import ABSENT
+from evalglass.core.outputparse import parse_json_output
+from evalglass.core.scorecard import DatasetSummary, OutputsSummary
+from evalglass.engine.datasets.dataset import BadLine
+from evalglass.engine.datasets.datasetfile import open_reader
+from evalglass.engine.datasets.gold import GoldHasher
+from evalglass.engine.datasets.outputs import RecordedOutputs
+from evalglass.engine.spec.config import LoadedConfig
+
+
+class DatasetSource:
+    """Iterate once (by batch or by example); then :meth:`summary` describes what was read."""
+
+    def __init__(self, loaded: LoadedConfig, keep: Callable[[Any], None] | None = None) -> None:
+        """``keep``: given each batch (its outputs joined, not yet parsed), for the run to keep what it scores
+        (``engine.runs.keptoutputs``); only :meth:`batches` calls it."""
+        config = loaded.config
+        self._keep = keep
+        self.reader = open_reader(loaded)
+        self.path = self.reader.path
+        self._config = config
+        self._gold = GoldHasher(config.gold_excluded_field) if config.needs_gold else None
+        self._outputs: RecordedOutputs | None = None
+        # Recorded outputs are parsed here; a live lane's, as the lane produces them (engine.produce.liverun).
+        self._parse: Callable[[Any], Any] | None = None
+        if config.parse_json and config.lane is None:
+            self._parse = _samples_parser if config.samples else parse_json_output
+        outputs_file = loaded.outputs_file
+        if outputs_file is not None:
+            self._outputs = RecordedOutputs(
+                outputs_file,
+                label=str(outputs_file),
+                id_field=config.dataset.id_field,
+                output_field=config.output_field,
+            )
+
+    def batches(self) -> Iterator[ExampleBatch | list[Example | BadLine]]:
+        outputs, gold, parse, keep = self._outputs, self._gold, self._parse, self._keep
+        for batch in self.reader.batches():
+            if gold is not None:
+                gold.add(batch)
+            if outputs is not None:
+                batch = outputs.attach(batch)
+            if keep is not None:
+                keep(batch)
+            if parse is not None:
+                batch = _parsed_batch(batch, parse)
+            yield batch
+
+    def __iter__(self) -> Iterator[Example | BadLine]:
+        outputs, gold, parse = self._outputs, self._gold, self._parse
+        for item in self.reader:
+            if gold is not None:
+                gold.add_item(item)
+            if outputs is not None and isinstance(item, Example):
+                item = outputs.output_for(item)
+            if parse is not None and isinstance(item, Example):
+                item = Example(item.id, item.line, item.fields, parse(item.output), item.sample)
+            yield item
+
+    def summary(self) -> DatasetSummary:
+        """After the whole dataset was read: its fingerprints and counts, and how the outputs joined."""
+        outputs = None
+        if self._outputs is not None:
+            strict = bool(getattr(self._config.task, "strict", False))
+            joined = self._outputs.finish(strict=strict)
+            outputs = OutputsSummary(
+                path=str(self._config.outputs_path),
+                outputs=joined.outputs,
+                unmatched=joined.unmatched,
+                unmatched_ids=joined.unmatched_ids,
+            )
+        return DatasetSummary(
+            name=self._config.dataset.name,
+            path=self._config.dataset.path,
+            fingerprint=self.reader.fingerprint,
+            gold_fingerprint=self._gold.fingerprint if self._gold is not None else None,
+            examples=self.reader.examples,
+            malformed_lines=self.reader.bad_lines,
+            first_malformed=tuple(self.reader.first_bad_lines),
+            outputs=outputs,
+        )
+
+    def close(self) -> None:
+        if self._outputs is not None:
+            self._outputs.close()
+
+
+def _samples_parser(value: Any) -> Any:
+    """With samples, each recorded sample is parsed (a value that is not a list is left for the pipeline to refuse)."""
+    return [parse_json_output(sample) for sample in value] if isinstance(value, list) else value
+
+
+def _parsed_batch(
+    batch: ExampleBatch | list[Example | BadLine], parse: Callable[[Any], Any]
+) -> ExampleBatch | list[Example | BadLine]:
+    if isinstance(batch, ExampleBatch):
+        outputs = [value if value is ABSENT else parse(value) for value in batch.outputs]
+        return ExampleBatch(ids=batch.ids, lines=batch.lines, records=batch.records, outputs=outputs)
+    return [
+        item
+        if isinstance(item, BadLine) or item.output is ABSENT
+        else Example(item.id, item.line, item.fields, parse(item.output), item.sample)
+        for item in batch
+    ]

@@ -1,0 +1,122 @@
+"""CSV and Parquet datasets: one example per row, read a row at a time, the same Examples the JSONL reader gives.
+
+CSV is read with the standard library and every value is a **string**, exactly as the file holds it (an empty cell
+is the empty string, a number is its text): CSV carries no types, and guessing them (is ``007`` a number? is ``NA``
+missing?) would change what a metric compares. Metrics that need numbers say so (``numeric_*`` parse text). A row
+with more or fewer cells than the header is a bad line (``malformed_row``), scored as an error like a malformed
+JSONL line. Parquet is read with pyarrow (the ``parquet`` extra): its columns keep their types; values JSON cannot
+hold (timestamps, bytes, decimals) come out as their text.
+
+The dataset fingerprint is the SHA-256 of the file's bytes, as for JSONL. Row numbers are CSV line numbers (where
+the row ends, counting the header as line 1) or, for Parquet, 1-based row numbers.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from evalglass.core.example import Example, ExampleBatch
+from evalglass.core.fieldpath import ABSENT
+from evalglass.engine.datasets.dataset import BATCH, BadLine, DatasetReader, batched, open_dataset_file
+from evalglass.errors import SetupError
+
+PARQUET_HINT = "install the parquet extra: pip install 'evalglass[parquet]'"
+
+
+class TabularReader(DatasetReader):
+    """The :class:`~evalglass.engine.datasets.dataset.DatasetReader` interface over a ``.csv`` or ``.parquet`` file (its
+    fingerprint, counts and bad-line messages are the JSONL reader's)."""
+
+    def _read_bytes(self) -> bytes:
+        with open_dataset_file(self.path) as handle:
+            data = handle.read()
+        if self._hash is not None:
+            self._hash.update(data)
+        return data
+
+    def _rows(self) -> Iterator[tuple[int, Mapping[str, Any] | str]]:
+        """(row number, record) for each row, or (row number, why it is not one)."""
+        data = self._read_bytes()
+        if self.path.suffix.lower() == ".parquet":
+            yield from _parquet_rows(self.path, data)
+        else:
+            yield from _csv_rows(self.path, data)
+        self._done = True
+
+    def __iter__(self) -> Iterator[Example | BadLine]:
+        for number, row in self._rows():
+            if isinstance(row, str):
+                yield self._bad(number, "malformed_row", row)
+                continue
+            example_id = self._id(row)
+            if type(example_id) is int:
+                example_id = str(example_id)
+            if type(example_id) is not str or example_id == "":
+                if example_id is ABSENT or example_id in ("", None):
+                    yield self._bad(number, "id_missing", f"no id field '{self._id_field}'")
+                else:
+                    yield self._bad(number, "id_invalid", f"id must be a string or integer, not {example_id!r}")
+                continue
+            self.examples += 1
+            yield Example(id=example_id, line=number, fields=row, output=self._output(row))
+
+    def batches(self, size: int = BATCH) -> Iterator[ExampleBatch | list[Example | BadLine]]:
+        return batched(iter(self), size)
+
+
+def _csv_rows(path: Path, data: bytes) -> Iterator[tuple[int, Mapping[str, Any] | str]]:
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise SetupError(
+            f"a CSV dataset must be UTF-8 (byte {exc.start} is not)", where=str(path), fix="save the file as UTF-8"
+        ) from None
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader)
+    except StopIteration:
+        return
+    except csv.Error as exc:
+        raise SetupError(f"unreadable CSV header ({exc})", where=f"{path}:1") from None
+    if len(set(header)) != len(header) or any(not name for name in header):
+        raise SetupError(
+            "the CSV header must name every column once", where=f"{path}:1", fix="give each column a unique name"
+        )
+    while True:
+        try:
+            cells = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            yield reader.line_num, f"not valid CSV ({exc})"
+            continue
+        if not cells:
+            continue  # a blank line, as in JSONL
+        if len(cells) != len(header):
+            yield reader.line_num, f"expected {len(header)} cells as in the header, got {len(cells)}"
+            continue
+        yield reader.line_num, dict(zip(header, cells, strict=True))
+
+
+def _parquet_rows(path: Path, data: bytes) -> Iterator[tuple[int, Mapping[str, Any] | str]]:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise SetupError("reading a .parquet dataset needs pyarrow", where=str(path), fix=PARQUET_HINT) from None
+    try:
+        file = pq.ParquetFile(pa.BufferReader(data))
+        number = 0
+        for batch in file.iter_batches(batch_size=BATCH):
+            for record in batch.to_pylist():
+                number += 1
+                # Values JSON cannot hold become their text, so metrics and fingerprints see JSON values only.
+                yield number, orjson.loads(orjson.dumps(record, default=str))
+    except (pa.ArrowException, OSError) as exc:
+        raise SetupError(f"not a readable Parquet file ({exc})", where=str(path)) from None

@@ -1,0 +1,201 @@
+"""inspect_ai ``.eval`` logs (``dataset.format: inspect``): one example per sample id, its epochs as samples.
+
+A ``.eval`` log is a zip: ``header.json`` (the eval: task, model, packages, the dataset's sample ids in order) and
+one ``samples/<id>_epoch_<n>.json`` per sample and epoch. inspect_ai writes its members zstd-compressed, which the
+standard library reads only from Python 3.14: members are decompressed here with ``zstandard`` (the ``tools``
+extra), deflated and stored members with ``zlib``; the zip's directory is read by the standard library.
+
+Per sample: ``input`` (text, or chat messages in the internal message shape), ``target``, ``metadata``; per epoch
+the answer (``output.completion``), every scorer's score (``value``, ``explanation``) and the sample's own error
+(a sample inspect could not complete: its scores are missing, and ``recorded_score`` says so, never 0.0).
+
+Pinned to log format version 2 (written by inspect_ai 0.3.285, the version the committed fixture was made with);
+another version is refused, naming it.
+"""
+
+from __future__ import annotations
+
+import struct
+import zipfile
+import zlib
+from collections.abc import Iterator
+from typing import Any, BinaryIO
+
+import orjson
+
+from evalglass.engine.datasets.toollogs.toolresults import (
+    ToolProblem,
+    ToolReader,
+    ToolSample,
+    UnknownVersion,
+    score_entry,
+)
+from evalglass.errors import SetupError
+from evalglass.readers.userfiles import open_regular
+
+#: Log format versions read (the ``version`` of ``header.json``), and the inspect_ai versions tested with them.
+VERSIONS = (2,)
+TESTED_WITH = ("inspect_ai 0.3.285",)
+_ZIP_ZSTANDARD = 93
+_LOCAL_HEADER = struct.Struct("<4s22xHH")
+
+
+class InspectReader(ToolReader):
+    tool = "inspect"
+
+    def _samples(self) -> Iterator[ToolSample | ToolProblem]:
+        self._hash_file()
+        try:
+            archive = zipfile.ZipFile(self.path)
+        except (zipfile.BadZipFile, OSError) as exc:
+            raise SetupError(
+                f"not an inspect_ai .eval log ({exc})", where=str(self.path), fix="point dataset.path at a .eval file"
+            ) from None
+        with archive, open_regular(self.path, what="inspect log", missing_fix="fix `dataset.path`") as handle:
+            members = _Members(archive, handle, self.path)
+            header = members.json("header.json")
+            if not isinstance(header, dict):
+                raise SetupError("an inspect_ai log without header.json", where=str(self.path))
+            version = header.get("version")
+            if version not in VERSIONS:
+                raise UnknownVersion(self.path, "inspect_ai", "log format version", version, VERSIONS)
+            evaluation = header.get("eval") or {}
+            self.source = {
+                "tool": "inspect",
+                "version": str((evaluation.get("packages") or {}).get("inspect_ai", "")),
+                "log_version": version,
+                "task": evaluation.get("task"),
+                "model": evaluation.get("model"),
+                "status": header.get("status"),
+            }
+            yield from self._read(members, archive, evaluation)
+
+    def _read(
+        self, members: _Members, archive: zipfile.ZipFile, evaluation: dict[str, Any]
+    ) -> Iterator[ToolSample | ToolProblem]:
+        by_id: dict[str, list[tuple[int, str, int]]] = {}
+        for position, name in enumerate(archive.namelist(), start=1):
+            if not name.startswith("samples/") or not name.endswith(".json"):
+                continue
+            stem, _, number = name[8:-5].rpartition("_epoch_")
+            if not stem or not number.isdigit():
+                continue
+            by_id.setdefault(stem, []).append((int(number), name, position))
+        declared = [str(item) for item in (evaluation.get("dataset") or {}).get("sample_ids") or ()]
+        known = set(declared)
+        order = [key for key in declared if key in by_id] + [key for key in by_id if key not in known]
+        for key in order:
+            for epoch, name, position in sorted(by_id[key]):
+                try:
+                    sample = members.json(name)
+                except orjson.JSONDecodeError as exc:
+                    yield ToolProblem(name, position, f"not valid JSON ({exc})")
+                    continue
+                yield _sample(sample, name, position, epoch)
+
+
+def _sample(sample: Any, name: str, position: int, epoch: int) -> ToolSample | ToolProblem:
+    if not isinstance(sample, dict) or "id" not in sample:
+        return ToolProblem(name, position, "is not an inspect sample (no id)")
+    sample_id = sample["id"]
+    if type(sample_id) not in (str, int):
+        return ToolProblem(name, position, f"sample id must be text or an integer, got {sample_id!r}")
+    scores: dict[str, dict[str, Any]] = {}
+    for scorer, score in (sample.get("scores") or {}).items():
+        if isinstance(score, dict):
+            explanation = score.get("explanation")
+            scores[scorer] = score_entry(
+                score.get("value"), explanation=explanation if isinstance(explanation, str) else None
+            )
+        else:
+            return ToolProblem(name, position, f"score {scorer!r} is not an object")
+    error = sample.get("error")
+    message = (error.get("message") if isinstance(error, dict) else str(error)) if error else None
+    output = sample.get("output") or {}
+    completion = output.get("completion") if isinstance(output, dict) else None
+    return ToolSample(
+        id=str(sample_id),
+        epoch=int(sample.get("epoch") or epoch),
+        place=name,
+        line=position,
+        input=_input(sample.get("input")),
+        target=sample.get("target"),
+        text=None if message is not None or not isinstance(completion, str) else completion,
+        scores=scores,
+        error=message,
+        metadata=dict(sample["metadata"]) if isinstance(sample.get("metadata"), dict) else {},
+    )
+
+
+def _input(value: Any) -> Any:
+    """Text stays text; chat messages take the internal message shape (role, parts)."""
+    if not isinstance(value, list):
+        return value
+    messages = []
+    for message in value:
+        if not isinstance(message, dict):
+            return value
+        content = message.get("content")
+        if isinstance(content, str):
+            parts = [{"type": "text", "content": content}]
+        elif isinstance(content, list):
+            parts = [
+                {"type": "text", "content": str(item.get("text", ""))}
+                if isinstance(item, dict) and item.get("type") == "text"
+                else {"type": str(item.get("type", "other")) if isinstance(item, dict) else "other"}
+                for item in content
+            ]
+        else:
+            parts = []
+        messages.append({"role": str(message.get("role", "user")), "parts": parts})
+    return messages
+
+
+class _Members:
+    """The zip's members, decompressed by their own method (zstd, deflate or stored)."""
+
+    def __init__(self, archive: zipfile.ZipFile, handle: BinaryIO, path: Any) -> None:
+        self._archive = archive
+        self._handle = handle
+        self._path = path
+        self._zstd: Any = None
+
+    def json(self, name: str) -> Any:
+        try:
+            info = self._archive.getinfo(name)
+        except KeyError:
+            return None
+        return orjson.loads(self.read(info))
+
+    def read(self, info: zipfile.ZipInfo) -> bytes:
+        handle = self._handle
+        handle.seek(info.header_offset)
+        header = handle.read(_LOCAL_HEADER.size)
+        magic, name_length, extra_length = _LOCAL_HEADER.unpack(header)
+        if magic != b"PK\x03\x04":
+            raise SetupError(f"the inspect log's member {info.filename} is damaged", where=str(self._path))
+        handle.seek(info.header_offset + _LOCAL_HEADER.size + name_length + extra_length)
+        raw = handle.read(info.compress_size)
+        if info.compress_type == zipfile.ZIP_STORED:
+            return raw
+        if info.compress_type == zipfile.ZIP_DEFLATED:
+            return zlib.decompress(raw, -15)
+        if info.compress_type == _ZIP_ZSTANDARD:
+            if self._zstd is None:
+                try:
+                    import zstandard
+                except ImportError:
+                    from evalglass.dependencies import install_hint
+
+                    raise SetupError(
+                        "reading an inspect_ai log (zstd-compressed) needs the zstandard package",
+                        where=str(self._path),
+                        fix=install_hint("zstandard"),
+                    ) from None
+                self._zstd = zstandard.ZstdDecompressor()
+            return bytes(self._zstd.decompressobj().decompress(raw))
+        raise SetupError(
+            f"the inspect log's member {info.filename} uses zip compression method {info.compress_type}, which "
+            "EvalGlass does not read",
+            where=str(self._path),
+        )

@@ -1,0 +1,132 @@
+"""lm-evaluation-harness ``--log_samples`` files (``dataset.format: lm-eval``).
+
+``dataset.path`` names one task's ``samples_<task>_<time>.jsonl``; the ``results_<time>.json`` written beside it
+says which lm-eval made it (``lm_eval_version``), and a file without it is refused: the samples lines do not carry a
+version. One example per ``doc_id``: the prompt (``arguments``' first context) and the ``doc`` as its input, the
+``target``, the answer (``filtered_resps[0]`` of a generation task; none for a loglikelihood task, whose response
+is scores), and one score per metric the line lists (``exact_match``, ``acc``...). A task with several filters
+writes one line per filter: their metrics are named ``<metric>,<filter>`` as in lm-eval's own results (a filter
+``none`` keeps the bare name). lm-eval's ``repeats`` are reduced by its own filters into one score per doc, so an
+lm-eval sample has one epoch.
+
+Pinned to lm-eval 0.4.x (0.4.13 made the committed fixture).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from evalglass.engine.datasets.toollogs.toolresults import (
+    ToolProblem,
+    ToolReader,
+    ToolSample,
+    UnknownVersion,
+    score_entry,
+)
+from evalglass.errors import SetupError
+
+#: lm-eval versions read: a ``major.minor`` prefix of ``lm_eval_version``.
+VERSIONS = ("0.4",)
+TESTED_WITH = ("lm-eval 0.4.13",)
+MAX_BYTES = 1 << 30
+
+
+class LmEvalReader(ToolReader):
+    tool = "lm-eval"
+
+    def _samples(self) -> Iterator[ToolSample | ToolProblem]:
+        version = _version(self.path)
+        self.source = {"tool": "lm-eval", "version": version, "task": _task(self.path)}
+        data = self._read_bytes(MAX_BYTES)
+        merged: dict[str, ToolSample] = {}
+        for number, raw in enumerate(data.split(b"\n"), start=1):
+            if not raw.strip():
+                continue
+            try:
+                line = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                yield ToolProblem(f"line {number}", number, f"not valid JSON ({exc})")
+                continue
+            sample = _sample(line, number)
+            if isinstance(sample, ToolProblem):
+                yield sample
+                continue
+            known = merged.get(sample.id)
+            if known is None:
+                merged[sample.id] = sample
+                continue
+            clash = set(known.scores) & set(sample.scores)
+            if clash:
+                raise SetupError(
+                    f"doc_id {sample.id} has a second line with the same metrics ({', '.join(sorted(clash))}) at "
+                    f"line {number} (first at {known.place})",
+                    where=str(self.path),
+                    fix="keep one lm-eval run per samples file",
+                )
+            known.scores.update(sample.scores)
+        yield from merged.values()
+
+
+def _version(path: Path) -> str:
+    stem = path.name
+    if not (stem.startswith("samples_") and stem.endswith(".jsonl")):
+        raise SetupError(
+            "an lm-eval samples file is named samples_<task>_<time>.jsonl",
+            where=str(path),
+            fix="point dataset.path at the file lm-eval --log_samples wrote",
+        )
+    moment = stem[:-6].rsplit("_", 1)[-1]
+    results = path.with_name(f"results_{moment}.json")
+    try:
+        document = orjson.loads(results.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        raise SetupError(
+            f"cannot tell which lm-eval wrote this file: {results.name} (beside it, with its version) is missing or "
+            "unreadable",
+            where=str(path),
+            fix="keep the results_<time>.json lm-eval wrote next to the samples file",
+        ) from None
+    version = document.get("lm_eval_version") if isinstance(document, dict) else None
+    if not isinstance(version, str) or not any(version == v or version.startswith(v + ".") for v in VERSIONS):
+        raise UnknownVersion(path, "lm-eval", "version", version, VERSIONS)
+    return version
+
+
+def _task(path: Path) -> str:
+    return path.name[len("samples_") : -len(".jsonl")].rsplit("_", 1)[0]
+
+
+def _sample(line: Any, number: int) -> ToolSample | ToolProblem:
+    place = f"line {number}"
+    if not isinstance(line, dict) or type(line.get("doc_id")) is not int:
+        return ToolProblem(place, number, "is not an lm-eval sample (no integer doc_id)")
+    metrics = line.get("metrics")
+    if not isinstance(metrics, list) or not all(isinstance(name, str) for name in metrics):
+        return ToolProblem(place, number, "has no list of metrics")
+    suffix = "" if line.get("filter") in (None, "none") else f",{line['filter']}"
+    scores: dict[str, dict[str, Any]] = {}
+    for name in metrics:
+        value = line.get(name)
+        scores[name + suffix] = score_entry(value if type(value) in (int, float, bool) else None)
+    arguments = line.get("arguments")
+    prompt = None
+    if isinstance(arguments, dict) and arguments:
+        first = next(iter(arguments.values()))
+        prompt = first.get("arg_0") if isinstance(first, dict) else None
+    filtered = line.get("filtered_resps")
+    text = filtered[0] if isinstance(filtered, list) and filtered and isinstance(filtered[0], str) else None
+    return ToolSample(
+        id=str(line["doc_id"]),
+        epoch=1,
+        place=place,
+        line=number,
+        input={"prompt": prompt, "doc": line.get("doc")},
+        target=line.get("target"),
+        text=text,
+        scores=scores,
+        metadata={"doc_hash": line.get("doc_hash")},
+    )

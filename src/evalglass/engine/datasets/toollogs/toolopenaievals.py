@@ -1,0 +1,123 @@
+"""OpenAI Evals record logs (``oaieval ... --record_path FILE.jsonl``; ``dataset.format: openai-evals``).
+
+The log is JSON lines: a ``spec`` line (the eval, its completion functions, the command), a ``final_report`` line,
+and events, each ``{run_id, event_id, sample_id, type, data}``. One example per ``sample_id``, its events gathered
+from wherever they are in the file: ``sampling`` gives the prompt (the input) and the answer; ``match`` gives
+the answer (``sampled``), the target (``expected``) and the score ``match`` (``correct``); ``metrics`` events give
+one score per key of their data (model-graded evals). An event type not listed here is refused, naming it.
+
+The log records no version of its own: EvalGlass reads the record format of ``evals`` 3.0.x (3.0.1.post1 made the
+committed fixture), recognised by its ``spec`` line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+
+from evalglass.engine.datasets.toollogs.toolresults import ToolProblem, ToolReader, ToolSample, score_entry
+from evalglass.errors import SetupError
+
+TESTED_WITH = ("evals 3.0.1.post1",)
+EVENT_TYPES = frozenset({"sampling", "match", "metrics"})
+MAX_BYTES = 1 << 30
+
+
+class OpenAIEvalsReader(ToolReader):
+    tool = "openai-evals"
+
+    def _samples(self) -> Iterator[ToolSample | ToolProblem]:
+        data = self._read_bytes(MAX_BYTES)
+        samples: dict[str, ToolSample] = {}
+        spec_seen = False
+        for number, raw in enumerate(data.split(b"\n"), start=1):
+            if not raw.strip():
+                continue
+            try:
+                line = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                yield ToolProblem(f"line {number}", number, f"not valid JSON ({exc})")
+                continue
+            if not isinstance(line, dict):
+                yield ToolProblem(f"line {number}", number, "is not an object")
+                continue
+            if "spec" in line:
+                spec = line["spec"]
+                if not isinstance(spec, dict) or "eval_name" not in spec or "run_config" not in spec:
+                    raise self._not_a_log("its spec line has no eval_name and run_config")
+                spec_seen = True
+                self.source = {
+                    "tool": "openai-evals",
+                    "version": "3.0",
+                    "eval": spec.get("eval_name"),
+                    "completion_fns": spec.get("completion_fns"),
+                    "run_id": spec.get("run_id"),
+                }
+                continue
+            if "final_report" in line:
+                continue
+            if not spec_seen:
+                raise self._not_a_log("no spec line before the first event")
+            kind = line.get("type")
+            if kind not in EVENT_TYPES:
+                read = ", ".join(sorted(EVENT_TYPES))
+                raise SetupError(
+                    f"event type {kind!r} (line {number}) is not one EvalGlass reads ({read})",
+                    where=str(self.path),
+                    fix="report the eval class that writes it; EvalGlass was tested with evals 3.0.1.post1",
+                )
+            sample_id = line.get("sample_id")
+            event = line.get("data")
+            if not isinstance(sample_id, str) or not isinstance(event, dict):
+                yield ToolProblem(f"line {number}", number, "an event without a sample_id or data")
+                continue
+            sample = samples.get(sample_id)
+            if sample is None:
+                sample = samples[sample_id] = ToolSample(
+                    id=sample_id,
+                    epoch=1,
+                    place=f"line {number}",
+                    line=number,
+                    input=None,
+                    target=None,
+                    text=None,
+                    scores={},
+                )
+            problem = _apply(sample, kind, event, number)
+            if problem is not None:
+                yield problem
+        if not spec_seen:
+            raise self._not_a_log("it has no spec line")
+        yield from samples.values()
+
+    def _not_a_log(self, why: str) -> SetupError:
+        return SetupError(
+            f"not an OpenAI Evals record log: {why}",
+            where=str(self.path),
+            fix="point dataset.path at the file `oaieval --record_path` wrote",
+        )
+
+
+def _apply(sample: ToolSample, kind: str, event: dict[str, Any], number: int) -> ToolProblem | None:
+    if kind == "sampling":
+        sample.input = event.get("prompt")
+        sampled = event.get("sampled")
+        if isinstance(sampled, list) and sampled and isinstance(sampled[0], str):
+            sample.text = sampled[0]
+        return None
+    if kind == "match":
+        if "match" in sample.scores:
+            return ToolProblem(f"line {number}", number, f"a second match event for sample {sample.id}")
+        correct = event.get("correct")
+        sample.scores["match"] = score_entry(correct if type(correct) is bool else None)
+        if sample.text is None and isinstance(event.get("sampled"), str):
+            sample.text = event["sampled"]
+        sample.target = event.get("expected")
+        return None
+    for key, value in event.items():
+        if key in sample.scores:
+            return ToolProblem(f"line {number}", number, f"a second {key!r} score for sample {sample.id}")
+        sample.scores[key] = score_entry(value if type(value) in (int, float, bool, str) else None)
+    return None

@@ -1,0 +1,236 @@
+"""Other evaluation tools' results as a recorded run: what every tool's reader shares (docs/other-tools.md).
+
+Each tool's reader (``toolinspect``, ``toolpromptfoo``, ``toollmeval``, ``toolopenaievals``; ``toolreaders`` picks
+one by format) turns the tool's file into :class:`ToolSample` s — one per sample and epoch (or repeat) — and this
+module makes them examples with the JSONL reader's interface: one example per sample id, its epochs kept as the
+example's samples (``task.samples`` is implied for these formats), in the record shape
+
+    {"id", "input", "target", "metadata", "source": {"tool", "version", ...},
+     "output": [{"epoch", "text", "scores": {scorer: {"value", "passed", "error", "explanation"}}, "error"}, ...]}
+
+so ``reference: target`` compares with the tool's target, ``field: text`` measures what the model answered, and
+``recorded_score`` reads the tool's own per-sample scores. The gold fingerprint covers ids, inputs, targets and
+metadata, never the outputs.
+
+Each reader is pinned to the file-format versions it was tested on (``VERSIONS``): a file of another version is
+refused in one line that names the version. A sample the reader cannot make sense of is a malformed example at its
+place; the same sample id and epoch twice stops the run, naming both places.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalglass.core.conversation import NOT_CAPTURED
+from evalglass.core.example import MALFORMED_SHOWN, Example, ExampleBatch
+from evalglass.core.fingerprint import PREFIX
+from evalglass.core.score import Score
+from evalglass.engine.datasets.dataset import BATCH, BadLine, batched, field_getter
+from evalglass.errors import SetupError
+from evalglass.readers.userfiles import open_regular, unreadable
+
+#: The dataset formats read by a tool's reader.
+TOOL_FORMATS = ("inspect", "promptfoo", "lm-eval", "openai-evals")
+
+
+@dataclass(slots=True)
+class ToolSample:
+    """One sample (one epoch of it) as the tool recorded it."""
+
+    id: str
+    epoch: int
+    #: Where it was read (a line, an entry of a list, a file in an archive), as messages name it.
+    place: str
+    #: A number for the example's ``line`` (1-based order of the place in the file).
+    line: int
+    input: Any
+    target: Any
+    text: str | None
+    scores: dict[str, dict[str, Any]]
+    error: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolProblem:
+    """A sample that cannot be read, at its place."""
+
+    place: str
+    line: int
+    message: str
+
+
+def score_entry(
+    value: Any = None, *, passed: bool | None = None, error: str | None = None, explanation: str | None = None
+) -> dict[str, Any]:
+    """A recorded score in the shape ``recorded_score`` reads (keys left out when the tool recorded nothing)."""
+    entry: dict[str, Any] = {"value": value}
+    if passed is not None:
+        entry["passed"] = passed
+    if error:
+        entry["error"] = error
+    if explanation is not None:
+        entry["explanation"] = explanation
+    return entry
+
+
+class UnknownVersion(SetupError):
+    def __init__(self, path: Path, tool: str, what: str, found: object, known: tuple[object, ...]) -> None:
+        super().__init__(
+            f"{tool} {what} {found} is not one EvalGlass was tested with ({', '.join(map(str, known))})",
+            where=str(path),
+            fix=f"write the results with a {tool} version listed in docs/other-tools.md, or report the version",
+        )
+
+
+class ToolReader:
+    """The JSONL reader's interface over a tool's results; subclasses give :meth:`_samples` in id order (all
+    epochs of one id together) and the ``tool`` name."""
+
+    tool = ""
+
+    def __init__(self, path: Path, *, id_field: str = "id", output_field: str = "output", hash_bytes: bool = True):
+        self.path = path
+        self._hash = hashlib.sha256() if hash_bytes else None
+        self._id = field_getter(id_field)
+        self._output = field_getter(output_field)
+        self.examples = 0
+        self.bad_lines = 0
+        self.first_bad_lines: list[int] = []
+        #: What the file says about the run that made it (tool version, task, model): the record's ``source``.
+        self.source: dict[str, Any] = {"tool": self.tool}
+        self._done = False
+
+    @property
+    def fingerprint(self) -> str:
+        if not self._done or self._hash is None:
+            raise RuntimeError("the dataset fingerprint is known only after the whole file was read with its hash")
+        return PREFIX + self._hash.hexdigest()
+
+    # -- what subclasses use ---------------------------------------------------------------------------------------
+
+    def _samples(self) -> Iterator[ToolSample | ToolProblem]:
+        raise NotImplementedError
+
+    def _read_bytes(self, limit: int) -> bytes:
+        """The whole file (hashed), for formats that are one JSON document; over ``limit`` bytes is refused."""
+        with open_regular(self.path, what=f"{self.tool} results file", missing_fix="fix `dataset.path`") as handle:
+            try:
+                data = handle.read(limit + 1)
+            except OSError as exc:
+                raise unreadable(self.path, f"{self.tool} results file", exc) from None
+        if len(data) > limit:
+            raise SetupError(
+                f"a {self.tool} results file larger than {limit:,} bytes (it is read whole, as one JSON document)",
+                where=str(self.path),
+                fix="split the evaluation into smaller runs",
+            )
+        self._hash_bytes(data)
+        return data
+
+    def _hash_bytes(self, data: bytes) -> None:
+        if self._hash is not None:
+            self._hash.update(data)
+
+    def _hash_file(self) -> None:
+        """Hash the file's bytes in a pass of their own (formats read by random access, such as a zip)."""
+        if self._hash is None:
+            return
+        with open_regular(self.path, what=f"{self.tool} results file", missing_fix="fix `dataset.path`") as handle:
+            while chunk := handle.read(1 << 20):
+                self._hash.update(chunk)
+
+    # -- the reader interface ----------------------------------------------------------------------------------
+
+    def batches(self, size: int = BATCH) -> Iterator[ExampleBatch | list[Example | BadLine]]:
+        return batched(iter(self), size)
+
+    def __iter__(self) -> Iterator[Example | BadLine]:
+        # Readers give all epochs of one id together, so a repeated (id, epoch) is found within its group; the same
+        # id in two groups makes two examples with one id, which the run refuses as it refuses any repeated id.
+        current: list[ToolSample] = []
+        for item in self._samples():
+            if isinstance(item, ToolProblem):
+                if current:
+                    yield self._example(current)
+                    current = []
+                yield self._bad(item)
+                continue
+            if current and current[0].id != item.id:
+                yield self._example(current)
+                current = []
+            previous = next((sample.place for sample in current if sample.epoch == item.epoch), None)
+            if previous is not None:
+                raise SetupError(
+                    f"sample id {item.id!r} epoch {item.epoch} appears twice ({previous} and {item.place}): two "
+                    "results for one sample cannot both be its measurement",
+                    where=str(self.path),
+                    fix=f"keep one {self.tool} run per file",
+                )
+            current.append(item)
+        if current:
+            yield self._example(current)
+        self._done = True
+
+    def _example(self, samples: list[ToolSample]) -> Example:
+        samples.sort(key=lambda sample: sample.epoch)
+        first = samples[0]
+        # What the tool's file does not hold (an lm-eval loglikelihood task's text answer, an OpenAI Evals log
+        # without sampling events' prompt) is listed, so a metric that needs it is content_not_captured, not a
+        # wrong answer. A sample the tool failed has its own error instead.
+        missing = []
+        if first.input is None:
+            missing.append("input")
+        if all(sample.text is None and sample.error is None for sample in samples):
+            missing.append("output.text")
+        record = {
+            "id": first.id,
+            "input": first.input,
+            "target": first.target,
+            "metadata": first.metadata,
+            "source": self.source,
+            "output": [_output(sample) for sample in samples],
+            NOT_CAPTURED: missing,
+        }
+        self.examples += 1
+        return Example(id=self._id(record), line=first.line, fields=record, output=self._output(record))
+
+    def _bad(self, problem: ToolProblem) -> BadLine:
+        self.examples += 1
+        self.bad_lines += 1
+        if len(self.first_bad_lines) < MALFORMED_SHOWN:
+            self.first_bad_lines.append(problem.line)
+        return BadLine(
+            id=f"line:{problem.line}",
+            line=problem.line,
+            code="malformed_sample",
+            message=f"{self.path}:{problem.line}: {problem.place}: {problem.message}",
+        )
+
+
+def _output(sample: ToolSample) -> dict[str, Any]:
+    output: dict[str, Any] = {"epoch": sample.epoch, "scores": sample.scores}
+    if sample.text is not None:
+        output["text"] = sample.text
+    if sample.error is not None:
+        output["error"] = sample.error
+    return output
+
+
+def sample_failed(output: Any) -> bool:
+    """Whether a sample's output says the tool failed it (the tool's ``error``; see :func:`_output`)."""
+    return type(output) is dict and bool(output.get("error"))
+
+
+def failed_sample_score(name: str, example: Example) -> Score:
+    """What metric ``name`` scores on a sample the tool failed: what the tool did not produce is not an answer to
+    measure, and never a 0.0 (``engine.datasets.sampleguard`` applies it to every metric)."""
+    return Score.error(
+        "tool_sample_failed",
+        f"example {example.id} (sample {example.sample}): the tool did not complete this sample "
+        f"({str(example.output.get('error'))[:300]}); metric '{name}' has nothing to measure",
+    )

@@ -1,0 +1,61 @@
+"""Content a source did not capture is not a measurement: a metric that needs it is ``content_not_captured``.
+
+Trace records list the paths of content their instrumentation did not capture (``not_captured``: message content
+is opt-in in every GenAI convention) and leave that content out. A metric reading one of those paths would
+otherwise see a missing field, which measures the system under test (a missing answer scores the metric's worst
+value). Here the evaluator lacks the content, so the metric is ``non_evaluable`` with ``content_not_captured``:
+never 0.0, and a gate counts it as an incomplete measurement unless it tolerates ``non_evaluable``.
+
+What a metric needs is what it declares: the output (or its ``field``) for metrics that measure the output, and
+its ``reference`` path in the record. A judge also needs whatever its templates name: a template that needs a
+value the record lacks, in a record that lists content as not captured, is ``content_not_captured`` too. Host
+``python`` metrics get the record (``not_captured`` included) and decide themselves.
+
+Applied, with a failed sample's guard, to every metric of a run whose records can lack content (traces, other
+tools' results) by :mod:`~evalglass.engine.datasets.sampleguard`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from evalglass.core.conversation import NOT_CAPTURED, uncaptured_overlap
+from evalglass.core.example import Example
+from evalglass.core.fieldpath import parse_path
+from evalglass.core.score import Score, Status
+from evalglass.metrics.base import MetricSpec
+
+CODE = "content_not_captured"
+
+
+def needed_paths(spec: MetricSpec, output_field: str) -> tuple[tuple[str | int, ...], ...]:
+    """The record paths ``spec`` reads: the output (or its field inside it), and its reference."""
+    paths: list[tuple[str | int, ...]] = []
+    if spec.measures_output or spec.field is not None:
+        output = parse_path(output_field)
+        paths.append(output + (parse_path(spec.field) if spec.field is not None else ()))
+    if spec.reference is not None:
+        paths.append(parse_path(spec.reference))
+    return tuple(paths)
+
+
+def missing_content(record: Mapping[str, Any], paths: tuple[tuple[str | int, ...], ...]) -> str | None:
+    """The listed path one of ``paths`` needs, or None when everything needed was captured."""
+    listed = record.get(NOT_CAPTURED) if type(record) is dict else None
+    if not listed:
+        return None
+    for path in paths:
+        hit = uncaptured_overlap(listed, path)
+        if hit is not None:
+            return hit
+    return None
+
+
+def not_captured_score(name: str, example: Example, what: str) -> Score:
+    return Score.unmeasured(
+        Status.NON_EVALUABLE,
+        CODE,
+        f"example {example.id}: {what} was not captured by the instrumentation, and metric '{name}' needs it "
+        "(enable content capture in the instrumentation to measure it)",
+    )

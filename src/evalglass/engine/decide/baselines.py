@@ -1,0 +1,231 @@
+"""The baselines comparative gates compare with: found through the ledger, read, fingerprinted, copied.
+
+At run time a pinned baseline is read from the folder the ledger's ``baselines:`` entry names (relative to the ledger
+file) or the run its reference names (through the run's locator); a baseline approved as a source is the newest
+run its candidates offer that the source trusts (``engine.decide.baselinesearch``). Its fingerprinted files are copied
+into the run folder (``baselines/NAME/``: the run record and scores, and for a source the signed digest list that
+vouches for them); ``verify`` reads that copy, so it re-derives a comparative gate from the run's own artifacts, through
+the same code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+from evalglass.core.authority import BaselineApproval, BlockReason
+from evalglass.core.baselinesource import BaselineTrust, SignatureState
+from evalglass.core.comparative import BaselineRun, ComparativeInputs
+from evalglass.core.runrecord import SCORES_FILE, BaselineRecord, RunRecord
+from evalglass.core.scorecard import DatasetSummary
+from evalglass.engine.decide.baselinesearch import SourceSearch, candidates_of, newest_trusted, run_trust
+from evalglass.engine.runs.artifacts import RUNRECORD_FILE, load_columns
+from evalglass.engine.runs.compare import (
+    RunForComparison,
+    load_for_comparison,
+    metric_definition,
+    metric_definition_payload,
+)
+from evalglass.engine.runs.digests import DIGESTS_FILE
+from evalglass.engine.runs.runfolder import atomically, make_dirs
+from evalglass.engine.runs.runlocator import RunLocator
+from evalglass.engine.spec.config import Config
+from evalglass.engine.spec.ledger import LoadedLedger
+from evalglass.errors import SetupError
+
+BASELINES_DIR = "baselines"
+
+
+def compared_metrics(config: Config) -> list[str]:
+    """The metrics comparative gates decide on (empty: the run has no comparative gate)."""
+    names = [gate.metric for gate in config.gates.values() if gate.compare_to is not None and gate.metric]
+    return list(dict.fromkeys(names))
+
+
+def _read(
+    name: str, folder: Path, location: str, metrics: list[str], *, trusted: bool
+) -> tuple[BaselineRun, RunForComparison | None]:
+    """The run in ``folder`` as a baseline; ``trusted``: also what its signature proves (a source's baseline)."""
+    try:
+        run = load_for_comparison(folder, what=f"baseline '{name}' run", metrics=metrics)
+    except SetupError as exc:
+        return BaselineRun(name=name, location=location, problem=exc.what), None
+    return (
+        BaselineRun(
+            name=name,
+            location=location,
+            fingerprint=run.fingerprint,
+            run_id=run.record.run_id,
+            dataset_fingerprint=run.record.dataset.fingerprint,
+            gold_fingerprint=run.record.dataset.gold_fingerprint,
+            ids=run.ids,
+            metrics={metric: run.side(metric) for metric in metrics if metric in run.config.metrics},
+            trust=run_trust(folder, run) if trusted else None,
+            definitions={metric: run.definition_payload(metric) for metric in metrics if metric in run.config.metrics},
+        ),
+        run,
+    )
+
+
+def read_baseline(
+    name: str, ledger: LoadedLedger, metrics: list[str], locator: RunLocator | None, suite: str
+) -> tuple[BaselineRun, RunForComparison | None]:
+    """The baseline the ledger lists under ``name`` for a run of dataset ``suite``: a pinned one's ``run`` folder
+    (relative to the ledger file) or the run its reference names through ``locator`` (the run's, see
+    ``engine.runs.runlocator``); a source's newest trusted run (``engine.decide.baselinesearch``)."""
+    approval = ledger.ledger.baselines[name]
+    if approval.is_source:
+        return _read_source(name, approval, ledger.path.parent, metrics, locator, suite)
+    assert approval.run is not None
+    reference = approval.run
+    source, location = ledger.path.parent / reference, str(ledger.path.parent / reference)
+    if not source.exists() and locator is not None:
+        found_run = _locate(reference, locator)
+        if found_run is not None:  # a run reference (main@latest): its fingerprint is still checked
+            source, location = found_run, reference
+    return _read(name, source, location, metrics, trusted=False)
+
+
+def _read_source(
+    name: str,
+    approval: BaselineApproval,
+    ledger_dir: Path,
+    metrics: list[str],
+    locator: RunLocator | None,
+    suite: str,
+) -> tuple[BaselineRun, RunForComparison | None]:
+    where = str(ledger_dir / approval.folder) if approval.folder is not None else "the run history"
+    search = SourceSearch(name=name, approval=approval, suite=suite, where=where)
+    try:
+        candidates = candidates_of(search, ledger_dir, locator)
+        return newest_trusted(
+            search,
+            candidates,
+            lambda baseline, folder, found_at: _read(baseline, folder, found_at, metrics, trusted=True),
+        )
+    except SetupError as exc:  # the history cannot be listed: the gate blocks, the run goes on
+        return BaselineRun(name=name, location=where, problem=exc.what), None
+
+
+def _copy(source: Path, target: Path) -> None:
+    """Byte for byte, atomically, mode 0600 (through the run folder's private partial files)."""
+    with atomically(target) as out, source.open("rb") as src:
+        shutil.copyfileobj(src, out)
+
+
+def _locate(reference: str, locator: RunLocator) -> Path | None:
+    try:
+        return locator(reference)
+    except SetupError:
+        return None  # read as a folder below, which says the baseline's run cannot be read
+
+
+def _signed(run: RunForComparison) -> BaselineTrust | None:
+    """For the record of a pinned baseline: what its signature says, when it has one that can be checked (the
+    decision never depends on it; a source's baseline carries it already)."""
+    if not (run.folder / DIGESTS_FILE).is_file():
+        return None
+    try:
+        return run_trust(run.folder, run)
+    except SetupError:  # no `cryptography`: a pinned baseline does not need it
+        return None
+
+
+def baselines_for_run(
+    config: Config, ledger: LoadedLedger, folder: Path, locator: RunLocator | None
+) -> tuple[dict[str, BaselineRun], dict[str, BaselineRecord]]:
+    """Read every baseline the config's comparative gates name and the ledger lists; copy each into the run."""
+    metrics = compared_metrics(config)
+    found: dict[str, BaselineRun] = {}
+    records: dict[str, BaselineRecord] = {}
+    for name in dict.fromkeys(gate.compare_to for gate in config.gates.values() if gate.compare_to is not None):
+        assert name is not None
+        approval = ledger.ledger.baselines.get(name)
+        if approval is None:
+            continue  # the gate blocks with baseline_missing: the ledger lists no such baseline
+        baseline, run = read_baseline(name, ledger, metrics, locator, config.dataset.name)
+        trust = baseline.trust
+        if run is not None:
+            target = folder / BASELINES_DIR / name
+            make_dirs(target)
+            _copy(run.folder / RUNRECORD_FILE, target / RUNRECORD_FILE)
+            _copy(run.folder / run.record.scores_file, target / SCORES_FILE)
+            if approval.is_source and (run.folder / DIGESTS_FILE).is_file():
+                _copy(run.folder / DIGESTS_FILE, target / DIGESTS_FILE)
+            trust = trust or _signed(run)
+        found[name] = baseline
+        records[name] = baseline_record(baseline, trust)
+    return found, records
+
+
+def baseline_record(baseline: BaselineRun, trust: BaselineTrust | None) -> BaselineRecord:
+    """What the run record keeps of a baseline: where it was, what it was, and for a signed one who signed it."""
+    signed = trust is not None and trust.signature is SignatureState.VALID
+    return BaselineRecord(
+        location=baseline.location,
+        problem=baseline.problem,
+        problem_code=None if baseline.problem is None else baseline.problem_code,
+        fingerprint=baseline.fingerprint,
+        run_id=baseline.run_id,
+        signed_by=trust.signer if signed and trust is not None else None,
+        branch=trust.branch if signed and trust is not None else None,
+        skipped=baseline.skipped,
+    )
+
+
+def proposed_baseline(folder: Path, run_text: str) -> BaselineRecord:
+    """A run someone proposes as a baseline (``explain --baseline RUN``): its fingerprint, and who signed it on which
+    branch when its signature holds. ``run_text`` is what the ledger's ``run:`` would say to find it."""
+    run = load_for_comparison(folder, what="baseline run", metrics=[])
+    found = BaselineRun(name="", location=run_text, fingerprint=run.fingerprint, run_id=run.record.run_id)
+    return baseline_record(found, _signed(run))
+
+
+def baselines_for_verify(config: Config, record: RunRecord, folder: Path) -> dict[str, BaselineRun]:
+    """The baselines as the run found them, re-read from the copies in its folder (nothing outside it)."""
+    metrics = compared_metrics(config)
+    found: dict[str, BaselineRun] = {}
+    for name, recorded in record.baselines.items():
+        if recorded.problem is not None:
+            found[name] = BaselineRun(
+                name=name,
+                location=recorded.location,
+                problem=recorded.problem,
+                problem_code=recorded.problem_code or BlockReason.BASELINE_MISSING,
+                skipped=recorded.skipped,
+            )
+        else:
+            approval = record.ledger.baselines.get(name)
+            trusted = approval is not None and approval.is_source
+            baseline = _read(name, folder / BASELINES_DIR / name, recorded.location, metrics, trusted=trusted)[0]
+            found[name] = dataclasses.replace(baseline, skipped=recorded.skipped)
+    return found
+
+
+def comparative_inputs(
+    config: Config,
+    scores: Path,
+    definition_files: dict[str, dict[str, str]],
+    dataset: DatasetSummary,
+    baselines: dict[str, BaselineRun],
+    today: str,
+) -> ComparativeInputs:
+    """This run's side: its example ids (read back from its scores file), gold, metric definitions, suite and day
+    (``today``: the run's own, which a baseline's age is counted to)."""
+    loaded = load_columns(
+        scores, [], samples=config.samples, clustered=config.dataset.cluster_field is not None, ids=True
+    )
+    assert loaded.ids is not None
+    return ComparativeInputs(
+        ids=loaded.ids,
+        dataset_fingerprint=dataset.fingerprint,
+        gold_fingerprint=dataset.gold_fingerprint,
+        definitions={name: metric_definition(config, name, definition_files) for name in compared_metrics(config)},
+        definition_payloads={
+            name: metric_definition_payload(config, name, definition_files) for name in compared_metrics(config)
+        },
+        baselines=baselines,
+        suite=config.dataset.name,
+        today=today,
+    )

@@ -1,0 +1,510 @@
+"""Does a finished run add up? The one check every reader of a run goes through before it shows it.
+
+``verify`` re-derives everything from the recorded scores; this is the cheap part of that, done from the JSON
+files alone (no scores, no config validation, none of the metric machinery), so ``view``, ``explain``, ``report``,
+``load_run``, the CI outputs of a loaded run and the history's readers can afford it every time:
+
+- every declared gate is decided again from what the same files record, by the functions that decided it in the
+  run (``core.gates``: :func:`~evalglass.core.gates.rederived_gate` and
+  :func:`~evalglass.core.gates.evaluate_check_gate`): its spec from the run record's config snapshot (direction,
+  rule, level, tolerated exclusions, ``compare_to``), its authority from the ledger snapshot (active or not, the
+  approved threshold or margin, every reason that must block it), its value, ``n`` and population from the
+  scorecard's own metric summary (under ``lower_bound``, the interval as :func:`~evalglass.core.gates.rederived_gate`
+  can know it, and its ends against the value: :func:`~evalglass.core.gates.bound_problem`), a comparative gate's
+  numbers from its recorded paired difference, a check gate's outcome from the check result the run record holds;
+- every gate the ledger snapshot activates without the config declaring it must block (``gate_undeclared``);
+- each check result was judged as the config snapshot declares its check (command, policy, timeout...), and the
+  scorecard's check summaries and dataset are the run record's;
+- the verdict follows from the gates (``VerdictPayload`` re-derives it on load);
+- with ``digests.json`` present, the scorecard and run record hash to what it lists;
+- the outputs a recorded run kept (``engine.runs.keptoutputs``) are the file its run record names, hashed as named
+  (and as ``digests.json`` lists it): a missing, edited or swapped file is refused, never shown as what was scored.
+
+What it cannot see: the scores behind the numbers (a consistent rewrite of scorecard, run record and digests
+together adds up) and the signature. Every renderer says so in one line (:attr:`CheckedRun.not_checked`);
+``evalglass verify`` checks both.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from evalglass.core.authority import (
+    Authority,
+    BlockReason,
+    JudgeStanding,
+    declared_gate_authority,
+    undeclared_active_gates,
+)
+from evalglass.core.calendar import day_of_timestamp
+from evalglass.core.fingerprint import PREFIX, short
+from evalglass.core.gates import (
+    GateResult,
+    bound_problem,
+    evaluate_check_gate,
+    measurement_reasons,
+    rederived_gate,
+    undeclared_results,
+)
+from evalglass.core.gatespec import GateSpec
+from evalglass.core.runrecord import RunRecord
+from evalglass.core.scorecard import CheckSummary, MetricSummary, Scorecard
+from evalglass.engine.runs.artifacts import RUNRECORD_FILE, SCORECARD_FILE, load_json_model_and_bytes
+from evalglass.errors import SetupError, first_problem
+
+if TYPE_CHECKING:
+    from evalglass.engine.runs.digests import Digests
+
+#: The fields of a gate whose value decides it or is shown as deciding it, compared between the recorded gate and
+#: the re-derived one. Reasons are compared by code (their texts can name a ledger line or a stale evaluator the
+#: files do not record); the lower_bound rule's interval ends, its method and its advice come from the gate itself.
+DECISION_FIELDS = (
+    "subject",
+    "subject_kind",
+    "active",
+    "fingerprint",
+    "compare_to",
+    "direction",
+    "rule",
+    "level",
+    "threshold",
+    "proposed_threshold",
+    "value",
+    "n",
+    "compared",
+    "favourable_bound",
+    "outcome",
+    "notes",
+)
+
+
+class DigestState(StrEnum):
+    """What ``digests.json`` let a reader check."""
+
+    ABSENT = "absent"
+    UNSIGNED = "unsigned"
+    SIGNED = "signed"
+
+
+@dataclass(frozen=True)
+class CheckedRun:
+    """A run folder's scorecard and run record, found to add up (:func:`load_checked`)."""
+
+    folder: Path
+    scorecard: Scorecard
+    record: RunRecord
+    digests: DigestState
+
+    @property
+    def not_checked(self) -> str:
+        """The one line every renderer of a loaded run prints: what this check did not prove, and what does."""
+        return not_checked_line(self.folder, self.digests)
+
+
+def _pasteable(folder: Path) -> str:
+    """The folder as the command to paste should name it: relative to the working folder when inside it (a short
+    line in a CI log), else as given."""
+    try:
+        return str(folder.resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return str(folder)
+
+
+def not_checked_line(folder: Path, digests: DigestState) -> str:
+    against = {
+        DigestState.ABSENT: "its run record (no digests.json)",
+        DigestState.UNSIGNED: "its run record and digests (unsigned)",
+        DigestState.SIGNED: "its run record and digests (signature not checked)",
+    }[digests]
+    return (
+        f"not re-derived: checked against {against}, not against its scores; `evalglass verify {_pasteable(folder)}` "
+        "re-derives it"
+    )
+
+
+def load_checked(folder: Path) -> CheckedRun:
+    """The scorecard and run record of ``folder``, refused in one line (exit 2, naming the first field) unless
+    they add up. Every command and API function that shows a finished run loads it here."""
+    from evalglass.engine.runs.digests import load_digests
+
+    card, card_bytes = load_json_model_and_bytes(folder / SCORECARD_FILE, Scorecard, "scorecard")
+    record, record_bytes = load_json_model_and_bytes(folder / RUNRECORD_FILE, RunRecord, "run record")
+    digests = load_digests(folder)
+    problems = scorecard_problems(card, record)
+    problems += digest_problems(digests, card, {SCORECARD_FILE: card_bytes, RUNRECORD_FILE: record_bytes})
+    problems += kept_outputs_problems(folder, record, digests)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise SetupError(
+            f"this run does not add up: {problems[0]}{more}",
+            where=str(folder),
+            fix=f"the artifacts were edited; `evalglass verify {folder}` names every difference, or rerun "
+            "`evalglass run`",
+        )
+    state = (
+        DigestState.ABSENT
+        if digests is None
+        else DigestState.UNSIGNED
+        if digests.signature is None
+        else DigestState.SIGNED
+    )
+    return CheckedRun(folder=folder, scorecard=card, record=record, digests=state)
+
+
+def digest_problems(digests: Digests | None, card: Scorecard, loaded: Mapping[str, bytes]) -> list[str]:
+    """The files just loaded against ``digests.json`` (when the run has one): same run, same bytes."""
+    if digests is None:
+        return []
+    problems: list[str] = []
+    if digests.run_id != card.run_id:
+        problems.append(f"digests.json is run {digests.run_id}, the scorecard is run {card.run_id}")
+    for name, data in loaded.items():
+        recorded = digests.files.get(name)
+        found = PREFIX + hashlib.sha256(data).hexdigest()
+        if recorded is None:
+            problems.append(f"digests.json does not list {name}")
+        elif recorded != found:
+            problems.append(
+                f"{name} is not the file digests.json lists (its SHA-256 is {short(found)}, not {short(recorded)})"
+            )
+    return problems
+
+
+def kept_outputs_problems(folder: Path, record: RunRecord, digests: Digests | None) -> list[str]:
+    """The kept outputs against the run record and ``digests.json``: what ``view`` and the report show beside the
+    scores must be the bytes the run wrote."""
+    if record.kept_outputs is None:
+        return []
+    from evalglass.engine.runs.keptoutputs import kept_problem
+
+    name = record.kept_outputs.file
+    if digests is not None and name not in digests.files:
+        return [f"digests.json does not list {name}, the outputs this run scored"]
+    problem = kept_problem(folder, record, None if digests is None else digests.files[name])
+    return [] if problem is None else [problem]
+
+
+def scorecard_problems(card: Scorecard, record: RunRecord) -> list[str]:
+    """Each way the scorecard does not follow from what it and its run record say, in plain words naming the
+    field; empty when it adds up."""
+    if card.run_id != record.run_id:
+        return [f"the scorecard is run {card.run_id}, the run record is run {record.run_id}"]
+    try:
+        today = day_of_timestamp(record.created_at)
+    except ValueError:
+        return [f"the run record's created_at {record.created_at!r} is not a timestamp"]
+    problems: list[str] = []
+    if card.dataset != record.dataset:
+        problems.append("dataset differs between the scorecard and the run record")
+    problems += _check_declaration_problems(record)
+    problems += _check_summary_problems(card, record)
+    problems += _metric_problems(card)
+    problems += variant_summary_problems(card)
+    config_gates: dict[str, Any] = record.config.get("gates") or {}
+    declared = list(config_gates)
+    recorded = {gate.name: gate for gate in card.decision.gates}
+    undeclared = undeclared_active_gates(record.ledger, declared)
+    for name in sorted(set(recorded) - set(declared) - set(undeclared)):
+        problems.append(f"gate '{name}' is in the payload, but neither the config nor the ledger snapshot has it")
+    for name in [*declared, *undeclared]:
+        if name not in recorded:
+            problems.append(f"gate '{name}' is missing from the payload")
+    for expected in undeclared_results(record.ledger, declared, {}):
+        gate = recorded.get(expected.name)
+        if gate is not None:
+            if BlockReason.GATE_UNDECLARED not in {reason.code for reason in gate.reasons}:
+                problems.append(
+                    f"gate '{expected.name}' is active in the ledger snapshot and undeclared, so it must block"
+                )
+            else:
+                problems += _differences(gate, expected)
+    metrics = {metric.name: metric for metric in card.metrics}
+    for name in declared:
+        gate = recorded.get(name)
+        if gate is not None:
+            problems += _declared_gate_problems(gate, config_gates[name], metrics, record, today)
+    return problems
+
+
+def variant_summary_problems(card: Scorecard) -> list[str]:
+    """A run with variants: each pair's decision, level and the groups follow from the recorded p-values by Holm's
+    procedure (``core/stats/multiple.py``), and each variant's mean is its metric's. What it cannot re-derive
+    without the scores (the p-values, the ends) ``verify`` does."""
+    summary = card.variants
+    if summary is None:
+        return []
+    import numpy as np
+
+    from evalglass.core.stats.multiple import holm_alphas, indistinguishable_groups
+    from evalglass.core.variants import variant_metric
+
+    problems: list[str] = []
+    for comparison in summary.metrics:
+        where = f"variants.metrics.{comparison.metric}"
+        if comparison.variants != summary.names:
+            problems.append(f"{where}.variants are not the run's variants")
+            continue
+        alphas, rejected = holm_alphas(np.array([pair.p_value for pair in comparison.pairs]), 1 - comparison.level)
+        for index, pair in enumerate(comparison.pairs):
+            ends = (pair.low, pair.high)
+            separated = ends[0] is not None and ends[1] is not None and (ends[0] > 0 or ends[1] < 0)
+            if pair.distinguishable != bool(rejected[index] and pair.low is not None):
+                problems.append(f"{where}: {pair.first} vs {pair.second} is not what Holm's procedure decides")
+            elif pair.low is not None and not math.isclose(pair.level, 1 - alphas[index], rel_tol=1e-9):
+                problems.append(f"{where}: {pair.first} vs {pair.second} is at a level Holm's procedure does not give")
+            elif pair.distinguishable and not separated:
+                problems.append(f"{where}: {pair.first} vs {pair.second} is distinguishable with 0 in its interval")
+        groups = indistinguishable_groups(
+            comparison.variants, comparison.means, comparison.pairs, higher_is_better=comparison.higher_is_better
+        )
+        if groups != comparison.groups:
+            problems.append(f"{where}.groups do not follow from its pairs")
+        for variant, mean in zip(comparison.variants, comparison.means, strict=True):
+            metric = card.metric(variant_metric(comparison.metric, variant))
+            if metric is None:
+                problems.append(f"{where}: the scorecard does not summarise {comparison.metric} of {variant}")
+            elif (metric.estimate is None) != (mean is None):
+                problems.append(f"{where}: the mean of {variant} is not its metric's")
+    return problems
+
+
+def _metric_problems(card: Scorecard) -> list[str]:
+    """Each metric's population counts the run's examples, and its estimate the population's included ones (the
+    measurement reasons a gate blocks for are read from these)."""
+    problems = []
+    for metric in card.metrics:
+        population, estimate = metric.population, metric.estimate
+        if population.expected != card.dataset.examples:
+            problems.append(
+                f"metrics.{metric.name}.population.expected is {population.expected}; the dataset has "
+                f"{card.dataset.examples} examples"
+            )
+        included = 0 if estimate is None else estimate.n
+        if included != population.included:
+            problems.append(
+                f"metrics.{metric.name}.estimate.n is {included}; its population includes {population.included}"
+            )
+    return problems
+
+
+def _check_declaration_problems(record: RunRecord) -> list[str]:
+    """Each check result was judged as the config snapshot declares the check: the same command, shell, working
+    folder, timeout, output cap, permission to write its target and exit-code policy. (The result's own validator
+    ties its outcome to its exit code under the policy it records; a policy edited to map the code the command
+    ended with to PASS is what this refuses.)"""
+    if not record.check_results:
+        return []
+    from evalglass.lanes.checkspec import CheckSpec
+
+    declared = record.config.get("checks") or {}
+    problems: list[str] = []
+    for name, result in record.check_results.items():
+        entry = declared.get(name) if isinstance(declared, dict) else None
+        if entry is None:
+            problems.append(f"check_results.{name}: the config snapshot declares no check '{name}'")
+            continue
+        try:
+            spec = CheckSpec.model_validate(entry)
+        except ValidationError as exc:
+            problems.append(f"check '{name}' in the run record's config snapshot is not a check: {first_problem(exc)}")
+            continue
+        expected = {
+            "command": spec.argv,
+            "shell": spec.shell,
+            "cwd": spec.cwd or ".",
+            "timeout_s": spec.timeout,
+            "output_cap_bytes": spec.output_cap_bytes,
+            "writes_target": spec.writes_target,
+            "policy": spec.policy,
+        }
+        problems += [
+            f"check_results.{name}.{field}: recorded {_shown(getattr(result, field))}; the config snapshot declares "
+            f"{_shown(value)}"
+            for field, value in expected.items()
+            if getattr(result, field) != value
+        ]
+    return problems
+
+
+def _check_summary_problems(card: Scorecard, record: RunRecord) -> list[str]:
+    """The checks a report shows are the results the run record holds."""
+    shown = {check.name: check for check in card.checks}
+    if set(shown) != set(record.check_results):
+        return ["the scorecard's checks are not the run record's check results"]
+    return [
+        f"checks.{name} shows {shown[name].outcome.value}; the run record's result is {result.outcome.value}"
+        if shown[name].outcome is not result.outcome
+        else f"checks.{name} differs from the run record's result"
+        for name, result in record.check_results.items()
+        if shown[name] != CheckSummary.of(name, result)
+    ]
+
+
+def _declared_gate_problems(
+    gate: GateResult, declared: Any, metrics: Mapping[str, MetricSummary], record: RunRecord, today: str
+) -> list[str]:
+    name = gate.name
+    from evalglass.engine.decide.decision import decided_spec
+
+    try:
+        spec = decided_spec(GateSpec.model_validate(declared or {}))
+    except ValidationError as exc:
+        return [f"gate '{name}' in the run record's config snapshot is not a gate: {first_problem(exc)}"]
+    if gate.fingerprint != record.gate_fingerprints.get(name):
+        return [f"gate '{name}' carries a fingerprint the run record does not"]
+    summary = metrics.get(spec.subject) if spec.check is None else None
+    if spec.check is None and summary is None:
+        return [f"gate '{name}' decides on metric '{spec.subject}', which the scorecard does not summarise"]
+    judge = None
+    if spec.metric is not None and spec.metric in record.judge_fingerprints:
+        judge = JudgeStanding(
+            metric=spec.metric,
+            fingerprint=record.judge_fingerprints[spec.metric],
+            calibration=record.calibrations.get(spec.metric),
+        )
+    authority = declared_gate_authority(
+        record.ledger,
+        today=today,
+        name=name,
+        fingerprint=record.gate_fingerprints.get(name, ""),
+        check=spec.check is not None,
+        dataset=record.dataset.name,
+        dataset_fingerprint=record.dataset.gold,
+        uses_reference=summary is not None and summary.uses_reference,
+        judge=judge,
+        comparative=spec.compare_to is not None,
+        baseline=spec.compare_to,
+    )
+    if gate.active != authority.active:
+        state = "active" if authority.active else "inactive"
+        return [
+            f"gate '{name}' is recorded {'active' if gate.active else 'inactive'}; the ledger snapshot makes it {state}"
+        ]
+    if spec.check is not None:
+        result = record.check_results.get(spec.check)
+        if result is None:
+            return [f"gate '{name}' decides on check '{spec.check}', whose result the run record does not hold"]
+        return _differences(gate, evaluate_check_gate(name, spec, gate.fingerprint, authority, result))
+    assert summary is not None
+    if spec.compare_to is not None:
+        return _comparative_problems(gate, spec, authority, record)
+    try:
+        derived = rederived_gate(gate, spec, authority, summary.estimate, summary.population)
+    except ValueError as exc:
+        return [f"gate '{name}' cannot be decided from what the scorecard records: {_first_line(exc)}"]
+    bound = bound_problem(gate)
+    return _differences(gate, derived) + ([f"gate '{name}': {bound}"] if bound is not None else [])
+
+
+def _comparative_problems(gate: GateResult, spec: GateSpec, authority: Authority, record: RunRecord) -> list[str]:
+    """A comparative gate, as far as the files decide it (its pairs are in the baseline's scores): the spec and
+    margin the snapshots say; the value, ``n``, the compared number and the favourable bound the recorded paired
+    difference says (under ``lower_bound`` the ends of its interval, by the function that chose them in the run);
+    and every reason the files imply (the ledger snapshot's, the baseline as the run record found it, the recorded
+    pairs' population), each by the function that gave it in the run. Its outcome follows from those by
+    ``GateResult``'s own rule, checked on load; a reason more than these can only have blocked it."""
+    from evalglass.core.baselinesource import BaselineTrust, SignatureState, identity_reasons
+    from evalglass.core.comparative import BaselineRun, baseline_reasons, compared_ends
+
+    name = gate.name
+    problems = [
+        f"decision.gates.{name}.{field}: recorded {_shown(getattr(gate, field))}; the config snapshot says "
+        f"{_shown(expected)}"
+        for field, expected in (("direction", spec.direction), ("rule", spec.rule), ("compare_to", spec.compare_to))
+        if getattr(gate, field) != expected
+    ]
+    recorded_margin = gate.comparison.margin if gate.comparison is not None else None
+    if gate.active and recorded_margin != authority.margin:
+        problems.append(
+            f"gate '{name}' compares with baseline {gate.compare_to!r} within margin {recorded_margin}; the config "
+            f"and ledger snapshot say {spec.compare_to!r} within {authority.margin}"
+        )
+    detail = gate.comparison.metric if gate.comparison is not None else None
+    difference = detail.difference if detail is not None else None
+    compared, favourable = compared_ends(spec, difference)
+    numbers: dict[str, float | int | None] = {
+        "value": None if difference is None else difference.point,
+        "n": None if difference is None else difference.n,
+        # An inactive gate is informational and records no compared number (core.comparative).
+        "compared": compared if gate.active else None,
+        "favourable_bound": favourable,
+    }
+    problems += [
+        f"decision.gates.{name}.{field}: recorded {getattr(gate, field)!r}; the recorded paired difference "
+        f"says {expected!r}"
+        for field, expected in numbers.items()
+        if getattr(gate, field) != expected
+    ]
+    if not gate.active:
+        return problems
+    implied = {reason.code for reason in authority.reasons}
+    baseline = spec.compare_to or ""
+    approved = record.ledger.baselines.get(baseline)
+    found = record.baselines.get(baseline)
+    run = None
+    if found is not None:
+        code = found.problem_code or BlockReason.BASELINE_MISSING
+        run = BaselineRun(baseline, found.location, found.problem, found.fingerprint, found.run_id, problem_code=code)
+    if approved is not None and approved.is_source and run is not None and run.problem is None:
+        # A baseline that follows a branch: who signed it and for which branch are in the record; its suite and age
+        # need the baseline's own files, which verify reads (the copy in baselines/NAME/).
+        signed = SignatureState.VALID if found is not None and found.signed_by else SignatureState.UNSIGNED
+        trust = BaselineTrust(signed, signer=found.signed_by if found else None, branch=found.branch if found else None)
+        implied |= {reason.code for reason in identity_reasons(baseline, approved, trust, suite="")}
+    else:
+        implied |= {reason.code for reason in baseline_reasons(baseline, approved, run)}
+    if detail is not None:
+        pairs = measurement_reasons(
+            spec, detail.pairs, nothing="", unit="pairs", incomplete=(BlockReason.INCOMPLETE_PAIRS, "")
+        )
+        implied |= {reason.code for reason in pairs}
+    missing = implied - {reason.code for reason in gate.reasons}
+    if missing:
+        codes = ", ".join(sorted(code.value for code in missing))
+        problems.append(f"gate '{name}' is not blocked by {codes}, which the snapshots and the comparison imply")
+    return problems
+
+
+def _differences(recorded: GateResult, derived: GateResult) -> list[str]:
+    """Where the recorded gate differs from the one its files decide: each decision field by dotted path, then the
+    reason codes."""
+    name = recorded.name
+    if recorded.active != derived.active:
+        state = "active" if derived.active else "inactive"
+        was = "active" if recorded.active else "inactive"
+        return [f"gate '{name}' is recorded {was}; the ledger snapshot makes it {state}"]
+    problems = []
+    for field in DECISION_FIELDS:
+        mine, theirs = getattr(recorded, field), getattr(derived, field)
+        if mine != theirs:
+            problems.append(f"decision.gates.{name}.{field}: recorded {_shown(mine)}; its files say {_shown(theirs)}")
+    codes = sorted(reason.code.value for reason in recorded.reasons)
+    expected = sorted(reason.code.value for reason in derived.reasons)
+    if codes != expected:
+        missing = sorted(set(expected) - set(codes) - {BlockReason.BELOW_THRESHOLD.value})
+        if missing and recorded.active:
+            problems.append(
+                f"gate '{name}' is not blocked by {', '.join(missing)}, which the ledger snapshot and the "
+                "scorecard imply"
+            )
+        else:
+            problems.append(f"decision.gates.{name}.reasons: recorded {codes}; its files say {expected}")
+    return problems
+
+
+def _shown(value: Any) -> str:
+    return repr(value.value if isinstance(value, StrEnum) else value)
+
+
+def _first_line(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return first_problem(exc)
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -1,0 +1,247 @@
+"""The one assembly of a run's decision: scored columns + config + ledger evidence → the ``Scorecard``, and the
+``RunRecord`` that lets anyone re-derive it.
+
+``run`` (``pipeline``) and ``verify`` both come through :func:`decided_scorecard`, so a field added to the scorecard
+is added once and ``verify`` re-derives it the same way; :func:`run_record` is what ``run`` writes beside it (and
+what ``verify`` reads back its evidence from).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from evalglass.core.checks import CheckResult
+from evalglass.core.columns import ScoreColumn
+from evalglass.core.decide import GateInput, MetricInput, RunShape, decide_run
+from evalglass.core.gatespec import GateSpec
+from evalglass.core.runrecord import BaselineRecord, KeptOutputs, RunRecord
+from evalglass.core.scorecard import CallTotals, CheckSummary, DatasetSummary, Scorecard
+from evalglass.core.usage import TokenUsage
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from evalglass.core.authority import JudgeStanding, Ledger
+    from evalglass.core.comparative import ComparativeInputs
+    from evalglass.core.variants import VariantMetric
+    from evalglass.engine.spec.config import Config, LoadedConfig
+    from evalglass.engine.spec.ledger import LoadedLedger
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Everything a decision is taken on besides the scores: the run's identity, what the ledger says, and what
+    the run found (standalone checks, judges' standings, baselines)."""
+
+    run_id: str
+    created_at: str
+    tool_version: str
+    ledger: Ledger
+    gate_fingerprints: dict[str, str]
+    check_results: dict[str, CheckResult]
+    #: The day the run decided on (approvals expire by it): the date of its ``created_at``.
+    today: str
+    standings: Mapping[str, JudgeStanding] = field(default_factory=dict)
+    comparative: ComparativeInputs | None = None
+    ledger_where: Mapping[str, str] | None = None
+    #: Per gate, what made its approval stale when that is an evaluator's version (``engine.spec.staleness``).
+    stale: Mapping[str, str] | None = None
+
+
+def decided_scorecard(
+    config: Config,
+    columns: dict[str, ScoreColumn],
+    shape: RunShape,
+    dataset: DatasetSummary,
+    evidence: Evidence,
+    calls: CallTotals | None,
+    usage: tuple[TokenUsage, ...] = (),
+    judged: Mapping[str, Mapping[str, BaseModel]] | None = None,
+) -> Scorecard:
+    """Decide (``core.decide.decide_run``) and assemble the scorecard: the same for ``run`` and ``verify``. What a
+    metric's judge notes add (``engine.explore.judgedsummaries``: a jury's agreement, pairwise win rates) goes beside
+    it."""
+    summaries, payload = decide_run(
+        metric_inputs(config, columns),
+        gate_inputs(config, evidence.gate_fingerprints, evidence.check_results, evidence.stale),
+        evidence.ledger,
+        config.dataset.name,
+        dataset.gold,
+        shape,
+        evidence.standings,
+        evidence.comparative,
+        evidence.ledger_where,
+        today=evidence.today,
+    )
+    variants = None
+    if config.variant_names:
+        from evalglass.core.variants import variants_summary
+
+        variants = variants_summary(
+            config.variant_names, variant_metrics(config), columns, shape, usage=usage_by_variant(config, usage)
+        )
+    return Scorecard(
+        run_id=evidence.run_id,
+        created_at=evidence.created_at,
+        tool_version=evidence.tool_version,
+        dataset=dataset,
+        decision=payload,
+        metrics=tuple(
+            summary.model_copy(update=dict(judged[summary.name])) if judged and summary.name in judged else summary
+            for summary in summaries
+        ),
+        checks=tuple(CheckSummary.of(name, result) for name, result in evidence.check_results.items()),
+        calls=calls,
+        usage=usage,
+        variants=variants,
+    )
+
+
+def variant_metrics(config: Config) -> list[VariantMetric]:
+    """What the side-by-side comparison needs of each declared metric."""
+    from evalglass.core.variants import VariantMetric
+
+    return [
+        VariantMetric(name=name, reducer=spec.reducer, k=spec.k, direction=config.metric_direction(name))
+        for name, spec in config.metrics.items()
+    ]
+
+
+def usage_by_variant(config: Config, usage: tuple[TokenUsage, ...]) -> dict[str, tuple[TokenUsage, ...]]:
+    """A run with variants records each variant's usage under ``source@variant``: split back per variant."""
+    from evalglass.core.variants import split_variant_metric
+
+    found: dict[str, list[TokenUsage]] = {name: [] for name in config.variant_names}
+    for item in usage:
+        parts = split_variant_metric(item.source)
+        if parts is not None and parts[1] in found:
+            found[parts[1]].append(item.model_copy(update={"source": parts[0]}))
+    return {name: tuple(items) for name, items in found.items()}
+
+
+def run_record(
+    loaded: LoadedConfig,
+    ledger: LoadedLedger,
+    dataset: DatasetSummary,
+    evidence: Evidence,
+    baselines: dict[str, BaselineRecord],
+    scores_sha256: str,
+    usage: tuple[TokenUsage, ...] = (),
+    kept: KeptOutputs | None = None,
+) -> RunRecord:
+    """What a run records so that ``verify`` can re-derive its scorecard from the text it read."""
+    from evalglass.engine.spec.config import config_as_recorded
+
+    standings = evidence.standings
+    return RunRecord(
+        run_id=evidence.run_id,
+        created_at=evidence.created_at,
+        tool_version=evidence.tool_version,
+        config_path=str(loaded.path),
+        config_fingerprint=loaded.fingerprint,
+        config_source=loaded.raw.decode("utf-8"),
+        config=config_as_recorded(loaded.config),
+        ledger_path=str(ledger.path),
+        ledger_fingerprint=ledger.fingerprint,
+        ledger_source=ledger.raw.decode("utf-8"),
+        ledger=ledger.ledger,
+        dataset=dataset,
+        gate_fingerprints=evidence.gate_fingerprints,
+        gate_evaluators=loaded.config.evaluators_by_gate(),
+        definition_files=loaded.definition_files,
+        check_results=evidence.check_results,
+        judge_fingerprints={name: standing.fingerprint for name, standing in standings.items()},
+        calibrations={
+            name: standing.calibration for name, standing in standings.items() if standing.calibration is not None
+        },
+        baselines=baselines,
+        scores_sha256=scores_sha256,
+        usage=usage,
+        kept_outputs=kept,
+    )
+
+
+def metric_inputs(config: Config, columns: dict[str, ScoreColumn]) -> list[MetricInput]:
+    """Every metric the decision measures: each declared metric, or in a run with variants each metric of each
+    variant (``metric@variant``, variant by variant)."""
+    if config.variant_names:
+        from evalglass.core.variants import difference_column, difference_metric, variant_metric
+
+        declared = {
+            item.name: item for item in _declared_inputs(config, {name: ScoreColumn() for name in config.metrics})
+        }
+        inputs = [
+            dataclasses.replace(item, name=variant_metric(name, variant), column=columns[variant_metric(name, variant)])
+            for variant in config.variant_names
+            for name, item in declared.items()
+        ]
+        differences: dict[str, MetricInput] = {}
+        for spec in config.gates.values():
+            if spec.compare_to_variant is None or spec.metric is None or spec.variant is None:
+                continue
+            name = difference_metric(spec.metric, spec.variant, spec.compare_to_variant)
+            column = difference_column(
+                columns[variant_metric(spec.metric, spec.variant)],
+                columns[variant_metric(spec.metric, spec.compare_to_variant)],
+            )
+            # A difference is no longer on the metric's scale, nor 0/1: its interval is chosen for what it is.
+            differences[name] = dataclasses.replace(
+                declared[spec.metric], name=name, type="difference", column=column, scale=None
+            )
+        return [*inputs, *differences.values()]
+    return _declared_inputs(config, columns)
+
+
+def _declared_inputs(config: Config, columns: dict[str, ScoreColumn]) -> list[MetricInput]:
+    return [
+        MetricInput(
+            name=name,
+            type=spec.type,
+            description=spec.description,
+            uses_reference=spec.uses_reference,
+            column=columns[name],
+            reducer=spec.reducer,
+            k=spec.k,
+            interval=spec.interval,
+            scale=spec.value_scale(),
+        )
+        for name, spec in config.metrics.items()
+    ]
+
+
+def gate_inputs(
+    config: Config,
+    fingerprints: dict[str, str],
+    check_results: dict[str, CheckResult],
+    stale: Mapping[str, str] | None = None,
+) -> list[GateInput]:
+    """``stale`` holds, per gate, what made its approval stale when that is an evaluator's version
+    (``engine.spec.staleness``)."""
+    causes = stale or {}
+    return [
+        GateInput(
+            name=name,
+            spec=decided_spec(spec),
+            fingerprint=fingerprints[name],
+            check_result=check_results.get(spec.check) if spec.check is not None else None,
+            stale_cause=causes.get(name),
+        )
+        for name, spec in config.gates.items()
+    ]
+
+
+def decided_spec(spec: GateSpec) -> GateSpec:
+    """The gate as the decision reads it: a gate on a variant decides on that variant's metric (``metric@variant``)."""
+    if spec.variant is None or spec.metric is None:
+        return spec
+    from evalglass.core.variants import difference_metric, variant_metric
+
+    if spec.compare_to_variant is not None:
+        return spec.model_copy(update={"metric": difference_metric(spec.metric, spec.variant, spec.compare_to_variant)})
+    return spec.model_copy(update={"metric": variant_metric(spec.metric, spec.variant)})
+
+
+__all__ = ["Evidence", "decided_scorecard", "gate_inputs", "metric_inputs", "run_record"]

@@ -1,0 +1,587 @@
+"""One run, orchestrated: load and check what it reads, choose a producer and hand it the run's sink, then decide
+and write the artifacts.
+
+The producer scores the dataset (``engine.produce.recordedrun`` for recorded outputs, ``engine.produce.liverun`` for a
+lane or judges); the sink (``engine.produce.sink``) owns what is scored: columns, clusters, the id check, the blocks of
+``scores.jsonl``. This module does neither: it prepares the run folder, builds the metrics, joins a cluster when
+the config names one, and finishes the run the same way whichever producer ran (standalone checks, the decision,
+the artifacts, the digests).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+import shutil
+import threading
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import orjson
+
+from evalglass import redaction
+from evalglass.core.calendar import day_of_timestamp
+from evalglass.core.checks import CheckResult
+from evalglass.core.runrecord import SCORES_FILE, VARIANTS_DIR, BaselineRecord, RunRecord
+from evalglass.core.scorecard import Scorecard
+from evalglass.engine.decide.decision import Evidence, decided_scorecard, run_record
+from evalglass.engine.produce.metricbuild import build_metrics
+from evalglass.engine.produce.scoring import BuiltMetric
+from evalglass.engine.produce.sink import Producer, RunSink, Scored, open_run_sink
+from evalglass.engine.runs.artifacts import (
+    CHECKS_FILE,
+    LAST_RUN_POINTER,
+    REPORT_FILE,
+    RUNRECORD_FILE,
+    SCORECARD_FILE,
+    ScoresWriter,
+    write_model,
+    write_text,
+)
+from evalglass.engine.runs.digests import (
+    DIGESTS_FILE,
+    SignedProvenance,
+    private_key,
+    signing_key_from_env,
+    write_digests,
+)
+from evalglass.engine.runs.runfolder import PartialFile, locked, make_dirs, sweep_partials, write_atomic, writing
+from evalglass.engine.runs.runlocator import RunLocator
+from evalglass.engine.spec.config import LoadedConfig, load_config
+from evalglass.engine.spec.executorspec import RayExecutorSpec
+from evalglass.engine.spec.ledger import LoadedLedger, check_against_config, load_ledger, refuse_unpinned_ledger
+from evalglass.engine.spec.staleness import stale_causes
+from evalglass.errors import Interrupted, SetupError
+from evalglass.lanes.shipping import ClusterLost
+from evalglass.version import __version__
+
+if TYPE_CHECKING:
+    from evalglass.core.comparative import ComparativeInputs
+    from evalglass.engine.produce.cache import CacheMode
+    from evalglass.engine.produce.progress import Counters, Reporter
+    from evalglass.engine.produce.raycluster import RayCluster
+    from evalglass.engine.runs.manifest import RunManifest
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    folder: Path
+    scorecard: Scorecard
+    record: RunRecord
+    #: Problems that did not touch the verdict or the artifacts (the command line prints them on stderr).
+    warnings: tuple[str, ...] = ()
+
+
+def new_run_id(now: datetime) -> str:
+    return now.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+
+
+def default_run_folder(run_id: str) -> Path:
+    return Path(".evalglass") / "runs" / run_id
+
+
+class CheckRecordWriter:
+    """Appends every per-example check record to ``checks.jsonl`` (thread-safe: checks finish concurrently)."""
+
+    def __init__(self, folder: Path) -> None:
+        self._file = PartialFile(folder / CHECKS_FILE, lazy=True)
+        self._lock = threading.Lock()
+        self._redactor = redaction.current()
+
+    def __call__(self, result: CheckResult) -> None:
+        line = self._redactor.json_bytes(orjson.dumps(result.model_dump(mode="json"), option=orjson.OPT_APPEND_NEWLINE))
+        with self._lock:
+            self._file.write(line)
+
+    def commit(self) -> None:
+        """Publish the records (only when a per-example check ran at all)."""
+        self._file.commit()
+
+    def abort(self) -> None:
+        self._file.abort()
+
+
+def run_standalone_checks(loaded: LoadedConfig) -> dict[str, CheckResult]:
+    config = loaded.config
+    names = config.standalone_checks
+    if not names:
+        return {}
+    from evalglass.engine.jobs.checking import checks_watch
+    from evalglass.lanes.checkrun import run_checks  # subprocess, signals: only for runs that have checks
+
+    expected = {name: state for name in names if (state := config.expected_state(name)) is not None}
+    with checks_watch(names):
+        return run_checks({name: config.checks[name] for name in names}, loaded.base_dir, expected=expected)
+
+
+class RunInterrupted(Interrupted):
+    """Ctrl-C during a run: what was done is kept (cached calls, the manifest) so the run can be resumed."""
+
+    def __init__(
+        self,
+        folder: Path,
+        done: int | None,
+        total: int | None,
+        reason: str | None = None,
+        *,
+        warnings: tuple[str, ...] = (),
+    ) -> None:
+        self.folder = folder
+        self.done = done
+        self.total = total
+        #: Why the run stopped, when not by a signal (a lost cluster).
+        self.reason = reason
+        #: Warnings of the run so far (a last-started pointer that could not be written): printed before the line.
+        self.warnings = warnings
+        progress = f" after {done} of {total} examples" if done is not None and total else ""
+        why = f"{reason}; " if reason else ""
+        super().__init__(
+            f"{why}interrupted{progress}: completed calls are cached; resume with: evalglass run --resume {folder}"
+        )
+
+    def stderr_lines(self) -> list[str]:
+        return [*self.warnings, str(self)]
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How to run a config, everything but the config itself (what ``evalglass.run`` and ``evalglass run`` pass).
+
+    ``out``: the run folder (default ``.evalglass/runs/<run id>``). ``now``: the run's creation time (default: the
+    clock). ``cache_mode``: ``use``, ``off`` or ``refresh`` (the call cache of a live run). ``resume``: the folder of
+    an earlier, unfinished run, re-evaluated under its own run id and ``created_at`` (completed calls come from the
+    cache) after checking that nothing it depends on changed. ``progress``: an ``engine.produce.progress.Reporter``
+    (live runs only). ``pinned_ledger`` (``run --ledger``): the ledger the host requires; a config naming any other file
+    is refused, since the config is what a pull request edits and a ledger it points to could be one the pull request
+    wrote. ``locator``: finds a baseline the ledger names by reference (``engine.runs.runlocator``; None: baselines are
+    folders only)."""
+
+    out: Path | None = None
+    now: datetime | None = None
+    cache_mode: str = "use"
+    resume: Path | None = None
+    progress: Reporter | None = None
+    pinned_ledger: Path | None = None
+    locator: RunLocator | None = None
+
+
+def run(config_path: Path, options: RunOptions | None = None) -> RunOutcome:
+    """Evaluate, decide and write the artifacts (see :class:`RunOptions`). Every secret of the environment (and
+    every one the config declares) is redacted from everything the run writes."""
+    from evalglass.engine.produce.interrupts import terminate_like_interrupt
+
+    with redaction.installed(), terminate_like_interrupt():
+        return _run(config_path, options or RunOptions())
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """A run once its config, ledger and manifest are settled, before its folder is touched."""
+
+    folder: Path
+    #: The manifest of the run being resumed (None: a new run), and this run's.
+    resumed: RunManifest | None
+    manifest: RunManifest
+    loaded: LoadedConfig
+    ledger: LoadedLedger
+    cache_mode: CacheMode
+    options: RunOptions
+    counters: Counters
+    signing_key: str | None
+
+
+def _run(config_path: Path, options: RunOptions) -> RunOutcome:
+    prepared = _prepare(config_path, options)
+    folder = prepared.folder
+    with writing(folder):
+        created = make_dirs(folder)
+        with locked(folder):
+            if prepared.resumed is None and not created:
+                refuse_occupied(folder)
+            outcome = _run_in(prepared, created)
+            # The pointer is written under the lock: a concurrent run cannot finish between this run and it.
+            problem = point_last_run_at(folder)
+    return outcome if problem is None else dataclasses.replace(outcome, warnings=(*outcome.warnings, problem))
+
+
+def _prepare(config_path: Path, options: RunOptions) -> _Prepared:
+    """Config, ledger and manifest loaded and checked; any problem is a ``SetupError`` before any work is done."""
+    from evalglass.engine.produce.cache import CacheMode
+    from evalglass.engine.produce.progress import Counters
+    from evalglass.engine.runs.manifest import (
+        RunManifest,
+        dataset_identity,
+        definitions_fingerprint,
+        file_fingerprint,
+        load_manifest,
+        refuse_changes,
+    )
+
+    mode = CacheMode(options.cache_mode)
+    resumed = load_manifest(options.resume) if options.resume is not None else None
+    loaded = load_config(config_path)
+    config = loaded.config
+    refuse_unpinned_ledger(loaded, options.pinned_ledger)
+    identity = dataset_identity(loaded.dataset_path, hash_contents=config.live)
+    if resumed is not None:
+        assert options.resume is not None
+        run_id, created_at, folder = resumed.run_id, resumed.created_at, options.resume
+    else:
+        moment = options.now or datetime.now(UTC)
+        run_id, created_at = new_run_id(moment), moment.isoformat().replace("+00:00", "Z")
+        folder = options.out if options.out is not None else default_run_folder(run_id)
+    manifest = RunManifest(
+        run_id=run_id,
+        created_at=created_at,
+        tool_version=__version__,
+        config_path=str(config_path),
+        config_fingerprint=loaded.fingerprint,
+        definitions_fingerprint=definitions_fingerprint(loaded.definition_files),
+        ledger_fingerprint=file_fingerprint(loaded.ledger_path),
+        dataset=identity,
+    )
+    if resumed is not None:
+        refuse_changes(folder, resumed, manifest)
+    ledger = load_ledger(loaded.ledger_path)
+    check_against_config(ledger, config)
+    signing_key = signing_key_from_env()
+    if signing_key is not None:
+        private_key(signing_key)  # a bad key is refused before any work is done, not after
+    counters = Counters(total=identity.examples)
+    return _Prepared(folder, resumed, manifest, loaded, ledger, mode, options, counters, signing_key)
+
+
+def refuse_occupied(folder: Path) -> None:
+    """A new run writes into an empty folder only: every file it finds there would sit beside its artifacts, be
+    covered by its ``digests.json`` and read as part of it (an earlier run's ``outputs.jsonl`` or ``checks.jsonl``,
+    say). Hidden entries are not the run's (partial files of others are never opened: ``runfolder``); a resumed
+    run continues in its own folder and is not asked."""
+    from evalglass.engine.runs.digests import DIGESTS_FILE, artifact_names
+
+    found = [*artifact_names(folder), *([DIGESTS_FILE] if (folder / DIGESTS_FILE).exists() else [])]
+    if found:
+        shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+        raise SetupError(
+            f"the run folder is not empty (it holds {shown})",
+            where=str(folder),
+            fix="give --out a new or empty folder (or remove what is in it); `--resume` finishes an interrupted run",
+        )
+
+
+def _run_in(prepared: _Prepared, created: bool) -> RunOutcome:
+    """The run in its (created, locked) folder: what is written on the way is removed if the run fails, unless it
+    can be resumed."""
+    from evalglass.engine.runs.manifest import write_manifest
+
+    folder, manifest = prepared.folder, prepared.manifest
+    #: Problems that leave the run's results intact (a pointer, the call cache): printed, never silent.
+    warnings: list[str] = []
+    joined: list[RayCluster] = []
+    try:
+        # First: a manifest is never written with the pointer still naming another run (it is removed if it
+        # cannot be moved).
+        problem = point_last_started_at(folder)
+        if problem is not None:
+            warnings.append(problem)
+        if prepared.resumed is None:
+            write_manifest(folder, manifest)
+        else:
+            sweep_killed_writers(folder)
+        if prepared.loaded.config.variant_names:
+            outcome = _finish_variants(prepared, _score_variants(prepared, warnings, joined))
+            return dataclasses.replace(outcome, warnings=(*warnings, *outcome.warnings))
+        keeper = None
+        if prepared.loaded.config.lane is None:  # recorded outputs: the run keeps what it scores
+            from evalglass.engine.runs.keptoutputs import KeptOutputsWriter
+
+            keeper = KeptOutputsWriter(folder)
+        sink = open_run_sink(
+            prepared.loaded, ScoresWriter(folder), expected=manifest.dataset.examples or 0, keeper=keeper
+        )
+        scored = _score(prepared, sink, warnings, joined)
+        outcome = _finish(prepared, scored)
+        return dataclasses.replace(outcome, warnings=(*warnings, *outcome.warnings))
+    except KeyboardInterrupt as stop:
+        # The manifest stays: completed calls are in the cache and `--resume` finishes the run under its own id.
+        reason = joined[0].lost if joined else None
+        reason = reason or (str(stop) if isinstance(stop, ClusterLost) else None)
+        done = prepared.counters.done if prepared.loaded.config.live else None
+        raise RunInterrupted(folder, done, manifest.dataset.examples, reason, warnings=tuple(warnings)) from None
+    except BaseException:
+        if created:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+
+
+def _score(prepared: _Prepared, sink: RunSink, warnings: list[str], joined: list[RayCluster]) -> Scored:
+    """The dataset scored into ``sink`` by the run's producer; nothing of it is kept when this raises. A cluster
+    the run joins is put in ``joined`` (a stopped run's reason may be its loss) and closed here."""
+    loaded = prepared.loaded
+    check_records = CheckRecordWriter(prepared.folder)
+    cluster: RayCluster | None = None
+    try:
+        if isinstance(loaded.config.executor, RayExecutorSpec):  # the one place a cluster is joined
+            from evalglass.engine.produce.raycluster import RayCluster
+
+            cluster = RayCluster(loaded).connect()
+            joined.append(cluster)
+        metrics = build_metrics(loaded, check_records, cluster)
+        scored = sink.commit(_producer(prepared, metrics, warnings, cluster).produce(sink))
+        check_records.commit()
+        return scored
+    except BaseException:
+        sink.abort()
+        check_records.abort()
+        raise
+    finally:
+        if cluster is not None:
+            cluster.close()
+
+
+def variant_folder(folder: Path, name: str) -> Path:
+    """Where variant ``name`` of a run with variants writes what its scoring produces (scores, outputs, checks)."""
+    return folder / VARIANTS_DIR / name
+
+
+def _score_variants(prepared: _Prepared, warnings: list[str], joined: list[RayCluster]) -> dict[str, Scored]:
+    """Every variant scored on the same dataset, one after another, each by the run's one producer with the
+    variant's task (so its calls are cached and resumed under the variant's own lane definition)."""
+    from evalglass.engine.produce.progress import Counters
+
+    config = prepared.loaded.config
+    expected = prepared.manifest.dataset.examples or 0
+    scored: dict[str, Scored] = {}
+    for name in config.variant_names:
+        folder = variant_folder(prepared.folder, name)
+        make_dirs(folder)
+        loaded = dataclasses.replace(prepared.loaded, config=config.for_variant(name))
+        counters = Counters(total=prepared.manifest.dataset.examples)
+        variant = dataclasses.replace(prepared, folder=folder, loaded=loaded, counters=counters)
+        sink = open_run_sink(loaded, ScoresWriter(folder), expected=expected)
+        scored[name] = _score(variant, sink, warnings, joined)
+        prepared.counters.done = counters.done
+    return scored
+
+
+def _producer(
+    prepared: _Prepared, metrics: list[BuiltMetric], warnings: list[str], cluster: RayCluster | None
+) -> Producer:
+    """The live producer when a lane or a judge makes calls, else the recorded one: the run's one choice of path."""
+    loaded = prepared.loaded
+    if not loaded.config.live:
+        from evalglass.engine.produce.recordedrun import RecordedProducer
+
+        return RecordedProducer(loaded, metrics)
+    from evalglass.engine.produce.liverun import LiveProducer
+
+    return LiveProducer(
+        loaded,
+        metrics,
+        prepared.folder,
+        cache_mode=prepared.cache_mode,
+        progress=prepared.options.progress,
+        counters=prepared.counters,
+        run_id=prepared.manifest.run_id,
+        warnings=warnings,
+        cluster=cluster,
+    )
+
+
+def sweep_killed_writers(folder: Path) -> None:
+    """The partial files that runs killed in this folder left (``.scores.jsonl.PID.*.partial`` ...), removed before
+    it is resumed: only those of the files a run writes here (engine/runs/runfolder.py's names), nothing else."""
+    from evalglass.engine.decide.baselines import BASELINES_DIR
+    from evalglass.engine.explore.explorer import OUTPUTS_FILE
+    from evalglass.engine.runs.manifest import MANIFEST_FILE
+
+    sweep_partials(
+        folder,
+        {
+            MANIFEST_FILE,
+            SCORES_FILE,
+            OUTPUTS_FILE,
+            CHECKS_FILE,
+            RUNRECORD_FILE,
+            SCORECARD_FILE,
+            REPORT_FILE,
+            DIGESTS_FILE,
+        },
+    )
+    variants = folder / VARIANTS_DIR
+    if variants.is_dir() and not variants.is_symlink():
+        for variant in variants.iterdir():
+            if variant.is_dir() and not variant.is_symlink():
+                sweep_partials(variant, {SCORES_FILE, OUTPUTS_FILE, CHECKS_FILE})
+    copies = folder / BASELINES_DIR
+    if copies.is_dir() and not copies.is_symlink():
+        for copy in copies.iterdir():
+            if copy.is_dir() and not copy.is_symlink():
+                sweep_partials(copy, {RUNRECORD_FILE, SCORES_FILE})
+    from evalglass.engine.runs.keptoutputs import BLOBS_DIR, PENDING
+
+    sweep_partials(folder / BLOBS_DIR, {PENDING})
+
+
+def point_last_run_at(folder: Path) -> str | None:
+    """Record ``folder`` as the last finished run; on failure, a warning line instead of an exception.
+
+    The run is complete and its verdict stands whether or not the pointer moves (the pointer only saves typing a
+    folder later), so a failure here does not change the exit code. It is never silent either: see
+    :func:`_point_at`.
+    """
+    return _point_at(
+        LAST_RUN_POINTER,
+        folder,
+        records="this run as the last one",
+        removed="commands without a folder will ask for one",
+        stale="a command without a folder may show an older run",
+        name_it=f"evalglass view {folder}",
+    )
+
+
+def point_last_started_at(folder: Path) -> str | None:
+    """Record ``folder`` as the last started run (what ``run --resume`` without a folder resumes); on failure, a
+    warning line. The run does not need the pointer to complete, and an interrupted run names its own folder in
+    the line that says how to resume it, so a failure does not stop the run."""
+    from evalglass.engine.runs.manifest import LAST_STARTED_POINTER
+
+    return _point_at(
+        LAST_STARTED_POINTER,
+        folder,
+        records="this run as the last one started",
+        removed="`evalglass run --resume` without a folder will ask for one",
+        stale="`evalglass run --resume` without a folder may resume an older run",
+        name_it=f"evalglass run --resume {folder}",
+    )
+
+
+def _point_at(pointer: Path, folder: Path, *, records: str, removed: str, stale: str, name_it: str) -> str | None:
+    """Write ``pointer`` to hold ``folder``; on failure, the warning line that says so, and what follows.
+
+    The old pointer is removed when it can be, so a command that reads it asks for a folder rather than acting on
+    an older run as if it were this one; the line says whether that worked, and how to name this run instead.
+    """
+    try:
+        make_dirs(pointer.parent)
+        write_atomic(pointer, str(folder.resolve()).encode() + b"\n")
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        try:
+            pointer.unlink(missing_ok=True)
+            after = f"it was removed, so {removed}"
+        except OSError:
+            after = f"it could not be removed either, so {stale}"
+        return f"warning: {pointer}: could not record {records} ({why}); {after}. Name this run explicitly: {name_it}"
+    return None
+
+
+def signed_provenance(work_tree: Path) -> SignedProvenance:
+    """The branch and commit a signed run's signature covers: where the signer made it (engine.runs.provenance)."""
+    import os
+
+    from evalglass.engine.runs.provenance import provenance
+
+    found = provenance(work_tree, os.environ)
+    return SignedProvenance(git_branch=found.git_branch, git_commit=found.git_commit)
+
+
+def _finish_variants(prepared: _Prepared, scored: dict[str, Scored]) -> RunOutcome:
+    """One decision over every variant's scores: the columns as ``metric@variant``, the usage as
+    ``source@variant``, the scores files each hashed in the run record."""
+    from evalglass.core.scorecard import CallTotals
+    from evalglass.core.variants import variant_metric
+
+    columns = {
+        variant_metric(metric, name): column for name, each in scored.items() for metric, column in each.columns.items()
+    }
+    usage = tuple(
+        item.model_copy(update={"source": variant_metric(item.source, name)})
+        for name, each in scored.items()
+        for item in each.usage
+    )
+    totals = [each.calls for each in scored.values() if each.calls is not None]
+    calls = CallTotals(calls=sum(t.calls for t in totals), attempts=sum(t.attempts for t in totals)) if totals else None
+    first_name, first = next(iter(scored.items()))
+    files = {f"{VARIANTS_DIR}/{name}/{SCORES_FILE}": each.scores_sha256 for name, each in scored.items()}
+    merged = Scored(
+        columns=columns,
+        shape=first.shape,
+        dataset=first.dataset,
+        scores_sha256=first.scores_sha256,
+        usage=usage,
+        calls=calls,
+    )
+    return _finish(prepared, merged, scores_file=f"{VARIANTS_DIR}/{first_name}/{SCORES_FILE}", variant_scores=files)
+
+
+def _finish(
+    prepared: _Prepared, scored: Scored, *, scores_file: str = SCORES_FILE, variant_scores: dict[str, str] | None = None
+) -> RunOutcome:
+    """Standalone checks, the decision and the artifacts: the same for recorded and live runs, with or without
+    variants (``variant_scores``: each variant's scores file and its hash)."""
+    loaded, ledger, folder = prepared.loaded, prepared.ledger, prepared.folder
+    run_id, created_at = prepared.manifest.run_id, prepared.manifest.created_at
+    config = loaded.config
+    dataset = scored.dataset
+    check_results = run_standalone_checks(loaded)
+    gate_fingerprints = {name: config.gate_fingerprint(name, loaded.definition_files) for name in config.gates}
+    standings = {}
+    if config.judges:
+        from evalglass.engine.jobs.calibrate import judge_standings
+
+        standings = judge_standings(loaded)
+    comparative: ComparativeInputs | None = None
+    baseline_records: dict[str, BaselineRecord] = {}
+    if any(gate.compare_to is not None for gate in config.gates.values()):
+        from evalglass.engine.decide.baselines import baselines_for_run, comparative_inputs
+
+        baselines, baseline_records = baselines_for_run(config, ledger, folder, prepared.options.locator)
+        comparative = comparative_inputs(
+            config, folder / SCORES_FILE, loaded.definition_files, dataset, baselines, day_of_timestamp(created_at)
+        )
+    evidence = Evidence(
+        run_id=run_id,
+        created_at=created_at,
+        tool_version=__version__,
+        ledger=ledger.ledger,
+        gate_fingerprints=gate_fingerprints,
+        check_results=check_results,
+        today=day_of_timestamp(created_at),
+        standings=standings,
+        comparative=comparative,
+        ledger_where=ledger.gate_where(),
+        stale=stale_causes(config, loaded.definition_files, ledger.ledger, gate_fingerprints),
+    )
+    judged = None
+    if any(spec.judged_tally() is not None for spec in config.metrics.values()):
+        from evalglass.engine.explore.judgedsummaries import judged_summaries
+
+        judged = judged_summaries(config, folder)
+    scorecard = decided_scorecard(
+        config, scored.columns, scored.shape.run_shape(), dataset, evidence, scored.calls, scored.usage, judged
+    )
+    record = run_record(
+        loaded, ledger, dataset, evidence, baseline_records, scored.scores_sha256, scored.usage, scored.kept
+    )
+    if variant_scores:
+        record = record.model_copy(update={"scores_file": scores_file, "variant_scores": variant_scores})
+    from evalglass.engine.explore.failing import report_markdown
+
+    write_model(folder / RUNRECORD_FILE, record)
+    write_model(folder / SCORECARD_FILE, scorecard)
+    write_text(folder / REPORT_FILE, report_markdown(folder, scorecard))
+    # Last: it covers every file written before it.
+    write_digests(
+        folder,
+        run_id,
+        prepared.signing_key,
+        known={
+            record.scores_file: scored.scores_sha256,
+            **(variant_scores or {}),
+            **({scored.kept.file: scored.kept.sha256} if scored.kept is not None else {}),
+        },
+        provenance=None if prepared.signing_key is None else signed_provenance(loaded.base_dir),
+    )
+    return RunOutcome(folder=folder, scorecard=scorecard, record=record)

@@ -1,0 +1,475 @@
+"""Re-derive a run from its recorded scores, check every artifact and snapshot, and name every field that differs.
+
+What a verified run proves depends on what ``verify`` can check it against (docs/verify.md):
+
+- **Consistent** (always): every file matches ``digests.json``; the config and ledger snapshots in the run record
+  hash to the fingerprints recorded beside them and parse to exactly the snapshots the run decided with; the gate
+  and judge fingerprints, every aggregate, gate and the verdict re-derive from ``scores.jsonl`` with the same code
+  the run used; and ``report.md`` renders from the scorecard byte for byte.
+- **Anchored** (when the config and ledger files are at hand): the run read exactly the files in the repository
+  now, so it was decided under the ledger the host keeps there, not under one rewritten inside the run folder.
+- **Signed** (with ``--key``): the digest list was signed by the holder of the signing key.
+
+The outputs a recorded run kept (``engine.runs.keptoutputs``) are checked as bytes (digests, the run record's hash) and
+as the outputs of the scored lines (one per line of ``scores.jsonl``, same ids, same order); they are not scored
+again, so verify does not prove that they produce the recorded scores: the scores decide, the outputs are shown.
+
+Limits: without anchoring or a signature, whoever can write the folder can rewrite scores, snapshots, fingerprints,
+scorecard and digests consistently, and such a run verifies as consistent; only the anchors above catch that.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import orjson
+
+from evalglass.core.authority import JudgeStanding, Ledger
+from evalglass.core.calendar import day_of_timestamp
+from evalglass.core.columns import ScoreColumn
+from evalglass.core.decide import RunShape
+from evalglass.core.fingerprint import fingerprint_of_bytes, short
+from evalglass.core.runrecord import SCORES_FILE, VARIANTS_DIR, RunRecord
+from evalglass.core.scorecard import CallTotals, DatasetSummary, Scorecard, count_call_attempts
+from evalglass.engine.decide.decision import Evidence, decided_scorecard
+from evalglass.engine.runs.artifacts import (
+    REPORT_FILE,
+    RUNRECORD_FILE,
+    SCORECARD_FILE,
+    load_columns,
+    load_json,
+    load_runrecord,
+    load_scorecard,
+    model_bytes,
+)
+from evalglass.engine.runs.digests import (
+    DIGESTS_FILE,
+    NOT_LISTED,
+    artifact_names,
+    file_findings,
+    key_fingerprint,
+    load_digests,
+    signature_valid,
+)
+from evalglass.engine.spec.config import Config, config_as_recorded, config_from_record, definition_file_hashes
+from evalglass.engine.spec.ledger import ledger_problems, parse_ledger
+from evalglass.engine.spec.staleness import stale_causes
+from evalglass.engine.spec.validation import validate_document
+from evalglass.errors import SetupError
+from evalglass.readers.yamlsource import parse_yaml
+
+
+@dataclass(frozen=True)
+class Finding:
+    field: str
+    recorded: Any
+    derived: Any
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    folder: Path
+    findings: tuple[Finding, ...]
+    examples: int
+    anchors: tuple[str, ...] = field(default=())
+    signature: str = "unsigned"
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+    @property
+    def exit_code(self) -> int:
+        """What ``evalglass verify`` exits with: 0 when the run re-derives exactly, 1 when anything differs."""
+        from evalglass.core.exitcodes import ExitCode
+
+        return int(ExitCode.OK if self.ok else ExitCode.FAILED)
+
+
+@dataclass(frozen=True)
+class Anchors:
+    """The files to anchor a run to: explicit paths must exist; by default, the paths the run record names."""
+
+    config: Path | None = None
+    ledger: Path | None = None
+
+
+def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = None) -> VerifyReport:
+    record = load_runrecord(folder)
+    raw_scorecard = load_json(folder / SCORECARD_FILE, "scorecard")
+    findings: list[Finding] = []
+    config = _config_snapshot(record, findings)
+    ledger, ledger_where = _ledger_snapshot(record, config, findings)
+    names = list(config.metrics)
+    files = _scores_files(config, record)
+    by_file = {
+        file: load_columns(
+            folder / file,
+            names,
+            samples=config.samples,
+            clustered=config.dataset.cluster_field is not None,
+            ids=record.kept_outputs is not None,
+        )
+        for file in files.values()
+    }
+    loaded_scores = by_file[record.scores_file] if record.scores_file in by_file else next(iter(by_file.values()))
+    examples, scores_sha = loaded_scores.examples, loaded_scores.sha256
+    columns = _flattened_columns(files, by_file)
+    findings[:0] = _file_findings(folder, record, {file: loaded.sha256 for file, loaded in by_file.items()})
+    if scores_sha != record.scores_sha256:
+        findings.append(Finding("runrecord.scores_sha256", record.scores_sha256, scores_sha))
+    for file, loaded in by_file.items():
+        if record.variant_scores and record.variant_scores.get(file) != loaded.sha256:
+            findings.append(Finding(f"runrecord.variant_scores.{file}", record.variant_scores.get(file), loaded.sha256))
+        if loaded.examples != examples:
+            findings.append(Finding(f"{file}: examples", examples, loaded.examples))
+    if examples != record.dataset.examples:
+        findings.append(Finding("runrecord.dataset.examples", record.dataset.examples, examples))
+    gate_fingerprints = {name: config.gate_fingerprint(name, record.definition_files) for name in config.gates}
+    for name in sorted(set(gate_fingerprints) | set(record.gate_fingerprints)):
+        if record.gate_fingerprints.get(name) != gate_fingerprints.get(name):
+            findings.append(
+                Finding(
+                    f"runrecord.gate_fingerprints.{name}",
+                    record.gate_fingerprints.get(name, "<absent>"),
+                    gate_fingerprints.get(name, "<absent>"),
+                )
+            )
+    # Which evaluator versions decided: recorded by the run, re-derived from its config by this EvalGlass. A
+    # difference names the evaluator and both versions (a record edited, or a version bumped since the run).
+    findings.extend(_diff("runrecord.gate_evaluators", record.gate_evaluators, config.evaluators_by_gate()))
+    standings = _judge_standings(config, record, findings)
+    comparative = None
+    if any(gate.compare_to is not None for gate in config.gates.values()):
+        from evalglass.engine.decide.baselines import baselines_for_verify, comparative_inputs
+
+        comparative = comparative_inputs(
+            config,
+            folder / record.scores_file,
+            record.definition_files,
+            record.dataset,
+            baselines_for_verify(config, record, folder),
+            run_day(record),
+        )
+    evidence = Evidence(
+        run_id=record.run_id,
+        created_at=record.created_at,
+        tool_version=record.tool_version,
+        ledger=ledger,
+        gate_fingerprints=gate_fingerprints,
+        check_results=record.check_results,
+        today=run_day(record),
+        standings=standings,
+        comparative=comparative,
+        ledger_where=ledger_where,
+        stale=stale_causes(config, record.definition_files, ledger, gate_fingerprints),
+    )
+    shape = RunShape(
+        examples=examples,
+        example_of_row=_ints(loaded_scores.example_of_row),
+        clusters=_ints(loaded_scores.cluster_ids),
+    )
+    dataset = DatasetSummary(**{**record.dataset.model_dump(), "examples": examples})
+    # Usage is counted as calls complete; there is nothing to re-derive it from in the scores.
+    # What judge notes add (a jury's agreement, pairwise win rates) is re-derived from outputs.jsonl, as the run did.
+    from evalglass.engine.explore.judgedsummaries import judged_summaries
+
+    derived = decided_scorecard(
+        config,
+        columns,
+        shape,
+        dataset,
+        evidence,
+        recorded_call_totals(folder, config.variant_names),
+        record.usage,
+        judged_summaries(config, folder),
+    )
+    derived_json = derived.model_dump(mode="json")
+    findings.extend(_diff("scorecard", raw_scorecard, orjson.loads(orjson.dumps(derived_json))))
+    if not findings:
+        # Equal values in other bytes (a repeated key, whose last copy a JSON reader keeps) are an edit too.
+        findings.extend(_byte_findings(folder / SCORECARD_FILE, derived_json))
+        findings.extend(_byte_findings(folder / RUNRECORD_FILE, record.model_dump(mode="json")))
+    findings.extend(_report_findings(folder, derived))
+    if not findings:
+        # Only a scorecard that matches field by field is also loaded through its own validators.
+        load_scorecard(folder)
+    statements = _anchor(record, config, anchors or Anchors(), findings)
+    if record.kept_outputs is not None:
+        from evalglass.engine.runs.keptoutputs import kept_against_scores
+
+        scored_ids = loaded_scores.ids.tolist() if loaded_scores.ids is not None else []
+        kept_findings, kept_statement = kept_against_scores(folder, record, scored_ids)
+        findings.extend(Finding(*item) for item in kept_findings)
+        if kept_statement is not None:
+            statements.append(kept_statement)
+    extra = _unlisted(folder)
+    if extra:
+        # Said, not counted: files written into the folder after the run (a JUnit report, an HTML page) are not
+        # artifacts the run vouches for, and nothing verify checks reads them.
+        statements.append(f"not covered by the digests (added after the run): {', '.join(extra)}")
+    signature = _signature(folder, key, findings)
+    return VerifyReport(
+        folder=folder, findings=tuple(findings), examples=examples, anchors=tuple(statements), signature=signature
+    )
+
+
+def run_day(record: RunRecord) -> str:
+    """The day a run decided on (approvals expire by it): the date of its ``created_at``, which the digests cover."""
+    try:
+        return day_of_timestamp(record.created_at)
+    except ValueError:
+        raise SetupError(
+            f"the run record's created_at {record.created_at!r} is not a timestamp", where="runrecord.json"
+        ) from None
+
+
+def _scores_files(config: Config, record: RunRecord) -> dict[str | None, str]:
+    """Per variant (None: a run without variants), the scores file its columns are read from: the files the
+    config's variants imply, never a list the run record could shorten."""
+    if not config.variant_names:
+        return {None: record.scores_file}
+    return {name: f"{VARIANTS_DIR}/{name}/{SCORES_FILE}" for name in config.variant_names}
+
+
+def _flattened_columns(files: dict[str | None, str], by_file: dict[str, Any]) -> dict[str, ScoreColumn]:
+    from evalglass.core.variants import variant_metric
+
+    columns: dict[str, ScoreColumn] = {}
+    for variant, file in files.items():
+        for metric, column in by_file[file].columns.items():
+            columns[metric if variant is None else variant_metric(metric, variant)] = column
+    return columns
+
+
+def _file_findings(folder: Path, record: RunRecord, known: dict[str, str]) -> list[Finding]:
+    digests = load_digests(folder)
+    if digests is None:
+        return [Finding(DIGESTS_FILE, "<missing>", "the SHA-256 of every artifact the run wrote")]
+    findings = [
+        Finding(f"file {item.name}", item.recorded, item.found)
+        for item in file_findings(folder, digests, known)
+        if item.recorded != NOT_LISTED
+    ]
+    if digests.run_id != record.run_id:
+        findings.append(Finding(f"{DIGESTS_FILE}.run_id", digests.run_id, record.run_id))
+    return findings
+
+
+def _unlisted(folder: Path) -> list[str]:
+    digests = load_digests(folder)
+    return [] if digests is None else [name for name in artifact_names(folder) if name not in digests.files]
+
+
+def _config_snapshot(record: RunRecord, findings: list[Finding]) -> Config:
+    """The config the run decided with: parsed from the recorded source when it hashes to the recorded fingerprint,
+    with every difference from the parsed snapshot reported."""
+    try:
+        snapshot = config_from_record(record.config)
+    except Exception as exc:
+        raise SetupError(f"run record's config no longer validates: {exc}", where="runrecord.json") from None
+    source = record.config_source
+    if source is None:
+        findings.append(Finding("runrecord.config_source", "<absent>", "the config's text as the run read it"))
+        return snapshot
+    raw = source.encode("utf-8")
+    if fingerprint_of_bytes(raw) != record.config_fingerprint:
+        findings.append(Finding("runrecord.config_fingerprint", record.config_fingerprint, fingerprint_of_bytes(raw)))
+    try:
+        parsed = validate_document(Config, parse_yaml(raw, Path(record.config_path), what="config"), what="the config")
+    except SetupError as exc:
+        findings.append(Finding("runrecord.config_source", "<does not parse>", exc.line()))
+        return snapshot
+    findings.extend(_diff("runrecord.config", record.config, config_as_recorded(parsed)))
+    return parsed
+
+
+def _ledger_snapshot(record: RunRecord, config: Config, findings: list[Finding]) -> tuple[Ledger, dict[str, str]]:
+    """The ledger the run decided with, as :func:`_config_snapshot` finds the config; the decisions are then
+    re-applied from it, so an edited threshold, ``active`` or dataset fingerprint in the snapshot is a finding."""
+    source = record.ledger_source
+    if source is None:
+        findings.append(Finding("runrecord.ledger_source", "<absent>", "the ledger's text as the run read it"))
+        return record.ledger, {}
+    raw = source.encode("utf-8")
+    if fingerprint_of_bytes(raw) != record.ledger_fingerprint:
+        findings.append(Finding("runrecord.ledger_fingerprint", record.ledger_fingerprint, fingerprint_of_bytes(raw)))
+    try:
+        loaded = parse_ledger(raw, Path(record.ledger_path))
+    except SetupError as exc:
+        findings.append(Finding("runrecord.ledger_source", "<does not parse>", exc.line()))
+        return record.ledger, {}
+    findings.extend(
+        _diff("runrecord.ledger", record.ledger.model_dump(mode="json"), loaded.ledger.model_dump(mode="json"))
+    )
+    for loc, problem, _ in ledger_problems(loaded.ledger, config):
+        findings.append(Finding("runrecord.ledger_source", loaded.where(loc), f"a run refuses this ledger: {problem}"))
+    return loaded.ledger, loaded.gate_where()
+
+
+def _byte_findings(path: Path, document: Any) -> list[Finding]:
+    """The file must hold exactly the bytes ``run`` writes for ``document`` (see ``artifacts.write_model``)."""
+    if path.read_bytes() != model_bytes(document):
+        return [Finding(path.name, "<other bytes>", "the bytes `evalglass run` writes for the same values")]
+    return []
+
+
+def _report_findings(folder: Path, derived: Scorecard) -> list[Finding]:
+    from evalglass.engine.explore.failing import report_markdown
+
+    path = folder / REPORT_FILE
+    try:
+        recorded = path.read_bytes()
+    except OSError:
+        return [Finding(REPORT_FILE, "<missing>", "rendered from the scorecard")]
+    rendered = report_markdown(folder, derived).encode()
+    if recorded != rendered:
+        return [Finding(REPORT_FILE, _first_difference(recorded, rendered), "rendered from the scorecard")]
+    return []
+
+
+def _first_difference(recorded: bytes, rendered: bytes) -> str:
+    old, new = recorded.decode("utf-8", "replace").splitlines(), rendered.decode().splitlines()
+    for number, (left, right) in enumerate(zip(old, new, strict=False), start=1):
+        if left != right:
+            return f"line {number} differs: {left[:120]!r}"
+    return f"{len(old)} lines where the scorecard renders {len(new)}"
+
+
+def _anchor(record: RunRecord, config: Config, anchors: Anchors, findings: list[Finding]) -> list[str]:
+    """Whether the run read the config and ledger files at hand now; a difference is a finding, said plainly."""
+    statements: list[str] = []
+    for what, explicit, recorded_path, recorded in (
+        ("config", anchors.config, record.config_path, record.config_fingerprint),
+        ("ledger", anchors.ledger, record.ledger_path, record.ledger_fingerprint),
+    ):
+        path = explicit if explicit is not None else Path(recorded_path)
+        try:
+            current = fingerprint_of_bytes(path.read_bytes())
+        except OSError as exc:
+            if explicit is not None:
+                raise SetupError(f"cannot read the {what} to anchor to: {exc.strerror}", where=str(path)) from None
+            statements.append(f"{what}: not anchored ({path} is not at hand here; pass --{what} PATH)")
+            continue
+        if current == recorded:
+            statements.append(f"{what}: decided under {path} as it is now ({short(recorded)})")
+        else:
+            statements.append(
+                f"{what}: NOT decided under {path} as it is now: the run read {short(recorded)}, the file is "
+                f"{short(current)}"
+            )
+            findings.append(Finding(f"anchor.{what}", recorded, f"{path}: {current}"))
+    if anchors.config is None:
+        base = Path(record.config_path).parent
+        if Path(record.config_path).is_file():
+            # Said, not counted as a finding: the run decided on the hashes it recorded (which verify re-checks
+            # against the gate fingerprints), and the config and ledger anchors above are what the host owns.
+            try:
+                current_files = definition_file_hashes(config, base)
+            except SetupError as exc:
+                statements.append(f"definition files: cannot be hashed here ({exc.what})")
+            else:
+                if current_files != record.definition_files:
+                    statements.append(
+                        "definition files: the ones at hand differ (a schema, module, checker or check input changed)"
+                    )
+    return statements
+
+
+def _signature(folder: Path, key: str | None, findings: list[Finding]) -> str:
+    digests = load_digests(folder)
+    signed = digests is not None and digests.signature is not None
+    if key is None:
+        return "signed, but not checked (pass --key)" if signed else "unsigned"
+    if digests is None or digests.signature is None:
+        findings.append(Finding(f"{DIGESTS_FILE}.signature", "<absent>", "a signature by the given key"))
+        return "NOT signed"
+    if not signature_valid(digests, key):
+        findings.append(Finding(f"{DIGESTS_FILE}.signature", digests.signature.value, "<does not match the key>"))
+        return "signature does NOT match the given key"
+    # The fingerprint a ledger names the key by (a baseline that follows a branch: `signed_by:`).
+    return f"signed by the given key ({key_fingerprint(key)})"
+
+
+def recorded_call_totals(folder: Path, variants: tuple[str, ...] = ()) -> CallTotals | None:
+    """The call totals ``outputs.jsonl`` records (None when the run wrote none: a recorded run); a run with
+    ``variants``, the sum of every variant's."""
+    if variants:
+        each = [
+            totals for name in variants if (totals := recorded_call_totals(folder / VARIANTS_DIR / name)) is not None
+        ]
+        if not each:
+            return None
+        return CallTotals(calls=sum(t.calls for t in each), attempts=sum(t.attempts for t in each))
+    path = folder / "outputs.jsonl"
+    if not path.exists():
+        return None
+    from evalglass.engine.explore.judgedsummaries import outputs_rows
+
+    calls = attempts = 0
+    for row in outputs_rows(path):
+        found = count_call_attempts(row)
+        calls, attempts = calls + found[0], attempts + found[1]
+    return CallTotals(calls=calls, attempts=attempts)
+
+
+def _judge_standings(config: Config, record: RunRecord, findings: list[Finding]) -> dict[str, JudgeStanding]:
+    """Each judge's fingerprint re-derived from its spec and the rubric hash the run recorded, with the calibration
+    record the run snapshotted (a later recalibration does not change what this run decided on)."""
+    standings: dict[str, JudgeStanding] = {}
+    for name, spec in config.judges.items():
+        files = record.definition_files.get(name, {})
+        recorded = record.judge_fingerprints.get(name)
+        derived = spec.calibration_fingerprint(next(iter(files.values()))) if files else recorded
+        if derived is None:
+            findings.append(Finding(f"runrecord.judge_fingerprints.{name}", recorded, "<cannot be derived>"))
+            continue
+        if recorded != derived:
+            findings.append(Finding(f"runrecord.judge_fingerprints.{name}", recorded, derived))
+        standings[name] = JudgeStanding(metric=name, fingerprint=derived, calibration=record.calibrations.get(name))
+    return standings
+
+
+def _ints(values: array[int] | None) -> npt.NDArray[np.int64] | None:
+    return None if values is None else np.frombuffer(values, dtype=np.int64)
+
+
+def _diff(path: str, recorded: Any, derived: Any) -> list[Finding]:
+    """Every leaf where the recorded document differs from the derived one, by dotted path."""
+    if isinstance(recorded, dict) and isinstance(derived, dict):
+        out: list[Finding] = []
+        for key in sorted(set(recorded) | set(derived)):
+            out.extend(_diff(f"{path}.{key}", recorded.get(key, "<absent>"), derived.get(key, "<absent>")))
+        return out
+    if isinstance(recorded, list) and isinstance(derived, list):
+        out = []
+        for index in range(max(len(recorded), len(derived))):
+            left = recorded[index] if index < len(recorded) else "<absent>"
+            right = derived[index] if index < len(derived) else "<absent>"
+            out.extend(_diff(f"{path}[{_label(right, left, index)}]", left, right))
+        return out
+    if recorded != derived or (type(recorded) is not type(derived) and not _same_number(recorded, derived)):
+        return [Finding(path, recorded, derived)]
+    return []
+
+
+def _same_number(left: Any, right: Any) -> bool:
+    return (
+        isinstance(left, int | float)
+        and isinstance(right, int | float)
+        and not isinstance(left, bool)
+        and not isinstance(right, bool)
+        and left == right
+    )
+
+
+def _label(derived: Any, recorded: Any, index: int) -> str:
+    for item in (derived, recorded):
+        if isinstance(item, dict) and isinstance(item.get("name"), str):
+            return str(item["name"])
+    return str(index)

@@ -1,0 +1,110 @@
+"""Building the run's metrics: every metric type through the same ``spec.build(context)``.
+
+The engine never asks which type a metric is. It fills one :class:`~evalglass.metrics.base.BuildContext` per
+metric (the config's folder and checks, the check records' sink, and on a live run its executor and call cache; the
+cluster for a metric that can be shipped) and reads what it needs from the spec's own declarations: ``live`` (built
+in the live run's event loop), ``shippable``, ``parallel``. Which way a metric improves (its gates' direction) is in
+the context too: it decides which end of its scale an answer the metric cannot read scores (``metrics.invalid``).
+A metric that cannot be built is one line and exit 2, whatever its type.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from evalglass import hostwatch
+from evalglass.engine.datasets.sampleguard import GuardedJudge, SampleGuard, guard_scorer
+from evalglass.engine.produce.scoring import BuiltMetric
+from evalglass.errors import SetupError
+from evalglass.metrics.base import AnyScorer, AsyncScorer, BuildContext, CheckSink, MetricShipper, MetricSpec
+from evalglass.metrics.errors import MetricLoadError
+
+if TYPE_CHECKING:
+    from evalglass.engine.spec.config import LoadedConfig
+    from evalglass.lanes.callcache import CallStore
+    from evalglass.lanes.executor import Executor
+    from evalglass.metrics.registry import AnyMetricSpec
+
+
+def build_scorer(loaded: LoadedConfig, name: str, spec: MetricSpec, context: BuildContext) -> AnyScorer:
+    """``spec.build(context)``, where a metric that cannot be built is a one-line setup error naming it."""
+    try:
+        return spec.build(context)
+    except MetricLoadError as exc:
+        raise SetupError(f"metric '{name}': {exc}", where=str(loaded.path)) from None
+
+
+def build_metrics(
+    loaded: LoadedConfig, check_sink: CheckSink | None = None, shipper: MetricShipper | None = None
+) -> list[BuiltMetric]:
+    """The synchronous metrics, built once, before scoring starts (a ``live`` metric is built by the live run, in
+    its event loop). With a cluster (``shipper``), a ``shippable`` metric is built to run its calls there, and runs
+    concurrently across examples like any metric that waits on something outside the process."""
+    config = loaded.config
+    built: list[BuiltMetric] = []
+    for name, spec in config.metrics.items():
+        if spec.live:
+            continue
+        ships = shipper is not None and spec.shippable
+        context = BuildContext(
+            base_dir=loaded.base_dir,
+            name=name,
+            checks=config.checks,
+            check_sink=check_sink,
+            shipper=shipper if ships else None,
+            direction=config.metric_direction(name),
+        )
+        label = metric_label(name, spec)
+        with hostwatch.watch(label):  # building a host metric imports its module: host code runs
+            scorer = build_scorer(loaded, name, spec, context)
+        if isinstance(scorer, AsyncScorer):
+            raise TypeError(f"metric '{name}' built an asynchronous scorer but does not declare itself live")
+        guard = sample_guard(loaded, name, spec)
+        if guard is not None:
+            scorer = guard_scorer(guard, scorer)
+        built.append(BuiltMetric(name=name, scorer=scorer, parallel=spec.parallel or ships, label=label))
+    return built
+
+
+def metric_label(name: str, spec: AnyMetricSpec) -> str:
+    """How the supervisor names this metric when the process dies while it runs: ``python metric 'm'
+    (m.py:score)``."""
+    reference = spec.host_reference()
+    return f"{spec.type} metric '{name}'" + (f" ({reference})" if reference else "")
+
+
+def build_live_metric(loaded: LoadedConfig, name: str, executor: Executor, cache: CallStore | None) -> AsyncScorer:
+    """The ``live`` metric ``name`` (a judge), built with the run's executor and call cache inside the running
+    event loop, which its clients belong to."""
+    spec = loaded.config.metrics[name]
+    context = BuildContext(
+        base_dir=loaded.base_dir,
+        name=name,
+        checks=loaded.config.checks,
+        executor=executor,
+        cache=cache,
+        direction=loaded.config.metric_direction(name),
+    )
+    scorer = build_scorer(loaded, name, spec, context)
+    if not isinstance(scorer, AsyncScorer):
+        raise TypeError(f"metric '{name}' declares itself live but built a synchronous scorer")
+    guard = sample_guard(loaded, name, spec)
+    return scorer if guard is None else GuardedJudge(name, guard, scorer)
+
+
+def sample_guard(loaded: LoadedConfig, name: str, spec: MetricSpec) -> SampleGuard | None:
+    """What every metric of this run must not measure (``engine.datasets.sampleguard``), whatever its type; None on a
+    dataset whose samples cannot have failed or lack content."""
+    dataset = loaded.config.dataset
+    if not (dataset.may_lack_content or dataset.tool_results):
+        return None
+    return SampleGuard(
+        name,
+        spec,
+        loaded.config.output_field,
+        failures=dataset.tool_results,
+        uncaptured=dataset.may_lack_content,
+    )
+
+
+__all__ = ["build_live_metric", "build_metrics", "build_scorer"]

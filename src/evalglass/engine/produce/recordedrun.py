@@ -1,0 +1,127 @@
+"""The recorded producer: outputs already in the dataset (or in their own file), scored batch by batch, metric by
+metric, with no event loop and no calls.
+
+The loop keeps no per-example objects: the dataset comes in batches of parallel lists (``ExampleBatch``), each
+metric scores a batch in one call where it has a batch path, and the batch goes to the run sink as one block
+(``engine.produce.sink``), which appends it to the columns, reads its clusters, writes it and checks the ids once the
+stream has ended.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+
+from evalglass.core.example import Example, ExampleBatch
+from evalglass.core.fieldpath import ABSENT
+from evalglass.core.score import Score
+from evalglass.engine.datasets.dataset import BadLine
+from evalglass.engine.produce.scoring import BuiltMetric, call_metric, expand, metric_pool
+from evalglass.engine.produce.sink import Produced, Rows, RunSink
+from evalglass.engine.spec.config import LoadedConfig
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
+
+@dataclass(frozen=True)
+class RecordedProducer:
+    """Scores the dataset's recorded outputs with the run's metrics (a ``Producer``, see ``engine.produce.sink``)."""
+
+    loaded: LoadedConfig
+    metrics: list[BuiltMetric]
+
+    def produce(self, sink: RunSink) -> Produced:
+        from evalglass.engine.datasets.source import DatasetSource
+
+        source = DatasetSource(self.loaded, keep=sink.keep)
+        pool = metric_pool(self.loaded.config, self.metrics)
+        try:
+            for batch in source.batches():
+                sink.note_ids(batch)
+                score_batch(batch, self.metrics, sink, pool)
+            # After the stream: nothing is called per example, and one check of every id costs a sort.
+            sink.check_ids()
+            dataset = source.summary()
+        finally:
+            source.close()
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+        return Produced(dataset=dataset)
+
+
+def score_batch(
+    batch: ExampleBatch | list[Example | BadLine], metrics: list[BuiltMetric], sink: RunSink, pool: Executor | None
+) -> None:
+    """Score a batch metric by metric (tight loops) and hand it to the sink as one block.
+
+    When every example is one row to measure (no samples, no bad line, every output present), each metric scores
+    the batch as it came. Otherwise the measured rows still go through each metric as one batch, and the lines
+    that are not measured (a malformed line, a missing output: one score for every metric) are laid in among
+    their results, so a dataset with many bad lines costs about what a clean one does (10 % malformed lines once
+    made a run 4-20 times slower).
+    """
+    plain = _plain(batch, sink.samples)
+    if plain is not None:
+        results = {metric.name: call_metric(metric, plain, pool) for metric in metrics}
+        sink.add(Rows(plain.ids, plain.lines, plain.records, results))
+        return
+    items = batch.examples() if isinstance(batch, ExampleBatch) else batch
+    expanded = [expand(item, sink.samples) for item in items]
+    measured = ExampleBatch.of([row for rows in expanded if isinstance(rows, list) for row in rows])
+    layout = _layout(expanded)
+    results = {metric.name: _laid_out(call_metric(metric, measured, pool), layout) for metric in metrics}
+    sink.add(
+        Rows(
+            [item.id for item in items],
+            [item.line for item in items],
+            [item.fields if isinstance(item, Example) else None for item in items],
+            results,
+            per_line=[len(rows) if isinstance(rows, list) else 1 for rows in expanded] if sink.samples else 1,
+        )
+    )
+
+
+def _layout(expanded: Sequence[list[Example] | Score]) -> list[int | Score]:
+    """The batch's rows as runs: an int is that many consecutive measured rows; a Score is one unmeasured line."""
+    runs: list[int | Score] = []
+    for rows in expanded:
+        if isinstance(rows, Score):
+            runs.append(rows)
+        elif runs and isinstance(runs[-1], int):
+            runs[-1] += len(rows)
+        else:
+            runs.append(len(rows))
+    return runs
+
+
+def _laid_out(measured: list[Any], layout: list[int | Score]) -> list[Any]:
+    """One metric's results on the measured rows, with each unmeasured line's score in its place."""
+    if len(layout) == 1 and isinstance(layout[0], int):
+        return measured
+    results: list[Any] = []
+    start = 0
+    for run in layout:
+        if isinstance(run, int):
+            results += measured[start : start + run]
+            start += run
+        else:
+            results.append(run)
+    return results
+
+
+def _plain(batch: ExampleBatch | list[Example | BadLine], samples: bool) -> ExampleBatch | None:
+    """The batch when every example in it is one row to measure (see :func:`score_batch`), else None."""
+    if samples:
+        return None
+    if isinstance(batch, list):
+        if any(issubclass(kind, BadLine) for kind in set(map(type, batch))):
+            return None
+        batch = ExampleBatch.of(cast(list[Example], batch))
+    if ABSENT in batch.outputs:  # outputs are parsed JSON values here, whose == with ABSENT is plain False
+        return None
+    return batch
+
+
+__all__ = ["RecordedProducer", "score_batch"]

@@ -1,0 +1,291 @@
+"""The outputs a recorded run scored, kept in its run folder: what ``view --examples`` and the HTML report show
+beside the scores, whatever happens to the dataset or the outputs file afterwards.
+
+**What is kept.** Each output as the run read it (before ``parse: json``: the recorded value, not what parsing made
+of it), one gzip-compressed JSON line per block of ``scores.jsonl``: ``{"ids": [...], "outputs": [...]}``, plus
+``"absent": [positions]`` for lines that had no output (a malformed line, an example the outputs file lacks), whose
+entry in ``outputs`` is null. A live lane's outputs are already the run's own (``outputs.jsonl``), so only a run
+without a lane keeps this file (with judges too: they are live, the outputs are recorded).
+
+**Addressed by content.** The file is ``blobs/<hex>.jsonl.gz``, ``<hex>`` the SHA-256 of its bytes, which the run
+record names (``kept_outputs``) and ``digests.json`` lists like every file. Every reader goes through
+:func:`kept_problem` (``engine.decide.consistency.load_checked``) and :func:`kept_outputs` (which hashes what it reads):
+a missing, edited or swapped file is refused in one line, never shown as what was scored. ``verify`` also reads it
+whole and checks it holds one entry per line of ``scores.jsonl``, the same ids in the same order.
+
+**What it is not.** Evidence for a verdict: no gate, score or count reads it, so a swapped file could at most put
+another text beside a recorded state, and that is what the hash refuses. Nothing checks that these outputs produce
+these scores (the metrics are not run again): the scores decide, and the digests (and their signature) say the
+kept outputs are the ones the run wrote next to them.
+
+Cost (BENCHMARKS.md): one ``orjson.dumps`` per batch on the run's thread, and a level-1 zlib pass on a thread of
+its own; about a fifth of the outputs' JSON on disk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import queue
+import threading
+import zlib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from evalglass import redaction
+from evalglass.core.example import Example, ExampleBatch
+from evalglass.core.fieldpath import ABSENT
+from evalglass.core.fingerprint import PREFIX, short
+from evalglass.core.runrecord import KeptOutputs, RunRecord
+from evalglass.engine.datasets.dataset import BadLine
+from evalglass.engine.runs.runfolder import PartialFile, make_dirs
+from evalglass.errors import SetupError
+
+BLOBS_DIR = "blobs"
+#: The name the file is written under until its hash is known (a partial file of it is swept on resume).
+PENDING = "kept-outputs.jsonl.gz"
+#: zlib level 1, gzip framing (``zcat`` reads it; the header holds no time, so the bytes depend on the content only).
+COMPRESSION_LEVEL = 1
+_GZIP = 16 + zlib.MAX_WBITS
+_READ = 1 << 20
+#: Encoded blocks waiting for the writer's thread at most (about 50 KB each for short outputs).
+QUEUED = 16
+
+
+class KeptOutputsWriter:
+    """Compresses each batch's recorded outputs into the pending file; :meth:`commit` names it by its hash.
+
+    The run's thread only encodes a block (one ``orjson.dumps``); compressing, hashing and writing happen on a
+    thread of the writer's own (zlib and hashlib release the GIL), so on a machine with a spare core keeping the
+    outputs costs the run about the encoding. At most :data:`QUEUED` blocks wait for it; an error it meets (a full
+    disk) is raised by the next :meth:`add` or by :meth:`commit`."""
+
+    def __init__(self, folder: Path) -> None:
+        self._folder = folder
+        blobs = folder / BLOBS_DIR
+        make_dirs(blobs)
+        self._file = PartialFile(blobs / PENDING, buffering=1 << 20)
+        self._zip = zlib.compressobj(COMPRESSION_LEVEL, zlib.DEFLATED, _GZIP)
+        self._hash = hashlib.sha256()
+        self._examples = 0
+        # Outputs can quote what a secret let an application read: redacted as every artifact is.
+        self._redactor = redaction.current()
+        self._queue: queue.Queue[bytes | None] = queue.Queue(maxsize=QUEUED)
+        self._failure: BaseException | None = None
+        self._thread = threading.Thread(target=self._drain, name="evalglass-kept-outputs", daemon=True)
+        self._thread.start()
+
+    def add(self, batch: ExampleBatch | Sequence[Example | BadLine]) -> None:
+        """One block: the batch's ids and outputs, as the dataset (or outputs file) recorded them."""
+        if isinstance(batch, ExampleBatch):
+            ids, outputs = batch.ids, batch.outputs
+        else:
+            ids = [item.id for item in batch]
+            outputs = [ABSENT if isinstance(item, BadLine) else item.output for item in batch]
+        if not ids:
+            return
+        block: dict[str, Any] = {"ids": ids, "outputs": outputs}
+        if ABSENT in outputs:  # identity first: a recorded value is never ABSENT by equality
+            block["absent"] = [index for index, value in enumerate(outputs) if value is ABSENT]
+            block["outputs"] = [None if value is ABSENT else value for value in outputs]
+        self._examples += len(ids)
+        self._raise_failure()
+        self._queue.put(self._redactor.json_bytes(_line(block)))
+
+    def _drain(self) -> None:
+        compress, digest, write = self._zip.compress, self._hash.update, self._file.write
+        while (data := self._queue.get()) is not None:
+            if self._failure is not None:
+                continue  # keep taking blocks so that the run's thread never waits on a dead writer
+            try:
+                compressed = compress(data)
+                if compressed:
+                    digest(compressed)
+                    write(compressed)
+            except BaseException as exc:  # raised on the run's thread, by add or commit
+                self._failure = exc
+
+    def _raise_failure(self) -> None:
+        if self._failure is not None:
+            raise self._failure
+
+    def _stop(self) -> None:
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+
+    def commit(self) -> KeptOutputs:
+        """The file made final under its content's name; what the run record says of it."""
+        self._stop()
+        self._raise_failure()
+        tail = self._zip.flush()
+        self._hash.update(tail)
+        self._file.write(tail)
+        self._file.commit()
+        hex_digest = self._hash.hexdigest()
+        name = f"{BLOBS_DIR}/{hex_digest}.jsonl.gz"
+        os.replace(self._file.final, self._folder / name)
+        return KeptOutputs(file=name, sha256=PREFIX + hex_digest, examples=self._examples)
+
+    def abort(self) -> None:
+        self._stop()
+        self._file.abort()
+
+
+def _line(block: dict[str, Any]) -> bytes:
+    try:
+        return orjson.dumps(block, option=orjson.OPT_APPEND_NEWLINE)
+    except TypeError:  # a value orjson cannot write (nested too deep, a reader's odd type): said, never a repr
+        block["outputs"] = [_storable(value) for value in block["outputs"]]
+        return orjson.dumps(block, option=orjson.OPT_APPEND_NEWLINE)
+
+
+def _storable(value: Any) -> Any:
+    try:
+        orjson.dumps([[value]])
+    except TypeError as exc:
+        return {"evalglass_unserialisable_output": str(exc)}
+    return value
+
+
+# --------------------------------------------------------------------------------------------------- reading
+def kept_problem(folder: Path, record: RunRecord, listed: str | None) -> str | None:
+    """Why the kept outputs cannot be shown as this run's (None when they can): the file the run record names is
+    missing, or its bytes are not those the record (and ``digests.json``, ``listed``) hash them to."""
+    kept = record.kept_outputs
+    if kept is None:
+        return None
+    path = folder / kept.file
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        what = "a directory" if path.is_dir() and not path.is_symlink() else "not a regular file"
+        return f"{kept.file}, the outputs this run scored, is {what}"
+    if not path.is_file():
+        return f"{kept.file}, the outputs this run scored, is missing"
+    named = PREFIX + kept.file.removeprefix(f"{BLOBS_DIR}/").removesuffix(".jsonl.gz")
+    found = _sha256(path)
+    if named != kept.sha256:
+        return f"the run record names {kept.file} with SHA-256 {short(kept.sha256)}, not the one its name says"
+    if found != kept.sha256:
+        return f"{kept.file} is not the file of outputs this run scored (its SHA-256 is {short(found)})"
+    if listed is not None and listed != found:
+        return f"{kept.file} is not the file digests.json lists"
+    return None
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(_READ):
+            digest.update(chunk)
+    return PREFIX + digest.hexdigest()
+
+
+def kept_lines(folder: Path, record: RunRecord) -> Iterator[bytes]:
+    """Each block's line, undecoded (:func:`decoded_block` decodes one), the file read whole; raises ``SetupError``
+    once the bytes read do not hash to the run record's (a file changed since it was checked)."""
+    kept = record.kept_outputs
+    assert kept is not None
+    digest = hashlib.sha256()
+    unzip = zlib.decompressobj(_GZIP)
+    pending = b""
+    try:
+        with (folder / kept.file).open("rb") as handle:
+            while chunk := handle.read(_READ):
+                digest.update(chunk)
+                lines = (pending + unzip.decompress(chunk)).split(b"\n")
+                pending = lines.pop()
+                yield from lines
+        if pending.strip():
+            yield pending
+    except (OSError, zlib.error) as exc:
+        raise _refused(kept.file, f"unreadable ({exc})", folder) from None
+    if PREFIX + digest.hexdigest() != kept.sha256:
+        raise _refused(kept.file, "changed while it was read", folder)
+
+
+def decoded_block(raw: bytes, where: str) -> tuple[list[str], list[Any]]:
+    try:
+        block = orjson.loads(raw)
+        ids, outputs = block["ids"], block["outputs"]
+        for index in block.get("absent", ()):
+            outputs[index] = ABSENT
+    except (orjson.JSONDecodeError, KeyError, TypeError, IndexError):
+        raise SetupError("a block of kept outputs is unreadable", where=where) from None
+    if not isinstance(ids, list) or not isinstance(outputs, list) or len(ids) != len(outputs):
+        raise SetupError("a block of kept outputs is unreadable", where=where)
+    return ids, outputs
+
+
+def _refused(name: str, why: str, folder: Path) -> SetupError:
+    return SetupError(
+        f"{name}, the outputs this run scored, is {why}",
+        where=str(folder),
+        fix=f"`evalglass verify {folder}` names what changed, or rerun `evalglass run`",
+    )
+
+
+def kept_against_scores(
+    folder: Path, record: RunRecord, scored_ids: Sequence[str]
+) -> tuple[list[tuple[str, Any, Any]], str | None]:
+    """``verify``'s look at the kept outputs: (field, recorded, found) for each way they are not the outputs of the
+    scored lines (one entry per line of ``scores.jsonl``, the same ids in the same order, bytes hashed as the run
+    record names them), and the line saying what that proves (None for a run that kept none)."""
+    kept = record.kept_outputs
+    if kept is None:
+        return [], None
+    problem = kept_problem(folder, record, None)
+    if problem is not None:
+        return [(f"runrecord.kept_outputs ({kept.file})", kept.sha256, problem)], None
+    where = str(folder / kept.file)
+    position, first_other = 0, None
+    try:
+        for raw in kept_lines(folder, record):
+            ids, _ = decoded_block(raw, where)
+            if first_other is None and list(scored_ids[position : position + len(ids)]) != ids:
+                first_other = position
+            position += len(ids)
+    except SetupError as exc:
+        return [(f"runrecord.kept_outputs ({kept.file})", kept.sha256, exc.what)], None
+    findings: list[tuple[str, Any, Any]] = []
+    if position != kept.examples:
+        findings.append(("runrecord.kept_outputs.examples", kept.examples, position))
+    if first_other is not None or position != len(scored_ids):
+        at = first_other if first_other is not None else min(position, len(scored_ids))
+        findings.append((f"{kept.file} ids", f"those of {len(scored_ids)} scored lines", f"others from entry {at}"))
+    if findings:
+        return findings, None
+    return [], (
+        f"kept outputs: {kept.file} holds the recorded output of each of the {position} examples scores.jsonl "
+        "scores, in its order, as the run wrote them (digests, and the signature when checked, cover the file); "
+        "they are shown, never scored again: verify does not check that they produce these scores"
+    )
+
+
+def kept_outputs(folder: Path, record: RunRecord, wanted: set[str]) -> dict[str, Any]:
+    """The kept output of each wanted id (ABSENT where the example had none). The whole file is read and hashed,
+    however early the ids are found: what is shown is always from bytes that hash to the run record's."""
+    assert record.kept_outputs is not None
+    where = str(folder / record.kept_outputs.file)
+    found: dict[str, Any] = {}
+    for raw in kept_lines(folder, record):
+        if len(found) < len(wanted):
+            ids, outputs = decoded_block(raw, where)
+            for example_id, output in zip(ids, outputs, strict=True):
+                if example_id in wanted:
+                    found[example_id] = output
+    return found
+
+
+__all__ = [
+    "BLOBS_DIR",
+    "PENDING",
+    "KeptOutputsWriter",
+    "decoded_block",
+    "kept_against_scores",
+    "kept_lines",
+    "kept_outputs",
+    "kept_problem",
+]

@@ -1,0 +1,868 @@
+"""evalglass.yaml: the declared evaluation (dataset, how outputs are obtained, metrics, gates).
+
+Everything is validated with ``extra="forbid"``: an unknown key is refused with a suggestion, never ignored, because
+a misspelt ``tolerate`` or ``threshold`` silently dropped would change what a green run means.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
+from pydantic.functional_validators import BeforeValidator
+
+from evalglass.core.checks import policy_id_conflicts
+from evalglass.core.fieldpath import FieldPathError, parse_path
+from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
+from evalglass.core.gatespec import GateRule, GateSpec
+from evalglass.core.stats import Direction
+from evalglass.core.usage import Price
+from evalglass.engine.spec.executorspec import TASK_KEY, AnyExecutor, LocalExecutorSpec, RayExecutorSpec
+from evalglass.engine.spec.tracespec import TraceOptions
+from evalglass.engine.spec.validation import validate_document
+from evalglass.errors import LocatedValueError, SetupError
+from evalglass.lanes.checkinputs import InputProblem, input_hashes, split_words
+from evalglass.lanes.checkspec import CheckSpec
+from evalglass.lanes.specs import EndpointSpec, LaneSpec
+from evalglass.metrics.registry import AnyMetricSpec
+from evalglass.metrics.versions import fingerprinted, gate_evaluators
+from evalglass.readers.userfiles import read_regular
+from evalglass.readers.yamlsource import YamlDocument, load_yaml
+
+NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_.-]*$"
+_NAME = re.compile(NAME_PATTERN)
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: Dataset formats read by their own readers (``engine.datasets.datasetfile.open_reader``).
+DatasetFormat = Literal["jsonl", "csv", "parquet", "otlp", "inspect", "promptfoo", "lm-eval", "openai-evals"]
+
+
+def _check_path(path: str) -> str:
+    try:
+        parse_path(path)
+    except FieldPathError as exc:
+        raise ValueError(str(exc)) from None
+    return path
+
+
+def _names_a_file(path: str) -> str:
+    """A file path in the config must name something: an empty path would resolve to the config's own folder."""
+    if not path.strip():
+        raise ValueError("is empty; name a file, relative to this config file")
+    return path
+
+
+class DatasetSpec(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    name: str = Field(pattern=NAME_PATTERN, description="The name the ledger uses to validate this dataset.")
+    path: str = Field(description="JSONL file, one example per line, relative to this config file.")
+    format: DatasetFormat | None = Field(
+        default=None,
+        description="How the file is read: by default from its extension (.jsonl, .csv, .parquet); `otlp` for "
+        "OpenTelemetry traces (OTLP/JSON lines or protobuf, docs/traces.md); `inspect`, `promptfoo`, `lm-eval`, "
+        "`openai-evals` for another tool's results (docs/other-tools.md).",
+    )
+    traces: TraceOptions | None = Field(
+        default=None, description="With `format: otlp`: which spans make an example, and the mapping (docs/traces.md)."
+    )
+    id_field: str = Field(default="id", description="Field holding each example's unique id.")
+    cluster_field: str | None = Field(
+        default=None,
+        description="Field naming the group an example belongs to (a document, a conversation); intervals then "
+        "account for examples of one group being alike. An example without it forms a group of its own.",
+    )
+
+    _paths = field_validator("id_field", "cluster_field")(_check_path)
+    _file = field_validator("path")(_names_a_file)
+
+    @model_validator(mode="after")
+    def _options_fit_format(self) -> DatasetSpec:
+        if self.traces is not None and self.format != "otlp":
+            raise LocatedValueError([(("traces",), "`traces` applies to `format: otlp` only")])
+        return self
+
+    @property
+    def trace_options(self) -> TraceOptions:
+        return self.traces if self.traces is not None else TraceOptions()
+
+    @property
+    def tool_results(self) -> bool:
+        """Whether the file is another evaluation tool's results (``engine.datasets.toollogs.toolresults``)."""
+        return self.format in ("inspect", "promptfoo", "lm-eval", "openai-evals")
+
+    @property
+    def may_lack_content(self) -> bool:
+        """Whether records may list content their source did not capture (``not_captured``): traces, and other
+        tools' results (which do not all record every sample's answer or prompt)."""
+        return self.format == "otlp" or self.tool_results
+
+
+class RecordedTask(BaseModel):
+    """Outputs were produced earlier and stored in the dataset, or in a file of their own: no model is called."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    type: Literal["recorded"] = "recorded"
+    path: str | None = Field(
+        default=None,
+        description="JSONL file of recorded outputs, relative to this config file, one `{id, <field>}` object per "
+        "line, joined to the dataset by id. Without it, outputs are read from the dataset file itself.",
+    )
+    field: str = Field(default="output", description="Field of each record holding the recorded output.")
+    parse: Literal["json"] | None = Field(
+        default=None,
+        description="`json`: parse a JSON-text output before metrics see it; text that does not parse is a wrong "
+        "answer (`output_not_json`): every metric scores it its worst value (0.0 on a unit scale), json_valid "
+        "measures the text (0.0), and a metric with `on_invalid_output: exclude` leaves it out.",
+    )
+    strict: bool = Field(
+        default=False,
+        description="Refuse the run (exit 2) when the outputs file holds an output whose id is not in the dataset; "
+        "otherwise such outputs are counted and reported.",
+    )
+    samples: bool = Field(
+        default=False,
+        description="The field holds a list of recorded samples (epochs) of the output; each is scored, then the "
+        "metric's reducer turns them into one score per example.",
+    )
+
+    _paths = field_validator("field")(_check_path)
+
+
+def _recorded_by_default(value: Any) -> Any:
+    """``task: {field: answer}`` predates live lanes: a mapping without ``type`` is a recorded task."""
+    if isinstance(value, dict) and "type" not in value:
+        return {**value, "type": "recorded"}
+    return value
+
+
+AnyTask = Annotated[
+    RecordedTask | LaneSpec,
+    Field(discriminator="type"),
+    BeforeValidator(_recorded_by_default),
+]
+
+
+_task_adapter: TypeAdapter[Any] | None = None
+
+
+def validated_task(
+    raw: dict[str, Any], at: tuple[str | int, ...]
+) -> tuple[RecordedTask | LaneSpec | None, list[tuple[tuple[str | int, ...], str]]]:
+    """A variant's merged task validated as ``task:`` is, or its problems, each at its key under ``at``."""
+    global _task_adapter
+    if _task_adapter is None:
+        from pydantic import TypeAdapter
+
+        _task_adapter = TypeAdapter(AnyTask)
+    try:
+        return _task_adapter.validate_python(raw), []
+    except ValidationError as error:
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        for item in error.errors():
+            # The discriminator's tag (`chat`, `python`) is part of pydantic's location, not of the document.
+            where = tuple(part for part in item["loc"] if part != raw.get("type"))
+            problems.append(((*at, *where), f"variant task: {item['msg']}"))
+        return None, problems
+
+
+class EndpointOverride(BaseModel):
+    """Limits for one endpoint, overriding what its lanes and judges declare."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    max_in_flight: int | None = Field(default=None, ge=1, le=100_000, description="Calls in flight at most.")
+    rpm: float | None = Field(default=None, gt=0, description="Requests per minute at most.")
+
+
+class ConcurrencySpec(BaseModel):
+    """How many lane and judge calls run at once, across the whole run and per endpoint."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    max_in_flight: int = Field(
+        default=32, ge=1, le=100_000, description="Calls (lane and judge attempts) in flight across the run."
+    )
+    rpm: float | None = Field(default=None, gt=0, description="Requests per minute across the run (optional).")
+    endpoints: dict[str, EndpointOverride] = Field(
+        default_factory=dict,
+        description="Per endpoint, by key: a chat lane's or judge's base_url, `python:<function>` or "
+        "`command:<argv[0]>`. Overrides the lane's or judge's own `concurrency`/`rpm`.",
+    )
+
+    @field_validator("endpoints")
+    @classmethod
+    def _urls_normalised(cls, entries: dict[str, EndpointOverride]) -> dict[str, EndpointOverride]:
+        return {
+            key.rstrip("/") if key.startswith(("http://", "https://")) else key: value for key, value in entries.items()
+        }
+
+
+class Config(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    version: Literal[1] = 1
+    dataset: DatasetSpec
+    task: AnyTask = Field(
+        default_factory=RecordedTask,
+        description="Where outputs come from: `recorded` (a dataset field), or a live lane: `python`, `command`, "
+        "`chat`.",
+    )
+    variants: dict[str, dict[str, Any]] | None = Field(
+        default=None,
+        description="Named overrides of `task` (model, endpoint, prompt, sampling parameters, provider, python "
+        "function, recorded field; or a whole task with another `type`): one run scores every variant on the same "
+        "examples and compares every pair (docs/choosing-models.md). One variant is the task itself.",
+    )
+    concurrency: ConcurrencySpec = Field(
+        default_factory=ConcurrencySpec, description="Limits for live lane and judge calls."
+    )
+    executor: AnyExecutor = Field(
+        default_factory=LocalExecutorSpec,
+        description="Where per-example work runs: `local` (this process) or `ray` (a Ray cluster).",
+    )
+    ledger: str = Field(
+        default="authority.yaml", description="The host-owned authority ledger, relative to this config file."
+    )
+    metrics: dict[str, AnyMetricSpec] = Field(min_length=1)
+    gates: dict[str, GateSpec] = Field(default_factory=dict)
+    checks: dict[str, CheckSpec] = Field(
+        default_factory=dict, description="Bound command checks, used by `check` metrics, gates and `evalglass check`."
+    )
+    prices: dict[str, Price] = Field(
+        default_factory=dict,
+        description="Per model name, what its tokens cost per million (`prompt_per_million`, "
+        "`completion_per_million`, optionally `cache_read_per_million`, `cache_write_per_million`); turns live runs' "
+        "token counts into cost.",
+    )
+    check_workers: int | None = Field(
+        default=None, ge=1, le=1024, description="Per-example checks run at once (default: the number of CPUs)."
+    )
+    secrets: tuple[str, ...] = Field(
+        default=(),
+        description="Names of environment variables whose values are secrets although their names do not say so "
+        "(names with KEY, TOKEN, SECRET, PASSWORD, AUTH, ... and every api_key_env already are): their values are "
+        "redacted from every artifact, message and output.",
+    )
+
+    @field_validator("secrets")
+    @classmethod
+    def _env_names(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        problems: list[tuple[tuple[str | int, ...], str]] = [
+            ((index,), f"secrets lists environment variable NAMES; {name[:4]!r}… is not one")
+            for index, name in enumerate(names)
+            if not _ENV_NAME.match(name)
+        ]
+        if problems:
+            raise LocatedValueError(problems)
+        return names
+
+    _ledger_file = field_validator("ledger")(_names_a_file)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_variant_is_the_task(cls, data: Any) -> Any:
+        from evalglass.engine.spec.variantspec import fold_single_variant
+
+        return fold_single_variant(data)
+
+    @field_validator("metrics", "gates", "checks")
+    @classmethod
+    def _names(cls, entries: dict[str, Any]) -> dict[str, Any]:
+        # Located: each bad name is reported at its own line, not at the line of the block that holds it.
+        problems: list[tuple[tuple[str | int, ...], str]] = [
+            ((name,), f"name {name!r} must start with a letter and use letters, digits, _ . -")
+            for name in entries
+            if not _NAME.match(name)
+        ]
+        if problems:
+            raise LocatedValueError(problems)
+        return entries
+
+    @model_validator(mode="after")
+    def _references_resolve(self) -> Config:
+        """Names that must refer to something declared elsewhere. Every broken reference is reported, each at the
+        key that makes it (a gate's ``metric``, a metric's ``check``), not at the top of the file."""
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        per_example = self.per_example_checks
+        for name, spec in self.metrics.items():
+            for key, named in spec.check_references().items():
+                check = self.checks.get(named)
+                if check is None:
+                    problems.append(
+                        (
+                            ("metrics", name, key),
+                            f"metric '{name}' names check '{named}', which is not declared{_known(self.checks)}",
+                        )
+                    )
+                elif check.target is not None and check.target.path is not None:
+                    problems.append(
+                        (
+                            ("metrics", name, key),
+                            f"metric '{name}' runs check '{named}' per example, but that check is bound to "
+                            f"'{check.target.path}'; a per-example check's target declares only include/exclude",
+                        )
+                    )
+        for name, gate in self.gates.items():
+            if gate.metric is not None and gate.metric not in self.metrics:
+                problems.append(
+                    (
+                        ("gates", name, "metric"),
+                        f"gate '{name}' names metric '{gate.metric}', which is not declared{_known(self.metrics)}",
+                    )
+                )
+            if gate.check is not None:
+                check = self.checks.get(gate.check)
+                at: tuple[str | int, ...] = ("gates", name, "check")
+                if check is None:
+                    problems.append(
+                        (at, f"gate '{name}' names check '{gate.check}', which is not declared{_known(self.checks)}")
+                    )
+                elif gate.check in per_example or (check.target is not None and check.target.path is None):
+                    problems.append(
+                        (
+                            at,
+                            f"gate '{name}' decides on check '{gate.check}', which runs per example; gate a metric "
+                            "of type check instead, or give the check a target path",
+                        )
+                    )
+                elif gate.expect_state is not None and check.target is None:
+                    problems.append(
+                        (
+                            ("gates", name, "expect_state"),
+                            f"gate '{name}' expects a target state, but check '{gate.check}' has no target",
+                        )
+                    )
+        states: dict[str, str | None] = {}
+        for name, gate in self.gates.items():
+            if gate.check is not None and states.setdefault(gate.check, gate.expect_state) != gate.expect_state:
+                problems.append(
+                    (
+                        ("gates", name, "expect_state"),
+                        f"gates on check '{gate.check}' expect different target states; a check runs once per "
+                        "run, so its gates must agree on expect_state",
+                    )
+                )
+        problems += [(("checks",), problem) for problem in policy_id_conflicts(c.policy for c in self.checks.values())]
+        problems += self._executor_problems()
+        problems += self._variant_problems()
+        if problems:
+            raise LocatedValueError(problems)
+        self._output_is_not_gold()
+        return self
+
+    def _variant_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """Every variant's task must be a valid task, the variants must differ and share the samples per example,
+        and in a run with variants every metric gate names the variant it decides on."""
+        from evalglass.core.stats.multiplemodel import MAX_VARIANTS
+
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        names = self.variant_names
+        for name, gate in self.gates.items():
+            if gate.variant is not None and gate.variant not in names:
+                problems.append(
+                    (
+                        ("gates", name, "variant"),
+                        f"gate '{name}' names variant '{gate.variant}', which is not declared"
+                        f"{_known(dict.fromkeys(names))}",
+                    )
+                )
+            elif gate.compare_to_variant is not None and gate.compare_to_variant not in names:
+                problems.append(
+                    (
+                        ("gates", name, "compare_to_variant"),
+                        f"gate '{name}' compares with variant '{gate.compare_to_variant}', which is not declared"
+                        f"{_known(dict.fromkeys(names))}",
+                    )
+                )
+            elif gate.compare_to_variant is not None and self.samples:
+                problems.append(
+                    (
+                        ("gates", name, "compare_to_variant"),
+                        f"gate '{name}' compares two variants per example, which takes one sample per example: "
+                        "a gate between variants with epochs is not decided yet",
+                    )
+                )
+            elif names and gate.metric is not None and gate.variant is None:
+                problems.append(
+                    (
+                        ("gates", name),
+                        f"gate '{name}' must name the variant it decides on (`variant: NAME`, one of "
+                        f"{', '.join(names)}): in a run with variants a metric is measured once per variant",
+                    )
+                )
+        if not names:
+            return problems
+        problems += [
+            (
+                ("gates", name, "compare_to"),
+                f"gate '{name}' compares with a baseline run; a run with variants does not decide comparative gates "
+                "yet: compare the variants' runs with `evalglass compare`, or drop `variants:` for this gate's run",
+            )
+            for name, gate in self.gates.items()
+            if gate.compare_to is not None
+        ]
+        if len(names) > MAX_VARIANTS:
+            problems.append((("variants",), f"at most {MAX_VARIANTS} variants are compared in one run"))
+        seen: dict[str, str] = {}
+        samples: set[int] = set()
+        for name in names:
+            if not _NAME.match(name):
+                problems.append(
+                    (("variants", name), f"name {name!r} must start with a letter and use letters, digits, _ . -")
+                )
+                continue
+            task, found = validated_task(self._variant_raw_task(name), ("variants", name))
+            problems += found
+            if task is None:
+                continue
+            definition = fingerprint_of(task.model_dump(mode="json", exclude={"description"}))
+            if definition in seen:
+                problems.append(
+                    (
+                        ("variants", name),
+                        f"variants '{seen[definition]}' and '{name}' run the same task; give each variant a "
+                        "different model, endpoint, prompt, parameter or function",
+                    )
+                )
+            seen.setdefault(definition, name)
+            samples.add(int(task.samples) if isinstance(task, RecordedTask) else task.epochs)
+        if len(samples) > 1:
+            problems.append((("variants",), "every variant takes the same samples per example: set epochs on the task"))
+        return problems
+
+    def _variant_raw_task(self, name: str) -> dict[str, Any]:
+        from evalglass.engine.spec.variantspec import merged_task
+
+        assert self.variants is not None
+        base = self.task.model_dump(mode="json", exclude_unset=True, by_alias=True)
+        base["type"] = self.task.type
+        return merged_task(base, self.variants[name])
+
+    @property
+    def variant_names(self) -> tuple[str, ...]:
+        """The variants a run compares, in declared order; empty without ``variants:`` (one variant is the task)."""
+        return tuple(self.variants or ())
+
+    def variant_task(self, name: str) -> RecordedTask | LaneSpec:
+        """The task variant ``name`` runs (validated when the config was)."""
+        task, problems = validated_task(self._variant_raw_task(name), ("variants", name))
+        if task is None:
+            raise LocatedValueError(problems)
+        return task
+
+    def for_variant(self, name: str) -> Config:
+        """The config one variant's scoring runs: the task is the variant's, the gates stay (a metric's direction
+        comes from them) without their variant. Never validated again, never decided on, never recorded."""
+        gates = {gate: spec.model_copy(update={"variant": None}) for gate, spec in self.gates.items()}
+        return self.model_copy(update={"task": self.variant_task(name), "variants": None, "gates": gates})
+
+    def variant_definitions(self) -> dict[str, Any]:
+        """What every gate of a run with variants is bound to besides its own definition: each variant's name and
+        task (prose aside). Renaming, redefining, adding or removing a variant makes every approval stale."""
+        return {
+            name: self.variant_task(name).model_dump(mode="json", exclude={"description"})
+            for name in self.variant_names
+        }
+
+    def _gate_directions(self, metric: str) -> dict[str, Direction]:
+        return {name: gate.direction for name, gate in self.gates.items() if gate.metric == metric}
+
+    def metric_direction(self, metric: str) -> Direction | None:
+        """Which way ``metric`` improves: its gates' direction, higher is better (a gate's default) when no gate
+        decides on it, None when its gates disagree. It decides which end of its scale an answer the metric cannot
+        read scores; with None there is no single worst end (``metrics.invalid``)."""
+        directions = set(self._gate_directions(metric).values())
+        if len(directions) > 1:
+            return None
+        return directions.pop() if directions else Direction.HIGHER_IS_BETTER
+
+    def _executor_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """Overrides must name something that is shipped; a declared secret may not be put in ``env_vars``."""
+        executor = self.executor
+        if not isinstance(executor, RayExecutorSpec):
+            return []
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        shipped = self.shipped_metrics
+        for name in executor.overrides:
+            if name == TASK_KEY:
+                if self.lane is None or not self.lane.shippable:
+                    problems.append(
+                        (
+                            ("executor", "overrides", name),
+                            "override 'task' applies to a python or command lane, and this config has none",
+                        )
+                    )
+            elif name not in shipped:
+                problems.append(
+                    (
+                        ("executor", "overrides", name),
+                        f"override '{name}' names no shipped work: use 'task' or a metric of type python or check"
+                        + (f" ({', '.join(sorted(shipped))})" if shipped else ""),
+                    )
+                )
+        variables = executor.runtime_env.get("env_vars", {})
+        for name in self.secrets:
+            if name in variables:
+                problems.append(
+                    (
+                        ("executor", "runtime_env", "env_vars", name),
+                        f"{name} is declared a secret; a secret never goes in the config: set it in the workers' "
+                        "own environment",
+                    )
+                )
+        return problems
+
+    @property
+    def shipped_metrics(self) -> set[str]:
+        """Metrics whose per-example calls a cluster executor ships: those that say they are ``shippable`` (host
+        ``python`` metrics and ``check`` metrics; the builtins cost less to compute than to ship; LLM judges are I/O
+        and stay on the driver)."""
+        if not isinstance(self.executor, RayExecutorSpec):
+            return set()
+        return {name for name, spec in self.metrics.items() if spec.shippable}
+
+    def _output_is_not_gold(self) -> None:
+        """A recorded output read from a gated metric's reference field (or a field inside or around it) would be
+        compared with itself: every such gate would pass, whatever the model answered."""
+        if not isinstance(self.task, RecordedTask):
+            return
+        output = parse_path(self.task.field)
+        for gate_name, gate in self.gates.items():
+            spec = self.metrics.get(str(gate.metric)) if gate.metric is not None else None
+            reference = getattr(spec, "reference", None)
+            if not isinstance(reference, str):
+                continue
+            gold = parse_path(reference)
+            shorter = min(len(output), len(gold))
+            if output[:shorter] == gold[:shorter]:
+                raise ValueError(
+                    f"task.field '{self.task.field}' overlaps the reference '{reference}' of metric '{gate.metric}' "
+                    f"(gated by '{gate_name}'): the recorded output would be compared with the gold answer itself; "
+                    "record outputs in a field of their own"
+                )
+
+    @property
+    def secret_names(self) -> tuple[str, ...]:
+        """Every variable whose value is a secret by declaration: ``secrets:`` and each lane's or judge's
+        ``api_key_env``."""
+        keys = [self.task.api_key_env] if isinstance(self.task, EndpointSpec) else []
+        keys.extend(name for spec in self.metrics.values() for name in spec.key_variables())
+        return tuple(dict.fromkeys((*self.secrets, *(name for name in keys if name))))
+
+    @property
+    def lane(self) -> LaneSpec | None:
+        """The live lane producing outputs, or None when outputs are recorded in the dataset."""
+        return None if isinstance(self.task, RecordedTask) else self.task
+
+    @property
+    def samples(self) -> bool:
+        """True when each example has a list of sample rows: recorded ``samples: true``, a lane's ``epochs > 1``, or
+        another tool's results (whose epochs and repeats are always kept as samples)."""
+        if self.dataset.tool_results:
+            return True
+        task = self.variant_task(self.variant_names[0]) if self.variant_names else self.task
+        return task.samples if isinstance(task, RecordedTask) else task.epochs > 1
+
+    @property
+    def output_field(self) -> str:
+        return self.task.field if isinstance(self.task, RecordedTask) else "output"
+
+    @property
+    def parse_json(self) -> bool:
+        """``task.parse: json``: JSON-text outputs are parsed before metrics see them."""
+        return self.task.parse == "json"
+
+    @property
+    def outputs_path(self) -> str | None:
+        """The file recorded outputs are read from, when it is not the dataset file."""
+        return self.task.path if isinstance(self.task, RecordedTask) else None
+
+    @property
+    def gold_excluded_field(self) -> str | None:
+        """The dataset field the gold fingerprint leaves out: the recorded output field when the outputs are
+        recorded in the dataset file; nothing when they come from their own file or from a live lane."""
+        if isinstance(self.task, RecordedTask) and self.task.path is None:
+            return self.task.field
+        return None
+
+    @property
+    def needs_gold(self) -> bool:
+        """Whether a declared gate's metric compares with a reference, or a gate compares with a baseline (which
+        needs the same gold): only then is the gold fingerprint taken (it costs a serialisation of every record)."""
+        return any(
+            gate.compare_to is not None or (gate.metric is not None and self.metrics[gate.metric].uses_reference)
+            for gate in self.gates.values()
+        )
+
+    @property
+    def judges(self) -> dict[str, AnyMetricSpec]:
+        """The metrics whose gates stand on a calibration against human labels (``calibrated``; the ledger's
+        ``judges:``), by name: what ``evalglass calibrate`` calibrates and a gate's judge standing is read for."""
+        return {name: spec for name, spec in self.metrics.items() if spec.calibrated}
+
+    @property
+    def live(self) -> bool:
+        """A run that calls something during scoring (a lane, or a ``live`` metric: a judge) takes the asynchronous
+        path."""
+        lanes = [not isinstance(self.variant_task(name), RecordedTask) for name in self.variant_names]
+        return self.lane is not None or any(lanes) or any(spec.live for spec in self.metrics.values())
+
+    @property
+    def uses_call_cache(self) -> bool:
+        """Whether anything in the run reads or writes the call cache: live metrics (judges) always do, a lane when
+        its ``cache`` is on. A run where nothing does opens no cache file."""
+        return any(spec.live for spec in self.metrics.values()) or (self.lane is not None and self.lane.cache)
+
+    @property
+    def per_example_checks(self) -> set[str]:
+        return {check for spec in self.metrics.values() for check in spec.check_references().values()}
+
+    @property
+    def standalone_checks(self) -> list[str]:
+        """Checks run once per `evalglass run` (and by `evalglass check`): every check not run per example."""
+        return [name for name in self.checks if name not in self.per_example_checks]
+
+    def expected_state(self, check: str) -> str | None:
+        """The target state the gates on ``check`` require, if any (they must agree; see validation)."""
+        return next((gate.expect_state for gate in self.gates.values() if gate.check == check), None)
+
+    def gate_evaluators(self, name: str) -> dict[str, int]:
+        """The builtin evaluators (and their versions) the gate's outcome depends on; see ``metrics.versions``."""
+        gate = self.gates[name]
+        if gate.metric is None:
+            return {}
+        spec = self.metrics[gate.metric]
+        return gate_evaluators(
+            spec.type,
+            reducer=spec.reducer if self.samples else None,
+            interval=spec.interval.override,
+            lower_bound=gate.rule is GateRule.LOWER_BOUND,
+            clustered=self.dataset.cluster_field is not None,
+            comparative=gate.compare_to is not None,
+        )
+
+    def evaluators_by_gate(self) -> dict[str, dict[str, int]]:
+        """:meth:`gate_evaluators` of every gate that depends on any, as the run record keeps them."""
+        return {name: found for name in self.gates if (found := self.gate_evaluators(name))}
+
+    def gate_fingerprint(
+        self,
+        name: str,
+        definition_files: dict[str, dict[str, str]] | None = None,
+        versions: Mapping[str, int] | None = None,
+    ) -> str:
+        """What an approval of this gate is bound to: the fingerprint of its :meth:`gate_definition`."""
+        return fingerprint_of(self.gate_definition(name, definition_files, versions))
+
+    def gate_definition(
+        self,
+        name: str,
+        definition_files: dict[str, dict[str, str]] | None = None,
+        versions: Mapping[str, int] | None = None,
+    ) -> dict[str, Any]:
+        """The canonical definition an approval covers: the gate's semantics, its subject's definition, and the
+        versions of the builtin evaluators it depends on.
+
+        ``definition_files`` holds, per metric, the SHA-256 of files that define it (a JSON Schema, a host module),
+        so editing such a file makes the approval stale just like editing the YAML would. ``versions`` replaces the
+        current evaluator versions (``explain``'s search for which evaluator changed since an approval; ``{}`` is
+        the fingerprint from before evaluators were versioned).
+        """
+        gate = self.gates[name]
+        files_of = definition_files or {}
+        if gate.check is not None:
+            check_payload: dict[str, Any] = {
+                "gate": gate.fingerprint_payload(),
+                "check": self._check_payload(gate.check),
+            }
+            check_files = files_of.get(check_files_key(gate.check))
+            if check_files:
+                check_payload["files"] = check_files
+            if self.checks[gate.check].inputs:
+                check_payload["inputs"] = files_of.get(check_inputs_key(gate.check), {})
+            return check_payload
+        metric = str(gate.metric)
+        spec = self.metrics[metric]
+        payload: dict[str, Any] = {"gate": gate.fingerprint_payload(), "metric": spec.fingerprint_payload()}
+        if gate.rule is GateRule.LOWER_BOUND:
+            payload["interval"] = spec.interval.model_dump(mode="json")
+        files = dict(files_of.get(metric, {}))
+        checks: dict[str, Any] = {}
+        check_inputs: dict[str, Any] = {}
+        for check_name in spec.check_references().values():
+            files.update(files_of.get(check_files_key(check_name), {}))
+            # What the metric runs per example is what it measures: its command, policy and inputs, as a check
+            # gate binds them.
+            checks[check_name] = self._check_payload(check_name)
+            if self.checks[check_name].inputs:
+                check_inputs[check_name] = files_of.get(check_inputs_key(check_name), {})
+        if files:
+            payload["files"] = files
+        if checks:
+            payload["checks"] = checks
+        if check_inputs:
+            payload["check_inputs"] = check_inputs
+        if metric in self.shipped_metrics and isinstance(self.executor, RayExecutorSpec):
+            # The metric's work runs on a cluster: which one, and in which environment, decides what it answers.
+            payload["executor"] = self.executor.binding_payload()
+        if self.parse_json:  # what the metric sees changes with it (only when set: older approvals stay valid)
+            payload["task_parse"] = "json"
+        if isinstance(self.task, RecordedTask):
+            # Which field holds the outputs decides what is measured: pointing it elsewhere needs a new approval.
+            payload["recorded_output"] = {"field": self.task.field, "samples": self.samples}
+        if self.dataset.format == "otlp" or self.dataset.tool_results:
+            # Which spans make an example, and how they map, decide what is measured too (a `where` that keeps only
+            # the good traces is a new approval). Only for these formats: other approvals keep their fingerprints.
+            read: dict[str, Any] = {"format": self.dataset.format}
+            if self.dataset.format == "otlp":
+                read["traces"] = self.dataset.trace_options.model_dump(mode="json")
+            payload["dataset_read"] = read
+        evaluators = fingerprinted(self.gate_evaluators(name) if versions is None else versions)
+        if evaluators:
+            payload["evaluators"] = evaluators
+        if self.variant_names:
+            payload["variants"] = self.variant_definitions()
+        return payload
+
+    def _check_payload(self, name: str) -> dict[str, Any]:
+        """A check's declaration as its gates bind it: all of it but its prose, and ``inputs`` only when declared
+        (gates approved before checks had inputs keep their fingerprint)."""
+        declared = self.checks[name]
+        left_out = {"description"} if declared.inputs else {"description", "inputs"}
+        return declared.model_dump(mode="json", exclude=left_out)
+
+
+def check_files_key(check: str) -> str:
+    """The ``definition_files`` key of a check's files (metric names cannot contain ':', so keys never clash)."""
+    return f"check:{check}"
+
+
+def check_inputs_key(check: str) -> str:
+    """The ``definition_files`` key of a check's declared ``inputs:`` (label → fingerprint)."""
+    return f"inputs:{check}"
+
+
+def _known(names: dict[str, Any]) -> str:
+    return f" (known: {', '.join(sorted(names))})" if names else " (none are declared)"
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    config: Config
+    path: Path
+    fingerprint: str
+    definition_files: dict[str, dict[str, str]] = field(default_factory=dict)
+    raw: bytes = b""
+
+    @property
+    def base_dir(self) -> Path:
+        return self.path.parent
+
+    @property
+    def dataset_path(self) -> Path:
+        return self.base_dir / self.config.dataset.path
+
+    @property
+    def outputs_file(self) -> Path | None:
+        path = self.config.outputs_path
+        return self.base_dir / path if path is not None else None
+
+    @property
+    def ledger_path(self) -> Path:
+        return self.base_dir / self.config.ledger
+
+
+def config_as_recorded(config: Config) -> dict[str, Any]:
+    """The config as a run record stores it: what was declared (unset defaults left out), under the names the
+    config file uses. A field with an alias (``schema`` is ``schema_`` in Python) is written under its alias, so
+    :func:`config_from_record` reads it back exactly as the YAML loader does."""
+    return config.model_dump(mode="json", exclude_unset=True, by_alias=True)
+
+
+def config_from_record(data: Any) -> Config:
+    """The config a run record stores (see :func:`config_as_recorded`). Field names are accepted beside aliases
+    because records written before the aliases were recorded stored ``schema_``; a config *file* accepts aliases
+    only."""
+    return Config.model_validate(data, by_alias=True, by_name=True)
+
+
+def load_config(path: Path) -> LoadedConfig:
+    doc: YamlDocument = load_yaml(path, what="config")
+    config = validate_document(Config, doc, what="the config", context={"base_dir": path.parent})
+    from evalglass import redaction
+
+    redaction.declare(config.secret_names)
+    return LoadedConfig(
+        config=config,
+        path=path,
+        fingerprint=fingerprint_of_bytes(doc.raw),
+        definition_files=definition_file_hashes(config, path.parent, doc.where),
+        raw=doc.raw,
+    )
+
+
+def definition_file_hashes(
+    config: Config, base_dir: Path, where: Callable[[tuple[str | int, ...]], str] | None = None
+) -> dict[str, dict[str, str]]:
+    """SHA-256 of every file a metric's definition lives in, keyed by metric and path relative to the config; and
+    per check, the files its command names and the fingerprints of its declared ``inputs:``.
+
+    A file that cannot be read is left out here; building the metric then fails with its own clear error. A
+    declared input that cannot be hashed is a ``SetupError`` at its entry (``where`` gives ``file:line``): an input
+    is declared to be bound, and silently binding less than declared would be a gap no one sees.
+    """
+    hashes: dict[str, dict[str, str]] = {}
+    root = base_dir.resolve()
+    for name, spec in config.metrics.items():
+        files: dict[str, str] = {}
+        for path in spec.referenced_files(base_dir):
+            try:
+                data = read_regular(path, what="metric definition file")
+            except SetupError:
+                continue
+            label = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.as_posix()
+            files[label] = fingerprint_of_bytes(data)
+        if files:
+            hashes[name] = files
+    for name, check in config.checks.items():
+        files = check_argv_file_hashes(check, base_dir)
+        if files:
+            hashes[check_files_key(name)] = files
+        if check.inputs:
+            try:
+                hashes[check_inputs_key(name)] = input_hashes(check, base_dir, leave_out=(base_dir / config.ledger,))
+            except InputProblem as exc:
+                at = ("checks", name, "inputs", exc.index)
+                raise SetupError(f"check '{name}': {exc}", where=where(at) if where else None, fix=exc.fix) from None
+    return hashes
+
+
+def check_argv_file_hashes(check: CheckSpec, base_dir: Path) -> dict[str, str]:
+    """SHA-256 of every file inside the config folder that the check's command names (a checker script, its data).
+
+    Each argv element (each word of a shell command) is tried as a path from the check's working folder; what
+    resolves to a regular file inside the config folder is hashed, so replacing the checker makes an approval of
+    the gate stale. Programs found on PATH (python, pytest) and files outside the folder are not: they are the
+    machine's, not the project's, and a check may not reach outside the config folder anyway.
+    """
+    root = base_dir.resolve()
+    cwd = (root / (check.cwd or ".")).resolve()
+    words = split_words(check.command) if isinstance(check.command, str) else list(check.command)
+    files: dict[str, str] = {}
+    for word in words:
+        if not word or "{" in word or "\x00" in word:
+            continue
+        candidate = (cwd / word).resolve()
+        if not candidate.is_relative_to(root) or candidate == root or not candidate.is_file():
+            continue
+        try:
+            data = candidate.read_bytes()
+        except OSError:
+            continue
+        files[candidate.relative_to(root).as_posix()] = fingerprint_of_bytes(data)
+    return files
