@@ -213,3 +213,24 @@ def test_the_engine_is_rooms_in_layers() -> None:
     packages = {path.parent.name for path in engine.glob("*/__init__.py")}
     assert packages == layered
     assert not any(":" in layer for layer in rooms["layers"])
+
+
+def test_every_file_the_architecture_doc_names_exists() -> None:
+    """Every path docs/architecture.md names (``pkg/module.py``) is a file of the repository, and each package
+    section's module table names modules of that package: the page is drawn from the code, and stays so."""
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    package = ROOT / "src" / "evalglass"
+    missing = [
+        path
+        for path in sorted(set(re.findall(r"`((?:[a-z_]+/)+[a-z_]+\.py)`", doc)))
+        if not any((base / path).is_file() for base in (ROOT, ROOT / "src", package, ROOT / "tests"))
+        and not any(package.glob(f"*/{path}"))  # named inside its package's section: core's stats/alpha.py
+    ]
+    assert missing == []
+    for section in re.split(r"^### ", doc, flags=re.M)[1:]:
+        folder = package / section.split("/")[0]
+        if not folder.is_dir():
+            continue
+        named = set(re.findall(r"^\| `([a-z_]+)\.py`", section, flags=re.M))
+        absent = sorted(name for name in named if not any(folder.rglob(f"{name}.py")))
+        assert absent == [], section.split("\n")[0]
