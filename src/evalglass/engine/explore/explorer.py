@@ -99,6 +99,8 @@ class Row:
     error: str | None = None
     judgements: list[Judgement] = field(default_factory=list)
     checks: list[CheckTail] = field(default_factory=list)
+    #: In a run with variants: each variant's output, by variant name (empty otherwise).
+    outputs: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -275,6 +277,9 @@ def load_explorer(
     if record is not None and record.kept_outputs is not None:
         _join_kept(folder, record, by_id)
     _join_outputs(folder, by_line)
+    names = variant_names_of(folder)
+    if names:
+        _join_variant_outputs(folder, names, by_id)
     _join_checks(folder, by_id)
     if record is not None:
         _join_dataset(folder, record, by_line, explorer.notes, by_id)
@@ -311,9 +316,7 @@ def _join_outputs(folder: Path, by_line: dict[int, Row]) -> None:
                 for item in samples
                 if isinstance(item, dict)
             ]
-            row.output = clip(
-                shown[0] if len(shown) == 1 else "\n\n".join(f"[sample {i}] {t}" for i, t in enumerate(shown))
-            )
+            row.output = clip(shown[0] if len(shown) == 1 else _numbered(shown))
         judges = entry.get("judges")
         if isinstance(judges, dict):
             for metric, notes_per_sample in judges.items():
@@ -331,6 +334,28 @@ def _join_outputs(folder: Path, by_line: dict[int, Row]) -> None:
                         )
 
 
+def _join_variant_outputs(folder: Path, names: tuple[str, ...], by_id: dict[str, list[Row]]) -> None:
+    """Each variant's output of every shown example (each sample's, in a run with samples), from the run folder."""
+    from evalglass.engine.explore.variantshown import NO_OUTPUT, variant_samples
+
+    for example_id, per_variant in variant_samples(folder, names, set(by_id)).items():
+        outputs: dict[str, str] = {}
+        for name in names:
+            shown = [
+                as_text(item["output"]) if "output" in item else f"{NO_OUTPUT}: {as_text(item.get('error'))}"
+                for item in per_variant.get(name, ())
+            ]
+            text = NO_OUTPUT if not shown else shown[0] if len(shown) == 1 else _numbered(shown)
+            outputs[name] = clip(text)
+        for row in by_id[example_id]:
+            row.outputs = outputs
+
+
+def _numbered(shown: list[str]) -> str:
+    """Several samples' texts as one value, each under its number."""
+    return "\n\n".join(f"[sample {i}] {t}" for i, t in enumerate(shown))
+
+
 def _join_kept(folder: Path, record: RunRecord, by_id: dict[str, list[Row]]) -> None:
     """The outputs the run scored, from what it kept (each sample's, in a run with samples)."""
     from evalglass.engine.runs.keptoutputs import kept_outputs
@@ -339,7 +364,7 @@ def _join_kept(folder: Path, record: RunRecord, by_id: dict[str, list[Row]]) -> 
     for example_id, value in kept_outputs(folder, record, set(by_id)).items():
         if samples and isinstance(value, list):
             shown = [as_text(present(item)) for item in value]
-            text = shown[0] if len(shown) == 1 else "\n\n".join(f"[sample {i}] {t}" for i, t in enumerate(shown))
+            text = shown[0] if len(shown) == 1 else _numbered(shown)
         else:
             text = as_text(present(value))
         for row in by_id[example_id]:
