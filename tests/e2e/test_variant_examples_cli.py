@@ -114,3 +114,23 @@ def test_a_run_without_variants_lists_no_outputs_by_variant(tmp_path: Path) -> N
     rows = examples_json(project)["examples"]
     assert rows and all("outputs" not in row for row in rows)
     assert json.dumps(rows[0]["output"]) == json.dumps("no ex-0")
+
+
+def test_variants_of_recorded_outputs_keep_no_outputs_file_and_are_still_listed(tmp_path: Path) -> None:
+    """Recorded variants write no outputs file (nothing for digests.json to list): the examples are listed with
+    their input and reference, and no output is made up."""
+    project = variant_project(tmp_path)
+    project.write_config(
+        {
+            "version": 1,
+            "dataset": {"name": "suite", "path": "data.jsonl"},
+            "task": {"type": "recorded", "field": "expected"},
+            "variants": {"a": {}, "b": {"field": "question"}},
+            "metrics": {"exact": {"type": "exact_match", "reference": "expected"}},
+        }
+    )
+    assert project.run().code == 0
+    rows = examples_json(project, "--state", "all")["examples"]
+    assert rows and all(row["output"] is None and "outputs" not in row for row in rows)
+    assert rows[0]["reference"] == "yes 0"
+    assert project.cli("report").code == 0

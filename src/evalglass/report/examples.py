@@ -38,7 +38,7 @@ class Row(Protocol):
     @property
     def reference(self) -> str | None: ...
     @property
-    def outputs(self) -> Mapping[str, str] | None: ...
+    def outputs(self) -> Mapping[str, str | None] | None: ...
 
 
 #: What a list of a comparative gate's examples is ordered by, for its title.
@@ -104,12 +104,16 @@ def render_examples(
     return fold_text("\n".join(lines), columns)
 
 
+#: What a variant of recorded outputs shows: its outputs are not in the run folder, and nothing else is shown.
+NOT_KEPT = "(not kept in the run folder)"
+
+
 def _labelled(row: Row) -> list[tuple[str, str]]:
     """The row's input, reference and output; in a run with variants, each variant's output in place of one."""
     outputs = (
         [("output", row.output)]
         if row.outputs is None
-        else [(f"output of {one_line(name)}", text) for name, text in row.outputs.items()]
+        else [(f"output of {one_line(name)}", NOT_KEPT if text is None else text) for name, text in row.outputs.items()]
     )
     return [
         (label, value)

@@ -99,8 +99,9 @@ class Row:
     error: str | None = None
     judgements: list[Judgement] = field(default_factory=list)
     checks: list[CheckTail] = field(default_factory=list)
-    #: In a run with variants: each variant's output, by variant name (empty otherwise).
-    outputs: dict[str, str] = field(default_factory=dict)
+    #: In a run with variants: each variant's output, by variant name (None: a variant of recorded outputs, which
+    #: the run folder does not hold; empty without variants).
+    outputs: dict[str, str | None] = field(default_factory=dict)
 
 
 @dataclass
@@ -336,11 +337,14 @@ def _join_outputs(folder: Path, by_line: dict[int, Row]) -> None:
 
 def _join_variant_outputs(folder: Path, names: tuple[str, ...], by_id: dict[str, list[Row]]) -> None:
     """Each variant's output of every shown example (each sample's, in a run with samples), from the run folder."""
-    from evalglass.engine.explore.variantshown import NO_OUTPUT, variant_samples
+    from evalglass.engine.explore.variantshown import NO_OUTPUT, variant_samples, variants_with_outputs
 
-    for example_id, per_variant in variant_samples(folder, names, set(by_id)).items():
-        outputs: dict[str, str] = {}
-        for name in names:
+    kept = variants_with_outputs(folder, names)
+    if not kept:
+        return
+    for example_id, per_variant in variant_samples(folder, kept, set(by_id)).items():
+        outputs: dict[str, str | None] = dict.fromkeys(names)
+        for name in kept:
             shown = [
                 as_text(item["output"]) if "output" in item else f"{NO_OUTPUT}: {as_text(item.get('error'))}"
                 for item in per_variant.get(name, ())

@@ -97,8 +97,9 @@ class ExampleRow:
     baseline: AgainstBaseline | None = None
     input: str | None = None
     reference: str | None = None
-    #: In a run with variants: each variant's output for this example (this sample), whole, by variant name.
-    outputs: Mapping[str, str] | None = None
+    #: In a run with variants: each variant's output for this example (this sample), whole, by variant name (None:
+    #: a variant of recorded outputs, which the run folder does not hold).
+    outputs: Mapping[str, str | None] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -331,17 +332,21 @@ def with_outputs(folder: Path, record: RunRecord, rows: list[ExampleRow]) -> tup
 
 def _with_variant_outputs(
     folder: Path, names: tuple[str, ...], rows: list[ExampleRow], wanted: set[str]
-) -> tuple[list[ExampleRow], str]:
-    """Each row with every variant's output for its example (its sample's, in a run with samples), and as its own
-    ``output`` that of the variant its metric names (``metric@variant``; none for a difference between two)."""
+) -> tuple[list[ExampleRow], str | None]:
+    """Each row with every variant's output for its example (its sample's, in a run with samples; None for a variant
+    of recorded outputs, which the run folder does not hold), and as its own ``output`` that of the variant its
+    metric names (``metric@variant``; none for a difference between two)."""
     from evalglass.core.variants import split_variant_metric
-    from evalglass.engine.explore.variantshown import variant_samples
+    from evalglass.engine.explore.variantshown import variant_samples, variants_with_outputs
 
-    samples = variant_samples(folder, names, wanted)
+    kept = variants_with_outputs(folder, names)
+    if not kept:
+        return rows, None
+    samples = variant_samples(folder, kept, wanted)
     filled = []
     for row in rows:
         per_variant = samples.get(row.id, {})
-        outputs = {name: _sample_text(per_variant.get(name), row.sample) for name in names}
+        outputs = {name: _sample_text(per_variant.get(name), row.sample) if name in kept else None for name in names}
         split = split_variant_metric(row.metric)
         own = outputs.get(split[1]) if split is not None else None
         filled.append(replace(row, outputs=outputs, output=own))

@@ -31,11 +31,25 @@ def variant_outputs_file(name: str) -> str:
     return f"{VARIANTS_DIR}/{name}/{OUTPUTS_FILE}"
 
 
+def variants_with_outputs(folder: Path, names: Sequence[str]) -> tuple[str, ...]:
+    """The variants whose lane wrote an outputs file: each one ``digests.json`` lists (a listed file that is gone is
+    refused when read), or, without ``digests.json``, each one present. A variant of recorded outputs writes none."""
+    from evalglass.engine.runs.digests import load_digests
+
+    digests = load_digests(folder)
+    return tuple(
+        name
+        for name in names
+        if (folder / variant_outputs_file(name)).exists()
+        or (digests is not None and variant_outputs_file(name) in digests.files)
+    )
+
+
 def variant_samples(
     folder: Path, names: Sequence[str], wanted: Collection[str]
 ) -> dict[str, dict[str, list[dict[str, Any]]]]:
-    """Per wanted example id, per variant, its samples as recorded (``{"output": …}`` or ``{"error": …}``), every
-    file checked against ``digests.json`` (see the module docstring)."""
+    """Per wanted example id, per variant of ``names``, its samples as recorded (``{"output": …}`` or
+    ``{"error": …}``), every file checked against ``digests.json`` (see the module docstring)."""
     from evalglass.engine.runs.digests import load_digests
 
     digests = load_digests(folder)
