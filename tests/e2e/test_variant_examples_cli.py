@@ -114,6 +114,11 @@ def test_a_run_without_variants_lists_no_outputs_by_variant(tmp_path: Path) -> N
     rows = examples_json(project)["examples"]
     assert rows and all("outputs" not in row for row in rows)
     assert json.dumps(rows[0]["output"]) == json.dumps("no ex-0")
+    # The page of a run without variants is the page it always was: one output, on its line before the reference.
+    assert project.cli("report").code == 0
+    page = (project.last_run() / "report.html").read_text()
+    assert page.count('<div class="io-output"><h4>Output</h4><pre>no ex-') == len(ROWS)
+    assert '</div>\n<div class="io-reference">' in page and "data-variant" not in page
 
 
 def test_variants_of_recorded_outputs_keep_no_outputs_file_and_are_still_listed(tmp_path: Path) -> None:
