@@ -32,19 +32,25 @@ def long_output(example_id: str) -> str:
     return "answer " + example_id + " " + "x" * 3000
 
 
-def variant_project(tmp_path: Path) -> Project:
+VARIANTS = {"good": {}, "long": {"function": "app.py:long"}, "wrong": {"function": "app.py:wrong"}}
+
+
+def suite(task: dict[str, Any], variants: dict[str, Any] | None) -> dict[str, Any]:
+    config = {
+        "version": 1,
+        "dataset": {"name": "suite", "path": "data.jsonl"},
+        "task": task,
+        "metrics": {"exact": {"type": "exact_match", "reference": "expected"}},
+    }
+    return config if variants is None else {**config, "variants": variants}
+
+
+def variant_project(tmp_path: Path, task: str = "app.py:good", variants: dict[str, Any] | None = VARIANTS) -> Project:
+    """The app, the rows, and a config of ``task`` (a python function) with ``variants`` (None: none)."""
     project = make_project(tmp_path)
     (project.evals / "app.py").write_text(APP)
     project.write_rows(ROWS)
-    project.write_config(
-        {
-            "version": 1,
-            "dataset": {"name": "suite", "path": "data.jsonl"},
-            "task": {"type": "python", "function": "app.py:good"},
-            "variants": {"good": {}, "long": {"function": "app.py:long"}, "wrong": {"function": "app.py:wrong"}},
-            "metrics": {"exact": {"type": "exact_match", "reference": "expected"}},
-        }
-    )
+    project.write_config(suite({"type": "python", "function": task}, variants))
     return project
 
 
@@ -99,17 +105,7 @@ def test_an_edited_variant_outputs_file_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_run_without_variants_lists_no_outputs_by_variant(tmp_path: Path) -> None:
-    project = make_project(tmp_path)
-    (project.evals / "app.py").write_text(APP)
-    project.write_rows(ROWS)
-    project.write_config(
-        {
-            "version": 1,
-            "dataset": {"name": "suite", "path": "data.jsonl"},
-            "task": {"type": "python", "function": "app.py:wrong"},
-            "metrics": {"exact": {"type": "exact_match", "reference": "expected"}},
-        }
-    )
+    project = variant_project(tmp_path, task="app.py:wrong", variants=None)
     assert project.run().code == 0
     rows = examples_json(project)["examples"]
     assert rows and all("outputs" not in row for row in rows)
@@ -125,15 +121,7 @@ def test_variants_of_recorded_outputs_keep_no_outputs_file_and_are_still_listed(
     """Recorded variants write no outputs file (nothing for digests.json to list): the examples are listed with
     their input and reference, and no output is made up."""
     project = variant_project(tmp_path)
-    project.write_config(
-        {
-            "version": 1,
-            "dataset": {"name": "suite", "path": "data.jsonl"},
-            "task": {"type": "recorded", "field": "expected"},
-            "variants": {"a": {}, "b": {"field": "question"}},
-            "metrics": {"exact": {"type": "exact_match", "reference": "expected"}},
-        }
-    )
+    project.write_config(suite({"type": "recorded", "field": "expected"}, {"a": {}, "b": {"field": "question"}}))
     assert project.run().code == 0
     rows = examples_json(project, "--state", "all")["examples"]
     assert rows and all(row["output"] is None and "outputs" not in row for row in rows)

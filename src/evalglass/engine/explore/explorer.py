@@ -4,13 +4,14 @@ Two streaming passes keep memory bounded at any dataset size. The first pass ove
 examples the page embeds: every regressed pair of a comparative gate (passing in its baseline, failing now; the
 flips its scorecard records), beyond the cap if need be, then every example that needs a look (a score that is
 excluded, carries a diagnostic, or is 0) up to the cap, then an evenly spaced sample of the rest. The page lists
-them in that order. The second pass joins the picked examples with
-what the other artifacts say about them: the outputs a recorded run kept (``engine.runs.keptoutputs``, read whole and
-checked against their hash), ``outputs.jsonl`` (a live lane's outputs, the judges' rationales), ``checks.jsonl``
-(per-example check records) and the dataset record (input, references). The dataset is not an artifact of the run,
-so it is read only when its bytes still hash to the fingerprint the run recorded; otherwise the page says why
-inputs are not shown. Outputs come from the run folder alone (a run made before runs kept their outputs shows its
-inline outputs from a dataset that still hashes to its fingerprint, and no outputs from a file of their own).
+them in that order. The second pass joins the picked examples with what the other artifacts say about them: the
+outputs a recorded run kept (``engine.runs.keptoutputs``, read whole and checked against their hash),
+``outputs.jsonl`` (a live lane's outputs, the judges' rationales; in a run with variants, each variant's, through
+``engine.explore.variantshown``), ``checks.jsonl`` (per-example check records) and the dataset record (input,
+references). The dataset is not an artifact of the run, so it is read only when its bytes still hash to the
+fingerprint the run recorded; otherwise the page says why inputs are not shown. Outputs come from the run folder
+alone (a run made before runs kept their outputs shows its inline outputs from a dataset that still hashes to its
+fingerprint, and no outputs from a file of their own).
 """
 
 from __future__ import annotations

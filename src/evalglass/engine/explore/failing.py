@@ -12,7 +12,8 @@ States. A score that is not ``scored`` keeps its status (``error``, ``blocked``,
 * otherwise (a continuous metric with no threshold to judge by) the value is ``scored``: neither.
 
 Outputs come from the run folder only: the outputs a recorded run kept (``engine.runs.keptoutputs``, checked against
-their hash) or a live lane's ``outputs.jsonl``; never from the dataset or outputs file as it is now. A run that
+their hash) or a live lane's ``outputs.jsonl`` (in a run with variants, every variant's, checked against
+``digests.json`` by ``engine.explore.variantshown``); never from the dataset or outputs file as it is now. A run that
 kept neither (made before runs kept their outputs) shows none.
 
 A comparative gate's examples are listed against its baseline: the regressed pairs first (passing in the baseline,
