@@ -127,3 +127,17 @@ def test_variants_of_recorded_outputs_keep_no_outputs_file_and_are_still_listed(
     assert rows and all(row["output"] is None and "outputs" not in row for row in rows)
     assert rows[0]["reference"] == "yes 0"
     assert project.cli("report").code == 0
+
+
+def test_outputs_are_found_for_ids_with_quotes_commas_and_accents(tmp_path: Path) -> None:
+    """The reader skips unwanted lines by their id's bytes: ids JSON escapes, or whose text looks like the line's
+    next key, are found all the same."""
+    project = variant_project(tmp_path)
+    ids = ['say "hi"', 'a,"line":2', "café-é", "back\\slash"]
+    project.write_rows([{"id": example_id, "question": "q", "expected": "e"} for example_id in ids])
+    assert project.run().code == 0
+    rows = examples_json(project, "--state", "all", "--metric", "exact@wrong", "--limit", "100")["examples"]
+    assert {row["id"]: row["outputs"]["wrong"] for row in rows} == {
+        example_id: f"no {example_id}" for example_id in ids
+    }
+    assert all(row["outputs"]["good"] == "e" for row in rows)

