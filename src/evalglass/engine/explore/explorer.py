@@ -30,11 +30,11 @@ from evalglass.core.runrecord import SCORES_FILE, RunRecord
 from evalglass.engine.datasets.readback import OWN_READER_FORMATS, examples_by_id, read_by_own_reader
 from evalglass.engine.datasets.recordparts import present, record_parts
 from evalglass.engine.runs.artifacts import CHECKS_FILE, open_artifact, run_score_rows, variant_names_of
+from evalglass.engine.runs.runfolder import OUTPUTS_FILE
 from evalglass.errors import SetupError
 
 #: Other tools' results: their epochs are always samples.
 TOOL_FORMATS = OWN_READER_FORMATS - {"otlp"}
-OUTPUTS_FILE = "outputs.jsonl"  # the name liverun writes; repeated so a report needs no live-run imports
 #: Examples embedded in the page at most. Measured in BENCHMARKS.md: the page stays a few MB at any dataset size.
 ROW_CAP = 1000
 #: Characters of one text field (input, output, reference) shown per example at first; a longer one expands to its

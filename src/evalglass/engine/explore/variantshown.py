@@ -19,9 +19,9 @@ import orjson
 from evalglass.core.fingerprint import PREFIX
 from evalglass.core.runrecord import VARIANTS_DIR
 from evalglass.engine.runs.artifacts import open_artifact
+from evalglass.engine.runs.runfolder import OUTPUTS_FILE
 from evalglass.errors import SetupError
 
-OUTPUTS_FILE = "outputs.jsonl"  # the name liverun writes, as explorer.py repeats it
 #: A sample whose lane call failed: what it has instead of an output.
 NO_OUTPUT = "(no output)"
 
