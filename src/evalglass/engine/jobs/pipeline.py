@@ -539,7 +539,7 @@ def _finish(
 
         baselines, baseline_records = baselines_for_run(config, ledger, folder, prepared.options.locator)
         comparative = comparative_inputs(
-            config, folder / SCORES_FILE, loaded.definition_files, dataset, baselines, day_of_timestamp(created_at)
+            config, folder / scores_file, loaded.definition_files, dataset, baselines, day_of_timestamp(created_at)
         )
     evidence = Evidence(
         run_id=run_id,

@@ -27,7 +27,7 @@ from evalglass.core.decide import RunShape, per_example
 from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
 from evalglass.core.reduce import within_of
 from evalglass.core.runrecord import SCORES_FILE, VARIANTS_DIR, RunRecord
-from evalglass.core.variants import split_variant_metric, variant_metric
+from evalglass.core.variants import baseline_column, split_variant_metric, variant_metric
 from evalglass.engine.runs.artifacts import RUNRECORD_FILE, LoadedScores, load_columns, load_json_model_and_bytes
 from evalglass.engine.spec.config import Config
 from evalglass.errors import SetupError
@@ -42,6 +42,9 @@ class RunForComparison:
     fingerprint: str
     #: The SHA-256 of the run record's bytes as read (what a digest list names it by).
     record_sha256: str = ""
+    #: Every scores file read, by its path in the run folder, with the SHA-256 of its bytes as read: the run's
+    #: ``scores.jsonl``, or in a run with variants each variant's.
+    score_files: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def shape(self) -> RunShape:
@@ -81,6 +84,12 @@ class RunForComparison:
 
     def definition_payload(self, name: str) -> dict[str, Any]:
         return metric_definition_payload(self.config, self.declared(name), self.record.definition_files)
+
+    def baseline_name(self, name: str) -> str | None:
+        """This run's column that a comparative gate deciding on ``name`` compares with, when this run is its
+        baseline (``core.variants.baseline_column``); None when it has none."""
+        column = baseline_column(name, self.config.variant_names)
+        return column if column is not None and column in self.scores.columns else None
 
     def side(self, name: str) -> MetricSide:
         declared = self.declared(name)
@@ -128,7 +137,7 @@ def load_for_comparison(folder: Path, *, what: str = "run", metrics: list[str] |
         config = Config.model_validate(record.config)
     except Exception as exc:
         raise SetupError(f"the run record's config no longer validates: {exc}", where=str(folder)) from None
-    scores = _comparison_scores(folder, record, config, metrics)
+    scores, files = _comparison_scores(folder, record, config, metrics)
     return RunForComparison(
         folder=folder,
         record=record,
@@ -136,27 +145,35 @@ def load_for_comparison(folder: Path, *, what: str = "run", metrics: list[str] |
         scores=scores,
         fingerprint=run_fingerprint(raw, scores.sha256),
         record_sha256=fingerprint_of_bytes(raw),
+        score_files=files,
     )
 
 
-def _comparison_scores(folder: Path, record: RunRecord, config: Config, metrics: list[str] | None) -> LoadedScores:
-    """The run's columns with ids; in a run with variants every variant's, named ``metric@variant``, and the hash
-    that stands for its scores the fingerprint of every variant's scores hash."""
+def _comparison_scores(
+    folder: Path, record: RunRecord, config: Config, metrics: list[str] | None
+) -> tuple[LoadedScores, dict[str, str]]:
+    """The run's columns with ids, and each scores file read with its hash; in a run with variants every
+    variant's, named ``metric@variant``, and the hash that stands for its scores the fingerprint of every variant's
+    scores hash. The variants' columns share one list of ids: a variant whose examples are not the first's, line
+    for line, is refused (its rows would be paired with other examples' rows)."""
     samples, clustered = config.samples, config.dataset.cluster_field is not None
     if not config.variant_names:
         names = [name for name in config.metrics if metrics is None or name in metrics]
-        return load_columns(folder / record.scores_file, names, samples=samples, clustered=clustered, ids=True)
+        scores = load_columns(folder / record.scores_file, names, samples=samples, clustered=clustered, ids=True)
+        return scores, {record.scores_file: scores.sha256}
+    files = {variant: f"{VARIANTS_DIR}/{variant}/{SCORES_FILE}" for variant in config.variant_names}
     loaded = {
-        variant: load_columns(
-            folder / VARIANTS_DIR / variant / SCORES_FILE,
-            list(config.metrics),
-            samples=samples,
-            clustered=clustered,
-            ids=True,
-        )
-        for variant in config.variant_names
+        variant: load_columns(folder / file, list(config.metrics), samples=samples, clustered=clustered, ids=True)
+        for variant, file in files.items()
     }
     first = next(iter(loaded.values()))
+    for variant, each in loaded.items():
+        if each.ids is None or first.ids is None or not np.array_equal(each.ids, first.ids):
+            raise SetupError(
+                f"variant '{variant}' scored other examples (or in another order) than the run's first variant",
+                where=str(folder / files[variant]),
+                fix="every variant of a run is scored on the same examples; re-run it",
+            )
     columns = {
         variant_metric(metric, variant): column
         for variant, each in loaded.items()
@@ -164,7 +181,9 @@ def _comparison_scores(folder: Path, record: RunRecord, config: Config, metrics:
         if metrics is None or variant_metric(metric, variant) in metrics
     }
     combined = fingerprint_of({variant: each.sha256 for variant, each in loaded.items()})
-    return dataclasses.replace(first, columns=columns, sha256=combined)
+    return dataclasses.replace(first, columns=columns, sha256=combined), {
+        files[variant]: each.sha256 for variant, each in loaded.items()
+    }
 
 
 def compare_runs(base_folder: Path, candidate_folder: Path, metrics: list[str] | None = None) -> Comparison:

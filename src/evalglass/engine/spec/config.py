@@ -397,15 +397,6 @@ class Config(BaseModel):
                 )
         if not names:
             return problems
-        problems += [
-            (
-                ("gates", name, "compare_to"),
-                f"gate '{name}' compares with a baseline run; a run with variants does not decide comparative gates "
-                "yet: compare the variants' runs with `evalglass compare`, or drop `variants:` for this gate's run",
-            )
-            for name, gate in self.gates.items()
-            if gate.compare_to is not None
-        ]
         if len(names) > MAX_VARIANTS:
             problems.append((("variants",), f"at most {MAX_VARIANTS} variants are compared in one run"))
         seen: dict[str, str] = {}
