@@ -27,11 +27,11 @@ METRICS = {"exact": {"type": "exact_match", "reference": "expected"}}
 BASE_VARIANTS = {"good": {}, "bad": {"function": "app.py:bad"}}
 
 
-def config(variants: dict[str, Any] | None, gates: dict[str, Any]) -> dict[str, Any]:
+def config(variants: dict[str, Any] | None, gates: dict[str, Any], task: str = "good") -> dict[str, Any]:
     found: dict[str, Any] = {
         "version": 1,
         "dataset": {"name": "suite", "path": "data.jsonl"},
-        "task": {"type": "python", "function": "app.py:good"},
+        "task": {"type": "python", "function": f"app.py:{task}"},
         "metrics": METRICS,
         "gates": gates,
     }
@@ -45,12 +45,15 @@ def no_regression(variant: str | None, **more: Any) -> dict[str, Any]:
     return {**spec, "variant": variant} if variant is not None else spec
 
 
-def baseline_project(tmp_path: Path, variants: dict[str, Any] | None, env: dict[str, str] | None = None) -> Project:
-    """A project whose run `runs/base` is the baseline, of ``variants`` (None: a run without variants)."""
+def baseline_project(
+    tmp_path: Path, variants: dict[str, Any] | None, env: dict[str, str] | None = None, task: str = "good"
+) -> Project:
+    """A project whose run `runs/base` is the baseline, of ``variants`` (None: a run without variants, of
+    ``task``)."""
     project = make_project(tmp_path)
     (project.evals / "app.py").write_text(APP)
     project.write_rows(ROWS)
-    project.write_config(config(variants, {}))
+    project.write_config(config(variants, {}, task))
     base = run_cli("run", "--out", "runs/base", "--no-progress", cwd=project.root, env=env)
     assert base.code == 0, base.err
     return project
@@ -108,6 +111,16 @@ def test_a_variant_is_compared_with_a_baseline_run_without_variants(tmp_path: Pa
     worse = gate(card, "worse-holds")
     assert worse["outcome"] == "fail" and worse["value"] == -1.0 and worse["n"] == 60
     assert project.cli("verify", "runs/cand").code == 0
+
+
+def test_examples_against_a_baseline_without_variants_say_where_each_stood(tmp_path: Path) -> None:
+    project = baseline_project(tmp_path, None, task="worse")  # what ships answers every example wrong
+    candidate(project, BASE_VARIANTS, {"bad-holds": no_regression("bad")})
+    code, card = card_of(project, "--out", "runs/cand")
+    assert code == 0 and gate(card, "bad-holds")["value"] == pytest.approx(40 / 60)
+    # bad's 20 failures, each read against the baseline's one column: none regressed, all failed there too.
+    report = (tmp_path / "runs/cand/report.md").read_text()
+    assert report.count("fail · failed in the baseline too") == 10 and "regressed: passed" not in report, report
 
 
 def test_a_baseline_without_the_gated_variant_blocks_and_says_which_it_has(tmp_path: Path) -> None:
