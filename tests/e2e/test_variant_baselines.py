@@ -97,6 +97,7 @@ def test_each_variant_is_compared_with_the_baselines_variant_of_the_same_name(tm
     shutil.rmtree(tmp_path / "runs/base")
     verified = project.cli("verify", "runs/cand")
     assert verified.code == 0, verified.out + verified.err
+    assert "not covered by the digests" not in verified.out
     explained = project.cli("explain", "bad-holds", "--run", "runs/cand")
     assert "on metric 'exact@bad'" in explained.out and "regressed: passed in the baseline" in explained.out
 
@@ -187,3 +188,23 @@ def test_an_active_gate_whose_baseline_the_ledger_does_not_list_blocks(tmp_path:
     code, card = card_of(project, "--out", "runs/cand")
     decided = gate(card, "bad-holds")
     assert code == 1 and codes(decided) == ["baseline_missing"] and decided["subject"] == "exact@bad"
+
+
+def test_compare_pairs_each_variant_with_a_baseline_run_without_variants(tmp_path: Path) -> None:
+    project = baseline_project(tmp_path, None)  # what ships: app.py:good
+    project.write_config(config({"good": {}, "bad": {"function": "app.py:bad"}}, {}))
+    assert project.run("--out", "runs/cand").code == 0
+    result = project.cli("compare", "runs/base", "runs/cand", "--format", "json")
+    assert result.code == 0, result.err
+    by_name = {metric["metric"]: metric for metric in result.json()["metrics"]}
+    assert set(by_name) == {"exact@good", "exact@bad"}
+    assert by_name["exact@good"]["difference"]["interval"]["point"] == 0.0
+    assert by_name["exact@bad"]["difference"]["interval"]["point"] == pytest.approx(-20 / 60)
+    assert len(by_name["exact@bad"]["flips"]["regressed"]) == 20 and by_name["exact@bad"]["pairs"]["included"] == 60
+    named = project.cli("compare", "runs/base", "runs/cand", "--metric", "exact@bad", "--format", "json")
+    assert [metric["metric"] for metric in named.json()["metrics"]] == ["exact@bad"]
+    # The other way round a variant has nothing to be paired with: refused, saying why, never a guess.
+    swapped = project.cli("compare", "runs/cand", "runs/base")
+    assert (
+        swapped.code == 2 and "the baseline is a run with variants (good, bad) and the candidate is not" in swapped.err
+    )

@@ -27,7 +27,7 @@ from evalglass.core.decide import RunShape, per_example
 from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
 from evalglass.core.reduce import within_of
 from evalglass.core.runrecord import SCORES_FILE, VARIANTS_DIR, RunRecord
-from evalglass.core.variants import baseline_column, split_variant_metric, variant_metric
+from evalglass.core.variants import baseline_candidates, baseline_column, split_variant_metric, variant_metric
 from evalglass.engine.runs.artifacts import RUNRECORD_FILE, LoadedScores, load_columns, load_json_model_and_bytes
 from evalglass.engine.spec.config import Config
 from evalglass.errors import SetupError
@@ -187,14 +187,24 @@ def _comparison_scores(
 
 
 def compare_runs(base_folder: Path, candidate_folder: Path, metrics: list[str] | None = None) -> Comparison:
-    """Compare every metric the two runs share (or the ones named); a SetupError when they cannot be compared."""
-    base = load_for_comparison(base_folder, what="baseline run", metrics=metrics)
+    """Compare every metric of the candidate the baseline has a column for (or the ones named, as the candidate
+    names them); a SetupError when they cannot be compared. Each is paired with the baseline's column a comparative
+    gate would take (``RunForComparison.baseline_name``): the same name, or for a variant of a candidate with
+    variants, the one column of a baseline without variants."""
+    wanted = None if metrics is None else [column for name in metrics for column in baseline_candidates(name)]
+    base = load_for_comparison(base_folder, what="baseline run", metrics=wanted)
     candidate = load_for_comparison(candidate_folder, what="candidate run", metrics=metrics)
-    shared = [name for name in candidate.metric_names if name in base.metric_names]
+    columns = {name: column for name in candidate.metric_names if (column := base.baseline_name(name)) is not None}
+    shared = list(columns)
     if metrics:
         for name in metrics:
             missing = [
-                side for side, run in (("baseline", base), ("candidate", candidate)) if name not in run.metric_names
+                side
+                for side, absent in (
+                    ("baseline", base.baseline_name(name) is None),
+                    ("candidate", name not in candidate.metric_names),
+                )
+                if absent
             ]
             if missing:
                 raise SetupError(
@@ -203,7 +213,7 @@ def compare_runs(base_folder: Path, candidate_folder: Path, metrics: list[str] |
                 )
         shared = list(dict.fromkeys(metrics))
     if not shared:
-        raise SetupError("the two runs have no metric in common", fix="compare runs of the same evaluation")
+        raise SetupError("the two runs have no metric in common", fix=_no_common_fix(base, candidate))
     pairing = pair_ids(base.ids, candidate.ids)
     if pairing.candidate.size == 0:
         raise SetupError(
@@ -214,7 +224,7 @@ def compare_runs(base_folder: Path, candidate_folder: Path, metrics: list[str] |
     compared: list[MetricComparison] = [
         compare_metric(
             name,
-            base.side(name),
+            base.side(columns[name]),
             candidate.side(name),
             pairing,
             candidate.ids,
@@ -233,3 +243,12 @@ def compare_runs(base_folder: Path, candidate_folder: Path, metrics: list[str] |
         incomparable=run_differences(base_ref, candidate_ref, pairing),
         metrics=tuple(compared),
     )
+
+
+def _no_common_fix(base: RunForComparison, candidate: RunForComparison) -> str:
+    if base.config.variant_names and not candidate.config.variant_names:
+        return (
+            f"the baseline is a run with variants ({', '.join(base.config.variant_names)}) and the candidate is not: "
+            "compare the candidate with a run without variants, or swap them to compare each variant with it"
+        )
+    return "compare runs of the same evaluation"
