@@ -208,3 +208,17 @@ def test_compare_pairs_each_variant_with_a_baseline_run_without_variants(tmp_pat
     assert (
         swapped.code == 2 and "the baseline is a run with variants (good, bad) and the candidate is not" in swapped.err
     )
+
+
+def test_a_variant_gate_under_lower_bound_is_undecided_when_the_data_cannot_tell(tmp_path: Path) -> None:
+    project = baseline_project(tmp_path, BASE_VARIANTS)
+    # One answer fewer right than the baseline's bad, over 60 pairs: neither within the margin nor past it, shown.
+    with (project.evals / "app.py").open("a") as app:
+        app.write("\n\ndef slip(example):\n    return 'no' if example['id'] == 'ex-1' else bad(example)\n")
+    variants = {"good": {}, "bad": {"function": "app.py:slip"}}
+    candidate(project, variants, {"bad-holds": no_regression("bad", rule="lower_bound")})
+    code, card = card_of(project, "--out", "runs/cand")
+    decided = gate(card, "bad-holds")
+    assert code == 1 and decided["outcome"] == "blocked" and codes(decided) == ["undecided"]
+    assert decided["value"] == pytest.approx(-1 / 60) and decided["compared"] < -0.05 < decided["favourable_bound"]
+    assert project.cli("verify", "runs/cand").code == 0
