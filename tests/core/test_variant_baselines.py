@@ -1,4 +1,4 @@
-"""Which baseline column a comparative gate pairs with (``core.variants.baseline_column``), and what a gate is told
+"""Which baseline column a comparative gate pairs with (``core.variantnames.baseline_column``), and what a gate is told
 when the baseline has none (``core.comparative.comparability_reasons``)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from evalglass.core.authority import BlockReason
 from evalglass.core.comparative import BaselineRun, ComparativeInputs, comparability_reasons
-from evalglass.core.variants import baseline_candidates, baseline_column, split_variant_metric, variant_metric
+from evalglass.core.variantnames import baseline_candidates, baseline_column, split_variant_metric, variant_metric
 
 NAMES = st.from_regex(r"[a-z][a-z0-9_.-]{0,6}", fullmatch=True)
 

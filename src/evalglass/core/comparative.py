@@ -70,6 +70,7 @@ from evalglass.core.stats import (
     pairs_to_detect,
     unchanged_odds,
 )
+from evalglass.core.variantnames import split_variant_metric
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +98,7 @@ class BaselineRun:
     #: Per metric, the definition its ``MetricSide.definition`` fingerprints (to say what differs, field by field).
     definitions: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     #: The baseline run's variants (empty: a run without): which of its columns a gate can pair with
-    #: (``core.variants.baseline_column``), and what a gate it has none for is told.
+    #: (``core.variantnames.baseline_column``), and what a gate it has none for is told.
     variants: tuple[str, ...] = ()
 
 
@@ -362,8 +363,6 @@ def comparability_reasons(
 
 def _missing_column(name: str, metric: str, variants: tuple[str, ...]) -> str:
     """Why baseline ``name`` (with ``variants``) offers no column for ``metric`` (as this run's decision names it)."""
-    from evalglass.core.variants import split_variant_metric  # it imports core.decide, which imports this module
-
     parts = split_variant_metric(metric)
     if not variants:
         return f"baseline '{name}' has no metric '{parts[0] if parts is not None else metric}'"

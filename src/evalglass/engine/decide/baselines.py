@@ -41,7 +41,7 @@ BASELINES_DIR = "baselines"
 def compared_metrics(config: Config) -> dict[str, str]:
     """The metrics comparative gates decide on, as the decision names them (``metric@variant`` for a gate on a
     variant), each with the declared metric it measures (empty: the run has no comparative gate)."""
-    from evalglass.core.variants import split_variant_metric
+    from evalglass.core.variantnames import split_variant_metric
     from evalglass.engine.decide.decision import decided_spec
 
     found: dict[str, str] = {}
@@ -71,7 +71,7 @@ def _read(
     """The run in ``folder`` as a baseline; ``trusted``: also what its signature proves (a source's baseline).
     ``metrics`` are named as this run's decision names them; each is paired with the baseline's column
     ``RunForComparison.baseline_name`` gives (its variant of the same name, or its one column)."""
-    from evalglass.core.variants import baseline_candidates
+    from evalglass.core.variantnames import baseline_candidates
 
     wanted = list(dict.fromkeys(column for metric in metrics for column in baseline_candidates(metric)))
     try:

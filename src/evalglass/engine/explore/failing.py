@@ -454,7 +454,7 @@ def _baseline_standing(folder: Path, gate: GateResult) -> Callable[[str], Agains
     import numpy as np
 
     from evalglass.core.columns import SCORED_VALID
-    from evalglass.core.variants import baseline_candidates
+    from evalglass.core.variantnames import baseline_candidates
     from evalglass.engine.decide.baselines import BASELINES_DIR
     from evalglass.engine.runs.compare import load_for_comparison
 

@@ -27,7 +27,7 @@ from evalglass.core.decide import RunShape, per_example
 from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
 from evalglass.core.reduce import within_of
 from evalglass.core.runrecord import SCORES_FILE, VARIANTS_DIR, RunRecord
-from evalglass.core.variants import baseline_candidates, baseline_column, split_variant_metric, variant_metric
+from evalglass.core.variantnames import baseline_candidates, baseline_column, split_variant_metric, variant_metric
 from evalglass.engine.runs.artifacts import RUNRECORD_FILE, LoadedScores, load_columns, load_json_model_and_bytes
 from evalglass.engine.spec.config import Config
 from evalglass.errors import SetupError
@@ -87,7 +87,7 @@ class RunForComparison:
 
     def baseline_name(self, name: str) -> str | None:
         """This run's column that a comparative gate deciding on ``name`` compares with, when this run is its
-        baseline (``core.variants.baseline_column``); None when it has none."""
+        baseline (``core.variantnames.baseline_column``); None when it has none."""
         column = baseline_column(name, self.config.variant_names)
         return column if column is not None and column in self.scores.columns else None
 
