@@ -163,7 +163,13 @@ def _comparison_scores(
         return scores, {record.scores_file: scores.sha256}
     files = {variant: f"{VARIANTS_DIR}/{variant}/{SCORES_FILE}" for variant in config.variant_names}
     loaded = {
-        variant: load_columns(folder / file, list(config.metrics), samples=samples, clustered=clustered, ids=True)
+        variant: load_columns(
+            folder / file,
+            [name for name in config.metrics if metrics is None or variant_metric(name, variant) in metrics],
+            samples=samples,
+            clustered=clustered,
+            ids=True,
+        )
         for variant, file in files.items()
     }
     first = next(iter(loaded.values()))
@@ -178,7 +184,6 @@ def _comparison_scores(
         variant_metric(metric, variant): column
         for variant, each in loaded.items()
         for metric, column in each.columns.items()
-        if metrics is None or variant_metric(metric, variant) in metrics
     }
     combined = fingerprint_of({variant: each.sha256 for variant, each in loaded.items()})
     return dataclasses.replace(first, columns=columns, sha256=combined), {
