@@ -222,3 +222,14 @@ def test_a_variant_gate_under_lower_bound_is_undecided_when_the_data_cannot_tell
     assert code == 1 and decided["outcome"] == "blocked" and codes(decided) == ["undecided"]
     assert decided["value"] == pytest.approx(-1 / 60) and decided["compared"] < -0.05 < decided["favourable_bound"]
     assert project.cli("verify", "runs/cand").code == 0
+
+
+def test_a_run_whose_variants_scored_other_examples_is_refused_not_misaligned(tmp_path: Path) -> None:
+    project = baseline_project(tmp_path, BASE_VARIANTS)
+    scores = tmp_path / "runs/base/variants/bad/scores.jsonl"
+    text = scores.read_text()
+    assert '"ex-0","ex-1"' in text
+    scores.write_text(text.replace('"ex-0","ex-1"', '"ex-1","ex-0"', 1))  # bad's rows now name other examples
+    result = project.cli("compare", "runs/base", "runs/base")
+    assert result.code == 2 and "variant 'bad' scored other examples (or in another order)" in result.err, result.err
+    assert len(result.err.strip().splitlines()) == 1
