@@ -41,16 +41,13 @@ BASELINES_DIR = "baselines"
 def compared_metrics(config: Config) -> dict[str, str]:
     """The metrics comparative gates decide on, as the decision names them (``metric@variant`` for a gate on a
     variant), each with the declared metric it measures (empty: the run has no comparative gate)."""
-    from evalglass.core.variantnames import split_variant_metric
     from evalglass.engine.decide.decision import decided_spec
 
-    found: dict[str, str] = {}
-    for gate in config.gates.values():
-        if gate.compare_to is not None and gate.metric is not None:
-            name = str(decided_spec(gate).metric)
-            parts = split_variant_metric(name) if config.variant_names else None
-            found[name] = parts[0] if parts is not None else name
-    return found
+    return {
+        str(decided_spec(gate).metric): gate.metric
+        for gate in config.gates.values()
+        if gate.compare_to is not None and gate.metric is not None
+    }
 
 
 def compared_definitions(
