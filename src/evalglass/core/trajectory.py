@@ -67,6 +67,30 @@ def read_calls(value: Any) -> list[Call]:
     raise Unreadable(f"the trajectory is {_kind(value)}: {_NOT_A_CONVERSATION}")
 
 
+def own_call_items(value: Any) -> list[dict[str, Any]] | None:
+    """The call items of a trajectory object's ``tool_calls``, or of a list of calls, when every one is EvalGlass's
+    own ``{name, arguments}`` (no ``function``, ``type``, ``invalid_arguments`` or ``role``), which
+    :func:`read_calls` reads as ``Call(name, arguments)`` at once; None for any other shape (:func:`read_calls`
+    decides, and says what is wrong). For a caller that needs each call's name and arguments, not the
+    :class:`Call` objects."""
+    if type(value) is dict:
+        if "role" in value:
+            return None
+        items = value.get("tool_calls")
+    else:
+        items = value
+    if type(items) is not list:
+        return None
+    for item in items:
+        if type(item) is not dict or not _NOT_OWN_CALL.isdisjoint(item) or type(item.get("name")) is not str:
+            return None
+    return items
+
+
+#: A call item with any of these keys is not read as EvalGlass's own ``{name, arguments}`` at once.
+_NOT_OWN_CALL = frozenset({"function", "type", "invalid_arguments", "role"})
+
+
 def read_calls_of_list(items: Any, what: str) -> list[Call]:
     if not isinstance(items, list | tuple):
         raise Unreadable(f"{what} is {_kind(items)}, not a list")
@@ -355,6 +379,7 @@ __all__ = [
     "Call",
     "Unreadable",
     "count_model_turns",
+    "own_call_items",
     "read_calls",
     "read_calls_of_list",
     "read_messages",
