@@ -329,3 +329,77 @@ def test_metrics_sharing_a_batch_score_each_example_as_it_is_scored_alone(rows: 
     shared = [function.batch(batch) for function in functions]  # type: ignore[misc]
     alone = [[function.one(example) for example in examples()] for function in functions]
     assert shared == alone
+
+
+# ---------------------------------------------------------------------- keys made in C for flat arguments
+#: Values a flat argument object holds, with the pairs JSON equality tells apart or not (1 and 1.0, 0 and -0.0,
+#: true and 1, "1" and 1) and what orjson cannot write (an integer beyond 64 bits).
+FLAT_VALUES = st.sampled_from([1, 1.0, 0, -0.0, 0.0, 2.5, True, False, None, "1", "a", "", 2**64, -(2**63), [1], {}])
+FLAT_ARGUMENTS = st.dictionaries(st.sampled_from(["x", "y", "z"]), FLAT_VALUES, max_size=3)
+
+
+@settings(max_examples=400, deadline=None)
+@given(first=FLAT_ARGUMENTS, second=FLAT_ARGUMENTS)
+def test_a_key_made_in_c_is_equal_exactly_when_the_arguments_are_equal_as_json(
+    first: dict[str, Any], second: dict[str, Any]
+) -> None:
+    """The key a flat object gets without a Python walk: only for text, integer, boolean and null values (a float,
+    a nested value or an integer orjson cannot write get none, and the general key decides), and then equal for two
+    objects exactly when json_key says they are equal."""
+    from evalglass.core.jsonvalue import json_key
+    from evalglass.metrics.callmatch import flat_arguments_key
+
+    keys = flat_arguments_key(first), flat_arguments_key(second)
+    for arguments, key in zip((first, second), keys, strict=True):
+        simple = all(type(value) in (str, int, bool, type(None)) and -(2**63) <= value < 2**64 if type(value) is int
+                     else type(value) in (str, bool, type(None)) for value in arguments.values())  # fmt: skip
+        assert (key is not None) == simple
+    if None not in keys:
+        assert (keys[0] == keys[1]) == (json_key(first) == json_key(second))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    made=st.lists(st.tuples(TOOLS, st.one_of(FLAT_ARGUMENTS, st.none())), max_size=6),
+    expected=st.lists(st.tuples(TOOLS, st.one_of(FLAT_ARGUMENTS, st.none())), max_size=6),
+    shape=st.sampled_from(["list", "trajectory"]),
+)
+def test_calls_keyed_from_their_items_pair_as_the_rule_says(
+    made: list[tuple[str, Any]], expected: list[tuple[str, Any]], shape: str
+) -> None:
+    """Calls in EvalGlass's own form are keyed straight from their items, in C where their arguments are flat: the
+    pairing is the rule's, written out here: each expected call, in order, takes the first call made not yet taken
+    with its name and JSON-equal arguments; then each expected call without arguments takes the first call of its
+    tool left. Duplicates count, 1 matches 1.0, true does not match 1."""
+    from evalglass.core.jsonvalue import json_key
+    from evalglass.metrics.callmatch import ReadCalls
+
+    def items(calls: list[tuple[str, Any]]) -> list[dict[str, Any]]:
+        return [{"name": name} if arguments is None else {"name": name, "arguments": arguments}
+                for name, arguments in calls]  # fmt: skip
+
+    taken: set[int] = set()
+    rule = [-1] * len(expected)
+    for position, (name, wanted) in enumerate(expected):
+        for index, (tool, sent) in enumerate(made):
+            if wanted is None or sent is None or index in taken or tool != name:
+                continue
+            if json_key(sent) == json_key(wanted):
+                rule[position] = index
+                taken.add(index)
+                break
+    for position, (name, wanted) in enumerate(expected):
+        if wanted is None:
+            free = [index for index, (tool, _) in enumerate(made) if tool == name and index not in taken]
+            if free:
+                rule[position] = free[0]
+                taken.add(free[0])
+    output = items(made) if shape == "list" else {"tool_calls": items(made), "text": "done"}
+    assert EXACT.pairing_of(ReadCalls.of(output), ReadCalls.of(items(expected))) == rule
+    assert (
+        EXACT.pairing(
+            [Call(name, ABSENT if arguments is None else arguments) for name, arguments in made],
+            [Call(name, ABSENT if arguments is None else arguments) for name, arguments in expected],
+        )
+        == rule
+    )

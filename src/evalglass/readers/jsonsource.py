@@ -92,11 +92,12 @@ def _batch_shallow_enough(joined: bytes) -> bool:
     quotes, then the strings (each empty pair at once, the few holding a bracket by splitting). What is left is each
     line's brackets, balanced; each pass takes out the innermost ``[]`` pairs, exactly one level, so the batch is
     shallow enough when at most :data:`MAX_DEPTH` passes empty it."""
-    if joined.count(b"[") + joined.count(b"{") <= MAX_DEPTH:
-        return True
     if b"\\" in joined:
         joined = joined.replace(b"\\\\", b"").replace(b'\\"', b"")
-    marks = joined.translate(_BRACKETS_AS_SQUARE, _NOT_MARKS).replace(b'""', b"")
+    marks = joined.translate(_BRACKETS_AS_SQUARE, _NOT_MARKS)
+    if len(marks) - marks.count(b'"') <= 2 * MAX_DEPTH:  # too few brackets (in strings or not) to nest deeper
+        return True
+    marks = marks.replace(b'""', b"")
     if b'"' in marks:
         marks = b"".join(marks.split(b'"')[::2])
     for _ in range(MAX_DEPTH):
