@@ -24,11 +24,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain, repeat
 from typing import Any
 
 import orjson
 
 from evalglass.core.fieldpath import ABSENT
+from evalglass.core.uniform import all_of_type
 
 #: Roles whose messages are the model's turns (``model``: Gemini's name for it).
 MODEL_ROLES = frozenset({"assistant", "model"})
@@ -81,9 +83,12 @@ def own_call_items(value: Any) -> list[dict[str, Any]] | None:
         items = value
     if type(items) is not list:
         return None
-    for item in items:
-        if type(item) is not dict or not _NOT_OWN_CALL.isdisjoint(item) or type(item.get("name")) is not str:
-            return None
+    if items and not (  # each test one loop in C over the whole list (a trajectory holds many calls)
+        all_of_type(items, dict)
+        and _NOT_OWN_CALL.isdisjoint(chain.from_iterable(items))
+        and all_of_type(list(map(dict.get, items, repeat("name"))), str)
+    ):
+        return None
     return items
 
 

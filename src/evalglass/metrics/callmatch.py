@@ -24,7 +24,7 @@ import math
 from collections.abc import Callable, Hashable, Mapping, Sequence, Sized
 from enum import StrEnum
 from functools import partial
-from itertools import chain
+from itertools import chain, repeat
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -178,8 +178,8 @@ class ReadCalls:
 def _flat_keys_of_items(items: list[dict[str, Any]]) -> list[tuple[str, Hashable]] | None:
     """:meth:`ReadCalls.flat_keys` of own-form call items: when every call carries a flat object, checked and
     keyed with C loops over the whole list (a trajectory holds many calls)."""
-    arguments = [item.get("arguments", ABSENT) for item in items]
-    names = [item["name"] for item in items]
+    arguments = list(map(dict.get, items, repeat("arguments"), repeat(ABSENT)))
+    names = list(map(dict.__getitem__, items, repeat("name")))
     if not all_of_type(arguments, dict):
         keys = [_NAME_ONLY if value is ABSENT else flat_arguments_key(value) for value in arguments]
         return None if None in keys else list(zip(names, keys, strict=True))
@@ -375,12 +375,9 @@ def _pairing_of_keys(
     """:func:`_pairing_by_key` over each call's name and key (None: a call made whose arguments are not JSON text,
     which matches nothing; ``*``: no arguments, which as an expected call names only the tool)."""
     free: dict[tuple[str, Hashable], list[int]] = {}
-    by_name: dict[str, list[int]] = {}
     for index, named in enumerate(made):
-        if named is None:
-            continue
-        free.setdefault(named, []).append(index)
-        by_name.setdefault(named[0], []).append(index)
+        if named is not None:
+            free.setdefault(named, []).append(index)
     pairing = [-1] * len(expected)
     taken: set[int] = set()
     name_only: list[int] = []
@@ -394,8 +391,9 @@ def _pairing_of_keys(
             pairing[position] = index
             taken.add(index)
     for position in name_only:
-        for index in by_name.get(expected[position][0], ()):
-            if index not in taken:
+        tool = expected[position][0]
+        for index, named in enumerate(made):
+            if named is not None and named[0] == tool and index not in taken:
                 pairing[position] = index
                 taken.add(index)
                 break
