@@ -79,8 +79,11 @@ def batch_is_exact(lines: list[bytes], values: list[Any]) -> bool:
         written = orjson.dumps(values)
     except orjson.JSONEncodeError:
         return False
-    # The list's own brackets and commas hold no colon.
-    return written.count(b":") == colons and b"\\u003a" not in joined and b"\\u003A" not in joined
+    # The list's own brackets and commas hold no colon; a colon spelled as an escape is looked for only where there
+    # is a backslash at all.
+    return written.count(b":") == colons and (
+        b"\\" not in joined or (b"\\u003a" not in joined and b"\\u003A" not in joined)
+    )
 
 
 def _batch_shallow_enough(joined: bytes) -> bool:
