@@ -43,6 +43,15 @@ def documents(draw: Any, depth: int = 0) -> str:
     return "{" + ",".join(f"{json.dumps(key)}{space}:{space}{value}" for key, value in pairs) + "}"
 
 
+def depth(value: Any) -> int:
+    """Levels of objects and arrays, counted on the parsed value."""
+    if isinstance(value, dict):
+        return 1 + max(map(depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(depth, value), default=0)
+    return 0
+
+
 def oracle(text: bytes) -> Any:
     """What the text says, or the class of the reason it cannot be read exactly."""
 
@@ -56,13 +65,6 @@ def oracle(text: bytes) -> Any:
         if not -(2**63) <= int(digits) < 2**63:
             raise JsonRefused("integer_too_large", "")
         return int(digits)
-
-    def depth(value: Any) -> int:
-        if isinstance(value, dict):
-            return 1 + max(map(depth, value.values()), default=0)
-        if isinstance(value, list):
-            return 1 + max(map(depth, value), default=0)
-        return 0
 
     try:
         value = json.loads(text, object_pairs_hook=pairs_hook, parse_int=whole)
@@ -162,13 +164,6 @@ def test_a_batch_passes_the_depth_scan_exactly_when_every_line_is_shallow_enough
     """The scan over a whole batch counts the nesting of each line, whatever brackets, quotes and escapes its strings
     hold and however many brackets it has side by side: a batch of lines no deeper than MAX_DEPTH passes without a
     second parse, one deeper line sends the batch to be read line by line."""
-
-    def depth(value: Any) -> int:
-        if isinstance(value, dict):
-            return 1 + max(map(depth, value.values()), default=0)
-        if isinstance(value, list):
-            return 1 + max(map(depth, value), default=0)
-        return 0
 
     records = [{"line": index, "value": value, "wide": [{"x": [1]}] * wide} for index, value in enumerate(values)]
     lines = [orjson.dumps(record) for record in records]
