@@ -17,8 +17,9 @@ which sees every key and every digit:
   the re-serialised value (and spells no colon as ``\\u003a``), no key was dropped. A flat object whose colon count
   equals its key count is clean without re-serialising.
 - integers beyond 64 bits: a run of 19 or more digits (inside a string or not) sends the line to the checking parse.
-- depth: a batch with no more brackets than :data:`MAX_DEPTH` is shallow enough; any other has its depth bounded on
-  the raw bytes with the strings taken out (:func:`_batch_shallow_enough`).
+- depth: measured exactly for the whole batch at once, on the raw bytes with the strings taken out
+  (:func:`_batch_shallow_enough`), so only a batch holding a line nested deeper than :data:`MAX_DEPTH` is looked at
+  line by line.
 
 The scans run over a whole batch of lines at once (:func:`batch_is_exact`); only a batch that fails them is looked
 at line by line.
