@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import re
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -403,3 +406,35 @@ def test_calls_keyed_from_their_items_pair_as_the_rule_says(
         )
         == rule
     )
+
+
+_ARGUMENT_ORDER = """
+import math
+from evalglass.core.jsonvalue import NotJsonError
+from evalglass.core.trajectory import Call
+from evalglass.metrics.callmatch import ArgumentRule, CallArguments, CallMatcher, ToolRule
+matcher = CallMatcher(CallArguments.EXACT, {"t": ToolRule(arguments={"unit": ArgumentRule(match="ignore")})})
+expected = Call("t", {"x": math.nan, "y": 1, "z": 2, "u": 4})
+made = Call("t", {"w": 1, "y": 1, "v": 3, "s": 5})
+try:
+    print(matcher.matches(made, expected))
+except NotJsonError:
+    print("not json")
+"""
+
+
+def test_expected_arguments_not_json_are_an_error_under_a_per_argument_rule_whatever_the_hash_seed() -> None:
+    """Under a per-argument rule an expected NaN was an error or a plain non-match depending on which argument a
+    set's order (moving with PYTHONHASHSEED between processes) met first; it is the reference's error, as when
+    whole arguments are compared."""
+    seen = {
+        subprocess.run(
+            [sys.executable, "-c", _ARGUMENT_ORDER],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in (1, 2, 3, 4)
+    }
+    assert seen == {"not json\n"}
