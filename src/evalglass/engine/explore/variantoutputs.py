@@ -31,6 +31,11 @@ class VariantOutputs:
     line: int
     outputs: dict[str, tuple[Any, ...]]
 
+    def compared(self, sample: int) -> dict[str, Any]:
+        """What a pairwise judge of variants (``compare_variants``) grades for sample ``sample``: variant name ->
+        that variant's output, read by the judge's ``PairwiseSetup`` getters as it reads any graded output."""
+        return {name: samples[sample] if sample < len(samples) else None for name, samples in self.outputs.items()}
+
 
 def variant_outputs(folder: Path, names: Sequence[str]) -> Iterator[VariantOutputs]:
     """Every example of the run in ``folder`` with every variant's outputs, in dataset order. A variant whose file

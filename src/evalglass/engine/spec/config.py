@@ -355,6 +355,40 @@ class Config(BaseModel):
         self._output_is_not_gold()
         return self
 
+    def _compared_variant_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """A pairwise judge of variants (``compare_variants``) names declared variants."""
+        names = self.variant_names
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        for metric, spec in self.metrics.items():
+            compared = getattr(spec, "compare_variants", None)
+            if compared is None:
+                continue
+            unknown = [name for name in compared if name not in names]
+            if not names:
+                problems.append(
+                    (
+                        ("metrics", metric, "compare_variants"),
+                        f"metric '{metric}' compares variants, but the run declares no `variants:`",
+                    )
+                )
+            elif unknown:
+                problems.append(
+                    (
+                        ("metrics", metric, "compare_variants"),
+                        f"metric '{metric}' compares variant '{unknown[0]}', which is not declared"
+                        f"{_known(dict.fromkeys(names))}",
+                    )
+                )
+            else:  # refused rather than scored per variant, where every example would lack the compared outputs
+                problems.append(
+                    (
+                        ("metrics", metric, "compare_variants"),
+                        f"metric '{metric}' compares variants, which a run does not score yet: compare named outputs "
+                        "of one recorded output with `compare` instead",
+                    )
+                )
+        return problems
+
     def _variant_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
         """Every variant's task must be a valid task, the variants must differ and share the samples per example,
         and in a run with variants every metric gate names the variant it decides on."""
@@ -395,6 +429,7 @@ class Config(BaseModel):
                         f"{', '.join(names)}): in a run with variants a metric is measured once per variant",
                     )
                 )
+        problems += self._compared_variant_problems()
         if not names:
             return problems
         problems += [
