@@ -19,6 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evalglass.core.tables import total
+
 
 class Position(StrEnum):
     """What one answer preferred, by position in that prompt."""
@@ -68,8 +70,11 @@ def mirrored(outcome: Outcome) -> Outcome:
     return {Outcome.A: Outcome.B, Outcome.B: Outcome.A}.get(outcome, outcome)
 
 
-#: An outcome as the value of ``a`` against ``b``: a win 1, a tie a half, a loss 0 (excluded: no value).
-OUTCOME_VALUE: Mapping[Outcome, float] = {Outcome.A: 1.0, Outcome.TIE: 0.5, Outcome.B: 0.0}
+#: An outcome as the value of ``a`` against ``b``: a win 1, a tie a half, a loss 0; an excluded outcome has none
+#: (it is left out of the example's value, never scored as a loss). Total over ``Outcome`` (tests/test_enum_tables).
+OUTCOME_VALUE: Mapping[Outcome, float | None] = total(
+    Outcome, {Outcome.A: 1.0, Outcome.TIE: 0.5, Outcome.B: 0.0, Outcome.EXCLUDED: None}
+)
 
 
 class PairSummary(BaseModel):

@@ -23,7 +23,7 @@ import orjson
 
 from evalglass.core.example import Example
 from evalglass.core.fieldpath import ABSENT
-from evalglass.core.pairwise import OUTCOME_VALUE, Outcome, Position, flipped, pair_outcome
+from evalglass.core.pairwise import OUTCOME_VALUE, Position, flipped, mirrored, pair_outcome
 from evalglass.core.score import Diagnostic, Score, Status, Validity
 from evalglass.lanes.judge import Judge, JudgeResult, PairwiseSetup, extract_json_object
 from evalglass.lanes.templating import TemplateFailure, render
@@ -155,11 +155,11 @@ class PairwiseJudge(Judge):
             notes.append(note)
             if first not in (a, b):
                 continue
-            if outcome is Outcome.EXCLUDED:
+            value = OUTCOME_VALUE[outcome if a == first else mirrored(outcome)]
+            if value is None:  # the declared `inconsistent: excluded`
                 excluded += 1
                 continue
-            seen = outcome if a == first else {Outcome.A: Outcome.B, Outcome.B: Outcome.A}.get(outcome, outcome)
-            values.append(OUTCOME_VALUE[seen])
+            values.append(value)
         parts = tuple(part for _, part in answers)
         evidence = tuple(item for part in parts for item in part.score.evidence)
         label: str | None = None

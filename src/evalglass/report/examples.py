@@ -37,6 +37,8 @@ class Row(Protocol):
     def input(self) -> str | None: ...
     @property
     def reference(self) -> str | None: ...
+    @property
+    def outputs(self) -> Mapping[str, str | None] | None: ...
 
 
 #: What a list of a comparative gate's examples is ordered by, for its title.
@@ -86,9 +88,8 @@ def render_examples(
         lines.append(_head(row))
         if row.diagnostic:
             lines.append(f"  why: {visible(row.diagnostic)}")
-        for label, value in (("input", row.input), ("reference", row.reference), ("output", row.output)):
-            if value is not None:
-                lines.append(f"  {label}: {visible(excerpt(value, chars))}")
+        for label, value in _labelled(row):
+            lines.append(f"  {label}: {visible(excerpt(value, chars))}")
     lines.append("")
     shown = f"{len(rows)} example row(s)" + (f" (the first {limit}; --limit N for more)" if len(rows) == limit else "")
     lines.append(shown + ".")
@@ -103,8 +104,26 @@ def render_examples(
     return fold_text("\n".join(lines), columns)
 
 
+#: What a variant of recorded outputs shows: its outputs are not in the run folder, and nothing else is shown.
+NOT_KEPT = "(not kept in the run folder)"
+
+
+def _labelled(row: Row) -> list[tuple[str, str]]:
+    """The row's input, reference and output; in a run with variants, each variant's output in place of one."""
+    outputs = (
+        [("output", row.output)]
+        if row.outputs is None
+        else [(f"output of {one_line(name)}", NOT_KEPT if text is None else text) for name, text in row.outputs.items()]
+    )
+    return [
+        (label, value)
+        for label, value in (("input", row.input), ("reference", row.reference), *outputs)
+        if value is not None
+    ]
+
+
 def _values(row: Row) -> list[str]:
-    return [value for value in (row.input, row.reference, row.output) if value is not None]
+    return [value for _label, value in _labelled(row)]
 
 
 def markdown_examples(per_gate: Mapping[str, Sequence[Row]], limit: int) -> list[str]:

@@ -4,13 +4,14 @@ Two streaming passes keep memory bounded at any dataset size. The first pass ove
 examples the page embeds: every regressed pair of a comparative gate (passing in its baseline, failing now; the
 flips its scorecard records), beyond the cap if need be, then every example that needs a look (a score that is
 excluded, carries a diagnostic, or is 0) up to the cap, then an evenly spaced sample of the rest. The page lists
-them in that order. The second pass joins the picked examples with
-what the other artifacts say about them: the outputs a recorded run kept (``engine.runs.keptoutputs``, read whole and
-checked against their hash), ``outputs.jsonl`` (a live lane's outputs, the judges' rationales), ``checks.jsonl``
-(per-example check records) and the dataset record (input, references). The dataset is not an artifact of the run,
-so it is read only when its bytes still hash to the fingerprint the run recorded; otherwise the page says why
-inputs are not shown. Outputs come from the run folder alone (a run made before runs kept their outputs shows its
-inline outputs from a dataset that still hashes to its fingerprint, and no outputs from a file of their own).
+them in that order. The second pass joins the picked examples with what the other artifacts say about them: the
+outputs a recorded run kept (``engine.runs.keptoutputs``, read whole and checked against their hash),
+``outputs.jsonl`` (a live lane's outputs, the judges' rationales; in a run with variants, each variant's, through
+``engine.explore.variantshown``), ``checks.jsonl`` (per-example check records) and the dataset record (input,
+references). The dataset is not an artifact of the run, so it is read only when its bytes still hash to the
+fingerprint the run recorded; otherwise the page says why inputs are not shown. Outputs come from the run folder
+alone (a run made before runs kept their outputs shows its inline outputs from a dataset that still hashes to its
+fingerprint, and no outputs from a file of their own).
 """
 
 from __future__ import annotations
@@ -29,11 +30,11 @@ from evalglass.core.runrecord import SCORES_FILE, RunRecord
 from evalglass.engine.datasets.readback import OWN_READER_FORMATS, examples_by_id, read_by_own_reader
 from evalglass.engine.datasets.recordparts import present, record_parts
 from evalglass.engine.runs.artifacts import CHECKS_FILE, open_artifact, run_score_rows, variant_names_of
+from evalglass.engine.runs.runfolder import OUTPUTS_FILE
 from evalglass.errors import SetupError
 
 #: Other tools' results: their epochs are always samples.
 TOOL_FORMATS = OWN_READER_FORMATS - {"otlp"}
-OUTPUTS_FILE = "outputs.jsonl"  # the name liverun writes; repeated so a report needs no live-run imports
 #: Examples embedded in the page at most. Measured in BENCHMARKS.md: the page stays a few MB at any dataset size.
 ROW_CAP = 1000
 #: Characters of one text field (input, output, reference) shown per example at first; a longer one expands to its
@@ -99,6 +100,9 @@ class Row:
     error: str | None = None
     judgements: list[Judgement] = field(default_factory=list)
     checks: list[CheckTail] = field(default_factory=list)
+    #: In a run with variants: each variant's output, by variant name (None: a variant of recorded outputs, which
+    #: the run folder does not hold; empty without variants).
+    outputs: dict[str, str | None] = field(default_factory=dict)
 
 
 @dataclass
@@ -275,6 +279,9 @@ def load_explorer(
     if record is not None and record.kept_outputs is not None:
         _join_kept(folder, record, by_id)
     _join_outputs(folder, by_line)
+    names = variant_names_of(folder)
+    if names:
+        _join_variant_outputs(folder, names, by_id)
     _join_checks(folder, by_id)
     if record is not None:
         _join_dataset(folder, record, by_line, explorer.notes, by_id)
@@ -311,9 +318,7 @@ def _join_outputs(folder: Path, by_line: dict[int, Row]) -> None:
                 for item in samples
                 if isinstance(item, dict)
             ]
-            row.output = clip(
-                shown[0] if len(shown) == 1 else "\n\n".join(f"[sample {i}] {t}" for i, t in enumerate(shown))
-            )
+            row.output = clip(shown[0] if len(shown) == 1 else _numbered(shown))
         judges = entry.get("judges")
         if isinstance(judges, dict):
             for metric, notes_per_sample in judges.items():
@@ -331,6 +336,31 @@ def _join_outputs(folder: Path, by_line: dict[int, Row]) -> None:
                         )
 
 
+def _join_variant_outputs(folder: Path, names: tuple[str, ...], by_id: dict[str, list[Row]]) -> None:
+    """Each variant's output of every shown example (each sample's, in a run with samples), from the run folder."""
+    from evalglass.engine.explore.variantshown import NO_OUTPUT, variant_samples, variants_with_outputs
+
+    kept = variants_with_outputs(folder, names)
+    if not kept:
+        return
+    for example_id, per_variant in variant_samples(folder, kept, set(by_id)).items():
+        outputs: dict[str, str | None] = dict.fromkeys(names)
+        for name in kept:
+            shown = [
+                as_text(item["output"]) if "output" in item else f"{NO_OUTPUT}: {as_text(item.get('error'))}"
+                for item in per_variant.get(name, ())
+            ]
+            text = NO_OUTPUT if not shown else shown[0] if len(shown) == 1 else _numbered(shown)
+            outputs[name] = clip(text)
+        for row in by_id[example_id]:
+            row.outputs = outputs
+
+
+def _numbered(shown: list[str]) -> str:
+    """Several samples' texts as one value, each under its number."""
+    return "\n\n".join(f"[sample {i}] {t}" for i, t in enumerate(shown))
+
+
 def _join_kept(folder: Path, record: RunRecord, by_id: dict[str, list[Row]]) -> None:
     """The outputs the run scored, from what it kept (each sample's, in a run with samples)."""
     from evalglass.engine.runs.keptoutputs import kept_outputs
@@ -339,7 +369,7 @@ def _join_kept(folder: Path, record: RunRecord, by_id: dict[str, list[Row]]) -> 
     for example_id, value in kept_outputs(folder, record, set(by_id)).items():
         if samples and isinstance(value, list):
             shown = [as_text(present(item)) for item in value]
-            text = shown[0] if len(shown) == 1 else "\n\n".join(f"[sample {i}] {t}" for i, t in enumerate(shown))
+            text = shown[0] if len(shown) == 1 else _numbered(shown)
         else:
             text = as_text(present(value))
         for row in by_id[example_id]:

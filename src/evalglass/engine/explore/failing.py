@@ -12,7 +12,8 @@ States. A score that is not ``scored`` keeps its status (``error``, ``blocked``,
 * otherwise (a continuous metric with no threshold to judge by) the value is ``scored``: neither.
 
 Outputs come from the run folder only: the outputs a recorded run kept (``engine.runs.keptoutputs``, checked against
-their hash) or a live lane's ``outputs.jsonl``; never from the dataset or outputs file as it is now. A run that
+their hash) or a live lane's ``outputs.jsonl`` (in a run with variants, every variant's, checked against
+``digests.json`` by ``engine.explore.variantshown``); never from the dataset or outputs file as it is now. A run that
 kept neither (made before runs kept their outputs) shows none.
 
 A comparative gate's examples are listed against its baseline: the regressed pairs first (passing in the baseline,
@@ -23,7 +24,7 @@ the copy in the run folder, and only when the regressed pairs do not fill the li
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
@@ -37,7 +38,7 @@ from evalglass.core.gatespec import meets
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.scorecard import Scorecard
 from evalglass.core.uniform import all_of_type
-from evalglass.engine.runs.artifacts import open_artifact, run_scores_blocks
+from evalglass.engine.runs.artifacts import open_artifact, run_scores_blocks, variant_names_of
 from evalglass.engine.runs.scoresblock import ScoresBlock
 from evalglass.errors import SetupError
 
@@ -97,6 +98,9 @@ class ExampleRow:
     baseline: AgainstBaseline | None = None
     input: str | None = None
     reference: str | None = None
+    #: In a run with variants: each variant's output for this example (this sample), whole, by variant name (None:
+    #: a variant of recorded outputs, which the run folder does not hold).
+    outputs: Mapping[str, str | None] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -111,6 +115,7 @@ class ExampleRow:
             "input": self.input,
             "reference": self.reference,
             **({"baseline": self.baseline.value} if self.baseline is not None else {}),
+            **({"outputs": dict(self.outputs)} if self.outputs is not None else {}),
         }
 
 
@@ -300,6 +305,9 @@ def with_outputs(folder: Path, record: RunRecord, rows: list[ExampleRow]) -> tup
     if not rows:
         return rows, None
     wanted = {row.id for row in rows}
+    names = variant_names_of(folder)
+    if names:
+        return _with_variant_outputs(folder, names, rows, wanted)
     if record.kept_outputs is not None:
         from evalglass.engine.runs.keptoutputs import kept_outputs
 
@@ -321,6 +329,43 @@ def with_outputs(folder: Path, record: RunRecord, rows: list[ExampleRow]) -> tup
         text = "(no output)" if value is ABSENT else as_text(value)
         filled.append(ExampleRow(**{**row.__dict__, "output": text}))
     return filled, source
+
+
+def _with_variant_outputs(
+    folder: Path, names: tuple[str, ...], rows: list[ExampleRow], wanted: set[str]
+) -> tuple[list[ExampleRow], str | None]:
+    """Each row with every variant's output for its example (its sample's, in a run with samples; None for a variant
+    of recorded outputs, which the run folder does not hold), and as its own ``output`` that of the variant its
+    metric names (``metric@variant``; none for a difference between two)."""
+    from evalglass.core.variants import split_variant_metric
+    from evalglass.engine.explore.variantshown import variant_samples, variants_with_outputs
+
+    kept = variants_with_outputs(folder, names)
+    if not kept:
+        return rows, None
+    samples = variant_samples(folder, kept, wanted)
+    filled = []
+    for row in rows:
+        per_variant = samples.get(row.id, {})
+        outputs = {name: _sample_text(per_variant.get(name), row.sample) if name in kept else None for name in names}
+        split = split_variant_metric(row.metric)
+        own = outputs.get(split[1]) if split is not None else None
+        filled.append(replace(row, outputs=outputs, output=own))
+    return filled, "each variant's outputs.jsonl in the run folder (checked against digests.json)"
+
+
+def _sample_text(samples: list[dict[str, Any]] | None, sample: int | None) -> str:
+    """One variant's output for a row, whole: the row's sample, the one sample, or every sample as a JSON list."""
+    from evalglass.engine.explore.variantshown import NO_OUTPUT
+
+    if not samples:
+        return NO_OUTPUT
+    chosen = samples[sample] if sample is not None and sample < len(samples) else None
+    if chosen is None and len(samples) == 1:
+        chosen = samples[0]
+    if chosen is not None:
+        return as_text(chosen["output"]) if "output" in chosen else NO_OUTPUT
+    return as_text([item.get("output") for item in samples])
 
 
 def _live_outputs(folder: Path, wanted: set[str]) -> tuple[dict[str, Any], str | None]:

@@ -14,8 +14,8 @@ from typing import Any
 import orjson
 from pydantic import BaseModel
 
-from evalglass.engine.produce.liveoutputs import OUTPUTS_FILE
 from evalglass.engine.runs.artifacts import open_artifact
+from evalglass.engine.runs.runfolder import OUTPUTS_FILE
 from evalglass.engine.spec.config import Config
 
 

@@ -17,8 +17,8 @@ from typing import Any
 import orjson
 
 from evalglass.core.runrecord import VARIANTS_DIR
-from evalglass.engine.explore.explorer import OUTPUTS_FILE
 from evalglass.engine.runs.artifacts import open_artifact
+from evalglass.engine.runs.runfolder import OUTPUTS_FILE
 from evalglass.errors import SetupError
 
 

@@ -393,8 +393,8 @@ def sweep_killed_writers(folder: Path) -> None:
     """The partial files that runs killed in this folder left (``.scores.jsonl.PID.*.partial`` ...), removed before
     it is resumed: only those of the files a run writes here (engine/runs/runfolder.py's names), nothing else."""
     from evalglass.engine.decide.baselines import BASELINES_DIR
-    from evalglass.engine.explore.explorer import OUTPUTS_FILE
     from evalglass.engine.runs.manifest import MANIFEST_FILE
+    from evalglass.engine.runs.runfolder import OUTPUTS_FILE
 
     sweep_partials(
         folder,

@@ -18,9 +18,7 @@ from evalglass import redaction
 from evalglass.core.scorecard import CallTotals, count_call_attempts
 from evalglass.engine.datasets.dataset import BadLine
 from evalglass.engine.produce.livescorer import ExampleResult, ScoredColumns
-from evalglass.engine.runs.runfolder import PartialFile
-
-OUTPUTS_FILE = "outputs.jsonl"
+from evalglass.engine.runs.runfolder import OUTPUTS_FILE, PartialFile
 
 
 class OutputsWriter:

@@ -25,6 +25,10 @@ from typing import IO
 
 from evalglass.errors import SetupError
 
+#: A live run's lane outputs and judge labels: written by ``produce.liveoutputs`` (which may not import the
+#: artifact writers), read by the reports; here, below both.
+OUTPUTS_FILE = "outputs.jsonl"
+
 FILE_MODE = 0o600
 #: Run folders, ``.evalglass/`` and what is under it.
 DIR_MODE = 0o700
