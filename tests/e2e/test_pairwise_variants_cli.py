@@ -1,5 +1,6 @@
-"""A pairwise judge of variants (issue 33, ``compare_variants``): what is landed is its declaration, its checks at
-the config's line, its fingerprint and the seam it reads; scoring it across variants is refused, not faked."""
+"""A pairwise judge of variants (issue 33, ``compare_variants``): its declaration, its checks at the config's line,
+its fingerprint and the seam it reads (the run scoring it against a fake judge: tests/live_e2e/
+test_pairwise_variants_live_cli.py)."""
 
 from __future__ import annotations
 
@@ -55,11 +56,66 @@ def test_comparing_variants_in_a_run_without_variants_is_refused(tmp_path: Path)
     assert result.code == 2 and "the run declares no `variants:`" in result.err
 
 
-def test_a_judge_of_variants_is_refused_not_scored_per_variant(tmp_path: Path) -> None:
-    """Scored per variant, every example would lack the other variants' outputs: an honest exit 2 instead."""
-    result = judged_project(tmp_path, pairwise(compare_variants=["good", "bad", "worse"])).run()
-    assert result.code == 2 and "compares variants, which a run does not score yet" in result.err
-    assert "Traceback" not in result.err
+def test_a_judge_of_recorded_variants_is_refused_at_its_line(tmp_path: Path) -> None:
+    """A recorded variant's outputs are the user's files, not the run's: compared in one record with `compare`."""
+    project = judged_project(tmp_path, pairwise())
+    written = variant_config(gates={}, variants={"good": {}, "bad": {"type": "recorded", "field": "expected"}})
+    written["metrics"]["preferred"] = pairwise()
+    project.write_config(written)
+    result = project.run()
+    assert result.code == 2 and "evalglass.yaml:" in result.err, result.err
+    assert "compares variant 'bad', whose outputs are recorded" in result.err and "Traceback" not in result.err
+
+
+def test_a_gate_on_a_judge_of_variants_names_no_variant(tmp_path: Path) -> None:
+    """Its value is one over the compared variants (`preferred`, never `preferred@good`)."""
+    gates = {"liked": {"metric": "preferred", "variant": "good", "proposed_threshold": 0.5}}
+    project = judged_project(tmp_path, pairwise())
+    written = variant_config(gates=gates)
+    written["metrics"]["preferred"] = pairwise()
+    project.write_config(written)
+    result = project.run()
+    assert result.code == 2 and "which compares variants: its value is measured once" in result.err, result.err
+
+
+def test_each_variants_scoring_leaves_the_judge_of_variants_out() -> None:
+    from evalglass.engine.spec.config import Config
+
+    written = variant_config(gates={"liked": {"metric": "preferred", "proposed_threshold": 0.5}})
+    written["metrics"]["preferred"] = pairwise()
+    config = Config.model_validate(written)
+    assert config.compared_metrics == ("preferred",) and config.compared_variants == ["good", "bad"]
+    for name in config.variant_names:
+        alone = config.for_variant(name)
+        assert list(alone.metrics) == ["exact"] and alone.gates == {}
+    compared = config.for_compared(Path("/run/compared/graded.jsonl"))
+    assert list(compared.metrics) == ["preferred"] and list(compared.gates) == ["liked"]
+    assert compared.outputs_path == "/run/compared/graded.jsonl" and compared.variant_names == ()
+
+
+def test_a_variants_lane_fingerprints_alike_in_every_process(tmp_path: Path) -> None:
+    """A gate in a run with variants is bound to every variant's lane, retry policy included, whose `retry_on` is a
+    set: dumped in a fixed order, or an approval would go stale from one process to the next."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    written = variant_config(variants={"small": {"model": "small"}, "big": {"model": "big"}})
+    written["task"] = {"type": "chat", "base_url": "http://127.0.0.1:9/v1", "model": "m", "prompt": "{{ q }}"}
+    written["gates"] = {"g": {"metric": "exact", "variant": "small", "proposed_threshold": 0.5}}
+    (tmp_path / "evalglass.yaml").write_text(yaml.safe_dump(written))
+    code = (
+        "from pathlib import Path; from evalglass.engine.spec.config import load_config; "
+        f"l = load_config(Path({str(tmp_path / 'evalglass.yaml')!r})); print(l.config.gate_fingerprint('g'))"
+    )
+    found = {
+        subprocess.run(
+            [sys.executable, "-c", code], env={"PYTHONHASHSEED": str(seed)}, capture_output=True, text=True, check=True
+        ).stdout
+        for seed in range(6)
+    }
+    assert len(found) == 1, found
 
 
 @pytest.mark.parametrize(

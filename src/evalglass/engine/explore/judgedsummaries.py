@@ -14,26 +14,35 @@ from typing import Any
 import orjson
 from pydantic import BaseModel
 
+from evalglass.core.runrecord import COMPARED_DIR
 from evalglass.engine.runs.artifacts import open_artifact
 from evalglass.engine.runs.runfolder import OUTPUTS_FILE
 from evalglass.engine.spec.config import Config
 
 
 def judged_summaries(config: Config, folder: Path) -> dict[str, dict[str, BaseModel]]:
-    """Per metric with a tally, its scorecard fields over the run in ``folder`` (none without ``outputs.jsonl``)."""
+    """Per metric with a tally, its scorecard fields over the run in ``folder`` (none without the outputs file its
+    notes are in: ``outputs.jsonl``, or for a judge of variants side by side ``compared/outputs.jsonl``)."""
     tallies = {name: tally for name, spec in config.metrics.items() if (tally := spec.judged_tally()) is not None}
-    path = folder / OUTPUTS_FILE
-    if not tallies or not path.exists():
-        return {}
-    for row in outputs_rows(path):
-        judged = row.get("judges")
-        if not isinstance(judged, dict):
+    compared = set(config.compared_metrics)
+    files = {
+        folder / OUTPUTS_FILE: {name: tally for name, tally in tallies.items() if name not in compared},
+        folder / COMPARED_DIR / OUTPUTS_FILE: {name: tally for name, tally in tallies.items() if name in compared},
+    }
+    found: dict[str, dict[str, BaseModel]] = {}
+    for path, group in files.items():
+        if not group or not path.exists():
             continue
-        for name, tally in tallies.items():
-            for note in judged.get(name) or ():
-                if isinstance(note, dict):
-                    tally.add(str(row.get("id")), note)
-    return {name: tally.summary_fields() for name, tally in tallies.items()}
+        for row in outputs_rows(path):
+            judged = row.get("judges")
+            if not isinstance(judged, dict):
+                continue
+            for name, tally in group.items():
+                for note in judged.get(name) or ():
+                    if isinstance(note, dict):
+                        tally.add(str(row.get("id")), note)
+        found.update({name: tally.summary_fields() for name, tally in group.items()})
+    return found
 
 
 def outputs_rows(path: Path) -> Iterator[dict[str, Any]]:
