@@ -130,6 +130,9 @@ def test_the_judge_of_variants_has_its_column_win_rate_and_position_bias_and_a_g
     assert shown.code == 0, shown.err
     flip_row = next(row for row in json.loads(shown.out)["examples"] if row["id"] == "flip")
     assert flip_row["value"] == 0.5 and set(flip_row["outputs"]) == {"strong", "weak"}
+    page = project.root / "page.html"
+    assert evalglass("report", str(folder), "--out", str(page), cwd=project.root).code == 0
+    assert "q=5 ask0 s=5 w=1 by strong-model" in page.read_text()
 
     # calibrated against human pairwise labels and approved: the gate decides on the column, without a variant
     labels = [
@@ -150,6 +153,9 @@ def test_the_judge_of_variants_has_its_column_win_rate_and_position_bias_and_a_g
     (gate,) = json.loads(approved.out)["decision"]["gates"]
     assert gate["outcome"] == "pass" and gate["subject"] == "preferred"
     assert evalglass("verify", str(project.last_run()), cwd=project.root).code == 0
+    compared = evalglass("compare", str(folder), str(project.last_run()), *JSON, cwd=project.root)
+    assert compared.code == 0, compared.err
+    assert "preferred" in [item["metric"] for item in json.loads(compared.out)["metrics"]], compared.out
 
     # the other way round, weak first: the same verdicts, read from weak's side, fail the same approval's twin
     judge = yaml.safe_load((project.root / "evalglass.yaml").read_text())
@@ -231,3 +237,23 @@ def test_a_killed_run_resumes_reusing_every_judge_answer_and_duplicating_nothing
     card, expected = json.loads(resumed.out), json.loads((reference / "scorecard.json").read_text())
     assert metric(card, "preferred")["pairwise"] == metric(expected, "preferred")["pairwise"]
     assert evalglass("verify", str(folder), cwd=project.root).code == 0
+
+
+def test_with_epochs_each_sample_is_judged_against_the_same_sample_of_the_other_variant(
+    project: LiveProject, server: FakeOpenAI
+) -> None:
+    judged(project)
+    config = yaml.safe_load((project.root / "evalglass.yaml").read_text())
+    config["task"]["epochs"] = 2
+    config["metrics"]["preferred"]["reducer"] = "mean"
+    (project.root / "evalglass.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    result = project.run()
+    assert result.code == 0, result.err
+    n = len(GRADES) + 1
+    assert len(judge_requests(server)) == 2 * 2 * n  # both orders of each sample
+    graded = json.loads((project.last_run() / "compared" / "graded.jsonl").read_text().splitlines()[0])
+    assert [sorted(sample) for sample in graded["output"]] == [["strong", "weak"]] * 2
+    card = json.loads(result.out)
+    (pair,) = metric(card, "preferred")["pairwise"]["pairs"]
+    assert (pair["a_wins"], pair["b_wins"]) == (16, 4)
+    assert evalglass("verify", str(project.last_run()), cwd=project.root).code == 0

@@ -26,7 +26,7 @@ from evalglass.core.compare import (
 from evalglass.core.decide import RunShape, per_example
 from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
 from evalglass.core.reduce import within_of
-from evalglass.core.runrecord import SCORES_FILE, VARIANTS_DIR, RunRecord
+from evalglass.core.runrecord import COMPARED_DIR, SCORES_FILE, VARIANTS_DIR, RunRecord
 from evalglass.core.variants import split_variant_metric, variant_metric
 from evalglass.engine.runs.artifacts import RUNRECORD_FILE, LoadedScores, load_columns, load_json_model_and_bytes
 from evalglass.engine.spec.config import Config
@@ -146,10 +146,11 @@ def _comparison_scores(folder: Path, record: RunRecord, config: Config, metrics:
     if not config.variant_names:
         names = [name for name in config.metrics if metrics is None or name in metrics]
         return load_columns(folder / record.scores_file, names, samples=samples, clustered=clustered, ids=True)
+    compared = config.compared_metrics
     loaded = {
         variant: load_columns(
             folder / VARIANTS_DIR / variant / SCORES_FILE,
-            list(config.metrics),
+            [name for name in config.metrics if name not in compared],
             samples=samples,
             clustered=clustered,
             ids=True,
@@ -163,8 +164,12 @@ def _comparison_scores(folder: Path, record: RunRecord, config: Config, metrics:
         for metric, column in each.columns.items()
         if metrics is None or variant_metric(metric, variant) in metrics
     }
-    combined = fingerprint_of({variant: each.sha256 for variant, each in loaded.items()})
-    return dataclasses.replace(first, columns=columns, sha256=combined)
+    hashes = {variant: each.sha256 for variant, each in loaded.items()}
+    if compared:  # the judges of variants side by side, under their own names (a variant cannot be named `compared/`)
+        judged = load_columns(folder / COMPARED_DIR / SCORES_FILE, list(compared), samples=samples, clustered=clustered)
+        columns.update({name: column for name, column in judged.columns.items() if metrics is None or name in metrics})
+        hashes[f"{COMPARED_DIR}/"] = judged.sha256
+    return dataclasses.replace(first, columns=columns, sha256=fingerprint_of(hashes))
 
 
 def compare_runs(base_folder: Path, candidate_folder: Path, metrics: list[str] | None = None) -> Comparison:
