@@ -534,7 +534,7 @@ class Config(BaseModel):
 
     def for_compared(self, graded: Path) -> Config:
         """The config the judges of variants (``compare_variants``) are scored with once every variant is: a
-        recorded task reading ``graded`` (per example, every variant's output by name: ``engine.jobs.compared``),
+        recorded task reading ``graded`` (per example, every variant's output by name: ``variantoutputs.graded_lines``),
         those metrics only, and their gates. Never validated again, never decided on, never recorded."""
         compared = self.compared_metrics
         task = RecordedTask(path=str(graded), field="output", samples=self.samples)
