@@ -259,3 +259,32 @@ def test_with_epochs_each_sample_is_judged_against_the_same_sample_of_the_other_
     (pair,) = metric(card, "preferred")["pairwise"]["pairs"]
     assert (pair["a_wins"], pair["b_wins"]) == (16, 4)
     assert evalglass("verify", str(project.last_run()), cwd=project.root).code == 0
+
+
+def test_a_failed_lane_call_is_never_judged_and_a_flip_can_be_excluded(
+    project: LiveProject, server: FakeOpenAI
+) -> None:
+    """A variant without an output for an example leaves the judge nothing to compare (`pairwise_output_missing`,
+    no call), never a null judged as an answer; under `inconsistent: excluded` a flipped verdict is excluded."""
+    judged(project)
+    config = yaml.safe_load((project.root / "evalglass.yaml").read_text())
+    config["variants"]["weak"]["prompt"] = "{{ question }}{{ fault }}"
+    config["task"]["retry"] = {"max_attempts": 1}
+    config["metrics"]["preferred"]["inconsistent"] = "excluded"
+    (project.root / "evalglass.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    data = [{**row, "fault": " [[behaviour:500]]" if row["id"] == "e000" else ""} for row in rows()]
+    (project.root / "data.jsonl").write_text("".join(json.dumps(row) + "\n" for row in data))
+    result = project.run()
+    assert result.code == 0, result.err
+    n = len(data)
+    assert len(judge_requests(server)) == 2 * (n - 1)  # e000 is not judged
+    assert not any("ask0 " in text for text in judge_requests(server))
+    graded = json.loads((project.last_run() / "compared" / "graded.jsonl").read_text().splitlines()[0])
+    assert graded["output"] == {"strong": "q=5 ask0 s=5 w=1 by strong-model"}
+    scores = {row["id"]: row["scores"]["preferred"] for row in project.scores(project.last_run() / "compared")}
+    assert scores["e000"]["status"] == "non_evaluable"
+    assert scores["e000"]["diagnostics"][0]["code"] == "pairwise_output_missing"
+    assert scores["flip"]["diagnostics"][0]["code"] == "pairwise_inconsistent"
+    (pair,) = metric(json.loads(result.out), "preferred")["pairwise"]["pairs"]
+    assert (pair["a_wins"], pair["b_wins"], pair["ties"], pair["excluded"]) == (7, 2, 1, 1)
+    assert evalglass("verify", str(project.last_run()), cwd=project.root).code == 0
