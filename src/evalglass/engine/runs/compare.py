@@ -26,7 +26,7 @@ from evalglass.core.compare import (
 from evalglass.core.decide import RunShape, per_example
 from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
 from evalglass.core.reduce import within_of
-from evalglass.core.runrecord import SCORES_FILE, VARIANTS_DIR, RunRecord
+from evalglass.core.runrecord import COMPARED_DIR, SCORES_FILE, VARIANTS_DIR, RunRecord
 from evalglass.core.variantnames import baseline_candidates, baseline_column, split_variant_metric, variant_metric
 from evalglass.engine.runs.artifacts import RUNRECORD_FILE, LoadedScores, load_columns, load_json_model_and_bytes
 from evalglass.engine.spec.config import Config
@@ -154,18 +154,24 @@ def _comparison_scores(
 ) -> tuple[LoadedScores, dict[str, str]]:
     """The run's columns with ids, and each scores file read with its hash; in a run with variants every
     variant's, named ``metric@variant``, and the hash that stands for its scores the fingerprint of every variant's
-    scores hash. The variants' columns share one list of ids: a variant whose examples are not the first's, line
-    for line, is refused (its rows would be paired with other examples' rows)."""
+    scores hash; the judges of variants side by side (``compared/``) under their own names. The columns share one
+    list of ids: a scores file whose examples are not the first variant's, line for line, is refused (its rows
+    would be paired with other examples' rows)."""
     samples, clustered = config.samples, config.dataset.cluster_field is not None
     if not config.variant_names:
         names = [name for name in config.metrics if metrics is None or name in metrics]
         scores = load_columns(folder / record.scores_file, names, samples=samples, clustered=clustered, ids=True)
         return scores, {record.scores_file: scores.sha256}
+    compared = config.compared_metrics
     files = {variant: f"{VARIANTS_DIR}/{variant}/{SCORES_FILE}" for variant in config.variant_names}
     loaded = {
         variant: load_columns(
             folder / file,
-            [name for name in config.metrics if metrics is None or variant_metric(name, variant) in metrics],
+            [
+                name
+                for name in config.metrics
+                if name not in compared and (metrics is None or variant_metric(name, variant) in metrics)
+            ],
             samples=samples,
             clustered=clustered,
             ids=True,
@@ -185,10 +191,21 @@ def _comparison_scores(
         for variant, each in loaded.items()
         for metric, column in each.columns.items()
     }
-    combined = fingerprint_of({variant: each.sha256 for variant, each in loaded.items()})
-    return dataclasses.replace(first, columns=columns, sha256=combined), {
-        files[variant]: each.sha256 for variant, each in loaded.items()
-    }
+    hashes = {variant: each.sha256 for variant, each in loaded.items()}
+    read = {files[variant]: each.sha256 for variant, each in loaded.items()}
+    if compared:  # the judges of variants side by side, under their own names (a variant cannot be named `compared/`)
+        judged_file = f"{COMPARED_DIR}/{SCORES_FILE}"
+        judged = load_columns(folder / judged_file, list(compared), samples=samples, clustered=clustered, ids=True)
+        if judged.ids is None or first.ids is None or not np.array_equal(judged.ids, first.ids):
+            raise SetupError(
+                "the judges of variants scored other examples (or in another order) than the run's variants",
+                where=str(folder / judged_file),
+                fix="every variant of a run is scored on the same examples; re-run it",
+            )
+        columns.update({name: column for name, column in judged.columns.items() if metrics is None or name in metrics})
+        hashes[f"{COMPARED_DIR}/"] = judged.sha256
+        read[judged_file] = judged.sha256
+    return dataclasses.replace(first, columns=columns, sha256=fingerprint_of(hashes)), read
 
 
 def compare_runs(base_folder: Path, candidate_folder: Path, metrics: list[str] | None = None) -> Comparison:
