@@ -386,3 +386,60 @@ def test_the_reader_gives_what_the_reference_reader_gives(
     path.write_text("\n".join(lines) + "\n")
     assert outcome(OtlpReader(path, options=chosen)) == outcome(ReferenceReader(path, options=chosen))
     assert batched(OtlpReader(path, options=chosen)) == batched(ReferenceReader(path, options=chosen))
+
+
+def agent_traces_root_first(path: Path, traces: int, *, protobuf: bool = False) -> Path:
+    """SDK-written agent traces with each trace's spans reversed (its top-level span first, as some exporters order
+    them): the reader maps that span as it is read, then has to read it back when the trace's other spans come."""
+    from tests.traces.otel import recording, write_json, write_protobuf
+    from tests.traces.test_otlp_reader import agent_trace
+
+    with recording() as (tracer, finished):
+        for _ in range(traces):
+            agent_trace(tracer)
+        spans = finished()
+    per_trace = len(spans) // traces
+    reordered = [
+        span for start in range(0, len(spans), per_trace) for span in reversed(spans[start : start + per_trace])
+    ]
+    if protobuf:
+        return write_protobuf(reordered, path, per_message=7)
+    return write_json(reordered, path, per_line=7)
+
+
+@pytest.mark.parametrize("traces", [3, 150])  # 150 traces: past READ_BACKS, top-level spans are kept instead
+@pytest.mark.parametrize("protobuf", [False, True])
+def test_top_level_spans_read_before_the_rest_of_their_trace_are_read_back(
+    tmp_path: Path, traces: int, protobuf: bool
+) -> None:
+    path = agent_traces_root_first(tmp_path / ("t.binpb" if protobuf else "t.jsonl"), traces, protobuf=protobuf)
+    options = TraceOptions()
+    got = outcome(OtlpReader(path, options=options))
+    assert got == outcome(ReferenceReader(path, options=options))
+    items, examples, bad, _, _ = got
+    assert examples == traces and bad == 0
+    assert all(kind == "example" and len(fields["output"]["tool_calls"]) == 1 for kind, _, _, fields, _ in items)
+
+
+def test_a_file_changed_while_it_is_read_is_one_error_not_a_wrong_example(tmp_path: Path) -> None:
+    def line(trace: int, span: int, parent: int | None = None) -> str:
+        raw: dict[str, Any] = {
+            "traceId": f"{trace:032x}",
+            "spanId": f"{span:016x}",
+            "name": "chat",
+            "startTimeUnixNano": "1000000000000000000",
+            "endTimeUnixNano": "1000000000100000000",
+            "attributes": encoded({"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai"}),
+        }
+        if parent is not None:
+            raw["parentSpanId"] = f"{parent:016x}"
+        return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [raw]}]}]})
+
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join([line(1, 1), line(2, 2), line(3, 3), line(4, 4), line(2, 5, parent=2)]) + "\n")
+    items = iter(OtlpReader(path, options=TraceOptions(window=3)))
+    assert next(items).id == f"{1:032x}:{1:016x}"  # the whole file is read by now; trace 2 waits for its window
+    path.write_text(path.read_text().replace(f'"spanId": "{2:016x}"', f'"spanId": "{9:016x}"'))
+    with pytest.raises(SetupError) as raised:
+        list(items)
+    assert "changed while it was read" in str(raised.value) and raised.value.where == f"{path}:2"
