@@ -46,10 +46,6 @@ from evalglass.errors import SetupError
 
 #: An example as the reader makes it: id, line, record, output.
 Row = tuple[str, int, dict[str, Any], Any]
-#: A trace of one top-level span so far: its example (None for none), then where the span is (``source``, the
-#: group's line or message, the span's index in the group; see ``SpanFile.span_again``) and its id. A tuple: one is
-#: made per span read, and a dataclass's ``__init__`` cost a few percent of the import.
-_Early = tuple["Row | _Malformed | None", tuple[int, int], int, int, str]
 #: Completed traces remembered, as a multiple of the window: a span of one of them is late (or repeated), not the
 #: start of a new trace. Beyond them a late span starts a trace of its own (an example rooted elsewhere).
 RECENT_FACTOR = 4
@@ -143,9 +139,9 @@ class OtlpReader:
         # span leaves the window (those of its earlier spans are passed over), so traces complete in the order of
         # their last spans with nothing reordered per span.
         order: deque[tuple[int, str]] = deque()
-        # Completed traces: when each completed, and where each of its spans was read (a repeat is refused): for a
-        # trace of one span, its id and line (no dict per trace); the oldest are forgotten first.
-        recent: dict[str, tuple[int, dict[str, int]] | tuple[int, str, int]] = {}
+        # Completed traces: when each completed, and where each of its spans was read (a repeat is refused); the
+        # oldest are forgotten first.
+        recent: dict[str, tuple[int, dict[str, int]]] = {}
         forget: deque[str] = deque()
         keep = RECENT_FACTOR * window
         # The open traces of one top-level span so far, mapped as it was read (while it is in the processor's
@@ -166,19 +162,17 @@ class OtlpReader:
                 if spans is None and early:
                     first = early.pop(trace, None)
                     if first is not None:  # a second span: the trace is mapped when complete, from all its spans
-                        _, place, index_then, where_then, span_id = first
-                        spans = pending[trace] = [source.span_again(place, where_then, index_then, span_id)]
+                        spans = pending[trace] = [
+                            source.span_again(first.source, first.where, first.index, first.span_id)
+                        ]
                         read_backs += 1
                         eager = read_backs <= READ_BACKS or read_backs * 1000 <= count
                 if spans is None:
                     completed = recent.get(trace)
                     if completed is not None:
-                        when = completed[0]
-                        if len(completed) == 3:
-                            if item.span_id == completed[1]:
-                                raise self._repeated(item, completed[2])
-                        elif item.span_id in completed[1]:
-                            raise self._repeated(item, completed[1][item.span_id])
+                        when, read_at = completed
+                        if item.span_id in read_at:
+                            raise self._repeated(item, read_at[item.span_id])
                         yield self._bad(
                             item.where,
                             "late_span",
@@ -189,7 +183,7 @@ class OtlpReader:
                     if item.parent_id or not eager:
                         pending[trace] = [item]
                     else:
-                        early[trace] = (self._single(item), source.source, index, item.where, item.span_id)
+                        early[trace] = _Early(self._single(item), source.source, index, item.where, item.span_id)
                 else:
                     spans.append(item)
                 last[trace] = count
@@ -202,7 +196,7 @@ class OtlpReader:
                     del last[oldest]
                     first = early.pop(oldest, None)
                     if first is not None:
-                        recent[oldest] = (count, first[4], first[3])
+                        recent[oldest] = (count, {first.span_id: first.where})
                     else:
                         completed_spans = pending.pop(oldest)
                         recent[oldest] = (count, self._read_at(completed_spans))
@@ -210,16 +204,16 @@ class OtlpReader:
                     if len(recent) > keep:
                         del recent[forget.popleft()]
                     if first is not None:
-                        if first[0] is not None:
-                            yield self._finished(first[0])
+                        if first.outcome is not None:
+                            yield self._finished(first.outcome)
                     else:
                         yield from self._examples(completed_spans)
         for number, trace in order:
             if last[trace] == number:
                 first = early.get(trace)
                 if first is not None:
-                    if first[0] is not None:
-                        yield self._finished(first[0])
+                    if first.outcome is not None:
+                        yield self._finished(first.outcome)
                     continue
                 spans = pending[trace]
                 self._read_at(spans)
@@ -345,6 +339,17 @@ class _Malformed:
 
     where: int
     message: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Early:
+    """A trace of one top-level span so far: its example, and where the span is (``SpanFile.reread``)."""
+
+    outcome: Row | _Malformed | None
+    source: tuple[int, int]
+    index: int
+    where: int
+    span_id: str
 
 
 def _start(span: Span) -> int:
