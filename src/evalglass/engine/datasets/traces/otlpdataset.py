@@ -18,7 +18,6 @@ from __future__ import annotations
 import gc
 from collections import deque
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -49,10 +48,6 @@ Row = tuple[str, int, dict[str, Any], Any]
 #: Completed traces remembered, as a multiple of the window: a span of one of them is late (or repeated), not the
 #: start of a new trace. Beyond them a late span starts a trace of its own (an example rooted elsewhere).
 RECENT_FACTOR = 4
-#: A trace's first span, when top-level, is mapped as it is read and let go; a second span of the trace has it read
-#: back from the file (its whole line decoded again). Past this many read-backs, and more than one per thousand
-#: spans (a file whose roots come first), first spans are kept instead, as for every trace before.
-READ_BACKS = 100
 
 
 class OtlpReader:
@@ -144,29 +139,15 @@ class OtlpReader:
         recent: dict[str, tuple[int, dict[str, int]]] = {}
         forget: deque[str] = deque()
         keep = RECENT_FACTOR * window
-        # The open traces of one top-level span so far, mapped as it was read (while it is in the processor's
-        # caches) and let go: what the example will be, and where the span is in the file.
-        early: dict[str, _Early] = {}
-        source = self._spans
-        eager = True
-        read_backs = 0
         count = 0
-        for group in source.groups():
-            for index, item in enumerate(group):
+        for group in self._spans.groups():
+            for item in group:
                 if isinstance(item, SpanProblem):
                     yield self._bad(item.where, "malformed_span", item.message)
                     continue
                 count += 1
                 trace = item.trace_id
                 spans = pending.get(trace)
-                if spans is None and early:
-                    first = early.pop(trace, None)
-                    if first is not None:  # a second span: the trace is mapped when complete, from all its spans
-                        spans = pending[trace] = [
-                            source.span_again(first.source, first.where, first.index, first.span_id)
-                        ]
-                        read_backs += 1
-                        eager = read_backs <= READ_BACKS or read_backs * 1000 <= count
                 if spans is None:
                     completed = recent.get(trace)
                     if completed is not None:
@@ -180,10 +161,7 @@ class OtlpReader:
                             f"complete (traces.window is {window:,}); raise dataset.traces.window",
                         )
                         continue
-                    if item.parent_id or not eager:
-                        pending[trace] = [item]
-                    else:
-                        early[trace] = _Early(self._single(item), source.source, index, item.where, item.span_id)
+                    pending[trace] = [item]
                 else:
                     spans.append(item)
                 last[trace] = count
@@ -194,27 +172,14 @@ class OtlpReader:
                     if last[oldest] != number:
                         continue  # a span of a trace that has later ones
                     del last[oldest]
-                    first = early.pop(oldest, None)
-                    if first is not None:
-                        recent[oldest] = (count, {first.span_id: first.where})
-                    else:
-                        completed_spans = pending.pop(oldest)
-                        recent[oldest] = (count, self._read_at(completed_spans))
+                    completed_spans = pending.pop(oldest)
+                    recent[oldest] = (count, self._read_at(completed_spans))
                     forget.append(oldest)
                     if len(recent) > keep:
                         del recent[forget.popleft()]
-                    if first is not None:
-                        if first.outcome is not None:
-                            yield self._finished(first.outcome)
-                    else:
-                        yield from self._examples(completed_spans)
+                    yield from self._examples(completed_spans)
         for number, trace in order:
             if last[trace] == number:
-                first = early.get(trace)
-                if first is not None:
-                    if first.outcome is not None:
-                        yield self._finished(first.outcome)
-                    continue
                 spans = pending[trace]
                 self._read_at(spans)
                 yield from self._examples(spans)
@@ -247,8 +212,15 @@ class OtlpReader:
         per trace is pure overhead on the import's hot loop."""
         allowed = self._allowed
         if len(spans) == 1:
-            outcome = self._single(spans[0])
-            return [] if outcome is None else [self._finished(outcome)]
+            span = spans[0]
+            convention = convention_of(span, allowed)
+            if (
+                convention is None
+                or (self._unit_span and not is_inference(span, convention))
+                or (self._filtered and not self._selected(span))
+            ):
+                return []
+            return [self._example(span, convention, spans, {span.span_id: convention})]
         found: list[Row | BadLine] = []
         conventions = {span.span_id: convention_of(span, allowed) for span in spans}
         if self._unit_span:
@@ -273,20 +245,8 @@ class OtlpReader:
                     for span in spans:
                         children.setdefault(span.parent_id, []).append(span)
                 subtree = _subtree(root, children)
-            found.append(self._finished(self._mapped(root, str(conventions[root.span_id]), subtree, conventions)))
+            found.append(self._example(root, str(conventions[root.span_id]), subtree, conventions))
         return found
-
-    def _single(self, span: Span) -> Row | _Malformed | None:
-        """The example of a trace of one span (None for none), without counting it: it may be made before it is
-        known whether the trace has more spans."""
-        convention = convention_of(span, self._allowed)
-        if (
-            convention is None
-            or (self._unit_span and not is_inference(span, convention))
-            or (self._filtered and not self._selected(span))
-        ):
-            return None
-        return self._mapped(span, convention, [span], {span.span_id: convention})
 
     def _selected(self, span: Span) -> bool:
         if self._since is not None and span.start < self._since:
@@ -301,21 +261,17 @@ class OtlpReader:
                 return False
         return True
 
-    def _mapped(
+    def _example(
         self, root: Span, convention: str, subtree: list[Span], conventions: Mapping[str, str | None]
-    ) -> Row | _Malformed:
+    ) -> Row | BadLine:
         try:
             record = trace_record(root, convention, subtree, conventions, self._metadata)
         except MappingProblem as exc:
-            return _Malformed(root.where, f"trace {root.trace_id} span {root.span_id} ({root.name!r}): {exc}")
-        return (self._id(record), root.where, record, self._output(record))
-
-    def _finished(self, outcome: Row | _Malformed) -> Row | BadLine:
-        """The example counted, in the order examples come out."""
-        if type(outcome) is _Malformed:
-            return self._bad(outcome.where, "malformed_trace", outcome.message)
+            return self._bad(
+                root.where, "malformed_trace", f"trace {root.trace_id} span {root.span_id} ({root.name!r}): {exc}"
+            )
         self.examples += 1
-        return outcome  # type: ignore[return-value]
+        return (self._id(record), root.where, record, self._output(record))
 
     def _bad(self, where: int, code: str, message: str) -> BadLine:
         self.examples += 1
@@ -331,25 +287,6 @@ class OtlpReader:
             code=code,
             message=f"{self.path}:{place}: {message}",
         )
-
-
-@dataclass(frozen=True, slots=True)
-class _Malformed:
-    """A trace example the mapping refused, before it is counted."""
-
-    where: int
-    message: str
-
-
-@dataclass(frozen=True, slots=True)
-class _Early:
-    """A trace of one top-level span so far: its example, and where the span is (``SpanFile.reread``)."""
-
-    outcome: Row | _Malformed | None
-    source: tuple[int, int]
-    index: int
-    where: int
-    span_id: str
 
 
 def _start(span: Span) -> int:

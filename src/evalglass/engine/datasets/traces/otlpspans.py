@@ -88,44 +88,12 @@ class SpanFile:
         self.encoding: str | None = None
         #: What one unit of ``where`` is called in messages.
         self.unit = "line"
-        #: Where the group last yielded by ``groups`` lies in the file: (byte offset, length), for ``reread``.
-        self.source = (0, 0)
 
     @property
     def sha256_hex(self) -> str:
         if self._hash is None:
             raise RuntimeError("this span file was opened with hash_bytes=False")
         return self._hash.hexdigest()
-
-    def span_again(self, source: tuple[int, int], number: int, index: int, span_id: str) -> Span:
-        """Span ``index`` of the group ``groups`` yielded from ``source`` (line or message ``number``), read and
-        decoded again.
-
-        The reader maps a trace's first span as it is read and lets it go; in the rare case that the trace turns out
-        to have more spans, that span is read back from the file rather than every span kept in memory meanwhile."""
-        offset, length = source
-        try:
-            with self.path.open("rb") as handle:
-                handle.seek(offset)
-                data = _read_exactly(handle, length)
-        except OSError as exc:
-            raise unreadable(self.path, "trace file", exc) from None
-        group: list[Span | SpanProblem] = []
-        if len(data) == length:
-            if self.encoding == "json":
-                with contextlib.suppress(orjson.JSONDecodeError):
-                    group = _json_document(orjson.loads(data), number)
-            else:
-                with contextlib.suppress(SetupError):
-                    group = self._message(_request_type(self.path), data, number, max(offset - 4, 0))
-        span = group[index] if index < len(group) else None
-        if type(span) is not Span or span.span_id != span_id:
-            raise SetupError(
-                f"the trace file changed while it was read ({self.unit} {number} is no longer what it was)",
-                where=f"{self.path}:{number}",
-                fix="read a trace file that nothing is writing to (copy it first)",
-            )
-        return span
 
     def __iter__(self) -> Iterator[Span | SpanProblem]:
         for group in self.groups():
@@ -154,14 +122,10 @@ class SpanFile:
 
     def _json(self, handle: BinaryIO, update: Callable[[bytes], None]) -> Iterator[list[Span | SpanProblem]]:
         number = 0
-        offset = 0
         try:
             for lines, _ in _lines(handle, update, CHUNK, self._max):
                 for raw in lines:
                     number += 1
-                    size = len(raw)
-                    start = offset
-                    offset += size + 1
                     if not raw.strip():
                         continue
                     try:
@@ -169,7 +133,6 @@ class SpanFile:
                     except orjson.JSONDecodeError as exc:
                         yield [SpanProblem(number, f"not valid JSON ({exc})")]
                         continue
-                    self.source = (start, size)
                     yield _json_document(document, number)
                     del document
         except _LineTooLong:
@@ -196,7 +159,6 @@ class SpanFile:
                     where=str(self.path),
                     fix="write traces with the collector's file exporter (format: proto), which frames each batch",
                 )
-            self.source = (0, len(data))
             yield self._message(request_type, data, 1, 0)
             return
         offset = 0
@@ -222,7 +184,6 @@ class SpanFile:
             update(data)
             if len(data) < size:
                 raise self._truncated(number, offset, f"it announces {size:,} bytes and {len(data):,} follow")
-            self.source = (offset + 4, size)
             yield self._message(request_type, data, number, offset)
             offset += 4 + size
 
