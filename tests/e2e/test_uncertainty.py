@@ -223,3 +223,29 @@ def test_no_included_value_has_no_estimate(tmp_path):
     project = make_project(tmp_path, gates={})
     project.write_rows([{"id": "a", "output": "y"}])
     assert metric(card_of(project))["estimate"] is None
+
+
+def test_a_unit_scale_metric_with_ties_shows_its_interval_clipped_to_the_scale(tmp_path):
+    # A pairwise-style score (0, 0.5, 1) near the top: the t interval's high end lies past 1, which no mean of these
+    # scores can reach; the scorecard and the gate show it clipped to the declared scale.
+    project = make_project(
+        tmp_path,
+        metrics={"tie": {"type": "python", "function": "scorer.py:score", "scale": {"min": 0, "max": 1}}},
+        gates={"accuracy": {"metric": "tie", "rule": "lower_bound", "level": 0.95}},
+    )
+    write_scorer(project, "def score(record):\n    return float(record['x'])\n")
+    xs = [1.0, 1.0, 0.5, 1.0, 1.0]
+    project.write_rows([{"id": f"r{i}", "x": x, "output": "o"} for i, x in enumerate(xs)])
+    project.write_ledger(approve(project, threshold=0.8, gold=False))  # the score uses no reference
+    card = card_of(project)
+    interval = metric(card, "tie")["estimate"]["interval"]
+    low, high = stats.t.interval(0.95, len(xs) - 1, loc=0.9, scale=stats.sem(xs))
+    assert high > 1.0  # what the interval was before the clip
+    assert interval["method"] == "student_t" and interval["high"] == 1.0
+    assert interval["low"] == pytest.approx(low, rel=1e-9)  # the end inside the scale is untouched
+    assert interval["params"]["clipped_to_unit_range"] is True
+    gate = card["decision"]["gates"][0]
+    gate_low, _ = stats.t.interval(0.90, len(xs) - 1, loc=0.9, scale=stats.sem(xs))
+    assert gate["compared"] == pytest.approx(gate_low, rel=1e-9) and gate["favourable_bound"] == 1.0
+    assert gate["outcome"] == "blocked" and [r["code"] for r in gate["reasons"]] == ["undecided"]
+    assert project.cli("verify", str(project.last_run())).code == 0

@@ -144,9 +144,10 @@ def test_dispatcher_uses_cluster_methods_when_clusters_are_declared() -> None:
 def test_binary_cluster_interval_is_clipped_to_the_unit_range() -> None:
     values = np.array([1, 1, 1, 0, 1, 1, 1, 1, 0, 0, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1, 1, 0, 1, 1], dtype=float)
     ids = np.repeat(np.arange(6), 4)
-    interval = cluster_t(values, ids)
+    assert (unclipped := cluster_t(values, ids)) is not None and unclipped.high is not None and unclipped.high > 1.0
+    interval = confidence_interval(values, clusters=ids)
     assert interval is not None and interval.high == 1.0 and interval.params["clipped_to_unit_range"] is True
     se = float(interval.params["std_error"])  # type: ignore[arg-type]
     assert interval.low == pytest.approx(0.75 - stats.t.ppf(0.975, 5) * se, rel=1e-12)  # the low end is untouched
-    continuous = cluster_t(values * 0.9 + 0.05, ids)
+    continuous = confidence_interval(values * 0.9 + 0.05, clusters=ids)
     assert continuous is not None and "clipped_to_unit_range" not in continuous.params

@@ -13,7 +13,7 @@ from evalglass.core.stats import (
     bootstrap,
     clopper_pearson,
     cluster_bootstrap,
-    cluster_t,
+    confidence_interval,
     one_sided_bound,
     reduce_samples,
     required_n,
@@ -86,7 +86,8 @@ def test_epochs_example() -> None:
 def test_cluster_example() -> None:
     values = np.array([1, 1, 1, 0, 1, 1, 1, 1, 0, 0, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1, 1, 0, 1, 1], dtype=float)
     ids = np.repeat(np.arange(6), 4)
-    naive, robust, boot = wilson(18, 24), cluster_t(values, ids), cluster_bootstrap(values, ids, seed=42)
+    naive, robust = wilson(18, 24), confidence_interval(values, clusters=ids)
+    boot = cluster_bootstrap(values, ids, seed=42)
     assert naive is not None and robust is not None and boot is not None
     assert (r4(naive.low), r4(naive.high)) == (0.5510, 0.8800)
     assert (r4(robust.low), robust.high, r4(robust.params["std_error"])) == (0.4626, 1.0, 0.1118)  # type: ignore[arg-type]

@@ -331,6 +331,7 @@ def compare_metric(
             clusters=None if clusters is None else clusters[pairing.candidate][valid],
             seed=interval.seed,
             resamples=interval.resamples,
+            scale=candidate.scale if base.scale == candidate.scale else None,
         )
     except ValueError as exc:
         problem = str(exc)

@@ -153,6 +153,7 @@ def estimate_of(
             clusters=clusters,
             seed=spec.seed,
             resamples=spec.resamples,
+            scale=metric.scale,
         )
     except ValueError as exc:
         interval, problem = None, str(exc)
@@ -305,6 +306,7 @@ def _bound(spec: GateSpec, item: Measured) -> Interval | None:
             clusters=item.clusters,
             seed=interval.seed,
             resamples=interval.resamples,
+            scale=item.spec.scale,
         )
     except ValueError:
         return None

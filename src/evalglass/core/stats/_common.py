@@ -128,17 +128,20 @@ def undefined_interval(
     )
 
 
-def clip_binary(
-    array: Floats, low: float | None, high: float | None, params: dict[str, Param]
-) -> tuple[float | None, float | None]:
-    """For binary values, clip t-based ends to [0, 1] (a proportion cannot leave it), noting when that happened."""
-    if not bool(np.all((array == 0.0) | (array == 1.0))):
-        return low, high
-    clipped_low = None if low is None else max(low, 0.0)
-    clipped_high = None if high is None else min(high, 1.0)
-    if (clipped_low, clipped_high) != (low, high):
-        params["clipped_to_unit_range"] = True
-    return clipped_low, clipped_high
+def clipped_to_range(interval: Interval, minimum: float, maximum: float) -> Interval:
+    """The interval with its ends moved inside [minimum, maximum]; the same interval when they are inside already.
+
+    For a mean whose every value the caller knows lies in the range: such a mean, and the truth it estimates, cannot
+    leave it, whereas a t interval's symmetric ends can (0/0.5/1 scores near 1). A clip is recorded as
+    ``params["clipped_to_unit_range"]`` for [0, 1] and ``params["clipped_to_scale"]`` for any other range. Each end
+    stays on its side of the point, since the point lies in the range.
+    """
+    low = None if interval.low is None else max(interval.low, minimum)
+    high = None if interval.high is None else min(interval.high, maximum)
+    if (low, high) == (interval.low, interval.high):
+        return interval
+    key = "clipped_to_unit_range" if (minimum, maximum) == (0.0, 1.0) else "clipped_to_scale"
+    return interval.model_copy(update={"low": low, "high": high, "params": {**interval.params, key: True}})
 
 
 def symmetric_ends(

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy.typing as npt
 
-from evalglass.core.stats._common import as_ids, as_values
+from evalglass.core.stats._common import Floats, as_ids, as_values, clipped_to_range
 from evalglass.core.stats.bootstrapping import Statistic, VectorStatistic, as_statistic, bootstrap
 from evalglass.core.stats.cluster import cluster_bootstrap, cluster_t
 from evalglass.core.stats.mean import student_t
-from evalglass.core.stats.model import FEW_CLUSTERS_BELOW, Direction, Interval, Method, Sides
+from evalglass.core.stats.model import FEW_CLUSTERS_BELOW, Direction, Interval, Method, ScaleSpec, Sides
 from evalglass.core.stats.proportion import clopper_pearson, count_successes, is_binary, wilson
 
 
@@ -71,13 +71,49 @@ def confidence_interval(
     resamples: int = 2000,
     statistic: Statistic | str | VectorStatistic = Statistic.MEAN,
     few_clusters_below: int = FEW_CLUSTERS_BELOW,
+    scale: ScaleSpec | None = None,
 ) -> Interval | None:
     """The interval for a metric's included values; None when there are none (the gate has no measured value).
 
     ``method`` overrides the automatic choice (see :func:`choose_method`). ``clusters`` (one id per value) switches
-    to cluster-aware methods. Bootstrap methods need an explicit ``seed``.
+    to cluster-aware methods. Bootstrap methods need an explicit ``seed``. ``scale`` is the range the metric's values
+    can take (None: unbounded); an interval for the mean is clipped to it, or to [0, 1] on binary values, as
+    :func:`value_range` says.
     """
     array = as_values(values)
+    interval = _interval(array, level, sides, method, clusters, seed, resamples, statistic, few_clusters_below)
+    bounds = value_range(array, scale, statistic)
+    if interval is None or bounds is None:
+        return interval
+    return clipped_to_range(interval, *bounds)
+
+
+def value_range(
+    values: Floats, scale: ScaleSpec | None, statistic: Statistic | str | VectorStatistic = Statistic.MEAN
+) -> tuple[float, float] | None:
+    """The range the mean of ``values`` lies in, which its interval is clipped to: the declared ``scale`` when every
+    value lies in it; with no scale declared, [0, 1] for binary values (a proportion). None otherwise, and for any
+    statistic but the mean (a custom statistic need not stay within the values' range). Values outside a declared
+    scale leave the interval as computed: the scale is then not theirs (sensitivity bounds refuse it the same way)."""
+    if values.size == 0 or as_statistic(statistic) is not Statistic.MEAN:
+        return None
+    if scale is not None:
+        inside = scale.min <= float(values.min()) and float(values.max()) <= scale.max
+        return (scale.min, scale.max) if inside else None
+    return (0.0, 1.0) if is_binary(values) else None
+
+
+def _interval(
+    array: Floats,
+    level: float,
+    sides: Sides,
+    method: Method | str | None,
+    clusters: npt.ArrayLike | None,
+    seed: int | None,
+    resamples: int,
+    statistic: Statistic | str | VectorStatistic,
+    few_clusters_below: int,
+) -> Interval | None:
     chosen = choose_method(array, clustered=clusters is not None, statistic=statistic, override=method)
     if chosen.resampling and seed is None:
         raise ValueError(f"{chosen.value} needs an explicit seed so the interval can be reproduced")
@@ -119,6 +155,7 @@ def one_sided_bound(
     resamples: int = 2000,
     statistic: Statistic | str | VectorStatistic = Statistic.MEAN,
     few_clusters_below: int = FEW_CLUSTERS_BELOW,
+    scale: ScaleSpec | None = None,
 ) -> Interval | None:
     """The unfavourable one-sided bound at ``level`` for the experimental ``lower_bound`` gate rule.
 
@@ -137,4 +174,5 @@ def one_sided_bound(
         resamples=resamples,
         statistic=statistic,
         few_clusters_below=few_clusters_below,
+        scale=scale,
     )

@@ -17,7 +17,6 @@ from evalglass.core.stats._common import (
     as_ids,
     as_values,
     check_seed,
-    clip_binary,
     symmetric_ends,
     tails,
     undefined_interval,
@@ -51,7 +50,6 @@ def cluster_t(
     level: float = 0.95,
     sides: Sides = Sides.TWO_SIDED,
     few_clusters_below: int = FEW_CLUSTERS_BELOW,
-    clip_binary_ends: bool = True,
 ) -> Interval | None:
     """Cluster-robust (CR1) interval for the mean, with t on G - 1 degrees of freedom; None when there are no values.
 
@@ -59,9 +57,9 @@ def cluster_t(
     ``G / (G - 1) * sum(E_g**2) / n**2``: the sandwich estimator of a regression on a constant with the CR1
     small-sample factor (the regression factor (n - 1)/(n - k) is 1 here). This is what statsmodels'
     ``OLS(y, 1).fit(cov_type="cluster")`` computes, and Stata's ``regress y, vce(cluster g)``.
-    One cluster leaves nothing to compare: undefined. On binary values the ends are clipped to [0, 1]
-    (``params["clipped_to_unit_range"]``) unless ``clip_binary_ends`` is False (paired differences live in [-1, 1]).
-    Needs scipy (except at zero spread).
+    One cluster leaves nothing to compare: undefined. As with :func:`~evalglass.core.stats.mean.student_t`, the
+    ends are not clipped to the values' range here but by the caller that knows it. Needs scipy (except at zero
+    spread).
     """
     array, codes, count, point = _clustered(values, clusters)
     n = array.shape[0]
@@ -86,8 +84,6 @@ def cluster_t(
     below, above = tails(level, sides)
     low, high = symmetric_ends(point, std_error, below, above, count - 1)
     params.update({"df": count - 1, "std_error": std_error, "correction": "CR1"})
-    if clip_binary_ends:
-        low, high = clip_binary(array, low, high, params)
     if std_error == 0.0:
         notes = (*notes, Note.ZERO_SPREAD)
     return Interval(

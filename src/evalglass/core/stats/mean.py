@@ -6,20 +6,18 @@ import math
 
 import numpy.typing as npt
 
-from evalglass.core.stats._common import as_values, clip_binary, symmetric_ends, tails, undefined_interval
+from evalglass.core.stats._common import as_values, symmetric_ends, tails, undefined_interval
 from evalglass.core.stats.model import Interval, Method, Note, Param, Sides
 
 
-def student_t(
-    values: npt.ArrayLike, *, level: float = 0.95, sides: Sides = Sides.TWO_SIDED, clip_binary_ends: bool = True
-) -> Interval | None:
+def student_t(values: npt.ArrayLike, *, level: float = 0.95, sides: Sides = Sides.TWO_SIDED) -> Interval | None:
     """``mean -/+ t(n-1) * s / sqrt(n)``; None when there are no values.
 
     One value has a mean but no spread to estimate, so the interval is undefined (``low``/``high`` None, note
     ``undefined``) rather than a zero-width interval that would look certain. Values that are all equal give a
-    zero-width interval with note ``zero_spread``. On binary values (an override: the chooser picks Wilson) the
-    ends are clipped to [0, 1], recorded as ``params["clipped_to_unit_range"]``, unless ``clip_binary_ends`` is
-    False (paired differences, which live in [-1, 1]). Needs scipy for the t quantile (except at zero spread).
+    zero-width interval with note ``zero_spread``. The ends can leave the range the values can take (0/0.5/1 scores
+    near 1): :func:`~evalglass.core.stats.choose.confidence_interval` clips them to a metric's range. Needs scipy for
+    the t quantile (except at zero spread).
     """
     array = as_values(values)
     n = array.shape[0]
@@ -41,8 +39,6 @@ def student_t(
     std_error = 0.0 if constant else float(array.std(ddof=1)) / math.sqrt(n)
     low, high = symmetric_ends(point, std_error, below, above, n - 1)
     params: dict[str, Param] = {"df": n - 1, "std_error": std_error}
-    if clip_binary_ends:
-        low, high = clip_binary(array, low, high, params)
     return Interval(
         point=point,
         low=low,

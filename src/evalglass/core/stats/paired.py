@@ -22,12 +22,13 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from evalglass.core.stats._common import Floats, as_ids, as_values, t_cdf, tails
+from evalglass.core.stats._common import Floats, as_ids, as_values, clipped_to_range, t_cdf, tails
 from evalglass.core.stats.bootstrapping import bootstrap
+from evalglass.core.stats.choose import value_range
 from evalglass.core.stats.cluster import cluster_bootstrap, cluster_t
 from evalglass.core.stats.decidability import examples_to_decide
 from evalglass.core.stats.mean import student_t
-from evalglass.core.stats.model import FEW_CLUSTERS_BELOW, Direction, Interval, Method, Param, Sides
+from evalglass.core.stats.model import FEW_CLUSTERS_BELOW, Direction, Interval, Method, Param, ScaleSpec, Sides
 from evalglass.core.stats.proportion import is_binary, wilson
 
 
@@ -200,6 +201,7 @@ def paired_difference(
     seed: int = 0,
     resamples: int = 2000,
     few_clusters_below: int = FEW_CLUSTERS_BELOW,
+    scale: ScaleSpec | None = None,
 ) -> PairedDifference | None:
     """The paired difference candidate minus baseline, its interval and its test; None when there are no pairs.
 
@@ -208,7 +210,9 @@ def paired_difference(
     too: they are the single-run counterparts); otherwise ``student_t`` on the differences. ``student_t``,
     ``bootstrap_bca``/``bootstrap_percentile`` and the cluster methods apply to the differences as asked. An
     override that cannot honestly apply (a non-cluster method when clusters are declared, or the reverse) is a
-    ValueError, as for a single run's interval.
+    ValueError, as for a single run's interval. ``scale`` is the range the metric's values can take: the interval is
+    clipped to ``±(max - min)`` when every value of both runs lies in it (with no scale, ``±1`` for binary values),
+    the range a difference of two means in it can take.
     """
     left, right = _pair(base, candidate)
     n = left.size
@@ -231,9 +235,7 @@ def paired_difference(
                 few_clusters_below=few_clusters_below,
             )  # fmt: skip
         else:
-            interval = cluster_t(
-                difference, ids, level=level, sides=sides, few_clusters_below=few_clusters_below, clip_binary_ends=False
-            )
+            interval = cluster_t(difference, ids, level=level, sides=sides, few_clusters_below=few_clusters_below)
         std_error = _cluster_std_error(difference, ids)
         test, p_value = PairedTest.CLUSTER_PAIRED_T, _t_p_value(difference, std_error, _cluster_count(ids) - 1)
     else:
@@ -244,7 +246,7 @@ def paired_difference(
             interval = newcombe_paired(table, level=level, sides=sides)
             test, p_value = PairedTest.MCNEMAR_EXACT, mcnemar_exact(table)
         elif chosen in (None, Method.STUDENT_T):
-            interval = student_t(difference, level=level, sides=sides, clip_binary_ends=False)
+            interval = student_t(difference, level=level, sides=sides)
         elif chosen in (Method.BOOTSTRAP_BCA, Method.BOOTSTRAP_PERCENTILE):
             interval = bootstrap(difference, seed=seed, level=level, sides=sides, resamples=resamples, method=chosen)
         else:
@@ -252,6 +254,9 @@ def paired_difference(
         if test is PairedTest.PAIRED_T:
             p_value = _t_p_value(difference, std_error, n - 1)
     assert interval is not None
+    bounds = value_range(np.concatenate((left, right)), scale)
+    if bounds is not None:
+        interval = clipped_to_range(interval, bounds[0] - bounds[1], bounds[1] - bounds[0])
     base_mean, candidate_mean = _mean(left), _mean(right)
     return PairedDifference(
         base=base_mean,

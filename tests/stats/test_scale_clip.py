@@ -1,0 +1,177 @@
+"""An interval for a metric's mean stays inside the range its values can take, and is clipped only where it left it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evalglass.core.gatespec import GateRule, RuleDecision, rule_decision
+from evalglass.core.stats import (
+    Direction,
+    Interval,
+    Method,
+    ScaleSpec,
+    Sides,
+    bootstrap,
+    clopper_pearson,
+    cluster_bootstrap,
+    cluster_t,
+    confidence_interval,
+    count_successes,
+    paired_difference,
+    student_t,
+    wilson,
+)
+
+Unclipped = Callable[[np.ndarray, np.ndarray | None, Sides], Interval | None]
+
+#: Each method a metric's interval can use, computed by the method itself (which knows no scale), and whether it
+#: needs cluster ids. Bootstraps at 199 resamples: enough to place their ends, cheap enough for a property test.
+METHODS: dict[Method, tuple[bool, Unclipped]] = {
+    Method.STUDENT_T: (False, lambda v, ids, s: student_t(v, sides=s)),
+    Method.BOOTSTRAP_BCA: (False, lambda v, ids, s: bootstrap(v, seed=3, sides=s, resamples=199)),
+    Method.BOOTSTRAP_PERCENTILE: (
+        False,
+        lambda v, ids, s: bootstrap(v, seed=3, sides=s, resamples=199, method=Method.BOOTSTRAP_PERCENTILE),
+    ),
+    Method.CLUSTER_T: (True, lambda v, ids, s: cluster_t(v, ids, sides=s)),
+    Method.CLUSTER_BOOTSTRAP_BCA: (True, lambda v, ids, s: cluster_bootstrap(v, ids, seed=3, sides=s, resamples=199)),
+    Method.CLUSTER_BOOTSTRAP_PERCENTILE: (
+        True,
+        lambda v, ids, s: cluster_bootstrap(
+            v, ids, seed=3, sides=s, resamples=199, method=Method.CLUSTER_BOOTSTRAP_PERCENTILE
+        ),
+    ),
+    Method.WILSON: (False, lambda v, ids, s: wilson(*count_successes(v), sides=s)),
+    Method.CLOPPER_PEARSON: (False, lambda v, ids, s: clopper_pearson(*count_successes(v), sides=s)),
+}
+
+
+@st.composite
+def scaled_values(draw: st.DrawFn) -> tuple[ScaleSpec, np.ndarray, np.ndarray]:
+    """A scale, values on it (often piled at its ends, as ties and graded judges make them) and cluster ids."""
+    low = draw(st.sampled_from([0.0, 1.0, -3.0]))
+    scale = ScaleSpec(min=low, max=low + draw(st.sampled_from([1.0, 4.0, 0.25])))
+    steps = draw(st.sampled_from([1, 2, 4]))  # 1: only the ends; 2: ends and the middle (0/0.5/1)
+    n = draw(st.integers(2, 30))
+    grid = draw(st.lists(st.integers(0, steps), min_size=n, max_size=n))
+    values = scale.min + np.asarray(grid, dtype=np.float64) / steps * (scale.max - scale.min)
+    ids = np.asarray(draw(st.lists(st.integers(0, 5), min_size=n, max_size=n)), dtype=np.int64)
+    return scale, values, ids
+
+
+def applies(method: Method, values: np.ndarray) -> bool:
+    return not method.binary_only or bool(np.all((values == 0.0) | (values == 1.0)))
+
+
+@settings(max_examples=120, deadline=None)
+@given(scaled_values(), st.sampled_from(list(METHODS)), st.sampled_from(list(Sides)))
+def test_every_method_stays_inside_a_declared_scale_and_only_a_leaving_end_moves(
+    case: tuple[ScaleSpec, np.ndarray, np.ndarray], method: Method, sides: Sides
+) -> None:
+    scale, values, ids = case
+    if not applies(method, values):
+        return
+    clustered, compute = METHODS[method]
+    clusters = ids if clustered else None
+    interval = confidence_interval(
+        values, method=method, clusters=clusters, seed=3, resamples=199, sides=sides, scale=scale
+    )
+    unclipped = compute(values, clusters, sides)
+    assert interval is not None and unclipped is not None
+    for end in (interval.low, interval.high):
+        assert end is None or scale.min <= end <= scale.max
+    expected_low = None if unclipped.low is None else max(unclipped.low, scale.min)
+    expected_high = None if unclipped.high is None else min(unclipped.high, scale.max)
+    assert (interval.low, interval.high) == (expected_low, expected_high)
+    if (expected_low, expected_high) == (unclipped.low, unclipped.high):
+        assert interval == unclipped  # already inside: the very same interval, no param added
+    else:
+        key = "clipped_to_unit_range" if (scale.min, scale.max) == (0.0, 1.0) else "clipped_to_scale"
+        assert interval.params == {**unclipped.params, key: True}
+        assert (interval.point, interval.method, interval.notes) == (unclipped.point, unclipped.method, unclipped.notes)
+
+
+def test_a_pairwise_judge_near_the_top_no_longer_reaches_past_one() -> None:
+    # The case that was seen: ties score 0.5, so the values are not binary and the t interval ran to 1.003.
+    values = np.array([1.0, 1.0, 0.5, 1.0, 0.5, 1.0, 0.5, 1.0])
+    assert (raw := student_t(values)) is not None and raw.high is not None and raw.high > 1.0
+    interval = confidence_interval(values, scale=ScaleSpec(min=0.0, max=1.0))
+    assert interval is not None and interval.high == 1.0 and interval.low == raw.low
+    assert interval.params["clipped_to_unit_range"] is True
+
+
+def test_values_outside_the_declared_scale_leave_the_interval_as_computed() -> None:
+    values = np.array([1.0, 1.0, 1.0, 0.5, 1.2])  # 1.2 is not on [0, 1]: the scale is not these values'
+    assert confidence_interval(values, scale=ScaleSpec(min=0.0, max=1.0)) == student_t(values)
+
+
+def test_a_statistic_other_than_the_mean_is_not_clipped() -> None:
+    # A custom statistic need not stay within the values' range (a sum does not), so the scale says nothing about it.
+    values = np.array([0.9, 1.0, 0.8, 1.0, 0.95])
+    clipped = confidence_interval(values, statistic=np.sum, seed=1, resamples=199, scale=ScaleSpec(min=0.0, max=1.0))
+    assert clipped is not None and clipped.low is not None and clipped.low > 1.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(scaled_values(), st.sampled_from(list(Direction)), st.floats(0.0, 1.0), st.floats(0.55, 0.99))
+def test_a_clip_changes_a_gate_only_where_its_threshold_is_the_scale_end_every_mean_meets(
+    case: tuple[ScaleSpec, np.ndarray, np.ndarray], direction: Direction, where: float, level: float
+) -> None:
+    # What a lower_bound gate decides from the interval at 2 * level - 1: a clipped end decides the same for every
+    # threshold inside the scale except the scale's unfavourable end (the minimum when higher is better), which
+    # every possible mean meets, so a pass there is the truth, not a lucky sample.
+    scale, values, _ = case
+    raw = student_t(values, level=2 * level - 1)
+    interval = confidence_interval(values, level=2 * level - 1, method=Method.STUDENT_T, scale=scale)
+    assert raw is not None and interval is not None
+    if raw.low is None or raw.high is None:
+        return
+    higher = direction is Direction.HIGHER_IS_BETTER
+    worst_end = scale.min if higher else scale.max
+    for threshold in (scale.min + where * (scale.max - scale.min), scale.min, scale.max):
+
+        def decide(it: Interval, threshold: float = threshold) -> RuleDecision:
+            compared, favourable = (it.low, it.high) if higher else (it.high, it.low)
+            assert compared is not None
+            return rule_decision(GateRule.LOWER_BOUND, direction, threshold, compared, favourable)
+
+        if threshold == worst_end:
+            assert decide(interval) is RuleDecision.PASS
+        else:
+            assert decide(interval) is decide(raw)
+
+
+@settings(max_examples=120, deadline=None)
+@given(scaled_values(), st.sampled_from([None, Method.STUDENT_T, Method.BOOTSTRAP_PERCENTILE]), st.data())
+def test_a_paired_difference_stays_within_the_scale_width(
+    case: tuple[ScaleSpec, np.ndarray, np.ndarray], method: Method | None, data: st.DataObject
+) -> None:
+    scale, base, _ = case
+    on_scale = sorted({*base.tolist(), scale.min, scale.max})
+    candidate = np.asarray(data.draw(st.lists(st.sampled_from(on_scale), min_size=base.size, max_size=base.size)))
+    width = scale.max - scale.min
+    result = paired_difference(base, candidate, method=method, resamples=199, scale=scale)
+    raw = paired_difference(base, candidate, method=method, resamples=199, scale=ScaleSpec(min=-1e9, max=1e9))
+    assert result is not None and raw is not None
+    low, high = result.interval.low, result.interval.high
+    assert low is not None and high is not None and -width <= low <= high <= width
+    assert raw.interval.low is not None and raw.interval.high is not None
+    if -width <= raw.interval.low and raw.interval.high <= width:
+        assert result == raw
+    else:
+        assert (low, high) == (max(raw.interval.low, -width), min(raw.interval.high, width))
+        assert result.interval.params.get("clipped_to_scale") is True
+
+
+def test_binary_differences_forced_through_t_are_clipped_to_plus_minus_one() -> None:
+    base = np.array([1.0, 1.0, 0.0])
+    candidate = np.array([0.0, 0.0, 1.0])
+    raw_low = -1.0 / 3 - float(np.std(candidate - base, ddof=1)) / np.sqrt(3) * 4.302652729749464
+    assert raw_low < -1.0
+    result = paired_difference(base, candidate, method=Method.STUDENT_T)
+    assert result is not None and result.interval.low == pytest.approx(-1.0)
