@@ -149,7 +149,10 @@ def test_an_approval_that_names_no_endpoint_blocks_and_a_timeout_never_passes(
     project: LiveProject, server: FakeOpenAI
 ) -> None:
     project.write(
-        ROWS, task=RECORDED, metrics={"quality": project.judge(api_key_env=None)}, gates={"judged": {"metric": "quality"}}
+        ROWS,
+        task=RECORDED,
+        metrics={"quality": project.judge(api_key_env=None)},
+        gates={"judged": {"metric": "quality"}},
     )
     ledger = _approve(project, "judged", "quality")
     approved_endpoint = ledger["gates"]["judged"].pop("judge_endpoint")

@@ -25,6 +25,7 @@ from evalglass.core.endpoint import JudgeEndpoint
 from evalglass.core.estimate import Estimate, IntervalSpec, Sensitivity
 from evalglass.core.gates import Advice, GateResult, evaluate_check_gate, evaluate_gate, undeclared_results
 from evalglass.core.gatespec import GateRule, GateSpec
+from evalglass.core.names import declared_metric
 from evalglass.core.population import Population, population_of
 from evalglass.core.reduce import reduce_column, within_of
 from evalglass.core.scorecard import MetricSummary
@@ -265,9 +266,7 @@ def _served_from(standings: Mapping[str, JudgeStanding], subject: str) -> JudgeE
     """Where the judge a gate decides on is served: its metric's, or for a gate on a variant's metric
     (``metric@variant``, a difference between variants) the declared metric's (variants change the task, never a
     judge). None when the metric calls no judge."""
-    from evalglass.core.variants import SEPARATOR  # variants imports this module
-
-    standing = standings.get(subject) or standings.get(subject.split(SEPARATOR, 1)[0])
+    standing = standings.get(subject) or standings.get(declared_metric(subject))
     return standing.endpoint if standing is not None else None
 
 

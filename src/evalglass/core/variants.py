@@ -16,12 +16,13 @@ import numpy as np
 
 from evalglass.core.columns import SCORED_VALID, ScoreColumn
 from evalglass.core.decide import RunShape, per_example
+from evalglass.core.names import VARIANT_SEPARATOR
 from evalglass.core.stats.model import Direction, Reducer
 from evalglass.core.stats.multiple import compare_variants
 from evalglass.core.usage import TokenUsage
 from evalglass.core.variantsummary import VariantsSummary, VariantTotals
 
-SEPARATOR = "@"
+SEPARATOR = VARIANT_SEPARATOR
 
 
 def variant_metric(metric: str, variant: str) -> str:

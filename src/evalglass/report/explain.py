@@ -23,9 +23,9 @@ from evalglass.core.evaluators import evaluator_labels
 from evalglass.core.fingerprint import short
 from evalglass.core.gates import GateResult, Outcome, interval_label
 from evalglass.core.gatespec import GateRule, SubjectKind
+from evalglass.core.names import declared_metric
 from evalglass.core.runrecord import BaselineRecord, RunRecord
 from evalglass.core.scorecard import CheckSummary, MetricSummary, Scorecard
-from evalglass.core.variants import SEPARATOR as VARIANT_SEPARATOR
 from evalglass.errors import SetupError
 from evalglass.report.examples import AGAINST_BASELINE_ORDER, Row, example_line
 from evalglass.report.fmt import (
@@ -696,7 +696,7 @@ def _judge_endpoint_lines(record: RunRecord, gate: GateResult) -> list[str]:
     jury: per member), for the host to review before pasting. None for a gate whose metric calls no judge."""
     if gate.subject_kind is SubjectKind.CHECK:
         return []
-    served = record.judge_endpoints.get(gate.subject.split(VARIANT_SEPARATOR, 1)[0])
+    served = record.judge_endpoints.get(declared_metric(gate.subject))
     if served is None:
         return []
     comment = "   # where the judge is served: approve only a server you trust"

@@ -55,9 +55,9 @@ from evalglass.core.gates import (
     undeclared_results,
 )
 from evalglass.core.gatespec import GateSpec
+from evalglass.core.names import declared_metric
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.scorecard import CheckSummary, MetricSummary, Scorecard
-from evalglass.core.variants import SEPARATOR as VARIANT_SEPARATOR
 from evalglass.engine.runs.artifacts import RUNRECORD_FILE, SCORECARD_FILE, load_json_model_and_bytes
 from evalglass.errors import SetupError, first_problem
 
@@ -367,7 +367,7 @@ def _declared_gate_problems(
     judge = None
     # Where the gate's judge was served (a variant's metric is the declared one's: variants change the task only).
     # A record from before it was kept has none: that run was decided without the binding and is re-derived so.
-    served = record.judge_endpoints.get(spec.metric.split(VARIANT_SEPARATOR, 1)[0]) if spec.metric else None
+    served = record.judge_endpoints.get(declared_metric(spec.metric)) if spec.metric else None
     if spec.metric is not None and spec.metric in record.judge_fingerprints:
         judge = JudgeStanding(
             metric=spec.metric,
