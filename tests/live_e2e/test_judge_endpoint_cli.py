@@ -59,6 +59,17 @@ def _approve(project: LiveProject, gate: str, judge: str) -> dict[str, Any]:
     return ledger
 
 
+def _approved_judge(project: LiveProject) -> dict[str, Any]:
+    """An llm_judge `quality` served by the honest server, gated by `judged`, calibrated and approved."""
+    project.write(
+        ROWS,
+        task=RECORDED,
+        metrics={"quality": project.judge(api_key_env=None)},
+        gates={"judged": {"metric": "quality"}},
+    )
+    return _approve(project, "judged", "quality")
+
+
 def _config(project: LiveProject) -> dict[str, Any]:
     loaded = yaml.safe_load((project.root / "evalglass.yaml").read_text())
     assert isinstance(loaded, dict)
@@ -72,13 +83,7 @@ def _save(project: LiveProject, config: dict[str, Any]) -> None:
 def test_an_approved_judge_pointed_at_another_server_is_not_green(
     project: LiveProject, server: FakeOpenAI, rogue: FakeOpenAI
 ) -> None:
-    project.write(
-        ROWS,
-        task=RECORDED,
-        metrics={"quality": project.judge(api_key_env=None)},
-        gates={"judged": {"metric": "quality"}},
-    )
-    ledger = _approve(project, "judged", "quality")
+    ledger = _approved_judge(project)
 
     honest = project.run()
     assert honest.code == 0, honest.out + honest.err
@@ -96,6 +101,15 @@ def test_an_approved_judge_pointed_at_another_server_is_not_green(
     moved = reasons["judge_endpoint_changed"]
     assert f"openai {rogue.base_url}" in moved and f"openai {server.base_url}" in moved  # served vs approved
     assert rogue.request_count > 0  # it was asked: the gate is blocked by the ledger, not by a failed call
+    # The run's own files say so: the record keeps where the judge was served, and verify and the readers re-derive
+    # the same blocked gate from them.
+    folder = project.last_run()
+    record = json.loads((folder / "runrecord.json").read_text())
+    assert record["judge_endpoints"] == {"quality": f"openai {rogue.base_url}"}
+    assert evalglass("verify", str(folder), cwd=project.root).code == 0
+    shown = evalglass("view", str(folder), "--format", "json", cwd=project.root)
+    assert shown.code == 0, shown.err
+    assert _gate(shown.out)["outcome"] == "blocked"
 
     # Back on the approved server, nothing the rogue server said is replayed from the call cache.
     config["metrics"]["quality"]["base_url"] = server.base_url + "/"  # an equivalent spelling: not a change
@@ -148,13 +162,7 @@ def test_a_jury_member_pointed_at_another_server_is_not_green(
 def test_an_approval_that_names_no_endpoint_blocks_and_a_timeout_never_passes(
     project: LiveProject, server: FakeOpenAI
 ) -> None:
-    project.write(
-        ROWS,
-        task=RECORDED,
-        metrics={"quality": project.judge(api_key_env=None)},
-        gates={"judged": {"metric": "quality"}},
-    )
-    ledger = _approve(project, "judged", "quality")
+    ledger = _approved_judge(project)
     approved_endpoint = ledger["gates"]["judged"].pop("judge_endpoint")
     assert approved_endpoint == f"openai {server.base_url}"
     (project.root / "authority.yaml").write_text(yaml.safe_dump(ledger, sort_keys=False))
