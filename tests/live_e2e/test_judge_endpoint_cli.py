@@ -43,17 +43,19 @@ def _gate(out: str, name: str = "judged") -> dict[str, Any]:
     return next(gate for gate in card["decision"]["gates"] if gate["name"] == name)
 
 
-def _approve(project: LiveProject, gate: str, judge: str) -> dict[str, Any]:
-    """The host's ledger: the entry `explain` prints for the gate (threshold 3.0), and the judge's calibration
+def _approve(
+    project: LiveProject, gate: str, judge: str, labels: list[dict[str, Any]] = LABELS, threshold: float = 3.0
+) -> dict[str, Any]:
+    """The host's ledger: the entry `explain` prints for the gate (with ``threshold``), and the judge's calibration
     requirement. Calibrated first, against the server the config names."""
     assert project.run().code == 0  # informational: nothing is approved yet
-    (project.root / "labels.jsonl").write_text("".join(json.dumps(line) + "\n" for line in LABELS))
+    (project.root / "labels.jsonl").write_text("".join(json.dumps(line) + "\n" for line in labels))
     calibrated = evalglass("calibrate", judge, "--labels", "labels.jsonl", cwd=project.root)
     assert calibrated.code == 0, calibrated.err
     explained = evalglass("explain", gate, "--format", "json", cwd=project.root)
     assert explained.code == 0, explained.err
     entry = yaml.safe_load(json.loads(explained.out)[0]["ledger_entry"])["gates"][gate]
-    entry["threshold"] = 3.0
+    entry["threshold"] = threshold
     ledger = {"gates": {gate: entry}, "judges": {judge: {"min_agreement": 0.5}}}
     (project.root / "authority.yaml").write_text(yaml.safe_dump(ledger, sort_keys=False))
     return ledger
@@ -199,3 +201,44 @@ def test_answers_of_another_server_are_never_replayed_from_the_cache(
     assert project.run().code == 0
     assert sorted(row["scores"]["quality"]["value"] for row in project.scores()) == [3.0, 4.0]
     assert server.request_count == 2
+
+
+def _pairwise_winner(candidate_wins: bool) -> Any:
+    """A pairwise judge that prefers the output with the higher `q=N` (honest), or always the candidate (`C:`)."""
+
+    def reply(body: dict[str, Any]) -> str:
+        text = next(m["content"] for m in reversed(body["messages"]) if m["role"] == "user")
+        first = text.split("# Output A\n", 1)[1].split("# Output B\n", 1)[0]
+        second = text.split("# Output B\n", 1)[1].split("Which output", 1)[0]
+        if candidate_wins:
+            return json.dumps({"winner": "A" if "C:" in first else "B"})
+        q1, q2 = (int(part.split("q=", 1)[1].split()[0]) for part in (first, second))
+        return json.dumps({"winner": "A" if q1 > q2 else "B" if q2 > q1 else "tie"})
+
+    return reply
+
+
+def test_a_pairwise_judge_pointed_at_another_server_is_not_green(project: LiveProject) -> None:
+    rows = [{"id": f"r{i}", "output": {"cand": f"C: q={i % 3 + 2} x", "base": "q=3 y"}} for i in range(6)]
+    labels = [
+        {"id": f"l{i}", "output": {"cand": f"C: q={q} x", "base": "q=3 y"}, "label": label}
+        for i, (q, label) in enumerate([(5, "cand"), (1, "base"), (3, "tie")] * 4)
+    ]
+    with FakeOpenAI(reply=_pairwise_winner(False)) as honest, FakeOpenAI(reply=_pairwise_winner(True)) as rogue:
+        judge = project.judge(
+            mode="pairwise", compare={"cand": "cand", "base": "base"}, inconsistent="tie", api_key_env=None
+        )
+        judge.pop("scale")
+        judge["base_url"] = honest.base_url
+        project.write(rows, task=RECORDED, metrics={"preferred": judge}, gates={"judged": {"metric": "preferred"}})
+        _approve(project, "judged", "preferred", labels, threshold=0.5)
+        approved = project.run()
+        assert approved.code == 0, approved.out + approved.err  # wins 2, ties 2, losses 2: 0.5 meets 0.5
+        config = _config(project)
+        config["metrics"]["preferred"]["base_url"] = rogue.base_url
+        _save(project, config)
+        redirected = project.run()
+        assert redirected.code == 1, redirected.out
+        gate = _gate(redirected.out)
+        assert gate["outcome"] == "blocked" and gate["value"] == 1.0  # what the rogue server said: all wins
+        assert "judge_endpoint_changed" in {reason["code"] for reason in gate["reasons"]}
