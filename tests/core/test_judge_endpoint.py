@@ -252,3 +252,11 @@ def test_differences_name_what_moved() -> None:
     assert endpoint_differences({"a": SERVED}, {"a": SERVED}) == []
     (found,) = endpoint_differences(SERVED, "openai https://x.example/v1", bound="calibrated")
     assert found == f"served from openai https://x.example/v1, calibrated {SERVED}"
+
+
+def test_records_and_ledgers_without_an_endpoint_keep_their_bytes() -> None:
+    """A run record snapshots the ledger and the calibration records; verify re-dumps them and compares bytes, so
+    a run made before endpoints were bound must dump exactly as it did (no `judge_endpoint: null`)."""
+    assert "judge_endpoint" not in GateApproval(active=True, threshold=0.5, fingerprint=GATE_FP).model_dump(mode="json")
+    assert "judge_endpoint" not in _record(None).model_dump(mode="json")
+    assert _record(SERVED).model_dump(mode="json")["judge_endpoint"] == SERVED

@@ -119,6 +119,8 @@ class GateApproval(BaseModel):
     )
     judge_endpoint: JudgeEndpoint | None = Field(
         default=None,
+        # Absent when not given, so that the ledger a run record snapshots keeps its bytes (verify re-dumps it).
+        exclude_if=lambda value: value is None,
         description="Gates on an LLM judge or a jury: where the judge is served, as `evalglass explain` prints it "
         "('openai https://api.openai.com/v1'; a jury: one per member name). A judge served elsewhere, or an "
         "approval without it, blocks (judge_endpoint_changed, judge_endpoint_unbound).",
@@ -374,6 +376,8 @@ class CalibrationRecord(BaseModel):
     )
     judge_endpoint: JudgeEndpoint | None = Field(
         default=None,
+        # Absent in records from before it was kept: run records that snapshot one keep their bytes.
+        exclude_if=lambda value: value is None,
         description="Where the judge was served when it was calibrated (a jury: per member), in the canonical form "
         "a gate approval's judge_endpoint takes. A record without it (written before EvalGlass kept it) certifies "
         "no judge.",
