@@ -25,7 +25,6 @@ from evalglass.core.endpoint import JudgeEndpoint
 from evalglass.core.estimate import Estimate, IntervalSpec, Sensitivity
 from evalglass.core.gates import Advice, GateResult, evaluate_check_gate, evaluate_gate, undeclared_results
 from evalglass.core.gatespec import GateRule, GateSpec
-from evalglass.core.names import declared_metric
 from evalglass.core.population import Population, population_of
 from evalglass.core.reduce import reduce_column, within_of
 from evalglass.core.scorecard import MetricSummary
@@ -41,6 +40,7 @@ from evalglass.core.stats import (
     is_binary,
     sensitivity_bounds,
 )
+from evalglass.core.variantnames import declared_metric
 from evalglass.core.verdict import VerdictPayload
 
 IntArray = npt.NDArray[np.int64]

@@ -19,14 +19,3 @@ def suggest(word: str, allowed: Iterable[str]) -> str:
     if match is not None:
         return f"did you mean '{match}'?"
     return f"allowed: {', '.join(names)}" if names else "remove it"
-
-
-#: What joins a metric's name to its variant's in a run with variants (``metric@variant``); ``@`` is not allowed in
-#: a declared name, so these never clash with one (core.variants builds these names).
-VARIANT_SEPARATOR = "@"
-
-
-def declared_metric(subject: str) -> str:
-    """The declared metric a decided subject measures: ``m`` for ``m``, ``m@variant`` and ``m@a-vs-b`` alike
-    (variants change the task, never a metric's definition or its judge)."""
-    return subject.split(VARIANT_SEPARATOR, 1)[0]

@@ -23,9 +23,9 @@ from evalglass.core.evaluators import evaluator_labels
 from evalglass.core.fingerprint import short
 from evalglass.core.gates import GateResult, Outcome, interval_label
 from evalglass.core.gatespec import GateRule, SubjectKind
-from evalglass.core.names import declared_metric
 from evalglass.core.runrecord import BaselineRecord, RunRecord
 from evalglass.core.scorecard import CheckSummary, MetricSummary, Scorecard
+from evalglass.core.variantnames import declared_metric
 from evalglass.errors import SetupError
 from evalglass.report.examples import AGAINST_BASELINE_ORDER, Row, example_line
 from evalglass.report.fmt import (
