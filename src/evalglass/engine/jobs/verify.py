@@ -455,8 +455,8 @@ def recorded_call_totals(folder: Path, variants: tuple[str, ...] = (), *, compar
 def _judge_standings(config: Config, record: RunRecord, findings: list[Finding]) -> dict[str, JudgeStanding]:
     """Each judge's fingerprint and serving endpoint re-derived from its spec and the rubric hash the run recorded,
     with the calibration record the run snapshotted (a later recalibration does not change what this run decided
-    on). A record that keeps no endpoints was made before EvalGlass bound them, and decided without: so is it
-    re-derived."""
+    on). A record that keeps no endpoints was made before EvalGlass bound them and was decided without them; it is
+    re-derived the same way."""
     standings: dict[str, JudgeStanding] = {}
     kept_endpoints = bool(record.judge_endpoints)
     for name, spec in config.judges.items():
