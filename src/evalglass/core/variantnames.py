@@ -36,11 +36,13 @@ def baseline_column(name: str, variants: Sequence[str]) -> str | None:
 
     A variant is compared with the baseline's variant of the same name, or with a baseline run without variants
     (whose one column is what that run's task measured, as a run without variants compares with it); never with
-    another variant's column. A run without variants has no variant to pick in a baseline that has several."""
+    another variant's column. A name without a variant in a baseline with variants is that baseline's column of the
+    same name, which only a judge of its variants side by side has: a run without variants has no variant to pick
+    in a baseline that has several (the caller finds no such column)."""
     parts = split_variant_metric(name)
     if not variants:
         return name if parts is None else parts[0]
-    if parts is None or parts[1] not in variants:
+    if parts is not None and parts[1] not in variants:
         return None
     return name
 
