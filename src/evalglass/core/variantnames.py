@@ -22,6 +22,13 @@ def split_variant_metric(name: str) -> tuple[str, str] | None:
     return (metric, variant) if separator else None
 
 
+def declared_metric(name: str) -> str:
+    """The declared metric a decided name measures: ``m`` for ``m``, ``m@variant`` and ``m@a-vs-b`` alike (variants
+    change the task, never a metric's definition or its judge)."""
+    parts = split_variant_metric(name)
+    return name if parts is None else parts[0]
+
+
 def baseline_column(name: str, variants: Sequence[str]) -> str | None:
     """The column of a baseline run that a comparative gate deciding on ``name`` (this run's ``metric``, or
     ``metric@variant`` in a run with variants) is paired with; ``variants``: the baseline's variants (empty: a run
