@@ -17,7 +17,7 @@ from typing import Any
 from evalglass.core.example import Example
 from evalglass.core.outputparse import parse_json_output
 from evalglass.core.score import Score
-from evalglass.core.stats import Direction, Method, Reducer, confidence_interval, reduce_samples
+from evalglass.core.stats import Direction, Method, Reducer, ScaleSpec, confidence_interval, reduce_samples
 from evalglass.metrics.base import BuildContext
 from evalglass.metrics.registry import parse_metric_spec
 from evalglass.metrics.versions import EvaluatorKind
@@ -385,6 +385,8 @@ CLUSTERS = [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 
 
 
 BASE_BINARY = [1.0] * 12 + [0.0] * 11
+#: A pairwise judge's scores (a tie is 0.5) near the top of [0, 1]: the t interval's high end lies past 1.
+TIES = [1.0, 1.0, 0.5, 1.0, 0.5, 1.0, 0.5, 1.0]
 
 
 def interval_cases(method: Method) -> list[dict[str, Any]]:
@@ -404,6 +406,11 @@ def interval_cases(method: Method) -> list[dict[str, Any]]:
     if method.clustered:
         single["clusters"] = CLUSTERS[:1]
     cases.append(single)
+    if method in (Method.STUDENT_T, Method.CLUSTER_T):  # ties near the top of [0, 1]: the high end is clipped
+        ties: dict[str, Any] = {**cases[0], "values": TIES, "level": 0.99, "scale": [0.0, 1.0]}
+        if method.clustered:
+            ties["clusters"] = CLUSTERS[: len(TIES)]
+        cases.append(ties)
     return cases
 
 
@@ -517,6 +524,11 @@ def reducer_cases(reducer: Reducer) -> list[dict[str, Any]]:
     return [REDUCER_INPUT, GRADED_REDUCER_INPUT]
 
 
+def scale_of(case: dict[str, Any]) -> ScaleSpec | None:
+    """A case's declared scale, ``[min, max]``; None (unbounded) when it declares none."""
+    return None if "scale" not in case else ScaleSpec(min=case["scale"][0], max=case["scale"][1])
+
+
 def compute_interval(method: Method, case: dict[str, Any]) -> Any:
     if "base" in case:
         return compute_paired({**case, "method": method.value})
@@ -528,6 +540,7 @@ def compute_interval(method: Method, case: dict[str, Any]) -> Any:
         clusters=case.get("clusters"),
         seed=7,
         resamples=500,
+        scale=scale_of(case),
     )
     assert interval is not None
     return {
@@ -545,6 +558,8 @@ PAIRED_CASES = [
     {"base": CONTINUOUS[::-1], "candidate": CONTINUOUS, "sides": "two_sided", "level": 0.95},
     {"base": CONTINUOUS[::-1], "candidate": CONTINUOUS, "sides": "upper", "level": 0.9, "method": "bootstrap_bca"},
     {"base": [1.0, 0.0], "candidate": [1.0, 1.0], "sides": "two_sided", "level": 0.95},
+    # A tie-scored judge on [0, 1], three pairs: the paired t interval reaches past ±1 and is clipped to it.
+    {"base": [1.0, 1.0, 0.0], "candidate": [0.0, 0.5, 1.0], "sides": "two_sided", "level": 0.95, "scale": [0.0, 1.0]},
 ]
 
 
@@ -560,6 +575,7 @@ def compute_paired(case: dict[str, Any]) -> Any:
         clusters=case.get("clusters"),
         seed=7,
         resamples=500,
+        scale=scale_of(case),
     )
     assert result is not None
     interval = result.interval

@@ -69,16 +69,17 @@ REDUCER_VERSIONS: Mapping[Reducer, int] = total(
     },
 )
 
-#: Interval methods (what a ``lower_bound`` gate compares).
+#: Interval methods (what a ``lower_bound`` gate compares). ``student_t@2`` and ``cluster_t@2``: an end past the
+#: metric's declared scale is clipped to it (version 1 clipped only binary values to [0, 1]).
 INTERVAL_VERSIONS: Mapping[Method, int] = total(
     Method,
     {
         Method.WILSON: 1,
         Method.CLOPPER_PEARSON: 1,
-        Method.STUDENT_T: 1,
+        Method.STUDENT_T: 2,
         Method.BOOTSTRAP_BCA: 1,
         Method.BOOTSTRAP_PERCENTILE: 1,
-        Method.CLUSTER_T: 1,
+        Method.CLUSTER_T: 2,
         Method.CLUSTER_BOOTSTRAP_BCA: 1,
         Method.CLUSTER_BOOTSTRAP_PERCENTILE: 1,
         Method.NEWCOMBE_PAIRED: 1,
@@ -86,8 +87,9 @@ INTERVAL_VERSIONS: Mapping[Method, int] = total(
 )
 
 #: How a comparative gate pairs this run's examples with the baseline's and computes the difference and its test
-#: (``core.stats.paired.paired_difference``); the interval of the difference is one of the methods above.
-PAIRED_VERSIONS: Mapping[str, int] = {"paired_difference": 1}
+#: (``core.stats.paired.paired_difference``); the interval of the difference is one of the methods above. Version 2
+#: clips the interval to ``±(max - min)`` of the metric's declared scale.
+PAIRED_VERSIONS: Mapping[str, int] = {"paired_difference": 2}
 
 #: Gate rules whose decision has changed since the rule was introduced. ``lower_bound@2`` is the three-way interval
 #: rule (pass, fail only when the whole interval misses, otherwise blocked ``undecided``); version 1 (fail whenever
