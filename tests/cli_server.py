@@ -339,6 +339,35 @@ def _handle(conn: socket.socket) -> dict[str, object]:
         os._exit(0)
 
 
+def _exit_before_teardown(code: int) -> None:
+    """End a command as the interpreter ends ``sys.exit(code)``, up to its teardown: non-daemon threads joined,
+    ``atexit`` run (``weakref.finalize``, logging's flush among them), stdout and stderr flushed, then the process
+    ends with ``code`` without freeing what it imported module by module.
+
+    Why. That teardown frees (and so writes to) nearly every page of the heap the command shares with the server,
+    and each written page is a copy: about 40 ms of a forked command's ~110 ms of CPU (docs/testing.md). The exit
+    code is the same: ``evalglass.entry``'s supervised child reports its code before it raises ``SystemExit``, and
+    a process that ends without a report is a test failure either way.
+
+    Limits. What only the teardown does is not done: ``__del__`` of objects still referenced at exit (an unclosed
+    file's buffer flushed then, an "Exception ignored" line printed then). A command that needed its teardown to
+    write a file would fail a test here, not pass one; a line printed only at teardown is seen only by the tests
+    that run new interpreters (``EVALGLASS_TEST_NEW_INTERPRETER=1``, tests/package). When the streams cannot be
+    flushed (a closed pipe) this returns, and the interpreter ends as it would have (status 120).
+    """
+    import atexit
+    import threading
+
+    threading._shutdown()  # type: ignore[attr-defined]  # what the interpreter calls first at exit
+    atexit._run_exitfuncs()  # clears what it ran: the interpreter's own exit does not run them again
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except Exception:
+        return
+    os._exit(code & 0xFF)
+
+
 def _become_command(request: dict[str, object]) -> None:
     """The rest of what a new ``python -m evalglass ARGS`` (or ``python -c CODE ARGS``) would have: cwd, environment,
     argv, sys.path[0]."""
@@ -374,4 +403,9 @@ if __name__ == "__main__":
     else:
         import runpy
 
-        runpy._run_module_as_main("evalglass")  # type: ignore[attr-defined]  # what `python -m evalglass` calls
+        try:
+            runpy._run_module_as_main("evalglass")  # type: ignore[attr-defined]  # what `python -m evalglass` calls
+        except SystemExit as ending:
+            if isinstance(ending.code, int):
+                _exit_before_teardown(ending.code)
+            raise
