@@ -66,11 +66,61 @@ PRELOADED = (
     "evalglass.report.markdown",
     "evalglass.report.terminal",
     "sqlalchemy.dialects.sqlite",
+    # What most commands import on their way (counted over the e2e and live_e2e commands, docs/testing.md): a run's
+    # variants, kept outputs, datasets and history names; the live lanes with openai, aiohttp and Jinja2 (about
+    # 1.5 s of imports in each live command); the HTML report; scipy.special for judges' calibration; and the table
+    # of character widths rich loads when it first measures text (``_serve``: imported, not loaded, so that rich
+    # still reads ``UNICODE_VERSION`` when a command measures).
+    "evalglass.engine.spec.variantspec",
+    "evalglass.engine.runs.keptoutputs",
+    "evalglass.engine.produce.interrupts",
+    "evalglass.history.named",
+    "evalglass.engine.datasets.source",
+    "evalglass.engine.datasets.outputs",
+    "evalglass.engine.datasets.datasetfile",
+    "evalglass.engine.datasets.recordparts",
+    "evalglass.engine.explore.judgedsummaries",
+    "evalglass.engine.explore.explorer",
+    "evalglass.engine.jobs.verify",
+    "evalglass.engine.jobs.checking",
+    "evalglass.lanes.procgroup",
+    "evalglass.lanes.checkrun",
+    "evalglass.lanes.templating",
+    "evalglass.lanes.chat",
+    "evalglass.lanes.judge",
+    "evalglass.lanes.jury",
+    "evalglass.lanes.agent",
+    "evalglass.lanes.executor",
+    "evalglass.lanes.providers",
+    "evalglass.report.html",
+    "evalglass.report.comparison_html",
+    "scipy.special",
+    "sqlite3",
 )
 
 #: Variables read when the interpreter (or numpy's BLAS) starts: a command whose values differ from the server's
 #: gets a new interpreter.
-STARTUP_VARIABLES = ("HOME", "TZ", "LANG", "LANGUAGE", "OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+STARTUP_VARIABLES = (
+    "HOME",
+    "TZ",
+    "LANG",
+    "LANGUAGE",
+    "OPENBLAS_NUM_THREADS",
+    "GOTO_NUM_THREADS",
+    "OMP_NUM_THREADS",
+    # read when openai, aiohttp and their parts, and scipy are imported (``PRELOADED``)
+    "OPENAI_LOG",
+    "OPENAI_API_TYPE",
+    "OPENAI_API_VERSION",
+    "AZURE_OPENAI_ENDPOINT",
+    "AIOHTTP_NO_EXTENSIONS",
+    "AIOHTTP_NOSENDFILE",
+    "YARL_NO_EXTENSIONS",
+    "MULTIDICT_NO_EXTENSIONS",
+    "PROPCACHE_NO_EXTENSIONS",
+    "SCIPY_ARRAY_API",
+    "SCIPY_DEVICE",
+)
 STARTUP_PREFIXES = ("PYTHON", "LC_")
 
 ALWAYS_NEW = "EVALGLASS_TEST_NEW_INTERPRETER"
@@ -214,6 +264,7 @@ def _text(data: bytes) -> str:
 
 
 _SERVERS: dict[int, _Server | None] = {}
+_SERVER_MODULES: set = set()
 
 
 def _server() -> _Server | None:
@@ -243,7 +294,16 @@ def _serve(path: str, client: int) -> dict[str, object]:
     _load_numpy()
     for name in PRELOADED:
         importlib.import_module(name)
+    from rich._unicode_data import VERSIONS
+
+    importlib.import_module(".unicode" + VERSIONS[-1].replace(".", "-"), "rich._unicode_data")
     _complete_models()
+    import threading
+
+    if threading.active_count() != 1:  # a fork keeps only the forking thread: no command may depend on another
+        raise RuntimeError(f"a preloaded module started a thread: {threading.enumerate()}")
+    global _SERVER_MODULES
+    _SERVER_MODULES = set(sys.modules)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path + ".new")
     listener.listen(64)
@@ -358,6 +418,9 @@ def _exit_before_teardown(code: int) -> None:
     import atexit
     import threading
 
+    if os.environ.get("EG_LOGMODS"):
+        with open(os.environ["EG_LOGMODS"], "a") as log:
+            log.write(" ".join(sorted(set(sys.modules) - _SERVER_MODULES)) + "\n")
     threading._shutdown()  # type: ignore[attr-defined]  # what the interpreter calls first at exit
     atexit._run_exitfuncs()  # clears what it ran: the interpreter's own exit does not run them again
     try:
