@@ -10,8 +10,8 @@ What a command sees is what ``python -m evalglass`` gives it: a process of its o
 gets from ``waitpid`` (a negative code when a signal ended it, as ``subprocess`` reports it); the test's working
 directory and environment; stdin inherited and stdout and stderr on pipes read to their end; ``sys.argv``,
 ``sys.path[0]`` and ``__main__`` set by ``runpy`` as ``-m`` sets them; default signal handlers and mask; and the
-interpreter's usual exit (threads joined, ``atexit``, streams flushed), with ``evalglass.entry``'s supervising fork
-inside it as in production.
+interpreter's usual exit (threads joined, ``atexit``, streams flushed) but not its teardown (``_exit_before_teardown``
+says why and what that leaves out), with ``evalglass.entry``'s supervising fork inside it as in production.
 
 What differs, and the limits that follow. The modules in ``PRELOADED`` are already imported: their import-time code
 ran in the server, under the environment it started with, and numpy's OpenBLAS loaded on one thread as the command
