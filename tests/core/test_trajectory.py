@@ -10,7 +10,14 @@ import pytest
 
 from evalglass.core.conversation import Message, Trajectory
 from evalglass.core.fieldpath import ABSENT
-from evalglass.core.trajectory import Call, Unreadable, count_model_turns, read_calls, read_messages
+from evalglass.core.trajectory import (
+    Call,
+    Unreadable,
+    count_model_turns,
+    own_call_items,
+    read_calls,
+    read_messages,
+)
 
 #: One agent run (look up the weather in Paris, then answer), in each shape a tool may record it.
 OPENAI = [
@@ -85,6 +92,31 @@ PARIS = [Call("weather", PARIS_ARGS)]
 )
 def test_every_shape_gives_the_same_calls(value: Any) -> None:
     assert read_calls(value) == PARIS
+    # Read from its items (without Call objects) exactly when the shape is EvalGlass's own list of calls.
+    items = own_call_items(value)
+    if items is not None:
+        assert [Call(item["name"], item.get("arguments", ABSENT)) for item in items] == read_calls(value)
+    assert (items is not None) == (
+        value is TRAJECTORY or value == [{"name": "weather", "arguments": {"city": "Paris"}}]
+    )
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        [{"name": "a", "invalid_arguments": "{x"}],
+        [{"name": "a"}, {"name": "b", "type": "tool_use", "input": {}}],
+        [{"role": "assistant", "name": "a", "content": "hi"}],
+        {"role": "assistant", "tool_calls": [{"name": "a"}]},
+        {"tool_calls": [{"name": 3}]},
+        {"tool_calls": ({"name": "a"},)},
+        [{"name": "a"}, 7],
+    ],
+    ids=["invalid-arguments", "tool-use-among-them", "a-message", "a-message-object", "no-name", "tuple", "not-a-call"],
+)
+def test_only_calls_in_evalglass_own_form_are_read_from_their_items(value: Any) -> None:
+    """Any other item (one read by another rule, or one that is unreadable) leaves the list to read_calls."""
+    assert own_call_items(value) is None
 
 
 def test_every_message_shape_gives_the_same_turns_and_messages() -> None:

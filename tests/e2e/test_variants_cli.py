@@ -271,14 +271,6 @@ def test_every_variants_output_of_an_example_is_handed_over_together(tmp_path: P
         list(variant_outputs(project.last_run(), ("good", "bad", "worse")))
 
 
-def test_a_comparative_gate_in_a_run_with_variants_is_refused_not_ignored(tmp_path: Path) -> None:
-    project = variant_project(
-        tmp_path, gates={"no-worse": {"metric": "exact", "variant": "bad", "compare_to": "main", "proposed_margin": 0}}
-    )
-    result = project.run()
-    assert result.code == 2 and "does not decide comparative gates yet" in result.err
-
-
 def test_compare_pairs_two_runs_with_variants_metric_by_variant(tmp_path: Path) -> None:
     project = variant_project(tmp_path, gates={})
     assert project.run("--out", "before").code == 0

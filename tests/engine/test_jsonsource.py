@@ -43,6 +43,15 @@ def documents(draw: Any, depth: int = 0) -> str:
     return "{" + ",".join(f"{json.dumps(key)}{space}:{space}{value}" for key, value in pairs) + "}"
 
 
+def depth(value: Any) -> int:
+    """Levels of objects and arrays, counted on the parsed value."""
+    if isinstance(value, dict):
+        return 1 + max(map(depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(depth, value), default=0)
+    return 0
+
+
 def oracle(text: bytes) -> Any:
     """What the text says, or the class of the reason it cannot be read exactly."""
 
@@ -56,13 +65,6 @@ def oracle(text: bytes) -> Any:
         if not -(2**63) <= int(digits) < 2**63:
             raise JsonRefused("integer_too_large", "")
         return int(digits)
-
-    def depth(value: Any) -> int:
-        if isinstance(value, dict):
-            return 1 + max(map(depth, value.values()), default=0)
-        if isinstance(value, list):
-            return 1 + max(map(depth, value), default=0)
-        return 0
 
     try:
         value = json.loads(text, object_pairs_hook=pairs_hook, parse_int=whole)
@@ -135,3 +137,36 @@ def test_the_depth_of_a_line_with_many_brackets_is_measured_not_guessed(
     exact = batch_is_exact([raw], [orjson.loads(raw)])
     assert exact == (depth + 1 <= MAX_DEPTH)  # the list around it is one level more
     assert oracle(raw) == ("too_deep" if depth + 1 > MAX_DEPTH else wide)
+
+
+#: Strings whose brackets, quotes and escapes a depth scan must not count as structure.
+TRICKY_TEXT = st.text(alphabet='[]{}"\\/ab\n', max_size=6)
+
+
+@st.composite
+def nested(draw: Any) -> Any:
+    """A value nested to a drawn depth (near MAX_DEPTH as often as not), one kind of bracket or both, with tricky
+    strings beside each level."""
+    depth = draw(st.sampled_from([1, 3, MAX_DEPTH - 2, MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1, MAX_DEPTH + 3]))
+    kinds = draw(st.sampled_from(["list", "object", "both"]))
+    value: Any = draw(TRICKY_TEXT)
+    for level in range(depth):
+        if kinds == "list" or (kinds == "both" and level % 2):
+            value = [value, draw(TRICKY_TEXT)]
+        else:
+            value = {"k": value, "s": draw(TRICKY_TEXT)}
+    return value
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(nested(), min_size=1, max_size=4), wide=st.integers(0, 60))
+def test_a_batch_passes_the_depth_scan_exactly_when_every_line_is_shallow_enough(values: list[Any], wide: int) -> None:
+    """The scan over a whole batch counts the nesting of each line, whatever brackets, quotes and escapes its strings
+    hold and however many brackets it has side by side: a batch of lines no deeper than MAX_DEPTH passes without a
+    second parse, one deeper line sends the batch to be read line by line."""
+
+    records = [{"line": index, "value": value, "wide": [{"x": [1]}] * wide} for index, value in enumerate(values)]
+    lines = [orjson.dumps(record) for record in records]
+    assert batch_is_exact(lines, [orjson.loads(line) for line in lines]) == all(
+        depth(record) <= MAX_DEPTH for record in records
+    )

@@ -238,3 +238,19 @@ def test_a_timed_out_judge_is_no_vote_and_never_zero(project: LiveProject) -> No
     for score in _scores(project).values():
         assert score["status"] == "error" and score.get("value") is None
         assert [d["code"] for d in score["diagnostics"]][:2] == ["jury_quorum", "call_timeout"]
+
+
+def test_in_a_run_with_variants_each_variants_jury_reports_its_agreement(project: LiveProject) -> None:
+    """`helpful@a` and `helpful@b` each carry the agreement of their own variant's jury notes, re-derived by verify."""
+    project.write(
+        [{"id": ident, "question": text} for ident, text in ROWS],
+        metrics={"helpful": _jury(project)},
+        variants={"a": {"model": "lane-a"}, "b": {"model": "lane-b"}},
+    )
+    result = project.run()
+    assert result.code in (0, 1, 3), result.err
+    card = json.loads(result.out)
+    by_name = {metric["name"]: metric for metric in card["metrics"]}
+    assert by_name["helpful@a"]["agreement"] == by_name["helpful@b"]["agreement"]  # both lanes echo alike
+    assert by_name["helpful@a"]["agreement"]["alpha"] is not None
+    assert evalglass("verify", str(project.last_run()), cwd=project.root).code == 0

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import re
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -329,3 +332,109 @@ def test_metrics_sharing_a_batch_score_each_example_as_it_is_scored_alone(rows: 
     shared = [function.batch(batch) for function in functions]  # type: ignore[misc]
     alone = [[function.one(example) for example in examples()] for function in functions]
     assert shared == alone
+
+
+# ---------------------------------------------------------------------- keys made in C for flat arguments
+#: Values a flat argument object holds, with the pairs JSON equality tells apart or not (1 and 1.0, 0 and -0.0,
+#: true and 1, "1" and 1) and what orjson cannot write (an integer beyond 64 bits).
+FLAT_VALUES = st.sampled_from([1, 1.0, 0, -0.0, 0.0, 2.5, True, False, None, "1", "a", "", 2**64, -(2**63), [1], {}])
+FLAT_ARGUMENTS = st.dictionaries(st.sampled_from(["x", "y", "z"]), FLAT_VALUES, max_size=3)
+
+
+@settings(max_examples=400, deadline=None)
+@given(first=FLAT_ARGUMENTS, second=FLAT_ARGUMENTS)
+def test_a_key_made_in_c_is_equal_exactly_when_the_arguments_are_equal_as_json(
+    first: dict[str, Any], second: dict[str, Any]
+) -> None:
+    """The key a flat object gets without a Python walk: only for text, integer, boolean and null values (a float,
+    a nested value or an integer orjson cannot write get none, and the general key decides), and then equal for two
+    objects exactly when json_key says they are equal."""
+    from evalglass.core.jsonvalue import json_key
+    from evalglass.metrics.callmatch import flat_arguments_key
+
+    keys = flat_arguments_key(first), flat_arguments_key(second)
+    for arguments, key in zip((first, second), keys, strict=True):
+        simple = all(type(value) in (str, int, bool, type(None)) and -(2**63) <= value < 2**64 if type(value) is int
+                     else type(value) in (str, bool, type(None)) for value in arguments.values())  # fmt: skip
+        assert (key is not None) == simple
+    if None not in keys:
+        assert (keys[0] == keys[1]) == (json_key(first) == json_key(second))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    made=st.lists(st.tuples(TOOLS, st.one_of(FLAT_ARGUMENTS, st.none())), max_size=6),
+    expected=st.lists(st.tuples(TOOLS, st.one_of(FLAT_ARGUMENTS, st.none())), max_size=6),
+    shape=st.sampled_from(["list", "trajectory"]),
+)
+def test_calls_keyed_from_their_items_pair_as_the_rule_says(
+    made: list[tuple[str, Any]], expected: list[tuple[str, Any]], shape: str
+) -> None:
+    """Calls in EvalGlass's own form are keyed straight from their items, in C where their arguments are flat: the
+    pairing is the rule's, written out here: each expected call, in order, takes the first call made not yet taken
+    with its name and JSON-equal arguments; then each expected call without arguments takes the first call of its
+    tool left. Duplicates count, 1 matches 1.0, true does not match 1."""
+    from evalglass.core.jsonvalue import json_key
+    from evalglass.metrics.callmatch import ReadCalls
+
+    def items(calls: list[tuple[str, Any]]) -> list[dict[str, Any]]:
+        return [{"name": name} if arguments is None else {"name": name, "arguments": arguments}
+                for name, arguments in calls]  # fmt: skip
+
+    taken: set[int] = set()
+    rule = [-1] * len(expected)
+    for position, (name, wanted) in enumerate(expected):
+        for index, (tool, sent) in enumerate(made):
+            if wanted is None or sent is None or index in taken or tool != name:
+                continue
+            if json_key(sent) == json_key(wanted):
+                rule[position] = index
+                taken.add(index)
+                break
+    for position, (name, wanted) in enumerate(expected):
+        if wanted is None:
+            free = [index for index, (tool, _) in enumerate(made) if tool == name and index not in taken]
+            if free:
+                rule[position] = free[0]
+                taken.add(free[0])
+    output = items(made) if shape == "list" else {"tool_calls": items(made), "text": "done"}
+    assert EXACT.pairing_of(ReadCalls.of(output), ReadCalls.of(items(expected))) == rule
+    assert (
+        EXACT.pairing(
+            [Call(name, ABSENT if arguments is None else arguments) for name, arguments in made],
+            [Call(name, ABSENT if arguments is None else arguments) for name, arguments in expected],
+        )
+        == rule
+    )
+
+
+_ARGUMENT_ORDER = """
+import math
+from evalglass.core.jsonvalue import NotJsonError
+from evalglass.core.trajectory import Call
+from evalglass.metrics.callmatch import ArgumentRule, CallArguments, CallMatcher, ToolRule
+matcher = CallMatcher(CallArguments.EXACT, {"t": ToolRule(arguments={"unit": ArgumentRule(match="ignore")})})
+expected = Call("t", {"x": math.nan, "y": 1, "z": 2, "u": 4})
+made = Call("t", {"w": 1, "y": 1, "v": 3, "s": 5})
+try:
+    print(matcher.matches(made, expected))
+except NotJsonError:
+    print("not json")
+"""
+
+
+def test_expected_arguments_not_json_are_an_error_under_a_per_argument_rule_whatever_the_hash_seed() -> None:
+    """Under a per-argument rule an expected NaN was an error or a plain non-match depending on which argument a
+    set's order (moving with PYTHONHASHSEED between processes) met first; it is the reference's error, as when
+    whole arguments are compared."""
+    seen = {
+        subprocess.run(
+            [sys.executable, "-c", _ARGUMENT_ORDER],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in (1, 2, 3, 4)
+    }
+    assert seen == {"not json\n"}

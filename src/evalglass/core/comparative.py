@@ -70,6 +70,7 @@ from evalglass.core.stats import (
     pairs_to_detect,
     unchanged_odds,
 )
+from evalglass.core.variantnames import split_variant_metric
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +97,9 @@ class BaselineRun:
     skipped: tuple[str, ...] = ()
     #: Per metric, the definition its ``MetricSide.definition`` fingerprints (to say what differs, field by field).
     definitions: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: The baseline run's variants (empty: a run without): which of its columns a gate can pair with
+    #: (``core.variantnames.baseline_column``), and what a gate it has none for is told.
+    variants: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,7 +328,7 @@ def comparability_reasons(
         return [
             Reason(
                 code=BlockReason.NOT_COMPARABLE,
-                message=f"{Incomparable.METRIC_MISSING.value}: baseline '{name}' has no metric '{metric}'",
+                message=f"{Incomparable.METRIC_MISSING.value}: {_missing_column(name, metric, found.variants)}",
             )
         ]
     reasons: list[Reason] = []
@@ -355,6 +359,26 @@ def comparability_reasons(
             )
         )
     return reasons
+
+
+def _missing_column(name: str, metric: str, variants: tuple[str, ...]) -> str:
+    """Why baseline ``name`` (with ``variants``) offers no column for ``metric`` (as this run's decision names it)."""
+    parts = split_variant_metric(metric)
+    if not variants:
+        return f"baseline '{name}' has no metric '{parts[0] if parts is not None else metric}'"
+    listed = ", ".join(variants)
+    if parts is None:
+        return (
+            f"baseline '{name}' is a run with variants ({listed}), which measures '{metric}' once per variant; a run "
+            "without variants has no variant to be compared with: approve a baseline run without variants, or "
+            "declare the variants here and gate one of them"
+        )
+    if parts[1] not in variants:
+        return (
+            f"baseline '{name}' has no variant '{parts[1]}' (its variants: {listed}); a variant is compared with the "
+            "baseline's variant of the same name, or with a baseline run without variants"
+        )
+    return f"baseline '{name}' has no metric '{parts[0]}' in its variant '{parts[1]}'"
 
 
 def skipped_note(name: str, found: BaselineRun | None) -> tuple[str, ...]:

@@ -15,6 +15,11 @@ RUNRECORD_SCHEMA: Final = "evalglass.runrecord/1"
 SCORES_FILE = "scores.jsonl"
 #: A run with variants: the folder holding one folder per variant (its scores, outputs and check records).
 VARIANTS_DIR = "variants"
+#: A run with variants and judges of them side by side (``compare_variants``): the folder of their scoring (the
+#: graded outputs, scores, judge notes).
+COMPARED_DIR = "compared"
+#: Under ``COMPARED_DIR``: per example every compared variant's output by name, what those judges graded.
+GRADED_FILE = "graded.jsonl"
 
 
 class BaselineRecord(BaseModel):
@@ -117,6 +122,12 @@ class RunRecord(BaseModel):
         exclude_if=lambda found: not found,
         description="A run with variants: per variant, the SHA-256 of its scores file (`variants/NAME/scores.jsonl`; "
         "`scores_file` is the first variant's).",
+    )
+    compared_scores: str | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="A run with variants and a judge of them side by side (`compare_variants`): the SHA-256 of "
+        "`compared/scores.jsonl`, that judge's scores.",
     )
     kept_outputs: KeptOutputs | None = Field(
         default=None,

@@ -24,11 +24,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain, repeat
 from typing import Any
 
 import orjson
 
 from evalglass.core.fieldpath import ABSENT
+from evalglass.core.uniform import all_of_type
 
 #: Roles whose messages are the model's turns (``model``: Gemini's name for it).
 MODEL_ROLES = frozenset({"assistant", "model"})
@@ -65,6 +67,33 @@ def read_calls(value: Any) -> list[Call]:
     if isinstance(value, list | tuple):
         return read_calls_of_list(value, "the conversation")
     raise Unreadable(f"the trajectory is {_kind(value)}: {_NOT_A_CONVERSATION}")
+
+
+def own_call_items(value: Any) -> list[dict[str, Any]] | None:
+    """The call items of a trajectory object's ``tool_calls``, or of a list of calls, when every one is EvalGlass's
+    own ``{name, arguments}`` (no ``function``, ``type``, ``invalid_arguments`` or ``role``), which
+    :func:`read_calls` reads as ``Call(name, arguments)`` at once; None for any other shape (:func:`read_calls`
+    decides, and says what is wrong). For a caller that needs each call's name and arguments, not the
+    :class:`Call` objects."""
+    if type(value) is dict:
+        if "role" in value:
+            return None
+        items = value.get("tool_calls")
+    else:
+        items = value
+    if type(items) is not list:
+        return None
+    if items and not (  # each test one loop in C over the whole list (a trajectory holds many calls)
+        all_of_type(items, dict)
+        and _NOT_OWN_CALL.isdisjoint(chain.from_iterable(items))
+        and all_of_type(list(map(dict.get, items, repeat("name"))), str)
+    ):
+        return None
+    return items
+
+
+#: A call item with any of these keys is not read as EvalGlass's own ``{name, arguments}`` at once.
+_NOT_OWN_CALL = frozenset({"function", "type", "invalid_arguments", "role"})
 
 
 def read_calls_of_list(items: Any, what: str) -> list[Call]:
@@ -355,6 +384,7 @@ __all__ = [
     "Call",
     "Unreadable",
     "count_model_turns",
+    "own_call_items",
     "read_calls",
     "read_calls_of_list",
     "read_messages",

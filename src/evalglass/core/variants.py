@@ -1,4 +1,5 @@
-"""Variants of one run: the names their metrics take in the decision, and the side-by-side summary of every metric.
+"""Variants of one run: the side-by-side summary of every metric (the names their metrics take in the decision are
+``core.variantnames``'; imported from here too).
 
 A run with variants (``variants:`` in the config) scores every variant on the same examples. The decision is one
 :func:`core.decide.decide_run` over all of them: each variant's metric ``m`` enters it as the metric
@@ -19,14 +20,10 @@ from evalglass.core.decide import RunShape, per_example
 from evalglass.core.stats.model import Direction, Reducer
 from evalglass.core.stats.multiple import compare_variants
 from evalglass.core.usage import TokenUsage
+from evalglass.core.variantnames import SEPARATOR as SEPARATOR
+from evalglass.core.variantnames import split_variant_metric as split_variant_metric
+from evalglass.core.variantnames import variant_metric as variant_metric
 from evalglass.core.variantsummary import VariantsSummary, VariantTotals
-
-SEPARATOR = "@"
-
-
-def variant_metric(metric: str, variant: str) -> str:
-    """The name metric ``metric`` of variant ``variant`` has in the run's decision and scorecard."""
-    return f"{metric}{SEPARATOR}{variant}"
 
 
 def difference_metric(metric: str, variant: str, other: str) -> str:
@@ -50,12 +47,6 @@ def difference_column(first: ScoreColumn, second: ScoreColumn) -> ScoreColumn:
         else:
             result.append(first.score(row) if left[row] != SCORED_VALID else second.score(row))
     return result
-
-
-def split_variant_metric(name: str) -> tuple[str, str] | None:
-    """``(metric, variant)`` of a name made by :func:`variant_metric`; None for a plain metric name."""
-    metric, separator, variant = name.rpartition(SEPARATOR)
-    return (metric, variant) if separator else None
 
 
 @dataclass(frozen=True, slots=True)

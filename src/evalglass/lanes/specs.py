@@ -14,7 +14,7 @@ import shlex
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_serializer, field_validator, model_validator
 
 if TYPE_CHECKING:
     from evalglass.lanes.executor import EndpointLimit
@@ -76,6 +76,12 @@ class RetryPolicy(BaseModel):
             names = ", ".join(sorted(kind.value for kind in forbidden))
             raise ValueError(f"retry_on cannot include permanent faults ({names})")
         return self
+
+    @field_serializer("retry_on", when_used="json")
+    def _retry_on_in_order(self, kinds: frozenset[FaultKind]) -> list[str]:
+        """In a fixed order: a set's order changes between processes, and a variant's lane (retry policy and all)
+        is part of every gate's fingerprint in a run with variants."""
+        return sorted(kind.value for kind in kinds)
 
     def backoff_ceiling(self, retry_number: int) -> float:
         """Upper bound of the jittered delay before retry ``retry_number`` (1 = the first retry)."""

@@ -21,16 +21,19 @@ identical calls against one expected call are one match and one extra call.
 from __future__ import annotations
 
 import math
-from collections import Counter
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence, Sized
 from enum import StrEnum
+from functools import partial
+from itertools import chain, repeat
 from typing import TYPE_CHECKING, Any
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.jsonvalue import NotJsonError, json_key
-from evalglass.core.trajectory import Call
+from evalglass.core.trajectory import Call, own_call_items, read_calls
+from evalglass.core.uniform import all_of_type
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
@@ -105,18 +108,46 @@ Match = Callable[[Call, Call], bool]
 
 
 class ReadCalls:
-    """The calls of one output or reference, read once, with each call's JSON key made the first time a count by
-    key asks for it: a batch's columns are read once for every ``tool_calls`` metric that compares them
-    (``ExampleBatch.derived``), not once per metric."""
+    """The calls of one output or reference, read once, with each call's key made the first time a count by key
+    asks for it: a batch's columns are read once for every ``tool_calls`` metric that compares them
+    (``ExampleBatch.derived``), not once per metric.
 
-    __slots__ = ("_failure", "_keys", "_paired", "calls")
+    Calls in EvalGlass's own form (:func:`own_call_items`: an agent lane's trajectory, a list of expected calls) are
+    keyed straight from their items; their :class:`Call` objects are made only when asked for (a result short of
+    perfect shows a few of them; the modes that compare in order read them all)."""
 
-    def __init__(self, calls: list[Call]) -> None:
-        self.calls = calls
+    __slots__ = ("_calls", "_failure", "_items", "_keys", "_named", "_paired")
+
+    def __init__(self, calls: list[Call] | None = None, items: list[dict[str, Any]] | None = None) -> None:
+        self._calls = calls
+        self._items = items
         self._keys: list[Hashable] | None = None
+        self._named: list[tuple[str, Hashable]] | bool | None = False
         self._failure: NotJsonError | None = None
         #: The pairing by key with one list of expected calls (the same object), kept for the next metric to ask.
         self._paired: tuple[ReadCalls, list[int]] | None = None
+
+    @classmethod
+    def of(cls, value: Any) -> ReadCalls:
+        """The calls ``value`` holds, in any shape :func:`read_calls` reads; raises :class:`Unreadable`."""
+        items = own_call_items(value)
+        return cls(read_calls(value)) if items is None else cls(items=items)
+
+    @property
+    def calls(self) -> list[Call]:
+        if self._calls is None:
+            self._calls = [Call(item["name"], item.get("arguments", ABSENT)) for item in self._items or ()]
+        return self._calls
+
+    def __len__(self) -> int:
+        return len(self._calls if self._calls is not None else self._items or ())
+
+    def call(self, index: int) -> Call:
+        """The call at ``index``, made alone when the others are not needed."""
+        if self._calls is not None or self._items is None:
+            return self.calls[index]
+        item = self._items[index]
+        return Call(item["name"], item.get("arguments", ABSENT))
 
     def keys(self) -> list[Hashable]:
         """Each call's key (:func:`json_key` of its arguments; ``*`` for none; None for arguments that are not
@@ -131,6 +162,64 @@ class ReadCalls:
                 self._failure = exc
                 raise
         return self._keys
+
+    def flat_keys(self) -> list[tuple[str, Hashable]] | None:
+        """Each call's name and :func:`flat_arguments_key` (``*`` for none), in order, when every call has one;
+        None when any call's arguments are not such an object (or are not JSON text), so the pairing takes
+        :meth:`keys`."""
+        if self._named is False:
+            if self._items is not None:
+                self._named = _flat_keys_of_items(self._items)
+            else:
+                self._named = _flat_keys_of_calls(self.calls)
+        return self._named  # type: ignore[return-value]
+
+
+def _flat_keys_of_items(items: list[dict[str, Any]]) -> list[tuple[str, Hashable]] | None:
+    """:meth:`ReadCalls.flat_keys` of own-form call items: when every call carries a flat object, checked and
+    keyed with C loops over the whole list (a trajectory holds many calls)."""
+    arguments = list(map(dict.get, items, repeat("arguments"), repeat(ABSENT)))
+    names = list(map(dict.__getitem__, items, repeat("name")))
+    if not all_of_type(arguments, dict):
+        keys = [_NAME_ONLY if value is ABSENT else flat_arguments_key(value) for value in arguments]
+        return None if None in keys else list(zip(names, keys, strict=True))
+    if not _FLAT_TYPES.issuperset(map(type, chain.from_iterable(map(dict.values, arguments)))):
+        return None
+    try:
+        return list(zip(names, map(_sorted_dump, arguments), strict=True))
+    except orjson.JSONEncodeError:
+        return None
+
+
+def _flat_keys_of_calls(calls: list[Call]) -> list[tuple[str, Hashable]] | None:
+    named: list[tuple[str, Hashable]] = []
+    for call in calls:
+        if call.invalid is not None:
+            return None
+        arguments = call.arguments
+        key = _NAME_ONLY if arguments is ABSENT else flat_arguments_key(arguments)
+        if key is None:
+            return None
+        named.append((call.name, key))
+    return named
+
+
+def flat_arguments_key(arguments: Any) -> bytes | None:
+    """A key equal for two flat objects (text keys; text, integer, boolean or null values) exactly when they are
+    equal as JSON, made in C: orjson's dump with sorted keys. Without a float in either, JSON equality is equality
+    of that text (``true`` and ``1`` are written apart, and no ``1.0`` can equal a ``1``). None for anything else
+    (a float, a nested value, an integer beyond 64 bits, a key that is not text): :func:`json_key` decides those,
+    and a key of one kind never equals a key of the other, so a list is keyed all one way or all the other."""
+    if type(arguments) is not dict or not _FLAT_TYPES.issuperset(map(type, arguments.values())):
+        return None
+    try:
+        return _sorted_dump(arguments)
+    except orjson.JSONEncodeError:
+        return None
+
+
+_sorted_dump = partial(orjson.dumps, option=orjson.OPT_SORT_KEYS)
+_FLAT_TYPES = frozenset({str, int, bool, type(None)})
 
 
 class CallMatcher:
@@ -160,7 +249,11 @@ class CallMatcher:
         return json_subset(given, wanted) if self.subset else json_key(given) == json_key(wanted)
 
     def _by_argument(self, given: dict[str, Any], wanted: dict[str, Any], rules: Mapping[str, ArgumentRule]) -> bool:
-        keys = wanted.keys() if self.subset else wanted.keys() | given.keys()
+        # Expected arguments that are not JSON (a NaN) are the reference's error whichever argument is met first,
+        # as with whole arguments compared; and the arguments are met in the order written, never a set's order,
+        # which moves with the hash seed between processes.
+        json_key(wanted)
+        keys = list(wanted) if self.subset else [*wanted, *(key for key in given if key not in wanted)]
         default = ArgumentMatch.JSON_SUBSET if self.subset else ArgumentMatch.EXACT
         for key in keys:
             rule = rules.get(key)
@@ -263,29 +356,48 @@ def _pairing_by_key(made: ReadCalls, expected: ReadCalls) -> list[int]:
     """The largest pairing when calls match exactly when their names and JSON keys are equal (an expected call
     without arguments matches any call of its tool that carries JSON arguments): exact expectations are paired
     first, the name-only ones take what is left of their tool, which no pairing can better."""
-    free: dict[Hashable, list[int]] = {}
-    by_name: dict[str, list[int]] = {}
-    for index, (call, key) in enumerate(zip(made.calls, made.keys(), strict=True)):
-        if call.invalid is not None:
-            continue
-        free.setdefault((call.name, key), []).append(index)
-        by_name.setdefault(call.name, []).append(index)
-    calls = expected.calls
-    pairing = [-1] * len(calls)
+    named, wanted_named = made.flat_keys(), expected.flat_keys()
+    if named is not None and wanted_named is not None:
+        if named == wanted_named:  # the same calls in the same order: each pairs with its own position
+            return list(range(len(named)))
+        return _pairing_of_keys(named, wanted_named)
+    named_or_invalid = [
+        None if call.invalid is not None else (call.name, key)
+        for call, key in zip(made.calls, made.keys(), strict=True)
+    ]
+    # An expected call without JSON arguments (none, or text that is not JSON) names only its tool.
+    wanted_keys = [
+        (call.name, _NAME_ONLY if call.arguments is ABSENT else key)
+        for call, key in zip(expected.calls, expected.keys(), strict=True)
+    ]
+    return _pairing_of_keys(named_or_invalid, wanted_keys)
+
+
+def _pairing_of_keys(
+    made: Sequence[tuple[str, Hashable] | None], expected: Sequence[tuple[str, Hashable]]
+) -> list[int]:
+    """:func:`_pairing_by_key` over each call's name and key (None: a call made whose arguments are not JSON text,
+    which matches nothing; ``*``: no arguments, which as an expected call names only the tool)."""
+    free: dict[tuple[str, Hashable], list[int]] = {}
+    for index, named in enumerate(made):
+        if named is not None:
+            free.setdefault(named, []).append(index)
+    pairing = [-1] * len(expected)
     taken: set[int] = set()
     name_only: list[int] = []
-    for position, (wanted, key) in enumerate(zip(calls, expected.keys(), strict=True)):
-        if wanted.arguments is ABSENT:
+    for position, wanted in enumerate(expected):
+        if wanted[1] is _NAME_ONLY:
             name_only.append(position)
             continue
-        candidates = free.get((wanted.name, key))
+        candidates = free.get(wanted)
         if candidates:
             index = candidates.pop(0)
             pairing[position] = index
             taken.add(index)
     for position in name_only:
-        for index in by_name.get(calls[position].name, ()):
-            if index not in taken:
+        tool = expected[position][0]
+        for index, named in enumerate(made):
+            if named is not None and named[0] == tool and index not in taken:
                 pairing[position] = index
                 taken.add(index)
                 break
@@ -336,8 +448,8 @@ def matched_count(pairing: Sequence[int]) -> int:
     return len(pairing) - pairing.count(-1)
 
 
-def unmatched_made(made: Sequence[Call], pairing: Sequence[int]) -> list[int]:
-    used = Counter(index for index in pairing if index >= 0)
+def unmatched_made(made: Sized, pairing: Sequence[int]) -> list[int]:
+    used = set(pairing)
     return [index for index in range(len(made)) if index not in used]
 
 

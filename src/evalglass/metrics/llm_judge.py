@@ -70,6 +70,11 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
         default=None,
         description="Pairwise: the compared outputs, name -> path in the graded output (the first is reported).",
     )
+    compare_variants: list[str] | None = Field(
+        default=None,
+        description="Pairwise, in a run with `variants:`: the variants whose outputs for the same example are "
+        "compared (instead of `compare`; the first is reported).",
+    )
     inconsistent: Inconsistent | None = Field(
         default=None,
         description="Pairwise: what a verdict that flips with the order counts as, `tie` or `excluded` (required).",
@@ -96,16 +101,26 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
         if self.mode == "pointwise":
             if self.scale is None:
                 raise ValueError("an llm_judge needs a scale (or `mode: pairwise` with `compare`)")
-            if self.compare is not None or self.inconsistent is not None:
-                raise ValueError("compare and inconsistent apply only to `mode: pairwise`")
+            if self.compare is not None or self.compare_variants is not None or self.inconsistent is not None:
+                raise ValueError("compare, compare_variants and inconsistent apply only to `mode: pairwise`")
             return self
         if self.scale is not None or self.transcript is not None:
             raise ValueError("a pairwise judge answers which output is better: remove scale (and transcript)")
-        if self.compare is None or len(self.compare) < 2:
-            raise ValueError("a pairwise judge needs `compare` naming at least two outputs (name: path)")
-        if "tie" in self.compare:
+        if self.compare is not None and self.compare_variants is not None:
+            raise ValueError(
+                "a pairwise judge compares named outputs (`compare`) or variants (`compare_variants`), not both"
+            )
+        if self.compare_variants is not None and len(set(self.compare_variants)) != len(self.compare_variants):
+            raise ValueError("compare_variants names a variant twice")
+        compared = self.compared()
+        if len(compared) < 2:
+            raise ValueError(
+                "a pairwise judge needs `compare` naming at least two outputs (name: path), or `compare_variants` "
+                "naming at least two variants"
+            )
+        if "tie" in compared:
             raise ValueError("'tie' is an answer, not an output name: rename it")
-        for name, path in self.compare.items():
+        for name, path in compared.items():
             try:
                 parse_path(path)
             except FieldPathError as exc:
@@ -121,13 +136,20 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
     def pairwise(self) -> bool:
         return self.mode == "pairwise"
 
+    def compared(self) -> dict[str, str]:
+        """Each compared output's name and its path in the graded output. Compared variants are read from one
+        mapping, variant name -> that variant's output for the example (``engine.explore.variantoutputs``), so the
+        judge has one way of reading what it compares."""
+        if self.compare_variants is not None:
+            return {name: f'["{name}"]' for name in self.compare_variants}
+        return dict(self.compare or {})
+
     def answer_scale(self) -> JudgeScale:
         """The scale answers are read on: the declared one, or a pairwise judge's outcomes (an output's name, or
         ``tie``), on which it is calibrated."""
         if self.scale is not None:
             return self.scale
-        assert self.compare is not None
-        return JudgeScale(labels=(*self.compare, "tie"))
+        return JudgeScale(labels=(*self.compared(), "tie"))
 
     @model_validator(mode="after")
     def _templates_compile(self) -> LlmJudgeSpec:
@@ -179,15 +201,17 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
         )
 
     def _pairwise_setup(self, setup: Any) -> Any:
-        if self.compare is None or self.inconsistent is None:
+        compared = self.compared()
+        if not compared or self.inconsistent is None:
             return None
-        getters = tuple(_getter(parse_path(path)) for path in self.compare.values())
-        return setup(names=tuple(self.compare), getters=getters, inconsistent=self.inconsistent)
+        getters = tuple(_getter(parse_path(path)) for path in compared.values())
+        return setup(names=tuple(compared), getters=getters, inconsistent=self.inconsistent)
 
     def judged_tally(self) -> PairTally | None:
-        if self.compare is None or self.inconsistent is None:
+        compared = self.compared()
+        if not compared or self.inconsistent is None:
             return None
-        return PairTally(tuple(self.compare), self.inconsistent, self.interval.level)
+        return PairTally(tuple(compared), self.inconsistent, self.interval.level)
 
     def calibration_subject(self) -> CalibrationSubject:
         return CalibrationSubject(model=self.model, rubric=self.rubric, scale=self.answer_scale())
@@ -225,6 +249,8 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
             excluded.add("transcript")
         if not self.pairwise:  # a pointwise judge keeps the fingerprint it had before pairwise judging existed
             excluded.update({"mode", "compare", "inconsistent"})
+        if self.compare_variants is None:  # a judge of named outputs keeps the fingerprint it had before
+            excluded.add("compare_variants")
         return without_default_invalid_output(self.model_dump(mode="json", exclude=excluded))
 
 
@@ -265,11 +291,14 @@ def judge_fingerprint_of(spec: LlmJudgeSpec, rubric_sha256: str) -> str:
         "parser": JUDGE_PARSER,
     }
     if spec.pairwise:  # what is compared, how an answer is read, and what a flipped verdict counts as
-        payload["pairwise"] = {
+        compared: dict[str, Any] = {
             "compare": spec.compare,
             "inconsistent": spec.inconsistent,
             "parser": PAIRWISE_PARSER,
         }
+        if spec.compare_variants is not None:  # which variants' outputs (their definitions: the gate's `variants`)
+            compared["compare_variants"] = spec.compare_variants
+        payload["pairwise"] = compared
     if spec.transcript is not None:  # what the judge is shown (a judge without one keeps its fingerprint)
         payload["transcript"] = spec.transcript.model_dump(mode="json")
     return content_address(payload)

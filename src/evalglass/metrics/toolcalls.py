@@ -36,7 +36,7 @@ from pydantic import Field, model_validator
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.jsonvalue import NotJsonError
 from evalglass.core.score import Score
-from evalglass.core.trajectory import Call, Unreadable, read_calls
+from evalglass.core.trajectory import Call, Unreadable
 from evalglass.metrics.base import (
     ABSENT,
     BatchMetricFn,
@@ -200,7 +200,7 @@ def _read(value: Any) -> ReadCalls | Unreadable | Any:
     if value is ABSENT:
         return ABSENT
     try:
-        return ReadCalls(read_calls(value))
+        return ReadCalls.of(value)
     except Unreadable as exc:
         return exc
 
@@ -208,23 +208,26 @@ def _read(value: Any) -> ReadCalls | Unreadable | Any:
 def _by_mode(
     matcher: CallMatcher, mode: CallsMode, forbid: bool, vacuous: Vacuous, read: ReadCalls, wanted: ReadCalls
 ) -> MetricResult:
-    made, expected = read.calls, wanted.calls
+    made, expected = len(read), len(wanted)
     why = ""
     pairing: list[int] | None = None
     if mode is CallsMode.EXACT:
-        difference = matcher.first_difference(made, expected)
+        difference = matcher.first_difference(read.calls, wanted.calls)
         holds = difference is None
         if difference is not None:
-            why = f"first difference at call {difference + 1}: made {_at(made, difference)}, expected " + _at(
-                expected, difference
+            why = f"first difference at call {difference + 1}: made {_at(read, difference)}, expected " + _at(
+                wanted, difference
             )
     elif mode is CallsMode.IN_ORDER:
-        found = matcher.in_order(made, expected)
-        holds = found == len(expected)
+        found = matcher.in_order(read.calls, wanted.calls)
+        holds = found == expected
         if not holds:
-            why = f"expected call {found + 1} ({_show(expected[found])}) is not made in order after the ones before it"
+            missing = _show(wanted.call(found))
+            why = f"expected call {found + 1} ({missing}) is not made in order after the ones before it"
         elif forbid:
-            stray = next((call for call in made if not any(matcher.matches(call, want) for want in expected)), None)
+            stray = next(
+                (call for call in read.calls if not any(matcher.matches(call, want) for want in wanted.calls)), None
+            )
             holds = stray is None
             if stray is not None:
                 why = f"{_show(stray)} matches no expected call (extra_calls: forbid)"
@@ -232,22 +235,22 @@ def _by_mode(
         pairing = matcher.pairing_of(read, wanted)
         matched = matched_count(pairing)
         if mode is CallsMode.ANY_ORDER:
-            holds = matched == len(made) == len(expected)
+            holds = matched == made == expected
         elif mode is CallsMode.SUBSET:
-            holds = matched == len(made)
+            holds = matched == made
         else:
-            holds = matched == len(expected)
+            holds = matched == expected
     if holds and not expected:
-        return _vacuous(vacuous, mode.value, len(made))
-    if holds and len(made) == len(expected):
+        return _vacuous(vacuous, mode.value, made)
+    if holds and made == expected:
         return 1.0  # every call made is paired with an expected one: nothing to report
     if pairing is None:
         pairing = matcher.pairing_of(read, wanted)
     matched = matched_count(pairing)
-    if holds and matched == len(made) == len(expected):
+    if holds and matched == made == expected:
         return 1.0
     if not why:
-        why = _unmatched(made, expected, pairing)
+        why = _unmatched(read, wanted, pairing)
     verdict = "holds" if holds else "does not hold"
     return scored_with_note(
         1.0 if holds else 0.0,
@@ -259,7 +262,7 @@ def _by_mode(
 def _per_call(
     matcher: CallMatcher, measure: Measure, vacuous: Vacuous, read: ReadCalls, wanted: ReadCalls
 ) -> MetricResult:
-    made, expected = read.calls, wanted.calls
+    made, expected = len(read), len(wanted)
     if not made and not expected:
         return _vacuous(vacuous, measure, 0)
     if measure == "precision" and not made:
@@ -269,15 +272,15 @@ def _per_call(
     pairing = matcher.pairing_of(read, wanted)
     matched = matched_count(pairing)
     if measure == "precision":
-        value = matched / len(made)
+        value = matched / made
     elif measure == "recall":
-        value = matched / len(expected)
+        value = matched / expected
     else:
-        value = 2.0 * matched / (len(made) + len(expected))
-    if matched == len(made) == len(expected):
+        value = 2.0 * matched / (made + expected)
+    if matched == made == expected:
         return value
     return scored_with_note(
-        value, "tool_calls_counted", f"{_counts(matched, made, expected)}; {_unmatched(made, expected, pairing)}"
+        value, "tool_calls_counted", f"{_counts(matched, made, expected)}; {_unmatched(read, wanted, pairing)}"
     )
 
 
@@ -290,29 +293,30 @@ def _vacuous(vacuous: Vacuous, rule: str, made: int) -> Score:
     )
 
 
-def _counts(matched: int, made: list[Call], expected: list[Call]) -> str:
-    precision = f"{matched / len(made):.3g}" if made else "undefined"
-    recall = f"{matched / len(expected):.3g}" if expected else "undefined"
-    f1 = 2.0 * matched / (len(made) + len(expected))
+def _counts(matched: int, made: int, expected: int) -> str:
+    precision = f"{matched / made:.3g}" if made else "undefined"
+    recall = f"{matched / expected:.3g}" if expected else "undefined"
+    f1 = 2.0 * matched / (made + expected)
     return (
-        f"{matched} of {len(expected)} expected calls matched by {len(made)} made "
+        f"{matched} of {expected} expected calls matched by {made} made "
         f"(precision {precision}, recall {recall}, F1 {f1:.3g})"
     )
 
 
-def _unmatched(made: list[Call], expected: list[Call], pairing: list[int]) -> str:
-    missing = [expected[position] for position, index in enumerate(pairing) if index < 0]
-    extra = [made[index] for index in unmatched_made(made, pairing)]
+def _unmatched(made: ReadCalls, expected: ReadCalls, pairing: list[int]) -> str:
+    """The first few expected calls left unpaired and calls made left unpaired (only those are read as calls)."""
+    missing = [position for position, index in enumerate(pairing) if index < 0][:3]
+    extra = unmatched_made(made, pairing)[:3]
     parts = []
     if missing:
-        parts.append("expected but not made: " + ", ".join(_show(call) for call in missing[:3]))
+        parts.append("expected but not made: " + ", ".join(_show(expected.call(index)) for index in missing))
     if extra:
-        parts.append("made but not expected: " + ", ".join(_show(call) for call in extra[:3]))
+        parts.append("made but not expected: " + ", ".join(_show(made.call(index)) for index in extra))
     return "; ".join(parts) or "every call matched"
 
 
-def _at(calls: list[Call], index: int) -> str:
-    return _show(calls[index]) if index < len(calls) else "nothing"
+def _at(calls: ReadCalls, index: int) -> str:
+    return _show(calls.call(index)) if index < len(calls) else "nothing"
 
 
 def _show(call: Call) -> str:

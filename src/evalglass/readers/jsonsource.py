@@ -17,9 +17,9 @@ which sees every key and every digit:
   the re-serialised value (and spells no colon as ``\\u003a``), no key was dropped. A flat object whose colon count
   equals its key count is clean without re-serialising.
 - integers beyond 64 bits: a run of 19 or more digits (inside a string or not) sends the line to the checking parse.
-- depth: a document nested ``d`` levels has at least ``2 d`` bytes, so only a line of ``2 *`` :data:`MAX_DEPTH`
-  bytes or more has its brackets counted; only one with more brackets than that has its depth measured, on the
-  raw bytes with its strings taken out (the line is JSON, so every other bracket opens or closes a level).
+- depth: measured exactly for the whole batch at once, on the raw bytes with the strings taken out
+  (:func:`_batch_shallow_enough`), so only a batch holding a line nested deeper than :data:`MAX_DEPTH` is looked at
+  line by line.
 
 The scans run over a whole batch of lines at once (:func:`batch_is_exact`); only a batch that fails them is looked
 at line by line.
@@ -28,9 +28,8 @@ at line by line.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable
-from itertools import accumulate, repeat
+from itertools import repeat
 from typing import Any
 
 import orjson
@@ -69,7 +68,7 @@ def batch_is_exact(lines: list[bytes], values: list[Any]) -> bool:
     joined = b"\n".join(lines)
     if _LONG_DIGITS in joined.translate(_DIGITS_ONLY):
         return False
-    if max(map(len, lines), default=0) >= 2 * MAX_DEPTH and not all(map(_shallow_enough, lines)):
+    if not _batch_shallow_enough(joined):
         return False
     colons = joined.count(b":")
     if colons == 0:
@@ -81,26 +80,39 @@ def batch_is_exact(lines: list[bytes], values: list[Any]) -> bool:
         written = orjson.dumps(values)
     except orjson.JSONEncodeError:
         return False
-    # The list's own brackets and commas hold no colon.
-    return written.count(b":") == colons and b"\\u003a" not in joined and b"\\u003A" not in joined
+    # The list's own brackets and commas hold no colon; a colon spelled as an escape is looked for only where there
+    # is a backslash at all.
+    return written.count(b":") == colons and (
+        b"\\" not in joined or (b"\\u003a" not in joined and b"\\u003A" not in joined)
+    )
 
 
-def _shallow_enough(raw: bytes) -> bool:
-    """Whether ``raw`` (known to be JSON) nests at most :data:`MAX_DEPTH` levels. A nested record (a conversation,
-    a trace) has many brackets but little depth: measured in C, without walking the parsed value."""
-    if len(raw) < 2 * MAX_DEPTH or raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
+def _batch_shallow_enough(joined: bytes) -> bool:
+    """Whether every line of ``joined`` (JSON documents joined by newlines) nests at most :data:`MAX_DEPTH` levels.
+
+    A nested record (a conversation, a trace) has many brackets but little depth, and this is measured in C for
+    the whole batch: the escapes are taken out (escaped backslashes, then escaped quotes, so every quote left opens
+    or closes a string), then everything but brackets (each ``{}`` written ``[]``, which changes no depth) and
+    quotes, then the strings (each empty pair at once, the few holding a bracket by splitting). What is left is each
+    line's brackets, balanced; each pass takes out the innermost ``[]`` pairs, exactly one level, so the batch is
+    shallow enough when at most :data:`MAX_DEPTH` passes empty it."""
+    if b"\\" in joined:
+        joined = joined.replace(b"\\\\", b"").replace(b'\\"', b"")
+    marks = joined.translate(_BRACKETS_AS_SQUARE, _NOT_MARKS)
+    if len(marks) - marks.count(b'"') <= 2 * MAX_DEPTH:  # too few brackets (in strings or not) to nest deeper
         return True
-    # Without a backslash every quote opens or closes a string, so the text outside strings is every other piece.
-    outside = _STRING.sub(b"", raw) if b"\\" in raw else b"".join(raw.split(b'"')[::2])
-    brackets = outside.translate(None, _NOT_BRACKETS)
-    return max(accumulate(map(_LEVEL_CHANGE.__getitem__, brackets)), default=0) <= MAX_DEPTH
+    marks = marks.replace(b'""', b"")
+    if b'"' in marks:
+        marks = b"".join(marks.split(b'"')[::2])
+    for _ in range(MAX_DEPTH):
+        if not marks:
+            return True
+        marks = marks.replace(b"[]", b"")
+    return not marks
 
 
-#: A JSON string (the text is known to be JSON: outside strings a quote always opens one).
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_NOT_BRACKETS = bytes(byte for byte in range(256) if byte not in b"[]{}")
-#: +1 for an opening bracket, -1 for a closing one, by byte value.
-_LEVEL_CHANGE = [1 if byte in b"[{" else -1 for byte in range(256)]
+_NOT_MARKS = bytes(byte for byte in range(256) if byte not in b'[]{}"')
+_BRACKETS_AS_SQUARE = bytes.maketrans(b"{}", b"[]")
 
 
 def check_exact(raw: bytes) -> None:

@@ -13,11 +13,12 @@ from __future__ import annotations
 import dataclasses
 import shutil
 from pathlib import Path
+from typing import Any
 
 from evalglass.core.authority import BaselineApproval, BlockReason
 from evalglass.core.baselinesource import BaselineTrust, SignatureState
 from evalglass.core.comparative import BaselineRun, ComparativeInputs
-from evalglass.core.runrecord import SCORES_FILE, BaselineRecord, RunRecord
+from evalglass.core.runrecord import BaselineRecord, RunRecord
 from evalglass.core.scorecard import DatasetSummary
 from evalglass.engine.decide.baselinesearch import SourceSearch, candidates_of, newest_trusted, run_trust
 from evalglass.engine.runs.artifacts import RUNRECORD_FILE, load_columns
@@ -37,20 +38,44 @@ from evalglass.errors import SetupError
 BASELINES_DIR = "baselines"
 
 
-def compared_metrics(config: Config) -> list[str]:
-    """The metrics comparative gates decide on (empty: the run has no comparative gate)."""
-    names = [gate.metric for gate in config.gates.values() if gate.compare_to is not None and gate.metric]
-    return list(dict.fromkeys(names))
+def compared_metrics(config: Config) -> dict[str, str]:
+    """The metrics comparative gates decide on, as the decision names them (``metric@variant`` for a gate on a
+    variant), each with the declared metric it measures (empty: the run has no comparative gate)."""
+    from evalglass.engine.decide.decision import decided_spec
+
+    return {
+        str(decided_spec(gate).metric): gate.metric
+        for gate in config.gates.values()
+        if gate.compare_to is not None and gate.metric is not None
+    }
+
+
+def compared_definitions(
+    config: Config, definition_files: dict[str, dict[str, str]]
+) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
+    """Per compared metric (:func:`compared_metrics`' names), the fingerprint of its declared metric's definition
+    and that definition: what the baseline's must equal."""
+    compared = compared_metrics(config)
+    return (
+        {name: metric_definition(config, metric, definition_files) for name, metric in compared.items()},
+        {name: metric_definition_payload(config, metric, definition_files) for name, metric in compared.items()},
+    )
 
 
 def _read(
     name: str, folder: Path, location: str, metrics: list[str], *, trusted: bool
 ) -> tuple[BaselineRun, RunForComparison | None]:
-    """The run in ``folder`` as a baseline; ``trusted``: also what its signature proves (a source's baseline)."""
+    """The run in ``folder`` as a baseline; ``trusted``: also what its signature proves (a source's baseline).
+    ``metrics`` are named as this run's decision names them; each is paired with the baseline's column
+    ``RunForComparison.baseline_name`` gives (its variant of the same name, or its one column)."""
+    from evalglass.core.variantnames import baseline_candidates
+
+    wanted = list(dict.fromkeys(column for metric in metrics for column in baseline_candidates(metric)))
     try:
-        run = load_for_comparison(folder, what=f"baseline '{name}' run", metrics=metrics)
+        run = load_for_comparison(folder, what=f"baseline '{name}' run", metrics=wanted)
     except SetupError as exc:
         return BaselineRun(name=name, location=location, problem=exc.what), None
+    columns = {metric: column for metric in metrics if (column := run.baseline_name(metric)) is not None}
     return (
         BaselineRun(
             name=name,
@@ -60,9 +85,10 @@ def _read(
             dataset_fingerprint=run.record.dataset.fingerprint,
             gold_fingerprint=run.record.dataset.gold_fingerprint,
             ids=run.ids,
-            metrics={metric: run.side(metric) for metric in metrics if metric in run.config.metrics},
+            metrics={metric: run.side(column) for metric, column in columns.items()},
             trust=run_trust(folder, run) if trusted else None,
-            definitions={metric: run.definition_payload(metric) for metric in metrics if metric in run.config.metrics},
+            definitions={metric: run.definition_payload(column) for metric, column in columns.items()},
+            variants=run.config.variant_names,
         ),
         run,
     )
@@ -135,8 +161,9 @@ def _signed(run: RunForComparison) -> BaselineTrust | None:
 def baselines_for_run(
     config: Config, ledger: LoadedLedger, folder: Path, locator: RunLocator | None
 ) -> tuple[dict[str, BaselineRun], dict[str, BaselineRecord]]:
-    """Read every baseline the config's comparative gates name and the ledger lists; copy each into the run."""
-    metrics = compared_metrics(config)
+    """Read every baseline the config's comparative gates name and the ledger lists; copy each into the run (in a
+    run with variants, every variant's scores file: the baseline's fingerprint covers them all)."""
+    metrics = list(compared_metrics(config))
     found: dict[str, BaselineRun] = {}
     records: dict[str, BaselineRecord] = {}
     for name in dict.fromkeys(gate.compare_to for gate in config.gates.values() if gate.compare_to is not None):
@@ -150,7 +177,9 @@ def baselines_for_run(
             target = folder / BASELINES_DIR / name
             make_dirs(target)
             _copy(run.folder / RUNRECORD_FILE, target / RUNRECORD_FILE)
-            _copy(run.folder / run.record.scores_file, target / SCORES_FILE)
+            for file in run.score_files:
+                make_dirs((target / file).parent)
+                _copy(run.folder / file, target / file)
             if approval.is_source and (run.folder / DIGESTS_FILE).is_file():
                 _copy(run.folder / DIGESTS_FILE, target / DIGESTS_FILE)
             trust = trust or _signed(run)
@@ -184,7 +213,7 @@ def proposed_baseline(folder: Path, run_text: str) -> BaselineRecord:
 
 def baselines_for_verify(config: Config, record: RunRecord, folder: Path) -> dict[str, BaselineRun]:
     """The baselines as the run found them, re-read from the copies in its folder (nothing outside it)."""
-    metrics = compared_metrics(config)
+    metrics = list(compared_metrics(config))
     found: dict[str, BaselineRun] = {}
     for name, recorded in record.baselines.items():
         if recorded.problem is not None:
@@ -211,20 +240,20 @@ def comparative_inputs(
     baselines: dict[str, BaselineRun],
     today: str,
 ) -> ComparativeInputs:
-    """This run's side: its example ids (read back from its scores file), gold, metric definitions, suite and day
-    (``today``: the run's own, which a baseline's age is counted to)."""
+    """This run's side: its example ids (read back from ``scores``, its scores file: in a run with variants the first
+    variant's, whose ids every variant shares), gold, metric definitions (by the name the decision gives each
+    compared metric), suite and day (``today``: the run's own, which a baseline's age is counted to)."""
     loaded = load_columns(
         scores, [], samples=config.samples, clustered=config.dataset.cluster_field is not None, ids=True
     )
     assert loaded.ids is not None
+    definitions, payloads = compared_definitions(config, definition_files)
     return ComparativeInputs(
         ids=loaded.ids,
         dataset_fingerprint=dataset.fingerprint,
         gold_fingerprint=dataset.gold_fingerprint,
-        definitions={name: metric_definition(config, name, definition_files) for name in compared_metrics(config)},
-        definition_payloads={
-            name: metric_definition_payload(config, name, definition_files) for name in compared_metrics(config)
-        },
+        definitions=definitions,
+        definition_payloads=payloads,
         baselines=baselines,
         suite=config.dataset.name,
         today=today,

@@ -96,8 +96,8 @@ def signature_trust(digests_file: Path | None) -> tuple[BaselineTrust, Digests |
 
 
 def run_trust(folder: Path, run: RunForComparison) -> BaselineTrust:
-    """What the run's signature proves about the run record and scores read from ``folder``, with the suite and
-    start time that (signed) run record states."""
+    """What the run's signature proves about the run record and scores read from ``folder`` (every variant's, in a
+    run with variants), with the suite and start time that (signed) run record states."""
     path = folder / DIGESTS_FILE
     trust, digests = signature_trust(path if path.is_file() else None)
     trust = dataclasses.replace(trust, suite=run.record.dataset.name, created_at=run.record.created_at)
@@ -105,7 +105,7 @@ def run_trust(folder: Path, run: RunForComparison) -> BaselineTrust:
         return trust
     for name, found, what in (
         (RUNRECORD_FILE, run.record_sha256, "run record"),
-        (run.record.scores_file, run.scores.sha256, "scores"),
+        *((file, sha256, "scores") for file, sha256 in run.score_files.items()),
     ):
         if digests.files.get(name) != found:
             return dataclasses.replace(

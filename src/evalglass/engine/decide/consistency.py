@@ -141,6 +141,7 @@ def load_checked(folder: Path) -> CheckedRun:
     problems = scorecard_problems(card, record)
     problems += digest_problems(digests, card, {SCORECARD_FILE: card_bytes, RUNRECORD_FILE: record_bytes})
     problems += kept_outputs_problems(folder, record, digests)
+    problems += compared_problems(folder, record, digests)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise SetupError(
@@ -190,6 +191,29 @@ def kept_outputs_problems(folder: Path, record: RunRecord, digests: Digests | No
         return [f"digests.json does not list {name}, the outputs this run scored"]
     problem = kept_problem(folder, record, None if digests is None else digests.files[name])
     return [] if problem is None else [problem]
+
+
+def compared_problems(folder: Path, record: RunRecord, digests: Digests | None) -> list[str]:
+    """A run with judges of variants side by side (``compare_variants``): what they graded, said and scored
+    (``compared/``) against the run record and ``digests.json``, so no reader shows an edited verdict as the run's."""
+    if record.compared_scores is None:
+        return []
+    from evalglass.core.runrecord import COMPARED_DIR, GRADED_FILE, SCORES_FILE
+    from evalglass.engine.runs.digests import file_sha256
+    from evalglass.engine.runs.runfolder import OUTPUTS_FILE
+
+    problems: list[str] = []
+    for file in (GRADED_FILE, OUTPUTS_FILE, SCORES_FILE):
+        name = f"{COMPARED_DIR}/{file}"
+        path = folder / name
+        found = file_sha256(path) if path.is_file() else None
+        if found is None:
+            problems.append(f"{name} is missing")
+        elif file == SCORES_FILE and found != record.compared_scores:
+            problems.append(f"{name} is not the file the run record names (runrecord.compared_scores)")
+        elif digests is not None and digests.files.get(name) != found:
+            problems.append(f"{name} is not the file digests.json lists")
+    return problems
 
 
 def scorecard_problems(card: Scorecard, record: RunRecord) -> list[str]:

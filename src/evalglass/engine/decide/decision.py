@@ -104,9 +104,11 @@ def variant_metrics(config: Config) -> list[VariantMetric]:
     """What the side-by-side comparison needs of each declared metric."""
     from evalglass.core.variants import VariantMetric
 
+    compared = config.compared_metrics  # one value over the variants, not one per variant
     return [
         VariantMetric(name=name, reducer=spec.reducer, k=spec.k, direction=config.metric_direction(name))
         for name, spec in config.metrics.items()
+        if name not in compared
     ]
 
 
@@ -166,10 +168,12 @@ def run_record(
 
 def metric_inputs(config: Config, columns: dict[str, ScoreColumn]) -> list[MetricInput]:
     """Every metric the decision measures: each declared metric, or in a run with variants each metric of each
-    variant (``metric@variant``, variant by variant)."""
+    variant (``metric@variant``, variant by variant), then each judge of the variants side by side
+    (``compare_variants``) under its own name."""
     if config.variant_names:
         from evalglass.core.variants import difference_column, difference_metric, variant_metric
 
+        compared = config.compared_metrics
         declared = {
             item.name: item for item in _declared_inputs(config, {name: ScoreColumn() for name in config.metrics})
         }
@@ -177,7 +181,9 @@ def metric_inputs(config: Config, columns: dict[str, ScoreColumn]) -> list[Metri
             dataclasses.replace(item, name=variant_metric(name, variant), column=columns[variant_metric(name, variant)])
             for variant in config.variant_names
             for name, item in declared.items()
+            if name not in compared
         ]
+        inputs += [dataclasses.replace(declared[name], column=columns[name]) for name in compared]
         differences: dict[str, MetricInput] = {}
         for spec in config.gates.values():
             if spec.compare_to_variant is None or spec.metric is None or spec.variant is None:

@@ -454,13 +454,19 @@ def _baseline_standing(folder: Path, gate: GateResult) -> Callable[[str], Agains
     import numpy as np
 
     from evalglass.core.columns import SCORED_VALID
+    from evalglass.core.variantnames import baseline_candidates
     from evalglass.engine.decide.baselines import BASELINES_DIR
     from evalglass.engine.runs.compare import load_for_comparison
 
     assert gate.comparison is not None
     try:
-        run = load_for_comparison(folder / BASELINES_DIR / gate.comparison.baseline, metrics=[gate.subject])
-        side = run.side(gate.subject)
+        run = load_for_comparison(
+            folder / BASELINES_DIR / gate.comparison.baseline, metrics=list(baseline_candidates(gate.subject))
+        )
+        column = run.baseline_name(gate.subject)
+        if column is None:
+            return lambda _id: None
+        side = run.side(column)
     except (SetupError, KeyError):
         return lambda _id: None
     ids = run.ids

@@ -14,26 +14,50 @@ from typing import Any
 import orjson
 from pydantic import BaseModel
 
+from evalglass.core.runrecord import COMPARED_DIR, VARIANTS_DIR
 from evalglass.engine.runs.artifacts import open_artifact
 from evalglass.engine.runs.runfolder import OUTPUTS_FILE
 from evalglass.engine.spec.config import Config
 
 
 def judged_summaries(config: Config, folder: Path) -> dict[str, dict[str, BaseModel]]:
-    """Per metric with a tally, its scorecard fields over the run in ``folder`` (none without ``outputs.jsonl``)."""
-    tallies = {name: tally for name, spec in config.metrics.items() if (tally := spec.judged_tally()) is not None}
-    path = folder / OUTPUTS_FILE
-    if not tallies or not path.exists():
+    """Per metric with a tally, its scorecard fields over the run in ``folder``, read from the outputs file its notes
+    are in: ``outputs.jsonl``; in a run with variants each variant's ``variants/NAME/outputs.jsonl`` (the metric
+    ``metric@NAME``), and for a judge of variants side by side ``compared/outputs.jsonl``. None without the file."""
+    from evalglass.core.variants import variant_metric
+
+    specs = {name: spec for name, spec in config.metrics.items() if spec.judged_tally() is not None}
+    if not specs:
         return {}
-    for row in outputs_rows(path):
-        judged = row.get("judges")
-        if not isinstance(judged, dict):
+    compared = set(config.compared_metrics)
+    own = [name for name in specs if name not in compared]
+    # Per outputs file, each summary's name in the scorecard -> the metric whose notes it tallies.
+    files: list[tuple[Path, dict[str, str]]] = (
+        [
+            (folder / VARIANTS_DIR / variant / OUTPUTS_FILE, {variant_metric(name, variant): name for name in own})
+            for variant in config.variant_names
+        ]
+        if config.variant_names
+        else [(folder / OUTPUTS_FILE, {name: name for name in own})]
+    )
+    files.append((folder / COMPARED_DIR / OUTPUTS_FILE, {name: name for name in specs if name in compared}))
+    found: dict[str, dict[str, BaseModel]] = {}
+    for path, names in files:
+        if not names or not path.exists():
             continue
-        for name, tally in tallies.items():
-            for note in judged.get(name) or ():
-                if isinstance(note, dict):
-                    tally.add(str(row.get("id")), note)
-    return {name: tally.summary_fields() for name, tally in tallies.items()}
+        tallies = {
+            summary: tally for summary, metric in names.items() if (tally := specs[metric].judged_tally()) is not None
+        }
+        for row in outputs_rows(path):
+            judged = row.get("judges")
+            if not isinstance(judged, dict):
+                continue
+            for summary, tally in tallies.items():
+                for note in judged.get(names[summary]) or ():
+                    if isinstance(note, dict):
+                        tally.add(str(row.get("id")), note)
+        found.update({summary: tally.summary_fields() for summary, tally in tallies.items()})
+    return found
 
 
 def outputs_rows(path: Path) -> Iterator[dict[str, Any]]:

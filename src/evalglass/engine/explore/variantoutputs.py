@@ -21,15 +21,29 @@ from evalglass.engine.runs.artifacts import open_artifact
 from evalglass.engine.runs.runfolder import OUTPUTS_FILE
 from evalglass.errors import SetupError
 
+#: A sample whose lane call failed (no output): distinct from an output that is JSON null.
+_FAILED: Any = object()
+
 
 @dataclass(frozen=True)
 class VariantOutputs:
-    """One example: its id, its dataset line, and per variant the outputs of its samples (sample order; None for a
-    sample whose lane call failed)."""
+    """One example: its id, its dataset line, and per variant the outputs of its samples (sample order; a sample
+    whose lane call failed holds a marker that :meth:`compared` leaves out)."""
 
     id: str
     line: int
     outputs: dict[str, tuple[Any, ...]]
+
+    def compared(self, sample: int) -> dict[str, Any]:
+        """What a pairwise judge of variants (``compare_variants``) grades for sample ``sample``: variant name ->
+        that variant's output, read by the judge's ``PairwiseSetup`` getters as it reads any graded output. A
+        variant without an output for the sample (its lane call failed) is left out, so the judge finds no output
+        to compare (``pairwise_output_missing``) rather than grading a null."""
+        return {
+            name: samples[sample]
+            for name, samples in self.outputs.items()
+            if sample < len(samples) and samples[sample] is not _FAILED
+        }
 
 
 def variant_outputs(folder: Path, names: Sequence[str]) -> Iterator[VariantOutputs]:
@@ -61,7 +75,21 @@ def variant_outputs(folder: Path, names: Sequence[str]) -> Iterator[VariantOutpu
                 id=str(first["id"]),
                 line=int(first.get("line", 0)),
                 outputs={
-                    name: tuple(sample.get("output") for sample in row.get("samples") or ())
+                    name: tuple(
+                        sample["output"] if isinstance(sample, dict) and "output" in sample else _FAILED
+                        for sample in row.get("samples") or ()
+                    )
                     for name, row in zip(names, rows, strict=True)
                 },
             )
+
+
+def graded_lines(folder: Path, names: Sequence[str], *, samples: bool) -> Iterator[bytes]:
+    """The lines of ``compared/graded.jsonl``: per example, its id and every compared variant's output by name
+    (``{"id": .., "output": {variant: output}}``; with samples, ``output`` is the list of each sample's mapping),
+    what a pairwise judge of variants reads as a recorded output. Derived from the variants' outputs files alone,
+    so ``verify`` derives the same bytes again."""
+    for example in variant_outputs(folder, names):
+        count = max((len(found) for found in example.outputs.values()), default=0)
+        graded: Any = [example.compared(sample) for sample in range(count)] if samples else example.compared(0)
+        yield orjson.dumps({"id": example.id, "output": graded}, option=orjson.OPT_APPEND_NEWLINE)

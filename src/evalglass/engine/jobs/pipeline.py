@@ -24,7 +24,7 @@ import orjson
 from evalglass import redaction
 from evalglass.core.calendar import day_of_timestamp
 from evalglass.core.checks import CheckResult
-from evalglass.core.runrecord import SCORES_FILE, VARIANTS_DIR, BaselineRecord, RunRecord
+from evalglass.core.runrecord import COMPARED_DIR, GRADED_FILE, SCORES_FILE, VARIANTS_DIR, BaselineRecord, RunRecord
 from evalglass.core.scorecard import Scorecard
 from evalglass.engine.decide.decision import Evidence, decided_scorecard, run_record
 from evalglass.engine.produce.metricbuild import build_metrics
@@ -290,7 +290,9 @@ def _run_in(prepared: _Prepared, created: bool) -> RunOutcome:
         else:
             sweep_killed_writers(folder)
         if prepared.loaded.config.variant_names:
-            outcome = _finish_variants(prepared, _score_variants(prepared, warnings, joined))
+            variants = _score_variants(prepared, warnings, joined)
+            compared = _score_compared(prepared, warnings, joined) if prepared.loaded.config.compared_metrics else None
+            outcome = _finish_variants(prepared, variants, compared)
             return dataclasses.replace(outcome, warnings=(*warnings, *outcome.warnings))
         keeper = None
         if prepared.loaded.config.lane is None:  # recorded outputs: the run keeps what it scores
@@ -365,6 +367,32 @@ def _score_variants(prepared: _Prepared, warnings: list[str], joined: list[RayCl
     return scored
 
 
+def _score_compared(prepared: _Prepared, warnings: list[str], joined: list[RayCluster]) -> Scored:
+    """The judges of variants side by side (``compare_variants``), once every variant is scored: per example every
+    variant's output, written to ``compared/graded.jsonl`` from the variants' outputs files, is scored as a
+    recorded output by ``Config.for_compared`` (so the judges' calls are cached and resumed like any judge's)."""
+    from evalglass.engine.explore.variantoutputs import graded_lines
+    from evalglass.engine.produce.progress import Counters
+
+    config = prepared.loaded.config
+    folder = prepared.folder / COMPARED_DIR
+    make_dirs(folder)
+    graded = folder / GRADED_FILE
+    writer = PartialFile(graded, buffering=1 << 20)
+    try:
+        for line in graded_lines(prepared.folder, config.compared_variants, samples=config.samples):
+            writer.write(line)
+        writer.commit()
+    except BaseException:
+        writer.abort()
+        raise
+    loaded = dataclasses.replace(prepared.loaded, config=config.for_compared(graded.resolve()))
+    counters = Counters(total=prepared.manifest.dataset.examples)
+    stage = dataclasses.replace(prepared, folder=folder, loaded=loaded, counters=counters)
+    sink = open_run_sink(loaded, ScoresWriter(folder), expected=prepared.manifest.dataset.examples or 0)
+    return _score(stage, sink, warnings, joined)
+
+
 def _producer(
     prepared: _Prepared, metrics: list[BuiltMetric], warnings: list[str], cluster: RayCluster | None
 ) -> Producer:
@@ -414,6 +442,9 @@ def sweep_killed_writers(folder: Path) -> None:
         for variant in variants.iterdir():
             if variant.is_dir() and not variant.is_symlink():
                 sweep_partials(variant, {SCORES_FILE, OUTPUTS_FILE, CHECKS_FILE})
+    compared = folder / COMPARED_DIR
+    if compared.is_dir() and not compared.is_symlink():
+        sweep_partials(compared, {SCORES_FILE, OUTPUTS_FILE, CHECKS_FILE, GRADED_FILE})
     copies = folder / BASELINES_DIR
     if copies.is_dir() and not copies.is_symlink():
         for copy in copies.iterdir():
@@ -487,9 +518,10 @@ def signed_provenance(work_tree: Path) -> SignedProvenance:
     return SignedProvenance(git_branch=found.git_branch, git_commit=found.git_commit)
 
 
-def _finish_variants(prepared: _Prepared, scored: dict[str, Scored]) -> RunOutcome:
+def _finish_variants(prepared: _Prepared, scored: dict[str, Scored], compared: Scored | None = None) -> RunOutcome:
     """One decision over every variant's scores: the columns as ``metric@variant``, the usage as
-    ``source@variant``, the scores files each hashed in the run record."""
+    ``source@variant``, the scores files each hashed in the run record; the judges of variants side by side
+    (``compared``) under their own names."""
     from evalglass.core.scorecard import CallTotals
     from evalglass.core.variants import variant_metric
 
@@ -501,7 +533,10 @@ def _finish_variants(prepared: _Prepared, scored: dict[str, Scored]) -> RunOutco
         for name, each in scored.items()
         for item in each.usage
     )
-    totals = [each.calls for each in scored.values() if each.calls is not None]
+    if compared is not None:
+        columns.update(compared.columns)
+        usage += compared.usage
+    totals = [each.calls for each in (*scored.values(), *([compared] if compared else [])) if each.calls is not None]
     calls = CallTotals(calls=sum(t.calls for t in totals), attempts=sum(t.attempts for t in totals)) if totals else None
     first_name, first = next(iter(scored.items()))
     files = {f"{VARIANTS_DIR}/{name}/{SCORES_FILE}": each.scores_sha256 for name, each in scored.items()}
@@ -513,11 +548,22 @@ def _finish_variants(prepared: _Prepared, scored: dict[str, Scored]) -> RunOutco
         usage=usage,
         calls=calls,
     )
-    return _finish(prepared, merged, scores_file=f"{VARIANTS_DIR}/{first_name}/{SCORES_FILE}", variant_scores=files)
+    return _finish(
+        prepared,
+        merged,
+        scores_file=f"{VARIANTS_DIR}/{first_name}/{SCORES_FILE}",
+        variant_scores=files,
+        compared_scores=compared.scores_sha256 if compared is not None else None,
+    )
 
 
 def _finish(
-    prepared: _Prepared, scored: Scored, *, scores_file: str = SCORES_FILE, variant_scores: dict[str, str] | None = None
+    prepared: _Prepared,
+    scored: Scored,
+    *,
+    scores_file: str = SCORES_FILE,
+    variant_scores: dict[str, str] | None = None,
+    compared_scores: str | None = None,
 ) -> RunOutcome:
     """Standalone checks, the decision and the artifacts: the same for recorded and live runs, with or without
     variants (``variant_scores``: each variant's scores file and its hash)."""
@@ -539,7 +585,7 @@ def _finish(
 
         baselines, baseline_records = baselines_for_run(config, ledger, folder, prepared.options.locator)
         comparative = comparative_inputs(
-            config, folder / SCORES_FILE, loaded.definition_files, dataset, baselines, day_of_timestamp(created_at)
+            config, folder / scores_file, loaded.definition_files, dataset, baselines, day_of_timestamp(created_at)
         )
     evidence = Evidence(
         run_id=run_id,
@@ -566,7 +612,8 @@ def _finish(
         loaded, ledger, dataset, evidence, baseline_records, scored.scores_sha256, scored.usage, scored.kept
     )
     if variant_scores:
-        record = record.model_copy(update={"scores_file": scores_file, "variant_scores": variant_scores})
+        update = {"scores_file": scores_file, "variant_scores": variant_scores, "compared_scores": compared_scores}
+        record = record.model_copy(update=update)
     from evalglass.engine.explore.failing import report_markdown
 
     write_model(folder / RUNRECORD_FILE, record)
@@ -580,6 +627,7 @@ def _finish(
         known={
             record.scores_file: scored.scores_sha256,
             **(variant_scores or {}),
+            **({f"{COMPARED_DIR}/{SCORES_FILE}": compared_scores} if compared_scores is not None else {}),
             **({scored.kept.file: scored.kept.sha256} if scored.kept is not None else {}),
         },
         provenance=None if prepared.signing_key is None else signed_provenance(loaded.base_dir),

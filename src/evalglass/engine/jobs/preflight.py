@@ -155,9 +155,11 @@ def _preview(
         notes = (*notes, unbound_inputs_text(gate.subject, unbound))
     if gate.compare_to is not None and gate.metric is not None:
         from evalglass.core.comparative import baseline_standing_reasons, skipped_note
+        from evalglass.engine.decide.decision import decided_spec
 
         assert comparative is not None
-        reasons.extend(baseline_standing_reasons(gate.compare_to, gate.metric, ledger.ledger, comparative))
+        decided = str(decided_spec(gate).metric)
+        reasons.extend(baseline_standing_reasons(gate.compare_to, decided, ledger.ledger, comparative))
         notes = (*notes, *skipped_note(gate.compare_to, comparative.baselines.get(gate.compare_to)))
     return GatePreview(
         name=name,
@@ -186,12 +188,11 @@ def _comparative(
     import numpy as np
 
     from evalglass.core.comparative import ComparativeInputs
-    from evalglass.engine.decide.baselines import compared_metrics, read_baseline
-    from evalglass.engine.runs.compare import metric_definition, metric_definition_payload
+    from evalglass.engine.decide.baselines import compared_definitions, compared_metrics, read_baseline
 
     metrics = compared_metrics(config)
     baselines = {
-        name: read_baseline(name, ledger, metrics, locator, config.dataset.name)[0]
+        name: read_baseline(name, ledger, list(metrics), locator, config.dataset.name)[0]
         for name in names
         if name is not None and name in ledger.ledger.baselines
     }
@@ -201,13 +202,12 @@ def _comparative(
         gold, dataset_fingerprint, ids = comparison_identity(loaded)
     else:  # nothing to compare with: only the gold the ledger validates is needed
         gold = gold_fingerprint_of(loaded)
+    definitions, payloads = compared_definitions(config, loaded.definition_files)
     return ComparativeInputs(
         ids=np.array(ids, dtype=np.str_),
         gold_fingerprint=gold,
-        definitions={name: metric_definition(config, name, loaded.definition_files) for name in metrics},
-        definition_payloads={
-            name: metric_definition_payload(config, name, loaded.definition_files) for name in metrics
-        },
+        definitions=definitions,
+        definition_payloads=payloads,
         baselines=baselines,
         dataset_fingerprint=dataset_fingerprint,
         suite=config.dataset.name,
@@ -221,10 +221,12 @@ def _forecast(
     """How often an unchanged candidate would come out undecided, from the baseline's own spread of the gate's
     metric, at the approved margin (else the proposed one); None when there is no margin yet or no baseline read."""
     from evalglass.core.comparative import unchanged_forecast
+    from evalglass.engine.decide.decision import decided_spec
 
     margin = approved_margin if approved_margin is not None else gate.proposed_margin
     found = comparative.baselines.get(str(gate.compare_to)) if comparative is not None else None
-    side = found.metrics.get(str(gate.metric)) if found is not None and found.problem is None else None
+    decided = str(decided_spec(gate).metric)
+    side = found.metrics.get(decided) if found is not None and found.problem is None else None
     if margin is None or side is None:
         return None
     return unchanged_forecast(gate, None, side, margin)

@@ -33,8 +33,8 @@ from evalglass.core.authority import JudgeStanding, Ledger
 from evalglass.core.calendar import day_of_timestamp
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.decide import RunShape
-from evalglass.core.fingerprint import fingerprint_of_bytes, short
-from evalglass.core.runrecord import SCORES_FILE, VARIANTS_DIR, RunRecord
+from evalglass.core.fingerprint import PREFIX, fingerprint_of_bytes, short
+from evalglass.core.runrecord import COMPARED_DIR, GRADED_FILE, SCORES_FILE, VARIANTS_DIR, RunRecord
 from evalglass.core.scorecard import CallTotals, DatasetSummary, Scorecard, count_call_attempts
 from evalglass.engine.decide.decision import Evidence, decided_scorecard
 from evalglass.engine.runs.artifacts import (
@@ -52,6 +52,7 @@ from evalglass.engine.runs.digests import (
     NOT_LISTED,
     artifact_names,
     file_findings,
+    file_sha256,
     key_fingerprint,
     load_digests,
     signature_valid,
@@ -62,6 +63,9 @@ from evalglass.engine.spec.staleness import stale_causes
 from evalglass.engine.spec.validation import validate_document
 from evalglass.errors import SetupError
 from evalglass.readers.yamlsource import parse_yaml
+
+#: A run with judges of variants side by side: their scores.
+COMPARED_SCORES = f"{COMPARED_DIR}/{SCORES_FILE}"
 
 
 @dataclass(frozen=True)
@@ -120,7 +124,22 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
     loaded_scores = by_file[record.scores_file] if record.scores_file in by_file else next(iter(by_file.values()))
     examples, scores_sha = loaded_scores.examples, loaded_scores.sha256
     columns = _flattened_columns(files, by_file)
-    findings[:0] = _file_findings(folder, record, {file: loaded.sha256 for file, loaded in by_file.items()})
+    known = {file: loaded.sha256 for file, loaded in by_file.items()}
+    if config.variant_names and config.compared_metrics:
+        compared = load_columns(
+            folder / COMPARED_SCORES,
+            list(config.compared_metrics),
+            samples=config.samples,
+            clustered=config.dataset.cluster_field is not None,
+        )
+        columns.update(compared.columns)
+        known[COMPARED_SCORES] = compared.sha256
+        if record.compared_scores != compared.sha256:
+            findings.append(Finding("runrecord.compared_scores", record.compared_scores, compared.sha256))
+        if compared.examples != examples:
+            findings.append(Finding(f"{COMPARED_SCORES}: examples", examples, compared.examples))
+        findings.extend(_graded_findings(folder, config))
+    findings[:0] = _file_findings(folder, record, known)
     if scores_sha != record.scores_sha256:
         findings.append(Finding("runrecord.scores_sha256", record.scores_sha256, scores_sha))
     for file, loaded in by_file.items():
@@ -185,7 +204,7 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
         shape,
         dataset,
         evidence,
-        recorded_call_totals(folder, config.variant_names),
+        recorded_call_totals(folder, config.variant_names, compared=bool(config.compared_metrics)),
         record.usage,
         judged_summaries(config, folder),
     )
@@ -235,6 +254,22 @@ def _scores_files(config: Config, record: RunRecord) -> dict[str | None, str]:
     if not config.variant_names:
         return {None: record.scores_file}
     return {name: f"{VARIANTS_DIR}/{name}/{SCORES_FILE}" for name in config.variant_names}
+
+
+def _graded_findings(folder: Path, config: Config) -> list[Finding]:
+    """``compared/graded.jsonl`` is what the judges of variants were shown: it must be what the variants' outputs
+    files imply, byte for byte (an edited copy, digests resealed, would claim they judged something else)."""
+    import hashlib
+
+    from evalglass.engine.explore.variantoutputs import graded_lines
+
+    derived = hashlib.sha256()
+    for line in graded_lines(folder, config.compared_variants, samples=config.samples):
+        derived.update(line)
+    path = folder / COMPARED_DIR / GRADED_FILE
+    found = file_sha256(path) if path.is_file() else "<missing>"
+    expected = PREFIX + derived.hexdigest()
+    return [] if found == expected else [Finding(f"{COMPARED_DIR}/{GRADED_FILE}", expected, found)]
 
 
 def _flattened_columns(files: dict[str | None, str], by_file: dict[str, Any]) -> dict[str, ScoreColumn]:
@@ -396,13 +431,12 @@ def _signature(folder: Path, key: str | None, findings: list[Finding]) -> str:
     return f"signed by the given key ({key_fingerprint(key)})"
 
 
-def recorded_call_totals(folder: Path, variants: tuple[str, ...] = ()) -> CallTotals | None:
+def recorded_call_totals(folder: Path, variants: tuple[str, ...] = (), *, compared: bool = False) -> CallTotals | None:
     """The call totals ``outputs.jsonl`` records (None when the run wrote none: a recorded run); a run with
-    ``variants``, the sum of every variant's."""
+    ``variants``, the sum of every variant's (and, ``compared``, of its judges of variants side by side)."""
     if variants:
-        each = [
-            totals for name in variants if (totals := recorded_call_totals(folder / VARIANTS_DIR / name)) is not None
-        ]
+        folders = [folder / VARIANTS_DIR / name for name in variants] + ([folder / COMPARED_DIR] if compared else [])
+        each = [totals for found in folders if (totals := recorded_call_totals(found)) is not None]
         if not each:
             return None
         return CallTotals(calls=sum(t.calls for t in each), attempts=sum(t.attempts for t in each))

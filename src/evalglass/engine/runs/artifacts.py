@@ -179,12 +179,16 @@ def run_scores_blocks(folder: Path) -> Iterator[tuple[ScoresBlock, Path, int]]:
     variant scored the same lines in the same blocks; a file that does not keep step is refused)."""
     from contextlib import ExitStack
 
-    from evalglass.core.runrecord import SCORES_FILE, VARIANTS_DIR
+    from evalglass.core.runrecord import COMPARED_DIR, SCORES_FILE, VARIANTS_DIR
     from evalglass.core.variants import difference_metric, variant_metric
 
     names = variant_names_of(folder)
     differences = _difference_gates(folder) if names else []
     paths = [folder / VARIANTS_DIR / name / SCORES_FILE for name in names] or [folder / SCORES_FILE]
+    # The judges of variants side by side (``compare_variants``): their metrics under their own names.
+    compared = bool(names) and load_runrecord(folder).compared_scores is not None
+    if compared:
+        paths.append(folder / COMPARED_DIR / SCORES_FILE)
     with ExitStack() as stack:
         streams = [_decoded(stack.enter_context(open_artifact(path, "scores file")), path) for path in paths]
         if not names:
@@ -205,10 +209,12 @@ def run_scores_blocks(folder: Path) -> Iterator[tuple[ScoresBlock, Path, int]]:
             assert first is not None
             scores = {
                 variant_metric(metric, name): entries
-                for name, item in zip(names, step, strict=True)
+                for name, item in zip(names, step[: len(names)], strict=True)
                 if item is not None
                 for metric, entries in item[0].scores.items()
             }
+            if compared and step[-1] is not None:
+                scores.update(step[-1][0].scores)
             for metric, variant, other in differences:
                 left, right = scores.get(variant_metric(metric, variant)), scores.get(variant_metric(metric, other))
                 if left is not None and right is not None:

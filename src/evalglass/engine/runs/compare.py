@@ -26,8 +26,8 @@ from evalglass.core.compare import (
 from evalglass.core.decide import RunShape, per_example
 from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
 from evalglass.core.reduce import within_of
-from evalglass.core.runrecord import SCORES_FILE, VARIANTS_DIR, RunRecord
-from evalglass.core.variants import split_variant_metric, variant_metric
+from evalglass.core.runrecord import COMPARED_DIR, SCORES_FILE, VARIANTS_DIR, RunRecord
+from evalglass.core.variantnames import baseline_candidates, baseline_column, split_variant_metric, variant_metric
 from evalglass.engine.runs.artifacts import RUNRECORD_FILE, LoadedScores, load_columns, load_json_model_and_bytes
 from evalglass.engine.spec.config import Config
 from evalglass.errors import SetupError
@@ -42,6 +42,9 @@ class RunForComparison:
     fingerprint: str
     #: The SHA-256 of the run record's bytes as read (what a digest list names it by).
     record_sha256: str = ""
+    #: Every scores file read, by its path in the run folder, with the SHA-256 of its bytes as read: the run's
+    #: ``scores.jsonl``, or in a run with variants each variant's.
+    score_files: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def shape(self) -> RunShape:
@@ -81,6 +84,12 @@ class RunForComparison:
 
     def definition_payload(self, name: str) -> dict[str, Any]:
         return metric_definition_payload(self.config, self.declared(name), self.record.definition_files)
+
+    def baseline_name(self, name: str) -> str | None:
+        """This run's column that a comparative gate deciding on ``name`` compares with, when this run is its
+        baseline (``core.variantnames.baseline_column``); None when it has none."""
+        column = baseline_column(name, self.config.variant_names)
+        return column if column is not None and column in self.scores.columns else None
 
     def side(self, name: str) -> MetricSide:
         declared = self.declared(name)
@@ -128,7 +137,7 @@ def load_for_comparison(folder: Path, *, what: str = "run", metrics: list[str] |
         config = Config.model_validate(record.config)
     except Exception as exc:
         raise SetupError(f"the run record's config no longer validates: {exc}", where=str(folder)) from None
-    scores = _comparison_scores(folder, record, config, metrics)
+    scores, files = _comparison_scores(folder, record, config, metrics)
     return RunForComparison(
         folder=folder,
         record=record,
@@ -136,46 +145,88 @@ def load_for_comparison(folder: Path, *, what: str = "run", metrics: list[str] |
         scores=scores,
         fingerprint=run_fingerprint(raw, scores.sha256),
         record_sha256=fingerprint_of_bytes(raw),
+        score_files=files,
     )
 
 
-def _comparison_scores(folder: Path, record: RunRecord, config: Config, metrics: list[str] | None) -> LoadedScores:
-    """The run's columns with ids; in a run with variants every variant's, named ``metric@variant``, and the hash
-    that stands for its scores the fingerprint of every variant's scores hash."""
+def _comparison_scores(
+    folder: Path, record: RunRecord, config: Config, metrics: list[str] | None
+) -> tuple[LoadedScores, dict[str, str]]:
+    """The run's columns with ids, and each scores file read with its hash; in a run with variants every
+    variant's, named ``metric@variant``, and the hash that stands for its scores the fingerprint of every variant's
+    scores hash; the judges of variants side by side (``compared/``) under their own names. The columns share one
+    list of ids: a scores file whose examples are not the first variant's, line for line, is refused (its rows
+    would be paired with other examples' rows)."""
     samples, clustered = config.samples, config.dataset.cluster_field is not None
     if not config.variant_names:
         names = [name for name in config.metrics if metrics is None or name in metrics]
-        return load_columns(folder / record.scores_file, names, samples=samples, clustered=clustered, ids=True)
+        scores = load_columns(folder / record.scores_file, names, samples=samples, clustered=clustered, ids=True)
+        return scores, {record.scores_file: scores.sha256}
+    compared = config.compared_metrics
+    files = {variant: f"{VARIANTS_DIR}/{variant}/{SCORES_FILE}" for variant in config.variant_names}
     loaded = {
         variant: load_columns(
-            folder / VARIANTS_DIR / variant / SCORES_FILE,
-            list(config.metrics),
+            folder / file,
+            [
+                name
+                for name in config.metrics
+                if name not in compared and (metrics is None or variant_metric(name, variant) in metrics)
+            ],
             samples=samples,
             clustered=clustered,
             ids=True,
         )
-        for variant in config.variant_names
+        for variant, file in files.items()
     }
     first = next(iter(loaded.values()))
+    for variant, each in loaded.items():
+        if each.ids is None or first.ids is None or not np.array_equal(each.ids, first.ids):
+            raise SetupError(
+                f"variant '{variant}' scored other examples (or in another order) than the run's first variant",
+                where=str(folder / files[variant]),
+                fix="every variant of a run is scored on the same examples; re-run it",
+            )
     columns = {
         variant_metric(metric, variant): column
         for variant, each in loaded.items()
         for metric, column in each.columns.items()
-        if metrics is None or variant_metric(metric, variant) in metrics
     }
-    combined = fingerprint_of({variant: each.sha256 for variant, each in loaded.items()})
-    return dataclasses.replace(first, columns=columns, sha256=combined)
+    hashes = {variant: each.sha256 for variant, each in loaded.items()}
+    read = {files[variant]: each.sha256 for variant, each in loaded.items()}
+    if compared:  # the judges of variants side by side, under their own names (a variant cannot be named `compared/`)
+        judged_file = f"{COMPARED_DIR}/{SCORES_FILE}"
+        judged = load_columns(folder / judged_file, list(compared), samples=samples, clustered=clustered, ids=True)
+        if judged.ids is None or first.ids is None or not np.array_equal(judged.ids, first.ids):
+            raise SetupError(
+                "the judges of variants scored other examples (or in another order) than the run's variants",
+                where=str(folder / judged_file),
+                fix="every variant of a run is scored on the same examples; re-run it",
+            )
+        columns.update({name: column for name, column in judged.columns.items() if metrics is None or name in metrics})
+        hashes[f"{COMPARED_DIR}/"] = judged.sha256
+        read[judged_file] = judged.sha256
+    return dataclasses.replace(first, columns=columns, sha256=fingerprint_of(hashes)), read
 
 
 def compare_runs(base_folder: Path, candidate_folder: Path, metrics: list[str] | None = None) -> Comparison:
-    """Compare every metric the two runs share (or the ones named); a SetupError when they cannot be compared."""
-    base = load_for_comparison(base_folder, what="baseline run", metrics=metrics)
+    """Compare every metric of the candidate the baseline has a column for (or the ones named, as the candidate
+    names them); a SetupError when they cannot be compared. Each is paired with the baseline's column a comparative
+    gate would take (``RunForComparison.baseline_name``): the same name, or for a variant of a candidate with
+    variants, the one column of a baseline without variants."""
+    wanted = None if metrics is None else [column for name in metrics for column in baseline_candidates(name)]
+    base = load_for_comparison(base_folder, what="baseline run", metrics=wanted)
     candidate = load_for_comparison(candidate_folder, what="candidate run", metrics=metrics)
-    shared = [name for name in candidate.metric_names if name in base.metric_names]
+    columns = {name: column for name in candidate.metric_names if (column := base.baseline_name(name)) is not None}
+    shared = list(columns)
     if metrics:
         for name in metrics:
             missing = [
-                side for side, run in (("baseline", base), ("candidate", candidate)) if name not in run.metric_names
+                side
+                for side, absent in (
+                    ("baseline", base.baseline_name(name) is None),
+                    ("candidate", name not in candidate.metric_names),
+                )
+                if absent
             ]
             if missing:
                 raise SetupError(
@@ -184,7 +235,7 @@ def compare_runs(base_folder: Path, candidate_folder: Path, metrics: list[str] |
                 )
         shared = list(dict.fromkeys(metrics))
     if not shared:
-        raise SetupError("the two runs have no metric in common", fix="compare runs of the same evaluation")
+        raise SetupError("the two runs have no metric in common", fix=_no_common_fix(base, candidate))
     pairing = pair_ids(base.ids, candidate.ids)
     if pairing.candidate.size == 0:
         raise SetupError(
@@ -195,7 +246,7 @@ def compare_runs(base_folder: Path, candidate_folder: Path, metrics: list[str] |
     compared: list[MetricComparison] = [
         compare_metric(
             name,
-            base.side(name),
+            base.side(columns[name]),
             candidate.side(name),
             pairing,
             candidate.ids,
@@ -214,3 +265,12 @@ def compare_runs(base_folder: Path, candidate_folder: Path, metrics: list[str] |
         incomparable=run_differences(base_ref, candidate_ref, pairing),
         metrics=tuple(compared),
     )
+
+
+def _no_common_fix(base: RunForComparison, candidate: RunForComparison) -> str:
+    if base.config.variant_names and not candidate.config.variant_names:
+        return (
+            f"the baseline is a run with variants ({', '.join(base.config.variant_names)}) and the candidate is not: "
+            "compare the candidate with a run without variants, or swap them to compare each variant with it"
+        )
+    return "compare runs of the same evaluation"

@@ -355,6 +355,67 @@ class Config(BaseModel):
         self._output_is_not_gold()
         return self
 
+    def _compared_variant_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """A pairwise judge of variants (``compare_variants``) names declared variants whose lanes write outputs,
+        and a gate on it names no variant (its column is the metric's own, over every compared variant)."""
+        names = self.variant_names
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        for metric, spec in self.metrics.items():
+            compared = getattr(spec, "compare_variants", None)
+            if compared is None:
+                continue
+            at = ("metrics", metric, "compare_variants")
+            unknown = [name for name in compared if name not in names]
+            if not names:
+                problems.append((at, f"metric '{metric}' compares variants, but the run declares no `variants:`"))
+            elif unknown:
+                problems.append(
+                    (
+                        at,
+                        f"metric '{metric}' compares variant '{unknown[0]}', which is not declared"
+                        f"{_known(dict.fromkeys(names))}",
+                    )
+                )
+            elif recorded := [name for name in compared if isinstance(self._variant_task_or_none(name), RecordedTask)]:
+                # A recorded variant's outputs are in the user's files, not the run's: compare them in one record.
+                problems.append(
+                    (
+                        at,
+                        f"metric '{metric}' compares variant '{recorded[0]}', whose outputs are recorded: compare "
+                        "recorded outputs as named outputs of one record with `compare` instead",
+                    )
+                )
+        for name, gate in self.gates.items():
+            if gate.metric not in self.compared_metrics:
+                continue
+            if gate.variant is not None:
+                problems.append(
+                    (
+                        ("gates", name, "variant"),
+                        f"gate '{name}' decides on '{gate.metric}', which compares variants: its value is measured "
+                        "once over the compared variants, so remove `variant:`",
+                    )
+                )
+        return problems
+
+    @property
+    def compared_variants(self) -> list[str]:
+        """The variants some judge of variants side by side compares, in declared order: the outputs
+        ``compared/graded.jsonl`` holds."""
+        compared = {
+            name for metric in self.compared_metrics for name in getattr(self.metrics[metric], "compare_variants", ())
+        }
+        return [name for name in self.variant_names if name in compared]
+
+    def _variant_task_or_none(self, name: str) -> RecordedTask | LaneSpec | None:
+        return validated_task(self._variant_raw_task(name), ("variants", name))[0]
+
+    @property
+    def compared_metrics(self) -> tuple[str, ...]:
+        """The metrics that judge the variants' outputs side by side (``compare_variants``): scored once per run,
+        after every variant, never per variant."""
+        return tuple(name for name, spec in self.metrics.items() if getattr(spec, "compare_variants", None))
+
     def _variant_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
         """Every variant's task must be a valid task, the variants must differ and share the samples per example,
         and in a run with variants every metric gate names the variant it decides on."""
@@ -362,6 +423,7 @@ class Config(BaseModel):
 
         problems: list[tuple[tuple[str | int, ...], str]] = []
         names = self.variant_names
+        compared = self.compared_metrics
         for name, gate in self.gates.items():
             if gate.variant is not None and gate.variant not in names:
                 problems.append(
@@ -387,7 +449,7 @@ class Config(BaseModel):
                         "a gate between variants with epochs is not decided yet",
                     )
                 )
-            elif names and gate.metric is not None and gate.variant is None:
+            elif names and gate.metric is not None and gate.variant is None and gate.metric not in compared:
                 problems.append(
                     (
                         ("gates", name),
@@ -395,17 +457,9 @@ class Config(BaseModel):
                         f"{', '.join(names)}): in a run with variants a metric is measured once per variant",
                     )
                 )
+        problems += self._compared_variant_problems()
         if not names:
             return problems
-        problems += [
-            (
-                ("gates", name, "compare_to"),
-                f"gate '{name}' compares with a baseline run; a run with variants does not decide comparative gates "
-                "yet: compare the variants' runs with `evalglass compare`, or drop `variants:` for this gate's run",
-            )
-            for name, gate in self.gates.items()
-            if gate.compare_to is not None
-        ]
         if len(names) > MAX_VARIANTS:
             problems.append((("variants",), f"at most {MAX_VARIANTS} variants are compared in one run"))
         seen: dict[str, str] = {}
@@ -458,8 +512,31 @@ class Config(BaseModel):
     def for_variant(self, name: str) -> Config:
         """The config one variant's scoring runs: the task is the variant's, the gates stay (a metric's direction
         comes from them) without their variant. Never validated again, never decided on, never recorded."""
-        gates = {gate: spec.model_copy(update={"variant": None}) for gate, spec in self.gates.items()}
-        return self.model_copy(update={"task": self.variant_task(name), "variants": None, "gates": gates})
+        compared = self.compared_metrics
+        gates = {
+            gate: spec.model_copy(update={"variant": None})
+            for gate, spec in self.gates.items()
+            if spec.metric not in compared
+        }
+        metrics = {metric: spec for metric, spec in self.metrics.items() if metric not in compared}
+        return self.model_copy(
+            update={"task": self.variant_task(name), "variants": None, "gates": gates, "metrics": metrics}
+        )
+
+    def for_compared(self, graded: Path) -> Config:
+        """The config the judges of variants (``compare_variants``) are scored with once every variant is: a
+        recorded task reading ``graded`` (per example, every variant's output by name: ``variantoutputs.graded_lines``),
+        those metrics only, and their gates. Never validated again, never decided on, never recorded."""
+        compared = self.compared_metrics
+        task = RecordedTask(path=str(graded), field="output", samples=self.samples)
+        return self.model_copy(
+            update={
+                "task": task,
+                "variants": None,
+                "metrics": {name: spec for name, spec in self.metrics.items() if name in compared},
+                "gates": {gate: spec for gate, spec in self.gates.items() if spec.metric in compared},
+            }
+        )
 
     def variant_definitions(self) -> dict[str, Any]:
         """What every gate of a run with variants is bound to besides its own definition: each variant's name and
