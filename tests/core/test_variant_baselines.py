@@ -22,7 +22,9 @@ NAMES = st.from_regex(r"[a-z][a-z0-9_.-]{0,6}", fullmatch=True)
         ("exact@b", (), "exact"),  # a variant against a run without variants: its one column
         ("exact@b", ("a", "b"), "exact@b"),  # the baseline's variant of the same name
         ("exact@b", ("a", "c"), None),  # never another variant's column
-        ("exact", ("a", "b"), None),  # a run without variants has no variant to pick
+        # the baseline's column of that name, which only a judge of its variants side by side has (a plain metric's
+        # columns are all `m@v`: the run finds none, and the gate blocks as not_comparable)
+        ("exact", ("a", "b"), "exact"),
         ("exact@b-c", ("b", "c"), None),  # the variant is everything after the last '@'
     ],
 )
@@ -44,7 +46,9 @@ def test_a_variant_is_never_paired_with_another_variants_column(
     column = baseline_column(gated, baseline_variants)
     if not baseline_variants:
         assert column == metric  # a run without variants stands for whatever the gate's variant is compared with
-    elif variant is None or variant not in baseline_variants:
+    elif variant is None:
+        assert column == gated  # only ever the baseline's column of the very same name
+    elif variant not in baseline_variants:
         assert column is None
     else:
         assert column == gated and split_variant_metric(column) == (metric, variant)

@@ -173,6 +173,12 @@ class LiveProject:
         loaded = load_config(self.root / "evalglass.yaml")
         return loaded.config.gate_fingerprint(gate, loaded.definition_files)
 
+    def judge_endpoint(self, metric: str) -> Any:
+        """Where judge ``metric`` is served, as a gate approval's ``judge_endpoint`` names it."""
+        from evalglass.engine.spec.config import load_config
+
+        return load_config(self.root / "evalglass.yaml").config.metrics[metric].judge_endpoint()
+
 
 @pytest.fixture
 def project(tmp_path: Path, server: FakeOpenAI) -> LiveProject:

@@ -92,7 +92,10 @@ def _gate(result_out: str) -> dict:
 def test_judge_gate_blocks_until_calibrated_and_again_when_stale(project: LiveProject) -> None:
     _judge_project(project)
     fingerprint = project.gate_fingerprint("judged")
-    approval = {"gates": {"judged": {"active": True, "threshold": 2.0, "fingerprint": fingerprint}}}
+    served = project.judge_endpoint("quality")
+    approval = {
+        "gates": {"judged": {"active": True, "threshold": 2.0, "fingerprint": fingerprint, "judge_endpoint": served}}
+    }
 
     # active, no judges entry and no calibration: blocked, and the reason says both what to write and what to run
     (project.root / "authority.yaml").write_text(yaml.safe_dump(approval))
@@ -148,7 +151,14 @@ def test_changing_the_model_makes_the_calibration_stale(project: LiveProject) ->
     (project.root / "authority.yaml").write_text(
         yaml.safe_dump(
             {
-                "gates": {"judged": {"active": True, "threshold": 1.0, "fingerprint": fingerprint}},
+                "gates": {
+                    "judged": {
+                        "active": True,
+                        "threshold": 1.0,
+                        "fingerprint": fingerprint,
+                        "judge_endpoint": project.judge_endpoint("quality"),
+                    }
+                },
                 "judges": {"quality": {"min_agreement": 0.1}},
             }
         )
@@ -166,7 +176,13 @@ def test_a_calibration_expires_by_the_ledger_date_or_its_age(project: LiveProjec
     _judge_project(project)
     fingerprint = project.gate_fingerprint("judged")
     assert evalglass("calibrate", "quality", "--labels", "labels.jsonl", cwd=project.root).code == 0
-    gate = {"active": True, "threshold": 2.0, "fingerprint": fingerprint, "approved_on": today.isoformat()}
+    gate = {
+        "active": True,
+        "threshold": 2.0,
+        "fingerprint": fingerprint,
+        "judge_endpoint": project.judge_endpoint("quality"),
+        "approved_on": today.isoformat(),
+    }
 
     def run_with(judge: dict, policy: dict | None = None) -> dict:
         ledger = {"gates": {"judged": gate}, "judges": {"quality": {"min_agreement": 0.3, **judge}}}

@@ -12,7 +12,10 @@ from .test_calibration_cli import _judge_project
 def test_a_live_run_shows_outputs_rationales_and_calibration(project: LiveProject) -> None:
     _judge_project(project)
     fingerprint = project.gate_fingerprint("judged")
-    approval = {"gates": {"judged": {"active": True, "threshold": 2.0, "fingerprint": fingerprint}}}
+    served = project.judge_endpoint("quality")
+    approval = {
+        "gates": {"judged": {"active": True, "threshold": 2.0, "fingerprint": fingerprint, "judge_endpoint": served}}
+    }
     (project.root / "authority.yaml").write_text(yaml.safe_dump(approval))
     assert project.run("--html", "before.html").code == 1  # no calibration yet: blocked
     before = (project.root / "before.html").read_text()

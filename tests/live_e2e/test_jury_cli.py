@@ -163,9 +163,12 @@ def test_fingerprint_covers_every_judge(project: LiveProject) -> None:
         _write(project, changed)
         assert project.gate_fingerprint("helped") != first, change
     moved = json.loads(json.dumps(jury))
+    served = project.judge_endpoint("helpful")
     moved["judges"]["jc"].update(timeout=9, base_url="http://127.0.0.1:1/v1")  # where and how long: not what
     _write(project, moved)
     assert project.gate_fingerprint("helped") == first
+    # Where it is served is bound apart, by the approval's judge_endpoint (per member of the jury)
+    assert project.judge_endpoint("helpful") == {**served, "jc": "openai http://127.0.0.1:1/v1"}
     _write(project, jury)
     (project.root / "rubric.md").write_text("another rubric\n")
     assert project.gate_fingerprint("helped") != first
@@ -176,7 +179,14 @@ def test_approval_goes_stale_when_one_judge_changes(project: LiveProject) -> Non
     _write(project, jury)
     fingerprint = project.gate_fingerprint("helped")
     ledger = {
-        "gates": {"helped": {"active": True, "threshold": 1.0, "fingerprint": fingerprint}},
+        "gates": {
+            "helped": {
+                "active": True,
+                "threshold": 1.0,
+                "fingerprint": fingerprint,
+                "judge_endpoint": project.judge_endpoint("helpful"),
+            }
+        },
         "judges": {"helpful": {"min_agreement": 0.1}},
     }
     (project.root / "authority.yaml").write_text(yaml.safe_dump(ledger))

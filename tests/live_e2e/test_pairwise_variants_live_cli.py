@@ -144,7 +144,12 @@ def test_the_judge_of_variants_has_its_column_win_rate_and_position_bias_and_a_g
     (project.root / "labels.jsonl").write_text("".join(json.dumps(line) + "\n" for line in labels))
     calibrated = evalglass("calibrate", "preferred", "--labels", "labels.jsonl", cwd=project.root)
     assert calibrated.code == 0, calibrated.err
-    approval = {"active": True, "threshold": 0.5, "fingerprint": project.gate_fingerprint("strong-preferred")}
+    approval = {
+        "active": True,
+        "threshold": 0.5,
+        "fingerprint": project.gate_fingerprint("strong-preferred"),
+        "judge_endpoint": project.judge_endpoint("preferred"),
+    }
     ledger = {"gates": {"strong-preferred": approval}, "judges": {"preferred": {"min_agreement": 0.1}}}
     (project.root / "authority.yaml").write_text(yaml.safe_dump(ledger))
     before = server.request_count

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, field_validator, model_validator
 
 from evalglass.core.calendar import DateText, IsoDay, day_of_timestamp
+from evalglass.core.endpoint import JudgeEndpoint, endpoint_differences, parse_judge_endpoint, shown_endpoint
 from evalglass.core.expiry import Dated, standing
 from evalglass.core.fingerprint import Fingerprint, fingerprint_of
 from evalglass.core.names import closest
@@ -32,6 +33,10 @@ class BlockReason(StrEnum):
     GOLD_NOT_VALIDATED = "gold_not_validated"
     GOLD_STALE = "gold_stale"
     GOLD_EXPIRED = "gold_expired"
+    #: A gate on an LLM judge (or jury) whose approval does not say where the judge is served (``judge_endpoint``).
+    JUDGE_ENDPOINT_UNBOUND = "judge_endpoint_unbound"
+    #: ... or says another endpoint than the config's: a moved judge is a new instrument until the host approves it.
+    JUDGE_ENDPOINT_CHANGED = "judge_endpoint_changed"
     JUDGE_UNCALIBRATED = "judge_uncalibrated"
     CALIBRATION_EXPIRED = "calibration_expired"
     CHECK_NOT_PASSED = "check_not_passed"
@@ -112,6 +117,14 @@ class GateApproval(BaseModel):
     fingerprint: Fingerprint | None = Field(
         default=None, description="Fingerprint of the gate + metric definition this approval is bound to."
     )
+    judge_endpoint: JudgeEndpoint | None = Field(
+        default=None,
+        # Absent when not given, so that the ledger a run record snapshots keeps its bytes (verify re-dumps it).
+        exclude_if=lambda value: value is None,
+        description="Gates on an LLM judge or a jury: where the judge is served, as `evalglass explain` prints it "
+        "('openai https://api.openai.com/v1'; a jury: one per member name). A judge served elsewhere, or an "
+        "approval without it, blocks (judge_endpoint_changed, judge_endpoint_unbound).",
+    )
     expires_on: IsoDay | None = Field(
         default=None,
         description="The last day this approval counts (YYYY-MM-DD); after it the gate blocks with approval_expired.",
@@ -126,6 +139,11 @@ class GateApproval(BaseModel):
         default=None, description="The day of approval (YYYY-MM-DD); the policy's max_age_days counts from it."
     )
     note: str | None = None
+
+    @field_validator("judge_endpoint")
+    @classmethod
+    def _endpoint_canonical(cls, value: JudgeEndpoint | None) -> JudgeEndpoint | None:
+        return None if value is None else parse_judge_endpoint(value)
 
     @model_validator(mode="after")
     def _definition_matches(self) -> GateApproval:
@@ -356,6 +374,14 @@ class CalibrationRecord(BaseModel):
         description="What changes the judge's answers, hashed: model, rubric bytes, prompt templates, scale, sampling "
         "parameters, field, reference and answer parser."
     )
+    judge_endpoint: JudgeEndpoint | None = Field(
+        default=None,
+        # Absent in records from before it was kept: run records that snapshot one keep their bytes.
+        exclude_if=lambda value: value is None,
+        description="Where the judge was served when it was calibrated (a jury: per member), in the canonical form "
+        "a gate approval's judge_endpoint takes. A record without it (written before EvalGlass kept it) certifies "
+        "no judge.",
+    )
     created_at: str
     tool_version: str
     model: str
@@ -394,6 +420,11 @@ class JudgeStanding(BaseModel):
     metric: str
     fingerprint: str
     calibration: CalibrationRecord | None = None
+    endpoint: JudgeEndpoint | None = Field(
+        default=None,
+        description="Where the judge is served (canonical; a jury: per member). None only for a run recorded before "
+        "EvalGlass kept it, which was decided without the check and is re-derived so.",
+    )
 
 
 class GateIdentity(BaseModel):
@@ -410,6 +441,11 @@ class GateIdentity(BaseModel):
     comparative: bool = Field(default=False, description="True for a gate on the difference from a baseline run.")
     baseline: str | None = Field(default=None, description="Comparative gates: the baseline's name (compare_to).")
     judge: JudgeStanding | None = Field(default=None, description="Set when the gate's metric is an LLM judge.")
+    judge_endpoint: JudgeEndpoint | None = Field(
+        default=None,
+        description="Where the gate's judge is served (comparative gates too, which carry no calibration standing); "
+        "None: the metric calls no judge, or the run was recorded before EvalGlass kept it.",
+    )
     stale_cause: str | None = Field(
         default=None,
         description="Why the ledger's approval no longer matches, when the engine could tell (an evaluator's "
@@ -468,6 +504,8 @@ def resolve_authority(gate: GateIdentity, ledger: Ledger, *, today: str) -> Auth
                 message=f"{what} (approved {approval.fingerprint}, now {gate.fingerprint})",
             )
         )
+    if gate.judge_endpoint is not None:
+        reasons.extend(_endpoint_reasons(gate.name, gate.judge_endpoint, approval.judge_endpoint))
     expiring.check(
         BlockReason.APPROVAL_EXPIRED,
         Dated(f"the approval of gate '{gate.name}'", approval.expires_on, approval.approved_on, "approved_on"),
@@ -577,8 +615,12 @@ def declared_gate_authority(
     stale_cause: str | None = None,
     comparative: bool = False,
     baseline: str | None = None,
+    judge_endpoint: JudgeEndpoint | None = None,
 ) -> Authority:
-    """What the ledger says about one declared gate. The run, ``verify`` and the readers of a run all ask here."""
+    """What the ledger says about one declared gate. The run, ``verify`` and the readers of a run all ask here.
+    ``judge_endpoint`` is where the gate's judge is served when no ``judge`` standing carries it (comparative
+    gates); a standing's own endpoint wins."""
+    served = judge.endpoint if judge is not None and judge.endpoint is not None else judge_endpoint
     return resolve_authority(
         GateIdentity(
             name=name,
@@ -588,6 +630,7 @@ def declared_gate_authority(
             needs_gold=uses_reference and not check,
             needs_threshold=not check,
             judge=None if check else judge,
+            judge_endpoint=None if check else served,
             stale_cause=stale_cause,
             comparative=comparative,
             baseline=baseline,
@@ -700,6 +743,39 @@ def _gold_reasons(gate: GateIdentity, validation: DatasetValidation | None) -> l
     return []
 
 
+def _endpoint_reasons(gate: str, served: JudgeEndpoint, approved: JudgeEndpoint | None) -> list[Reason]:
+    """Why a gate's approval does not cover the server its judge is served from. The config says where a judge
+    is served and a pull request may edit it: only the ledger's ``judge_endpoint`` makes the server part of what
+    the host approved, so a judge pointed at another server (one that always answers "pass") cannot decide."""
+    entry = _endpoint_entry(served)
+    if approved is None:
+        return [
+            Reason(
+                code=BlockReason.JUDGE_ENDPOINT_UNBOUND,
+                message=f"the approval of gate '{gate}' does not say where its judge is served (now "
+                f"{shown_endpoint(served)}); once you trust that server, add {entry} to the approval "
+                f"(`evalglass explain {gate}` prints it)",
+            )
+        ]
+    changes = endpoint_differences(approved, served)
+    if not changes:
+        return []
+    return [
+        Reason(
+            code=BlockReason.JUDGE_ENDPOINT_CHANGED,
+            message=f"the judge of gate '{gate}' is not served where the approval says: {'; '.join(changes)}; point "
+            f"the judge back at the approved server, or have the host review the new one and approve {entry}",
+        )
+    ]
+
+
+def _endpoint_entry(served: JudgeEndpoint) -> str:
+    """The approval's line, as YAML a host can paste."""
+    if isinstance(served, str):
+        return f'`judge_endpoint: "{served}"`'
+    return "`judge_endpoint: {" + ", ".join(f'{name}: "{text}"' for name, text in served.items()) + "}`"
+
+
 def _judge_reasons(judge: JudgeStanding, requirement: JudgeRequirement | None) -> list[Reason]:
     """Why an LLM judge may not decide a gate yet; each message says what to run or write."""
     name = judge.metric
@@ -720,6 +796,19 @@ def _judge_reasons(judge: JudgeStanding, requirement: JudgeRequirement | None) -
             f"the calibration of judge '{name}' is stale: it describes judge {record.judge_fingerprint[:12]}…, but "
             f"the rubric, model, prompt, scale, sampling parameters, field or reference changed "
             f"(now {judge.fingerprint[:12]}…); {calibrate} again"
+        )
+    elif judge.endpoint is not None and record.judge_endpoint is None:
+        reasons.append(
+            f"the calibration record of judge '{name}' does not say which server it measured (it was written by an "
+            f"EvalGlass that did not record it), so it cannot certify the judge served from "
+            f"{shown_endpoint(judge.endpoint)}; {calibrate} again"
+        )
+    elif judge.endpoint is not None and (
+        moved := endpoint_differences(record.judge_endpoint or "", judge.endpoint, bound="calibrated")
+    ):
+        reasons.append(
+            f"the calibration of judge '{name}' measured another server: {'; '.join(moved)}; {calibrate} again "
+            "against the server it is served from"
         )
     elif requirement is not None:
         low = record.agreement_interval.low

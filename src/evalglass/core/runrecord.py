@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evalglass.core.authority import BlockReason, CalibrationRecord, Ledger
 from evalglass.core.checks import CheckResult
+from evalglass.core.endpoint import JudgeEndpoint
 from evalglass.core.scorecard import DatasetSummary
 from evalglass.core.usage import TokenUsage
 
@@ -107,6 +108,14 @@ class RunRecord(BaseModel):
     )
     judge_fingerprints: dict[str, str] = Field(
         default_factory=dict, description="Per llm_judge metric, the fingerprint of the judge the run used."
+    )
+    judge_endpoints: dict[str, JudgeEndpoint] = Field(
+        default_factory=dict,
+        # Absent for a run without judges (such records keep their bytes), and in records from before it was kept:
+        # those were decided without the endpoint binding and are re-derived so.
+        exclude_if=lambda found: not found,
+        description="Per llm_judge or jury metric, where its judge was served (canonical: 'openai "
+        "https://api.openai.com/v1'; a jury: per member), as gate approvals' judge_endpoint binds it.",
     )
     calibrations: dict[str, CalibrationRecord] = Field(
         default_factory=dict,

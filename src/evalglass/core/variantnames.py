@@ -22,6 +22,13 @@ def split_variant_metric(name: str) -> tuple[str, str] | None:
     return (metric, variant) if separator else None
 
 
+def declared_metric(name: str) -> str:
+    """The declared metric a decided name measures: ``m`` for ``m``, ``m@variant`` and ``m@a-vs-b`` alike (variants
+    change the task, never a metric's definition or its judge)."""
+    parts = split_variant_metric(name)
+    return name if parts is None else parts[0]
+
+
 def baseline_column(name: str, variants: Sequence[str]) -> str | None:
     """The column of a baseline run that a comparative gate deciding on ``name`` (this run's ``metric``, or
     ``metric@variant`` in a run with variants) is paired with; ``variants``: the baseline's variants (empty: a run
@@ -29,11 +36,13 @@ def baseline_column(name: str, variants: Sequence[str]) -> str | None:
 
     A variant is compared with the baseline's variant of the same name, or with a baseline run without variants
     (whose one column is what that run's task measured, as a run without variants compares with it); never with
-    another variant's column. A run without variants has no variant to pick in a baseline that has several."""
+    another variant's column. A name without a variant in a baseline with variants is that baseline's column of the
+    same name, which only a judge of its variants side by side has: a run without variants has no variant to pick
+    in a baseline that has several (the caller finds no such column)."""
     parts = split_variant_metric(name)
     if not variants:
         return name if parts is None else parts[0]
-    if parts is None or parts[1] not in variants:
+    if parts is not None and parts[1] not in variants:
         return None
     return name
 

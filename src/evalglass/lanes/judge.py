@@ -19,7 +19,8 @@ the call finally failed                ``error`` with the fault's code (``call_t
 =====================================  =====================================================================
 
 Never 0.0 for a fault. The definition's fingerprint (``metrics.llm_judge.judge_fingerprint``) binds a calibration
-(and an approval) to the judge as defined: endpoint model, rubric bytes, prompt templates and scale.
+(and an approval) to the judge as defined: endpoint model, rubric bytes, prompt templates and scale; where it is
+served is bound beside it (``core.endpoint``), and its cached answers are keyed by both.
 """
 
 from __future__ import annotations
@@ -36,8 +37,10 @@ import orjson
 
 from evalglass import redaction
 from evalglass.core.calibration import Calibration, calibrate
+from evalglass.core.endpoint import serving_origin
 from evalglass.core.example import Example
 from evalglass.core.fieldpath import ABSENT
+from evalglass.core.fingerprint import content_address
 from evalglass.core.pairwise import Inconsistent
 from evalglass.core.score import Diagnostic, Score, Status, Validity
 from evalglass.core.trajectory import Unreadable
@@ -267,6 +270,10 @@ class Judge:
         self.endpoint = definition.endpoint
         self.rubric = definition.rubric
         self.fingerprint = definition.fingerprint
+        # Answers are cached per server as well as per judge: an answer another server gave (a pull request's
+        # judge pointed elsewhere for one run) is never replayed as this server's.
+        served = serving_origin(definition.endpoint.provider.value, definition.endpoint.base_url)
+        self._calls = content_address({"judge": definition.fingerprint, "served_by": served})
         self.executor = executor
         self.cache = cache
         self.retrier = retrier or Retrier(definition.endpoint.retry)
@@ -337,7 +344,7 @@ class Judge:
     async def ask(self, messages: list[tuple[str, str]], sample: int) -> tuple[ChatAnswer, str]:
         """One call of this judge with ``messages`` through the call cache and retries, and its cache address."""
         request = ChatRequest.build(self.endpoint, messages)
-        key = cache_key(self.fingerprint, request.body(), sample)
+        key = cache_key(self._calls, request.body(), sample)
         made = await answer(
             self.client,
             request,

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_serializer, field_validator, model_validator
 
+from evalglass.core.endpoint import serving_origin
+
 if TYPE_CHECKING:
     from evalglass.lanes.executor import EndpointLimit
 
@@ -171,6 +173,9 @@ class EndpointSpec(BaseModel):
     def _http_url(cls, value: str) -> str:
         if not re.match(r"^https?://[^/\s]+", value):
             raise ValueError(f"base_url must be an http:// or https:// URL, got {value!r}")
+        # Where a judge is served is bound by a gate approval in this canonical form: a URL it cannot read (a port
+        # that is not a number) is refused here, once, rather than when the run asks where the judge is served.
+        serving_origin(Provider.OPENAI.value, value)
         return value.rstrip("/")
 
     @field_validator("api_key_env")

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from evalglass.core.endpoint import JudgeEndpoint
 from evalglass.core.estimate import IntervalSpec
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT, FieldPathError, get_path, parse_path, value_getter, values_getter
@@ -301,6 +302,12 @@ class MetricSpec(BaseModel):
     def calibration_fingerprint(self, rubric_sha256: str) -> str:
         """What a calibration of this metric (and so its standing in a run) is bound to, from the hex SHA-256 of its
         rubric's bytes, read now or as a run record keeps it (``verify``); only for a ``calibrated`` metric."""
+        raise NotImplementedError(f"{type(self).__name__} is not calibrated")
+
+    def judge_endpoint(self) -> JudgeEndpoint:
+        """Where this metric's judge is served, canonical (``core.endpoint``): one text, or one per jury member. A
+        gate approval binds it (``judge_endpoint``) and a calibration records it; only for a ``calibrated``
+        metric."""
         raise NotImplementedError(f"{type(self).__name__} is not calibrated")
 
     def fingerprint_payload(self) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from evalglass.core.agreement import VoteTally
+from evalglass.core.endpoint import serving_origin
 from evalglass.core.fingerprint import content_address
 from evalglass.core.jury import JuryRule, Measurement
 from evalglass.core.stats import ScaleSpec
@@ -157,6 +158,10 @@ class JurySpec(MetricSpec):
                 "judges": {name: judge_fingerprint_of(self.member(name), rubric_sha256) for name in self.judges},
             }
         )
+
+    def judge_endpoint(self) -> dict[str, str]:
+        """Each member's serving endpoint, by its name: moving any one judge of the jury moves the jury."""
+        return {name: serving_origin(member.provider.value, member.base_url) for name, member in self.judges.items()}
 
     def tokens_model(self) -> str | None:
         models = {member.model for member in self.judges.values()}

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
+from evalglass.core.endpoint import serving_origin
 from evalglass.core.fieldpath import FieldPathError, get_path, parse_path
 from evalglass.core.fingerprint import content_address
 from evalglass.core.pairwise import Inconsistent, PairTally
@@ -219,6 +220,9 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
     def calibration_fingerprint(self, rubric_sha256: str) -> str:
         return judge_fingerprint_of(self, rubric_sha256)
 
+    def judge_endpoint(self) -> str:
+        return serving_origin(self.provider.value, self.base_url)
+
     def tokens_model(self) -> str | None:
         return self.model
 
@@ -240,10 +244,11 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
         return ScaleSpec(min=low, max=high) if low < high else None
 
     def fingerprint_payload(self) -> dict[str, Any]:
-        """What a gate approval on this judge is bound to: its definition, not where it is served (``base_url``,
-        the API it speaks there: ``provider``) nor how it is reached (timeout, limits, retries, the key's
-        variable). ``transcript`` only when declared, so a judge without one keeps the fingerprint it was approved
-        under."""
+        """What a gate approval's fingerprint on this judge is bound to: its definition, not how it is reached
+        (timeout, limits, retries, the key's variable). Where it is served (``base_url``, the API it speaks there:
+        ``provider``) is bound too, but apart: by the approval's ``judge_endpoint`` (:meth:`judge_endpoint`), so
+        that moving a judge's server is one reviewable ledger line rather than a new fingerprint. ``transcript``
+        only when declared, so a judge without one keeps the fingerprint it was approved under."""
         excluded = {"description", "timeout", "concurrency", "rpm", "retry", "api_key_env", "base_url", "provider"}
         if self.transcript is None:
             excluded.add("transcript")
@@ -276,8 +281,10 @@ def judge_fingerprint_of(spec: LlmJudgeSpec, rubric_sha256: str) -> str:
 
     It covers what changes the judge's behaviour: the model, the rubric bytes, the prompt templates, the scale, every
     sampling parameter (temperature, top_p, max_tokens, seed, stop, json_mode), what is graded (``field``) and
-    against what (``reference``), and the answer parser. Where the judge is served (``base_url``), how long it may
-    take and how it is retried do not change what it says, and stay out.
+    against what (``reference``), and the answer parser. How long it may take and how it is retried do not change
+    what it says, and stay out. Where it is served (``provider``, ``base_url``) does, and is bound beside the
+    fingerprint (:meth:`LlmJudgeSpec.judge_endpoint`: a calibration records it, a gate approval names it), so that
+    a judge moved to another server keeps its fingerprint (and its calibrations' history) but not its authority.
     """
     payload = {
         "model": spec.model,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +25,7 @@ from evalglass.core.gates import GateResult, Outcome, interval_label
 from evalglass.core.gatespec import GateRule, SubjectKind
 from evalglass.core.runrecord import BaselineRecord, RunRecord
 from evalglass.core.scorecard import CheckSummary, MetricSummary, Scorecard
+from evalglass.core.variantnames import declared_metric
 from evalglass.errors import SetupError
 from evalglass.report.examples import AGAINST_BASELINE_ORDER, Row, example_line
 from evalglass.report.fmt import (
@@ -643,6 +645,7 @@ def ledger_entries(
                 "    active: true",
                 *([] if gate.subject_kind is SubjectKind.CHECK else [threshold_line]),
                 f'    fingerprint: "{gate.fingerprint}"',
+                *_judge_endpoint_lines(record, gate),
                 *(_definition_block(definition) if definition is not None else []),
                 '    approved_by: "<your name>"',
                 *_dated(record, "approved_on"),
@@ -686,6 +689,28 @@ def ledger_entries(
             )
         )
     return tuple(entries)
+
+
+def _judge_endpoint_lines(record: RunRecord, gate: GateResult) -> list[str]:
+    """A gate on a judge approves where the judge is served too: the server the run's judge was served from (a
+    jury: per member), for the host to review before pasting. None for a gate whose metric calls no judge."""
+    if gate.subject_kind is SubjectKind.CHECK:
+        return []
+    served = record.judge_endpoints.get(declared_metric(gate.subject))
+    if served is None:
+        return []
+    comment = "   # where the judge is served: approve only a server you trust"
+    if isinstance(served, str):
+        return [f"    judge_endpoint: {_yaml_text(served)}{comment}"]
+    return [
+        f"    judge_endpoint:{comment}",
+        *(f"      {_yaml_key(name)}: {_yaml_text(text)}" for name, text in served.items()),
+    ]
+
+
+def _yaml_key(name: str) -> str:
+    """A jury member's name as a mapping key: bare when it is a plain word, quoted otherwise."""
+    return name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", name) else _yaml_text(name)
 
 
 def _baseline_lines(

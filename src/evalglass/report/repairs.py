@@ -40,6 +40,14 @@ BLOCK_REASON_FIXES: Mapping[BlockReason, str] = total(
             "This metric compares with reference answers. Review them, then mark the dataset as validated gold."
         ),
         BlockReason.GOLD_STALE: "The dataset changed after it was validated. Review it, then re-validate it.",
+        BlockReason.JUDGE_ENDPOINT_UNBOUND: (
+            "Review the server the judge is served from, then add `judge_endpoint:` to the gate's approval "
+            "(`evalglass explain` prints it)."
+        ),
+        BlockReason.JUDGE_ENDPOINT_CHANGED: (
+            "Point the judge back at the approved server, or have the host review the new one and approve it "
+            "(`judge_endpoint:` in the gate's approval)."
+        ),
         BlockReason.JUDGE_UNCALIBRATED: "Calibrate the judge against human labels (`evalglass calibrate`).",
         BlockReason.CHECK_NOT_PASSED: "The bound check did not reach a PASS or FAIL; repair what its outcome names.",
         BlockReason.CHECK_UNBOUND: (

@@ -57,6 +57,7 @@ from evalglass.core.gates import (
 from evalglass.core.gatespec import GateSpec
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.scorecard import CheckSummary, MetricSummary, Scorecard
+from evalglass.core.variantnames import declared_metric
 from evalglass.engine.runs.artifacts import RUNRECORD_FILE, SCORECARD_FILE, load_json_model_and_bytes
 from evalglass.errors import SetupError, first_problem
 
@@ -388,11 +389,15 @@ def _declared_gate_problems(
     if spec.check is None and summary is None:
         return [f"gate '{name}' decides on metric '{spec.subject}', which the scorecard does not summarise"]
     judge = None
+    # Where the gate's judge was served (a variant's metric is the declared one's: variants change the task only).
+    # A record from before it was kept has none: that run was decided without the binding and is re-derived so.
+    served = record.judge_endpoints.get(declared_metric(spec.metric)) if spec.metric else None
     if spec.metric is not None and spec.metric in record.judge_fingerprints:
         judge = JudgeStanding(
             metric=spec.metric,
             fingerprint=record.judge_fingerprints[spec.metric],
             calibration=record.calibrations.get(spec.metric),
+            endpoint=served,
         )
     authority = declared_gate_authority(
         record.ledger,
@@ -406,6 +411,7 @@ def _declared_gate_problems(
         judge=judge,
         comparative=spec.compare_to is not None,
         baseline=spec.compare_to,
+        judge_endpoint=served,
     )
     if gate.active != authority.active:
         state = "active" if authority.active else "inactive"

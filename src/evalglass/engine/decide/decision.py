@@ -156,6 +156,9 @@ def run_record(
         definition_files=loaded.definition_files,
         check_results=evidence.check_results,
         judge_fingerprints={name: standing.fingerprint for name, standing in standings.items()},
+        judge_endpoints={
+            name: standing.endpoint for name, standing in standings.items() if standing.endpoint is not None
+        },
         calibrations={
             name: standing.calibration for name, standing in standings.items() if standing.calibration is not None
         },

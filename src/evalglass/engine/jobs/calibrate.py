@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 from evalglass.core.authority import AgreementInterval, CalibrationRecord, JudgeStanding
 from evalglass.core.calibration import Calibration, CalibrationError
+from evalglass.core.endpoint import shown_endpoint
 from evalglass.engine.produce.cache import CacheMode
 from evalglass.engine.runs.artifacts import write_model
 from evalglass.engine.runs.runfolder import make_dirs, writing
@@ -79,12 +80,14 @@ def current_fingerprint(spec: MetricSpec, base_dir: Path, name: str) -> str:
 
 
 def judge_standings(loaded: LoadedConfig) -> dict[str, JudgeStanding]:
-    """Every judge's (``calibrated`` metric's) current fingerprint and the calibration record found for it."""
+    """Every judge's (``calibrated`` metric's) current fingerprint, where it is served, and the calibration record
+    found for it."""
     return {
         name: JudgeStanding(
             metric=name,
             fingerprint=current_fingerprint(spec, loaded.base_dir, name),
             calibration=load_calibration(loaded.base_dir, name),
+            endpoint=spec.judge_endpoint(),
         )
         for name, spec in loaded.config.judges.items()
     }
@@ -138,6 +141,7 @@ def calibrate_command(
     record = CalibrationRecord(
         judge=name,
         judge_fingerprint=calibration.judge_fingerprint,
+        judge_endpoint=spec.judge_endpoint(),
         created_at=moment.isoformat().replace("+00:00", "Z"),
         tool_version=__version__,
         model=subject.model,
@@ -219,6 +223,7 @@ def describe(record: CalibrationRecord, path: Path) -> str:
     lines = [
         f"judge '{record.judge}' ({record.model}, rubric {record.rubric}), "
         f"fingerprint {record.judge_fingerprint[:12]}…",
+        f"  served from: {shown_endpoint(record.judge_endpoint) if record.judge_endpoint else 'not recorded'}",
         f"  pairs compared: {record.n}"
         + (f" ({record.excluded} excluded: unusable judge answers)" if record.excluded else ""),
         f"  agreement: {record.agreement:.3f} ({record.agreed}/{record.n}), {interval.confidence:.0%} Wilson interval "

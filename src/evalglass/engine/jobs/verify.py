@@ -453,9 +453,12 @@ def recorded_call_totals(folder: Path, variants: tuple[str, ...] = (), *, compar
 
 
 def _judge_standings(config: Config, record: RunRecord, findings: list[Finding]) -> dict[str, JudgeStanding]:
-    """Each judge's fingerprint re-derived from its spec and the rubric hash the run recorded, with the calibration
-    record the run snapshotted (a later recalibration does not change what this run decided on)."""
+    """Each judge's fingerprint and serving endpoint re-derived from its spec and the rubric hash the run recorded,
+    with the calibration record the run snapshotted (a later recalibration does not change what this run decided
+    on). A record that keeps no endpoints was made before EvalGlass bound them and was decided without them; it is
+    re-derived the same way."""
     standings: dict[str, JudgeStanding] = {}
+    kept_endpoints = bool(record.judge_endpoints)
     for name, spec in config.judges.items():
         files = record.definition_files.get(name, {})
         recorded = record.judge_fingerprints.get(name)
@@ -465,7 +468,12 @@ def _judge_standings(config: Config, record: RunRecord, findings: list[Finding])
             continue
         if recorded != derived:
             findings.append(Finding(f"runrecord.judge_fingerprints.{name}", recorded, derived))
-        standings[name] = JudgeStanding(metric=name, fingerprint=derived, calibration=record.calibrations.get(name))
+        endpoint = spec.judge_endpoint() if kept_endpoints else None
+        if kept_endpoints and record.judge_endpoints.get(name) != endpoint:
+            findings.append(Finding(f"runrecord.judge_endpoints.{name}", record.judge_endpoints.get(name), endpoint))
+        standings[name] = JudgeStanding(
+            metric=name, fingerprint=derived, calibration=record.calibrations.get(name), endpoint=endpoint
+        )
     return standings
 
 

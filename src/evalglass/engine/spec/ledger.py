@@ -131,6 +131,13 @@ def ledger_problems(ledger: Ledger, config: Config) -> Iterator[tuple[Loc, str, 
                 "means nothing here",
                 "replace `threshold` with `margin` (the largest drop from the baseline you accept)",
             )
+        if approval.judge_endpoint is not None and (gate.check is not None or gate.metric not in config.judges):
+            yield (
+                ("gates", name, "judge_endpoint"),
+                f"gate '{name}' decides on {'check' if gate.check is not None else 'metric'} '{gate.subject}', which "
+                "calls no LLM judge: a judge_endpoint approves nothing here",
+                "remove `judge_endpoint` from this ledger entry",
+            )
         if gate.check is not None:
             if approval.threshold is not None:
                 yield (
