@@ -10,8 +10,8 @@ What a command sees is what ``python -m evalglass`` gives it: a process of its o
 gets from ``waitpid`` (a negative code when a signal ended it, as ``subprocess`` reports it); the test's working
 directory and environment; stdin inherited and stdout and stderr on pipes read to their end; ``sys.argv``,
 ``sys.path[0]`` and ``__main__`` set by ``runpy`` as ``-m`` sets them; default signal handlers and mask; and the
-interpreter's usual exit (threads joined, ``atexit``, streams flushed), with ``evalglass.entry``'s supervising fork
-inside it as in production.
+interpreter's usual exit (threads joined, ``atexit``, streams flushed) but not its teardown (``_exit_before_teardown``
+says why and what that leaves out), with ``evalglass.entry``'s supervising fork inside it as in production.
 
 What differs, and the limits that follow. The modules in ``PRELOADED`` are already imported: their import-time code
 ran in the server, under the environment it started with, and numpy's OpenBLAS loaded on one thread as the command
@@ -66,11 +66,61 @@ PRELOADED = (
     "evalglass.report.markdown",
     "evalglass.report.terminal",
     "sqlalchemy.dialects.sqlite",
+    # What most commands import on their way (counted over the e2e and live_e2e commands, docs/testing.md): a run's
+    # variants, kept outputs, datasets and history names; the live lanes with openai, aiohttp and Jinja2 (about
+    # 1.5 s of imports in each live command); the HTML report; scipy.special for judges' calibration; and the table
+    # of character widths rich loads when it first measures text (``_serve``: imported, not loaded, so that rich
+    # still reads ``UNICODE_VERSION`` when a command measures).
+    "evalglass.engine.spec.variantspec",
+    "evalglass.engine.runs.keptoutputs",
+    "evalglass.engine.produce.interrupts",
+    "evalglass.history.named",
+    "evalglass.engine.datasets.source",
+    "evalglass.engine.datasets.outputs",
+    "evalglass.engine.datasets.datasetfile",
+    "evalglass.engine.datasets.recordparts",
+    "evalglass.engine.explore.judgedsummaries",
+    "evalglass.engine.explore.explorer",
+    "evalglass.engine.jobs.verify",
+    "evalglass.engine.jobs.checking",
+    "evalglass.lanes.procgroup",
+    "evalglass.lanes.checkrun",
+    "evalglass.lanes.templating",
+    "evalglass.lanes.chat",
+    "evalglass.lanes.judge",
+    "evalglass.lanes.jury",
+    "evalglass.lanes.agent",
+    "evalglass.lanes.executor",
+    "evalglass.lanes.providers",
+    "evalglass.report.html",
+    "evalglass.report.comparison_html",
+    "scipy.special",
+    "sqlite3",
 )
 
 #: Variables read when the interpreter (or numpy's BLAS) starts: a command whose values differ from the server's
 #: gets a new interpreter.
-STARTUP_VARIABLES = ("HOME", "TZ", "LANG", "LANGUAGE", "OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+STARTUP_VARIABLES = (
+    "HOME",
+    "TZ",
+    "LANG",
+    "LANGUAGE",
+    "OPENBLAS_NUM_THREADS",
+    "GOTO_NUM_THREADS",
+    "OMP_NUM_THREADS",
+    # read when openai, aiohttp and their parts, and scipy are imported (``PRELOADED``)
+    "OPENAI_LOG",
+    "OPENAI_API_TYPE",
+    "OPENAI_API_VERSION",
+    "AZURE_OPENAI_ENDPOINT",
+    "AIOHTTP_NO_EXTENSIONS",
+    "AIOHTTP_NOSENDFILE",
+    "YARL_NO_EXTENSIONS",
+    "MULTIDICT_NO_EXTENSIONS",
+    "PROPCACHE_NO_EXTENSIONS",
+    "SCIPY_ARRAY_API",
+    "SCIPY_DEVICE",
+)
 STARTUP_PREFIXES = ("PYTHON", "LC_")
 
 ALWAYS_NEW = "EVALGLASS_TEST_NEW_INTERPRETER"
@@ -214,6 +264,7 @@ def _text(data: bytes) -> str:
 
 
 _SERVERS: dict[int, _Server | None] = {}
+_SERVER_MODULES: set = set()
 
 
 def _server() -> _Server | None:
@@ -243,7 +294,16 @@ def _serve(path: str, client: int) -> dict[str, object]:
     _load_numpy()
     for name in PRELOADED:
         importlib.import_module(name)
+    from rich._unicode_data import VERSIONS
+
+    importlib.import_module(".unicode" + VERSIONS[-1].replace(".", "-"), "rich._unicode_data")
     _complete_models()
+    import threading
+
+    if threading.active_count() != 1:  # a fork keeps only the forking thread: no command may depend on another
+        raise RuntimeError(f"a preloaded module started a thread: {threading.enumerate()}")
+    global _SERVER_MODULES
+    _SERVER_MODULES = set(sys.modules)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path + ".new")
     listener.listen(64)
@@ -339,6 +399,38 @@ def _handle(conn: socket.socket) -> dict[str, object]:
         os._exit(0)
 
 
+def _exit_before_teardown(code: int) -> None:
+    """End a command as the interpreter ends ``sys.exit(code)``, up to its teardown: non-daemon threads joined,
+    ``atexit`` run (``weakref.finalize``, logging's flush among them), stdout and stderr flushed, then the process
+    ends with ``code`` without freeing what it imported module by module.
+
+    Why. That teardown frees (and so writes to) nearly every page of the heap the command shares with the server,
+    and each written page is a copy: about 40 ms of a forked command's ~110 ms of CPU (docs/testing.md). The exit
+    code is the same: ``evalglass.entry``'s supervised child reports its code before it raises ``SystemExit``, and
+    a process that ends without a report is a test failure either way.
+
+    Limits. What only the teardown does is not done: ``__del__`` of objects still referenced at exit (an unclosed
+    file's buffer flushed then, an "Exception ignored" line printed then). A command that needed its teardown to
+    write a file would fail a test here, not pass one; a line printed only at teardown is seen only by the tests
+    that run new interpreters (``EVALGLASS_TEST_NEW_INTERPRETER=1``, tests/package). When the streams cannot be
+    flushed (a closed pipe) this returns, and the interpreter ends as it would have (status 120).
+    """
+    import atexit
+    import threading
+
+    if os.environ.get("EG_LOGMODS"):
+        with open(os.environ["EG_LOGMODS"], "a") as log:
+            log.write(" ".join(sorted(set(sys.modules) - _SERVER_MODULES)) + "\n")
+    threading._shutdown()  # type: ignore[attr-defined]  # what the interpreter calls first at exit
+    atexit._run_exitfuncs()  # clears what it ran: the interpreter's own exit does not run them again
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except Exception:
+        return
+    os._exit(code & 0xFF)
+
+
 def _become_command(request: dict[str, object]) -> None:
     """The rest of what a new ``python -m evalglass ARGS`` (or ``python -c CODE ARGS``) would have: cwd, environment,
     argv, sys.path[0]."""
@@ -374,4 +466,9 @@ if __name__ == "__main__":
     else:
         import runpy
 
-        runpy._run_module_as_main("evalglass")  # type: ignore[attr-defined]  # what `python -m evalglass` calls
+        try:
+            runpy._run_module_as_main("evalglass")  # type: ignore[attr-defined]  # what `python -m evalglass` calls
+        except SystemExit as ending:
+            if isinstance(ending.code, int):
+                _exit_before_teardown(ending.code)
+            raise

@@ -76,3 +76,31 @@ def test_code_run_as_python_c_is_a_new_interpreters(project_dir: Path, monkeypat
     assert forked == new and forked.returncode == 1
     assert '"field": "runrecord.gate_evaluators.accuracy.metric:exact_match"' in forked.stdout
     assert '"derived": 99' in forked.stdout
+
+
+def test_a_forked_command_ends_as_the_interpreter_does(project_dir: Path, monkeypatch) -> None:
+    """A forked command skips the interpreter's teardown (cli_server._exit_before_teardown) but not what comes
+    before it: host code's non-daemon thread joined, its `atexit` run and its buffered output flushed, the exit code."""
+    monkeypatch.delenv(cli_server.ALWAYS_NEW, raising=False)
+    (project_dir / "evals" / "host.py").write_text(
+        "import atexit, pathlib, sys, threading, time\n"
+        "def _late():\n"
+        "    time.sleep(1)\n"
+        "    pathlib.Path('thread.txt').write_text('joined')\n"
+        "atexit.register(lambda: sys.stderr.write('atexit ran\\n'))\n"
+        "_late_writer = threading.Thread(target=_late)\n"
+        "def score(output):\n"
+        "    if not _late_writer.is_alive() and not _late_writer.ident:\n"
+        "        _late_writer.start()  # outlives the run: the exit waits for it\n"
+        "    return 1.0\n"
+    )
+    config = (project_dir / "evals" / "evalglass.yaml").read_text()
+    config = config.replace("type: exact_match\n    reference: expected", "type: python\n    function: host.py:score")
+    (project_dir / "evals" / "evalglass.yaml").write_text(config)
+    forked = cli_server.run(["run"], cwd=project_dir, env=dict(os.environ), timeout=120)
+    assert (project_dir / "thread.txt").read_text() == "joined"
+    (project_dir / "thread.txt").unlink()
+    new = cli_server.run(["run"], cwd=project_dir, env={**os.environ, cli_server.ALWAYS_NEW: "1"}, timeout=120)
+    assert (project_dir / "thread.txt").read_text() == "joined"
+    assert forked.returncode == new.returncode == 0, forked.stderr
+    assert forked.stderr.count("atexit ran") == new.stderr.count("atexit ran") == 1

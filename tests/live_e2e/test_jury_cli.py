@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -264,3 +266,54 @@ def test_in_a_run_with_variants_each_variants_jury_reports_its_agreement(project
     assert by_name["helpful@a"]["agreement"] == by_name["helpful@b"]["agreement"]  # both lanes echo alike
     assert by_name["helpful@a"]["agreement"]["alpha"] is not None
     assert evalglass("verify", str(project.last_run()), cwd=project.root).code == 0
+
+
+def test_a_killed_jury_run_resumes_asking_no_judge_twice_beyond_the_uncommitted_answers(
+    project: LiveProject, server: FakeOpenAI, tmp_path: Path
+) -> None:
+    """Every member's answer is a call of its own in the cache: a SIGKILL in the middle of the jury's calls, then
+    `--resume`, asks again at most the calls in flight and the answers the cache writer had not committed, and
+    writes what an uninterrupted run writes."""
+    from evalglass.engine.produce.cachewriter import LIMIT
+
+    from .conftest import kill, start, wait_until
+    from .test_cache_resume_cli import _normalised, _reference_run
+
+    total = 150  # 450 judge calls: more than the cache writer holds uncommitted, so reuse is visible
+    server.latency = 0.01
+    project.write(
+        [{"id": f"r{i:03d}", "question": f"q{i} a={1 + i % 5} b={1 + i % 3} c=4"} for i in range(total)],
+        metrics={"helpful": _jury(project, "mean")},
+        concurrency={"max_in_flight": 4},
+    )
+    reference, requests = _reference_run(project, server, tmp_path)
+    assert requests == 4 * total  # the lane, then three judges per example
+
+    def asked() -> list[tuple[str, str]]:
+        return [
+            (request.body["model"], request.last_user_message)
+            for request in server.requests
+            if request.body["model"] in JUDGES
+        ]
+
+    every = asked()
+    assert len(set(every)) == len(every) == 3 * total
+    server.reset()
+    proc = start("run", "--no-progress", "--format", "json", cwd=project.root)
+    wait_until(lambda: len(asked()) >= 2 * LIMIT + 50, what="the jury's calls well under way")
+    code, _, _ = kill(proc, signal.SIGKILL)
+    assert code == -signal.SIGKILL
+    (folder,) = (project.root / ".evalglass" / "runs").iterdir()
+    assert not (folder / "scorecard.json").exists()
+    before = asked()
+    server.reset()
+    resumed = project.run("--resume")
+    assert resumed.code == 0, resumed.err
+    again = asked()
+    # Asked twice at most: the calls in flight at the kill (4) and the answers not yet committed to the cache.
+    assert len(set(before) & set(again)) <= 4 + LIMIT
+    assert len(again) == len(set(again)) and set(before) | set(again) == set(every)
+    for name in ("scores.jsonl", "outputs.jsonl"):
+        assert (folder / name).read_bytes() == (reference / name).read_bytes(), name
+    assert _normalised(folder, "scorecard.json") == _normalised(reference, "scorecard.json")
+    assert evalglass("verify", str(folder), cwd=project.root).code == 0
