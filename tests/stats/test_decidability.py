@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from evalglass.core.stats import Direction, required_n
@@ -122,6 +122,7 @@ def test_examples_to_decide_works_on_both_sides_of_the_threshold(p: float, t: fl
 @given(
     st.integers(0, 60), st.integers(0, 40), st.integers(0, 40), st.integers(0, 60), st.sampled_from([0.0, 0.02, 0.05])
 )
+@example(0, 9, 9, 0, 0.02)
 def test_pairs_to_decide_is_the_smallest_count_newcombe_decides_at_the_observed_proportions(
     both: int, base_only: int, candidate_only: int, neither: int, margin: float
 ) -> None:
@@ -141,7 +142,9 @@ def test_pairs_to_decide_is_the_smallest_count_newcombe_decides_at_the_observed_
 
     def decides(size: int) -> bool:
         factor = size / table.n
-        b, c = round(base_only * factor), round(candidate_only * factor)
+        # Rounded counts may overrun the size (9 and 9 of 18 over 6,763 pairs round to 3,382 each): clamped.
+        b = min(round(base_only * factor), size)
+        c = min(round(candidate_only * factor), size - b)
         a = min(round(both * factor), size - b - c)
         scaled = newcombe_paired(
             PairedTable(both=a, base_only=b, candidate_only=c, neither=size - a - b - c), level=0.9
