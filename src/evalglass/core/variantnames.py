@@ -39,9 +39,9 @@ def baseline_column(name: str, variants: Sequence[str]) -> str | None:
     another variant's column. A name without a variant in a baseline with variants is that baseline's column of the
     same name, which only a judge of its variants side by side has: a run without variants has no variant to pick
     in a baseline that has several (the caller finds no such column)."""
-    parts = split_variant_metric(name)
     if not variants:
-        return name if parts is None else parts[0]
+        return declared_metric(name)
+    parts = split_variant_metric(name)
     if parts is not None and parts[1] not in variants:
         return None
     return name

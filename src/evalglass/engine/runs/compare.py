@@ -27,7 +27,12 @@ from evalglass.core.decide import RunShape, per_example
 from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
 from evalglass.core.reduce import within_of
 from evalglass.core.runrecord import COMPARED_DIR, SCORES_FILE, VARIANTS_DIR, RunRecord
-from evalglass.core.variantnames import baseline_candidates, baseline_column, split_variant_metric, variant_metric
+from evalglass.core.variantnames import (
+    baseline_candidates,
+    baseline_column,
+    declared_metric,
+    variant_metric,
+)
 from evalglass.engine.runs.artifacts import RUNRECORD_FILE, LoadedScores, load_columns, load_json_model_and_bytes
 from evalglass.engine.spec.config import Config
 from evalglass.errors import SetupError
@@ -79,8 +84,7 @@ class RunForComparison:
 
     def declared(self, name: str) -> str:
         """The declared metric a scorecard name stands for."""
-        parts = split_variant_metric(name) if self.config.variant_names else None
-        return parts[0] if parts is not None else name
+        return declared_metric(name) if self.config.variant_names else name
 
     def definition_payload(self, name: str) -> dict[str, Any]:
         return metric_definition_payload(self.config, self.declared(name), self.record.definition_files)
@@ -180,12 +184,7 @@ def _comparison_scores(
     }
     first = next(iter(loaded.values()))
     for variant, each in loaded.items():
-        if each.ids is None or first.ids is None or not np.array_equal(each.ids, first.ids):
-            raise SetupError(
-                f"variant '{variant}' scored other examples (or in another order) than the run's first variant",
-                where=str(folder / files[variant]),
-                fix="every variant of a run is scored on the same examples; re-run it",
-            )
+        _refuse_other_examples(first, each, folder / files[variant], f"variant '{variant}'")
     columns = {
         variant_metric(metric, variant): column
         for variant, each in loaded.items()
@@ -196,16 +195,21 @@ def _comparison_scores(
     if compared:  # the judges of variants side by side, under their own names (a variant cannot be named `compared/`)
         judged_file = f"{COMPARED_DIR}/{SCORES_FILE}"
         judged = load_columns(folder / judged_file, list(compared), samples=samples, clustered=clustered, ids=True)
-        if judged.ids is None or first.ids is None or not np.array_equal(judged.ids, first.ids):
-            raise SetupError(
-                "the judges of variants scored other examples (or in another order) than the run's variants",
-                where=str(folder / judged_file),
-                fix="every variant of a run is scored on the same examples; re-run it",
-            )
+        _refuse_other_examples(first, judged, folder / judged_file, "the judges of variants")
         columns.update({name: column for name, column in judged.columns.items() if metrics is None or name in metrics})
         hashes[f"{COMPARED_DIR}/"] = judged.sha256
         read[judged_file] = judged.sha256
     return dataclasses.replace(first, columns=columns, sha256=fingerprint_of(hashes)), read
+
+
+def _refuse_other_examples(first: LoadedScores, each: LoadedScores, path: Path, what: str) -> None:
+    """A SetupError unless ``each`` scored the first variant's examples, line for line."""
+    if each.ids is None or first.ids is None or not np.array_equal(each.ids, first.ids):
+        raise SetupError(
+            f"{what} scored other examples (or in another order) than the run's first variant",
+            where=str(path),
+            fix="every variant of a run is scored on the same examples; re-run it",
+        )
 
 
 def compare_runs(base_folder: Path, candidate_folder: Path, metrics: list[str] | None = None) -> Comparison:
