@@ -129,9 +129,9 @@ class OtlpReader:
     def _items(self) -> Iterator[Row | BadLine]:
         """Each example as (id, line, record, output), or the malformed example."""
         window = self._options.window
-        # The open traces, each as one flat list (see _unpacked): the number of its last span, then each span packed
-        # (see _pack) and its resource.
-        pending: dict[str, list[Any]] = {}
+        # The open traces, each as one flat tuple (one span, the commonest) or list (see _unpacked): the number of
+        # its last span, then each span packed (see _pack) and its resource.
+        pending: dict[str, tuple[Any, ...] | list[Any]] = {}
         # The trace of every span read, oldest first ("" for a late span); ``order[0]`` is span number ``front``. A
         # trace is complete when the entry of its last span leaves the window (those of its earlier spans are passed
         # over), so traces complete in the order of their last spans with nothing reordered per span.
@@ -165,7 +165,9 @@ class OtlpReader:
                             f"complete (traces.window is {window:,}); raise dataset.traces.window",
                         )
                         continue
-                    pending[trace] = [count, _pack(item), item.resource]
+                    pending[trace] = (count, _pack(item), item.resource)
+                elif isinstance(spans, tuple):
+                    pending[trace] = [count, *spans[1:], _pack(item), item.resource]
                 else:
                     spans[0] = count
                     spans += (_pack(item), item.resource)
@@ -350,9 +352,10 @@ def _completion(text: str) -> tuple[int, dict[str, int]]:
     return int(when), read_at
 
 
-def _unpacked(trace: str, entry: list[Any]) -> list[Span]:
-    """The spans of an open trace's entry in ``pending``: ``[number of its last span, packed span, its resource,
-    packed span, its resource, ...]``, one list where a list, a tuple per span and a dict of last numbers were."""
+def _unpacked(trace: str, entry: tuple[Any, ...] | list[Any]) -> list[Span]:
+    """The spans of an open trace's entry in ``pending``: ``(number of its last span, packed span, its resource)``
+    for a trace of one span, ``[number of its last span, packed span, its resource, packed span, ...]`` for more: one
+    or two objects where a list, a tuple per span and a dict of last numbers were."""
     spans: list[Span] = []
     for index in range(1, len(entry), 2):
         item = entry[index]
