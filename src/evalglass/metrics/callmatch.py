@@ -186,9 +186,16 @@ def _flat_keys_of_items(items: list[dict[str, Any]]) -> list[tuple[str, Hashable
     if not _FLAT_TYPES.issuperset(map(type, chain.from_iterable(map(dict.values, arguments)))):
         return None
     try:
-        return list(zip(names, map(_sorted_dump, arguments), strict=True))
+        written = _sorted_dump(arguments)
     except orjson.JSONEncodeError:
         return None
+    # One dump for the list, "[{a},{b}]", cut into each object's inner text at "},{". Between two objects that
+    # text always occurs, and its occurrences never overlap; so when it occurs exactly once fewer times than there
+    # are objects, no string holds it and the cut is exact. Else (a string holding "},{"), one dump a call.
+    inner = written[2:-2]
+    if inner.count(b"},{") == len(arguments) - 1:
+        return list(zip(names, inner.split(b"},{"), strict=True))
+    return list(zip(names, [_sorted_dump(value)[1:-1] for value in arguments], strict=True))
 
 
 def _flat_keys_of_calls(calls: list[Call]) -> list[tuple[str, Hashable]] | None:
@@ -206,14 +213,15 @@ def _flat_keys_of_calls(calls: list[Call]) -> list[tuple[str, Hashable]] | None:
 
 def flat_arguments_key(arguments: Any) -> bytes | None:
     """A key equal for two flat objects (text keys; text, integer, boolean or null values) exactly when they are
-    equal as JSON, made in C: orjson's dump with sorted keys. Without a float in either, JSON equality is equality
-    of that text (``true`` and ``1`` are written apart, and no ``1.0`` can equal a ``1``). None for anything else
-    (a float, a nested value, an integer beyond 64 bits, a key that is not text): :func:`json_key` decides those,
-    and a key of one kind never equals a key of the other, so a list is keyed all one way or all the other."""
+    equal as JSON, made in C: orjson's dump with sorted keys, without its braces (so the keys of a list of calls
+    can be cut from one dump of the list). Without a float in either, JSON equality is equality of that text
+    (``true`` and ``1`` are written apart, and no ``1.0`` can equal a ``1``). None for anything else (a float, a
+    nested value, an integer beyond 64 bits, a key that is not text): :func:`json_key` decides those, and a key of
+    one kind (bytes) never equals a key of the other (a tuple), so a list is keyed all one way or all the other."""
     if type(arguments) is not dict or not _FLAT_TYPES.issuperset(map(type, arguments.values())):
         return None
     try:
-        return _sorted_dump(arguments)
+        return _sorted_dump(arguments)[1:-1]
     except orjson.JSONEncodeError:
         return None
 
