@@ -116,7 +116,7 @@ class ReadCalls:
     keyed straight from their items; their :class:`Call` objects are made only when asked for (a result short of
     perfect shows a few of them; the modes that compare in order read them all)."""
 
-    __slots__ = ("_calls", "_failure", "_items", "_keys", "_named", "_paired")
+    __slots__ = ("_calls", "_described", "_failure", "_items", "_keys", "_named", "_paired")
 
     def __init__(self, calls: list[Call] | None = None, items: list[dict[str, Any]] | None = None) -> None:
         self._calls = calls
@@ -126,6 +126,8 @@ class ReadCalls:
         self._failure: NotJsonError | None = None
         #: The pairing by key with one list of expected calls (the same object), kept for the next metric to ask.
         self._paired: tuple[ReadCalls, list[int]] | None = None
+        #: The text describing one pairing with one list of expected calls (the same objects), for the next metric.
+        self._described: tuple[ReadCalls, list[int], str] | None = None
 
     @classmethod
     def of(cls, value: Any) -> ReadCalls:
@@ -162,6 +164,19 @@ class ReadCalls:
                 self._failure = exc
                 raise
         return self._keys
+
+    def described(
+        self, expected: ReadCalls, pairing: list[int], describe: Callable[[ReadCalls, ReadCalls, list[int]], str]
+    ) -> str:
+        """``describe(self, expected, pairing)``, made once and kept for the next metric that describes the same
+        pairing of the same two lists (the same objects: :meth:`CallMatcher.pairing_of` shares a pairing by key), so
+        the metrics of a batch that leave calls unpaired say which once. ``describe`` must read nothing else."""
+        kept = self._described
+        if kept is not None and kept[0] is expected and kept[1] is pairing:
+            return kept[2]
+        text = describe(self, expected, pairing)
+        self._described = (expected, pairing, text)
+        return text
 
     def flat_keys(self) -> list[tuple[str, Hashable]] | None:
         """Each call's name and :func:`flat_arguments_key` (``*`` for none), in order, when every call has one;
