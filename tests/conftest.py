@@ -36,6 +36,17 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         stop_servers(folder)
 
 
+@pytest.fixture(scope="session")
+def preloaded() -> None:
+    """This test process has imported what a run imports (tests/cli_server.py's ``preload``), for tests that call
+    ``evalglass.run()``: its isolation forks this process, and each fork of a process that has not imported the
+    pipeline imports it again (0.6 of a 5-row run's 0.9 s at load 7, docs/testing.md). Each fork now starts from
+    what a command forked from the CLI server starts from; what the run computes is the same."""
+    from tests import cli_server
+
+    cli_server.preload()
+
+
 @pytest.fixture(autouse=True)
 def _outside_github_actions(monkeypatch: pytest.MonkeyPatch) -> None:
     """Runs started by tests (in process or as subprocesses, which inherit the environment) must not see the
