@@ -220,9 +220,12 @@ def test_a_killed_run_resumes_reusing_every_judge_answer_and_duplicating_nothing
     asked = judge_requests(server)
     assert len(set(asked)) == len(asked) == 2 * n
     server.reset()
-    server.latency = 0.01  # answers slow enough for the kill to land mid-pass (only the run that is killed waits)
     proc = start("run", "--no-progress", "--format", "json", cwd=project.root)
-    wait_until(lambda: len(judge_requests(server)) >= 2 * LIMIT + 50, what="the judge pass well under way")
+    # The variants' 2n calls come first (asserted below), so counting requests counts the judge's: a poll that
+    # costs nothing, where reading every request back would take the fake server's (the test process's) CPU.
+    wait_until(lambda: server.request_count >= 2 * n, what="the variants answered")
+    server.latency = 0.01  # the judge's answers slow enough for the kill to land mid-pass
+    wait_until(lambda: server.request_count >= 2 * n + 2 * LIMIT + 50, what="the judge pass well under way")
     code, _, _ = kill(proc, signal.SIGKILL)
     assert code == -signal.SIGKILL
     (folder,) = (project.root / ".evalglass" / "runs").iterdir()
