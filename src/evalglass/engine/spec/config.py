@@ -12,13 +12,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic.functional_validators import BeforeValidator
 
 from evalglass.core.checks import policy_id_conflicts
 from evalglass.core.fieldpath import FieldPathError, parse_path
 from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
 from evalglass.core.gatespec import GateRule, GateSpec
+from evalglass.core.goldfields import gold_excluded_fields, merged_task
 from evalglass.core.stats import Direction
 from evalglass.core.usage import Price
 from evalglass.engine.spec.executorspec import TASK_KEY, AnyExecutor, LocalExecutorSpec, RayExecutorSpec
@@ -261,6 +271,9 @@ class Config(BaseModel):
             raise LocatedValueError(problems)
         return names
 
+    # Set by :meth:`for_variant` only: the run's gold fields, which a variant's own task does not know.
+    _gold_fields: tuple[str, ...] | None = PrivateAttr(default=None)
+
     _ledger_file = field_validator("ledger")(_names_a_file)
 
     @model_validator(mode="before")
@@ -489,13 +502,15 @@ class Config(BaseModel):
             problems.append((("variants",), "every variant takes the same samples per example: set epochs on the task"))
         return problems
 
-    def _variant_raw_task(self, name: str) -> dict[str, Any]:
-        from evalglass.engine.spec.variantspec import merged_task
-
-        assert self.variants is not None
+    def _raw_task(self) -> dict[str, Any]:
+        """``task:`` as declared (its ``type`` always named), what a variant's override is merged over."""
         base = self.task.model_dump(mode="json", exclude_unset=True, by_alias=True)
         base["type"] = self.task.type
-        return merged_task(base, self.variants[name])
+        return base
+
+    def _variant_raw_task(self, name: str) -> dict[str, Any]:
+        assert self.variants is not None
+        return merged_task(self._raw_task(), self.variants[name])
 
     @property
     def variant_names(self) -> tuple[str, ...]:
@@ -511,7 +526,8 @@ class Config(BaseModel):
 
     def for_variant(self, name: str) -> Config:
         """The config one variant's scoring runs: the task is the variant's, the gates stay (a metric's direction
-        comes from them) without their variant. Never validated again, never decided on, never recorded."""
+        comes from them) without their variant, and the gold fingerprint leaves out every variant's output field
+        as the run's does. Never validated again, never decided on, never recorded."""
         compared = self.compared_metrics
         gates = {
             gate: spec.model_copy(update={"variant": None})
@@ -519,9 +535,11 @@ class Config(BaseModel):
             if spec.metric not in compared
         }
         metrics = {metric: spec for metric, spec in self.metrics.items() if metric not in compared}
-        return self.model_copy(
+        variant = self.model_copy(
             update={"task": self.variant_task(name), "variants": None, "gates": gates, "metrics": metrics}
         )
+        variant._gold_fields = self.gold_excluded_fields
+        return variant
 
     def for_compared(self, graded: Path) -> Config:
         """The config the judges of variants (``compare_variants``) are scored with once every variant is: a
@@ -603,25 +621,33 @@ class Config(BaseModel):
             return set()
         return {name for name, spec in self.metrics.items() if spec.shippable}
 
+    def _recorded_tasks(self) -> list[tuple[str, RecordedTask]]:
+        """Every recorded task the run scores, with where it is declared: the task, or each recorded variant."""
+        if not self.variants:
+            return [("task.field", self.task)] if isinstance(self.task, RecordedTask) else []
+        found = ((name, self._variant_task_or_none(name)) for name in self.variant_names)
+        return [(f"variants.{name}.field", task) for name, task in found if isinstance(task, RecordedTask)]
+
     def _output_is_not_gold(self) -> None:
         """A recorded output read from a gated metric's reference field (or a field inside or around it) would be
-        compared with itself: every such gate would pass, whatever the model answered."""
-        if not isinstance(self.task, RecordedTask):
-            return
-        output = parse_path(self.task.field)
-        for gate_name, gate in self.gates.items():
-            spec = self.metrics.get(str(gate.metric)) if gate.metric is not None else None
-            reference = getattr(spec, "reference", None)
-            if not isinstance(reference, str):
-                continue
-            gold = parse_path(reference)
-            shorter = min(len(output), len(gold))
-            if output[:shorter] == gold[:shorter]:
-                raise ValueError(
-                    f"task.field '{self.task.field}' overlaps the reference '{reference}' of metric '{gate.metric}' "
-                    f"(gated by '{gate_name}'): the recorded output would be compared with the gold answer itself; "
-                    "record outputs in a field of their own"
-                )
+        compared with itself: every such gate would pass, whatever the model answered. In a run with variants every
+        metric is measured on every variant, so no recorded variant's output may be a gated reference either (nor
+        could it be gold: the gold fingerprint leaves every output field out, ``core.goldfields``)."""
+        for where, task in self._recorded_tasks():
+            output = parse_path(task.field)
+            for gate_name, gate in self.gates.items():
+                spec = self.metrics.get(str(gate.metric)) if gate.metric is not None else None
+                reference = getattr(spec, "reference", None)
+                if not isinstance(reference, str):
+                    continue
+                gold = parse_path(reference)
+                shorter = min(len(output), len(gold))
+                if output[:shorter] == gold[:shorter]:
+                    raise ValueError(
+                        f"{where} '{task.field}' overlaps the reference '{reference}' of metric '{gate.metric}' "
+                        f"(gated by '{gate_name}'): the recorded output would be compared with the gold answer "
+                        "itself; record outputs in a field of their own"
+                    )
 
     @property
     def secret_names(self) -> tuple[str, ...]:
@@ -660,12 +686,14 @@ class Config(BaseModel):
         return self.task.path if isinstance(self.task, RecordedTask) else None
 
     @property
-    def gold_excluded_field(self) -> str | None:
-        """The dataset field the gold fingerprint leaves out: the recorded output field when the outputs are
-        recorded in the dataset file; nothing when they come from their own file or from a live lane."""
-        if isinstance(self.task, RecordedTask) and self.task.path is None:
-            return self.task.field
-        return None
+    def gold_excluded_fields(self) -> tuple[str, ...]:
+        """The dataset fields the gold fingerprint leaves out: every field holding a recorded output of a task the
+        run scores (the task, or each variant's) when read from the dataset file itself; none for outputs from
+        their own file or a live lane (``core.goldfields``). A variant's scoring config (:meth:`for_variant`) keeps
+        the run's fields, so every variant's pass takes the run's one gold fingerprint."""
+        if self._gold_fields is not None:
+            return self._gold_fields
+        return gold_excluded_fields(self._raw_task(), self.variants)
 
     @property
     def needs_gold(self) -> bool:
