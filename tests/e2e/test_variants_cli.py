@@ -358,3 +358,31 @@ def test_pointing_the_compared_variant_elsewhere_never_turns_the_gate_green(tmp_
     )
     code, card = card_of(project)
     assert code == 1 and "approval_stale" in reasons(card, "bad-vs-good")
+
+
+def test_preflight_names_the_subject_each_variant_gate_decides_on(tmp_path: Path) -> None:
+    """What a gate on a variant decides on is that variant's metric (a gate between two variants: their
+    difference), the name the run's scorecard gives it; preflight says the same before anything runs."""
+    gates = {
+        "bad-accuracy": {"metric": "exact", "variant": "bad", "proposed_threshold": 0.9},
+        "bad-vs-good": {"metric": "exact", "variant": "bad", "compare_to_variant": "good", "proposed_threshold": -0.5},
+    }
+    project = variant_project(tmp_path, gates=gates)
+    _, card = card_of(project)
+    decided = {name: gate(card, name)["subject"] for name in gates}
+    assert decided == {"bad-accuracy": "exact@bad", "bad-vs-good": "exact@bad-vs-good"}
+    approve(project, "bad-accuracy")
+    shown = project.cli("preflight")
+    assert "bad-accuracy  [would decide]  metric 'exact@bad'" in shown.out, shown.out
+    assert "bad-vs-good  [informational]  metric 'exact@bad-vs-good'" in shown.out, shown.out
+    previews = {item["name"]: item["subject"] for item in project.cli("preflight", "--format", "json").json()["gates"]}
+    assert previews == decided
+    # The ledger's own messages about a gate name it the same way.
+    ledger = (
+        (project.evals / "authority.yaml")
+        .read_text()
+        .replace("active: true", "active: true\n    require_binding: true")
+    )
+    project.write_ledger(ledger)
+    refused = project.cli("preflight")
+    assert refused.code == 2 and "decides on metric 'exact@bad': require_binding applies" in refused.err, refused.err

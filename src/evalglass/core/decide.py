@@ -255,7 +255,7 @@ def decide_run(
                     dataset_name,
                     dataset_fingerprint,
                     today,
-                    standings.get(gate.spec.subject),
+                    _standing_of(standings, gate.spec.subject),
                     _served_from(standings, gate.spec.subject),
                 )
             )
@@ -263,11 +263,17 @@ def decide_run(
     return tuple(item.summary for item in measured.values()), VerdictPayload.decide(results)
 
 
-def _served_from(standings: Mapping[str, JudgeStanding], subject: str) -> JudgeEndpoint | None:
-    """Where the judge a gate decides on is served: its metric's, or for a gate on a variant's metric
+def _standing_of(standings: Mapping[str, JudgeStanding], subject: str) -> JudgeStanding | None:
+    """The standing of the judge a gate decides on: its metric's, or for a gate on a variant's metric
     (``metric@variant``, a difference between variants) the declared metric's (variants change the task, never a
-    judge). None when the metric calls no judge."""
-    standing = standings.get(subject) or standings.get(declared_metric(subject))
+    judge, so such a gate stands on that judge's calibration as a gate on the metric does). None when the metric
+    calls no judge."""
+    return standings.get(declared_metric(subject))
+
+
+def _served_from(standings: Mapping[str, JudgeStanding], subject: str) -> JudgeEndpoint | None:
+    """Where the judge a gate decides on is served (:func:`_standing_of`)."""
+    standing = _standing_of(standings, subject)
     return standing.endpoint if standing is not None else None
 
 

@@ -21,15 +21,10 @@ from evalglass.core.stats.model import Direction, Reducer
 from evalglass.core.stats.multiple import compare_variants
 from evalglass.core.usage import TokenUsage
 from evalglass.core.variantnames import SEPARATOR as SEPARATOR
+from evalglass.core.variantnames import difference_metric as difference_metric
 from evalglass.core.variantnames import split_variant_metric as split_variant_metric
 from evalglass.core.variantnames import variant_metric as variant_metric
 from evalglass.core.variantsummary import VariantsSummary, VariantTotals
-
-
-def difference_metric(metric: str, variant: str, other: str) -> str:
-    """The name of the per-example difference ``metric`` of ``variant`` minus ``metric`` of ``other`` (what a gate
-    with ``compare_to_variant`` decides on)."""
-    return variant_metric(metric, f"{variant}-vs-{other}")
 
 
 def difference_column(first: ScoreColumn, second: ScoreColumn) -> ScoreColumn:

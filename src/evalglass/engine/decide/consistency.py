@@ -377,10 +377,8 @@ def _declared_gate_problems(
     gate: GateResult, declared: Any, metrics: Mapping[str, MetricSummary], record: RunRecord, today: str
 ) -> list[str]:
     name = gate.name
-    from evalglass.engine.decide.decision import decided_spec
-
     try:
-        spec = decided_spec(GateSpec.model_validate(declared or {}))
+        spec = GateSpec.model_validate(declared or {}).decided()
     except ValidationError as exc:
         return [f"gate '{name}' in the run record's config snapshot is not a gate: {first_problem(exc)}"]
     if gate.fingerprint != record.gate_fingerprints.get(name):
@@ -391,12 +389,14 @@ def _declared_gate_problems(
     judge = None
     # Where the gate's judge was served (a variant's metric is the declared one's: variants change the task only).
     # A record from before it was kept has none: that run was decided without the binding and is re-derived so.
-    served = record.judge_endpoints.get(declared_metric(spec.metric)) if spec.metric else None
-    if spec.metric is not None and spec.metric in record.judge_fingerprints:
+    # So is its standing: a gate on `m@v` stands on judge `m`'s calibration (core.decide._standing_of).
+    declared = declared_metric(spec.metric) if spec.metric else None
+    served = record.judge_endpoints.get(declared) if declared else None
+    if declared is not None and declared in record.judge_fingerprints:
         judge = JudgeStanding(
-            metric=spec.metric,
-            fingerprint=record.judge_fingerprints[spec.metric],
-            calibration=record.calibrations.get(spec.metric),
+            metric=declared,
+            fingerprint=record.judge_fingerprints[declared],
+            calibration=record.calibrations.get(declared),
             endpoint=served,
         )
     authority = declared_gate_authority(

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 from evalglass.core.checks import CheckResult
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.decide import GateInput, MetricInput, RunShape, decide_run
-from evalglass.core.gatespec import GateSpec
 from evalglass.core.runrecord import BaselineRecord, KeptOutputs, RunRecord
 from evalglass.core.scorecard import CallTotals, CheckSummary, DatasetSummary, Scorecard
 from evalglass.core.usage import TokenUsage
@@ -233,24 +232,13 @@ def gate_inputs(
     return [
         GateInput(
             name=name,
-            spec=decided_spec(spec),
+            spec=spec.decided(),
             fingerprint=fingerprints[name],
             check_result=check_results.get(spec.check) if spec.check is not None else None,
             stale_cause=causes.get(name),
         )
         for name, spec in config.gates.items()
     ]
-
-
-def decided_spec(spec: GateSpec) -> GateSpec:
-    """The gate as the decision reads it: a gate on a variant decides on that variant's metric (``metric@variant``)."""
-    if spec.variant is None or spec.metric is None:
-        return spec
-    from evalglass.core.variants import difference_metric, variant_metric
-
-    if spec.compare_to_variant is not None:
-        return spec.model_copy(update={"metric": difference_metric(spec.metric, spec.variant, spec.compare_to_variant)})
-    return spec.model_copy(update={"metric": variant_metric(spec.metric, spec.variant)})
 
 
 __all__ = ["Evidence", "decided_scorecard", "gate_inputs", "metric_inputs", "run_record"]
