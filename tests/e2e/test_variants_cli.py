@@ -386,3 +386,61 @@ def test_preflight_names_the_subject_each_variant_gate_decides_on(tmp_path: Path
     project.write_ledger(ledger)
     refused = project.cli("preflight")
     assert refused.code == 2 and "decides on metric 'exact@bad': require_binding applies" in refused.err, refused.err
+
+
+#: Four examples: intervals wide enough to leave the range a difference of two [0, 1] metrics can take.
+FEW_ROWS = [{"id": f"ex-{i}", "expected": "yes" if i % 2 else "maybe"} for i in range(4)]
+BOUND_GATES = {
+    "bad-vs-good": {
+        "metric": "exact",
+        "variant": "bad",
+        "compare_to_variant": "good",
+        "rule": "lower_bound",
+        "proposed_threshold": -0.9,
+    }
+}
+#: What `explain bad-vs-good --format json` gave for this config at main 4e79a57, before the difference's interval
+#: was clipped (its low end was -1.419, its Holm-adjusted pairs reached 1.902).
+APPROVED_UNCLIPPED = "sha256:d0b24e27530f10cee287e29020f5831d6cbfa796fe8e0cfefe8788fa4026c0bb"
+GOLD_AT_MAIN = "sha256:e3358a5e240a49b0d7cef0cdae227ea91361d069c78c460ab8ac8fb66edd8308"
+
+
+def test_every_interval_of_a_run_with_variants_stays_within_the_range_a_difference_can_take(tmp_path: Path) -> None:
+    """The difference a gate between two variants decides on, and every pair's Holm-adjusted and unadjusted
+    intervals, lie in ±1 for a [0, 1] metric (they reached -1.419 and 1.902 on these four examples)."""
+    project = variant_project(tmp_path, gates=BOUND_GATES)
+    project.write_rows(FEW_ROWS)
+    _, card = card_of(project)
+    difference = next(metric for metric in card["metrics"] if metric["name"] == "exact@bad-vs-good")
+    interval = difference["estimate"]["interval"]
+    assert interval["low"] == -1.0 and interval["high"] == pytest.approx(0.4186931155185393)
+    assert interval["params"]["clipped_to_scale"] is True
+    (exact,) = card["variants"]["metrics"]
+    ends = [pair[key] for pair in exact["pairs"] for key in ("low", "high", "unadjusted_low", "unadjusted_high")]
+    assert all(-1.0 <= end <= 1.0 for end in ends) and 1.0 in ends  # 1.902 and 1.419 before
+    approve(project, "bad-vs-good")
+    _, card = card_of(project)
+    decided = gate(card, "bad-vs-good")
+    assert decided["compared"] == -1.0  # the unfavourable bound, clipped too (it was -1.18 at 90%)
+    assert decided["outcome"] == "blocked" and decided["reasons"][0]["code"] == "undecided", decided
+    assert project.cli("verify", str(project.last_run())).code == 0
+    shown = project.cli("preflight")
+    assert "variant_difference@2" in shown.out, shown.out
+
+
+def test_an_approval_of_an_unclipped_bound_between_variants_goes_stale_naming_the_change(tmp_path: Path) -> None:
+    """The clip changes what a lower_bound gate between two variants compares for the same data: an approval made
+    before it (variant_difference@1, never named in fingerprints) is stale, and says which evaluator changed."""
+    project = variant_project(tmp_path, gates=BOUND_GATES)
+    project.write_rows(FEW_ROWS)
+    project.write_ledger(
+        {
+            "version": 1,
+            "gates": {"bad-vs-good": {"active": True, "threshold": -0.9, "fingerprint": APPROVED_UNCLIPPED}},
+            "datasets": {"suite": {"validated_gold": True, "fingerprint": GOLD_AT_MAIN}},
+        }
+    )
+    code, card = card_of(project)
+    stale = gate(card, "bad-vs-good")
+    assert code == 1 and [reason["code"] for reason in stale["reasons"]] == ["approval_stale"], stale
+    assert "variant_difference@1 → variant_difference@2" in stale["reasons"][0]["message"]

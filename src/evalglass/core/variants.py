@@ -17,7 +17,9 @@ import numpy as np
 
 from evalglass.core.columns import SCORED_VALID, ScoreColumn
 from evalglass.core.decide import RunShape, per_example
-from evalglass.core.stats.model import Direction, Reducer
+from evalglass.core.stats._common import difference_range
+from evalglass.core.stats.choose import value_range
+from evalglass.core.stats.model import Direction, Reducer, ScaleSpec
 from evalglass.core.stats.multiple import compare_variants
 from evalglass.core.usage import TokenUsage
 from evalglass.core.variantnames import SEPARATOR as SEPARATOR
@@ -44,14 +46,31 @@ def difference_column(first: ScoreColumn, second: ScoreColumn) -> ScoreColumn:
     return result
 
 
+def difference_scale(first: ScoreColumn, second: ScoreColumn, scale: ScaleSpec | None) -> ScaleSpec | None:
+    """The range the per-example difference of two variants' values (:func:`difference_column`), and its mean, lie
+    in: ``±(max - min)`` of the range both variants' measured values lie in (``stats.choose.value_range``: the
+    metric's declared ``scale``, or [0, 1] for binary values); None when they lie in none. It is the scale the
+    difference's interval is clipped to, as ``stats.paired.paired_difference`` clips a comparative gate's."""
+    values = np.concatenate(
+        (first.values()[first.states() == SCORED_VALID], second.values()[second.states() == SCORED_VALID])
+    )
+    bounds = value_range(values, scale)
+    if bounds is None:
+        return None
+    low, high = difference_range(*bounds)
+    return ScaleSpec(min=low, max=high)
+
+
 @dataclass(frozen=True, slots=True)
 class VariantMetric:
-    """What the side-by-side comparison needs of one declared metric."""
+    """What the side-by-side comparison needs of one declared metric: ``scale`` is the range its values can take
+    (None: unbounded), which each pair's intervals are clipped by."""
 
     name: str
     reducer: Reducer = Reducer.MEAN
     k: int | None = None
     direction: Direction | None = Direction.HIGHER_IS_BETTER
+    scale: ScaleSpec | None = None
 
 
 def per_example_values(column: ScoreColumn, shape: RunShape, metric: VariantMetric) -> np.ndarray:
@@ -88,6 +107,7 @@ def variants_summary(
                 table,
                 level=level,
                 higher_is_better=metric.direction is not Direction.LOWER_IS_BETTER,
+                value_range=value_range(table[~np.isnan(table)], metric.scale),
             )
         )
     spent = usage or {}

@@ -105,7 +105,13 @@ def variant_metrics(config: Config) -> list[VariantMetric]:
 
     compared = config.compared_metrics  # one value over the variants, not one per variant
     return [
-        VariantMetric(name=name, reducer=spec.reducer, k=spec.k, direction=config.metric_direction(name))
+        VariantMetric(
+            name=name,
+            reducer=spec.reducer,
+            k=spec.k,
+            direction=config.metric_direction(name),
+            scale=spec.value_scale(),
+        )
         for name, spec in config.metrics.items()
         if name not in compared
     ]
@@ -173,7 +179,7 @@ def metric_inputs(config: Config, columns: dict[str, ScoreColumn]) -> list[Metri
     variant (``metric@variant``, variant by variant), then each judge of the variants side by side
     (``compare_variants``) under its own name."""
     if config.variant_names:
-        from evalglass.core.variants import difference_column, difference_metric, variant_metric
+        from evalglass.core.variants import difference_column, difference_metric, difference_scale, variant_metric
 
         compared = config.compared_metrics
         declared = {
@@ -191,13 +197,17 @@ def metric_inputs(config: Config, columns: dict[str, ScoreColumn]) -> list[Metri
             if spec.compare_to_variant is None or spec.metric is None or spec.variant is None:
                 continue
             name = difference_metric(spec.metric, spec.variant, spec.compare_to_variant)
-            column = difference_column(
-                columns[variant_metric(spec.metric, spec.variant)],
-                columns[variant_metric(spec.metric, spec.compare_to_variant)],
-            )
-            # A difference is no longer on the metric's scale, nor 0/1: its interval is chosen for what it is.
+            first = columns[variant_metric(spec.metric, spec.variant)]
+            second = columns[variant_metric(spec.metric, spec.compare_to_variant)]
+            # A difference is no longer on the metric's scale: its range is ±(max - min) of it, which its interval
+            # (and its sensitivity bounds) are clipped to, as a comparative gate's paired difference is.
+            scale = difference_scale(first, second, declared[spec.metric].scale)
             differences[name] = dataclasses.replace(
-                declared[spec.metric], name=name, type="difference", column=column, scale=None
+                declared[spec.metric],
+                name=name,
+                type="difference",
+                column=difference_column(first, second),
+                scale=scale,
             )
         return [*inputs, *differences.values()]
     return _declared_inputs(config, columns)

@@ -749,6 +749,7 @@ class Config(BaseModel):
             lower_bound=gate.rule is GateRule.LOWER_BOUND,
             clustered=self.dataset.cluster_field is not None,
             comparative=gate.compare_to is not None,
+            between_variants=gate.compare_to_variant is not None,
         )
 
     def evaluators_by_gate(self) -> dict[str, dict[str, int]]:
