@@ -444,3 +444,30 @@ def test_an_approval_of_an_unclipped_bound_between_variants_goes_stale_naming_th
     stale = gate(card, "bad-vs-good")
     assert code == 1 and [reason["code"] for reason in stale["reasons"]] == ["approval_stale"], stale
     assert "variant_difference@1 → variant_difference@2" in stale["reasons"][0]["message"]
+
+
+def test_one_discordant_example_in_ten_does_not_prove_one_variant_better(tmp_path: Path) -> None:
+    """`good` never worse than `bad`, and better on one example of ten: the differences are all 0 or 1, which made
+    the automatic choice treat them as a proportion (Wilson: never below 0, so its 90% lower end 0.017 passed a
+    `lower_bound` gate on "good is better"). A difference is not a proportion: student_t on the differences,
+    whose lower end -0.083 leaves the gate undecided, as the data are."""
+    rows = [{"id": f"ex-{i}", "expected": "yes"} for i in (1, 2, 3, 4, 5, 7, 8, 10, 11, 13)]  # bad fails ex-3 only
+    gates = {
+        "good-beats-bad": {
+            "metric": "exact",
+            "variant": "good",
+            "compare_to_variant": "bad",
+            "rule": "lower_bound",
+            "proposed_threshold": 0.0,
+        }
+    }
+    project = variant_project(tmp_path, gates=gates)
+    project.write_rows(rows)
+    project.run()
+    approve(project, "good-beats-bad")
+    code, card = card_of(project)
+    decided = gate(card, "good-beats-bad")
+    assert decided["value"] == pytest.approx(0.1) and decided["bound_method"] == "student_t"
+    assert decided["compared"] == pytest.approx(-0.08331129326562367)
+    assert code == 1 and decided["outcome"] == "blocked" and decided["reasons"][0]["code"] == "undecided", decided
+    assert project.cli("verify", str(project.last_run())).code == 0

@@ -584,6 +584,15 @@ VARIANT_DIFFERENCE_CASES: list[dict[str, Any]] = [
     {"first": [1.0, 0.5, 0.0, None, 1.0], "second": [0.0, 0.5, 1.0, 1.0, 0.5], "sides": "two_sided", "level": 0.95},
     {"first": CONTINUOUS, "second": CONTINUOUS[::-1], "sides": "two_sided", "level": 0.95, "scale": [0.0, 1.0]},
     {"first": [5.0, 1.0, 3.0], "second": [1.0, 5.0, 1.0], "sides": "upper", "level": 0.9, "scale": [1.0, 5.0]},
+    # One variant never worse: the differences are all 0 or 1, and still a difference (student_t), not a proportion.
+    {
+        "first": [1.0] * 3 + [0.0] * 7,
+        "second": [0.0] + [0.0] * 2 + [0.0] * 7,
+        "sides": "two_sided",
+        "level": 0.9,
+        "scale": [0.0, 1.0],
+    },
+    {"first": [1.0] + [1.0] * 9, "second": [0.0] + [1.0] * 9, "sides": "lower", "level": 0.95, "scale": [0.0, 1.0]},
     # Values off the declared scale: the scale is not theirs, nothing is clipped.
     {"first": [1.5, 0.0, 1.0], "second": [0.0, 1.0, 0.0], "sides": "two_sided", "level": 0.95, "scale": [0.0, 1.0]},
 ]
@@ -591,8 +600,9 @@ VARIANT_DIFFERENCE_CASES: list[dict[str, Any]] = [
 
 def compute_variant_difference(case: dict[str, Any]) -> Any:
     from evalglass.core.columns import ScoreColumn
+    from evalglass.core.estimate import IntervalSpec
     from evalglass.core.score import Score
-    from evalglass.core.variants import difference_column, difference_scale
+    from evalglass.core.variants import difference_column, difference_interval, difference_scale
 
     def column(values: list[float | None]) -> ScoreColumn:
         out = ScoreColumn()
@@ -608,7 +618,8 @@ def compute_variant_difference(case: dict[str, Any]) -> Any:
         for value, a, b in zip(difference.values(), case["first"], case["second"], strict=True)
         if None not in (a, b)
     ]
-    interval = confidence_interval(values, level=case["level"], sides=case["sides"], scale=scale)
+    method = difference_interval(IntervalSpec(), clustered=False).override
+    interval = confidence_interval(values, level=case["level"], sides=case["sides"], method=method, scale=scale)
     assert interval is not None
     return {
         "scale": None if scale is None else [scale.min, scale.max],

@@ -17,9 +17,10 @@ import numpy as np
 
 from evalglass.core.columns import SCORED_VALID, ScoreColumn
 from evalglass.core.decide import RunShape, per_example
+from evalglass.core.estimate import IntervalSpec
 from evalglass.core.stats._common import difference_range
 from evalglass.core.stats.choose import value_range
-from evalglass.core.stats.model import Direction, Reducer, ScaleSpec
+from evalglass.core.stats.model import Direction, Method, Reducer, ScaleSpec
 from evalglass.core.stats.multiple import compare_variants
 from evalglass.core.usage import TokenUsage
 from evalglass.core.variantnames import SEPARATOR as SEPARATOR
@@ -59,6 +60,18 @@ def difference_scale(first: ScoreColumn, second: ScoreColumn, scale: ScaleSpec |
         return None
     low, high = difference_range(*bounds)
     return ScaleSpec(min=low, max=high)
+
+
+def difference_interval(spec: IntervalSpec, *, clustered: bool) -> IntervalSpec:
+    """How the interval of an in-run difference between two variants is computed: as the metric's, except that a
+    difference is never a proportion. Differences that happen to be all 0 or 1 (one variant never worse) would get
+    Wilson's interval automatically, which cannot reach below 0 and so claims the other variant is never better
+    (one discordant example in ten would "prove" it); a proportion method (automatic, or a ``wilson`` or
+    ``clopper_pearson`` override) becomes ``student_t`` on the differences, as ``stats.paired.paired_difference``
+    uses on non-binary pairs. With clusters the automatic choice is ``cluster_t`` already and nothing changes."""
+    if clustered or spec.override not in (None, Method.WILSON, Method.CLOPPER_PEARSON):
+        return spec
+    return spec.model_copy(update={"method": Method.STUDENT_T})
 
 
 @dataclass(frozen=True, slots=True)

@@ -92,7 +92,9 @@ INTERVAL_VERSIONS: Mapping[Method, int] = total(
 PAIRED_VERSIONS: Mapping[str, int] = {"paired_difference": 2, "variant_difference": 2}
 #: ``variant_difference``: a gate between two variants of one run (``compare_to_variant``) decides on their
 #: per-example difference (``core.variants.difference_column``), whose interval version 2 clips to ``±(max - min)``
-#: of the metric's range (``core.variants.difference_scale``); version 1 left it unclipped. Listed for a
+#: of the metric's range (``core.variants.difference_scale``) and never computes as a proportion's
+#: (``core.variants.difference_interval``: student_t where Wilson was chosen for differences that were all 0 or 1);
+#: version 1 did both. Listed for a
 #: ``lower_bound`` gate only (the point is unchanged), and left out of fingerprints at version 1 (see
 #: :func:`fingerprinted`), so an approval made before it was named reads as "variant_difference@1 → @2".
 

@@ -179,7 +179,13 @@ def metric_inputs(config: Config, columns: dict[str, ScoreColumn]) -> list[Metri
     variant (``metric@variant``, variant by variant), then each judge of the variants side by side
     (``compare_variants``) under its own name."""
     if config.variant_names:
-        from evalglass.core.variants import difference_column, difference_metric, difference_scale, variant_metric
+        from evalglass.core.variants import (
+            difference_column,
+            difference_interval,
+            difference_metric,
+            difference_scale,
+            variant_metric,
+        )
 
         compared = config.compared_metrics
         declared = {
@@ -200,14 +206,16 @@ def metric_inputs(config: Config, columns: dict[str, ScoreColumn]) -> list[Metri
             first = columns[variant_metric(spec.metric, spec.variant)]
             second = columns[variant_metric(spec.metric, spec.compare_to_variant)]
             # A difference is no longer on the metric's scale: its range is ±(max - min) of it, which its interval
-            # (and its sensitivity bounds) are clipped to, as a comparative gate's paired difference is.
-            scale = difference_scale(first, second, declared[spec.metric].scale)
+            # (and its sensitivity bounds) are clipped to, as a comparative gate's paired difference is; nor is it
+            # a proportion, whatever values it happens to take.
+            item = declared[spec.metric]
             differences[name] = dataclasses.replace(
-                declared[spec.metric],
+                item,
                 name=name,
                 type="difference",
                 column=difference_column(first, second),
-                scale=scale,
+                scale=difference_scale(first, second, item.scale),
+                interval=difference_interval(item.interval, clustered=config.dataset.cluster_field is not None),
             )
         return [*inputs, *differences.values()]
     return _declared_inputs(config, columns)
