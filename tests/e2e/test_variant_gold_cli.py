@@ -98,3 +98,29 @@ def test_a_variant_recording_its_outputs_in_a_gated_reference_is_refused_at_its_
     assert result.code == 2 and "Traceback" not in result.err
     assert "variants.b.field 'expected' overlaps the reference 'expected' of metric 'exact'" in result.err
     assert len(result.err.strip().splitlines()) == 1, result.err
+
+
+def test_a_recorded_variant_and_a_live_one_are_compared_when_each_takes_one_sample(tmp_path: Path) -> None:
+    """A recorded output is one sample per example, as a lane without epochs gives: the two compare (they were
+    refused, a recorded variant counted as 0 samples), and gold leaves out the recorded variant's field."""
+    written = config(
+        {"type": "python", "function": "app.py:good"}, {"a": {}, "b": {"type": "recorded", "field": "out_b"}}
+    )
+    project = project_of(tmp_path, written)
+    (project.evals / "app.py").write_text("def good(example):\n    return example['expected']\n")
+    project.run()
+    approve(project, "a-accuracy")
+    code, card = card_of(project)
+    assert code == 0 and gate(card, "a-accuracy")["outcome"] == "pass", card["decision"]
+    assert {metric["name"]: metric["estimate"]["point"] for metric in card["metrics"]} == {
+        "exact@a": 1.0,
+        "exact@b": 0.5,
+    }
+    project.write_rows(edited(ROWS, "out_b", "changed"))
+    code, again = card_of(project)
+    assert code == 0 and again["dataset"]["gold_fingerprint"] == card["dataset"]["gold_fingerprint"]
+    # A recorded list of samples is not one sample: refused beside a lane without epochs, at its line.
+    samples = {"a": {}, "b": {"type": "recorded", "field": "out_b", "samples": True}}
+    project.write_config(config({"type": "python", "function": "app.py:good"}, samples))
+    refused = project.run()
+    assert refused.code == 2 and "every variant takes the same samples per example" in refused.err, refused.err

@@ -476,7 +476,9 @@ class Config(BaseModel):
         if len(names) > MAX_VARIANTS:
             problems.append((("variants",), f"at most {MAX_VARIANTS} variants are compared in one run"))
         seen: dict[str, str] = {}
-        samples: set[int] = set()
+        # Samples per example: a lane's epochs; 1 for a recorded output; a recorded list of samples counts as its
+        # own kind (its length is the file's, not the config's), so it pairs only with another such list.
+        samples: set[int | str] = set()
         for name in names:
             if not _NAME.match(name):
                 problems.append(
@@ -497,7 +499,10 @@ class Config(BaseModel):
                     )
                 )
             seen.setdefault(definition, name)
-            samples.add(int(task.samples) if isinstance(task, RecordedTask) else task.epochs)
+            if isinstance(task, RecordedTask):
+                samples.add("recorded samples" if task.samples else 1)
+            else:
+                samples.add(task.epochs)
         if len(samples) > 1:
             problems.append((("variants",), "every variant takes the same samples per example: set epochs on the task"))
         return problems
