@@ -75,6 +75,8 @@ def test_new_outputs_of_any_variant_keep_gold_fresh_and_an_edited_reference_does
     code, card = card_of(project)
     assert card["dataset"]["gold_fingerprint"] == gold
     assert code == 0 and gate(card, "a-accuracy")["outcome"] == "pass", gate(card, "a-accuracy")
+    verified = project.cli("verify", str(project.last_run()))
+    assert verified.code == 0, verified.out + verified.err
 
     # An edited reference (gold) makes the approved gold stale: blocked, and preflight says so beforehand.
     project.write_rows(edited(rows, "expected", "no"))
