@@ -229,8 +229,11 @@ def test_a_gate_on_a_variants_judge_blocks_until_that_judge_is_calibrated(projec
     }
     approval = {"gates": {"judged": gate}}
     (project.root / "authority.yaml").write_text(yaml.safe_dump(approval))
-    result = project.run()
+    result = project.run("--html", "report.html")
     assert result.code == 1, result.out
+    # The HTML report's judge section lists the gate its want of calibration blocked.
+    assert "Gate <strong>judged</strong> blocked" in (project.root / "report.html").read_text()
+    result = project.run()
     blocked = _gate(result.out)
     assert blocked["subject"] == "quality@small" and blocked["outcome"] == "blocked"
     assert [reason["code"] for reason in blocked["reasons"]] == ["judge_uncalibrated"]
