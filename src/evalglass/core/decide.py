@@ -17,11 +17,11 @@ from evalglass.core.authority import (
     JudgeStanding,
     Ledger,
     declared_gate_authority,
+    gate_judge,
 )
 from evalglass.core.checks import CheckResult
 from evalglass.core.columns import SCORED_VALID, ScoreColumn
 from evalglass.core.comparative import ComparativeInputs, decide_comparative_gate
-from evalglass.core.endpoint import JudgeEndpoint
 from evalglass.core.estimate import Estimate, IntervalSpec, Sensitivity
 from evalglass.core.gates import Advice, GateResult, evaluate_check_gate, evaluate_gate, undeclared_results
 from evalglass.core.gatespec import GateRule, GateSpec
@@ -40,7 +40,6 @@ from evalglass.core.stats import (
     is_binary,
     sensitivity_bounds,
 )
-from evalglass.core.variantnames import declared_metric
 from evalglass.core.verdict import VerdictPayload
 
 IntArray = npt.NDArray[np.int64]
@@ -235,7 +234,7 @@ def decide_run(
                         comparative=True,
                         baseline=gate.spec.compare_to,
                         stale_cause=gate.stale_cause,
-                        judge_endpoint=_served_from(standings, gate.spec.subject),
+                        judge=gate_judge(standings, gate.spec.subject),
                     ),
                     ledger,
                     item.column,
@@ -255,20 +254,11 @@ def decide_run(
                     dataset_name,
                     dataset_fingerprint,
                     today,
-                    standings.get(gate.spec.subject),
-                    _served_from(standings, gate.spec.subject),
+                    gate_judge(standings, gate.spec.subject),
                 )
             )
     results.extend(undeclared_results(ledger, [gate.name for gate in gates], ledger_where or {}))
     return tuple(item.summary for item in measured.values()), VerdictPayload.decide(results)
-
-
-def _served_from(standings: Mapping[str, JudgeStanding], subject: str) -> JudgeEndpoint | None:
-    """Where the judge a gate decides on is served: its metric's, or for a gate on a variant's metric
-    (``metric@variant``, a difference between variants) the declared metric's (variants change the task, never a
-    judge). None when the metric calls no judge."""
-    standing = standings.get(subject) or standings.get(declared_metric(subject))
-    return standing.endpoint if standing is not None else None
 
 
 def _decide_metric_gate(
@@ -279,7 +269,6 @@ def _decide_metric_gate(
     dataset_fingerprint: str,
     today: str,
     judge: JudgeStanding | None = None,
-    judge_endpoint: JudgeEndpoint | None = None,
 ) -> GateResult:
     item = measured[gate.spec.subject]
     summary = item.summary
@@ -294,7 +283,6 @@ def _decide_metric_gate(
         uses_reference=summary.uses_reference,
         judge=judge,
         stale_cause=gate.stale_cause,
-        judge_endpoint=judge_endpoint,
     )
     bound: Interval | None = None
     advice: Advice | None = None

@@ -42,6 +42,7 @@ from evalglass.core.authority import (
     BlockReason,
     JudgeStanding,
     declared_gate_authority,
+    gate_judge,
     undeclared_active_gates,
 )
 from evalglass.core.calendar import day_of_timestamp
@@ -388,17 +389,11 @@ def _declared_gate_problems(
     summary = metrics.get(spec.subject) if spec.check is None else None
     if spec.check is None and summary is None:
         return [f"gate '{name}' decides on metric '{spec.subject}', which the scorecard does not summarise"]
-    judge = None
     # Where the gate's judge was served (a variant's metric is the declared one's: variants change the task only).
     # A record from before it was kept has none: that run was decided without the binding and is re-derived so.
     served = record.judge_endpoints.get(declared_metric(spec.metric)) if spec.metric else None
-    if spec.metric is not None and spec.metric in record.judge_fingerprints:
-        judge = JudgeStanding(
-            metric=spec.metric,
-            fingerprint=record.judge_fingerprints[spec.metric],
-            calibration=record.calibrations.get(spec.metric),
-            endpoint=served,
-        )
+    # The judge every kind of gate on a judge stands on (plain, comparative, on a variant), found as the run found it.
+    judge = gate_judge(_recorded_standings(record), spec.metric) if spec.metric is not None else None
     authority = declared_gate_authority(
         record.ledger,
         today=today,
@@ -432,6 +427,19 @@ def _declared_gate_problems(
         return [f"gate '{name}' cannot be decided from what the scorecard records: {_first_line(exc)}"]
     bound = bound_problem(gate)
     return _differences(gate, derived) + ([f"gate '{name}': {bound}"] if bound is not None else [])
+
+
+def _recorded_standings(record: RunRecord) -> dict[str, JudgeStanding]:
+    """Each judge's standing as the run record snapshotted it (fingerprint, calibration, where it was served)."""
+    return {
+        name: JudgeStanding(
+            metric=name,
+            fingerprint=fingerprint,
+            calibration=record.calibrations.get(name),
+            endpoint=record.judge_endpoints.get(name),
+        )
+        for name, fingerprint in record.judge_fingerprints.items()
+    }
 
 
 def _comparative_problems(gate: GateResult, spec: GateSpec, authority: Authority, record: RunRecord) -> list[str]:
