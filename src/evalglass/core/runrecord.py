@@ -95,7 +95,10 @@ class RunRecord(BaseModel):
     dataset: DatasetSummary
     gate_fingerprints: dict[str, str]
     definition_files: dict[str, dict[str, str]] = Field(
-        default_factory=dict, description="Per metric, SHA-256 of the files that define it (schemas, host modules)."
+        default_factory=dict,
+        description="Per metric, SHA-256 of the files that define it (schemas, host modules, a rubric); under "
+        "`imports:METRIC`, of the host code a python metric runs besides (the module its import path resolves to, "
+        "the project's modules it imports); under `check:NAME` and `inputs:NAME`, a check's named files and inputs.",
     )
     check_results: dict[str, CheckResult] = Field(
         default_factory=dict, description="Full records of the standalone checks this run ran."

@@ -38,6 +38,7 @@ from evalglass import redaction
 from evalglass.core.example import Example
 from evalglass.core.score import Score, score_violation
 from evalglass.core.stats import ScaleSpec
+from evalglass.lanes.hostimports import reference_host_files
 from evalglass.lanes.hostload import HostFunction, HostLoadError, is_file_reference, load_function, split_reference
 from evalglass.metrics.base import (
     ABSENT,
@@ -96,6 +97,11 @@ class PythonMetricSpec(MetricSpec):
         """Files whose contents define this metric; an approval should also bind their hashes."""
         source, _ = split_reference(self.function)
         return ((base_dir / source).resolve(),) if is_file_reference(source) else ()
+
+    def imported_files(self, base_dir: Path) -> tuple[Path, ...]:
+        """The module a ``package.module:name`` reference resolves to, as the run's import finds it (metrics leave
+        ``sys.path`` alone), and the host modules the metric's file or module imports, transitively."""
+        return reference_host_files(self.function, base_dir)
 
     def host_reference(self) -> str | None:
         return self.function

@@ -1,0 +1,88 @@
+"""What ``lanes.hostimports`` finds of the host code a metric runs: every import statement of the project's own
+files, transitively, resolved as the run's import would and without importing anything; and what it cannot find
+(the limits docs/config.md states), pinned so a change to either is seen."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from evalglass.lanes.hostimports import imported_host_files, is_host_file, module_host_files, reference_host_files
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
+def names(found: tuple[Path, ...], root: Path) -> set[str]:
+    return {path.relative_to(root.resolve()).as_posix() for path in found}
+
+
+def test_every_import_statement_counts_wherever_it_stands(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "metric.py": "def score(output):\n    import lazy\n    try:\n        import maybe\n"
+            "    except ImportError:\n        pass\n    return 1.0\n",
+            "lazy.py": "from pkg import *\n",
+            "maybe.py": "",
+            "pkg/__init__.py": "",
+            "pkg/other.py": "",
+        },
+    )
+    found = imported_host_files(tmp_path / "metric.py", (str(tmp_path),))
+    assert names(found, tmp_path) == {"lazy.py", "maybe.py", "pkg/__init__.py"}  # not pkg/other.py: never imported
+
+
+def test_relative_imports_resolve_in_their_package_and_a_cycle_ends(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "app/__init__.py": "from . import a\n",
+            "app/a.py": "from .sub.b import thing\n",
+            "app/sub/__init__.py": "",
+            "app/sub/b.py": "from ..a import *\nfrom ... import beyond_the_top\nthing = 1\n",
+        },
+    )
+    found = module_host_files("app.sub.b", (str(tmp_path),))
+    assert names(found, tmp_path) == {"app/__init__.py", "app/a.py", "app/sub/__init__.py", "app/sub/b.py"}
+
+
+def test_a_namespace_package_is_looked_through(tmp_path: Path) -> None:
+    write(tmp_path, {"space/mod.py": "import space.helper\n", "space/helper.py": ""})
+    assert names(module_host_files("space.mod", (str(tmp_path),)), tmp_path) == {"space/mod.py", "space/helper.py"}
+
+
+def test_the_machines_code_and_evalglass_are_not_host_code(tmp_path: Path) -> None:
+    write(tmp_path, {"metric.py": "import json, yaml, evalglass.core.score\nimport not_installed_anywhere\n"})
+    assert imported_host_files(tmp_path / "metric.py", (str(tmp_path),)) == ()
+    assert not is_host_file(Path(sys.modules["json"].__file__ or ""))
+
+
+def test_what_a_static_scan_cannot_see(tmp_path: Path) -> None:
+    """The limits: a dynamic import, and a file the code reads, are not bound."""
+    write(
+        tmp_path,
+        {
+            "metric.py": "import importlib\nfrom pathlib import Path\nWORDS = Path('words.txt')\n\n"
+            "def score(output):\n    return importlib.import_module('hidden').value(output)\n",
+            "hidden.py": "def value(output):\n    return 1.0\n",
+            "words.txt": "yes\n",
+        },
+    )
+    assert imported_host_files(tmp_path / "metric.py", (str(tmp_path),)) == ()
+
+
+def test_a_file_that_does_not_parse_imports_nothing(tmp_path: Path) -> None:
+    write(tmp_path, {"metric.py": "import broken\n", "broken.py": "def (:\n"})
+    assert names(imported_host_files(tmp_path / "metric.py", (str(tmp_path),)), tmp_path) == {"broken.py"}
+
+
+def test_a_reference_binds_its_module_but_not_a_named_file_twice(tmp_path: Path) -> None:
+    write(tmp_path, {"metric.py": "import helper\n", "helper.py": "", "pkg/__init__.py": "", "pkg/m.py": ""})
+    by_file = reference_host_files("metric.py:score", tmp_path, search_base=True)
+    assert names(by_file, tmp_path) == {"helper.py"}
+    by_module = reference_host_files("pkg.m:score", tmp_path, search_base=True)
+    assert names(by_module, tmp_path) == {"pkg/__init__.py", "pkg/m.py"}
