@@ -154,3 +154,24 @@ def test_a_metric_that_imports_no_host_code_keeps_its_fingerprint(tmp_path: Path
     assert "imports" not in definition and list(definition["files"]) == ["scorer.py"]
     record = json.loads((project.last_run() / "runrecord.json").read_text())
     assert not any(key.startswith("imports:") for key in record["definition_files"])
+
+
+def test_a_module_beside_the_config_is_bound_as_a_python_lane_makes_it_importable(tmp_path: Path) -> None:
+    """A python lane puts the config folder first on ``sys.path`` once it is built (after the metrics): a metric
+    that imports a module there when it is called runs that module, though its own folder is not on the path."""
+    project = host_project(tmp_path, "scorer.py:score")
+    (project.evals / "scorer.py").write_text(
+        "def score(output, record):\n    from evalhelpers import same\n\n    return same(output, record['expected'])\n"
+    )
+    (project.evals / "evalhelpers.py").write_text("def same(a, b):\n    return 1.0 if a == b else 0.0\n")
+    (project.evals / "app.py").write_text("def answer(example):\n    return 'yes'\n")
+    config = yaml.safe_load((project.evals / "evalglass.yaml").read_text())
+    config["task"] = {"type": "python", "function": "app:answer"}  # a module: the folder goes on sys.path
+    project.write_config(config)
+    definition = approve(project)
+    assert list(definition["imports"]) == ["evalhelpers.py"]
+    code, gate = decided(project)
+    assert code == 0, (gate["outcome"], gate["reasons"])
+    (project.evals / "evalhelpers.py").write_text("def same(a, b):\n    return 1.0\n")
+    code, gate = decided(project)
+    assert code == 1 and "imports.evalhelpers.py" in stale_reason(gate)

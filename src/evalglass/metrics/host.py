@@ -99,9 +99,13 @@ class PythonMetricSpec(MetricSpec):
         return ((base_dir / source).resolve(),) if is_file_reference(source) else ()
 
     def imported_files(self, base_dir: Path) -> tuple[Path, ...]:
-        """The module a ``package.module:name`` reference resolves to, as the run's import finds it (metrics leave
-        ``sys.path`` alone), and the host modules the metric's file or module imports, transitively."""
-        return reference_host_files(self.function, base_dir)
+        """The module a ``package.module:name`` reference resolves to, as the run's import finds it, and the host
+        modules the metric's file or module imports, transitively. Metrics leave ``sys.path`` alone, but a python
+        lane or agent tool named by module puts the config folder first on it once built (after the metrics), and
+        an import the metric makes when called then resolves there: both lookups are bound (a file only one of
+        them finds is bound too)."""
+        plain = reference_host_files(self.function, base_dir)
+        return tuple(dict.fromkeys((*plain, *reference_host_files(self.function, base_dir, search_base=True))))
 
     def host_reference(self) -> str | None:
         return self.function
