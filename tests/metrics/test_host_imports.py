@@ -7,6 +7,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 from evalglass.lanes.hostimports import imported_host_files, is_host_file, module_host_files, reference_host_files
 
 
@@ -86,3 +88,24 @@ def test_a_reference_binds_its_module_but_not_a_named_file_twice(tmp_path: Path)
     assert names(by_file, tmp_path) == {"helper.py"}
     by_module = reference_host_files("pkg.m:score", tmp_path, search_base=True)
     assert names(by_module, tmp_path) == {"pkg/__init__.py", "pkg/m.py"}
+
+
+def test_more_host_code_than_a_gate_can_bind_is_refused_not_bound_in_part(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evalglass.engine.spec.config import Config, definition_file_hashes
+    from evalglass.errors import SetupError
+    from evalglass.lanes import hostimports
+
+    write(tmp_path, {"metric.py": "import a\n", "a.py": "import b\n", "b.py": "import c\n", "c.py": ""})
+    config = Config.model_validate(
+        {
+            "dataset": {"name": "d", "path": "data.jsonl"},
+            "task": {"type": "recorded"},
+            "metrics": {"host": {"type": "python", "function": "metric.py:score"}},
+        }
+    )
+    assert set(definition_file_hashes(config, tmp_path)["imports:host"]) == {"a.py", "b.py", "c.py"}
+    monkeypatch.setattr(hostimports, "MAX_HOST_FILES", 2)
+    with pytest.raises(SetupError, match="metric 'host': it imports more than 2 of the project's files"):
+        definition_file_hashes(config, tmp_path)

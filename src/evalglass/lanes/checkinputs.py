@@ -38,7 +38,7 @@ from pathlib import Path
 
 from evalglass.core.fingerprint import fingerprint_of
 from evalglass.lanes.checkspec import CheckConfigError, CheckSpec, ModuleInput, resolve_within
-from evalglass.lanes.hostimports import find_top_level, imported_host_files
+from evalglass.lanes.hostimports import MAX_HOST_FILES, TooManyHostFiles, find_top_level, imported_host_files
 from evalglass.lanes.targetstate import Budget, Ignore, TargetUnavailable, fingerprint_target
 
 __all__ = [
@@ -328,7 +328,12 @@ def unbound_inputs(spec: CheckSpec, base_dir: Path) -> tuple[str, ...]:
     for script in _scripts(_path_words(words), cwd, root):
         # A script named on the command line is hashed (engine.spec.config); the project's modules it imports are
         # what it runs besides, found as `python script.py` would (the script's folder first).
-        for imported in imported_host_files(script, (str(script.parent),)):
+        try:
+            imports = imported_host_files(script, (str(script.parent),))
+        except TooManyHostFiles:
+            found.append(f"more than {MAX_HOST_FILES:,} modules imported by {_shown(script, root)!r}")
+            continue
+        for imported in imports:
             if (imported == root or root in imported.parents) and not _covered(imported, covering):
                 found.append(f"module file {_shown(imported, root)!r} (imported by {_shown(script, root)!r})")
     return tuple(dict.fromkeys(found))

@@ -36,7 +36,7 @@ import site
 import sys
 import sysconfig
 from collections.abc import Iterator, Sequence
-from functools import cache
+from functools import cache, lru_cache
 from importlib.machinery import ModuleSpec, PathFinder
 from pathlib import Path
 
@@ -44,6 +44,7 @@ from evalglass.lanes.hostload import is_file_reference
 
 __all__ = [
     "MAX_HOST_FILES",
+    "TooManyHostFiles",
     "code_digest",
     "find_top_level",
     "imported_host_files",
@@ -53,8 +54,14 @@ __all__ = [
 ]
 
 #: How many files one reference may bind: far above a metric's helpers, a bound on a scan that wandered into a
-#: whole application (every file is still bound below it; beyond it the scan stops and binds what it found).
+#: whole application. Beyond it the scan stops with :class:`TooManyHostFiles`: binding part of what runs would be
+#: a gap no one sees.
 MAX_HOST_FILES = 5_000
+
+
+class TooManyHostFiles(ValueError):
+    """Host code imports more of the project's files than :data:`MAX_HOST_FILES`."""
+
 
 _EVALGLASS = Path(__file__).resolve().parents[1]
 
@@ -74,9 +81,11 @@ def _machine_roots() -> tuple[Path, ...]:
     return tuple(sorted(roots))
 
 
+@lru_cache(maxsize=65_536)
 def is_host_file(path: Path) -> bool:
     """True for a file a pull request to the project can change: not the standard library's, not installed in a
-    ``site-packages``/``dist-packages`` folder, not EvalGlass's own."""
+    ``site-packages``/``dist-packages`` folder, not EvalGlass's own. (Where a path lies does not change while a
+    process runs: remembered.)"""
     resolved = path.resolve()
     if any(part in {"site-packages", "dist-packages"} for part in resolved.parts):
         return False
@@ -100,13 +109,19 @@ def code_digest(reference: str, base_dir: Path, source: Path | None) -> str | No
     """The hex SHA-256 a call cache keys host code by (a python lane's function, an agent's tool): of ``source``,
     the file the reference was loaded from, alone when it imports no host code (the key it always had), else of it
     with every host file it imports, so a changed helper is a cache miss, never an answer of the old code replayed.
-    The reference was loaded with ``base_dir`` first on ``sys.path``, and is scanned so."""
+    The reference was loaded with ``base_dir`` first on ``sys.path``, and is scanned so. A function importing more
+    than :data:`MAX_HOST_FILES` of the project's files (a lane is the application, and may be large) gets a key no
+    cache entry has: it is called again, never answered by code it may not be."""
     if source is None:
         return None
     own = hashlib.sha256(source.read_bytes()).hexdigest()
     root = base_dir.resolve()
     imported: dict[str, str] = {}
-    for path in reference_host_files(reference, base_dir, search_base=True):
+    try:
+        found = reference_host_files(reference, base_dir, search_base=True)
+    except TooManyHostFiles:
+        return hashlib.sha256(own.encode() + os.urandom(16)).hexdigest()
+    for path in found:
         if path == source.resolve():
             continue
         try:
@@ -135,16 +150,24 @@ def imported_host_files(path: Path, first: Sequence[str] = ()) -> tuple[Path, ..
 def _closure(start: list[tuple[Path, str]], first: Sequence[str]) -> tuple[Path, ...]:
     """Every host file reachable from ``start`` (file, the package its relative imports resolve against)."""
     seen: dict[Path, None] = {}
+    chains: dict[str, list[tuple[Path, str]]] = {}  # a name many files import is looked up once
     pending = list(start)
-    while pending and len(seen) < MAX_HOST_FILES:
+    while pending:
         path, package = pending.pop()
         if path in seen:
             continue
+        if len(seen) >= MAX_HOST_FILES:
+            raise TooManyHostFiles(
+                f"it imports more than {MAX_HOST_FILES:,} of the project's files (through {path}), more than a gate "
+                "can bind; import less of the project from host code a gate relies on"
+            )
         seen[path] = None
         if path.suffix != ".py":
             continue  # a compiled extension: bound by its bytes, nothing to read imports from
         for name in _imports(path, package):
-            pending.extend(_chain(name, first))
+            if name not in chains:
+                chains[name] = list(_chain(name, first))
+            pending.extend(chains[name])
     return tuple(seen)
 
 
@@ -153,10 +176,13 @@ def _imports(path: Path, package: str) -> Iterator[str]:
     (``x`` may be a submodule). A file that cannot be read or parsed imports nothing here (loading it fails with
     its own error)."""
     try:
-        tree = ast.parse(path.read_bytes(), filename=str(path))
+        source = path.read_bytes()
+        if b"import" not in source:
+            return
+        tree = ast.parse(source, filename=str(path))
     except (OSError, SyntaxError, ValueError):
         return
-    for node in ast.walk(tree):
+    for node in _statements(tree.body):
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -166,6 +192,23 @@ def _imports(path: Path, package: str) -> Iterator[str]:
             if base:
                 yield base
             yield from (f"{base}.{alias.name}" if base else alias.name for alias in node.names if alias.name != "*")
+
+
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement, nested ones included (a function's, a class's, a ``try``'s, a ``match`` case's): an import
+    is a statement, so expressions, the bulk of a module's tree, are never walked."""
+    pending = list(reversed(body))
+    while pending:
+        node = pending.pop()
+        yield node
+        nested: list[ast.stmt] = []
+        for field in ("body", "orelse", "finalbody"):
+            value = getattr(node, field, None)
+            if isinstance(value, list):
+                nested += [item for item in value if isinstance(item, ast.stmt)]
+        for holder in (*getattr(node, "handlers", ()), *getattr(node, "cases", ())):
+            nested += holder.body
+        pending.extend(reversed(nested))
 
 
 def _absolute(module: str, level: int, package: str) -> str | None:

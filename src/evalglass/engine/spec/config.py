@@ -28,6 +28,7 @@ from evalglass.engine.spec.validation import validate_document
 from evalglass.errors import LocatedValueError, SetupError
 from evalglass.lanes.checkinputs import InputProblem, input_hashes, split_words
 from evalglass.lanes.checkspec import CheckSpec
+from evalglass.lanes.hostimports import TooManyHostFiles
 from evalglass.lanes.specs import EndpointSpec, LaneSpec
 from evalglass.metrics.registry import AnyMetricSpec
 from evalglass.metrics.versions import fingerprinted, gate_evaluators
@@ -916,7 +917,11 @@ def definition_file_hashes(
             files[label] = fingerprint_of_bytes(data)
         if files:
             hashes[name] = files
-        imported = _host_file_hashes(spec.imported_files(base_dir), root)
+        try:
+            imported = _host_file_hashes(spec.imported_files(base_dir), root)
+        except TooManyHostFiles as exc:
+            located = where(("metrics", name)) if where else None
+            raise SetupError(f"metric '{name}': {exc}", where=located) from None
         if imported:
             hashes[imports_key(name)] = imported
     for name, check in config.checks.items():
