@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from evalglass.lanes.hostimports import imported_host_files, is_host_file, module_host_files, reference_host_files
 
@@ -109,3 +111,39 @@ def test_more_host_code_than_a_gate_can_bind_is_refused_not_bound_in_part(
     monkeypatch.setattr(hostimports, "MAX_HOST_FILES", 2)
     with pytest.raises(SetupError, match="metric 'host': it imports more than 2 of the project's files"):
         definition_file_hashes(config, tmp_path)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    edges=st.lists(
+        st.tuples(st.integers(0, 5), st.integers(0, 5), st.sampled_from(["import", "from", "relative", "lazy"])),
+        max_size=14,
+    ),
+    roots=st.sets(st.integers(0, 5), max_size=3),
+)
+def test_the_bound_files_are_exactly_what_the_metric_reaches(
+    tmp_path_factory: pytest.TempPathFactory, edges: list[tuple[int, int, str]], roots: set[int]
+) -> None:
+    """Over any import graph of a package's modules (absolute, ``from`` and relative imports, imports inside a
+    function), the files bound are the package's ``__init__`` and exactly the modules reachable from the metric."""
+    root = tmp_path_factory.mktemp("graph")
+    lines: dict[int, list[str]] = {index: [] for index in range(6)}
+    spelled = {
+        "import": "import gpkg.m{0}",
+        "from": "from gpkg import m{0}",
+        "relative": "from .m{0} import *",
+        "lazy": "def later():\n    import gpkg.m{0}",
+    }
+    for source, target, kind in edges:
+        lines[source].append(spelled[kind].format(target))
+    files = {f"gpkg/m{index}.py": "\n".join(text) + "\n" for index, text in lines.items()}
+    write(root, {"gpkg/__init__.py": "", "metric.py": "".join(f"import gpkg.m{index}\n" for index in roots), **files})
+    reached: set[int] = set()
+    pending = list(roots)
+    while pending:
+        index = pending.pop()
+        if index not in reached:
+            reached.add(index)
+            pending.extend(target for source, target, _ in edges if source == index)
+    expected = {f"gpkg/m{index}.py" for index in reached} | ({"gpkg/__init__.py"} if reached else set())
+    assert names(imported_host_files(root / "metric.py", (str(root),)), root) == expected
