@@ -73,6 +73,9 @@ def _plain_reasons(project: LiveProject, tmp_path: Path) -> list[str]:
 
 def _rederived_blocked(project: LiveProject) -> None:
     folder = project.last_run()
+    # The record says the run decided every gate on a judge on its calibration (an earlier run, without it, is
+    # re-derived as it was decided).
+    assert json.loads((folder / "runrecord.json").read_text())["judge_gates"] == "every"
     verified = evalglass("verify", str(folder), cwd=project.root)
     assert verified.code == 0, verified.out + verified.err
     shown = evalglass("view", str(folder), "--format", "json", cwd=project.root)

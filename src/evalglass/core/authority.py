@@ -438,6 +438,19 @@ def gate_judge(standings: Mapping[str, JudgeStanding], subject: str) -> JudgeSta
     return standings.get(subject) or standings.get(declared_metric(subject))
 
 
+def decided_judge(
+    standings: Mapping[str, JudgeStanding], subject: str, *, comparative: bool, every: bool = True
+) -> tuple[JudgeStanding | None, JudgeEndpoint | None]:
+    """The judge standing a gate's authority checks (its calibration and endpoint), and where its judge is served
+    when no standing is checked. ``every``: every gate on a judge stands on its calibration (:func:`gate_judge`);
+    off only to re-derive a run recorded before that (``RunRecord.judge_gates``), decided with the calibration of
+    plain gates only (a gate on the judge's own metric, not comparative), and the endpoint of any gate."""
+    judge = gate_judge(standings, subject)
+    if every or judge is None or (not comparative and subject in standings):
+        return judge, None
+    return None, judge.endpoint
+
+
 class GateIdentity(BaseModel):
     """What authority resolution needs to know about a gate, computed from the config by the engine."""
 

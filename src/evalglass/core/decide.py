@@ -16,12 +16,13 @@ import numpy.typing as npt
 from evalglass.core.authority import (
     JudgeStanding,
     Ledger,
+    decided_judge,
     declared_gate_authority,
-    gate_judge,
 )
 from evalglass.core.checks import CheckResult
 from evalglass.core.columns import SCORED_VALID, ScoreColumn
 from evalglass.core.comparative import ComparativeInputs, decide_comparative_gate
+from evalglass.core.endpoint import JudgeEndpoint
 from evalglass.core.estimate import Estimate, IntervalSpec, Sensitivity
 from evalglass.core.gates import Advice, GateResult, evaluate_check_gate, evaluate_gate, undeclared_results
 from evalglass.core.gatespec import GateRule, GateSpec
@@ -201,12 +202,15 @@ def decide_run(
     ledger_where: Mapping[str, str] | None = None,
     *,
     today: str,
+    every_judged_gate: bool = True,
 ) -> tuple[tuple[MetricSummary, ...], VerdictPayload]:
     """``today`` (YYYY-MM-DD) is the day approvals are checked for expiry on: the run's own date, so ``verify``
     re-derives the same decision later. ``judges`` holds, per llm_judge metric, its fingerprint and calibration
     record as the run found them (the engine reads the files; a run record snapshots them so ``verify`` decides on
     exactly the same evidence). ``comparative`` is needed when any gate compares with a baseline (``compare_to``).
-    ``ledger_where`` names, per gate the ledger lists, its ``file:line``, for the messages that point at it."""
+    ``ledger_where`` names, per gate the ledger lists, its ``file:line``, for the messages that point at it.
+    ``every_judged_gate`` off re-derives a run recorded before every gate on a judge stood on its calibration
+    (:func:`evalglass.core.authority.decided_judge`)."""
     measured = {metric.name: measure(metric, shape) for metric in metrics}
     standings = judges or {}
     results: list[GateResult] = []
@@ -217,6 +221,7 @@ def decide_run(
             if comparative is None:
                 raise ValueError(f"gate '{gate.name}' compares with a baseline, but no comparative inputs were given")
             item = measured[gate.spec.subject]
+            judge, served = decided_judge(standings, gate.spec.subject, comparative=True, every=every_judged_gate)
             results.append(
                 decide_comparative_gate(
                     gate.name,
@@ -234,7 +239,8 @@ def decide_run(
                         comparative=True,
                         baseline=gate.spec.compare_to,
                         stale_cause=gate.stale_cause,
-                        judge=gate_judge(standings, gate.spec.subject),
+                        judge=judge,
+                        judge_endpoint=served,
                     ),
                     ledger,
                     item.column,
@@ -254,7 +260,7 @@ def decide_run(
                     dataset_name,
                     dataset_fingerprint,
                     today,
-                    gate_judge(standings, gate.spec.subject),
+                    *decided_judge(standings, gate.spec.subject, comparative=False, every=every_judged_gate),
                 )
             )
     results.extend(undeclared_results(ledger, [gate.name for gate in gates], ledger_where or {}))
@@ -269,6 +275,7 @@ def _decide_metric_gate(
     dataset_fingerprint: str,
     today: str,
     judge: JudgeStanding | None = None,
+    judge_endpoint: JudgeEndpoint | None = None,
 ) -> GateResult:
     item = measured[gate.spec.subject]
     summary = item.summary
@@ -283,6 +290,7 @@ def _decide_metric_gate(
         uses_reference=summary.uses_reference,
         judge=judge,
         stale_cause=gate.stale_cause,
+        judge_endpoint=judge_endpoint,
     )
     bound: Interval | None = None
     advice: Advice | None = None

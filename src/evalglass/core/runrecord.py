@@ -120,6 +120,15 @@ class RunRecord(BaseModel):
         description="Per llm_judge or jury metric, where its judge was served (canonical: 'openai "
         "https://api.openai.com/v1'; a jury: per member), as gate approvals' judge_endpoint binds it.",
     )
+    judge_gates: Literal["plain", "every"] = Field(
+        default="plain",
+        # Absent for a run without judges and in records from before every gate on a judge needed its calibration:
+        # those were decided so and are re-derived so.
+        exclude_if=lambda value: value == "plain",
+        description="Which gates on a judge stood on its calibration when the run decided: `every` gate whose subject "
+        "is a judge (plain, comparative, on a variant, between variants); absent (`plain`): plain gates only, as "
+        "runs recorded before that were decided.",
+    )
     calibrations: dict[str, CalibrationRecord] = Field(
         default_factory=dict,
         description="Per llm_judge metric, the calibration record the run found (snapshot; verify decides on it).",

@@ -41,8 +41,8 @@ from evalglass.core.authority import (
     Authority,
     BlockReason,
     JudgeStanding,
+    decided_judge,
     declared_gate_authority,
-    gate_judge,
     undeclared_active_gates,
 )
 from evalglass.core.calendar import day_of_timestamp
@@ -392,8 +392,14 @@ def _declared_gate_problems(
     # Where the gate's judge was served (a variant's metric is the declared one's: variants change the task only).
     # A record from before it was kept has none: that run was decided without the binding and is re-derived so.
     served = record.judge_endpoints.get(declared_metric(spec.metric)) if spec.metric else None
-    # The judge every kind of gate on a judge stands on (plain, comparative, on a variant), found as the run found it.
-    judge = gate_judge(_recorded_standings(record), spec.metric) if spec.metric is not None else None
+    # The judge a gate on a judge stands on (every kind of gate, or a plain one in a run recorded before that), found
+    # as the run found it.
+    judge = None
+    if spec.metric is not None:
+        every = record.judge_gates == "every"
+        judge, _ = decided_judge(
+            _recorded_standings(record), spec.metric, comparative=spec.compare_to is not None, every=every
+        )
     authority = declared_gate_authority(
         record.ledger,
         today=today,
