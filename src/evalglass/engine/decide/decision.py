@@ -48,6 +48,8 @@ class Evidence:
     ledger_where: Mapping[str, str] | None = None
     #: Per gate, what made its approval stale when that is an evaluator's version (``engine.spec.staleness``).
     stale: Mapping[str, str] | None = None
+    #: Every gate on a judge stands on its calibration; off only to re-derive a run recorded before that.
+    every_judged_gate: bool = True
 
 
 def decided_scorecard(
@@ -74,6 +76,7 @@ def decided_scorecard(
         evidence.comparative,
         evidence.ledger_where,
         today=evidence.today,
+        every_judged_gate=evidence.every_judged_gate,
     )
     variants = None
     if config.variant_names:
@@ -167,6 +170,7 @@ def run_record(
         calibrations={
             name: standing.calibration for name, standing in standings.items() if standing.calibration is not None
         },
+        judge_gates="every" if standings else "plain",
         baselines=baselines,
         scores_sha256=scores_sha256,
         usage=usage,

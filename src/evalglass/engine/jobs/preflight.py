@@ -23,6 +23,7 @@ from evalglass.core.authority import (
     check_inputs_unbound_reason,
     check_unbound_reason,
     declared_gate_authority,
+    gate_judge,
     unbound_inputs_text,
     undeclared_gates,
 )
@@ -122,7 +123,7 @@ def _preview(
         dataset=config.dataset.name,
         dataset_fingerprint=dataset_fingerprint or "",
         uses_reference=spec is not None and spec.uses_reference,
-        judge=standings.get(gate.subject),
+        judge=gate_judge(standings, gate.subject),
         stale_cause=stale_cause,
         comparative=gate.compare_to is not None,
         baseline=gate.compare_to,

@@ -6,6 +6,7 @@ a misspelt ``tolerate`` or ``threshold`` silently dropped would change what a gr
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from evalglass.engine.spec.validation import validate_document
 from evalglass.errors import LocatedValueError, SetupError
 from evalglass.lanes.checkinputs import InputProblem, input_hashes, split_words
 from evalglass.lanes.checkspec import CheckSpec
+from evalglass.lanes.hostimports import TooManyHostFiles
 from evalglass.lanes.specs import EndpointSpec, LaneSpec
 from evalglass.metrics.registry import AnyMetricSpec
 from evalglass.metrics.versions import fingerprinted, gate_evaluators
@@ -803,6 +805,9 @@ class Config(BaseModel):
         if gate.rule is GateRule.LOWER_BOUND:
             payload["interval"] = spec.interval.model_dump(mode="json")
         files = dict(files_of.get(metric, {}))
+        imported = files_of.get(imports_key(metric))
+        if imported:  # only when there are any: a metric that imports no host code keeps its fingerprint
+            payload["imports"] = imported
         checks: dict[str, Any] = {}
         check_inputs: dict[str, Any] = {}
         for check_name in spec.check_references().values():
@@ -851,6 +856,12 @@ class Config(BaseModel):
 def check_files_key(check: str) -> str:
     """The ``definition_files`` key of a check's files (metric names cannot contain ':', so keys never clash)."""
     return f"check:{check}"
+
+
+def imports_key(metric: str) -> str:
+    """The ``definition_files`` key of the host code a metric runs beyond its own files: the module a
+    ``package.module`` reference resolves to, and the host modules its code imports (label → fingerprint)."""
+    return f"imports:{metric}"
 
 
 def check_inputs_key(check: str) -> str:
@@ -940,6 +951,13 @@ def definition_file_hashes(
             files[label] = fingerprint_of_bytes(data)
         if files:
             hashes[name] = files
+        try:
+            imported = _host_file_hashes(spec.imported_files(base_dir), root)
+        except TooManyHostFiles as exc:
+            located = where(("metrics", name)) if where else None
+            raise SetupError(f"metric '{name}': {exc}", where=located) from None
+        if imported:
+            hashes[imports_key(name)] = imported
     for name, check in config.checks.items():
         files = check_argv_file_hashes(check, base_dir)
         if files:
@@ -951,6 +969,19 @@ def definition_file_hashes(
                 at = ("checks", name, "inputs", exc.index)
                 raise SetupError(f"check '{name}': {exc}", where=where(at) if where else None, fix=exc.fix) from None
     return hashes
+
+
+def _host_file_hashes(paths: tuple[Path, ...], root: Path) -> dict[str, str]:
+    """SHA-256 of each host file, labelled by its path from the config folder (``../src/app/util.py`` outside it):
+    the same label on every checkout with the project's layout, so an approval made on one machine holds on CI."""
+    hashes: dict[str, str] = {}
+    for path in paths:
+        try:
+            data = read_regular(path, what="host module")
+        except SetupError:
+            continue  # gone since it was found: importing it fails the run with its own error
+        hashes[Path(os.path.relpath(path, root)).as_posix()] = fingerprint_of_bytes(data)
+    return dict(sorted(hashes.items()))
 
 
 def check_argv_file_hashes(check: CheckSpec, base_dir: Path) -> dict[str, str]:
