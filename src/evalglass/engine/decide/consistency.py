@@ -378,10 +378,8 @@ def _declared_gate_problems(
     gate: GateResult, declared: Any, metrics: Mapping[str, MetricSummary], record: RunRecord, today: str
 ) -> list[str]:
     name = gate.name
-    from evalglass.engine.decide.decision import decided_spec
-
     try:
-        spec = decided_spec(GateSpec.model_validate(declared or {}))
+        spec = GateSpec.model_validate(declared or {}).decided()
     except ValidationError as exc:
         return [f"gate '{name}' in the run record's config snapshot is not a gate: {first_problem(exc)}"]
     if gate.fingerprint != record.gate_fingerprints.get(name):
