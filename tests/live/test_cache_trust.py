@@ -34,8 +34,9 @@ from .test_cache import _lane_run
 ATTACKER = CacheSecret(b"\x07" * 32, "attacker")
 
 
-def _forge(path: Path, how: str, content: str = "FORGED") -> int:
-    """Rewrite every entry's answer to ``content``, its MAC as ``how`` says; returns how many entries."""
+def forge(path: Path, how: str, content: str = "FORGED") -> int:
+    """What a pull request can commit: every entry's answer rewritten to ``content``, its MAC as ``how`` says (none,
+    random bytes, a valid MAC under the attacker's own key, a cut one); returns how many entries."""
     db = sqlite3.connect(path, isolation_level=None)
     try:
         rows = db.execute("SELECT key, value FROM calls").fetchall()
@@ -61,7 +62,7 @@ def test_a_forged_entry_is_never_served_and_its_call_is_made(tmp_path: Path, how
     with FakeOpenAI(reply=lambda body: "REAL") as server:
         with CallCache(path) as cache:
             _lane_run(server, cache, ["a", "b", "c"], tmp_path)
-        assert _forge(path, how) == 3
+        assert forge(path, how) == 3
         with CallCache(path) as cache:
             outcomes = _lane_run(server, cache, ["a", "b", "c"], tmp_path)
             assert cache.unvouched == 3 and cache.hits == 0

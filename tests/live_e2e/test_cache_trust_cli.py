@@ -12,7 +12,6 @@ makes its entries misses.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sqlite3
 import stat
@@ -20,12 +19,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 import yaml
 
-from evalglass.engine.produce.cache import entry_mac
 from evalglass.testing.fake_openai import FakeOpenAI
+from tests.live.test_cache_trust import forge
 
 from .conftest import LiveProject, evalglass, kill, questions, start, wait_until
 
@@ -36,7 +34,6 @@ ROWS = [
     {"id": "a", "question": "q a", "output": "answer a grade=1"},
     {"id": "b", "question": "q b", "output": "answer b grade=2"},
 ]
-ATTACKER_KEY = b"\x42" * 32
 #: Human labels the honest judge agrees with (it grades by the `grade=N` marker): its calibration passes.
 LABELS = [{"id": f"l{i}", "question": "q", "output": f"answer grade={g}", "label": g} for i, g in enumerate([1, 2] * 6)]
 
@@ -64,22 +61,6 @@ def _approve(project: LiveProject, gate: str, threshold: float, judge: str | Non
     (project.root / "authority.yaml").write_text(yaml.safe_dump(ledger, sort_keys=False))
 
 
-def _forge(cache: Path, how: str, content: str) -> int:
-    """What a pull request commits: every entry's answer replaced by ``content``, its MAC as ``how`` says."""
-    db = sqlite3.connect(cache, isolation_level=None)
-    try:
-        rows = db.execute("SELECT key, value FROM calls").fetchall()
-        for key, value in rows:
-            forged = orjson.loads(value)
-            forged["content"] = content
-            payload = orjson.dumps(forged)
-            mac = {"none": None, "wrong": os.urandom(32), "another key": entry_mac(ATTACKER_KEY, key, payload)}[how]
-            db.execute("UPDATE calls SET value = ?, mac = ? WHERE key = ?", (payload, mac, key))
-    finally:
-        db.close()
-    return len(rows)
-
-
 def _judged_project(project: LiveProject) -> None:
     project.write(ROWS, task=RECORDED, metrics={"quality": project.judge()}, gates={"judged": {"metric": "quality"}})
     _approve(project, "judged", 3.0, judge="quality")
@@ -92,7 +73,7 @@ def test_a_forged_judge_cache_never_turns_the_gate_green(project: LiveProject, s
     assert honest.code == 1 and _gate(honest.out, "judged")["outcome"] == "fail"
     asked = server.request_count
     # The pull request: every judge answer in the committed cache says 5 (the run's two, the calibration's too).
-    forged_entries = _forge(project.root / CACHE, how, json.dumps({"score": 5, "rationale": "perfect"}))
+    forged_entries = forge(project.root / CACHE, how, json.dumps({"score": 5, "rationale": "perfect"}))
     assert forged_entries >= 2
     forged = project.run()
     assert forged.code == 1, forged.err  # still red: the answers are the judge's, asked again
@@ -120,7 +101,7 @@ def test_a_forged_lane_cache_does_not_stand_in_for_the_system_under_test(
     honest = project.run()
     assert honest.code == 1 and _gate(honest.out, "answered")["outcome"] == "fail"  # the lane echoes the question
     assert server.request_count == 3
-    assert _forge(project.root / CACHE, "another key", "the secret answer") == 3
+    assert forge(project.root / CACHE, "another key", "the secret answer") == 3
     forged = project.run()
     assert forged.code == 1 and _gate(forged.out, "answered")["outcome"] == "fail", forged.out
     assert server.request_count == 6 and "3 cached answer(s)" in forged.err
