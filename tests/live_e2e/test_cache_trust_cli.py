@@ -105,6 +105,12 @@ def test_a_forged_lane_cache_does_not_stand_in_for_the_system_under_test(
     forged = project.run()
     assert forged.code == 1 and _gate(forged.out, "answered")["outcome"] == "fail", forged.out
     assert server.request_count == 6 and "3 cached answer(s)" in forged.err
+    record = json.loads((project.last_run() / "runrecord.json").read_text())
+    assert record["untrusted_cache_entries"] == 3
+    assert record["usage"][0]["calls"] == 3 and record["usage"][0]["cached_calls"] == 0  # all made now
+    again = project.run()
+    assert again.code == 1 and server.request_count == 6
+    assert "untrusted_cache_entries" not in json.loads((project.last_run() / "runrecord.json").read_text())
 
 
 def test_rotating_the_cache_key_makes_its_entries_misses(project: LiveProject, server: FakeOpenAI) -> None:
@@ -161,3 +167,23 @@ def test_an_honest_cache_answers_a_resumed_run_with_no_call_twice(project: LiveP
     assert server.request_count - asked_before == total - stored  # every stored answer was served
     rerun = project.run()
     assert rerun.code == 0 and server.request_count - asked_before == total - stored  # and a new run asks none
+
+
+def test_a_resumed_run_records_every_entry_it_did_not_trust(project: LiveProject, server: FakeOpenAI) -> None:
+    """A forged cache, a run killed mid-way, then resumed: its record counts every forged entry once, as an
+    uninterrupted run's does, though the first attempt already replaced some of them (their replays say so)."""
+    total = 30
+    server.latency = 0.03
+    project.write(questions(total), concurrency={"max_in_flight": 4})
+    assert project.run().code == 0 and server.request_count == total
+    assert forge(project.root / CACHE, "another key", "forged") == total
+    proc = start("run", "--no-progress", "--format", "json", cwd=project.root)
+    wait_until(lambda: server.request_count >= total + 12, what="12 requests")
+    code, _, _ = kill(proc, signal.SIGKILL)
+    assert code == -signal.SIGKILL
+    resumed = project.run("--resume")
+    assert resumed.code == 0, resumed.err
+    assert f"{total} cached answer(s)" in resumed.err
+    record = json.loads((project.last_run() / "runrecord.json").read_text())
+    assert record["untrusted_cache_entries"] == total
+    assert "forged" not in (project.last_run() / "outputs.jsonl").read_text()

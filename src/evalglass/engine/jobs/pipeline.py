@@ -547,6 +547,9 @@ def _finish_variants(prepared: _Prepared, scored: dict[str, Scored], compared: S
         scores_sha256=first.scores_sha256,
         usage=usage,
         calls=calls,
+        untrusted_cache_entries=sum(
+            each.untrusted_cache_entries for each in (*scored.values(), *([compared] if compared else []))
+        ),
     )
     return _finish(
         prepared,
@@ -609,7 +612,15 @@ def _finish(
         config, scored.columns, scored.shape.run_shape(), dataset, evidence, scored.calls, scored.usage, judged
     )
     record = run_record(
-        loaded, ledger, dataset, evidence, baseline_records, scored.scores_sha256, scored.usage, scored.kept
+        loaded,
+        ledger,
+        dataset,
+        evidence,
+        baseline_records,
+        scored.scores_sha256,
+        scored.usage,
+        scored.kept,
+        scored.untrusted_cache_entries,
     )
     if variant_scores:
         update = {"scores_file": scores_file, "variant_scores": variant_scores, "compared_scores": compared_scores}

@@ -37,7 +37,7 @@ consistent (SQLite's journal guarantees it) and the next open recovers the WAL. 
 shared by every coroutine of an event loop and by worker threads (a lock serialises use of the read connection; the
 writer thread has a connection of its own).
 
-When the cache cannot be used (docs/caching.md, "When the cache cannot be written"):
+When the cache cannot be used (docs/lanes.md, "When the cache cannot be written"):
 
 * it cannot be opened for writing (a read-only folder or file system, permission denied, a file that is not a
   cache, a lock held past the busy timeout): :class:`CacheUnavailable`, one line with the reason and the fix; the run

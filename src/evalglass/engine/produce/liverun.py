@@ -156,6 +156,8 @@ class LiveProducer:
     run_id: str | None = None
     warnings: list[str] = field(default_factory=list)
     cluster: RayCluster | None = None
+    #: The call cache's untrusted entries, once it is closed (see ``CallCache.unvouched``).
+    untrusted: list[int] = field(default_factory=list)
 
     def produce(self, sink: RunSink) -> Produced:
         reader = DatasetSource(self.loaded, keep=sink.keep)
@@ -180,7 +182,7 @@ class LiveProducer:
             reader.close()
         outputs.commit()
         usage = tuple(tally.summary(self.loaded.config.prices) for tally in tallies.values())
-        return Produced(dataset=dataset, calls=outputs.calls, usage=usage)
+        return Produced(dataset=dataset, calls=outputs.calls, usage=usage, untrusted_cache_entries=sum(self.untrusted))
 
     async def _main(
         self,
@@ -236,6 +238,7 @@ class LiveProducer:
             pool.shutdown(wait=False, cancel_futures=True)
         if cache is not None:
             self.warnings.extend(cache.problems())
+            self.untrusted.append(cache.unvouched)
             cache.close()
 
 
