@@ -187,3 +187,30 @@ def test_a_resumed_run_records_every_entry_it_did_not_trust(project: LiveProject
     record = json.loads((project.last_run() / "runrecord.json").read_text())
     assert record["untrusted_cache_entries"] == total
     assert "forged" not in (project.last_run() / "outputs.jsonl").read_text()
+
+
+def test_resume_takes_no_run_folder_on_its_word(project: LiveProject, server: FakeOpenAI, tmp_path: Path) -> None:
+    """A run folder a pull request commits (with `.evalglass/last-started` naming it) would hand `--resume` a run id
+    and a creation time, the day approvals' expiry is judged by. Only a manifest sealed with this machine's cache
+    key is resumed: one from another key, or edited, is refused in one line before any call."""
+    project.write(questions(2))
+    assert project.run().code == 0 and server.request_count == 2
+    folder = project.last_run()
+    manifest_file = folder / "run.json"
+    honest = manifest_file.read_text()
+
+    elsewhere = project.run("--resume", env={"XDG_CACHE_HOME": str(tmp_path / "another-machine")})
+    assert elsewhere.code == 2 and "was not sealed with this machine's cache key" in elsewhere.err
+    assert elsewhere.err.count("\n") == 1 and "Traceback" not in elsewhere.err
+
+    manifest = json.loads(honest)
+    for forged in ({**manifest, "created_at": "2020-01-01T00:00:00Z"}, {**manifest, "seal": None}):
+        manifest_file.write_text(json.dumps(forged))
+        refused = project.run("--resume", str(folder))
+        assert refused.code == 2 and "was not sealed" in refused.err, refused.err
+    assert server.request_count == 2
+
+    manifest_file.write_text(honest)
+    resumed = project.run("--resume")
+    assert resumed.code == 0, resumed.err
+    assert server.request_count == 2 and json.loads(manifest_file.read_text())["created_at"] == manifest["created_at"]

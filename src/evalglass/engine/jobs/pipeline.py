@@ -60,6 +60,7 @@ from evalglass.version import __version__
 if TYPE_CHECKING:
     from evalglass.core.comparative import ComparativeInputs
     from evalglass.engine.produce.cache import CacheMode
+    from evalglass.engine.produce.cachekey import CacheSecret
     from evalglass.engine.produce.progress import Counters, Reporter
     from evalglass.engine.produce.raycluster import RayCluster
     from evalglass.engine.runs.manifest import RunManifest
@@ -217,6 +218,8 @@ def _prepare(config_path: Path, options: RunOptions) -> _Prepared:
         file_fingerprint,
         load_manifest,
         refuse_changes,
+        refuse_unsealed,
+        sealed,
     )
 
     mode = CacheMode(options.cache_mode)
@@ -225,8 +228,10 @@ def _prepare(config_path: Path, options: RunOptions) -> _Prepared:
     config = loaded.config
     refuse_unpinned_ledger(loaded, options.pinned_ledger)
     identity = dataset_identity(loaded.dataset_path, hash_contents=config.live)
+    key = _run_key(loaded, resuming=resumed is not None)
     if resumed is not None:
-        assert options.resume is not None
+        assert options.resume is not None and key is not None
+        refuse_unsealed(options.resume, resumed, key.key, key.source)
         run_id, created_at, folder = resumed.run_id, resumed.created_at, options.resume
     else:
         moment = options.now or datetime.now(UTC)
@@ -244,6 +249,8 @@ def _prepare(config_path: Path, options: RunOptions) -> _Prepared:
     )
     if resumed is not None:
         refuse_changes(folder, resumed, manifest)
+    elif key is not None:
+        manifest = sealed(manifest, key.key)
     ledger = load_ledger(loaded.ledger_path)
     check_against_config(ledger, config)
     signing_key = signing_key_from_env()
@@ -251,6 +258,20 @@ def _prepare(config_path: Path, options: RunOptions) -> _Prepared:
         private_key(signing_key)  # a bad key is refused before any work is done, not after
     counters = Counters(total=identity.examples)
     return _Prepared(folder, resumed, manifest, loaded, ledger, mode, options, counters, signing_key)
+
+
+def _run_key(loaded: LoadedConfig, *, resuming: bool) -> CacheSecret | None:
+    """The call cache's key, which seals a run's manifest (engine/runs/manifest.py). A new run that cannot have it
+    (no home folder, a key file that would lie in the project) still runs, unsealed: it is the resume that needs the
+    seal, and then the key's problem is the one line a resume prints."""
+    from evalglass.engine.produce.cachekey import CACHE_FILE, cache_secret
+
+    try:
+        return cache_secret(loaded.base_dir / CACHE_FILE)
+    except SetupError:
+        if resuming:
+            raise
+        return None
 
 
 def refuse_occupied(folder: Path) -> None:

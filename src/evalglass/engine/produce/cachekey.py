@@ -36,6 +36,8 @@ from pathlib import Path
 from evalglass.errors import SetupError
 
 KEY_ENV = "EVALGLASS_CACHE_KEY"
+#: The call cache's file, in the config's folder.
+CACHE_FILE = ".evalglass-cache.sqlite"
 KEY_FILE = "cache-key"
 #: Distinguishes this use of the environment's text from any other the same text may have.
 _ENV_DOMAIN = b"evalglass.cache-key/1\0"
@@ -170,4 +172,4 @@ def _unusable(path: Path, why: str) -> SetupError:
     )
 
 
-__all__ = ["KEY_ENV", "KEY_FILE", "CacheSecret", "cache_secret", "key_file_path", "project_root"]
+__all__ = ["CACHE_FILE", "KEY_ENV", "KEY_FILE", "CacheSecret", "cache_secret", "key_file_path", "project_root"]

@@ -37,6 +37,7 @@ from evalglass.core.example import Example, ExampleBatch
 from evalglass.engine.datasets.dataset import BATCH, BadLine
 from evalglass.engine.datasets.source import DatasetSource
 from evalglass.engine.produce.cache import CacheMode, CallCache
+from evalglass.engine.produce.cachekey import CACHE_FILE
 from evalglass.engine.produce.interrupts import LoopStopper
 from evalglass.engine.produce.liveoutputs import OutputsWriter
 from evalglass.engine.produce.livescorer import ExampleResult, LiveParts, LiveScorer, ScoredColumns, rows_of
@@ -57,7 +58,6 @@ if TYPE_CHECKING:
 
     from evalglass.engine.produce.raycluster import RayCluster
 
-CACHE_FILE = ".evalglass-cache.sqlite"
 #: How long closing the lane's and judges' clients may take when the run ends (or is stopped).
 _CLOSE_S = 10.0
 
