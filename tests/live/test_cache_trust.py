@@ -238,3 +238,24 @@ def test_any_change_to_a_stored_value_is_a_miss(tmp_path: Path, value: dict[str,
         db.execute("UPDATE calls SET value = ?", (bytes(stored),))
     with CallCache(path) as cache:
         assert cache.get("k") is None and cache.unvouched == 1
+
+
+def test_an_agent_s_forged_model_steps_are_asked_again(tmp_path: Path) -> None:
+    """Every model step of an agent goes through the one cache read: steps whose entries do not verify are asked
+    again, and the trajectory is the model's."""
+    from .test_agent_lane import TOOLS, agent, call, produce
+
+    (tmp_path / "tools.py").write_text(textwrap.dedent(TOOLS))
+    turns = {"Plan": [{"tool_calls": [call("add_to_cart", {"item": "tea"})]}, "Done."]}
+    path = tmp_path / "cache.sqlite"
+    with FakeOpenAI(turns=turns) as server:
+        with CallCache(path, run="one") as cache:
+            (first,) = produce(agent(server), tmp_path, {"q": "Plan"}, cache=cache)
+        assert server.request_count == 2
+        assert forge(path, "another key") == 2
+        with CallCache(path, run="two") as cache:
+            (second,) = produce(agent(server), tmp_path, {"q": "Plan"}, cache=cache)
+            assert cache.unvouched == 2
+        assert server.request_count == 4
+    assert isinstance(first, LaneOutput) and isinstance(second, LaneOutput)
+    assert second.value == first.value and not second.cached

@@ -214,3 +214,23 @@ def test_resume_takes_no_run_folder_on_its_word(project: LiveProject, server: Fa
     resumed = project.run("--resume")
     assert resumed.code == 0, resumed.err
     assert server.request_count == 2 and json.loads(manifest_file.read_text())["created_at"] == manifest["created_at"]
+
+
+def test_a_forged_cache_answers_for_no_jury_member(tmp_path: Path) -> None:
+    """Every judge of a jury (and the lane before it) goes through the one cache read: forged answers of all three
+    members are asked again, and the jury's verdicts are the real members' (the same as before the forgery)."""
+    from .test_jury_cli import _jury, jury_reply
+
+    with FakeOpenAI(reply=jury_reply) as jury_server:
+        project = LiveProject(tmp_path / "jury", jury_server.base_url)
+        rows = [{"id": "agree", "question": "a=2 b=2 c=2"}, {"id": "split", "question": "a=1 b=2 c=1"}]
+        project.write(rows, metrics={"helpful": _jury(project)})
+        assert project.run().code == 0
+        honest = {row["id"]: row["scores"]["helpful"] for row in project.scores()}
+        asked = jury_server.request_count
+        assert asked == 2 + 2 * 3  # the lane's calls and each member's
+        assert forge(project.root / CACHE, "another key", json.dumps({"score": 5, "rationale": "perfect"})) == asked
+        forged = project.run()
+        assert forged.code == 0 and f"{asked} cached answer(s)" in forged.err
+        assert jury_server.request_count == 2 * asked
+        assert {row["id"]: row["scores"]["helpful"] for row in project.scores()} == honest
