@@ -234,3 +234,26 @@ def test_a_forged_cache_answers_for_no_jury_member(tmp_path: Path) -> None:
         assert forged.code == 0 and f"{asked} cached answer(s)" in forged.err
         assert jury_server.request_count == 2 * asked
         assert {row["id"]: row["scores"]["helpful"] for row in project.scores()} == honest
+
+
+def test_a_forged_cache_answers_for_no_variant_and_not_for_the_judge_of_variants(tmp_path: Path) -> None:
+    """A run with variants and a pairwise judge of them (`compared/`): forged answers of both variants' lanes and
+    of the judge's passes in both orders are asked again; the win rate is the real judge's, and the run record
+    counts every forged entry once across the variants and the judge pass."""
+    from .test_pairwise_variants_live_cli import judged, metric, reply
+
+    with FakeOpenAI(reply=reply) as pairwise_server:
+        project = LiveProject(tmp_path / "pairwise", pairwise_server.base_url)
+        judged(project)
+        first = project.run()
+        assert first.code == 0, first.err
+        honest = metric(json.loads(first.out), "preferred")["estimate"]["point"]
+        asked = pairwise_server.request_count
+        assert forge(project.root / CACHE, "another key", json.dumps({"winner": "B", "rationale": "forged"})) == asked
+        forged = project.run()
+        (line,) = [line for line in forged.err.splitlines() if "not vouched for" in line]  # one, for every cache
+        assert forged.code == 0 and f"{asked} cached answer(s)" in line
+        assert pairwise_server.request_count == 2 * asked
+        assert metric(json.loads(forged.out), "preferred")["estimate"]["point"] == pytest.approx(honest)
+        record = json.loads((project.last_run() / "runrecord.json").read_text())
+        assert record["untrusted_cache_entries"] == asked

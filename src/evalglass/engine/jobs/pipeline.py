@@ -191,6 +191,8 @@ class _Prepared:
     options: RunOptions
     counters: Counters
     signing_key: str | None
+    #: Where the call cache's key came from (None: it could not be had; see ``_run_key``).
+    key_source: str | None = None
 
 
 def _run(config_path: Path, options: RunOptions) -> RunOutcome:
@@ -257,7 +259,8 @@ def _prepare(config_path: Path, options: RunOptions) -> _Prepared:
     if signing_key is not None:
         private_key(signing_key)  # a bad key is refused before any work is done, not after
     counters = Counters(total=identity.examples)
-    return _Prepared(folder, resumed, manifest, loaded, ledger, mode, options, counters, signing_key)
+    source = None if key is None else key.source
+    return _Prepared(folder, resumed, manifest, loaded, ledger, mode, options, counters, signing_key, source)
 
 
 def _run_key(loaded: LoadedConfig, *, resuming: bool) -> CacheSecret | None:
@@ -664,4 +667,16 @@ def _finish(
         },
         provenance=None if prepared.signing_key is None else signed_provenance(loaded.base_dir),
     )
-    return RunOutcome(folder=folder, scorecard=scorecard, record=record)
+    return RunOutcome(folder=folder, scorecard=scorecard, record=record, warnings=_untrusted(prepared, scored))
+
+
+def _untrusted(prepared: _Prepared, scored: Scored) -> tuple[str, ...]:
+    """One line for the call-cache entries the run did not trust, over every cache it opened (one per variant and
+    the judge pass of variants), as the run record counts them."""
+    if not scored.untrusted_cache_entries:
+        return ()
+    from evalglass.engine.produce.cache import untrusted_warning
+    from evalglass.engine.produce.cachekey import CACHE_FILE
+
+    path = prepared.loaded.base_dir / CACHE_FILE
+    return (untrusted_warning(path, scored.untrusted_cache_entries, prepared.key_source or "the cache key"),)

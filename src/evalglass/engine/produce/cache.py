@@ -249,20 +249,14 @@ class CallCache:
         if self._writer is not None:
             self._writer.flush()
 
-    def problems(self) -> list[str]:
+    def problems(self, *, untrusted: bool = True) -> list[str]:
         """One warning line per way the cache failed during this run (none when it worked); it first waits for what
-        was put to be committed, so its count is final."""
+        was put to be committed, so its count is final. ``untrusted=False`` leaves out the line counting entries
+        that were not vouched for: a run that opens several caches (one per variant) says that once, for all."""
         self.flush()
         found = []
-        if self._unvouched:
-            assert self.secret is not None
-            found.append(
-                f"warning: {self.path}: {len(self._unvouched)} cached answer(s) were not vouched for by this "
-                f"machine's cache key ({self.secret.source}) and were not trusted: those calls were made again and "
-                "their answers stored in their place. Entries from an older EvalGlass, made under another key, or "
-                "written by hand are read this way (docs/caching.md); to share a cache between CI runs, set "
-                "EVALGLASS_CACHE_KEY from a CI secret"
-            )
+        if self._unvouched and untrusted and self.secret is not None:
+            found.append(untrusted_warning(self.path, len(self._unvouched), self.secret.source))
         if self._write_failure is not None:
             found.append(
                 f"warning: {self.path}: the call cache could not be written ({self._write_failure}); "
@@ -299,6 +293,17 @@ class CallCache:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def untrusted_warning(path: Path, count: int, source: str) -> str:
+    """The one line that says how many entries of the cache at ``path`` were not vouched for by the key from
+    ``source``."""
+    return (
+        f"warning: {path}: {count} cached answer(s) were not vouched for by this machine's cache key ({source}) and "
+        "were not trusted: those calls were made again and their answers stored in their place. Entries from an "
+        "older EvalGlass, made under another key, or written by hand are read this way (docs/caching.md); to share "
+        "a cache between CI runs, set EVALGLASS_CACHE_KEY from a CI secret"
+    )
 
 
 def _open(path: Path, busy_timeout: float) -> sqlite3.Connection:
@@ -409,4 +414,13 @@ if TYPE_CHECKING:  # mypy checks that the SQLite store is what a run's store mus
         return cache
 
 
-__all__ = ["CacheMode", "CacheUnavailable", "CallCache", "EntryMac", "Hit", "cache_key", "entry_mac"]
+__all__ = [
+    "CacheMode",
+    "CacheUnavailable",
+    "CallCache",
+    "EntryMac",
+    "Hit",
+    "cache_key",
+    "entry_mac",
+    "untrusted_warning",
+]

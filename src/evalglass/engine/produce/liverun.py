@@ -237,7 +237,7 @@ class LiveProducer:
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
         if cache is not None:
-            self.warnings.extend(cache.problems())
+            self.warnings.extend(cache.problems(untrusted=False))  # the run says that once, for every cache
             self.untrusted.append(cache.unvouched)
             cache.close()
 
