@@ -157,3 +157,12 @@ class RunRecord(BaseModel):
         description="A recorded run: the outputs it scored, kept in its folder (view and the reports show these).",
     )
     usage: tuple[TokenUsage, ...] = Field(default=(), description="Tokens (and cost) per lane and judge (live runs).")
+    untrusted_cache_entries: int = Field(
+        default=0,
+        ge=0,
+        # Absent when there were none (records keep their bytes).
+        exclude_if=lambda found: found == 0,
+        description="Call-cache entries this run found whose MAC did not verify under the cache key (made under "
+        "another key, by an older EvalGlass, or written into the file by hand): not trusted, each call made again "
+        "and counted in `usage` as a call made now (docs/caching.md).",
+    )

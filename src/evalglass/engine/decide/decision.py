@@ -141,6 +141,7 @@ def run_record(
     scores_sha256: str,
     usage: tuple[TokenUsage, ...] = (),
     kept: KeptOutputs | None = None,
+    untrusted_cache_entries: int = 0,
 ) -> RunRecord:
     """What a run records so that ``verify`` can re-derive its scorecard from the text it read."""
     from evalglass.engine.spec.config import config_as_recorded
@@ -175,6 +176,7 @@ def run_record(
         scores_sha256=scores_sha256,
         usage=usage,
         kept_outputs=kept,
+        untrusted_cache_entries=untrusted_cache_entries,
     )
 
 
