@@ -54,3 +54,18 @@ def _outside_github_actions(monkeypatch: pytest.MonkeyPatch) -> None:
     Tests of the GitHub output set these variables themselves."""
     for name in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE"):
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(scope="session")
+def _cache_key_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("xdg-cache")
+
+
+@pytest.fixture(autouse=True)
+def _private_cache_key(monkeypatch: pytest.MonkeyPatch, _cache_key_home: Path) -> None:
+    """The call cache's key (engine/produce/cachekey.py) for runs started by tests: a key file in a folder of this
+    session's, never the user's own ~/.cache, and never a key from the environment the suite was started in.
+    One folder for the session, so a cache a test fills is vouched for in its next run, as on a user's machine.
+    Tests of the key itself set these variables themselves."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(_cache_key_home))
+    monkeypatch.delenv("EVALGLASS_CACHE_KEY", raising=False)

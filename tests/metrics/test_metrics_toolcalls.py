@@ -344,8 +344,11 @@ def test_metrics_sharing_a_batch_score_each_example_as_it_is_scored_alone(rows: 
 
 # ---------------------------------------------------------------------- keys made in C for flat arguments
 #: Values a flat argument object holds, with the pairs JSON equality tells apart or not (1 and 1.0, 0 and -0.0,
-#: true and 1, "1" and 1) and what orjson cannot write (an integer beyond 64 bits).
-FLAT_VALUES = st.sampled_from([1, 1.0, 0, -0.0, 0.0, 2.5, True, False, None, "1", "a", "", 2**64, -(2**63), [1], {}])
+#: true and 1, "1" and 1), what orjson cannot write (an integer beyond 64 bits), and text holding what separates
+#: two objects in one dump of a list of them ("},{", which the keys of a list are cut at).
+FLAT_VALUES = st.sampled_from(
+    [1, 1.0, 0, -0.0, 0.0, 2.5, True, False, None, "1", "a", "", "},{", '"},{"', "}", 2**64, -(2**63), [1], {}]
+)
 FLAT_ARGUMENTS = st.dictionaries(st.sampled_from(["x", "y", "z"]), FLAT_VALUES, max_size=3)
 
 

@@ -116,7 +116,7 @@ class ReadCalls:
     keyed straight from their items; their :class:`Call` objects are made only when asked for (a result short of
     perfect shows a few of them; the modes that compare in order read them all)."""
 
-    __slots__ = ("_calls", "_failure", "_items", "_keys", "_named", "_paired")
+    __slots__ = ("_calls", "_described", "_failure", "_items", "_keys", "_named", "_paired")
 
     def __init__(self, calls: list[Call] | None = None, items: list[dict[str, Any]] | None = None) -> None:
         self._calls = calls
@@ -126,6 +126,8 @@ class ReadCalls:
         self._failure: NotJsonError | None = None
         #: The pairing by key with one list of expected calls (the same object), kept for the next metric to ask.
         self._paired: tuple[ReadCalls, list[int]] | None = None
+        #: The text describing one pairing with one list of expected calls (the same objects), for the next metric.
+        self._described: tuple[ReadCalls, list[int], str] | None = None
 
     @classmethod
     def of(cls, value: Any) -> ReadCalls:
@@ -163,6 +165,19 @@ class ReadCalls:
                 raise
         return self._keys
 
+    def described(
+        self, expected: ReadCalls, pairing: list[int], describe: Callable[[ReadCalls, ReadCalls, list[int]], str]
+    ) -> str:
+        """``describe(self, expected, pairing)``, made once and kept for the next metric that describes the same
+        pairing of the same two lists (the same objects: :meth:`CallMatcher.pairing_of` shares a pairing by key), so
+        the metrics of a batch that leave calls unpaired say which once. ``describe`` must read nothing else."""
+        kept = self._described
+        if kept is not None and kept[0] is expected and kept[1] is pairing:
+            return kept[2]
+        text = describe(self, expected, pairing)
+        self._described = (expected, pairing, text)
+        return text
+
     def flat_keys(self) -> list[tuple[str, Hashable]] | None:
         """Each call's name and :func:`flat_arguments_key` (``*`` for none), in order, when every call has one;
         None when any call's arguments are not such an object (or are not JSON text), so the pairing takes
@@ -186,9 +201,16 @@ def _flat_keys_of_items(items: list[dict[str, Any]]) -> list[tuple[str, Hashable
     if not _FLAT_TYPES.issuperset(map(type, chain.from_iterable(map(dict.values, arguments)))):
         return None
     try:
-        return list(zip(names, map(_sorted_dump, arguments), strict=True))
+        written = _sorted_dump(arguments)
     except orjson.JSONEncodeError:
         return None
+    # One dump for the list, "[{a},{b}]", cut into each object's inner text at "},{". Between two objects that
+    # text always occurs, and its occurrences never overlap; so when it occurs exactly once fewer times than there
+    # are objects, no string holds it and the cut is exact. Else (a string holding "},{"), one dump a call.
+    inner = written[2:-2]
+    if inner.count(b"},{") == len(arguments) - 1:
+        return list(zip(names, inner.split(b"},{"), strict=True))
+    return list(zip(names, [_sorted_dump(value)[1:-1] for value in arguments], strict=True))
 
 
 def _flat_keys_of_calls(calls: list[Call]) -> list[tuple[str, Hashable]] | None:
@@ -206,14 +228,15 @@ def _flat_keys_of_calls(calls: list[Call]) -> list[tuple[str, Hashable]] | None:
 
 def flat_arguments_key(arguments: Any) -> bytes | None:
     """A key equal for two flat objects (text keys; text, integer, boolean or null values) exactly when they are
-    equal as JSON, made in C: orjson's dump with sorted keys. Without a float in either, JSON equality is equality
-    of that text (``true`` and ``1`` are written apart, and no ``1.0`` can equal a ``1``). None for anything else
-    (a float, a nested value, an integer beyond 64 bits, a key that is not text): :func:`json_key` decides those,
-    and a key of one kind never equals a key of the other, so a list is keyed all one way or all the other."""
+    equal as JSON, made in C: orjson's dump with sorted keys, without its braces (so the keys of a list of calls
+    can be cut from one dump of the list). Without a float in either, JSON equality is equality of that text
+    (``true`` and ``1`` are written apart, and no ``1.0`` can equal a ``1``). None for anything else (a float, a
+    nested value, an integer beyond 64 bits, a key that is not text): :func:`json_key` decides those, and a key of
+    one kind (bytes) never equals a key of the other (a tuple), so a list is keyed all one way or all the other."""
     if type(arguments) is not dict or not _FLAT_TYPES.issuperset(map(type, arguments.values())):
         return None
     try:
-        return _sorted_dump(arguments)
+        return _sorted_dump(arguments)[1:-1]
     except orjson.JSONEncodeError:
         return None
 

@@ -250,7 +250,7 @@ def _by_mode(
     if holds and matched == made == expected:
         return 1.0
     if not why:
-        why = _unmatched(read, wanted, pairing)
+        why = read.described(wanted, pairing, _unmatched)
     verdict = "holds" if holds else "does not hold"
     return scored_with_note(
         1.0 if holds else 0.0,
@@ -279,9 +279,8 @@ def _per_call(
         value = 2.0 * matched / (made + expected)
     if matched == made == expected:
         return value
-    return scored_with_note(
-        value, "tool_calls_counted", f"{_counts(matched, made, expected)}; {_unmatched(read, wanted, pairing)}"
-    )
+    unpaired = read.described(wanted, pairing, _unmatched)
+    return scored_with_note(value, "tool_calls_counted", f"{_counts(matched, made, expected)}; {unpaired}")
 
 
 def _vacuous(vacuous: Vacuous, rule: str, made: int) -> Score:
