@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -67,5 +68,17 @@ def _private_cache_key(monkeypatch: pytest.MonkeyPatch, _cache_key_home: Path) -
     session's, never the user's own ~/.cache, and never a key from the environment the suite was started in.
     One folder for the session, so a cache a test fills is vouched for in its next run, as on a user's machine.
     Tests of the key itself set these variables themselves."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(_cache_key_home))
-    monkeypatch.delenv("EVALGLASS_CACHE_KEY", raising=False)
+    _use_private_cache_key(monkeypatch, _cache_key_home)
+
+
+@pytest.fixture(scope="module")
+def private_cache_key_for_module(_cache_key_home: Path) -> Iterator[None]:
+    """The same, for a module-scoped fixture that starts runs (it is made before any function-scoped fixture)."""
+    with pytest.MonkeyPatch.context() as patch:
+        _use_private_cache_key(patch, _cache_key_home)
+        yield
+
+
+def _use_private_cache_key(patch: pytest.MonkeyPatch, home: Path) -> None:
+    patch.setenv("XDG_CACHE_HOME", str(home))
+    patch.delenv("EVALGLASS_CACHE_KEY", raising=False)
