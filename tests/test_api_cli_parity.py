@@ -31,7 +31,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Project:
 
 
 @pytest.fixture(scope="module")
-def _shared_root(tmp_path_factory: pytest.TempPathFactory, private_cache_key_for_module: None) -> Path:
+def _shared_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     made = three_gates(tmp_path_factory.mktemp("shared"))
     assert made.run("--out", "run", "--no-history").code == 1
     return made.root

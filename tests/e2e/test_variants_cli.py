@@ -135,7 +135,7 @@ def test_a_gate_on_a_variant_decides_on_that_variant(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def _red_evals(tmp_path_factory: pytest.TempPathFactory, private_cache_key_for_module: None) -> Path:
+def _red_evals(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An approved gate on variant `bad` that fails: the run is red. Made once for the module: the tests of what an
     edit does to it each start from a copy of its evals folder (config, data, host code and the ledger the host
     approved), never of its runs, which no decision reads."""
