@@ -26,6 +26,7 @@ difference was noisier than the figure.)
 
     .venv/bin/python benchmarks/bench_chat_cpu.py --run-no-cache        # 2000 calls, c=64, 10 ms, 5 rounds
     .venv/bin/python benchmarks/bench_chat_cpu.py --calls 500 --rounds 1 --no-run
+    .venv/bin/python benchmarks/bench_chat_cpu.py --run-warm             # and a rerun on the warm cache
 """
 
 from __future__ import annotations
@@ -138,9 +139,10 @@ def measure_client(client: str, base_url: str, calls: int, concurrency: int) -> 
 
 
 # --------------------------------------------------------------------------------------------- the whole command
-def run_phase(folder: Path, extra: tuple[str, ...] = ()) -> tuple[float, float]:
-    """CPU and wall time of the scoring phase of one `evalglass run` with a cold call cache (``phase_cpu.py``)."""
-    for stale in folder.glob(".evalglass-cache.sqlite*"):
+def run_phase(folder: Path, extra: tuple[str, ...] = (), *, warm: bool = False) -> tuple[float, float]:
+    """CPU and wall time of the scoring phase of one `evalglass run` (``phase_cpu.py``) with a cold call cache, or
+    with ``warm`` the cache as the run before it left it (every call a hit, each entry's MAC checked)."""
+    for stale in () if warm else folder.glob(".evalglass-cache.sqlite*"):
         stale.unlink()
     figures = folder / "phase.json"
     command = [sys.executable, str(Path(__file__).with_name("phase_cpu.py")), str(figures), "run"]
@@ -169,12 +171,21 @@ def per_thousand(cpu: float, calls: int) -> float:
 
 
 def measure(
-    calls: int, concurrency: int, latency: float, rounds: int, *, run: bool = True, run_no_cache: bool = False
+    calls: int,
+    concurrency: int,
+    latency: float,
+    rounds: int,
+    *,
+    run: bool = True,
+    run_no_cache: bool = False,
+    run_warm: bool = False,
 ) -> dict[str, list[tuple[float, float]]]:
     """(CPU, wall) seconds of each round, per client: ``bare``, ``lane`` and, with ``run``, ``run`` (the scoring
-    phase of `evalglass run`, call cache on and cold) and with ``run_no_cache`` also ``run --no-cache``; every
-    client once per round, in rotation."""
-    runs = [("run", ())] if run else []
+    phase of `evalglass run`, call cache on and cold), with ``run_warm`` then ``run, warm cache`` (the same run
+    again, every call answered by the cache ``run`` just filled) and with ``run_no_cache`` also ``run --no-cache``;
+    every client once per round, in rotation."""
+    runs: list[tuple[str, tuple[str, ...]]] = [("run", ())] if run else []
+    runs += [("run, warm cache", ())] if run and run_warm else []
     runs += [("run --no-cache", ("--no-cache",))] if run and run_no_cache else []
     found: dict[str, list[tuple[float, float]]] = {name: [] for name in [*CLIENTS, *(label for label, _ in runs)]}
     with fake_server(latency) as base_url, tempfile.TemporaryDirectory() as scratch:
@@ -184,7 +195,7 @@ def measure(
             for name in CLIENTS:
                 found[name].append(measure_client(name, base_url, calls, concurrency))
             for label, extra in runs:
-                found[label].append(run_phase(folder, extra))
+                found[label].append(run_phase(folder, extra, warm=label == "run, warm cache"))
     return found
 
 
@@ -196,6 +207,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--no-run", action="store_true", help="only the two clients, not `evalglass run`")
     parser.add_argument("--run-no-cache", action="store_true", help="measure `evalglass run` with --no-cache too")
+    parser.add_argument("--run-warm", action="store_true", help="measure `evalglass run` on a warm call cache too")
     parser.add_argument("--child", choices=sorted({**CLIENTS, **OTHER_CLIENTS}), help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -210,7 +222,13 @@ def main() -> int:
     )
     started = time.monotonic()
     found = measure(
-        args.calls, args.concurrency, args.latency, args.rounds, run=not args.no_run, run_no_cache=args.run_no_cache
+        args.calls,
+        args.concurrency,
+        args.latency,
+        args.rounds,
+        run=not args.no_run,
+        run_no_cache=args.run_no_cache,
+        run_warm=args.run_warm,
     )
     print(f"measured in rotation within {time.monotonic() - started:.0f} s, load {os.getloadavg()[0]:.1f} at the end")
     names = list(found)

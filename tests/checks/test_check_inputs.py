@@ -79,6 +79,21 @@ def test_inputs_and_the_target_cover_what_they_hold(project):
     assert found(project, ["pytest"], target="src") == ("runner 'pytest'",)
 
 
+def test_the_project_modules_a_named_script_imports_are_found_and_covered_by_inputs(project):
+    """The script is hashed as a named file; what it imports from the project (its folder first, as `python
+    script.py` looks) is code it runs too, found without importing it."""
+    (project / "checks").mkdir()
+    (project / "checks" / "run.py").write_text("import json\nimport rules\n")
+    (project / "checks" / "rules.py").write_text("from pkg import *\nraise SystemExit('imported')\n")
+    (project / "src" / "pkg" / "__init__.py").write_text("")
+    command = ["{python}", "checks/run.py", "{target}"]
+    # `pkg` is not importable from the script's folder or sys.path: not found, so not named (a limit).
+    assert found(project, command) == ("module file 'checks/rules.py' (imported by 'checks/run.py')",)
+    assert found(project, command, inputs=["checks/rules.py"]) == ()
+    assert found(project, command, inputs=["checks"]) == ()
+    assert found(project, command, target="checks") == ()  # what the target holds is expect_state's business
+
+
 def test_a_module_of_the_project_is_covered_only_by_an_input_over_its_files(project):
     (project / "selftest.py").write_text("raise SystemExit('imported while fingerprinting')\n")
     command = ["{python}", "-m", "selftest"]

@@ -17,6 +17,7 @@ from evalglass.core.authority import (
     JudgeStanding,
     Ledger,
     Policy,
+    decided_judge,
     resolve_authority,
 )
 
@@ -720,3 +721,18 @@ def test_the_ledger_gives_each_gate_exactly_these_reasons_and_notes(name: str) -
 
 def test_every_scenario_has_its_expectation() -> None:
     assert set(SCENARIOS) == set(EXPECTED)
+
+
+@pytest.mark.parametrize("comparative", [False, True])
+@pytest.mark.parametrize("subject", ["j", "j@a", "j@a-vs-b"])
+def test_every_gate_on_a_judge_stands_on_its_calibration_and_an_earlier_run_is_rederived_as_decided(
+    subject: str, comparative: bool
+) -> None:
+    standing = JudgeStanding(metric="j", fingerprint=JFP, endpoint="openai http://127.0.0.1:1/v1")
+    standings = {"j": standing}
+    assert decided_judge(standings, subject, comparative=comparative) == (standing, None)
+    assert decided_judge(standings, "other", comparative=comparative) == (None, None)
+    # A run recorded before: a plain gate on the judge's own metric stood on it, any other only on its endpoint.
+    earlier = decided_judge(standings, subject, comparative=comparative, every=False)
+    plain = subject == "j" and not comparative
+    assert earlier == ((standing, None) if plain else (None, standing.endpoint))

@@ -853,3 +853,20 @@ def test_a_comparative_gate_compares_on_the_metric_scale_and_the_run_clusters() 
 def scaled_side(values: list[float]) -> MetricSide:
     c = column(values)
     return MetricSide(values=c.values(), states=c.states(), definition="def", scale=ScaleSpec(min=0.0, max=1.0))
+
+
+@pytest.mark.parametrize("subject", ["m@v", "m@v-vs-w"])
+def test_a_gate_on_a_variants_judge_gets_the_declared_judges_standing(subject: str) -> None:
+    """A variant changes the task, never the judge: a gate on ``m@v`` (or on the difference ``m@v-vs-w``) stands
+    on judge ``m``'s calibration, and blocks while it is uncalibrated, as a gate on ``m`` does."""
+    ledger = Ledger(
+        gates={"g": approve(0.5 if "-vs-" not in subject else -0.1)}, judges={"m": JudgeRequirement(min_agreement=0.8)}
+    )
+    judge = JudgeStanding(metric="m", fingerprint=FP)
+    result = only(run([metric([1.0], name=subject)], [gate(subject=subject)], ledger, judges={"m": judge})[1])
+    assert codes(result) == [BlockReason.JUDGE_UNCALIBRATED]
+    calibrated = JudgeStanding(metric="m", fingerprint=FP, calibration=CalibrationRecord(**_calibration(FP, 190, 200)))
+    assert (
+        only(run([metric([1.0], name=subject)], [gate(subject=subject)], ledger, judges={"m": calibrated})[1]).outcome
+        is Outcome.PASS
+    )

@@ -244,3 +244,45 @@ def test_view_shows_an_honest_block_of_a_check_that_could_not_start_under_requir
     assert (result.code, found["outcome"], codes(found)) == (1, "blocked", ["check_not_passed"])
     shown = project.cli("view")
     assert shown.code == 0 and "check_not_passed" in shown.out, shown.err
+
+
+def test_a_checker_scripts_own_imports_are_unbound_until_declared_and_then_bound(tmp_path):
+    """The checker script is hashed as a named file; the project's module it imports is code it runs too. Under
+    `require_binding` that module blocks the gate until it is declared under `inputs:`, and then a pull request that
+    makes the helper accept everything makes the approval stale instead of green."""
+    project = make_project(
+        tmp_path,
+        checks={"suite": {"command": ["{python}", "check.py"], "timeout": 60}},
+        gates={"suite-ok": {"check": "suite"}},
+    )
+    (project.evals / "check.py").write_text("import sys\n\nfrom verdicts import ok\n\nsys.exit(0 if ok() else 1)\n")
+    helper = project.evals / "verdicts.py"
+    helper.write_text("def ok():\n    return True\n")
+    bind_target(project)  # the code under test bound by its state: only the checker's own code is left
+
+    def decided() -> tuple[int, dict[str, Any]]:
+        result = project.run("--no-history", "--format", "json")
+        assert result.code in (0, 1), result.err
+        return result.code, next(g for g in result.json()["decision"]["gates"] if g["name"] == "suite-ok")
+
+    def approve() -> None:
+        assert project.run("--no-history").code in (0, 1)
+        fingerprint = project.gate_fingerprint("suite-ok")
+        entry = {"active": True, "fingerprint": fingerprint, "require_binding": True}
+        project.write_ledger({"version": 1, "gates": {"suite-ok": entry}})
+
+    approve()
+    code, found = decided()
+    assert (code, found["outcome"], codes(found)) == (1, "blocked", ["check_inputs_unbound"])
+    assert "module file 'verdicts.py' (imported by 'check.py')" in found["reasons"][0]["message"]
+
+    config = yaml.safe_load((project.evals / "evalglass.yaml").read_text())
+    config["checks"]["suite"]["inputs"] = ["verdicts.py"]
+    project.write_config(config)
+    approve()
+    code, found = decided()
+    assert (code, found["outcome"]) == (0, "pass"), found
+
+    helper.write_text("def ok():\n    return True  # and now without looking\n")
+    code, found = decided()
+    assert (code, found["outcome"], codes(found)) == (1, "blocked", ["approval_stale"])

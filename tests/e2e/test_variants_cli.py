@@ -134,13 +134,24 @@ def test_a_gate_on_a_variant_decides_on_that_variant(tmp_path: Path) -> None:
     assert project.cli("verify", str(project.last_run())).code == 0
 
 
-def red_run(tmp_path: Path) -> Project:
-    """An approved gate on variant `bad` that fails: the run is red."""
-    project = variant_project(tmp_path)
+@pytest.fixture(scope="module")
+def _red_evals(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An approved gate on variant `bad` that fails: the run is red. Made once for the module: the tests of what an
+    edit does to it each start from a copy of its evals folder (config, data, host code and the ledger the host
+    approved), never of its runs, which no decision reads."""
+    project = variant_project(tmp_path_factory.mktemp("red"))
     project.run()
     approve(project, "bad-accuracy")
     code, card = card_of(project)
     assert code == 1 and gate(card, "bad-accuracy")["outcome"] == "fail"
+    return project.evals
+
+
+@pytest.fixture
+def red_run(_red_evals: Path, tmp_path: Path) -> Project:
+    """The red run's project, copied: the edit is made on a copy and run there."""
+    project = Project(tmp_path)
+    shutil.copytree(_red_evals, project.evals)
     return project
 
 
@@ -148,8 +159,8 @@ def reasons(card: dict[str, Any], name: str) -> set[str]:
     return {reason["code"] for reason in gate(card, name)["reasons"]}
 
 
-def test_redefining_the_gated_variant_does_not_turn_the_run_green(tmp_path: Path) -> None:
-    project = red_run(tmp_path)
+def test_redefining_the_gated_variant_does_not_turn_the_run_green(red_run: Project) -> None:
+    project = red_run
     project.write_config(
         variant_config(variants={"good": {}, "bad": {"function": "app.py:twin"}, "worse": {"function": "app.py:worse"}})
     )
@@ -158,9 +169,9 @@ def test_redefining_the_gated_variant_does_not_turn_the_run_green(tmp_path: Path
     assert "approval_stale" in reasons(card, "bad-accuracy")
 
 
-def test_redefining_another_variant_does_not_turn_the_run_green_either(tmp_path: Path) -> None:
+def test_redefining_another_variant_does_not_turn_the_run_green_either(red_run: Project) -> None:
     """Pointing the other side of a comparison at the same thing: every gate is bound to every variant."""
-    project = red_run(tmp_path)
+    project = red_run
     project.write_config(
         variant_config(variants={"good": {}, "bad": {"function": "app.py:bad"}, "worse": {"function": "app.py:twin"}})
     )
@@ -168,8 +179,8 @@ def test_redefining_another_variant_does_not_turn_the_run_green_either(tmp_path:
     assert code == 1 and "approval_stale" in reasons(card, "bad-accuracy")
 
 
-def test_renaming_variants_does_not_turn_the_run_green(tmp_path: Path) -> None:
-    project = red_run(tmp_path)
+def test_renaming_variants_does_not_turn_the_run_green(red_run: Project) -> None:
+    project = red_run
     # The gate keeps its name and now points at a variant called `bad` that runs the good function.
     project.write_config(
         variant_config(variants={"bad": {}, "good": {"function": "app.py:bad"}, "worse": {"function": "app.py:worse"}})
@@ -178,15 +189,15 @@ def test_renaming_variants_does_not_turn_the_run_green(tmp_path: Path) -> None:
     assert code == 1 and "approval_stale" in reasons(card, "bad-accuracy")
 
 
-def test_dropping_the_failing_variant_and_its_gate_does_not_turn_the_run_green(tmp_path: Path) -> None:
-    project = red_run(tmp_path)
+def test_dropping_the_failing_variant_and_its_gate_does_not_turn_the_run_green(red_run: Project) -> None:
+    project = red_run
     project.write_config(variant_config(variants={"good": {}, "worse": {"function": "app.py:worse"}}, gates={}))
     code, card = card_of(project)
     assert code == 1 and reasons(card, "bad-accuracy") == {"gate_undeclared"}
 
 
-def test_moving_the_gate_to_another_variant_does_not_turn_the_run_green(tmp_path: Path) -> None:
-    project = red_run(tmp_path)
+def test_moving_the_gate_to_another_variant_does_not_turn_the_run_green(red_run: Project) -> None:
+    project = red_run
     project.write_config(
         variant_config(gates={"bad-accuracy": {"metric": "exact", "variant": "good", "proposed_threshold": 0.9}})
     )
@@ -194,8 +205,8 @@ def test_moving_the_gate_to_another_variant_does_not_turn_the_run_green(tmp_path
     assert code == 1 and "approval_stale" in reasons(card, "bad-accuracy")
 
 
-def test_adding_or_removing_a_variant_needs_a_new_approval(tmp_path: Path) -> None:
-    project = red_run(tmp_path)
+def test_adding_or_removing_a_variant_needs_a_new_approval(red_run: Project) -> None:
+    project = red_run
     project.write_config(
         variant_config(
             variants={
@@ -358,3 +369,116 @@ def test_pointing_the_compared_variant_elsewhere_never_turns_the_gate_green(tmp_
     )
     code, card = card_of(project)
     assert code == 1 and "approval_stale" in reasons(card, "bad-vs-good")
+
+
+def test_preflight_names_the_subject_each_variant_gate_decides_on(tmp_path: Path) -> None:
+    """What a gate on a variant decides on is that variant's metric (a gate between two variants: their
+    difference), the name the run's scorecard gives it; preflight says the same before anything runs."""
+    gates = {
+        "bad-accuracy": {"metric": "exact", "variant": "bad", "proposed_threshold": 0.9},
+        "bad-vs-good": {"metric": "exact", "variant": "bad", "compare_to_variant": "good", "proposed_threshold": -0.5},
+    }
+    project = variant_project(tmp_path, gates=gates)
+    _, card = card_of(project)
+    decided = {name: gate(card, name)["subject"] for name in gates}
+    assert decided == {"bad-accuracy": "exact@bad", "bad-vs-good": "exact@bad-vs-good"}
+    approve(project, "bad-accuracy")
+    shown = project.cli("preflight")
+    assert "bad-accuracy  [would decide]  metric 'exact@bad'" in shown.out, shown.out
+    assert "bad-vs-good  [informational]  metric 'exact@bad-vs-good'" in shown.out, shown.out
+    previews = {item["name"]: item["subject"] for item in project.cli("preflight", "--format", "json").json()["gates"]}
+    assert previews == decided
+    # The ledger's own messages about a gate name it the same way.
+    ledger = (
+        (project.evals / "authority.yaml")
+        .read_text()
+        .replace("active: true", "active: true\n    require_binding: true")
+    )
+    project.write_ledger(ledger)
+    refused = project.cli("preflight")
+    assert refused.code == 2 and "decides on metric 'exact@bad': require_binding applies" in refused.err, refused.err
+
+
+#: Four examples: intervals wide enough to leave the range a difference of two [0, 1] metrics can take.
+FEW_ROWS = [{"id": f"ex-{i}", "expected": "yes" if i % 2 else "maybe"} for i in range(4)]
+BOUND_GATES = {
+    "bad-vs-good": {
+        "metric": "exact",
+        "variant": "bad",
+        "compare_to_variant": "good",
+        "rule": "lower_bound",
+        "proposed_threshold": -0.9,
+    }
+}
+#: What `explain bad-vs-good --format json` gave for this config at main 4e79a57, before the difference's interval
+#: was clipped (its low end was -1.419, its Holm-adjusted pairs reached 1.902).
+APPROVED_UNCLIPPED = "sha256:d0b24e27530f10cee287e29020f5831d6cbfa796fe8e0cfefe8788fa4026c0bb"
+GOLD_AT_MAIN = "sha256:e3358a5e240a49b0d7cef0cdae227ea91361d069c78c460ab8ac8fb66edd8308"
+
+
+def test_every_interval_of_a_run_with_variants_stays_within_the_range_a_difference_can_take(tmp_path: Path) -> None:
+    """The difference a gate between two variants decides on, and every pair's Holm-adjusted and unadjusted
+    intervals, lie in ±1 for a [0, 1] metric (they reached -1.419 and 1.902 on these four examples)."""
+    project = variant_project(tmp_path, gates=BOUND_GATES)
+    project.write_rows(FEW_ROWS)
+    _, card = card_of(project)
+    difference = next(metric for metric in card["metrics"] if metric["name"] == "exact@bad-vs-good")
+    interval = difference["estimate"]["interval"]
+    assert interval["low"] == -1.0 and interval["high"] == pytest.approx(0.4186931155185393)
+    assert interval["params"]["clipped_to_scale"] is True
+    (exact,) = card["variants"]["metrics"]
+    ends = [pair[key] for pair in exact["pairs"] for key in ("low", "high", "unadjusted_low", "unadjusted_high")]
+    assert all(-1.0 <= end <= 1.0 for end in ends) and 1.0 in ends  # 1.902 and 1.419 before
+    approve(project, "bad-vs-good")
+    _, card = card_of(project)
+    decided = gate(card, "bad-vs-good")
+    assert decided["compared"] == -1.0  # the unfavourable bound, clipped too (it was -1.18 at 90%)
+    assert decided["outcome"] == "blocked" and decided["reasons"][0]["code"] == "undecided", decided
+    assert project.cli("verify", str(project.last_run())).code == 0
+    shown = project.cli("preflight")
+    assert "variant_difference@2" in shown.out, shown.out
+
+
+def test_an_approval_of_an_unclipped_bound_between_variants_goes_stale_naming_the_change(tmp_path: Path) -> None:
+    """The clip changes what a lower_bound gate between two variants compares for the same data: an approval made
+    before it (variant_difference@1, never named in fingerprints) is stale, and says which evaluator changed."""
+    project = variant_project(tmp_path, gates=BOUND_GATES)
+    project.write_rows(FEW_ROWS)
+    project.write_ledger(
+        {
+            "version": 1,
+            "gates": {"bad-vs-good": {"active": True, "threshold": -0.9, "fingerprint": APPROVED_UNCLIPPED}},
+            "datasets": {"suite": {"validated_gold": True, "fingerprint": GOLD_AT_MAIN}},
+        }
+    )
+    code, card = card_of(project)
+    stale = gate(card, "bad-vs-good")
+    assert code == 1 and [reason["code"] for reason in stale["reasons"]] == ["approval_stale"], stale
+    assert "variant_difference@1 → variant_difference@2" in stale["reasons"][0]["message"]
+
+
+def test_one_discordant_example_in_ten_does_not_prove_one_variant_better(tmp_path: Path) -> None:
+    """`good` never worse than `bad`, and better on one example of ten: the differences are all 0 or 1, which made
+    the automatic choice treat them as a proportion (Wilson: never below 0, so its 90% lower end 0.017 passed a
+    `lower_bound` gate on "good is better"). A difference is not a proportion: student_t on the differences,
+    whose lower end -0.083 leaves the gate undecided, as the data are."""
+    rows = [{"id": f"ex-{i}", "expected": "yes"} for i in (1, 2, 3, 4, 5, 7, 8, 10, 11, 13)]  # bad fails ex-3 only
+    gates = {
+        "good-beats-bad": {
+            "metric": "exact",
+            "variant": "good",
+            "compare_to_variant": "bad",
+            "rule": "lower_bound",
+            "proposed_threshold": 0.0,
+        }
+    }
+    project = variant_project(tmp_path, gates=gates)
+    project.write_rows(rows)
+    project.run()
+    approve(project, "good-beats-bad")
+    code, card = card_of(project)
+    decided = gate(card, "good-beats-bad")
+    assert decided["value"] == pytest.approx(0.1) and decided["bound_method"] == "student_t"
+    assert decided["compared"] == pytest.approx(-0.08331129326562367)
+    assert code == 1 and decided["outcome"] == "blocked" and decided["reasons"][0]["code"] == "undecided", decided
+    assert project.cli("verify", str(project.last_run())).code == 0

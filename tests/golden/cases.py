@@ -563,6 +563,73 @@ PAIRED_CASES = [
 ]
 
 
+#: The difference between two variants of one run (``metric@a-vs-b``) as a gate between them decides on it: per
+#: example the first minus the second (None: unmeasured there), its interval clipped to ±(max - min) of the range.
+VARIANT_DIFFERENCE_CASES: list[dict[str, Any]] = [
+    # Four examples of a [0, 1] metric: the t interval ran to -1.419 before the clip.
+    {
+        "first": [0.0, 1.0, 1.0, 0.0],
+        "second": [1.0, 1.0, 1.0, 1.0],
+        "sides": "two_sided",
+        "level": 0.95,
+        "scale": [0.0, 1.0],
+    },
+    {
+        "first": [0.0, 1.0, 1.0, 0.0],
+        "second": [1.0, 1.0, 1.0, 1.0],
+        "sides": "lower",
+        "level": 0.9,
+        "scale": [0.0, 1.0],
+    },
+    {"first": [1.0, 0.5, 0.0, None, 1.0], "second": [0.0, 0.5, 1.0, 1.0, 0.5], "sides": "two_sided", "level": 0.95},
+    {"first": CONTINUOUS, "second": CONTINUOUS[::-1], "sides": "two_sided", "level": 0.95, "scale": [0.0, 1.0]},
+    {"first": [5.0, 1.0, 3.0], "second": [1.0, 5.0, 1.0], "sides": "upper", "level": 0.9, "scale": [1.0, 5.0]},
+    # One variant never worse: the differences are all 0 or 1, and still a difference (student_t), not a proportion.
+    {
+        "first": [1.0] * 3 + [0.0] * 7,
+        "second": [0.0] + [0.0] * 2 + [0.0] * 7,
+        "sides": "two_sided",
+        "level": 0.9,
+        "scale": [0.0, 1.0],
+    },
+    {"first": [1.0] + [1.0] * 9, "second": [0.0] + [1.0] * 9, "sides": "lower", "level": 0.95, "scale": [0.0, 1.0]},
+    # Values off the declared scale: the scale is not theirs, nothing is clipped.
+    {"first": [1.5, 0.0, 1.0], "second": [0.0, 1.0, 0.0], "sides": "two_sided", "level": 0.95, "scale": [0.0, 1.0]},
+]
+
+
+def compute_variant_difference(case: dict[str, Any]) -> Any:
+    from evalglass.core.columns import ScoreColumn
+    from evalglass.core.estimate import IntervalSpec
+    from evalglass.core.score import Score
+    from evalglass.core.variants import difference_column, difference_interval, difference_scale
+
+    def column(values: list[float | None]) -> ScoreColumn:
+        out = ScoreColumn()
+        for value in values:
+            out.append(Score.error("unmeasured", "no value") if value is None else value)
+        return out
+
+    first, second = column(case["first"]), column(case["second"])
+    difference = difference_column(first, second)
+    scale = difference_scale(first, second, scale_of(case))
+    values = [
+        value
+        for value, a, b in zip(difference.values(), case["first"], case["second"], strict=True)
+        if None not in (a, b)
+    ]
+    method = difference_interval(IntervalSpec(), clustered=False).override
+    interval = confidence_interval(values, level=case["level"], sides=case["sides"], method=method, scale=scale)
+    assert interval is not None
+    return {
+        "scale": None if scale is None else [scale.min, scale.max],
+        "point": interval.point,
+        "low": interval.low,
+        "high": interval.high,
+        "method": interval.method.value,
+    }
+
+
 def compute_paired(case: dict[str, Any]) -> Any:
     from evalglass.core.stats import paired_difference
 
@@ -684,7 +751,7 @@ def inputs(kind: EvaluatorKind, name: str) -> list[dict[str, Any]]:
     if kind is EvaluatorKind.INTERVAL:
         return interval_cases(Method(name))
     if kind is EvaluatorKind.PAIRED:
-        return PAIRED_CASES
+        return VARIANT_DIFFERENCE_CASES if name == "variant_difference" else PAIRED_CASES
     if kind is EvaluatorKind.RULE:
         return RULE_CASES
     return PARSER_CASES
@@ -706,7 +773,7 @@ def compute(kind: EvaluatorKind, name: str, case: dict[str, Any]) -> Any:
     if kind is EvaluatorKind.INTERVAL:
         return compute_interval(Method(name), case)
     if kind is EvaluatorKind.PAIRED:
-        return compute_paired(case)
+        return compute_variant_difference(case) if name == "variant_difference" else compute_paired(case)
     if kind is EvaluatorKind.RULE:
         return compute_rule(case)
     return compute_parser(case)

@@ -207,3 +207,45 @@ def test_a_calibration_expires_by_the_ledger_date_or_its_age(project: LiveProjec
     assert "2020-01-31" in old["reasons"][0]["message"]
     explained = evalglass("explain", "judged", cwd=project.root)
     assert "calibration_expired" in explained.out and "Calibrate again" in explained.out
+
+
+def test_a_gate_on_a_variants_judge_blocks_until_that_judge_is_calibrated(project: LiveProject) -> None:
+    """Variants change the task, never the judge: a gate on `quality@small` stands on judge `quality`'s
+    calibration as a gate on `quality` does (it used to find no standing under the variant's name, and decided as
+    if the metric called no judge), in the run, in `verify` and in `preflight` alike."""
+    project.write(
+        [{"id": "a", "question": "grade=3 a"}, {"id": "b", "question": "grade=2 b"}],
+        metrics={"quality": project.judge(scale={"min": 1, "max": 3})},
+        gates={"judged": {"metric": "quality", "variant": "small"}},
+        variants={"small": {"model": "small-model"}, "big": {"model": "big-model"}},
+    )
+    _labels(project)
+    served = project.judge_endpoint("quality")
+    gate = {
+        "active": True,
+        "threshold": 2.0,
+        "fingerprint": project.gate_fingerprint("judged"),
+        "judge_endpoint": served,
+    }
+    approval = {"gates": {"judged": gate}}
+    (project.root / "authority.yaml").write_text(yaml.safe_dump(approval))
+    result = project.run("--html", "report.html")
+    assert result.code == 1, result.out
+    # The HTML report's judge section lists the gate its want of calibration blocked.
+    assert "Gate <strong>judged</strong> blocked" in (project.root / "report.html").read_text()
+    result = project.run()
+    blocked = _gate(result.out)
+    assert blocked["subject"] == "quality@small" and blocked["outcome"] == "blocked"
+    assert [reason["code"] for reason in blocked["reasons"]] == ["judge_uncalibrated"]
+    assert evalglass("verify", str(project.last_run()), cwd=project.root).code == 0  # the same decision re-derived
+    preflight = evalglass("preflight", cwd=project.root)
+    assert "metric 'quality@small'" in preflight.out and "judge_uncalibrated" in preflight.out, preflight.out
+
+    assert evalglass("calibrate", "quality", "--labels", "labels.jsonl", cwd=project.root).code == 0
+    (project.root / "authority.yaml").write_text(
+        yaml.safe_dump({**approval, "judges": {"quality": {"min_agreement": 0.3}}})
+    )
+    result = project.run()
+    assert result.code == 0, result.out
+    assert _gate(result.out)["outcome"] == "pass"  # judge grades 3 and 2: mean 2.5 >= 2.0
+    assert evalglass("verify", str(project.last_run()), cwd=project.root).code == 0

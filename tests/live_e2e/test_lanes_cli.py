@@ -76,6 +76,24 @@ def test_a_python_lane_with_cache_on_makes_the_cache(project: LiveProject) -> No
     assert (project.root / ".evalglass-cache.sqlite").exists()
 
 
+def test_a_cached_python_lane_answers_again_when_a_module_it_imports_changes(project: LiveProject) -> None:
+    """The cache keys the function by its file and the project's modules it imports (the evals folder is on
+    ``sys.path`` for lanes): a changed helper is a miss, never the old code's answer replayed."""
+    project.root.mkdir(parents=True)
+    (project.root / "app.py").write_text("from helper import tone\n\n\ndef answer(example):\n    return tone()\n")
+    (project.root / "helper.py").write_text("def tone():\n    return 'old'\n")
+    project.write(
+        questions(2),
+        task={"type": "python", "function": "app.py:answer", "cache": True},
+        metrics={"new": {"type": "regex", "pattern": "^new$"}},
+    )
+    assert project.run().code == 0
+    assert [row["scores"]["new"] for row in project.scores()] == [0.0, 0.0]
+    (project.root / "helper.py").write_text("def tone():\n    return 'new'\n")
+    assert project.run().code == 0
+    assert [row["scores"]["new"] for row in project.scores()] == [1.0, 1.0]
+
+
 def test_command_lane(project: LiveProject, tmp_path: Path) -> None:
     project.root.mkdir(parents=True)
     (project.root / "tool.py").write_text(

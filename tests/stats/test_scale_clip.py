@@ -175,3 +175,83 @@ def test_binary_differences_forced_through_t_are_clipped_to_plus_minus_one() -> 
     assert raw_low < -1.0
     result = paired_difference(base, candidate, method=Method.STUDENT_T)
     assert result is not None and result.interval.low == pytest.approx(-1.0)
+
+
+@st.composite
+def scaled_variant_tables(draw: st.DrawFn) -> tuple[ScaleSpec, np.ndarray]:
+    """A scale and, per variant, values on it (piled at its ends as graded answers make them; NaN: unmeasured)."""
+    low = draw(st.sampled_from([0.0, 1.0, -3.0]))
+    scale = ScaleSpec(min=low, max=low + draw(st.sampled_from([1.0, 4.0, 0.25])))
+    k, n = draw(st.integers(2, 5)), draw(st.integers(2, 12))
+    steps = draw(st.sampled_from([1, 2, 4]))
+    grid = draw(st.lists(st.sampled_from([*range(steps + 1), -1]), min_size=k * n, max_size=k * n))
+    values = np.asarray(grid, dtype=np.float64).reshape(k, n)
+    table = np.where(values < 0, np.nan, scale.min + values / steps * (scale.max - scale.min))
+    return scale, table
+
+
+@settings(max_examples=150, deadline=None)
+@given(scaled_variant_tables())
+def test_every_variant_pairs_interval_lies_within_the_scale_width(case: tuple[ScaleSpec, np.ndarray]) -> None:
+    """Holm-adjusted and unadjusted intervals of every pair of variants lie in ±(max - min), clipped by the one
+    clip (``_common.clipped_ends``) only where they left it; the decisions (which pairs differ) are unchanged."""
+    from evalglass.core.stats.choose import value_range
+    from evalglass.core.stats.multiple import compare_variants
+
+    scale, table = case
+    names = tuple("abcde")[: table.shape[0]]
+    measured = table[~np.isnan(table)]
+    bounds = value_range(measured, scale) if measured.size else None
+    clipped = compare_variants("m", names, table, value_range=bounds)
+    raw = compare_variants("m", names, table)
+    width = scale.max - scale.min
+    for pair, unclipped in zip(clipped.pairs, raw.pairs, strict=True):
+        for end in (pair.low, pair.high, pair.unadjusted_low, pair.unadjusted_high):
+            assert end is None or -width <= end <= width
+        for end, raw_end in (
+            (pair.low, unclipped.low),
+            (pair.high, unclipped.high),
+            (pair.unadjusted_low, unclipped.unadjusted_low),
+            (pair.unadjusted_high, unclipped.unadjusted_high),
+        ):
+            assert end == (None if raw_end is None else min(max(raw_end, -width), width))
+        assert pair.distinguishable == unclipped.distinguishable and pair.p_value == unclipped.p_value
+    assert clipped.groups == raw.groups
+
+
+@settings(max_examples=120, deadline=None)
+@given(scaled_variant_tables(), st.sampled_from([None, Method.STUDENT_T, Method.BOOTSTRAP_PERCENTILE]))
+def test_a_difference_between_two_variants_lies_within_the_scale_width(
+    case: tuple[ScaleSpec, np.ndarray], method: Method | None
+) -> None:
+    """The in-run difference a gate between two variants decides on (``metric@a-vs-b``): its interval, and the
+    bound a lower_bound gate compares, lie in ±(max - min), the range ``difference_scale`` gives it."""
+    from evalglass.core.columns import ScoreColumn
+    from evalglass.core.score import Score
+    from evalglass.core.variants import difference_column, difference_scale
+
+    scale, table = case
+
+    def column(row: np.ndarray) -> ScoreColumn:
+        out = ScoreColumn()
+        for value in row:
+            out.append(Score.error("boom", "unmeasured") if np.isnan(value) else float(value))
+        return out
+
+    first, second = column(table[0]), column(table[1])
+    difference = difference_column(first, second)
+    both = ~np.isnan(table[0]) & ~np.isnan(table[1])
+    included = difference.values()[both]
+    if not (~np.isnan(table[0])).any() and not (~np.isnan(table[1])).any():
+        assert difference_scale(first, second, scale) is None
+        return
+    width = scale.max - scale.min
+    found = difference_scale(first, second, scale)
+    assert found == ScaleSpec(min=-width, max=width)
+    if included.size == 0:
+        return
+    for sides in Sides:
+        interval = confidence_interval(included, method=method, seed=3, resamples=199, sides=sides, scale=found)
+        assert interval is not None
+        for end in (interval.low, interval.high):
+            assert end is None or -width <= end <= width

@@ -19,6 +19,7 @@ from evalglass.core.endpoint import JudgeEndpoint, endpoint_differences, parse_j
 from evalglass.core.expiry import Dated, standing
 from evalglass.core.fingerprint import Fingerprint, fingerprint_of
 from evalglass.core.names import closest
+from evalglass.core.variantnames import declared_metric
 
 
 class BlockReason(StrEnum):
@@ -425,6 +426,29 @@ class JudgeStanding(BaseModel):
         description="Where the judge is served (canonical; a jury: per member). None only for a run recorded before "
         "EvalGlass kept it, which was decided without the check and is re-derived so.",
     )
+
+
+def gate_judge(standings: Mapping[str, JudgeStanding], subject: str) -> JudgeStanding | None:
+    """The judge a gate on metric ``subject`` decides on, whatever the gate's kind: the metric's own standing, or
+    for a gate on a variant's metric (``metric@variant``, a difference between variants ``metric@a-vs-b``) the
+    declared metric's (variants change the task, never the judge). A plain gate, a comparative gate (on a baseline)
+    and a gate on a variant all stand on the same calibration and endpoint; None when the metric calls no judge.
+    The run, ``verify``, ``preflight`` and the readers' re-decision all find the judge here, so no kind of gate can
+    reach a decision without the calibration a plain gate needs."""
+    return standings.get(subject) or standings.get(declared_metric(subject))
+
+
+def decided_judge(
+    standings: Mapping[str, JudgeStanding], subject: str, *, comparative: bool, every: bool = True
+) -> tuple[JudgeStanding | None, JudgeEndpoint | None]:
+    """The judge standing a gate's authority checks (its calibration and endpoint), and where its judge is served
+    when no standing is checked. ``every``: every gate on a judge stands on its calibration (:func:`gate_judge`);
+    off only to re-derive a run recorded before that (``RunRecord.judge_gates``), decided with the calibration of
+    plain gates only (a gate on the judge's own metric, not comparative), and the endpoint of any gate."""
+    judge = gate_judge(standings, subject)
+    if every or judge is None or (not comparative and subject in standings):
+        return judge, None
+    return None, judge.endpoint
 
 
 class GateIdentity(BaseModel):

@@ -16,6 +16,7 @@ import numpy.typing as npt
 from evalglass.core.authority import (
     JudgeStanding,
     Ledger,
+    decided_judge,
     declared_gate_authority,
 )
 from evalglass.core.checks import CheckResult
@@ -40,7 +41,6 @@ from evalglass.core.stats import (
     is_binary,
     sensitivity_bounds,
 )
-from evalglass.core.variantnames import declared_metric
 from evalglass.core.verdict import VerdictPayload
 
 IntArray = npt.NDArray[np.int64]
@@ -202,12 +202,15 @@ def decide_run(
     ledger_where: Mapping[str, str] | None = None,
     *,
     today: str,
+    every_judged_gate: bool = True,
 ) -> tuple[tuple[MetricSummary, ...], VerdictPayload]:
     """``today`` (YYYY-MM-DD) is the day approvals are checked for expiry on: the run's own date, so ``verify``
     re-derives the same decision later. ``judges`` holds, per llm_judge metric, its fingerprint and calibration
     record as the run found them (the engine reads the files; a run record snapshots them so ``verify`` decides on
     exactly the same evidence). ``comparative`` is needed when any gate compares with a baseline (``compare_to``).
-    ``ledger_where`` names, per gate the ledger lists, its ``file:line``, for the messages that point at it."""
+    ``ledger_where`` names, per gate the ledger lists, its ``file:line``, for the messages that point at it.
+    ``every_judged_gate`` off re-derives a run recorded before every gate on a judge stood on its calibration
+    (:func:`evalglass.core.authority.decided_judge`)."""
     measured = {metric.name: measure(metric, shape) for metric in metrics}
     standings = judges or {}
     results: list[GateResult] = []
@@ -218,6 +221,7 @@ def decide_run(
             if comparative is None:
                 raise ValueError(f"gate '{gate.name}' compares with a baseline, but no comparative inputs were given")
             item = measured[gate.spec.subject]
+            judge, served = decided_judge(standings, gate.spec.subject, comparative=True, every=every_judged_gate)
             results.append(
                 decide_comparative_gate(
                     gate.name,
@@ -235,7 +239,8 @@ def decide_run(
                         comparative=True,
                         baseline=gate.spec.compare_to,
                         stale_cause=gate.stale_cause,
-                        judge_endpoint=_served_from(standings, gate.spec.subject),
+                        judge=judge,
+                        judge_endpoint=served,
                     ),
                     ledger,
                     item.column,
@@ -255,20 +260,11 @@ def decide_run(
                     dataset_name,
                     dataset_fingerprint,
                     today,
-                    standings.get(gate.spec.subject),
-                    _served_from(standings, gate.spec.subject),
+                    *decided_judge(standings, gate.spec.subject, comparative=False, every=every_judged_gate),
                 )
             )
     results.extend(undeclared_results(ledger, [gate.name for gate in gates], ledger_where or {}))
     return tuple(item.summary for item in measured.values()), VerdictPayload.decide(results)
-
-
-def _served_from(standings: Mapping[str, JudgeStanding], subject: str) -> JudgeEndpoint | None:
-    """Where the judge a gate decides on is served: its metric's, or for a gate on a variant's metric
-    (``metric@variant``, a difference between variants) the declared metric's (variants change the task, never a
-    judge). None when the metric calls no judge."""
-    standing = standings.get(subject) or standings.get(declared_metric(subject))
-    return standing.endpoint if standing is not None else None
 
 
 def _decide_metric_gate(

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evalglass.core.stats.model import Direction
+from evalglass.core.variantnames import difference_metric, variant_metric
 
 
 class GateRule(StrEnum):
@@ -134,7 +135,26 @@ class GateSpec(BaseModel):
 
     @property
     def subject(self) -> str:
+        """The check or the declared metric the gate names (a judge's standing, a metric's definition: by this)."""
         return self.check if self.check is not None else str(self.metric)
+
+    @property
+    def decided_subject(self) -> str:
+        """What the gate decides on, by the name the scorecard and every report give it: the check, the metric, or
+        in a run with variants the variant's metric ``metric@variant`` (between two variants, their per-example
+        difference ``metric@variant-vs-other``). :meth:`decided` is the gate on that column."""
+        if self.metric is None or self.variant is None:
+            return self.subject
+        if self.compare_to_variant is not None:
+            return difference_metric(self.metric, self.variant, self.compare_to_variant)
+        return variant_metric(self.metric, self.variant)
+
+    def decided(self) -> GateSpec:
+        """The gate as the decision reads it: on the column named :attr:`decided_subject`, its variant resolved
+        (so the result names the subject the gate decides on, and deciding it again changes nothing)."""
+        if self.metric is None or self.variant is None:
+            return self
+        return self.model_copy(update={"metric": self.decided_subject, "variant": None, "compare_to_variant": None})
 
     @property
     def comparative(self) -> bool:

@@ -95,7 +95,10 @@ class RunRecord(BaseModel):
     dataset: DatasetSummary
     gate_fingerprints: dict[str, str]
     definition_files: dict[str, dict[str, str]] = Field(
-        default_factory=dict, description="Per metric, SHA-256 of the files that define it (schemas, host modules)."
+        default_factory=dict,
+        description="Per metric, SHA-256 of the files that define it (schemas, host modules, a rubric); under "
+        "`imports:METRIC`, of the host code a python metric runs besides (the module its import path resolves to, "
+        "the project's modules it imports); under `check:NAME` and `inputs:NAME`, a check's named files and inputs.",
     )
     check_results: dict[str, CheckResult] = Field(
         default_factory=dict, description="Full records of the standalone checks this run ran."
@@ -116,6 +119,15 @@ class RunRecord(BaseModel):
         exclude_if=lambda found: not found,
         description="Per llm_judge or jury metric, where its judge was served (canonical: 'openai "
         "https://api.openai.com/v1'; a jury: per member), as gate approvals' judge_endpoint binds it.",
+    )
+    judge_gates: Literal["plain", "every"] = Field(
+        default="plain",
+        # Absent for a run without judges and in records from before every gate on a judge needed its calibration:
+        # those were decided so and are re-derived so.
+        exclude_if=lambda value: value == "plain",
+        description="Which gates on a judge stood on its calibration when the run decided: `every` gate whose subject "
+        "is a judge (plain, comparative, on a variant, between variants); absent (`plain`): plain gates only, as "
+        "runs recorded before that were decided.",
     )
     calibrations: dict[str, CalibrationRecord] = Field(
         default_factory=dict,
@@ -145,3 +157,12 @@ class RunRecord(BaseModel):
         description="A recorded run: the outputs it scored, kept in its folder (view and the reports show these).",
     )
     usage: tuple[TokenUsage, ...] = Field(default=(), description="Tokens (and cost) per lane and judge (live runs).")
+    untrusted_cache_entries: int = Field(
+        default=0,
+        ge=0,
+        # Absent when there were none (records keep their bytes).
+        exclude_if=lambda found: found == 0,
+        description="Call-cache entries this run found whose MAC did not verify under the cache key (made under "
+        "another key, by an older EvalGlass, or written into the file by hand): not trusted, each call made again "
+        "and counted in `usage` as a call made now (docs/caching.md).",
+    )

@@ -16,6 +16,12 @@ def variant_metric(metric: str, variant: str) -> str:
     return f"{metric}{SEPARATOR}{variant}"
 
 
+def difference_metric(metric: str, variant: str, other: str) -> str:
+    """The name of the per-example difference ``metric`` of ``variant`` minus ``metric`` of ``other`` (what a gate
+    with ``compare_to_variant`` decides on)."""
+    return variant_metric(metric, f"{variant}-vs-{other}")
+
+
 def split_variant_metric(name: str) -> tuple[str, str] | None:
     """``(metric, variant)`` of a name made by :func:`variant_metric`; None for a plain metric name."""
     metric, separator, variant = name.rpartition(SEPARATOR)

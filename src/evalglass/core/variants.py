@@ -17,19 +17,17 @@ import numpy as np
 
 from evalglass.core.columns import SCORED_VALID, ScoreColumn
 from evalglass.core.decide import RunShape, per_example
-from evalglass.core.stats.model import Direction, Reducer
+from evalglass.core.estimate import IntervalSpec
+from evalglass.core.stats._common import difference_range
+from evalglass.core.stats.choose import value_range
+from evalglass.core.stats.model import Direction, Method, Reducer, ScaleSpec
 from evalglass.core.stats.multiple import compare_variants
 from evalglass.core.usage import TokenUsage
 from evalglass.core.variantnames import SEPARATOR as SEPARATOR
+from evalglass.core.variantnames import difference_metric as difference_metric
 from evalglass.core.variantnames import split_variant_metric as split_variant_metric
 from evalglass.core.variantnames import variant_metric as variant_metric
 from evalglass.core.variantsummary import VariantsSummary, VariantTotals
-
-
-def difference_metric(metric: str, variant: str, other: str) -> str:
-    """The name of the per-example difference ``metric`` of ``variant`` minus ``metric`` of ``other`` (what a gate
-    with ``compare_to_variant`` decides on)."""
-    return variant_metric(metric, f"{variant}-vs-{other}")
 
 
 def difference_column(first: ScoreColumn, second: ScoreColumn) -> ScoreColumn:
@@ -49,14 +47,43 @@ def difference_column(first: ScoreColumn, second: ScoreColumn) -> ScoreColumn:
     return result
 
 
+def difference_scale(first: ScoreColumn, second: ScoreColumn, scale: ScaleSpec | None) -> ScaleSpec | None:
+    """The range the per-example difference of two variants' values (:func:`difference_column`), and its mean, lie
+    in: ``±(max - min)`` of the range both variants' measured values lie in (``stats.choose.value_range``: the
+    metric's declared ``scale``, or [0, 1] for binary values); None when they lie in none. It is the scale the
+    difference's interval is clipped to, as ``stats.paired.paired_difference`` clips a comparative gate's."""
+    values = np.concatenate(
+        (first.values()[first.states() == SCORED_VALID], second.values()[second.states() == SCORED_VALID])
+    )
+    bounds = value_range(values, scale)
+    if bounds is None:
+        return None
+    low, high = difference_range(*bounds)
+    return ScaleSpec(min=low, max=high)
+
+
+def difference_interval(spec: IntervalSpec, *, clustered: bool) -> IntervalSpec:
+    """How the interval of an in-run difference between two variants is computed: as the metric's, except that a
+    difference is never a proportion. Differences that happen to be all 0 or 1 (one variant never worse) would get
+    Wilson's interval automatically, which cannot reach below 0 and so claims the other variant is never better
+    (one discordant example in ten would "prove" it); a proportion method (automatic, or a ``wilson`` or
+    ``clopper_pearson`` override) becomes ``student_t`` on the differences, as ``stats.paired.paired_difference``
+    uses on non-binary pairs. With clusters the automatic choice is ``cluster_t`` already and nothing changes."""
+    if clustered or spec.override not in (None, Method.WILSON, Method.CLOPPER_PEARSON):
+        return spec
+    return spec.model_copy(update={"method": Method.STUDENT_T})
+
+
 @dataclass(frozen=True, slots=True)
 class VariantMetric:
-    """What the side-by-side comparison needs of one declared metric."""
+    """What the side-by-side comparison needs of one declared metric: ``scale`` is the range its values can take
+    (None: unbounded), which each pair's intervals are clipped by."""
 
     name: str
     reducer: Reducer = Reducer.MEAN
     k: int | None = None
     direction: Direction | None = Direction.HIGHER_IS_BETTER
+    scale: ScaleSpec | None = None
 
 
 def per_example_values(column: ScoreColumn, shape: RunShape, metric: VariantMetric) -> np.ndarray:
@@ -93,6 +120,7 @@ def variants_summary(
                 table,
                 level=level,
                 higher_is_better=metric.direction is not Direction.LOWER_IS_BETTER,
+                value_range=value_range(table[~np.isnan(table)], metric.scale),
             )
         )
     spent = usage or {}

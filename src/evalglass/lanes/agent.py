@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import hashlib
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -89,6 +88,7 @@ class Tool:
 def build_tools(tools: Mapping[str, AgentToolSpec], base_dir: Path) -> dict[str, Tool]:
     """Every declared tool, its function loaded and its definition made; raises ``LaneConfigError``."""
     from evalglass.lanes.base import LaneConfigError
+    from evalglass.lanes.hostimports import code_digest
     from evalglass.lanes.hostload import HostLoadError, host_source, load_function
 
     built: dict[str, Tool] = {}
@@ -111,7 +111,7 @@ def build_tools(tools: Mapping[str, AgentToolSpec], base_dir: Path) -> dict[str,
         parameters = spec.parameters if spec.parameters is not None else _parameters_of(name, function, takes_state)
         description = spec.description if spec.description is not None else inspect.getdoc(function)
         source = host_source(spec.function, base_dir)
-        digest = hashlib.sha256(source.read_bytes()).hexdigest() if source is not None else None
+        digest = code_digest(spec.function, base_dir, source)
         built[name] = Tool(name, _definition(name, description, parameters), function, takes_state, digest, signature)
     return built
 

@@ -12,7 +12,9 @@ can block on it:
 * any word of the command that resolves (from the check's ``cwd``) to a folder inside the config folder;
 * any module a Python interpreter is told to run (``-m X``);
 * any word naming a program that discovers what it runs (:data:`RUNNERS`: test runners, build tools, package
-  managers' ``test`` scripts).
+  managers' ``test`` scripts);
+* any module of the project (inside the config folder) that a Python script the command names imports, transitively
+  (``lanes.hostimports``: import statements read, nothing imported; the script itself is hashed as a named file).
 
 A folder is covered by an input at or above it (a glob counts by its literal folder), or by the check's target.
 A module is covered by a module input naming it or a package above it, or by any path input its files lie
@@ -30,13 +32,13 @@ import os
 import re
 import shlex
 import stat
-import sys
 from collections.abc import Collection, Iterator, Sequence
 from importlib.machinery import ModuleSpec, PathFinder
 from pathlib import Path
 
 from evalglass.core.fingerprint import fingerprint_of
 from evalglass.lanes.checkspec import CheckConfigError, CheckSpec, ModuleInput, resolve_within
+from evalglass.lanes.hostimports import MAX_HOST_FILES, TooManyHostFiles, find_top_level, imported_host_files
 from evalglass.lanes.targetstate import Budget, Ignore, TargetUnavailable, fingerprint_target
 
 __all__ = [
@@ -265,28 +267,12 @@ def find_module(name: str, cwd: Path) -> ModuleSpec | None:
     is seen without the extension.
     """
     parts = name.split(".")
-    found = PathFinder.find_spec(parts[0], [str(cwd)])
-    if found is None:
-        found = _from_finders(parts[0])
+    found = find_top_level(parts[0], (str(cwd),))
     for depth in range(1, len(parts)):
         if found is None or found.submodule_search_locations is None:
             return None
         found = PathFinder.find_spec(".".join(parts[: depth + 1]), list(found.submodule_search_locations))
     return found
-
-
-def _from_finders(top: str) -> ModuleSpec | None:
-    for finder in sys.meta_path:
-        find_spec = getattr(finder, "find_spec", None)
-        if find_spec is None:
-            continue
-        try:
-            found = find_spec(top, None)
-        except Exception:  # a third-party finder's fault is no reason to fail a run: not found through it
-            continue
-        if isinstance(found, ModuleSpec):
-            return found
-    return None
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -339,7 +325,31 @@ def unbound_inputs(spec: CheckSpec, base_dir: Path) -> tuple[str, ...]:
         runner = None if at in modules else _runner(word)  # `-m pytest` is said once, as a module
         if runner is not None and not discovery_bound:
             found.append(f"runner {runner!r}")
+    for script in _scripts(_path_words(words), cwd, root):
+        # A script named on the command line is hashed (engine.spec.config); the project's modules it imports are
+        # what it runs besides, found as `python script.py` would (the script's folder first).
+        try:
+            imports = imported_host_files(script, (str(script.parent),))
+        except TooManyHostFiles:
+            found.append(f"more than {MAX_HOST_FILES:,} modules imported by {_shown(script, root)!r}")
+            continue
+        for imported in imports:
+            if (imported == root or root in imported.parents) and not _covered(imported, covering):
+                found.append(f"module file {_shown(imported, root)!r} (imported by {_shown(script, root)!r})")
     return tuple(dict.fromkeys(found))
+
+
+def _scripts(words: Iterator[str], cwd: Path, root: Path) -> Iterator[Path]:
+    """The Python source files inside the config folder that the command names."""
+    for word in words:
+        if not word.endswith(".py") or "{" in word or "\x00" in word:
+            continue
+        try:
+            candidate = (cwd / word).resolve()
+        except (OSError, RuntimeError):
+            continue
+        if root in candidate.parents and candidate.is_file():
+            yield candidate
 
 
 def _covering_paths(spec: CheckSpec, root: Path, cwd: Path) -> list[Path]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
-import hashlib
 import inspect
 import traceback
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -43,6 +42,7 @@ from evalglass.lanes.daemonpool import (
     call_with_each_in_thread,
 )
 from evalglass.lanes.executor import EndpointLimit, Executor, WorkLost
+from evalglass.lanes.hostimports import code_digest
 from evalglass.lanes.hostload import HostLoadError, host_source, load_function
 from evalglass.lanes.ports import Job, LaneColumn, LaneFailure, LaneOutcome, LaneOutput
 from evalglass.lanes.specs import PythonLaneSpec
@@ -85,7 +85,7 @@ class PythonLane(TaskLane):
             self.takes_sample = "sample" in inspect.signature(self.function).parameters
         except (TypeError, ValueError):
             self.takes_sample = False
-        code_hash = hashlib.sha256(source.read_bytes()).hexdigest() if source is not None else None
+        code_hash = code_digest(spec.function, base_dir, source)
         self.fingerprint = content_address({"type": "python", "function": spec.function, "source_sha256": code_hash})
         self.limit = EndpointLimit(key=f"python:{spec.function}", concurrency=spec.concurrency)
         self._threads: DaemonThreadPool | None = None

@@ -270,6 +270,12 @@ class MetricSpec(BaseModel):
         """Files whose contents define this metric (a schema, a host module); approvals bind their hashes too."""
         return ()
 
+    def imported_files(self, base_dir: Path) -> tuple[Path, ...]:
+        """Host code the metric runs beyond :meth:`referenced_files`: the module a ``package.module`` reference
+        resolves to and the project's modules the metric's code imports (``lanes.hostimports``); approvals bind
+        their hashes too, under a key of their own so a metric that imports none keeps its fingerprint."""
+        return ()
+
     def host_reference(self) -> str | None:
         """The host code this metric runs, as the config names it (``file.py:function``, a check's name), or None
         for a builtin: the name the supervisor gives when the process dies while the metric runs

@@ -38,6 +38,7 @@ from evalglass import redaction
 from evalglass.core.example import Example
 from evalglass.core.score import Score, score_violation
 from evalglass.core.stats import ScaleSpec
+from evalglass.lanes.hostimports import reference_host_files
 from evalglass.lanes.hostload import HostFunction, HostLoadError, is_file_reference, load_function, split_reference
 from evalglass.metrics.base import (
     ABSENT,
@@ -96,6 +97,15 @@ class PythonMetricSpec(MetricSpec):
         """Files whose contents define this metric; an approval should also bind their hashes."""
         source, _ = split_reference(self.function)
         return ((base_dir / source).resolve(),) if is_file_reference(source) else ()
+
+    def imported_files(self, base_dir: Path) -> tuple[Path, ...]:
+        """The module a ``package.module:name`` reference resolves to, as the run's import finds it, and the host
+        modules the metric's file or module imports, transitively. Metrics leave ``sys.path`` alone, but a python
+        lane or agent tool named by module puts the config folder first on it once built (after the metrics), and
+        an import the metric makes when called then resolves there: both lookups are bound (a file only one of
+        them finds is bound too)."""
+        plain = reference_host_files(self.function, base_dir)
+        return tuple(dict.fromkeys((*plain, *reference_host_files(self.function, base_dir, search_base=True))))
 
     def host_reference(self) -> str | None:
         return self.function

@@ -89,7 +89,14 @@ INTERVAL_VERSIONS: Mapping[Method, int] = total(
 #: How a comparative gate pairs this run's examples with the baseline's and computes the difference and its test
 #: (``core.stats.paired.paired_difference``); the interval of the difference is one of the methods above. Version 2
 #: clips the interval to ``±(max - min)`` of the metric's declared scale.
-PAIRED_VERSIONS: Mapping[str, int] = {"paired_difference": 2}
+PAIRED_VERSIONS: Mapping[str, int] = {"paired_difference": 2, "variant_difference": 2}
+#: ``variant_difference``: a gate between two variants of one run (``compare_to_variant``) decides on their
+#: per-example difference (``core.variants.difference_column``), whose interval version 2 clips to ``±(max - min)``
+#: of the metric's range (``core.variants.difference_scale``) and never computes as a proportion's
+#: (``core.variants.difference_interval``: student_t where Wilson was chosen for differences that were all 0 or 1);
+#: version 1 did both. Listed for a
+#: ``lower_bound`` gate only (the point is unchanged), and left out of fingerprints at version 1 (see
+#: :func:`fingerprinted`), so an approval made before it was named reads as "variant_difference@1 → @2".
 
 #: Gate rules whose decision has changed since the rule was introduced. ``lower_bound@2`` is the three-way interval
 #: rule (pass, fail only when the whole interval misses, otherwise blocked ``undecided``); version 1 (fail whenever
@@ -132,13 +139,18 @@ def registry() -> dict[str, Evaluator]:
     return {item.key: item for item in items}
 
 
+#: Evaluators fingerprints named only from their first change on: at version 1 each is left out.
+NAMED_FROM_VERSION_2 = frozenset({f"{EvaluatorKind.PAIRED.value}:variant_difference"})
+
+
 def fingerprinted(evaluators: Mapping[str, int]) -> dict[str, int]:
-    """The evaluator versions as a gate fingerprint holds them: a gate rule at version 1 is left out (fingerprints
-    named no rule before the rule's first change, so this is what an approval made then was bound to)."""
+    """The evaluator versions as a gate fingerprint holds them: a gate rule, or an evaluator of
+    :data:`NAMED_FROM_VERSION_2`, at version 1 is left out (fingerprints named none of them before its first
+    change, so this is what an approval made then was bound to)."""
     return {
         key: version
         for key, version in evaluators.items()
-        if not (key.startswith(f"{EvaluatorKind.RULE.value}:") and version == 1)
+        if not (version == 1 and (key.startswith(f"{EvaluatorKind.RULE.value}:") or key in NAMED_FROM_VERSION_2))
     }
 
 
@@ -187,6 +199,7 @@ def gate_evaluators(
     lower_bound: bool,
     clustered: bool,
     comparative: bool = False,
+    between_variants: bool = False,
 ) -> dict[str, int]:
     """The builtin evaluators a metric gate's outcome depends on, key → version.
 
@@ -194,7 +207,8 @@ def gate_evaluators(
     every reducer is the identity); the judge-answer parser for an ``llm_judge``; the interval methods when the
     gate compares a ``lower_bound`` (a point gate compares the point, which no interval method touches), and the
     ``lower_bound`` rule itself (how it decides from the interval). A comparative gate adds the paired difference,
-    and for ``lower_bound`` the methods of the difference's interval.
+    and for ``lower_bound`` the methods of the difference's interval; a ``lower_bound`` gate between two variants
+    (``between_variants``) adds how their difference's interval is bounded (``variant_difference``).
     """
     found: dict[str, int] = {}
     if metric_type in METRIC_VERSIONS:
@@ -210,4 +224,6 @@ def gate_evaluators(
         for method in methods:
             found[key_of(EvaluatorKind.INTERVAL, method.value)] = INTERVAL_VERSIONS[method]
         found[key_of(EvaluatorKind.RULE, "lower_bound")] = RULE_VERSIONS["lower_bound"]
+        if between_variants:
+            found[key_of(EvaluatorKind.PAIRED, "variant_difference")] = PAIRED_VERSIONS["variant_difference"]
     return found

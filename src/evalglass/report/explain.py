@@ -23,6 +23,7 @@ from evalglass.core.evaluators import evaluator_labels
 from evalglass.core.fingerprint import short
 from evalglass.core.gates import GateResult, Outcome, interval_label
 from evalglass.core.gatespec import GateRule, SubjectKind
+from evalglass.core.goldfields import gold_excluded_fields
 from evalglass.core.runrecord import BaselineRecord, RunRecord
 from evalglass.core.scorecard import CheckSummary, MetricSummary, Scorecard
 from evalglass.core.variantnames import declared_metric
@@ -569,12 +570,17 @@ def _coverage(metric: MetricSummary) -> str:
 
 
 def gold_covers(record: RunRecord) -> str:
-    """What the gold fingerprint of this run covers, in one line."""
-    task = record.config.get("task") or {}
-    recorded = task.get("type", "recorded") == "recorded" if isinstance(task, dict) else False
-    if recorded and isinstance(task, dict) and task.get("path") is None:
-        field = task.get("field", "output")
-        return f"covers every example's id and fields except the recorded output field '{field}'"
+    """What the gold fingerprint of this run covers, in one line (the fields left out: ``core.goldfields``)."""
+    task = record.config.get("task")
+    variants = record.config.get("variants")
+    fields = gold_excluded_fields(
+        task if isinstance(task, dict) else None, variants if isinstance(variants, dict) else None
+    )
+    if len(fields) == 1:
+        return f"covers every example's id and fields except the recorded output field '{fields[0]}'"
+    if fields:
+        named = ", ".join(f"'{field}'" for field in fields)
+        return f"covers every example's id and fields except the variants' recorded output fields {named}"
     return "covers every example's id and fields (the outputs are not in the dataset file)"
 
 

@@ -22,6 +22,7 @@ from evalglass.core.gates import GateResult, Outcome
 from evalglass.core.gatespec import SubjectKind
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.scorecard import MetricSummary, Scorecard
+from evalglass.core.variantnames import declared_metric
 from evalglass.report.comparison_html import gate_comparison_views
 from evalglass.report.explain import explain_gate
 from evalglass.report.fmt import (
@@ -211,7 +212,8 @@ def _judges_view(card: Scorecard, record: RunRecord | None) -> list[dict[str, An
             (gate.name, reason.message)
             for gate in card.decision.gates
             for reason in gate.reasons
-            if reason.code is BlockReason.JUDGE_UNCALIBRATED and gate.subject == name
+            # A gate on a variant's judge metric (`m@v`) stands on judge `m`'s calibration.
+            if reason.code is BlockReason.JUDGE_UNCALIBRATED and declared_metric(gate.subject) == name
         ]
         out.append(
             {

@@ -128,20 +128,35 @@ def undefined_interval(
     )
 
 
+def clipped_ends(
+    low: float | None, high: float | None, minimum: float, maximum: float
+) -> tuple[float | None, float | None]:
+    """An interval's ends moved inside [minimum, maximum] (None, an end not asked for, stays None): the one clip
+    every interval producer applies (:func:`clipped_to_range` for an :class:`Interval`; the adjusted intervals of
+    ``multiple.compare_variants`` end by end)."""
+    return (None if low is None else max(low, minimum)), (None if high is None else min(high, maximum))
+
+
 def clipped_to_range(interval: Interval, minimum: float, maximum: float) -> Interval:
     """The interval with its ends moved inside [minimum, maximum]; the same interval when they are inside already.
 
     For a mean whose every value the caller knows lies in the range: such a mean, and the truth it estimates, cannot
-    leave it, whereas a t interval's symmetric ends can (0/0.5/1 scores near 1). A clip is recorded as
-    ``params["clipped_to_unit_range"]`` for [0, 1] and ``params["clipped_to_scale"]`` for any other range. Each end
-    stays on its side of the point, since the point lies in the range.
+    leave it, whereas a t interval's symmetric ends can (0/0.5/1 scores near 1). For a difference of two such means
+    the range is :func:`difference_range`. A clip is recorded as ``params["clipped_to_unit_range"]`` for [0, 1] and
+    ``params["clipped_to_scale"]`` for any other range. Each end stays on its side of the point, since the point
+    lies in the range.
     """
-    low = None if interval.low is None else max(interval.low, minimum)
-    high = None if interval.high is None else min(interval.high, maximum)
+    low, high = clipped_ends(interval.low, interval.high, minimum, maximum)
     if (low, high) == (interval.low, interval.high):
         return interval
     key = "clipped_to_unit_range" if (minimum, maximum) == (0.0, 1.0) else "clipped_to_scale"
     return interval.model_copy(update={"low": low, "high": high, "params": {**interval.params, key: True}})
+
+
+def difference_range(minimum: float, maximum: float) -> tuple[float, float]:
+    """The range a difference of two means in [minimum, maximum] lies in (and any per-example difference of two
+    values in it): ``±(maximum - minimum)``."""
+    return minimum - maximum, maximum - minimum
 
 
 def symmetric_ends(

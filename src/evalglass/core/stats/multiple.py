@@ -14,6 +14,10 @@ When every pair of a comparison differs by the same amount there is no spread fo
 the exact two-sided sign test's, ``2 · 0.5^n``, and its interval the point when that separates the two, else the
 span from the point to 0.
 
+Both intervals are clipped to the range a difference of two means can take, ``±(max - min)`` of the metric's values'
+range (``choose.value_range``: its declared scale, or [0, 1] for binary values), by the clip every interval
+producer applies (``_common.clipped_ends``); since 0 lies inside that range, clipping changes no decision.
+
 So an adjusted interval excludes 0 exactly when Holm's procedure rejects "no difference" for that pair, and it
 always contains the unadjusted interval. Limit, stated in the output and docs: Holm's guarantee is about the
 decisions (which pairs differ); the intervals of the pairs after the first non-rejection are not jointly simultaneous
@@ -34,7 +38,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from evalglass.core.stats._common import check_level
+from evalglass.core.stats._common import check_level, clipped_ends, difference_range
 from evalglass.core.stats.multiplemodel import ADJUSTMENT, MAX_VARIANTS, PairComparison, VariantComparison
 
 Floats = npt.NDArray[np.float64]
@@ -80,11 +84,18 @@ def holm_alphas(p_values: Floats, alpha: float) -> tuple[Floats, npt.NDArray[np.
 
 
 def compare_variants(
-    metric: str, names: tuple[str, ...], values: Floats, *, level: float = 0.95, higher_is_better: bool = True
+    metric: str,
+    names: tuple[str, ...],
+    values: Floats,
+    *,
+    level: float = 0.95,
+    higher_is_better: bool = True,
+    value_range: tuple[float, float] | None = None,
 ) -> VariantComparison:
     """``values`` is one row per variant and one column per example (the same examples in every row, NaN where a
     variant has no measured value): every pair's paired difference with its Holm-adjusted interval, and the groups
-    (best first by ``higher_is_better``; the direction orders, it never decides)."""
+    (best first by ``higher_is_better``; the direction orders, it never decides). ``value_range``: the range every
+    measured value lies in (None: unbounded); each interval is clipped to the range a difference can take in it."""
     from scipy import stats as scipy_stats
 
     check_level(level)
@@ -128,18 +139,17 @@ def compare_variants(
     plain_low[plain_kept] = np.minimum(mean[plain_kept], 0.0)
     plain_high[plain_kept] = np.maximum(mean[plain_kept], 0.0)
     pairs = tuple(
-        PairComparison(
-            first=names[int(first[index])],
-            second=names[int(second[index])],
-            n=int(n[index]),
-            difference=_finite(mean[index]) if n[index] >= 1 else None,
-            low=_finite(low[index]) if defined[index] else None,
-            high=_finite(high[index]) if defined[index] else None,
-            unadjusted_low=_finite(plain_low[index]) if defined[index] else None,
-            unadjusted_high=_finite(plain_high[index]) if defined[index] else None,
-            p_value=float(min(1.0, max(0.0, p_values[index]))),
-            level=float(1.0 - alphas[index]),
-            distinguishable=bool(rejected[index] and defined[index]),
+        _pair(
+            names[int(first[index])],
+            names[int(second[index])],
+            int(n[index]),
+            _finite(mean[index]) if n[index] >= 1 else None,
+            (_finite(low[index]), _finite(high[index])) if defined[index] else (None, None),
+            (_finite(plain_low[index]), _finite(plain_high[index])) if defined[index] else (None, None),
+            float(min(1.0, max(0.0, p_values[index]))),
+            float(1.0 - alphas[index]),
+            bool(rejected[index] and defined[index]),
+            None if value_range is None else difference_range(*value_range),
         )
         for index in range(first.size)
     )
@@ -152,6 +162,37 @@ def compare_variants(
         means=means,
         pairs=pairs,
         groups=indistinguishable_groups(names, means, pairs, higher_is_better=higher_is_better),
+    )
+
+
+def _pair(
+    first: str,
+    second: str,
+    n: int,
+    difference: float | None,
+    adjusted: tuple[float | None, float | None],
+    unadjusted: tuple[float | None, float | None],
+    p_value: float,
+    level: float,
+    distinguishable: bool,
+    limits: tuple[float, float] | None,
+) -> PairComparison:
+    """One pair's comparison, both intervals clipped to ``limits`` (the range a difference can take) when known."""
+    if limits is not None:
+        adjusted = clipped_ends(*adjusted, *limits)
+        unadjusted = clipped_ends(*unadjusted, *limits)
+    return PairComparison(
+        first=first,
+        second=second,
+        n=n,
+        difference=difference,
+        low=adjusted[0],
+        high=adjusted[1],
+        unadjusted_low=unadjusted[0],
+        unadjusted_high=unadjusted[1],
+        p_value=p_value,
+        level=level,
+        distinguishable=distinguishable,
     )
 
 

@@ -22,7 +22,15 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from evalglass.core.stats._common import Floats, as_ids, as_values, clipped_to_range, t_cdf, tails
+from evalglass.core.stats._common import (
+    Floats,
+    as_ids,
+    as_values,
+    clipped_to_range,
+    difference_range,
+    t_cdf,
+    tails,
+)
 from evalglass.core.stats.bootstrapping import bootstrap
 from evalglass.core.stats.choose import value_range
 from evalglass.core.stats.cluster import cluster_bootstrap, cluster_t
@@ -256,7 +264,7 @@ def paired_difference(
     assert interval is not None
     bounds = value_range(np.concatenate((left, right)), scale)
     if bounds is not None:
-        interval = clipped_to_range(interval, bounds[0] - bounds[1], bounds[1] - bounds[0])
+        interval = clipped_to_range(interval, *difference_range(*bounds))
     base_mean, candidate_mean = _mean(left), _mean(right)
     return PairedDifference(
         base=base_mean,

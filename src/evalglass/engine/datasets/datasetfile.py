@@ -87,7 +87,7 @@ def open_reader(loaded: LoadedConfig, *, hash_bytes: bool = True) -> Reader:
 def gold_fingerprint_of(loaded: LoadedConfig) -> str:
     """The gold fingerprint exactly as a run takes it, without scoring anything (what ``preflight`` compares the
     ledger's gold validation with)."""
-    hasher = GoldHasher(loaded.config.gold_excluded_field)
+    hasher = GoldHasher(loaded.config.gold_excluded_fields)
     for batch in open_reader(loaded, hash_bytes=False).batches():
         hasher.add(batch)
     return hasher.fingerprint
@@ -97,7 +97,7 @@ def comparison_identity(loaded: LoadedConfig) -> tuple[str, str, list[str]]:
     """What a comparison with a baseline reads of this run's dataset, exactly as a run takes it, in one pass and
     without scoring anything: (gold fingerprint, the file's fingerprint, every example's id in file order).
     ``preflight`` asks whether a baseline is comparable with these."""
-    hasher = GoldHasher(loaded.config.gold_excluded_field)
+    hasher = GoldHasher(loaded.config.gold_excluded_fields)
     reader = open_reader(loaded)
     ids: list[str] = []
     for batch in reader.batches():

@@ -1,16 +1,19 @@
 """The gold fingerprint: what the ledger's ``validated_gold`` binds.
 
-It covers every example as the dataset holds it — its id and every field — except the recorded output field, so a
+It covers every example as the dataset holds it — its id and every field — except the recorded output fields, so a
 new batch of outputs never makes gold stale while an edited reference, input, id, or an added, removed or reordered
 example always does. Concretely: the SHA-256 of each record (the parsed JSON object, keys in the file's order, the
-output field removed) serialised as compact JSON, records joined by ``,`` in file order, so the value is the same
+output fields removed) serialised as compact JSON, records joined by ``,`` in file order, so the value is the same
 however the file is split into batches. A line that is not an example (malformed JSON, no id) enters as its code and
 message. Whitespace and escaping of the file do not count; key order does (a reordered record is an edited record:
 conservative, never lenient).
 
-Which field is left out is decided by the config (:meth:`Config.gold_excluded_field`): the recorded output field when
-outputs are recorded in the dataset file, nothing otherwise. Moving outputs out of the dataset file into their own
-file (``task.path``) therefore keeps the gold fingerprint: the records without the output are the same bytes.
+Which fields are left out is decided by the config (:meth:`Config.gold_excluded_fields`, ``core.goldfields``): the
+recorded output field of every task the run scores (the task, or each variant) that reads its outputs from the
+dataset file, nothing otherwise. Moving outputs out of the dataset file into their own file (``task.path``)
+therefore keeps the gold fingerprint: the records without the output are the same bytes. Removing a field a record
+does not have changes nothing, so a run with one output field hashes the same bytes whichever other (absent) fields
+are also left out.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from itertools import repeat
 from typing import Any, cast
 
@@ -30,38 +33,64 @@ from evalglass.core.fingerprint import PREFIX
 from evalglass.core.uniform import all_of_type
 from evalglass.engine.datasets.dataset import BadLine
 
+_Trie = dict[str | int, "_Trie | None"]
 
-def _remover(path: str | None) -> Callable[[Mapping[str, Any]], Any]:
-    """A function giving a record without the value at ``path`` (the record itself, unchanged, when it has none).
 
-    The dataset's records are shared with the metrics, so the value is removed from a copy, copying only the
-    mappings on the way down to it.
-    """
-    if path is None:
+def _trie(paths: Sequence[str]) -> _Trie:
+    """``paths`` as a tree of their parts; None marks a value removed whole (with everything inside it)."""
+    root: _Trie = {}
+    for path in paths:
+        node = root
+        parts = parse_path(path)
+        for depth, part in enumerate(parts):
+            if depth == len(parts) - 1:
+                node[part] = None
+                break
+            child = node.get(part, {})
+            if child is None:  # an outer value is already removed whole
+                break
+            node[part] = child
+            node = child
+    return root
+
+
+def _removed(node: Any, trie: _Trie) -> Any:
+    """``node`` without the values ``trie`` marks, from a copy (the mappings and lists on the way down only).
+    Items of one list are removed from the highest index down, so removing one never shifts another."""
+    if type(node) is list:
+        indices = sorted((part for part in trie if isinstance(part, int) and part < len(node)), reverse=True)
+        if not indices:
+            return node
+        items: list[Any] = list(node)
+        for index in indices:
+            inner = trie[index]
+            if inner is None:
+                del items[index]
+            else:
+                items[index] = _removed(items[index], inner)
+        return items
+    if type(node) is dict:
+        keys = [part for part in trie if str(part) in node]
+        if not keys:
+            return node
+        copy = dict(node)
+        for part in keys:
+            inner = trie[part]
+            if inner is None:
+                del copy[str(part)]
+            else:
+                copy[str(part)] = _removed(copy[str(part)], inner)
+        return copy
+    return node
+
+
+def _remover(paths: Sequence[str]) -> Callable[[Mapping[str, Any]], Any]:
+    """A function giving a record without the values at ``paths`` (the record itself, unchanged, when it has none
+    of them). The dataset's records are shared with the metrics, so the values are removed from a copy."""
+    if not paths:
         return lambda record: record
-    parts = parse_path(path)
-
-    def remove(node: Any, depth: int) -> Any:
-        part = parts[depth]
-        last = depth == len(parts) - 1
-        if isinstance(part, int) and type(node) is list and part < len(node):
-            copy: Any = list(node)
-            if last:
-                del copy[part]
-            else:
-                copy[part] = remove(node[part], depth + 1)
-            return copy
-        if type(node) is dict and str(part) in node:
-            key = str(part)
-            copy = dict(node)
-            if last:
-                del copy[key]
-            else:
-                copy[key] = remove(node[key], depth + 1)
-            return copy
-        return node
-
-    return lambda record: remove(record, 0)
+    trie = _trie(paths)
+    return lambda record: _removed(record, trie)
 
 
 def _dumps(value: Any) -> bytes:
@@ -71,38 +100,44 @@ def _dumps(value: Any) -> bytes:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def _top_level_key(path: str | None) -> str | None:
-    """``path`` when it names a key of the record itself (the usual ``output``), else None."""
-    if path is None:
-        return None
-    parts = parse_path(path)
-    return parts[0] if len(parts) == 1 and isinstance(parts[0], str) else None
+def _top_level_keys(paths: Sequence[str]) -> tuple[str, ...] | None:
+    """``paths`` as keys of the record itself (the usual ``output``) when every one names one, else None."""
+    keys: list[str] = []
+    for path in paths:
+        parts = parse_path(path)
+        if len(parts) != 1 or not isinstance(parts[0], str):
+            return None
+        keys.append(parts[0])
+    return tuple(keys)
 
 
 class GoldHasher:
     """Feed it what the dataset reader gives, in order; ``fingerprint`` is then the gold fingerprint.
 
-    Cost (measured, see BENCHMARKS.md): a batch is serialised by one ``orjson.dumps`` call and hashed. The output
-    field, when it is the last key of every record (as datasets are usually written), is popped from the records,
-    serialised around and put back (:meth:`_serialised_in_place`); when it is a key elsewhere, each record is copied
-    and the key popped, with C-level ``map`` calls, no Python frame per record; a nested output path takes the
-    general (slower) copy. Every way hashes the same bytes.
+    ``excluded_fields``: the fields left out (:meth:`Config.gold_excluded_fields`); any number, none included.
+
+    Cost (measured, see BENCHMARKS.md): a batch is serialised by one ``orjson.dumps`` call and hashed. A single
+    output field, when it is the last key of every record (as datasets are usually written), is popped from the
+    records, serialised around and put back (:meth:`_serialised_in_place`); output fields that are keys elsewhere
+    (or several of them) are popped from copies of the records, with C-level ``map`` calls, no Python frame per
+    record; a nested output path takes the general (slower) copy. Every way hashes the same bytes.
     """
 
-    def __init__(self, excluded_field: str | None) -> None:
-        self._without = _remover(excluded_field)
-        self._key = _top_level_key(excluded_field)
-        self._general = excluded_field is not None and self._key is None
+    def __init__(self, excluded_fields: Sequence[str]) -> None:
+        self._without = _remover(excluded_fields)
+        self._keys = _top_level_keys(excluded_fields)
+        self._general = bool(excluded_fields) and self._keys is None
         self._hash = hashlib.sha256()
         self._first = True
 
     def _records_without(self, records: list[Mapping[str, Any]]) -> list[Any]:
-        if self._key is not None and all_of_type(records, dict):
+        if self._keys and all_of_type(records, dict):
             copies = list(map(dict.copy, cast("list[dict[str, Any]]", records)))
-            # The records are shared with the metrics: the key is popped from the copies.
-            deque(map(dict.pop, copies, repeat(self._key), repeat(None)), maxlen=0)
+            # The records are shared with the metrics: the keys are popped from the copies.
+            for key in self._keys:
+                deque(map(dict.pop, copies, repeat(key), repeat(None)), maxlen=0)
             return copies
-        if self._key is None and not self._general:
+        if not self._keys and not self._general:
             return records
         return list(map(self._without, records))
 
@@ -112,9 +147,9 @@ class GoldHasher:
         object, again last: the records are as they were, key order included). No copy is made, and no garbage
         that would trigger the cycle collector (the copies used to cost more in collections than in copying).
         None: the general way (a record without the key, or with it elsewhere, or a value orjson cannot write)."""
-        key = self._key
-        if key is None or not records or not all_of_type(records, dict):
+        if self._keys is None or len(self._keys) != 1 or not records or not all_of_type(records, dict):
             return None
+        (key,) = self._keys
         shared = cast("list[dict[str, Any]]", records)
         if list(map(next, map(reversed, shared), repeat(None))).count(key) != len(shared):
             return None

@@ -28,7 +28,7 @@ class DatasetSource:
         self.reader = open_reader(loaded)
         self.path = self.reader.path
         self._config = config
-        self._gold = GoldHasher(config.gold_excluded_field) if config.needs_gold else None
+        self._gold = GoldHasher(config.gold_excluded_fields) if config.needs_gold else None
         self._outputs: RecordedOutputs | None = None
         # Recorded outputs are parsed here; a live lane's, as the lane produces them (engine.produce.liverun).
         self._parse: Callable[[Any], Any] | None = None

@@ -41,10 +41,8 @@ BASELINES_DIR = "baselines"
 def compared_metrics(config: Config) -> dict[str, str]:
     """The metrics comparative gates decide on, as the decision names them (``metric@variant`` for a gate on a
     variant), each with the declared metric it measures (empty: the run has no comparative gate)."""
-    from evalglass.engine.decide.decision import decided_spec
-
     return {
-        str(decided_spec(gate).metric): gate.metric
+        gate.decided_subject: gate.metric
         for gate in config.gates.values()
         if gate.compare_to is not None and gate.metric is not None
     }

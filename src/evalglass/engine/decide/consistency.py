@@ -41,6 +41,7 @@ from evalglass.core.authority import (
     Authority,
     BlockReason,
     JudgeStanding,
+    decided_judge,
     declared_gate_authority,
     undeclared_active_gates,
 )
@@ -377,10 +378,8 @@ def _declared_gate_problems(
     gate: GateResult, declared: Any, metrics: Mapping[str, MetricSummary], record: RunRecord, today: str
 ) -> list[str]:
     name = gate.name
-    from evalglass.engine.decide.decision import decided_spec
-
     try:
-        spec = decided_spec(GateSpec.model_validate(declared or {}))
+        spec = GateSpec.model_validate(declared or {}).decided()
     except ValidationError as exc:
         return [f"gate '{name}' in the run record's config snapshot is not a gate: {first_problem(exc)}"]
     if gate.fingerprint != record.gate_fingerprints.get(name):
@@ -388,16 +387,16 @@ def _declared_gate_problems(
     summary = metrics.get(spec.subject) if spec.check is None else None
     if spec.check is None and summary is None:
         return [f"gate '{name}' decides on metric '{spec.subject}', which the scorecard does not summarise"]
-    judge = None
     # Where the gate's judge was served (a variant's metric is the declared one's: variants change the task only).
     # A record from before it was kept has none: that run was decided without the binding and is re-derived so.
     served = record.judge_endpoints.get(declared_metric(spec.metric)) if spec.metric else None
-    if spec.metric is not None and spec.metric in record.judge_fingerprints:
-        judge = JudgeStanding(
-            metric=spec.metric,
-            fingerprint=record.judge_fingerprints[spec.metric],
-            calibration=record.calibrations.get(spec.metric),
-            endpoint=served,
+    # The judge a gate on a judge stands on (every kind of gate, or a plain one in a run recorded before that), found
+    # as the run found it.
+    judge = None
+    if spec.metric is not None:
+        every = record.judge_gates == "every"
+        judge, _ = decided_judge(
+            _recorded_standings(record), spec.metric, comparative=spec.compare_to is not None, every=every
         )
     authority = declared_gate_authority(
         record.ledger,
@@ -432,6 +431,19 @@ def _declared_gate_problems(
         return [f"gate '{name}' cannot be decided from what the scorecard records: {_first_line(exc)}"]
     bound = bound_problem(gate)
     return _differences(gate, derived) + ([f"gate '{name}': {bound}"] if bound is not None else [])
+
+
+def _recorded_standings(record: RunRecord) -> dict[str, JudgeStanding]:
+    """Each judge's standing as the run record snapshotted it (fingerprint, calibration, where it was served)."""
+    return {
+        name: JudgeStanding(
+            metric=name,
+            fingerprint=fingerprint,
+            calibration=record.calibrations.get(name),
+            endpoint=record.judge_endpoints.get(name),
+        )
+        for name, fingerprint in record.judge_fingerprints.items()
+    }
 
 
 def _comparative_problems(gate: GateResult, spec: GateSpec, authority: Authority, record: RunRecord) -> list[str]:

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 from evalglass.core.checks import CheckResult
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.decide import GateInput, MetricInput, RunShape, decide_run
-from evalglass.core.gatespec import GateSpec
 from evalglass.core.runrecord import BaselineRecord, KeptOutputs, RunRecord
 from evalglass.core.scorecard import CallTotals, CheckSummary, DatasetSummary, Scorecard
 from evalglass.core.usage import TokenUsage
@@ -49,6 +48,8 @@ class Evidence:
     ledger_where: Mapping[str, str] | None = None
     #: Per gate, what made its approval stale when that is an evaluator's version (``engine.spec.staleness``).
     stale: Mapping[str, str] | None = None
+    #: Every gate on a judge stands on its calibration; off only to re-derive a run recorded before that.
+    every_judged_gate: bool = True
 
 
 def decided_scorecard(
@@ -75,6 +76,7 @@ def decided_scorecard(
         evidence.comparative,
         evidence.ledger_where,
         today=evidence.today,
+        every_judged_gate=evidence.every_judged_gate,
     )
     variants = None
     if config.variant_names:
@@ -106,7 +108,13 @@ def variant_metrics(config: Config) -> list[VariantMetric]:
 
     compared = config.compared_metrics  # one value over the variants, not one per variant
     return [
-        VariantMetric(name=name, reducer=spec.reducer, k=spec.k, direction=config.metric_direction(name))
+        VariantMetric(
+            name=name,
+            reducer=spec.reducer,
+            k=spec.k,
+            direction=config.metric_direction(name),
+            scale=spec.value_scale(),
+        )
         for name, spec in config.metrics.items()
         if name not in compared
     ]
@@ -133,6 +141,7 @@ def run_record(
     scores_sha256: str,
     usage: tuple[TokenUsage, ...] = (),
     kept: KeptOutputs | None = None,
+    untrusted_cache_entries: int = 0,
 ) -> RunRecord:
     """What a run records so that ``verify`` can re-derive its scorecard from the text it read."""
     from evalglass.engine.spec.config import config_as_recorded
@@ -162,10 +171,12 @@ def run_record(
         calibrations={
             name: standing.calibration for name, standing in standings.items() if standing.calibration is not None
         },
+        judge_gates="every" if standings else "plain",
         baselines=baselines,
         scores_sha256=scores_sha256,
         usage=usage,
         kept_outputs=kept,
+        untrusted_cache_entries=untrusted_cache_entries,
     )
 
 
@@ -174,7 +185,13 @@ def metric_inputs(config: Config, columns: dict[str, ScoreColumn]) -> list[Metri
     variant (``metric@variant``, variant by variant), then each judge of the variants side by side
     (``compare_variants``) under its own name."""
     if config.variant_names:
-        from evalglass.core.variants import difference_column, difference_metric, variant_metric
+        from evalglass.core.variants import (
+            difference_column,
+            difference_interval,
+            difference_metric,
+            difference_scale,
+            variant_metric,
+        )
 
         compared = config.compared_metrics
         declared = {
@@ -192,13 +209,19 @@ def metric_inputs(config: Config, columns: dict[str, ScoreColumn]) -> list[Metri
             if spec.compare_to_variant is None or spec.metric is None or spec.variant is None:
                 continue
             name = difference_metric(spec.metric, spec.variant, spec.compare_to_variant)
-            column = difference_column(
-                columns[variant_metric(spec.metric, spec.variant)],
-                columns[variant_metric(spec.metric, spec.compare_to_variant)],
-            )
-            # A difference is no longer on the metric's scale, nor 0/1: its interval is chosen for what it is.
+            first = columns[variant_metric(spec.metric, spec.variant)]
+            second = columns[variant_metric(spec.metric, spec.compare_to_variant)]
+            # A difference is no longer on the metric's scale: its range is ±(max - min) of it, which its interval
+            # (and its sensitivity bounds) are clipped to, as a comparative gate's paired difference is; nor is it
+            # a proportion, whatever values it happens to take.
+            item = declared[spec.metric]
             differences[name] = dataclasses.replace(
-                declared[spec.metric], name=name, type="difference", column=column, scale=None
+                item,
+                name=name,
+                type="difference",
+                column=difference_column(first, second),
+                scale=difference_scale(first, second, item.scale),
+                interval=difference_interval(item.interval, clustered=config.dataset.cluster_field is not None),
             )
         return [*inputs, *differences.values()]
     return _declared_inputs(config, columns)
@@ -233,24 +256,13 @@ def gate_inputs(
     return [
         GateInput(
             name=name,
-            spec=decided_spec(spec),
+            spec=spec.decided(),
             fingerprint=fingerprints[name],
             check_result=check_results.get(spec.check) if spec.check is not None else None,
             stale_cause=causes.get(name),
         )
         for name, spec in config.gates.items()
     ]
-
-
-def decided_spec(spec: GateSpec) -> GateSpec:
-    """The gate as the decision reads it: a gate on a variant decides on that variant's metric (``metric@variant``)."""
-    if spec.variant is None or spec.metric is None:
-        return spec
-    from evalglass.core.variants import difference_metric, variant_metric
-
-    if spec.compare_to_variant is not None:
-        return spec.model_copy(update={"metric": difference_metric(spec.metric, spec.variant, spec.compare_to_variant)})
-    return spec.model_copy(update={"metric": variant_metric(spec.metric, spec.variant)})
 
 
 __all__ = ["Evidence", "decided_scorecard", "gate_inputs", "metric_inputs", "run_record"]

@@ -60,6 +60,7 @@ from evalglass.version import __version__
 if TYPE_CHECKING:
     from evalglass.core.comparative import ComparativeInputs
     from evalglass.engine.produce.cache import CacheMode
+    from evalglass.engine.produce.cachekey import CacheSecret
     from evalglass.engine.produce.progress import Counters, Reporter
     from evalglass.engine.produce.raycluster import RayCluster
     from evalglass.engine.runs.manifest import RunManifest
@@ -190,6 +191,8 @@ class _Prepared:
     options: RunOptions
     counters: Counters
     signing_key: str | None
+    #: Where the call cache's key came from (None: it could not be had; see ``_run_key``).
+    key_source: str | None = None
 
 
 def _run(config_path: Path, options: RunOptions) -> RunOutcome:
@@ -217,6 +220,8 @@ def _prepare(config_path: Path, options: RunOptions) -> _Prepared:
         file_fingerprint,
         load_manifest,
         refuse_changes,
+        refuse_unsealed,
+        sealed,
     )
 
     mode = CacheMode(options.cache_mode)
@@ -225,8 +230,10 @@ def _prepare(config_path: Path, options: RunOptions) -> _Prepared:
     config = loaded.config
     refuse_unpinned_ledger(loaded, options.pinned_ledger)
     identity = dataset_identity(loaded.dataset_path, hash_contents=config.live)
+    key = _run_key(loaded, resuming=resumed is not None)
     if resumed is not None:
-        assert options.resume is not None
+        assert options.resume is not None and key is not None
+        refuse_unsealed(options.resume, resumed, key.key, key.source)
         run_id, created_at, folder = resumed.run_id, resumed.created_at, options.resume
     else:
         moment = options.now or datetime.now(UTC)
@@ -244,13 +251,30 @@ def _prepare(config_path: Path, options: RunOptions) -> _Prepared:
     )
     if resumed is not None:
         refuse_changes(folder, resumed, manifest)
+    elif key is not None:
+        manifest = sealed(manifest, key.key)
     ledger = load_ledger(loaded.ledger_path)
     check_against_config(ledger, config)
     signing_key = signing_key_from_env()
     if signing_key is not None:
         private_key(signing_key)  # a bad key is refused before any work is done, not after
     counters = Counters(total=identity.examples)
-    return _Prepared(folder, resumed, manifest, loaded, ledger, mode, options, counters, signing_key)
+    source = None if key is None else key.source
+    return _Prepared(folder, resumed, manifest, loaded, ledger, mode, options, counters, signing_key, source)
+
+
+def _run_key(loaded: LoadedConfig, *, resuming: bool) -> CacheSecret | None:
+    """The call cache's key, which seals a run's manifest (engine/runs/manifest.py). A new run that cannot have it
+    (no home folder, a key file that would lie in the project) still runs, unsealed: it is the resume that needs the
+    seal, and then the key's problem is the one line a resume prints."""
+    from evalglass.engine.produce.cachekey import CACHE_FILE, cache_secret
+
+    try:
+        return cache_secret(loaded.base_dir / CACHE_FILE)
+    except SetupError:
+        if resuming:
+            raise
+        return None
 
 
 def refuse_occupied(folder: Path) -> None:
@@ -547,6 +571,9 @@ def _finish_variants(prepared: _Prepared, scored: dict[str, Scored], compared: S
         scores_sha256=first.scores_sha256,
         usage=usage,
         calls=calls,
+        untrusted_cache_entries=sum(
+            each.untrusted_cache_entries for each in (*scored.values(), *([compared] if compared else []))
+        ),
     )
     return _finish(
         prepared,
@@ -609,7 +636,15 @@ def _finish(
         config, scored.columns, scored.shape.run_shape(), dataset, evidence, scored.calls, scored.usage, judged
     )
     record = run_record(
-        loaded, ledger, dataset, evidence, baseline_records, scored.scores_sha256, scored.usage, scored.kept
+        loaded,
+        ledger,
+        dataset,
+        evidence,
+        baseline_records,
+        scored.scores_sha256,
+        scored.usage,
+        scored.kept,
+        scored.untrusted_cache_entries,
     )
     if variant_scores:
         update = {"scores_file": scores_file, "variant_scores": variant_scores, "compared_scores": compared_scores}
@@ -632,4 +667,16 @@ def _finish(
         },
         provenance=None if prepared.signing_key is None else signed_provenance(loaded.base_dir),
     )
-    return RunOutcome(folder=folder, scorecard=scorecard, record=record)
+    return RunOutcome(folder=folder, scorecard=scorecard, record=record, warnings=_untrusted(prepared, scored))
+
+
+def _untrusted(prepared: _Prepared, scored: Scored) -> tuple[str, ...]:
+    """One line for the call-cache entries the run did not trust, over every cache it opened (one per variant and
+    the judge pass of variants), as the run record counts them."""
+    if not scored.untrusted_cache_entries:
+        return ()
+    from evalglass.engine.produce.cache import untrusted_warning
+    from evalglass.engine.produce.cachekey import CACHE_FILE
+
+    path = prepared.loaded.base_dir / CACHE_FILE
+    return (untrusted_warning(path, scored.untrusted_cache_entries, prepared.key_source or "the cache key"),)

@@ -23,6 +23,7 @@ from evalglass.core.authority import (
     check_inputs_unbound_reason,
     check_unbound_reason,
     declared_gate_authority,
+    gate_judge,
     unbound_inputs_text,
     undeclared_gates,
 )
@@ -122,7 +123,7 @@ def _preview(
         dataset=config.dataset.name,
         dataset_fingerprint=dataset_fingerprint or "",
         uses_reference=spec is not None and spec.uses_reference,
-        judge=standings.get(gate.subject),
+        judge=gate_judge(standings, gate.subject),
         stale_cause=stale_cause,
         comparative=gate.compare_to is not None,
         baseline=gate.compare_to,
@@ -137,7 +138,7 @@ def _preview(
         said = (unbound_inputs_text(gate.subject, unbound),) if unbound else ()
         return GatePreview(
             name,
-            gate.subject,
+            gate.decided_subject,
             kind,
             Standing.INFORMATIONAL,
             fingerprint,
@@ -155,15 +156,13 @@ def _preview(
         notes = (*notes, unbound_inputs_text(gate.subject, unbound))
     if gate.compare_to is not None and gate.metric is not None:
         from evalglass.core.comparative import baseline_standing_reasons, skipped_note
-        from evalglass.engine.decide.decision import decided_spec
 
         assert comparative is not None
-        decided = str(decided_spec(gate).metric)
-        reasons.extend(baseline_standing_reasons(gate.compare_to, decided, ledger.ledger, comparative))
+        reasons.extend(baseline_standing_reasons(gate.compare_to, gate.decided_subject, ledger.ledger, comparative))
         notes = (*notes, *skipped_note(gate.compare_to, comparative.baselines.get(gate.compare_to)))
     return GatePreview(
         name=name,
-        subject=gate.subject,
+        subject=gate.decided_subject,
         kind=kind,
         standing=Standing.BLOCKED if reasons else Standing.WOULD_DECIDE,
         fingerprint=fingerprint,
@@ -221,12 +220,10 @@ def _forecast(
     """How often an unchanged candidate would come out undecided, from the baseline's own spread of the gate's
     metric, at the approved margin (else the proposed one); None when there is no margin yet or no baseline read."""
     from evalglass.core.comparative import unchanged_forecast
-    from evalglass.engine.decide.decision import decided_spec
 
     margin = approved_margin if approved_margin is not None else gate.proposed_margin
     found = comparative.baselines.get(str(gate.compare_to)) if comparative is not None else None
-    decided = str(decided_spec(gate).metric)
-    side = found.metrics.get(decided) if found is not None and found.problem is None else None
+    side = found.metrics.get(gate.decided_subject) if found is not None and found.problem is None else None
     if margin is None or side is None:
         return None
     return unchanged_forecast(gate, None, side, margin)

@@ -187,6 +187,7 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
         comparative=comparative,
         ledger_where=ledger_where,
         stale=stale_causes(config, record.definition_files, ledger, gate_fingerprints),
+        every_judged_gate=record.judge_gates == "every",
     )
     shape = RunShape(
         examples=examples,

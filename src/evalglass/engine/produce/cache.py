@@ -19,6 +19,15 @@ this attempt). Token accounting counts a replay as the run's own call, so a resu
 uninterrupted one does; a replayed key is remembered (its 32-byte digest) so a repeat of it counts as cached, as it
 would have uninterrupted. Entries written before stamps existed, or without a run, count as cached.
 
+Trust (docs/caching.md): the file lies in the project, where a pull request can commit one, so no entry is taken
+on the file's word. Every put stores an HMAC-SHA256 over the entry's key and value under the cache's secret
+(:mod:`evalglass.engine.produce.cachekey`: ``EVALGLASS_CACHE_KEY``, else a per-user key file outside the project),
+and a read whose MAC does not verify (another key, no MAC: an older EvalGlass's entry, or one written by hand) is a
+*miss*: the call is made and its answer overwrites the entry. Such entries are counted (:attr:`CallCache.unvouched`)
+and :meth:`CallCache.problems` says how many in one warning line. What this process put and has not committed yet
+is read from memory, never from the file, so it needs no check. A replayed entry the run put after finding an
+unvouched one carries ``"unvouched": true``, so a resumed run counts what an uninterrupted one does.
+
 Durability and concurrency: WAL journal, ``synchronous=NORMAL``, a busy timeout for writers in other processes.
 Puts are committed in groups by a writer thread (:mod:`evalglass.engine.produce.cachewriter`): a put is visible to reads
 at once and committed within a few milliseconds; a process killed with SIGKILL loses at most the puts of those last
@@ -28,7 +37,7 @@ consistent (SQLite's journal guarantees it) and the next open recovers the WAL. 
 shared by every coroutine of an event loop and by worker threads (a lock serialises use of the read connection; the
 writer thread has a connection of its own).
 
-When the cache cannot be used (docs/caching.md, "When the cache cannot be written"):
+When the cache cannot be used (docs/lanes.md, "When the cache cannot be written"):
 
 * it cannot be opened for writing (a read-only folder or file system, permission denied, a file that is not a
   cache, a lock held past the busy timeout): :class:`CacheUnavailable`, one line with the reason and the fix; the run
@@ -43,6 +52,7 @@ When the cache cannot be used (docs/caching.md, "When the cache cannot be writte
 from __future__ import annotations
 
 import errno
+import hmac
 import os
 import threading
 import time
@@ -54,6 +64,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from evalglass.core.fingerprint import address_json
+from evalglass.engine.produce.cachekey import CacheSecret, cache_secret
 from evalglass.engine.produce.cachewriter import GroupWriter
 from evalglass.engine.runs.runfolder import make_dirs
 from evalglass.errors import SetupError
@@ -63,6 +74,31 @@ if TYPE_CHECKING:
     import sqlite3
 
 SCHEMA_VERSION = "1"
+#: What an entry's MAC covers besides its key and value: names this use of the secret and its layout.
+_MAC_DOMAIN = b"evalglass.call-cache/1\0"
+
+
+class EntryMac:
+    """HMAC-SHA256 over (key, value) under one secret: the key's length first, so no two (key, value) pairs share a
+    message. The keyed state is made once and copied per entry, which costs about a third of a one-shot
+    ``hmac.digest`` (≈ 1 µs against 3 µs for a 400-byte answer)."""
+
+    __slots__ = ("_keyed",)
+
+    def __init__(self, secret: bytes) -> None:
+        self._keyed = hmac.new(secret, _MAC_DOMAIN, "sha256")
+
+    def __call__(self, key: str, value: bytes) -> bytes:
+        mac = self._keyed.copy()
+        encoded = key.encode()
+        mac.update(len(encoded).to_bytes(4, "big") + encoded)
+        mac.update(value)
+        return mac.digest()
+
+
+def entry_mac(secret: bytes, key: str, value: bytes) -> bytes:
+    """The MAC an entry stored under ``secret`` carries (see :class:`EntryMac`)."""
+    return EntryMac(secret)(key, value)
 
 
 class CacheUnavailable(SetupError):
@@ -86,13 +122,20 @@ class CallCache:
         store_requests: bool = True,
         busy_timeout: float = 30.0,
         run: str | None = None,
+        secret: CacheSecret | None = None,
     ) -> None:
+        """``secret``: the key entries are vouched for with (default: :func:`cache_secret`, which may raise
+        :class:`SetupError` in one line); unused, and never looked up, in ``off`` mode."""
         self.path = Path(path)
         self.mode = CacheMode(mode)
         self.store_requests = store_requests
         self.run = run
         self.attempt = os.urandom(8).hex()
         self._replayed: set[bytes] = set()
+        #: Keys of entries found in the file whose MAC did not verify under this cache's secret (read as misses).
+        self._unvouched: set[str] = set()
+        self.secret: CacheSecret | None = None
+        self._mac: EntryMac | None = None
         self.hits = 0
         self.misses = 0
         self._read_failure: str | None = None
@@ -100,6 +143,8 @@ class CallCache:
         self._db: sqlite3.Connection | None = None
         self._writer: GroupWriter | None = None
         if self.mode is not CacheMode.OFF:
+            self.secret = cache_secret(self.path) if secret is None else secret
+            self._mac = EntryMac(self.secret.key)
             self._writer = GroupWriter(_open(self.path, busy_timeout))
             # Reads go through a connection of their own, so they never wait for a commit in progress.
             self._db = _open(self.path, busy_timeout)
@@ -117,6 +162,11 @@ class CallCache:
         return 0 if self._writer is None else self._writer.unstored
 
     @property
+    def unvouched(self) -> int:
+        """Entries of the file this run found but did not trust (their MAC did not verify): each was a miss."""
+        return len(self._unvouched)
+
+    @property
     def _write_failure(self) -> str | None:
         return None if self._writer is None else self._writer.failure
 
@@ -129,29 +179,46 @@ class CallCache:
         """As :meth:`get`, with the result's provenance (see the module's docstring)."""
         if self.mode is not CacheMode.USE or self._db is None or self._writer is None:
             return None
-        import sqlite3
-
         with self._lock:
             # What was put but is not committed yet first: after this look the writer may commit and forget it,
-            # and then the table has it.
+            # and then the table has it. This process's own puts need no MAC check.
             payload = self._writer.pending.get(key)
-            row = None if payload is None else (payload,)
-            if row is None and self._read_failure is None:
-                try:
-                    row = self._db.execute("SELECT value FROM calls WHERE key = ?", (key,)).fetchone()
-                except sqlite3.Error as exc:  # a damaged file, an I/O error: this call is made, not read
-                    self._read_failure = str(exc)
-            if row is None:
+            if payload is None and self._read_failure is None:
+                payload = self._vouched(key)
+            if payload is None:
                 self.misses += 1
                 return None
             self.hits += 1
-            value = orjson.loads(row[0])
+            value = orjson.loads(payload)
             replayed = False
             if self._from_an_earlier_attempt(value):
                 digest = bytes.fromhex(key) if len(key) == 64 else key.encode()
                 replayed = digest not in self._replayed
                 self._replayed.add(digest)
+                if value.get("unvouched") is True:  # the interrupted attempt found this key unvouched
+                    self._unvouched.add(key)
         return Hit(value, replayed)
+
+    def _vouched(self, key: str) -> bytes | None:
+        """The stored value of ``key`` when its MAC verifies under this cache's secret; None for no row, and for a
+        row that is not vouched for (counted). Called with the lock held."""
+        import sqlite3
+
+        assert self._db is not None and self._mac is not None
+        try:
+            row = self._db.execute("SELECT value, mac FROM calls WHERE key = ?", (key,)).fetchone()
+        except sqlite3.Error as exc:  # a damaged file, an I/O error: this call is made, not read
+            self._read_failure = str(exc)
+            return None
+        if row is None:
+            return None
+        value, mac = row
+        if not isinstance(value, bytes):  # TEXT written by hand: no entry of ours
+            value = str(value).encode()
+        if isinstance(mac, bytes) and hmac.compare_digest(mac, self._mac(key, value)):
+            return value
+        self._unvouched.add(key)
+        return None
 
     def _from_an_earlier_attempt(self, value: Any) -> bool:
         """Put by this run, in a process before this one (a run that was interrupted and is now resumed)."""
@@ -166,24 +233,30 @@ class CallCache:
         """Store a successful call's JSON result (committed within milliseconds, see the module's docstring);
         returns False when it will not be stored (``off`` mode, or writing failed earlier in this run: see
         :meth:`problems`). Raises TypeError for a value that is not JSON."""
-        if self._writer is None or self._db is None:
+        if self._writer is None or self._db is None or self._mac is None:
             return False
         if self.run is not None and isinstance(value, dict):
             value = {**value, "run": self.run, "attempt": self.attempt}
+            if key in self._unvouched:
+                value["unvouched"] = True
         payload = address_json(value)
         stored_request = address_json(request) if (self.store_requests and request is not None) else None
-        return self._writer.add((key, kind, payload, stored_request, time.time()))
+        mac = self._mac(key, payload)
+        return self._writer.add((key, kind, payload, stored_request, time.time(), mac))
 
     def flush(self) -> None:
         """Return once every result put so far is committed (or known not to be: see :meth:`problems`)."""
         if self._writer is not None:
             self._writer.flush()
 
-    def problems(self) -> list[str]:
+    def problems(self, *, untrusted: bool = True) -> list[str]:
         """One warning line per way the cache failed during this run (none when it worked); it first waits for what
-        was put to be committed, so its count is final."""
+        was put to be committed, so its count is final. ``untrusted=False`` leaves out the line counting entries
+        that were not vouched for: a run that opens several caches (one per variant) says that once, for all."""
         self.flush()
         found = []
+        if self._unvouched and untrusted and self.secret is not None:
+            found.append(untrusted_warning(self.path, len(self._unvouched), self.secret.source))
         if self._write_failure is not None:
             found.append(
                 f"warning: {self.path}: the call cache could not be written ({self._write_failure}); "
@@ -220,6 +293,17 @@ class CallCache:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def untrusted_warning(path: Path, count: int, source: str) -> str:
+    """The one line that says how many entries of the cache at ``path`` were not vouched for by the key from
+    ``source``."""
+    return (
+        f"warning: {path}: {count} cached answer(s) were not vouched for by this machine's cache key ({source}) and "
+        "were not trusted: those calls were made again and their answers stored in their place. Entries from an "
+        "older EvalGlass, made under another key, or written by hand are read this way (docs/caching.md); to share "
+        "a cache between CI runs, set EVALGLASS_CACHE_KEY from a CI secret"
+    )
 
 
 def _open(path: Path, busy_timeout: float) -> sqlite3.Connection:
@@ -294,17 +378,29 @@ def _connect(path: Path, busy_timeout: float) -> sqlite3.Connection:
         if str(mode).lower() != "wal":
             raise sqlite3.OperationalError(f"cannot switch to WAL mode (got {mode})")
         db.execute("PRAGMA synchronous = NORMAL")
-        with db:
+        db.execute("BEGIN IMMEDIATE")  # one process at a time creates or migrates the tables
+        try:
             db.execute(
                 "CREATE TABLE IF NOT EXISTS calls ("
-                " key TEXT PRIMARY KEY, kind TEXT NOT NULL, value BLOB NOT NULL, request BLOB, created REAL NOT NULL"
+                " key TEXT PRIMARY KEY, kind TEXT NOT NULL, value BLOB NOT NULL, request BLOB, created REAL NOT NULL,"
+                " mac BLOB"
                 ") WITHOUT ROWID"
             )
             db.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
             db.execute("INSERT OR IGNORE INTO meta (name, value) VALUES ('schema', ?)", (SCHEMA_VERSION,))
-        version = db.execute("SELECT value FROM meta WHERE name = 'schema'").fetchone()[0]
-        if version != SCHEMA_VERSION:
-            raise _NotACache(f"cache schema {version}, this EvalGlass expects {SCHEMA_VERSION}")
+            version = db.execute("SELECT value FROM meta WHERE name = 'schema'").fetchone()[0]
+            if version != SCHEMA_VERSION:
+                raise _NotACache(f"cache schema {version}, this EvalGlass expects {SCHEMA_VERSION}")
+            # A cache from before entries carried a MAC: the column is added, and its entries (NULL MACs) are
+            # misses, each asked once more and then stored with a MAC. The schema version stays, so an older
+            # EvalGlass still opens the file (and writes entries this one will not trust).
+            if "mac" not in {row[1] for row in db.execute("PRAGMA table_info(calls)")}:
+                db.execute("ALTER TABLE calls ADD COLUMN mac BLOB")
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
     except BaseException:
         db.close()
         raise
@@ -318,4 +414,13 @@ if TYPE_CHECKING:  # mypy checks that the SQLite store is what a run's store mus
         return cache
 
 
-__all__ = ["CacheMode", "CacheUnavailable", "CallCache", "Hit", "cache_key"]
+__all__ = [
+    "CacheMode",
+    "CacheUnavailable",
+    "CallCache",
+    "EntryMac",
+    "Hit",
+    "cache_key",
+    "entry_mac",
+    "untrusted_warning",
+]

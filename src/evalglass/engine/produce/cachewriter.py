@@ -32,8 +32,8 @@ LINGER = 0.005
 #: Puts waiting at most: the writer commits at once when this many wait, and a put beyond it waits for the commit.
 LIMIT = 128
 
-Row = tuple[str, str, bytes, bytes | None, float]  # key, kind, value, request, created
-_INSERT = "INSERT OR REPLACE INTO calls (key, kind, value, request, created) VALUES (?, ?, ?, ?, ?)"
+Row = tuple[str, str, bytes, bytes | None, float, bytes]  # key, kind, value, request, created, mac
+_INSERT = "INSERT OR REPLACE INTO calls (key, kind, value, request, created, mac) VALUES (?, ?, ?, ?, ?, ?)"
 
 
 class GroupWriter:
@@ -125,7 +125,7 @@ class GroupWriter:
             if not failed:
                 failed = not self._commit(batch)
             with self._lock:
-                for key, _, value, _, _ in batch:
+                for key, _, value, *_ in batch:
                     if self.pending.get(key) is value:  # not replaced by a newer put meanwhile
                         del self.pending[key]
                 if failed:

@@ -37,6 +37,7 @@ from evalglass.core.example import Example, ExampleBatch
 from evalglass.engine.datasets.dataset import BATCH, BadLine
 from evalglass.engine.datasets.source import DatasetSource
 from evalglass.engine.produce.cache import CacheMode, CallCache
+from evalglass.engine.produce.cachekey import CACHE_FILE
 from evalglass.engine.produce.interrupts import LoopStopper
 from evalglass.engine.produce.liveoutputs import OutputsWriter
 from evalglass.engine.produce.livescorer import ExampleResult, LiveParts, LiveScorer, ScoredColumns, rows_of
@@ -57,7 +58,6 @@ if TYPE_CHECKING:
 
     from evalglass.engine.produce.raycluster import RayCluster
 
-CACHE_FILE = ".evalglass-cache.sqlite"
 #: How long closing the lane's and judges' clients may take when the run ends (or is stopped).
 _CLOSE_S = 10.0
 
@@ -156,6 +156,8 @@ class LiveProducer:
     run_id: str | None = None
     warnings: list[str] = field(default_factory=list)
     cluster: RayCluster | None = None
+    #: The call cache's untrusted entries, once it is closed (see ``CallCache.unvouched``).
+    untrusted: list[int] = field(default_factory=list)
 
     def produce(self, sink: RunSink) -> Produced:
         reader = DatasetSource(self.loaded, keep=sink.keep)
@@ -180,7 +182,7 @@ class LiveProducer:
             reader.close()
         outputs.commit()
         usage = tuple(tally.summary(self.loaded.config.prices) for tally in tallies.values())
-        return Produced(dataset=dataset, calls=outputs.calls, usage=usage)
+        return Produced(dataset=dataset, calls=outputs.calls, usage=usage, untrusted_cache_entries=sum(self.untrusted))
 
     async def _main(
         self,
@@ -235,7 +237,8 @@ class LiveProducer:
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
         if cache is not None:
-            self.warnings.extend(cache.problems())
+            self.warnings.extend(cache.problems(untrusted=False))  # the run says that once, for every cache
+            self.untrusted.append(cache.unvouched)
             cache.close()
 
 

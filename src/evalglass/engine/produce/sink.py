@@ -100,6 +100,8 @@ class Produced:
     dataset: DatasetSummary
     calls: CallTotals | None = None
     usage: tuple[TokenUsage, ...] = ()
+    #: Call-cache entries found and not trusted (their MAC did not verify): asked again.
+    untrusted_cache_entries: int = 0
 
 
 class Producer(Protocol):
@@ -119,6 +121,7 @@ class Scored:
     scores_sha256: str
     usage: tuple[TokenUsage, ...] = ()
     calls: CallTotals | None = None  # live runs: see CallTotals
+    untrusted_cache_entries: int = 0  # live runs: see Produced
     kept: KeptOutputs | None = None  # recorded outputs: see OutputsKeeper
 
 
@@ -257,6 +260,7 @@ class RunSink:
             usage=produced.usage,
             calls=produced.calls,
             kept=kept,
+            untrusted_cache_entries=produced.untrusted_cache_entries,
         )
 
     def abort(self) -> None:

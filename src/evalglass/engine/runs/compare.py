@@ -34,7 +34,7 @@ from evalglass.core.variantnames import (
     variant_metric,
 )
 from evalglass.engine.runs.artifacts import RUNRECORD_FILE, LoadedScores, load_columns, load_json_model_and_bytes
-from evalglass.engine.spec.config import Config
+from evalglass.engine.spec.config import Config, imports_key
 from evalglass.errors import SetupError
 
 
@@ -119,7 +119,11 @@ def run_fingerprint(runrecord_bytes: bytes, scores_sha256: str) -> str:
 
 def metric_definition_payload(config: Config, name: str, definition_files: dict[str, dict[str, str]]) -> dict[str, Any]:
     """A metric's definition: its semantics and the files it is defined by (what a comparison requires equal)."""
-    return {"metric": config.metrics[name].fingerprint_payload(), "files": definition_files.get(name, {})}
+    payload = {"metric": config.metrics[name].fingerprint_payload(), "files": definition_files.get(name, {})}
+    imported = definition_files.get(imports_key(name))
+    if imported:  # the host code it imports (only when any: other metrics keep the definition they had)
+        payload["imports"] = imported
+    return payload
 
 
 def metric_definition(config: Config, name: str, definition_files: dict[str, dict[str, str]]) -> str:

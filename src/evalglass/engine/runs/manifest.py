@@ -4,17 +4,24 @@ A resumed run is the *same* run: it keeps the run id and ``created_at`` and re-e
 completed call is repeated and the final artifacts are the bytes an uninterrupted run would have written. That is
 only honest while nothing it depends on changed, so the manifest records what the run was started on (config
 bytes, the files metric definitions live in, the ledger, the dataset) and ``--resume`` refuses when any differs.
+
+A run folder can come from anywhere (a pull request can commit one, ``.evalglass/last-started`` with it), and a
+resumed run takes its run id and ``created_at`` from the manifest: the day the run counts as made on decides which
+approvals have expired. So the manifest is sealed with an HMAC under the call cache's key
+(``engine.produce.cachekey``: ``EVALGLASS_CACHE_KEY``, else the per-user key file) when the run starts, and
+``--resume`` refuses a manifest whose seal does not verify: only a run started where that key is can be resumed.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evalglass.core.fingerprint import PREFIX, fingerprint_of
+from evalglass.core.fingerprint import PREFIX, canonical_json, fingerprint_of
 from evalglass.engine.datasets.dataset import MAX_LINE
 from evalglass.engine.runs.artifacts import load_json_model, write_model
 from evalglass.errors import SetupError
@@ -22,6 +29,8 @@ from evalglass.readers.userfiles import open_regular, read_regular
 
 MANIFEST_FILE = "run.json"
 LAST_STARTED_POINTER = Path(".evalglass") / "last-started"
+#: Names this use of the cache key: a manifest's seal is never a cache entry's MAC, nor the reverse.
+_SEAL_DOMAIN = b"evalglass.run-manifest/1\0"
 
 
 class DatasetIdentity(BaseModel):
@@ -48,6 +57,36 @@ class RunManifest(BaseModel):
     definitions_fingerprint: str = Field(description="Fingerprint of the files metric definitions live in.")
     ledger_fingerprint: str | None = Field(description="SHA-256 of the ledger's bytes; None when it was missing.")
     dataset: DatasetIdentity
+    seal: str | None = Field(
+        default=None,
+        description="HMAC-SHA256 (hex) of the other fields under the call cache's key (docs/caching.md): `--resume` "
+        "takes a run id and creation time only from a manifest sealed where that key is. None: the key could not "
+        "be had when the run started, and the run cannot be resumed.",
+    )
+
+
+def sealed(manifest: RunManifest, key: bytes) -> RunManifest:
+    """``manifest`` with its seal under ``key``."""
+    return manifest.model_copy(update={"seal": _seal(manifest, key)})
+
+
+def _seal(manifest: RunManifest, key: bytes) -> str:
+    body = manifest.model_dump(mode="json", exclude={"seal"})
+    return hmac.new(key, _SEAL_DOMAIN + canonical_json(body), "sha256").hexdigest()
+
+
+def refuse_unsealed(folder: Path, manifest: RunManifest, key: bytes, source: str) -> None:
+    """One line, before any work, when ``manifest`` was not sealed under ``key`` (from ``source``)."""
+    if manifest.seal is not None and hmac.compare_digest(manifest.seal, _seal(manifest, key)):
+        return
+    raise SetupError(
+        f"cannot resume run {manifest.run_id}: its manifest (run.json) was not sealed with this machine's cache key "
+        f"({source}), so its run id and creation time are not taken on its word (a run folder can come from "
+        "anywhere, a pull request included)",
+        where=str(folder),
+        fix="start a new run with `evalglass run` (completed calls are still cached); a run started in CI resumes "
+        "where the same EVALGLASS_CACHE_KEY is set",
+    )
 
 
 def definitions_fingerprint(definition_files: dict[str, dict[str, str]]) -> str:
@@ -167,5 +206,7 @@ __all__ = [
     "file_fingerprint",
     "load_manifest",
     "refuse_changes",
+    "refuse_unsealed",
+    "sealed",
     "write_manifest",
 ]

@@ -6,19 +6,30 @@ a misspelt ``tolerate`` or ``threshold`` silently dropped would change what a gr
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic.functional_validators import BeforeValidator
 
 from evalglass.core.checks import policy_id_conflicts
 from evalglass.core.fieldpath import FieldPathError, parse_path
 from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
 from evalglass.core.gatespec import GateRule, GateSpec
+from evalglass.core.goldfields import gold_excluded_fields, merged_task
 from evalglass.core.stats import Direction
 from evalglass.core.usage import Price
 from evalglass.engine.spec.executorspec import TASK_KEY, AnyExecutor, LocalExecutorSpec, RayExecutorSpec
@@ -27,6 +38,7 @@ from evalglass.engine.spec.validation import validate_document
 from evalglass.errors import LocatedValueError, SetupError
 from evalglass.lanes.checkinputs import InputProblem, input_hashes, split_words
 from evalglass.lanes.checkspec import CheckSpec
+from evalglass.lanes.hostimports import TooManyHostFiles
 from evalglass.lanes.specs import EndpointSpec, LaneSpec
 from evalglass.metrics.registry import AnyMetricSpec
 from evalglass.metrics.versions import fingerprinted, gate_evaluators
@@ -261,6 +273,9 @@ class Config(BaseModel):
             raise LocatedValueError(problems)
         return names
 
+    # Set by :meth:`for_variant` only: the run's gold fields, which a variant's own task does not know.
+    _gold_fields: tuple[str, ...] | None = PrivateAttr(default=None)
+
     _ledger_file = field_validator("ledger")(_names_a_file)
 
     @model_validator(mode="before")
@@ -463,7 +478,9 @@ class Config(BaseModel):
         if len(names) > MAX_VARIANTS:
             problems.append((("variants",), f"at most {MAX_VARIANTS} variants are compared in one run"))
         seen: dict[str, str] = {}
-        samples: set[int] = set()
+        # Samples per example: a lane's epochs; 1 for a recorded output; a recorded list of samples counts as its
+        # own kind (its length is the file's, not the config's), so it pairs only with another such list.
+        samples: set[int | str] = set()
         for name in names:
             if not _NAME.match(name):
                 problems.append(
@@ -484,18 +501,23 @@ class Config(BaseModel):
                     )
                 )
             seen.setdefault(definition, name)
-            samples.add(int(task.samples) if isinstance(task, RecordedTask) else task.epochs)
+            if isinstance(task, RecordedTask):
+                samples.add("recorded samples" if task.samples else 1)
+            else:
+                samples.add(task.epochs)
         if len(samples) > 1:
             problems.append((("variants",), "every variant takes the same samples per example: set epochs on the task"))
         return problems
 
-    def _variant_raw_task(self, name: str) -> dict[str, Any]:
-        from evalglass.engine.spec.variantspec import merged_task
-
-        assert self.variants is not None
+    def _raw_task(self) -> dict[str, Any]:
+        """``task:`` as declared (its ``type`` always named), what a variant's override is merged over."""
         base = self.task.model_dump(mode="json", exclude_unset=True, by_alias=True)
         base["type"] = self.task.type
-        return merged_task(base, self.variants[name])
+        return base
+
+    def _variant_raw_task(self, name: str) -> dict[str, Any]:
+        assert self.variants is not None
+        return merged_task(self._raw_task(), self.variants[name])
 
     @property
     def variant_names(self) -> tuple[str, ...]:
@@ -511,7 +533,8 @@ class Config(BaseModel):
 
     def for_variant(self, name: str) -> Config:
         """The config one variant's scoring runs: the task is the variant's, the gates stay (a metric's direction
-        comes from them) without their variant. Never validated again, never decided on, never recorded."""
+        comes from them) without their variant, and the gold fingerprint leaves out every variant's output field
+        as the run's does. Never validated again, never decided on, never recorded."""
         compared = self.compared_metrics
         gates = {
             gate: spec.model_copy(update={"variant": None})
@@ -519,9 +542,11 @@ class Config(BaseModel):
             if spec.metric not in compared
         }
         metrics = {metric: spec for metric, spec in self.metrics.items() if metric not in compared}
-        return self.model_copy(
+        variant = self.model_copy(
             update={"task": self.variant_task(name), "variants": None, "gates": gates, "metrics": metrics}
         )
+        variant._gold_fields = self.gold_excluded_fields
+        return variant
 
     def for_compared(self, graded: Path) -> Config:
         """The config the judges of variants (``compare_variants``) are scored with once every variant is: a
@@ -603,25 +628,33 @@ class Config(BaseModel):
             return set()
         return {name for name, spec in self.metrics.items() if spec.shippable}
 
+    def _recorded_tasks(self) -> list[tuple[str, RecordedTask]]:
+        """Every recorded task the run scores, with where it is declared: the task, or each recorded variant."""
+        if not self.variants:
+            return [("task.field", self.task)] if isinstance(self.task, RecordedTask) else []
+        found = ((name, self._variant_task_or_none(name)) for name in self.variant_names)
+        return [(f"variants.{name}.field", task) for name, task in found if isinstance(task, RecordedTask)]
+
     def _output_is_not_gold(self) -> None:
         """A recorded output read from a gated metric's reference field (or a field inside or around it) would be
-        compared with itself: every such gate would pass, whatever the model answered."""
-        if not isinstance(self.task, RecordedTask):
-            return
-        output = parse_path(self.task.field)
-        for gate_name, gate in self.gates.items():
-            spec = self.metrics.get(str(gate.metric)) if gate.metric is not None else None
-            reference = getattr(spec, "reference", None)
-            if not isinstance(reference, str):
-                continue
-            gold = parse_path(reference)
-            shorter = min(len(output), len(gold))
-            if output[:shorter] == gold[:shorter]:
-                raise ValueError(
-                    f"task.field '{self.task.field}' overlaps the reference '{reference}' of metric '{gate.metric}' "
-                    f"(gated by '{gate_name}'): the recorded output would be compared with the gold answer itself; "
-                    "record outputs in a field of their own"
-                )
+        compared with itself: every such gate would pass, whatever the model answered. In a run with variants every
+        metric is measured on every variant, so no recorded variant's output may be a gated reference either (nor
+        could it be gold: the gold fingerprint leaves every output field out, ``core.goldfields``)."""
+        for where, task in self._recorded_tasks():
+            output = parse_path(task.field)
+            for gate_name, gate in self.gates.items():
+                spec = self.metrics.get(str(gate.metric)) if gate.metric is not None else None
+                reference = getattr(spec, "reference", None)
+                if not isinstance(reference, str):
+                    continue
+                gold = parse_path(reference)
+                shorter = min(len(output), len(gold))
+                if output[:shorter] == gold[:shorter]:
+                    raise ValueError(
+                        f"{where} '{task.field}' overlaps the reference '{reference}' of metric '{gate.metric}' "
+                        f"(gated by '{gate_name}'): the recorded output would be compared with the gold answer "
+                        "itself; record outputs in a field of their own"
+                    )
 
     @property
     def secret_names(self) -> tuple[str, ...]:
@@ -660,12 +693,14 @@ class Config(BaseModel):
         return self.task.path if isinstance(self.task, RecordedTask) else None
 
     @property
-    def gold_excluded_field(self) -> str | None:
-        """The dataset field the gold fingerprint leaves out: the recorded output field when the outputs are
-        recorded in the dataset file; nothing when they come from their own file or from a live lane."""
-        if isinstance(self.task, RecordedTask) and self.task.path is None:
-            return self.task.field
-        return None
+    def gold_excluded_fields(self) -> tuple[str, ...]:
+        """The dataset fields the gold fingerprint leaves out: every field holding a recorded output of a task the
+        run scores (the task, or each variant's) when read from the dataset file itself; none for outputs from
+        their own file or a live lane (``core.goldfields``). A variant's scoring config (:meth:`for_variant`) keeps
+        the run's fields, so every variant's pass takes the run's one gold fingerprint."""
+        if self._gold_fields is not None:
+            return self._gold_fields
+        return gold_excluded_fields(self._raw_task(), self.variants)
 
     @property
     def needs_gold(self) -> bool:
@@ -721,6 +756,7 @@ class Config(BaseModel):
             lower_bound=gate.rule is GateRule.LOWER_BOUND,
             clustered=self.dataset.cluster_field is not None,
             comparative=gate.compare_to is not None,
+            between_variants=gate.compare_to_variant is not None,
         )
 
     def evaluators_by_gate(self) -> dict[str, dict[str, int]]:
@@ -769,6 +805,9 @@ class Config(BaseModel):
         if gate.rule is GateRule.LOWER_BOUND:
             payload["interval"] = spec.interval.model_dump(mode="json")
         files = dict(files_of.get(metric, {}))
+        imported = files_of.get(imports_key(metric))
+        if imported:  # only when there are any: a metric that imports no host code keeps its fingerprint
+            payload["imports"] = imported
         checks: dict[str, Any] = {}
         check_inputs: dict[str, Any] = {}
         for check_name in spec.check_references().values():
@@ -817,6 +856,12 @@ class Config(BaseModel):
 def check_files_key(check: str) -> str:
     """The ``definition_files`` key of a check's files (metric names cannot contain ':', so keys never clash)."""
     return f"check:{check}"
+
+
+def imports_key(metric: str) -> str:
+    """The ``definition_files`` key of the host code a metric runs beyond its own files: the module a
+    ``package.module`` reference resolves to, and the host modules its code imports (label → fingerprint)."""
+    return f"imports:{metric}"
 
 
 def check_inputs_key(check: str) -> str:
@@ -906,6 +951,13 @@ def definition_file_hashes(
             files[label] = fingerprint_of_bytes(data)
         if files:
             hashes[name] = files
+        try:
+            imported = _host_file_hashes(spec.imported_files(base_dir), root)
+        except TooManyHostFiles as exc:
+            located = where(("metrics", name)) if where else None
+            raise SetupError(f"metric '{name}': {exc}", where=located) from None
+        if imported:
+            hashes[imports_key(name)] = imported
     for name, check in config.checks.items():
         files = check_argv_file_hashes(check, base_dir)
         if files:
@@ -917,6 +969,19 @@ def definition_file_hashes(
                 at = ("checks", name, "inputs", exc.index)
                 raise SetupError(f"check '{name}': {exc}", where=where(at) if where else None, fix=exc.fix) from None
     return hashes
+
+
+def _host_file_hashes(paths: tuple[Path, ...], root: Path) -> dict[str, str]:
+    """SHA-256 of each host file, labelled by its path from the config folder (``../src/app/util.py`` outside it):
+    the same label on every checkout with the project's layout, so an approval made on one machine holds on CI."""
+    hashes: dict[str, str] = {}
+    for path in paths:
+        try:
+            data = read_regular(path, what="host module")
+        except SetupError:
+            continue  # gone since it was found: importing it fails the run with its own error
+        hashes[Path(os.path.relpath(path, root)).as_posix()] = fingerprint_of_bytes(data)
+    return dict(sorted(hashes.items()))
 
 
 def check_argv_file_hashes(check: CheckSpec, base_dir: Path) -> dict[str, str]:

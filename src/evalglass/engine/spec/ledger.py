@@ -134,8 +134,8 @@ def ledger_problems(ledger: Ledger, config: Config) -> Iterator[tuple[Loc, str, 
         if approval.judge_endpoint is not None and (gate.check is not None or gate.metric not in config.judges):
             yield (
                 ("gates", name, "judge_endpoint"),
-                f"gate '{name}' decides on {'check' if gate.check is not None else 'metric'} '{gate.subject}', which "
-                "calls no LLM judge: a judge_endpoint approves nothing here",
+                f"gate '{name}' decides on {'check' if gate.check is not None else 'metric'} "
+                f"'{gate.decided_subject}', which calls no LLM judge: a judge_endpoint approves nothing here",
                 "remove `judge_endpoint` from this ledger entry",
             )
         if gate.check is not None:
@@ -150,7 +150,8 @@ def ledger_problems(ledger: Ledger, config: Config) -> Iterator[tuple[Loc, str, 
         if approval.require_binding:
             yield (
                 ("gates", name, "require_binding"),
-                f"gate '{name}' decides on metric '{gate.metric}': require_binding applies to check gates only",
+                f"gate '{name}' decides on metric '{gate.decided_subject}': require_binding applies to check gates "
+                "only",
                 "remove `require_binding` from this ledger entry",
             )
         if approval.threshold is not None:

@@ -8,17 +8,11 @@ that variant (:func:`fold_single_variant`, before validation), so the run writes
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
+from evalglass.core.goldfields import merged_task
 
-def merged_task(task: Mapping[str, Any] | None, override: Mapping[str, Any]) -> dict[str, Any]:
-    """The task a variant runs, as raw config values: ``override`` over ``task`` key by key (a nested value such
-    as ``retry`` is replaced whole), or ``override`` alone when it names another ``type``."""
-    base = dict(task or {})
-    if "type" in override and override["type"] != base.get("type", "recorded"):
-        return dict(override)
-    return {**base, **override}
+__all__ = ["fold_single_variant", "merged_task"]
 
 
 def fold_single_variant(data: Any) -> Any:

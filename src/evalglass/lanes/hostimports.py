@@ -1,0 +1,264 @@
+"""The host code a piece of host Python runs: the file a ``"package.module:name"`` reference resolves to, and the
+project's own modules a host file imports, transitively, found without importing anything.
+
+A gate on a ``python`` metric is approved for one fingerprint; what the fingerprint binds is what a pull request
+cannot change without making the approval stale. The metric's own file is bound by its bytes
+(``engine.spec.config``); what it runs besides is here:
+
+* a module reference is resolved the way the run's import resolves it (``sys.meta_path``'s finders over this
+  interpreter's ``sys.path``, editable installs included; each further part inside the package found so far), and
+  the file it resolves to is bound with the ``__init__.py`` of each package above it (importing runs them too);
+* every ``import`` and ``from ... import`` statement of a bound source file (at any depth: inside functions,
+  ``try`` blocks and ``if`` branches alike, so a conditional import is bound whether or not it runs) is resolved the
+  same way, relative imports against the importing module's package, and what resolves to host code is bound and
+  scanned in turn.
+
+Host code is every file that is not the machine's: the standard library, ``site-packages``/``dist-packages``
+folders (installed third-party code, which a pull request changes only through a lock file the host reviews) and
+EvalGlass's own package (whose behaviour is versioned, ``metrics.versions``). A project installed in editable mode
+is host code wherever it lies. Nothing is imported: importing host code while fingerprinting would run it (and
+``importlib.util.find_spec`` of a dotted name imports its parents).
+
+Limits, said in docs/config.md: a dynamic import (``importlib.import_module(name)``, ``__import__``, ``exec``), a
+module a package's ``__init__`` adds to its ``__path__`` at import time, and data files host code reads at run time
+are not found; a compiled extension is bound by its bytes, not by what it was built from; a name that does not
+resolve where the scan looks (a module only a ``PYTHONPATH`` set for the run, not for this process, makes
+importable) is not bound.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import site
+import sys
+import sysconfig
+from collections.abc import Iterator, Sequence
+from functools import cache, lru_cache
+from importlib.machinery import ModuleSpec, PathFinder
+from pathlib import Path
+
+from evalglass.lanes.hostload import is_file_reference
+
+__all__ = [
+    "MAX_HOST_FILES",
+    "TooManyHostFiles",
+    "code_digest",
+    "find_top_level",
+    "imported_host_files",
+    "is_host_file",
+    "module_host_files",
+    "reference_host_files",
+]
+
+#: How many files one reference may bind: far above a metric's helpers, a bound on a scan that wandered into a
+#: whole application. Beyond it the scan stops with :class:`TooManyHostFiles`: binding part of what runs would be
+#: a gap no one sees.
+MAX_HOST_FILES = 5_000
+
+
+class TooManyHostFiles(ValueError):
+    """Host code imports more of the project's files than :data:`MAX_HOST_FILES`."""
+
+
+_EVALGLASS = Path(__file__).resolve().parents[1]
+
+
+@cache
+def _machine_roots() -> tuple[Path, ...]:
+    """The folders whose files are the machine's, not the project's."""
+    found: list[str] = []
+    paths = sysconfig.get_paths()
+    found += [paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths]
+    found += getattr(site, "getsitepackages", list)()  # absent from old virtualenvs' site module
+    user = site.getusersitepackages() if site.ENABLE_USER_SITE else None
+    if isinstance(user, str):
+        found.append(user)
+    roots = {Path(folder).resolve() for folder in found if folder}
+    roots.add(_EVALGLASS)
+    return tuple(sorted(roots))
+
+
+@lru_cache(maxsize=65_536)
+def is_host_file(path: Path) -> bool:
+    """True for a file a pull request to the project can change: not the standard library's, not installed in a
+    ``site-packages``/``dist-packages`` folder, not EvalGlass's own. (Where a path lies does not change while a
+    process runs: remembered.)"""
+    resolved = path.resolve()
+    if any(part in {"site-packages", "dist-packages"} for part in resolved.parts):
+        return False
+    return not any(resolved.is_relative_to(root) for root in _machine_roots())
+
+
+def reference_host_files(reference: str, base_dir: Path, *, search_base: bool = False) -> tuple[Path, ...]:
+    """The host files a ``"file.py:name"`` or ``"package.module:name"`` reference runs besides a named file itself:
+    for a module, the file it resolves to and its packages' ``__init__`` files; for both, the host modules they
+    import, transitively. ``search_base`` looks in ``base_dir`` first, as a run that puts it on ``sys.path`` does
+    (python lanes)."""
+    source = reference.rpartition(":")[0]
+    first = (str(base_dir.resolve()),) if search_base else ()
+    if is_file_reference(source):
+        own = (base_dir / source).resolve()
+        return tuple(path for path in _closure([(own, "")], first) if path != own)
+    return module_host_files(source, first)
+
+
+def code_digest(reference: str, base_dir: Path, source: Path | None) -> str | None:
+    """The hex SHA-256 a call cache keys host code by (a python lane's function, an agent's tool): of ``source``,
+    the file the reference was loaded from, alone when it imports no host code (the key it always had), else of it
+    with every host file it imports, so a changed helper is a cache miss, never an answer of the old code replayed.
+    The reference was loaded with ``base_dir`` first on ``sys.path``, and is scanned so. A function importing more
+    than :data:`MAX_HOST_FILES` of the project's files (a lane is the application, and may be large) gets a key no
+    cache entry has: it is called again, never answered by code it may not be."""
+    if source is None:
+        return None
+    own = hashlib.sha256(source.read_bytes()).hexdigest()
+    root = base_dir.resolve()
+    imported: dict[str, str] = {}
+    try:
+        found = reference_host_files(reference, base_dir, search_base=True)
+    except TooManyHostFiles:
+        return hashlib.sha256(own.encode() + os.urandom(16)).hexdigest()
+    for path in found:
+        if path == source.resolve():
+            continue
+        try:
+            imported[os.path.relpath(path, root)] = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError:
+            continue  # gone since it was found: not part of what ran
+    if not imported:
+        return own
+    text = json.dumps({"source": own, "imports": imported}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def module_host_files(name: str, first: Sequence[str] = ()) -> tuple[Path, ...]:
+    """The host files importing module ``name`` runs: its own and its packages' (when they are host code), and
+    what they import, transitively."""
+    return _closure(list(_chain(name, first)), first)
+
+
+def imported_host_files(path: Path, first: Sequence[str] = ()) -> tuple[Path, ...]:
+    """The host modules a standalone source file (a script run by path, a metric loaded from its file) imports,
+    transitively; ``first``: folders looked in before ``sys.path`` (a script's own folder)."""
+    own = path.resolve()
+    return tuple(found for found in _closure([(own, "")], first) if found != own)
+
+
+def _closure(start: list[tuple[Path, str]], first: Sequence[str]) -> tuple[Path, ...]:
+    """Every host file reachable from ``start`` (file, the package its relative imports resolve against)."""
+    seen: dict[Path, None] = {}
+    chains: dict[str, list[tuple[Path, str]]] = {}  # a name many files import is looked up once
+    pending = list(start)
+    while pending:
+        path, package = pending.pop()
+        if path in seen:
+            continue
+        if len(seen) >= MAX_HOST_FILES:
+            raise TooManyHostFiles(
+                f"it imports more than {MAX_HOST_FILES:,} of the project's files (through {path}), more than a gate "
+                "can bind; import less of the project from host code a gate relies on"
+            )
+        seen[path] = None
+        if path.suffix != ".py":
+            continue  # a compiled extension: bound by its bytes, nothing to read imports from
+        for name in _imports(path, package):
+            if name not in chains:
+                chains[name] = list(_chain(name, first))
+            pending.extend(chains[name])
+    return tuple(seen)
+
+
+def _imports(path: Path, package: str) -> Iterator[str]:
+    """The absolute names every import statement of ``path`` asks for; for ``from m import x``, ``m`` and ``m.x``
+    (``x`` may be a submodule). A file that cannot be read or parsed imports nothing here (loading it fails with
+    its own error)."""
+    try:
+        source = path.read_bytes()
+        if b"import" not in source:
+            return
+        tree = ast.parse(source, filename=str(path))
+    except (OSError, SyntaxError, ValueError):
+        return
+    for node in _statements(tree.body):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(node.module or "", node.level, package)
+            if base is None:
+                continue
+            if base:
+                yield base
+            yield from (f"{base}.{alias.name}" if base else alias.name for alias in node.names if alias.name != "*")
+
+
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement, nested ones included (a function's, a class's, a ``try``'s, a ``match`` case's): an import
+    is a statement, so expressions, the bulk of a module's tree, are never walked."""
+    pending = list(reversed(body))
+    while pending:
+        node = pending.pop()
+        yield node
+        nested: list[ast.stmt] = []
+        for field in ("body", "orelse", "finalbody"):
+            value = getattr(node, field, None)
+            if isinstance(value, list):
+                nested += [item for item in value if isinstance(item, ast.stmt)]
+        for holder in (*getattr(node, "handlers", ()), *getattr(node, "cases", ())):
+            nested += holder.body
+        pending.extend(reversed(nested))
+
+
+def _absolute(module: str, level: int, package: str) -> str | None:
+    """A ``from`` import's module as an absolute name; None when it cannot resolve (a relative import in a file
+    run as a standalone module, as the run itself would fail to)."""
+    if level == 0:
+        return module
+    parts = package.split(".") if package else []
+    if level > len(parts):
+        return None
+    anchor = parts[: len(parts) - level + 1]
+    return ".".join([*anchor, module] if module else anchor)
+
+
+def _chain(name: str, first: Sequence[str]) -> Iterator[tuple[Path, str]]:
+    """The host files importing ``name`` executes, outermost package first, each with the package its own
+    relative imports resolve against. Stops at the first part that is not found or not host code."""
+    parts = name.split(".")
+    found = find_top_level(parts[0], first)
+    for depth in range(1, len(parts) + 1):
+        if found is None:
+            return
+        origin = found.origin if found.has_location else None
+        is_package = found.submodule_search_locations is not None
+        if origin is not None:
+            path = Path(origin)
+            if not path.is_file() or not is_host_file(path):
+                return
+            yield path, ".".join(parts[:depth]) if is_package else ".".join(parts[: depth - 1])
+        if depth == len(parts) or not is_package:
+            return
+        locations = list(found.submodule_search_locations or ())
+        found = PathFinder.find_spec(".".join(parts[: depth + 1]), locations)
+
+
+def find_top_level(name: str, first: Sequence[str]) -> ModuleSpec | None:
+    """Where ``import name`` finds a top-level module: ``first`` (folders put before ``sys.path``), then the
+    interpreter's finders in their order (builtins, frozen modules, editable installs' finders, ``sys.path``)."""
+    if first:
+        found = PathFinder.find_spec(name, list(first))
+        if found is not None:
+            return found
+    for finder in sys.meta_path:
+        find_spec = getattr(finder, "find_spec", None)
+        if find_spec is None:
+            continue
+        try:
+            found = find_spec(name, None)
+        except Exception:  # a third-party finder's fault is no reason to fail a run: not found through it
+            continue
+        if isinstance(found, ModuleSpec):
+            return found
+    return None
