@@ -16,7 +16,13 @@ from typing import Any
 
 import yaml
 
-from evalglass.core.authority import BaselineApproval, BlockReason, unbound_inputs_text
+from evalglass.core.authority import (
+    BaselineApproval,
+    BlockReason,
+    calibration_line,
+    calibration_path_text,
+    unbound_inputs_text,
+)
 from evalglass.core.changes import definition_changes
 from evalglass.core.compare import GateComparison, MetricComparison
 from evalglass.core.evaluators import evaluator_labels
@@ -658,6 +664,7 @@ def ledger_entries(
             ),
         )
     ]
+    entries.extend(_judge_entries(gate, record))
     detail = gate.comparison
     if detail is not None:
         approved = record.ledger.baselines.get(detail.baseline)
@@ -695,6 +702,31 @@ def ledger_entries(
             )
         )
     return tuple(entries)
+
+
+def _judge_entries(gate: GateResult, record: RunRecord) -> list[LedgerEntry]:
+    """The judge's ``judges:`` entry approving the calibration record the run found, when that record is what
+    blocks the gate (calibration_unapproved), for the host to review the record before pasting."""
+    if not any(reason.code is BlockReason.CALIBRATION_UNAPPROVED for reason in gate.reasons):
+        return []
+    name = declared_metric(gate.subject)
+    calibration = record.calibrations.get(name)
+    requirement = record.ledger.judges.get(name)
+    if calibration is None or requirement is None:
+        return []
+    return [
+        LedgerEntry(
+            "judges",
+            name,
+            (
+                f"  {name}:",
+                f"    min_agreement: {requirement.min_agreement!r}",
+                f"    {calibration_line(calibration)}   # {calibration_path_text(name)}: review it before approving",
+                *([f"    expires_on: {_yaml_text(requirement.expires_on)}"] if requirement.expires_on else []),
+                '    approved_by: "<your name>"',
+            ),
+        )
+    ]
 
 
 def _judge_endpoint_lines(record: RunRecord, gate: GateResult) -> list[str]:
