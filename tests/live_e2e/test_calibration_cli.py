@@ -128,6 +128,13 @@ def test_judge_gate_blocks_until_calibrated_and_again_when_stale(project: LivePr
     assert "calibrations/quality.json" in reason["message"] and line in reason["message"]
     explained = evalglass("explain", "judged", cwd=project.root)
     assert "calibration_unapproved" in explained.out and line in explained.out
+    # ... and the entry to write is the judge's, naming the record (the gate's own approval holds)
+    (entry,) = json.loads(evalglass("explain", "judged", "--format", "json", cwd=project.root).out)
+    assert yaml.safe_load(entry["ledger_entry"]) == {
+        "judges": {
+            "quality": {"min_agreement": 0.3, "calibration": calibration_pin(line), "approved_by": "<your name>"}
+        }
+    }
     preflight = evalglass("preflight", cwd=project.root)
     assert "calibration_unapproved" in preflight.out and line in preflight.out, preflight.out
     assert evalglass("verify", str(project.last_run()), cwd=project.root).code == 0

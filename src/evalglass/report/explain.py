@@ -270,6 +270,9 @@ def explain_gate(
             *BASELINE_APPROVAL_REASONS,
         }:
             entries = ledger_entries(gate, card, record, needs_gold, definition, proposed)
+        elif BlockReason.CALIBRATION_UNAPPROVED in codes:
+            # The gate's own approval holds: only the judge's entry, naming the record found, is to write.
+            entries = tuple(_judge_entries(gate, record))
     elif gate.subject_kind is SubjectKind.CHECK:
         summary = f"Gate '{gate.name}' is {gate.outcome.value}: check '{gate.subject}' ended {gate_value_text(gate)}."
         details.extend(_reason_lines(gate))
