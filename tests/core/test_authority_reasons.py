@@ -570,7 +570,8 @@ EXPECTED: dict[str, dict] = {
                 "judge_uncalibrated",
                 "the ledger has no `judges: {j: {min_agreement: ...}}` entry saying "
                 "how well judge 'j' must agree with human labels; add one to the "
-                "ledger",
+                "ledger, approving the record found (calibrations/j.json) once reviewed: "
+                '`calibration: "sha256:c25a0602061900737f44f818b3fdade48463f5fadc91a60e1aaee1e2a23f2c50"`',
             )
         ],
         "notes": [],
@@ -727,7 +728,8 @@ EXPECTED: dict[str, dict] = {
             (
                 "judge_uncalibrated",
                 "the ledger has no `judges: {j: {min_agreement: ...}}` entry saying how "
-                "well judge 'j' must agree with human labels; add one to the ledger",
+                "well judge 'j' must agree with human labels; add one to the ledger, approving the record found (calibrations/j.json) once reviewed: "
+                '`calibration: "sha256:c25a0602061900737f44f818b3fdade48463f5fadc91a60e1aaee1e2a23f2c50"`',
             )
         ],
         "notes": [],
@@ -788,7 +790,8 @@ EXPECTED: dict[str, dict] = {
                 "judge_uncalibrated",
                 "the ledger has no `judges: {j: {min_agreement: ...}}` "
                 "entry saying how well judge 'j' must agree with human "
-                "labels; add one to the ledger",
+                "labels; add one to the ledger, approving the record found (calibrations/j.json) once reviewed: "
+                '`calibration: "sha256:c25a0602061900737f44f818b3fdade48463f5fadc91a60e1aaee1e2a23f2c50"`',
             )
         ],
         "notes": [],

@@ -840,6 +840,12 @@ def _judge_reasons(judge: JudgeStanding, requirement: JudgeRequirement | None) -
             f"the ledger has no `judges: {{{name}: {{min_agreement: ...}}}}` entry saying how well judge '{name}' "
             "must agree with human labels; add one to the ledger"
             + ("" if record is not None and record.judge_fingerprint == judge.fingerprint else f", and {calibrate}")
+            + (
+                f", approving the record found ({calibration_path_text(name)}) once reviewed: "
+                f"`{calibration_line(record)}`"
+                if record is not None and judge.approved_record and _describes(record, judge)
+                else ""
+            )
         )
     if record is None:
         if requirement is not None:
@@ -878,6 +884,15 @@ def _judge_reasons(judge: JudgeStanding, requirement: JudgeRequirement | None) -
             found.extend(_approval_reasons(record, requirement))
         return found
     return [Reason(code=BlockReason.JUDGE_UNCALIBRATED, message=message) for message in reasons]
+
+
+def _describes(record: CalibrationRecord, judge: JudgeStanding) -> bool:
+    """Whether ``record`` measured the judge as it is now, where it is served now (when the run knows where)."""
+    if record.judge_fingerprint != judge.fingerprint:
+        return False
+    if judge.endpoint is None:
+        return True
+    return record.judge_endpoint is not None and not endpoint_differences(record.judge_endpoint, judge.endpoint)
 
 
 def calibration_path_text(judge: str) -> str:
