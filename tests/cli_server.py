@@ -286,18 +286,8 @@ def _server() -> _Server | None:
 
 def _serve(path: str, client: int) -> dict[str, object]:
     """Import, then fork a handler per connection; returns only in a command's process, with its request."""
-    import importlib
-
     del sys.path[0]  # this file's folder: the command's sys.path[0] is its working directory, as `-m` sets it
-    from evalglass.cli import _load_numpy
-
-    _load_numpy()
-    for name in PRELOADED:
-        importlib.import_module(name)
-    from rich._unicode_data import VERSIONS
-
-    importlib.import_module(".unicode" + VERSIONS[-1].replace(".", "-"), "rich._unicode_data")
-    _complete_models()
+    preload()
     import threading
 
     if threading.active_count() != 1:  # a fork keeps only the forking thread: no command may depend on another
@@ -329,6 +319,23 @@ def _serve(path: str, client: int) -> dict[str, object]:
     # subprocess's is counted: `time pytest` measures the same work either way.
     _reap(block=True)
     os._exit(0)
+
+
+def preload() -> None:
+    """Import ``PRELOADED`` (numpy as the command line loads it) and build the validators pydantic defers: what the
+    server does before it forks, and what a test process whose tests fork runs of their own does once
+    (``evalglass.run()``'s isolation forks the caller: tests/conftest.py's ``preloaded``)."""
+    import importlib
+
+    from evalglass.cli import _load_numpy
+
+    _load_numpy()
+    for name in PRELOADED:
+        importlib.import_module(name)
+    from rich._unicode_data import VERSIONS
+
+    importlib.import_module(".unicode" + VERSIONS[-1].replace(".", "-"), "rich._unicode_data")
+    _complete_models()
 
 
 def _complete_models() -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,10 +22,21 @@ settings.load_profile("evalglass")
 pytest_plugins = ["pytester"]
 
 _SERVERS = pytest.StashKey[Path]()
+_CACHE_HOME = pytest.StashKey[Path]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """The controlling process opens the registry of servers its workers share (tests/shared_servers.py)."""
+    """The controlling process opens the registry of servers its workers share (tests/shared_servers.py).
+
+    Every process of the session gives the runs it starts (in process, forked, or as subprocesses, which inherit the
+    environment) a call-cache key of the session's own (engine/produce/cachekey.py): a key file in a folder made
+    here, never the user's ~/.cache, and never a key from the environment the suite was started in. Set here, not
+    in a fixture, so fixtures of every scope see it; one folder per process, so a cache a test fills is vouched
+    for in its next run, as on a user's machine. Tests of the key itself set these variables themselves."""
+    home = Path(tempfile.mkdtemp(prefix="evalglass-cache-home-"))
+    os.environ["XDG_CACHE_HOME"] = str(home)
+    os.environ.pop("EVALGLASS_CACHE_KEY", None)
+    config.stash[_CACHE_HOME] = home
     if not hasattr(config, "workerinput"):
         folder = open_registry()
         if folder is not None:
@@ -31,9 +45,21 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     """After every worker has finished: stop the servers they started."""
+    shutil.rmtree(config.stash.get(_CACHE_HOME, ""), ignore_errors=True)
     folder = config.stash.get(_SERVERS, None)
     if folder is not None:
         stop_servers(folder)
+
+
+@pytest.fixture(scope="session")
+def preloaded() -> None:
+    """This test process has imported what a run imports (tests/cli_server.py's ``preload``), for tests that call
+    ``evalglass.run()``: its isolation forks this process, and each fork of a process that has not imported the
+    pipeline imports it again (0.6 of a 5-row run's 0.9 s at load 7, docs/testing.md). Each fork now starts from
+    what a command forked from the CLI server starts from; what the run computes is the same."""
+    from tests import cli_server
+
+    cli_server.preload()
 
 
 @pytest.fixture(autouse=True)
@@ -43,18 +69,3 @@ def _outside_github_actions(monkeypatch: pytest.MonkeyPatch) -> None:
     Tests of the GitHub output set these variables themselves."""
     for name in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE"):
         monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture(scope="session")
-def _cache_key_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("xdg-cache")
-
-
-@pytest.fixture(autouse=True)
-def _private_cache_key(monkeypatch: pytest.MonkeyPatch, _cache_key_home: Path) -> None:
-    """The call cache's key (engine/produce/cachekey.py) for runs started by tests: a key file in a folder of this
-    session's, never the user's own ~/.cache, and never a key from the environment the suite was started in.
-    One folder for the session, so a cache a test fills is vouched for in its next run, as on a user's machine.
-    Tests of the key itself set these variables themselves."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(_cache_key_home))
-    monkeypatch.delenv("EVALGLASS_CACHE_KEY", raising=False)

@@ -39,6 +39,8 @@ class Started:
     info: dict[str, Any]
     stop_commands: list[list[str]] = field(default_factory=list)
     process_groups: list[int] = field(default_factory=list)
+    #: How long a process group has to end after SIGTERM before it gets SIGKILL (0: SIGKILL at once).
+    grace_s: float = 5.0
     remove: list[str] = field(default_factory=list)
 
 
@@ -85,14 +87,17 @@ def stop_servers(folder: Path) -> None:
             with contextlib.suppress(OSError, subprocess.TimeoutExpired):
                 subprocess.run(argv, capture_output=True, timeout=60)
         for group in data.get("process_groups", []):
-            end_process_group(group)
+            end_process_group(group, data.get("grace_s", 5.0))
         for path in data.get("remove", []):
             shutil.rmtree(path, ignore_errors=True)
     shutil.rmtree(folder, ignore_errors=True)
 
 
 def end_process_group(group: int, grace_s: float = 5.0) -> None:
-    """SIGTERM to the group, SIGKILL to whatever of it is left after ``grace_s``."""
+    """SIGTERM to the group, SIGKILL to whatever of it is left after ``grace_s`` (at once when it is 0)."""
+    if grace_s <= 0:
+        kill_group(group)
+        return
     with contextlib.suppress(ProcessLookupError):
         os.killpg(group, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
@@ -102,5 +107,10 @@ def end_process_group(group: int, grace_s: float = 5.0) -> None:
         except ProcessLookupError:
             return
         time.sleep(0.1)
+    kill_group(group)
+
+
+def kill_group(group: int) -> None:
+    """SIGKILL to every process of the group still there."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(group, signal.SIGKILL)

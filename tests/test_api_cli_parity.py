@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,28 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Project:
     return made
 
 
+@pytest.fixture(scope="module")
+def _shared_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    made = three_gates(tmp_path_factory.mktemp("shared"))
+    assert made.run("--out", "run", "--no-history").code == 1
+    return made.root
+
+
+@pytest.fixture
+def shared(_shared_root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Project]:
+    """The project of ``project`` made once for the module, for tests that only read it (commands that read, and
+    commands refused before they write): each test checks that it left every file as it found it."""
+    monkeypatch.chdir(_shared_root)
+    monkeypatch.setenv("COLUMNS", "200")
+    before = _files(_shared_root)
+    yield Project(_shared_root)
+    assert _files(_shared_root) == before, "this test changed the shared project: give it `project` instead"
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(path.relative_to(root)): path.read_bytes() for path in sorted(root.rglob("*")) if path.is_file()}
+
+
 def without_run_identity(card: dict[str, Any]) -> dict[str, Any]:
     """A scorecard without what differs between two runs of one config (its id and time)."""
     return {key: value for key, value in card.items() if key not in ("run_id", "created_at", "folder")}
@@ -41,8 +64,8 @@ def test_run(project: Project) -> None:
     assert without_run_identity(cli.json()) == without_run_identity(result.scorecard.model_dump(mode="json"))
 
 
-def test_view_is_load_run(project: Project) -> None:
-    cli = project.cli("view", "run", "--format", "json")
+def test_view_is_load_run(shared: Project) -> None:
+    cli = shared.cli("view", "run", "--format", "json")
     result = evalglass.load_run("run")
     assert cli.code == 0
     assert cli.json() == {"folder": str(result.folder.resolve()), **result.scorecard.model_dump(mode="json")}
@@ -55,8 +78,8 @@ def test_view_of_the_last_run_is_load_run_of_nothing(project: Project) -> None:
     assert project.cli("view", "--format", "json").json()["folder"] == str(Path("later").resolve())
 
 
-def test_view_examples_is_list_examples(project: Project) -> None:
-    cli = project.cli("view", "run", "--examples", "--state", "all", "--limit", "5", "--format", "json")
+def test_view_examples_is_list_examples(shared: Project) -> None:
+    cli = shared.cli("view", "run", "--examples", "--state", "all", "--limit", "5", "--format", "json")
     listing = evalglass.list_examples("run", states=["all"], limit=5)
     assert cli.code == 0
     assert cli.json() == {
@@ -70,7 +93,8 @@ def test_view_examples_is_list_examples(project: Project) -> None:
 
 
 @pytest.mark.parametrize("edited", [False, True])
-def test_verify(project: Project, edited: bool) -> None:
+def test_verify(request: pytest.FixtureRequest, edited: bool) -> None:
+    project: Project = request.getfixturevalue("project" if edited else "shared")
     if edited:
         card = Path("run/scorecard.json")
         card.write_text(card.read_text().replace('"point": 0.75', '"point": 0.8', 1))
@@ -83,8 +107,8 @@ def test_verify(project: Project, edited: bool) -> None:
     ]
 
 
-def test_explain(project: Project) -> None:
-    cli = project.cli("explain", "--run", "run", "--format", "json")
+def test_explain(shared: Project) -> None:
+    cli = shared.cli("explain", "--run", "run", "--format", "json")
     explained = evalglass.explain(folder="run")
     assert cli.code == 0
     assert cli.json() == [item.as_dict() for item in explained.explanations]
@@ -101,13 +125,13 @@ def test_compare(project: Project) -> None:
 
 
 @pytest.mark.parametrize("today", [None, "2999-01-01"])
-def test_preflight(project: Project, today: str | None) -> None:
+def test_preflight(shared: Project, today: str | None) -> None:
     flags = [] if today is None else ["--today", today]
-    cli = project.cli("preflight", *flags, "--format", "json")
+    cli = shared.cli("preflight", *flags, "--format", "json")
     found = evalglass.preflight(today=today)
     assert cli.code == int(found.exit_code) == 1  # `broken` would be blocked: its approval is stale
     assert cli.json() == preflight_json(found)
-    assert project.run("--dry-run", "--format", "json").json() == preflight_json(evalglass.preflight())
+    assert shared.run("--dry-run", "--format", "json").json() == preflight_json(evalglass.preflight())
 
 
 def test_report(project: Project) -> None:
@@ -128,11 +152,12 @@ def test_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert {name: record["outcome"] for name, record in cli.json().items()} == outcomes
 
 
-def test_calibrate_refuses_alike(project: Project) -> None:
-    (project.root / "labels.jsonl").write_text('{"output": "yes", "label": "pass"}\n')
-    cli = project.cli("calibrate", "nobody", "--labels", "labels.jsonl")
+def test_calibrate_refuses_alike(shared: Project, tmp_path: Path) -> None:
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text('{"output": "yes", "label": "pass"}\n')
+    cli = shared.cli("calibrate", "nobody", "--labels", str(labels))
     with pytest.raises(evalglass.SetupError) as raised:
-        evalglass.calibrate("nobody", "labels.jsonl")
+        evalglass.calibrate("nobody", str(labels))
     assert cli.code == 2
     assert cli.err.strip() == raised.value.stderr_lines()[0]
 
@@ -147,8 +172,8 @@ def test_history_is_recorded_runs(project: Project) -> None:
     assert evalglass.load_run(entries[0].run_id).scorecard.run_id == entries[0].run_id
 
 
-def test_export(project: Project) -> None:
-    cli = project.cli("export", "run", "--format", "otlp")
+def test_export(shared: Project) -> None:
+    cli = shared.cli("export", "run", "--format", "otlp")
     sink = io.BytesIO()
     exported = evalglass.export_otlp("run", out=sink)
     assert cli.code == 0 and exported.events > 0
@@ -179,8 +204,8 @@ def test_init_and_schema(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
         (["--example", "quickstart", "--config", "evals/evalglass.yaml"], {"example": "quickstart", "config": "x"}),
     ],
 )
-def test_one_rule_refuses_both_spellings(project: Project, flags: list[str], arguments: dict[str, Any]) -> None:
-    cli = project.run(*flags)
+def test_one_rule_refuses_both_spellings(shared: Project, flags: list[str], arguments: dict[str, Any]) -> None:
+    cli = shared.run(*flags)
     with pytest.raises(evalglass.OptionError) as raised:
         evalglass.run(**arguments)
     assert cli.code == 2

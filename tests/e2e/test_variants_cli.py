@@ -134,13 +134,24 @@ def test_a_gate_on_a_variant_decides_on_that_variant(tmp_path: Path) -> None:
     assert project.cli("verify", str(project.last_run())).code == 0
 
 
-def red_run(tmp_path: Path) -> Project:
-    """An approved gate on variant `bad` that fails: the run is red."""
-    project = variant_project(tmp_path)
+@pytest.fixture(scope="module")
+def _red_evals(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An approved gate on variant `bad` that fails: the run is red. Made once for the module: the tests of what an
+    edit does to it each start from a copy of its evals folder (config, data, host code and the ledger the host
+    approved), never of its runs, which no decision reads."""
+    project = variant_project(tmp_path_factory.mktemp("red"))
     project.run()
     approve(project, "bad-accuracy")
     code, card = card_of(project)
     assert code == 1 and gate(card, "bad-accuracy")["outcome"] == "fail"
+    return project.evals
+
+
+@pytest.fixture
+def red_run(_red_evals: Path, tmp_path: Path) -> Project:
+    """The red run's project, copied: the edit is made on a copy and run there."""
+    project = Project(tmp_path)
+    shutil.copytree(_red_evals, project.evals)
     return project
 
 
@@ -148,8 +159,8 @@ def reasons(card: dict[str, Any], name: str) -> set[str]:
     return {reason["code"] for reason in gate(card, name)["reasons"]}
 
 
-def test_redefining_the_gated_variant_does_not_turn_the_run_green(tmp_path: Path) -> None:
-    project = red_run(tmp_path)
+def test_redefining_the_gated_variant_does_not_turn_the_run_green(red_run: Project) -> None:
+    project = red_run
     project.write_config(
         variant_config(variants={"good": {}, "bad": {"function": "app.py:twin"}, "worse": {"function": "app.py:worse"}})
     )
@@ -158,9 +169,9 @@ def test_redefining_the_gated_variant_does_not_turn_the_run_green(tmp_path: Path
     assert "approval_stale" in reasons(card, "bad-accuracy")
 
 
-def test_redefining_another_variant_does_not_turn_the_run_green_either(tmp_path: Path) -> None:
+def test_redefining_another_variant_does_not_turn_the_run_green_either(red_run: Project) -> None:
     """Pointing the other side of a comparison at the same thing: every gate is bound to every variant."""
-    project = red_run(tmp_path)
+    project = red_run
     project.write_config(
         variant_config(variants={"good": {}, "bad": {"function": "app.py:bad"}, "worse": {"function": "app.py:twin"}})
     )
@@ -168,8 +179,8 @@ def test_redefining_another_variant_does_not_turn_the_run_green_either(tmp_path:
     assert code == 1 and "approval_stale" in reasons(card, "bad-accuracy")
 
 
-def test_renaming_variants_does_not_turn_the_run_green(tmp_path: Path) -> None:
-    project = red_run(tmp_path)
+def test_renaming_variants_does_not_turn_the_run_green(red_run: Project) -> None:
+    project = red_run
     # The gate keeps its name and now points at a variant called `bad` that runs the good function.
     project.write_config(
         variant_config(variants={"bad": {}, "good": {"function": "app.py:bad"}, "worse": {"function": "app.py:worse"}})
@@ -178,15 +189,15 @@ def test_renaming_variants_does_not_turn_the_run_green(tmp_path: Path) -> None:
     assert code == 1 and "approval_stale" in reasons(card, "bad-accuracy")
 
 
-def test_dropping_the_failing_variant_and_its_gate_does_not_turn_the_run_green(tmp_path: Path) -> None:
-    project = red_run(tmp_path)
+def test_dropping_the_failing_variant_and_its_gate_does_not_turn_the_run_green(red_run: Project) -> None:
+    project = red_run
     project.write_config(variant_config(variants={"good": {}, "worse": {"function": "app.py:worse"}}, gates={}))
     code, card = card_of(project)
     assert code == 1 and reasons(card, "bad-accuracy") == {"gate_undeclared"}
 
 
-def test_moving_the_gate_to_another_variant_does_not_turn_the_run_green(tmp_path: Path) -> None:
-    project = red_run(tmp_path)
+def test_moving_the_gate_to_another_variant_does_not_turn_the_run_green(red_run: Project) -> None:
+    project = red_run
     project.write_config(
         variant_config(gates={"bad-accuracy": {"metric": "exact", "variant": "good", "proposed_threshold": 0.9}})
     )
@@ -194,8 +205,8 @@ def test_moving_the_gate_to_another_variant_does_not_turn_the_run_green(tmp_path
     assert code == 1 and "approval_stale" in reasons(card, "bad-accuracy")
 
 
-def test_adding_or_removing_a_variant_needs_a_new_approval(tmp_path: Path) -> None:
-    project = red_run(tmp_path)
+def test_adding_or_removing_a_variant_needs_a_new_approval(red_run: Project) -> None:
+    project = red_run
     project.write_config(
         variant_config(
             variants={

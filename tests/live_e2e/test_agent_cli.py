@@ -178,7 +178,6 @@ def test_a_killed_agent_run_resumes_without_asking_a_completed_step_again(
     project: LiveProject, server: FakeOpenAI, tmp_path: Path
 ) -> None:
     count, concurrency = 60, 4
-    server.latency = 0.01
     write(project, count, concurrency={"max_in_flight": concurrency})
     reference = tmp_path / "reference" / "evals"
     shutil.copytree(project.root, reference)
@@ -188,6 +187,7 @@ def test_a_killed_agent_run_resumes_without_asking_a_completed_step_again(
     assert reference_requests == 59 * 3 + 4
     server.reset()
 
+    server.latency = 0.01  # answers slow enough for the kill to land mid-run (only the run that is killed waits)
     proc = start("run", "--no-progress", "--format", "json", cwd=project.root)
     wait_until(lambda: server.request_count >= 80, what="80 model steps")
     code, _, _ = kill(proc, signal.SIGKILL)
@@ -197,6 +197,7 @@ def test_a_killed_agent_run_resumes_without_asking_a_completed_step_again(
     assert cached and cached <= set(before)
 
     server.reset()
+    server.latency = 0.0
     resumed = project.run("--resume")
     assert resumed.code == 0, resumed.err
     again = _steps_of([request.body for request in server.requests])

@@ -46,6 +46,9 @@ APP = textwrap.dedent(
         return f"answer {example['n']} {sample}"
     """
 )
+# Each run forks this process (evalglass.run's isolation): one that has imported the pipeline forks it ready to run.
+pytestmark = pytest.mark.usefixtures("preloaded")
+
 KINDS = ["value", "value", "value", "raise", "exit", "not_json", "none", "nested", "deep", "malformed", "json_text"]
 
 

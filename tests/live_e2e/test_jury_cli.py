@@ -285,7 +285,6 @@ def test_a_killed_jury_run_resumes_asking_no_judge_twice_beyond_the_uncommitted_
     from .test_cache_resume_cli import _normalised, _reference_run
 
     total = 150  # 450 judge calls: more than the cache writer holds uncommitted, so reuse is visible
-    server.latency = 0.01
     project.write(
         [{"id": f"r{i:03d}", "question": f"q{i} a={1 + i % 5} b={1 + i % 3} c=4"} for i in range(total)],
         metrics={"helpful": _jury(project, "mean")},
@@ -304,6 +303,7 @@ def test_a_killed_jury_run_resumes_asking_no_judge_twice_beyond_the_uncommitted_
     every = asked()
     assert len(set(every)) == len(every) == 3 * total
     server.reset()
+    server.latency = 0.01  # answers slow enough for the kill to land mid-pass (only the run that is killed waits)
     proc = start("run", "--no-progress", "--format", "json", cwd=project.root)
     wait_until(lambda: len(asked()) >= 2 * LIMIT + 50, what="the jury's calls well under way")
     code, _, _ = kill(proc, signal.SIGKILL)
@@ -312,6 +312,7 @@ def test_a_killed_jury_run_resumes_asking_no_judge_twice_beyond_the_uncommitted_
     assert not (folder / "scorecard.json").exists()
     before = asked()
     server.reset()
+    server.latency = 0.0
     resumed = project.run("--resume")
     assert resumed.code == 0, resumed.err
     again = asked()

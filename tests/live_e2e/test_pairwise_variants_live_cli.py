@@ -216,7 +216,6 @@ def test_a_killed_run_resumes_reusing_every_judge_answer_and_duplicating_nothing
     from .test_cache_resume_cli import _reference_run
 
     extra = 300  # more judge calls than the cache writer can hold uncommitted, so reuse is visible
-    server.latency = 0.01
     judged(project, extra=extra, concurrency={"max_in_flight": 4})
     n = len(GRADES) + 1 + extra
     reference, requests = _reference_run(project, server, tmp_path)
@@ -225,7 +224,11 @@ def test_a_killed_run_resumes_reusing_every_judge_answer_and_duplicating_nothing
     assert len(set(asked)) == len(asked) == 2 * n
     server.reset()
     proc = start("run", "--no-progress", "--format", "json", cwd=project.root)
-    wait_until(lambda: len(judge_requests(server)) >= 2 * LIMIT + 50, what="the judge pass well under way")
+    # The variants' 2n calls come first (asserted below), so counting requests counts the judge's: a poll that
+    # costs nothing, where reading every request back would take the fake server's (the test process's) CPU.
+    wait_until(lambda: server.request_count >= 2 * n, what="the variants answered")
+    server.latency = 0.01  # the judge's answers slow enough for the kill to land mid-pass
+    wait_until(lambda: server.request_count >= 2 * n + 2 * LIMIT + 50, what="the judge pass well under way")
     code, _, _ = kill(proc, signal.SIGKILL)
     assert code == -signal.SIGKILL
     (folder,) = (project.root / ".evalglass" / "runs").iterdir()
@@ -233,6 +236,7 @@ def test_a_killed_run_resumes_reusing_every_judge_answer_and_duplicating_nothing
     before = judge_requests(server)
     assert server.request_count - len(before) == 2 * n  # every variant answered before the judge pass began
     server.reset()
+    server.latency = 0.0
     resumed = project.run("--resume")
     assert resumed.code == 0, resumed.err
     again = judge_requests(server)

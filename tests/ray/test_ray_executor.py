@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from tests.e2e.project import CliResult, run_cli
-from tests.ray.conftest import LocalCluster, free_port, local_cluster, require_ray, start_head
+from tests.ray.conftest import LocalCluster, local_cluster, require_ray
 
 LANE = """\
 import os, time
@@ -217,18 +217,24 @@ def test_work_that_keeps_dying_is_an_error_with_its_reason_never_a_score(
     assert length["population"]["included"] == 5  # ex-4 (lost), ex-5 (lane raised), ex-7 (metric raised): no zeros
 
 
-def test_a_lost_cluster_stops_the_run_like_ctrl_c_and_resume_finishes_it(tmp_path: Path) -> None:
+def test_a_lost_cluster_stops_the_run_like_ctrl_c_and_resume_finishes_it(
+    tmp_path: Path, ray_cluster: LocalCluster
+) -> None:
     require_ray()
-    port = free_port()
-    address = f"127.0.0.1:{port}"
-    calls = tmp_path / "calls.log"
-    settings = {"EG_CALL_LOG": str(calls), "EG_DELAY": "0.5"}
-    executor = {"type": "ray", "address": address, "runtime_env": {"env_vars": settings}}
+    hold, calls = tmp_path / "hold", tmp_path / "calls.log"
+    hold.mkdir()
+    # ex-3's first call holds its worker until the head is killed (an event, not a delay: a call is surely in flight
+    # when the cluster goes); its call on resume finds the marker and returns at once.
+    settings = {"EG_HOLD_DIR": str(hold), "EG_CALL_LOG": str(calls)}
+    # No address in the config: the interrupted run reaches this test's own cluster and the resume the shared one,
+    # both through RAY_ADDRESS (a killed head restarted on its port would cost a second cluster start).
+    executor = {"type": "ray", "runtime_env": {"env_vars": settings}}
     root = project(tmp_path, {**PYTHON_TASK, "cache": True}, executor, rows=12)
     assert run(root, "--out", "local", "--no-cache").code == 0
-    with local_cluster(workers=0, head_cpus=2, port=port) as cluster:
-        # This test's own cluster (it kills the head): one node, restarted on the same port for the resume.
-        env = {**os.environ, **cluster.env, "COLUMNS": "200"}
+    calls.unlink(missing_ok=True)
+    with local_cluster(workers=0, head_cpus=2) as cluster:
+        # This test's own cluster (it kills the head): one node.
+        env = {**os.environ, **cluster.env, "RAY_ADDRESS": cluster.address, "COLUMNS": "200"}
         process = subprocess.Popen(
             [sys.executable, "-m", "evalglass", "run", "--no-progress", *RAY, "--out", "ray"],
             cwd=root,
@@ -237,9 +243,10 @@ def test_a_lost_cluster_stops_the_run_like_ctrl_c_and_resume_finishes_it(tmp_pat
             stderr=subprocess.PIPE,
         )
         try:
+            marker = hold / "ex-3.pid"
             deadline = time.monotonic() + 90
-            while not calls.exists() or len(calls.read_text().splitlines()) < 3:
-                assert process.poll() is None and time.monotonic() < deadline, "no call ran"
+            while not (marker.exists() and marker.read_text()):
+                assert process.poll() is None and time.monotonic() < deadline, "ex-3 never started"
                 time.sleep(0.1)
             cluster.stop()  # the head and everything on it, by the process group started for it
             _, err = process.communicate(timeout=120)
@@ -247,18 +254,18 @@ def test_a_lost_cluster_stops_the_run_like_ctrl_c_and_resume_finishes_it(tmp_pat
             if process.poll() is None:
                 process.kill()
                 process.wait()
-        message = err.decode()
-        assert process.returncode == 130, message
-        assert "lost the Ray cluster" in message and "--resume" in message and "Traceback" not in message
-        assert not (root / "ray" / "scores.jsonl").exists()
-        start_head(cluster, port, "head-2", cpus=2)
-        resumed = run(root, *RAY, "--resume", "ray", env=cluster.env)
-        assert resumed.code == 0, resumed.err
+    message = err.decode()
+    assert process.returncode == 130, message
+    assert "lost the Ray cluster" in message and "--resume" in message and "Traceback" not in message
+    assert not (root / "ray" / "scores.jsonl").exists()
+    resumed = run(root, *RAY, "--resume", "ray", env={**ray_cluster.env, "RAY_ADDRESS": ray_cluster.address})
+    assert resumed.code == 0, resumed.err
     assert (root / "ray" / "scores.jsonl").read_bytes() == (root / "local" / "scores.jsonl").read_bytes()
     # Outputs answered from the cache come back in canonical JSON (sorted keys), as on any resumed run.
     outputs = [(root / run / "outputs.jsonl").read_text().splitlines() for run in ("ray", "local")]
     assert [json.loads(line) for line in outputs[0]] == [json.loads(line) for line in outputs[1]]
     made = [line.split()[0] for line in calls.read_text().splitlines()]
     # Every example's call was made; a call in flight when the head died is made again on resume (the cache has
-    # only finished ones), never more than that.
+    # only finished ones), never more than that; ex-3 was in flight.
     assert sorted(set(made)) == sorted(f"ex-{n}" for n in range(1, 13)) and max(map(made.count, made)) <= 2
+    assert made.count("ex-3") == 2

@@ -384,5 +384,137 @@ def test_the_reader_gives_what_the_reference_reader_gives(
 ) -> None:
     path: Path = tmp_path_factory.mktemp("equal") / "traces.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    assert outcome(OtlpReader(path, options=chosen)) == outcome(ReferenceReader(path, options=chosen))
-    assert batched(OtlpReader(path, options=chosen)) == batched(ReferenceReader(path, options=chosen))
+    assert strictly(outcome(OtlpReader(path, options=chosen))) == strictly(
+        outcome(ReferenceReader(path, options=chosen))
+    )
+    assert strictly(batched(OtlpReader(path, options=chosen))) == strictly(
+        batched(ReferenceReader(path, options=chosen))
+    )
+
+
+def strictly(found: Any) -> str:
+    """What was read, type for type: ``==`` holds 1 == 1.0 == True and 0.0 == -0.0, ``repr`` tells them apart (the
+    reader keeps an open trace's spans as JSON buffers and reads them back, which must give the same values)."""
+    return repr(found)
+
+
+# Attribute values of every kind OTLP/JSON encodes, as the exporters write them: 64-bit integers as text (and wider
+# ones, which Python reads), floats at their edges, text with escapes and non-ASCII, arrays and key-value lists.
+scalars = st.one_of(
+    st.booleans(),
+    st.integers(-(2**63), 2**64 - 1),
+    st.sampled_from([2**64, -(2**63) - 1, 10**30]),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from([-0.0, 5e-324, 1.7976931348623157e308, 0.1, 1e16]),
+    st.text(max_size=6),
+    st.sampled_from(['"quoted"\\', "\u2028\x00\x1f", "\U0001f600 é"]),
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(["a", "b", "c d"]), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+DOUBLE_WORDS = ["NaN", "Infinity", "-Infinity"]
+
+
+def any_value_kind(value: Any, as_double: bool) -> dict[str, Any]:
+    """``any_value``, with a float that is whole written as an intValue or doubleValue as drawn."""
+    if isinstance(value, float) and as_double:
+        return {"doubleValue": value}
+    return any_value(value)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    drawn=st.lists(st.tuples(values, st.booleans(), st.sampled_from([None, *DOUBLE_WORDS])), min_size=1, max_size=6),
+    window=st.sampled_from([1, 2, 10_000]),
+    traces=st.integers(1, 3),
+)
+def test_every_kind_of_attribute_value_comes_back_as_it_was_read(
+    tmp_path_factory: pytest.TempPathFactory,
+    drawn: list[tuple[Any, bool, str | None]],
+    window: int,
+    traces: int,
+) -> None:
+    """Declared as metadata, each attribute is copied into the record as read: the same value and type as the
+    reference reader gives, whether the span waited in the window (read back from its buffer) or not."""
+    keys = [f"x.{index}" for index in range(len(drawn))]
+    lines = []
+    for index, (value, as_double, word) in enumerate(drawn):
+        attributes = [
+            {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+            {"key": "gen_ai.input.messages", "value": {"stringValue": messages_json([("user", "q")])}},
+        ]
+        for key, (other, double, _) in zip(keys, drawn, strict=True):
+            attributes.append({"key": key, "value": any_value_kind(other, double)})
+        if word is not None:
+            attributes.append({"key": keys[0], "value": {"doubleValue": word}})
+        span = {
+            "traceId": TRACE_IDS[index % traces],
+            "spanId": f"{index + 1:016x}",
+            "name": "chat",
+            "startTimeUnixNano": str(10**18 + index),
+            "endTimeUnixNano": str(10**18 + index + 5),
+            "attributes": attributes,
+            "events": [{"name": "e", "attributes": attributes[2:]}],
+            "status": {"code": 2 if as_double else 0, "message": str(value)[:10]},
+        }
+        resource = {"attributes": [{"key": "x.0", "value": any_value(value)}]}
+        lines.append(json.dumps({"resourceSpans": [{"resource": resource, "scopeSpans": [{"spans": [span]}]}]}))
+    path: Path = tmp_path_factory.mktemp("values") / "traces.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    chosen = TraceOptions.model_validate({"window": window, "mapping": {"metadata": keys}})
+    assert strictly(outcome(OtlpReader(path, options=chosen))) == strictly(
+        outcome(ReferenceReader(path, options=chosen))
+    )
+
+
+def test_real_sdk_files_give_what_the_reference_reader_gives(tmp_path: Path) -> None:
+    """Spans made by the OpenTelemetry SDK and written by its own encoders (JSON lines and protobuf), with attributes
+    of each type the SDK records, read with the default window (every span waits in it) and with a window of 1."""
+    from tests.traces.otel import chat_span, recording, write_json, write_protobuf
+    from tests.traces.test_otlp_reader import agent_trace
+
+    typed = {
+        "x.int": 2**63 - 1,
+        "x.negative": -(2**63),
+        "x.float": 0.1,
+        "x.zero": -0.0,
+        "x.tiny": 5e-324,
+        "x.whole": 3.0,
+        "x.bool": True,
+        "x.text": 'quoted "\\" \u2028 \U0001f600',
+        "x.ints": [1, 2**40],
+        "x.floats": [1.5, -0.0],
+        "x.bools": [False, True],
+        "x.texts": ["a", ""],
+    }
+    with recording() as (tracer, finished):
+        for index in range(30):
+            chat_span(
+                tracer, f"Question {index}?", f"Answer {index}.", system="Be brief", cache_read=index, extra=typed
+            )
+        chat_span(tracer, None, None, extra=typed)
+        chat_span(tracer, "boom?", None, error="timeout")
+        agent_trace(tracer)
+        agent_trace(tracer, capture=False, fail_tool=True)
+        spans = finished()
+    metadata = [*typed, "service.name", "gen_ai.usage.input_tokens"]
+    for path in (
+        write_json(spans, tmp_path / "t.jsonl", per_line=7),
+        write_protobuf(spans, tmp_path / "t.binpb", per_message=7),
+    ):
+        for window in (10_000, 1):
+            for unit in ("trace", "span"):
+                chosen = TraceOptions.model_validate(
+                    {"window": window, "select": {"unit": unit}, "mapping": {"metadata": metadata}}
+                )
+                ours = outcome(OtlpReader(path, options=chosen))
+                assert strictly(ours) == strictly(outcome(ReferenceReader(path, options=chosen)))
+                examples = [item for item in ours[0] if item[0] == "example"]
+                assert len(examples) == (34 if unit == "trace" else 36)  # each agent trace: two chat spans
+                read = examples[0][3]["metadata"]
+                assert read["x.int"] == 2**63 - 1 and read["x.zero"] == 0.0 and str(read["x.zero"]) == "-0.0"
+                assert type(read["x.whole"]) is float and read["x.floats"] == [1.5, -0.0]

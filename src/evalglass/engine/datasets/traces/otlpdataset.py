@@ -22,6 +22,8 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from evalglass.collector import collector_paused
 from evalglass.core.conversation import NOT_CAPTURED
 from evalglass.core.example import MALFORMED_SHOWN, Example, ExampleBatch
@@ -127,16 +129,17 @@ class OtlpReader:
     def _items(self) -> Iterator[Row | BadLine]:
         """Each example as (id, line, record, output), or the malformed example."""
         window = self._options.window
-        # The open traces: their spans, and the number of the last span of each.
-        pending: dict[str, list[Span]] = {}
-        last: dict[str, int] = {}
-        # Every span read, as (its number, its trace), oldest first. A trace is complete when the entry of its last
-        # span leaves the window (those of its earlier spans are passed over), so traces complete in the order of
-        # their last spans with nothing reordered per span.
-        order: deque[tuple[int, str]] = deque()
-        # Completed traces: when each completed, and where each of its spans was read (a repeat is refused); the
-        # oldest are forgotten first.
-        recent: dict[str, tuple[int, dict[str, int]]] = {}
+        # The open traces, each as one flat tuple (one span, the commonest) or list (see _unpacked): the number of
+        # its last span, then each span packed (see _pack) and its resource.
+        pending: dict[str, tuple[Any, ...] | list[Any]] = {}
+        # The trace of every span read, oldest first ("" for a late span); ``order[0]`` is span number ``front``. A
+        # trace is complete when the entry of its last span leaves the window (those of its earlier spans are passed
+        # over), so traces complete in the order of their last spans with nothing reordered per span.
+        order: deque[str] = deque()
+        front = 1
+        # Completed traces: when each completed and where each of its spans was read (a repeat is refused), as one
+        # string (see _completed); the oldest are forgotten first.
+        recent: dict[str, str] = {}
         forget: deque[str] = deque()
         keep = RECENT_FACTOR * window
         count = 0
@@ -151,9 +154,10 @@ class OtlpReader:
                 if spans is None:
                     completed = recent.get(trace)
                     if completed is not None:
-                        when, read_at = completed
+                        when, read_at = _completion(completed)
                         if item.span_id in read_at:
                             raise self._repeated(item, read_at[item.span_id])
+                        order.append("")
                         yield self._bad(
                             item.where,
                             "late_span",
@@ -161,26 +165,31 @@ class OtlpReader:
                             f"complete (traces.window is {window:,}); raise dataset.traces.window",
                         )
                         continue
-                    pending[trace] = [item]
+                    pending[trace] = (count, _pack(item), item.resource)
+                elif isinstance(spans, tuple):
+                    pending[trace] = [count, *spans[1:], _pack(item), item.resource]
                 else:
-                    spans.append(item)
-                last[trace] = count
-                order.append((count, trace))
+                    spans[0] = count
+                    spans += (_pack(item), item.resource)
+                order.append(trace)
                 ended = count - window
-                while order[0][0] <= ended:
-                    number, oldest = order.popleft()
-                    if last[oldest] != number:
-                        continue  # a span of a trace that has later ones
-                    del last[oldest]
-                    completed_spans = pending.pop(oldest)
-                    recent[oldest] = (count, self._read_at(completed_spans))
+                while front <= ended:
+                    oldest = order.popleft()
+                    front += 1
+                    entry = pending.get(oldest)
+                    if entry is None or entry[0] != front - 1:
+                        continue  # a span of a trace that has later ones, or a late span
+                    del pending[oldest]
+                    completed_spans = _unpacked(oldest, entry)
+                    recent[oldest] = _completed(count, self._read_at(completed_spans))
                     forget.append(oldest)
                     if len(recent) > keep:
                         del recent[forget.popleft()]
                     yield from self._examples(completed_spans)
-        for number, trace in order:
-            if last[trace] == number:
-                spans = pending[trace]
+        for number, trace in enumerate(order, front):
+            entry = pending.get(trace)
+            if entry is not None and entry[0] == number:
+                spans = _unpacked(trace, entry)
                 self._read_at(spans)
                 yield from self._examples(spans)
         self._done = True
@@ -287,6 +296,90 @@ class OtlpReader:
             code=code,
             message=f"{self.path}:{place}: {message}",
         )
+
+
+def _pack(span: Span) -> bytes | Span:
+    """The span but its trace id and resource (shared by the spans of its batch) as one JSON buffer, or the span
+    itself when a value cannot be written as JSON exactly (an integer beyond 64 bits).
+
+    Why: the window holds about ``traces.window`` spans for as long as it takes to read that many more. As objects
+    (the span, its attribute dict, a string per value) they are tens of thousands of small long-lived objects among
+    which every later line's parse is allocated, and that scatter, not the work, was most of the import's time
+    beyond its floor (BENCHMARKS.md, issue 31). One buffer a span is one allocation (outside the small-object pools
+    once over 512 bytes, as a span with its content is); it is read back with orjson when the trace completes, with
+    the same values (JSON holds each of them exactly: text, booleans, null, 64-bit integers and floats, which orjson
+    writes as the shortest text that reads back the same; an array or key-value list nested deeper than orjson
+    writes, 255 levels, keeps the span as it is too), so the examples do not change.
+    """
+    try:
+        buffer = orjson.dumps(
+            (
+                span.span_id,
+                span.parent_id,
+                span.name,
+                span.start,
+                span.end,
+                span.attributes,
+                span.events,
+                span.error,
+                span.status_message,
+                span.where,
+            )
+        )
+    except orjson.JSONEncodeError:
+        return span
+    # A copy of its exact size: orjson leaves its output in the buffer it wrote into, 4-8 KB whatever the length
+    # (measured with tracemalloc, orjson 3.13), which for 10,000 waiting spans is 40 MB instead of 9.
+    return memoryview(buffer).tobytes()
+
+
+def _completed(when: int, read_at: dict[str, int]) -> str:
+    """A completed trace as ``recent`` keeps it: ``"<when> <span id>:<where> ..."``, one object where a tuple, an
+    integer and a dict of the span ids were four or more (tens of thousands of them are kept, see _pack)."""
+    if len(read_at) == 1:
+        for span_id, where in read_at.items():
+            return f"{when} {span_id}:{where}"
+    return " ".join((str(when), *(f"{span_id}:{where}" for span_id, where in read_at.items())))
+
+
+def _completion(text: str) -> tuple[int, dict[str, int]]:
+    """What _completed wrote (span ids are hex: no spaces or colons in them)."""
+    when, *places = text.split(" ")
+    read_at: dict[str, int] = {}
+    for place in places:
+        span_id, _, where = place.partition(":")
+        read_at[span_id] = int(where)
+    return int(when), read_at
+
+
+def _unpacked(trace: str, entry: tuple[Any, ...] | list[Any]) -> list[Span]:
+    """The spans of an open trace's entry in ``pending``: ``(number of its last span, packed span, its resource)``
+    for a trace of one span, ``[number of its last span, packed span, its resource, packed span, ...]`` for more: one
+    or two objects where a list, a tuple per span and a dict of last numbers were."""
+    spans: list[Span] = []
+    for index in range(1, len(entry), 2):
+        item = entry[index]
+        if type(item) is not bytes:
+            spans.append(item)
+            continue
+        span_id, parent, name, start, end, attributes, events, error, message, where = orjson.loads(item)
+        spans.append(
+            Span(
+                trace,
+                span_id,
+                parent,
+                name,
+                start,
+                end,
+                attributes,
+                [(event[0], event[1]) for event in events] if events else [],
+                error,
+                message,
+                entry[index + 1],
+                where,
+            )
+        )
+    return spans
 
 
 def _start(span: Span) -> int:
