@@ -33,5 +33,6 @@ def test_a_live_run_shows_outputs_rationales_and_calibration(project: LiveProjec
     assert "Verdict: pass" in page
     assert "calibration recorded" in page and "0.625 (5/8;" in page
     assert "lower bound of agreement ≥ 0.3" in page
+    assert "this calibration record is the one it approves" in page
     assert "graded 3" in page and "graded 2" in page  # each example's rationale
     assert "grade=3 a" in page  # the chat lane's output (the fake server echoes the question)

@@ -226,6 +226,10 @@ def _judges_view(card: Scorecard, record: RunRecord | None) -> list[dict[str, An
                 "calibration": calibration,
                 "bound": calibration is not None and calibration.judge_fingerprint == fingerprint,
                 "requirement": record.ledger.judges.get(name),
+                # Whether the ledger approves this very record (its `calibration:` fingerprint).
+                "approved": calibration is not None
+                and (requirement := record.ledger.judges.get(name)) is not None
+                and requirement.calibration == calibration.digest,
                 "blocked": blocked,
                 "repair": BLOCK_REASON_FIXES[BlockReason.JUDGE_UNCALIBRATED],
             }
