@@ -182,6 +182,8 @@ def test_the_forest_draws_a_comparative_gate_on_its_own_difference_axis(open_pag
 
 
 def test_a_flipped_id_links_to_its_example_card(open_page: Any, gate_page: Path) -> None:
+    from playwright.sync_api import expect  # imported where used: conftest reports a missing playwright itself
+
     watched = open_page()
     page = watched.open(gate_page)
     flips = page.locator("#cmp-1-regressed")
@@ -190,11 +192,14 @@ def test_a_flipped_id_links_to_its_example_card(open_page: Any, gate_page: Path)
     assert link.count() == 1
     link.click()
     card = page.locator(page.evaluate("location.hash"))
-    assert card.is_visible() and "q030" in card.locator("summary").inner_text()
+    # The card is revealed on `hashchange`, an event the browser fires after the click returns: wait for it
+    # (bounded, playwright's default 5 s) rather than read the page before it has run.
+    expect(card).to_be_visible()
+    assert "q030" in card.locator("summary").inner_text()
     assert card.locator("details").get_attribute("open") is not None
     # A filter that hides the card: following the link again clears it and shows the card.
     page.locator("#f-text").fill("no such example")
     assert not card.is_visible()
     page.evaluate("location.hash = ''")
     link.click()
-    assert card.is_visible()
+    expect(card).to_be_visible()

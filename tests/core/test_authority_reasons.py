@@ -166,11 +166,33 @@ SCENARIOS = {
     ),
     "judge_low": (
         ident(judge=JudgeStanding(metric="j", fingerprint=JFP, calibration=cal(low=0.79))),
-        Ledger(gates={"g": appr()}, judges={"j": JudgeRequirement(min_agreement=0.8)}),
+        Ledger(
+            gates={"g": appr()}, judges={"j": JudgeRequirement(min_agreement=0.8, calibration=cal(low=0.79).digest)}
+        ),
     ),
     "judge_at_min": (
         ident(judge=JudgeStanding(metric="j", fingerprint=JFP, calibration=cal(low=0.8))),
+        Ledger(gates={"g": appr()}, judges={"j": JudgeRequirement(min_agreement=0.8, calibration=cal(low=0.8).digest)}),
+    ),
+    # The ledger approves no record: the one found (whatever its numbers say) does not decide.
+    "calibration_unpinned": (
+        ident(judge=JudgeStanding(metric="j", fingerprint=JFP, calibration=cal(low=0.8))),
         Ledger(gates={"g": appr()}, judges={"j": JudgeRequirement(min_agreement=0.8)}),
+    ),
+    # The ledger approves another record (the approved one edited, or replaced): blocked, and a low agreement too.
+    "calibration_other_pin": (
+        ident(judge=JudgeStanding(metric="j", fingerprint=JFP, calibration=cal(low=0.79))),
+        Ledger(gates={"g": appr()}, judges={"j": JudgeRequirement(min_agreement=0.8, calibration=cal(low=0.8).digest)}),
+    ),
+    # A run recorded before the ledger approved records is re-derived as it was decided: on the record found.
+    "calibration_unpinned_earlier_run": (
+        ident(judge=JudgeStanding(metric="j", fingerprint=JFP, calibration=cal(low=0.8), approved_record=False)),
+        Ledger(gates={"g": appr()}, judges={"j": JudgeRequirement(min_agreement=0.8)}),
+    ),
+    # A stale record is not offered for approval: it must be calibrated again first.
+    "calibration_stale_unpinned": (
+        ident(judge=JudgeStanding(metric="j", fingerprint=JFP, calibration=cal(fp="sha256:" + "b" * 64))),
+        Ledger(gates={"g": appr()}, judges={"j": JudgeRequirement(min_agreement=0.8, calibration=cal().digest)}),
     ),
     "judge_other_requirement": (
         ident(judge=JudgeStanding(metric="j", fingerprint=JFP, calibration=cal())),
@@ -178,13 +200,16 @@ SCENARIOS = {
     ),
     "calibration_expired": (
         ident(judge=JudgeStanding(metric="j", fingerprint=JFP, calibration=cal())),
-        Ledger(gates={"g": appr()}, judges={"j": JudgeRequirement(min_agreement=0.8, expires_on="2026-06-01")}),
+        Ledger(
+            gates={"g": appr()},
+            judges={"j": JudgeRequirement(min_agreement=0.8, expires_on="2026-06-01", calibration=cal().digest)},
+        ),
     ),
     "calibration_max_age": (
         ident(judge=JudgeStanding(metric="j", fingerprint=JFP, calibration=cal())),
         Ledger(
             gates={"g": appr(approved_on="2026-06-01")},
-            judges={"j": JudgeRequirement(min_agreement=0.8)},
+            judges={"j": JudgeRequirement(min_agreement=0.8, calibration=cal().digest)},
             policy=Policy(max_age_days=30),
         ),
     ),
@@ -192,7 +217,7 @@ SCENARIOS = {
         ident(judge=JudgeStanding(metric="j", fingerprint=JFP, calibration=cal(created="yesterday"))),
         Ledger(
             gates={"g": appr(approved_on="2026-06-01")},
-            judges={"j": JudgeRequirement(min_agreement=0.8)},
+            judges={"j": JudgeRequirement(min_agreement=0.8, calibration=cal(created="yesterday").digest)},
             policy=Policy(max_age_days=30),
         ),
     ),
@@ -545,7 +570,8 @@ EXPECTED: dict[str, dict] = {
                 "judge_uncalibrated",
                 "the ledger has no `judges: {j: {min_agreement: ...}}` entry saying "
                 "how well judge 'j' must agree with human labels; add one to the "
-                "ledger",
+                "ledger, approving the record found (calibrations/j.json) once reviewed: "
+                '`calibration: "sha256:c25a0602061900737f44f818b3fdade48463f5fadc91a60e1aaee1e2a23f2c50"`',
             )
         ],
         "notes": [],
@@ -627,6 +653,72 @@ EXPECTED: dict[str, dict] = {
         "reasons": [],
         "notes": [],
     },
+    # The digests are written out: an approved record's digest must never move under a new EvalGlass.
+    "calibration_unpinned": {
+        "active": True,
+        "threshold": 0.8,
+        "margin": None,
+        "require_binding": False,
+        "reasons": [
+            (
+                "calibration_unapproved",
+                "the ledger's entry for judge 'j' approves no calibration record (no `calibration:`), so the "
+                "record found, calibrations/j.json (sha256:61f41e7e68e896b7fa899373ed7d0e6b21321bd6669dd468e61217bf304e703f, "
+                "created 2026-05-01T10:00:00+00:00, agreement 190/200 on labels l.jsonl), may be anyone's; have "
+                'the host review it and add `calibration: "sha256:61f41e7e68e896b7fa899373ed7d0e6b21321bd6669dd468e61217bf304e703f"` '
+                "under the ledger's `judges: j:` entry (`evalglass calibrate` and `explain` print it)",
+            )
+        ],
+        "notes": [],
+    },
+    "calibration_other_pin": {
+        "active": True,
+        "threshold": 0.8,
+        "margin": None,
+        "require_binding": False,
+        "reasons": [
+            (
+                "judge_uncalibrated",
+                "judge 'j' agrees with human labels 0.950 (190/200, 95% interval 0.790–0.970); the "
+                "interval's lower bound 0.790 is below the ledger's min_agreement 0.8: improve the "
+                "rubric or add labels, then calibrate again",
+            ),
+            (
+                "calibration_unapproved",
+                "the calibration record of judge 'j' is not the one the ledger approves "
+                "(sha256:61f41e7e68e896b7fa899373ed7d0e6b21321bd6669dd468e61217bf304e703f): found calibrations/j.json "
+                "(sha256:6861a5c718cf7e8e7b71917643969927cf66ac14df56795614ae8086cfdabda7, created 2026-05-01T10:00:00+00:00, "
+                "agreement 190/200 on labels l.jsonl); it was edited or replaced since approval. Restore the "
+                "approved record, or have the host review it and add "
+                '`calibration: "sha256:6861a5c718cf7e8e7b71917643969927cf66ac14df56795614ae8086cfdabda7"` under the '
+                "ledger's `judges: j:` entry",
+            ),
+        ],
+        "notes": [],
+    },
+    "calibration_unpinned_earlier_run": {
+        "active": True,
+        "threshold": 0.8,
+        "margin": None,
+        "require_binding": False,
+        "reasons": [],
+        "notes": [],
+    },
+    "calibration_stale_unpinned": {
+        "active": True,
+        "threshold": 0.8,
+        "margin": None,
+        "require_binding": False,
+        "reasons": [
+            (
+                "judge_uncalibrated",
+                "the calibration of judge 'j' is stale: it describes judge sha256:bbbbb…, but the rubric, model, "
+                "prompt, scale, sampling parameters, field or reference changed (now sha256:aaaaa…); run "
+                "`evalglass calibrate j --labels FILE.jsonl` with human-labelled examples again",
+            )
+        ],
+        "notes": [],
+    },
     "judge_other_requirement": {
         "active": True,
         "threshold": 0.8,
@@ -636,7 +728,8 @@ EXPECTED: dict[str, dict] = {
             (
                 "judge_uncalibrated",
                 "the ledger has no `judges: {j: {min_agreement: ...}}` entry saying how "
-                "well judge 'j' must agree with human labels; add one to the ledger",
+                "well judge 'j' must agree with human labels; add one to the ledger, approving the record found (calibrations/j.json) once reviewed: "
+                '`calibration: "sha256:c25a0602061900737f44f818b3fdade48463f5fadc91a60e1aaee1e2a23f2c50"`',
             )
         ],
         "notes": [],
@@ -697,7 +790,8 @@ EXPECTED: dict[str, dict] = {
                 "judge_uncalibrated",
                 "the ledger has no `judges: {j: {min_agreement: ...}}` "
                 "entry saying how well judge 'j' must agree with human "
-                "labels; add one to the ledger",
+                "labels; add one to the ledger, approving the record found (calibrations/j.json) once reviewed: "
+                '`calibration: "sha256:c25a0602061900737f44f818b3fdade48463f5fadc91a60e1aaee1e2a23f2c50"`',
             )
         ],
         "notes": [],

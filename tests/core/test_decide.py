@@ -304,12 +304,23 @@ def _calibration(judge_fingerprint: str, agreed: int, n: int) -> dict:
 
 
 def test_a_judge_gate_gets_its_judge_standing_and_blocks_until_calibrated() -> None:
-    ledger = Ledger(gates={"g": approve(0.5)}, judges={"m": JudgeRequirement(min_agreement=0.8)})
+    record = CalibrationRecord(**_calibration(FP, 190, 200))
+    ledger = Ledger(
+        gates={"g": approve(0.5)}, judges={"m": JudgeRequirement(min_agreement=0.8, calibration=record.digest)}
+    )
     judge = JudgeStanding(metric="m", fingerprint=FP)
     result = only(run([metric([1.0])], [gate()], ledger, judges={"m": judge})[1])
     assert codes(result) == [BlockReason.JUDGE_UNCALIBRATED]
-    calibrated = JudgeStanding(metric="m", fingerprint=FP, calibration=CalibrationRecord(**_calibration(FP, 190, 200)))
+    calibrated = JudgeStanding(metric="m", fingerprint=FP, calibration=record)
     assert only(run([metric([1.0])], [gate()], ledger, judges={"m": calibrated})[1]).outcome is Outcome.PASS
+    # A record the ledger does not approve (another agreement: another digest) does not decide, ...
+    other = JudgeStanding(metric="m", fingerprint=FP, calibration=CalibrationRecord(**_calibration(FP, 199, 200)))
+    assert codes(only(run([metric([1.0])], [gate()], ledger, judges={"m": other})[1])) == [
+        BlockReason.CALIBRATION_UNAPPROVED
+    ]
+    # ... except in re-deriving a run recorded before the ledger approved records, which decided on the one found.
+    older = other.model_copy(update={"approved_record": False})
+    assert only(run([metric([1.0])], [gate()], ledger, judges={"m": older})[1]).outcome is Outcome.PASS
     # The standing is looked up by the gate's metric: another metric's judge does not touch this gate.
     assert only(run([metric([1.0])], [gate()], ledger, judges={"other": judge})[1]).outcome is Outcome.PASS
 
@@ -859,13 +870,15 @@ def scaled_side(values: list[float]) -> MetricSide:
 def test_a_gate_on_a_variants_judge_gets_the_declared_judges_standing(subject: str) -> None:
     """A variant changes the task, never the judge: a gate on ``m@v`` (or on the difference ``m@v-vs-w``) stands
     on judge ``m``'s calibration, and blocks while it is uncalibrated, as a gate on ``m`` does."""
+    record = CalibrationRecord(**_calibration(FP, 190, 200))
     ledger = Ledger(
-        gates={"g": approve(0.5 if "-vs-" not in subject else -0.1)}, judges={"m": JudgeRequirement(min_agreement=0.8)}
+        gates={"g": approve(0.5 if "-vs-" not in subject else -0.1)},
+        judges={"m": JudgeRequirement(min_agreement=0.8, calibration=record.digest)},
     )
     judge = JudgeStanding(metric="m", fingerprint=FP)
     result = only(run([metric([1.0], name=subject)], [gate(subject=subject)], ledger, judges={"m": judge})[1])
     assert codes(result) == [BlockReason.JUDGE_UNCALIBRATED]
-    calibrated = JudgeStanding(metric="m", fingerprint=FP, calibration=CalibrationRecord(**_calibration(FP, 190, 200)))
+    calibrated = JudgeStanding(metric="m", fingerprint=FP, calibration=record)
     assert (
         only(run([metric([1.0], name=subject)], [gate(subject=subject)], ledger, judges={"m": calibrated})[1]).outcome
         is Outcome.PASS

@@ -232,7 +232,8 @@ def _calibration_reasons(record: CalibrationRecord, served: str | None) -> list[
     )
     ledger = Ledger(
         gates={"g": GateApproval(active=True, threshold=0.5, fingerprint=GATE_FP, judge_endpoint=served)},
-        judges={"q": JudgeRequirement(min_agreement=0.5)},
+        # The record approved, so that what is tested is the endpoint check alone.
+        judges={"q": JudgeRequirement(min_agreement=0.5, calibration=record.digest)},
     )
     return [r.message for r in resolve_authority(identity, ledger, today=TODAY).reasons]
 
@@ -258,5 +259,13 @@ def test_records_and_ledgers_without_an_endpoint_keep_their_bytes() -> None:
     """A run record snapshots the ledger and the calibration records; verify re-dumps them and compares bytes, so
     a run made before endpoints were bound must dump exactly as it did (no `judge_endpoint: null`)."""
     assert "judge_endpoint" not in GateApproval(active=True, threshold=0.5, fingerprint=GATE_FP).model_dump(mode="json")
+    # ... nor, for a ledger from before calibration records were approved, `calibration: null`.
+    assert JudgeRequirement(min_agreement=0.5).model_dump(mode="json") == {
+        "min_agreement": 0.5,
+        "expires_on": None,
+        "approved_by": None,
+        "approved_on": None,
+        "note": None,
+    }
     assert "judge_endpoint" not in _record(None).model_dump(mode="json")
     assert _record(SERVED).model_dump(mode="json")["judge_endpoint"] == SERVED

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -24,6 +25,18 @@ import yaml
 
 from evalglass.testing.fake_openai import FakeOpenAI, strip_directives
 from tests import cli_server
+
+#: The line `evalglass calibrate` tells the host to paste under the judge's `judges:` entry.
+_PASTE_LINE = re.compile(r'calibration: "(sha256:[0-9a-f]{64})"')
+
+
+def calibration_pin(calibrate_out: str) -> str:
+    """The fingerprint a host approves a calibration record by, copied from the one line that says it (in
+    `evalglass calibrate`'s text output, or a calibration_unapproved message) as the host would copy it: not computed
+    here, so a test checks that the printed line is the one that works."""
+    (found,) = _PASTE_LINE.findall(calibrate_out)
+    return found
+
 
 #: Looks like a real key; tests assert it never reaches an artifact, the cache, or the output.
 SECRET = "sk-live-e2e-7d1f0c9b3a5e4f2a"

@@ -25,7 +25,7 @@ import yaml
 from evalglass.testing.fake_openai import FakeOpenAI
 from tests.live.test_cache_trust import forge
 
-from .conftest import LiveProject, evalglass, kill, questions, start, wait_until
+from .conftest import LiveProject, calibration_pin, evalglass, kill, questions, start, wait_until
 
 CACHE = ".evalglass-cache.sqlite"
 RECORDED = {"type": "recorded", "field": "output"}
@@ -53,7 +53,7 @@ def _approve(project: LiveProject, gate: str, threshold: float, judge: str | Non
         (project.root / "labels.jsonl").write_text("".join(json.dumps(line) + "\n" for line in LABELS))
         calibrated = evalglass("calibrate", judge, "--labels", "labels.jsonl", cwd=project.root)
         assert calibrated.code == 0, calibrated.err
-        ledger["judges"] = {judge: {"min_agreement": 0.5}}
+        ledger["judges"] = {judge: {"min_agreement": 0.5, "calibration": calibration_pin(calibrated.out)}}
     explained = evalglass("explain", gate, "--format", "json", cwd=project.root)
     assert explained.code == 0, explained.err
     ledger.update(yaml.safe_load(json.loads(explained.out)[0]["ledger_entry"]))

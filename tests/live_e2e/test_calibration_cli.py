@@ -10,7 +10,7 @@ import yaml
 
 from evalglass.testing.fake_openai import FakeOpenAI
 
-from .conftest import LiveProject, evalglass
+from .conftest import LiveProject, calibration_pin, evalglass
 
 # (human label, what the judge will answer) on a 1..3 scale; "junk" is an unusable answer.
 PAIRS = [(1, "1"), (1, "1"), (1, "2"), (2, "2"), (2, "3"), (3, "3"), (3, "3"), (3, "2"), (2, "junk")]
@@ -77,6 +77,8 @@ def test_calibrate_text_output_and_errors(project: LiveProject) -> None:
     assert result.code == 0, result.err
     assert "agreement: 0.625 (5/8)" in result.out and "1 excluded" in result.out
     assert "min_agreement" in result.out
+    # ... and the line that approves this very record, to paste after review
+    assert calibration_pin(result.out).startswith("sha256:")
     missing = evalglass("calibrate", "nope", "--labels", "labels.jsonl", cwd=project.root)
     assert missing.code == 2 and "no llm_judge metric named 'nope'" in missing.err
     (project.root / "bad.jsonl").write_text('{"output": "x", "label": 7}\n')
@@ -87,6 +89,10 @@ def test_calibrate_text_output_and_errors(project: LiveProject) -> None:
 def _gate(result_out: str) -> dict:
     card = json.loads(result_out)
     return next(gate for gate in card["decision"]["gates"] if gate["name"] == "judged")
+
+
+def _reasons(gate: dict) -> dict[str, str]:
+    return {reason["code"]: reason["message"] for reason in gate["reasons"]}
 
 
 def test_judge_gate_blocks_until_calibrated_and_again_when_stale(project: LiveProject) -> None:
@@ -108,9 +114,33 @@ def test_judge_gate_blocks_until_calibrated_and_again_when_stale(project: LivePr
     explained = evalglass("explain", "judged", cwd=project.root)
     assert "evalglass calibrate quality --labels" in explained.out and "min_agreement" in explained.out
 
-    # calibrated (lower bound of 5/8 is about 0.31) and a ledger minimum the lower bound meets: the gate decides
-    assert evalglass("calibrate", "quality", "--labels", "labels.jsonl", cwd=project.root).code == 0
-    ledger = {**approval, "judges": {"quality": {"min_agreement": 0.3}}}
+    # calibrated (lower bound of 5/8 is about 0.31) and a ledger minimum the lower bound meets, but no record
+    # approved: blocked, and every place the host looks says which record and the line that approves it
+    calibrated = evalglass("calibrate", "quality", "--labels", "labels.jsonl", cwd=project.root)
+    assert calibrated.code == 0, calibrated.err
+    line = f'calibration: "{calibration_pin(calibrated.out)}"'
+    unpinned = {**approval, "judges": {"quality": {"min_agreement": 0.3}}}
+    (project.root / "authority.yaml").write_text(yaml.safe_dump(unpinned))
+    result = project.run()
+    assert result.code == 1, result.out
+    (reason,) = _gate(result.out)["reasons"]
+    assert reason["code"] == "calibration_unapproved"
+    assert "calibrations/quality.json" in reason["message"] and line in reason["message"]
+    explained = evalglass("explain", "judged", cwd=project.root)
+    assert "calibration_unapproved" in explained.out and line in explained.out
+    # ... and the entry to write is the judge's, naming the record (the gate's own approval holds)
+    (entry,) = json.loads(evalglass("explain", "judged", "--format", "json", cwd=project.root).out)
+    assert yaml.safe_load(entry["ledger_entry"]) == {
+        "judges": {
+            "quality": {"min_agreement": 0.3, "calibration": calibration_pin(line), "approved_by": "<your name>"}
+        }
+    }
+    preflight = evalglass("preflight", cwd=project.root)
+    assert "calibration_unapproved" in preflight.out and line in preflight.out, preflight.out
+    assert evalglass("verify", str(project.last_run()), cwd=project.root).code == 0
+
+    # the host pastes the line: the gate decides
+    ledger = {**approval, "judges": {"quality": {"min_agreement": 0.3, "calibration": calibration_pin(line)}}}
     (project.root / "authority.yaml").write_text(yaml.safe_dump(ledger))
     result = project.run()
     assert result.code == 0, result.out
@@ -118,16 +148,17 @@ def test_judge_gate_blocks_until_calibrated_and_again_when_stale(project: LivePr
     folder = project.last_run()
     record = json.loads((folder / "runrecord.json").read_text())
     assert record["calibrations"]["quality"]["agreed"] == 5
+    assert record["judge_calibrations"] == "approved"
     assert evalglass("verify", str(folder), cwd=project.root).code == 0
 
     # a minimum the interval's lower bound does not meet: blocked, saying why
     (project.root / "authority.yaml").write_text(
-        yaml.safe_dump({**approval, "judges": {"quality": {"min_agreement": 0.6}}})
+        yaml.safe_dump({**ledger, "judges": {"quality": {**ledger["judges"]["quality"], "min_agreement": 0.6}}})
     )
     result = project.run()
     assert result.code == 1
-    (reason,) = [r for r in _gate(result.out)["reasons"] if r["code"] == "judge_uncalibrated"]
-    assert "lower bound" in reason["message"] and "0.6" in reason["message"]
+    assert [r["code"] for r in _gate(result.out)["reasons"]] == ["judge_uncalibrated"]
+    assert "lower bound" in _gate(result.out)["reasons"][0]["message"] and "0.6" in result.out
 
     # edit the rubric: the calibration describes another judge now (and the approval is stale too)
     (project.root / "authority.yaml").write_text(yaml.safe_dump(ledger))
@@ -167,6 +198,8 @@ def test_changing_the_model_makes_the_calibration_stale(project: LiveProject) ->
     assert result.code == 1
     (reason,) = [r for r in _gate(result.out)["reasons"] if r["code"] == "judge_uncalibrated"]
     assert "stale" in reason["message"]
+    # a stale record is not offered for approval: calibrating again is the repair
+    assert "calibration_unapproved" not in result.out
 
 
 def test_a_calibration_expires_by_the_ledger_date_or_its_age(project: LiveProject) -> None:
@@ -175,7 +208,9 @@ def test_a_calibration_expires_by_the_ledger_date_or_its_age(project: LiveProjec
     today = datetime.datetime.now(datetime.UTC).date()
     _judge_project(project)
     fingerprint = project.gate_fingerprint("judged")
-    assert evalglass("calibrate", "quality", "--labels", "labels.jsonl", cwd=project.root).code == 0
+    calibrated = evalglass("calibrate", "quality", "--labels", "labels.jsonl", cwd=project.root)
+    assert calibrated.code == 0, calibrated.err
+    pin = calibration_pin(calibrated.out)
     gate = {
         "active": True,
         "threshold": 2.0,
@@ -185,7 +220,7 @@ def test_a_calibration_expires_by_the_ledger_date_or_its_age(project: LiveProjec
     }
 
     def run_with(judge: dict, policy: dict | None = None) -> dict:
-        ledger = {"gates": {"judged": gate}, "judges": {"quality": {"min_agreement": 0.3, **judge}}}
+        ledger = {"gates": {"judged": gate}, "judges": {"quality": {"min_agreement": 0.3, "calibration": pin, **judge}}}
         if policy:
             ledger["policy"] = policy
         (project.root / "authority.yaml").write_text(yaml.safe_dump(ledger))
@@ -202,7 +237,10 @@ def test_a_calibration_expires_by_the_ledger_date_or_its_age(project: LiveProjec
     record = json.loads(path.read_text())
     record["created_at"] = "2020-01-01T00:00:00Z"
     path.write_text(json.dumps(record))
-    old = run_with({}, {"max_age_days": 30})
+    # (an edited record needs approving again: approve the back-dated one, so that what is tested is its age)
+    old = run_with(
+        {"calibration": calibration_pin(_reasons(run_with({}))["calibration_unapproved"])}, {"max_age_days": 30}
+    )
     assert [reason["code"] for reason in old["reasons"]] == ["calibration_expired"]
     assert "2020-01-31" in old["reasons"][0]["message"]
     explained = evalglass("explain", "judged", cwd=project.root)
@@ -241,11 +279,129 @@ def test_a_gate_on_a_variants_judge_blocks_until_that_judge_is_calibrated(projec
     preflight = evalglass("preflight", cwd=project.root)
     assert "metric 'quality@small'" in preflight.out and "judge_uncalibrated" in preflight.out, preflight.out
 
-    assert evalglass("calibrate", "quality", "--labels", "labels.jsonl", cwd=project.root).code == 0
+    calibrated = evalglass("calibrate", "quality", "--labels", "labels.jsonl", cwd=project.root)
+    assert calibrated.code == 0, calibrated.err
+    pin = calibration_pin(calibrated.out)
     (project.root / "authority.yaml").write_text(
-        yaml.safe_dump({**approval, "judges": {"quality": {"min_agreement": 0.3}}})
+        yaml.safe_dump({**approval, "judges": {"quality": {"min_agreement": 0.3, "calibration": pin}}})
     )
     result = project.run()
     assert result.code == 0, result.out
     assert _gate(result.out)["outcome"] == "pass"  # judge grades 3 and 2: mean 2.5 >= 2.0
     assert evalglass("verify", str(project.last_run()), cwd=project.root).code == 0
+
+
+def test_a_forged_calibration_record_cannot_turn_a_judge_gate_green(project: LiveProject) -> None:
+    """The record is a file in the repository, so a pull request can commit one saying anything, bound to the
+    current judge and server. Only the ledger (which no pull request changes) says which record the host reviewed:
+    an edited record, or another calibration's, blocks (calibration_unapproved); the approved one decides, however
+    it is formatted; and verify and view re-derive what the run decided."""
+    _judge_project(project)
+    approval = {
+        "gates": {
+            "judged": {
+                "active": True,
+                "threshold": 2.0,
+                "fingerprint": project.gate_fingerprint("judged"),
+                "judge_endpoint": project.judge_endpoint("quality"),
+            }
+        }
+    }
+    calibrated = evalglass("calibrate", "quality", "--labels", "labels.jsonl", cwd=project.root)
+    assert calibrated.code == 0, calibrated.err
+    pin = calibration_pin(calibrated.out)
+    (project.root / "authority.yaml").write_text(
+        yaml.safe_dump({**approval, "judges": {"quality": {"min_agreement": 0.3, "calibration": pin}}})
+    )
+    path = project.root / "calibrations" / "quality.json"
+    approved = path.read_text()
+    assert _gate(project.run().out)["outcome"] == "pass"
+
+    def blocked_by_pin() -> None:
+        result = project.run()
+        assert result.code == 1, result.out
+        gate = _gate(result.out)
+        assert [reason["code"] for reason in gate["reasons"]] == ["calibration_unapproved"], gate
+        (message,) = _reasons(gate).values()
+        assert pin in message and calibration_pin(message) != pin  # the approved digest and the found one
+        folder = project.last_run()
+        assert evalglass("verify", str(folder), cwd=project.root).code == 0
+        shown = evalglass("view", str(folder), "--format", "json", cwd=project.root)
+        assert shown.code == 0, shown.err
+        assert _gate(shown.out)["outcome"] == "blocked"
+        assert [reason["code"] for reason in _gate(shown.out)["reasons"]] == ["calibration_unapproved"]
+
+    # 1. the approved record edited to claim perfect agreement (consistently: it loads)
+    forged = json.loads(approved)
+    forged.update(
+        confusion=[[3, 0, 0], [0, 2, 0], [0, 0, 3]],
+        agreed=8,
+        agreement=1.0,
+        agreement_interval={"low": 0.676, "high": 1.0, "confidence": 0.95, "method": "wilson"},
+    )
+    path.write_text(json.dumps(forged))
+    blocked_by_pin()
+
+    # 2. a real calibration, for the current judge and server, made on another labels file (the easy pairs only)
+    easy = [json.dumps({"question": "q", "output": f"grade={g}", "label": g}) for g in (1, 1, 2, 3, 3)]
+    (project.root / "easy.jsonl").write_text("\n".join(easy) + "\n")
+    assert evalglass("calibrate", "quality", "--labels", "easy.jsonl", cwd=project.root).code == 0
+    blocked_by_pin()
+
+    # 3. the approved record back, re-formatted (indented, keys reordered): the same content decides
+    path.write_text(json.dumps(dict(reversed(list(json.loads(approved).items()))), indent=4))
+    result = project.run()
+    assert result.code == 0, result.out
+    assert _gate(result.out)["outcome"] == "pass"
+    assert evalglass("verify", str(project.last_run()), cwd=project.root).code == 0
+
+
+def test_a_run_recorded_before_records_were_approved_verifies_as_it_was_decided(project: LiveProject) -> None:
+    """A run record without `judge_calibrations` was made before the ledger approved calibration records: it was
+    decided on the record found, with a ledger that named none, and verify re-derives it so. The same record
+    claiming the newer rule does not verify: the gate it says passed would have blocked."""
+    import hashlib
+
+    from evalglass.core.runrecord import RunRecord
+    from evalglass.engine.runs.artifacts import model_bytes
+
+    _judge_project(project)
+    calibrated = evalglass("calibrate", "quality", "--labels", "labels.jsonl", cwd=project.root)
+    assert calibrated.code == 0, calibrated.err
+    gate = {
+        "active": True,
+        "threshold": 2.0,
+        "fingerprint": project.gate_fingerprint("judged"),
+        "judge_endpoint": project.judge_endpoint("quality"),
+    }
+    judge = {"min_agreement": 0.3, "calibration": calibration_pin(calibrated.out)}
+    (project.root / "authority.yaml").write_text(
+        yaml.safe_dump({"gates": {"judged": gate}, "judges": {"quality": judge}})
+    )
+    assert project.run().code == 0
+    folder = project.last_run()
+    path = folder / "runrecord.json"
+    record = json.loads(path.read_text())
+    # The record as an earlier EvalGlass wrote it: its ledger named no record, and it says nothing of the rule.
+    source = yaml.safe_dump({"gates": {"judged": gate}, "judges": {"quality": {"min_agreement": 0.3}}})
+    record["ledger_source"] = source
+    record["ledger_fingerprint"] = "sha256:" + hashlib.sha256(source.encode()).hexdigest()
+    del record["ledger"]["judges"]["quality"]["calibration"]
+    del record["judge_calibrations"]
+    (project.root / "authority.yaml").write_text(source)
+
+    def rewrite() -> None:
+        # As that EvalGlass wrote it: the digests list hashes the record (the run is unsigned).
+        path.write_bytes(model_bytes(RunRecord.model_validate(record).model_dump(mode="json")))
+        digests = json.loads((folder / "digests.json").read_text())
+        digests["files"]["runrecord.json"] = "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+        (folder / "digests.json").write_text(json.dumps(digests))
+
+    rewrite()
+    verified = evalglass("verify", str(folder), cwd=project.root)
+    assert verified.code == 0, verified.out + verified.err
+    # Claiming the newer rule with the same ledger: the recorded pass no longer follows.
+    record["judge_calibrations"] = "approved"
+    rewrite()
+    claimed = evalglass("verify", str(folder), cwd=project.root)
+    assert claimed.code == 1 and "calibration_unapproved" in claimed.out, claimed.out + claimed.err

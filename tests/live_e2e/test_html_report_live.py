@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import yaml
 
-from .conftest import LiveProject, evalglass
+from .conftest import LiveProject, calibration_pin, evalglass
 from .test_calibration_cli import _judge_project
 
 
@@ -22,14 +22,17 @@ def test_a_live_run_shows_outputs_rationales_and_calibration(project: LiveProjec
     assert "no calibration record" in before and "judge_uncalibrated" in before
     assert "evalglass calibrate" in before  # the repair hint
 
-    assert evalglass("calibrate", "quality", "--labels", "labels.jsonl", cwd=project.root).code == 0
+    calibrated = evalglass("calibrate", "quality", "--labels", "labels.jsonl", cwd=project.root)
+    assert calibrated.code == 0, calibrated.err
+    pin = calibration_pin(calibrated.out)
     (project.root / "authority.yaml").write_text(
-        yaml.safe_dump({**approval, "judges": {"quality": {"min_agreement": 0.3}}})
+        yaml.safe_dump({**approval, "judges": {"quality": {"min_agreement": 0.3, "calibration": pin}}})
     )
     assert project.run("--html", "after.html").code == 0
     page = (project.root / "after.html").read_text()
     assert "Verdict: pass" in page
     assert "calibration recorded" in page and "0.625 (5/8;" in page
     assert "lower bound of agreement ≥ 0.3" in page
+    assert "this calibration record is the one it approves" in page
     assert "graded 3" in page and "graded 2" in page  # each example's rationale
     assert "grade=3 a" in page  # the chat lane's output (the fake server echoes the question)

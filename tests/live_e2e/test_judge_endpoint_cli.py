@@ -17,7 +17,7 @@ import yaml
 
 from evalglass.testing.fake_openai import FakeOpenAI
 
-from .conftest import JUDGE_MODEL, LiveProject, evalglass
+from .conftest import JUDGE_MODEL, LiveProject, calibration_pin, evalglass
 
 RECORDED = {"type": "recorded", "field": "output"}
 #: The honest judge grades 3 and 4 (mean 3.5): the approved threshold 3.0 is met.
@@ -56,7 +56,10 @@ def _approve(
     assert explained.code == 0, explained.err
     entry = yaml.safe_load(json.loads(explained.out)[0]["ledger_entry"])["gates"][gate]
     entry["threshold"] = threshold
-    ledger = {"gates": {gate: entry}, "judges": {judge: {"min_agreement": 0.5}}}
+    ledger = {
+        "gates": {gate: entry},
+        "judges": {judge: {"min_agreement": 0.5, "calibration": calibration_pin(calibrated.out)}},
+    }
     (project.root / "authority.yaml").write_text(yaml.safe_dump(ledger, sort_keys=False))
     return ledger
 

@@ -3,8 +3,8 @@ variant's judge metric (``variant:``), on the difference between two variants (`
 difference from a baseline run (``compare_to``) and on a pairwise judge of variants (``compare_variants``).
 
 An approval of any of them, with no calibration (or no ledger ``judges:`` entry), is blocked ``judge_uncalibrated``
-with the reason a plain gate on the same judge gets, and goes green once the judge is calibrated and the host
-states the agreement it needs. ``verify`` and the readers re-derive the same blocked gate from the run's files.
+with the reason a plain gate on the same judge gets; calibrated, it is blocked ``calibration_unapproved`` until the
+host approves the record by its fingerprint, and then goes green. ``verify`` and the readers re-derive the same blocked gate from the run's files.
 
 Through the real CLI against the fake OpenAI server: lanes echo the question, the judge grades from a ``grade=N``
 marker in it (conftest).
@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from .conftest import LiveProject, evalglass
+from .conftest import LiveProject, calibration_pin, evalglass
 
 ROWS = [{"id": f"q{i}", "question": f"question {i} grade={4 if i % 2 else 5}"} for i in range(6)]
 LABELS = [{"id": f"l{i}", "question": "q", "output": f"answer grade={g}", "label": g} for i, g in enumerate([1, 2] * 6)]
@@ -53,11 +53,22 @@ def _approve(project: LiveProject, entry: dict[str, Any], ledger: dict[str, Any]
 
 
 def _calibrate(project: LiveProject, ledger: dict[str, Any], judge: str = "quality") -> None:
-    """What makes any judge gate green: a calibration record and the ledger's requirement on it."""
+    """What makes any judge gate green: a calibration record, and the ledger's requirement on it naming it."""
     (project.root / "labels.jsonl").write_text("".join(json.dumps(line) + "\n" for line in LABELS))
     calibrated = evalglass("calibrate", judge, "--labels", "labels.jsonl", cwd=project.root)
     assert calibrated.code == 0, calibrated.err
+    # The requirement alone does not make the record count: the gate blocks, whatever its kind, until the host
+    # approves the record itself by the line `calibrate` printed (and verify and view re-derive that).
     ledger["judges"] = {judge: {"min_agreement": 0.5}}
+    (project.root / "authority.yaml").write_text(yaml.safe_dump(ledger, sort_keys=False))
+    unapproved = project.run()
+    assert unapproved.code == 1, unapproved.out + unapproved.err
+    (reason,) = _gate(unapproved.out)["reasons"]
+    assert reason["code"] == "calibration_unapproved" and calibration_pin(reason["message"]) == calibration_pin(
+        calibrated.out
+    )
+    _rederived_blocked(project)
+    ledger["judges"][judge]["calibration"] = calibration_pin(calibrated.out)
     (project.root / "authority.yaml").write_text(yaml.safe_dump(ledger, sort_keys=False))
 
 

@@ -16,7 +16,7 @@ import yaml
 
 from evalglass.testing.fake_openai import FakeOpenAI
 
-from .conftest import SECRET, LiveProject, evalglass
+from .conftest import SECRET, LiveProject, calibration_pin, evalglass
 
 JUDGES = ("ja", "jb", "jc")
 
@@ -200,6 +200,11 @@ def test_approval_goes_stale_when_one_judge_changes(project: LiveProject) -> Non
     assert calibrated.code == 0, calibrated.err
     record = json.loads(calibrated.out)
     assert record["n"] == 4 and record["agreed"] == 4 and record["model"].startswith("jury (mean: ja=ja")
+    # The host approves the record by the line the text output prints (calibrating again costs no calls: cached).
+    again = evalglass("calibrate", "helpful", "--labels", "labels.jsonl", cwd=project.root)
+    assert again.code == 0, again.err
+    ledger["judges"]["helpful"]["calibration"] = calibration_pin(again.out)
+    (project.root / "authority.yaml").write_text(yaml.safe_dump(ledger))
     result = project.run()
     gate = next(g for g in json.loads(result.out)["decision"]["gates"] if g["name"] == "helped")
     assert gate["outcome"] == "pass", gate

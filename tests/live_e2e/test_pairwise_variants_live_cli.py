@@ -20,7 +20,7 @@ import yaml
 from evalglass.core.stats.proportion import wilson
 from evalglass.testing.fake_openai import FakeOpenAI, strip_directives
 
-from .conftest import JUDGE_MODEL, LiveProject, evalglass, kill, start, wait_until
+from .conftest import JUDGE_MODEL, LiveProject, calibration_pin, evalglass, kill, start, wait_until
 
 
 def reply(body: dict[str, Any]) -> str:
@@ -150,7 +150,10 @@ def test_the_judge_of_variants_has_its_column_win_rate_and_position_bias_and_a_g
         "fingerprint": project.gate_fingerprint("strong-preferred"),
         "judge_endpoint": project.judge_endpoint("preferred"),
     }
-    ledger = {"gates": {"strong-preferred": approval}, "judges": {"preferred": {"min_agreement": 0.1}}}
+    ledger = {
+        "gates": {"strong-preferred": approval},
+        "judges": {"preferred": {"min_agreement": 0.1, "calibration": calibration_pin(calibrated.out)}},
+    }
     (project.root / "authority.yaml").write_text(yaml.safe_dump(ledger))
     before = server.request_count
     approved = project.run()

@@ -21,6 +21,9 @@ from evalglass.core.fingerprint import Fingerprint, fingerprint_of
 from evalglass.core.names import closest
 from evalglass.core.variantnames import declared_metric
 
+#: The folder (beside the config) holding each judge's calibration record, ``<judge>.json``.
+CALIBRATIONS_DIR = "calibrations"
+
 
 class BlockReason(StrEnum):
     """Every reason code a gate's outcome carries. Authority reasons come first, measurement reasons after; every
@@ -40,6 +43,9 @@ class BlockReason(StrEnum):
     JUDGE_ENDPOINT_CHANGED = "judge_endpoint_changed"
     JUDGE_UNCALIBRATED = "judge_uncalibrated"
     CALIBRATION_EXPIRED = "calibration_expired"
+    #: A judge's calibration record is not the one the ledger's ``judges:`` entry approves (``calibration``), or the
+    #: entry approves none: the record is a file a pull request can write, so only the host's digest makes it count.
+    CALIBRATION_UNAPPROVED = "calibration_unapproved"
     CHECK_NOT_PASSED = "check_not_passed"
     CHECK_UNBOUND = "check_unbound"
     #: Check gates: the command runs code (a test folder, a runner, a ``-m`` module) no declared input binds.
@@ -307,6 +313,14 @@ class JudgeRequirement(BaseModel):
         allow_inf_nan=False,
         description="Lowest acceptable lower bound of the judge's agreement with human labels.",
     )
+    calibration: Fingerprint | None = Field(
+        default=None,
+        # Absent when not given, so that the ledger a run record snapshots keeps its bytes (verify re-dumps it).
+        exclude_if=lambda value: value is None,
+        description="The fingerprint of the calibration record the host reviewed and approves (as `evalglass "
+        "calibrate` and `evalglass explain` print it). The record is a file a pull request can write: a gate on the "
+        "judge decides only on the record with this fingerprint (calibration_unapproved otherwise, or without it).",
+    )
     expires_on: IsoDay | None = Field(
         default=None,
         description="The last day the judge's calibration counts (YYYY-MM-DD); after it gates on the judge block "
@@ -412,6 +426,15 @@ class CalibrationRecord(BaseModel):
             raise ValueError("agreement must equal agreed / n")
         return self
 
+    @property
+    def digest(self) -> str:
+        """The fingerprint a ledger's ``judges:`` entry approves this record by (``calibration``): the canonical
+        JSON of the record as read, so re-formatting the file or reordering its keys keeps it, and any change of a
+        value (an agreement, the labels file's hash, the judge it describes) does not. A run record snapshots the
+        record whole, so ``verify`` recomputes it. Limit: a field added to this model later must be left out of the
+        dump while it holds its default, or every approved record's digest would move."""
+        return fingerprint_of(self.model_dump(mode="json"))
+
 
 class JudgeStanding(BaseModel):
     """A judge metric as the run used it: its current fingerprint and the calibration record found for it."""
@@ -425,6 +448,12 @@ class JudgeStanding(BaseModel):
         default=None,
         description="Where the judge is served (canonical; a jury: per member). None only for a run recorded before "
         "EvalGlass kept it, which was decided without the check and is re-derived so.",
+    )
+    approved_record: bool = Field(
+        default=True,
+        description="Whether the calibration record must be the one the ledger approves (its `calibration` "
+        "fingerprint). False only to re-derive a run recorded before that (`RunRecord.judge_calibrations`), which "
+        "was decided on the record found.",
     )
 
 
@@ -811,6 +840,12 @@ def _judge_reasons(judge: JudgeStanding, requirement: JudgeRequirement | None) -
             f"the ledger has no `judges: {{{name}: {{min_agreement: ...}}}}` entry saying how well judge '{name}' "
             "must agree with human labels; add one to the ledger"
             + ("" if record is not None and record.judge_fingerprint == judge.fingerprint else f", and {calibrate}")
+            + (
+                f", approving the record found ({calibration_path_text(name)}) once reviewed: "
+                f"`{calibration_line(record)}`"
+                if record is not None and judge.approved_record and _describes(record, judge)
+                else ""
+            )
         )
     if record is None:
         if requirement is not None:
@@ -844,4 +879,56 @@ def _judge_reasons(judge: JudgeStanding, requirement: JudgeRequirement | None) -
                 f"ledger's min_agreement {requirement.min_agreement:g}: improve the rubric or add labels, then "
                 "calibrate again"
             )
+        found = [Reason(code=BlockReason.JUDGE_UNCALIBRATED, message=message) for message in reasons]
+        if judge.approved_record:
+            found.extend(_approval_reasons(record, requirement))
+        return found
     return [Reason(code=BlockReason.JUDGE_UNCALIBRATED, message=message) for message in reasons]
+
+
+def _describes(record: CalibrationRecord, judge: JudgeStanding) -> bool:
+    """Whether ``record`` measured the judge as it is now, where it is served now (when the run knows where)."""
+    if record.judge_fingerprint != judge.fingerprint:
+        return False
+    if judge.endpoint is None:
+        return True
+    return record.judge_endpoint is not None and not endpoint_differences(record.judge_endpoint, judge.endpoint)
+
+
+def calibration_path_text(judge: str) -> str:
+    """Where judge ``judge``'s calibration record is, relative to the config's folder (``evalglass calibrate``
+    writes it there; the engine reads it from there)."""
+    return f"{CALIBRATIONS_DIR}/{judge}.json"
+
+
+def calibration_line(record: CalibrationRecord) -> str:
+    """The ledger line that approves ``record``, to paste under its judge's ``judges:`` entry after review."""
+    return f'calibration: "{record.digest}"'
+
+
+def _approval_reasons(record: CalibrationRecord, requirement: JudgeRequirement) -> list[Reason]:
+    """Why a current calibration record may not decide: the ledger does not approve this very record. The record
+    is a file in the repository, so a pull request could write one with any agreement it likes; only the host's
+    digest in the ledger (which no pull request changes) says which record was reviewed. Checked only on a record
+    that describes the judge as it is now and where it is served: approving a stale record would be no advice."""
+    digest = record.digest
+    if requirement.calibration == digest:
+        return []
+    name = record.judge
+    seen = (
+        f"{calibration_path_text(name)} ({digest}, created {record.created_at}, agreement {record.agreed}/"
+        f"{record.n} on labels {record.labels_file})"
+    )
+    review = f"have the host review it and add `{calibration_line(record)}` under the ledger's `judges: {name}:` entry"
+    if requirement.calibration is None:
+        message = (
+            f"the ledger's entry for judge '{name}' approves no calibration record (no `calibration:`), so the "
+            f"record found, {seen}, may be anyone's; {review} (`evalglass calibrate` and `explain` print it)"
+        )
+    else:
+        message = (
+            f"the calibration record of judge '{name}' is not the one the ledger approves "
+            f"({requirement.calibration}): found {seen}; it was edited or replaced since approval. Restore the "
+            f"approved record, or {review}"
+        )
+    return [Reason(code=BlockReason.CALIBRATION_UNAPPROVED, message=message)]

@@ -129,6 +129,15 @@ class RunRecord(BaseModel):
         "is a judge (plain, comparative, on a variant, between variants); absent (`plain`): plain gates only, as "
         "runs recorded before that were decided.",
     )
+    judge_calibrations: Literal["found", "approved"] = Field(
+        default="found",
+        # Absent for a run without judges and in records from before the ledger approved calibration records: those
+        # were decided on the record found and are re-derived so.
+        exclude_if=lambda value: value == "found",
+        description="Which calibration records a gate on a judge could stand on when the run decided: `approved`, "
+        "only the record whose fingerprint the ledger's `judges:` entry names (`calibration`); absent (`found`): "
+        "whichever record was found, as runs recorded before that were decided.",
+    )
     calibrations: dict[str, CalibrationRecord] = Field(
         default_factory=dict,
         description="Per llm_judge metric, the calibration record the run found (snapshot; verify decides on it).",

@@ -16,7 +16,13 @@ from typing import Any
 
 import yaml
 
-from evalglass.core.authority import BaselineApproval, BlockReason, unbound_inputs_text
+from evalglass.core.authority import (
+    BaselineApproval,
+    BlockReason,
+    calibration_line,
+    calibration_path_text,
+    unbound_inputs_text,
+)
 from evalglass.core.changes import definition_changes
 from evalglass.core.compare import GateComparison, MetricComparison
 from evalglass.core.evaluators import evaluator_labels
@@ -264,6 +270,9 @@ def explain_gate(
             *BASELINE_APPROVAL_REASONS,
         }:
             entries = ledger_entries(gate, card, record, needs_gold, definition, proposed)
+        elif BlockReason.CALIBRATION_UNAPPROVED in codes:
+            # The gate's own approval holds: only the judge's entry, naming the record found, is to write.
+            entries = tuple(_judge_entries(gate, record))
     elif gate.subject_kind is SubjectKind.CHECK:
         summary = f"Gate '{gate.name}' is {gate.outcome.value}: check '{gate.subject}' ended {gate_value_text(gate)}."
         details.extend(_reason_lines(gate))
@@ -658,6 +667,7 @@ def ledger_entries(
             ),
         )
     ]
+    entries.extend(_judge_entries(gate, record))
     detail = gate.comparison
     if detail is not None:
         approved = record.ledger.baselines.get(detail.baseline)
@@ -695,6 +705,31 @@ def ledger_entries(
             )
         )
     return tuple(entries)
+
+
+def _judge_entries(gate: GateResult, record: RunRecord) -> list[LedgerEntry]:
+    """The judge's ``judges:`` entry approving the calibration record the run found, when that record is what
+    blocks the gate (calibration_unapproved), for the host to review the record before pasting."""
+    if not any(reason.code is BlockReason.CALIBRATION_UNAPPROVED for reason in gate.reasons):
+        return []
+    name = declared_metric(gate.subject)
+    calibration = record.calibrations.get(name)
+    requirement = record.ledger.judges.get(name)
+    if calibration is None or requirement is None:
+        return []
+    return [
+        LedgerEntry(
+            "judges",
+            name,
+            (
+                f"  {name}:",
+                f"    min_agreement: {requirement.min_agreement!r}",
+                f"    {calibration_line(calibration)}   # {calibration_path_text(name)}: review it before approving",
+                *([f"    expires_on: {_yaml_text(requirement.expires_on)}"] if requirement.expires_on else []),
+                '    approved_by: "<your name>"',
+            ),
+        )
+    ]
 
 
 def _judge_endpoint_lines(record: RunRecord, gate: GateResult) -> list[str]:

@@ -52,8 +52,10 @@ def gate_annotations(card: Scorecard, sites: Mapping[str, Site], not_checked: st
         what = "failed" if gate.outcome is Outcome.FAIL else "blocked"
         text = gate_sentence(gate)
         if gate.outcome is Outcome.BLOCKED:
+            # Each message made visible on its own: a carriage return ending one would otherwise meet the line
+            # break after it and be read as one CRLF line end, so the reason would not read back as written.
             text = f"{gate.name}: blocked, every reason:\n" + "\n".join(
-                f"{reason.code.value}: {reason.message}" for reason in gate.reasons
+                f"{reason.code.value}: {visible(reason.message)}" for reason in gate.reasons
             )
         lines.append(
             workflow_command(

@@ -201,6 +201,10 @@ def _metric_view(metric: MetricSummary, card: Scorecard, comparisons: list[dict[
     }
 
 
+#: The reasons a judge's calibration blocks a gate for, shown under the judge.
+_CALIBRATION_BLOCKS = frozenset({BlockReason.JUDGE_UNCALIBRATED, BlockReason.CALIBRATION_UNAPPROVED})
+
+
 def _judges_view(card: Scorecard, record: RunRecord | None) -> list[dict[str, Any]]:
     """Each llm_judge's calibration as the run recorded it, and the gates it blocked for want of calibration."""
     if record is None:
@@ -213,7 +217,7 @@ def _judges_view(card: Scorecard, record: RunRecord | None) -> list[dict[str, An
             for gate in card.decision.gates
             for reason in gate.reasons
             # A gate on a variant's judge metric (`m@v`) stands on judge `m`'s calibration.
-            if reason.code is BlockReason.JUDGE_UNCALIBRATED and declared_metric(gate.subject) == name
+            if reason.code in _CALIBRATION_BLOCKS and declared_metric(gate.subject) == name
         ]
         out.append(
             {
@@ -222,6 +226,10 @@ def _judges_view(card: Scorecard, record: RunRecord | None) -> list[dict[str, An
                 "calibration": calibration,
                 "bound": calibration is not None and calibration.judge_fingerprint == fingerprint,
                 "requirement": record.ledger.judges.get(name),
+                # Whether the ledger approves this very record (its `calibration:` fingerprint).
+                "approved": calibration is not None
+                and (requirement := record.ledger.judges.get(name)) is not None
+                and requirement.calibration == calibration.digest,
                 "blocked": blocked,
                 "repair": BLOCK_REASON_FIXES[BlockReason.JUDGE_UNCALIBRATED],
             }

@@ -36,6 +36,12 @@ BLOCK_REASON_FIXES: Mapping[BlockReason, str] = total(
             "The judge's calibration is past its expiry (the `judges:` entry's `expires_on`, or `max_age_days` from "
             "the calibration's date). Calibrate again (`evalglass calibrate`), then the host renews the entry."
         ),
+        BlockReason.CALIBRATION_UNAPPROVED: (
+            "The judge's calibration record is a file a pull request can write: the host reviews the record (its "
+            "agreement, its labels file, who changed it) and approves it by its fingerprint, `calibration:` under the "
+            "`judges:` entry (`evalglass calibrate` and `explain` print the line). An edited record needs approving "
+            "again."
+        ),
         BlockReason.GOLD_NOT_VALIDATED: (
             "This metric compares with reference answers. Review them, then mark the dataset as validated gold."
         ),

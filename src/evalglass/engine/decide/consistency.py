@@ -434,13 +434,15 @@ def _declared_gate_problems(
 
 
 def _recorded_standings(record: RunRecord) -> dict[str, JudgeStanding]:
-    """Each judge's standing as the run record snapshotted it (fingerprint, calibration, where it was served)."""
+    """Each judge's standing as the run record snapshotted it (fingerprint, calibration, where it was served, and
+    whether the calibration had to be the ledger's approved record, as the run decided)."""
     return {
         name: JudgeStanding(
             metric=name,
             fingerprint=fingerprint,
             calibration=record.calibrations.get(name),
             endpoint=record.judge_endpoints.get(name),
+            approved_record=record.judge_calibrations == "approved",
         )
         for name, fingerprint in record.judge_fingerprints.items()
     }

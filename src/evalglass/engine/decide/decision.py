@@ -172,6 +172,7 @@ def run_record(
             name: standing.calibration for name, standing in standings.items() if standing.calibration is not None
         },
         judge_gates="every" if standings else "plain",
+        judge_calibrations="approved" if standings else "found",
         baselines=baselines,
         scores_sha256=scores_sha256,
         usage=usage,

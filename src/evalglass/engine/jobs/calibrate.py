@@ -21,7 +21,13 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from evalglass.core.authority import AgreementInterval, CalibrationRecord, JudgeStanding
+from evalglass.core.authority import (
+    CALIBRATIONS_DIR,
+    AgreementInterval,
+    CalibrationRecord,
+    JudgeStanding,
+    calibration_line,
+)
 from evalglass.core.calibration import Calibration, CalibrationError
 from evalglass.core.endpoint import shown_endpoint
 from evalglass.engine.produce.cache import CacheMode
@@ -36,8 +42,6 @@ from evalglass.version import __version__
 
 if TYPE_CHECKING:
     from evalglass.lanes.judge import LabelledExample
-
-CALIBRATIONS_DIR = "calibrations"
 
 
 def calibration_path(base_dir: Path, name: str) -> Path:
@@ -240,9 +244,11 @@ def describe(record: CalibrationRecord, path: Path) -> str:
     lines.append(f"wrote {path}")
     lines.append(
         f"A gate on '{record.judge}' decides only while the ledger requires it, e.g. "
-        f"`judges: {{{record.judge}: {{min_agreement: 0.8}}}}`, and the interval's lower bound "
-        f"({interval.low:.3f}) meets that minimum."
+        f"`judges: {{{record.judge}: {{min_agreement: 0.8}}}}`, the interval's lower bound "
+        f"({interval.low:.3f}) meets that minimum, and the ledger approves this very record. After reviewing it, "
+        f"the host adds this line under the `judges: {record.judge}:` entry:"
     )
+    lines.append(f"  {calibration_line(record)}")
     return "\n".join(lines)
 
 

@@ -456,8 +456,9 @@ def recorded_call_totals(folder: Path, variants: tuple[str, ...] = (), *, compar
 def _judge_standings(config: Config, record: RunRecord, findings: list[Finding]) -> dict[str, JudgeStanding]:
     """Each judge's fingerprint and serving endpoint re-derived from its spec and the rubric hash the run recorded,
     with the calibration record the run snapshotted (a later recalibration does not change what this run decided
-    on). A record that keeps no endpoints was made before EvalGlass bound them and was decided without them; it is
-    re-derived the same way."""
+    on). A record that keeps no endpoints was made before EvalGlass bound them and was decided without them; one
+    without ``judge_calibrations`` was decided on the calibration record found, unapproved; each is re-derived the
+    same way."""
     standings: dict[str, JudgeStanding] = {}
     kept_endpoints = bool(record.judge_endpoints)
     for name, spec in config.judges.items():
@@ -473,7 +474,11 @@ def _judge_standings(config: Config, record: RunRecord, findings: list[Finding])
         if kept_endpoints and record.judge_endpoints.get(name) != endpoint:
             findings.append(Finding(f"runrecord.judge_endpoints.{name}", record.judge_endpoints.get(name), endpoint))
         standings[name] = JudgeStanding(
-            metric=name, fingerprint=derived, calibration=record.calibrations.get(name), endpoint=endpoint
+            metric=name,
+            fingerprint=derived,
+            calibration=record.calibrations.get(name),
+            endpoint=endpoint,
+            approved_record=record.judge_calibrations == "approved",
         )
     return standings
 
