@@ -400,8 +400,9 @@ class Config(BaseModel):
                         "recorded outputs as named outputs of one record with `compare` instead",
                     )
                 )
+        compared_metrics = set(self.compared_metrics)  # once: a property over every metric, asked per gate
         for name, gate in self.gates.items():
-            if gate.metric not in self.compared_metrics:
+            if gate.metric not in compared_metrics:
                 continue
             if gate.variant is not None:
                 problems.append(
