@@ -58,7 +58,6 @@ from evalglass.core.gates import (
 from evalglass.core.gatespec import GateSpec
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.scorecard import CheckSummary, MetricSummary, Scorecard
-from evalglass.core.variantnames import declared_metric
 from evalglass.engine.runs.artifacts import RUNRECORD_FILE, SCORECARD_FILE, load_json_model_and_bytes
 from evalglass.errors import SetupError, first_problem
 
@@ -387,16 +386,16 @@ def _declared_gate_problems(
     summary = metrics.get(spec.subject) if spec.check is None else None
     if spec.check is None and summary is None:
         return [f"gate '{name}' decides on metric '{spec.subject}', which the scorecard does not summarise"]
-    # Where the gate's judge was served (a variant's metric is the declared one's: variants change the task only).
-    # A record from before it was kept has none: that run was decided without the binding and is re-derived so.
-    served = record.judge_endpoints.get(declared_metric(spec.metric)) if spec.metric else None
-    # The judge a gate on a judge stands on (every kind of gate, or a plain one in a run recorded before that), found
-    # as the run found it.
-    judge = None
+    # The judge a gate on a judge stands on (every kind of gate, or a plain one in a run recorded before that), and
+    # where it was served when no standing carries it, found as the run found them. A record from before endpoints
+    # were kept has none: that run was decided without the binding and is re-derived so.
+    judge, served = (None, None)
     if spec.metric is not None:
-        every = record.judge_gates == "every"
-        judge, _ = decided_judge(
-            _recorded_standings(record), spec.metric, comparative=spec.compare_to is not None, every=every
+        judge, served = decided_judge(
+            _recorded_standings(record),
+            spec.metric,
+            comparative=spec.compare_to is not None,
+            every=record.judge_gates == "every",
         )
     authority = declared_gate_authority(
         record.ledger,

@@ -267,10 +267,10 @@ def _run_key(loaded: LoadedConfig, *, resuming: bool) -> CacheSecret | None:
     """The call cache's key, which seals a run's manifest (engine/runs/manifest.py). A new run that cannot have it
     (no home folder, a key file that would lie in the project) still runs, unsealed: it is the resume that needs the
     seal, and then the key's problem is the one line a resume prints."""
-    from evalglass.engine.produce.cachekey import CACHE_FILE, cache_secret
+    from evalglass.engine.produce.cachekey import cache_path, cache_secret
 
     try:
-        return cache_secret(loaded.base_dir / CACHE_FILE)
+        return cache_secret(cache_path(loaded))
     except SetupError:
         if resuming:
             raise
@@ -676,7 +676,7 @@ def _untrusted(prepared: _Prepared, scored: Scored) -> tuple[str, ...]:
     if not scored.untrusted_cache_entries:
         return ()
     from evalglass.engine.produce.cache import untrusted_warning
-    from evalglass.engine.produce.cachekey import CACHE_FILE
+    from evalglass.engine.produce.cachekey import cache_path
 
-    path = prepared.loaded.base_dir / CACHE_FILE
+    path = cache_path(prepared.loaded)
     return (untrusted_warning(path, scored.untrusted_cache_entries, prepared.key_source or "the cache key"),)

@@ -32,8 +32,12 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evalglass.errors import SetupError
+
+if TYPE_CHECKING:
+    from evalglass.engine.spec.config import LoadedConfig
 
 KEY_ENV = "EVALGLASS_CACHE_KEY"
 #: The call cache's file, in the config's folder.
@@ -42,6 +46,11 @@ KEY_FILE = "cache-key"
 #: Distinguishes this use of the environment's text from any other the same text may have.
 _ENV_DOMAIN = b"evalglass.cache-key/1\0"
 _WITHOUT = "or run with --no-cache"
+
+
+def cache_path(loaded: LoadedConfig) -> Path:
+    """The run's call cache: :data:`CACHE_FILE` in the config's folder."""
+    return loaded.base_dir / CACHE_FILE
 
 
 @dataclass(frozen=True, slots=True)

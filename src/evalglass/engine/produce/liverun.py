@@ -37,7 +37,7 @@ from evalglass.core.example import Example, ExampleBatch
 from evalglass.engine.datasets.dataset import BATCH, BadLine
 from evalglass.engine.datasets.source import DatasetSource
 from evalglass.engine.produce.cache import CacheMode, CallCache
-from evalglass.engine.produce.cachekey import CACHE_FILE
+from evalglass.engine.produce.cachekey import CACHE_FILE, cache_path
 from evalglass.engine.produce.interrupts import LoopStopper
 from evalglass.engine.produce.liveoutputs import OutputsWriter
 from evalglass.engine.produce.livescorer import ExampleResult, LiveParts, LiveScorer, ScoredColumns, rows_of
@@ -60,10 +60,6 @@ if TYPE_CHECKING:
 
 #: How long closing the lane's and judges' clients may take when the run ends (or is stopped).
 _CLOSE_S = 10.0
-
-
-def cache_path(loaded: LoadedConfig) -> Path:
-    return loaded.base_dir / CACHE_FILE
 
 
 def open_cache(loaded: LoadedConfig, mode: CacheMode, run: str | None = None) -> CallCache | None:
