@@ -18,8 +18,9 @@ another text beside a recorded state, and that is what the hash refuses. Nothing
 these scores (the metrics are not run again): the scores decide, and the digests (and their signature) say the
 kept outputs are the ones the run wrote next to them.
 
-Cost (BENCHMARKS.md): one ``orjson.dumps`` per batch on the run's thread, and a level-1 zlib pass on a thread of
-its own; about a fifth of the outputs' JSON on disk.
+Cost (BENCHMARKS.md): one ``orjson.dumps`` per batch on the run's thread (none for a batch whose outputs the dataset
+reader already wrote while checking it, :data:`~evalglass.core.example.OUTPUTS_JSON`), and a level-1 zlib pass on a
+thread of its own; about a fifth of the outputs' JSON on disk.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from typing import Any
 import orjson
 
 from evalglass import redaction
-from evalglass.core.example import Example, ExampleBatch
+from evalglass.core.example import OUTPUTS_JSON, Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.fingerprint import PREFIX, short
 from evalglass.core.runrecord import KeptOutputs, RunRecord
@@ -80,8 +81,10 @@ class KeptOutputsWriter:
 
     def add(self, batch: ExampleBatch | Sequence[Example | BadLine]) -> None:
         """One block: the batch's ids and outputs, as the dataset (or outputs file) recorded them."""
+        written: bytes | None = None
         if isinstance(batch, ExampleBatch):
             ids, outputs = batch.ids, batch.outputs
+            written = batch.derived(OUTPUTS_JSON, _none)  # the reader's dump of the outputs, when it made one
         else:
             ids = [item.id for item in batch]
             outputs = [ABSENT if isinstance(item, BadLine) else item.output for item in batch]
@@ -91,9 +94,12 @@ class KeptOutputsWriter:
         if ABSENT in outputs:  # identity first: a recorded value is never ABSENT by equality
             block["absent"] = [index for index, value in enumerate(outputs) if value is ABSENT]
             block["outputs"] = [None if value is ABSENT else value for value in outputs]
+            written = None
         self._examples += len(ids)
         self._raise_failure()
-        self._queue.put(self._redactor.json_bytes(_line(block)))
+        # orjson writes {"ids": [...], "outputs": [...]} as those two arrays between its own compact punctuation.
+        line = _line(block) if written is None else b'{"ids":' + orjson.dumps(ids) + b',"outputs":' + written + b"}\n"
+        self._queue.put(self._redactor.json_bytes(line))
 
     def _drain(self) -> None:
         compress, digest, write = self._zip.compress, self._hash.update, self._file.write
@@ -133,6 +139,10 @@ class KeptOutputsWriter:
     def abort(self) -> None:
         self._stop()
         self._file.abort()
+
+
+def _none() -> None:
+    return None
 
 
 def _line(block: dict[str, Any]) -> bytes:
