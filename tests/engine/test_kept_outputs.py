@@ -145,14 +145,20 @@ def test_outputs_the_dataset_reader_already_wrote_are_kept_byte_for_byte_as_a_fr
         remembered = [batch.derived(OUTPUTS_JSON, lambda: None) for batch in batches]  # type: ignore[union-attr]
         # Every row holds a colon inside a string, so no batch is flat enough to skip the dump: each one has it.
         assert all(written is not None for written in remembered)
-        (folder / "reused").mkdir()
-        (folder / "fresh").mkdir()
-        reused = KeptOutputsWriter(folder / "reused")
-        fresh = KeptOutputsWriter(folder / "fresh")
+        writers = {name: KeptOutputsWriter(make(folder / name)) for name in ("reused", "fresh", "items")}
         for batch in batches:
             assert isinstance(batch, ExampleBatch)
-            reused.add(batch)
-            fresh.add(ExampleBatch(ids=batch.ids, lines=batch.lines, records=batch.records, outputs=batch.outputs))
-        first, second = reused.commit(), fresh.commit()
-        assert first == second
-        assert (folder / "reused" / first.file).read_bytes() == (folder / "fresh" / second.file).read_bytes()
+            writers["reused"].add(batch)
+            writers["fresh"].add(
+                ExampleBatch(ids=batch.ids, lines=batch.lines, records=batch.records, outputs=batch.outputs)
+            )
+            writers["items"].add(batch.examples())  # the whole block written by one dump, as before the reuse
+        kept = {name: writer.commit() for name, writer in writers.items()}
+        assert kept["reused"] == kept["fresh"] == kept["items"]
+        files = {(folder / name / found.file).read_bytes() for name, found in kept.items()}
+        assert len(files) == 1
+
+
+def make(folder: Path) -> Path:
+    folder.mkdir()
+    return folder

@@ -25,12 +25,14 @@ thread of its own; about a fifth of the outputs' JSON on disk.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import queue
 import threading
 import zlib
 from collections.abc import Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -81,24 +83,29 @@ class KeptOutputsWriter:
 
     def add(self, batch: ExampleBatch | Sequence[Example | BadLine]) -> None:
         """One block: the batch's ids and outputs, as the dataset (or outputs file) recorded them."""
-        written: bytes | None = None
         if isinstance(batch, ExampleBatch):
             ids, outputs = batch.ids, batch.outputs
-            written = batch.derived(OUTPUTS_JSON, _none)  # the reader's dump of the outputs, when it made one
         else:
             ids = [item.id for item in batch]
             outputs = [ABSENT if isinstance(item, BadLine) else item.output for item in batch]
         if not ids:
             return
         block: dict[str, Any] = {"ids": ids, "outputs": outputs}
+        written: bytes | None = None
         if ABSENT in outputs:  # identity first: a recorded value is never ABSENT by equality
             block["absent"] = [index for index, value in enumerate(outputs) if value is ABSENT]
             block["outputs"] = [None if value is ABSENT else value for value in outputs]
-            written = None
+        elif isinstance(batch, ExampleBatch):
+            # The outputs as one array: the bytes the dataset reader wrote while checking the batch, when it did.
+            with contextlib.suppress(TypeError):  # a value orjson cannot write: _line says so below
+                written = batch.derived(OUTPUTS_JSON, partial(orjson.dumps, outputs))
         self._examples += len(ids)
         self._raise_failure()
         # orjson writes {"ids": [...], "outputs": [...]} as those two arrays between its own compact punctuation.
-        line = _line(block) if written is None else b'{"ids":' + orjson.dumps(ids) + b',"outputs":' + written + b"}\n"
+        if written is None:
+            line = _line(block)
+        else:
+            line = b"".join((b'{"ids":', orjson.dumps(ids), b',"outputs":', written, b"}\n"))
         self._queue.put(self._redactor.json_bytes(line))
 
     def _drain(self) -> None:
@@ -139,10 +146,6 @@ class KeptOutputsWriter:
     def abort(self) -> None:
         self._stop()
         self._file.abort()
-
-
-def _none() -> None:
-    return None
 
 
 def _line(block: dict[str, Any]) -> bytes:
