@@ -7,8 +7,10 @@ Each check runs in a fresh interpreter: the pytest process has imported ``scipy.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 # (p, df) pairs across the range the intervals use: small df (a few clusters), large df (10,000 examples), tails.
 POINTS = [
@@ -96,3 +98,48 @@ def test_a_package_already_imported_is_used_as_it_is() -> None:
         "print(json.dumps({'same': scipy_ufuncs() is scipy.special._ufuncs}))\n"
     )
     assert _run(code) == {"same": True}
+
+
+def _with_scipy_at(folder: Path, code: str) -> dict[str, object]:
+    """``code`` run where ``import scipy`` finds the package written under ``folder`` first."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(folder), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    loaded: dict[str, object] = json.loads(done.stdout)
+    return loaded
+
+
+def test_another_scipy_layout_is_read_through_the_ordinary_import(tmp_path: Path) -> None:
+    """A SciPy whose functions are not in ``scipy.special._ufuncs``: the public package, imported whole."""
+    special = tmp_path / "scipy" / "special"
+    special.mkdir(parents=True)
+    (tmp_path / "scipy" / "__init__.py").write_text("")
+    (special / "__init__.py").write_text(
+        "LAYOUT = 'other'\n"
+        "def stdtrit(df, p):\n    return 1.5\n"
+        "def stdtr(df, x):\n    return 0.25\n"
+        "def betaincinv(a, b, p):\n    return 0.125\n"
+    )
+    code = (
+        "import json, sys\n"
+        "from evalglass.core.stats._common import beta_quantile, t_cdf, t_quantile\n"
+        "found = [t_quantile(0.975, 10.0), t_cdf(2.0, 10.0), beta_quantile(0.5, 2.0, 3.0)]\n"
+        "package = sys.modules['scipy.special']\n"
+        "print(json.dumps({'found': found, 'layout': package.LAYOUT, 'stub': '__getattr__' in vars(package)}))\n"
+    )
+    assert _with_scipy_at(tmp_path, code) == {"found": [1.5, 0.25, 0.125], "layout": "other", "stub": False}
+
+
+def test_without_scipy_the_interval_says_how_to_install_it_and_leaves_no_half_package(tmp_path: Path) -> None:
+    (tmp_path / "scipy").mkdir()
+    (tmp_path / "scipy" / "__init__.py").write_text("raise ImportError('this SciPy cannot be imported')\n")
+    code = (
+        "import json, sys\n"
+        "from evalglass.core.stats._common import StatsDependencyError, t_quantile\n"
+        "try:\n    t_quantile(0.975, 10.0)\nexcept StatsDependencyError as exc:\n    said = str(exc)\n"
+        "print(json.dumps({'said': said, 'left': sorted(m for m in sys.modules if m.startswith('scipy'))}))\n"
+    )
+    found = _with_scipy_at(tmp_path, code)
+    assert found == {
+        "said": "this interval method needs scipy; install it with: pip install 'evalglass[stats]'",
+        "left": [],
+    }

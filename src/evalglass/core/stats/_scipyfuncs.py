@@ -41,7 +41,8 @@ _LOCK = threading.RLock()
 
 
 def scipy_ufuncs() -> ModuleType:
-    """The module holding ``stdtrit``, ``stdtr`` and ``betaincinv``: SciPy's own, loaded at the least cost.
+    """A module holding ``stdtrit``, ``stdtr`` and ``betaincinv``: SciPy's own, loaded at the least cost (the compiled
+    ufuncs module, or ``scipy.special`` itself when it is already imported or the ufuncs cannot be loaded alone).
 
     Raises what ``import scipy.special`` raises (ModuleNotFoundError without SciPy).
     """
@@ -54,8 +55,8 @@ def scipy_ufuncs() -> ModuleType:
                 return _load_ufuncs_alone()
             except Exception:  # another layout, a failed load, no SciPy: the ordinary import below says
                 _forget_deferred_package()
-        importlib.import_module(_PACKAGE)
-        return sys.modules[_UFUNCS]
+        # The public package holds the same functions under the same names, whatever module they live in.
+        return importlib.import_module(_PACKAGE)
 
 
 class _DeferredInit:
