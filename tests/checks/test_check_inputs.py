@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from evalglass.engine.spec.config import Config, definition_file_hashes
 from evalglass.lanes.checkinputs import (
     InputProblem,
+    check_host_files,
     find_module,
     input_hashes,
     unbound_inputs,
@@ -79,31 +80,34 @@ def test_inputs_and_the_target_cover_what_they_hold(project):
     assert found(project, ["pytest"], target="src") == ("runner 'pytest'",)
 
 
-def test_the_project_modules_a_named_script_imports_are_found_and_covered_by_inputs(project):
+def test_the_project_modules_a_named_script_imports_are_bound_not_named(project):
     """The script is hashed as a named file; what it imports from the project (its folder first, as `python
-    script.py` looks) is code it runs too, found without importing it."""
+    script.py` looks) is code it runs too: bound (lanes.checkinputs.check_host_files), so not said as unbound."""
     (project / "checks").mkdir()
     (project / "checks" / "run.py").write_text("import json\nimport rules\n")
     (project / "checks" / "rules.py").write_text("from pkg import *\nraise SystemExit('imported')\n")
-    (project / "src" / "pkg" / "__init__.py").write_text("")
     command = ["{python}", "checks/run.py", "{target}"]
-    # `pkg` is not importable from the script's folder or sys.path: not found, so not named (a limit).
-    assert found(project, command) == ("module file 'checks/rules.py' (imported by 'checks/run.py')",)
-    assert found(project, command, inputs=["checks/rules.py"]) == ()
-    assert found(project, command, inputs=["checks"]) == ()
-    assert found(project, command, target="checks") == ()  # what the target holds is expect_state's business
+    assert found(project, command) == ()
+    # `pkg` is not importable from the script's folder or sys.path: not found, so not bound (a limit).
+    assert check_host_files(CheckSpec(command=command), project) == ((project / "checks" / "rules.py").resolve(),)
 
 
-def test_a_module_of_the_project_is_covered_only_by_an_input_over_its_files(project):
-    (project / "selftest.py").write_text("raise SystemExit('imported while fingerprinting')\n")
+def test_a_module_of_the_project_run_with_m_is_bound_not_named(project):
+    (project / "selftest.py").write_text("import helpers\nraise SystemExit('imported while fingerprinting')\n")
+    (project / "helpers.py").write_text("")
     command = ["{python}", "-m", "selftest"]
-    assert found(project, command) == ("module 'selftest' (-m)",)
-    assert found(project, command, inputs=["tests"]) == ("module 'selftest' (-m)",)  # any input is not enough
-    assert found(project, command, inputs=["selftest.py"]) == ()
-    assert found(project, command, inputs=[{"module": "selftest"}]) == ()
-    dotted = ["{python}", "-m", "pkg.runner"]
+    assert found(project, command) == ()
+    assert check_host_files(CheckSpec(command=command), project) == (
+        (project / "selftest.py").resolve(),
+        (project / "helpers.py").resolve(),
+    )
+    dotted = ["{python}", "-m", "pkg"]
+    (project / "src" / "pkg" / "__main__.py").write_text("from . import runner\n")
     (project / "src" / "pkg" / "runner.py").write_text("")
-    assert found(project, dotted, cwd="src", inputs=[{"module": "pkg"}]) == ()
+    assert found(project, dotted, cwd="src") == ()
+    assert set(check_host_files(CheckSpec(command=dotted, cwd="src"), project)) == {
+        (project / "src" / "pkg" / name).resolve() for name in ("__init__.py", "__main__.py", "runner.py")
+    }
 
 
 def test_finding_a_module_imports_nothing(project, tmp_path):

@@ -1,20 +1,21 @@
-"""What a check runs besides its target: its declared ``inputs:`` hashed for its gates' fingerprints, and what its
-command names that no input binds.
+"""What a check runs besides its target: the host code its command runs by name, and its declared ``inputs:``,
+hashed for its gates' fingerprints; and what its command discovers that no input binds.
 
 A check's gate is approved for one fingerprint; what the fingerprint covers is what a pull request cannot change
-without making the approval stale. The check's declaration and the files its command names literally are covered
-(``engine.spec.config``). The code a test runner *discovers* is not on the command line: ``pytest tests`` names a
-folder, ``python -m unittest discover`` names a module, ``make test`` a runner. A check declares that code under
+without making the approval stale. The check's declaration and the files inside the config folder its command
+names literally are covered (``engine.spec.config``). What the command runs by name besides, wherever it lies, is
+found here and bound (:func:`check_host_files`): what a named script imports, a ``-m`` module and ``-c`` code with
+what they import, pytest's ``conftest.py`` and configuration, looked up where the child looks (its declared
+``PYTHONPATH`` included). The code a test runner *discovers* is not on the command line: ``pytest tests`` names a
+folder, ``python -m unittest discover`` names a tool, ``make test`` a runner. A check declares that code under
 ``inputs:`` (paths, globs, importable modules), hashed here; :func:`unbound_inputs` finds, by class, what the
 command runs that no input covers, so ``explain``, ``preflight`` and the run can say so and ``require_binding``
 can block on it:
 
 * any word of the command that resolves (from the check's ``cwd``) to a folder inside the config folder;
-* any module a Python interpreter is told to run (``-m X``);
+* any module a Python interpreter is told to run (``-m X``) that is not host code (the project's own is bound);
 * any word naming a program that discovers what it runs (:data:`RUNNERS`: test runners, build tools, package
-  managers' ``test`` scripts);
-* any module of the project (inside the config folder) that a Python script the command names imports, transitively
-  (``lanes.hostimports``: import statements read, nothing imported; the script itself is hashed as a named file).
+  managers' ``test`` scripts).
 
 A folder is covered by an input at or above it (a glob counts by its literal folder), or by the check's target.
 A module is covered by a module input naming it or a package above it, or by any path input its files lie
@@ -22,8 +23,9 @@ under. A runner, and a module that is not the project's own code (``-m pytest``)
 cannot know which files that is, so any declared input covers it (the person declaring ``inputs:`` says what it
 runs), as does a target holding the check's working folder.
 
-Modules are found the way the check's interpreter would look them up (its working folder first, then this
-interpreter's ``sys.path``), without importing anything: importing host code while fingerprinting would run it.
+Modules are found the way the check's interpreter would look them up (its working folder first, then its declared
+``PYTHONPATH``, then this interpreter's ``sys.path``), without importing anything: importing host code while
+fingerprinting would run it.
 """
 
 from __future__ import annotations
@@ -38,7 +40,13 @@ from pathlib import Path
 
 from evalglass.core.fingerprint import fingerprint_of
 from evalglass.lanes.checkspec import CheckConfigError, CheckSpec, ModuleInput, resolve_within
-from evalglass.lanes.hostimports import MAX_HOST_FILES, TooManyHostFiles, find_top_level, imported_host_files
+from evalglass.lanes.hostimports import (
+    find_top_level,
+    imported_host_files,
+    is_host_file,
+    module_host_files,
+    source_host_files,
+)
 from evalglass.lanes.targetstate import Budget, Ignore, TargetUnavailable, fingerprint_target
 
 __all__ = [
@@ -47,7 +55,9 @@ __all__ = [
     "RUNNERS",
     "SKIPPED_FOLDERS",
     "InputProblem",
+    "check_host_files",
     "command_words",
+    "declared_python_path",
     "find_module",
     "input_hashes",
     "input_label",
@@ -152,6 +162,7 @@ def input_hashes(spec: CheckSpec, base_dir: Path, leave_out: Collection[Path] = 
     it would change with every approval of the gate it binds). Raises :class:`InputProblem`."""
     root = base_dir.resolve()
     cwd = root / (spec.cwd or ".")
+    path = declared_python_path(spec, cwd)
     budget = Budget(max_files=INPUTS_MAX_FILES, max_bytes=INPUTS_MAX_BYTES)
     left_out = {os.path.realpath(path) for path in leave_out}
 
@@ -163,7 +174,7 @@ def input_hashes(spec: CheckSpec, base_dir: Path, leave_out: Collection[Path] = 
         label = input_label(entry)
         try:
             if isinstance(entry, ModuleInput):
-                hashes[label] = _module_fingerprint(entry.module, cwd, budget, ignore)
+                hashes[label] = _module_fingerprint(entry.module, cwd, path, budget, ignore)
             else:
                 hashes[label] = _path_fingerprint(entry, root, budget, ignore)
         except TargetUnavailable as exc:
@@ -208,8 +219,8 @@ def _path_fingerprint(entry: str, root: Path, budget: Budget, ignore: Ignore) ->
     return state.fingerprint
 
 
-def _module_fingerprint(name: str, cwd: Path, budget: Budget, ignore: Ignore) -> str:
-    found = find_module(name, cwd)
+def _module_fingerprint(name: str, cwd: Path, path: Sequence[str], budget: Budget, ignore: Ignore) -> str:
+    found = find_module(name, cwd, path)
     if found is None:
         raise CheckConfigError(f"no module {name!r} is importable from the check's cwd or this interpreter's path")
     locations = _module_files(found)
@@ -257,22 +268,38 @@ def _validated_bytecode(full: str, relpath: str) -> bool:
     return flags <= 0b11 and (not hash_based or check_source)
 
 
-def find_module(name: str, cwd: Path) -> ModuleSpec | None:
+def find_module(name: str, cwd: Path, path: Sequence[str] = ()) -> ModuleSpec | None:
     """Where ``name`` would be imported from by ``python -m`` in ``cwd``, found without importing it or any
     package above it (``importlib.util.find_spec`` imports the parents of a dotted name, running their code).
 
-    The top-level name is looked up in ``cwd`` first, then through this interpreter's finders (``sys.path``,
-    editable installs); each further part inside the package found so far. Limits: the check's own environment
-    (``PYTHONPATH`` in its ``env:``) is not consulted, and a package that extends its ``__path__`` at import time
-    is seen without the extension.
+    The top-level name is looked up in ``cwd`` first, then in ``path`` (the check's declared ``PYTHONPATH``,
+    :func:`declared_python_path`), then through this interpreter's finders (``sys.path``, editable installs); each
+    further part inside the package found so far. Limit: a package that extends its ``__path__`` at import time is
+    seen without the extension.
     """
     parts = name.split(".")
-    found = find_top_level(parts[0], (str(cwd),))
+    found = find_top_level(parts[0], (str(cwd), *path))
     for depth in range(1, len(parts)):
         if found is None or found.submodule_search_locations is None:
             return None
         found = PathFinder.find_spec(".".join(parts[: depth + 1]), list(found.submodule_search_locations))
     return found
+
+
+def declared_python_path(spec: CheckSpec, cwd: Path) -> tuple[str, ...]:
+    """The folders the check's declared ``PYTHONPATH`` puts on a Python child's ``sys.path`` (after the script's
+    folder or the working folder, before the interpreter's own path), resolved from the check's ``cwd`` as the
+    child resolves them. A declared value replaces the inherited one; an inherited one is this process's too, so
+    its folders are on the ``sys.path`` the scan falls back to. An entry holding ``{`` (a placeholder EvalGlass
+    does not expand in ``env:``) names no folder."""
+    declared = spec.env.get("PYTHONPATH")
+    if declared is None:
+        return ()
+    return tuple(
+        str((cwd / entry).resolve()) if entry else str(cwd)
+        for entry in declared.split(os.pathsep)
+        if "{" not in entry and "\x00" not in entry
+    )
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -304,55 +331,127 @@ def split_words(text: str) -> list[str]:
 def unbound_inputs(spec: CheckSpec, base_dir: Path) -> tuple[str, ...]:
     """What the check's command runs that neither its ``inputs:`` nor its target binds, one phrase each in
     command order (``folder 'tests'``, ``module 'unittest' (-m)``, ``runner 'pytest'``); empty when everything
-    it names is bound. Never raises: an input that cannot be resolved covers nothing."""
+    it names is bound. What the command names that is host code is bound by :func:`check_host_files`, so only
+    what is *discovered* is said here. Never raises: an input that cannot be resolved covers nothing."""
     root = base_dir.resolve()
     cwd = (root / (spec.cwd or ".")).resolve()
+    path = declared_python_path(spec, cwd)
     words = command_words(spec)
-    covering = _covering_paths(spec, root, cwd)
+    covering = _covering_paths(spec, root, cwd, path)
     module_inputs = [entry.module for entry in spec.inputs if isinstance(entry, ModuleInput)]
     # A runner (or a tool run with -m) reads what it finds: declared inputs say what that is.
-    discovery_bound = bool(spec.inputs) or any(path == cwd or path in cwd.parents for path in covering)
+    discovery_bound = bool(spec.inputs) or any(folder == cwd or folder in cwd.parents for folder in covering)
     found: list[str] = []
-    for word in _path_words(words):
+    modules = dict(_python_modules(words))
+    # A module's name is no folder's even when a package folder of that name lies in cwd: it is said as a module.
+    for word in _path_words([word for at, word in enumerate(words) if at not in modules]):
         folder = _folder_named(word, cwd, root)
         if folder is not None and not _covered(folder, covering):
             found.append(f"folder {_shown(folder, root)!r}")
-    modules = dict(_python_modules(words))
     for module in modules.values():
-        if not _module_covered(module, cwd, root, covering, module_inputs, discovery_bound):
+        if not _module_covered(module, cwd, path, module_inputs, discovery_bound):
             found.append(f"module {module!r} (-m)")
     for at, word in enumerate(words):
         runner = None if at in modules else _runner(word)  # `-m pytest` is said once, as a module
         if runner is not None and not discovery_bound:
             found.append(f"runner {runner!r}")
-    for script in _scripts(_path_words(words), cwd, root):
-        # A script named on the command line is hashed (engine.spec.config); the project's modules it imports are
-        # what it runs besides, found as `python script.py` would (the script's folder first).
-        try:
-            imports = imported_host_files(script, (str(script.parent),))
-        except TooManyHostFiles:
-            found.append(f"more than {MAX_HOST_FILES:,} modules imported by {_shown(script, root)!r}")
-            continue
-        for imported in imports:
-            if (imported == root or root in imported.parents) and not _covered(imported, covering):
-                found.append(f"module file {_shown(imported, root)!r} (imported by {_shown(script, root)!r})")
     return tuple(dict.fromkeys(found))
 
 
-def _scripts(words: Iterator[str], cwd: Path, root: Path) -> Iterator[Path]:
-    """The Python source files inside the config folder that the command names."""
+#: The files pytest reads on its own from the folder it starts in and the folders above it: its configuration
+#: (which decides what is collected, which plugins load, which options apply) and ``conftest.py`` (code it runs).
+PYTEST_IMPLICIT = ("conftest.py", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+
+
+def check_host_files(spec: CheckSpec, base_dir: Path) -> tuple[Path, ...]:
+    """The host code (``lanes.hostimports.is_host_file``) the check's command runs by name, besides the files
+    inside the config folder its words name (hashed as such, ``engine.spec.config``): hashed into its gates'
+    fingerprints, wherever the files lie.
+
+    * a Python script the command names (``.py``, or a ``#!`` line naming Python): the script itself when it lies
+      outside the config folder, and the host modules it imports, transitively, found as ``python script.py``
+      finds them (its folder first, then the declared ``PYTHONPATH``, then this interpreter's path);
+    * a module run with ``-m`` (its file, its packages' ``__init__``, a package's ``__main__``) and inline code run
+      with ``-c``, with what they import, found from the check's ``cwd``;
+    * when the command runs Python: the ``sitecustomize``/``usercustomize`` module the child's ``site`` imports
+      through that path, and the module ``PYTHONBREAKPOINT`` names;
+    * when it runs pytest: the ``conftest.py`` and configuration files (:data:`PYTEST_IMPLICIT`) in its ``cwd`` and
+      each folder above it up to the repository's root (the first folder holding ``.git``; without one, the config
+      folder), the modules those ``conftest.py`` import, and each plugin named with ``-p``.
+
+    Raises ``TooManyHostFiles`` when one scan reaches more than ``MAX_HOST_FILES`` of the project's files.
+    """
+    root = base_dir.resolve()
+    cwd = (root / (spec.cwd or ".")).resolve()
+    path = declared_python_path(spec, cwd)
+    words = command_words(spec)
+    from_cwd = (str(cwd), *path)
+    found: dict[Path, None] = {}
+    scripts = list(_scripts(_path_words(words), cwd))
+    for script in scripts:
+        if not script.is_relative_to(root):
+            found[script] = None  # a file inside the folder is hashed as a named file already
+        found.update(dict.fromkeys(imported_host_files(script, (str(script.parent), *path))))
+    runs = list(_python_runs(words))
+    for _, option, value in runs:
+        if option == "-c":
+            found.update(dict.fromkeys(source_host_files(value, from_cwd)))
+        else:
+            found.update(dict.fromkeys(module_host_files(value, from_cwd)))
+            found.update(dict.fromkeys(module_host_files(f"{value}.__main__", from_cwd)))
+    if scripts or runs or any(_PYTHON.match(os.path.basename(word)) for word in words):
+        for name in ("sitecustomize", "usercustomize"):
+            found.update(dict.fromkeys(module_host_files(name, path)))
+        breakpoint_hook = spec.env.get("PYTHONBREAKPOINT", "")
+        if breakpoint_hook not in {"", "0"} and "." in breakpoint_hook:
+            found.update(dict.fromkeys(module_host_files(breakpoint_hook.rpartition(".")[0], from_cwd)))
+    if any(value == "pytest" for _, option, value in runs if option == "-m") or any(
+        _runner(word) in {"pytest", "py.test"} for word in words
+    ):
+        found.update(dict.fromkeys(_pytest_files(words, cwd, root, path)))
+    return tuple(file for file in found if is_host_file(file))
+
+
+def _pytest_files(words: Sequence[str], cwd: Path, root: Path, path: Sequence[str]) -> Iterator[Path]:
+    """What pytest reads besides the tests it collects (see :func:`check_host_files`)."""
+    stop = next((folder for folder in (cwd, *cwd.parents) if (folder / ".git").exists()), root)
+    folders = [cwd, *cwd.parents]
+    for folder in folders[: folders.index(stop) + 1] if stop in folders else [cwd]:
+        for name in PYTEST_IMPLICIT:
+            candidate = folder / name
+            if candidate.is_file():
+                yield candidate
+                if name == "conftest.py":  # pytest puts a conftest's folder first on sys.path (`prepend` mode)
+                    yield from imported_host_files(candidate, (str(folder), str(cwd), *path))
+    for at, word in enumerate(words[:-1]):
+        plugin = words[at + 1]
+        if word == "-p" and not plugin.startswith("no:"):
+            yield from module_host_files(plugin, (str(cwd), *path))
+
+
+def _scripts(words: Iterator[str], cwd: Path) -> Iterator[Path]:
+    """The Python source files the command names: a ``.py`` word, or a file whose ``#!`` line names Python."""
     for word in words:
-        if not word.endswith(".py") or "{" in word or "\x00" in word:
+        if not word or "{" in word or "\x00" in word or (not word.endswith(".py") and os.sep not in word):
             continue
         try:
             candidate = (cwd / word).resolve()
         except (OSError, RuntimeError):
             continue
-        if root in candidate.parents and candidate.is_file():
+        if candidate.is_file() and (word.endswith(".py") or _python_shebang(candidate)):
             yield candidate
 
 
-def _covering_paths(spec: CheckSpec, root: Path, cwd: Path) -> list[Path]:
+def _python_shebang(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            first = handle.readline(256)
+    except OSError:
+        return False
+    return first.startswith(b"#!") and b"python" in first
+
+
+def _covering_paths(spec: CheckSpec, root: Path, cwd: Path, path: Sequence[str]) -> list[Path]:
     """The folders and files the inputs and the target bind (a glob by its literal folder; a module by its files)."""
     paths: list[Path] = []
     literals = [_split_glob(entry)[0] for entry in spec.inputs if isinstance(entry, str)]
@@ -365,7 +464,7 @@ def _covering_paths(spec: CheckSpec, root: Path, cwd: Path) -> list[Path]:
             continue
     for entry in spec.inputs:
         if isinstance(entry, ModuleInput):
-            found = find_module(entry.module, cwd)
+            found = find_module(entry.module, cwd, path)
             if found is not None:
                 paths.extend(location.resolve() for location in _module_files(found))
     return paths
@@ -403,36 +502,44 @@ def _shown(path: Path, root: Path) -> str:
 
 def _python_modules(words: Sequence[str]) -> Iterator[tuple[int, str]]:
     """(position, name) of each module a Python interpreter among the words is told to run with ``-m``."""
+    for position, option, value in _python_runs(words):
+        if option == "-m":
+            yield position, value
+
+
+def _python_runs(words: Sequence[str]) -> Iterator[tuple[int, str, str]]:
+    """(position, ``-m`` or ``-c``, the module or the code) of each thing a Python interpreter among the words is
+    told to run by name or inline."""
     for at, word in enumerate(words):
         if not _PYTHON.match(os.path.basename(word)):
             continue
         rest = enumerate(words[at + 1 :], start=at + 1)
         for position, option in rest:
-            if option == "-m":
-                module = next(rest, None)
-                if module is not None and module[1]:
-                    yield module
+            if option in {"-m", "-c"}:
+                value = next(rest, None)
+                if value is not None and value[1]:
+                    yield value[0], option, value[1]
                 break
-            if option.startswith("-m"):
-                yield position, option[2:]
+            if option.startswith(("-m", "-c")) and not option.startswith("--"):
+                yield position, option[:2], option[2:]
                 break
             if option in _PYTHON_OPTIONS_WITH_ARGUMENT:
                 next(rest, None)
                 continue
-            if option == "-c" or not option.startswith("-"):
-                break  # inline code (in the declaration, so covered) or a script (hashed as a named file)
+            if not option.startswith("-"):
+                break  # a script (hashed as a named file, its imports bound by check_host_files)
 
 
 def _module_covered(
-    module: str, cwd: Path, root: Path, covering: Sequence[Path], module_inputs: Sequence[str], discovery_bound: bool
+    module: str, cwd: Path, path: Sequence[str], module_inputs: Sequence[str], discovery_bound: bool
 ) -> bool:
+    """A module of the project (host code) is bound by :func:`check_host_files`; any other (``-m pytest``, a
+    tool) reads what it finds, which declared inputs say."""
     if any(module == named or module.startswith(named + ".") for named in module_inputs):
         return True
-    found = find_module(module, cwd)
-    files = [] if found is None else [location.resolve() for location in _module_files(found)]
-    projects = [path for path in files if path == root or root in path.parents]
-    if projects:  # the project's own code: bound only by an input over its files
-        return all(_covered(path, covering) for path in projects)
+    found = find_module(module, cwd, path)
+    if found is not None and any(is_host_file(location) for location in _module_files(found)):
+        return True
     return discovery_bound
 
 

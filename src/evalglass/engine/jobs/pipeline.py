@@ -37,6 +37,7 @@ from evalglass.engine.runs.artifacts import (
     RUNRECORD_FILE,
     SCORECARD_FILE,
     ScoresWriter,
+    earlier_definition_files,
     write_model,
     write_text,
 )
@@ -625,7 +626,14 @@ def _finish(
         standings=standings,
         comparative=comparative,
         ledger_where=ledger.gate_where(),
-        stale=stale_causes(config, loaded.definition_files, ledger.ledger, gate_fingerprints),
+        stale=stale_causes(
+            config,
+            loaded.definition_files,
+            ledger.ledger,
+            gate_fingerprints,
+            # The runs beside this one: an earlier run made when an approval was fresh names what changed since.
+            earlier=lambda: earlier_definition_files(folder.parent, leave_out=folder),
+        ),
     )
     judged = None
     if any(spec.judged_tally() is not None for spec in config.metrics.values()):

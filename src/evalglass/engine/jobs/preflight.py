@@ -30,6 +30,7 @@ from evalglass.core.authority import (
 from evalglass.core.evaluators import evaluator_labels
 from evalglass.core.preflight import GatePreview, Preflight, Standing
 from evalglass.engine.datasets.datasetfile import comparison_identity, gold_fingerprint_of
+from evalglass.engine.runs.artifacts import earlier_definition_files
 from evalglass.engine.runs.runlocator import RunLocator
 from evalglass.engine.spec.config import LoadedConfig, load_config
 from evalglass.engine.spec.ledger import LoadedLedger, check_against_config, load_ledger, refuse_unpinned_ledger
@@ -63,7 +64,11 @@ def preflight(
         from evalglass.engine.jobs.calibrate import judge_standings
 
         standings = judge_standings(loaded)
-    causes = stale_causes(config, loaded.definition_files, ledger.ledger, fingerprints)
+    # The runs `evalglass run` makes in this folder by default: one made when an approval was fresh names what changed.
+    runs = Path(".evalglass") / "runs"
+    causes = stale_causes(
+        config, loaded.definition_files, ledger.ledger, fingerprints, earlier=lambda: earlier_definition_files(runs)
+    )
     previews = [
         _preview(
             loaded,
