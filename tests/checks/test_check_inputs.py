@@ -4,6 +4,7 @@ the fingerprint they had."""
 
 from __future__ import annotations
 
+import os
 import py_compile
 import sys
 from pathlib import Path
@@ -364,3 +365,105 @@ def test_an_input_holding_the_ledger_does_not_change_when_the_gate_is_approved(t
     assert config.gate_fingerprint("g", definition_file_hashes(config, tmp_path)) == before
     (tmp_path / "tests" / "test_x.py").write_text("x = 1\n")
     assert config.gate_fingerprint("g", definition_file_hashes(config, tmp_path)) != before
+
+
+# --- host code a check runs by name (check_host_files) ----------------------------------------------------------
+
+
+def bound(project: Path, command: list[str] | str, **fields: Any) -> list[str]:
+    """What check_host_files binds, by path from the project's parent (the repository holding `evals/`)."""
+    shell = {"shell": True} if isinstance(command, str) else {}
+    spec = CheckSpec(command=command, **shell, **fields)
+    return sorted(path.relative_to(project.parent.resolve()).as_posix() for path in check_host_files(spec, project))
+
+
+def test_a_declared_pythonpath_is_looked_in_after_the_scripts_folder(project):
+    """`PYTHONPATH: ../lib` (relative to the check's cwd, as the child resolves it) finds `lib/verdicts.py`; a module
+    of the same name in the script's own folder comes first, as it does for `python check.py`."""
+    lib = project.parent / "lib"
+    lib.mkdir()
+    (lib / "verdicts.py").write_text("import deep\n")
+    (lib / "deep.py").write_text("")
+    (project / "check.py").write_text("import verdicts\n")
+    command = ["{python}", "check.py"]
+    assert bound(project, command) == []  # without the declared path the child could not import it either
+    assert bound(project, command, env={"PYTHONPATH": "../lib"}) == ["lib/deep.py", "lib/verdicts.py"]
+    assert bound(project, command, env={"PYTHONPATH": f"/nonexistent{os.pathsep}../lib"}) == [
+        "lib/deep.py",
+        "lib/verdicts.py",
+    ]
+    (project / "verdicts.py").write_text("")
+    assert bound(project, command, env={"PYTHONPATH": "../lib"}) == ["evals/verdicts.py"]
+    assert find_module("deep", project, ((lib).as_posix(),)) is not None
+
+
+def test_inline_code_a_shebang_script_and_site_hooks_are_bound(project):
+    (project / "helpers.py").write_text("")
+    assert bound(project, ["{python}", "-c", "import helpers; helpers"]) == ["evals/helpers.py"]
+    assert bound(project, ["python3", "-chelpers = __import__('x')\nimport helpers"]) == ["evals/helpers.py"]
+    tools = project.parent / "tools"
+    tools.mkdir()
+    (tools / "run").write_text("#!/usr/bin/env python3\nimport helpers\n")
+    (tools / "helpers.py").write_text("")
+    assert bound(project, ["../tools/run"]) == ["tools/helpers.py", "tools/run"]
+    (tools / "run").write_text("#!/bin/sh\nexit 0\n")
+    assert bound(project, ["../tools/run"]) == []  # not Python: nothing of it is read as imports
+    (tools / "sitecustomize.py").write_text("import helpers\n")
+    (tools / "hook.py").write_text("def stop():\n    pass\n")
+    env = {"PYTHONPATH": "../tools", "PYTHONBREAKPOINT": "hook.stop"}
+    assert bound(project, ["{python}", "check.py"], env=env) == [
+        "tools/helpers.py",
+        "tools/hook.py",
+        "tools/sitecustomize.py",
+    ]
+    assert bound(project, ["echo", "hi"], env=env) == []  # no Python runs: its start-up hooks do not either
+
+
+def test_pytest_s_own_files_are_bound_up_to_the_repository_root(project):
+    repo = project.parent
+    (repo / "conftest.py").write_text("import fixturehelp\n")
+    (repo / "fixturehelp.py").write_text("")
+    (repo / "pyproject.toml").write_text("")
+    (project / "pytest.ini").write_text("")
+    (project / "myplugin.py").write_text("")
+    command = ["{python}", "-m", "pytest", "-p", "myplugin", "-p", "no:cacheprovider", "tests"]
+    # Without a repository root the walk stops at the config folder (what lies above may be the machine's).
+    assert bound(project, command) == ["evals/myplugin.py", "evals/pytest.ini"]
+    (repo / ".git").mkdir()
+    expected = ["conftest.py", "evals/myplugin.py", "evals/pytest.ini", "fixturehelp.py", "pyproject.toml"]
+    assert bound(project, command) == expected
+    assert bound(project, "cd . && pytest -p myplugin tests") == expected
+    assert bound(project, ["{python}", "-m", "unittest"]) == []  # another runner: its files are inputs: to declare
+
+
+def test_binding_a_checks_host_code_imports_nothing(project, tmp_path):
+    marker = tmp_path / "ran"
+    (project / "noisy.py").write_text(f"open({str(marker)!r}, 'w').write('x')\n")
+    (project / "check.py").write_text("import noisy\n")
+    assert bound(project, ["{python}", "check.py"]) == ["evals/noisy.py"]
+    assert bound(project, ["{python}", "-m", "noisy"]) == ["evals/noisy.py"]
+    assert not marker.exists() and "noisy" not in sys.modules
+
+
+@pytest.mark.parametrize("variable", ["PYTHONHOME", "PYTHONPLATLIBDIR", "PYTHONSTARTUP", "PYTHONUSERBASE"])
+def test_a_variable_that_changes_what_python_loads_is_refused_in_env(variable):
+    with pytest.raises(ValueError, match=f"env {variable} changes which code Python loads"):
+        CheckSpec(command=["{python}", "check.py"], env={variable: "x"})
+
+
+def test_a_gate_binds_its_checks_host_code_and_keeps_its_fingerprint_without_any(tmp_path):
+    (tmp_path / "check.py").write_text("import json\n")
+    declared = {"command": ["{python}", "check.py"]}
+
+    def fingerprint() -> str:
+        config = Config.model_validate({**_BASE, "checks": {"suite": declared}, "gates": {"g": {"check": "suite"}}})
+        files = definition_file_hashes(config, tmp_path)
+        return config.gate_fingerprint("g", files)
+
+    before = fingerprint()
+    assert before == fingerprint()
+    (tmp_path / "verdicts.py").write_text("OK = True\n")
+    (tmp_path / "check.py").write_text("import json\nimport verdicts\n")
+    with_helper = fingerprint()
+    (tmp_path / "verdicts.py").write_text("OK = False\n")
+    assert fingerprint() != with_helper

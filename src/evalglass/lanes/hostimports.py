@@ -161,9 +161,14 @@ def module_host_files(name: str, first: Sequence[str] = ()) -> tuple[Path, ...]:
 
 def imported_host_files(path: Path, first: Sequence[str] = ()) -> tuple[Path, ...]:
     """The host modules a standalone source file (a script run by path, a metric loaded from its file) imports,
-    transitively; ``first``: folders looked in before ``sys.path`` (a script's own folder)."""
+    transitively; ``first``: folders looked in before ``sys.path`` (a script's own folder). A script without the
+    ``.py`` suffix (run through its ``#!`` line) is read all the same: its suffix says nothing about its text."""
     own = path.resolve()
-    return tuple(found for found in _closure([(own, "")], first) if found != own)
+    if own.suffix == ".py":
+        start = [(own, "")]
+    else:
+        start = [found for name in dict.fromkeys(_imports(own, "")) for found in _chain(name, first)]
+    return tuple(found for found in _closure(start, first) if found != own)
 
 
 def source_host_files(source: str, first: Sequence[str] = ()) -> tuple[Path, ...]:
