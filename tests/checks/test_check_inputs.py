@@ -406,6 +406,11 @@ def test_inline_code_a_shebang_script_and_site_hooks_are_bound(project):
     (tools / "run").write_text("#!/usr/bin/env python3\nimport helpers\n")
     (tools / "helpers.py").write_text("")
     assert bound(project, ["../tools/run"]) == ["tools/helpers.py", "tools/run"]
+    assert bound(project, [str(tools / "run")]) == []  # an absolute path is the machine's, as a program on PATH is
+    venv = project.parent / ".venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "pytest").write_text("#!/abs/path/of/this/machine/python\nimport helpers\n")
+    assert bound(project, ["../.venv/bin/pytest"]) == []  # an environment's launcher: the machine's too
     (tools / "run").write_text("#!/bin/sh\nexit 0\n")
     assert bound(project, ["../tools/run"]) == []  # not Python: nothing of it is read as imports
     (tools / "sitecustomize.py").write_text("import helpers\n")
@@ -423,7 +428,8 @@ def test_pytest_s_own_files_are_bound_up_to_the_repository_root(project):
     repo = project.parent
     (repo / "conftest.py").write_text("import fixturehelp\n")
     (repo / "fixturehelp.py").write_text("")
-    (repo / "pyproject.toml").write_text("")
+    (repo / "pyproject.toml").write_text("[project]\nname = 'x'\n\n[tool.pytest.ini_options]\naddopts = '-q'\n")
+    (repo / "setup.cfg").write_text("[metadata]\nname = x\n")  # no [tool:pytest]: not pytest's to read
     (project / "pytest.ini").write_text("")
     (project / "myplugin.py").write_text("")
     command = ["{python}", "-m", "pytest", "-p", "myplugin", "-p", "no:cacheprovider", "tests"]

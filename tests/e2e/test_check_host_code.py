@@ -63,6 +63,15 @@ def stale_reason(found: dict[str, Any]) -> str:
     return str(message)
 
 
+def sorted_runs(project: Project) -> list[str]:
+    """The run folders other than the last, oldest first."""
+    runs = project.root / ".evalglass" / "runs"
+    return sorted(
+        (folder.name for folder in runs.iterdir() if folder != project.last_run()),
+        key=lambda name: (runs / name).stat().st_mtime,
+    )
+
+
 def recorded_code(project: Project) -> dict[str, str]:
     record = json.loads((project.last_run() / "runrecord.json").read_text())
     return dict(record["definition_files"].get("code:suite", {}))
@@ -84,6 +93,9 @@ def test_a_helper_outside_the_config_folder_on_the_declared_pythonpath_is_bound(
     code, found = decided(project)
     assert code == 1
     assert "changed ../lib/verdicts.py" in stale_reason(found)
+    # The reason was named from an earlier run's files; the record keeps them, so verify re-derives it alone.
+    shutil.rmtree(project.root / ".evalglass" / "runs" / sorted_runs(project)[0])
+    assert project.cli("verify", str(project.last_run())).code == 0
     helper.write_text(STRICT)  # undone: the same bytes, the same approval
     assert decided(project)[0] == 0
 
@@ -183,6 +195,7 @@ def test_an_approval_from_before_check_code_was_bound_is_stale_and_says_so(tmp_p
 
 # --- a python metric approved without its definition ------------------------------------------------------------
 
+
 SCORER = "from hostlib.rules import KEEP\n\n\ndef score(output, record):\n    return 1.0 if KEEP else 0.0\n"
 
 
@@ -208,6 +221,13 @@ def test_a_stale_python_metric_without_definition_names_the_changed_host_file(tm
     code, found = decided(project, "accuracy")
     assert code == 1
     assert "changed ../hostlib/rules.py" in stale_reason(found)
+    record = json.loads((project.last_run() / "runrecord.json").read_text())
+    (kept,) = record["approved_files"]  # the approved hashes, from the run made when the host approved
+    assert sorted(kept["imports:host"]) == ["../hostlib/__init__.py", "../hostlib/rules.py"]
+    assert (
+        kept["imports:host"]["../hostlib/rules.py"] != record["definition_files"]["imports:host"]["../hostlib/rules.py"]
+    )
+    assert project.cli("verify", str(project.last_run())).code == 0
     preview = project.cli("preflight", "--format", "json")
     assert "changed ../hostlib/rules.py" in preview.out, preview.err
 

@@ -359,8 +359,18 @@ def unbound_inputs(spec: CheckSpec, base_dir: Path) -> tuple[str, ...]:
 
 
 #: The files pytest reads on its own from the folder it starts in and the folders above it: its configuration
-#: (which decides what is collected, which plugins load, which options apply) and ``conftest.py`` (code it runs).
-PYTEST_IMPLICIT = ("conftest.py", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+#: (which decides what is collected, which plugins load, which options apply) and ``conftest.py`` (code it runs),
+#: each with the text that makes pytest read it (None: always read). A shared file without pytest's section is not
+#: pytest's configuration (a dependency bump in ``pyproject.toml`` does not make a check's approval stale); adding
+#: the section adds the file to what is bound, which changes the fingerprint too.
+PYTEST_IMPLICIT: dict[str, bytes | None] = {
+    "conftest.py": None,
+    "pytest.ini": None,
+    ".pytest.ini": None,
+    "pyproject.toml": b"[tool.pytest",
+    "tox.ini": b"[pytest]",
+    "setup.cfg": b"[tool:pytest]",
+}
 
 
 def check_host_files(spec: CheckSpec, base_dir: Path) -> tuple[Path, ...]:
@@ -417,9 +427,9 @@ def _pytest_files(words: Sequence[str], cwd: Path, root: Path, path: Sequence[st
     stop = next((folder for folder in (cwd, *cwd.parents) if (folder / ".git").exists()), root)
     folders = [cwd, *cwd.parents]
     for folder in folders[: folders.index(stop) + 1] if stop in folders else [cwd]:
-        for name in PYTEST_IMPLICIT:
+        for name, section in PYTEST_IMPLICIT.items():
             candidate = folder / name
-            if candidate.is_file():
+            if candidate.is_file() and (section is None or section in _read(candidate)):
                 yield candidate
                 if name == "conftest.py":  # pytest puts a conftest's folder first on sys.path (`prepend` mode)
                     yield from imported_host_files(candidate, (str(folder), str(cwd), *path))
@@ -430,16 +440,29 @@ def _pytest_files(words: Sequence[str], cwd: Path, root: Path, path: Sequence[st
 
 
 def _scripts(words: Iterator[str], cwd: Path) -> Iterator[Path]:
-    """The Python source files the command names: a ``.py`` word, or a file whose ``#!`` line names Python."""
+    """The Python source files the command names by a relative path: a ``.py`` word, or a file whose ``#!`` line
+    names Python. An absolute path (``/usr/bin/pytest``) and a file in an environment (``../.venv/bin/pytest``,
+    whose ``#!`` line holds the machine's interpreter path) are the machine's, as programs on ``PATH`` are."""
     for word in words:
-        if not word or "{" in word or "\x00" in word or (not word.endswith(".py") and os.sep not in word):
+        if not word or "{" in word or "\x00" in word or os.path.isabs(word):
             continue
+        if not word.endswith(".py") and "/" not in word:
+            continue  # a program looked up on PATH, not a file from cwd
         try:
             candidate = (cwd / word).resolve()
         except (OSError, RuntimeError):
             continue
+        if any(part in SKIPPED_FOLDERS for part in candidate.parts):
+            continue
         if candidate.is_file() and (word.endswith(".py") or _python_shebang(candidate)):
             yield candidate
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
 
 
 def _python_shebang(path: Path) -> bool:

@@ -46,10 +46,13 @@ def stale_causes(
     ledger: Ledger,
     current: Mapping[str, str] | None = None,
     earlier: EarlierFiles | None = None,
+    used: list[dict[str, dict[str, str]]] | None = None,
 ) -> dict[str, str]:
     """Per declared gate whose active approval is stale, what changed, when it can be told (see the module).
     ``current`` holds the gate fingerprints when the caller has them already; ``earlier`` gives earlier runs'
-    ``definition_files``, read at most once and only for a gate binding files that no ``definition:`` explains."""
+    ``definition_files``, read at most once and only for a gate binding files that no ``definition:`` explains;
+    ``used`` receives the bound files of each earlier run a reason was named from (what a run records, so that
+    ``verify`` re-derives the same reason from the record alone)."""
     causes: dict[str, str] = {}
     remembered: list[Mapping[str, dict[str, str]]] | None = None
 
@@ -72,7 +75,7 @@ def stale_causes(
         if cause is None and approval.definition is not None:
             cause = _changed_fields(approval.definition, config.gate_definition(name, files))
         if cause is None and approval.definition is None:
-            cause = bound_files_change(config, name, files, approval.fingerprint, earlier_files)
+            cause = bound_files_change(config, name, files, approval.fingerprint, earlier_files, used)
         if cause is not None:
             causes[name] = cause
     return causes
@@ -101,7 +104,8 @@ def bound_files_change(
     name: str,
     files: dict[str, dict[str, str]],
     approved: str,
-    earlier: Callable[[], Iterable[Mapping[str, dict[str, str]]]],
+    earlier: EarlierFiles,
+    used: list[dict[str, dict[str, str]]] | None = None,
 ) -> str | None:
     """Which files the gate binds changed since ``approved``, told without the approved ``definition:`` (see the
     module); None for a gate that binds no host code beyond its config (nothing to name)."""
@@ -113,6 +117,8 @@ def bound_files_change(
     for before in earlier():
         then = {key: dict(before[key]) for key in keys if before.get(key)}
         if then != bound and config.gate_fingerprint(name, {**rest, **then}) == approved:
+            if used is not None and then not in used:
+                used.append(then)
             return (
                 "files it binds changed since approval (an earlier run with the approved fingerprint kept their "
                 f"hashes; the declaration is unchanged): {_file_changes(then, bound)}"
