@@ -252,3 +252,28 @@ def test_without_an_earlier_run_an_added_file_is_named_and_a_change_is_said_to_b
     reason = stale_reason(found)
     assert code == 1 and "which cannot be told" in reason and "no earlier run at hand" in reason
     assert "It binds ../hostlib/__init__.py, ../hostlib/rules.py, scorer.py" in reason
+
+
+def test_preflight_says_what_a_check_metric_s_per_example_check_leaves_unbound(tmp_path):
+    """A gate on a `check` metric binds the check's declaration and host code; what its command discovers (`pytest
+    tests` without `inputs:`) is not bound, and preflight says so for the metric gate too, active or not."""
+    project = make_project(tmp_path)
+    write(project.evals / "tests" / "test_x.py", "def test_x():\n    pass\n")
+    config = base_config(
+        metrics={"ok": {"type": "check", "check": "solution"}},
+        gates={"solutions": {"metric": "ok", "proposed_threshold": 0.5}},
+    )
+    config["checks"] = {"solution": {"command": ["{python}", "-m", "pytest", "-q", "tests", "{target}"]}}
+    project.write_config(config)
+
+    def notes() -> list[str]:
+        result = project.cli("preflight", "--format", "json")
+        assert result.code in (0, 1), result.err
+        (gate,) = [g for g in result.json()["gates"] if g["name"] == "solutions"]
+        return [note for note in gate["notes"] if "does not bind its test code" in note]
+
+    (said,) = notes()
+    assert "check 'solution'" in said and "folder 'tests'" in said and "module 'pytest' (-m)" in said
+    config["checks"]["solution"]["inputs"] = ["tests"]
+    project.write_config(config)
+    assert notes() == []

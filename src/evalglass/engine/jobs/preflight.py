@@ -105,6 +105,13 @@ def preflight(
     )
 
 
+def _per_example_unbound(loaded: LoadedConfig, metric: str) -> tuple[str, ...]:
+    """The notes of the checks a metric runs per example whose commands run code no input binds."""
+    checks = loaded.config.metrics[metric].check_references().values()
+    found = ((check, unbound_inputs(loaded.config.checks[check], loaded.base_dir)) for check in checks)
+    return tuple(unbound_inputs_text(check, unbound) for check, unbound in found if unbound)
+
+
 def _preview(
     loaded: LoadedConfig,
     ledger: LoadedLedger,
@@ -137,10 +144,14 @@ def _preview(
     evaluators = evaluator_labels(config.gate_evaluators(name))
     # What the check's run records too (lanes.checkinputs), from the same declaration and files.
     unbound = unbound_inputs(config.checks[gate.check], loaded.base_dir) if gate.check is not None else ()
+    # A gate on a `check` metric binds the check it runs per example as a check gate does, and leaves what that
+    # check's command discovers unbound alike: said here (a run records no per-example check's unbound inputs, and
+    # `require_binding` is for check gates; docs/checks.md).
+    per_example = _per_example_unbound(loaded, gate.metric) if gate.metric is not None else ()
     forecast = _forecast(gate, comparative, authority.margin) if gate.compare_to is not None else None
     if not authority.active:
         # Said before activation too: the host approves a fingerprint that would not cover that code.
-        said = (unbound_inputs_text(gate.subject, unbound),) if unbound else ()
+        said = ((unbound_inputs_text(gate.subject, unbound),) if unbound else ()) + per_example
         return GatePreview(
             name,
             gate.decided_subject,
@@ -152,7 +163,7 @@ def _preview(
             forecast=forecast,
         )
     reasons = list(authority.reasons)
-    notes = authority.notes
+    notes = (*authority.notes, *per_example)
     if gate.check is not None and authority.require_binding and gate.expect_state is None:
         reasons.append(check_unbound_reason(gate.check))
     if unbound and authority.require_binding:
