@@ -473,3 +473,19 @@ def test_a_gate_binds_its_checks_host_code_and_keeps_its_fingerprint_without_any
     with_helper = fingerprint()
     (tmp_path / "verdicts.py").write_text("OK = False\n")
     assert fingerprint() != with_helper
+
+
+def test_a_pythonpath_the_command_assigns_is_looked_in_and_an_unbindable_variable_is_named(project):
+    lib = project.parent / "lib"
+    lib.mkdir()
+    (lib / "verdicts.py").write_text("")
+    (project / "check.py").write_text("import verdicts\n")
+    assert bound(project, "PYTHONPATH=../lib python check.py") == ["lib/verdicts.py"]
+    assert bound(project, ["env", "PYTHONPATH=../lib", "{python}", "check.py"]) == ["lib/verdicts.py"]
+    assert bound(project, ["sh", "-c", "PYTHONPATH=$HOME/lib python check.py"]) == []  # not expanded: no folder
+    assert found(project, "PYTHONUSERBASE=/tmp/u python check.py") == (
+        "variable 'PYTHONUSERBASE' (set in the command)",
+    )
+    assert found(project, ["env", "PYTHONHOME=/x", "PYTHONHOME=/y", "{python}", "check.py"]) == (
+        "variable 'PYTHONHOME' (set in the command)",
+    )

@@ -39,7 +39,7 @@ from importlib.machinery import ModuleSpec, PathFinder
 from pathlib import Path
 
 from evalglass.core.fingerprint import fingerprint_of
-from evalglass.lanes.checkspec import CheckConfigError, CheckSpec, ModuleInput, resolve_within
+from evalglass.lanes.checkspec import UNBINDABLE_ENV, CheckConfigError, CheckSpec, ModuleInput, resolve_within
 from evalglass.lanes.hostimports import (
     find_top_level,
     imported_host_files,
@@ -55,6 +55,7 @@ __all__ = [
     "RUNNERS",
     "SKIPPED_FOLDERS",
     "InputProblem",
+    "assigned_unbindable",
     "check_host_files",
     "command_words",
     "declared_python_path",
@@ -287,18 +288,30 @@ def find_module(name: str, cwd: Path, path: Sequence[str] = ()) -> ModuleSpec | 
 
 
 def declared_python_path(spec: CheckSpec, cwd: Path) -> tuple[str, ...]:
-    """The folders the check's declared ``PYTHONPATH`` puts on a Python child's ``sys.path`` (after the script's
-    folder or the working folder, before the interpreter's own path), resolved from the check's ``cwd`` as the
-    child resolves them. A declared value replaces the inherited one; an inherited one is this process's too, so
-    its folders are on the ``sys.path`` the scan falls back to. An entry holding ``{`` (a placeholder EvalGlass
-    does not expand in ``env:``) names no folder."""
-    declared = spec.env.get("PYTHONPATH")
-    if declared is None:
-        return ()
+    """The folders the check's ``PYTHONPATH`` puts on a Python child's ``sys.path`` (after the script's folder or
+    the working folder, before the interpreter's own path), resolved from the check's ``cwd`` as the child resolves
+    them: the one its ``env:`` declares, and any the command itself assigns (``env PYTHONPATH=lib python x.py``,
+    ``sh -c "PYTHONPATH=lib python x.py"``), each looked in (which one the child sees is the shell's business; the
+    scan binds what any of them finds). A declared value replaces the inherited one; an inherited one is this
+    process's too, so its folders are on the ``sys.path`` the scan falls back to. An entry holding ``{`` or ``$`` (a
+    placeholder or a variable the scan does not expand) names no folder."""
+    values = [spec.env["PYTHONPATH"]] if "PYTHONPATH" in spec.env else []
+    values += [word.split("=", 1)[1] for word in command_words(spec) if word.startswith("PYTHONPATH=")]
     return tuple(
-        str((cwd / entry).resolve()) if entry else str(cwd)
-        for entry in declared.split(os.pathsep)
-        if "{" not in entry and "\x00" not in entry
+        dict.fromkeys(
+            str((cwd / entry).resolve()) if entry else str(cwd)
+            for value in values
+            for entry in value.split(os.pathsep)
+            if not any(char in entry for char in "{$\x00")
+        )
+    )
+
+
+def assigned_unbindable(spec: CheckSpec) -> tuple[str, ...]:
+    """The variables of ``lanes.checkspec.UNBINDABLE_ENV`` the command assigns itself (``PYTHONUSERBASE=x python
+    ...``): refused in ``env:``, named unbound here (a word of a command has no line of its own to refuse it at)."""
+    return tuple(
+        dict.fromkeys(word.split("=", 1)[0] for word in command_words(spec) if word.split("=", 1)[0] in UNBINDABLE_ENV)
     )
 
 
@@ -355,6 +368,8 @@ def unbound_inputs(spec: CheckSpec, base_dir: Path) -> tuple[str, ...]:
         runner = None if at in modules else _runner(word)  # `-m pytest` is said once, as a module
         if runner is not None and not discovery_bound:
             found.append(f"runner {runner!r}")
+    # What Python loads under these is beyond any binding: no input covers it.
+    found += [f"variable {name!r} (set in the command)" for name in assigned_unbindable(spec)]
     return tuple(dict.fromkeys(found))
 
 
