@@ -36,6 +36,10 @@ MAX_COMBINATIONS = 512
 #: Most files named in one reason (the rest are counted).
 MAX_NAMED_FILES = 8
 
+#: Most bound files tried left out, one at a time, for a file added since approval: each try hashes the gate's whole
+#: definition, so a gate binding thousands of files is not searched (its reason says it cannot tell instead).
+MAX_LEFT_OUT = 256
+
 #: Earlier runs' ``definition_files`` (newest first), read only when a gate's staleness needs them.
 EarlierFiles = Callable[[], Iterable[Mapping[str, dict[str, str]]]]
 
@@ -123,7 +127,8 @@ def bound_files_change(
                 "files it binds changed since approval (an earlier run with the approved fingerprint kept their "
                 f"hashes; the declaration is unchanged): {_file_changes(then, bound)}"
             )
-    for key, labelled in bound.items():
+    searched = sum(len(labelled) for labelled in bound.values()) <= MAX_LEFT_OUT
+    for key, labelled in bound.items() if searched else ():
         for label in labelled:
             without = {**rest, **bound, key: {other: h for other, h in labelled.items() if other != label}}
             if config.gate_fingerprint(name, {k: v for k, v in without.items() if v}) == approved:
