@@ -489,3 +489,19 @@ def test_a_pythonpath_the_command_assigns_is_looked_in_and_an_unbindable_variabl
     assert found(project, ["env", "PYTHONHOME=/x", "PYTHONHOME=/y", "{python}", "check.py"]) == (
         "variable 'PYTHONHOME' (set in the command)",
     )
+
+
+def test_a_conftest_in_a_package_binds_the_packages_above_it_and_its_relative_imports(project):
+    """pytest imports such a conftest.py as a module of its package: each `__init__.py` above it runs, and a relative
+    import resolves against the package."""
+    (project.parent / ".git").mkdir()
+    suite = project / "suite"
+    suite.mkdir()
+    (suite / "__init__.py").write_text("")
+    (suite / "conftest.py").write_text("from .fixtures import strict\n")
+    (suite / "fixtures.py").write_text("")
+    assert bound(project, ["pytest", "-q"], cwd="suite") == [
+        "evals/suite/__init__.py",
+        "evals/suite/conftest.py",
+        "evals/suite/fixtures.py",
+    ]

@@ -446,12 +446,26 @@ def _pytest_files(words: Sequence[str], cwd: Path, root: Path, path: Sequence[st
             candidate = folder / name
             if candidate.is_file() and (section is None or section in _read(candidate)):
                 yield candidate
-                if name == "conftest.py":  # pytest puts a conftest's folder first on sys.path (`prepend` mode)
-                    yield from imported_host_files(candidate, (str(folder), str(cwd), *path))
+                if name == "conftest.py":
+                    yield from _conftest_files(candidate, cwd, path)
     for at, word in enumerate(words[:-1]):
         plugin = words[at + 1]
         if word == "-p" and not plugin.startswith("no:"):
             yield from module_host_files(plugin, (str(cwd), *path))
+
+
+def _conftest_files(conftest: Path, cwd: Path, path: Sequence[str]) -> tuple[Path, ...]:
+    """What importing a ``conftest.py`` runs, as pytest (``prepend`` import mode) imports it: in a folder holding
+    ``__init__.py``, as a module of that package (each ``__init__.py`` above it runs, relative imports resolve), with
+    the first folder above the package put first on ``sys.path``; otherwise with its own folder first."""
+    base, parts = conftest.parent, ["conftest"]
+    while (base / "__init__.py").is_file() and base.parent != base:
+        parts.insert(0, base.name)
+        base = base.parent
+    first = (str(base), str(cwd), *path)
+    if len(parts) == 1:
+        return imported_host_files(conftest, first)
+    return module_host_files(".".join(parts), first)
 
 
 def _scripts(words: Iterator[str], cwd: Path) -> Iterator[Path]:

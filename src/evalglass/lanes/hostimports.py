@@ -28,11 +28,11 @@ outside it.
 Closed, by class (each a way host code runs that a pull request could change with the approval left fresh): the
 imports of a python metric's file or module, wherever they lie; of a checker script a check names, and that script
 itself outside the config folder; of a module a check runs with ``-m`` (its ``__main__`` too) and of ``-c`` code; a
-``sitecustomize``/``usercustomize`` and a ``PYTHONBREAKPOINT`` module a Python check's child loads through its
-path; pytest's ``conftest.py`` (with its imports) and configuration files from a pytest check's ``cwd`` up to the
-repository's root, and its ``-p`` plugins. Variables that change what the child loads in ways a scan cannot follow
-(``PYTHONHOME``, ``PYTHONPLATLIBDIR``, ``PYTHONSTARTUP``, ``PYTHONUSERBASE``) are refused in a check's ``env:``
-(``lanes.checkspec.UNBINDABLE_ENV``).
+``sitecustomize``/``usercustomize`` and a ``PYTHONBREAKPOINT`` module a Python check's child loads through its path;
+pytest's ``conftest.py`` (with its imports and its packages' ``__init__``) and configuration files from a pytest
+check's ``cwd`` up to the repository's root, and its ``-p`` plugins. Variables that change what the child loads in
+ways a scan cannot follow (``PYTHONHOME``, ``PYTHONPLATLIBDIR``, ``PYTHONSTARTUP``, ``PYTHONUSERBASE``) are refused
+in a check's ``env:`` (``lanes.checkspec.UNBINDABLE_ENV``) and named unbound when its command assigns them.
 
 Limits, said in docs/config.md and docs/checks.md: a dynamic import (``importlib.import_module(name)``,
 ``__import__``, ``exec``), a module a package's ``__init__`` adds to its ``__path__`` at import time, and data files
