@@ -412,7 +412,10 @@ def test_inline_code_a_shebang_script_and_site_hooks_are_bound(project):
     (venv / "pytest").write_text("#!/abs/path/of/this/machine/python\nimport helpers\n")
     assert bound(project, ["../.venv/bin/pytest"]) == []  # an environment's launcher: the machine's too
     (tools / "run").write_text("#!/bin/sh\nexit 0\n")
-    assert bound(project, ["../tools/run"]) == []  # not Python: nothing of it is read as imports
+    (tools / "lib.sh").write_text("helpers() { :; }\n")
+    # Outside the config folder, a file the command names by a relative path is bound by its bytes (a shell script
+    # and what it sources alike: `sh ../tools/run ../tools/lib.sh`); not Python, so nothing is read as imports.
+    assert bound(project, ["sh", "../tools/run", "../tools/lib.sh"]) == ["tools/lib.sh", "tools/run"]
     (tools / "sitecustomize.py").write_text("import helpers\n")
     (tools / "hook.py").write_text("def stop():\n    pass\n")
     env = {"PYTHONPATH": "../tools", "PYTHONBREAKPOINT": "hook.stop"}
@@ -505,3 +508,19 @@ def test_a_conftest_in_a_package_binds_the_packages_above_it_and_its_relative_im
         "evals/suite/conftest.py",
         "evals/suite/fixtures.py",
     ]
+
+
+def test_a_folder_outside_the_config_folder_is_named_unbound(project):
+    """No input can bind a folder outside the config folder (inputs stay inside it): the runner that discovers code
+    there is said to, whatever inputs are declared, so `require_binding` blocks on it."""
+    (project.parent / "tests").mkdir()
+    command = ["{python}", "-m", "pytest", "../tests"]
+    assert found(project, command, inputs=["tests"]) == (
+        "folder '../tests' (outside the config folder: no input binds it)",
+    )
+    absolute = ["pytest", str(project.parent / "tests")]
+    assert found(project, absolute, inputs=["tests"]) == ()  # outside any repository: the machine's
+    (project.parent / ".git").mkdir()  # inside the repository, an absolute path (a CI checkout's) is the project's
+    assert found(project, absolute, inputs=["tests"]) == (
+        "folder '../tests' (outside the config folder: no input binds it)",
+    )

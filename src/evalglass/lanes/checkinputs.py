@@ -360,7 +360,10 @@ def unbound_inputs(spec: CheckSpec, base_dir: Path) -> tuple[str, ...]:
     for word in _path_words([word for at, word in enumerate(words) if at not in modules]):
         folder = _folder_named(word, cwd, root)
         if folder is not None and not _covered(folder, covering):
-            found.append(f"folder {_shown(folder, root)!r}")
+            outside = (
+                "" if folder == root or root in folder.parents else " (outside the config folder: no input binds it)"
+            )
+            found.append(f"folder {_shown(folder, root)!r}{outside}")
     for module in modules.values():
         if not _module_covered(module, cwd, path, module_inputs, discovery_bound):
             found.append(f"module {module!r} (-m)")
@@ -412,10 +415,16 @@ def check_host_files(spec: CheckSpec, base_dir: Path) -> tuple[Path, ...]:
     words = command_words(spec)
     from_cwd = (str(cwd), *path)
     found: dict[Path, None] = {}
-    scripts = list(_scripts(_path_words(words), cwd))
+    for word in _path_words(words):
+        # A file outside the config folder named by a relative path (`bash ../tools/check.sh`): the project's. A file
+        # inside it is hashed as a named file already (engine.spec.config.check_argv_file_hashes).
+        named = _relative_target(word, cwd, root)
+        if named is not None and named.is_file() and not named.is_relative_to(root):
+            found[named] = None
+    scripts = list(_scripts(_path_words(words), cwd, root))
     for script in scripts:
         if not script.is_relative_to(root):
-            found[script] = None  # a file inside the folder is hashed as a named file already
+            found[script] = None
         found.update(dict.fromkeys(imported_host_files(script, (str(script.parent), *path))))
     runs = list(_python_runs(words))
     for _, option, value in runs:
@@ -439,7 +448,7 @@ def check_host_files(spec: CheckSpec, base_dir: Path) -> tuple[Path, ...]:
 
 def _pytest_files(words: Sequence[str], cwd: Path, root: Path, path: Sequence[str]) -> Iterator[Path]:
     """What pytest reads besides the tests it collects (see :func:`check_host_files`)."""
-    stop = next((folder for folder in (cwd, *cwd.parents) if (folder / ".git").exists()), root)
+    stop = _repository_root(cwd) or root
     folders = [cwd, *cwd.parents]
     for folder in folders[: folders.index(stop) + 1] if stop in folders else [cwd]:
         for name, section in PYTEST_IMPLICIT.items():
@@ -468,22 +477,16 @@ def _conftest_files(conftest: Path, cwd: Path, path: Sequence[str]) -> tuple[Pat
     return module_host_files(".".join(parts), first)
 
 
-def _scripts(words: Iterator[str], cwd: Path) -> Iterator[Path]:
-    """The Python source files the command names by a relative path: a ``.py`` word, or a file whose ``#!`` line
-    names Python. An absolute path (``/usr/bin/pytest``) and a file in an environment (``../.venv/bin/pytest``,
-    whose ``#!`` line holds the machine's interpreter path) are the machine's, as programs on ``PATH`` are."""
+def _scripts(words: Iterator[str], cwd: Path, root: Path) -> Iterator[Path]:
+    """The Python source files the command names: a ``.py`` word, or a file whose ``#!`` line names Python, where
+    :func:`_relative_target` finds the project's. An absolute path outside the repository (``/usr/bin/pytest``) and
+    a file in an environment (``../.venv/bin/pytest``, whose ``#!`` line holds the machine's interpreter path) are
+    the machine's, as programs on ``PATH`` are."""
     for word in words:
-        if not word or "{" in word or "\x00" in word or os.path.isabs(word):
-            continue
         if not word.endswith(".py") and "/" not in word:
             continue  # a program looked up on PATH, not a file from cwd
-        try:
-            candidate = (cwd / word).resolve()
-        except (OSError, RuntimeError):
-            continue
-        if any(part in SKIPPED_FOLDERS for part in candidate.parts):
-            continue
-        if candidate.is_file() and (word.endswith(".py") or _python_shebang(candidate)):
+        candidate = _relative_target(word, cwd, root, allow_absolute=True)
+        if candidate is not None and candidate.is_file() and (word.endswith(".py") or _python_shebang(candidate)):
             yield candidate
 
 
@@ -537,19 +540,42 @@ def _path_words(words: Sequence[str]) -> Iterator[str]:
 
 
 def _folder_named(word: str, cwd: Path, root: Path) -> Path | None:
+    """The folder a word names: inside the config folder, or outside it by a relative path (``../tests``: the
+    project's, and no input can bind it); an absolute path or an environment folder is the machine's."""
+    candidate = _relative_target(word, cwd, root, allow_absolute=True)
+    if candidate is None or not candidate.is_dir():
+        return None
+    return candidate
+
+
+def _relative_target(word: str, cwd: Path, root: Path, *, allow_absolute: bool = False) -> Path | None:
+    """Where a word resolves from ``cwd``, when that can be the project's: inside the config folder (by any path
+    when ``allow_absolute``), or outside it by a relative path, or by an absolute one inside the repository holding
+    the config folder (a CI checkout's path is known in advance); not in an environment folder, and host code."""
     if not word or "{" in word or "\x00" in word:
         return None
     try:
         candidate = (cwd / word).resolve()
     except (OSError, RuntimeError):
         return None
-    if candidate != root and root not in candidate.parents:
-        return None  # outside the config folder: the machine's, and a check may not reach there anyway
-    return candidate if candidate.is_dir() else None
+    if candidate == root or root in candidate.parents:
+        return candidate if allow_absolute or not os.path.isabs(word) else None
+    if os.path.isabs(word):
+        repository = _repository_root(cwd)
+        if repository is None or not candidate.is_relative_to(repository):
+            return None
+    if any(part in SKIPPED_FOLDERS for part in candidate.parts):
+        return None
+    return candidate if is_host_file(candidate) else None
+
+
+def _repository_root(cwd: Path) -> Path | None:
+    """The first folder at or above ``cwd`` holding ``.git``: where the project's files end."""
+    return next((folder for folder in (cwd, *cwd.parents) if (folder / ".git").exists()), None)
 
 
 def _shown(path: Path, root: Path) -> str:
-    return path.relative_to(root).as_posix() if path != root else "."
+    return Path(os.path.relpath(path, root)).as_posix()
 
 
 def _python_modules(words: Sequence[str]) -> Iterator[tuple[int, str]]:
