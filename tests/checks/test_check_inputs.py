@@ -4,8 +4,10 @@ the fingerprint they had."""
 
 from __future__ import annotations
 
+import json
 import os
 import py_compile
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -524,3 +526,36 @@ def test_a_folder_outside_the_config_folder_is_named_unbound(project):
     assert found(project, absolute, inputs=["tests"]) == (
         "folder '../tests' (outside the config folder: no input binds it)",
     )
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    edges=st.lists(st.tuples(st.integers(0, 4), st.integers(0, 4)), max_size=8),
+    in_lib=st.lists(st.booleans(), min_size=5, max_size=5),
+    entry=st.sets(st.integers(0, 4), max_size=3),
+)
+def test_everything_the_child_imports_of_the_project_is_bound(tmp_path_factory, edges, in_lib, entry):
+    """Whatever modules of the project a checker script imports (beside it, or through the `PYTHONPATH` the check
+    declares, outside the config folder), the real child process imports none that the binding leaves out."""
+    repo = tmp_path_factory.mktemp("repo")
+    root, lib = repo / "evals", repo / "lib"
+    root.mkdir()
+    lib.mkdir()
+    for index in range(5):
+        imports = "".join(f"import m{target}\n" for source, target in edges if source == index and target > index)
+        ((lib if in_lib[index] else root) / f"m{index}.py").write_text(imports)
+    report = "import json, sys\nprint(json.dumps(sorted(getattr(m, '__file__', None) or '' for m in list(sys.modules.values()))))\n"
+    (root / "check.py").write_text("".join(f"import m{index}\n" for index in sorted(entry)) + report)
+    spec = CheckSpec(command=["{python}", "check.py"], env={"PYTHONPATH": "../lib"})
+    done = subprocess.run(
+        [sys.executable, "check.py"],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": "../lib"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    ran = {
+        Path(file).resolve() for file in json.loads(done.stdout) if file and Path(file).resolve().is_relative_to(repo)
+    }
+    assert ran - {(root / "check.py").resolve()} <= set(check_host_files(spec, root))
