@@ -1,0 +1,332 @@
+"""Other tools' files as a sloppy producer or someone after an unearned green writes them: every case is measured,
+an error with a reason, a malformed sample counted, or one line naming the file (exit 2) — never a sample silently
+left out, a silent 0.0, a traceback or a gold made stale by a new run of the same samples."""
+
+from __future__ import annotations
+
+import copy
+import json
+import tempfile
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evalglass.core.example import Example
+from evalglass.core.score import Score, Status
+from evalglass.metrics.base import BuildContext
+from evalglass.metrics.registry import parse_metric_spec
+from tests.e2e.project import run_cli
+from tests.tools.test_tool_results import (
+    FIXTURES,
+    INSPECT,
+    LM_EVAL,
+    OPENAI_EVALS,
+    PROMPTFOO,
+    examples,
+    inspect_member,
+    metric,
+    run,
+)
+
+RESULTS = next((FIXTURES / "lm-eval").glob("results_*.json"))
+RECORDED = {"m": {"type": "recorded_score", "scorer": "match"}}
+
+
+def inspect_members() -> dict[str, Any]:
+    with zipfile.ZipFile(INSPECT) as archive:
+        names = archive.namelist()
+    return {name: inspect_member(name) for name in names if name.endswith(".json")}
+
+
+def write_inspect(path: Path, members: dict[str, Any]) -> Path:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, value in members.items():
+            archive.writestr(name, json.dumps(value))
+    return path
+
+
+def inspect_log(tmp_path: Path, change: Callable[[dict[str, Any]], object]) -> Path:
+    members = inspect_members()
+    change(members)
+    return write_inspect(tmp_path / "log.eval", members)
+
+
+def diagnostics(found: dict[str, Any]) -> dict[str, int]:
+    return {d["code"]: d["count"] for d in found["population"]["top_diagnostics"]}
+
+
+# -- a sample the tool declared but the file does not hold is not silently left out ----------------------------------
+
+
+def test_inspect_samples_missing_from_the_log_are_errors_not_left_out(tmp_path: Path) -> None:
+    """A log cut short (a cancelled run, members deleted) must not raise the rate by leaving its samples out."""
+
+    def drop(members: dict[str, Any]) -> None:
+        for name in ("samples/cap-03_epoch_1.json", "samples/cap-03_epoch_2.json", "samples/cap-09_epoch_2.json"):
+            del members[name]
+        members["header.json"]["status"] = "cancelled"
+
+    result = run(tmp_path, inspect_log(tmp_path, drop), "inspect", RECORDED)
+    assert result.code == 0, result.err
+    found = metric(result.json(), "m")
+    assert found["population"]["expected"] == 12  # every declared sample is an example
+    # cap-07 (failed in inspect), cap-03 (absent) and cap-09 (an epoch absent: its mean is not known)
+    assert found["population"]["excluded_by_status"] == {"error": 3}
+    assert diagnostics(found) == {"tool_sample_failed": 3}
+    examples_ = {e.id: e for e in examples("inspect", tmp_path / "evals" / "log.eval")}
+    absent = examples_["cap-03"].fields["output"]
+    assert [o["epoch"] for o in absent] == [1, 2]
+    assert "holds no result for this sample" in absent[0]["error"] and "cancelled" in absent[0]["error"]
+    assert [o.get("error") is not None for o in examples_["cap-09"].fields["output"]] == [False, True]
+
+
+def test_promptfoo_results_missing_from_the_file_are_errors_not_left_out(tmp_path: Path) -> None:
+    document = json.loads(PROMPTFOO.read_text())
+    rows = document["results"]["results"]
+    document["results"]["results"] = [row for row in rows if row["testIdx"] not in (4, 11)]  # test 2 ep 1, 5 ep 2
+    path = tmp_path / "cut.json"
+    path.write_text(json.dumps(document))
+    result = run(tmp_path, path, "promptfoo", {"t": {"type": "recorded_score", "scorer": "names_city"}})
+    assert result.code == 0, result.err
+    found = metric(result.json(), "t")
+    assert found["population"]["expected"] == 6
+    assert diagnostics(found) == {"tool_sample_failed": 2}
+
+
+def test_promptfoo_results_cut_at_the_end_are_errors_not_left_out(tmp_path: Path) -> None:
+    """Only promptfoo's own counts (``results.stats``) tell that the last tests are gone."""
+    document = json.loads(PROMPTFOO.read_text())
+    document["results"]["results"] = [row for row in document["results"]["results"] if row["testIdx"] < 8]
+    path = tmp_path / "cut.json"
+    path.write_text(json.dumps(document))
+    result = run(tmp_path, path, "promptfoo", {"t": {"type": "recorded_score", "scorer": "names_city"}})
+    assert result.code == 0, result.err
+    found = metric(result.json(), "t")
+    assert found["population"]["expected"] == 6 and found["population"]["excluded_by_status"] == {"error": 2}
+    assert "promptfoo counted 12 test results (results.stats) and the file holds 8" in json.dumps(found)
+
+
+def test_lm_eval_documents_missing_from_the_samples_file_are_errors_not_left_out(tmp_path: Path) -> None:
+    lines = [line for line in LM_EVAL.read_text().splitlines() if line.strip()]
+    kept = [line for line in lines if json.loads(line)["doc_id"] not in (0, 9)]
+    cut = tmp_path / LM_EVAL.name
+    cut.write_text("\n".join(kept) + "\n")
+    result = run(tmp_path, [cut, RESULTS], "lm-eval", {"em": {"type": "recorded_score", "scorer": "exact_match"}})
+    assert result.code == 0, result.err
+    found = metric(result.json(), "em")
+    assert found["population"]["expected"] == 10  # lm-eval's n-samples: 10 documents
+    assert found["population"]["excluded_by_status"] == {"error": 2}
+    assert diagnostics(found) == {"tool_sample_failed": 2}
+
+
+# -- one id, one example -----------------------------------------------------------------------------------------
+
+
+def test_a_sample_id_in_two_places_of_an_inspect_log_is_refused(tmp_path: Path) -> None:
+    """cap-02's second epoch claims to be cap-05: two examples named cap-05 would count cap-05 twice."""
+
+    def rename(members: dict[str, Any]) -> None:
+        members["samples/cap-02_epoch_2.json"]["id"] = "cap-05"
+
+    result = run(tmp_path, inspect_log(tmp_path, rename), "inspect", RECORDED)
+    assert result.code == 2, result.out
+    (line,) = result.err.strip().splitlines()
+    assert "duplicate example id 'cap-05'" in line and "log.eval" in line
+
+
+# -- a new run of the tool on the same samples keeps the gold ------------------------------------------------------
+
+
+def test_a_new_run_of_the_tool_keeps_the_gold(tmp_path: Path) -> None:
+    """What the tool's run was (its eval id, version, model, status) is not gold: the ids, inputs and targets are."""
+    gates = {"gates": {"right": {"metric": "mine"}}}
+    metrics = {"mine": {"type": "contains", "field": "text", "reference": "target"}}
+    assert run(tmp_path, PROMPTFOO, "promptfoo", metrics, **gates).code == 0
+
+    def gold() -> str:
+        return str(run_cli("view", "--format", "json", cwd=tmp_path).json()["dataset"]["gold_fingerprint"])
+
+    first = gold()
+    document = json.loads(PROMPTFOO.read_text())
+    document["evalId"] = "eval-of-the-next-run"
+    document["metadata"]["promptfooVersion"] = "0.121.21"
+    for row in document["results"]["results"]:
+        row["response"]["output"] = ""  # no answer: text is still captured (empty), the gold stands
+    (tmp_path / "evals" / PROMPTFOO.name).write_text(json.dumps(document))
+    assert run_cli("run", "--no-history", cwd=tmp_path).code == 0
+    assert gold() == first
+    document["results"]["results"][0]["vars"]["city"] = "Lyon"  # an edited input is a new gold
+    (tmp_path / "evals" / PROMPTFOO.name).write_text(json.dumps(document))
+    assert run_cli("run", "--no-history", cwd=tmp_path).code == 0
+    assert gold() != first
+
+
+# -- a file of the wrong shape is one line, never a traceback --------------------------------------------------------
+
+
+def _inspect_header(change: Callable[[dict[str, Any]], object]) -> Callable[[dict[str, Any]], object]:
+    return lambda members: change(members["header.json"])
+
+
+def _inspect_sample(change: Callable[[dict[str, Any]], object]) -> Callable[[dict[str, Any]], object]:
+    return lambda members: change(members["samples/cap-02_epoch_1.json"])
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        _inspect_header(lambda header: header.__setitem__("eval", ["not", "an", "object"])),
+        _inspect_header(lambda header: header["eval"].__setitem__("dataset", [1])),
+        _inspect_header(lambda header: header["eval"].__setitem__("config", "epochs")),
+    ],
+    ids=["eval-list", "dataset-list", "config-text"],
+)
+def test_an_inspect_header_of_the_wrong_shape_is_one_line(tmp_path: Path, change: Any) -> None:
+    result = run(tmp_path, inspect_log(tmp_path, change), "inspect", RECORDED)
+    assert result.code == 2
+    (line,) = result.err.strip().splitlines()
+    assert "internal error" not in line and "log.eval" in line and "header.json" in line
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        _inspect_sample(lambda sample: sample.__setitem__("epoch", "x")),
+        _inspect_sample(lambda sample: sample.__setitem__("epoch", {"n": 1})),
+        _inspect_sample(lambda sample: sample.__setitem__("scores", [1])),
+        _inspect_sample(lambda sample: sample.__setitem__("output", {"completion": "x", "choices": 3})),
+    ],
+    ids=["epoch-text", "epoch-object", "scores-list", "output-odd"],
+)
+def test_an_inspect_sample_of_the_wrong_shape_is_a_malformed_sample(tmp_path: Path, change: Any) -> None:
+    result = run(tmp_path, inspect_log(tmp_path, change), "inspect", RECORDED)
+    assert result.code == 0, result.err
+    found = metric(result.json(), "m")
+    assert found["population"]["expected"] == 12 or diagnostics(found).get("malformed_sample") == 1
+    assert "internal error" not in result.err
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda rows: rows[0].__setitem__("promptIdx", [0]),
+        lambda rows: rows[0]["provider"].__setitem__("id", {"name": "echo"}),
+    ],
+    ids=["prompt-index-list", "provider-id-object"],
+)
+def test_a_promptfoo_file_of_the_wrong_shape_is_one_line(tmp_path: Path, change: Any) -> None:
+    document = json.loads(PROMPTFOO.read_text())
+    change(document["results"]["results"])
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps(document))
+    result = run(tmp_path, path, "promptfoo", {"t": {"type": "recorded_score", "scorer": "promptfoo"}})
+    assert result.code == 2
+    (line,) = result.err.strip().splitlines()
+    assert "internal error" not in line and "odd.json" in line
+
+
+def test_an_openai_evals_event_type_of_the_wrong_shape_is_one_line(tmp_path: Path) -> None:
+    lines = OPENAI_EVALS.read_text().splitlines()
+    event = json.loads(lines[2])
+    event["type"] = ["match"]
+    path = tmp_path / "odd.jsonl"
+    path.write_text("\n".join([*lines[:2], json.dumps(event), *lines[3:]]) + "\n")
+    result = run(tmp_path, path, "openai-evals", RECORDED)
+    assert result.code == 2
+    (line,) = result.err.strip().splitlines()
+    assert "internal error" not in line and "odd.jsonl" in line and "line 3" in line
+
+
+# -- the answer is the model's, not a grader's -------------------------------------------------------------------
+
+
+def test_an_openai_evals_grader_sampling_does_not_replace_the_answer(tmp_path: Path) -> None:
+    """Model-graded evals record the grader's call as a second ``sampling`` event of the same sample."""
+    lines = [json.loads(line) for line in OPENAI_EVALS.read_text().splitlines()]
+    sample = lines[2]["sample_id"]
+    answer = {"prompt": "What is the capital of France?", "sampled": ["Paris"]}
+    grader = {"prompt": "Is the answer right? Answer Y or N.", "sampled": ["Y"]}
+    events = [
+        {**copy.deepcopy(lines[2]), "event_id": 90 + n, "type": "sampling", "data": data}
+        for n, data in enumerate((answer, grader))
+    ]
+    path = tmp_path / "graded.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in [*lines, *events]) + "\n")
+    found = next(e for e in examples("openai-evals", path) if e.id == sample).fields
+    assert found["input"] == answer["prompt"] and found["output"][0]["text"] == "Paris"
+
+
+# -- a tool's failure to score is never a wrong answer, also inside its overall result -------------------------------
+
+
+def test_promptfoos_overall_result_is_not_known_when_an_assertion_could_not_score(tmp_path: Path) -> None:
+    """promptfoo counts an assertion whose own code threw as failed, and so lowers the test's overall score: that
+    overall score is not a measurement of the answer (test 3, Peru: its `short` assertion threw)."""
+    result = run(tmp_path, PROMPTFOO, "promptfoo", {"t": {"type": "recorded_score", "scorer": "promptfoo"}})
+    assert result.code == 0, result.err
+    found = metric(result.json(), "t")
+    assert found["population"]["excluded_by_status"] == {"error": 1}
+    (diagnostic,) = found["population"]["top_diagnostics"]
+    assert diagnostic["code"] == "recorded_score_error" and "'short'" in diagnostic["example"]
+    rows = [row for row in json.loads(PROMPTFOO.read_text())["results"]["results"] if row["testIdx"] not in (6, 7)]
+    assert found["estimate"]["point"] == pytest.approx(sum(row["score"] for row in rows) / len(rows))
+
+
+def test_a_score_python_wrote_as_nan_is_an_error_of_that_score_not_of_the_sample(tmp_path: Path) -> None:
+    """lm-eval writes its samples with Python's json, which writes NaN: the sample is read, its score is an error."""
+    lines = [json.loads(line) for line in LM_EVAL.read_text().splitlines() if line.strip()]
+    lines[0]["exact_match"] = float("nan")
+    odd = tmp_path / LM_EVAL.name
+    odd.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    metrics = {
+        "em": {"type": "recorded_score", "scorer": "exact_match"},
+        "said": {"type": "contains", "field": "text", "reference": "target"},
+    }
+    result = run(tmp_path, [odd, RESULTS], "lm-eval", metrics)
+    assert result.code == 0, result.err
+    card = result.json()
+    assert card["dataset"]["malformed_lines"] == 0
+    em = metric(card, "em")
+    assert (
+        diagnostics(em) == {"recorded_score_malformed": 1}
+        and "NaN" in em["population"]["top_diagnostics"][0]["example"]
+    )
+    assert metric(card, "said")["population"]["included"] == 10
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    removed=st.sets(st.integers(0, 11), max_size=11),
+    crashed=st.sets(st.integers(0, 11)),
+)
+def test_a_sample_the_tool_did_not_score_never_becomes_a_number(removed: set[int], crashed: set[int]) -> None:
+    """Whatever results a promptfoo file lost and whichever assertions' own code threw: every test and repetition
+    promptfoo ran is read, and the test's result is its number exactly when promptfoo scored it."""
+    document = json.loads(PROMPTFOO.read_text())
+    rows = {row["testIdx"]: row for row in document["results"]["results"]}
+    crashed = crashed | {6, 7}  # test 3's `short` assertion threw in the real run
+    for index in crashed:
+        component = rows[index]["gradingResult"]["componentResults"][0]
+        component.update({"pass": False, "score": 0, "reason": "Custom function threw error: boom"})
+    document["results"]["results"] = [row for index, row in rows.items() if index not in removed]
+    recorded = parse_metric_spec({"type": "recorded_score", "scorer": "promptfoo"}).build(BuildContext(Path(".")))
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "out.json"
+        path.write_text(json.dumps(document))
+        found = examples("promptfoo", path)
+    seen = set()
+    for example in found:
+        for output in example.fields["output"]:
+            index = int(example.id) * 2 + output["epoch"] - 1
+            seen.add(index)
+            score = recorded(Example(id=example.id, line=1, fields=example.fields, output=output, sample=0))
+            if index in removed or index in crashed:
+                assert isinstance(score, Score) and score.status is Status.ERROR and score.value is None
+            else:
+                assert score == rows[index]["score"]
+    assert seen == set(range(12))
