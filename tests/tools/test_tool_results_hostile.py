@@ -136,7 +136,8 @@ def test_a_sample_id_in_two_places_of_an_inspect_log_is_refused(tmp_path: Path) 
     result = run(tmp_path, inspect_log(tmp_path, rename), "inspect", RECORDED)
     assert result.code == 2, result.out
     (line,) = result.err.strip().splitlines()
-    assert "duplicate example id 'cap-05'" in line and "log.eval" in line
+    assert "sample id 'cap-05' is in two places (samples/cap-02_epoch_2.json and samples/cap-05_epoch_1.json)" in line
+    assert "log.eval" in line
 
 
 # -- a new run of the tool on the same samples keeps the gold ------------------------------------------------------
@@ -330,3 +331,15 @@ def test_a_sample_the_tool_did_not_score_never_becomes_a_number(removed: set[int
             else:
                 assert score == rows[index]["score"]
     assert seen == set(range(12))
+
+
+def test_two_openai_evals_runs_appended_to_one_log_are_refused(tmp_path: Path) -> None:
+    """oaieval appends to its --record_path: a second run's events would mix into the first run's samples."""
+    text = OPENAI_EVALS.read_text()
+    path = tmp_path / "twice.jsonl"
+    path.write_text(text + text)
+    result = run(tmp_path, path, "openai-evals", RECORDED)
+    assert result.code == 2
+    (line,) = result.err.strip().splitlines()
+    first = len([line for line in text.splitlines()]) + 1
+    assert f"a second run (its spec line at line {first})" in line and "twice.jsonl" in line

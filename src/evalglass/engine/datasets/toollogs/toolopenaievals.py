@@ -49,6 +49,13 @@ class OpenAIEvalsReader(ToolReader):
                 spec = line["spec"]
                 if not isinstance(spec, dict) or "eval_name" not in spec or "run_config" not in spec:
                     raise self._not_a_log("its spec line has no eval_name and run_config")
+                if spec_seen:  # oaieval appends to --record_path: another run's events would mix into these
+                    raise SetupError(
+                        f"the log holds a second run (its spec line at line {number}): its samples would mix with "
+                        "the first run's",
+                        where=str(self.path),
+                        fix="write each run to a file of its own (oaieval --record_path)",
+                    )
                 spec_seen = True
                 self.source = {
                     "tool": "openai-evals",

@@ -217,17 +217,19 @@ class ToolReader:
 
     def __iter__(self) -> Iterator[Example | BadLine]:
         # Readers give all epochs of one id together, so a repeated (id, epoch) is found within its group; the same
-        # id in two groups makes two examples with one id, which the run refuses as it refuses any repeated id.
+        # id in two groups (a sample claiming another's id) is refused in _example, naming both places (the run
+        # would refuse it too, but by line numbers a zip or a JSON document does not have).
         current: list[ToolSample] = []
+        first_place: dict[str, str] = {}
         for item in self._checked(self._samples()):
             if isinstance(item, ToolProblem):
                 if current:
-                    yield self._example(current)
+                    yield self._example(current, first_place)
                     current = []
                 yield self._bad(item)
                 continue
             if current and current[0].id != item.id:
-                yield self._example(current)
+                yield self._example(current, first_place)
                 current = []
             previous = next((sample.place for sample in current if sample.epoch == item.epoch), None)
             if previous is not None:
@@ -239,7 +241,7 @@ class ToolReader:
                 )
             current.append(item)
         if current:
-            yield self._example(current)
+            yield self._example(current, first_place)
         self._done = True
 
     def _checked(self, samples: Iterator[ToolSample | ToolProblem]) -> Iterator[ToolSample | ToolProblem]:
@@ -259,9 +261,17 @@ class ToolReader:
                 ) from None
             yield item
 
-    def _example(self, samples: list[ToolSample]) -> Example:
+    def _example(self, samples: list[ToolSample], first_place: dict[str, str]) -> Example:
         samples.sort(key=lambda sample: sample.epoch)
         first = samples[0]
+        earlier = first_place.setdefault(first.id, first.place)
+        if earlier != first.place:
+            raise SetupError(
+                f"sample id {first.id!r} is in two places ({earlier} and {first.place}): one sample counted as two "
+                "examples",
+                where=str(self.path),
+                fix=f"keep one {self.tool} run per file, unedited",
+            )
         # What the tool's file does not hold (an lm-eval loglikelihood task's text answer, an OpenAI Evals log
         # without sampling events' prompt) is listed, so a metric that needs it is content_not_captured, not a
         # wrong answer. A sample the tool failed has its own error instead.
