@@ -108,7 +108,14 @@ class InspectReader(ToolReader):
                 "header.json's eval.dataset.sample_ids is not a list: not a log inspect_ai wrote", where=str(self.path)
             )
         declared = list(dict.fromkeys(str(item) for item in ids))
-        epochs = self._object(evaluation, "config").get("epochs") or 1
+        config = self._object(evaluation, "config")
+        if config.get("log_samples") is False:
+            raise SetupError(
+                "the inspect_ai log was written without its samples (log_samples=False): it holds no sample to measure",
+                where=str(self.path),
+                fix="run the eval again with log_samples=True (inspect's default)",
+            )
+        epochs = config.get("epochs") or 1
         if type(epochs) is not int or epochs < 1:
             raise SetupError(
                 f"header.json's eval.config.epochs is {epochs!r}, not a positive integer", where=str(self.path)
