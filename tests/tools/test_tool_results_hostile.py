@@ -33,6 +33,7 @@ from tests.tools.test_tool_results import (
     metric,
     run,
 )
+from tests.traces.test_traces_cli import approve
 
 RESULTS = next((FIXTURES / "lm-eval").glob("results_*.json"))
 RECORDED = {"m": {"type": "recorded_score", "scorer": "match"}}
@@ -386,3 +387,36 @@ def test_every_sample_an_inspect_log_declares_is_read_and_only_its_own_are_measu
                 assert isinstance(score, Score) and score.status is Status.ERROR
             else:
                 assert type(score) is float
+
+
+def test_pruning_the_wrong_answers_from_an_inspect_log_does_not_turn_an_approved_gate_green(tmp_path: Path) -> None:
+    """The headline case: a complete run passes an approved gate; the same log with the samples inspect scored
+    wrong deleted (a pull request can commit it) must not pass it at a higher rate."""
+
+    def complete(members: dict[str, Any]) -> None:
+        for epoch in (1, 2):  # cap-07 did not fail this time: every sample is scored
+            sample = members[f"samples/cap-07_epoch_{epoch}.json"]
+            sample["error"] = None
+            sample["scores"] = {"match": {"value": "C"}}
+            sample["output"]["completion"] = "Santiago"
+
+    config = {"gates": {"accuracy": {"metric": "m", "proposed_threshold": 0.6}}}
+    assert run(tmp_path, inspect_log(tmp_path, complete), "inspect", RECORDED, **config).code == 0
+    approve(tmp_path, "accuracy", threshold=0.6)
+    honest = run_cli("run", "--no-history", "--format", "json", cwd=tmp_path)
+    assert honest.code == 0, honest.out
+    (gate,) = honest.json()["decision"]["gates"]
+    assert gate["outcome"] == "pass" and gate["value"] < 0.7
+
+    def pruned(members: dict[str, Any]) -> None:
+        complete(members)
+        for name in [
+            n for n, v in members.items() if n.startswith("samples/") and v["scores"]["match"]["value"] != "C"
+        ]:
+            del members[name]
+
+    inspect_log(tmp_path / "evals", pruned)
+    result = run_cli("run", "--no-history", "--format", "json", cwd=tmp_path)
+    assert result.code == 1, result.out
+    (gate,) = result.json()["decision"]["gates"]
+    assert gate["outcome"] == "blocked" and [r["code"] for r in gate["reasons"]] == ["incomplete_measurement"]
