@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from evalglass.core.example import Example
 from evalglass.core.score import Score, Status
+from evalglass.engine.datasets.dataset import BadLine
 from evalglass.metrics.base import BuildContext
 from evalglass.metrics.registry import parse_metric_spec
 from tests.e2e.project import run_cli
@@ -31,6 +32,7 @@ from tests.tools.test_tool_results import (
     examples,
     inspect_member,
     metric,
+    read,
     run,
 )
 from tests.traces.test_traces_cli import approve
@@ -420,3 +422,24 @@ def test_pruning_the_wrong_answers_from_an_inspect_log_does_not_turn_an_approved
     assert result.code == 1, result.out
     (gate,) = result.json()["decision"]["gates"]
     assert gate["outcome"] == "blocked" and [r["code"] for r in gate["reasons"]] == ["incomplete_measurement"]
+
+
+def test_a_damaged_inspect_header_is_one_line_and_a_damaged_member_a_malformed_sample(tmp_path: Path) -> None:
+    members = inspect_members()
+    path = write_inspect(tmp_path / "log.eval", members)
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as archive:
+        sample, header = archive.getinfo("samples/cap-02_epoch_1.json"), archive.getinfo("header.json")
+    start = sample.header_offset + 30 + len(sample.filename)
+    data[start : start + sample.compress_size] = bytes(sample.compress_size)  # the deflated bytes zeroed
+    damaged = tmp_path / "damaged.eval"
+    damaged.write_bytes(bytes(data))
+    bad = [item for item in read("inspect", damaged) if isinstance(item, BadLine)]
+    assert len(bad) == 1 and "samples/cap-02_epoch_1.json: is damaged" in bad[0].message
+    start = header.header_offset + 30 + len(header.filename)
+    data[start : start + header.compress_size] = bytes(header.compress_size)
+    damaged.write_bytes(bytes(data))
+    result = run(tmp_path, damaged, "inspect", RECORDED)
+    assert result.code == 2
+    (line,) = result.err.strip().splitlines()
+    assert "header.json cannot be read" in line and "internal error" not in line

@@ -60,7 +60,12 @@ class InspectReader(ToolReader):
             ) from None
         with archive, open_regular(self.path, what="inspect log", missing_fix="fix `dataset.path`") as handle:
             members = _Members(archive, handle, self.path)
-            header = members.json("header.json")
+            try:
+                header = members.json("header.json")
+            except ValueError as exc:  # not JSON, or a member that does not decompress
+                raise SetupError(
+                    f"the inspect_ai log's header.json cannot be read ({exc})", where=str(self.path)
+                ) from None
             if not isinstance(header, dict):
                 raise SetupError("an inspect_ai log without header.json", where=str(self.path))
             version = header.get("version")
@@ -240,7 +245,7 @@ class _Members:
         header = handle.read(_LOCAL_HEADER.size)
         magic, name_length, extra_length = _LOCAL_HEADER.unpack(header)
         if magic != b"PK\x03\x04":
-            raise SetupError(f"the inspect log's member {info.filename} is damaged", where=str(self._path))
+            raise _Damaged("is damaged: its zip entry has no local header")
         handle.seek(info.header_offset + _LOCAL_HEADER.size + name_length + extra_length)
         raw = handle.read(info.compress_size)
         try:
