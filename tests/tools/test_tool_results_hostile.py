@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from evalglass.core.example import Example
 from evalglass.core.score import Score, Status
 from evalglass.engine.datasets.dataset import BadLine
+from evalglass.errors import SetupError
 from evalglass.metrics.base import BuildContext
 from evalglass.metrics.registry import parse_metric_spec
 from tests.e2e.project import run_cli
@@ -443,3 +444,18 @@ def test_a_damaged_inspect_header_is_one_line_and_a_damaged_member_a_malformed_s
     assert result.code == 2
     (line,) = result.err.strip().splitlines()
     assert "header.json cannot be read" in line and "internal error" not in line
+
+
+def test_lm_eval_documents_picked_by_number_are_not_taken_for_missing_ones(tmp_path: Path) -> None:
+    """``--samples`` runs chosen documents (3 and 7): n-samples counts 2, and documents 0 and 1 are not missing."""
+    lines = [json.loads(line) for line in LM_EVAL.read_text().splitlines() if line.strip()]
+    results = json.loads(RESULTS.read_text())
+    results["n-samples"]["capitals_gen"]["effective"] = 2
+    picked = tmp_path / "picked"
+    picked.mkdir()
+    (picked / RESULTS.name).write_text(json.dumps(results))
+    (picked / LM_EVAL.name).write_text("\n".join(json.dumps(line) for line in lines if line["doc_id"] in (3, 7)))
+    assert [e.id for e in examples("lm-eval", picked / LM_EVAL.name)] == ["3", "7"]
+    (picked / LM_EVAL.name).write_text(json.dumps(lines[3]) + "\n")  # one of the two is gone: which, is not known
+    with pytest.raises(SetupError, match="holds 1 documents and lm-eval's results file counts 2 documents"):
+        read("lm-eval", picked / LM_EVAL.name)

@@ -79,19 +79,28 @@ class LmEvalReader(ToolReader):
     def _absent(
         self, document: dict[str, Any], task: str, merged: dict[str, ToolSample], lines: int
     ) -> Iterator[ToolSample]:
-        """The documents lm-eval ran (``n-samples``' ``effective`` for the task: documents 0 to effective - 1) that
-        the samples file does not hold."""
+        """The documents lm-eval ran (``n-samples``' ``effective`` for the task: documents 0 to effective - 1, as
+        ``--limit`` takes them) that the samples file does not hold."""
         counts = document.get("n-samples")
         effective = counts.get(task, {}).get("effective") if isinstance(counts, dict) else None
         if type(effective) is not int or effective <= 0:
             return
-        held = sum(1 for sample in merged.values() if 0 <= int(sample.id) < effective)
-        check_absent(effective - held, len(merged), self.path, self.tool)
-        why = f"lm-eval's results file counts {effective} documents for task {task!r} (n-samples)"
+        held = {int(key) for key in merged}
+        if len(held) >= effective:
+            return  # every document counted is here (a --samples selection numbers them its own way)
+        counted = f"lm-eval's results file counts {effective} documents for task {task!r} (n-samples)"
+        if any(not 0 <= index < effective for index in held):
+            # Documents picked by --samples: which of them are missing cannot be told, only that some are.
+            raise SetupError(
+                f"the samples file holds {len(held)} documents and {counted}; which are missing cannot be told",
+                where=str(self.path),
+                fix="use the samples file lm-eval wrote with this results file, from a run that completed",
+            )
+        check_absent(effective - len(held), len(merged), self.path, self.tool)
         for index in range(effective):
-            if str(index) not in merged:
+            if index not in held:
                 lines += 1
-                yield absent_sample(str(index), 1, lines, why)
+                yield absent_sample(str(index), 1, lines, counted)
 
 
 def _version(path: Path) -> tuple[str, dict[str, Any]]:
