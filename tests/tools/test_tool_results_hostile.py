@@ -459,3 +459,18 @@ def test_lm_eval_documents_picked_by_number_are_not_taken_for_missing_ones(tmp_p
     (picked / LM_EVAL.name).write_text(json.dumps(lines[3]) + "\n")  # one of the two is gone: which, is not known
     with pytest.raises(SetupError, match="holds 1 documents and lm-eval's results file counts 2 documents"):
         read("lm-eval", picked / LM_EVAL.name)
+
+
+def test_a_malformed_result_among_a_tests_repetitions_does_not_split_the_test(tmp_path: Path) -> None:
+    """A promptfoo result without a test index is a malformed sample; test 0's two repetitions stay one example."""
+    document = json.loads(PROMPTFOO.read_text())
+    document["results"]["results"][4]["testIdx"] = "six"
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps(document))
+    result = run(tmp_path, path, "promptfoo", {"t": {"type": "recorded_score", "scorer": "names_city"}})
+    assert result.code == 0, result.err
+    card = result.json()
+    assert card["dataset"]["malformed_lines"] == 1
+    found = metric(card, "t")
+    assert found["population"]["expected"] == 7  # the six tests and the malformed result
+    assert diagnostics(found)["malformed_sample"] == 1

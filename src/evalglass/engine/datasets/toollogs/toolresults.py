@@ -219,18 +219,23 @@ class ToolReader:
         # Readers give all epochs of one id together, so a repeated (id, epoch) is found within its group; the same
         # id in two groups (a sample claiming another's id) is refused in _example, naming both places (the run
         # would refuse it too, but by line numbers a zip or a JSON document does not have).
+        # A sample that cannot be read, met among one id's epochs, waits until that id's example is made: it must
+        # not split the example in two.
         current: list[ToolSample] = []
+        waiting: list[ToolProblem] = []
         first_place: dict[str, str] = {}
         for item in self._checked(self._samples()):
             if isinstance(item, ToolProblem):
                 if current:
-                    yield self._example(current, first_place)
-                    current = []
-                yield self._bad(item)
+                    waiting.append(item)
+                else:
+                    yield self._bad(item)
                 continue
             if current and current[0].id != item.id:
                 yield self._example(current, first_place)
                 current = []
+                yield from map(self._bad, waiting)
+                waiting = []
             previous = next((sample.place for sample in current if sample.epoch == item.epoch), None)
             if previous is not None:
                 raise SetupError(
@@ -242,6 +247,7 @@ class ToolReader:
             current.append(item)
         if current:
             yield self._example(current, first_place)
+        yield from map(self._bad, waiting)
         self._done = True
 
     def _checked(self, samples: Iterator[ToolSample | ToolProblem]) -> Iterator[ToolSample | ToolProblem]:
