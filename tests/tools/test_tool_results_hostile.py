@@ -474,3 +474,21 @@ def test_a_malformed_result_among_a_tests_repetitions_does_not_split_the_test(tm
     found = metric(card, "t")
     assert found["population"]["expected"] == 7  # the six tests and the malformed result
     assert diagnostics(found)["malformed_sample"] == 1
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        _inspect_header(lambda header: header["eval"]["config"].__setitem__("epochs", 10**12)),
+        _inspect_header(lambda header: header["eval"]["dataset"].__setitem__("sample_ids", list(range(100_000)))),
+    ],
+    ids=["epochs", "sample-ids"],
+)
+def test_an_inspect_header_claiming_far_more_samples_than_the_log_holds_is_one_line(
+    tmp_path: Path, change: Any
+) -> None:
+    """What a forged count would make is refused before anything is made of it (no hang, no memory blow-up)."""
+    result = run(tmp_path, inspect_log(tmp_path, change), "inspect", RECORDED)
+    assert result.code == 2
+    (line,) = result.err.strip().splitlines()
+    assert "the inspect file holds 24 sample results and says" in line and "log.eval" in line
