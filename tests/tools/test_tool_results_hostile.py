@@ -492,3 +492,21 @@ def test_an_inspect_header_claiming_far_more_samples_than_the_log_holds_is_one_l
     assert result.code == 2
     (line,) = result.err.strip().splitlines()
     assert "the inspect file holds 24 sample results and says" in line and "log.eval" in line
+
+
+def test_an_inspect_sample_without_its_completion_is_malformed_not_content_the_log_did_not_capture(
+    tmp_path: Path,
+) -> None:
+    """inspect_ai always writes a sample's completion (text, empty when the model gave none): one without it was
+    edited or damaged, and must not become `non_evaluable`, which a gate may tolerate."""
+
+    def strip(members: dict[str, Any]) -> None:
+        for epoch in (1, 2):
+            del members[f"samples/cap-02_epoch_{epoch}.json"]["output"]["completion"]
+
+    mine = {"mine": {"type": "contains", "field": "text", "reference": "target"}}
+    result = run(tmp_path, inspect_log(tmp_path, strip), "inspect", mine)
+    assert result.code == 0, result.err
+    found = metric(result.json(), "mine")
+    assert "non_evaluable" not in found["population"]["excluded_by_status"]
+    assert diagnostics(found)["malformed_sample"] == 2

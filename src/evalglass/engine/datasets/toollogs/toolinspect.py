@@ -172,6 +172,10 @@ def _sample(sample: Any, name: str, position: int, epoch: int) -> ToolSample | T
     message = (error.get("message") if isinstance(error, dict) else str(error)) if error else None
     output = sample.get("output") or {}
     completion = output.get("completion") if isinstance(output, dict) else None
+    if message is None and not isinstance(completion, str):
+        # inspect_ai always writes the completion (empty when the model gave none): a sample without it was edited
+        # or damaged. Read as content the log did not capture, it would be non_evaluable, which a gate may tolerate.
+        return ToolProblem(name, position, "has no output.completion text: not a sample as inspect_ai writes it")
     return ToolSample(
         id=str(sample_id),
         epoch=recorded_epoch or epoch,
@@ -179,7 +183,7 @@ def _sample(sample: Any, name: str, position: int, epoch: int) -> ToolSample | T
         line=position,
         input=_input(sample.get("input")),
         target=sample.get("target"),
-        text=None if message is not None or not isinstance(completion, str) else completion,
+        text=None if message is not None else completion,
         scores=scores,
         error=message,
         metadata=dict(sample["metadata"]) if isinstance(sample.get("metadata"), dict) else {},
