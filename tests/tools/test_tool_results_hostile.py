@@ -510,3 +510,22 @@ def test_an_inspect_sample_without_its_completion_is_malformed_not_content_the_l
     found = metric(result.json(), "mine")
     assert "non_evaluable" not in found["population"]["excluded_by_status"]
     assert diagnostics(found)["malformed_sample"] == 2
+
+
+def test_an_lm_eval_generation_without_its_answer_is_malformed_not_content_the_file_did_not_capture(
+    tmp_path: Path,
+) -> None:
+    """A loglikelihood task records scores and no answer (not captured); a generation task always records its
+    answer, so a line without it was edited or damaged: malformed, never `non_evaluable` (which a gate may
+    tolerate)."""
+    lines = [json.loads(line) for line in LM_EVAL.read_text().splitlines() if line.strip()]
+    lines[0]["filtered_resps"] = []
+    odd = tmp_path / LM_EVAL.name
+    odd.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    said = {"said": {"type": "contains", "field": "text", "reference": "target"}}
+    result = run(tmp_path, [odd, RESULTS], "lm-eval", said)
+    assert result.code == 0, result.err
+    found = metric(result.json(), "said")
+    assert "non_evaluable" not in found["population"]["excluded_by_status"]
+    assert diagnostics(found) == {"malformed_sample": 1}  # once: the malformed line, not also an absent document
+    assert found["population"]["expected"] == 10

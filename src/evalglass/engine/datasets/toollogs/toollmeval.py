@@ -48,6 +48,7 @@ class LmEvalReader(ToolReader):
         self.source = {"tool": "lm-eval", "version": version, "task": task}
         data = self._read_bytes(MAX_BYTES)
         merged: dict[str, ToolSample] = {}
+        unreadable: set[int] = set()  # documents whose line is a malformed sample: counted there, not as absent
         for number, raw in enumerate(data.split(b"\n"), start=1):
             if not raw.strip():
                 continue
@@ -58,6 +59,8 @@ class LmEvalReader(ToolReader):
                 continue
             sample = self._parse(f"line {number}", number, _sample, line, number)
             if isinstance(sample, ToolProblem):
+                if isinstance(line, dict) and type(line.get("doc_id")) is int:
+                    unreadable.add(line["doc_id"])
                 yield sample
                 continue
             known = merged.get(sample.id)
@@ -74,18 +77,15 @@ class LmEvalReader(ToolReader):
                 )
             known.scores.update(sample.scores)
         yield from merged.values()
-        yield from self._absent(document, task, merged, data.count(b"\n") + 1)
+        yield from self._absent(document, task, {int(key) for key in merged} | unreadable, data.count(b"\n") + 1)
 
-    def _absent(
-        self, document: dict[str, Any], task: str, merged: dict[str, ToolSample], lines: int
-    ) -> Iterator[ToolSample]:
+    def _absent(self, document: dict[str, Any], task: str, held: set[int], lines: int) -> Iterator[ToolSample]:
         """The documents lm-eval ran (``n-samples``' ``effective`` for the task: documents 0 to effective - 1, as
         ``--limit`` takes them) that the samples file does not hold."""
         counts = document.get("n-samples")
         effective = counts.get(task, {}).get("effective") if isinstance(counts, dict) else None
         if type(effective) is not int or effective <= 0:
             return
-        held = {int(key) for key in merged}
         if len(held) >= effective:
             return  # every document counted is here (a --samples selection numbers them its own way)
         counted = f"lm-eval's results file counts {effective} documents for task {task!r} (n-samples)"
@@ -96,7 +96,7 @@ class LmEvalReader(ToolReader):
                 where=str(self.path),
                 fix="use the samples file lm-eval wrote with this results file, from a run that completed",
             )
-        check_absent(effective - len(held), len(merged), self.path, self.tool)
+        check_absent(effective - len(held), len(held), self.path, self.tool)
         for index in range(effective):
             if index not in held:
                 lines += 1
@@ -151,7 +151,13 @@ def _sample(line: Any, number: int) -> ToolSample | ToolProblem:
         first = next(iter(arguments.values()))
         prompt = first.get("arg_0") if isinstance(first, dict) else None
     filtered = line.get("filtered_resps")
-    text = filtered[0] if isinstance(filtered, list) and filtered and isinstance(filtered[0], str) else None
+    first = filtered[0] if isinstance(filtered, list) and filtered else None
+    if not isinstance(first, (str, list)):
+        # A generation's answer is text, a loglikelihood's response a [log-probability, is-greedy] pair (no answer:
+        # not captured). Anything else was edited or damaged: read as not captured, it would be non_evaluable,
+        # which a gate may tolerate.
+        return ToolProblem(place, number, "has no filtered_resps answer: not a sample as lm-eval writes it")
+    text = first if isinstance(first, str) else None
     return ToolSample(
         id=str(line["doc_id"]),
         epoch=1,
