@@ -263,7 +263,7 @@ def test_an_openai_evals_grader_sampling_does_not_replace_the_answer(tmp_path: P
     ]
     path = tmp_path / "graded.jsonl"
     path.write_text("\n".join(json.dumps(line) for line in [*lines, *events]) + "\n")
-    found = next(e for e in examples("openai-evals", path) if e.id == sample).fields
+    found = next(e for e in read("openai-evals", path) if isinstance(e, Example) and e.id == sample).fields
     assert found["input"] == answer["prompt"] and found["output"][0]["text"] == "Paris"
 
 
@@ -529,3 +529,23 @@ def test_an_lm_eval_generation_without_its_answer_is_malformed_not_content_the_f
     assert "non_evaluable" not in found["population"]["excluded_by_status"]
     assert diagnostics(found) == {"malformed_sample": 1}  # once: the malformed line, not also an absent document
     assert found["population"]["expected"] == 10
+
+
+def test_an_openai_evals_sample_without_the_sampling_its_log_records_for_the_others_is_malformed(
+    tmp_path: Path,
+) -> None:
+    """A completion function that records sampling records it for every sample: a log holding it for some samples
+    only was edited, and the others must not become `non_evaluable` (which a gate may tolerate)."""
+    lines = [json.loads(line) for line in OPENAI_EVALS.read_text().splitlines()]
+    events = [line for line in lines if line.get("type") == "match"]
+    sampling = [
+        {**event, "type": "sampling", "data": {"prompt": f"question {n}", "sampled": [event["data"]["sampled"]]}}
+        for n, event in enumerate(events)
+    ]
+    kept = sampling[1:]  # the first sample's sampling event was removed
+    path = tmp_path / "edited.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in [*lines[:2], *kept, *lines[2:]]) + "\n")
+    items = read("openai-evals", path)
+    bad = [item for item in items if isinstance(item, BadLine)]
+    assert len(bad) == 1 and events[0]["sample_id"] in bad[0].message and "no sampling event" in bad[0].message
+    assert len(items) == len(events)

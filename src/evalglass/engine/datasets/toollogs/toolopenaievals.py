@@ -103,7 +103,17 @@ class OpenAIEvalsReader(ToolReader):
                 yield problem
         if not spec_seen:
             raise self._not_a_log("it has no spec line")
-        yield from samples.values()
+        for sample_id, sample in samples.items():
+            if sampled and sample_id not in sampled:
+                # A completion function that records sampling records it for every sample: without it, this
+                # sample was edited out, not left uncaptured (non_evaluable, which a gate may tolerate).
+                yield ToolProblem(
+                    sample.place,
+                    sample.line,
+                    f"sample {sample_id!r} has no sampling event, while the log records one for other samples",
+                )
+            else:
+                yield sample
 
     def _not_a_log(self, why: str) -> SetupError:
         return SetupError(
