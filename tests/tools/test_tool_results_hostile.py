@@ -549,3 +549,23 @@ def test_an_openai_evals_sample_without_the_sampling_its_log_records_for_the_oth
     bad = [item for item in items if isinstance(item, BadLine)]
     assert len(bad) == 1 and events[0]["sample_id"] in bad[0].message and "no sampling event" in bad[0].message
     assert len(items) == len(events)
+
+
+def test_a_sample_invalidated_in_inspect_is_a_failed_sample_not_a_measurement(tmp_path: Path) -> None:
+    """inspect_ai's invalidate_samples marks a result that must not count (eval sets run it again): its scores stay
+    in the log, and must not be read as the measurement."""
+
+    def invalidate(members: dict[str, Any]) -> None:
+        members["header.json"]["invalidated"] = True
+        for epoch in (1, 2):
+            members[f"samples/cap-03_epoch_{epoch}.json"]["invalidation"] = {
+                "timestamp": "2026-12-03T12:30:00+00:00",
+                "author": "reviewer",
+                "reason": "the grader saw the answer key",
+            }
+
+    result = run(tmp_path, inspect_log(tmp_path, invalidate), "inspect", RECORDED)
+    assert result.code == 0, result.err
+    found = metric(result.json(), "m")
+    assert found["population"]["excluded_by_status"] == {"error": 2}  # cap-07 (failed) and cap-03 (invalidated)
+    assert "the grader saw the answer key" in json.dumps(found["population"]["top_diagnostics"])

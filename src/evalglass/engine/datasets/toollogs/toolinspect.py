@@ -7,7 +7,8 @@ extra), deflated and stored members with ``zlib``; the zip's directory is read b
 
 Per sample: ``input`` (text, or chat messages in the internal message shape), ``target``, ``metadata``; per epoch
 the answer (``output.completion``), every scorer's score (``value``, ``explanation``) and the sample's own error
-(a sample inspect could not complete: its scores are missing, and ``recorded_score`` says so, never 0.0).
+(a sample inspect could not complete: its scores are missing, and ``recorded_score`` says so, never 0.0). A sample
+invalidated in inspect (``invalidation``, set by ``invalidate_samples``) is such a failed sample too.
 
 The header declares the samples the eval ran (``eval.dataset.sample_ids``) and its epochs (``eval.config.epochs``):
 a declared sample or epoch without its member (a log cut short by a cancelled run, or pruned) is a failed sample
@@ -170,6 +171,12 @@ def _sample(sample: Any, name: str, position: int, epoch: int) -> ToolSample | T
             return ToolProblem(name, position, f"score {scorer!r} is not an object")
     error = sample.get("error")
     message = (error.get("message") if isinstance(error, dict) else str(error)) if error else None
+    invalidation = sample.get("invalidation")
+    if invalidation and message is None:
+        # inspect_ai's invalidate_samples: the result must not count (eval sets run the sample again); its scores
+        # stay in the log, so it is a sample the tool did not complete, never a measurement.
+        reason = invalidation.get("reason") if isinstance(invalidation, dict) else None
+        message = f"invalidated in inspect_ai ({reason or 'no reason given'})"
     output = sample.get("output") or {}
     completion = output.get("completion") if isinstance(output, dict) else None
     if message is None and not isinstance(completion, str):
