@@ -115,7 +115,8 @@ class RunRecord(BaseModel):
     judge_endpoints: dict[str, JudgeEndpoint] = Field(
         default_factory=dict,
         # Absent for a run without judges (such records keep their bytes), and in records from before it was kept:
-        # those were decided without the endpoint binding and are re-derived so.
+        # those were decided without the endpoint binding and are re-derived so; the current rules still decide
+        # whether such a run is green (core/recordrules.py, the one reader of this marker and the two below).
         exclude_if=lambda found: not found,
         description="Per llm_judge or jury metric, where its judge was served (canonical: 'openai "
         "https://api.openai.com/v1'; a jury: per member), as gate approvals' judge_endpoint binds it.",
@@ -123,7 +124,7 @@ class RunRecord(BaseModel):
     judge_gates: Literal["plain", "every"] = Field(
         default="plain",
         # Absent for a run without judges and in records from before every gate on a judge needed its calibration:
-        # those were decided so and are re-derived so.
+        # those were decided so and are re-derived so (core/recordrules.py).
         exclude_if=lambda value: value == "plain",
         description="Which gates on a judge stood on its calibration when the run decided: `every` gate whose subject "
         "is a judge (plain, comparative, on a variant, between variants); absent (`plain`): plain gates only, as "
@@ -132,7 +133,7 @@ class RunRecord(BaseModel):
     judge_calibrations: Literal["found", "approved"] = Field(
         default="found",
         # Absent for a run without judges and in records from before the ledger approved calibration records: those
-        # were decided on the record found and are re-derived so.
+        # were decided on the record found and are re-derived so (core/recordrules.py).
         exclude_if=lambda value: value == "found",
         description="Which calibration records a gate on a judge could stand on when the run decided: `approved`, "
         "only the record whose fingerprint the ledger's `judges:` entry names (`calibration`); absent (`found`): "
