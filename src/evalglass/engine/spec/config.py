@@ -29,7 +29,7 @@ from evalglass.core.checks import policy_id_conflicts
 from evalglass.core.fieldpath import FieldPathError, parse_path
 from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
 from evalglass.core.gatespec import GateRule, GateSpec
-from evalglass.core.goldfields import gold_excluded_fields, merged_task
+from evalglass.core.goldfields import TOOL_FORMATS, gold_excluded_fields, merged_task
 from evalglass.core.stats import Direction
 from evalglass.core.usage import Price
 from evalglass.engine.spec.executorspec import TASK_KEY, AnyExecutor, LocalExecutorSpec, RayExecutorSpec
@@ -104,7 +104,7 @@ class DatasetSpec(BaseModel):
     @property
     def tool_results(self) -> bool:
         """Whether the file is another evaluation tool's results (``engine.datasets.toollogs.toolresults``)."""
-        return self.format in ("inspect", "promptfoo", "lm-eval", "openai-evals")
+        return self.format in TOOL_FORMATS
 
     @property
     def may_lack_content(self) -> bool:
@@ -701,7 +701,7 @@ class Config(BaseModel):
         the run's fields, so every variant's pass takes the run's one gold fingerprint."""
         if self._gold_fields is not None:
             return self._gold_fields
-        return gold_excluded_fields(self._raw_task(), self.variants)
+        return gold_excluded_fields(self._raw_task(), self.variants, self.dataset.format)
 
     @property
     def needs_gold(self) -> bool:
