@@ -98,7 +98,16 @@ class RunRecord(BaseModel):
         default_factory=dict,
         description="Per metric, SHA-256 of the files that define it (schemas, host modules, a rubric); under "
         "`imports:METRIC`, of the host code a python metric runs besides (the module its import path resolves to, "
-        "the project's modules it imports); under `check:NAME` and `inputs:NAME`, a check's named files and inputs.",
+        "the project's modules it imports); under `check:NAME`, `code:NAME` and `inputs:NAME`, a check's named files, "
+        "the host code its command runs by name and its inputs.",
+    )
+    approved_files: list[dict[str, dict[str, str]]] = Field(
+        default_factory=list,
+        # Absent unless a stale approval's reason was named from an earlier run (records keep their bytes).
+        exclude_if=lambda found: not found,
+        description="The bound files' hashes (keyed as `definition_files`) an earlier run kept that named what "
+        "changed since a stale approval without `definition:`: with them the gate's fingerprint is the approved one "
+        "(verify checks that again, and re-derives the reason from them).",
     )
     check_results: dict[str, CheckResult] = Field(
         default_factory=dict, description="Full records of the standalone checks this run ran."

@@ -37,6 +37,7 @@ from evalglass.engine.runs.artifacts import (
     RUNRECORD_FILE,
     SCORECARD_FILE,
     ScoresWriter,
+    earlier_definition_files,
     write_model,
     write_text,
 )
@@ -623,6 +624,16 @@ def _finish(
         comparative = comparative_inputs(
             config, folder / scores_file, loaded.definition_files, dataset, baselines, day_of_timestamp(created_at)
         )
+    approved_files: list[dict[str, dict[str, str]]] = []
+    stale = stale_causes(
+        config,
+        loaded.definition_files,
+        ledger.ledger,
+        gate_fingerprints,
+        # The runs beside this one: an earlier run made when an approval was fresh names what changed since.
+        earlier=lambda: earlier_definition_files(folder.parent, leave_out=folder),
+        used=approved_files,
+    )
     evidence = Evidence(
         run_id=run_id,
         created_at=created_at,
@@ -634,7 +645,8 @@ def _finish(
         standings=standings,
         comparative=comparative,
         ledger_where=ledger.gate_where(),
-        stale=stale_causes(config, loaded.definition_files, ledger.ledger, gate_fingerprints),
+        stale=stale,
+        approved_files=tuple(approved_files),
     )
     judged = None
     if any(spec.judged_tally() is not None for spec in config.metrics.values()):

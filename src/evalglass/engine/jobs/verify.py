@@ -197,7 +197,11 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
         standings=standings,
         comparative=comparative,
         ledger_where=ledger_where,
-        stale=stale_causes(config, record.definition_files, ledger, gate_fingerprints),
+        # A reason the run named from an earlier run's files is re-derived from the files it recorded (checked
+        # against the approved fingerprint again, so a forged entry names nothing).
+        stale=stale_causes(
+            config, record.definition_files, ledger, gate_fingerprints, earlier=lambda: record.approved_files
+        ),
         every_judged_gate=rules.every_judged_gate,
     )
     shape = RunShape(
