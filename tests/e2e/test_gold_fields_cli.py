@@ -135,3 +135,17 @@ def test_a_run_record_from_before_a_rule_stays_readable() -> None:
     assert config_from_record(written).variant_names == ("a", "b")
     with pytest.raises(ValidationError, match="is also the recorded output of variant 'a'"):
         Config.model_validate(written)
+
+
+def test_a_reference_in_what_a_tool_reader_records_of_the_run_is_refused(tmp_path: Path) -> None:
+    """Another tool's results: what the reader records of the tool's run (`source`, `not_captured`) is left out of
+    gold like an output, so a metric may not read its reference there (a new run of the tool would change it without
+    gold going stale)."""
+    project = make_project(tmp_path)
+    written = config({"type": "recorded"}, metrics={"exact": {"type": "exact_match", "reference": "source.model"}})
+    written["dataset"] = {"name": "suite", "path": "log.json", "format": "inspect"}
+    project.write_config(written)
+    result = project.cli("preflight")
+    assert result.code == 2 and len(result.err.strip().splitlines()) == 1, result.err
+    assert "the inspect reader's run field 'source' overlaps the reference 'source.model'" in result.err
+    assert "read the sample's own fields" in result.err and "evalglass.yaml:" in result.err

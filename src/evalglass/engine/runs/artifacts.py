@@ -164,6 +164,30 @@ def load_runrecord(folder: Path) -> RunRecord:
     return result
 
 
+#: How many earlier runs' records a stale approval's reason looks through (newest first) for the approved files.
+EARLIER_RUNS = 20
+
+
+def earlier_definition_files(runs: Path, leave_out: Path | None = None) -> Iterator[dict[str, dict[str, str]]]:
+    """The ``definition_files`` of the run records in the folders of ``runs`` (a runs folder, ``.evalglass/runs``),
+    newest first by modification time, at most :data:`EARLIER_RUNS`, ``leave_out`` (the run being made) aside. What
+    cannot be read is passed over: these only help name what changed since an approval (``engine.spec.staleness``,
+    which proves a match by the approved fingerprint), they are never trusted for anything."""
+    try:
+        folders = [folder for folder in runs.iterdir() if folder.is_dir() and folder != leave_out]
+        folders.sort(key=lambda folder: folder.stat().st_mtime, reverse=True)
+    except OSError:
+        return
+    for folder in folders[:EARLIER_RUNS]:
+        try:
+            document = orjson.loads(read_regular(folder / RUNRECORD_FILE, what="run record"))
+        except (SetupError, orjson.JSONDecodeError):
+            continue
+        found = document.get("definition_files") if isinstance(document, dict) else None
+        if isinstance(found, dict) and all(isinstance(value, dict) for value in found.values()):
+            yield found
+
+
 def variant_names_of(folder: Path) -> tuple[str, ...]:
     """The variants of the run in ``folder`` (empty: a run without variants, whose scores are one file)."""
     from evalglass.core.runrecord import SCORES_FILE

@@ -286,6 +286,8 @@ def _facts(attributes: Mapping[str, Any], content: SpanContent) -> None:
                     raise MappingProblem(
                         f"attribute {key} must be an integer, got {json_type_name(value)} {_clip(value)}"
                     )
+            if value < 0:  # no call uses fewer than no tokens; summed, it would hide another call's usage
+                raise MappingProblem(f"attribute {key} must be a count (0 or more), got {value}")
             usage[field] = value
         elif type(value) is str:
             setattr(content, field, value)
