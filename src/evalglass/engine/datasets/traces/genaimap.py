@@ -130,12 +130,8 @@ def _structured(value: Any, key: str) -> Any:
         try:
             return orjson.loads(value)
         except orjson.JSONDecodeError:
-            raise _not_json(key, value) from None
+            raise MappingProblem(f"attribute {key} is not valid JSON: {_clip(value)}") from None
     return value
-
-
-def _not_json(key: str, value: str) -> MappingProblem:
-    return MappingProblem(f"attribute {key} is not valid JSON: {_clip(value)}")
 
 
 def _maybe_json(value: Any) -> Any:
@@ -150,13 +146,7 @@ def _maybe_json(value: Any) -> Any:
 
 def _messages(value: Any, key: str) -> list[dict[str, Any]]:
     """``gen_ai.*.messages``: a list of {role, parts: [{type, ...}]}; checked, kept as written."""
-    if type(value) is str:  # _structured, inline: every span's messages come this way
-        try:
-            messages = orjson.loads(value)
-        except orjson.JSONDecodeError:
-            raise _not_json(key, value) from None
-    else:
-        messages = value
+    messages = _structured(value, key)
     if type(messages) is not list:
         raise MappingProblem(f"attribute {key} must be a list of messages, got {json_type_name(messages)}")
     for message in messages:
@@ -175,13 +165,7 @@ _NO_PARTS: list[Any] = []
 
 
 def _parts(value: Any, key: str) -> list[dict[str, Any]]:
-    if type(value) is str:  # _structured, inline (see _messages)
-        try:
-            parts = orjson.loads(value)
-        except orjson.JSONDecodeError:
-            raise _not_json(key, value) from None
-    else:
-        parts = value
+    parts = _structured(value, key)
     if type(parts) is not list:
         raise MappingProblem(f"attribute {key} must be a list of parts with a type, got {_clip(parts)}")
     for part in parts:
