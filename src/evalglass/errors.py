@@ -35,7 +35,11 @@ def first_problem_at(exc: ValidationError) -> tuple[str, str]:
 
 
 class EvalGlassError(Exception):
-    """Base of every error the project raises on purpose."""
+    """Base of every error the project raises on purpose. ``warnings``: what the command met before it stopped and
+    must still say (a call cache whose entries were not trusted, a pointer that could not be moved), printed
+    before the error's own lines."""
+
+    warnings: tuple[str, ...] = ()
 
     @property
     def exit_code(self) -> ExitCode:
@@ -46,7 +50,7 @@ class EvalGlassError(Exception):
 
     def stderr_lines(self) -> list[str]:
         """What the command line prints on stderr for this error, one entry per line."""
-        return [str(self)]
+        return [*self.warnings, str(self)]
 
 
 class SetupError(EvalGlassError):
@@ -65,7 +69,7 @@ class SetupError(EvalGlassError):
         return " — ".join(parts)
 
     def stderr_lines(self) -> list[str]:
-        return [f"error: {self.line()}"]
+        return [*self.warnings, f"error: {self.line()}"]
 
 
 class OptionError(SetupError):
@@ -100,7 +104,7 @@ class SetupErrors(SetupError):
         return "\n".join(problem.line() for problem in self.problems)
 
     def stderr_lines(self) -> list[str]:
-        return [line for problem in self.problems for line in problem.stderr_lines()]
+        return [*self.warnings, *(line for problem in self.problems for line in problem.stderr_lines())]
 
 
 class Interrupted(EvalGlassError):

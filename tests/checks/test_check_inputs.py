@@ -4,7 +4,10 @@ the fingerprint they had."""
 
 from __future__ import annotations
 
+import json
+import os
 import py_compile
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +20,7 @@ from hypothesis import strategies as st
 from evalglass.engine.spec.config import Config, definition_file_hashes
 from evalglass.lanes.checkinputs import (
     InputProblem,
+    check_host_files,
     find_module,
     input_hashes,
     unbound_inputs,
@@ -79,31 +83,34 @@ def test_inputs_and_the_target_cover_what_they_hold(project):
     assert found(project, ["pytest"], target="src") == ("runner 'pytest'",)
 
 
-def test_the_project_modules_a_named_script_imports_are_found_and_covered_by_inputs(project):
+def test_the_project_modules_a_named_script_imports_are_bound_not_named(project):
     """The script is hashed as a named file; what it imports from the project (its folder first, as `python
-    script.py` looks) is code it runs too, found without importing it."""
+    script.py` looks) is code it runs too: bound (lanes.checkinputs.check_host_files), so not said as unbound."""
     (project / "checks").mkdir()
     (project / "checks" / "run.py").write_text("import json\nimport rules\n")
     (project / "checks" / "rules.py").write_text("from pkg import *\nraise SystemExit('imported')\n")
-    (project / "src" / "pkg" / "__init__.py").write_text("")
     command = ["{python}", "checks/run.py", "{target}"]
-    # `pkg` is not importable from the script's folder or sys.path: not found, so not named (a limit).
-    assert found(project, command) == ("module file 'checks/rules.py' (imported by 'checks/run.py')",)
-    assert found(project, command, inputs=["checks/rules.py"]) == ()
-    assert found(project, command, inputs=["checks"]) == ()
-    assert found(project, command, target="checks") == ()  # what the target holds is expect_state's business
+    assert found(project, command) == ()
+    # `pkg` is not importable from the script's folder or sys.path: not found, so not bound (a limit).
+    assert check_host_files(CheckSpec(command=command), project) == ((project / "checks" / "rules.py").resolve(),)
 
 
-def test_a_module_of_the_project_is_covered_only_by_an_input_over_its_files(project):
-    (project / "selftest.py").write_text("raise SystemExit('imported while fingerprinting')\n")
+def test_a_module_of_the_project_run_with_m_is_bound_not_named(project):
+    (project / "selftest.py").write_text("import helpers\nraise SystemExit('imported while fingerprinting')\n")
+    (project / "helpers.py").write_text("")
     command = ["{python}", "-m", "selftest"]
-    assert found(project, command) == ("module 'selftest' (-m)",)
-    assert found(project, command, inputs=["tests"]) == ("module 'selftest' (-m)",)  # any input is not enough
-    assert found(project, command, inputs=["selftest.py"]) == ()
-    assert found(project, command, inputs=[{"module": "selftest"}]) == ()
-    dotted = ["{python}", "-m", "pkg.runner"]
+    assert found(project, command) == ()
+    assert check_host_files(CheckSpec(command=command), project) == (
+        (project / "selftest.py").resolve(),
+        (project / "helpers.py").resolve(),
+    )
+    dotted = ["{python}", "-m", "pkg"]
+    (project / "src" / "pkg" / "__main__.py").write_text("from . import runner\n")
     (project / "src" / "pkg" / "runner.py").write_text("")
-    assert found(project, dotted, cwd="src", inputs=[{"module": "pkg"}]) == ()
+    assert found(project, dotted, cwd="src") == ()
+    assert set(check_host_files(CheckSpec(command=dotted, cwd="src"), project)) == {
+        (project / "src" / "pkg" / name).resolve() for name in ("__init__.py", "__main__.py", "runner.py")
+    }
 
 
 def test_finding_a_module_imports_nothing(project, tmp_path):
@@ -360,3 +367,195 @@ def test_an_input_holding_the_ledger_does_not_change_when_the_gate_is_approved(t
     assert config.gate_fingerprint("g", definition_file_hashes(config, tmp_path)) == before
     (tmp_path / "tests" / "test_x.py").write_text("x = 1\n")
     assert config.gate_fingerprint("g", definition_file_hashes(config, tmp_path)) != before
+
+
+# --- host code a check runs by name (check_host_files) ----------------------------------------------------------
+
+
+def bound(project: Path, command: list[str] | str, **fields: Any) -> list[str]:
+    """What check_host_files binds, by path from the project's parent (the repository holding `evals/`)."""
+    shell = {"shell": True} if isinstance(command, str) else {}
+    spec = CheckSpec(command=command, **shell, **fields)
+    return sorted(path.relative_to(project.parent.resolve()).as_posix() for path in check_host_files(spec, project))
+
+
+def test_a_declared_pythonpath_is_looked_in_after_the_scripts_folder(project):
+    """`PYTHONPATH: ../lib` (relative to the check's cwd, as the child resolves it) finds `lib/verdicts.py`; a module
+    of the same name in the script's own folder comes first, as it does for `python check.py`."""
+    lib = project.parent / "lib"
+    lib.mkdir()
+    (lib / "verdicts.py").write_text("import deep\n")
+    (lib / "deep.py").write_text("")
+    (project / "check.py").write_text("import verdicts\n")
+    command = ["{python}", "check.py"]
+    assert bound(project, command) == []  # without the declared path the child could not import it either
+    assert bound(project, command, env={"PYTHONPATH": "../lib"}) == ["lib/deep.py", "lib/verdicts.py"]
+    assert bound(project, command, env={"PYTHONPATH": f"/nonexistent{os.pathsep}../lib"}) == [
+        "lib/deep.py",
+        "lib/verdicts.py",
+    ]
+    (project / "verdicts.py").write_text("")
+    assert bound(project, command, env={"PYTHONPATH": "../lib"}) == ["evals/verdicts.py"]
+    assert find_module("deep", project, ((lib).as_posix(),)) is not None
+
+
+def test_inline_code_a_shebang_script_and_site_hooks_are_bound(project):
+    (project / "helpers.py").write_text("")
+    assert bound(project, ["{python}", "-c", "import helpers; helpers"]) == ["evals/helpers.py"]
+    assert bound(project, ["python3", "-chelpers = __import__('x')\nimport helpers"]) == ["evals/helpers.py"]
+    tools = project.parent / "tools"
+    tools.mkdir()
+    (tools / "run").write_text("#!/usr/bin/env python3\nimport helpers\n")
+    (tools / "helpers.py").write_text("")
+    assert bound(project, ["../tools/run"]) == ["tools/helpers.py", "tools/run"]
+    assert bound(project, [str(tools / "run")]) == []  # an absolute path is the machine's, as a program on PATH is
+    venv = project.parent / ".venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "pytest").write_text("#!/abs/path/of/this/machine/python\nimport helpers\n")
+    assert bound(project, ["../.venv/bin/pytest"]) == []  # an environment's launcher: the machine's too
+    (tools / "run").write_text("#!/bin/sh\nexit 0\n")
+    (tools / "lib.sh").write_text("helpers() { :; }\n")
+    # Outside the config folder, a file the command names by a relative path is bound by its bytes (a shell script
+    # and what it sources alike: `sh ../tools/run ../tools/lib.sh`); not Python, so nothing is read as imports.
+    assert bound(project, ["sh", "../tools/run", "../tools/lib.sh"]) == ["tools/lib.sh", "tools/run"]
+    (tools / "sitecustomize.py").write_text("import helpers\n")
+    (tools / "hook.py").write_text("def stop():\n    pass\n")
+    env = {"PYTHONPATH": "../tools", "PYTHONBREAKPOINT": "hook.stop"}
+    assert bound(project, ["{python}", "check.py"], env=env) == [
+        "tools/helpers.py",
+        "tools/hook.py",
+        "tools/sitecustomize.py",
+    ]
+    assert bound(project, ["echo", "hi"], env=env) == []  # no Python runs: its start-up hooks do not either
+
+
+def test_pytest_s_own_files_are_bound_up_to_the_repository_root(project):
+    repo = project.parent
+    (repo / "conftest.py").write_text("import fixturehelp\n")
+    (repo / "fixturehelp.py").write_text("")
+    (repo / "pyproject.toml").write_text("[project]\nname = 'x'\n\n[tool.pytest.ini_options]\naddopts = '-q'\n")
+    (repo / "setup.cfg").write_text("[metadata]\nname = x\n")  # no [tool:pytest]: not pytest's to read
+    (project / "pytest.ini").write_text("")
+    (project / "myplugin.py").write_text("")
+    command = ["{python}", "-m", "pytest", "-p", "myplugin", "-p", "no:cacheprovider", "tests"]
+    # Without a repository root the walk stops at the config folder (what lies above may be the machine's).
+    assert bound(project, command) == ["evals/myplugin.py", "evals/pytest.ini"]
+    (repo / ".git").mkdir()
+    expected = ["conftest.py", "evals/myplugin.py", "evals/pytest.ini", "fixturehelp.py", "pyproject.toml"]
+    assert bound(project, command) == expected
+    assert bound(project, "cd . && pytest -p myplugin tests") == expected
+    assert bound(project, ["{python}", "-m", "unittest"]) == []  # another runner: its files are inputs: to declare
+
+
+def test_binding_a_checks_host_code_imports_nothing(project, tmp_path):
+    marker = tmp_path / "ran"
+    (project / "noisy.py").write_text(f"open({str(marker)!r}, 'w').write('x')\n")
+    (project / "check.py").write_text("import noisy\n")
+    assert bound(project, ["{python}", "check.py"]) == ["evals/noisy.py"]
+    assert bound(project, ["{python}", "-m", "noisy"]) == ["evals/noisy.py"]
+    assert not marker.exists() and "noisy" not in sys.modules
+
+
+@pytest.mark.parametrize("variable", ["PYTHONHOME", "PYTHONPLATLIBDIR", "PYTHONSTARTUP", "PYTHONUSERBASE"])
+def test_a_variable_that_changes_what_python_loads_is_refused_in_env(variable):
+    with pytest.raises(ValueError, match=f"env {variable} changes which code Python loads"):
+        CheckSpec(command=["{python}", "check.py"], env={variable: "x"})
+
+
+def test_a_gate_binds_its_checks_host_code_and_keeps_its_fingerprint_without_any(tmp_path):
+    (tmp_path / "check.py").write_text("import json\n")
+    declared = {"command": ["{python}", "check.py"]}
+
+    def fingerprint() -> str:
+        config = Config.model_validate({**_BASE, "checks": {"suite": declared}, "gates": {"g": {"check": "suite"}}})
+        files = definition_file_hashes(config, tmp_path)
+        return config.gate_fingerprint("g", files)
+
+    before = fingerprint()
+    assert before == fingerprint()
+    (tmp_path / "verdicts.py").write_text("OK = True\n")
+    (tmp_path / "check.py").write_text("import json\nimport verdicts\n")
+    with_helper = fingerprint()
+    (tmp_path / "verdicts.py").write_text("OK = False\n")
+    assert fingerprint() != with_helper
+
+
+def test_a_pythonpath_the_command_assigns_is_looked_in_and_an_unbindable_variable_is_named(project):
+    lib = project.parent / "lib"
+    lib.mkdir()
+    (lib / "verdicts.py").write_text("")
+    (project / "check.py").write_text("import verdicts\n")
+    assert bound(project, "PYTHONPATH=../lib python check.py") == ["lib/verdicts.py"]
+    assert bound(project, ["env", "PYTHONPATH=../lib", "{python}", "check.py"]) == ["lib/verdicts.py"]
+    assert bound(project, ["sh", "-c", "PYTHONPATH=$HOME/lib python check.py"]) == []  # not expanded: no folder
+    assert found(project, "PYTHONUSERBASE=/tmp/u python check.py") == (
+        "variable 'PYTHONUSERBASE' (set in the command)",
+    )
+    assert found(project, ["env", "PYTHONHOME=/x", "PYTHONHOME=/y", "{python}", "check.py"]) == (
+        "variable 'PYTHONHOME' (set in the command)",
+    )
+
+
+def test_a_conftest_in_a_package_binds_the_packages_above_it_and_its_relative_imports(project):
+    """pytest imports such a conftest.py as a module of its package: each `__init__.py` above it runs, and a relative
+    import resolves against the package."""
+    (project.parent / ".git").mkdir()
+    suite = project / "suite"
+    suite.mkdir()
+    (suite / "__init__.py").write_text("")
+    (suite / "conftest.py").write_text("from .fixtures import strict\n")
+    (suite / "fixtures.py").write_text("")
+    assert bound(project, ["pytest", "-q"], cwd="suite") == [
+        "evals/suite/__init__.py",
+        "evals/suite/conftest.py",
+        "evals/suite/fixtures.py",
+    ]
+
+
+def test_a_folder_outside_the_config_folder_is_named_unbound(project):
+    """No input can bind a folder outside the config folder (inputs stay inside it): the runner that discovers code
+    there is said to, whatever inputs are declared, so `require_binding` blocks on it."""
+    (project.parent / "tests").mkdir()
+    command = ["{python}", "-m", "pytest", "../tests"]
+    assert found(project, command, inputs=["tests"]) == (
+        "folder '../tests' (outside the config folder: no input binds it)",
+    )
+    absolute = ["pytest", str(project.parent / "tests")]
+    assert found(project, absolute, inputs=["tests"]) == ()  # outside any repository: the machine's
+    (project.parent / ".git").mkdir()  # inside the repository, an absolute path (a CI checkout's) is the project's
+    assert found(project, absolute, inputs=["tests"]) == (
+        "folder '../tests' (outside the config folder: no input binds it)",
+    )
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    edges=st.lists(st.tuples(st.integers(0, 4), st.integers(0, 4)), max_size=8),
+    in_lib=st.lists(st.booleans(), min_size=5, max_size=5),
+    entry=st.sets(st.integers(0, 4), max_size=3),
+)
+def test_everything_the_child_imports_of_the_project_is_bound(tmp_path_factory, edges, in_lib, entry):
+    """Whatever modules of the project a checker script imports (beside it, or through the `PYTHONPATH` the check
+    declares, outside the config folder), the real child process imports none that the binding leaves out."""
+    repo = tmp_path_factory.mktemp("repo")
+    root, lib = repo / "evals", repo / "lib"
+    root.mkdir()
+    lib.mkdir()
+    for index in range(5):
+        imports = "".join(f"import m{target}\n" for source, target in edges if source == index and target > index)
+        ((lib if in_lib[index] else root) / f"m{index}.py").write_text(imports)
+    report = "import json, sys\nprint(json.dumps(sorted(getattr(m, '__file__', None) or '' for m in list(sys.modules.values()))))\n"
+    (root / "check.py").write_text("".join(f"import m{index}\n" for index in sorted(entry)) + report)
+    spec = CheckSpec(command=["{python}", "check.py"], env={"PYTHONPATH": "../lib"})
+    done = subprocess.run(
+        [sys.executable, "check.py"],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": "../lib"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    ran = {
+        Path(file).resolve() for file in json.loads(done.stdout) if file and Path(file).resolve().is_relative_to(repo)
+    }
+    assert ran - {(root / "check.py").resolve()} <= set(check_host_files(spec, root))

@@ -246,10 +246,11 @@ def test_view_shows_an_honest_block_of_a_check_that_could_not_start_under_requir
     assert shown.code == 0 and "check_not_passed" in shown.out, shown.err
 
 
-def test_a_checker_scripts_own_imports_are_unbound_until_declared_and_then_bound(tmp_path):
-    """The checker script is hashed as a named file; the project's module it imports is code it runs too. Under
-    `require_binding` that module blocks the gate until it is declared under `inputs:`, and then a pull request that
-    makes the helper accept everything makes the approval stale instead of green."""
+def test_a_checker_scripts_own_imports_are_bound_without_declaring_them(tmp_path):
+    """The checker script is hashed as a named file; the project's module it imports is code it runs too, bound by
+    its bytes (the check's `code`), so `require_binding` has nothing left to block on, and a pull request that makes
+    the helper accept everything makes the approval stale instead of green (tests/e2e/test_check_host_code.py has
+    the helpers outside the config folder)."""
     project = make_project(
         tmp_path,
         checks={"suite": {"command": ["{python}", "check.py"], "timeout": 60}},
@@ -265,24 +266,14 @@ def test_a_checker_scripts_own_imports_are_unbound_until_declared_and_then_bound
         assert result.code in (0, 1), result.err
         return result.code, next(g for g in result.json()["decision"]["gates"] if g["name"] == "suite-ok")
 
-    def approve() -> None:
-        assert project.run("--no-history").code in (0, 1)
-        fingerprint = project.gate_fingerprint("suite-ok")
-        entry = {"active": True, "fingerprint": fingerprint, "require_binding": True}
-        project.write_ledger({"version": 1, "gates": {"suite-ok": entry}})
-
-    approve()
-    code, found = decided()
-    assert (code, found["outcome"], codes(found)) == (1, "blocked", ["check_inputs_unbound"])
-    assert "module file 'verdicts.py' (imported by 'check.py')" in found["reasons"][0]["message"]
-
-    config = yaml.safe_load((project.evals / "evalglass.yaml").read_text())
-    config["checks"]["suite"]["inputs"] = ["verdicts.py"]
-    project.write_config(config)
-    approve()
+    assert project.run("--no-history").code in (0, 1)
+    fingerprint = project.gate_fingerprint("suite-ok")
+    entry = {"active": True, "fingerprint": fingerprint, "require_binding": True}
+    project.write_ledger({"version": 1, "gates": {"suite-ok": entry}})
     code, found = decided()
     assert (code, found["outcome"]) == (0, "pass"), found
 
     helper.write_text("def ok():\n    return True  # and now without looking\n")
     code, found = decided()
     assert (code, found["outcome"], codes(found)) == (1, "blocked", ["approval_stale"])
+    assert "changed verdicts.py" in found["reasons"][0]["message"]

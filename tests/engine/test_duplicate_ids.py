@@ -90,3 +90,20 @@ def test_the_live_re_read_stops_at_the_line_it_was_asked_about(tmp_path: Path) -
     with pytest.raises(SetupError, match=r"duplicate example id 'a' \(first at line 1\)") as raised:
         refuse_first_repeat(open_reader(loaded), loaded.dataset_path, until=4)
     assert raised.value.where.endswith("data.jsonl:4")
+
+
+def test_a_repeated_id_is_refused_when_the_readers_lines_do_not_ascend(tmp_path: Path) -> None:
+    """Another tool's results come in sample order, each example at the place of its first result (a zip member's
+    position): the re-read must not stop at the first line past the last one noted."""
+    from evalglass.engine.produce.sink import new_row_shape
+
+    loaded = _project(tmp_path, ["a", "b", "c", "b"])
+    examples = [
+        Example(id=i, line=line, fields={}, output="x") for i, line in (("a", 2), ("b", 16), ("c", 4), ("b", 6))
+    ]
+    folder = tmp_path / "run"
+    folder.mkdir()
+    sink = RunSink(["m"], new_row_shape(loaded.config), ScoresWriter(folder), lambda: examples, loaded.dataset_path)
+    sink.note_ids(examples)
+    with pytest.raises(SetupError, match=r"duplicate example id 'b' \(first at line 16\)"):
+        sink.check_ids()

@@ -173,13 +173,7 @@ def test_a_resumed_run_records_every_entry_it_did_not_trust(project: LiveProject
     """A forged cache, a run killed mid-way, then resumed: its record counts every forged entry once, as an
     uninterrupted run's does, though the first attempt already replaced some of them (their replays say so)."""
     total = 30
-    server.latency = 0.03
-    project.write(questions(total), concurrency={"max_in_flight": 4})
-    assert project.run().code == 0 and server.request_count == total
-    assert forge(project.root / CACHE, "another key", "forged") == total
-    proc = start("run", "--no-progress", "--format", "json", cwd=project.root)
-    wait_until(lambda: server.request_count >= total + 12, what="12 requests")
-    code, _, _ = kill(proc, signal.SIGKILL)
+    code, _ = _forged_then_stopped(project, server, total, signal.SIGKILL, after=12)
     assert code == -signal.SIGKILL
     resumed = project.run("--resume")
     assert resumed.code == 0, resumed.err
@@ -257,3 +251,66 @@ def test_a_forged_cache_answers_for_no_variant_and_not_for_the_judge_of_variants
         assert metric(json.loads(forged.out), "preferred")["estimate"]["point"] == pytest.approx(honest)
         record = json.loads((project.last_run() / "runrecord.json").read_text())
         assert record["untrusted_cache_entries"] == asked
+
+
+def test_a_run_stopped_early_says_which_entries_it_did_not_trust(project: LiveProject, server: FakeOpenAI) -> None:
+    """Ctrl-C after some forged entries were met: the interrupted run says how many it did not trust (their calls
+    made again), before the line that says how to resume."""
+    total = 30
+    code, err = _forged_then_stopped(project, server, total, signal.SIGINT, after=6)
+    assert code == 130, err
+    lines = err.splitlines()
+    (warning,) = [line for line in lines if "not vouched for" in line]
+    met = int(warning.split(": ")[2].split(" cached answer(s)")[0])
+    assert 6 <= met <= total and warning.startswith("warning: ") and "EVALGLASS_CACHE_KEY" in warning
+    assert lines.index(warning) < next(i for i, line in enumerate(lines) if line.startswith("interrupted"))
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("through", ["cli", "api"])
+def test_a_run_that_fails_part_way_says_which_entries_it_did_not_trust(project: LiveProject, through: str) -> None:
+    """A run that cannot complete (exit 2) after it met forged entries still says so, before its error: variant a's
+    cached answers are forged, variant b's module no longer imports, so the run stops after scoring a. Through the
+    API the run is in a supervised child: the error it reports back carries the warning."""
+    rows = questions(3)
+    (project.root).mkdir(parents=True)
+    (project.root / "first.py").write_text("def answer(example):\n    return example['question']\n")
+    (project.root / "second.py").write_text("def answer(example):\n    return example['question'] + '!'\n")
+    variants = {"a": {"function": "first.py:answer"}, "b": {"function": "second.py:answer"}}
+    project.write(rows, task={"type": "python", "function": "first.py:answer", "cache": True}, variants=variants)
+    assert project.run().code == 0
+    assert forge(project.root / CACHE, "another key", "forged") == 6
+    (project.root / "second.py").write_text("raise RuntimeError('broken on purpose')\n")
+    if through == "api":
+        from evalglass import api
+        from evalglass.errors import SetupError
+
+        with pytest.raises(SetupError) as raised:
+            api.run(project.root / "evalglass.yaml")
+        (warning,) = raised.value.warnings
+        assert "3 cached answer(s)" in warning and "second.py raised RuntimeError" in raised.value.what
+        assert raised.value.stderr_lines()[0] == warning
+        return
+    failed = project.run()
+    assert failed.code == 2, failed.out + failed.err
+    lines = failed.err.splitlines()
+    (warning,) = [line for line in lines if "not vouched for" in line]
+    assert "3 cached answer(s)" in warning  # variant a's three, met before b stopped the run
+    (error,) = [line for line in lines if line.startswith("error: ")]
+    assert lines.index(warning) < lines.index(error) and "second.py raised RuntimeError" in error, failed.err
+    assert "Traceback" not in failed.err
+
+
+def _forged_then_stopped(
+    project: LiveProject, server: FakeOpenAI, total: int, sig: int, *, after: int
+) -> tuple[int, str]:
+    """``total`` questions answered once, every cached answer then forged, and a new run stopped by ``sig`` once
+    ``after`` of its calls reached the server: its exit code and stderr."""
+    server.latency = 0.03
+    project.write(questions(total), concurrency={"max_in_flight": 4})
+    assert project.run().code == 0 and server.request_count == total
+    assert forge(project.root / CACHE, "another key", "forged") == total
+    proc = start("run", "--no-progress", "--format", "json", cwd=project.root)
+    wait_until(lambda: server.request_count >= total + after, what=f"{after} requests")
+    code, _, err = kill(proc, sig)
+    return code, err

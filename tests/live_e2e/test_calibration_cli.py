@@ -356,10 +356,12 @@ def test_a_forged_calibration_record_cannot_turn_a_judge_gate_green(project: Liv
     assert evalglass("verify", str(project.last_run()), cwd=project.root).code == 0
 
 
-def test_a_run_recorded_before_records_were_approved_verifies_as_it_was_decided(project: LiveProject) -> None:
+def test_a_run_recorded_before_records_were_approved_is_not_green_under_the_current_rules(project: LiveProject) -> None:
     """A run record without `judge_calibrations` was made before the ledger approved calibration records: it was
-    decided on the record found, with a ledger that named none, and verify re-derives it so. The same record
-    claiming the newer rule does not verify: the gate it says passed would have blocked."""
+    decided on the record found, with a ledger that named none. It adds up as it was decided, but the current rules
+    decide whether it is green, and they block its gate: verify names the marker, the rule and the gate (a deleted
+    marker would otherwise turn a blocked run green). The same record claiming the newer rule does not add up: the
+    gate it says passed would have blocked."""
     import hashlib
 
     from evalglass.core.runrecord import RunRecord
@@ -399,7 +401,11 @@ def test_a_run_recorded_before_records_were_approved_verifies_as_it_was_decided(
 
     rewrite()
     verified = evalglass("verify", str(folder), cwd=project.root)
-    assert verified.code == 0, verified.out + verified.err
+    assert verified.code == 1, verified.out + verified.err
+    assert "runrecord.judge_calibrations: recorded 'the run record says it was decided before the ledger approved" in (
+        verified.out
+    )
+    assert "under the current rules gate 'judged' is blocked: calibration_unapproved" in verified.out
     # Claiming the newer rule with the same ledger: the recorded pass no longer follows.
     record["judge_calibrations"] = "approved"
     rewrite()

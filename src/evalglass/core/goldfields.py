@@ -20,6 +20,12 @@ from typing import Any
 
 RECORDED = "recorded"
 DEFAULT_OUTPUT_FIELD = "output"
+#: Other evaluation tools' results (``dataset.format``), read by ``engine.datasets.toollogs``.
+TOOL_FORMATS = ("inspect", "promptfoo", "lm-eval", "openai-evals")
+#: What a tool's reader adds to each record about the tool's run rather than the sample: ``source`` (the run's id,
+#: the tool's version, the model, the log's status) and ``not_captured`` (which lists the outputs the file lacks).
+#: Neither is gold: a new run of the tool on the same samples must keep a validated gold, as new outputs do.
+TOOL_RUN_FIELDS = ("source", "not_captured")
 
 
 def merged_task(task: Mapping[str, Any] | None, override: Mapping[str, Any]) -> dict[str, Any]:
@@ -38,11 +44,14 @@ def run_tasks(task: Mapping[str, Any] | None, variants: Mapping[str, Any] | None
     return [merged_task(task, override) for override in variants.values() if isinstance(override, Mapping)]
 
 
-def gold_excluded_fields(task: Mapping[str, Any] | None, variants: Mapping[str, Any] | None) -> tuple[str, ...]:
+def gold_excluded_fields(
+    task: Mapping[str, Any] | None, variants: Mapping[str, Any] | None, dataset_format: object = None
+) -> tuple[str, ...]:
     """The dataset fields holding a recorded output of some task the run scores, in declared order, each once;
     empty when no output is recorded in the dataset file. One field for a run without variants: the same field,
-    and so the same fingerprint, as before variants existed."""
-    fields: dict[str, None] = {}
+    and so the same fingerprint, as before variants existed. Another tool's results (``dataset_format``) also leave
+    out what their reader records about the tool's run (:data:`TOOL_RUN_FIELDS`)."""
+    fields: dict[str, None] = dict.fromkeys(TOOL_RUN_FIELDS) if dataset_format in TOOL_FORMATS else {}
     for one in run_tasks(task, variants):
         if one.get("type", RECORDED) == RECORDED and one.get("path") is None:
             field = one.get("field", DEFAULT_OUTPUT_FIELD)

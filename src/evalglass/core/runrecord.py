@@ -98,7 +98,16 @@ class RunRecord(BaseModel):
         default_factory=dict,
         description="Per metric, SHA-256 of the files that define it (schemas, host modules, a rubric); under "
         "`imports:METRIC`, of the host code a python metric runs besides (the module its import path resolves to, "
-        "the project's modules it imports); under `check:NAME` and `inputs:NAME`, a check's named files and inputs.",
+        "the project's modules it imports); under `check:NAME`, `code:NAME` and `inputs:NAME`, a check's named files, "
+        "the host code its command runs by name and its inputs.",
+    )
+    approved_files: list[dict[str, dict[str, str]]] = Field(
+        default_factory=list,
+        # Absent unless a stale approval's reason was named from an earlier run (records keep their bytes).
+        exclude_if=lambda found: not found,
+        description="The bound files' hashes (keyed as `definition_files`) an earlier run kept that named what "
+        "changed since a stale approval without `definition:`: with them the gate's fingerprint is the approved one "
+        "(verify checks that again, and re-derives the reason from them).",
     )
     check_results: dict[str, CheckResult] = Field(
         default_factory=dict, description="Full records of the standalone checks this run ran."
@@ -115,7 +124,8 @@ class RunRecord(BaseModel):
     judge_endpoints: dict[str, JudgeEndpoint] = Field(
         default_factory=dict,
         # Absent for a run without judges (such records keep their bytes), and in records from before it was kept:
-        # those were decided without the endpoint binding and are re-derived so.
+        # those were decided without the endpoint binding and are re-derived so; the current rules still decide
+        # whether such a run is green (core/recordrules.py, the one reader of this marker and the two below).
         exclude_if=lambda found: not found,
         description="Per llm_judge or jury metric, where its judge was served (canonical: 'openai "
         "https://api.openai.com/v1'; a jury: per member), as gate approvals' judge_endpoint binds it.",
@@ -123,7 +133,7 @@ class RunRecord(BaseModel):
     judge_gates: Literal["plain", "every"] = Field(
         default="plain",
         # Absent for a run without judges and in records from before every gate on a judge needed its calibration:
-        # those were decided so and are re-derived so.
+        # those were decided so and are re-derived so (core/recordrules.py).
         exclude_if=lambda value: value == "plain",
         description="Which gates on a judge stood on its calibration when the run decided: `every` gate whose subject "
         "is a judge (plain, comparative, on a variant, between variants); absent (`plain`): plain gates only, as "
@@ -132,7 +142,7 @@ class RunRecord(BaseModel):
     judge_calibrations: Literal["found", "approved"] = Field(
         default="found",
         # Absent for a run without judges and in records from before the ledger approved calibration records: those
-        # were decided on the record found and are re-derived so.
+        # were decided on the record found and are re-derived so (core/recordrules.py).
         exclude_if=lambda value: value == "found",
         description="Which calibration records a gate on a judge could stand on when the run decided: `approved`, "
         "only the record whose fingerprint the ledger's `judges:` entry names (`calibration`); absent (`found`): "

@@ -1,20 +1,21 @@
-"""What a check runs besides its target: its declared ``inputs:`` hashed for its gates' fingerprints, and what its
-command names that no input binds.
+"""What a check runs besides its target: the host code its command runs by name, and its declared ``inputs:``,
+hashed for its gates' fingerprints; and what its command discovers that no input binds.
 
 A check's gate is approved for one fingerprint; what the fingerprint covers is what a pull request cannot change
-without making the approval stale. The check's declaration and the files its command names literally are covered
-(``engine.spec.config``). The code a test runner *discovers* is not on the command line: ``pytest tests`` names a
-folder, ``python -m unittest discover`` names a module, ``make test`` a runner. A check declares that code under
+without making the approval stale. The check's declaration and the files inside the config folder its command
+names literally are covered (``engine.spec.config``). What the command runs by name besides, wherever it lies, is
+found here and bound (:func:`check_host_files`): what a named script imports, a ``-m`` module and ``-c`` code with
+what they import, pytest's ``conftest.py`` and configuration, looked up where the child looks (its declared
+``PYTHONPATH`` included). The code a test runner *discovers* is not on the command line: ``pytest tests`` names a
+folder, ``python -m unittest discover`` names a tool, ``make test`` a runner. A check declares that code under
 ``inputs:`` (paths, globs, importable modules), hashed here; :func:`unbound_inputs` finds, by class, what the
 command runs that no input covers, so ``explain``, ``preflight`` and the run can say so and ``require_binding``
 can block on it:
 
 * any word of the command that resolves (from the check's ``cwd``) to a folder inside the config folder;
-* any module a Python interpreter is told to run (``-m X``);
+* any module a Python interpreter is told to run (``-m X``) that is not host code (the project's own is bound);
 * any word naming a program that discovers what it runs (:data:`RUNNERS`: test runners, build tools, package
-  managers' ``test`` scripts);
-* any module of the project (inside the config folder) that a Python script the command names imports, transitively
-  (``lanes.hostimports``: import statements read, nothing imported; the script itself is hashed as a named file).
+  managers' ``test`` scripts).
 
 A folder is covered by an input at or above it (a glob counts by its literal folder), or by the check's target.
 A module is covered by a module input naming it or a package above it, or by any path input its files lie
@@ -22,8 +23,9 @@ under. A runner, and a module that is not the project's own code (``-m pytest``)
 cannot know which files that is, so any declared input covers it (the person declaring ``inputs:`` says what it
 runs), as does a target holding the check's working folder.
 
-Modules are found the way the check's interpreter would look them up (its working folder first, then this
-interpreter's ``sys.path``), without importing anything: importing host code while fingerprinting would run it.
+Modules are found the way the check's interpreter would look them up (its working folder first, then its declared
+``PYTHONPATH``, then this interpreter's ``sys.path``), without importing anything: importing host code while
+fingerprinting would run it.
 """
 
 from __future__ import annotations
@@ -37,8 +39,14 @@ from importlib.machinery import ModuleSpec, PathFinder
 from pathlib import Path
 
 from evalglass.core.fingerprint import fingerprint_of
-from evalglass.lanes.checkspec import CheckConfigError, CheckSpec, ModuleInput, resolve_within
-from evalglass.lanes.hostimports import MAX_HOST_FILES, TooManyHostFiles, find_top_level, imported_host_files
+from evalglass.lanes.checkspec import UNBINDABLE_ENV, CheckConfigError, CheckSpec, ModuleInput, resolve_within
+from evalglass.lanes.hostimports import (
+    find_top_level,
+    imported_host_files,
+    is_host_file,
+    module_host_files,
+    source_host_files,
+)
 from evalglass.lanes.targetstate import Budget, Ignore, TargetUnavailable, fingerprint_target
 
 __all__ = [
@@ -47,7 +55,10 @@ __all__ = [
     "RUNNERS",
     "SKIPPED_FOLDERS",
     "InputProblem",
+    "assigned_unbindable",
+    "check_host_files",
     "command_words",
+    "declared_python_path",
     "find_module",
     "input_hashes",
     "input_label",
@@ -152,6 +163,7 @@ def input_hashes(spec: CheckSpec, base_dir: Path, leave_out: Collection[Path] = 
     it would change with every approval of the gate it binds). Raises :class:`InputProblem`."""
     root = base_dir.resolve()
     cwd = root / (spec.cwd or ".")
+    path = declared_python_path(spec, cwd)
     budget = Budget(max_files=INPUTS_MAX_FILES, max_bytes=INPUTS_MAX_BYTES)
     left_out = {os.path.realpath(path) for path in leave_out}
 
@@ -163,7 +175,7 @@ def input_hashes(spec: CheckSpec, base_dir: Path, leave_out: Collection[Path] = 
         label = input_label(entry)
         try:
             if isinstance(entry, ModuleInput):
-                hashes[label] = _module_fingerprint(entry.module, cwd, budget, ignore)
+                hashes[label] = _module_fingerprint(entry.module, cwd, path, budget, ignore)
             else:
                 hashes[label] = _path_fingerprint(entry, root, budget, ignore)
         except TargetUnavailable as exc:
@@ -208,8 +220,8 @@ def _path_fingerprint(entry: str, root: Path, budget: Budget, ignore: Ignore) ->
     return state.fingerprint
 
 
-def _module_fingerprint(name: str, cwd: Path, budget: Budget, ignore: Ignore) -> str:
-    found = find_module(name, cwd)
+def _module_fingerprint(name: str, cwd: Path, path: Sequence[str], budget: Budget, ignore: Ignore) -> str:
+    found = find_module(name, cwd, path)
     if found is None:
         raise CheckConfigError(f"no module {name!r} is importable from the check's cwd or this interpreter's path")
     locations = _module_files(found)
@@ -257,22 +269,50 @@ def _validated_bytecode(full: str, relpath: str) -> bool:
     return flags <= 0b11 and (not hash_based or check_source)
 
 
-def find_module(name: str, cwd: Path) -> ModuleSpec | None:
+def find_module(name: str, cwd: Path, path: Sequence[str] = ()) -> ModuleSpec | None:
     """Where ``name`` would be imported from by ``python -m`` in ``cwd``, found without importing it or any
     package above it (``importlib.util.find_spec`` imports the parents of a dotted name, running their code).
 
-    The top-level name is looked up in ``cwd`` first, then through this interpreter's finders (``sys.path``,
-    editable installs); each further part inside the package found so far. Limits: the check's own environment
-    (``PYTHONPATH`` in its ``env:``) is not consulted, and a package that extends its ``__path__`` at import time
-    is seen without the extension.
+    The top-level name is looked up in ``cwd`` first, then in ``path`` (the check's declared ``PYTHONPATH``,
+    :func:`declared_python_path`), then through this interpreter's finders (``sys.path``, editable installs); each
+    further part inside the package found so far. Limit: a package that extends its ``__path__`` at import time is
+    seen without the extension.
     """
     parts = name.split(".")
-    found = find_top_level(parts[0], (str(cwd),))
+    found = find_top_level(parts[0], (str(cwd), *path))
     for depth in range(1, len(parts)):
         if found is None or found.submodule_search_locations is None:
             return None
         found = PathFinder.find_spec(".".join(parts[: depth + 1]), list(found.submodule_search_locations))
     return found
+
+
+def declared_python_path(spec: CheckSpec, cwd: Path) -> tuple[str, ...]:
+    """The folders the check's ``PYTHONPATH`` puts on a Python child's ``sys.path`` (after the script's folder or
+    the working folder, before the interpreter's own path), resolved from the check's ``cwd`` as the child resolves
+    them: the one its ``env:`` declares, and any the command itself assigns (``env PYTHONPATH=lib python x.py``,
+    ``sh -c "PYTHONPATH=lib python x.py"``), each looked in (which one the child sees is the shell's business; the
+    scan binds what any of them finds). A declared value replaces the inherited one; an inherited one is this
+    process's too, so its folders are on the ``sys.path`` the scan falls back to. An entry holding ``{`` or ``$`` (a
+    placeholder or a variable the scan does not expand) names no folder."""
+    values = [spec.env["PYTHONPATH"]] if "PYTHONPATH" in spec.env else []
+    values += [word.split("=", 1)[1] for word in command_words(spec) if word.startswith("PYTHONPATH=")]
+    return tuple(
+        dict.fromkeys(
+            str((cwd / entry).resolve()) if entry else str(cwd)
+            for value in values
+            for entry in value.split(os.pathsep)
+            if not any(char in entry for char in "{$\x00")
+        )
+    )
+
+
+def assigned_unbindable(spec: CheckSpec) -> tuple[str, ...]:
+    """The variables of ``lanes.checkspec.UNBINDABLE_ENV`` the command assigns itself (``PYTHONUSERBASE=x python
+    ...``): refused in ``env:``, named unbound here (a word of a command has no line of its own to refuse it at)."""
+    return tuple(
+        dict.fromkeys(word.split("=", 1)[0] for word in command_words(spec) if word.split("=", 1)[0] in UNBINDABLE_ENV)
+    )
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -304,55 +344,169 @@ def split_words(text: str) -> list[str]:
 def unbound_inputs(spec: CheckSpec, base_dir: Path) -> tuple[str, ...]:
     """What the check's command runs that neither its ``inputs:`` nor its target binds, one phrase each in
     command order (``folder 'tests'``, ``module 'unittest' (-m)``, ``runner 'pytest'``); empty when everything
-    it names is bound. Never raises: an input that cannot be resolved covers nothing."""
+    it names is bound. What the command names that is host code is bound by :func:`check_host_files`, so only
+    what is *discovered* is said here. Never raises: an input that cannot be resolved covers nothing."""
     root = base_dir.resolve()
     cwd = (root / (spec.cwd or ".")).resolve()
+    path = declared_python_path(spec, cwd)
     words = command_words(spec)
-    covering = _covering_paths(spec, root, cwd)
+    covering = _covering_paths(spec, root, cwd, path)
     module_inputs = [entry.module for entry in spec.inputs if isinstance(entry, ModuleInput)]
     # A runner (or a tool run with -m) reads what it finds: declared inputs say what that is.
-    discovery_bound = bool(spec.inputs) or any(path == cwd or path in cwd.parents for path in covering)
+    discovery_bound = bool(spec.inputs) or any(folder == cwd or folder in cwd.parents for folder in covering)
     found: list[str] = []
-    for word in _path_words(words):
+    modules = dict(_python_modules(words))
+    # A module's name is no folder's even when a package folder of that name lies in cwd: it is said as a module.
+    for word in _path_words([word for at, word in enumerate(words) if at not in modules]):
         folder = _folder_named(word, cwd, root)
         if folder is not None and not _covered(folder, covering):
-            found.append(f"folder {_shown(folder, root)!r}")
-    modules = dict(_python_modules(words))
+            outside = (
+                "" if folder == root or root in folder.parents else " (outside the config folder: no input binds it)"
+            )
+            found.append(f"folder {_shown(folder, root)!r}{outside}")
     for module in modules.values():
-        if not _module_covered(module, cwd, root, covering, module_inputs, discovery_bound):
+        if not _module_covered(module, cwd, path, module_inputs, discovery_bound):
             found.append(f"module {module!r} (-m)")
     for at, word in enumerate(words):
         runner = None if at in modules else _runner(word)  # `-m pytest` is said once, as a module
         if runner is not None and not discovery_bound:
             found.append(f"runner {runner!r}")
-    for script in _scripts(_path_words(words), cwd, root):
-        # A script named on the command line is hashed (engine.spec.config); the project's modules it imports are
-        # what it runs besides, found as `python script.py` would (the script's folder first).
-        try:
-            imports = imported_host_files(script, (str(script.parent),))
-        except TooManyHostFiles:
-            found.append(f"more than {MAX_HOST_FILES:,} modules imported by {_shown(script, root)!r}")
-            continue
-        for imported in imports:
-            if (imported == root or root in imported.parents) and not _covered(imported, covering):
-                found.append(f"module file {_shown(imported, root)!r} (imported by {_shown(script, root)!r})")
+    # What Python loads under these is beyond any binding: no input covers it.
+    found += [f"variable {name!r} (set in the command)" for name in assigned_unbindable(spec)]
     return tuple(dict.fromkeys(found))
 
 
+#: The files pytest reads on its own from the folder it starts in and the folders above it: its configuration
+#: (which decides what is collected, which plugins load, which options apply) and ``conftest.py`` (code it runs),
+#: each with the text that makes pytest read it (None: always read). A shared file without pytest's section is not
+#: pytest's configuration (a dependency bump in ``pyproject.toml`` does not make a check's approval stale); adding
+#: the section adds the file to what is bound, which changes the fingerprint too.
+PYTEST_IMPLICIT: dict[str, bytes | None] = {
+    "conftest.py": None,
+    "pytest.ini": None,
+    ".pytest.ini": None,
+    "pyproject.toml": b"[tool.pytest",
+    "tox.ini": b"[pytest]",
+    "setup.cfg": b"[tool:pytest]",
+}
+
+
+def check_host_files(spec: CheckSpec, base_dir: Path) -> tuple[Path, ...]:
+    """The host code (``lanes.hostimports.is_host_file``) the check's command runs by name, besides the files
+    inside the config folder its words name (hashed as such, ``engine.spec.config``): hashed into its gates'
+    fingerprints, wherever the files lie.
+
+    * a Python script the command names (``.py``, or a ``#!`` line naming Python): the script itself when it lies
+      outside the config folder, and the host modules it imports, transitively, found as ``python script.py``
+      finds them (its folder first, then the declared ``PYTHONPATH``, then this interpreter's path);
+    * a module run with ``-m`` (its file, its packages' ``__init__``, a package's ``__main__``) and inline code run
+      with ``-c``, with what they import, found from the check's ``cwd``;
+    * when the command runs Python: the ``sitecustomize``/``usercustomize`` module the child's ``site`` imports
+      through that path, and the module ``PYTHONBREAKPOINT`` names;
+    * when it runs pytest: the ``conftest.py`` and configuration files (:data:`PYTEST_IMPLICIT`) in its ``cwd`` and
+      each folder above it up to the repository's root (the first folder holding ``.git``; without one, the config
+      folder), the modules those ``conftest.py`` import, and each plugin named with ``-p``.
+
+    Raises ``TooManyHostFiles`` when one scan reaches more than ``MAX_HOST_FILES`` of the project's files.
+    """
+    root = base_dir.resolve()
+    cwd = (root / (spec.cwd or ".")).resolve()
+    path = declared_python_path(spec, cwd)
+    words = command_words(spec)
+    from_cwd = (str(cwd), *path)
+    found: dict[Path, None] = {}
+    for word in _path_words(words):
+        # A file outside the config folder named by a relative path (`bash ../tools/check.sh`): the project's. A file
+        # inside it is hashed as a named file already (engine.spec.config.check_argv_file_hashes).
+        named = _relative_target(word, cwd, root)
+        if named is not None and named.is_file() and not named.is_relative_to(root):
+            found[named] = None
+    scripts = list(_scripts(_path_words(words), cwd, root))
+    for script in scripts:
+        if not script.is_relative_to(root):
+            found[script] = None
+        found.update(dict.fromkeys(imported_host_files(script, (str(script.parent), *path))))
+    runs = list(_python_runs(words))
+    for _, option, value in runs:
+        if option == "-c":
+            found.update(dict.fromkeys(source_host_files(value, from_cwd)))
+        else:
+            found.update(dict.fromkeys(module_host_files(value, from_cwd)))
+            found.update(dict.fromkeys(module_host_files(f"{value}.__main__", from_cwd)))
+    if scripts or runs or any(_PYTHON.match(os.path.basename(word)) for word in words):
+        for name in ("sitecustomize", "usercustomize"):
+            found.update(dict.fromkeys(module_host_files(name, path)))
+        breakpoint_hook = spec.env.get("PYTHONBREAKPOINT", "")
+        if breakpoint_hook not in {"", "0"} and "." in breakpoint_hook:
+            found.update(dict.fromkeys(module_host_files(breakpoint_hook.rpartition(".")[0], from_cwd)))
+    if any(value == "pytest" for _, option, value in runs if option == "-m") or any(
+        _runner(word) in {"pytest", "py.test"} for word in words
+    ):
+        found.update(dict.fromkeys(_pytest_files(words, cwd, root, path)))
+    return tuple(file for file in found if is_host_file(file))
+
+
+def _pytest_files(words: Sequence[str], cwd: Path, root: Path, path: Sequence[str]) -> Iterator[Path]:
+    """What pytest reads besides the tests it collects (see :func:`check_host_files`)."""
+    stop = _repository_root(cwd) or root
+    folders = [cwd, *cwd.parents]
+    for folder in folders[: folders.index(stop) + 1] if stop in folders else [cwd]:
+        for name, section in PYTEST_IMPLICIT.items():
+            candidate = folder / name
+            if candidate.is_file() and (section is None or section in _read(candidate)):
+                yield candidate
+                if name == "conftest.py":
+                    yield from _conftest_files(candidate, cwd, path)
+    for at, word in enumerate(words[:-1]):
+        plugin = words[at + 1]
+        if word == "-p" and not plugin.startswith("no:"):
+            yield from module_host_files(plugin, (str(cwd), *path))
+
+
+def _conftest_files(conftest: Path, cwd: Path, path: Sequence[str]) -> tuple[Path, ...]:
+    """What importing a ``conftest.py`` runs, as pytest (``prepend`` import mode) imports it: in a folder holding
+    ``__init__.py``, as a module of that package (each ``__init__.py`` above it runs, relative imports resolve), with
+    the first folder above the package put first on ``sys.path``; otherwise with its own folder first."""
+    base, parts = conftest.parent, ["conftest"]
+    while (base / "__init__.py").is_file() and base.parent != base:
+        parts.insert(0, base.name)
+        base = base.parent
+    first = (str(base), str(cwd), *path)
+    if len(parts) == 1:
+        return imported_host_files(conftest, first)
+    return module_host_files(".".join(parts), first)
+
+
 def _scripts(words: Iterator[str], cwd: Path, root: Path) -> Iterator[Path]:
-    """The Python source files inside the config folder that the command names."""
+    """The Python source files the command names: a ``.py`` word, or a file whose ``#!`` line names Python, where
+    :func:`_relative_target` finds the project's. An absolute path outside the repository (``/usr/bin/pytest``) and
+    a file in an environment (``../.venv/bin/pytest``, whose ``#!`` line holds the machine's interpreter path) are
+    the machine's, as programs on ``PATH`` are."""
     for word in words:
-        if not word.endswith(".py") or "{" in word or "\x00" in word:
-            continue
-        try:
-            candidate = (cwd / word).resolve()
-        except (OSError, RuntimeError):
-            continue
-        if root in candidate.parents and candidate.is_file():
+        if not word.endswith(".py") and "/" not in word:
+            continue  # a program looked up on PATH, not a file from cwd
+        candidate = _relative_target(word, cwd, root, allow_absolute=True)
+        if candidate is not None and candidate.is_file() and (word.endswith(".py") or _python_shebang(candidate)):
             yield candidate
 
 
-def _covering_paths(spec: CheckSpec, root: Path, cwd: Path) -> list[Path]:
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+def _python_shebang(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            first = handle.readline(256)
+    except OSError:
+        return False
+    return first.startswith(b"#!") and b"python" in first
+
+
+def _covering_paths(spec: CheckSpec, root: Path, cwd: Path, path: Sequence[str]) -> list[Path]:
     """The folders and files the inputs and the target bind (a glob by its literal folder; a module by its files)."""
     paths: list[Path] = []
     literals = [_split_glob(entry)[0] for entry in spec.inputs if isinstance(entry, str)]
@@ -365,7 +519,7 @@ def _covering_paths(spec: CheckSpec, root: Path, cwd: Path) -> list[Path]:
             continue
     for entry in spec.inputs:
         if isinstance(entry, ModuleInput):
-            found = find_module(entry.module, cwd)
+            found = find_module(entry.module, cwd, path)
             if found is not None:
                 paths.extend(location.resolve() for location in _module_files(found))
     return paths
@@ -386,53 +540,84 @@ def _path_words(words: Sequence[str]) -> Iterator[str]:
 
 
 def _folder_named(word: str, cwd: Path, root: Path) -> Path | None:
+    """The folder a word names: inside the config folder, or outside it by a relative path (``../tests``: the
+    project's, and no input can bind it); an absolute path or an environment folder is the machine's."""
+    candidate = _relative_target(word, cwd, root, allow_absolute=True)
+    if candidate is None or not candidate.is_dir():
+        return None
+    return candidate
+
+
+def _relative_target(word: str, cwd: Path, root: Path, *, allow_absolute: bool = False) -> Path | None:
+    """Where a word resolves from ``cwd``, when that can be the project's: inside the config folder (by any path
+    when ``allow_absolute``), or outside it by a relative path, or by an absolute one inside the repository holding
+    the config folder (a CI checkout's path is known in advance); not in an environment folder, and host code."""
     if not word or "{" in word or "\x00" in word:
         return None
     try:
         candidate = (cwd / word).resolve()
     except (OSError, RuntimeError):
         return None
-    if candidate != root and root not in candidate.parents:
-        return None  # outside the config folder: the machine's, and a check may not reach there anyway
-    return candidate if candidate.is_dir() else None
+    if candidate == root or root in candidate.parents:
+        return candidate if allow_absolute or not os.path.isabs(word) else None
+    if os.path.isabs(word):
+        repository = _repository_root(cwd)
+        if repository is None or not candidate.is_relative_to(repository):
+            return None
+    if any(part in SKIPPED_FOLDERS for part in candidate.parts):
+        return None
+    return candidate if is_host_file(candidate) else None
+
+
+def _repository_root(cwd: Path) -> Path | None:
+    """The first folder at or above ``cwd`` holding ``.git``: where the project's files end."""
+    return next((folder for folder in (cwd, *cwd.parents) if (folder / ".git").exists()), None)
 
 
 def _shown(path: Path, root: Path) -> str:
-    return path.relative_to(root).as_posix() if path != root else "."
+    return Path(os.path.relpath(path, root)).as_posix()
 
 
 def _python_modules(words: Sequence[str]) -> Iterator[tuple[int, str]]:
     """(position, name) of each module a Python interpreter among the words is told to run with ``-m``."""
+    for position, option, value in _python_runs(words):
+        if option == "-m":
+            yield position, value
+
+
+def _python_runs(words: Sequence[str]) -> Iterator[tuple[int, str, str]]:
+    """(position, ``-m`` or ``-c``, the module or the code) of each thing a Python interpreter among the words is
+    told to run by name or inline."""
     for at, word in enumerate(words):
         if not _PYTHON.match(os.path.basename(word)):
             continue
         rest = enumerate(words[at + 1 :], start=at + 1)
         for position, option in rest:
-            if option == "-m":
-                module = next(rest, None)
-                if module is not None and module[1]:
-                    yield module
+            if option in {"-m", "-c"}:
+                value = next(rest, None)
+                if value is not None and value[1]:
+                    yield value[0], option, value[1]
                 break
-            if option.startswith("-m"):
-                yield position, option[2:]
+            if option.startswith(("-m", "-c")) and not option.startswith("--"):
+                yield position, option[:2], option[2:]
                 break
             if option in _PYTHON_OPTIONS_WITH_ARGUMENT:
                 next(rest, None)
                 continue
-            if option == "-c" or not option.startswith("-"):
-                break  # inline code (in the declaration, so covered) or a script (hashed as a named file)
+            if not option.startswith("-"):
+                break  # a script (hashed as a named file, its imports bound by check_host_files)
 
 
 def _module_covered(
-    module: str, cwd: Path, root: Path, covering: Sequence[Path], module_inputs: Sequence[str], discovery_bound: bool
+    module: str, cwd: Path, path: Sequence[str], module_inputs: Sequence[str], discovery_bound: bool
 ) -> bool:
+    """A module of the project (host code) is bound by :func:`check_host_files`; any other (``-m pytest``, a
+    tool) reads what it finds, which declared inputs say."""
     if any(module == named or module.startswith(named + ".") for named in module_inputs):
         return True
-    found = find_module(module, cwd)
-    files = [] if found is None else [location.resolve() for location in _module_files(found)]
-    projects = [path for path in files if path == root or root in path.parents]
-    if projects:  # the project's own code: bound only by an input over its files
-        return all(_covered(path, covering) for path in projects)
+    found = find_module(module, cwd, path)
+    if found is not None and any(is_host_file(location) for location in _module_files(found)):
+        return True
     return discovery_bound
 
 

@@ -47,6 +47,14 @@ TARGET_ENV = "EVALGLASS_TARGET"
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
+#: Variables that change which code a Python child loads in ways the binding of a check's host code
+#: (``lanes.checkinputs.check_host_files``) cannot follow: another standard library (``PYTHONHOME``,
+#: ``PYTHONPLATLIBDIR``), another user site folder whose ``.pth`` files and ``usercustomize`` run at start
+#: (``PYTHONUSERBASE``), a file run before an interactive prompt (``PYTHONSTARTUP``). Declared in the config, any of
+#: them could make a pull request's code run under an approval that never bound it, so they are refused; set
+#: outside EvalGlass they are the machine's. ``PYTHONPATH`` is followed instead (its modules are bound).
+UNBINDABLE_ENV = ("PYTHONHOME", "PYTHONPLATLIBDIR", "PYTHONSTARTUP", "PYTHONUSERBASE")
+
 
 class CheckConfigError(ValueError):
     """A check declaration or call that cannot be run at all (configuration mistake: exit 2)."""
@@ -199,6 +207,11 @@ class CheckSpec(BaseModel):
                 raise ValueError(f"{TARGET_ENV} is set by EvalGlass to the target's path; it cannot be declared")
             if "\x00" in text:
                 raise ValueError(f"env {name}: values cannot contain NUL")
+            if name in UNBINDABLE_ENV:
+                raise ValueError(
+                    f"env {name} changes which code Python loads in a way EvalGlass cannot bind to the gate's "
+                    "approval; remove it (put the code the check needs on PYTHONPATH, whose modules are bound)"
+                )
         return value
 
     @field_validator("output_file")

@@ -19,11 +19,30 @@ EvalGlass's own package (whose behaviour is versioned, ``metrics.versions``). A 
 is host code wherever it lies. Nothing is imported: importing host code while fingerprinting would run it (and
 ``importlib.util.find_spec`` of a dotted name imports its parents).
 
-Limits, said in docs/config.md: a dynamic import (``importlib.import_module(name)``, ``__import__``, ``exec``), a
-module a package's ``__init__`` adds to its ``__path__`` at import time, and data files host code reads at run time
-are not found; a compiled extension is bound by its bytes, not by what it was built from; a name that does not
-resolve where the scan looks (a module only a ``PYTHONPATH`` set for the run, not for this process, makes
-importable) is not bound.
+Who uses it: a python metric's gate (``imports``, ``engine.spec.config``), a python lane's or agent tool's cache key
+(:func:`code_digest`), and a check's gate (``code``: ``lanes.checkinputs.check_host_files``), which passes the
+folders the child process looks in first: a script's folder or the check's ``cwd``, then the ``PYTHONPATH`` the
+check declares, so an import resolved through a declared path is bound like any other, inside the config folder or
+outside it.
+
+Closed, by class (each a way host code runs that a pull request could change with the approval left fresh): the
+imports of a python metric's file or module, wherever they lie; of a checker script a check names, and that script
+itself outside the config folder; of a module a check runs with ``-m`` (its ``__main__`` too) and of ``-c`` code; a
+``sitecustomize``/``usercustomize`` and a ``PYTHONBREAKPOINT`` module a Python check's child loads through its path;
+pytest's ``conftest.py`` (with its imports and its packages' ``__init__``) and configuration files from a pytest
+check's ``cwd`` up to the repository's root, and its ``-p`` plugins. Variables that change what the child loads in
+ways a scan cannot follow (``PYTHONHOME``, ``PYTHONPLATLIBDIR``, ``PYTHONSTARTUP``, ``PYTHONUSERBASE``) are refused
+in a check's ``env:`` (``lanes.checkspec.UNBINDABLE_ENV``) and named unbound when its command assigns them.
+
+Limits, said in docs/config.md and docs/checks.md: a dynamic import (``importlib.import_module(name)``,
+``__import__``, ``exec``), a module a package's ``__init__`` adds to its ``__path__`` at import time, and data files
+host code reads at run time are not found; a compiled extension is bound by its bytes, not by what it was built
+from; a name that does not resolve where the scan looks is not bound: a path a check's command builds from variables
+(``PYTHONPATH=$HOME/lib``) or sets in a script it runs, a Ray executor's ``runtime_env`` path, a ``python`` on
+``PATH`` that is another interpreter than this one; ``.pth`` files in the machine's site folders are the machine's;
+what pytest loads through its configuration (``addopts = -p``, ``pytest_plugins``, installed entry points) and a
+``conftest.py`` in a folder below the check's ``cwd`` that no input covers (discovered, like the tests:
+``inputs:``); and what any other runner loads on its own.
 """
 
 from __future__ import annotations
@@ -51,6 +70,7 @@ __all__ = [
     "is_host_file",
     "module_host_files",
     "reference_host_files",
+    "source_host_files",
 ]
 
 #: How many files one reference may bind: far above a metric's helpers, a bound on a scan that wandered into a
@@ -142,9 +162,21 @@ def module_host_files(name: str, first: Sequence[str] = ()) -> tuple[Path, ...]:
 
 def imported_host_files(path: Path, first: Sequence[str] = ()) -> tuple[Path, ...]:
     """The host modules a standalone source file (a script run by path, a metric loaded from its file) imports,
-    transitively; ``first``: folders looked in before ``sys.path`` (a script's own folder)."""
+    transitively; ``first``: folders looked in before ``sys.path`` (a script's own folder). A script without the
+    ``.py`` suffix (run through its ``#!`` line) is read all the same: its suffix says nothing about its text."""
     own = path.resolve()
-    return tuple(found for found in _closure([(own, "")], first) if found != own)
+    if own.suffix == ".py":
+        start = [(own, "")]
+    else:
+        start = [found for name in dict.fromkeys(_imports(own, "")) for found in _chain(name, first)]
+    return tuple(found for found in _closure(start, first) if found != own)
+
+
+def source_host_files(source: str, first: Sequence[str] = ()) -> tuple[Path, ...]:
+    """The host modules inline code (``python -c CODE``) imports, transitively; ``first``: folders looked in before
+    ``sys.path`` (the working folder, as ``-c`` puts it first)."""
+    names = dict.fromkeys(_source_imports(source.encode(), "<string>", ""))
+    return _closure([found for name in names for found in _chain(name, first)], first)
 
 
 def _closure(start: list[tuple[Path, str]], first: Sequence[str]) -> tuple[Path, ...]:
@@ -177,10 +209,18 @@ def _imports(path: Path, package: str) -> Iterator[str]:
     its own error)."""
     try:
         source = path.read_bytes()
-        if b"import" not in source:
-            return
-        tree = ast.parse(source, filename=str(path))
-    except (OSError, SyntaxError, ValueError):
+    except OSError:
+        return
+    yield from _source_imports(source, str(path), package)
+
+
+def _source_imports(source: bytes, filename: str, package: str) -> Iterator[str]:
+    """:func:`_imports` of source text; nothing for text that does not parse."""
+    if b"import" not in source:
+        return
+    try:
+        tree = ast.parse(source, filename=filename)
+    except (SyntaxError, ValueError):
         return
     for node in _statements(tree.body):
         if isinstance(node, ast.Import):

@@ -28,6 +28,8 @@ from evalglass.core.stats import UNIT_SCALE, ScaleSpec
 from evalglass.metrics.base import ABSENT, BuildContext, MetricFn, MetricResult, measured_target
 from evalglass.metrics.support import NoReferenceSpec, clip, json_type_name
 
+#: A non-finite number as Python's ``json`` writes it, read as its text (``toolresults.load_json``): not a label.
+NON_FINITE_TEXT = frozenset({"NaN", "Infinity", "-Infinity"})
 #: inspect_ai's value labels (CORRECT, INCORRECT, PARTIAL, NOANSWER) and what its own ``value_to_float`` makes them.
 INSPECT_LABELS: dict[str, float] = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
 
@@ -101,6 +103,10 @@ class RecordedScoreSpec(NoReferenceSpec):
                 return 1.0 if value else 0.0
             if type(value) is str:
                 mapped = labels.get(value)
+                if mapped is None and value in NON_FINITE_TEXT:
+                    return Score.error(
+                        "recorded_score_malformed", f"{where}: '{scorer}' is {value}, not a finite number"
+                    )
                 if mapped is None:
                     known = ", ".join(sorted(labels)) or "none"
                     return Score.error(

@@ -29,7 +29,7 @@ from evalglass.core.evaluators import evaluator_labels
 from evalglass.core.fingerprint import short
 from evalglass.core.gates import GateResult, Outcome, interval_label
 from evalglass.core.gatespec import GateRule, SubjectKind
-from evalglass.core.goldfields import gold_excluded_fields
+from evalglass.core.goldfields import TOOL_FORMATS, gold_excluded_fields
 from evalglass.core.runrecord import BaselineRecord, RunRecord
 from evalglass.core.scorecard import CheckSummary, MetricSummary, Scorecard
 from evalglass.core.variantnames import declared_metric
@@ -582,9 +582,16 @@ def gold_covers(record: RunRecord) -> str:
     """What the gold fingerprint of this run covers, in one line (the fields left out: ``core.goldfields``)."""
     task = record.config.get("task")
     variants = record.config.get("variants")
+    dataset = record.config.get("dataset")
+    dataset_format = dataset.get("format") if isinstance(dataset, dict) else None
     fields = gold_excluded_fields(
-        task if isinstance(task, dict) else None, variants if isinstance(variants, dict) else None
+        task if isinstance(task, dict) else None, variants if isinstance(variants, dict) else None, dataset_format
     )
+    if dataset_format in TOOL_FORMATS:
+        return (
+            f"covers every sample's id, input, target and metadata as {dataset_format}'s file holds them, not the "
+            "tool's outputs and scores, nor what the file says of the tool's run (source, not_captured)"
+        )
     if len(fields) == 1:
         return f"covers every example's id and fields except the recorded output field '{fields[0]}'"
     if fields:

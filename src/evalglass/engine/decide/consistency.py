@@ -13,6 +13,8 @@ files alone (no scores, no config validation, none of the metric machinery), so 
   can know it, and its ends against the value: :func:`~evalglass.core.gates.bound_problem`), a comparative gate's
   numbers from its recorded paired difference, a check gate's outcome from the check result the run record holds;
 - every gate the ledger snapshot activates without the config declaring it must block (``gate_undeclared``);
+- a record that claims older rules (``core.recordrules``: a missing marker) is decided as it claims, and again under
+  the current rules: a gate green only under the older ones refuses the run (so a deleted marker never shows green);
 - each check result was judged as the config snapshot declares its check (command, policy, timeout...), and the
   scorecard's check summaries and dataset are the run record's;
 - the verdict follows from the gates (``VerdictPayload`` re-derives it on load);
@@ -46,9 +48,11 @@ from evalglass.core.authority import (
     undeclared_active_gates,
 )
 from evalglass.core.calendar import day_of_timestamp
+from evalglass.core.endpoint import JudgeEndpoint
 from evalglass.core.fingerprint import PREFIX, short
 from evalglass.core.gates import (
     GateResult,
+    Outcome,
     bound_problem,
     evaluate_check_gate,
     measurement_reasons,
@@ -56,6 +60,14 @@ from evalglass.core.gates import (
     undeclared_results,
 )
 from evalglass.core.gatespec import GateSpec
+from evalglass.core.recordrules import (
+    CURRENT_RULES,
+    JUDGE_TYPES,
+    CurrentOutcome,
+    DecisionRules,
+    older_rules_problem,
+    recorded_rules,
+)
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.scorecard import CheckSummary, MetricSummary, Scorecard
 from evalglass.engine.runs.artifacts import RUNRECORD_FILE, SCORECARD_FILE, load_json_model_and_bytes
@@ -252,10 +264,17 @@ def scorecard_problems(card: Scorecard, record: RunRecord) -> list[str]:
             else:
                 problems += _differences(gate, expected)
     metrics = {metric.name: metric for metric in card.metrics}
+    rules = _Rules.of(record)
+    current: list[CurrentOutcome] = []
+    recorded_outcomes = {gate.name: gate.outcome for gate in card.decision.gates}
     for name in declared:
         gate = recorded.get(name)
         if gate is not None:
-            problems += _declared_gate_problems(gate, config_gates[name], metrics, record, today)
+            problems += _declared_gate_problems(gate, config_gates[name], metrics, record, today, rules, current)
+    if rules.problem is not None:
+        problems.append(rules.problem)
+    elif (older := older_rules_problem(rules.claimed, recorded_outcomes, current)) is not None:
+        problems.append(older.line)
     return problems
 
 
@@ -374,7 +393,13 @@ def _check_summary_problems(card: Scorecard, record: RunRecord) -> list[str]:
 
 
 def _declared_gate_problems(
-    gate: GateResult, declared: Any, metrics: Mapping[str, MetricSummary], record: RunRecord, today: str
+    gate: GateResult,
+    declared: Any,
+    metrics: Mapping[str, MetricSummary],
+    record: RunRecord,
+    today: str,
+    rules: _Rules,
+    current: list[CurrentOutcome],
 ) -> list[str]:
     name = gate.name
     try:
@@ -386,31 +411,13 @@ def _declared_gate_problems(
     summary = metrics.get(spec.subject) if spec.check is None else None
     if spec.check is None and summary is None:
         return [f"gate '{name}' decides on metric '{spec.subject}', which the scorecard does not summarise"]
-    # The judge a gate on a judge stands on (every kind of gate, or a plain one in a run recorded before that), and
-    # where it was served when no standing carries it, found as the run found them. A record from before endpoints
-    # were kept has none: that run was decided without the binding and is re-derived so.
-    judge, served = (None, None)
-    if spec.metric is not None:
-        judge, served = decided_judge(
-            _recorded_standings(record),
-            spec.metric,
-            comparative=spec.compare_to is not None,
-            every=record.judge_gates == "every",
-        )
-    authority = declared_gate_authority(
-        record.ledger,
-        today=today,
-        name=name,
-        fingerprint=record.gate_fingerprints.get(name, ""),
-        check=spec.check is not None,
-        dataset=record.dataset.name,
-        dataset_fingerprint=record.dataset.gold,
-        uses_reference=summary is not None and summary.uses_reference,
-        judge=judge,
-        comparative=spec.compare_to is not None,
-        baseline=spec.compare_to,
-        judge_endpoint=served,
-    )
+    authority = _gate_authority(name, spec, summary, record, today, rules.judges, rules.claimed)
+    if rules.now is not None and spec.check is None:
+        # The older rules a record can select touch only a judge's standing, so only the authority differs under
+        # the current ones: an active gate with any authority reason is blocked whatever it measured.
+        now = _gate_authority(name, spec, summary, record, today, rules.now, CURRENT_RULES)
+        if now.active and now.reasons:
+            current.append(CurrentOutcome(name, Outcome.BLOCKED, tuple(reason.code for reason in now.reasons)))
     if gate.active != authority.active:
         state = "active" if authority.active else "inactive"
         return [
@@ -432,19 +439,121 @@ def _declared_gate_problems(
     return _differences(gate, derived) + ([f"gate '{name}': {bound}"] if bound is not None else [])
 
 
-def _recorded_standings(record: RunRecord) -> dict[str, JudgeStanding]:
-    """Each judge's standing as the run record snapshotted it (fingerprint, calibration, where it was served, and
-    whether the calibration had to be the ledger's approved record, as the run decided)."""
-    return {
-        name: JudgeStanding(
-            metric=name,
-            fingerprint=fingerprint,
-            calibration=record.calibrations.get(name),
-            endpoint=record.judge_endpoints.get(name),
-            approved_record=record.judge_calibrations == "approved",
+def _gate_authority(
+    name: str,
+    spec: GateSpec,
+    summary: MetricSummary | None,
+    record: RunRecord,
+    today: str,
+    standings: Mapping[str, JudgeStanding],
+    rules: DecisionRules,
+) -> Authority:
+    """Gate ``name``'s authority from the ledger snapshot, with the judge it stands on (every kind of gate, or only
+    a plain one under the older rule) and where that judge was served when no standing carries it, found as the run
+    found them under ``rules``."""
+    judge, served = (None, None)
+    if spec.metric is not None:
+        judge, served = decided_judge(
+            standings, spec.metric, comparative=spec.compare_to is not None, every=rules.every_judged_gate
         )
+    return declared_gate_authority(
+        record.ledger,
+        today=today,
+        name=name,
+        fingerprint=record.gate_fingerprints.get(name, ""),
+        check=spec.check is not None,
+        dataset=record.dataset.name,
+        dataset_fingerprint=record.dataset.gold,
+        uses_reference=summary is not None and summary.uses_reference,
+        judge=judge,
+        comparative=spec.compare_to is not None,
+        baseline=spec.compare_to,
+        judge_endpoint=served,
+    )
+
+
+@dataclass(frozen=True)
+class _Rules:
+    """The rules the run record claims (``core.recordrules``) with each judge's standing under them, and, when they
+    are older than the current ones, the standings the current rules decide on."""
+
+    claimed: DecisionRules
+    judges: Mapping[str, JudgeStanding]
+    now: Mapping[str, JudgeStanding] | None
+    #: Why the current rules cannot decide the run from its files (a judge's endpoint that cannot be derived).
+    problem: str | None = None
+
+    @classmethod
+    def of(cls, record: RunRecord) -> _Rules:
+        claimed = recorded_rules(record)
+        judges = _recorded_standings(record, claimed, record.judge_endpoints)
+        unjudged = _unjudged(record)
+        if unjudged is not None:
+            return cls(claimed, judges, None, unjudged)
+        if claimed.current:
+            return cls(claimed, judges, None)
+        endpoints, problem = _served_now(record)
+        return cls(claimed, judges, _recorded_standings(record, CURRENT_RULES, endpoints), problem)
+
+
+def _unjudged(record: RunRecord) -> str | None:
+    """The judges the run record keeps a standing for (``judge_fingerprints``) must be the config snapshot's judge
+    metrics: a judge left out would let its gates decide with no calibration at all, the loosest rule of all."""
+    metrics = record.config.get("metrics")
+    declared = {
+        name
+        for name, entry in (metrics.items() if isinstance(metrics, dict) else ())
+        if isinstance(entry, dict) and entry.get("type") in JUDGE_TYPES
+    }
+    kept = set(record.judge_fingerprints)
+    if declared == kept:
+        return None
+    name = sorted(declared ^ kept)[0]
+    said = (
+        "keeps no standing" if name in declared else "keeps a standing, but the config snapshot declares no such judge"
+    )
+    return (
+        f"the run record {said} for judge '{name}' (judge_fingerprints), so its gates cannot be decided as the run did"
+    )
+
+
+def _recorded_standings(
+    record: RunRecord, rules: DecisionRules, endpoints: Mapping[str, JudgeEndpoint]
+) -> dict[str, JudgeStanding]:
+    """Each judge's standing as the run record snapshotted it (fingerprint, calibration, where it was served),
+    under ``rules``."""
+    return {
+        name: rules.standing(name, fingerprint, record.calibrations.get(name), endpoints.get(name))
         for name, fingerprint in record.judge_fingerprints.items()
     }
+
+
+def _served_now(record: RunRecord) -> tuple[dict[str, JudgeEndpoint], str | None]:
+    """Where each judge was served, for a record that kept no endpoint for some judge (decided before endpoints
+    were bound): derived from its config snapshot as the run derives it from the config, so the current rules
+    decide on the binding. Parsing the snapshot costs milliseconds, paid only by such records. When the snapshot
+    does not say, the current rules cannot decide the run: that is the problem returned."""
+    endpoints = dict(record.judge_endpoints)
+    missing = sorted(set(record.judge_fingerprints) - set(endpoints))
+    if not missing:
+        return endpoints, None
+    from evalglass.engine.spec.config import config_from_record
+
+    try:
+        judges = config_from_record(record.config).judges
+    except (ValidationError, ValueError) as exc:
+        judges, why = {}, _first_line(exc)
+    else:
+        why = "it declares no such judge"
+    for name in missing:
+        spec = judges.get(name)
+        if spec is None:
+            return endpoints, (
+                f"the run record keeps no endpoint for judge '{name}' and its config snapshot does not say where it "
+                f"was served ({why}), so the current rules cannot decide it"
+            )
+        endpoints[name] = spec.judge_endpoint()
+    return endpoints, None
 
 
 def _comparative_problems(gate: GateResult, spec: GateSpec, authority: Authority, record: RunRecord) -> list[str]:

@@ -48,6 +48,8 @@ class Evidence:
     ledger_where: Mapping[str, str] | None = None
     #: Per gate, what made its approval stale when that is an evaluator's version (``engine.spec.staleness``).
     stale: Mapping[str, str] | None = None
+    #: The earlier run's bound files a reason in ``stale`` was named from (recorded for ``verify``).
+    approved_files: tuple[dict[str, dict[str, str]], ...] = ()
     #: Every gate on a judge stands on its calibration; off only to re-derive a run recorded before that.
     every_judged_gate: bool = True
 
@@ -163,6 +165,7 @@ def run_record(
         gate_fingerprints=evidence.gate_fingerprints,
         gate_evaluators=loaded.config.evaluators_by_gate(),
         definition_files=loaded.definition_files,
+        approved_files=list(evidence.approved_files),
         check_results=evidence.check_results,
         judge_fingerprints={name: standing.fingerprint for name, standing in standings.items()},
         judge_endpoints={

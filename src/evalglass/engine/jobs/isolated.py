@@ -61,10 +61,9 @@ def _error_report(exc: BaseException) -> bytes:
     if isinstance(exc, RunInterrupted):
         fields = {"folder": str(exc.folder), "done": exc.done, "total": exc.total, "reason": exc.reason}
         return _fit({"interrupted": {**fields, "warnings": [_cut(line) for line in exc.warnings]}}, "warnings")
-    if isinstance(exc, SetupErrors):
-        return _fit({"setup": [_problem(problem) for problem in exc.problems]}, "setup")
     if isinstance(exc, SetupError):
-        return _fit({"setup": [_problem(exc)]}, "setup")
+        problems = [_problem(problem) for problem in (exc.problems if isinstance(exc, SetupErrors) else (exc,))]
+        return _fit({"setup": problems, "warnings": [_cut(line) for line in exc.warnings]}, "setup")
     if isinstance(exc, Interrupted | KeyboardInterrupt):
         return _fit({"interrupted": None}, "")
     said = redaction.current().text(f"{type(exc).__name__}: {exc}")
@@ -111,7 +110,9 @@ def _outcome_of(report: dict[str, Any]) -> RunOutcome:
         )
     if "setup" in report:
         problems = [SetupError(item["what"], where=item["where"], fix=item["fix"]) for item in report["setup"]]
-        raise problems[0] if len(problems) == 1 else SetupErrors(problems)
+        error = problems[0] if len(problems) == 1 else SetupErrors(problems)
+        error.warnings = tuple(report.get("warnings") or ())
+        raise error
     if "interrupted" in report:
         stop = report["interrupted"]
         if stop is None:

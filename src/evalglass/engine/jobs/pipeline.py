@@ -47,13 +47,14 @@ from evalglass.engine.runs.digests import (
     signing_key_from_env,
     write_digests,
 )
+from evalglass.engine.runs.earlierruns import earlier_definition_files
 from evalglass.engine.runs.runfolder import PartialFile, locked, make_dirs, sweep_partials, write_atomic, writing
 from evalglass.engine.runs.runlocator import RunLocator
 from evalglass.engine.spec.config import LoadedConfig, load_config
 from evalglass.engine.spec.executorspec import RayExecutorSpec
 from evalglass.engine.spec.ledger import LoadedLedger, check_against_config, load_ledger, refuse_unpinned_ledger
 from evalglass.engine.spec.staleness import stale_causes
-from evalglass.errors import Interrupted, SetupError
+from evalglass.errors import EvalGlassError, Interrupted, SetupError
 from evalglass.lanes.shipping import ClusterLost
 from evalglass.version import __version__
 
@@ -134,16 +135,14 @@ class RunInterrupted(Interrupted):
         self.total = total
         #: Why the run stopped, when not by a signal (a lost cluster).
         self.reason = reason
-        #: Warnings of the run so far (a last-started pointer that could not be written): printed before the line.
+        #: Warnings of the run so far (a last-started pointer that could not be written, cached answers not
+        #: trusted): printed before the line.
         self.warnings = warnings
         progress = f" after {done} of {total} examples" if done is not None and total else ""
         why = f"{reason}; " if reason else ""
         super().__init__(
             f"{why}interrupted{progress}: completed calls are cached; resume with: evalglass run --resume {folder}"
         )
-
-    def stderr_lines(self) -> list[str]:
-        return [*self.warnings, str(self)]
 
 
 @dataclass(frozen=True)
@@ -193,6 +192,10 @@ class _Prepared:
     signing_key: str | None
     #: Where the call cache's key came from (None: it could not be had; see ``_run_key``).
     key_source: str | None = None
+    #: The untrusted call-cache entries met so far, one count per cache closed (each variant's, the judges'
+    #: side by side): shared by every stage (``dataclasses.replace`` keeps the list), so a run that stops early
+    #: still says how many it met.
+    untrusted_met: list[int] = dataclasses.field(default_factory=list)
 
 
 def _run(config_path: Path, options: RunOptions) -> RunOutcome:
@@ -334,10 +337,16 @@ def _run_in(prepared: _Prepared, created: bool) -> RunOutcome:
         reason = joined[0].lost if joined else None
         reason = reason or (str(stop) if isinstance(stop, ClusterLost) else None)
         done = prepared.counters.done if prepared.loaded.config.live else None
-        raise RunInterrupted(folder, done, manifest.dataset.examples, reason, warnings=tuple(warnings)) from None
-    except BaseException:
+        said = (*warnings, *_untrusted(prepared, sum(prepared.untrusted_met)))
+        raise RunInterrupted(folder, done, manifest.dataset.examples, reason, warnings=said) from None
+    except BaseException as failed:
         if created:
             shutil.rmtree(folder, ignore_errors=True)
+        if isinstance(failed, EvalGlassError):
+            # The cache entries the run did not trust before it failed are still said, before the error: they were
+            # replaced by real answers, so a re-run will not meet them and this is the one time they are said. (The
+            # run's other warnings speak of results a failed run does not have, and are left out.)
+            failed.warnings = (*_untrusted(prepared, sum(prepared.untrusted_met)), *failed.warnings)
         raise
 
 
@@ -438,6 +447,7 @@ def _producer(
         run_id=prepared.manifest.run_id,
         warnings=warnings,
         cluster=cluster,
+        untrusted_met=prepared.untrusted_met,
     )
 
 
@@ -614,6 +624,16 @@ def _finish(
         comparative = comparative_inputs(
             config, folder / scores_file, loaded.definition_files, dataset, baselines, day_of_timestamp(created_at)
         )
+    approved_files: list[dict[str, dict[str, str]]] = []
+    stale = stale_causes(
+        config,
+        loaded.definition_files,
+        ledger.ledger,
+        gate_fingerprints,
+        # The runs beside this one: an earlier run made when an approval was fresh names what changed since.
+        earlier=lambda: earlier_definition_files(folder.parent, leave_out=folder),
+        used=approved_files,
+    )
     evidence = Evidence(
         run_id=run_id,
         created_at=created_at,
@@ -625,7 +645,8 @@ def _finish(
         standings=standings,
         comparative=comparative,
         ledger_where=ledger.gate_where(),
-        stale=stale_causes(config, loaded.definition_files, ledger.ledger, gate_fingerprints),
+        stale=stale,
+        approved_files=tuple(approved_files),
     )
     judged = None
     if any(spec.judged_tally() is not None for spec in config.metrics.values()):
@@ -667,16 +688,17 @@ def _finish(
         },
         provenance=None if prepared.signing_key is None else signed_provenance(loaded.base_dir),
     )
-    return RunOutcome(folder=folder, scorecard=scorecard, record=record, warnings=_untrusted(prepared, scored))
+    warnings = _untrusted(prepared, scored.untrusted_cache_entries)
+    return RunOutcome(folder=folder, scorecard=scorecard, record=record, warnings=warnings)
 
 
-def _untrusted(prepared: _Prepared, scored: Scored) -> tuple[str, ...]:
-    """One line for the call-cache entries the run did not trust, over every cache it opened (one per variant and
-    the judge pass of variants), as the run record counts them."""
-    if not scored.untrusted_cache_entries:
+def _untrusted(prepared: _Prepared, count: int) -> tuple[str, ...]:
+    """One line for the ``count`` call-cache entries the run did not trust, over every cache it opened (one per
+    variant and the judge pass of variants): as the run record counts them, or as met by a run that stopped."""
+    if not count:
         return ()
     from evalglass.engine.produce.cache import untrusted_warning
     from evalglass.engine.produce.cachekey import cache_path
 
     path = cache_path(prepared.loaded)
-    return (untrusted_warning(path, scored.untrusted_cache_entries, prepared.key_source or "the cache key"),)
+    return (untrusted_warning(path, count, prepared.key_source or "the cache key"),)

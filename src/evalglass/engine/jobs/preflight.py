@@ -30,6 +30,7 @@ from evalglass.core.authority import (
 from evalglass.core.evaluators import evaluator_labels
 from evalglass.core.preflight import GatePreview, Preflight, Standing
 from evalglass.engine.datasets.datasetfile import comparison_identity, gold_fingerprint_of
+from evalglass.engine.runs.earlierruns import earlier_definition_files
 from evalglass.engine.runs.runlocator import RunLocator
 from evalglass.engine.spec.config import LoadedConfig, load_config
 from evalglass.engine.spec.ledger import LoadedLedger, check_against_config, load_ledger, refuse_unpinned_ledger
@@ -63,7 +64,11 @@ def preflight(
         from evalglass.engine.jobs.calibrate import judge_standings
 
         standings = judge_standings(loaded)
-    causes = stale_causes(config, loaded.definition_files, ledger.ledger, fingerprints)
+    # The runs `evalglass run` makes in this folder by default: one made when an approval was fresh names what changed.
+    runs = Path(".evalglass") / "runs"
+    causes = stale_causes(
+        config, loaded.definition_files, ledger.ledger, fingerprints, earlier=lambda: earlier_definition_files(runs)
+    )
     previews = [
         _preview(
             loaded,
@@ -100,6 +105,13 @@ def preflight(
     )
 
 
+def _per_example_unbound(loaded: LoadedConfig, metric: str) -> tuple[str, ...]:
+    """The notes of the checks a metric runs per example whose commands run code no input binds."""
+    checks = loaded.config.metrics[metric].check_references().values()
+    found = ((check, unbound_inputs(loaded.config.checks[check], loaded.base_dir)) for check in checks)
+    return tuple(unbound_inputs_text(check, unbound) for check, unbound in found if unbound)
+
+
 def _preview(
     loaded: LoadedConfig,
     ledger: LoadedLedger,
@@ -132,10 +144,14 @@ def _preview(
     evaluators = evaluator_labels(config.gate_evaluators(name))
     # What the check's run records too (lanes.checkinputs), from the same declaration and files.
     unbound = unbound_inputs(config.checks[gate.check], loaded.base_dir) if gate.check is not None else ()
+    # A gate on a `check` metric binds the check it runs per example as a check gate does, and leaves what that
+    # check's command discovers unbound alike: said here (a run records no per-example check's unbound inputs, and
+    # `require_binding` is for check gates; docs/checks.md).
+    per_example = _per_example_unbound(loaded, gate.metric) if gate.metric is not None else ()
     forecast = _forecast(gate, comparative, authority.margin) if gate.compare_to is not None else None
     if not authority.active:
         # Said before activation too: the host approves a fingerprint that would not cover that code.
-        said = (unbound_inputs_text(gate.subject, unbound),) if unbound else ()
+        said = ((unbound_inputs_text(gate.subject, unbound),) if unbound else ()) + per_example
         return GatePreview(
             name,
             gate.decided_subject,
@@ -147,7 +163,7 @@ def _preview(
             forecast=forecast,
         )
     reasons = list(authority.reasons)
-    notes = authority.notes
+    notes = (*authority.notes, *per_example)
     if gate.check is not None and authority.require_binding and gate.expect_state is None:
         reasons.append(check_unbound_reason(gate.check))
     if unbound and authority.require_binding:

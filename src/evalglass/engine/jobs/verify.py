@@ -1,11 +1,13 @@
 """Re-derive a run from its recorded scores, check every artifact and snapshot, and name every field that differs.
 
-What a verified run proves depends on what ``verify`` can check it against (docs/verify.md):
+What a verified run proves depends on what ``verify`` can check it against (docs/config.md, "What verify proves"):
 
 - **Consistent** (always): every file matches ``digests.json``; the config and ledger snapshots in the run record
   hash to the fingerprints recorded beside them and parse to exactly the snapshots the run decided with; the gate
   and judge fingerprints, every aggregate, gate and the verdict re-derive from ``scores.jsonl`` with the same code
-  the run used; and ``report.md`` renders from the scorecard byte for byte.
+  the run used; and ``report.md`` renders from the scorecard byte for byte. A record that claims it was decided
+  under older rules (a missing marker, ``core.recordrules``) is re-derived under them and decided again under the
+  current ones: a gate green only under the older rules is a finding, so a deleted marker never verifies green.
 - **Anchored** (when the config and ledger files are at hand): the run read exactly the files in the repository
   now, so it was decided under the ledger the host keeps there, not under one rewritten inside the run folder.
 - **Signed** (with ``--key``): the digest list was signed by the holder of the signing key.
@@ -21,7 +23,7 @@ scorecard and digests consistently, and such a run verifies as consistent; only 
 from __future__ import annotations
 
 from array import array
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +31,19 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
-from evalglass.core.authority import JudgeStanding, Ledger
+from evalglass.core.authority import CalibrationRecord, JudgeStanding, Ledger
 from evalglass.core.calendar import day_of_timestamp
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.decide import RunShape
+from evalglass.core.endpoint import JudgeEndpoint
 from evalglass.core.fingerprint import PREFIX, fingerprint_of_bytes, short
+from evalglass.core.recordrules import (
+    CURRENT_RULES,
+    CurrentOutcome,
+    DecisionRules,
+    older_rules_problem,
+    recorded_rules,
+)
 from evalglass.core.runrecord import COMPARED_DIR, GRADED_FILE, SCORES_FILE, VARIANTS_DIR, RunRecord
 from evalglass.core.scorecard import CallTotals, DatasetSummary, Scorecard, count_call_attempts
 from evalglass.engine.decide.decision import Evidence, decided_scorecard
@@ -162,7 +172,8 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
     # Which evaluator versions decided: recorded by the run, re-derived from its config by this EvalGlass. A
     # difference names the evaluator and both versions (a record edited, or a version bumped since the run).
     findings.extend(_diff("runrecord.gate_evaluators", record.gate_evaluators, config.evaluators_by_gate()))
-    standings = _judge_standings(config, record, findings)
+    rules = recorded_rules(record)
+    standings, current_standings = _judge_standings(config, record, rules, findings)
     comparative = None
     if any(gate.compare_to is not None for gate in config.gates.values()):
         from evalglass.engine.decide.baselines import baselines_for_verify, comparative_inputs
@@ -186,8 +197,12 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
         standings=standings,
         comparative=comparative,
         ledger_where=ledger_where,
-        stale=stale_causes(config, record.definition_files, ledger, gate_fingerprints),
-        every_judged_gate=record.judge_gates == "every",
+        # A reason the run named from an earlier run's files is re-derived from the files it recorded (checked
+        # against the approved fingerprint again, so a forged entry names nothing).
+        stale=stale_causes(
+            config, record.definition_files, ledger, gate_fingerprints, earlier=lambda: record.approved_files
+        ),
+        every_judged_gate=rules.every_judged_gate,
     )
     shape = RunShape(
         examples=examples,
@@ -199,16 +214,9 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
     # What judge notes add (a jury's agreement, pairwise win rates) is re-derived from outputs.jsonl, as the run did.
     from evalglass.engine.explore.judgedsummaries import judged_summaries
 
-    derived = decided_scorecard(
-        config,
-        columns,
-        shape,
-        dataset,
-        evidence,
-        recorded_call_totals(folder, config.variant_names, compared=bool(config.compared_metrics)),
-        record.usage,
-        judged_summaries(config, folder),
-    )
+    calls = recorded_call_totals(folder, config.variant_names, compared=bool(config.compared_metrics))
+    judged = judged_summaries(config, folder)
+    derived = decided_scorecard(config, columns, shape, dataset, evidence, calls, record.usage, judged)
     derived_json = derived.model_dump(mode="json")
     findings.extend(_diff("scorecard", raw_scorecard, orjson.loads(orjson.dumps(derived_json))))
     if not findings:
@@ -219,6 +227,11 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
     if not findings:
         # Only a scorecard that matches field by field is also loaded through its own validators.
         load_scorecard(folder)
+    if not rules.current:
+        # Re-derived as recorded, the run adds up; whether it is green is the current rules' to say.
+        current = replace(evidence, standings=current_standings, every_judged_gate=CURRENT_RULES.every_judged_gate)
+        decided_now = decided_scorecard(config, columns, shape, dataset, current, calls, record.usage, judged)
+        findings.extend(_older_rules_findings(rules, derived, decided_now))
     statements = _anchor(record, config, anchors or Anchors(), findings)
     if record.kept_outputs is not None:
         from evalglass.engine.runs.keptoutputs import kept_against_scores
@@ -453,14 +466,24 @@ def recorded_call_totals(folder: Path, variants: tuple[str, ...] = (), *, compar
     return CallTotals(calls=calls, attempts=attempts)
 
 
-def _judge_standings(config: Config, record: RunRecord, findings: list[Finding]) -> dict[str, JudgeStanding]:
-    """Each judge's fingerprint and serving endpoint re-derived from its spec and the rubric hash the run recorded,
-    with the calibration record the run snapshotted (a later recalibration does not change what this run decided
-    on). A record that keeps no endpoints was made before EvalGlass bound them and was decided without them; one
-    without ``judge_calibrations`` was decided on the calibration record found, unapproved; each is re-derived the
-    same way."""
-    standings: dict[str, JudgeStanding] = {}
-    kept_endpoints = bool(record.judge_endpoints)
+@dataclass(frozen=True)
+class _Judge:
+    """A judge as verify re-derives it: its fingerprint and endpoint from its spec, its calibration as recorded."""
+
+    name: str
+    fingerprint: str
+    calibration: CalibrationRecord | None
+    endpoint: JudgeEndpoint
+
+
+def _judge_standings(
+    config: Config, record: RunRecord, rules: DecisionRules, findings: list[Finding]
+) -> tuple[dict[str, JudgeStanding], dict[str, JudgeStanding]]:
+    """Each judge's standing under the rules the record claims and under the current ones
+    (``core.recordrules``): its fingerprint and serving endpoint re-derived from its spec and the rubric hash the
+    run recorded, with the calibration record the run snapshotted (a later recalibration does not change what this
+    run decided on)."""
+    judges: list[_Judge] = []
     for name, spec in config.judges.items():
         files = record.definition_files.get(name, {})
         recorded = record.judge_fingerprints.get(name)
@@ -470,17 +493,31 @@ def _judge_standings(config: Config, record: RunRecord, findings: list[Finding])
             continue
         if recorded != derived:
             findings.append(Finding(f"runrecord.judge_fingerprints.{name}", recorded, derived))
-        endpoint = spec.judge_endpoint() if kept_endpoints else None
-        if kept_endpoints and record.judge_endpoints.get(name) != endpoint:
-            findings.append(Finding(f"runrecord.judge_endpoints.{name}", record.judge_endpoints.get(name), endpoint))
-        standings[name] = JudgeStanding(
-            metric=name,
-            fingerprint=derived,
-            calibration=record.calibrations.get(name),
-            endpoint=endpoint,
-            approved_record=record.judge_calibrations == "approved",
-        )
-    return standings
+        endpoint = spec.judge_endpoint()
+        if name in record.judge_endpoints and record.judge_endpoints[name] != endpoint:
+            findings.append(Finding(f"runrecord.judge_endpoints.{name}", record.judge_endpoints[name], endpoint))
+        judges.append(_Judge(name, derived, record.calibrations.get(name), endpoint))
+    claimed = {
+        judge.name: rules.standing(judge.name, judge.fingerprint, judge.calibration, judge.endpoint) for judge in judges
+    }
+    current = {
+        judge.name: CURRENT_RULES.standing(judge.name, judge.fingerprint, judge.calibration, judge.endpoint)
+        for judge in judges
+    }
+    return claimed, current
+
+
+def _older_rules_findings(rules: DecisionRules, recorded: Scorecard, current: Scorecard) -> list[Finding]:
+    """A run whose record claims older rules must be as green under the current ones (``core.recordrules``)."""
+    problem = older_rules_problem(
+        rules,
+        {gate.name: gate.outcome for gate in recorded.decision.gates},
+        [
+            CurrentOutcome(gate.name, gate.outcome, tuple(reason.code for reason in gate.reasons if reason.code.blocks))
+            for gate in current.decision.gates
+        ],
+    )
+    return [] if problem is None else [Finding(problem.field, problem.claimed, problem.current)]
 
 
 def _ints(values: array[int] | None) -> npt.NDArray[np.int64] | None:

@@ -154,6 +154,8 @@ class LiveProducer:
     cluster: RayCluster | None = None
     #: The call cache's untrusted entries, once it is closed (see ``CallCache.unvouched``).
     untrusted: list[int] = field(default_factory=list)
+    #: The run's count of them over every producer it ran, kept when this one stops early (``engine.jobs.pipeline``).
+    untrusted_met: list[int] = field(default_factory=list)
 
     def produce(self, sink: RunSink) -> Produced:
         reader = DatasetSource(self.loaded, keep=sink.keep)
@@ -235,6 +237,7 @@ class LiveProducer:
         if cache is not None:
             self.warnings.extend(cache.problems(untrusted=False))  # the run says that once, for every cache
             self.untrusted.append(cache.unvouched)
+            self.untrusted_met.append(cache.unvouched)
             cache.close()
 
 

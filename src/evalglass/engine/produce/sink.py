@@ -207,13 +207,14 @@ class RunSink:
 
     def note_ids(self, batch: ExampleBatch | Sequence[Example | BadLine]) -> None:
         """Remember a batch's ids (one hash each; a malformed line's made-up id takes part) for :meth:`check_ids`."""
+        # The highest line noted, not the last: another tool's results need not come in ascending lines.
         if isinstance(batch, ExampleBatch):
             self._noted.extend(map(hash, batch.ids))
             if batch.lines:
-                self._last_line = batch.lines[-1]
+                self._last_line = max(self._last_line, max(batch.lines))
         elif batch:
             self._noted.extend([hash(item.id) for item in batch])
-            self._last_line = batch[-1].line
+            self._last_line = max(self._last_line, max(item.line for item in batch))
 
     def check_ids(self) -> None:
         """Refuse a repeated id among every id noted so far: one ``SetupError`` naming both lines.
@@ -364,11 +365,14 @@ def refuse_first_repeat(items: Iterable[Example | BadLine], path: Path, until: i
     id an earlier line has, and raise what :func:`check_duplicate` raises for it; nothing when there is none.
 
     What the sink does when two ids' hashes are equal (a repeated id, or a rare collision of two): the one place
-    the exact ids, and the lines to name, are looked at again."""
+    the exact ids, and the lines to name, are looked at again. A line after ``until`` is skipped, not taken as the
+    end: a reader's lines need not ascend (another tool's results come in sample order, each example at the place
+    of its first result), and stopping at the first one past ``until`` let a repeated id through. (``until`` is the
+    highest line noted, so a repeat it finds among lines not yet noted is a repeat of the file all the same.)"""
     first_line: dict[str, int] = {}
     for item in items:
         if until is not None and item.line > until:
-            return
+            continue
         check_duplicate(first_line, item, path)
 
 

@@ -23,7 +23,7 @@ from evalglass import redaction
 from evalglass.core.fingerprint import PREFIX
 from evalglass.core.score import ScoreContractError
 from evalglass.core.scorecard import Scorecard
-from evalglass.engine.runs.runfolder import PartialFile, write_atomic
+from evalglass.engine.runs.runfolder import RUNRECORD_NAME, PartialFile, write_atomic
 from evalglass.engine.runs.scoresblock import BadBlock, ScoresBlock, decode_block, decode_score, encode_block
 from evalglass.errors import SetupError, first_problem, first_problem_at
 from evalglass.readers import jsonsource
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from evalglass.core.runrecord import RunRecord
 
 SCORECARD_FILE = "scorecard.json"
-RUNRECORD_FILE = "runrecord.json"
+RUNRECORD_FILE = RUNRECORD_NAME
 REPORT_FILE = "report.md"
 CHECKS_FILE = "checks.jsonl"
 #: Where the folder of the last finished run is recorded (relative to the working directory).

@@ -29,14 +29,14 @@ from evalglass.core.checks import policy_id_conflicts
 from evalglass.core.fieldpath import FieldPathError, parse_path
 from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
 from evalglass.core.gatespec import GateRule, GateSpec
-from evalglass.core.goldfields import gold_excluded_fields, merged_task
+from evalglass.core.goldfields import TOOL_FORMATS, gold_excluded_fields, merged_task
 from evalglass.core.stats import Direction
 from evalglass.core.usage import Price
 from evalglass.engine.spec.executorspec import TASK_KEY, AnyExecutor, LocalExecutorSpec, RayExecutorSpec
 from evalglass.engine.spec.tracespec import TraceOptions
 from evalglass.engine.spec.validation import validate_document
 from evalglass.errors import LocatedValueError, SetupError
-from evalglass.lanes.checkinputs import InputProblem, input_hashes, split_words
+from evalglass.lanes.checkinputs import InputProblem, check_host_files, input_hashes, split_words
 from evalglass.lanes.checkspec import CheckSpec
 from evalglass.lanes.hostimports import TooManyHostFiles
 from evalglass.lanes.specs import EndpointSpec, LaneSpec
@@ -104,7 +104,7 @@ class DatasetSpec(BaseModel):
     @property
     def tool_results(self) -> bool:
         """Whether the file is another evaluation tool's results (``engine.datasets.toollogs.toolresults``)."""
-        return self.format in ("inspect", "promptfoo", "lm-eval", "openai-evals")
+        return self.format in TOOL_FORMATS
 
     @property
     def may_lack_content(self) -> bool:
@@ -701,7 +701,7 @@ class Config(BaseModel):
         the run's fields, so every variant's pass takes the run's one gold fingerprint."""
         if self._gold_fields is not None:
             return self._gold_fields
-        return gold_excluded_fields(self._raw_task(), self.variants)
+        return gold_excluded_fields(self._raw_task(), self.variants, self.dataset.format)
 
     @property
     def needs_gold(self) -> bool:
@@ -797,6 +797,9 @@ class Config(BaseModel):
             check_files = files_of.get(check_files_key(gate.check))
             if check_files:
                 check_payload["files"] = check_files
+            code = files_of.get(check_code_key(gate.check))
+            if code:  # only when there is any: a check that runs no host code by name keeps its fingerprint
+                check_payload["code"] = code
             if self.checks[gate.check].inputs:
                 check_payload["inputs"] = files_of.get(check_inputs_key(gate.check), {})
             return check_payload
@@ -811,8 +814,11 @@ class Config(BaseModel):
             payload["imports"] = imported
         checks: dict[str, Any] = {}
         check_inputs: dict[str, Any] = {}
+        check_code: dict[str, Any] = {}
         for check_name in spec.check_references().values():
             files.update(files_of.get(check_files_key(check_name), {}))
+            if files_of.get(check_code_key(check_name)):
+                check_code[check_name] = files_of[check_code_key(check_name)]
             # What the metric runs per example is what it measures: its command, policy and inputs, as a check
             # gate binds them.
             checks[check_name] = self._check_payload(check_name)
@@ -824,6 +830,8 @@ class Config(BaseModel):
             payload["checks"] = checks
         if check_inputs:
             payload["check_inputs"] = check_inputs
+        if check_code:
+            payload["check_code"] = check_code
         if metric in self.shipped_metrics and isinstance(self.executor, RayExecutorSpec):
             # The metric's work runs on a cluster: which one, and in which environment, decides what it answers.
             payload["executor"] = self.executor.binding_payload()
@@ -863,6 +871,12 @@ def imports_key(metric: str) -> str:
     """The ``definition_files`` key of the host code a metric runs beyond its own files: the module a
     ``package.module`` reference resolves to, and the host modules its code imports (label → fingerprint)."""
     return f"imports:{metric}"
+
+
+def check_code_key(check: str) -> str:
+    """The ``definition_files`` key of the host code a check's command runs by name beyond the files it names inside
+    the config folder (``lanes.checkinputs.check_host_files``: label → SHA-256)."""
+    return f"code:{check}"
 
 
 def check_inputs_key(check: str) -> str:
@@ -963,6 +977,12 @@ def definition_file_hashes(
         files = check_argv_file_hashes(check, base_dir)
         if files:
             hashes[check_files_key(name)] = files
+        try:
+            code = _host_file_hashes(check_host_files(check, base_dir), root)
+        except TooManyHostFiles as exc:
+            raise SetupError(f"check '{name}': {exc}", where=where(("checks", name)) if where else None) from None
+        if code:
+            hashes[check_code_key(name)] = code
         if check.inputs:
             try:
                 hashes[check_inputs_key(name)] = input_hashes(check, base_dir, leave_out=(base_dir / config.ledger,))

@@ -7,7 +7,12 @@ extra), deflated and stored members with ``zlib``; the zip's directory is read b
 
 Per sample: ``input`` (text, or chat messages in the internal message shape), ``target``, ``metadata``; per epoch
 the answer (``output.completion``), every scorer's score (``value``, ``explanation``) and the sample's own error
-(a sample inspect could not complete: its scores are missing, and ``recorded_score`` says so, never 0.0).
+(a sample inspect could not complete: its scores are missing, and ``recorded_score`` says so, never 0.0). A sample
+invalidated in inspect (``invalidation``, set by ``invalidate_samples``) is such a failed sample too.
+
+The header declares the samples the eval ran (``eval.dataset.sample_ids``) and its epochs (``eval.config.epochs``):
+a declared sample or epoch without its member (a log cut short by a cancelled run, or pruned) is a failed sample
+naming the log's status, never left out.
 
 Pinned to log format version 2 (written by inspect_ai 0.3.285, the version the committed fixture was made with);
 another version is refused, naming it.
@@ -28,6 +33,9 @@ from evalglass.engine.datasets.toollogs.toolresults import (
     ToolReader,
     ToolSample,
     UnknownVersion,
+    absent_sample,
+    check_absent,
+    load_json,
     score_entry,
 )
 from evalglass.errors import SetupError
@@ -53,45 +61,94 @@ class InspectReader(ToolReader):
             ) from None
         with archive, open_regular(self.path, what="inspect log", missing_fix="fix `dataset.path`") as handle:
             members = _Members(archive, handle, self.path)
-            header = members.json("header.json")
+            try:
+                header = members.json("header.json")
+            except ValueError as exc:  # not JSON, or a member that does not decompress
+                raise SetupError(
+                    f"the inspect_ai log's header.json cannot be read ({exc})", where=str(self.path)
+                ) from None
             if not isinstance(header, dict):
                 raise SetupError("an inspect_ai log without header.json", where=str(self.path))
             version = header.get("version")
             if version not in VERSIONS:
                 raise UnknownVersion(self.path, "inspect_ai", "log format version", version, VERSIONS)
-            evaluation = header.get("eval") or {}
+            evaluation = self._object(header, "eval")
             self.source = {
                 "tool": "inspect",
-                "version": str((evaluation.get("packages") or {}).get("inspect_ai", "")),
+                "version": str(self._object(evaluation, "packages").get("inspect_ai", "")),
                 "log_version": version,
                 "task": evaluation.get("task"),
                 "model": evaluation.get("model"),
                 "status": header.get("status"),
             }
-            yield from self._read(members, archive, evaluation)
+            yield from self._read(members, archive, evaluation, str(header.get("status")))
+
+    def _object(self, parent: dict[str, Any], key: str) -> dict[str, Any]:
+        """``parent[key]`` of the header (an empty object when absent); another type stops the run in one line."""
+        value = parent.get(key)
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise SetupError(
+                f"header.json's {key!r} is {type(value).__name__}, not an object: not a log inspect_ai wrote",
+                where=str(self.path),
+                fix="point dataset.path at the .eval file inspect_ai wrote, unedited",
+            )
+        return value
 
     def _read(
-        self, members: _Members, archive: zipfile.ZipFile, evaluation: dict[str, Any]
+        self, members: _Members, archive: zipfile.ZipFile, evaluation: dict[str, Any], status: str
     ) -> Iterator[ToolSample | ToolProblem]:
+        names = archive.namelist()
         by_id: dict[str, list[tuple[int, str, int]]] = {}
-        for position, name in enumerate(archive.namelist(), start=1):
+        for position, name in enumerate(names, start=1):
             if not name.startswith("samples/") or not name.endswith(".json"):
                 continue
             stem, _, number = name[8:-5].rpartition("_epoch_")
             if not stem or not number.isdigit():
                 continue
             by_id.setdefault(stem, []).append((int(number), name, position))
-        declared = [str(item) for item in (evaluation.get("dataset") or {}).get("sample_ids") or ()]
+        ids = self._object(evaluation, "dataset").get("sample_ids") or ()
+        if not isinstance(ids, list):
+            raise SetupError(
+                "header.json's eval.dataset.sample_ids is not a list: not a log inspect_ai wrote", where=str(self.path)
+            )
+        declared = list(dict.fromkeys(str(item) for item in ids))
+        config = self._object(evaluation, "config")
+        if config.get("log_samples") is False:
+            raise SetupError(
+                "the inspect_ai log was written without its samples (log_samples=False): it holds no sample to measure",
+                where=str(self.path),
+                fix="run the eval again with log_samples=True (inspect's default)",
+            )
+        epochs = config.get("epochs") or 1
+        if type(epochs) is not int or epochs < 1:
+            raise SetupError(
+                f"header.json's eval.config.epochs is {epochs!r}, not a positive integer", where=str(self.path)
+            )
         known = set(declared)
-        order = [key for key in declared if key in by_id] + [key for key in by_id if key not in known]
-        for key in order:
-            for epoch, name, position in sorted(by_id[key]):
+        absent = sum(epochs - len({e for e, _, _ in by_id.get(key, ()) if 1 <= e <= epochs}) for key in declared)
+        check_absent(absent, sum(map(len, by_id.values())), self.path, self.tool)
+        why = f"inspect_ai's header declares it, and the log (status {status!r}) has no samples/ member for it"
+        order = declared + [key for key in by_id if key not in known]
+        for ordinal, key in enumerate(order, start=1):
+            present = sorted(by_id.get(key, ()))
+            # A declared sample's epochs the log does not hold are the tool's failures, at the place of the sample
+            # (its first member's position, or after every member for a sample with none).
+            line = present[0][2] if present else len(names) + ordinal
+            for epoch, name, position in present:
                 try:
                     sample = members.json(name)
+                except _Damaged as exc:
+                    yield ToolProblem(name, position, str(exc))
+                    continue
                 except orjson.JSONDecodeError as exc:
                     yield ToolProblem(name, position, f"not valid JSON ({exc})")
                     continue
-                yield _sample(sample, name, position, epoch)
+                yield self._parse(name, position, _sample, sample, name, position, epoch)
+            wanted = set(range(1, epochs + 1)) if key in known else set()
+            for epoch in sorted(wanted - {epoch for epoch, _, _ in present}):
+                yield absent_sample(key, epoch, line, why)
 
 
 def _sample(sample: Any, name: str, position: int, epoch: int) -> ToolSample | ToolProblem:
@@ -100,6 +157,9 @@ def _sample(sample: Any, name: str, position: int, epoch: int) -> ToolSample | T
     sample_id = sample["id"]
     if type(sample_id) not in (str, int):
         return ToolProblem(name, position, f"sample id must be text or an integer, got {sample_id!r}")
+    recorded_epoch = sample.get("epoch")
+    if recorded_epoch is not None and type(recorded_epoch) is not int:
+        return ToolProblem(name, position, f"epoch must be an integer, got {recorded_epoch!r}")
     scores: dict[str, dict[str, Any]] = {}
     for scorer, score in (sample.get("scores") or {}).items():
         if isinstance(score, dict):
@@ -111,16 +171,26 @@ def _sample(sample: Any, name: str, position: int, epoch: int) -> ToolSample | T
             return ToolProblem(name, position, f"score {scorer!r} is not an object")
     error = sample.get("error")
     message = (error.get("message") if isinstance(error, dict) else str(error)) if error else None
+    invalidation = sample.get("invalidation")
+    if invalidation and message is None:
+        # inspect_ai's invalidate_samples: the result must not count (eval sets run the sample again); its scores
+        # stay in the log, so it is a sample the tool did not complete, never a measurement.
+        reason = invalidation.get("reason") if isinstance(invalidation, dict) else None
+        message = f"invalidated in inspect_ai ({reason or 'no reason given'})"
     output = sample.get("output") or {}
     completion = output.get("completion") if isinstance(output, dict) else None
+    if message is None and not isinstance(completion, str):
+        # inspect_ai always writes the completion (empty when the model gave none): a sample without it was edited
+        # or damaged. Read as content the log did not capture, it would be non_evaluable, which a gate may tolerate.
+        return ToolProblem(name, position, "has no output.completion text: not a sample as inspect_ai writes it")
     return ToolSample(
         id=str(sample_id),
-        epoch=int(sample.get("epoch") or epoch),
+        epoch=recorded_epoch or epoch,
         place=name,
         line=position,
         input=_input(sample.get("input")),
         target=sample.get("target"),
-        text=None if message is not None or not isinstance(completion, str) else completion,
+        text=None if message is not None else completion,
         scores=scores,
         error=message,
         metadata=dict(sample["metadata"]) if isinstance(sample.get("metadata"), dict) else {},
@@ -151,6 +221,19 @@ def _input(value: Any) -> Any:
     return messages
 
 
+class _Damaged(ValueError):
+    """A member that does not decompress: a malformed sample at its place, as one that is not JSON."""
+
+
+def _zstd_error() -> type[Exception]:
+    """zstandard's error when it is installed (a member can only be zstd-decompressed then), else a stand-in."""
+    try:
+        from zstandard import ZstdError
+    except ImportError:
+        return zlib.error
+    return ZstdError
+
+
 class _Members:
     """The zip's members, decompressed by their own method (zstd, deflate or stored)."""
 
@@ -165,7 +248,7 @@ class _Members:
             info = self._archive.getinfo(name)
         except KeyError:
             return None
-        return orjson.loads(self.read(info))
+        return load_json(self.read(info))
 
     def read(self, info: zipfile.ZipInfo) -> bytes:
         handle = self._handle
@@ -173,9 +256,15 @@ class _Members:
         header = handle.read(_LOCAL_HEADER.size)
         magic, name_length, extra_length = _LOCAL_HEADER.unpack(header)
         if magic != b"PK\x03\x04":
-            raise SetupError(f"the inspect log's member {info.filename} is damaged", where=str(self._path))
+            raise _Damaged("is damaged: its zip entry has no local header")
         handle.seek(info.header_offset + _LOCAL_HEADER.size + name_length + extra_length)
         raw = handle.read(info.compress_size)
+        try:
+            return self._decompress(info, raw)
+        except (zlib.error, _zstd_error()) as exc:
+            raise _Damaged(f"is damaged: it does not decompress ({exc})") from None
+
+    def _decompress(self, info: zipfile.ZipInfo, raw: bytes) -> bytes:
         if info.compress_type == zipfile.ZIP_STORED:
             return raw
         if info.compress_type == zipfile.ZIP_DEFLATED:

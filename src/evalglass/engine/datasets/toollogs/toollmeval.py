@@ -7,7 +7,8 @@ version. One example per ``doc_id``: the prompt (``arguments``' first context) a
 is scores), and one score per metric the line lists (``exact_match``, ``acc``...). A task with several filters
 writes one line per filter: their metrics are named ``<metric>,<filter>`` as in lm-eval's own results (a filter
 ``none`` keeps the bare name). lm-eval's ``repeats`` are reduced by its own filters into one score per doc, so an
-lm-eval sample has one epoch.
+lm-eval sample has one epoch. The results file's ``n-samples`` says how many documents the task ran (``effective``,
+documents ``0`` to ``effective - 1``): a document the samples file does not hold is a failed sample, never left out.
 
 Pinned to lm-eval 0.4.x (0.4.13 made the committed fixture).
 """
@@ -25,6 +26,9 @@ from evalglass.engine.datasets.toollogs.toolresults import (
     ToolReader,
     ToolSample,
     UnknownVersion,
+    absent_sample,
+    check_absent,
+    load_json,
     score_entry,
 )
 from evalglass.errors import SetupError
@@ -39,20 +43,24 @@ class LmEvalReader(ToolReader):
     tool = "lm-eval"
 
     def _samples(self) -> Iterator[ToolSample | ToolProblem]:
-        version = _version(self.path)
-        self.source = {"tool": "lm-eval", "version": version, "task": _task(self.path)}
+        version, document = _version(self.path)
+        task = _task(self.path)
+        self.source = {"tool": "lm-eval", "version": version, "task": task}
         data = self._read_bytes(MAX_BYTES)
         merged: dict[str, ToolSample] = {}
+        unreadable: set[int] = set()  # documents whose line is a malformed sample: counted there, not as absent
         for number, raw in enumerate(data.split(b"\n"), start=1):
             if not raw.strip():
                 continue
             try:
-                line = orjson.loads(raw)
+                line = load_json(raw)
             except orjson.JSONDecodeError as exc:
                 yield ToolProblem(f"line {number}", number, f"not valid JSON ({exc})")
                 continue
-            sample = _sample(line, number)
+            sample = self._parse(f"line {number}", number, _sample, line, number)
             if isinstance(sample, ToolProblem):
+                if isinstance(line, dict) and type(line.get("doc_id")) is int:
+                    unreadable.add(line["doc_id"])
                 yield sample
                 continue
             known = merged.get(sample.id)
@@ -69,9 +77,34 @@ class LmEvalReader(ToolReader):
                 )
             known.scores.update(sample.scores)
         yield from merged.values()
+        yield from self._absent(document, task, {int(key) for key in merged} | unreadable, data.count(b"\n") + 1)
+
+    def _absent(self, document: dict[str, Any], task: str, held: set[int], lines: int) -> Iterator[ToolSample]:
+        """The documents lm-eval ran (``n-samples``' ``effective`` for the task: documents 0 to effective - 1, as
+        ``--limit`` takes them) that the samples file does not hold."""
+        counts = document.get("n-samples")
+        effective = counts.get(task, {}).get("effective") if isinstance(counts, dict) else None
+        if type(effective) is not int or effective <= 0:
+            return
+        if len(held) >= effective:
+            return  # every document counted is here (a --samples selection numbers them its own way)
+        counted = f"lm-eval's results file counts {effective} documents for task {task!r} (n-samples)"
+        if any(not 0 <= index < effective for index in held):
+            # Documents picked by --samples: which of them are missing cannot be told, only that some are.
+            raise SetupError(
+                f"the samples file holds {len(held)} documents and {counted}; which are missing cannot be told",
+                where=str(self.path),
+                fix="use the samples file lm-eval wrote with this results file, from a run that completed",
+            )
+        check_absent(effective - len(held), len(held), self.path, self.tool)
+        for index in range(effective):
+            if index not in held:
+                lines += 1
+                yield absent_sample(str(index), 1, lines, counted)
 
 
-def _version(path: Path) -> str:
+def _version(path: Path) -> tuple[str, dict[str, Any]]:
+    """The lm-eval version that wrote ``path`` and its results file (read beside it)."""
     stem = path.name
     if not (stem.startswith("samples_") and stem.endswith(".jsonl")):
         raise SetupError(
@@ -93,7 +126,7 @@ def _version(path: Path) -> str:
     version = document.get("lm_eval_version") if isinstance(document, dict) else None
     if not isinstance(version, str) or not any(version == v or version.startswith(v + ".") for v in VERSIONS):
         raise UnknownVersion(path, "lm-eval", "version", version, VERSIONS)
-    return version
+    return version, document
 
 
 def _task(path: Path) -> str:
@@ -111,14 +144,20 @@ def _sample(line: Any, number: int) -> ToolSample | ToolProblem:
     scores: dict[str, dict[str, Any]] = {}
     for name in metrics:
         value = line.get(name)
-        scores[name + suffix] = score_entry(value if type(value) in (int, float, bool) else None)
+        scores[name + suffix] = score_entry(value)  # as recorded: recorded_score says what is not a number
     arguments = line.get("arguments")
     prompt = None
     if isinstance(arguments, dict) and arguments:
         first = next(iter(arguments.values()))
         prompt = first.get("arg_0") if isinstance(first, dict) else None
     filtered = line.get("filtered_resps")
-    text = filtered[0] if isinstance(filtered, list) and filtered and isinstance(filtered[0], str) else None
+    first = filtered[0] if isinstance(filtered, list) and filtered else None
+    if not isinstance(first, (str, list)):
+        # A generation's answer is text, a loglikelihood's response a [log-probability, is-greedy] pair (no answer:
+        # not captured). Anything else was edited or damaged: read as not captured, it would be non_evaluable,
+        # which a gate may tolerate.
+        return ToolProblem(place, number, "has no filtered_resps answer: not a sample as lm-eval writes it")
+    text = first if isinstance(first, str) else None
     return ToolSample(
         id=str(line["doc_id"]),
         epoch=1,

@@ -2,7 +2,8 @@
 
 The log is JSON lines: a ``spec`` line (the eval, its completion functions, the command), a ``final_report`` line,
 and events, each ``{run_id, event_id, sample_id, type, data}``. One example per ``sample_id``, its events gathered
-from wherever they are in the file: ``sampling`` gives the prompt (the input) and the answer; ``match`` gives
+from wherever they are in the file: the first ``sampling`` gives the prompt (the input) and the answer (a later one is
+a grader's call: model-graded evals record it under the same sample, after the answer); ``match`` gives
 the answer (``sampled``), the target (``expected``) and the score ``match`` (``correct``); ``metrics`` events give
 one score per key of their data (model-graded evals). An event type not listed here is refused, naming it.
 
@@ -17,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from evalglass.engine.datasets.toollogs.toolresults import ToolProblem, ToolReader, ToolSample, score_entry
+from evalglass.engine.datasets.toollogs.toolresults import ToolProblem, ToolReader, ToolSample, load_json, score_entry
 from evalglass.errors import SetupError
 
 TESTED_WITH = ("evals 3.0.1.post1",)
@@ -31,12 +32,13 @@ class OpenAIEvalsReader(ToolReader):
     def _samples(self) -> Iterator[ToolSample | ToolProblem]:
         data = self._read_bytes(MAX_BYTES)
         samples: dict[str, ToolSample] = {}
+        sampled: set[str] = set()  # the samples whose answer (their first sampling event) is read
         spec_seen = False
         for number, raw in enumerate(data.split(b"\n"), start=1):
             if not raw.strip():
                 continue
             try:
-                line = orjson.loads(raw)
+                line = load_json(raw)
             except orjson.JSONDecodeError as exc:
                 yield ToolProblem(f"line {number}", number, f"not valid JSON ({exc})")
                 continue
@@ -47,6 +49,13 @@ class OpenAIEvalsReader(ToolReader):
                 spec = line["spec"]
                 if not isinstance(spec, dict) or "eval_name" not in spec or "run_config" not in spec:
                     raise self._not_a_log("its spec line has no eval_name and run_config")
+                if spec_seen:  # oaieval appends to --record_path: another run's events would mix into these
+                    raise SetupError(
+                        f"the log holds a second run (its spec line at line {number}): its samples would mix with "
+                        "the first run's",
+                        where=str(self.path),
+                        fix="write each run to a file of its own (oaieval --record_path)",
+                    )
                 spec_seen = True
                 self.source = {
                     "tool": "openai-evals",
@@ -61,7 +70,7 @@ class OpenAIEvalsReader(ToolReader):
             if not spec_seen:
                 raise self._not_a_log("no spec line before the first event")
             kind = line.get("type")
-            if kind not in EVENT_TYPES:
+            if not isinstance(kind, str) or kind not in EVENT_TYPES:
                 read = ", ".join(sorted(EVENT_TYPES))
                 raise SetupError(
                     f"event type {kind!r} (line {number}) is not one EvalGlass reads ({read})",
@@ -85,12 +94,26 @@ class OpenAIEvalsReader(ToolReader):
                     text=None,
                     scores={},
                 )
-            problem = _apply(sample, kind, event, number)
-            if problem is not None:
+            if kind == "sampling":
+                if sample_id in sampled:
+                    continue
+                sampled.add(sample_id)
+            problem = self._parse(f"line {number}", number, _apply, sample, kind, event, number)
+            if isinstance(problem, ToolProblem):
                 yield problem
         if not spec_seen:
             raise self._not_a_log("it has no spec line")
-        yield from samples.values()
+        for sample_id, sample in samples.items():
+            if sampled and sample_id not in sampled:
+                # A completion function that records sampling records it for every sample: without it, this
+                # sample was edited out, not left uncaptured (non_evaluable, which a gate may tolerate).
+                yield ToolProblem(
+                    sample.place,
+                    sample.line,
+                    f"sample {sample_id!r} has no sampling event, while the log records one for other samples",
+                )
+            else:
+                yield sample
 
     def _not_a_log(self, why: str) -> SetupError:
         return SetupError(
@@ -100,24 +123,25 @@ class OpenAIEvalsReader(ToolReader):
         )
 
 
-def _apply(sample: ToolSample, kind: str, event: dict[str, Any], number: int) -> ToolProblem | None:
+def _apply(sample: ToolSample, kind: str, event: dict[str, Any], number: int) -> ToolSample | ToolProblem:
+    """Add one event's data to ``sample``: the sample, or a problem at the event's line."""
     if kind == "sampling":
         sample.input = event.get("prompt")
         sampled = event.get("sampled")
         if isinstance(sampled, list) and sampled and isinstance(sampled[0], str):
             sample.text = sampled[0]
-        return None
+        return sample
     if kind == "match":
         if "match" in sample.scores:
             return ToolProblem(f"line {number}", number, f"a second match event for sample {sample.id}")
         correct = event.get("correct")
-        sample.scores["match"] = score_entry(correct if type(correct) is bool else None)
+        sample.scores["match"] = score_entry(correct)  # as recorded: recorded_score says what is not a pass/fail
         if sample.text is None and isinstance(event.get("sampled"), str):
             sample.text = event["sampled"]
         sample.target = event.get("expected")
-        return None
+        return sample
     for key, value in event.items():
         if key in sample.scores:
             return ToolProblem(f"line {number}", number, f"a second {key!r} score for sample {sample.id}")
-        sample.scores[key] = score_entry(value if type(value) in (int, float, bool, str) else None)
-    return None
+        sample.scores[key] = score_entry(value)
+    return sample

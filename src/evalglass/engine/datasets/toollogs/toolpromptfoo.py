@@ -7,8 +7,12 @@ One example per test case; with ``--repeat N`` promptfoo numbers each repetition
 - ``promptfoo``: the test's own result (``score``, ``success``);
 - one per assertion, under its ``metric`` name (else its type; a repeated name gets ``#2``, ``#3``...): ``score``
   and ``pass``. An assertion whose own code failed (promptfoo reports ``Custom function threw error``, and counts
-  it as a failed assertion) is recorded as the tool's error, never as a 0.0;
+  it as a failed assertion) is recorded as the tool's error, never as a 0.0, and so is the test's own result
+  (``promptfoo``), which promptfoo lowered by it;
 - a test the provider failed (``failureReason`` 2, an error and no output) is a failed sample.
+
+A test promptfoo counted (``results.stats``: its successes, failures and errors, one per test and repetition) whose
+result the file does not hold is a failed sample, never left out.
 
 ``target`` is the test's ``vars.expected`` when it has one (``null`` otherwise). Pinned to results version 3
 (promptfoo 0.121.20); a file holding several prompts or providers is refused (one run per prompt and provider:
@@ -27,6 +31,8 @@ from evalglass.engine.datasets.toollogs.toolresults import (
     ToolReader,
     ToolSample,
     UnknownVersion,
+    absent_sample,
+    check_absent,
     score_entry,
 )
 from evalglass.errors import SetupError
@@ -77,7 +83,7 @@ class PromptfooReader(ToolReader):
             "repeat": repeat,
         }
         combinations = {
-            (row.get("promptIdx"), (row.get("provider") or {}).get("id"))
+            (_hashable(row.get("promptIdx")), _hashable(row["provider"].get("id")))
             for row in rows
             if isinstance(row, dict) and isinstance(row.get("provider"), dict)
         }
@@ -90,15 +96,45 @@ class PromptfooReader(ToolReader):
                 fix="write one output per prompt and provider (promptfoo eval --filter-providers / --filter-prompts)",
             )
         self.source["provider"] = next(iter(combinations))[1] if combinations else None
-        ordered = sorted(
-            (row for row in enumerate(rows, start=1) if isinstance(row[1], dict)),
-            key=lambda item: item[1].get("testIdx", 0) if type(item[1].get("testIdx")) is int else 0,
-        )
-        for position, row in ordered:
-            yield _sample(row, position, repeat)
+        # The results in test order (a result without a test index where test 0 is: it is a malformed sample),
+        # with the tests promptfoo ran and the file does not hold in their places.
+        entries: list[tuple[int, int, dict[str, Any] | ToolSample]] = [
+            (_test_index(row), position, row) for position, row in enumerate(rows, start=1) if isinstance(row, dict)
+        ]
+        held = {index for index, _, row in entries if isinstance(row, dict) and row.get("testIdx") == index}
+        entries.extend((index, 0, sample) for index, sample in self._absent(results.get("stats"), held, repeat, rows))
+        entries.sort(key=lambda entry: entry[:2])
+        for _, position, item in entries:
+            if isinstance(item, ToolSample):
+                yield item
+            else:
+                yield self._parse(f"results[{position - 1}]", position, _sample, item, position, repeat)
         for position, row in enumerate(rows, start=1):
             if not isinstance(row, dict):
                 yield ToolProblem(f"results[{position - 1}]", position, "is not an object")
+
+    def _absent(self, stats: Any, held: set[int], repeat: int, rows: list[Any]) -> Iterator[tuple[int, ToolSample]]:
+        """The tests (and repetitions) promptfoo ran whose results the file does not hold, by test index: every
+        index below the count promptfoo's ``stats`` gives (successes + failures + errors), and any gap below the
+        highest index held."""
+        counted = 0
+        if isinstance(stats, dict):
+            counted = sum(stats[key] for key in ("successes", "failures", "errors") if type(stats.get(key)) is int)
+        ran = max(counted, max(held, default=-1) + 1)
+        check_absent(ran - sum(1 for index in held if 0 <= index < ran), len(rows), self.path, self.tool)
+        why = (
+            f"promptfoo counted {counted} test results (results.stats) and the file holds {len(rows)}"
+            if counted > len(rows)
+            else f"the file holds results of tests up to testIdx {ran - 1}, not of this one"
+        )
+        for index in range(ran):
+            if index not in held:
+                yield index, absent_sample(str(index // repeat), index % repeat + 1, len(rows) + 1 + index, why)
+
+
+def _test_index(row: dict[str, Any]) -> int:
+    index = row.get("testIdx")
+    return index if type(index) is int else 0
 
 
 def _sample(row: dict[str, Any], position: int, repeat: int) -> ToolSample | ToolProblem:
@@ -113,11 +149,7 @@ def _sample(row: dict[str, Any], position: int, repeat: int) -> ToolSample | Too
     error = str(row.get("error") or "the provider returned no output") if provider_failed else None
     scores: dict[str, dict[str, Any]] = {}
     if not provider_failed:
-        score = row.get("score")
-        scores["promptfoo"] = score_entry(
-            score if type(score) in (int, float) else None,
-            passed=row.get("success") if type(row.get("success")) is bool else None,
-        )
+        scores["promptfoo"] = {}  # first among the scores; filled in after the assertions
         grading = _object(row.get("gradingResult"))
         for component in grading.get("componentResults") or ():
             if not isinstance(component, dict):
@@ -137,6 +169,20 @@ def _sample(row: dict[str, Any], position: int, repeat: int) -> ToolSample | Too
                 error=reason.splitlines()[0] if crashed and reason else None,
                 explanation=reason,
             )
+        # promptfoo counts an assertion whose own code failed as a failed assertion, and lowers the test's overall
+        # score by it: that overall result is not a measurement of the answer, so it carries the tool's error too.
+        crashed_names = [name for name, entry in scores.items() if entry.get("error")]
+        score = row.get("score")
+        scores["promptfoo"] = score_entry(
+            score if type(score) in (int, float) and not crashed_names else None,
+            passed=row.get("success") if type(row.get("success")) is bool and not crashed_names else None,
+            error=(
+                f"the test's result counts assertion {', '.join(map(repr, crashed_names))} as failed, but its own "
+                f"code failed: {scores[crashed_names[0]]['error']}"
+                if crashed_names
+                else None
+            ),
+        )
     prompt = _object(row.get("prompt"))
     test = _object(row.get("testCase"))
     metadata = {"prompt": prompt.get("raw"), "description": test.get("description")}
@@ -152,6 +198,11 @@ def _sample(row: dict[str, Any], position: int, repeat: int) -> ToolSample | Too
         error=error,
         metadata={key: value for key, value in metadata.items() if value is not None},
     )
+
+
+def _hashable(value: Any) -> Any:
+    """A value of the file as a key (an object or a list as its JSON text)."""
+    return value if value is None or type(value) in (str, int, float, bool) else orjson.dumps(value).decode()
 
 
 def _object(value: Any) -> dict[str, Any]:

@@ -14,16 +14,25 @@ metadata, never the outputs.
 
 Each reader is pinned to the file-format versions it was tested on (``VERSIONS``): a file of another version is
 refused in one line that names the version. A sample the reader cannot make sense of is a malformed example at its
-place; the same sample id and epoch twice stops the run, naming both places.
+place (:meth:`ToolReader._parse`: a value of the wrong type anywhere in it included); a file whose own description
+is of the wrong shape stops the run in one line naming the file, never a traceback; the same sample id and epoch
+twice stops the run, naming both places.
+
+A sample the tool's file says it ran (inspect's declared sample ids and epochs, promptfoo's counts, lm-eval's
+``n-samples``) but does not hold is a failed sample (:func:`absent_sample`): left out, it would raise the rate by
+the samples a cut-short or pruned file no longer shows.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from evalglass.core.conversation import NOT_CAPTURED
 from evalglass.core.example import MALFORMED_SHOWN, Example, ExampleBatch
@@ -32,9 +41,6 @@ from evalglass.core.score import Score
 from evalglass.engine.datasets.dataset import BATCH, BadLine, batched, field_getter
 from evalglass.errors import SetupError
 from evalglass.readers.userfiles import open_regular, unreadable
-
-#: The dataset formats read by a tool's reader.
-TOOL_FORMATS = ("inspect", "promptfoo", "lm-eval", "openai-evals")
 
 
 @dataclass(slots=True)
@@ -87,6 +93,56 @@ class UnknownVersion(SetupError):
         )
 
 
+def load_json(raw: bytes) -> Any:
+    """One JSON document of a tool's file. Python's ``json`` (what lm-eval and OpenAI Evals write with) writes a
+    non-finite float as ``NaN``/``Infinity``, which JSON has not: those are read as their text (as a CSV's are), so
+    the one score that holds one is an error of that score (``recorded_score``), not a malformed sample. Anything
+    else that is not JSON raises ``orjson.JSONDecodeError``."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        try:
+            return json.loads(raw, parse_constant=str)
+        except ValueError:
+            raise exc from None
+
+
+#: What a value of the wrong type in a tool's file raises where a reader reads it as the tool writes it.
+SHAPE_ERRORS = (TypeError, ValueError, AttributeError, KeyError, IndexError)
+
+
+def absent_sample(sample_id: str, epoch: int, line: int, why: str) -> ToolSample:
+    """A sample the tool's file says it ran but does not hold: the tool's failure, never a sample left out (which
+    would raise the rate by what a cut-short or pruned file no longer shows) and never a 0.0."""
+    return ToolSample(
+        id=sample_id,
+        epoch=epoch,
+        place=f"sample {sample_id!r} epoch {epoch} (absent)",
+        line=line,
+        input=None,
+        target=None,
+        text=None,
+        scores={},
+        error=f"the file holds no result for this sample: {why}",
+    )
+
+
+#: How many absent samples a file may imply per sample it holds: a run cancelled at 1% of its samples still reads;
+#: a count no file of this size can mean (a forged ``epochs: 1000000000``) is refused before anything is made of it.
+ABSENT_PER_HELD = 100
+
+
+def check_absent(absent: int, held: int, path: Path, tool: str) -> None:
+    """Refuse, in one line, a file that implies far more absent samples than it holds (:data:`ABSENT_PER_HELD`)."""
+    if absent > ABSENT_PER_HELD * max(held, 1):
+        raise SetupError(
+            f"the {tool} file holds {held:,} sample results and says {absent:,} more were run: it is not the "
+            "file of a run EvalGlass can measure",
+            where=str(path),
+            fix=f"write the results again with {tool}, from a run that completed",
+        )
+
+
 class ToolReader:
     """The JSONL reader's interface over a tool's results; subclasses give :meth:`_samples` in id order (all
     epochs of one id together) and the ``tool`` name."""
@@ -115,6 +171,16 @@ class ToolReader:
 
     def _samples(self) -> Iterator[ToolSample | ToolProblem]:
         raise NotImplementedError
+
+    def _parse(
+        self, place: str, line: int, parse: Callable[..., ToolSample | ToolProblem], *args: Any
+    ) -> ToolSample | ToolProblem:
+        """``parse(*args)``, or a malformed sample at ``place`` when a value in it is not of the type the tool writes
+        (what would otherwise stop the run with a traceback)."""
+        try:
+            return parse(*args)
+        except SHAPE_ERRORS as exc:
+            return ToolProblem(place, line, f"is not a {self.tool} sample as {self.tool} writes it ({exc})")
 
     def _read_bytes(self, limit: int) -> bytes:
         """The whole file (hashed), for formats that are one JSON document; over ``limit`` bytes is refused."""
@@ -151,18 +217,25 @@ class ToolReader:
 
     def __iter__(self) -> Iterator[Example | BadLine]:
         # Readers give all epochs of one id together, so a repeated (id, epoch) is found within its group; the same
-        # id in two groups makes two examples with one id, which the run refuses as it refuses any repeated id.
+        # id in two groups (a sample claiming another's id) is refused in _example, naming both places (the run
+        # would refuse it too, but by line numbers a zip or a JSON document does not have).
+        # A sample that cannot be read, met among one id's epochs, waits until that id's example is made: it must
+        # not split the example in two.
         current: list[ToolSample] = []
-        for item in self._samples():
+        waiting: list[ToolProblem] = []
+        first_place: dict[str, str] = {}
+        for item in self._checked(self._samples()):
             if isinstance(item, ToolProblem):
                 if current:
-                    yield self._example(current)
-                    current = []
-                yield self._bad(item)
+                    waiting.append(item)
+                else:
+                    yield self._bad(item)
                 continue
             if current and current[0].id != item.id:
-                yield self._example(current)
+                yield self._example(current, first_place)
                 current = []
+                yield from map(self._bad, waiting)
+                waiting = []
             previous = next((sample.place for sample in current if sample.epoch == item.epoch), None)
             if previous is not None:
                 raise SetupError(
@@ -173,12 +246,38 @@ class ToolReader:
                 )
             current.append(item)
         if current:
-            yield self._example(current)
+            yield self._example(current, first_place)
+        yield from map(self._bad, waiting)
         self._done = True
 
-    def _example(self, samples: list[ToolSample]) -> Example:
+    def _checked(self, samples: Iterator[ToolSample | ToolProblem]) -> Iterator[ToolSample | ToolProblem]:
+        """``samples``, with a value of the wrong type in the file's own description (its header, its counts) one
+        line naming the file instead of a traceback. (A sample's own values are checked by :meth:`_parse`.)"""
+        while True:
+            try:
+                item = next(samples)
+            except StopIteration:
+                return
+            except SHAPE_ERRORS as exc:
+                raise SetupError(
+                    f"not a results file as {self.tool} writes it: a value of the wrong type "
+                    f"({type(exc).__name__}: {exc})",
+                    where=str(self.path),
+                    fix=f"point dataset.path at the file {self.tool} wrote, unedited",
+                ) from None
+            yield item
+
+    def _example(self, samples: list[ToolSample], first_place: dict[str, str]) -> Example:
         samples.sort(key=lambda sample: sample.epoch)
         first = samples[0]
+        earlier = first_place.setdefault(first.id, first.place)
+        if earlier != first.place:
+            raise SetupError(
+                f"sample id {first.id!r} is in two places ({earlier} and {first.place}): one sample counted as two "
+                "examples",
+                where=str(self.path),
+                fix=f"keep one {self.tool} run per file, unedited",
+            )
         # What the tool's file does not hold (an lm-eval loglikelihood task's text answer, an OpenAI Evals log
         # without sampling events' prompt) is listed, so a metric that needs it is content_not_captured, not a
         # wrong answer. A sample the tool failed has its own error instead.

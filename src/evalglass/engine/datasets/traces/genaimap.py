@@ -316,15 +316,18 @@ def _facts(attributes: Mapping[str, Any], content: SpanContent) -> None:
         usage: dict[str, int] = {}
         for key, field in tokens:
             value = get(key)
-            if type(value) is int:
-                usage[field] = value
-            elif value is not None:
+            if type(value) is not int:
+                if value is None:
+                    continue
                 if type(value) is float and value.is_integer():
-                    usage[field] = int(value)
+                    value = int(value)
                 else:
                     raise MappingProblem(
                         f"attribute {key} must be an integer, got {json_type_name(value)} {_clip(value)}"
                     )
+            if value < 0:  # no call uses fewer than no tokens; summed, it would hide another call's usage
+                raise MappingProblem(f"attribute {key} must be a count (0 or more), got {value}")
+            usage[field] = value
         if usage:
             content.usage = usage
     reasons = get("gen_ai.response.finish_reasons")

@@ -1,0 +1,162 @@
+"""Which decision rules a run record can select, in one place, and the one rule about them: a record's own fields
+may explain why it was decided as it was, never make green what the current rules do not.
+
+EvalGlass added rules after runs had been recorded without them. Such a run record carries no marker of the rule
+(the marker's absence is how every record made before it reads), so whoever re-decides it from its files
+(``evalglass verify``, every reader's check in ``engine.decide.consistency``) re-derives it under the rules it was
+decided by, or its recorded numbers would not add up. But the marker is a field of the record, and ``tool_version``
+cannot tell the eras apart (every record says 0.1.0): deleting a marker from ``runrecord.json`` and rewriting the
+scorecard and digests to match is a consistent rewrite that selects looser rules. So each re-decision is taken twice
+when the record claims an older era: under the recorded rules (does it add up?) and under the current ones (is it
+green?); a gate green only under the older rules is a problem (:func:`older_rules_problem`), naming the markers, the
+rules and the gates, so such a run is never shown or verified as green. An honest old run that is as green under
+the current rules as it was recorded keeps verifying.
+
+Every rule a record can select is a member of :class:`LaterRule`; :func:`recorded_rules` is the only reader of the
+markers. A rule added later (one more marker) is one member here, and every consumer follows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from evalglass.core.authority import BlockReason, CalibrationRecord, JudgeStanding
+from evalglass.core.endpoint import JudgeEndpoint
+from evalglass.core.gates import Outcome
+from evalglass.core.runrecord import RunRecord
+
+
+class LaterRule(StrEnum):
+    """A rule added after runs were recorded without it; the value is the run record's marker field, whose absence
+    says the run was decided before the rule."""
+
+    #: Every gate on a judge (comparative, on a variant, between variants) stands on its calibration, not only a
+    #: plain gate on the judge's own metric. Marker: ``judge_gates: every``.
+    EVERY_JUDGED_GATE = "judge_gates"
+    #: A gate on a judge decides only on the calibration record the ledger approves (``calibration``), not on any
+    #: record found. Marker: ``judge_calibrations: approved``.
+    APPROVED_CALIBRATION = "judge_calibrations"
+    #: Where a judge is served is bound (the calibration measured that server; the gate approval's
+    #: ``judge_endpoint``). Marker: a ``judge_endpoints`` entry per judge.
+    ENDPOINT_BINDING = "judge_endpoints"
+
+    @property
+    def before(self) -> str:
+        """What deciding before the rule meant, as a reader is told."""
+        return _BEFORE[self]
+
+
+_BEFORE: Mapping[LaterRule, str] = {
+    LaterRule.EVERY_JUDGED_GATE: "every gate on a judge needed its calibration (only plain gates did)",
+    LaterRule.APPROVED_CALIBRATION: "the ledger approved calibration records (any record found counted)",
+    LaterRule.ENDPOINT_BINDING: "where a judge is served was bound (no endpoint was checked)",
+}
+
+
+@dataclass(frozen=True)
+class DecisionRules:
+    """The rules a decision is taken under: the current ones, less the later rules a record was decided before."""
+
+    before: frozenset[LaterRule] = frozenset()
+
+    @property
+    def current(self) -> bool:
+        return not self.before
+
+    @property
+    def every_judged_gate(self) -> bool:
+        return LaterRule.EVERY_JUDGED_GATE not in self.before
+
+    def standing(
+        self, name: str, fingerprint: str, calibration: CalibrationRecord | None, endpoint: JudgeEndpoint | None
+    ) -> JudgeStanding:
+        """Judge ``name``'s standing under these rules: its endpoint unbound and any calibration record counting
+        when the record was decided before those rules."""
+        return JudgeStanding(
+            metric=name,
+            fingerprint=fingerprint,
+            calibration=calibration,
+            endpoint=None if LaterRule.ENDPOINT_BINDING in self.before else endpoint,
+            approved_record=LaterRule.APPROVED_CALIBRATION not in self.before,
+        )
+
+
+CURRENT_RULES = DecisionRules()
+
+#: The metric types whose gates stand on a calibration (``MetricSpec.calibrated``): a run record keeps a judge
+#: standing (``judge_fingerprints``) for each metric of these types, and a record without one for such a metric
+#: claims the loosest rule of all, no calibration. Written out so the readers need none of the metric machinery;
+#: tests/core/test_recordrules.py holds it equal to the registry's.
+JUDGE_TYPES: frozenset[str] = frozenset({"llm_judge", "jury"})
+
+
+def recorded_rules(record: RunRecord) -> DecisionRules:
+    """The rules ``record`` says it was decided under. A run without judges is decided the same under every rule
+    (its record leaves the markers out), so it claims none older. A judge without an endpoint claims the older
+    rule for the whole run, as a run decided before endpoints were bound kept none."""
+    judges = set(record.judge_fingerprints)
+    if not judges:
+        return CURRENT_RULES
+    before: set[LaterRule] = set()
+    if record.judge_gates != "every":
+        before.add(LaterRule.EVERY_JUDGED_GATE)
+    if record.judge_calibrations != "approved":
+        before.add(LaterRule.APPROVED_CALIBRATION)
+    if not judges <= set(record.judge_endpoints):
+        before.add(LaterRule.ENDPOINT_BINDING)
+    return DecisionRules(frozenset(before))
+
+
+def green(outcome: Outcome) -> bool:
+    """Whether an outcome lets CI pass (a gate that passed, or an inactive one that only informs)."""
+    return outcome in (Outcome.PASS, Outcome.INFORMATIONAL)
+
+
+@dataclass(frozen=True)
+class CurrentOutcome:
+    """A gate as the current rules decide it, beside the recorded one."""
+
+    gate: str
+    outcome: Outcome
+    reasons: tuple[BlockReason, ...]
+
+
+@dataclass(frozen=True)
+class OlderRulesProblem:
+    """A run green only under the older rules its record claims: one finding, naming the markers, the rules and
+    every gate the current rules do not pass."""
+
+    field: str
+    claimed: str
+    current: str
+
+    @property
+    def line(self) -> str:
+        return f"{self.field}: {self.claimed}; {self.current}"
+
+
+def older_rules_problem(
+    rules: DecisionRules, recorded: Mapping[str, Outcome], current: Sequence[CurrentOutcome]
+) -> OlderRulesProblem | None:
+    """None when every gate ``recorded`` green (outcome by gate name) is green under the current rules too
+    (``current``; a gate it leaves out is as recorded); else the problem, whatever explains the difference: the
+    current rules decide whether a run is green, the record's markers only why it was recorded otherwise."""
+    if rules.current:
+        return None
+    worse = [item for item in current if green(recorded.get(item.gate, Outcome.BLOCKED)) and not green(item.outcome)]
+    if not worse:
+        return None
+    order = list(LaterRule)
+    claimed = sorted(rules.before, key=order.index)
+    gates = "; ".join(
+        f"gate '{item.gate}' is {item.outcome.value}"
+        + (f": {', '.join(reason.value for reason in item.reasons)}" if item.reasons else "")
+        for item in worse
+    )
+    return OlderRulesProblem(
+        field="runrecord." + "/".join(rule.value for rule in claimed),
+        claimed="the run record says it was decided before " + " and before ".join(r.before for r in claimed),
+        current=f"under the current rules {gates}; re-run `evalglass run` to decide it under them",
+    )

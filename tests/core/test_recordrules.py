@@ -1,0 +1,121 @@
+"""Which rules a run record selects, and the one rule about them: never green by a marker (core/recordrules.py).
+
+The end-to-end proof (every set of deleted markers, every host ledger, through `verify` and the readers) is
+tests/live_e2e/test_older_rules_cli.py; these pin the pieces it stands on.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from evalglass.core.authority import BlockReason
+from evalglass.core.gates import Outcome
+from evalglass.core.recordrules import (
+    CURRENT_RULES,
+    JUDGE_TYPES,
+    CurrentOutcome,
+    DecisionRules,
+    LaterRule,
+    green,
+    older_rules_problem,
+    recorded_rules,
+)
+from evalglass.core.runrecord import RunRecord
+
+#: Every marker as a run decided under the current rules writes it, for a run with one judge, `quality`.
+MARKERS: dict[LaterRule, dict[str, Any]] = {
+    LaterRule.EVERY_JUDGED_GATE: {"judge_gates": "every"},
+    LaterRule.APPROVED_CALIBRATION: {"judge_calibrations": "approved"},
+    LaterRule.ENDPOINT_BINDING: {"judge_endpoints": {"quality": "openai http://127.0.0.1:9/v1"}},
+}
+
+
+def _record(judges: bool, kept: tuple[LaterRule, ...]) -> RunRecord:
+    fields: dict[str, Any] = {
+        "run_id": "r1",
+        "created_at": "2026-01-01T00:00:00Z",
+        "tool_version": "0.1.0",
+        "config_path": "evalglass.yaml",
+        "config_fingerprint": "sha256:" + "0" * 64,
+        "config": {},
+        "ledger_path": "authority.yaml",
+        "ledger_fingerprint": "sha256:" + "1" * 64,
+        "ledger": {},
+        "dataset": {"name": "d", "path": "d.jsonl", "fingerprint": "sha256:" + "2" * 64, "examples": 1},
+        "gate_fingerprints": {},
+        "scores_sha256": "sha256:" + "3" * 64,
+    }
+    if judges:
+        fields["judge_fingerprints"] = {"quality": "sha256:" + "4" * 64}
+    for rule in kept:
+        fields.update(MARKERS[rule])
+    return RunRecord.model_validate(fields)
+
+
+def test_a_record_selects_exactly_the_rules_whose_markers_it_lacks() -> None:
+    for size in range(len(LaterRule) + 1):
+        for kept in itertools.combinations(LaterRule, size):
+            rules = recorded_rules(_record(True, kept))
+            assert rules.before == frozenset(LaterRule) - set(kept), kept
+            assert rules.current == (len(kept) == len(LaterRule))
+            # A run without judges is decided alike under every rule: it claims none older, whatever it lacks.
+            assert recorded_rules(_record(False, kept)) == CURRENT_RULES
+
+
+def test_a_judge_without_an_endpoint_claims_the_older_binding_rule() -> None:
+    record = _record(True, tuple(LaterRule)).model_copy(
+        update={"judge_fingerprints": {"quality": "sha256:" + "4" * 64, "other": "sha256:" + "5" * 64}}
+    )
+    assert recorded_rules(record).before == {LaterRule.ENDPOINT_BINDING}
+
+
+def test_the_judge_types_are_the_registrys_calibrated_metric_types() -> None:
+    from evalglass.metrics.registry import METRIC_TYPES
+
+    assert {name for name, spec in METRIC_TYPES.items() if spec.calibrated} == JUDGE_TYPES
+
+
+def test_each_rule_loosens_exactly_its_part_of_a_standing() -> None:
+    endpoint = "openai http://127.0.0.1:9/v1"
+    for size in range(len(LaterRule) + 1):
+        for before in itertools.combinations(LaterRule, size):
+            standing = DecisionRules(frozenset(before)).standing("quality", "sha256:f", None, endpoint)
+            assert (standing.endpoint is None) == (LaterRule.ENDPOINT_BINDING in before)
+            assert standing.approved_record == (LaterRule.APPROVED_CALIBRATION not in before)
+            assert DecisionRules(frozenset(before)).every_judged_gate == (LaterRule.EVERY_JUDGED_GATE not in before)
+
+
+_OUTCOMES = st.sampled_from(list(Outcome))
+_GATES = st.sampled_from(["g1", "g2", "g3"])
+
+
+@given(
+    before=st.frozensets(st.sampled_from(list(LaterRule))),
+    recorded=st.dictionaries(_GATES, _OUTCOMES),
+    current=st.dictionaries(_GATES, _OUTCOMES),
+)
+def test_no_older_rules_make_green_what_the_current_rules_do_not(
+    before: frozenset[LaterRule], recorded: dict[str, Outcome], current: dict[str, Outcome]
+) -> None:
+    """Whatever a record claims: a gate green as recorded and not green now is a problem naming every claimed
+    marker and that gate; with no such gate (or no older claim) there is none."""
+    rules = DecisionRules(before)
+    now = [CurrentOutcome(name, outcome, (BlockReason.CALIBRATION_UNAPPROVED,)) for name, outcome in current.items()]
+    problem = older_rules_problem(rules, recorded, now)
+    worse = sorted(
+        name for name, outcome in current.items() if green(recorded.get(name, outcome)) and not green(outcome)
+    )
+    if not before or not worse:
+        assert problem is None
+        return
+    assert problem is not None
+    assert problem.field == "runrecord." + "/".join(rule.value for rule in LaterRule if rule in before)
+    for rule in before:
+        assert rule.before in problem.claimed
+    for name in worse:
+        assert f"gate '{name}' is {current[name].value}: calibration_unapproved" in problem.current
+    assert problem.line.startswith(problem.field + ": ")

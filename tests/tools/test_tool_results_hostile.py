@@ -1,0 +1,571 @@
+"""Other tools' files as a sloppy producer or someone after an unearned green writes them: every case is measured,
+an error with a reason, a malformed sample counted, or one line naming the file (exit 2) — never a sample silently
+left out, a silent 0.0, a traceback or a gold made stale by a new run of the same samples."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import tempfile
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evalglass.core.example import Example
+from evalglass.core.score import Score, Status
+from evalglass.engine.datasets.dataset import BadLine
+from evalglass.errors import SetupError
+from evalglass.metrics.base import BuildContext
+from evalglass.metrics.registry import parse_metric_spec
+from tests.e2e.project import run_cli
+from tests.tools.test_tool_results import (
+    FIXTURES,
+    INSPECT,
+    LM_EVAL,
+    OPENAI_EVALS,
+    PROMPTFOO,
+    examples,
+    inspect_member,
+    metric,
+    read,
+    run,
+)
+from tests.traces.test_traces_cli import approve
+
+RESULTS = next((FIXTURES / "lm-eval").glob("results_*.json"))
+RECORDED = {"m": {"type": "recorded_score", "scorer": "match"}}
+
+
+def inspect_members() -> dict[str, Any]:
+    with zipfile.ZipFile(INSPECT) as archive:
+        names = archive.namelist()
+    return {name: inspect_member(name) for name in names if name.endswith(".json")}
+
+
+def write_inspect(path: Path, members: dict[str, Any]) -> Path:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, value in members.items():
+            archive.writestr(name, json.dumps(value))
+    return path
+
+
+def inspect_log(tmp_path: Path, change: Callable[[dict[str, Any]], object]) -> Path:
+    members = inspect_members()
+    change(members)
+    return write_inspect(tmp_path / "log.eval", members)
+
+
+def diagnostics(found: dict[str, Any]) -> dict[str, int]:
+    return {d["code"]: d["count"] for d in found["population"]["top_diagnostics"]}
+
+
+# -- a sample the tool declared but the file does not hold is not silently left out ----------------------------------
+
+
+def test_inspect_samples_missing_from_the_log_are_errors_not_left_out(tmp_path: Path) -> None:
+    """A log cut short (a cancelled run, members deleted) must not raise the rate by leaving its samples out."""
+
+    def drop(members: dict[str, Any]) -> None:
+        for name in ("samples/cap-03_epoch_1.json", "samples/cap-03_epoch_2.json", "samples/cap-09_epoch_2.json"):
+            del members[name]
+        members["header.json"]["status"] = "cancelled"
+
+    result = run(tmp_path, inspect_log(tmp_path, drop), "inspect", RECORDED)
+    assert result.code == 0, result.err
+    found = metric(result.json(), "m")
+    assert found["population"]["expected"] == 12  # every declared sample is an example
+    # cap-07 (failed in inspect), cap-03 (absent) and cap-09 (an epoch absent: its mean is not known)
+    assert found["population"]["excluded_by_status"] == {"error": 3}
+    assert diagnostics(found) == {"tool_sample_failed": 3}
+    examples_ = {e.id: e for e in examples("inspect", tmp_path / "evals" / "log.eval")}
+    absent = examples_["cap-03"].fields["output"]
+    assert [o["epoch"] for o in absent] == [1, 2]
+    assert "holds no result for this sample" in absent[0]["error"] and "cancelled" in absent[0]["error"]
+    assert [o.get("error") is not None for o in examples_["cap-09"].fields["output"]] == [False, True]
+
+
+def test_promptfoo_results_missing_from_the_file_are_errors_not_left_out(tmp_path: Path) -> None:
+    document = json.loads(PROMPTFOO.read_text())
+    rows = document["results"]["results"]
+    document["results"]["results"] = [row for row in rows if row["testIdx"] not in (4, 11)]  # test 2 ep 1, 5 ep 2
+    path = tmp_path / "cut.json"
+    path.write_text(json.dumps(document))
+    result = run(tmp_path, path, "promptfoo", {"t": {"type": "recorded_score", "scorer": "names_city"}})
+    assert result.code == 0, result.err
+    found = metric(result.json(), "t")
+    assert found["population"]["expected"] == 6
+    assert diagnostics(found) == {"tool_sample_failed": 2}
+
+
+def test_promptfoo_results_cut_at_the_end_are_errors_not_left_out(tmp_path: Path) -> None:
+    """Only promptfoo's own counts (``results.stats``) tell that the last tests are gone."""
+    document = json.loads(PROMPTFOO.read_text())
+    document["results"]["results"] = [row for row in document["results"]["results"] if row["testIdx"] < 8]
+    path = tmp_path / "cut.json"
+    path.write_text(json.dumps(document))
+    result = run(tmp_path, path, "promptfoo", {"t": {"type": "recorded_score", "scorer": "names_city"}})
+    assert result.code == 0, result.err
+    found = metric(result.json(), "t")
+    assert found["population"]["expected"] == 6 and found["population"]["excluded_by_status"] == {"error": 2}
+    assert "promptfoo counted 12 test results (results.stats) and the file holds 8" in json.dumps(found)
+
+
+def test_lm_eval_documents_missing_from_the_samples_file_are_errors_not_left_out(tmp_path: Path) -> None:
+    lines = [line for line in LM_EVAL.read_text().splitlines() if line.strip()]
+    kept = [line for line in lines if json.loads(line)["doc_id"] not in (0, 9)]
+    cut = tmp_path / LM_EVAL.name
+    cut.write_text("\n".join(kept) + "\n")
+    result = run(tmp_path, [cut, RESULTS], "lm-eval", {"em": {"type": "recorded_score", "scorer": "exact_match"}})
+    assert result.code == 0, result.err
+    found = metric(result.json(), "em")
+    assert found["population"]["expected"] == 10  # lm-eval's n-samples: 10 documents
+    assert found["population"]["excluded_by_status"] == {"error": 2}
+    assert diagnostics(found) == {"tool_sample_failed": 2}
+
+
+# -- one id, one example -----------------------------------------------------------------------------------------
+
+
+def test_a_sample_id_in_two_places_of_an_inspect_log_is_refused(tmp_path: Path) -> None:
+    """cap-02's second epoch claims to be cap-05: two examples named cap-05 would count cap-05 twice."""
+
+    def rename(members: dict[str, Any]) -> None:
+        members["samples/cap-02_epoch_2.json"]["id"] = "cap-05"
+
+    result = run(tmp_path, inspect_log(tmp_path, rename), "inspect", RECORDED)
+    assert result.code == 2, result.out
+    (line,) = result.err.strip().splitlines()
+    assert "sample id 'cap-05' is in two places (samples/cap-02_epoch_2.json and samples/cap-05_epoch_1.json)" in line
+    assert "log.eval" in line
+
+
+# -- a new run of the tool on the same samples keeps the gold ------------------------------------------------------
+
+
+def test_a_new_run_of_the_tool_keeps_the_gold(tmp_path: Path) -> None:
+    """What the tool's run was (its eval id, version, model, status) is not gold: the ids, inputs and targets are."""
+    gates = {"gates": {"right": {"metric": "mine"}}}
+    metrics = {"mine": {"type": "contains", "field": "text", "reference": "target"}}
+    assert run(tmp_path, PROMPTFOO, "promptfoo", metrics, **gates).code == 0
+
+    def gold() -> str:
+        return str(run_cli("view", "--format", "json", cwd=tmp_path).json()["dataset"]["gold_fingerprint"])
+
+    first = gold()
+    document = json.loads(PROMPTFOO.read_text())
+    document["evalId"] = "eval-of-the-next-run"
+    document["metadata"]["promptfooVersion"] = "0.121.21"
+    for row in document["results"]["results"]:
+        row["response"]["output"] = ""  # no answer: text is still captured (empty), the gold stands
+    (tmp_path / "evals" / PROMPTFOO.name).write_text(json.dumps(document))
+    assert run_cli("run", "--no-history", cwd=tmp_path).code == 0
+    assert gold() == first
+    document["results"]["results"][0]["vars"]["city"] = "Lyon"  # an edited input is a new gold
+    (tmp_path / "evals" / PROMPTFOO.name).write_text(json.dumps(document))
+    assert run_cli("run", "--no-history", cwd=tmp_path).code == 0
+    assert gold() != first
+
+
+# -- a file of the wrong shape is one line, never a traceback --------------------------------------------------------
+
+
+def _inspect_header(change: Callable[[dict[str, Any]], object]) -> Callable[[dict[str, Any]], object]:
+    return lambda members: change(members["header.json"])
+
+
+def _inspect_sample(change: Callable[[dict[str, Any]], object]) -> Callable[[dict[str, Any]], object]:
+    return lambda members: change(members["samples/cap-02_epoch_1.json"])
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        _inspect_header(lambda header: header.__setitem__("eval", ["not", "an", "object"])),
+        _inspect_header(lambda header: header["eval"].__setitem__("dataset", [1])),
+        _inspect_header(lambda header: header["eval"].__setitem__("config", "epochs")),
+    ],
+    ids=["eval-list", "dataset-list", "config-text"],
+)
+def test_an_inspect_header_of_the_wrong_shape_is_one_line(tmp_path: Path, change: Any) -> None:
+    result = run(tmp_path, inspect_log(tmp_path, change), "inspect", RECORDED)
+    assert result.code == 2
+    (line,) = result.err.strip().splitlines()
+    assert "internal error" not in line and "log.eval" in line and "header.json" in line
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        _inspect_sample(lambda sample: sample.__setitem__("epoch", "x")),
+        _inspect_sample(lambda sample: sample.__setitem__("epoch", {"n": 1})),
+        _inspect_sample(lambda sample: sample.__setitem__("scores", [1])),
+        _inspect_sample(lambda sample: sample.__setitem__("output", {"completion": "x", "choices": 3})),
+    ],
+    ids=["epoch-text", "epoch-object", "scores-list", "output-odd"],
+)
+def test_an_inspect_sample_of_the_wrong_shape_is_a_malformed_sample(tmp_path: Path, change: Any) -> None:
+    result = run(tmp_path, inspect_log(tmp_path, change), "inspect", RECORDED)
+    assert result.code == 0, result.err
+    found = metric(result.json(), "m")
+    assert found["population"]["expected"] == 12 or diagnostics(found).get("malformed_sample") == 1
+    assert "internal error" not in result.err
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda rows: rows[0].__setitem__("promptIdx", [0]),
+        lambda rows: rows[0]["provider"].__setitem__("id", {"name": "echo"}),
+    ],
+    ids=["prompt-index-list", "provider-id-object"],
+)
+def test_a_promptfoo_file_of_the_wrong_shape_is_one_line(tmp_path: Path, change: Any) -> None:
+    document = json.loads(PROMPTFOO.read_text())
+    change(document["results"]["results"])
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps(document))
+    result = run(tmp_path, path, "promptfoo", {"t": {"type": "recorded_score", "scorer": "promptfoo"}})
+    assert result.code == 2
+    (line,) = result.err.strip().splitlines()
+    assert "internal error" not in line and "odd.json" in line
+
+
+def test_an_openai_evals_event_type_of_the_wrong_shape_is_one_line(tmp_path: Path) -> None:
+    lines = OPENAI_EVALS.read_text().splitlines()
+    event = json.loads(lines[2])
+    event["type"] = ["match"]
+    path = tmp_path / "odd.jsonl"
+    path.write_text("\n".join([*lines[:2], json.dumps(event), *lines[3:]]) + "\n")
+    result = run(tmp_path, path, "openai-evals", RECORDED)
+    assert result.code == 2
+    (line,) = result.err.strip().splitlines()
+    assert "internal error" not in line and "odd.jsonl" in line and "line 3" in line
+
+
+# -- the answer is the model's, not a grader's -------------------------------------------------------------------
+
+
+def test_an_openai_evals_grader_sampling_does_not_replace_the_answer(tmp_path: Path) -> None:
+    """Model-graded evals record the grader's call as a second ``sampling`` event of the same sample."""
+    lines = [json.loads(line) for line in OPENAI_EVALS.read_text().splitlines()]
+    sample = lines[2]["sample_id"]
+    answer = {"prompt": "What is the capital of France?", "sampled": ["Paris"]}
+    grader = {"prompt": "Is the answer right? Answer Y or N.", "sampled": ["Y"]}
+    events = [
+        {**copy.deepcopy(lines[2]), "event_id": 90 + n, "type": "sampling", "data": data}
+        for n, data in enumerate((answer, grader))
+    ]
+    path = tmp_path / "graded.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in [*lines, *events]) + "\n")
+    found = next(e for e in read("openai-evals", path) if isinstance(e, Example) and e.id == sample).fields
+    assert found["input"] == answer["prompt"] and found["output"][0]["text"] == "Paris"
+
+
+# -- a tool's failure to score is never a wrong answer, also inside its overall result -------------------------------
+
+
+def test_promptfoos_overall_result_is_not_known_when_an_assertion_could_not_score(tmp_path: Path) -> None:
+    """promptfoo counts an assertion whose own code threw as failed, and so lowers the test's overall score: that
+    overall score is not a measurement of the answer (test 3, Peru: its `short` assertion threw)."""
+    result = run(tmp_path, PROMPTFOO, "promptfoo", {"t": {"type": "recorded_score", "scorer": "promptfoo"}})
+    assert result.code == 0, result.err
+    found = metric(result.json(), "t")
+    assert found["population"]["excluded_by_status"] == {"error": 1}
+    (diagnostic,) = found["population"]["top_diagnostics"]
+    assert diagnostic["code"] == "recorded_score_error" and "'short'" in diagnostic["example"]
+    rows = [row for row in json.loads(PROMPTFOO.read_text())["results"]["results"] if row["testIdx"] not in (6, 7)]
+    assert found["estimate"]["point"] == pytest.approx(sum(row["score"] for row in rows) / len(rows))
+
+
+def test_a_score_python_wrote_as_nan_is_an_error_of_that_score_not_of_the_sample(tmp_path: Path) -> None:
+    """lm-eval writes its samples with Python's json, which writes NaN: the sample is read, its score is an error."""
+    lines = [json.loads(line) for line in LM_EVAL.read_text().splitlines() if line.strip()]
+    lines[0]["exact_match"] = float("nan")
+    odd = tmp_path / LM_EVAL.name
+    odd.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    metrics = {
+        "em": {"type": "recorded_score", "scorer": "exact_match"},
+        "said": {"type": "contains", "field": "text", "reference": "target"},
+    }
+    result = run(tmp_path, [odd, RESULTS], "lm-eval", metrics)
+    assert result.code == 0, result.err
+    card = result.json()
+    assert card["dataset"]["malformed_lines"] == 0
+    em = metric(card, "em")
+    assert (
+        diagnostics(em) == {"recorded_score_malformed": 1}
+        and "NaN" in em["population"]["top_diagnostics"][0]["example"]
+    )
+    assert metric(card, "said")["population"]["included"] == 10
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    removed=st.sets(st.integers(0, 11), max_size=11),
+    crashed=st.sets(st.integers(0, 11)),
+)
+def test_a_sample_the_tool_did_not_score_never_becomes_a_number(removed: set[int], crashed: set[int]) -> None:
+    """Whatever results a promptfoo file lost and whichever assertions' own code threw: every test and repetition
+    promptfoo ran is read, and the test's result is its number exactly when promptfoo scored it."""
+    document = json.loads(PROMPTFOO.read_text())
+    rows = {row["testIdx"]: row for row in document["results"]["results"]}
+    crashed = crashed | {6, 7}  # test 3's `short` assertion threw in the real run
+    for index in crashed:
+        component = rows[index]["gradingResult"]["componentResults"][0]
+        component.update({"pass": False, "score": 0, "reason": "Custom function threw error: boom"})
+    document["results"]["results"] = [row for index, row in rows.items() if index not in removed]
+    recorded = parse_metric_spec({"type": "recorded_score", "scorer": "promptfoo"}).build(BuildContext(Path(".")))
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "out.json"
+        path.write_text(json.dumps(document))
+        found = examples("promptfoo", path)
+    seen = set()
+    for example in found:
+        for output in example.fields["output"]:
+            index = int(example.id) * 2 + output["epoch"] - 1
+            seen.add(index)
+            score = recorded(Example(id=example.id, line=1, fields=example.fields, output=output, sample=0))
+            if index in removed or index in crashed:
+                assert isinstance(score, Score) and score.status is Status.ERROR and score.value is None
+            else:
+                assert score == rows[index]["score"]
+    assert seen == set(range(12))
+
+
+def test_two_openai_evals_runs_appended_to_one_log_are_refused(tmp_path: Path) -> None:
+    """oaieval appends to its --record_path: a second run's events would mix into the first run's samples."""
+    text = OPENAI_EVALS.read_text()
+    path = tmp_path / "twice.jsonl"
+    path.write_text(text + text)
+    result = run(tmp_path, path, "openai-evals", RECORDED)
+    assert result.code == 2
+    (line,) = result.err.strip().splitlines()
+    first = len([line for line in text.splitlines()]) + 1
+    assert f"a second run (its spec line at line {first})" in line and "twice.jsonl" in line
+
+
+def test_an_inspect_log_written_without_its_samples_is_refused_in_one_line(tmp_path: Path) -> None:
+    def without_samples(members: dict[str, Any]) -> None:
+        for name in [name for name in members if name.startswith("samples/")]:
+            del members[name]
+        members["header.json"]["eval"]["config"]["log_samples"] = False
+
+    result = run(tmp_path, inspect_log(tmp_path, without_samples), "inspect", RECORDED)
+    assert result.code == 2
+    (line,) = result.err.strip().splitlines()
+    assert "written without its samples (log_samples" in line and "log.eval" in line
+
+
+with zipfile.ZipFile(INSPECT) as _archive:
+    MEMBERS = sorted(name for name in _archive.namelist() if name.startswith("samples/"))
+
+
+@functools.cache
+def cached_members() -> dict[str, Any]:
+    """The fixture's members, decoded once (the tests that change them take copies)."""
+    return inspect_members()
+
+
+@settings(max_examples=25, deadline=None)
+@given(removed=st.sets(st.sampled_from(MEMBERS), max_size=len(MEMBERS) - 1))
+def test_every_sample_an_inspect_log_declares_is_read_and_only_its_own_are_measured(removed: set[str]) -> None:
+    """Whichever members a log lost: every declared sample and epoch is read, and the ones lost are failures."""
+    members = {name: value for name, value in cached_members().items() if name not in removed}
+    recorded = parse_metric_spec({"type": "recorded_score", "scorer": "match"}).build(BuildContext(Path(".")))
+    with tempfile.TemporaryDirectory() as folder:
+        found = examples("inspect", write_inspect(Path(folder) / "log.eval", members))
+    assert [example.id for example in found] == [f"cap-{n:02d}" for n in range(1, 13)]
+    for example in found:
+        assert [output["epoch"] for output in example.fields["output"]] == [1, 2]
+        for output in example.fields["output"]:
+            lost = f"samples/{example.id}_epoch_{output['epoch']}.json" in removed
+            score = recorded(Example(id=example.id, line=1, fields=example.fields, output=output, sample=0))
+            if lost or example.id == "cap-07":  # cap-07 failed in inspect
+                assert isinstance(score, Score) and score.status is Status.ERROR
+            else:
+                assert type(score) is float
+
+
+def test_pruning_the_wrong_answers_from_an_inspect_log_does_not_turn_an_approved_gate_green(tmp_path: Path) -> None:
+    """The headline case: a complete run passes an approved gate; the same log with the samples inspect scored
+    wrong deleted (a pull request can commit it) must not pass it at a higher rate."""
+
+    def complete(members: dict[str, Any]) -> None:
+        for epoch in (1, 2):  # cap-07 did not fail this time: every sample is scored
+            sample = members[f"samples/cap-07_epoch_{epoch}.json"]
+            sample["error"] = None
+            sample["scores"] = {"match": {"value": "C"}}
+            sample["output"]["completion"] = "Santiago"
+
+    config = {"gates": {"accuracy": {"metric": "m", "proposed_threshold": 0.6}}}
+    assert run(tmp_path, inspect_log(tmp_path, complete), "inspect", RECORDED, **config).code == 0
+    approve(tmp_path, "accuracy", threshold=0.6)
+    honest = run_cli("run", "--no-history", "--format", "json", cwd=tmp_path)
+    assert honest.code == 0, honest.out
+    (gate,) = honest.json()["decision"]["gates"]
+    assert gate["outcome"] == "pass" and gate["value"] < 0.7
+
+    def pruned(members: dict[str, Any]) -> None:
+        complete(members)
+        for name in [
+            n for n, v in members.items() if n.startswith("samples/") and v["scores"]["match"]["value"] != "C"
+        ]:
+            del members[name]
+
+    inspect_log(tmp_path / "evals", pruned)
+    result = run_cli("run", "--no-history", "--format", "json", cwd=tmp_path)
+    assert result.code == 1, result.out
+    (gate,) = result.json()["decision"]["gates"]
+    assert gate["outcome"] == "blocked" and [r["code"] for r in gate["reasons"]] == ["incomplete_measurement"]
+
+
+def test_a_damaged_inspect_header_is_one_line_and_a_damaged_member_a_malformed_sample(tmp_path: Path) -> None:
+    members = inspect_members()
+    path = write_inspect(tmp_path / "log.eval", members)
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as archive:
+        sample, header = archive.getinfo("samples/cap-02_epoch_1.json"), archive.getinfo("header.json")
+    start = sample.header_offset + 30 + len(sample.filename)
+    data[start : start + sample.compress_size] = bytes(sample.compress_size)  # the deflated bytes zeroed
+    damaged = tmp_path / "damaged.eval"
+    damaged.write_bytes(bytes(data))
+    bad = [item for item in read("inspect", damaged) if isinstance(item, BadLine)]
+    assert len(bad) == 1 and "samples/cap-02_epoch_1.json: is damaged" in bad[0].message
+    start = header.header_offset + 30 + len(header.filename)
+    data[start : start + header.compress_size] = bytes(header.compress_size)
+    damaged.write_bytes(bytes(data))
+    result = run(tmp_path, damaged, "inspect", RECORDED)
+    assert result.code == 2
+    (line,) = result.err.strip().splitlines()
+    assert "header.json cannot be read" in line and "internal error" not in line
+
+
+def test_lm_eval_documents_picked_by_number_are_not_taken_for_missing_ones(tmp_path: Path) -> None:
+    """``--samples`` runs chosen documents (3 and 7): n-samples counts 2, and documents 0 and 1 are not missing."""
+    lines = [json.loads(line) for line in LM_EVAL.read_text().splitlines() if line.strip()]
+    results = json.loads(RESULTS.read_text())
+    results["n-samples"]["capitals_gen"]["effective"] = 2
+    picked = tmp_path / "picked"
+    picked.mkdir()
+    (picked / RESULTS.name).write_text(json.dumps(results))
+    (picked / LM_EVAL.name).write_text("\n".join(json.dumps(line) for line in lines if line["doc_id"] in (3, 7)))
+    assert [e.id for e in examples("lm-eval", picked / LM_EVAL.name)] == ["3", "7"]
+    (picked / LM_EVAL.name).write_text(json.dumps(lines[3]) + "\n")  # one of the two is gone: which, is not known
+    with pytest.raises(SetupError, match="holds 1 documents and lm-eval's results file counts 2 documents"):
+        read("lm-eval", picked / LM_EVAL.name)
+
+
+def test_a_malformed_result_among_a_tests_repetitions_does_not_split_the_test(tmp_path: Path) -> None:
+    """A promptfoo result without a test index is a malformed sample; test 0's two repetitions stay one example."""
+    document = json.loads(PROMPTFOO.read_text())
+    document["results"]["results"][4]["testIdx"] = "six"
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps(document))
+    result = run(tmp_path, path, "promptfoo", {"t": {"type": "recorded_score", "scorer": "names_city"}})
+    assert result.code == 0, result.err
+    card = result.json()
+    assert card["dataset"]["malformed_lines"] == 1
+    found = metric(card, "t")
+    assert found["population"]["expected"] == 7  # the six tests and the malformed result
+    assert diagnostics(found)["malformed_sample"] == 1
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        _inspect_header(lambda header: header["eval"]["config"].__setitem__("epochs", 10**12)),
+        _inspect_header(lambda header: header["eval"]["dataset"].__setitem__("sample_ids", list(range(100_000)))),
+    ],
+    ids=["epochs", "sample-ids"],
+)
+def test_an_inspect_header_claiming_far_more_samples_than_the_log_holds_is_one_line(
+    tmp_path: Path, change: Any
+) -> None:
+    """What a forged count would make is refused before anything is made of it (no hang, no memory blow-up)."""
+    result = run(tmp_path, inspect_log(tmp_path, change), "inspect", RECORDED)
+    assert result.code == 2
+    (line,) = result.err.strip().splitlines()
+    assert "the inspect file holds 24 sample results and says" in line and "log.eval" in line
+
+
+def test_an_inspect_sample_without_its_completion_is_malformed_not_content_the_log_did_not_capture(
+    tmp_path: Path,
+) -> None:
+    """inspect_ai always writes a sample's completion (text, empty when the model gave none): one without it was
+    edited or damaged, and must not become `non_evaluable`, which a gate may tolerate."""
+
+    def strip(members: dict[str, Any]) -> None:
+        for epoch in (1, 2):
+            del members[f"samples/cap-02_epoch_{epoch}.json"]["output"]["completion"]
+
+    mine = {"mine": {"type": "contains", "field": "text", "reference": "target"}}
+    result = run(tmp_path, inspect_log(tmp_path, strip), "inspect", mine)
+    assert result.code == 0, result.err
+    found = metric(result.json(), "mine")
+    assert "non_evaluable" not in found["population"]["excluded_by_status"]
+    assert diagnostics(found)["malformed_sample"] == 2
+
+
+def test_an_lm_eval_generation_without_its_answer_is_malformed_not_content_the_file_did_not_capture(
+    tmp_path: Path,
+) -> None:
+    """A loglikelihood task records scores and no answer (not captured); a generation task always records its
+    answer, so a line without it was edited or damaged: malformed, never `non_evaluable` (which a gate may
+    tolerate)."""
+    lines = [json.loads(line) for line in LM_EVAL.read_text().splitlines() if line.strip()]
+    lines[0]["filtered_resps"] = []
+    odd = tmp_path / LM_EVAL.name
+    odd.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    said = {"said": {"type": "contains", "field": "text", "reference": "target"}}
+    result = run(tmp_path, [odd, RESULTS], "lm-eval", said)
+    assert result.code == 0, result.err
+    found = metric(result.json(), "said")
+    assert "non_evaluable" not in found["population"]["excluded_by_status"]
+    assert diagnostics(found) == {"malformed_sample": 1}  # once: the malformed line, not also an absent document
+    assert found["population"]["expected"] == 10
+
+
+def test_an_openai_evals_sample_without_the_sampling_its_log_records_for_the_others_is_malformed(
+    tmp_path: Path,
+) -> None:
+    """A completion function that records sampling records it for every sample: a log holding it for some samples
+    only was edited, and the others must not become `non_evaluable` (which a gate may tolerate)."""
+    lines = [json.loads(line) for line in OPENAI_EVALS.read_text().splitlines()]
+    events = [line for line in lines if line.get("type") == "match"]
+    sampling = [
+        {**event, "type": "sampling", "data": {"prompt": f"question {n}", "sampled": [event["data"]["sampled"]]}}
+        for n, event in enumerate(events)
+    ]
+    kept = sampling[1:]  # the first sample's sampling event was removed
+    path = tmp_path / "edited.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in [*lines[:2], *kept, *lines[2:]]) + "\n")
+    items = read("openai-evals", path)
+    bad = [item for item in items if isinstance(item, BadLine)]
+    assert len(bad) == 1 and events[0]["sample_id"] in bad[0].message and "no sampling event" in bad[0].message
+    assert len(items) == len(events)
+
+
+def test_a_sample_invalidated_in_inspect_is_a_failed_sample_not_a_measurement(tmp_path: Path) -> None:
+    """inspect_ai's invalidate_samples marks a result that must not count (eval sets run it again): its scores stay
+    in the log, and must not be read as the measurement."""
+
+    def invalidate(members: dict[str, Any]) -> None:
+        members["header.json"]["invalidated"] = True
+        for epoch in (1, 2):
+            members[f"samples/cap-03_epoch_{epoch}.json"]["invalidation"] = {
+                "timestamp": "2026-12-03T12:30:00+00:00",
+                "author": "reviewer",
+                "reason": "the grader saw the answer key",
+            }
+
+    result = run(tmp_path, inspect_log(tmp_path, invalidate), "inspect", RECORDED)
+    assert result.code == 0, result.err
+    found = metric(result.json(), "m")
+    assert found["population"]["excluded_by_status"] == {"error": 2}  # cap-07 (failed) and cap-03 (invalidated)
+    assert "the grader saw the answer key" in json.dumps(found["population"]["top_diagnostics"])
