@@ -241,6 +241,11 @@ class _LaneFields(BaseModel):
         the lane's calls are in flight (evalglass/hostwatch.py)."""
         raise NotImplementedError
 
+    def record_inputs(self) -> list[tuple[str, str]]:
+        """The record fields this lane reads by name, each with how (``its prompt``): none for host code, which is
+        given the whole record (a documented rule, docs/config.md "What gold covers")."""
+        return []
+
 
 class PythonLaneSpec(_LaneFields):
     type: Literal["python"]
@@ -319,6 +324,10 @@ class ChatLaneSpec(EndpointSpec):
     def message_templates(self) -> list[tuple[str, str]]:
         return message_templates(self.system, self.prompt, self.messages)
 
+    def record_inputs(self) -> list[tuple[str, str]]:
+        """The record fields its message templates read by name, each with the message that reads it."""
+        return templates_read(self.message_templates())
+
 
 def check_prompt_form(
     what: str, system: str | None, prompt: str | None, messages: tuple[MessageTemplate, ...] | None
@@ -341,6 +350,18 @@ def message_templates(
     templates = [("system", system)] if system is not None else []
     templates.append(("user", prompt or ""))
     return templates
+
+
+def templates_read(templates: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """(field, how) for every record field the (role, template) pairs read by name. ``lanes.templating`` (jinja2)
+    is imported only here, for a config that has templates: a recorded run loads none (tests/test_lazy_imports.py)."""
+    from evalglass.lanes.templating import record_fields_read
+
+    return [
+        (read, "its prompt" if role == "user" else f"its {role} message")
+        for role, template in templates
+        for read in sorted(record_fields_read(template, top_level=True))
+    ]
 
 
 class AgentToolSpec(BaseModel):
@@ -416,6 +437,11 @@ class AgentLaneSpec(EndpointSpec):
 
     def message_templates(self) -> list[tuple[str, str]]:
         return message_templates(self.system, self.prompt, self.messages)
+
+    def record_inputs(self) -> list[tuple[str, str]]:
+        """The record fields its message templates read by name, its recorded tool results and its state."""
+        state = [(self.state, "its state")] if self.state is not None else []
+        return [*templates_read(self.message_templates()), (self.recorded_results, "its recorded_results"), *state]
 
     def samples(self) -> range:
         return range(self.epochs)

@@ -48,8 +48,7 @@ from evalglass.errors import LocatedValueError, SetupError
 from evalglass.lanes.checkinputs import InputProblem, check_host_files, input_hashes, split_words
 from evalglass.lanes.checkspec import CheckSpec
 from evalglass.lanes.hostimports import TooManyHostFiles
-from evalglass.lanes.specs import AgentLaneSpec, ChatLaneSpec, EndpointSpec, LaneSpec
-from evalglass.lanes.templating import record_fields_read
+from evalglass.lanes.specs import EndpointSpec, LaneSpec
 from evalglass.metrics.registry import AnyMetricSpec
 from evalglass.metrics.versions import fingerprinted, gate_evaluators
 from evalglass.readers.userfiles import read_regular
@@ -678,20 +677,14 @@ class Config(BaseModel):
             if isinstance(spec.reference, str):
                 uses.append(FieldUse(spec.reference, FieldRole.REFERENCE, owner, ("metrics", metric, "reference")))
             for what, template in spec.record_templates().items() if in_file else ():
-                for read in sorted(record_fields_read(template, top_level=False)):
+                for read in sorted(_template_fields(template, top_level=False)):
                     uses.append(FieldUse(read, FieldRole.INPUT, owner, ("metrics", metric), how=f"its {what}"))
         lanes = [(f"variant '{name}'", self._variant_task_or_none(name)) for name in self.variant_names]
         for owner, lane in (lanes or [("the task", self.task)]) if in_file else ():
-            if not isinstance(lane, ChatLaneSpec | AgentLaneSpec):
+            if lane is None or isinstance(lane, RecordedTask):
                 continue
-            for role, template in lane.message_templates():
-                for read in sorted(record_fields_read(template, top_level=True)):
-                    how = "its prompt" if role == "user" else f"its {role} message"
-                    uses.append(FieldUse(read, FieldRole.INPUT, owner, (), how=how))
-            if isinstance(lane, AgentLaneSpec):
-                uses.append(FieldUse(lane.recorded_results, FieldRole.INPUT, owner, (), how="its recorded_results"))
-                if lane.state is not None:
-                    uses.append(FieldUse(lane.state, FieldRole.INPUT, owner, (), how="its state"))
+            for read, how in lane.record_inputs():
+                uses.append(FieldUse(read, FieldRole.INPUT, owner, (), how=how))
         return uses
 
     def _fields_apart(self) -> list[tuple[tuple[str | int, ...], str]]:
@@ -1078,3 +1071,12 @@ def check_argv_file_hashes(check: CheckSpec, base_dir: Path) -> dict[str, str]:
             continue
         files[candidate.relative_to(root).as_posix()] = fingerprint_of_bytes(data)
     return files
+
+
+def _template_fields(template: str, *, top_level: bool) -> frozenset[str]:
+    """The record fields ``template`` reads by name (``lanes.templating.record_fields_read``), imported here only
+    for a config that has a template beside a recorded output: a recorded run without templates loads no jinja2
+    (tests/test_lazy_imports.py)."""
+    from evalglass.lanes.templating import record_fields_read
+
+    return record_fields_read(template, top_level=top_level)
