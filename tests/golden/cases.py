@@ -167,7 +167,14 @@ METRIC_CASES: dict[str, list[dict[str, Any]]] = {
                 {"scores": {}, "error": "sample failed"},
                 {"scores": {}},
                 "not an object",
+                {"scores": {"m": {"value": "Y", "worth": 0.75}}},
             ],
+        ),
+        # What a config over an inspect log fills in (``format_labels``); a declared label wins over a recorded worth.
+        _pairs(
+            {"type": "recorded_score", "scorer": "m", "values": {"C": 1, "I": 0, "P": 0.5, "N": 0, "Y": 0}},
+            [{"scores": {"m": {"value": value}}} for value in ("C", "I", "P", "N", "Z")]
+            + [{"scores": {"m": {"value": "Y", "worth": 1}}}],
         ),
         _pairs(
             {

@@ -49,7 +49,7 @@ METRIC_VERSIONS: Mapping[str, int] = {
     "check": 2,
     "llm_judge": 2,
     "jury": 1,
-    "recorded_score": 1,
+    "recorded_score": 2,
     "tool_calls": 1,
     "steps": 1,
     "loop": 1,
