@@ -19,10 +19,9 @@ committed fixture), recognised by its ``spec`` line.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any
-
-import math
 
 import orjson
 
