@@ -127,7 +127,12 @@ class RecordedScoreSpec(NoReferenceSpec):
             if type(value) is str:
                 mapped = labels.get(value)
                 worth = entry.get("worth")
-                if mapped is None and type(worth) in (int, float) and math.isfinite(worth):
+                if (
+                    mapped is None
+                    and isinstance(worth, int | float)
+                    and not isinstance(worth, bool)
+                    and math.isfinite(worth)
+                ):
                     mapped = float(worth)  # the tool's own worth for the label, as its file records it
                 if mapped is None and value in NON_FINITE_TEXT:
                     return Score.error(

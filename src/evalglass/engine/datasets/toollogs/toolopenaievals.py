@@ -181,7 +181,7 @@ def _choice_worth(event: dict[str, Any]) -> tuple[str | None, float | None]:
     choice, score = event.get("choice"), event.get("score")
     if not isinstance(choice, str) or choice == INVALID_CHOICE:
         return (choice if isinstance(choice, str) else None), None
-    if type(score) not in (int, float) or not math.isfinite(score):
+    if not isinstance(score, int | float) or isinstance(score, bool) or not math.isfinite(score):
         return choice, None
     return choice, float(score)
 
