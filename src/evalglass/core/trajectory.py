@@ -150,6 +150,8 @@ def count_model_turns(value: Any) -> int | None:
                 check_consistent(value)
             return steps
         if "tool_calls" in value:
+            if not _REDUNDANT.isdisjoint(value):
+                check_consistent(value)
             return None
         messages = value.get("messages", ABSENT)
         if messages is ABSENT:

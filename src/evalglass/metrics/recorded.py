@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, Self
 
 from pydantic import Field, model_validator
 
@@ -83,6 +83,13 @@ class RecordedScoreSpec(NoReferenceSpec):
             if not math.isfinite(value):
                 raise ValueError(f"values: {label!r} must be a finite number")
         return self
+
+    def for_format(self, dataset_format: str | None) -> Self:
+        """Without ``values``: the labels of the format that wrote the score (:data:`FORMAT_LABELS`), so the map in
+        effect is part of the fingerprint (an approval is bound to what each label was worth when it was made)."""
+        if self.values is not None:
+            return self
+        return self.model_copy(update={"values": format_labels(dataset_format)})
 
     def value_scale(self) -> ScaleSpec | None:
         return self.scale

@@ -40,7 +40,6 @@ from evalglass.lanes.checkinputs import InputProblem, check_host_files, input_ha
 from evalglass.lanes.checkspec import CheckSpec
 from evalglass.lanes.hostimports import TooManyHostFiles
 from evalglass.lanes.specs import EndpointSpec, LaneSpec
-from evalglass.metrics.recorded import RecordedScoreSpec, format_labels
 from evalglass.metrics.registry import AnyMetricSpec
 from evalglass.metrics.versions import fingerprinted, gate_evaluators
 from evalglass.readers.userfiles import read_regular
@@ -300,13 +299,11 @@ class Config(BaseModel):
         return entries
 
     @model_validator(mode="after")
-    def _recorded_labels_of_the_format(self) -> Config:
-        """A ``recorded_score`` without ``values`` maps the labels of the format that wrote the score (inspect's
-        C/I/P/N; none for the others), filled in here so the map in effect is part of the metric's fingerprint: an
-        approval is bound to what each label was worth when it was made."""
+    def _metrics_of_the_format(self) -> Config:
+        """Each metric as it reads this dataset's format (``MetricSpec.for_format``: a ``recorded_score``'s default
+        labels), filled in here so what it reads is in the metric's fingerprint."""
         for name, spec in self.metrics.items():
-            if isinstance(spec, RecordedScoreSpec) and spec.values is None:
-                self.metrics[name] = spec.model_copy(update={"values": format_labels(self.dataset.format)})
+            self.metrics[name] = spec.for_format(self.dataset.format)
         return self
 
     @model_validator(mode="after")
