@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalglass.readers.jsonsource import MAX_DEPTH, JsonRefused, batch_is_exact, loads
+from evalglass.readers.jsonsource import MAX_DEPTH, JsonRefused, batch_is_exact, batch_is_exact_keeping, loads
 
 KEYS = st.sampled_from(["a", "b", "a:b", ':"', "\\", "\u003a", "k"])
 SCALARS = (
@@ -170,3 +170,36 @@ def test_a_batch_passes_the_depth_scan_exactly_when_every_line_is_shallow_enough
     assert batch_is_exact(lines, [orjson.loads(line) for line in lines]) == all(
         depth(record) <= MAX_DEPTH for record in records
     )
+
+
+@st.composite
+def objects(draw: Any) -> str:
+    """A JSON object written by hand (keys may repeat, colons and escapes anywhere), as a dataset line is."""
+    pairs = draw(st.lists(st.tuples(KEYS, documents(1)), max_size=4))
+    return "{" + ",".join(f"{json.dumps(key)}:{value}" for key, value in pairs) + "}"
+
+
+@settings(max_examples=400, deadline=None)
+@given(texts=st.lists(objects(), min_size=1, max_size=6), key=KEYS)
+def test_checking_a_batch_while_keeping_a_column_decides_as_the_whole_check(texts: list[str], key: str) -> None:
+    """The column kept is orjson's dump of each record's value at the key, and keeping it changes no decision."""
+    raws = [text.encode() for text in texts]
+    values = [orjson.loads(raw) for raw in raws]
+    exact, column = batch_is_exact_keeping(raws, values, key)
+    assert exact == batch_is_exact(raws, values), texts
+    if column is not None:
+        assert exact
+        assert column == orjson.dumps([value[key] for value in values])
+
+
+def test_the_column_is_kept_from_a_nested_batch_and_a_repeat_inside_it_is_still_refused() -> None:
+    lines = [b'{"id": "a", "out": {"x": {"y": ":"}}}', b'{"id": "b", "out": [1, {"z": 2}]}']
+    assert batch_is_exact_keeping(lines, [orjson.loads(line) for line in lines], "out") == (
+        True,
+        b'[{"x":{"y":":"}},[1,{"z":2}]]',
+    )
+    repeated = [b'{"id": "a", "out": {"x": 1, "x": 2}}']
+    assert batch_is_exact_keeping(repeated, [orjson.loads(line) for line in repeated], "out") == (False, None)
+    # A key some record lacks: decided as before, no column.
+    mixed = [b'{"id": "a", "out": {"x": 1}}', b'{"id": "b", "other": {"x": 1}}']
+    assert batch_is_exact_keeping(mixed, [orjson.loads(line) for line in mixed], "out") == (True, None)

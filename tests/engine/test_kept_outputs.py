@@ -121,3 +121,44 @@ def test_a_run_record_cannot_point_the_readers_outside_the_run_folder() -> None:
         RunRecord.model_validate(
             {"kept_outputs": {"file": "../../etc/passwd", "sha256": "sha256:0", "examples": 0}}, strict=False
         )
+
+
+@settings(max_examples=40, deadline=None)
+@given(outputs=st.lists(JSON, min_size=1, max_size=12), size=st.integers(1, 5))
+def test_outputs_the_dataset_reader_already_wrote_are_kept_byte_for_byte_as_a_fresh_dump(
+    outputs: list[Any], size: int
+) -> None:
+    """A batch read from a JSONL file carries the outputs as the reader's exactness check wrote them
+    (OUTPUTS_JSON); the kept file made from those bytes is the file a fresh dump of each batch makes."""
+    import orjson
+
+    from evalglass.core.example import OUTPUTS_JSON
+    from evalglass.engine.datasets.dataset import DatasetReader
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        data = folder / "d.jsonl"
+        rows = [{"id": f"e{index}", "note": "a:b", "out": output} for index, output in enumerate(outputs)]
+        data.write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in rows))
+        batches = list(DatasetReader(data, id_field="id", output_field="out").batches(size))
+        assert all(isinstance(batch, ExampleBatch) for batch in batches)
+        remembered = [batch.derived(OUTPUTS_JSON, lambda: None) for batch in batches]  # type: ignore[union-attr]
+        # Every row holds a colon inside a string, so no batch is flat enough to skip the dump: each one has it.
+        assert all(written is not None for written in remembered)
+        writers = {name: KeptOutputsWriter(make(folder / name)) for name in ("reused", "fresh", "items")}
+        for batch in batches:
+            assert isinstance(batch, ExampleBatch)
+            writers["reused"].add(batch)
+            writers["fresh"].add(
+                ExampleBatch(ids=batch.ids, lines=batch.lines, records=batch.records, outputs=batch.outputs)
+            )
+            writers["items"].add(batch.examples())  # the whole block written by one dump, as before the reuse
+        kept = {name: writer.commit() for name, writer in writers.items()}
+        assert kept["reused"] == kept["fresh"] == kept["items"]
+        files = {(folder / name / found.file).read_bytes() for name, found in kept.items()}
+        assert len(files) == 1
+
+
+def make(folder: Path) -> Path:
+    folder.mkdir()
+    return folder

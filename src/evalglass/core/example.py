@@ -14,6 +14,11 @@ MALFORMED_SHOWN = 5
 
 T = TypeVar("T")
 
+#: The :meth:`ExampleBatch.derived` key of the batch's outputs as orjson writes them (compact, one JSON array, in the
+#: order of the rows): known when the dataset reader wrote them while checking the batch, which the run's kept
+#: outputs then write again without a second dump.
+OUTPUTS_JSON = "outputs as one orjson array"
+
 
 @dataclass(frozen=True, slots=True)
 class Example:
@@ -81,6 +86,11 @@ class ExampleBatch:
         except KeyError:
             found = self._derived[key] = compute()
             return found
+
+    def remember(self, key: Hashable, value: object) -> None:
+        """Make ``value`` what :meth:`derived` gives for ``key``: for a value made while the batch was made (the
+        reader's dump of the outputs, :data:`OUTPUTS_JSON`), which must be what the key's computation would give."""
+        self._derived[key] = value
 
     def example(self, index: int) -> Example:
         sample = 0 if self.samples is None else self.samples[index]

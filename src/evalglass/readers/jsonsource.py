@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from itertools import repeat
+from operator import itemgetter
 from typing import Any
 
 import orjson
@@ -65,26 +66,51 @@ def loads(raw: bytes) -> Any:
 def batch_is_exact(lines: list[bytes], values: list[Any]) -> bool:
     """True when none of ``lines`` (parsed by orjson into ``values``) can hold a duplicate key, an integer beyond
     64 bits or nesting deeper than :data:`MAX_DEPTH`. False means only "look closer", line by line."""
+    return _exact(lines, values, None)[0]
+
+
+def batch_is_exact_keeping(lines: list[bytes], records: list[dict[str, Any]], key: str) -> tuple[bool, bytes | None]:
+    """:func:`batch_is_exact` for a batch of objects, and the column of their ``key`` as orjson writes it (the JSON
+    array of each record's value at ``key``, compact), or None when the check wrote none.
+
+    The check re-serialises the batch to count its colons; written as the column of ``key`` and the rest of each
+    record, the same count comes out, and the column's bytes are what a caller writing those values again (the run's
+    kept outputs: a recorded run's outputs are such a column) can use instead of a second dump."""
+    return _exact(lines, records, key)
+
+
+def _exact(lines: list[bytes], values: list[Any], key: str | None) -> tuple[bool, bytes | None]:
     joined = b"\n".join(lines)
     if _LONG_DIGITS in joined.translate(_DIGITS_ONLY):
-        return False
+        return False, None
     if not _batch_shallow_enough(joined):
-        return False
+        return False, None
     colons = joined.count(b":")
     if colons == 0:
-        return True
+        return True, None
     # Each nested key would add a colon, so equal counts prove a batch of objects flat and free of repeats.
     if all_of_type(values, dict) and colons == sum(map(len, values)):
-        return True
+        return True, None
+    column = None
     try:
-        written = orjson.dumps(values)
+        if key is not None and _every_has(values, key):
+            # A record {"k": v, ...} writes one colon after each key, those in the keys' own text, and those in
+            # its values: the column holds the values at ``key``, the rest the other keys and values.
+            column = orjson.dumps(list(map(itemgetter(key), values)))
+            rest = orjson.dumps([{name: value for name, value in record.items() if name != key} for record in values])
+            written = column.count(b":") + rest.count(b":") + len(values) * (1 + key.count(":"))
+        else:
+            written = orjson.dumps(values).count(b":")
     except orjson.JSONEncodeError:
-        return False
+        return False, None
     # The list's own brackets and commas hold no colon; a colon spelled as an escape is looked for only where there
     # is a backslash at all.
-    return written.count(b":") == colons and (
-        b"\\" not in joined or (b"\\u003a" not in joined and b"\\u003A" not in joined)
-    )
+    exact = written == colons and (b"\\" not in joined or (b"\\u003a" not in joined and b"\\u003A" not in joined))
+    return exact, column if exact else None
+
+
+def _every_has(values: list[Any], key: str) -> bool:
+    return all_of_type(values, dict) and all(map(dict.__contains__, values, repeat(key)))
 
 
 def _batch_shallow_enough(joined: bytes) -> bool:

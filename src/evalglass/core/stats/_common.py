@@ -1,7 +1,8 @@
 """Input checks and quantile functions shared by the interval methods.
 
-scipy is imported here lazily, inside the two quantile functions that need it, so importing the stats package (and
-the CLI) stays fast and works without the ``stats`` extra until a t or beta quantile is actually asked for.
+scipy is imported here lazily, inside the quantile functions that need it, so importing the stats package (and the
+CLI) stays fast and works without the ``stats`` extra until a t or beta quantile is actually asked for; and then only
+its compiled ufuncs are loaded, not the rest of ``scipy.special`` (:mod:`evalglass.core.stats._scipyfuncs`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from evalglass.core.stats._scipyfuncs import scipy_ufuncs
 from evalglass.core.stats.model import Interval, Method, Note, Param, Sides
 
 Floats = npt.NDArray[np.float64]
@@ -77,13 +79,14 @@ def normal_cdf(x: float) -> float:
 
 
 def _scipy_special() -> Any:
+    """SciPy's ufuncs module (``stdtrit``, ``stdtr``, ``betaincinv``), loaded without the rest of ``scipy.special``
+    (:mod:`evalglass.core.stats._scipyfuncs`: the same functions, 0.2 s less)."""
     try:
-        import scipy.special
+        return scipy_ufuncs()
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
         raise StatsDependencyError(
             "this interval method needs scipy; install it with: pip install 'evalglass[stats]'"
         ) from exc
-    return scipy.special
 
 
 def t_quantile(p: float, df: float) -> float:

@@ -24,12 +24,12 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from evalglass.core.example import MALFORMED_SHOWN, Example, ExampleBatch
+from evalglass.core.example import MALFORMED_SHOWN, OUTPUTS_JSON, Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT, get_path, parse_path
 from evalglass.core.fingerprint import PREFIX
 from evalglass.core.uniform import all_of_type
 from evalglass.errors import SetupError
-from evalglass.readers.jsonsource import JsonRefused, batch_is_exact, check_exact
+from evalglass.readers.jsonsource import JsonRefused, batch_is_exact, batch_is_exact_keeping, check_exact
 from evalglass.readers.userfiles import open_regular, unreadable
 
 #: Bytes read (and hashed) at a time.
@@ -273,18 +273,27 @@ class DatasetReader:
             records = _parsed_frozen(lines)
         except orjson.JSONDecodeError:
             return None
-        if not all_of_type(records, dict) or not batch_is_exact(lines, records):
+        if not all_of_type(records, dict):
+            return None
+        if self._output_key is None:
+            exact, outputs_json = batch_is_exact(lines, records), None
+        else:
+            exact, outputs_json = batch_is_exact_keeping(lines, records, self._output_key)
+        if not exact:
             return None
         ids = self._column(records, self._id_key, self._id)
         if not all_of_type(ids, str):
             return None
         self.examples += len(records)
-        return ExampleBatch(
+        batch = ExampleBatch(
             ids=ids,
             lines=list(range(first, first + len(records))),
             records=records,
             outputs=self._column(records, self._output_key, self._output),
         )
+        if outputs_json is not None:  # the same objects the reader just wrote: each record's value at the key
+            batch.remember(OUTPUTS_JSON, outputs_json)
+        return batch
 
     @staticmethod
     def _column(records: list[dict[str, Any]], key: str | None, get: Callable[[Mapping[str, Any]], Any]) -> list[Any]:

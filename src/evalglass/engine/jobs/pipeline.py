@@ -37,7 +37,6 @@ from evalglass.engine.runs.artifacts import (
     RUNRECORD_FILE,
     SCORECARD_FILE,
     ScoresWriter,
-    earlier_definition_files,
     write_model,
     write_text,
 )
@@ -48,6 +47,7 @@ from evalglass.engine.runs.digests import (
     signing_key_from_env,
     write_digests,
 )
+from evalglass.engine.runs.earlierruns import earlier_definition_files
 from evalglass.engine.runs.runfolder import PartialFile, locked, make_dirs, sweep_partials, write_atomic, writing
 from evalglass.engine.runs.runlocator import RunLocator
 from evalglass.engine.spec.config import LoadedConfig, load_config

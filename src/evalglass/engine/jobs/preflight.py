@@ -30,7 +30,7 @@ from evalglass.core.authority import (
 from evalglass.core.evaluators import evaluator_labels
 from evalglass.core.preflight import GatePreview, Preflight, Standing
 from evalglass.engine.datasets.datasetfile import comparison_identity, gold_fingerprint_of
-from evalglass.engine.runs.artifacts import earlier_definition_files
+from evalglass.engine.runs.earlierruns import earlier_definition_files
 from evalglass.engine.runs.runlocator import RunLocator
 from evalglass.engine.spec.config import LoadedConfig, load_config
 from evalglass.engine.spec.ledger import LoadedLedger, check_against_config, load_ledger, refuse_unpinned_ledger

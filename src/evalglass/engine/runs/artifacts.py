@@ -23,7 +23,7 @@ from evalglass import redaction
 from evalglass.core.fingerprint import PREFIX
 from evalglass.core.score import ScoreContractError
 from evalglass.core.scorecard import Scorecard
-from evalglass.engine.runs.runfolder import PartialFile, write_atomic
+from evalglass.engine.runs.runfolder import RUNRECORD_NAME, PartialFile, write_atomic
 from evalglass.engine.runs.scoresblock import BadBlock, ScoresBlock, decode_block, decode_score, encode_block
 from evalglass.errors import SetupError, first_problem, first_problem_at
 from evalglass.readers import jsonsource
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from evalglass.core.runrecord import RunRecord
 
 SCORECARD_FILE = "scorecard.json"
-RUNRECORD_FILE = "runrecord.json"
+RUNRECORD_FILE = RUNRECORD_NAME
 REPORT_FILE = "report.md"
 CHECKS_FILE = "checks.jsonl"
 #: Where the folder of the last finished run is recorded (relative to the working directory).
@@ -162,30 +162,6 @@ def load_runrecord(folder: Path) -> RunRecord:
 
     result: RunRecord = load_json_model(folder / RUNRECORD_FILE, RunRecord, "run record")
     return result
-
-
-#: How many earlier runs' records a stale approval's reason looks through (newest first) for the approved files.
-EARLIER_RUNS = 20
-
-
-def earlier_definition_files(runs: Path, leave_out: Path | None = None) -> Iterator[dict[str, dict[str, str]]]:
-    """The ``definition_files`` of the run records in the folders of ``runs`` (a runs folder, ``.evalglass/runs``),
-    newest first by modification time, at most :data:`EARLIER_RUNS`, ``leave_out`` (the run being made) aside. What
-    cannot be read is passed over: these only help name what changed since an approval (``engine.spec.staleness``,
-    which proves a match by the approved fingerprint), they are never trusted for anything."""
-    try:
-        folders = [folder for folder in runs.iterdir() if folder.is_dir() and folder != leave_out]
-        folders.sort(key=lambda folder: folder.stat().st_mtime, reverse=True)
-    except OSError:
-        return
-    for folder in folders[:EARLIER_RUNS]:
-        try:
-            document = orjson.loads(read_regular(folder / RUNRECORD_FILE, what="run record"))
-        except (SetupError, orjson.JSONDecodeError):
-            continue
-        found = document.get("definition_files") if isinstance(document, dict) else None
-        if isinstance(found, dict) and all(isinstance(value, dict) for value in found.values()):
-            yield found
 
 
 def variant_names_of(folder: Path) -> tuple[str, ...]:

@@ -18,25 +18,28 @@ another text beside a recorded state, and that is what the hash refuses. Nothing
 these scores (the metrics are not run again): the scores decide, and the digests (and their signature) say the
 kept outputs are the ones the run wrote next to them.
 
-Cost (BENCHMARKS.md): one ``orjson.dumps`` per batch on the run's thread, and a level-1 zlib pass on a thread of
-its own; about a fifth of the outputs' JSON on disk.
+Cost (BENCHMARKS.md): one ``orjson.dumps`` per batch on the run's thread (none for a batch whose outputs the dataset
+reader already wrote while checking it, :data:`~evalglass.core.example.OUTPUTS_JSON`), and a level-1 zlib pass on a
+thread of its own; about a fifth of the outputs' JSON on disk.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import queue
 import threading
 import zlib
 from collections.abc import Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from evalglass import redaction
-from evalglass.core.example import Example, ExampleBatch
+from evalglass.core.example import OUTPUTS_JSON, Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.fingerprint import PREFIX, short
 from evalglass.core.runrecord import KeptOutputs, RunRecord
@@ -88,12 +91,22 @@ class KeptOutputsWriter:
         if not ids:
             return
         block: dict[str, Any] = {"ids": ids, "outputs": outputs}
+        written: bytes | None = None
         if ABSENT in outputs:  # identity first: a recorded value is never ABSENT by equality
             block["absent"] = [index for index, value in enumerate(outputs) if value is ABSENT]
             block["outputs"] = [None if value is ABSENT else value for value in outputs]
+        elif isinstance(batch, ExampleBatch):
+            # The outputs as one array: the bytes the dataset reader wrote while checking the batch, when it did.
+            with contextlib.suppress(TypeError):  # a value orjson cannot write: _line says so below
+                written = batch.derived(OUTPUTS_JSON, partial(orjson.dumps, outputs))
         self._examples += len(ids)
         self._raise_failure()
-        self._queue.put(self._redactor.json_bytes(_line(block)))
+        # orjson writes {"ids": [...], "outputs": [...]} as those two arrays between its own compact punctuation.
+        if written is None:
+            line = _line(block)
+        else:
+            line = b"".join((b'{"ids":', orjson.dumps(ids), b',"outputs":', written, b"}\n"))
+        self._queue.put(self._redactor.json_bytes(line))
 
     def _drain(self) -> None:
         compress, digest, write = self._zip.compress, self._hash.update, self._file.write

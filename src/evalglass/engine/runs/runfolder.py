@@ -25,6 +25,10 @@ from typing import IO
 
 from evalglass.errors import SetupError
 
+#: The run record's file name in a run folder (``artifacts.RUNRECORD_FILE``), here so that readers of earlier
+#: runs' records need not import the artifacts' models and numpy behind them.
+RUNRECORD_NAME = "runrecord.json"
+
 #: A live run's lane outputs and judge labels: written by ``produce.liveoutputs`` (which may not import the
 #: artifact writers), read by the reports; here, below both.
 OUTPUTS_FILE = "outputs.jsonl"
