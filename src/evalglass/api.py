@@ -465,10 +465,10 @@ def explain(
 def _gate_definitions(record: Any) -> dict[str, dict[str, Any]]:
     """Each gate's canonical definition, re-derived from the config the run recorded (as verify does), with the
     evaluator versions the run recorded (so it hashes to the run's fingerprint under a later EvalGlass too)."""
-    from evalglass.engine.spec.config import Config
+    from evalglass.engine.spec.config import RECORDED_CONTEXT, Config
 
     try:
-        config = Config.model_validate(record.config)
+        config = Config.model_validate(record.config, context=RECORDED_CONTEXT)
     except ValueError:
         return {}
     recorded = record.gate_evaluators if "gate_evaluators" in record.model_fields_set else None

@@ -497,7 +497,12 @@ def calibrate(judge: str, labels: Path, config_path: Path | None, no_cache: bool
         click.echo(warning, err=True)
     record = outcome.record
     if fmt == "json":
-        _emit_json({"path": str(outcome.path), **record.model_dump(mode="json")})
+        from evalglass.core.authority import calibration_line
+
+        # The record as written, and (beside it, not in it) the line the text format ends with: what the host
+        # pastes under `judges: <ledger_judge>:` once it has reviewed the record.
+        pasted = {"ledger_judge": record.judge, "ledger_line": calibration_line(record)}
+        _emit_json({"path": str(outcome.path), **record.model_dump(mode="json"), **pasted})
         return
     from evalglass.engine.jobs.calibrate import describe
 

@@ -555,18 +555,18 @@ RECORDS: dict[str, dict] = {
                     "candidate": 0.779166667,
                     "interval": {
                         "point": 0.1,
-                        "low": 0.1,
-                        "high": 0.1,
+                        "low": -0.166743407,  # no spread: the range floor of twelve pairs, not the point
+                        "high": 0.318244606,
                         "level": 0.95,
                         "sides": "two_sided",
                         "method": "student_t",
                         "n": 12,
                         "notes": ["zero_spread"],
-                        "params": {"df": 11, "std_error": 0.0},
+                        "params": {"df": 11, "std_error": 0.0, "range_floor": True},
                     },
                     "std_error": 0.0,
                     "test": "paired_t",
-                    "p_value": 0.0,
+                    "p_value": 0.273321678,  # the floor's: no spread is no certainty either way
                 },
                 "flips": {
                     "pass_rule": "value <= 0.5 (the midpoint of the scale [0, 1])",

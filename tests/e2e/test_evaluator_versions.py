@@ -179,8 +179,8 @@ def test_comparative_gates_depend_on_the_paired_difference_and_its_methods(tmp_p
 
     project, _ = setup(tmp_path, NO_CHANGE)
     assert project.run().code == 0
-    point = bumped(project, "run", "--format", "json", versions={"paired:paired_difference": 3})
-    assert "paired_difference@2 → paired_difference@3" in stale_message_of(gate_of(point))
+    point = bumped(project, "run", "--format", "json", versions={"paired:paired_difference": 4})
+    assert "paired_difference@3 → paired_difference@4" in stale_message_of(gate_of(point))
     # A point comparative gate compares the point difference: no interval method enters it...
     assert bumped(project, "run", versions={"interval:newcombe_paired": 2}).code == 0
     # ...a lower_bound one compares the bound of the paired interval, whose methods do.
@@ -209,10 +209,10 @@ def test_the_run_record_keeps_the_versions_that_decided_and_explain_shows_them(t
     )
     approve(project, threshold=0.5)
     assert project.run("--out", "out").code in (0, 1)
-    expected = {"metric:exact_match": NOW, "interval:wilson": 1, "interval:student_t": 2, "rule:lower_bound": 2}
+    expected = {"metric:exact_match": NOW, "interval:wilson": 1, "interval:student_t": 3, "rule:lower_bound": 2}
     assert _record(tmp_path / "out")["gate_evaluators"] == {"accuracy": expected}
     explained = project.cli("explain", "accuracy", "--run", "out")
-    decided = f"exact_match@{NOW}, wilson@1, student_t@2, lower_bound@2"
+    decided = f"exact_match@{NOW}, wilson@1, student_t@3, lower_bound@2"
     assert f"Evaluators: {decided} decided this run" in explained.out, explained.out
     details = project.cli("explain", "accuracy", "--run", "out", "--format", "json").json()[0]["details"]
     assert any(decided in line for line in details)

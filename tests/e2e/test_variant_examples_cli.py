@@ -121,7 +121,9 @@ def test_variants_of_recorded_outputs_keep_no_outputs_file_and_are_still_listed(
     """Recorded variants write no outputs file (nothing for digests.json to list): the examples are listed with
     their input and reference, and no output is made up."""
     project = variant_project(tmp_path)
-    project.write_config(suite({"type": "recorded", "field": "expected"}, {"a": {}, "b": {"field": "question"}}))
+    # Each variant's outputs in a field of their own (a reference or an input there is refused: core.goldfields).
+    project.write_rows([{**row, "out_a": row["expected"], "out_b": row["question"]} for row in ROWS])
+    project.write_config(suite({"type": "recorded", "field": "out_a"}, {"a": {}, "b": {"field": "out_b"}}))
     assert project.run().code == 0
     rows = examples_json(project, "--state", "all")["examples"]
     assert rows and all(row["output"] is None and "outputs" not in row for row in rows)

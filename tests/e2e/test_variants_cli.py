@@ -436,7 +436,7 @@ def test_every_interval_of_a_run_with_variants_stays_within_the_range_a_differen
     assert decided["outcome"] == "blocked" and decided["reasons"][0]["code"] == "undecided", decided
     assert project.cli("verify", str(project.last_run())).code == 0
     shown = project.cli("preflight")
-    assert "variant_difference@2" in shown.out, shown.out
+    assert "variant_difference@3" in shown.out, shown.out
 
 
 def test_an_approval_of_an_unclipped_bound_between_variants_goes_stale_naming_the_change(tmp_path: Path) -> None:
@@ -454,7 +454,7 @@ def test_an_approval_of_an_unclipped_bound_between_variants_goes_stale_naming_th
     code, card = card_of(project)
     stale = gate(card, "bad-vs-good")
     assert code == 1 and [reason["code"] for reason in stale["reasons"]] == ["approval_stale"], stale
-    assert "variant_difference@1 → variant_difference@2" in stale["reasons"][0]["message"]
+    assert "variant_difference@1 → variant_difference@3" in stale["reasons"][0]["message"]
 
 
 def test_one_discordant_example_in_ten_does_not_prove_one_variant_better(tmp_path: Path) -> None:

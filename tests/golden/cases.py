@@ -405,6 +405,8 @@ CLUSTERS = [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 
 BASE_BINARY = [1.0] * 12 + [0.0] * 11
 #: A pairwise judge's scores (a tie is 0.5) near the top of [0, 1]: the t interval's high end lies past 1.
 TIES = [1.0, 1.0, 0.5, 1.0, 0.5, 1.0, 0.5, 1.0]
+#: Three equal scores: no spread (a t interval of these is the point alone).
+FLAT = [4.0, 4.0, 4.0]
 
 
 def interval_cases(method: Method) -> list[dict[str, Any]]:
@@ -429,6 +431,11 @@ def interval_cases(method: Method) -> list[dict[str, Any]]:
         if method.clustered:
             ties["clusters"] = CLUSTERS[: len(TIES)]
         cases.append(ties)
+    if not method.binary_only:  # no spread: three equal values on a 1-5 scale take the range floor, not a point
+        flat: dict[str, Any] = {**cases[0], "values": FLAT, "level": 0.95, "scale": [1.0, 5.0]}
+        if method.clustered:
+            flat["clusters"] = [0, 1, 2]
+        cases.append(flat)
     return cases
 
 
@@ -578,6 +585,8 @@ PAIRED_CASES = [
     {"base": [1.0, 0.0], "candidate": [1.0, 1.0], "sides": "two_sided", "level": 0.95},
     # A tie-scored judge on [0, 1], three pairs: the paired t interval reaches past ±1 and is clipped to it.
     {"base": [1.0, 1.0, 0.0], "candidate": [0.0, 0.5, 1.0], "sides": "two_sided", "level": 0.95, "scale": [0.0, 1.0]},
+    # Every pair moved by the same 0.5: no spread, the range floor instead of a point.
+    {"base": [0.5, 0.0, 0.5], "candidate": [1.0, 0.5, 1.0], "sides": "two_sided", "level": 0.95, "scale": [0.0, 1.0]},
 ]
 
 
@@ -611,6 +620,9 @@ VARIANT_DIFFERENCE_CASES: list[dict[str, Any]] = [
         "scale": [0.0, 1.0],
     },
     {"first": [1.0] + [1.0] * 9, "second": [0.0] + [1.0] * 9, "sides": "lower", "level": 0.95, "scale": [0.0, 1.0]},
+    # Every pair differs by the same amount: no spread, the range floor instead of a point (three pairs decided).
+    {"first": [1.0, 1.0, 1.0], "second": [1.0, 1.0, 1.0], "sides": "lower", "level": 0.95, "scale": [0.0, 1.0]},
+    {"first": [1.0, 0.5, 1.0], "second": [0.5, 0.0, 0.5], "sides": "two_sided", "level": 0.95, "scale": [0.0, 1.0]},
     # Values off the declared scale: the scale is not theirs, nothing is clipped.
     {"first": [1.5, 0.0, 1.0], "second": [0.0, 1.0, 0.0], "sides": "two_sided", "level": 0.95, "scale": [0.0, 1.0]},
 ]

@@ -86,6 +86,41 @@ def test_calibrate_text_output_and_errors(project: LiveProject) -> None:
     assert bad.code == 2 and "bad.jsonl:1" in bad.err and "Traceback" not in bad.err
 
 
+def test_calibrate_json_carries_the_ledger_line_that_approves_the_record(project: LiveProject) -> None:
+    """`--format json` gives the line the text format ends with (a host scripting the approval pastes it from
+    there): the same line, and pasted under the judge's `judges:` entry it lifts `calibration_unapproved`."""
+    _judge_project(project)
+    text = evalglass("calibrate", "quality", "--labels", "labels.jsonl", cwd=project.root)
+    assert text.code == 0, text.err
+    shown = evalglass("calibrate", "quality", "--labels", "labels.jsonl", "--format", "json", cwd=project.root)
+    assert shown.code == 0, shown.err
+    record = json.loads(shown.out)
+    # The text format's line, in the same words (the pattern the text's is read by); a new calibration is a new
+    # record (created_at), so its line differs from the one the earlier text run printed.
+    pin = calibration_pin(record["ledger_line"])
+    assert record["ledger_line"] == f'calibration: "{pin}"' and pin != calibration_pin(text.out)
+    assert record["ledger_judge"] == "quality"
+    written = json.loads((project.root / "calibrations" / "quality.json").read_text())
+    assert "ledger_line" not in written and "ledger_judge" not in written  # the record itself is unchanged
+    gate = _approved_gate(project, 1.0)
+    entry = yaml.safe_load(f"min_agreement: 0.3\n{record['ledger_line']}\n")
+    ledger = {"gates": {"judged": gate}, "judges": {record["ledger_judge"]: entry}}
+    (project.root / "authority.yaml").write_text(yaml.safe_dump(ledger))
+    result = project.run()
+    assert result.code == 0, result.out
+    assert _gate(result.out)["outcome"] == "pass", _gate(result.out)
+
+
+def _approved_gate(project: LiveProject, threshold: float) -> dict:
+    """The ledger entry activating the gate `judged` at ``threshold``, bound to its definition and judge server."""
+    return {
+        "active": True,
+        "threshold": threshold,
+        "fingerprint": project.gate_fingerprint("judged"),
+        "judge_endpoint": project.judge_endpoint("quality"),
+    }
+
+
 def _gate(result_out: str) -> dict:
     card = json.loads(result_out)
     return next(gate for gate in card["decision"]["gates"] if gate["name"] == "judged")
@@ -258,13 +293,7 @@ def test_a_gate_on_a_variants_judge_blocks_until_that_judge_is_calibrated(projec
         variants={"small": {"model": "small-model"}, "big": {"model": "big-model"}},
     )
     _labels(project)
-    served = project.judge_endpoint("quality")
-    gate = {
-        "active": True,
-        "threshold": 2.0,
-        "fingerprint": project.gate_fingerprint("judged"),
-        "judge_endpoint": served,
-    }
+    gate = _approved_gate(project, 2.0)
     approval = {"gates": {"judged": gate}}
     (project.root / "authority.yaml").write_text(yaml.safe_dump(approval))
     result = project.run("--html", "report.html")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from statistics import NormalDist
 
 import numpy as np
 import pytest
@@ -26,6 +27,7 @@ from evalglass.core.stats import (
     student_t,
     wilson,
 )
+from evalglass.core.stats.multiplemodel import PairComparison
 
 Unclipped = Callable[[np.ndarray, np.ndarray | None, Sides], Interval | None]
 
@@ -64,6 +66,29 @@ def scaled_values(draw: st.DrawFn) -> tuple[ScaleSpec, np.ndarray, np.ndarray]:
     return scale, values, ids
 
 
+def floored(raw: Interval, minimum: float, maximum: float) -> tuple[float | None, float | None]:
+    """The ends the rule gives an interval computed without a range (written out here, apart from the code): an end
+    on the point (no spread on that side) moves to the range floor, ``z**2 / (units + z**2)`` of the way to the
+    range's end (Wilson's bound for 0 of n; proportions never sit on their point and are left alone), then every
+    end is clipped to the range."""
+    miss = 1.0 - raw.level
+    below = miss / 2 if raw.sides is Sides.TWO_SIDED else (miss if raw.sides is Sides.LOWER else None)
+    above = miss / 2 if raw.sides is Sides.TWO_SIDED else (miss if raw.sides is Sides.UPPER else None)
+    units = raw.clusters if raw.clusters is not None else raw.n
+    proportion = raw.method in (Method.WILSON, Method.CLOPPER_PEARSON, Method.NEWCOMBE_PAIRED)
+
+    def share(tail: float) -> float:
+        z = NormalDist().inv_cdf(1.0 - tail)
+        return z * z / (units + z * z)
+
+    low, high, point = raw.low, raw.high, raw.point
+    if not proportion and low is not None and below is not None and low >= point:
+        low = point - share(below) * (point - minimum)
+    if not proportion and high is not None and above is not None and high <= point:
+        high = point + share(above) * (maximum - point)
+    return (None if low is None else max(low, minimum)), (None if high is None else min(high, maximum))
+
+
 def applies(method: Method, values: np.ndarray) -> bool:
     return not method.binary_only or bool(np.all((values == 0.0) | (values == 1.0)))
 
@@ -85,15 +110,51 @@ def test_every_method_stays_inside_a_declared_scale_and_only_a_leaving_end_moves
     assert interval is not None and unclipped is not None
     for end in (interval.low, interval.high):
         assert end is None or scale.min <= end <= scale.max
-    expected_low = None if unclipped.low is None else max(unclipped.low, scale.min)
-    expected_high = None if unclipped.high is None else min(unclipped.high, scale.max)
-    assert (interval.low, interval.high) == (expected_low, expected_high)
+    expected_low, expected_high = floored(unclipped, scale.min, scale.max)
+    for end, expected in ((interval.low, expected_low), (interval.high, expected_high)):
+        assert end == (None if expected is None else pytest.approx(expected, rel=1e-12, abs=1e-12))
     if (expected_low, expected_high) == (unclipped.low, unclipped.high):
         assert interval == unclipped  # already inside: the very same interval, no param added
     else:
-        key = "clipped_to_unit_range" if (scale.min, scale.max) == (0.0, 1.0) else "clipped_to_scale"
-        assert interval.params == {**unclipped.params, key: True}
+        added = set(interval.params) - set(unclipped.params)
+        assert added and added <= {"range_floor", "clipped_to_unit_range", "clipped_to_scale"}, interval.params
         assert (interval.point, interval.method, interval.notes) == (unclipped.point, unclipped.method, unclipped.notes)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from(list(METHODS)),
+    st.sampled_from(list(Sides)),
+    st.integers(1, 12),
+    st.sampled_from([(0.0, 1.0), (1.0, 5.0), (-1.0, 1.0), (-3.0, -2.75)]),
+    st.integers(0, 8).map(lambda eighth: eighth / 8),  # on a grid: a point one ulp off the range's end is not one
+    st.floats(0.55, 0.99),
+)
+def test_an_interval_of_a_bounded_mean_has_zero_width_only_where_the_range_forces_it(
+    method: Method, sides: Sides, n: int, scale_ends: tuple[float, float], where: float, level: float
+) -> None:
+    """n equal values (zero spread, the case that decided a gate between variants on 3 examples): every method's
+    interval keeps width on each side it has, except a side the range closes (the point at that end of the range; a
+    scale has min < max). One value stays undefined (no ends at all)."""
+    minimum, maximum = scale_ends
+    value = minimum + where * (maximum - minimum)
+    if method.binary_only:
+        value = round(where)
+        minimum, maximum = 0.0, 1.0
+    values = np.full(n, value)
+    clusters = np.arange(n) if method.clustered else None
+    interval = confidence_interval(
+        values, method=method, clusters=clusters, seed=3, resamples=199, sides=sides, level=level,
+        scale=ScaleSpec(min=minimum, max=maximum),
+    )  # fmt: skip
+    assert interval is not None
+    if interval.low is None and interval.high is None:
+        assert n == 1 and interval.notes[0].value == "undefined"
+        return
+    if interval.low is not None:
+        assert interval.low < interval.point or interval.point == minimum
+    if interval.high is not None:
+        assert interval.high > interval.point or interval.point == maximum
 
 
 def test_a_pairwise_judge_near_the_top_no_longer_reaches_past_one() -> None:
@@ -142,6 +203,8 @@ def test_a_clip_changes_a_gate_only_where_its_threshold_is_the_scale_end_every_m
 
         if threshold == worst_end:
             assert decide(interval) is RuleDecision.PASS
+        elif raw.low == raw.high:  # no spread: the range floor may leave undecided what the point "decided"
+            assert decide(interval) in (decide(raw), RuleDecision.UNDECIDED)
         else:
             assert decide(interval) is decide(raw)
 
@@ -161,7 +224,14 @@ def test_a_paired_difference_stays_within_the_scale_width(
     low, high = result.interval.low, result.interval.high
     assert low is not None and high is not None and -width <= low <= high <= width
     assert raw.interval.low is not None and raw.interval.high is not None
-    if -width <= raw.interval.low and raw.interval.high <= width:
+    difference = candidate - base
+    if difference.min() == difference.max() and result.interval.method is not Method.NEWCOMBE_PAIRED:
+        # No spread (and the raw interval, computed on a range of ±2e9, took that range's floor): the floor on ±width.
+        point = float(difference[0])
+        unfloored = result.interval.model_copy(update={"low": point, "high": point})
+        assert (low, high) == pytest.approx(floored(unfloored, -width, width), rel=1e-12, abs=1e-12)
+        assert (low < point or point == -width) and (high > point or point == width)
+    elif -width <= raw.interval.low and raw.interval.high <= width:
         assert result == raw
     else:
         assert (low, high) == (max(raw.interval.low, -width), min(raw.interval.high, width))
@@ -205,6 +275,14 @@ def test_every_variant_pairs_interval_lies_within_the_scale_width(case: tuple[Sc
     clipped = compare_variants("m", names, table, value_range=bounds)
     raw = compare_variants("m", names, table)
     width = scale.max - scale.min
+    rows = dict(zip(names, table, strict=True))
+
+    def flat(pair: PairComparison) -> bool:
+        """Whether the pair's differences are all equal (at least two): no spread."""
+        both = rows[pair.first] - rows[pair.second]
+        both = both[~np.isnan(both)]
+        return bounds is not None and both.size >= 2 and both.min() == both.max()
+
     for pair, unclipped in zip(clipped.pairs, raw.pairs, strict=True):
         for end in (pair.low, pair.high, pair.unadjusted_low, pair.unadjusted_high):
             assert end is None or -width <= end <= width
@@ -214,9 +292,18 @@ def test_every_variant_pairs_interval_lies_within_the_scale_width(case: tuple[Sc
             (pair.unadjusted_low, unclipped.unadjusted_low),
             (pair.unadjusted_high, unclipped.unadjusted_high),
         ):
-            assert end == (None if raw_end is None else min(max(raw_end, -width), width))
-        assert pair.distinguishable == unclipped.distinguishable and pair.p_value == unclipped.p_value
-    assert clipped.groups == raw.groups
+            if not flat(pair):
+                assert end == (None if raw_end is None else min(max(raw_end, -width), width))
+        if flat(pair):  # no spread: the range floor, and the test no more certain than it
+            assert pair.difference is not None and pair.low is not None and pair.high is not None
+            assert pair.low < pair.difference or pair.difference == -width
+            assert pair.high > pair.difference or pair.difference == width
+            assert pair.distinguishable == (pair.low > 0.0 or pair.high < 0.0)
+            assert pair.p_value >= unclipped.p_value
+        else:
+            assert pair.distinguishable == unclipped.distinguishable and pair.p_value == unclipped.p_value
+    if not any(flat(pair) for pair in clipped.pairs):
+        assert clipped.groups == raw.groups
 
 
 @settings(max_examples=120, deadline=None)

@@ -113,6 +113,15 @@ def current(draw: st.DrawFn) -> tuple[dict[str, Any], list[dict[str, Any]]]:
                 st.one_of(
                     st.builds(lambda q: messages_json([("user", q)]), words),
                     st.sampled_from(["not json", "42", '[{"parts": []}]', '[{"role": "user", "parts": [1]}]']),
+                    # A tool call (and its response) whose type is written with escapes: found in the messages
+                    # although their text does not say "tool_call" as it is.
+                    st.sampled_from(
+                        [
+                            '[{"role": "assistant", "parts": [{"type": "\\u0074ool_call", "id": "c1", "name": "t"}]}]',
+                            '[{"role": "assistant", "parts": [{"type": "\\u0074ool_call", "id": "c1", "name": "t"}]}, '
+                            '{"role": "tool", "parts": [{"type": "tool\\u005fcall_response", "id": "c1", "response": 1}]}]',
+                        ]
+                    ),
                 )
             )
         if draw(st.booleans()):

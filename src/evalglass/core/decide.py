@@ -38,9 +38,9 @@ from evalglass.core.stats import (
     confidence_interval,
     epochs_to_decide,
     examples_to_decide,
-    is_binary,
     sensitivity_bounds,
 )
+from evalglass.core.stats.choose import value_range
 from evalglass.core.verdict import VerdictPayload
 
 IntArray = npt.NDArray[np.int64]
@@ -337,11 +337,20 @@ def _advice(spec: GateSpec, item: Measured, bound: Interval | None, threshold: f
         variance = values.size * std_error**2  # carries the design effect of clusters
     elif values.size > 1:
         variance = float(values.var(ddof=1))
-    binary = is_binary(values)
+    # Wilson's count only where the interval is a proportion's: values that are all 0 or 1 are not one when the
+    # interval is a t (a difference between variants, whose threshold may be negative: that crashed the run).
+    binary = bound is not None and bound.method.binary_only
     if not binary and variance is None:
         return Advice()
     point = float(values.mean())
-    examples = examples_to_decide(point=point, threshold=threshold, level=spec.level, variance=variance, binary=binary)
+    examples = examples_to_decide(
+        point=point,
+        threshold=threshold,
+        level=spec.level,
+        variance=variance,
+        binary=binary,
+        value_range=value_range(values, item.spec.scale),
+    )
     epochs = None
     within = item.within()
     if within is not None and variance is not None:

@@ -6,8 +6,16 @@ the dataset file itself: the task's ``field``, or, in a run with variants, every
 variant is a task of its own, and re-recording any variant's outputs is what a variant run is for). A task whose
 outputs come from their own file (``path``), or from a live lane, holds none in the dataset file.
 
-The config's own validation (``Config._output_is_not_gold``) refuses an output field that overlaps a gated metric's
-reference, so a field left out here never holds gold a gate decides on.
+A field left out here must hold nothing but that output, or leaving it out would hide gold (or an input the run
+feeds a system, which gold binds too) from the fingerprint, and an approval from what it approved. So a field that
+holds a recorded output of the dataset file may be nothing else (:func:`field_conflicts`, which the config's
+validation applies: ``Config._fields_apart``): not the dataset's ``id_field`` or ``cluster_field``, not (in or
+around) the reference any metric reads, not another variant's recorded output (one answer measured as two systems),
+and not a field a template reads as an input: a live variant's prompt (``{{ draft }}``, ``{{ example.draft }}``) or
+a judge's (``{{ example.draft }}``). Limits, stated as rules in docs/config.md: host code (a python or command lane,
+a python metric) receives the whole record and reads what it likes, and a template that shows the record whole
+(the judges' default ``{{ example | json }}``) shows every field, recorded outputs included: neither is a field read
+by name, so neither is refused.
 
 These are plain functions of the config's raw values (as declared, or as a run record stores them), so the config
 and the reports that explain a run's gold (``report.explain``) read the same answer from one place.
@@ -15,8 +23,12 @@ and the reports that explain a run's gold (``report.explain``) read the same ans
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
+
+from evalglass.core.fieldpath import parse_path
 
 RECORDED = "recorded"
 DEFAULT_OUTPUT_FIELD = "output"
@@ -58,3 +70,85 @@ def gold_excluded_fields(
             if isinstance(field, str):
                 fields[field] = None
     return tuple(fields)
+
+
+class FieldRole(StrEnum):
+    """What a dataset field is to a run: a recorded output, or one of the things gold binds."""
+
+    OUTPUT = "output"
+    ID = "id"
+    CLUSTER = "cluster"
+    REFERENCE = "reference"
+    INPUT = "input"
+
+
+@dataclass(frozen=True, slots=True)
+class FieldUse:
+    """One use of a dataset field: its path, its role, who uses it (``variant 'b'``, ``metric 'exact'``, ``the
+    dataset``), how (``its prompt``; empty when the role says it), and where the config declares it (``at``, the
+    key path a problem is reported at, and ``label``, that key as the message names it). ``in_file``: for an
+    output, whether it is read from the dataset file itself (only then does gold leave it out)."""
+
+    path: str
+    role: FieldRole
+    owner: str
+    at: tuple[str | int, ...]
+    label: str = ""
+    how: str = ""
+    in_file: bool = True
+    #: How to fix a problem at this output (default: record the outputs in a field of their own).
+    fix: str = "record outputs in a field of their own"
+
+
+def _overlap(first: str, second: str) -> bool:
+    """Whether one path is the other, or inside it."""
+    left, right = parse_path(first), parse_path(second)
+    shorter = min(len(left), len(right))
+    return left[:shorter] == right[:shorter]
+
+
+def field_conflicts(uses: Sequence[FieldUse]) -> list[tuple[tuple[str | int, ...], str]]:
+    """Every recorded output field that is (or overlaps) another use of a field, each once, at the output's key:
+    the message says what else the field is and how to fix it. A reference is refused for any recorded output (an
+    output read from its own file beside a reference of the same name is refused too, as it always was: it reads as
+    the gold answer); the other roles only for outputs the dataset file holds (the fields gold leaves out)."""
+    outputs = [use for use in uses if use.role is FieldRole.OUTPUT]
+    problems: dict[tuple[str | int, ...], str] = {}
+    for index, output in enumerate(outputs):
+        for other in uses:
+            if other is output:
+                continue
+            if other.role is FieldRole.OUTPUT:
+                # Two outputs share a field only in the dataset file; reported once, at the later one.
+                later = outputs.index(other) > index
+                if other.owner == output.owner or later or not (output.in_file and other.in_file):
+                    continue
+            elif other.role is not FieldRole.REFERENCE and not output.in_file:
+                continue
+            if _overlap(output.path, other.path):
+                problems.setdefault(output.at, _message(output, other))
+    return list(problems.items())
+
+
+def _message(output: FieldUse, other: FieldUse) -> str:
+    named = f"{output.label} '{output.path}'"
+    fix = output.fix
+    if other.role is FieldRole.ID:
+        return f"{named} is the dataset's id_field '{other.path}': an example's id is gold, never an answer; {fix}"
+    if other.role is FieldRole.CLUSTER:
+        return f"{named} is the dataset's cluster_field '{other.path}': the clusters are gold, never an answer; {fix}"
+    if other.role is FieldRole.REFERENCE:
+        return (
+            f"{named} overlaps the reference '{other.path}' of {other.owner}: the recorded output would be "
+            f"compared with the gold answer itself; {fix}"
+        )
+    if other.role is FieldRole.OUTPUT:
+        return (
+            f"{named} is also the recorded output of {other.owner}: one recorded answer would be measured as two "
+            f"systems (and gold could not tell which it leaves out); give each variant a field of its own"
+        )
+    return (
+        f"{named} is read as an input by {other.owner} ({other.how}): a system's answer fed to the run as part of "
+        f"the example, which gold leaves out, so editing it would change what is measured without the approval "
+        f"going stale; {fix}, or compare variants' outputs with `compare_variants`"
+    )

@@ -6,11 +6,14 @@ renders as an empty string, because an empty slot in a prompt silently changes w
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
 import jinja2
+import jinja2.nodes
 import orjson
+from jinja2 import meta
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 _ENV = ImmutableSandboxedEnvironment(
@@ -53,4 +56,35 @@ def template_context(fields: Mapping[str, Any], example_id: str, sample: int) ->
     return context
 
 
-__all__ = ["TemplateFailure", "compile_template", "render", "template_context"]
+@functools.lru_cache(maxsize=256)  # every judge of a config shares the default prompt: parsed once
+def record_fields_read(source: str, *, top_level: bool) -> frozenset[str]:
+    """The record's top-level fields a template reads by name: ``example.X`` / ``example['X']`` (every template
+    is given the record as ``example``), and with ``top_level`` (a lane's prompt, where the fields are variables
+    too) every variable it does not define itself, bar the names the context adds. ``{{ example }}`` shown whole
+    reads no field by name (it is left to the caller's rule on the whole record). A template that does not parse
+    reads nothing here: its own validation refuses it."""
+    try:
+        tree = _ENV.parse(source)
+    except jinja2.TemplateSyntaxError:
+        return frozenset()
+    found: set[str] = set()
+    for node in tree.find_all((jinja2.nodes.Getattr, jinja2.nodes.Getitem)):
+        if not isinstance(node, jinja2.nodes.Getattr | jinja2.nodes.Getitem):
+            continue
+        inner = node.node
+        if not (isinstance(inner, jinja2.nodes.Name) and inner.name == "example"):
+            continue
+        if isinstance(node, jinja2.nodes.Getattr):
+            found.add(node.attr)
+        elif isinstance(node.arg, jinja2.nodes.Const) and isinstance(node.arg.value, str):
+            found.add(node.arg.value)
+    if top_level:
+        found |= meta.find_undeclared_variables(tree) - _CONTEXT_NAMES
+    return frozenset(found)
+
+
+#: The names :func:`template_context` adds beside the record's fields.
+_CONTEXT_NAMES = frozenset({"example", "example_id", "sample_index"})
+
+
+__all__ = ["TemplateFailure", "compile_template", "record_fields_read", "render", "template_context"]

@@ -272,6 +272,12 @@ class MetricSpec(BaseModel):
         most metrics read every format alike and return themselves."""
         return self
 
+    def record_templates(self) -> dict[str, str]:
+        """The templates this metric renders with the example's record (a judge's prompt and system message), by
+        what they are (``prompt``, ``system template``): the fields they read by name are inputs, which no recorded
+        output may be (``core.goldfields``). None for a metric that renders none."""
+        return {}
+
     def referenced_files(self, base_dir: Path) -> tuple[Path, ...]:
         """Files whose contents define this metric (a schema, a host module); approvals bind their hashes too."""
         return ()

@@ -71,6 +71,17 @@ class JurySpec(MetricSpec):
             return {**data, "prompt": DEFAULT_TRANSCRIPT_PROMPT}
         return data
 
+    def record_templates(self) -> dict[str, str]:
+        found = {"prompt": self.prompt}
+        if self.system is not None:
+            found["system template"] = self.system
+        for name, member in self.judges.items():
+            if member.prompt is not None:
+                found[f"judge '{name}' prompt"] = member.prompt
+            if member.system is not None:
+                found[f"judge '{name}' system template"] = member.system
+        return found
+
     @model_validator(mode="after")
     def _a_jury(self) -> JurySpec:
         if len(self.judges) < 2:

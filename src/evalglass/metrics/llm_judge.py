@@ -152,6 +152,12 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
             return self.scale
         return JudgeScale(labels=(*self.compared(), "tie"))
 
+    def record_templates(self) -> dict[str, str]:
+        found = {"prompt": self.prompt}
+        if self.system is not None:
+            found["system template"] = self.system
+        return found
+
     @model_validator(mode="after")
     def _templates_compile(self) -> LlmJudgeSpec:
         check_template(self.prompt, where="judge prompt template")

@@ -70,18 +70,20 @@ REDUCER_VERSIONS: Mapping[Reducer, int] = total(
 )
 
 #: Interval methods (what a ``lower_bound`` gate compares). ``student_t@2`` and ``cluster_t@2``: an end past the
-#: metric's declared scale is clipped to it (version 1 clipped only binary values to [0, 1]).
+#: metric's declared scale is clipped to it (version 1 clipped only binary values to [0, 1]). ``student_t@3``,
+#: ``cluster_t@3`` and the bootstraps' version 2: on a bounded metric the interval keeps the range floor
+#: (``core.stats._common.range_floor``), so values with no spread (all equal) are no longer a zero-width interval.
 INTERVAL_VERSIONS: Mapping[Method, int] = total(
     Method,
     {
         Method.WILSON: 1,
         Method.CLOPPER_PEARSON: 1,
-        Method.STUDENT_T: 2,
-        Method.BOOTSTRAP_BCA: 1,
-        Method.BOOTSTRAP_PERCENTILE: 1,
-        Method.CLUSTER_T: 2,
-        Method.CLUSTER_BOOTSTRAP_BCA: 1,
-        Method.CLUSTER_BOOTSTRAP_PERCENTILE: 1,
+        Method.STUDENT_T: 3,
+        Method.BOOTSTRAP_BCA: 2,
+        Method.BOOTSTRAP_PERCENTILE: 2,
+        Method.CLUSTER_T: 3,
+        Method.CLUSTER_BOOTSTRAP_BCA: 2,
+        Method.CLUSTER_BOOTSTRAP_PERCENTILE: 2,
         Method.NEWCOMBE_PAIRED: 1,
     },
 )
@@ -89,14 +91,16 @@ INTERVAL_VERSIONS: Mapping[Method, int] = total(
 #: How a comparative gate pairs this run's examples with the baseline's and computes the difference and its test
 #: (``core.stats.paired.paired_difference``); the interval of the difference is one of the methods above. Version 2
 #: clips the interval to ``±(max - min)`` of the metric's declared scale.
-PAIRED_VERSIONS: Mapping[str, int] = {"paired_difference": 2, "variant_difference": 2}
+PAIRED_VERSIONS: Mapping[str, int] = {"paired_difference": 3, "variant_difference": 3}
 #: ``variant_difference``: a gate between two variants of one run (``compare_to_variant``) decides on their
 #: per-example difference (``core.variants.difference_column``), whose interval version 2 clips to ``±(max - min)``
 #: of the metric's range (``core.variants.difference_scale``) and never computes as a proportion's
 #: (``core.variants.difference_interval``: student_t where Wilson was chosen for differences that were all 0 or 1);
 #: version 1 did both. Listed for a
 #: ``lower_bound`` gate only (the point is unchanged), and left out of fingerprints at version 1 (see
-#: :func:`fingerprinted`), so an approval made before it was named reads as "variant_difference@1 → @2".
+#: :func:`fingerprinted`), so an approval made before it was named reads as "variant_difference@1 → @2". Version 3
+#: of both: the difference's interval keeps the range floor (``core.stats._common.range_floor``), so n pairs that
+#: all differ by the same amount are never a certain difference (a point interval decided a gate on 3 examples).
 
 #: Gate rules whose decision has changed since the rule was introduced. ``lower_bound@2`` is the three-way interval
 #: rule (pass, fail only when the whole interval misses, otherwise blocked ``undecided``); version 1 (fail whenever

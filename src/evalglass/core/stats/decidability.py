@@ -29,6 +29,7 @@ def required_n(
     level: float = 0.95,
     variance: float | None = None,
     binary: bool = False,
+    value_range: tuple[float, float] | None = None,
 ) -> int | None:
     """The smallest n at which the one-sided bound at ``level`` would clear ``threshold``, if the point stayed put.
 
@@ -44,8 +45,14 @@ def required_n(
     clusters like the present ones). Then ``n > (z * sigma / (point - T))**2``. This uses the normal quantile z
     where the interval uses t(n - 1), so for small answers the real need is somewhat larger (about 10% at n = 20);
     the answer is never below 2, the fewest values with a t interval.
+
+    ``value_range``: the range a continuous metric's values lie in. At zero variance its interval is the range
+    floor (``_common.range_floor``), and the answer is the n at which that floor clears ``threshold``
+    (``z**2 * (1 - r) / r``, r the share of the way from the point to the range's far end the threshold lies),
+    where the variance alone would say 2.
     """
-    margin = point - threshold if Direction(direction) is Direction.HIGHER_IS_BETTER else threshold - point
+    higher = Direction(direction) is Direction.HIGHER_IS_BETTER
+    margin = point - threshold if higher else threshold - point
     if not math.isfinite(margin) or margin <= 0.0:
         return None
     z = normal_quantile(check_level(level))
@@ -55,7 +62,15 @@ def required_n(
         return _count(z, margin, threshold * (1.0 - threshold), 1)
     if variance is None or not math.isfinite(variance) or variance < 0.0:
         raise ValueError("a continuous metric needs its per-example variance (finite, non-negative)")
-    return _count(z, margin, variance, 2)
+    found = _count(z, margin, variance, 2)
+    if value_range is None or found is None or variance > 0.0:
+        return found
+    reach = point - value_range[0] if higher else value_range[1] - point
+    if not reach > margin:  # the threshold lies beyond the range's far end: the floor never reaches it
+        return found
+    share = margin / reach
+    floor = z * z * (1.0 - share) / share
+    return max(found, math.floor(floor) + 1) if math.isfinite(floor) else None
 
 
 def _count(z: float, margin: float, variance: float, fewest: int) -> int | None:
@@ -103,7 +118,13 @@ UNDECIDED_TARGET = 0.05
 
 
 def examples_to_decide(
-    *, point: float, threshold: float, level: float = 0.95, variance: float | None = None, binary: bool = False
+    *,
+    point: float,
+    threshold: float,
+    level: float = 0.95,
+    variance: float | None = None,
+    binary: bool = False,
+    value_range: tuple[float, float] | None = None,
 ) -> int | None:
     """The smallest n at which the interval at ``level`` (its two one-sided bounds) would lie wholly on one side of
     ``threshold`` if the point stayed put: the bound on the threshold's side clears it. Direction does not matter:
@@ -113,7 +134,15 @@ def examples_to_decide(
     if point == threshold:
         return None
     side = Direction.HIGHER_IS_BETTER if point > threshold else Direction.LOWER_IS_BETTER
-    return required_n(point=point, threshold=threshold, direction=side, level=level, variance=variance, binary=binary)
+    return required_n(
+        point=point,
+        threshold=threshold,
+        direction=side,
+        level=level,
+        variance=variance,
+        binary=binary,
+        value_range=value_range,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,12 @@ When every pair of a comparison differs by the same amount there is no spread fo
 the exact two-sided sign test's, ``2 · 0.5^n``, and its interval the point when that separates the two, else the
 span from the point to 0.
 
+When the values' range is known, such a pair's intervals take the range floor every interval of a bounded mean
+takes without spread (``_common.range_floor``: the examples not seen may score anywhere in the range, in a share
+bounded as a proportion never observed in n), and its p-value is at least the floor's (the ``alpha`` at which the
+floor excludes 0). So n pairs that all differ by the same amount are never a certain difference, nor a certain
+absence of one.
+
 Both intervals are clipped to the range a difference of two means can take, ``±(max - min)`` of the metric's values'
 range (``choose.value_range``: its declared scale, or [0, 1] for binary values), by the clip every interval
 producer applies (``_common.clipped_ends``); since 0 lies inside that range, clipping changes no decision.
@@ -38,7 +44,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from evalglass.core.stats._common import check_level, clipped_ends, difference_range
+from evalglass.core.stats._common import check_level, clipped_ends, difference_range, floor_p_value, range_floor
 from evalglass.core.stats.multiplemodel import ADJUSTMENT, MAX_VARIANTS, PairComparison, VariantComparison
 
 Floats = npt.NDArray[np.float64]
@@ -126,6 +132,14 @@ def compare_variants(
     # No spread: the t test is undefined. Every one of the n pairs moved the same way, which the two-sided sign test
     # (exact) puts at 2 · 0.5^n under "no difference": two pairs that agree prove nothing, twelve do.
     p_values[exact] = np.where(mean[exact] == 0.0, 1.0, np.minimum(1.0, 2.0 * 0.5 ** n[exact].astype(np.float64)))
+    limits = None if value_range is None else difference_range(*value_range)
+    if limits is not None:
+        # Without spread the intervals take the range floor (``_common.range_floor``), as every interval of a
+        # bounded mean does; the test is then never more certain than the floor, so an adjusted interval still
+        # excludes 0 exactly when Holm rejects.
+        for index in np.flatnonzero(exact):
+            found = floor_p_value(float(mean[index]), int(n[index]), *limits)
+            p_values[index] = max(float(p_values[index]), found)
     alphas, rejected = holm_alphas(p_values, alpha)
     half = np.where(exact, 0.0, scipy_stats.t.ppf(1.0 - alphas / 2.0, df) * se)
     plain_half = np.where(exact, 0.0, scipy_stats.t.ppf(1.0 - alpha / 2.0, df) * se)
@@ -138,6 +152,9 @@ def compare_variants(
     plain_kept = exact & (p_values > alpha)
     plain_low[plain_kept] = np.minimum(mean[plain_kept], 0.0)
     plain_high[plain_kept] = np.maximum(mean[plain_kept], 0.0)
+    if limits is not None:
+        low, high = _floored(exact, low, high, mean, n, alphas, limits)
+        plain_low, plain_high = _floored(exact, plain_low, plain_high, mean, n, np.full(first.size, alpha), limits)
     pairs = tuple(
         _pair(
             names[int(first[index])],
@@ -149,7 +166,7 @@ def compare_variants(
             float(min(1.0, max(0.0, p_values[index]))),
             float(1.0 - alphas[index]),
             bool(rejected[index] and defined[index]),
-            None if value_range is None else difference_range(*value_range),
+            limits,
         )
         for index in range(first.size)
     )
@@ -163,6 +180,26 @@ def compare_variants(
         pairs=pairs,
         groups=indistinguishable_groups(names, means, pairs, higher_is_better=higher_is_better),
     )
+
+
+def _floored(
+    exact: npt.NDArray[np.bool_],
+    low: Floats,
+    high: Floats,
+    mean: Floats,
+    n: npt.NDArray[np.int64],
+    alphas: Floats,
+    limits: tuple[float, float],
+) -> tuple[Floats, Floats]:
+    """The two-sided intervals at ``1 - alphas`` of the pairs without spread (``exact``) widened to at least the
+    range floor (``_common.range_floor``, the one rule); the others as they are."""
+    low, high = low.copy(), high.copy()
+    for index in np.flatnonzero(exact):
+        tail = float(alphas[index]) / 2.0
+        floor_low, floor_high = range_floor(float(mean[index]), int(n[index]), *limits, tail, tail)
+        assert floor_low is not None and floor_high is not None
+        low[index], high[index] = min(float(low[index]), floor_low), max(float(high[index]), floor_high)
+    return low, high
 
 
 def _pair(

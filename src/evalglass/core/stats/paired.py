@@ -28,6 +28,7 @@ from evalglass.core.stats._common import (
     as_values,
     clipped_to_range,
     difference_range,
+    floor_p_value,
     t_cdf,
     tails,
 )
@@ -264,7 +265,12 @@ def paired_difference(
     assert interval is not None
     bounds = value_range(np.concatenate((left, right)), scale)
     if bounds is not None:
-        interval = clipped_to_range(interval, *difference_range(*bounds))
+        limits = difference_range(*bounds)
+        interval = clipped_to_range(interval, *limits)
+        if std_error == 0.0 and p_value is not None and test is not PairedTest.MCNEMAR_EXACT:
+            # No spread: the t test's p of 0 would claim the certainty the range floor refuses the interval.
+            units = interval.clusters if interval.clusters is not None else n
+            p_value = max(p_value, floor_p_value(float(difference.mean()), units, *limits))
     base_mean, candidate_mean = _mean(left), _mean(right)
     return PairedDifference(
         base=base_mean,

@@ -27,10 +27,10 @@ def examples_by_id(record: RunRecord, path: Path, wanted: set[str]) -> dict[str,
     """The examples with these ids in the dataset at ``path``, read as the run read it; None when it cannot be read
     (the file is gone or no longer readable)."""
     from evalglass.engine.datasets.datasetfile import open_reader
-    from evalglass.engine.spec.config import Config, LoadedConfig
+    from evalglass.engine.spec.config import RECORDED_CONTEXT, Config, LoadedConfig
 
     try:
-        config = Config.model_validate(record.config)
+        config = Config.model_validate(record.config, context=RECORDED_CONTEXT)
     except ValueError:
         return None
     config = config.model_copy(update={"dataset": config.dataset.model_copy(update={"path": str(path.resolve())})})

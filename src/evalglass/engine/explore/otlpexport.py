@@ -162,7 +162,7 @@ def _response_ids(folder: Path, record: RunRecord) -> Iterator[dict[str, str]] |
     file the run read; None when it is not here or changed."""
     from evalglass.engine.datasets.traces.otlpdataset import OtlpReader
     from evalglass.engine.explore.explorer import dataset_candidates, file_sha256
-    from evalglass.engine.spec.config import Config
+    from evalglass.engine.spec.config import RECORDED_CONTEXT, Config
 
     path = next(
         (
@@ -174,7 +174,7 @@ def _response_ids(folder: Path, record: RunRecord) -> Iterator[dict[str, str]] |
     )
     if path is None:
         return None
-    config = Config.model_validate(record.config)
+    config = Config.model_validate(record.config, context=RECORDED_CONTEXT)
     reader = OtlpReader(path, options=config.dataset.trace_options, id_field=config.dataset.id_field, hash_bytes=False)
 
     def ids() -> Iterator[dict[str, str]]:

@@ -34,7 +34,7 @@ from evalglass.core.variantnames import (
     variant_metric,
 )
 from evalglass.engine.runs.artifacts import RUNRECORD_FILE, LoadedScores, load_columns, load_json_model_and_bytes
-from evalglass.engine.spec.config import Config, imports_key
+from evalglass.engine.spec.config import RECORDED_CONTEXT, Config, imports_key
 from evalglass.errors import SetupError
 
 
@@ -142,7 +142,7 @@ def load_for_comparison(folder: Path, *, what: str = "run", metrics: list[str] |
     record, raw = load_json_model_and_bytes(folder / RUNRECORD_FILE, RunRecord, "run record")
     assert isinstance(record, RunRecord)
     try:
-        config = Config.model_validate(record.config)
+        config = Config.model_validate(record.config, context=RECORDED_CONTEXT)
     except Exception as exc:
         raise SetupError(f"the run record's config no longer validates: {exc}", where=str(folder)) from None
     scores, files = _comparison_scores(folder, record, config, metrics)

@@ -20,6 +20,7 @@ from pydantic import (
     PrivateAttr,
     TypeAdapter,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -29,7 +30,15 @@ from evalglass.core.checks import policy_id_conflicts
 from evalglass.core.fieldpath import FieldPathError, parse_path
 from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
 from evalglass.core.gatespec import GateRule, GateSpec
-from evalglass.core.goldfields import TOOL_FORMATS, gold_excluded_fields, merged_task
+from evalglass.core.goldfields import (
+    TOOL_FORMATS,
+    TOOL_RUN_FIELDS,
+    FieldRole,
+    FieldUse,
+    field_conflicts,
+    gold_excluded_fields,
+    merged_task,
+)
 from evalglass.core.stats import Direction
 from evalglass.core.usage import Price
 from evalglass.engine.spec.executorspec import TASK_KEY, AnyExecutor, LocalExecutorSpec, RayExecutorSpec
@@ -39,7 +48,8 @@ from evalglass.errors import LocatedValueError, SetupError
 from evalglass.lanes.checkinputs import InputProblem, check_host_files, input_hashes, split_words
 from evalglass.lanes.checkspec import CheckSpec
 from evalglass.lanes.hostimports import TooManyHostFiles
-from evalglass.lanes.specs import EndpointSpec, LaneSpec
+from evalglass.lanes.specs import AgentLaneSpec, ChatLaneSpec, EndpointSpec, LaneSpec
+from evalglass.lanes.templating import record_fields_read
 from evalglass.metrics.registry import AnyMetricSpec
 from evalglass.metrics.versions import fingerprinted, gate_evaluators
 from evalglass.readers.userfiles import read_regular
@@ -307,7 +317,7 @@ class Config(BaseModel):
         return self
 
     @model_validator(mode="after")
-    def _references_resolve(self) -> Config:
+    def _references_resolve(self, info: ValidationInfo) -> Config:
         """Names that must refer to something declared elsewhere. Every broken reference is reported, each at the
         key that makes it (a gate's ``metric``, a metric's ``check``), not at the top of the file."""
         problems: list[tuple[tuple[str | int, ...], str]] = []
@@ -373,9 +383,12 @@ class Config(BaseModel):
         problems += [(("checks",), problem) for problem in policy_id_conflicts(c.policy for c in self.checks.values())]
         problems += self._executor_problems()
         problems += self._variant_problems()
+        # Only on variants that are valid tasks; and not on a run record's config (RECORDED_CONTEXT), which was
+        # decided under the rules of its day and must stay readable (view, verify) after a rule is added.
+        if not problems and not (info.context or {}).get(RECORDED):
+            problems += self._fields_apart()
         if problems:
             raise LocatedValueError(problems)
-        self._output_is_not_gold()
         return self
 
     def _compared_variant_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
@@ -637,33 +650,64 @@ class Config(BaseModel):
             return set()
         return {name for name, spec in self.metrics.items() if spec.shippable}
 
-    def _recorded_tasks(self) -> list[tuple[str, RecordedTask]]:
-        """Every recorded task the run scores, with where it is declared: the task, or each recorded variant."""
+    def _recorded_tasks(self) -> list[tuple[str | None, RecordedTask]]:
+        """Every recorded task the run scores, with the variant that declares it (None: the task itself)."""
         if not self.variants:
-            return [("task.field", self.task)] if isinstance(self.task, RecordedTask) else []
+            return [(None, self.task)] if isinstance(self.task, RecordedTask) else []
         found = ((name, self._variant_task_or_none(name)) for name in self.variant_names)
-        return [(f"variants.{name}.field", task) for name, task in found if isinstance(task, RecordedTask)]
+        return [(name, task) for name, task in found if isinstance(task, RecordedTask)]
 
-    def _output_is_not_gold(self) -> None:
-        """A recorded output read from a gated metric's reference field (or a field inside or around it) would be
-        compared with itself: every such gate would pass, whatever the model answered. In a run with variants every
-        metric is measured on every variant, so no recorded variant's output may be a gated reference either (nor
-        could it be gold: the gold fingerprint leaves every output field out, ``core.goldfields``)."""
-        for where, task in self._recorded_tasks():
-            output = parse_path(task.field)
-            for gate_name, gate in self.gates.items():
-                spec = self.metrics.get(str(gate.metric)) if gate.metric is not None else None
-                reference = getattr(spec, "reference", None)
-                if not isinstance(reference, str):
-                    continue
-                gold = parse_path(reference)
-                shorter = min(len(output), len(gold))
-                if output[:shorter] == gold[:shorter]:
-                    raise ValueError(
-                        f"{where} '{task.field}' overlaps the reference '{reference}' of metric '{gate.metric}' "
-                        f"(gated by '{gate_name}'): the recorded output would be compared with the gold answer "
-                        "itself; record outputs in a field of their own"
-                    )
+    def _field_uses(self) -> list[FieldUse]:
+        """Every use of a dataset field the config declares: each recorded output (the task's, or each recorded
+        variant's), the id and cluster fields, every metric's reference, and the fields a template reads by name (a
+        live variant's prompt, an agent's recorded results and state, a judge's prompt)."""
+        uses: list[FieldUse] = []
+        for name, task in self._recorded_tasks():
+            owner = f"variant '{name}'" if name is not None else "the task"
+            at: tuple[str | int, ...] = ("variants", name, "field") if name is not None else ("task", "field")
+            label = ".".join(str(part) for part in at)
+            uses.append(FieldUse(task.field, FieldRole.OUTPUT, owner, at, label, in_file=task.path is None))
+        if self.dataset.tool_results:  # what the reader records of the tool's run: left out of gold like an output
+            fix = "read the sample's own fields (input, target, scores) instead"
+            for name in TOOL_RUN_FIELDS:
+                at = ("dataset", "format")
+                label = f"the {self.dataset.format} reader's run field"
+                uses.append(FieldUse(name, FieldRole.OUTPUT, "the tool's run", at, label, fix=fix))
+        uses.append(FieldUse(self.dataset.id_field, FieldRole.ID, "the dataset", ("dataset", "id_field")))
+        if self.dataset.cluster_field is not None:
+            cluster = self.dataset.cluster_field
+            uses.append(FieldUse(cluster, FieldRole.CLUSTER, "the dataset", ("dataset", "cluster_field")))
+        # Inputs matter only beside an output the dataset file holds (the fields gold leaves out): templates are
+        # not parsed for a config without one (a live run, outputs in a file of their own).
+        in_file = any(use.in_file for use in uses if use.role is FieldRole.OUTPUT)
+        gated = {str(gate.metric): name for name, gate in self.gates.items() if gate.metric is not None}
+        for metric, spec in self.metrics.items():
+            owner = f"metric '{metric}'" + (f" (gated by '{gated[metric]}')" if metric in gated else "")
+            if isinstance(spec.reference, str):
+                uses.append(FieldUse(spec.reference, FieldRole.REFERENCE, owner, ("metrics", metric, "reference")))
+            for what, template in spec.record_templates().items() if in_file else ():
+                for read in sorted(record_fields_read(template, top_level=False)):
+                    uses.append(FieldUse(read, FieldRole.INPUT, owner, ("metrics", metric), how=f"its {what}"))
+        lanes = [(f"variant '{name}'", self._variant_task_or_none(name)) for name in self.variant_names]
+        for owner, lane in (lanes or [("the task", self.task)]) if in_file else ():
+            if not isinstance(lane, ChatLaneSpec | AgentLaneSpec):
+                continue
+            for role, template in lane.message_templates():
+                for read in sorted(record_fields_read(template, top_level=True)):
+                    how = "its prompt" if role == "user" else f"its {role} message"
+                    uses.append(FieldUse(read, FieldRole.INPUT, owner, (), how=how))
+            if isinstance(lane, AgentLaneSpec):
+                uses.append(FieldUse(lane.recorded_results, FieldRole.INPUT, owner, (), how="its recorded_results"))
+                if lane.state is not None:
+                    uses.append(FieldUse(lane.state, FieldRole.INPUT, owner, (), how="its state"))
+        return uses
+
+    def _fields_apart(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """A field holding a recorded output may be nothing else (``core.goldfields.field_conflicts``): gold leaves
+        it out, so an id, a cluster, a reference or an input there would leave gold (or what the run feeds a
+        system) unbound, and a reference there would compare an output with itself; two variants in one field
+        would be one answer measured as two systems. Each problem is reported at the output's key."""
+        return field_conflicts(self._field_uses())
 
     @property
     def secret_names(self) -> tuple[str, ...]:
@@ -929,11 +973,16 @@ def config_as_recorded(config: Config) -> dict[str, Any]:
     return config.model_dump(mode="json", exclude_unset=True, by_alias=True)
 
 
+#: The validation context of a config read back from a run record (:func:`config_from_record`).
+RECORDED = "recorded"
+RECORDED_CONTEXT = {RECORDED: True}
+
+
 def config_from_record(data: Any) -> Config:
     """The config a run record stores (see :func:`config_as_recorded`). Field names are accepted beside aliases
     because records written before the aliases were recorded stored ``schema_``; a config *file* accepts aliases
     only."""
-    return Config.model_validate(data, by_alias=True, by_name=True)
+    return Config.model_validate(data, by_alias=True, by_name=True, context=RECORDED_CONTEXT)
 
 
 def load_config(path: Path) -> LoadedConfig:

@@ -166,17 +166,19 @@ _NO_PARTS: list[Any] = []
 
 def _parts(value: Any, key: str) -> list[dict[str, Any]]:
     parts = _structured(value, key)
-    if type(parts) is not list or any(type(part) is not dict or type(part.get("type")) is not str for part in parts):
+    if type(parts) is not list:
         raise MappingProblem(f"attribute {key} must be a list of parts with a type, got {_clip(parts)}")
+    for part in parts:
+        if type(part) is not dict or type(part.get("type")) is not str:
+            raise MappingProblem(f"attribute {key} must be a list of parts with a type, got {_clip(parts)}")
     return parts
 
 
 def text_of(message: Mapping[str, Any]) -> str:
-    texts = [
-        content
-        for part in message.get("parts", ())
-        if part.get("type") == "text" and type(content := part.get("content")) is str
-    ]
+    texts = []
+    for part in message.get("parts", ()):
+        if part.get("type") == "text" and type(content := part.get("content")) is str:
+            texts.append(content)
     return texts[0] if len(texts) == 1 else "".join(texts)
 
 
@@ -200,6 +202,7 @@ class SpanContent:
         "response_id",
         "response_model",
         "system_instructions",
+        "tool_call_free",
         "tool_definitions",
         "usage",
     )
@@ -214,6 +217,9 @@ class SpanContent:
         self.response_id: str | None = None
         self.finish_reasons: list[str] | None = None
         self.usage: dict[str, int] = {}
+        #: True when the messages are known to hold no tool call or tool call response (see _current); False when
+        #: they may.
+        self.tool_call_free = False
 
 
 #: The facts every convention's spans may carry: attribute → (what it is, its rank). Where a span carries several
@@ -271,15 +277,48 @@ def span_content(span: Span, convention: str) -> SpanContent:
     return content
 
 
+#: The names ``_APPLIED`` reads, and the facts of each set of attribute names seen (see ``_fact_plan``).
+_FACT_NAMES = frozenset(key for key, _, _ in _APPLIED)
+_FACT_PLANS: dict[tuple[str, ...], tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]] = {}
+#: Distinct sets of attribute names remembered; beyond them the plans start over (a file of ever-new names costs a
+#: plan per span, never unbounded memory).
+_FACT_PLANS_KEPT = 512
+
+
+def _fact_plan(names: tuple[str, ...]) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
+    """The fact attributes among ``names`` as (text facts, token counts), each (attribute, field) in ``_APPLIED``'s
+    order (all text facts come before all token counts there, so two loops apply them in the same order)."""
+    if len(_FACT_PLANS) >= _FACT_PLANS_KEPT:
+        _FACT_PLANS.clear()
+    present = _FACT_NAMES.intersection(names)
+    plan = (
+        tuple((key, field) for key, is_token, field in _APPLIED if key in present and not is_token),
+        tuple((key, field) for key, is_token, field in _APPLIED if key in present and is_token),
+    )
+    _FACT_PLANS[names] = plan
+    return plan
+
+
 def _facts(attributes: Mapping[str, Any], content: SpanContent) -> None:
+    """The facts ``_APPLIED`` lists, read from the attributes the span has: spans of one file mostly share one set
+    of attribute names, so the facts a set holds are found once (``_fact_plan``) and the rest of ``_APPLIED``'s
+    eighteen names are not looked up per span."""
+    names = tuple(attributes)
+    texts, tokens = _FACT_PLANS.get(names) or _fact_plan(names)
     get = attributes.get
-    usage: dict[str, int] = {}
-    for key, is_token, field in _APPLIED:
+    for key, field in texts:
         value = get(key)
-        if value is None:
-            continue
-        if is_token:
+        if type(value) is str:
+            setattr(content, field, value)
+        elif value is not None:
+            raise MappingProblem(f"attribute {key} must be a string, got {json_type_name(value)} {_clip(value)}")
+    if tokens:
+        usage: dict[str, int] = {}
+        for key, field in tokens:
+            value = get(key)
             if type(value) is not int:
+                if value is None:
+                    continue
                 if type(value) is float and value.is_integer():
                     value = int(value)
                 else:
@@ -289,23 +328,30 @@ def _facts(attributes: Mapping[str, Any], content: SpanContent) -> None:
             if value < 0:  # no call uses fewer than no tokens; summed, it would hide another call's usage
                 raise MappingProblem(f"attribute {key} must be a count (0 or more), got {value}")
             usage[field] = value
-        elif type(value) is str:
-            setattr(content, field, value)
-        else:
-            raise MappingProblem(f"attribute {key} must be a string, got {json_type_name(value)} {_clip(value)}")
-    if usage:
-        content.usage = usage
+        if usage:
+            content.usage = usage
     reasons = get("gen_ai.response.finish_reasons")
     if reasons is not None:
         if type(reasons) is str:
             reasons = [reasons]
-        elif type(reasons) is not list or any(type(reason) is not str for reason in reasons):
+        elif type(reasons) is not list or not _all_text(reasons):
             raise MappingProblem("attribute gen_ai.response.finish_reasons must be a list of strings")
         content.finish_reasons = reasons
 
 
+def _all_text(values: list[Any]) -> bool:
+    # A loop, not all() over a generator (a generator object per call): these lists are short, checked every span.
+    for value in values:  # noqa: SIM110
+        if type(value) is not str:
+            return False
+    return True
+
+
 def _current(span: Span, content: SpanContent) -> None:
     events = span.events
+    if not events:
+        get = span.attributes.get
+        content.tool_call_free = _no_tool_call(get("gen_ai.input.messages"), get("gen_ai.output.messages"))
     sources = (
         [span.attributes, *(attributes for name, attributes in events if name == DETAILS_EVENT)]
         if events
@@ -322,6 +368,16 @@ def _current(span: Span, content: SpanContent) -> None:
             content.tool_definitions = _tool_definitions(
                 _structured(attributes["gen_ai.tool.definitions"], "gen_ai.tool.definitions"), "gen_ai.tool.definitions"
             )
+
+
+def _no_tool_call(inputs: Any, outputs: Any) -> bool:
+    """Whether input and output messages as JSON text (or absent) certainly hold no part of type ``tool_call`` or
+    ``tool_call_response``: such a part's type is the text ``tool_call...``, which JSON can write only as it is or
+    with ``\\u`` escapes. Found in C over the text, so that the messages of a span without tool calls (most spans)
+    are not walked again for them (``tool_calls_from_messages``). Structured messages (not text) may hold them."""
+    return (inputs is None or (type(inputs) is str and "tool_call" not in inputs and "\\u" not in inputs)) and (
+        outputs is None or (type(outputs) is str and "tool_call" not in outputs and "\\u" not in outputs)
+    )
 
 
 def _tool_definitions(value: Any, key: str) -> list[dict[str, Any]]:

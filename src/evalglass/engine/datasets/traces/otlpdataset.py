@@ -27,8 +27,9 @@ import orjson
 from evalglass.collector import collector_paused
 from evalglass.core.conversation import NOT_CAPTURED
 from evalglass.core.example import MALFORMED_SHOWN, Example, ExampleBatch
+from evalglass.core.fieldpath import ABSENT
 from evalglass.core.fingerprint import PREFIX
-from evalglass.engine.datasets.dataset import BATCH, BadLine, _unfreezing, field_getter
+from evalglass.engine.datasets.dataset import BATCH, BadLine, _plain_key, _unfreezing, field_getter
 from evalglass.engine.datasets.traces.genaimap import (
     MappingProblem,
     convention_of,
@@ -69,6 +70,9 @@ class OtlpReader:
         self._spans = SpanFile(path, hash_bytes=hash_bytes)
         self._id = field_getter(id_field)
         self._output = field_getter(output_field)
+        # A plain key (the default) is read inline, without a call through the getter.
+        self._id_key = _plain_key(id_field)
+        self._output_key = _plain_key(output_field)
         self._allowed = options.mapping.conventions
         self._unit_span = options.select.unit == "span"
         self._where = options.select.where
@@ -107,16 +111,12 @@ class OtlpReader:
                 gc.freeze()
             if not chunk:
                 return
-            if any(type(item) is BadLine for item in chunk):
+            if BadLine in map(type, chunk):
                 yield [item if type(item) is BadLine else self._as_example(item) for item in chunk]  # type: ignore[arg-type]
                 continue
-            rows: list[tuple[str, int, dict[str, Any], Any]] = chunk  # type: ignore[assignment]
-            yield ExampleBatch(
-                ids=[row[0] for row in rows],
-                lines=[row[1] for row in rows],
-                records=[row[2] for row in rows],
-                outputs=[row[3] for row in rows],
-            )
+            # The rows' four columns, transposed in C.
+            ids, lines, records, outputs = map(list, zip(*chunk, strict=True))
+            yield ExampleBatch(ids=ids, lines=lines, records=records, outputs=outputs)
 
     def __iter__(self) -> Iterator[Example | BadLine]:
         for item in self._items():
@@ -180,8 +180,13 @@ class OtlpReader:
                     if entry is None or entry[0] != front - 1:
                         continue  # a span of a trace that has later ones, or a late span
                     del pending[oldest]
-                    completed_spans = _unpacked(oldest, entry)
-                    recent[oldest] = _completed(count, self._read_at(completed_spans))
+                    if len(entry) == 3:  # a trace of one span (the commonest): no list or dict of its spans
+                        one = _unpacked_span(oldest, entry[1], entry[2])
+                        completed_spans = [one]
+                        recent[oldest] = f"{count} {one.span_id}:{one.where}"
+                    else:
+                        completed_spans = _unpacked(oldest, entry)
+                        recent[oldest] = _completed(count, self._read_at(completed_spans))
                     forget.append(oldest)
                     if len(recent) > keep:
                         del recent[forget.popleft()]
@@ -280,7 +285,13 @@ class OtlpReader:
                 root.where, "malformed_trace", f"trace {root.trace_id} span {root.span_id} ({root.name!r}): {exc}"
             )
         self.examples += 1
-        return (self._id(record), root.where, record, self._output(record))
+        id_key, output_key = self._id_key, self._output_key
+        return (
+            record.get(id_key, ABSENT) if id_key is not None else self._id(record),
+            root.where,
+            record,
+            record.get(output_key, ABSENT) if output_key is not None else self._output(record),
+        )
 
     def _bad(self, where: int, code: str, message: str) -> BadLine:
         self.examples += 1
@@ -356,30 +367,28 @@ def _unpacked(trace: str, entry: tuple[Any, ...] | list[Any]) -> list[Span]:
     """The spans of an open trace's entry in ``pending``: ``(number of its last span, packed span, its resource)``
     for a trace of one span, ``[number of its last span, packed span, its resource, packed span, ...]`` for more: one
     or two objects where a list, a tuple per span and a dict of last numbers were."""
-    spans: list[Span] = []
-    for index in range(1, len(entry), 2):
-        item = entry[index]
-        if type(item) is not bytes:
-            spans.append(item)
-            continue
-        span_id, parent, name, start, end, attributes, events, error, message, where = orjson.loads(item)
-        spans.append(
-            Span(
-                trace,
-                span_id,
-                parent,
-                name,
-                start,
-                end,
-                attributes,
-                [(event[0], event[1]) for event in events] if events else [],
-                error,
-                message,
-                entry[index + 1],
-                where,
-            )
-        )
-    return spans
+    return [_unpacked_span(trace, entry[index], entry[index + 1]) for index in range(1, len(entry), 2)]
+
+
+def _unpacked_span(trace: str, item: bytes | Span, resource: dict[str, Any]) -> Span:
+    """One span as _pack left it (and its resource), read back."""
+    if type(item) is not bytes:
+        return item  # type: ignore[return-value]
+    span_id, parent, name, start, end, attributes, events, error, message, where = orjson.loads(item)
+    return Span(
+        trace,
+        span_id,
+        parent,
+        name,
+        start,
+        end,
+        attributes,
+        [(event[0], event[1]) for event in events] if events else [],
+        error,
+        message,
+        resource,
+        where,
+    )
 
 
 def _start(span: Span) -> int:
@@ -482,6 +491,8 @@ def trace_record(
     )
     if tool_spans:
         output["tool_calls"] = [tool_call_of(span, str(conventions[span.span_id]), not_captured) for span in tool_spans]
+    elif alone and content.tool_call_free:
+        output["tool_calls"] = []  # what tool_calls_from_messages finds in messages without a tool call part
     else:
         history = [*(messages or ()), *(out_messages or ())]
         output["tool_calls"] = tool_calls_from_messages(history)
@@ -500,8 +511,14 @@ def trace_record(
     output["latency_ms"] = (root.end - root.start) / 1e6 if root.end >= root.start > 0 else None
     output["error_type"] = error
 
-    attributes = root.attributes
-    provider = attributes.get("gen_ai.provider.name", attributes.get("gen_ai.system", attributes.get("llm.provider")))
+    get = root.attributes.get
+    # The first of these names the span has gives the provider (its value even if not text); one look-up when it
+    # is the first.
+    provider = get("gen_ai.provider.name", _NO_VALUE)
+    if provider is _NO_VALUE:
+        provider = get("gen_ai.system", _NO_VALUE)
+        if provider is _NO_VALUE:
+            provider = get("llm.provider")
     record: dict[str, Any] = {
         "id": f"{root.trace_id}:{root.span_id}",
         "trace_id": root.trace_id,
@@ -513,12 +530,13 @@ def trace_record(
         "convention": convention,
         "input": inputs,
         "output": output,
-        "metadata": {key: attributes.get(key, root.resource.get(key)) for key in metadata_keys}
-        if metadata_keys
-        else {},
-        NOT_CAPTURED: sorted(not_captured),
+        "metadata": {key: get(key, root.resource.get(key)) for key in metadata_keys} if metadata_keys else {},
+        NOT_CAPTURED: sorted(not_captured) if not_captured else [],
     }
     return record
+
+
+_NO_VALUE = object()
 
 
 def _summed(usages: list[dict[str, int]]) -> dict[str, int]:

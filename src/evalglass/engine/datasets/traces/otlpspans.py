@@ -278,7 +278,9 @@ def _json_span(raw: Any, resource: dict[str, Any], number: int) -> Span:
         if not span_id:
             raise _Bad("has no span id (spanId)")
     parent = get("parentSpanId")
-    if parent is not None:
+    if parent is not None and not (
+        type(parent) is str and len(parent) == 16 and _HEX.issuperset(parent) and parent != _ZERO_SPAN
+    ):
         parent = _json_id(parent, "parentSpanId", 8)
     name = get("name", "")
     if type(name) is not str:
@@ -350,7 +352,26 @@ def _json_attributes(items: Any) -> dict[str, Any]:
     if not items:
         return {}
     try:
-        # Text values (most of them) are taken inline; anything else is decoded (and checked) by _json_value.
+        # Text values (most of them) and integers written as decimal text (the next most common) are taken inline;
+        # anything else is decoded (and checked) by _json_value, which reads such an integer the same way.
+        return {
+            item["key"]: text
+            if type(text := (value := item["value"]).get("stringValue")) is str
+            else int(text)
+            if type(text := value.get("intValue")) is str and text.isdecimal()
+            else _json_value(value, item["key"])
+            for item in items
+        }
+    except ValueError:
+        # Decimal text too long for int() (over sys.get_int_max_str_digits()): _json_value refuses it, naming the key.
+        return _json_attributes_each(items)
+    except (AttributeError, KeyError, TypeError):
+        raise _Bad("has an attribute that is not a {key, value} object") from None
+
+
+def _json_attributes_each(items: Any) -> dict[str, Any]:
+    """_json_attributes with every value but text decoded by _json_value (the same values; its errors)."""
+    try:
         return {
             item["key"]: text
             if type(text := (value := item["value"]).get("stringValue")) is str
@@ -391,8 +412,15 @@ def _json_value(value: dict[str, Any], key: str) -> Any:
             return None  # JSON cannot hold them; an attribute that needs a number says it is missing
     elif kind == "arrayValue":
         if type(inner) is dict:
-            values = inner.get("values") or ()
-            return [_json_value(item, key) if type(item) is dict else _refuse(key, kind) for item in values]
+            found = []
+            for item in inner.get("values") or ():
+                if type(item) is not dict:
+                    _refuse(key, kind)
+                # An element that is only text (most arrays: finish reasons, stop sequences) is taken inline.
+                found.append(
+                    text if len(item) == 1 and type(text := item.get("stringValue")) is str else _json_value(item, key)
+                )
+            return found
     elif kind == "kvlistValue":
         if type(inner) is dict:
             return _json_attributes(inner.get("values"))

@@ -1,0 +1,66 @@
+"""The invariant behind the gold fingerprint: a field it leaves out (a recorded output in the dataset file) is never
+also gold or an input, so no gold and no input escapes it (``core.goldfields.field_conflicts``)."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from evalglass.core.fieldpath import parse_path
+from evalglass.core.goldfields import FieldRole, FieldUse, field_conflicts
+
+PATHS = ["a", "b", "a.x", "a.y", "b.z", "c"]
+
+
+@st.composite
+def uses(draw: st.DrawFn) -> list[FieldUse]:
+    found: list[FieldUse] = []
+    for index in range(draw(st.integers(1, 6))):
+        role = draw(st.sampled_from(list(FieldRole)))
+        owner = draw(st.sampled_from(["variant 'p'", "variant 'q'", "metric 'm'", "the dataset"]))
+        at = ("uses", index)
+        found.append(
+            FieldUse(draw(st.sampled_from(PATHS)), role, owner, at, f"use{index}", in_file=draw(st.booleans()))
+        )
+    return found
+
+
+def overlaps(first: str, second: str) -> bool:
+    left, right = parse_path(first), parse_path(second)
+    return left[: len(right)] == right[: len(left)]
+
+
+@given(uses())
+def test_an_accepted_config_leaves_out_no_gold_and_no_input(found: list[FieldUse]) -> None:
+    problems = dict(field_conflicts(found))
+    outputs = [use for use in found if use.role is FieldRole.OUTPUT]
+    for output in outputs:
+        clashing = [
+            other
+            for other in found
+            if other is not output
+            and overlaps(output.path, other.path)
+            and (
+                other.role is FieldRole.REFERENCE
+                or (output.in_file and other.role is not FieldRole.OUTPUT)
+                or (other.role is FieldRole.OUTPUT and other.owner != output.owner and output.in_file and other.in_file)
+            )
+        ]
+        if not clashing:
+            assert output.at not in problems
+        elif all(other.role is not FieldRole.OUTPUT for other in clashing):
+            assert output.at in problems  # reported at this output's own key
+        else:  # two outputs share a field: reported once, at one of them
+            assert output.at in problems or any(other.at in problems for other in clashing)
+    assert set(problems) <= {output.at for output in outputs}  # only outputs are reported
+
+
+def test_one_line_per_output_saying_what_else_the_field_is() -> None:
+    found = [
+        FieldUse("id", FieldRole.OUTPUT, "the task", ("task", "field"), "task.field"),
+        FieldUse("id", FieldRole.ID, "the dataset", ("dataset", "id_field")),
+        FieldUse("id", FieldRole.REFERENCE, "metric 'm'", ("metrics", "m", "reference")),
+    ]
+    ((at, message),) = field_conflicts(found)
+    assert at == ("task", "field") and message.startswith("task.field 'id' is the dataset's id_field 'id'")
+    assert "record outputs in a field of their own" in message
