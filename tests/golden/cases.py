@@ -84,6 +84,16 @@ TRAJECTORIES: list[Any] = [
     [],
 ]
 
+#: Trajectories whose redundant fields disagree (``core.trajectory.check_consistent``): an error, never a number.
+_THREE_SEARCHES = [
+    {"role": "assistant", "parts": [{"type": "tool_call", "name": "search", "arguments": {"q": "paris"}}]}
+] * 3
+INCONSISTENT = [
+    {"tool_calls": [], "messages": _THREE_SEARCHES},
+    {"tool_calls": [{"name": "search", "arguments": {"q": "paris"}}] * 3, "messages": _THREE_SEARCHES, "steps": 1},
+    {"tool_calls": [{"name": "search", "arguments": {"q": "rome"}}], "messages": _THREE_SEARCHES[:1]},
+]
+
 METRIC_CASES: dict[str, list[dict[str, Any]]] = {
     "exact_match": [
         _pairs({"type": "exact_match", "reference": "gold"}, TEXTS, ["Yes"] * 9 + [None]),
@@ -167,7 +177,14 @@ METRIC_CASES: dict[str, list[dict[str, Any]]] = {
                 {"scores": {}, "error": "sample failed"},
                 {"scores": {}},
                 "not an object",
+                {"scores": {"m": {"value": "Y", "worth": 0.75}}},
             ],
+        ),
+        # What a config over an inspect log fills in (``format_labels``); a declared label wins over a recorded worth.
+        _pairs(
+            {"type": "recorded_score", "scorer": "m", "values": {"C": 1, "I": 0, "P": 0.5, "N": 0, "Y": 0}},
+            [{"scores": {"m": {"value": value}}} for value in ("C", "I", "P", "N", "Z")]
+            + [{"scores": {"m": {"value": "Y", "worth": 1}}}],
         ),
         _pairs(
             {
@@ -229,14 +246,15 @@ METRIC_CASES: dict[str, list[dict[str, Any]]] = {
                 "tools": {"book": {"schema": {"required": ["day"]}, "arguments": {"day": {"tolerance": 1}}}},
             },
         )
-    ],
+    ]
+    + [_pairs({"type": "tool_calls", "reference": "gold", "mode": "subset"}, INCONSISTENT, [EXPECTED_CALLS] * 3)],
     "steps": [
-        _pairs({"type": "steps", "count": count, **budget}, TRAJECTORIES)
+        _pairs({"type": "steps", "count": count, **budget}, TRAJECTORIES + INCONSISTENT)
         for count in ("model_turns", "tool_calls")
         for budget in ({}, {"max": 2})
     ],
     "loop": [
-        _pairs({"type": "loop", **rule}, TRAJECTORIES)
+        _pairs({"type": "loop", **rule}, TRAJECTORIES + INCONSISTENT)
         for rule in ({}, {"repeats": 2}, {"repeats": 2, "consecutive": False})
     ],
 }

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from evalglass.core.example import Example
 from evalglass.core.score import Score, Status, Validity, score_violation
 from evalglass.metrics.base import BuildContext
+from evalglass.metrics.recorded import format_labels
 from evalglass.metrics.registry import parse_metric_spec
 
 
@@ -41,7 +42,8 @@ def entry(**fields: Any) -> dict[str, Any]:
     ],
 )
 def test_a_measured_score_is_its_value(recorded: dict[str, Any], expected: float) -> None:
-    assert scored({"scorer": "match"}, entry(**recorded)) == expected
+    # inspect's labels, as a config over an inspect log fills them in (tests/tools/test_tool_labels.py).
+    assert scored({"scorer": "match", "values": format_labels("inspect")}, entry(**recorded)) == expected
 
 
 @pytest.mark.parametrize(

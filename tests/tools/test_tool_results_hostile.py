@@ -22,6 +22,7 @@ from evalglass.core.score import Score, Status
 from evalglass.engine.datasets.dataset import BadLine
 from evalglass.errors import SetupError
 from evalglass.metrics.base import BuildContext
+from evalglass.metrics.recorded import format_labels
 from evalglass.metrics.registry import parse_metric_spec
 from tests.e2e.project import run_cli
 from tests.tools.test_tool_results import (
@@ -377,7 +378,9 @@ def cached_members() -> dict[str, Any]:
 def test_every_sample_an_inspect_log_declares_is_read_and_only_its_own_are_measured(removed: set[str]) -> None:
     """Whichever members a log lost: every declared sample and epoch is read, and the ones lost are failures."""
     members = {name: value for name, value in cached_members().items() if name not in removed}
-    recorded = parse_metric_spec({"type": "recorded_score", "scorer": "match"}).build(BuildContext(Path(".")))
+    recorded = parse_metric_spec(
+        {"type": "recorded_score", "scorer": "match", "values": format_labels("inspect")}
+    ).build(BuildContext(Path(".")))
     with tempfile.TemporaryDirectory() as folder:
         found = examples("inspect", write_inspect(Path(folder) / "log.eval", members))
     assert [example.id for example in found] == [f"cap-{n:02d}" for n in range(1, 13)]

@@ -18,6 +18,13 @@ A list is read as messages or as calls by its first item. Arguments the OpenAI s
 JSON; text that is not JSON is kept as :attr:`Call.invalid` (and matches no expected call). Anything else (a number,
 a message that is not an object, a call without a name) is :class:`Unreadable`, with where and why: what the system
 under test produced, and so a wrong answer.
+
+A trajectory object records some things twice: its calls in ``tool_calls`` and in its messages, its model turns in
+``steps`` and in its messages, each result in its message and on its call (by id), how it ended in ``finish`` and in
+its last turn. When these disagree the record does not add up, and no reader here picks one of them: it is
+:class:`Inconsistent` (:func:`check_consistent`), the record's fault, never a measurement of the system (an
+``error``, never a number). What may legitimately differ: the messages may hold fewer calls than ``tool_calls``, the
+last ones (a trace record's output holds only the last model call's messages), and fewer model turns than ``steps``.
 """
 
 from __future__ import annotations
@@ -29,7 +36,9 @@ from typing import Any
 
 import orjson
 
+from evalglass.core.example import Example
 from evalglass.core.fieldpath import ABSENT
+from evalglass.core.score import Score
 from evalglass.core.uniform import all_of_type
 
 #: Roles whose messages are the model's turns (``model``: Gemini's name for it).
@@ -38,6 +47,19 @@ MODEL_ROLES = frozenset({"assistant", "model"})
 
 class Unreadable(ValueError):
     """The value is not a conversation in any shape EvalGlass reads; the message says where and why."""
+
+
+class Inconsistent(Unreadable):
+    """A trajectory whose redundant fields disagree; the message names the fields. Not the system's wrong answer but
+    a record that does not add up: a metric scores it :meth:`score` (an ``error``), never as the wrong answer an
+    :class:`Unreadable` output is (a caller that catches only :class:`Unreadable` still never reads it)."""
+
+    def score(self, example: Example) -> Score:
+        return Score.error(
+            "trajectory_inconsistent",
+            f"example {example.id} (line {example.line}): the trajectory does not add up: {self}; fix the record "
+            "that wrote it (neither field is taken for the other)",
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +81,10 @@ def read_calls(value: Any) -> list[Call]:
         if calls is not ABSENT:
             if not isinstance(calls, list | tuple):
                 raise Unreadable(f"'tool_calls' is {_kind(calls)}, not a list of calls")
-            return [_call(item, "tool call", index) for index, item in enumerate(calls)]
+            made = [_call(item, "tool call", index) for index, item in enumerate(calls)]
+            if not _REDUNDANT.isdisjoint(value):
+                _check(value, calls, made)
+            return made
         messages = value.get("messages", ABSENT)
         if messages is ABSENT:
             raise Unreadable(_NOT_A_CONVERSATION)
@@ -89,6 +114,8 @@ def own_call_items(value: Any) -> list[dict[str, Any]] | None:
         and all_of_type(list(map(dict.get, items, repeat("name"))), str)
     ):
         return None
+    if items is not value and not _REDUNDANT.isdisjoint(value):
+        check_consistent(value)
     return items
 
 
@@ -119,8 +146,12 @@ def count_model_turns(value: Any) -> int | None:
         if steps is not ABSENT:
             if type(steps) is not int or steps < 0:
                 raise Unreadable(f"'steps' is {_kind(steps)}, not a count")
+            if "tool_calls" in value or "messages" in value:
+                check_consistent(value)
             return steps
         if "tool_calls" in value:
+            if not _REDUNDANT.isdisjoint(value):
+                check_consistent(value)
             return None
         messages = value.get("messages", ABSENT)
         if messages is ABSENT:
@@ -160,6 +191,7 @@ def read_messages(value: Any) -> list[dict[str, Any]]:
         read = read_messages(messages)
         if calls is ABSENT or not isinstance(calls, list | tuple):
             return read
+        check_consistent(value)
         shown = sum(part.get("type") == "tool_call" for message in read for part in message["parts"])
         return _calls_as_messages(calls[: max(0, len(calls) - shown)], "tool call") + read
     if isinstance(value, Mapping):
@@ -169,6 +201,127 @@ def read_messages(value: Any) -> list[dict[str, Any]]:
     if value and not (isinstance(value[0], Mapping) and "role" in value[0]):
         return _calls_as_messages(value, "call")
     return [_message(message, index) for index, message in enumerate(value)]
+
+
+# ---------------------------------------------------------------------- consistency
+#: The keys of a trajectory object that repeat what its ``tool_calls`` say (beside ``tool_calls`` itself).
+_REDUNDANT = frozenset({"messages", "steps", "finish"})
+
+
+def check_consistent(value: Mapping[str, Any]) -> None:
+    """Raise :class:`Inconsistent` when a trajectory object's redundant fields disagree (the module's docstring
+    says which may differ); :class:`Unreadable` when one is of the wrong shape. One pass over the messages, once
+    per trajectory read."""
+    calls = value.get("tool_calls", ABSENT)
+    if calls is ABSENT:
+        _check(value, (), None)
+        return
+    if not isinstance(calls, list | tuple):
+        raise Unreadable(f"'tool_calls' is {_kind(calls)}, not a list of calls")
+    _check(value, calls, [_call(item, "tool call", index) for index, item in enumerate(calls)])
+
+
+def _check(value: Mapping[str, Any], items: Sequence[Any], made: list[Call] | None) -> None:
+    """:func:`check_consistent` of ``value`` whose ``tool_calls`` are ``items``, read as ``made`` (None: the record
+    has no ``tool_calls``; its calls are in its messages only)."""
+    steps, finish, messages = value.get("steps"), value.get("finish"), value.get("messages", ABSENT)
+    if type(steps) is int and steps == 0 and made:
+        raise Inconsistent(f"'steps' is 0, while 'tool_calls' holds {len(made)} calls (a call is made in a turn)")
+    if messages is ABSENT:
+        return
+    if not isinstance(messages, list | tuple):
+        raise Unreadable(f"'messages' is {_kind(messages)}, not a list of messages")
+    said: list[Call] = []
+    results: list[Mapping[str, Any]] = []
+    ids = {item["id"] for item in items if type(item) is dict and type(item.get("id")) is str}
+    calling_turns = 0
+    last_turn: list[Call] | None = None  # the calls of the last model message
+    for index, message in enumerate(messages):
+        # EvalGlass's own messages (an agent lane's) are read as they are; any other shape through _message, which
+        # raises naming what is wrong.
+        parts = message.get("parts") if type(message) is dict else None
+        if type(parts) is list and type(message.get("role")) is str and all_of_type(parts, dict):
+            role = message["role"]
+        else:
+            role = _role(message, index)
+            parts = _message(message, index)["parts"]
+        here: list[Call] = []
+        for part in parts:
+            kind = part.get("type")
+            if kind == "tool_call":
+                here.append(_call(part, "message part"))
+                if type(part.get("id")) is str:
+                    ids.add(part["id"])
+            elif kind == "tool_call_response":
+                results.append(part)
+        said.extend(here)
+        if role in MODEL_ROLES:
+            last_turn = here
+            calling_turns += bool(here)
+    if made is not None and made[len(made) - len(said) :] != said:  # equal Calls: the usual case, checked at once
+        _same_calls(made, said)
+    if type(steps) is int and steps < calling_turns:
+        raise Inconsistent(f"'steps' is {steps}, while the messages hold {calling_turns} model turns that call tools")
+    if last_turn is not None and ((finish == "stop" and last_turn) or (finish == "max_steps" and not last_turn)):
+        did = f"calls {_shown(last_turn[0])}" if last_turn else "calls no tool"
+        raise Inconsistent(f"'finish' is {finish}, while the last model turn in the messages {did}")
+    if results and ids:  # without ids on the calls, no result can be matched to one
+        _same_results(items, ids, results)
+
+
+def _same_calls(made: list[Call], said: list[Call]) -> None:
+    """The calls the messages hold are the last of ``tool_calls``, in order (a trace's messages are its last model
+    call's), with the same names, and the same arguments where both record them."""
+    if len(said) > len(made):
+        raise Inconsistent(f"the messages hold {len(said)} tool calls, 'tool_calls' only {len(made)}")
+    first = len(made) - len(said)
+    for offset, (recorded, shown) in enumerate(zip(made[first:], said, strict=True)):
+        if recorded.name != shown.name or (
+            recorded.arguments is not ABSENT and shown.arguments is not ABSENT and recorded.arguments != shown.arguments
+        ):
+            raise Inconsistent(
+                f"'tool_calls' call {first + offset + 1} is {_shown(recorded)}, the messages' call there is "
+                f"{_shown(shown)}"
+            )
+
+
+def _same_results(items: Sequence[Any], ids: set[str], results: list[Mapping[str, Any]]) -> None:
+    """Each result the messages hold answers a call of the record (by id), and holds what that call's own
+    ``result`` in ``tool_calls`` says (for a call that did not fail)."""
+    recorded = {item["id"]: item for item in items if type(item) is dict and type(item.get("id")) is str}
+    for part in results:
+        answered = part.get("id")
+        if type(answered) is not str:
+            continue
+        if answered not in ids:
+            raise Inconsistent(f"a tool result answers call id {answered!r}, which no call of the record has")
+        call = recorded.get(answered)
+        if (
+            call is not None
+            and "result" in call
+            and call.get("error") is None
+            and call.get("error_type") is None
+            and not part.get("error")
+            and call["result"] != part.get("response")
+        ):
+            raise Inconsistent(f"call {answered!r}: its 'result' in 'tool_calls' is not the result its message holds")
+
+
+def shown_call(call: Call) -> str:
+    """A call as messages show it: ``name(arguments)`` (``...`` for none), its text when it is not JSON."""
+    if call.invalid is not None:
+        return f"{call.name}(<not JSON: {call.invalid}>)"
+    if call.arguments is ABSENT:
+        return f"{call.name}(...)"
+    try:
+        return f"{call.name}({orjson.dumps(call.arguments).decode()})"
+    except (TypeError, orjson.JSONEncodeError):
+        return f"{call.name}({call.arguments!r})"
+
+
+def _shown(call: Call) -> str:
+    text = shown_call(call)
+    return text if len(text) <= 120 else text[:119] + "…"
 
 
 # ---------------------------------------------------------------------- calls
@@ -382,10 +535,13 @@ def _kind(value: Any) -> str:
 __all__ = [
     "MODEL_ROLES",
     "Call",
+    "Inconsistent",
     "Unreadable",
+    "check_consistent",
     "count_model_turns",
     "own_call_items",
     "read_calls",
     "read_calls_of_list",
     "read_messages",
+    "shown_call",
 ]

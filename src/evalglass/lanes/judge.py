@@ -43,6 +43,7 @@ from evalglass.core.fieldpath import ABSENT
 from evalglass.core.fingerprint import content_address
 from evalglass.core.pairwise import Inconsistent
 from evalglass.core.score import Diagnostic, Score, Status, Validity
+from evalglass.core.trajectory import Inconsistent as InconsistentTrajectory
 from evalglass.core.trajectory import Unreadable
 from evalglass.errors import SetupError
 from evalglass.lanes.callcache import CallStore, cache_key
@@ -308,6 +309,8 @@ class Judge:
         transcript: str | None = None
         if self._transcripts is not None:
             rendered = self._transcripts.of(example, target)
+            if isinstance(rendered, InconsistentTrajectory):
+                return rendered.score(example), None
             if isinstance(rendered, Unreadable):
                 message = f"the output is not a conversation: {rendered}"
                 unreadable = self.definition.unreadable

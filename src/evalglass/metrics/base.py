@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -265,6 +265,12 @@ class MetricSpec(BaseModel):
         with ``one``, example by example, so a batch function can never change an outcome. None: no batch path.
         """
         return None
+
+    def for_format(self, dataset_format: str | None) -> Self:
+        """This spec as it reads a dataset of ``dataset_format`` (``dataset.format``; None: by the file's extension),
+        with any default that belongs to the format filled in, so the fingerprint binds it. The config calls it once;
+        most metrics read every format alike and return themselves."""
+        return self
 
     def record_templates(self) -> dict[str, str]:
         """The templates this metric renders with the example's record (a judge's prompt and system message), by

@@ -7,8 +7,11 @@ follows:
 
 - a number is the measurement (``scored``; ``invalid`` when it lies outside the declared ``scale``);
 - a pass/fail (a boolean, or ``passed`` without a value) is 1.0 / 0.0;
-- a label (inspect's ``C``/``I``/``P``/``N``, or the host's own) is its value in ``values``; a label not listed is
-  an ``error`` (``recorded_score_unmapped``), never a guess;
+- a label is its value in ``values``, whose default belongs to the format that wrote the score
+  (:data:`FORMAT_LABELS`, filled in by the config so the map in effect is in the metric's fingerprint); else the
+  worth the tool's own file records for it beside the label (OpenAI Evals' ``choice_scores``, as the ``score``
+  each model-graded sample records); a label neither gives is an ``error`` (``recorded_score_unmapped``) naming
+  the label and how to map it, never a guess (inspect's own ``value_to_float`` reads an unknown label as 0.0);
 - **the tool's own failure to score** (its error, or no entry for this scorer, or a null value) is an ``error``
   (``recorded_score_error`` / ``recorded_score_missing``) carrying what the tool said: a missing measurement,
   never 0.0. A sample whose output the tool judged wrong is 0.0; a sample the tool could not judge is not.
@@ -18,7 +21,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import ClassVar, Literal
+from types import MappingProxyType
+from typing import ClassVar, Literal, Self
 
 from pydantic import Field, model_validator
 
@@ -31,7 +35,23 @@ from evalglass.metrics.support import NoReferenceSpec, clip, json_type_name
 #: A non-finite number as Python's ``json`` writes it, read as its text (``toolresults.load_json``): not a label.
 NON_FINITE_TEXT = frozenset({"NaN", "Infinity", "-Infinity"})
 #: inspect_ai's value labels (CORRECT, INCORRECT, PARTIAL, NOANSWER) and what its own ``value_to_float`` makes them.
-INSPECT_LABELS: dict[str, float] = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
+#: NOANSWER is the *model's* refusal or lack of an answer, judged by the scorer (inspect counts it 0 in accuracy):
+#: a judged outcome, not the scorer's failure (a scorer that failed leaves an error, which is never a number).
+#: ``value_to_float``'s other readings (yes/no/true/false, numeric text, and 0.0 for anything else) are not taken
+#: over: a label a scorer of the host's invents is declared under ``values``, never guessed.
+INSPECT_LABELS: Mapping[str, float] = MappingProxyType({"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0})
+#: The labels each format's files record, and their worth, as the tool itself reads them. promptfoo and lm-eval
+#: record numbers and pass/fail only; OpenAI Evals' model-graded evals record the eval's own choice strings, worth
+#: what the eval's ``choice_scores`` makes them, which the log holds only as the ``score`` beside each choice (the
+#: reader passes it on as the entry's ``worth``); a format not listed (EvalGlass's own JSONL/CSV/Parquet) has none.
+FORMAT_LABELS: Mapping[str, Mapping[str, float]] = MappingProxyType(
+    {"inspect": INSPECT_LABELS, "promptfoo": {}, "lm-eval": {}, "openai-evals": {}}
+)
+
+
+def format_labels(dataset_format: str | None) -> dict[str, float]:
+    """The label map ``recorded_score`` uses by default on a dataset of ``dataset_format``."""
+    return dict(FORMAT_LABELS.get(dataset_format or "", {}))
 
 
 class RecordedScoreSpec(NoReferenceSpec):
@@ -48,9 +68,10 @@ class RecordedScoreSpec(NoReferenceSpec):
     key: str | None = Field(
         default=None, description="For a score whose value is an object (inspect's dict scores): the key to read."
     )
-    values: dict[str, float] = Field(
-        default_factory=lambda: dict(INSPECT_LABELS),
-        description="What each text label is worth (default: inspect's C=1, I=0, P=0.5, N=0).",
+    values: dict[str, float] | None = Field(
+        default=None,
+        description="What each text label is worth (default: the labels of the format that wrote the score: "
+        "inspect's C=1, I=0, P=0.5, N=0; none for the others; docs/metrics.md#recorded_score).",
     )
     scale: ScaleSpec = Field(
         default=UNIT_SCALE, description="The range the tool's values lie in; a value outside is scored invalid."
@@ -58,17 +79,26 @@ class RecordedScoreSpec(NoReferenceSpec):
 
     @model_validator(mode="after")
     def _finite_values(self) -> RecordedScoreSpec:
-        for label, value in self.values.items():
+        for label, value in (self.values or {}).items():
             if not math.isfinite(value):
                 raise ValueError(f"values: {label!r} must be a finite number")
         return self
+
+    def for_format(self, dataset_format: str | None) -> Self:
+        """Without ``values``: the labels of the format that wrote the score (:data:`FORMAT_LABELS`), so the map in
+        effect is part of the fingerprint (an approval is bound to what each label was worth when it was made)."""
+        if self.values is not None:
+            return self
+        return self.model_copy(update={"values": format_labels(dataset_format)})
 
     def value_scale(self) -> ScaleSpec | None:
         return self.scale
 
     def build_one(self, context: BuildContext) -> MetricFn:
         target = measured_target(self)
-        scorer, key, labels, scale = self.scorer, self.key, self.values, self.scale
+        scorer, key, scale = self.scorer, self.key, self.scale
+        # Built outside a config (which fills in its format's map), a spec without ``values`` maps no label.
+        labels = self.values or {}
 
         def recorded_score(example: Example) -> MetricResult:
             output = target(example)
@@ -103,6 +133,14 @@ class RecordedScoreSpec(NoReferenceSpec):
                 return 1.0 if value else 0.0
             if type(value) is str:
                 mapped = labels.get(value)
+                worth = entry.get("worth")
+                if (
+                    mapped is None
+                    and isinstance(worth, int | float)
+                    and not isinstance(worth, bool)
+                    and math.isfinite(worth)
+                ):
+                    mapped = float(worth)  # the tool's own worth for the label, as its file records it
                 if mapped is None and value in NON_FINITE_TEXT:
                     return Score.error(
                         "recorded_score_malformed", f"{where}: '{scorer}' is {value}, not a finite number"
@@ -112,7 +150,8 @@ class RecordedScoreSpec(NoReferenceSpec):
                     return Score.error(
                         "recorded_score_unmapped",
                         f"{where}: '{scorer}' is the label {clip(value, 40)!r}, which `values` does not map "
-                        f"(known: {known})",
+                        f"(known: {known}) and the tool's file gives no worth for; declare what it is worth on the "
+                        f"metric: `values: {{{clip(value, 40)!r}: <number>}}`",
                     )
                 value = mapped
             if type(value) not in (int, float) or not math.isfinite(value):

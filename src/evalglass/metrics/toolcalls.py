@@ -36,7 +36,7 @@ from pydantic import Field, model_validator
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.jsonvalue import NotJsonError
 from evalglass.core.score import Score
-from evalglass.core.trajectory import Call, Unreadable
+from evalglass.core.trajectory import Call, Inconsistent, Unreadable
 from evalglass.metrics.base import (
     ABSENT,
     BatchMetricFn,
@@ -139,6 +139,8 @@ class ToolCallsSpec(MetricSpec):
             if value is ABSENT:
                 return invalid(example)
             result = compare(value, reference)
+            if isinstance(result, Inconsistent):
+                return result.score(example)
             if isinstance(result, Unreadable):
                 return unreadable("trajectory_unreadable", f"the output is not a trajectory: {result}")
             return result

@@ -17,7 +17,7 @@ from evalglass.core.example import Example
 from evalglass.core.jsonvalue import NotJsonError, json_key
 from evalglass.core.score import Score
 from evalglass.core.stats import UNIT_SCALE, ScaleSpec
-from evalglass.core.trajectory import Call, Unreadable, count_model_turns, read_calls
+from evalglass.core.trajectory import Call, Inconsistent, Unreadable, count_model_turns, read_calls, shown_call
 from evalglass.metrics.base import (
     ABSENT,
     BuildContext,
@@ -56,6 +56,8 @@ class StepsSpec(NoReferenceSpec):
                 return invalid(example)
             try:
                 found = count_model_turns(value) if turns else len(read_calls(value))
+            except Inconsistent as exc:
+                return exc.score(example)
             except Unreadable as exc:
                 return unreadable("trajectory_unreadable", f"the output is not a trajectory: {exc}")
             if found is None:
@@ -101,6 +103,8 @@ class LoopSpec(NoReferenceSpec):
             try:
                 calls = read_calls(value)
                 found = _repeated(calls, repeats, consecutive)
+            except Inconsistent as exc:
+                return exc.score(example)
             except Unreadable as exc:
                 return unreadable("trajectory_unreadable", f"the output is not a trajectory: {exc}")
             except NotJsonError as exc:
@@ -143,10 +147,7 @@ def _identity(call: Call) -> Hashable:
 
 
 def _shown(call: Call) -> str:
-    if call.invalid is not None:
-        return clip(f"{call.name}(<not JSON: {call.invalid}>)", 120)
-    arguments = "..." if call.arguments is ABSENT else orjson.dumps(call.arguments).decode()
-    return clip(f"{call.name}({arguments})", 120)
+    return clip(shown_call(call), 120)
 
 
 #: The files the state (and the expected state) become in the check's target folder.

@@ -49,10 +49,10 @@ METRIC_VERSIONS: Mapping[str, int] = {
     "check": 2,
     "llm_judge": 2,
     "jury": 1,
-    "recorded_score": 1,
-    "tool_calls": 1,
-    "steps": 1,
-    "loop": 1,
+    "recorded_score": 2,
+    "tool_calls": 2,
+    "steps": 2,
+    "loop": 2,
     "final_state": 1,
 }
 

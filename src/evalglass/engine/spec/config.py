@@ -308,6 +308,14 @@ class Config(BaseModel):
         return entries
 
     @model_validator(mode="after")
+    def _metrics_of_the_format(self) -> Config:
+        """Each metric as it reads this dataset's format (``MetricSpec.for_format``: a ``recorded_score``'s default
+        labels), filled in here so what it reads is in the metric's fingerprint."""
+        for name, spec in self.metrics.items():
+            self.metrics[name] = spec.for_format(self.dataset.format)
+        return self
+
+    @model_validator(mode="after")
     def _references_resolve(self, info: ValidationInfo) -> Config:
         """Names that must refer to something declared elsewhere. Every broken reference is reported, each at the
         key that makes it (a gate's ``metric``, a metric's ``check``), not at the top of the file."""

@@ -7,12 +7,19 @@ a grader's call: model-graded evals record it under the same sample, after the a
 the answer (``sampled``), the target (``expected``) and the score ``match`` (``correct``); ``metrics`` events give
 one score per key of their data (model-graded evals). An event type not listed here is refused, naming it.
 
+A model-graded eval (``ModelBasedClassify``) records per sample ``choice`` (one of the eval's choice strings) and
+``score`` (what the eval's ``choice_scores`` makes it, or null when the eval declares none): the choice's score is
+passed on as the label's ``worth`` (the log does not hold ``choice_scores`` otherwise), and one choice worth two
+numbers in one log stops the run, naming both lines. ``__invalid__`` (the grader's answer matched no choice) is the
+grader's failure: its ``choice`` and ``score`` are errors, never the lowest choice's score evals counts it as.
+
 The log records no version of its own: EvalGlass reads the record format of ``evals`` 3.0.x (3.0.1.post1 made the
 committed fixture), recognised by its ``spec`` line.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,6 +31,9 @@ from evalglass.errors import SetupError
 TESTED_WITH = ("evals 3.0.1.post1",)
 EVENT_TYPES = frozenset({"sampling", "match", "metrics"})
 MAX_BYTES = 1 << 30
+#: What a model-graded eval records as the choice when the grader's answer matched none of the eval's choice strings
+#: (``evals.elsuite.modelgraded.classify_utils.INVALID_STR``); evals scores it as the lowest choice.
+INVALID_CHOICE = "__invalid__"
 
 
 class OpenAIEvalsReader(ToolReader):
@@ -33,6 +43,7 @@ class OpenAIEvalsReader(ToolReader):
         data = self._read_bytes(MAX_BYTES)
         samples: dict[str, ToolSample] = {}
         sampled: set[str] = set()  # the samples whose answer (their first sampling event) is read
+        worths: dict[str, tuple[float, int]] = {}  # a model-graded eval's choice → its score, and where first read
         spec_seen = False
         for number, raw in enumerate(data.split(b"\n"), start=1):
             if not raw.strip():
@@ -98,6 +109,8 @@ class OpenAIEvalsReader(ToolReader):
                 if sample_id in sampled:
                     continue
                 sampled.add(sample_id)
+            if kind == "metrics":
+                self._same_worth(event, number, worths)
             problem = self._parse(f"line {number}", number, _apply, sample, kind, event, number)
             if isinstance(problem, ToolProblem):
                 yield problem
@@ -114,6 +127,21 @@ class OpenAIEvalsReader(ToolReader):
                 )
             else:
                 yield sample
+
+    def _same_worth(self, event: dict[str, Any], number: int, worths: dict[str, tuple[float, int]]) -> None:
+        """Refuse a log in which one choice is worth two scores: one eval's ``choice_scores`` gives each choice one
+        number, so such a log does not add up (two runs mixed, or edited), and neither number can be taken."""
+        choice, worth = _choice_worth(event)
+        if choice is None or worth is None:
+            return
+        first, line = worths.setdefault(choice, (worth, number))
+        if first != worth:
+            raise SetupError(
+                f"choice {choice!r} is worth {first} at line {line} and {worth} at line {number}: one eval's "
+                "choice_scores gives each choice one score",
+                where=str(self.path),
+                fix="point dataset.path at the log one `oaieval --record_path` run wrote, unedited",
+            )
 
     def _not_a_log(self, why: str) -> SetupError:
         return SetupError(
@@ -140,8 +168,34 @@ def _apply(sample: ToolSample, kind: str, event: dict[str, Any], number: int) ->
             sample.text = event["sampled"]
         sample.target = event.get("expected")
         return sample
+    graded = _graded(event)
     for key, value in event.items():
         if key in sample.scores:
             return ToolProblem(f"line {number}", number, f"a second {key!r} score for sample {sample.id}")
-        sample.scores[key] = score_entry(value)
+        sample.scores[key] = graded.get(key) or score_entry(value)
     return sample
+
+
+def _choice_worth(event: dict[str, Any]) -> tuple[str | None, float | None]:
+    """A model-graded eval's choice and the score its ``choice_scores`` gives it, when the event records both."""
+    choice, score = event.get("choice"), event.get("score")
+    if not isinstance(choice, str) or choice == INVALID_CHOICE:
+        return (choice if isinstance(choice, str) else None), None
+    if not isinstance(score, int | float) or isinstance(score, bool) or not math.isfinite(score):
+        return choice, None
+    return choice, float(score)
+
+
+def _graded(event: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The ``choice`` and ``score`` entries of a model-graded eval's metrics event, where they are more than the
+    values as recorded: the choice with its worth, or both an error when the grader chose nothing."""
+    choice, worth = _choice_worth(event)
+    if choice == INVALID_CHOICE:
+        why = (
+            "the grader's answer matched none of the eval's choice strings (evals records __invalid__ and counts "
+            "it as the lowest choice score)"
+        )
+        return {key: score_entry(None, error=why) for key in ("choice", "score") if key in event}
+    if choice is not None and worth is not None:
+        return {"choice": score_entry(choice, worth=worth)}
+    return {}

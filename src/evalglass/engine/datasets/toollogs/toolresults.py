@@ -71,12 +71,20 @@ class ToolProblem:
 
 
 def score_entry(
-    value: Any = None, *, passed: bool | None = None, error: str | None = None, explanation: str | None = None
+    value: Any = None,
+    *,
+    passed: bool | None = None,
+    error: str | None = None,
+    explanation: str | None = None,
+    worth: float | None = None,
 ) -> dict[str, Any]:
-    """A recorded score in the shape ``recorded_score`` reads (keys left out when the tool recorded nothing)."""
+    """A recorded score in the shape ``recorded_score`` reads (keys left out when the tool recorded nothing).
+    ``worth``: for a label, what the tool's own file says it is worth (OpenAI Evals' ``choice_scores``)."""
     entry: dict[str, Any] = {"value": value}
     if passed is not None:
         entry["passed"] = passed
+    if worth is not None:
+        entry["worth"] = worth
     if error:
         entry["error"] = error
     if explanation is not None:

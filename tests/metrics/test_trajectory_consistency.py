@@ -1,0 +1,154 @@
+"""A trajectory whose redundant fields disagree (its calls in ``tool_calls`` and in its messages, ``steps`` and its
+model turns, a result and the calls' ids, ``finish`` and its last turn) does not add up: every metric on it is an
+error naming the field, never a number read from one of the fields (``tool_calls: []`` beside three calls in the
+messages once read ``loop`` 1.0). What may differ does: messages holding only the last calls (a trace's output)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evalglass.core.conversation import Trajectory
+from evalglass.core.trajectory import Inconsistent, check_consistent, count_model_turns, read_calls, read_messages
+from tests.e2e.project import run_cli
+
+
+def trajectory(calls: list[tuple[str, dict[str, Any]]], *, stopped: bool = True) -> dict[str, Any]:
+    """A trajectory as an agent lane records it: one model turn per call, each answered, then (``stopped``) an
+    answer without a call (``finish: stop``), else ``finish: max_steps``."""
+    messages: list[dict[str, Any]] = [{"role": "user", "parts": [{"type": "text", "content": "Book a table"}]}]
+    made: list[dict[str, Any]] = []
+    for n, (name, arguments) in enumerate(calls):
+        call_id = f"call_{n}"
+        part = {"type": "tool_call", "id": call_id, "name": name, "arguments": arguments}
+        messages.append({"role": "assistant", "parts": [part]})
+        messages.append({"role": "tool", "parts": [{"type": "tool_call_response", "id": call_id, "response": n}]})
+        made.append({"id": call_id, "name": name, "arguments": arguments, "result": n})
+    if stopped:
+        messages.append({"role": "assistant", "parts": [{"type": "text", "content": "Done."}]})
+    record = {
+        "messages": messages,
+        "tool_calls": made,
+        "steps": len(calls) + stopped,
+        "finish": "stop" if stopped else "max_steps",
+    }
+    Trajectory.model_validate(record)  # the shape `evalglass schema trajectory` describes
+    return record
+
+
+LOOPING = [("search", {"q": "table"})] * 3
+
+
+def tampered(record: dict[str, Any], how: str) -> dict[str, Any]:
+    changed = copy.deepcopy(record)
+    if how == "no_calls":
+        changed["tool_calls"] = []
+    elif how == "fewer_calls":
+        changed["tool_calls"] = changed["tool_calls"][1:]
+    elif how == "renamed":
+        changed["tool_calls"][-1]["name"] = "cancel"
+    elif how == "arguments":
+        changed["tool_calls"][0]["arguments"] = {"q": "chair"}
+    elif how == "steps":
+        changed["steps"] = 1
+    elif how == "finish":
+        changed["finish"] = "max_steps"
+    elif how == "result_id":
+        changed["messages"][2]["parts"][0]["id"] = "call_99"
+    elif how == "result":
+        changed["tool_calls"][0]["result"] = "another"
+    else:
+        raise AssertionError(how)
+    return changed
+
+
+TAMPERS = ["no_calls", "fewer_calls", "renamed", "arguments", "steps", "finish", "result_id", "result"]
+
+
+def run(tmp_path: Path, outputs: list[Any]) -> Any:
+    evals = tmp_path / "evals"
+    evals.mkdir()
+    rows = [{"id": f"t{n}", "output": output, "gold": [{"name": "search"}]} for n, output in enumerate(outputs)]
+    (evals / "trajectories.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    config = {
+        "version": 1,
+        "dataset": {"name": "trajectories", "path": "trajectories.jsonl"},
+        "metrics": {
+            "loop": {"type": "loop"},
+            "calls": {"type": "steps", "count": "tool_calls"},
+            "turns": {"type": "steps", "count": "model_turns", "max": 10},
+            "called": {"type": "tool_calls", "reference": "gold", "mode": "subset"},
+        },
+    }
+    (evals / "evalglass.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    (evals / "authority.yaml").write_text("version: 1\n")
+    return run_cli("run", "--no-history", "--format", "json", cwd=tmp_path)
+
+
+def test_calls_missing_from_tool_calls_are_an_error_naming_the_field_not_a_pass(tmp_path: Path) -> None:
+    """The brief's case: ``tool_calls: []`` while the messages hold three identical calls read loop 1.0."""
+    looping = trajectory(LOOPING)
+    result = run(tmp_path, [looping, tampered(looping, "no_calls")])
+    assert result.code == 0, result.err
+    card = result.json()
+    for name in ("loop", "calls", "turns", "called"):
+        found = next(m for m in card["metrics"] if m["name"] == name)
+        codes = {d["code"]: d for d in found["population"]["top_diagnostics"]}
+        assert "trajectory_inconsistent" in codes, (name, codes)
+        assert codes["trajectory_inconsistent"]["count"] == 1
+        example = codes["trajectory_inconsistent"]["example"]
+        assert "line 2" in example and "'tool_calls'" in example, example
+        assert found["population"]["included"] == 1, (name, found["population"])
+    loop = next(m for m in card["metrics"] if m["name"] == "loop")
+    assert loop["estimate"]["point"] == 0.0  # the one that adds up loops
+
+
+@pytest.mark.parametrize("how", TAMPERS)
+def test_each_redundant_field_that_disagrees_is_named(how: str) -> None:
+    record = tampered(trajectory([("search", {"q": "table"}), ("book", {"at": 8})]), how)
+    for read in (read_calls, count_model_turns, read_messages):
+        with pytest.raises(Inconsistent):
+            read(record)
+
+
+def test_messages_holding_only_the_last_calls_add_up() -> None:
+    """A trace record's output: ``tool_calls`` every call, the messages only the last model call's."""
+    record = trajectory([("search", {"q": "a"}), ("book", {"at": 8})], stopped=False)
+    del record["steps"], record["finish"]
+    record["messages"] = [message for message in record["messages"] if message["role"] == "assistant"][-1:]
+    check_consistent(record)
+    assert [call.name for call in read_calls(record)] == ["search", "book"]
+    assert [m["parts"][0]["name"] for m in read_messages(record) if m["role"] == "assistant"] == ["search", "book"]
+
+
+NAMES = st.sampled_from(["search", "book", "cancel"])
+CALLS = st.lists(st.tuples(NAMES, st.fixed_dictionaries({"q": st.integers(0, 3)})), max_size=6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(calls=CALLS, stopped=st.booleans())
+def test_a_trajectory_that_adds_up_reads_as_recorded(calls: list[tuple[str, dict[str, Any]]], stopped: bool) -> None:
+    record = trajectory(calls, stopped=stopped)
+    check_consistent(record)
+    assert [(call.name, call.arguments) for call in read_calls(record)] == calls
+    assert count_model_turns(record) == len(calls) + stopped
+
+
+@settings(max_examples=60, deadline=None)
+@given(calls=CALLS.filter(lambda calls: len(calls) >= 2), dropped=st.integers(0, 5))
+def test_a_call_dropped_from_tool_calls_never_reads_as_fewer_calls(
+    calls: list[tuple[str, dict[str, Any]]], dropped: int
+) -> None:
+    """Dropping any call from ``tool_calls`` disagrees with the messages, unless it leaves them its last calls."""
+    record = trajectory(calls)
+    index = dropped % len(calls)
+    record["tool_calls"].pop(index)
+    with pytest.raises(Inconsistent):
+        read_calls(record)
