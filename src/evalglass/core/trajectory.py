@@ -236,6 +236,7 @@ def _check(value: Mapping[str, Any], items: Sequence[Any], made: list[Call] | No
     ids = {item["id"] for item in items if type(item) is dict and type(item.get("id")) is str}
     calling_turns = 0
     last_turn: list[Call] | None = None  # the calls of the last model message
+    last_ids: list[Any] = []  # and their ids
     for index, message in enumerate(messages):
         # EvalGlass's own messages (an agent lane's) are read as they are; any other shape through _message, which
         # raises naming what is wrong.
@@ -246,20 +247,22 @@ def _check(value: Mapping[str, Any], items: Sequence[Any], made: list[Call] | No
             role = _role(message, index)
             parts = _message(message, index)["parts"]
         here: list[Call] = []
+        here_ids: list[Any] = []
         for part in parts:
             kind = part.get("type")
             if kind == "tool_call":
                 here.append(_call(part, "message part"))
+                here_ids.append(part.get("id"))
                 if type(part.get("id")) is str:
                     ids.add(part["id"])
             elif kind == "tool_call_response":
                 results.append(part)
         said.extend(here)
         if role in MODEL_ROLES:
-            last_turn = here
+            last_turn, last_ids = here, here_ids
             calling_turns += bool(here)
     if made is not None and made[len(made) - len(said) :] != said:  # equal Calls: the usual case, checked at once
-        _same_calls(made, said)
+        _same_calls(made, _ran_calls(items, said, last_ids, results))
     if type(steps) is int and steps < calling_turns:
         raise Inconsistent(f"'steps' is {steps}, while the messages hold {calling_turns} model turns that call tools")
     if last_turn is not None and ((finish == "stop" and last_turn) or (finish == "max_steps" and not last_turn)):
@@ -267,6 +270,25 @@ def _check(value: Mapping[str, Any], items: Sequence[Any], made: list[Call] | No
         raise Inconsistent(f"'finish' is {finish}, while the last model turn in the messages {did}")
     if results and ids:  # without ids on the calls, no result can be matched to one
         _same_results(items, ids, results)
+
+
+def _ran_calls(
+    items: Sequence[Any], said: list[Call], last_ids: list[Any], results: list[Mapping[str, Any]]
+) -> list[Call]:
+    """The calls of the messages that ``tool_calls`` should hold. A trace's ``tool_calls`` are the tool spans that
+    ran (each carries its ``span_id``), while its messages are its last model call's, which may end asking for
+    calls that never ran (the application stopped, a step budget ran out): those trailing requests of the last
+    model turn, that no message answers, are what happened, not a disagreement. Any other record's ``tool_calls``
+    are the calls made, so every call its messages hold counts."""
+    if not items or not all(type(item) is dict and "span_id" in item for item in items):
+        return said
+    answered = {part.get("id") for part in results}
+    kept = len(said)
+    for call_id in reversed(last_ids):
+        if call_id is not None and call_id in answered:
+            break
+        kept -= 1
+    return said[:kept]
 
 
 def _same_calls(made: list[Call], said: list[Call]) -> None:
