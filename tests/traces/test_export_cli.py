@@ -112,3 +112,29 @@ def test_an_imported_tool_run_exports_each_sample_and_the_tools_failures_as_erro
     assert all(
         "gen_ai.evaluation.score.value" not in a and a["gen_ai.evaluation.score.label"] == "error" for a in failed
     )
+
+
+def test_a_run_that_does_not_add_up_is_not_exported(tmp_path: Path) -> None:
+    """Exported events flow into an observability tool as the run's results: an edited scorecard or scores file is
+    refused in one line (exit 2), as every reader of a finished run refuses it."""
+    with recording() as (tracer, finished):
+        chat_span(tracer, "q", "no")
+        spans = finished()
+    project(tmp_path, {"metrics": {"days": {"type": "contains", "field": "text", "value": "days"}}}, spans)
+    assert run_cli("run", "--no-history", cwd=tmp_path).code == 0
+    (run,) = (path for path in (tmp_path / ".evalglass" / "runs").iterdir() if path.is_dir())
+    assert run_cli("export", "--format", "otlp", str(run), cwd=tmp_path).code == 0
+    scores = run / "scores.jsonl"
+    original = scores.read_bytes()
+    scores.write_bytes(original.replace(b'"days":[0.0]', b'"days":[1.0]'))
+    assert scores.read_bytes() != original
+    result = run_cli("export", "--format", "otlp", str(run), cwd=tmp_path)
+    assert result.code == 2 and "does not add up" in result.err and "Traceback" not in result.err
+    assert result.out == ""
+    scores.write_bytes(original)
+    card = run / "scorecard.json"
+    edited = card.read_bytes().replace(b'"verdict": "informational"', b'"verdict": "pass"', 1)
+    assert edited != card.read_bytes()
+    card.write_bytes(edited)
+    result = run_cli("export", "--format", "otlp", str(run), cwd=tmp_path)
+    assert result.code == 2 and "edited" in result.err and result.out == ""

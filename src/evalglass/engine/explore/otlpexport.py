@@ -27,7 +27,10 @@ import orjson
 
 from evalglass.core.runrecord import SCORES_FILE, RunRecord
 from evalglass.core.scorecard import Scorecard
-from evalglass.engine.runs.artifacts import load_runrecord, load_scorecard, score_rows
+from evalglass.engine.decide.consistency import load_checked
+from evalglass.engine.runs.artifacts import score_rows
+from evalglass.engine.runs.digests import file_sha256
+from evalglass.errors import SetupError
 from evalglass.version import __version__
 
 EVENT = "gen_ai.evaluation.result"
@@ -45,10 +48,23 @@ class Exported:
     response_ids: bool
 
 
+def _check_scores(folder: Path, record: RunRecord) -> None:
+    """The scores file against the run record's hash: the events are per-example scores, so a file edited after
+    the run must not flow into an observability tool as this run's results."""
+    path = folder / SCORES_FILE
+    if record.scores_file == SCORES_FILE and path.is_file() and file_sha256(path) != record.scores_sha256:
+        raise SetupError(
+            f"this run does not add up: {SCORES_FILE} is not the file the run record hashes",
+            where=str(folder),
+            fix=f"the scores were edited; `evalglass verify {folder}` names every difference, or rerun `evalglass run`",
+        )
+
+
 def export_otlp(folder: Path, out: Sink) -> Exported:
     """Write the run's evaluation events to ``out``; what was written (how many, linked to spans or not)."""
-    card = load_scorecard(folder)
-    record = load_runrecord(folder)
+    checked = load_checked(folder)  # a run that does not add up is not sent on as evaluation results
+    card, record = checked.scorecard, checked.record
+    _check_scores(folder, record)
     binary = _binary_metrics(card)
     dataset = record.config.get("dataset") if isinstance(record.config, dict) else None
     traced = isinstance(dataset, dict) and dataset.get("format") == "otlp"
