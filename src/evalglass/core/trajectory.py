@@ -114,7 +114,7 @@ def own_call_items(value: Any) -> list[dict[str, Any]] | None:
         and all_of_type(list(map(dict.get, items, repeat("name"))), str)
     ):
         return None
-    if items is not value and not _REDUNDANT.isdisjoint(value):
+    if items is not value and not _REDUNDANT.isdisjoint(value) and not own_form_agrees(value, items):
         check_consistent(value)
     return items
 
@@ -206,6 +206,64 @@ def read_messages(value: Any) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------------- consistency
 #: The keys of a trajectory object that repeat what its ``tool_calls`` say (beside ``tool_calls`` itself).
 _REDUNDANT = frozenset({"messages", "steps", "finish"})
+
+
+def own_form_agrees(value: Mapping[str, Any], items: list[dict[str, Any]]) -> bool:
+    """True when a trajectory whose calls are EvalGlass's own items (:func:`own_call_items`) and whose messages are
+    EvalGlass's own ``{role, parts}`` adds up: :func:`check_consistent`'s rules, the calls compared as (name,
+    arguments) pairs rather than :class:`Call` objects (a replay reads tens of thousands; a third of its reading
+    was this check). False for anything else, or anything that may not add up: :func:`check_consistent` then
+    decides, and says why. Raises :class:`Inconsistent` only where it would (a result that disagrees)."""
+    steps, finish, messages = value.get("steps"), value.get("finish"), value.get("messages", ABSENT)
+    if type(steps) is int and steps == 0 and items:
+        return False
+    if messages is ABSENT:
+        return True
+    if type(messages) is not list:
+        return False
+    said: list[tuple[str, Any]] = []
+    results: list[Mapping[str, Any]] = []
+    ids: set[str] = set()
+    calling_turns = 0
+    last_turn: int | None = None  # how many calls the last model message makes
+    for message in messages:
+        parts = message.get("parts") if type(message) is dict else None
+        role = message.get("role") if type(message) is dict else None
+        if type(parts) is not list or type(role) is not str:
+            return False
+        here = 0
+        for part in parts:
+            if type(part) is not dict:
+                return False
+            kind = part.get("type")
+            if kind == "tool_call":
+                name = part.get("name")
+                if type(name) is not str or "invalid_arguments" in part or "function" in part:
+                    return False
+                said.append((name, part.get("arguments", ABSENT)))
+                if type(part.get("id")) is str:
+                    ids.add(part["id"])
+                here += 1
+            elif kind == "tool_call_response":
+                results.append(part)
+        if role in MODEL_ROLES:
+            last_turn = here
+            calling_turns += here > 0
+    if said:
+        if len(said) > len(items):
+            return False
+        shown = items[len(items) - len(said) :]
+        if [(item["name"], item.get("arguments", ABSENT)) for item in shown] != said:
+            return False
+    if type(steps) is int and steps < calling_turns:
+        return False
+    if last_turn is not None and ((finish == "stop" and last_turn) or (finish == "max_steps" and not last_turn)):
+        return False
+    if results:
+        ids.update(item["id"] for item in items if type(item.get("id")) is str)
+        if ids:
+            _same_results(items, ids, results)
+    return True
 
 
 def check_consistent(value: Mapping[str, Any]) -> None:
