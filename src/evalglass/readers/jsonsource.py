@@ -97,8 +97,13 @@ def _exact(lines: list[bytes], values: list[Any], key: str | None) -> tuple[bool
             # A record {"k": v, ...} writes one colon after each key, those in the keys' own text, and those in
             # its values: the column holds the values at ``key``, the rest the other keys and values.
             column = orjson.dumps(list(map(itemgetter(key), values)))
-            rest = orjson.dumps([{name: value for name, value in record.items() if name != key} for record in values])
-            written = column.count(b":") + rest.count(b":") + len(values) * (1 + key.count(":"))
+            if 2 * len(column) > len(joined):
+                # The column is most of the batch (trajectories): the rest without it, made in Python per record,
+                # costs less than writing the column's values a second time.
+                rest = orjson.dumps([{name: item for name, item in record.items() if name != key} for record in values])
+                written = column.count(b":") + rest.count(b":") + len(values) * (1 + key.count(":"))
+            else:  # small values beside many fields: one dump of the whole batch in C is cheaper than the split
+                written = orjson.dumps(values).count(b":")
         else:
             written = orjson.dumps(values).count(b":")
     except orjson.JSONEncodeError:
