@@ -83,7 +83,7 @@ def read_calls(value: Any) -> list[Call]:
                 raise Unreadable(f"'tool_calls' is {_kind(calls)}, not a list of calls")
             made = [_call(item, "tool call", index) for index, item in enumerate(calls)]
             if not _REDUNDANT.isdisjoint(value):
-                _check(value, calls, made)
+                _check(value, calls, [(call.name, call.arguments, call.invalid) for call in made])
             return made
         messages = value.get("messages", ABSENT)
         if messages is ABSENT:
@@ -114,7 +114,7 @@ def own_call_items(value: Any) -> list[dict[str, Any]] | None:
         and all_of_type(list(map(dict.get, items, repeat("name"))), str)
     ):
         return None
-    if items is not value and not _REDUNDANT.isdisjoint(value) and not own_form_agrees(value, items):
+    if items is not value and not _REDUNDANT.isdisjoint(value):
         check_consistent(value)
     return items
 
@@ -208,64 +208,6 @@ def read_messages(value: Any) -> list[dict[str, Any]]:
 _REDUNDANT = frozenset({"messages", "steps", "finish"})
 
 
-def own_form_agrees(value: Mapping[str, Any], items: list[dict[str, Any]]) -> bool:
-    """True when a trajectory whose calls are EvalGlass's own items (:func:`own_call_items`) and whose messages are
-    EvalGlass's own ``{role, parts}`` adds up: :func:`check_consistent`'s rules, the calls compared as (name,
-    arguments) pairs rather than :class:`Call` objects (a replay reads tens of thousands; a third of its reading
-    was this check). False for anything else, or anything that may not add up: :func:`check_consistent` then
-    decides, and says why. Raises :class:`Inconsistent` only where it would (a result that disagrees)."""
-    steps, finish, messages = value.get("steps"), value.get("finish"), value.get("messages", ABSENT)
-    if type(steps) is int and steps == 0 and items:
-        return False
-    if messages is ABSENT:
-        return True
-    if type(messages) is not list:
-        return False
-    said: list[tuple[str, Any]] = []
-    results: list[Mapping[str, Any]] = []
-    ids: set[str] = set()
-    calling_turns = 0
-    last_turn: int | None = None  # how many calls the last model message makes
-    for message in messages:
-        parts = message.get("parts") if type(message) is dict else None
-        role = message.get("role") if type(message) is dict else None
-        if type(parts) is not list or type(role) is not str:
-            return False
-        here = 0
-        for part in parts:
-            if type(part) is not dict:
-                return False
-            kind = part.get("type")
-            if kind == "tool_call":
-                name = part.get("name")
-                if type(name) is not str or "invalid_arguments" in part or "function" in part:
-                    return False
-                said.append((name, part.get("arguments", ABSENT)))
-                if type(part.get("id")) is str:
-                    ids.add(part["id"])
-                here += 1
-            elif kind == "tool_call_response":
-                results.append(part)
-        if role in MODEL_ROLES:
-            last_turn = here
-            calling_turns += here > 0
-    if said:
-        if len(said) > len(items):
-            return False
-        shown = items[len(items) - len(said) :]
-        if [(item["name"], item.get("arguments", ABSENT)) for item in shown] != said:
-            return False
-    if type(steps) is int and steps < calling_turns:
-        return False
-    if last_turn is not None and ((finish == "stop" and last_turn) or (finish == "max_steps" and not last_turn)):
-        return False
-    if results:
-        ids.update(item["id"] for item in items if type(item.get("id")) is str)
-        if ids:
-            _same_results(items, ids, results)
-    return True
-
-
 def check_consistent(value: Mapping[str, Any]) -> None:
     """Raise :class:`Inconsistent` when a trajectory object's redundant fields disagree (the module's docstring
     says which may differ); :class:`Unreadable` when one is of the wrong shape. One pass over the messages, once
@@ -276,10 +218,33 @@ def check_consistent(value: Mapping[str, Any]) -> None:
         return
     if not isinstance(calls, list | tuple):
         raise Unreadable(f"'tool_calls' is {_kind(calls)}, not a list of calls")
-    _check(value, calls, [_call(item, "tool call", index) for index, item in enumerate(calls)])
+    _check(value, calls, [_call_key(item, "tool call", index) for index, item in enumerate(calls)])
 
 
-def _check(value: Mapping[str, Any], items: Sequence[Any], made: list[Call] | None) -> None:
+#: A call as the consistency check compares it: (name, arguments, invalid), :class:`Call`'s fields as a tuple, so a
+#: replay reading tens of thousands of trajectories compares calls without making a :class:`Call` for each.
+_CallKey = tuple[str, Any, str | None]
+
+
+def _call_key(item: Any, what: str, position: int | None = None) -> _CallKey:
+    """:func:`_call` of ``item`` as a :data:`_CallKey`, EvalGlass's own call read at once (:func:`_own_call`)."""
+    own = _own_call(item)
+    if own is not None:
+        return own
+    call = _call(item, what, position)
+    return call.name, call.arguments, call.invalid
+
+
+def _own_call(item: Any) -> _CallKey | None:
+    """EvalGlass's own ``{name, arguments}`` call as a key, the usual case, read at once; None for any other shape."""
+    if type(item) is dict and "function" not in item:
+        name = item.get("name")
+        if type(name) is str and item.get("type") != "tool_use" and item.get("invalid_arguments") is None:
+            return name, item.get("arguments", ABSENT), None
+    return None
+
+
+def _check(value: Mapping[str, Any], items: Sequence[Any], made: list[_CallKey] | None) -> None:
     """:func:`check_consistent` of ``value`` whose ``tool_calls`` are ``items``, read as ``made`` (None: the record
     has no ``tool_calls``; its calls are in its messages only)."""
     steps, finish, messages = value.get("steps"), value.get("finish"), value.get("messages", ABSENT)
@@ -289,12 +254,11 @@ def _check(value: Mapping[str, Any], items: Sequence[Any], made: list[Call] | No
         return
     if not isinstance(messages, list | tuple):
         raise Unreadable(f"'messages' is {_kind(messages)}, not a list of messages")
-    said: list[Call] = []
+    said: list[_CallKey] = []
     results: list[Mapping[str, Any]] = []
     ids = {item["id"] for item in items if type(item) is dict and type(item.get("id")) is str}
     calling_turns = 0
-    last_turn: list[Call] | None = None  # the calls of the last model message
-    last_ids: list[Any] = []  # and their ids
+    last_turn: tuple[int, list[dict[str, Any]]] | None = None  # the last model message: where its calls start, parts
     for index, message in enumerate(messages):
         # EvalGlass's own messages (an agent lane's) are read as they are; any other shape through _message, which
         # raises naming what is wrong.
@@ -304,35 +268,33 @@ def _check(value: Mapping[str, Any], items: Sequence[Any], made: list[Call] | No
         else:
             role = _role(message, index)
             parts = _message(message, index)["parts"]
-        here: list[Call] = []
-        here_ids: list[Any] = []
+        start = len(said)
         for part in parts:
             kind = part.get("type")
             if kind == "tool_call":
-                here.append(_call(part, "message part"))
-                here_ids.append(part.get("id"))
+                said.append(_call_key(part, "message part"))
                 if type(part.get("id")) is str:
                     ids.add(part["id"])
             elif kind == "tool_call_response":
                 results.append(part)
-        said.extend(here)
         if role in MODEL_ROLES:
-            last_turn, last_ids = here, here_ids
-            calling_turns += bool(here)
-    if made is not None and made[len(made) - len(said) :] != said:  # equal Calls: the usual case, checked at once
-        _same_calls(made, _ran_calls(items, said, last_ids, results))
+            last_turn = (start, parts)
+            calling_turns += len(said) > start
+    if made is not None and made[len(made) - len(said) :] != said:  # equal calls: the usual case, checked at once
+        _same_calls(made, _ran_calls(items, said, last_turn[1] if last_turn else [], results))
     if type(steps) is int and steps < calling_turns:
         raise Inconsistent(f"'steps' is {steps}, while the messages hold {calling_turns} model turns that call tools")
-    if last_turn is not None and ((finish == "stop" and last_turn) or (finish == "max_steps" and not last_turn)):
-        did = f"calls {_shown(last_turn[0])}" if last_turn else "calls no tool"
+    last_calls = said[last_turn[0] :] if last_turn is not None else None
+    if last_calls is not None and ((finish == "stop" and last_calls) or (finish == "max_steps" and not last_calls)):
+        did = f"calls {_shown(Call(*last_calls[0]))}" if last_calls else "calls no tool"
         raise Inconsistent(f"'finish' is {finish}, while the last model turn in the messages {did}")
     if results and ids:  # without ids on the calls, no result can be matched to one
         _same_results(items, ids, results)
 
 
 def _ran_calls(
-    items: Sequence[Any], said: list[Call], last_ids: list[Any], results: list[Mapping[str, Any]]
-) -> list[Call]:
+    items: Sequence[Any], said: list[_CallKey], last_parts: list[dict[str, Any]], results: list[Mapping[str, Any]]
+) -> list[_CallKey]:
     """The calls of the messages that ``tool_calls`` should hold. A trace's ``tool_calls`` are the tool spans that
     ran (each carries its ``span_id``), while its messages are its last model call's, which may end asking for
     calls that never ran (the application stopped, a step budget ran out): those trailing requests of the last
@@ -342,6 +304,7 @@ def _ran_calls(
         return said
     answered = {part.get("id") for part in results}
     kept = len(said)
+    last_ids = [part.get("id") for part in last_parts if part.get("type") == "tool_call"]  # the last model turn's
     for call_id in reversed(last_ids):
         if call_id is not None and call_id in answered:
             break
@@ -349,19 +312,20 @@ def _ran_calls(
     return said[:kept]
 
 
-def _same_calls(made: list[Call], said: list[Call]) -> None:
+def _same_calls(made: list[_CallKey], said: list[_CallKey]) -> None:
     """The calls the messages hold are the last of ``tool_calls``, in order (a trace's messages are its last model
     call's), with the same names, and the same arguments where both record them."""
     if len(said) > len(made):
         raise Inconsistent(f"the messages hold {len(said)} tool calls, 'tool_calls' only {len(made)}")
     first = len(made) - len(said)
     for offset, (recorded, shown) in enumerate(zip(made[first:], said, strict=True)):
-        if recorded.name != shown.name or (
-            recorded.arguments is not ABSENT and shown.arguments is not ABSENT and recorded.arguments != shown.arguments
+        (name, arguments, _), (shown_name, shown_arguments, _) = recorded, shown
+        if name != shown_name or (
+            arguments is not ABSENT and shown_arguments is not ABSENT and arguments != shown_arguments
         ):
             raise Inconsistent(
-                f"'tool_calls' call {first + offset + 1} is {_shown(recorded)}, the messages' call there is "
-                f"{_shown(shown)}"
+                f"'tool_calls' call {first + offset + 1} is {_shown(Call(*recorded))}, the messages' call there is "
+                f"{_shown(Call(*shown))}"
             )
 
 
@@ -447,10 +411,9 @@ def _call(item: Any, what: str, position: int | None = None) -> Call:
     """One call in any of its shapes: EvalGlass's ``{name, arguments, invalid_arguments}``, OpenAI's ``{function:
     {name, arguments}}`` (arguments as JSON text), Anthropic's ``{type: tool_use, name, input}``. ``what`` and the
     0-based ``position`` say where it is; the text is made only for an error (a trajectory holds many calls)."""
-    if type(item) is dict and "function" not in item:  # the usual case: EvalGlass's own call, read at once
-        name = item.get("name")
-        if type(name) is str and item.get("type") != "tool_use" and item.get("invalid_arguments") is None:
-            return Call(name, item.get("arguments", ABSENT))
+    own = _own_call(item)  # the usual case: EvalGlass's own call, read at once
+    if own is not None:
+        return Call(*own)
     if not isinstance(item, Mapping):
         raise Unreadable(f"{_where(what, position)} is {_kind(item)}, not an object")
     function = item.get("function", ABSENT)

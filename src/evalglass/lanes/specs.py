@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
@@ -326,7 +327,7 @@ class ChatLaneSpec(EndpointSpec):
 
     def record_inputs(self) -> list[tuple[str, str]]:
         """The record fields its message templates read by name, each with the message that reads it."""
-        return templates_read(self.message_templates())
+        return templates_read(_read_by(self.message_templates()))
 
 
 def check_prompt_form(
@@ -352,16 +353,23 @@ def message_templates(
     return templates
 
 
-def templates_read(templates: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """(field, how) for every record field the (role, template) pairs read by name. ``lanes.templating`` (jinja2)
-    is imported only here, for a config that has templates: a recorded run loads none (tests/test_lazy_imports.py)."""
+def templates_read(templates: Iterable[tuple[str, str]], *, top_level: bool = True) -> list[tuple[str, str]]:
+    """(field, how) for every record field the (how, template) pairs read by name (``top_level``: as a lane's
+    templates see the record's fields, else as ``example.NAME``, as a judge's do). ``lanes.templating`` (jinja2) is
+    imported only here, for a config that has templates: a recorded run loads none (tests/test_lazy_imports.py)."""
+    templates = list(templates)
+    if not templates:
+        return []
     from evalglass.lanes.templating import record_fields_read
 
     return [
-        (read, "its prompt" if role == "user" else f"its {role} message")
-        for role, template in templates
-        for read in sorted(record_fields_read(template, top_level=True))
+        (read, how) for how, template in templates for read in sorted(record_fields_read(template, top_level=top_level))
     ]
+
+
+def _read_by(templates: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """A lane's (role, template) pairs as (how the record is read, template)."""
+    return [("its prompt" if role == "user" else f"its {role} message", template) for role, template in templates]
 
 
 class AgentToolSpec(BaseModel):
@@ -441,7 +449,8 @@ class AgentLaneSpec(EndpointSpec):
     def record_inputs(self) -> list[tuple[str, str]]:
         """The record fields its message templates read by name, its recorded tool results and its state."""
         state = [(self.state, "its state")] if self.state is not None else []
-        return [*templates_read(self.message_templates()), (self.recorded_results, "its recorded_results"), *state]
+        read = templates_read(_read_by(self.message_templates()))
+        return [*read, (self.recorded_results, "its recorded_results"), *state]
 
     def samples(self) -> range:
         return range(self.epochs)

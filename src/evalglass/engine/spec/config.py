@@ -48,7 +48,7 @@ from evalglass.errors import LocatedValueError, SetupError
 from evalglass.lanes.checkinputs import InputProblem, check_host_files, input_hashes, split_words
 from evalglass.lanes.checkspec import CheckSpec
 from evalglass.lanes.hostimports import TooManyHostFiles
-from evalglass.lanes.specs import EndpointSpec, LaneSpec
+from evalglass.lanes.specs import EndpointSpec, LaneSpec, templates_read
 from evalglass.metrics.registry import AnyMetricSpec
 from evalglass.metrics.versions import fingerprinted, gate_evaluators
 from evalglass.readers.userfiles import read_regular
@@ -684,9 +684,9 @@ class Config(BaseModel):
             owner = f"metric '{metric}'" + (f" (gated by '{gated[metric]}')" if metric in gated else "")
             if isinstance(spec.reference, str):
                 uses.append(FieldUse(spec.reference, FieldRole.REFERENCE, owner, ("metrics", metric, "reference")))
-            for what, template in spec.record_templates().items() if in_file else ():
-                for read in sorted(_template_fields(template, top_level=False)):
-                    uses.append(FieldUse(read, FieldRole.INPUT, owner, ("metrics", metric), how=f"its {what}"))
+            templates = [(f"its {what}", template) for what, template in spec.record_templates().items()]
+            for read, how in templates_read(templates, top_level=False) if in_file else ():
+                uses.append(FieldUse(read, FieldRole.INPUT, owner, ("metrics", metric), how=how))
         lanes = [(f"variant '{name}'", self._variant_task_or_none(name)) for name in self.variant_names]
         for owner, lane in (lanes or [("the task", self.task)]) if in_file else ():
             if lane is None or isinstance(lane, RecordedTask):
@@ -1079,12 +1079,3 @@ def check_argv_file_hashes(check: CheckSpec, base_dir: Path) -> dict[str, str]:
             continue
         files[candidate.relative_to(root).as_posix()] = fingerprint_of_bytes(data)
     return files
-
-
-def _template_fields(template: str, *, top_level: bool) -> frozenset[str]:
-    """The record fields ``template`` reads by name (``lanes.templating.record_fields_read``), imported here only
-    for a config that has a template beside a recorded output: a recorded run without templates loads no jinja2
-    (tests/test_lazy_imports.py)."""
-    from evalglass.lanes.templating import record_fields_read
-
-    return record_fields_read(template, top_level=top_level)
