@@ -264,7 +264,14 @@ _APPLIED: tuple[tuple[str, bool, str], ...] = tuple(
 
 def span_content(span: Span, convention: str) -> SpanContent:
     content = SpanContent()
-    _facts(span.attributes, content)
+    attributes = span.attributes
+    (
+        content.request_model,
+        content.response_model,
+        content.response_id,
+        content.usage,
+        content.finish_reasons,
+    ) = facts(attributes, name_plan(attributes))
     if convention == GEN_AI:
         _current(span, content)
     elif convention == PRE_1_36:
@@ -272,71 +279,88 @@ def span_content(span: Span, convention: str) -> SpanContent:
     else:
         _openinference(span, content)
     if content.finish_reasons is None and content.output_messages:
-        found = [m["finish_reason"] for m in content.output_messages if type(m.get("finish_reason")) is str]
-        content.finish_reasons = found or None
+        content.finish_reasons = finish_reasons_of(content.output_messages)
     return content
 
 
-#: The names ``_APPLIED`` reads, and the facts of each set of attribute names seen (see ``_fact_plan``).
+def finish_reasons_of(messages: list[dict[str, Any]]) -> list[str] | None:
+    """The finish reasons output messages give, where the span has no finish-reasons attribute."""
+    return [m["finish_reason"] for m in messages if type(m.get("finish_reason")) is str] or None
+
+
+#: The names ``_APPLIED`` reads, and the plan of each set of attribute names seen (see ``name_plan``).
 _FACT_NAMES = frozenset(key for key, _, _ in _APPLIED)
-_FACT_PLANS: dict[tuple[str, ...], tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]] = {}
+#: Where each text fact goes in what ``facts`` returns.
+_TEXT_SLOTS = {"request_model": 0, "response_model": 1, "response_id": 2}
+#: A set of attribute names' plan: its text facts as (attribute, slot), its token counts as (attribute, field), each
+#: in ``_APPLIED``'s order (all text facts come before all token counts there, so two loops apply them in the same
+#: order), and whether a span with these names and no events is in the current conventions (``convention_of``).
+NamePlan = tuple[tuple[tuple[str, int], ...], tuple[tuple[str, str], ...], bool]
+_NAME_PLANS: dict[tuple[str, ...], NamePlan] = {}
 #: Distinct sets of attribute names remembered; beyond them the plans start over (a file of ever-new names costs a
 #: plan per span, never unbounded memory).
-_FACT_PLANS_KEPT = 512
+_NAME_PLANS_KEPT = 512
 
 
-def _fact_plan(names: tuple[str, ...]) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
-    """The fact attributes among ``names`` as (text facts, token counts), each (attribute, field) in ``_APPLIED``'s
-    order (all text facts come before all token counts there, so two loops apply them in the same order)."""
-    if len(_FACT_PLANS) >= _FACT_PLANS_KEPT:
-        _FACT_PLANS.clear()
+def name_plan(attributes: Mapping[str, Any]) -> NamePlan:
+    """The plan of a span's attribute names: spans of one file mostly share one set of names, so what depends on
+    the names alone (which of ``_APPLIED``'s eighteen facts are there, the convention) is found once per set."""
+    names = tuple(attributes)
+    plan = _NAME_PLANS.get(names)
+    if plan is not None:
+        return plan
+    if len(_NAME_PLANS) >= _NAME_PLANS_KEPT:
+        _NAME_PLANS.clear()
     present = _FACT_NAMES.intersection(names)
     plan = (
-        tuple((key, field) for key, is_token, field in _APPLIED if key in present and not is_token),
+        tuple((key, _TEXT_SLOTS[field]) for key, is_token, field in _APPLIED if key in present and not is_token),
         tuple((key, field) for key, is_token, field in _APPLIED if key in present and is_token),
+        # convention_of for a span without events
+        "openinference.span.kind" not in names
+        and (
+            not _CURRENT_MARKERS.isdisjoint(names)
+            or ("gen_ai.system" not in names and "gen_ai.operation.name" in names)
+        ),
     )
-    _FACT_PLANS[names] = plan
+    _NAME_PLANS[names] = plan
     return plan
 
 
-def _facts(attributes: Mapping[str, Any], content: SpanContent) -> None:
-    """The facts ``_APPLIED`` lists, read from the attributes the span has: spans of one file mostly share one set
-    of attribute names, so the facts a set holds are found once (``_fact_plan``) and the rest of ``_APPLIED``'s
-    eighteen names are not looked up per span."""
-    names = tuple(attributes)
-    texts, tokens = _FACT_PLANS.get(names) or _fact_plan(names)
+#: What ``facts`` returns: request model, response model, response id, usage and finish reasons.
+Facts = tuple[str | None, str | None, str | None, dict[str, int], list[str] | None]
+
+
+def facts(attributes: Mapping[str, Any], plan: NamePlan) -> Facts:
+    """The facts ``_APPLIED`` lists, read from the attributes the plan says the span has (the rest of the eighteen
+    names are not looked up per span); a wrong-typed one is a MappingProblem."""
     get = attributes.get
-    for key, field in texts:
+    found: list[Any] = [None, None, None]
+    for key, slot in plan[0]:
         value = get(key)
         if type(value) is str:
-            setattr(content, field, value)
+            found[slot] = value
         elif value is not None:
             raise MappingProblem(f"attribute {key} must be a string, got {json_type_name(value)} {_clip(value)}")
-    if tokens:
-        usage: dict[str, int] = {}
-        for key, field in tokens:
-            value = get(key)
-            if type(value) is not int:
-                if value is None:
-                    continue
-                if type(value) is float and value.is_integer():
-                    value = int(value)
-                else:
-                    raise MappingProblem(
-                        f"attribute {key} must be an integer, got {json_type_name(value)} {_clip(value)}"
-                    )
-            if value < 0:  # no call uses fewer than no tokens; summed, it would hide another call's usage
-                raise MappingProblem(f"attribute {key} must be a count (0 or more), got {value}")
-            usage[field] = value
-        if usage:
-            content.usage = usage
+    usage: dict[str, int] = {}
+    for key, field in plan[1]:
+        value = get(key)
+        if type(value) is not int:
+            if value is None:
+                continue
+            if type(value) is float and value.is_integer():
+                value = int(value)
+            else:
+                raise MappingProblem(f"attribute {key} must be an integer, got {json_type_name(value)} {_clip(value)}")
+        if value < 0:  # no call uses fewer than no tokens; summed, it would hide another call's usage
+            raise MappingProblem(f"attribute {key} must be a count (0 or more), got {value}")
+        usage[field] = value
     reasons = get("gen_ai.response.finish_reasons")
     if reasons is not None:
         if type(reasons) is str:
             reasons = [reasons]
         elif type(reasons) is not list or not _all_text(reasons):
             raise MappingProblem("attribute gen_ai.response.finish_reasons must be a list of strings")
-        content.finish_reasons = reasons
+    return found[0], found[1], found[2], usage, reasons
 
 
 def _all_text(values: list[Any]) -> bool:

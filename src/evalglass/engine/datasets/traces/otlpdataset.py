@@ -31,11 +31,20 @@ from evalglass.core.fieldpath import ABSENT
 from evalglass.core.fingerprint import PREFIX
 from evalglass.engine.datasets.dataset import BATCH, BadLine, _plain_key, _unfreezing, field_getter
 from evalglass.engine.datasets.traces.genaimap import (
+    GEN_AI,
     MappingProblem,
+    _messages,
+    _no_tool_call,
+    _parts,
+    _structured,
+    _tool_definitions,
     convention_of,
     error_type,
+    facts,
+    finish_reasons_of,
     is_inference,
     is_tool,
+    name_plan,
     operation_of,
     span_content,
     text_of,
@@ -80,6 +89,8 @@ class OtlpReader:
         self._until = options.select.until_ns()
         self._metadata = options.mapping.metadata
         self._filtered = bool(self._where) or self._since is not None or self._until is not None
+        # A trace of one span (the commonest) may be mapped by lone_record, without a Span or a SpanContent.
+        self._lone = GEN_AI in self._allowed and not self._unit_span and not self._filtered
         self.examples = 0
         self.bad_lines = 0
         self.first_bad_lines: list[int] = []
@@ -142,6 +153,7 @@ class OtlpReader:
         recent: dict[str, str] = {}
         forget: deque[str] = deque()
         keep = RECENT_FACTOR * window
+        lone = self._lone
         count = 0
         for group in self._spans.groups():
             for item in group:
@@ -181,16 +193,20 @@ class OtlpReader:
                         continue  # a span of a trace that has later ones, or a late span
                     del pending[oldest]
                     if len(entry) == 3:  # a trace of one span (the commonest): no list or dict of its spans
-                        one = _unpacked_span(oldest, entry[1], entry[2])
-                        completed_spans = [one]
-                        recent[oldest] = f"{count} {one.span_id}:{one.where}"
+                        if lone and type(entry[1]) is bytes:
+                            span_id, where, rows = self._lone_examples(oldest, entry[1], entry[2])
+                        else:
+                            one = _unpacked_span(oldest, entry[1], entry[2])
+                            span_id, where, rows = one.span_id, one.where, self._examples([one])
+                        recent[oldest] = f"{count} {span_id}:{where}"
                     else:
                         completed_spans = _unpacked(oldest, entry)
                         recent[oldest] = _completed(count, self._read_at(completed_spans))
+                        rows = self._examples(completed_spans)
                     forget.append(oldest)
                     if len(recent) > keep:
                         del recent[forget.popleft()]
-                    yield from self._examples(completed_spans)
+                    yield from rows
         for number, trace in enumerate(order, front):
             entry = pending.get(trace)
             if entry is not None and entry[0] == number:
@@ -262,6 +278,22 @@ class OtlpReader:
             found.append(self._example(root, str(conventions[root.span_id]), subtree, conventions))
         return found
 
+    def _lone_examples(
+        self, trace: str, packed: bytes, resource: dict[str, Any]
+    ) -> tuple[str, int, list[Row | BadLine]]:
+        """The span id, place and examples of a completed trace of one span, packed (see _pack): mapped by
+        lone_record when it can, without a Span; else as _examples maps it."""
+        fields = orjson.loads(packed)
+        span_id, _, name, start, end, attributes, events, error, _, where = fields
+        if not events:
+            try:
+                record = lone_record(trace, span_id, name, start, end, attributes, error, resource, self._metadata)
+            except MappingProblem as exc:
+                return span_id, where, [self._malformed(where, trace, span_id, name, exc)]
+            if record is not None:
+                return span_id, where, [self._row(record, where)]
+        return span_id, where, self._examples([_span_of(trace, fields, resource)])
+
     def _selected(self, span: Span) -> bool:
         if self._since is not None and span.start < self._since:
             return False
@@ -281,17 +313,21 @@ class OtlpReader:
         try:
             record = trace_record(root, convention, subtree, conventions, self._metadata)
         except MappingProblem as exc:
-            return self._bad(
-                root.where, "malformed_trace", f"trace {root.trace_id} span {root.span_id} ({root.name!r}): {exc}"
-            )
+            return self._malformed(root.where, root.trace_id, root.span_id, root.name, exc)
+        return self._row(record, root.where)
+
+    def _row(self, record: dict[str, Any], where: int) -> Row:
         self.examples += 1
         id_key, output_key = self._id_key, self._output_key
         return (
             record.get(id_key, ABSENT) if id_key is not None else self._id(record),
-            root.where,
+            where,
             record,
             record.get(output_key, ABSENT) if output_key is not None else self._output(record),
         )
+
+    def _malformed(self, where: int, trace: str, span_id: str, name: str, problem: MappingProblem) -> BadLine:
+        return self._bad(where, "malformed_trace", f"trace {trace} span {span_id} ({name!r}): {problem}")
 
     def _bad(self, where: int, code: str, message: str) -> BadLine:
         self.examples += 1
@@ -374,7 +410,12 @@ def _unpacked_span(trace: str, item: bytes | Span, resource: dict[str, Any]) -> 
     """One span as _pack left it (and its resource), read back."""
     if type(item) is not bytes:
         return item  # type: ignore[return-value]
-    span_id, parent, name, start, end, attributes, events, error, message, where = orjson.loads(item)
+    return _span_of(trace, orjson.loads(item), resource)
+
+
+def _span_of(trace: str, fields: list[Any], resource: dict[str, Any]) -> Span:
+    """A span from the fields _pack wrote, read back."""
+    span_id, parent, name, start, end, attributes, events, error, message, where = fields
     return Span(
         trace,
         span_id,
@@ -537,6 +578,100 @@ def trace_record(
 
 
 _NO_VALUE = object()
+_INPUT = "gen_ai.input.messages"
+_OUTPUT = "gen_ai.output.messages"
+_SYSTEM = "gen_ai.system_instructions"
+_TOOLS = "gen_ai.tool.definitions"
+
+
+def lone_record(
+    trace_id: str,
+    span_id: str,
+    name: str,
+    start: int,
+    end: int,
+    attributes: dict[str, Any],
+    error: bool,
+    resource: dict[str, Any],
+    metadata_keys: tuple[str, ...] = (),
+) -> dict[str, Any] | None:
+    """What trace_record gives for a trace of one span without events whose attribute names put it in the current
+    conventions (``convention_of``: ``gen_ai``), or None for any other span. The commonest trace, mapped in one
+    function from the span's fields, without a Span, a SpanContent or the branches for several spans; held to
+    trace_record by tests/traces/test_lone_record.py (hypothesis: every record and every MappingProblem the same)."""
+    plan = name_plan(attributes)
+    if not plan[2]:
+        return None
+    request_model, response_model, response_id, usage, reasons = facts(attributes, plan)
+    get = attributes.get
+    # What _current reads, in its order (the first wrong-typed one is the problem reported).
+    messages = _messages(get(_INPUT), _INPUT) if _INPUT in attributes else None
+    out_messages = _messages(get(_OUTPUT), _OUTPUT) if _OUTPUT in attributes else None
+    system = _parts(get(_SYSTEM), _SYSTEM) if _SYSTEM in attributes else None
+    tools = _tool_definitions(_structured(get(_TOOLS), _TOOLS), _TOOLS) if _TOOLS in attributes else None
+    if reasons is None and out_messages:
+        reasons = finish_reasons_of(out_messages)
+    error_value = get("error.type")
+    error_kind = str(error_value) if error_value is not None else "_OTHER" if error else None  # error_type()
+    # not_captured is built in sorted order.
+    not_captured: list[str] = []
+    if messages is not None:
+        inputs: dict[str, Any] = {"messages": messages, "system_instructions": system if system is not None else []}
+    elif system is not None:
+        not_captured.append("input.messages")
+        inputs = {"system_instructions": system}
+    else:
+        not_captured += ("input.messages", "input.system_instructions")
+        inputs = {}
+    if tools is None:
+        not_captured.append("input.tool_definitions")
+    else:
+        inputs["tool_definitions"] = tools
+    inputs["model"] = request_model
+    tool_calls = (
+        []
+        if _no_tool_call(get(_INPUT), get(_OUTPUT))
+        else tool_calls_from_messages([*(messages or ()), *(out_messages or ())])
+    )
+    if reasons is None:
+        reasons = []
+    latency = (end - start) / 1e6 if end >= start > 0 else None
+    # One dict display (the output's keys in trace_record's order) rather than a key at a time.
+    output = {
+        "text": text_of(out_messages[-1]) if out_messages else "",
+        "messages": out_messages,
+        "tool_calls": tool_calls,
+        "finish_reasons": reasons,
+        "model": response_model,
+        "response_id": response_id,
+        "usage": usage,
+        "latency_ms": latency,
+        "error_type": error_kind,
+    }
+    if out_messages is None:  # not captured: absent (the keys after them keep their order)
+        del output["text"], output["messages"]
+        if error_kind is None:
+            not_captured += ("output.messages", "output.text")
+    provider = get("gen_ai.provider.name", _NO_VALUE)
+    if provider is _NO_VALUE:
+        provider = get("gen_ai.system", _NO_VALUE)
+        if provider is _NO_VALUE:
+            provider = get("llm.provider")
+    operation = get("gen_ai.operation.name")
+    return {
+        "id": f"{trace_id}:{span_id}",
+        "trace_id": trace_id,
+        "span_id": span_id,
+        "name": name,
+        "operation": operation if isinstance(operation, str) else None,
+        "provider": provider if isinstance(provider, str) else None,
+        "start_time_unix_nano": start,
+        "convention": GEN_AI,
+        "input": inputs,
+        "output": output,
+        "metadata": {key: get(key, resource.get(key)) for key in metadata_keys} if metadata_keys else {},
+        NOT_CAPTURED: not_captured,
+    }
 
 
 def _summed(usages: list[dict[str, int]]) -> dict[str, int]:

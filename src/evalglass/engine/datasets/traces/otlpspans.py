@@ -24,6 +24,7 @@ import base64
 import binascii
 import contextlib
 import hashlib
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -268,19 +269,17 @@ def _json_span(raw: Any, resource: dict[str, Any], number: int) -> Span:
     get = raw.get
     trace_id = get("traceId")
     # The common case (32 and 16 lowercase hex digits, as the exporters write them) is checked in one step.
-    if not (type(trace_id) is str and len(trace_id) == 32 and _HEX.issuperset(trace_id) and trace_id != _ZERO_TRACE):
+    if not (type(trace_id) is str and _HEX_TRACE(trace_id) and trace_id != _ZERO_TRACE):
         trace_id = _json_id(trace_id, "traceId", 16)
         if not trace_id:
             raise _Bad("has no trace id (traceId)")
     span_id = get("spanId")
-    if not (type(span_id) is str and len(span_id) == 16 and _HEX.issuperset(span_id) and span_id != _ZERO_SPAN):
+    if not (type(span_id) is str and _HEX_SPAN(span_id) and span_id != _ZERO_SPAN):
         span_id = _json_id(span_id, "spanId", 8)
         if not span_id:
             raise _Bad("has no span id (spanId)")
     parent = get("parentSpanId")
-    if parent is not None and not (
-        type(parent) is str and len(parent) == 16 and _HEX.issuperset(parent) and parent != _ZERO_SPAN
-    ):
+    if parent is not None and not (type(parent) is str and _HEX_SPAN(parent) and parent != _ZERO_SPAN):
         parent = _json_id(parent, "parentSpanId", 8)
     name = get("name", "")
     if type(name) is not str:
@@ -307,7 +306,10 @@ def _json_span(raw: Any, resource: dict[str, Any], number: int) -> Span:
     )
 
 
-_HEX = frozenset("0123456789abcdef")
+#: Whether a text is a trace or span id as the exporters write it (lowercase hex of its size): one regular
+#: expression, cheaper than a set test over its characters.
+_HEX_TRACE = re.compile("[0-9a-f]{32}").fullmatch
+_HEX_SPAN = re.compile("[0-9a-f]{16}").fullmatch
 _ZERO_TRACE = "0" * 32
 _ZERO_SPAN = "0" * 16
 
