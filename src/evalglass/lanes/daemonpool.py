@@ -149,26 +149,77 @@ async def call_in_thread(pool: DaemonThreadPool, fn: Callable[[], T], timeout: f
 
     On expiry the call is abandoned (its thread replaced, see the module docstring) and :class:`CallTimedOut`
     raised. Whatever ``fn`` raises (``SystemExit`` included) is raised here. ``timeout=None``: no limit.
+
+    One wake-up of the event loop per call (the thread hands its outcome back with one ``call_soon_threadsafe``)
+    and, with a timeout, one timer that reads when the thread started the call: an agent makes a call like this per
+    tool call, where a second wake-up to say the call started cost about as much CPU as the rest of the hand-off.
     """
-    handoff: _Handoff[T] = _Handoff(pool, fn)
-    result = handoff.result
-    try:
-        if not await handoff.started_within(timeout):
-            raise CallTimedOut(timeout or 0.0, queued=True, abandoned=pool.abandoned)
+    loop = asyncio.get_running_loop()
+    waiter: asyncio.Future[T] = loop.create_future()
+    clock = _CallClock()
+
+    def deliver(value: Any, failure: BaseException | None) -> None:
+        if not waiter.done():
+            if failure is None:
+                waiter.set_result(value)
+            else:
+                waiter.set_exception(failure)
+
+    def run() -> None:
+        clock.since = time.monotonic()
         try:
-            async with asyncio.timeout(timeout):
-                return await asyncio.shield(result)
-        except TimeoutError:
-            if result.done():  # the call itself raised TimeoutError just as the clock ran out
-                done: T = result.result()
-                return done
-            pool.abandon(handoff.work)
-            raise CallTimedOut(timeout or 0.0, queued=False) from None
+            value, failure = fn(), None
+        except BaseException as exc:  # the caller gets it, as from any executor
+            value, failure = None, exc
+        clock.finished = True
+        with contextlib.suppress(RuntimeError):  # the loop closed while the call ran: nobody is waiting
+            loop.call_soon_threadsafe(deliver, value, failure)
+
+    work: Future[None] = pool.submit(run)
+    timer: asyncio.TimerHandle | None = None
+
+    def check() -> None:
+        """The timer: time the call out once it has run ``timeout`` since a thread started it; a call still queued
+        fails only when abandoned calls hold every thread the pool may have."""
+        nonlocal timer
+        assert timeout is not None
+        if waiter.done() or clock.finished:  # its outcome is on its way
+            return
+        if clock.since is None:
+            if pool.saturated() and work.cancel():
+                waiter.set_exception(CallTimedOut(timeout, queued=True, abandoned=pool.abandoned))
+                return
+            timer = loop.call_later(timeout, check)
+            return
+        left = clock.since + timeout - time.monotonic()
+        if left > 0:
+            timer = loop.call_later(left, check)
+            return
+        pool.abandon(work)
+        waiter.set_exception(CallTimedOut(timeout, queued=False))
+
+    if timeout is not None:
+        timer = loop.call_later(timeout, check)
+    try:
+        return await waiter
     except asyncio.CancelledError:
-        handoff.give_up()
+        if not work.cancel():
+            pool.abandon(work)
         raise
     finally:
-        handoff.close()
+        if timer is not None:
+            timer.cancel()
+
+
+class _CallClock:
+    """When a thread started the call (``time.monotonic``; None while queued) and whether it has returned: written by
+    the thread, read by the event loop's timer."""
+
+    __slots__ = ("finished", "since")
+
+    def __init__(self) -> None:
+        self.since: float | None = None
+        self.finished = False
 
 
 class _Handoff(Generic[T]):
