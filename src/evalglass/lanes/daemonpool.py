@@ -48,7 +48,7 @@ class DaemonThreadPool(Executor):
         self._max_abandoned = ABANDONED_PER_WORKER * workers if max_abandoned is None else max_abandoned
         self._name = name
         self._queue: SimpleQueue[_Work | None] = SimpleQueue()
-        self._idle = threading.Semaphore(0)
+        self._idle = 0  # workers waiting for a call (under _lock): a counter, not a Semaphore, read without blocking
         self._threads: list[threading.Thread] = []
         self._abandoned: set[Future[Any]] = set()
         self._lock = threading.Lock()
@@ -79,7 +79,9 @@ class DaemonThreadPool(Executor):
                 raise RuntimeError("cannot submit to a pool that was shut down")
             future: Future[Any] = Future()
             self._queue.put((future, fn, args, kwargs))
-            if not self._idle.acquire(blocking=False) and len(self._threads) < self._limit():
+            if self._idle:
+                self._idle -= 1
+            elif len(self._threads) < self._limit():
                 self._start_thread()
             return future
 
@@ -108,10 +110,11 @@ class DaemonThreadPool(Executor):
                     future.set_exception(exc)
                 else:
                     future.set_result(result)
+            del item, fn, args, kwargs  # drop references before waiting for the next call
             with self._lock:
                 self._abandoned.discard(future)
-            del item, future, fn, args, kwargs  # drop references before waiting for the next call
-            self._idle.release()
+                self._idle += 1
+            del future
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """Stop taking work; ``cancel_futures`` cancels calls not yet started. ``wait`` joins the workers, which
