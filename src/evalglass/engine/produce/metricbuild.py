@@ -75,7 +75,8 @@ def metric_label(name: str, spec: AnyMetricSpec) -> str:
 
 def build_live_metric(loaded: LoadedConfig, name: str, executor: Executor, cache: CallStore | None) -> AsyncScorer:
     """The ``live`` metric ``name`` (a judge), built with the run's executor and call cache inside the running
-    event loop, which its clients belong to."""
+    event loop, which its clients belong to. It is shown each record as gold sees it: without any variant's
+    recorded output (``BuildContext.output_fields``)."""
     spec = loaded.config.metrics[name]
     context = BuildContext(
         base_dir=loaded.base_dir,
@@ -84,6 +85,7 @@ def build_live_metric(loaded: LoadedConfig, name: str, executor: Executor, cache
         executor=executor,
         cache=cache,
         direction=loaded.config.metric_direction(name),
+        output_fields=loaded.config.gold_excluded_fields,
     )
     scorer = build_scorer(loaded, name, spec, context)
     if not isinstance(scorer, AsyncScorer):
