@@ -17,7 +17,9 @@ from evalglass.metrics.llm_judge import LlmJudgeSpec
 from .conftest import KEY_ENV, run
 
 #: Field names as a dataset may hold them; each named by the quoted path form, which reads any name as one key.
-NAMES = st.text(st.characters(blacklist_characters="\\", blacklist_categories=("Cs",)), min_size=1, max_size=8)
+NAMES = st.text(st.characters(blacklist_characters="\\", blacklist_categories=("Cs",)), min_size=1, max_size=8).filter(
+    lambda name: ".." not in name  # a path may not hold "..", quoted or not (fieldpath.parse_path)
+)
 
 
 def quoted(name: str) -> str:

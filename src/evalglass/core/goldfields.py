@@ -179,7 +179,7 @@ def _trie(paths: Sequence[str]) -> _Trie:
 def _removed(node: Any, trie: _Trie) -> Any:
     """``node`` without the values ``trie`` marks, from a copy (the mappings and lists on the way down only).
     Items of one list are removed from the highest index down, so removing one never shifts another."""
-    if isinstance(node, list):
+    if type(node) is list:
         indices = sorted((part for part in trie if isinstance(part, int) and part < len(node)), reverse=True)
         if not indices:
             return node
@@ -191,7 +191,7 @@ def _removed(node: Any, trie: _Trie) -> Any:
             else:
                 items[index] = _removed(items[index], inner)
         return items
-    if isinstance(node, Mapping):
+    if type(node) is dict or isinstance(node, Mapping):  # a dict (every reader's) without the ABC check
         keys = [part for part in trie if str(part) in node]
         if not keys:
             return node
