@@ -32,6 +32,8 @@ with effects outside the trajectory is one to record (``recorded``), not to re-r
 
 **State.** A tool whose function takes a ``state`` keyword gets the trajectory's state: a fresh dict per trajectory
 (or a copy of the record's ``state`` path), which it may change; what it holds at the end is ``final_state``.
+A call's result and arguments are kept as they were when the tool returned (copies), so a tool that returns part
+of its state, or changes an argument in place, does not rewrite an earlier step.
 """
 
 from __future__ import annotations
@@ -544,7 +546,8 @@ class AgentLane:
         assert function is not None
         if not isinstance(call.arguments, dict):
             return _error(record, "arguments_rejected", "the arguments must be a JSON object")
-        kwargs = dict(call.arguments)
+        # A copy, so a tool that changes an argument in place does not rewrite the call the trajectory recorded.
+        kwargs = orjson.loads(orjson.dumps(call.arguments)) if _nested(call.arguments) else dict(call.arguments)
         if tool.takes_state:
             kwargs["state"] = run.state
         if tool.signature is not None and (tool.keywords is None or not tool.keywords.fit(kwargs)):
@@ -571,11 +574,15 @@ class AgentLane:
         except BaseException as exc:  # SystemExit and the like raised by a tool are the tool's failure
             return _error(record, type(exc).__name__, f"{type(exc).__name__}: {exc}")
         try:
-            orjson.dumps(value)
+            encoded = orjson.dumps(value)
         except TypeError as exc:
             return _error(
                 record, "result_not_json", f"{tool.name} returned a {type(value).__name__} that is not JSON ({exc})"
             )
+        if isinstance(value, (dict, list, tuple)):
+            # The result as it was when the tool returned: a tool that returns part of its state (or of anything it
+            # keeps) and changes it later must not rewrite an earlier step's message, call or cache key.
+            value = orjson.loads(encoded)
         record["result"] = value
         return _response(record, value)
 
@@ -623,6 +630,11 @@ def _error(record: dict[str, Any], kind: str, message: str) -> dict[str, Any]:
     if "id" in record:
         part["id"] = record["id"]
     return part
+
+
+def _nested(arguments: Mapping[str, Any]) -> bool:
+    """Whether any argument is a container (a shallow copy would share it with the recorded call)."""
+    return any(isinstance(value, (dict, list)) for value in arguments.values())
 
 
 def _response(record: Mapping[str, Any], value: Any) -> dict[str, Any]:
