@@ -853,30 +853,10 @@ class Config(BaseModel):
         payload: dict[str, Any] = {"gate": gate.fingerprint_payload(), "metric": spec.fingerprint_payload()}
         if gate.rule is GateRule.LOWER_BOUND:
             payload["interval"] = spec.interval.model_dump(mode="json")
-        files = dict(files_of.get(metric, {}))
         imported = files_of.get(imports_key(metric))
         if imported:  # only when there are any: a metric that imports no host code keeps its fingerprint
             payload["imports"] = imported
-        checks: dict[str, Any] = {}
-        check_inputs: dict[str, Any] = {}
-        check_code: dict[str, Any] = {}
-        for check_name in spec.check_references().values():
-            files.update(files_of.get(check_files_key(check_name), {}))
-            if files_of.get(check_code_key(check_name)):
-                check_code[check_name] = files_of[check_code_key(check_name)]
-            # What the metric runs per example is what it measures: its command, policy and inputs, as a check
-            # gate binds them.
-            checks[check_name] = self._check_payload(check_name)
-            if self.checks[check_name].inputs:
-                check_inputs[check_name] = files_of.get(check_inputs_key(check_name), {})
-        if files:
-            payload["files"] = files
-        if checks:
-            payload["checks"] = checks
-        if check_inputs:
-            payload["check_inputs"] = check_inputs
-        if check_code:
-            payload["check_code"] = check_code
+        payload.update(self.metric_checks_payload(metric, files_of))
         if metric in self.shipped_metrics and isinstance(self.executor, RayExecutorSpec):
             # The metric's work runs on a cluster: which one, and in which environment, decides what it answers.
             payload["executor"] = self.executor.binding_payload()
@@ -897,6 +877,36 @@ class Config(BaseModel):
             payload["evaluators"] = evaluators
         if self.variant_names:
             payload["variants"] = self.variant_definitions()
+        return payload
+
+    def metric_checks_payload(self, metric: str, files_of: Mapping[str, Mapping[str, str]]) -> dict[str, Any]:
+        """What a metric's definition binds of its files and of the checks it runs per example (a ``check``
+        metric): the files that define it with those its checks' commands name (``files``), each check's declaration
+        (``checks``), its declared inputs (``check_inputs``) and the host code it runs by name (``check_code``);
+        each key only when there is any, so a metric that runs no check keeps its fingerprint. A gate's approval
+        (:meth:`gate_definition`) and a comparison's "same metric" (``engine.runs.compare``) both bind this."""
+        payload: dict[str, Any] = {}
+        files = dict(files_of.get(metric, {}))
+        checks: dict[str, Any] = {}
+        check_inputs: dict[str, Any] = {}
+        check_code: dict[str, Any] = {}
+        for check_name in self.metrics[metric].check_references().values():
+            files.update(files_of.get(check_files_key(check_name), {}))
+            if files_of.get(check_code_key(check_name)):
+                check_code[check_name] = dict(files_of[check_code_key(check_name)])
+            # What the metric runs per example is what it measures: its command, policy and inputs, as a check
+            # gate binds them.
+            checks[check_name] = self._check_payload(check_name)
+            if self.checks[check_name].inputs:
+                check_inputs[check_name] = dict(files_of.get(check_inputs_key(check_name), {}))
+        if files:
+            payload["files"] = files
+        if checks:
+            payload["checks"] = checks
+        if check_inputs:
+            payload["check_inputs"] = check_inputs
+        if check_code:
+            payload["check_code"] = check_code
         return payload
 
     def _check_payload(self, name: str) -> dict[str, Any]:
