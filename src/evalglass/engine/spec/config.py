@@ -45,7 +45,7 @@ from evalglass.engine.spec.executorspec import TASK_KEY, AnyExecutor, LocalExecu
 from evalglass.engine.spec.tracespec import TraceOptions
 from evalglass.engine.spec.validation import validate_document
 from evalglass.errors import LocatedValueError, SetupError
-from evalglass.lanes.checkinputs import InputProblem, check_host_files, input_hashes, split_words
+from evalglass.lanes.checkinputs import InputProblem, check_host_files, input_hashes, split_words, unbound_inputs
 from evalglass.lanes.checkspec import CheckSpec
 from evalglass.lanes.hostimports import TooManyHostFiles
 from evalglass.lanes.specs import EndpointSpec, LaneSpec, templates_read
@@ -967,6 +967,16 @@ class LoadedConfig:
     @property
     def ledger_path(self) -> Path:
         return self.base_dir / self.config.ledger
+
+    def unbound_check_code(self) -> dict[str, dict[str, tuple[str, ...]]]:
+        """Per metric that runs checks per example, per check, what its command runs that no input binds
+        (``lanes.checkinputs.unbound_inputs``; empty: all bound): what its gates decide on and a run records."""
+        found: dict[str, dict[str, tuple[str, ...]]] = {}
+        for name, spec in self.config.metrics.items():
+            checks = spec.check_references().values()
+            if checks:
+                found[name] = {check: unbound_inputs(self.config.checks[check], self.base_dir) for check in checks}
+        return found
 
 
 def config_as_recorded(config: Config) -> dict[str, Any]:
