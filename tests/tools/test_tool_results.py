@@ -175,6 +175,52 @@ def test_promptfoo_scores_through_a_run(tmp_path: Path) -> None:
     }
 
 
+def test_promptfoo_grader_failures_are_errors_not_failed_answers(tmp_path: Path) -> None:
+    """promptfoo reports a grader that could not grade as a failed assertion (`pass: false`, score 0): a model-graded
+    assertion whose grader failed (`metadata.graderError`), a regex that does not compile, a test whose grading is
+    marked failed as a whole. Each is the tool's error, never a measured 0, and so is the test's result it lowered."""
+    document = json.loads(PROMPTFOO.read_text())
+    rows = {row["testIdx"]: row for row in document["results"]["results"]}
+    graded = rows[0]["gradingResult"]["componentResults"][1]  # on_topic: an llm-rubric whose grader failed
+    graded.update(
+        {"pass": False, "score": 0, "reason": "Could not extract JSON from llm-rubric response", "metadata": {}}
+    )
+    graded["metadata"]["graderError"] = True
+    regex = rows[2]["gradingResult"]["componentResults"][0]  # names_city
+    regex.update({"pass": False, "score": 0, "reason": "Invalid regex pattern: unterminated character set"})
+    for index in (0, 2):
+        rows[index].update({"success": False, "score": 0.5})
+    rows[4]["gradingResult"]["metadata"] = {"graderError": True}  # the test's grading failed as a whole
+    rows[4]["gradingResult"]["reason"] = "grader unavailable: HTTP 503"
+    path = tmp_path / "graded.json"
+    path.write_text(json.dumps(document))
+    metrics = {
+        "test": {"type": "recorded_score", "scorer": "promptfoo"},
+        "names_city": {"type": "recorded_score", "scorer": "names_city"},
+        "on_topic": {"type": "recorded_score", "scorer": "on_topic"},
+    }
+    cards = []
+    for name, fixture in (("original", PROMPTFOO), ("graded", path)):
+        result = run(tmp_path / name, fixture, "promptfoo", metrics)
+        assert result.code == 0, result.err
+        cards.append(result.json())
+    # One more example left out as the tool's error per failed grader (examples 0, 1, 2), none scored as 0.
+    for name, more in (("on_topic", 1), ("names_city", 1), ("test", 3)):
+        before, after = (metric(card, name)["population"]["excluded_by_status"].get("error", 0) for card in cards)
+        assert after == before + more, (name, before, after)
+    found = {e.id: e for e in examples("promptfoo", path)}
+    scores = found["0"].fields["output"][0]["scores"]
+    assert scores["on_topic"]["value"] is None
+    assert scores["on_topic"]["error"].startswith("the grader failed (metadata.graderError): Could not extract JSON")
+    assert scores["promptfoo"]["value"] is None and "'on_topic'" in scores["promptfoo"]["error"]
+    assert found["1"].fields["output"][0]["scores"]["names_city"]["error"].startswith("Invalid regex pattern:")
+    overall = found["2"].fields["output"][0]["scores"]["promptfoo"]
+    assert (
+        overall["value"] is None
+        and overall["error"] == "the grader failed (metadata.graderError): grader unavailable: HTTP 503"
+    )
+
+
 def test_a_promptfoo_file_with_no_results_is_one_error(tmp_path: Path) -> None:
     document = json.loads(PROMPTFOO.read_text())
     document["results"]["results"] = []
