@@ -287,6 +287,66 @@ def test_lm_eval_samples_and_their_version(tmp_path: Path) -> None:
     )
 
 
+def _two_filters(folder: Path) -> Path:
+    """The generation task's samples as lm-eval writes a task with two filters: one line per filter and document,
+    each with that filter's answer and scores (`strict-match` keeps the model's text, `flexible-extract` finds the
+    answer in it)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for raw in LM_EVAL.read_text().splitlines():
+        if not raw.strip():
+            continue
+        line = json.loads(raw)
+        lines.append({**line, "filter": "strict-match"})
+        lines.append({**line, "filter": "flexible-extract", "filtered_resps": [line["target"]], "exact_match": 1.0})
+    path = folder / LM_EVAL.name
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    for results in (FIXTURES / "lm-eval").glob("results_*.json"):
+        shutil.copyfile(results, folder / results.name)
+    return path
+
+
+def test_lm_eval_with_several_filters_measures_the_declared_filter_s_answer(tmp_path: Path) -> None:
+    """Which filter's answer a metric on the output measures is declared; read without it, the file is refused in
+    one line (the order of its lines would decide it), and a name it does not hold is refused too."""
+    evals = tmp_path / "evals"
+    path = _two_filters(evals)
+    (evals / "authority.yaml").write_text("version: 1\n")
+
+    def run_with(answer_filter: str | None) -> Any:
+        dataset: dict[str, Any] = {"name": "imported", "path": path.name, "format": "lm-eval"}
+        if answer_filter is not None:
+            dataset["answer_filter"] = answer_filter
+        document = {
+            "version": 1,
+            "dataset": dataset,
+            "metrics": {
+                "said": {"type": "exact_match", "field": "text", "reference": "target"},
+                "em": {"type": "recorded_score", "scorer": "exact_match,strict-match"},
+            },
+            "gates": {"said-ok": {"metric": "said", "proposed_threshold": 0.5}},
+        }
+        (evals / "evalglass.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
+        return run_cli("run", "--no-history", "--format", "json", cwd=tmp_path)
+
+    refused = run_with(None)
+    assert refused.code == 2 and "Traceback" not in refused.err
+    (line,) = refused.err.strip().splitlines()
+    assert "2 filters ('strict-match', 'flexible-extract')" in line and "dataset.answer_filter" in line
+    strict, flexible = run_with("strict-match"), run_with("flexible-extract")
+    assert strict.code == 0 and flexible.code == 0, strict.err + flexible.err
+    # Measured on the strict answers (the model's text), the output agrees with lm-eval's own strict scores.
+    said_strict = metric(strict.json(), "said")["estimate"]["point"]
+    assert said_strict == metric(strict.json(), "em")["estimate"]["point"] < 1.0
+    assert metric(flexible.json(), "said")["estimate"]["point"] == 1.0  # the extracted answers
+    assert metric(strict.json(), "em")["estimate"]["point"] == metric(flexible.json(), "em")["estimate"]["point"]
+    # The declared filter is part of what an approval binds: pointing it elsewhere is a new gate.
+    fingerprints = {gate["fingerprint"] for card in (strict, flexible) for gate in card.json()["decision"]["gates"]}
+    assert len(fingerprints) == 2
+    unknown = run_with("majority")
+    assert unknown.code == 2 and "dataset.answer_filter 'majority' is not a filter of this samples file" in unknown.err
+
+
 def test_lm_eval_samples_without_their_results_file_are_refused(tmp_path: Path) -> None:
     alone = tmp_path / LM_EVAL.name
     shutil.copyfile(LM_EVAL, alone)

@@ -90,6 +90,12 @@ class DatasetSpec(BaseModel):
     traces: TraceOptions | None = Field(
         default=None, description="With `format: otlp`: which spans make an example, and the mapping (docs/traces.md)."
     )
+    answer_filter: str | None = Field(
+        default=None,
+        description="With `format: lm-eval`: the filter whose answer (`filtered_resps`) is each example's output. "
+        "Required when the task has several filters (one line per filter): which answer the metrics measure is "
+        "declared, never taken from the order of the file's lines.",
+    )
     id_field: str = Field(default="id", description="Field holding each example's unique id.")
     cluster_field: str | None = Field(
         default=None,
@@ -104,6 +110,8 @@ class DatasetSpec(BaseModel):
     def _options_fit_format(self) -> DatasetSpec:
         if self.traces is not None and self.format != "otlp":
             raise LocatedValueError([(("traces",), "`traces` applies to `format: otlp` only")])
+        if self.answer_filter is not None and self.format != "lm-eval":
+            raise LocatedValueError([(("answer_filter",), "`answer_filter` applies to `format: lm-eval` only")])
         return self
 
     @property
@@ -871,6 +879,8 @@ class Config(BaseModel):
             read: dict[str, Any] = {"format": self.dataset.format}
             if self.dataset.format == "otlp":
                 read["traces"] = self.dataset.trace_options.model_dump(mode="json")
+            if self.dataset.answer_filter is not None:  # which filter's answer is measured (only when declared)
+                read["answer_filter"] = self.dataset.answer_filter
             payload["dataset_read"] = read
         evaluators = fingerprinted(self.gate_evaluators(name) if versions is None else versions)
         if evaluators:
