@@ -385,6 +385,42 @@ def test_an_openai_evals_event_type_it_does_not_know_is_refused(tmp_path: Path) 
         read("openai-evals", path)
 
 
+def test_an_openai_evals_log_cut_short_is_refused_and_a_lost_sample_is_a_failed_one(tmp_path: Path) -> None:
+    """The log holds no count, but says whether the run finished (`final_report`), and a run over every sample
+    (no `max_samples`) numbers them 0 to N-1: a log without its final report is refused in one line; a finished
+    log that lost a sample in the middle makes it a failed sample (an error), never one left out."""
+    lines = OPENAI_EVALS.read_text().splitlines()
+    unfinished = tmp_path / "unfinished" / "cut.jsonl"
+    unfinished.parent.mkdir()
+    unfinished.write_text("\n".join(line for line in lines if '"final_report"' not in line) + "\n")
+    result = run(
+        tmp_path / "unfinished", unfinished, "openai-evals", {"m": {"type": "recorded_score", "scorer": "match"}}
+    )
+    assert result.code == 2 and "Traceback" not in result.err
+    (line,) = result.err.strip().splitlines()
+    assert "cut.jsonl" in line and "no final_report line: oaieval did not finish this run" in line
+
+    lost = tmp_path / "lost" / "lost.jsonl"
+    lost.parent.mkdir()
+    lost.write_text("\n".join(line for line in lines if '"sample_id": "capitals.dev.5"' not in line) + "\n")
+    found = {e.id: e for e in examples("openai-evals", lost)}
+    assert sorted(found) == [f"capitals.dev.{i}" for i in range(8)]
+    result = run(tmp_path / "lost", lost, "openai-evals", {"m": {"type": "recorded_score", "scorer": "match"}})
+    assert result.code == 0, result.err
+    population = metric(result.json(), "m")["population"]
+    assert population["excluded_by_status"] == {"error": 1} and population["included"] == 7
+    assert {d["code"] for d in population["top_diagnostics"]} == {"tool_sample_failed"}
+
+    # Under max_samples evals runs a shuffled subset: a missing index says nothing, and none is made up.
+    spec = json.loads(lines[0])
+    spec["spec"]["run_config"]["max_samples"] = 7
+    subset = tmp_path / "subset.jsonl"
+    subset.write_text("\n".join([json.dumps(spec), *lost.read_text().splitlines()[1:]]) + "\n")
+    assert sorted(e.id for e in examples("openai-evals", subset)) == [
+        f"capitals.dev.{i}" for i in (0, 1, 2, 3, 4, 6, 7)
+    ]
+
+
 # -- every capability applies ------------------------------------------------------------------------------------
 
 
