@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.project import loaded_by_a_run
+
 CASES = {
     "the CLI module (--help)": (
         "import evalglass.cli",
@@ -159,22 +161,10 @@ def test_a_recorded_trajectory_replay_loads_neither_the_message_models_nor_the_l
     (tmp_path / "t.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     # scipy is loaded here by design: the F1 metric's interval is a Student-t one.
     never = [name for name in RECORDED_RUN_NEVER_LOADS if name != "scipy"]
-    probe = (
-        "import sys\n"
-        "from pathlib import Path\n"
-        "from evalglass.cli import main\n"
-        "try:\n"
-        "    main(['run', '--out', 'out', '--no-history'])\n"
-        "except SystemExit as done:\n"
-        "    assert done.code == 0, done.code\n"
-        f"Path('loaded.txt').write_text(' '.join(n for n in {never!r} if n in sys.modules))\n"
-    )
-    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stderr
+    loaded = loaded_by_a_run(tmp_path, never)
     card = json.loads((tmp_path / "out" / "scorecard.json").read_text())
     means = {metric["name"]: metric["estimate"]["point"] for metric in card["metrics"]}
     assert means["right_calls"] == 0.5, means  # the runs with two of the three expected calls fail any_order
-    loaded = (tmp_path / "loaded.txt").read_text().split()
     assert loaded == [], f"a recorded trajectory replay imported {loaded}"
 
 
