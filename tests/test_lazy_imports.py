@@ -58,6 +58,7 @@ RECORDED_RUN_NEVER_LOADS = [
     # metrics' guard need only `core.notcaptured`.
     "evalglass.core.conversation",
     "difflib",  # only for "did you mean" after a wrong name
+    "html",  # its entity table, for three replacements (`report.safetext.html_text`)
 ]
 
 RECORDED_CONFIG = """\
