@@ -308,10 +308,11 @@ def _check(value: Mapping[str, Any], items: Sequence[Any], made: list[_CallKey] 
         did = f"calls {_shown(Call(*last_calls[0]))}" if last_calls else "calls no tool"
         raise Inconsistent(f"'finish' is {finish}, while the last model turn in the messages {did}")
     if results:
-        ids = {item["id"] for item in items if type(item) is dict and type(item.get("id")) is str}
+        recorded = {item["id"]: item for item in items if type(item) is dict and type(item.get("id")) is str}
+        ids = set(recorded)
         ids.update(part["id"] for part in said_parts if type(part.get("id")) is str)
         if ids:  # without ids on the calls, no result can be matched to one
-            _same_results(items, ids, results)
+            _same_results(recorded, ids, results)
 
 
 def _ran_calls(
@@ -351,10 +352,10 @@ def _same_calls(made: list[_CallKey], said: list[_CallKey]) -> None:
             )
 
 
-def _same_results(items: Sequence[Any], ids: set[str], results: list[Mapping[str, Any]]) -> None:
-    """Each result the messages hold answers a call of the record (by id), and holds what that call's own
-    ``result`` in ``tool_calls`` says (for a call that did not fail)."""
-    recorded = {item["id"]: item for item in items if type(item) is dict and type(item.get("id")) is str}
+def _same_results(recorded: dict[str, Any], ids: set[str], results: list[Mapping[str, Any]]) -> None:
+    """Each result the messages hold answers a call of the record (by id: ``recorded`` holds each call of
+    ``tool_calls`` with a text id), and holds what that call's own ``result`` in ``tool_calls`` says (for a call
+    that did not fail)."""
     for part in results:
         answered = part.get("id")
         if type(answered) is not str:
