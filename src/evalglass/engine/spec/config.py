@@ -575,7 +575,7 @@ class Config(BaseModel):
         those metrics only, and their gates. Never validated again, never decided on, never recorded."""
         compared = self.compared_metrics
         task = RecordedTask(path=str(graded), field="output", samples=self.samples)
-        return self.model_copy(
+        stage = self.model_copy(
             update={
                 "task": task,
                 "variants": None,
@@ -583,6 +583,10 @@ class Config(BaseModel):
                 "gates": {gate: spec for gate, spec in self.gates.items() if spec.metric in compared},
             }
         )
+        # The run's gold fields, as every variant's pass keeps them: its judges are shown the record as gold sees
+        # it (no variant's recorded output under its field's name, which would tell the judge whose answer is which).
+        stage._gold_fields = self.gold_excluded_fields
+        return stage
 
     def variant_definitions(self) -> dict[str, Any]:
         """What every gate of a run with variants is bound to besides its own definition: each variant's name and
@@ -659,7 +663,7 @@ class Config(BaseModel):
     def _field_uses(self) -> list[FieldUse]:
         """Every use of a dataset field the config declares: each recorded output (the task's, or each recorded
         variant's), the id and cluster fields, every metric's reference, and the fields a template reads by name (a
-        live variant's prompt, an agent's recorded results and state, a judge's prompt)."""
+        live variant's prompt, an agent's recorded results and state, a judge's prompt and transcript input)."""
         uses: list[FieldUse] = []
         for name, task in self._recorded_tasks():
             owner = f"variant '{name}'" if name is not None else "the task"
@@ -687,6 +691,8 @@ class Config(BaseModel):
             templates = [(f"its {what}", template) for what, template in spec.record_templates().items()]
             for read, how in templates_read(templates, top_level=False) if in_file else ():
                 uses.append(FieldUse(read, FieldRole.INPUT, owner, ("metrics", metric), how=how))
+            for what, path in spec.record_paths().items() if in_file else ():
+                uses.append(FieldUse(path, FieldRole.INPUT, owner, ("metrics", metric), how=f"its {what}"))
         lanes = [(f"variant '{name}'", self._variant_task_or_none(name)) for name in self.variant_names]
         for owner, lane in (lanes or [("the task", self.task)]) if in_file else ():
             if lane is None or isinstance(lane, RecordedTask):
