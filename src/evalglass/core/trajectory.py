@@ -363,11 +363,13 @@ def _same_results(recorded: dict[str, Any], ids: set[str], results: list[Mapping
         if answered not in ids:
             raise Inconsistent(f"a tool result answers call id {answered!r}, which no call of the record has")
         call = recorded.get(answered)
-        result = _NO_RESULT if call is None else call.get("result", _NO_RESULT)
+        if call is None:  # answered by a call of the messages only: no result of its own to compare
+            continue
+        result = call.get("result", _NO_RESULT)
         if (
             result is not _NO_RESULT
-            and call.get("error") is None  # type: ignore[union-attr]  # a result was found: a call is
-            and call.get("error_type") is None  # type: ignore[union-attr]
+            and call.get("error") is None
+            and call.get("error_type") is None
             and not part.get("error")
             and result != part.get("response")
         ):
