@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from evalglass.core.fieldpath import ABSENT
 from evalglass.readers.jsonsource import (
     MAX_DEPTH,
     JsonRefused,
@@ -196,6 +197,8 @@ def test_checking_a_batch_while_keeping_a_column_decides_as_the_whole_check(text
     values = [orjson.loads(raw) for raw in raws]
     exact, column = batch_is_exact_keeping(raws, values, key)
     assert exact == batch_is_exact(raws, values), texts
+    # Given the values at the key (the reader's outputs column), the same decision and column, looked up once.
+    assert batch_is_exact_keeping(raws, values, key, [value.get(key, ABSENT) for value in values]) == (exact, column)
     if column is not None:
         assert exact
         assert column == orjson.dumps([value[key] for value in values])

@@ -36,6 +36,7 @@ from typing import Any
 
 import orjson
 
+from evalglass.core.fieldpath import ABSENT
 from evalglass.core.uniform import all_of_type
 
 #: Deepest nesting of objects and arrays a document may have (orjson itself writes at most 255).
@@ -70,14 +71,18 @@ def batch_is_exact(lines: list[bytes], values: list[Any]) -> bool:
     return _exact(lines, values, None)[0]
 
 
-def batch_is_exact_keeping(lines: list[bytes], records: list[dict[str, Any]], key: str) -> tuple[bool, bytes | None]:
+def batch_is_exact_keeping(
+    lines: list[bytes], records: list[dict[str, Any]], key: str, at_key: list[Any] | None = None
+) -> tuple[bool, bytes | None]:
     """:func:`batch_is_exact` for a batch of objects, and the column of their ``key`` as orjson writes it (the JSON
     array of each record's value at ``key``, compact), or None when the check wrote none.
 
     The check re-serialises the batch to count its colons; written as the column of ``key`` and the rest of each
     record, the same count comes out, and the column's bytes are what a caller writing those values again (the run's
-    kept outputs: a recorded run's outputs are such a column) can use instead of a second dump."""
-    exact, column, _ = _exact(lines, records, key, split=False)
+    kept outputs: a recorded run's outputs are such a column) can use instead of a second dump. ``at_key``: each
+    record's value at ``key``, ABSENT where it has none, when the caller has them (the reader's outputs column):
+    then neither the key's presence nor the values are looked up again."""
+    exact, column, _ = _exact(lines, records, key, split=False, at_key=at_key)
     return exact, column
 
 
@@ -115,7 +120,7 @@ def split_last_key(records: list[dict[str, Any]], key: str, *, column: bool = Tr
 
 
 def _exact(
-    lines: list[bytes], values: list[Any], key: str | None, *, split: bool = False
+    lines: list[bytes], values: list[Any], key: str | None, *, split: bool = False, at_key: list[Any] | None = None
 ) -> tuple[bool, bytes | None, bytes | None]:
     joined = b"\n".join(lines)
     if _LONG_DIGITS in joined.translate(_DIGITS_ONLY):
@@ -134,10 +139,10 @@ def _exact(
         if halves is not None and key is not None:
             column, rest = halves
             written = column.count(b":") + rest.count(b":") + len(values) * (1 + key.count(":"))
-        elif key is not None and _every_has(values, key):
+        elif key is not None and (ABSENT not in at_key if at_key is not None else _every_has(values, key)):
             # A record {"k": v, ...} writes one colon after each key, those in the keys' own text, and those in
             # its values: the column holds the values at ``key``, the rest the other keys and values.
-            column = orjson.dumps(list(map(itemgetter(key), values)))
+            column = orjson.dumps(at_key if at_key is not None else list(map(itemgetter(key), values)))
             if 2 * len(column) > len(joined):
                 # The column is most of the batch (trajectories): the rest without it, made in Python per record,
                 # costs less than writing the column's values a second time.

@@ -289,24 +289,20 @@ class DatasetReader:
         if not all_of_type(records, dict):
             return None
         rest_json = None
+        outputs = self._column(records, self._output_key, self._output)
         if self._output_key is None:
             exact, outputs_json = batch_is_exact(lines, records), None
         elif self._split_output:
             exact, outputs_json, rest_json = batch_is_exact_split(lines, records, self._output_key)
         else:
-            exact, outputs_json = batch_is_exact_keeping(lines, records, self._output_key)
+            exact, outputs_json = batch_is_exact_keeping(lines, records, self._output_key, outputs)
         if not exact:
             return None
         ids = self._column(records, self._id_key, self._id)
         if not all_of_type(ids, str):
             return None
         self.examples += len(records)
-        batch = ExampleBatch(
-            ids=ids,
-            lines=list(range(first, first + len(records))),
-            records=records,
-            outputs=self._column(records, self._output_key, self._output),
-        )
+        batch = ExampleBatch(ids=ids, lines=list(range(first, first + len(records))), records=records, outputs=outputs)
         if outputs_json is not None:  # the same objects the reader just wrote: each record's value at the key
             batch.remember(OUTPUTS_JSON, outputs_json)
         if rest_json is not None:  # and the records without it
