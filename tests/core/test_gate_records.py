@@ -166,6 +166,11 @@ def check(outcome, *, binding=BindingStatus.BOUND, unbound_inputs=()):
     )
 
 
+INPUTS_UNBOUND = (
+    "check 'lint' does not bind its test code: its command runs folder 'tests', which no `inputs:` covers, so a "
+    "change there leaves an approval standing; declare them under the check's `inputs:` and approve the new "
+    "fingerprint (or accept unbound code: `require_binding: false` in the gate's ledger entry)"
+)
 CHECK = GateSpec(check="lint")
 CHECK_AUTH = Authority(active=True)
 BINDING = Authority(active=True, require_binding=True)
@@ -179,7 +184,12 @@ CHECKS = {
     "check_unbound_fail_noted": (CHECK_AUTH, check(CheckOutcome.FAIL, binding=BindingStatus.UNBOUND)),
     "check_unbound_pass_required": (BINDING, check(CheckOutcome.PASS, binding=BindingStatus.UNBOUND)),
     "check_unbound_error_required": (BINDING, check(CheckOutcome.ERROR, binding=BindingStatus.UNBOUND)),
-    "check_inputs_noted": (CHECK_AUTH, check(CheckOutcome.PASS, unbound_inputs=("folder 'tests'", "runner 'pytest'"))),
+    "check_inputs_noted": (
+        Authority(active=True, accept_unbound_code=True),
+        check(CheckOutcome.PASS, unbound_inputs=("folder 'tests'", "runner 'pytest'")),
+    ),
+    # Unbound test code blocks unless the ledger accepts it (`require_binding: false`): no note-only default.
+    "check_inputs_blocked": (CHECK_AUTH, check(CheckOutcome.PASS, unbound_inputs=("folder 'tests'",))),
     "check_inputs_required": (BINDING, check(CheckOutcome.FAIL, unbound_inputs=("folder 'tests'",))),
     "check_inputs_error_required": (BINDING, check(CheckOutcome.INCONCLUSIVE, unbound_inputs=("folder 'tests'",))),
     "check_forbidden_unbound_noted": (
@@ -851,16 +861,26 @@ CHECK_RECORDS: dict[str, dict] = {
         "reasons": [
             {
                 "code": "check_inputs_unbound",
-                "message": "check 'lint' does not bind its test code: its command runs "
-                "folder 'tests', which no `inputs:` covers, so a change there "
-                "leaves an approval standing, and the ledger requires a "
-                "binding; declare them under the check's `inputs:` and approve "
-                "the new fingerprint",
+                "message": INPUTS_UNBOUND,
             }
         ],
         "notes": [],
         "value": 0.0,
         "compared": 0.0,
+        "direction": "higher_is_better",
+        "rule": "point",
+        "fingerprint": "sha256:1111111111111111111111111111111111111111111111111111111111111111",
+    },
+    "check_inputs_blocked": {
+        "name": "g",
+        "subject": "lint",
+        "subject_kind": "check",
+        "active": True,
+        "outcome": "blocked",
+        "reasons": [{"code": "check_inputs_unbound", "message": INPUTS_UNBOUND}],
+        "notes": [],
+        "value": 1.0,
+        "compared": 1.0,
         "direction": "higher_is_better",
         "rule": "point",
         "fingerprint": "sha256:1111111111111111111111111111111111111111111111111111111111111111",

@@ -3,11 +3,14 @@ also gold or an input, so no gold and no input escapes it (``core.goldfields.fie
 
 from __future__ import annotations
 
+import copy
+from typing import Any
+
 from hypothesis import given
 from hypothesis import strategies as st
 
 from evalglass.core.fieldpath import parse_path
-from evalglass.core.goldfields import FieldRole, FieldUse, field_conflicts
+from evalglass.core.goldfields import FieldRole, FieldUse, field_conflicts, record_without
 
 PATHS = ["a", "b", "a.x", "a.y", "b.z", "c"]
 
@@ -64,3 +67,41 @@ def test_one_line_per_output_saying_what_else_the_field_is() -> None:
     ((at, message),) = field_conflicts(found)
     assert at == ("task", "field") and message.startswith("task.field 'id' is the dataset's id_field 'id'")
     assert "record outputs in a field of their own" in message
+
+
+#: Field names as a dataset may hold them (dots, spaces, digits, quotes, brackets, non-ASCII), named by a path in its
+#: quoted form (``["a.b"]``), the one form that reads any name as one key.
+NAMES = st.text(st.characters(blacklist_characters="\\", blacklist_categories=("Cs",)), min_size=1, max_size=6).filter(
+    lambda name: ".." not in name  # a path may not hold "..", quoted or not (fieldpath.parse_path)
+)
+
+
+def quoted(name: str) -> str:
+    return '["' + name.replace('"', '\\"') + '"]'
+
+
+@given(st.dictionaries(NAMES, st.integers() | st.text(max_size=3), max_size=6), st.data())
+def test_the_record_as_gold_sees_it_lacks_exactly_the_output_fields(
+    record: dict[str, Any], data: st.DataObject
+) -> None:
+    """Whatever the fields are called: the shown record has every field but the outputs, each with its value (the
+    same object), and the dataset's record is left as it was (it is shared with the metrics)."""
+    names = (st.sampled_from(sorted(record)) | NAMES) if record else NAMES
+    hidden = data.draw(st.lists(names, max_size=4, unique=True))
+    before = copy.deepcopy(record)
+    shown = record_without([quoted(name) for name in hidden])(record)
+    assert record == before
+    assert list(shown) == [name for name in record if name not in hidden]
+    assert all(shown[name] is record[name] for name in shown)
+    if not set(hidden) & set(record):
+        assert shown is record  # nothing to hide: no copy
+
+
+@given(st.dictionaries(st.sampled_from(["a", "b"]), st.dictionaries(st.sampled_from(["x", "y"]), st.integers())))
+def test_a_nested_output_is_removed_from_a_copy_and_its_siblings_kept(record: dict[str, Any]) -> None:
+    before = copy.deepcopy(record)
+    shown = record_without(["a.x", "b"])(record)
+    assert record == before
+    assert "b" not in shown
+    if "a" in record:
+        assert shown["a"] == {key: value for key, value in record["a"].items() if key != "x"}

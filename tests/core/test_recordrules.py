@@ -15,8 +15,10 @@ from hypothesis import strategies as st
 from evalglass.core.authority import BlockReason
 from evalglass.core.gates import Outcome
 from evalglass.core.recordrules import (
+    CHECK_TYPES,
     CURRENT_RULES,
     JUDGE_TYPES,
+    UNRECORDED_CODE,
     CurrentOutcome,
     DecisionRules,
     LaterRule,
@@ -26,15 +28,18 @@ from evalglass.core.recordrules import (
 )
 from evalglass.core.runrecord import RunRecord
 
-#: Every marker as a run decided under the current rules writes it, for a run with one judge, `quality`.
+#: Every marker as a run decided under the current rules writes it, for a run with one judge, `quality`, and one
+#: metric that runs a check, `passes`.
 MARKERS: dict[LaterRule, dict[str, Any]] = {
     LaterRule.EVERY_JUDGED_GATE: {"judge_gates": "every"},
     LaterRule.APPROVED_CALIBRATION: {"judge_calibrations": "approved"},
     LaterRule.ENDPOINT_BINDING: {"judge_endpoints": {"quality": "openai http://127.0.0.1:9/v1"}},
+    LaterRule.CHECK_CODE_BINDING: {"unbound_check_code": {"passes": {"solution": []}}},
 }
 
 
 def _record(judges: bool, kept: tuple[LaterRule, ...]) -> RunRecord:
+    """``judges``: the run has a judge and a metric that runs a check (whose rules the markers select)."""
     fields: dict[str, Any] = {
         "run_id": "r1",
         "created_at": "2026-01-01T00:00:00Z",
@@ -51,6 +56,7 @@ def _record(judges: bool, kept: tuple[LaterRule, ...]) -> RunRecord:
     }
     if judges:
         fields["judge_fingerprints"] = {"quality": "sha256:" + "4" * 64}
+        fields["config"] = {"metrics": {"passes": {"type": "check", "check": "solution"}}}
     for rule in kept:
         fields.update(MARKERS[rule])
     return RunRecord.model_validate(fields)
@@ -77,6 +83,28 @@ def test_the_judge_types_are_the_registrys_calibrated_metric_types() -> None:
     from evalglass.metrics.registry import METRIC_TYPES
 
     assert {name for name, spec in METRIC_TYPES.items() if spec.calibrated} == JUDGE_TYPES
+
+
+def test_the_check_types_are_the_registrys_metric_types_that_run_a_check() -> None:
+    from evalglass.metrics.check import CheckMetricSpec
+    from evalglass.metrics.registry import METRIC_TYPES
+
+    assert {name for name, spec in METRIC_TYPES.items() if issubclass(spec, CheckMetricSpec)} == CHECK_TYPES
+    # ... and only those name a check (the readers find it under `check`).
+    for name, spec in METRIC_TYPES.items():
+        assert ("check" in spec.model_fields) == (name in CHECK_TYPES), name
+
+
+def test_a_check_metric_without_its_entry_is_unknown_code_under_the_current_rules() -> None:
+    """A record from before the rule (or one whose entry was deleted) keeps nothing for its check metric: the older
+    rule reads nothing unbound; the current rules read the code as unknown, which is not bound."""
+    record = _record(True, (LaterRule.EVERY_JUDGED_GATE, LaterRule.APPROVED_CALIBRATION, LaterRule.ENDPOINT_BINDING))
+    rules = recorded_rules(record)
+    assert rules.before == {LaterRule.CHECK_CODE_BINDING}
+    assert rules.unbound_code(record) == {}
+    assert CURRENT_RULES.unbound_code(record) == {"passes": {"solution": (UNRECORDED_CODE,)}}
+    kept = _record(True, tuple(LaterRule))
+    assert CURRENT_RULES.unbound_code(kept) == {"passes": {"solution": ()}}
 
 
 def test_each_rule_loosens_exactly_its_part_of_a_standing() -> None:

@@ -3,7 +3,8 @@ reads an exit code, whether a shell ran the command or not. Through the real CLI
 
 The scenario is a pull request's: a check gate over a test suite is approved while a test fails; the pull request
 replaces the test's body with `pass`. With `inputs: [tests]` the approval goes stale; without, the gate would pass,
-so the run, `explain` and `preflight` say that it does not bind its test code, and `require_binding` blocks it.
+so the gate is blocked (`check_inputs_unbound`) unless the ledger accepts unbound code (`require_binding: false`),
+and the run, `explain` and `preflight` say that it does not bind its test code.
 """
 
 from __future__ import annotations
@@ -86,22 +87,41 @@ def test_a_hollowed_test_makes_the_approval_stale_when_the_check_declares_its_in
 
 
 @pytest.mark.parametrize("runner", list(COMMANDS))
-def test_without_inputs_the_run_explain_and_preflight_say_the_gate_does_not_bind_its_test_code(tmp_path, runner):
+def test_without_inputs_a_hollowed_test_cannot_turn_the_gate_green(tmp_path, runner):
+    """The pull request hollows the failing test; the approval does not bind it (no `inputs:`), so the gate is
+    blocked (`check_inputs_unbound`): a check whose code is not bound cannot earn green. The run, `explain` and
+    `preflight` all say which code is unbound."""
     project = suite_project(tmp_path, runner)
     approve_suite(project)
     hollow(project)
     code, found = gate(project)
-    assert (code, found["outcome"]) == (0, "pass")  # what the gate decides, and why it must say more than that
-    said = [note for note in found["notes"] if "does not bind its test code" in note]
-    assert len(said) == 1 and "folder 'tests'" in said[0] and "inputs:" in said[0]
+    assert (code, found["outcome"], codes(found)) == (1, "blocked", ["check_inputs_unbound"])
+    (message,) = [reason["message"] for reason in found["reasons"]]
+    assert "folder 'tests'" in message and "inputs:" in message and "require_binding: false" in message
     text = project.run("--no-history").out
     assert "does not bind its test code" in " ".join(text.split())
 
     explained = project.cli("explain", "suite-ok", "--format", "json").json()[0]
     assert any("does not bind its test code" in line for line in explained["details"])
     preview = next(g for g in project.cli("preflight", "--format", "json").json()["gates"] if g["name"] == "suite-ok")
+    assert (preview["standing"], codes(preview)) == ("blocked", ["check_inputs_unbound"])
+
+
+@pytest.mark.parametrize("runner", list(COMMANDS))
+def test_a_ledger_that_accepts_unbound_test_code_decides_with_a_note(tmp_path, runner):
+    """`require_binding: false` is the host's word that unbound test code is accepted: the gate decides, and says
+    what it does not bind."""
+    project = suite_project(tmp_path, runner)
+    approve_suite(project, require_binding=False)
+    hollow(project)
+    code, found = gate(project)
+    assert (code, found["outcome"]) == (0, "pass")
+    said = [note for note in found["notes"] if "does not bind its test code" in note]
+    assert len(said) == 1 and "folder 'tests'" in said[0] and "inputs:" in said[0]
+    preview = next(g for g in project.cli("preflight", "--format", "json").json()["gates"] if g["name"] == "suite-ok")
     assert preview["standing"] == "would_decide"
     assert any("folder 'tests'" in note for note in preview["notes"])
+    assert project.cli("verify", str(project.last_run())).code == 0
 
 
 def bind_target(project: Project) -> None:

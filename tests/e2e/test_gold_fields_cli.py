@@ -85,6 +85,15 @@ CASES = {
         ),
         "variants.b.field 'out_b' is read as an input by metric 'judged' (its prompt)",
     ),
+    # ...or shows it as the conversation's input messages (a path read by name outside any template).
+    "judge-transcript-reads-a-variants-output": (
+        config(
+            {"type": "recorded", "field": "out_a"},
+            {"a": {}, "b": {"field": "out_b"}},
+            metrics={"judged": {**JUDGE, "transcript": {"input": "out_b"}}},
+        ),
+        "variants.b.field 'out_b' is read as an input by metric 'judged' (its transcript input)",
+    ),
 }
 
 

@@ -396,7 +396,7 @@ def test_preflight_names_the_subject_each_variant_gate_decides_on(tmp_path: Path
     )
     project.write_ledger(ledger)
     refused = project.cli("preflight")
-    assert refused.code == 2 and "decides on metric 'exact@bad': require_binding applies" in refused.err, refused.err
+    assert refused.code == 2 and "decides on metric 'exact@bad', which runs no check" in refused.err, refused.err
 
 
 #: Four examples: intervals wide enough to leave the range a difference of two [0, 1] metrics can take.

@@ -363,6 +363,40 @@ JUDGE_CASES += [
     for case in _wrong_answers({}, "fine")
 ]
 
+#: A judge in a run whose recorded outputs are in the dataset (``output_fields``: the run's gold-excluded fields,
+#: here the graded variant's ``output``, another variant's ``answer_b`` and a nested one): its ``example`` is the
+#: record as gold sees it (llm_judge@3), so neither the other variant's answer nor the graded one under its field's
+#: name is shown; a template that walks the record shows what is left.
+JUDGE_CASES += [
+    {
+        **JUDGE_CASES[0],
+        "output_fields": ["output", "answer_b", "extra.b"],
+        "examples": [
+            {
+                "fields": {
+                    "id": "e0",
+                    "question": "2+2?",
+                    "gold": "4",
+                    "output": "4",
+                    "answer_b": "5",
+                    "extra": {"a": 1, "b": "five"},
+                },
+                "output": "4",
+            },
+            {"fields": {"id": "e1", "gold": "x"}, "output": "x"},
+        ],
+    },
+    {
+        **JUDGE_CASES[1],
+        "output_fields": ["output", "answer_b"],
+        "spec": {
+            **JUDGE_CASES[1]["spec"],
+            "prompt": "{% for key, value in example.items() %}{{ key }}={{ value }};{% endfor %} | {{ output }}",
+        },
+        "examples": [{"fields": {"id": "e0", "q": "hi", "answer_b": "B says", "output": "A says"}, "output": "A says"}],
+    },
+]
+
 PARSER_CASES = [
     {
         "scale": {"min": 1, "max": 5},
@@ -505,7 +539,8 @@ def compute_judge(case: dict[str, Any]) -> list[Any]:
     assert isinstance(spec, LlmJudgeSpec)
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / "rubric.md").write_text(case["rubric"])
-        definition = spec.judge_definition(_context(folder, case))
+        hidden = tuple(case.get("output_fields", ()))
+        definition = spec.judge_definition(_context(folder, case, output_fields=hidden))
 
         async def build() -> list[Any]:
             judge = Judge(definition, executor=None, env={})  # type: ignore[arg-type]

@@ -242,3 +242,45 @@ def test_tools_are_declared_so_a_model_can_be_told_about_them(base: Path) -> Non
         parse_task_spec({**agent(FakeOpenAI()), "tools": {}})
     with pytest.raises(LaneConfigError, match="missing_function"):
         produce({**agent(FakeOpenAI()), "tools": {"m": "tools.py:missing_function"}}, base)
+
+
+KEEPING_TOOLS = '''
+def cart(item: str, *, state: dict) -> list:
+    """Add an item and return the cart itself (the state's own list, changed by later calls)."""
+    state.setdefault("cart", []).append(item)
+    return state["cart"]
+
+def sort_in_place(items: list) -> int:
+    items.sort()
+    items.append("changed")
+    return len(items)
+'''
+
+
+def test_a_step_records_results_and_arguments_as_they_were_when_the_tool_returned(tmp_path: Path) -> None:
+    (tmp_path / "keeping.py").write_text(textwrap.dedent(KEEPING_TOOLS))
+    turns = {
+        "Shop": [
+            {"tool_calls": [call("cart", {"item": "tea"})]},
+            {"tool_calls": [call("cart", {"item": "milk"}), call("sort_in_place", {"items": ["b", "a"]})]},
+            "done",
+        ]
+    }
+    with FakeOpenAI(turns=turns) as server:
+        spec = agent(server, tools={"cart": "keeping.py:cart", "sort_in_place": "keeping.py:sort_in_place"})
+        (outcome,) = produce(spec, tmp_path, {"q": "Shop"})
+        requests = [request.body for request in server.requests]
+    assert isinstance(outcome, LaneOutput), outcome
+    trajectory = outcome.value
+    calls = [(c["name"], c["arguments"], c.get("result")) for c in trajectory["tool_calls"]]
+    assert calls == [
+        ("cart", {"item": "tea"}, ["tea"]),
+        ("cart", {"item": "milk"}, ["tea", "milk"]),
+        ("sort_in_place", {"items": ["b", "a"]}, 3),
+    ]
+    assert trajectory["final_state"] == {"cart": ["tea", "milk"]}
+    # what the model was told at the second step is what the first call answered then, in the request and after it
+    told = [[m["content"] for m in request["messages"] if m["role"] == "tool"] for request in requests[1:]]
+    assert told == [['["tea"]'], ['["tea"]', '["tea","milk"]', "3"]]
+    tool_messages = [m for m in trajectory["messages"] if m["role"] == "tool"]
+    assert tool_messages[0]["parts"][0]["response"] == ["tea"]

@@ -31,6 +31,9 @@ from .conftest import LiveProject, calibration_pin, evalglass
 ROWS = [{"id": f"q{i}", "question": f"question {i} grade={4 if i % 2 else 5}"} for i in range(6)]
 LABELS = [{"id": f"l{i}", "question": "q", "output": f"answer grade={g}", "label": g} for i, g in enumerate([1, 2] * 6)]
 GATE = "judged"
+#: The rules a judge's standing selects (this project's); a check metric's unbound code has its own end-to-end proof
+#: in tests/e2e/test_check_metric_binding.py.
+JUDGE_RULES = tuple(rule for rule in LaterRule if rule is not LaterRule.CHECK_CODE_BINDING)
 
 
 def _gate(out: str) -> dict[str, Any]:
@@ -113,7 +116,7 @@ def _verify(project: LiveProject, folder: Path) -> Any:
     )
 
 
-@pytest.mark.parametrize("rule", list(LaterRule), ids=[rule.value for rule in LaterRule])
+@pytest.mark.parametrize("rule", JUDGE_RULES, ids=[rule.value for rule in JUDGE_RULES])
 def test_deleting_a_marker_never_turns_a_blocked_run_green(project: LiveProject, rule: LaterRule) -> None:
     full = _green_project(project)
     (project.root / "authority.yaml").write_text(yaml.safe_dump(full, sort_keys=False))
@@ -150,7 +153,7 @@ def test_deleting_a_marker_never_turns_a_blocked_run_green(project: LiveProject,
         assert "Traceback" not in shown.err
 
 
-@pytest.mark.parametrize("rule", list(LaterRule), ids=[rule.value for rule in LaterRule])
+@pytest.mark.parametrize("rule", JUDGE_RULES, ids=[rule.value for rule in JUDGE_RULES])
 def test_an_old_run_as_green_under_the_current_rules_still_verifies(project: LiveProject, rule: LaterRule) -> None:
     full = _green_project(project)
     (project.root / "authority.yaml").write_text(yaml.safe_dump(full, sort_keys=False))
@@ -178,14 +181,14 @@ def test_no_set_of_deleted_markers_verifies_a_run_the_current_rules_do_not_pass(
     (project.root / "authority.yaml").write_text(yaml.safe_dump(full, sort_keys=False))
     assert project.run().code == 0
     original = project.last_run()
-    ledgers = {rule: _loosened(full, rule) for rule in (None, *LaterRule)}
+    ledgers = {rule: _loosened(full, rule) for rule in (None, *JUDGE_RULES)}
     green_now = {}
     for rule, ledger in ledgers.items():
         (project.root / "authority.yaml").write_text(yaml.safe_dump(ledger, sort_keys=False))
         green_now[rule] = project.run().code == 0
-    assert green_now == {None: True, **{rule: False for rule in LaterRule}}
+    assert green_now == {None: True, **{rule: False for rule in JUDGE_RULES}}
 
-    subsets = [combo for size in range(len(LaterRule) + 1) for combo in itertools.combinations(LaterRule, size)]
+    subsets = [combo for size in range(len(JUDGE_RULES) + 1) for combo in itertools.combinations(JUDGE_RULES, size)]
     for (rule, ledger), markers in itertools.product(ledgers.items(), subsets):
         folder = tmp_path / "copies" / f"{rule}-{'-'.join(markers) or 'none'}"
         shutil.copytree(original, folder)

@@ -175,6 +175,52 @@ def test_promptfoo_scores_through_a_run(tmp_path: Path) -> None:
     }
 
 
+def test_promptfoo_grader_failures_are_errors_not_failed_answers(tmp_path: Path) -> None:
+    """promptfoo reports a grader that could not grade as a failed assertion (`pass: false`, score 0): a model-graded
+    assertion whose grader failed (`metadata.graderError`), a regex that does not compile, a test whose grading is
+    marked failed as a whole. Each is the tool's error, never a measured 0, and so is the test's result it lowered."""
+    document = json.loads(PROMPTFOO.read_text())
+    rows = {row["testIdx"]: row for row in document["results"]["results"]}
+    graded = rows[0]["gradingResult"]["componentResults"][1]  # on_topic: an llm-rubric whose grader failed
+    graded.update(
+        {"pass": False, "score": 0, "reason": "Could not extract JSON from llm-rubric response", "metadata": {}}
+    )
+    graded["metadata"]["graderError"] = True
+    regex = rows[2]["gradingResult"]["componentResults"][0]  # names_city
+    regex.update({"pass": False, "score": 0, "reason": "Invalid regex pattern: unterminated character set"})
+    for index in (0, 2):
+        rows[index].update({"success": False, "score": 0.5})
+    rows[4]["gradingResult"]["metadata"] = {"graderError": True}  # the test's grading failed as a whole
+    rows[4]["gradingResult"]["reason"] = "grader unavailable: HTTP 503"
+    path = tmp_path / "graded.json"
+    path.write_text(json.dumps(document))
+    metrics = {
+        "test": {"type": "recorded_score", "scorer": "promptfoo"},
+        "names_city": {"type": "recorded_score", "scorer": "names_city"},
+        "on_topic": {"type": "recorded_score", "scorer": "on_topic"},
+    }
+    cards = []
+    for name, fixture in (("original", PROMPTFOO), ("graded", path)):
+        result = run(tmp_path / name, fixture, "promptfoo", metrics)
+        assert result.code == 0, result.err
+        cards.append(result.json())
+    # One more example left out as the tool's error per failed grader (examples 0, 1, 2), none scored as 0.
+    for name, more in (("on_topic", 1), ("names_city", 1), ("test", 3)):
+        before, after = (metric(card, name)["population"]["excluded_by_status"].get("error", 0) for card in cards)
+        assert after == before + more, (name, before, after)
+    found = {e.id: e for e in examples("promptfoo", path)}
+    scores = found["0"].fields["output"][0]["scores"]
+    assert scores["on_topic"]["value"] is None
+    assert scores["on_topic"]["error"].startswith("the grader failed (metadata.graderError): Could not extract JSON")
+    assert scores["promptfoo"]["value"] is None and "'on_topic'" in scores["promptfoo"]["error"]
+    assert found["1"].fields["output"][0]["scores"]["names_city"]["error"].startswith("Invalid regex pattern:")
+    overall = found["2"].fields["output"][0]["scores"]["promptfoo"]
+    assert (
+        overall["value"] is None
+        and overall["error"] == "the grader failed (metadata.graderError): grader unavailable: HTTP 503"
+    )
+
+
 def test_a_promptfoo_file_with_no_results_is_one_error(tmp_path: Path) -> None:
     document = json.loads(PROMPTFOO.read_text())
     document["results"]["results"] = []
@@ -241,6 +287,66 @@ def test_lm_eval_samples_and_their_version(tmp_path: Path) -> None:
     )
 
 
+def _two_filters(folder: Path) -> Path:
+    """The generation task's samples as lm-eval writes a task with two filters: one line per filter and document,
+    each with that filter's answer and scores (`strict-match` keeps the model's text, `flexible-extract` finds the
+    answer in it)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for raw in LM_EVAL.read_text().splitlines():
+        if not raw.strip():
+            continue
+        line = json.loads(raw)
+        lines.append({**line, "filter": "strict-match"})
+        lines.append({**line, "filter": "flexible-extract", "filtered_resps": [line["target"]], "exact_match": 1.0})
+    path = folder / LM_EVAL.name
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    for results in (FIXTURES / "lm-eval").glob("results_*.json"):
+        shutil.copyfile(results, folder / results.name)
+    return path
+
+
+def test_lm_eval_with_several_filters_measures_the_declared_filter_s_answer(tmp_path: Path) -> None:
+    """Which filter's answer a metric on the output measures is declared; read without it, the file is refused in
+    one line (the order of its lines would decide it), and a name it does not hold is refused too."""
+    evals = tmp_path / "evals"
+    path = _two_filters(evals)
+    (evals / "authority.yaml").write_text("version: 1\n")
+
+    def run_with(answer_filter: str | None) -> Any:
+        dataset: dict[str, Any] = {"name": "imported", "path": path.name, "format": "lm-eval"}
+        if answer_filter is not None:
+            dataset["answer_filter"] = answer_filter
+        document = {
+            "version": 1,
+            "dataset": dataset,
+            "metrics": {
+                "said": {"type": "exact_match", "field": "text", "reference": "target"},
+                "em": {"type": "recorded_score", "scorer": "exact_match,strict-match"},
+            },
+            "gates": {"said-ok": {"metric": "said", "proposed_threshold": 0.5}},
+        }
+        (evals / "evalglass.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
+        return run_cli("run", "--no-history", "--format", "json", cwd=tmp_path)
+
+    refused = run_with(None)
+    assert refused.code == 2 and "Traceback" not in refused.err
+    (line,) = refused.err.strip().splitlines()
+    assert "2 filters ('strict-match', 'flexible-extract')" in line and "dataset.answer_filter" in line
+    strict, flexible = run_with("strict-match"), run_with("flexible-extract")
+    assert strict.code == 0 and flexible.code == 0, strict.err + flexible.err
+    # Measured on the strict answers (the model's text), the output agrees with lm-eval's own strict scores.
+    said_strict = metric(strict.json(), "said")["estimate"]["point"]
+    assert said_strict == metric(strict.json(), "em")["estimate"]["point"] < 1.0
+    assert metric(flexible.json(), "said")["estimate"]["point"] == 1.0  # the extracted answers
+    assert metric(strict.json(), "em")["estimate"]["point"] == metric(flexible.json(), "em")["estimate"]["point"]
+    # The declared filter is part of what an approval binds: pointing it elsewhere is a new gate.
+    fingerprints = {gate["fingerprint"] for card in (strict, flexible) for gate in card.json()["decision"]["gates"]}
+    assert len(fingerprints) == 2
+    unknown = run_with("majority")
+    assert unknown.code == 2 and "dataset.answer_filter 'majority' is not a filter of this samples file" in unknown.err
+
+
 def test_lm_eval_samples_without_their_results_file_are_refused(tmp_path: Path) -> None:
     alone = tmp_path / LM_EVAL.name
     shutil.copyfile(LM_EVAL, alone)
@@ -277,6 +383,42 @@ def test_an_openai_evals_event_type_it_does_not_know_is_refused(tmp_path: Path) 
     path.write_text("\n".join([*lines[:2], json.dumps(event)]) + "\n")
     with pytest.raises(SetupError, match="event type 'telemetry' \\(line 3\\) is not one EvalGlass reads"):
         read("openai-evals", path)
+
+
+def test_an_openai_evals_log_cut_short_is_refused_and_a_lost_sample_is_a_failed_one(tmp_path: Path) -> None:
+    """The log holds no count, but says whether the run finished (`final_report`), and a run over every sample
+    (no `max_samples`) numbers them 0 to N-1: a log without its final report is refused in one line; a finished
+    log that lost a sample in the middle makes it a failed sample (an error), never one left out."""
+    lines = OPENAI_EVALS.read_text().splitlines()
+    unfinished = tmp_path / "unfinished" / "cut.jsonl"
+    unfinished.parent.mkdir()
+    unfinished.write_text("\n".join(line for line in lines if '"final_report"' not in line) + "\n")
+    result = run(
+        tmp_path / "unfinished", unfinished, "openai-evals", {"m": {"type": "recorded_score", "scorer": "match"}}
+    )
+    assert result.code == 2 and "Traceback" not in result.err
+    (line,) = result.err.strip().splitlines()
+    assert "cut.jsonl" in line and "no final_report line: oaieval did not finish this run" in line
+
+    lost = tmp_path / "lost" / "lost.jsonl"
+    lost.parent.mkdir()
+    lost.write_text("\n".join(line for line in lines if '"sample_id": "capitals.dev.5"' not in line) + "\n")
+    found = {e.id: e for e in examples("openai-evals", lost)}
+    assert sorted(found) == [f"capitals.dev.{i}" for i in range(8)]
+    result = run(tmp_path / "lost", lost, "openai-evals", {"m": {"type": "recorded_score", "scorer": "match"}})
+    assert result.code == 0, result.err
+    population = metric(result.json(), "m")["population"]
+    assert population["excluded_by_status"] == {"error": 1} and population["included"] == 7
+    assert {d["code"] for d in population["top_diagnostics"]} == {"tool_sample_failed"}
+
+    # Under max_samples evals runs a shuffled subset: a missing index says nothing, and none is made up.
+    spec = json.loads(lines[0])
+    spec["spec"]["run_config"]["max_samples"] = 7
+    subset = tmp_path / "subset.jsonl"
+    subset.write_text("\n".join([json.dumps(spec), *lost.read_text().splitlines()[1:]]) + "\n")
+    assert sorted(e.id for e in examples("openai-evals", subset)) == [
+        f"capitals.dev.{i}" for i in (0, 1, 2, 3, 4, 6, 7)
+    ]
 
 
 # -- every capability applies ------------------------------------------------------------------------------------

@@ -48,7 +48,8 @@ class BlockReason(StrEnum):
     CALIBRATION_UNAPPROVED = "calibration_unapproved"
     CHECK_NOT_PASSED = "check_not_passed"
     CHECK_UNBOUND = "check_unbound"
-    #: Check gates: the command runs code (a test folder, a runner, a ``-m`` module) no declared input binds.
+    #: Check gates and gates on a ``check`` metric: the command runs code (a test folder, a runner, a ``-m`` module)
+    #: no declared input binds, and the ledger does not accept it (``require_binding: false``).
     CHECK_INPUTS_UNBOUND = "check_inputs_unbound"
     NO_APPROVED_THRESHOLD = "no_approved_threshold"
     NO_MEASURED_VALUE = "no_measured_value"
@@ -108,11 +109,15 @@ class GateApproval(BaseModel):
         allow_inf_nan=False,
         description="The approved threshold the gate compares with: a finite number inside the metric's scale.",
     )
-    require_binding: StrictBool = Field(
-        default=False,
-        description="Check gates only: block unless the check ran bound to the state its gate expects "
-        "(`expect_state`) and its `inputs:` bind the code its command runs; an unbound PASS then blocks "
-        "(check_unbound, check_inputs_unbound) instead of passing with a note.",
+    require_binding: StrictBool | None = Field(
+        default=None,
+        # Absent when not given, so that the ledger a run record snapshots keeps its bytes (verify re-dumps it).
+        exclude_if=lambda value: value is None,
+        description="Check gates and gates on a `check` metric. Absent: the gate blocks (check_inputs_unbound) when "
+        "the check's command runs code that neither its `inputs:` nor the gate's fingerprint binds (a test folder "
+        "a runner discovers): a pull request could change that code and keep the approval. `true`: a check gate "
+        "also blocks unless the check ran bound to the state the gate expects (`expect_state`; check_unbound). "
+        "`false`: the host accepts both, and the gate decides with a note.",
     )
     margin: float | None = Field(
         default=None,
@@ -515,13 +520,23 @@ class Authority(BaseModel):
     threshold: float | None = None
     margin: float | None = Field(default=None, description="Comparative gates: the approved margin.")
     reasons: tuple[Reason, ...] = ()
-    require_binding: bool = Field(default=False, description="Check gates: an unbound result blocks.")
+    require_binding: bool = Field(default=False, description="Check gates: a result unbound to a state blocks.")
+    accept_unbound_code: bool = Field(
+        default=False,
+        description="The ledger accepts a check whose command runs code no input binds (`require_binding: false`): "
+        "a note, not a block.",
+    )
     notes: tuple[str, ...] = Field(default=(), description="Warnings that do not block: approvals expiring soon.")
 
     @model_validator(mode="after")
     def _inactive_has_no_reasons(self) -> Authority:
         if not self.active and (
-            self.reasons or self.threshold is not None or self.margin is not None or self.require_binding or self.notes
+            self.reasons
+            or self.threshold is not None
+            or self.margin is not None
+            or self.require_binding
+            or self.accept_unbound_code
+            or self.notes
         ):
             raise ValueError("an inactive gate carries no threshold and no blocking reasons")
         return self
@@ -609,7 +624,13 @@ def resolve_authority(gate: GateIdentity, ledger: Ledger, *, today: str) -> Auth
                     message=f"the ledger activates this comparative gate without a margin{why}",
                 )
             )
-        return Authority(active=True, margin=approval.margin, reasons=tuple(reasons), notes=tuple(notes))
+        return Authority(
+            active=True,
+            margin=approval.margin,
+            reasons=tuple(reasons),
+            accept_unbound_code=approval.require_binding is False,
+            notes=tuple(notes),
+        )
     if approval.threshold is None and gate.needs_threshold:
         reasons.append(
             Reason(
@@ -623,7 +644,8 @@ def resolve_authority(gate: GateIdentity, ledger: Ledger, *, today: str) -> Auth
         active=True,
         threshold=threshold,
         reasons=tuple(reasons),
-        require_binding=approval.require_binding,
+        require_binding=approval.require_binding is True,
+        accept_unbound_code=approval.require_binding is False,
         notes=tuple(notes),
     )
 
@@ -669,12 +691,14 @@ def declared_gate_authority(
     comparative: bool = False,
     baseline: str | None = None,
     judge_endpoint: JudgeEndpoint | None = None,
+    unbound_code: Mapping[str, Collection[str]] | None = None,
 ) -> Authority:
     """What the ledger says about one declared gate. The run, ``verify`` and the readers of a run all ask here.
     ``judge_endpoint`` is where the gate's judge is served when no ``judge`` standing carries it (comparative
-    gates); a standing's own endpoint wins."""
+    gates); a standing's own endpoint wins. ``unbound_code``: a gate on a ``check`` metric, per check the metric
+    runs per example, what its command runs that no input binds (:func:`with_unbound_code`)."""
     served = judge.endpoint if judge is not None and judge.endpoint is not None else judge_endpoint
-    return resolve_authority(
+    authority = resolve_authority(
         GateIdentity(
             name=name,
             fingerprint=fingerprint,
@@ -691,6 +715,24 @@ def declared_gate_authority(
         ledger,
         today=today,
     )
+    return with_unbound_code(authority, unbound_code or {})
+
+
+def with_unbound_code(authority: Authority, unbound: Mapping[str, Collection[str]]) -> Authority:
+    """An active gate's authority once the checks it decides on are known to run code no input binds (``unbound``:
+    per check, what is unbound; a check binding everything is left out or empty). That code is the measuring
+    instrument, and a pull request can change it without making the approval stale, so by default the gate is
+    blocked (``check_inputs_unbound``): a check whose code is not bound cannot earn green. The host who accepts that
+    says so in the ledger (``require_binding: false``): then a note. A check gate's own result carries what its
+    command left unbound; a gate on a ``check`` metric is given it here."""
+    found = {check: tuple(what) for check, what in unbound.items() if what}
+    if not authority.active or not found:
+        return authority
+    if authority.accept_unbound_code:
+        said = tuple(unbound_inputs_text(check, what) for check, what in found.items())
+        return authority.model_copy(update={"notes": (*authority.notes, *said)})
+    blocks = tuple(check_inputs_unbound_reason(check, what) for check, what in found.items())
+    return authority.model_copy(update={"reasons": (*authority.reasons, *blocks)})
 
 
 def undeclared_active_gates(ledger: Ledger, declared: Collection[str]) -> list[str]:
@@ -737,12 +779,12 @@ def unbound_inputs_text(check: str, unbound: Collection[str]) -> str:
 
 
 def check_inputs_unbound_reason(check: str, unbound: Collection[str]) -> Reason:
-    """A check gate whose ledger entry requires a binding, on a check whose command runs unbound code."""
+    """A gate on a check whose command runs unbound code, when the ledger does not accept it (``with_unbound_code``)."""
     return Reason(
         code=BlockReason.CHECK_INPUTS_UNBOUND,
         message=(
-            f"{unbound_inputs_text(check, unbound)}, and the ledger requires a binding; declare them under the "
-            "check's `inputs:` and approve the new fingerprint"
+            f"{unbound_inputs_text(check, unbound)}; declare them under the check's `inputs:` and approve the new "
+            "fingerprint (or accept unbound code: `require_binding: false` in the gate's ledger entry)"
         ),
     )
 

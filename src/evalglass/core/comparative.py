@@ -27,7 +27,6 @@ import numpy.typing as npt
 
 from evalglass.core.authority import Authority, BaselineApproval, BlockReason, Ledger, Reason
 from evalglass.core.baselinesource import BaselineTrust, source_reasons
-from evalglass.core.changes import definition_changes
 from evalglass.core.columns import SCORED_VALID, ScoreColumn
 from evalglass.core.compare import (
     GateComparison,
@@ -332,13 +331,16 @@ def comparability_reasons(
             )
         ]
     reasons: list[Reason] = []
-    definition = definition_difference(metric, side.definition, inputs.definitions[metric])
+    definition = definition_difference(
+        metric,
+        side.definition,
+        inputs.definitions[metric],
+        found.definitions.get(metric),
+        inputs.definition_payloads.get(metric),
+    )
     if definition is not None:
-        before, after = found.definitions.get(metric), inputs.definition_payloads.get(metric)
-        changes = definition_changes(before, after) if before is not None and after is not None else []
-        said = f"; changed since the baseline: {'; '.join(changes)}" if changes else ""
         reasons.append(
-            Reason(code=BlockReason.NOT_COMPARABLE, message=f"{definition.code.value}: {definition.message}{said}")
+            Reason(code=BlockReason.NOT_COMPARABLE, message=f"{definition.code.value}: {definition.message}")
         )
     gold = gold_difference(
         GoldOf(found.dataset_fingerprint, found.gold_fingerprint),

@@ -14,14 +14,16 @@ being measured is counted under the pairs' exclusions, never as a flip.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
+from evalglass.core.changes import definition_changes
 from evalglass.core.columns import SCORED_VALID
 from evalglass.core.estimate import IntervalSpec
 from evalglass.core.population import Population, population_of_states
@@ -284,6 +286,8 @@ class MetricSide:
     scale: ScaleSpec | None
     #: How much each example's samples vary (a run with samples and the mean reducer); None otherwise.
     within: WithinSpread | None = None
+    #: What ``definition`` fingerprints, when the caller has it: a difference then names what changed.
+    definition_payload: Mapping[str, Any] | None = None
 
 
 def side_estimate(side: MetricSide) -> SideEstimate:
@@ -335,7 +339,9 @@ def compare_metric(
         )
     except ValueError as exc:
         problem = str(exc)
-    definition = definition_difference(name, base.definition, candidate.definition)
+    definition = definition_difference(
+        name, base.definition, candidate.definition, base.definition_payload, candidate.definition_payload
+    )
     incomparable: tuple[Difference, ...] = () if definition is None else (definition,)
     return MetricComparison(
         metric=name,
@@ -357,13 +363,27 @@ def compare_metric(
     )
 
 
-def definition_difference(name: str, base: str, candidate: str) -> Difference | None:
-    """Whether the metric ``name`` is defined differently in the two runs (by its definition fingerprints)."""
+def definition_difference(
+    name: str,
+    base: str,
+    candidate: str,
+    base_payload: Mapping[str, Any] | None = None,
+    candidate_payload: Mapping[str, Any] | None = None,
+) -> Difference | None:
+    """Whether the metric ``name`` is defined differently in the two runs (by its definition fingerprints); with
+    both definitions given, the message names what changed, field by field (a checker's file by its path)."""
     if base == candidate:
         return None
+    changes = (
+        definition_changes(base_payload, candidate_payload)
+        if base_payload is not None and candidate_payload is not None
+        else []
+    )
+    said = f"; changed since the baseline: {'; '.join(changes)}" if changes else ""
     return Difference(
         code=Incomparable.METRIC_DEFINITION,
-        message=f"metric '{name}' is defined differently in the two runs (baseline {base}, candidate {candidate})",
+        message=f"metric '{name}' is defined differently in the two runs (baseline {base}, candidate {candidate})"
+        + said,
     )
 
 

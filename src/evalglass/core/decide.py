@@ -81,6 +81,8 @@ class GateInput:
     check_result: CheckResult | None = None
     #: Why the ledger's approval of this gate is stale, when the engine could tell (an evaluator's new version).
     stale_cause: str | None = None
+    #: A gate on a metric that runs checks per example: per check, what its command runs that no input binds.
+    unbound_code: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,6 +243,7 @@ def decide_run(
                         stale_cause=gate.stale_cause,
                         judge=judge,
                         judge_endpoint=served,
+                        unbound_code=gate.unbound_code,
                     ),
                     ledger,
                     item.column,
@@ -291,6 +294,7 @@ def _decide_metric_gate(
         judge=judge,
         stale_cause=gate.stale_cause,
         judge_endpoint=judge_endpoint,
+        unbound_code=gate.unbound_code,
     )
     bound: Interval | None = None
     advice: Advice | None = None

@@ -393,10 +393,11 @@ def evaluate_check_gate(
         else:
             notes = (*notes, UNBOUND_NOTE.format(check=spec.subject, outcome=result.outcome.value))
     if result.unbound_inputs and measured is not None:
-        if authority.require_binding:
-            reasons.append(check_inputs_unbound_reason(spec.subject, result.unbound_inputs))
-        else:
+        # Code the check runs that no input binds: blocked unless the ledger accepts it (``with_unbound_code``).
+        if authority.accept_unbound_code:
             notes = (*notes, unbound_inputs_text(spec.subject, result.unbound_inputs))
+        else:
+            reasons.append(check_inputs_unbound_reason(spec.subject, result.unbound_inputs))
     if reasons:
         return GateResult(
             outcome=Outcome.BLOCKED, reasons=tuple(reasons), notes=notes, value=measured, compared=measured, **common

@@ -12,10 +12,10 @@ holds a recorded output of the dataset file may be nothing else (:func:`field_co
 validation applies: ``Config._fields_apart``): not the dataset's ``id_field`` or ``cluster_field``, not (in or
 around) the reference any metric reads, not another variant's recorded output (one answer measured as two systems),
 and not a field a template reads as an input: a live variant's prompt (``{{ draft }}``, ``{{ example.draft }}``) or
-a judge's (``{{ example.draft }}``). Limits, stated as rules in docs/config.md: host code (a python or command lane,
-a python metric) receives the whole record and reads what it likes, and a template that shows the record whole
-(the judges' default ``{{ example | json }}``) shows every field, recorded outputs included: neither is a field read
-by name, so neither is refused.
+a judge's (``{{ example.draft }}``, or its ``transcript.input``). What is not read by name is hidden instead
+(:func:`record_without`): judges, juries and every live lane are shown the record as gold sees it, so host code (a
+python or command lane) and a template that shows the record whole (the judges' default ``{{ example | json }}``)
+never receive a recorded output. Limit, stated in docs/config.md: a python metric receives the whole record.
 
 These are plain functions of the config's raw values (as declared, or as a run record stores them), so the config
 and the reports that explain a run's gold (``report.explain``) read the same answer from one place.
@@ -23,7 +23,7 @@ and the reports that explain a run's gold (``report.explain``) read the same ans
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -152,3 +152,73 @@ def _message(output: FieldUse, other: FieldUse) -> str:
         f"the example, which gold leaves out, so editing it would change what is measured without the approval "
         f"going stale; {fix}, or compare variants' outputs with `compare_variants`"
     )
+
+
+# ---------------------------------------------------------------------- the record as gold sees it
+_Trie = dict[str | int, "_Trie | None"]
+
+
+def _trie(paths: Sequence[str]) -> _Trie:
+    """``paths`` as a tree of their parts; None marks a value removed whole (with everything inside it)."""
+    root: _Trie = {}
+    for path in paths:
+        node = root
+        parts = parse_path(path)
+        for depth, part in enumerate(parts):
+            if depth == len(parts) - 1:
+                node[part] = None
+                break
+            child = node.get(part, {})
+            if child is None:  # an outer value is already removed whole
+                break
+            node[part] = child
+            node = child
+    return root
+
+
+def _removed(node: Any, trie: _Trie) -> Any:
+    """``node`` without the values ``trie`` marks, from a copy (the mappings and lists on the way down only).
+    Items of one list are removed from the highest index down, so removing one never shifts another."""
+    if type(node) is list:
+        indices = sorted((part for part in trie if isinstance(part, int) and part < len(node)), reverse=True)
+        if not indices:
+            return node
+        items: list[Any] = list(node)
+        for index in indices:
+            inner = trie[index]
+            if inner is None:
+                del items[index]
+            else:
+                items[index] = _removed(items[index], inner)
+        return items
+    if type(node) is dict or isinstance(node, Mapping):  # a dict (every reader's) without the ABC check
+        keys = [part for part in trie if str(part) in node]
+        if not keys:
+            return node
+        copy = dict(node)
+        for part in keys:
+            inner = trie[part]
+            if inner is None:
+                del copy[str(part)]
+            else:
+                copy[str(part)] = _removed(copy[str(part)], inner)
+        return copy
+    return node
+
+
+def record_without(paths: Sequence[str]) -> Callable[[Mapping[str, Any]], Any]:
+    """A function giving a record without the values at ``paths`` (the record itself, unchanged, when it has none
+    of them). The dataset's records are shared with the metrics, so the values are removed from a copy.
+
+    With the run's :func:`gold_excluded_fields` it is the record as gold sees it, and as everything that scores or
+    produces a variant's output is shown it (judges' ``example``, every task lane's record): no recorded output of
+    any variant, so no system under test is fed another's answer and no judge sees a competing one; the output it
+    grades it is shown as ``output`` only."""
+    if not paths:
+        return _same
+    trie = _trie(paths)
+    return lambda record: _removed(record, trie)
+
+
+def _same(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    return record

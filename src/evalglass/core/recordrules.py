@@ -1,7 +1,8 @@
 """Which decision rules a run record can select, in one place, and the one rule about them: a record's own fields
 may explain why it was decided as it was, never make green what the current rules do not.
 
-EvalGlass added rules after runs had been recorded without them. Such a run record carries no marker of the rule
+EvalGlass added rules after runs had been recorded without them (judges' standings; a check metric's unbound
+check code). Such a run record carries no marker of the rule
 (the marker's absence is how every record made before it reads), so whoever re-decides it from its files
 (``evalglass verify``, every reader's check in ``engine.decide.consistency``) re-derives it under the rules it was
 decided by, or its recorded numbers would not add up. But the marker is a field of the record, and ``tool_version``
@@ -41,6 +42,9 @@ class LaterRule(StrEnum):
     #: Where a judge is served is bound (the calibration measured that server; the gate approval's
     #: ``judge_endpoint``). Marker: a ``judge_endpoints`` entry per judge.
     ENDPOINT_BINDING = "judge_endpoints"
+    #: A gate on a ``check`` metric whose check runs code no input binds is blocked (``check_inputs_unbound``)
+    #: unless the ledger accepts it. Marker: an ``unbound_check_code`` entry per metric that runs a check.
+    CHECK_CODE_BINDING = "unbound_check_code"
 
     @property
     def before(self) -> str:
@@ -52,6 +56,7 @@ _BEFORE: Mapping[LaterRule, str] = {
     LaterRule.EVERY_JUDGED_GATE: "every gate on a judge needed its calibration (only plain gates did)",
     LaterRule.APPROVED_CALIBRATION: "the ledger approved calibration records (any record found counted)",
     LaterRule.ENDPOINT_BINDING: "where a judge is served was bound (no endpoint was checked)",
+    LaterRule.CHECK_CODE_BINDING: "a check metric's unbound check code blocked its gates (it was not looked for)",
 }
 
 
@@ -68,6 +73,18 @@ class DecisionRules:
     @property
     def every_judged_gate(self) -> bool:
         return LaterRule.EVERY_JUDGED_GATE not in self.before
+
+    def unbound_code(self, record: RunRecord) -> dict[str, dict[str, tuple[str, ...]]]:
+        """Per metric that runs a check, what its check ran unbound, as these rules decide on it: as recorded; under
+        the current rules, a metric the record keeps no entry for (recorded before the rule) is unknown, and
+        unknown code is not bound (each of its checks is named with what the record does not say)."""
+        found = {metric: dict(checks) for metric, checks in record.unbound_check_code.items()}
+        if LaterRule.CHECK_CODE_BINDING in self.before:
+            return found
+        for metric, checks in check_metrics(record).items():
+            if metric not in found:
+                found[metric] = {check: (UNRECORDED_CODE,) for check in checks}
+        return found
 
     def standing(
         self, name: str, fingerprint: str, calibration: CalibrationRecord | None, endpoint: JudgeEndpoint | None
@@ -92,14 +109,38 @@ CURRENT_RULES = DecisionRules()
 JUDGE_TYPES: frozenset[str] = frozenset({"llm_judge", "jury"})
 
 
+#: The metric types that run a declared check per example (``MetricSpec.check_references``), each naming it under
+#: ``check``: a run record keeps an ``unbound_check_code`` entry for each metric of these types. Written out so the
+#: readers need none of the metric machinery; tests/core/test_recordrules.py holds it equal to the registry's.
+CHECK_TYPES: frozenset[str] = frozenset({"check", "final_state"})
+
+#: What a reader says of a check whose unbound code a record from before the rule does not name.
+UNRECORDED_CODE = (
+    "what the run record does not say (it was recorded before EvalGlass kept a check metric's unbound code)"
+)
+
+
+def check_metrics(record: RunRecord) -> dict[str, tuple[str, ...]]:
+    """The config snapshot's metrics that run a check per example, with the check each names."""
+    metrics = record.config.get("metrics")
+    return {
+        name: (str(entry.get("check")),)
+        for name, entry in (metrics.items() if isinstance(metrics, dict) else ())
+        if isinstance(entry, dict) and entry.get("type") in CHECK_TYPES
+    }
+
+
 def recorded_rules(record: RunRecord) -> DecisionRules:
-    """The rules ``record`` says it was decided under. A run without judges is decided the same under every rule
-    (its record leaves the markers out), so it claims none older. A judge without an endpoint claims the older
-    rule for the whole run, as a run decided before endpoints were bound kept none."""
+    """The rules ``record`` says it was decided under. A run without judges is decided the same under every judge
+    rule (its record leaves the markers out), so it claims none of them older. A judge without an endpoint claims
+    the older rule for the whole run, as a run decided before endpoints were bound kept none; so does a metric that
+    runs a check without its ``unbound_check_code`` entry."""
+    before: set[LaterRule] = set()
+    if not set(check_metrics(record)) <= set(record.unbound_check_code):
+        before.add(LaterRule.CHECK_CODE_BINDING)
     judges = set(record.judge_fingerprints)
     if not judges:
-        return CURRENT_RULES
-    before: set[LaterRule] = set()
+        return DecisionRules(frozenset(before))
     if record.judge_gates != "every":
         before.add(LaterRule.EVERY_JUDGED_GATE)
     if record.judge_calibrations != "approved":

@@ -112,6 +112,15 @@ class RunRecord(BaseModel):
     check_results: dict[str, CheckResult] = Field(
         default_factory=dict, description="Full records of the standalone checks this run ran."
     )
+    unbound_check_code: dict[str, dict[str, tuple[str, ...]]] = Field(
+        default_factory=dict,
+        # Absent for a run without a metric that runs a check (such records keep their bytes); its absence for a
+        # metric that does is how a record from before the rule reads (core/recordrules.py).
+        exclude_if=lambda found: not found,
+        description="Per metric that runs a check per example (`check`, `final_state`), per check, what its command "
+        "runs that no input binds (empty: everything is bound). A gate on the metric blocks on it "
+        "(check_inputs_unbound) unless its ledger entry accepts unbound code (`require_binding: false`).",
+    )
     gate_evaluators: dict[str, dict[str, int]] = Field(
         default_factory=dict,
         description="Per gate, the builtin evaluators its outcome depended on and their versions, keyed as in its "

@@ -3,7 +3,7 @@ estimate and interval or one gate's outcome per run."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -48,6 +48,8 @@ class HistoryEntry:
     ci_job_url: str | None
     metric: MetricPoint | None = None
     gate: GatePoint | None = None
+    #: Why the run's readers would refuse it (``history.recheck``); its verdict is then ``refused``.
+    refused: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -68,6 +70,8 @@ class HistoryEntry:
             data["metric"] = self.metric.__dict__.copy()
         if self.gate is not None:
             data["gate"] = {**self.gate.__dict__, "reasons": list(self.gate.reasons)}
+        if self.refused is not None:  # only then: honest rows keep the bytes they always had
+            data["refused"] = self.refused
         return data
 
 
@@ -84,6 +88,7 @@ _RUN_COLUMNS = (
     RunRow.source,
     RunRow.ci_provider,
     RunRow.ci_job_url,
+    RunRow.pk,
 )
 _METRIC_COLUMNS = (
     MetricResultRow.point,
@@ -121,7 +126,11 @@ def list_runs(
     limit: int = 20,
 ) -> list[HistoryEntry]:
     """Up to ``limit`` runs newest first; with ``metric`` / ``gate``, only runs that have it, with its values; with
-    ``suite``, only runs of that dataset name or config path (as the run recorded it)."""
+    ``suite``, only runs of that dataset name or config path (as the run recorded it). Each run is checked again
+    from its stored files as its readers check it (``history.recheck``): one they would refuse is listed
+    ``refused`` (its verdict, and a green gate outcome), with the reason, never with the verdict its row stores."""
+    from evalglass.history.recheck import REFUSED, REFUSED_EXIT, refusals
+
     columns: list[Any] = [*_RUN_COLUMNS]
     if metric is not None:
         columns += _METRIC_COLUMNS
@@ -139,7 +148,8 @@ def list_runs(
     query = query.order_by(RunRow.created_at.desc(), RunRow.pk.desc()).limit(limit)
     with engine.connect() as connection:
         rows = connection.execute(query).all()
-    entries = []
+    entries: list[HistoryEntry] = []
+    keys: list[int] = []
     for row in rows:
         values = list(row)
         base, rest = values[: len(_RUN_COLUMNS)], values[len(_RUN_COLUMNS) :]
@@ -150,7 +160,10 @@ def list_runs(
         if gate is not None:
             outcome, active, value, threshold, reasons = rest
             gate_point = GatePoint(outcome, bool(active), value, threshold, tuple(filter(None, reasons.split(","))))
-        run_id, created_at, branch, commit, dirty, verdict, exit_code, examples, dataset, source, provider, url = base
+        run_id, created_at, branch, commit, dirty, verdict, exit_code, examples, dataset, source, provider, url, pk = (
+            base
+        )
+        keys.append(pk)
         entries.append(
             HistoryEntry(
                 run_id=run_id,
@@ -169,4 +182,16 @@ def list_runs(
                 gate=gate_point,
             )
         )
-    return entries
+    refused = refusals(engine, keys)
+    return [
+        entry
+        if (reason := refused.get(pk)) is None
+        else replace(
+            entry,
+            verdict=REFUSED,
+            exit_code=REFUSED_EXIT,
+            refused=reason,
+            gate=None if entry.gate is None else replace(entry.gate, outcome=REFUSED),
+        )
+        for entry, pk in zip(entries, keys, strict=True)
+    ]

@@ -24,7 +24,7 @@ from sqlalchemy.engine import make_url
 from evalglass.errors import SetupError
 from evalglass.history.location import shown
 from evalglass.history.query import newest_first
-from evalglass.history.schema import GateResultRow, MetricResultRow, RunRow
+from evalglass.history.schema import RunRow
 
 LAST = "last"
 _BRANCH_REF = re.compile(r"^(?P<branch>.+)@(?P<when>latest|\d{4}-\d{2}-\d{2})$")
@@ -118,6 +118,7 @@ def read_recorded(engine: Engine, pk: int, run_id: str, stack: ExitStack) -> Res
 def _read_back(engine: Engine, pk: int, folder: Path) -> list[tuple[str, Any, Any]]:
     from evalglass.engine.runs.artifacts import load_runrecord, load_scorecard
     from evalglass.history.export import write_run
+    from evalglass.history.recheck import stored_summary
     from evalglass.history.rows import row_findings
 
     findings: list[tuple[str, Any, Any]] = [
@@ -126,20 +127,8 @@ def _read_back(engine: Engine, pk: int, folder: Path) -> list[tuple[str, Any, An
     if findings:
         return findings  # the files themselves are in question: their summary is not worth comparing
     with engine.connect() as connection:
-        stored_run = dict(connection.execute(select(*_columns(RunRow)).where(RunRow.pk == pk)).one()._mapping)
-        gates = [
-            dict(row._mapping)
-            for row in connection.execute(select(*_columns(GateResultRow)).where(GateResultRow.run_pk == pk))
-        ]
-        metrics = [
-            dict(row._mapping)
-            for row in connection.execute(select(*_columns(MetricResultRow)).where(MetricResultRow.run_pk == pk))
-        ]
-    return row_findings(stored_run, gates, metrics, load_scorecard(folder), load_runrecord(folder))
-
-
-def _columns(model: Any) -> list[Any]:
-    return [column for column in model.__table__.columns if column.key not in ("run_pk", "pk")]
+        stored = stored_summary(connection, pk)
+    return row_findings(*stored, load_scorecard(folder), load_runrecord(folder))
 
 
 def refuse_findings(resolved: ResolvedRun, ref: str) -> None:

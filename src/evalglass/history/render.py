@@ -78,6 +78,10 @@ def render_history(
         rows.append(tuple(cells))
     right = frozenset({"examples", "n"} | ({metric} if metric is not None else set()))
     print_grid(Grid(title="Recorded runs, newest first", columns=tuple(columns), rows=rows, right=right), console)
+    for entry in entries:
+        if entry.refused is not None:  # what `view` would say of it: its stored verdict is not shown
+            for part in fold(f"refused: run {entry.run_id}: {entry.refused}", console.width):
+                console.print(Text(part), overflow="fold")
     if metric is not None:
         for line in trend_lines(entries, metric):
             for part in fold(line, console.width):

@@ -32,6 +32,8 @@ with effects outside the trajectory is one to record (``recorded``), not to re-r
 
 **State.** A tool whose function takes a ``state`` keyword gets the trajectory's state: a fresh dict per trajectory
 (or a copy of the record's ``state`` path), which it may change; what it holds at the end is ``final_state``.
+A call's result and arguments are kept as they were when the tool returned (copies), so a tool that returns part
+of its state, or changes an argument in place, does not rewrite an earlier step.
 """
 
 from __future__ import annotations
@@ -79,6 +81,10 @@ class Tool:
     source_sha256: str | None = None
     #: The function's signature, which a call's arguments are checked against (None: it has none to check).
     signature: inspect.Signature | None = None
+    #: The signature read once for the common case (``_keywords``); None: every call is checked by ``bind``.
+    keywords: _Keywords | None = None
+    #: An ``async def`` function (awaited on the event loop; any other runs on a thread).
+    is_async: bool = False
 
     @property
     def recorded(self) -> bool:
@@ -112,8 +118,50 @@ def build_tools(tools: Mapping[str, AgentToolSpec], base_dir: Path) -> dict[str,
         description = spec.description if spec.description is not None else inspect.getdoc(function)
         source = host_source(spec.function, base_dir)
         digest = code_digest(spec.function, base_dir, source)
-        built[name] = Tool(name, _definition(name, description, parameters), function, takes_state, digest, signature)
+        keywords = _keywords(signature) if signature is not None else None
+        built[name] = Tool(
+            name,
+            _definition(name, description, parameters),
+            function,
+            takes_state,
+            digest,
+            signature,
+            keywords,
+            inspect.iscoroutinefunction(function),
+        )
     return built
+
+
+@dataclass(frozen=True, slots=True)
+class _Keywords:
+    """What a signature accepts when called with keywords only: the names it takes (None: any, it has ``**kwargs``)
+    and the names it needs (no default)."""
+
+    names: frozenset[str] | None
+    required: frozenset[str]
+
+    def fit(self, arguments: Mapping[str, Any]) -> bool:
+        """True when ``Signature.bind(**arguments)`` would succeed (False: bind says why)."""
+        given = arguments.keys()
+        return (self.names is None or given <= self.names) and self.required <= given
+
+
+def _keywords(signature: inspect.Signature) -> _Keywords | None:
+    """The signature's :class:`_Keywords`, or None for one with a positional-only parameter (whose rules ``bind``
+    keeps)."""
+    names: set[str] = set()
+    required: set[str] = set()
+    open_ended = False
+    for parameter in signature.parameters.values():
+        if parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
+            return None
+        if parameter.kind is inspect.Parameter.VAR_KEYWORD:
+            open_ended = True
+        elif parameter.kind is not inspect.Parameter.VAR_POSITIONAL:
+            names.add(parameter.name)
+            if parameter.default is inspect.Parameter.empty:
+                required.add(parameter.name)
+    return _Keywords(None if open_ended else frozenset(names), frozenset(required))
 
 
 def _definition(name: str, description: str | None, parameters: Any) -> dict[str, Any]:
@@ -361,10 +409,11 @@ class AgentLane:
             request = self._request(self.spec.model, tuple(run.messages), self.definitions, self.params)
             # The first step's key is the trajectory's call id; later ones are needed only to look up the cache.
             keyed = self.cache is not None or run.first_key is None
-            key = cache_key(self.fingerprint, request.key_body(), sample) if keyed else ""
+            body = request.key_body() if keyed else None
+            key = cache_key(self.fingerprint, body, sample) if keyed else ""
             if run.first_key is None:
                 run.first_key = key
-            step = await self._step(request, key)
+            step = await self._step(request, key, body)
             run.attempts.extend(step.attempts)
             if step.turn is None:
                 assert step.fault is not None
@@ -387,13 +436,13 @@ class AgentLane:
                 run.messages.append({"role": "tool", "parts": [answered]})
         return "max_steps"
 
-    async def _step(self, request: StepRequest, key: str) -> _Step:
-        """One model step through the call cache: replayed, or made (with retries, within ``step_timeout``) and
-        stored when it succeeded."""
+    async def _step(self, request: StepRequest, key: str, body: dict[str, Any] | None) -> _Step:
+        """One model step through the call cache (``body``: the request as keyed): replayed, or made and stored when
+        it succeeded. Without a cache, just made."""
+        cache = self.cache
+        if cache is None:
+            return await self._call(request)
         from evalglass.lanes.chatcall import recorded_tries
-        from evalglass.lanes.retry import Fault, FaultKind
-
-        client, limit, submit, timeout = self.client, self.client.limit, self.executor.submit, self.spec.step_timeout
 
         def replay(hit: Hit) -> _Step | None:
             value = hit.value
@@ -401,25 +450,33 @@ class AgentLane:
                 return _Step(self._turn_of(value["turn"]), None, True, hit.replayed, (), recorded_tries(value))
             return None
 
-        async def one(_number: int) -> Any:
-            return await submit(lambda: client.attempt(request), endpoint=limit)
-
-        async def call() -> _Step:
-            try:
-                async with asyncio.timeout(timeout):
-                    outcome = await self.retrier.run(one)
-            except TimeoutError:
-                fault = Fault(FaultKind.TIMEOUT, f"the model step did not end within {timeout:g}s (step_timeout)")
-                return _Step(None, fault, False, False, (), 1, timed_out=True)
-            turn = outcome.value if outcome.fault is None else None
-            return _Step(turn, outcome.fault, False, False, outcome.attempts, len(outcome.attempts))
-
         def stored(made: _Step) -> dict[str, Any] | None:
             return None if made.turn is None else {"turn": made.turn.to_json(), "attempts": made.tries}
 
         return await through_cache(
-            self.cache, key, kind="agent", request=request.key_body(), replay=replay, call=call, stored=stored
+            cache, key, kind="agent", request=body, replay=replay, call=lambda: self._call(request), stored=stored
         )
+
+    async def _call(self, request: StepRequest) -> _Step:
+        """One model step made: with retries, within ``step_timeout``."""
+        client, limit, submit, timeout = self.client, self.client.limit, self.executor.submit, self.spec.step_timeout
+
+        async def one(_number: int) -> Any:
+            return await submit(lambda: client.attempt(request), endpoint=limit)
+
+        if timeout is None:  # no scope to enter: the retrier turns whatever an attempt raises into a fault
+            outcome = await self.retrier.run(one)
+        else:
+            try:
+                async with asyncio.timeout(timeout):
+                    outcome = await self.retrier.run(one)
+            except TimeoutError:
+                from evalglass.lanes.retry import Fault, FaultKind
+
+                fault = Fault(FaultKind.TIMEOUT, f"the model step did not end within {timeout:g}s (step_timeout)")
+                return _Step(None, fault, False, False, (), 1, timed_out=True)
+        turn = outcome.value if outcome.fault is None else None
+        return _Step(turn, outcome.fault, False, False, outcome.attempts, len(outcome.attempts))
 
     def _failure(
         self, run: _Trajectory, code: str, message: str, sample: int, detail: str | None = None
@@ -489,17 +546,18 @@ class AgentLane:
         assert function is not None
         if not isinstance(call.arguments, dict):
             return _error(record, "arguments_rejected", "the arguments must be a JSON object")
-        kwargs = dict(call.arguments)
+        # A copy, so a tool that changes an argument in place does not rewrite the call the trajectory recorded.
+        kwargs = orjson.loads(orjson.dumps(call.arguments)) if _nested(call.arguments) else dict(call.arguments)
         if tool.takes_state:
             kwargs["state"] = run.state
-        if tool.signature is not None:
+        if tool.signature is not None and (tool.keywords is None or not tool.keywords.fit(kwargs)):
             try:
                 tool.signature.bind(**kwargs)
             except TypeError as exc:
                 return _error(record, "arguments_rejected", f"{tool.name} does not take these arguments: {exc}")
         timeout = self.spec.step_timeout
         try:
-            if inspect.iscoroutinefunction(function):
+            if tool.is_async:
                 async with asyncio.timeout(timeout):
                     value = await function(**kwargs)
             else:
@@ -516,11 +574,15 @@ class AgentLane:
         except BaseException as exc:  # SystemExit and the like raised by a tool are the tool's failure
             return _error(record, type(exc).__name__, f"{type(exc).__name__}: {exc}")
         try:
-            orjson.dumps(value)
+            encoded = orjson.dumps(value)
         except TypeError as exc:
             return _error(
                 record, "result_not_json", f"{tool.name} returned a {type(value).__name__} that is not JSON ({exc})"
             )
+        if isinstance(value, (dict, list, tuple)):
+            # The result as it was when the tool returned: a tool that returns part of its state (or of anything it
+            # keeps) and changes it later must not rewrite an earlier step's message, call or cache key.
+            value = orjson.loads(encoded)
         record["result"] = value
         return _response(record, value)
 
@@ -568,6 +630,11 @@ def _error(record: dict[str, Any], kind: str, message: str) -> dict[str, Any]:
     if "id" in record:
         part["id"] = record["id"]
     return part
+
+
+def _nested(arguments: Mapping[str, Any]) -> bool:
+    """Whether any argument is a container (a shallow copy would share it with the recorded call)."""
+    return any(isinstance(value, (dict, list)) for value in arguments.values())
 
 
 def _response(record: Mapping[str, Any], value: Any) -> dict[str, Any]:

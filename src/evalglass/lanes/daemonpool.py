@@ -48,7 +48,7 @@ class DaemonThreadPool(Executor):
         self._max_abandoned = ABANDONED_PER_WORKER * workers if max_abandoned is None else max_abandoned
         self._name = name
         self._queue: SimpleQueue[_Work | None] = SimpleQueue()
-        self._idle = threading.Semaphore(0)
+        self._idle = 0  # workers waiting for a call (under _lock): a counter, not a Semaphore, read without blocking
         self._threads: list[threading.Thread] = []
         self._abandoned: set[Future[Any]] = set()
         self._lock = threading.Lock()
@@ -79,7 +79,9 @@ class DaemonThreadPool(Executor):
                 raise RuntimeError("cannot submit to a pool that was shut down")
             future: Future[Any] = Future()
             self._queue.put((future, fn, args, kwargs))
-            if not self._idle.acquire(blocking=False) and len(self._threads) < self._limit():
+            if self._idle:
+                self._idle -= 1
+            elif len(self._threads) < self._limit():
                 self._start_thread()
             return future
 
@@ -108,10 +110,11 @@ class DaemonThreadPool(Executor):
                     future.set_exception(exc)
                 else:
                     future.set_result(result)
+            del item, fn, args, kwargs  # drop references before waiting for the next call
             with self._lock:
                 self._abandoned.discard(future)
-            del item, future, fn, args, kwargs  # drop references before waiting for the next call
-            self._idle.release()
+                self._idle += 1
+            del future
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """Stop taking work; ``cancel_futures`` cancels calls not yet started. ``wait`` joins the workers, which
@@ -149,26 +152,77 @@ async def call_in_thread(pool: DaemonThreadPool, fn: Callable[[], T], timeout: f
 
     On expiry the call is abandoned (its thread replaced, see the module docstring) and :class:`CallTimedOut`
     raised. Whatever ``fn`` raises (``SystemExit`` included) is raised here. ``timeout=None``: no limit.
+
+    One wake-up of the event loop per call (the thread hands its outcome back with one ``call_soon_threadsafe``)
+    and, with a timeout, one timer that reads when the thread started the call: an agent makes a call like this per
+    tool call, where a second wake-up to say the call started cost about as much CPU as the rest of the hand-off.
     """
-    handoff: _Handoff[T] = _Handoff(pool, fn)
-    result = handoff.result
-    try:
-        if not await handoff.started_within(timeout):
-            raise CallTimedOut(timeout or 0.0, queued=True, abandoned=pool.abandoned)
+    loop = asyncio.get_running_loop()
+    waiter: asyncio.Future[T] = loop.create_future()
+    clock = _CallClock()
+
+    def deliver(value: Any, failure: BaseException | None) -> None:
+        if not waiter.done():
+            if failure is None:
+                waiter.set_result(value)
+            else:
+                waiter.set_exception(failure)
+
+    def run() -> None:
+        clock.since = time.monotonic()
         try:
-            async with asyncio.timeout(timeout):
-                return await asyncio.shield(result)
-        except TimeoutError:
-            if result.done():  # the call itself raised TimeoutError just as the clock ran out
-                done: T = result.result()
-                return done
-            pool.abandon(handoff.work)
-            raise CallTimedOut(timeout or 0.0, queued=False) from None
+            value, failure = fn(), None
+        except BaseException as exc:  # the caller gets it, as from any executor
+            value, failure = None, exc
+        clock.finished = True
+        with contextlib.suppress(RuntimeError):  # the loop closed while the call ran: nobody is waiting
+            loop.call_soon_threadsafe(deliver, value, failure)
+
+    work: Future[None] = pool.submit(run)
+    timer: asyncio.TimerHandle | None = None
+
+    def check() -> None:
+        """The timer: time the call out once it has run ``timeout`` since a thread started it; a call still queued
+        fails only when abandoned calls hold every thread the pool may have."""
+        nonlocal timer
+        assert timeout is not None
+        if waiter.done() or clock.finished:  # its outcome is on its way
+            return
+        if clock.since is None:
+            if pool.saturated() and work.cancel():
+                waiter.set_exception(CallTimedOut(timeout, queued=True, abandoned=pool.abandoned))
+                return
+            timer = loop.call_later(timeout, check)
+            return
+        left = clock.since + timeout - time.monotonic()
+        if left > 0:
+            timer = loop.call_later(left, check)
+            return
+        pool.abandon(work)
+        waiter.set_exception(CallTimedOut(timeout, queued=False))
+
+    if timeout is not None:
+        timer = loop.call_later(timeout, check)
+    try:
+        return await waiter
     except asyncio.CancelledError:
-        handoff.give_up()
+        if not work.cancel():
+            pool.abandon(work)
         raise
     finally:
-        handoff.close()
+        if timer is not None:
+            timer.cancel()
+
+
+class _CallClock:
+    """When a thread started the call (``time.monotonic``; None while queued) and whether it has returned: written by
+    the thread, read by the event loop's timer."""
+
+    __slots__ = ("finished", "since")
+
+    def __init__(self) -> None:
+        self.since: float | None = None
+        self.finished = False
 
 
 class _Handoff(Generic[T]):

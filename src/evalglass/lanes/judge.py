@@ -41,6 +41,7 @@ from evalglass.core.endpoint import serving_origin
 from evalglass.core.example import Example
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.fingerprint import content_address
+from evalglass.core.goldfields import record_without
 from evalglass.core.pairwise import Inconsistent
 from evalglass.core.score import Diagnostic, Score, Status, Validity
 from evalglass.core.trajectory import Inconsistent as InconsistentTrajectory
@@ -242,6 +243,10 @@ class JudgeDefinition:
     #: A pairwise judge's named outputs (name -> path in the graded output) and what an order-inconsistent verdict
     #: counts as; None for a pointwise judge.
     pairwise: PairwiseSetup | None = None
+    #: The record's fields holding some variant's recorded output (the run's gold-excluded fields): the judge's
+    #: ``example`` is the record without them, as gold sees it, so it never sees a competing answer (nor, by its
+    #: field's name, whose answer it grades); the output it grades is ``output`` (``output_a``/``output_b``).
+    output_fields: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -286,6 +291,7 @@ class Judge:
         self._invalid = definition.invalid
         self._reference = definition.reference
         self._transcripts = Transcripts(definition.transcript) if definition.transcript is not None else None
+        self._shown = record_without(definition.output_fields)
 
     async def aclose(self) -> None:
         await self.client.aclose()
@@ -327,7 +333,7 @@ class Judge:
         context: dict[str, Any] = {
             "rubric": self.rubric,
             "output": target if isinstance(target, str) else orjson.dumps(target).decode(),
-            "example": example.fields,
+            "example": self._shown(example.fields),
             "example_id": example.id,
             "sample_index": example.sample,
             "scale": self.definition.scale.describe(),

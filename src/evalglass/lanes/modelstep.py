@@ -192,54 +192,73 @@ def open_step_client(
 def openai_body(request: StepRequest) -> dict[str, Any]:
     """The request in the chat-completions shape: a text part joined into ``content``, tool-call parts as
     ``tool_calls`` (arguments as JSON text, or the text the model sent when it was not JSON), each tool response
-    as a ``role: tool`` message (its response as text: a JSON value is sent as JSON text)."""
+    as a ``role: tool`` message (its response as text: a JSON value is sent as JSON text).
+
+    An agent sends the whole conversation at every step, so this runs once per message per step: one pass over each
+    message's parts, and the tools' wire form made once per tuple of definitions (the lane offers the same tuple at
+    every step)."""
     messages: list[dict[str, Any]] = []
+    append = messages.append
     for message in request.messages:
         role, parts = message["role"], message["parts"]
         if role == "tool":
-            messages.extend(
-                {"role": "tool", "tool_call_id": part.get("id"), "content": _as_text(part.get("response"))}
-                for part in parts
-            )
+            for part in parts:
+                response = part.get("response")
+                content = response if isinstance(response, str) else orjson.dumps(response).decode()
+                append({"role": "tool", "tool_call_id": part.get("id"), "content": content})
             continue
-        text = "".join(str(part["content"]) for part in parts if part["type"] == "text")
-        calls = [
-            {
-                "id": part.get("id"),
-                "type": "function",
-                "function": {
-                    "name": part["name"],
-                    "arguments": part["invalid_arguments"]
-                    if "invalid_arguments" in part
-                    else orjson.dumps(part.get("arguments")).decode(),
-                },
-            }
-            for part in parts
-            if part["type"] == "tool_call"
-        ]
-        wire: dict[str, Any] = {"role": role, "content": text if text or not calls else None}
+        texts: list[str] = []
+        calls: list[dict[str, Any]] = []
+        for part in parts:
+            kind = part["type"]
+            if kind == "text":
+                texts.append(str(part["content"]))
+            elif kind == "tool_call":
+                if "invalid_arguments" in part:
+                    arguments = part["invalid_arguments"]
+                else:
+                    arguments = orjson.dumps(part.get("arguments")).decode()
+                function = {"name": part["name"], "arguments": arguments}
+                calls.append({"id": part.get("id"), "type": "function", "function": function})
+        text = texts[0] if len(texts) == 1 else "".join(texts)
         if calls:
-            wire["tool_calls"] = calls
-        messages.append(wire)
+            append({"role": role, "content": text or None, "tool_calls": calls})
+        else:
+            append({"role": role, "content": text})
     body: dict[str, Any] = {"model": request.model, "messages": messages}
     if request.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    key: value
-                    for key, value in (
-                        ("name", tool["name"]),
-                        ("description", tool.get("description")),
-                        ("parameters", tool.get("parameters")),
-                    )
-                    if value is not None
-                },
-            }
-            for tool in request.tools
-        ]
+        body["tools"] = _openai_tools(request.tools)
     body.update(request.params)
     return body
+
+
+#: The last tuple of tool definitions and its wire form, as one tuple so that a reader on any thread sees a
+#: matching pair (the wire form is only read: orjson serialises it).
+_tools_memo: tuple[tuple[dict[str, Any], ...], list[dict[str, Any]]] = ((), [])
+
+
+def _openai_tools(tools: tuple[dict[str, Any], ...]) -> list[dict[str, Any]]:
+    global _tools_memo
+    offered, made = _tools_memo
+    if offered is tools:
+        return made
+    wire = [
+        {
+            "type": "function",
+            "function": {
+                key: value
+                for key, value in (
+                    ("name", tool["name"]),
+                    ("description", tool.get("description")),
+                    ("parameters", tool.get("parameters")),
+                )
+                if value is not None
+            },
+        }
+        for tool in tools
+    ]
+    _tools_memo = (tools, wire)
+    return wire
 
 
 def _as_text(response: Any) -> str:

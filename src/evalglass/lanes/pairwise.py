@@ -58,7 +58,7 @@ class PairwiseJudge(Judge):
             "rubric": self.rubric,
             "output_a": shown(first),
             "output_b": shown(second),
-            "example": example.fields,
+            "example": self._shown(example.fields),
             "example_id": example.id,
             "sample_index": example.sample,
         }

@@ -244,7 +244,7 @@ class _LaneFields(BaseModel):
 
     def record_inputs(self) -> list[tuple[str, str]]:
         """The record fields this lane reads by name, each with how (``its prompt``): none for host code, which is
-        given the whole record (a documented rule, docs/config.md "What gold covers")."""
+        given the whole record as gold sees it, without any recorded output (docs/config.md "What gold covers")."""
         return []
 
 

@@ -147,6 +147,10 @@ class BuildContext:
     #: Which way the metric improves (the direction of the gates on it): which end of its scale an answer it cannot
     #: read scores under ``on_invalid_output: worst``. None when its gates disagree: no end is the worst.
     direction: Direction | None = Direction.HIGHER_IS_BETTER
+    #: The record's fields holding a recorded output of some variant (the run's ``gold_excluded_fields``): a judge
+    #: is shown the record without them, as gold sees it (``core.goldfields.record_without``), and the output it
+    #: grades as ``output`` only.
+    output_fields: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -276,6 +280,11 @@ class MetricSpec(BaseModel):
         """The templates this metric renders with the example's record (a judge's prompt and system message), by
         what they are (``prompt``, ``system template``): the fields they read by name are inputs, which no recorded
         output may be (``core.goldfields``). None for a metric that renders none."""
+        return {}
+
+    def record_paths(self) -> dict[str, str]:
+        """The record paths this metric reads by name outside a template (a judge's ``transcript.input``), by what
+        they are: inputs too, like the fields :meth:`record_templates` read."""
         return {}
 
     def referenced_files(self, base_dir: Path) -> tuple[Path, ...]:

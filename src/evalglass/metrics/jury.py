@@ -82,6 +82,11 @@ class JurySpec(MetricSpec):
                 found[f"judge '{name}' system template"] = member.system
         return found
 
+    def record_paths(self) -> dict[str, str]:
+        if self.transcript is None or self.transcript.input is None:
+            return {}
+        return {"transcript input": self.transcript.input}
+
     @model_validator(mode="after")
     def _a_jury(self) -> JurySpec:
         if len(self.judges) < 2:

@@ -158,6 +158,11 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
             found["system template"] = self.system
         return found
 
+    def record_paths(self) -> dict[str, str]:
+        if self.transcript is None or self.transcript.input is None:
+            return {}
+        return {"transcript input": self.transcript.input}
+
     @model_validator(mode="after")
     def _templates_compile(self) -> LlmJudgeSpec:
         check_template(self.prompt, where="judge prompt template")
@@ -205,6 +210,7 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
             transcript=self.transcript,
             unreadable=unreadable_answer(self, context),
             pairwise=self._pairwise_setup(PairwiseSetup),
+            output_fields=context.output_fields,
         )
 
     def _pairwise_setup(self, setup: Any) -> Any:

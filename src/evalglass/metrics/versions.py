@@ -34,7 +34,10 @@ class EvaluatorKind(StrEnum):
     RULE = "rule"
 
 
-#: Builtin metric types (the config's ``type``). ``python`` is host code, hashed instead.
+#: Builtin metric types (the config's ``type``). ``python`` is host code, hashed instead. ``llm_judge@3`` and
+#: ``jury@2``: a judge's ``example`` is the record as gold sees it, without any variant's recorded output field
+#: (``core.goldfields.record_without``); before, the default ``{{ example | json }}`` showed the graded output a
+#: second time and, in a run with variants, the other variants' answers.
 METRIC_VERSIONS: Mapping[str, int] = {
     "exact_match": 2,
     "contains": 2,
@@ -47,8 +50,8 @@ METRIC_VERSIONS: Mapping[str, int] = {
     "set_overlap": 2,
     "enum": 2,
     "check": 2,
-    "llm_judge": 2,
-    "jury": 1,
+    "llm_judge": 3,
+    "jury": 2,
     "recorded_score": 2,
     "tool_calls": 2,
     "steps": 2,

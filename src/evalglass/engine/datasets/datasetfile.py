@@ -66,6 +66,7 @@ def open_reader(loaded: LoadedConfig, *, hash_bytes: bool = True, gold: bool = F
             id_field=config.dataset.id_field,
             output_field=config.output_field,
             hash_bytes=hash_bytes,
+            answer_filter=config.dataset.answer_filter,
         )
     suffix = f".{declared}" if declared is not None else path.suffix.lower()
     if suffix == ".csv" or suffix == ".parquet":

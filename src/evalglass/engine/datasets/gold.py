@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import partial
 from itertools import repeat
 from typing import Any, cast
@@ -31,68 +31,10 @@ import orjson
 from evalglass.core.example import RECORDS_WITHOUT_JSON, Example, ExampleBatch
 from evalglass.core.fieldpath import parse_path
 from evalglass.core.fingerprint import PREFIX
+from evalglass.core.goldfields import record_without
 from evalglass.core.uniform import all_of_type
 from evalglass.engine.datasets.dataset import BadLine
 from evalglass.readers.jsonsource import split_last_key
-
-_Trie = dict[str | int, "_Trie | None"]
-
-
-def _trie(paths: Sequence[str]) -> _Trie:
-    """``paths`` as a tree of their parts; None marks a value removed whole (with everything inside it)."""
-    root: _Trie = {}
-    for path in paths:
-        node = root
-        parts = parse_path(path)
-        for depth, part in enumerate(parts):
-            if depth == len(parts) - 1:
-                node[part] = None
-                break
-            child = node.get(part, {})
-            if child is None:  # an outer value is already removed whole
-                break
-            node[part] = child
-            node = child
-    return root
-
-
-def _removed(node: Any, trie: _Trie) -> Any:
-    """``node`` without the values ``trie`` marks, from a copy (the mappings and lists on the way down only).
-    Items of one list are removed from the highest index down, so removing one never shifts another."""
-    if type(node) is list:
-        indices = sorted((part for part in trie if isinstance(part, int) and part < len(node)), reverse=True)
-        if not indices:
-            return node
-        items: list[Any] = list(node)
-        for index in indices:
-            inner = trie[index]
-            if inner is None:
-                del items[index]
-            else:
-                items[index] = _removed(items[index], inner)
-        return items
-    if type(node) is dict:
-        keys = [part for part in trie if str(part) in node]
-        if not keys:
-            return node
-        copy = dict(node)
-        for part in keys:
-            inner = trie[part]
-            if inner is None:
-                del copy[str(part)]
-            else:
-                copy[str(part)] = _removed(copy[str(part)], inner)
-        return copy
-    return node
-
-
-def _remover(paths: Sequence[str]) -> Callable[[Mapping[str, Any]], Any]:
-    """A function giving a record without the values at ``paths`` (the record itself, unchanged, when it has none
-    of them). The dataset's records are shared with the metrics, so the values are removed from a copy."""
-    if not paths:
-        return lambda record: record
-    trie = _trie(paths)
-    return lambda record: _removed(record, trie)
 
 
 def _dumps(value: Any) -> bytes:
@@ -133,7 +75,7 @@ class GoldHasher:
     """
 
     def __init__(self, excluded_fields: Sequence[str]) -> None:
-        self._without = _remover(excluded_fields)
+        self._without = record_without(excluded_fields)
         self._keys = _top_level_keys(excluded_fields)
         self._general = bool(excluded_fields) and self._keys is None
         self._hash = hashlib.sha256()

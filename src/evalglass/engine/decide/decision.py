@@ -52,6 +52,8 @@ class Evidence:
     approved_files: tuple[dict[str, dict[str, str]], ...] = ()
     #: Every gate on a judge stands on its calibration; off only to re-derive a run recorded before that.
     every_judged_gate: bool = True
+    #: Per metric that runs checks per example, per check, what its command runs unbound (``RunRecord``'s field).
+    unbound_check_code: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
 
 
 def decided_scorecard(
@@ -69,7 +71,9 @@ def decided_scorecard(
     it."""
     summaries, payload = decide_run(
         metric_inputs(config, columns),
-        gate_inputs(config, evidence.gate_fingerprints, evidence.check_results, evidence.stale),
+        gate_inputs(
+            config, evidence.gate_fingerprints, evidence.check_results, evidence.stale, evidence.unbound_check_code
+        ),
         evidence.ledger,
         config.dataset.name,
         dataset.gold,
@@ -167,6 +171,7 @@ def run_record(
         definition_files=loaded.definition_files,
         approved_files=list(evidence.approved_files),
         check_results=evidence.check_results,
+        unbound_check_code={metric: dict(checks) for metric, checks in evidence.unbound_check_code.items()},
         judge_fingerprints={name: standing.fingerprint for name, standing in standings.items()},
         judge_endpoints={
             name: standing.endpoint for name, standing in standings.items() if standing.endpoint is not None
@@ -253,10 +258,12 @@ def gate_inputs(
     fingerprints: dict[str, str],
     check_results: dict[str, CheckResult],
     stale: Mapping[str, str] | None = None,
+    unbound_check_code: Mapping[str, Mapping[str, tuple[str, ...]]] | None = None,
 ) -> list[GateInput]:
     """``stale`` holds, per gate, what made its approval stale when that is an evaluator's version
-    (``engine.spec.staleness``)."""
+    (``engine.spec.staleness``); ``unbound_check_code``, per metric that runs checks, what they run unbound."""
     causes = stale or {}
+    unbound = unbound_check_code or {}
     return [
         GateInput(
             name=name,
@@ -264,6 +271,7 @@ def gate_inputs(
             fingerprint=fingerprints[name],
             check_result=check_results.get(spec.check) if spec.check is not None else None,
             stale_cause=causes.get(name),
+            unbound_code=dict(unbound.get(spec.metric, {})) if spec.metric is not None else {},
         )
         for name, spec in config.gates.items()
     ]

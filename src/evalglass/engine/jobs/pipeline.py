@@ -647,6 +647,7 @@ def _finish(
         ledger_where=ledger.gate_where(),
         stale=stale,
         approved_files=tuple(approved_files),
+        unbound_check_code=loaded.unbound_check_code(),
     )
     judged = None
     if any(spec.judged_tally() is not None for spec in config.metrics.values()):

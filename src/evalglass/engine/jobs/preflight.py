@@ -4,9 +4,11 @@ It loads the config and the ledger exactly as a run does (the same validation, t
 every gate, the dataset and each judge, and asks the ledger the question a run asks (``declared_gate_authority``)
 on the given day. What it can know without measuring is every authority reason: undeclared, forbidden, unbound,
 stale (naming an evaluator whose version changed), expired, unvalidated or stale gold, an uncalibrated judge, a
-check that would run unbound where the ledger requires a binding; and for a comparative gate every reason its
-baseline gives (missing, stale, unsigned, untrusted, another branch or suite, too old) and whether it is comparable
-with this run (the metric's definition, the gold, the example set), asked of the same function the run asks
+check that would run unbound where the ledger requires a binding, a check (of a check gate, or run per example by
+a `check` metric) whose command runs code no input binds where the ledger does not accept it; and for a comparative
+gate every reason its baseline gives (missing, stale, unsigned, untrusted, another branch or suite, too old) and
+whether it is comparable with this run (the metric's definition, the gold, the example set), asked of the same
+function the run asks
 (``core.comparative.baseline_standing_reasons``) with this run's side read from the config and the dataset. What
 only a run can tell (nothing measured, excluded examples, below ``min_n``, a failing check, a threshold missed,
 pairs not measured in both runs) is not predicted: "would decide" means the gate may pass, fail, or still block on
@@ -69,6 +71,7 @@ def preflight(
     causes = stale_causes(
         config, loaded.definition_files, ledger.ledger, fingerprints, earlier=lambda: earlier_definition_files(runs)
     )
+    unbound_code = loaded.unbound_check_code()
     previews = [
         _preview(
             loaded,
@@ -80,6 +83,7 @@ def preflight(
             causes.get(name),
             today,
             comparative,
+            unbound_code,
         )
         for name in config.gates
     ]
@@ -105,13 +109,6 @@ def preflight(
     )
 
 
-def _per_example_unbound(loaded: LoadedConfig, metric: str) -> tuple[str, ...]:
-    """The notes of the checks a metric runs per example whose commands run code no input binds."""
-    checks = loaded.config.metrics[metric].check_references().values()
-    found = ((check, unbound_inputs(loaded.config.checks[check], loaded.base_dir)) for check in checks)
-    return tuple(unbound_inputs_text(check, unbound) for check, unbound in found if unbound)
-
-
 def _preview(
     loaded: LoadedConfig,
     ledger: LoadedLedger,
@@ -122,10 +119,14 @@ def _preview(
     stale_cause: str | None,
     today: str,
     comparative: ComparativeInputs | None,
+    unbound_code: dict[str, dict[str, tuple[str, ...]]],
 ) -> GatePreview:
     config = loaded.config
     gate = config.gates[name]
     spec = config.metrics[gate.metric] if gate.metric is not None else None
+    # A gate on a `check` metric binds the check it runs per example as a check gate does, and leaves what that
+    # check's command discovers unbound alike: it blocks on it as the run does (`with_unbound_code`).
+    per_example = unbound_code.get(gate.metric, {}) if gate.metric is not None else {}
     authority = declared_gate_authority(
         ledger.ledger,
         today=today,
@@ -139,19 +140,18 @@ def _preview(
         stale_cause=stale_cause,
         comparative=gate.compare_to is not None,
         baseline=gate.compare_to,
+        unbound_code=per_example,
     )
     kind = "check" if gate.check is not None else "comparative" if gate.compare_to is not None else "metric"
     evaluators = evaluator_labels(config.gate_evaluators(name))
     # What the check's run records too (lanes.checkinputs), from the same declaration and files.
     unbound = unbound_inputs(config.checks[gate.check], loaded.base_dir) if gate.check is not None else ()
-    # A gate on a `check` metric binds the check it runs per example as a check gate does, and leaves what that
-    # check's command discovers unbound alike: said here (a run records no per-example check's unbound inputs, and
-    # `require_binding` is for check gates; docs/checks.md).
-    per_example = _per_example_unbound(loaded, gate.metric) if gate.metric is not None else ()
     forecast = _forecast(gate, comparative, authority.margin) if gate.compare_to is not None else None
     if not authority.active:
         # Said before activation too: the host approves a fingerprint that would not cover that code.
-        said = ((unbound_inputs_text(gate.subject, unbound),) if unbound else ()) + per_example
+        said = ((unbound_inputs_text(gate.subject, unbound),) if unbound else ()) + tuple(
+            unbound_inputs_text(check, what) for check, what in per_example.items() if what
+        )
         return GatePreview(
             name,
             gate.decided_subject,
@@ -163,10 +163,10 @@ def _preview(
             forecast=forecast,
         )
     reasons = list(authority.reasons)
-    notes = (*authority.notes, *per_example)
+    notes = authority.notes
     if gate.check is not None and authority.require_binding and gate.expect_state is None:
         reasons.append(check_unbound_reason(gate.check))
-    if unbound and authority.require_binding:
+    if unbound and not authority.accept_unbound_code:
         reasons.append(check_inputs_unbound_reason(gate.subject, unbound))
     elif unbound:
         notes = (*notes, unbound_inputs_text(gate.subject, unbound))

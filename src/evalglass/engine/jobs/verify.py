@@ -203,6 +203,9 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
             config, record.definition_files, ledger, gate_fingerprints, earlier=lambda: record.approved_files
         ),
         every_judged_gate=rules.every_judged_gate,
+        # What the run found its checks leave unbound: found from the files then, recorded (as the record's rules
+        # read it: core/recordrules.py).
+        unbound_check_code=rules.unbound_code(record),
     )
     shape = RunShape(
         examples=examples,
@@ -229,7 +232,12 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
         load_scorecard(folder)
     if not rules.current:
         # Re-derived as recorded, the run adds up; whether it is green is the current rules' to say.
-        current = replace(evidence, standings=current_standings, every_judged_gate=CURRENT_RULES.every_judged_gate)
+        current = replace(
+            evidence,
+            standings=current_standings,
+            every_judged_gate=CURRENT_RULES.every_judged_gate,
+            unbound_check_code=CURRENT_RULES.unbound_code(record),
+        )
         decided_now = decided_scorecard(config, columns, shape, dataset, current, calls, record.usage, judged)
         findings.extend(_older_rules_findings(rules, derived, decided_now))
     statements = _anchor(record, config, anchors or Anchors(), findings)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalglass import hostwatch
 from evalglass.core.example import Example, ExampleBatch
+from evalglass.core.goldfields import record_without
 from evalglass.core.outputparse import parse_json_output
 from evalglass.core.score import Score, Status
 from evalglass.core.uniform import all_of_type
@@ -131,6 +132,11 @@ class LiveScorer:
             (metric.name, guard(metric.name, metric.scorer.one), metric.parallel, metric.watch) for metric in metrics
         ]
         self.lane = parts.lane
+        #: Each record as the lane is given it: as gold sees it, without any variant's recorded output (a variant
+        #: of a run whose other variants are recorded in the dataset is never fed their answers). None: the record
+        #: itself (no output is recorded in the dataset file: every live run without recorded variants).
+        hidden = config.gold_excluded_fields if parts.lane is not None else ()
+        self._shown = record_without(hidden) if hidden else None
         self.lane_watch = parts.lane_watch or hostwatch.watch("the task lane")
         self.judges = parts.judges
         self.samples = config.samples
@@ -174,8 +180,12 @@ class LiveScorer:
         :attr:`chunked`."""
         epochs, lane = self.epochs, self.lane
         assert lane is not None  # chunked implies a lane
+        shown = self._shown
         jobs = [
-            (item.id, item.fields, sample) for item in items if isinstance(item, Example) for sample in range(epochs)
+            (item.id, item.fields if shown is None else shown(item.fields), sample)
+            for item in items
+            if isinstance(item, Example)
+            for sample in range(epochs)
         ]
         with self.lane_watch:
             outcomes = await lane.produce_many(jobs) if jobs else []
@@ -237,7 +247,8 @@ class LiveScorer:
         assert lane is not None  # chunked implies a lane
         batch = batches[0] if len(batches) == 1 else ExampleBatch.joined(batches)
         with self.lane_watch:
-            produced = await lane.produce_column(batch.ids, batch.records, epochs)
+            records = batch.records if self._shown is None else list(map(self._shown, batch.records))
+            produced = await lane.produce_column(batch.ids, records, epochs)
         measured = self._measured_column(batch, produced)
         results = {metric.name: call_metric(metric, measured, None) for metric in self.metrics}
         rows = len(produced.values)
@@ -328,12 +339,13 @@ class LiveScorer:
             return expanded if isinstance(expanded, Score) else list(expanded)
         if isinstance(item, BadLine):
             return Score.error(item.code, item.message)
+        fields = item.fields if self._shown is None else self._shown(item.fields)
         with self.lane_watch:
             if self.epochs == 1:
-                outcomes = [await self.lane.produce(item.id, item.fields, 0)]
+                outcomes = [await self.lane.produce(item.id, fields, 0)]
             else:
                 outcomes = await asyncio.gather(
-                    *(self.lane.produce(item.id, item.fields, sample) for sample in range(self.epochs))
+                    *(self.lane.produce(item.id, fields, sample) for sample in range(self.epochs))
                 )
         return self._lane_rows(item, outcomes, produced)
 

@@ -4,7 +4,8 @@ The engine never asks which type a metric is. It fills one :class:`~evalglass.me
 metric (the config's folder and checks, the check records' sink, and on a live run its executor and call cache; the
 cluster for a metric that can be shipped) and reads what it needs from the spec's own declarations: ``live`` (built
 in the live run's event loop), ``shippable``, ``parallel``. Which way a metric improves (its gates' direction) is in
-the context too: it decides which end of its scale an answer the metric cannot read scores (``metrics.invalid``).
+the context too: it decides which end of its scale an answer the metric cannot read scores (``metrics.invalid``),
+and so are the record's fields holding a recorded output, which a judge is never shown (``output_fields``).
 A metric that cannot be built is one line and exit 2, whatever its type.
 """
 
@@ -53,6 +54,7 @@ def build_metrics(
             check_sink=check_sink,
             shipper=shipper if ships else None,
             direction=config.metric_direction(name),
+            output_fields=config.gold_excluded_fields,
         )
         label = metric_label(name, spec)
         with hostwatch.watch(label):  # building a host metric imports its module: host code runs
@@ -75,7 +77,8 @@ def metric_label(name: str, spec: AnyMetricSpec) -> str:
 
 def build_live_metric(loaded: LoadedConfig, name: str, executor: Executor, cache: CallStore | None) -> AsyncScorer:
     """The ``live`` metric ``name`` (a judge), built with the run's executor and call cache inside the running
-    event loop, which its clients belong to."""
+    event loop, which its clients belong to. It is shown each record as gold sees it: without any variant's
+    recorded output (``BuildContext.output_fields``)."""
     spec = loaded.config.metrics[name]
     context = BuildContext(
         base_dir=loaded.base_dir,
@@ -84,6 +87,7 @@ def build_live_metric(loaded: LoadedConfig, name: str, executor: Executor, cache
         executor=executor,
         cache=cache,
         direction=loaded.config.metric_direction(name),
+        output_fields=loaded.config.gold_excluded_fields,
     )
     scorer = build_scorer(loaded, name, spec, context)
     if not isinstance(scorer, AsyncScorer):

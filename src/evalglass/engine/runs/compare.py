@@ -100,12 +100,14 @@ class RunForComparison:
         spec = self.config.metrics[declared]
         shape, rows = self.shape, self.scores.columns[name]
         column = per_example(rows, shape, spec.reducer, spec.k)
+        definition = metric_definition_payload(self.config, declared, self.record.definition_files)
         return MetricSide(
             values=column.values(),
             states=column.states(),
-            definition=metric_definition(self.config, declared, self.record.definition_files),
+            definition=fingerprint_of(definition),
             scale=spec.value_scale(),
             within=within_of(rows, shape.example_of_row, shape.examples, spec.reducer),
+            definition_payload=definition,
         )
 
 
@@ -118,11 +120,20 @@ def run_fingerprint(runrecord_bytes: bytes, scores_sha256: str) -> str:
 
 
 def metric_definition_payload(config: Config, name: str, definition_files: dict[str, dict[str, str]]) -> dict[str, Any]:
-    """A metric's definition: its semantics and the files it is defined by (what a comparison requires equal)."""
-    payload = {"metric": config.metrics[name].fingerprint_payload(), "files": definition_files.get(name, {})}
+    """A metric's definition: its semantics and the files it is defined by (what a comparison requires equal).
+
+    For a ``check`` metric that is also what its gate's approval binds of the check it runs per example: the
+    check's declaration, the files its command names, its declared inputs and the host code it runs by name
+    (``Config.metric_checks_payload``), so two runs whose checkers differ are not "the same metric". Each only when
+    there is any: other metrics keep the definition they had."""
+    payload: dict[str, Any] = {
+        "metric": config.metrics[name].fingerprint_payload(),
+        "files": definition_files.get(name, {}),
+    }
     imported = definition_files.get(imports_key(name))
-    if imported:  # the host code it imports (only when any: other metrics keep the definition they had)
+    if imported:  # the host code it imports
         payload["imports"] = imported
+    payload.update(config.metric_checks_payload(name, definition_files))
     return payload
 
 

@@ -45,7 +45,7 @@ from evalglass.engine.spec.executorspec import TASK_KEY, AnyExecutor, LocalExecu
 from evalglass.engine.spec.tracespec import TraceOptions
 from evalglass.engine.spec.validation import validate_document
 from evalglass.errors import LocatedValueError, SetupError
-from evalglass.lanes.checkinputs import InputProblem, check_host_files, input_hashes, split_words
+from evalglass.lanes.checkinputs import InputProblem, check_host_files, input_hashes, split_words, unbound_inputs
 from evalglass.lanes.checkspec import CheckSpec
 from evalglass.lanes.hostimports import TooManyHostFiles
 from evalglass.lanes.specs import EndpointSpec, LaneSpec, templates_read
@@ -90,6 +90,12 @@ class DatasetSpec(BaseModel):
     traces: TraceOptions | None = Field(
         default=None, description="With `format: otlp`: which spans make an example, and the mapping (docs/traces.md)."
     )
+    answer_filter: str | None = Field(
+        default=None,
+        description="With `format: lm-eval`: the filter whose answer (`filtered_resps`) is each example's output. "
+        "Required when the task has several filters (one line per filter): which answer the metrics measure is "
+        "declared, never taken from the order of the file's lines.",
+    )
     id_field: str = Field(default="id", description="Field holding each example's unique id.")
     cluster_field: str | None = Field(
         default=None,
@@ -104,6 +110,8 @@ class DatasetSpec(BaseModel):
     def _options_fit_format(self) -> DatasetSpec:
         if self.traces is not None and self.format != "otlp":
             raise LocatedValueError([(("traces",), "`traces` applies to `format: otlp` only")])
+        if self.answer_filter is not None and self.format != "lm-eval":
+            raise LocatedValueError([(("answer_filter",), "`answer_filter` applies to `format: lm-eval` only")])
         return self
 
     @property
@@ -575,7 +583,7 @@ class Config(BaseModel):
         those metrics only, and their gates. Never validated again, never decided on, never recorded."""
         compared = self.compared_metrics
         task = RecordedTask(path=str(graded), field="output", samples=self.samples)
-        return self.model_copy(
+        stage = self.model_copy(
             update={
                 "task": task,
                 "variants": None,
@@ -583,6 +591,10 @@ class Config(BaseModel):
                 "gates": {gate: spec for gate, spec in self.gates.items() if spec.metric in compared},
             }
         )
+        # The run's gold fields, as every variant's pass keeps them: its judges are shown the record as gold sees
+        # it (no variant's recorded output under its field's name, which would tell the judge whose answer is which).
+        stage._gold_fields = self.gold_excluded_fields
+        return stage
 
     def variant_definitions(self) -> dict[str, Any]:
         """What every gate of a run with variants is bound to besides its own definition: each variant's name and
@@ -659,7 +671,7 @@ class Config(BaseModel):
     def _field_uses(self) -> list[FieldUse]:
         """Every use of a dataset field the config declares: each recorded output (the task's, or each recorded
         variant's), the id and cluster fields, every metric's reference, and the fields a template reads by name (a
-        live variant's prompt, an agent's recorded results and state, a judge's prompt)."""
+        live variant's prompt, an agent's recorded results and state, a judge's prompt and transcript input)."""
         uses: list[FieldUse] = []
         for name, task in self._recorded_tasks():
             owner = f"variant '{name}'" if name is not None else "the task"
@@ -687,6 +699,8 @@ class Config(BaseModel):
             templates = [(f"its {what}", template) for what, template in spec.record_templates().items()]
             for read, how in templates_read(templates, top_level=False) if in_file else ():
                 uses.append(FieldUse(read, FieldRole.INPUT, owner, ("metrics", metric), how=how))
+            for what, path in spec.record_paths().items() if in_file else ():
+                uses.append(FieldUse(path, FieldRole.INPUT, owner, ("metrics", metric), how=f"its {what}"))
         lanes = [(f"variant '{name}'", self._variant_task_or_none(name)) for name in self.variant_names]
         for owner, lane in (lanes or [("the task", self.task)]) if in_file else ():
             if lane is None or isinstance(lane, RecordedTask):
@@ -853,30 +867,10 @@ class Config(BaseModel):
         payload: dict[str, Any] = {"gate": gate.fingerprint_payload(), "metric": spec.fingerprint_payload()}
         if gate.rule is GateRule.LOWER_BOUND:
             payload["interval"] = spec.interval.model_dump(mode="json")
-        files = dict(files_of.get(metric, {}))
         imported = files_of.get(imports_key(metric))
         if imported:  # only when there are any: a metric that imports no host code keeps its fingerprint
             payload["imports"] = imported
-        checks: dict[str, Any] = {}
-        check_inputs: dict[str, Any] = {}
-        check_code: dict[str, Any] = {}
-        for check_name in spec.check_references().values():
-            files.update(files_of.get(check_files_key(check_name), {}))
-            if files_of.get(check_code_key(check_name)):
-                check_code[check_name] = files_of[check_code_key(check_name)]
-            # What the metric runs per example is what it measures: its command, policy and inputs, as a check
-            # gate binds them.
-            checks[check_name] = self._check_payload(check_name)
-            if self.checks[check_name].inputs:
-                check_inputs[check_name] = files_of.get(check_inputs_key(check_name), {})
-        if files:
-            payload["files"] = files
-        if checks:
-            payload["checks"] = checks
-        if check_inputs:
-            payload["check_inputs"] = check_inputs
-        if check_code:
-            payload["check_code"] = check_code
+        payload.update(self.metric_checks_payload(metric, files_of))
         if metric in self.shipped_metrics and isinstance(self.executor, RayExecutorSpec):
             # The metric's work runs on a cluster: which one, and in which environment, decides what it answers.
             payload["executor"] = self.executor.binding_payload()
@@ -891,12 +885,44 @@ class Config(BaseModel):
             read: dict[str, Any] = {"format": self.dataset.format}
             if self.dataset.format == "otlp":
                 read["traces"] = self.dataset.trace_options.model_dump(mode="json")
+            if self.dataset.answer_filter is not None:  # which filter's answer is measured (only when declared)
+                read["answer_filter"] = self.dataset.answer_filter
             payload["dataset_read"] = read
         evaluators = fingerprinted(self.gate_evaluators(name) if versions is None else versions)
         if evaluators:
             payload["evaluators"] = evaluators
         if self.variant_names:
             payload["variants"] = self.variant_definitions()
+        return payload
+
+    def metric_checks_payload(self, metric: str, files_of: Mapping[str, Mapping[str, str]]) -> dict[str, Any]:
+        """What a metric's definition binds of its files and of the checks it runs per example (a ``check``
+        metric): the files that define it with those its checks' commands name (``files``), each check's declaration
+        (``checks``), its declared inputs (``check_inputs``) and the host code it runs by name (``check_code``);
+        each key only when there is any, so a metric that runs no check keeps its fingerprint. A gate's approval
+        (:meth:`gate_definition`) and a comparison's "same metric" (``engine.runs.compare``) both bind this."""
+        payload: dict[str, Any] = {}
+        files = dict(files_of.get(metric, {}))
+        checks: dict[str, Any] = {}
+        check_inputs: dict[str, Any] = {}
+        check_code: dict[str, Any] = {}
+        for check_name in self.metrics[metric].check_references().values():
+            files.update(files_of.get(check_files_key(check_name), {}))
+            if files_of.get(check_code_key(check_name)):
+                check_code[check_name] = dict(files_of[check_code_key(check_name)])
+            # What the metric runs per example is what it measures: its command, policy and inputs, as a check
+            # gate binds them.
+            checks[check_name] = self._check_payload(check_name)
+            if self.checks[check_name].inputs:
+                check_inputs[check_name] = dict(files_of.get(check_inputs_key(check_name), {}))
+        if files:
+            payload["files"] = files
+        if checks:
+            payload["checks"] = checks
+        if check_inputs:
+            payload["check_inputs"] = check_inputs
+        if check_code:
+            payload["check_code"] = check_code
         return payload
 
     def _check_payload(self, name: str) -> dict[str, Any]:
@@ -957,6 +983,16 @@ class LoadedConfig:
     @property
     def ledger_path(self) -> Path:
         return self.base_dir / self.config.ledger
+
+    def unbound_check_code(self) -> dict[str, dict[str, tuple[str, ...]]]:
+        """Per metric that runs checks per example, per check, what its command runs that no input binds
+        (``lanes.checkinputs.unbound_inputs``; empty: all bound): what its gates decide on and a run records."""
+        found: dict[str, dict[str, tuple[str, ...]]] = {}
+        for name, spec in self.config.metrics.items():
+            checks = spec.check_references().values()
+            if checks:
+                found[name] = {check: unbound_inputs(self.config.checks[check], self.base_dir) for check in checks}
+        return found
 
 
 def config_as_recorded(config: Config) -> dict[str, Any]:

@@ -147,11 +147,11 @@ def ledger_problems(ledger: Ledger, config: Config) -> Iterator[tuple[Loc, str, 
                     "remove `threshold` from this ledger entry",
                 )
             continue
-        if approval.require_binding:
+        if approval.require_binding is not None and not config.metrics[str(gate.metric)].check_references():
             yield (
                 ("gates", name, "require_binding"),
-                f"gate '{name}' decides on metric '{gate.decided_subject}': require_binding applies to check gates "
-                "only",
+                f"gate '{name}' decides on metric '{gate.decided_subject}', which runs no check: require_binding "
+                "applies to check gates and gates on a `check` metric only",
                 "remove `require_binding` from this ledger entry",
             )
         if approval.threshold is not None:

@@ -6,9 +6,12 @@ version. One example per ``doc_id``: the prompt (``arguments``' first context) a
 ``target``, the answer (``filtered_resps[0]`` of a generation task; none for a loglikelihood task, whose response
 is scores), and one score per metric the line lists (``exact_match``, ``acc``...). A task with several filters
 writes one line per filter: their metrics are named ``<metric>,<filter>`` as in lm-eval's own results (a filter
-``none`` keeps the bare name). lm-eval's ``repeats`` are reduced by its own filters into one score per doc, so an
-lm-eval sample has one epoch. The results file's ``n-samples`` says how many documents the task ran (``effective``,
-documents ``0`` to ``effective - 1``): a document the samples file does not hold is a failed sample, never left out.
+``none`` keeps the bare name), and each line holds that filter's answer: which one is the output is declared
+(``dataset.answer_filter``), and a file with several filters read without it is refused (the order of its lines
+would decide what the metrics measure). lm-eval's ``repeats`` are reduced by its own filters into one score per
+doc, so an lm-eval sample has one epoch. The results file's ``n-samples`` says how many documents the task ran
+(``effective``, documents ``0`` to ``effective - 1``): a document the samples file does not hold is a failed
+sample, never left out.
 
 Pinned to lm-eval 0.4.x (0.4.13 made the committed fixture).
 """
@@ -16,6 +19,7 @@ Pinned to lm-eval 0.4.x (0.4.13 made the committed fixture).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -42,12 +46,18 @@ MAX_BYTES = 1 << 30
 class LmEvalReader(ToolReader):
     tool = "lm-eval"
 
+    def __init__(self, path: Path, *, answer_filter: str | None = None, **options: Any) -> None:
+        super().__init__(path, **options)
+        self.answer_filter = answer_filter
+
     def _samples(self) -> Iterator[ToolSample | ToolProblem]:
         version, document = _version(self.path)
         task = _task(self.path)
         self.source = {"tool": "lm-eval", "version": version, "task": task}
         data = self._read_bytes(MAX_BYTES)
         merged: dict[str, ToolSample] = {}
+        answers: dict[str, str | None] = {}  # per document, the declared filter's answer
+        filters: dict[str, None] = {}
         unreadable: set[int] = set()  # documents whose line is a malformed sample: counted there, not as absent
         for number, raw in enumerate(data.split(b"\n"), start=1):
             if not raw.strip():
@@ -63,6 +73,10 @@ class LmEvalReader(ToolReader):
                     unreadable.add(line["doc_id"])
                 yield sample
                 continue
+            named = str(line.get("filter") or "none")
+            filters[named] = None
+            if named == self.answer_filter:
+                answers[sample.id] = sample.text
             known = merged.get(sample.id)
             if known is None:
                 merged[sample.id] = sample
@@ -76,8 +90,30 @@ class LmEvalReader(ToolReader):
                     fix="keep one lm-eval run per samples file",
                 )
             known.scores.update(sample.scores)
+        self._check_filters(list(filters))
+        if self.answer_filter is not None:
+            self.source["answer_filter"] = self.answer_filter
+            # A document without the declared filter's line has no answer here (not captured), never another's.
+            merged = {key: replace(sample, text=answers.get(key)) for key, sample in merged.items()}
         yield from merged.values()
         yield from self._absent(document, task, {int(key) for key in merged} | unreadable, data.count(b"\n") + 1)
+
+    def _check_filters(self, filters: list[str]) -> None:
+        """Which filter's answer is the output is declared when the file holds several, and must be one it holds."""
+        shown = ", ".join(repr(name) for name in filters)
+        if self.answer_filter is None and len(filters) > 1:
+            raise SetupError(
+                f"the samples file holds the answers of {len(filters)} filters ({shown}): which one the metrics "
+                "measure is not the order of its lines",
+                where=str(self.path),
+                fix=f"declare it in the config: dataset.answer_filter: {filters[0]!r} (one of {shown})",
+            )
+        if self.answer_filter is not None and filters and self.answer_filter not in filters:
+            raise SetupError(
+                f"dataset.answer_filter {self.answer_filter!r} is not a filter of this samples file ({shown})",
+                where=str(self.path),
+                fix=f"name one of {shown}",
+            )
 
     def _absent(self, document: dict[str, Any], task: str, held: set[int], lines: int) -> Iterator[ToolSample]:
         """The documents lm-eval ran (``n-samples``' ``effective`` for the task: documents 0 to effective - 1, as

@@ -13,6 +13,13 @@ passed on as the label's ``worth`` (the log does not hold ``choice_scores`` othe
 numbers in one log stops the run, naming both lines. ``__invalid__`` (the grader's answer matched no choice) is the
 grader's failure: its ``choice`` and ``score`` are errors, never the lowest choice's score evals counts it as.
 
+How many samples ran: the log holds no count, but it says whether the run finished (oaieval writes the
+``final_report`` line when it does: a log without one was cut short, and which of its samples are missing cannot be
+told, so it is refused), and evals numbers the samples it runs ``<eval>.<split>.<index>``, over every index of its
+samples file unless ``max_samples`` (recorded in the spec) took a shuffled subset: without it, an index below the
+highest held that the log does not hold is a sample the run started and the log lost (a failed sample, never left
+out). What a finished log lost above its highest index cannot be told.
+
 The log records no version of its own: EvalGlass reads the record format of ``evals`` 3.0.x (3.0.1.post1 made the
 committed fixture), recognised by its ``spec`` line.
 """
@@ -25,7 +32,15 @@ from typing import Any
 
 import orjson
 
-from evalglass.engine.datasets.toollogs.toolresults import ToolProblem, ToolReader, ToolSample, load_json, score_entry
+from evalglass.engine.datasets.toollogs.toolresults import (
+    ToolProblem,
+    ToolReader,
+    ToolSample,
+    absent_sample,
+    check_absent,
+    load_json,
+    score_entry,
+)
 from evalglass.errors import SetupError
 
 TESTED_WITH = ("evals 3.0.1.post1",)
@@ -44,7 +59,8 @@ class OpenAIEvalsReader(ToolReader):
         samples: dict[str, ToolSample] = {}
         sampled: set[str] = set()  # the samples whose answer (their first sampling event) is read
         worths: dict[str, tuple[float, int]] = {}  # a model-graded eval's choice → its score, and where first read
-        spec_seen = False
+        spec_seen = finished = False
+        numbered: str | None = None  # the prefix of sample ids numbered 0 to N-1 (a run without max_samples)
         for number, raw in enumerate(data.split(b"\n"), start=1):
             if not raw.strip():
                 continue
@@ -68,6 +84,7 @@ class OpenAIEvalsReader(ToolReader):
                         fix="write each run to a file of its own (oaieval --record_path)",
                     )
                 spec_seen = True
+                numbered = _numbered(spec)
                 self.source = {
                     "tool": "openai-evals",
                     "version": "3.0",
@@ -77,6 +94,7 @@ class OpenAIEvalsReader(ToolReader):
                 }
                 continue
             if "final_report" in line:
+                finished = True
                 continue
             if not spec_seen:
                 raise self._not_a_log("no spec line before the first event")
@@ -116,6 +134,13 @@ class OpenAIEvalsReader(ToolReader):
                 yield problem
         if not spec_seen:
             raise self._not_a_log("it has no spec line")
+        if not finished:
+            raise SetupError(
+                "the log has no final_report line: oaieval did not finish this run (cut short, or still running), so "
+                "samples it ran may be missing, and which cannot be told",
+                where=str(self.path),
+                fix="measure the log of a run that completed (oaieval writes final_report when it finishes)",
+            )
         for sample_id, sample in samples.items():
             if sampled and sample_id not in sampled:
                 # A completion function that records sampling records it for every sample: without it, this
@@ -127,6 +152,30 @@ class OpenAIEvalsReader(ToolReader):
                 )
             else:
                 yield sample
+        if numbered is not None:
+            yield from self._absent(numbered, list(samples), data.count(b"\n") + 1)
+
+    def _absent(self, prefix: str, held_ids: list[str], lines: int) -> Iterator[ToolSample]:
+        """The samples a run without ``max_samples`` ran that the log does not hold: every index below the highest
+        held (evals runs indexes 0 to N-1 of its samples file). Ids not numbered so (an eval of its own naming)
+        say nothing."""
+        held: set[int] = set()
+        for sample_id in held_ids:
+            number = sample_id[len(prefix) :] if sample_id.startswith(prefix) else ""
+            if not number.isdigit() or not number.isascii():
+                return
+            held.add(int(number))
+        if not held:
+            return
+        missing = [index for index in range(max(held) + 1) if index not in held]
+        check_absent(len(missing), len(held), self.path, self.tool)
+        why = (
+            f"evals ran every sample of the eval's file (no max_samples), numbered {prefix}0 onwards, and the log "
+            f"holds {prefix}{max(held)}"
+        )
+        for index in missing:
+            lines += 1
+            yield absent_sample(f"{prefix}{index}", 1, lines, why)
 
     def _same_worth(self, event: dict[str, Any], number: int, worths: dict[str, tuple[float, int]]) -> None:
         """Refuse a log in which one choice is worth two scores: one eval's ``choice_scores`` gives each choice one
@@ -149,6 +198,17 @@ class OpenAIEvalsReader(ToolReader):
             where=str(self.path),
             fix="point dataset.path at the file `oaieval --record_path` wrote",
         )
+
+
+def _numbered(spec: dict[str, Any]) -> str | None:
+    """The prefix of the sample ids of a run over every sample (``<eval>.<split>.``, as evals names them), or None
+    when ``max_samples`` took a shuffled subset (or the spec does not say)."""
+    run_config = spec.get("run_config")
+    name = spec.get("eval_name")
+    if not isinstance(run_config, dict) or "max_samples" not in run_config or run_config["max_samples"] is not None:
+        return None
+    parts = name.split(".") if isinstance(name, str) else []
+    return ".".join(parts[:2]) + "." if len(parts) >= 2 else None
 
 
 def _apply(sample: ToolSample, kind: str, event: dict[str, Any], number: int) -> ToolSample | ToolProblem:

@@ -6,9 +6,11 @@ One example per test case; with ``--repeat N`` promptfoo numbers each repetition
 
 - ``promptfoo``: the test's own result (``score``, ``success``);
 - one per assertion, under its ``metric`` name (else its type; a repeated name gets ``#2``, ``#3``...): ``score``
-  and ``pass``. An assertion whose own code failed (promptfoo reports ``Custom function threw error``, and counts
-  it as a failed assertion) is recorded as the tool's error, never as a 0.0, and so is the test's own result
-  (``promptfoo``), which promptfoo lowered by it;
+  and ``pass``. An assertion whose own grading failed is recorded as the tool's error, never as a 0.0, and so is
+  the test's own result (``promptfoo``), which promptfoo lowered by it: promptfoo counts each as a failed assertion,
+  and says so only in its reason (``Custom function threw error``, ``Invalid regex pattern:``, ``Scoring function
+  error:``) or, for a model-graded assertion whose grader failed or answered unreadably, in
+  ``metadata.graderError`` (also on the test's ``gradingResult``);
 - a test the provider failed (``failureReason`` 2, an error and no output) is a failed sample.
 
 A test promptfoo counted (``results.stats``: its successes, failures and errors, one per test and repetition) whose
@@ -41,8 +43,9 @@ VERSIONS = (3,)
 TESTED_WITH = ("promptfoo 0.121.20",)
 #: promptfoo output files are one JSON document, read whole.
 MAX_BYTES = 1 << 30
-#: promptfoo's reason for an assertion whose own code raised (it then counts the assertion as failed).
-_GRADER_FAILED = "Custom function threw error"
+#: The reasons promptfoo gives an assertion whose own grading failed, which it counts as a failed assertion: its
+#: code raised (``javascript``/``python``), its pattern does not compile (``regex``), a scoring function raised.
+_GRADER_FAILED = ("Custom function threw error", "Invalid regex pattern:", "Scoring function error:")
 _PROVIDER_ERROR = 2
 
 
@@ -161,26 +164,30 @@ def _sample(row: dict[str, Any], position: int, repeat: int) -> ToolSample | Too
                 count += 1
                 key = f"{name}#{count}"
             reason = component.get("reason") if isinstance(component.get("reason"), str) else None
-            crashed = reason is not None and reason.startswith(_GRADER_FAILED)
+            grader_failed = _grader_error(component, reason)
             value = component.get("score")
+            unscored = grader_failed is not None
             scores[key] = score_entry(
-                None if crashed or type(value) not in (int, float) else value,
-                passed=None if crashed or type(component.get("pass")) is not bool else component["pass"],
-                error=reason.splitlines()[0] if crashed and reason else None,
+                None if unscored or type(value) not in (int, float) else value,
+                passed=None if unscored or type(component.get("pass")) is not bool else component["pass"],
+                error=grader_failed,
                 explanation=reason,
             )
-        # promptfoo counts an assertion whose own code failed as a failed assertion, and lowers the test's overall
-        # score by it: that overall result is not a measurement of the answer, so it carries the tool's error too.
+        # promptfoo counts an assertion whose own grading failed as a failed assertion, and lowers the test's
+        # overall score by it: that overall result is not a measurement of the answer, so it carries the tool's
+        # error too (and so does a test whose grading promptfoo itself marks as failed).
         crashed_names = [name for name, entry in scores.items() if entry.get("error")]
+        overall = _grader_error(grading, None) if not crashed_names else None
         score = row.get("score")
+        unscored = bool(crashed_names) or overall is not None
         scores["promptfoo"] = score_entry(
-            score if type(score) in (int, float) and not crashed_names else None,
-            passed=row.get("success") if type(row.get("success")) is bool and not crashed_names else None,
+            score if type(score) in (int, float) and not unscored else None,
+            passed=row.get("success") if type(row.get("success")) is bool and not unscored else None,
             error=(
                 f"the test's result counts assertion {', '.join(map(repr, crashed_names))} as failed, but its own "
-                f"code failed: {scores[crashed_names[0]]['error']}"
+                f"grading failed: {scores[crashed_names[0]]['error']}"
                 if crashed_names
-                else None
+                else overall
             ),
         )
     prompt = _object(row.get("prompt"))
@@ -198,6 +205,20 @@ def _sample(row: dict[str, Any], position: int, repeat: int) -> ToolSample | Too
         error=error,
         metadata={key: value for key, value in metadata.items() if value is not None},
     )
+
+
+def _grader_error(result: dict[str, Any], reason: str | None) -> str | None:
+    """Why a grading result (an assertion's, or the test's) is no measurement, or None when it is one: promptfoo
+    tags a grader that could not grade (a model-graded assertion whose grader failed or answered unreadably) with
+    ``metadata.graderError``, and gives a failed assertion's own code or pattern a reason of its own
+    (:data:`_GRADER_FAILED`); each of these it otherwise reports as an ordinary failure (``pass: false``, score 0)."""
+    text = reason if reason is not None else result.get("reason") if isinstance(result.get("reason"), str) else None
+    first = text.splitlines()[0] if text else None
+    if first is not None and first.startswith(_GRADER_FAILED):
+        return first
+    if _object(result.get("metadata")).get("graderError") is True:
+        return f"the grader failed (metadata.graderError): {first}" if first else "the grader failed"
+    return None
 
 
 def _hashable(value: Any) -> Any:

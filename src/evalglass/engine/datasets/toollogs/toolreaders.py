@@ -11,15 +11,22 @@ from pathlib import Path
 from evalglass.engine.datasets.toollogs.toolresults import ToolReader
 
 
-def open_tool_reader(tool: str, path: Path, *, id_field: str, output_field: str, hash_bytes: bool) -> ToolReader:
-    """The reader for ``tool``'s results (each in a module of its own, imported when used)."""
+def open_tool_reader(
+    tool: str, path: Path, *, id_field: str, output_field: str, hash_bytes: bool, answer_filter: str | None = None
+) -> ToolReader:
+    """The reader for ``tool``'s results (each in a module of its own, imported when used); ``answer_filter``: an
+    lm-eval task's filter whose answer is the output (``dataset.answer_filter``)."""
     reader: type[ToolReader]
+    if tool == "lm-eval":
+        from evalglass.engine.datasets.toollogs.toollmeval import LmEvalReader
+
+        return LmEvalReader(
+            path, id_field=id_field, output_field=output_field, hash_bytes=hash_bytes, answer_filter=answer_filter
+        )
     if tool == "inspect":
         from evalglass.engine.datasets.toollogs.toolinspect import InspectReader as reader
     elif tool == "promptfoo":
         from evalglass.engine.datasets.toollogs.toolpromptfoo import PromptfooReader as reader
-    elif tool == "lm-eval":
-        from evalglass.engine.datasets.toollogs.toollmeval import LmEvalReader as reader
     else:
         from evalglass.engine.datasets.toollogs.toolopenaievals import OpenAIEvalsReader as reader
     return reader(path, id_field=id_field, output_field=output_field, hash_bytes=hash_bytes)

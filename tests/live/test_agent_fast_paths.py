@@ -1,0 +1,180 @@
+"""The agent lane's per-step fast paths, held to the plain forms they replace by property tests: the OpenAI request
+body (one pass per message, the tools' wire form made once) and the check of a tool call's arguments (the
+signature read once; ``inspect.Signature.bind`` only when that check refuses)."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evalglass.lanes.agent import _keywords
+from evalglass.lanes.modelstep import StepRequest, openai_body
+
+
+def reference_body(request: StepRequest) -> dict[str, Any]:
+    """The body as the lane built it before the fast path (kept here as the specification)."""
+    messages: list[dict[str, Any]] = []
+    for message in request.messages:
+        role, parts = message["role"], message["parts"]
+        if role == "tool":
+            messages.extend(
+                {
+                    "role": "tool",
+                    "tool_call_id": part.get("id"),
+                    "content": part["response"]
+                    if isinstance(part.get("response"), str)
+                    else orjson.dumps(part.get("response")).decode(),
+                }
+                for part in parts
+            )
+            continue
+        text = "".join(str(part["content"]) for part in parts if part["type"] == "text")
+        calls = [
+            {
+                "id": part.get("id"),
+                "type": "function",
+                "function": {
+                    "name": part["name"],
+                    "arguments": part["invalid_arguments"]
+                    if "invalid_arguments" in part
+                    else orjson.dumps(part.get("arguments")).decode(),
+                },
+            }
+            for part in parts
+            if part["type"] == "tool_call"
+        ]
+        wire: dict[str, Any] = {"role": role, "content": text if text or not calls else None}
+        if calls:
+            wire["tool_calls"] = calls
+        messages.append(wire)
+    body: dict[str, Any] = {"model": request.model, "messages": messages}
+    if request.tools:
+        wire_tools = []
+        for tool in request.tools:
+            function = {key: tool.get(key) for key in ("name", "description", "parameters")}
+            wire_tools.append({"type": "function", "function": {k: v for k, v in function.items() if v is not None}})
+        body["tools"] = wire_tools
+    body.update(request.params)
+    return body
+
+
+names = st.sampled_from(["lookup", "weather", "a_b"])
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=4),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@st.composite
+def tool_call_parts(draw: st.DrawFn) -> dict[str, Any]:
+    part: dict[str, Any] = {"type": "tool_call", "name": draw(names)}
+    if draw(st.booleans()):
+        part["id"] = draw(st.text(min_size=1, max_size=5))
+    if draw(st.booleans()):
+        part["invalid_arguments"] = draw(st.text(max_size=5))
+    else:
+        part["arguments"] = draw(json_values)
+    return part
+
+
+text_parts = st.builds(lambda content: {"type": "text", "content": content}, st.text(max_size=5) | st.integers())
+response_parts = st.builds(
+    lambda response, ident: {"type": "tool_call_response", "response": response, **ident},
+    json_values,
+    st.just({}) | st.builds(lambda ident: {"id": ident}, st.text(min_size=1, max_size=4)),
+)
+messages = st.one_of(
+    st.builds(
+        lambda role, parts: {"role": role, "parts": parts},
+        st.sampled_from(["system", "user"]),
+        st.lists(text_parts, max_size=3),
+    ),
+    st.builds(
+        lambda parts: {"role": "assistant", "parts": parts, "finish_reason": "tool_calls"},
+        st.lists(text_parts | tool_call_parts(), max_size=4),
+    ),
+    st.builds(lambda parts: {"role": "tool", "parts": parts}, st.lists(response_parts, min_size=1, max_size=3)),
+)
+tools = st.lists(
+    st.builds(
+        lambda name, description, parameters: {
+            "name": name,
+            **({"description": description} if description is not None else {}),
+            "parameters": parameters,
+        },
+        names,
+        st.none() | st.text(max_size=5),
+        st.just({"type": "object"}) | st.just(None),
+    ),
+    max_size=3,
+).map(tuple)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(messages, max_size=6), tools, st.sampled_from([(), (("temperature", 0.0),), (("seed", 1), ("n", 1))]))
+def test_the_request_body_is_the_plain_conversion_byte_for_byte(
+    conversation: list[dict[str, Any]], offered: tuple[dict[str, Any], ...], params: tuple[tuple[str, Any], ...]
+) -> None:
+    request = StepRequest("m", tuple(conversation), offered, params)
+    expected = orjson.dumps(reference_body(request))
+    assert orjson.dumps(openai_body(request)) == expected
+    assert orjson.dumps(openai_body(request)) == expected  # the tools' wire form reused for the same tuple
+    again = StepRequest("m", tuple(conversation), tuple(dict(tool) for tool in offered), params)
+    assert orjson.dumps(openai_body(again)) == expected  # and made afresh for another
+
+
+PARAMETER_KINDS = [
+    inspect.Parameter.POSITIONAL_ONLY,
+    inspect.Parameter.POSITIONAL_OR_KEYWORD,
+    inspect.Parameter.KEYWORD_ONLY,
+]
+
+
+@st.composite
+def signatures(draw: st.DrawFn) -> inspect.Signature:
+    chosen = draw(st.lists(st.sampled_from(["a", "b", "c", "state"]), unique=True, max_size=4))
+    parameters: list[inspect.Parameter] = []
+    kinds = sorted(draw(st.lists(st.sampled_from([0, 1, 2]), min_size=len(chosen), max_size=len(chosen))))
+    var_positional = draw(st.booleans())
+    seen_default = False
+    for name, index in zip(chosen, kinds, strict=True):
+        kind = PARAMETER_KINDS[index]
+        if (
+            var_positional
+            and kind is inspect.Parameter.KEYWORD_ONLY
+            and not any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters)
+        ):
+            parameters.append(inspect.Parameter("args", inspect.Parameter.VAR_POSITIONAL))
+        # positional parameters without a default may not follow one with a default
+        positional = kind is not inspect.Parameter.KEYWORD_ONLY
+        default = draw(st.booleans()) or (positional and seen_default)
+        seen_default = seen_default or (positional and default)
+        parameters.append(inspect.Parameter(name, kind, default=0 if default else inspect.Parameter.empty))
+    if draw(st.booleans()):
+        parameters.append(inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD))
+    return inspect.Signature(parameters)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    signatures(),
+    st.dictionaries(st.sampled_from(["a", "b", "c", "d", "state", "args", "kwargs"]), st.integers(), max_size=5),
+)
+def test_arguments_the_quick_check_passes_are_ones_bind_accepts(
+    signature: inspect.Signature, arguments: dict[str, int]
+) -> None:
+    keywords = _keywords(signature)
+    try:
+        signature.bind(**arguments)
+        binds = True
+    except TypeError:
+        binds = False
+    if keywords is None:  # a positional-only parameter: every call goes through bind
+        assert any(p.kind is inspect.Parameter.POSITIONAL_ONLY for p in signature.parameters.values())
+        return
+    assert keywords.fit(arguments) == binds
