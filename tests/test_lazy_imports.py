@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.project import loaded_by_a_run
+
 CASES = {
     "the CLI module (--help)": (
         "import evalglass.cli",
@@ -52,6 +54,11 @@ RECORDED_RUN_NEVER_LOADS = [
     "rich.progress",
     "evalglass.lanes.executor",
     "evalglass.lanes.retry",
+    # The message form's models (13 of them, never built by a run over recorded outputs): the readers and the
+    # metrics' guard need only `core.notcaptured`.
+    "evalglass.core.conversation",
+    "difflib",  # only for "did you mean" after a wrong name
+    "html",  # its entity table, for three replacements (`report.safetext.html_text`)
 ]
 
 RECORDED_CONFIG = """\
@@ -63,6 +70,13 @@ metrics:
   has_digits: {type: regex, field: answer, pattern: "\\\\d+"}
   latency_ok: {type: numeric_bounds, field: latency_ms, min: 0, max: 800}
 """
+
+
+def _one_example_project(folder: Path) -> None:
+    """The recorded config over a one-line dataset, with an empty ledger."""
+    (folder / "evalglass.yaml").write_text(RECORDED_CONFIG)
+    (folder / "authority.yaml").write_text("version: 1\n")
+    (folder / "d.jsonl").write_text('{"id": "a", "expected": "1", "output": {"answer": "1", "latency_ms": 5}}\n')
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -114,6 +128,71 @@ def test_a_recorded_run_loads_no_live_machinery(tmp_path: Path) -> None:
     assert (tmp_path / "out" / "scorecard.json").exists()
     loaded = (tmp_path / "loaded.txt").read_text().split()
     assert loaded == [], f"a recorded run imported {loaded}"
+
+
+TRAJECTORY_CONFIG = """\
+version: 1
+dataset: {name: trajectories, path: t.jsonl}
+task: {type: recorded, field: trajectory}
+metrics:
+  right_calls: {type: tool_calls, reference: expected_calls, mode: any_order}
+  call_f1: {type: tool_calls, reference: expected_calls, measure: f1}
+"""
+
+
+def test_a_recorded_trajectory_replay_loads_neither_the_message_models_nor_the_live_machinery(tmp_path: Path) -> None:
+    """Replaying recorded trajectories through `tool_calls` metrics reads each trajectory as plain JSON
+    (`core.trajectory`): the message form's pydantic models are its declared schema, not what a run builds."""
+    (tmp_path / "evalglass.yaml").write_text(TRAJECTORY_CONFIG)
+    (tmp_path / "authority.yaml").write_text("version: 1\n")
+    calls = [{"name": "search", "arguments": {"query": f"q{i}"}} for i in range(3)]
+    rows = []
+    for i in range(6):
+        made = calls if i % 2 else calls[:2]
+        messages: list[dict[str, object]] = [{"role": "user", "parts": [{"type": "text", "content": f"task {i}"}]}]
+        for step, call in enumerate(made):
+            messages.append({"role": "assistant", "parts": [{"type": "tool_call", "id": f"c{step}", **call}]})
+            messages.append(
+                {"role": "tool", "parts": [{"type": "tool_call_response", "id": f"c{step}", "response": "ok"}]}
+            )
+        messages.append({"role": "assistant", "parts": [{"type": "text", "content": "done"}]})
+        tool_calls = [{"id": f"c{step}", **call, "result": "ok"} for step, call in enumerate(made)]
+        trajectory = {"messages": messages, "tool_calls": tool_calls, "finish": "stop", "steps": len(made) + 1}
+        rows.append({"id": f"t{i}", "expected_calls": calls, "trajectory": trajectory})
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    # scipy is loaded here by design: the F1 metric's interval is a Student-t one.
+    never = [name for name in RECORDED_RUN_NEVER_LOADS if name != "scipy"]
+    loaded = loaded_by_a_run(tmp_path, never)
+    card = json.loads((tmp_path / "out" / "scorecard.json").read_text())
+    means = {metric["name"]: metric["estimate"]["point"] for metric in card["metrics"]}
+    assert means["right_calls"] == 0.5, means  # the runs with two of the three expected calls fail any_order
+    assert loaded == [], f"a recorded trajectory replay imported {loaded}"
+
+
+def test_the_run_command_loads_the_pipeline_with_the_collector_paused(tmp_path: Path) -> None:
+    """`evalglass run` imports the pipeline and everything below it with the cyclic collector off (and freezes it
+    after): no collection starts while those modules are still loading."""
+    _one_example_project(tmp_path)
+    probe = (
+        "import gc, sys\n"
+        "from pathlib import Path\n"
+        "during = []\n"
+        "def loading(phase, info):\n"
+        "    module = sys.modules.get('evalglass.engine.jobs.pipeline')\n"
+        "    if phase == 'start' and module is not None and getattr(module.__spec__, '_initializing', False):\n"
+        "        during.append(info['generation'])\n"
+        "gc.callbacks.append(loading)\n"
+        "from evalglass.cli import main\n"
+        "try:\n"
+        "    main(['run', '--out', 'out', '--no-history'])\n"
+        "except SystemExit as done:\n"
+        "    assert done.code == 0, done.code\n"
+        "assert 'evalglass.engine.jobs.pipeline' in sys.modules\n"
+        "Path('during.txt').write_text(repr(during))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "during.txt").read_text() == "[]"
 
 
 # What `evalglass preflight` reads (a config, a ledger, the dataset for its gold fingerprint) needs no statistics
@@ -186,9 +265,7 @@ def test_the_statistics_package_names_every_export_where_it_lives() -> None:
 
 def test_recording_into_a_history_at_its_schema_revision_loads_no_migration_machinery(tmp_path: Path) -> None:
     """Alembic (and its templates) load only when a database must be migrated, not on every run."""
-    (tmp_path / "evalglass.yaml").write_text(RECORDED_CONFIG)
-    (tmp_path / "authority.yaml").write_text("version: 1\n")
-    (tmp_path / "d.jsonl").write_text('{"id": "a", "expected": "1", "output": {"answer": "1", "latency_ms": 5}}\n')
+    _one_example_project(tmp_path)
     probe = (
         "import sys\n"
         "from pathlib import Path\n"
@@ -232,9 +309,7 @@ def _subclasses(cls: type) -> set[type]:
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads through /proc")
 def test_a_run_starts_no_blas_threads_and_leaves_the_environment_as_it_was(tmp_path: Path) -> None:
-    (tmp_path / "evalglass.yaml").write_text(RECORDED_CONFIG)
-    (tmp_path / "authority.yaml").write_text("version: 1\n")
-    (tmp_path / "d.jsonl").write_text('{"id": "a", "expected": "1", "output": {"answer": "1", "latency_ms": 5}}\n')
+    _one_example_project(tmp_path)
     probe = (
         "import os, sys\n"
         "from pathlib import Path\n"
@@ -284,9 +359,7 @@ print(problems)
 def test_reading_a_run_folder_loads_no_history_database(tmp_path: Path) -> None:
     """A run named by its folder is read as it is (``history.named``): SQLAlchemy loads only for a reference that
     must be looked up in the history."""
-    (tmp_path / "evalglass.yaml").write_text(RECORDED_CONFIG)
-    (tmp_path / "authority.yaml").write_text("version: 1\n")
-    (tmp_path / "d.jsonl").write_text('{"id": "a", "expected": "1", "output": {"answer": "1", "latency_ms": 5}}\n')
+    _one_example_project(tmp_path)
     probe = (
         "import sys\n"
         "from pathlib import Path\n"

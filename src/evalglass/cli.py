@@ -340,6 +340,10 @@ def run(
         _preflight(None if example is not None else config_path, example, pinned_ledger, None, fmt, db)
     with _long_lived_imports():
         _load_numpy()
+        # With the API, the modules its `run` imports when called (the pipeline, the history's locator): loaded
+        # here, so that they too load with the collector paused and are frozen after.
+        import evalglass.engine.jobs.pipeline
+        import evalglass.history.locator  # noqa: F401
         from evalglass.api import run as run_evaluation
     mode = _cache_mode(no_cache, refresh)
     with _stdout_to_stderr():

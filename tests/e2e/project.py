@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,6 +76,24 @@ class Project:
         """The gold fingerprint `validated_gold` binds, as the last run recorded it."""
         card = self.cli("view", "--format", "json").json()
         return str(card["dataset"]["gold_fingerprint"])
+
+
+def loaded_by_a_run(folder: Path, names: list[str]) -> list[str]:
+    """Which of ``names`` are in ``sys.modules`` after `evalglass run --out out --no-history` in ``folder``, run in
+    a fresh interpreter (not forked from the CLI server, whose imports would hide what the run itself loads)."""
+    probe = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from evalglass.cli import main\n"
+        "try:\n"
+        "    main(['run', '--out', 'out', '--no-history'])\n"
+        "except SystemExit as done:\n"
+        "    assert done.code == 0, done.code\n"
+        f"Path('loaded.txt').write_text(' '.join(n for n in {names!r} if n in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], cwd=folder, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return (folder / "loaded.txt").read_text().split()
 
 
 def base_config(**overrides: Any) -> dict[str, Any]:

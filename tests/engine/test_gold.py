@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalglass.core.example import Example, ExampleBatch
+from evalglass.core.example import RECORDS_WITHOUT_JSON, Example, ExampleBatch
+from evalglass.engine.datasets.dataset import DatasetReader
 from evalglass.engine.datasets.gold import GoldHasher
 
 values = st.recursive(
@@ -151,3 +155,64 @@ def test_several_items_of_one_list_are_removed_without_shifting_each_other() -> 
     # An output field inside another is removed with it.
     assert one(row, ("outs", "outs.1")) == one({"id": "a", "expected": 1}, ())
     assert one(row, ("outs.1", "outs")) == one({"id": "a", "expected": 1}, ())
+
+
+int64_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+def gold_of_file(path: Path, size: int, *, split: bool) -> tuple[str, int]:
+    """The gold fingerprint of the JSONL file at ``path`` read ``size`` lines a batch, and how many batches came
+    with the records without their output already written by the reader."""
+    hasher = GoldHasher(("output",))
+    kept = 0
+    for batch in DatasetReader(path, id_field="id", output_field="output", split_output=split).batches(size):
+        if isinstance(batch, ExampleBatch):
+            kept += batch.derived((RECORDS_WITHOUT_JSON, "output"), lambda: None) is not None
+        hasher.add(batch)
+    return hasher.fingerprint, kept
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.dictionaries(st.sampled_from(["output", "q", "r"]), int64_values, max_size=3), min_size=1, max_size=12),
+    st.sampled_from([(",", ":"), (", ", ": ")]),
+    st.integers(1, 5),
+)
+def test_the_bytes_the_reader_keeps_for_gold_hash_as_the_hasher_itself_would(rows, separators, size) -> None:
+    """A reader told the run takes gold (``split_output``) keeps the records without their output as it checks a
+    batch (the fast path, where the output is every record's last key); the gold fingerprint from those bytes is
+    the one the hasher makes on its own, and the documented one."""
+    import hashlib
+    import json
+    import tempfile
+
+    rows = [{"id": str(index), **row} for index, row in enumerate(rows)]
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "data.jsonl"
+        path.write_text("".join(json.dumps(row, separators=separators) + "\n" for row in rows))
+        split, _ = gold_of_file(path, size, split=True)
+        alone, kept = gold_of_file(path, size, split=False)
+    assert kept == 0
+    compact = {"separators": (",", ":"), "ensure_ascii": False}
+    documented = b",".join(
+        json.dumps({k: v for k, v in row.items() if k != "output"}, **compact).encode() for row in rows
+    )
+    assert split == alone == "sha256:" + hashlib.sha256(documented).hexdigest()
+
+
+def test_a_reader_told_of_gold_keeps_the_records_without_the_output(tmp_path: Path) -> None:
+    """The fast path is taken where it should be: nested outputs last in every record (the usual dataset)."""
+    path = tmp_path / "data.jsonl"
+    rows = [{"id": str(i), "expected": "a", "output": {"answer": "a", "n": i}} for i in range(7)]
+    path.write_text("".join(orjson.dumps(row).decode() + "\n" for row in rows))
+    fingerprint, kept = gold_of_file(path, 3, split=True)
+    assert kept == 3
+    assert fingerprint == gold_of_file(path, 3, split=False)[0] == fingerprint_of_rows(rows)
+
+
+def fingerprint_of_rows(rows: list[dict]) -> str:
+    return fingerprint(rows, len(rows))

@@ -23,6 +23,7 @@ from evalglass.core.outputparse import parse_json_output
 from evalglass.core.stats import Direction
 from evalglass.metrics import parse_metric_spec
 from evalglass.metrics.base import BuildContext, Scorer, value_getter, values_getter
+from evalglass.metrics.text import UNTIMED_TEXT
 
 SCALARS = (
     st.none()
@@ -169,3 +170,31 @@ def test_value_getters_agree_with_get_path(path: str | None, documents: list[Any
     single = value_getter(path)
     assert [single(document) for document in documents] == expected
     assert values_getter(path)(documents) == expected
+
+
+#: Regex configurations for long texts: a pattern matched without a bound up to UNTIMED_TEXT characters, and one
+#: that is always bounded (nested repetition).
+REGEXES = [
+    _built({"type": "regex", "pattern": r"\d+$"}, Direction.HIGHER_IS_BETTER),
+    _built({"type": "regex", "pattern": r"a.*b", "match": "fullmatch"}, Direction.HIGHER_IS_BETTER),
+    _built({"type": "regex", "pattern": r"(b+)+1"}, Direction.HIGHER_IS_BETTER),
+]
+LONG_TEXTS = st.builds(
+    lambda head, size, tail: head + "a" * size + tail,
+    st.text(alphabet="ab1 ", max_size=3),
+    st.sampled_from([0, 10, UNTIMED_TEXT - 4, UNTIMED_TEXT - 1, UNTIMED_TEXT, UNTIMED_TEXT + 1]),
+    st.text(alphabet="ab1 ", max_size=3),
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(texts=st.lists(LONG_TEXTS | TEXTS, min_size=1, max_size=6))
+def test_a_batch_of_texts_is_matched_as_each_text_is_on_either_side_of_the_bound(texts: list[str]) -> None:
+    """The regex batch's one ``map`` (every text short enough to match without a bound) and its text-by-text path
+    (a longer text among them) give what matching each example gives."""
+    examples = [Example(id=str(i), line=i + 1, fields={}, output=text) for i, text in enumerate(texts)]
+    for built in REGEXES:
+        assert built.batch is not None
+        got = built.batch(ExampleBatch.of(examples))
+        expected = [built.one(example) for example in examples]
+        assert all(_same(a, b) for a, b in zip(got, expected, strict=True)), (texts, got, expected)

@@ -16,7 +16,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalglass.core.conversation import Trajectory
-from evalglass.core.trajectory import Inconsistent, check_consistent, count_model_turns, read_calls, read_messages
+from evalglass.core.trajectory import (
+    Inconsistent,
+    Unreadable,
+    check_consistent,
+    count_model_turns,
+    read_calls,
+    read_messages,
+)
 from tests.e2e.project import run_cli
 
 
@@ -178,3 +185,75 @@ def test_the_replays_reader_never_passes_what_the_full_check_refuses(
         except IndexError:  # a tamper that needs more calls than the record has
             continue
     assert _verdict(own_call_items, record) == _verdict(check_consistent, record), hows
+
+
+# A call item in every shape a reader meets, and some that are not calls: EvalGlass's own (with and without
+# arguments, with an id, with a null or a text ``invalid_arguments``), OpenAI's, Anthropic's, and broken ones.
+ARGUMENTS = st.one_of(st.fixed_dictionaries({"q": st.integers(0, 3)}), st.just([1, 2]), st.none(), st.just("text"))
+CALL_ITEMS = st.one_of(
+    st.builds(lambda name, arguments: {"name": name, "arguments": arguments}, NAMES, ARGUMENTS),
+    st.builds(lambda name: {"name": name}, NAMES),
+    st.builds(
+        lambda name, n: {"type": "tool_call", "id": f"call_{n}", "name": name, "arguments": {"q": n}},
+        NAMES,
+        st.integers(0, 3),
+    ),
+    st.builds(lambda name: {"name": name, "invalid_arguments": None, "arguments": {}}, NAMES),
+    st.builds(lambda name: {"name": name, "invalid_arguments": "{oops"}, NAMES),
+    st.builds(lambda name: {"function": {"name": name, "arguments": '{"q": 1}'}}, NAMES),
+    st.builds(lambda name: {"type": "tool_use", "name": name, "input": {"q": 2}}, NAMES),
+    st.sampled_from(
+        [{"arguments": {}}, {"name": 3}, "search", 7, None, {"function": "x"}, {"name": "a", "invalid_arguments": 5}]
+    ),
+)
+
+
+def _keys_or_error(read: Any, *args: Any, **kwargs: Any) -> Any:
+    try:
+        return read(*args, **kwargs)
+    except Unreadable as exc:
+        return ("unreadable", str(exc))
+
+
+@settings(max_examples=300, deadline=None)
+@given(items=st.lists(CALL_ITEMS, max_size=6), numbered=st.booleans())
+def test_calls_keyed_at_once_are_the_calls_read_one_by_one(items: list[Any], numbered: bool) -> None:
+    """The consistency check keys EvalGlass's own calls in one comprehension (and ``own_call_items`` from the names
+    it read): the same keys, and the same first error, as reading each item by ``_call``."""
+    from evalglass.core.trajectory import _call_key, _call_keys
+
+    one_by_one = _keys_or_error(
+        lambda: [_call_key(item, "tool call", index if numbered else None) for index, item in enumerate(items)]
+    )
+    assert _keys_or_error(_call_keys, items, "tool call", numbered=numbered) == one_by_one
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    calls=CALLS.filter(bool),
+    broken_call=st.integers(0, 20),
+    broken_message=st.integers(0, 20),
+    which=st.sampled_from(["call", "message", "both"]),
+)
+def test_what_cannot_be_read_is_named_in_reading_order(
+    calls: list[tuple[str, dict[str, Any]]], broken_call: int, broken_message: int, which: str
+) -> None:
+    """A call that cannot be read and a message that cannot be: whichever comes first in the messages is named, by
+    every reader (the calls of the messages are keyed after the loop, so this order is held here)."""
+    record = trajectory(calls)
+    messages = record["messages"]
+    call_at = [index for index, message in enumerate(messages) if message["parts"][0].get("type") == "tool_call"]
+    broken_call_at = call_at[broken_call % len(call_at)]
+    broken_message_at = broken_message % len(messages)
+    if which in ("call", "both"):
+        del messages[broken_call_at]["parts"][0]["name"]
+    if which in ("message", "both"):
+        messages[broken_message_at] = {"parts": []}  # no role
+    if which == "call" or (which == "both" and broken_call_at < broken_message_at):
+        expected = "message part has no name"
+    else:
+        expected = f"message {broken_message_at + 1} has no role"
+    for read in (check_consistent, read_calls, count_model_turns):
+        with pytest.raises(Unreadable) as caught:
+            read(record)
+        assert str(caught.value) == expected, (read, which)

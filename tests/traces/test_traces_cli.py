@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from evalglass.testing.fake_openai import FakeOpenAI
-from tests.e2e.project import run_cli
+from tests.e2e.project import loaded_by_a_run, run_cli
 from tests.traces.otel import chat_span, recording, write_json, write_protobuf
 
 
@@ -224,3 +224,14 @@ def test_the_examples_behind_the_numbers_show_the_traced_conversation(tmp_path: 
     assert run_cli("report", "--out", str(report), cwd=tmp_path).code == 0
     page = report.read_text()
     assert "how long is the refund window?" in page and "resourceSpans" not in page
+
+
+def test_a_run_over_otlp_json_loads_neither_protobuf_nor_the_message_models(tmp_path: Path) -> None:
+    """OTLP/JSON lines are read as plain JSON: the protobuf runtime loads only for a protobuf file, and the message
+    form's pydantic models (the record's declared schema) are not what a run builds."""
+    evals = project(tmp_path, CONTAINS, support_spans())
+    never = ["google.protobuf", "opentelemetry", "evalglass.core.conversation", "asyncio", "jinja2", "scipy"]
+    loaded = loaded_by_a_run(evals, never)
+    card = json.loads((evals / "out" / "scorecard.json").read_text())
+    assert card["dataset"]["examples"] == 9, card["dataset"]
+    assert loaded == [], f"a run over OTLP/JSON imported {loaded}"

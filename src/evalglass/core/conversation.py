@@ -17,13 +17,11 @@ convention) is left out of the record, never written as ``""`` or ``[]``, and it
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 
-#: The record key listing the paths of content its source did not capture.
-NOT_CAPTURED = "not_captured"
+from evalglass.core.notcaptured import NOT_CAPTURED, uncaptured_overlap
 
 
 class _Frozen(BaseModel):
@@ -181,24 +179,6 @@ class TraceRecord(_Frozen):
     not_captured: tuple[str, ...] = Field(
         default=(), description="Paths of content the instrumentation did not capture (absent from the record)."
     )
-
-
-def _named_parts(path: Iterable[str | int]) -> tuple[str, ...]:
-    """A path's key segments: list indexes do not name content (``output.tool_calls.0.arguments`` is
-    ``output.tool_calls.arguments``)."""
-    return tuple(part for part in path if isinstance(part, str))
-
-
-def uncaptured_overlap(not_captured: Iterable[str], path: tuple[str | int, ...]) -> str | None:
-    """The listed path ``path`` reads from or contains, or None. Reading a whole object some of whose content was
-    not captured needs that content too."""
-    wanted = _named_parts(path)
-    for listed in not_captured:
-        parts = tuple(listed.split("."))
-        shorter = min(len(parts), len(wanted))
-        if parts[:shorter] == wanted[:shorter]:
-            return listed
-    return None
 
 
 __all__ = [

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 
 def closest(word: str, allowed: Iterable[str]) -> str | None:
     """The allowed name closest to ``word``, when one is close enough to be a likely typo."""
+    import difflib  # only when a name is wrong: not loaded by every run that reads a config
+
     close = difflib.get_close_matches(word, list(allowed), n=1, cutoff=0.6)
     return close[0] if close else None
 

@@ -108,14 +108,16 @@ def own_call_items(value: Any) -> list[dict[str, Any]] | None:
         items = value
     if type(items) is not list:
         return None
+    names: list[Any] = []
     if items and not (  # each test one loop in C over the whole list (a trajectory holds many calls)
         all_of_type(items, dict)
         and _NOT_OWN_CALL.isdisjoint(chain.from_iterable(items))
-        and all_of_type(list(map(dict.get, items, repeat("name"))), str)
+        and all_of_type(names := list(map(dict.get, items, repeat("name"))), str)
     ):
         return None
     if items is not value and not _REDUNDANT.isdisjoint(value):
-        check_consistent(value)
+        # check_consistent(value), the calls keyed from what was just read: each (name, arguments, no invalid text)
+        _check(value, items, list(zip(names, map(dict.get, items, repeat("arguments"), repeat(ABSENT)), repeat(None))))
     return items
 
 
@@ -218,12 +220,28 @@ def check_consistent(value: Mapping[str, Any]) -> None:
         return
     if not isinstance(calls, list | tuple):
         raise Unreadable(f"'tool_calls' is {_kind(calls)}, not a list of calls")
-    _check(value, calls, [_call_key(item, "tool call", index) for index, item in enumerate(calls)])
+    _check(value, calls, _call_keys(calls, "tool call", numbered=True))
 
 
 #: A call as the consistency check compares it: (name, arguments, invalid), :class:`Call`'s fields as a tuple, so a
 #: replay reading tens of thousands of trajectories compares calls without making a :class:`Call` for each.
 _CallKey = tuple[str, Any, str | None]
+
+
+def _call_keys(items: Sequence[Any], what: str, *, numbered: bool) -> list[_CallKey]:
+    """:func:`_call_key` of each item, in order (``numbered``: an error names the item's position after ``what``).
+    EvalGlass's own call is keyed in the comprehension itself (:func:`_own_call`'s test, inlined: a replay keys
+    hundreds of thousands), any other item by :func:`_call_key`."""
+    return [
+        (item["name"], item.get("arguments", ABSENT), None)
+        if type(item) is dict
+        and type(item.get("name")) is str
+        and "function" not in item
+        and item.get("invalid_arguments") is None
+        and item.get("type") != "tool_use"
+        else _call_key(item, what, index if numbered else None)
+        for index, item in enumerate(items)
+    ]
 
 
 def _call_key(item: Any, what: str, position: int | None = None) -> _CallKey:
@@ -254,32 +272,33 @@ def _check(value: Mapping[str, Any], items: Sequence[Any], made: list[_CallKey] 
         return
     if not isinstance(messages, list | tuple):
         raise Unreadable(f"'messages' is {_kind(messages)}, not a list of messages")
-    said: list[_CallKey] = []
+    said_parts: list[dict[str, Any]] = []  # the calls' parts, keyed after the loop (one comprehension)
     results: list[Mapping[str, Any]] = []
-    ids = {item["id"] for item in items if type(item) is dict and type(item.get("id")) is str}
     calling_turns = 0
     last_turn: tuple[int, list[dict[str, Any]]] | None = None  # the last model message: where its calls start, parts
     for index, message in enumerate(messages):
         # EvalGlass's own messages (an agent lane's) are read as they are; any other shape through _message, which
-        # raises naming what is wrong.
-        parts = message.get("parts") if type(message) is dict else None
-        if type(parts) is list and type(message.get("role")) is str and all_of_type(parts, dict):
-            role = message["role"]
-        else:
-            role = _role(message, index)
-            parts = _message(message, index)["parts"]
-        start = len(said)
+        # raises naming what is wrong (after any call before it that cannot be read: the order a reader meets them).
+        parts: Any = message.get("parts") if type(message) is dict else None
+        role = message.get("role") if type(parts) is list else None
+        if type(role) is not str or not ((len(parts) == 1 and type(parts[0]) is dict) or all_of_type(parts, dict)):
+            try:
+                role = _role(message, index)
+                parts = _message(message, index)["parts"]
+            except Unreadable:
+                _call_keys(said_parts, "message part", numbered=False)
+                raise
+        start = len(said_parts)
         for part in parts:
             kind = part.get("type")
             if kind == "tool_call":
-                said.append(_call_key(part, "message part"))
-                if type(part.get("id")) is str:
-                    ids.add(part["id"])
+                said_parts.append(part)
             elif kind == "tool_call_response":
                 results.append(part)
         if role in MODEL_ROLES:
             last_turn = (start, parts)
-            calling_turns += len(said) > start
+            calling_turns += len(said_parts) > start
+    said = _call_keys(said_parts, "message part", numbered=False)
     if made is not None and made[len(made) - len(said) :] != said:  # equal calls: the usual case, checked at once
         _same_calls(made, _ran_calls(items, said, last_turn[1] if last_turn else [], results))
     if type(steps) is int and steps < calling_turns:
@@ -288,8 +307,12 @@ def _check(value: Mapping[str, Any], items: Sequence[Any], made: list[_CallKey] 
     if last_calls is not None and ((finish == "stop" and last_calls) or (finish == "max_steps" and not last_calls)):
         did = f"calls {_shown(Call(*last_calls[0]))}" if last_calls else "calls no tool"
         raise Inconsistent(f"'finish' is {finish}, while the last model turn in the messages {did}")
-    if results and ids:  # without ids on the calls, no result can be matched to one
-        _same_results(items, ids, results)
+    if results:
+        recorded = {item["id"]: item for item in items if type(item) is dict and type(item.get("id")) is str}
+        ids = set(recorded)
+        ids.update(part["id"] for part in said_parts if type(part.get("id")) is str)
+        if ids:  # without ids on the calls, no result can be matched to one
+            _same_results(recorded, ids, results)
 
 
 def _ran_calls(
@@ -329,10 +352,10 @@ def _same_calls(made: list[_CallKey], said: list[_CallKey]) -> None:
             )
 
 
-def _same_results(items: Sequence[Any], ids: set[str], results: list[Mapping[str, Any]]) -> None:
-    """Each result the messages hold answers a call of the record (by id), and holds what that call's own
-    ``result`` in ``tool_calls`` says (for a call that did not fail)."""
-    recorded = {item["id"]: item for item in items if type(item) is dict and type(item.get("id")) is str}
+def _same_results(recorded: dict[str, Any], ids: set[str], results: list[Mapping[str, Any]]) -> None:
+    """Each result the messages hold answers a call of the record (by id: ``recorded`` holds each call of
+    ``tool_calls`` with a text id), and holds what that call's own ``result`` in ``tool_calls`` says (for a call
+    that did not fail)."""
     for part in results:
         answered = part.get("id")
         if type(answered) is not str:
@@ -340,15 +363,21 @@ def _same_results(items: Sequence[Any], ids: set[str], results: list[Mapping[str
         if answered not in ids:
             raise Inconsistent(f"a tool result answers call id {answered!r}, which no call of the record has")
         call = recorded.get(answered)
+        if call is None:  # answered by a call of the messages only: no result of its own to compare
+            continue
+        result = call.get("result", _NO_RESULT)
         if (
-            call is not None
-            and "result" in call
+            result is not _NO_RESULT
             and call.get("error") is None
             and call.get("error_type") is None
             and not part.get("error")
-            and call["result"] != part.get("response")
+            and result != part.get("response")
         ):
             raise Inconsistent(f"call {answered!r}: its 'result' in 'tool_calls' is not the result its message holds")
+
+
+#: A call without a ``result`` (one lookup says both whether it has one and what it is).
+_NO_RESULT = object()
 
 
 def shown_call(call: Call) -> str:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from enum import StrEnum
+from functools import lru_cache
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
@@ -294,6 +295,7 @@ def _vacuous(vacuous: Vacuous, rule: str, made: int) -> Score:
     )
 
 
+@lru_cache(maxsize=256)  # a replay's notes repeat a few counts thousands of times; the text depends on them alone
 def _counts(matched: int, made: int, expected: int) -> str:
     precision = f"{matched / made:.3g}" if made else "undefined"
     recall = f"{matched / expected:.3g}" if expected else "undefined"

@@ -28,6 +28,7 @@ at line by line.
 from __future__ import annotations
 
 import json
+from collections import deque
 from collections.abc import Iterable
 from itertools import repeat
 from operator import itemgetter
@@ -35,6 +36,7 @@ from typing import Any
 
 import orjson
 
+from evalglass.core.fieldpath import ABSENT
 from evalglass.core.uniform import all_of_type
 
 #: Deepest nesting of objects and arrays a document may have (orjson itself writes at most 255).
@@ -69,34 +71,78 @@ def batch_is_exact(lines: list[bytes], values: list[Any]) -> bool:
     return _exact(lines, values, None)[0]
 
 
-def batch_is_exact_keeping(lines: list[bytes], records: list[dict[str, Any]], key: str) -> tuple[bool, bytes | None]:
+def batch_is_exact_keeping(
+    lines: list[bytes], records: list[dict[str, Any]], key: str, at_key: list[Any] | None = None
+) -> tuple[bool, bytes | None]:
     """:func:`batch_is_exact` for a batch of objects, and the column of their ``key`` as orjson writes it (the JSON
     array of each record's value at ``key``, compact), or None when the check wrote none.
 
     The check re-serialises the batch to count its colons; written as the column of ``key`` and the rest of each
     record, the same count comes out, and the column's bytes are what a caller writing those values again (the run's
-    kept outputs: a recorded run's outputs are such a column) can use instead of a second dump."""
-    return _exact(lines, records, key)
+    kept outputs: a recorded run's outputs are such a column) can use instead of a second dump. ``at_key``: each
+    record's value at ``key``, ABSENT where it has none, when the caller has them (the reader's outputs column):
+    then neither the key's presence nor the values are looked up again."""
+    exact, column, _ = _exact(lines, records, key, split=False, at_key=at_key)
+    return exact, column
 
 
-def _exact(lines: list[bytes], values: list[Any], key: str | None) -> tuple[bool, bytes | None]:
+def batch_is_exact_split(
+    lines: list[bytes], records: list[dict[str, Any]], key: str
+) -> tuple[bool, bytes | None, bytes | None]:
+    """:func:`batch_is_exact_keeping`, and also the records without ``key`` as orjson writes them (the JSON array of
+    the rest of each record, compact), or None. For a caller that needs both halves (the gold fingerprint leaves the
+    output out): when ``key`` is every record's last key, the batch is split once (:func:`split_last_key`) and the
+    check counts the colons of the two halves, instead of writing the whole batch a third time."""
+    return _exact(lines, records, key, split=True)
+
+
+def split_last_key(records: list[dict[str, Any]], key: str, *, column: bool = True) -> tuple[bytes, bytes] | None:
+    """(the JSON array of each record's value at ``key``, the JSON array of the records without it), as orjson
+    writes them, when ``key`` is every record's last key; None otherwise, or when orjson cannot write a value.
+    ``column=False``: the first is left unwritten (``b""``).
+
+    No record is copied: each one's last item is popped (``dict.popitem``), the rest written, and the same item put
+    back, last again, before this returns, so the records are as they were, key order included. (The records are
+    shared with the metrics; nothing else runs on them meanwhile.)"""
+    if not records:
+        return b"[]" if column else b"", b"[]"
+    if not all(records):  # an empty record has no last item: popitem would raise halfway through the batch
+        return None
+    keys, values = zip(*map(dict.popitem, records), strict=True)
+    try:
+        if keys.count(key) != len(keys):
+            return None
+        return orjson.dumps(values) if column else b"", orjson.dumps(records)
+    except orjson.JSONEncodeError:
+        return None
+    finally:
+        deque(map(dict.__setitem__, records, keys, values), maxlen=0)
+
+
+def _exact(
+    lines: list[bytes], values: list[Any], key: str | None, *, split: bool = False, at_key: list[Any] | None = None
+) -> tuple[bool, bytes | None, bytes | None]:
     joined = b"\n".join(lines)
     if _LONG_DIGITS in joined.translate(_DIGITS_ONLY):
-        return False, None
+        return False, None, None
     if not _batch_shallow_enough(joined):
-        return False, None
+        return False, None, None
     colons = joined.count(b":")
     if colons == 0:
-        return True, None
+        return True, None, None
     # Each nested key would add a colon, so equal counts prove a batch of objects flat and free of repeats.
     if all_of_type(values, dict) and colons == sum(map(len, values)):
-        return True, None
-    column = None
+        return True, None, None
+    column = rest = None
+    halves = split_last_key(values, key) if split and key is not None and all_of_type(values, dict) else None
     try:
-        if key is not None and _every_has(values, key):
+        if halves is not None and key is not None:
+            column, rest = halves
+            written = column.count(b":") + rest.count(b":") + len(values) * (1 + key.count(":"))
+        elif key is not None and (ABSENT not in at_key if at_key is not None else _every_has(values, key)):
             # A record {"k": v, ...} writes one colon after each key, those in the keys' own text, and those in
             # its values: the column holds the values at ``key``, the rest the other keys and values.
-            column = orjson.dumps(list(map(itemgetter(key), values)))
+            column = orjson.dumps(at_key if at_key is not None else list(map(itemgetter(key), values)))
             if 2 * len(column) > len(joined):
                 # The column is most of the batch (trajectories): the rest without it, made in Python per record,
                 # costs less than writing the column's values a second time.
@@ -107,11 +153,11 @@ def _exact(lines: list[bytes], values: list[Any], key: str | None) -> tuple[bool
         else:
             written = orjson.dumps(values).count(b":")
     except orjson.JSONEncodeError:
-        return False, None
+        return False, None, None
     # The list's own brackets and commas hold no colon; a colon spelled as an escape is looked for only where there
     # is a backslash at all.
     exact = written == colons and (b"\\" not in joined or (b"\\u003a" not in joined and b"\\u003A" not in joined))
-    return exact, column if exact else None
+    return (True, column, rest) if exact else (False, None, None)
 
 
 def _every_has(values: list[Any], key: str) -> bool:

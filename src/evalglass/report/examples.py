@@ -3,12 +3,11 @@ the collapsible Markdown section report.md carries per active gate."""
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from evalglass.report.fmt import number
-from evalglass.report.safetext import markdown_code, markdown_text, one_line, visible
+from evalglass.report.safetext import html_text, markdown_code, markdown_text, one_line, visible
 from evalglass.report.wrap import fold_text
 
 
@@ -135,7 +134,7 @@ def markdown_examples(per_gate: Mapping[str, Sequence[Row]], limit: int) -> list
         more = f"first {limit}" if len(rows) == limit else f"{len(rows)}"
         order = f", {AGAINST_BASELINE_ORDER}" if any(row.baseline is not None for row in rows) else ""
         # Inside an HTML block Markdown is not read: the title needs only to be one line of HTML text.
-        title = html.escape(one_line(f"Gate {gate}: {more} examples that did not pass{order}"), quote=False)
+        title = html_text(one_line(f"Gate {gate}: {more} examples that did not pass{order}"))
         lines += ["", f"<details><summary>{title}</summary>", ""]
         lines += ["| Example | Line | State | Value | Why |", "|---|---|---|---|---|"]
         for row in rows:

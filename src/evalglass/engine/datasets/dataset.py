@@ -24,12 +24,18 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from evalglass.core.example import MALFORMED_SHOWN, OUTPUTS_JSON, Example, ExampleBatch
+from evalglass.core.example import MALFORMED_SHOWN, OUTPUTS_JSON, RECORDS_WITHOUT_JSON, Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT, get_path, parse_path
 from evalglass.core.fingerprint import PREFIX
 from evalglass.core.uniform import all_of_type
 from evalglass.errors import SetupError
-from evalglass.readers.jsonsource import JsonRefused, batch_is_exact, batch_is_exact_keeping, check_exact
+from evalglass.readers.jsonsource import (
+    JsonRefused,
+    batch_is_exact,
+    batch_is_exact_keeping,
+    batch_is_exact_split,
+    check_exact,
+)
 from evalglass.readers.userfiles import open_regular, unreadable
 
 #: Bytes read (and hashed) at a time.
@@ -181,6 +187,11 @@ class DatasetReader:
 
     ``hash_bytes=False`` skips that hash (and its thread) for a caller that never reads ``fingerprint``:
     ``preflight`` needs only the gold fingerprint, which is taken from the parsed records.
+
+    ``split_output``: the gold fingerprint will hash the records without their output field, so the exactness check
+    writes each batch as its outputs and the rest (when the output is every record's last key) and the batch keeps
+    both (:data:`OUTPUTS_JSON`, :data:`RECORDS_WITHOUT_JSON`), instead of the check writing the whole batch and the
+    gold fingerprint the rest again.
     """
 
     def __init__(
@@ -192,6 +203,7 @@ class DatasetReader:
         chunk: int = CHUNK,
         max_line: int = MAX_LINE,
         hash_bytes: bool = True,
+        split_output: bool = False,
     ) -> None:
         self.path = path
         self._id = field_getter(id_field)
@@ -199,6 +211,7 @@ class DatasetReader:
         self._id_key = _plain_key(id_field)
         self._output = field_getter(output_field)
         self._output_key = _plain_key(output_field)
+        self._split_output = split_output
         self._chunk = chunk
         self._max_line = max_line
         self._hash = hashlib.sha256() if hash_bytes else None
@@ -275,24 +288,25 @@ class DatasetReader:
             return None
         if not all_of_type(records, dict):
             return None
+        rest_json = None
+        outputs = self._column(records, self._output_key, self._output)
         if self._output_key is None:
             exact, outputs_json = batch_is_exact(lines, records), None
+        elif self._split_output:
+            exact, outputs_json, rest_json = batch_is_exact_split(lines, records, self._output_key)
         else:
-            exact, outputs_json = batch_is_exact_keeping(lines, records, self._output_key)
+            exact, outputs_json = batch_is_exact_keeping(lines, records, self._output_key, outputs)
         if not exact:
             return None
         ids = self._column(records, self._id_key, self._id)
         if not all_of_type(ids, str):
             return None
         self.examples += len(records)
-        batch = ExampleBatch(
-            ids=ids,
-            lines=list(range(first, first + len(records))),
-            records=records,
-            outputs=self._column(records, self._output_key, self._output),
-        )
+        batch = ExampleBatch(ids=ids, lines=list(range(first, first + len(records))), records=records, outputs=outputs)
         if outputs_json is not None:  # the same objects the reader just wrote: each record's value at the key
             batch.remember(OUTPUTS_JSON, outputs_json)
+        if rest_json is not None:  # and the records without it
+            batch.remember((RECORDS_WITHOUT_JSON, self._output_key), rest_json)
         return batch
 
     @staticmethod

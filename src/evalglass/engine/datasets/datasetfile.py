@@ -40,9 +40,10 @@ class Reader(Protocol):
     def batches(self) -> Iterator[ExampleBatch | list[Example | BadLine]]: ...
 
 
-def open_reader(loaded: LoadedConfig, *, hash_bytes: bool = True) -> Reader:
+def open_reader(loaded: LoadedConfig, *, hash_bytes: bool = True, gold: bool = False) -> Reader:
     """The reader for the dataset file's format; a format that is not read is refused with the ones that are.
-    ``hash_bytes=False``: the caller will not ask for the file's SHA-256, so it is not taken."""
+    ``hash_bytes=False``: the caller will not ask for the file's SHA-256, so it is not taken. ``gold``: the caller
+    takes the gold fingerprint of what it reads (a JSONL reader then keeps the bytes it hashes where it can)."""
     path = loaded.dataset_path
     config = loaded.config
     declared = config.dataset.format
@@ -81,7 +82,11 @@ def open_reader(loaded: LoadedConfig, *, hash_bytes: bool = True) -> Reader:
             fix=f"EvalGlass reads {SUPPORTED}; convert the file, one example per line or row",
         )
     return DatasetReader(
-        path, id_field=config.dataset.id_field, output_field=config.output_field, hash_bytes=hash_bytes
+        path,
+        id_field=config.dataset.id_field,
+        output_field=config.output_field,
+        hash_bytes=hash_bytes,
+        split_output=gold and config.gold_excluded_fields == (config.output_field,),
     )
 
 
@@ -89,7 +94,7 @@ def gold_fingerprint_of(loaded: LoadedConfig) -> str:
     """The gold fingerprint exactly as a run takes it, without scoring anything (what ``preflight`` compares the
     ledger's gold validation with)."""
     hasher = GoldHasher(loaded.config.gold_excluded_fields)
-    for batch in open_reader(loaded, hash_bytes=False).batches():
+    for batch in open_reader(loaded, hash_bytes=False, gold=True).batches():
         hasher.add(batch)
     return hasher.fingerprint
 
@@ -99,7 +104,7 @@ def comparison_identity(loaded: LoadedConfig) -> tuple[str, str, list[str]]:
     without scoring anything: (gold fingerprint, the file's fingerprint, every example's id in file order).
     ``preflight`` asks whether a baseline is comparable with these."""
     hasher = GoldHasher(loaded.config.gold_excluded_fields)
-    reader = open_reader(loaded)
+    reader = open_reader(loaded, gold=True)
     ids: list[str] = []
     for batch in reader.batches():
         hasher.add(batch)

@@ -22,17 +22,19 @@ import hashlib
 import json
 from collections import deque
 from collections.abc import Mapping, Sequence
+from functools import partial
 from itertools import repeat
 from typing import Any, cast
 
 import orjson
 
-from evalglass.core.example import Example, ExampleBatch
+from evalglass.core.example import RECORDS_WITHOUT_JSON, Example, ExampleBatch
 from evalglass.core.fieldpath import parse_path
 from evalglass.core.fingerprint import PREFIX
 from evalglass.core.goldfields import record_without
 from evalglass.core.uniform import all_of_type
 from evalglass.engine.datasets.dataset import BadLine
+from evalglass.readers.jsonsource import split_last_key
 
 
 def _dumps(value: Any) -> bytes:
@@ -40,6 +42,12 @@ def _dumps(value: Any) -> bytes:
         return orjson.dumps(value)
     except orjson.JSONEncodeError:  # an integer beyond 64 bits: the standard library writes it, the same way
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _rest_at_last_key(records: list[dict[str, Any]], key: str) -> bytes | None:
+    """The records without ``key`` as one JSON array, when it is every record's last key; else None."""
+    halves = split_last_key(records, key, column=False)
+    return halves[1] if halves is not None else None
 
 
 def _top_level_keys(paths: Sequence[str]) -> tuple[str, ...] | None:
@@ -60,7 +68,8 @@ class GoldHasher:
 
     Cost (measured, see BENCHMARKS.md): a batch is serialised by one ``orjson.dumps`` call and hashed. A single
     output field, when it is the last key of every record (as datasets are usually written), is popped from the
-    records, serialised around and put back (:meth:`_serialised_in_place`); output fields that are keys elsewhere
+    records, serialised around and put back (:meth:`_serialised_in_place`), or nothing is serialised at all when the
+    dataset reader already wrote those bytes while checking the batch; output fields that are keys elsewhere
     (or several of them) are popped from copies of the records, with C-level ``map`` calls, no Python frame per
     record; a nested output path takes the general (slower) copy. Every way hashes the same bytes.
     """
@@ -83,25 +92,20 @@ class GoldHasher:
             return records
         return list(map(self._without, records))
 
-    def _serialised_in_place(self, records: list[Mapping[str, Any]]) -> bytes | None:
-        """The batch serialised without its output, when the output is every record's last key: popped from the
-        shared records, serialised, and put back before anything else sees them (the same key, the same value
-        object, again last: the records are as they were, key order included). No copy is made, and no garbage
+    def _serialised_in_place(self, batch: ExampleBatch) -> bytes | None:
+        """The batch serialised without its output, when the output is every record's last key: the dataset
+        reader's bytes when it wrote them while checking the batch (:data:`RECORDS_WITHOUT_JSON`), else each
+        record's last item popped from the shared records, the rest serialised, and the item put back
+        (:func:`split_last_key`: the records are as they were, key order included). No copy is made, and no garbage
         that would trigger the cycle collector (the copies used to cost more in collections than in copying).
         None: the general way (a record without the key, or with it elsewhere, or a value orjson cannot write)."""
+        records = batch.records
         if self._keys is None or len(self._keys) != 1 or not records or not all_of_type(records, dict):
             return None
         (key,) = self._keys
         shared = cast("list[dict[str, Any]]", records)
-        if list(map(next, map(reversed, shared), repeat(None))).count(key) != len(shared):
-            return None
-        popped = list(map(dict.pop, shared, repeat(key)))
-        try:
-            return orjson.dumps(shared)[1:-1]
-        except orjson.JSONEncodeError:
-            return None
-        finally:
-            deque(map(dict.__setitem__, shared, repeat(key), popped), maxlen=0)
+        rest = batch.derived((RECORDS_WITHOUT_JSON, key), partial(_rest_at_last_key, shared, key))
+        return rest[1:-1] if rest is not None else None
 
     def _update(self, data: bytes) -> None:
         if not data:
@@ -111,7 +115,7 @@ class GoldHasher:
 
     def add(self, batch: ExampleBatch | list[Example | BadLine]) -> None:
         if isinstance(batch, ExampleBatch):
-            in_place = self._serialised_in_place(batch.records)
+            in_place = self._serialised_in_place(batch)
             if in_place is not None:
                 self._update(in_place)
                 return

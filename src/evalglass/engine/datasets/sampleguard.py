@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from evalglass.core.conversation import NOT_CAPTURED
 from evalglass.core.example import Example, ExampleBatch
+from evalglass.core.notcaptured import NOT_CAPTURED
 from evalglass.core.score import Score
 from evalglass.engine.datasets.toollogs.toolresults import failed_sample_score, sample_failed
 from evalglass.engine.datasets.uncaptured import missing_content, needed_paths, not_captured_score

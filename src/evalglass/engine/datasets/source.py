@@ -25,7 +25,7 @@ class DatasetSource:
         (``engine.runs.keptoutputs``); only :meth:`batches` calls it."""
         config = loaded.config
         self._keep = keep
-        self.reader = open_reader(loaded)
+        self.reader = open_reader(loaded, gold=config.needs_gold)
         self.path = self.reader.path
         self._config = config
         self._gold = GoldHasher(config.gold_excluded_fields) if config.needs_gold else None

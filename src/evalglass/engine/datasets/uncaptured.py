@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from evalglass.core.conversation import NOT_CAPTURED, uncaptured_overlap
 from evalglass.core.example import Example
 from evalglass.core.fieldpath import parse_path
+from evalglass.core.notcaptured import NOT_CAPTURED, uncaptured_overlap
 from evalglass.core.score import Score, Status
 from evalglass.metrics.base import MetricSpec
 

@@ -34,9 +34,9 @@ from typing import Any
 
 import orjson
 
-from evalglass.core.conversation import NOT_CAPTURED
 from evalglass.core.example import MALFORMED_SHOWN, Example, ExampleBatch
 from evalglass.core.fingerprint import PREFIX
+from evalglass.core.notcaptured import NOT_CAPTURED
 from evalglass.core.score import Score
 from evalglass.engine.datasets.dataset import BATCH, BadLine, batched, field_getter
 from evalglass.errors import SetupError

@@ -25,10 +25,10 @@ from typing import Any
 import orjson
 
 from evalglass.collector import collector_paused
-from evalglass.core.conversation import NOT_CAPTURED
 from evalglass.core.example import MALFORMED_SHOWN, Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.fingerprint import PREFIX
+from evalglass.core.notcaptured import NOT_CAPTURED
 from evalglass.engine.datasets.dataset import BATCH, BadLine, _plain_key, _unfreezing, field_getter
 from evalglass.engine.datasets.traces.genaimap import (
     GEN_AI,
