@@ -559,3 +559,57 @@ def test_everything_the_child_imports_of_the_project_is_bound(tmp_path_factory, 
         Path(file).resolve() for file in json.loads(done.stdout) if file and Path(file).resolve().is_relative_to(repo)
     }
     assert ran - {(root / "check.py").resolve()} <= set(check_host_files(spec, root))
+
+
+# --- what a run record alone shows of it (a reader's re-derivation) ----------------------------------------------
+
+_WORDS = st.sampled_from(
+    [
+        "{python}",
+        "-m",
+        "unittest",
+        "pytest",
+        "pkg",
+        "tests",
+        "src",
+        "make",
+        "check.py",
+        "-q",
+        "npm",
+        "test",
+        "-c",
+        "pass",
+        "PYTHONUSERBASE=/tmp/u",
+        "env",
+        "tests/unit",
+        "tests.unit",
+        "go",
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    words=st.lists(_WORDS, min_size=1, max_size=7),
+    inputs=st.sampled_from([[], ["tests"], [{"module": "pkg"}]]),
+    target=st.sampled_from([None, "src", "."]),
+    cwd=st.sampled_from([None, "src"]),
+)
+def test_what_the_record_alone_shows_is_always_part_of_what_the_files_show(project, words, inputs, target, cwd):
+    """`declared_unbound` (no file system; the host code the run hashed for the check) never names what
+    `unbound_inputs` in the folder does not: a reader refusing a record that claims less never refuses an honest
+    one. And for a check with no inputs and no target, it names every runner, variable and non-project module."""
+    from evalglass.engine.spec.config import _host_file_hashes
+    from evalglass.lanes.checkinputs import declared_unbound
+
+    fields: dict[str, Any] = {"inputs": inputs, "cwd": cwd} if cwd else {"inputs": inputs}
+    if target is not None:
+        fields["target"] = target
+    (project / "src" / "pkg" / "__main__.py").write_text("print('ok')\n")
+    spec = CheckSpec(command=words, **fields)
+    full = unbound_inputs(spec, project)
+    host_code = _host_file_hashes(check_host_files(spec, project), project.resolve())
+    alone = declared_unbound(spec, host_code)
+    assert set(alone) <= set(full), (alone, full)
+    if not inputs and target is None:
+        assert set(alone) == {item for item in full if not item.startswith("folder ")}

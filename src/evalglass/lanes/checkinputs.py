@@ -34,13 +34,14 @@ import os
 import re
 import shlex
 import stat
-from collections.abc import Collection, Iterator, Sequence
-from importlib.machinery import ModuleSpec, PathFinder
+from collections.abc import Callable, Collection, Iterator, Sequence
+from importlib.machinery import ModuleSpec
 from pathlib import Path
 
 from evalglass.core.fingerprint import fingerprint_of
 from evalglass.lanes.checkspec import UNBINDABLE_ENV, CheckConfigError, CheckSpec, ModuleInput, resolve_within
 from evalglass.lanes.hostimports import (
+    find_submodule,
     find_top_level,
     imported_host_files,
     is_host_file,
@@ -59,6 +60,7 @@ __all__ = [
     "check_host_files",
     "command_words",
     "declared_python_path",
+    "declared_unbound",
     "find_module",
     "input_hashes",
     "input_label",
@@ -283,7 +285,7 @@ def find_module(name: str, cwd: Path, path: Sequence[str] = ()) -> ModuleSpec | 
     for depth in range(1, len(parts)):
         if found is None or found.submodule_search_locations is None:
             return None
-        found = PathFinder.find_spec(".".join(parts[: depth + 1]), list(found.submodule_search_locations))
+        found = find_submodule(".".join(parts[: depth + 1]), list(found.submodule_search_locations))
     return found
 
 
@@ -364,16 +366,63 @@ def unbound_inputs(spec: CheckSpec, base_dir: Path) -> tuple[str, ...]:
                 "" if folder == root or root in folder.parents else " (outside the config folder: no input binds it)"
             )
             found.append(f"folder {_shown(folder, root)!r}{outside}")
-    for module in modules.values():
-        if not _module_covered(module, cwd, path, module_inputs, discovery_bound):
-            found.append(f"module {module!r} (-m)")
+    found += _named_unbound(
+        spec, words, modules, discovery_bound, lambda module: _module_covered(module, cwd, path, module_inputs)
+    )
+    return tuple(dict.fromkeys(found))
+
+
+def declared_unbound(spec: CheckSpec, host_code: Collection[str]) -> tuple[str, ...]:
+    """What :func:`unbound_inputs` finds from the check's declaration alone, with no file system: what a reader of a
+    run record can re-derive from its config snapshot and the labels of the host code the run hashed for the check
+    (``host_code``: its ``code:CHECK`` definition files). Always a part of what :func:`unbound_inputs` finds in the
+    folder the run read, so a record claiming less is refused, never an honest one:
+
+    * the variables the command assigns (:func:`assigned_unbindable`): always unbound;
+    * a check with no ``inputs:`` and no target: every runner the command names, and every ``-m`` module none of
+      whose files is among ``host_code`` (the project's own module is hashed there).
+
+    Limits: the folders the command names, and whether a target holds the check's working folder, need the files
+    (``evalglass verify`` re-derives them when the config folder is at hand); a check with a target is read as if
+    its target bound discovery (what could only be claimed unbound is left to verify)."""
+    words = command_words(spec)
+    discovery_bound = bool(spec.inputs) or (spec.target is not None and spec.target.path is not None)
+    return tuple(
+        dict.fromkeys(
+            _named_unbound(
+                spec, words, dict(_python_modules(words)), discovery_bound, lambda module: _labelled(module, host_code)
+            )
+        )
+    )
+
+
+def _named_unbound(
+    spec: CheckSpec,
+    words: Sequence[str],
+    modules: dict[int, str],
+    discovery_bound: bool,
+    host_module: Callable[[str], bool],
+) -> list[str]:
+    """The modules, runners and variables the command names that no input binds (``host_module``: whether a module
+    is the project's own code, which :func:`check_host_files` binds)."""
+    found = [
+        f"module {module!r} (-m)" for module in modules.values() if not discovery_bound and not host_module(module)
+    ]
     for at, word in enumerate(words):
         runner = None if at in modules else _runner(word)  # `-m pytest` is said once, as a module
         if runner is not None and not discovery_bound:
             found.append(f"runner {runner!r}")
     # What Python loads under these is beyond any binding: no input covers it.
     found += [f"variable {name!r} (set in the command)" for name in assigned_unbindable(spec)]
-    return tuple(dict.fromkeys(found))
+    return found
+
+
+def _labelled(module: str, host_code: Collection[str]) -> bool:
+    """Whether a file of ``module`` (its ``.py``, its package's ``__init__.py`` or ``__main__.py``) is among the
+    labels of the host code a run hashed (paths from the config folder)."""
+    stem = module.replace(".", "/")
+    ends = (f"{stem}.py", f"{stem}/__init__.py", f"{stem}/__main__.py")
+    return any(label == end or label.endswith("/" + end) for label in host_code for end in ends)
 
 
 #: The files pytest reads on its own from the folder it starts in and the folders above it: its configuration
@@ -608,17 +657,22 @@ def _python_runs(words: Sequence[str]) -> Iterator[tuple[int, str, str]]:
                 break  # a script (hashed as a named file, its imports bound by check_host_files)
 
 
-def _module_covered(
-    module: str, cwd: Path, path: Sequence[str], module_inputs: Sequence[str], discovery_bound: bool
-) -> bool:
-    """A module of the project (host code) is bound by :func:`check_host_files`; any other (``-m pytest``, a
-    tool) reads what it finds, which declared inputs say."""
+def _module_covered(module: str, cwd: Path, path: Sequence[str], module_inputs: Sequence[str]) -> bool:
+    """A module of the project (host code) is bound by :func:`check_host_files`, a module input binds what it
+    names; any other (``-m pytest``, a tool) reads what it finds, which declared inputs say
+    (:func:`_named_unbound`)."""
     if any(module == named or module.startswith(named + ".") for named in module_inputs):
         return True
     found = find_module(module, cwd, path)
-    if found is not None and any(is_host_file(location) for location in _module_files(found)):
-        return True
-    return discovery_bound
+    if found is None:
+        return False
+    locations = _module_files(found)
+    if found.origin in (None, "namespace"):
+        # A namespace package has no file of its own: `-m` runs its `__main__.py`, bound when it has one; without
+        # one there is nothing of the project's to bind (and nothing runs). Said unbound, as a reader re-derives it
+        # from the host code the run hashed (:func:`declared_unbound`).
+        locations = [main for location in locations if (main := location / "__main__.py").is_file()]
+    return any(is_host_file(location) for location in locations)
 
 
 def _runner(word: str) -> str | None:

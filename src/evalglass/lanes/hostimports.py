@@ -65,6 +65,7 @@ __all__ = [
     "MAX_HOST_FILES",
     "TooManyHostFiles",
     "code_digest",
+    "find_submodule",
     "find_top_level",
     "imported_host_files",
     "is_host_file",
@@ -281,7 +282,17 @@ def _chain(name: str, first: Sequence[str]) -> Iterator[tuple[Path, str]]:
         if depth == len(parts) or not is_package:
             return
         locations = list(found.submodule_search_locations or ())
-        found = PathFinder.find_spec(".".join(parts[: depth + 1]), locations)
+        found = find_submodule(".".join(parts[: depth + 1]), locations)
+
+
+def find_submodule(name: str, locations: Sequence[str]) -> ModuleSpec | None:
+    """Where dotted ``name`` is found in its package's folders ``locations``, without importing anything. A namespace
+    package inside a namespace package looks its parent up in ``sys.modules``, where it is not (nothing is
+    imported): not found then, rather than a traceback."""
+    try:
+        return PathFinder.find_spec(name, list(locations))
+    except KeyError:
+        return None
 
 
 def find_top_level(name: str, first: Sequence[str]) -> ModuleSpec | None:

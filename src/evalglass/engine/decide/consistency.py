@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -68,13 +68,14 @@ from evalglass.core.recordrules import (
     older_rules_problem,
     recorded_rules,
 )
-from evalglass.core.runrecord import RunRecord
+from evalglass.core.runrecord import RunRecord, check_code_key
 from evalglass.core.scorecard import CheckSummary, MetricSummary, Scorecard
 from evalglass.engine.runs.artifacts import RUNRECORD_FILE, SCORECARD_FILE, load_json_model_and_bytes
 from evalglass.errors import SetupError, first_problem
 
 if TYPE_CHECKING:
     from evalglass.engine.runs.digests import Digests
+    from evalglass.lanes.checkspec import CheckSpec
 
 #: The fields of a gate whose value decides it or is shown as deciding it, compared between the recorded gate and
 #: the re-derived one. Reasons are compared by code (their texts can name a ledger line or a stale evaluator the
@@ -138,8 +139,8 @@ def not_checked_line(folder: Path, digests: DigestState) -> str:
         DigestState.SIGNED: "its run record and digests (signature not checked)",
     }[digests]
     return (
-        f"not re-derived: checked against {against}, not against its scores; `evalglass verify {_pasteable(folder)}` "
-        "re-derives it"
+        f"not re-derived: checked against {against}, not against its scores or the config's files; "
+        f"`evalglass verify {_pasteable(folder)}` re-derives it"
     )
 
 
@@ -241,7 +242,8 @@ def scorecard_problems(card: Scorecard, record: RunRecord) -> list[str]:
     problems: list[str] = []
     if card.dataset != record.dataset:
         problems.append("dataset differs between the scorecard and the run record")
-    problems += _check_declaration_problems(record)
+    problems += check_declaration_problems(record)
+    problems += [claim.line for claim in unbound_claims(record)]
     problems += _check_summary_problems(card, record)
     problems += _metric_problems(card)
     problems += variant_summary_problems(card)
@@ -339,7 +341,7 @@ def _metric_problems(card: Scorecard) -> list[str]:
     return problems
 
 
-def _check_declaration_problems(record: RunRecord) -> list[str]:
+def check_declaration_problems(record: RunRecord) -> list[str]:
     """Each check result was judged as the config snapshot declares the check: the same command, shell, working
     folder, timeout, output cap, permission to write its target and exit-code policy. (The result's own validator
     ties its outcome to its exit code under the policy it records; a policy edited to map the code the command
@@ -361,6 +363,8 @@ def _check_declaration_problems(record: RunRecord) -> list[str]:
             problems.append(f"check '{name}' in the run record's config snapshot is not a check: {first_problem(exc)}")
             continue
         expected = {
+            # The state its gates ask for: a record rewritten from unbound to bound names one the config does not.
+            "requested_fingerprint": _expected_state(record, name),
             "command": spec.argv,
             "shell": spec.shell,
             "cwd": spec.cwd or ".",
@@ -376,6 +380,78 @@ def _check_declaration_problems(record: RunRecord) -> list[str]:
             if getattr(result, field) != value
         ]
     return problems
+
+
+def _expected_state(record: RunRecord, check: str) -> str | None:
+    """The target state the config snapshot's gates on ``check`` ask for (``Config.expected_state``; validation
+    makes them agree), read from the snapshot's gates as they are written."""
+    gates = record.config.get("gates")
+    for entry in gates.values() if isinstance(gates, dict) else ():
+        if isinstance(entry, dict) and entry.get("check") == check:
+            state = entry.get("expect_state")
+            return state if isinstance(state, str) else None
+    return None
+
+
+@dataclass(frozen=True)
+class UnboundClaim:
+    """A run record that says a check runs less unbound code than its re-derivation finds: the gates decided on it
+    read the record, so an under-claim would make a blocked gate green."""
+
+    field: str
+    check: str
+    recorded: tuple[str, ...]
+    missing: tuple[str, ...]
+
+    @property
+    def line(self) -> str:
+        said = ", ".join(self.recorded) if self.recorded else "nothing"
+        return (
+            f"{self.field}: the run record says check '{self.check}' runs {said} unbound; its command runs "
+            f"{', '.join(self.missing)}, which no `inputs:` binds"
+        )
+
+
+#: How a check's unbound code is re-derived: from its name and declaration, what its command runs unbound.
+UnboundOf = Callable[[str, "CheckSpec"], tuple[str, ...]]
+
+
+def unbound_claims(record: RunRecord, derive: UnboundOf | None = None) -> list[UnboundClaim]:
+    """Each place the run record says what a check runs unbound (a check result's ``unbound_inputs``; a check
+    metric's ``unbound_check_code`` entry) that leaves out what ``derive`` finds. By default that is what the
+    record itself shows (``lanes.checkinputs.declared_unbound``: from the config snapshot's check and the host code
+    the run hashed for it); ``evalglass verify`` passes the full analysis over the config folder when it is at hand.
+    A check metric the record keeps no entry for is left to ``core.recordrules`` (decided as unknown code)."""
+    from evalglass.core.recordrules import check_metrics
+
+    said: list[tuple[str, str, tuple[str, ...]]] = [
+        (f"check_results.{name}.unbound_inputs", name, result.unbound_inputs)
+        for name, result in record.check_results.items()
+    ]
+    for metric, checks in check_metrics(record).items():
+        if metric in record.unbound_check_code:
+            entry = record.unbound_check_code[metric]
+            said += [(f"unbound_check_code.{metric}.{check}", check, entry.get(check, ())) for check in checks]
+    if not said:
+        return []
+    from evalglass.lanes.checkinputs import declared_unbound
+    from evalglass.lanes.checkspec import CheckSpec
+
+    def from_record(name: str, spec: CheckSpec) -> tuple[str, ...]:
+        return declared_unbound(spec, record.definition_files.get(check_code_key(name), {}))
+
+    declared = record.config.get("checks")
+    claims: list[UnboundClaim] = []
+    for where, check, recorded in said:
+        entry = declared.get(check) if isinstance(declared, dict) else None
+        try:
+            spec = CheckSpec.model_validate(entry)
+        except ValidationError:
+            continue  # a snapshot that declares no such check is refused where its result is
+        missing = tuple(item for item in (derive or from_record)(check, spec) if item not in recorded)
+        if missing:
+            claims.append(UnboundClaim(where, check, tuple(recorded), missing))
+    return claims
 
 
 def _check_summary_problems(card: Scorecard, record: RunRecord) -> list[str]:

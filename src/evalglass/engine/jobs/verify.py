@@ -72,6 +72,7 @@ from evalglass.engine.spec.ledger import ledger_problems, parse_ledger
 from evalglass.engine.spec.staleness import stale_causes
 from evalglass.engine.spec.validation import validate_document
 from evalglass.errors import SetupError
+from evalglass.lanes.checkspec import CheckSpec
 from evalglass.readers.yamlsource import parse_yaml
 
 #: A run with judges of variants side by side: their scores.
@@ -241,6 +242,7 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
         decided_now = decided_scorecard(config, columns, shape, dataset, current, calls, record.usage, judged)
         findings.extend(_older_rules_findings(rules, derived, decided_now))
     statements = _anchor(record, config, anchors or Anchors(), findings)
+    statements += _check_facts(record, anchors or Anchors(), findings)
     if record.kept_outputs is not None:
         from evalglass.engine.runs.keptoutputs import kept_against_scores
 
@@ -421,21 +423,66 @@ def _anchor(record: RunRecord, config: Config, anchors: Anchors, findings: list[
                 f"{short(current)}"
             )
             findings.append(Finding(f"anchor.{what}", recorded, f"{path}: {current}"))
-    if anchors.config is None:
-        base = Path(record.config_path).parent
-        if Path(record.config_path).is_file():
-            # Said, not counted as a finding: the run decided on the hashes it recorded (which verify re-checks
-            # against the gate fingerprints), and the config and ledger anchors above are what the host owns.
-            try:
-                current_files = definition_file_hashes(config, base)
-            except SetupError as exc:
-                statements.append(f"definition files: cannot be hashed here ({exc.what})")
-            else:
-                if current_files != record.definition_files:
-                    statements.append(
-                        "definition files: the ones at hand differ (a schema, module, checker or check input changed)"
-                    )
+    config_path = anchors.config if anchors.config is not None else Path(record.config_path)
+    if _read_as_recorded(config_path, record):
+        # The run's gate fingerprints re-derive from the hashes it recorded, so a rewrite of those hashes to the
+        # approved ones (with the fingerprints, scorecard and digests) adds up: only the files at hand, beside the
+        # config the run read, show it. A file changed since the run is a finding too (re-run, or verify where it ran).
+        try:
+            current_files = definition_file_hashes(config, config_path.parent)
+        except SetupError as exc:
+            statements.append(f"definition files: cannot be hashed here ({exc.what})")
+        else:
+            findings.extend(_diff("anchor.definition_files", record.definition_files, current_files))
+            statements.append(f"definition files: hashed again in {config_path.parent}")
     return statements
+
+
+def _read_as_recorded(path: Path, record: RunRecord) -> bool:
+    """Whether ``path`` holds the config text the run read (so its folder is the one the run read its files in)."""
+    try:
+        return fingerprint_of_bytes(path.read_bytes()) == record.config_fingerprint
+    except OSError:
+        return False
+
+
+def _check_facts(record: RunRecord, anchors: Anchors, findings: list[Finding]) -> list[str]:
+    """What the record says of its checks, against the config snapshot: each result judged as its check is declared
+    (``consistency.check_declaration_problems``), and what each check runs unbound re-derived. With the config file
+    the run read at hand, re-derived in full in its folder (``lanes.checkinputs.unbound_inputs``); without it,
+    from the record alone, which cannot see the folders a command names: said in one line. A check's outcome and
+    its target's state are the run's word (a check is not re-run): only a signature vouches for them."""
+    from evalglass.engine.decide.consistency import check_declaration_problems, unbound_claims
+
+    declared = check_declaration_problems(record)
+    findings.extend(
+        Finding("runrecord.check_results", line, "as the config snapshot declares the check") for line in declared
+    )
+    if not record.check_results and not record.unbound_check_code:
+        return []
+    path = anchors.config if anchors.config is not None else Path(record.config_path)
+    at_hand = _read_as_recorded(path, record)
+    base = path.parent
+
+    def in_folder(_: str, spec: CheckSpec) -> tuple[str, ...]:
+        from evalglass.lanes.checkinputs import unbound_inputs
+
+        return unbound_inputs(spec, base)
+
+    for claim in unbound_claims(record, in_folder if at_hand else None):
+        findings.append(Finding(f"runrecord.{claim.field}", claim.recorded, claim.line))
+    said = [
+        f"check code binding: what each check runs unbound re-derived in {path.parent}"
+        if at_hand
+        else "check code binding: re-derived from the run record alone (runners, -m modules, variables); the "
+        f"folders a check's command names were NOT checked ({path} as the run read it is not at hand; pass --config)"
+    ]
+    if record.check_results:
+        said.append(
+            "check results: outcomes and target states are the run's word (checks are not re-run; a signature "
+            "vouches for them)"
+        )
+    return said
 
 
 def _signature(folder: Path, key: str | None, findings: list[Finding]) -> str:

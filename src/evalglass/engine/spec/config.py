@@ -39,6 +39,7 @@ from evalglass.core.goldfields import (
     gold_excluded_fields,
     merged_task,
 )
+from evalglass.core.runrecord import check_code_key
 from evalglass.core.stats import Direction
 from evalglass.core.usage import Price
 from evalglass.engine.spec.executorspec import TASK_KEY, AnyExecutor, LocalExecutorSpec, RayExecutorSpec
@@ -942,12 +943,6 @@ def imports_key(metric: str) -> str:
     """The ``definition_files`` key of the host code a metric runs beyond its own files: the module a
     ``package.module`` reference resolves to, and the host modules its code imports (label → fingerprint)."""
     return f"imports:{metric}"
-
-
-def check_code_key(check: str) -> str:
-    """The ``definition_files`` key of the host code a check's command runs by name beyond the files it names inside
-    the config folder (``lanes.checkinputs.check_host_files``: label → SHA-256)."""
-    return f"code:{check}"
 
 
 def check_inputs_key(check: str) -> str:

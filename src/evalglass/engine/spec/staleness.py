@@ -27,7 +27,8 @@ from collections.abc import Callable, Iterable, Mapping
 
 from evalglass.core.authority import Ledger
 from evalglass.core.changes import definition_changes
-from evalglass.engine.spec.config import Config, check_code_key, check_files_key, imports_key
+from evalglass.core.runrecord import check_code_key
+from evalglass.engine.spec.config import Config, check_files_key, imports_key
 from evalglass.metrics.versions import evaluator
 
 #: Most combinations of earlier versions tried for one gate (a gate depends on a handful of evaluators).

@@ -1,0 +1,193 @@
+"""Binding facts a run records and its readers decide on, rewritten consistently by whoever can write an unsigned
+run folder: the run record, the scorecard, report.md and digests.json all rewritten with the project's own code, so
+nothing but the facts themselves betrays the edit.
+
+- what a check runs that no input binds (a check metric's ``unbound_check_code``, a check result's
+  ``unbound_inputs``): re-derived from the config snapshot by every reader (runners, ``-m`` modules, variables) and
+  in full by ``verify`` when the config folder is at hand (the folders a command names); when it is not, ``verify``
+  says in one line what it did not check;
+- a check result's binding (``requested_fingerprint``): the state the config snapshot's gates ask for.
+
+Through the real CLI, on real files and real check subprocesses.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.project import CliResult, Project, base_config, make_project, run_cli
+
+pytestmark = pytest.mark.timeout(300)
+
+TEST = """\
+import os
+import pathlib
+import unittest
+
+
+class Output(unittest.TestCase):
+    def test_ok(self):
+        text = (pathlib.Path(os.environ["EVALGLASS_TARGET"]) / "output.txt").read_text()
+        self.assertEqual(text.strip(), "ok")
+"""
+UNITTEST = {"command": ["{python}", "-m", "unittest", "discover", "-s", "tests"], "timeout": 60}
+
+
+def forge_green(folder: Path, gate_name: str, edit: Callable[[dict[str, Any]], None]) -> None:
+    """The attacker's rewrite: edit the run record, decide the gate green in the scorecard, render report.md from it
+    and reseal every digest (unsigned), each with the project's own code."""
+    from evalglass.core.runrecord import RunRecord
+    from evalglass.core.scorecard import CheckSummary, Scorecard
+    from evalglass.engine.explore.failing import report_markdown
+    from evalglass.engine.runs.artifacts import model_bytes
+
+    record = json.loads((folder / "runrecord.json").read_text())
+    edit(record)
+    (folder / "runrecord.json").write_bytes(model_bytes(RunRecord.model_validate(record).model_dump(mode="json")))
+    card = json.loads((folder / "scorecard.json").read_text())
+    card["checks"] = [
+        CheckSummary.of(name, RunRecord.model_validate(record).check_results[name]).model_dump(mode="json")
+        for name in record.get("check_results", {})
+    ]
+    for gate in card["decision"]["gates"]:
+        if gate["name"] == gate_name:
+            gate.update(outcome="pass", reasons=[], threshold=gate.get("threshold") or 1.0)
+    card["decision"].update(verdict="pass", ci_should_fail=False, exit_code=0)
+    scorecard = Scorecard.model_validate(card)
+    (folder / "scorecard.json").write_bytes(model_bytes(scorecard.model_dump(mode="json")))
+    (folder / "report.md").write_text(report_markdown(folder, scorecard))
+    digests = json.loads((folder / "digests.json").read_text())
+    digests["files"] = {
+        name: "sha256:" + hashlib.sha256((folder / name).read_bytes()).hexdigest() for name in digests["files"]
+    }
+    (folder / "digests.json").write_text(json.dumps(digests))
+
+
+def approve(project: Project, gate: str, **entry: Any) -> None:
+    probe = project.run("--format", "json")
+    assert probe.code == 0, probe.err  # informational: nothing active yet
+    fingerprint = next(g for g in probe.json()["decision"]["gates"] if g["name"] == gate)["fingerprint"]
+    project.write_ledger({"version": 1, "gates": {gate: {"active": True, "fingerprint": fingerprint, **entry}}})
+
+
+def blocked_run(project: Project, gate: str, code: str) -> Path:
+    result = project.run("--format", "json")
+    found = next(g for g in result.json()["decision"]["gates"] if g["name"] == gate)
+    assert (result.code, found["outcome"], [r["code"] for r in found["reasons"]]) == (1, "blocked", [code])
+    return project.last_run()
+
+
+def findings(result: CliResult) -> list[str]:
+    return [line.strip() for line in result.out.splitlines() if line.startswith("  runrecord.")]
+
+
+def elsewhere(project: Project, *args: str) -> CliResult:
+    """The CLI from a folder where the config the run read (by its recorded relative path) is not at hand."""
+    away = project.root / "away"
+    away.mkdir(exist_ok=True)
+    return run_cli(*args, cwd=away)
+
+
+def test_a_check_metric_forged_to_bind_its_code_is_refused_by_every_reader_and_verify(tmp_path):
+    project = make_project(tmp_path, gates={})
+    (project.evals / "tests").mkdir()
+    (project.evals / "tests" / "test_output.py").write_text(TEST)
+    project.write_rows([{"id": f"e{i}", "output": "ok"} for i in range(10)])
+    config = base_config(
+        metrics={"passes": {"type": "check", "check": "solution"}},
+        gates={"solutions": {"metric": "passes", "proposed_threshold": 0.9}},
+    )
+    project.write_config({**config, "checks": {"solution": UNITTEST}})
+    approve(project, "solutions", threshold=0.9)
+    folder = blocked_run(project, "solutions", "check_inputs_unbound")
+    assert project.cli("verify", str(folder)).code == 0
+
+    def bound(record: dict[str, Any]) -> None:
+        record["unbound_check_code"] = {"passes": {"solution": []}}
+
+    forge_green(folder, "solutions", bound)
+    # Every reader: the record alone shows the -m module; nothing else about the forgery fails to add up.
+    for command in (("view", str(folder)), ("explain", "solutions", "--run", str(folder))):
+        shown = project.cli(*command)
+        assert shown.code == 2, shown.out
+        assert (
+            "does not add up: unbound_check_code.passes.solution: the run record says check 'solution' runs "
+            "nothing unbound; its command runs module 'unittest' (-m)"
+        ) in shown.err
+        assert "more)" not in shown.err and "Traceback" not in shown.err
+    # verify with the config folder at hand re-derives all of it, the folder the runner discovers included.
+    verified = project.cli("verify", str(folder))
+    assert verified.code == 1, verified.out
+    (finding,) = findings(verified)
+    assert finding.startswith("runrecord.unbound_check_code.passes.solution: recorded ()")
+    assert "check 'solution'" in finding and "folder 'tests', module 'unittest' (-m)" in finding
+    assert "check code binding: what each check runs unbound re-derived in " in verified.out
+    # Without it, from the record alone: still refused, and it says what it could not check.
+    away = elsewhere(project, "verify", str(folder))
+    assert away.code == 1, away.out
+    (finding,) = findings(away)
+    assert "module 'unittest' (-m)" in finding and "folder 'tests'" not in finding
+    assert "the folders a check's command names were NOT checked" in away.out
+
+
+def check_gate_project(tmp_path: Path, check: dict[str, Any]) -> Project:
+    project = make_project(tmp_path, gates={"suite-ok": {"check": "suite"}})
+    config = base_config(gates={"suite-ok": {"check": "suite"}})
+    project.write_config({**config, "checks": {"suite": {"timeout": 60, **check}}})
+    return project
+
+
+def test_a_check_result_forged_to_bind_the_folder_it_runs_is_refused_by_verify_or_said(tmp_path):
+    """Only the files show that a word of the command is a folder: the readers cannot see it (their line sends to
+    verify), verify with the config folder at hand refuses it, and verify without it says it did not check."""
+    project = check_gate_project(tmp_path, {"command": ["{python}", "-c", "import sys; sys.exit(0)", "tests"]})
+    (project.evals / "tests").mkdir()
+    approve(project, "suite-ok")
+    folder = blocked_run(project, "suite-ok", "check_inputs_unbound")
+    record = json.loads((folder / "runrecord.json").read_text())
+    assert record["check_results"]["suite"]["unbound_inputs"] == ["folder 'tests'"]
+
+    def bound(record: dict[str, Any]) -> None:
+        del record["check_results"]["suite"]["unbound_inputs"]
+
+    forge_green(folder, "suite-ok", bound)
+    verified = project.cli("verify", str(folder))
+    assert verified.code == 1, verified.out
+    (finding,) = findings(verified)
+    assert finding.startswith("runrecord.check_results.suite.unbound_inputs: recorded ()")
+    assert "check 'suite' runs nothing unbound; its command runs folder 'tests'" in finding
+    away = elsewhere(project, "verify", str(folder))
+    assert away.code == 0 and not findings(away), away.out
+    (said,) = [line for line in away.out.splitlines() if "check code binding" in line]
+    assert "re-derived from the run record alone" in said and "folders a check's command names were NOT" in said
+    assert "check results: outcomes and target states are the run's word" in away.out
+    shown = project.cli("view", str(folder))
+    assert shown.code == 0 and "not re-derived" in shown.out + shown.err, shown.err
+
+
+def test_a_check_result_forged_bound_to_a_state_no_gate_asks_for_is_refused(tmp_path):
+    """The ledger requires a binding and the gate names no expect_state: the run is unbound and blocked. Rewritten
+    as bound (requested = observed), it names a state the config snapshot's gates do not ask for."""
+    project = check_gate_project(tmp_path, {"command": ["{python}", "-c", "pass"], "target": "src"})
+    (project.evals / "src").mkdir()
+    (project.evals / "src" / "app.py").write_text("VALUE = 1\n")
+    approve(project, "suite-ok", require_binding=True)
+    folder = blocked_run(project, "suite-ok", "check_unbound")
+
+    def bound(record: dict[str, Any]) -> None:
+        result = record["check_results"]["suite"]
+        result.update(binding="bound", requested_fingerprint=result["observed_fingerprint"])
+
+    forge_green(folder, "suite-ok", bound)
+    shown = project.cli("view", str(folder))
+    assert shown.code == 2 and "check_results.suite.requested_fingerprint: recorded " in shown.err, shown.err
+    assert "the config snapshot declares None" in shown.err and "more)" not in shown.err
+    verified = project.cli("verify", str(folder))
+    assert verified.code == 1, verified.out
+    assert any("check_results.suite.requested_fingerprint" in line for line in findings(verified)), verified.out
