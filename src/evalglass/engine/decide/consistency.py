@@ -139,7 +139,7 @@ def not_checked_line(folder: Path, digests: DigestState) -> str:
         DigestState.SIGNED: "its run record and digests (signature not checked)",
     }[digests]
     return (
-        f"not re-derived: checked against {against}, not against its scores or the config's files; "
+        f"not re-derived: checked against {against}, not against its scores or config files; "
         f"`evalglass verify {_pasteable(folder)}` re-derives it"
     )
 
@@ -430,8 +430,8 @@ def unbound_claims(record: RunRecord, derive: UnboundOf | None = None) -> list[U
     ]
     for metric, checks in check_metrics(record).items():
         if metric in record.unbound_check_code:
-            entry = record.unbound_check_code[metric]
-            said += [(f"unbound_check_code.{metric}.{check}", check, entry.get(check, ())) for check in checks]
+            kept = record.unbound_check_code[metric]
+            said += [(f"unbound_check_code.{metric}.{check}", check, kept.get(check, ())) for check in checks]
     if not said:
         return []
     from evalglass.lanes.checkinputs import declared_unbound
