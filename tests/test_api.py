@@ -66,8 +66,8 @@ def test_load_run_reads_what_run_wrote_and_verify_re_derives_it(tmp_path):
     assert dataclasses.replace(loaded, not_checked=None) == result and result.not_checked is None
     # The folder is named relative to the working folder (tmp_path here): short to paste.
     assert loaded.not_checked == (
-        "not re-derived: checked against its run record and digests (unsigned), not against its scores or config "
-        "files; `evalglass verify run` re-derives it"
+        "not re-derived: checked against its run record and digests (unsigned), not against its scores or what "
+        "its config implies; `evalglass verify run` re-derives it"
     )
     report = evalglass.verify(str(tmp_path / "run"))
     assert isinstance(report, evalglass.VerifyReport)

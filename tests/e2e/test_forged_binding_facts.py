@@ -39,7 +39,9 @@ class Output(unittest.TestCase):
 UNITTEST = {"command": ["{python}", "-m", "unittest", "discover", "-s", "tests"], "timeout": 60}
 
 
-def forge_green(folder: Path, gate_name: str, edit: Callable[[dict[str, Any]], None]) -> None:
+def forge_green(
+    folder: Path, gate_name: str, edit: Callable[[dict[str, Any]], None], fingerprint: str | None = None
+) -> None:
     """The attacker's rewrite: edit the run record, decide the gate green in the scorecard, render report.md from it
     and reseal every digest (unsigned), each with the project's own code."""
     from evalglass.core.runrecord import RunRecord
@@ -51,6 +53,7 @@ def forge_green(folder: Path, gate_name: str, edit: Callable[[dict[str, Any]], N
     edit(record)
     (folder / "runrecord.json").write_bytes(model_bytes(RunRecord.model_validate(record).model_dump(mode="json")))
     card = json.loads((folder / "scorecard.json").read_text())
+    card["dataset"] = record["dataset"]
     card["checks"] = [
         CheckSummary.of(name, RunRecord.model_validate(record).check_results[name]).model_dump(mode="json")
         for name in record.get("check_results", {})
@@ -58,6 +61,7 @@ def forge_green(folder: Path, gate_name: str, edit: Callable[[dict[str, Any]], N
     for gate in card["decision"]["gates"]:
         if gate["name"] == gate_name:
             gate.update(outcome="pass", reasons=[], threshold=gate.get("threshold") or 1.0)
+            gate["fingerprint"] = fingerprint or gate["fingerprint"]
     card["decision"].update(verdict="pass", ci_should_fail=False, exit_code=0)
     scorecard = Scorecard.model_validate(card)
     (folder / "scorecard.json").write_bytes(model_bytes(scorecard.model_dump(mode="json")))
@@ -191,3 +195,51 @@ def test_a_check_result_forged_bound_to_a_state_no_gate_asks_for_is_refused(tmp_
     verified = project.cli("verify", str(folder))
     assert verified.code == 1, verified.out
     assert any("check_results.suite.requested_fingerprint" in line for line in findings(verified)), verified.out
+
+
+def test_definition_files_forged_to_the_approved_hashes_do_not_verify_beside_the_files(tmp_path):
+    """The checker changed after approval, so the run is stale. Rewritten with the hashes the approved run
+    recorded (and its gate fingerprint), the run record re-derives its approved fingerprint: only the files beside
+    the config the run read show it, and verify there names the file."""
+    project = check_gate_project(tmp_path, {"command": ["{python}", "check.py"]})
+    (project.evals / "check.py").write_text("import sys\nsys.exit(0)\n")
+    approve(project, "suite-ok")
+    approved = json.loads((project.last_run() / "runrecord.json").read_text())
+    (project.evals / "check.py").write_text("import sys\nsys.exit(0)  # hollowed\n")
+    folder = blocked_run(project, "suite-ok", "approval_stale")
+
+    def as_approved(record: dict[str, Any]) -> None:
+        record["definition_files"] = approved["definition_files"]
+        record["gate_fingerprints"] = approved["gate_fingerprints"]
+
+    forge_green(folder, "suite-ok", as_approved, approved["gate_fingerprints"]["suite-ok"])
+    verified = project.cli("verify", str(folder))
+    assert verified.code == 1, verified.out
+    changed = [line for line in verified.out.splitlines() if line.startswith("  anchor.definition_files.")]
+    assert len(changed) == 1 and "check.py" in changed[0], verified.out
+    away = elsewhere(project, "verify", str(folder))
+    assert away.code == 0, away.out  # unanchored, a run proves only that it adds up (docs/config.md)
+    assert "config: not anchored" in away.out
+
+
+def test_a_dataset_forged_to_the_approved_gold_does_not_verify_beside_the_file(tmp_path):
+    """The pull request edits the gold answers to match the outputs, so the run blocks (`gold_stale`). Rewritten with
+    the dataset fingerprints the approved run recorded, the run adds up; verify beside the dataset names both."""
+    from tests.e2e.project import DEFAULT_ROWS
+    from tests.e2e.test_verdicts import approve as approve_accuracy
+
+    project = make_project(tmp_path)
+    project.write_ledger(approve_accuracy(project, threshold=0.7))
+    approved = json.loads((project.last_run() / "runrecord.json").read_text())["dataset"]
+    project.write_rows([{**row, "expected": row["output"]} for row in DEFAULT_ROWS])
+    folder = blocked_run(project, "accuracy", "gold_stale")
+
+    def as_approved(record: dict[str, Any]) -> None:
+        record["dataset"] = approved
+
+    forge_green(folder, "accuracy", as_approved)
+    verified = project.cli("verify", str(folder))
+    assert verified.code == 1, verified.out
+    fields = [line.split(":")[0].strip() for line in verified.out.splitlines() if line.startswith("  anchor.")]
+    assert fields == ["anchor.dataset.fingerprint", "anchor.dataset.gold_fingerprint"], verified.out
+    assert not findings(verified), verified.out  # nothing else betrays the rewrite

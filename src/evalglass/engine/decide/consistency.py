@@ -139,7 +139,7 @@ def not_checked_line(folder: Path, digests: DigestState) -> str:
         DigestState.SIGNED: "its run record and digests (signature not checked)",
     }[digests]
     return (
-        f"not re-derived: checked against {against}, not against its scores or config files; "
+        f"not re-derived: checked against {against}, not against its scores or what its config implies; "
         f"`evalglass verify {_pasteable(folder)}` re-derives it"
     )
 
@@ -404,12 +404,16 @@ class UnboundClaim:
     missing: tuple[str, ...]
 
     @property
-    def line(self) -> str:
+    def what(self) -> str:
         said = ", ".join(self.recorded) if self.recorded else "nothing"
         return (
-            f"{self.field}: the run record says check '{self.check}' runs {said} unbound; its command runs "
+            f"the run record says check '{self.check}' runs {said} unbound; its command runs "
             f"{', '.join(self.missing)}, which no `inputs:` binds"
         )
+
+    @property
+    def line(self) -> str:
+        return f"{self.field}: {self.what}"
 
 
 #: How a check's unbound code is re-derived: from its name and declaration, what its command runs unbound.

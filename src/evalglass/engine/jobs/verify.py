@@ -435,7 +435,27 @@ def _anchor(record: RunRecord, config: Config, anchors: Anchors, findings: list[
         else:
             findings.extend(_diff("anchor.definition_files", record.definition_files, current_files))
             statements.append(f"definition files: hashed again in {config_path.parent}")
+        statements.append(_dataset_anchor(record, config_path, findings))
     return statements
+
+
+def _dataset_anchor(record: RunRecord, config_path: Path, findings: list[Finding]) -> str:
+    """The dataset file beside the config the run read, hashed again as a run hashes it: the ledger approves gold
+    by the gold fingerprint the record names, so a record rewritten to the approved one (the file edited) adds up
+    everywhere but here."""
+    from evalglass.engine.datasets.datasetfile import comparison_identity
+    from evalglass.engine.spec.config import load_config
+
+    try:
+        gold, fingerprint, _ = comparison_identity(load_config(config_path))
+    except SetupError as exc:
+        return f"dataset: cannot be read here ({exc.what})"
+    recorded = record.dataset
+    if recorded.fingerprint != fingerprint:
+        findings.append(Finding("anchor.dataset.fingerprint", recorded.fingerprint, fingerprint))
+    if recorded.gold_fingerprint is not None and recorded.gold_fingerprint != gold:
+        findings.append(Finding("anchor.dataset.gold_fingerprint", recorded.gold_fingerprint, gold))
+    return f"dataset: hashed again ({recorded.path})"
 
 
 def _read_as_recorded(path: Path, record: RunRecord) -> bool:
@@ -470,7 +490,7 @@ def _check_facts(record: RunRecord, anchors: Anchors, findings: list[Finding]) -
         return unbound_inputs(spec, base)
 
     for claim in unbound_claims(record, in_folder if at_hand else None):
-        findings.append(Finding(f"runrecord.{claim.field}", claim.recorded, claim.line))
+        findings.append(Finding(f"runrecord.{claim.field}", claim.recorded, claim.what))
     said = [
         f"check code binding: what each check runs unbound re-derived in {path.parent}"
         if at_hand
