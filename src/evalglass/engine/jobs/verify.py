@@ -241,8 +241,12 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
         )
         decided_now = decided_scorecard(config, columns, shape, dataset, current, calls, record.usage, judged)
         findings.extend(_older_rules_findings(rules, derived, decided_now))
-    statements = _anchor(record, config, anchors or Anchors(), findings)
-    statements += _check_facts(record, anchors or Anchors(), findings)
+    anchors = anchors or Anchors()
+    statements = _anchor(record, anchors, findings)
+    config_path = anchors.config if anchors.config is not None else Path(record.config_path)
+    said, as_recorded = _files_at_hand(record, config, config_path)
+    statements += said
+    statements += _check_facts(record, config_path, as_recorded, findings)
     if record.kept_outputs is not None:
         from evalglass.engine.runs.keptoutputs import kept_against_scores
 
@@ -400,7 +404,7 @@ def _first_difference(recorded: bytes, rendered: bytes) -> str:
     return f"{len(old)} lines where the scorecard renders {len(new)}"
 
 
-def _anchor(record: RunRecord, config: Config, anchors: Anchors, findings: list[Finding]) -> list[str]:
+def _anchor(record: RunRecord, anchors: Anchors, findings: list[Finding]) -> list[str]:
     """Whether the run read the config and ledger files at hand now; a difference is a finding, said plainly."""
     statements: list[str] = []
     for what, explicit, recorded_path, recorded in (
@@ -423,39 +427,48 @@ def _anchor(record: RunRecord, config: Config, anchors: Anchors, findings: list[
                 f"{short(current)}"
             )
             findings.append(Finding(f"anchor.{what}", recorded, f"{path}: {current}"))
-    config_path = anchors.config if anchors.config is not None else Path(record.config_path)
-    if _read_as_recorded(config_path, record):
-        # The run's gate fingerprints re-derive from the hashes it recorded, so a rewrite of those hashes to the
-        # approved ones (with the fingerprints, scorecard and digests) adds up: only the files at hand, beside the
-        # config the run read, show it. A file changed since the run is a finding too (re-run, or verify where it ran).
-        try:
-            current_files = definition_file_hashes(config, config_path.parent)
-        except SetupError as exc:
-            statements.append(f"definition files: cannot be hashed here ({exc.what})")
-        else:
-            findings.extend(_diff("anchor.definition_files", record.definition_files, current_files))
-            statements.append(f"definition files: hashed again in {config_path.parent}")
-        statements.append(_dataset_anchor(record, config_path, findings))
     return statements
 
 
-def _dataset_anchor(record: RunRecord, config_path: Path, findings: list[Finding]) -> str:
-    """The dataset file beside the config the run read, hashed again as a run hashes it: the ledger approves gold
-    by the gold fingerprint the record names, so a record rewritten to the approved one (the file edited) adds up
-    everywhere but here."""
+def _files_at_hand(record: RunRecord, config: Config, config_path: Path) -> tuple[list[str], bool]:
+    """Whether the files beside the config the run read (the definition files its gate fingerprints re-derive
+    from, the dataset whose gold the ledger approves) are the ones it hashed, said in one line each, and whether
+    the definition files are (so what the run found in that folder can be found again). A difference is said, not
+    counted: verify cannot tell a file changed since the run (an earlier run keeps verifying on its own snapshot)
+    from a record rewritten to the approved hashes; a signature tells them apart."""
+    if not _read_as_recorded(config_path, record):
+        return [], False
+    folder = config_path.parent
+    try:
+        files = definition_file_hashes(config, folder)
+    except SetupError as exc:
+        return [f"definition files: cannot be hashed here ({exc.what})"], False
+    recorded_files = record.definition_files
+    differ = sorted(key for key in {*files, *recorded_files} if files.get(key) != recorded_files.get(key))
+    said = [
+        f"definition files: NOT the ones the run hashed ({', '.join(differ)} in {folder}): changed since the run, or "
+        "the record rewritten; its gate fingerprints re-derive from the recorded hashes"
+        if differ
+        else f"definition files: the ones in {folder} are the ones the run hashed"
+    ]
     from evalglass.engine.datasets.datasetfile import comparison_identity
     from evalglass.engine.spec.config import load_config
 
     try:
         gold, fingerprint, _ = comparison_identity(load_config(config_path))
     except SetupError as exc:
-        return f"dataset: cannot be read here ({exc.what})"
-    recorded = record.dataset
-    if recorded.fingerprint != fingerprint:
-        findings.append(Finding("anchor.dataset.fingerprint", recorded.fingerprint, fingerprint))
-    if recorded.gold_fingerprint is not None and recorded.gold_fingerprint != gold:
-        findings.append(Finding("anchor.dataset.gold_fingerprint", recorded.gold_fingerprint, gold))
-    return f"dataset: hashed again ({recorded.path})"
+        said.append(f"dataset: cannot be read here ({exc.what})")
+        return said, not differ
+    dataset = record.dataset
+    found = (("file", dataset.fingerprint, fingerprint), ("gold", dataset.gold_fingerprint, gold))
+    changed = [name for name, recorded, now in found if recorded is not None and recorded != now]
+    said.append(
+        f"dataset: NOT the one the run read (its {' and '.join(changed)} fingerprint differ): changed since the run, "
+        "or the record rewritten; the ledger approved the recorded gold fingerprint"
+        if changed
+        else f"dataset: {dataset.path} is the one the run read"
+    )
+    return said, not differ
 
 
 def _read_as_recorded(path: Path, record: RunRecord) -> bool:
@@ -466,11 +479,12 @@ def _read_as_recorded(path: Path, record: RunRecord) -> bool:
         return False
 
 
-def _check_facts(record: RunRecord, anchors: Anchors, findings: list[Finding]) -> list[str]:
+def _check_facts(record: RunRecord, config_path: Path, as_recorded: bool, findings: list[Finding]) -> list[str]:
     """What the record says of its checks, against the config snapshot: each result judged as its check is declared
     (``consistency.check_declaration_problems``), and what each check runs unbound re-derived. With the config file
-    the run read at hand, re-derived in full in its folder (``lanes.checkinputs.unbound_inputs``); without it,
-    from the record alone, which cannot see the folders a command names: said in one line. A check's outcome and
+    the run read at hand and its definition files as the run hashed them (``as_recorded``), re-derived in full in
+    its folder (``lanes.checkinputs.unbound_inputs``); otherwise from the record alone, which cannot see the folders
+    a command names: said in one line. A check's outcome and
     its target's state are the run's word (a check is not re-run): only a signature vouches for them."""
     from evalglass.engine.decide.consistency import check_declaration_problems, unbound_claims
 
@@ -480,22 +494,21 @@ def _check_facts(record: RunRecord, anchors: Anchors, findings: list[Finding]) -
     )
     if not record.check_results and not record.unbound_check_code:
         return []
-    path = anchors.config if anchors.config is not None else Path(record.config_path)
-    at_hand = _read_as_recorded(path, record)
-    base = path.parent
+    base = config_path.parent
 
     def in_folder(_: str, spec: CheckSpec) -> tuple[str, ...]:
         from evalglass.lanes.checkinputs import unbound_inputs
 
         return unbound_inputs(spec, base)
 
-    for claim in unbound_claims(record, in_folder if at_hand else None):
+    for claim in unbound_claims(record, in_folder if as_recorded else None):
         findings.append(Finding(f"runrecord.{claim.field}", claim.recorded, claim.what))
     said = [
-        f"check code binding: what each check runs unbound re-derived in {path.parent}"
-        if at_hand
+        f"check code binding: what each check runs unbound re-derived in {base}"
+        if as_recorded
         else "check code binding: re-derived from the run record alone (runners, -m modules, variables); the "
-        f"folders a check's command names were NOT checked ({path} as the run read it is not at hand; pass --config)"
+        f"folders a check's command names were NOT checked ({base} is not at hand as the run read it: pass --config, "
+        "or verify where the run ran)"
     ]
     if record.check_results:
         said.append(
