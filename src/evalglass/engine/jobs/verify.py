@@ -12,6 +12,12 @@ What a verified run proves depends on what ``verify`` can check it against (docs
   now, so it was decided under the ledger the host keeps there, not under one rewritten inside the run folder.
 - **Signed** (with ``--key``): the digest list was signed by the holder of the signing key.
 
+What the run found about its checks is re-derived too (``_check_facts``): each result judged as its check is
+declared, bound to the state its gates ask for, and not claiming less unbound code than its command runs (from the
+record alone, or in full in the config folder when the files there are the ones the run hashed). Files beside the
+config (definitions, the dataset) other than the run hashed are said, not counted (``_files_at_hand``): a later
+change and a rewritten record look alike without a signature. A check's outcome is the run's word, and said so.
+
 The outputs a recorded run kept (``engine.runs.keptoutputs``) are checked as bytes (digests, the run record's hash) and
 as the outputs of the scored lines (one per line of ``scores.jsonl``, same ids, same order); they are not scored
 again, so verify does not prove that they produce the recorded scores: the scores decide, the outputs are shown.
