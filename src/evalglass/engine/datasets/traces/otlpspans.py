@@ -354,13 +354,22 @@ def _json_attributes(items: Any) -> dict[str, Any]:
     if not items:
         return {}
     try:
-        # Text values (most of them) and integers written as decimal text (the next most common) are taken inline;
-        # anything else is decoded (and checked) by _json_value, which reads such an integer the same way.
+        # Text values (most of them), integers written as decimal text (the next most common) and an array of one
+        # text (finish reasons) are taken inline; anything else is decoded (and checked) by _json_value, which reads
+        # such an integer and such an array the same way.
         return {
             item["key"]: text
             if type(text := (value := item["value"]).get("stringValue")) is str
             else int(text)
             if type(text := value.get("intValue")) is str and text.isdecimal()
+            else [text]
+            if len(value) == 1
+            and type(inner := value.get("arrayValue")) is dict
+            and type(values := inner.get("values")) is list
+            and len(values) == 1
+            and type(first := values[0]) is dict
+            and len(first) == 1
+            and type(text := first.get("stringValue")) is str
             else _json_value(value, item["key"])
             for item in items
         }
