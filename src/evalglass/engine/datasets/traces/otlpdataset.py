@@ -574,9 +574,12 @@ def lone_record(
         return None
     request_model, response_model, response_id, usage, reasons = facts(attributes, plan)
     get = attributes.get
-    # What _current reads, in its order (the first wrong-typed one is the problem reported).
-    messages = _messages(get(_INPUT), _INPUT) if _INPUT in attributes else None
-    out_messages = _messages(get(_OUTPUT), _OUTPUT) if _OUTPUT in attributes else None
+    # What _current reads, in its order (the first wrong-typed one is the problem reported); each value looked up
+    # once (_NO_VALUE: absent, which a null value is not).
+    input_value = get(_INPUT, _NO_VALUE)
+    output_value = get(_OUTPUT, _NO_VALUE)
+    messages = _messages(input_value, _INPUT) if input_value is not _NO_VALUE else None
+    out_messages = _messages(output_value, _OUTPUT) if output_value is not _NO_VALUE else None
     system = _parts(get(_SYSTEM), _SYSTEM) if _SYSTEM in attributes else None
     tools = _tool_definitions(_structured(get(_TOOLS), _TOOLS), _TOOLS) if _TOOLS in attributes else None
     if reasons is None and out_messages:
@@ -600,7 +603,10 @@ def lone_record(
     inputs["model"] = request_model
     tool_calls = (
         []
-        if _no_tool_call(get(_INPUT), get(_OUTPUT))
+        if _no_tool_call(
+            input_value if input_value is not _NO_VALUE else None,
+            output_value if output_value is not _NO_VALUE else None,
+        )
         else tool_calls_from_messages([*(messages or ()), *(out_messages or ())])
     )
     if reasons is None:
