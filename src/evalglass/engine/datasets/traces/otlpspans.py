@@ -354,7 +354,12 @@ def _json_fields(raw: Any, number: int) -> tuple[str, Fields]:
     if type(name) is not str:
         raise _Bad("name is not a string")
     status = get("status")
-    code = status.get("code", 0) if type(status) is dict else 0
+    # Most spans' status is empty (unset): no code, no message.
+    if status and type(status) is dict:
+        code = status.get("code", 0)
+        message = str(status.get("message", ""))
+    else:
+        code, message = 0, ""
     events = get("events")
     # Times are 64-bit integers written as text; anything else is checked by _json_time.
     start = get("startTimeUnixNano")
@@ -368,7 +373,7 @@ def _json_fields(raw: Any, number: int) -> tuple[str, Fields]:
         _json_attributes(get("attributes")),
         [(str(event.get("name", "")), _json_attributes(event.get("attributes"))) for event in events] if events else [],
         code == STATUS_ERROR or code == "STATUS_CODE_ERROR",
-        str(status.get("message", "")) if type(status) is dict else "",
+        message,
         number,
     )
 
