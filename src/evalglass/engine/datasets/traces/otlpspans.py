@@ -87,7 +87,7 @@ class SpanFile:
         self.path = path
         self._hash = hashlib.sha256() if hash_bytes else None
         self._max = max_message
-        #: JSON spans come as a PackedSpan (see ``packed_fields``), without a Span: the dataset packs every span it
+        #: JSON spans come as a PackedSpan (see ``pack``), without a Span: the dataset packs every span it
         #: reads, and a Span made only to be packed is work per span for nothing. Protobuf spans stay Spans.
         self._packed = packed
         #: "json" or "protobuf", once the first byte was read.
