@@ -15,7 +15,7 @@ import pytest
 
 from evalglass.core.conversation import Trajectory
 from evalglass.lanes.executor import AsyncioExecutor
-from evalglass.lanes.ports import LaneOutcome, LaneOutput
+from evalglass.lanes.ports import LaneFailure, LaneOutcome, LaneOutput
 from evalglass.lanes.registry import build_lane
 from evalglass.testing.fake_openai import FakeOpenAI
 
@@ -112,3 +112,36 @@ def test_a_faulty_tool_is_its_call_s_outcome_and_the_trajectory_is_plain_json(
     assert errors["gives_up"] == "CancelledError: the tool gave up"
     told = [m["content"] for m in requests[1]["messages"] if m["role"] == "tool"]
     assert told[:3] == ['{"items":["tea"]}', "2024-01-02", "null"]
+
+
+@pytest.mark.parametrize("timeout", [None, 30.0])
+def test_a_python_lane_coroutine_s_own_cancelled_error_is_its_error_not_the_run_s_cancellation(
+    tmp_path: Path, timeout: float | None
+) -> None:
+    """The same class in the python lane: an async host function that raises CancelledError itself (no one cancelled
+    the example) is that example's error, and the examples beside it are produced."""
+    (tmp_path / "host.py").write_text(
+        textwrap.dedent(
+            """
+            import asyncio
+
+            async def answer(example):
+                if example["q"] == "give up":
+                    raise asyncio.CancelledError("the host gave up")
+                return example["q"]
+            """
+        )
+    )
+    spec = parse_task_spec({"type": "python", "function": "host.py:answer", "timeout": timeout})
+
+    async def go() -> list[LaneOutcome]:
+        lane = build_lane(spec, base_dir=tmp_path, executor=AsyncioExecutor(8))
+        try:
+            return [await asyncio.wait_for(lane.produce(q, {"q": q}, 0), 60) for q in ("give up", "fine")]
+        finally:
+            await lane.aclose()
+
+    gave_up, fine = asyncio.run(go())
+    assert isinstance(gave_up, LaneFailure) and gave_up.code == "task_raised", gave_up
+    assert "CancelledError: the host gave up" in gave_up.message
+    assert isinstance(fine, LaneOutput) and fine.value == "fine"
