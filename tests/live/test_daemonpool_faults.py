@@ -236,3 +236,30 @@ def test_each_call_has_one_outcome_and_it_is_what_happened(calls: list[Plan], wo
         else:
             assert outcome is raised[index] and type(outcome).__name__ == plan.ends
     pool.shutdown()
+
+
+def test_a_call_that_overran_is_timed_out_even_when_a_busy_loop_reads_its_result_first() -> None:
+    """The call's own time decides, not the loop's load: the loop is blocked past the call's deadline and past its
+    end, so the hand-off is read before the timer; the call ran 0.3 s against a 0.1 s timeout, and is timed out.
+    The watched chunk (call_each_in_thread) the same, and the calls after the late one are made."""
+    pool = DaemonThreadPool(2, name="t")
+
+    def late() -> str:
+        time.sleep(0.3)
+        return "late"
+
+    async def scenario() -> tuple[Any, Any]:
+        loop = asyncio.get_running_loop()
+        loop.call_soon(time.sleep, 1.0)  # the loop is busy until well after the call returned
+        try:
+            single: Any = await call_in_thread(pool, late, 0.1)
+        except CallTimedOut as exc:
+            single = exc
+        loop.call_soon(time.sleep, 1.0)
+        each, _ = await call_each_in_thread(pool, [lambda: "first", late, lambda: "after"], 0.1)
+        return single, each
+
+    single, each = asyncio.run(scenario())
+    assert isinstance(single, CallTimedOut) and not single.queued
+    assert each[0] == "first" and isinstance(each[1], CallTimedOut) and each[2] == "after"
+    pool.shutdown()

@@ -207,12 +207,16 @@ async def call_in_thread(pool: DaemonThreadPool, fn: Callable[[], T], timeout: f
                 waiter.set_exception(failure)
 
     def run() -> None:
-        clock.since = time.monotonic()
+        since = clock.since = time.monotonic()
         try:
             value, failure = fn(), None
         except BaseException as exc:  # the caller gets it, as from any executor
             value, failure = None, CallRaised(exc) if isinstance(exc, _UNCROSSABLE) else exc
         clock.finished = True
+        if timeout is not None and time.monotonic() - since > timeout:
+            # It overran: timed out, whatever it came to. A loop kept busy past the deadline runs this hand-off
+            # before the timer, so without this the outcome would depend on the loop's load, not the call's time.
+            value, failure = None, CallTimedOut(timeout, queued=False)
         with contextlib.suppress(RuntimeError):  # the loop closed while the call ran: nobody is waiting
             loop.call_soon_threadsafe(deliver, value, failure)
 
@@ -316,12 +320,16 @@ class _Chunk:
     ``lock``) tells the thread to drop the call it is in and run no more, so a call is either in ``results`` or
     timed out, never both."""
 
-    __slots__ = ("arguments", "budget", "elapsed", "fn", "lock", "results", "since", "stopped")
+    __slots__ = ("arguments", "budget", "elapsed", "fn", "lock", "overran", "results", "since", "stopped", "timeout")
 
-    def __init__(self, fn: Callable[[Any], Any], arguments: Sequence[Any], budget: float | None) -> None:
+    def __init__(
+        self, fn: Callable[[Any], Any], arguments: Sequence[Any], budget: float | None, timeout: float | None = None
+    ) -> None:
         self.fn = fn
         self.arguments = arguments
         self.budget = budget
+        self.timeout = timeout
+        self.overran = False  # a call returned after its timeout before the watchdog saw it: timed out, not kept
         self.lock = threading.Lock()
         self.results: list[Any] = []
         self.since = 0.0  # when the running call started (time.monotonic)
@@ -341,7 +349,7 @@ class _Chunk:
 
     def run_watched(self) -> None:
         started = time.perf_counter()
-        fn, lock, results, budget = self.fn, self.lock, self.results, self.budget
+        fn, lock, results, budget, timeout = self.fn, self.lock, self.results, self.budget, self.timeout
         for argument in self.arguments:
             with lock:
                 if self.stopped:
@@ -350,6 +358,9 @@ class _Chunk:
             value = fn(argument)
             with lock:
                 if self.stopped:  # timed out (or cancelled) while running: the watchdog already answered for it
+                    return
+                if timeout is not None and time.monotonic() - self.since > timeout:
+                    self.stopped = self.overran = True  # the watchdog lagged (a busy loop): the call's time decides
                     return
                 results.append(value)
                 # The next call's clock starts now at the latest: the watchdog never reads a finished call's start
@@ -400,7 +411,7 @@ async def call_with_each_in_thread(
     elapsed = 0.0
     remaining = arguments
     while remaining:
-        chunk = _Chunk(fn, remaining, budget)
+        chunk = _Chunk(fn, remaining, budget, timeout)
         late = await _run_chunk(pool, chunk, timeout)
         results.extend(chunk.results)
         elapsed += chunk.elapsed
@@ -449,7 +460,7 @@ async def _run_chunk(pool: DaemonThreadPool, chunk: _Chunk, timeout: float | Non
                 continue  # it finished just now: watch the next call
             await asyncio.wait({result}, timeout=left)
         result.result()  # a call that raised: raised here
-        return None
+        return CallTimedOut(timeout, queued=False) if chunk.overran else None
     except asyncio.CancelledError:
         chunk.stopped = True
         handoff.give_up()
