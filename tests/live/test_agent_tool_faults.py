@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -145,3 +146,32 @@ def test_a_python_lane_coroutine_s_own_cancelled_error_is_its_error_not_the_run_
     assert isinstance(gave_up, LaneFailure) and gave_up.code == "task_raised", gave_up
     assert "CancelledError: the host gave up" in gave_up.message
     assert isinstance(fine, LaneOutput) and fine.value == "fine"
+
+
+STATE_TOOLS = """
+import pathlib, time
+
+def slow_cart(item: str, *, state: dict) -> str:
+    time.sleep(0.5)
+    state.setdefault("cart", []).append(item)
+    pathlib.Path(__file__).with_name("wrote").touch()
+    return "added"
+"""
+
+
+def test_a_timed_out_tool_s_late_write_never_reaches_the_trajectory_s_state(tmp_path: Path) -> None:
+    """A state tool abandoned at its timeout keeps running and changes the state it was given: the trajectory (its
+    final_state, and the tools after it) keeps the state as it was at the timeout."""
+    (tmp_path / "statetools.py").write_text(textwrap.dedent(STATE_TOOLS))
+    turns = {"Shop": [{"tool_calls": [call("slow_cart", {"item": "tea"})]}, "done"]}
+    with FakeOpenAI(turns=turns) as server:
+        spec = agent(server, tools={"slow_cart": "statetools.py:slow_cart"}, step_timeout=0.1)
+        outcome = produce_bounded(spec, tmp_path, {"q": "Shop"})
+    assert isinstance(outcome, LaneOutput), outcome
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "wrote").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert (tmp_path / "wrote").exists()  # the abandoned call has written by now
+    trajectory = outcome.value
+    assert [c.get("error_type") for c in trajectory["tool_calls"]] == ["tool_timeout"]
+    assert trajectory["final_state"] == {}

@@ -33,7 +33,8 @@ with effects outside the trajectory is one to record (``recorded``), not to re-r
 **State.** A tool whose function takes a ``state`` keyword gets the trajectory's state: a fresh dict per trajectory
 (or a copy of the record's ``state`` path), which it may change; what it holds at the end is ``final_state``.
 A call's result and arguments are kept as they were when the tool returned (copies), so a tool that returns part
-of its state, or changes an argument in place, does not rewrite an earlier step.
+of its state, or changes an argument in place, does not rewrite an earlier step. A state tool abandoned at its
+timeout may go on changing the state it was given: the trajectory continues with a copy taken at the timeout.
 """
 
 from __future__ import annotations
@@ -571,6 +572,10 @@ class AgentLane:
                     async with asyncio.timeout(timeout) as scope:
                         value = await value
         except CallTimedOut:
+            if tool.takes_state:
+                # The abandoned call still runs, and may still change the state it was given: the trajectory goes
+                # on with (and ends with) the state as it was at the timeout, never one a late write reaches.
+                run.state = _snapshot(run.state)
             return _error(record, "tool_timeout", f"{tool.name} did not return within {timeout:g}s")
         except TimeoutError as exc:
             if scope is not None and scope.expired():
@@ -638,6 +643,15 @@ class AgentLane:
 
 #: Results kept as returned: immutable, and written by orjson as themselves (a float may be NaN: written null).
 _PLAIN_SCALARS = frozenset({str, int, bool, type(None)})
+
+
+def _snapshot(state: Any) -> Any:
+    """A copy of ``state`` while another thread may be changing it: orjson writes it without letting another thread
+    run (a deepcopy could meet a dict changing size); a state orjson cannot write is deep-copied."""
+    try:
+        return orjson.loads(orjson.dumps(state))
+    except TypeError:
+        return copy.deepcopy(state)
 
 
 def _raised(record: dict[str, Any], exc: BaseException) -> dict[str, Any]:
