@@ -43,10 +43,20 @@ def refusals(engine: Engine, pks: Iterable[int]) -> dict[int, str]:
     found: dict[int, str] = {}
     with engine.connect() as connection:
         for pk in pks:
-            problem = _problem(connection, pk)
+            try:
+                problem = _problem(connection, pk)
+            except (TypeError, ValueError, LookupError, zlib.error) as exc:
+                # A row edited to what no EvalGlass writes (a chunk set to NULL or to text, a number where a name
+                # goes): its run cannot be checked, so it is refused, in one line, never a traceback or its verdict.
+                problem = f"its stored rows do not read: {type(exc).__name__}: {_first_line(exc)}"
             if problem is not None:
                 found[pk] = problem
     return found
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).splitlines()
+    return lines[0] if lines else ""
 
 
 def _problem(connection: Connection, pk: int) -> str | None:
@@ -63,7 +73,7 @@ def _problem(connection: Connection, pk: int) -> str | None:
         card = Scorecard.model_validate(orjson.loads(files[SCORECARD_FILE]))
         record = RunRecord.model_validate(orjson.loads(files[RUNRECORD_FILE]))
     except (orjson.JSONDecodeError, ValidationError, ValueError) as exc:
-        return f"its stored files do not load: {str(exc).splitlines()[0]}"
+        return f"its stored files do not load: {_first_line(exc)}"
     findings = row_findings(*stored_summary(connection, pk), card, record)
     if findings:
         field, stored, derived = findings[0]

@@ -33,7 +33,8 @@ with effects outside the trajectory is one to record (``recorded``), not to re-r
 **State.** A tool whose function takes a ``state`` keyword gets the trajectory's state: a fresh dict per trajectory
 (or a copy of the record's ``state`` path), which it may change; what it holds at the end is ``final_state``.
 A call's result and arguments are kept as they were when the tool returned (copies), so a tool that returns part
-of its state, or changes an argument in place, does not rewrite an earlier step.
+of its state, or changes an argument in place, does not rewrite an earlier step. A state tool abandoned at its
+timeout may go on changing the state it was given: the trajectory continues with a copy taken at the timeout.
 """
 
 from __future__ import annotations
@@ -540,7 +541,7 @@ class AgentLane:
         )
 
     async def _host(self, tool: Tool, call: StepCall, record: dict[str, Any], run: _Trajectory) -> dict[str, Any]:
-        from evalglass.lanes.daemonpool import CallTimedOut, DaemonThreadPool, call_in_thread
+        from evalglass.lanes.daemonpool import CallRaised, CallTimedOut, DaemonThreadPool, call_in_thread
 
         function = tool.function
         assert function is not None
@@ -556,32 +557,51 @@ class AgentLane:
             except TypeError as exc:
                 return _error(record, "arguments_rejected", f"{tool.name} does not take these arguments: {exc}")
         timeout = self.spec.step_timeout
+        # The clock's own scope: a TimeoutError the tool raises itself (a socket's, say) is the tool's error, named
+        # as such, never "did not return within" a limit it did not reach (or that there is none of).
+        scope: asyncio.Timeout | None = None
         try:
             if tool.is_async:
-                async with asyncio.timeout(timeout):
+                async with asyncio.timeout(timeout) as scope:
                     value = await function(**kwargs)
             else:
                 if self._threads is None:
                     self._threads = DaemonThreadPool(32, name="evalglass-agent-tools")
                 value = await call_in_thread(self._threads, lambda: function(**kwargs), timeout)
                 if inspect.isawaitable(value):
-                    async with asyncio.timeout(timeout):
+                    async with asyncio.timeout(timeout) as scope:
                         value = await value
-        except (CallTimedOut, TimeoutError):
+        except CallTimedOut:
+            if tool.takes_state:
+                # The abandoned call still runs, and may still change the state it was given: the trajectory goes
+                # on with (and ends with) the state as it was at the timeout, never one a late write reaches.
+                run.state = _snapshot(run.state)
             return _error(record, "tool_timeout", f"{tool.name} did not return within {timeout:g}s")
-        except asyncio.CancelledError:
-            raise
+        except TimeoutError as exc:
+            if scope is not None and scope.expired():
+                return _error(record, "tool_timeout", f"{tool.name} did not return within {timeout:g}s")
+            return _raised(record, exc)
+        except asyncio.CancelledError as exc:
+            task = asyncio.current_task()
+            if task is None or task.cancelling():  # the run is stopping this trajectory
+                raise
+            return _raised(record, exc)  # an async tool raised it itself: its failure, not the run's cancellation
+        except CallRaised as exc:  # StopIteration or CancelledError raised by a tool in its thread
+            return _raised(record, exc.raised)
         except BaseException as exc:  # SystemExit and the like raised by a tool are the tool's failure
-            return _error(record, type(exc).__name__, f"{type(exc).__name__}: {exc}")
+            return _raised(record, exc)
         try:
             encoded = orjson.dumps(value)
         except TypeError as exc:
             return _error(
                 record, "result_not_json", f"{tool.name} returned a {type(value).__name__} that is not JSON ({exc})"
             )
-        if isinstance(value, (dict, list, tuple)):
-            # The result as it was when the tool returned: a tool that returns part of its state (or of anything it
-            # keeps) and changes it later must not rewrite an earlier step's message, call or cache key.
+        if type(value) not in _PLAIN_SCALARS:
+            # The result as it was when the tool returned, as plain JSON: a tool that returns part of its state (or
+            # of anything it keeps: a dict, a list, a dataclass) and changes it later must not rewrite an earlier
+            # step's message, call or cache key; and what orjson writes of a datetime, an enum, a dataclass or a
+            # NaN (a string, a value, an object, null) is what the model was told, so it is what the trajectory
+            # holds, in this run and in one read back from its outputs.
             value = orjson.loads(encoded)
         record["result"] = value
         return _response(record, value)
@@ -619,6 +639,24 @@ class AgentLane:
         if run.state is not None:
             trajectory["final_state"] = run.state
         return trajectory
+
+
+#: Results kept as returned: immutable, and written by orjson as themselves (a float may be NaN: written null).
+_PLAIN_SCALARS = frozenset({str, int, bool, type(None)})
+
+
+def _snapshot(state: Any) -> Any:
+    """A copy of ``state`` while another thread may be changing it: orjson writes it without letting another thread
+    run (a deepcopy could meet a dict changing size); a state orjson cannot write is deep-copied."""
+    try:
+        return orjson.loads(orjson.dumps(state))
+    except TypeError:
+        return copy.deepcopy(state)
+
+
+def _raised(record: dict[str, Any], exc: BaseException) -> dict[str, Any]:
+    """The tool raised ``exc``: the call's error, named by the exception's type."""
+    return _error(record, type(exc).__name__, f"{type(exc).__name__}: {exc}")
 
 
 def _error(record: dict[str, Any], kind: str, message: str) -> dict[str, Any]:

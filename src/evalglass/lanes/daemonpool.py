@@ -9,9 +9,9 @@ ends with the process.
 An abandoned call still holds its thread. So that hung calls do not starve healthy ones, the pool may start one
 extra thread for every abandoned call still running, up to ``max_abandoned`` of them (default
 :data:`ABANDONED_PER_WORKER` per worker); :func:`call_in_thread` starts an example's clock only when a thread
-picks its call up, so time spent queued never counts against it. Only when every thread the pool may have is held
-(the cap is reached) does a call that cannot start within its timeout fail, as :class:`CallTimedOut` with
-``queued=True``, naming the abandoned calls as the cause.
+picks its call up, so time spent queued never counts against it. Only when abandoned calls hold every thread the
+pool may have (the cap is reached) does a call that cannot start within its timeout fail, as :class:`CallTimedOut`
+with ``queued=True``, naming the abandoned calls as the cause; behind a live call it waits.
 
 Limit: a daemon thread still running at exit is stopped wherever it is, so host code that must clean up (close a
 file, flush a buffer) cannot rely on finishing after its call was abandoned.
@@ -48,7 +48,13 @@ class DaemonThreadPool(Executor):
         self._max_abandoned = ABANDONED_PER_WORKER * workers if max_abandoned is None else max_abandoned
         self._name = name
         self._queue: SimpleQueue[_Work | None] = SimpleQueue()
-        self._idle = 0  # workers waiting for a call (under _lock): a counter, not a Semaphore, read without blocking
+        # Under _lock, counters rather than a Semaphore (read without blocking). At most one is non-zero: ``_idle``
+        # workers wait for a call no queued one is meant for, or ``_unserved`` queued calls have no worker coming
+        # for them yet. A worker that finishes a call takes an unserved one before it counts itself idle: counted
+        # idle after taking a call queued while none was, it would be idle twice, and a later call would wait
+        # behind busy threads instead of starting the thread it may have.
+        self._idle = 0
+        self._unserved = 0
         self._threads: list[threading.Thread] = []
         self._abandoned: set[Future[Any]] = set()
         self._lock = threading.Lock()
@@ -69,9 +75,10 @@ class DaemonThreadPool(Executor):
         return self._workers + min(len(self._abandoned), self._max_abandoned)
 
     def saturated(self) -> bool:
-        """True when abandoned calls hold every replacement thread the cap allows: a queued call may wait for ever."""
+        """True when abandoned calls hold every thread and the cap allows no other: a queued call may wait for ever.
+        While one thread runs a live call, a queued call waits for it (that call ends, or is abandoned in its turn)."""
         with self._lock:
-            return bool(self._abandoned) and len(self._abandoned) >= self._max_abandoned
+            return bool(self._abandoned) and len(self._abandoned) >= len(self._threads) >= self._limit()
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
         with self._lock:
@@ -83,6 +90,8 @@ class DaemonThreadPool(Executor):
                 self._idle -= 1
             elif len(self._threads) < self._limit():
                 self._start_thread()
+            else:
+                self._unserved += 1
             return future
 
     def _start_thread(self) -> None:
@@ -97,7 +106,8 @@ class DaemonThreadPool(Executor):
             if future.done() or not future.running():
                 return
             self._abandoned.add(future)
-            if not self._closed and not self._queue.empty() and len(self._threads) < self._limit():
+            if not self._closed and self._unserved and len(self._threads) < self._limit():
+                self._unserved -= 1
                 self._start_thread()
 
     def _work(self) -> None:
@@ -113,7 +123,10 @@ class DaemonThreadPool(Executor):
             del item, fn, args, kwargs  # drop references before waiting for the next call
             with self._lock:
                 self._abandoned.discard(future)
-                self._idle += 1
+                if self._unserved:
+                    self._unserved -= 1
+                else:
+                    self._idle += 1
             del future
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
@@ -147,11 +160,36 @@ class CallTimedOut(Exception):
         super().__init__(f"timed out after {timeout:g}s" + (" waiting for a free thread" if queued else ""))
 
 
+class CallRaised(RuntimeError):
+    """The call raised what cannot come back through an await as itself: ``StopIteration`` (an asyncio future
+    refuses it, so the awaiting task would wait for ever, and a coroutine turns it into ``RuntimeError``) or
+    ``asyncio.CancelledError`` (it would read as the awaiting task's own cancellation). ``raised`` (also the
+    ``__cause__``) is what the call raised."""
+
+    def __init__(self, raised: BaseException) -> None:
+        self.raised = raised
+        super().__init__(f"{type(raised).__name__}: {raised}" if str(raised) else type(raised).__name__)
+        self.__cause__ = raised
+
+
+#: What a call may raise that cannot cross into an asyncio future as itself (see :class:`CallRaised`).
+_UNCROSSABLE = (StopIteration, asyncio.CancelledError)
+
+
+def _crossing(fn: Callable[[], T]) -> T:
+    """``fn()``, with what cannot cross into an asyncio future as itself raised as :class:`CallRaised`."""
+    try:
+        return fn()
+    except _UNCROSSABLE as exc:
+        raise CallRaised(exc) from exc
+
+
 async def call_in_thread(pool: DaemonThreadPool, fn: Callable[[], T], timeout: float | None) -> T:
     """``fn()`` on one of ``pool``'s threads, with ``timeout`` counted from the moment a thread starts it.
 
     On expiry the call is abandoned (its thread replaced, see the module docstring) and :class:`CallTimedOut`
-    raised. Whatever ``fn`` raises (``SystemExit`` included) is raised here. ``timeout=None``: no limit.
+    raised. Whatever ``fn`` raises (``SystemExit`` included) is raised here, ``StopIteration`` and
+    ``asyncio.CancelledError`` as :class:`CallRaised`. ``timeout=None``: no limit.
 
     One wake-up of the event loop per call (the thread hands its outcome back with one ``call_soon_threadsafe``)
     and, with a timeout, one timer that reads when the thread started the call: an agent makes a call like this per
@@ -169,12 +207,16 @@ async def call_in_thread(pool: DaemonThreadPool, fn: Callable[[], T], timeout: f
                 waiter.set_exception(failure)
 
     def run() -> None:
-        clock.since = time.monotonic()
+        since = clock.since = time.monotonic()
         try:
             value, failure = fn(), None
         except BaseException as exc:  # the caller gets it, as from any executor
-            value, failure = None, exc
+            value, failure = None, CallRaised(exc) if isinstance(exc, _UNCROSSABLE) else exc
         clock.finished = True
+        if timeout is not None and time.monotonic() - since > timeout:
+            # It overran: timed out, whatever it came to. A loop kept busy past the deadline runs this hand-off
+            # before the timer, so without this the outcome would depend on the loop's load, not the call's time.
+            value, failure = None, CallTimedOut(timeout, queued=False)
         with contextlib.suppress(RuntimeError):  # the loop closed while the call ran: nobody is waiting
             loop.call_soon_threadsafe(deliver, value, failure)
 
@@ -243,7 +285,7 @@ class _Handoff(Generic[T]):
                 before()
             with contextlib.suppress(RuntimeError):  # the loop closed while the call was queued: nobody is waiting
                 loop.call_soon_threadsafe(mark_started)
-            return fn()
+            return _crossing(fn)
 
         self.work: Future[T] = pool.submit(run)
         self.result: asyncio.Future[T] = asyncio.wrap_future(self.work, loop=loop)
@@ -278,12 +320,16 @@ class _Chunk:
     ``lock``) tells the thread to drop the call it is in and run no more, so a call is either in ``results`` or
     timed out, never both."""
 
-    __slots__ = ("arguments", "budget", "elapsed", "fn", "lock", "results", "since", "stopped")
+    __slots__ = ("arguments", "budget", "elapsed", "fn", "lock", "overran", "results", "since", "stopped", "timeout")
 
-    def __init__(self, fn: Callable[[Any], Any], arguments: Sequence[Any], budget: float | None) -> None:
+    def __init__(
+        self, fn: Callable[[Any], Any], arguments: Sequence[Any], budget: float | None, timeout: float | None = None
+    ) -> None:
         self.fn = fn
         self.arguments = arguments
         self.budget = budget
+        self.timeout = timeout
+        self.overran = False  # a call returned after its timeout before the watchdog saw it: timed out, not kept
         self.lock = threading.Lock()
         self.results: list[Any] = []
         self.since = 0.0  # when the running call started (time.monotonic)
@@ -303,7 +349,7 @@ class _Chunk:
 
     def run_watched(self) -> None:
         started = time.perf_counter()
-        fn, lock, results, budget = self.fn, self.lock, self.results, self.budget
+        fn, lock, results, budget, timeout = self.fn, self.lock, self.results, self.budget, self.timeout
         for argument in self.arguments:
             with lock:
                 if self.stopped:
@@ -312,6 +358,9 @@ class _Chunk:
             value = fn(argument)
             with lock:
                 if self.stopped:  # timed out (or cancelled) while running: the watchdog already answered for it
+                    return
+                if timeout is not None and time.monotonic() - self.since > timeout:
+                    self.stopped = self.overran = True  # the watchdog lagged (a busy loop): the call's time decides
                     return
                 results.append(value)
                 # The next call's clock starts now at the latest: the watchdog never reads a finished call's start
@@ -362,7 +411,7 @@ async def call_with_each_in_thread(
     elapsed = 0.0
     remaining = arguments
     while remaining:
-        chunk = _Chunk(fn, remaining, budget)
+        chunk = _Chunk(fn, remaining, budget, timeout)
         late = await _run_chunk(pool, chunk, timeout)
         results.extend(chunk.results)
         elapsed += chunk.elapsed
@@ -377,7 +426,7 @@ async def _run_chunk(pool: DaemonThreadPool, chunk: _Chunk, timeout: float | Non
     """Run ``chunk`` on a thread; None when every call finished, else why the next one did not (its results hold
     the calls before it)."""
     if timeout is None:
-        work = pool.submit(chunk.run_unwatched)
+        work = pool.submit(_crossing, chunk.run_unwatched)
         result = asyncio.wrap_future(work, loop=asyncio.get_running_loop())
         try:
             await result
@@ -411,7 +460,7 @@ async def _run_chunk(pool: DaemonThreadPool, chunk: _Chunk, timeout: float | Non
                 continue  # it finished just now: watch the next call
             await asyncio.wait({result}, timeout=left)
         result.result()  # a call that raised: raised here
-        return None
+        return CallTimedOut(timeout, queued=False) if chunk.overran else None
     except asyncio.CancelledError:
         chunk.stopped = True
         handoff.give_up()

@@ -168,8 +168,11 @@ class PythonLane(TaskLane):
             if scope is not None and scope.expired():
                 return None, LaneFailure("task_timeout", f"{name} did not return within {timeout:g}s", sample)
             return None, _raised(name, exc, sample, self.function)
-        except asyncio.CancelledError:
-            raise
+        except asyncio.CancelledError as exc:
+            task = asyncio.current_task()
+            if task is None or task.cancelling():  # the run is stopping this example
+                raise
+            return None, _raised(name, exc, sample, self.function)  # raised by the host coroutine itself
         except BaseException as exc:  # SystemExit, KeyboardInterrupt ... raised by host code: this example's error
             return None, _raised(name, exc, sample, self.function)
         return value, None

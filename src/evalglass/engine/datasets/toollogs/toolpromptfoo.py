@@ -154,7 +154,10 @@ def _sample(row: dict[str, Any], position: int, repeat: int) -> ToolSample | Too
     if not provider_failed:
         scores["promptfoo"] = {}  # first among the scores; filled in after the assertions
         grading = _object(row.get("gradingResult"))
-        for component in grading.get("componentResults") or ():
+        components = grading.get("componentResults") or ()
+        if not isinstance(components, list | tuple):  # a number would raise, a string or an object read as nothing
+            return ToolProblem(place, position, "its gradingResult.componentResults is not a list")
+        for component in components:
             if not isinstance(component, dict):
                 continue
             assertion = _object(component.get("assertion"))

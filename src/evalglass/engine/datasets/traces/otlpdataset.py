@@ -51,7 +51,7 @@ from evalglass.engine.datasets.traces.genaimap import (
     tool_call_of,
     tool_calls_from_messages,
 )
-from evalglass.engine.datasets.traces.otlpspans import Span, SpanFile, SpanProblem
+from evalglass.engine.datasets.traces.otlpspans import Span, SpanFile, SpanProblem, pack, span_of
 from evalglass.engine.spec.tracespec import TraceOptions
 from evalglass.errors import SetupError
 
@@ -76,7 +76,7 @@ class OtlpReader:
     ) -> None:
         self.path = path
         self._options = options
-        self._spans = SpanFile(path, hash_bytes=hash_bytes)
+        self._spans = SpanFile(path, hash_bytes=hash_bytes, packed=True)
         self._id = field_getter(id_field)
         self._output = field_getter(output_field)
         # A plain key (the default) is read inline, without a call through the getter.
@@ -141,7 +141,7 @@ class OtlpReader:
         """Each example as (id, line, record, output), or the malformed example."""
         window = self._options.window
         # The open traces, each as one flat tuple (one span, the commonest) or list (see _unpacked): the number of
-        # its last span, then each span packed (see _pack) and its resource.
+        # its last span, then each span packed (see otlpspans.pack) and its resource.
         pending: dict[str, tuple[Any, ...] | list[Any]] = {}
         # The trace of every span read, oldest first ("" for a late span); ``order[0]`` is span number ``front``. A
         # trace is complete when the entry of its last span leaves the window (those of its earlier spans are passed
@@ -157,32 +157,36 @@ class OtlpReader:
         count = 0
         for group in self._spans.groups():
             for item in group:
-                if isinstance(item, SpanProblem):
+                if isinstance(item, tuple):  # a JSON span, packed as read (see SpanFile)
+                    trace, packed, resource = item
+                elif isinstance(item, SpanProblem):
                     yield self._bad(item.where, "malformed_span", item.message)
                     continue
+                else:  # a protobuf span
+                    trace, packed, resource = item.trace_id, _pack(item), item.resource
                 count += 1
-                trace = item.trace_id
                 spans = pending.get(trace)
                 if spans is None:
                     completed = recent.get(trace)
                     if completed is not None:
+                        late = _unpacked_span(trace, packed, resource)
                         when, read_at = _completion(completed)
-                        if item.span_id in read_at:
-                            raise self._repeated(item, read_at[item.span_id])
+                        if late.span_id in read_at:
+                            raise self._repeated(late, read_at[late.span_id])
                         order.append("")
                         yield self._bad(
-                            item.where,
+                            late.where,
                             "late_span",
-                            f"span {item.name!r} of trace {trace} arrived {count - when:,} spans after the trace was "
+                            f"span {late.name!r} of trace {trace} arrived {count - when:,} spans after the trace was "
                             f"complete (traces.window is {window:,}); raise dataset.traces.window",
                         )
                         continue
-                    pending[trace] = (count, _pack(item), item.resource)
+                    pending[trace] = (count, packed, resource)
                 elif isinstance(spans, tuple):
-                    pending[trace] = [count, *spans[1:], _pack(item), item.resource]
+                    pending[trace] = [count, *spans[1:], packed, resource]
                 else:
                     spans[0] = count
-                    spans += (_pack(item), item.resource)
+                    spans += (packed, resource)
                 order.append(trace)
                 ended = count - window
                 while front <= ended:
@@ -281,7 +285,7 @@ class OtlpReader:
     def _lone_examples(
         self, trace: str, packed: bytes, resource: dict[str, Any]
     ) -> tuple[str, int, list[Row | BadLine]]:
-        """The span id, place and examples of a completed trace of one span, packed (see _pack): mapped by
+        """The span id, place and examples of a completed trace of one span, packed (see otlpspans.pack): mapped by
         lone_record when it can, without a Span; else as _examples maps it."""
         fields = orjson.loads(packed)
         span_id, _, name, start, end, attributes, events, error, _, where = fields
@@ -292,7 +296,7 @@ class OtlpReader:
                 return span_id, where, [self._malformed(where, trace, span_id, name, exc)]
             if record is not None:
                 return span_id, where, [self._row(record, where)]
-        return span_id, where, self._examples([_span_of(trace, fields, resource)])
+        return span_id, where, self._examples([span_of(trace, fields, resource)])
 
     def _selected(self, span: Span) -> bool:
         if self._since is not None and span.start < self._since:
@@ -346,43 +350,28 @@ class OtlpReader:
 
 
 def _pack(span: Span) -> bytes | Span:
-    """The span but its trace id and resource (shared by the spans of its batch) as one JSON buffer, or the span
-    itself when a value cannot be written as JSON exactly (an integer beyond 64 bits).
-
-    Why: the window holds about ``traces.window`` spans for as long as it takes to read that many more. As objects
-    (the span, its attribute dict, a string per value) they are tens of thousands of small long-lived objects among
-    which every later line's parse is allocated, and that scatter, not the work, was most of the import's time
-    beyond its floor (BENCHMARKS.md, issue 31). One buffer a span is one allocation (outside the small-object pools
-    once over 512 bytes, as a span with its content is); it is read back with orjson when the trace completes, with
-    the same values (JSON holds each of them exactly: text, booleans, null, 64-bit integers and floats, which orjson
-    writes as the shortest text that reads back the same; an array or key-value list nested deeper than orjson
-    writes, 255 levels, keeps the span as it is too), so the examples do not change.
-    """
-    try:
-        buffer = orjson.dumps(
-            (
-                span.span_id,
-                span.parent_id,
-                span.name,
-                span.start,
-                span.end,
-                span.attributes,
-                span.events,
-                span.error,
-                span.status_message,
-                span.where,
-            )
-        )
-    except orjson.JSONEncodeError:
-        return span
-    # A copy of its exact size: orjson leaves its output in the buffer it wrote into, 4-8 KB whatever the length
-    # (measured with tracemalloc, orjson 3.13), which for 10,000 waiting spans is 40 MB instead of 9.
-    return memoryview(buffer).tobytes()
+    """A protobuf span packed as JSON spans are as they are read (see ``otlpspans.pack``)."""
+    return pack(
+        (
+            span.span_id,
+            span.parent_id,
+            span.name,
+            span.start,
+            span.end,
+            span.attributes,
+            span.events,
+            span.error,
+            span.status_message,
+            span.where,
+        ),
+        span.trace_id,
+        span.resource,
+    )
 
 
 def _completed(when: int, read_at: dict[str, int]) -> str:
     """A completed trace as ``recent`` keeps it: ``"<when> <span id>:<where> ..."``, one object where a tuple, an
-    integer and a dict of the span ids were four or more (tens of thousands of them are kept, see _pack)."""
+    integer and a dict of the span ids were four or more (tens of thousands of them are kept, see otlpspans.pack)."""
     if len(read_at) == 1:
         for span_id, where in read_at.items():
             return f"{when} {span_id}:{where}"
@@ -407,29 +396,10 @@ def _unpacked(trace: str, entry: tuple[Any, ...] | list[Any]) -> list[Span]:
 
 
 def _unpacked_span(trace: str, item: bytes | Span, resource: dict[str, Any]) -> Span:
-    """One span as _pack left it (and its resource), read back."""
+    """One span as otlpspans.pack left it (and its resource), read back."""
     if type(item) is not bytes:
         return item  # type: ignore[return-value]
-    return _span_of(trace, orjson.loads(item), resource)
-
-
-def _span_of(trace: str, fields: list[Any], resource: dict[str, Any]) -> Span:
-    """A span from the fields _pack wrote, read back."""
-    span_id, parent, name, start, end, attributes, events, error, message, where = fields
-    return Span(
-        trace,
-        span_id,
-        parent,
-        name,
-        start,
-        end,
-        attributes,
-        [(event[0], event[1]) for event in events] if events else [],
-        error,
-        message,
-        resource,
-        where,
-    )
+    return span_of(trace, orjson.loads(item), resource)
 
 
 def _start(span: Span) -> int:
@@ -604,9 +574,12 @@ def lone_record(
         return None
     request_model, response_model, response_id, usage, reasons = facts(attributes, plan)
     get = attributes.get
-    # What _current reads, in its order (the first wrong-typed one is the problem reported).
-    messages = _messages(get(_INPUT), _INPUT) if _INPUT in attributes else None
-    out_messages = _messages(get(_OUTPUT), _OUTPUT) if _OUTPUT in attributes else None
+    # What _current reads, in its order (the first wrong-typed one is the problem reported); each value looked up
+    # once (_NO_VALUE: absent, which a null value is not).
+    input_value = get(_INPUT, _NO_VALUE)
+    output_value = get(_OUTPUT, _NO_VALUE)
+    messages = _messages(input_value, _INPUT) if input_value is not _NO_VALUE else None
+    out_messages = _messages(output_value, _OUTPUT) if output_value is not _NO_VALUE else None
     system = _parts(get(_SYSTEM), _SYSTEM) if _SYSTEM in attributes else None
     tools = _tool_definitions(_structured(get(_TOOLS), _TOOLS), _TOOLS) if _TOOLS in attributes else None
     if reasons is None and out_messages:
@@ -630,7 +603,10 @@ def lone_record(
     inputs["model"] = request_model
     tool_calls = (
         []
-        if _no_tool_call(get(_INPUT), get(_OUTPUT))
+        if _no_tool_call(
+            input_value if input_value is not _NO_VALUE else None,
+            output_value if output_value is not _NO_VALUE else None,
+        )
         else tool_calls_from_messages([*(messages or ()), *(out_messages or ())])
     )
     if reasons is None:

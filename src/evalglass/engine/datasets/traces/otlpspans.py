@@ -81,10 +81,15 @@ class _Bad(Exception):
 class SpanFile:
     """Iterate once over a trace file's spans; afterwards ``fingerprint`` is the SHA-256 of its bytes."""
 
-    def __init__(self, path: Path, *, hash_bytes: bool = True, max_message: int = MAX_MESSAGE) -> None:
+    def __init__(
+        self, path: Path, *, hash_bytes: bool = True, max_message: int = MAX_MESSAGE, packed: bool = False
+    ) -> None:
         self.path = path
         self._hash = hashlib.sha256() if hash_bytes else None
         self._max = max_message
+        #: JSON spans come as a PackedSpan (see ``pack``), without a Span: the dataset packs every span it
+        #: reads, and a Span made only to be packed is work per span for nothing. Protobuf spans stay Spans.
+        self._packed = packed
         #: "json" or "protobuf", once the first byte was read.
         self.encoding: str | None = None
         #: What one unit of ``where`` is called in messages.
@@ -96,11 +101,11 @@ class SpanFile:
             raise RuntimeError("this span file was opened with hash_bytes=False")
         return self._hash.hexdigest()
 
-    def __iter__(self) -> Iterator[Span | SpanProblem]:
+    def __iter__(self) -> Iterator[Span | SpanProblem | PackedSpan]:
         for group in self.groups():
             yield from group
 
-    def groups(self) -> Iterator[list[Span | SpanProblem]]:
+    def groups(self) -> Iterator[list[Span | SpanProblem | PackedSpan]]:
         """The spans one JSON line or protobuf message holds, a list at a time: the reader's loop takes them without
         a generator resumed per span."""
         handle = open_regular(self.path, what="trace file", missing_fix="fix `dataset.path` in the config")
@@ -121,8 +126,11 @@ class SpanFile:
 
     # -- OTLP/JSON lines ------------------------------------------------------------------------------------------
 
-    def _json(self, handle: BinaryIO, update: Callable[[bytes], None]) -> Iterator[list[Span | SpanProblem]]:
+    def _json(
+        self, handle: BinaryIO, update: Callable[[bytes], None]
+    ) -> Iterator[list[Span | SpanProblem | PackedSpan]]:
         number = 0
+        packed = self._packed
         try:
             for lines, _ in _lines(handle, update, CHUNK, self._max):
                 for raw in lines:
@@ -134,7 +142,7 @@ class SpanFile:
                     except orjson.JSONDecodeError as exc:
                         yield [SpanProblem(number, f"not valid JSON ({exc})")]
                         continue
-                    yield _json_document(document, number)
+                    yield _json_document(document, number, packed)
                     del document
         except _LineTooLong:
             raise SetupError(
@@ -147,7 +155,7 @@ class SpanFile:
 
     def _protobuf(
         self, handle: BinaryIO, update: Callable[[bytes], None], first: bytes
-    ) -> Iterator[list[Span | SpanProblem]]:
+    ) -> Iterator[list[Span | SpanProblem | PackedSpan]]:
         request_type = _request_type(self.path)
         if first == b"\x0a":
             # A bare ExportTraceServiceRequest (its first field, resource_spans, has tag 0x0a): a length prefix
@@ -195,7 +203,9 @@ class SpanFile:
             fix="the file was cut short (a copy or an export that did not finish); export it again",
         )
 
-    def _message(self, request_type: Any, data: bytes, number: int, offset: int) -> list[Span | SpanProblem]:
+    def _message(
+        self, request_type: Any, data: bytes, number: int, offset: int
+    ) -> list[Span | SpanProblem | PackedSpan]:
         from google.protobuf.message import DecodeError
 
         try:
@@ -238,19 +248,23 @@ def _request_type(path: Path) -> Any:
 # -- JSON decoding ------------------------------------------------------------------------------------------------
 
 
-def _json_document(document: Any, number: int) -> list[Span | SpanProblem]:
+def _json_document(document: Any, number: int, packed: bool = False) -> list[Span | SpanProblem | PackedSpan]:
     if type(document) is not dict or "resourceSpans" not in document:
         if type(document) is dict and ("resourceLogs" in document or "resourceMetrics" in document):
             return [SpanProblem(number, "holds logs or metrics, not traces")]
         return [SpanProblem(number, "is not an OTLP traces object (no resourceSpans)")]
-    found: list[Span | SpanProblem] = []
+    found: list[Span | SpanProblem | PackedSpan] = []
     try:
         for resource_spans in document["resourceSpans"] or ():
             resource = _json_attributes((resource_spans.get("resource") or {}).get("attributes"))
             for scope_spans in resource_spans.get("scopeSpans") or ():
                 for raw in scope_spans.get("spans") or ():
                     try:
-                        found.append(_json_span(raw, resource, number))
+                        if packed:
+                            trace_id, fields = _json_fields(raw, number)
+                            found.append((trace_id, pack(fields, trace_id, resource), resource))
+                        else:
+                            found.append(_json_span(raw, resource, number))
                     except _Bad as exc:
                         found.append(SpanProblem(number, f"{_span_label(raw)}: {exc}"))
     except (_Bad, AttributeError, TypeError) as exc:
@@ -263,7 +277,62 @@ def _span_label(raw: Any) -> str:
     return f"span {name!r}" if isinstance(name, str) else "a span"
 
 
+#: A span as the dataset keeps it while its trace is open: its trace id, the span packed (see ``pack``) and its
+#: resource.
+PackedSpan = tuple[str, "bytes | Span", dict[str, Any]]
+#: A span's fields but its trace id and resource, as ``pack`` writes them: span id, parent id, name, start, end,
+#: attributes, events as (name, attributes), error, status message, where.
+Fields = tuple[str, str, str, int, int, dict[str, Any], list[tuple[str, dict[str, Any]]], bool, str, int]
+
+
+def span_of(trace_id: str, fields: Fields | list[Any], resource: dict[str, Any]) -> Span:
+    """The Span of a span's fields (as ``_json_fields`` gives them or ``pack`` wrote them, read back)."""
+    span_id, parent, name, start, end, attributes, events, error, message, where = fields
+    return Span(
+        trace_id,
+        span_id,
+        parent,
+        name,
+        start,
+        end,
+        attributes,
+        [(event[0], event[1]) for event in events] if events else [],
+        error,
+        message,
+        resource,
+        where,
+    )
+
+
+def pack(fields: Fields, trace_id: str, resource: dict[str, Any]) -> bytes | Span:
+    """A span's fields but its trace id and resource (shared by the spans of its batch) as one JSON buffer, or the
+    span as a Span when a value cannot be written as JSON exactly (an integer beyond 64 bits).
+
+    Why: the window holds about ``traces.window`` spans for as long as it takes to read that many more. As objects
+    (the span, its attribute dict, a string per value) they are tens of thousands of small long-lived objects among
+    which every later line's parse is allocated, and that scatter, not the work, was most of the import's time
+    beyond its floor (BENCHMARKS.md, issue 31). One buffer a span is one allocation (outside the small-object pools
+    once over 512 bytes, as a span with its content is); it is read back with orjson when the trace completes, with
+    the same values (JSON holds each of them exactly: text, booleans, null, 64-bit integers and floats, which orjson
+    writes as the shortest text that reads back the same; an array or key-value list nested deeper than orjson
+    writes, 255 levels, keeps the span as it is too), so the examples do not change.
+    """
+    try:
+        buffer = orjson.dumps(fields)
+    except orjson.JSONEncodeError:
+        return span_of(trace_id, fields, resource)
+    # A copy of its exact size: orjson leaves its output in the buffer it wrote into, 4-8 KB whatever the length
+    # (measured with tracemalloc, orjson 3.13), which for 10,000 waiting spans is 40 MB instead of 9.
+    return memoryview(buffer).tobytes()
+
+
 def _json_span(raw: Any, resource: dict[str, Any], number: int) -> Span:
+    trace_id, fields = _json_fields(raw, number)
+    return span_of(trace_id, fields, resource)
+
+
+def _json_fields(raw: Any, number: int) -> tuple[str, Fields]:
+    """A JSON span's trace id and its other fields but the resource (see ``Fields``)."""
     if type(raw) is not dict:
         raise _Bad("is not an object")
     get = raw.get
@@ -285,13 +354,17 @@ def _json_span(raw: Any, resource: dict[str, Any], number: int) -> Span:
     if type(name) is not str:
         raise _Bad("name is not a string")
     status = get("status")
-    code = status.get("code", 0) if type(status) is dict else 0
+    # Most spans' status is empty (unset): no code, no message.
+    if status and type(status) is dict:
+        code = status.get("code", 0)
+        message = str(status.get("message", ""))
+    else:
+        code, message = 0, ""
     events = get("events")
     # Times are 64-bit integers written as text; anything else is checked by _json_time.
     start = get("startTimeUnixNano")
     end = get("endTimeUnixNano")
-    return Span(
-        trace_id,
+    return trace_id, (
         span_id,
         parent or "",
         name,
@@ -300,8 +373,7 @@ def _json_span(raw: Any, resource: dict[str, Any], number: int) -> Span:
         _json_attributes(get("attributes")),
         [(str(event.get("name", "")), _json_attributes(event.get("attributes"))) for event in events] if events else [],
         code == STATUS_ERROR or code == "STATUS_CODE_ERROR",
-        str(status.get("message", "")) if type(status) is dict else "",
-        resource,
+        message,
         number,
     )
 
@@ -354,13 +426,22 @@ def _json_attributes(items: Any) -> dict[str, Any]:
     if not items:
         return {}
     try:
-        # Text values (most of them) and integers written as decimal text (the next most common) are taken inline;
-        # anything else is decoded (and checked) by _json_value, which reads such an integer the same way.
+        # Text values (most of them), integers written as decimal text (the next most common) and an array of one
+        # text (finish reasons) are taken inline; anything else is decoded (and checked) by _json_value, which reads
+        # such an integer and such an array the same way.
         return {
             item["key"]: text
             if type(text := (value := item["value"]).get("stringValue")) is str
             else int(text)
             if type(text := value.get("intValue")) is str and text.isdecimal()
+            else [text]
+            if len(value) == 1
+            and type(inner := value.get("arrayValue")) is dict
+            and type(values := inner.get("values")) is list
+            and len(values) == 1
+            and type(first := values[0]) is dict
+            and len(first) == 1
+            and type(text := first.get("stringValue")) is str
             else _json_value(value, item["key"])
             for item in items
         }

@@ -1,0 +1,177 @@
+"""The agent lane's tools under faults, against a real OpenAI-compatible server on 127.0.0.1: a tool that raises what
+an asyncio future refuses or what reads as a cancellation, one that raises its own TimeoutError, one that returns
+a value orjson writes but that is not JSON (a datetime, a dataclass it keeps changing): each is the call's outcome
+as it happened, and the trajectory goes on."""
+
+from __future__ import annotations
+
+import asyncio
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from evalglass.core.conversation import Trajectory
+from evalglass.lanes.executor import AsyncioExecutor
+from evalglass.lanes.ports import LaneFailure, LaneOutcome, LaneOutput
+from evalglass.lanes.registry import build_lane
+from evalglass.testing.fake_openai import FakeOpenAI
+
+from .conftest import parse_task_spec
+from .test_agent_lane import agent, call
+
+FAULTY_TOOLS = '''
+import asyncio, dataclasses, datetime
+
+@dataclasses.dataclass
+class Cart:
+    items: list
+
+CART = Cart([])
+
+def keep(item: str) -> Cart:
+    """Add an item and return the cart itself (changed by later calls)."""
+    CART.items.append(item)
+    return CART
+
+def when() -> datetime.date:
+    return datetime.date(2024, 1, 2)
+
+def ratio() -> float:
+    return float("nan")
+
+def exhausted() -> int:
+    return next(iter([]))
+
+def gives_up() -> int:
+    raise asyncio.CancelledError("the tool gave up")
+
+async def gives_up_async() -> int:
+    raise asyncio.CancelledError("the tool gave up")
+
+def own_timeout() -> int:
+    raise TimeoutError("the socket read timed out")
+
+async def own_timeout_async() -> int:
+    raise TimeoutError("the socket read timed out")
+'''
+
+NAMES = ["keep", "when", "ratio", "exhausted", "gives_up", "gives_up_async", "own_timeout", "own_timeout_async"]
+
+
+def produce_bounded(spec: dict[str, Any], base: Path, fields: dict[str, Any]) -> LaneOutcome:
+    """One trajectory, given far more time than it needs: a hang is the fault, reported as a timeout."""
+
+    async def go() -> LaneOutcome:
+        lane = build_lane(parse_task_spec(spec), base_dir=base, executor=AsyncioExecutor(8), env={})
+        try:
+            return await asyncio.wait_for(lane.produce("e0", fields, 0), 60)
+        finally:
+            await lane.aclose()
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize("step_timeout", [None, 30.0])
+def test_a_faulty_tool_is_its_call_s_outcome_and_the_trajectory_is_plain_json(
+    tmp_path: Path, step_timeout: float | None
+) -> None:
+    (tmp_path / "faulty.py").write_text(textwrap.dedent(FAULTY_TOOLS))
+    turns = {
+        "Go": [
+            {"tool_calls": [call("keep", {"item": "tea"}), *(call(name, {}) for name in NAMES[1:])]},
+            {"tool_calls": [call("keep", {"item": "milk"})]},
+            "done",
+        ]
+    }
+    with FakeOpenAI(turns=turns) as server:
+        spec = agent(server, tools={name: f"faulty.py:{name}" for name in NAMES}, step_timeout=step_timeout)
+        outcome = produce_bounded(spec, tmp_path, {"q": "Go"})
+        requests = [request.body for request in server.requests]
+    assert isinstance(outcome, LaneOutput), outcome
+    trajectory = outcome.value
+    Trajectory.model_validate(trajectory)
+    assert orjson.loads(orjson.dumps(trajectory)) == trajectory  # plain JSON: what a reader of the outputs gets
+    assert trajectory["finish"] == "stop" and trajectory["steps"] == 3
+    outcomes = [(c["name"], c.get("result"), c.get("error_type")) for c in trajectory["tool_calls"]]
+    assert outcomes == [
+        ("keep", {"items": ["tea"]}, None),  # as returned, not as the tool's cart became
+        ("when", "2024-01-02", None),
+        ("ratio", None, None),  # what the model was told (null), not a NaN
+        ("exhausted", None, "StopIteration"),
+        ("gives_up", None, "CancelledError"),
+        ("gives_up_async", None, "CancelledError"),
+        ("own_timeout", None, "TimeoutError"),
+        ("own_timeout_async", None, "TimeoutError"),
+        ("keep", {"items": ["tea", "milk"]}, None),
+    ]
+    errors = {c["name"]: c["error"] for c in trajectory["tool_calls"] if "error" in c}
+    assert errors["own_timeout"] == errors["own_timeout_async"] == "TimeoutError: the socket read timed out"
+    assert errors["gives_up"] == "CancelledError: the tool gave up"
+    told = [m["content"] for m in requests[1]["messages"] if m["role"] == "tool"]
+    assert told[:3] == ['{"items":["tea"]}', "2024-01-02", "null"]
+
+
+@pytest.mark.parametrize("timeout", [None, 30.0])
+def test_a_python_lane_coroutine_s_own_cancelled_error_is_its_error_not_the_run_s_cancellation(
+    tmp_path: Path, timeout: float | None
+) -> None:
+    """The same class in the python lane: an async host function that raises CancelledError itself (no one cancelled
+    the example) is that example's error, and the examples beside it are produced."""
+    (tmp_path / "host.py").write_text(
+        textwrap.dedent(
+            """
+            import asyncio
+
+            async def answer(example):
+                if example["q"] == "give up":
+                    raise asyncio.CancelledError("the host gave up")
+                return example["q"]
+            """
+        )
+    )
+    spec = parse_task_spec({"type": "python", "function": "host.py:answer", "timeout": timeout})
+
+    async def go() -> list[LaneOutcome]:
+        lane = build_lane(spec, base_dir=tmp_path, executor=AsyncioExecutor(8))
+        try:
+            return [await asyncio.wait_for(lane.produce(q, {"q": q}, 0), 60) for q in ("give up", "fine")]
+        finally:
+            await lane.aclose()
+
+    gave_up, fine = asyncio.run(go())
+    assert isinstance(gave_up, LaneFailure) and gave_up.code == "task_raised", gave_up
+    assert "CancelledError: the host gave up" in gave_up.message
+    assert isinstance(fine, LaneOutput) and fine.value == "fine"
+
+
+STATE_TOOLS = """
+import pathlib, time
+
+def slow_cart(item: str, *, state: dict) -> str:
+    time.sleep(0.5)
+    state.setdefault("cart", []).append(item)
+    pathlib.Path(__file__).with_name("wrote").touch()
+    return "added"
+"""
+
+
+def test_a_timed_out_tool_s_late_write_never_reaches_the_trajectory_s_state(tmp_path: Path) -> None:
+    """A state tool abandoned at its timeout keeps running and changes the state it was given: the trajectory (its
+    final_state, and the tools after it) keeps the state as it was at the timeout."""
+    (tmp_path / "statetools.py").write_text(textwrap.dedent(STATE_TOOLS))
+    turns = {"Shop": [{"tool_calls": [call("slow_cart", {"item": "tea"})]}, "done"]}
+    with FakeOpenAI(turns=turns) as server:
+        spec = agent(server, tools={"slow_cart": "statetools.py:slow_cart"}, step_timeout=0.1)
+        outcome = produce_bounded(spec, tmp_path, {"q": "Shop"})
+    assert isinstance(outcome, LaneOutput), outcome
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "wrote").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert (tmp_path / "wrote").exists()  # the abandoned call has written by now
+    trajectory = outcome.value
+    assert [c.get("error_type") for c in trajectory["tool_calls"]] == ["tool_timeout"]
+    assert trajectory["final_state"] == {}
