@@ -22,20 +22,10 @@ from typing import Any
 import pytest
 
 from tests.e2e.project import CliResult, Project, base_config, make_project, run_cli
+from tests.e2e.test_check_metric_binding import TEST
 
 pytestmark = pytest.mark.timeout(300)
 
-TEST = """\
-import os
-import pathlib
-import unittest
-
-
-class Output(unittest.TestCase):
-    def test_ok(self):
-        text = (pathlib.Path(os.environ["EVALGLASS_TARGET"]) / "output.txt").read_text()
-        self.assertEqual(text.strip(), "ok")
-"""
 UNITTEST = {"command": ["{python}", "-m", "unittest", "discover", "-s", "tests"], "timeout": 60}
 
 
