@@ -520,3 +520,11 @@ def combined_outcome(results: Iterable[CheckResult | CheckOutcome]) -> CheckOutc
 def check_exit_code(results: Iterable[CheckResult | CheckOutcome]) -> int:
     """Exit code of a standalone ``evalglass check`` run: ``CHECK_EXIT_CODES`` of the worst outcome."""
     return CHECK_EXIT_CODES[combined_outcome(results)]
+
+
+def check_code_key(check: str) -> str:
+    """The ``definition_files`` key of the host code a check's command runs by name beyond the files it names inside
+    the config folder (``lanes.checkinputs.check_host_files``: label → SHA-256). In this light module, so the config
+    (and preflight, which loads no statistics) and a reader re-deriving a check's unbound code from a record share
+    it without loading the scorecard."""
+    return f"code:{check}"

@@ -69,13 +69,6 @@ class KeptOutputs(BaseModel):
     examples: int = Field(ge=0, description="Dataset lines it holds an entry for: those of scores.jsonl, in order.")
 
 
-def check_code_key(check: str) -> str:
-    """The ``definition_files`` key of the host code a check's command runs by name beyond the files it names inside
-    the config folder (``lanes.checkinputs.check_host_files``: label → SHA-256). Here, beside the record that keeps
-    it, so a reader re-deriving a check's unbound code from the record needs no config machinery."""
-    return f"code:{check}"
-
-
 class RunRecord(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 

@@ -48,6 +48,7 @@ from evalglass.core.authority import (
     undeclared_active_gates,
 )
 from evalglass.core.calendar import day_of_timestamp
+from evalglass.core.checks import check_code_key
 from evalglass.core.endpoint import JudgeEndpoint
 from evalglass.core.fingerprint import PREFIX, short
 from evalglass.core.gates import (
@@ -68,7 +69,7 @@ from evalglass.core.recordrules import (
     older_rules_problem,
     recorded_rules,
 )
-from evalglass.core.runrecord import RunRecord, check_code_key
+from evalglass.core.runrecord import RunRecord
 from evalglass.core.scorecard import CheckSummary, MetricSummary, Scorecard
 from evalglass.engine.runs.artifacts import RUNRECORD_FILE, SCORECARD_FILE, load_json_model_and_bytes
 from evalglass.errors import SetupError, first_problem

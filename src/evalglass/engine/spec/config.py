@@ -26,7 +26,7 @@ from pydantic import (
 )
 from pydantic.functional_validators import BeforeValidator
 
-from evalglass.core.checks import policy_id_conflicts
+from evalglass.core.checks import check_code_key, policy_id_conflicts
 from evalglass.core.fieldpath import FieldPathError, parse_path
 from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
 from evalglass.core.gatespec import GateRule, GateSpec
@@ -39,7 +39,6 @@ from evalglass.core.goldfields import (
     gold_excluded_fields,
     merged_task,
 )
-from evalglass.core.runrecord import check_code_key
 from evalglass.core.stats import Direction
 from evalglass.core.usage import Price
 from evalglass.engine.spec.executorspec import TASK_KEY, AnyExecutor, LocalExecutorSpec, RayExecutorSpec

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from evalglass.core.authority import Ledger
 from evalglass.core.changes import definition_changes
-from evalglass.core.runrecord import check_code_key
+from evalglass.core.checks import check_code_key
 from evalglass.engine.spec.config import Config, check_files_key, imports_key
 from evalglass.metrics.versions import evaluator
 
