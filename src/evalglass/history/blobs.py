@@ -15,8 +15,11 @@ import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from sqlalchemy import Connection, select
+
 from evalglass.core.fingerprint import PREFIX
 from evalglass.engine.runs.digests import DIGESTS_FILE, artifact_names
+from evalglass.history.schema import ArtifactChunkRow
 
 CHUNK_SIZE = 4 << 20
 #: zlib level 1: about a fifth of a run's JSON bytes at a few hundred MB/s; higher levels cost far more time
@@ -57,6 +60,15 @@ class Compressed:
                 self.size += len(block)
                 yield zlib.compress(block, COMPRESSION_LEVEL)
         self.sha256 = PREFIX + digest.hexdigest()
+
+
+def stored_pieces(connection: Connection, pk: int, name: str) -> Iterable[bytes]:
+    """Run ``pk``'s stored file ``name`` as its compressed pieces, in order (what :func:`restore` reads back)."""
+    return connection.execute(
+        select(ArtifactChunkRow.data)
+        .where(ArtifactChunkRow.run_pk == pk, ArtifactChunkRow.name == name)
+        .order_by(ArtifactChunkRow.seq)
+    ).scalars()
 
 
 def restore(pieces: Iterable[bytes], target: Path) -> tuple[str, int]:

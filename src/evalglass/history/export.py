@@ -9,8 +9,8 @@ from sqlalchemy import Engine, select
 
 from evalglass.engine.runs.runfolder import make_dirs
 from evalglass.errors import SetupError
-from evalglass.history.blobs import restore
-from evalglass.history.schema import ArtifactChunkRow, ArtifactRow
+from evalglass.history.blobs import restore, stored_pieces
+from evalglass.history.schema import ArtifactRow
 
 
 @dataclass(frozen=True)
@@ -36,12 +36,7 @@ def write_run(engine: Engine, pk: int, target: Path) -> list[Mismatch]:
         for name, sha256, size in files:
             path = _inside(target, name)
             make_dirs(path.parent)
-            pieces = connection.execute(
-                select(ArtifactChunkRow.data)
-                .where(ArtifactChunkRow.run_pk == pk, ArtifactChunkRow.name == name)
-                .order_by(ArtifactChunkRow.seq)
-            ).scalars()
-            found, written = restore(pieces, path)
+            found, written = restore(stored_pieces(connection, pk, name), path)
             if found != sha256 or written != size:
                 mismatches.append(Mismatch(name, f"{sha256} ({size} bytes)", f"{found} ({written} bytes)"))
     return mismatches

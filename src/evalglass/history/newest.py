@@ -18,11 +18,11 @@ from sqlalchemy import Engine, select
 
 from evalglass.engine.runs.digests import DIGESTS_FILE
 from evalglass.errors import SetupError
-from evalglass.history.blobs import restore
+from evalglass.history.blobs import restore, stored_pieces
 from evalglass.history.location import shown
 from evalglass.history.query import newest_first
 from evalglass.history.refs import history_exists, read_recorded, refuse_findings
-from evalglass.history.schema import ArtifactChunkRow, ArtifactRow, RunRow
+from evalglass.history.schema import ArtifactRow, RunRow
 from evalglass.history.store import failures_as_setup_errors
 
 #: Rows fetched per query while candidates are examined (a source usually takes the first).
@@ -51,12 +51,7 @@ class RecordedCandidate:
             if stored is None:
                 return None
             target = Path(self.stack.enter_context(tempfile.TemporaryDirectory(prefix="evalglass-digests-")))
-            pieces = connection.execute(
-                select(ArtifactChunkRow.data)
-                .where(ArtifactChunkRow.run_pk == self.pk, ArtifactChunkRow.name == DIGESTS_FILE)
-                .order_by(ArtifactChunkRow.seq)
-            ).scalars()
-            found, _ = restore(pieces, target / DIGESTS_FILE)
+            found, _ = restore(stored_pieces(connection, self.pk, DIGESTS_FILE), target / DIGESTS_FILE)
         if found != stored:
             raise SetupError(f"its {DIGESTS_FILE} was edited in the history database")
         return target / DIGESTS_FILE

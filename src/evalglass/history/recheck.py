@@ -29,7 +29,8 @@ from evalglass.core.fingerprint import PREFIX
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.scorecard import Scorecard
 from evalglass.engine.runs.artifacts import RUNRECORD_FILE, SCORECARD_FILE
-from evalglass.history.schema import ArtifactChunkRow, ArtifactRow, GateResultRow, MetricResultRow, RunRow
+from evalglass.history.blobs import stored_pieces
+from evalglass.history.schema import ArtifactRow, GateResultRow, MetricResultRow, RunRow
 
 #: The verdict a listed run shows when its stored files do not support its stored verdict, and its exit code: what
 #: a reader refusing it exits with (``SETUP``, 2), never the stored verdict's 0.
@@ -89,13 +90,8 @@ def _stored(connection: Connection, pk: int, name: str) -> bytes | str:
     ).scalar_one_or_none()
     if stored is None:
         return f"the history stores no {name} for it"
-    pieces = connection.execute(
-        select(ArtifactChunkRow.data)
-        .where(ArtifactChunkRow.run_pk == pk, ArtifactChunkRow.name == name)
-        .order_by(ArtifactChunkRow.seq)
-    ).scalars()
     try:
-        data = b"".join(zlib.decompress(piece) for piece in pieces)
+        data = b"".join(zlib.decompress(piece) for piece in stored_pieces(connection, pk, name))
     except zlib.error:
         return f"its stored {name} does not decompress"
     if PREFIX + hashlib.sha256(data).hexdigest() != stored:
