@@ -548,7 +548,7 @@ class AgentLane:
         if not isinstance(call.arguments, dict):
             return _error(record, "arguments_rejected", "the arguments must be a JSON object")
         # A copy, so a tool that changes an argument in place does not rewrite the call the trajectory recorded.
-        kwargs = orjson.loads(orjson.dumps(call.arguments)) if _nested(call.arguments) else dict(call.arguments)
+        kwargs = _snapshot(call.arguments) if _nested(call.arguments) else dict(call.arguments)
         if tool.takes_state:
             kwargs["state"] = run.state
         if tool.signature is not None and (tool.keywords is None or not tool.keywords.fit(kwargs)):
@@ -645,13 +645,14 @@ class AgentLane:
 _PLAIN_SCALARS = frozenset({str, int, bool, type(None)})
 
 
-def _snapshot(state: Any) -> Any:
-    """A copy of ``state`` while another thread may be changing it: orjson writes it without letting another thread
-    run (a deepcopy could meet a dict changing size); a state orjson cannot write is deep-copied."""
+def _snapshot(value: Any) -> Any:
+    """A deep copy of ``value`` (a call's arguments, a state another thread may be changing): orjson writes it
+    without letting another thread run (a deepcopy could meet a dict changing size); what orjson cannot write is
+    deep-copied."""
     try:
-        return orjson.loads(orjson.dumps(state))
+        return orjson.loads(orjson.dumps(value))
     except TypeError:
-        return copy.deepcopy(state)
+        return copy.deepcopy(value)
 
 
 def _raised(record: dict[str, Any], exc: BaseException) -> dict[str, Any]:
