@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.project import CliResult, Project, base_config, make_project, run_cli
+from tests.e2e.project import CliResult, Project, base_config, make_project, run_cli, validated_gold
 from tests.e2e.test_check_metric_binding import TEST
 
 pytestmark = pytest.mark.timeout(300)
@@ -67,7 +67,10 @@ def approve(project: Project, gate: str, **entry: Any) -> None:
     probe = project.run("--format", "json")
     assert probe.code == 0, probe.err  # informational: nothing active yet
     fingerprint = next(g for g in probe.json()["decision"]["gates"] if g["name"] == gate)["fingerprint"]
-    project.write_ledger({"version": 1, "gates": {gate: {"active": True, "fingerprint": fingerprint, **entry}}})
+    ledger: dict[str, Any] = {"version": 1, "gates": {gate: {"active": True, "fingerprint": fingerprint, **entry}}}
+    if "threshold" in entry:  # a metric gate: it stands on the dataset's gold
+        ledger["datasets"] = validated_gold(project.evals)
+    project.write_ledger(ledger)
 
 
 def blocked_run(project: Project, gate: str, code: str) -> Path:

@@ -220,6 +220,7 @@ def verify_run(
             config, record.definition_files, ledger, gate_fingerprints, earlier=lambda: record.approved_files
         ),
         every_judged_gate=rules.every_judged_gate,
+        examples_bound=rules.examples_bound,
         # What the run found its checks leave unbound: found from the files then, recorded (as the record's rules
         # read it: core/recordrules.py).
         unbound_check_code=rules.unbound_code(record),
@@ -253,6 +254,7 @@ def verify_run(
             evidence,
             standings=current_standings,
             every_judged_gate=CURRENT_RULES.every_judged_gate,
+            examples_bound=CURRENT_RULES.examples_bound,
             unbound_check_code=CURRENT_RULES.unbound_code(record),
         )
         decided_now = decided_scorecard(config, columns, shape, dataset, current, calls, record.usage, judged)

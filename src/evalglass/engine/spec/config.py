@@ -764,12 +764,11 @@ class Config(BaseModel):
 
     @property
     def needs_gold(self) -> bool:
-        """Whether a declared gate's metric compares with a reference, or a gate compares with a baseline (which
-        needs the same gold): only then is the gold fingerprint taken (it costs a serialisation of every record)."""
-        return any(
-            gate.compare_to is not None or (gate.metric is not None and self.metrics[gate.metric].uses_reference)
-            for gate in self.gates.values()
-        )
+        """Whether a gate is declared on a metric: it stands on the dataset's gold (``core.authority.
+        stands_on_gold``: a reference, or the examples it measures), or compares with a baseline (which needs the
+        same gold). Only then is the gold fingerprint taken (it costs a serialisation of every record); a run whose
+        gates are all check gates measures no examples."""
+        return any(gate.metric is not None for gate in self.gates.values())
 
     @property
     def judges(self) -> dict[str, AnyMetricSpec]:
