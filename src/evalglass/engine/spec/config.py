@@ -866,6 +866,11 @@ class Config(BaseModel):
         payload: dict[str, Any] = {"gate": gate.fingerprint_payload(), "metric": spec.fingerprint_payload()}
         if gate.rule is GateRule.LOWER_BOUND:
             payload["interval"] = spec.interval.model_dump(mode="json")
+            if self.dataset.cluster_field is not None:
+                # Which field groups the examples decides the interval's width as much as its method does: pointing
+                # it at a field that makes each example its own group narrows a cluster-robust interval and can turn
+                # an undecided gate green. Only when set: unclustered approvals keep their fingerprints.
+                payload["clusters"] = self.dataset.cluster_field
         imported = files_of.get(imports_key(metric))
         if imported:  # only when there are any: a metric that imports no host code keeps its fingerprint
             payload["imports"] = imported
