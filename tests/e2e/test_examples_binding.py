@@ -100,7 +100,7 @@ def test_a_run_green_before_the_examples_were_bound_is_not_shown_green(tmp_path)
     forge_green(folder, "loops", before_the_rule)
     verified = project.cli("verify", str(folder))
     assert verified.code == 1, verified.out
-    assert 'runrecord.gold_gates: recorded "the run record says it was decided before every metric gate' in verified.out
+    assert "runrecord.gold_gates: recorded 'the run record says it was decided before every metric gate" in verified.out
     assert "under the current rules gate 'loops' is blocked: gold_not_validated" in verified.out
     shown = project.cli("view", str(folder))
     assert shown.code == 2 and "gold_not_validated" in shown.err, shown.err

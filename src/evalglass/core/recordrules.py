@@ -61,8 +61,8 @@ _BEFORE: Mapping[LaterRule, str] = {
     LaterRule.APPROVED_CALIBRATION: "the ledger approved calibration records (any record found counted)",
     LaterRule.ENDPOINT_BINDING: "where a judge is served was bound (no endpoint was checked)",
     LaterRule.CHECK_CODE_BINDING: "a check metric's unbound check code blocked its gates (it was not looked for)",
-    LaterRule.EXAMPLES_BINDING: "every metric gate stood on the dataset's validated gold (only gates on a reference "
-    "metric did, so the examples a gate measured were not approved)",
+    LaterRule.EXAMPLES_BINDING: "every metric gate stood on the validated gold of the dataset (only gates on a "
+    "reference metric did, so the examples a gate measured were not approved)",
 }
 
 

@@ -292,6 +292,9 @@ class Config(BaseModel):
 
     # Set by :meth:`for_variant` only: the run's gold fields, which a variant's own task does not know.
     _gold_fields: tuple[str, ...] | None = PrivateAttr(default=None)
+    #: A variant's scoring config takes the gold exactly when the run does (its gates are a subset: a gate on the
+    #: judge of variants side by side is in none of them).
+    _needs_gold: bool | None = PrivateAttr(default=None)
 
     _ledger_file = field_validator("ledger")(_names_a_file)
 
@@ -575,6 +578,7 @@ class Config(BaseModel):
             update={"task": self.variant_task(name), "variants": None, "gates": gates, "metrics": metrics}
         )
         variant._gold_fields = self.gold_excluded_fields
+        variant._needs_gold = self.needs_gold
         return variant
 
     def for_compared(self, graded: Path) -> Config:
@@ -767,7 +771,9 @@ class Config(BaseModel):
         """Whether a gate is declared on a metric: it stands on the dataset's gold (``core.authority.
         stands_on_gold``: a reference, or the examples it measures), or compares with a baseline (which needs the
         same gold). Only then is the gold fingerprint taken (it costs a serialisation of every record); a run whose
-        gates are all check gates measures no examples."""
+        gates are all check gates measures no examples. A variant's scoring config answers as its run does."""
+        if self._needs_gold is not None:
+            return self._needs_gold
         return any(gate.metric is not None for gate in self.gates.values())
 
     @property
