@@ -290,6 +290,11 @@ class AgentLane:
             }
         )
 
+    @property
+    def keeps_state(self) -> bool:
+        """Whether its trajectories hold a ``final_state``: a tool takes ``state``, or the task declares one."""
+        return self._keeps_state
+
     # ------------------------------------------------------------------ the Lane port
     @property
     def chunked(self) -> bool:
