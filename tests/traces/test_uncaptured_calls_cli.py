@@ -57,3 +57,20 @@ def test_calls_in_uncaptured_messages_are_not_captured_not_none(tmp_path: Path) 
         assert all(score["diagnostics"][0]["code"] == "content_not_captured" for score in unmeasured)
     # the captured traces are measured: one call each (a count, a budget of 0 exceeded, no loop)
     assert sorted(score for score in scores_of(tmp_path, "calls") if not isinstance(score, dict)) == [1.0, 1.0]
+
+
+def test_usage_a_span_did_not_report_is_not_recorded_not_the_worst_value(tmp_path: Path) -> None:
+    """A span without token counts (a provider that returns none) is a gap in the evidence: a budget on the tokens is
+    `non_evaluable` `not_recorded` there, and decides on the spans that report them."""
+    with recording() as (tracer, finished):
+        for index in range(4):
+            chat_span(tracer, f"Q{index}", "A", input_tokens=None if index == 3 else 12)
+        traces = finished()
+    metrics = {"small_prompt": {"type": "numeric_bounds", "field": "usage.input_tokens", "max": 100}}
+    project(tmp_path, {"metrics": metrics}, traces)
+    result = run_cli("run", "--no-history", cwd=tmp_path)
+    assert result.code == 0, result.err
+    scores = scores_of(tmp_path, "small_prompt")
+    assert scores[:3] == [1.0, 1.0, 1.0]
+    assert scores[3]["status"] == "non_evaluable" and scores[3]["diagnostics"][0]["code"] == "not_recorded"
+    assert "usage.input_tokens" in scores[3]["diagnostics"][0]["message"]
