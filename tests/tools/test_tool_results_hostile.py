@@ -534,6 +534,28 @@ def test_an_lm_eval_generation_without_its_answer_is_malformed_not_content_the_f
     assert found["population"]["expected"] == 10
 
 
+@pytest.mark.parametrize("named", [0, False, "", None, 1, ["none"]])
+def test_an_lm_eval_filter_that_is_not_a_name_is_malformed_not_the_default_filter(tmp_path: Path, named: Any) -> None:
+    """Only a line without the key is lm-eval's default filter (``none``): a falsy ``0``, ``false`` or ``""`` (or any
+    value that is not a name) read as the default would put its scores under the default filter's names."""
+    lines = [json.loads(line) for line in LM_EVAL.read_text().splitlines() if line.strip()]
+    lines[0]["filter"] = named
+    del lines[1]["filter"]  # absent: the default, read as such
+    odd = tmp_path / LM_EVAL.name
+    odd.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    metrics = {
+        "said": {"type": "contains", "field": "text", "reference": "target"},
+        "em": {"type": "recorded_score", "scorer": "exact_match"},
+    }
+    result = run(tmp_path, [odd, RESULTS], "lm-eval", metrics)
+    assert result.code == 0, result.err
+    for name in metrics:
+        found = metric(result.json(), name)
+        assert diagnostics(found) == {"malformed_sample": 1}, found  # once: not also an absent document
+        assert found["population"]["expected"] == 10
+        assert found["population"]["included"] == 9
+
+
 def test_an_openai_evals_sample_without_the_sampling_its_log_records_for_the_others_is_malformed(
     tmp_path: Path,
 ) -> None:
