@@ -19,10 +19,13 @@ error, why it ended (``finish``), the steps taken, tokens and cost, and the stat
 
 What the evaluator lacks is not a trajectory, and is a lane failure (``error`` for every metric of the example,
 never a wrong answer): the model endpoint failing after its retries (``call_*``), a model step over
-``step_timeout`` (``agent_step_timeout``), the whole trajectory over ``trajectory_timeout`` (``agent_timeout``: how
-long an endpoint takes is not the agent's doing), a recorded tool without a recorded result for the call
+``step_timeout`` counted from its first attempt's sending (``agent_step_timeout``; the wait for a concurrency slot
+before it is not the step's), the whole trajectory over ``trajectory_timeout`` (``agent_timeout``: how long an
+endpoint takes is not the agent's doing), a recorded tool without a recorded result for the call
 (``no_recorded_result``: the replay cannot say what the environment answered), a declared ``state`` the example
-lacks.
+lacks, a host tool's call that could not start because abandoned calls hold every thread the pool may have
+(``tool_worker_unavailable``: it never ran, so it did not time out, and a tool error told to the model would steer
+the rest of the trajectory).
 
 **Resuming.** Every model step goes through the call cache, keyed by the lane's fingerprint, the conversation so
 far and the sample: a resumed (or repeated) run replays the steps it has and makes only the others, so a killed run
@@ -66,6 +69,8 @@ if TYPE_CHECKING:
 
 #: How much of a tool's error the model and the record get (redacted first).
 _ERROR_CHARS = 500
+#: Threads for host tools' live calls (the pool adds one per abandoned call, up to four per thread: daemonpool.py).
+TOOL_THREADS = 32
 #: Lane fields that change how the loop is run, not what it asks: left out of the fingerprint.
 _OPERATIONAL = OPERATIONAL_FIELDS | {"step_timeout", "trajectory_timeout", "epochs"}
 
@@ -261,6 +266,7 @@ class AgentLane:
         transport: Any = "auto",
         prices: Mapping[str, Price] | None = None,
         client: ModelStepClient | None = None,
+        tool_threads: int = TOOL_THREADS,
     ) -> None:
         from evalglass.lanes.modelstep import AssistantTurn, StepRequest, open_step_client
         from evalglass.lanes.retry import Retrier
@@ -281,6 +287,7 @@ class AgentLane:
         self._recorded_path = parse_path(spec.recorded_results)
         self._keeps_state = spec.state is not None or any(tool.takes_state for tool in self.tools.values())
         self._threads: Any = None
+        self._tool_threads = tool_threads
         self.fingerprint = content_address(
             {
                 "type": "agent",
@@ -459,18 +466,32 @@ class AgentLane:
         )
 
     async def _call(self, request: StepRequest) -> _Step:
-        """One model step made: with retries, within ``step_timeout``."""
+        """One model step made: with retries, within ``step_timeout`` counted from when its first attempt is sent.
+
+        The time a step waits for a concurrency slot before that (other trajectories' steps in flight) is not the
+        step's: counted, a step would time out without being sent, as if the endpoint had been slow."""
         client, limit, submit, timeout = self.client, self.client.limit, self.executor.submit, self.spec.step_timeout
 
-        async def one(_number: int) -> Any:
-            return await submit(lambda: client.attempt(request), endpoint=limit)
-
         if timeout is None:  # no scope to enter: the retrier turns whatever an attempt raises into a fault
+
+            async def one(_number: int) -> Any:
+                return await submit(lambda: client.attempt(request), endpoint=limit)
+
             outcome = await self.retrier.run(one)
         else:
+            loop, seconds = asyncio.get_running_loop(), timeout
             try:
-                async with asyncio.timeout(timeout):
-                    outcome = await self.retrier.run(one)
+                async with asyncio.timeout(None) as scope:
+
+                    def sent() -> Any:  # called by the executor once the attempt holds its slots
+                        if scope.when() is None:
+                            scope.reschedule(loop.time() + seconds)
+                        return client.attempt(request)
+
+                    async def clocked(_number: int) -> Any:
+                        return await submit(sent, endpoint=limit)
+
+                    outcome = await self.retrier.run(clocked)
             except TimeoutError:
                 from evalglass.lanes.retry import Fault, FaultKind
 
@@ -511,7 +532,7 @@ class AgentLane:
             return _error(record, "arguments_not_json", f"the arguments are not JSON: {call.invalid}")
         if tool.recorded:
             return self._recorded(tool, call, record, run, sample)
-        return await self._host(tool, call, record, run)
+        return await self._host(tool, call, record, run, sample)
 
     def _recorded(
         self, tool: Tool, call: StepCall, record: dict[str, Any], run: _Trajectory, sample: int
@@ -540,7 +561,9 @@ class AgentLane:
             sample,
         )
 
-    async def _host(self, tool: Tool, call: StepCall, record: dict[str, Any], run: _Trajectory) -> dict[str, Any]:
+    async def _host(
+        self, tool: Tool, call: StepCall, record: dict[str, Any], run: _Trajectory, sample: int
+    ) -> dict[str, Any] | LaneFailure:
         from evalglass.lanes.daemonpool import CallRaised, CallTimedOut, DaemonThreadPool, call_in_thread
 
         function = tool.function
@@ -566,12 +589,22 @@ class AgentLane:
                     value = await function(**kwargs)
             else:
                 if self._threads is None:
-                    self._threads = DaemonThreadPool(32, name="evalglass-agent-tools")
+                    self._threads = DaemonThreadPool(self._tool_threads, name="evalglass-agent-tools")
                 value = await call_in_thread(self._threads, lambda: function(**kwargs), timeout)
                 if inspect.isawaitable(value):
                     async with asyncio.timeout(timeout) as scope:
                         value = await value
-        except CallTimedOut:
+        except CallTimedOut as late:
+            if late.queued:
+                # It never ran: abandoned calls hold every thread the pool may have. Not the tool's doing, nor the
+                # model's: told to the model as a tool error, it would steer the rest of the trajectory.
+                return self._failure(
+                    run,
+                    "tool_worker_unavailable",
+                    f"{tool.name} could not start within {timeout:g}s: {late.abandoned} abandoned (timed-out) tool "
+                    "calls still hold every thread the lane may use",
+                    sample,
+                )
             if tool.takes_state:
                 # The abandoned call still runs, and may still change the state it was given: the trajectory goes
                 # on with (and ends with) the state as it was at the timeout, never one a late write reaches.
