@@ -37,7 +37,9 @@ with effects outside the trajectory is one to record (``recorded``), not to re-r
 (or a copy of the record's ``state`` path), which it may change; what it holds at the end is ``final_state``.
 A call's result and arguments are kept as they were when the tool returned (copies), so a tool that returns part
 of its state, or changes an argument in place, does not rewrite an earlier step. A state tool abandoned at its
-timeout may go on changing the state it was given: the trajectory continues with a copy taken at the timeout.
+timeout may go on changing the state it was given: the trajectory continues with a copy taken at the timeout, as
+JSON (the one copy the tool's thread cannot interleave with); a state that is not JSON then has no safe copy, and
+the trajectory fails (``state_not_json``), as it does when its final state is not JSON.
 """
 
 from __future__ import annotations
@@ -367,6 +369,11 @@ class AgentLane:
             )
         if not isinstance(finish, str):
             return finish
+        if run.state is not None:
+            try:
+                orjson.dumps(run.state)
+            except TypeError as exc:  # outputs.jsonl could not hold it, and a replay would not see what metrics saw
+                return self._state_not_json(run, f"the trajectory's final state is not JSON ({exc})", sample)
         usage = _summed([usage for usage, _ in run.model_calls])
         return LaneOutput(
             self._trajectory(run, finish, usage),
@@ -515,6 +522,14 @@ class AgentLane:
             run.tries,
         )
 
+    def _state_not_json(self, run: _Trajectory, why: str, sample: int) -> LaneFailure:
+        return self._failure(
+            run,
+            "state_not_json",
+            f"{why}; keep the state JSON (mappings with text keys, lists, text, numbers, booleans, null)",
+            sample,
+        )
+
     # ------------------------------------------------------------------ tools
     async def _tool(self, call: StepCall, run: _Trajectory, sample: int) -> dict[str, Any] | LaneFailure:
         """Run one call; its ``tool_call_response`` part (an error is one too); the call recorded in ``run``."""
@@ -571,7 +586,7 @@ class AgentLane:
         if not isinstance(call.arguments, dict):
             return _error(record, "arguments_rejected", "the arguments must be a JSON object")
         # A copy, so a tool that changes an argument in place does not rewrite the call the trajectory recorded.
-        kwargs = _snapshot(call.arguments) if _nested(call.arguments) else dict(call.arguments)
+        kwargs = _arguments_copy(call.arguments) if _nested(call.arguments) else dict(call.arguments)
         if tool.takes_state:
             kwargs["state"] = run.state
         if tool.signature is not None and (tool.keywords is None or not tool.keywords.fit(kwargs)):
@@ -608,7 +623,11 @@ class AgentLane:
             if tool.takes_state:
                 # The abandoned call still runs, and may still change the state it was given: the trajectory goes
                 # on with (and ends with) the state as it was at the timeout, never one a late write reaches.
-                run.state = _snapshot(run.state)
+                try:
+                    run.state = _json_copy(run.state)
+                except TypeError as exc:
+                    why = f"{tool.name} timed out while the state holds what is not JSON ({exc}): no copy is safe"
+                    return self._state_not_json(run, why, sample)
             return _error(record, "tool_timeout", f"{tool.name} did not return within {timeout:g}s")
         except TimeoutError as exc:
             if scope is not None and scope.expired():
@@ -678,14 +697,21 @@ class AgentLane:
 _PLAIN_SCALARS = frozenset({str, int, bool, type(None)})
 
 
-def _snapshot(value: Any) -> Any:
-    """A deep copy of ``value`` (a call's arguments, a state another thread may be changing): orjson writes it
-    without letting another thread run (a deepcopy could meet a dict changing size); what orjson cannot write is
-    deep-copied."""
+def _json_copy(value: Any) -> Any:
+    """A deep copy of ``value`` as plain JSON, safe while another thread changes it (a state an abandoned tool still
+    holds): orjson writes it without letting another thread run, where a deepcopy runs Python code between its
+    steps, so it could meet a dict changing size or copy a list half changed. Raises TypeError for what orjson
+    cannot write (a set, an object, a key that is not text): no copy of that is safe, so there is none."""
+    return orjson.loads(orjson.dumps(value))
+
+
+def _arguments_copy(arguments: Any) -> Any:
+    """A deep copy of a call's arguments: read from the model's answer, so no other thread holds them, and a
+    deepcopy is safe where orjson cannot write them (an integer beyond 64 bits)."""
     try:
-        return orjson.loads(orjson.dumps(value))
+        return _json_copy(arguments)
     except TypeError:
-        return copy.deepcopy(value)
+        return copy.deepcopy(arguments)
 
 
 def _raised(record: dict[str, Any], exc: BaseException) -> dict[str, Any]:
