@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from evalglass.lanes.base import LaneContext
     from evalglass.lanes.chatcall import Usage
     from evalglass.lanes.executor import Executor
-    from evalglass.lanes.modelstep import AssistantTurn, ModelStepClient, StepCall, StepRequest
+    from evalglass.lanes.modelstep import AssistantTurn, ModelStepClient, StepCall, StepRequest, WireMemo
     from evalglass.lanes.ports import Job, LaneColumn, LaneFailure, LaneOutcome
     from evalglass.lanes.retry import Attempt, Fault, Retrier
 
@@ -234,6 +234,8 @@ class _Trajectory:
     replayed: bool = True
     first_key: str | None = None
     used: set[int] = field(default_factory=set)
+    #: The conversation's wire form, kept across its steps (only new messages are converted at a step).
+    wire: WireMemo | None = None
 
 
 class AgentLane:
@@ -270,11 +272,11 @@ class AgentLane:
         client: ModelStepClient | None = None,
         tool_threads: int = TOOL_THREADS,
     ) -> None:
-        from evalglass.lanes.modelstep import AssistantTurn, StepRequest, open_step_client
+        from evalglass.lanes.modelstep import AssistantTurn, StepRequest, WireMemo, open_step_client
         from evalglass.lanes.retry import Retrier
         from evalglass.lanes.templating import compile_template
 
-        self._turn_of, self._request = AssistantTurn.from_json, StepRequest
+        self._turn_of, self._request, self._wire_memo = AssistantTurn.from_json, StepRequest, WireMemo
         self.spec = spec
         self.executor = executor
         self.cache = cache if spec.cache else None
@@ -415,13 +417,13 @@ class AgentLane:
                     "{name, arguments?, result | error} objects",
                     sample,
                 )
-        return _Trajectory(messages, state, recorded)
+        return _Trajectory(messages, state, recorded, wire=self._wire_memo())
 
     async def _loop(self, run: _Trajectory, sample: int) -> str | LaneFailure:
         """Steps until the model answers without calling a tool (its finish reason, ``stop`` by default) or the
         budget is spent (``max_steps``)."""
         for _ in range(self.spec.max_steps):
-            request = self._request(self.spec.model, tuple(run.messages), self.definitions, self.params)
+            request = self._request(self.spec.model, tuple(run.messages), self.definitions, self.params, run.wire)
             # The first step's key is the trajectory's call id; later ones are needed only to look up the cache.
             keyed = self.cache is not None or run.first_key is None
             body = request.key_body() if keyed else None

@@ -15,8 +15,9 @@ the same :class:`~evalglass.lanes.providers.client.NativeClient` the chat lane a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+import operator
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
@@ -33,6 +34,40 @@ if TYPE_CHECKING:
     from evalglass.lanes.providers.client import NativeClient
 
 
+class WireMemo:
+    """One conversation's messages in a client's wire form, kept from one step to the next.
+
+    An agent sends the whole conversation at every step, and a conversation only grows: the agent lane appends to
+    it and never changes a message it holds. So a step converts only the messages added since the last one it
+    converted, not all of them again (which made the conversion quadratic in a trajectory's length). A conversation
+    that is not the last one grown (shorter, or any message replaced by another object: checked by identity, in C,
+    a pointer per message) is converted afresh. Limit: a message changed in place after it was converted is not
+    seen (the lane never does that)."""
+
+    __slots__ = ("_seen", "wire")
+
+    def __init__(self) -> None:
+        self._seen: tuple[dict[str, Any], ...] = ()
+        self.wire: list[dict[str, Any]] = []
+
+    def extend(
+        self,
+        conversation: tuple[dict[str, Any], ...],
+        convert: Callable[[dict[str, Any], Callable[[dict[str, Any]], None]], None],
+    ) -> list[dict[str, Any]]:
+        """The wire form of ``conversation`` (this memo's own list: copy it to keep it), ``convert(message,
+        append)`` called for each message not converted yet."""
+        seen = self._seen
+        count = len(seen)
+        if count and (len(conversation) < count or not all(map(operator.is_, conversation, seen))):
+            self.wire, count = [], 0
+        append = self.wire.append
+        for index in range(count, len(conversation)):
+            convert(conversation[index], append)
+        self._seen = conversation
+        return self.wire
+
+
 @dataclass(frozen=True, slots=True)
 class StepRequest:
     """One model step as asked: what the cache keys it by. Holds no secret."""
@@ -41,6 +76,9 @@ class StepRequest:
     messages: tuple[dict[str, Any], ...]
     tools: tuple[dict[str, Any], ...]
     params: tuple[tuple[str, Any], ...] = ()
+    #: The conversation's wire form kept across its steps (:class:`WireMemo`; None: converted whole). How a step is
+    #: sent, never what it asks: not compared, not in :meth:`key_body`.
+    wire: WireMemo | None = field(default=None, compare=False, repr=False)
 
     def key_body(self) -> dict[str, Any]:
         return {"model": self.model, "messages": list(self.messages), "tools": list(self.tools), **dict(self.params)}
@@ -194,42 +232,52 @@ def openai_body(request: StepRequest) -> dict[str, Any]:
     ``tool_calls`` (arguments as JSON text, or the text the model sent when it was not JSON), each tool response
     as a ``role: tool`` message (its response as text: a JSON value is sent as JSON text).
 
-    An agent sends the whole conversation at every step, so this runs once per message per step: one pass over each
-    message's parts, and the tools' wire form made once per tuple of definitions (the lane offers the same tuple at
-    every step)."""
-    messages: list[dict[str, Any]] = []
-    append = messages.append
-    for message in request.messages:
-        role, parts = message["role"], message["parts"]
-        if role == "tool":
-            for part in parts:
-                response = part.get("response")
-                content = response if isinstance(response, str) else orjson.dumps(response).decode()
-                append({"role": "tool", "tool_call_id": part.get("id"), "content": content})
-            continue
-        texts: list[str] = []
-        calls: list[dict[str, Any]] = []
-        for part in parts:
-            kind = part["type"]
-            if kind == "text":
-                texts.append(str(part["content"]))
-            elif kind == "tool_call":
-                if "invalid_arguments" in part:
-                    arguments = part["invalid_arguments"]
-                else:
-                    arguments = orjson.dumps(part.get("arguments")).decode()
-                function = {"name": part["name"], "arguments": arguments}
-                calls.append({"id": part.get("id"), "type": "function", "function": function})
-        text = texts[0] if len(texts) == 1 else "".join(texts)
-        if calls:
-            append({"role": role, "content": text or None, "tool_calls": calls})
-        else:
-            append({"role": role, "content": text})
+    An agent sends the whole conversation at every step: with the request's :class:`WireMemo`, only the messages
+    added since the last step are converted (the others' wire form is kept); the tools' wire form is made once per
+    tuple of definitions (the lane offers the same tuple at every step)."""
+    memo = request.wire
+    if memo is None:
+        messages: list[dict[str, Any]] = []
+        append = messages.append
+        for message in request.messages:
+            _openai_message(message, append)
+    else:
+        messages = list(memo.extend(request.messages, _openai_message))
     body: dict[str, Any] = {"model": request.model, "messages": messages}
     if request.tools:
         body["tools"] = _openai_tools(request.tools)
     body.update(request.params)
     return body
+
+
+def _openai_message(message: dict[str, Any], append: Callable[[dict[str, Any]], None]) -> None:
+    """One message of EvalGlass's form in the chat-completions shape (a tool message: one per response part), in one
+    pass over its parts."""
+    role, parts = message["role"], message["parts"]
+    if role == "tool":
+        for part in parts:
+            response = part.get("response")
+            content = response if isinstance(response, str) else orjson.dumps(response).decode()
+            append({"role": "tool", "tool_call_id": part.get("id"), "content": content})
+        return
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for part in parts:
+        kind = part["type"]
+        if kind == "text":
+            texts.append(str(part["content"]))
+        elif kind == "tool_call":
+            if "invalid_arguments" in part:
+                arguments = part["invalid_arguments"]
+            else:
+                arguments = orjson.dumps(part.get("arguments")).decode()
+            function = {"name": part["name"], "arguments": arguments}
+            calls.append({"id": part.get("id"), "type": "function", "function": function})
+    text = texts[0] if len(texts) == 1 else "".join(texts)
+    if calls:
+        append({"role": role, "content": text or None, "tool_calls": calls})
+    else:
+        append({"role": role, "content": text})
 
 
 #: The last tuple of tool definitions and its wire form, as one tuple so that a reader on any thread sees a
