@@ -74,15 +74,15 @@ def test_a_tool_call_no_thread_could_start_is_a_lane_failure_not_a_tool_timeout(
 
 
 def test_a_model_step_waiting_for_a_concurrency_slot_is_not_timed_out_by_the_wait(tmp_path: Path) -> None:
-    """One call in flight at a time, each answered in 1s, step_timeout 1.6s: the third trajectory's step waits 2s
+    """One call in flight at a time, each answered in 1s, step_timeout 2.5s: the fourth trajectory's step waits 3s
     for its slot. The step's clock starts when its first attempt is sent, so every step ends within it."""
     (tmp_path / "hanging.py").write_text(textwrap.dedent(HANGING))
     with FakeOpenAI(turns={"Q": ["fine"]}) as server:
-        spec = spec_of(server, step_timeout=1.6, cache=False)
+        spec = spec_of(server, step_timeout=2.5, cache=False)
         outcomes = produce_all(
             lambda: AgentLane(spec, base_dir=tmp_path, executor=AsyncioExecutor(1), env={}),
-            [{"q": "[[behaviour:slow:1]] Q"}] * 3,
+            [{"q": "[[behaviour:slow:1]] Q"}] * 4,
         )
-        assert server.request_count == 3 and server.max_in_flight == 1  # the steps queued behind each other
+        assert server.request_count == 4 and server.max_in_flight == 1  # the steps queued behind each other
     assert all(isinstance(outcome, LaneOutput) for outcome in outcomes), outcomes
-    assert [outcome.value["text"] for outcome in outcomes if isinstance(outcome, LaneOutput)] == ["fine"] * 3
+    assert [outcome.value["text"] for outcome in outcomes if isinstance(outcome, LaneOutput)] == ["fine"] * 4
