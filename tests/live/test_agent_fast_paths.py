@@ -8,6 +8,7 @@ import inspect
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -150,6 +151,13 @@ def test_the_request_body_built_step_by_step_is_the_plain_conversion_byte_for_by
         request = StepRequest("m", tuple(other), offered, (), memo)
         assert orjson.dumps(openai_body(request)) == orjson.dumps(reference_body(request))
         shorter = StepRequest("m", tuple(conversation[:-1]), offered, (), memo)
+        assert orjson.dumps(openai_body(shorter)) == orjson.dumps(reference_body(shorter))
+        # A message that fails half converted (its second part is not a part) fails the step, and the memo keeps
+        # no half of it.
+        half = {"role": "tool", "parts": [{"type": "tool_call_response", "response": 1}, None]}
+        broken = StepRequest("m", (*conversation[:-1], half), offered, (), memo)
+        with pytest.raises(AttributeError):
+            openai_body(broken)
         assert orjson.dumps(openai_body(shorter)) == orjson.dumps(reference_body(shorter))
 
 

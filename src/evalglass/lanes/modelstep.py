@@ -62,8 +62,12 @@ class WireMemo:
         if count and (len(conversation) < count or not all(map(operator.is_, conversation, seen))):
             self.wire, count = [], 0
         append = self.wire.append
-        for index in range(count, len(conversation)):
-            convert(conversation[index], append)
+        try:
+            for index in range(count, len(conversation)):
+                convert(conversation[index], append)
+        except BaseException:  # half converted: forgotten, so a retry converts the whole conversation again
+            self._seen, self.wire = (), []
+            raise
         self._seen = conversation
         return self.wire
 
