@@ -284,3 +284,111 @@ def test_the_bytes_an_agent_sends_at_every_step_are_the_plain_conversion_s(
         assert raw == orjson.dumps(reference_body(plain))
     first = StepRequest("m", tuple(conversation[: starts[0]]), lane.definitions, lane.params)
     assert outcome.call_id == cache_key(lane.fingerprint, first.key_body(), 0)
+
+
+def anthropic_reference(model: str, messages: Any, tools: Any, params: Any) -> dict[str, Any]:
+    """The Messages API body as the lane built it before it was built a step at a time (the specification)."""
+    from evalglass.lanes.providers.anthropic import _blocks, _tool, _tool_result
+    from evalglass.lanes.providers.wire import text_of
+
+    system: list[str] = []
+    wire: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] | None = None
+    for message in messages:
+        role, parts = message["role"], message["parts"]
+        if role == "system":
+            system.append(text_of(parts))
+        elif role == "tool":
+            if results is None:
+                results = []
+                wire.append({"role": "user", "content": results})
+            results.extend(_tool_result(part) for part in parts)
+            continue
+        else:
+            wire.append({"role": "assistant" if role == "assistant" else "user", "content": _blocks(parts)})
+        results = None
+    body: dict[str, Any] = {"model": model, "messages": wire}
+    if system:
+        body["system"] = "\n\n".join(system)
+    if tools:
+        body["tools"] = [_tool(tool) for tool in tools]
+    body.update(params)
+    return body
+
+
+def gemini_reference(model: str, messages: Any, tools: Any, params: Any) -> dict[str, Any]:
+    """The Gemini body as the lane built it before it was built a step at a time (the specification)."""
+    from evalglass.lanes.providers.gemini import _arguments, _declaration, _function_response
+    from evalglass.lanes.providers.wire import text_of
+
+    system: list[str] = []
+    contents: list[dict[str, Any]] = []
+    names: dict[str, str] = {}
+    last_calls: list[str] = []
+    responses: list[dict[str, Any]] | None = None
+    for message in messages:
+        role, parts = message["role"], message["parts"]
+        if role == "system":
+            system.append(text_of(parts))
+            continue
+        if role == "tool":
+            if responses is None:
+                responses = []
+                contents.append({"role": "user", "parts": responses})
+            for part in parts:
+                if part.get("type") == "tool_call_response":
+                    responses.append(_function_response(part, names, last_calls, len(responses)))
+            continue
+        responses = None
+        wire_parts: list[dict[str, Any]] = []
+        calls: list[str] = []
+        for part in parts:
+            kind = part.get("type")
+            if kind == "text":
+                wire_parts.append({"text": str(part["content"])})
+            elif kind == "tool_call":
+                name = str(part["name"])
+                call: dict[str, Any] = {"name": name, "args": _arguments(part)}
+                if part.get("id") is not None:
+                    call["id"] = part["id"]
+                    names[str(part["id"])] = name
+                calls.append(name)
+                wire_parts.append({"functionCall": call})
+        if role == "assistant":
+            last_calls = calls
+        contents.append({"role": "model" if role == "assistant" else "user", "parts": wire_parts})
+    body: dict[str, Any] = {"contents": contents}
+    if system:
+        body["systemInstruction"] = {"parts": [{"text": "\n\n".join(system)}]}
+    if tools:
+        body["tools"] = [{"functionDeclarations": [_declaration(tool) for tool in tools]}]
+    if params:
+        body["generationConfig"] = {"temperature": params["temperature"]}
+    return body
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from(["anthropic", "gemini"]),
+    st.lists(messages, max_size=8),
+    tools,
+    st.lists(st.integers(0, 8), min_size=1, max_size=6),
+)
+def test_a_native_body_built_step_by_step_is_the_plain_conversion_byte_for_byte(
+    provider: str, conversation: list[dict[str, Any]], offered: tuple[dict[str, Any], ...], cuts: list[int]
+) -> None:
+    """As for the OpenAI shape: the Anthropic and Gemini bodies of ever longer prefixes of one conversation, built a
+    step's new messages at a time, are byte for byte those converted whole the way the lane did before, tool
+    results joined into one user turn across the steps as within one."""
+    import importlib
+
+    module = importlib.import_module(f"evalglass.lanes.providers.{provider}")
+    reference = anthropic_reference if provider == "anthropic" else gemini_reference
+    params = {"temperature": 0.0}
+    memo = WireMemo()
+    for cut in [*sorted(cuts), len(conversation), len(conversation)]:
+        prefix = tuple(conversation[:cut])
+        built = memo.extend(prefix, module.builder, lambda form, message: form.add(message))
+        expected = orjson.dumps(reference("m", prefix, offered, params))
+        assert orjson.dumps(built.body("m", offered, params)) == expected
+        assert orjson.dumps(module.request_body("m", prefix, offered, params)) == expected

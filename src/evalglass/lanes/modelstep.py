@@ -18,16 +18,18 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import orjson
 
 from evalglass.core.fieldpath import ABSENT
 from evalglass.lanes.chatcall import TransportChoice, Usage
 from evalglass.lanes.executor import EndpointLimit
-from evalglass.lanes.providers.wire import Malformed, WireAnswer, WireCall
+from evalglass.lanes.providers.wire import Malformed, WireAnswer, WireBuilder, WireCall
 from evalglass.lanes.retry import Fault, FaultKind, Ok
 from evalglass.lanes.specs import EndpointSpec, Provider
+
+S = TypeVar("S")
 
 if TYPE_CHECKING:
     from evalglass.lanes.chat import ChatClient
@@ -35,41 +37,40 @@ if TYPE_CHECKING:
 
 
 class WireMemo:
-    """One conversation's messages in a client's wire form, kept from one step to the next.
+    """One conversation in a client's wire form, kept from one step to the next.
 
     An agent sends the whole conversation at every step, and a conversation only grows: the agent lane appends to
     it and never changes a message it holds. So a step converts only the messages added since the last one it
     converted, not all of them again (which made the conversion quadratic in a trajectory's length). A conversation
     that is not the last one grown (shorter, or any message replaced by another object: checked by identity, in C,
-    a pointer per message) is converted afresh. Limit: a message changed in place after it was converted is not
-    seen (the lane never does that)."""
+    a pointer per message) is converted afresh, as is one a conversion failed half way through. Limit: a message
+    changed in place after it was converted is not seen (the lane never does that)."""
 
-    __slots__ = ("_seen", "wire")
+    __slots__ = ("_fresh", "_seen", "_state")
 
     def __init__(self) -> None:
         self._seen: tuple[dict[str, Any], ...] = ()
-        self.wire: list[dict[str, Any]] = []
+        self._fresh: Callable[[], Any] | None = None
+        self._state: Any = None
 
     def extend(
-        self,
-        conversation: tuple[dict[str, Any], ...],
-        convert: Callable[[dict[str, Any], Callable[[dict[str, Any]], None]], None],
-    ) -> list[dict[str, Any]]:
-        """The wire form of ``conversation`` (this memo's own list: copy it to keep it), ``convert(message,
-        append)`` called for each message not converted yet."""
+        self, conversation: tuple[dict[str, Any], ...], fresh: Callable[[], S], add: Callable[[S, Any], None]
+    ) -> S:
+        """The wire form of ``conversation`` (this memo's own: copy what is kept of it): ``fresh()`` an empty one,
+        ``add(form, message)`` called for each message not added yet."""
         seen = self._seen
         count = len(seen)
-        if count and (len(conversation) < count or not all(map(operator.is_, conversation, seen))):
-            self.wire, count = [], 0
-        append = self.wire.append
+        if self._fresh is not fresh or len(conversation) < count or not all(map(operator.is_, conversation, seen)):
+            self._state, self._fresh, count = fresh(), fresh, 0
+        state: S = self._state
         try:
             for index in range(count, len(conversation)):
-                convert(conversation[index], append)
+                add(state, conversation[index])
         except BaseException:  # half converted: forgotten, so a retry converts the whole conversation again
-            self._seen, self.wire = (), []
+            self._seen, self._fresh, self._state = (), None, None
             raise
         self._seen = conversation
-        return self.wire
+        return state
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,8 +172,9 @@ class OpenAIStepClient:
 
 class NativeStepClient:
     """:class:`ModelStepClient` for a native API (``provider: anthropic | gemini``): the request in the provider
-    module's wire shape, the answer read into a turn with the API's own usage fields; rate limits and overloads are
-    the faults the module's ``read_error`` names (docs/providers.md), retried by the lane's policy."""
+    module's wire shape (with the request's :class:`WireMemo`, built a step's new messages at a time by the
+    module's ``builder``), the answer read into a turn with the API's own usage fields; rate limits and overloads
+    are the faults the module's ``read_error`` names (docs/providers.md), retried by the lane's policy."""
 
     def __init__(self, spec: EndpointSpec, *, env: Mapping[str, str] | None = None) -> None:
         from evalglass.lanes.providers.client import NativeClient
@@ -181,9 +183,13 @@ class NativeStepClient:
         self.limit = self.native.limit
 
     async def attempt(self, request: StepRequest) -> Ok[AssistantTurn] | Fault:
-        wire = self.native.wire
+        wire, memo = self.native.wire, request.wire
         try:
-            body = wire.request_body(request.model, request.messages, request.tools, dict(request.params))
+            if memo is None:
+                body = wire.request_body(request.model, request.messages, request.tools, dict(request.params))
+            else:
+                built = memo.extend(request.messages, wire.builder, _add_native)
+                body = built.body(request.model, request.tools, dict(request.params))
         except ValueError as exc:
             return Fault(FaultKind.INVALID_REQUEST, str(exc))
         return await self.native.post(body, self._turn)
@@ -198,6 +204,10 @@ class NativeStepClient:
 
     async def aclose(self) -> None:
         await self.native.aclose()
+
+
+def _add_native(built: WireBuilder, message: dict[str, Any]) -> None:
+    built.add(message)
 
 
 #: A native API's finish reasons in the chat-completions names a trajectory's ``finish`` and messages carry (as
@@ -246,12 +256,21 @@ def openai_body(request: StepRequest) -> dict[str, Any]:
         for message in request.messages:
             _openai_message(message, append)
     else:
-        messages = list(memo.extend(request.messages, _openai_message))
+        kept: list[dict[str, Any]] = memo.extend(request.messages, _new_list, _add_openai)
+        messages = list(kept)
     body: dict[str, Any] = {"model": request.model, "messages": messages}
     if request.tools:
         body["tools"] = _openai_tools(request.tools)
     body.update(request.params)
     return body
+
+
+def _new_list() -> list[dict[str, Any]]:
+    return []
+
+
+def _add_openai(wire: list[dict[str, Any]], message: dict[str, Any]) -> None:
+    _openai_message(message, wire.append)
 
 
 def _openai_message(message: dict[str, Any], append: Callable[[dict[str, Any]], None]) -> None:
