@@ -444,7 +444,10 @@ class AgentLaneSpec(EndpointSpec):
     tools: dict[str, AgentToolSpec] = Field(min_length=1, description="Tool name -> module:function | recorded.")
     max_steps: int = Field(default=10, ge=1, le=1000, description="Model turns at most (each with its tool calls).")
     step_timeout: float | None = Field(
-        default=None, gt=0, description="Seconds for one model step (all its attempts) and for one tool call."
+        default=None,
+        gt=0,
+        description="Seconds for one model step (all its attempts, from the first's sending) and for one tool call "
+        "(from its start).",
     )
     trajectory_timeout: float | None = Field(default=None, gt=0, description="Seconds for the whole trajectory.")
     recorded_results: str = Field(
