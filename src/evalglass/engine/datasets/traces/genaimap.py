@@ -124,7 +124,7 @@ def _clip(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _structured(value: Any, key: str) -> Any:
+def structured_value(value: Any, key: str) -> Any:
     """A structured attribute: JSON text is parsed, an array or key-value list is taken as it is."""
     if type(value) is str:
         try:
@@ -144,9 +144,9 @@ def _maybe_json(value: Any) -> Any:
     return value
 
 
-def _messages(value: Any, key: str) -> list[dict[str, Any]]:
+def checked_messages(value: Any, key: str) -> list[dict[str, Any]]:
     """``gen_ai.*.messages``: a list of {role, parts: [{type, ...}]}; checked, kept as written."""
-    messages = _structured(value, key)
+    messages = structured_value(value, key)
     if type(messages) is not list:
         raise MappingProblem(f"attribute {key} must be a list of messages, got {json_type_name(messages)}")
     for message in messages:
@@ -164,8 +164,8 @@ def _messages(value: Any, key: str) -> list[dict[str, Any]]:
 _NO_PARTS: list[Any] = []
 
 
-def _parts(value: Any, key: str) -> list[dict[str, Any]]:
-    parts = _structured(value, key)
+def checked_parts(value: Any, key: str) -> list[dict[str, Any]]:
+    parts = structured_value(value, key)
     if type(parts) is not list:
         raise MappingProblem(f"attribute {key} must be a list of parts with a type, got {_clip(parts)}")
     for part in parts:
@@ -375,7 +375,7 @@ def _current(span: Span, content: SpanContent) -> None:
     events = span.events
     if not events:
         get = span.attributes.get
-        content.tool_call_free = _no_tool_call(get("gen_ai.input.messages"), get("gen_ai.output.messages"))
+        content.tool_call_free = holds_no_tool_call(get("gen_ai.input.messages"), get("gen_ai.output.messages"))
     sources = (
         [span.attributes, *(attributes for name, attributes in events if name == DETAILS_EVENT)]
         if events
@@ -383,18 +383,21 @@ def _current(span: Span, content: SpanContent) -> None:
     )
     for attributes in sources:
         if content.input_messages is None and "gen_ai.input.messages" in attributes:
-            content.input_messages = _messages(attributes["gen_ai.input.messages"], "gen_ai.input.messages")
+            content.input_messages = checked_messages(attributes["gen_ai.input.messages"], "gen_ai.input.messages")
         if content.output_messages is None and "gen_ai.output.messages" in attributes:
-            content.output_messages = _messages(attributes["gen_ai.output.messages"], "gen_ai.output.messages")
+            content.output_messages = checked_messages(attributes["gen_ai.output.messages"], "gen_ai.output.messages")
         if content.system_instructions is None and "gen_ai.system_instructions" in attributes:
-            content.system_instructions = _parts(attributes["gen_ai.system_instructions"], "gen_ai.system_instructions")
+            content.system_instructions = checked_parts(
+                attributes["gen_ai.system_instructions"], "gen_ai.system_instructions"
+            )
         if content.tool_definitions is None and "gen_ai.tool.definitions" in attributes:
-            content.tool_definitions = _tool_definitions(
-                _structured(attributes["gen_ai.tool.definitions"], "gen_ai.tool.definitions"), "gen_ai.tool.definitions"
+            content.tool_definitions = tool_definitions(
+                structured_value(attributes["gen_ai.tool.definitions"], "gen_ai.tool.definitions"),
+                "gen_ai.tool.definitions",
             )
 
 
-def _no_tool_call(inputs: Any, outputs: Any) -> bool:
+def holds_no_tool_call(inputs: Any, outputs: Any) -> bool:
     """Whether input and output messages as JSON text (or absent) certainly hold no part of type ``tool_call`` or
     ``tool_call_response``: such a part's type is the text ``tool_call...``, which JSON can write only as it is or
     with ``\\u`` escapes. Found in C over the text, so that the messages of a span without tool calls (most spans)
@@ -404,7 +407,7 @@ def _no_tool_call(inputs: Any, outputs: Any) -> bool:
     )
 
 
-def _tool_definitions(value: Any, key: str) -> list[dict[str, Any]]:
+def tool_definitions(value: Any, key: str) -> list[dict[str, Any]]:
     if type(value) is not list:
         raise MappingProblem(f"attribute {key} must be a list of tool definitions, got {json_type_name(value)}")
     definitions = []
@@ -448,7 +451,7 @@ def _pre_1_36(span: Span, content: SpanContent) -> None:
             if body is None:
                 uncaptured_out = True
                 continue
-            body = _structured(body, "gen_ai.choice message")
+            body = structured_value(body, "gen_ai.choice message")
             if type(body) is not dict:
                 raise MappingProblem("event gen_ai.choice: its message must be an object")
             message = _old_message(body, str(body.get("role") or "assistant"), "gen_ai.choice")
@@ -476,7 +479,7 @@ def _pre_1_36(span: Span, content: SpanContent) -> None:
         content.output_messages = _indexed_messages(attributes, "gen_ai.completion.", "assistant")
     functions = _indexed(attributes, "llm.request.functions.")
     if functions:
-        content.tool_definitions = _tool_definitions(functions, "llm.request.functions")
+        content.tool_definitions = tool_definitions(functions, "llm.request.functions")
     _split_system(content)
 
 
@@ -496,7 +499,7 @@ def _old_message(body: Mapping[str, Any], role: str, where: str) -> dict[str, An
         parts.append({"type": "text", "content": _content_text(body["content"], where)})
     calls = body.get("tool_calls")
     if calls is not None:
-        calls = _structured(calls, f"{where} tool_calls")
+        calls = structured_value(calls, f"{where} tool_calls")
         if type(calls) is not list:
             raise MappingProblem(f"event {where}: tool_calls must be a list")
         for call in calls:
@@ -525,7 +528,7 @@ def _content_text(content: Any, where: str) -> str:
 
 def _plain_messages(value: Any, key: str, default_role: str = "user") -> list[dict[str, Any]]:
     """``gen_ai.prompt`` / ``gen_ai.completion`` JSON: a list of {role, content} (or one such object)."""
-    parsed = _structured(value, key)
+    parsed = structured_value(value, key)
     if type(parsed) is dict:
         parsed = [parsed]
     if type(parsed) is not list:
@@ -611,14 +614,14 @@ def _openinference(span: Span, content: SpanContent) -> None:
         content.finish_reasons = [reason]
     tools = _indexed(attributes, "llm.tools.")
     if tools:
-        schemas = [_structured(tool.get("tool.json_schema"), "llm.tools.tool.json_schema") for tool in tools]
-        content.tool_definitions = _tool_definitions(schemas, "llm.tools")
+        schemas = [structured_value(tool.get("tool.json_schema"), "llm.tools.tool.json_schema") for tool in tools]
+        content.tool_definitions = tool_definitions(schemas, "llm.tools")
     _split_system(content)
 
 
 def _oi_messages(attributes: Mapping[str, Any], key: str) -> list[dict[str, Any]] | None:
     if key in attributes:  # some exporters write the list structured
-        value = _structured(attributes[key], key)
+        value = structured_value(attributes[key], key)
         if type(value) is not list or any(type(item) is not dict for item in value):
             raise MappingProblem(f"attribute {key} must be a list of messages")
         items = [_flatten(item) for item in value]

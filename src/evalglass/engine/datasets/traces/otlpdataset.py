@@ -33,23 +33,23 @@ from evalglass.engine.datasets.dataset import BATCH, BadLine, _plain_key, _unfre
 from evalglass.engine.datasets.traces.genaimap import (
     GEN_AI,
     MappingProblem,
-    _messages,
-    _no_tool_call,
-    _parts,
-    _structured,
-    _tool_definitions,
+    checked_messages,
+    checked_parts,
     convention_of,
     error_type,
     facts,
     finish_reasons_of,
+    holds_no_tool_call,
     is_inference,
     is_tool,
     name_plan,
     operation_of,
     span_content,
+    structured_value,
     text_of,
     tool_call_of,
     tool_calls_from_messages,
+    tool_definitions,
 )
 from evalglass.engine.datasets.traces.otlpspans import Span, SpanFile, SpanProblem, pack, span_of
 from evalglass.engine.spec.tracespec import TraceOptions
@@ -578,10 +578,10 @@ def lone_record(
     # once (_NO_VALUE: absent, which a null value is not).
     input_value = get(_INPUT, _NO_VALUE)
     output_value = get(_OUTPUT, _NO_VALUE)
-    messages = _messages(input_value, _INPUT) if input_value is not _NO_VALUE else None
-    out_messages = _messages(output_value, _OUTPUT) if output_value is not _NO_VALUE else None
-    system = _parts(get(_SYSTEM), _SYSTEM) if _SYSTEM in attributes else None
-    tools = _tool_definitions(_structured(get(_TOOLS), _TOOLS), _TOOLS) if _TOOLS in attributes else None
+    messages = checked_messages(input_value, _INPUT) if input_value is not _NO_VALUE else None
+    out_messages = checked_messages(output_value, _OUTPUT) if output_value is not _NO_VALUE else None
+    system = checked_parts(get(_SYSTEM), _SYSTEM) if _SYSTEM in attributes else None
+    tools = tool_definitions(structured_value(get(_TOOLS), _TOOLS), _TOOLS) if _TOOLS in attributes else None
     if reasons is None and out_messages:
         reasons = finish_reasons_of(out_messages)
     error_value = get("error.type")
@@ -603,7 +603,7 @@ def lone_record(
     inputs["model"] = request_model
     tool_calls = (
         []
-        if _no_tool_call(
+        if holds_no_tool_call(
             input_value if input_value is not _NO_VALUE else None,
             output_value if output_value is not _NO_VALUE else None,
         )
