@@ -144,11 +144,15 @@ def _maybe_json(value: Any) -> Any:
     return value
 
 
-def checked_messages(value: Any, key: str) -> list[dict[str, Any]]:
-    """``gen_ai.*.messages``: a list of {role, parts: [{type, ...}]}; checked, kept as written."""
+def checked_messages(value: Any, key: str) -> tuple[list[dict[str, Any]], bool]:
+    """``gen_ai.*.messages``: a list of {role, parts: [{type, ...}]}; checked, kept as written. With it, whether a
+    part is a ``tool_call``: without one ``tool_calls_from_messages`` finds no call in them (a response is kept only
+    with its call), so most spans' messages are not walked again for calls; the check reads each part's type
+    anyway."""
     messages = structured_value(value, key)
     if type(messages) is not list:
         raise MappingProblem(f"attribute {key} must be a list of messages, got {json_type_name(messages)}")
+    calls = False
     for message in messages:
         if type(message) is not dict or type(message.get("role")) is not str:
             raise MappingProblem(f"attribute {key}: every message needs a role, got {_clip(message)}")
@@ -156,9 +160,11 @@ def checked_messages(value: Any, key: str) -> list[dict[str, Any]]:
         if type(parts) is not list:
             raise MappingProblem(f"attribute {key}: a message's parts must be a list")
         for part in parts:
-            if type(part) is not dict or type(part.get("type")) is not str:
+            if type(part) is not dict or type(kind := part.get("type")) is not str:
                 raise MappingProblem(f"attribute {key}: a message's parts must be objects with a type")
-    return messages
+            if kind == "tool_call":
+                calls = True
+    return messages, calls
 
 
 _NO_PARTS: list[Any] = []
@@ -175,8 +181,12 @@ def checked_parts(value: Any, key: str) -> list[dict[str, Any]]:
 
 
 def text_of(message: Mapping[str, Any]) -> str:
+    parts = message.get("parts", ())
+    if len(parts) == 1:  # the commonest: one part (no list of texts to join)
+        part = parts[0]
+        return content if part.get("type") == "text" and type(content := part.get("content")) is str else ""
     texts = []
-    for part in message.get("parts", ()):
+    for part in parts:
         if part.get("type") == "text" and type(content := part.get("content")) is str:
             texts.append(content)
     return texts[0] if len(texts) == 1 else "".join(texts)
@@ -217,8 +227,8 @@ class SpanContent:
         self.response_id: str | None = None
         self.finish_reasons: list[str] | None = None
         self.usage: dict[str, int] = {}
-        #: True when the messages are known to hold no tool call or tool call response (see _current); False when
-        #: they may.
+        #: True when the span's input and output messages hold no part of type ``tool_call`` (see _current and
+        #: checked_messages); False when they may.
         self.tool_call_free = False
 
 
@@ -373,9 +383,7 @@ def _all_text(values: list[Any]) -> bool:
 
 def _current(span: Span, content: SpanContent) -> None:
     events = span.events
-    if not events:
-        get = span.attributes.get
-        content.tool_call_free = holds_no_tool_call(get("gen_ai.input.messages"), get("gen_ai.output.messages"))
+    calls_in = calls_out = False
     sources = (
         [span.attributes, *(attributes for name, attributes in events if name == DETAILS_EVENT)]
         if events
@@ -383,9 +391,13 @@ def _current(span: Span, content: SpanContent) -> None:
     )
     for attributes in sources:
         if content.input_messages is None and "gen_ai.input.messages" in attributes:
-            content.input_messages = checked_messages(attributes["gen_ai.input.messages"], "gen_ai.input.messages")
+            content.input_messages, calls_in = checked_messages(
+                attributes["gen_ai.input.messages"], "gen_ai.input.messages"
+            )
         if content.output_messages is None and "gen_ai.output.messages" in attributes:
-            content.output_messages = checked_messages(attributes["gen_ai.output.messages"], "gen_ai.output.messages")
+            content.output_messages, calls_out = checked_messages(
+                attributes["gen_ai.output.messages"], "gen_ai.output.messages"
+            )
         if content.system_instructions is None and "gen_ai.system_instructions" in attributes:
             content.system_instructions = checked_parts(
                 attributes["gen_ai.system_instructions"], "gen_ai.system_instructions"
@@ -395,16 +407,7 @@ def _current(span: Span, content: SpanContent) -> None:
                 structured_value(attributes["gen_ai.tool.definitions"], "gen_ai.tool.definitions"),
                 "gen_ai.tool.definitions",
             )
-
-
-def holds_no_tool_call(inputs: Any, outputs: Any) -> bool:
-    """Whether input and output messages as JSON text (or absent) certainly hold no part of type ``tool_call`` or
-    ``tool_call_response``: such a part's type is the text ``tool_call...``, which JSON can write only as it is or
-    with ``\\u`` escapes. Found in C over the text, so that the messages of a span without tool calls (most spans)
-    are not walked again for them (``tool_calls_from_messages``). Structured messages (not text) may hold them."""
-    return (inputs is None or (type(inputs) is str and "tool_call" not in inputs and "\\u" not in inputs)) and (
-        outputs is None or (type(outputs) is str and "tool_call" not in outputs and "\\u" not in outputs)
-    )
+    content.tool_call_free = not (calls_in or calls_out)
 
 
 def tool_definitions(value: Any, key: str) -> list[dict[str, Any]]:

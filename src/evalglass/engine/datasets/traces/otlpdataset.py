@@ -39,7 +39,6 @@ from evalglass.engine.datasets.traces.genaimap import (
     error_type,
     facts,
     finish_reasons_of,
-    holds_no_tool_call,
     is_inference,
     is_tool,
     name_plan,
@@ -548,6 +547,8 @@ def trace_record(
 
 
 _NO_VALUE = object()
+#: What checked_messages gives for messages not captured.
+_NO_MESSAGES: tuple[None, bool] = (None, False)
 _INPUT = "gen_ai.input.messages"
 _OUTPUT = "gen_ai.output.messages"
 _SYSTEM = "gen_ai.system_instructions"
@@ -578,8 +579,8 @@ def lone_record(
     # once (_NO_VALUE: absent, which a null value is not).
     input_value = get(_INPUT, _NO_VALUE)
     output_value = get(_OUTPUT, _NO_VALUE)
-    messages = checked_messages(input_value, _INPUT) if input_value is not _NO_VALUE else None
-    out_messages = checked_messages(output_value, _OUTPUT) if output_value is not _NO_VALUE else None
+    messages, calls = checked_messages(input_value, _INPUT) if input_value is not _NO_VALUE else _NO_MESSAGES
+    out_messages, out_calls = checked_messages(output_value, _OUTPUT) if output_value is not _NO_VALUE else _NO_MESSAGES
     system = checked_parts(get(_SYSTEM), _SYSTEM) if _SYSTEM in attributes else None
     tools = tool_definitions(structured_value(get(_TOOLS), _TOOLS), _TOOLS) if _TOOLS in attributes else None
     if reasons is None and out_messages:
@@ -601,14 +602,7 @@ def lone_record(
     else:
         inputs["tool_definitions"] = tools
     inputs["model"] = request_model
-    tool_calls = (
-        []
-        if holds_no_tool_call(
-            input_value if input_value is not _NO_VALUE else None,
-            output_value if output_value is not _NO_VALUE else None,
-        )
-        else tool_calls_from_messages([*(messages or ()), *(out_messages or ())])
-    )
+    tool_calls = tool_calls_from_messages([*(messages or ()), *(out_messages or ())]) if calls or out_calls else []
     if reasons is None:
         reasons = []
     latency = (end - start) / 1e6 if end >= start > 0 else None
