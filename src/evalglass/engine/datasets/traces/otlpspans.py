@@ -355,16 +355,25 @@ def _json_fields(raw: Any, number: int) -> tuple[str, Fields]:
         raise _Bad("is not an object")
     get = raw.get
     trace_id = get("traceId")
-    # The common case (32 and 16 lowercase hex digits, as the exporters write them) is checked in one step.
-    if not (type(trace_id) is str and _HEX_TRACE(trace_id) and trace_id != _ZERO_TRACE):
-        trace_id = _json_id(trace_id, "traceId", 16)
-        if not trace_id:
-            raise _Bad("has no trace id (traceId)")
     span_id = get("spanId")
-    if not (type(span_id) is str and _HEX_SPAN(span_id) and span_id != _ZERO_SPAN):
-        span_id = _json_id(span_id, "spanId", 8)
-        if not span_id:
-            raise _Bad("has no span id (spanId)")
+    # The common case (32 and 16 lowercase hex digits, as the exporters write them) is checked in one step for both
+    # (a regular expression's call costs more than its 48 characters); else each as before, in the same order.
+    if not (
+        type(trace_id) is str
+        and type(span_id) is str
+        and len(trace_id) == 32
+        and _HEX_IDS(trace_id + span_id)
+        and trace_id != _ZERO_TRACE
+        and span_id != _ZERO_SPAN
+    ):
+        if not (type(trace_id) is str and _HEX_TRACE(trace_id) and trace_id != _ZERO_TRACE):
+            trace_id = _json_id(trace_id, "traceId", 16)
+            if not trace_id:
+                raise _Bad("has no trace id (traceId)")
+        if not (type(span_id) is str and _HEX_SPAN(span_id) and span_id != _ZERO_SPAN):
+            span_id = _json_id(span_id, "spanId", 8)
+            if not span_id:
+                raise _Bad("has no span id (spanId)")
     parent = get("parentSpanId")
     if parent is not None and not (type(parent) is str and _HEX_SPAN(parent) and parent != _ZERO_SPAN):
         parent = _json_id(parent, "parentSpanId", 8)
@@ -400,6 +409,7 @@ def _json_fields(raw: Any, number: int) -> tuple[str, Fields]:
 #: expression, cheaper than a set test over its characters.
 _HEX_TRACE = re.compile("[0-9a-f]{32}").fullmatch
 _HEX_SPAN = re.compile("[0-9a-f]{16}").fullmatch
+_HEX_IDS = re.compile("[0-9a-f]{48}").fullmatch
 _ZERO_TRACE = "0" * 32
 _ZERO_SPAN = "0" * 16
 
