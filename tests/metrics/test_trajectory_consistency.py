@@ -257,3 +257,71 @@ def test_what_cannot_be_read_is_named_in_reading_order(
         with pytest.raises(Unreadable) as caught:
             read(record)
         assert str(caught.value) == expected, (read, which)
+
+
+@settings(max_examples=300, deadline=None)
+@given(items=st.lists(CALL_ITEMS.filter(lambda item: type(item) is dict), max_size=6))
+def test_the_messages_call_parts_are_keyed_as_any_call_is(items: list[dict[str, Any]]) -> None:
+    """The messages' call parts (objects of ``type: tool_call``) are keyed by their own comprehension: the same keys,
+    and the same first error, as :func:`_call_keys` gives them."""
+    from evalglass.core.trajectory import _call_keys, _part_keys
+
+    parts = [{**item, "type": "tool_call"} for item in items]
+    assert _keys_or_error(_part_keys, parts) == _keys_or_error(_call_keys, parts, "message part", numbered=False)
+
+
+_MISSING = object()
+
+
+def _results_rule(recorded: dict[str, Any], said: list[dict[str, Any]], results: list[dict[str, Any]]) -> str:
+    """The results' rule as the module docstring states it, every id gathered first: each result with a text id
+    answers a call of either list, and holds what the recorded call's ``result`` says unless the call failed."""
+    ids = set(recorded) | {part["id"] for part in said if type(part.get("id")) is str}
+    if not ids:
+        return "agrees"
+    for part in results:
+        answered = part.get("id")
+        if type(answered) is not str:
+            continue
+        if answered not in ids:
+            return f"a tool result answers call id {answered!r}, which no call of the record has"
+        call = recorded.get(answered)
+        result = _MISSING if call is None else call.get("result", _MISSING)
+        failed = call is None or call.get("error") is not None or call.get("error_type") is not None
+        if result is not _MISSING and not failed and not part.get("error") and result != part.get("response"):
+            return f"call {answered!r}: its 'result' in 'tool_calls' is not the result its message holds"
+    return "agrees"
+
+
+IDS = st.sampled_from(["a", "b", "c"]) | st.none() | st.integers(0, 1)
+RESULTS = st.one_of(st.integers(0, 2), st.none(), st.just({"ok": True}))
+RECORDED_CALLS = st.fixed_dictionaries(
+    {"id": st.sampled_from(["a", "b", "c"])},
+    optional={"result": RESULTS, "error": st.none() | st.just("boom"), "error_type": st.none() | st.just("E")},
+)
+RESULT_PARTS = st.fixed_dictionaries(
+    {"type": st.just("tool_call_response")}, optional={"id": IDS, "response": RESULTS, "error": st.booleans()}
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    calls=st.lists(RECORDED_CALLS, max_size=4),
+    said=st.lists(st.fixed_dictionaries({"type": st.just("tool_call")}, optional={"id": IDS}), max_size=3),
+    results=st.lists(RESULT_PARTS, max_size=4),
+)
+def test_results_are_checked_by_the_stated_rule(
+    calls: list[dict[str, Any]], said: list[dict[str, Any]], results: list[dict[str, Any]]
+) -> None:
+    """``_same_results`` gathers the ids of the messages' calls only for a result no recorded call answers, and
+    compares a result before reading whether its call failed: the same verdict, and the same first refusal, as the
+    rule with every id gathered first."""
+    from evalglass.core.trajectory import _same_results
+
+    recorded = {call["id"]: call for call in calls}
+    try:
+        _same_results(recorded, said, results)
+        found = "agrees"
+    except Inconsistent as exc:
+        found = str(exc)
+    assert found == _results_rule(recorded, said, results)
