@@ -100,6 +100,13 @@ def own_call_items(value: Any) -> list[dict[str, Any]] | None:
     :func:`read_calls` reads as ``Call(name, arguments)`` at once; None for any other shape (:func:`read_calls`
     decides, and says what is wrong). For a caller that needs each call's name and arguments, not the
     :class:`Call` objects."""
+    found = own_calls(value)
+    return None if found is None else found[0]
+
+
+def own_calls(value: Any) -> tuple[list[dict[str, Any]], list[str], list[Any]] | None:
+    """:func:`own_call_items`, with each call's name and arguments (ABSENT for none) as read for the consistency
+    check, for a caller that keys them (a replay's metrics): read once, not once more by that caller."""
     if type(value) is dict:
         if "role" in value:
             return None
@@ -108,16 +115,18 @@ def own_call_items(value: Any) -> list[dict[str, Any]] | None:
         items = value
     if type(items) is not list:
         return None
+    names: list[Any] = []
     if items and not (  # each test one loop in C over the whole list (a trajectory holds many calls)
         all_of_type(items, dict)
         and _NOT_OWN_CALL.isdisjoint(chain.from_iterable(items))
-        and all_of_type(list(map(dict.get, items, repeat("name"))), str)
+        and all_of_type(names := list(map(dict.get, items, repeat("name"))), str)
     ):
         return None
+    arguments = [item.get("arguments", ABSENT) for item in items]
     if items is not value and not _REDUNDANT.isdisjoint(value):
         # check_consistent(value), the calls keyed from what was just read: each (name, arguments, no invalid text)
-        _check(value, items, [(item["name"], item.get("arguments", ABSENT), None) for item in items])
-    return items
+        _check(value, items, list(zip(names, arguments, repeat(None))))
+    return items, names, arguments
 
 
 #: A call item with any of these keys is not read as EvalGlass's own ``{name, arguments}`` at once.
@@ -629,6 +638,7 @@ __all__ = [
     "check_consistent",
     "count_model_turns",
     "own_call_items",
+    "own_calls",
     "read_calls",
     "read_calls_of_list",
     "read_messages",
