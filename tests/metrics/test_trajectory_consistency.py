@@ -325,3 +325,79 @@ def test_results_are_checked_by_the_stated_rule(
     except Inconsistent as exc:
         found = str(exc)
     assert found == _results_rule(recorded, said, results)
+
+
+# Arbitrary trajectories, most of them malformed somewhere: messages of every role (and none), parts of every kind
+# (and not objects), calls with and without names and ids, results that agree or not, steps and finish of any kind.
+_PART = st.one_of(
+    st.builds(lambda text: {"type": "text", "content": text}, st.sampled_from(["hi", ""])),
+    st.builds(
+        lambda name, n, extra: {"type": "tool_call", "id": f"c{n}", "name": name, "arguments": {"q": n}, **extra},
+        NAMES | st.just(7),
+        st.integers(0, 3),
+        st.sampled_from([{}, {}, {"function": {"name": "x"}}, {"invalid_arguments": None}, {"invalid_arguments": "{"}]),
+    ),
+    st.builds(
+        lambda n, response, error: {"type": "tool_call_response", "id": f"c{n}", "response": response, **error},
+        st.integers(0, 4),
+        st.integers(0, 3),
+        st.sampled_from([{}, {}, {"error": True}]),
+    ),
+    st.sampled_from([{"type": "tool_call"}, {"content": "no type"}, "text", None]),
+)
+_MESSAGE = st.one_of(
+    st.builds(
+        lambda role, parts: {"role": role, "parts": parts},
+        st.sampled_from(["user", "assistant", "tool", "model", "system"]),
+        st.lists(_PART, max_size=3),
+    ),
+    st.sampled_from(
+        [{"parts": []}, {"role": "assistant"}, {"role": 3, "parts": []}, {"role": "tool", "parts": "x"}, 5]
+    ),
+)
+
+
+@st.composite
+def _trajectories(draw: st.DrawFn) -> dict[str, Any]:
+    """A trajectory that adds up (:func:`trajectory`), then edited at random: messages of any shape inserted or put
+    in place of others, ``steps`` and ``finish`` redrawn, a recorded result changed or a call's error recorded."""
+    record = trajectory(draw(CALLS), stopped=draw(st.booleans()))
+    messages = record["messages"]
+    for _ in range(draw(st.integers(0, 3))):
+        at = draw(st.integers(0, len(messages)))
+        if draw(st.booleans()) or not messages:
+            messages.insert(at, draw(_MESSAGE))
+        else:
+            messages[min(at, len(messages) - 1)] = draw(_MESSAGE)
+    if draw(st.booleans()):
+        record["steps"] = draw(st.integers(0, 12) | st.none())
+    if draw(st.booleans()):
+        record["finish"] = draw(st.sampled_from(["stop", "max_steps", "error"]))
+    for call in record["tool_calls"]:
+        call.update(draw(st.sampled_from([{}, {}, {}, {"result": "other"}, {"error": "boom"}])))
+    return record
+
+
+def _outcome(read: Any, value: Any) -> tuple[str, str]:
+    try:
+        read(value)
+    except Unreadable as exc:
+        return type(exc).__name__, str(exc)
+    return "reads", ""
+
+
+@settings(max_examples=600, deadline=None)
+@given(record=_trajectories())
+def test_own_messages_read_at_once_decide_as_any_mapping_read_carefully(record: dict[str, Any]) -> None:
+    """The check reads EvalGlass's own messages as they are (a one-part message at once); a message that is any other
+    mapping goes through the careful reading. The same record either way, including malformed ones, gets the same
+    verdict: it adds up, or the same exception with the same words; and the replay's reader agrees."""
+    from types import MappingProxyType
+
+    from evalglass.core.trajectory import own_call_items
+
+    careful = {**record, "messages": [MappingProxyType(m) if isinstance(m, dict) else m for m in record["messages"]]}
+    expected = _outcome(check_consistent, careful)
+    assert _outcome(check_consistent, record) == expected
+    assert _outcome(own_call_items, record) == expected
+    assert _outcome(read_calls, record)[0] == ("reads" if expected[0] == "reads" else expected[0])

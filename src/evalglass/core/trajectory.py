@@ -296,11 +296,22 @@ def _check(value: Mapping[str, Any], items: Sequence[Any], made: list[_CallKey] 
     calling_turns = 0
     last_turn: tuple[int, list[dict[str, Any]]] | None = None  # the last model message: where its calls start, parts
     for index, message in enumerate(messages):
-        # EvalGlass's own messages (an agent lane's) are read as they are; any other shape through _message, which
-        # raises naming what is wrong (after any call before it that cannot be read: the order a reader meets them).
+        # EvalGlass's own messages (an agent lane's) are read as they are, a one-part message (an agent lane's
+        # usual one) at once; any other shape through _message, which raises naming what is wrong (after any call
+        # before it that cannot be read: the order a reader meets them).
         parts: Any = message.get("parts") if type(message) is dict else None
         role = message.get("role") if type(parts) is list else None
-        if type(role) is not str or not ((len(parts) == 1 and type(parts[0]) is dict) or all_of_type(parts, dict)):
+        if type(role) is str and len(parts) == 1 and type(part := parts[0]) is dict:
+            kind = part.get("type")
+            if role in MODEL_ROLES:
+                last_turn = (len(said_parts), parts)
+                calling_turns += kind == "tool_call"
+            if kind == "tool_call":
+                said_parts.append(part)
+            elif kind == "tool_call_response":
+                results.append(part)
+            continue
+        if type(role) is not str or not all_of_type(parts, dict):
             try:
                 role = _role(message, index)
                 parts = _message(message, index)["parts"]
