@@ -3,7 +3,8 @@
 Issue 32 asks that the agent lane's per-step overhead against the fake server be at most 2× a bare client loop doing
 the same steps. One fake OpenAI-compatible server (``python -m evalglass.testing.fake_openai --turns``, its own
 process, so its CPU is not counted) answers in ``--latency`` seconds and scripts every conversation (``task N``):
-nine turns that each call one tool, then an answer, so each trajectory is ten model steps and nine tool calls.
+nine turns that each call one tool, then an answer, so each trajectory is ten model steps and nine tool calls
+(``--steps N``: N - 1 turns that call a tool, then the answer; a long conversation, whose every step sends it all).
 
 Each measurement is a fresh child process that runs ``--trajectories`` trajectories at concurrency
 ``--concurrency`` (requests in flight) and reports the CPU (user + system, every thread, ``time.process_time``) and
@@ -191,6 +192,7 @@ CLIENTS = {"bare": _bare, "lane": _lane}
 
 def measure_client(client: str, base_url: str, trajectories: int, concurrency: int) -> tuple[float, float]:
     argv = [sys.executable, __file__, "--child", client, "--url", base_url, "--trajectories", str(trajectories)]
+    argv += ["--steps", str(STEPS)]
     proc = subprocess.run(
         [*argv, "--concurrency", str(concurrency)], capture_output=True, text=True, timeout=900, check=False
     )
@@ -252,15 +254,18 @@ def measure(
 
 
 def main() -> int:
+    global STEPS
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trajectories", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--latency", type=float, default=0.01)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=STEPS, help="model steps per trajectory (a long conversation)")
     parser.add_argument("--run", action="store_true", help="measure `evalglass run`'s scoring phase too")
     parser.add_argument("--child", choices=sorted(CLIENTS), help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    STEPS = args.steps
     if args.child:
         cpu, wall, steps = asyncio.run(CLIENTS[args.child](args.url, args.trajectories, args.concurrency))
         print(json.dumps({"cpu": cpu, "wall": wall, "steps": steps}))

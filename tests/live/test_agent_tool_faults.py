@@ -175,3 +175,66 @@ def test_a_timed_out_tool_s_late_write_never_reaches_the_trajectory_s_state(tmp_
     trajectory = outcome.value
     assert [c.get("error_type") for c in trajectory["tool_calls"]] == ["tool_timeout"]
     assert trajectory["final_state"] == {}
+
+
+CHURNING_TOOLS = """
+import pathlib, time
+
+def remember(*, state: dict) -> str:
+    state["seen"] = {"a", "b"} if state.get("sets") else ["a", "b"]
+    return "kept"
+
+def churn(*, state: dict) -> str:
+    # Changes the state without pause until the test releases it: keys come and go, so the dict changes size.
+    released = pathlib.Path(__file__).with_name("released")
+    deadline = time.monotonic() + 60
+    n = 0
+    while not released.exists() and time.monotonic() < deadline:
+        state[f"k{n % 500}"] = n
+        if n % 500 == 499:
+            for k in range(500):
+                state.pop(f"k{k}", None)
+        n += 1
+    return "done"
+"""
+
+
+@pytest.mark.parametrize("sets", [False, True])
+def test_a_state_changed_by_an_abandoned_tool_is_copied_safely_or_refused(tmp_path: Path, sets: bool) -> None:
+    """A state tool abandoned at its timeout keeps changing the state in its thread while the trajectory copies it.
+    A JSON state is copied whole (orjson lets no other thread run while it writes); a state holding what orjson
+    cannot write (a set) has no safe copy (a deepcopy would race the thread: a dict changing size), so the
+    trajectory fails in one line naming the tool and the value, never with a RuntimeError or a torn state."""
+    (tmp_path / "churning.py").write_text(textwrap.dedent(CHURNING_TOOLS))
+    turns = {"Churn": [{"tool_calls": [call("remember", {})]}, {"tool_calls": [call("churn", {})]}, "done"]}
+    tools = {"remember": "churning.py:remember", "churn": "churning.py:churn"}
+    try:
+        with FakeOpenAI(turns=turns) as server:
+            spec = agent(server, tools=tools, step_timeout=0.3, state="start")
+            outcome = produce_bounded(spec, tmp_path, {"q": "Churn", "start": {"sets": sets}})
+    finally:
+        (tmp_path / "released").touch()
+    if sets:
+        assert isinstance(outcome, LaneFailure), outcome
+        assert outcome.code == "state_not_json"
+        assert outcome.message.startswith("churn timed out while the state holds what is not JSON")
+        assert "\n" not in outcome.message
+        return
+    assert isinstance(outcome, LaneOutput), outcome
+    trajectory = outcome.value
+    assert [c.get("error_type") for c in trajectory["tool_calls"]] == [None, "tool_timeout"]
+    final = trajectory["final_state"]
+    assert final["sets"] is False and final["seen"] == ["a", "b"]
+    assert orjson.loads(orjson.dumps(final)) == final
+
+
+def test_a_final_state_that_is_not_json_fails_the_trajectory_in_one_line(tmp_path: Path) -> None:
+    """outputs.jsonl holds the final state as JSON: one that is not (a set) fails the trajectory, never an output
+    that metrics see one way in this run and a replay another."""
+    (tmp_path / "churning.py").write_text(textwrap.dedent(CHURNING_TOOLS))
+    turns = {"Keep": [{"tool_calls": [call("remember", {})]}, "done"]}
+    with FakeOpenAI(turns=turns) as server:
+        spec = agent(server, tools={"remember": "churning.py:remember"}, state="start")
+        outcome = produce_bounded(spec, tmp_path, {"q": "Keep", "start": {"sets": True}})
+    assert isinstance(outcome, LaneFailure) and outcome.code == "state_not_json", outcome
+    assert outcome.message.startswith("the trajectory's final state is not JSON (Type is not JSON serializable: set)")

@@ -411,11 +411,14 @@ def test_an_openai_evals_log_cut_short_is_refused_and_a_lost_sample_is_a_failed_
     assert population["excluded_by_status"] == {"error": 1} and population["included"] == 7
     assert {d["code"] for d in population["top_diagnostics"]} == {"tool_sample_failed"}
 
-    # Under max_samples evals runs a shuffled subset: a missing index says nothing, and none is made up.
+    # Under max_samples evals runs a shuffled subset: a missing index says nothing, and none is made up (the final
+    # report is that of a run of those 7 samples: 3 correct).
     spec = json.loads(lines[0])
     spec["spec"]["run_config"]["max_samples"] = 7
+    report = json.loads(lines[1])
+    report["final_report"]["accuracy"] = 3 / 7
     subset = tmp_path / "subset.jsonl"
-    subset.write_text("\n".join([json.dumps(spec), *lost.read_text().splitlines()[1:]]) + "\n")
+    subset.write_text("\n".join([json.dumps(spec), json.dumps(report), *lost.read_text().splitlines()[2:]]) + "\n")
     assert sorted(e.id for e in examples("openai-evals", subset)) == [
         f"capitals.dev.{i}" for i in (0, 1, 2, 3, 4, 6, 7)
     ]

@@ -534,6 +534,28 @@ def test_an_lm_eval_generation_without_its_answer_is_malformed_not_content_the_f
     assert found["population"]["expected"] == 10
 
 
+@pytest.mark.parametrize("named", [0, False, "", None, 1, ["none"]])
+def test_an_lm_eval_filter_that_is_not_a_name_is_malformed_not_the_default_filter(tmp_path: Path, named: Any) -> None:
+    """Only a line without the key is lm-eval's default filter (``none``): a falsy ``0``, ``false`` or ``""`` (or any
+    value that is not a name) read as the default would put its scores under the default filter's names."""
+    lines = [json.loads(line) for line in LM_EVAL.read_text().splitlines() if line.strip()]
+    lines[0]["filter"] = named
+    del lines[1]["filter"]  # absent: the default, read as such
+    odd = tmp_path / LM_EVAL.name
+    odd.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    metrics = {
+        "said": {"type": "contains", "field": "text", "reference": "target"},
+        "em": {"type": "recorded_score", "scorer": "exact_match"},
+    }
+    result = run(tmp_path, [odd, RESULTS], "lm-eval", metrics)
+    assert result.code == 0, result.err
+    for name in metrics:
+        found = metric(result.json(), name)
+        assert diagnostics(found) == {"malformed_sample": 1}, found  # once: not also an absent document
+        assert found["population"]["expected"] == 10
+        assert found["population"]["included"] == 9
+
+
 def test_an_openai_evals_sample_without_the_sampling_its_log_records_for_the_others_is_malformed(
     tmp_path: Path,
 ) -> None:
@@ -572,3 +594,80 @@ def test_a_sample_invalidated_in_inspect_is_a_failed_sample_not_a_measurement(tm
     found = metric(result.json(), "m")
     assert found["population"]["excluded_by_status"] == {"error": 2}  # cap-07 (failed) and cap-03 (invalidated)
     assert "the grader saw the answer key" in json.dumps(found["population"]["top_diagnostics"])
+
+
+# -- what a finished OpenAI Evals log lost, as far as its spec and final report can tell -----------------------------
+
+
+def _evals_log(tmp_path: Path, name: str, keep: Any, spec: Any = None, report: Any = None) -> Path:
+    """The real log with the events of the samples ``keep`` refuses removed, its spec and final report changed."""
+    lines = [json.loads(line) for line in OPENAI_EVALS.read_text().splitlines()]
+    if spec is not None:
+        spec(lines[0]["spec"])
+    if report is not None:
+        lines[1]["final_report"] = report
+    events = [line for line in lines[2:] if keep(line["sample_id"])]
+    path = tmp_path / name
+    path.write_text("\n".join(json.dumps(line) for line in [*lines[:2], *events]) + "\n")
+    return path
+
+
+def refusal(path: Path) -> str:
+    with pytest.raises(SetupError) as refused:
+        read("openai-evals", path)
+    return str(refused.value)
+
+
+def test_a_finished_openai_evals_log_that_lost_a_sample_above_its_highest_index_is_refused(tmp_path: Path) -> None:
+    """capitals.dev.7 (the highest index, answered wrong) lost: no index below the highest is missing, but the
+    final report's accuracy (3 of 8, evals' own correct-over-matches) is not that of the log (3 of 7)."""
+    above = _evals_log(tmp_path, "above.jsonl", lambda sample: sample != "capitals.dev.7")
+    line = refusal(above)
+    assert "the final report's accuracy 0.375 is not that of the log's matches (3 correct of 7)" in line
+    assert "which cannot be told" in line and "\n" not in line
+    # Lost below the highest index, the same loss is a failed sample the report agrees with: read, not refused.
+    below = _evals_log(tmp_path, "below.jsonl", lambda sample: sample != "capitals.dev.5")
+    assert len(read("openai-evals", below)) == 8
+
+
+def test_a_model_graded_log_holding_fewer_graded_samples_than_its_report_counts_is_refused(tmp_path: Path) -> None:
+    """ModelBasedClassify's final report counts each choice (``counts/choice/<choice>``): they add up to the samples
+    it graded, so a log with fewer metrics events lost samples, wherever their indexes were."""
+
+    def graded(name: str, keep: Any, counts: dict[str, int]) -> Path:
+        lines = [json.loads(line) for line in OPENAI_EVALS.read_text().splitlines()]
+        lines[0]["spec"]["run_config"]["eval_spec"]["cls"] = "evals.elsuite.modelgraded.classify:ModelBasedClassify"
+        lines[1]["final_report"] = {f"counts/choice/{choice}": n for choice, n in counts.items()}
+        events = [
+            {**line, "type": "metrics", "data": {"choice": "Y" if line["data"]["correct"] else "N", "score": None}}
+            for line in lines[2:]
+            if keep(line["sample_id"])
+        ]
+        path = tmp_path / name
+        path.write_text("\n".join(json.dumps(line) for line in [*lines[:2], *events]) + "\n")
+        return path
+
+    whole = graded("whole.jsonl", lambda sample: True, {"Y": 3, "N": 5})
+    assert len(read("openai-evals", whole)) == 8
+    lost = graded("lost.jsonl", lambda sample: sample != "capitals.dev.7", {"Y": 3, "N": 5})
+    line = refusal(lost)
+    assert "the final report counts 8 graded samples (counts/...) and the log holds 7" in line
+    more = graded("more.jsonl", lambda sample: True, {"Y": 3, "N": 4})
+    assert "the final report counts 7 graded samples (counts/...) and the log holds 8" in refusal(more)
+
+
+def test_an_openai_evals_log_under_max_samples_is_checked_against_it(tmp_path: Path) -> None:
+    """Under max_samples M evals runs M samples, or all of a smaller file (numbered 0 to N-1): more than M is not
+    one run's log; fewer, not numbered 0 to N-1, lost samples, which cannot be told. The final report of the run is
+    that of the samples it ran."""
+
+    def limited(limit: int) -> Any:
+        return lambda spec: spec["run_config"].__setitem__("max_samples", limit)
+
+    every = _evals_log(tmp_path, "small.jsonl", lambda sample: True, limited(10))
+    assert len(read("openai-evals", every)) == 8  # a file of 8 samples, fewer than max_samples
+    line = refusal(_evals_log(tmp_path, "more.jsonl", lambda sample: True, limited(5)))
+    assert "the log holds 8 samples and its run's max_samples is 5: it is not the log of one run" in line
+    gap = _evals_log(tmp_path, "gap.jsonl", lambda sample: sample != "capitals.dev.5", limited(10), {"accuracy": 3 / 7})
+    line = refusal(gap)
+    assert "the log holds 7 samples, fewer than its run's max_samples 10, and not samples 0 to 6" in line

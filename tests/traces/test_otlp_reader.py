@@ -141,7 +141,9 @@ def test_content_not_captured_is_absent_and_listed_never_empty(tmp_path: Path) -
         "input.tool_definitions",
         "output.messages",
         "output.text",
+        "output.tool_calls",  # read from the messages: unknown, not none
     ]
+    assert "tool_calls" not in record["output"]
     assert '""' not in json.dumps(record)
     # facts that are not content are still there
     assert record["output"]["usage"] == {"input_tokens": 12, "output_tokens": 5}

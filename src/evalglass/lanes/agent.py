@@ -19,10 +19,13 @@ error, why it ended (``finish``), the steps taken, tokens and cost, and the stat
 
 What the evaluator lacks is not a trajectory, and is a lane failure (``error`` for every metric of the example,
 never a wrong answer): the model endpoint failing after its retries (``call_*``), a model step over
-``step_timeout`` (``agent_step_timeout``), the whole trajectory over ``trajectory_timeout`` (``agent_timeout``: how
-long an endpoint takes is not the agent's doing), a recorded tool without a recorded result for the call
+``step_timeout`` counted from its first attempt's sending (``agent_step_timeout``; the wait for a concurrency slot
+before it is not the step's), the whole trajectory over ``trajectory_timeout`` (``agent_timeout``: how long an
+endpoint takes is not the agent's doing), a recorded tool without a recorded result for the call
 (``no_recorded_result``: the replay cannot say what the environment answered), a declared ``state`` the example
-lacks.
+lacks, a host tool's call that could not start because abandoned calls hold every thread the pool may have
+(``tool_worker_unavailable``: it never ran, so it did not time out, and a tool error told to the model would steer
+the rest of the trajectory).
 
 **Resuming.** Every model step goes through the call cache, keyed by the lane's fingerprint, the conversation so
 far and the sample: a resumed (or repeated) run replays the steps it has and makes only the others, so a killed run
@@ -34,7 +37,9 @@ with effects outside the trajectory is one to record (``recorded``), not to re-r
 (or a copy of the record's ``state`` path), which it may change; what it holds at the end is ``final_state``.
 A call's result and arguments are kept as they were when the tool returned (copies), so a tool that returns part
 of its state, or changes an argument in place, does not rewrite an earlier step. A state tool abandoned at its
-timeout may go on changing the state it was given: the trajectory continues with a copy taken at the timeout.
+timeout may go on changing the state it was given: the trajectory continues with a copy taken at the timeout, as
+JSON (the one copy the tool's thread cannot interleave with); a state that is not JSON then has no safe copy, and
+the trajectory fails (``state_not_json``), as it does when its final state is not JSON.
 """
 
 from __future__ import annotations
@@ -60,12 +65,14 @@ if TYPE_CHECKING:
     from evalglass.lanes.base import LaneContext
     from evalglass.lanes.chatcall import Usage
     from evalglass.lanes.executor import Executor
-    from evalglass.lanes.modelstep import AssistantTurn, ModelStepClient, StepCall, StepRequest
+    from evalglass.lanes.modelstep import AssistantTurn, ModelStepClient, StepCall, StepRequest, WireMemo
     from evalglass.lanes.ports import Job, LaneColumn, LaneFailure, LaneOutcome
     from evalglass.lanes.retry import Attempt, Fault, Retrier
 
 #: How much of a tool's error the model and the record get (redacted first).
 _ERROR_CHARS = 500
+#: Threads for host tools' live calls (the pool adds one per abandoned call, up to four per thread: daemonpool.py).
+TOOL_THREADS = 32
 #: Lane fields that change how the loop is run, not what it asks: left out of the fingerprint.
 _OPERATIONAL = OPERATIONAL_FIELDS | {"step_timeout", "trajectory_timeout", "epochs"}
 
@@ -227,6 +234,8 @@ class _Trajectory:
     replayed: bool = True
     first_key: str | None = None
     used: set[int] = field(default_factory=set)
+    #: The conversation's wire form, kept across its steps (only new messages are converted at a step).
+    wire: WireMemo | None = None
 
 
 class AgentLane:
@@ -261,12 +270,13 @@ class AgentLane:
         transport: Any = "auto",
         prices: Mapping[str, Price] | None = None,
         client: ModelStepClient | None = None,
+        tool_threads: int = TOOL_THREADS,
     ) -> None:
-        from evalglass.lanes.modelstep import AssistantTurn, StepRequest, open_step_client
+        from evalglass.lanes.modelstep import AssistantTurn, StepRequest, WireMemo, open_step_client
         from evalglass.lanes.retry import Retrier
         from evalglass.lanes.templating import compile_template
 
-        self._turn_of, self._request = AssistantTurn.from_json, StepRequest
+        self._turn_of, self._request, self._wire_memo = AssistantTurn.from_json, StepRequest, WireMemo
         self.spec = spec
         self.executor = executor
         self.cache = cache if spec.cache else None
@@ -281,6 +291,7 @@ class AgentLane:
         self._recorded_path = parse_path(spec.recorded_results)
         self._keeps_state = spec.state is not None or any(tool.takes_state for tool in self.tools.values())
         self._threads: Any = None
+        self._tool_threads = tool_threads
         self.fingerprint = content_address(
             {
                 "type": "agent",
@@ -289,6 +300,11 @@ class AgentLane:
                 "sources": {name: tool.source_sha256 for name, tool in self.tools.items() if not tool.recorded},
             }
         )
+
+    @property
+    def keeps_state(self) -> bool:
+        """Whether its trajectories hold a ``final_state``: a tool takes ``state``, or the task declares one."""
+        return self._keeps_state
 
     # ------------------------------------------------------------------ the Lane port
     @property
@@ -360,6 +376,11 @@ class AgentLane:
             )
         if not isinstance(finish, str):
             return finish
+        if run.state is not None:
+            try:
+                orjson.dumps(run.state)
+            except TypeError as exc:  # outputs.jsonl could not hold it, and a replay would not see what metrics saw
+                return self._state_not_json(run, f"the trajectory's final state is not JSON ({exc})", sample)
         usage = _summed([usage for usage, _ in run.model_calls])
         return LaneOutput(
             self._trajectory(run, finish, usage),
@@ -401,13 +422,13 @@ class AgentLane:
                     "{name, arguments?, result | error} objects",
                     sample,
                 )
-        return _Trajectory(messages, state, recorded)
+        return _Trajectory(messages, state, recorded, wire=self._wire_memo())
 
     async def _loop(self, run: _Trajectory, sample: int) -> str | LaneFailure:
         """Steps until the model answers without calling a tool (its finish reason, ``stop`` by default) or the
         budget is spent (``max_steps``)."""
         for _ in range(self.spec.max_steps):
-            request = self._request(self.spec.model, tuple(run.messages), self.definitions, self.params)
+            request = self._request(self.spec.model, tuple(run.messages), self.definitions, self.params, run.wire)
             # The first step's key is the trajectory's call id; later ones are needed only to look up the cache.
             keyed = self.cache is not None or run.first_key is None
             body = request.key_body() if keyed else None
@@ -459,18 +480,32 @@ class AgentLane:
         )
 
     async def _call(self, request: StepRequest) -> _Step:
-        """One model step made: with retries, within ``step_timeout``."""
+        """One model step made: with retries, within ``step_timeout`` counted from when its first attempt is sent.
+
+        The time a step waits for a concurrency slot before that (other trajectories' steps in flight) is not the
+        step's: counted, a step would time out without being sent, as if the endpoint had been slow."""
         client, limit, submit, timeout = self.client, self.client.limit, self.executor.submit, self.spec.step_timeout
 
-        async def one(_number: int) -> Any:
-            return await submit(lambda: client.attempt(request), endpoint=limit)
-
         if timeout is None:  # no scope to enter: the retrier turns whatever an attempt raises into a fault
+
+            async def one(_number: int) -> Any:
+                return await submit(lambda: client.attempt(request), endpoint=limit)
+
             outcome = await self.retrier.run(one)
         else:
+            loop, seconds = asyncio.get_running_loop(), timeout
             try:
-                async with asyncio.timeout(timeout):
-                    outcome = await self.retrier.run(one)
+                async with asyncio.timeout(None) as scope:
+
+                    def sent() -> Any:  # called by the executor once the attempt holds its slots
+                        if scope.when() is None:
+                            scope.reschedule(loop.time() + seconds)
+                        return client.attempt(request)
+
+                    async def clocked(_number: int) -> Any:
+                        return await submit(sent, endpoint=limit)
+
+                    outcome = await self.retrier.run(clocked)
             except TimeoutError:
                 from evalglass.lanes.retry import Fault, FaultKind
 
@@ -494,6 +529,14 @@ class AgentLane:
             run.tries,
         )
 
+    def _state_not_json(self, run: _Trajectory, why: str, sample: int) -> LaneFailure:
+        return self._failure(
+            run,
+            "state_not_json",
+            f"{why}; keep the state JSON (mappings with text keys, lists, text, numbers, booleans, null)",
+            sample,
+        )
+
     # ------------------------------------------------------------------ tools
     async def _tool(self, call: StepCall, run: _Trajectory, sample: int) -> dict[str, Any] | LaneFailure:
         """Run one call; its ``tool_call_response`` part (an error is one too); the call recorded in ``run``."""
@@ -511,7 +554,7 @@ class AgentLane:
             return _error(record, "arguments_not_json", f"the arguments are not JSON: {call.invalid}")
         if tool.recorded:
             return self._recorded(tool, call, record, run, sample)
-        return await self._host(tool, call, record, run)
+        return await self._host(tool, call, record, run, sample)
 
     def _recorded(
         self, tool: Tool, call: StepCall, record: dict[str, Any], run: _Trajectory, sample: int
@@ -540,7 +583,9 @@ class AgentLane:
             sample,
         )
 
-    async def _host(self, tool: Tool, call: StepCall, record: dict[str, Any], run: _Trajectory) -> dict[str, Any]:
+    async def _host(
+        self, tool: Tool, call: StepCall, record: dict[str, Any], run: _Trajectory, sample: int
+    ) -> dict[str, Any] | LaneFailure:
         from evalglass.lanes.daemonpool import CallRaised, CallTimedOut, DaemonThreadPool, call_in_thread
 
         function = tool.function
@@ -548,7 +593,7 @@ class AgentLane:
         if not isinstance(call.arguments, dict):
             return _error(record, "arguments_rejected", "the arguments must be a JSON object")
         # A copy, so a tool that changes an argument in place does not rewrite the call the trajectory recorded.
-        kwargs = _snapshot(call.arguments) if _nested(call.arguments) else dict(call.arguments)
+        kwargs = _arguments_copy(call.arguments) if _nested(call.arguments) else dict(call.arguments)
         if tool.takes_state:
             kwargs["state"] = run.state
         if tool.signature is not None and (tool.keywords is None or not tool.keywords.fit(kwargs)):
@@ -566,16 +611,30 @@ class AgentLane:
                     value = await function(**kwargs)
             else:
                 if self._threads is None:
-                    self._threads = DaemonThreadPool(32, name="evalglass-agent-tools")
+                    self._threads = DaemonThreadPool(self._tool_threads, name="evalglass-agent-tools")
                 value = await call_in_thread(self._threads, lambda: function(**kwargs), timeout)
                 if inspect.isawaitable(value):
                     async with asyncio.timeout(timeout) as scope:
                         value = await value
-        except CallTimedOut:
+        except CallTimedOut as late:
+            if late.queued:
+                # It never ran: abandoned calls hold every thread the pool may have. Not the tool's doing, nor the
+                # model's: told to the model as a tool error, it would steer the rest of the trajectory.
+                return self._failure(
+                    run,
+                    "tool_worker_unavailable",
+                    f"{tool.name} could not start within {timeout:g}s: {late.abandoned} abandoned (timed-out) tool "
+                    "calls still hold every thread the lane may use",
+                    sample,
+                )
             if tool.takes_state:
                 # The abandoned call still runs, and may still change the state it was given: the trajectory goes
                 # on with (and ends with) the state as it was at the timeout, never one a late write reaches.
-                run.state = _snapshot(run.state)
+                try:
+                    run.state = _json_copy(run.state)
+                except TypeError as exc:
+                    why = f"{tool.name} timed out while the state holds what is not JSON ({exc}): no copy is safe"
+                    return self._state_not_json(run, why, sample)
             return _error(record, "tool_timeout", f"{tool.name} did not return within {timeout:g}s")
         except TimeoutError as exc:
             if scope is not None and scope.expired():
@@ -645,14 +704,21 @@ class AgentLane:
 _PLAIN_SCALARS = frozenset({str, int, bool, type(None)})
 
 
-def _snapshot(value: Any) -> Any:
-    """A deep copy of ``value`` (a call's arguments, a state another thread may be changing): orjson writes it
-    without letting another thread run (a deepcopy could meet a dict changing size); what orjson cannot write is
-    deep-copied."""
+def _json_copy(value: Any) -> Any:
+    """A deep copy of ``value`` as plain JSON, safe while another thread changes it (a state an abandoned tool still
+    holds): orjson writes it without letting another thread run, where a deepcopy runs Python code between its
+    steps, so it could meet a dict changing size or copy a list half changed. Raises TypeError for what orjson
+    cannot write (a set, an object, a key that is not text): no copy of that is safe, so there is none."""
+    return orjson.loads(orjson.dumps(value))
+
+
+def _arguments_copy(arguments: Any) -> Any:
+    """A deep copy of a call's arguments: read from the model's answer, so no other thread holds them, and a
+    deepcopy is safe where orjson cannot write them (an integer beyond 64 bits)."""
     try:
-        return orjson.loads(orjson.dumps(value))
+        return _json_copy(arguments)
     except TypeError:
-        return copy.deepcopy(value)
+        return copy.deepcopy(arguments)
 
 
 def _raised(record: dict[str, Any], exc: BaseException) -> dict[str, Any]:

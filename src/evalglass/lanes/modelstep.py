@@ -15,22 +15,62 @@ the same :class:`~evalglass.lanes.providers.client.NativeClient` the chat lane a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+import operator
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import orjson
 
 from evalglass.core.fieldpath import ABSENT
 from evalglass.lanes.chatcall import TransportChoice, Usage
 from evalglass.lanes.executor import EndpointLimit
-from evalglass.lanes.providers.wire import Malformed, WireAnswer, WireCall
+from evalglass.lanes.providers.wire import Malformed, WireAnswer, WireBuilder, WireCall
 from evalglass.lanes.retry import Fault, FaultKind, Ok
 from evalglass.lanes.specs import EndpointSpec, Provider
+
+S = TypeVar("S")
 
 if TYPE_CHECKING:
     from evalglass.lanes.chat import ChatClient
     from evalglass.lanes.providers.client import NativeClient
+
+
+class WireMemo:
+    """One conversation in a client's wire form, kept from one step to the next.
+
+    An agent sends the whole conversation at every step, and a conversation only grows: the agent lane appends to
+    it and never changes a message it holds. So a step converts only the messages added since the last one it
+    converted, not all of them again (which made the conversion quadratic in a trajectory's length). A conversation
+    that is not the last one grown (shorter, or any message replaced by another object: checked by identity, in C,
+    a pointer per message) is converted afresh, as is one a conversion failed half way through. Limit: a message
+    changed in place after it was converted is not seen (the lane never does that)."""
+
+    __slots__ = ("_fresh", "_seen", "_state")
+
+    def __init__(self) -> None:
+        self._seen: tuple[dict[str, Any], ...] = ()
+        self._fresh: Callable[[], Any] | None = None
+        self._state: Any = None
+
+    def extend(
+        self, conversation: tuple[dict[str, Any], ...], fresh: Callable[[], S], add: Callable[[S, Any], None]
+    ) -> S:
+        """The wire form of ``conversation`` (this memo's own: copy what is kept of it): ``fresh()`` an empty one,
+        ``add(form, message)`` called for each message not added yet."""
+        seen = self._seen
+        count = len(seen)
+        if self._fresh is not fresh or len(conversation) < count or not all(map(operator.is_, conversation, seen)):
+            self._state, self._fresh, count = fresh(), fresh, 0
+        state: S = self._state
+        try:
+            for index in range(count, len(conversation)):
+                add(state, conversation[index])
+        except BaseException:  # half converted: forgotten, so a retry converts the whole conversation again
+            self._seen, self._fresh, self._state = (), None, None
+            raise
+        self._seen = conversation
+        return state
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +81,9 @@ class StepRequest:
     messages: tuple[dict[str, Any], ...]
     tools: tuple[dict[str, Any], ...]
     params: tuple[tuple[str, Any], ...] = ()
+    #: The conversation's wire form kept across its steps (:class:`WireMemo`; None: converted whole). How a step is
+    #: sent, never what it asks: not compared, not in :meth:`key_body`.
+    wire: WireMemo | None = field(default=None, compare=False, repr=False)
 
     def key_body(self) -> dict[str, Any]:
         return {"model": self.model, "messages": list(self.messages), "tools": list(self.tools), **dict(self.params)}
@@ -129,8 +172,9 @@ class OpenAIStepClient:
 
 class NativeStepClient:
     """:class:`ModelStepClient` for a native API (``provider: anthropic | gemini``): the request in the provider
-    module's wire shape, the answer read into a turn with the API's own usage fields; rate limits and overloads are
-    the faults the module's ``read_error`` names (docs/providers.md), retried by the lane's policy."""
+    module's wire shape (with the request's :class:`WireMemo`, built a step's new messages at a time by the
+    module's ``builder``), the answer read into a turn with the API's own usage fields; rate limits and overloads
+    are the faults the module's ``read_error`` names (docs/providers.md), retried by the lane's policy."""
 
     def __init__(self, spec: EndpointSpec, *, env: Mapping[str, str] | None = None) -> None:
         from evalglass.lanes.providers.client import NativeClient
@@ -139,9 +183,13 @@ class NativeStepClient:
         self.limit = self.native.limit
 
     async def attempt(self, request: StepRequest) -> Ok[AssistantTurn] | Fault:
-        wire = self.native.wire
+        wire, memo = self.native.wire, request.wire
         try:
-            body = wire.request_body(request.model, request.messages, request.tools, dict(request.params))
+            if memo is None:
+                body = wire.request_body(request.model, request.messages, request.tools, dict(request.params))
+            else:
+                built = memo.extend(request.messages, wire.builder, _add_native)
+                body = built.body(request.model, request.tools, dict(request.params))
         except ValueError as exc:
             return Fault(FaultKind.INVALID_REQUEST, str(exc))
         return await self.native.post(body, self._turn)
@@ -156,6 +204,10 @@ class NativeStepClient:
 
     async def aclose(self) -> None:
         await self.native.aclose()
+
+
+def _add_native(built: WireBuilder, message: dict[str, Any]) -> None:
+    built.add(message)
 
 
 #: A native API's finish reasons in the chat-completions names a trajectory's ``finish`` and messages carry (as
@@ -194,42 +246,61 @@ def openai_body(request: StepRequest) -> dict[str, Any]:
     ``tool_calls`` (arguments as JSON text, or the text the model sent when it was not JSON), each tool response
     as a ``role: tool`` message (its response as text: a JSON value is sent as JSON text).
 
-    An agent sends the whole conversation at every step, so this runs once per message per step: one pass over each
-    message's parts, and the tools' wire form made once per tuple of definitions (the lane offers the same tuple at
-    every step)."""
-    messages: list[dict[str, Any]] = []
-    append = messages.append
-    for message in request.messages:
-        role, parts = message["role"], message["parts"]
-        if role == "tool":
-            for part in parts:
-                response = part.get("response")
-                content = response if isinstance(response, str) else orjson.dumps(response).decode()
-                append({"role": "tool", "tool_call_id": part.get("id"), "content": content})
-            continue
-        texts: list[str] = []
-        calls: list[dict[str, Any]] = []
-        for part in parts:
-            kind = part["type"]
-            if kind == "text":
-                texts.append(str(part["content"]))
-            elif kind == "tool_call":
-                if "invalid_arguments" in part:
-                    arguments = part["invalid_arguments"]
-                else:
-                    arguments = orjson.dumps(part.get("arguments")).decode()
-                function = {"name": part["name"], "arguments": arguments}
-                calls.append({"id": part.get("id"), "type": "function", "function": function})
-        text = texts[0] if len(texts) == 1 else "".join(texts)
-        if calls:
-            append({"role": role, "content": text or None, "tool_calls": calls})
-        else:
-            append({"role": role, "content": text})
+    An agent sends the whole conversation at every step: with the request's :class:`WireMemo`, only the messages
+    added since the last step are converted (the others' wire form is kept); the tools' wire form is made once per
+    tuple of definitions (the lane offers the same tuple at every step)."""
+    memo = request.wire
+    if memo is None:
+        messages: list[dict[str, Any]] = []
+        append = messages.append
+        for message in request.messages:
+            _openai_message(message, append)
+    else:
+        kept: list[dict[str, Any]] = memo.extend(request.messages, _new_list, _add_openai)
+        messages = list(kept)
     body: dict[str, Any] = {"model": request.model, "messages": messages}
     if request.tools:
         body["tools"] = _openai_tools(request.tools)
     body.update(request.params)
     return body
+
+
+def _new_list() -> list[dict[str, Any]]:
+    return []
+
+
+def _add_openai(wire: list[dict[str, Any]], message: dict[str, Any]) -> None:
+    _openai_message(message, wire.append)
+
+
+def _openai_message(message: dict[str, Any], append: Callable[[dict[str, Any]], None]) -> None:
+    """One message of EvalGlass's form in the chat-completions shape (a tool message: one per response part), in one
+    pass over its parts."""
+    role, parts = message["role"], message["parts"]
+    if role == "tool":
+        for part in parts:
+            response = part.get("response")
+            content = response if isinstance(response, str) else orjson.dumps(response).decode()
+            append({"role": "tool", "tool_call_id": part.get("id"), "content": content})
+        return
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for part in parts:
+        kind = part["type"]
+        if kind == "text":
+            texts.append(str(part["content"]))
+        elif kind == "tool_call":
+            if "invalid_arguments" in part:
+                arguments = part["invalid_arguments"]
+            else:
+                arguments = orjson.dumps(part.get("arguments")).decode()
+            function = {"name": part["name"], "arguments": arguments}
+            calls.append({"id": part.get("id"), "type": "function", "function": function})
+    text = texts[0] if len(texts) == 1 else "".join(texts)
+    if calls:
+        append({"role": role, "content": text or None, "tool_calls": calls})
+    else:
+        append({"role": role, "content": text})
 
 
 #: The last tuple of tool definitions and its wire form, as one tuple so that a reader on any thread sees a

@@ -237,6 +237,11 @@ class _LaneFields(BaseModel):
         """The model whose token usage this lane's calls report (None: its calls use no tokens)."""
         return None
 
+    def unrecorded_field(self, field: str, priced: Iterable[str]) -> str | None:
+        """Why no output of this lane holds the top-level field ``field`` (None: it may; ``priced``, the models
+        ``prices:`` names). Host code answers what it likes."""
+        return None
+
     def host_reference(self) -> str:
         """What this lane runs, as the config names it: the name the supervisor gives when the process dies while
         the lane's calls are in flight (evalglass/hostwatch.py)."""
@@ -313,6 +318,10 @@ class ChatLaneSpec(EndpointSpec):
     def tokens_model(self) -> str | None:
         """The model whose token usage this lane's calls report."""
         return self.model
+
+    def unrecorded_field(self, field: str, priced: Iterable[str]) -> str | None:
+        """None: a chat answer (parsed as JSON) holds whatever the model answered."""
+        return None
 
     def host_reference(self) -> str:
         return f"model {self.model}"
@@ -406,6 +415,21 @@ class AgentToolSpec(BaseModel):
         return self
 
 
+#: Every field an agent lane's trajectory can hold (lanes/agent.py ``AgentLane._trajectory``).
+AGENT_FIELDS = (
+    "messages",
+    "tool_calls",
+    "text",
+    "finish",
+    "steps",
+    "finish_reasons",
+    "model",
+    "usage",
+    "cost",
+    "final_state",
+)
+
+
 class AgentLaneSpec(EndpointSpec):
     """``task: {type: agent}``: the model and tool loop against an OpenAI-compatible endpoint or a native API
     (``provider: anthropic | gemini``; lanes/agent.py)."""
@@ -420,7 +444,10 @@ class AgentLaneSpec(EndpointSpec):
     tools: dict[str, AgentToolSpec] = Field(min_length=1, description="Tool name -> module:function | recorded.")
     max_steps: int = Field(default=10, ge=1, le=1000, description="Model turns at most (each with its tool calls).")
     step_timeout: float | None = Field(
-        default=None, gt=0, description="Seconds for one model step (all its attempts) and for one tool call."
+        default=None,
+        gt=0,
+        description="Seconds for one model step (all its attempts, from the first's sending) and for one tool call "
+        "(from its start).",
     )
     trajectory_timeout: float | None = Field(default=None, gt=0, description="Seconds for the whole trajectory.")
     recorded_results: str = Field(
@@ -457,6 +484,19 @@ class AgentLaneSpec(EndpointSpec):
 
     def tokens_model(self) -> str | None:
         return self.model
+
+    def unrecorded_field(self, field: str, priced: Iterable[str]) -> str | None:
+        """Its output is a trajectory, whose fields the lane writes (lanes/agent.py ``AgentLane._trajectory``);
+        ``cost`` only with a price for its model. ``final_state`` needs a tool that keeps state, which only the
+        loaded tools tell (``AgentLane.keeps_state``)."""
+        if field not in AGENT_FIELDS:
+            return f"an agent's trajectory never holds '{field}' (it holds {', '.join(AGENT_FIELDS)})"
+        if field == "cost" and self.model not in set(priced):
+            return (
+                f"an agent's trajectory holds a cost only with a price for its model: declare `prices: "
+                f"{{{self.model}: {{prompt_per_million: ..., completion_per_million: ...}}}}`"
+            )
+        return None
 
     def host_reference(self) -> str:
         """The model and the host functions the lane's tools call (host code runs in the loop)."""

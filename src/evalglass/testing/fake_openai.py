@@ -99,6 +99,8 @@ class RecordedRequest:
 
     #: The text directives are read from (the server's dialect sets it).
     last_user_message: str = ""
+    #: The body's bytes as sent (``body`` is what they parse to).
+    raw: bytes = b""
 
 
 def _last_user_message(body: Any) -> str:
@@ -325,6 +327,7 @@ class FakeOpenAI:
                 step=step,
                 received_at=time.monotonic(),
                 last_user_message=prompt,
+                raw=raw,
             )
             if self.record:
                 self._requests.append(record)

@@ -375,10 +375,17 @@ def trace_record(
         if alone
         else [span for span in subtree if (c := conventions.get(span.span_id)) is not None and is_tool(span, c)]
     )
+    # Without tool spans the calls are read from the conversation: the output's, after the input of the model call
+    # that wrote it (the last one's input holds every turn before it; the trace's input is the first call's).
+    said = final.input_messages if final is not None and content.output_messages is None else messages
     if tool_spans:
         output["tool_calls"] = [tool_call_of(span, str(conventions[span.span_id]), not_captured) for span in tool_spans]
+    elif said is None or (out_messages is None and error is None):
+        # The one deliberate change since the copy (falsered): calls read from messages that were not captured
+        # are unknown, not none.
+        not_captured.add("output.tool_calls")
     else:
-        history = [*(messages or ()), *(out_messages or ())]
+        history = [*said, *(out_messages or ())]
         output["tool_calls"] = tool_calls_from_messages(history)
     reasons = content.finish_reasons if content.finish_reasons is not None or final is None else final.finish_reasons
     output["finish_reasons"] = reasons if reasons is not None else []

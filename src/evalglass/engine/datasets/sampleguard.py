@@ -26,7 +26,14 @@ from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.notcaptured import NOT_CAPTURED
 from evalglass.core.score import Score
 from evalglass.engine.datasets.toollogs.toolresults import failed_sample_score, sample_failed
-from evalglass.engine.datasets.uncaptured import missing_content, needed_paths, not_captured_score
+from evalglass.engine.datasets.uncaptured import (
+    missing_content,
+    needed_paths,
+    not_captured_score,
+    not_recorded_score,
+    telemetry_paths,
+    unrecorded_telemetry,
+)
 from evalglass.metrics.base import MetricSpec, Scorer
 
 if TYPE_CHECKING:
@@ -37,12 +44,13 @@ if TYPE_CHECKING:
 class SampleGuard:
     """The score metric ``name`` gets on an example it must not measure, or None to measure it."""
 
-    __slots__ = ("_failures", "_name", "_paths")
+    __slots__ = ("_failures", "_name", "_paths", "_telemetry")
 
     def __init__(self, name: str, spec: MetricSpec, output_field: str, *, failures: bool, uncaptured: bool) -> None:
         self._name = name
         self._failures = failures
         self._paths = needed_paths(spec, output_field) if uncaptured else ()
+        self._telemetry = telemetry_paths(self._paths)
 
     @property
     def active(self) -> bool:
@@ -55,13 +63,19 @@ class SampleGuard:
             what = missing_content(example.fields, self._paths)
             if what is not None:
                 return not_captured_score(self._name, example, what)
+        if self._telemetry:
+            what = unrecorded_telemetry(example.fields, self._telemetry)
+            if what is not None:
+                return not_recorded_score(self._name, example, what)
         return None
 
     def any_unmeasured(self, examples: ExampleBatch) -> bool:
         if self._failures and any(sample_failed(output) for output in examples.outputs):
             return True
         return bool(self._paths) and any(
-            missing_content(record, self._paths) is not None for record in examples.records
+            missing_content(record, self._paths) is not None
+            or (self._telemetry and unrecorded_telemetry(record, self._telemetry) is not None)
+            for record in examples.records
         )
 
 

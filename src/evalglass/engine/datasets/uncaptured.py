@@ -13,6 +13,12 @@ value the record lacks, in a record that lists content as not captured, is ``con
 
 Applied, with a failed sample's guard, to every metric of a run whose records can lack content (traces, other
 tools' results) by :mod:`~evalglass.engine.datasets.sampleguard`.
+
+A trace's output also holds what its instrumentation reported besides content (:data:`TELEMETRY`: token usage, the
+span's duration, the response's model and id). A span that did not report one (a provider that returns no usage, an
+instrumentation that records none) leaves it absent or null: the evaluator lacks it, so a metric that needs it is
+``non_evaluable`` with ``not_recorded`` (:func:`unrecorded_telemetry`), never the worst value a missing field of an
+answer scores.
 """
 
 from __future__ import annotations
@@ -21,12 +27,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from evalglass.core.example import Example
-from evalglass.core.fieldpath import parse_path
+from evalglass.core.fieldpath import ABSENT, get_path, parse_path
 from evalglass.core.notcaptured import NOT_CAPTURED, uncaptured_overlap
 from evalglass.core.score import Score, Status
 from evalglass.metrics.base import MetricSpec
 
 CODE = "content_not_captured"
+#: What a trace record's output holds that its instrumentation reports besides content (core.conversation.TraceOutput).
+TELEMETRY: tuple[tuple[str, ...], ...] = (
+    ("output", "usage"),
+    ("output", "latency_ms"),
+    ("output", "model"),
+    ("output", "response_id"),
+)
 
 
 def needed_paths(spec: MetricSpec, output_field: str) -> tuple[tuple[str | int, ...], ...]:
@@ -58,4 +71,30 @@ def not_captured_score(name: str, example: Example, what: str) -> Score:
         CODE,
         f"example {example.id}: {what} was not captured by the instrumentation, and metric '{name}' needs it "
         "(enable content capture in the instrumentation to measure it)",
+    )
+
+
+def telemetry_paths(paths: tuple[tuple[str | int, ...], ...]) -> tuple[tuple[str | int, ...], ...]:
+    """The paths of ``paths`` at or under a trace's :data:`TELEMETRY` (a metric on ``usage.input_tokens``)."""
+    return tuple(path for path in paths if any(path[: len(prefix)] == prefix for prefix in TELEMETRY))
+
+
+def unrecorded_telemetry(record: Mapping[str, Any], paths: tuple[tuple[str | int, ...], ...]) -> str | None:
+    """The path of ``paths`` (from :func:`telemetry_paths`) a trace record's span did not report, or None (and None
+    for a record that is not a trace's)."""
+    if type(record) is not dict or type(record.get("span_id")) is not str:
+        return None
+    for path in paths:
+        value = get_path(record, path)
+        if value is ABSENT or value is None:
+            return ".".join(str(part) for part in path)
+    return None
+
+
+def not_recorded_score(name: str, example: Example, what: str) -> Score:
+    return Score.unmeasured(
+        Status.NON_EVALUABLE,
+        "not_recorded",
+        f"example {example.id}: its span does not report {what}, and metric '{name}' needs it (the instrumentation "
+        "or the provider recorded none: a gap in the evidence, not the system's answer)",
     )

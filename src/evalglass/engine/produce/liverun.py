@@ -48,6 +48,7 @@ from evalglass.engine.produce.sink import Produced, RunSink
 from evalglass.engine.produce.tokens import Tally
 from evalglass.engine.spec.config import LoadedConfig
 from evalglass.engine.spec.executorspec import RayExecutorSpec
+from evalglass.engine.spec.outputfields import stateless_final_state
 from evalglass.errors import SetupError
 from evalglass.lanes.executor import AsyncioExecutor, EndpointLimit, Executor
 from evalglass.lanes.ports import Lane
@@ -117,6 +118,9 @@ def _build(loaded: LoadedConfig, executor: Executor, cache: CallCache | None) ->
                     )
             except LaneConfigError as exc:
                 raise SetupError(f"task: {exc}", where=str(loaded.path)) from None
+            # A lane that says whether its outputs hold a state (an agent's, once its tools are loaded).
+            if stateless := stateless_final_state(config.metrics, getattr(built.lane, "keeps_state", True)):
+                raise SetupError(stateless, where=str(loaded.path))
         for name, spec in config.metrics.items():
             # built like every metric (engine.produce.metricbuild), here because its clients need the loop
             if spec.live:

@@ -42,6 +42,7 @@ from evalglass.core.goldfields import (
 from evalglass.core.stats import Direction
 from evalglass.core.usage import Price
 from evalglass.engine.spec.executorspec import TASK_KEY, AnyExecutor, LocalExecutorSpec, RayExecutorSpec
+from evalglass.engine.spec.outputfields import unrecorded_field_problems
 from evalglass.engine.spec.tracespec import TraceOptions
 from evalglass.engine.spec.validation import validate_document
 from evalglass.errors import LocatedValueError, SetupError
@@ -394,6 +395,7 @@ class Config(BaseModel):
         # decided under the rules of its day and must stay readable (view, verify) after a rule is added.
         if not problems and not (info.context or {}).get(RECORDED):
             problems += self._fields_apart()
+            problems += unrecorded_field_problems(self._live_tasks(), self.metrics, self.prices)
         if problems:
             raise LocatedValueError(problems)
         return self
@@ -667,6 +669,13 @@ class Config(BaseModel):
             return [(None, self.task)] if isinstance(self.task, RecordedTask) else []
         found = ((name, self._variant_task_or_none(name)) for name in self.variant_names)
         return [(name, task) for name, task in found if isinstance(task, RecordedTask)]
+
+    def _live_tasks(self) -> list[tuple[str | None, LaneSpec]]:
+        """Every live lane the run scores, with the variant that declares it (None: the task itself)."""
+        found = (
+            [(None, self.task)] if not self.variants else [(n, self._variant_task_or_none(n)) for n in self.variants]
+        )
+        return [(name, task) for name, task in found if task is not None and not isinstance(task, RecordedTask)]
 
     def _field_uses(self) -> list[FieldUse]:
         """Every use of a dataset field the config declares: each recorded output (the task's, or each recorded

@@ -57,37 +57,59 @@ def request_body(
     tools: Sequence[Mapping[str, Any]],
     params: Mapping[str, Any],
 ) -> dict[str, Any]:
-    system: list[str] = []
-    wire: list[dict[str, Any]] = []
-    results: list[dict[str, Any]] | None = None  # the tool results of the user message being built
+    built = builder()
     for message in messages:
+        built.add(message)
+    return built.body(model, tools, params)
+
+
+class _Builder:
+    """The Messages API form of a conversation, one message at a time (:meth:`add`), so that an agent's growing
+    conversation is converted a step's new messages at a time (``modelstep.WireMemo``); :func:`request_body` is
+    one fed every message. A later tool message may join the results of the last message (the API wants every
+    result of a turn in the one user message after it): that message's list grows, in a body already sent too."""
+
+    __slots__ = ("results", "system", "wire")
+
+    def __init__(self) -> None:
+        self.system: list[str] = []
+        self.wire: list[dict[str, Any]] = []
+        self.results: list[dict[str, Any]] | None = None  # the tool results of the user message being built
+
+    def add(self, message: Mapping[str, Any]) -> None:
         role, parts = message["role"], message["parts"]
         if role == "system":
-            system.append(text_of(parts))
+            self.system.append(text_of(parts))
         elif role == "tool":
-            # The API wants every result of a turn's calls in the one user message after it: the agent lane keeps a
-            # message per result, so consecutive ones are joined.
-            if results is None:
-                results = []
-                wire.append({"role": "user", "content": results})
-            results.extend(_tool_result(part) for part in parts)
-            continue
+            # The agent lane keeps a message per result: consecutive ones are joined.
+            if self.results is None:
+                self.results = []
+                self.wire.append({"role": "user", "content": self.results})
+            self.results.extend(_tool_result(part) for part in parts)
+            return
         else:
-            wire.append({"role": "assistant" if role == "assistant" else "user", "content": _blocks(parts)})
-        results = None
-    body: dict[str, Any] = {"model": model, "messages": wire}
-    if system:
-        body["system"] = "\n\n".join(system)
-    if tools:
-        body["tools"] = [_tool(tool) for tool in tools]
-    for name, value in params.items():
-        if name == "stop":
-            body["stop_sequences"] = list(value)
-        elif name in ("max_tokens", "temperature", "top_p"):
-            body[name] = value
-        else:  # refused at config load (seed, response_format); a caller that passes one anyway is told
-            raise ValueError(f"the Messages API has no parameter {name!r}")
-    return body
+            self.wire.append({"role": "assistant" if role == "assistant" else "user", "content": _blocks(parts)})
+        self.results = None
+
+    def body(self, model: str, tools: Sequence[Mapping[str, Any]], params: Mapping[str, Any]) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": model, "messages": list(self.wire)}
+        if self.system:
+            body["system"] = "\n\n".join(self.system)
+        if tools:
+            body["tools"] = [_tool(tool) for tool in tools]
+        for name, value in params.items():
+            if name == "stop":
+                body["stop_sequences"] = list(value)
+            elif name in ("max_tokens", "temperature", "top_p"):
+                body[name] = value
+            else:  # refused at config load (seed, response_format); a caller that passes one anyway is told
+                raise ValueError(f"the Messages API has no parameter {name!r}")
+        return body
+
+
+def builder() -> _Builder:
+    """An empty conversation in the Messages API form, to :meth:`~_Builder.add` messages to."""
+    return _Builder()
 
 
 def _blocks(parts: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -179,4 +201,4 @@ def read_error(status: int, body: Any) -> ErrorSignal | None:
     return ErrorSignal(f"{kind_name}: {message}" if isinstance(kind_name, str) else message)
 
 
-__all__ = ["API_VERSION", "auth_headers", "endpoint", "parse_answer", "read_error", "request_body"]
+__all__ = ["API_VERSION", "auth_headers", "builder", "endpoint", "parse_answer", "read_error", "request_body"]

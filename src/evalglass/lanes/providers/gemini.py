@@ -58,27 +58,44 @@ def request_body(
     tools: Sequence[Mapping[str, Any]],
     params: Mapping[str, Any],
 ) -> dict[str, Any]:
-    system: list[str] = []
-    contents: list[dict[str, Any]] = []
-    names: dict[str, str] = {}  # call id -> function name
-    last_calls: list[str] = []  # the names of the latest model turn's calls, in order
-    responses: list[dict[str, Any]] | None = None  # the function responses of the user turn being built
+    built = builder()
     for message in messages:
+        built.add(message)
+    return built.body(model, tools, params)
+
+
+class _Builder:
+    """The Gemini form of a conversation, one message at a time (:meth:`add`), so that an agent's growing
+    conversation is converted a step's new messages at a time (``modelstep.WireMemo``); :func:`request_body` is
+    one fed every message. A later tool message may join the responses of the last user turn: that turn's list
+    grows, in a body already sent too."""
+
+    __slots__ = ("contents", "last_calls", "names", "responses", "system")
+
+    def __init__(self) -> None:
+        self.system: list[str] = []
+        self.contents: list[dict[str, Any]] = []
+        self.names: dict[str, str] = {}  # call id -> function name
+        self.last_calls: list[str] = []  # the names of the latest model turn's calls, in order
+        self.responses: list[dict[str, Any]] | None = None  # the function responses of the user turn being built
+
+    def add(self, message: Mapping[str, Any]) -> None:
         role, parts = message["role"], message["parts"]
         if role == "system":
-            system.append(text_of(parts))
-            continue
+            self.system.append(text_of(parts))
+            return
         if role == "tool":
             # Every response to a turn's calls goes in the one user turn after it (the agent lane keeps a message
             # per result: consecutive ones are joined), a response without an id named by its position among them.
-            if responses is None:
-                responses = []
-                contents.append({"role": "user", "parts": responses})
+            if self.responses is None:
+                self.responses = []
+                self.contents.append({"role": "user", "parts": self.responses})
+            responses = self.responses
             for part in parts:
                 if part.get("type") == "tool_call_response":
-                    responses.append(_function_response(part, names, last_calls, len(responses)))
-            continue
-        responses = None
+                    responses.append(_function_response(part, self.names, self.last_calls, len(responses)))
+            return
+        self.responses = None
         wire_parts: list[dict[str, Any]] = []
         calls: list[str] = []
         for part in parts:
@@ -90,30 +107,37 @@ def request_body(
                 call: dict[str, Any] = {"name": name, "args": _arguments(part)}
                 if part.get("id") is not None:
                     call["id"] = part["id"]
-                    names[str(part["id"])] = name
+                    self.names[str(part["id"])] = name
                 calls.append(name)
                 wire_parts.append({"functionCall": call})
         if role == "assistant":
-            last_calls = calls
-        contents.append({"role": "model" if role == "assistant" else "user", "parts": wire_parts})
-    body: dict[str, Any] = {"contents": contents}
-    if system:
-        body["systemInstruction"] = {"parts": [{"text": "\n\n".join(system)}]}
-    if tools:
-        body["tools"] = [{"functionDeclarations": [_declaration(tool) for tool in tools]}]
-    generation: dict[str, Any] = {}
-    for name, value in params.items():
-        if name in _GENERATION:
-            generation[_GENERATION[name]] = value
-        elif name == "stop":
-            generation["stopSequences"] = list(value)
-        elif name == "response_format":
-            generation["responseMimeType"] = "application/json"
-        else:
-            raise ValueError(f"the Gemini API has no parameter {name!r}")
-    if generation:
-        body["generationConfig"] = generation
-    return body
+            self.last_calls = calls
+        self.contents.append({"role": "model" if role == "assistant" else "user", "parts": wire_parts})
+
+    def body(self, model: str, tools: Sequence[Mapping[str, Any]], params: Mapping[str, Any]) -> dict[str, Any]:
+        body: dict[str, Any] = {"contents": list(self.contents)}
+        if self.system:
+            body["systemInstruction"] = {"parts": [{"text": "\n\n".join(self.system)}]}
+        if tools:
+            body["tools"] = [{"functionDeclarations": [_declaration(tool) for tool in tools]}]
+        generation: dict[str, Any] = {}
+        for name, value in params.items():
+            if name in _GENERATION:
+                generation[_GENERATION[name]] = value
+            elif name == "stop":
+                generation["stopSequences"] = list(value)
+            elif name == "response_format":
+                generation["responseMimeType"] = "application/json"
+            else:
+                raise ValueError(f"the Gemini API has no parameter {name!r}")
+        if generation:
+            body["generationConfig"] = generation
+        return body
+
+
+def builder() -> _Builder:
+    """An empty conversation in the Gemini form, to :meth:`~_Builder.add` messages to."""
+    return _Builder()
 
 
 def _arguments(part: Mapping[str, Any]) -> Any:
@@ -214,4 +238,4 @@ def _retry_delay(details: Any) -> float | None:
     return None
 
 
-__all__ = ["auth_headers", "endpoint", "parse_answer", "read_error", "request_body"]
+__all__ = ["auth_headers", "builder", "endpoint", "parse_answer", "read_error", "request_body"]

@@ -99,9 +99,25 @@ class Wire(Protocol):
         params: Mapping[str, Any],
     ) -> dict[str, Any]: ...
 
+    def builder(self) -> WireBuilder:
+        """An empty conversation in the API's form, built a message at a time (``request_body`` is one fed every
+        message)."""
+        ...
+
     def parse_answer(self, raw: bytes) -> WireAnswer: ...
 
     def read_error(self, status: int, body: Any) -> ErrorSignal | None: ...
+
+
+class WireBuilder(Protocol):
+    """A conversation in a provider's form, built a message at a time: an agent's conversation grows by a step's
+    few messages, and only those are converted (``modelstep.WireMemo``)."""
+
+    def add(self, message: Mapping[str, Any]) -> None: ...
+
+    def body(self, model: str, tools: Sequence[Mapping[str, Any]], params: Mapping[str, Any]) -> dict[str, Any]:
+        """The request body of the conversation so far (raises ValueError for a parameter the API has not)."""
+        ...
 
 
 def text_messages(pairs: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:

@@ -6,12 +6,13 @@ version. One example per ``doc_id``: the prompt (``arguments``' first context) a
 ``target``, the answer (``filtered_resps[0]`` of a generation task; none for a loglikelihood task, whose response
 is scores), and one score per metric the line lists (``exact_match``, ``acc``...). A task with several filters
 writes one line per filter: their metrics are named ``<metric>,<filter>`` as in lm-eval's own results (a filter
-``none`` keeps the bare name), and each line holds that filter's answer: which one is the output is declared
-(``dataset.answer_filter``), and a file with several filters read without it is refused (the order of its lines
-would decide what the metrics measure). lm-eval's ``repeats`` are reduced by its own filters into one score per
-doc, so an lm-eval sample has one epoch. The results file's ``n-samples`` says how many documents the task ran
-(``effective``, documents ``0`` to ``effective - 1``): a document the samples file does not hold is a failed
-sample, never left out.
+``none``, also what a line without the key is read as, keeps the bare name; a ``filter`` that is not a name, not
+text or empty, is a malformed sample, never the default), and each line holds that filter's answer: which one is
+the output is declared (``dataset.answer_filter``), and a file with several filters read without it is refused (the
+order of its lines would decide what the metrics measure). lm-eval's ``repeats`` are reduced by its own filters
+into one score per doc, so an lm-eval sample has one epoch. The results file's ``n-samples`` says how many
+documents the task ran (``effective``, documents ``0`` to ``effective - 1``): a document the samples file does not
+hold is a failed sample, never left out.
 
 Pinned to lm-eval 0.4.x (0.4.13 made the committed fixture).
 """
@@ -73,7 +74,8 @@ class LmEvalReader(ToolReader):
                     unreadable.add(line["doc_id"])
                 yield sample
                 continue
-            named = str(line.get("filter") or "none")
+            named = _filter_of(line)
+            assert named is not None  # _sample refused a line whose filter is not a name
             filters[named] = None
             if named == self.answer_filter:
                 answers[sample.id] = sample.text
@@ -169,6 +171,17 @@ def _task(path: Path) -> str:
     return path.name[len("samples_") : -len(".jsonl")].rsplit("_", 1)[0]
 
 
+#: lm-eval's filter when a line names none (``--log_samples`` always writes one; a line without the key predates it).
+DEFAULT_FILTER = "none"
+
+
+def _filter_of(line: dict[str, Any]) -> str | None:
+    """The line's filter: its name, lm-eval's default when the key is absent, None when it is not a name (not text,
+    or empty: a falsy ``0``, ``false`` or ``""`` is not the default)."""
+    named = line.get("filter", DEFAULT_FILTER)
+    return named if type(named) is str and named else None
+
+
 def _sample(line: Any, number: int) -> ToolSample | ToolProblem:
     place = f"line {number}"
     if not isinstance(line, dict) or type(line.get("doc_id")) is not int:
@@ -176,7 +189,11 @@ def _sample(line: Any, number: int) -> ToolSample | ToolProblem:
     metrics = line.get("metrics")
     if not isinstance(metrics, list) or not all(isinstance(name, str) for name in metrics):
         return ToolProblem(place, number, "has no list of metrics")
-    suffix = "" if line.get("filter") in (None, "none") else f",{line['filter']}"
+    named = _filter_of(line)
+    if named is None:
+        # Read as lm-eval's default, its scores would land under the default filter's names (or another line's).
+        return ToolProblem(place, number, f"has a filter that is not a filter's name ({line['filter']!r})")
+    suffix = "" if named == "none" else f",{named}"
     scores: dict[str, dict[str, Any]] = {}
     for name in metrics:
         value = line.get(name)

@@ -18,7 +18,13 @@ How many samples ran: the log holds no count, but it says whether the run finish
 told, so it is refused), and evals numbers the samples it runs ``<eval>.<split>.<index>``, over every index of its
 samples file unless ``max_samples`` (recorded in the spec) took a shuffled subset: without it, an index below the
 highest held that the log does not hold is a sample the run started and the log lost (a failed sample, never left
-out). What a finished log lost above its highest index cannot be told.
+out). Lost samples the spec and the final report can show are refused (which they were cannot be told): a ``Match``
+eval's ``accuracy`` is its correct matches over all of them, a model-graded eval's ``counts/...`` add up to the
+samples it graded, and under ``max_samples`` M a run holds M samples, or all N (numbered 0 to N-1) of a smaller
+file. What cannot be told: a loss in the proportion of a ``Match`` log's accuracy, the losses of other eval classes
+(their final reports are their own code's figures), the last samples of a file smaller than ``max_samples``. The
+events' ``event_id`` (0 onwards) does not help: evals writes its last events at exit, after the final report, so
+the ones a log loses are the highest ids, which leave no gap.
 
 The log records no version of its own: EvalGlass reads the record format of ``evals`` 3.0.x (3.0.1.post1 made the
 committed fixture), recognised by its ``spec`` line.
@@ -61,6 +67,9 @@ class OpenAIEvalsReader(ToolReader):
         worths: dict[str, tuple[float, int]] = {}  # a model-graded eval's choice → its score, and where first read
         spec_seen = finished = False
         numbered: str | None = None  # the prefix of sample ids numbered 0 to N-1 (a run without max_samples)
+        spec: dict[str, Any] = {}
+        report: Any = None
+        tally = _Tally()
         for number, raw in enumerate(data.split(b"\n"), start=1):
             if not raw.strip():
                 continue
@@ -95,6 +104,7 @@ class OpenAIEvalsReader(ToolReader):
                 continue
             if "final_report" in line:
                 finished = True
+                report = line["final_report"]
                 continue
             if not spec_seen:
                 raise self._not_a_log("no spec line before the first event")
@@ -129,6 +139,9 @@ class OpenAIEvalsReader(ToolReader):
                 sampled.add(sample_id)
             if kind == "metrics":
                 self._same_worth(event, number, worths)
+                tally.graded.add(sample_id)
+            elif kind == "match":
+                tally.matched[sample_id] = event.get("correct") is True
             problem = self._parse(f"line {number}", number, _apply, sample, kind, event, number)
             if isinstance(problem, ToolProblem):
                 yield problem
@@ -152,19 +165,72 @@ class OpenAIEvalsReader(ToolReader):
                 )
             else:
                 yield sample
-        if numbered is not None:
-            yield from self._absent(numbered, list(samples), data.count(b"\n") + 1)
+        absent = [] if numbered is None else list(self._absent(numbered, list(samples), data.count(b"\n") + 1))
+        self._check_max_samples(spec, list(samples))
+        self._check_report(spec, report, tally, len(absent))
+        yield from absent
+
+    def _check_max_samples(self, spec: dict[str, Any], held_ids: list[str]) -> None:
+        """Under ``max_samples`` M, evals runs M samples, or every one of a file holding fewer (numbered ``0`` to
+        ``N-1``): a log with more than M is not one run's, and one with fewer that are not numbered so lost some,
+        which cannot be told (the shuffled subset depends on the file's length, which the log does not record)."""
+        limit = _max_samples(spec)
+        if limit is None:
+            return
+        held = len(held_ids)
+        if held > limit:
+            raise SetupError(
+                f"the log holds {held} samples and its run's max_samples is {limit}: it is not the log of one run",
+                where=str(self.path),
+                fix="point dataset.path at the log one `oaieval --record_path` run wrote, unedited",
+            )
+        prefix = _prefix(spec)
+        indices = _indices(prefix, held_ids) if prefix is not None else None
+        if held < limit and indices != set(range(held)):
+            raise SetupError(
+                f"the log holds {held} samples, fewer than its run's max_samples {limit}, and not samples 0 to "
+                f"{held - 1} of a smaller file: samples the run made are lost, and which cannot be told",
+                where=str(self.path),
+                fix="measure the complete log of a run (oaieval --record_path), unedited",
+            )
+
+    def _check_report(self, spec: dict[str, Any], report: Any, tally: _Tally, absent: int) -> None:
+        """What the final report counts, where evals' own code says how: a ``Match`` eval's ``accuracy`` is its
+        correct matches over its matches; a model-graded eval's ``counts/...`` are its graded samples. A log that
+        holds fewer than that (``absent``: those already found missing below the highest index) lost samples, and
+        one that holds more is not the run's: either way, which are missing cannot be told."""
+        if not isinstance(report, dict):
+            return
+        fix = "measure the complete log of a run (oaieval --record_path), unedited"
+        why = "samples are lost (or the log was edited), and which cannot be told"
+        eval_class = _eval_class(spec)
+        accuracy = report.get("accuracy")
+        if eval_class == MATCH_CLASS and isinstance(accuracy, float) and math.isfinite(accuracy) and tally.matched:
+            correct, total = sum(tally.matched.values()), len(tally.matched) + absent
+            if not any((correct + lost) / total == accuracy for lost in range(absent + 1)):
+                below = f", and {absent} lost below its highest index" if absent else ""
+                raise SetupError(
+                    f"the final report's accuracy {accuracy:g} is not that of the log's matches ({correct} correct "
+                    f"of {len(tally.matched)}{below}): {why}",
+                    where=str(self.path),
+                    fix=fix,
+                )
+        graded = _graded_total(report)
+        if graded is not None and not graded - absent <= len(tally.graded) <= graded:
+            raise SetupError(
+                f"the final report counts {graded} graded samples (counts/...) and the log holds "
+                f"{len(tally.graded)}"
+                + (f" (and {absent} lost below its highest index)" if absent else "")
+                + f": {why}",
+                where=str(self.path),
+                fix=fix,
+            )
 
     def _absent(self, prefix: str, held_ids: list[str], lines: int) -> Iterator[ToolSample]:
         """The samples a run without ``max_samples`` ran that the log does not hold: every index below the highest
         held (evals runs indexes 0 to N-1 of its samples file). Ids not numbered so (an eval of its own naming)
         say nothing."""
-        held: set[int] = set()
-        for sample_id in held_ids:
-            number = sample_id[len(prefix) :] if sample_id.startswith(prefix) else ""
-            if not number.isdigit() or not number.isascii():
-                return
-            held.add(int(number))
+        held = _indices(prefix, held_ids)
         if not held:
             return
         # Counted before any is made: an index of 10**12 in a tampered log is refused, not a list of that length.
@@ -201,15 +267,69 @@ class OpenAIEvalsReader(ToolReader):
         )
 
 
+#: The eval class whose final report's ``accuracy`` is ``evals.metrics.get_accuracy`` of its ``match`` events.
+MATCH_CLASS = "evals.elsuite.basic.match:Match"
+
+
+class _Tally:
+    """What the log's events hold that its final report counts: each sample's match (correct or not) and the samples
+    a model-graded eval graded (a ``metrics`` event)."""
+
+    def __init__(self) -> None:
+        self.matched: dict[str, bool] = {}
+        self.graded: set[str] = set()
+
+
+def _eval_class(spec: dict[str, Any]) -> str | None:
+    run_config = spec.get("run_config")
+    eval_spec = run_config.get("eval_spec") if isinstance(run_config, dict) else None
+    cls = eval_spec.get("cls") if isinstance(eval_spec, dict) else None
+    return cls if isinstance(cls, str) else None
+
+
+def _graded_total(report: dict[str, Any]) -> int | None:
+    """The samples a model-graded eval graded, from its final report's ``counts/<metric>/<choice>`` (or, in older
+    evals, ``counts/<choice>``): per metric, its choices' counts add up to the graded samples; None when the report
+    has no counts."""
+    totals: dict[str, int] = {}
+    for key, value in report.items():
+        if isinstance(key, str) and key.startswith("counts/") and type(value) is int:
+            metric = key[len("counts/") :].rpartition("/")[0]
+            totals[metric] = totals.get(metric, 0) + value
+    return max(totals.values()) if totals else None
+
+
+def _max_samples(spec: dict[str, Any]) -> int | None:
+    run_config = spec.get("run_config")
+    limit = run_config.get("max_samples") if isinstance(run_config, dict) else None
+    return limit if type(limit) is int and limit >= 0 else None
+
+
+def _prefix(spec: dict[str, Any]) -> str | None:
+    """The prefix evals numbers the run's sample ids with (``<base_eval>.<split>.``)."""
+    name = spec.get("eval_name")
+    parts = name.split(".") if isinstance(name, str) else []
+    return ".".join(parts[:2]) + "." if len(parts) >= 2 else None
+
+
+def _indices(prefix: str, held_ids: list[str]) -> set[int] | None:
+    """The sample indexes of ``held_ids`` (None when one is not numbered ``<prefix><index>``)."""
+    held: set[int] = set()
+    for sample_id in held_ids:
+        number = sample_id[len(prefix) :] if sample_id.startswith(prefix) else ""
+        if not number.isdigit() or not number.isascii():
+            return None
+        held.add(int(number))
+    return held
+
+
 def _numbered(spec: dict[str, Any]) -> str | None:
     """The prefix of the sample ids of a run over every sample (``<eval>.<split>.``, as evals names them), or None
     when ``max_samples`` took a shuffled subset (or the spec does not say)."""
     run_config = spec.get("run_config")
-    name = spec.get("eval_name")
     if not isinstance(run_config, dict) or "max_samples" not in run_config or run_config["max_samples"] is not None:
         return None
-    parts = name.split(".") if isinstance(name, str) else []
-    return ".".join(parts[:2]) + "." if len(parts) >= 2 else None
+    return _prefix(spec)
 
 
 def _apply(sample: ToolSample, kind: str, event: dict[str, Any], number: int) -> ToolSample | ToolProblem:

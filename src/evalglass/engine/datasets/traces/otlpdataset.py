@@ -500,12 +500,19 @@ def trace_record(
         if alone
         else [span for span in subtree if (c := conventions.get(span.span_id)) is not None and is_tool(span, c)]
     )
+    # Without tool spans the calls are read from the conversation: the output's, after the input of the model call
+    # that wrote it (the last one's input holds every turn before it; the trace's input is the first call's).
+    said = final.input_messages if final is not None and content.output_messages is None else messages
     if tool_spans:
         output["tool_calls"] = [tool_call_of(span, str(conventions[span.span_id]), not_captured) for span in tool_spans]
+    elif said is None or (out_messages is None and error is None):
+        # Read from messages the instrumentation did not capture, the calls are unknown, not none: absent and
+        # listed, so a metric on them is content_not_captured, never a trajectory without a call.
+        not_captured.add("output.tool_calls")
     elif alone and content.tool_call_free:
         output["tool_calls"] = []  # what tool_calls_from_messages finds in messages without a tool call part
     else:
-        history = [*(messages or ()), *(out_messages or ())]
+        history = [*said, *(out_messages or ())]
         output["tool_calls"] = tool_calls_from_messages(history)
     reasons = content.finish_reasons if content.finish_reasons is not None or final is None else final.finish_reasons
     output["finish_reasons"] = reasons if reasons is not None else []
@@ -601,8 +608,12 @@ def lone_record(
     else:
         inputs["tool_definitions"] = tools
     inputs["model"] = request_model
+    # The calls are read from the messages: unknown (None: absent and listed, as in trace_record) when the
+    # instrumentation did not capture them.
     tool_calls = (
-        []
+        None
+        if messages is None or (out_messages is None and error_kind is None)
+        else []
         if _no_tool_call(
             input_value if input_value is not _NO_VALUE else None,
             output_value if output_value is not _NO_VALUE else None,
@@ -628,6 +639,9 @@ def lone_record(
         del output["text"], output["messages"]
         if error_kind is None:
             not_captured += ("output.messages", "output.text")
+    if tool_calls is None:
+        del output["tool_calls"]
+        not_captured.append("output.tool_calls")
     provider = get("gen_ai.provider.name", _NO_VALUE)
     if provider is _NO_VALUE:
         provider = get("gen_ai.system", _NO_VALUE)
