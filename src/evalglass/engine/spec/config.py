@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -50,10 +50,13 @@ from evalglass.lanes.checkinputs import InputProblem, check_host_files, input_ha
 from evalglass.lanes.checkspec import CheckSpec
 from evalglass.lanes.hostimports import TooManyHostFiles
 from evalglass.lanes.specs import EndpointSpec, LaneSpec, templates_read
-from evalglass.metrics.registry import AnyMetricSpec
+from evalglass.metrics.registry import BY_NAME, MetricEntry
 from evalglass.metrics.versions import fingerprinted, gate_evaluators
 from evalglass.readers.userfiles import read_regular
 from evalglass.readers.yamlsource import YamlDocument, load_yaml
+
+if TYPE_CHECKING:
+    from evalglass.metrics.registry import AnyMetricSpec
 
 NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_.-]*$"
 _NAME = re.compile(NAME_PATTERN)
@@ -258,7 +261,8 @@ class Config(BaseModel):
     ledger: str = Field(
         default="authority.yaml", description="The host-owned authority ledger, relative to this config file."
     )
-    metrics: dict[str, AnyMetricSpec] = Field(min_length=1)
+    # Each entry validated by the type it declares (``MetricEntry``), not by the validator of every type at once.
+    metrics: dict[str, MetricEntry] = Field(min_length=1)
     gates: dict[str, GateSpec] = Field(default_factory=dict)
     checks: dict[str, CheckSpec] = Field(
         default_factory=dict, description="Bound command checks, used by `check` metrics, gates and `evalglass check`."
@@ -1024,7 +1028,7 @@ def config_from_record(data: Any) -> Config:
     """The config a run record stores (see :func:`config_as_recorded`). Field names are accepted beside aliases
     because records written before the aliases were recorded stored ``schema_``; a config *file* accepts aliases
     only."""
-    return Config.model_validate(data, by_alias=True, by_name=True, context=RECORDED_CONTEXT)
+    return Config.model_validate(data, by_alias=True, by_name=True, context={**RECORDED_CONTEXT, BY_NAME: True})
 
 
 def load_config(path: Path) -> LoadedConfig:
