@@ -148,6 +148,18 @@ class Reducer(StrEnum):
     def needs_k(self) -> bool:
         return self in (Reducer.PASS_AT_K, Reducer.AT_LEAST_K)
 
+    @property
+    def depends_on_count(self) -> bool:
+        """Whether the expected per-example value moves with the number of samples reduced, so that how many
+        samples each example has is part of what the number means (a gate's approval binds it).
+
+        ``max`` rises and ``min`` falls with more samples; ``majority`` drifts towards 0 or 1 (and an even count
+        adds ties, which go to the low side); ``at_least_k`` is P(Binomial(n, p) >= k), rising in n. ``mean`` and
+        ``pass_at_k`` (the unbiased estimator ``1 - C(n - c, k) / C(n, k)``, whose expectation is
+        ``1 - (1 - p)^k`` for every n >= k) do not: more samples only make them more precise, which is evidence,
+        not a different measurement."""
+        return self in (Reducer.MAX, Reducer.MIN, Reducer.MAJORITY, Reducer.AT_LEAST_K)
+
 
 class Ties(StrEnum):
     """How ``majority`` breaks a tie between equally frequent values: take the lowest or the highest of them."""

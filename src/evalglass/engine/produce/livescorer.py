@@ -140,6 +140,7 @@ class LiveScorer:
         self.lane_watch = parts.lane_watch or hostwatch.watch("the task lane")
         self.judges = parts.judges
         self.samples = config.samples
+        self.sample_count = config.samples_per_example if config.samples and config.lane is None else None
         self.parse_json = config.parse_json and config.lane is not None
         self.counters = counters
         self.pool = pool
@@ -335,7 +336,7 @@ class LiveScorer:
     ) -> list[Example | Score] | Score:
         """The sample rows of one line: examples carrying an output, or a lane's failure score for that sample."""
         if self.lane is None:
-            expanded = expand(item, self.samples)
+            expanded = expand(item, self.samples, self.sample_count)
             return expanded if isinstance(expanded, Score) else list(expanded)
         if isinstance(item, BadLine):
             return Score.error(item.code, item.message)

@@ -77,7 +77,7 @@ def score_batch(
         sink.add(Rows(plain.ids, plain.lines, plain.records, results))
         return
     items = batch.examples() if isinstance(batch, ExampleBatch) else batch
-    expanded = [expand(item, sink.samples) for item in items]
+    expanded = [expand(item, sink.samples, sink.shape.sample_count) for item in items]
     measured = ExampleBatch.of([row for rows in expanded if isinstance(rows, list) for row in rows])
     layout = _layout(expanded)
     results = {metric.name: _laid_out(call_metric(metric, measured, pool), layout) for metric in metrics}

@@ -94,8 +94,11 @@ def guard(name: str, function: MetricFn) -> Callable[[Example], Any]:
     return guarded
 
 
-def expand(item: Example | BadLine, samples: bool) -> list[Example] | Score:
-    """The sample rows one dataset line produces, or the single score every metric gets when it produces none."""
+def expand(item: Example | BadLine, samples: bool, count: int | None = None) -> list[Example] | Score:
+    """The sample rows one dataset line produces, or the single score every metric gets when it produces none.
+    ``count``: the samples each example must hold (a recorded task's declared ``epochs``); a list of another length
+    is an error, never reduced (the count is part of what a gate on ``max`` or ``at_least_k`` approved:
+    ``engine.spec.samplecount``)."""
     if isinstance(item, BadLine):
         return Score.error(item.code, item.message)
     if item.output is ABSENT:
@@ -113,6 +116,11 @@ def expand(item: Example | BadLine, samples: bool) -> list[Example] | Score:
     if not item.output:
         return Score.unmeasured(
             Status.BLOCKED, "output_missing", f"example {item.id} (line {item.line}) has an empty list of samples"
+        )
+    if count is not None and len(item.output) != count:
+        return Score.error(
+            "sample_count",
+            f"example {item.id} (line {item.line}) holds {len(item.output)} samples; task.epochs declares {count}",
         )
     return [
         Example(id=item.id, line=item.line, fields=item.fields, output=value, sample=index)

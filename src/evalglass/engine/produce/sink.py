@@ -131,6 +131,8 @@ class RowShape:
 
     samples: bool
     cluster_of: Callable[[Mapping[str, Any]], Any] | None
+    #: The samples each recorded example must hold (a recorded task's declared ``epochs``), None: any number.
+    sample_count: int | None = None
     example_of_row: array[int] = field(default_factory=lambda: array("q"))
     cluster_ids: array[int] = field(default_factory=lambda: array("q"))
     cluster_keys: dict[str, int] = field(default_factory=dict)
@@ -164,7 +166,9 @@ class RowShape:
 def new_row_shape(config: Config) -> RowShape:
     cluster_field = config.dataset.cluster_field
     return RowShape(
-        samples=config.samples, cluster_of=field_getter(cluster_field) if cluster_field is not None else None
+        samples=config.samples,
+        cluster_of=field_getter(cluster_field) if cluster_field is not None else None,
+        sample_count=config.samples_per_example if config.samples and config.lane is None else None,
     )
 
 

@@ -43,6 +43,7 @@ from evalglass.core.stats import Direction
 from evalglass.core.usage import Price
 from evalglass.engine.spec.executorspec import TASK_KEY, AnyExecutor, LocalExecutorSpec, RayExecutorSpec
 from evalglass.engine.spec.outputfields import unrecorded_field_problems
+from evalglass.engine.spec.samplecount import SAMPLES_KEY, sample_count_problems
 from evalglass.engine.spec.tracespec import TraceOptions
 from evalglass.engine.spec.validation import validate_document
 from evalglass.errors import LocatedValueError, SetupError
@@ -161,6 +162,14 @@ class RecordedTask(BaseModel):
         default=False,
         description="The field holds a list of recorded samples (epochs) of the output; each is scored, then the "
         "metric's reducer turns them into one score per example.",
+    )
+    epochs: int | None = Field(
+        default=None,
+        ge=1,
+        le=10_000,
+        description="With samples: how many samples each example's list holds; an example with another number is "
+        "an error (`sample_count`). Required by a gate on a metric whose reducer depends on the count (max, min, "
+        "majority, at_least_k), and bound in its approval.",
     )
 
     _paths = field_validator("field")(_check_path)
@@ -402,6 +411,7 @@ class Config(BaseModel):
         # decided under the rules of its day and must stay readable (view, verify) after a rule is added.
         if not problems and not (info.context or {}).get(RECORDED):
             problems += self._fields_apart()
+            problems += sample_count_problems(self)
             problems += unrecorded_field_problems(self._live_tasks(), self.metrics, self.prices)
         if problems:
             raise LocatedValueError(problems)
@@ -756,6 +766,13 @@ class Config(BaseModel):
         return task.samples if isinstance(task, RecordedTask) else task.epochs > 1
 
     @property
+    def samples_per_example(self) -> int | None:
+        """How many samples each example has, when the config says: a lane's ``epochs``, a recorded task's declared
+        ``epochs`` (None when undeclared: the file decides, example by example)."""
+        task = self.variant_task(self.variant_names[0]) if self.variant_names else self.task
+        return task.epochs
+
+    @property
     def output_field(self) -> str:
         return self.task.field if isinstance(self.task, RecordedTask) else "output"
 
@@ -897,6 +914,11 @@ class Config(BaseModel):
         if metric in self.shipped_metrics and isinstance(self.executor, RayExecutorSpec):
             # The metric's work runs on a cluster: which one, and in which environment, decides what it answers.
             payload["executor"] = self.executor.binding_payload()
+        if self.samples and spec.reducer.depends_on_count and self.samples_per_example is not None:
+            # Under max, min, majority or at_least_k the expected value moves with the number of samples: raising a
+            # lane's epochs would raise the number and turn a failing gate green (core.stats.Reducer). Only then:
+            # other approvals keep their fingerprints.
+            payload[SAMPLES_KEY] = self.samples_per_example
         if self.parse_json:  # what the metric sees changes with it (only when set: older approvals stay valid)
             payload["task_parse"] = "json"
         if isinstance(self.task, RecordedTask):

@@ -28,7 +28,9 @@ from collections.abc import Callable, Iterable, Mapping
 from evalglass.core.authority import Ledger
 from evalglass.core.changes import definition_changes
 from evalglass.core.checks import check_code_key
+from evalglass.core.fingerprint import fingerprint_of
 from evalglass.engine.spec.config import Config, check_files_key, imports_key
+from evalglass.engine.spec.samplecount import SAMPLES_KEY
 from evalglass.metrics.versions import evaluator
 
 #: Most combinations of earlier versions tried for one gate (a gate depends on a handful of evaluators).
@@ -74,8 +76,10 @@ def stale_causes(
         now = current[name] if current is not None else config.gate_fingerprint(name, files)
         if approval.fingerprint == now:
             continue
-        cause = evaluator_change(config, name, files, approval.fingerprint) or imports_bound(
-            config, name, files, approval.fingerprint
+        cause = (
+            evaluator_change(config, name, files, approval.fingerprint)
+            or imports_bound(config, name, files, approval.fingerprint)
+            or samples_bound(config, name, files, approval.fingerprint)
         )
         if cause is None and approval.definition is not None:
             cause = _changed_fields(approval.definition, config.gate_definition(name, files))
@@ -181,6 +185,22 @@ def imports_bound(config: Config, name: str, files: dict[str, dict[str, str]], a
     return (
         f"it was approved before EvalGlass bound the host code {what}; the definition is "
         f"otherwise unchanged, and the fingerprint now also binds {labels}"
+    )
+
+
+def samples_bound(config: Config, name: str, files: dict[str, dict[str, str]], approved: str) -> str | None:
+    """Said when ``approved`` is the gate's fingerprint without the samples per example it now binds
+    (``engine.spec.samplecount``): approved before EvalGlass bound the count under a reducer that depends on it, so
+    whatever count it ran with was never approved; the definition is otherwise unchanged."""
+    definition = config.gate_definition(name, files)
+    count = definition.pop(SAMPLES_KEY, None)
+    if count is None or fingerprint_of(definition) != approved:
+        return None
+    reducer = config.metrics[str(config.gates[name].metric)].reducer.value
+    return (
+        f"it was approved before EvalGlass bound how many samples each example is reduced from under a reducer "
+        f"that depends on it ({reducer}); the definition is otherwise unchanged, and the fingerprint now also binds "
+        f"{SAMPLES_KEY}: {count}"
     )
 
 
