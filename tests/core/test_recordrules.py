@@ -16,12 +16,15 @@ from evalglass.core.authority import BlockReason
 from evalglass.core.gates import Outcome
 from evalglass.core.recordrules import (
     CHECK_TYPES,
+    COUNT_REDUCERS,
     CURRENT_RULES,
     JUDGE_TYPES,
     UNRECORDED_CODE,
     CurrentOutcome,
     DecisionRules,
     LaterRule,
+    count_gates,
+    count_unbound_gates,
     green,
     older_rules_problem,
     recorded_rules,
@@ -36,6 +39,7 @@ MARKERS: dict[LaterRule, dict[str, Any]] = {
     LaterRule.ENDPOINT_BINDING: {"judge_endpoints": {"quality": "openai http://127.0.0.1:9/v1"}},
     LaterRule.CHECK_CODE_BINDING: {"unbound_check_code": {"passes": {"solution": []}}},
     LaterRule.EXAMPLES_BINDING: {"gold_gates": "every"},
+    LaterRule.SAMPLES_BINDING: {"sample_counts": "bound"},
 }
 
 
@@ -59,8 +63,12 @@ def _record(judges: bool, kept: tuple[LaterRule, ...]) -> RunRecord:
     if judges:
         fields["judge_fingerprints"] = {"quality": "sha256:" + "4" * 64}
         fields["config"] = {
-            "metrics": {"passes": {"type": "check", "check": "solution"}},
-            "gates": {"solutions": {"metric": "passes"}},
+            "task": {"type": "python", "function": "lane.py:answer", "epochs": 3},
+            "metrics": {
+                "passes": {"type": "check", "check": "solution"},
+                "best": {"type": "contains", "reducer": "max"},
+            },
+            "gates": {"solutions": {"metric": "passes"}, "best-of-3": {"metric": "best"}},
         }
     for rule in kept:
         fields.update(MARKERS[rule])
@@ -88,6 +96,28 @@ def test_the_judge_types_are_the_registrys_calibrated_metric_types() -> None:
     from evalglass.metrics.registry import METRIC_TYPES
 
     assert {name for name, spec in METRIC_TYPES.items() if spec.calibrated} == JUDGE_TYPES
+
+
+def test_the_count_reducers_are_those_whose_value_depends_on_the_count() -> None:
+    from evalglass.core.stats import Reducer
+
+    assert {reducer.value for reducer in Reducer if reducer.depends_on_count} == COUNT_REDUCERS
+
+
+def test_a_gate_binds_the_count_only_under_such_a_reducer_with_several_samples() -> None:
+    metrics = {"best": {"type": "contains", "reducer": "max"}, "avg": {"type": "contains"}}
+    gates = {"b": {"metric": "best"}, "a": {"metric": "avg"}, "c": {"check": "suite"}}
+    lane = {"type": "python", "function": "lane.py:answer"}
+    assert count_gates({"task": {**lane, "epochs": 3}, "metrics": metrics, "gates": gates}) == ("b",)
+    assert count_gates({"task": lane, "metrics": metrics, "gates": gates}) == ()  # one sample: every reducer is 1:1
+    assert count_gates({"task": {"samples": True}, "metrics": metrics, "gates": gates}) == ("b",)
+    assert count_gates({"dataset": {"format": "inspect"}, "metrics": metrics, "gates": gates}) == ("b",)
+    variants = {"a": {"epochs": 4}, "b": {"epochs": 4, "model": "m"}}
+    assert count_gates({"task": lane, "variants": variants, "metrics": metrics, "gates": gates}) == ("b",)
+    kept = _record(True, tuple(LaterRule))
+    assert count_unbound_gates(recorded_rules(kept), kept) == ()
+    old = _record(True, tuple(rule for rule in LaterRule if rule is not LaterRule.SAMPLES_BINDING))
+    assert count_unbound_gates(recorded_rules(old), old) == ("best-of-3",)
 
 
 def test_the_check_types_are_the_registrys_metric_types_that_run_a_check() -> None:

@@ -6,9 +6,11 @@ answers right about half the time (seeded by example and sample, so every run is
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.e2e.project import Project, base_config, make_project, validated_gold
 
@@ -134,7 +136,9 @@ def test_epochs_on_a_recorded_task_without_samples_is_refused(tmp_path):
     assert result.code == 2 and "task.epochs counts the recorded samples" in result.err
 
 
-def test_an_approval_from_before_the_count_was_bound_goes_stale_once_and_says_why(tmp_path):
+def approved_before_the_rule(tmp_path: Path, threshold: float) -> Project:
+    """A gate on `max` over 3 epochs whose ledger approves the fingerprint it had before the count was bound (its
+    definition without `samples_per_example`), as a host approved it then."""
     from evalglass.core.fingerprint import fingerprint_of
     from evalglass.engine.spec.config import load_config
 
@@ -145,10 +149,48 @@ def test_an_approval_from_before_the_count_was_bound_goes_stale_once_and_says_wh
     loaded = load_config(project.evals / "evalglass.yaml")
     definition = loaded.config.gate_definition("accuracy", loaded.definition_files)
     assert definition.pop("samples_per_example") == 3
-    gate = {"active": True, "threshold": 0.9, "fingerprint": fingerprint_of(definition)}  # as approved before
+    gate = {"active": True, "threshold": threshold, "fingerprint": fingerprint_of(definition)}
     project.write_ledger({"version": 1, "gates": {"accuracy": gate}, "datasets": validated_gold(project.evals)})
+    return project
+
+
+def test_an_approval_from_before_the_count_was_bound_goes_stale_once_and_says_why(tmp_path):
+    project = approved_before_the_rule(tmp_path, threshold=0.9)
     _, found = decided(project)
     assert (found["outcome"], codes(found)) == ("blocked", ["approval_stale"])
     message = found["reasons"][0]["message"]
     assert "approved before EvalGlass bound how many samples each example is reduced from" in message
     assert "(max)" in message and "samples_per_example: 3" in message
+
+
+def test_a_run_green_before_the_count_was_bound_is_not_shown_green(tmp_path):
+    """A run recorded before the rule (no `sample_counts` marker, its gate fingerprint without the count) passed on
+    an approval that never covered its epochs: verify re-derives it as recorded (it adds up) and decides it again
+    under the current rules, which read the approval as stale; every reader refuses it. A run without such a gate
+    writes no marker."""
+    from tests.e2e.test_forged_binding_facts import forge_green
+
+    project = approved_before_the_rule(tmp_path, threshold=0.5)
+    old = yaml.safe_load((project.evals / "authority.yaml").read_text())["gates"]["accuracy"]["fingerprint"]
+    _, found = decided(project)
+    assert codes(found) == ["approval_stale"]
+    folder = project.last_run()
+    assert json.loads((folder / "runrecord.json").read_text())["sample_counts"] == "bound"
+    assert project.cli("verify", str(folder)).code == 0
+
+    def before_the_rule(record: dict[str, Any]) -> None:
+        del record["sample_counts"]
+        record["gate_fingerprints"]["accuracy"] = old
+
+    forge_green(folder, "accuracy", before_the_rule, fingerprint=old)
+    verified = project.cli("verify", str(folder))
+    assert verified.code == 1, verified.out
+    assert "runrecord.sample_counts: recorded 'the run record says it was decided before a gate bound" in verified.out
+    assert "under the current rules gate 'accuracy' is blocked: approval_stale" in verified.out
+    assert "gate_fingerprints" not in verified.out  # re-derived as the record's rules took it: it adds up
+    shown = project.cli("view", str(folder))
+    assert shown.code == 2 and "approval_stale" in shown.err, shown.err
+    # Under mean nothing is bound, and the record keeps its bytes: no marker.
+    configure(project, 3, reducer="mean")
+    project.run()
+    assert "sample_counts" not in json.loads((project.last_run() / "runrecord.json").read_text())

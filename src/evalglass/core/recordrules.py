@@ -25,6 +25,7 @@ from enum import StrEnum
 
 from evalglass.core.authority import BlockReason, CalibrationRecord, JudgeStanding
 from evalglass.core.endpoint import JudgeEndpoint
+from evalglass.core.fingerprint import fingerprint_of
 from evalglass.core.gates import Outcome
 from evalglass.core.runrecord import RunRecord
 
@@ -49,6 +50,10 @@ class LaterRule(StrEnum):
     #: reference metric: which examples it measures is approved too. Marker: ``gold_gates: every`` (written when
     #: the config has such a gate on a metric without a reference: :func:`examples_gates`).
     EXAMPLES_BINDING = "gold_gates"
+    #: A gate on a metric whose reducer depends on the samples per example (max, min, majority, at_least_k) binds
+    #: that count in its fingerprint. Marker: ``sample_counts: bound`` (written when the config has such a gate:
+    #: :func:`count_gates`).
+    SAMPLES_BINDING = "sample_counts"
 
     @property
     def before(self) -> str:
@@ -63,6 +68,8 @@ _BEFORE: Mapping[LaterRule, str] = {
     LaterRule.CHECK_CODE_BINDING: "a check metric's unbound check code blocked its gates (it was not looked for)",
     LaterRule.EXAMPLES_BINDING: "every metric gate stood on the validated gold of the dataset (only gates on a "
     "reference metric did, so the examples a gate measured were not approved)",
+    LaterRule.SAMPLES_BINDING: "a gate bound how many samples each example is reduced from under a reducer that "
+    "depends on it (max, min, majority, at_least_k: more samples could raise the number with the approval standing)",
 }
 
 
@@ -160,6 +167,65 @@ def examples_gates(config: Mapping[str, object]) -> tuple[str, ...]:
     return tuple(found)
 
 
+#: The reducers whose expected value moves with the samples per example (``core.stats.Reducer.depends_on_count``),
+#: written out for readers of a config snapshot; tests/core/test_recordrules.py holds it equal to the enum's.
+COUNT_REDUCERS: frozenset[str] = frozenset({"max", "min", "majority", "at_least_k"})
+
+#: Other tools' result formats, whose epochs and repeats are always samples (``core.goldfields.TOOL_FORMATS``).
+_SAMPLED_FORMATS: frozenset[str] = frozenset({"inspect", "promptfoo", "lm-eval", "openai-evals"})
+
+#: Why the current rules read an approval in a record from before :attr:`LaterRule.SAMPLES_BINDING` as stale.
+UNBOUND_COUNT_CAUSE = (
+    "the run was recorded before EvalGlass bound how many samples each example is reduced from under its reducer, "
+    "so its approval did not cover that count"
+)
+
+
+def _several_samples(config: Mapping[str, object]) -> bool:
+    """Whether a config snapshot gives each example several samples (``Config.samples``): another tool's results,
+    recorded ``samples: true``, or a lane's ``epochs`` above 1 (in a run with variants, its first variant's)."""
+    dataset, task, variants = config.get("dataset"), config.get("task"), config.get("variants")
+    if isinstance(dataset, dict) and dataset.get("format") in _SAMPLED_FORMATS:
+        return True
+    merged = dict(task) if isinstance(task, dict) else {}
+    if isinstance(variants, dict) and variants:
+        first = next(iter(variants.values()))
+        if isinstance(first, dict):
+            kind = first.get("type")
+            merged = dict(first) if kind is not None and kind != merged.get("type") else {**merged, **first}
+    if merged.get("type", "recorded") == "recorded":
+        return merged.get("samples") is True
+    epochs = merged.get("epochs", 1)
+    return isinstance(epochs, int) and epochs > 1
+
+
+def count_gates(config: Mapping[str, object]) -> tuple[str, ...]:
+    """The gates of a config (as a run record snapshots it) whose fingerprint binds the samples per example since
+    :attr:`LaterRule.SAMPLES_BINDING`: a gate on a metric whose reducer depends on the count, when examples have
+    several samples. A run writes the marker when there is any; a run without any keeps its bytes."""
+    gates, metrics = config.get("gates"), config.get("metrics")
+    if not isinstance(gates, dict) or not isinstance(metrics, dict) or not _several_samples(config):
+        return ()
+    found: list[str] = []
+    for name, gate in gates.items():
+        metric = metrics.get(gate.get("metric")) if isinstance(gate, dict) else None
+        if isinstance(metric, dict) and metric.get("reducer") in COUNT_REDUCERS:
+            found.append(str(name))
+    return tuple(found)
+
+
+def count_unbound_gates(claimed: DecisionRules, record: RunRecord) -> tuple[str, ...]:
+    """The gates whose recorded fingerprint does not bind the samples per example although the current rules bind
+    it (a record from before :attr:`LaterRule.SAMPLES_BINDING`): under the current rules their approval is stale."""
+    return count_gates(record.config) if LaterRule.SAMPLES_BINDING in claimed.before else ()
+
+
+def unbound_count_fingerprint(recorded: str) -> str:
+    """What the current rules read as the fingerprint of a gate whose record did not bind its samples per example
+    (:func:`count_unbound_gates`): not the recorded one, and none an approval names, so the gate is stale."""
+    return fingerprint_of({"recorded": recorded, "samples_per_example": "unbound"})
+
+
 def recorded_rules(record: RunRecord) -> DecisionRules:
     """The rules ``record`` says it was decided under. A run without judges is decided the same under every judge
     rule (its record leaves the markers out), so it claims none of them older. A judge without an endpoint claims
@@ -170,6 +236,8 @@ def recorded_rules(record: RunRecord) -> DecisionRules:
         before.add(LaterRule.CHECK_CODE_BINDING)
     if record.gold_gates != "every" and examples_gates(record.config):
         before.add(LaterRule.EXAMPLES_BINDING)
+    if record.sample_counts != "bound" and count_gates(record.config):
+        before.add(LaterRule.SAMPLES_BINDING)
     judges = set(record.judge_fingerprints)
     if not judges:
         return DecisionRules(frozenset(before))

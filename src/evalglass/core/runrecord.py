@@ -167,6 +167,15 @@ class RunRecord(BaseModel):
         "metric gate (which examples it measures is approved too); absent (`reference`): only gates on a reference "
         "metric, as runs recorded before that were decided.",
     )
+    sample_counts: Literal["unbound", "bound"] = Field(
+        default="unbound",
+        # Absent for a run with no gate on a reducer that depends on the samples per example, and in records from
+        # before the count was bound: those are re-derived so (core/recordrules.py).
+        exclude_if=lambda value: value == "unbound",
+        description="Whether the gate fingerprints bound how many samples each example is reduced from under a "
+        "reducer that depends on it (max, min, majority, at_least_k): `bound`; absent (`unbound`): they did not, as "
+        "runs recorded before that were decided.",
+    )
     calibrations: dict[str, CalibrationRecord] = Field(
         default_factory=dict,
         description="Per llm_judge metric, the calibration record the run found (snapshot; verify decides on it).",

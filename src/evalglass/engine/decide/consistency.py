@@ -64,10 +64,13 @@ from evalglass.core.gatespec import GateSpec
 from evalglass.core.recordrules import (
     CURRENT_RULES,
     JUDGE_TYPES,
+    UNBOUND_COUNT_CAUSE,
     CurrentOutcome,
     DecisionRules,
+    count_unbound_gates,
     older_rules_problem,
     recorded_rules,
+    unbound_count_fingerprint,
 )
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.scorecard import CheckSummary, MetricSummary, Scorecard
@@ -497,7 +500,16 @@ def _declared_gate_problems(
         # The older rules a record can select touch only a judge's standing, a check metric's unbound code and which
         # gates stand on the dataset's gold, so only the authority differs under the current ones: an active gate
         # with any authority reason is blocked whatever it measured.
-        now = _gate_authority(name, spec, summary, record, today, rules.now, CURRENT_RULES)
+        now = _gate_authority(
+            name,
+            spec,
+            summary,
+            record,
+            today,
+            rules.now,
+            CURRENT_RULES,
+            count_unbound=name in count_unbound_gates(rules.claimed, record),
+        )
         if now.active and now.reasons:
             current.append(CurrentOutcome(name, Outcome.BLOCKED, tuple(reason.code for reason in now.reasons)))
     if gate.active != authority.active:
@@ -529,10 +541,13 @@ def _gate_authority(
     today: str,
     standings: Mapping[str, JudgeStanding],
     rules: DecisionRules,
+    *,
+    count_unbound: bool = False,
 ) -> Authority:
     """Gate ``name``'s authority from the ledger snapshot, with the judge it stands on (every kind of gate, or only
     a plain one under the older rule) and where that judge was served when no standing carries it, found as the run
-    found them under ``rules``."""
+    found them under ``rules``. ``count_unbound``: its recorded fingerprint does not bind the samples per example
+    the current rules bind (``core.recordrules.count_unbound_gates``), so no approval covers it: stale."""
     judge, served = (None, None)
     if spec.metric is not None:
         judge, served = decided_judge(
@@ -542,7 +557,10 @@ def _gate_authority(
         record.ledger,
         today=today,
         name=name,
-        fingerprint=record.gate_fingerprints.get(name, ""),
+        fingerprint=unbound_count_fingerprint(record.gate_fingerprints.get(name, ""))
+        if count_unbound
+        else record.gate_fingerprints.get(name, ""),
+        stale_cause=UNBOUND_COUNT_CAUSE if count_unbound else None,
         check=spec.check is not None,
         dataset=record.dataset.name,
         dataset_fingerprint=record.dataset.gold,

@@ -153,7 +153,7 @@ def run_record(
     untrusted_cache_entries: int = 0,
 ) -> RunRecord:
     """What a run records so that ``verify`` can re-derive its scorecard from the text it read."""
-    from evalglass.core.recordrules import examples_gates
+    from evalglass.core.recordrules import count_gates, examples_gates
     from evalglass.engine.spec.config import config_as_recorded
 
     standings = evidence.standings
@@ -187,6 +187,7 @@ def run_record(
         judge_gates="every" if standings else "plain",
         judge_calibrations="approved" if standings else "found",
         gold_gates="every" if examples_gates(recorded) else "reference",
+        sample_counts="bound" if count_gates(recorded) else "unbound",
         baselines=baselines,
         scores_sha256=scores_sha256,
         usage=usage,

@@ -46,11 +46,12 @@ from evalglass.core.calendar import day_of_timestamp
 from evalglass.core.columns import ScoreColumn
 from evalglass.core.decide import RunShape
 from evalglass.core.endpoint import JudgeEndpoint
-from evalglass.core.fingerprint import PREFIX, fingerprint_of_bytes, short
+from evalglass.core.fingerprint import PREFIX, fingerprint_of, fingerprint_of_bytes, short
 from evalglass.core.recordrules import (
     CURRENT_RULES,
     CurrentOutcome,
     DecisionRules,
+    count_unbound_gates,
     older_rules_problem,
     recorded_rules,
 )
@@ -79,6 +80,7 @@ from evalglass.engine.runs.digests import (
 )
 from evalglass.engine.spec.config import Config, config_as_recorded, config_from_record, definition_file_hashes
 from evalglass.engine.spec.ledger import ledger_problems, parse_ledger
+from evalglass.engine.spec.samplecount import SAMPLES_KEY
 from evalglass.engine.spec.staleness import stale_causes
 from evalglass.engine.spec.validation import validate_document
 from evalglass.errors import SetupError
@@ -176,7 +178,14 @@ def verify_run(
             findings.append(Finding(f"{file}: examples", examples, loaded.examples))
     if examples != record.dataset.examples:
         findings.append(Finding("runrecord.dataset.examples", record.dataset.examples, examples))
-    gate_fingerprints = {name: config.gate_fingerprint(name, record.definition_files) for name in config.gates}
+    rules = recorded_rules(record)
+    now_fingerprints = {name: config.gate_fingerprint(name, record.definition_files) for name in config.gates}
+    # As the record's rules fingerprinted its gates: one recorded before the samples per example were bound
+    # (core/recordrules.py) without that count.
+    gate_fingerprints = {
+        **now_fingerprints,
+        **{name: _without_count(config, name, record) for name in count_unbound_gates(rules, record)},
+    }
     for name in sorted(set(gate_fingerprints) | set(record.gate_fingerprints)):
         if record.gate_fingerprints.get(name) != gate_fingerprints.get(name):
             findings.append(
@@ -189,7 +198,6 @@ def verify_run(
     # Which evaluator versions decided: recorded by the run, re-derived from its config by this EvalGlass. A
     # difference names the evaluator and both versions (a record edited, or a version bumped since the run).
     findings.extend(_diff("runrecord.gate_evaluators", record.gate_evaluators, config.evaluators_by_gate()))
-    rules = recorded_rules(record)
     standings, current_standings = _judge_standings(config, record, rules, findings)
     comparative = None
     if any(gate.compare_to is not None for gate in config.gates.values()):
@@ -252,6 +260,10 @@ def verify_run(
         # Re-derived as recorded, the run adds up; whether it is green is the current rules' to say.
         current = replace(
             evidence,
+            gate_fingerprints=now_fingerprints,
+            stale=stale_causes(
+                config, record.definition_files, ledger, now_fingerprints, earlier=lambda: record.approved_files
+            ),
             standings=current_standings,
             every_judged_gate=CURRENT_RULES.every_judged_gate,
             examples_bound=CURRENT_RULES.examples_bound,
@@ -282,6 +294,13 @@ def verify_run(
     return VerifyReport(
         folder=folder, findings=tuple(findings), examples=examples, anchors=tuple(statements), signature=signature
     )
+
+
+def _without_count(config: Config, name: str, record: RunRecord) -> str:
+    """Gate ``name``'s fingerprint as a run recorded before the samples per example were bound took it."""
+    definition = config.gate_definition(name, record.definition_files)
+    definition.pop(SAMPLES_KEY, None)
+    return fingerprint_of(definition)
 
 
 def run_day(record: RunRecord) -> str:
