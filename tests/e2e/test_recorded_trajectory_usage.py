@@ -75,3 +75,27 @@ def test_recorded_usage_a_trajectory_lacks_is_not_recorded_not_a_wrong_answer(tm
     answered = statuses(project, "answered")
     assert answered["whole"][0] == "scored" and answered["whole"][1] == 0.0
     assert answered["whole"][2] == "output_field_missing"
+
+
+def test_a_trace_whose_model_call_reported_no_input_count_is_not_recorded(tmp_path: Path) -> None:
+    from tests.e2e.project import run_cli
+    from tests.traces.otel import chat_span, recording
+    from tests.traces.test_traces_cli import project as trace_project
+    from tests.traces.test_traces_cli import scores_of
+
+    with recording() as (tracer, finished):
+        root = {"gen_ai.operation.name": "invoke_agent", "gen_ai.provider.name": "openai"}
+        with tracer.start_as_current_span("invoke_agent support", attributes=root):
+            chat_span(tracer, "Where is A-17?", None, input_tokens=100, output_tokens=10)
+            chat_span(tracer, "Where is A-17?", "Shipped.", input_tokens=None, output_tokens=20)
+        spans = finished()
+    metrics = {
+        "few_input": {"type": "numeric_bounds", "field": "usage.input_tokens", "max": 150},
+        "few_output": {"type": "numeric_bounds", "field": "usage.output_tokens", "max": 150},
+    }
+    trace_project(tmp_path, {"metrics": metrics}, spans)
+    result = run_cli("run", "--no-history", "--format", "json", cwd=tmp_path)
+    assert result.code == 0, result.err
+    (unrecorded,) = scores_of(tmp_path, "few_input")
+    assert unrecorded["status"] == "non_evaluable" and unrecorded["diagnostics"][0]["code"] == "not_recorded"
+    assert scores_of(tmp_path, "few_output") == [1.0]

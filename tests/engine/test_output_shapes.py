@@ -50,8 +50,15 @@ def test_answer_metrics_on_a_trajectory_are_refused_unless_they_read_a_field() -
 
 
 def test_a_trajectory_metric_on_an_answer_is_refused() -> None:
-    declared = metrics(calls={"type": "loop"}, same={"type": "exact_match", "expected": "x"})
-    assert [at for at, _ in output_shape_problems([(None, OutputShape.ANSWER)], declared)] == [("metrics", "calls")]
+    judge = {"type": "llm_judge", "rubric": "r.md", "scale": {"min": 1, "max": 5}, "model": "j", "base_url": "http://x"}
+    declared = metrics(
+        calls={"type": "loop"},
+        same={"type": "exact_match", "expected": "x"},
+        shown={**judge, "transcript": {}},
+        graded=judge,
+    )
+    refused = [at for at, _ in output_shape_problems([(None, OutputShape.ANSWER)], declared)]
+    assert refused == [("metrics", "calls"), ("metrics", "shown")]
 
 
 def test_a_recorded_output_is_what_the_run_reads_it_as() -> None:

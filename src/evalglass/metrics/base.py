@@ -242,6 +242,11 @@ class MetricSpec(BaseModel):
                 raise ValueError(str(exc)) from None
         return path
 
+    def output_read(self) -> OutputShape:
+        """What this metric reads of the whole output (:attr:`reads`, unless its options say more: a judge shown a
+        transcript reads a trajectory)."""
+        return self.reads
+
     @property
     def uses_reference(self) -> bool:
         """Reference metrics compare with a gold field and may gate only on a validated dataset."""

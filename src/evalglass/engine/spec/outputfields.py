@@ -82,7 +82,7 @@ def recorded_shape(dataset_format: str | None, field: str) -> OutputShape:
 
 
 def _whole(metrics: Mapping[str, AnyMetricSpec], *shapes: OutputShape) -> list[str]:
-    return [name for name, spec in metrics.items() if spec.field is None and spec.reads in shapes]
+    return [name for name, spec in metrics.items() if spec.field is None and spec.output_read() in shapes]
 
 
 def output_shape_problems(
