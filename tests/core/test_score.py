@@ -152,3 +152,47 @@ def test_column_refuses_a_score_built_without_validation():
     forged = Score.model_construct(status=Status.ERROR, validity=Validity.NOT_MEASURED, value=0.0, diagnostics=())
     with pytest.raises(ScoreContractError):
         ScoreColumn().append(forged)
+
+
+def _validated_note(value: object, code: object, message: object, detail: object) -> Score | str:
+    """What the validating constructor gives for a note, or its error's text."""
+    try:
+        return Score(
+            status=Status.SCORED,
+            validity=Validity.VALID,
+            value=value,
+            diagnostics=(Diagnostic(code=code, message=message, detail=detail),),
+        )
+    except ValidationError as exc:
+        return str(exc)
+
+
+@given(
+    value=values,
+    code=st.one_of(st.sampled_from(["tool_calls_counted", "why"]), st.text(max_size=4)),
+    message=st.text(max_size=5),
+    detail=st.none() | st.text(max_size=3) | st.integers(),
+    times=st.integers(1, 3),
+)
+def test_a_note_built_without_validation_is_the_validated_note(
+    value: object, code: object, message: object, detail: object, times: int
+) -> None:
+    """``Score.noted`` skips validation only for what validation would take unchanged, and gives the same Score
+    (equal, the same JSON, the same fields set, usable as a key); anything else is refused as the validating
+    constructor refuses it, whether or not the code was met before."""
+    expected = _validated_note(value, code, message, detail)
+    for _ in range(times):  # the first time a code is met it is validated; after that it is trusted
+        try:
+            found: Score | str = Score.noted(value, code, message, detail)  # type: ignore[arg-type]
+        except ValidationError as exc:
+            found = str(exc)
+        assert found == expected
+        if isinstance(found, Score):
+            assert isinstance(expected, Score)
+            assert found.model_dump_json() == expected.model_dump_json()
+            assert found.model_fields_set == expected.model_fields_set
+            assert found.diagnostics[0].model_fields_set == expected.diagnostics[0].model_fields_set
+            assert hash(found) == hash(expected) and repr(found) == repr(expected)
+            column = ScoreColumn()
+            column.append(found)
+            assert list(column) == [expected]

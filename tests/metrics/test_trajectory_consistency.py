@@ -257,3 +257,147 @@ def test_what_cannot_be_read_is_named_in_reading_order(
         with pytest.raises(Unreadable) as caught:
             read(record)
         assert str(caught.value) == expected, (read, which)
+
+
+@settings(max_examples=300, deadline=None)
+@given(items=st.lists(CALL_ITEMS.filter(lambda item: type(item) is dict), max_size=6))
+def test_the_messages_call_parts_are_keyed_as_any_call_is(items: list[dict[str, Any]]) -> None:
+    """The messages' call parts (objects of ``type: tool_call``) are keyed by their own comprehension: the same keys,
+    and the same first error, as :func:`_call_keys` gives them."""
+    from evalglass.core.trajectory import _call_keys, _part_keys
+
+    parts = [{**item, "type": "tool_call"} for item in items]
+    assert _keys_or_error(_part_keys, parts) == _keys_or_error(_call_keys, parts, "message part", numbered=False)
+
+
+_MISSING = object()
+
+
+def _results_rule(recorded: dict[str, Any], said: list[dict[str, Any]], results: list[dict[str, Any]]) -> str:
+    """The results' rule as the module docstring states it, every id gathered first: each result with a text id
+    answers a call of either list, and holds what the recorded call's ``result`` says unless the call failed."""
+    ids = set(recorded) | {part["id"] for part in said if type(part.get("id")) is str}
+    if not ids:
+        return "agrees"
+    for part in results:
+        answered = part.get("id")
+        if type(answered) is not str:
+            continue
+        if answered not in ids:
+            return f"a tool result answers call id {answered!r}, which no call of the record has"
+        call = recorded.get(answered)
+        result = _MISSING if call is None else call.get("result", _MISSING)
+        failed = call is None or call.get("error") is not None or call.get("error_type") is not None
+        if result is not _MISSING and not failed and not part.get("error") and result != part.get("response"):
+            return f"call {answered!r}: its 'result' in 'tool_calls' is not the result its message holds"
+    return "agrees"
+
+
+IDS = st.sampled_from(["a", "b", "c"]) | st.none() | st.integers(0, 1)
+RESULTS = st.one_of(st.integers(0, 2), st.none(), st.just({"ok": True}))
+RECORDED_CALLS = st.fixed_dictionaries(
+    {"id": st.sampled_from(["a", "b", "c"])},
+    optional={"result": RESULTS, "error": st.none() | st.just("boom"), "error_type": st.none() | st.just("E")},
+)
+RESULT_PARTS = st.fixed_dictionaries(
+    {"type": st.just("tool_call_response")}, optional={"id": IDS, "response": RESULTS, "error": st.booleans()}
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    calls=st.lists(RECORDED_CALLS, max_size=4),
+    said=st.lists(st.fixed_dictionaries({"type": st.just("tool_call")}, optional={"id": IDS}), max_size=3),
+    results=st.lists(RESULT_PARTS, max_size=4),
+)
+def test_results_are_checked_by_the_stated_rule(
+    calls: list[dict[str, Any]], said: list[dict[str, Any]], results: list[dict[str, Any]]
+) -> None:
+    """``_same_results`` gathers the ids of the messages' calls only for a result no recorded call answers, and
+    compares a result before reading whether its call failed: the same verdict, and the same first refusal, as the
+    rule with every id gathered first."""
+    from evalglass.core.trajectory import _same_results
+
+    recorded = {call["id"]: call for call in calls}
+    try:
+        _same_results(recorded, said, results)
+        found = "agrees"
+    except Inconsistent as exc:
+        found = str(exc)
+    assert found == _results_rule(recorded, said, results)
+
+
+# Arbitrary trajectories, most of them malformed somewhere: messages of every role (and none), parts of every kind
+# (and not objects), calls with and without names and ids, results that agree or not, steps and finish of any kind.
+_PART = st.one_of(
+    st.builds(lambda text: {"type": "text", "content": text}, st.sampled_from(["hi", ""])),
+    st.builds(
+        lambda name, n, extra: {"type": "tool_call", "id": f"c{n}", "name": name, "arguments": {"q": n}, **extra},
+        NAMES | st.just(7),
+        st.integers(0, 3),
+        st.sampled_from([{}, {}, {"function": {"name": "x"}}, {"invalid_arguments": None}, {"invalid_arguments": "{"}]),
+    ),
+    st.builds(
+        lambda n, response, error: {"type": "tool_call_response", "id": f"c{n}", "response": response, **error},
+        st.integers(0, 4),
+        st.integers(0, 3),
+        st.sampled_from([{}, {}, {"error": True}]),
+    ),
+    st.sampled_from([{"type": "tool_call"}, {"content": "no type"}, "text", None]),
+)
+_MESSAGE = st.one_of(
+    st.builds(
+        lambda role, parts: {"role": role, "parts": parts},
+        st.sampled_from(["user", "assistant", "tool", "model", "system"]),
+        st.lists(_PART, max_size=3),
+    ),
+    st.sampled_from(
+        [{"parts": []}, {"role": "assistant"}, {"role": 3, "parts": []}, {"role": "tool", "parts": "x"}, 5]
+    ),
+)
+
+
+@st.composite
+def _trajectories(draw: st.DrawFn) -> dict[str, Any]:
+    """A trajectory that adds up (:func:`trajectory`), then edited at random: messages of any shape inserted or put
+    in place of others, ``steps`` and ``finish`` redrawn, a recorded result changed or a call's error recorded."""
+    record = trajectory(draw(CALLS), stopped=draw(st.booleans()))
+    messages = record["messages"]
+    for _ in range(draw(st.integers(0, 3))):
+        at = draw(st.integers(0, len(messages)))
+        if draw(st.booleans()) or not messages:
+            messages.insert(at, draw(_MESSAGE))
+        else:
+            messages[min(at, len(messages) - 1)] = draw(_MESSAGE)
+    if draw(st.booleans()):
+        record["steps"] = draw(st.integers(0, 12) | st.none())
+    if draw(st.booleans()):
+        record["finish"] = draw(st.sampled_from(["stop", "max_steps", "error"]))
+    for call in record["tool_calls"]:
+        call.update(draw(st.sampled_from([{}, {}, {}, {"result": "other"}, {"error": "boom"}])))
+    return record
+
+
+def _outcome(read: Any, value: Any) -> tuple[str, str]:
+    try:
+        read(value)
+    except Unreadable as exc:
+        return type(exc).__name__, str(exc)
+    return "reads", ""
+
+
+@settings(max_examples=600, deadline=None)
+@given(record=_trajectories())
+def test_own_messages_read_at_once_decide_as_any_mapping_read_carefully(record: dict[str, Any]) -> None:
+    """The check reads EvalGlass's own messages as they are (a one-part message at once); a message that is any other
+    mapping goes through the careful reading. The same record either way, including malformed ones, gets the same
+    verdict: it adds up, or the same exception with the same words; and the replay's reader agrees."""
+    from types import MappingProxyType
+
+    from evalglass.core.trajectory import own_call_items
+
+    careful = {**record, "messages": [MappingProxyType(m) if isinstance(m, dict) else m for m in record["messages"]]}
+    expected = _outcome(check_consistent, careful)
+    assert _outcome(check_consistent, record) == expected
+    assert _outcome(own_call_items, record) == expected
+    assert _outcome(read_calls, record)[0] == ("reads" if expected[0] == "reads" else expected[0])

@@ -100,6 +100,13 @@ def own_call_items(value: Any) -> list[dict[str, Any]] | None:
     :func:`read_calls` reads as ``Call(name, arguments)`` at once; None for any other shape (:func:`read_calls`
     decides, and says what is wrong). For a caller that needs each call's name and arguments, not the
     :class:`Call` objects."""
+    found = own_calls(value)
+    return None if found is None else found[0]
+
+
+def own_calls(value: Any) -> tuple[list[dict[str, Any]], list[str], list[Any]] | None:
+    """:func:`own_call_items`, with each call's name and arguments (ABSENT for none) as read for the consistency
+    check, for a caller that keys them (a replay's metrics): read once, not once more by that caller."""
     if type(value) is dict:
         if "role" in value:
             return None
@@ -115,10 +122,11 @@ def own_call_items(value: Any) -> list[dict[str, Any]] | None:
         and all_of_type(names := list(map(dict.get, items, repeat("name"))), str)
     ):
         return None
+    arguments = [item.get("arguments", ABSENT) for item in items]
     if items is not value and not _REDUNDANT.isdisjoint(value):
         # check_consistent(value), the calls keyed from what was just read: each (name, arguments, no invalid text)
-        _check(value, items, list(zip(names, map(dict.get, items, repeat("arguments"), repeat(ABSENT)), repeat(None))))
-    return items
+        _check(value, items, list(zip(names, arguments, repeat(None))))
+    return items, names, arguments
 
 
 #: A call item with any of these keys is not read as EvalGlass's own ``{name, arguments}`` at once.
@@ -262,6 +270,17 @@ def _own_call(item: Any) -> _CallKey | None:
     return None
 
 
+def _part_keys(parts: list[dict[str, Any]]) -> list[_CallKey]:
+    """:func:`_call_keys` of the messages' call parts, unnumbered: objects whose ``type`` is ``tool_call`` (so never
+    an Anthropic ``tool_use`` block), which the comprehension does not ask again."""
+    return [
+        (part["name"], part.get("arguments", ABSENT), None)
+        if type(part.get("name")) is str and "function" not in part and part.get("invalid_arguments") is None
+        else _call_key(part, "message part")
+        for part in parts
+    ]
+
+
 def _check(value: Mapping[str, Any], items: Sequence[Any], made: list[_CallKey] | None) -> None:
     """:func:`check_consistent` of ``value`` whose ``tool_calls`` are ``items``, read as ``made`` (None: the record
     has no ``tool_calls``; its calls are in its messages only)."""
@@ -277,16 +296,27 @@ def _check(value: Mapping[str, Any], items: Sequence[Any], made: list[_CallKey] 
     calling_turns = 0
     last_turn: tuple[int, list[dict[str, Any]]] | None = None  # the last model message: where its calls start, parts
     for index, message in enumerate(messages):
-        # EvalGlass's own messages (an agent lane's) are read as they are; any other shape through _message, which
-        # raises naming what is wrong (after any call before it that cannot be read: the order a reader meets them).
+        # EvalGlass's own messages (an agent lane's) are read as they are, a one-part message (an agent lane's
+        # usual one) at once; any other shape through _message, which raises naming what is wrong (after any call
+        # before it that cannot be read: the order a reader meets them).
         parts: Any = message.get("parts") if type(message) is dict else None
         role = message.get("role") if type(parts) is list else None
-        if type(role) is not str or not ((len(parts) == 1 and type(parts[0]) is dict) or all_of_type(parts, dict)):
+        if type(role) is str and len(parts) == 1 and type(part := parts[0]) is dict:
+            kind = part.get("type")
+            if role in MODEL_ROLES:
+                last_turn = (len(said_parts), parts)
+                calling_turns += kind == "tool_call"
+            if kind == "tool_call":
+                said_parts.append(part)
+            elif kind == "tool_call_response":
+                results.append(part)
+            continue
+        if type(role) is not str or not all_of_type(parts, dict):
             try:
                 role = _role(message, index)
                 parts = _message(message, index)["parts"]
             except Unreadable:
-                _call_keys(said_parts, "message part", numbered=False)
+                _part_keys(said_parts)
                 raise
         start = len(said_parts)
         for part in parts:
@@ -298,7 +328,7 @@ def _check(value: Mapping[str, Any], items: Sequence[Any], made: list[_CallKey] 
         if role in MODEL_ROLES:
             last_turn = (start, parts)
             calling_turns += len(said_parts) > start
-    said = _call_keys(said_parts, "message part", numbered=False)
+    said = _part_keys(said_parts)
     if made is not None and made[len(made) - len(said) :] != said:  # equal calls: the usual case, checked at once
         _same_calls(made, _ran_calls(items, said, last_turn[1] if last_turn else [], results))
     if type(steps) is int and steps < calling_turns:
@@ -309,10 +339,7 @@ def _check(value: Mapping[str, Any], items: Sequence[Any], made: list[_CallKey] 
         raise Inconsistent(f"'finish' is {finish}, while the last model turn in the messages {did}")
     if results:
         recorded = {item["id"]: item for item in items if type(item) is dict and type(item.get("id")) is str}
-        ids = set(recorded)
-        ids.update(part["id"] for part in said_parts if type(part.get("id")) is str)
-        if ids:  # without ids on the calls, no result can be matched to one
-            _same_results(recorded, ids, results)
+        _same_results(recorded, said_parts, results)
 
 
 def _ran_calls(
@@ -352,26 +379,36 @@ def _same_calls(made: list[_CallKey], said: list[_CallKey]) -> None:
             )
 
 
-def _same_results(recorded: dict[str, Any], ids: set[str], results: list[Mapping[str, Any]]) -> None:
+def _same_results(
+    recorded: dict[str, Any], said_parts: list[dict[str, Any]], results: Sequence[Mapping[str, Any]]
+) -> None:
     """Each result the messages hold answers a call of the record (by id: ``recorded`` holds each call of
-    ``tool_calls`` with a text id), and holds what that call's own ``result`` in ``tool_calls`` says (for a call
-    that did not fail)."""
+    ``tool_calls`` with a text id, ``said_parts`` the calls of the messages), and holds what that call's own
+    ``result`` in ``tool_calls`` says (for a call that did not fail). Without ids on the calls no result can be
+    matched to one, and nothing is checked. The ids of the messages' calls are gathered only for a result that
+    answers no call of ``tool_calls`` (in a replay, none does)."""
+    said_ids: set[str] | None = None
     for part in results:
         answered = part.get("id")
         if type(answered) is not str:
             continue
-        if answered not in ids:
-            raise Inconsistent(f"a tool result answers call id {answered!r}, which no call of the record has")
         call = recorded.get(answered)
-        if call is None:  # answered by a call of the messages only: no result of its own to compare
+        if call is None:  # answered by a call of the messages only, or by none
+            if said_ids is None:
+                said_ids = {said["id"] for said in said_parts if type(said.get("id")) is str}
+                if not recorded and not said_ids:
+                    return
+            if answered not in said_ids:
+                raise Inconsistent(f"a tool result answers call id {answered!r}, which no call of the record has")
             continue
         result = call.get("result", _NO_RESULT)
+        # The comparison first: it is false for a result that agrees (every one, in a record that adds up).
         if (
-            result is not _NO_RESULT
+            result != part.get("response")
+            and result is not _NO_RESULT
             and call.get("error") is None
             and call.get("error_type") is None
             and not part.get("error")
-            and result != part.get("response")
         ):
             raise Inconsistent(f"call {answered!r}: its 'result' in 'tool_calls' is not the result its message holds")
 
@@ -612,6 +649,7 @@ __all__ = [
     "check_consistent",
     "count_model_turns",
     "own_call_items",
+    "own_calls",
     "read_calls",
     "read_calls_of_list",
     "read_messages",

@@ -24,7 +24,7 @@ import math
 from collections.abc import Callable, Hashable, Mapping, Sequence, Sized
 from enum import StrEnum
 from functools import partial
-from itertools import chain, repeat
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.jsonvalue import NotJsonError, json_key
-from evalglass.core.trajectory import Call, own_call_items, read_calls
+from evalglass.core.trajectory import Call, own_calls, read_calls
 from evalglass.core.uniform import all_of_type
 
 if TYPE_CHECKING:
@@ -112,15 +112,24 @@ class ReadCalls:
     asks for it: a batch's columns are read once for every ``tool_calls`` metric that compares them
     (``ExampleBatch.derived``), not once per metric.
 
-    Calls in EvalGlass's own form (:func:`own_call_items`: an agent lane's trajectory, a list of expected calls) are
+    Calls in EvalGlass's own form (:func:`own_calls`: an agent lane's trajectory, a list of expected calls) are
     keyed straight from their items; their :class:`Call` objects are made only when asked for (a result short of
     perfect shows a few of them; the modes that compare in order read them all)."""
 
-    __slots__ = ("_calls", "_described", "_failure", "_items", "_keys", "_named", "_paired")
+    __slots__ = ("_arguments", "_calls", "_described", "_failure", "_items", "_keys", "_named", "_names", "_paired")
 
-    def __init__(self, calls: list[Call] | None = None, items: list[dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        calls: list[Call] | None = None,
+        items: list[dict[str, Any]] | None = None,
+        names: list[str] | None = None,
+        arguments: list[Any] | None = None,
+    ) -> None:
+        """``calls`` read, or own-form ``items`` with each one's ``names`` and ``arguments`` (ABSENT for none)."""
         self._calls = calls
         self._items = items
+        self._names = names
+        self._arguments = arguments
         self._keys: list[Hashable] | None = None
         self._named: list[tuple[str, Hashable]] | bool | None = False
         self._failure: NotJsonError | None = None
@@ -132,8 +141,8 @@ class ReadCalls:
     @classmethod
     def of(cls, value: Any) -> ReadCalls:
         """The calls ``value`` holds, in any shape :func:`read_calls` reads; raises :class:`Unreadable`."""
-        items = own_call_items(value)
-        return cls(read_calls(value)) if items is None else cls(items=items)
+        found = own_calls(value)
+        return cls(read_calls(value)) if found is None else cls(None, *found)
 
     @property
     def calls(self) -> list[Call]:
@@ -183,18 +192,16 @@ class ReadCalls:
         None when any call's arguments are not such an object (or are not JSON text), so the pairing takes
         :meth:`keys`."""
         if self._named is False:
-            if self._items is not None:
-                self._named = _flat_keys_of_items(self._items)
+            if self._names is not None and self._arguments is not None:
+                self._named = _flat_keys_of(self._names, self._arguments)
             else:
                 self._named = _flat_keys_of_calls(self.calls)
         return self._named  # type: ignore[return-value]
 
 
-def _flat_keys_of_items(items: list[dict[str, Any]]) -> list[tuple[str, Hashable]] | None:
-    """:meth:`ReadCalls.flat_keys` of own-form call items: when every call carries a flat object, checked and
-    keyed with C loops over the whole list (a trajectory holds many calls)."""
-    arguments = list(map(dict.get, items, repeat("arguments"), repeat(ABSENT)))
-    names = list(map(dict.__getitem__, items, repeat("name")))
+def _flat_keys_of(names: list[str], arguments: list[Any]) -> list[tuple[str, Hashable]] | None:
+    """:meth:`ReadCalls.flat_keys` of own-form calls (their names, and arguments or ABSENT): when every call carries
+    a flat object, checked and keyed with C loops over the whole list (a trajectory holds many calls)."""
     if not all_of_type(arguments, dict):
         keys = [_NAME_ONLY if value is ABSENT else flat_arguments_key(value) for value in arguments]
         return None if None in keys else list(zip(names, keys, strict=True))

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from pydantic import Field, model_validator
 
 from evalglass import redaction
-from evalglass.core.score import Diagnostic, Score, Status, Validity
+from evalglass.core.score import Score
 from evalglass.metrics.base import MetricSpec
 
 _PREVIEW_CHARS = 160
@@ -69,12 +69,7 @@ def wrong_type(metric: str, needs: str, value: Any, *, code: str = "wrong_type",
 
 def scored_with_note(value: float, code: str, message: str, detail: str | None = None) -> Score:
     """A valid measurement that also says why it came out as it did (e.g. which schema rule failed)."""
-    return Score(
-        status=Status.SCORED,
-        validity=Validity.VALID,
-        value=value,
-        diagnostics=(Diagnostic(code=code, message=message, detail=detail),),
-    )
+    return Score.noted(value, code, message, detail)
 
 
 class NoReferenceSpec(MetricSpec):

@@ -10,16 +10,20 @@ orjson is fast, but silently gets three things wrong for this project's purposes
 A document with any of these is refused (:class:`JsonRefused`, whose message says which and where in the document)
 instead of being read differently from what it says. Finding them costs little: orjson parses as before, and only
 when a cheap scan of the raw bytes says a line *could* hold one of them is it parsed again by the standard library,
-which sees every key and every digit:
+which sees every key and every digit. The scan is one ``translate`` of the batch keeping a few bytes a line
+(:data:`_STRUCTURE`: brackets, quotes, colons, newlines, digits), and the tests read those:
 
 - duplicates: every key in the text is followed by a ``:``, and so is every key in the parsed value written back by
-  orjson, while colons inside strings are the same on both sides; so when the raw text has exactly as many ``:`` as
-  the re-serialised value (and spells no colon as ``\\u003a``), no key was dropped. A flat object whose colon count
-  equals its key count is clean without re-serialising.
+  orjson, while colons inside strings are the same on both sides (orjson never escapes a colon); so orjson writes
+  at most as many colons as the text holds, fewer when a key was dropped, and when the raw text has exactly as many
+  ``:`` as the re-serialised value (and spells no colon as ``\\u003a``), no key was dropped. Any lower bound of
+  what orjson writes proves it as well when the text holds no more: one colon per key of a flat batch, or one per
+  top-level key plus those of the column of one key's values (written anyway for the run's kept outputs), so most
+  batches are never written whole.
 - integers beyond 64 bits: a run of 19 or more digits (inside a string or not) sends the line to the checking parse.
-- depth: measured exactly for the whole batch at once, on the raw bytes with the strings taken out
-  (:func:`_batch_shallow_enough`), so only a batch holding a line nested deeper than :data:`MAX_DEPTH` is looked at
-  line by line.
+- depth: a line opening at most :data:`MAX_DEPTH` objects and arrays cannot nest deeper; a batch with a line that
+  opens more has its depth measured exactly (:func:`_shallow_enough`), so only a batch holding a line nested
+  deeper than :data:`MAX_DEPTH` is looked at line by line.
 
 The scans run over a whole batch of lines at once (:func:`batch_is_exact`); only a batch that fails them is looked
 at line by line.
@@ -77,9 +81,10 @@ def batch_is_exact_keeping(
     """:func:`batch_is_exact` for a batch of objects, and the column of their ``key`` as orjson writes it (the JSON
     array of each record's value at ``key``, compact), or None when the check wrote none.
 
-    The check re-serialises the batch to count its colons; written as the column of ``key`` and the rest of each
-    record, the same count comes out, and the column's bytes are what a caller writing those values again (the run's
-    kept outputs: a recorded run's outputs are such a column) can use instead of a second dump. ``at_key``: each
+    The check counts the colons orjson writes for the batch: those of the column of ``key`` and of the rest of each
+    record (only the column's when the text holds no more than it and the keys: see the module docstring), and the
+    column's bytes are what a caller writing those values again (the run's kept outputs: a recorded run's outputs
+    are such a column) can use instead of a second dump. ``at_key``: each
     record's value at ``key``, ABSENT where it has none, when the caller has them (the reader's outputs column):
     then neither the key's presence nor the values are looked up again."""
     exact, column, _ = _exact(lines, records, key, split=False, at_key=at_key)
@@ -123,18 +128,24 @@ def _exact(
     lines: list[bytes], values: list[Any], key: str | None, *, split: bool = False, at_key: list[Any] | None = None
 ) -> tuple[bool, bytes | None, bytes | None]:
     joined = b"\n".join(lines)
-    if _LONG_DIGITS in joined.translate(_DIGITS_ONLY):
+    # One pass over the text keeps what every test below reads, a few bytes a line (see _STRUCTURE).
+    structure = joined.translate(_STRUCTURE, _NOT_STRUCTURE)
+    if _LONG_DIGITS in structure and _LONG_DIGITS in joined.translate(_DIGITS_ONLY):
         return False, None, None
-    if not _batch_shallow_enough(joined):
+    if not _shallow_enough(joined, structure, len(lines)):
         return False, None, None
-    colons = joined.count(b":")
+    colons = structure.count(b":")
     if colons == 0:
         return True, None, None
     # Each nested key would add a colon, so equal counts prove a batch of objects flat and free of repeats.
-    if all_of_type(values, dict) and colons == sum(map(len, values)):
+    objects = all_of_type(values, dict)
+    keys = sum(map(len, values)) if objects else -1
+    if colons == keys:
         return True, None, None
+    # A colon spelled as an escape is not counted in the text but is in what orjson writes: no proof then.
+    unescaped = b"\\" not in joined or (b"\\u003a" not in joined and b"\\u003A" not in joined)
     column = rest = None
-    halves = split_last_key(values, key) if split and key is not None and all_of_type(values, dict) else None
+    halves = split_last_key(values, key) if split and key is not None and objects else None
     try:
         if halves is not None and key is not None:
             column, rest = halves
@@ -143,20 +154,25 @@ def _exact(
             # A record {"k": v, ...} writes one colon after each key, those in the keys' own text, and those in
             # its values: the column holds the values at ``key``, the rest the other keys and values.
             column = orjson.dumps(at_key if at_key is not None else list(map(itemgetter(key), values)))
+            in_column = column.count(b":")
+            if not split and objects and unescaped and colons == in_column + keys:
+                # At least that many colons are written (one per key, and the column's), and never more than the
+                # text holds (see the module docstring): equal, so the rest holds none and no key was dropped.
+                # (A split wants the rest written: it goes on.)
+                return True, column, None
             if 2 * len(column) > len(joined):
                 # The column is most of the batch (trajectories): the rest without it, made in Python per record,
                 # costs less than writing the column's values a second time.
                 rest = orjson.dumps([{name: item for name, item in record.items() if name != key} for record in values])
-                written = column.count(b":") + rest.count(b":") + len(values) * (1 + key.count(":"))
+                written = in_column + rest.count(b":") + len(values) * (1 + key.count(":"))
             else:  # small values beside many fields: one dump of the whole batch in C is cheaper than the split
                 written = orjson.dumps(values).count(b":")
         else:
             written = orjson.dumps(values).count(b":")
     except orjson.JSONEncodeError:
         return False, None, None
-    # The list's own brackets and commas hold no colon; a colon spelled as an escape is looked for only where there
-    # is a backslash at all.
-    exact = written == colons and (b"\\" not in joined or (b"\\u003a" not in joined and b"\\u003A" not in joined))
+    # The list's own brackets and commas hold no colon.
+    exact = written == colons and unescaped
     return (True, column, rest) if exact else (False, None, None)
 
 
@@ -164,32 +180,51 @@ def _every_has(values: list[Any], key: str) -> bool:
     return all_of_type(values, dict) and all(map(dict.__contains__, values, repeat(key)))
 
 
-def _batch_shallow_enough(joined: bytes) -> bool:
-    """Whether every line of ``joined`` (JSON documents joined by newlines) nests at most :data:`MAX_DEPTH` levels.
+def _shallow_enough(joined: bytes, structure: bytes, lines: int) -> bool:
+    """Whether every line of ``joined`` (JSON documents joined by newlines, ``lines`` of them) nests at most
+    :data:`MAX_DEPTH` levels; ``structure`` is its :data:`_STRUCTURE` bytes.
 
-    A nested record (a conversation, a trace) has many brackets but little depth, and this is measured in C for
-    the whole batch: the escapes are taken out (escaped backslashes, then escaped quotes, so every quote left opens
-    or closes a string), then everything but brackets (each ``{}`` written ``[]``, which changes no depth) and
-    quotes, then the strings (each empty pair at once, the few holding a bracket by splitting). What is left is each
-    line's brackets, balanced; each pass takes out the innermost ``[]`` pairs, exactly one level, so the batch is
-    shallow enough when at most :data:`MAX_DEPTH` passes empty it."""
+    Measured in C for the whole batch. First a bound: a line opening at most :data:`MAX_DEPTH` objects and arrays
+    (brackets inside its strings counted too, which only loosens the bound) cannot nest deeper, and most batches end
+    there. Otherwise (a conversation, a trace: many brackets, little depth) the depth is measured: the escapes are
+    taken out (escaped backslashes, then escaped quotes, so every quote left opens or closes a string), then
+    everything but brackets, quotes and newlines, then the strings (all at once when none holds a bracket, else by
+    splitting at the quotes). What is left is each line's brackets, balanced; each pass takes out the innermost
+    ``[]`` pairs, exactly one level, until every line opens no more than the levels still allowed."""
+    if structure.count(b"[") <= MAX_DEPTH:  # the whole batch opens too few
+        return True
+    openers = structure.translate(None, _NOT_OPENERS)
+    separate = openers.count(b"\n") == lines - 1  # else a document holds a newline itself: the batch is one sequence
+    if separate and _DEEP_RUN not in openers:
+        return True
     if b"\\" in joined:
         joined = joined.replace(b"\\\\", b"").replace(b'\\"', b"")
-    marks = joined.translate(_BRACKETS_AS_SQUARE, _NOT_MARKS)
-    if len(marks) - marks.count(b'"') <= 2 * MAX_DEPTH:  # too few brackets (in strings or not) to nest deeper
-        return True
-    marks = marks.replace(b'""', b"")
-    if b'"' in marks:
-        marks = b"".join(marks.split(b'"')[::2])
-    for _ in range(MAX_DEPTH):
-        if not marks:
+        marks = joined.translate(_STRUCTURE, _NOT_MARKS)
+    else:  # no escape: the structure holds those marks already
+        marks = structure.translate(None, _NOT_MARKS)
+    if not separate:
+        marks = marks.translate(None, b"\n")
+    quotes = marks.count(b'"')
+    if quotes:
+        # Quotes are paired off in order, each string's two, and a string without a bracket leaves two side by side:
+        # when every quote is in such a pair, no string holds a bracket.
+        marks = marks.translate(None, b'"') if 2 * marks.count(b'""') == quotes else b"".join(marks.split(b'"')[::2])
+    for spent in range(MAX_DEPTH + 1):
+        if b"[" * (MAX_DEPTH + 1 - spent) not in marks.translate(None, b"]"):
             return True
         marks = marks.replace(b"[]", b"")
-    return not marks
+    return False
 
 
-_NOT_MARKS = bytes(byte for byte in range(256) if byte not in b'[]{}"')
-_BRACKETS_AS_SQUARE = bytes.maketrans(b"{}", b"[]")
+#: What the scan of a batch keeps: each bracket (``{}`` written ``[]``, which changes no depth), quote, colon and
+#: newline, and each digit written "0" with what stands between the digits of a number (``,.-+``), so a run of 19
+#: digits in the text is a run of 19 here (a run here may also join digits the text keeps apart: then the text
+#: itself is looked at).
+_STRUCTURE = bytes.maketrans(b"{}0123456789", b"[]0000000000")
+_NOT_STRUCTURE = bytes(byte for byte in range(256) if byte not in b'[]{}":\n,.-+0123456789')
+_NOT_OPENERS = bytes(byte for byte in range(256) if byte not in b"[\n")
+_NOT_MARKS = bytes(byte for byte in range(256) if byte not in b'[]{}"\n')  # (translate deletes by the byte read)
+_DEEP_RUN = b"[" * (MAX_DEPTH + 1)
 
 
 def check_exact(raw: bytes) -> None:

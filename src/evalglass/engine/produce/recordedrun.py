@@ -9,10 +9,12 @@ stream has ended.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
+from evalglass.collector import collector_paused
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.score import Score
@@ -40,7 +42,14 @@ class RecordedProducer:
         try:
             for batch in source.batches():
                 sink.note_ids(batch)
-                score_batch(batch, self.metrics, sink, pool)
+                # Scoring a batch builds trees (calls read, keys, pairings, scores): thousands of containers that live
+                # until the batch is done. With the collector on, its passes walked them again and again and promoted
+                # them (0.27 s of a 10,000-trajectory replay's 2.2 s CPU). Paused, and what the batch left frozen
+                # before it resumes (as the reader freezes each batch it parses: what is frozen is still freed by
+                # reference counting, and the stream unfreezes it all when it ends), nothing is walked twice.
+                with collector_paused():
+                    score_batch(batch, self.metrics, sink, pool)
+                    gc.freeze()
             # After the stream: nothing is called per example, and one check of every id costs a sort.
             sink.check_ids()
             dataset = source.summary()

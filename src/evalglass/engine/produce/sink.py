@@ -209,7 +209,7 @@ class RunSink:
         """Remember a batch's ids (one hash each; a malformed line's made-up id takes part) for :meth:`check_ids`."""
         # The highest line noted, not the last: another tool's results need not come in ascending lines.
         if isinstance(batch, ExampleBatch):
-            self._noted.extend(map(hash, batch.ids))
+            self._noted.fromlist(list(map(hash, batch.ids)))  # faster than extending from the iterator
             if batch.lines:
                 self._last_line = max(self._last_line, max(batch.lines))
         elif batch:
