@@ -12,6 +12,7 @@ import orjson
 import pytest
 import yaml
 
+from evalglass.testing.fake_anthropic import FakeAnthropic
 from evalglass.testing.fake_openai import FakeOpenAI, RecordedRequest
 
 from .conftest import LiveProject, evalglass
@@ -39,6 +40,7 @@ class SilentStep(FakeOpenAI):
                 del data["usage"]
             elif "partial" in first:
                 del data["usage"]["prompt_tokens"]
+
         return orjson.dumps(data)
 
 
@@ -133,3 +135,50 @@ def test_a_step_without_usage_leaves_the_totals_unrecorded_and_the_budget_blocke
     # Replayed from the call cache: the same trajectories, no model step asked again.
     assert server.request_count == calls
     assert outputs(project) == made
+
+
+class SilentCache(FakeAnthropic):
+    """Anthropic's Messages API whose second step of a conversation says nothing of the prompt cache's reads
+    (`reads`) or writes (`writes`)."""
+
+    def _answer(self, record: RecordedRequest, body: dict[str, Any]) -> bytes:
+        data = orjson.loads(super()._answer(record, body))
+        first = body["messages"][0]["content"]
+        first = first if isinstance(first, str) else first[0]["text"]
+        if sum(1 for m in body["messages"] if m.get("role") == "assistant") == 1:
+            del data["usage"]["cache_read_input_tokens" if "reads" in first else "cache_creation_input_tokens"]
+        return orjson.dumps(data)
+
+
+def test_a_cache_count_some_step_did_not_report_is_not_summed(tmp_path: Any) -> None:
+    with SilentCache(turns=scripted, cache_read=2, cache_write=1) as server:
+        project = LiveProject(tmp_path / "evals", server.base_url)
+        project.root.mkdir(parents=True)
+        (project.root / "tools.py").write_text(TOOLS)
+        task = {
+            "type": "agent",
+            "provider": "anthropic",
+            "base_url": server.base_url,
+            "model": "m",
+            "max_tokens": 100,
+            "api_key_env": "EVALGLASS_E2E_KEY",
+            "prompt": "{{ request }}",
+            "tools": {"weather": "tools.py:weather"},
+            "max_steps": 4,
+        }
+        rows = [{"id": "reads", "request": "task reads"}, {"id": "writes", "request": "task writes"}]
+        project.write(rows, task=task, metrics={"cheap": METRICS["cheap"]}, prices=PRICE)
+        result = project.run()
+        assert result.code == 0, result.err
+        made = outputs(project)
+    # Reads one step did not report: that total is left out, and the cost prices those prompt tokens uncached (an
+    # upper bound: the tokens counted are every input token).
+    reads = made["reads"]
+    assert "cache_read_input_tokens" not in reads["usage"] and "cache_creation_input_tokens" in reads["usage"]
+    assert reads["not_recorded"] == ["usage.cache_read_input_tokens"]
+    assert reads["cost"] == reads["usage"]["input_tokens"] + reads["usage"]["output_tokens"]
+    # Writes cost more than the prompt: a cost without them would undercount, so there is none.
+    writes = made["writes"]
+    assert "cache_creation_input_tokens" not in writes["usage"] and writes["usage"]["cache_read_input_tokens"] > 0
+    assert writes["not_recorded"] == ["usage.cache_creation_input_tokens", "cost"]
+    assert "cost" not in writes

@@ -704,10 +704,14 @@ class AgentLane:
                 unrecorded.append(f"usage.{name}")
         trajectory["usage"] = tokens
         if self.price is not None:
-            # Priced only from totals every step reported: a cost over part of the steps is an undercount.
-            if unrecorded or usage is None or usage.prompt_tokens is None or usage.completion_tokens is None:
+            # Priced only from totals every step reported: a cost over part of the steps is an undercount. Cache
+            # reads some step did not report are priced as uncached prompt tokens (an upper bound, as without a
+            # cache price: docs/providers.md); cache writes cost more than the prompt, so not knowing them is not.
+            needed = ("usage.input_tokens", "usage.output_tokens", "usage.cache_creation_input_tokens")
+            if usage is None or any(name in unrecorded for name in needed):
                 unrecorded.append("cost")
             else:
+                assert usage.prompt_tokens is not None and usage.completion_tokens is not None  # both recorded
                 trajectory["cost"] = self.price.cost(
                     usage.prompt_tokens,
                     usage.completion_tokens,
