@@ -40,6 +40,8 @@ class SilentStep(FakeOpenAI):
                 del data["usage"]
             elif "partial" in first:
                 del data["usage"]["prompt_tokens"]
+            elif "cached" in first:  # the only step that speaks of a prompt cache (OpenAI's wire)
+                data["usage"]["prompt_tokens_details"] = {"cached_tokens": 2}
 
         return orjson.dumps(data)
 
@@ -54,6 +56,7 @@ ROWS = [
     {"id": "whole", "request": "task whole"},
     {"id": "silent", "request": "task silent"},
     {"id": "partial", "request": "task partial"},
+    {"id": "cached", "request": "task cached"},
 ]
 METRICS = {
     "cheap": {"type": "numeric_bounds", "field": "cost", "max": 1000},
@@ -110,11 +113,17 @@ def test_a_step_without_usage_leaves_the_totals_unrecorded_and_the_budget_blocke
     # One step reported no prompt count: the output total stands, the input total and the cost do not.
     assert made["partial"]["usage"] == {"output_tokens": 5}
     assert made["partial"]["not_recorded"] == ["usage.input_tokens", "cost"]
+    # One step reported a cache read, the others said nothing of a cache: that total is not recorded, and the cost
+    # prices every prompt token uncached (an upper bound, never an undercount).
+    assert made["cached"]["usage"] == {"input_tokens": 9, "output_tokens": 5}
+    assert made["cached"]["not_recorded"] == ["usage.cache_read_input_tokens"]
+    assert made["cached"]["cost"] == 14.0
 
     assert by_example(project, "cheap") == {
         "whole": ("scored", None),
         "silent": ("non_evaluable", "not_recorded"),
         "partial": ("non_evaluable", "not_recorded"),
+        "cached": ("scored", None),
     }
     assert by_example(project, "few_output")["partial"] == ("scored", None)
     assert by_example(project, "few_input")["partial"] == ("non_evaluable", "not_recorded")
