@@ -47,6 +47,13 @@ def test_answer_metrics_on_a_trajectory_are_refused_unless_they_read_a_field() -
         [("tools", OutputShape.TRAJECTORY)], metrics(s={"type": "regex", "pattern": "a"})
     )
     assert "variant 'tools'" in problem[1]
+    # Variants of two shapes share the metric: kept (a `field` reading one reads nothing of the other); refused only
+    # when no variant's output can be read.
+    says = metrics(s={"type": "contains", "value": "a"})
+    mixed = [("chat", OutputShape.ANSWER), ("agent", OutputShape.TRAJECTORY)]
+    assert output_shape_problems(mixed, says) == []
+    both = [("one", OutputShape.TRAJECTORY), ("two", OutputShape.TRAJECTORY)]
+    assert [at for at, _ in output_shape_problems(both, says)] == [("metrics", "s")]
 
 
 def test_a_trajectory_metric_on_an_answer_is_refused() -> None:

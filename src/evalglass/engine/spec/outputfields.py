@@ -92,8 +92,13 @@ def output_shape_problems(
     its output's shape)) is, each at the metric's entry. A task whose output may be anything (a recorded field, host
     code) is what the run's metrics read it as: one metric reading it as an answer and another as a trajectory
     cannot both be right when the answer's reader needs text, so it is refused (a trajectory's answer is its
-    ``text``)."""
-    problems: list[Problem] = []
+    ``text``).
+
+    Limit: a metric is refused only when it can read no task's output. Variants of different shapes (a chat and an
+    agent lane) share their metrics, and a `field` that reads one reads nothing of the other, so one metric of the
+    answer on both is kept: the agent variant's scores of it are 0.0 or an error, as before this check."""
+    tasks = list(tasks)
+    found: dict[str, list[str]] = {}
     answers = _whole(metrics, OutputShape.TEXT, OutputShape.ANSWER)
     texts = _whole(metrics, OutputShape.TEXT)
     trajectories = _whole(metrics, OutputShape.TRAJECTORY)
@@ -122,8 +127,9 @@ def output_shape_problems(
                 if trajectories
                 else ""
             )
-        problems += [(("metrics", name), f"metric '{name}' ({metrics[name].type}) {why}") for name in refused]
-    return problems
+        for name in refused:
+            found.setdefault(name, []).append(f"metric '{name}' ({metrics[name].type}) {why}")
+    return [(("metrics", name), whys[0]) for name, whys in found.items() if len(whys) == len(tasks)]
 
 
 def stateless_final_state(metrics: Mapping[str, MetricSpec], keeps_state: bool) -> str | None:
