@@ -57,6 +57,15 @@ RECORDED_RUN_NEVER_LOADS = [
     # The message form's models (13 of them, never built by a run over recorded outputs): the readers and the
     # metrics' guard need only `core.notcaptured`.
     "evalglass.core.conversation",
+    # Metric types the config does not declare (``metrics.registry.spec_class``): their modules, and what only they
+    # use (the judge's scale).
+    "evalglass.metrics.llm_judge",
+    "evalglass.metrics.jury",
+    "evalglass.metrics.host",
+    "evalglass.metrics.check",
+    "evalglass.metrics.schemas",
+    "evalglass.metrics.recorded",
+    "evalglass.lanes.judgespec",
     "difflib",  # only for "did you mean" after a wrong name
     "html",  # its entity table, for three replacements (`report.safetext.html_text`)
 ]

@@ -398,6 +398,7 @@ def verify(
     ledger: Where | None = None,
     key: str | None = None,
     db: str | None = None,
+    strict: bool = False,
 ) -> VerifyReport:
     """Check every artifact against the run's digests, re-derive every aggregate, gate and the verdict from the
     run's recorded scores, and anchor the run to the config and ledger at hand (``config``/``ledger``, default:
@@ -405,7 +406,8 @@ def verify(
     ``folder`` and ``db`` as for :func:`load_run`; a run read from the history has its stored files and summary
     rows checked too (each difference a finding). ``key``: the Ed25519 public key the run must be signed with
     (default: ``$EVALGLASS_VERIFY_KEY``, or the key ``$EVALGLASS_SIGNING_KEY`` implies; none: the signature is
-    not checked). See docs/config.md, "What verify proves"."""
+    not checked). ``strict``: a config or ledger not at hand, and definition files or a dataset that are not the
+    ones the run hashed, are findings too, not statements. See docs/config.md, "What verify proves"."""
     from evalglass.engine.jobs.verify import Anchors, Finding, VerifyReport, verify_run
     from evalglass.engine.runs.artifacts import run_folder
     from evalglass.engine.runs.digests import verify_key_from_env
@@ -420,7 +422,7 @@ def verify(
         if any(item.field.startswith("history.artifacts.") for item in stored):
             # The stored files themselves differ from their hashes: there is nothing trustworthy to re-derive.
             return VerifyReport(folder=found, findings=stored, examples=0)
-        report = verify_run(run_folder(found), anchors, key or verify_key_from_env())
+        report = verify_run(run_folder(found), anchors, key or verify_key_from_env(), strict=strict)
     return replace(report, findings=stored + report.findings) if stored else report
 
 

@@ -718,17 +718,29 @@ def compare(
     help="Ed25519 public key (PEM file, PEM text or 64 hex digits) the run must be signed with "
     "(default: $EVALGLASS_VERIFY_KEY, or the key $EVALGLASS_SIGNING_KEY implies).",
 )
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Also a finding (exit 1): a config or ledger not at hand, and definition files or a dataset beside the "
+    "config that are not the ones the run hashed (by default said, not counted).",
+)
 @DB
 @FORMAT
 def verify(
-    folder: str, config_path: Path | None, ledger_path: Path | None, key: str | None, db: str | None, fmt: str
+    folder: str,
+    config_path: Path | None,
+    ledger_path: Path | None,
+    key: str | None,
+    strict: bool,
+    db: str | None,
+    fmt: str,
 ) -> None:
     """Check every artifact, re-derive the run from its recorded scores and anchor it to the repository's files;
     exit 1 naming each difference. RUN: a run folder, or a recorded run (run id, BRANCH@latest, last), whose stored
     files and summary rows are checked as well."""
     from evalglass.api import verify as verify_run
 
-    report = verify_run(folder, config=config_path, ledger=ledger_path, key=key, db=db)
+    report = verify_run(folder, config=config_path, ledger=ledger_path, key=key, db=db, strict=strict)
     if fmt == "json":
         _emit_json(
             {

@@ -84,9 +84,16 @@ def run(
     gates: list[GateInput],
     ledger: Ledger,
     shape: RunShape | None = None,
+    gold: bool = True,
     **kw,
 ):
+    """Decide with the dataset's gold validated (every metric gate stands on it) unless ``gold`` is off or the
+    ledger says otherwise."""
     examples = len(metrics[0].column) if metrics else 0
+    if gold and not ledger.datasets:
+        ledger = ledger.model_copy(
+            update={"datasets": {"data": DatasetValidation(validated_gold=True, fingerprint=DATA_FP)}}
+        )
     return decide_run(
         metrics,
         gates,
@@ -255,7 +262,7 @@ def test_the_proposed_threshold_decides_nothing_until_the_ledger_approves_one() 
 def test_a_reference_metric_needs_validated_gold_of_this_very_dataset() -> None:
     values = [metric([1.0, 1.0], uses_reference=True)]
     ledger = Ledger(gates={"g": approve(0.5)})
-    _, no_gold = run(values, [gate()], ledger)
+    _, no_gold = run(values, [gate()], ledger, gold=False)
     assert codes(only(no_gold)) == [BlockReason.GOLD_NOT_VALIDATED]
     stale = ledger.model_copy(
         update={"datasets": {"data": DatasetValidation(validated_gold=True, fingerprint="sha256:" + "3" * 64)}}
@@ -263,8 +270,14 @@ def test_a_reference_metric_needs_validated_gold_of_this_very_dataset() -> None:
     assert codes(only(run(values, [gate()], stale)[1])) == [BlockReason.GOLD_STALE]
     good = ledger.model_copy(update={"datasets": {"data": DatasetValidation(validated_gold=True, fingerprint=DATA_FP)}})
     assert only(run(values, [gate()], good)[1]).outcome is Outcome.PASS
-    # A metric that uses no reference needs no gold.
-    assert only(run([metric([1.0, 1.0])], [gate()], ledger)[1]).outcome is Outcome.PASS
+    # A metric that uses no reference stands on the gold too: which examples it measures is approved with it.
+    unreferenced = only(run([metric([1.0, 1.0])], [gate()], ledger, gold=False)[1])
+    assert codes(unreferenced) == [BlockReason.GOLD_NOT_VALIDATED]
+    assert "the gate measures the examples of dataset 'data'" in unreferenced.reasons[0].message
+    assert only(run([metric([1.0, 1.0])], [gate()], good)[1]).outcome is Outcome.PASS
+    # A run recorded before that (core.recordrules) is re-derived as it was decided: no gold needed.
+    before = run([metric([1.0, 1.0])], [gate()], ledger, gold=False, examples_bound=False)[1]
+    assert only(before).outcome is Outcome.PASS
 
 
 def test_approvals_expire_on_the_run_day_given() -> None:
@@ -635,9 +648,15 @@ def test_a_comparative_gate_on_a_reference_metric_needs_gold() -> None:
             [gate(compare_to="main")],
             ledger,
             comparative=comparative_inputs(base),
+            gold=False,
         )[1]
     )
     assert BlockReason.GOLD_NOT_VALIDATED in codes(result)
+    # Without a reference, a comparative gate is bound to its baseline's examples (not_comparable), not the gold.
+    result = only(
+        run([metric(base)], [gate(compare_to="main")], ledger, comparative=comparative_inputs(base), gold=False)[1]
+    )
+    assert BlockReason.GOLD_NOT_VALIDATED not in codes(result)
 
 
 def test_a_comparative_gate_says_a_stale_cause() -> None:

@@ -35,11 +35,13 @@ MARKERS: dict[LaterRule, dict[str, Any]] = {
     LaterRule.APPROVED_CALIBRATION: {"judge_calibrations": "approved"},
     LaterRule.ENDPOINT_BINDING: {"judge_endpoints": {"quality": "openai http://127.0.0.1:9/v1"}},
     LaterRule.CHECK_CODE_BINDING: {"unbound_check_code": {"passes": {"solution": []}}},
+    LaterRule.EXAMPLES_BINDING: {"gold_gates": "every"},
 }
 
 
 def _record(judges: bool, kept: tuple[LaterRule, ...]) -> RunRecord:
-    """``judges``: the run has a judge and a metric that runs a check (whose rules the markers select)."""
+    """``judges``: the run has a judge, a metric that runs a check and a gate on it (whose rules the markers
+    select)."""
     fields: dict[str, Any] = {
         "run_id": "r1",
         "created_at": "2026-01-01T00:00:00Z",
@@ -56,7 +58,10 @@ def _record(judges: bool, kept: tuple[LaterRule, ...]) -> RunRecord:
     }
     if judges:
         fields["judge_fingerprints"] = {"quality": "sha256:" + "4" * 64}
-        fields["config"] = {"metrics": {"passes": {"type": "check", "check": "solution"}}}
+        fields["config"] = {
+            "metrics": {"passes": {"type": "check", "check": "solution"}},
+            "gates": {"solutions": {"metric": "passes"}},
+        }
     for rule in kept:
         fields.update(MARKERS[rule])
     return RunRecord.model_validate(fields)
@@ -98,7 +103,7 @@ def test_the_check_types_are_the_registrys_metric_types_that_run_a_check() -> No
 def test_a_check_metric_without_its_entry_is_unknown_code_under_the_current_rules() -> None:
     """A record from before the rule (or one whose entry was deleted) keeps nothing for its check metric: the older
     rule reads nothing unbound; the current rules read the code as unknown, which is not bound."""
-    record = _record(True, (LaterRule.EVERY_JUDGED_GATE, LaterRule.APPROVED_CALIBRATION, LaterRule.ENDPOINT_BINDING))
+    record = _record(True, tuple(rule for rule in LaterRule if rule is not LaterRule.CHECK_CODE_BINDING))
     rules = recorded_rules(record)
     assert rules.before == {LaterRule.CHECK_CODE_BINDING}
     assert rules.unbound_code(record) == {}
@@ -115,6 +120,7 @@ def test_each_rule_loosens_exactly_its_part_of_a_standing() -> None:
             assert (standing.endpoint is None) == (LaterRule.ENDPOINT_BINDING in before)
             assert standing.approved_record == (LaterRule.APPROVED_CALIBRATION not in before)
             assert DecisionRules(frozenset(before)).every_judged_gate == (LaterRule.EVERY_JUDGED_GATE not in before)
+            assert DecisionRules(frozenset(before)).examples_bound == (LaterRule.EXAMPLES_BINDING not in before)
 
 
 _OUTCOMES = st.sampled_from(list(Outcome))
@@ -147,3 +153,20 @@ def test_no_older_rules_make_green_what_the_current_rules_do_not(
     for name in worse:
         assert f"gate '{name}' is {current[name].value}: calibration_unapproved" in problem.current
     assert problem.line.startswith(problem.field + ": ")
+
+
+def test_only_a_gate_on_a_metric_without_a_reference_claims_the_examples_rule() -> None:
+    """The examples rule changes only a non-comparative gate on a metric with no reference: a record whose gates
+    are all of other kinds decides alike under both rules, writes no marker and claims nothing older."""
+    from evalglass.core.recordrules import examples_gates
+
+    metrics = {"exact": {"type": "exact_match", "reference": "expected"}, "valid": {"type": "json_valid"}}
+    gates = {
+        "reference": {"metric": "exact"},
+        "compared": {"metric": "valid", "compare_to": "main"},
+        "checked": {"check": "suite"},
+        "plain": {"metric": "valid"},
+    }
+    assert examples_gates({"metrics": metrics, "gates": gates}) == ("plain",)
+    assert examples_gates({"metrics": metrics, "gates": {k: v for k, v in gates.items() if k != "plain"}}) == ()
+    assert examples_gates({}) == ()

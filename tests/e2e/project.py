@@ -78,6 +78,16 @@ class Project:
         return str(card["dataset"]["gold_fingerprint"])
 
 
+def validated_gold(evals: Path) -> dict[str, Any]:
+    """The ledger's ``datasets:`` section validating the gold of the config in ``evals`` as it is now, as a host
+    writes it after review: every metric gate stands on it (the examples it measures, and any reference)."""
+    from evalglass.engine.datasets.datasetfile import gold_fingerprint_of
+    from evalglass.engine.spec.config import load_config
+
+    loaded = load_config(evals / "evalglass.yaml")
+    return {loaded.config.dataset.name: {"validated_gold": True, "fingerprint": gold_fingerprint_of(loaded)}}
+
+
 def loaded_by_a_run(folder: Path, names: list[str]) -> list[str]:
     """Which of ``names`` are in ``sys.modules`` after `evalglass run --out out --no-history` in ``folder``, run in
     a fresh interpreter (not forked from the CLI server, whose imports would hide what the run itself loads)."""

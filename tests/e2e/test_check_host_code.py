@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.project import Project, base_config, make_project
+from tests.e2e.project import Project, base_config, make_project, validated_gold
 from tests.e2e.test_check_inputs import bind_target
 
 pytestmark = pytest.mark.timeout(300)
@@ -48,7 +48,10 @@ def approve(project: Project, gate: str = "suite-ok", **entry: Any) -> None:
     """The host approves the gate as it stands, with the fingerprint `explain` prints (no `definition:`)."""
     assert project.run().code in (0, 1)
     fingerprint = project.gate_fingerprint(gate)
-    project.write_ledger({"version": 1, "gates": {gate: {"active": True, "fingerprint": fingerprint, **entry}}})
+    ledger: dict[str, Any] = {"version": 1, "gates": {gate: {"active": True, "fingerprint": fingerprint, **entry}}}
+    if "threshold" in entry:  # a metric gate: it stands on the dataset's gold
+        ledger["datasets"] = validated_gold(project.evals)
+    project.write_ledger(ledger)
 
 
 def decided(project: Project, gate: str = "suite-ok") -> tuple[int, dict[str, Any]]:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.project import Project, base_config, make_project
+from tests.e2e.project import Project, base_config, make_project, validated_gold
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -54,7 +54,7 @@ def approve(project: Project, **entry: Any) -> None:
     assert probe.code == 0, probe.err  # informational: nothing active yet
     fingerprint = next(g for g in probe.json()["decision"]["gates"] if g["name"] == "solutions")["fingerprint"]
     gate = {"active": True, "fingerprint": fingerprint, "threshold": 0.9, **entry}
-    project.write_ledger({"version": 1, "gates": {"solutions": gate}})
+    project.write_ledger({"version": 1, "gates": {"solutions": gate}, "datasets": validated_gold(project.evals)})
 
 
 def decided(project: Project) -> tuple[int, dict[str, Any]]:

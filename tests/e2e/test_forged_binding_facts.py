@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.project import CliResult, Project, base_config, make_project, run_cli
+from tests.e2e.project import CliResult, Project, base_config, make_project, run_cli, validated_gold
 from tests.e2e.test_check_metric_binding import TEST
 
 pytestmark = pytest.mark.timeout(300)
@@ -67,7 +67,10 @@ def approve(project: Project, gate: str, **entry: Any) -> None:
     probe = project.run("--format", "json")
     assert probe.code == 0, probe.err  # informational: nothing active yet
     fingerprint = next(g for g in probe.json()["decision"]["gates"] if g["name"] == gate)["fingerprint"]
-    project.write_ledger({"version": 1, "gates": {gate: {"active": True, "fingerprint": fingerprint, **entry}}})
+    ledger: dict[str, Any] = {"version": 1, "gates": {gate: {"active": True, "fingerprint": fingerprint, **entry}}}
+    if "threshold" in entry:  # a metric gate: it stands on the dataset's gold
+        ledger["datasets"] = validated_gold(project.evals)
+    project.write_ledger(ledger)
 
 
 def blocked_run(project: Project, gate: str, code: str) -> Path:
@@ -210,6 +213,11 @@ def test_definition_files_forged_to_the_approved_hashes_do_not_verify_beside_the
     (said,) = [line for line in verified.out.splitlines() if line.startswith("  definition files:")]
     assert "NOT the ones the run hashed (check:suite in evals)" in said and "or the record rewritten" in said
     assert "folders a check's command names were NOT checked" in verified.out
+    # `--strict`: the run must still stand on the files at hand, so the difference is a finding naming the file.
+    strict = project.cli("verify", "--strict", str(folder))
+    assert strict.code == 1, strict.out
+    assert "NOT verified: 1 field(s) differ" in strict.out
+    assert "anchor.definition_files.check:suite: recorded {'check.py': 'sha256:" in strict.out
 
 
 def test_a_dataset_forged_to_the_approved_gold_does_not_verify_beside_the_file(tmp_path):
@@ -232,3 +240,38 @@ def test_a_dataset_forged_to_the_approved_gold_does_not_verify_beside_the_file(t
     assert verified.code == 0, verified.out  # said, as for definition files (above)
     (said,) = [line for line in verified.out.splitlines() if line.startswith("  dataset:")]
     assert "NOT the one the run read (its file and gold fingerprint differ)" in said and "rewritten" in said
+    strict = project.cli("verify", "--strict", "--format", "json", str(folder))
+    assert strict.code == 1, strict.out
+    found = {item["field"]: item for item in json.loads(strict.out)["findings"]}
+    assert set(found) == {"anchor.dataset.fingerprint", "anchor.dataset.gold_fingerprint"}
+    assert found["anchor.dataset.gold_fingerprint"]["recorded"] == approved["gold_fingerprint"]
+
+
+def test_verify_strict_counts_what_the_repository_no_longer_holds(tmp_path):
+    """A green run, then the pull request edits a reference answer: the old run keeps verifying (its own snapshot,
+    said in one line), while `--strict` asks that the run still stand on the files here, and names the dataset.
+    From a folder where the config and ledger are not at hand, `--strict` counts them too."""
+    from tests.e2e.project import DEFAULT_ROWS
+    from tests.e2e.test_verdicts import approve as approve_accuracy
+
+    project = make_project(tmp_path)
+    project.write_ledger(approve_accuracy(project, threshold=0.5))
+    green = project.run()
+    assert green.code == 0, green.out
+    folder = project.last_run()
+    assert project.cli("verify", "--strict", str(folder)).code == 0
+    project.write_rows([{**DEFAULT_ROWS[0], "expected": "edited"}, *DEFAULT_ROWS[1:]])
+    assert project.cli("verify", str(folder)).code == 0
+    strict = project.cli("verify", "--strict", str(folder))
+    assert strict.code == 1, strict.out
+    assert [line.split(":")[0].strip() for line in strict.out.splitlines() if line.startswith("  anchor.")] == [
+        "anchor.dataset.fingerprint",
+        "anchor.dataset.gold_fingerprint",
+    ]
+    away = elsewhere(project, "verify", "--strict", "--format", "json", str(folder))
+    assert away.code == 1, away.out
+    found = {item["field"]: item["derived"] for item in json.loads(away.out)["findings"]}
+    assert found == {
+        "anchor.config": "evals/evalglass.yaml: <not at hand>",
+        "anchor.ledger": "evals/authority.yaml: <not at hand>",
+    }

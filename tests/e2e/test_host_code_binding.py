@@ -57,7 +57,7 @@ def approve(project: Project) -> dict[str, Any]:
     entry = yaml.safe_load(project.cli("explain", "accuracy", "--format", "json").json()[0]["ledger_entry"])
     gate = entry["gates"]["accuracy"]
     gate.update(threshold=0.7, approved_by="host")
-    project.write_ledger({"version": 1, "gates": {"accuracy": gate}})
+    project.write_ledger({"version": 1, "gates": {"accuracy": gate}, "datasets": entry["datasets"]})
     return dict(gate["definition"])
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from evalglass.core.exitcodes import ExitCode
 from evalglass.engine.spec.config import load_config
-from tests.e2e.project import CliResult, Project, make_project
+from tests.e2e.project import CliResult, Project, make_project, validated_gold
 
 #: Each way host code can end its process, as the body a function runs once.
 ENDS_PROCESS = {
@@ -67,7 +67,11 @@ def _project(tmp_path: Path, host: str) -> Project:
     fingerprint = loaded.config.gate_fingerprint("accuracy", loaded.definition_files)
     threshold = 0.5 if host == "metric" else 0.9
     project.write_ledger(
-        {"version": 1, "gates": {"accuracy": {"active": True, "threshold": threshold, "fingerprint": fingerprint}}}
+        {
+            "version": 1,
+            "gates": {"accuracy": {"active": True, "threshold": threshold, "fingerprint": fingerprint}},
+            "datasets": validated_gold(project.evals),
+        }
     )
     return project
 

@@ -104,7 +104,7 @@ def test_a_t_bound_moved_past_the_value_is_refused(tmp_path):
     (project.evals / "scorer.py").write_text(
         "def score(record):\n    return {'yes': 0.6, 'no': 0.1}[record['expected']]\n"
     )
-    project.write_ledger(approve(project, threshold=0.5, gold=False))
+    project.write_ledger(approve(project, threshold=0.5))
     assert project.run("--out", "out").code == 1
     card = json.loads((tmp_path / "out" / "scorecard.json").read_text())
     gate = gate_named(card, "accuracy")

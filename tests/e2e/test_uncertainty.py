@@ -236,7 +236,7 @@ def test_a_unit_scale_metric_with_ties_shows_its_interval_clipped_to_the_scale(t
     write_scorer(project, "def score(record):\n    return float(record['x'])\n")
     xs = [1.0, 1.0, 0.5, 1.0, 1.0]
     project.write_rows([{"id": f"r{i}", "x": x, "output": "o"} for i, x in enumerate(xs)])
-    project.write_ledger(approve(project, threshold=0.8, gold=False))  # the score uses no reference
+    project.write_ledger(approve(project, threshold=0.8))  # no reference: the examples it measures are gold
     card = card_of(project)
     interval = metric(card, "tie")["estimate"]["interval"]
     low, high = stats.t.interval(0.95, len(xs) - 1, loc=0.9, scale=stats.sem(xs))

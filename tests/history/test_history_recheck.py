@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, text
 
-from tests.e2e.project import base_config, make_project, run_cli
+from tests.e2e.project import base_config, make_project, run_cli, validated_gold
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -39,9 +39,8 @@ def _green_check_metric_run(tmp_path: Path, url: str) -> str:
     probe = run_cli("run", "--no-history", "--format", "json", cwd=tmp_path, env=env)
     assert probe.code == 0, probe.err
     fingerprint = probe.json()["decision"]["gates"][0]["fingerprint"]
-    project.write_ledger(
-        {"version": 1, "gates": {"solutions": {"active": True, "fingerprint": fingerprint, "threshold": 0.9}}}
-    )
+    gate = {"active": True, "fingerprint": fingerprint, "threshold": 0.9}
+    project.write_ledger({"version": 1, "gates": {"solutions": gate}, "datasets": validated_gold(project.evals)})
     done = run_cli("run", "--no-progress", "--format", "json", cwd=tmp_path, env=env)
     assert done.code == 0 and done.json()["decision"]["verdict"] == "pass", done.err
     return str(done.json()["run_id"])

@@ -8,6 +8,7 @@ many were in flight at once, and time a SIGKILL or SIGINT by the requests it has
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import re
@@ -167,7 +168,10 @@ class LiveProject:
         (self.root / "data.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
         if not (self.root / "rubric.md").exists():
             (self.root / "rubric.md").write_text("Score 5 for a perfect answer, 1 for a useless one.\n")
-        (self.root / "authority.yaml").write_text(yaml.safe_dump(ledger or {}, sort_keys=False))
+        if ledger:
+            self.write_ledger(ledger)
+        else:
+            (self.root / "authority.yaml").write_text(yaml.safe_dump({}, sort_keys=False))
 
     def run(self, *args: str, **kwargs: Any) -> CliResult:
         return evalglass("run", "--format", "json", "--no-progress", *args, cwd=self.root, **kwargs)
@@ -185,6 +189,26 @@ class LiveProject:
 
         loaded = load_config(self.root / "evalglass.yaml")
         return loaded.config.gate_fingerprint(gate, loaded.definition_files)
+
+    def write_ledger(self, ledger: dict[str, Any]) -> None:
+        """Write the host's ledger. One that activates a metric gate and says nothing of the dataset gets the
+        ``datasets:`` entry validating the gold as the files are now (every metric gate stands on it), as the host
+        writes it after review; a test of the gold's own reasons writes ``datasets`` itself."""
+        gates = ledger.get("gates") or {}
+        if "datasets" not in ledger and any("threshold" in entry for entry in gates.values()):
+            ledger = {**ledger, "datasets": self.validated_gold()}
+        (self.root / "authority.yaml").write_text(yaml.safe_dump(ledger, sort_keys=False))
+
+    def validated_gold(self) -> dict[str, Any]:
+        """The ledger's ``datasets:`` section validating the gold as the files are now (every metric gate stands on
+        it), as a host writes it after review."""
+        from evalglass.engine.datasets.datasetfile import gold_fingerprint_of
+        from evalglass.engine.spec.config import load_config
+
+        loaded = load_config(self.root / "evalglass.yaml")
+        today = datetime.datetime.now(datetime.UTC).date().isoformat()  # a ledger policy's max_age_days counts it
+        entry = {"validated_gold": True, "fingerprint": gold_fingerprint_of(loaded), "validated_on": today}
+        return {loaded.config.dataset.name: entry}
 
     def judge_endpoint(self, metric: str) -> Any:
         """Where judge ``metric`` is served, as a gate approval's ``judge_endpoint`` names it."""

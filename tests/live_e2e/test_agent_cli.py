@@ -209,3 +209,32 @@ def test_a_killed_agent_run_resumes_without_asking_a_completed_step_again(
     assert (folder / "outputs.jsonl").read_bytes() == (reference_folder / "outputs.jsonl").read_bytes()
     for name in ("scorecard.json", "runrecord.json"):
         assert _normalised(folder, name) == _normalised(reference_folder, name), name
+
+
+def test_an_agent_gate_without_a_reference_is_bound_to_the_tasks_it_runs(
+    project: LiveProject, server: FakeOpenAI
+) -> None:
+    """`no_loops` compares with nothing, so its gate used to bind no dataset: a pull request dropping the task the
+    agent loops on (t013) turned a failing gate green with the ledger untouched. The tasks are the gold it stands
+    on: dropping one is `gold_stale`."""
+    from evalglass.engine.datasets.datasetfile import gold_fingerprint_of
+    from evalglass.engine.spec.config import load_config
+
+    gates = {"loops": {"metric": "no_loops", "proposed_threshold": 0.95}}
+    write(project, 16, gates=gates)
+    loaded = load_config(project.root / "evalglass.yaml")
+    ledger = {
+        "version": 1,
+        "gates": {"loops": {"active": True, "threshold": 0.95, "fingerprint": project.gate_fingerprint("loops")}},
+        "datasets": {"live": {"validated_gold": True, "fingerprint": gold_fingerprint_of(loaded)}},
+    }
+    (project.root / "authority.yaml").write_text(json.dumps(ledger))
+    failed = project.run()
+    (gate,) = json.loads(failed.out)["decision"]["gates"]
+    assert (failed.code, gate["outcome"], gate["value"]) == (1, "fail", pytest.approx(15 / 16)), failed.err
+    data = project.root / "data.jsonl"
+    data.write_text("".join(line + "\n" for line in data.read_text().splitlines() if '"t013"' not in line))
+    dropped = project.run()
+    (gate,) = json.loads(dropped.out)["decision"]["gates"]
+    assert (dropped.code, gate["outcome"]) == (1, "blocked"), dropped.err
+    assert [reason["code"] for reason in gate["reasons"]] == ["gold_stale"]

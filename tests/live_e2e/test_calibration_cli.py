@@ -105,7 +105,7 @@ def test_calibrate_json_carries_the_ledger_line_that_approves_the_record(project
     gate = _approved_gate(project, 1.0)
     entry = yaml.safe_load(f"min_agreement: 0.3\n{record['ledger_line']}\n")
     ledger = {"gates": {"judged": gate}, "judges": {record["ledger_judge"]: entry}}
-    (project.root / "authority.yaml").write_text(yaml.safe_dump(ledger))
+    project.write_ledger(ledger)
     result = project.run()
     assert result.code == 0, result.out
     assert _gate(result.out)["outcome"] == "pass", _gate(result.out)
@@ -139,7 +139,7 @@ def test_judge_gate_blocks_until_calibrated_and_again_when_stale(project: LivePr
     }
 
     # active, no judges entry and no calibration: blocked, and the reason says both what to write and what to run
-    (project.root / "authority.yaml").write_text(yaml.safe_dump(approval))
+    project.write_ledger(approval)
     result = project.run()
     assert result.code == 1
     gate = _gate(result.out)
@@ -155,7 +155,7 @@ def test_judge_gate_blocks_until_calibrated_and_again_when_stale(project: LivePr
     assert calibrated.code == 0, calibrated.err
     line = f'calibration: "{calibration_pin(calibrated.out)}"'
     unpinned = {**approval, "judges": {"quality": {"min_agreement": 0.3}}}
-    (project.root / "authority.yaml").write_text(yaml.safe_dump(unpinned))
+    project.write_ledger(unpinned)
     result = project.run()
     assert result.code == 1, result.out
     (reason,) = _gate(result.out)["reasons"]
@@ -176,7 +176,7 @@ def test_judge_gate_blocks_until_calibrated_and_again_when_stale(project: LivePr
 
     # the host pastes the line: the gate decides
     ledger = {**approval, "judges": {"quality": {"min_agreement": 0.3, "calibration": calibration_pin(line)}}}
-    (project.root / "authority.yaml").write_text(yaml.safe_dump(ledger))
+    project.write_ledger(ledger)
     result = project.run()
     assert result.code == 0, result.out
     assert _gate(result.out)["outcome"] == "pass"  # judge grades 3 and 2: mean 2.5 >= 2.0
@@ -187,16 +187,14 @@ def test_judge_gate_blocks_until_calibrated_and_again_when_stale(project: LivePr
     assert evalglass("verify", str(folder), cwd=project.root).code == 0
 
     # a minimum the interval's lower bound does not meet: blocked, saying why
-    (project.root / "authority.yaml").write_text(
-        yaml.safe_dump({**ledger, "judges": {"quality": {**ledger["judges"]["quality"], "min_agreement": 0.6}}})
-    )
+    project.write_ledger({**ledger, "judges": {"quality": {**ledger["judges"]["quality"], "min_agreement": 0.6}}})
     result = project.run()
     assert result.code == 1
     assert [r["code"] for r in _gate(result.out)["reasons"]] == ["judge_uncalibrated"]
     assert "lower bound" in _gate(result.out)["reasons"][0]["message"] and "0.6" in result.out
 
     # edit the rubric: the calibration describes another judge now (and the approval is stale too)
-    (project.root / "authority.yaml").write_text(yaml.safe_dump(ledger))
+    project.write_ledger(ledger)
     (project.root / "rubric.md").write_text("A different rubric.\n")
     result = project.run()
     assert result.code == 1
@@ -214,20 +212,18 @@ def test_changing_the_model_makes_the_calibration_stale(project: LiveProject) ->
     config = project.root / "evalglass.yaml"
     config.write_text(config.read_text().replace("model: judge-model", "model: judge-model-2"))
     fingerprint = project.gate_fingerprint("judged")
-    (project.root / "authority.yaml").write_text(
-        yaml.safe_dump(
-            {
-                "gates": {
-                    "judged": {
-                        "active": True,
-                        "threshold": 1.0,
-                        "fingerprint": fingerprint,
-                        "judge_endpoint": project.judge_endpoint("quality"),
-                    }
-                },
-                "judges": {"quality": {"min_agreement": 0.1}},
-            }
-        )
+    project.write_ledger(
+        {
+            "gates": {
+                "judged": {
+                    "active": True,
+                    "threshold": 1.0,
+                    "fingerprint": fingerprint,
+                    "judge_endpoint": project.judge_endpoint("quality"),
+                }
+            },
+            "judges": {"quality": {"min_agreement": 0.1}},
+        }
     )
     result = project.run()
     assert result.code == 1
@@ -258,7 +254,7 @@ def test_a_calibration_expires_by_the_ledger_date_or_its_age(project: LiveProjec
         ledger = {"gates": {"judged": gate}, "judges": {"quality": {"min_agreement": 0.3, "calibration": pin, **judge}}}
         if policy:
             ledger["policy"] = policy
-        (project.root / "authority.yaml").write_text(yaml.safe_dump(ledger))
+        project.write_ledger(ledger)
         return _gate(project.run().out)
 
     assert run_with({"expires_on": (today + datetime.timedelta(days=1)).isoformat()})["outcome"] == "pass"
@@ -295,7 +291,7 @@ def test_a_gate_on_a_variants_judge_blocks_until_that_judge_is_calibrated(projec
     _labels(project)
     gate = _approved_gate(project, 2.0)
     approval = {"gates": {"judged": gate}}
-    (project.root / "authority.yaml").write_text(yaml.safe_dump(approval))
+    project.write_ledger(approval)
     result = project.run("--html", "report.html")
     assert result.code == 1, result.out
     # The HTML report's judge section lists the gate its want of calibration blocked.
@@ -311,9 +307,7 @@ def test_a_gate_on_a_variants_judge_blocks_until_that_judge_is_calibrated(projec
     calibrated = evalglass("calibrate", "quality", "--labels", "labels.jsonl", cwd=project.root)
     assert calibrated.code == 0, calibrated.err
     pin = calibration_pin(calibrated.out)
-    (project.root / "authority.yaml").write_text(
-        yaml.safe_dump({**approval, "judges": {"quality": {"min_agreement": 0.3, "calibration": pin}}})
-    )
+    project.write_ledger({**approval, "judges": {"quality": {"min_agreement": 0.3, "calibration": pin}}})
     result = project.run()
     assert result.code == 0, result.out
     assert _gate(result.out)["outcome"] == "pass"  # judge grades 3 and 2: mean 2.5 >= 2.0
@@ -339,9 +333,7 @@ def test_a_forged_calibration_record_cannot_turn_a_judge_gate_green(project: Liv
     calibrated = evalglass("calibrate", "quality", "--labels", "labels.jsonl", cwd=project.root)
     assert calibrated.code == 0, calibrated.err
     pin = calibration_pin(calibrated.out)
-    (project.root / "authority.yaml").write_text(
-        yaml.safe_dump({**approval, "judges": {"quality": {"min_agreement": 0.3, "calibration": pin}}})
-    )
+    project.write_ledger({**approval, "judges": {"quality": {"min_agreement": 0.3, "calibration": pin}}})
     path = project.root / "calibrations" / "quality.json"
     approved = path.read_text()
     assert _gate(project.run().out)["outcome"] == "pass"
@@ -406,15 +398,16 @@ def test_a_run_recorded_before_records_were_approved_is_not_green_under_the_curr
         "judge_endpoint": project.judge_endpoint("quality"),
     }
     judge = {"min_agreement": 0.3, "calibration": calibration_pin(calibrated.out)}
-    (project.root / "authority.yaml").write_text(
-        yaml.safe_dump({"gates": {"judged": gate}, "judges": {"quality": judge}})
-    )
+    project.write_ledger({"gates": {"judged": gate}, "judges": {"quality": judge}})
     assert project.run().code == 0
     folder = project.last_run()
     path = folder / "runrecord.json"
     record = json.loads(path.read_text())
     # The record as an earlier EvalGlass wrote it: its ledger named no record, and it says nothing of the rule.
-    source = yaml.safe_dump({"gates": {"judged": gate}, "judges": {"quality": {"min_agreement": 0.3}}})
+    datasets = project.validated_gold()
+    source = yaml.safe_dump(
+        {"gates": {"judged": gate}, "judges": {"quality": {"min_agreement": 0.3}}, "datasets": datasets}
+    )
     record["ledger_source"] = source
     record["ledger_fingerprint"] = "sha256:" + hashlib.sha256(source.encode()).hexdigest()
     del record["ledger"]["judges"]["quality"]["calibration"]

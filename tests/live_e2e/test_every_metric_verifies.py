@@ -115,6 +115,10 @@ def aliased_fields(model: type[BaseModel], seen: set[type] | None = None) -> set
             if isinstance(annotation, type) and issubclass(annotation, BaseModel):
                 found |= aliased_fields(annotation, seen)
             stack.extend(get_args(annotation))
+            # An entry validated by its declared type (`metrics.registry.MetricEntry`) stands for its whole union.
+            stack.extend(
+                meta.validated_as() for meta in getattr(annotation, "__metadata__", ()) if hasattr(meta, "validated_as")
+            )
     return found
 
 

@@ -3,8 +3,6 @@ judge's calibration from the run record, as `evalglass calibrate` wrote it."""
 
 from __future__ import annotations
 
-import yaml
-
 from .conftest import LiveProject, calibration_pin, evalglass
 from .test_calibration_cli import _judge_project
 
@@ -16,7 +14,7 @@ def test_a_live_run_shows_outputs_rationales_and_calibration(project: LiveProjec
     approval = {
         "gates": {"judged": {"active": True, "threshold": 2.0, "fingerprint": fingerprint, "judge_endpoint": served}}
     }
-    (project.root / "authority.yaml").write_text(yaml.safe_dump(approval))
+    project.write_ledger(approval)
     assert project.run("--html", "before.html").code == 1  # no calibration yet: blocked
     before = (project.root / "before.html").read_text()
     assert "no calibration record" in before and "judge_uncalibrated" in before
@@ -25,9 +23,7 @@ def test_a_live_run_shows_outputs_rationales_and_calibration(project: LiveProjec
     calibrated = evalglass("calibrate", "quality", "--labels", "labels.jsonl", cwd=project.root)
     assert calibrated.code == 0, calibrated.err
     pin = calibration_pin(calibrated.out)
-    (project.root / "authority.yaml").write_text(
-        yaml.safe_dump({**approval, "judges": {"quality": {"min_agreement": 0.3, "calibration": pin}}})
-    )
+    project.write_ledger({**approval, "judges": {"quality": {"min_agreement": 0.3, "calibration": pin}}})
     assert project.run("--html", "after.html").code == 0
     page = (project.root / "after.html").read_text()
     assert "Verdict: pass" in page

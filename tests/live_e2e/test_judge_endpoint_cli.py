@@ -60,7 +60,7 @@ def _approve(
         "gates": {gate: entry},
         "judges": {judge: {"min_agreement": 0.5, "calibration": calibration_pin(calibrated.out)}},
     }
-    (project.root / "authority.yaml").write_text(yaml.safe_dump(ledger, sort_keys=False))
+    project.write_ledger(ledger)
     return ledger
 
 
@@ -126,7 +126,7 @@ def test_an_approved_judge_pointed_at_another_server_is_not_green(
 
     # The host approves the new server: the calibration, measured against the honest one, does not certify it.
     ledger["gates"]["judged"]["judge_endpoint"] = f"openai {rogue.base_url}"
-    (project.root / "authority.yaml").write_text(yaml.safe_dump(ledger, sort_keys=False))
+    project.write_ledger(ledger)
     config["metrics"]["quality"]["base_url"] = rogue.base_url
     _save(project, config)
     moved_approved = project.run()
@@ -170,7 +170,7 @@ def test_an_approval_that_names_no_endpoint_blocks_and_a_timeout_never_passes(
     ledger = _approved_judge(project)
     approved_endpoint = ledger["gates"]["judged"].pop("judge_endpoint")
     assert approved_endpoint == f"openai {server.base_url}"
-    (project.root / "authority.yaml").write_text(yaml.safe_dump(ledger, sort_keys=False))
+    project.write_ledger(ledger)
     unbound = project.run()
     assert unbound.code == 1
     (message,) = [r["message"] for r in _gate(unbound.out)["reasons"] if r["code"] == "judge_endpoint_unbound"]
@@ -178,7 +178,7 @@ def test_an_approval_that_names_no_endpoint_blocks_and_a_timeout_never_passes(
 
     # An operational knob is not bound, and cannot make a judge pass: every call timing out measures nothing.
     ledger["gates"]["judged"]["judge_endpoint"] = approved_endpoint
-    (project.root / "authority.yaml").write_text(yaml.safe_dump(ledger, sort_keys=False))
+    project.write_ledger(ledger)
     config = _config(project)
     config["metrics"]["quality"].update({"timeout": 0.05, "retry": {"max_attempts": 1}})
     _save(project, config)

@@ -48,7 +48,7 @@ def _approve(project: LiveProject, entry: dict[str, Any], ledger: dict[str, Any]
     approved.pop("threshold", None)
     approved.pop("margin", None)
     ledger = {**(ledger or {}), "gates": {GATE: {**approved, **entry}}}
-    (project.root / "authority.yaml").write_text(yaml.safe_dump(ledger, sort_keys=False))
+    project.write_ledger(ledger)
     return ledger
 
 
@@ -60,7 +60,7 @@ def _calibrate(project: LiveProject, ledger: dict[str, Any], judge: str = "quali
     # The requirement alone does not make the record count: the gate blocks, whatever its kind, until the host
     # approves the record itself by the line `calibrate` printed (and verify and view re-derive that).
     ledger["judges"] = {judge: {"min_agreement": 0.5}}
-    (project.root / "authority.yaml").write_text(yaml.safe_dump(ledger, sort_keys=False))
+    project.write_ledger(ledger)
     unapproved = project.run()
     assert unapproved.code == 1, unapproved.out + unapproved.err
     (reason,) = _gate(unapproved.out)["reasons"]
@@ -69,7 +69,7 @@ def _calibrate(project: LiveProject, ledger: dict[str, Any], judge: str = "quali
     )
     _rederived_blocked(project)
     ledger["judges"][judge]["calibration"] = calibration_pin(calibrated.out)
-    (project.root / "authority.yaml").write_text(yaml.safe_dump(ledger, sort_keys=False))
+    project.write_ledger(ledger)
 
 
 def _plain_reasons(project: LiveProject, tmp_path: Path) -> list[str]:

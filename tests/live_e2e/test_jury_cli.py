@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-import yaml
 
 from evalglass.testing.fake_openai import FakeOpenAI
 
@@ -191,7 +190,7 @@ def test_approval_goes_stale_when_one_judge_changes(project: LiveProject) -> Non
         },
         "judges": {"helpful": {"min_agreement": 0.1}},
     }
-    (project.root / "authority.yaml").write_text(yaml.safe_dump(ledger))
+    project.write_ledger(ledger)
     labels = [
         {"id": f"l{i}", "question": "q", "output": f"a={g} b={g} c={g}", "label": g} for i, g in enumerate([1, 2, 3, 4])
     ]
@@ -204,7 +203,7 @@ def test_approval_goes_stale_when_one_judge_changes(project: LiveProject) -> Non
     again = evalglass("calibrate", "helpful", "--labels", "labels.jsonl", cwd=project.root)
     assert again.code == 0, again.err
     ledger["judges"]["helpful"]["calibration"] = calibration_pin(again.out)
-    (project.root / "authority.yaml").write_text(yaml.safe_dump(ledger))
+    project.write_ledger(ledger)
     result = project.run()
     gate = next(g for g in json.loads(result.out)["decision"]["gates"] if g["name"] == "helped")
     assert gate["outcome"] == "pass", gate

@@ -1,7 +1,7 @@
 """A run record's own fields may explain why it was decided as it was, never make it green (core/recordrules.py).
 
 A record without a later rule's marker (`judge_gates: every`, `judge_calibrations: approved`, an endpoint per judge
-in `judge_endpoints`) claims it was decided before that rule, and is re-derived so. The attack: a run the host's
+in `judge_endpoints`, `gold_gates: every` beside a gate on a metric without a reference) claims it was decided before that rule, and is re-derived so. The attack: a run the host's
 ledger blocks under the current rules, its marker deleted from runrecord.json and the rest rewritten to match, the
 run folder anchored to the host's own config and ledger. `verify` (anchored, unsigned) must not say verified, and no
 reader may show it: each names the marker, the rule and the gate the current rules block. An honest old run as green
@@ -62,6 +62,7 @@ def _green_project(project: LiveProject) -> dict[str, Any]:
             }
         },
         "judges": {"quality": {"min_agreement": 0.5, "calibration": calibration_pin(calibrated.out)}},
+        "datasets": project.validated_gold(),
     }
 
 
@@ -75,6 +76,8 @@ def _loosened(full: dict[str, Any], rule: LaterRule | None) -> dict[str, Any]:
         del ledger["judges"]["quality"]["calibration"]  # any calibration record found counted
     elif rule is LaterRule.ENDPOINT_BINDING:
         del ledger["gates"][GATE]["judge_endpoint"]  # where the judge is served was not bound
+    elif rule is LaterRule.EXAMPLES_BINDING:
+        del ledger["datasets"]  # a gate on a metric without a reference did not stand on the gold
     return ledger
 
 
@@ -83,6 +86,7 @@ BLOCKED_BY = {
     LaterRule.EVERY_JUDGED_GATE: "judge_uncalibrated",
     LaterRule.APPROVED_CALIBRATION: "calibration_unapproved",
     LaterRule.ENDPOINT_BINDING: "judge_endpoint_unbound",
+    LaterRule.EXAMPLES_BINDING: "gold_not_validated",
 }
 
 

@@ -154,7 +154,7 @@ def test_the_judge_of_variants_has_its_column_win_rate_and_position_bias_and_a_g
         "gates": {"strong-preferred": approval},
         "judges": {"preferred": {"min_agreement": 0.1, "calibration": calibration_pin(calibrated.out)}},
     }
-    (project.root / "authority.yaml").write_text(yaml.safe_dump(ledger))
+    project.write_ledger(ledger)
     before = server.request_count
     approved = project.run()
     assert server.request_count == before  # every lane and judge answer from the cache

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
 from evalglass.core.example import Example
 from evalglass.core.score import Score, Status
-from evalglass.metrics import METRIC_TYPES, AnyMetricSpec, MetricSpec, parse_metric_spec
+from evalglass.metrics import METRIC_TYPES, AnyMetricSpec, MetricSpec, parse_metric_spec, registry
 from evalglass.metrics.base import BuildContext
+from evalglass.metrics.registry import BY_NAME, TYPE_HOMES, MetricEntry
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 BUILTINS = {
@@ -125,3 +128,58 @@ def test_host_guide_example_runs_as_documented(tmp_path: Path) -> None:
     declined = run("no links at all")
     assert isinstance(declined, Score) and declined.status is Status.NON_EVALUABLE
     assert declined.diagnostics[0].code == "host_declined"
+
+
+def test_every_type_lives_where_the_registry_says() -> None:
+    """``TYPE_HOMES`` names each type's module without importing it; the union is made from it in the same order."""
+    assert [registry.spec_class(name).model_fields["type"].default for name in TYPE_HOMES] == list(TYPE_HOMES)
+    assert list(METRIC_TYPES) == list(TYPE_HOMES)
+    assert get_args(get_args(AnyMetricSpec)[0]) == tuple(METRIC_TYPES.values())
+
+
+class _ByDeclaredType(BaseModel):
+    metrics: dict[str, MetricEntry]
+
+
+class _ByUnion(BaseModel):
+    metrics: dict[str, AnyMetricSpec]
+
+
+_KEYS = sorted(
+    {field.alias or name for spec in METRIC_TYPES.values() for name, field in spec.model_fields.items()} | {"bogus"}
+)
+_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.floats(-2, 2) | st.sampled_from(["", "a", "x+", "[", "id"]),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["a", "type", "name"]), inner, max_size=2)
+    ),
+    max_leaves=4,
+)
+_TYPES = st.sampled_from([*TYPE_HOMES, "exact_matsh", ""]) | st.integers(0, 2) | st.none()
+_ENTRIES = st.one_of(
+    st.builds(
+        lambda kind, fields: fields if kind is None else {"type": kind, **fields},
+        _TYPES,
+        st.dictionaries(st.sampled_from(_KEYS), _VALUES, max_size=4),
+    ),
+    _VALUES,
+)
+
+
+def _outcome(model: type[BaseModel], data: Any, by_name: bool) -> Any:
+    try:
+        found: Any = model.model_validate(data, by_name=by_name, context={BY_NAME: by_name})
+    except ValidationError as error:
+        return [(item["type"], item["loc"], item["msg"], repr(item.get("ctx"))) for item in error.errors()]
+    return [(type(spec), spec.model_dump(mode="json", by_alias=True)) for spec in found.metrics.values()]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.sampled_from(["a", "b"]), _ENTRIES, min_size=1, max_size=2), st.booleans())
+def test_an_entry_validated_by_its_declared_type_is_judged_as_the_whole_union_judges_it(
+    metrics: dict[str, Any], by_name: bool
+) -> None:
+    """Every entry, valid or not, of a known type, an unknown one or none: the same specs, or the same errors (type,
+    location, message, context) in the same order, as the union of every type gives."""
+    data = {"metrics": metrics}
+    assert _outcome(_ByDeclaredType, data, by_name) == _outcome(_ByUnion, data, by_name)

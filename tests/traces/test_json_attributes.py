@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalglass.engine.datasets.traces.otlpspans import _Bad, _json_attributes, _json_attributes_each
+from evalglass.engine.datasets.traces.otlpspans import _Bad, _json_attributes, _json_attributes_each, split_long_lines
 
 scalars = st.one_of(
     st.sampled_from(["stop", "", "12", "-3", "1e3", "NaN", "Infinity", True, False, None, 7, 2.5, [], {}]),
@@ -70,3 +70,11 @@ def test_an_array_of_one_text_is_a_list_of_it() -> None:
     # The inline path's own case, so that a change dropping it is seen as a change, not only as an equivalence.
     items = [{"key": "r", "value": {"arrayValue": {"values": [{"stringValue": "stop"}]}}}]
     assert _json_attributes(items) == {"r": ["stop"]}
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.binary(max_size=40) | st.lists(st.sampled_from([b"\n", b"{}", b"a", b" ", b"\r"]), max_size=12).map(b"".join))
+def test_the_line_splitter_splits_as_bytes_split(data: bytes) -> None:
+    # The OTLP/JSON reader splits its chunks with find (memchr) instead of bytes.split: the same pieces, the empty
+    # ones (blank lines, a chunk ending in a newline) included.
+    assert split_long_lines(data) == data.split(b"\n")

@@ -296,7 +296,7 @@ def span_files(draw: st.DrawFn) -> list[str]:
             span["parentSpanId"] = draw(st.sampled_from(earlier))
         if events:
             span["events"] = events
-        odd = draw(st.sampled_from([-1] * 24 + list(range(7))))
+        odd = draw(st.sampled_from([-1] * 24 + list(range(11))))
         if odd == 0:
             span["traceId"] = ""
         elif odd == 1:
@@ -311,6 +311,14 @@ def span_files(draw: st.DrawFn) -> list[str]:
             span["attributes"].append({"key": "gen_ai.usage.input_tokens", "value": {"intValue": "many"}})
         elif odd == 6:
             span["attributes"].append({"key": "weird", "value": {"otherValue": 1}})
+        elif odd == 7:  # the span id off the reader's one-step check of both ids, each way
+            span["spanId"] = ("ab" + span_id[2:]).upper()  # (the drawn ids are mostly digits)
+        elif odd == 8:
+            span["spanId"] = base64.b64encode(bytes.fromhex(span_id)).decode()
+        elif odd == 9:
+            span["spanId"] = "0" * 16
+        elif odd == 10:
+            span["traceId"] = trace[:31] + "g"
         ids.setdefault(trace, []).append(span_id)
         spans.append(span)
     lines: list[str] = []

@@ -494,7 +494,12 @@ class GateIdentity(BaseModel):
     fingerprint: str
     dataset: str
     dataset_fingerprint: str
-    needs_gold: bool = Field(description="True when the gate's metric compares with a reference field.")
+    needs_gold: bool = Field(
+        description="True when the gate stands on the dataset's validated gold: its metric compares with a reference "
+        "field, or (:func:`stands_on_gold`) it measures the examples on a threshold, so which examples it measures "
+        "is what the host approved."
+    )
+    uses_reference: bool = Field(default=True, description="True when the gate's metric compares with a reference.")
     needs_threshold: bool = Field(default=True, description="False for check gates, which pass only on PASS.")
     comparative: bool = Field(default=False, description="True for a gate on the difference from a baseline run.")
     baseline: str | None = Field(default=None, description="Comparative gates: the baseline's name (compare_to).")
@@ -676,6 +681,20 @@ def _record_day(created_at: str) -> str | None:
         return None
 
 
+def stands_on_gold(*, check: bool, uses_reference: bool, comparative: bool, examples_bound: bool = True) -> bool:
+    """Whether a gate decides only on the dataset's gold as the ledger validated it (``datasets:``). A reference
+    metric compares with the gold's answers. Any other metric gate decides a threshold on the examples it measures:
+    which examples those are (their ids and inputs, all of gold but the recorded outputs) is as much what the host
+    approved as the metric, or a pull request could drop the failing ones, or point ``dataset.path`` at a friendlier
+    file, and turn the gate green with the ledger untouched. A comparative gate is bound to its baseline's examples
+    instead (another example set is ``not_comparable``), and a check gate measures no examples. ``examples_bound``
+    off re-derives a run recorded before the examples were bound (``core.recordrules``): then only reference metrics
+    stood on gold."""
+    if check:
+        return False
+    return uses_reference or (examples_bound and not comparative)
+
+
 def declared_gate_authority(
     ledger: Ledger,
     *,
@@ -692,8 +711,10 @@ def declared_gate_authority(
     baseline: str | None = None,
     judge_endpoint: JudgeEndpoint | None = None,
     unbound_code: Mapping[str, Collection[str]] | None = None,
+    examples_bound: bool = True,
 ) -> Authority:
     """What the ledger says about one declared gate. The run, ``verify`` and the readers of a run all ask here.
+    Whether it stands on the dataset's gold: :func:`stands_on_gold` (``examples_bound`` as there).
     ``judge_endpoint`` is where the gate's judge is served when no ``judge`` standing carries it (comparative
     gates); a standing's own endpoint wins. ``unbound_code``: a gate on a ``check`` metric, per check the metric
     runs per example, what its command runs that no input binds (:func:`with_unbound_code`)."""
@@ -704,7 +725,10 @@ def declared_gate_authority(
             fingerprint=fingerprint,
             dataset=dataset,
             dataset_fingerprint=dataset_fingerprint,
-            needs_gold=uses_reference and not check,
+            needs_gold=stands_on_gold(
+                check=check, uses_reference=uses_reference, comparative=comparative, examples_bound=examples_bound
+            ),
+            uses_reference=uses_reference,
             needs_threshold=not check,
             judge=None if check else judge,
             judge_endpoint=None if check else served,
@@ -822,6 +846,9 @@ def _gold_reasons(gate: GateIdentity, validation: DatasetValidation | None) -> l
                 message=(
                     f"the metric compares with reference fields of dataset '{gate.dataset}', "
                     "which the ledger does not mark as validated gold"
+                    if gate.uses_reference
+                    else f"the gate measures the examples of dataset '{gate.dataset}' (their ids and inputs), "
+                    "which the ledger does not mark as validated gold: which examples it measures is approved too"
                 ),
             )
         ]

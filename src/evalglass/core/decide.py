@@ -205,6 +205,7 @@ def decide_run(
     *,
     today: str,
     every_judged_gate: bool = True,
+    examples_bound: bool = True,
 ) -> tuple[tuple[MetricSummary, ...], VerdictPayload]:
     """``today`` (YYYY-MM-DD) is the day approvals are checked for expiry on: the run's own date, so ``verify``
     re-derives the same decision later. ``judges`` holds, per llm_judge metric, its fingerprint and calibration
@@ -212,7 +213,8 @@ def decide_run(
     exactly the same evidence). ``comparative`` is needed when any gate compares with a baseline (``compare_to``).
     ``ledger_where`` names, per gate the ledger lists, its ``file:line``, for the messages that point at it.
     ``every_judged_gate`` off re-derives a run recorded before every gate on a judge stood on its calibration
-    (:func:`evalglass.core.authority.decided_judge`)."""
+    (:func:`evalglass.core.authority.decided_judge`); ``examples_bound`` off, one recorded before every metric gate
+    stood on the dataset's gold (:func:`evalglass.core.authority.stands_on_gold`)."""
     measured = {metric.name: measure(metric, shape) for metric in metrics}
     standings = judges or {}
     results: list[GateResult] = []
@@ -264,6 +266,7 @@ def decide_run(
                     dataset_fingerprint,
                     today,
                     *decided_judge(standings, gate.spec.subject, comparative=False, every=every_judged_gate),
+                    examples_bound=examples_bound,
                 )
             )
     results.extend(undeclared_results(ledger, [gate.name for gate in gates], ledger_where or {}))
@@ -279,6 +282,8 @@ def _decide_metric_gate(
     today: str,
     judge: JudgeStanding | None = None,
     judge_endpoint: JudgeEndpoint | None = None,
+    *,
+    examples_bound: bool = True,
 ) -> GateResult:
     item = measured[gate.spec.subject]
     summary = item.summary
@@ -295,6 +300,7 @@ def _decide_metric_gate(
         stale_cause=gate.stale_cause,
         judge_endpoint=judge_endpoint,
         unbound_code=gate.unbound_code,
+        examples_bound=examples_bound,
     )
     bound: Interval | None = None
     advice: Advice | None = None

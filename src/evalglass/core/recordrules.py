@@ -45,6 +45,10 @@ class LaterRule(StrEnum):
     #: A gate on a ``check`` metric whose check runs code no input binds is blocked (``check_inputs_unbound``)
     #: unless the ledger accepts it. Marker: an ``unbound_check_code`` entry per metric that runs a check.
     CHECK_CODE_BINDING = "unbound_check_code"
+    #: Every metric gate that is not comparative stands on the dataset's validated gold, not only a gate on a
+    #: reference metric: which examples it measures is approved too. Marker: ``gold_gates: every`` (written when
+    #: the config has such a gate on a metric without a reference: :func:`examples_gates`).
+    EXAMPLES_BINDING = "gold_gates"
 
     @property
     def before(self) -> str:
@@ -57,6 +61,8 @@ _BEFORE: Mapping[LaterRule, str] = {
     LaterRule.APPROVED_CALIBRATION: "the ledger approved calibration records (any record found counted)",
     LaterRule.ENDPOINT_BINDING: "where a judge is served was bound (no endpoint was checked)",
     LaterRule.CHECK_CODE_BINDING: "a check metric's unbound check code blocked its gates (it was not looked for)",
+    LaterRule.EXAMPLES_BINDING: "every metric gate stood on the validated gold of the dataset (only gates on a "
+    "reference metric did, so the examples a gate measured were not approved)",
 }
 
 
@@ -73,6 +79,12 @@ class DecisionRules:
     @property
     def every_judged_gate(self) -> bool:
         return LaterRule.EVERY_JUDGED_GATE not in self.before
+
+    @property
+    def examples_bound(self) -> bool:
+        """Whether a metric gate on a metric without a reference stands on the dataset's gold
+        (``core.authority.stands_on_gold``)."""
+        return LaterRule.EXAMPLES_BINDING not in self.before
 
     def unbound_code(self, record: RunRecord) -> dict[str, dict[str, tuple[str, ...]]]:
         """Per metric that runs a check, what its check ran unbound, as these rules decide on it: as recorded; under
@@ -130,6 +142,24 @@ def check_metrics(record: RunRecord) -> dict[str, tuple[str, ...]]:
     }
 
 
+def examples_gates(config: Mapping[str, object]) -> tuple[str, ...]:
+    """The gates of a config (as a run record snapshots it) that stand on the dataset's gold only since the examples
+    were bound (:attr:`LaterRule.EXAMPLES_BINDING`): a gate on a metric (not a check, not comparative) whose metric
+    has no ``reference``. A run writes the marker when there is any, and a record without it claims the older rule;
+    a run without any is decided the same under both rules and keeps its bytes."""
+    gates, metrics = config.get("gates"), config.get("metrics")
+    if not isinstance(gates, dict) or not isinstance(metrics, dict):
+        return ()
+    found: list[str] = []
+    for name, gate in gates.items():
+        if not isinstance(gate, dict) or gate.get("compare_to") is not None:
+            continue
+        metric = metrics.get(gate.get("metric"))
+        if isinstance(metric, dict) and metric.get("reference") is None:
+            found.append(str(name))
+    return tuple(found)
+
+
 def recorded_rules(record: RunRecord) -> DecisionRules:
     """The rules ``record`` says it was decided under. A run without judges is decided the same under every judge
     rule (its record leaves the markers out), so it claims none of them older. A judge without an endpoint claims
@@ -138,6 +168,8 @@ def recorded_rules(record: RunRecord) -> DecisionRules:
     before: set[LaterRule] = set()
     if not set(check_metrics(record)) <= set(record.unbound_check_code):
         before.add(LaterRule.CHECK_CODE_BINDING)
+    if record.gold_gates != "every" and examples_gates(record.config):
+        before.add(LaterRule.EXAMPLES_BINDING)
     judges = set(record.judge_fingerprints)
     if not judges:
         return DecisionRules(frozenset(before))

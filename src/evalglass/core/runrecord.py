@@ -157,6 +157,16 @@ class RunRecord(BaseModel):
         "only the record whose fingerprint the ledger's `judges:` entry names (`calibration`); absent (`found`): "
         "whichever record was found, as runs recorded before that were decided.",
     )
+    gold_gates: Literal["reference", "every"] = Field(
+        default="reference",
+        # Absent for a run with no metric gate on a metric without a reference (the rule changes nothing there) and in
+        # records from before every metric gate stood on the dataset's gold: those are re-derived so
+        # (core/recordrules.py).
+        exclude_if=lambda value: value == "reference",
+        description="Which gates stood on the dataset's validated gold when the run decided: `every` non-comparative "
+        "metric gate (which examples it measures is approved too); absent (`reference`): only gates on a reference "
+        "metric, as runs recorded before that were decided.",
+    )
     calibrations: dict[str, CalibrationRecord] = Field(
         default_factory=dict,
         description="Per llm_judge metric, the calibration record the run found (snapshot; verify decides on it).",

@@ -61,7 +61,8 @@ class DatasetSummary(BaseModel):
     gold_fingerprint: str | None = Field(
         default=None,
         description="What `validated_gold` binds: ids and every field except the recorded output field. Taken when "
-        "a gate's metric compares with a reference; None otherwise.",
+        "a gate is declared on a metric (every metric gate stands on it, or compares with a baseline on it); None "
+        "otherwise.",
     )
     examples: int = Field(ge=0)
     malformed_lines: int = Field(default=0, ge=0)

@@ -21,6 +21,7 @@ from evalglass.core.authority import (
     BlockReason,
     calibration_line,
     calibration_path_text,
+    stands_on_gold,
     unbound_inputs_text,
 )
 from evalglass.core.changes import definition_changes
@@ -235,7 +236,9 @@ def explain_gate(
     proposed: Mapping[str, BaselineRecord] | None = None,
 ) -> Explanation:
     metric = card.metric(gate.subject) if gate.subject_kind is SubjectKind.METRIC else None
-    needs_gold = metric is not None and metric.uses_reference
+    needs_gold = metric is not None and stands_on_gold(
+        check=False, uses_reference=metric.uses_reference, comparative=gate.comparison is not None
+    )
     details: list[str] = []
     entries: tuple[LedgerEntry, ...] = ()
     if gate.outcome is Outcome.INFORMATIONAL:
@@ -305,9 +308,15 @@ def explain_gate(
     if metric is not None:
         details.append(_coverage(metric))
     if needs_gold:
+        assert metric is not None
+        why = (
+            "the metric compares with reference fields"
+            if metric.uses_reference
+            else "which examples the gate measures is approved with it"
+        )
         details.append(
-            f"Gold: the metric compares with reference fields, so the gate needs dataset '{card.dataset.name}' "
-            f"validated as gold; its gold fingerprint {card.dataset.gold} {gold_covers(record)}."
+            f"Gold: {why}, so the gate needs dataset '{card.dataset.name}' validated as gold; its gold fingerprint "
+            f"{card.dataset.gold} {gold_covers(record)}."
         )
     check = next((item for item in card.checks if item.name == gate.subject), None)
     if gate.subject_kind is SubjectKind.CHECK and check is not None:
@@ -374,6 +383,8 @@ def explain_metric(metric: MetricSummary, card: Scorecard) -> Explanation:
         details.append("No gate uses this metric: it is evidence only.")
     if metric.uses_reference:
         details.append("It compares with reference answers, so it can gate only on a dataset validated as gold.")
+    elif gates:
+        details.append("A gate on it decides on the dataset's examples as validated gold (their ids and inputs).")
     return Explanation(subject=metric.name, kind="metric", summary=summary, details=details)
 
 

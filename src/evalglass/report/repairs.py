@@ -43,7 +43,8 @@ BLOCK_REASON_FIXES: Mapping[BlockReason, str] = total(
             "again."
         ),
         BlockReason.GOLD_NOT_VALIDATED: (
-            "This metric compares with reference answers. Review them, then mark the dataset as validated gold."
+            "The gate stands on the dataset's gold: the reference answers its metric compares with, or the examples "
+            "it measures (their ids and inputs). Review them, then mark the dataset as validated gold."
         ),
         BlockReason.GOLD_STALE: "The dataset changed after it was validated. Review it, then re-validate it.",
         BlockReason.JUDGE_ENDPOINT_UNBOUND: (

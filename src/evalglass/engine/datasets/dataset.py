@@ -87,9 +87,14 @@ class _LineTooLong(Exception):
 
 
 def _lines(
-    handle: Any, update: Callable[[bytes], None], chunk: int, limit: int = MAX_LINE
+    handle: Any,
+    update: Callable[[bytes], None],
+    chunk: int,
+    limit: int = MAX_LINE,
+    split: Callable[[bytes], list[bytes]] | None = None,
 ) -> Iterator[tuple[list[bytes], bool]]:
-    """The file's lines, a chunk's worth at a time, without their ``\\n``; every byte read is hashed.
+    """The file's lines, a chunk's worth at a time, without their ``\\n``; every byte read is hashed. ``split``,
+    when given, splits a chunk as ``bytes.split(b"\\n")`` does (a faster way for the reader's lines).
 
     Each list comes with whether its lines ended in a newline: all do, except a last line the file does not end
     with a newline (it comes out alone). A file ending in a newline has no empty last line. A line longer than
@@ -102,7 +107,7 @@ def _lines(
         if not data:
             break
         update(data)
-        lines = data.split(b"\n")
+        lines = data.split(b"\n") if split is None else split(data)
         tail = lines.pop()
         if lines:
             if pieces:

@@ -494,9 +494,9 @@ def _declared_gate_problems(
         return [f"gate '{name}' decides on metric '{spec.subject}', which the scorecard does not summarise"]
     authority = _gate_authority(name, spec, summary, record, today, rules.judges, rules.claimed)
     if rules.now is not None and spec.check is None:
-        # The older rules a record can select touch only a judge's standing and a check metric's unbound code, so
-        # only the authority differs under the current ones: an active gate with any authority reason is blocked
-        # whatever it measured.
+        # The older rules a record can select touch only a judge's standing, a check metric's unbound code and which
+        # gates stand on the dataset's gold, so only the authority differs under the current ones: an active gate
+        # with any authority reason is blocked whatever it measured.
         now = _gate_authority(name, spec, summary, record, today, rules.now, CURRENT_RULES)
         if now.active and now.reasons:
             current.append(CurrentOutcome(name, Outcome.BLOCKED, tuple(reason.code for reason in now.reasons)))
@@ -552,6 +552,7 @@ def _gate_authority(
         baseline=spec.compare_to,
         judge_endpoint=served,
         unbound_code=rules.unbound_code(record).get(spec.metric) if spec.metric is not None else None,
+        examples_bound=rules.examples_bound,
     )
 
 

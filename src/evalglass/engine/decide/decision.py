@@ -52,6 +52,8 @@ class Evidence:
     approved_files: tuple[dict[str, dict[str, str]], ...] = ()
     #: Every gate on a judge stands on its calibration; off only to re-derive a run recorded before that.
     every_judged_gate: bool = True
+    #: Every non-comparative metric gate stands on the dataset's gold; off only to re-derive a run recorded before.
+    examples_bound: bool = True
     #: Per metric that runs checks per example, per check, what its command runs unbound (``RunRecord``'s field).
     unbound_check_code: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
 
@@ -83,6 +85,7 @@ def decided_scorecard(
         evidence.ledger_where,
         today=evidence.today,
         every_judged_gate=evidence.every_judged_gate,
+        examples_bound=evidence.examples_bound,
     )
     variants = None
     if config.variant_names:
@@ -150,9 +153,11 @@ def run_record(
     untrusted_cache_entries: int = 0,
 ) -> RunRecord:
     """What a run records so that ``verify`` can re-derive its scorecard from the text it read."""
+    from evalglass.core.recordrules import examples_gates
     from evalglass.engine.spec.config import config_as_recorded
 
     standings = evidence.standings
+    recorded = config_as_recorded(loaded.config)
     return RunRecord(
         run_id=evidence.run_id,
         created_at=evidence.created_at,
@@ -160,7 +165,7 @@ def run_record(
         config_path=str(loaded.path),
         config_fingerprint=loaded.fingerprint,
         config_source=loaded.raw.decode("utf-8"),
-        config=config_as_recorded(loaded.config),
+        config=recorded,
         ledger_path=str(ledger.path),
         ledger_fingerprint=ledger.fingerprint,
         ledger_source=ledger.raw.decode("utf-8"),
@@ -181,6 +186,7 @@ def run_record(
         },
         judge_gates="every" if standings else "plain",
         judge_calibrations="approved" if standings else "found",
+        gold_gates="every" if examples_gates(recorded) else "reference",
         baselines=baselines,
         scores_sha256=scores_sha256,
         usage=usage,

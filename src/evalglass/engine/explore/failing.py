@@ -175,10 +175,9 @@ def fail_rules(card: Scorecard) -> dict[str, FailRule]:
 def _binary(metric_type: str) -> bool:
     """Whether the recorded metric type scores 1 for a pass and 0 for a fail (what the type itself declares; a
     type this version does not know is not assumed to)."""
-    from evalglass.metrics.registry import METRIC_TYPES
+    from evalglass.metrics.registry import TYPE_HOMES, spec_class
 
-    spec_class = METRIC_TYPES.get(metric_type)
-    return spec_class is not None and spec_class.binary
+    return metric_type in TYPE_HOMES and spec_class(metric_type).binary
 
 
 def _entry_rows(entry: Any, rule: FailRule) -> Iterator[tuple[ExampleState, float | None, str | None]]:

@@ -161,9 +161,9 @@ def _attribute(key: str, value: str | float | int) -> dict[str, Any]:
 
 
 def _binary_metrics(card: Scorecard) -> set[str]:
-    from evalglass.metrics.registry import METRIC_TYPES
+    from evalglass.metrics.registry import TYPE_HOMES, spec_class
 
-    return {m.name for m in card.metrics if m.type in METRIC_TYPES and METRIC_TYPES[m.type].binary}
+    return {m.name for m in card.metrics if m.type in TYPE_HOMES and spec_class(m.type).binary}
 
 
 def _created_ns(card: Scorecard) -> int:

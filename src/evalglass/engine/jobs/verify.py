@@ -11,6 +11,10 @@ What a verified run proves depends on what ``verify`` can check it against (docs
 - **Anchored** (when the config and ledger files are at hand): the run read exactly the files in the repository
   now, so it was decided under the ledger the host keeps there, not under one rewritten inside the run folder.
 - **Signed** (with ``--key``): the digest list was signed by the holder of the signing key.
+- **Strict** (``--strict``): anchored in full: the config and ledger are at hand and are the files the run read,
+  and so are the definition files and the dataset beside the config (each difference, or a file that cannot be
+  read, is a finding instead of a statement). It proves the run still stands on the repository as it is now; it
+  proves nothing more about who wrote the run (a signature does).
 
 What the run found about its checks is re-derived too (``_check_facts``): each result judged as its check is
 declared, bound to the state its gates ask for, and not claiming less unbound code than its command runs (from the
@@ -120,7 +124,13 @@ class Anchors:
     ledger: Path | None = None
 
 
-def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = None) -> VerifyReport:
+def verify_run(
+    folder: Path, anchors: Anchors | None = None, key: str | None = None, *, strict: bool = False
+) -> VerifyReport:
+    """Verify the run in ``folder`` (module docstring). ``strict``: what the anchoring could not establish is a
+    finding, not a statement: a config or ledger not at hand, and definition files or a dataset beside the config
+    that are not the ones the run hashed (or cannot be hashed), so that a run verifies only while the repository
+    still holds exactly what it was decided on."""
     record = load_runrecord(folder)
     raw_scorecard = load_json(folder / SCORECARD_FILE, "scorecard")
     findings: list[Finding] = []
@@ -210,6 +220,7 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
             config, record.definition_files, ledger, gate_fingerprints, earlier=lambda: record.approved_files
         ),
         every_judged_gate=rules.every_judged_gate,
+        examples_bound=rules.examples_bound,
         # What the run found its checks leave unbound: found from the files then, recorded (as the record's rules
         # read it: core/recordrules.py).
         unbound_check_code=rules.unbound_code(record),
@@ -243,14 +254,15 @@ def verify_run(folder: Path, anchors: Anchors | None = None, key: str | None = N
             evidence,
             standings=current_standings,
             every_judged_gate=CURRENT_RULES.every_judged_gate,
+            examples_bound=CURRENT_RULES.examples_bound,
             unbound_check_code=CURRENT_RULES.unbound_code(record),
         )
         decided_now = decided_scorecard(config, columns, shape, dataset, current, calls, record.usage, judged)
         findings.extend(_older_rules_findings(rules, derived, decided_now))
     anchors = anchors or Anchors()
-    statements = _anchor(record, anchors, findings)
+    statements = _anchor(record, anchors, findings, strict=strict)
     config_path = anchors.config if anchors.config is not None else Path(record.config_path)
-    said, as_recorded = _files_at_hand(record, config, config_path)
+    said, as_recorded = _files_at_hand(record, config, config_path, findings if strict else None)
     statements += said
     statements += _check_facts(record, config_path, as_recorded, findings)
     if record.kept_outputs is not None:
@@ -410,8 +422,9 @@ def _first_difference(recorded: bytes, rendered: bytes) -> str:
     return f"{len(old)} lines where the scorecard renders {len(new)}"
 
 
-def _anchor(record: RunRecord, anchors: Anchors, findings: list[Finding]) -> list[str]:
-    """Whether the run read the config and ledger files at hand now; a difference is a finding, said plainly."""
+def _anchor(record: RunRecord, anchors: Anchors, findings: list[Finding], *, strict: bool = False) -> list[str]:
+    """Whether the run read the config and ledger files at hand now; a difference is a finding, said plainly, and
+    so (``strict``) is a file not at hand."""
     statements: list[str] = []
     for what, explicit, recorded_path, recorded in (
         ("config", anchors.config, record.config_path, record.config_fingerprint),
@@ -424,6 +437,8 @@ def _anchor(record: RunRecord, anchors: Anchors, findings: list[Finding]) -> lis
             if explicit is not None:
                 raise SetupError(f"cannot read the {what} to anchor to: {exc.strerror}", where=str(path)) from None
             statements.append(f"{what}: not anchored ({path} is not at hand here; pass --{what} PATH)")
+            if strict:
+                findings.append(Finding(f"anchor.{what}", recorded, f"{path}: <not at hand>"))
             continue
         if current == recorded:
             statements.append(f"{what}: decided under {path} as it is now ({short(recorded)})")
@@ -436,21 +451,33 @@ def _anchor(record: RunRecord, anchors: Anchors, findings: list[Finding]) -> lis
     return statements
 
 
-def _files_at_hand(record: RunRecord, config: Config, config_path: Path) -> tuple[list[str], bool]:
+def _files_at_hand(
+    record: RunRecord, config: Config, config_path: Path, strict: list[Finding] | None = None
+) -> tuple[list[str], bool]:
     """Whether the files beside the config the run read (the definition files its gate fingerprints re-derive
     from, the dataset whose gold the ledger approves) are the ones it hashed, said in one line each, and whether
     the definition files are (so what the run found in that folder can be found again). A difference is said, not
     counted: verify cannot tell a file changed since the run (an earlier run keeps verifying on its own snapshot)
-    from a record rewritten to the approved hashes; a signature tells them apart."""
+    from a record rewritten to the approved hashes; a signature tells them apart. Under ``verify --strict`` (the
+    findings list ``strict``) each difference, and a file that cannot be read, is also a finding: the run verifies
+    only while the folder holds what it was decided on. (A config that is not the one the run read is the
+    anchor's finding already.)"""
     if not _read_as_recorded(config_path, record):
         return [], False
     folder = config_path.parent
     try:
         files = definition_file_hashes(config, folder)
     except SetupError as exc:
+        if strict is not None:
+            strict.append(Finding("anchor.definition_files", "<hashed by the run>", f"cannot be hashed: {exc.what}"))
         return [f"definition files: cannot be hashed here ({exc.what})"], False
     recorded_files = record.definition_files
     differ = sorted(key for key in {*files, *recorded_files} if files.get(key) != recorded_files.get(key))
+    if strict is not None:
+        strict.extend(
+            Finding(f"anchor.definition_files.{key}", recorded_files.get(key, "<absent>"), files.get(key, "<absent>"))
+            for key in differ
+        )
     said = [
         f"definition files: NOT the ones the run hashed ({', '.join(differ)} in {folder}): changed since the run, or "
         "the record rewritten; its gate fingerprints re-derive from the recorded hashes"
@@ -463,11 +490,19 @@ def _files_at_hand(record: RunRecord, config: Config, config_path: Path) -> tupl
     try:
         gold, fingerprint, _ = comparison_identity(load_config(config_path))
     except SetupError as exc:
+        if strict is not None:
+            strict.append(Finding("anchor.dataset", record.dataset.fingerprint, f"cannot be read: {exc.what}"))
         said.append(f"dataset: cannot be read here ({exc.what})")
         return said, not differ
     dataset = record.dataset
     found = (("file", dataset.fingerprint, fingerprint), ("gold", dataset.gold_fingerprint, gold))
     changed = [name for name, recorded, now in found if recorded is not None and recorded != now]
+    if strict is not None:
+        strict.extend(
+            Finding(f"anchor.dataset.{'fingerprint' if name == 'file' else 'gold_fingerprint'}", recorded, now)
+            for name, recorded, now in found
+            if name in changed
+        )
     said.append(
         f"dataset: NOT the one the run read (its {' and '.join(changed)} fingerprint differ): changed since the run, "
         "or the record rewritten; the ledger approved the recorded gold fingerprint"

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -51,10 +51,13 @@ from evalglass.lanes.checkinputs import InputProblem, check_host_files, input_ha
 from evalglass.lanes.checkspec import CheckSpec
 from evalglass.lanes.hostimports import TooManyHostFiles
 from evalglass.lanes.specs import EndpointSpec, LaneSpec, templates_read
-from evalglass.metrics.registry import AnyMetricSpec
+from evalglass.metrics.registry import BY_NAME, MetricEntry
 from evalglass.metrics.versions import fingerprinted, gate_evaluators
 from evalglass.readers.userfiles import read_regular
 from evalglass.readers.yamlsource import YamlDocument, load_yaml
+
+if TYPE_CHECKING:
+    from evalglass.metrics.registry import AnyMetricSpec
 
 NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_.-]*$"
 _NAME = re.compile(NAME_PATTERN)
@@ -259,7 +262,8 @@ class Config(BaseModel):
     ledger: str = Field(
         default="authority.yaml", description="The host-owned authority ledger, relative to this config file."
     )
-    metrics: dict[str, AnyMetricSpec] = Field(min_length=1)
+    # Each entry validated by the type it declares (``MetricEntry``), not by the validator of every type at once.
+    metrics: dict[str, MetricEntry] = Field(min_length=1)
     gates: dict[str, GateSpec] = Field(default_factory=dict)
     checks: dict[str, CheckSpec] = Field(
         default_factory=dict, description="Bound command checks, used by `check` metrics, gates and `evalglass check`."
@@ -294,6 +298,9 @@ class Config(BaseModel):
 
     # Set by :meth:`for_variant` only: the run's gold fields, which a variant's own task does not know.
     _gold_fields: tuple[str, ...] | None = PrivateAttr(default=None)
+    #: A variant's scoring config takes the gold exactly when the run does (its gates are a subset: a gate on the
+    #: judge of variants side by side is in none of them).
+    _needs_gold: bool | None = PrivateAttr(default=None)
 
     _ledger_file = field_validator("ledger")(_names_a_file)
 
@@ -579,6 +586,7 @@ class Config(BaseModel):
             update={"task": self.variant_task(name), "variants": None, "gates": gates, "metrics": metrics}
         )
         variant._gold_fields = self.gold_excluded_fields
+        variant._needs_gold = self.needs_gold
         return variant
 
     def for_compared(self, graded: Path) -> Config:
@@ -781,12 +789,13 @@ class Config(BaseModel):
 
     @property
     def needs_gold(self) -> bool:
-        """Whether a declared gate's metric compares with a reference, or a gate compares with a baseline (which
-        needs the same gold): only then is the gold fingerprint taken (it costs a serialisation of every record)."""
-        return any(
-            gate.compare_to is not None or (gate.metric is not None and self.metrics[gate.metric].uses_reference)
-            for gate in self.gates.values()
-        )
+        """Whether a gate is declared on a metric: it stands on the dataset's gold (``core.authority.
+        stands_on_gold``: a reference, or the examples it measures), or compares with a baseline (which needs the
+        same gold). Only then is the gold fingerprint taken (it costs a serialisation of every record); a run whose
+        gates are all check gates measures no examples. A variant's scoring config answers as its run does."""
+        if self._needs_gold is not None:
+            return self._needs_gold
+        return any(gate.metric is not None for gate in self.gates.values())
 
     @property
     def judges(self) -> dict[str, AnyMetricSpec]:
@@ -884,6 +893,11 @@ class Config(BaseModel):
         payload: dict[str, Any] = {"gate": gate.fingerprint_payload(), "metric": spec.fingerprint_payload()}
         if gate.rule is GateRule.LOWER_BOUND:
             payload["interval"] = spec.interval.model_dump(mode="json")
+            if self.dataset.cluster_field is not None:
+                # Which field groups the examples decides the interval's width as much as its method does: pointing
+                # it at a field that makes each example its own group narrows a cluster-robust interval and can turn
+                # an undecided gate green. Only when set: unclustered approvals keep their fingerprints.
+                payload["clusters"] = self.dataset.cluster_field
         imported = files_of.get(imports_key(metric))
         if imported:  # only when there are any: a metric that imports no host code keeps its fingerprint
             payload["imports"] = imported
@@ -1022,7 +1036,7 @@ def config_from_record(data: Any) -> Config:
     """The config a run record stores (see :func:`config_as_recorded`). Field names are accepted beside aliases
     because records written before the aliases were recorded stored ``schema_``; a config *file* accepts aliases
     only."""
-    return Config.model_validate(data, by_alias=True, by_name=True, context=RECORDED_CONTEXT)
+    return Config.model_validate(data, by_alias=True, by_name=True, context={**RECORDED_CONTEXT, BY_NAME: True})
 
 
 def load_config(path: Path) -> LoadedConfig:

@@ -26,12 +26,15 @@ the system did, so it stays a measurement.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from evalglass.core.fieldpath import FieldPathError, parse_path
 from evalglass.core.outputshape import OutputShape
 from evalglass.lanes.specs import LaneSpec
 from evalglass.metrics.base import MetricSpec
-from evalglass.metrics.registry import AnyMetricSpec
+
+if TYPE_CHECKING:  # naming every metric type imports every type's module (metrics.registry)
+    from evalglass.metrics.registry import AnyMetricSpec
 
 #: The field a trajectory's tool state ends in.
 STATE_FIELD = "final_state"

@@ -146,7 +146,9 @@ def _unwrap(annotation: Any) -> Any:
     """Strip Annotated and Optional wrappers down to the type that carries the keys."""
     while True:
         if get_origin(annotation) is typing.Annotated:
-            annotation = get_args(annotation)[0]
+            # An entry validated by its declared type (``metrics.registry.MetricEntry``) stands for its union.
+            stands_for = [meta.validated_as for meta in annotation.__metadata__ if hasattr(meta, "validated_as")]
+            annotation = stands_for[0]() if stands_for else get_args(annotation)[0]
             continue
         if get_origin(annotation) in (Union, types.UnionType):
             members = [arg for arg in get_args(annotation) if arg is not type(None)]

@@ -124,7 +124,7 @@ def _clip(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _structured(value: Any, key: str) -> Any:
+def structured_value(value: Any, key: str) -> Any:
     """A structured attribute: JSON text is parsed, an array or key-value list is taken as it is."""
     if type(value) is str:
         try:
@@ -144,11 +144,15 @@ def _maybe_json(value: Any) -> Any:
     return value
 
 
-def _messages(value: Any, key: str) -> list[dict[str, Any]]:
-    """``gen_ai.*.messages``: a list of {role, parts: [{type, ...}]}; checked, kept as written."""
-    messages = _structured(value, key)
+def checked_messages(value: Any, key: str) -> tuple[list[dict[str, Any]], bool]:
+    """``gen_ai.*.messages``: a list of {role, parts: [{type, ...}]}; checked, kept as written. With it, whether a
+    part is a ``tool_call``: without one ``tool_calls_from_messages`` finds no call in them (a response is kept only
+    with its call), so most spans' messages are not walked again for calls; the check reads each part's type
+    anyway."""
+    messages = structured_value(value, key)
     if type(messages) is not list:
         raise MappingProblem(f"attribute {key} must be a list of messages, got {json_type_name(messages)}")
+    calls = False
     for message in messages:
         if type(message) is not dict or type(message.get("role")) is not str:
             raise MappingProblem(f"attribute {key}: every message needs a role, got {_clip(message)}")
@@ -156,16 +160,18 @@ def _messages(value: Any, key: str) -> list[dict[str, Any]]:
         if type(parts) is not list:
             raise MappingProblem(f"attribute {key}: a message's parts must be a list")
         for part in parts:
-            if type(part) is not dict or type(part.get("type")) is not str:
+            if type(part) is not dict or type(kind := part.get("type")) is not str:
                 raise MappingProblem(f"attribute {key}: a message's parts must be objects with a type")
-    return messages
+            if kind == "tool_call":
+                calls = True
+    return messages, calls
 
 
 _NO_PARTS: list[Any] = []
 
 
-def _parts(value: Any, key: str) -> list[dict[str, Any]]:
-    parts = _structured(value, key)
+def checked_parts(value: Any, key: str) -> list[dict[str, Any]]:
+    parts = structured_value(value, key)
     if type(parts) is not list:
         raise MappingProblem(f"attribute {key} must be a list of parts with a type, got {_clip(parts)}")
     for part in parts:
@@ -175,8 +181,12 @@ def _parts(value: Any, key: str) -> list[dict[str, Any]]:
 
 
 def text_of(message: Mapping[str, Any]) -> str:
+    parts = message.get("parts", ())
+    if len(parts) == 1:  # the commonest: one part (no list of texts to join)
+        part = parts[0]
+        return content if part.get("type") == "text" and type(content := part.get("content")) is str else ""
     texts = []
-    for part in message.get("parts", ()):
+    for part in parts:
         if part.get("type") == "text" and type(content := part.get("content")) is str:
             texts.append(content)
     return texts[0] if len(texts) == 1 else "".join(texts)
@@ -217,8 +227,8 @@ class SpanContent:
         self.response_id: str | None = None
         self.finish_reasons: list[str] | None = None
         self.usage: dict[str, int] = {}
-        #: True when the messages are known to hold no tool call or tool call response (see _current); False when
-        #: they may.
+        #: True when the span's input and output messages hold no part of type ``tool_call`` (see _current and
+        #: checked_messages); False when they may.
         self.tool_call_free = False
 
 
@@ -373,9 +383,7 @@ def _all_text(values: list[Any]) -> bool:
 
 def _current(span: Span, content: SpanContent) -> None:
     events = span.events
-    if not events:
-        get = span.attributes.get
-        content.tool_call_free = _no_tool_call(get("gen_ai.input.messages"), get("gen_ai.output.messages"))
+    calls_in = calls_out = False
     sources = (
         [span.attributes, *(attributes for name, attributes in events if name == DETAILS_EVENT)]
         if events
@@ -383,28 +391,26 @@ def _current(span: Span, content: SpanContent) -> None:
     )
     for attributes in sources:
         if content.input_messages is None and "gen_ai.input.messages" in attributes:
-            content.input_messages = _messages(attributes["gen_ai.input.messages"], "gen_ai.input.messages")
-        if content.output_messages is None and "gen_ai.output.messages" in attributes:
-            content.output_messages = _messages(attributes["gen_ai.output.messages"], "gen_ai.output.messages")
-        if content.system_instructions is None and "gen_ai.system_instructions" in attributes:
-            content.system_instructions = _parts(attributes["gen_ai.system_instructions"], "gen_ai.system_instructions")
-        if content.tool_definitions is None and "gen_ai.tool.definitions" in attributes:
-            content.tool_definitions = _tool_definitions(
-                _structured(attributes["gen_ai.tool.definitions"], "gen_ai.tool.definitions"), "gen_ai.tool.definitions"
+            content.input_messages, calls_in = checked_messages(
+                attributes["gen_ai.input.messages"], "gen_ai.input.messages"
             )
+        if content.output_messages is None and "gen_ai.output.messages" in attributes:
+            content.output_messages, calls_out = checked_messages(
+                attributes["gen_ai.output.messages"], "gen_ai.output.messages"
+            )
+        if content.system_instructions is None and "gen_ai.system_instructions" in attributes:
+            content.system_instructions = checked_parts(
+                attributes["gen_ai.system_instructions"], "gen_ai.system_instructions"
+            )
+        if content.tool_definitions is None and "gen_ai.tool.definitions" in attributes:
+            content.tool_definitions = tool_definitions(
+                structured_value(attributes["gen_ai.tool.definitions"], "gen_ai.tool.definitions"),
+                "gen_ai.tool.definitions",
+            )
+    content.tool_call_free = not (calls_in or calls_out)
 
 
-def _no_tool_call(inputs: Any, outputs: Any) -> bool:
-    """Whether input and output messages as JSON text (or absent) certainly hold no part of type ``tool_call`` or
-    ``tool_call_response``: such a part's type is the text ``tool_call...``, which JSON can write only as it is or
-    with ``\\u`` escapes. Found in C over the text, so that the messages of a span without tool calls (most spans)
-    are not walked again for them (``tool_calls_from_messages``). Structured messages (not text) may hold them."""
-    return (inputs is None or (type(inputs) is str and "tool_call" not in inputs and "\\u" not in inputs)) and (
-        outputs is None or (type(outputs) is str and "tool_call" not in outputs and "\\u" not in outputs)
-    )
-
-
-def _tool_definitions(value: Any, key: str) -> list[dict[str, Any]]:
+def tool_definitions(value: Any, key: str) -> list[dict[str, Any]]:
     if type(value) is not list:
         raise MappingProblem(f"attribute {key} must be a list of tool definitions, got {json_type_name(value)}")
     definitions = []
@@ -448,7 +454,7 @@ def _pre_1_36(span: Span, content: SpanContent) -> None:
             if body is None:
                 uncaptured_out = True
                 continue
-            body = _structured(body, "gen_ai.choice message")
+            body = structured_value(body, "gen_ai.choice message")
             if type(body) is not dict:
                 raise MappingProblem("event gen_ai.choice: its message must be an object")
             message = _old_message(body, str(body.get("role") or "assistant"), "gen_ai.choice")
@@ -476,7 +482,7 @@ def _pre_1_36(span: Span, content: SpanContent) -> None:
         content.output_messages = _indexed_messages(attributes, "gen_ai.completion.", "assistant")
     functions = _indexed(attributes, "llm.request.functions.")
     if functions:
-        content.tool_definitions = _tool_definitions(functions, "llm.request.functions")
+        content.tool_definitions = tool_definitions(functions, "llm.request.functions")
     _split_system(content)
 
 
@@ -496,7 +502,7 @@ def _old_message(body: Mapping[str, Any], role: str, where: str) -> dict[str, An
         parts.append({"type": "text", "content": _content_text(body["content"], where)})
     calls = body.get("tool_calls")
     if calls is not None:
-        calls = _structured(calls, f"{where} tool_calls")
+        calls = structured_value(calls, f"{where} tool_calls")
         if type(calls) is not list:
             raise MappingProblem(f"event {where}: tool_calls must be a list")
         for call in calls:
@@ -525,7 +531,7 @@ def _content_text(content: Any, where: str) -> str:
 
 def _plain_messages(value: Any, key: str, default_role: str = "user") -> list[dict[str, Any]]:
     """``gen_ai.prompt`` / ``gen_ai.completion`` JSON: a list of {role, content} (or one such object)."""
-    parsed = _structured(value, key)
+    parsed = structured_value(value, key)
     if type(parsed) is dict:
         parsed = [parsed]
     if type(parsed) is not list:
@@ -611,14 +617,14 @@ def _openinference(span: Span, content: SpanContent) -> None:
         content.finish_reasons = [reason]
     tools = _indexed(attributes, "llm.tools.")
     if tools:
-        schemas = [_structured(tool.get("tool.json_schema"), "llm.tools.tool.json_schema") for tool in tools]
-        content.tool_definitions = _tool_definitions(schemas, "llm.tools")
+        schemas = [structured_value(tool.get("tool.json_schema"), "llm.tools.tool.json_schema") for tool in tools]
+        content.tool_definitions = tool_definitions(schemas, "llm.tools")
     _split_system(content)
 
 
 def _oi_messages(attributes: Mapping[str, Any], key: str) -> list[dict[str, Any]] | None:
     if key in attributes:  # some exporters write the list structured
-        value = _structured(attributes[key], key)
+        value = structured_value(attributes[key], key)
         if type(value) is not list or any(type(item) is not dict for item in value):
             raise MappingProblem(f"attribute {key} must be a list of messages")
         items = [_flatten(item) for item in value]

@@ -33,11 +33,8 @@ from evalglass.engine.datasets.dataset import BATCH, BadLine, _plain_key, _unfre
 from evalglass.engine.datasets.traces.genaimap import (
     GEN_AI,
     MappingProblem,
-    _messages,
-    _no_tool_call,
-    _parts,
-    _structured,
-    _tool_definitions,
+    checked_messages,
+    checked_parts,
     convention_of,
     error_type,
     facts,
@@ -47,9 +44,11 @@ from evalglass.engine.datasets.traces.genaimap import (
     name_plan,
     operation_of,
     span_content,
+    structured_value,
     text_of,
     tool_call_of,
     tool_calls_from_messages,
+    tool_definitions,
 )
 from evalglass.engine.datasets.traces.otlpspans import Span, SpanFile, SpanProblem, pack, span_of
 from evalglass.engine.spec.tracespec import TraceOptions
@@ -555,6 +554,8 @@ def trace_record(
 
 
 _NO_VALUE = object()
+#: What checked_messages gives for messages not captured.
+_NO_MESSAGES: tuple[None, bool] = (None, False)
 _INPUT = "gen_ai.input.messages"
 _OUTPUT = "gen_ai.output.messages"
 _SYSTEM = "gen_ai.system_instructions"
@@ -585,10 +586,10 @@ def lone_record(
     # once (_NO_VALUE: absent, which a null value is not).
     input_value = get(_INPUT, _NO_VALUE)
     output_value = get(_OUTPUT, _NO_VALUE)
-    messages = _messages(input_value, _INPUT) if input_value is not _NO_VALUE else None
-    out_messages = _messages(output_value, _OUTPUT) if output_value is not _NO_VALUE else None
-    system = _parts(get(_SYSTEM), _SYSTEM) if _SYSTEM in attributes else None
-    tools = _tool_definitions(_structured(get(_TOOLS), _TOOLS), _TOOLS) if _TOOLS in attributes else None
+    messages, calls = checked_messages(input_value, _INPUT) if input_value is not _NO_VALUE else _NO_MESSAGES
+    out_messages, out_calls = checked_messages(output_value, _OUTPUT) if output_value is not _NO_VALUE else _NO_MESSAGES
+    system = checked_parts(get(_SYSTEM), _SYSTEM) if _SYSTEM in attributes else None
+    tools = tool_definitions(structured_value(get(_TOOLS), _TOOLS), _TOOLS) if _TOOLS in attributes else None
     if reasons is None and out_messages:
         reasons = finish_reasons_of(out_messages)
     error_value = get("error.type")
@@ -609,16 +610,13 @@ def lone_record(
         inputs["tool_definitions"] = tools
     inputs["model"] = request_model
     # The calls are read from the messages: unknown (None: absent and listed, as in trace_record) when the
-    # instrumentation did not capture them.
+    # instrumentation did not capture them; none when no part of them is a tool_call (see checked_messages).
     tool_calls = (
         None
         if messages is None or (out_messages is None and error_kind is None)
+        else tool_calls_from_messages([*messages, *(out_messages or ())])
+        if calls or out_calls
         else []
-        if _no_tool_call(
-            input_value if input_value is not _NO_VALUE else None,
-            output_value if output_value is not _NO_VALUE else None,
-        )
-        else tool_calls_from_messages([*(messages or ()), *(out_messages or ())])
     )
     if reasons is None:
         reasons = []

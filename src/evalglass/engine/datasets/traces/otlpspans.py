@@ -132,7 +132,7 @@ class SpanFile:
         number = 0
         packed = self._packed
         try:
-            for lines, _ in _lines(handle, update, CHUNK, self._max):
+            for lines, _ in _lines(handle, update, CHUNK, self._max, split_long_lines):
                 for raw in lines:
                     number += 1
                     if not raw.strip():
@@ -217,6 +217,24 @@ class SpanFile:
                 fix="the file is damaged or is not OTLP protobuf traces; export it again",
             ) from None
         return list(_proto_request(request, number))
+
+
+def split_long_lines(data: bytes) -> list[bytes]:
+    """``data.split(b"\\n")``, for data whose lines are long (an OTLP/JSON line holds a batch of spans, a kilobyte or
+    more each). ``bytes.split`` tests the bytes one at a time (≈ 5 instructions a byte, 7,000 a span of the
+    benchmark's file: as much as the rest of the line loop); ``find`` runs ``memchr``. The loop costs a few Python
+    steps a line, so it is the cheaper of the two for lines over ≈ 100 bytes, which every OTLP/JSON line is."""
+    lines: list[bytes] = []
+    append = lines.append
+    find = data.find
+    start = 0
+    end = find(b"\n")
+    while end >= 0:
+        append(data[start:end])
+        start = end + 1
+        end = find(b"\n", start)
+    append(data[start:])
+    return lines
 
 
 def _read_exactly(handle: BinaryIO, size: int) -> bytes:
@@ -337,16 +355,25 @@ def _json_fields(raw: Any, number: int) -> tuple[str, Fields]:
         raise _Bad("is not an object")
     get = raw.get
     trace_id = get("traceId")
-    # The common case (32 and 16 lowercase hex digits, as the exporters write them) is checked in one step.
-    if not (type(trace_id) is str and _HEX_TRACE(trace_id) and trace_id != _ZERO_TRACE):
-        trace_id = _json_id(trace_id, "traceId", 16)
-        if not trace_id:
-            raise _Bad("has no trace id (traceId)")
     span_id = get("spanId")
-    if not (type(span_id) is str and _HEX_SPAN(span_id) and span_id != _ZERO_SPAN):
-        span_id = _json_id(span_id, "spanId", 8)
-        if not span_id:
-            raise _Bad("has no span id (spanId)")
+    # The common case (32 and 16 lowercase hex digits, as the exporters write them) is checked in one step for both
+    # (a regular expression's call costs more than its 48 characters); else each as before, in the same order.
+    if not (
+        type(trace_id) is str
+        and type(span_id) is str
+        and len(trace_id) == 32
+        and _HEX_IDS(trace_id + span_id)
+        and trace_id != _ZERO_TRACE
+        and span_id != _ZERO_SPAN
+    ):
+        if not (type(trace_id) is str and _HEX_TRACE(trace_id) and trace_id != _ZERO_TRACE):
+            trace_id = _json_id(trace_id, "traceId", 16)
+            if not trace_id:
+                raise _Bad("has no trace id (traceId)")
+        if not (type(span_id) is str and _HEX_SPAN(span_id) and span_id != _ZERO_SPAN):
+            span_id = _json_id(span_id, "spanId", 8)
+            if not span_id:
+                raise _Bad("has no span id (spanId)")
     parent = get("parentSpanId")
     if parent is not None and not (type(parent) is str and _HEX_SPAN(parent) and parent != _ZERO_SPAN):
         parent = _json_id(parent, "parentSpanId", 8)
@@ -382,6 +409,7 @@ def _json_fields(raw: Any, number: int) -> tuple[str, Fields]:
 #: expression, cheaper than a set test over its characters.
 _HEX_TRACE = re.compile("[0-9a-f]{32}").fullmatch
 _HEX_SPAN = re.compile("[0-9a-f]{16}").fullmatch
+_HEX_IDS = re.compile("[0-9a-f]{48}").fullmatch
 _ZERO_TRACE = "0" * 32
 _ZERO_SPAN = "0" * 16
 
