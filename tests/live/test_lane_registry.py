@@ -40,7 +40,10 @@ def test_a_config_task_builds_the_lane_class_its_type_names(kind: str, tmp_path:
         {
             "dataset": {"name": "d", "path": "d.jsonl"},
             "task": SPECS[kind],
-            "metrics": {"m": {"type": "exact_match", "reference": "a"}},
+            # An agent's answer is its trajectory's text (the whole trajectory is refused: outputfields.py).
+            "metrics": {
+                "m": {"type": "exact_match", "reference": "a", **({"field": "text"} if kind == "agent" else {})}
+            },
         }
     )
     assert config.lane is not None and config.lane.type == kind

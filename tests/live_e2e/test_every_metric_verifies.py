@@ -14,7 +14,9 @@ from tests.live_e2e.conftest import LiveProject, evalglass
 
 
 def every_metric(project: LiveProject) -> dict[str, dict[str, Any]]:
-    """A metric of each builtin type, each configured with what it needs (keyed by type name)."""
+    """A metric of each builtin type, each configured with what it needs (keyed by type name). The trajectory
+    metrics read a `field`: on the whole of a chat answer, or beside text metrics on one recorded output, the
+    config refuses them (engine/spec/outputfields.py)."""
     project.root.mkdir(parents=True, exist_ok=True)
     (project.root / "score.py").write_text("def score(output):\n    return float(len(str(output)) % 2)\n")
     return {
@@ -44,13 +46,14 @@ def every_metric(project: LiveProject) -> dict[str, dict[str, Any]]:
         "recorded_score": {"type": "recorded_score", "scorer": "tool"},
         "tool_calls": {
             "type": "tool_calls",
+            "field": "trajectory",
             "reference": "calls",
             "mode": "in_order",
             "extra_calls": "forbid",
             "tools": {"search": {"schema": {"type": "object"}, "arguments": {"q": {"tolerance": 0.5}}}},
         },
-        "steps": {"type": "steps", "count": "tool_calls", "max": 3},
-        "loop": {"type": "loop", "repeats": 2},
+        "steps": {"type": "steps", "count": "tool_calls", "max": 3, "field": "trajectory"},
+        "loop": {"type": "loop", "repeats": 2, "field": "trajectory"},
         "final_state": {"type": "final_state", "check": "non-empty", "reference": "tags"},
     }
 

@@ -526,3 +526,16 @@ def test_the_selection_and_mapping_are_part_of_what_a_gate_approves() -> None:
     assert fingerprint({"select": {"where": {"gen_ai.request.model": "gpt-4o"}}}) != plain
     assert fingerprint({"mapping": {"conventions": ["gen_ai"]}}) != plain
     assert fingerprint({"select": {"unit": "span"}}) != plain
+
+
+def test_a_count_some_model_call_did_not_report_is_not_summed(tmp_path: Path) -> None:
+    """An agent span's usage is the sum over its model calls only where every call reported the count: a call
+    without an input count (or a cache count only one call reported) leaves that total out, never undercounted."""
+    with recording() as (tracer, finished):
+        root = {"gen_ai.operation.name": "invoke_agent", "gen_ai.provider.name": "openai"}
+        with tracer.start_as_current_span("invoke_agent support", attributes=root):
+            chat_span(tracer, "Where is A-17?", None, input_tokens=100, output_tokens=10, cache_read=80)
+            chat_span(tracer, "Where is A-17?", "Shipped.", input_tokens=None, output_tokens=20)
+        spans = finished()
+    (record,) = records(write_json(spans, tmp_path / "t.jsonl"))
+    assert record["output"]["usage"] == {"output_tokens": 30}

@@ -158,7 +158,15 @@ class Trajectory(TraceOutput):
         default=None, description="The state the tools left behind (absent when no tool keeps state)."
     )
     cost: float | None = Field(
-        default=None, description="What the trajectory's model calls cost, from the config's `prices:`."
+        default=None,
+        description="What the trajectory's model calls cost, from the config's `prices:`; absent (and listed in "
+        "`not_recorded`) when a model call did not report the tokens it is priced from.",
+    )
+    not_recorded: tuple[str, ...] = Field(
+        default=(),
+        description="Totals left out because a model call did not report them (`usage.input_tokens`, `cost`...): "
+        "never a sum over the calls that did. A metric reading one is non_evaluable `not_recorded`. Its absence "
+        "proves nothing a recorded file could not claim: see docs/agents.md.",
     )
 
 

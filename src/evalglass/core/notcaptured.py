@@ -10,6 +10,9 @@ from collections.abc import Iterable
 
 #: The record key listing the paths of content its source did not capture.
 NOT_CAPTURED = "not_captured"
+#: The output key (a trajectory's) listing the paths of totals its writer could not record: a model step reported
+#: no count for them (``usage.input_tokens``, ``cost``). Absent from the output, never a partial sum.
+NOT_RECORDED = "not_recorded"
 
 
 def _named_parts(path: Iterable[str | int]) -> tuple[str, ...]:
@@ -30,4 +33,4 @@ def uncaptured_overlap(not_captured: Iterable[str], path: tuple[str | int, ...])
     return None
 
 
-__all__ = ["NOT_CAPTURED", "uncaptured_overlap"]
+__all__ = ["NOT_CAPTURED", "NOT_RECORDED", "uncaptured_overlap"]

@@ -57,6 +57,7 @@ import orjson
 from evalglass import redaction
 from evalglass.core.fieldpath import ABSENT, get_path, parse_path
 from evalglass.core.fingerprint import content_address
+from evalglass.core.notcaptured import NOT_RECORDED
 from evalglass.lanes.callcache import CallStore, Hit, cache_key, through_cache
 from evalglass.lanes.specs import OPERATIONAL_FIELDS, AgentLaneSpec, AgentToolSpec
 
@@ -678,23 +679,47 @@ class AgentLane:
         if last is not None and last.model is not None:
             trajectory["model"] = last.model
         tokens: dict[str, int] = {}
-        if usage is not None:
-            for name, value in (
-                ("input_tokens", usage.prompt_tokens),
-                ("output_tokens", usage.completion_tokens),
-                ("cache_read_input_tokens", usage.cache_read_tokens),
-                ("cache_creation_input_tokens", usage.cache_write_tokens),
-            ):
-                if value is not None:
-                    tokens[name] = value
+        unrecorded: list[str] = []
+        # A total some step did not report is left out and listed (``not_recorded``), never a sum of the others.
+        # The prompt cache's counts are listed only when some step reported one: an API that never speaks of a
+        # cache (most OpenAI-compatible servers) leaves them out, as it always did.
+        steps = [step for step, _ in run.model_calls if step is not None]
+        for name, value, spoken in (
+            ("input_tokens", None if usage is None else usage.prompt_tokens, True),
+            ("output_tokens", None if usage is None else usage.completion_tokens, True),
+            (
+                "cache_read_input_tokens",
+                None if usage is None else usage.cache_read_tokens,
+                any(step.cache_read_tokens is not None for step in steps),
+            ),
+            (
+                "cache_creation_input_tokens",
+                None if usage is None else usage.cache_write_tokens,
+                any(step.cache_write_tokens is not None for step in steps),
+            ),
+        ):
+            if value is not None:
+                tokens[name] = value
+            elif spoken:
+                unrecorded.append(f"usage.{name}")
         trajectory["usage"] = tokens
-        if self.price is not None and usage is not None:
-            trajectory["cost"] = self.price.cost(
-                usage.prompt_tokens or 0,
-                usage.completion_tokens or 0,
-                usage.cache_read_tokens or 0,
-                usage.cache_write_tokens or 0,
-            )
+        if self.price is not None:
+            # Priced only from totals every step reported: a cost over part of the steps is an undercount. Cache
+            # reads some step did not report are priced as uncached prompt tokens (an upper bound, as without a
+            # cache price: docs/providers.md); cache writes cost more than the prompt, so not knowing them is not.
+            needed = ("usage.input_tokens", "usage.output_tokens", "usage.cache_creation_input_tokens")
+            if usage is None or any(name in unrecorded for name in needed):
+                unrecorded.append("cost")
+            else:
+                assert usage.prompt_tokens is not None and usage.completion_tokens is not None  # both recorded
+                trajectory["cost"] = self.price.cost(
+                    usage.prompt_tokens,
+                    usage.completion_tokens,
+                    usage.cache_read_tokens or 0,
+                    usage.cache_write_tokens or 0,
+                )
+        if unrecorded:
+            trajectory[NOT_RECORDED] = unrecorded
         if run.state is not None:
             trajectory["final_state"] = run.state
         return trajectory
@@ -750,23 +775,24 @@ def _response(record: Mapping[str, Any], value: Any) -> dict[str, Any]:
 
 
 def _summed(usages: list[Usage | None]) -> Usage | None:
-    """The trajectory's tokens: each count summed over the steps that reported it (None when none did)."""
+    """The trajectory's tokens: each count summed over the model steps, or None when any step did not report it
+    (a sum over the steps that did would undercount, and a budget would pass on tokens never measured). None when no
+    step reported any usage."""
     from evalglass.lanes.chatcall import Usage
 
-    known = [usage for usage in usages if usage is not None]
-    if not known:
+    if not usages or all(usage is None for usage in usages):
         return None
 
     def total(values: list[int | None]) -> int | None:
-        counted = [value for value in values if value is not None]
-        return sum(counted) if counted else None
+        return None if None in values else sum(values)  # type: ignore[arg-type]
 
+    reported = [usage if usage is not None else Usage() for usage in usages]
     return Usage(
-        total([usage.prompt_tokens for usage in known]),
-        total([usage.completion_tokens for usage in known]),
-        total([usage.total_tokens for usage in known]),
-        total([usage.cache_read_tokens for usage in known]),
-        total([usage.cache_write_tokens for usage in known]),
+        total([usage.prompt_tokens for usage in reported]),
+        total([usage.completion_tokens for usage in reported]),
+        total([usage.total_tokens for usage in reported]),
+        total([usage.cache_read_tokens for usage in reported]),
+        total([usage.cache_write_tokens for usage in reported]),
     )
 
 

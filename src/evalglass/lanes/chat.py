@@ -50,7 +50,7 @@ from evalglass.lanes.chatcall import (
     Usage,
     answer,
     call_with_retries,
-    count,
+    openai_usage,
     recorded_tries,
 )
 from evalglass.lanes.executor import Executor
@@ -208,19 +208,6 @@ def parse_completion(raw: bytes) -> ChatReply:
         usage=openai_usage(usage) if isinstance(usage, dict) else None,
         model=data.get("model") if isinstance(data.get("model"), str) else None,
         finish_reason=choices[0].get("finish_reason") if isinstance(choices[0].get("finish_reason"), str) else None,
-    )
-
-
-def openai_usage(usage: Mapping[str, Any]) -> Usage:
-    """Chat completions' ``usage``: ``prompt_tokens`` already counts the cached ones, which
-    ``prompt_tokens_details.cached_tokens`` reports when the endpoint has a prompt cache."""
-    details = usage.get("prompt_tokens_details")
-    cached = details.get("cached_tokens") if isinstance(details, dict) else None
-    return Usage(
-        prompt_tokens=count(usage.get("prompt_tokens")),
-        completion_tokens=count(usage.get("completion_tokens")),
-        total_tokens=count(usage.get("total_tokens")),
-        cache_read_tokens=count(cached),
     )
 
 

@@ -87,6 +87,19 @@ def count(value: Any) -> int | None:
 _USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens", "cache_read_tokens", "cache_write_tokens")
 
 
+def openai_usage(usage: Mapping[str, Any]) -> Usage:
+    """Chat completions' ``usage``: ``prompt_tokens`` already counts the cached ones, which
+    ``prompt_tokens_details.cached_tokens`` reports when the endpoint has a prompt cache."""
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    return Usage(
+        prompt_tokens=count(usage.get("prompt_tokens")),
+        completion_tokens=count(usage.get("completion_tokens")),
+        total_tokens=count(usage.get("total_tokens")),
+        cache_read_tokens=count(cached),
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class ChatReply:
     content: str
@@ -198,5 +211,6 @@ __all__ = [
     "answer",
     "call_with_retries",
     "count",
+    "openai_usage",
     "recorded_tries",
 ]

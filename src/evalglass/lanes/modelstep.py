@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import orjson
 
 from evalglass.core.fieldpath import ABSENT
-from evalglass.lanes.chatcall import TransportChoice, Usage
+from evalglass.lanes.chatcall import TransportChoice, Usage, openai_usage
 from evalglass.lanes.executor import EndpointLimit
 from evalglass.lanes.providers.wire import Malformed, WireAnswer, WireBuilder, WireCall
 from evalglass.lanes.retry import Fault, FaultKind, Ok
@@ -135,9 +135,6 @@ class AssistantTurn:
             message.get("finish_reason"),
             data.get("model"),
         )
-
-
-_USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
 
 
 class ModelStepClient(Protocol):
@@ -378,9 +375,7 @@ def parse_openai_turn(raw: bytes) -> AssistantTurn:
     return AssistantTurn(
         content or None,
         tuple(calls),
-        Usage(**{k: v if isinstance(v := usage.get(k), int) else None for k in _USAGE_KEYS})
-        if isinstance(usage, dict)
-        else None,
+        openai_usage(usage) if isinstance(usage, dict) else None,
         finish if isinstance(finish, str) else None,
         data.get("model") if isinstance(data.get("model"), str) else None,
     )

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_serializer, field_validator, model_validator
 
 from evalglass.core.endpoint import serving_origin
+from evalglass.core.outputshape import OutputShape
 
 if TYPE_CHECKING:
     from evalglass.lanes.executor import EndpointLimit
@@ -242,6 +243,10 @@ class _LaneFields(BaseModel):
         ``prices:`` names). Host code answers what it likes."""
         return None
 
+    def output_shape(self) -> OutputShape:
+        """What its whole output is (``core.outputshape``): host code and commands answer what they like."""
+        return OutputShape.ANY
+
     def host_reference(self) -> str:
         """What this lane runs, as the config names it: the name the supervisor gives when the process dies while
         the lane's calls are in flight (evalglass/hostwatch.py)."""
@@ -322,6 +327,11 @@ class ChatLaneSpec(EndpointSpec):
     def unrecorded_field(self, field: str, priced: Iterable[str]) -> str | None:
         """None: a chat answer (parsed as JSON) holds whatever the model answered."""
         return None
+
+    def output_shape(self) -> OutputShape:
+        """Its answer's text; parsed as JSON (``output: json``, ``parse: json``), whatever the model wrote, which
+        may be a list of calls."""
+        return OutputShape.ANSWER if self.output == "text" and self.parse is None else OutputShape.ANY
 
     def host_reference(self) -> str:
         return f"model {self.model}"
@@ -497,6 +507,10 @@ class AgentLaneSpec(EndpointSpec):
                 f"{{{self.model}: {{prompt_per_million: ..., completion_per_million: ...}}}}`"
             )
         return None
+
+    def output_shape(self) -> OutputShape:
+        """Its trajectory (``core.conversation.Trajectory``): a metric of its answer reads ``field: text``."""
+        return OutputShape.TRAJECTORY
 
     def host_reference(self) -> str:
         """The model and the host functions the lane's tools call (host code runs in the loop)."""

@@ -41,6 +41,7 @@ from evalglass.core.estimate import IntervalSpec
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT, FieldPathError, get_path, parse_path, value_getter, values_getter
 from evalglass.core.outputparse import UnparsedOutput
+from evalglass.core.outputshape import OutputShape
 from evalglass.core.score import Score
 from evalglass.core.stats import UNIT_SCALE, Direction, Reducer, ScaleSpec
 
@@ -192,6 +193,10 @@ class MetricSpec(BaseModel):
     #: run builds, a run reads the record bound to :meth:`calibration_fingerprint`, and the ledger's ``judges:`` says
     #: what agreement the gates need. Such a metric is ``live``.
     calibrated: ClassVar[bool] = False
+    #: What the metric reads from the whole output (no ``field``): ``answer`` (text, or a value parsed from it),
+    #: ``trajectory`` (a conversation), ``any``. The config refuses a metric whose reading cannot meet what the task
+    #: produces (``engine.spec.outputfields``): a text metric on an agent's trajectory scores nothing it means.
+    reads: ClassVar[OutputShape] = OutputShape.ANY
 
     description: str | None = Field(default=None, description="What this metric tells you, in your words.")
     field: str | None = Field(
@@ -236,6 +241,11 @@ class MetricSpec(BaseModel):
             except FieldPathError as exc:
                 raise ValueError(str(exc)) from None
         return path
+
+    def output_read(self) -> OutputShape:
+        """What this metric reads of the whole output (:attr:`reads`, unless its options say more: a judge shown a
+        transcript reads a trajectory)."""
+        return self.reads
 
     @property
     def uses_reference(self) -> bool:

@@ -13,6 +13,7 @@ from pydantic import Field, JsonValue, model_validator
 
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.jsonvalue import NotJsonError, json_key
+from evalglass.core.outputshape import OutputShape
 from evalglass.core.score import Score
 from evalglass.core.uniform import all_of_type
 from evalglass.metrics.base import (
@@ -43,6 +44,8 @@ class ExactMatchSpec(MetricSpec):
 
     ``expected: null`` is a real expectation (the output must be JSON null); leaving ``expected`` out is not.
     """
+
+    reads: ClassVar[OutputShape] = OutputShape.ANSWER
 
     summary: ClassVar[str] = "1.0 when the output (or field) equals the reference or expected value, else 0.0."
     binary: ClassVar[bool] = True
@@ -181,6 +184,8 @@ def _type_mismatch(value: Any, gold: Any) -> Score:
 
 class EnumSpec(NoReferenceSpec):
     """Membership in a closed set of allowed values, e.g. a classifier's label set."""
+
+    reads: ClassVar[OutputShape] = OutputShape.ANSWER
 
     summary: ClassVar[str] = "1.0 when the output (or field) is one of the allowed values, else 0.0."
     binary: ClassVar[bool] = True

@@ -23,6 +23,7 @@ from evalglass.core.agreement import VoteTally
 from evalglass.core.endpoint import serving_origin
 from evalglass.core.fingerprint import content_address
 from evalglass.core.jury import JuryRule, Measurement
+from evalglass.core.outputshape import OutputShape
 from evalglass.core.stats import ScaleSpec
 from evalglass.lanes.judgespec import DEFAULT_PROMPT, DEFAULT_TRANSCRIPT_PROMPT, JudgeScale, TranscriptSpec
 from evalglass.lanes.specs import EndpointSpec, check_template
@@ -63,6 +64,10 @@ class JurySpec(MetricSpec):
     prompt: str = Field(default=DEFAULT_PROMPT, description="Jinja2 template of the user message.")
     system: str | None = Field(default=None, description="Jinja2 template of a system message.")
     transcript: TranscriptSpec | None = None
+
+    def output_read(self) -> OutputShape:
+        """A judge shown the transcript reads a conversation; otherwise whatever the output is."""
+        return OutputShape.TRAJECTORY if self.transcript is not None else OutputShape.ANY
 
     @model_validator(mode="before")
     @classmethod

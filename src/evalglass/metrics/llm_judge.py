@@ -21,6 +21,7 @@ from pydantic import Field, model_validator
 from evalglass.core.endpoint import serving_origin
 from evalglass.core.fieldpath import FieldPathError, get_path, parse_path
 from evalglass.core.fingerprint import content_address
+from evalglass.core.outputshape import OutputShape
 from evalglass.core.pairwise import Inconsistent, PairTally
 from evalglass.core.stats import UNIT_SCALE, ScaleSpec
 from evalglass.errors import SetupError
@@ -86,6 +87,10 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
         default=None,
         description="Show the judge the whole conversation as `{{ transcript }}` (default prompt: the transcript's).",
     )
+
+    def output_read(self) -> OutputShape:
+        """A judge shown the transcript reads a conversation; otherwise whatever the output is."""
+        return OutputShape.TRAJECTORY if self.transcript is not None else OutputShape.ANY
 
     @model_validator(mode="before")
     @classmethod

@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from evalglass.core.example import Example, ExampleBatch
+from evalglass.core.outputshape import OutputShape
 from evalglass.core.score import Score
 from evalglass.core.uniform import all_of_type
 from evalglass.metrics.base import ABSENT, BatchMetricFn, BuildContext, MetricFn, MetricResult, measured_target
@@ -30,6 +31,8 @@ class NumericBoundsSpec(NoReferenceSpec):
     With ``coerce: true`` a string in plain decimal or exponent notation (``" -3.5e2 "``) is read as a number;
     thousands separators, units, ``nan`` and ``inf`` are not numbers and give an ``error`` score.
     """
+
+    reads: ClassVar[OutputShape] = OutputShape.ANSWER
 
     summary: ClassVar[str] = "1.0 when the output number (or field) lies within [min, max], else 0.0."
     binary: ClassVar[bool] = True

@@ -19,6 +19,7 @@ from pydantic import Field
 
 from evalglass.core.example import Example
 from evalglass.core.jsonvalue import NotJsonError, json_key
+from evalglass.core.outputshape import OutputShape
 from evalglass.core.score import Score
 from evalglass.metrics.base import (
     ABSENT,
@@ -38,6 +39,8 @@ Measure = Literal["f1", "precision", "recall"]
 
 class SetOverlapSpec(MetricSpec):
     """Set agreement of the output list with the list at ``reference`` (required)."""
+
+    reads: ClassVar[OutputShape] = OutputShape.ANSWER
 
     summary: ClassVar[str] = "F1, precision or recall of the output list against the reference list (as sets)."
 

@@ -18,6 +18,7 @@ from evalglass.core.example import Example
 from evalglass.core.fieldpath import FieldPathError, get_path, parse_path
 from evalglass.core.jsonvalue import NotJsonError, TooDeepError, json_key, parse_json_text
 from evalglass.core.outputparse import UnparsedOutput
+from evalglass.core.outputshape import OutputShape
 from evalglass.core.score import Score
 from evalglass.metrics.base import ABSENT, BuildContext, MetricFn, MetricResult, measured_target
 from evalglass.metrics.invalid import invalid_answer
@@ -50,6 +51,8 @@ class JsonValidSpec(NoReferenceSpec):
     returning a dict) counts as valid when it holds only JSON values. Numbers, booleans and null are
     ``wrong_type`` errors: they suggest the metric points at the wrong output field.
     """
+
+    reads: ClassVar[OutputShape] = OutputShape.ANSWER
 
     summary: ClassVar[str] = "1.0 when the output is a valid JSON document (or an already-parsed object/array)."
     binary: ClassVar[bool] = True

@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from evalglass.core.example import Example, ExampleBatch
+from evalglass.core.outputshape import OutputShape
 from evalglass.core.score import Score
 from evalglass.core.uniform import all_of_type
 from evalglass.metrics.base import (
@@ -36,6 +37,8 @@ _NEEDS_STRING = "a string output"
 
 class ContainsSpec(MetricSpec):
     """Substring presence. Either literal ``value`` strings or the record's ``reference``, never both."""
+
+    reads: ClassVar[OutputShape] = OutputShape.TEXT
 
     summary: ClassVar[str] = "1.0 when the output string contains the given text(s) or the reference, else 0.0."
     binary: ClassVar[bool] = True
@@ -165,6 +168,8 @@ class RegexSpec(NoReferenceSpec):
     syntax the same way) with a bound of :data:`REGEX_TIMEOUT` seconds of CPU, and one that runs out is that
     example's ``error`` (``regex_timeout``), never a 0.0.
     """
+
+    reads: ClassVar[OutputShape] = OutputShape.TEXT
 
     summary: ClassVar[str] = "1.0 when the regular expression matches the output string, else 0.0."
     binary: ClassVar[bool] = True
@@ -311,6 +316,8 @@ class WordCountSpec(NoReferenceSpec):
 
     Limit: scripts written without spaces (Chinese, Japanese, Thai) count a whole sentence as one word.
     """
+
+    reads: ClassVar[OutputShape] = OutputShape.TEXT
 
     summary: ClassVar[str] = "1.0 when the output's word count lies within [min, max] (inclusive), else 0.0."
     binary: ClassVar[bool] = True

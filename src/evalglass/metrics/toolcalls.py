@@ -36,6 +36,7 @@ from pydantic import Field, model_validator
 
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.jsonvalue import NotJsonError
+from evalglass.core.outputshape import OutputShape
 from evalglass.core.score import Score
 from evalglass.core.trajectory import Call, Inconsistent, Unreadable
 from evalglass.metrics.base import (
@@ -85,6 +86,8 @@ class Vacuous(StrEnum):
 
 class ToolCallsSpec(MetricSpec):
     """The calls made against the calls at ``reference``, by ``mode`` (``measure: pass``) or per call."""
+
+    reads: ClassVar[OutputShape] = OutputShape.TRAJECTORY
 
     summary: ClassVar[str] = (
         "1.0 when the tool calls made meet the declared mode against the expected calls (or their per-call "

@@ -15,6 +15,7 @@ from pydantic import Field
 
 from evalglass.core.example import Example
 from evalglass.core.jsonvalue import NotJsonError, json_key
+from evalglass.core.outputshape import OutputShape
 from evalglass.core.score import Score
 from evalglass.core.stats import UNIT_SCALE, ScaleSpec
 from evalglass.core.trajectory import Call, Inconsistent, Unreadable, count_model_turns, read_calls, shown_call
@@ -34,6 +35,8 @@ from evalglass.metrics.support import CountBound, NoReferenceSpec, clip, one_lin
 
 class StepsSpec(NoReferenceSpec):
     """The number of model turns or of tool calls; with ``max``, whether it stayed within that budget."""
+
+    reads: ClassVar[OutputShape] = OutputShape.TRAJECTORY
 
     summary: ClassVar[str] = (
         "The number of model turns (or tool calls) a trajectory took; with max, 1.0 within that budget, else 0.0."
@@ -82,6 +85,8 @@ class StepsSpec(NoReferenceSpec):
 class LoopSpec(NoReferenceSpec):
     """1.0 when no call (the same tool with the same arguments) is made ``repeats`` times or more, in a row or (with
     ``consecutive: false``) anywhere in the trajectory; else 0.0, naming the call."""
+
+    reads: ClassVar[OutputShape] = OutputShape.TRAJECTORY
 
     summary: ClassVar[str] = "1.0 when no identical tool call is repeated `repeats` times (in a row), else 0.0."
     binary: ClassVar[bool] = True

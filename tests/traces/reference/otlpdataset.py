@@ -426,7 +426,8 @@ def _summed(usages: list[dict[str, int]]) -> dict[str, int]:
     for usage in usages:
         for key, value in usage.items():
             total[key] = total.get(key, 0) + value
-    return total
+    # A count only when every model call reported it: a partial sum would undercount.
+    return {key: value for key, value in total.items() if all(key in usage for usage in usages)}
 
 
 __all__ = ["OtlpReader", "trace_record"]

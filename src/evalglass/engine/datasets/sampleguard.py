@@ -31,7 +31,10 @@ from evalglass.engine.datasets.uncaptured import (
     needed_paths,
     not_captured_score,
     not_recorded_score,
+    output_not_recorded_score,
+    output_telemetry_path,
     telemetry_paths,
+    unrecorded_output,
     unrecorded_telemetry,
 )
 from evalglass.metrics.base import MetricSpec, Scorer
@@ -44,17 +47,18 @@ if TYPE_CHECKING:
 class SampleGuard:
     """The score metric ``name`` gets on an example it must not measure, or None to measure it."""
 
-    __slots__ = ("_failures", "_name", "_paths", "_telemetry")
+    __slots__ = ("_failures", "_name", "_output_telemetry", "_paths", "_telemetry")
 
     def __init__(self, name: str, spec: MetricSpec, output_field: str, *, failures: bool, uncaptured: bool) -> None:
         self._name = name
         self._failures = failures
         self._paths = needed_paths(spec, output_field) if uncaptured else ()
         self._telemetry = telemetry_paths(self._paths)
+        self._output_telemetry = output_telemetry_path(spec)
 
     @property
     def active(self) -> bool:
-        return self._failures or bool(self._paths)
+        return self._failures or bool(self._paths) or self._output_telemetry is not None
 
     def unmeasured(self, example: Example) -> Score | None:
         if self._failures and sample_failed(example.output):
@@ -67,10 +71,17 @@ class SampleGuard:
             what = unrecorded_telemetry(example.fields, self._telemetry)
             if what is not None:
                 return not_recorded_score(self._name, example, what)
+        if self._output_telemetry is not None:
+            what = unrecorded_output(example.output, self._output_telemetry)
+            if what is not None:
+                return output_not_recorded_score(self._name, example, what)
         return None
 
     def any_unmeasured(self, examples: ExampleBatch) -> bool:
         if self._failures and any(sample_failed(output) for output in examples.outputs):
+            return True
+        telemetry = self._output_telemetry
+        if telemetry is not None and any(unrecorded_output(each, telemetry) is not None for each in examples.outputs):
             return True
         return bool(self._paths) and any(
             missing_content(record, self._paths) is not None

@@ -19,6 +19,12 @@ span's duration, the response's model and id). A span that did not report one (a
 instrumentation that records none) leaves it absent or null: the evaluator lacks it, so a metric that needs it is
 ``non_evaluable`` with ``not_recorded`` (:func:`unrecorded_telemetry`), never the worst value a missing field of an
 answer scores.
+
+The same holds of any output's own telemetry (:data:`OUTPUT_TELEMETRY`: a trajectory's ``usage`` totals and its
+``cost``), on every run: an agent lane leaves out a total some model step did not report and lists it in the
+trajectory's ``not_recorded`` (a recorded trajectory may list it too), and a metric whose ``field`` reads one that
+is listed, absent or null is ``not_recorded`` (:func:`unrecorded_output`): a budget never passes on tokens that were
+never counted, nor fails on them.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from typing import Any
 
 from evalglass.core.example import Example
 from evalglass.core.fieldpath import ABSENT, get_path, parse_path
-from evalglass.core.notcaptured import NOT_CAPTURED, uncaptured_overlap
+from evalglass.core.notcaptured import NOT_CAPTURED, NOT_RECORDED, uncaptured_overlap
 from evalglass.core.score import Score, Status
 from evalglass.metrics.base import MetricSpec
 
@@ -40,6 +46,45 @@ TELEMETRY: tuple[tuple[str, ...], ...] = (
     ("output", "model"),
     ("output", "response_id"),
 )
+
+
+#: What an output (a trajectory) holds that counts its calls rather than answers: read by ``field``, a gap in it is
+#: the evaluator's, not the system's.
+OUTPUT_TELEMETRY = frozenset({"usage", "cost"})
+
+
+def output_telemetry_path(spec: MetricSpec) -> tuple[str | int, ...] | None:
+    """The path in the output ``spec`` reads when it is under :data:`OUTPUT_TELEMETRY`, else None."""
+    if spec.field is None:
+        return None
+    path = parse_path(spec.field)
+    return path if path and path[0] in OUTPUT_TELEMETRY else None
+
+
+def unrecorded_output(output: Any, path: tuple[str | int, ...]) -> str | None:
+    """The field (dotted) of ``path`` the output lacks or lists as ``not_recorded``, or None when it holds it. A
+    path the output's writer could not have filled (an output that is not an object) is the system's answer: None."""
+    if type(output) is not dict:
+        return None
+    listed = output.get(NOT_RECORDED)
+    if listed and isinstance(listed, list):
+        hit = uncaptured_overlap([item for item in listed if isinstance(item, str)], path)
+        if hit is not None:
+            return hit
+    value = get_path(output, path)
+    if value is ABSENT or value is None:
+        return ".".join(str(part) for part in path)
+    return None
+
+
+def output_not_recorded_score(name: str, example: Example, what: str) -> Score:
+    return Score.unmeasured(
+        Status.NON_EVALUABLE,
+        "not_recorded",
+        f"example {example.id}: its output does not record {what} (a model call reported no count for it, or "
+        f"whoever wrote the output recorded none), and metric '{name}' needs it: a gap in the evidence, not the "
+        "system's answer",
+    )
 
 
 def needed_paths(spec: MetricSpec, output_field: str) -> tuple[tuple[str | int, ...], ...]:

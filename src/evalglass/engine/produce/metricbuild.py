@@ -98,17 +98,17 @@ def build_live_metric(loaded: LoadedConfig, name: str, executor: Executor, cache
 
 def sample_guard(loaded: LoadedConfig, name: str, spec: MetricSpec) -> SampleGuard | None:
     """What every metric of this run must not measure (``engine.datasets.sampleguard``), whatever its type; None on a
-    dataset whose samples cannot have failed or lack content."""
+    dataset whose samples cannot have failed or lack content, for a metric that reads no output telemetry (a
+    trajectory's usage or cost, which a model step may not have reported)."""
     dataset = loaded.config.dataset
-    if not (dataset.may_lack_content or dataset.tool_results):
-        return None
-    return SampleGuard(
+    guard = SampleGuard(
         name,
         spec,
         loaded.config.output_field,
         failures=dataset.tool_results,
         uncaptured=dataset.may_lack_content,
     )
+    return guard if guard.active else None
 
 
 __all__ = ["build_live_metric", "build_metrics", "build_scorer"]

@@ -39,10 +39,11 @@ from evalglass.core.goldfields import (
     gold_excluded_fields,
     merged_task,
 )
+from evalglass.core.outputshape import OutputShape
 from evalglass.core.stats import Direction
 from evalglass.core.usage import Price
 from evalglass.engine.spec.executorspec import TASK_KEY, AnyExecutor, LocalExecutorSpec, RayExecutorSpec
-from evalglass.engine.spec.outputfields import unrecorded_field_problems
+from evalglass.engine.spec.outputfields import output_shape_problems, recorded_shape, unrecorded_field_problems
 from evalglass.engine.spec.samplecount import SAMPLES_KEY, sample_count_problems
 from evalglass.engine.spec.tracespec import TraceOptions
 from evalglass.engine.spec.validation import validate_document
@@ -413,6 +414,7 @@ class Config(BaseModel):
             problems += self._fields_apart()
             problems += sample_count_problems(self)
             problems += unrecorded_field_problems(self._live_tasks(), self.metrics, self.prices)
+            problems += output_shape_problems(self._output_shapes(), self.metrics)
         if problems:
             raise LocatedValueError(problems)
         return self
@@ -694,6 +696,12 @@ class Config(BaseModel):
             [(None, self.task)] if not self.variants else [(n, self._variant_task_or_none(n)) for n in self.variants]
         )
         return [(name, task) for name, task in found if task is not None and not isinstance(task, RecordedTask)]
+
+    def _output_shapes(self) -> list[tuple[str | None, OutputShape]]:
+        """What each task's whole output is (``engine.spec.outputfields``), with the variant that declares it."""
+        shapes = [(name, task.output_shape()) for name, task in self._live_tasks()]
+        shapes += [(name, recorded_shape(self.dataset.format, task.field)) for name, task in self._recorded_tasks()]
+        return shapes
 
     def _field_uses(self) -> list[FieldUse]:
         """Every use of a dataset field the config declares: each recorded output (the task's, or each recorded

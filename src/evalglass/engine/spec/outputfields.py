@@ -10,6 +10,15 @@ config's mistake, with nothing the system could change. The lane spec says which
 metric before any call is made (exit 2), at the metric's ``field`` key. ``final_state`` when no tool keeps state is
 known only once the tools are loaded (:func:`stateless_final_state`, asked by the live run).
 
+The same holds of what a metric reads from the whole output (no ``field``): a metric declares it
+(``MetricSpec.reads``: an answer, a trajectory, or either) and a task says what its output is (a live lane's
+``output_shape``; a recorded trace's ``output``, a trajectory; another recorded field, what the run's own metrics read
+it as). ``exact_match`` on an agent's trajectory scored every example 0.0 (``type_mismatch``), ``contains`` an
+``error``, ``json_valid`` 1.0 (an object is JSON): none measures the answer, so such a metric is refused at its line,
+saying to set ``field: text`` (the trajectory's final answer). A trajectory metric on a chat lane's text is refused
+the same way. Nothing is read by default: the same metric on a chat and an agent variant reads two different things,
+and a definition approved for one must not silently mean another.
+
 Limit: a field written only by some answers (an agent's ``text``, absent when its last turn called tools) is what
 the system did, so it stays a measurement.
 """
@@ -20,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from evalglass.core.fieldpath import FieldPathError, parse_path
+from evalglass.core.outputshape import OutputShape
 from evalglass.lanes.specs import LaneSpec
 from evalglass.metrics.base import MetricSpec
 
@@ -63,6 +73,68 @@ def unrecorded_field_problems(
     return problems
 
 
+def recorded_shape(dataset_format: str | None, field: str) -> OutputShape:
+    """What a recorded task's output is, when its source says: a trace record's ``output`` is a trajectory (its
+    ``output.text`` the answer); anything else is what the user's files hold."""
+    if dataset_format == "otlp":
+        if field == "output":
+            return OutputShape.TRAJECTORY
+        if field == "output.text":
+            return OutputShape.ANSWER
+    return OutputShape.ANY
+
+
+def _whole(metrics: Mapping[str, AnyMetricSpec], *shapes: OutputShape) -> list[str]:
+    return [name for name, spec in metrics.items() if spec.field is None and spec.output_read() in shapes]
+
+
+def output_shape_problems(
+    tasks: Iterable[tuple[str | None, OutputShape]], metrics: Mapping[str, AnyMetricSpec]
+) -> list[Problem]:
+    """The metrics that read the whole output as what no output of a task (``tasks`` as (variant name or None,
+    its output's shape)) is, each at the metric's entry. A task whose output may be anything (a recorded field, host
+    code) is what the run's metrics read it as: one metric reading it as an answer and another as a trajectory
+    cannot both be right when the answer's reader needs text, so it is refused (a trajectory's answer is its
+    ``text``).
+
+    Limit: a metric is refused only when it can read no task's output. Variants of different shapes (a chat and an
+    agent lane) share their metrics, and a `field` that reads one reads nothing of the other, so one metric of the
+    answer on both is kept: the agent variant's scores of it are 0.0 or an error, as before this check."""
+    tasks = list(tasks)
+    found: dict[str, list[str]] = {}
+    answers = _whole(metrics, OutputShape.TEXT, OutputShape.ANSWER)
+    texts = _whole(metrics, OutputShape.TEXT)
+    trajectories = _whole(metrics, OutputShape.TRAJECTORY)
+    for variant, shape in tasks:
+        whose = f" (variant '{variant}')" if variant is not None else ""
+        if shape is OutputShape.TRAJECTORY:
+            refused = answers
+            why = (
+                f"reads the whole output as an answer, but the task's output is a trajectory{whose} (messages, tool "
+                "calls, usage): set `field: text` to measure its final answer, or every example scores the "
+                "trajectory object (0.0 or an error), never the answer"
+            )
+        elif shape is OutputShape.ANSWER:
+            refused = trajectories
+            why = (
+                f"reads a trajectory, but the task's output is an answer's text{whose}: measure an agent (`task: "
+                "{type: agent}`) or recorded conversations, or every example scores its worst value"
+            )
+        else:
+            # What the run's metrics read it as. Only a metric of text is refused: a value (exact_match,
+            # set_overlap) may be a list of calls a trajectory metric reads too.
+            refused = texts if trajectories else []
+            why = (
+                f"reads the whole output as text, but metric '{trajectories[0]}' reads it as a trajectory{whose}: "
+                "one output is not both; set `field: text` to measure a trajectory's final answer"
+                if trajectories
+                else ""
+            )
+        for name in refused:
+            found.setdefault(name, []).append(f"metric '{name}' ({metrics[name].type}) {why}")
+    return [(("metrics", name), whys[0]) for name, whys in found.items() if len(whys) == len(tasks)]
+
+
 def stateless_final_state(metrics: Mapping[str, MetricSpec], keeps_state: bool) -> str | None:
     """Why the run cannot measure a metric on the trajectory's ``final_state`` (None when it can): the built lane
     records no state (``keeps_state`` False: no tool of the agent lane takes a ``state`` keyword and the task
@@ -79,4 +151,10 @@ def stateless_final_state(metrics: Mapping[str, MetricSpec], keeps_state: bool) 
     return None
 
 
-__all__ = ["STATE_FIELD", "stateless_final_state", "unrecorded_field_problems"]
+__all__ = [
+    "STATE_FIELD",
+    "output_shape_problems",
+    "recorded_shape",
+    "stateless_final_state",
+    "unrecorded_field_problems",
+]

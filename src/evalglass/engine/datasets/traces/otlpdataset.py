@@ -663,11 +663,13 @@ def lone_record(
 
 
 def _summed(usages: list[dict[str, int]]) -> dict[str, int]:
+    """Each count summed over the model calls, kept only when every call reported it: a sum over the calls that did
+    would undercount (a budget passing on tokens never measured); left out, a metric reading it is ``not_recorded``."""
     total: dict[str, int] = {}
     for usage in usages:
         for key, value in usage.items():
             total[key] = total.get(key, 0) + value
-    return total
+    return {key: value for key, value in total.items() if all(key in usage for usage in usages)}
 
 
 __all__ = ["OtlpReader", "trace_record"]
