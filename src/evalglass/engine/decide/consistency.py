@@ -497,9 +497,10 @@ def _declared_gate_problems(
         return [f"gate '{name}' decides on metric '{spec.subject}', which the scorecard does not summarise"]
     authority = _gate_authority(name, spec, summary, record, today, rules.judges, rules.claimed)
     if rules.now is not None and spec.check is None:
-        # The older rules a record can select touch only a judge's standing, a check metric's unbound code and which
-        # gates stand on the dataset's gold, so only the authority differs under the current ones: an active gate
-        # with any authority reason is blocked whatever it measured.
+        # The older rules a record can select touch only a judge's standing, a check metric's unbound code, which
+        # gates stand on the dataset's gold and whether a gate's fingerprint bound its samples per example, so only
+        # the authority differs under the current ones: an active gate with any authority reason is blocked whatever
+        # it measured.
         now = _gate_authority(
             name,
             spec,

@@ -40,6 +40,7 @@ from evalglass.core.usage import TokenUsage
 from evalglass.engine.datasets.dataset import BadLine, field_getter
 from evalglass.engine.produce.seenids import SeenIds
 from evalglass.engine.runs.scoresblock import encode_score
+from evalglass.engine.spec.samplecount import recorded_sample_count
 from evalglass.errors import SetupError
 
 if TYPE_CHECKING:
@@ -168,7 +169,7 @@ def new_row_shape(config: Config) -> RowShape:
     return RowShape(
         samples=config.samples,
         cluster_of=field_getter(cluster_field) if cluster_field is not None else None,
-        sample_count=config.samples_per_example if config.samples and config.lane is None else None,
+        sample_count=recorded_sample_count(config),
     )
 
 

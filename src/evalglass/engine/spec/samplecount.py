@@ -59,4 +59,10 @@ def sample_count_problems(config: Config) -> list[Problem]:
     return problems
 
 
-__all__ = ["SAMPLES_KEY", "sample_count_problems"]
+def recorded_sample_count(config: Config) -> int | None:
+    """The samples each recorded example's list must hold (the declared ``task.epochs``); None for a lane (which
+    produces exactly its epochs) and for recorded samples of undeclared count."""
+    return config.samples_per_example if config.samples and config.lane is None else None
+
+
+__all__ = ["SAMPLES_KEY", "recorded_sample_count", "sample_count_problems"]
