@@ -31,7 +31,6 @@ from evalglass.engine.datasets.uncaptured import (
     needed_paths,
     not_captured_score,
     not_recorded_score,
-    output_not_recorded_score,
     output_telemetry_path,
     telemetry_paths,
     unrecorded_output,
@@ -74,7 +73,7 @@ class SampleGuard:
         if self._output_telemetry is not None:
             what = unrecorded_output(example.output, self._output_telemetry)
             if what is not None:
-                return output_not_recorded_score(self._name, example, what)
+                return not_recorded_score(self._name, example, what, unrecorded_by="output")
         return None
 
     def any_unmeasured(self, examples: ExampleBatch) -> bool:

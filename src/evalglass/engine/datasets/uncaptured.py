@@ -77,16 +77,6 @@ def unrecorded_output(output: Any, path: tuple[str | int, ...]) -> str | None:
     return None
 
 
-def output_not_recorded_score(name: str, example: Example, what: str) -> Score:
-    return Score.unmeasured(
-        Status.NON_EVALUABLE,
-        "not_recorded",
-        f"example {example.id}: its output does not record {what} (a model call reported no count for it, or "
-        f"whoever wrote the output recorded none), and metric '{name}' needs it: a gap in the evidence, not the "
-        "system's answer",
-    )
-
-
 def needed_paths(spec: MetricSpec, output_field: str) -> tuple[tuple[str | int, ...], ...]:
     """The record paths ``spec`` reads: the output (or its field inside it), and its reference."""
     paths: list[tuple[str | int, ...]] = []
@@ -136,10 +126,21 @@ def unrecorded_telemetry(record: Mapping[str, Any], paths: tuple[tuple[str | int
     return None
 
 
-def not_recorded_score(name: str, example: Example, what: str) -> Score:
+#: Who left a field unrecorded, as :func:`not_recorded_score` says it: a trace's span, or an output's writer.
+_UNRECORDED_BY = {
+    "span": "its span does not report {what}, and metric '{name}' needs it (the instrumentation or the provider "
+    "recorded none",
+    "output": "its output does not record {what}, and metric '{name}' needs it (a model call reported no count for "
+    "it, or whoever wrote the output recorded none",
+}
+
+
+def not_recorded_score(name: str, example: Example, what: str, *, unrecorded_by: str = "span") -> Score:
+    """``non_evaluable`` ``not_recorded``: a field a metric needs that a span (``unrecorded_by="span"``) or an
+    output's writer (``"output"``) did not record, a gap in the evidence and never the system's answer."""
+    said = _UNRECORDED_BY[unrecorded_by].format(what=what, name=name)
     return Score.unmeasured(
         Status.NON_EVALUABLE,
         "not_recorded",
-        f"example {example.id}: its span does not report {what}, and metric '{name}' needs it (the instrumentation "
-        "or the provider recorded none: a gap in the evidence, not the system's answer)",
+        f"example {example.id}: {said}: a gap in the evidence, not the system's answer)",
     )
