@@ -31,7 +31,6 @@ from evalglass.engine.produce.scoring import BuiltMetric, call_metric, expand, g
 from evalglass.engine.produce.sink import Rows
 from evalglass.engine.produce.tokens import Tally
 from evalglass.engine.spec.config import LoadedConfig
-from evalglass.engine.spec.samplecount import recorded_sample_count
 from evalglass.hostwatch import Watch
 from evalglass.lanes.ports import Lane, LaneColumn, LaneFailure, LaneOutcome, LaneOutput, failure_score
 from evalglass.lanes.retry import Attempt
@@ -141,7 +140,7 @@ class LiveScorer:
         self.lane_watch = parts.lane_watch or hostwatch.watch("the task lane")
         self.judges = parts.judges
         self.samples = config.samples
-        self.sample_count = recorded_sample_count(config)
+        self.sample_count = config.recorded_sample_count
         self.parse_json = config.parse_json and config.lane is not None
         self.counters = counters
         self.pool = pool

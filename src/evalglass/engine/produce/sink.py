@@ -40,7 +40,6 @@ from evalglass.core.usage import TokenUsage
 from evalglass.engine.datasets.dataset import BadLine, field_getter
 from evalglass.engine.produce.seenids import SeenIds
 from evalglass.engine.runs.scoresblock import encode_score
-from evalglass.engine.spec.samplecount import recorded_sample_count
 from evalglass.errors import SetupError
 
 if TYPE_CHECKING:
@@ -169,7 +168,7 @@ def new_row_shape(config: Config) -> RowShape:
     return RowShape(
         samples=config.samples,
         cluster_of=field_getter(cluster_field) if cluster_field is not None else None,
-        sample_count=recorded_sample_count(config),
+        sample_count=config.recorded_sample_count,
     )
 
 

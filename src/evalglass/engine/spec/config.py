@@ -412,7 +412,18 @@ class Config(BaseModel):
         # decided under the rules of its day and must stay readable (view, verify) after a rule is added.
         if not problems and not (info.context or {}).get(RECORDED):
             problems += self._fields_apart()
-            problems += sample_count_problems(self)
+            problems += sample_count_problems(
+                epochs_without_samples=isinstance(self.task, RecordedTask)
+                and self.task.epochs is not None
+                and not self.samples,
+                samples=self.samples,
+                samples_per_example=self.samples_per_example,
+                gate_reducers=[
+                    (name, gate.metric, self.metrics[gate.metric].reducer)
+                    for name, gate in self.gates.items()
+                    if gate.metric is not None and gate.metric in self.metrics
+                ],
+            )
             problems += unrecorded_field_problems(self._live_tasks(), self.metrics, self.prices)
             problems += output_shape_problems(self._output_shapes(), self.metrics)
         if problems:
@@ -779,6 +790,12 @@ class Config(BaseModel):
         ``epochs`` (None when undeclared: the file decides, example by example)."""
         task = self.variant_task(self.variant_names[0]) if self.variant_names else self.task
         return task.epochs
+
+    @property
+    def recorded_sample_count(self) -> int | None:
+        """The samples each recorded example's list must hold (the declared ``task.epochs``); None for a lane (which
+        produces exactly its epochs) and for recorded samples of undeclared count (``engine.spec.samplecount``)."""
+        return self.samples_per_example if self.samples and self.lane is None else None
 
     @property
     def output_field(self) -> str:

@@ -15,10 +15,9 @@ without it), and an example whose recorded list holds another number of samples 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
 
-if TYPE_CHECKING:
-    from evalglass.engine.spec.config import Config
+from evalglass.core.stats.model import Reducer
 
 Problem = tuple[tuple[str | int, ...], str]
 
@@ -26,14 +25,19 @@ Problem = tuple[tuple[str | int, ...], str]
 SAMPLES_KEY = "samples_per_example"
 
 
-def sample_count_problems(config: Config) -> list[Problem]:
-    """A recorded task's ``epochs`` without samples to count, and every metric gate whose reducer depends on the
-    count of recorded samples that the config does not declare, each at its key."""
-    from evalglass.engine.spec.config import RecordedTask
-
+def sample_count_problems(
+    *,
+    epochs_without_samples: bool,
+    samples: bool,
+    samples_per_example: int | None,
+    gate_reducers: Iterable[tuple[str, str, Reducer]],
+) -> list[Problem]:
+    """A recorded task's ``epochs`` without samples to count (``epochs_without_samples``), and every metric gate
+    (``gate_reducers``: the gate, its metric and the metric's reducer) whose reducer depends on the count of recorded
+    samples that the config does not declare, each at its key. Told the config's facts rather than handed the config,
+    so that the config module imports this one and not the other way round."""
     problems: list[Problem] = []
-    task = config.task
-    if isinstance(task, RecordedTask) and task.epochs is not None and not config.samples:
+    if epochs_without_samples:
         problems.append(
             (
                 ("task", "epochs"),
@@ -41,17 +45,14 @@ def sample_count_problems(config: Config) -> list[Problem]:
                 "holds a list of samples) or remove epochs",
             )
         )
-    if not config.samples or config.samples_per_example is not None:
+    if not samples or samples_per_example is not None:
         return problems
-    for name, gate in config.gates.items():
-        if gate.metric is None or gate.metric not in config.metrics:
-            continue
-        reducer = config.metrics[gate.metric].reducer
+    for name, metric, reducer in gate_reducers:
         if reducer.depends_on_count:
             problems.append(
                 (
                     ("gates", name, "metric"),
-                    f"gate '{name}' decides on metric '{gate.metric}', whose reducer {reducer.value} depends on how "
+                    f"gate '{name}' decides on metric '{metric}', whose reducer {reducer.value} depends on how "
                     "many samples each example has; declare the count on the task (`epochs: N`: each example's "
                     "recorded list must hold N samples), which the gate's approval then binds",
                 )
@@ -59,10 +60,4 @@ def sample_count_problems(config: Config) -> list[Problem]:
     return problems
 
 
-def recorded_sample_count(config: Config) -> int | None:
-    """The samples each recorded example's list must hold (the declared ``task.epochs``); None for a lane (which
-    produces exactly its epochs) and for recorded samples of undeclared count."""
-    return config.samples_per_example if config.samples and config.lane is None else None
-
-
-__all__ = ["SAMPLES_KEY", "recorded_sample_count", "sample_count_problems"]
+__all__ = ["SAMPLES_KEY", "sample_count_problems"]
