@@ -131,6 +131,20 @@ class LiveProject:
         lane.update(overrides)
         return lane
 
+    def agent(self, tools: dict[str, str], **overrides: Any) -> dict[str, Any]:
+        """An agent lane against the fake server, running ``tools`` (name: ``module:function``)."""
+        agent: dict[str, Any] = {
+            "type": "agent",
+            "base_url": self.base_url,
+            "model": "agent-model",
+            "api_key_env": "EVALGLASS_E2E_KEY",
+            "prompt": "{{ request }}",
+            "tools": tools,
+            "max_steps": 4,
+        }
+        agent.update(overrides)
+        return agent
+
     def judge(self, **overrides: Any) -> dict[str, Any]:
         judge: dict[str, Any] = {
             "type": "llm_judge",

@@ -87,17 +87,11 @@ def write(project: LiveProject, count: int, **top: Any) -> None:
     project.root.mkdir(parents=True, exist_ok=True)
     (project.root / "tools.py").write_text(TOOLS)
     (project.root / "compare.py").write_text(COMPARE)
-    task = {
-        "type": "agent",
-        "base_url": project.base_url,
-        "model": "agent-model",
-        "api_key_env": "EVALGLASS_E2E_KEY",
-        "prompt": "{{ request }}",
-        "tools": {"weather": "tools.py:weather", "add_to_cart": "tools.py:add_to_cart"},
-        "max_steps": 4,
-        "timeout": 5,
-        "retry": {"max_attempts": 3, "initial_delay": 0.01, "max_delay": 0.02},
-    }
+    task = project.agent(
+        {"weather": "tools.py:weather", "add_to_cart": "tools.py:add_to_cart"},
+        timeout=5,
+        retry={"max_attempts": 3, "initial_delay": 0.01, "max_delay": 0.02},
+    )
     metrics = {
         "right_calls": {"type": "tool_calls", "reference": "expected_calls", "mode": "exact"},
         "call_f1": {"type": "tool_calls", "reference": "expected_calls", "measure": "f1"},

@@ -33,15 +33,7 @@ def server() -> Iterator[FakeOpenAI]:
 def write(project: LiveProject, metrics: dict[str, Any], tools: dict[str, str], **top: Any) -> None:
     project.root.mkdir(parents=True, exist_ok=True)
     (project.root / "tools.py").write_text(TOOLS)
-    task = {
-        "type": "agent",
-        "base_url": project.base_url,
-        "model": "agent-model",
-        "api_key_env": "EVALGLASS_E2E_KEY",
-        "prompt": "{{ request }}",
-        "tools": tools,
-        "max_steps": 3,
-    }
+    task = project.agent(tools, max_steps=3)
     checks = {"ok": {"command": [sys.executable, "-c", CHECK]}}
     rows = [{"id": f"t{n}", "request": f"task {n}"} for n in range(3)]
     project.write(rows, task=task, metrics=metrics, checks=checks, **top)

@@ -68,15 +68,7 @@ METRICS = {
 def write(project: LiveProject, ledger: dict[str, Any] | None = None) -> None:
     project.root.mkdir(parents=True, exist_ok=True)
     (project.root / "tools.py").write_text(TOOLS)
-    task = {
-        "type": "agent",
-        "base_url": project.base_url,
-        "model": "m",
-        "api_key_env": "EVALGLASS_E2E_KEY",
-        "prompt": "{{ request }}",
-        "tools": {"weather": "tools.py:weather"},
-        "max_steps": 4,
-    }
+    task = project.agent({"weather": "tools.py:weather"}, model="m")
     gates = {"budget": {"metric": "cheap"}}
     project.write(ROWS, task=task, metrics=METRICS, gates=gates, prices=PRICE, ledger=ledger)
 
@@ -164,17 +156,7 @@ def test_a_cache_count_some_step_did_not_report_is_not_summed(tmp_path: Any) -> 
         project = LiveProject(tmp_path / "evals", server.base_url)
         project.root.mkdir(parents=True)
         (project.root / "tools.py").write_text(TOOLS)
-        task = {
-            "type": "agent",
-            "provider": "anthropic",
-            "base_url": server.base_url,
-            "model": "m",
-            "max_tokens": 100,
-            "api_key_env": "EVALGLASS_E2E_KEY",
-            "prompt": "{{ request }}",
-            "tools": {"weather": "tools.py:weather"},
-            "max_steps": 4,
-        }
+        task = project.agent({"weather": "tools.py:weather"}, model="m", provider="anthropic", max_tokens=100)
         rows = [{"id": "reads", "request": "task reads"}, {"id": "writes", "request": "task writes"}]
         project.write(rows, task=task, metrics={"cheap": METRICS["cheap"]}, prices=PRICE)
         result = project.run()
