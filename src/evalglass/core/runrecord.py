@@ -69,6 +69,12 @@ class KeptOutputs(BaseModel):
     examples: int = Field(ge=0, description="Dataset lines it holds an entry for: those of scores.jsonl, in order.")
 
 
+def _older_rules_marker(default: str, *, description: str) -> Any:
+    """A run record's field saying which rule decided it: absent (``default``) in records from before the rule, and in
+    records the rule changes nothing for (which keep their bytes); ``core/recordrules.py`` reads every one."""
+    return Field(default=default, exclude_if=lambda value: value == default, description=description)
+
+
 class RunRecord(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
@@ -139,39 +145,35 @@ class RunRecord(BaseModel):
         description="Per llm_judge or jury metric, where its judge was served (canonical: 'openai "
         "https://api.openai.com/v1'; a jury: per member), as gate approvals' judge_endpoint binds it.",
     )
-    judge_gates: Literal["plain", "every"] = Field(
-        default="plain",
+    judge_gates: Literal["plain", "every"] = _older_rules_marker(
+        "plain",
         # Absent for a run without judges and in records from before every gate on a judge needed its calibration:
         # those were decided so and are re-derived so (core/recordrules.py).
-        exclude_if=lambda value: value == "plain",
         description="Which gates on a judge stood on its calibration when the run decided: `every` gate whose subject "
         "is a judge (plain, comparative, on a variant, between variants); absent (`plain`): plain gates only, as "
         "runs recorded before that were decided.",
     )
-    judge_calibrations: Literal["found", "approved"] = Field(
-        default="found",
+    judge_calibrations: Literal["found", "approved"] = _older_rules_marker(
+        "found",
         # Absent for a run without judges and in records from before the ledger approved calibration records: those
         # were decided on the record found and are re-derived so (core/recordrules.py).
-        exclude_if=lambda value: value == "found",
         description="Which calibration records a gate on a judge could stand on when the run decided: `approved`, "
         "only the record whose fingerprint the ledger's `judges:` entry names (`calibration`); absent (`found`): "
         "whichever record was found, as runs recorded before that were decided.",
     )
-    gold_gates: Literal["reference", "every"] = Field(
-        default="reference",
+    gold_gates: Literal["reference", "every"] = _older_rules_marker(
+        "reference",
         # Absent for a run with no metric gate on a metric without a reference (the rule changes nothing there) and in
         # records from before every metric gate stood on the dataset's gold: those are re-derived so
         # (core/recordrules.py).
-        exclude_if=lambda value: value == "reference",
         description="Which gates stood on the dataset's validated gold when the run decided: `every` non-comparative "
         "metric gate (which examples it measures is approved too); absent (`reference`): only gates on a reference "
         "metric, as runs recorded before that were decided.",
     )
-    sample_counts: Literal["unbound", "bound"] = Field(
-        default="unbound",
+    sample_counts: Literal["unbound", "bound"] = _older_rules_marker(
+        "unbound",
         # Absent for a run with no gate on a reducer that depends on the samples per example, and in records from
         # before the count was bound: those are re-derived so (core/recordrules.py).
-        exclude_if=lambda value: value == "unbound",
         description="Whether the gate fingerprints bound how many samples each example is reduced from under a "
         "reducer that depends on it (max, min, majority, at_least_k): `bound`; absent (`unbound`): they did not, as "
         "runs recorded before that were decided.",
