@@ -2,9 +2,10 @@
 
 A pull request edits an approved gate's host function so that it ends the process: before, `evalglass run` then
 exited 0 with no verdict (a green CI job that decided nothing, and the stale approval never reported). Every route
-is tried in a python metric and in a python lane, through the real command line: the run exits 2 with one line
-naming the function that was running, or, where the process survives it, decides as usual (here: blocked, the
-approval is stale) with its output intact.
+is tried in a python metric and in a python lane, through the real command line: a metric's ends the run, which
+exits 2 with one line naming the function that was running, or, where the process survives it, decides as usual
+(here: blocked, the approval is stale) with its output intact; a lane's ends only the worker process it runs in,
+and the call is that example's failure.
 """
 
 from __future__ import annotations
@@ -92,17 +93,33 @@ def _edited_run(tmp_path: Path, host: str, body: str) -> tuple[Project, CliResul
     return project, _run(project)
 
 
-@pytest.mark.parametrize("host", ["metric", "lane"])
 @pytest.mark.parametrize("route", sorted(ENDS_PROCESS))
-def test_host_code_that_ends_the_process_is_exit_2_naming_it(tmp_path, host, route):
-    project, result = _edited_run(tmp_path, host, ENDS_PROCESS[route])
+def test_host_code_that_ends_the_process_is_exit_2_naming_it(tmp_path, route):
+    project, result = _edited_run(tmp_path, "metric", ENDS_PROCESS[route])
     assert result.code == ExitCode.SETUP, result
     assert result.out == ""  # no JSON document: nothing was decided
     (line,) = result.err.strip().splitlines()
-    named = "python metric 'mine' (host.py:score)" if host == "metric" else "python lane (host.py:answer)"
     assert line.startswith("error: nothing was decided: "), line
-    assert named in line and HOW.get(route, "exited with code 0") in line, line
+    assert "python metric 'mine' (host.py:score)" in line and HOW.get(route, "exited with code 0") in line, line
     assert not (project.root / ".evalglass" / "last-run").exists()  # no run finished
+
+
+@pytest.mark.parametrize("route", sorted(ENDS_PROCESS))
+def test_a_lane_that_ends_its_process_ends_only_its_worker(tmp_path, route):
+    """A python lane runs in worker processes (lanes/hostworker.py): the call that ended its worker is that
+    example's failure, saying how, and the run decides on the rest: blocked, one example not measured."""
+    _, result = _edited_run(tmp_path, "lane", ENDS_PROCESS[route])
+    assert result.code == ExitCode.FAILED, result
+    card = result.json()
+    (gate,) = card["decision"]["gates"]
+    assert (card["decision"]["verdict"], gate["outcome"], gate["n"]) == ("blocked", "blocked", 7)
+    assert [reason["code"] for reason in gate["reasons"]] == ["incomplete_measurement"]
+    folder = Path(card["folder"])
+    (block,) = [json.loads(line) for line in (folder / "scores.jsonl").read_text().splitlines()]
+    failed = dict(zip(block["ids"], block["scores"]["answered"], strict=True))["ex-1"]
+    (diagnostic,) = failed["diagnostics"]
+    how = "was killed by SIGKILL" if route == "SIGKILL" else "ended with exit code 0"
+    assert diagnostic["code"] == "task_worker_lost" and how in diagnostic["message"], diagnostic
 
 
 @pytest.mark.parametrize("host", ["metric", "lane"])
