@@ -20,16 +20,19 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import event, given, settings
+from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.uniform import all_of_type
 from evalglass.readers.jsonsource import (
     _DIGITS_ONLY,
+    _LARGE,
     _LONG_DIGITS,
     MAX_DEPTH,
     JsonRefused,
+    _colons,
+    _has_long_digit_run,
     _writing_measures_depth,
     batch_is_exact,
     batch_is_exact_keeping,
@@ -325,3 +328,48 @@ def check_depth(raw: bytes) -> int:
 def test_the_installed_orjson_measures_the_depth_it_writes() -> None:
     """The proof above is on (an orjson with another limit would only turn it off: the text is then scanned)."""
     assert _writing_measures_depth()
+
+
+# --- long batches: the same scans in numpy ------------------------------------------------------------------------
+
+
+@settings(max_examples=200)
+@given(
+    pieces=st.lists(
+        st.sampled_from([b"0", b"7", b"9", b":", b"/", b";", b"a", b"\xff", b"\x00", b"\x80", b"\xb0", b"\xb9", b" "]),
+        max_size=60,
+    ),
+    repeat_to=st.sampled_from([1, 20, 40_000]),
+)
+@example(pieces=[b"/"], repeat_to=40_000)  # the bytes beside the digits
+@example(pieces=[b":"], repeat_to=40_000)
+@example(pieces=[b"0"], repeat_to=40_000)
+@example(pieces=[b"9"] * 18 + [b"a"], repeat_to=40_000)
+def test_the_numpy_counts_are_the_bytes_counts(pieces: list[bytes], repeat_to: int) -> None:
+    """Below and beyond the length from which numpy counts: the same colons, and a run of 19 digits found exactly
+    where the translated bytes hold one (bytes just below ``0`` and above ``9`` too, and bytes that wrap)."""
+    data = b"".join(pieces) * repeat_to
+    event(f"numpy: {len(data) >= _LARGE}")
+    assert _colons(data) == data.count(b":")
+    assert _has_long_digit_run(data) == (_LONG_DIGITS in data.translate(_DIGITS_ONLY))
+
+
+def test_a_digit_run_of_19_is_found_at_any_place_of_a_long_batch() -> None:
+    filler = b'{"a":"x1234567890123456"}\n' * 3000  # runs of 16 digits
+    assert len(filler) >= _LARGE
+    assert not _has_long_digit_run(filler)
+    for at in (0, len(filler) // 2, len(filler)):
+        assert _has_long_digit_run(filler[:at] + b"1" * 19 + filler[at:])
+        assert not _has_long_digit_run(filler[:at] + b"1" * 18 + filler[at:])
+
+
+KEY_NAMES = st.sampled_from(["out", "a", "a:b", "id"])
+
+
+@settings(max_examples=150)
+@given(kept=st.lists(lines(), min_size=1, max_size=4).map(lambda raws: parsed(raws)[0]).filter(bool), key=KEY_NAMES)
+def test_a_long_batch_is_decided_as_the_scan_it_replaced(kept: list[bytes], key: str) -> None:
+    """The batches of the first test, repeated past the length from which the scans run in numpy."""
+    long = kept * (_LARGE // len(b"\n".join(kept)) + 1)
+    assert len(b"\n".join(long)) >= _LARGE
+    test_the_scan_decides_as_the_scan_it_replaced.hypothesis.inner_test(long, key)  # type: ignore[attr-defined]
