@@ -44,7 +44,9 @@ class WireMemo:
     converted, not all of them again (which made the conversion quadratic in a trajectory's length). A conversation
     that is not the last one grown (shorter, or any message replaced by another object: checked by identity, in C,
     a pointer per message) is converted afresh, as is one a conversion failed half way through. Limit: a message
-    changed in place after it was converted is not seen (the lane never does that)."""
+    changed in place after it was converted is not seen. The lane never does that (a tool's result and arguments
+    are copies: ``lanes/agent.py``), and must not: it keeps its cache keys with a memo too (``callcache.KeyFrame``),
+    where an unseen change would be a stale key, a wrong step replayed."""
 
     __slots__ = ("_fresh", "_seen", "_state")
 
@@ -87,6 +89,10 @@ class StepRequest:
 
     def key_body(self) -> dict[str, Any]:
         return {"model": self.model, "messages": list(self.messages), "tools": list(self.tools), **dict(self.params)}
+
+    def key_rest(self) -> dict[str, Any]:
+        """:meth:`key_body` but for its ``messages``: what ``callcache.KeyFrame`` serialises once around them."""
+        return {"model": self.model, "tools": list(self.tools), **dict(self.params)}
 
 
 #: A tool call the model asked for: the one type the provider modules read answers into (``providers.wire``).
