@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalglass.lanes.agent import _keywords
-from evalglass.lanes.modelstep import StepRequest, WireMemo, openai_body
+from evalglass.lanes.modelstep import StepRequest, WireMemo, _openai_body, openai_body
 
 
 def reference_body(request: StepRequest) -> dict[str, Any]:
@@ -159,6 +159,53 @@ def test_the_request_body_built_step_by_step_is_the_plain_conversion_byte_for_by
         with pytest.raises(AttributeError):
             openai_body(broken)
         assert orjson.dumps(openai_body(shorter)) == orjson.dumps(reference_body(shorter))
+
+
+body_params = st.dictionaries(
+    st.sampled_from(["temperature", "seed", "stop", "n", "tools", "model", "messages", "zz"]),
+    json_values | st.integers(2**64, 2**65),
+    max_size=3,
+).map(lambda found: tuple(found.items()))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(messages, max_size=8),
+    tools,
+    body_params,
+    st.text(max_size=4),
+    st.lists(st.integers(0, 8), min_size=1, max_size=6),
+)
+def test_a_body_written_from_its_kept_messages_bytes_is_orjsons_byte_for_byte(
+    conversation: list[dict[str, Any]],
+    offered: tuple[dict[str, Any], ...],
+    params: tuple[tuple[str, Any], ...],
+    model: str,
+    cuts: list[int],
+) -> None:
+    """The bytes a step sends over the direct transport, written from each wire message's bytes kept from step to
+    step, are ``orjson.dumps`` of the body (or its refusal, TypeError, of a value that is not JSON); a body whose
+    messages are not the kept ones (a parameter named ``messages``, another list) is written whole (None)."""
+    memo = WireMemo()
+    for cut in [*sorted(cuts), len(conversation), len(conversation)]:
+        request = StepRequest(model, tuple(conversation[:cut]), offered, params, memo)
+        body, kept = _openai_body(request)
+        assert kept is not None and body == openai_body(request)
+        try:
+            expected = orjson.dumps(body)
+        except TypeError:
+            expected = None
+        if "messages" in dict(params):  # not the conversation's: written whole by the caller (or refused there)
+            assert kept.encoded(body) is None
+            continue
+        if expected is None:
+            with pytest.raises(TypeError):
+                kept.encoded(body)
+            continue
+        assert kept.encoded(body) == expected
+        if body["messages"]:
+            assert kept.encoded({**body, "messages": body["messages"][:-1]}) is None
+            assert kept.encoded({**body, "messages": [dict(item) for item in body["messages"]]}) is None
 
 
 PARAMETER_KINDS = [

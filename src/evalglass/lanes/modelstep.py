@@ -167,7 +167,11 @@ class OpenAIStepClient:
         self.limit = self.chat.limit
 
     async def attempt(self, request: StepRequest) -> Ok[AssistantTurn] | Fault:
-        return await self.chat.post(openai_body(request), parse_openai_turn)
+        chat = self.chat
+        if chat.transport != "direct":  # the SDK writes the body itself
+            return await chat.post(openai_body(request), parse_openai_turn)
+        body, kept = _openai_body(request)
+        return await chat.post(body, parse_openai_turn, data=None if kept is None else kept.encoded(body))
 
     async def aclose(self) -> None:
         await self.chat.aclose()
@@ -252,28 +256,59 @@ def openai_body(request: StepRequest) -> dict[str, Any]:
     An agent sends the whole conversation at every step: with the request's :class:`WireMemo`, only the messages
     added since the last step are converted (the others' wire form is kept); the tools' wire form is made once per
     tuple of definitions (the lane offers the same tuple at every step)."""
+    return _openai_body(request)[0]
+
+
+def _openai_body(request: StepRequest) -> tuple[dict[str, Any], _OpenAIWire | None]:
+    """:func:`openai_body`, and the kept wire form its messages are (None: converted whole, nothing kept)."""
     memo = request.wire
+    kept: _OpenAIWire | None = None
     if memo is None:
         messages: list[dict[str, Any]] = []
         append = messages.append
         for message in request.messages:
             _openai_message(message, append)
     else:
-        kept: list[dict[str, Any]] = memo.extend(request.messages, _new_list, _add_openai)
-        messages = list(kept)
+        kept = memo.extend(request.messages, _OpenAIWire, _OpenAIWire.add)
+        messages = list(kept.messages)
     body: dict[str, Any] = {"model": request.model, "messages": messages}
     if request.tools:
         body["tools"] = _openai_tools(request.tools)
     body.update(request.params)
-    return body
+    return body, kept
 
 
-def _new_list() -> list[dict[str, Any]]:
-    return []
+class _OpenAIWire:
+    """A conversation in the chat-completions shape, kept by a :class:`WireMemo`: the wire messages, and the bytes
+    orjson writes of each, made once, when a body is first written with it (:meth:`encoded`)."""
 
+    __slots__ = ("_written", "messages")
 
-def _add_openai(wire: list[dict[str, Any]], message: dict[str, Any]) -> None:
-    _openai_message(message, wire.append)
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self._written: list[bytes] = []
+
+    def add(self, message: dict[str, Any]) -> None:
+        _openai_message(message, self.messages.append)
+
+    def encoded(self, body: dict[str, Any]) -> bytes | None:
+        """``orjson.dumps(body)``, byte for byte, for a body whose ``messages`` are this conversation's (None for one
+        whose are not): the body written without its messages (the model, tools and parameters: a step's constant
+        part) with the messages' kept bytes put in. orjson writes a list as its items' bytes joined by commas, and
+        an item's bytes do not depend on where it sits but for the nesting limit, counted from the top: each is
+        written as deep as it sits in a body (two levels), so it is refused exactly when the whole body would be.
+        Raises TypeError, as ``orjson.dumps(body)`` would, for a message that is not JSON."""
+        messages, kept = body.get("messages"), self.messages
+        if not isinstance(messages, list) or len(messages) != len(kept) or not all(map(operator.is_, messages, kept)):
+            return None
+        written = self._written
+        for message in kept[len(written) :]:
+            written.append(orjson.dumps([[message]])[2:-2])
+        frame = orjson.dumps({**body, "messages": []})
+        head = b'{"model":' + orjson.dumps(body.get("model")) + b',"messages":['
+        if next(iter(body)) != "model" or not frame.startswith(head) or frame[len(head) : len(head) + 1] != b"]":
+            return None
+        return head + b",".join(written) + frame[len(head) :]
 
 
 def _openai_message(message: dict[str, Any], append: Callable[[dict[str, Any]], None]) -> None:
