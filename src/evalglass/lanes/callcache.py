@@ -69,7 +69,7 @@ class KeyFrame:
     is written at the depth it has in the whole (:func:`_item_json`). The frame checks its own split against orjson
     once (:class:`ValueError` if it ever disagreed); the property tests hold the keys to :func:`cache_key`."""
 
-    __slots__ = ("_head", "fingerprint", "rest_head", "rest_tail")
+    __slots__ = ("_head", "rest_head", "rest_tail")
 
     def __init__(self, fingerprint: str, rest: Mapping[str, Any]) -> None:
         """``rest``: the request as keyed without its ``messages`` (model, tools, sampling parameters)."""
@@ -77,7 +77,6 @@ class KeyFrame:
             raise ValueError(f"the request already holds {_GROWN!r}")
         before = address_json({key: value for key, value in rest.items() if key < _GROWN})[1:-1]
         after = address_json({key: value for key, value in rest.items() if key > _GROWN})[1:-1]
-        self.fingerprint = fingerprint
         self.rest_head = b"{" + before + (b"," if before else b"") + b'"' + _GROWN.encode() + b'":['
         self.rest_tail = b"]" + (b"," + after if after else b"") + b"}"
         head = b'{"f":' + address_json(fingerprint) + b',"r":' + self.rest_head
