@@ -25,7 +25,7 @@ import orjson
 from evalglass.core.fieldpath import ABSENT
 from evalglass.lanes.chatcall import TransportChoice, Usage, openai_usage
 from evalglass.lanes.executor import EndpointLimit
-from evalglass.lanes.providers.wire import Malformed, WireAnswer, WireBuilder, WireCall
+from evalglass.lanes.providers.wire import ListBytes, Malformed, WireAnswer, WireBuilder, WireCall
 from evalglass.lanes.retry import Fault, FaultKind, Ok
 from evalglass.lanes.specs import EndpointSpec, Provider
 
@@ -199,7 +199,7 @@ class NativeStepClient:
                 body = built.body(request.model, request.tools, dict(request.params))
         except ValueError as exc:
             return Fault(FaultKind.INVALID_REQUEST, str(exc))
-        return await self.native.post(body, self._turn)
+        return await self.native.post(body, self._turn, data=None if memo is None else built.encoded(body))
 
     def _turn(self, raw: bytes) -> AssistantTurn:
         answer = self.native.wire.parse_answer(raw)
@@ -280,35 +280,21 @@ def _openai_body(request: StepRequest) -> tuple[dict[str, Any], _OpenAIWire | No
 
 class _OpenAIWire:
     """A conversation in the chat-completions shape, kept by a :class:`WireMemo`: the wire messages, and the bytes
-    orjson writes of each, made once, when a body is first written with it (:meth:`encoded`)."""
+    orjson writes of each, made once (:class:`~evalglass.lanes.providers.wire.ListBytes`)."""
 
-    __slots__ = ("_written", "messages")
+    __slots__ = ("_bytes", "messages")
 
     def __init__(self) -> None:
         self.messages: list[dict[str, Any]] = []
-        self._written: list[bytes] = []
+        self._bytes = ListBytes()
 
     def add(self, message: dict[str, Any]) -> None:
         _openai_message(message, self.messages.append)
 
     def encoded(self, body: dict[str, Any]) -> bytes | None:
-        """``orjson.dumps(body)``, byte for byte, for a body whose ``messages`` are this conversation's (None for one
-        whose are not): the body written without its messages (the model, tools and parameters: a step's constant
-        part) with the messages' kept bytes put in. orjson writes a list as its items' bytes joined by commas, and
-        an item's bytes do not depend on where it sits but for the nesting limit, counted from the top: each is
-        written as deep as it sits in a body (two levels), so it is refused exactly when the whole body would be.
-        Raises TypeError, as ``orjson.dumps(body)`` would, for a message that is not JSON."""
-        messages, kept = body.get("messages"), self.messages
-        if not isinstance(messages, list) or len(messages) != len(kept) or not all(map(operator.is_, messages, kept)):
-            return None
-        written = self._written
-        for message in kept[len(written) :]:
-            written.append(orjson.dumps([[message]])[2:-2])
-        frame = orjson.dumps({**body, "messages": []})
-        head = b'{"model":' + orjson.dumps(body.get("model")) + b',"messages":['
-        if next(iter(body)) != "model" or not frame.startswith(head) or frame[len(head) : len(head) + 1] != b"]":
-            return None
-        return head + b",".join(written) + frame[len(head) :]
+        """``orjson.dumps(body)`` for a body whose ``messages`` are this conversation's (None for another): a wire
+        message never changes once converted."""
+        return self._bytes.body_bytes(body, "messages", self.messages, len(self.messages))
 
 
 def _openai_message(message: dict[str, Any], append: Callable[[dict[str, Any]], None]) -> None:
