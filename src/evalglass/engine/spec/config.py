@@ -38,6 +38,7 @@ from evalglass.core.goldfields import (
     field_conflicts,
     gold_excluded_fields,
     merged_task,
+    others_outputs,
 )
 from evalglass.core.outputshape import OutputShape
 from evalglass.core.stats import Direction
@@ -820,6 +821,15 @@ class Config(BaseModel):
         if self._gold_fields is not None:
             return self._gold_fields
         return gold_excluded_fields(self._raw_task(), self.variants, self.dataset.format)
+
+    @property
+    def others_output_fields(self) -> tuple[str, ...]:
+        """The record's fields a ``python`` metric scoring this config's task is not shown: every other variant's
+        recorded output in the dataset file (``core.goldfields.others_outputs``); none in a run without variants.
+        Gold leaves them out, so a metric reading one would decide on a value no approval binds."""
+        task = self.task
+        own = task.field if isinstance(task, RecordedTask) and task.path is None else None
+        return others_outputs(self.gold_excluded_fields, own)
 
     @property
     def needs_gold(self) -> bool:
