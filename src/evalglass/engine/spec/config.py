@@ -968,12 +968,27 @@ class Config(BaseModel):
             if self.dataset.answer_filter is not None:  # which filter's answer is measured (only when declared)
                 read["answer_filter"] = self.dataset.answer_filter
             payload["dataset_read"] = read
+        prices = self.output_prices()
+        if prices and reads_cost(spec):
+            # A trajectory's cost is its tokens priced by `prices:`, a table a pull request edits: a cheaper price
+            # would turn a failing budget gate green. Only then: other approvals keep their fingerprints.
+            payload["prices"] = prices
         evaluators = fingerprinted(self.gate_evaluators(name) if versions is None else versions)
         if evaluators:
             payload["evaluators"] = evaluators
         if self.variant_names:
             payload["variants"] = self.variant_definitions()
         return payload
+
+    def output_prices(self) -> dict[str, Any]:
+        """The ``prices:`` entries the run's outputs are priced with (a live agent lane's trajectory holds a
+        ``cost``), by model, as a gate on a metric that may read the cost binds them (:func:`reads_cost`)."""
+        found: dict[str, Any] = {}
+        for _, lane in self._live_tasks():
+            model = lane.priced_model()
+            if model is not None and model in self.prices:
+                found[model] = self.prices[model].model_dump(mode="json", exclude_none=True)
+        return dict(sorted(found.items()))
 
     def metric_checks_payload(self, metric: str, files_of: Mapping[str, Mapping[str, str]]) -> dict[str, Any]:
         """What a metric's definition binds of its files and of the checks it runs per example (a ``check``
@@ -1011,6 +1026,23 @@ class Config(BaseModel):
         declared = self.checks[name]
         left_out = {"description"} if declared.inputs else {"description", "inputs"}
         return declared.model_dump(mode="json", exclude=left_out)
+
+
+#: Metric types given an example's whole output whatever their ``field``: host code (``example.output``).
+_WHOLE_OUTPUT_ALWAYS = frozenset({"python"})
+#: Metric types given the whole output when they name no ``field``: a check's command, a judge's prompt.
+_WHOLE_OUTPUT_UNLESS_FIELD = frozenset({"check", "llm_judge", "jury"})
+
+
+def reads_cost(spec: AnyMetricSpec) -> bool:
+    """Whether ``spec`` may read a trajectory's ``cost`` (which ``prices:`` makes): a ``field`` under it, or a metric
+    given the whole output (:data:`_WHOLE_OUTPUT_ALWAYS`, :data:`_WHOLE_OUTPUT_UNLESS_FIELD`). A builtin reading
+    another field, or the output's structure (``steps``, ``tool_calls``), never does."""
+    if spec.type in _WHOLE_OUTPUT_ALWAYS:
+        return True
+    if spec.field is None:
+        return spec.type in _WHOLE_OUTPUT_UNLESS_FIELD
+    return parse_path(spec.field)[:1] == ("cost",)
 
 
 def check_files_key(check: str) -> str:
