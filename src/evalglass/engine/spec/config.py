@@ -26,6 +26,7 @@ from pydantic import (
 )
 from pydantic.functional_validators import BeforeValidator
 
+from evalglass.core.authority import DEFAULT_LEDGER
 from evalglass.core.checks import check_code_key, policy_id_conflicts
 from evalglass.core.fieldpath import FieldPathError, parse_path
 from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
@@ -270,7 +271,9 @@ class Config(BaseModel):
         description="Where per-example work runs: `local` (this process) or `ray` (a Ray cluster).",
     )
     ledger: str = Field(
-        default="authority.yaml", description="The host-owned authority ledger, relative to this config file."
+        default=DEFAULT_LEDGER,
+        description="The host-owned authority ledger, relative to this config file. Any other file than the "
+        "default must be confirmed with `--ledger` (a config, which a pull request edits, cannot choose its ledger).",
     )
     # Each entry validated by the type it declares (``MetricEntry``), not by the validator of every type at once.
     metrics: dict[str, MetricEntry] = Field(min_length=1)
