@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
+from operator import attrgetter
 from typing import Any
 
 import orjson
@@ -84,7 +85,7 @@ def read_calls(value: Any) -> list[Call]:
             made = [_call(item, "tool call", index) for index, item in enumerate(calls)]
             if not _REDUNDANT.isdisjoint(value):
                 _check(value, calls, [(call.name, call.arguments, call.invalid) for call in made])
-            return [_with_object_text(call, item) for call, item in zip(made, calls, strict=True)]
+            return _with_object_texts(made, calls)
         messages = value.get("messages", ABSENT)
         if messages is ABSENT:
             raise Unreadable(_NOT_A_CONVERSATION)
@@ -146,7 +147,7 @@ def read_calls_of_list(items: Any, what: str) -> list[Call]:
         for index, message in enumerate(items):
             found.extend(_message_calls(message, index))
         return found
-    return [_measured_call(item, "call", index) for index, item in enumerate(items)]
+    return _with_object_texts([_call(item, "call", index) for index, item in enumerate(items)], items)
 
 
 def count_model_turns(value: Any) -> int | None:
@@ -513,6 +514,17 @@ def _call(item: Any, what: str, position: int | None = None) -> Call:
 def _measured_call(item: Any, what: str, position: int | None = None) -> Call:
     """:func:`_call`, as a metric measures it (:func:`read_calls`): see :func:`_with_object_text`."""
     return _with_object_text(_call(item, what, position), item)
+
+
+_ARGUMENTS = attrgetter("arguments")
+
+
+def _with_object_texts(calls: list[Call], items: Sequence[Any]) -> list[Call]:
+    """:func:`_with_object_text` of each call read from ``items``; the list itself when no argument is text (the
+    usual case, told by one pass that makes no call)."""
+    if str not in map(type, map(_ARGUMENTS, calls)):  # in C: no Python frame per call
+        return calls
+    return [_with_object_text(call, item) for call, item in zip(calls, items, strict=True)]
 
 
 def _with_object_text(call: Call, item: Any) -> Call:
