@@ -31,7 +31,7 @@ which sees every key and every digit. The scan is one ``translate`` of the batch
   line's whole tree, so the line is no deeper either; the text is then not scanned for depth at all.
 
 The scans run over a whole batch of lines at once (:func:`batch_is_exact`); only a batch that fails them is looked
-at line by line. A long batch's digits and colons are counted in numpy (:data:`_LARGE`) instead of translated.
+at line by line. The colons of a long batch written back are counted in numpy (:data:`_LARGE`).
 """
 
 from __future__ import annotations
@@ -157,17 +157,12 @@ def _exact(
     lines: list[bytes], values: list[Any], key: str | None, *, split: bool = False, at_key: list[Any] | None = None
 ) -> tuple[bool, bytes | None, bytes | None]:
     joined = b"\n".join(lines)
-    structure: bytes | None = None
-    if len(joined) < _LARGE:
-        # One pass over the text keeps what every test below reads, a few bytes a line (see _STRUCTURE).
-        structure = joined.translate(_STRUCTURE, _NOT_STRUCTURE)
-        if _LONG_DIGITS in structure and _LONG_DIGITS in joined.translate(_DIGITS_ONLY):
-            return False, None, None
-        colons = structure.count(b":")
-    else:  # the same two tests in numpy's vector loops: a sixth of the instructions (see _LARGE)
-        if _has_long_digit_run(joined):
-            return False, None, None
-        colons = _colons(joined)
+    # One pass over the text keeps what every test below reads, a few bytes a line (see _STRUCTURE). (Counted in
+    # numpy instead, the text took a sixth of the instructions but more CPU: three temporary arrays of its length.)
+    structure = joined.translate(_STRUCTURE, _NOT_STRUCTURE)
+    if _LONG_DIGITS in structure and _LONG_DIGITS in joined.translate(_DIGITS_ONLY):
+        return False, None, None
+    colons = structure.count(b":")
     # The depth is proven by the writing below when the batch is written whole (each value inside one of the two
     # halves, or the whole batch), else by the text (see the module docstring).
     within = _writing_measures_depth()
@@ -266,8 +261,9 @@ def _every_has(values: list[Any], key: str) -> bool:
     return all_of_type(values, dict) and all(map(dict.__contains__, values, repeat(key)))
 
 
-#: Bytes from which a scan runs in numpy: ``bytes.count`` and ``translate`` take 6 to 10 instructions a byte, numpy's
-#: comparisons and counts about one, for a fixed cost of a few microseconds a call (numpy is imported then only).
+#: Bytes from which the colons of what orjson wrote are counted in numpy: ``bytes.count`` takes 8 instructions a
+#: byte, numpy's comparison and count about one (and less CPU: measured), for a few microseconds a call (numpy is
+#: imported then only).
 _LARGE = 1 << 16
 
 
@@ -280,22 +276,12 @@ def _colons(data: bytes) -> int:
     return int(np.count_nonzero(np.frombuffer(data, np.uint8) == _COLON))
 
 
-def _has_long_digit_run(data: bytes) -> bool:
-    """``_LONG_DIGITS in data.translate(_DIGITS_ONLY)``: a run of 19 or more ASCII digits in ``data``."""
-    import numpy as np
-
-    digits = (np.frombuffer(data, np.uint8) - np.uint8(_ZERO)) < 10  # every other byte wraps around to 10 or more
-    return _LONG_RUN in digits.tobytes()  # a bool array's bytes: 1 for a digit
-
-
 _COLON = ord(":")
-_ZERO = ord("0")
-_LONG_RUN = b"\x01" * len(_LONG_DIGITS)
 
 
-def _shallow_enough(joined: bytes, structure: bytes | None, lines: int) -> bool:
+def _shallow_enough(joined: bytes, structure: bytes, lines: int) -> bool:
     """Whether every line of ``joined`` (JSON documents joined by newlines, ``lines`` of them) nests at most
-    :data:`MAX_DEPTH` levels; ``structure`` is its :data:`_STRUCTURE` bytes (None: not made yet).
+    :data:`MAX_DEPTH` levels; ``structure`` is its :data:`_STRUCTURE` bytes.
 
     Measured in C for the whole batch. First a bound: a line opening at most :data:`MAX_DEPTH` objects and arrays
     (brackets inside its strings counted too, which only loosens the bound) cannot nest deeper, and most batches end
@@ -304,8 +290,6 @@ def _shallow_enough(joined: bytes, structure: bytes | None, lines: int) -> bool:
     everything but brackets, quotes and newlines, then the strings (all at once when none holds a bracket, else by
     splitting at the quotes). What is left is each line's brackets, balanced; each pass takes out the innermost
     ``[]`` pairs, exactly one level, until every line opens no more than the levels still allowed."""
-    if structure is None:
-        structure = joined.translate(_STRUCTURE, _NOT_STRUCTURE)
     if structure.count(b"[") <= MAX_DEPTH:  # the whole batch opens too few
         return True
     openers = structure.translate(None, _NOT_OPENERS)
