@@ -116,7 +116,18 @@ class ReadCalls:
     keyed straight from their items; their :class:`Call` objects are made only when asked for (a result short of
     perfect shows a few of them; the modes that compare in order read them all)."""
 
-    __slots__ = ("_arguments", "_calls", "_described", "_failure", "_items", "_keys", "_named", "_names", "_paired")
+    __slots__ = (
+        "_arguments",
+        "_calls",
+        "_described",
+        "_failure",
+        "_items",
+        "_keys",
+        "_named",
+        "_names",
+        "_paired",
+        "size",
+    )
 
     def __init__(
         self,
@@ -128,13 +139,16 @@ class ReadCalls:
         """``calls`` read, or own-form ``items`` with each one's ``names`` and ``arguments`` (ABSENT for none)."""
         self._calls = calls
         self._items = items
+        #: How many calls (``len``, as an attribute: the metrics read it for every example).
+        self.size = len(calls) if calls is not None else len(items or ())
         self._names = names
         self._arguments = arguments
         self._keys: list[Hashable] | None = None
         self._named: list[tuple[str, Hashable]] | bool | None = False
         self._failure: NotJsonError | None = None
-        #: The pairing by key with one list of expected calls (the same object), kept for the next metric to ask.
-        self._paired: tuple[ReadCalls, list[int]] | None = None
+        #: The pairing by key with one list of expected calls (the same object) and how many calls it pairs, kept
+        #: for the next metric to ask.
+        self._paired: tuple[ReadCalls, list[int], int] | None = None
         #: The text describing one pairing with one list of expected calls (the same objects), for the next metric.
         self._described: tuple[ReadCalls, list[int], str] | None = None
 
@@ -151,7 +165,7 @@ class ReadCalls:
         return self._calls
 
     def __len__(self) -> int:
-        return len(self._calls if self._calls is not None else self._items or ())
+        return self.size
 
     def call(self, index: int) -> Call:
         """The call at ``index``, made alone when the others are not needed."""
@@ -305,14 +319,21 @@ class CallMatcher:
         """:meth:`pairing` of calls read once: their keys made once, and a pairing by key made once for every
         metric that pairs the same two (by key, the pairing depends on nothing else). The list is shared: read it,
         never change it."""
+        return self.counted(made, expected)[0]
+
+    def counted(self, made: ReadCalls, expected: ReadCalls) -> tuple[list[int], int]:
+        """:meth:`pairing_of` and how many calls it pairs (:func:`matched_count`), both kept with a pairing by key
+        for the next metric that pairs the same two."""
         if not self.by_key:
-            return _maximum_pairing(made.calls, expected.calls, self.matches)
+            pairing = _maximum_pairing(made.calls, expected.calls, self.matches)
+            return pairing, matched_count(pairing)
         paired = made._paired
         if paired is not None and paired[0] is expected:
-            return paired[1]
+            return paired[1], paired[2]
         pairing = _pairing_by_key(made, expected)
-        made._paired = (expected, pairing)
-        return pairing
+        matched = len(pairing) - pairing.count(-1)
+        made._paired = (expected, pairing, matched)
+        return pairing, matched
 
     def in_order(self, made: Sequence[Call], expected: Sequence[Call]) -> int:
         """How many expected calls, from the first, appear in order among the calls made (each call made used once):

@@ -55,7 +55,6 @@ from evalglass.metrics.callmatch import (
     CallMatcher,
     ReadCalls,
     ToolRule,
-    matched_count,
     unmatched_made,
 )
 from evalglass.metrics.invalid import invalid_answer, unreadable_answer
@@ -214,7 +213,7 @@ def _read(value: Any) -> ReadCalls | Unreadable | Any:
 def _by_mode(
     matcher: CallMatcher, mode: CallsMode, forbid: bool, vacuous: Vacuous, read: ReadCalls, wanted: ReadCalls
 ) -> MetricResult:
-    made, expected = len(read), len(wanted)
+    made, expected = read.size, wanted.size
     why = ""
     pairing: list[int] | None = None
     if mode is CallsMode.EXACT:
@@ -238,8 +237,7 @@ def _by_mode(
             if stray is not None:
                 why = f"{_show(stray)} matches no expected call (extra_calls: forbid)"
     else:
-        pairing = matcher.pairing_of(read, wanted)
-        matched = matched_count(pairing)
+        pairing, matched = matcher.counted(read, wanted)
         if mode is CallsMode.ANY_ORDER:
             holds = matched == made == expected
         elif mode is CallsMode.SUBSET:
@@ -251,8 +249,7 @@ def _by_mode(
     if holds and made == expected:
         return 1.0  # every call made is paired with an expected one: nothing to report
     if pairing is None:
-        pairing = matcher.pairing_of(read, wanted)
-    matched = matched_count(pairing)
+        pairing, matched = matcher.counted(read, wanted)
     if holds and matched == made == expected:
         return 1.0
     if not why:
@@ -268,15 +265,14 @@ def _by_mode(
 def _per_call(
     matcher: CallMatcher, measure: Measure, vacuous: Vacuous, read: ReadCalls, wanted: ReadCalls
 ) -> MetricResult:
-    made, expected = len(read), len(wanted)
+    made, expected = read.size, wanted.size
     if not made and not expected:
         return _vacuous(vacuous, measure, 0)
     if measure == "precision" and not made:
         return Score.non_evaluable("measure_undefined", "precision is undefined (0/0): no call was made")
     if measure == "recall" and not expected:
         return Score.non_evaluable("measure_undefined", "recall is undefined (0/0): no call is expected")
-    pairing = matcher.pairing_of(read, wanted)
-    matched = matched_count(pairing)
+    pairing, matched = matcher.counted(read, wanted)
     if measure == "precision":
         value = matched / made
     elif measure == "recall":
