@@ -174,6 +174,15 @@ class ReadCalls:
         item = self._items[index]
         return Call(item["name"], item.get("arguments", ABSENT))
 
+    def parts(self, index: int) -> tuple[str, Any, str | None]:
+        """The name, arguments (ABSENT for none) and text not JSON (or None) of the call at ``index``: what
+        :meth:`call` holds, without making the :class:`Call` (a note shows a few calls of thousands of lists)."""
+        if self._calls is not None or self._items is None:
+            call = self.calls[index]
+            return call.name, call.arguments, call.invalid
+        item = self._items[index]
+        return item["name"], item.get("arguments", ABSENT), None
+
     def keys(self) -> list[Hashable]:
         """Each call's key (:func:`json_key` of its arguments; ``*`` for none; None for arguments that are not
         JSON text), in order. Raises the :class:`NotJsonError` of the first call whose arguments are not JSON

@@ -30,8 +30,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from enum import StrEnum
 from functools import lru_cache
+from itertools import compress, count, filterfalse, islice
 from typing import Any, ClassVar, Literal
 
+import orjson
 from pydantic import Field, model_validator
 
 from evalglass.core.example import Example, ExampleBatch
@@ -55,7 +57,6 @@ from evalglass.metrics.callmatch import (
     CallMatcher,
     ReadCalls,
     ToolRule,
-    unmatched_made,
 )
 from evalglass.metrics.invalid import invalid_answer, unreadable_answer
 from evalglass.metrics.support import clip, one_line, scored_with_note
@@ -307,14 +308,18 @@ def _counts(matched: int, made: int, expected: int) -> str:
 
 def _unmatched(made: ReadCalls, expected: ReadCalls, pairing: list[int]) -> str:
     """The first few expected calls left unpaired and calls made left unpaired (only those are read as calls)."""
-    missing = [position for position, index in enumerate(pairing) if index < 0][:3]
-    extra = unmatched_made(made, pairing)[:3]
+    missing = list(islice(compress(count(), map(_UNPAIRED.__eq__, pairing)), 3))
+    extra = list(islice(filterfalse(set(pairing).__contains__, range(made.size)), 3))
     parts = []
     if missing:
-        parts.append("expected but not made: " + ", ".join(_show(expected.call(index)) for index in missing))
+        parts.append("expected but not made: " + ", ".join(_shown(*expected.parts(index)) for index in missing))
     if extra:
-        parts.append("made but not expected: " + ", ".join(_show(made.call(index)) for index in extra))
+        parts.append("made but not expected: " + ", ".join(_shown(*made.parts(index)) for index in extra))
     return "; ".join(parts) or "every call matched"
+
+
+#: An expected call's place in a pairing when no call made is paired with it.
+_UNPAIRED = -1
 
 
 def _at(calls: ReadCalls, index: int) -> str:
@@ -322,17 +327,20 @@ def _at(calls: ReadCalls, index: int) -> str:
 
 
 def _show(call: Call) -> str:
-    if call.invalid is not None:
-        return clip(f"{call.name}(<not JSON: {call.invalid}>)", 120)
-    if call.arguments is ABSENT:
-        return f"{call.name}(...)"
-    import orjson
+    return _shown(call.name, call.arguments, call.invalid)
 
+
+def _shown(name: str, arguments: Any, invalid: str | None) -> str:
+    """A call as a note shows it: ``name(arguments)``, cut to 120 characters."""
+    if invalid is not None:
+        return clip(f"{name}(<not JSON: {invalid}>)", 120)
+    if arguments is ABSENT:
+        return f"{name}(...)"
     try:
-        shown = orjson.dumps(call.arguments).decode()
+        shown = orjson.dumps(arguments).decode()
     except TypeError:
         shown = "<not JSON>"
-    return clip(f"{call.name}({shown})", 120)
+    return clip(f"{name}({shown})", 120)
 
 
 __all__ = ["CallsMode", "ExtraCalls", "ToolCallsSpec", "Vacuous"]
