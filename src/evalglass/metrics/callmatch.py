@@ -33,7 +33,6 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.jsonvalue import NotJsonError, json_key
 from evalglass.core.trajectory import Call, own_calls, read_calls
-from evalglass.core.uniform import all_of_type
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
@@ -225,7 +224,7 @@ class ReadCalls:
 def _flat_keys_of(names: list[str], arguments: list[Any]) -> list[tuple[str, Hashable]] | None:
     """:meth:`ReadCalls.flat_keys` of own-form calls (their names, and arguments or ABSENT): when every call carries
     a flat object, checked and keyed with C loops over the whole list (a trajectory holds many calls)."""
-    if not all_of_type(arguments, dict):
+    if not arguments or list(map(type, arguments)).count(dict) != len(arguments):  # all_of_type, inlined
         keys = [_NAME_ONLY if value is ABSENT else flat_arguments_key(value) for value in arguments]
         return None if None in keys else list(zip(names, keys, strict=True))
     if not _FLAT_TYPES.issuperset(map(type, chain.from_iterable(map(dict.values, arguments)))):
@@ -238,8 +237,8 @@ def _flat_keys_of(names: list[str], arguments: list[Any]) -> list[tuple[str, Has
     # text always occurs, and its occurrences never overlap; so when it occurs exactly once fewer times than there
     # are objects, no string holds it and the cut is exact. Else (a string holding "},{"), one dump a call.
     inner = written[2:-2]
-    if inner.count(b"},{") == len(arguments) - 1:
-        return list(zip(names, inner.split(b"},{"), strict=True))
+    if inner.count(b"},{") == len(arguments) - 1:  # so the cut gives one piece a call: zip's strict check (a
+        return list(zip(names, inner.split(b"},{")))  # noqa: B905 - keyword call, measured) would be redundant
     return list(zip(names, [_sorted_dump(value)[1:-1] for value in arguments], strict=True))
 
 
