@@ -181,6 +181,7 @@ class ToolCallsSpec(MetricSpec):
         output is not a trajectory."""
         matcher = CallMatcher(self.arguments, self.tools)
         measure, mode, vacuous = self.measure, self.mode, self.vacuous
+        named = "" if mode is None else mode.value  # read once: an enum's value is a Python property
         forbid = self.extra_calls is ExtraCalls.FORBID
 
         def judge(made: ReadCalls | Unreadable, expected: ReadCalls | Unreadable) -> MetricResult | Unreadable:
@@ -193,7 +194,7 @@ class ToolCallsSpec(MetricSpec):
             try:
                 if measure == "pass":
                     assert mode is not None
-                    return _by_mode(matcher, mode, forbid, vacuous, made, expected)
+                    return _by_mode(matcher, mode, named, forbid, vacuous, made, expected)
                 return _per_call(matcher, measure, vacuous, made, expected)
             except NotJsonError as exc:
                 return Score.error("wrong_type", f"tool_calls compares JSON arguments: {one_line(str(exc))}")
@@ -212,8 +213,15 @@ def _read(value: Any) -> ReadCalls | Unreadable | Any:
 
 
 def _by_mode(
-    matcher: CallMatcher, mode: CallsMode, forbid: bool, vacuous: Vacuous, read: ReadCalls, wanted: ReadCalls
+    matcher: CallMatcher,
+    mode: CallsMode,
+    named: str,
+    forbid: bool,
+    vacuous: Vacuous,
+    read: ReadCalls,
+    wanted: ReadCalls,
 ) -> MetricResult:
+    """The result of ``mode`` (whose value is ``named``) for the calls ``read`` against those ``wanted``."""
     made, expected = read.size, wanted.size
     why = ""
     pairing: list[int] | None = None
@@ -246,7 +254,7 @@ def _by_mode(
         else:
             holds = matched == expected
     if holds and not expected:
-        return _vacuous(vacuous, mode.value, made)
+        return _vacuous(vacuous, named, made)
     if holds and made == expected:
         return 1.0  # every call made is paired with an expected one: nothing to report
     if pairing is None:
@@ -259,7 +267,7 @@ def _by_mode(
     return scored_with_note(
         1.0 if holds else 0.0,
         "tool_calls_counted" if holds else "tool_calls_mismatch",
-        f"{mode.value} {verdict}: {_counts(matched, made, expected)}; {why}",
+        f"{named} {verdict}: {_counts(matched, made, expected)}; {why}",
     )
 
 
