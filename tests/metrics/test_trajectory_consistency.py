@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from evalglass.core.conversation import Trajectory
@@ -411,6 +411,14 @@ def test_own_messages_read_at_once_decide_as_any_mapping_read_carefully(record: 
     edited_calls=st.booleans(),
     users=st.booleans(),
     steps=st.sampled_from([None, 0, 1]),
+)
+@example(  # the messages hold the first of two calls only: not the last ones, so it does not add up
+    record=trajectory([("search", {"q": 1}), ("book", {"q": 2})], stopped=False),
+    edited=True,
+    cut=-1,
+    edited_calls=False,
+    users=False,
+    steps=None,
 )
 def test_what_the_replays_proof_accepts_the_check_accepts(
     record: dict[str, Any], edited: bool, cut: int, edited_calls: bool, users: bool, steps: int | None
