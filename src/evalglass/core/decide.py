@@ -34,6 +34,7 @@ from evalglass.core.stats import (
     Interval,
     Reducer,
     ScaleSpec,
+    Ties,
     WithinSpread,
     confidence_interval,
     epochs_to_decide,
@@ -58,6 +59,9 @@ class MetricInput:
     k: int | None = None
     interval: IntervalSpec = field(default_factory=IntervalSpec)
     scale: ScaleSpec | None = None
+    #: Where a ``majority`` tie between samples goes: the unfavourable side of its gates' direction
+    #: (``Ties.against``); ``low`` for a run recorded before that rule (``core.recordrules``).
+    ties: Ties = Ties.LOW
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,16 +107,17 @@ class Measured:
         return within_of(self.spec.column, self.example_of_row, len(self.column), self.spec.reducer)
 
 
-def per_example(column: ScoreColumn, shape: RunShape, reducer: Reducer, k: int | None) -> ScoreColumn:
-    """One row per example: the column itself, or its sample rows reduced per example."""
+def per_example(column: ScoreColumn, shape: RunShape, reducer: Reducer, k: int | None, *, ties: Ties) -> ScoreColumn:
+    """One row per example: the column itself, or its sample rows reduced per example (a ``majority`` tie to
+    ``ties``)."""
     if shape.example_of_row is None:
         return column
-    return reduce_column(column, shape.example_of_row, shape.examples, reducer, k)
+    return reduce_column(column, shape.example_of_row, shape.examples, reducer, k, ties=ties)
 
 
 def measure(metric: MetricInput, shape: RunShape) -> Measured:
     rows = len(metric.column)
-    column = per_example(metric.column, shape, metric.reducer, metric.k)
+    column = per_example(metric.column, shape, metric.reducer, metric.k, ties=metric.ties)
     population = population_of(column, shape.examples)
     included = column.states() == SCORED_VALID
     values = column.values()[included]

@@ -178,6 +178,15 @@ class RunRecord(BaseModel):
         "reducer that depends on it (max, min, majority, at_least_k): `bound`; absent (`unbound`): they did not, as "
         "runs recorded before that were decided.",
     )
+    majority_ties: Literal["low", "unfavourable"] = _older_rules_marker(
+        "low",
+        # Absent for a run with no lower-is-better gate on a majority metric with samples (both rules break every tie
+        # low there) and in records from before ties went to the unfavourable side: those are re-derived so
+        # (core/recordrules.py).
+        description="Where a tie between a `majority` metric's samples went when the run decided: `unfavourable`, "
+        "the side unfavourable to its gates' direction (the highest tied value when lower is better); absent "
+        "(`low`): always the lowest, as runs recorded before that were decided.",
+    )
     calibrations: dict[str, CalibrationRecord] = Field(
         default_factory=dict,
         description="Per llm_judge metric, the calibration record the run found (snapshot; verify decides on it).",

@@ -203,11 +203,11 @@ def _comparative(
     import numpy as np
 
     from evalglass.core.comparative import ComparativeInputs
-    from evalglass.engine.decide.baselines import compared_definitions, compared_metrics, read_baseline
+    from evalglass.engine.decide.baselines import compared_definitions, compared_ties, read_baseline
 
-    metrics = compared_metrics(config)
+    metrics = compared_ties(config)
     baselines = {
-        name: read_baseline(name, ledger, list(metrics), locator, config.dataset.name)[0]
+        name: read_baseline(name, ledger, metrics, locator, config.dataset.name)[0]
         for name in names
         if name is not None and name in ledger.ledger.baselines
     }
