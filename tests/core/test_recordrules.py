@@ -19,17 +19,19 @@ from evalglass.core.recordrules import (
     COUNT_REDUCERS,
     CURRENT_RULES,
     JUDGE_TYPES,
+    UNDECIDED_NOTES,
     UNRECORDED_CODE,
     CurrentOutcome,
     DecisionRules,
     LaterRule,
+    compared_count_gates,
     count_gates,
     count_unbound_gates,
     green,
     older_rules_problem,
     recorded_rules,
+    scoreless_gates,
     tie_gates,
-    tie_undecided_gates,
 )
 from evalglass.core.runrecord import RunRecord
 
@@ -43,6 +45,7 @@ MARKERS: dict[LaterRule, dict[str, Any]] = {
     LaterRule.EXAMPLES_BINDING: {"gold_gates": "every"},
     LaterRule.SAMPLES_BINDING: {"sample_counts": "bound"},
     LaterRule.UNFAVOURABLE_TIES: {"majority_ties": "unfavourable"},
+    LaterRule.COMPARED_COUNTS: {"baseline_counts": "compared"},
 }
 
 
@@ -76,6 +79,7 @@ def _record(judges: bool, kept: tuple[LaterRule, ...]) -> RunRecord:
                 "solutions": {"metric": "passes"},
                 "best-of-3": {"metric": "best"},
                 "rarely": {"metric": "voted", "direction": "lower_is_better"},
+                "no-worse": {"metric": "best", "compare_to": "main"},
             },
         }
     for rule in kept:
@@ -125,7 +129,7 @@ def test_a_gate_binds_the_count_only_under_such_a_reducer_with_several_samples()
     kept = _record(True, tuple(LaterRule))
     assert count_unbound_gates(recorded_rules(kept), kept) == ()
     old = _record(True, tuple(rule for rule in LaterRule if rule is not LaterRule.SAMPLES_BINDING))
-    assert count_unbound_gates(recorded_rules(old), old) == ("best-of-3", "rarely")  # majority depends on the count
+    assert count_unbound_gates(recorded_rules(old), old) == ("best-of-3", "rarely", "no-worse")
 
 
 def test_the_check_types_are_the_registrys_metric_types_that_run_a_check() -> None:
@@ -225,11 +229,26 @@ def test_only_a_lower_is_better_gate_on_a_majority_metric_with_samples_claims_th
     assert tie_gates({"task": lane, "metrics": metrics, "gates": gates}) == ()  # one sample: no tie
     assert tie_gates({"task": {"samples": True}, "metrics": metrics, "gates": gates}) == ("low", "vs")
     kept = _record(True, tuple(LaterRule))
-    assert tie_undecided_gates(recorded_rules(kept), kept) == ()
+    assert scoreless_gates(recorded_rules(kept), kept) == {}
     older = _record(True, tuple(rule for rule in LaterRule if rule is not LaterRule.UNFAVOURABLE_TIES))
     assert recorded_rules(older).before == {LaterRule.UNFAVOURABLE_TIES}
     assert not recorded_rules(older).unfavourable_ties
-    assert tie_undecided_gates(recorded_rules(older), older) == ("rarely",)
+    assert scoreless_gates(recorded_rules(older), older) == {"rarely": UNDECIDED_NOTES[LaterRule.UNFAVOURABLE_TIES]}
+
+
+def test_only_a_comparative_gate_on_a_count_reducer_claims_the_compared_counts_rule() -> None:
+    """Whatever this run's samples: the baseline's count may differ from it (one sample here, three there)."""
+    metrics = {"best": {"type": "contains", "reducer": "max"}, "avg": {"type": "contains"}}
+    gates = {
+        "vs": {"metric": "best", "compare_to": "main"},
+        "vs-avg": {"metric": "avg", "compare_to": "main"},
+        "plain": {"metric": "best"},
+    }
+    assert compared_count_gates({"task": {"type": "recorded"}, "metrics": metrics, "gates": gates}) == ("vs",)
+    older = _record(True, tuple(rule for rule in LaterRule if rule is not LaterRule.COMPARED_COUNTS))
+    assert recorded_rules(older).before == {LaterRule.COMPARED_COUNTS}
+    assert not recorded_rules(older).counts_compared and recorded_rules(older).unfavourable_ties
+    assert scoreless_gates(recorded_rules(older), older) == {"no-worse": UNDECIDED_NOTES[LaterRule.COMPARED_COUNTS]}
 
 
 def test_a_gate_the_reader_cannot_decide_is_named_with_why() -> None:

@@ -162,3 +162,25 @@ def test_gates_that_disagree_on_a_majority_metrics_direction_are_refused(tmp_pat
     assert "evalglass.yaml" in result.err and "metric 'leaked' reduces its samples by majority" in result.err
     assert "gate 'leaks': lower_is_better, gate 'found': higher_is_better" in result.err
     assert "Traceback" not in result.err
+
+
+def test_an_approval_made_under_the_old_tie_side_is_stale_and_says_so(tmp_path: Path) -> None:
+    """The tie side is named in a lower-is-better gate's approval (`majority_ties@2`); an approval made before it
+    (its fingerprint without it: version 1 was never named) reads as stale, naming the change."""
+    from evalglass.engine.spec.config import load_config
+
+    project = project_of(tmp_path)
+    loaded = load_config(project.evals / "evalglass.yaml")
+    current = loaded.config.gate_evaluators(GATE)
+    assert current["rule:majority_ties"] == 2
+    before = {key: version for key, version in current.items() if key != "rule:majority_ties"}
+    old = loaded.config.gate_fingerprint(GATE, loaded.definition_files, versions=before)
+    entry = {"active": True, "threshold": 0.3, "fingerprint": old}
+    project.write_ledger({"version": 1, "gates": {GATE: entry}, "datasets": validated_gold(project.evals)})
+    result = project.run("--format", "json")
+    gate = gate_of(result.out)
+    assert (result.code, gate["outcome"], [r["code"] for r in gate["reasons"]]) == (1, "blocked", ["approval_stale"])
+    assert "majority_ties@1 → majority_ties@2" in gate["reasons"][0]["message"]
+    # Under higher-is-better nothing changed: the rule is not named, and such approvals stand.
+    configure(project, direction="higher_is_better")
+    assert "rule:majority_ties" not in load_config(project.evals / "evalglass.yaml").config.gate_evaluators(GATE)

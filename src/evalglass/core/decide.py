@@ -76,6 +76,13 @@ class RunShape:
     example_of_row: IntArray | None = None
     clusters: IntArray | None = None
 
+    def sample_counts(self) -> IntArray | None:
+        """Per example, how many sample rows it has (None: one each), which a reducer that depends on the count
+        makes part of what its value means (``core.compare.sample_count_difference``)."""
+        if self.example_of_row is None:
+            return None
+        return np.bincount(self.example_of_row, minlength=self.examples).astype(np.int64)
+
 
 @dataclass(frozen=True, slots=True)
 class GateInput:
@@ -211,6 +218,7 @@ def decide_run(
     today: str,
     every_judged_gate: bool = True,
     examples_bound: bool = True,
+    counts_compared: bool = True,
 ) -> tuple[tuple[MetricSummary, ...], VerdictPayload]:
     """``today`` (YYYY-MM-DD) is the day approvals are checked for expiry on: the run's own date, so ``verify``
     re-derives the same decision later. ``judges`` holds, per llm_judge metric, its fingerprint and calibration
@@ -219,7 +227,9 @@ def decide_run(
     ``ledger_where`` names, per gate the ledger lists, its ``file:line``, for the messages that point at it.
     ``every_judged_gate`` off re-derives a run recorded before every gate on a judge stood on its calibration
     (:func:`evalglass.core.authority.decided_judge`); ``examples_bound`` off, one recorded before every metric gate
-    stood on the dataset's gold (:func:`evalglass.core.authority.stands_on_gold`)."""
+    stood on the dataset's gold (:func:`evalglass.core.authority.stands_on_gold`); ``counts_compared`` off, one
+    recorded before a comparative gate looked at the baseline's samples per example
+    (:func:`evalglass.core.compare.sample_count_difference`)."""
     measured = {metric.name: measure(metric, shape) for metric in metrics}
     standings = judges or {}
     results: list[GateResult] = []
@@ -259,6 +269,9 @@ def decide_run(
                     comparative,
                     shape.clusters,
                     within=item.within(),
+                    reducer=item.spec.reducer,
+                    counts=shape.sample_counts(),
+                    compare_counts=counts_compared,
                 )
             )
         else:

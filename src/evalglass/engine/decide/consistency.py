@@ -65,13 +65,12 @@ from evalglass.core.recordrules import (
     CURRENT_RULES,
     JUDGE_TYPES,
     UNBOUND_COUNT_CAUSE,
-    UNDECIDED_TIES_NOTE,
     CurrentOutcome,
     DecisionRules,
     count_unbound_gates,
     older_rules_problem,
     recorded_rules,
-    tie_undecided_gates,
+    scoreless_gates,
     unbound_count_fingerprint,
 )
 from evalglass.core.runrecord import RunRecord
@@ -502,7 +501,8 @@ def _declared_gate_problems(
         # The older rules a record can select touch a judge's standing, a check metric's unbound code, which gates
         # stand on the dataset's gold and whether a gate's fingerprint bound its samples per example, where only the
         # authority differs under the current ones (an active gate with any authority reason is blocked whatever it
-        # measured), and where a majority tie went, which changes the value itself (needs the scores: verify).
+        # measured), where a majority tie went and whether a baseline's samples per example were compared, which
+        # change what is measured (the scores decide: verify).
         now = _gate_authority(
             name,
             spec,
@@ -515,9 +515,10 @@ def _declared_gate_problems(
         )
         if now.active and now.reasons:
             current.append(CurrentOutcome(name, Outcome.BLOCKED, tuple(reason.code for reason in now.reasons)))
-        elif now.active and name in tie_undecided_gates(rules.claimed, record):
-            # The tie rule changes the value, not the authority: without the scores it cannot be re-derived.
-            current.append(CurrentOutcome(name, Outcome.BLOCKED, (), note=UNDECIDED_TIES_NOTE))
+        elif now.active and (note := scoreless_gates(rules.claimed, record).get(name)) is not None:
+            # The tie and count rules change what is measured, not the authority: without the scores it cannot be
+            # re-derived.
+            current.append(CurrentOutcome(name, Outcome.BLOCKED, (), note=note))
     if gate.active != authority.active:
         state = "active" if authority.active else "inactive"
         return [

@@ -57,6 +57,9 @@ class Evidence:
     #: A ``majority`` tie between samples goes to the unfavourable side of the metric's direction; off (every tie
     #: to the lowest value) only to re-derive a run recorded before that (``core.recordrules``).
     unfavourable_ties: bool = True
+    #: A comparative gate on a reducer that depends on the samples per example is not comparable with a baseline
+    #: reduced from other counts; off only to re-derive a run recorded before that was looked at.
+    counts_compared: bool = True
     #: Per metric that runs checks per example, per check, what its command runs unbound (``RunRecord``'s field).
     unbound_check_code: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
 
@@ -89,6 +92,7 @@ def decided_scorecard(
         today=evidence.today,
         every_judged_gate=evidence.every_judged_gate,
         examples_bound=evidence.examples_bound,
+        counts_compared=evidence.counts_compared,
     )
     variants = None
     if config.variant_names:
@@ -162,7 +166,7 @@ def run_record(
     untrusted_cache_entries: int = 0,
 ) -> RunRecord:
     """What a run records so that ``verify`` can re-derive its scorecard from the text it read."""
-    from evalglass.core.recordrules import count_gates, examples_gates, tie_gates
+    from evalglass.core.recordrules import compared_count_gates, count_gates, examples_gates, tie_gates
     from evalglass.engine.spec.config import config_as_recorded
 
     standings = evidence.standings
@@ -198,6 +202,7 @@ def run_record(
         gold_gates="every" if examples_gates(recorded) else "reference",
         sample_counts="bound" if count_gates(recorded) else "unbound",
         majority_ties="unfavourable" if tie_gates(recorded) else "low",
+        baseline_counts="compared" if compared_count_gates(recorded) else "unchecked",
         baselines=baselines,
         scores_sha256=scores_sha256,
         usage=usage,

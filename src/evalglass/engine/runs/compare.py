@@ -112,6 +112,8 @@ class RunForComparison:
             scale=spec.value_scale(),
             within=within_of(rows, shape.example_of_row, shape.examples, spec.reducer),
             definition_payload=definition,
+            reducer=spec.reducer,
+            counts=shape.sample_counts(),
         )
 
 

@@ -907,6 +907,7 @@ class Config(BaseModel):
             clustered=self.dataset.cluster_field is not None,
             comparative=gate.compare_to is not None,
             between_variants=gate.compare_to_variant is not None,
+            lower_is_better=gate.direction is Direction.LOWER_IS_BETTER,
         )
 
     def evaluators_by_gate(self) -> dict[str, dict[str, int]]:
