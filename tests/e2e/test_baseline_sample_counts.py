@@ -63,8 +63,11 @@ def setup(tmp_path, base_samples: int, candidate_samples: int, reducer: str = "m
 def test_a_baseline_of_other_sample_counts_is_not_comparable_under_a_count_reducer(tmp_path, reducer) -> None:
     project = setup(tmp_path, base_samples=3, candidate_samples=2, reducer=reducer)
     # `preflight` says so before anything is scored, from the count the config declares.
-    (previewed,) = project.cli("preflight", "--format", "json").json()["gates"]
-    print(previewed)
+    preflight = project.cli("preflight", "--format", "json")
+    assert preflight.code == 1, preflight.err
+    (previewed,) = preflight.json()["gates"]
+    (said,) = [reason["message"] for reason in previewed["reasons"] if reason["code"] == "not_comparable"]
+    assert "from 3 sample(s) per example in the baseline and 2 in this run" in said
     result = project.run("--out", "runs/cand", "--format", "json")
     assert result.code == 1, result.err
     (gate,) = result.json()["decision"]["gates"]
@@ -74,6 +77,8 @@ def test_a_baseline_of_other_sample_counts_is_not_comparable_under_a_count_reduc
     assert message.startswith(f"sample_count: metric 'exact' is reduced by {reducer}, whose value moves with")
     assert "from 3 sample(s) per example in the baseline and 2 in the candidate (30 of 30 paired" in message
     assert project.cli("verify", "runs/cand").code == 0  # re-derived alike
+    shown = project.cli("view", "runs/cand")  # every reader shows the reason, and the run adds up
+    assert shown.code == 0 and "sample_count" in shown.out and "blocked" in shown.out, shown.out + shown.err
     assert "baseline_counts" in (tmp_path / "runs/cand/runrecord.json").read_text()
     # `evalglass compare` says the same of the two runs.
     compared = project.cli("compare", "runs/base", "runs/cand", "--format", "json").json()

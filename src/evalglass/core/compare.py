@@ -387,8 +387,8 @@ def sample_count_difference(
     candidate: MetricSide,
     pairing: Pairing,
     *,
-    base_is: str = "baseline",
-    candidate_is: str = "candidate",
+    base_is: str = "the baseline",
+    candidate_is: str = "the candidate",
 ) -> Difference | None:
     """Under a reducer whose expected value moves with the samples each example is reduced from (``max`` over 8
     samples is not ``max`` over 1: ``Reducer.depends_on_count``), paired examples reduced from different numbers
@@ -405,8 +405,8 @@ def sample_count_difference(
     return Difference(
         code=Incomparable.SAMPLE_COUNT,
         message=f"metric '{name}' is reduced by {reducer.value}, whose value moves with the samples each example is "
-        f"reduced from, from {_said(base_counts)} sample(s) per example in the {base_is} and "
-        f"{_said(candidate_counts)} in the {candidate_is} ({differ} of {base_counts.size} paired example(s) "
+        f"reduced from, from {_said(base_counts)} sample(s) per example in {base_is} and "
+        f"{_said(candidate_counts)} in {candidate_is} ({differ} of {base_counts.size} paired example(s) "
         "differ): compare runs with the same samples per example (epochs)",
     )
 
