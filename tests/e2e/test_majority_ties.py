@@ -184,3 +184,22 @@ def test_an_approval_made_under_the_old_tie_side_is_stale_and_says_so(tmp_path: 
     # Under higher-is-better nothing changed: the rule is not named, and such approvals stand.
     configure(project, direction="higher_is_better")
     assert "rule:majority_ties" not in load_config(project.evals / "evalglass.yaml").config.gate_evaluators(GATE)
+
+
+def test_a_record_whose_gates_disagree_on_a_majority_metric_does_not_verify(tmp_path: Path) -> None:
+    """A config loaded before the rule with two gates of opposite directions on a majority metric: `verify` validates
+    the recorded source as the current rules read a config file, and names the refusal."""
+    project = project_of(tmp_path)
+    assert project.run().code == 1
+    folder = project.last_run()
+    path = folder / "runrecord.json"
+    record = json.loads(path.read_text())
+    record["config_source"] = record["config_source"].replace(
+        "gates:\n", "gates:\n  found:\n    metric: leaked\n    proposed_threshold: 0.3\n", 1
+    )
+    assert "found:" in record["config_source"]
+    path.write_text(json.dumps(record))
+    verified = project.cli("verify", str(folder))
+    assert verified.code == 1
+    assert "runrecord.config_source: recorded '<does not parse>'" in verified.out
+    assert "metric 'leaked' reduces its samples by majority and its gates disagree" in verified.out

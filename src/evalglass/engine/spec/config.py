@@ -653,7 +653,8 @@ class Config(BaseModel):
     def _tie_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
         """A ``majority`` metric with samples whose gates disagree on which way it improves: a tie between its
         samples would have no unfavourable side (:meth:`tie_side`), so one of the gates would read a split vote
-        as a win. Not on a run record's config (RECORDED_CONTEXT), decided under the rules of its day."""
+        as a win. Not on a run record's config snapshot (RECORDED_CONTEXT), decided under the rules of its day;
+        ``verify`` validates the recorded source as a config file, so such a run does not verify."""
         if not self.samples:
             return []
         problems: list[tuple[tuple[str | int, ...], str]] = []
