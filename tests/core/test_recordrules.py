@@ -19,7 +19,8 @@ from evalglass.core.recordrules import (
     COUNT_REDUCERS,
     CURRENT_RULES,
     JUDGE_TYPES,
-    UNDECIDED_NOTES,
+    UNDECIDED_COUNTS_NOTE,
+    UNDECIDED_TIES_NOTE,
     UNRECORDED_CODE,
     CurrentOutcome,
     DecisionRules,
@@ -233,7 +234,7 @@ def test_only_a_lower_is_better_gate_on_a_majority_metric_with_samples_claims_th
     older = _record(True, tuple(rule for rule in LaterRule if rule is not LaterRule.UNFAVOURABLE_TIES))
     assert recorded_rules(older).before == {LaterRule.UNFAVOURABLE_TIES}
     assert not recorded_rules(older).unfavourable_ties
-    assert scoreless_gates(recorded_rules(older), older) == {"rarely": UNDECIDED_NOTES[LaterRule.UNFAVOURABLE_TIES]}
+    assert scoreless_gates(recorded_rules(older), older) == {"rarely": UNDECIDED_TIES_NOTE}
 
 
 def test_only_a_comparative_gate_on_a_count_reducer_claims_the_compared_counts_rule() -> None:
@@ -248,7 +249,7 @@ def test_only_a_comparative_gate_on_a_count_reducer_claims_the_compared_counts_r
     older = _record(True, tuple(rule for rule in LaterRule if rule is not LaterRule.COMPARED_COUNTS))
     assert recorded_rules(older).before == {LaterRule.COMPARED_COUNTS}
     assert not recorded_rules(older).counts_compared and recorded_rules(older).unfavourable_ties
-    assert scoreless_gates(recorded_rules(older), older) == {"no-worse": UNDECIDED_NOTES[LaterRule.COMPARED_COUNTS]}
+    assert scoreless_gates(recorded_rules(older), older) == {"no-worse": UNDECIDED_COUNTS_NOTE}
 
 
 def test_a_gate_the_reader_cannot_decide_is_named_with_why() -> None:

@@ -274,14 +274,17 @@ def compared_count_gates(config: Mapping[str, object]) -> tuple[str, ...]:
     return tuple(found)
 
 
-#: What a reader without the scores says of a gate a record from before a rule that changes the value itself may
-#: have decided green otherwise (:func:`scoreless_gates`).
-UNDECIDED_NOTES: Mapping[LaterRule, str] = {
-    LaterRule.UNFAVOURABLE_TIES: "cannot be decided without the scores (its majority ties may have gone to the "
-    "favourable side): `evalglass verify` re-derives it from them",
-    LaterRule.COMPARED_COUNTS: "cannot be decided without the scores (its baseline may have other samples per "
-    "example): `evalglass verify` re-derives it from them",
-}
+#: What a reader without the scores says of a gate a record from before :attr:`LaterRule.UNFAVOURABLE_TIES` may have
+#: decided green otherwise (:func:`scoreless_gates`).
+UNDECIDED_TIES_NOTE = (
+    "cannot be decided without the scores (its majority ties may have gone to the favourable side): "
+    "`evalglass verify` re-derives it from them"
+)
+#: ... and from before :attr:`LaterRule.COMPARED_COUNTS`.
+UNDECIDED_COUNTS_NOTE = (
+    "cannot be decided without the scores (its baseline may have other samples per example): `evalglass verify` "
+    "re-derives it from them"
+)
 
 
 def scoreless_gates(claimed: DecisionRules, record: RunRecord) -> dict[str, str]:
@@ -290,13 +293,13 @@ def scoreless_gates(claimed: DecisionRules, record: RunRecord) -> dict[str, str]
     broken to the favourable side); from before :attr:`LaterRule.COMPARED_COUNTS`, those
     :func:`compared_count_gates` names (their baseline may have been reduced from other counts)."""
     found: dict[str, str] = {}
-    for rule, gates in (
-        (LaterRule.UNFAVOURABLE_TIES, tie_gates),
-        (LaterRule.COMPARED_COUNTS, compared_count_gates),
+    for rule, gates, note in (
+        (LaterRule.UNFAVOURABLE_TIES, tie_gates, UNDECIDED_TIES_NOTE),
+        (LaterRule.COMPARED_COUNTS, compared_count_gates, UNDECIDED_COUNTS_NOTE),
     ):
         if rule in claimed.before:
             for gate in gates(record.config):
-                found.setdefault(gate, UNDECIDED_NOTES[rule])
+                found.setdefault(gate, note)
     return found
 
 
