@@ -94,6 +94,28 @@ INCONSISTENT = [
     {"tool_calls": [{"name": "search", "arguments": {"q": "rome"}}], "messages": _THREE_SEARCHES[:1]},
 ]
 
+#: Calls whose arguments are recorded as JSON text outside the OpenAI chat shape (``tool_calls@3``, ``loop@3``: text
+#: holding a JSON object is that object), and text that is not an object's, which stays as recorded.
+TEXT_ARGUMENTS: list[Any] = [
+    [{"name": "search", "arguments": '{"q": "paris"}'}, {"name": "book", "arguments": '{"day":3}'}],
+    [
+        {"type": "function_call", "call_id": "c1", "name": "search", "arguments": '{"q":"paris"}'},
+        {"type": "function_call", "call_id": "c2", "name": "book", "arguments": '{"day": 3}'},
+    ],
+    [
+        {
+            "role": "assistant",
+            "parts": [
+                {"type": "tool_call", "id": "c1", "name": "search", "arguments": '{"q":"paris"}'},
+                {"type": "tool_call", "id": "c2", "name": "book", "arguments": ' {"day": 3.0}'},
+            ],
+        }
+    ],
+    [{"function": {"name": "search", "arguments": '"{\\"q\\": \\"paris\\"}"'}}, {"name": "book", "arguments": "day=3"}],
+    [{"name": "search", "arguments": '{"q": "paris"}'}, {"name": "search", "arguments": '{"q":"paris"}'}],
+    [{"name": "search", "arguments": '["paris"]'}, {"name": "book", "arguments": "{day: 3}"}],
+]
+
 METRIC_CASES: dict[str, list[dict[str, Any]]] = {
     "exact_match": [
         _pairs({"type": "exact_match", "reference": "gold"}, TEXTS, ["Yes"] * 9 + [None]),
@@ -247,7 +269,11 @@ METRIC_CASES: dict[str, list[dict[str, Any]]] = {
             },
         )
     ]
-    + [_pairs({"type": "tool_calls", "reference": "gold", "mode": "subset"}, INCONSISTENT, [EXPECTED_CALLS] * 3)],
+    + [_pairs({"type": "tool_calls", "reference": "gold", "mode": "subset"}, INCONSISTENT, [EXPECTED_CALLS] * 3)]
+    + [
+        _pairs({"type": "tool_calls", "reference": "gold", "mode": "any_order"}, TEXT_ARGUMENTS, [EXPECTED_CALLS] * 6),
+        _pairs({"type": "tool_calls", "reference": "gold", "mode": "exact"}, [EXPECTED_CALLS], [TEXT_ARGUMENTS[0]]),
+    ],
     "steps": [
         _pairs({"type": "steps", "count": count, **budget}, TRAJECTORIES + INCONSISTENT)
         for count in ("model_turns", "tool_calls")
@@ -256,7 +282,8 @@ METRIC_CASES: dict[str, list[dict[str, Any]]] = {
     "loop": [
         _pairs({"type": "loop", **rule}, TRAJECTORIES + INCONSISTENT)
         for rule in ({}, {"repeats": 2}, {"repeats": 2, "consecutive": False})
-    ],
+    ]
+    + [_pairs({"type": "loop", "repeats": 2}, TEXT_ARGUMENTS)],
 }
 
 #: Each builtin reading field ``x`` of wrong answers: spec, a good answer, its reference.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -21,7 +22,6 @@ from evalglass.core.authority import (
 )
 from evalglass.core.checks import CheckResult
 from evalglass.core.columns import SCORED_VALID, ScoreColumn
-from evalglass.core.comparative import ComparativeInputs, decide_comparative_gate
 from evalglass.core.endpoint import JudgeEndpoint
 from evalglass.core.estimate import Estimate, IntervalSpec, Sensitivity
 from evalglass.core.gates import Advice, GateResult, evaluate_check_gate, evaluate_gate, undeclared_results
@@ -43,6 +43,9 @@ from evalglass.core.stats import (
 )
 from evalglass.core.stats.choose import value_range
 from evalglass.core.verdict import VerdictPayload
+
+if TYPE_CHECKING:  # a run without comparative gates loads no baselines' rules (core.comparative, baselinesource)
+    from evalglass.core.comparative import ComparativeInputs
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -239,6 +242,8 @@ def decide_run(
         elif gate.spec.compare_to is not None:
             if comparative is None:
                 raise ValueError(f"gate '{gate.name}' compares with a baseline, but no comparative inputs were given")
+            from evalglass.core.comparative import decide_comparative_gate
+
             item = measured[gate.spec.subject]
             judge, served = decided_judge(standings, gate.spec.subject, comparative=True, every=every_judged_gate)
             results.append(

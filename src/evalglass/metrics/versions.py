@@ -37,7 +37,10 @@ class EvaluatorKind(StrEnum):
 #: Builtin metric types (the config's ``type``). ``python`` is host code, hashed instead. ``llm_judge@3`` and
 #: ``jury@2``: a judge's ``example`` is the record as gold sees it, without any variant's recorded output field
 #: (``core.goldfields.record_without``); before, the default ``{{ example | json }}`` showed the graded output a
-#: second time and, in a run with variants, the other variants' answers.
+#: second time and, in a run with variants, the other variants' answers. ``tool_calls@3`` and ``loop@3``: a call's
+#: arguments recorded as text holding a JSON object, outside the OpenAI chat shape (OpenAI's function object alone,
+#: the Responses API's ``function_call`` items, OpenTelemetry GenAI ``tool_call`` parts), are that object
+#: (``core.trajectory._with_object_text``); before, they compared as a string, so a right call matched nothing.
 METRIC_VERSIONS: Mapping[str, int] = {
     "exact_match": 2,
     "contains": 2,
@@ -53,9 +56,9 @@ METRIC_VERSIONS: Mapping[str, int] = {
     "llm_judge": 3,
     "jury": 2,
     "recorded_score": 2,
-    "tool_calls": 2,
+    "tool_calls": 3,
     "steps": 2,
-    "loop": 2,
+    "loop": 3,
     "final_state": 1,
 }
 
