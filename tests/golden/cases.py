@@ -775,6 +775,22 @@ RULE_CASES = [
 ]
 
 
+#: Where a majority tie goes (``majority_ties``): the reducer's inputs (ties in both) under each direction.
+MAJORITY_TIES_CASES: list[dict[str, Any]] = [
+    {**case, "direction": direction}
+    for case in (REDUCER_INPUT, GRADED_REDUCER_INPUT)
+    for direction in ("higher_is_better", "lower_is_better")
+]
+
+
+def compute_majority_ties(case: dict[str, Any]) -> Any:
+    from evalglass.core.stats import Direction, Ties
+
+    ties = Ties.against(Direction(case["direction"]))
+    result = reduce_samples(case["examples"], case["values"], Reducer.MAJORITY, ties=ties)
+    return {"ties": ties.value, "values": result.values.tolist()}
+
+
 def compute_rule(case: dict[str, Any]) -> Any:
     """What ``lower_bound`` decides: the interval at ``2 * level - 1`` (its ends are the one-sided bounds at the
     gate's level), its unfavourable and favourable ends, and the rule's decision against the threshold."""
@@ -845,7 +861,7 @@ def inputs(kind: EvaluatorKind, name: str) -> list[dict[str, Any]]:
     if kind is EvaluatorKind.PAIRED:
         return VARIANT_DIFFERENCE_CASES if name == "variant_difference" else PAIRED_CASES
     if kind is EvaluatorKind.RULE:
-        return RULE_CASES
+        return MAJORITY_TIES_CASES if name == "majority_ties" else RULE_CASES
     return PARSER_CASES
 
 
@@ -867,7 +883,7 @@ def compute(kind: EvaluatorKind, name: str, case: dict[str, Any]) -> Any:
     if kind is EvaluatorKind.PAIRED:
         return compute_variant_difference(case) if name == "variant_difference" else compute_paired(case)
     if kind is EvaluatorKind.RULE:
-        return compute_rule(case)
+        return compute_majority_ties(case) if name == "majority_ties" else compute_rule(case)
     return compute_parser(case)
 
 
