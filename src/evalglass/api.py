@@ -525,15 +525,20 @@ def compare(
     and the examples that flipped. ``base`` and ``candidate``: run folders or run references (as for
     :func:`load_run`, looked up in ``db``). ``metrics``: only these (default: every shared one). ``html``: also
     write the comparison to this file as one self-contained page. Raises :class:`SetupError` when the runs cannot
-    be compared (a folder unreadable, a metric or every example id missing on one side); whatever the numbers say
-    is a result (gates decide, compare does not)."""
+    be compared (a folder unreadable, a run that does not add up as :func:`load_run` checks it, a metric or every
+    example id missing on one side); whatever the numbers say is a result (gates decide, compare does not)."""
+    from evalglass.engine.decide.consistency import load_checked
+    from evalglass.engine.runs.artifacts import run_folder
     from evalglass.engine.runs.compare import compare_runs
     from evalglass.history.named import named_folder
 
     with ExitStack() as stack:
-        comparison = compare_runs(
-            named_folder(base, db, stack), named_folder(candidate, db, stack), list(metrics) or None
-        )
+        # Each run is checked as every reader checks it (its artifacts as a set, its scorecard against its record)
+        # before its scores are paired: a damaged or swapped file is refused, never compared.
+        base_folder, candidate_folder = (run_folder(named_folder(each, db, stack)) for each in (base, candidate))
+        for folder in (base_folder, candidate_folder):
+            load_checked(folder)
+        comparison = compare_runs(base_folder, candidate_folder, list(metrics) or None)
     if html is not None:
         from evalglass.report.comparison_html import render_comparison_html
 

@@ -325,6 +325,7 @@ def test_view_and_explain_refuse_a_payload_flipped_to_inactive(tmp_path):
     gate.update(active=False, outcome="informational", threshold=None, reasons=[], compared=None)
     card["decision"].update(verdict="informational", ci_should_fail=False, exit_code=0)
     path.write_text(json.dumps(card))
+    _reseal(tmp_path / "out")  # unsealed, the readers name the edited file first (test_damaged_artifacts.py)
     for command in (("view", "out"), ("explain", "--run", "out")):
         message = one_line_error(project.cli(*command))
         assert "ledger snapshot" in message and "accuracy" in message
