@@ -311,10 +311,11 @@ def load_run(folder: Where | None = None, *, db: str | None = None, stack: ExitS
     before this returns, or when ``stack`` closes when one is given (to read the run's other files after: the CI
     outputs of ``evalglass view --junit/--github`` do).
 
-    A scorecard that does not add up is refused (:class:`SetupError`): every gate is decided again from what the
-    scorecard and the run record's config and ledger snapshots say, the verdict from the gates, and the two files
-    are checked against ``digests.json`` when the run has one (``engine.decide.consistency``). Whether the numbers match
-    the recorded scores is :func:`verify`'s job; ``result.not_checked`` says so in one line."""
+    A run that does not add up is refused (:class:`SetupError`, naming the file or field): every file its
+    ``digests.json`` lists must have its bytes and every file the run record binds by its hash those bytes (the check
+    :func:`verify` makes of the artifacts), every gate is decided again from what the scorecard and the run record's
+    config and ledger snapshots say, the verdict from the gates (``engine.decide.consistency``). Whether the numbers
+    match the recorded scores is :func:`verify`'s job; ``result.not_checked`` says so in one line."""
     from evalglass.engine.decide.consistency import load_checked
 
     with ExitStack() as own:

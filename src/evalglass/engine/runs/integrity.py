@@ -19,6 +19,7 @@ snapshots' provenance.
 from __future__ import annotations
 
 import hashlib
+import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,9 +33,8 @@ from evalglass.engine.runs.digests import DIGESTS_FILE, NOT_LISTED, Digests, fil
 if TYPE_CHECKING:
     from evalglass.core.runrecord import RunRecord
 
-#: What a file that is not there, or not a regular file, hashes to in a problem.
+#: What a file that is not there hashes to in a problem (one that is not a regular file: ``<a directory>``...).
 MISSING = "<missing>"
-NOT_REGULAR = "<not a regular file>"
 #: The files every finished run writes and lists: a list without one of them leaves it unbound.
 WRITTEN_BY_EVERY_RUN = (SCORECARD_FILE, RUNRECORD_FILE, REPORT_FILE)
 #: What to do about an artifact that does not add up: the same for every reader.
@@ -72,12 +72,14 @@ class ArtifactCheck:
         self._hashes: dict[str, str] = dict(known or {})
 
     def sha256(self, name: str) -> str:
-        """The SHA-256 of artifact ``name`` as found (:data:`MISSING`, :data:`NOT_REGULAR`), hashed at most once."""
+        """The SHA-256 of artifact ``name`` as found (:data:`MISSING`, or what it is instead of a regular file, such
+        as ``<a directory>``), hashed at most once. Never opens anything but a regular file (a FIFO would block)."""
         found = self._hashes.get(name)
         if found is None:
             path = self.folder / name
-            if path.is_symlink() or (path.exists() and not path.is_file()):
-                found = NOT_REGULAR
+            kind = _not_regular(path)
+            if kind is not None:
+                found = f"<{kind}>"
             elif not path.exists():
                 found = MISSING
             else:
@@ -119,9 +121,10 @@ class ArtifactCheck:
         found = self.sha256(name)
         if found == recorded:
             return None
-        if found in (MISSING, NOT_REGULAR):
-            said = "is missing" if found == MISSING else "is not a regular file"
-            line = f"{name} {said} ({DIGESTS_FILE} lists it)"
+        if found == MISSING:
+            line = f"{name} is missing ({DIGESTS_FILE} lists it)"
+        elif _said_kind(found) is not None:
+            line = f"{name} is {_said_kind(found)}, not a regular file ({DIGESTS_FILE} lists it as one)"
         else:
             line = f"{name} is not the file {DIGESTS_FILE} lists (its SHA-256 is {short(found)}, not {short(recorded)})"
         return ArtifactProblem(name, f"file {name}", recorded, found, line)
@@ -150,8 +153,8 @@ class ArtifactCheck:
                 line = f"{DIGESTS_FILE} does not list {name}, which the run record names ({field})"
             elif found == recorded:
                 continue
-            elif found in (MISSING, NOT_REGULAR):
-                said = "is missing" if found == MISSING else "is not a regular file"
+            elif found == MISSING or _said_kind(found) is not None:
+                said = "is missing" if found == MISSING else f"is {_said_kind(found)}, not a regular file"
                 line = f"{name}, which the run record names ({field}), {said}"
             else:
                 line = f"{name} is not the file the run record names ({field}: {short(recorded)}, found {short(found)})"
@@ -178,3 +181,25 @@ def _bound_files(record: RunRecord) -> Iterator[tuple[str, str, str]]:
 def _named_hash(kept_file: str) -> str:
     """The hash a kept-outputs file's name says (``blobs/<hex>.jsonl.gz``: the SHA-256 of its bytes)."""
     return PREFIX + kept_file.rsplit("/", 1)[-1].removesuffix(".jsonl.gz")
+
+
+def _not_regular(path: Path) -> str | None:
+    """What ``path`` is when it is there but not a regular file (a link is never followed); None otherwise."""
+    try:
+        mode = path.lstat().st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    return "a socket or device" if stat.S_ISSOCK(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a special file"
+
+
+def _said_kind(found: str) -> str | None:
+    """The kind a found value names (``<a directory>`` -> ``a directory``), None for a hash or :data:`MISSING`."""
+    return found[1:-1] if found.startswith("<a ") else None
