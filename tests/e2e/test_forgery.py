@@ -542,9 +542,14 @@ def test_a_pinned_ledger_refuses_a_config_pointing_at_a_ledger_of_its_own(tmp_pa
     config = yaml.safe_load((project.evals / "evalglass.yaml").read_text())
     config["ledger"] = "mine.yaml"  # ...and points the config at it
     project.write_config(config)
-    assert project.run().code == 0  # unpinned, the config decides which ledger counts
     message = one_line_error(project.run("--ledger", "evals/authority.yaml"))
     assert "mine.yaml" in message and "--ledger" in message
+    # Unpinned, the config may not choose its ledger either (a CI job that forgot --ledger): refused, never green.
+    message = one_line_error(project.run())
+    assert "mine.yaml" in message and "--ledger" in message and "pull request" in message, message
+    assert one_line_error(project.cli("preflight")) == message
+    # The host confirms a ledger kept elsewhere by pinning it: then it decides.
+    assert project.run("--ledger", "evals/mine.yaml").code == 0
 
 
 def test_a_file_added_after_the_run_is_named_but_vouches_for_nothing(tmp_path):

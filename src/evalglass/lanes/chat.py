@@ -107,13 +107,16 @@ class ChatClient:
         """Exactly one HTTP request; every outcome is a value."""
         return await self.post(request.body(), parse_completion)
 
-    async def post(self, body: Mapping[str, Any], parse: Callable[[bytes], T]) -> Ok[T] | Fault:
+    async def post(
+        self, body: Mapping[str, Any], parse: Callable[[bytes], T], *, data: bytes | None = None
+    ) -> Ok[T] | Fault:
         """Exactly one ``POST /chat/completions`` of ``body``, its answer read by ``parse`` (which raises a
-        ValueError for an answer it cannot read: a malformed response); every outcome is a value."""
+        ValueError for an answer it cannot read: a malformed response); every outcome is a value. ``data``: the
+        body as ``orjson.dumps`` writes it, when the caller has it already (the direct transport sends it)."""
         if self._config_fault is not None:
             return self._config_fault
         if self.transport == "direct":
-            return await self._direct().post(self._url, body, parse)
+            return await self._direct().post(self._url, body, parse, data=data)
         try:
             response = await self._openai.post("/chat/completions", body=body, cast_to=httpx2.Response)
         except asyncio.CancelledError:

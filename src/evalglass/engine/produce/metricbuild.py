@@ -5,7 +5,8 @@ metric (the config's folder and checks, the check records' sink, and on a live r
 cluster for a metric that can be shipped) and reads what it needs from the spec's own declarations: ``live`` (built
 in the live run's event loop), ``shippable``, ``parallel``. Which way a metric improves (its gates' direction) is in
 the context too: it decides which end of its scale an answer the metric cannot read scores (``metrics.invalid``),
-and so are the record's fields holding a recorded output, which a judge is never shown (``output_fields``).
+and so are the record's fields holding a recorded output, which a judge is never shown (``output_fields``), and
+those a python metric is not shown (another variant's answers: ``others_outputs``).
 A metric that cannot be built is one line and exit 2, whatever its type.
 """
 
@@ -55,6 +56,7 @@ def build_metrics(
             shipper=shipper if ships else None,
             direction=config.metric_direction(name),
             output_fields=config.gold_excluded_fields,
+            others_outputs=config.others_output_fields,
         )
         label = metric_label(name, spec)
         with hostwatch.watch(label):  # building a host metric imports its module: host code runs
@@ -88,6 +90,7 @@ def build_live_metric(loaded: LoadedConfig, name: str, executor: Executor, cache
         cache=cache,
         direction=loaded.config.metric_direction(name),
         output_fields=loaded.config.gold_excluded_fields,
+        others_outputs=loaded.config.others_output_fields,
     )
     scorer = build_scorer(loaded, name, spec, context)
     if not isinstance(scorer, AsyncScorer):

@@ -26,6 +26,7 @@ from pydantic import (
 )
 from pydantic.functional_validators import BeforeValidator
 
+from evalglass.core.authority import DEFAULT_LEDGER
 from evalglass.core.checks import check_code_key, policy_id_conflicts
 from evalglass.core.fieldpath import FieldPathError, parse_path
 from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
@@ -38,6 +39,7 @@ from evalglass.core.goldfields import (
     field_conflicts,
     gold_excluded_fields,
     merged_task,
+    others_outputs,
 )
 from evalglass.core.outputshape import OutputShape
 from evalglass.core.stats import Direction
@@ -269,7 +271,9 @@ class Config(BaseModel):
         description="Where per-example work runs: `local` (this process) or `ray` (a Ray cluster).",
     )
     ledger: str = Field(
-        default="authority.yaml", description="The host-owned authority ledger, relative to this config file."
+        default=DEFAULT_LEDGER,
+        description="The host-owned authority ledger, relative to this config file. Any other file than the "
+        "default must be confirmed with `--ledger` (a config, which a pull request edits, cannot choose its ledger).",
     )
     # Each entry validated by the type it declares (``MetricEntry``), not by the validator of every type at once.
     metrics: dict[str, MetricEntry] = Field(min_length=1)
@@ -822,6 +826,15 @@ class Config(BaseModel):
         return gold_excluded_fields(self._raw_task(), self.variants, self.dataset.format)
 
     @property
+    def others_output_fields(self) -> tuple[str, ...]:
+        """The record's fields a ``python`` metric scoring this config's task is not shown: every other variant's
+        recorded output in the dataset file (``core.goldfields.others_outputs``); none in a run without variants.
+        Gold leaves them out, so a metric reading one would decide on a value no approval binds."""
+        task = self.task
+        own = task.field if isinstance(task, RecordedTask) and task.path is None else None
+        return others_outputs(self.gold_excluded_fields, own)
+
+    @property
     def needs_gold(self) -> bool:
         """Whether a gate is declared on a metric: it stands on the dataset's gold (``core.authority.
         stands_on_gold``: a reference, or the examples it measures), or compares with a baseline (which needs the
@@ -958,12 +971,27 @@ class Config(BaseModel):
             if self.dataset.answer_filter is not None:  # which filter's answer is measured (only when declared)
                 read["answer_filter"] = self.dataset.answer_filter
             payload["dataset_read"] = read
+        prices = self.output_prices()
+        if prices and reads_cost(spec):
+            # A trajectory's cost is its tokens priced by `prices:`, a table a pull request edits: a cheaper price
+            # would turn a failing budget gate green. Only then: other approvals keep their fingerprints.
+            payload["prices"] = prices
         evaluators = fingerprinted(self.gate_evaluators(name) if versions is None else versions)
         if evaluators:
             payload["evaluators"] = evaluators
         if self.variant_names:
             payload["variants"] = self.variant_definitions()
         return payload
+
+    def output_prices(self) -> dict[str, Any]:
+        """The ``prices:`` entries the run's outputs are priced with (a live agent lane's trajectory holds a
+        ``cost``), by model, as a gate on a metric that may read the cost binds them (:func:`reads_cost`)."""
+        found: dict[str, Any] = {}
+        for _, lane in self._live_tasks():
+            model = lane.priced_model()
+            if model is not None and model in self.prices:
+                found[model] = self.prices[model].model_dump(mode="json", exclude_none=True)
+        return dict(sorted(found.items()))
 
     def metric_checks_payload(self, metric: str, files_of: Mapping[str, Mapping[str, str]]) -> dict[str, Any]:
         """What a metric's definition binds of its files and of the checks it runs per example (a ``check``
@@ -1001,6 +1029,23 @@ class Config(BaseModel):
         declared = self.checks[name]
         left_out = {"description"} if declared.inputs else {"description", "inputs"}
         return declared.model_dump(mode="json", exclude=left_out)
+
+
+#: Metric types given an example's whole output whatever their ``field``: host code (``example.output``).
+_WHOLE_OUTPUT_ALWAYS = frozenset({"python"})
+#: Metric types given the whole output when they name no ``field``: a check's command, a judge's prompt.
+_WHOLE_OUTPUT_UNLESS_FIELD = frozenset({"check", "llm_judge", "jury"})
+
+
+def reads_cost(spec: AnyMetricSpec) -> bool:
+    """Whether ``spec`` may read a trajectory's ``cost`` (which ``prices:`` makes): a ``field`` under it, or a metric
+    given the whole output (:data:`_WHOLE_OUTPUT_ALWAYS`, :data:`_WHOLE_OUTPUT_UNLESS_FIELD`). A builtin reading
+    another field, or the output's structure (``steps``, ``tool_calls``), never does."""
+    if spec.type in _WHOLE_OUTPUT_ALWAYS:
+        return True
+    if spec.field is None:
+        return spec.type in _WHOLE_OUTPUT_UNLESS_FIELD
+    return parse_path(spec.field)[:1] == ("cost",)
 
 
 def check_files_key(check: str) -> str:

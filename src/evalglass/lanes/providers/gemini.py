@@ -30,6 +30,7 @@ from urllib.parse import quote
 from evalglass.lanes.chatcall import Usage, count
 from evalglass.lanes.httppost import ErrorSignal
 from evalglass.lanes.providers.wire import (
+    ListBytes,
     Malformed,
     WireAnswer,
     WireCall,
@@ -70,7 +71,7 @@ class _Builder:
     one fed every message. A later tool message may join the responses of the last user turn: that turn's list
     grows, in a body already sent too."""
 
-    __slots__ = ("contents", "last_calls", "names", "responses", "system")
+    __slots__ = ("_bytes", "contents", "last_calls", "names", "responses", "system")
 
     def __init__(self) -> None:
         self.system: list[str] = []
@@ -78,6 +79,7 @@ class _Builder:
         self.names: dict[str, str] = {}  # call id -> function name
         self.last_calls: list[str] = []  # the names of the latest model turn's calls, in order
         self.responses: list[dict[str, Any]] | None = None  # the function responses of the user turn being built
+        self._bytes = ListBytes()
 
     def add(self, message: Mapping[str, Any]) -> None:
         role, parts = message["role"], message["parts"]
@@ -133,6 +135,11 @@ class _Builder:
         if generation:
             body["generationConfig"] = generation
         return body
+
+    def encoded(self, body: dict[str, Any]) -> bytes | None:
+        """``orjson.dumps(body)`` of a body :meth:`body` made, from each message's bytes written once (None for
+        another body): the last message may still be joined by later results, so it is written each time."""
+        return self._bytes.body_bytes(body, "contents", self.contents, len(self.contents) - 1)
 
 
 def builder() -> _Builder:
