@@ -22,7 +22,7 @@ import hashlib
 import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from evalglass.core.fingerprint import PREFIX, short
@@ -77,7 +77,10 @@ class ArtifactCheck:
         found = self._hashes.get(name)
         if found is None:
             path = self.folder / name
-            kind = _not_regular(path)
+            # A list or record could name any path: one outside the folder is never read as the run's.
+            parts = PurePosixPath(name).parts
+            kind = "a path outside the run folder" if not parts or parts[0] == "/" or ".." in parts else None
+            kind = kind or _not_regular(path)
             if kind is not None:
                 found = f"<{kind}>"
             elif not path.exists():
