@@ -1490,7 +1490,10 @@ RECORDS: dict[str, dict] = {
         "active": True,
         "outcome": "blocked",
         "reasons": [
-            {"code": "incomplete_pairs", "message": "1 of 12 paired examples were not measured validly in both runs"}
+            {
+                "code": "incomplete_pairs",
+                "message": "1 of 12 paired examples were not measured validly in both runs (1 error)",
+            }
         ],
         "notes": [],
         "value": 0.0,
@@ -1557,7 +1560,10 @@ RECORDS: dict[str, dict] = {
         "outcome": "blocked",
         "reasons": [
             {"code": "no_measured_value", "message": "no example was measured validly in both runs"},
-            {"code": "incomplete_pairs", "message": "12 of 12 paired examples were not measured validly in both runs"},
+            {
+                "code": "incomplete_pairs",
+                "message": "12 of 12 paired examples were not measured validly in both runs (12 error)",
+            },
         ],
         "notes": [],
         "threshold": -0.05,

@@ -326,7 +326,7 @@ METRIC_RECORDS: dict[str, dict] = {
         "outcome": "blocked",
         "reasons": [
             {"code": "no_measured_value", "message": "no score was measured (scored and valid) to compare"},
-            {"code": "incomplete_measurement", "message": "3 of 3 examples were not measured validly"},
+            {"code": "incomplete_measurement", "message": "3 of 3 examples were not measured validly (3 error)"},
         ],
         "notes": [],
         "threshold": 0.8,
@@ -358,7 +358,10 @@ METRIC_RECORDS: dict[str, dict] = {
         "reasons": [
             {"code": "policy_forbidden", "message": "frozen"},
             {"code": "below_min_n", "message": "5 examples were measured; the gate needs at least 10"},
-            {"code": "incomplete_measurement", "message": "4 of 9 examples were not measured validly"},
+            {
+                "code": "incomplete_measurement",
+                "message": "4 of 9 examples were not measured validly (1 error, 2 invalid, 1 missing)",
+            },
         ],
         "notes": ["expiring: soon"],
         "value": 0.9,
@@ -423,7 +426,9 @@ METRIC_RECORDS: dict[str, dict] = {
         "subject_kind": "metric",
         "active": True,
         "outcome": "blocked",
-        "reasons": [{"code": "incomplete_measurement", "message": "2 of 7 examples were not measured validly"}],
+        "reasons": [
+            {"code": "incomplete_measurement", "message": "2 of 7 examples were not measured validly (2 non_evaluable)"}
+        ],
         "notes": [],
         "value": 0.9,
         "compared": 0.9,
@@ -439,7 +444,9 @@ METRIC_RECORDS: dict[str, dict] = {
         "subject_kind": "metric",
         "active": True,
         "outcome": "blocked",
-        "reasons": [{"code": "incomplete_measurement", "message": "1 of 7 examples were not measured validly"}],
+        "reasons": [
+            {"code": "incomplete_measurement", "message": "1 of 7 examples were not measured validly (1 blocked)"}
+        ],
         "notes": [],
         "value": 0.9,
         "compared": 0.9,
@@ -667,7 +674,7 @@ METRIC_RECORDS: dict[str, dict] = {
         "outcome": "blocked",
         "reasons": [
             {"code": "no_measured_value", "message": "no score was measured (scored and valid) to compare"},
-            {"code": "incomplete_measurement", "message": "2 of 2 examples were not measured validly"},
+            {"code": "incomplete_measurement", "message": "2 of 2 examples were not measured validly (2 error)"},
         ],
         "notes": [],
         "threshold": 0.8,

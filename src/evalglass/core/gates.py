@@ -156,16 +156,50 @@ class GateResult(BaseModel):
 
 def incompleteness(population: Population, tolerate: tuple[Tolerable, ...]) -> int:
     """How many expected examples are missing from the math in a way the gate does not tolerate."""
+    return sum(incomplete_kinds(population, tolerate).values())
+
+
+def incomplete_kinds(population: Population, tolerate: tuple[Tolerable, ...]) -> dict[str, int]:
+    """:func:`incompleteness` by kind, in the population's order: a status (``error``, ``blocked``...), ``invalid``
+    for a value that cannot be trusted, ``missing`` for a score that should exist and does not."""
     tolerated = {item.value for item in tolerate}
-    count = population.missing
+    kinds: dict[str, int] = {}
     for item in population.excluded:
         if (
             item.status in ALWAYS_INCOMPLETE_STATUSES
             or item.validity is Validity.INVALID
             or (item.status.value not in tolerated and item.validity.value not in tolerated)
         ):
-            count += item.count
-    return count
+            kind = "invalid" if item.validity is Validity.INVALID else item.status.value
+            kinds[kind] = kinds.get(kind, 0) + item.count
+    if population.missing:
+        kinds["missing"] = population.missing
+    return kinds
+
+
+def incomplete_reach(estimate: Estimate, unmeasured: int, threshold: float, direction: Direction) -> str | None:
+    """What measuring ``unmeasured`` more examples would decide under the ``point`` rule: the value's range if they
+    scored anywhere on the metric's scale, and whether it meets ``threshold`` at both ends, at neither, or only at
+    one. None without a declared scale (no range to state). Exact for a mean over examples, which the point is."""
+    sensitivity = estimate.sensitivity
+    if sensitivity is None or estimate.n <= 0 or unmeasured <= 0:
+        return None
+    total = estimate.n + unmeasured
+    ends = [
+        (estimate.point * estimate.n + bound * unmeasured) / total
+        for bound in (sensitivity.scale_min, sensitivity.scale_max)
+    ]
+    low, high = min(ends), max(ends)
+    span = (
+        f"whatever they score ({sensitivity.scale_min:g} to {sensitivity.scale_max:g}), the value would be "
+        f"{low:.3g} to {high:.3g}"
+    )
+    met = {meets(low, threshold, direction), meets(high, threshold, direction)}
+    if met == {True}:
+        return f"{span}, which meets the threshold {threshold:g} either way: measuring them decides a pass"
+    if met == {False}:
+        return f"{span}, which misses the threshold {threshold:g} either way: measuring them decides a fail"
+    return f"{span}, either side of the threshold {threshold:g}: only measuring them decides"
 
 
 def measurement_reasons(
@@ -183,10 +217,11 @@ def measurement_reasons(
                 message=f"{population.included} {unit} were measured; the gate needs at least {spec.min_n}",
             )
         )
-    count = incompleteness(population, spec.tolerate)
-    if count:
+    kinds = incomplete_kinds(population, spec.tolerate)
+    if kinds:
         code, text = incomplete
-        reasons.append(Reason(code=code, message=f"{count} of {population.expected} {text}"))
+        which = ", ".join(f"{count} {kind}" for kind, count in kinds.items())
+        reasons.append(Reason(code=code, message=f"{sum(kinds.values())} of {population.expected} {text} ({which})"))
     return reasons
 
 
@@ -234,6 +269,8 @@ def evaluate_gate(
         unit="examples",
         incomplete=(BlockReason.INCOMPLETE_MEASUREMENT, "examples were not measured validly"),
     )
+    if not lower and estimate is not None and authority.threshold is not None:
+        reasons = [_with_reach(reason, estimate, population, spec, authority.threshold) for reason in reasons]
     compared: float | None
     favourable: float | None = None
     if lower:
@@ -266,6 +303,14 @@ def evaluate_gate(
         evidence=evidence,
         common=common,
     )
+
+
+def _with_reach(reason: Reason, estimate: Estimate, population: Population, spec: GateSpec, threshold: float) -> Reason:
+    """An ``incomplete_measurement`` reason with what measuring the rest would decide (:func:`incomplete_reach`)."""
+    if reason.code is not BlockReason.INCOMPLETE_MEASUREMENT:
+        return reason
+    reach = incomplete_reach(estimate, incompleteness(population, spec.tolerate), threshold, spec.direction)
+    return reason if reach is None else Reason(code=reason.code, message=f"{reason.message}; {reach}")
 
 
 @dataclass(frozen=True, slots=True)

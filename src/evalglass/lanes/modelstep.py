@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import orjson
 
 from evalglass.core.fieldpath import ABSENT
-from evalglass.lanes.chatcall import TransportChoice, Usage, openai_usage
+from evalglass.lanes.chatcall import TransportChoice, Usage, declined, openai_usage
 from evalglass.lanes.executor import EndpointLimit
 from evalglass.lanes.providers.wire import ListBytes, Malformed, WireAnswer, WireBuilder, WireCall
 from evalglass.lanes.retry import Fault, FaultKind, Ok
@@ -393,12 +393,14 @@ def parse_openai_turn(raw: bytes) -> AssistantTurn:
             raise _Malformed(f"tool call {index + 1} has no function name")
         call_id = call.get("id")
         calls.append(_call(call_id if isinstance(call_id, str) else None, name, function.get("arguments")))  # type: ignore[union-attr]
-    if content is None and not calls:
-        if message.get("refusal"):
-            raise _Malformed(f"the model refused: {message['refusal']}")
-        raise _Malformed("the message has neither text nor tool calls")
-    usage = data.get("usage")
     finish = choices[0].get("finish_reason")
+    if content is None and not calls:
+        refusal = message.get("refusal")
+        if isinstance(refusal, str) and refusal:
+            content = refusal  # the model declined: what it said ends the trajectory (chatcall.DECLINED)
+        elif not declined(finish):  # a filtered answer is empty, as the chat shape's "" already was
+            raise _Malformed("the message has neither text nor tool calls")
+    usage = data.get("usage")
     return AssistantTurn(
         content or None,
         tuple(calls),

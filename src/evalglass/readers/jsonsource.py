@@ -60,6 +60,19 @@ class JsonRefused(ValueError):
         self.code = code
 
 
+#: The UTF-8 byte order mark that some editors and shells write at the start of a text file (Notepad, Excel's "CSV
+#: UTF-8", PowerShell's ``Out-File``). It is an encoding detail, not data: RFC 8259 (section 8.1) lets a JSON reader
+#: ignore it, and every reader of a file a user or another tool wrote does (:func:`without_bom`), so a saved-again
+#: dataset never turns its first example into a malformed line.
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def without_bom(start: bytes) -> bytes:
+    """``start`` (the first bytes of a file) without a leading UTF-8 byte order mark. A file is hashed as it is, mark
+    and all; only what is parsed leaves the mark out."""
+    return start[len(UTF8_BOM) :] if start.startswith(UTF8_BOM) else start
+
+
 def loads(raw: bytes) -> Any:
     """Parse one JSON document exactly: orjson's value, or :class:`JsonRefused`; ``orjson.JSONDecodeError`` (a
     ``ValueError`` too) for text that is not JSON."""

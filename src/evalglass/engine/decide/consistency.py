@@ -70,6 +70,7 @@ from evalglass.core.recordrules import (
     count_unbound_gates,
     older_rules_problem,
     recorded_rules,
+    scoreless_gates,
     unbound_count_fingerprint,
 )
 from evalglass.core.runrecord import RunRecord
@@ -484,10 +485,11 @@ def _declared_gate_problems(
         return [f"gate '{name}' decides on metric '{spec.subject}', which the scorecard does not summarise"]
     authority = _gate_authority(name, spec, summary, record, today, rules.judges, rules.claimed)
     if rules.now is not None and spec.check is None:
-        # The older rules a record can select touch only a judge's standing, a check metric's unbound code, which
-        # gates stand on the dataset's gold and whether a gate's fingerprint bound its samples per example, so only
-        # the authority differs under the current ones: an active gate with any authority reason is blocked whatever
-        # it measured.
+        # The older rules a record can select touch a judge's standing, a check metric's unbound code, which gates
+        # stand on the dataset's gold and whether a gate's fingerprint bound its samples per example, where only the
+        # authority differs under the current ones (an active gate with any authority reason is blocked whatever it
+        # measured), where a majority tie went and whether a baseline's samples per example were compared, which
+        # change what is measured (the scores decide: verify).
         now = _gate_authority(
             name,
             spec,
@@ -500,6 +502,10 @@ def _declared_gate_problems(
         )
         if now.active and now.reasons:
             current.append(CurrentOutcome(name, Outcome.BLOCKED, tuple(reason.code for reason in now.reasons)))
+        elif now.active and (note := scoreless_gates(rules.claimed, record).get(name)) is not None:
+            # The tie and count rules change what is measured, not the authority: without the scores it cannot be
+            # re-derived.
+            current.append(CurrentOutcome(name, Outcome.BLOCKED, (), note=note))
     if gate.active != authority.active:
         state = "active" if authority.active else "inactive"
         return [

@@ -211,7 +211,7 @@ def verify_run(
             folder / record.scores_file,
             record.definition_files,
             record.dataset,
-            baselines_for_verify(config, record, folder),
+            baselines_for_verify(config, record, folder, unfavourable_ties=rules.unfavourable_ties),
             run_day(record),
         )
     evidence = Evidence(
@@ -232,6 +232,8 @@ def verify_run(
         ),
         every_judged_gate=rules.every_judged_gate,
         examples_bound=rules.examples_bound,
+        unfavourable_ties=rules.unfavourable_ties,
+        counts_compared=rules.counts_compared,
         # What the run found its checks leave unbound: found from the files then, recorded (as the record's rules
         # read it: core/recordrules.py).
         unbound_check_code=rules.unbound_code(record),
@@ -270,7 +272,12 @@ def verify_run(
             standings=current_standings,
             every_judged_gate=CURRENT_RULES.every_judged_gate,
             examples_bound=CURRENT_RULES.examples_bound,
+            unfavourable_ties=CURRENT_RULES.unfavourable_ties,
+            counts_compared=CURRENT_RULES.counts_compared,
             unbound_check_code=CURRENT_RULES.unbound_code(record),
+            comparative=comparative
+            if comparative is None or rules.unfavourable_ties
+            else replace(comparative, baselines=baselines_for_verify(config, record, folder, unfavourable_ties=True)),
         )
         decided_now = decided_scorecard(config, columns, shape, dataset, current, calls, record.usage, judged)
         findings.extend(_older_rules_findings(rules, derived, decided_now))

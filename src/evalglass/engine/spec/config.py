@@ -42,7 +42,7 @@ from evalglass.core.goldfields import (
     others_outputs,
 )
 from evalglass.core.outputshape import OutputShape
-from evalglass.core.stats import Direction
+from evalglass.core.stats import Direction, Reducer, Ties
 from evalglass.core.usage import Price
 from evalglass.engine.spec.executorspec import TASK_KEY, AnyExecutor, LocalExecutorSpec, RayExecutorSpec
 from evalglass.engine.spec.outputfields import output_shape_problems, recorded_shape, unrecorded_field_problems
@@ -428,6 +428,7 @@ class Config(BaseModel):
                     if gate.metric is not None and gate.metric in self.metrics
                 ],
             )
+            problems += self._tie_problems()
             problems += unrecorded_field_problems(self._live_tasks(), self.metrics, self.prices)
             problems += output_shape_problems(self._output_shapes(), self.metrics)
         if problems:
@@ -652,6 +653,36 @@ class Config(BaseModel):
         if len(directions) > 1:
             return None
         return directions.pop() if directions else Direction.HIGHER_IS_BETTER
+
+    def _tie_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """A ``majority`` metric with samples whose gates disagree on which way it improves: a tie between its
+        samples would have no unfavourable side (:meth:`tie_side`), so one of the gates would read a split vote
+        as a win. Not on a run record's config snapshot (RECORDED_CONTEXT), decided under the rules of its day;
+        ``verify`` validates the recorded source as a config file, so such a run does not verify."""
+        if not self.samples:
+            return []
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        for metric, spec in self.metrics.items():
+            if spec.reducer is not Reducer.MAJORITY or self.metric_direction(metric) is not None:
+                continue
+            said = ", ".join(f"gate '{gate}': {way.value}" for gate, way in self._gate_directions(metric).items())
+            problems.append(
+                (
+                    ("metrics", metric, "reducer"),
+                    f"metric '{metric}' reduces its samples by majority and its gates disagree on which way it "
+                    f"improves ({said}), so a tie between samples has no unfavourable side: declare the metric once "
+                    "per direction (the same definition under two names), each gated one way",
+                )
+            )
+        return problems
+
+    def tie_side(self, metric: str, *, unfavourable: bool = True) -> Ties:
+        """Where a ``majority`` tie between ``metric``'s samples goes: the unfavourable side of its direction
+        (``Ties.against``: the lowest tied value when higher is better, the highest when lower is better), so a
+        split vote is never read as a win; ``unfavourable`` off, the lowest whatever the direction, as runs recorded
+        before that rule were decided (``core.recordrules``). One rule for every reduction of the metric: the
+        decision, a baseline's column, ``compare``, the variants' summary."""
+        return Ties.against(self.metric_direction(metric)) if unfavourable else Ties.LOW
 
     def _executor_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
         """Overrides must name something that is shipped; a declared secret may not be put in ``env_vars``."""
@@ -890,6 +921,7 @@ class Config(BaseModel):
             clustered=self.dataset.cluster_field is not None,
             comparative=gate.compare_to is not None,
             between_variants=gate.compare_to_variant is not None,
+            lower_is_better=gate.direction is Direction.LOWER_IS_BETTER,
         )
 
     def evaluators_by_gate(self) -> dict[str, dict[str, int]]:

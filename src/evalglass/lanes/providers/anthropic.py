@@ -178,9 +178,7 @@ def parse_answer(raw: bytes) -> WireAnswer:
             call_id = block.get("id")
             calls.append(WireCall(call_id if isinstance(call_id, str) else None, name, arguments or {}))
         # thinking, redacted_thinking and server-tool blocks are not the answer
-    stop = data.get("stop_reason")
-    if stop == "refusal" and not calls and not "".join(texts):
-        raise Malformed("the model refused (stop_reason refusal)")
+    stop = data.get("stop_reason")  # ``refusal`` without text: the model declined, an empty answer (DECLINED)
     usage = data.get("usage")
     return WireAnswer.read(texts, calls, _usage(usage) if isinstance(usage, dict) else None, stop, data.get("model"))
 

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
-from evalglass.lanes.chatcall import Usage, count
+from evalglass.lanes.chatcall import Usage, count, declined
 from evalglass.lanes.httppost import ErrorSignal
 from evalglass.lanes.providers.wire import (
     ListBytes,
@@ -181,10 +181,15 @@ def _declaration(tool: Mapping[str, Any]) -> dict[str, Any]:
 def parse_answer(raw: bytes) -> WireAnswer:
     data = loads_object(raw)
     candidates = data.get("candidates")
+    usage = data.get("usageMetadata")
     if not isinstance(candidates, list) or not candidates:
         feedback = data.get("promptFeedback")
         reason = feedback.get("blockReason") if isinstance(feedback, dict) else None
-        raise Malformed(f"the prompt was blocked ({reason})" if reason else "the answer has no candidates")
+        if isinstance(reason, str) and reason:
+            # The provider blocked the prompt: the system under test's answer, empty (DECLINED), with the reason.
+            parsed = _usage(usage) if isinstance(usage, dict) else None
+            return WireAnswer("", (), parsed, reason, data.get("modelVersion"))
+        raise Malformed("the answer has no candidates")
     candidate = candidates[0]
     if not isinstance(candidate, dict):
         raise Malformed("the first candidate is not an object")
@@ -192,7 +197,10 @@ def parse_answer(raw: bytes) -> WireAnswer:
     content = candidate.get("content")
     parts = content.get("parts") if isinstance(content, dict) else None
     if not isinstance(parts, list):
-        raise Malformed(f"the first candidate has no content (finishReason {finish or 'not given'})")
+        if declined(finish):  # a candidate the safety system stopped before it said anything
+            parts = []
+        else:
+            raise Malformed(f"the first candidate has no content (finishReason {finish or 'not given'})")
     texts: list[str] = []
     calls: list[WireCall] = []
     for index, part in enumerate(parts):
@@ -207,7 +215,6 @@ def parse_answer(raw: bytes) -> WireAnswer:
                 raise Malformed(f"function call in part {index + 1} has no name")
             call_id = call.get("id")
             calls.append(call_of(call_id if isinstance(call_id, str) else None, name, call.get("args")))
-    usage = data.get("usageMetadata")
     parsed = _usage(usage) if isinstance(usage, dict) else None
     return WireAnswer.read(texts, calls, parsed, finish, data.get("modelVersion"))
 

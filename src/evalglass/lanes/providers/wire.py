@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import orjson
 
 from evalglass.core.fieldpath import ABSENT
-from evalglass.lanes.chatcall import ChatReply, Usage
+from evalglass.lanes.chatcall import ChatReply, Usage, declined
 from evalglass.lanes.httppost import ErrorSignal
 
 
@@ -66,10 +66,12 @@ class WireAnswer:
 
     @classmethod
     def read(cls, texts: list[str], calls: list[WireCall], usage: Usage | None, finish: Any, model: Any) -> WireAnswer:
-        """An answer from what a module read: the texts joined (None when there were none), finish reason and
-        model when they are text."""
+        """An answer from what a module read: the texts joined (None when there were none, and "" for an answer
+        declined for a stated reason without text or calls: :data:`~evalglass.lanes.chatcall.DECLINED`), finish
+        reason and model when they are text."""
+        refused = not texts and not calls and declined(finish)
         return cls(
-            "".join(texts) if texts else None,
+            "".join(texts) if texts or refused else None,
             tuple(calls),
             usage,
             finish if isinstance(finish, str) else None,

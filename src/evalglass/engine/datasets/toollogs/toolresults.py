@@ -40,6 +40,7 @@ from evalglass.core.notcaptured import NOT_CAPTURED
 from evalglass.core.score import Score
 from evalglass.engine.datasets.dataset import BATCH, BadLine, batched, field_getter
 from evalglass.errors import SetupError
+from evalglass.readers.jsonsource import without_bom
 from evalglass.readers.userfiles import open_regular, unreadable
 
 
@@ -191,7 +192,8 @@ class ToolReader:
             return ToolProblem(place, line, f"is not a {self.tool} sample as {self.tool} writes it ({exc})")
 
     def _read_bytes(self, limit: int) -> bytes:
-        """The whole file (hashed), for formats that are one JSON document; over ``limit`` bytes is refused."""
+        """The whole file (hashed), for formats that are one JSON document or JSON lines, without a leading byte
+        order mark; over ``limit`` bytes is refused."""
         with open_regular(self.path, what=f"{self.tool} results file", missing_fix="fix `dataset.path`") as handle:
             try:
                 data = handle.read(limit + 1)
@@ -204,7 +206,7 @@ class ToolReader:
                 fix="split the evaluation into smaller runs",
             )
         self._hash_bytes(data)
-        return data
+        return without_bom(data)
 
     def _hash_bytes(self, data: bytes) -> None:
         if self._hash is not None:
