@@ -154,13 +154,20 @@ def install(env: Mapping[str, str]) -> int:
 
 
 # --------------------------------------------------------------------------------------------- run
+#: The ledger a config names when it names none (``Config.ledger``'s default), beside the config.
+DEFAULT_LEDGER = "authority.yaml"
+
+
 def run_argv(env: Mapping[str, str]) -> tuple[list[str], Path]:
     config = env.get("INPUT_CONFIG", "").strip() or "evals/evalglass.yaml"
     out = env.get("INPUT_OUT", "").strip() or "evalglass-run"
     argv = [sys.executable, "-m", "evalglass", "run", "--config", config, "--out", out]
-    ledger = env.get("INPUT_LEDGER", "").strip()
-    if ledger:
-        argv += ["--ledger", ledger]
+    # Always pinned: the config is a pull request's to edit and the ledger the host's, so the config never chooses
+    # the ledger. Without the input, the one a config names by default (``authority.yaml`` beside it); a config
+    # naming any other file is then refused (exit 2), and a host keeping its ledger elsewhere names it in the
+    # workflow.
+    ledger = env.get("INPUT_LEDGER", "").strip() or str(Path(config).parent / DEFAULT_LEDGER)
+    argv += ["--ledger", ledger]
     return argv + shlex.split(env.get("INPUT_ARGS", "")), Path(out)
 
 

@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -50,8 +51,11 @@ def decide(base_folder: Path, candidate_folder: Path) -> str:
     base = load_for_comparison(base_folder, what="baseline run", metrics=["exact"])
     candidate = load_for_comparison(candidate_folder, what="candidate run", metrics=["exact"])
     spec = GateSpec(metric="exact", compare_to="main", rule=GateRule.LOWER_BOUND)
-    side = candidate.side("exact")
-    column = per_example(candidate.scores.columns["exact"], candidate.shape, Reducer.MEAN, None)
+    # The code before the tie rule reduces without being told where a majority tie goes (a mean has no ties).
+    tied = "ties" in inspect.signature(per_example).parameters
+    side = candidate.side("exact", Ties.LOW) if tied else candidate.side("exact")  # type: ignore[call-arg]
+    ties: dict[str, Any] = {"ties": Ties.LOW} if tied else {}
+    column = per_example(candidate.scores.columns["exact"], candidate.shape, Reducer.MEAN, None, **ties)
     baseline = BaselineRun(
         name="main",
         location=str(base_folder),
@@ -60,7 +64,7 @@ def decide(base_folder: Path, candidate_folder: Path) -> str:
         dataset_fingerprint=base.record.dataset.fingerprint,
         gold_fingerprint=base.record.dataset.gold_fingerprint,
         ids=base.ids,
-        metrics={"exact": base.side("exact")},
+        metrics={"exact": base.side("exact", Ties.LOW) if tied else base.side("exact")},  # type: ignore[call-arg]
     )
     inputs = ComparativeInputs(
         ids=candidate.ids,
@@ -71,7 +75,9 @@ def decide(base_folder: Path, candidate_folder: Path) -> str:
     )
     ledger = Ledger(baselines={"main": BaselineApproval(run=str(base_folder), fingerprint=base.fingerprint)})
     # The code before this change takes no within-example spread: pass it only where it exists.
-    more = {"within": side.within} if "within" in inspect.signature(decide_comparative_gate).parameters else {}
+    more: dict[str, Any] = (
+        {"within": side.within} if "within" in inspect.signature(decide_comparative_gate).parameters else {}
+    )
     gate = decide_comparative_gate(
         "no-regression",
         spec,
@@ -89,7 +95,7 @@ def decide(base_folder: Path, candidate_folder: Path) -> str:
 
 
 if "--case" in sys.argv:  # the measured process: imports only what deciding needs
-    from evalglass.core.stats import Reducer
+    from evalglass.core.stats import Reducer, Ties
 
     index = sys.argv.index("--case")
     print(decide(Path(sys.argv[index + 1]), Path(sys.argv[index + 2])))

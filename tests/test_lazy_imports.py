@@ -66,6 +66,9 @@ RECORDED_RUN_NEVER_LOADS = [
     "evalglass.metrics.schemas",
     "evalglass.metrics.recorded",
     "evalglass.lanes.judgespec",
+    # A comparative gate's rules (baselines, paired differences), for a config with no `compare_to` gate.
+    "evalglass.core.comparative",
+    "evalglass.core.baselinesource",
     "difflib",  # only for "did you mean" after a wrong name
     "html",  # its entity table, for three replacements (`report.safetext.html_text`)
 ]

@@ -1295,7 +1295,8 @@ RECORDS: dict[str, dict] = {
         "reasons": [
             {
                 "code": "interval_undefined",
-                "message": "no 95% one-sided bound of the difference exists for 1 pair(s) with this method",
+                "message": "no 95% one-sided bound of the difference exists for 1 measured pairs with student_t (one "
+                "value: no spread to estimate): at least 2 measured pairs are needed to decide it (1 now)",
             }
         ],
         "notes": [],
@@ -1490,7 +1491,10 @@ RECORDS: dict[str, dict] = {
         "active": True,
         "outcome": "blocked",
         "reasons": [
-            {"code": "incomplete_pairs", "message": "1 of 12 paired examples were not measured validly in both runs"}
+            {
+                "code": "incomplete_pairs",
+                "message": "1 of 12 paired examples were not measured validly in both runs (1 error)",
+            }
         ],
         "notes": [],
         "value": 0.0,
@@ -1556,8 +1560,17 @@ RECORDS: dict[str, dict] = {
         "active": True,
         "outcome": "blocked",
         "reasons": [
-            {"code": "no_measured_value", "message": "no example was measured validly in both runs"},
-            {"code": "incomplete_pairs", "message": "12 of 12 paired examples were not measured validly in both runs"},
+            {
+                "code": "no_measured_value",
+                "message": (
+                    "no example was measured validly in both runs: one example measured validly in both would "
+                    "give a difference (the metric's diagnostics in each run say why each was excluded)"
+                ),
+            },
+            {
+                "code": "incomplete_pairs",
+                "message": "12 of 12 paired examples were not measured validly in both runs (12 error)",
+            },
         ],
         "notes": [],
         "threshold": -0.05,

@@ -325,8 +325,14 @@ METRIC_RECORDS: dict[str, dict] = {
         "active": True,
         "outcome": "blocked",
         "reasons": [
-            {"code": "no_measured_value", "message": "no score was measured (scored and valid) to compare"},
-            {"code": "incomplete_measurement", "message": "3 of 3 examples were not measured validly"},
+            {
+                "code": "no_measured_value",
+                "message": (
+                    "no score was measured (scored and valid) to compare: one example measured validly would give "
+                    "a value (the metric's diagnostics say why each was excluded)"
+                ),
+            },
+            {"code": "incomplete_measurement", "message": "3 of 3 examples were not measured validly (3 error)"},
         ],
         "notes": [],
         "threshold": 0.8,
@@ -341,7 +347,15 @@ METRIC_RECORDS: dict[str, dict] = {
         "subject_kind": "metric",
         "active": True,
         "outcome": "blocked",
-        "reasons": [{"code": "no_measured_value", "message": "no score was measured (scored and valid) to compare"}],
+        "reasons": [
+            {
+                "code": "no_measured_value",
+                "message": (
+                    "no score was measured (scored and valid) to compare: one example measured validly would give "
+                    "a value (the metric's diagnostics say why each was excluded)"
+                ),
+            }
+        ],
         "notes": [],
         "threshold": 0.8,
         "proposed_threshold": 0.7,
@@ -358,7 +372,10 @@ METRIC_RECORDS: dict[str, dict] = {
         "reasons": [
             {"code": "policy_forbidden", "message": "frozen"},
             {"code": "below_min_n", "message": "5 examples were measured; the gate needs at least 10"},
-            {"code": "incomplete_measurement", "message": "4 of 9 examples were not measured validly"},
+            {
+                "code": "incomplete_measurement",
+                "message": "4 of 9 examples were not measured validly (1 error, 2 invalid, 1 missing)",
+            },
         ],
         "notes": ["expiring: soon"],
         "value": 0.9,
@@ -423,7 +440,9 @@ METRIC_RECORDS: dict[str, dict] = {
         "subject_kind": "metric",
         "active": True,
         "outcome": "blocked",
-        "reasons": [{"code": "incomplete_measurement", "message": "2 of 7 examples were not measured validly"}],
+        "reasons": [
+            {"code": "incomplete_measurement", "message": "2 of 7 examples were not measured validly (2 non_evaluable)"}
+        ],
         "notes": [],
         "value": 0.9,
         "compared": 0.9,
@@ -439,7 +458,9 @@ METRIC_RECORDS: dict[str, dict] = {
         "subject_kind": "metric",
         "active": True,
         "outcome": "blocked",
-        "reasons": [{"code": "incomplete_measurement", "message": "1 of 7 examples were not measured validly"}],
+        "reasons": [
+            {"code": "incomplete_measurement", "message": "1 of 7 examples were not measured validly (1 blocked)"}
+        ],
         "notes": [],
         "value": 0.9,
         "compared": 0.9,
@@ -648,7 +669,11 @@ METRIC_RECORDS: dict[str, dict] = {
         "active": True,
         "outcome": "blocked",
         "reasons": [
-            {"code": "interval_undefined", "message": "no 95% one-sided bound exists for 1 value(s) with this method"}
+            {
+                "code": "interval_undefined",
+                "message": "no 95% one-sided bound exists for 1 measured examples with this method: at least 2 "
+                "measured examples are needed to decide it (1 now)",
+            }
         ],
         "notes": [],
         "value": 0.9,
@@ -666,8 +691,14 @@ METRIC_RECORDS: dict[str, dict] = {
         "active": True,
         "outcome": "blocked",
         "reasons": [
-            {"code": "no_measured_value", "message": "no score was measured (scored and valid) to compare"},
-            {"code": "incomplete_measurement", "message": "2 of 2 examples were not measured validly"},
+            {
+                "code": "no_measured_value",
+                "message": (
+                    "no score was measured (scored and valid) to compare: one example measured validly would give "
+                    "a value (the metric's diagnostics say why each was excluded)"
+                ),
+            },
+            {"code": "incomplete_measurement", "message": "2 of 2 examples were not measured validly (2 error)"},
         ],
         "notes": [],
         "threshold": 0.8,

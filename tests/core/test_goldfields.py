@@ -10,7 +10,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from evalglass.core.fieldpath import parse_path
-from evalglass.core.goldfields import FieldRole, FieldUse, field_conflicts, record_without
+from evalglass.core.goldfields import (
+    TOOL_RUN_FIELDS,
+    FieldRole,
+    FieldUse,
+    field_conflicts,
+    gold_excluded_fields,
+    others_outputs,
+    record_without,
+)
 
 PATHS = ["a", "b", "a.x", "a.y", "b.z", "c"]
 
@@ -105,3 +113,27 @@ def test_a_nested_output_is_removed_from_a_copy_and_its_siblings_kept(record: di
     assert "b" not in shown
     if "a" in record:
         assert shown["a"] == {key: value for key, value in record["a"].items() if key != "x"}
+
+
+@given(
+    variants=st.dictionaries(
+        st.sampled_from(["p", "q", "r"]),
+        st.fixed_dictionaries({"field": st.sampled_from(["out_p", "out_q", "out_r", "source"])}),
+        max_size=3,
+    ),
+    own=st.sampled_from([None, "out_p", "out_q", "out_r"]),
+    tool=st.booleans(),
+)
+def test_a_python_metric_is_hidden_exactly_the_other_tasks_outputs(
+    variants: dict[str, Any], own: str | None, tool: bool
+) -> None:
+    """What a python metric is not shown (``others_outputs``) is left out of gold, is never its own answer, never the
+    tool's run fields, and is every other output gold leaves out: no field it reads escapes gold but its answer."""
+    excluded = gold_excluded_fields({"type": "recorded", "field": "out_p"}, variants, "inspect" if tool else None)
+    hidden = others_outputs(excluded, own)
+    assert set(hidden) <= set(excluded)
+    assert own not in hidden and not set(hidden) & set(TOOL_RUN_FIELDS)
+    assert set(excluded) - set(hidden) <= {own, *TOOL_RUN_FIELDS}
+    record = dict.fromkeys(("id", "question", *excluded, "out_p", "out_q"), "v")
+    shown = record_without(hidden)(record)
+    assert set(record) - set(shown) == set(hidden) and "question" in shown

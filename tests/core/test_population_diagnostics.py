@@ -15,7 +15,7 @@ from evalglass.core.columns import ScoreColumn
 from evalglass.core.population import TOP_DIAGNOSTICS, DiagnosticCount, population_of
 from evalglass.core.reduce import reduce_column
 from evalglass.core.score import Diagnostic, Score, Status, Validity
-from evalglass.core.stats import Reducer
+from evalglass.core.stats import Reducer, Ties
 
 
 def noted(value: float, code: str) -> Score:
@@ -71,7 +71,7 @@ def test_reducing_samples_keeps_the_diagnostic_of_a_measured_sample() -> None:
     column = ScoreColumn()
     for result in [noted(0.0, "output_not_json"), 1.0, 1.0, 1.0]:
         column.append(result)
-    reduced = reduce_column(column, np.array([0, 0, 1, 1]), 2, Reducer.MEAN)
+    reduced = reduce_column(column, np.array([0, 0, 1, 1]), 2, Reducer.MEAN, ties=Ties.LOW)
     first = reduced.score(0)
     assert first.included and first.value == 0.5
     assert [diagnostic.code for diagnostic in first.diagnostics] == ["output_not_json"]
@@ -91,7 +91,9 @@ def test_a_reduced_example_carries_each_code_its_measured_samples_carried(
         for result in samples:
             column.append(result)
             example_of_row.append(example)
-    reduced = reduce_column(column, np.array(example_of_row, dtype=np.int64), len(per_example), Reducer.MEAN)
+    reduced = reduce_column(
+        column, np.array(example_of_row, dtype=np.int64), len(per_example), Reducer.MEAN, ties=Ties.LOW
+    )
     for example, samples in enumerate(per_example):
         score = reduced.score(example)
         if not score.included:

@@ -19,15 +19,20 @@ from evalglass.core.recordrules import (
     COUNT_REDUCERS,
     CURRENT_RULES,
     JUDGE_TYPES,
+    UNDECIDED_COUNTS_NOTE,
+    UNDECIDED_TIES_NOTE,
     UNRECORDED_CODE,
     CurrentOutcome,
     DecisionRules,
     LaterRule,
+    compared_count_gates,
     count_gates,
     count_unbound_gates,
     green,
     older_rules_problem,
     recorded_rules,
+    scoreless_gates,
+    tie_gates,
 )
 from evalglass.core.runrecord import RunRecord
 
@@ -40,6 +45,8 @@ MARKERS: dict[LaterRule, dict[str, Any]] = {
     LaterRule.CHECK_CODE_BINDING: {"unbound_check_code": {"passes": {"solution": []}}},
     LaterRule.EXAMPLES_BINDING: {"gold_gates": "every"},
     LaterRule.SAMPLES_BINDING: {"sample_counts": "bound"},
+    LaterRule.UNFAVOURABLE_TIES: {"majority_ties": "unfavourable"},
+    LaterRule.COMPARED_COUNTS: {"baseline_counts": "compared"},
 }
 
 
@@ -67,8 +74,14 @@ def _record(judges: bool, kept: tuple[LaterRule, ...]) -> RunRecord:
             "metrics": {
                 "passes": {"type": "check", "check": "solution"},
                 "best": {"type": "contains", "reducer": "max"},
+                "voted": {"type": "contains", "reducer": "majority"},
             },
-            "gates": {"solutions": {"metric": "passes"}, "best-of-3": {"metric": "best"}},
+            "gates": {
+                "solutions": {"metric": "passes"},
+                "best-of-3": {"metric": "best"},
+                "rarely": {"metric": "voted", "direction": "lower_is_better"},
+                "no-worse": {"metric": "best", "compare_to": "main"},
+            },
         }
     for rule in kept:
         fields.update(MARKERS[rule])
@@ -117,7 +130,7 @@ def test_a_gate_binds_the_count_only_under_such_a_reducer_with_several_samples()
     kept = _record(True, tuple(LaterRule))
     assert count_unbound_gates(recorded_rules(kept), kept) == ()
     old = _record(True, tuple(rule for rule in LaterRule if rule is not LaterRule.SAMPLES_BINDING))
-    assert count_unbound_gates(recorded_rules(old), old) == ("best-of-3",)
+    assert count_unbound_gates(recorded_rules(old), old) == ("best-of-3", "rarely", "no-worse")
 
 
 def test_the_check_types_are_the_registrys_metric_types_that_run_a_check() -> None:
@@ -200,3 +213,50 @@ def test_only_a_gate_on_a_metric_without_a_reference_claims_the_examples_rule() 
     assert examples_gates({"metrics": metrics, "gates": gates}) == ("plain",)
     assert examples_gates({"metrics": metrics, "gates": {k: v for k, v in gates.items() if k != "plain"}}) == ()
     assert examples_gates({}) == ()
+
+
+def test_only_a_lower_is_better_gate_on_a_majority_metric_with_samples_claims_the_tie_rule() -> None:
+    """Under a higher-is-better gate both tie rules break a tie low: only a lower-is-better gate on a majority
+    metric, with several samples per example, is decided otherwise (a run without one keeps its bytes)."""
+    metrics = {"voted": {"type": "contains", "reducer": "majority"}, "avg": {"type": "contains"}}
+    gates = {
+        "low": {"metric": "voted", "direction": "lower_is_better"},
+        "high": {"metric": "voted"},
+        "avg-low": {"metric": "avg", "direction": "lower_is_better"},
+        "vs": {"metric": "voted", "direction": "lower_is_better", "compare_to": "main"},
+    }
+    lane = {"type": "python", "function": "lane.py:answer"}
+    assert tie_gates({"task": {**lane, "epochs": 2}, "metrics": metrics, "gates": gates}) == ("low", "vs")
+    assert tie_gates({"task": lane, "metrics": metrics, "gates": gates}) == ()  # one sample: no tie
+    assert tie_gates({"task": {"samples": True}, "metrics": metrics, "gates": gates}) == ("low", "vs")
+    kept = _record(True, tuple(LaterRule))
+    assert scoreless_gates(recorded_rules(kept), kept) == {}
+    older = _record(True, tuple(rule for rule in LaterRule if rule is not LaterRule.UNFAVOURABLE_TIES))
+    assert recorded_rules(older).before == {LaterRule.UNFAVOURABLE_TIES}
+    assert not recorded_rules(older).unfavourable_ties
+    assert scoreless_gates(recorded_rules(older), older) == {"rarely": UNDECIDED_TIES_NOTE}
+
+
+def test_only_a_comparative_gate_on_a_count_reducer_claims_the_compared_counts_rule() -> None:
+    """Whatever this run's samples: the baseline's count may differ from it (one sample here, three there)."""
+    metrics = {"best": {"type": "contains", "reducer": "max"}, "avg": {"type": "contains"}}
+    gates = {
+        "vs": {"metric": "best", "compare_to": "main"},
+        "vs-avg": {"metric": "avg", "compare_to": "main"},
+        "plain": {"metric": "best"},
+    }
+    assert compared_count_gates({"task": {"type": "recorded"}, "metrics": metrics, "gates": gates}) == ("vs",)
+    older = _record(True, tuple(rule for rule in LaterRule if rule is not LaterRule.COMPARED_COUNTS))
+    assert recorded_rules(older).before == {LaterRule.COMPARED_COUNTS}
+    assert not recorded_rules(older).counts_compared and recorded_rules(older).unfavourable_ties
+    assert scoreless_gates(recorded_rules(older), older) == {"no-worse": UNDECIDED_COUNTS_NOTE}
+
+
+def test_a_gate_the_reader_cannot_decide_is_named_with_why() -> None:
+    rules = DecisionRules(frozenset({LaterRule.UNFAVOURABLE_TIES}))
+    problem = older_rules_problem(
+        rules, {"rarely": Outcome.PASS}, [CurrentOutcome("rarely", Outcome.BLOCKED, (), note="cannot be told")]
+    )
+    assert problem is not None
+    assert "gate 'rarely' cannot be told" in problem.line
+    assert "majority_ties" in problem.field

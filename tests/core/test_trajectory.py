@@ -7,6 +7,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from evalglass.core.conversation import Message, Trajectory
 from evalglass.core.fieldpath import ABSENT
@@ -218,3 +220,50 @@ def test_a_part_that_is_not_an_object_is_unreadable() -> None:
         read_messages([{"role": "assistant", "parts": [{"type": "text", "content": "a"}, "b"]}])
     with pytest.raises(Unreadable, match="'messages' is text"):
         read_messages({"messages": "hi", "tool_calls": []})
+
+
+# -- arguments recorded as JSON text ----------------------------------------------------------------------------------
+
+_SCALARS = st.none() | st.booleans() | st.integers(-(10**6), 10**6) | st.text(max_size=8)
+_ARGUMENTS = st.dictionaries(
+    st.text(max_size=6), st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=3), max_leaves=6), max_size=4
+)
+
+
+@given(
+    calls=st.lists(st.tuples(st.sampled_from(["search", "book"]), _ARGUMENTS), max_size=4),
+    shape=st.sampled_from(["own", "responses", "genai"]),
+    indent=st.sampled_from([None, 1]),
+    reverse=st.booleans(),
+)
+def test_arguments_recorded_as_an_object_s_text_read_as_that_object_in_every_shape(
+    calls: list[tuple[str, dict[str, Any]]], shape: str, indent: int | None, reverse: bool
+) -> None:
+    def text(arguments: dict[str, Any]) -> str:
+        ordered = dict(reversed(arguments.items())) if reverse else arguments
+        return json.dumps(ordered, indent=indent)
+
+    as_objects = [{"name": name, "arguments": arguments} for name, arguments in calls]
+    if shape == "own":
+        recorded: Any = [{"name": name, "arguments": text(arguments)} for name, arguments in calls]
+    elif shape == "responses":
+        recorded = [
+            {"type": "function_call", "call_id": f"c{i}", "name": name, "arguments": text(arguments)}
+            for i, (name, arguments) in enumerate(calls)
+        ]
+    else:
+        parts = [
+            {"type": "tool_call", "id": f"c{i}", "name": n, "arguments": text(a)} for i, (n, a) in enumerate(calls)
+        ]
+        recorded = [{"role": "user", "parts": []}, {"role": "assistant", "parts": parts}]
+    assert read_calls(recorded) == read_calls(as_objects)
+
+
+@given(st.text(max_size=20).filter(lambda t: not t.lstrip().startswith("{")))
+def test_arguments_text_that_is_not_an_object_s_stays_text(text: str) -> None:
+    assert read_calls([{"name": "search", "arguments": text}]) == [Call("search", text)]
+    # The OpenAI shape's text holding a JSON string (arguments encoded twice) stays that string.
+    twice = json.dumps(json.dumps({"q": text}))
+    assert read_calls([{"function": {"name": "search", "arguments": twice}}]) == [
+        Call("search", json.dumps({"q": text}))
+    ]

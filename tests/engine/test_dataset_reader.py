@@ -13,6 +13,7 @@ import gc
 import hashlib
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from evalglass.core.fieldpath import ABSENT
 from evalglass.core.fingerprint import PREFIX
 from evalglass.engine.datasets.dataset import BadLine, DatasetReader, field_getter
 from evalglass.errors import SetupError
-from evalglass.readers.jsonsource import JsonRefused, check_exact
+from evalglass.readers.jsonsource import UTF8_BOM, JsonRefused, check_exact
 
 
 def line_by_line(path: Path, id_field: str, output_field: str) -> tuple[list[Example | BadLine], str, int, int]:
@@ -192,6 +193,23 @@ def test_batches_give_what_line_by_line_reading_gives(
     else:
         with pytest.raises(RuntimeError, match="hash_bytes=False"):
             _ = reader.fingerprint
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@given(data=files(), chunk=st.sampled_from([1, 2, 3, 7, 64, 1 << 20]))
+def test_a_byte_order_mark_is_hashed_and_never_read_as_part_of_the_first_line(
+    tmp_path: Path, data: bytes, chunk: int
+) -> None:
+    plain, marked = tmp_path / "plain.jsonl", tmp_path / "marked.jsonl"
+    plain.write_bytes(data)
+    marked.write_bytes(UTF8_BOM + data)
+    expected = [
+        replace(item, message=item.message.replace(str(plain), str(marked))) if isinstance(item, BadLine) else item
+        for item in DatasetReader(plain, id_field="id", output_field="output")
+    ]
+    reader = DatasetReader(marked, id_field="id", output_field="output", chunk=chunk)
+    assert list(reader) == expected
+    assert reader.fingerprint == PREFIX + hashlib.sha256(UTF8_BOM + data).hexdigest()
 
 
 def test_a_batch_of_plain_objects_comes_as_columns(tmp_path: Path) -> None:

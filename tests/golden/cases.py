@@ -94,6 +94,28 @@ INCONSISTENT = [
     {"tool_calls": [{"name": "search", "arguments": {"q": "rome"}}], "messages": _THREE_SEARCHES[:1]},
 ]
 
+#: Calls whose arguments are recorded as JSON text outside the OpenAI chat shape (``tool_calls@3``, ``loop@3``: text
+#: holding a JSON object is that object), and text that is not an object's, which stays as recorded.
+TEXT_ARGUMENTS: list[Any] = [
+    [{"name": "search", "arguments": '{"q": "paris"}'}, {"name": "book", "arguments": '{"day":3}'}],
+    [
+        {"type": "function_call", "call_id": "c1", "name": "search", "arguments": '{"q":"paris"}'},
+        {"type": "function_call", "call_id": "c2", "name": "book", "arguments": '{"day": 3}'},
+    ],
+    [
+        {
+            "role": "assistant",
+            "parts": [
+                {"type": "tool_call", "id": "c1", "name": "search", "arguments": '{"q":"paris"}'},
+                {"type": "tool_call", "id": "c2", "name": "book", "arguments": ' {"day": 3.0}'},
+            ],
+        }
+    ],
+    [{"function": {"name": "search", "arguments": '"{\\"q\\": \\"paris\\"}"'}}, {"name": "book", "arguments": "day=3"}],
+    [{"name": "search", "arguments": '{"q": "paris"}'}, {"name": "search", "arguments": '{"q":"paris"}'}],
+    [{"name": "search", "arguments": '["paris"]'}, {"name": "book", "arguments": "{day: 3}"}],
+]
+
 METRIC_CASES: dict[str, list[dict[str, Any]]] = {
     "exact_match": [
         _pairs({"type": "exact_match", "reference": "gold"}, TEXTS, ["Yes"] * 9 + [None]),
@@ -107,6 +129,13 @@ METRIC_CASES: dict[str, list[dict[str, Any]]] = {
             ["yes", "yes", "yes", "yes", "café", "café", "", "x", "3", "{}"],
         ),
         _pairs({"type": "exact_match", "field": "a", "expected": 1}, [{"a": 1}, {"a": 1.0}, {"a": "1"}, {"b": 1}, 5]),
+        # Case alone: a precomposed and a decomposed text are one text (canonical caseless match); a full-width
+        # letter is not its ASCII form (that is NFKC's, `unicode: true`).
+        _pairs(
+            {"type": "exact_match", "reference": "gold", "normalize": {"case": True}},
+            ["Café", "CAFE\u0301", "café", "ǰ", "ﬁle", "Straße", "Ｐaris"],
+            ["cafe\u0301", "café", "CAFÉ", "J\u030c", "file", "STRASSE", "paris"],
+        ),
     ],
     "contains": [
         _pairs({"type": "contains", "value": ["[1]", "[2]"], "mode": "any"}, ["see [1]", "none", "[2][1]", None, 7]),
@@ -115,6 +144,14 @@ METRIC_CASES: dict[str, list[dict[str, Any]]] = {
             {"type": "contains", "reference": "gold", "case_sensitive": False},
             ["Paris is big", "Rome", "x"],
             ["paris", "paris", None],
+        ),
+        _pairs(
+            {"type": "contains", "value": ["CAFÉ", "cafe"], "mode": "any", "case_sensitive": False},
+            ["un cafe\u0301 noir", "Café", "un café", "decaf"],
+        ),
+        _pairs(
+            {"type": "contains", "value": "cafe", "case_sensitive": False},
+            ["un cafe\u0301 noir", "CAFE"],
         ),
     ],
     "regex": [
@@ -178,6 +215,11 @@ METRIC_CASES: dict[str, list[dict[str, Any]]] = {
                 {"scores": {}},
                 "not an object",
                 {"scores": {"m": {"value": "Y", "worth": 0.75}}},
+                # The sample's declared scores (promptfoo's per-test assertions): undeclared is not applicable,
+                # declared but absent is missing.
+                {"scores": {"promptfoo": {"value": 1}}, "declared": ["promptfoo", "other"]},
+                {"scores": {"promptfoo": {"value": 1}}, "declared": ["promptfoo", "m"]},
+                {"scores": {"m": {"value": 1}}, "declared": ["promptfoo"]},
             ],
         ),
         # What a config over an inspect log fills in (``format_labels``); a declared label wins over a recorded worth.
@@ -219,7 +261,12 @@ METRIC_CASES: dict[str, list[dict[str, Any]]] = {
             {"type": "set_overlap", "reference": "gold", "case_sensitive": False},
             [["A", "b"], [{"k": "X"}]],
             [["a", "B"], [{"k": "x"}]],
-        )
+        ),
+        _pairs(
+            {"type": "set_overlap", "reference": "gold", "case_sensitive": False},
+            [["Café", "Zoë"]],
+            [["cafe\u0301", "ZOE\u0308"]],
+        ),
     ],
     "enum": [
         _pairs({"type": "enum", "values": ["positive", "negative"]}, ["positive", "Positive", "neutral", None, 1]),
@@ -227,6 +274,7 @@ METRIC_CASES: dict[str, list[dict[str, Any]]] = {
             {"type": "enum", "field": "label", "values": ["a", "b"], "case_sensitive": False},
             [{"label": "A"}, {"x": 1}],
         ),
+        _pairs({"type": "enum", "values": ["Café"], "case_sensitive": False}, ["cafe\u0301", "CAFÉ", "cafe"]),
     ],
     "tool_calls": [
         _pairs({"type": "tool_calls", "reference": "gold", **rule}, TRAJECTORIES, [EXPECTED_CALLS] * 9 + [[], None])
@@ -247,7 +295,11 @@ METRIC_CASES: dict[str, list[dict[str, Any]]] = {
             },
         )
     ]
-    + [_pairs({"type": "tool_calls", "reference": "gold", "mode": "subset"}, INCONSISTENT, [EXPECTED_CALLS] * 3)],
+    + [_pairs({"type": "tool_calls", "reference": "gold", "mode": "subset"}, INCONSISTENT, [EXPECTED_CALLS] * 3)]
+    + [
+        _pairs({"type": "tool_calls", "reference": "gold", "mode": "any_order"}, TEXT_ARGUMENTS, [EXPECTED_CALLS] * 6),
+        _pairs({"type": "tool_calls", "reference": "gold", "mode": "exact"}, [EXPECTED_CALLS], [TEXT_ARGUMENTS[0]]),
+    ],
     "steps": [
         _pairs({"type": "steps", "count": count, **budget}, TRAJECTORIES + INCONSISTENT)
         for count in ("model_turns", "tool_calls")
@@ -256,7 +308,8 @@ METRIC_CASES: dict[str, list[dict[str, Any]]] = {
     "loop": [
         _pairs({"type": "loop", **rule}, TRAJECTORIES + INCONSISTENT)
         for rule in ({}, {"repeats": 2}, {"repeats": 2, "consecutive": False})
-    ],
+    ]
+    + [_pairs({"type": "loop", "repeats": 2}, TEXT_ARGUMENTS)],
 }
 
 #: Each builtin reading field ``x`` of wrong answers: spec, a good answer, its reference.
@@ -748,6 +801,22 @@ RULE_CASES = [
 ]
 
 
+#: Where a majority tie goes (``majority_ties``): the reducer's inputs (ties in both) under each direction.
+MAJORITY_TIES_CASES: list[dict[str, Any]] = [
+    {**case, "direction": direction}
+    for case in (REDUCER_INPUT, GRADED_REDUCER_INPUT)
+    for direction in ("higher_is_better", "lower_is_better")
+]
+
+
+def compute_majority_ties(case: dict[str, Any]) -> Any:
+    from evalglass.core.stats import Direction, Ties
+
+    ties = Ties.against(Direction(case["direction"]))
+    result = reduce_samples(case["examples"], case["values"], Reducer.MAJORITY, ties=ties)
+    return {"ties": ties.value, "values": result.values.tolist()}
+
+
 def compute_rule(case: dict[str, Any]) -> Any:
     """What ``lower_bound`` decides: the interval at ``2 * level - 1`` (its ends are the one-sided bounds at the
     gate's level), its unfavourable and favourable ends, and the rule's decision against the threshold."""
@@ -818,7 +887,7 @@ def inputs(kind: EvaluatorKind, name: str) -> list[dict[str, Any]]:
     if kind is EvaluatorKind.PAIRED:
         return VARIANT_DIFFERENCE_CASES if name == "variant_difference" else PAIRED_CASES
     if kind is EvaluatorKind.RULE:
-        return RULE_CASES
+        return MAJORITY_TIES_CASES if name == "majority_ties" else RULE_CASES
     return PARSER_CASES
 
 
@@ -840,7 +909,7 @@ def compute(kind: EvaluatorKind, name: str, case: dict[str, Any]) -> Any:
     if kind is EvaluatorKind.PAIRED:
         return compute_variant_difference(case) if name == "variant_difference" else compute_paired(case)
     if kind is EvaluatorKind.RULE:
-        return compute_rule(case)
+        return compute_majority_ties(case) if name == "majority_ties" else compute_rule(case)
     return compute_parser(case)
 
 

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalglass.lanes.agent import _keywords
-from evalglass.lanes.modelstep import StepRequest, WireMemo, openai_body
+from evalglass.lanes.modelstep import StepRequest, WireMemo, _openai_body, openai_body
 
 
 def reference_body(request: StepRequest) -> dict[str, Any]:
@@ -159,6 +159,58 @@ def test_the_request_body_built_step_by_step_is_the_plain_conversion_byte_for_by
         with pytest.raises(AttributeError):
             openai_body(broken)
         assert orjson.dumps(openai_body(shorter)) == orjson.dumps(reference_body(shorter))
+
+
+body_params = st.dictionaries(
+    st.sampled_from(["temperature", "seed", "stop", "n", "tools", "model", "messages", "zz"]),
+    json_values | st.integers(2**64, 2**65),
+    max_size=3,
+).map(lambda found: tuple(found.items()))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(messages, max_size=8),
+    tools,
+    body_params,
+    st.text(max_size=4),
+    st.lists(st.integers(0, 8), min_size=1, max_size=6),
+)
+def test_a_body_written_from_its_kept_messages_bytes_is_orjsons_byte_for_byte(
+    conversation: list[dict[str, Any]],
+    offered: tuple[dict[str, Any], ...],
+    params: tuple[tuple[str, Any], ...],
+    model: str,
+    cuts: list[int],
+) -> None:
+    """The bytes a step sends over the direct transport, written from each wire message's bytes kept from step to
+    step, are ``orjson.dumps`` of the body (or its refusal, TypeError, of a value that is not JSON); a body whose
+    messages are not the kept ones (a parameter named ``messages``, another list) is written whole (None)."""
+    memo = WireMemo()
+    for cut in [*sorted(cuts), len(conversation), len(conversation)]:
+        request = StepRequest(model, tuple(conversation[:cut]), offered, params, memo)
+        body, kept = _openai_body(request)
+        assert kept is not None and body == openai_body(request)
+        try:
+            expected = orjson.dumps(body)
+        except TypeError:
+            expected = None
+        if "messages" in dict(params):
+            # Not the conversation's list (unless both are empty): written whole by the caller (None), or written
+            # here only as orjson would, refusal included.
+            try:
+                assert kept.encoded(body) in (None, expected)
+            except TypeError:
+                assert expected is None
+            continue
+        if expected is None:
+            with pytest.raises(TypeError):
+                kept.encoded(body)
+            continue
+        assert kept.encoded(body) == expected
+        if body["messages"]:
+            assert kept.encoded({**body, "messages": body["messages"][:-1]}) is None
+            assert kept.encoded({**body, "messages": [dict(item) for item in body["messages"]]}) is None
 
 
 PARAMETER_KINDS = [
@@ -379,7 +431,8 @@ def test_a_native_body_built_step_by_step_is_the_plain_conversion_byte_for_byte(
 ) -> None:
     """As for the OpenAI shape: the Anthropic and Gemini bodies of ever longer prefixes of one conversation, built a
     step's new messages at a time, are byte for byte those converted whole the way the lane did before, tool
-    results joined into one user turn across the steps as within one."""
+    results joined into one user turn across the steps as within one; and so are the bytes written from each
+    message's bytes kept across the steps (the last message, which later results may join, written again)."""
     import importlib
 
     module = importlib.import_module(f"evalglass.lanes.providers.{provider}")
@@ -390,5 +443,10 @@ def test_a_native_body_built_step_by_step_is_the_plain_conversion_byte_for_byte(
         prefix = tuple(conversation[:cut])
         built = memo.extend(prefix, module.builder, lambda form, message: form.add(message))
         expected = orjson.dumps(reference("m", prefix, offered, params))
-        assert orjson.dumps(built.body("m", offered, params)) == expected
+        body = built.body("m", offered, params)
+        assert orjson.dumps(body) == expected
+        assert built.encoded(body) == expected  # written from the messages' bytes kept across the steps
+        if body.get("messages", body.get("contents")):
+            listed = "messages" if provider == "anthropic" else "contents"
+            assert built.encoded({**body, listed: [dict(item) for item in body[listed]]}) is None
         assert orjson.dumps(module.request_body("m", prefix, offered, params)) == expected

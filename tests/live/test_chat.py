@@ -135,9 +135,17 @@ def test_parse_completion_rejects_shapes_without_text() -> None:
     for bad in (b"[]", b"{}", b'{"choices": []}', b'{"choices": [{"message": {"content": null}}]}', b"nope"):
         with pytest.raises(ValueError):
             parse_completion(bad)
-    refusal = {"choices": [{"message": {"content": None, "refusal": "I can't"}}]}
-    with pytest.raises(ValueError, match="refused"):
-        parse_completion(orjson.dumps(refusal))
+    # A model that declined answered: the refusal's text, or empty text when a filter stopped it (chatcall.DECLINED).
+    refusal = {"choices": [{"message": {"content": None, "refusal": "I can't"}, "finish_reason": "stop"}]}
+    assert parse_completion(orjson.dumps(refusal)).content == "I can't"
+    filtered = {"choices": [{"message": {"content": None}, "finish_reason": "content_filter"}]}
+    assert (
+        parse_completion(orjson.dumps(filtered)).content,
+        parse_completion(orjson.dumps(filtered)).finish_reason,
+    ) == (
+        "",
+        "content_filter",
+    )
 
 
 def test_parse_retry_after_forms() -> None:

@@ -337,3 +337,12 @@ def test_labels_file_errors_name_the_line(evals: Path) -> None:
     path.write_text('{"output": "x", "label": 9}\n')
     with pytest.raises(LabelsFileError, match="not an integer from 1 to 5"):
         read_labels(path, FIVE)
+
+
+def test_a_labels_file_saved_with_a_byte_order_mark_reads_as_without_one(evals: Path) -> None:
+    path = evals / "labels.jsonl"
+    text = '{"id": "a", "output": "x", "label": 3}\r\n{"id": "b", "output": "y", "label": 5}\r\n'
+    path.write_text(text)
+    plain = read_labels(path, FIVE)
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    assert read_labels(path, FIVE) == plain and [r.label for r in plain] == [3, 5]

@@ -366,11 +366,18 @@ def test_a_chat_call_answered_with_tool_calls_only_is_malformed() -> None:
 
 
 # ---------------------------------------------------------------------- the wire modules alone
-def test_gemini_blocked_prompts_and_answers_are_malformed_with_the_reason() -> None:
-    with pytest.raises(Malformed, match=r"blocked \(SAFETY\)"):
-        gemini.parse_answer(b'{"promptFeedback": {"blockReason": "SAFETY"}}')
-    with pytest.raises(Malformed, match=r"no content \(finishReason SAFETY\)"):
-        gemini.parse_answer(b'{"candidates": [{"finishReason": "SAFETY"}]}')
+def test_gemini_blocked_prompts_and_answers_are_empty_answers_with_the_reason() -> None:
+    """A prompt or answer the safety system blocked is the system under test's answer (empty, the reason kept); a
+    candidate without content for no stated reason is still malformed."""
+    blocked = gemini.parse_answer(b'{"promptFeedback": {"blockReason": "PROHIBITED_CONTENT"}}')
+    assert (blocked.text, blocked.calls, blocked.finish_reason) == ("", (), "PROHIBITED_CONTENT")
+    stopped = gemini.parse_answer(b'{"candidates": [{"finishReason": "SAFETY"}]}')
+    assert (stopped.text, stopped.finish_reason) == ("", "SAFETY")
+    assert stopped.chat_reply().content == ""
+    with pytest.raises(Malformed, match=r"no content \(finishReason STOP\)"):
+        gemini.parse_answer(b'{"candidates": [{"finishReason": "STOP"}]}')
+    with pytest.raises(Malformed, match="no candidates"):
+        gemini.parse_answer(b'{"promptFeedback": {}}')
     thought = gemini.parse_answer(
         b'{"candidates": [{"content": {"parts": [{"text": "hmm", "thought": true}, {"text": "4"}]}}],'
         b'"usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 1, "thoughtsTokenCount": 5,'
@@ -380,7 +387,7 @@ def test_gemini_blocked_prompts_and_answers_are_malformed_with_the_reason() -> N
     assert thought.usage is not None and (thought.usage.prompt_tokens, thought.usage.completion_tokens) == (12, 6)
 
 
-def test_anthropic_usage_counts_every_input_token_and_a_refusal_is_malformed() -> None:
+def test_anthropic_usage_counts_every_input_token_and_a_refusal_is_an_empty_answer() -> None:
     answer = anthropic.parse_answer(
         b'{"content": [{"type": "thinking", "thinking": "x"}, {"type": "text", "text": "ok"}], "stop_reason":'
         b'"end_turn", "usage": {"input_tokens": 3, "output_tokens": 2, "cache_read_input_tokens": 100,'
@@ -388,8 +395,10 @@ def test_anthropic_usage_counts_every_input_token_and_a_refusal_is_malformed() -
     )
     assert answer.text == "ok"
     assert answer.usage is not None and (answer.usage.prompt_tokens, answer.usage.total_tokens) == (110, 112)
-    with pytest.raises(Malformed, match="refused"):
-        anthropic.parse_answer(b'{"content": [], "stop_reason": "refusal"}')
+    refused = anthropic.parse_answer(b'{"content": [], "stop_reason": "refusal"}')
+    assert (refused.text, refused.finish_reason) == ("", "refusal")
+    with pytest.raises(Malformed, match="no text"):
+        anthropic.parse_answer(b'{"content": [], "stop_reason": "end_turn"}').chat_reply()
 
 
 @pytest.mark.parametrize(

@@ -173,3 +173,33 @@ def test_a_cache_count_some_step_did_not_report_is_not_summed(tmp_path: Any) -> 
     assert "cache_creation_input_tokens" not in writes["usage"] and writes["usage"]["cache_read_input_tokens"] > 0
     assert writes["not_recorded"] == ["usage.cache_creation_input_tokens", "cost"]
     assert "cost" not in writes
+
+
+def test_a_cheaper_price_table_in_a_pull_request_cannot_turn_a_budget_gate_green(project: LiveProject) -> None:
+    """The cost an agent's trajectory holds is the tokens priced by the config's `prices:` (a file a pull request
+    edits): a gate on it binds the price of its lane's model, so a cheaper table is approval_stale, never a pass."""
+    project.root.mkdir(parents=True, exist_ok=True)
+    (project.root / "tools.py").write_text(TOOLS)
+    task = project.agent({"weather": "tools.py:weather"}, model="m")
+    rows = [{"id": "whole", "request": "task whole"}, {"id": "again", "request": "task again"}]
+    metrics = {"cheap": {"type": "numeric_bounds", "field": "cost", "max": 10}}
+    gates = {"budget": {"metric": "cheap", "proposed_threshold": 1.0}}
+    project.write(rows, task=task, metrics=metrics, gates=gates, prices=PRICE)
+    ledger = {
+        "gates": {"budget": {"active": True, "threshold": 1.0, "fingerprint": project.gate_fingerprint("budget")}}
+    }
+    project.write_ledger(ledger)
+    done = project.run()
+    card = json.loads(done.out)
+    assert done.code == 1 and card["decision"]["verdict"] == "fail", done.out + done.err
+    assert outputs(project)["whole"]["cost"] == 14.0
+
+    # The pull request: the same model, a hundred times cheaper in the config.
+    cheaper = {"m": {"prompt_per_million": 10_000.0, "completion_per_million": 10_000.0}}
+    config = yaml.safe_load((project.root / "evalglass.yaml").read_text())
+    (project.root / "evalglass.yaml").write_text(yaml.safe_dump({**config, "prices": cheaper}, sort_keys=False))
+    done = project.run()
+    card = json.loads(done.out)
+    (budget,) = card["decision"]["gates"]
+    assert done.code == 1 and budget["outcome"] == "blocked", budget
+    assert [reason["code"] for reason in budget["reasons"]] == ["approval_stale"], budget

@@ -32,8 +32,20 @@ ROWS = [{"id": f"q{i}", "question": f"question {i} grade={4 if i % 2 else 5}"} f
 LABELS = [{"id": f"l{i}", "question": "q", "output": f"answer grade={g}", "label": g} for i, g in enumerate([1, 2] * 6)]
 GATE = "judged"
 #: The rules a judge's standing selects (this project's); a check metric's unbound code has its own end-to-end proof
-#: in tests/e2e/test_check_metric_binding.py, the samples per example theirs in tests/e2e/test_sample_count_binding.py.
-JUDGE_RULES = tuple(rule for rule in LaterRule if rule not in (LaterRule.CHECK_CODE_BINDING, LaterRule.SAMPLES_BINDING))
+#: in tests/e2e/test_check_metric_binding.py, the samples per example theirs in tests/e2e/test_sample_count_binding.py,
+#: where a majority tie goes theirs in tests/e2e/test_majority_ties.py (a baseline's samples per example: unit tests in
+#: tests/core/test_recordrules.py, the rule through the CLI in tests/e2e/test_baseline_sample_counts.py).
+JUDGE_RULES = tuple(
+    rule
+    for rule in LaterRule
+    if rule
+    not in (
+        LaterRule.CHECK_CODE_BINDING,
+        LaterRule.SAMPLES_BINDING,
+        LaterRule.UNFAVOURABLE_TIES,
+        LaterRule.COMPARED_COUNTS,
+    )
+)
 
 
 def _gate(out: str) -> dict[str, Any]:

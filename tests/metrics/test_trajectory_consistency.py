@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from evalglass.core.conversation import Trajectory
@@ -401,3 +401,54 @@ def test_own_messages_read_at_once_decide_as_any_mapping_read_carefully(record: 
     assert _outcome(check_consistent, record) == expected
     assert _outcome(own_call_items, record) == expected
     assert _outcome(read_calls, record)[0] == ("reads" if expected[0] == "reads" else expected[0])
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    record=_trajectories() | st.builds(lambda calls, stopped: trajectory(calls, stopped=stopped), CALLS, st.booleans()),
+    edited=st.booleans(),
+    cut=st.integers(-2, 3),
+    edited_calls=st.booleans(),
+    users=st.booleans(),
+    steps=st.sampled_from([None, 0, 1]),
+)
+@example(  # the messages hold the first of two calls only: not the last ones, so it does not add up
+    record=trajectory([("search", {"q": 1}), ("book", {"q": 2})], stopped=False),
+    edited=True,
+    cut=-1,
+    edited_calls=False,
+    users=False,
+    steps=None,
+)
+def test_what_the_replays_proof_accepts_the_check_accepts(
+    record: dict[str, Any], edited: bool, cut: int, edited_calls: bool, users: bool, steps: int | None
+) -> None:
+    """``_adds_up`` (the replay's reading of a usual record, which proves it adds up or defers to ``_check``) accepts
+    an agent lane's record as it is recorded, and accepts nothing the careful check refuses: edited at random, with
+    messages or calls cut from the front or the end, calls moved into a user's message, ``steps`` small."""
+    from types import MappingProxyType
+
+    from evalglass.core.fieldpath import ABSENT
+    from evalglass.core.trajectory import _adds_up
+
+    if not edited:
+        record = trajectory([("search", {"q": n}) for n in range(len(record["tool_calls"]))], stopped=True)
+    else:
+        if cut > 0:
+            record["messages"] = record["messages"][cut:]
+        elif cut < 0:
+            record["messages"] = record["messages"][: cut * 2]
+            record["tool_calls"] = record["tool_calls"][: cut if edited_calls else None]
+        if steps is not None:
+            record["steps"] = steps
+        for message in record["messages"][: 2 if users else 0]:  # a call in a user's message: one turn fewer
+            if isinstance(message, dict) and message.get("role") == "assistant":
+                message["role"] = "user"
+    items = record["tool_calls"]
+    names = [item["name"] for item in items]
+    arguments = [item.get("arguments", ABSENT) for item in items]
+    proven = _adds_up(record, items, names, arguments)
+    careful = {**record, "messages": [MappingProxyType(m) if isinstance(m, dict) else m for m in record["messages"]]}
+    if proven or not edited:
+        assert _outcome(check_consistent, careful) == ("reads", "")
+    assert proven or edited

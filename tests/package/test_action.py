@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 import evalglass
 from tests.e2e.project import Project, make_project
@@ -67,6 +68,26 @@ def test_a_failing_gate_fails_the_step_with_1_annotates_its_line_and_still_uploa
     assert f"::error file=evals/evalglass.yaml,line={line},title=EvalGlass gate accuracy failed::" in run.stdout
     assert "accuracy" in done.summary and "fail" in done.summary
     assert upload.ran and upload.given["path"] == "runs/pr" and upload.given["name"] == "evals-pr"
+
+
+def test_a_config_pointing_at_a_ledger_of_its_own_cannot_turn_the_step_green(tmp_path):
+    """The config is the pull request's to edit, the ledger the host's: with the `ledger` input left empty, the
+    step pins the `authority.yaml` beside the config, so a config naming a ledger the pull request wrote (approving
+    a threshold its gate meets) is refused (exit 2), never decided by that ledger."""
+    project = approved(tmp_path, 0.9)
+    assert act(project, out="runs/base").outputs["verdict"] == "fail"
+    friendly = yaml.safe_load((project.evals / "authority.yaml").read_text())
+    friendly["gates"]["accuracy"]["threshold"] = 0.1
+    (project.evals / "friendly.yaml").write_text(yaml.safe_dump(friendly))
+    config = yaml.safe_load((project.evals / "evalglass.yaml").read_text())
+    project.write_config({**config, "ledger": "friendly.yaml"})
+    done = act(project, out="runs/pr")
+    run = done.steps["run"]
+    assert run.code == 2 and done.failed and done.outputs["verdict"] == "", run.stdout + run.stderr
+    assert "friendly.yaml" in run.stdout and "authority.yaml" in run.stdout, run.stdout
+    # A host whose ledger is elsewhere says so in the workflow, where the pull request's config cannot.
+    project.write_ledger(friendly)
+    assert act(project, out="runs/host", ledger="evals/friendly.yaml").outputs["verdict"] == "pass"
 
 
 def test_a_run_that_cannot_complete_fails_with_2_says_why_and_reports_no_stale_verdict(tmp_path):

@@ -24,6 +24,10 @@ from evalglass.core.variantnames import declared_metric
 #: The folder (beside the config) holding each judge's calibration record, ``<judge>.json``.
 CALIBRATIONS_DIR = "calibrations"
 
+#: The ledger a config names by default, beside it: the only one a run reads without ``--ledger`` (a config, which
+#: a pull request edits, never chooses its ledger: ``engine.spec.ledger.refuse_unpinned_ledger``).
+DEFAULT_LEDGER = "authority.yaml"
+
 
 class BlockReason(StrEnum):
     """Every reason code a gate's outcome carries. Authority reasons come first, measurement reasons after; every

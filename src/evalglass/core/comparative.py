@@ -42,6 +42,7 @@ from evalglass.core.compare import (
     definition_difference,
     gold_difference,
     pair_ids,
+    sample_count_difference,
 )
 from evalglass.core.estimate import IntervalSpec
 from evalglass.core.gates import (
@@ -52,6 +53,7 @@ from evalglass.core.gates import (
     decided,
     interval_ends,
     measurement_reasons,
+    undefined_bound,
 )
 from evalglass.core.gatespec import GateRule, GateSpec, margin_threshold
 from evalglass.core.stats import (
@@ -59,6 +61,7 @@ from evalglass.core.stats import (
     UNDECIDED_TARGET,
     Direction,
     PairedDifference,
+    Reducer,
     ScaleSpec,
     Sides,
     WithinSpread,
@@ -117,6 +120,10 @@ class ComparativeInputs:
     today: str | None = None
     #: Per compared metric, the definition ``definitions`` fingerprints (to say what differs, field by field).
     definition_payloads: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: ``preflight`` only (before anything is scored): per compared metric, the samples per example the config
+    #: declares this run reduces each example from. A run compares the counts its rows have instead
+    #: (``decide_comparative_gate``), so it leaves this empty.
+    samples_per_example: Mapping[str, int] = field(default_factory=dict)
 
 
 def decide_comparative_gate(
@@ -132,9 +139,15 @@ def decide_comparative_gate(
     clusters: npt.NDArray[np.int64] | None,
     *,
     within: WithinSpread | None = None,
+    reducer: Reducer = Reducer.MEAN,
+    counts: npt.NDArray[np.int64] | None = None,
+    compare_counts: bool = True,
 ) -> GateResult:
     """Decide one comparative gate; ``column`` is its metric's per-example column in this run, ``within`` how much
-    this run's samples of one example vary (samples per example and the mean reducer)."""
+    this run's samples of one example vary (samples per example and the mean reducer), ``reducer`` and ``counts``
+    what it was reduced by and from how many samples per example (None: one each). Under a reducer whose value
+    moves with that count, a baseline reduced from other counts is ``not_comparable`` (``compare_counts`` off only
+    to re-derive a run recorded before that was looked at)."""
     assert spec.compare_to is not None and spec.metric is not None
     baseline_name, metric = spec.compare_to, spec.metric
     approved = ledger.baselines.get(baseline_name)
@@ -157,6 +170,8 @@ def decide_comparative_gate(
         definition=inputs.definitions[metric],
         scale=scale,
         within=within,
+        reducer=reducer,
+        counts=counts,
     )
     if base_side is not None and pairing is not None:
         comparison = compare_metric(
@@ -170,7 +185,13 @@ def decide_comparative_gate(
             sides=Sides.TWO_SIDED,
             level=2.0 * spec.level - 1.0 if lower else None,
             higher_is_better=spec.direction is Direction.HIGHER_IS_BETTER,
+            compare_counts=compare_counts,
         )
+        reasons += [
+            Reason(code=BlockReason.NOT_COMPARABLE, message=f"{found.code.value}: {found.message}")
+            for found in comparison.incomparable
+            if found.code is Incomparable.SAMPLE_COUNT
+        ]
         reasons += _pair_reasons(spec, comparison)
     difference = comparison.difference if comparison is not None else None
     compared, favourable = compared_ends(spec, difference)
@@ -178,8 +199,9 @@ def decide_comparative_gate(
         reasons.append(
             Reason(
                 code=BlockReason.INTERVAL_UNDEFINED,
-                message=f"no {spec.level:.0%} one-sided bound of the difference exists for "
-                f"{difference.n} pair(s) with this method",
+                message=undefined_bound(
+                    f"{spec.level:.0%} one-sided bound of the difference", difference.interval, difference.n, "pairs"
+                ),
             )
         )
     elif comparison is not None and difference is None and comparison.difference_problem is not None:
@@ -352,6 +374,19 @@ def comparability_reasons(
         reasons.append(Reason(code=BlockReason.NOT_COMPARABLE, message=f"{Incomparable.GOLD.value}: {gold}"))
     if pairing is None and found.ids is not None:
         pairing = pair_ids(found.ids, inputs.ids)
+    declared = inputs.samples_per_example.get(metric)
+    if declared is not None and pairing is not None:
+        planned = MetricSide(
+            values=np.empty(0),
+            states=np.empty(0, dtype=np.uint8),
+            definition="",
+            scale=None,
+            reducer=side.reducer,
+            counts=np.full(inputs.ids.size, declared, dtype=np.int64),
+        )
+        counted = sample_count_difference(metric, side, planned, pairing, candidate_is="this run")
+        if counted is not None:
+            reasons.append(Reason(code=BlockReason.NOT_COMPARABLE, message=f"{counted.code.value}: {counted.message}"))
     if pairing is not None and not pairing.complete:
         reasons.append(
             Reason(
@@ -396,7 +431,8 @@ def _pair_reasons(spec: GateSpec, comparison: MetricComparison) -> list[Reason]:
     return measurement_reasons(
         spec,
         comparison.pairs,
-        nothing="no example was measured validly in both runs",
+        nothing="no example was measured validly in both runs: one example measured validly in both would give a "
+        "difference (the metric's diagnostics in each run say why each was excluded)",
         unit="pairs",
         incomplete=(BlockReason.INCOMPLETE_PAIRS, "paired examples were not measured validly in both runs"),
     )

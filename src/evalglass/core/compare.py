@@ -27,7 +27,15 @@ from evalglass.core.changes import definition_changes
 from evalglass.core.columns import SCORED_VALID
 from evalglass.core.estimate import IntervalSpec
 from evalglass.core.population import Population, population_of_states
-from evalglass.core.stats import PairedDifference, ScaleSpec, Sides, WithinSpread, is_binary, paired_difference
+from evalglass.core.stats import (
+    PairedDifference,
+    Reducer,
+    ScaleSpec,
+    Sides,
+    WithinSpread,
+    is_binary,
+    paired_difference,
+)
 
 COMPARISON_SCHEMA: Final = "evalglass.comparison/1"
 
@@ -44,6 +52,9 @@ class Incomparable(StrEnum):
     METRIC_DEFINITION = "metric_definition"
     GOLD = "gold"
     EXAMPLE_SET = "example_set"
+    #: Under a reducer whose value moves with the samples per example (max, min, majority, at_least_k), the two
+    #: runs reduced paired examples from different numbers of samples.
+    SAMPLE_COUNT = "sample_count"
 
 
 class Difference(BaseModel):
@@ -288,6 +299,10 @@ class MetricSide:
     within: WithinSpread | None = None
     #: What ``definition`` fingerprints, when the caller has it: a difference then names what changed.
     definition_payload: Mapping[str, Any] | None = None
+    #: The reducer the rows were reduced by, and per example (row) how many samples it reduced (None: one each).
+    #: Under a reducer that depends on the count, pairs reduced from other counts are not comparable.
+    reducer: Reducer = Reducer.MEAN
+    counts: IntArray | None = None
 
 
 def side_estimate(side: MetricSide) -> SideEstimate:
@@ -307,13 +322,15 @@ def compare_metric(
     sides: Sides = Sides.TWO_SIDED,
     level: float | None = None,
     higher_is_better: bool = True,
+    compare_counts: bool = True,
 ) -> MetricComparison:
     """Compare one metric over the paired examples.
 
     ``interval`` is the candidate's interval settings for the metric (method override, level, seed, resamples);
     ``level`` overrides its level (a comparative gate's one-sided level). ``clusters`` holds one cluster id per
     candidate example when the dataset declares clusters. ``higher_is_better`` (a gate's direction; `evalglass
-    compare` has none and takes higher as better) decides which side of the pass point passes.
+    compare` has none and takes higher as better) decides which side of the pass point passes. ``compare_counts``
+    off (only to re-derive a run recorded before it was looked at) leaves :func:`sample_count_difference` out.
     """
     base_states = base.states[pairing.base]
     candidate_states = candidate.states[pairing.candidate]
@@ -342,7 +359,8 @@ def compare_metric(
     definition = definition_difference(
         name, base.definition, candidate.definition, base.definition_payload, candidate.definition_payload
     )
-    incomparable: tuple[Difference, ...] = () if definition is None else (definition,)
+    counted = sample_count_difference(name, base, candidate, pairing) if compare_counts else None
+    incomparable = tuple(found for found in (definition, counted) if found is not None)
     return MetricComparison(
         metric=name,
         kind="binary" if binary else "continuous",
@@ -361,6 +379,45 @@ def compare_metric(
         ),
         incomparable=incomparable,
     )
+
+
+def sample_count_difference(
+    name: str,
+    base: MetricSide,
+    candidate: MetricSide,
+    pairing: Pairing,
+    *,
+    base_is: str = "the baseline",
+    candidate_is: str = "the candidate",
+) -> Difference | None:
+    """Under a reducer whose expected value moves with the samples each example is reduced from (``max`` over 8
+    samples is not ``max`` over 1: ``Reducer.depends_on_count``), paired examples reduced from different numbers
+    of samples measure different things; None when the reducer does not depend on the count or every pair was
+    reduced from the same number. The message gives both counts (a range where a run's examples differ)."""
+    reducer = candidate.reducer if candidate.reducer.depends_on_count else base.reducer
+    if not reducer.depends_on_count or pairing.candidate.size == 0:
+        return None
+    base_counts = _counts(base, pairing.base)
+    candidate_counts = _counts(candidate, pairing.candidate)
+    differ = int(np.count_nonzero(base_counts != candidate_counts))
+    if differ == 0:
+        return None
+    return Difference(
+        code=Incomparable.SAMPLE_COUNT,
+        message=f"metric '{name}' is reduced by {reducer.value}, whose value moves with the samples each example is "
+        f"reduced from, from {_said(base_counts)} sample(s) per example in {base_is} and "
+        f"{_said(candidate_counts)} in {candidate_is} ({differ} of {base_counts.size} paired example(s) "
+        "differ): compare runs with the same samples per example (epochs)",
+    )
+
+
+def _counts(side: MetricSide, rows: IntArray) -> IntArray:
+    return np.ones(rows.size, dtype=np.int64) if side.counts is None else side.counts[rows]
+
+
+def _said(counts: IntArray) -> str:
+    low, high = int(counts.min()), int(counts.max())
+    return str(low) if low == high else f"{low} to {high}"
 
 
 def definition_difference(

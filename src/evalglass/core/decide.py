@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -21,7 +22,6 @@ from evalglass.core.authority import (
 )
 from evalglass.core.checks import CheckResult
 from evalglass.core.columns import SCORED_VALID, ScoreColumn
-from evalglass.core.comparative import ComparativeInputs, decide_comparative_gate
 from evalglass.core.endpoint import JudgeEndpoint
 from evalglass.core.estimate import Estimate, IntervalSpec, Sensitivity
 from evalglass.core.gates import Advice, GateResult, evaluate_check_gate, evaluate_gate, undeclared_results
@@ -34,6 +34,7 @@ from evalglass.core.stats import (
     Interval,
     Reducer,
     ScaleSpec,
+    Ties,
     WithinSpread,
     confidence_interval,
     epochs_to_decide,
@@ -42,6 +43,9 @@ from evalglass.core.stats import (
 )
 from evalglass.core.stats.choose import value_range
 from evalglass.core.verdict import VerdictPayload
+
+if TYPE_CHECKING:  # a run without comparative gates loads no baselines' rules (core.comparative, baselinesource)
+    from evalglass.core.comparative import ComparativeInputs
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -58,6 +62,9 @@ class MetricInput:
     k: int | None = None
     interval: IntervalSpec = field(default_factory=IntervalSpec)
     scale: ScaleSpec | None = None
+    #: Where a ``majority`` tie between samples goes: the unfavourable side of its gates' direction
+    #: (``Ties.against``); ``low`` for a run recorded before that rule (``core.recordrules``).
+    ties: Ties = Ties.LOW
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +78,13 @@ class RunShape:
     examples: int
     example_of_row: IntArray | None = None
     clusters: IntArray | None = None
+
+    def sample_counts(self) -> IntArray | None:
+        """Per example, how many sample rows it has (None: one each), which a reducer that depends on the count
+        makes part of what its value means (``core.compare.sample_count_difference``)."""
+        if self.example_of_row is None:
+            return None
+        return np.bincount(self.example_of_row, minlength=self.examples).astype(np.int64)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,16 +117,17 @@ class Measured:
         return within_of(self.spec.column, self.example_of_row, len(self.column), self.spec.reducer)
 
 
-def per_example(column: ScoreColumn, shape: RunShape, reducer: Reducer, k: int | None) -> ScoreColumn:
-    """One row per example: the column itself, or its sample rows reduced per example."""
+def per_example(column: ScoreColumn, shape: RunShape, reducer: Reducer, k: int | None, *, ties: Ties) -> ScoreColumn:
+    """One row per example: the column itself, or its sample rows reduced per example (a ``majority`` tie to
+    ``ties``)."""
     if shape.example_of_row is None:
         return column
-    return reduce_column(column, shape.example_of_row, shape.examples, reducer, k)
+    return reduce_column(column, shape.example_of_row, shape.examples, reducer, k, ties=ties)
 
 
 def measure(metric: MetricInput, shape: RunShape) -> Measured:
     rows = len(metric.column)
-    column = per_example(metric.column, shape, metric.reducer, metric.k)
+    column = per_example(metric.column, shape, metric.reducer, metric.k, ties=metric.ties)
     population = population_of(column, shape.examples)
     included = column.states() == SCORED_VALID
     values = column.values()[included]
@@ -206,6 +221,7 @@ def decide_run(
     today: str,
     every_judged_gate: bool = True,
     examples_bound: bool = True,
+    counts_compared: bool = True,
 ) -> tuple[tuple[MetricSummary, ...], VerdictPayload]:
     """``today`` (YYYY-MM-DD) is the day approvals are checked for expiry on: the run's own date, so ``verify``
     re-derives the same decision later. ``judges`` holds, per llm_judge metric, its fingerprint and calibration
@@ -214,7 +230,9 @@ def decide_run(
     ``ledger_where`` names, per gate the ledger lists, its ``file:line``, for the messages that point at it.
     ``every_judged_gate`` off re-derives a run recorded before every gate on a judge stood on its calibration
     (:func:`evalglass.core.authority.decided_judge`); ``examples_bound`` off, one recorded before every metric gate
-    stood on the dataset's gold (:func:`evalglass.core.authority.stands_on_gold`)."""
+    stood on the dataset's gold (:func:`evalglass.core.authority.stands_on_gold`); ``counts_compared`` off, one
+    recorded before a comparative gate looked at the baseline's samples per example
+    (:func:`evalglass.core.compare.sample_count_difference`)."""
     measured = {metric.name: measure(metric, shape) for metric in metrics}
     standings = judges or {}
     results: list[GateResult] = []
@@ -224,6 +242,8 @@ def decide_run(
         elif gate.spec.compare_to is not None:
             if comparative is None:
                 raise ValueError(f"gate '{gate.name}' compares with a baseline, but no comparative inputs were given")
+            from evalglass.core.comparative import decide_comparative_gate
+
             item = measured[gate.spec.subject]
             judge, served = decided_judge(standings, gate.spec.subject, comparative=True, every=every_judged_gate)
             results.append(
@@ -254,6 +274,9 @@ def decide_run(
                     comparative,
                     shape.clusters,
                     within=item.within(),
+                    reducer=item.spec.reducer,
+                    counts=shape.sample_counts(),
+                    compare_counts=counts_compared,
                 )
             )
         else:

@@ -156,16 +156,50 @@ class GateResult(BaseModel):
 
 def incompleteness(population: Population, tolerate: tuple[Tolerable, ...]) -> int:
     """How many expected examples are missing from the math in a way the gate does not tolerate."""
+    return sum(incomplete_kinds(population, tolerate).values())
+
+
+def incomplete_kinds(population: Population, tolerate: tuple[Tolerable, ...]) -> dict[str, int]:
+    """:func:`incompleteness` by kind, in the population's order: a status (``error``, ``blocked``...), ``invalid``
+    for a value that cannot be trusted, ``missing`` for a score that should exist and does not."""
     tolerated = {item.value for item in tolerate}
-    count = population.missing
+    kinds: dict[str, int] = {}
     for item in population.excluded:
         if (
             item.status in ALWAYS_INCOMPLETE_STATUSES
             or item.validity is Validity.INVALID
             or (item.status.value not in tolerated and item.validity.value not in tolerated)
         ):
-            count += item.count
-    return count
+            kind = "invalid" if item.validity is Validity.INVALID else item.status.value
+            kinds[kind] = kinds.get(kind, 0) + item.count
+    if population.missing:
+        kinds["missing"] = population.missing
+    return kinds
+
+
+def incomplete_reach(estimate: Estimate, unmeasured: int, threshold: float, direction: Direction) -> str | None:
+    """What measuring ``unmeasured`` more examples would decide under the ``point`` rule: the value's range if they
+    scored anywhere on the metric's scale, and whether it meets ``threshold`` at both ends, at neither, or only at
+    one. None without a declared scale (no range to state). Exact for a mean over examples, which the point is."""
+    sensitivity = estimate.sensitivity
+    if sensitivity is None or estimate.n <= 0 or unmeasured <= 0:
+        return None
+    total = estimate.n + unmeasured
+    ends = [
+        (estimate.point * estimate.n + bound * unmeasured) / total
+        for bound in (sensitivity.scale_min, sensitivity.scale_max)
+    ]
+    low, high = min(ends), max(ends)
+    span = (
+        f"whatever they score ({sensitivity.scale_min:g} to {sensitivity.scale_max:g}), the value would be "
+        f"{low:.3g} to {high:.3g}"
+    )
+    met = {meets(low, threshold, direction), meets(high, threshold, direction)}
+    if met == {True}:
+        return f"{span}, which meets the threshold {threshold:g} either way: measuring them decides a pass"
+    if met == {False}:
+        return f"{span}, which misses the threshold {threshold:g} either way: measuring them decides a fail"
+    return f"{span}, either side of the threshold {threshold:g}: only measuring them decides"
 
 
 def measurement_reasons(
@@ -183,10 +217,11 @@ def measurement_reasons(
                 message=f"{population.included} {unit} were measured; the gate needs at least {spec.min_n}",
             )
         )
-    count = incompleteness(population, spec.tolerate)
-    if count:
+    kinds = incomplete_kinds(population, spec.tolerate)
+    if kinds:
         code, text = incomplete
-        reasons.append(Reason(code=code, message=f"{count} of {population.expected} {text}"))
+        which = ", ".join(f"{count} {kind}" for kind, count in kinds.items())
+        reasons.append(Reason(code=code, message=f"{sum(kinds.values())} of {population.expected} {text} ({which})"))
     return reasons
 
 
@@ -230,10 +265,13 @@ def evaluate_gate(
     reasons += measurement_reasons(
         spec,
         population,
-        nothing="no score was measured (scored and valid) to compare",
+        nothing="no score was measured (scored and valid) to compare: one example measured validly would give a "
+        "value (the metric's diagnostics say why each was excluded)",
         unit="examples",
         incomplete=(BlockReason.INCOMPLETE_MEASUREMENT, "examples were not measured validly"),
     )
+    if not lower and estimate is not None and authority.threshold is not None:
+        reasons = [_with_reach(reason, estimate, population, spec, authority.threshold) for reason in reasons]
     compared: float | None
     favourable: float | None = None
     if lower:
@@ -242,7 +280,7 @@ def evaluate_gate(
             reasons.append(
                 Reason(
                     code=BlockReason.INTERVAL_UNDEFINED,
-                    message=f"no {spec.level:.0%} one-sided bound exists for {estimate.n} value(s) with this method",
+                    message=undefined_bound(f"{spec.level:.0%} one-sided bound", bound, estimate.n, "examples"),
                 )
             )
     else:
@@ -268,6 +306,14 @@ def evaluate_gate(
     )
 
 
+def _with_reach(reason: Reason, estimate: Estimate, population: Population, spec: GateSpec, threshold: float) -> Reason:
+    """An ``incomplete_measurement`` reason with what measuring the rest would decide (:func:`incomplete_reach`)."""
+    if reason.code is not BlockReason.INCOMPLETE_MEASUREMENT:
+        return reason
+    reach = incomplete_reach(estimate, incompleteness(population, spec.tolerate), threshold, spec.direction)
+    return reason if reach is None else Reason(code=reason.code, message=f"{reason.message}; {reach}")
+
+
 @dataclass(frozen=True, slots=True)
 class Advice:
     """What would decide an undecided ``lower_bound`` gate at the observed effect: about this many examples (pairs)
@@ -284,6 +330,22 @@ def interval_ends(interval: Interval | None, direction: Direction) -> tuple[floa
     if direction is Direction.HIGHER_IS_BETTER:
         return interval.low, interval.high
     return interval.high, interval.low
+
+
+def undefined_bound(what: str, interval: Interval | None, n: int, unit: str) -> str:
+    """An ``interval_undefined`` reason: why the interval has no bound, and the evidence that would give it one.
+    The methods that can leave one undefined need a spread to estimate: two values (``student_t``, the
+    bootstraps), or two clusters (the cluster-aware methods); Wilson and Clopper-Pearson are defined from one."""
+    method = f"with {interval.method.value}" if interval is not None else "with this method"
+    why = interval.params.get("undefined_reason") if interval is not None else None
+    text = f"no {what} exists for {n} measured {unit} {method}" + (f" ({why})" if why else "")
+    if interval is not None and interval.clusters is not None and interval.clusters < 2:
+        decide = f"{unit} measured in at least 2 clusters would decide it (the cluster field has one value)"
+    elif n < 2:
+        decide = f"at least 2 measured {unit} are needed to decide it ({n} now)"
+    else:
+        decide = "an interval method defined on these values (the metric's `interval: {method: ...}`) would decide it"
+    return f"{text}: {decide}"
 
 
 def interval_label(level: float | None) -> str:

@@ -15,7 +15,8 @@ and not a field a template reads as an input: a live variant's prompt (``{{ draf
 a judge's (``{{ example.draft }}``, or its ``transcript.input``). What is not read by name is hidden instead
 (:func:`record_without`): judges, juries and every live lane are shown the record as gold sees it, so host code (a
 python or command lane) and a template that shows the record whole (the judges' default ``{{ example | json }}``)
-never receive a recorded output. Limit, stated in docs/config.md: a python metric receives the whole record.
+never receive a recorded output. A python metric, which measures one task's answer, is shown the record without
+any other task's recorded output (:func:`others_outputs`): its own answer stays in it, under its field's name.
 
 These are plain functions of the config's raw values (as declared, or as a run record stores them), so the config
 and the reports that explain a run's gold (``report.explain``) read the same answer from one place.
@@ -70,6 +71,16 @@ def gold_excluded_fields(
             if isinstance(field, str):
                 fields[field] = None
     return tuple(fields)
+
+
+def others_outputs(excluded_fields: Sequence[str], own: str | None) -> tuple[str, ...]:
+    """Of the fields gold leaves out (:func:`gold_excluded_fields`), those host code scoring one task is never
+    shown (a ``python`` metric's ``record``): every other task's recorded output. Kept: ``own``, the task's own
+    recorded output field in the dataset file (None when its outputs are elsewhere), which is the answer measured,
+    and what a tool's reader records of the tool's run (:data:`TOOL_RUN_FIELDS`: the run that produced that
+    answer). Another variant's answer is a value a pull request re-records with gold and every approval unchanged:
+    a metric that read it would decide on it unbound."""
+    return tuple(field for field in excluded_fields if field != own and field not in TOOL_RUN_FIELDS)
 
 
 class FieldRole(StrEnum):

@@ -145,16 +145,21 @@ def population_of_states(
 def _top_diagnostics(column: ScoreColumn) -> tuple[DiagnosticCount, ...]:
     """The most frequent diagnostic codes of the column's rows, included and excluded alike, each with how many of
     its rows are included."""
-    counts: Counter[str] = Counter()
-    included: Counter[str] = Counter()
+    counts: dict[str, int] = {}
+    included: dict[str, int] = {}
     examples: dict[str, str] = {}
-    states = column.states()
+    # The states as bytes: indexing them is a plain int, where a numpy array's element is a scalar object (this
+    # loop visits every row with a diagnostic, 7,500 of the 10,000 rows of the replay benchmark's file).
+    states = column.states().tobytes()
     for row, diagnostics in column.diagnostic_rows():
         measured = int(states[row] == SCORED_VALID)
         for diagnostic in diagnostics:
-            counts[diagnostic.code] += 1
-            included[diagnostic.code] += measured
-            examples.setdefault(diagnostic.code, diagnostic.message)
+            code = diagnostic.code
+            if code in counts:
+                counts[code] += 1
+                included[code] += measured
+            else:
+                counts[code], included[code], examples[code] = 1, measured, diagnostic.message
     ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:TOP_DIAGNOSTICS]
     return tuple(
         DiagnosticCount(code=code, count=count, example=examples[code], included=included[code])

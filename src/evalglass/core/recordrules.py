@@ -54,6 +54,14 @@ class LaterRule(StrEnum):
     #: that count in its fingerprint. Marker: ``sample_counts: bound`` (written when the config has such a gate:
     #: :func:`count_gates`).
     SAMPLES_BINDING = "sample_counts"
+    #: A tie between a ``majority`` metric's samples goes to the side unfavourable to its gates' direction, not
+    #: always to the lowest value (which is the favourable side of a lower-is-better gate). Marker:
+    #: ``majority_ties: unfavourable`` (written when the config has a gate the rule changes: :func:`tie_gates`).
+    UNFAVOURABLE_TIES = "majority_ties"
+    #: A comparative gate on a reducer that depends on the samples per example is ``not_comparable`` with a baseline
+    #: whose paired examples were reduced from other counts. Marker: ``baseline_counts: compared`` (written when the
+    #: config has such a gate: :func:`compared_count_gates`).
+    COMPARED_COUNTS = "baseline_counts"
 
     @property
     def before(self) -> str:
@@ -70,6 +78,11 @@ _BEFORE: Mapping[LaterRule, str] = {
     "reference metric did, so the examples a gate measured were not approved)",
     LaterRule.SAMPLES_BINDING: "a gate bound how many samples each example is reduced from under a reducer that "
     "depends on it (max, min, majority, at_least_k: more samples could raise the number with the approval standing)",
+    LaterRule.UNFAVOURABLE_TIES: "a tie between the samples of a majority metric went to the side unfavourable to "
+    "its gates (it always went to the lowest value, the favourable side of a lower-is-better gate)",
+    LaterRule.COMPARED_COUNTS: "a comparative gate compared the samples per example with the baseline's under a "
+    "reducer that depends on them (max, min, majority, at_least_k: a baseline of other counts was compared as if "
+    "it measured the same)",
 }
 
 
@@ -92,6 +105,18 @@ class DecisionRules:
         """Whether a metric gate on a metric without a reference stands on the dataset's gold
         (``core.authority.stands_on_gold``)."""
         return LaterRule.EXAMPLES_BINDING not in self.before
+
+    @property
+    def unfavourable_ties(self) -> bool:
+        """Whether a ``majority`` tie goes to the unfavourable side of its metric's direction (else to the lowest
+        value, as runs recorded before :attr:`LaterRule.UNFAVOURABLE_TIES` were decided)."""
+        return LaterRule.UNFAVOURABLE_TIES not in self.before
+
+    @property
+    def counts_compared(self) -> bool:
+        """Whether a comparative gate blocks ``not_comparable`` on a baseline reduced from other samples per example
+        (else not, as runs recorded before :attr:`LaterRule.COMPARED_COUNTS` were decided)."""
+        return LaterRule.COMPARED_COUNTS not in self.before
 
     def unbound_code(self, record: RunRecord) -> dict[str, dict[str, tuple[str, ...]]]:
         """Per metric that runs a check, what its check ran unbound, as these rules decide on it: as recorded; under
@@ -214,6 +239,70 @@ def count_gates(config: Mapping[str, object]) -> tuple[str, ...]:
     return tuple(found)
 
 
+def tie_gates(config: Mapping[str, object]) -> tuple[str, ...]:
+    """The gates of a config (as a run record snapshots it) that :attr:`LaterRule.UNFAVOURABLE_TIES` decides
+    otherwise than the rule before it could: a lower-is-better gate (plain, comparative, on a variant) on a
+    ``majority`` metric, when examples have several samples. Under a higher-is-better gate both rules break a tie
+    low, so a run without such a gate writes no marker and keeps its bytes."""
+    gates, metrics = config.get("gates"), config.get("metrics")
+    if not isinstance(gates, dict) or not isinstance(metrics, dict) or not _several_samples(config):
+        return ()
+    found: list[str] = []
+    for name, gate in gates.items():
+        if not isinstance(gate, dict) or gate.get("direction") != "lower_is_better":
+            continue
+        metric = metrics.get(gate.get("metric"))
+        if isinstance(metric, dict) and metric.get("reducer") == "majority":
+            found.append(str(name))
+    return tuple(found)
+
+
+def compared_count_gates(config: Mapping[str, object]) -> tuple[str, ...]:
+    """The gates of a config (as a run record snapshots it) that :attr:`LaterRule.COMPARED_COUNTS` can decide
+    otherwise: a comparative gate on a metric whose reducer depends on the samples per example (whatever this run's
+    count: the baseline's may differ from it). A run without one writes no marker and keeps its bytes."""
+    gates, metrics = config.get("gates"), config.get("metrics")
+    if not isinstance(gates, dict) or not isinstance(metrics, dict):
+        return ()
+    found: list[str] = []
+    for name, gate in gates.items():
+        if not isinstance(gate, dict) or gate.get("compare_to") is None:
+            continue
+        metric = metrics.get(gate.get("metric"))
+        if isinstance(metric, dict) and metric.get("reducer") in COUNT_REDUCERS:
+            found.append(str(name))
+    return tuple(found)
+
+
+#: What a reader without the scores says of a gate a record from before :attr:`LaterRule.UNFAVOURABLE_TIES` may have
+#: decided green otherwise (:func:`scoreless_gates`).
+UNDECIDED_TIES_NOTE = (
+    "cannot be decided without the scores (its majority ties may have gone to the favourable side): "
+    "`evalglass verify` re-derives it from them"
+)
+#: ... and from before :attr:`LaterRule.COMPARED_COUNTS`.
+UNDECIDED_COUNTS_NOTE = (
+    "cannot be decided without the scores (its baseline may have other samples per example): `evalglass verify` "
+    "re-derives it from them"
+)
+
+
+def scoreless_gates(claimed: DecisionRules, record: RunRecord) -> dict[str, str]:
+    """The gates a reader that has not the scores cannot decide under the current rules, each with why: in a record
+    from before :attr:`LaterRule.UNFAVOURABLE_TIES`, those :func:`tie_gates` names (their value may rest on a tie
+    broken to the favourable side); from before :attr:`LaterRule.COMPARED_COUNTS`, those
+    :func:`compared_count_gates` names (their baseline may have been reduced from other counts)."""
+    found: dict[str, str] = {}
+    for rule, gates, note in (
+        (LaterRule.UNFAVOURABLE_TIES, tie_gates, UNDECIDED_TIES_NOTE),
+        (LaterRule.COMPARED_COUNTS, compared_count_gates, UNDECIDED_COUNTS_NOTE),
+    ):
+        if rule in claimed.before:
+            for gate in gates(record.config):
+                found.setdefault(gate, note)
+    return found
+
+
 def count_unbound_gates(claimed: DecisionRules, record: RunRecord) -> tuple[str, ...]:
     """The gates whose recorded fingerprint does not bind the samples per example although the current rules bind
     it (a record from before :attr:`LaterRule.SAMPLES_BINDING`): under the current rules their approval is stale."""
@@ -238,6 +327,10 @@ def recorded_rules(record: RunRecord) -> DecisionRules:
         before.add(LaterRule.EXAMPLES_BINDING)
     if record.sample_counts != "bound" and count_gates(record.config):
         before.add(LaterRule.SAMPLES_BINDING)
+    if record.majority_ties != "unfavourable" and tie_gates(record.config):
+        before.add(LaterRule.UNFAVOURABLE_TIES)
+    if record.baseline_counts != "compared" and compared_count_gates(record.config):
+        before.add(LaterRule.COMPARED_COUNTS)
     judges = set(record.judge_fingerprints)
     if not judges:
         return DecisionRules(frozenset(before))
@@ -262,6 +355,9 @@ class CurrentOutcome:
     gate: str
     outcome: Outcome
     reasons: tuple[BlockReason, ...]
+    #: Said instead of the reasons when the current rules cannot decide the gate from what the reader has (a tie
+    #: rule needs the scores: only ``verify`` reads them).
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -292,7 +388,9 @@ def older_rules_problem(
     order = list(LaterRule)
     claimed = sorted(rules.before, key=order.index)
     gates = "; ".join(
-        f"gate '{item.gate}' is {item.outcome.value}"
+        f"gate '{item.gate}' {item.note}"
+        if item.note is not None
+        else f"gate '{item.gate}' is {item.outcome.value}"
         + (f": {', '.join(reason.value for reason in item.reasons)}" if item.reasons else "")
         for item in worse
     )

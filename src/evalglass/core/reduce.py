@@ -4,7 +4,9 @@ An example enters the math only when every one of its samples was measured valid
 the most serious state among its samples (error, then blocked, invalid, non_evaluable, skipped) and that sample's
 diagnostics. An example that enters keeps the diagnostics its samples' measured values carried (each code once,
 from the first sample with it), so a sample scored as a wrong answer (``output_not_json``) is still counted. A
-reducer that is undefined for an example (pass@k with fewer than k samples) makes it an error.
+reducer that is undefined for an example (pass@k with fewer than k samples) makes it an error. Under ``majority`` a
+tie between equally frequent values goes to the side ``ties`` names: the caller passes the unfavourable side of the
+gates' direction (``Ties.against``), so a split vote is never read as a win.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import numpy.typing as npt
 
 from evalglass.core.columns import SCORED_VALID, STATES, ScoreColumn
 from evalglass.core.score import Diagnostic, Score, Status, Validity
-from evalglass.core.stats import Reducer, WithinSpread, reduce_samples, within_spread
+from evalglass.core.stats import Reducer, Ties, WithinSpread, reduce_samples, within_spread
 
 _SEVERITY = {
     Status.ERROR: 5,
@@ -32,8 +34,11 @@ def reduce_column(
     examples: int,
     reducer: Reducer,
     k: int | None = None,
+    *,
+    ties: Ties,
 ) -> ScoreColumn:
-    """One row per example, in example order, from a column of sample rows."""
+    """One row per example, in example order, from a column of sample rows; ``ties``: where a ``majority`` tie
+    goes (required, so no caller reduces without saying which side is unfavourable)."""
     states = column.states()
     values = column.values()
     if example_of_row.shape[0] != states.shape[0]:
@@ -49,7 +54,7 @@ def reduce_column(
     if whole.any():
         keep = whole[example_of_row]
         try:
-            per = reduce_samples(example_of_row[keep], values[keep], reducer, k=k)
+            per = reduce_samples(example_of_row[keep], values[keep], reducer, k=k, ties=ties)
             reduced[per.examples] = per.values
         except ValueError as exc:
             problem = str(exc)

@@ -178,6 +178,23 @@ class RunRecord(BaseModel):
         "reducer that depends on it (max, min, majority, at_least_k): `bound`; absent (`unbound`): they did not, as "
         "runs recorded before that were decided.",
     )
+    majority_ties: Literal["low", "unfavourable"] = _older_rules_marker(
+        "low",
+        # Absent for a run with no lower-is-better gate on a majority metric with samples (both rules break every tie
+        # low there) and in records from before ties went to the unfavourable side: those are re-derived so
+        # (core/recordrules.py).
+        description="Where a tie between a `majority` metric's samples went when the run decided: `unfavourable`, "
+        "the side unfavourable to its gates' direction (the highest tied value when lower is better); absent "
+        "(`low`): always the lowest, as runs recorded before that were decided.",
+    )
+    baseline_counts: Literal["unchecked", "compared"] = _older_rules_marker(
+        "unchecked",
+        # Absent for a run with no comparative gate on a reducer that depends on the samples per example, and in
+        # records from before the baseline's counts were compared: those are re-derived so (core/recordrules.py).
+        description="Whether a comparative gate on a reducer that depends on the samples per example (max, min, "
+        "majority, at_least_k) compared them with the baseline's, blocking `not_comparable` where they differ: "
+        "`compared`; absent (`unchecked`): they were not, as runs recorded before that were decided.",
+    )
     calibrations: dict[str, CalibrationRecord] = Field(
         default_factory=dict,
         description="Per llm_judge metric, the calibration record the run found (snapshot; verify decides on it).",

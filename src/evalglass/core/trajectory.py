@@ -29,9 +29,10 @@ last ones (a trace record's output holds only the last model call's messages), a
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
+from operator import attrgetter
 from typing import Any
 
 import orjson
@@ -84,7 +85,7 @@ def read_calls(value: Any) -> list[Call]:
             made = [_call(item, "tool call", index) for index, item in enumerate(calls)]
             if not _REDUNDANT.isdisjoint(value):
                 _check(value, calls, [(call.name, call.arguments, call.invalid) for call in made])
-            return made
+            return _with_object_texts(made, calls)
         messages = value.get("messages", ABSENT)
         if messages is ABSENT:
             raise Unreadable(_NOT_A_CONVERSATION)
@@ -96,7 +97,7 @@ def read_calls(value: Any) -> list[Call]:
 
 def own_call_items(value: Any) -> list[dict[str, Any]] | None:
     """The call items of a trajectory object's ``tool_calls``, or of a list of calls, when every one is EvalGlass's
-    own ``{name, arguments}`` (no ``function``, ``type``, ``invalid_arguments`` or ``role``), which
+    own ``{name, arguments}`` (no ``function``, ``type``, ``invalid_arguments`` or ``role``; arguments not text), which
     :func:`read_calls` reads as ``Call(name, arguments)`` at once; None for any other shape (:func:`read_calls`
     decides, and says what is wrong). For a caller that needs each call's name and arguments, not the
     :class:`Call` objects."""
@@ -116,14 +117,20 @@ def own_calls(value: Any) -> tuple[list[dict[str, Any]], list[str], list[Any]] |
     if type(items) is not list:
         return None
     names: list[Any] = []
-    if items and not (  # each test one loop in C over the whole list (a trajectory holds many calls)
-        all_of_type(items, dict)
+    count = len(items)
+    if count and not (  # each test one loop in C over the whole list (a trajectory holds many calls)
+        list(map(type, items)).count(dict) == count  # all_of_type, inlined (a call less, twice a trajectory)
         and _NOT_OWN_CALL.isdisjoint(chain.from_iterable(items))
-        and all_of_type(names := list(map(dict.get, items, repeat("name"))), str)
+        and list(map(type, names := list(map(dict.get, items, repeat("name"))))).count(str) == count
     ):
         return None
-    arguments = [item.get("arguments", ABSENT) for item in items]
-    if items is not value and not _REDUNDANT.isdisjoint(value):
+    try:  # a subscript costs less than dict.get; a call without arguments (rare) takes the second reading
+        arguments = [item["arguments"] for item in items]
+    except KeyError:
+        arguments = [item.get("arguments", ABSENT) for item in items]
+    if str in set(map(type, arguments)):
+        return None  # arguments as JSON text: read_calls reads what the text holds (_with_object_text)
+    if items is not value and not _REDUNDANT.isdisjoint(value) and not _adds_up(value, items, names, arguments):
         # check_consistent(value), the calls keyed from what was just read: each (name, arguments, no invalid text)
         _check(value, items, list(zip(names, arguments, repeat(None))))
     return items, names, arguments
@@ -144,7 +151,7 @@ def read_calls_of_list(items: Any, what: str) -> list[Call]:
         for index, message in enumerate(items):
             found.extend(_message_calls(message, index))
         return found
-    return [_call(item, "call", index) for index, item in enumerate(items)]
+    return _with_object_texts([_call(item, "call", index) for index, item in enumerate(items)], items)
 
 
 def count_model_turns(value: Any) -> int | None:
@@ -342,6 +349,76 @@ def _check(value: Mapping[str, Any], items: Sequence[Any], made: list[_CallKey] 
         _same_results(recorded, said_parts, results)
 
 
+def _adds_up(value: Mapping[str, Any], items: list[dict[str, Any]], names: list[str], arguments: list[Any]) -> bool:
+    """True when :func:`_check` of ``value`` (whose ``tool_calls`` are the own-form ``items``, with these ``names``
+    and ``arguments``) finds nothing wrong, proven for the usual record (an agent lane's: one-part messages, every
+    call of ``tool_calls`` in them, each result answering a call of ``tool_calls`` by text id and holding its
+    ``result``); False when not proven, and :func:`_check` decides (it raises or not, and says what is wrong). Never a
+    verdict of its own: it accepts only what :func:`_check`'s reading of one-part messages accepts, by the same
+    comparisons (the same operands, in the same order), and defers anything else.
+
+    Why a second reading: a replay checks every trajectory, and on this interpreter a subscript inside ``try`` costs
+    well under half what ``dict.get`` does (a method call); so each message is read by subscripts and each call
+    compared where it is met, with no key tuple made per call."""
+    messages = value.get("messages")
+    if type(messages) is not list:
+        return False
+    steps, finish = value.get("steps"), value.get("finish")
+    made = len(names)
+    said = turns = 0
+    last = -1  # where the last model turn's calls start among the messages' calls; -1: no model turn
+    results: list[dict[str, Any]] = []
+    try:
+        for message in messages:
+            if type(message) is not dict:
+                return False
+            parts, role = message["parts"], message["role"]
+            if type(parts) is not list or type(role) is not str:
+                return False
+            (part,) = parts
+            if type(part) is not dict:
+                return False
+            kind = part["type"]
+            if kind == "tool_call":
+                # Compared with the call at the same position of tool_calls: every call of tool_calls must be in
+                # the messages (checked after the loop), so the messages' calls are its last ones from the first.
+                name = part["name"]
+                if (
+                    said == made
+                    or type(name) is not str
+                    or names[said] != name
+                    or arguments[said] != part["arguments"]
+                    or "function" in part
+                    or "invalid_arguments" in part
+                ):
+                    return False
+                if role in MODEL_ROLES:
+                    last = said
+                    turns += 1
+                said += 1
+                continue
+            if kind == "tool_call_response":
+                results.append(part)
+            if role in MODEL_ROLES:
+                last = said
+        if said != made or (type(steps) is int and (steps < turns or (steps == 0 and made))):
+            return False
+        if last >= 0 and ((finish == "stop" and said > last) or (finish == "max_steps" and said == last)):
+            return False
+        if results:
+            ids = [item["id"] for item in items]
+            if list(map(type, ids)).count(str) != made:
+                return False
+            recorded = dict(zip(ids, items))  # noqa: B905 - ids read from items, one each
+            for part in results:
+                answered = part["id"]
+                if type(answered) is not str or recorded[answered]["result"] != part["response"]:
+                    return False
+    except (KeyError, ValueError):  # a key this reading needs is missing, or a message is not of one part
+        return False
+    return True
+
+
 def _ran_calls(
     items: Sequence[Any], said: list[_CallKey], last_parts: list[dict[str, Any]], results: list[Mapping[str, Any]]
 ) -> list[_CallKey]:
@@ -441,8 +518,10 @@ _NOT_A_CONVERSATION = (
 )
 
 
-def _message_calls(message: Any, index: int) -> list[Call]:
-    """The tool calls one message makes, in any of the three message shapes."""
+def _message_calls(message: Any, index: int, read: Callable[[Any, str, int | None], Call] | None = None) -> list[Call]:
+    """The tool calls one message makes, in any of the three message shapes, each read by ``read``
+    (:func:`_measured_call` unless given)."""
+    read_one = _measured_call if read is None else read
     if not isinstance(message, Mapping):
         raise Unreadable(f"message {index + 1} is {_kind(message)}, not an object")
     parts = message.get("parts", ABSENT)
@@ -450,7 +529,7 @@ def _message_calls(message: Any, index: int) -> list[Call]:
         if not isinstance(parts, list | tuple):
             raise Unreadable(f"message {index + 1}: 'parts' is {_kind(parts)}, not a list")
         return [
-            _call(part, f"message {index + 1} part", number)
+            read_one(part, f"message {index + 1} part", number)
             for number, part in enumerate(parts)
             if isinstance(part, Mapping) and part.get("type") == "tool_call"
         ]
@@ -459,14 +538,14 @@ def _message_calls(message: Any, index: int) -> list[Call]:
     if calls is not None:
         if not isinstance(calls, list | tuple):
             raise Unreadable(f"message {index + 1}: 'tool_calls' is {_kind(calls)}, not a list")
-        found.extend(_call(item, f"message {index + 1} tool call", number) for number, item in enumerate(calls))
+        found.extend(read_one(item, f"message {index + 1} tool call", number) for number, item in enumerate(calls))
     legacy = message.get("function_call")
     if legacy is not None:
-        found.append(_call({"function": legacy}, f"message {index + 1} function_call"))
+        found.append(read_one({"function": legacy}, f"message {index + 1} function_call", None))
     content = message.get("content")
     if isinstance(content, list | tuple):
         found.extend(
-            _call(block, f"message {index + 1} block", number)
+            read_one(block, f"message {index + 1} block", number)
             for number, block in enumerate(content)
             if isinstance(block, Mapping) and block.get("type") == "tool_use"
         )
@@ -504,6 +583,44 @@ def _call(item: Any, what: str, position: int | None = None) -> Call:
             raise Unreadable(f"{_where(what, position)}: 'invalid_arguments' is {_kind(invalid)}, not text")
         return Call(name, ABSENT, invalid)
     return Call(name, item.get("arguments", ABSENT))
+
+
+def _measured_call(item: Any, what: str, position: int | None = None) -> Call:
+    """:func:`_call`, as a metric measures it (:func:`read_calls`): see :func:`_with_object_text`."""
+    return _with_object_text(_call(item, what, position), item)
+
+
+_ARGUMENTS = attrgetter("arguments")
+
+
+def _with_object_texts(calls: list[Call], items: Sequence[Any]) -> list[Call]:
+    """:func:`_with_object_text` of each call read from ``items``; the list itself when no argument is text (the
+    usual case, told by one pass that makes no call)."""
+    if str not in map(type, map(_ARGUMENTS, calls)):  # in C: no Python frame per call
+        return calls
+    return [_with_object_text(call, item) for call, item in zip(calls, items, strict=True)]
+
+
+def _with_object_text(call: Call, item: Any) -> Call:
+    """``call`` (read from ``item``) with arguments recorded as text holding a JSON object read as that object.
+
+    Every API sends a call's arguments as an object, and the OpenAI chat shape as its JSON text, which :func:`_call`
+    parses. The same text recorded in another shape (OpenAI's function object alone, ``{name, arguments}``; the
+    Responses API's ``function_call`` items; OpenTelemetry GenAI ``tool_call`` parts as instrumentations record
+    them) is that object too: compared as a string, a right call matched nothing. Only an object's text is read:
+    other text stays as recorded, and so do arguments the OpenAI shape's text held as a JSON string (arguments
+    encoded twice are the model's failure, not a recording detail). The consistency check and a judge's
+    transcript read the record as written (:func:`_call`)."""
+    text = call.arguments
+    if type(text) is not str or not text.lstrip().startswith("{") or not isinstance(item, Mapping):
+        return call
+    if "function" in item:  # the OpenAI shape: its text was parsed already
+        return call
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return call
+    return Call(call.name, value) if type(value) is dict else call
 
 
 def _where(what: str, position: int | None) -> str:
@@ -551,9 +668,11 @@ def _message(message: Any, index: int) -> dict[str, Any]:
         found.extend(_block(block, f"message {index + 1} block {number + 1}") for number, block in enumerate(content))
     elif content is not None:
         raise Unreadable(f"message {index + 1}: 'content' is {_kind(content)}, not text or a list of blocks")
-    found.extend(_call_part(call) for call in _message_calls({"tool_calls": message.get("tool_calls")}, index))
+    # The calls as recorded (not :func:`_measured_call`): a transcript shows the record as it was written.
+    found.extend(_call_part(call) for call in _message_calls({"tool_calls": message.get("tool_calls")}, index, _call))
     if message.get("function_call") is not None:
-        found.extend(_call_part(call) for call in _message_calls({"function_call": message["function_call"]}, index))
+        legacy = {"function_call": message["function_call"]}
+        found.extend(_call_part(call) for call in _message_calls(legacy, index, _call))
     return {"role": role, "parts": found}
 
 

@@ -20,7 +20,7 @@ from evalglass.core.decide import RunShape, per_example
 from evalglass.core.estimate import IntervalSpec
 from evalglass.core.stats._common import difference_range
 from evalglass.core.stats.choose import value_range
-from evalglass.core.stats.model import Direction, Method, Reducer, ScaleSpec
+from evalglass.core.stats.model import Direction, Method, Reducer, ScaleSpec, Ties
 from evalglass.core.stats.multiple import compare_variants
 from evalglass.core.usage import TokenUsage
 from evalglass.core.variantnames import SEPARATOR as SEPARATOR
@@ -77,18 +77,20 @@ def difference_interval(spec: IntervalSpec, *, clustered: bool) -> IntervalSpec:
 @dataclass(frozen=True, slots=True)
 class VariantMetric:
     """What the side-by-side comparison needs of one declared metric: ``scale`` is the range its values can take
-    (None: unbounded), which each pair's intervals are clipped by."""
+    (None: unbounded), which each pair's intervals are clipped by; ``ties`` where a ``majority`` tie goes (the
+    unfavourable side of ``direction``, as the decision reduces the metric: ``Config.tie_side``)."""
 
     name: str
     reducer: Reducer = Reducer.MEAN
     k: int | None = None
     direction: Direction | None = Direction.HIGHER_IS_BETTER
     scale: ScaleSpec | None = None
+    ties: Ties = Ties.LOW
 
 
 def per_example_values(column: ScoreColumn, shape: RunShape, metric: VariantMetric) -> np.ndarray:
     """One value per example (its samples reduced as the metric declares), NaN where it is not scored and valid."""
-    reduced = per_example(column, shape, metric.reducer, metric.k)
+    reduced = per_example(column, shape, metric.reducer, metric.k, ties=metric.ties)
     values = np.full(shape.examples, np.nan)
     count = min(len(reduced), shape.examples)
     measured = reduced.states()[:count] == SCORED_VALID

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -58,7 +59,7 @@ from evalglass import redaction
 from evalglass.core.fieldpath import ABSENT, get_path, parse_path
 from evalglass.core.fingerprint import content_address
 from evalglass.core.notcaptured import NOT_RECORDED
-from evalglass.lanes.callcache import CallStore, Hit, cache_key, through_cache
+from evalglass.lanes.callcache import CallStore, GrowingKey, GrownRequest, Hit, KeyFrame, through_cache
 from evalglass.lanes.specs import OPERATIONAL_FIELDS, AgentLaneSpec, AgentToolSpec
 
 if TYPE_CHECKING:
@@ -237,6 +238,10 @@ class _Trajectory:
     used: set[int] = field(default_factory=set)
     #: The conversation's wire form, kept across its steps (only new messages are converted at a step).
     wire: WireMemo | None = None
+    #: The conversation's cache keys, kept across its steps alike (only new messages are hashed at a step), and
+    #: what starts them (one object per trajectory: ``WireMemo`` starts afresh when it is another).
+    keys: WireMemo | None = None
+    key_start: Callable[[], GrowingKey] | None = None
 
 
 class AgentLane:
@@ -300,6 +305,10 @@ class AgentLane:
                 "tools": list(self.definitions),
                 "sources": {name: tool.source_sha256 for name, tool in self.tools.items() if not tool.recorded},
             }
+        )
+        # Every step's request holds these three as they are here; only its messages grow.
+        self._key_frame = KeyFrame(
+            self.fingerprint, StepRequest(spec.model, (), self.definitions, self.params).key_rest()
         )
 
     @property
@@ -423,7 +432,14 @@ class AgentLane:
                     "{name, arguments?, result | error} objects",
                     sample,
                 )
-        return _Trajectory(messages, state, recorded, wire=self._wire_memo())
+        return _Trajectory(
+            messages,
+            state,
+            recorded,
+            wire=self._wire_memo(),
+            keys=self._wire_memo(),
+            key_start=functools.partial(self._key_frame.start, sample),
+        )
 
     async def _loop(self, run: _Trajectory, sample: int) -> str | LaneFailure:
         """Steps until the model answers without calling a tool (its finish reason, ``stop`` by default) or the
@@ -431,12 +447,15 @@ class AgentLane:
         for _ in range(self.spec.max_steps):
             request = self._request(self.spec.model, tuple(run.messages), self.definitions, self.params, run.wire)
             # The first step's key is the trajectory's call id; later ones are needed only to look up the cache.
-            keyed = self.cache is not None or run.first_key is None
-            body = request.key_body() if keyed else None
-            key = cache_key(self.fingerprint, body, sample) if keyed else ""
-            if run.first_key is None:
-                run.first_key = key
-            step = await self._step(request, key, body)
+            # Each is ``cache_key(fingerprint, request.key_body(), sample)``, made from the messages added since
+            # the last step (``callcache.KeyFrame``: the lane never changes a message it holds).
+            keyed: GrownRequest | None = None
+            if self.cache is not None or run.first_key is None:
+                assert run.keys is not None and run.key_start is not None
+                keyed = run.keys.extend(request.messages, run.key_start, GrowingKey.add).current()
+                if run.first_key is None:
+                    run.first_key = keyed.key
+            step = await self._step(request, keyed)
             run.attempts.extend(step.attempts)
             if step.turn is None:
                 assert step.fault is not None
@@ -459,11 +478,11 @@ class AgentLane:
                 run.messages.append({"role": "tool", "parts": [answered]})
         return "max_steps"
 
-    async def _step(self, request: StepRequest, key: str, body: dict[str, Any] | None) -> _Step:
-        """One model step through the call cache (``body``: the request as keyed): replayed, or made and stored when
-        it succeeded. Without a cache, just made."""
+    async def _step(self, request: StepRequest, keyed: GrownRequest | None) -> _Step:
+        """One model step through the call cache (``keyed``: its key and the request as keyed): replayed, or made
+        and stored when it succeeded. Without a cache, just made."""
         cache = self.cache
-        if cache is None:
+        if cache is None or keyed is None:
             return await self._call(request)
         from evalglass.lanes.chatcall import recorded_tries
 
@@ -477,7 +496,13 @@ class AgentLane:
             return None if made.turn is None else {"turn": made.turn.to_json(), "attempts": made.tries}
 
         return await through_cache(
-            cache, key, kind="agent", request=body, replay=replay, call=lambda: self._call(request), stored=stored
+            cache,
+            keyed.key,
+            kind="agent",
+            request=keyed,
+            replay=replay,
+            call=lambda: self._call(request),
+            stored=stored,
         )
 
     async def _call(self, request: StepRequest) -> _Step:

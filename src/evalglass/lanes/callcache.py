@@ -8,11 +8,12 @@ The store itself (SQLite, WAL, modes) is :class:`evalglass.engine.produce.cache.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable
+import hashlib
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from evalglass.core.fingerprint import content_address
+from evalglass.core.fingerprint import address_json, content_address
 
 T = TypeVar("T")
 
@@ -28,7 +29,8 @@ class Hit:
 
 class CallStore(Protocol):
     """Completed calls by content address. ``fetch``: the stored JSON with its provenance, or None; ``put``: store a
-    JSON value."""
+    JSON value (``request``: the request as keyed, a JSON value or a :class:`GrownRequest`, stored as
+    :func:`request_json` writes it)."""
 
     def fetch(self, key: str) -> Hit | None: ...
 
@@ -48,6 +50,104 @@ class RunCallStore(CallStore, Protocol):
 def cache_key(fingerprint: str, request: Any, sample: int) -> str:
     """The content address of one call: sha256 over (definition fingerprint, rendered request, sample index)."""
     return content_address({"f": fingerprint, "r": request, "s": sample})
+
+
+#: The one list a :class:`KeyFrame` grows: an agent's conversation (``StepRequest.key_body``'s ``messages``).
+_GROWN = "messages"
+
+
+class KeyFrame:
+    """What :func:`cache_key` hashes around a request's ``messages``, serialised once, so that the keys of a
+    conversation's steps are made a new message at a time (:class:`GrowingKey`) instead of sorting, writing and
+    hashing the whole conversation again at every step (quadratic in a trajectory's length).
+
+    The keys are :func:`cache_key`'s, byte for byte, so entries stored before stay valid and nothing is versioned:
+    ``address_json({"f": fingerprint, "r": {**rest, "messages": [m1, ..., mn]}, "s": sample})`` is the frame's head,
+    each message's own ``address_json`` joined by commas, and its tail, because orjson writes a list as its items'
+    bytes joined by commas and an item's bytes do not depend on where it sits (with sorted keys each object's keys
+    are sorted among themselves). The one thing that does depend on it, orjson's nesting limit, is kept: each message
+    is written at the depth it has in the whole (:func:`_item_json`). The frame checks its own split against orjson
+    once (:class:`ValueError` if it ever disagreed); the property tests hold the keys to :func:`cache_key`."""
+
+    __slots__ = ("_head", "rest_head", "rest_tail")
+
+    def __init__(self, fingerprint: str, rest: Mapping[str, Any]) -> None:
+        """``rest``: the request as keyed without its ``messages`` (model, tools, sampling parameters)."""
+        if _GROWN in rest:
+            raise ValueError(f"the request already holds {_GROWN!r}")
+        before = address_json({key: value for key, value in rest.items() if key < _GROWN})[1:-1]
+        after = address_json({key: value for key, value in rest.items() if key > _GROWN})[1:-1]
+        self.rest_head = b"{" + before + (b"," if before else b"") + b'"' + _GROWN.encode() + b'":['
+        self.rest_tail = b"]" + (b"," + after if after else b"") + b"}"
+        head = b'{"f":' + address_json(fingerprint) + b',"r":' + self.rest_head
+        self._head = hashlib.sha256(head)
+        empty = {**rest, _GROWN: []}
+        if self.rest_head + self.rest_tail != address_json(empty) or head + self._tail(0) != address_json(
+            {"f": fingerprint, "r": empty, "s": 0}
+        ):
+            raise ValueError("the key frame does not split orjson's bytes where it expects")  # never seen; a guard
+
+    def _tail(self, sample: int) -> bytes:
+        return self.rest_tail + b',"s":' + address_json(sample) + b"}"
+
+    def start(self, sample: int) -> GrowingKey:
+        """The keys of one conversation of ``sample``, empty so far."""
+        return GrowingKey(self, self._head.copy(), self._tail(sample))
+
+
+def _item_json(item: Any) -> bytes:
+    """``address_json(item)`` written three levels deep, where a message sits in a key's payload (an object, the
+    request, the list): orjson refuses nesting beyond its limit, counted from the top, so a message nested close to
+    it is refused here exactly when the whole payload would be."""
+    return address_json([[[item]]])[3:-3]
+
+
+class GrowingKey:
+    """The cache keys of one growing conversation (:class:`KeyFrame`): :meth:`add` each message once, in order;
+    :meth:`current` is the key of the conversation so far (with the request it stands for)."""
+
+    __slots__ = ("_frame", "_hash", "_items", "_tail")
+
+    def __init__(self, frame: KeyFrame, hashed: Any, tail: bytes) -> None:
+        self._frame = frame
+        self._hash = hashed
+        self._tail = tail
+        self._items: list[bytes] = []
+
+    def add(self, message: Any) -> None:
+        """Append one message (raises TypeError, as :func:`cache_key` would, for what is not JSON)."""
+        data = _item_json(message)
+        self._hash.update(b"," + data if self._items else data)
+        self._items.append(data)
+
+    def current(self) -> GrownRequest:
+        hashed = self._hash.copy()
+        hashed.update(self._tail)
+        frame = self._frame
+        return GrownRequest(hashed.hexdigest(), frame.rest_head, self._items, len(self._items), frame.rest_tail)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class GrownRequest:
+    """One step's key and the request it keys, written on demand (:func:`request_json`) from the messages' bytes
+    the key was made of: the call cache may store the request beside the entry (for inspection), and writing the
+    whole conversation again for that would be quadratic too."""
+
+    key: str
+    head: bytes
+    #: The conversation's messages as written (a list that may grow after this step: ``count`` are this step's).
+    items: list[bytes]
+    count: int
+    tail: bytes
+
+    def json(self) -> bytes:
+        """``address_json`` of the request (``StepRequest.key_body``), byte for byte."""
+        return self.head + b",".join(self.items[: self.count]) + self.tail
+
+
+def request_json(request: Any) -> bytes:
+    """The bytes the call cache stores of a request: ``address_json``, or a :class:`GrownRequest`'s own."""
+    return request.json() if isinstance(request, GrownRequest) else address_json(request)
 
 
 async def through_cache(
@@ -82,4 +182,4 @@ async def through_cache(
     return outcome
 
 
-__all__ = ["CallStore", "Hit", "cache_key", "through_cache"]
+__all__ = ["CallStore", "GrowingKey", "GrownRequest", "Hit", "KeyFrame", "cache_key", "request_json", "through_cache"]

@@ -50,6 +50,7 @@ from evalglass.lanes.chatcall import (
     Usage,
     answer,
     call_with_retries,
+    declined,
     openai_usage,
     recorded_tries,
 )
@@ -107,13 +108,16 @@ class ChatClient:
         """Exactly one HTTP request; every outcome is a value."""
         return await self.post(request.body(), parse_completion)
 
-    async def post(self, body: Mapping[str, Any], parse: Callable[[bytes], T]) -> Ok[T] | Fault:
+    async def post(
+        self, body: Mapping[str, Any], parse: Callable[[bytes], T], *, data: bytes | None = None
+    ) -> Ok[T] | Fault:
         """Exactly one ``POST /chat/completions`` of ``body``, its answer read by ``parse`` (which raises a
-        ValueError for an answer it cannot read: a malformed response); every outcome is a value."""
+        ValueError for an answer it cannot read: a malformed response); every outcome is a value. ``data``: the
+        body as ``orjson.dumps`` writes it, when the caller has it already (the direct transport sends it)."""
         if self._config_fault is not None:
             return self._config_fault
         if self.transport == "direct":
-            return await self._direct().post(self._url, body, parse)
+            return await self._direct().post(self._url, body, parse, data=data)
         try:
             response = await self._openai.post("/chat/completions", body=body, cast_to=httpx2.Response)
         except asyncio.CancelledError:
@@ -196,18 +200,23 @@ def parse_completion(raw: bytes) -> ChatReply:
     content = message.get("content")
     if isinstance(content, list):  # content parts
         content = "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    finish = choices[0].get("finish_reason")
     if not isinstance(content, str):
-        if message.get("refusal"):
-            raise _Malformed(f"the model refused: {message['refusal']}")  # cut (after redaction) by the caller
         if message.get("tool_calls"):
             raise _Malformed("the model answered with tool calls, not text")
-        raise _Malformed("the message has no text content")
+        refusal = message.get("refusal")
+        if isinstance(refusal, str) and refusal:
+            content = refusal  # structured outputs: the model declined, and this is what it said (DECLINED)
+        elif declined(finish):
+            content = ""  # the provider's filter stopped the answer before any text: an empty answer
+        else:
+            raise _Malformed("the message has no text content")
     usage = data.get("usage")
     return ChatReply(
         content=content,
         usage=openai_usage(usage) if isinstance(usage, dict) else None,
         model=data.get("model") if isinstance(data.get("model"), str) else None,
-        finish_reason=choices[0].get("finish_reason") if isinstance(choices[0].get("finish_reason"), str) else None,
+        finish_reason=finish if isinstance(finish, str) else None,
     )
 
 

@@ -21,6 +21,22 @@ if TYPE_CHECKING:
     from evalglass.lanes.executor import EndpointLimit, Executor
     from evalglass.lanes.retry import Attempt, CallOutcome, Fault, Ok, Retrier
 
+#: Finish reasons with which an API says the model, or the provider's safety system, declined to answer: OpenAI's
+#: ``content_filter``, Anthropic's ``refusal``, Gemini's ``SAFETY``, ``RECITATION``, ``BLOCKLIST``,
+#: ``PROHIBITED_CONTENT``, ``SPII``, ``IMAGE_SAFETY`` (also a blocked prompt's ``blockReason``). Such an answer
+#: without text is the system's answer, empty (or the text of OpenAI's ``refusal``), measured like any other: the
+#: system under test declined, which is what a task lane measures; a judge that declines answers nothing it can
+#: read (``judge_unparseable``). Only an answer without text and without any stated reason is malformed.
+DECLINED = frozenset(
+    {"content_filter", "refusal", "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY"}
+)
+
+
+def declined(finish: object) -> bool:
+    """Whether ``finish`` (an API's finish reason, as read: any JSON value) is one of :data:`DECLINED`."""
+    return type(finish) is str and finish in DECLINED
+
+
 #: The OpenAI client's HTTP stack (``lanes/chat.py``): ``direct`` (aiohttp), ``httpx`` (the SDK's), ``auto``.
 TransportChoice = Literal["auto", "direct", "httpx"]
 

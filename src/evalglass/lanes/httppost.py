@@ -153,14 +153,17 @@ class JsonPoster:
         )
         return self._session
 
-    async def post(self, url: str, body: Mapping[str, Any], parse: Callable[[bytes], T]) -> Ok[T] | Fault:
-        """Exactly one request; ``parse`` reads a 2xx body and raises ValueError for one it cannot read."""
+    async def post(
+        self, url: str, body: Mapping[str, Any], parse: Callable[[bytes], T], *, data: bytes | None = None
+    ) -> Ok[T] | Fault:
+        """Exactly one request; ``parse`` reads a 2xx body and raises ValueError for one it cannot read. ``data``:
+        ``orjson.dumps(body)`` when the caller has it already (an agent's step: ``modelstep._OpenAIWire``)."""
         session = self._session or self._open()
         status = 0
         content = b""
         headers: Any = None
         try:
-            async with session.post(url, data=orjson.dumps(body)) as response:
+            async with session.post(url, data=orjson.dumps(body) if data is None else data) as response:
                 status = response.status
                 content = await response.read()
                 if status >= 400:

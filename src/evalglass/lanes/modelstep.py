@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import orjson
 
 from evalglass.core.fieldpath import ABSENT
-from evalglass.lanes.chatcall import TransportChoice, Usage, openai_usage
+from evalglass.lanes.chatcall import TransportChoice, Usage, declined, openai_usage
 from evalglass.lanes.executor import EndpointLimit
-from evalglass.lanes.providers.wire import Malformed, WireAnswer, WireBuilder, WireCall
+from evalglass.lanes.providers.wire import ListBytes, Malformed, WireAnswer, WireBuilder, WireCall
 from evalglass.lanes.retry import Fault, FaultKind, Ok
 from evalglass.lanes.specs import EndpointSpec, Provider
 
@@ -44,7 +44,9 @@ class WireMemo:
     converted, not all of them again (which made the conversion quadratic in a trajectory's length). A conversation
     that is not the last one grown (shorter, or any message replaced by another object: checked by identity, in C,
     a pointer per message) is converted afresh, as is one a conversion failed half way through. Limit: a message
-    changed in place after it was converted is not seen (the lane never does that)."""
+    changed in place after it was converted is not seen. The lane never does that (a tool's result and arguments
+    are copies: ``lanes/agent.py``), and must not: it keeps its cache keys with a memo too (``callcache.KeyFrame``),
+    where an unseen change would be a stale key, a wrong step replayed."""
 
     __slots__ = ("_fresh", "_seen", "_state")
 
@@ -87,6 +89,10 @@ class StepRequest:
 
     def key_body(self) -> dict[str, Any]:
         return {"model": self.model, "messages": list(self.messages), "tools": list(self.tools), **dict(self.params)}
+
+    def key_rest(self) -> dict[str, Any]:
+        """:meth:`key_body` but for its ``messages``: what ``callcache.KeyFrame`` serialises once around them."""
+        return {"model": self.model, "tools": list(self.tools), **dict(self.params)}
 
 
 #: A tool call the model asked for: the one type the provider modules read answers into (``providers.wire``).
@@ -161,7 +167,11 @@ class OpenAIStepClient:
         self.limit = self.chat.limit
 
     async def attempt(self, request: StepRequest) -> Ok[AssistantTurn] | Fault:
-        return await self.chat.post(openai_body(request), parse_openai_turn)
+        chat = self.chat
+        if chat.transport != "direct":  # the SDK writes the body itself
+            return await chat.post(openai_body(request), parse_openai_turn)
+        body, kept = _openai_body(request)
+        return await chat.post(body, parse_openai_turn, data=None if kept is None else kept.encoded(body))
 
     async def aclose(self) -> None:
         await self.chat.aclose()
@@ -189,7 +199,7 @@ class NativeStepClient:
                 body = built.body(request.model, request.tools, dict(request.params))
         except ValueError as exc:
             return Fault(FaultKind.INVALID_REQUEST, str(exc))
-        return await self.native.post(body, self._turn)
+        return await self.native.post(body, self._turn, data=None if memo is None else built.encoded(body))
 
     def _turn(self, raw: bytes) -> AssistantTurn:
         answer = self.native.wire.parse_answer(raw)
@@ -246,28 +256,45 @@ def openai_body(request: StepRequest) -> dict[str, Any]:
     An agent sends the whole conversation at every step: with the request's :class:`WireMemo`, only the messages
     added since the last step are converted (the others' wire form is kept); the tools' wire form is made once per
     tuple of definitions (the lane offers the same tuple at every step)."""
+    return _openai_body(request)[0]
+
+
+def _openai_body(request: StepRequest) -> tuple[dict[str, Any], _OpenAIWire | None]:
+    """:func:`openai_body`, and the kept wire form its messages are (None: converted whole, nothing kept)."""
     memo = request.wire
+    kept: _OpenAIWire | None = None
     if memo is None:
         messages: list[dict[str, Any]] = []
         append = messages.append
         for message in request.messages:
             _openai_message(message, append)
     else:
-        kept: list[dict[str, Any]] = memo.extend(request.messages, _new_list, _add_openai)
-        messages = list(kept)
+        kept = memo.extend(request.messages, _OpenAIWire, _OpenAIWire.add)
+        messages = list(kept.messages)
     body: dict[str, Any] = {"model": request.model, "messages": messages}
     if request.tools:
         body["tools"] = _openai_tools(request.tools)
     body.update(request.params)
-    return body
+    return body, kept
 
 
-def _new_list() -> list[dict[str, Any]]:
-    return []
+class _OpenAIWire:
+    """A conversation in the chat-completions shape, kept by a :class:`WireMemo`: the wire messages, and the bytes
+    orjson writes of each, made once (:class:`~evalglass.lanes.providers.wire.ListBytes`)."""
 
+    __slots__ = ("_bytes", "messages")
 
-def _add_openai(wire: list[dict[str, Any]], message: dict[str, Any]) -> None:
-    _openai_message(message, wire.append)
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self._bytes = ListBytes()
+
+    def add(self, message: dict[str, Any]) -> None:
+        _openai_message(message, self.messages.append)
+
+    def encoded(self, body: dict[str, Any]) -> bytes | None:
+        """``orjson.dumps(body)`` for a body whose ``messages`` are this conversation's (None for another): a wire
+        message never changes once converted."""
+        return self._bytes.body_bytes(body, "messages", self.messages, len(self.messages))
 
 
 def _openai_message(message: dict[str, Any], append: Callable[[dict[str, Any]], None]) -> None:
@@ -366,12 +393,14 @@ def parse_openai_turn(raw: bytes) -> AssistantTurn:
             raise _Malformed(f"tool call {index + 1} has no function name")
         call_id = call.get("id")
         calls.append(_call(call_id if isinstance(call_id, str) else None, name, function.get("arguments")))  # type: ignore[union-attr]
-    if content is None and not calls:
-        if message.get("refusal"):
-            raise _Malformed(f"the model refused: {message['refusal']}")
-        raise _Malformed("the message has neither text nor tool calls")
-    usage = data.get("usage")
     finish = choices[0].get("finish_reason")
+    if content is None and not calls:
+        refusal = message.get("refusal")
+        if isinstance(refusal, str) and refusal:
+            content = refusal  # the model declined: what it said ends the trajectory (chatcall.DECLINED)
+        elif not declined(finish):  # a filtered answer is empty, as the chat shape's "" already was
+            raise _Malformed("the message has neither text nor tool calls")
+    usage = data.get("usage")
     return AssistantTurn(
         content or None,
         tuple(calls),

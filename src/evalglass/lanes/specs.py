@@ -238,6 +238,11 @@ class _LaneFields(BaseModel):
         """The model whose token usage this lane's calls report (None: its calls use no tokens)."""
         return None
 
+    def priced_model(self) -> str | None:
+        """The model whose ``prices:`` entry prices this lane's outputs (an agent's trajectory holds a ``cost``);
+        None: no output of it holds a price the config sets."""
+        return None
+
     def unrecorded_field(self, field: str, priced: Iterable[str]) -> str | None:
         """Why no output of this lane holds the top-level field ``field`` (None: it may; ``priced``, the models
         ``prices:`` names). Host code answers what it likes."""
@@ -323,6 +328,10 @@ class ChatLaneSpec(EndpointSpec):
     def tokens_model(self) -> str | None:
         """The model whose token usage this lane's calls report."""
         return self.model
+
+    def priced_model(self) -> str | None:
+        """None: a chat answer holds no cost (its tokens are priced in the run's usage line only)."""
+        return None
 
     def unrecorded_field(self, field: str, priced: Iterable[str]) -> str | None:
         """None: a chat answer (parsed as JSON) holds whatever the model answered."""
@@ -493,6 +502,9 @@ class AgentLaneSpec(EndpointSpec):
         return range(self.epochs)
 
     def tokens_model(self) -> str | None:
+        return self.model
+
+    def priced_model(self) -> str | None:
         return self.model
 
     def unrecorded_field(self, field: str, priced: Iterable[str]) -> str | None:

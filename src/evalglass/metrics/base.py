@@ -152,6 +152,9 @@ class BuildContext:
     #: is shown the record without them, as gold sees it (``core.goldfields.record_without``), and the output it
     #: grades as ``output`` only.
     output_fields: tuple[str, ...] = ()
+    #: The record's fields host code scoring this task (a ``python`` metric) is not shown: every other variant's
+    #: recorded output (``Config.others_output_fields``). Its own answer stays; gold binds the rest.
+    others_outputs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

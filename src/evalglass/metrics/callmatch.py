@@ -33,7 +33,6 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.jsonvalue import NotJsonError, json_key
 from evalglass.core.trajectory import Call, own_calls, read_calls
-from evalglass.core.uniform import all_of_type
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
@@ -116,7 +115,18 @@ class ReadCalls:
     keyed straight from their items; their :class:`Call` objects are made only when asked for (a result short of
     perfect shows a few of them; the modes that compare in order read them all)."""
 
-    __slots__ = ("_arguments", "_calls", "_described", "_failure", "_items", "_keys", "_named", "_names", "_paired")
+    __slots__ = (
+        "_arguments",
+        "_calls",
+        "_described",
+        "_failure",
+        "_items",
+        "_keys",
+        "_named",
+        "_names",
+        "_paired",
+        "size",
+    )
 
     def __init__(
         self,
@@ -128,13 +138,16 @@ class ReadCalls:
         """``calls`` read, or own-form ``items`` with each one's ``names`` and ``arguments`` (ABSENT for none)."""
         self._calls = calls
         self._items = items
+        #: How many calls (``len``, as an attribute: the metrics read it for every example).
+        self.size = len(calls) if calls is not None else len(items or ())
         self._names = names
         self._arguments = arguments
         self._keys: list[Hashable] | None = None
         self._named: list[tuple[str, Hashable]] | bool | None = False
         self._failure: NotJsonError | None = None
-        #: The pairing by key with one list of expected calls (the same object), kept for the next metric to ask.
-        self._paired: tuple[ReadCalls, list[int]] | None = None
+        #: The pairing by key with one list of expected calls (the same object) and how many calls it pairs, kept
+        #: for the next metric to ask.
+        self._paired: tuple[ReadCalls, list[int], int] | None = None
         #: The text describing one pairing with one list of expected calls (the same objects), for the next metric.
         self._described: tuple[ReadCalls, list[int], str] | None = None
 
@@ -151,7 +164,7 @@ class ReadCalls:
         return self._calls
 
     def __len__(self) -> int:
-        return len(self._calls if self._calls is not None else self._items or ())
+        return self.size
 
     def call(self, index: int) -> Call:
         """The call at ``index``, made alone when the others are not needed."""
@@ -159,6 +172,15 @@ class ReadCalls:
             return self.calls[index]
         item = self._items[index]
         return Call(item["name"], item.get("arguments", ABSENT))
+
+    def parts(self, index: int) -> tuple[str, Any, str | None]:
+        """The name, arguments (ABSENT for none) and text not JSON (or None) of the call at ``index``: what
+        :meth:`call` holds, without making the :class:`Call` (a note shows a few calls of thousands of lists)."""
+        if self._calls is not None or self._items is None:
+            call = self.calls[index]
+            return call.name, call.arguments, call.invalid
+        item = self._items[index]
+        return item["name"], item.get("arguments", ABSENT), None
 
     def keys(self) -> list[Hashable]:
         """Each call's key (:func:`json_key` of its arguments; ``*`` for none; None for arguments that are not
@@ -202,7 +224,7 @@ class ReadCalls:
 def _flat_keys_of(names: list[str], arguments: list[Any]) -> list[tuple[str, Hashable]] | None:
     """:meth:`ReadCalls.flat_keys` of own-form calls (their names, and arguments or ABSENT): when every call carries
     a flat object, checked and keyed with C loops over the whole list (a trajectory holds many calls)."""
-    if not all_of_type(arguments, dict):
+    if not arguments or list(map(type, arguments)).count(dict) != len(arguments):  # all_of_type, inlined
         keys = [_NAME_ONLY if value is ABSENT else flat_arguments_key(value) for value in arguments]
         return None if None in keys else list(zip(names, keys, strict=True))
     if not _FLAT_TYPES.issuperset(map(type, chain.from_iterable(map(dict.values, arguments)))):
@@ -215,8 +237,8 @@ def _flat_keys_of(names: list[str], arguments: list[Any]) -> list[tuple[str, Has
     # text always occurs, and its occurrences never overlap; so when it occurs exactly once fewer times than there
     # are objects, no string holds it and the cut is exact. Else (a string holding "},{"), one dump a call.
     inner = written[2:-2]
-    if inner.count(b"},{") == len(arguments) - 1:
-        return list(zip(names, inner.split(b"},{"), strict=True))
+    if inner.count(b"},{") == len(arguments) - 1:  # so the cut gives one piece a call: zip's strict check (a
+        return list(zip(names, inner.split(b"},{")))  # noqa: B905 - keyword call, measured) would be redundant
     return list(zip(names, [_sorted_dump(value)[1:-1] for value in arguments], strict=True))
 
 
@@ -305,14 +327,21 @@ class CallMatcher:
         """:meth:`pairing` of calls read once: their keys made once, and a pairing by key made once for every
         metric that pairs the same two (by key, the pairing depends on nothing else). The list is shared: read it,
         never change it."""
+        return self.counted(made, expected)[0]
+
+    def counted(self, made: ReadCalls, expected: ReadCalls) -> tuple[list[int], int]:
+        """:meth:`pairing_of` and how many calls it pairs (:func:`matched_count`), both kept with a pairing by key
+        for the next metric that pairs the same two."""
         if not self.by_key:
-            return _maximum_pairing(made.calls, expected.calls, self.matches)
+            pairing = _maximum_pairing(made.calls, expected.calls, self.matches)
+            return pairing, matched_count(pairing)
         paired = made._paired
         if paired is not None and paired[0] is expected:
-            return paired[1]
+            return paired[1], paired[2]
         pairing = _pairing_by_key(made, expected)
-        made._paired = (expected, pairing)
-        return pairing
+        matched = len(pairing) - pairing.count(-1)
+        made._paired = (expected, pairing, matched)
+        return pairing, matched
 
     def in_order(self, made: Sequence[Call], expected: Sequence[Call]) -> int:
         """How many expected calls, from the first, appear in order among the calls made (each call made used once):

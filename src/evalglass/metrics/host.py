@@ -4,9 +4,11 @@ Calling rule. The function's parameters are filled by name from this fixed set, 
 passed:
 
 * ``output``    - the measured target: the output, or the value at ``field`` inside it;
-* ``record``    - the dataset record (a mapping; treat it as read-only);
+* ``record``    - the dataset record (a mapping; treat it as read-only), as gold binds it, with the task's own
+  recorded output: in a run with variants, another variant's recorded output is not in it (gold leaves it out, so
+  a metric reading it would decide on a value no approval binds);
 * ``reference`` - the value at the spec's ``reference`` path (only when the spec sets one);
-* ``example``   - the whole :class:`~evalglass.core.example.Example` (id, line, sample...).
+* ``example``   - the whole :class:`~evalglass.core.example.Example` (id, line, sample...), its record as above.
 
 A ``**kwargs`` parameter receives all of them. Any other parameter needs a default, or loading fails.
 
@@ -29,6 +31,8 @@ import inspect
 import math
 import numbers
 import traceback
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -36,6 +40,7 @@ from pydantic import Field, field_validator
 
 from evalglass import redaction
 from evalglass.core.example import Example
+from evalglass.core.goldfields import record_without
 from evalglass.core.score import Score, score_violation
 from evalglass.core.stats import ScaleSpec
 from evalglass.lanes.hostimports import reference_host_files
@@ -123,6 +128,7 @@ class PythonMetricSpec(MetricSpec):
         target = measured_target(self)
         invalid = invalid_answer(self, context)
         gold = reference_getter(self) if self.reference is not None else None
+        shown = shown_example(context.others_outputs)
 
         def python_metric(example: Example) -> MetricResult:
             reference: Any = None
@@ -133,6 +139,7 @@ class PythonMetricSpec(MetricSpec):
             output = target(example)
             if output is ABSENT:
                 return invalid(example)
+            example = shown(example)
             available = {
                 "output": output,
                 "record": example.fields,
@@ -155,6 +162,20 @@ class PythonMetricSpec(MetricSpec):
                 f"python metric: cannot read the parameters of {self.function}; wrap it in a plain 'def'"
             ) from None
         return wanted_arguments(signature, self.function, has_reference=self.reference is not None)
+
+
+def shown_example(hidden: tuple[str, ...]) -> Callable[[Example], Example]:
+    """The example as host code scoring one task is given it: its record without ``hidden`` (another variant's
+    recorded answers, which gold leaves out and a pull request re-records freely: ``core.goldfields.
+    others_outputs``), from a copy; the example itself when nothing is hidden (a run without variants)."""
+    if not hidden:
+        return _same
+    without = record_without(hidden)
+    return lambda example: replace(example, fields=without(example.fields))
+
+
+def _same(example: Example) -> Example:
+    return example
 
 
 def wanted_arguments(signature: inspect.Signature, where: str, *, has_reference: bool) -> tuple[str, ...]:

@@ -30,8 +30,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from enum import StrEnum
 from functools import lru_cache
+from itertools import compress, count, filterfalse, islice
 from typing import Any, ClassVar, Literal
 
+import orjson
 from pydantic import Field, model_validator
 
 from evalglass.core.example import Example, ExampleBatch
@@ -55,8 +57,6 @@ from evalglass.metrics.callmatch import (
     CallMatcher,
     ReadCalls,
     ToolRule,
-    matched_count,
-    unmatched_made,
 )
 from evalglass.metrics.invalid import invalid_answer, unreadable_answer
 from evalglass.metrics.support import clip, one_line, scored_with_note
@@ -181,6 +181,7 @@ class ToolCallsSpec(MetricSpec):
         output is not a trajectory."""
         matcher = CallMatcher(self.arguments, self.tools)
         measure, mode, vacuous = self.measure, self.mode, self.vacuous
+        named = "" if mode is None else mode.value  # read once: an enum's value is a Python property
         forbid = self.extra_calls is ExtraCalls.FORBID
 
         def judge(made: ReadCalls | Unreadable, expected: ReadCalls | Unreadable) -> MetricResult | Unreadable:
@@ -193,7 +194,7 @@ class ToolCallsSpec(MetricSpec):
             try:
                 if measure == "pass":
                     assert mode is not None
-                    return _by_mode(matcher, mode, forbid, vacuous, made, expected)
+                    return _by_mode(matcher, mode, named, forbid, vacuous, made, expected)
                 return _per_call(matcher, measure, vacuous, made, expected)
             except NotJsonError as exc:
                 return Score.error("wrong_type", f"tool_calls compares JSON arguments: {one_line(str(exc))}")
@@ -212,9 +213,16 @@ def _read(value: Any) -> ReadCalls | Unreadable | Any:
 
 
 def _by_mode(
-    matcher: CallMatcher, mode: CallsMode, forbid: bool, vacuous: Vacuous, read: ReadCalls, wanted: ReadCalls
+    matcher: CallMatcher,
+    mode: CallsMode,
+    named: str,
+    forbid: bool,
+    vacuous: Vacuous,
+    read: ReadCalls,
+    wanted: ReadCalls,
 ) -> MetricResult:
-    made, expected = len(read), len(wanted)
+    """The result of ``mode`` (whose value is ``named``) for the calls ``read`` against those ``wanted``."""
+    made, expected = read.size, wanted.size
     why = ""
     pairing: list[int] | None = None
     if mode is CallsMode.EXACT:
@@ -238,8 +246,7 @@ def _by_mode(
             if stray is not None:
                 why = f"{_show(stray)} matches no expected call (extra_calls: forbid)"
     else:
-        pairing = matcher.pairing_of(read, wanted)
-        matched = matched_count(pairing)
+        pairing, matched = matcher.counted(read, wanted)
         if mode is CallsMode.ANY_ORDER:
             holds = matched == made == expected
         elif mode is CallsMode.SUBSET:
@@ -247,12 +254,11 @@ def _by_mode(
         else:
             holds = matched == expected
     if holds and not expected:
-        return _vacuous(vacuous, mode.value, made)
+        return _vacuous(vacuous, named, made)
     if holds and made == expected:
         return 1.0  # every call made is paired with an expected one: nothing to report
     if pairing is None:
-        pairing = matcher.pairing_of(read, wanted)
-    matched = matched_count(pairing)
+        pairing, matched = matcher.counted(read, wanted)
     if holds and matched == made == expected:
         return 1.0
     if not why:
@@ -261,22 +267,21 @@ def _by_mode(
     return scored_with_note(
         1.0 if holds else 0.0,
         "tool_calls_counted" if holds else "tool_calls_mismatch",
-        f"{mode.value} {verdict}: {_counts(matched, made, expected)}; {why}",
+        f"{named} {verdict}: {_counts(matched, made, expected)}; {why}",
     )
 
 
 def _per_call(
     matcher: CallMatcher, measure: Measure, vacuous: Vacuous, read: ReadCalls, wanted: ReadCalls
 ) -> MetricResult:
-    made, expected = len(read), len(wanted)
+    made, expected = read.size, wanted.size
     if not made and not expected:
         return _vacuous(vacuous, measure, 0)
     if measure == "precision" and not made:
         return Score.non_evaluable("measure_undefined", "precision is undefined (0/0): no call was made")
     if measure == "recall" and not expected:
         return Score.non_evaluable("measure_undefined", "recall is undefined (0/0): no call is expected")
-    pairing = matcher.pairing_of(read, wanted)
-    matched = matched_count(pairing)
+    pairing, matched = matcher.counted(read, wanted)
     if measure == "precision":
         value = matched / made
     elif measure == "recall":
@@ -311,14 +316,18 @@ def _counts(matched: int, made: int, expected: int) -> str:
 
 def _unmatched(made: ReadCalls, expected: ReadCalls, pairing: list[int]) -> str:
     """The first few expected calls left unpaired and calls made left unpaired (only those are read as calls)."""
-    missing = [position for position, index in enumerate(pairing) if index < 0][:3]
-    extra = unmatched_made(made, pairing)[:3]
+    missing = list(islice(compress(count(), map(_UNPAIRED.__eq__, pairing)), 3))
+    extra = list(islice(filterfalse(set(pairing).__contains__, range(made.size)), 3))
     parts = []
     if missing:
-        parts.append("expected but not made: " + ", ".join(_show(expected.call(index)) for index in missing))
+        parts.append("expected but not made: " + ", ".join(_shown(*expected.parts(index)) for index in missing))
     if extra:
-        parts.append("made but not expected: " + ", ".join(_show(made.call(index)) for index in extra))
+        parts.append("made but not expected: " + ", ".join(_shown(*made.parts(index)) for index in extra))
     return "; ".join(parts) or "every call matched"
+
+
+#: An expected call's place in a pairing when no call made is paired with it.
+_UNPAIRED = -1
 
 
 def _at(calls: ReadCalls, index: int) -> str:
@@ -326,17 +335,20 @@ def _at(calls: ReadCalls, index: int) -> str:
 
 
 def _show(call: Call) -> str:
-    if call.invalid is not None:
-        return clip(f"{call.name}(<not JSON: {call.invalid}>)", 120)
-    if call.arguments is ABSENT:
-        return f"{call.name}(...)"
-    import orjson
+    return _shown(call.name, call.arguments, call.invalid)
 
+
+def _shown(name: str, arguments: Any, invalid: str | None) -> str:
+    """A call as a note shows it: ``name(arguments)``, cut to 120 characters."""
+    if invalid is not None:
+        return clip(f"{name}(<not JSON: {invalid}>)", 120)
+    if arguments is ABSENT:
+        return f"{name}(...)"
     try:
-        shown = orjson.dumps(call.arguments).decode()
+        shown = orjson.dumps(arguments).decode()
     except TypeError:
         shown = "<not JSON>"
-    return clip(f"{call.name}({shown})", 120)
+    return clip(f"{name}({shown})", 120)
 
 
 __all__ = ["CallsMode", "ExtraCalls", "ToolCallsSpec", "Vacuous"]

@@ -37,25 +37,34 @@ class EvaluatorKind(StrEnum):
 #: Builtin metric types (the config's ``type``). ``python`` is host code, hashed instead. ``llm_judge@3`` and
 #: ``jury@2``: a judge's ``example`` is the record as gold sees it, without any variant's recorded output field
 #: (``core.goldfields.record_without``); before, the default ``{{ example | json }}`` showed the graded output a
-#: second time and, in a run with variants, the other variants' answers.
+#: second time and, in a run with variants, the other variants' answers. ``tool_calls@3`` and ``loop@3``: a call's
+#: arguments recorded as text holding a JSON object, outside the OpenAI chat shape (OpenAI's function object alone,
+#: the Responses API's ``function_call`` items, OpenTelemetry GenAI ``tool_call`` parts), are that object
+#: (``core.trajectory._with_object_text``); before, they compared as a string, so a right call matched nothing.
+#: ``exact_match@3`` (``normalize: {case: true}``), ``contains@3``, ``enum@3`` and ``set_overlap@3``
+#: (``case_sensitive: false``): case-insensitive matching is Unicode's canonical caseless match
+#: (``core.textcase.caseless``), so a text precomposed (NFC) and decomposed (NFD) compares equal; before, plain
+#: ``str.casefold`` kept them apart.
+#: ``recorded_score@3``: a score the sample never declared (a promptfoo assertion on other tests only) is not
+#: applicable to it (``recorded_score_not_declared``, tolerable); before, it was an error (``recorded_score_missing``).
 METRIC_VERSIONS: Mapping[str, int] = {
-    "exact_match": 2,
-    "contains": 2,
+    "exact_match": 3,
+    "contains": 3,
     "regex": 2,
     "json_valid": 2,
     "json_schema": 2,
     "field_present": 2,
     "numeric_bounds": 2,
     "word_count": 2,
-    "set_overlap": 2,
-    "enum": 2,
+    "set_overlap": 3,
+    "enum": 3,
     "check": 2,
     "llm_judge": 3,
     "jury": 2,
-    "recorded_score": 2,
-    "tool_calls": 2,
+    "recorded_score": 3,
+    "tool_calls": 3,
     "steps": 2,
-    "loop": 2,
+    "loop": 3,
     "final_state": 1,
 }
 
@@ -110,7 +119,11 @@ PAIRED_VERSIONS: Mapping[str, int] = {"paired_difference": 3, "variant_differenc
 #: the bound missed) was never named in fingerprints, so :func:`fingerprinted` leaves a rule at version 1 out: an
 #: approval made under it then reads as "lower_bound@1 → lower_bound@2" in approval_stale. The point rule has
 #: never changed and is not listed.
-RULE_VERSIONS: Mapping[str, int] = {"lower_bound": 2}
+#: ``majority_ties@2``: where a tie between a ``majority`` metric's samples goes, named for a lower-is-better gate on
+#: one (with samples), the one gate it changed for: the side unfavourable to the gate, the highest tied value
+#: (``core.stats.Ties.against``); version 1 took the lowest, the favourable side, whatever the direction. Under a
+#: higher-is-better gate both versions take the lowest, so it is not named there and those approvals stand.
+RULE_VERSIONS: Mapping[str, int] = {"lower_bound": 2, "majority_ties": 2}
 
 #: The rules that turn an LLM judge's answer into a score (``lanes.judge.parse_judge_answer``).
 PARSER_VERSIONS: Mapping[str, int] = {"json-score": 1}
@@ -207,6 +220,7 @@ def gate_evaluators(
     clustered: bool,
     comparative: bool = False,
     between_variants: bool = False,
+    lower_is_better: bool = False,
 ) -> dict[str, int]:
     """The builtin evaluators a metric gate's outcome depends on, key → version.
 
@@ -215,7 +229,8 @@ def gate_evaluators(
     gate compares a ``lower_bound`` (a point gate compares the point, which no interval method touches), and the
     ``lower_bound`` rule itself (how it decides from the interval). A comparative gate adds the paired difference,
     and for ``lower_bound`` the methods of the difference's interval; a ``lower_bound`` gate between two variants
-    (``between_variants``) adds how their difference's interval is bounded (``variant_difference``).
+    (``between_variants``) adds how their difference's interval is bounded (``variant_difference``). A
+    ``lower_is_better`` gate on a ``majority`` metric with samples adds where a tie goes (``majority_ties``).
     """
     found: dict[str, int] = {}
     if metric_type in METRIC_VERSIONS:
@@ -224,6 +239,8 @@ def gate_evaluators(
         found[key_of(EvaluatorKind.PARSER, JUDGE_PARSER_NAME)] = PARSER_VERSIONS[JUDGE_PARSER_NAME]
     if reducer is not None:
         found[key_of(EvaluatorKind.REDUCER, reducer.value)] = REDUCER_VERSIONS[reducer]
+        if reducer is Reducer.MAJORITY and lower_is_better:
+            found[key_of(EvaluatorKind.RULE, "majority_ties")] = RULE_VERSIONS["majority_ties"]
     if comparative:
         found[key_of(EvaluatorKind.PAIRED, "paired_difference")] = PAIRED_VERSIONS["paired_difference"]
     if lower_bound:

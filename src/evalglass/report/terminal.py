@@ -6,9 +6,9 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from evalglass.core.authority import unbound_inputs_text
@@ -41,6 +41,9 @@ from evalglass.report.fmt import (
 )
 from evalglass.report.safetext import visible
 from evalglass.report.wrap import fold
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 STYLE: dict[Outcome, str] = {
     Outcome.INFORMATIONAL: "cyan",
@@ -103,6 +106,10 @@ def _fitted(grid: Grid, width: int) -> list[int] | None:
 
 
 def _table(grid: Grid, widths: list[int]) -> Table:
+    # Imported here: a CI log's 80 columns print most grids as blocks of lines, which need no table (~13 M
+    # instructions of a short run's ~2 G).
+    from rich.table import Table
+
     table = Table(title=grid.title, title_justify="left", expand=False)
     for index, column in enumerate(grid.columns):
         table.add_column(

@@ -51,7 +51,8 @@ above). The turn answered is the one at the position of the number of assistant 
 (so it depends on the conversation, never on arrival order or on a counter: a resumed run gets the same answers);
 past the end, the last turn repeats. A turn is text (the model answers and stops), or a mapping ``{"content":
 ..., "tool_calls": [{"name": ..., "arguments": ...}]}`` (``arguments`` a JSON value, sent as JSON text, or text
-sent as it is, e.g. text that is not JSON). Call ids are ``call_<turn>_<k>``. The request's ``tools`` are not
+sent as it is, e.g. text that is not JSON), optionally with ``finish_reason`` and (OpenAI only) ``refusal``, the
+text of a structured-outputs refusal. Call ids are ``call_<turn>_<k>``. The request's ``tools`` are not
 checked: a script may call a tool the request does not offer. The Anthropic and Gemini fakes read the same scripts
 (:meth:`FakeOpenAI._scripted`) from their own message shapes, and answer in them.
 """
@@ -474,6 +475,8 @@ class FakeOpenAI:
             for k, call in enumerate(turn.get("tool_calls") or ())
         ]
         message: dict[str, Any] = {"role": "assistant", "content": turn.get("content")}
+        if turn.get("refusal") is not None:  # structured outputs' refusal: its text, with content null
+            message["refusal"] = turn["refusal"]
         if calls:
             message["tool_calls"] = calls
         return message, "tool_calls" if calls else str(turn.get("finish_reason", "stop"))

@@ -154,10 +154,10 @@ class Reducer(StrEnum):
         samples each example has is part of what the number means (a gate's approval binds it).
 
         ``max`` rises and ``min`` falls with more samples; ``majority`` drifts towards 0 or 1 (and an even count
-        adds ties, which go to the low side); ``at_least_k`` is P(Binomial(n, p) >= k), rising in n. ``mean`` and
-        ``pass_at_k`` (the unbiased estimator ``1 - C(n - c, k) / C(n, k)``, whose expectation is
-        ``1 - (1 - p)^k`` for every n >= k) do not: more samples only make them more precise, which is evidence,
-        not a different measurement."""
+        adds ties, which go to the unfavourable side: ``Ties.against``); ``at_least_k`` is P(Binomial(n, p) >= k),
+        rising in n. ``mean`` and ``pass_at_k`` (the unbiased estimator ``1 - C(n - c, k) / C(n, k)``, whose
+        expectation is ``1 - (1 - p)^k`` for every n >= k) do not: more samples only make them more precise, which
+        is evidence, not a different measurement."""
         return self in (Reducer.MAX, Reducer.MIN, Reducer.MAJORITY, Reducer.AT_LEAST_K)
 
 
@@ -166,6 +166,14 @@ class Ties(StrEnum):
 
     LOW = "low"
     HIGH = "high"
+
+    @classmethod
+    def against(cls, direction: Direction | None) -> Ties:
+        """The unfavourable side for ``direction``, which a tie goes to so that a split vote never reads as a win:
+        ``low`` when higher is better, ``high`` when lower is better. ``None`` (gates that disagree on the
+        direction; a config refuses that for a ``majority`` metric with samples, ``engine.spec.config``, so only a
+        run record's config from before that rule has it) reads as ``low``, the rule such runs were decided by."""
+        return cls.HIGH if direction is Direction.LOWER_IS_BETTER else cls.LOW
 
 
 class ScaleSpec(BaseModel):

@@ -30,11 +30,13 @@ from evalglass.core.fingerprint import PREFIX
 from evalglass.core.uniform import all_of_type
 from evalglass.errors import SetupError
 from evalglass.readers.jsonsource import (
+    UTF8_BOM,
     JsonRefused,
     batch_is_exact,
     batch_is_exact_keeping,
     batch_is_exact_split,
     check_exact,
+    without_bom,
 )
 from evalglass.readers.userfiles import open_regular, unreadable
 
@@ -98,15 +100,22 @@ def _lines(
 
     Each list comes with whether its lines ended in a newline: all do, except a last line the file does not end
     with a newline (it comes out alone). A file ending in a newline has no empty last line. A line longer than
-    ``limit`` raises :class:`_LineTooLong` once that many bytes of it were read.
+    ``limit`` raises :class:`_LineTooLong` once that many bytes of it were read. A UTF-8 byte order mark at the
+    start of the file is hashed and left out of the first line (:func:`without_bom`).
     """
     pieces: list[bytes] = []  # the line in progress (several chunks long, for a very long line)
     pending = 0  # bytes in ``pieces``
+    head = handle.read(len(UTF8_BOM))
+    update(head)
+    carry = without_bom(head)  # read before the first chunk, so a chunk smaller than the mark cannot split it
     while True:
         data = handle.read(chunk)
+        if data:
+            update(data)
+        if carry:
+            data, carry = carry + data, b""
         if not data:
             break
-        update(data)
         lines = data.split(b"\n") if split is None else split(data)
         tail = lines.pop()
         if lines:

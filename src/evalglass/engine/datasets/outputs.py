@@ -36,7 +36,7 @@ from evalglass.core.fieldpath import ABSENT
 from evalglass.core.uniform import all_of_type
 from evalglass.engine.datasets.dataset import BadLine, field_getter
 from evalglass.errors import SetupError
-from evalglass.readers.jsonsource import JsonRefused, batch_is_exact, loads
+from evalglass.readers.jsonsource import JsonRefused, batch_is_exact, loads, without_bom
 from evalglass.readers.userfiles import open_regular
 
 #: Unmatched output ids named in the run's summary (the count is always complete).
@@ -81,11 +81,15 @@ class RecordedOutputs:
 
     # ------------------------------------------------------------------ reading
     def _numbered_lines(self) -> Iterator[tuple[int, int, bytes]]:
-        """(line number, byte offset, line) for each non-blank line."""
+        """(line number, byte offset, line) for each non-blank line; the first without a byte order mark (its
+        offset after it)."""
         offset = 0
         for number, raw in enumerate(self._handle, start=1):
             start = offset
             offset += len(raw)
+            if number == 1:
+                raw = without_bom(raw)
+                start = offset - len(raw)
             if raw.strip():
                 yield number, start, raw
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from evalglass.core.baselinesource import BaselineTrust, SignatureState
 from evalglass.core.comparative import BaselineRun, ComparativeInputs
 from evalglass.core.runrecord import BaselineRecord, RunRecord
 from evalglass.core.scorecard import DatasetSummary
+from evalglass.core.stats import Ties
 from evalglass.engine.decide.baselinesearch import SourceSearch, candidates_of, newest_trusted, run_trust
 from evalglass.engine.runs.artifacts import RUNRECORD_FILE, load_columns
 from evalglass.engine.runs.compare import (
@@ -48,6 +50,15 @@ def compared_metrics(config: Config) -> dict[str, str]:
     }
 
 
+def compared_ties(config: Config, *, unfavourable: bool = True) -> dict[str, Ties]:
+    """Per compared metric (:func:`compared_metrics`' names), where a ``majority`` tie goes in the baseline's column
+    as in this run's (``Config.tie_side`` of this run's metric: both sides of a pair break a tie alike);
+    ``unfavourable`` off only to re-derive a run recorded before ties went to the unfavourable side."""
+    return {
+        name: config.tie_side(metric, unfavourable=unfavourable) for name, metric in compared_metrics(config).items()
+    }
+
+
 def compared_definitions(
     config: Config, definition_files: dict[str, dict[str, str]]
 ) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
@@ -61,11 +72,12 @@ def compared_definitions(
 
 
 def _read(
-    name: str, folder: Path, location: str, metrics: list[str], *, trusted: bool
+    name: str, folder: Path, location: str, metrics: Mapping[str, Ties], *, trusted: bool
 ) -> tuple[BaselineRun, RunForComparison | None]:
     """The run in ``folder`` as a baseline; ``trusted``: also what its signature proves (a source's baseline).
-    ``metrics`` are named as this run's decision names them; each is paired with the baseline's column
-    ``RunForComparison.baseline_name`` gives (its variant of the same name, or its one column)."""
+    ``metrics`` are named as this run's decision names them (:func:`compared_ties`: each with where a majority tie
+    goes); each is paired with the baseline's column ``RunForComparison.baseline_name`` gives (its variant of the
+    same name, or its one column)."""
     from evalglass.core.variantnames import baseline_candidates
 
     wanted = list(dict.fromkeys(column for metric in metrics for column in baseline_candidates(metric)))
@@ -83,7 +95,7 @@ def _read(
             dataset_fingerprint=run.record.dataset.fingerprint,
             gold_fingerprint=run.record.dataset.gold_fingerprint,
             ids=run.ids,
-            metrics={metric: run.side(column) for metric, column in columns.items()},
+            metrics={metric: run.side(column, metrics[metric]) for metric, column in columns.items()},
             trust=run_trust(folder, run) if trusted else None,
             definitions={metric: run.definition_payload(column) for metric, column in columns.items()},
             variants=run.config.variant_names,
@@ -93,7 +105,7 @@ def _read(
 
 
 def read_baseline(
-    name: str, ledger: LoadedLedger, metrics: list[str], locator: RunLocator | None, suite: str
+    name: str, ledger: LoadedLedger, metrics: Mapping[str, Ties], locator: RunLocator | None, suite: str
 ) -> tuple[BaselineRun, RunForComparison | None]:
     """The baseline the ledger lists under ``name`` for a run of dataset ``suite``: a pinned one's ``run`` folder
     (relative to the ledger file) or the run its reference names through ``locator`` (the run's, see
@@ -115,7 +127,7 @@ def _read_source(
     name: str,
     approval: BaselineApproval,
     ledger_dir: Path,
-    metrics: list[str],
+    metrics: Mapping[str, Ties],
     locator: RunLocator | None,
     suite: str,
 ) -> tuple[BaselineRun, RunForComparison | None]:
@@ -161,7 +173,7 @@ def baselines_for_run(
 ) -> tuple[dict[str, BaselineRun], dict[str, BaselineRecord]]:
     """Read every baseline the config's comparative gates name and the ledger lists; copy each into the run (in a
     run with variants, every variant's scores file: the baseline's fingerprint covers them all)."""
-    metrics = list(compared_metrics(config))
+    metrics = compared_ties(config)
     found: dict[str, BaselineRun] = {}
     records: dict[str, BaselineRecord] = {}
     for name in dict.fromkeys(gate.compare_to for gate in config.gates.values() if gate.compare_to is not None):
@@ -203,15 +215,22 @@ def baseline_record(baseline: BaselineRun, trust: BaselineTrust | None) -> Basel
 
 def proposed_baseline(folder: Path, run_text: str) -> BaselineRecord:
     """A run someone proposes as a baseline (``explain --baseline RUN``): its fingerprint, and who signed it on which
-    branch when its signature holds. ``run_text`` is what the ledger's ``run:`` would say to find it."""
+    branch when its signature holds. ``run_text`` is what the ledger's ``run:`` would say to find it. A run that
+    does not add up (``consistency.load_checked``: a damaged or swapped artifact) is refused, never proposed."""
+    from evalglass.engine.decide.consistency import load_checked
+
+    load_checked(folder)
     run = load_for_comparison(folder, what="baseline run", metrics=[])
     found = BaselineRun(name="", location=run_text, fingerprint=run.fingerprint, run_id=run.record.run_id)
     return baseline_record(found, _signed(run))
 
 
-def baselines_for_verify(config: Config, record: RunRecord, folder: Path) -> dict[str, BaselineRun]:
-    """The baselines as the run found them, re-read from the copies in its folder (nothing outside it)."""
-    metrics = list(compared_metrics(config))
+def baselines_for_verify(
+    config: Config, record: RunRecord, folder: Path, *, unfavourable_ties: bool = True
+) -> dict[str, BaselineRun]:
+    """The baselines as the run found them, re-read from the copies in its folder (nothing outside it); a majority
+    tie broken as :func:`compared_ties` says (``unfavourable_ties`` off: as a run recorded before that rule)."""
+    metrics = compared_ties(config, unfavourable=unfavourable_ties)
     found: dict[str, BaselineRun] = {}
     for name, recorded in record.baselines.items():
         if recorded.problem is not None:

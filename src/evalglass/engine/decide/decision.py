@@ -54,6 +54,12 @@ class Evidence:
     every_judged_gate: bool = True
     #: Every non-comparative metric gate stands on the dataset's gold; off only to re-derive a run recorded before.
     examples_bound: bool = True
+    #: A ``majority`` tie between samples goes to the unfavourable side of the metric's direction; off (every tie
+    #: to the lowest value) only to re-derive a run recorded before that (``core.recordrules``).
+    unfavourable_ties: bool = True
+    #: A comparative gate on a reducer that depends on the samples per example is not comparable with a baseline
+    #: reduced from other counts; off only to re-derive a run recorded before that was looked at.
+    counts_compared: bool = True
     #: Per metric that runs checks per example, per check, what its command runs unbound (``RunRecord``'s field).
     unbound_check_code: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
 
@@ -72,7 +78,7 @@ def decided_scorecard(
     metric's judge notes add (``engine.explore.judgedsummaries``: a jury's agreement, pairwise win rates) goes beside
     it."""
     summaries, payload = decide_run(
-        metric_inputs(config, columns),
+        metric_inputs(config, columns, unfavourable_ties=evidence.unfavourable_ties),
         gate_inputs(
             config, evidence.gate_fingerprints, evidence.check_results, evidence.stale, evidence.unbound_check_code
         ),
@@ -86,13 +92,18 @@ def decided_scorecard(
         today=evidence.today,
         every_judged_gate=evidence.every_judged_gate,
         examples_bound=evidence.examples_bound,
+        counts_compared=evidence.counts_compared,
     )
     variants = None
     if config.variant_names:
         from evalglass.core.variants import variants_summary
 
         variants = variants_summary(
-            config.variant_names, variant_metrics(config), columns, shape, usage=usage_by_variant(config, usage)
+            config.variant_names,
+            variant_metrics(config, unfavourable_ties=evidence.unfavourable_ties),
+            columns,
+            shape,
+            usage=usage_by_variant(config, usage),
         )
     return Scorecard(
         run_id=evidence.run_id,
@@ -111,8 +122,9 @@ def decided_scorecard(
     )
 
 
-def variant_metrics(config: Config) -> list[VariantMetric]:
-    """What the side-by-side comparison needs of each declared metric."""
+def variant_metrics(config: Config, *, unfavourable_ties: bool = True) -> list[VariantMetric]:
+    """What the side-by-side comparison needs of each declared metric (``unfavourable_ties``: as
+    :func:`metric_inputs`)."""
     from evalglass.core.variants import VariantMetric
 
     compared = config.compared_metrics  # one value over the variants, not one per variant
@@ -123,6 +135,7 @@ def variant_metrics(config: Config) -> list[VariantMetric]:
             k=spec.k,
             direction=config.metric_direction(name),
             scale=spec.value_scale(),
+            ties=config.tie_side(name, unfavourable=unfavourable_ties),
         )
         for name, spec in config.metrics.items()
         if name not in compared
@@ -153,7 +166,7 @@ def run_record(
     untrusted_cache_entries: int = 0,
 ) -> RunRecord:
     """What a run records so that ``verify`` can re-derive its scorecard from the text it read."""
-    from evalglass.core.recordrules import count_gates, examples_gates
+    from evalglass.core.recordrules import compared_count_gates, count_gates, examples_gates, tie_gates
     from evalglass.engine.spec.config import config_as_recorded
 
     standings = evidence.standings
@@ -188,6 +201,8 @@ def run_record(
         judge_calibrations="approved" if standings else "found",
         gold_gates="every" if examples_gates(recorded) else "reference",
         sample_counts="bound" if count_gates(recorded) else "unbound",
+        majority_ties="unfavourable" if tie_gates(recorded) else "low",
+        baseline_counts="compared" if compared_count_gates(recorded) else "unchecked",
         baselines=baselines,
         scores_sha256=scores_sha256,
         usage=usage,
@@ -196,10 +211,15 @@ def run_record(
     )
 
 
-def metric_inputs(config: Config, columns: dict[str, ScoreColumn]) -> list[MetricInput]:
+def metric_inputs(
+    config: Config, columns: dict[str, ScoreColumn], *, unfavourable_ties: bool = True
+) -> list[MetricInput]:
     """Every metric the decision measures: each declared metric, or in a run with variants each metric of each
     variant (``metric@variant``, variant by variant), then each judge of the variants side by side
-    (``compare_variants``) under its own name."""
+    (``compare_variants``) under its own name, and each difference between two variants a gate decides on. A
+    ``majority`` tie goes to the unfavourable side of the metric's direction (``Config.tie_side``), or with
+    ``unfavourable_ties`` off (a run recorded before that rule) to the lowest value; every ``metric@variant`` and
+    difference keeps its declared metric's side."""
     if config.variant_names:
         from evalglass.core.variants import (
             difference_column,
@@ -211,7 +231,10 @@ def metric_inputs(config: Config, columns: dict[str, ScoreColumn]) -> list[Metri
 
         compared = config.compared_metrics
         declared = {
-            item.name: item for item in _declared_inputs(config, {name: ScoreColumn() for name in config.metrics})
+            item.name: item
+            for item in _declared_inputs(
+                config, {name: ScoreColumn() for name in config.metrics}, unfavourable_ties=unfavourable_ties
+            )
         }
         inputs = [
             dataclasses.replace(item, name=variant_metric(name, variant), column=columns[variant_metric(name, variant)])
@@ -240,10 +263,10 @@ def metric_inputs(config: Config, columns: dict[str, ScoreColumn]) -> list[Metri
                 interval=difference_interval(item.interval, clustered=config.dataset.cluster_field is not None),
             )
         return [*inputs, *differences.values()]
-    return _declared_inputs(config, columns)
+    return _declared_inputs(config, columns, unfavourable_ties=unfavourable_ties)
 
 
-def _declared_inputs(config: Config, columns: dict[str, ScoreColumn]) -> list[MetricInput]:
+def _declared_inputs(config: Config, columns: dict[str, ScoreColumn], *, unfavourable_ties: bool) -> list[MetricInput]:
     return [
         MetricInput(
             name=name,
@@ -255,6 +278,7 @@ def _declared_inputs(config: Config, columns: dict[str, ScoreColumn]) -> list[Me
             k=spec.k,
             interval=spec.interval,
             scale=spec.value_scale(),
+            ties=config.tie_side(name, unfavourable=unfavourable_ties),
         )
         for name, spec in config.metrics.items()
     ]

@@ -14,6 +14,7 @@ from evalglass.engine.datasets.readback import examples_by_id, read_by_own_reade
 from evalglass.engine.datasets.recordparts import present, record_parts
 from evalglass.engine.explore.explorer import dataset_candidates, file_sha256
 from evalglass.engine.explore.failing import ExampleRow, as_text
+from evalglass.readers.jsonsource import without_bom
 
 
 def with_inputs(folder: Path, record: RunRecord, rows: list[ExampleRow]) -> tuple[list[ExampleRow], str | None]:
@@ -41,7 +42,7 @@ def with_inputs(folder: Path, record: RunRecord, rows: list[ExampleRow]) -> tupl
             for number, raw in enumerate(handle, start=1):
                 if number in lines:
                     try:
-                        data = orjson.loads(raw)
+                        data = orjson.loads(without_bom(raw) if number == 1 else raw)
                     except orjson.JSONDecodeError:
                         continue
                     if isinstance(data, dict):

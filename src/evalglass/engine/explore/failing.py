@@ -453,6 +453,7 @@ def _baseline_standing(folder: Path, gate: GateResult) -> Callable[[str], Agains
     import numpy as np
 
     from evalglass.core.columns import SCORED_VALID
+    from evalglass.core.stats import Ties
     from evalglass.core.variantnames import baseline_candidates
     from evalglass.engine.decide.baselines import BASELINES_DIR
     from evalglass.engine.runs.compare import load_for_comparison
@@ -465,7 +466,8 @@ def _baseline_standing(folder: Path, gate: GateResult) -> Callable[[str], Agains
         column = run.baseline_name(gate.subject)
         if column is None:
             return lambda _id: None
-        side = run.side(column)
+        # A majority tie broken as the gate's run broke it in this copy (the unfavourable side of its direction).
+        side = run.side(column, Ties.against(gate.direction))
     except (SetupError, KeyError):
         return lambda _id: None
     ids = run.ids

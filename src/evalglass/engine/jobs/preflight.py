@@ -203,11 +203,16 @@ def _comparative(
     import numpy as np
 
     from evalglass.core.comparative import ComparativeInputs
-    from evalglass.engine.decide.baselines import compared_definitions, compared_metrics, read_baseline
+    from evalglass.engine.decide.baselines import (
+        compared_definitions,
+        compared_metrics,
+        compared_ties,
+        read_baseline,
+    )
 
-    metrics = compared_metrics(config)
+    metrics = compared_ties(config)
     baselines = {
-        name: read_baseline(name, ledger, list(metrics), locator, config.dataset.name)[0]
+        name: read_baseline(name, ledger, metrics, locator, config.dataset.name)[0]
         for name in names
         if name is not None and name in ledger.ledger.baselines
     }
@@ -218,7 +223,11 @@ def _comparative(
     else:  # nothing to compare with: only the gold the ledger validates is needed
         gold = gold_fingerprint_of(loaded)
     definitions, payloads = compared_definitions(config, loaded.definition_files)
+    # The samples per example this run will reduce from, where the config says (a lane's epochs, a recorded task's
+    # declared epochs; one without samples): a baseline of other counts is not comparable under a count reducer.
+    declared = config.samples_per_example if config.samples else 1
     return ComparativeInputs(
+        samples_per_example={} if declared is None else dict.fromkeys(compared_metrics(config), declared),
         ids=np.array(ids, dtype=np.str_),
         gold_fingerprint=gold,
         definitions=definitions,

@@ -68,7 +68,7 @@ from evalglass.engine.produce.cachekey import CacheSecret, cache_secret
 from evalglass.engine.produce.cachewriter import GroupWriter
 from evalglass.engine.runs.runfolder import make_dirs
 from evalglass.errors import SetupError
-from evalglass.lanes.callcache import Hit, cache_key
+from evalglass.lanes.callcache import Hit, cache_key, request_json
 
 if TYPE_CHECKING:
     import sqlite3
@@ -240,7 +240,7 @@ class CallCache:
             if key in self._unvouched:
                 value["unvouched"] = True
         payload = address_json(value)
-        stored_request = address_json(request) if (self.store_requests and request is not None) else None
+        stored_request = request_json(request) if (self.store_requests and request is not None) else None
         mac = self._mac(key, payload)
         return self._writer.add((key, kind, payload, stored_request, time.time(), mac))
 

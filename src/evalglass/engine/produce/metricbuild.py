@@ -5,7 +5,8 @@ metric (the config's folder and checks, the check records' sink, and on a live r
 cluster for a metric that can be shipped) and reads what it needs from the spec's own declarations: ``live`` (built
 in the live run's event loop), ``shippable``, ``parallel``. Which way a metric improves (its gates' direction) is in
 the context too: it decides which end of its scale an answer the metric cannot read scores (``metrics.invalid``),
-and so are the record's fields holding a recorded output, which a judge is never shown (``output_fields``).
+and so are the record's fields holding a recorded output, which a judge is never shown (``output_fields``), and
+those a python metric is not shown (another variant's answers: ``others_outputs``).
 A metric that cannot be built is one line and exit 2, whatever its type.
 """
 
@@ -42,6 +43,7 @@ def build_metrics(
     its event loop). With a cluster (``shipper``), a ``shippable`` metric is built to run its calls there, and runs
     concurrently across examples like any metric that waits on something outside the process."""
     config = loaded.config
+    checks = loaded.bound_checks() if config.checks else {}
     built: list[BuiltMetric] = []
     for name, spec in config.metrics.items():
         if spec.live:
@@ -50,11 +52,12 @@ def build_metrics(
         context = BuildContext(
             base_dir=loaded.base_dir,
             name=name,
-            checks=config.checks,
+            checks=checks,
             check_sink=check_sink,
             shipper=shipper if ships else None,
             direction=config.metric_direction(name),
             output_fields=config.gold_excluded_fields,
+            others_outputs=config.others_output_fields,
         )
         label = metric_label(name, spec)
         with hostwatch.watch(label):  # building a host metric imports its module: host code runs
@@ -83,11 +86,12 @@ def build_live_metric(loaded: LoadedConfig, name: str, executor: Executor, cache
     context = BuildContext(
         base_dir=loaded.base_dir,
         name=name,
-        checks=loaded.config.checks,
+        checks=loaded.bound_checks(),
         executor=executor,
         cache=cache,
         direction=loaded.config.metric_direction(name),
         output_fields=loaded.config.gold_excluded_fields,
+        others_outputs=loaded.config.others_output_fields,
     )
     scorer = build_scorer(loaded, name, spec, context)
     if not isinstance(scorer, AsyncScorer):

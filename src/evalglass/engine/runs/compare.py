@@ -27,6 +27,7 @@ from evalglass.core.decide import RunShape, per_example
 from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
 from evalglass.core.reduce import within_of
 from evalglass.core.runrecord import COMPARED_DIR, SCORES_FILE, VARIANTS_DIR, RunRecord
+from evalglass.core.stats import Ties
 from evalglass.core.variantnames import (
     baseline_candidates,
     baseline_column,
@@ -95,11 +96,14 @@ class RunForComparison:
         column = baseline_column(name, self.config.variant_names)
         return column if column is not None and column in self.scores.columns else None
 
-    def side(self, name: str) -> MetricSide:
+    def side(self, name: str, ties: Ties) -> MetricSide:
+        """This run's column ``name``, one row per example; ``ties``: where a ``majority`` tie goes, which the
+        caller takes from the run the column is compared for (a comparative gate's own metric: the baseline is
+        reduced under the candidate's rule, so both sides of a pair break a tie alike)."""
         declared = self.declared(name)
         spec = self.config.metrics[declared]
         shape, rows = self.shape, self.scores.columns[name]
-        column = per_example(rows, shape, spec.reducer, spec.k)
+        column = per_example(rows, shape, spec.reducer, spec.k, ties=ties)
         definition = metric_definition_payload(self.config, declared, self.record.definition_files)
         return MetricSide(
             values=column.values(),
@@ -108,6 +112,8 @@ class RunForComparison:
             scale=spec.value_scale(),
             within=within_of(rows, shape.example_of_row, shape.examples, spec.reducer),
             definition_payload=definition,
+            reducer=spec.reducer,
+            counts=shape.sample_counts(),
         )
 
 
@@ -262,11 +268,14 @@ def compare_runs(base_folder: Path, candidate_folder: Path, metrics: list[str] |
             fix="compare runs on the same dataset (examples are matched by id)",
         )
     clusters = candidate.shape.clusters
+    # Both sides break a majority tie as the candidate's gates would (its metric's direction), so a pair of runs
+    # that sampled alike compares equal.
+    ties = {name: candidate.config.tie_side(candidate.declared(name)) for name in shared}
     compared: list[MetricComparison] = [
         compare_metric(
             name,
-            base.side(columns[name]),
-            candidate.side(name),
+            base.side(columns[name], ties[name]),
+            candidate.side(name, ties[name]),
             pairing,
             candidate.ids,
             interval=candidate.config.metrics[candidate.declared(name)].interval,

@@ -6,7 +6,6 @@ a misspelt ``tolerate`` or ``threshold`` silently dropped would change what a gr
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from pydantic import (
 )
 from pydantic.functional_validators import BeforeValidator
 
+from evalglass.core.authority import DEFAULT_LEDGER
 from evalglass.core.checks import check_code_key, policy_id_conflicts
 from evalglass.core.fieldpath import FieldPathError, parse_path
 from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
@@ -38,9 +38,10 @@ from evalglass.core.goldfields import (
     field_conflicts,
     gold_excluded_fields,
     merged_task,
+    others_outputs,
 )
 from evalglass.core.outputshape import OutputShape
-from evalglass.core.stats import Direction
+from evalglass.core.stats import Direction, Reducer, Ties
 from evalglass.core.usage import Price
 from evalglass.engine.spec.executorspec import TASK_KEY, AnyExecutor, LocalExecutorSpec, RayExecutorSpec
 from evalglass.engine.spec.outputfields import output_shape_problems, recorded_shape, unrecorded_field_problems
@@ -48,8 +49,8 @@ from evalglass.engine.spec.samplecount import SAMPLES_KEY, sample_count_problems
 from evalglass.engine.spec.tracespec import TraceOptions
 from evalglass.engine.spec.validation import validate_document
 from evalglass.errors import LocatedValueError, SetupError
-from evalglass.lanes.checkinputs import InputProblem, check_host_files, input_hashes, split_words, unbound_inputs
-from evalglass.lanes.checkspec import CheckSpec
+from evalglass.lanes.checkinputs import InputProblem, code_state, host_file_hashes, unbound_inputs
+from evalglass.lanes.checkspec import CheckSpec, CodeBinding
 from evalglass.lanes.hostimports import TooManyHostFiles
 from evalglass.lanes.specs import EndpointSpec, LaneSpec, templates_read
 from evalglass.metrics.registry import BY_NAME, MetricEntry
@@ -269,7 +270,9 @@ class Config(BaseModel):
         description="Where per-example work runs: `local` (this process) or `ray` (a Ray cluster).",
     )
     ledger: str = Field(
-        default="authority.yaml", description="The host-owned authority ledger, relative to this config file."
+        default=DEFAULT_LEDGER,
+        description="The host-owned authority ledger, relative to this config file. Any other file than the "
+        "default must be confirmed with `--ledger` (a config, which a pull request edits, cannot choose its ledger).",
     )
     # Each entry validated by the type it declares (``MetricEntry``), not by the validator of every type at once.
     metrics: dict[str, MetricEntry] = Field(min_length=1)
@@ -424,6 +427,7 @@ class Config(BaseModel):
                     if gate.metric is not None and gate.metric in self.metrics
                 ],
             )
+            problems += self._tie_problems()
             problems += unrecorded_field_problems(self._live_tasks(), self.metrics, self.prices)
             problems += output_shape_problems(self._output_shapes(), self.metrics)
         if problems:
@@ -649,6 +653,36 @@ class Config(BaseModel):
             return None
         return directions.pop() if directions else Direction.HIGHER_IS_BETTER
 
+    def _tie_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """A ``majority`` metric with samples whose gates disagree on which way it improves: a tie between its
+        samples would have no unfavourable side (:meth:`tie_side`), so one of the gates would read a split vote
+        as a win. Not on a run record's config snapshot (RECORDED_CONTEXT), decided under the rules of its day;
+        ``verify`` validates the recorded source as a config file, so such a run does not verify."""
+        if not self.samples:
+            return []
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        for metric, spec in self.metrics.items():
+            if spec.reducer is not Reducer.MAJORITY or self.metric_direction(metric) is not None:
+                continue
+            said = ", ".join(f"gate '{gate}': {way.value}" for gate, way in self._gate_directions(metric).items())
+            problems.append(
+                (
+                    ("metrics", metric, "reducer"),
+                    f"metric '{metric}' reduces its samples by majority and its gates disagree on which way it "
+                    f"improves ({said}), so a tie between samples has no unfavourable side: declare the metric once "
+                    "per direction (the same definition under two names), each gated one way",
+                )
+            )
+        return problems
+
+    def tie_side(self, metric: str, *, unfavourable: bool = True) -> Ties:
+        """Where a ``majority`` tie between ``metric``'s samples goes: the unfavourable side of its direction
+        (``Ties.against``: the lowest tied value when higher is better, the highest when lower is better), so a
+        split vote is never read as a win; ``unfavourable`` off, the lowest whatever the direction, as runs recorded
+        before that rule were decided (``core.recordrules``). One rule for every reduction of the metric: the
+        decision, a baseline's column, ``compare``, the variants' summary."""
+        return Ties.against(self.metric_direction(metric)) if unfavourable else Ties.LOW
+
     def _executor_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
         """Overrides must name something that is shipped; a declared secret may not be put in ``env_vars``."""
         executor = self.executor
@@ -822,6 +856,15 @@ class Config(BaseModel):
         return gold_excluded_fields(self._raw_task(), self.variants, self.dataset.format)
 
     @property
+    def others_output_fields(self) -> tuple[str, ...]:
+        """The record's fields a ``python`` metric scoring this config's task is not shown: every other variant's
+        recorded output in the dataset file (``core.goldfields.others_outputs``); none in a run without variants.
+        Gold leaves them out, so a metric reading one would decide on a value no approval binds."""
+        task = self.task
+        own = task.field if isinstance(task, RecordedTask) and task.path is None else None
+        return others_outputs(self.gold_excluded_fields, own)
+
+    @property
     def needs_gold(self) -> bool:
         """Whether a gate is declared on a metric: it stands on the dataset's gold (``core.authority.
         stands_on_gold``: a reference, or the examples it measures), or compares with a baseline (which needs the
@@ -877,6 +920,7 @@ class Config(BaseModel):
             clustered=self.dataset.cluster_field is not None,
             comparative=gate.compare_to is not None,
             between_variants=gate.compare_to_variant is not None,
+            lower_is_better=gate.direction is Direction.LOWER_IS_BETTER,
         )
 
     def evaluators_by_gate(self) -> dict[str, dict[str, int]]:
@@ -958,12 +1002,27 @@ class Config(BaseModel):
             if self.dataset.answer_filter is not None:  # which filter's answer is measured (only when declared)
                 read["answer_filter"] = self.dataset.answer_filter
             payload["dataset_read"] = read
+        prices = self.output_prices()
+        if prices and reads_cost(spec):
+            # A trajectory's cost is its tokens priced by `prices:`, a table a pull request edits: a cheaper price
+            # would turn a failing budget gate green. Only then: other approvals keep their fingerprints.
+            payload["prices"] = prices
         evaluators = fingerprinted(self.gate_evaluators(name) if versions is None else versions)
         if evaluators:
             payload["evaluators"] = evaluators
         if self.variant_names:
             payload["variants"] = self.variant_definitions()
         return payload
+
+    def output_prices(self) -> dict[str, Any]:
+        """The ``prices:`` entries the run's outputs are priced with (a live agent lane's trajectory holds a
+        ``cost``), by model, as a gate on a metric that may read the cost binds them (:func:`reads_cost`)."""
+        found: dict[str, Any] = {}
+        for _, lane in self._live_tasks():
+            model = lane.priced_model()
+            if model is not None and model in self.prices:
+                found[model] = self.prices[model].model_dump(mode="json", exclude_none=True)
+        return dict(sorted(found.items()))
 
     def metric_checks_payload(self, metric: str, files_of: Mapping[str, Mapping[str, str]]) -> dict[str, Any]:
         """What a metric's definition binds of its files and of the checks it runs per example (a ``check``
@@ -1001,6 +1060,23 @@ class Config(BaseModel):
         declared = self.checks[name]
         left_out = {"description"} if declared.inputs else {"description", "inputs"}
         return declared.model_dump(mode="json", exclude=left_out)
+
+
+#: Metric types given an example's whole output whatever their ``field``: host code (``example.output``).
+_WHOLE_OUTPUT_ALWAYS = frozenset({"python"})
+#: Metric types given the whole output when they name no ``field``: a check's command, a judge's prompt.
+_WHOLE_OUTPUT_UNLESS_FIELD = frozenset({"check", "llm_judge", "jury"})
+
+
+def reads_cost(spec: AnyMetricSpec) -> bool:
+    """Whether ``spec`` may read a trajectory's ``cost`` (which ``prices:`` makes): a ``field`` under it, or a metric
+    given the whole output (:data:`_WHOLE_OUTPUT_ALWAYS`, :data:`_WHOLE_OUTPUT_UNLESS_FIELD`). A builtin reading
+    another field, or the output's structure (``steps``, ``tool_calls``), never does."""
+    if spec.type in _WHOLE_OUTPUT_ALWAYS:
+        return True
+    if spec.field is None:
+        return spec.type in _WHOLE_OUTPUT_UNLESS_FIELD
+    return parse_path(spec.field)[:1] == ("cost",)
 
 
 def check_files_key(check: str) -> str:
@@ -1047,6 +1123,23 @@ class LoadedConfig:
     @property
     def ledger_path(self) -> Path:
         return self.base_dir / self.config.ledger
+
+    def bound_checks(self) -> dict[str, CheckSpec]:
+        """The declared checks as a run runs them: each bound to the code state hashed when the config loaded
+        (:attr:`definition_files`, what its gates' fingerprints cover), so the runner refuses to let code rewritten
+        since then decide (``lanes.checkinputs.code_change``)."""
+        defs = self.definition_files
+        return {
+            name: check.bound_to(
+                CodeBinding(
+                    files=dict(defs.get(check_files_key(name), {})),
+                    code=dict(defs.get(check_code_key(name), {})),
+                    inputs=dict(defs.get(check_inputs_key(name), {})),
+                    leave_out=(self.config.ledger,),
+                )
+            )
+            for name, check in self.config.checks.items()
+        }
 
     def unbound_check_code(self) -> dict[str, dict[str, tuple[str, ...]]]:
         """Per metric that runs checks per example, per check, what its command runs that no input binds
@@ -1117,65 +1210,23 @@ def definition_file_hashes(
         if files:
             hashes[name] = files
         try:
-            imported = _host_file_hashes(spec.imported_files(base_dir), root)
+            imported = host_file_hashes(spec.imported_files(base_dir), root)
         except TooManyHostFiles as exc:
             located = where(("metrics", name)) if where else None
             raise SetupError(f"metric '{name}': {exc}", where=located) from None
         if imported:
             hashes[imports_key(name)] = imported
     for name, check in config.checks.items():
-        files = check_argv_file_hashes(check, base_dir)
-        if files:
-            hashes[check_files_key(name)] = files
         try:
-            code = _host_file_hashes(check_host_files(check, base_dir), root)
+            state = code_state(check, base_dir, leave_out=(config.ledger,))
         except TooManyHostFiles as exc:
             raise SetupError(f"check '{name}': {exc}", where=where(("checks", name)) if where else None) from None
-        if code:
-            hashes[check_code_key(name)] = code
+        except InputProblem as exc:
+            at = ("checks", name, "inputs", exc.index)
+            raise SetupError(f"check '{name}': {exc}", where=where(at) if where else None, fix=exc.fix) from None
+        for key, part in ((check_files_key(name), state.files), (check_code_key(name), state.code)):
+            if part:
+                hashes[key] = part
         if check.inputs:
-            try:
-                hashes[check_inputs_key(name)] = input_hashes(check, base_dir, leave_out=(base_dir / config.ledger,))
-            except InputProblem as exc:
-                at = ("checks", name, "inputs", exc.index)
-                raise SetupError(f"check '{name}': {exc}", where=where(at) if where else None, fix=exc.fix) from None
+            hashes[check_inputs_key(name)] = state.inputs
     return hashes
-
-
-def _host_file_hashes(paths: tuple[Path, ...], root: Path) -> dict[str, str]:
-    """SHA-256 of each host file, labelled by its path from the config folder (``../src/app/util.py`` outside it):
-    the same label on every checkout with the project's layout, so an approval made on one machine holds on CI."""
-    hashes: dict[str, str] = {}
-    for path in paths:
-        try:
-            data = read_regular(path, what="host module")
-        except SetupError:
-            continue  # gone since it was found: importing it fails the run with its own error
-        hashes[Path(os.path.relpath(path, root)).as_posix()] = fingerprint_of_bytes(data)
-    return dict(sorted(hashes.items()))
-
-
-def check_argv_file_hashes(check: CheckSpec, base_dir: Path) -> dict[str, str]:
-    """SHA-256 of every file inside the config folder that the check's command names (a checker script, its data).
-
-    Each argv element (each word of a shell command) is tried as a path from the check's working folder; what
-    resolves to a regular file inside the config folder is hashed, so replacing the checker makes an approval of
-    the gate stale. Programs found on PATH (python, pytest) and files outside the folder are not: they are the
-    machine's, not the project's, and a check may not reach outside the config folder anyway.
-    """
-    root = base_dir.resolve()
-    cwd = (root / (check.cwd or ".")).resolve()
-    words = split_words(check.command) if isinstance(check.command, str) else list(check.command)
-    files: dict[str, str] = {}
-    for word in words:
-        if not word or "{" in word or "\x00" in word:
-            continue
-        candidate = (cwd / word).resolve()
-        if not candidate.is_relative_to(root) or candidate == root or not candidate.is_file():
-            continue
-        try:
-            data = candidate.read_bytes()
-        except OSError:
-            continue
-        files[candidate.relative_to(root).as_posix()] = fingerprint_of_bytes(data)
-    return files

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evalglass.core.authority import Ledger
+from evalglass.core.authority import DEFAULT_LEDGER, Ledger
 from evalglass.core.calendar import day_problem
 from evalglass.core.fingerprint import fingerprint_of_bytes
 from evalglass.core.names import suggest
@@ -203,12 +203,24 @@ def _fix(name: str, known: list[str]) -> str:
 
 
 def refuse_unpinned_ledger(loaded: LoadedConfig, pinned_ledger: Path | None) -> None:
-    """``--ledger``: the config is what a pull request edits, so it may not point the run at another ledger."""
-    if pinned_ledger is not None and pinned_ledger.resolve() != loaded.ledger_path.resolve():
+    """The config is what a pull request edits, so it never chooses the ledger that approves its gates: a run
+    pinned to one (``--ledger``) refuses a config naming another, and an unpinned run refuses a config naming any
+    ledger but the default one beside it (``authority.yaml``), which a pull request could otherwise point at a
+    ledger of its own. A host keeping its ledger elsewhere pins it: the pin is in the command, not the config."""
+    named = loaded.ledger_path
+    if pinned_ledger is not None and pinned_ledger.resolve() != named.resolve():
         raise SetupError(
-            f"the config names the ledger {loaded.ledger_path}, but this run is pinned to {pinned_ledger} (--ledger)",
+            f"the config names the ledger {named}, but this run is pinned to {pinned_ledger} (--ledger)",
             where=str(loaded.path),
             fix=f"set `ledger:` in the config to the host's ledger, {pinned_ledger}",
+        )
+    default = loaded.base_dir / DEFAULT_LEDGER
+    if pinned_ledger is None and named.resolve() != default.resolve():
+        raise SetupError(
+            f"the config names the ledger {named}, not the default {DEFAULT_LEDGER} beside it, and nothing pins it: "
+            "a config (which a pull request edits) cannot choose the ledger that approves its gates",
+            where=str(loaded.path),
+            fix=f"pass --ledger {named} to confirm the host's ledger (in CI, always), or keep it at {default}",
         )
 
 

@@ -27,6 +27,7 @@ from typing import Any
 from evalglass.lanes.chatcall import Usage, count
 from evalglass.lanes.httppost import ErrorSignal
 from evalglass.lanes.providers.wire import (
+    ListBytes,
     Malformed,
     WireAnswer,
     WireCall,
@@ -69,12 +70,13 @@ class _Builder:
     one fed every message. A later tool message may join the results of the last message (the API wants every
     result of a turn in the one user message after it): that message's list grows, in a body already sent too."""
 
-    __slots__ = ("results", "system", "wire")
+    __slots__ = ("_bytes", "results", "system", "wire")
 
     def __init__(self) -> None:
         self.system: list[str] = []
         self.wire: list[dict[str, Any]] = []
         self.results: list[dict[str, Any]] | None = None  # the tool results of the user message being built
+        self._bytes = ListBytes()
 
     def add(self, message: Mapping[str, Any]) -> None:
         role, parts = message["role"], message["parts"]
@@ -105,6 +107,11 @@ class _Builder:
             else:  # refused at config load (seed, response_format); a caller that passes one anyway is told
                 raise ValueError(f"the Messages API has no parameter {name!r}")
         return body
+
+    def encoded(self, body: dict[str, Any]) -> bytes | None:
+        """``orjson.dumps(body)`` of a body :meth:`body` made, from each message's bytes written once (None for
+        another body): the last message may still be joined by later results, so it is written each time."""
+        return self._bytes.body_bytes(body, "messages", self.wire, len(self.wire) - 1)
 
 
 def builder() -> _Builder:
@@ -171,9 +178,7 @@ def parse_answer(raw: bytes) -> WireAnswer:
             call_id = block.get("id")
             calls.append(WireCall(call_id if isinstance(call_id, str) else None, name, arguments or {}))
         # thinking, redacted_thinking and server-tool blocks are not the answer
-    stop = data.get("stop_reason")
-    if stop == "refusal" and not calls and not "".join(texts):
-        raise Malformed("the model refused (stop_reason refusal)")
+    stop = data.get("stop_reason")  # ``refusal`` without text: the model declined, an empty answer (DECLINED)
     usage = data.get("usage")
     return WireAnswer.read(texts, calls, _usage(usage) if isinstance(usage, dict) else None, stop, data.get("model"))
 

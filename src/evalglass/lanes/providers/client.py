@@ -56,12 +56,15 @@ class NativeClient:
     async def aclose(self) -> None:
         await self._poster.aclose()
 
-    async def post(self, body: Mapping[str, Any], parse: Callable[[bytes], T]) -> Ok[T] | Fault:
+    async def post(
+        self, body: Mapping[str, Any], parse: Callable[[bytes], T], *, data: bytes | None = None
+    ) -> Ok[T] | Fault:
         """Exactly one request of a body the provider module built; ``parse`` raises ValueError for an answer it
-        cannot read (a malformed response)."""
+        cannot read (a malformed response). ``data``: the body as ``orjson.dumps`` writes it, when the caller has it
+        already (an agent's step: the builder's ``encoded``)."""
         if self._config_fault is not None:
             return self._config_fault
-        return await self._poster.post(self.url, body, parse)
+        return await self._poster.post(self.url, body, parse, data=data)
 
     async def attempt(self, request: ChatRequest) -> Ok[ChatReply] | Fault:
         """One chat call: the request's messages and sampling parameters in the provider's shape, its text back."""

@@ -27,9 +27,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
-from evalglass.lanes.chatcall import Usage, count
+from evalglass.lanes.chatcall import Usage, count, declined
 from evalglass.lanes.httppost import ErrorSignal
 from evalglass.lanes.providers.wire import (
+    ListBytes,
     Malformed,
     WireAnswer,
     WireCall,
@@ -70,7 +71,7 @@ class _Builder:
     one fed every message. A later tool message may join the responses of the last user turn: that turn's list
     grows, in a body already sent too."""
 
-    __slots__ = ("contents", "last_calls", "names", "responses", "system")
+    __slots__ = ("_bytes", "contents", "last_calls", "names", "responses", "system")
 
     def __init__(self) -> None:
         self.system: list[str] = []
@@ -78,6 +79,7 @@ class _Builder:
         self.names: dict[str, str] = {}  # call id -> function name
         self.last_calls: list[str] = []  # the names of the latest model turn's calls, in order
         self.responses: list[dict[str, Any]] | None = None  # the function responses of the user turn being built
+        self._bytes = ListBytes()
 
     def add(self, message: Mapping[str, Any]) -> None:
         role, parts = message["role"], message["parts"]
@@ -134,6 +136,11 @@ class _Builder:
             body["generationConfig"] = generation
         return body
 
+    def encoded(self, body: dict[str, Any]) -> bytes | None:
+        """``orjson.dumps(body)`` of a body :meth:`body` made, from each message's bytes written once (None for
+        another body): the last message may still be joined by later results, so it is written each time."""
+        return self._bytes.body_bytes(body, "contents", self.contents, len(self.contents) - 1)
+
 
 def builder() -> _Builder:
     """An empty conversation in the Gemini form, to :meth:`~_Builder.add` messages to."""
@@ -174,10 +181,15 @@ def _declaration(tool: Mapping[str, Any]) -> dict[str, Any]:
 def parse_answer(raw: bytes) -> WireAnswer:
     data = loads_object(raw)
     candidates = data.get("candidates")
+    usage = data.get("usageMetadata")
     if not isinstance(candidates, list) or not candidates:
         feedback = data.get("promptFeedback")
         reason = feedback.get("blockReason") if isinstance(feedback, dict) else None
-        raise Malformed(f"the prompt was blocked ({reason})" if reason else "the answer has no candidates")
+        if isinstance(reason, str) and reason:
+            # The provider blocked the prompt: the system under test's answer, empty (DECLINED), with the reason.
+            parsed = _usage(usage) if isinstance(usage, dict) else None
+            return WireAnswer("", (), parsed, reason, data.get("modelVersion"))
+        raise Malformed("the answer has no candidates")
     candidate = candidates[0]
     if not isinstance(candidate, dict):
         raise Malformed("the first candidate is not an object")
@@ -185,7 +197,10 @@ def parse_answer(raw: bytes) -> WireAnswer:
     content = candidate.get("content")
     parts = content.get("parts") if isinstance(content, dict) else None
     if not isinstance(parts, list):
-        raise Malformed(f"the first candidate has no content (finishReason {finish or 'not given'})")
+        if declined(finish):  # a candidate the safety system stopped before it said anything
+            parts = []
+        else:
+            raise Malformed(f"the first candidate has no content (finishReason {finish or 'not given'})")
     texts: list[str] = []
     calls: list[WireCall] = []
     for index, part in enumerate(parts):
@@ -200,7 +215,6 @@ def parse_answer(raw: bytes) -> WireAnswer:
                 raise Malformed(f"function call in part {index + 1} has no name")
             call_id = call.get("id")
             calls.append(call_of(call_id if isinstance(call_id, str) else None, name, call.get("args")))
-    usage = data.get("usageMetadata")
     parsed = _usage(usage) if isinstance(usage, dict) else None
     return WireAnswer.read(texts, calls, parsed, finish, data.get("modelVersion"))
 

@@ -10,6 +10,7 @@ parameters carry the chat-completions names (``temperature``, ``top_p``, ``max_t
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -17,7 +18,7 @@ from typing import Any, Protocol
 import orjson
 
 from evalglass.core.fieldpath import ABSENT
-from evalglass.lanes.chatcall import ChatReply, Usage
+from evalglass.lanes.chatcall import ChatReply, Usage, declined
 from evalglass.lanes.httppost import ErrorSignal
 
 
@@ -65,10 +66,12 @@ class WireAnswer:
 
     @classmethod
     def read(cls, texts: list[str], calls: list[WireCall], usage: Usage | None, finish: Any, model: Any) -> WireAnswer:
-        """An answer from what a module read: the texts joined (None when there were none), finish reason and
-        model when they are text."""
+        """An answer from what a module read: the texts joined (None when there were none, and "" for an answer
+        declined for a stated reason without text or calls: :data:`~evalglass.lanes.chatcall.DECLINED`), finish
+        reason and model when they are text."""
+        refused = not texts and not calls and declined(finish)
         return cls(
-            "".join(texts) if texts else None,
+            "".join(texts) if texts or refused else None,
             tuple(calls),
             usage,
             finish if isinstance(finish, str) else None,
@@ -119,6 +122,51 @@ class WireBuilder(Protocol):
         """The request body of the conversation so far (raises ValueError for a parameter the API has not)."""
         ...
 
+    def encoded(self, body: dict[str, Any]) -> bytes | None:
+        """``orjson.dumps(body)`` of a body :meth:`body` made, written from its messages' kept bytes
+        (:class:`ListBytes`); None for another body."""
+        ...
+
+
+class ListBytes:
+    """The bytes ``orjson.dumps`` writes of a request body whose one list (the conversation) grows from step to
+    step, made from each item's bytes, written once, instead of writing the whole conversation again at every step
+    (quadratic in a trajectory's length).
+
+    Exact: orjson writes a dict's items in order and a list as its items' bytes joined by commas, and an item's
+    bytes do not depend on where it sits but for orjson's nesting limit, counted from the top: each item is written
+    as deep as it sits in a body (two levels), so it is refused exactly when the whole body would be. The rest of
+    the body (model, tools, parameters) is written whole at every step, with the list empty, and the split checked
+    against those bytes. Limit: an item changed in place after it was written is not seen; items the caller says
+    may still change (``final``) are written again each time."""
+
+    __slots__ = ("_written",)
+
+    def __init__(self) -> None:
+        self._written: list[bytes] = []
+
+    def body_bytes(self, body: Mapping[str, Any], key: str, items: list[Any], final: int) -> bytes | None:
+        """``orjson.dumps(body)``, byte for byte, when ``body[key]`` holds ``items`` (the same objects, in order:
+        None otherwise, and when the split does not check); ``items[:final]`` never change once written (``final``
+        never shrinks for one ``ListBytes``). Raises TypeError, as ``orjson.dumps`` would, for what is not JSON."""
+        listed = body.get(key)
+        if not isinstance(listed, list) or len(listed) != len(items) or not all(map(operator.is_, listed, items)):
+            return None
+        written = self._written
+        for item in items[len(written) : final]:
+            written.append(orjson.dumps([[item]])[2:-2])
+        fresh = [orjson.dumps([[item]])[2:-2] for item in items[len(written) :]]
+        before: dict[str, Any] = {}
+        for name, value in body.items():
+            if name == key:
+                break
+            before[name] = value
+        head = (orjson.dumps(before)[:-1] + b"," if before else b"{") + orjson.dumps(key) + b":["
+        frame = orjson.dumps({**body, key: []})
+        if not frame.startswith(head) or frame[len(head) : len(head) + 1] != b"]":
+            return None
+        return head + b",".join(written + fresh if fresh else written) + frame[len(head) :]
+
 
 def text_messages(pairs: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
     """A chat request's (role, content) pairs in EvalGlass's message form."""
@@ -166,6 +214,7 @@ def error_object(body: Any) -> dict[str, Any] | None:
 
 
 __all__ = [
+    "ListBytes",
     "Malformed",
     "Wire",
     "WireAnswer",

@@ -37,6 +37,7 @@ from evalglass.engine.datasets.toollogs.toolresults import (
     score_entry,
 )
 from evalglass.errors import SetupError
+from evalglass.readers.jsonsource import without_bom
 
 #: lm-eval versions read: a ``major.minor`` prefix of ``lm_eval_version``.
 VERSIONS = ("0.4",)
@@ -153,7 +154,7 @@ def _version(path: Path) -> tuple[str, dict[str, Any]]:
     moment = stem[:-6].rsplit("_", 1)[-1]
     results = path.with_name(f"results_{moment}.json")
     try:
-        document = orjson.loads(results.read_bytes())
+        document = orjson.loads(without_bom(results.read_bytes()))
     except (OSError, orjson.JSONDecodeError):
         raise SetupError(
             f"cannot tell which lm-eval wrote this file: {results.name} (beside it, with its version) is missing or "

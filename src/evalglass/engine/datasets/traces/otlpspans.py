@@ -34,6 +34,7 @@ import orjson
 
 from evalglass.engine.datasets.dataset import _HashingThread, _ignore, _lines, _LineTooLong
 from evalglass.errors import SetupError
+from evalglass.readers.jsonsource import UTF8_BOM, without_bom
 from evalglass.readers.userfiles import open_regular, unreadable
 
 #: The longest JSON line or protobuf message read: a longer one (or a file of zeros) stops the run there.
@@ -112,9 +113,10 @@ class SpanFile:
         hashing = contextlib.nullcontext(_ignore) if self._hash is None else _HashingThread(self._hash.update)
         with handle, hashing as update:
             try:
-                first = handle.read(1)
+                start = handle.read(len(UTF8_BOM) + 1)
+                first, lead = start[:1], without_bom(start)[:1]  # JSON lines may start with a byte order mark
                 handle.seek(0)
-                if first[:1] == b"{" or first[:1].isspace():
+                if lead == b"{" or lead.isspace():
                     self.encoding = "json"
                     yield from self._json(handle, update)
                 else:
