@@ -311,10 +311,11 @@ def load_run(folder: Where | None = None, *, db: str | None = None, stack: ExitS
     before this returns, or when ``stack`` closes when one is given (to read the run's other files after: the CI
     outputs of ``evalglass view --junit/--github`` do).
 
-    A scorecard that does not add up is refused (:class:`SetupError`): every gate is decided again from what the
-    scorecard and the run record's config and ledger snapshots say, the verdict from the gates, and the two files
-    are checked against ``digests.json`` when the run has one (``engine.decide.consistency``). Whether the numbers match
-    the recorded scores is :func:`verify`'s job; ``result.not_checked`` says so in one line."""
+    A run that does not add up is refused (:class:`SetupError`, naming the file or field): every file its
+    ``digests.json`` lists must have its bytes and every file the run record binds by its hash those bytes (the check
+    :func:`verify` makes of the artifacts), every gate is decided again from what the scorecard and the run record's
+    config and ledger snapshots say, the verdict from the gates (``engine.decide.consistency``). Whether the numbers
+    match the recorded scores is :func:`verify`'s job; ``result.not_checked`` says so in one line."""
     from evalglass.engine.decide.consistency import load_checked
 
     with ExitStack() as own:
@@ -525,15 +526,20 @@ def compare(
     and the examples that flipped. ``base`` and ``candidate``: run folders or run references (as for
     :func:`load_run`, looked up in ``db``). ``metrics``: only these (default: every shared one). ``html``: also
     write the comparison to this file as one self-contained page. Raises :class:`SetupError` when the runs cannot
-    be compared (a folder unreadable, a metric or every example id missing on one side); whatever the numbers say
-    is a result (gates decide, compare does not)."""
+    be compared (a folder unreadable, a run that does not add up as :func:`load_run` checks it, a metric or every
+    example id missing on one side); whatever the numbers say is a result (gates decide, compare does not)."""
+    from evalglass.engine.decide.consistency import load_checked
+    from evalglass.engine.runs.artifacts import run_folder
     from evalglass.engine.runs.compare import compare_runs
     from evalglass.history.named import named_folder
 
     with ExitStack() as stack:
-        comparison = compare_runs(
-            named_folder(base, db, stack), named_folder(candidate, db, stack), list(metrics) or None
-        )
+        # Each run is checked as every reader checks it (its artifacts as a set, its scorecard against its record)
+        # before its scores are paired: a damaged or swapped file is refused, never compared.
+        base_folder, candidate_folder = (run_folder(named_folder(each, db, stack)) for each in (base, candidate))
+        for folder in (base_folder, candidate_folder):
+            load_checked(folder)
+        comparison = compare_runs(base_folder, candidate_folder, list(metrics) or None)
     if html is not None:
         from evalglass.report.comparison_html import render_comparison_html
 

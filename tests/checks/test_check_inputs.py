@@ -599,8 +599,7 @@ def test_what_the_record_alone_shows_is_always_part_of_what_the_files_show(proje
     """`declared_unbound` (no file system; the host code the run hashed for the check) never names what
     `unbound_inputs` in the folder does not: a reader refusing a record that claims less never refuses an honest
     one. And for a check with no inputs and no target, it names every runner, variable and non-project module."""
-    from evalglass.engine.spec.config import _host_file_hashes
-    from evalglass.lanes.checkinputs import declared_unbound
+    from evalglass.lanes.checkinputs import declared_unbound, host_file_hashes
 
     fields: dict[str, Any] = {"inputs": inputs, "cwd": cwd} if cwd else {"inputs": inputs}
     if target is not None:
@@ -608,7 +607,7 @@ def test_what_the_record_alone_shows_is_always_part_of_what_the_files_show(proje
     (project / "src" / "pkg" / "__main__.py").write_text("print('ok')\n")
     spec = CheckSpec(command=words, **fields)
     full = unbound_inputs(spec, project)
-    host_code = _host_file_hashes(check_host_files(spec, project), project.resolve())
+    host_code = host_file_hashes(check_host_files(spec, project), project.resolve())
     alone = declared_unbound(spec, host_code)
     assert set(alone) <= set(full), (alone, full)
     if not inputs and target is None:

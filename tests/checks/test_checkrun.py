@@ -435,3 +435,52 @@ def test_the_declaration_has_a_json_schema_for_editors() -> None:
 def test_a_result_summarises_itself_in_one_line(base: Path) -> None:
     line = run_check(exits(1), base, check_id="lint").summary()
     assert line == "lint: FAIL binding=unbound -> investigate the work (exit 1)"
+
+
+# --- the check's own code is the code the run hashed ---------------------------------------------------------------
+
+
+def _bound(base: Path, checker: str, **fields: Any) -> CheckSpec:
+    from evalglass.lanes.checkinputs import code_state
+
+    (base / "check.py").write_text(checker)
+    declared = CheckSpec.model_validate({"command": ["{python}", "check.py"], **fields})
+    return declared.bound_to(code_state(declared, base))
+
+
+def test_a_checker_rewritten_after_it_was_hashed_is_never_started(base):
+    bound = _bound(base, "import sys\nsys.exit(1)\n")
+    (base / "check.py").write_text("import sys\nsys.exit(0)\n")  # what a lane would do, between load and the check
+    result = _roundtrip(run_check(bound, base, check_id="c"))
+    assert (result.outcome, result.reason, result.command_started) == (
+        CheckOutcome.ERROR,
+        CheckReason.CODE_MODIFIED,
+        False,
+    )
+    assert "'check.py' was rewritten" in (result.detail or "")
+    unbound = run_check(CheckSpec.model_validate({"command": ["{python}", "check.py"]}), base, check_id="c")
+    assert unbound.outcome is CheckOutcome.PASS  # without a binding (a check run on its own) nothing is compared
+
+
+def test_a_checker_rewritten_while_it_runs_is_error_whatever_it_exits_with(base):
+    rewrites = "import pathlib, sys\npathlib.Path(sys.argv[0]).write_text('# gone\\n')\nsys.exit(0)\n"
+    result = _roundtrip(run_check(_bound(base, rewrites), base, check_id="c"))
+    assert (result.outcome, result.reason, result.command_started) == (
+        CheckOutcome.ERROR,
+        CheckReason.CODE_MODIFIED,
+        True,
+    )
+    assert "while the command ran" in (result.detail or "")
+
+
+def test_a_helper_put_on_the_checkers_path_after_load_counts_as_a_change(base):
+    bound = _bound(base, "import sys\ntry:\n    import helper\nexcept ImportError:\n    pass\nsys.exit(1)\n")
+    (base / "helper.py").write_text("import sys\nsys.exit(0)\n")  # a new import target: code no approval covers
+    result = run_check(bound, base, check_id="c")
+    assert (result.reason, result.command_started) == (CheckReason.CODE_MODIFIED, False)
+    assert "'helper.py' appeared" in (result.detail or "")
+
+
+def test_an_unchanged_bound_checker_runs_as_ever(base):
+    result = run_check(_bound(base, "import sys\nsys.exit(1)\n"), base, check_id="c")
+    assert (result.outcome, result.reason) == (CheckOutcome.FAIL, None)

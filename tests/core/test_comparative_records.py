@@ -1295,7 +1295,8 @@ RECORDS: dict[str, dict] = {
         "reasons": [
             {
                 "code": "interval_undefined",
-                "message": "no 95% one-sided bound of the difference exists for 1 pair(s) with this method",
+                "message": "no 95% one-sided bound of the difference exists for 1 measured pairs with student_t (one "
+                "value: no spread to estimate): at least 2 measured pairs are needed to decide it (1 now)",
             }
         ],
         "notes": [],
@@ -1559,7 +1560,13 @@ RECORDS: dict[str, dict] = {
         "active": True,
         "outcome": "blocked",
         "reasons": [
-            {"code": "no_measured_value", "message": "no example was measured validly in both runs"},
+            {
+                "code": "no_measured_value",
+                "message": (
+                    "no example was measured validly in both runs: one example measured validly in both would "
+                    "give a difference (the metric's diagnostics in each run say why each was excluded)"
+                ),
+            },
             {
                 "code": "incomplete_pairs",
                 "message": "12 of 12 paired examples were not measured validly in both runs (12 error)",

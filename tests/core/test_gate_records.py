@@ -325,7 +325,13 @@ METRIC_RECORDS: dict[str, dict] = {
         "active": True,
         "outcome": "blocked",
         "reasons": [
-            {"code": "no_measured_value", "message": "no score was measured (scored and valid) to compare"},
+            {
+                "code": "no_measured_value",
+                "message": (
+                    "no score was measured (scored and valid) to compare: one example measured validly would give "
+                    "a value (the metric's diagnostics say why each was excluded)"
+                ),
+            },
             {"code": "incomplete_measurement", "message": "3 of 3 examples were not measured validly (3 error)"},
         ],
         "notes": [],
@@ -341,7 +347,15 @@ METRIC_RECORDS: dict[str, dict] = {
         "subject_kind": "metric",
         "active": True,
         "outcome": "blocked",
-        "reasons": [{"code": "no_measured_value", "message": "no score was measured (scored and valid) to compare"}],
+        "reasons": [
+            {
+                "code": "no_measured_value",
+                "message": (
+                    "no score was measured (scored and valid) to compare: one example measured validly would give "
+                    "a value (the metric's diagnostics say why each was excluded)"
+                ),
+            }
+        ],
         "notes": [],
         "threshold": 0.8,
         "proposed_threshold": 0.7,
@@ -655,7 +669,11 @@ METRIC_RECORDS: dict[str, dict] = {
         "active": True,
         "outcome": "blocked",
         "reasons": [
-            {"code": "interval_undefined", "message": "no 95% one-sided bound exists for 1 value(s) with this method"}
+            {
+                "code": "interval_undefined",
+                "message": "no 95% one-sided bound exists for 1 measured examples with this method: at least 2 "
+                "measured examples are needed to decide it (1 now)",
+            }
         ],
         "notes": [],
         "value": 0.9,
@@ -673,7 +691,13 @@ METRIC_RECORDS: dict[str, dict] = {
         "active": True,
         "outcome": "blocked",
         "reasons": [
-            {"code": "no_measured_value", "message": "no score was measured (scored and valid) to compare"},
+            {
+                "code": "no_measured_value",
+                "message": (
+                    "no score was measured (scored and valid) to compare: one example measured validly would give "
+                    "a value (the metric's diagnostics say why each was excluded)"
+                ),
+            },
             {"code": "incomplete_measurement", "message": "2 of 2 examples were not measured validly (2 error)"},
         ],
         "notes": [],

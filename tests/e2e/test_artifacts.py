@@ -9,6 +9,7 @@ import subprocess
 import yaml
 
 from tests.e2e.project import make_project, run_cli
+from tests.e2e.test_forgery import _reseal as reseal
 from tests.e2e.test_verdicts import approve
 
 
@@ -96,8 +97,12 @@ def test_verify_catches_a_consistently_forged_pass(tmp_path):
     gate.update(outcome="pass", threshold=0.5, reasons=[])  # a passing gate carries no below_threshold reason
     card["decision"].update(verdict="pass", ci_should_fail=False, exit_code=0)
     path.write_text(json.dumps(card))
-    # The forged payload is self-consistent, but it contradicts the run record's ledger snapshot (threshold 0.9),
-    # so view refuses to show it, naming the field (issues 10 and 26; it used to show it with exit 0)...
+    # Unsealed, the edit is a file that is not the one digests.json lists: view names the file...
+    refused = project.cli("view", "out")
+    assert refused.code == 2 and "scorecard.json is not the file digests.json lists" in refused.err
+    reseal(tmp_path / "out")
+    # ...resealed, the forged payload is self-consistent, but it contradicts the run record's ledger snapshot
+    # (threshold 0.9), so view refuses to show it, naming the field (issues 10 and 26; it used to show it with exit 0)...
     refused = project.cli("view", "out")
     assert refused.code == 2 and "decision.gates.accuracy.threshold: recorded 0.5; its files say 0.9" in refused.err
     # ...but verify re-derives it from the recorded scores and the ledger snapshot.

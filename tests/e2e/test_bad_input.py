@@ -16,6 +16,7 @@ import pytest
 
 from evalglass.engine.runs.artifacts import score_rows
 from tests.e2e.project import DEFAULT_ROWS, Project, make_project, run_cli
+from tests.e2e.test_forgery import _reseal as reseal
 from tests.e2e.test_setup_errors import assert_one_line_error as one_line
 from tests.e2e.test_verdicts import approve
 from tests.mountns import evalglass_in_namespace, read_only
@@ -264,6 +265,7 @@ def test_a_duplicate_key_in_a_scorecard_is_refused_by_view_and_verify(tmp_path):
     project, out = finished_run(tmp_path)
     card = (out / "scorecard.json").read_text()
     (out / "scorecard.json").write_text(card.replace('"verdict": ', '"verdict": "pass",\n    "verdict": ', 1))
+    reseal(out)  # unsealed, view names the edited file first (test_damaged_artifacts.py)
     for args in (("view", "out"), ("verify", "out")):
         assert_one_line_error(project.cli(*args), "scorecard.json", "appears twice in one object")
 

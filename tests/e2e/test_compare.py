@@ -8,6 +8,7 @@ import pytest
 from statsmodels.stats.contingency_tables import mcnemar
 
 from tests.e2e.project import base_config, make_project
+from tests.e2e.test_forgery import _reseal as reseal
 
 
 def two_runs(tmp_path, rows, *, metrics=None, extra_rows=None, files=None):
@@ -123,6 +124,13 @@ def test_runs_that_cannot_be_compared_exit_2_with_one_line(tmp_path):
     disjoint = project.cli("compare", "runs/base", "runs/other")
     assert disjoint.code == 2 and "no example id in common" in disjoint.err
     (project.root / "runs/cand/scores.jsonl").write_text(json.dumps({"ids": ["q000"]}) + "\n")
+    damaged = project.cli("compare", "runs/base", "runs/cand")
+    assert damaged.code == 2 and "scores.jsonl is not the file digests.json lists" in damaged.err
+    reseal(project.root / "runs/cand")  # the digests (and the record) rewritten to match: read, and refused as read
+    record = json.loads((project.root / "runs/cand/runrecord.json").read_text())
+    record["scores_sha256"] = json.loads((project.root / "runs/cand/digests.json").read_text())["files"]["scores.jsonl"]
+    (project.root / "runs/cand/runrecord.json").write_text(json.dumps(record))
+    reseal(project.root / "runs/cand")
     corrupt = project.cli("compare", "runs/base", "runs/cand")
     assert corrupt.code == 2 and "scores.jsonl:1" in corrupt.err
 

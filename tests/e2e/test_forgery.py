@@ -220,6 +220,23 @@ def _reseal(folder: Path) -> None:
     path.write_text(json.dumps(digests))
 
 
+def reseal_scores(folder: Path) -> None:
+    """A forger who also knows the run record binds its scores: every scores hash the record keeps recomputed (and
+    the record's bytes with it), then the digests (:func:`_reseal`)."""
+
+    def sha(name: str) -> str:
+        return "sha256:" + hashlib.sha256((folder / name).read_bytes()).hexdigest()
+
+    path = folder / "runrecord.json"
+    record = json.loads(path.read_text())
+    record["scores_sha256"] = sha(record.get("scores_file", "scores.jsonl"))
+    record["variant_scores"] = {name: sha(name) for name in record.get("variant_scores", {})}
+    if not record["variant_scores"]:
+        del record["variant_scores"]
+    path.write_text(json.dumps(record, indent=2) + "\n")
+    _reseal(folder)
+
+
 @pytest.mark.parametrize("edit", ["threshold", "inactive", "dataset_fingerprint", "gate_removed_from_config"])
 def test_a_forged_ledger_or_config_snapshot_does_not_verify(tmp_path, edit):
     project, _ = failing(tmp_path)
@@ -325,6 +342,7 @@ def test_view_and_explain_refuse_a_payload_flipped_to_inactive(tmp_path):
     gate.update(active=False, outcome="informational", threshold=None, reasons=[], compared=None)
     card["decision"].update(verdict="informational", ci_should_fail=False, exit_code=0)
     path.write_text(json.dumps(card))
+    _reseal(tmp_path / "out")  # unsealed, the readers name the edited file first (test_damaged_artifacts.py)
     for command in (("view", "out"), ("explain", "--run", "out")):
         message = one_line_error(project.cli(*command))
         assert "ledger snapshot" in message and "accuracy" in message

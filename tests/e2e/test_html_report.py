@@ -8,6 +8,7 @@ import re
 
 from tests.e2e.project import make_project, run_cli
 from tests.e2e.reports import HOSTILE, report_project
+from tests.e2e.test_forgery import _reseal as reseal
 from tests.e2e.test_renderers_never_decide import forge
 from tests.e2e.test_verdicts import approve
 
@@ -64,7 +65,7 @@ def test_attacker_controlled_output_is_escaped_text(tmp_path):
     assert page.count("<script>") == 1 and "script-src 'sha256-" in page
 
 
-def test_only_the_artifacts_that_exist_are_rendered_and_the_page_says_what_is_missing(tmp_path):
+def test_a_run_missing_an_artifact_is_refused_not_rendered_in_part(tmp_path):
     project = report_project(tmp_path, approved=False)
     folder = tmp_path / "out"
     # Without its run record a scorecard cannot be checked (issue 26): refused, not rendered unchecked.
@@ -74,11 +75,11 @@ def test_only_the_artifacts_that_exist_are_rendered_and_the_page_says_what_is_mi
     assert refused.code == 2 and "runrecord.json" in refused.err and refused.err.count("\n") == 1
     assert not (tmp_path / "a.html").exists()
     (folder / "runrecord.json").write_bytes(record)
+    # Nor without the scores (every artifact and kind of damage: test_damaged_artifacts.py).
     (folder / "scores.jsonl").unlink()
-    assert project.cli("report", "out", "--out", "b.html").code == 0
-    page = (tmp_path / "b.html").read_text()
-    assert "scores.jsonl is not in this folder" in page
-    assert "Verdict: informational" in page
+    missing = project.cli("report", "out", "--out", "b.html")
+    assert missing.code == 2 and "scores.jsonl is missing" in missing.err and missing.err.count("\n") == 1
+    assert not (tmp_path / "b.html").exists()
 
 
 def test_a_dataset_changed_after_the_run_is_not_shown_as_its_inputs(tmp_path):
@@ -120,7 +121,7 @@ def test_the_page_refuses_a_consistently_forged_scorecard_and_verify_catches_it(
     forge(tmp_path / "out" / "scorecard.json", threshold=0.5, outcome="pass")
     forged = project.cli("report", "out", "--out", "forged.html")
     assert forged.code == 2 and forged.err.count("\n") == 1, forged.err
-    assert "scorecard.json is not the file digests.json lists" in forged.err and "evalglass verify out" in forged.err
+    assert "is not the file digests.json lists" in forged.err and "evalglass verify out" in forged.err
     assert not (tmp_path / "forged.html").exists()
     verified = project.cli("verify", "out")
     assert verified.code == 1 and "scorecard.decision.verdict" in verified.out
@@ -184,11 +185,16 @@ def test_a_comparative_gates_comparison_is_shown_as_recorded_and_verify_catches_
     # The flips decide nothing, so only the digests tell the edit: the report refuses the folder while they do...
     refused = project.cli("report", "runs/cand", "--out", "forged.html")
     assert refused.code == 2 and "scorecard.json is not the file digests.json lists" in refused.err
-    # ...and without them renders what the scorecard says, saying it checked no digests (verify re-derives it).
+    # ...and so it does without them: a run whose digest list is gone is refused, naming it...
+    digests = (tmp_path / "runs/cand/digests.json").read_bytes()
     (tmp_path / "runs/cand/digests.json").unlink()
+    gone = project.cli("report", "runs/cand", "--out", "forged.html")
+    assert gone.code == 2 and "digests.json is missing" in gone.err and not (tmp_path / "forged.html").exists()
+    # ...while with the digests rewritten to match it renders what the scorecard says (verify re-derives it).
+    (tmp_path / "runs/cand/digests.json").write_bytes(digests)
+    reseal(tmp_path / "runs/cand")
     forged = project.cli("report", "runs/cand", "--out", "forged.html")
     assert forged.code == 0, forged.err
-    assert "no digests.json" in forged.out
     page = (tmp_path / "forged.html").read_text()
     assert "forged-regression" in page and "q030" not in page.split('id="comparisons"')[1].split("</section>")[0]
     assert project.cli("verify", "runs/cand").code != 0

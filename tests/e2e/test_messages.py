@@ -20,6 +20,10 @@ def test_explain_a_gate_blocked_because_no_bound_exists(tmp_path):
     gate = result.json()["decision"]["gates"][0]
     assert result.code == 1 and gate["outcome"] == "blocked"
     assert [reason["code"] for reason in gate["reasons"]] == ["interval_undefined"]
+    # The reason says why no bound exists and the evidence that would decide it, not only that it cannot decide.
+    message = gate["reasons"][0]["message"]
+    assert "1 measured examples with student_t (one value: no spread to estimate)" in message
+    assert "at least 2 measured examples are needed to decide it" in message
     explained = project.cli("explain", "accuracy")
     assert explained.code == 0, explained.err
     assert "interval_undefined" in explained.out and "add examples" in explained.out
@@ -182,3 +186,25 @@ def test_a_misspelt_required_key_is_one_line_among_the_others(tmp_path):
     assert len(lines) == 2, lines
     assert "authority.yaml:3: unknown key 'actve'" in lines[0] and "did you mean 'active'" in lines[0]
     assert "authority.yaml:4: unknown key 'treshold'" in lines[1] and "did you mean 'threshold'" in lines[1]
+
+
+def test_an_undefined_bound_from_one_cluster_says_more_clusters_decide(tmp_path):
+    """Several examples in one cluster: more examples of that cluster would never give a cluster-robust bound, so the
+    reason names clusters, not examples, as the evidence that decides."""
+    project = make_project(
+        tmp_path,
+        metrics={"exact": {"type": "exact_match", "reference": "expected", "interval": {"method": "cluster_t"}}},
+        gates={"accuracy": {"metric": "exact", "rule": "lower_bound"}},
+    )
+    config = (project.evals / "evalglass.yaml").read_text()
+    (project.evals / "evalglass.yaml").write_text(
+        config.replace("  path: data.jsonl\n", "  path: data.jsonl\n  cluster_field: doc\n")
+    )
+    project.write_rows([{"id": f"e{i}", "doc": "d1", "expected": "y", "output": "y"} for i in range(3)])
+    project.write_ledger(approve(project, threshold=0.5))
+    result = project.run("--format", "json")
+    gate = result.json()["decision"]["gates"][0]
+    assert result.code == 1 and [reason["code"] for reason in gate["reasons"]] == ["interval_undefined"], gate
+    message = gate["reasons"][0]["message"]
+    assert "3 measured examples with cluster_t" in message
+    assert "examples measured in at least 2 clusters would decide it" in message

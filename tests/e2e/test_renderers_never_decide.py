@@ -17,6 +17,7 @@ import pytest
 import evalglass
 from tests.e2e.project import make_project
 from tests.e2e.test_ci_outputs import in_actions
+from tests.e2e.test_forgery import _reseal as reseal
 from tests.e2e.test_verdicts import approve
 from tests.report.test_github import read
 
@@ -64,12 +65,12 @@ def test_every_renderer_refuses_the_edit_the_digests_tell_and_says_what_it_did_n
     monkeypatch.chdir(project.root)
 
     refused = in_actions(project, "view", "run", "--junit", "junit.xml", "--github")
-    assert refused.code == 2 and "scorecard.json is not the file digests.json lists" in refused.err, refused.err
+    assert refused.code == 2 and "is not the file digests.json lists" in refused.err, refused.err
     assert not (project.root / "junit.xml").exists() and not (project.root / "summary.md").exists()
     with pytest.raises(evalglass.SetupError, match="does not add up"):
         evalglass.load_run("run")
 
-    (project.root / "run" / "digests.json").unlink()
+    reseal(project.root / "run")
     viewed = in_actions(project, "view", "run", "--junit", "junit.xml", "--github")
     assert viewed.code == 0, viewed.err
     suite = ET.parse(project.root / "junit.xml").getroot().find("testsuite")
@@ -77,7 +78,7 @@ def test_every_renderer_refuses_the_edit_the_digests_tell_and_says_what_it_did_n
     properties = {item.get("name"): item.get("value") for item in suite.iter("property")}
     assert properties["evalglass.verdict"] == outcome
     assert suite.get("failures") == ("1" if outcome == "fail" else "0")
-    assert "no digests.json" in properties["evalglass.not_checked"]
+    assert "digests (unsigned)" in properties["evalglass.not_checked"]
     annotations = [read(line) for line in viewed.out.splitlines() if line.startswith("::")]
     assert [properties["title"] for _, properties, _ in annotations] == (
         ["EvalGlass gate accuracy failed"] if outcome == "fail" else []
@@ -87,7 +88,7 @@ def test_every_renderer_refuses_the_edit_the_digests_tell_and_says_what_it_did_n
     assert "evalglass verify run" in summary.strip().splitlines()[-1]
 
     result = evalglass.load_run("run")
-    assert result.not_checked is not None and "no digests.json" in result.not_checked
+    assert result.not_checked is not None and "digests (unsigned)" in result.not_checked
     assert (result.verdict, result.exit_code, result.gate("accuracy").threshold) == (
         outcome,
         int(outcome == "fail"),

@@ -8,6 +8,7 @@ import pytest
 
 from evalglass.engine.runs.artifacts import score_rows
 from tests.e2e.project import make_project, run_cli
+from tests.e2e.test_forgery import _reseal as reseal
 
 
 def assert_one_line_error(result, *needles: str) -> None:
@@ -141,6 +142,8 @@ def test_view_refuses_a_scorecard_whose_verdict_was_edited(tmp_path, fmt):
     card = json.loads(path.read_text())
     card["decision"]["verdict"] = "pass"
     path.write_text(json.dumps(card))
+    assert_one_line_error(project.cli("view", "out", "--format", fmt), "scorecard.json is not the file digests.json")
+    reseal(tmp_path / "out")  # the digests rewritten to match: the scorecard is refused by its own rules
     assert_one_line_error(project.cli("view", "out", "--format", fmt), "scorecard fails its own rules")
 
 

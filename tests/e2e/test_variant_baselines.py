@@ -17,6 +17,7 @@ import yaml
 
 from tests.e2e.project import Project, make_project, run_cli
 from tests.e2e.test_baseline_handoff import ci_key, job
+from tests.e2e.test_forgery import reseal_scores
 from tests.e2e.test_variants_cli import APP, ROWS, approve, card_of, gate
 
 # Several real CLI processes per test on a shared machine: bounded, generous.
@@ -230,6 +231,9 @@ def test_a_run_whose_variants_scored_other_examples_is_refused_not_misaligned(tm
     text = scores.read_text()
     assert '"ex-0","ex-1"' in text
     scores.write_text(text.replace('"ex-0","ex-1"', '"ex-1","ex-0"', 1))  # bad's rows now name other examples
+    damaged = project.cli("compare", "runs/base", "runs/base")
+    assert damaged.code == 2 and "variants/bad/scores.jsonl is not the file digests.json lists" in damaged.err
+    reseal_scores(tmp_path / "runs/base")  # past what the hashes tell: the columns themselves are refused
     result = project.cli("compare", "runs/base", "runs/base")
     assert result.code == 2 and "variant 'bad' scored other examples (or in another order)" in result.err, result.err
     assert len(result.err.strip().splitlines()) == 1

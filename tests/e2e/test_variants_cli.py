@@ -15,6 +15,7 @@ import yaml
 
 from evalglass.errors import SetupError
 from tests.e2e.project import Project, make_project
+from tests.e2e.test_forgery import _reseal as reseal
 
 APP = textwrap.dedent(
     """
@@ -261,6 +262,7 @@ def test_a_hand_edited_pair_decision_is_refused_by_every_reader(tmp_path: Path) 
     card["variants"]["metrics"][0]["pairs"][0]["distinguishable"] = True
     card["variants"]["metrics"][0]["groups"] = [["good"], ["twin"]]
     path.write_text(json.dumps(card, indent=2) + "\n")
+    reseal(project.last_run())  # unsealed, the edited file is named first (test_damaged_artifacts.py)
     shown = project.cli("view")
     assert shown.code == 2 and "Holm" in shown.err
 

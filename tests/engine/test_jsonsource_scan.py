@@ -20,16 +20,19 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import event, given, settings
+from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.uniform import all_of_type
 from evalglass.readers.jsonsource import (
     _DIGITS_ONLY,
+    _LARGE,
     _LONG_DIGITS,
     MAX_DEPTH,
     JsonRefused,
+    _colons,
+    _writing_measures_depth,
     batch_is_exact,
     batch_is_exact_keeping,
     batch_is_exact_split,
@@ -271,3 +274,89 @@ def test_digits_the_scan_joins_but_the_text_keeps_apart_are_read() -> None:
     the text itself then says there is no run of 19, and the batch is still cleared without a second parse."""
     batch = [b'{"f": 1.2345678901234567e305, "s": "1a2b3c4d5e6f7g8h9i0j1k2l3m4n5o6p7q8r9s0"}'] * 3
     assert batch_is_exact(batch, [orjson.loads(line) for line in batch])
+
+
+# --- the depth measured by writing the batch back -----------------------------------------------------------------
+
+
+def _nested_line(where: str, levels: int) -> bytes:
+    """A trajectory-like line (many brackets, keys in nested objects, so the check writes it back) whose deepest
+    value, in the output column or in the rest of the record, nests ``levels`` levels from the line's own."""
+    wide = b'{"messages":[' + b",".join([b'{"role":"tool","parts":[{"type":"text","items":[1,[2]]}]}'] * 40) + b"]}"
+    below = levels - (2 if where == "out" else 1)  # the levels above it: the record's (and the output's)
+    deep = b'{"d":' * (below - 1) + b"[]" + b"}" * (below - 1)
+    if where == "out":
+        return b'{"id":"x","expected":[{"k":1}],"out":{"w":' + wide + b',"v":' + deep + b"}}"
+    return b'{"id":"x","expected":' + deep + b',"out":' + wide + b"}"
+
+
+@pytest.mark.parametrize("where", ["out", "rest"])
+@pytest.mark.parametrize("levels", [MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1, MAX_DEPTH + 2, 300])
+def test_a_batch_written_back_is_refused_exactly_when_a_line_nests_too_deep(where: str, levels: int) -> None:
+    """The batch is written back (its nested keys make the colons differ from the keys), so the writing measures
+    its depth: a line nested one level too deep sends the batch to the checking parse, which refuses it; one at the
+    limit is cleared whole, whichever half of the record holds the depth."""
+    plain = _nested_line("out", 3)
+    batch = [plain, _nested_line(where, levels), plain]
+    assert check_depth(batch[1]) == levels
+    records = [orjson.loads(line) for line in batch]
+    deep = levels > MAX_DEPTH
+    assert batch_is_exact(batch, records) is not deep
+    assert batch_is_exact_keeping(batch, records, "out")[0] is not deep
+    assert batch_is_exact_keeping(batch, records, "out", [record["out"] for record in records])[0] is not deep
+    assert batch_is_exact_split(batch, records, "out")[0] is not deep
+    assert [outcome(loads, line)[0] for line in batch] == ["value", "too_deep" if deep else "value", "value"]
+    if not deep:  # what the check kept is what orjson writes
+        assert batch_is_exact_keeping(batch, records, "out")[1] == orjson.dumps([record["out"] for record in records])
+        halves = batch_is_exact_split(batch, records, "out")
+        assert halves[1:] == split_last_key(records, "out")
+        assert [list(record) for record in records] == [["id", "expected", "out"]] * 3  # each key put back, in order
+
+
+def check_depth(raw: bytes) -> int:
+    """The line's nesting, counted on the standard library's reading of it."""
+    deepest, stack = 0, [(json.loads(raw), 1)]
+    while stack:
+        value, level = stack.pop()
+        if isinstance(value, dict | list):
+            deepest = max(deepest, level)
+            stack.extend((item, level + 1) for item in (value.values() if isinstance(value, dict) else value))
+    return deepest
+
+
+def test_the_installed_orjson_measures_the_depth_it_writes() -> None:
+    """The proof above is on (an orjson with another limit would only turn it off: the text is then scanned)."""
+    assert _writing_measures_depth()
+
+
+# --- long batches: the same scans in numpy ------------------------------------------------------------------------
+
+
+@settings(max_examples=200)
+@given(
+    pieces=st.lists(
+        st.sampled_from([b"0", b"7", b"9", b":", b"/", b";", b"a", b"\xff", b"\x00", b"\x80", b"\xb0", b"\xb9", b" "]),
+        max_size=60,
+    ),
+    repeat_to=st.sampled_from([1, 20, 40_000]),
+)
+@example(pieces=[b":"], repeat_to=40_000)
+@example(pieces=[b";"], repeat_to=40_000)  # the bytes beside the colon
+@example(pieces=[b"9"], repeat_to=40_000)
+def test_the_numpy_counts_are_the_bytes_counts(pieces: list[bytes], repeat_to: int) -> None:
+    """Below and beyond the length from which numpy counts: the same colons."""
+    data = b"".join(pieces) * repeat_to
+    event(f"numpy: {len(data) >= _LARGE}")
+    assert _colons(data) == data.count(b":")
+
+
+KEY_NAMES = st.sampled_from(["out", "a", "a:b", "id"])
+
+
+@settings(max_examples=150)
+@given(kept=st.lists(lines(), min_size=1, max_size=4).map(lambda raws: parsed(raws)[0]).filter(bool), key=KEY_NAMES)
+def test_a_long_batch_is_decided_as_the_scan_it_replaced(kept: list[bytes], key: str) -> None:
+    """The batches of the first test, repeated past the length from which what orjson writes is counted in numpy."""
+    long = kept * (_LARGE // len(b"\n".join(kept)) + 1)
+    assert len(b"\n".join(long)) >= _LARGE
+    test_the_scan_decides_as_the_scan_it_replaced.hypothesis.inner_test(long, key)  # type: ignore[attr-defined]

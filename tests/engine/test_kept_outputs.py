@@ -16,11 +16,11 @@ from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.runrecord import RunRecord
 from evalglass.engine.datasets.dataset import BadLine
+from evalglass.engine.runs.integrity import ArtifactCheck
 from evalglass.engine.runs.keptoutputs import (
     KeptOutputsWriter,
     kept_against_scores,
     kept_outputs,
-    kept_problem,
 )
 from evalglass.errors import SetupError
 
@@ -34,7 +34,15 @@ OUTPUT = st.one_of(st.just(ABSENT), JSON)
 
 def record_with(kept: Any) -> RunRecord:
     """The smallest run record that names the kept file (the readers look at nothing else of it)."""
-    return RunRecord.model_construct(kept_outputs=kept)
+    return RunRecord.model_construct(kept_outputs=kept, scores_sha256="sha256:" + "0" * 64)
+
+
+def kept_problem(folder: Path, record: RunRecord) -> str | None:
+    """What the artifacts' check (``engine.runs.integrity``, which every reader and verify make) says of the kept
+    file: the first problem naming it, None when its bytes are the ones the run record names."""
+    assert record.kept_outputs is not None
+    problems = ArtifactCheck(folder, None).record_problems(record)
+    return next((item.line for item in problems if item.file == record.kept_outputs.file), None)
 
 
 def write(folder: Path, batches: list[list[tuple[str, Any]]], *, as_items: bool = False) -> RunRecord:
@@ -70,7 +78,7 @@ def test_every_output_comes_back_by_its_id(outputs: list[Any], size: int, as_ite
         kept = record.kept_outputs
         assert kept is not None and kept.examples == len(pairs)
         assert kept.file == f"blobs/{kept.sha256.removeprefix('sha256:')}.jsonl.gz"
-        assert kept_problem(folder, record, kept.sha256) is None
+        assert kept_problem(folder, record) is None
         found = kept_outputs(folder, record, {example_id for example_id, _ in pairs})
         assert len(found) == len(pairs)
         for example_id, output in pairs:
@@ -101,11 +109,13 @@ def test_any_changed_byte_is_refused_by_the_check_and_by_the_reader(tmp_path: Pa
     data = bytearray(path.read_bytes())
     data[-9] ^= 1  # inside the gzip trailer's CRC: still a file, not the run's
     path.write_bytes(bytes(data))
-    assert "not the file of outputs this run scored" in (kept_problem(tmp_path, record, None) or "")
+    assert "is not the file the run record names (runrecord.kept_outputs.sha256" in (
+        kept_problem(tmp_path, record) or ""
+    )
     with pytest.raises(SetupError):
         kept_outputs(tmp_path, record, {"a"})
     path.unlink()
-    assert "is missing" in (kept_problem(tmp_path, record, None) or "")
+    assert "is missing" in (kept_problem(tmp_path, record) or "")
 
 
 def test_verify_names_outputs_that_are_not_those_of_the_scored_lines(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalglass.core.score import Score
+from evalglass.core.score import Diagnostic, Score, Status, Validity
 from evalglass.engine.explore.failing import example_rows
 from evalglass.engine.runs.artifacts import load_columns, score_rows
 from evalglass.engine.runs.schemas import schema_of
@@ -139,3 +139,42 @@ def test_a_repeated_key_is_never_read(block: Any, extra: bytes) -> None:
             decode_block(line)
     else:
         decode_block(line)
+
+
+TEXT = st.text(min_size=1, max_size=8)
+DIAGNOSTICS = st.builds(
+    Diagnostic,
+    code=st.sampled_from(["tool_call_mismatch", "a", "x_1"]),
+    message=TEXT,
+    detail=st.none() | st.text(max_size=5),
+)
+SCORES = st.one_of(
+    st.builds(Score.measured, st.floats(allow_nan=False, allow_infinity=False), evidence=st.tuples() | st.tuples(TEXT)),
+    st.builds(Score.noted, st.floats(allow_nan=False, allow_infinity=False), st.just("tool_call_mismatch"), TEXT),
+    st.builds(
+        Score,
+        status=st.just(Status.SCORED),
+        validity=st.sampled_from([Validity.VALID, Validity.INVALID]),
+        value=st.floats(allow_nan=False, allow_infinity=False) | st.integers(-5, 5),
+        diagnostics=st.lists(DIAGNOSTICS, min_size=1, max_size=3).map(tuple),
+        evidence=st.lists(st.text(max_size=4), max_size=2).map(tuple),
+    ),
+    st.builds(Score.error, st.just("metric_raised"), TEXT, st.none() | TEXT),
+    st.builds(Score.non_evaluable, st.just("field_missing"), TEXT),
+    st.builds(Score.unmeasured, st.sampled_from([Status.BLOCKED, Status.SKIPPED]), st.just("output_missing"), TEXT),
+)
+
+
+@settings(max_examples=300)
+@given(score=SCORES)
+def test_a_score_is_encoded_as_pydantic_writes_it(score: Score) -> None:
+    """The hand-built encoding of a full score is pydantic's dump, key for key and in order (the bytes of the block
+    are the same)."""
+    encoded = encode_score(score)
+    if score.included and not score.diagnostics and not score.evidence:
+        assert encoded == score.value
+    else:
+        dumped = score.model_dump(mode="json", exclude_defaults=True)
+        assert orjson.dumps(encoded) == orjson.dumps(dumped)
+        assert encoded == dumped
+        assert decode_score(encoded) == score

@@ -129,6 +129,13 @@ METRIC_CASES: dict[str, list[dict[str, Any]]] = {
             ["yes", "yes", "yes", "yes", "café", "café", "", "x", "3", "{}"],
         ),
         _pairs({"type": "exact_match", "field": "a", "expected": 1}, [{"a": 1}, {"a": 1.0}, {"a": "1"}, {"b": 1}, 5]),
+        # Case alone: a precomposed and a decomposed text are one text (canonical caseless match); a full-width
+        # letter is not its ASCII form (that is NFKC's, `unicode: true`).
+        _pairs(
+            {"type": "exact_match", "reference": "gold", "normalize": {"case": True}},
+            ["Café", "CAFE\u0301", "café", "ǰ", "ﬁle", "Straße", "Ｐaris"],
+            ["cafe\u0301", "café", "CAFÉ", "J\u030c", "file", "STRASSE", "paris"],
+        ),
     ],
     "contains": [
         _pairs({"type": "contains", "value": ["[1]", "[2]"], "mode": "any"}, ["see [1]", "none", "[2][1]", None, 7]),
@@ -137,6 +144,14 @@ METRIC_CASES: dict[str, list[dict[str, Any]]] = {
             {"type": "contains", "reference": "gold", "case_sensitive": False},
             ["Paris is big", "Rome", "x"],
             ["paris", "paris", None],
+        ),
+        _pairs(
+            {"type": "contains", "value": ["CAFÉ", "cafe"], "mode": "any", "case_sensitive": False},
+            ["un cafe\u0301 noir", "Café", "un café", "decaf"],
+        ),
+        _pairs(
+            {"type": "contains", "value": "cafe", "case_sensitive": False},
+            ["un cafe\u0301 noir", "CAFE"],
         ),
     ],
     "regex": [
@@ -200,6 +215,11 @@ METRIC_CASES: dict[str, list[dict[str, Any]]] = {
                 {"scores": {}},
                 "not an object",
                 {"scores": {"m": {"value": "Y", "worth": 0.75}}},
+                # The sample's declared scores (promptfoo's per-test assertions): undeclared is not applicable,
+                # declared but absent is missing.
+                {"scores": {"promptfoo": {"value": 1}}, "declared": ["promptfoo", "other"]},
+                {"scores": {"promptfoo": {"value": 1}}, "declared": ["promptfoo", "m"]},
+                {"scores": {"m": {"value": 1}}, "declared": ["promptfoo"]},
             ],
         ),
         # What a config over an inspect log fills in (``format_labels``); a declared label wins over a recorded worth.
@@ -241,7 +261,12 @@ METRIC_CASES: dict[str, list[dict[str, Any]]] = {
             {"type": "set_overlap", "reference": "gold", "case_sensitive": False},
             [["A", "b"], [{"k": "X"}]],
             [["a", "B"], [{"k": "x"}]],
-        )
+        ),
+        _pairs(
+            {"type": "set_overlap", "reference": "gold", "case_sensitive": False},
+            [["Café", "Zoë"]],
+            [["cafe\u0301", "ZOE\u0308"]],
+        ),
     ],
     "enum": [
         _pairs({"type": "enum", "values": ["positive", "negative"]}, ["positive", "Positive", "neutral", None, 1]),
@@ -249,6 +274,7 @@ METRIC_CASES: dict[str, list[dict[str, Any]]] = {
             {"type": "enum", "field": "label", "values": ["a", "b"], "case_sensitive": False},
             [{"label": "A"}, {"x": 1}],
         ),
+        _pairs({"type": "enum", "values": ["Café"], "case_sensitive": False}, ["cafe\u0301", "CAFÉ", "cafe"]),
     ],
     "tool_calls": [
         _pairs({"type": "tool_calls", "reference": "gold", **rule}, TRAJECTORIES, [EXPECTED_CALLS] * 9 + [[], None])

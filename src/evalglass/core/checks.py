@@ -118,6 +118,7 @@ class CheckReason(StrEnum):
     BINDING_MISMATCH = "binding_mismatch"
     TARGET_UNAVAILABLE = "target_unavailable"
     TARGET_MODIFIED = "target_modified"
+    CODE_MODIFIED = "code_modified"
     PATH_ESCAPES_BASE = "path_escapes_base"
     CWD_UNAVAILABLE = "cwd_unavailable"
     COMMAND_NOT_FOUND = "command_not_found"

@@ -53,6 +53,7 @@ from evalglass.core.gates import (
     decided,
     interval_ends,
     measurement_reasons,
+    undefined_bound,
 )
 from evalglass.core.gatespec import GateRule, GateSpec, margin_threshold
 from evalglass.core.stats import (
@@ -198,8 +199,9 @@ def decide_comparative_gate(
         reasons.append(
             Reason(
                 code=BlockReason.INTERVAL_UNDEFINED,
-                message=f"no {spec.level:.0%} one-sided bound of the difference exists for "
-                f"{difference.n} pair(s) with this method",
+                message=undefined_bound(
+                    f"{spec.level:.0%} one-sided bound of the difference", difference.interval, difference.n, "pairs"
+                ),
             )
         )
     elif comparison is not None and difference is None and comparison.difference_problem is not None:
@@ -429,7 +431,8 @@ def _pair_reasons(spec: GateSpec, comparison: MetricComparison) -> list[Reason]:
     return measurement_reasons(
         spec,
         comparison.pairs,
-        nothing="no example was measured validly in both runs",
+        nothing="no example was measured validly in both runs: one example measured validly in both would give a "
+        "difference (the metric's diagnostics in each run say why each was excluded)",
         unit="pairs",
         incomplete=(BlockReason.INCOMPLETE_PAIRS, "paired examples were not measured validly in both runs"),
     )

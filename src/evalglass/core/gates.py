@@ -265,7 +265,8 @@ def evaluate_gate(
     reasons += measurement_reasons(
         spec,
         population,
-        nothing="no score was measured (scored and valid) to compare",
+        nothing="no score was measured (scored and valid) to compare: one example measured validly would give a "
+        "value (the metric's diagnostics say why each was excluded)",
         unit="examples",
         incomplete=(BlockReason.INCOMPLETE_MEASUREMENT, "examples were not measured validly"),
     )
@@ -279,7 +280,7 @@ def evaluate_gate(
             reasons.append(
                 Reason(
                     code=BlockReason.INTERVAL_UNDEFINED,
-                    message=f"no {spec.level:.0%} one-sided bound exists for {estimate.n} value(s) with this method",
+                    message=undefined_bound(f"{spec.level:.0%} one-sided bound", bound, estimate.n, "examples"),
                 )
             )
     else:
@@ -329,6 +330,22 @@ def interval_ends(interval: Interval | None, direction: Direction) -> tuple[floa
     if direction is Direction.HIGHER_IS_BETTER:
         return interval.low, interval.high
     return interval.high, interval.low
+
+
+def undefined_bound(what: str, interval: Interval | None, n: int, unit: str) -> str:
+    """An ``interval_undefined`` reason: why the interval has no bound, and the evidence that would give it one.
+    The methods that can leave one undefined need a spread to estimate: two values (``student_t``, the
+    bootstraps), or two clusters (the cluster-aware methods); Wilson and Clopper-Pearson are defined from one."""
+    method = f"with {interval.method.value}" if interval is not None else "with this method"
+    why = interval.params.get("undefined_reason") if interval is not None else None
+    text = f"no {what} exists for {n} measured {unit} {method}" + (f" ({why})" if why else "")
+    if interval is not None and interval.clusters is not None and interval.clusters < 2:
+        decide = f"{unit} measured in at least 2 clusters would decide it (the cluster field has one value)"
+    elif n < 2:
+        decide = f"at least 2 measured {unit} are needed to decide it ({n} now)"
+    else:
+        decide = "an interval method defined on these values (the metric's `interval: {method: ...}`) would decide it"
+    return f"{text}: {decide}"
 
 
 def interval_label(level: float | None) -> str:

@@ -15,6 +15,8 @@ from typing import Any
 
 import orjson
 
+from evalglass.core.textcase import caseless
+
 
 class NotJsonError(TypeError):
     """The value cannot be a JSON value (a set, bytes, NaN, a non-string object key...)."""
@@ -29,7 +31,8 @@ def json_key(value: Any, *, fold_case: bool = False) -> Hashable:
     """A hashable key equal for two values exactly when they are equal as JSON.
 
     Array order matters, object key order does not. ``fold_case`` compares every string value (not object
-    keys) with :meth:`str.casefold`. Raises :class:`NotJsonError` for anything that is not a JSON value.
+    keys) by Unicode's canonical caseless match (:func:`~evalglass.core.textcase.caseless`). Raises
+    :class:`NotJsonError` for anything that is not a JSON value.
     """
     if type(value) is dict and not fold_case:
         flat = _flat_object_key(value)
@@ -69,7 +72,7 @@ def _flat_object_key(value: dict[Any, Any]) -> Hashable | None:
 
 def _key(value: Any, fold: bool) -> Hashable:
     if isinstance(value, str):
-        return ("s", value.casefold() if fold else value)
+        return ("s", caseless(value) if fold else value)
     if value is None:
         return ("z",)
     if isinstance(value, bool):

@@ -38,8 +38,16 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from importlib.machinery import ModuleSpec
 from pathlib import Path
 
-from evalglass.core.fingerprint import fingerprint_of
-from evalglass.lanes.checkspec import UNBINDABLE_ENV, CheckConfigError, CheckSpec, ModuleInput, resolve_within
+from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
+from evalglass.errors import SetupError
+from evalglass.lanes.checkspec import (
+    UNBINDABLE_ENV,
+    CheckConfigError,
+    CheckSpec,
+    CodeBinding,
+    ModuleInput,
+    resolve_within,
+)
 from evalglass.lanes.hostimports import (
     find_submodule,
     find_top_level,
@@ -56,12 +64,16 @@ __all__ = [
     "RUNNERS",
     "SKIPPED_FOLDERS",
     "InputProblem",
+    "argv_file_hashes",
     "assigned_unbindable",
     "check_host_files",
+    "code_change",
+    "code_state",
     "command_words",
     "declared_python_path",
     "declared_unbound",
     "find_module",
+    "host_file_hashes",
     "input_hashes",
     "input_label",
     "split_words",
@@ -466,7 +478,7 @@ def check_host_files(spec: CheckSpec, base_dir: Path) -> tuple[Path, ...]:
     found: dict[Path, None] = {}
     for word in _path_words(words):
         # A file outside the config folder named by a relative path (`bash ../tools/check.sh`): the project's. A file
-        # inside it is hashed as a named file already (engine.spec.config.check_argv_file_hashes).
+        # inside it is hashed as a named file already (:func:`argv_file_hashes`).
         named = _relative_target(word, cwd, root)
         if named is not None and named.is_file() and not named.is_relative_to(root):
             found[named] = None
@@ -679,3 +691,85 @@ def _runner(word: str) -> str | None:
     name = os.path.basename(word)
     name = name[:-4] if name.endswith(".exe") else name
     return name if name in RUNNERS else None
+
+
+def host_file_hashes(paths: tuple[Path, ...], root: Path) -> dict[str, str]:
+    """SHA-256 of each host file, labelled by its path from the config folder (``../src/app/util.py`` outside it):
+    the same label on every checkout with the project's layout, so an approval made on one machine holds on CI."""
+    from evalglass.readers.userfiles import read_regular
+
+    hashes: dict[str, str] = {}
+    for path in paths:
+        try:
+            data = read_regular(path, what="host module")
+        except SetupError:
+            continue  # gone since it was found: importing it fails the run with its own error
+        hashes[Path(os.path.relpath(path, root)).as_posix()] = fingerprint_of_bytes(data)
+    return dict(sorted(hashes.items()))
+
+
+def argv_file_hashes(check: CheckSpec, base_dir: Path) -> dict[str, str]:
+    """SHA-256 of every file inside the config folder that the check's command names (a checker script, its data).
+
+    Each argv element (each word of a shell command) is tried as a path from the check's working folder; what
+    resolves to a regular file inside the config folder is hashed, so replacing the checker makes an approval of
+    the gate stale. Programs found on PATH (python, pytest) and files outside the folder are not: they are the
+    machine's, not the project's, and a check may not reach outside the config folder anyway.
+    """
+    root = base_dir.resolve()
+    cwd = (root / (check.cwd or ".")).resolve()
+    words = split_words(check.command) if isinstance(check.command, str) else list(check.command)
+    files: dict[str, str] = {}
+    for word in words:
+        if not word or "{" in word or "\x00" in word:
+            continue
+        candidate = (cwd / word).resolve()
+        if not candidate.is_relative_to(root) or candidate == root or not candidate.is_file():
+            continue
+        try:
+            data = candidate.read_bytes()
+        except OSError:
+            continue
+        files[candidate.relative_to(root).as_posix()] = fingerprint_of_bytes(data)
+    return files
+
+
+def code_state(check: CheckSpec, base_dir: Path, leave_out: Collection[str] = ()) -> CodeBinding:
+    """The code a check runs, hashed now, the way the config hashes it for its gates' fingerprints
+    (``engine.spec.config.definition_file_hashes``, which calls this). Raises ``TooManyHostFiles`` and
+    :class:`InputProblem` as the parts it hashes do."""
+    root = base_dir.resolve()
+    inputs = input_hashes(check, base_dir, leave_out=[base_dir / name for name in leave_out]) if check.inputs else {}
+    return CodeBinding(
+        files=argv_file_hashes(check, base_dir),
+        code=host_file_hashes(check_host_files(check, base_dir), root),
+        inputs=inputs,
+        leave_out=tuple(leave_out),
+    )
+
+
+def code_change(check: CheckSpec, base_dir: Path) -> str | None:
+    """Why the check may not run (or its result may not stand): which file of the code its run bound at load
+    (:attr:`CheckSpec.binding`) is not those bytes now; None when every one is, or when nothing was bound.
+
+    The file set is found again too, so code the command would now run that was not there at load (a new import, a
+    ``sitecustomize.py`` put on its path) counts as a change. Limit: this compares states at two instants (before
+    the command starts, after it ends); code rewritten and restored in between, while the command ran, is not seen.
+    """
+    bound = check.binding
+    if bound is None:
+        return None
+    try:
+        now = code_state(check, base_dir, bound.leave_out)
+    except (InputProblem, ValueError) as exc:  # TooManyHostFiles is a ValueError
+        return f"the code the check runs can no longer be hashed as it was at load: {exc}"
+    for part, what in (("files", "file"), ("code", "host file"), ("inputs", "input")):
+        before, after = getattr(bound, part), getattr(now, part)
+        for label in sorted(before.keys() | after.keys()):
+            if before.get(label) != after.get(label):
+                change = "is gone" if label not in after else "appeared" if label not in before else "was rewritten"
+                return (
+                    f"{what} {label!r} {change} after the run hashed it at load: the check's approval binds the "
+                    "bytes hashed then, so its result cannot stand"
+                )
+    return None

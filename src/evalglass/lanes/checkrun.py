@@ -57,7 +57,7 @@ from evalglass.core.checks import (
     CheckResult,
 )
 from evalglass.core.redact import REDACTED, Redactor, is_secret_name, redact_env, secret_values
-from evalglass.lanes.checkinputs import unbound_inputs
+from evalglass.lanes.checkinputs import code_change, unbound_inputs
 from evalglass.lanes.checkspec import (
     DEFAULT_OUTPUT_CAP,
     DEFAULT_TIMEOUT,
@@ -255,6 +255,12 @@ def _execute(
                 "nothing was measured against the requested state",
             )
 
+    # The code: still the bytes the run hashed at load (what the gate's approval binds)? Host code (a lane, a
+    # metric) ran since, and may have rewritten the checker; the command must not run what no approval covers.
+    rewritten = code_change(spec, base_dir)
+    if rewritten is not None:
+        return run.error(CheckReason.CODE_MODIFIED, f"{rewritten}; the command was not started")
+
     # 2. Where to run.
     try:
         cwd = resolve_within(base_dir, spec.cwd or ".", "cwd")
@@ -336,7 +342,10 @@ def _execute(
         facts["observed_after_fingerprint"] = after
     changed = target_dir is not None and after != before
 
-    # 5. Judge.
+    # 5. Judge. Code rewritten while the command ran (by it, or by host code running beside it) voids any result.
+    rewritten = code_change(spec, base_dir)
+    if rewritten is not None:
+        return run.error(CheckReason.CODE_MODIFIED, f"{rewritten}, while the command ran")
     if timed_out:
         return run.error(
             CheckReason.TIMEOUT, f"no exit within {spec.timeout:g}s; the command's process group was killed"

@@ -7,6 +7,7 @@ Loading a config needs these models, and only a run with checks needs the machin
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any
 
@@ -16,6 +17,7 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    PrivateAttr,
     Tag,
     ValidationInfo,
     field_validator,
@@ -32,6 +34,7 @@ __all__ = [
     "TARGET_PLACEHOLDER",
     "CheckConfigError",
     "CheckSpec",
+    "CodeBinding",
     "ModuleInput",
     "OutputRefused",
     "TargetSpec",
@@ -149,10 +152,29 @@ CheckInput = Annotated[
 ]
 
 
+@dataclass(frozen=True)
+class CodeBinding:
+    """What the run hashed, when it loaded the config, of the code a check runs (label → SHA-256, labels from the
+    config folder; ``engine.spec.config.definition_file_hashes``): the files its command names, the host code it
+    runs by name, its declared ``inputs:``. The gate's approval is bound to exactly these bytes; the check runner
+    hashes them again just before the command starts and just after it ends (``lanes.checkinputs.code_change``),
+    so code rewritten while the run went on (by a lane, a python metric, any host code) is an ERROR naming the
+    file, never a result measured by code no approval covers."""
+
+    files: dict[str, str] = field(default_factory=dict)
+    code: dict[str, str] = field(default_factory=dict)
+    inputs: dict[str, str] = field(default_factory=dict)
+    #: Paths from the config folder that ``inputs:`` never hash (the ledger).
+    leave_out: tuple[str, ...] = ()
+
+
 class CheckSpec(BaseModel):
     """One declared check, as it appears under ``checks:`` in ``evalglass.yaml`` (keyed by its name)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    #: Set on the run's copy only (:meth:`bound_to`); a copy travels to a cluster worker with it (pickled).
+    _binding: CodeBinding | None = PrivateAttr(default=None)
 
     description: str | None = None
     command: tuple[str, ...] | str = Field(
@@ -248,6 +270,17 @@ class CheckSpec(BaseModel):
             if problems:
                 raise ValueError(problems[0])
         return self
+
+    @property
+    def binding(self) -> CodeBinding | None:
+        """The code state hashed at load that this check must still run as, if the run bound it."""
+        return self._binding
+
+    def bound_to(self, binding: CodeBinding) -> CheckSpec:
+        """A copy that runs only as ``binding`` (see :class:`CodeBinding`)."""
+        copy = self.model_copy()
+        copy._binding = binding
+        return copy
 
     @property
     def argv(self) -> tuple[str, ...]:

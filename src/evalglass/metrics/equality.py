@@ -15,6 +15,7 @@ from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.jsonvalue import NotJsonError, json_key
 from evalglass.core.outputshape import OutputShape
 from evalglass.core.score import Score
+from evalglass.core.textcase import caseless
 from evalglass.core.uniform import all_of_type
 from evalglass.metrics.base import (
     ABSENT,
@@ -224,7 +225,7 @@ class EnumSpec(NoReferenceSpec):
         def enum_batch(batch: ExampleBatch) -> list[MetricResult]:
             values = batch.output_values(self.field)
             return [
-                (1.0 if (value.casefold() if fold else value) in allowed_text else 0.0)
+                (1.0 if (caseless(value) if fold else value) in allowed_text else 0.0)
                 if type(value) is str
                 else one(batch.example(index))
                 for index, value in enumerate(values)

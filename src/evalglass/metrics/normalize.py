@@ -1,6 +1,7 @@
 """Text normalisation for string comparison, compiled once per metric into a single function.
 
-Steps run in a fixed order: Unicode NFKC, then case folding, then punctuation removal, then whitespace
+Steps run in a fixed order: Unicode NFKC, then case folding (Unicode's canonical caseless match, so NFC and NFD
+forms of one text compare equal: :func:`~evalglass.core.textcase.caseless`), then punctuation removal, then whitespace
 collapsing, so removing a punctuation mark between two spaces never leaves a double space behind.
 """
 
@@ -12,6 +13,8 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evalglass.core.textcase import caseless
+
 Normalizer = Callable[[str], str]
 
 _ASCII_PUNCTUATION = str.maketrans("", "", string.punctuation)
@@ -22,7 +25,11 @@ class NormalizeOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
-    case: bool = Field(default=False, description="Ignore case (Unicode case folding, so 'Straße' = 'STRASSE').")
+    case: bool = Field(
+        default=False,
+        description="Ignore case (Unicode canonical caseless match: 'Straße' = 'STRASSE', and 'Café' precomposed = "
+        "'CAFE' + combining accent).",
+    )
     whitespace: bool = Field(
         default=False, description="Collapse every run of whitespace to one space and strip both ends."
     )
@@ -59,7 +66,7 @@ def build_normalizer(options: NormalizeOptions) -> Normalizer:
     if options.unicode:
         steps.append(_nfkc)
     if options.case:
-        steps.append(str.casefold)
+        steps.append(caseless)
     if options.punctuation:
         steps.append(strip_punctuation)
     if options.whitespace:

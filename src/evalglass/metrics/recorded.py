@@ -14,7 +14,11 @@ follows:
   the label and how to map it, never a guess (inspect's own ``value_to_float`` reads an unknown label as 0.0);
 - **the tool's own failure to score** (its error, or no entry for this scorer, or a null value) is an ``error``
   (``recorded_score_error`` / ``recorded_score_missing``) carrying what the tool said: a missing measurement,
-  never 0.0. A sample whose output the tool judged wrong is 0.0; a sample the tool could not judge is not.
+  never 0.0. A sample whose output the tool judged wrong is 0.0; a sample the tool could not judge is not;
+- a score the sample never asked for (outside the ``declared`` list a reader records where the tool's file says
+  which scores each sample declared: promptfoo's per-test assertions) is ``non_evaluable`` + ``not_applicable``
+  (``recorded_score_not_declared``), which a gate may tolerate: an assertion on some tests only is not missing on
+  the others (``recorded_score@3``; before, it was ``recorded_score_missing``, an error no ``tolerate`` cleared).
 """
 
 from __future__ import annotations
@@ -110,6 +114,18 @@ class RecordedScoreSpec(NoReferenceSpec):
                 if failed:
                     return Score.error(
                         "recorded_score_error", f"{where}: the sample failed in the tool: {clip(str(failed), 300)}"
+                    )
+                declared = output.get("declared") if isinstance(output, Mapping) else None
+                if isinstance(declared, list) and scorer not in declared:
+                    # Never asked for on this sample (a promptfoo assertion on other tests only): nothing was
+                    # measured or lost, so not applicable, which a gate may tolerate; a declared score the file
+                    # lacks stays the tool's error below.
+                    asked = ", ".join(map(str, declared))
+                    return Score.non_evaluable(
+                        "recorded_score_not_declared",
+                        f"{where}: the test declares no '{scorer}' assertion (its scores: {clip(asked, 200)}), so "
+                        f"'{scorer}' does not apply to it; a gate decides on the tests that declare it when it "
+                        "declares `tolerate: [not_applicable]`",
                     )
                 return Score.error("recorded_score_missing", f"{where}: the tool recorded no '{scorer}' score")
             if not isinstance(entry, Mapping):

@@ -17,6 +17,7 @@ from pydantic import Field, model_validator
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.outputshape import OutputShape
 from evalglass.core.score import Score
+from evalglass.core.textcase import caseless
 from evalglass.core.uniform import all_of_type
 from evalglass.metrics.base import (
     ABSENT,
@@ -69,7 +70,7 @@ class ContainsSpec(MetricSpec):
         if self.value is None:
             return self._build_reference(target, invalid, fold, wants_all)
         raw = [self.value] if isinstance(self.value, str) else self.value
-        needles = tuple(needle.casefold() if fold else needle for needle in raw)
+        needles = tuple(caseless(needle) if fold else needle for needle in raw)
 
         def contains(example: Example) -> MetricResult:
             text = target(example)
@@ -77,7 +78,7 @@ class ContainsSpec(MetricSpec):
                 return invalid(example)
             if not isinstance(text, str):
                 return wrong_type("contains", _NEEDS_STRING, text)
-            return _found(text.casefold() if fold else text, needles, wants_all)
+            return _found(caseless(text) if fold else text, needles, wants_all)
 
         return contains
 
@@ -88,12 +89,12 @@ class ContainsSpec(MetricSpec):
         fold = not self.case_sensitive
         wants_all = self.mode == "all"
         raw = [self.value] if isinstance(self.value, str) else self.value
-        needles = tuple(needle.casefold() if fold else needle for needle in raw)
+        needles = tuple(caseless(needle) if fold else needle for needle in raw)
 
         def contains_batch(batch: ExampleBatch) -> list[MetricResult]:
             texts = batch.output_values(self.field)
             return [
-                _found(text.casefold() if fold else text, needles, wants_all)
+                _found(caseless(text) if fold else text, needles, wants_all)
                 if type(text) is str
                 else one(batch.example(index))
                 for index, text in enumerate(texts)
@@ -118,7 +119,7 @@ class ContainsSpec(MetricSpec):
                 return invalid(example)
             if not isinstance(text, str):
                 return wrong_type("contains", _NEEDS_STRING, text)
-            return _found(text.casefold() if fold else text, needles, wants_all)
+            return _found(caseless(text) if fold else text, needles, wants_all)
 
         return contains_reference
 
@@ -135,7 +136,7 @@ def _reference_needles(reference: Any, fold: bool) -> Sequence[str] | Score:
         )
     if not raw or not all(raw):
         return Score.non_evaluable("reference_empty", "the reference text is empty, so there is nothing to find")
-    return [item.casefold() for item in raw] if fold else raw
+    return [caseless(item) for item in raw] if fold else raw
 
 
 def _found(text: str, needles: Sequence[str], wants_all: bool) -> float:

@@ -41,21 +41,27 @@ class EvaluatorKind(StrEnum):
 #: arguments recorded as text holding a JSON object, outside the OpenAI chat shape (OpenAI's function object alone,
 #: the Responses API's ``function_call`` items, OpenTelemetry GenAI ``tool_call`` parts), are that object
 #: (``core.trajectory._with_object_text``); before, they compared as a string, so a right call matched nothing.
+#: ``exact_match@3`` (``normalize: {case: true}``), ``contains@3``, ``enum@3`` and ``set_overlap@3``
+#: (``case_sensitive: false``): case-insensitive matching is Unicode's canonical caseless match
+#: (``core.textcase.caseless``), so a text precomposed (NFC) and decomposed (NFD) compares equal; before, plain
+#: ``str.casefold`` kept them apart.
+#: ``recorded_score@3``: a score the sample never declared (a promptfoo assertion on other tests only) is not
+#: applicable to it (``recorded_score_not_declared``, tolerable); before, it was an error (``recorded_score_missing``).
 METRIC_VERSIONS: Mapping[str, int] = {
-    "exact_match": 2,
-    "contains": 2,
+    "exact_match": 3,
+    "contains": 3,
     "regex": 2,
     "json_valid": 2,
     "json_schema": 2,
     "field_present": 2,
     "numeric_bounds": 2,
     "word_count": 2,
-    "set_overlap": 2,
-    "enum": 2,
+    "set_overlap": 3,
+    "enum": 3,
     "check": 2,
     "llm_judge": 3,
     "jury": 2,
-    "recorded_score": 2,
+    "recorded_score": 3,
     "tool_calls": 3,
     "steps": 2,
     "loop": 3,

@@ -23,17 +23,23 @@ which sees every key and every digit. The scan is one ``translate`` of the batch
 - integers beyond 64 bits: a run of 19 or more digits (inside a string or not) sends the line to the checking parse.
 - depth: a line opening at most :data:`MAX_DEPTH` objects and arrays cannot nest deeper; a batch with a line that
   opens more has its depth measured exactly (:func:`_shallow_enough`), so only a batch holding a line nested
-  deeper than :data:`MAX_DEPTH` is looked at line by line.
+  deeper than :data:`MAX_DEPTH` is looked at line by line. When the duplicates test writes the batch back anyway
+  (a nested batch: a conversation, a trace), the writing measures the depth instead: orjson refuses to write a
+  value nested deeper than :data:`_ORJSON_LEVELS`, so the batch is written inside as many more arrays as leave
+  room for :data:`MAX_DEPTH` levels a line and no more (:func:`_dumps_within`, the arrays cut off again). A value
+  written so is no deeper than :data:`MAX_DEPTH`, and once the colons show that no key was dropped it is the
+  line's whole tree, so the line is no deeper either; the text is then not scanned for depth at all.
 
 The scans run over a whole batch of lines at once (:func:`batch_is_exact`); only a batch that fails them is looked
-at line by line.
+at line by line. The colons of a long batch written back are counted in numpy (:data:`_LARGE`).
 """
 
 from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import cache
 from itertools import repeat
 from operator import itemgetter
 from typing import Any
@@ -122,6 +128,14 @@ def split_last_key(records: list[dict[str, Any]], key: str, *, column: bool = Tr
     No record is copied: each one's last item is popped (``dict.popitem``), the rest written, and the same item put
     back, last again, before this returns, so the records are as they were, key order included. (The records are
     shared with the metrics; nothing else runs on them meanwhile.)"""
+    return _split_last_key(records, key, column=column, within=False)
+
+
+def _split_last_key(
+    records: list[dict[str, Any]], key: str, *, column: bool, within: bool
+) -> tuple[bytes, bytes] | None:
+    """:func:`split_last_key`; ``within``: None too when a record nests deeper than :data:`MAX_DEPTH` (each half
+    written by :func:`_dumps_within`)."""
     if not records:
         return b"[]" if column else b"", b"[]"
     if not all(records):  # an empty record has no last item: popitem would raise halfway through the batch
@@ -130,6 +144,8 @@ def split_last_key(records: list[dict[str, Any]], key: str, *, column: bool = Tr
     try:
         if keys.count(key) != len(keys):
             return None
+        if within:  # (a list: orjson does not count a tuple's level)
+            return _dumps_within(list(values), MAX_DEPTH - 1) if column else b"", _dumps_within(records, MAX_DEPTH)
         return orjson.dumps(values) if column else b"", orjson.dumps(records)
     except orjson.JSONEncodeError:
         return None
@@ -141,47 +157,56 @@ def _exact(
     lines: list[bytes], values: list[Any], key: str | None, *, split: bool = False, at_key: list[Any] | None = None
 ) -> tuple[bool, bytes | None, bytes | None]:
     joined = b"\n".join(lines)
-    # One pass over the text keeps what every test below reads, a few bytes a line (see _STRUCTURE).
+    # One pass over the text keeps what every test below reads, a few bytes a line (see _STRUCTURE). (Counted in
+    # numpy instead, the text took a sixth of the instructions but more CPU: three temporary arrays of its length.)
     structure = joined.translate(_STRUCTURE, _NOT_STRUCTURE)
     if _LONG_DIGITS in structure and _LONG_DIGITS in joined.translate(_DIGITS_ONLY):
         return False, None, None
-    if not _shallow_enough(joined, structure, len(lines)):
-        return False, None, None
     colons = structure.count(b":")
+    # The depth is proven by the writing below when the batch is written whole (each value inside one of the two
+    # halves, or the whole batch), else by the text (see the module docstring).
+    within = _writing_measures_depth()
+    if not within and not _shallow_enough(joined, structure, len(lines)):
+        return False, None, None
     if colons == 0:
-        return True, None, None
+        return not within or _shallow_enough(joined, structure, len(lines)), None, None
     # Each nested key would add a colon, so equal counts prove a batch of objects flat and free of repeats.
     objects = all_of_type(values, dict)
     keys = sum(map(len, values)) if objects else -1
     if colons == keys:
-        return True, None, None
+        return not within or _shallow_enough(joined, structure, len(lines)), None, None
     # A colon spelled as an escape is not counted in the text but is in what orjson writes: no proof then.
     unescaped = b"\\" not in joined or (b"\\u003a" not in joined and b"\\u003A" not in joined)
     column = rest = None
-    halves = split_last_key(values, key) if split and key is not None and objects else None
+    halves = _split_last_key(values, key, column=True, within=within) if split and key is not None and objects else None
+    dump = _dumps_within if within else _dumps
     try:
         if halves is not None and key is not None:
             column, rest = halves
-            written = column.count(b":") + rest.count(b":") + len(values) * (1 + key.count(":"))
+            written = _colons(column) + _colons(rest) + len(values) * (1 + key.count(":"))
         elif key is not None and (ABSENT not in at_key if at_key is not None else _every_has(values, key)):
             # A record {"k": v, ...} writes one colon after each key, those in the keys' own text, and those in
             # its values: the column holds the values at ``key``, the rest the other keys and values.
-            column = orjson.dumps(at_key if at_key is not None else list(map(itemgetter(key), values)))
-            in_column = column.count(b":")
+            column = dump(at_key if at_key is not None else list(map(itemgetter(key), values)), MAX_DEPTH - 1)
+            in_column = _colons(column)
             if not split and objects and unescaped and colons == in_column + keys:
                 # At least that many colons are written (one per key, and the column's), and never more than the
                 # text holds (see the module docstring): equal, so the rest holds none and no key was dropped.
-                # (A split wants the rest written: it goes on.)
+                # (A split wants the rest written: it goes on.) The rest is not written: the text says its depth.
+                if within and not _shallow_enough(joined, structure, len(lines)):
+                    return False, None, None
                 return True, column, None
             if 2 * len(column) > len(joined):
                 # The column is most of the batch (trajectories): the rest without it, made in Python per record,
                 # costs less than writing the column's values a second time.
-                rest = orjson.dumps([{name: item for name, item in record.items() if name != key} for record in values])
-                written = in_column + rest.count(b":") + len(values) * (1 + key.count(":"))
+                rest = dump(
+                    [{name: item for name, item in record.items() if name != key} for record in values], MAX_DEPTH
+                )
+                written = in_column + _colons(rest) + len(values) * (1 + key.count(":"))
             else:  # small values beside many fields: one dump of the whole batch in C is cheaper than the split
-                written = orjson.dumps(values).count(b":")
+                written = _colons(dump(values, MAX_DEPTH))
         else:
-            written = orjson.dumps(values).count(b":")
+            written = _colons(dump(values, MAX_DEPTH))
     except orjson.JSONEncodeError:
         return False, None, None
     # The list's own brackets and commas hold no colon.
@@ -189,8 +214,69 @@ def _exact(
     return (True, column, rest) if exact else (False, None, None)
 
 
+#: The deepest value orjson writes: one nested deeper is refused ("Recursion limit reached"), arrays and objects
+#: alike (a tuple's level is not counted). :func:`_writing_measures_depth` checks it once.
+_ORJSON_LEVELS = 254
+
+
+def _dumps_within(items: list[Any], depth: int) -> bytes:
+    """``orjson.dumps(items)``, or ``JSONEncodeError`` when an item nests deeper than ``depth`` levels: ``items`` is
+    written inside as many arrays as leave room for exactly ``depth`` levels below its own, and those are cut off
+    (orjson writes no space: ``[[`` … ``]]``)."""
+    wraps = _ORJSON_LEVELS - 1 - depth
+    for _ in range(wraps):
+        items = [items]
+    return orjson.dumps(items)[wraps:-wraps]
+
+
+def _dumps(items: list[Any], _: int) -> bytes:
+    return orjson.dumps(items)
+
+
+def _nested(levels: int, nest: Callable[[Any], Any]) -> Any:
+    value: Any = 0
+    for _ in range(levels):
+        value = nest(value)
+    return value
+
+
+@cache
+def _writing_measures_depth() -> bool:
+    """Whether this orjson writes values :data:`_ORJSON_LEVELS` deep and refuses one level more, arrays and objects
+    alike: what :func:`_dumps_within` relies on. Any other orjson only turns that proof off (the text is scanned)."""
+    for nest in (lambda value: [value], lambda value: {"k": value}):
+        try:
+            orjson.dumps(_nested(_ORJSON_LEVELS, nest))
+        except orjson.JSONEncodeError:
+            return False
+        try:
+            orjson.dumps(_nested(_ORJSON_LEVELS + 1, nest))
+        except orjson.JSONEncodeError:
+            continue
+        return False
+    return True
+
+
 def _every_has(values: list[Any], key: str) -> bool:
     return all_of_type(values, dict) and all(map(dict.__contains__, values, repeat(key)))
+
+
+#: Bytes from which the colons of what orjson wrote are counted in numpy: ``bytes.count`` takes 8 instructions a
+#: byte, numpy's comparison and count about one (and less CPU: measured), for a few microseconds a call (numpy is
+#: imported then only).
+_LARGE = 1 << 16
+
+
+def _colons(data: bytes) -> int:
+    """``data.count(b":")``."""
+    if len(data) < _LARGE:
+        return data.count(b":")
+    import numpy as np
+
+    return int(np.count_nonzero(np.frombuffer(data, np.uint8) == _COLON))
+
+
+_COLON = ord(":")
 
 
 def _shallow_enough(joined: bytes, structure: bytes, lines: int) -> bool:

@@ -75,7 +75,8 @@ BLOCK_REASON_FIXES: Mapping[BlockReason, str] = total(
         BlockReason.BELOW_MIN_N: "Too few examples were measured for this gate; add examples.",
         BlockReason.INTERVAL_UNDEFINED: (
             "The lower_bound rule needs a confidence bound, and none exists for so few values with this method; add "
-            "examples (or use the point rule, which the host must re-approve)."
+            "examples (from at least 2 clusters when the interval is cluster-aware), or use the point rule, which "
+            "the host must re-approve."
         ),
         BlockReason.BASELINE_MISSING: (
             "The host names the baseline in the ledger's `baselines:`: one run (`run:` its folder, relative to the "

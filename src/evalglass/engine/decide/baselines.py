@@ -215,7 +215,11 @@ def baseline_record(baseline: BaselineRun, trust: BaselineTrust | None) -> Basel
 
 def proposed_baseline(folder: Path, run_text: str) -> BaselineRecord:
     """A run someone proposes as a baseline (``explain --baseline RUN``): its fingerprint, and who signed it on which
-    branch when its signature holds. ``run_text`` is what the ledger's ``run:`` would say to find it."""
+    branch when its signature holds. ``run_text`` is what the ledger's ``run:`` would say to find it. A run that
+    does not add up (``consistency.load_checked``: a damaged or swapped artifact) is refused, never proposed."""
+    from evalglass.engine.decide.consistency import load_checked
+
+    load_checked(folder)
     run = load_for_comparison(folder, what="baseline run", metrics=[])
     found = BaselineRun(name="", location=run_text, fingerprint=run.fingerprint, run_id=run.record.run_id)
     return baseline_record(found, _signed(run))

@@ -1,9 +1,14 @@
 """Does a finished run add up? The one check every reader of a run goes through before it shows it.
 
-``verify`` re-derives everything from the recorded scores; this is the cheap part of that, done from the JSON
-files alone (no scores, no config validation, none of the metric machinery), so ``view``, ``explain``, ``report``,
-``load_run``, the CI outputs of a loaded run and the history's readers can afford it every time:
+``verify`` re-derives everything from the recorded scores; this is the part of that every reader can afford every
+time (``view``, ``explain``, ``report``, ``compare``, ``export``, ``load_run``, the CI outputs of a loaded run and the
+history's readers), with no config validation and none of the metric machinery:
 
+- first the artifacts as a set, by the one check ``verify`` makes of them (``engine.runs.integrity``): ``digests.json``
+  is there and is this run's; every file it lists (scores, outputs, kept outputs, report, variants, baselines...)
+  has its bytes, streamed through SHA-256 whether or not the reader shows that file; every file the run record binds
+  by its hash (the scores, the kept outputs, a judge of variants' scores) is listed and has those bytes. A file
+  truncated, with a byte flipped, swapped for another run's, or missing is refused, naming the file;
 - every declared gate is decided again from what the same files record, by the functions that decided it in the
   run (``core.gates``: :func:`~evalglass.core.gates.rederived_gate` and
   :func:`~evalglass.core.gates.evaluate_check_gate`): its spec from the run record's config snapshot (direction,
@@ -18,18 +23,14 @@ files alone (no scores, no config validation, none of the metric machinery), so 
 - each check result was judged as the config snapshot declares its check (command, policy, timeout...), and the
   scorecard's check summaries and dataset are the run record's;
 - the verdict follows from the gates (``VerdictPayload`` re-derives it on load);
-- with ``digests.json`` present, the scorecard and run record hash to what it lists;
-- the outputs a recorded run kept (``engine.runs.keptoutputs``) are the file its run record names, hashed as named
-  (and as ``digests.json`` lists it): a missing, edited or swapped file is refused, never shown as what was scored.
 
-What it cannot see: the scores behind the numbers (a consistent rewrite of scorecard, run record and digests
-together adds up) and the signature. Every renderer says so in one line (:attr:`CheckedRun.not_checked`);
+What it cannot see: whether the scores produce the numbers (a consistent rewrite of scores, scorecard, run record and
+digests together adds up) and the signature. Every renderer says so in one line (:attr:`CheckedRun.not_checked`);
 ``evalglass verify`` checks both.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -50,7 +51,6 @@ from evalglass.core.authority import (
 from evalglass.core.calendar import day_of_timestamp
 from evalglass.core.checks import check_code_key
 from evalglass.core.endpoint import JudgeEndpoint
-from evalglass.core.fingerprint import PREFIX, short
 from evalglass.core.gates import (
     GateResult,
     Outcome,
@@ -75,11 +75,11 @@ from evalglass.core.recordrules import (
 )
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.scorecard import CheckSummary, MetricSummary, Scorecard
-from evalglass.engine.runs.artifacts import RUNRECORD_FILE, SCORECARD_FILE, load_json_model_and_bytes
+from evalglass.engine.runs.artifacts import RUNRECORD_FILE, SCORECARD_FILE, parse_json_model
 from evalglass.errors import SetupError, first_problem
 
 if TYPE_CHECKING:
-    from evalglass.engine.runs.digests import Digests
+    from evalglass.engine.runs.integrity import ArtifactProblem
     from evalglass.lanes.checkspec import CheckSpec
 
 #: The fields of a gate whose value decides it or is shown as deciding it, compared between the recorded gate and
@@ -108,7 +108,6 @@ DECISION_FIELDS = (
 class DigestState(StrEnum):
     """What ``digests.json`` let a reader check."""
 
-    ABSENT = "absent"
     UNSIGNED = "unsigned"
     SIGNED = "signed"
 
@@ -139,7 +138,6 @@ def _pasteable(folder: Path) -> str:
 
 def not_checked_line(folder: Path, digests: DigestState) -> str:
     against = {
-        DigestState.ABSENT: "its run record (no digests.json)",
         DigestState.UNSIGNED: "its run record and digests (unsigned)",
         DigestState.SIGNED: "its run record and digests (signature not checked)",
     }[digests]
@@ -150,17 +148,34 @@ def not_checked_line(folder: Path, digests: DigestState) -> str:
 
 
 def load_checked(folder: Path) -> CheckedRun:
-    """The scorecard and run record of ``folder``, refused in one line (exit 2, naming the first field) unless
-    they add up. Every command and API function that shows a finished run loads it here."""
+    """The scorecard and run record of ``folder``, refused in one line (exit 2) unless the run adds up: first its
+    artifacts as a set (``engine.runs.integrity``, the check ``verify`` makes: every file ``digests.json`` lists,
+    each file the run record binds by its hash), naming the file at fault, then the scorecard against its run
+    record, naming the first field. Every command and API function that shows a finished run loads it here."""
     from evalglass.engine.runs.digests import load_digests
+    from evalglass.engine.runs.integrity import ArtifactCheck, bytes_sha256
 
-    card, card_bytes = load_json_model_and_bytes(folder / SCORECARD_FILE, Scorecard, "scorecard")
-    record, record_bytes = load_json_model_and_bytes(folder / RUNRECORD_FILE, RunRecord, "run record")
     digests = load_digests(folder)
+    # The two files parsed below are hashed as read, so the bytes checked are the bytes shown.
+    read = {name: _bytes_if_regular(folder / name) for name in (SCORECARD_FILE, RUNRECORD_FILE)}
+    if digests is None and read[SCORECARD_FILE] is None:
+        # Neither the first nor the last file a run writes: not a run folder at all, said so (not "damaged").
+        from evalglass.engine.runs.artifacts import NOT_A_FILE, NOT_A_RUN
+        from evalglass.readers.userfiles import read_regular
+
+        read_regular(folder / SCORECARD_FILE, what="scorecard", missing_fix=NOT_A_RUN, other_fix=NOT_A_FILE)
+    check = ArtifactCheck(
+        folder, digests, {name: bytes_sha256(data) for name, data in read.items() if data is not None}
+    )
+    _refuse_damaged(folder, check.listed_problems())
+    card: Scorecard = parse_json_model(
+        _checked_bytes(SCORECARD_FILE, read), folder / SCORECARD_FILE, Scorecard, "scorecard"
+    )
+    record: RunRecord = parse_json_model(
+        _checked_bytes(RUNRECORD_FILE, read), folder / RUNRECORD_FILE, RunRecord, "run record"
+    )
+    _refuse_damaged(folder, check.record_problems(record))
     problems = scorecard_problems(card, record)
-    problems += digest_problems(digests, card, {SCORECARD_FILE: card_bytes, RUNRECORD_FILE: record_bytes})
-    problems += kept_outputs_problems(folder, record, digests)
-    problems += compared_problems(folder, record, digests)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise SetupError(
@@ -169,70 +184,42 @@ def load_checked(folder: Path) -> CheckedRun:
             fix=f"the artifacts were edited; `evalglass verify {folder}` names every difference, or rerun "
             "`evalglass run`",
         )
-    state = (
-        DigestState.ABSENT
-        if digests is None
-        else DigestState.UNSIGNED
-        if digests.signature is None
-        else DigestState.SIGNED
-    )
+    assert digests is not None  # listed_problems refuses a run without one
+    state = DigestState.UNSIGNED if digests.signature is None else DigestState.SIGNED
     return CheckedRun(folder=folder, scorecard=card, record=record, digests=state)
 
 
-def digest_problems(digests: Digests | None, card: Scorecard, loaded: Mapping[str, bytes]) -> list[str]:
-    """The files just loaded against ``digests.json`` (when the run has one): same run, same bytes."""
-    if digests is None:
-        return []
-    problems: list[str] = []
-    if digests.run_id != card.run_id:
-        problems.append(f"digests.json is run {digests.run_id}, the scorecard is run {card.run_id}")
-    for name, data in loaded.items():
-        recorded = digests.files.get(name)
-        found = PREFIX + hashlib.sha256(data).hexdigest()
-        if recorded is None:
-            problems.append(f"digests.json does not list {name}")
-        elif recorded != found:
-            problems.append(
-                f"{name} is not the file digests.json lists (its SHA-256 is {short(found)}, not {short(recorded)})"
-            )
-    return problems
+def _bytes_if_regular(path: Path) -> bytes | None:
+    """A small artifact's bytes when it is a regular file; None otherwise (the integrity check names it)."""
+    if path.is_symlink() or not path.is_file():
+        return None
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
 
 
-def kept_outputs_problems(folder: Path, record: RunRecord, digests: Digests | None) -> list[str]:
-    """The kept outputs against the run record and ``digests.json``: what ``view`` and the report show beside the
-    scores must be the bytes the run wrote."""
-    if record.kept_outputs is None:
-        return []
-    from evalglass.engine.runs.keptoutputs import kept_problem
-
-    name = record.kept_outputs.file
-    if digests is not None and name not in digests.files:
-        return [f"digests.json does not list {name}, the outputs this run scored"]
-    problem = kept_problem(folder, record, None if digests is None else digests.files[name])
-    return [] if problem is None else [problem]
+def _checked_bytes(name: str, read: Mapping[str, bytes | None]) -> bytes:
+    """The bytes of ``name`` read and found to be the listed ones (the list must name the file: see
+    ``integrity.WRITTEN_BY_EVERY_RUN``)."""
+    data = read[name]
+    assert data is not None, name
+    return data
 
 
-def compared_problems(folder: Path, record: RunRecord, digests: Digests | None) -> list[str]:
-    """A run with judges of variants side by side (``compare_variants``): what they graded, said and scored
-    (``compared/``) against the run record and ``digests.json``, so no reader shows an edited verdict as the run's."""
-    if record.compared_scores is None:
-        return []
-    from evalglass.core.runrecord import COMPARED_DIR, GRADED_FILE, SCORES_FILE
-    from evalglass.engine.runs.digests import file_sha256
-    from evalglass.engine.runs.runfolder import OUTPUTS_FILE
+def _refuse_damaged(folder: Path, problems: list[ArtifactProblem]) -> None:
+    """One line naming the first damaged artifact (and how many more there are), exit 2."""
+    if not problems:
+        return
+    from evalglass.engine.runs.integrity import FETCH_AGAIN
 
-    problems: list[str] = []
-    for file in (GRADED_FILE, OUTPUTS_FILE, SCORES_FILE):
-        name = f"{COMPARED_DIR}/{file}"
-        path = folder / name
-        found = file_sha256(path) if path.is_file() else None
-        if found is None:
-            problems.append(f"{name} is missing")
-        elif file == SCORES_FILE and found != record.compared_scores:
-            problems.append(f"{name} is not the file the run record names (runrecord.compared_scores)")
-        elif digests is not None and digests.files.get(name) != found:
-            problems.append(f"{name} is not the file digests.json lists")
-    return problems
+    first = problems[0]
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    raise SetupError(
+        f"this run does not add up: {first.line}{more}",
+        where=str(folder / first.file),
+        fix=FETCH_AGAIN.replace("FOLDER", _pasteable(folder)),
+    )
 
 
 def scorecard_problems(card: Scorecard, record: RunRecord) -> list[str]:

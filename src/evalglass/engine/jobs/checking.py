@@ -42,7 +42,8 @@ def run_named_checks(config_path: Path, names: list[str], expect_state: str | No
         expected = {chosen[0]: expect_state}
     try:
         with checks_watch(chosen):
-            return run_checks({name: config.checks[name] for name in chosen}, loaded.base_dir, expected=expected)
+            bound = loaded.bound_checks()
+            return run_checks({name: bound[name] for name in chosen}, loaded.base_dir, expected=expected)
     except CheckConfigError as exc:
         raise SetupError(str(exc), where=str(config_path)) from None
 

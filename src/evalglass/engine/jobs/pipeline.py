@@ -115,8 +115,45 @@ def run_standalone_checks(loaded: LoadedConfig) -> dict[str, CheckResult]:
     from evalglass.lanes.checkrun import run_checks  # subprocess, signals: only for runs that have checks
 
     expected = {name: state for name in names if (state := config.expected_state(name)) is not None}
+    bound = loaded.bound_checks()  # each runs only as the code hashed at load (a lane may have rewritten it since)
     with checks_watch(names):
-        return run_checks({name: config.checks[name] for name in names}, loaded.base_dir, expected=expected)
+        return run_checks({name: bound[name] for name in names}, loaded.base_dir, expected=expected)
+
+
+def refuse_rewritten_definitions(loaded: LoadedConfig) -> None:
+    """Exit 2 when a file whose hash the run's metric gates are bound to (``LoadedConfig.definition_files``: metric
+    definition files, the host modules a python metric imports) is not, at the end of the run, the bytes hashed
+    when the config loaded. A check's code is compared around each of its commands instead (an ERROR naming the
+    file, ``lanes.checkinputs.code_change``), so that only its gates block; once a check has run as approved, a
+    later rewrite cannot change what it measured.
+
+    Host code runs during a run (a lane, a python metric, a check's command) and a pull request edits it freely: it
+    could rewrite a metric's module or a helper a metric imports lazily while the run goes on, so that the scores
+    were computed by code no approval covers while the run record names the approved hashes. Nothing is decided
+    then. Limit: the states at load and at the end are compared; a file rewritten and restored in between is not
+    seen here (a python metric's module, imported before any lane runs, is the bytes hashed: nothing ran between;
+    a module it imports only when called is what this guards).
+    """
+    config = loaded.config
+    host_ran = config.live or bool(config.checks) or any(spec.host_reference() for spec in config.metrics.values())
+    if not host_ran or not loaded.definition_files:
+        return
+    from evalglass.core.checks import check_code_key
+    from evalglass.engine.spec.config import check_files_key, check_inputs_key, definition_file_hashes
+
+    checks = {key(name) for name in config.checks for key in (check_files_key, check_code_key, check_inputs_key)}
+    now = definition_file_hashes(config, loaded.base_dir)
+    for key in sorted((loaded.definition_files.keys() | now.keys()) - checks):
+        before, after = loaded.definition_files.get(key, {}), now.get(key, {})
+        for label in sorted(before.keys() | after.keys()):
+            if before.get(label) != after.get(label):
+                raise SetupError(
+                    f"{label!r} ({key}) changed while the run ran: the run hashed it when it loaded the config, "
+                    "and the gates' approvals bind those bytes, so nothing was decided",
+                    where=str(loaded.base_dir / label),
+                    fix="find what rewrites it during a run (a lane, a metric or a check writing into the project) "
+                    "and run again",
+                )
 
 
 class RunInterrupted(Interrupted):
@@ -606,6 +643,7 @@ def _finish(
     """Standalone checks, the decision and the artifacts: the same for recorded and live runs, with or without
     variants (``variant_scores``: each variant's scores file and its hash)."""
     check_results = run_standalone_checks(prepared.loaded)
+    refuse_rewritten_definitions(prepared.loaded)
     # The decision and the artifacts build what they need once (the models' validators and serializers, the
     # scorecard, the run record): thousands of young objects and no cycles to speak of, which the collector's
     # passes walked again and again (≈ 10 young passes, 7-11 ms of a 10-line replay run). Paused, they are freed by

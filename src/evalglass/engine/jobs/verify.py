@@ -2,12 +2,14 @@
 
 What a verified run proves depends on what ``verify`` can check it against (docs/config.md, "What verify proves"):
 
-- **Consistent** (always): every file matches ``digests.json``; the config and ledger snapshots in the run record
-  hash to the fingerprints recorded beside them and parse to exactly the snapshots the run decided with; the gate
-  and judge fingerprints, every aggregate, gate and the verdict re-derive from ``scores.jsonl`` with the same code
-  the run used; and ``report.md`` renders from the scorecard byte for byte. A record that claims it was decided
-  under older rules (a missing marker, ``core.recordrules``) is re-derived under them and decided again under the
-  current ones: a gate green only under the older rules is a finding, so a deleted marker never verifies green.
+- **Consistent** (always): every file matches ``digests.json`` and every file the run record binds by its hash has
+  those bytes (``engine.runs.integrity``: the one check of the artifacts as a set, which every reader makes too);
+  the config and ledger snapshots in the run record hash to the fingerprints recorded beside them and parse to
+  exactly the snapshots the run decided with; the gate and judge fingerprints, every aggregate, gate and the verdict
+  re-derive from ``scores.jsonl`` with the same code the run used; and ``report.md`` renders from the scorecard
+  byte for byte. A record that claims it was decided under older rules (a missing marker, ``core.recordrules``) is
+  re-derived under them and decided again under the current ones: a gate green only under the older rules is a
+  finding, so a deleted marker never verifies green.
 - **Anchored** (when the config and ledger files are at hand): the run read exactly the files in the repository
   now, so it was decided under the ledger the host keeps there, not under one rewritten inside the run folder.
 - **Signed** (with ``--key``): the digest list was signed by the holder of the signing key.
@@ -70,14 +72,13 @@ from evalglass.engine.runs.artifacts import (
 )
 from evalglass.engine.runs.digests import (
     DIGESTS_FILE,
-    NOT_LISTED,
     artifact_names,
-    file_findings,
     file_sha256,
     key_fingerprint,
     load_digests,
     signature_valid,
 )
+from evalglass.engine.runs.integrity import ArtifactCheck
 from evalglass.engine.spec.config import Config, config_as_recorded, config_from_record, definition_file_hashes
 from evalglass.engine.spec.ledger import ledger_problems, parse_ledger
 from evalglass.engine.spec.samplecount import SAMPLES_KEY
@@ -151,7 +152,7 @@ def verify_run(
         for file in files.values()
     }
     loaded_scores = by_file[record.scores_file] if record.scores_file in by_file else next(iter(by_file.values()))
-    examples, scores_sha = loaded_scores.examples, loaded_scores.sha256
+    examples = loaded_scores.examples
     columns = _flattened_columns(files, by_file)
     known = {file: loaded.sha256 for file, loaded in by_file.items()}
     if config.variant_names and config.compared_metrics:
@@ -163,17 +164,19 @@ def verify_run(
         )
         columns.update(compared.columns)
         known[COMPARED_SCORES] = compared.sha256
-        if record.compared_scores != compared.sha256:
+        if record.compared_scores is None:  # the record binds none; when it does, ArtifactCheck checks them
             findings.append(Finding("runrecord.compared_scores", record.compared_scores, compared.sha256))
         if compared.examples != examples:
             findings.append(Finding(f"{COMPARED_SCORES}: examples", examples, compared.examples))
         findings.extend(_graded_findings(folder, config))
-    findings[:0] = _file_findings(folder, record, known)
-    if scores_sha != record.scores_sha256:
-        findings.append(Finding("runrecord.scores_sha256", record.scores_sha256, scores_sha))
+    # The artifacts as a set, by the one check every reader makes too: every listed file's bytes, and every file the
+    # run record binds by its hash (the scores as loaded above, a variant's, the kept outputs).
+    damaged = ArtifactCheck(folder, load_digests(folder), known).problems(record)
+    findings[:0] = [Finding(item.field, item.recorded, item.found) for item in damaged]
     for file, loaded in by_file.items():
-        if record.variant_scores and record.variant_scores.get(file) != loaded.sha256:
-            findings.append(Finding(f"runrecord.variant_scores.{file}", record.variant_scores.get(file), loaded.sha256))
+        if record.variant_scores and file not in record.variant_scores:
+            # A variant the config implies that the record binds no scores of (those it binds: the check above).
+            findings.append(Finding(f"runrecord.variant_scores.{file}", None, loaded.sha256))
         if loaded.examples != examples:
             findings.append(Finding(f"{file}: examples", examples, loaded.examples))
     if examples != record.dataset.examples:
@@ -284,7 +287,7 @@ def verify_run(
     said, as_recorded = _files_at_hand(record, config, config_path, findings if strict else None)
     statements += said
     statements += _check_facts(record, config_path, as_recorded, findings)
-    if record.kept_outputs is not None:
+    if record.kept_outputs is not None and all(item.file != record.kept_outputs.file for item in damaged):
         from evalglass.engine.runs.keptoutputs import kept_against_scores
 
         scored_ids = loaded_scores.ids.tolist() if loaded_scores.ids is not None else []
@@ -352,20 +355,6 @@ def _flattened_columns(files: dict[str | None, str], by_file: dict[str, Any]) ->
         for metric, column in by_file[file].columns.items():
             columns[metric if variant is None else variant_metric(metric, variant)] = column
     return columns
-
-
-def _file_findings(folder: Path, record: RunRecord, known: dict[str, str]) -> list[Finding]:
-    digests = load_digests(folder)
-    if digests is None:
-        return [Finding(DIGESTS_FILE, "<missing>", "the SHA-256 of every artifact the run wrote")]
-    findings = [
-        Finding(f"file {item.name}", item.recorded, item.found)
-        for item in file_findings(folder, digests, known)
-        if item.recorded != NOT_LISTED
-    ]
-    if digests.run_id != record.run_id:
-        findings.append(Finding(f"{DIGESTS_FILE}.run_id", digests.run_id, record.run_id))
-    return findings
 
 
 def _unlisted(folder: Path) -> list[str]:

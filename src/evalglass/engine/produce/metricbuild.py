@@ -43,6 +43,7 @@ def build_metrics(
     its event loop). With a cluster (``shipper``), a ``shippable`` metric is built to run its calls there, and runs
     concurrently across examples like any metric that waits on something outside the process."""
     config = loaded.config
+    checks = loaded.bound_checks() if config.checks else {}
     built: list[BuiltMetric] = []
     for name, spec in config.metrics.items():
         if spec.live:
@@ -51,7 +52,7 @@ def build_metrics(
         context = BuildContext(
             base_dir=loaded.base_dir,
             name=name,
-            checks=config.checks,
+            checks=checks,
             check_sink=check_sink,
             shipper=shipper if ships else None,
             direction=config.metric_direction(name),
@@ -85,7 +86,7 @@ def build_live_metric(loaded: LoadedConfig, name: str, executor: Executor, cache
     context = BuildContext(
         base_dir=loaded.base_dir,
         name=name,
-        checks=loaded.config.checks,
+        checks=loaded.bound_checks(),
         executor=executor,
         cache=cache,
         direction=loaded.config.metric_direction(name),

@@ -125,12 +125,16 @@ def load_json(path: Path, what: str) -> Any:
 
 def _load_json_and_bytes(path: Path, what: str) -> tuple[Any, bytes]:
     raw = read_regular(path, what=what, missing_fix=NOT_A_RUN, other_fix=NOT_A_FILE)
+    return _parsed_json(raw, path, what), raw
+
+
+def _parsed_json(raw: bytes, path: Path, what: str) -> Any:
     try:
-        return jsonsource.loads(raw), raw
+        return jsonsource.loads(raw)
     except jsonsource.JsonRefused as exc:
         raise SetupError(f"{what} is refused: {exc}", where=str(path), fix=REGENERATE) from None
     except orjson.JSONDecodeError as exc:
-        raise SetupError(f"{what} is not valid JSON ({exc})", where=str(path)) from None
+        raise SetupError(f"{what} is not valid JSON ({exc})", where=str(path), fix=REGENERATE) from None
 
 
 def load_json_model(path: Path, model: type[Any], what: str) -> Any:
@@ -140,9 +144,16 @@ def load_json_model(path: Path, model: type[Any], what: str) -> Any:
 
 def load_json_model_and_bytes(path: Path, model: type[Any], what: str) -> tuple[Any, bytes]:
     """:func:`load_json_model`, also returning the bytes read (for a fingerprint of exactly what was loaded)."""
-    data, raw = _load_json_and_bytes(path, what)
+    raw = read_regular(path, what=what, missing_fix=NOT_A_RUN, other_fix=NOT_A_FILE)
+    return parse_json_model(raw, path, model, what), raw
+
+
+def parse_json_model(raw: bytes, path: Path, model: type[Any], what: str) -> Any:
+    """An artifact's bytes, already read from ``path`` (and hashed by the caller), parsed and validated as
+    :func:`load_json_model` does."""
+    data = _parsed_json(raw, path, what)
     try:
-        return model.model_validate(data), raw
+        return model.model_validate(data)
     except ValidationError as exc:
         loc, problem = first_problem_at(exc)
         raise SetupError(

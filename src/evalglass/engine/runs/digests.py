@@ -145,34 +145,6 @@ def load_digests(folder: Path) -> Digests | None:
     return loaded
 
 
-@dataclass(frozen=True)
-class FileFinding:
-    name: str
-    recorded: str
-    found: str
-
-
-def file_findings(folder: Path, digests: Digests, known: dict[str, str] | None = None) -> list[FileFinding]:
-    """Every file that differs from its digest, is missing, or is in the folder without one. ``known``: digests
-    the caller already computed while reading a file (verify hashes the scores file as it loads it)."""
-    findings: list[FileFinding] = []
-    hashes = known or {}
-    for name, recorded in sorted(digests.files.items()):
-        path = folder / name
-        if not path.is_file():
-            findings.append(FileFinding(name, recorded, "<missing>"))
-            continue
-        found = hashes.get(name) or file_sha256(path)
-        if found != recorded:
-            findings.append(FileFinding(name, recorded, found))
-    for name in artifact_names(folder):
-        if name not in digests.files:
-            path = folder / name
-            regular = path.is_file() and not path.is_symlink()
-            findings.append(FileFinding(name, NOT_LISTED, file_sha256(path) if regular else "<not a file>"))
-    return findings
-
-
 def signature_valid(digests: Digests, public_key_text: str) -> bool:
     from cryptography.exceptions import InvalidSignature
 

@@ -8,9 +8,10 @@ entry in ``outputs`` is null. A live lane's outputs are already the run's own (`
 without a lane keeps this file (with judges too: they are live, the outputs are recorded).
 
 **Addressed by content.** The file is ``blobs/<hex>.jsonl.gz``, ``<hex>`` the SHA-256 of its bytes, which the run
-record names (``kept_outputs``) and ``digests.json`` lists like every file. Every reader goes through
-:func:`kept_problem` (``engine.decide.consistency.load_checked``) and :func:`kept_outputs` (which hashes what it reads):
-a missing, edited or swapped file is refused in one line, never shown as what was scored. ``verify`` also reads it
+record names (``kept_outputs``) and ``digests.json`` lists like every file. Every reader checks it as one of
+the run's artifacts (``engine.runs.integrity``, through ``engine.decide.consistency.load_checked``) and
+:func:`kept_outputs` hashes what it reads: a missing, edited or swapped file is refused in one line, never shown as
+what was scored. ``verify`` makes the same check and also reads it
 whole and checks it holds one entry per line of ``scores.jsonl``, the same ids in the same order.
 
 **What it is not.** Evidence for a verdict: no gate, score or count reads it, so a swapped file could at most put
@@ -41,7 +42,7 @@ import orjson
 from evalglass import redaction
 from evalglass.core.example import OUTPUTS_JSON, Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
-from evalglass.core.fingerprint import PREFIX, short
+from evalglass.core.fingerprint import PREFIX
 from evalglass.core.runrecord import KeptOutputs, RunRecord
 from evalglass.engine.datasets.dataset import BadLine
 from evalglass.engine.runs.runfolder import PartialFile, make_dirs
@@ -165,37 +166,6 @@ def _storable(value: Any) -> Any:
 
 
 # --------------------------------------------------------------------------------------------------- reading
-def kept_problem(folder: Path, record: RunRecord, listed: str | None) -> str | None:
-    """Why the kept outputs cannot be shown as this run's (None when they can): the file the run record names is
-    missing, or its bytes are not those the record (and ``digests.json``, ``listed``) hash them to."""
-    kept = record.kept_outputs
-    if kept is None:
-        return None
-    path = folder / kept.file
-    if path.is_symlink() or (path.exists() and not path.is_file()):
-        what = "a directory" if path.is_dir() and not path.is_symlink() else "not a regular file"
-        return f"{kept.file}, the outputs this run scored, is {what}"
-    if not path.is_file():
-        return f"{kept.file}, the outputs this run scored, is missing"
-    named = PREFIX + kept.file.removeprefix(f"{BLOBS_DIR}/").removesuffix(".jsonl.gz")
-    found = _sha256(path)
-    if named != kept.sha256:
-        return f"the run record names {kept.file} with SHA-256 {short(kept.sha256)}, not the one its name says"
-    if found != kept.sha256:
-        return f"{kept.file} is not the file of outputs this run scored (its SHA-256 is {short(found)})"
-    if listed is not None and listed != found:
-        return f"{kept.file} is not the file digests.json lists"
-    return None
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(_READ):
-            digest.update(chunk)
-    return PREFIX + digest.hexdigest()
-
-
 def kept_lines(folder: Path, record: RunRecord) -> Iterator[bytes]:
     """Each block's line, undecoded (:func:`decoded_block` decodes one), the file read whole; raises ``SetupError``
     once the bytes read do not hash to the run record's (a file changed since it was checked)."""
@@ -243,15 +213,13 @@ def _refused(name: str, why: str, folder: Path) -> SetupError:
 def kept_against_scores(
     folder: Path, record: RunRecord, scored_ids: Sequence[str]
 ) -> tuple[list[tuple[str, Any, Any]], str | None]:
-    """``verify``'s look at the kept outputs: (field, recorded, found) for each way they are not the outputs of the
-    scored lines (one entry per line of ``scores.jsonl``, the same ids in the same order, bytes hashed as the run
-    record names them), and the line saying what that proves (None for a run that kept none)."""
+    """``verify``'s look at the kept outputs, once their bytes are found to be the ones the run record names
+    (``engine.runs.integrity``): (field, recorded, found) for each way they are not the outputs of the scored lines
+    (one entry per line of ``scores.jsonl``, the same ids in the same order), and the line saying what that proves
+    (None for a run that kept none)."""
     kept = record.kept_outputs
     if kept is None:
         return [], None
-    problem = kept_problem(folder, record, None)
-    if problem is not None:
-        return [(f"runrecord.kept_outputs ({kept.file})", kept.sha256, problem)], None
     where = str(folder / kept.file)
     position, first_other = 0, None
     try:
@@ -300,5 +268,4 @@ __all__ = [
     "kept_against_scores",
     "kept_lines",
     "kept_outputs",
-    "kept_problem",
 ]

@@ -16,12 +16,13 @@ reads a block differently from another; ``evalglass schema scores`` prints :func
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from evalglass.core.score import Score
+from evalglass.core.score import Diagnostic, Score, Status, Validity
 from evalglass.readers import jsonsource
 
 IDS = "ids"
@@ -50,7 +51,48 @@ def encode_score(result: float | Score) -> Any:
         return float(result)
     if result.included and not result.diagnostics and not result.evidence:
         return result.value
-    return result.model_dump(mode="json", exclude_defaults=True)
+    plain = _plain_dump(result)
+    return plain if plain is not None else result.model_dump(mode="json", exclude_defaults=True)
+
+
+def _plain_dump(score: Score) -> dict[str, Any] | None:
+    """``score.model_dump(mode="json", exclude_defaults=True)`` built by hand (the same keys, in the same order, the
+    same values) for a :class:`Score` and :class:`Diagnostic` themselves holding a finite float or no value: a
+    replay writes a noted score for most lines that fall short, and pydantic's serializer cost several times this.
+    None for anything else (a subclass, a value that is not a finite float), which pydantic then writes."""
+    fields = score.__dict__
+    value, diagnostics, evidence = fields["value"], fields["diagnostics"], fields["evidence"]
+    status, validity = _TEXT.get(fields["status"]), _TEXT.get(fields["validity"])
+    if (
+        type(score) is not Score
+        or not (value is None or (type(value) is float and math.isfinite(value)))
+        or status is None
+        or validity is None
+    ):
+        return None
+    dumped: dict[str, Any] = {"status": status, "validity": validity}
+    if value is not None:
+        dumped["value"] = value
+    if diagnostics:
+        notes = []
+        for diagnostic in diagnostics:
+            if type(diagnostic) is not Diagnostic:
+                return None
+            note = diagnostic.__dict__
+            detail = note["detail"]
+            notes.append(
+                {"code": note["code"], "message": note["message"]}
+                if detail is None
+                else {"code": note["code"], "message": note["message"], "detail": detail}
+            )
+        dumped["diagnostics"] = notes
+    if evidence:
+        dumped["evidence"] = list(evidence)
+    return dumped
+
+
+#: Each state's JSON text (an enum's ``value`` is a property lookup, several times a dict's).
+_TEXT: dict[Status | Validity, str] = {member: member.value for member in (*Status, *Validity)}
 
 
 def decode_score(entry: Any) -> float | Score:

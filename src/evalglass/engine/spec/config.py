@@ -6,7 +6,6 @@ a misspelt ``tolerate`` or ``threshold`` silently dropped would change what a gr
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -50,8 +49,8 @@ from evalglass.engine.spec.samplecount import SAMPLES_KEY, sample_count_problems
 from evalglass.engine.spec.tracespec import TraceOptions
 from evalglass.engine.spec.validation import validate_document
 from evalglass.errors import LocatedValueError, SetupError
-from evalglass.lanes.checkinputs import InputProblem, check_host_files, input_hashes, split_words, unbound_inputs
-from evalglass.lanes.checkspec import CheckSpec
+from evalglass.lanes.checkinputs import InputProblem, code_state, host_file_hashes, unbound_inputs
+from evalglass.lanes.checkspec import CheckSpec, CodeBinding
 from evalglass.lanes.hostimports import TooManyHostFiles
 from evalglass.lanes.specs import EndpointSpec, LaneSpec, templates_read
 from evalglass.metrics.registry import BY_NAME, MetricEntry
@@ -1125,6 +1124,23 @@ class LoadedConfig:
     def ledger_path(self) -> Path:
         return self.base_dir / self.config.ledger
 
+    def bound_checks(self) -> dict[str, CheckSpec]:
+        """The declared checks as a run runs them: each bound to the code state hashed when the config loaded
+        (:attr:`definition_files`, what its gates' fingerprints cover), so the runner refuses to let code rewritten
+        since then decide (``lanes.checkinputs.code_change``)."""
+        defs = self.definition_files
+        return {
+            name: check.bound_to(
+                CodeBinding(
+                    files=dict(defs.get(check_files_key(name), {})),
+                    code=dict(defs.get(check_code_key(name), {})),
+                    inputs=dict(defs.get(check_inputs_key(name), {})),
+                    leave_out=(self.config.ledger,),
+                )
+            )
+            for name, check in self.config.checks.items()
+        }
+
     def unbound_check_code(self) -> dict[str, dict[str, tuple[str, ...]]]:
         """Per metric that runs checks per example, per check, what its command runs that no input binds
         (``lanes.checkinputs.unbound_inputs``; empty: all bound): what its gates decide on and a run records."""
@@ -1194,65 +1210,23 @@ def definition_file_hashes(
         if files:
             hashes[name] = files
         try:
-            imported = _host_file_hashes(spec.imported_files(base_dir), root)
+            imported = host_file_hashes(spec.imported_files(base_dir), root)
         except TooManyHostFiles as exc:
             located = where(("metrics", name)) if where else None
             raise SetupError(f"metric '{name}': {exc}", where=located) from None
         if imported:
             hashes[imports_key(name)] = imported
     for name, check in config.checks.items():
-        files = check_argv_file_hashes(check, base_dir)
-        if files:
-            hashes[check_files_key(name)] = files
         try:
-            code = _host_file_hashes(check_host_files(check, base_dir), root)
+            state = code_state(check, base_dir, leave_out=(config.ledger,))
         except TooManyHostFiles as exc:
             raise SetupError(f"check '{name}': {exc}", where=where(("checks", name)) if where else None) from None
-        if code:
-            hashes[check_code_key(name)] = code
+        except InputProblem as exc:
+            at = ("checks", name, "inputs", exc.index)
+            raise SetupError(f"check '{name}': {exc}", where=where(at) if where else None, fix=exc.fix) from None
+        for key, part in ((check_files_key(name), state.files), (check_code_key(name), state.code)):
+            if part:
+                hashes[key] = part
         if check.inputs:
-            try:
-                hashes[check_inputs_key(name)] = input_hashes(check, base_dir, leave_out=(base_dir / config.ledger,))
-            except InputProblem as exc:
-                at = ("checks", name, "inputs", exc.index)
-                raise SetupError(f"check '{name}': {exc}", where=where(at) if where else None, fix=exc.fix) from None
+            hashes[check_inputs_key(name)] = state.inputs
     return hashes
-
-
-def _host_file_hashes(paths: tuple[Path, ...], root: Path) -> dict[str, str]:
-    """SHA-256 of each host file, labelled by its path from the config folder (``../src/app/util.py`` outside it):
-    the same label on every checkout with the project's layout, so an approval made on one machine holds on CI."""
-    hashes: dict[str, str] = {}
-    for path in paths:
-        try:
-            data = read_regular(path, what="host module")
-        except SetupError:
-            continue  # gone since it was found: importing it fails the run with its own error
-        hashes[Path(os.path.relpath(path, root)).as_posix()] = fingerprint_of_bytes(data)
-    return dict(sorted(hashes.items()))
-
-
-def check_argv_file_hashes(check: CheckSpec, base_dir: Path) -> dict[str, str]:
-    """SHA-256 of every file inside the config folder that the check's command names (a checker script, its data).
-
-    Each argv element (each word of a shell command) is tried as a path from the check's working folder; what
-    resolves to a regular file inside the config folder is hashed, so replacing the checker makes an approval of
-    the gate stale. Programs found on PATH (python, pytest) and files outside the folder are not: they are the
-    machine's, not the project's, and a check may not reach outside the config folder anyway.
-    """
-    root = base_dir.resolve()
-    cwd = (root / (check.cwd or ".")).resolve()
-    words = split_words(check.command) if isinstance(check.command, str) else list(check.command)
-    files: dict[str, str] = {}
-    for word in words:
-        if not word or "{" in word or "\x00" in word:
-            continue
-        candidate = (cwd / word).resolve()
-        if not candidate.is_relative_to(root) or candidate == root or not candidate.is_file():
-            continue
-        try:
-            data = candidate.read_bytes()
-        except OSError:
-            continue
-        files[candidate.relative_to(root).as_posix()] = fingerprint_of_bytes(data)
-    return files

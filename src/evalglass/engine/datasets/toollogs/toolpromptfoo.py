@@ -23,7 +23,7 @@ compare runs with ``evalglass compare``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import orjson
@@ -160,12 +160,7 @@ def _sample(row: dict[str, Any], position: int, repeat: int) -> ToolSample | Too
         for component in components:
             if not isinstance(component, dict):
                 continue
-            assertion = _object(component.get("assertion"))
-            name = str(assertion.get("metric") or assertion.get("type") or "assertion")
-            key, count = name, 1
-            while key in scores:
-                count += 1
-                key = f"{name}#{count}"
+            key = _score_name(_object(component.get("assertion")), scores)
             reason = component.get("reason") if isinstance(component.get("reason"), str) else None
             grader_failed = _grader_error(component, reason)
             value = component.get("score")
@@ -195,6 +190,7 @@ def _sample(row: dict[str, Any], position: int, repeat: int) -> ToolSample | Too
         )
     prompt = _object(row.get("prompt"))
     test = _object(row.get("testCase"))
+    declared = _declared(test.get("assert"), scores)
     metadata = {"prompt": prompt.get("raw"), "description": test.get("description")}
     return ToolSample(
         id=str(test_index // repeat),
@@ -207,7 +203,34 @@ def _sample(row: dict[str, Any], position: int, repeat: int) -> ToolSample | Too
         scores=scores,
         error=error,
         metadata={key: value for key, value in metadata.items() if value is not None},
+        declared=declared,
     )
+
+
+def _score_name(assertion: dict[str, Any], taken: Iterable[str]) -> str:
+    """The score an assertion's result is recorded under: its ``metric`` name, else its type; a name already
+    ``taken`` (by an earlier assertion of the same test) gets ``#2``, ``#3``..."""
+    name = str(assertion.get("metric") or assertion.get("type") or "assertion")
+    taken = set(taken)
+    key, count = name, 1
+    while key in taken:
+        count += 1
+        key = f"{name}#{count}"
+    return key
+
+
+def _declared(assertions: Any, scores: dict[str, dict[str, Any]]) -> tuple[str, ...] | None:
+    """The scores the test asked promptfoo for (``testCase.assert``, which promptfoo writes with the suite's
+    ``defaultTest`` assertions merged in), named as their results are, plus the test's overall result and any
+    result the file holds: a score outside them was never declared for this test (``recorded_score`` makes it not
+    applicable). None when the file does not say (no ``assert`` list): a missing score then stays the tool's
+    error, never guessed inapplicable."""
+    if not isinstance(assertions, list):
+        return None
+    names: list[str] = ["promptfoo"]
+    for assertion in assertions:
+        names.append(_score_name(_object(assertion), names))
+    return tuple(dict.fromkeys([*names, *scores]))
 
 
 def _grader_error(result: dict[str, Any], reason: str | None) -> str | None:

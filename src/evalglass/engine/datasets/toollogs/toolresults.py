@@ -6,11 +6,13 @@ module makes them examples with the JSONL reader's interface: one example per sa
 example's samples (``task.samples`` is implied for these formats), in the record shape
 
     {"id", "input", "target", "metadata", "source": {"tool", "version", ...},
-     "output": [{"epoch", "text", "scores": {scorer: {"value", "passed", "error", "explanation"}}, "error"}, ...]}
+     "output": [{"epoch", "text", "scores": {scorer: {"value", "passed", "error", "explanation"}}, "error",
+                 "declared"}, ...]}
 
-so ``reference: target`` compares with the tool's target, ``field: text`` measures what the model answered, and
-``recorded_score`` reads the tool's own per-sample scores. The gold fingerprint covers ids, inputs, targets and
-metadata, never the outputs.
+(``declared``, only where the tool's file says which scores each sample asked for: promptfoo's per-test
+assertions), so ``reference: target`` compares with the tool's target, ``field: text`` measures what the model
+answered, and ``recorded_score`` reads the tool's own per-sample scores. The gold fingerprint covers ids,
+inputs, targets and metadata, never the outputs.
 
 Each reader is pinned to the file-format versions it was tested on (``VERSIONS``): a file of another version is
 refused in one line that names the version. A sample the reader cannot make sense of is a malformed example at its
@@ -60,6 +62,9 @@ class ToolSample:
     scores: dict[str, dict[str, Any]]
     error: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: The scores the tool was asked for on this sample, when its file says (promptfoo's per-test assertions): a
+    #: score outside them does not apply to the sample. None: every score the tool ran applies to every sample.
+    declared: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,6 +332,8 @@ def _output(sample: ToolSample) -> dict[str, Any]:
         output["text"] = sample.text
     if sample.error is not None:
         output["error"] = sample.error
+    if sample.declared is not None:
+        output["declared"] = list(sample.declared)
     return output
 
 

@@ -1,0 +1,51 @@
+"""Case-insensitive matching is Unicode's canonical caseless match: the same text written precomposed (NFC, ``é``)
+and decomposed (NFD, ``e`` + U+0301) is one text once case is ignored, so an answer right in either form is never
+scored wrong and a gate never goes red for how a keyboard or a tokenizer composed an accent."""
+
+from __future__ import annotations
+
+import unicodedata
+
+import pytest
+
+from tests.e2e.project import make_project
+from tests.e2e.test_verdicts import approve
+
+CITIES = ["Bogotá", "Zürich", "Québec", "São Paulo", "Malmö", "Kraków", "Reykjavík", "Córdoba"]
+
+
+def rows() -> list[dict[str, str]]:
+    """Gold in NFC, answers in NFD and another case: each answer is right."""
+    return [
+        {"id": f"c{i}", "expected": city, "output": unicodedata.normalize("NFD", city.upper())}
+        for i, city in enumerate(CITIES)
+    ]
+
+
+@pytest.mark.parametrize(
+    "metric",
+    [
+        {"type": "exact_match", "reference": "expected", "normalize": {"case": True}},
+        {"type": "contains", "reference": "expected", "case_sensitive": False},
+    ],
+    ids=["exact_match-case", "contains-case_insensitive"],
+)
+def test_a_right_answer_in_another_normal_form_passes_a_case_insensitive_gate(tmp_path, metric) -> None:
+    project = make_project(tmp_path, metrics={"exact": metric})
+    project.write_rows(rows())
+    project.write_ledger(approve(project, threshold=1.0))
+    result = project.run("--format", "json")
+    assert result.code == 0, result.out + result.err
+    card = result.json()
+    gate = card["decision"]["gates"][0]
+    assert gate["outcome"] == "pass" and gate["value"] == 1.0, gate
+
+
+def test_case_insensitive_contains_does_not_find_a_letter_inside_an_accented_one(tmp_path) -> None:
+    """Composed, ``cafe`` is not found in ``café`` written decomposed (whose ``e`` is only part of a letter)."""
+    project = make_project(tmp_path, metrics={"exact": {"type": "contains", "value": "cafe", "case_sensitive": False}})
+    project.write_rows([{"id": "a", "output": "un cafe\u0301 noir"}, {"id": "b", "output": "CAFE au lait"}])
+    result = project.run("--format", "json")
+    assert result.code == 0, result.err
+    scores = {m["name"]: m for m in result.json()["metrics"]}["exact"]
+    assert scores["estimate"]["point"] == 0.5
