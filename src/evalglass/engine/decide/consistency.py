@@ -152,8 +152,9 @@ def load_checked(folder: Path) -> CheckedRun:
     artifacts as a set (``engine.runs.integrity``, the check ``verify`` makes: every file ``digests.json`` lists,
     each file the run record binds by its hash), naming the file at fault, then the scorecard against its run
     record, naming the first field. Every command and API function that shows a finished run loads it here."""
+    from evalglass.core.fingerprint import fingerprint_of_bytes
     from evalglass.engine.runs.digests import load_digests
-    from evalglass.engine.runs.integrity import ArtifactCheck, bytes_sha256
+    from evalglass.engine.runs.integrity import ArtifactCheck
 
     digests = load_digests(folder)
     # The two files parsed below are hashed as read, so the bytes checked are the bytes shown.
@@ -165,7 +166,7 @@ def load_checked(folder: Path) -> CheckedRun:
 
         read_regular(folder / SCORECARD_FILE, what="scorecard", missing_fix=NOT_A_RUN, other_fix=NOT_A_FILE)
     check = ArtifactCheck(
-        folder, digests, {name: bytes_sha256(data) for name, data in read.items() if data is not None}
+        folder, digests, {name: fingerprint_of_bytes(data) for name, data in read.items() if data is not None}
     )
     _refuse_damaged(folder, check.listed_problems())
     card: Scorecard = parse_json_model(

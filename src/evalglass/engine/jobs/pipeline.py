@@ -139,10 +139,10 @@ def refuse_rewritten_definitions(loaded: LoadedConfig) -> None:
     if not host_ran or not loaded.definition_files:
         return
     from evalglass.core.checks import check_code_key
-    from evalglass.engine.spec.config import check_files_key, check_inputs_key, definition_file_hashes
+    from evalglass.engine.spec.config import check_files_key, check_inputs_key, metric_definition_hashes
 
     checks = {key(name) for name in config.checks for key in (check_files_key, check_code_key, check_inputs_key)}
-    now = definition_file_hashes(config, loaded.base_dir)
+    now = metric_definition_hashes(config, loaded.base_dir)  # (a check's files and inputs are not hashed again)
     for key in sorted((loaded.definition_files.keys() | now.keys()) - checks):
         before, after = loaded.definition_files.get(key, {}), now.get(key, {})
         for label in sorted(before.keys() | after.keys()):

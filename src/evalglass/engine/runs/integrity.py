@@ -18,7 +18,6 @@ snapshots' provenance.
 
 from __future__ import annotations
 
-import hashlib
 import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -54,11 +53,6 @@ class ArtifactProblem:
     recorded: str
     found: str
     line: str
-
-
-def bytes_sha256(data: bytes) -> str:
-    """The SHA-256 of bytes already read, in the form ``digests.json`` lists."""
-    return PREFIX + hashlib.sha256(data).hexdigest()
 
 
 class ArtifactCheck:

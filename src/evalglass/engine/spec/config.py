@@ -1196,6 +1196,28 @@ def definition_file_hashes(
     declared input that cannot be hashed is a ``SetupError`` at its entry (``where`` gives ``file:line``): an input
     is declared to be bound, and silently binding less than declared would be a gap no one sees.
     """
+    hashes = metric_definition_hashes(config, base_dir, where)
+    for name, check in config.checks.items():
+        try:
+            state = code_state(check, base_dir, leave_out=(config.ledger,))
+        except TooManyHostFiles as exc:
+            raise SetupError(f"check '{name}': {exc}", where=where(("checks", name)) if where else None) from None
+        except InputProblem as exc:
+            at = ("checks", name, "inputs", exc.index)
+            raise SetupError(f"check '{name}': {exc}", where=where(at) if where else None, fix=exc.fix) from None
+        for key, part in ((check_files_key(name), state.files), (check_code_key(name), state.code)):
+            if part:
+                hashes[key] = part
+        if check.inputs:
+            hashes[check_inputs_key(name)] = state.inputs
+    return hashes
+
+
+def metric_definition_hashes(
+    config: Config, base_dir: Path, where: Callable[[tuple[str | int, ...]], str] | None = None
+) -> dict[str, dict[str, str]]:
+    """The metrics' part of :func:`definition_file_hashes`: the files each metric's definition lives in, and the
+    host modules a python metric imports (a check's code is hashed around each of its commands instead)."""
     hashes: dict[str, dict[str, str]] = {}
     root = base_dir.resolve()
     for name, spec in config.metrics.items():
@@ -1216,17 +1238,4 @@ def definition_file_hashes(
             raise SetupError(f"metric '{name}': {exc}", where=located) from None
         if imported:
             hashes[imports_key(name)] = imported
-    for name, check in config.checks.items():
-        try:
-            state = code_state(check, base_dir, leave_out=(config.ledger,))
-        except TooManyHostFiles as exc:
-            raise SetupError(f"check '{name}': {exc}", where=where(("checks", name)) if where else None) from None
-        except InputProblem as exc:
-            at = ("checks", name, "inputs", exc.index)
-            raise SetupError(f"check '{name}': {exc}", where=where(at) if where else None, fix=exc.fix) from None
-        for key, part in ((check_files_key(name), state.files), (check_code_key(name), state.code)):
-            if part:
-                hashes[key] = part
-        if check.inputs:
-            hashes[check_inputs_key(name)] = state.inputs
     return hashes
