@@ -34,6 +34,7 @@ import sys
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
@@ -155,13 +156,34 @@ class HostWorkers:
         assert self._info is not None
         return self._info
 
+    def _target(self) -> tuple[Callable[..., None], tuple[Any, ...]]:
+        """What a worker runs, and its arguments after the two pipes and before its :class:`_Setting`."""
+        return serve, (self.reference, self.base_dir, self.what, self.secrets)
+
+    def _described(self, hello: dict[str, Any]) -> None:
+        """Keep what the first worker said of the function (``hello``, its first message, not an error)."""
+        source = hello.get("source")
+        self._info = HostFunctionInfo(
+            bool(hello.get("is_async")), bool(hello.get("takes_sample")), source if type(source) is str else None
+        )
+
+    def _keeps(self, reply: bytes) -> bool:
+        """Whether the worker that sent ``reply`` is still serving (a worker whose watchdog saw a call time out
+        has ended: its call could not be stopped)."""
+        try:
+            meta = orjson.loads(reply.partition(b"\n")[0])
+        except orjson.JSONDecodeError:
+            return False
+        return type(meta) is list and len(meta) == 4 and meta[2] is None
+
     def _start(self) -> _Worker:
         _CONTEXT.set_forkserver_preload(_PRELOAD)
         ours, theirs = _CONTEXT.Pipe(duplex=True)
         alive_read, alive_write = _CONTEXT.Pipe(duplex=False)
+        target, arguments = self._target()
         process = _CONTEXT.Process(
-            target=serve,
-            args=(theirs, alive_read, self.reference, self.base_dir, self.what, self.secrets, _Setting.now()),
+            target=target,
+            args=(theirs, alive_read, *arguments, _Setting.now()),
             name="evalglass-host",
             daemon=True,
         )
@@ -183,10 +205,7 @@ class HostWorkers:
             worker.kill()
             error = hello.get("error") if isinstance(hello, dict) else None
             raise WorkerStartError(str(error) if error else f"{self.what} {self.reference}: no description")
-        source = hello.get("source")
-        self._info = HostFunctionInfo(
-            bool(hello.get("is_async")), bool(hello.get("takes_sample")), source if type(source) is str else None
-        )
+        self._described(hello)
         return worker
 
     def _take(self) -> _Worker:
@@ -221,13 +240,26 @@ class HostWorkers:
         except BaseException:
             self._give_back(worker, keep=False)  # a timeout, a cancellation, a death: the worker goes
             raise
-        # A worker whose watchdog saw a call time out has ended (its call could not be stopped).
+        self._give_back(worker, keep=self._keeps(reply))
+        return reply
+
+    async def call_here(self, request: bytes, deadline: float | None) -> bytes:
+        """:meth:`call` with the worker's pipe watched by the event loop, not a thread: one call, a small message
+        each way (an agent's tool call), for two thread hand-offs less. A worker is started on a thread when none
+        is idle; the deadline counts from the request's sending."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            worker = self._idle.pop() if self._idle and not self._closed else None
+            if worker is not None:
+                self._busy.add(worker)
+        if worker is None:
+            worker = await loop.run_in_executor(self._threads, self._take)
         try:
-            meta = orjson.loads(reply.partition(b"\n")[0])
-            keep = type(meta) is list and len(meta) == 4 and meta[2] is None
-        except orjson.JSONDecodeError:
-            keep = False
-        self._give_back(worker, keep=keep)
+            reply = await _exchange(loop, worker, request, deadline)
+        except BaseException:
+            self._give_back(worker, keep=False)  # a timeout, a cancellation, a death: the worker goes
+            raise
+        self._give_back(worker, keep=self._keeps(reply))
         return reply
 
     def close(self) -> None:
@@ -239,6 +271,32 @@ class HostWorkers:
         for worker in workers:
             worker.kill()
         self._threads.shutdown(wait=False, cancel_futures=True)
+
+
+async def _exchange(loop: asyncio.AbstractEventLoop, worker: _Worker, request: bytes, deadline: float | None) -> bytes:
+    """Send ``request`` and await the answer, the pipe watched by ``loop``; raises ``TimeoutError`` past
+    ``deadline`` seconds and :class:`WorkerDied` when the worker ends first (the caller kills the worker)."""
+    fd = worker.conn.fileno()
+    readable: asyncio.Future[None] = loop.create_future()
+
+    def ready() -> None:
+        if not readable.done():
+            readable.set_result(None)
+
+    loop.add_reader(fd, ready)
+    try:
+        try:
+            worker.conn.send_bytes(request)  # the worker is waiting to read it: a long request blocks only as long
+        except OSError:
+            raise WorkerDied(await loop.run_in_executor(None, worker.ending)) from None
+        async with asyncio.timeout(deadline):
+            await readable
+        try:
+            return worker.conn.recv_bytes()  # readable: the answer (or the end of the pipe) is there
+        except (EOFError, OSError):
+            raise WorkerDied(await loop.run_in_executor(None, worker.ending)) from None
+    finally:
+        loop.remove_reader(fd)
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,21 +336,11 @@ def _watch_parent(alive: Connection) -> None:
     os._exit(1)
 
 
-def serve(
-    conn: Connection,
-    alive: Connection,
-    reference: str,
-    base_dir: str,
-    what: str,
-    secrets: tuple[str, ...],
-    setting: _Setting,
-) -> None:
-    """A worker's life: load the function, describe it, then answer runs of calls until the pipe closes."""
-    from pathlib import Path
-
+def enter_worker(alive: Connection, secrets: tuple[str, ...], setting: _Setting) -> None:
+    """What every worker does first, before it loads host code: watch for the deciding process's end, leave
+    stopping to it, take its folder, environment and secrets, and send what host code prints to stderr."""
     from evalglass import redaction
     from evalglass.core.redact import Redactor
-    from evalglass.lanes.hostload import HostLoadError, load_function
 
     threading.Thread(target=_watch_parent, args=(alive,), daemon=True, name="evalglass-host-parent").start()
     # Stopping is the deciding process's to do (it kills its workers): a Ctrl-C the terminal sends to the whole
@@ -306,6 +354,23 @@ def serve(
     sys.stdout.flush()
     os.dup2(2, 1)
     redaction.redact_standard_streams()
+
+
+def serve(
+    conn: Connection,
+    alive: Connection,
+    reference: str,
+    base_dir: str,
+    what: str,
+    secrets: tuple[str, ...],
+    setting: _Setting,
+) -> None:
+    """A worker's life: load the function, describe it, then answer runs of calls until the pipe closes."""
+    from pathlib import Path
+
+    from evalglass.lanes.hostload import HostLoadError, load_function
+
+    enter_worker(alive, secrets, setting)
     try:
         function = load_function(reference, Path(base_dir), what=what, allow_async=True, search_base=True)
     except HostLoadError as exc:
@@ -513,6 +578,7 @@ __all__ = [
     "WorkerDied",
     "WorkerStartError",
     "decode_run",
+    "enter_worker",
     "run_request",
     "serve",
 ]
