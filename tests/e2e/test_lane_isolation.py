@@ -12,6 +12,8 @@ nothing the run decides either.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -190,3 +192,29 @@ def test_an_agent_tool_that_replaces_what_decides_changes_nothing_the_run_decide
     outputs = [json.loads(line) for line in (project.root / "run" / "outputs.jsonl").read_text().splitlines()]
     calls = [call for row in outputs for sample in row["samples"] for call in sample["output"]["tool_calls"]]
     assert len(calls) == 8 and all(call.get("result") == "wrong" for call in calls), calls  # the tool did run
+
+
+SCRIPT = """\
+import pathlib, sys
+import evalglass
+
+with pathlib.Path(__file__).with_name("script-ran.txt").open("a") as ran:
+    ran.write("ran\\n")
+result = evalglass.run({config!r}, out={out!r})
+print(result.verdict.value)
+"""
+
+
+def test_a_script_calling_run_without_a_main_guard_runs_once_and_its_lane_in_workers(tmp_path):
+    """`multiprocessing` would import a script's own file again in every worker it starts through a fork server:
+    a script that calls `evalglass.run()` at top level would start a run inside each lane worker. Workers import
+    only what they are told to: the script runs once, and the run decides as the command line does."""
+    project = _project(tmp_path, "def answer(fields):\n    return fields['expected']\n")
+    script = project.root / "evaluate.py"
+    script.write_text(SCRIPT.format(config=str(project.evals / "evalglass.yaml"), out=str(project.root / "run")))
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=project.root, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["pass"], done.stdout
+    assert (project.root / "script-ran.txt").read_text().split() == ["ran"]

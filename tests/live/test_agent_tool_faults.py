@@ -240,3 +240,32 @@ def test_a_final_state_that_is_not_json_fails_the_trajectory_in_one_line(tmp_pat
     assert outcome.message.startswith(
         "remember left the trajectory's state as what is not JSON (Type is not JSON serializable: set)"
     )
+
+
+ENDING_TOOLS = """
+import os, pathlib
+
+def once(n: int) -> str:
+    with pathlib.Path(__file__).with_name("made.txt").open("a") as made:
+        made.write(f"{n}\\n")
+    if n == 2:
+        os._exit(0)
+    return f"made {n}"
+"""
+
+
+def test_a_tool_that_ends_its_worker_is_that_call_s_error_and_no_call_is_made_twice(tmp_path: Path) -> None:
+    """A tool call is made once: the one that ends its worker process (`os._exit`) is the call's
+    `tool_worker_lost`, told to the model, and is not made again; the calls before and after it are made once each
+    (every call writes a line), on a fresh worker after the death."""
+    (tmp_path / "ending.py").write_text(textwrap.dedent(ENDING_TOOLS))
+    steps = [{"tool_calls": [call("once", {"n": n})]} for n in (1, 2, 3)]
+    with FakeOpenAI(turns={"Go": [*steps, "done"]}) as server:
+        spec = agent(server, tools={"once": "ending.py:once"}, max_steps=5)
+        outcome = produce_bounded(spec, tmp_path, {"q": "Go"})
+    assert isinstance(outcome, LaneOutput), outcome
+    calls = outcome.value["tool_calls"]
+    assert [c.get("result") for c in calls] == ["made 1", None, "made 3"]
+    assert calls[1]["error_type"] == "tool_worker_lost"
+    assert "its worker process ended with exit code 0" in calls[1]["error"]
+    assert (tmp_path / "made.txt").read_text().split() == ["1", "2", "3"]

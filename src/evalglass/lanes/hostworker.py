@@ -28,6 +28,7 @@ import contextlib
 import inspect
 import multiprocessing
 import multiprocessing.forkserver
+import multiprocessing.spawn
 import os
 import signal
 import sys
@@ -64,6 +65,22 @@ def _forget_fork_server() -> None:
 
 
 os.register_at_fork(after_in_child=_forget_fork_server)
+#: Held while a worker process starts (see :func:`_without_main`).
+_START_LOCK = threading.Lock()
+
+
+def _without_main(prepare: Callable[[str], dict[str, Any]]) -> Callable[[str], dict[str, Any]]:
+    """``spawn.get_preparation_data`` without the main module: a worker imports only what it is told to."""
+
+    def prepared(name: str) -> dict[str, Any]:
+        data = prepare(name)
+        data.pop("init_main_from_path", None)
+        data.pop("init_main_from_name", None)
+        return data
+
+    return prepared
+
+
 #: How long a worker may take to import its host module and describe it.
 START_TIMEOUT_S = 300.0
 
@@ -174,7 +191,7 @@ class HostWorkers:
             meta = orjson.loads(reply.partition(b"\n")[0])
         except orjson.JSONDecodeError:
             return False
-        return type(meta) is list and len(meta) == 4 and meta[2] is None
+        return type(meta) is list and len(meta) in (4, 5) and meta[2] is None
 
     def _start(self) -> _Worker:
         _CONTEXT.set_forkserver_preload(_PRELOAD)
@@ -187,7 +204,17 @@ class HostWorkers:
             name="evalglass-host",
             daemon=True,
         )
-        process.start()
+        with _START_LOCK:
+            # A worker must not run the deciding process's main script again (``multiprocessing`` re-imports it in
+            # every child it starts through a fork server, as ``__mp_main__``): a script that calls
+            # ``evalglass.run()`` without a ``__main__`` guard would start a run inside each worker. The
+            # preparation data is read while the process starts; ``spawn`` has no option to leave the main out.
+            prepare = multiprocessing.spawn.get_preparation_data
+            multiprocessing.spawn.get_preparation_data = _without_main(prepare)  # type: ignore[assignment]
+            try:
+                process.start()
+            finally:
+                multiprocessing.spawn.get_preparation_data = prepare
         theirs.close()
         alive_read.close()
         worker = _Worker(process, ours, alive_write)
@@ -422,6 +449,7 @@ class _Runner:
         self.lock = threading.Lock()
         self.wake = threading.Condition(self.lock)
         self.watching = False
+        self.began = 0.0
 
     def run(self, calls: list[list[Any]], timeout: float | None, budget: float | None) -> None:
         from evalglass.lanes.hostcall import _Returned, python_value
@@ -441,7 +469,7 @@ class _Runner:
                     self.watching = True
                     threading.Thread(target=self._watch, daemon=True, name="evalglass-host-watchdog").start()
                 self.wake.notify()
-        began = time.perf_counter()
+        self.began = began = time.perf_counter()
         for index, (argument, kwargs, sample) in enumerate(calls):
             self.index, self.started = index, time.monotonic()
             called = python_value(function, name, kwargs, sample, argument)
@@ -485,12 +513,14 @@ class _Runner:
             return _raised(self.name, exc, sample, self.function)
 
     def _encode(self, finished: int, timed_out: int | None) -> bytes:
-        """The answer, in lines: ``[failures, finished, timed_out, apart]``, then the values as one JSON list, or
-        (``apart``: a value nested as deep as JSON allows does not fit in a list) one line per value. A value that
-        is not JSON becomes its call's failure."""
+        """The answer, in lines: ``[failures, finished, timed_out, apart, seconds]``, then the values as one JSON
+        list, or (``apart``: a value nested as deep as JSON allows does not fit in a list) one line per value. A
+        value that is not JSON becomes its call's failure. ``seconds``: how long the worker took to make the calls
+        (the lane sizes runs by it, never by the round trip, which a busy machine makes as long as it likes)."""
         values, failures = self.values[:finished], [entry for entry in self.failures if entry[0] < finished]
+        seconds = time.perf_counter() - self.began
         try:
-            return orjson.dumps([failures, finished, timed_out, False]) + b"\n" + orjson.dumps(values)
+            return orjson.dumps([failures, finished, timed_out, False, seconds]) + b"\n" + orjson.dumps(values)
         except TypeError:
             pass
         from evalglass.lanes.hostcall import lane_value
@@ -504,7 +534,7 @@ class _Runner:
                     failures.append([index, outcome.code, outcome.message, outcome.detail])
                     value = None
             lines.append(orjson.dumps(None if index in failed else value))
-        return b"\n".join([orjson.dumps([sorted(failures), finished, timed_out, True]), *lines])
+        return b"\n".join([orjson.dumps([sorted(failures), finished, timed_out, True, seconds]), *lines])
 
     def _watch(self) -> None:
         with self.lock:
@@ -538,9 +568,9 @@ def decode_run(reply: bytes, samples: list[int]) -> tuple[list[Any], dict[int, L
     head, _, rest = reply.partition(b"\n")
     try:
         meta = orjson.loads(head)
-        if type(meta) is not list or len(meta) != 4:
+        if type(meta) is not list or len(meta) not in (4, 5):  # 4: a worker that does not say how long it took
             return None
-        failures, finished, _, apart = meta
+        failures, finished, _, apart = meta[:4]
         values = [orjson.loads(line) for line in rest.split(b"\n")] if apart else orjson.loads(rest)
     except (orjson.JSONDecodeError, ValueError):
         return None
@@ -564,6 +594,18 @@ def decode_run(reply: bytes, samples: list[int]) -> tuple[list[Any], dict[int, L
     return values, failed, finished
 
 
+def run_seconds(reply: bytes) -> float | None:
+    """How long the worker said it took to make a run's calls (None when it did not say, or said nonsense): a
+    figure for sizing runs, never a measurement anything is decided on."""
+    try:
+        meta = orjson.loads(reply.partition(b"\n")[0])
+    except orjson.JSONDecodeError:
+        return None
+    if type(meta) is not list or len(meta) != 5 or type(meta[4]) is not float or not 0.0 <= meta[4] < 1e6:
+        return None
+    return meta[4]
+
+
 def run_request(calls: list[list[Any]], timeout: float | None, budget: float | None) -> bytes:
     """A run of calls (each ``[argument, kwargs, sample]``) as the worker reads it: a first line with the limits,
     each call's keyword arguments and sample, then one line per argument (each alone, so a record nested as deep as
@@ -580,5 +622,6 @@ __all__ = [
     "decode_run",
     "enter_worker",
     "run_request",
+    "run_seconds",
     "serve",
 ]

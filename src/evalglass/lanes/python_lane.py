@@ -113,7 +113,7 @@ class PythonLane(TaskLane):
                 return LaneFailure("task_worker_lost", f"{name} could not run on the cluster: {exc}", sample)
 
         async def local() -> LaneOutcome:
-            values, failures, _ = await self._run([[argument, kwargs, sample]], [sample], None)
+            values, failures, _, _ = await self._run([[argument, kwargs, sample]], [sample], None)
             return failures[0] if failures else LaneOutput(values[0], sample)
 
         ships = offload is not None and (self.ship_async or not self.is_async)
@@ -128,25 +128,27 @@ class PythonLane(TaskLane):
 
     async def _run(
         self, calls: list[list[Any]], samples: list[int], budget: float | None
-    ) -> tuple[list[Any], dict[int, LaneOutcome], int]:
+    ) -> tuple[list[Any], dict[int, LaneOutcome], int, float | None]:
         """A run of calls on one worker: (values, failures by position, how many were made). A run stops early
         when it proves slower than ``budget``; a worker that ends mid-run (or a run past its deadline: the calls'
         timeouts are kept by the worker, this is the backstop) fails a lone call as what happened to it, and makes
         none of a longer run's, which the caller makes again one per run, so each call's own state is found (the
-        calls before the one that ended the worker are made twice)."""
+        calls before the one that ended the worker are made twice). The fourth item: how long the worker said it
+        took (None: it did not say)."""
         name, timeout = self.spec.function, self.spec.timeout
         deadline = None if timeout is None else timeout + (budget or 0.0) + WORKER_GRACE_S
         lone = len(calls) == 1
         try:
-            answer = await self.workers.call(hostworker.run_request(calls, timeout, budget), deadline)
+            answer = await self.workers.call_here(hostworker.run_request(calls, timeout, budget), deadline)
         except TimeoutError:
             if not lone:
-                return [], {}, 0
-            return [None], {0: LaneFailure("task_timeout", f"{name} did not return within {timeout:g}s", samples[0])}, 1
+                return [], {}, 0, None
+            failure = LaneFailure("task_timeout", f"{name} did not return within {timeout:g}s", samples[0])
+            return [None], {0: failure}, 1, None
         except WorkerDied as exc:
             if not lone:
-                return [], {}, 0
-            return [None], {0: LaneFailure("task_worker_lost", f"{name} did not answer: {exc}", samples[0])}, 1
+                return [], {}, 0, None
+            return [None], {0: LaneFailure("task_worker_lost", f"{name} did not answer: {exc}", samples[0])}, 1, None
         decoded = hostworker.decode_run(answer, samples)
         if decoded is None:
             why = f"{name} did not answer: its worker process sent what is not an answer"
@@ -154,8 +156,9 @@ class PythonLane(TaskLane):
                 [None] * len(calls),
                 {i: LaneFailure("task_worker_lost", why, s) for i, s in enumerate(samples)},
                 len(calls),
+                None,
             )
-        return decoded
+        return (*decoded, hostworker.run_seconds(answer))
 
     # ------------------------------------------------------------------ many calls at once (the live run's chunks)
     @property
@@ -195,15 +198,22 @@ class PythonLane(TaskLane):
             # A run that proves slower than planned stops early: what it left is split again by the time calls take
             # now, so a function that turns slow goes back to one call per worker.
             size = self._run_length(len(pending))
-            runs = [pending[start : start + size] for start in range(0, len(pending), size)]
+            if self._per_call is None and len(pending) > 1:
+                # Nothing says yet how long a call takes: one call goes alone first, and the rest are sized by it
+                # (else every call of the column would go in a run of its own).
+                runs = [pending[:1]]
+            else:
+                runs = [pending[start : start + size] for start in range(0, len(pending), size)]
             made = [functools.partial(self._sync_run, fields, samples, run, values, failures) for run in runs]
             if len(made) == 1:
                 done = [await submit(made[0], endpoint=limit)]
             else:
                 done = await asyncio.gather(*(submit(run, endpoint=limit) for run in made))
+            left = pending[sum(len(run) for run in runs) :]  # what was not sent this round (after a lone first call)
             pending = []
             for run, finished in zip(runs, done, strict=True):
                 pending.extend(run[finished:])  # ``finished`` is short of the run when it stopped early
+            pending.extend(left)
         return LaneColumn(values, failures)
 
     def column_size(self) -> int:
@@ -239,8 +249,10 @@ class PythonLane(TaskLane):
         ]
         budget = 10 * CHUNK_BUDGET_S if len(run) > 1 else None
         began = time.perf_counter()
-        made, failed, finished = await self._run(calls, run_samples, budget)
-        elapsed = time.perf_counter() - began
+        made, failed, finished, worked = await self._run(calls, run_samples, budget)
+        # The worker's own time when it said (a round trip's wait is not the function's: on a busy machine it would
+        # keep runs at one call each), else the round trip.
+        elapsed = time.perf_counter() - began if worked is None else worked
         if finished == 0:
             self._per_call = None  # the worker ended mid-run: one call per run until calls are answered again
             return 0
