@@ -42,6 +42,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from evalglass.lanes.ports import LaneFailure
+
 if TYPE_CHECKING:
     from evalglass.lanes.ports import LaneOutcome
 
@@ -430,6 +432,18 @@ def _answer_runs(conn: Connection, runner: _Runner) -> None:
         runner.run(calls, timeout, budget)
 
 
+def _kept(
+    called: Any, index: int, values: list[Any], failures: list[list[Any]], budget: float | None, began: float
+) -> bool:
+    """Keep what call ``index`` came to (a value, or a failure's fields); whether the run has passed its budget."""
+    if type(called) is LaneFailure:
+        failures.append([index, called.code, called.message, called.detail])
+        values.append(None)
+    else:
+        values.append(called)
+    return budget is not None and time.perf_counter() - began > budget
+
+
 class _Runner:
     """Makes a run of calls in order and sends their answers in one message. A call over its timeout is seen by a
     watchdog thread, which sends what the calls before it gave, that one as timed out, and ends the worker (the
@@ -437,6 +451,7 @@ class _Runner:
 
     def __init__(self, conn: Connection, function: Any, name: str) -> None:
         self.conn, self.function, self.name = conn, function, name
+        self.is_async = inspect.iscoroutinefunction(function)
         self.loop = asyncio.new_event_loop()
         self.values: list[Any] = []
         self.failures: list[list[Any]] = []
@@ -453,7 +468,6 @@ class _Runner:
 
     def run(self, calls: list[list[Any]], timeout: float | None, budget: float | None) -> None:
         from evalglass.lanes.hostcall import _Returned, python_value
-        from evalglass.lanes.ports import LaneFailure
 
         function, name = self.function, self.name
         values: list[Any] = []
@@ -470,18 +484,18 @@ class _Runner:
                     threading.Thread(target=self._watch, daemon=True, name="evalglass-host-watchdog").start()
                 self.wake.notify()
         self.began = began = time.perf_counter()
-        for index, (argument, kwargs, sample) in enumerate(calls):
-            self.index, self.started = index, time.monotonic()
-            called = python_value(function, name, kwargs, sample, argument)
-            if type(called) is _Returned:
-                called = self._returned(called.value, sample, timeout)
-            if type(called) is LaneFailure:
-                failures.append([index, called.code, called.message, called.detail])
-                values.append(None)
-            else:
-                values.append(called)
-            if budget is not None and time.perf_counter() - began > budget:
-                break  # the run turned slow: what is left goes back, to be split again
+        if self.is_async:
+            # One turn of the loop for the whole run, each call awaited in order (a loop started per call costs more
+            # than a fast call).
+            self.loop.run_until_complete(self._run_async(calls, timeout, budget, values, failures))
+        else:
+            for index, (argument, kwargs, sample) in enumerate(calls):
+                self.index, self.started = index, time.monotonic()
+                called = python_value(function, name, kwargs, sample, argument)
+                if type(called) is _Returned:
+                    called = self._returned(called.value, sample, timeout)
+                if _kept(called, index, values, failures, budget, began):
+                    break  # the run turned slow: what is left goes back, to be split again
         with self.lock:
             self.serial += 1  # the watchdog stands down
             if self.sent:
@@ -489,20 +503,37 @@ class _Runner:
             self.sent = True
         self.conn.send_bytes(self._encode(len(values), None))
 
-    def _returned(self, value: Any, sample: int, timeout: float | None) -> Any:
-        """A value of another type than the built-in JSON ones: an awaitable is run on the worker's loop (within
-        the call's timeout), anything else is checked when the run is encoded."""
+    async def _run_async(
+        self,
+        calls: list[list[Any]],
+        timeout: float | None,
+        budget: float | None,
+        values: list[Any],
+        failures: list[list[Any]],
+    ) -> None:
+        """:meth:`run`'s loop for an async function, on the worker's loop: what each call comes to is what
+        :meth:`_returned` makes of it."""
+        from evalglass.lanes.hostcall import _Returned, python_value
+
+        function, name, began = self.function, self.name, self.began
+        for index, (argument, kwargs, sample) in enumerate(calls):
+            self.index, self.started = index, time.monotonic()
+            called = python_value(function, name, kwargs, sample, argument)
+            if type(called) is _Returned:
+                called = await self._finished(called.value, sample, timeout)
+            if _kept(called, index, values, failures, budget, began):
+                break
+
+    async def _finished(self, value: Any, sample: int, timeout: float | None) -> Any:
+        """What a call's returned value comes to: an awaitable awaited within the call's timeout (its failure
+        when it raised or ran out of time), anything else as it is (checked when the run is encoded)."""
         from evalglass.lanes.hostcall import _raised
 
         if not inspect.isawaitable(value):
             return value
-
-        async def finish() -> Any:
+        try:
             async with asyncio.timeout(timeout):
                 return await value
-
-        try:
-            return self.loop.run_until_complete(finish())
         except TimeoutError as exc:
             if timeout is not None and time.monotonic() - self.started >= timeout:
                 from evalglass.lanes.ports import LaneFailure
@@ -511,6 +542,13 @@ class _Runner:
             return _raised(self.name, exc, sample, self.function)
         except BaseException as exc:
             return _raised(self.name, exc, sample, self.function)
+
+    def _returned(self, value: Any, sample: int, timeout: float | None) -> Any:
+        """A value of another type than the built-in JSON ones, from a sync function: an awaitable is run on the
+        worker's loop (within the call's timeout), anything else is checked when the run is encoded."""
+        if not inspect.isawaitable(value):
+            return value
+        return self.loop.run_until_complete(self._finished(value, sample, timeout))
 
     def _encode(self, finished: int, timed_out: int | None) -> bytes:
         """The answer, in lines: ``[failures, finished, timed_out, apart, seconds]``, then the values as one JSON

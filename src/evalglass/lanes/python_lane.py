@@ -163,9 +163,11 @@ class PythonLane(TaskLane):
     # ------------------------------------------------------------------ many calls at once (the live run's chunks)
     @property
     def chunked(self) -> bool:
-        """Whether :meth:`produce_many` takes the chunked path: a sync function's, not with a cache (every call is
-        looked up and stored on its own) nor a cluster (every call is shipped on its own)."""
-        return self.cache is None and self.executor.offload is None and not self.is_async
+        """Whether :meth:`produce_many` takes the chunked path: not with a cache (every call is looked up and
+        stored on its own) nor a cluster (every call is shipped on its own). An async function's too: a worker
+        makes a run's calls one after another, each awaited on its loop, as it makes one call per run (a call at a
+        time per worker either way), and a slow function's calls go one per run."""
+        return self.cache is None and self.executor.offload is None
 
     async def produce_many(self, jobs: Sequence[Job]) -> list[LaneOutcome]:
         """Every job's outcome, in order, exactly as :meth:`produce` would give it, for less per call (see
