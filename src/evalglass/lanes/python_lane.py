@@ -195,26 +195,33 @@ class PythonLane(TaskLane):
         values: list[Any] = [None] * len(fields)
         failures: dict[int, LaneFailure] = {}
         pending = list(range(len(fields)))
+        #: Calls of a run whose worker ended mid-run: each goes in a run of its own from then on, so the call that
+        #: ended it is found (and fails alone), and the others are made again once, not once per death.
+        alone: list[int] = []
         submit, limit = self.executor.submit, self.limit
-        while pending:
+        while pending or alone:
             # A run that proves slower than planned stops early: what it left is split again by the time calls take
             # now, so a function that turns slow goes back to one call per worker.
             size = self._run_length(len(pending))
+            runs = [[index] for index in alone]
             if self._per_call is None and len(pending) > 1:
                 # Nothing says yet how long a call takes: one call goes alone first, and the rest are sized by it
                 # (else every call of the column would go in a run of its own).
-                runs = [pending[:1]]
+                runs.append(pending[:1])
             else:
-                runs = [pending[start : start + size] for start in range(0, len(pending), size)]
+                runs.extend(pending[start : start + size] for start in range(0, len(pending), size))
             made = [functools.partial(self._sync_run, fields, samples, run, values, failures) for run in runs]
             if len(made) == 1:
                 done = [await submit(made[0], endpoint=limit)]
             else:
                 done = await asyncio.gather(*(submit(run, endpoint=limit) for run in made))
-            left = pending[sum(len(run) for run in runs) :]  # what was not sent this round (after a lone first call)
-            pending = []
+            left = pending[sum(len(run) for run in runs) - len(alone) :]  # not sent this round (after a lone call)
+            pending, alone = [], []
             for run, finished in zip(runs, done, strict=True):
-                pending.extend(run[finished:])  # ``finished`` is short of the run when it stopped early
+                if finished == 0 and len(run) > 1:
+                    alone.extend(run)  # its worker ended mid-run: which call did it is not known
+                else:
+                    pending.extend(run[finished:])  # ``finished`` is short of the run when it stopped early
             pending.extend(left)
         return LaneColumn(values, failures)
 
