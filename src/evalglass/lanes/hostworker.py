@@ -532,6 +532,8 @@ class _Runner:
         if not inspect.isawaitable(value):
             return value
         try:
+            if timeout is None:  # no clock to keep (a timeout scope costs more than a fast call)
+                return await value
             async with asyncio.timeout(timeout):
                 return await value
         except TimeoutError as exc:
