@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -211,10 +212,13 @@ class PythonLane(TaskLane):
             else:
                 runs.extend(pending[start : start + size] for start in range(0, len(pending), size))
             made = [functools.partial(self._sync_run, fields, samples, run, values, failures) for run in runs]
+            # Calls this fast are work for a CPU, not waits: more runs at once than CPUs would only start more
+            # workers (each an interpreter importing the module) to take turns on the same cores.
+            gate = asyncio.Semaphore(os.cpu_count() or 1) if size >= FAST_RUN and len(made) > 1 else None
             if len(made) == 1:
                 done = [await submit(made[0], endpoint=limit)]
             else:
-                done = await asyncio.gather(*(submit(run, endpoint=limit) for run in made))
+                done = await asyncio.gather(*(_submitted(submit, run, limit, gate) for run in made))
             left = pending[sum(len(run) for run in runs) - len(alone) :]  # not sent this round (after a lone call)
             pending, alone = [], []
             for run, finished in zip(runs, done, strict=True):
@@ -281,6 +285,18 @@ class PythonLane(TaskLane):
 
 #: How long one run of sync calls sent to a worker at once may take (from the time runs took so far).
 CHUNK_BUDGET_S = 0.002
+#: Calls per run from which a function counts as fast (under 50 us a call): its runs go at most one per CPU.
+FAST_RUN = int(CHUNK_BUDGET_S / 50e-6)
+
+
+async def _submitted(submit: Any, run: Any, limit: EndpointLimit, gate: asyncio.Semaphore | None) -> int:
+    """``run`` through the executor, after ``gate`` (when there is one) lets it go."""
+    if gate is None:
+        return int(await submit(run, endpoint=limit))
+    async with gate:
+        return int(await submit(run, endpoint=limit))
+
+
 #: How long past a run's own limits (the call's timeout, the run's budget) a worker may take to answer before it is
 #: killed: its watchdog says which call timed out; this is only for a worker that cannot say even that.
 WORKER_GRACE_S = 1.0
