@@ -96,6 +96,8 @@ class PythonLane(TaskLane):
         self._shipped = functools.partial(shipped_reference_call, spec.function, str(base_dir))
         #: Wall time one call took, on average, in runs that finished whole (None until one did): sizes the runs.
         self._per_call: float | None = None
+        #: Runs of fast calls in flight at once, at most one per CPU (made on the loop, at first use).
+        self._fast_gate: asyncio.Semaphore | None = None
 
     async def produce(self, example_id: str, fields: Mapping[str, Any], sample: int) -> LaneOutcome:
         key = fields_key(self.cache, self.fingerprint, fields, sample)
@@ -214,7 +216,10 @@ class PythonLane(TaskLane):
             made = [functools.partial(self._sync_run, fields, samples, run, values, failures) for run in runs]
             # Calls this fast are work for a CPU, not waits: more runs at once than CPUs would only start more
             # workers (each an interpreter importing the module) to take turns on the same cores.
-            gate = asyncio.Semaphore(os.cpu_count() or 1) if size >= FAST_RUN and len(made) > 1 else None
+            # One gate for the lane: a live run has several columns in flight.
+            gate = None
+            if size >= FAST_RUN and len(made) > 1:
+                gate = self._fast_gate = self._fast_gate or asyncio.Semaphore(os.cpu_count() or 1)
             if len(made) == 1:
                 done = [await submit(made[0], endpoint=limit)]
             else:
