@@ -49,3 +49,32 @@ def test_case_insensitive_contains_does_not_find_a_letter_inside_an_accented_one
     assert result.code == 0, result.err
     scores = {m["name"]: m for m in result.json()["metrics"]}["exact"]
     assert scores["estimate"]["point"] == 0.5
+
+
+def test_a_right_answer_in_another_normal_form_matches_an_ignorecase_regex(tmp_path) -> None:
+    """``regex@3``: the output is matched composed and fully case-folded; ``cafe`` stays unfound in ``café``."""
+    metric = {"type": "regex", "pattern": r"^(bogotá|zürich|straße)$", "flags": ["ignorecase"]}
+    project = make_project(tmp_path, metrics={"exact": metric})
+    project.write_rows(
+        [
+            {"id": "a", "output": unicodedata.normalize("NFD", "BOGOTÁ")},
+            {"id": "b", "output": unicodedata.normalize("NFD", "Zürich")},
+            {"id": "c", "output": "STRASSE"},
+            {"id": "d", "output": "Bogota"},
+        ]
+    )
+    result = project.run("--format", "json")
+    assert result.code == 0, result.err
+    scores = {m["name"]: m for m in result.json()["metrics"]}["exact"]
+    assert scores["estimate"]["point"] == 0.75
+
+
+def test_an_ignorecase_pattern_written_decomposed_is_refused_naming_the_position(tmp_path) -> None:
+    """Normalising a pattern can change what it means, so a decomposed one is refused rather than rewritten."""
+    metric = {"type": "regex", "pattern": "cafe\u0301", "flags": ["ignorecase"]}
+    project = make_project(tmp_path, metrics={"exact": metric})
+    project.write_rows([{"id": "a", "output": "café"}])
+    result = project.run("--format", "json")
+    assert result.code == 2, result.out + result.err
+    assert "not in composed form (NFC) at position 4" in result.err
+    assert "Traceback" not in result.err
