@@ -169,19 +169,11 @@ def _recorded_runs(database: Path) -> int:
         return int(connection.execute("SELECT count(*) FROM runs").fetchone()[0])
 
 
-#: Readers that cannot read an undamaged run of a kind, for a reason of their own (not the artifacts' check).
-CANNOT_READ = {
-    ("variants", "export --format otlp"): "export reads scores.jsonl, which a run with variants does not have",
-}
-
-
 @pytest.mark.parametrize("reader", list(READERS))
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_the_undamaged_run_is_read_by_every_reader(
     made: dict[str, Runs], tmp_path: Path, kind: str, reader: str
 ) -> None:
-    if (kind, reader) in CANNOT_READ:
-        pytest.xfail(CANNOT_READ[kind, reader])
     runs = made[kind]
     root = _project_copy(runs, tmp_path)
     result = read(root, reader, "runs/pristine")
