@@ -168,9 +168,10 @@ class RegexSpec(NoReferenceSpec):
     output is matched in its composed form (NFC), with full Unicode case folding (the ``regex`` package's
     ``FULLCASE``: ``ß`` matches ``SS``, ``ﬁ`` matches ``FI``), and the pattern's own text must be composed (a pattern
     holding a decomposed letter is refused when the config loads, see :func:`first_decomposed`). The pattern is never
-    normalised for the user: NFC or NFD of a pattern can change what it means (``[é]`` is one letter, ``[e\u0301]``
-    one of two; ``e\u0301?`` makes the accent optional, ``é?`` the letter). Limit: a combining mark the pattern
-    names alone (``\u0301``) matches only a mark that does not compose with the letter before it in the output.
+    normalised for the user: NFC or NFD of a pattern can change what it means (a class holding ``é`` precomposed is
+    one letter, holding ``e`` and U+0301 either of two; ``e`` U+0301 ``?`` makes the accent optional, ``é?`` the
+    letter). Limit: a combining mark the pattern names alone (the escape for U+0301) matches only a mark that does
+    not compose with the letter before it in the output.
 
     A backtracking engine can take exponential time on some patterns (``^(a|aa)+$`` on forty ``a``s and a ``!``).
     A pattern that is at most quadratic (see :func:`at_most_quadratic`) is matched by ``re`` on outputs up to
