@@ -7,6 +7,7 @@ from __future__ import annotations
 import unicodedata
 
 import pytest
+import yaml
 
 from tests.e2e.project import make_project
 from tests.e2e.test_verdicts import approve
@@ -78,3 +79,20 @@ def test_an_ignorecase_pattern_written_decomposed_is_refused_naming_the_position
     assert result.code == 2, result.out + result.err
     assert "not in composed form (NFC) at position 4" in result.err
     assert "Traceback" not in result.err
+
+
+def test_an_inline_ignorecase_flag_is_the_same_caseless_match(tmp_path) -> None:
+    """``(?i)`` at the start is the ``ignorecase`` flag as Python reads it: the same rule, the same refusal."""
+    project = make_project(tmp_path, metrics={"exact": {"type": "regex", "pattern": "(?i)^straße$"}})
+    project.write_rows([{"id": "a", "output": "STRASSE"}, {"id": "b", "output": "Strasse!"}])
+    result = project.run("--format", "json")
+    assert result.code == 0, result.err
+    assert {m["name"]: m for m in result.json()["metrics"]}["exact"]["estimate"]["point"] == 0.5
+    project.write_config(
+        {
+            **yaml.safe_load((project.evals / "evalglass.yaml").read_text()),
+            "metrics": {"exact": {"type": "regex", "pattern": "(?i)cafe\u0301"}},
+        }
+    )
+    refused = project.run()
+    assert refused.code == 2 and "not in composed form (NFC) at position 8" in refused.err, refused.err

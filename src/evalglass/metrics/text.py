@@ -199,7 +199,7 @@ class RegexSpec(NoReferenceSpec):
         except re.error as exc:
             where = f" at position {exc.pos}" if exc.pos is not None else ""
             raise ValueError(f"invalid regular expression {self.pattern!r}: {exc.msg}{where}") from None
-        if "ignorecase" in self.flags:
+        if self.caseless():
             position = first_decomposed(self.pattern)
             if position is not None:
                 raise ValueError(
@@ -225,7 +225,10 @@ class RegexSpec(NoReferenceSpec):
         return re.compile(self.pattern, self._bits())
 
     def caseless(self) -> bool:
-        return "ignorecase" in self.flags
+        """Whether the whole pattern ignores case: ``flags: [ignorecase]``, or ``(?i)`` at its start, which ``re``
+        reads as the same flag. Limit: a scoped group (``(?i:...)``) is matched by ``re``'s simple folding on the
+        text as written."""
+        return "ignorecase" in self.flags or bool(self.compiled().flags & re.IGNORECASE)
 
     def matcher(self) -> Matcher:
         """1.0 or 0.0 for a string, or the ``regex_timeout`` error when matching it ran out of time."""
