@@ -256,12 +256,27 @@ def test_every_stored_step_is_keyed_by_its_whole_request_and_a_rerun_replays_the
         assert server.request_count == 13
         _, again = produce("two")
         assert server.request_count == 13  # every step replayed
+        # A cache as the EvalGlass before the chained requests wrote it (each request whole; keys, values and
+        # MACs the same): a third run replays every step from it too.
+        old = tmp_path / "old.sqlite"
+        with sqlite3.connect(tmp_path / "cache.sqlite") as db:
+            links = [json.loads(row[0]) for row in db.execute("SELECT request FROM calls WHERE kind = 'agent'")]
+            db.execute("VACUUM INTO ?", (str(old),))
+            keys = [row[0] for row in db.execute("SELECT key FROM calls")]
+            whole = {key: stored_request(db, key) for key in keys}
+        with sqlite3.connect(old) as db:
+            for key, request in whole.items():
+                db.execute("UPDATE calls SET request = ? WHERE key = ?", (request, key))
+        (tmp_path / "old.sqlite").replace(tmp_path / "cache.sqlite")
+        for stale in tmp_path.glob("cache.sqlite-*"):
+            stale.unlink()
+        _, third = produce("three")
+        assert server.request_count == 13 and third.value == first.value and third.cached
     assert isinstance(first, LaneOutput) and isinstance(again, LaneOutput)
     assert again.value == first.value and again.cached
     with sqlite3.connect(tmp_path / "cache.sqlite") as db:
         keys = [row[0] for row in db.execute("SELECT key FROM calls WHERE kind = 'agent'")]
         rows = {key: stored_request(db, key) for key in keys}
-        links = [json.loads(row[0]) for row in db.execute("SELECT request FROM calls WHERE kind = 'agent'")]
     conversation = first.value["messages"]
     starts = [index for index, message in enumerate(conversation) if message["role"] == "assistant"]
     expected = {}
