@@ -280,3 +280,26 @@ def test_preflight_says_what_a_check_metric_s_per_example_check_leaves_unbound(t
     config["checks"]["solution"]["inputs"] = ["tests"]
     project.write_config(config)
     assert notes() == []
+
+
+@pytest.mark.parametrize("name", ["pytest.toml", ".pytest.toml"])
+@pytest.mark.parametrize("where", ["evals", "."])
+def test_pytest_s_toml_configuration_is_bound_too(tmp_path, name, where):
+    """pytest 9 reads `pytest.toml` and `.pytest.toml` before any other configuration file: one a pull request adds
+    (`addopts = ["--collect-only"]`: collect the tests, run none, exit 0) must make the approval stale, never turn
+    a failing suite into a PASS."""
+    project = check_project(
+        tmp_path,
+        {
+            "command": ["{python}", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+            "inputs": ["tests"],
+            "env": {"PYTHONDONTWRITEBYTECODE": "1"},
+        },
+    )
+    write(project.evals / "tests" / "test_sample.py", "def test_sum():\n    assert 1 + 1 == 3\n")
+    approve(project)
+    code, found = decided(project)
+    assert (code, found["outcome"]) == (1, "fail"), found
+    write(tmp_path / where / name, '[pytest]\naddopts = ["--collect-only"]\n')
+    code, found = decided(project)
+    assert code == 1 and f"{name}" in stale_reason(found), found

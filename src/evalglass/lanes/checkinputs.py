@@ -441,9 +441,13 @@ def _labelled(module: str, host_code: Collection[str]) -> bool:
 #: (which decides what is collected, which plugins load, which options apply) and ``conftest.py`` (code it runs),
 #: each with the text that makes pytest read it (None: always read). A shared file without pytest's section is not
 #: pytest's configuration (a dependency bump in ``pyproject.toml`` does not make a check's approval stale); adding
-#: the section adds the file to what is bound, which changes the fingerprint too.
+#: the section adds the file to what is bound, which changes the fingerprint too. Every name pytest looks for
+#: (``_pytest.config.findpaths.CONFIG_LOADERS_BY_NAME``: pytest 9 reads ``pytest.toml`` and ``.pytest.toml`` first)
+#: is here; tests/checks/test_check_inputs.py holds this list to the installed pytest's.
 PYTEST_IMPLICIT: dict[str, bytes | None] = {
     "conftest.py": None,
+    "pytest.toml": None,
+    ".pytest.toml": None,
     "pytest.ini": None,
     ".pytest.ini": None,
     "pyproject.toml": b"[tool.pytest",
