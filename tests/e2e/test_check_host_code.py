@@ -282,24 +282,51 @@ def test_preflight_says_what_a_check_metric_s_per_example_check_leaves_unbound(t
     assert notes() == []
 
 
+def failing_pytest_suite(tmp_path: Path, args: list[str], inputs: list[str]) -> Project:
+    """A pytest check on a failing test, approved as it stands (so it decides `fail`)."""
+    command = ["{python}", "-m", "pytest", "-q", "-p", "no:cacheprovider", *args]
+    project = check_project(tmp_path, {"command": command, "inputs": inputs, "env": {"PYTHONDONTWRITEBYTECODE": "1"}})
+    write(project.evals / "tests" / "test_sample.py", "def test_sum():\n    assert 1 + 1 == 3\n")
+    approve(project)
+    code, found = decided(project)
+    assert (code, found["outcome"]) == (1, "fail"), found
+    return project
+
+
+def assert_stale_once_added(project: Project, path: Path, text: str) -> None:
+    write(path, text)
+    code, found = decided(project)
+    assert code == 1 and path.name in stale_reason(found), found
+
+
 @pytest.mark.parametrize("name", ["pytest.toml", ".pytest.toml"])
 @pytest.mark.parametrize("where", ["evals", "."])
 def test_pytest_s_toml_configuration_is_bound_too(tmp_path, name, where):
     """pytest 9 reads `pytest.toml` and `.pytest.toml` before any other configuration file: one a pull request adds
     (`addopts = ["--collect-only"]`: collect the tests, run none, exit 0) must make the approval stale, never turn
     a failing suite into a PASS."""
-    project = check_project(
-        tmp_path,
-        {
-            "command": ["{python}", "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
-            "inputs": ["tests"],
-            "env": {"PYTHONDONTWRITEBYTECODE": "1"},
-        },
-    )
-    write(project.evals / "tests" / "test_sample.py", "def test_sum():\n    assert 1 + 1 == 3\n")
-    approve(project)
-    code, found = decided(project)
-    assert (code, found["outcome"]) == (1, "fail"), found
-    write(tmp_path / where / name, '[pytest]\naddopts = ["--collect-only"]\n')
-    code, found = decided(project)
-    assert code == 1 and f"{name}" in stale_reason(found), found
+    project = failing_pytest_suite(tmp_path, ["tests"], ["tests"])
+    assert_stale_once_added(project, tmp_path / where / name, '[pytest]\naddopts = ["--collect-only"]\n')
+
+
+#: What a pull request would add below the check's working folder: a conftest.py that pytest discovers on its way to
+#: the tests, and whose hook ends the session with exit status 0 whatever its tests did.
+EVERY_TEST_PASSES = """\
+def pytest_sessionfinish(session, exitstatus):
+    session.exitstatus = 0
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "inputs", "folder"),
+    [
+        ([], ["tests/test_sample.py"], "tests"),
+        ([], ["tests/test_sample.py"], "tests/deeper"),
+        (["tests"], ["tests/test_*.py"], "tests"),
+    ],
+)
+def test_a_conftest_pytest_discovers_below_the_working_folder_is_bound(tmp_path, args, inputs, folder):
+    """The inputs bind the test files; a `conftest.py` a pull request adds where pytest collects (a folder below its
+    `cwd`) runs hooks for the whole session: it must make the approval stale, never a failing suite PASS."""
+    project = failing_pytest_suite(tmp_path, args, inputs)
+    assert_stale_once_added(project, project.evals / folder / "conftest.py", EVERY_TEST_PASSES)

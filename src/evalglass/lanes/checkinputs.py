@@ -49,6 +49,7 @@ from evalglass.lanes.checkspec import (
     resolve_within,
 )
 from evalglass.lanes.hostimports import (
+    TooManyHostFiles,
     find_submodule,
     find_top_level,
     imported_host_files,
@@ -470,7 +471,8 @@ def check_host_files(spec: CheckSpec, base_dir: Path) -> tuple[Path, ...]:
       through that path, and the module ``PYTHONBREAKPOINT`` names;
     * when it runs pytest: the ``conftest.py`` and configuration files (:data:`PYTEST_IMPLICIT`) in its ``cwd`` and
       each folder above it up to the repository's root (the first folder holding ``.git``; without one, the config
-      folder), the modules those ``conftest.py`` import, and each plugin named with ``-p``.
+      folder), every ``conftest.py`` below it that no literal input holds (:func:`_conftests_below`), the modules
+      those ``conftest.py`` import, and each plugin named with ``-p``.
 
     Raises ``TooManyHostFiles`` when one scan reaches more than ``MAX_HOST_FILES`` of the project's files.
     """
@@ -507,11 +509,11 @@ def check_host_files(spec: CheckSpec, base_dir: Path) -> tuple[Path, ...]:
     if any(value == "pytest" for _, option, value in runs if option == "-m") or any(
         _runner(word) in {"pytest", "py.test"} for word in words
     ):
-        found.update(dict.fromkeys(_pytest_files(words, cwd, root, path)))
+        found.update(dict.fromkeys(_pytest_files(spec, words, cwd, root, path)))
     return tuple(file for file in found if is_host_file(file))
 
 
-def _pytest_files(words: Sequence[str], cwd: Path, root: Path, path: Sequence[str]) -> Iterator[Path]:
+def _pytest_files(spec: CheckSpec, words: Sequence[str], cwd: Path, root: Path, path: Sequence[str]) -> Iterator[Path]:
     """What pytest reads besides the tests it collects (see :func:`check_host_files`)."""
     stop = _repository_root(cwd) or root
     folders = [cwd, *cwd.parents]
@@ -522,10 +524,59 @@ def _pytest_files(words: Sequence[str], cwd: Path, root: Path, path: Sequence[st
                 yield candidate
                 if name == "conftest.py":
                     yield from _conftest_files(candidate, cwd, path)
+    for conftest in _conftests_below(spec, words, cwd, root, stop):
+        yield conftest
+        yield from _conftest_files(conftest, cwd, path)
     for at, word in enumerate(words[:-1]):
         plugin = words[at + 1]
         if word == "-p" and not plugin.startswith("no:"):
             yield from module_host_files(plugin, (str(cwd), *path))
+
+
+#: How many folders :func:`_conftests_below` looks in at most before it stops with ``TooManyHostFiles``.
+MAX_COLLECTED_FOLDERS = 20_000
+
+
+def _conftests_below(spec: CheckSpec, words: Sequence[str], cwd: Path, root: Path, stop: Path) -> Iterator[Path]:
+    """Each ``conftest.py`` pytest may import on its way to the tests it collects: below its ``cwd`` and below each
+    folder of the repository its command names, wherever no literal input (a file or folder, not a glob) or the
+    target binds it already. Its hooks are not confined to its folder (``pytest_sessionfinish`` may set the exit
+    status of the whole session), so one a pull request adds beside the bound tests decides the check as surely as
+    one above them. Not looked in: :data:`SKIPPED_FOLDERS`, other hidden folders and environments (a folder with a
+    ``pyvenv.cfg``), which pytest does not collect unless a bound configuration file says otherwise (a limit)."""
+    starts = [cwd]
+    for word in _path_words(words):
+        named = _folder_named(word, cwd, root)
+        if named is not None and (named == stop or stop in named.parents):
+            starts.append(named)
+    literals = [
+        literal for literal, rest in map(_split_glob, (i for i in spec.inputs if isinstance(i, str))) if not rest
+    ]
+    if spec.target is not None and spec.target.path is not None:
+        literals.append(spec.target.path)
+    covering = [(root / literal).resolve() for literal in literals]
+    seen: set[Path] = set()
+    for start in dict.fromkeys(starts):
+        for walked, subfolders, files in os.walk(start):
+            here = Path(walked)
+            if here in seen:
+                subfolders[:] = []
+                continue
+            seen.add(here)
+            if len(seen) > MAX_COLLECTED_FOLDERS:
+                raise TooManyHostFiles(
+                    f"more than {MAX_COLLECTED_FOLDERS:,} folders below {start} to look for pytest's conftest.py"
+                )
+            subfolders[:] = sorted(
+                name
+                for name in subfolders
+                if name not in SKIPPED_FOLDERS
+                and not name.startswith(".")
+                and not (here / name / "pyvenv.cfg").is_file()
+                and not (here / name).is_symlink()
+            )
+            if here != cwd and "conftest.py" in files and not _covered(here / "conftest.py", covering):
+                yield here / "conftest.py"
 
 
 def _conftest_files(conftest: Path, cwd: Path, path: Sequence[str]) -> tuple[Path, ...]:
