@@ -330,3 +330,15 @@ def test_a_conftest_pytest_discovers_below_the_working_folder_is_bound(tmp_path,
     `cwd`) runs hooks for the whole session: it must make the approval stale, never a failing suite PASS."""
     project = failing_pytest_suite(tmp_path, args, inputs)
     assert_stale_once_added(project, project.evals / folder / "conftest.py", EVERY_TEST_PASSES)
+
+
+#: Module code that ends the process with 0 whatever pytest concluded, once pytest exits.
+EXIT_0_AT_THE_END = "import atexit\nimport os\n\natexit.register(os._exit, 0)\n"
+
+
+@pytest.mark.parametrize("name", ["test_added.py", "added_test.py", "__init__.py"])
+def test_a_module_pytest_collects_beside_the_bound_tests_is_bound(tmp_path, name):
+    """pytest imports every test module (and the packages holding them) it discovers: one a pull request adds
+    beside the bound test file runs at collection, and can end the process with 0 after a failing session."""
+    project = failing_pytest_suite(tmp_path, [], ["tests/test_sample.py"])
+    assert_stale_once_added(project, project.evals / "tests" / name, EXIT_0_AT_THE_END)

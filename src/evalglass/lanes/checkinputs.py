@@ -30,6 +30,7 @@ fingerprinting would run it.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 import shlex
@@ -471,8 +472,8 @@ def check_host_files(spec: CheckSpec, base_dir: Path) -> tuple[Path, ...]:
       through that path, and the module ``PYTHONBREAKPOINT`` names;
     * when it runs pytest: the ``conftest.py`` and configuration files (:data:`PYTEST_IMPLICIT`) in its ``cwd`` and
       each folder above it up to the repository's root (the first folder holding ``.git``; without one, the config
-      folder), every ``conftest.py`` below it that no literal input holds (:func:`_conftests_below`), the modules
-      those ``conftest.py`` import, and each plugin named with ``-p``.
+      folder), for a check with ``inputs:``, every file pytest collects below it that no input holds
+      (:func:`_collected_below`), what those files import, and each plugin named with ``-p``.
 
     Raises ``TooManyHostFiles`` when one scan reaches more than ``MAX_HOST_FILES`` of the project's files.
     """
@@ -524,37 +525,51 @@ def _pytest_files(spec: CheckSpec, words: Sequence[str], cwd: Path, root: Path, 
                 yield candidate
                 if name == "conftest.py":
                     yield from _conftest_files(candidate, cwd, path)
-    for conftest in _conftests_below(spec, words, cwd, root, stop):
-        yield conftest
-        yield from _conftest_files(conftest, cwd, path)
+    # Without inputs the discovery is unbound as a whole (``check_inputs_unbound``, or accepted so by the ledger);
+    # with them, what pytest collects beyond them must not decide unseen.
+    for collected in _collected_below(spec, words, cwd, root, stop) if spec.inputs else ():
+        yield collected
+        if collected.name == "conftest.py":
+            yield from _conftest_files(collected, cwd, path)
+        else:
+            yield from imported_host_files(collected, (str(collected.parent), str(cwd), *path))
     for at, word in enumerate(words[:-1]):
         plugin = words[at + 1]
         if word == "-p" and not plugin.startswith("no:"):
             yield from module_host_files(plugin, (str(cwd), *path))
 
 
-#: How many folders :func:`_conftests_below` looks in at most before it stops with ``TooManyHostFiles``.
+#: How many folders :func:`_collected_below` looks in at most before it stops with ``TooManyHostFiles``.
 MAX_COLLECTED_FOLDERS = 20_000
+#: The files pytest imports while it collects, by its defaults: test modules (``python_files``), the packages
+#: holding them and ``conftest.py``. A bound configuration naming other ``python_files`` is a limit.
+PYTEST_COLLECTED = ("conftest.py", "__init__.py", "test_*.py", "*_test.py")
 
 
-def _conftests_below(spec: CheckSpec, words: Sequence[str], cwd: Path, root: Path, stop: Path) -> Iterator[Path]:
-    """Each ``conftest.py`` pytest may import on its way to the tests it collects: below its ``cwd`` and below each
-    folder of the repository its command names, wherever no literal input (a file or folder, not a glob) or the
-    target binds it already. Its hooks are not confined to its folder (``pytest_sessionfinish`` may set the exit
-    status of the whole session), so one a pull request adds beside the bound tests decides the check as surely as
-    one above them. Not looked in: :data:`SKIPPED_FOLDERS`, other hidden folders and environments (a folder with a
-    ``pyvenv.cfg``), which pytest does not collect unless a bound configuration file says otherwise (a limit)."""
+def _collected_below(spec: CheckSpec, words: Sequence[str], cwd: Path, root: Path, stop: Path) -> Iterator[Path]:
+    """Each file pytest may import while it collects (:data:`PYTEST_COLLECTED`) below its ``cwd`` and below each
+    folder of the repository its command names, that no input (a file, a folder or a glob) or the target binds
+    already. What it imports runs in pytest's process: a ``conftest.py`` hook is not confined to its folder
+    (``pytest_sessionfinish`` may set the session's exit status) and any module can end the process with 0 at exit,
+    so one a pull request adds beside the bound tests decides the check as surely as a bound one. Not looked in:
+    :data:`SKIPPED_FOLDERS`, other hidden folders and environments (a folder with a ``pyvenv.cfg``), which pytest
+    does not collect unless a bound configuration file says otherwise (a limit)."""
     starts = [cwd]
     for word in _path_words(words):
         named = _folder_named(word, cwd, root)
         if named is not None and (named == stop or stop in named.parents):
             starts.append(named)
-    literals = [
-        literal for literal, rest in map(_split_glob, (i for i in spec.inputs if isinstance(i, str))) if not rest
-    ]
+    covering: list[Path] = []
+    globbed: set[Path] = set()
+    for entry in spec.inputs:
+        if isinstance(entry, str):
+            literal, rest = _split_glob(entry)
+            if rest is None:
+                covering.append((root / literal).resolve())
+            elif (root / literal).is_dir():
+                globbed.update(found.resolve() for found in (root / literal).glob(rest))
     if spec.target is not None and spec.target.path is not None:
-        literals.append(spec.target.path)
-    covering = [(root / literal).resolve() for literal in literals]
+        covering.append((root / spec.target.path).resolve())
     seen: set[Path] = set()
     for start in dict.fromkeys(starts):
         for walked, subfolders, files in os.walk(start):
@@ -565,7 +580,7 @@ def _conftests_below(spec: CheckSpec, words: Sequence[str], cwd: Path, root: Pat
             seen.add(here)
             if len(seen) > MAX_COLLECTED_FOLDERS:
                 raise TooManyHostFiles(
-                    f"more than {MAX_COLLECTED_FOLDERS:,} folders below {start} to look for pytest's conftest.py"
+                    f"more than {MAX_COLLECTED_FOLDERS:,} folders below {start} to look for what pytest collects"
                 )
             subfolders[:] = sorted(
                 name
@@ -575,8 +590,13 @@ def _conftests_below(spec: CheckSpec, words: Sequence[str], cwd: Path, root: Pat
                 and not (here / name / "pyvenv.cfg").is_file()
                 and not (here / name).is_symlink()
             )
-            if here != cwd and "conftest.py" in files and not _covered(here / "conftest.py", covering):
-                yield here / "conftest.py"
+            for name in sorted(files):
+                if not any(fnmatch.fnmatchcase(name, pattern) for pattern in PYTEST_COLLECTED):
+                    continue
+                found = here / name
+                if (here == cwd and name == "conftest.py") or found in globbed or _covered(found, covering):
+                    continue  # cwd's conftest.py: bound with the folders above
+                yield found
 
 
 def _conftest_files(conftest: Path, cwd: Path, path: Sequence[str]) -> tuple[Path, ...]:
