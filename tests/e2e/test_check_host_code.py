@@ -342,3 +342,17 @@ def test_a_module_pytest_collects_beside_the_bound_tests_is_bound(tmp_path, name
     beside the bound test file runs at collection, and can end the process with 0 after a failing session."""
     project = failing_pytest_suite(tmp_path, [], ["tests/test_sample.py"])
     assert_stale_once_added(project, project.evals / "tests" / name, EXIT_0_AT_THE_END)
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("pytest.ini", "[pytest]\naddopts = --collect-only\n"),
+        ("pytest.toml", '[pytest]\naddopts = ["--collect-only"]\n'),
+    ],
+)
+def test_pytest_s_configuration_in_the_folder_it_is_told_to_collect_is_bound(tmp_path, name, text):
+    """pytest looks for its configuration from the folders named on its command line up, before its `cwd`: one a
+    pull request adds in `tests/` (which a glob input does not hold) must make the approval stale."""
+    project = failing_pytest_suite(tmp_path, ["tests"], ["tests/test_*.py"])
+    assert_stale_once_added(project, project.evals / "tests" / name, text)

@@ -547,11 +547,13 @@ PYTEST_COLLECTED = ("conftest.py", "__init__.py", "test_*.py", "*_test.py")
 
 
 def _collected_below(spec: CheckSpec, words: Sequence[str], cwd: Path, root: Path, stop: Path) -> Iterator[Path]:
-    """Each file pytest may import while it collects (:data:`PYTEST_COLLECTED`) below its ``cwd`` and below each
-    folder of the repository its command names, that no input (a file, a folder or a glob) or the target binds
-    already. What it imports runs in pytest's process: a ``conftest.py`` hook is not confined to its folder
-    (``pytest_sessionfinish`` may set the session's exit status) and any module can end the process with 0 at exit,
-    so one a pull request adds beside the bound tests decides the check as surely as a bound one. Not looked in:
+    """Each file pytest may import while it collects (:data:`PYTEST_COLLECTED`), and each configuration file it may
+    read (:data:`PYTEST_IMPLICIT`: it looks from the folders its command names up, before its ``cwd``), below its
+    ``cwd`` and below each folder of the repository its command names, that no input (a file, a folder or a glob)
+    or the target binds already. What it imports runs in pytest's process: a ``conftest.py`` hook is not confined
+    to its folder (``pytest_sessionfinish`` may set the session's exit status) and any module can end the process
+    with 0 at exit, so one a pull request adds beside the bound tests decides the check as surely as a bound one (and
+    a configuration file there, ``addopts = --collect-only``, runs none of them). Not looked in:
     :data:`SKIPPED_FOLDERS`, other hidden folders and environments (a folder with a ``pyvenv.cfg``), which pytest
     does not collect unless a bound configuration file says otherwise (a limit)."""
     starts = [cwd]
@@ -591,9 +593,11 @@ def _collected_below(spec: CheckSpec, words: Sequence[str], cwd: Path, root: Pat
                 and not (here / name).is_symlink()
             )
             for name in sorted(files):
-                if not any(fnmatch.fnmatchcase(name, pattern) for pattern in PYTEST_COLLECTED):
-                    continue
                 found = here / name
+                section = PYTEST_IMPLICIT.get(name, b"")
+                configures = name != "conftest.py" and (section is None or (section and section in _read(found)))
+                if not configures and not any(fnmatch.fnmatchcase(name, pattern) for pattern in PYTEST_COLLECTED):
+                    continue
                 if (here == cwd and name == "conftest.py") or found in globbed or _covered(found, covering):
                     continue  # cwd's conftest.py: bound with the folders above
                 yield found
