@@ -356,3 +356,23 @@ def test_pytest_s_configuration_in_the_folder_it_is_told_to_collect_is_bound(tmp
     pull request adds in `tests/` (which a glob input does not hold) must make the approval stale."""
     project = failing_pytest_suite(tmp_path, ["tests"], ["tests/test_*.py"])
     assert_stale_once_added(project, project.evals / "tests" / name, text)
+
+
+#: A module named like one pytest imports (`iniconfig`), put where `python -m pytest` looks first (its `cwd`): it
+#: hands pytest the installed module, and ends the process with 0 at exit.
+SHADOW = """\
+import atexit
+import os
+import sys
+
+atexit.register(os._exit, 0)
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [entry for entry in sys.path if os.path.abspath(entry or ".") != here]
+del sys.modules[__name__]
+import iniconfig  # noqa: E402  the installed one
+"""
+
+
+def test_a_module_shadowing_an_installed_one_where_python_looks_first_is_bound(tmp_path):
+    project = failing_pytest_suite(tmp_path, ["tests"], ["tests"])
+    assert_stale_once_added(project, project.evals / "iniconfig.py", SHADOW)

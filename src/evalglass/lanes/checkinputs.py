@@ -35,8 +35,9 @@ import os
 import re
 import shlex
 import stat
+import sys
 from collections.abc import Callable, Collection, Iterator, Sequence
-from importlib.machinery import ModuleSpec
+from importlib.machinery import ModuleSpec, PathFinder
 from pathlib import Path
 
 from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
@@ -502,6 +503,9 @@ def check_host_files(spec: CheckSpec, base_dir: Path) -> tuple[Path, ...]:
             found.update(dict.fromkeys(module_host_files(value, from_cwd)))
             found.update(dict.fromkeys(module_host_files(f"{value}.__main__", from_cwd)))
     if scripts or runs or any(_PYTHON.match(os.path.basename(word)) for word in words):
+        firsts = [*([str(cwd)] if runs else []), *(str(script.parent) for script in scripts), *path]
+        for first in dict.fromkeys(firsts):
+            found.update(dict.fromkeys(_shadowing(Path(first))))
         for name in ("sitecustomize", "usercustomize"):
             found.update(dict.fromkeys(module_host_files(name, path)))
         breakpoint_hook = spec.env.get("PYTHONBREAKPOINT", "")
@@ -512,6 +516,30 @@ def check_host_files(spec: CheckSpec, base_dir: Path) -> tuple[Path, ...]:
     ):
         found.update(dict.fromkeys(_pytest_files(spec, words, cwd, root, path)))
     return tuple(file for file in found if is_host_file(file))
+
+
+def _shadowing(folder: Path) -> Iterator[Path]:
+    """The modules in ``folder`` (a folder a Python child looks in before the machine's: the ``cwd`` of ``-m`` or
+    ``-c``, a script's own folder, a declared ``PYTHONPATH``) that hide a module of the machine's of the same name
+    (``iniconfig.py``, ``json.py``): whatever installed code imports that name (pytest, the standard library) runs
+    the project's file instead, which no scan of the project's own imports finds. Each is bound by its file (a
+    package by its ``__init__.py``; a namespace folder never wins over a module found later)."""
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError:
+        return
+    elsewhere = [entry for entry in sys.path if entry and Path(entry).resolve() != folder.resolve()]
+    for entry in entries:
+        if entry.is_file() and entry.suffix == ".py":
+            name, file = entry.stem, entry
+        elif entry.is_dir() and (entry / "__init__.py").is_file():
+            name, file = entry.name, entry / "__init__.py"
+        else:
+            continue
+        if not name.isidentifier() or name == "__main__":
+            continue
+        if name in sys.stdlib_module_names or PathFinder.find_spec(name, elsewhere) is not None:
+            yield file
 
 
 def _pytest_files(spec: CheckSpec, words: Sequence[str], cwd: Path, root: Path, path: Sequence[str]) -> Iterator[Path]:
