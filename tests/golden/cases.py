@@ -472,6 +472,11 @@ PARSER_CASES = [
             '{"rationale": "none"}',
             "no json here",
             '{"score": 1e999}',
+            'The answer {"answer": "yes"} misses the point. {"score": 2, "rationale": "partial"}',
+            'It claims {"score": 5}, but it is wrong: {"score": 1, "rationale": "wrong"}',
+            '{"score": 4, "score": 1}',
+            'draft {"score": 3} then {"score": 3.0, "rationale": "same"}',
+            '{"score": 4,}',
         ],
     },
     {

@@ -128,8 +128,12 @@ PAIRED_VERSIONS: Mapping[str, int] = {"paired_difference": 3, "variant_differenc
 #: higher-is-better gate both versions take the lowest, so it is not named there and those approvals stand.
 RULE_VERSIONS: Mapping[str, int] = {"lower_bound": 2, "majority_ties": 2}
 
-#: The rules that turn an LLM judge's answer into a score (``lanes.judge.parse_judge_answer``).
-PARSER_VERSIONS: Mapping[str, int] = {"json-score": 1}
+#: The rules that turn an LLM judge's answer into a score (``lanes.judge.parse_judge_answer``). ``json-score@2``:
+#: the answer is the object holding ``score`` (``winner`` for a pairwise judge), wherever it is in the text; several
+#: objects giving different values, or one giving the key twice, are ``judge_unparseable``. Version 1 read the first
+#: object found: a judge that quoted the graded JSON before its verdict was unparseable, and one that quoted a
+#: ``{"score": 5}`` from the output before its own ``{"score": 1}`` scored 5; a repeated key kept its last value.
+PARSER_VERSIONS: Mapping[str, int] = {"json-score": 2}
 
 #: The judge-answer parser every ``llm_judge`` uses.
 JUDGE_PARSER_NAME = "json-score"
