@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 
 from evalglass.core.exitcodes import ExitCode
-from evalglass.engine.spec.config import load_config
-from tests.e2e.project import Project, make_project, validated_gold
+from tests.e2e.project import Project, approve_as_is, make_project
 
 #: Replaces what decides, and a python metric's function, in whatever process imports it.
 ATTACK = """\
@@ -56,16 +55,7 @@ def _project(tmp_path: Path, app: str) -> Project:
     )
     (project.evals / "judge.py").write_text(METRIC)
     (project.evals / "app.py").write_text(app)
-    loaded = load_config(project.evals / "evalglass.yaml")
-    approved = {
-        gate: {
-            "active": True,
-            "threshold": 0.7,
-            "fingerprint": loaded.config.gate_fingerprint(gate, loaded.definition_files),
-        }
-        for gate in ("accuracy", "mine")
-    }
-    project.write_ledger({"version": 1, "gates": approved, "datasets": validated_gold(project.evals)})
+    approve_as_is(project, 0.7, ("accuracy", "mine"))
     return project
 
 

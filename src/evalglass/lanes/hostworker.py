@@ -34,6 +34,7 @@ import sys
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
@@ -156,19 +157,8 @@ class HostWorkers:
         return self._info
 
     def _start(self) -> _Worker:
-        _CONTEXT.set_forkserver_preload(_PRELOAD)
-        ours, theirs = _CONTEXT.Pipe(duplex=True)
-        alive_read, alive_write = _CONTEXT.Pipe(duplex=False)
-        process = _CONTEXT.Process(
-            target=serve,
-            args=(theirs, alive_read, self.reference, self.base_dir, self.what, self.secrets, _Setting.now()),
-            name="evalglass-host",
-            daemon=True,
-        )
-        process.start()
-        theirs.close()
-        alive_read.close()
-        worker = _Worker(process, ours, alive_write)
+        worker = spawn_worker(serve, (self.reference, self.base_dir, self.what, self.secrets, _Setting.now()))
+        ours = worker.conn
         try:
             if not ours.poll(START_TIMEOUT_S):
                 raise WorkerStartError(f"{self.what} {self.reference}: did not load within {START_TIMEOUT_S:g}s")
@@ -241,6 +231,25 @@ class HostWorkers:
         self._threads.shutdown(wait=False, cancel_futures=True)
 
 
+def spawn_worker(target: Callable[..., None], args: tuple[Any, ...]) -> _Worker:
+    """A worker process forked from the clean fork server, running ``target(conn, alive, *args)``: ``conn`` its end
+    of the pipe, ``alive`` the pipe it watches for the deciding process's end (:func:`enter_worker`). Shared by the
+    lane's workers (:func:`serve`) and the python metrics' (``metrics/hostscoring.py``)."""
+    _CONTEXT.set_forkserver_preload(_PRELOAD)
+    ours, theirs = _CONTEXT.Pipe(duplex=True)
+    alive_read, alive_write = _CONTEXT.Pipe(duplex=False)
+    process = _CONTEXT.Process(target=target, args=(theirs, alive_read, *args), name="evalglass-host", daemon=True)
+    process.start()
+    theirs.close()
+    alive_read.close()
+    return _Worker(process, ours, alive_write)
+
+
+def worker_setting() -> _Setting:
+    """The deciding process's folder and environment now, for a worker to :func:`enter_worker` with."""
+    return _Setting.now()
+
+
 @dataclass(frozen=True, slots=True)
 class _Setting:
     """What host code sees of the deciding process at the moment a worker starts: its folder and environment
@@ -278,21 +287,11 @@ def _watch_parent(alive: Connection) -> None:
     os._exit(1)
 
 
-def serve(
-    conn: Connection,
-    alive: Connection,
-    reference: str,
-    base_dir: str,
-    what: str,
-    secrets: tuple[str, ...],
-    setting: _Setting,
-) -> None:
-    """A worker's life: load the function, describe it, then answer runs of calls until the pipe closes."""
-    from pathlib import Path
-
+def enter_worker(alive: Connection, secrets: tuple[str, ...], setting: _Setting) -> None:
+    """What every worker does first, before any host code: watch for the deciding process's end, leave stopping to
+    it, take its folder, environment and secrets, and send what host code prints to stderr, redacted."""
     from evalglass import redaction
     from evalglass.core.redact import Redactor
-    from evalglass.lanes.hostload import HostLoadError, load_function
 
     threading.Thread(target=_watch_parent, args=(alive,), daemon=True, name="evalglass-host-parent").start()
     # Stopping is the deciding process's to do (it kills its workers): a Ctrl-C the terminal sends to the whole
@@ -306,6 +305,23 @@ def serve(
     sys.stdout.flush()
     os.dup2(2, 1)
     redaction.redact_standard_streams()
+
+
+def serve(
+    conn: Connection,
+    alive: Connection,
+    reference: str,
+    base_dir: str,
+    what: str,
+    secrets: tuple[str, ...],
+    setting: _Setting,
+) -> None:
+    """A worker's life: load the function, describe it, then answer runs of calls until the pipe closes."""
+    from pathlib import Path
+
+    from evalglass.lanes.hostload import HostLoadError, load_function
+
+    enter_worker(alive, secrets, setting)
     try:
         function = load_function(reference, Path(base_dir), what=what, allow_async=True, search_base=True)
     except HostLoadError as exc:
@@ -513,6 +529,9 @@ __all__ = [
     "WorkerDied",
     "WorkerStartError",
     "decode_run",
+    "enter_worker",
     "run_request",
     "serve",
+    "spawn_worker",
+    "worker_setting",
 ]

@@ -23,6 +23,12 @@ including ``bool``, NaN, infinity, a string and a bare ``None`` (usually a forgo
 ``error`` score with code ``host_bad_return``. An exception (or ``sys.exit``) inside the function is an
 ``error`` score with code ``host_raised``; it never stops the run and never becomes 0.0. ``KeyboardInterrupt``
 still stops the run.
+
+Where it runs. Never in this process, which measures and decides: the function is loaded and called in a worker
+process of its source's own (``metrics/hostscoring.py``), a batch of examples per message, and each answer is checked
+here by :func:`interpret` as a return value is. A call whose worker ends (``os._exit``, a crash, a signal) is an
+``error`` score with code ``host_worker_lost``. This module decides what the function is given and what its answer
+comes to (:func:`call_host`, run in the worker); no host code runs here.
 """
 
 from __future__ import annotations
@@ -39,23 +45,25 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator
 
 from evalglass import redaction
-from evalglass.core.example import Example
+from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.goldfields import record_without
 from evalglass.core.score import Score, score_violation
 from evalglass.core.stats import ScaleSpec
 from evalglass.lanes.hostimports import reference_host_files
-from evalglass.lanes.hostload import HostFunction, HostLoadError, is_file_reference, load_function, split_reference
+from evalglass.lanes.hostload import HostFunction, is_file_reference, load_function, split_reference
 from evalglass.metrics.base import (
     ABSENT,
     BuildContext,
     MetricFn,
     MetricResult,
     MetricSpec,
+    Scorer,
     measured_target,
     missing_reference,
     reference_getter,
 )
 from evalglass.metrics.errors import MetricLoadError
+from evalglass.metrics.hostscoring import metric_worker
 from evalglass.metrics.invalid import invalid_answer
 from evalglass.metrics.support import one_line, preview
 
@@ -115,22 +123,62 @@ class PythonMetricSpec(MetricSpec):
     def host_reference(self) -> str | None:
         return self.function
 
-    def build_one(self, context: BuildContext) -> MetricFn:
-        local = self._build_local(context)
-        return local if context.shipper is None else context.shipper.metric(context.name, local)
+    def build(self, context: BuildContext) -> Scorer:
+        """The function runs in a worker process (``metrics/hostscoring.py``), never in this one: one example per
+        message for ``one``, a whole batch per message for the batch path. With a cluster, every call is shipped and
+        the cluster worker loads the function by its reference (the parameters are read in a local worker)."""
+        worker = metric_worker(self.function, context.base_dir)
+        index, wanted = worker.load(self.function, self.reference is not None)
+        prepared = self._prepare(context, wanted)
+        if context.shipper is not None:
+            del worker  # only its answer to the load was needed: the calls run on the cluster
+            host = InProcessFunction(self.function, str(context.base_dir), wanted)
 
-    def _build_local(self, context: BuildContext) -> MetricFn:
-        try:
-            function = load_function(self.function, context.base_dir)
-        except HostLoadError as exc:
-            raise MetricLoadError(str(exc)) from None
-        wanted = self._parameters(function)
+            def shipped_python_metric(example: Example) -> MetricResult:
+                given = prepared(example)
+                return host(given) if isinstance(given, dict) else given
+
+            return Scorer(context.shipper.metric(context.name, shipped_python_metric))
+
+        def python_metric(example: Example) -> MetricResult:
+            given = prepared(example)
+            if not isinstance(given, dict):
+                return given
+            return worker.score(index, {name: [given[name]] for name in wanted}, 1)[0]
+
+        def python_metric_batch(batch: ExampleBatch) -> list[MetricResult]:
+            results: list[Any] = []
+            columns: dict[str, list[Any]] = {name: [] for name in wanted}
+            called: list[int] = []
+            for example in batch.examples():
+                given = prepared(example)
+                if isinstance(given, dict):
+                    called.append(len(results))
+                    for name in wanted:
+                        columns[name].append(given[name])
+                results.append(given)
+            if called:
+                for position, result in zip(called, worker.score(index, columns, len(called)), strict=True):
+                    results[position] = result
+            return results
+
+        return Scorer(python_metric, python_metric_batch)
+
+    def build_one(self, context: BuildContext) -> MetricFn:
+        return self.build(context).one
+
+    def _prepare(
+        self, context: BuildContext, wanted: tuple[str, ...]
+    ) -> Callable[[Example], MetricResult | dict[str, Any]]:
+        """What the function is given for an example (its arguments, by name), or the example's result when the
+        function is not called (no reference, an answer it cannot be given): no host code runs here."""
         target = measured_target(self)
         invalid = invalid_answer(self, context)
         gold = reference_getter(self) if self.reference is not None else None
         shown = shown_example(context.others_outputs)
+        wants_example = "example" in wanted
 
-        def python_metric(example: Example) -> MetricResult:
+        def prepared(example: Example) -> MetricResult | dict[str, Any]:
             reference: Any = None
             if gold is not None:
                 reference = gold(example)
@@ -140,28 +188,44 @@ class PythonMetricSpec(MetricSpec):
             if output is ABSENT:
                 return invalid(example)
             example = shown(example)
-            available = {
+            return {
                 "output": output,
                 "record": example.fields,
                 "reference": reference,
-                "example": example,
+                "example": example if wants_example else None,
             }
-            try:
-                result = function(**{name: available[name] for name in wanted})
-            except (Exception, SystemExit) as exc:
-                return raised(exc)
-            return interpret(result)
 
-        return python_metric
+        return prepared
 
-    def _parameters(self, function: HostFunction) -> tuple[str, ...]:
-        try:
-            signature = inspect.signature(function)
-        except (TypeError, ValueError):
-            raise MetricLoadError(
-                f"python metric: cannot read the parameters of {self.function}; wrap it in a plain 'def'"
-            ) from None
-        return wanted_arguments(signature, self.function, has_reference=self.reference is not None)
+
+class InProcessFunction:
+    """A python metric's function called in this process, loaded on its first call: what a cluster worker runs for
+    a shipped metric (it pickles by reference, so the driver never imports the function)."""
+
+    def __init__(self, reference: str, base_dir: str, wanted: tuple[str, ...]) -> None:
+        self.reference, self.base_dir, self.wanted = reference, base_dir, wanted
+        self._function: HostFunction | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**vars(self), "_function": None}
+
+    def __call__(self, given: dict[str, Any]) -> MetricResult:
+        from evalglass.lanes.shipping import base_dir_here
+
+        if self._function is None:
+            self._function = load_function(self.reference, base_dir_here(self.base_dir))
+        return call_host(self._function, {name: given[name] for name in self.wanted})
+
+
+def call_host(function: HostFunction, arguments: dict[str, Any]) -> MetricResult:
+    """One call of a host metric function and what it comes to (the calling rule's return rule); the one place
+    a python metric's function is called, in its worker process or on a cluster worker. ``KeyboardInterrupt``
+    propagates."""
+    try:
+        result = function(**arguments)
+    except (Exception, SystemExit) as exc:
+        return raised(exc)
+    return interpret(result)
 
 
 def shown_example(hidden: tuple[str, ...]) -> Callable[[Example], Example]:
