@@ -26,17 +26,13 @@ still stops the run.
 
 Where it runs. Never in this process, which measures and decides: the function is loaded and called in a worker
 process of its source's own (``metrics/hostscoring.py``), a batch of examples per message, and each answer is checked
-here by :func:`interpret` as a return value is. A call whose worker ends (``os._exit``, a crash, a signal) is an
+here by ``hostrules.interpret`` as a return value is. A call whose worker ends (``os._exit``, a crash, a signal) is an
 ``error`` score with code ``host_worker_lost``. This module decides what the function is given and what its answer
-comes to (:func:`call_host`, run in the worker); no host code runs here.
+comes to (``hostrules.call_host``, run in the worker); no host code runs here.
 """
 
 from __future__ import annotations
 
-import inspect
-import math
-import numbers
-import traceback
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -44,10 +40,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from evalglass import redaction
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.goldfields import record_without
-from evalglass.core.score import Score, score_violation
 from evalglass.core.stats import ScaleSpec
 from evalglass.lanes.hostimports import reference_host_files
 from evalglass.lanes.hostload import HostFunction, is_file_reference, load_function, split_reference
@@ -62,14 +56,9 @@ from evalglass.metrics.base import (
     missing_reference,
     reference_getter,
 )
-from evalglass.metrics.errors import MetricLoadError
+from evalglass.metrics.hostrules import call_host
 from evalglass.metrics.hostscoring import metric_worker
 from evalglass.metrics.invalid import invalid_answer
-from evalglass.metrics.support import one_line, preview
-
-ARGUMENT_NAMES = ("output", "record", "reference", "example")
-_TRACEBACK_CHARS = 2000
-_RETURN_HINT = "return a finite number, a Score, or (None, 'reason') to decline"
 
 
 class PythonMetricSpec(MetricSpec):
@@ -217,17 +206,6 @@ class InProcessFunction:
         return call_host(self._function, {name: given[name] for name in self.wanted})
 
 
-def call_host(function: HostFunction, arguments: dict[str, Any]) -> MetricResult:
-    """One call of a host metric function and what it comes to (the calling rule's return rule); the one place
-    a python metric's function is called, in its worker process or on a cluster worker. ``KeyboardInterrupt``
-    propagates."""
-    try:
-        result = function(**arguments)
-    except (Exception, SystemExit) as exc:
-        return raised(exc)
-    return interpret(result)
-
-
 def shown_example(hidden: tuple[str, ...]) -> Callable[[Example], Example]:
     """The example as host code scoring one task is given it: its record without ``hidden`` (another variant's
     recorded answers, which gold leaves out and a pull request re-records freely: ``core.goldfields.
@@ -240,88 +218,3 @@ def shown_example(hidden: tuple[str, ...]) -> Callable[[Example], Example]:
 
 def _same(example: Example) -> Example:
     return example
-
-
-def wanted_arguments(signature: inspect.Signature, where: str, *, has_reference: bool) -> tuple[str, ...]:
-    """The argument names to pass, checked once at build time against the calling rule."""
-    offered = tuple(name for name in ARGUMENT_NAMES if has_reference or name != "reference")
-    wanted: list[str] = []
-    for parameter in signature.parameters.values():
-        if parameter.kind is parameter.VAR_KEYWORD:
-            return offered
-        if parameter.kind is parameter.VAR_POSITIONAL or parameter.default is not parameter.empty:
-            if parameter.name in offered and parameter.kind is not parameter.POSITIONAL_ONLY:
-                wanted.append(parameter.name)
-            continue
-        problem = _unfillable(parameter, has_reference)
-        if problem:
-            raise MetricLoadError(f"python metric: {where} {problem}")
-        wanted.append(parameter.name)
-    if not wanted:
-        raise MetricLoadError(
-            f"python metric: {where} takes none of {', '.join(ARGUMENT_NAMES)}; "
-            "declare at least one, e.g. 'def metric(output)'"
-        )
-    return tuple(wanted)
-
-
-def _unfillable(parameter: inspect.Parameter, has_reference: bool) -> str:
-    """Why a required parameter cannot be given a value, or an empty string when it can."""
-    name = parameter.name
-    if parameter.kind is parameter.POSITIONAL_ONLY:
-        return f"has positional-only parameter {name!r}, but arguments are passed by keyword; remove the '/'"
-    if name not in ARGUMENT_NAMES:
-        return (
-            f"has parameter {name!r}, which cannot be filled: parameters are matched by name from "
-            f"{', '.join(ARGUMENT_NAMES)}; rename it or give it a default"
-        )
-    if name == "reference" and not has_reference:
-        return "takes 'reference' but the metric sets no 'reference:' path; add one or drop the parameter"
-    return ""
-
-
-def interpret(result: Any) -> MetricResult:
-    """Turn whatever the host returned into a legal result, or an ``error`` saying what was wrong with it."""
-    if type(result) is float and math.isfinite(result):
-        return result
-    if isinstance(result, Score):
-        why = score_violation(result.status, result.validity, result.value, bool(result.diagnostics))
-        return result if why is None else bad_return(f"returned an illegal Score ({why})", result)
-    if isinstance(result, bool) or type(result).__name__ in {"bool", "bool_"}:
-        return bad_return("returned a bool, which is not a measurement; return 1.0 or 0.0", result)
-    if isinstance(result, numbers.Real):
-        return _real(result)
-    if isinstance(result, tuple) and len(result) == 2 and result[0] is None:
-        reason = result[1]
-        if isinstance(reason, str) and reason.strip():
-            return Score.non_evaluable("host_declined", one_line(reason))
-        return bad_return("declined without a reason; return (None, 'a non-empty reason')", result)
-    if result is None:
-        return bad_return(f"returned None (a missing 'return'?); {_RETURN_HINT}", result)
-    return bad_return(f"returned a {type(result).__name__}; {_RETURN_HINT}", result)
-
-
-def _real(result: numbers.Real) -> MetricResult:
-    try:
-        value = float(result)
-    except (OverflowError, TypeError, ValueError):
-        return bad_return("returned a number that does not fit a float", result)
-    if not math.isfinite(value):
-        return bad_return(f"returned {value!r}; a measurement must be finite", result)
-    return value
-
-
-def bad_return(message: str, result: Any) -> Score:
-    return Score.error("host_bad_return", f"the metric function {message}", detail=preview(result))
-
-
-def raised(exc: BaseException) -> Score:
-    """``host_raised`` with the exception type and message, and the traceback tail as detail (both redacted
-    before they are cut)."""
-    redactor = redaction.current()
-    said = redactor.text(str(exc))
-    text = one_line(said)
-    message = f"{type(exc).__name__}: {text}" if said.strip() else type(exc).__name__
-    tail = "".join(traceback.format_exception(exc)[-6:]).strip()
-    detail = redactor.tail(tail, _TRACEBACK_CHARS, "")
-    return Score.error("host_raised", f"the metric function raised {message}", detail=detail)

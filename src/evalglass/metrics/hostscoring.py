@@ -18,7 +18,7 @@ What crosses. To the worker: a pickle (the deciding process trusts what it sends
 gives the function, a whole batch of examples per message. From the worker: JSON only, never a pickle (what it sends
 is written by code no approval need bind): per call a finite float, a :class:`~evalglass.core.score.Score` as its
 JSON fields, or ``"interrupted"`` (the function raised ``KeyboardInterrupt``, which stops the run as before). The
-deciding process checks every answer the way an in-process return was checked (``metrics.host.interpret``: the same
+deciding process checks every answer the way an in-process return was checked (``metrics.hostrules.interpret``: the same
 states, codes and messages); an answer of another shape, or a worker that ends mid-call (``os._exit``, a signal, a
 crash in C), is that call's ``error`` score with code ``host_worker_lost`` saying how, never 0.0 and never a pass.
 A batch whose worker ended is made again one call per worker, so each call gets its own state (the calls before the
@@ -206,10 +206,10 @@ class _Lost(Exception):
 
 
 def checked(value: Any) -> MetricResult:
-    """One call's answer from a worker, checked as an in-process return value is (``metrics.host.interpret``)."""
+    """One call's answer from a worker, checked as an in-process return value is (``metrics.hostrules.interpret``)."""
     from pydantic import ValidationError
 
-    from evalglass.metrics.host import interpret
+    from evalglass.metrics.hostrules import interpret
 
     if type(value) is float:
         return value
@@ -306,7 +306,7 @@ def _load(reference: str, base_dir: Path, has_reference: bool, functions: list[C
     import inspect
 
     from evalglass.lanes.hostload import HostLoadError, load_function
-    from evalglass.metrics.host import wanted_arguments
+    from evalglass.metrics.hostrules import wanted_arguments
 
     try:
         function = load_function(reference, base_dir)
@@ -324,7 +324,7 @@ def _load(reference: str, base_dir: Path, has_reference: bool, functions: list[C
 
 
 def _calls(function: Callable[..., Any], columns: dict[str, list[Any]], count: int) -> list[Any]:
-    from evalglass.metrics.host import call_host
+    from evalglass.metrics.hostrules import call_host
 
     names = tuple(columns)
     results: list[Any] = []
