@@ -19,9 +19,8 @@ from pathlib import Path
 import pytest
 
 from evalglass.core.exitcodes import ExitCode
-from evalglass.engine.spec.config import load_config
 from evalglass.testing.fake_openai import FakeOpenAI
-from tests.e2e.project import Project, make_project, validated_gold
+from tests.e2e.project import Project, approve_as_is, make_project
 
 #: Replaces what decides, and a python metric's function, in whatever process imports it.
 ATTACK = """\
@@ -98,16 +97,7 @@ def _project(tmp_path: Path, app: str) -> Project:
     )
     (project.evals / "judge.py").write_text(METRIC)
     (project.evals / "app.py").write_text(app)
-    loaded = load_config(project.evals / "evalglass.yaml")
-    approved = {
-        gate: {
-            "active": True,
-            "threshold": 0.7,
-            "fingerprint": loaded.config.gate_fingerprint(gate, loaded.definition_files),
-        }
-        for gate in ("accuracy", "mine")
-    }
-    project.write_ledger({"version": 1, "gates": approved, "datasets": validated_gold(project.evals)})
+    approve_as_is(project, 0.7, ("accuracy", "mine"))
     return project
 
 
@@ -180,10 +170,7 @@ def test_an_agent_tool_that_replaces_what_decides_changes_nothing_the_run_decide
             gates={"short": {"metric": "short", "proposed_threshold": 0.7}},
         )
         (project.evals / "app.py").write_text(tool)
-        loaded = load_config(project.evals / "evalglass.yaml")
-        fingerprint = loaded.config.gate_fingerprint("short", loaded.definition_files)
-        approved = {"short": {"active": True, "threshold": 0.7, "fingerprint": fingerprint}}
-        project.write_ledger({"version": 1, "gates": approved, "datasets": validated_gold(project.evals)})
+        approve_as_is(project, 0.7, ("short",))
         result = project.run("--format", "json", "--no-progress", "--no-history", "--out", "run")
     card = result.json()
     gates = {gate["name"]: (gate["outcome"], gate["compared"]) for gate in card["decision"]["gates"]}

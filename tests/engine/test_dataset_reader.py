@@ -27,7 +27,7 @@ from evalglass.core.fieldpath import ABSENT
 from evalglass.core.fingerprint import PREFIX
 from evalglass.engine.datasets.dataset import BadLine, DatasetReader, field_getter
 from evalglass.errors import SetupError
-from evalglass.readers.jsonsource import UTF8_BOM, JsonRefused, check_exact
+from evalglass.readers.jsonsource import UTF8_BOM, JsonRefused, check_exact, not_json
 
 
 def line_by_line(path: Path, id_field: str, output_field: str) -> tuple[list[Example | BadLine], str, int, int]:
@@ -48,7 +48,7 @@ def line_by_line(path: Path, id_field: str, output_field: str) -> tuple[list[Exa
             try:
                 record = orjson.loads(raw)
             except orjson.JSONDecodeError as exc:
-                items.append(bad_line(number, "malformed_json", f"not valid JSON ({exc})"))
+                items.append(bad_line(number, "malformed_json", not_json(raw, exc)))
                 examples, bad = examples + 1, bad + 1
                 continue
             if type(record) is not dict:

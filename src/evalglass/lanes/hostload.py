@@ -5,8 +5,8 @@ lanes, below metrics, so both import it downwards). Every failure raises :class:
 what failed, where, and how to fix it (a lane reports it as its config error, a metric as its load error). A file is
 loaded as a standalone module (its directory is not added to ``sys.path``), once per file content and process:
 metrics that share a file share its module-level state. A python lane's function is loaded only in host worker
-processes (``lanes/hostworker.py``), never in the process that decides, and an agent's tools in theirs
-(``lanes/hosttools.py``).
+processes (``lanes/hostworker.py``), an agent's host tools only in theirs (``lanes/hosttools.py``), and a python
+metric's only in its own worker (``metrics/hostscoring.py``), never in the process that decides.
 """
 
 from __future__ import annotations
@@ -61,8 +61,8 @@ def load_function(
 ) -> HostFunction:
     """The callable named by ``reference``; relative file paths resolve against ``base_dir``.
 
-    The one loader of host code (metrics here; lanes in their worker processes), so a file is one module per
-    process whoever loads it first. ``what`` starts every message
+    The one loader of host code (metrics and lanes in their worker processes, or on a cluster worker), so a file
+    is one module per process whoever loads it first. ``what`` starts every message
     (``python metric``, ``python lane``). ``search_base`` puts ``base_dir`` on ``sys.path`` before a module
     reference is imported (lanes document that the evals folder is importable; metrics leave ``sys.path`` alone).
     The attribute may be dotted (``Class.method``).

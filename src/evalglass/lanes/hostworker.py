@@ -196,30 +196,9 @@ class HostWorkers:
         return type(meta) is list and len(meta) in (4, 5) and meta[2] is None
 
     def _start(self) -> _Worker:
-        _CONTEXT.set_forkserver_preload(_PRELOAD)
-        ours, theirs = _CONTEXT.Pipe(duplex=True)
-        alive_read, alive_write = _CONTEXT.Pipe(duplex=False)
         target, arguments = self._target()
-        process = _CONTEXT.Process(
-            target=target,
-            args=(theirs, alive_read, *arguments, _Setting.now()),
-            name="evalglass-host",
-            daemon=True,
-        )
-        with _START_LOCK:
-            # A worker must not run the deciding process's main script again (``multiprocessing`` re-imports it in
-            # every child it starts through a fork server, as ``__mp_main__``): a script that calls
-            # ``evalglass.run()`` without a ``__main__`` guard would start a run inside each worker. The
-            # preparation data is read while the process starts; ``spawn`` has no option to leave the main out.
-            prepare = multiprocessing.spawn.get_preparation_data
-            multiprocessing.spawn.get_preparation_data = _without_main(prepare)  # type: ignore[assignment]
-            try:
-                process.start()
-            finally:
-                multiprocessing.spawn.get_preparation_data = prepare
-        theirs.close()
-        alive_read.close()
-        worker = _Worker(process, ours, alive_write)
+        worker = spawn_worker(target, (*arguments, _Setting.now()))
+        ours = worker.conn
         try:
             if not ours.poll(START_TIMEOUT_S):
                 raise WorkerStartError(f"{self.what} {self.reference}: did not load within {START_TIMEOUT_S:g}s")
@@ -302,6 +281,35 @@ class HostWorkers:
         self._threads.shutdown(wait=False, cancel_futures=True)
 
 
+def spawn_worker(target: Callable[..., None], args: tuple[Any, ...]) -> _Worker:
+    """A worker process forked from the clean fork server, running ``target(conn, alive, *args)``: ``conn`` its end
+    of the pipe, ``alive`` the pipe it watches for the deciding process's end (:func:`enter_worker`). Shared by the
+    lane's workers (:func:`serve`) and the python metrics' (``metrics/hostscoring.py``)."""
+    _CONTEXT.set_forkserver_preload(_PRELOAD)
+    ours, theirs = _CONTEXT.Pipe(duplex=True)
+    alive_read, alive_write = _CONTEXT.Pipe(duplex=False)
+    process = _CONTEXT.Process(target=target, args=(theirs, alive_read, *args), name="evalglass-host", daemon=True)
+    with _START_LOCK:
+        # A worker must not run the deciding process's main script again (``multiprocessing`` re-imports it in every
+        # child it starts through a fork server, as ``__mp_main__``): a script that calls ``evalglass.run()`` without
+        # a ``__main__`` guard would start a run inside each worker. The preparation data is read while the process
+        # starts; ``spawn`` has no option to leave the main out.
+        prepare = multiprocessing.spawn.get_preparation_data
+        multiprocessing.spawn.get_preparation_data = _without_main(prepare)  # type: ignore[assignment]
+        try:
+            process.start()
+        finally:
+            multiprocessing.spawn.get_preparation_data = prepare
+    theirs.close()
+    alive_read.close()
+    return _Worker(process, ours, alive_write)
+
+
+def worker_setting() -> _Setting:
+    """The deciding process's folder and environment now, for a worker to :func:`enter_worker` with."""
+    return _Setting.now()
+
+
 async def _exchange(loop: asyncio.AbstractEventLoop, worker: _Worker, request: bytes, deadline: float | None) -> bytes:
     """Send ``request`` and await the answer, the pipe watched by ``loop``; raises ``TimeoutError`` past
     ``deadline`` seconds and :class:`WorkerDied` when the worker ends first (the caller kills the worker)."""
@@ -366,8 +374,8 @@ def _watch_parent(alive: Connection) -> None:
 
 
 def enter_worker(alive: Connection, secrets: tuple[str, ...], setting: _Setting) -> None:
-    """What every worker does first, before it loads host code: watch for the deciding process's end, leave
-    stopping to it, take its folder, environment and secrets, and send what host code prints to stderr."""
+    """What every worker does first, before any host code: watch for the deciding process's end, leave stopping to
+    it, take its folder, environment and secrets, and send what host code prints to stderr, redacted."""
     from evalglass import redaction
     from evalglass.core.redact import Redactor
 
@@ -664,4 +672,6 @@ __all__ = [
     "run_request",
     "run_seconds",
     "serve",
+    "spawn_worker",
+    "worker_setting",
 ]

@@ -79,6 +79,18 @@ def without_bom(start: bytes) -> bytes:
     return start[len(UTF8_BOM) :] if start.startswith(UTF8_BOM) else start
 
 
+def not_json(raw: bytes, exc: ValueError) -> str:
+    """Why ``raw`` (one document, as read) is not JSON, for a one-line message: orjson's reason, except for text that
+    is not UTF-8, where orjson names "surrogates" at column 1 whatever the byte: then the first bad byte and where
+    it is in the line (in bytes), which is where the line needs mending."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        byte = f"0x{raw[bad.start]:02x} (byte {bad.start + 1} of the line)"
+        return f"not valid JSON: not UTF-8 text at {byte}; save the file as UTF-8"
+    return f"not valid JSON ({exc})"
+
+
 def loads(raw: bytes) -> Any:
     """Parse one JSON document exactly: orjson's value, or :class:`JsonRefused`; ``orjson.JSONDecodeError`` (a
     ``ValueError`` too) for text that is not JSON."""

@@ -36,6 +36,7 @@ from evalglass.readers.jsonsource import (
     batch_is_exact_keeping,
     batch_is_exact_split,
     check_exact,
+    not_json,
     without_bom,
 )
 from evalglass.readers.userfiles import open_regular, unreadable
@@ -386,7 +387,7 @@ class DatasetReader:
         try:
             orjson.loads(raw + b"\n" if had_newline else raw)
         except orjson.JSONDecodeError as exc:
-            return self._bad(number, "malformed_json", f"not valid JSON ({exc})")
+            return self._bad(number, "malformed_json", not_json(raw, exc))
         raise AssertionError("a line that failed to parse parsed")  # pragma: no cover
 
     def _bad(self, number: int, code: str, message: str) -> BadLine:

@@ -34,7 +34,7 @@ import orjson
 
 from evalglass.engine.datasets.dataset import _HashingThread, _ignore, _lines, _LineTooLong
 from evalglass.errors import SetupError
-from evalglass.readers.jsonsource import UTF8_BOM, without_bom
+from evalglass.readers.jsonsource import UTF8_BOM, not_json, without_bom
 from evalglass.readers.userfiles import open_regular, unreadable
 
 #: The longest JSON line or protobuf message read: a longer one (or a file of zeros) stops the run there.
@@ -142,7 +142,7 @@ class SpanFile:
                     try:
                         document = orjson.loads(raw)
                     except orjson.JSONDecodeError as exc:
-                        yield [SpanProblem(number, f"not valid JSON ({exc})")]
+                        yield [SpanProblem(number, not_json(raw, exc))]
                         continue
                     yield _json_document(document, number, packed)
                     del document
