@@ -738,14 +738,11 @@ def _decide_and_write(
         record = record.model_copy(update=update)
     from evalglass.engine.explore.failing import report_markdown
 
-    # Written, then published together in this order (runfolder.commit_together: one wait for the disk, not four;
-    # a reader still sees the digest list only with every file it covers).
-    contents = {
-        RUNRECORD_FILE: model_file_bytes(record),
-        SCORECARD_FILE: model_file_bytes(scorecard),
-        REPORT_FILE: text_file_bytes(report_markdown(folder, scorecard)),
-    }
-    # Last: it covers every file written before it.
+    # Published in the order they always were (run record, scorecard, report, digest list), two files at a time
+    # (runfolder.commit_together: one wait for the disk, not two): the report is rendered from the published run
+    # record (a run with variants names its scores files there), and the digest list covers every file before it.
+    _publish_together(folder, {RUNRECORD_FILE: model_file_bytes(record), SCORECARD_FILE: model_file_bytes(scorecard)})
+    report = text_file_bytes(report_markdown(folder, scorecard))
     digests = digests_of(
         folder,
         run_id,
@@ -757,9 +754,16 @@ def _decide_and_write(
             **({scored.kept.file: scored.kept.sha256} if scored.kept is not None else {}),
         },
         provenance=None if prepared.signing_key is None else signed_provenance(loaded.base_dir),
-        pending={name: fingerprint_of_bytes(data) for name, data in contents.items()},
+        pending={REPORT_FILE: fingerprint_of_bytes(report)},
     )
-    contents[DIGESTS_FILE] = model_file_bytes(digests)
+    _publish_together(folder, {REPORT_FILE: report, DIGESTS_FILE: model_file_bytes(digests)})
+    warnings = _untrusted(prepared, scored.untrusted_cache_entries)
+    return RunOutcome(folder=folder, scorecard=scorecard, record=record, warnings=warnings)
+
+
+def _publish_together(folder: Path, contents: dict[str, bytes]) -> None:
+    """Each file of ``contents`` written whole into ``folder``, then all published in their order at once
+    (``runfolder.commit_together``); nothing of them is left when writing one fails."""
     files: list[PartialFile] = []
     try:
         for name, data in contents.items():
@@ -770,8 +774,6 @@ def _decide_and_write(
             file.abort()
         raise
     commit_together(files)
-    warnings = _untrusted(prepared, scored.untrusted_cache_entries)
-    return RunOutcome(folder=folder, scorecard=scorecard, record=record, warnings=warnings)
 
 
 def _untrusted(prepared: _Prepared, count: int) -> tuple[str, ...]:
