@@ -31,6 +31,14 @@ EXTRAS = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(,[A-Za-z0-9][A-Za-z0-9._-]*)*$
 VERSION = re.compile(r"^v?(?P<version>\d+(\.\d+)*([.-]?(a|b|rc|post|dev)\d*)*)$")
 
 
+#: How every step starts Python on a module: ``-P`` (Python 3.11+, which EvalGlass needs) keeps the working folder
+#: off ``sys.path``. The working folder is the pull request's checkout, and ``python -m NAME`` would otherwise look
+#: there first: a top-level ``evalglass/``, ``pip/`` or module named like a dependency (``yaml.py``) committed in
+#: the pull request would run in EvalGlass's place and could write its own pass. With ``-P`` the module and
+#: everything it imports come from the interpreter's installation, as with the ``evalglass`` console script.
+PYTHON_M = ("-P", "-m")
+
+
 class StepError(Exception):
     """A step that cannot do its job: annotated, summarised, exit 2."""
 
@@ -137,12 +145,12 @@ def install(env: Mapping[str, str]) -> int:
     except ValueError as exc:  # shlex: an unbalanced quote in `pip-args`
         return fail_step(env, "EvalGlass could not be installed", [f"pip-args: {exc}"])
     if target is not None:
-        argv = [sys.executable, "-m", "pip", "install", *pip_args, target]
+        argv = [sys.executable, *PYTHON_M, "pip", "install", *pip_args, target]
         print(f"$ {shlex.join(argv)}", flush=True)
         if subprocess.run(argv, check=False).returncode != 0:
             return fail_step(env, "EvalGlass could not be installed", [f"pip install {target} failed (see the log)"])
     found = subprocess.run(
-        [sys.executable, "-m", "evalglass", "--version"], capture_output=True, text=True, check=False
+        [sys.executable, *PYTHON_M, "evalglass", "--version"], capture_output=True, text=True, check=False
     )
     if found.returncode != 0:
         lines = [f"{sys.executable} cannot run evalglass:", *found.stderr.strip().splitlines()[-5:]]
@@ -161,7 +169,7 @@ DEFAULT_LEDGER = "authority.yaml"
 def run_argv(env: Mapping[str, str]) -> tuple[list[str], Path]:
     config = env.get("INPUT_CONFIG", "").strip() or "evals/evalglass.yaml"
     out = env.get("INPUT_OUT", "").strip() or "evalglass-run"
-    argv = [sys.executable, "-m", "evalglass", "run", "--config", config, "--out", out]
+    argv = [sys.executable, *PYTHON_M, "evalglass", "run", "--config", config, "--out", out]
     # Always pinned: the config is a pull request's to edit and the ledger the host's, so the config never chooses
     # the ledger. Without the input, the one a config names by default (``authority.yaml`` beside it); a config
     # naming any other file is then refused (exit 2), and a host keeping its ledger elsewhere names it in the

@@ -20,6 +20,9 @@ wall time of the trajectories alone (imports, set-up and the first connection ou
 Both freeze what is alive before the clock (``gc.freeze``), as ``run`` does when its stream starts: without it the
 collector's full passes rescan the ~100,000 objects of the lane's imports (pydantic, the SDK) about once a hundred
 steps, a third of the lane's CPU here that a run never pays.
+* ``lane`` with ``--cache``: the same, with the call cache on and cold (a fresh SQLite file per child, as ``run``
+  opens it): each step's answer and request stored. The child also reports the file's bytes once closed and the
+  stored requests' (``request_bytes``): a trajectory's steps each store the request they keyed.
 * ``run`` (with ``--run``): the scoring phase of ``evalglass run`` on the same examples (``phase_cpu.py``): the lane
   with the call cache on and cold, a ``tool_calls`` and a ``steps`` metric, scores and outputs written.
 
@@ -148,9 +151,18 @@ async def _bare(base_url: str, trajectories: int, concurrency: int) -> tuple[flo
     return cpu, wall, sum(steps)
 
 
+#: Figures a child reports besides its CPU, wall and steps (the cache's bytes, with ``--cache``).
+EXTRA: dict[str, int] = {}
+CACHE = False
+
+
 async def _lane(base_url: str, trajectories: int, concurrency: int) -> tuple[float, float, int]:
+    import sqlite3
+
     from pydantic import TypeAdapter
 
+    from evalglass.engine.produce.cache import CacheMode, CallCache
+    from evalglass.engine.produce.cachekey import CacheSecret
     from evalglass.lanes.executor import AsyncioExecutor
     from evalglass.lanes.ports import LaneOutput
     from evalglass.lanes.registry import build_lane
@@ -170,7 +182,10 @@ async def _lane(base_url: str, trajectories: int, concurrency: int) -> tuple[flo
             }
         )
         executor = AsyncioExecutor(concurrency)
-        lane = build_lane(spec, base_dir=Path(scratch), executor=executor, cache=None)
+        path = Path(scratch) / ".evalglass-cache.sqlite"
+        secret = CacheSecret(b"b" * 32, "bench")
+        cache = CallCache(path, CacheMode.USE, run="bench", secret=secret) if CACHE else None
+        lane = build_lane(spec, base_dir=Path(scratch), executor=executor, cache=cache)
         await lane.produce("warm", {"request": "task -1"}, 0)
         jobs = [(f"t{n}", {"request": f"task {n}"}, 0) for n in range(trajectories)]
         # `run` freezes everything alive when its stream starts (engine/datasets/dataset.py), so the collector's
@@ -181,6 +196,12 @@ async def _lane(base_url: str, trajectories: int, concurrency: int) -> tuple[flo
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
         await lane.aclose()
         await executor.aclose()
+        if cache is not None:
+            cache.close()
+            EXTRA["cache_bytes"] = path.stat().st_size
+            with sqlite3.connect(path) as db:
+                EXTRA["request_bytes"] = db.execute("SELECT sum(length(request)) FROM calls").fetchone()[0]
+                EXTRA["entries"] = db.execute("SELECT count(*) FROM calls").fetchone()[0]
     failed = [outcome for outcome in outcomes if not isinstance(outcome, LaneOutput)]
     if failed:
         raise SystemExit(f"lane: {len(failed)} trajectories failed, e.g. {failed[0]}")
@@ -192,7 +213,7 @@ CLIENTS = {"bare": _bare, "lane": _lane}
 
 def measure_client(client: str, base_url: str, trajectories: int, concurrency: int) -> tuple[float, float]:
     argv = [sys.executable, __file__, "--child", client, "--url", base_url, "--trajectories", str(trajectories)]
-    argv += ["--steps", str(STEPS)]
+    argv += ["--steps", str(STEPS), *(["--cache"] if CACHE else [])]
     proc = subprocess.run(
         [*argv, "--concurrency", str(concurrency)], capture_output=True, text=True, timeout=900, check=False
     )
@@ -201,6 +222,8 @@ def measure_client(client: str, base_url: str, trajectories: int, concurrency: i
     figures = json.loads(proc.stdout.splitlines()[-1])
     if figures["steps"] != trajectories * STEPS:
         raise SystemExit(f"{client}: {figures['steps']} steps, expected {trajectories * STEPS}")
+    if "cache_bytes" in figures:
+        EXTRA.update({name: figures[name] for name in ("cache_bytes", "request_bytes", "entries")})
     return figures["cpu"], figures["wall"]
 
 
@@ -254,7 +277,7 @@ def measure(
 
 
 def main() -> int:
-    global STEPS
+    global STEPS, CACHE
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trajectories", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=32)
@@ -262,13 +285,14 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=STEPS, help="model steps per trajectory (a long conversation)")
     parser.add_argument("--run", action="store_true", help="measure `evalglass run`'s scoring phase too")
+    parser.add_argument("--cache", action="store_true", help="the lane with the call cache on (cold)")
     parser.add_argument("--child", choices=sorted(CLIENTS), help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    STEPS = args.steps
+    STEPS, CACHE = args.steps, args.cache
     if args.child:
         cpu, wall, steps = asyncio.run(CLIENTS[args.child](args.url, args.trajectories, args.concurrency))
-        print(json.dumps({"cpu": cpu, "wall": wall, "steps": steps}))
+        print(json.dumps({"cpu": cpu, "wall": wall, "steps": steps, **EXTRA}))
         return 0
     steps = args.trajectories * STEPS
     print(
@@ -278,6 +302,11 @@ def main() -> int:
     started = time.monotonic()
     found = measure(args.trajectories, args.concurrency, args.latency, args.rounds, run=args.run)
     print(f"measured in rotation within {time.monotonic() - started:.0f} s, load {os.getloadavg()[0]:.1f} at the end")
+    if EXTRA:  # the warm-up trajectory's entries are in the file too
+        print(
+            f"lane's call cache: {EXTRA['cache_bytes']:,} bytes on disk, {EXTRA['request_bytes']:,} of stored "
+            f"requests, {EXTRA['entries']} entries ({args.trajectories + 1} trajectories)"
+        )
     bare = statistics.median(cpu for cpu, _ in found["bare"])
     print("| client | CPU µs per step (median, best) | ratio to bare (CPU, medians) | wall s (median) |")
     print("|---|---|---|---|")

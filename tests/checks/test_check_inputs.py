@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from evalglass.engine.spec.config import Config, definition_file_hashes
 from evalglass.lanes.checkinputs import (
+    PYTEST_IMPLICIT,
     InputProblem,
     check_host_files,
     find_module,
@@ -612,3 +613,11 @@ def test_what_the_record_alone_shows_is_always_part_of_what_the_files_show(proje
     assert set(alone) <= set(full), (alone, full)
     if not inputs and target is None:
         assert set(alone) == {item for item in full if not item.startswith("folder ")}
+
+
+def test_every_configuration_file_the_installed_pytest_reads_is_bound():
+    """A name pytest looks for that the binding does not know is a file a pull request can add to change what a
+    pytest check runs (pytest 9's `pytest.toml`: `addopts = ["--collect-only"]` passed a failing suite)."""
+    from _pytest.config import findpaths
+
+    assert set(findpaths.CONFIG_LOADERS_BY_NAME) <= set(PYTEST_IMPLICIT)

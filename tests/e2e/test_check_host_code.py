@@ -280,3 +280,99 @@ def test_preflight_says_what_a_check_metric_s_per_example_check_leaves_unbound(t
     config["checks"]["solution"]["inputs"] = ["tests"]
     project.write_config(config)
     assert notes() == []
+
+
+def failing_pytest_suite(tmp_path: Path, args: list[str], inputs: list[str]) -> Project:
+    """A pytest check on a failing test, approved as it stands (so it decides `fail`)."""
+    command = ["{python}", "-m", "pytest", "-q", "-p", "no:cacheprovider", *args]
+    project = check_project(tmp_path, {"command": command, "inputs": inputs, "env": {"PYTHONDONTWRITEBYTECODE": "1"}})
+    write(project.evals / "tests" / "test_sample.py", "def test_sum():\n    assert 1 + 1 == 3\n")
+    approve(project)
+    code, found = decided(project)
+    assert (code, found["outcome"]) == (1, "fail"), found
+    return project
+
+
+def assert_stale_once_added(project: Project, path: Path, text: str) -> None:
+    write(path, text)
+    code, found = decided(project)
+    assert code == 1 and path.name in stale_reason(found), found
+
+
+@pytest.mark.parametrize("name", ["pytest.toml", ".pytest.toml"])
+@pytest.mark.parametrize("where", ["evals", "."])
+def test_pytest_s_toml_configuration_is_bound_too(tmp_path, name, where):
+    """pytest 9 reads `pytest.toml` and `.pytest.toml` before any other configuration file: one a pull request adds
+    (`addopts = ["--collect-only"]`: collect the tests, run none, exit 0) must make the approval stale, never turn
+    a failing suite into a PASS."""
+    project = failing_pytest_suite(tmp_path, ["tests"], ["tests"])
+    assert_stale_once_added(project, tmp_path / where / name, '[pytest]\naddopts = ["--collect-only"]\n')
+
+
+#: What a pull request would add below the check's working folder: a conftest.py that pytest discovers on its way to
+#: the tests, and whose hook ends the session with exit status 0 whatever its tests did.
+EVERY_TEST_PASSES = """\
+def pytest_sessionfinish(session, exitstatus):
+    session.exitstatus = 0
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "inputs", "folder"),
+    [
+        ([], ["tests/test_sample.py"], "tests"),
+        ([], ["tests/test_sample.py"], "tests/deeper"),
+        (["tests"], ["tests/test_*.py"], "tests"),
+    ],
+)
+def test_a_conftest_pytest_discovers_below_the_working_folder_is_bound(tmp_path, args, inputs, folder):
+    """The inputs bind the test files; a `conftest.py` a pull request adds where pytest collects (a folder below its
+    `cwd`) runs hooks for the whole session: it must make the approval stale, never a failing suite PASS."""
+    project = failing_pytest_suite(tmp_path, args, inputs)
+    assert_stale_once_added(project, project.evals / folder / "conftest.py", EVERY_TEST_PASSES)
+
+
+#: Module code that ends the process with 0 whatever pytest concluded, once pytest exits.
+EXIT_0_AT_THE_END = "import atexit\nimport os\n\natexit.register(os._exit, 0)\n"
+
+
+@pytest.mark.parametrize("name", ["test_added.py", "added_test.py", "__init__.py"])
+def test_a_module_pytest_collects_beside_the_bound_tests_is_bound(tmp_path, name):
+    """pytest imports every test module (and the packages holding them) it discovers: one a pull request adds
+    beside the bound test file runs at collection, and can end the process with 0 after a failing session."""
+    project = failing_pytest_suite(tmp_path, [], ["tests/test_sample.py"])
+    assert_stale_once_added(project, project.evals / "tests" / name, EXIT_0_AT_THE_END)
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("pytest.ini", "[pytest]\naddopts = --collect-only\n"),
+        ("pytest.toml", '[pytest]\naddopts = ["--collect-only"]\n'),
+    ],
+)
+def test_pytest_s_configuration_in_the_folder_it_is_told_to_collect_is_bound(tmp_path, name, text):
+    """pytest looks for its configuration from the folders named on its command line up, before its `cwd`: one a
+    pull request adds in `tests/` (which a glob input does not hold) must make the approval stale."""
+    project = failing_pytest_suite(tmp_path, ["tests"], ["tests/test_*.py"])
+    assert_stale_once_added(project, project.evals / "tests" / name, text)
+
+
+#: A module named like one pytest imports (`iniconfig`), put where `python -m pytest` looks first (its `cwd`): it
+#: hands pytest the installed module, and ends the process with 0 at exit.
+SHADOW = """\
+import atexit
+import os
+import sys
+
+atexit.register(os._exit, 0)
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [entry for entry in sys.path if os.path.abspath(entry or ".") != here]
+del sys.modules[__name__]
+import iniconfig  # noqa: E402  the installed one
+"""
+
+
+def test_a_module_shadowing_an_installed_one_where_python_looks_first_is_bound(tmp_path):
+    project = failing_pytest_suite(tmp_path, ["tests"], ["tests"])
+    assert_stale_once_added(project, project.evals / "iniconfig.py", SHADOW)

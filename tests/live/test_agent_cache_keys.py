@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalglass.core.fingerprint import address_json
-from evalglass.engine.produce.cache import CacheMode, CallCache
+from evalglass.engine.produce.cache import CacheMode, CallCache, stored_request
 from evalglass.lanes.callcache import KeyFrame, cache_key, request_json
 from evalglass.lanes.executor import AsyncioExecutor
 from evalglass.lanes.modelstep import StepRequest, WireMemo
@@ -256,17 +256,37 @@ def test_every_stored_step_is_keyed_by_its_whole_request_and_a_rerun_replays_the
         assert server.request_count == 13
         _, again = produce("two")
         assert server.request_count == 13  # every step replayed
+        # A cache as the EvalGlass before the chained requests wrote it (each request whole; keys, values and
+        # MACs the same): a third run replays every step from it too.
+        old = tmp_path / "old.sqlite"
+        with sqlite3.connect(tmp_path / "cache.sqlite") as db:
+            links = [json.loads(row[0]) for row in db.execute("SELECT request FROM calls WHERE kind = 'agent'")]
+            db.execute("VACUUM INTO ?", (str(old),))
+            keys = [row[0] for row in db.execute("SELECT key FROM calls")]
+            whole = {key: stored_request(db, key) for key in keys}
+        with sqlite3.connect(old) as db:
+            for key, request in whole.items():
+                db.execute("UPDATE calls SET request = ? WHERE key = ?", (request, key))
+        (tmp_path / "old.sqlite").replace(tmp_path / "cache.sqlite")
+        for stale in tmp_path.glob("cache.sqlite-*"):
+            stale.unlink()
+        _, third = produce("three")
+        assert server.request_count == 13 and third.value == first.value and third.cached
     assert isinstance(first, LaneOutput) and isinstance(again, LaneOutput)
     assert again.value == first.value and again.cached
     with sqlite3.connect(tmp_path / "cache.sqlite") as db:
-        rows = db.execute("SELECT key, request FROM calls WHERE kind = 'agent'").fetchall()
+        keys = [row[0] for row in db.execute("SELECT key FROM calls WHERE kind = 'agent'")]
+        rows = {key: stored_request(db, key) for key in keys}
     conversation = first.value["messages"]
     starts = [index for index, message in enumerate(conversation) if message["role"] == "assistant"]
     expected = {}
     for end in starts:
         request = StepRequest("m", tuple(conversation[:end]), lane.definitions, lane.params)
         expected[plain_key(lane.fingerprint, request, 2)] = address_json(request.key_body())
-    assert dict(rows) == expected
+    assert rows == expected
     assert first.call_id in expected
-    for key, stored in rows:
-        assert key == cache_key(lane.fingerprint, json.loads(stored), 2)
+    for key, stored in rows.items():
+        assert stored is not None and key == cache_key(lane.fingerprint, json.loads(stored), 2)
+    # Stored once: the first step whole, each later one as a link to the step before and what it added.
+    assert sum("messages" in link for link in links) == 1
+    assert sorted(len(link["added"]) for link in links if "extends" in link) == [2] * 12

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from evalglass.engine.produce.cache import stored_request
 from evalglass.engine.produce.cachewriter import LIMIT
 from evalglass.testing.fake_openai import FakeOpenAI
 
@@ -149,7 +150,10 @@ def _cached_steps(cache: Path) -> set[tuple[str, int]]:
         return set()
     with sqlite3.connect(cache) as db:
         try:
-            requests = [json.loads(row[0]) for row in db.execute("SELECT request FROM calls WHERE kind = 'agent'")]
+            keys = [row[0] for row in db.execute("SELECT key FROM calls WHERE kind = 'agent'")]
+            # Each step's request as keyed, whole: a later step stores a link to the step before (the chain ends
+            # in the first step's whole request, stored before it: the writer commits in order).
+            requests = [json.loads(stored_request(db, key) or b"null") for key in keys]
         except sqlite3.OperationalError:
             return set()
     return {
@@ -198,6 +202,9 @@ def test_a_killed_agent_run_resumes_without_asking_a_completed_step_again(
     assert not set(again) & cached  # a completed (cached) step is never asked again
     assert len(again) == len(set(again)) == reference_requests - len(cached)  # every other step exactly once
     assert len(before) + len(again) <= reference_requests + concurrency + LIMIT
+    # Every step is stored once and its request rebuilds whole, the steps made after the kill linked to the ones
+    # stored before it.
+    assert len(_cached_steps(project.root / CACHE)) == reference_requests
     folder = project.last_run()
     assert (folder / "scores.jsonl").read_bytes() == (reference_folder / "scores.jsonl").read_bytes()
     assert (folder / "outputs.jsonl").read_bytes() == (reference_folder / "outputs.jsonl").read_bytes()

@@ -222,3 +222,57 @@ def test_a_version_installs_that_release_tag_of_the_actions_own_repository(given
     assert script.pip_target(enterprise) == f"evalglass[live] @ git+https://git.acme.example/acme/evalglass@{tag}"
     with pytest.raises(script.StepError, match="GITHUB_ACTION_REPOSITORY"):
         script.pip_target({"INPUT_INSTALL": given})
+
+
+# A pull request commits files to the workspace, and the action's steps run Python there. `python -m NAME` puts the
+# working folder first on `sys.path`, so a top-level `evalglass/` (or `pip/`, or a module named like one of
+# EvalGlass's dependencies) in the pull request would be what runs: a "run" that writes its own pass and exits 0.
+FORGED_MAIN = """\
+import json, pathlib, sys
+if "--version" in sys.argv:
+    print("evalglass, version 0.0.0")
+    sys.exit(0)
+out = pathlib.Path(sys.argv[sys.argv.index("--out") + 1])
+out.mkdir(parents=True, exist_ok=True)
+(out / "scorecard.json").write_text(json.dumps({"decision": {"verdict": "pass"}}))
+print("verdict: pass")
+"""
+
+
+@pytest.mark.parametrize(
+    "shadow",
+    [
+        {"evalglass/__init__.py": "", "evalglass/__main__.py": FORGED_MAIN},  # EvalGlass itself
+        {"yaml.py": "import runpy, sys\nsys.argv[0] = 'evalglass'\n" + FORGED_MAIN + "sys.exit(0)\n"},  # a dependency
+    ],
+    ids=["evalglass", "dependency"],
+)
+def test_a_package_the_pull_request_commits_at_the_workspace_root_never_runs_as_evalglass(tmp_path, shadow):
+    project = approved(tmp_path, 0.9)  # the approved gate fails
+    for name, text in shadow.items():
+        (project.root / name).parent.mkdir(parents=True, exist_ok=True)
+        (project.root / name).write_text(text)
+    done = act(project)
+    install, run = done.steps["install"], done.steps["run"]
+    assert run.code == 1 and done.failed, run.stdout + run.stderr
+    assert done.outputs["verdict"] == "fail"
+    assert install.code == 0 and install.outputs == {"version": evalglass.__version__}, install.stdout
+
+
+def test_a_pip_the_pull_request_commits_at_the_workspace_root_never_installs(tmp_path):
+    venv = fresh_venv(tmp_path / "venv")
+    project = make_project(tmp_path)
+    (project.root / "pip").mkdir()
+    (project.root / "pip" / "__init__.py").write_text("")
+    (project.root / "pip" / "__main__.py").write_text("import pathlib\npathlib.Path('pwned').write_text('')\n")
+    done = act(
+        project,
+        install=str(built().wheel),
+        python=str(venv / "bin" / "python"),
+        **{"pip-args": "--no-deps --no-index"},
+        upload="false",
+    )
+    assert not (project.root / "pwned").exists()
+    install = done.steps["install"]
+    assert install.code == 0, install.stdout + install.stderr
+    assert installed_where(venv).is_relative_to(venv.resolve())

@@ -674,3 +674,83 @@ def test_an_openai_evals_log_under_max_samples_is_checked_against_it(tmp_path: P
     gap = _evals_log(tmp_path, "gap.jsonl", lambda sample: sample != "capitals.dev.5", limited(10), {"accuracy": 3 / 7})
     line = refusal(gap)
     assert "the log holds 7 samples, fewer than its run's max_samples 10, and not samples 0 to 6" in line
+
+
+# -- a log cut after its final report line (oaieval writes its last events at exit, after the report) ---------------
+
+
+def _log_with_usage(
+    tmp_path: Path, name: str, cut: int | None = None, report: Any = None, *, detail: bool = False
+) -> tuple[Path, int]:
+    """The real log as a model that reports usage makes it: per sample a ``sampling`` event (its usage) before its
+    ``match``, event ids renumbered, the final report holding oaieval's ``usage_*`` totals over every sampling
+    event. ``cut``: only the first ``cut`` events kept (the file cut after them, its report line intact). Returns
+    the path and the number of events written. ``detail``: each usage holds a nested ``prompt_tokens_details``
+    too (newer SDKs), which the totals leave out."""
+    lines = [json.loads(line) for line in OPENAI_EVALS.read_text().splitlines()]
+    events = []
+    for n, match in enumerate(lines[2:]):
+        usage: dict[str, Any] = {"prompt_tokens": 20 + n, "completion_tokens": 5, "total_tokens": 25 + n}
+        if detail:
+            usage["prompt_tokens_details"] = {"cached_tokens": n}
+        sampled = match["data"]["sampled"]
+        sampling = {"prompt": f"question {n}", "sampled": [sampled], "usage": usage}
+        events += [{**match, "type": "sampling", "data": sampling}, match]
+    events = [{**event, "event_id": number} for number, event in enumerate(events)]
+    totals: dict[str, int] = {}
+    for event in events:
+        for key, value in event["data"].get("usage", {}).items():
+            if isinstance(value, int):
+                totals[f"usage_{key}"] = totals.get(f"usage_{key}", 0) + value
+    lines[1]["final_report"] = {**lines[1]["final_report"], **totals} if report is None else report(totals)
+    kept = events if cut is None else events[:cut]
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(json.dumps(line) for line in [*lines[:2], *kept]) + "\n")
+    return path, len(kept)
+
+
+def test_an_openai_evals_log_cut_after_its_final_report_is_refused_when_its_usage_tells(tmp_path: Path) -> None:
+    """oaieval sums every sampling event's usage into the final report (``usage_*``) and then writes the events it
+    had not flushed yet: a log cut after its report line lost sampling events the report counted. Through the CLI:
+    exit 2, one line; the whole log reads as before."""
+    whole, count = _log_with_usage(tmp_path, "whole.jsonl")
+    assert count == 16 and len(examples("openai-evals", whole)) == 8
+    for cut in (12, 6, 0):  # the file cut after event 12, 6, or right after its final report line
+        cut_log, _ = _log_with_usage(tmp_path / f"cut{cut}", "capitals.jsonl", cut)
+        result = run(tmp_path / f"cut{cut}", cut_log, "openai-evals", RECORDED)
+        assert result.code == 2, (cut, result.out)
+        (line,) = result.err.strip().splitlines()
+        assert "the final report's usage_" in line and "the log's sampling events add up to" in line, line
+        assert "which cannot be told" in line and "Traceback" not in result.err
+    # A report that counts more than its log holds (another run's report, or events added): refused alike.
+    more, _ = _log_with_usage(
+        tmp_path, "more.jsonl", report=lambda totals: {"accuracy": 0.375, **totals, "usage_total_tokens": 10**6}
+    )
+    assert "usage_total_tokens is 1,000,000" in refusal(more)
+    # Counts the log cannot sum as evals did (a nested detail) are not compared: the rest still are.
+    nested, _ = _log_with_usage(
+        tmp_path,
+        "nested.jsonl",
+        report=lambda totals: {"accuracy": 0.375, **totals, "usage_prompt_tokens_details": 28},
+        detail=True,
+    )
+    assert len(read("openai-evals", nested)) == 8
+    cut_nested, _ = _log_with_usage(tmp_path, "cut-nested.jsonl", 10, detail=True)
+    assert "usage_prompt_tokens is" in refusal(cut_nested)
+
+
+def test_an_openai_evals_sample_that_lost_its_match_event_is_malformed(tmp_path: Path) -> None:
+    """A Match eval records a match for every sample it runs, after the sample's sampling: a log cut between the
+    two (its last event, a match, lost) holds a sample without one. Its accuracy can agree with what is left (here
+    the report says 3 of 7): the sample is still a malformed example, never a sample without a score."""
+    lines = [json.loads(line) for line in OPENAI_EVALS.read_text().splitlines()]
+    wrong = next(line for line in lines[2:] if line["data"]["correct"] is False)
+    path, _ = _log_with_usage(tmp_path, "lost-match.jsonl", report=lambda totals: {"accuracy": 3 / 7, **totals})
+    kept = [line for line in path.read_text().splitlines() if not (wrong["sample_id"] in line and '"match"' in line)]
+    path.write_text("\n".join(kept) + "\n")
+    items = read("openai-evals", path)
+    bad = [item for item in items if isinstance(item, BadLine)]
+    assert len(items) == 8 and len(bad) == 1, bad
+    assert f"sample {wrong['sample_id']!r} has no match event" in bad[0].message
+    assert "cut short after its final report line?" in bad[0].message

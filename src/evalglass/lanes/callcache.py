@@ -30,7 +30,7 @@ class Hit:
 class CallStore(Protocol):
     """Completed calls by content address. ``fetch``: the stored JSON with its provenance, or None; ``put``: store a
     JSON value (``request``: the request as keyed, a JSON value or a :class:`GrownRequest`, stored as
-    :func:`request_json` writes it)."""
+    :func:`stored_request_bytes` writes it)."""
 
     def fetch(self, key: str) -> Hit | None: ...
 
@@ -106,13 +106,15 @@ class GrowingKey:
     """The cache keys of one growing conversation (:class:`KeyFrame`): :meth:`add` each message once, in order;
     :meth:`current` is the key of the conversation so far (with the request it stands for)."""
 
-    __slots__ = ("_frame", "_hash", "_items", "_tail")
+    __slots__ = ("_frame", "_hash", "_items", "_last", "_tail")
 
     def __init__(self, frame: KeyFrame, hashed: Any, tail: bytes) -> None:
         self._frame = frame
         self._hash = hashed
         self._tail = tail
         self._items: list[bytes] = []
+        #: The key :meth:`current` made last and how many messages it covered: the step the next one extends.
+        self._last: tuple[str, int] | None = None
 
     def add(self, message: Any) -> None:
         """Append one message (raises TypeError, as :func:`cache_key` would, for what is not JSON)."""
@@ -123,15 +125,20 @@ class GrowingKey:
     def current(self) -> GrownRequest:
         hashed = self._hash.copy()
         hashed.update(self._tail)
-        frame = self._frame
-        return GrownRequest(hashed.hexdigest(), frame.rest_head, self._items, len(self._items), frame.rest_tail)
+        frame, count, last = self._frame, len(self._items), self._last
+        key = hashed.hexdigest()
+        # The conversation this key stands for extends the last one's (messages are only ever added to it), so its
+        # stored request may name that one and hold only what was added (:meth:`GrownRequest.stored`).
+        previous, since = (last[0], last[1]) if last is not None and last[1] < count else (None, 0)
+        self._last = (key, count)
+        return GrownRequest(key, frame.rest_head, self._items, count, frame.rest_tail, previous, since)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class GrownRequest:
-    """One step's key and the request it keys, written on demand (:func:`request_json`) from the messages' bytes
-    the key was made of: the call cache may store the request beside the entry (for inspection), and writing the
-    whole conversation again for that would be quadratic too."""
+    """One step's key and the request it keys, written on demand from the messages' bytes the key was made of: the
+    call cache may store the request beside the entry (for inspection), and writing the whole conversation again
+    for that would be quadratic too (:meth:`stored`)."""
 
     key: str
     head: bytes
@@ -139,15 +146,38 @@ class GrownRequest:
     items: list[bytes]
     count: int
     tail: bytes
+    #: The key of the step before in the same conversation (its first ``since`` messages), None for the first.
+    previous: str | None = None
+    since: int = 0
 
     def json(self) -> bytes:
         """``address_json`` of the request (``StepRequest.key_body``), byte for byte."""
         return self.head + b",".join(self.items[: self.count]) + self.tail
 
+    def stored(self) -> bytes:
+        """What the call cache stores of this request: the whole request (:meth:`json`) for a conversation's first
+        step; for a later one, the step before's key and the messages added since (:data:`EXTENDS`), so a
+        trajectory of n steps stores its conversation once, not n growing copies.
+        ``engine.produce.cache.stored_request`` rebuilds the whole request from such a chain."""
+        if self.previous is None:
+            return self.json()
+        added = b",".join(self.items[self.since : self.count])
+        return b'{"added":[%b],"%b":"%b","from":%d}' % (added, EXTENDS.encode(), self.previous.encode(), self.since)
+
+
+#: The name a stored request's link to the step before holds (:meth:`GrownRequest.stored`); no request as keyed
+#: has a top-level key of that name with a 64-hex value beside ``added`` and ``from`` alone.
+EXTENDS = "extends"
+
 
 def request_json(request: Any) -> bytes:
-    """The bytes the call cache stores of a request: ``address_json``, or a :class:`GrownRequest`'s own."""
+    """``address_json`` of a request as keyed: a JSON value's, or a :class:`GrownRequest`'s own (the whole)."""
     return request.json() if isinstance(request, GrownRequest) else address_json(request)
+
+
+def stored_request_bytes(request: Any) -> bytes:
+    """The bytes the call cache stores of a request: :meth:`GrownRequest.stored`, else :func:`request_json`."""
+    return request.stored() if isinstance(request, GrownRequest) else address_json(request)
 
 
 async def through_cache(
@@ -182,4 +212,15 @@ async def through_cache(
     return outcome
 
 
-__all__ = ["CallStore", "GrowingKey", "GrownRequest", "Hit", "KeyFrame", "cache_key", "request_json", "through_cache"]
+__all__ = [
+    "EXTENDS",
+    "CallStore",
+    "GrowingKey",
+    "GrownRequest",
+    "Hit",
+    "KeyFrame",
+    "cache_key",
+    "request_json",
+    "stored_request_bytes",
+    "through_cache",
+]

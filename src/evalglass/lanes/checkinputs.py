@@ -30,13 +30,15 @@ fingerprinting would run it.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 import shlex
 import stat
+import sys
 from collections.abc import Callable, Collection, Iterator, Sequence
-from importlib.machinery import ModuleSpec
-from pathlib import Path
+from importlib.machinery import ModuleSpec, PathFinder
+from pathlib import Path, PurePosixPath
 
 from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
 from evalglass.errors import SetupError
@@ -49,6 +51,7 @@ from evalglass.lanes.checkspec import (
     resolve_within,
 )
 from evalglass.lanes.hostimports import (
+    TooManyHostFiles,
     find_submodule,
     find_top_level,
     imported_host_files,
@@ -366,8 +369,11 @@ def unbound_inputs(spec: CheckSpec, base_dir: Path) -> tuple[str, ...]:
     words = command_words(spec)
     covering = _covering_paths(spec, root, cwd, path)
     module_inputs = [entry.module for entry in spec.inputs if isinstance(entry, ModuleInput)]
-    # A runner (or a tool run with -m) reads what it finds: declared inputs say what that is.
-    discovery_bound = bool(spec.inputs) or any(folder == cwd or folder in cwd.parents for folder in covering)
+    # A runner (or a tool run with -m) reads what it finds: declared inputs say what that is, or a target holding the
+    # working folder, as declared (what a reader of the run record re-derives: declared_unbound) and on disk.
+    discovery_bound = bool(spec.inputs) or (
+        target_holds_cwd(spec) and any(folder == cwd or folder in cwd.parents for folder in covering)
+    )
     found: list[str] = []
     modules = dict(_python_modules(words))
     # A module's name is no folder's even when a package folder of that name lies in cwd: it is said as a module.
@@ -394,11 +400,14 @@ def declared_unbound(spec: CheckSpec, host_code: Collection[str]) -> tuple[str, 
     * a check with no ``inputs:`` and no target: every runner the command names, and every ``-m`` module none of
       whose files is among ``host_code`` (the project's own module is hashed there).
 
-    Limits: the folders the command names, and whether a target holds the check's working folder, need the files
-    (``evalglass verify`` re-derives them when the config folder is at hand); a check with a target is read as if
-    its target bound discovery (what could only be claimed unbound is left to verify)."""
+    * a check with no ``inputs:`` whose target does not hold its working folder as declared
+      (:func:`target_holds_cwd`): the same.
+
+    Limit: the folders the command names need the files (``evalglass verify`` re-derives them when the config
+    folder is at hand). A target that holds the working folder as declared but not on disk (a symbolic link inside
+    the config folder) is unbound in the run and bound here: this claims less, never more."""
     words = command_words(spec)
-    discovery_bound = bool(spec.inputs) or (spec.target is not None and spec.target.path is not None)
+    discovery_bound = bool(spec.inputs) or target_holds_cwd(spec)
     return tuple(
         dict.fromkeys(
             _named_unbound(
@@ -406,6 +415,17 @@ def declared_unbound(spec: CheckSpec, host_code: Collection[str]) -> tuple[str, 
             )
         )
     )
+
+
+def target_holds_cwd(spec: CheckSpec) -> bool:
+    """Whether the check's declared target is its declared working folder or a folder above it, read from the
+    declaration alone (both are relative to the config folder, without ``..``: ``checkspec`` refuses anything
+    else), so a reader of a run record derives it exactly as the run did. The run also asks it of the resolved
+    paths (:func:`unbound_inputs`): a target binds what a runner discovers only when both say so."""
+    if spec.target is None or spec.target.path is None:
+        return False
+    target, cwd = PurePosixPath(spec.target.path), PurePosixPath(spec.cwd or ".")
+    return target == cwd or target in cwd.parents
 
 
 def _named_unbound(
@@ -441,9 +461,13 @@ def _labelled(module: str, host_code: Collection[str]) -> bool:
 #: (which decides what is collected, which plugins load, which options apply) and ``conftest.py`` (code it runs),
 #: each with the text that makes pytest read it (None: always read). A shared file without pytest's section is not
 #: pytest's configuration (a dependency bump in ``pyproject.toml`` does not make a check's approval stale); adding
-#: the section adds the file to what is bound, which changes the fingerprint too.
+#: the section adds the file to what is bound, which changes the fingerprint too. Every name pytest looks for
+#: (``_pytest.config.findpaths.CONFIG_LOADERS_BY_NAME``: pytest 9 reads ``pytest.toml`` and ``.pytest.toml`` first)
+#: is here; tests/checks/test_check_inputs.py holds this list to the installed pytest's.
 PYTEST_IMPLICIT: dict[str, bytes | None] = {
     "conftest.py": None,
+    "pytest.toml": None,
+    ".pytest.toml": None,
     "pytest.ini": None,
     ".pytest.ini": None,
     "pyproject.toml": b"[tool.pytest",
@@ -466,7 +490,8 @@ def check_host_files(spec: CheckSpec, base_dir: Path) -> tuple[Path, ...]:
       through that path, and the module ``PYTHONBREAKPOINT`` names;
     * when it runs pytest: the ``conftest.py`` and configuration files (:data:`PYTEST_IMPLICIT`) in its ``cwd`` and
       each folder above it up to the repository's root (the first folder holding ``.git``; without one, the config
-      folder), the modules those ``conftest.py`` import, and each plugin named with ``-p``.
+      folder), for a check with ``inputs:``, every file pytest collects below it that no input holds
+      (:func:`_collected_below`), what those files import, and each plugin named with ``-p``.
 
     Raises ``TooManyHostFiles`` when one scan reaches more than ``MAX_HOST_FILES`` of the project's files.
     """
@@ -495,6 +520,9 @@ def check_host_files(spec: CheckSpec, base_dir: Path) -> tuple[Path, ...]:
             found.update(dict.fromkeys(module_host_files(value, from_cwd)))
             found.update(dict.fromkeys(module_host_files(f"{value}.__main__", from_cwd)))
     if scripts or runs or any(_PYTHON.match(os.path.basename(word)) for word in words):
+        firsts = [*([str(cwd)] if runs else []), *(str(script.parent) for script in scripts), *path]
+        for first in dict.fromkeys(firsts):
+            found.update(dict.fromkeys(_shadowing(Path(first))))
         for name in ("sitecustomize", "usercustomize"):
             found.update(dict.fromkeys(module_host_files(name, path)))
         breakpoint_hook = spec.env.get("PYTHONBREAKPOINT", "")
@@ -503,11 +531,35 @@ def check_host_files(spec: CheckSpec, base_dir: Path) -> tuple[Path, ...]:
     if any(value == "pytest" for _, option, value in runs if option == "-m") or any(
         _runner(word) in {"pytest", "py.test"} for word in words
     ):
-        found.update(dict.fromkeys(_pytest_files(words, cwd, root, path)))
+        found.update(dict.fromkeys(_pytest_files(spec, words, cwd, root, path)))
     return tuple(file for file in found if is_host_file(file))
 
 
-def _pytest_files(words: Sequence[str], cwd: Path, root: Path, path: Sequence[str]) -> Iterator[Path]:
+def _shadowing(folder: Path) -> Iterator[Path]:
+    """The modules in ``folder`` (a folder a Python child looks in before the machine's: the ``cwd`` of ``-m`` or
+    ``-c``, a script's own folder, a declared ``PYTHONPATH``) that hide a module of the machine's of the same name
+    (``iniconfig.py``, ``json.py``): whatever installed code imports that name (pytest, the standard library) runs
+    the project's file instead, which no scan of the project's own imports finds. Each is bound by its file (a
+    package by its ``__init__.py``; a namespace folder never wins over a module found later)."""
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError:
+        return
+    elsewhere = [entry for entry in sys.path if entry and Path(entry).resolve() != folder.resolve()]
+    for entry in entries:
+        if entry.is_file() and entry.suffix == ".py":
+            name, file = entry.stem, entry
+        elif entry.is_dir() and (entry / "__init__.py").is_file():
+            name, file = entry.name, entry / "__init__.py"
+        else:
+            continue
+        if not name.isidentifier() or name == "__main__":
+            continue
+        if name in sys.stdlib_module_names or PathFinder.find_spec(name, elsewhere) is not None:
+            yield file
+
+
+def _pytest_files(spec: CheckSpec, words: Sequence[str], cwd: Path, root: Path, path: Sequence[str]) -> Iterator[Path]:
     """What pytest reads besides the tests it collects (see :func:`check_host_files`)."""
     stop = _repository_root(cwd) or root
     folders = [cwd, *cwd.parents]
@@ -518,10 +570,82 @@ def _pytest_files(words: Sequence[str], cwd: Path, root: Path, path: Sequence[st
                 yield candidate
                 if name == "conftest.py":
                     yield from _conftest_files(candidate, cwd, path)
+    # Without inputs the discovery is unbound as a whole (``check_inputs_unbound``, or accepted so by the ledger);
+    # with them, what pytest collects beyond them must not decide unseen.
+    for collected in _collected_below(spec, words, cwd, root, stop) if spec.inputs else ():
+        yield collected
+        if collected.name == "conftest.py":
+            yield from _conftest_files(collected, cwd, path)
+        else:
+            yield from imported_host_files(collected, (str(collected.parent), str(cwd), *path))
     for at, word in enumerate(words[:-1]):
         plugin = words[at + 1]
         if word == "-p" and not plugin.startswith("no:"):
             yield from module_host_files(plugin, (str(cwd), *path))
+
+
+#: How many folders :func:`_collected_below` looks in at most before it stops with ``TooManyHostFiles``.
+MAX_COLLECTED_FOLDERS = 20_000
+#: The files pytest imports while it collects, by its defaults: test modules (``python_files``), the packages
+#: holding them and ``conftest.py``. A bound configuration naming other ``python_files`` is a limit.
+PYTEST_COLLECTED = ("conftest.py", "__init__.py", "test_*.py", "*_test.py")
+
+
+def _collected_below(spec: CheckSpec, words: Sequence[str], cwd: Path, root: Path, stop: Path) -> Iterator[Path]:
+    """Each file pytest may import while it collects (:data:`PYTEST_COLLECTED`), and each configuration file it may
+    read (:data:`PYTEST_IMPLICIT`: it looks from the folders its command names up, before its ``cwd``), below its
+    ``cwd`` and below each folder of the repository its command names, that no input (a file, a folder or a glob)
+    or the target binds already. What it imports runs in pytest's process: a ``conftest.py`` hook is not confined
+    to its folder (``pytest_sessionfinish`` may set the session's exit status) and any module can end the process
+    with 0 at exit, so one a pull request adds beside the bound tests decides the check as surely as a bound one (and
+    a configuration file there, ``addopts = --collect-only``, runs none of them). Not looked in:
+    :data:`SKIPPED_FOLDERS`, other hidden folders and environments (a folder with a ``pyvenv.cfg``), which pytest
+    does not collect unless a bound configuration file says otherwise (a limit)."""
+    starts = [cwd]
+    for word in _path_words(words):
+        named = _folder_named(word, cwd, root)
+        if named is not None and (named == stop or stop in named.parents):
+            starts.append(named)
+    covering: list[Path] = []
+    globbed: set[Path] = set()
+    for entry in spec.inputs:
+        if isinstance(entry, str):
+            literal, rest = _split_glob(entry)
+            if rest is None:
+                covering.append((root / literal).resolve())
+            elif (root / literal).is_dir():
+                globbed.update(found.resolve() for found in (root / literal).glob(rest))
+    if spec.target is not None and spec.target.path is not None:
+        covering.append((root / spec.target.path).resolve())
+    seen: set[Path] = set()
+    for start in dict.fromkeys(starts):
+        for walked, subfolders, files in os.walk(start):
+            here = Path(walked)
+            if here in seen:
+                subfolders[:] = []
+                continue
+            seen.add(here)
+            if len(seen) > MAX_COLLECTED_FOLDERS:
+                raise TooManyHostFiles(
+                    f"more than {MAX_COLLECTED_FOLDERS:,} folders below {start} to look for what pytest collects"
+                )
+            subfolders[:] = sorted(
+                name
+                for name in subfolders
+                if name not in SKIPPED_FOLDERS
+                and not name.startswith(".")
+                and not (here / name / "pyvenv.cfg").is_file()
+                and not (here / name).is_symlink()
+            )
+            for name in sorted(files):
+                found = here / name
+                section = PYTEST_IMPLICIT.get(name, b"")
+                configures = name != "conftest.py" and (section is None or (section and section in _read(found)))
+                if not configures and not any(fnmatch.fnmatchcase(name, pattern) for pattern in PYTEST_COLLECTED):
+                    continue
+                if (here == cwd and name == "conftest.py") or found in globbed or _covered(found, covering):
+                    continue  # cwd's conftest.py: bound with the folders above
+                yield found
 
 
 def _conftest_files(conftest: Path, cwd: Path, path: Sequence[str]) -> tuple[Path, ...]:

@@ -40,9 +40,10 @@ host code reads at run time are not found; a compiled extension is bound by its 
 from; a name that does not resolve where the scan looks is not bound: a path a check's command builds from variables
 (``PYTHONPATH=$HOME/lib``) or sets in a script it runs, a Ray executor's ``runtime_env`` path, a ``python`` on
 ``PATH`` that is another interpreter than this one; ``.pth`` files in the machine's site folders are the machine's;
-what pytest loads through its configuration (``addopts = -p``, ``pytest_plugins``, installed entry points) and a
-``conftest.py`` in a folder below the check's ``cwd`` that no input covers (discovered, like the tests:
-``inputs:``); and what any other runner loads on its own.
+what pytest loads through its configuration (``addopts = -p``, ``pytest_plugins``, installed entry points, other
+``python_files``), what it collects in a hidden folder or an environment below the check's ``cwd`` (only when a
+bound configuration says so) and, for a check without ``inputs:``, anything it discovers (unbound as a whole);
+and what any other runner loads on its own.
 """
 
 from __future__ import annotations

@@ -44,13 +44,16 @@ class EvaluatorKind(StrEnum):
 #: ``exact_match@3`` (``normalize: {case: true}``), ``contains@3``, ``enum@3`` and ``set_overlap@3``
 #: (``case_sensitive: false``): case-insensitive matching is Unicode's canonical caseless match
 #: (``core.textcase.caseless``), so a text precomposed (NFC) and decomposed (NFD) compares equal; before, plain
-#: ``str.casefold`` kept them apart.
+#: ``str.casefold`` kept them apart. ``regex@3`` (``flags: [ignorecase]``): the same canonical caseless rule, as
+#: a regular expression can have it: the output is matched in its composed form (NFC) with full case folding
+#: (``ß`` matches ``SS``), and a pattern whose own text is not composed is refused when the config loads; before,
+#: ``re``'s simple case folding on the output as written kept an NFD answer (and ``STRASSE``) from matching.
 #: ``recorded_score@3``: a score the sample never declared (a promptfoo assertion on other tests only) is not
 #: applicable to it (``recorded_score_not_declared``, tolerable); before, it was an error (``recorded_score_missing``).
 METRIC_VERSIONS: Mapping[str, int] = {
     "exact_match": 3,
     "contains": 3,
-    "regex": 2,
+    "regex": 3,
     "json_valid": 2,
     "json_schema": 2,
     "field_present": 2,

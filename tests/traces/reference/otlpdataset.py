@@ -220,6 +220,28 @@ class OtlpReader:
                 for span in spans
                 if conventions[span.span_id] is not None and not _has_genai_ancestor(span, by_id, conventions)
             ]
+            # Added with the reader's rule (2026-12-05): tops in two or more fragments, one hanging from a span the
+            # file lacks, are one `partial_trace` example (written apart from the reader's, as a check of it).
+            hanging: dict[str, str] = {}
+            for root in roots:
+                chain = [root]
+                while chain[-1].parent_id in by_id and by_id[chain[-1].parent_id] not in chain:
+                    chain.append(by_id[chain[-1].parent_id])
+                looped = chain[-1].parent_id in by_id
+                hanging["" if looped else chain[-1].span_id] = "" if looped else chain[-1].parent_id
+            lost = sorted({parent for parent in hanging.values() if parent and parent not in by_id})
+            if len(roots) > 1 and len(hanging) > 1 and lost:
+                if not [root for root in roots if self._selected(root)]:
+                    return []
+                first = sorted(spans, key=lambda span: span.where)[0]
+                listed = ", ".join(lost[:3]) + (f" and {len(lost) - 3} more" if len(lost) > 3 else "")
+                message = (
+                    f"trace {first.trace_id} is partial: its {len(roots)} top-level GenAI spans are in "
+                    f"{len(hanging)} fragments, hanging from spans the file does not hold ({listed}), so whether "
+                    "they are one example or several cannot be told; export whole traces (a sampler or an exporter "
+                    "that drops spans?), or measure each model call alone (traces.select.unit: span)"
+                )
+                return [self._bad(first.where, "partial_trace", message)]
         roots.sort(key=_start)
         children: dict[str, list[Span]] | None = None
         for root in roots:

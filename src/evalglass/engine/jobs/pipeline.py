@@ -305,6 +305,10 @@ def _prepare(config_path: Path, options: RunOptions) -> _Prepared:
         manifest = sealed(manifest, key.key)
     ledger = load_ledger(loaded.ledger_path)
     check_against_config(ledger, config)
+    if any(gate.compare_to is not None for gate in config.gates.values()):
+        from evalglass.engine.decide.baselines import refuse_damaged_baselines
+
+        refuse_damaged_baselines(config, ledger)  # a damaged baseline stops the run before any call is made
     signing_key = signing_key_from_env()
     if signing_key is not None:
         private_key(signing_key)  # a bad key is refused before any work is done, not after

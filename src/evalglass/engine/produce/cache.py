@@ -6,6 +6,14 @@ Only the hash is stored as the key. The value is the call's JSON result; the ren
 beside it for inspection (it never contains an API key: keys travel in HTTP headers, which are not part of the
 request). Only successful calls are put; a failed call is simply retried next run.
 
+An agent's step after its first stores, as its request, the key of the step before and the messages added since
+(``{"added": [...], "extends": key, "from": n}``, :meth:`evalglass.lanes.callcache.GrownRequest.stored`): each
+step's request is the one before plus what was added, so storing it whole put n growing copies of the conversation
+in the file (quadratic in a trajectory's length). :func:`stored_request` follows the links back to a whole request
+and rebuilds any step's. Answers never depend on this column: an entry is found by its key, the hash of the whole
+request (the conversation included), so no answer is ever served for another conversation, and entries stored
+whole by an earlier EvalGlass answer as before (and end the chains of later steps that extend them).
+
 Modes (``--no-cache`` / ``--refresh``):
 
 * ``use`` (default): read hits, write new results;
@@ -68,7 +76,7 @@ from evalglass.engine.produce.cachekey import CacheSecret, cache_secret
 from evalglass.engine.produce.cachewriter import GroupWriter
 from evalglass.engine.runs.runfolder import make_dirs
 from evalglass.errors import SetupError
-from evalglass.lanes.callcache import Hit, cache_key, request_json
+from evalglass.lanes.callcache import EXTENDS, Hit, cache_key, stored_request_bytes
 
 if TYPE_CHECKING:
     import sqlite3
@@ -240,7 +248,7 @@ class CallCache:
             if key in self._unvouched:
                 value["unvouched"] = True
         payload = address_json(value)
-        stored_request = request_json(request) if (self.store_requests and request is not None) else None
+        stored_request = stored_request_bytes(request) if (self.store_requests and request is not None) else None
         mac = self._mac(key, payload)
         return self._writer.add((key, kind, payload, stored_request, time.time(), mac))
 
@@ -293,6 +301,50 @@ class CallCache:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def stored_request(db: sqlite3.Connection, key: str) -> bytes | None:
+    """The request stored beside ``key``'s entry, whole (``address_json`` of it, as :func:`cache_key` hashed it):
+    an agent step's link to the step before (see the module's docstring) followed back to the first step's whole
+    request, the messages each link added appended in order. None when the entry, or a step it extends, holds no
+    request (stored with ``store_requests`` off, or deleted), or a link does not fit what it extends (written by
+    hand: the request column is not vouched for by the MAC, and nothing but inspection reads it)."""
+    links: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    while True:
+        if key in seen:
+            return None  # a cycle: no chain EvalGlass writes, since a key hashes every message before it
+        seen.add(key)
+        row = db.execute("SELECT request FROM calls WHERE key = ?", (key,)).fetchone()
+        if row is None or row[0] is None:
+            return None
+        try:
+            request = orjson.loads(row[0])
+        except orjson.JSONDecodeError:
+            return None
+        if not _is_link(request):
+            break
+        links.append(request)
+        key = request[EXTENDS]
+    if not links:
+        return address_json(request)
+    if not isinstance(request, dict) or not isinstance(messages := request.get("messages"), list):
+        return None
+    for link in reversed(links):
+        if link["from"] != len(messages):
+            return None
+        messages.extend(link["added"])
+    return address_json(request)
+
+
+def _is_link(request: Any) -> bool:
+    return (
+        isinstance(request, dict)
+        and request.keys() == {"added", EXTENDS, "from"}
+        and isinstance(request["added"], list)
+        and isinstance(request[EXTENDS], str)
+        and type(request["from"]) is int
+    )
 
 
 def untrusted_warning(path: Path, count: int, source: str) -> str:
@@ -422,5 +474,6 @@ __all__ = [
     "Hit",
     "cache_key",
     "entry_mac",
+    "stored_request",
     "untrusted_warning",
 ]

@@ -21,10 +21,14 @@ highest held that the log does not hold is a sample the run started and the log 
 out). Lost samples the spec and the final report can show are refused (which they were cannot be told): a ``Match``
 eval's ``accuracy`` is its correct matches over all of them, a model-graded eval's ``counts/...`` add up to the
 samples it graded, and under ``max_samples`` M a run holds M samples, or all N (numbered 0 to N-1) of a smaller
-file. What cannot be told: a loss in the proportion of a ``Match`` log's accuracy, the losses of other eval classes
-(their final reports are their own code's figures), the last samples of a file smaller than ``max_samples``. The
-events' ``event_id`` (0 onwards) does not help: evals writes its last events at exit, after the final report, so
-the ones a log loses are the highest ids, which leave no gap.
+file. A log cut after its final report line (evals writes its last batch of events at exit, after the report)
+still has one: oaieval sums every sampling event's ``usage`` into the report (``usage_*``), so a log whose sampling
+events add up to another total is refused too, for any eval class; and a sample without the score event its eval
+records for every sample (``match``, model-graded ``metrics``) lost it, a malformed example. What cannot be told,
+in a log whose sampling events hold no usage: a loss in the proportion of a ``Match`` log's accuracy, the losses of
+other eval classes (their final reports are their own code's figures), the last samples of a file smaller than
+``max_samples``. The events' ``event_id`` (0 onwards) does not help: the ones a log loses are the highest ids,
+which leave no gap.
 
 The log records no version of its own: EvalGlass reads the record format of ``evals`` 3.0.x (3.0.1.post1 made the
 committed fixture), recognised by its ``spec`` line.
@@ -118,6 +122,8 @@ class OpenAIEvalsReader(ToolReader):
                 )
             sample_id = line.get("sample_id")
             event = line.get("data")
+            if kind == "sampling" and isinstance(event, dict):
+                tally.add_usage(event.get("usage"))
             if not isinstance(sample_id, str) or not isinstance(event, dict):
                 yield ToolProblem(f"line {number}", number, "an event without a sample_id or data")
                 continue
@@ -154,6 +160,7 @@ class OpenAIEvalsReader(ToolReader):
                 where=str(self.path),
                 fix="measure the log of a run that completed (oaieval writes final_report when it finishes)",
             )
+        scored = _scored_by(spec, tally)
         for sample_id, sample in samples.items():
             if sampled and sample_id not in sampled:
                 # A completion function that records sampling records it for every sample: without it, this
@@ -162,6 +169,15 @@ class OpenAIEvalsReader(ToolReader):
                     sample.place,
                     sample.line,
                     f"sample {sample_id!r} has no sampling event, while the log records one for other samples",
+                )
+            elif scored is not None and sample_id not in scored[1]:
+                # The eval records its score event for every sample it ran, after the sample's sampling: a sample
+                # without one lost it (the log cut short after its final report line, or edited).
+                yield ToolProblem(
+                    sample.place,
+                    sample.line,
+                    f"sample {sample_id!r} has no {scored[0]} event, while {_eval_class(spec)} records one for "
+                    "every sample it runs: the log lost it (cut short after its final report line?)",
                 )
             else:
                 yield sample
@@ -203,6 +219,15 @@ class OpenAIEvalsReader(ToolReader):
             return
         fix = "measure the complete log of a run (oaieval --record_path), unedited"
         why = "samples are lost (or the log was edited), and which cannot be told"
+        unequal = next(_usage_totals(report, tally), None)
+        if unequal is not None:
+            key, total, held = unequal
+            raise SetupError(
+                f"the final report's {key} is {total:,} and the log's sampling events add up to {held:,} (oaieval "
+                f"sums every sampling event's usage into the report before it writes the last events): {why}",
+                where=str(self.path),
+                fix=fix,
+            )
         eval_class = _eval_class(spec)
         accuracy = report.get("accuracy")
         if eval_class == MATCH_CLASS and isinstance(accuracy, float) and math.isfinite(accuracy) and tally.matched:
@@ -271,13 +296,65 @@ class OpenAIEvalsReader(ToolReader):
 MATCH_CLASS = "evals.elsuite.basic.match:Match"
 
 
+#: The model-graded eval class, which records a ``metrics`` event for every sample it grades.
+GRADED_CLASS = "evals.elsuite.modelgraded.classify:ModelBasedClassify"
+
+
 class _Tally:
-    """What the log's events hold that its final report counts: each sample's match (correct or not) and the samples
-    a model-graded eval graded (a ``metrics`` event)."""
+    """What the log's events hold that its final report counts: each sample's match (correct or not), the samples
+    a model-graded eval graded (a ``metrics`` event), and the token usage of every sampling event (``usage``: its
+    sum per key, None for a key some event holds as no integer; ``usages``: the events that held a usage)."""
 
     def __init__(self) -> None:
         self.matched: dict[str, bool] = {}
         self.graded: set[str] = set()
+        self.usage: dict[str, int | None] = {}
+        self.usages = 0
+
+    def add_usage(self, usage: Any) -> None:
+        """Count one sampling event's ``usage`` as oaieval's ``add_token_usage_to_result`` does (events with none
+        are left out; a null count is 0)."""
+        if not isinstance(usage, dict):
+            return
+        self.usages += 1
+        for key, value in usage.items():
+            if not isinstance(key, str):
+                continue
+            found = self.usage.get(key, 0)
+            if value is None:
+                self.usage.setdefault(key, 0)
+            elif type(value) is int and found is not None:
+                self.usage[key] = found + value
+            else:  # a nested count (``prompt_tokens_details``) or a float: not summed here, not compared
+                self.usage[key] = None
+
+
+def _usage_totals(report: dict[str, Any], tally: _Tally) -> Iterator[tuple[str, int, int]]:
+    """Each ``usage_<key>`` of the final report that the log's sampling events do not add up to: (report key, the
+    report's total, the log's). oaieval (``add_token_usage_to_result``) sums the usage of every sampling event the
+    run recorded, in memory, into the report before the report line is written, and the events it had not flushed
+    yet are written after that line, at exit: a log cut after its report line holds fewer. A log none of whose
+    sampling events holds a usage is compared too (its total is 0): the report's totals came from some."""
+    for name, total in report.items():
+        if not isinstance(name, str) or not name.startswith("usage_") or type(total) is not int:
+            continue
+        key = name[len("usage_") :]
+        held = tally.usage.get(key, 0)
+        if held is None:
+            continue  # some event's count is not an integer: oaieval's sum is not one this can redo
+        if held != total:
+            yield name, total, held
+
+
+def _scored_by(spec: dict[str, Any], tally: _Tally) -> tuple[str, set[str] | dict[str, bool]] | None:
+    """The score event the log's eval records for every sample it runs, and the samples the log holds it for:
+    ``match`` for a ``Match`` eval, ``metrics`` for a model-graded one; None for other classes (their code says)."""
+    eval_class = _eval_class(spec)
+    if eval_class == MATCH_CLASS:
+        return "match", tally.matched
+    if eval_class == GRADED_CLASS:
+        return "metrics", tally.graded
+    return None
 
 
 def _eval_class(spec: dict[str, Any]) -> str | None:

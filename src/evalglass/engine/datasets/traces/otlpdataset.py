@@ -265,6 +265,9 @@ class OtlpReader:
                 for span in spans
                 if conventions[span.span_id] is not None and not _has_genai_ancestor(span, by_id, conventions)
             ]
+            if len(roots) > 1 and _fragmented(roots, by_id):
+                # Selected when one of its tops is (the span its example would be rooted at cannot be told).
+                return [self._partial(spans, by_id, roots)] if any(map(self._selected, roots)) else []
         roots.sort(key=_start)
         children: dict[str, list[Span]] | None = None
         for root in roots:
@@ -280,6 +283,24 @@ class OtlpReader:
                 subtree = _subtree(root, children)
             found.append(self._example(root, str(conventions[root.span_id]), subtree, conventions))
         return found
+
+    def _partial(self, spans: list[Span], by_id: Mapping[str, Span], tops: list[Span]) -> BadLine:
+        """The one malformed example (``partial_trace``) of a trace that lost spans between its examples' tops
+        (:func:`_fragmented`). Read as several examples, each would be scored as a whole trace, when they may be the
+        model calls of one agent whose span was dropped; so the trace is one example whose every metric is an
+        ``error`` naming what is missing, never several that pass."""
+        fragments = _fragments(tops, by_id)
+        missing = sorted({parent for parent in fragments.values() if parent and parent not in by_id})
+        first = min(spans, key=lambda span: span.where)
+        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+        return self._bad(
+            first.where,
+            "partial_trace",
+            f"trace {first.trace_id} is partial: its {len(tops)} top-level GenAI spans are in {len(fragments)} "
+            f"fragments, hanging from spans the file does not hold ({shown}), so whether they are one example or "
+            "several cannot be told; export whole traces (a sampler or an exporter that drops spans?), or measure "
+            "each model call alone (traces.select.unit: span)",
+        )
 
     def _lone_examples(
         self, trace: str, packed: bytes, resource: dict[str, Any]
@@ -414,6 +435,31 @@ def _has_genai_ancestor(span: Span, by_id: Mapping[str, Span], conventions: Mapp
         parent = by_id.get(parent.parent_id)
         steps += 1
     return False
+
+
+def _fragmented(tops: list[Span], by_id: Mapping[str, Span]) -> bool:
+    """Whether a trace's top-level GenAI spans lie in two or more fragments (spans linked by parent ids the file
+    holds) and some fragment hangs from a span the file does not hold: its root, or a span between, was lost. Tops
+    under one span of the file (side by side under a request's span, even one whose own parent is in another
+    service's file) are one fragment: several examples, as always; so are fragments each rooted in the file."""
+    fragments = _fragments(tops, by_id)
+    return len(fragments) > 1 and any(parent and parent not in by_id for parent in fragments.values())
+
+
+def _fragments(tops: list[Span], by_id: Mapping[str, Span]) -> dict[str, str]:
+    """The fragments holding ``tops``: each one's top span id, and the parent id it hangs from ("" for a root).
+    Parent ids that loop (no exporter writes them) are one fragment, keyed "" and hanging from nothing."""
+    found: dict[str, str] = {}
+    for span in tops:
+        top, seen = span, {span.span_id}
+        while (parent := by_id.get(top.parent_id)) is not None and parent.span_id not in seen:
+            top = parent
+            seen.add(top.span_id)
+        if parent is not None:  # a loop
+            found[""] = ""
+        else:
+            found[top.span_id] = top.parent_id
+    return found
 
 
 def _subtree(root: Span, children: Mapping[str, list[Span]]) -> list[Span]:
