@@ -93,7 +93,7 @@ class PythonLane(TaskLane):
         #: An async function is I/O: it stays on this machine unless the executor is told to ship it.
         self.ship_async = ship_async
         #: The shipped call: a cluster worker loads the function by its reference, as a local worker does.
-        self._shipped = functools.partial(shipped_reference_call, spec.function, str(base_dir))
+        self._shipped = functools.partial(shipped_reference_call, spec.function, str(Path(base_dir).resolve()))
         #: Wall time one call took, on average, in runs that finished whole (None until one did): sizes the runs.
         self._per_call: float | None = None
         #: Runs of fast calls in flight at once, at most one per CPU (made on the loop, at first use).
