@@ -275,3 +275,32 @@ def test_columns_in_flight_at_the_start_share_one_timing_call_and_fast_runs_use_
     pids = {outcome.value for column in columns for outcome in column if isinstance(outcome, LaneOutput)}
     assert sum(map(len, columns)) == 400 and all(isinstance(o, LaneOutput) for c in columns for o in c)
     assert 1 <= len(pids) <= (os.cpu_count() or 1), pids
+
+
+def test_a_run_with_an_argument_too_deep_to_go_in_a_list_goes_line_by_line_and_is_answered_whole(
+    tmp_path: Path,
+) -> None:
+    """A run's arguments go as one JSON list; one nested so deep that it fits alone but not inside a list makes
+    the run go one line per argument, and every call is still answered, in order."""
+    from evalglass.lanes.hostworker import run_request
+
+    deep: Any = 0
+    for _ in range(253):
+        deep = [deep]
+    (tmp_path / "app.py").write_text("def answer(example):\n    return example['n']\n")
+    spec = parse_task_spec({"type": "python", "function": "app.py:answer"})
+    jobs = [(f"ex{n}", {"n": n, "deep": deep if n == 3 else None}, 0) for n in range(10)]
+    head = run_request([[dict(fields), {}, 0] for _, fields, _ in jobs], None, None).partition(b"\n")[0]
+    assert head.endswith(b",false]")  # the line-by-line form
+
+    async def go() -> list[LaneOutcome]:
+        lane = build_lane(spec, base_dir=tmp_path, executor=AsyncioExecutor(4))
+        assert isinstance(lane, PythonLane)
+        lane._per_call = 1e-6  # one run for all ten
+        try:
+            return await lane.produce_many(jobs)
+        finally:
+            await lane.aclose()
+
+    outcomes = asyncio.run(go())
+    assert [outcome.value for outcome in outcomes if isinstance(outcome, LaneOutput)] == list(range(10)), outcomes
