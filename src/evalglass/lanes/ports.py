@@ -16,9 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from evalglass.core.score import Score, Status
-
 if TYPE_CHECKING:
+    from evalglass.core.score import Score
     from evalglass.lanes.chatcall import Usage
     from evalglass.lanes.retry import Attempt
 
@@ -104,6 +103,9 @@ class LaneColumn:
 
 def failure_score(failure: LaneFailure) -> Score:
     """The ``error`` score every metric of the example gets when its lane failed: no value, the lane's reason."""
+    # Imported here: a host worker's fork server imports this module for LaneFailure, and need not import pydantic.
+    from evalglass.core.score import Score, Status
+
     evidence = (f"lane_call:{failure.call_id}",) if failure.call_id else ()
     return Score.unmeasured(
         Status.ERROR,
