@@ -191,9 +191,11 @@ async def _lane(base_url: str, trajectories: int, concurrency: int) -> tuple[flo
         # `run` freezes everything alive when its stream starts (engine/datasets/dataset.py), so the collector's
         # full passes do not rescan the modules and models loaded: so does this, and the bare loop alike.
         gc.freeze()
-        cpu, wall = time.process_time(), time.perf_counter()
+        cpu, wall, before = time.process_time(), time.perf_counter(), tool_workers_cpu(lane)
         outcomes = await asyncio.gather(*(lane.produce(*job) for job in jobs))
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        # The host tools' own processes (lanes/hosttools.py) are part of the lane's cost: counted in its CPU.
+        cpu += sum(seconds - before.get(pid, 0.0) for pid, seconds in tool_workers_cpu(lane).items())
         await lane.aclose()
         await executor.aclose()
         if cache is not None:
@@ -206,6 +208,25 @@ async def _lane(base_url: str, trajectories: int, concurrency: int) -> tuple[flo
     if failed:
         raise SystemExit(f"lane: {len(failed)} trajectories failed, e.g. {failed[0]}")
     return cpu, wall, sum(outcome.value["steps"] for outcome in outcomes if isinstance(outcome, LaneOutput))
+
+
+def tool_workers_cpu(lane: Any) -> dict[int, float]:
+    """CPU seconds (user + system) of each of the lane's tool worker processes alive now, by pid, from /proc
+    (they are not this process's children, so ``process_time`` and ``wait4`` do not count them). None for a lane
+    whose tools run in its own process."""
+    workers = getattr(lane, "_workers", None)
+    if workers is None:
+        return {}
+    ticks = os.sysconf("SC_CLK_TCK")
+    found = {}
+    for worker in [*workers._idle, *workers._busy]:
+        pid = worker.process.pid
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        found[pid] = (int(fields[11]) + int(fields[12])) / ticks
+    return found
 
 
 CLIENTS = {"bare": _bare, "lane": _lane}

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalglass.lanes.agent import _keywords
+from evalglass.lanes.hosttools import _keywords
 from evalglass.lanes.modelstep import StepRequest, WireMemo, _openai_body, openai_body
 
 

@@ -160,18 +160,16 @@ def slow_cart(item: str, *, state: dict) -> str:
 
 
 def test_a_timed_out_tool_s_late_write_never_reaches_the_trajectory_s_state(tmp_path: Path) -> None:
-    """A state tool abandoned at its timeout keeps running and changes the state it was given: the trajectory (its
-    final_state, and the tools after it) keeps the state as it was at the timeout."""
+    """A state tool over its timeout has its worker process killed: it never writes late (its file is never made),
+    and the trajectory (its final_state, and the tools after it) keeps the state as it was before the call."""
     (tmp_path / "statetools.py").write_text(textwrap.dedent(STATE_TOOLS))
     turns = {"Shop": [{"tool_calls": [call("slow_cart", {"item": "tea"})]}, "done"]}
     with FakeOpenAI(turns=turns) as server:
         spec = agent(server, tools={"slow_cart": "statetools.py:slow_cart"}, step_timeout=0.1)
         outcome = produce_bounded(spec, tmp_path, {"q": "Shop"})
     assert isinstance(outcome, LaneOutput), outcome
-    deadline = time.monotonic() + 30
-    while not (tmp_path / "wrote").exists() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert (tmp_path / "wrote").exists()  # the abandoned call has written by now
+    time.sleep(1.0)  # twice what the tool sleeps: a call left running would have written by now
+    assert not (tmp_path / "wrote").exists()
     trajectory = outcome.value
     assert [c.get("error_type") for c in trajectory["tool_calls"]] == ["tool_timeout"]
     assert trajectory["final_state"] == {}
@@ -200,11 +198,12 @@ def churn(*, state: dict) -> str:
 
 
 @pytest.mark.parametrize("sets", [False, True])
-def test_a_state_changed_by_an_abandoned_tool_is_copied_safely_or_refused(tmp_path: Path, sets: bool) -> None:
-    """A state tool abandoned at its timeout keeps changing the state in its thread while the trajectory copies it.
-    A JSON state is copied whole (orjson lets no other thread run while it writes); a state holding what orjson
-    cannot write (a set) has no safe copy (a deepcopy would race the thread: a dict changing size), so the
-    trajectory fails in one line naming the tool and the value, never with a RuntimeError or a torn state."""
+def test_a_state_changed_by_a_timed_out_tool_is_not_kept_and_one_not_json_is_refused(
+    tmp_path: Path, sets: bool
+) -> None:
+    """The state crosses to the tool's worker and back as JSON: a tool that leaves it holding what is not JSON (a
+    set) fails the trajectory at once, in one line naming the tool and the value; a tool killed at its timeout while
+    it changes the state leaves none of its changes (the trajectory goes on with the state as it was before)."""
     (tmp_path / "churning.py").write_text(textwrap.dedent(CHURNING_TOOLS))
     turns = {"Churn": [{"tool_calls": [call("remember", {})]}, {"tool_calls": [call("churn", {})]}, "done"]}
     tools = {"remember": "churning.py:remember", "churn": "churning.py:churn"}
@@ -217,24 +216,56 @@ def test_a_state_changed_by_an_abandoned_tool_is_copied_safely_or_refused(tmp_pa
     if sets:
         assert isinstance(outcome, LaneFailure), outcome
         assert outcome.code == "state_not_json"
-        assert outcome.message.startswith("churn timed out while the state holds what is not JSON")
+        assert outcome.message.startswith("remember left the trajectory's state as what is not JSON (")
+        assert "set" in outcome.message
         assert "\n" not in outcome.message
         return
     assert isinstance(outcome, LaneOutput), outcome
     trajectory = outcome.value
     assert [c.get("error_type") for c in trajectory["tool_calls"]] == [None, "tool_timeout"]
     final = trajectory["final_state"]
-    assert final["sets"] is False and final["seen"] == ["a", "b"]
+    assert final == {"sets": False, "seen": ["a", "b"]}  # nothing churn wrote before it was killed
     assert orjson.loads(orjson.dumps(final)) == final
 
 
 def test_a_final_state_that_is_not_json_fails_the_trajectory_in_one_line(tmp_path: Path) -> None:
     """outputs.jsonl holds the final state as JSON: one that is not (a set) fails the trajectory, never an output
-    that metrics see one way in this run and a replay another."""
+    that metrics see one way in this run and a replay another (it is seen as the tool that left it returns)."""
     (tmp_path / "churning.py").write_text(textwrap.dedent(CHURNING_TOOLS))
     turns = {"Keep": [{"tool_calls": [call("remember", {})]}, "done"]}
     with FakeOpenAI(turns=turns) as server:
         spec = agent(server, tools={"remember": "churning.py:remember"}, state="start")
         outcome = produce_bounded(spec, tmp_path, {"q": "Keep", "start": {"sets": True}})
     assert isinstance(outcome, LaneFailure) and outcome.code == "state_not_json", outcome
-    assert outcome.message.startswith("the trajectory's final state is not JSON (Type is not JSON serializable: set)")
+    assert outcome.message.startswith(
+        "remember left the trajectory's state as what is not JSON (Type is not JSON serializable: set)"
+    )
+
+
+ENDING_TOOLS = """
+import os, pathlib
+
+def once(n: int) -> str:
+    with pathlib.Path(__file__).with_name("made.txt").open("a") as made:
+        made.write(f"{n}\\n")
+    if n == 2:
+        os._exit(0)
+    return f"made {n}"
+"""
+
+
+def test_a_tool_that_ends_its_worker_is_that_call_s_error_and_no_call_is_made_twice(tmp_path: Path) -> None:
+    """A tool call is made once: the one that ends its worker process (`os._exit`) is the call's
+    `tool_worker_lost`, told to the model, and is not made again; the calls before and after it are made once each
+    (every call writes a line), on a fresh worker after the death."""
+    (tmp_path / "ending.py").write_text(textwrap.dedent(ENDING_TOOLS))
+    steps = [{"tool_calls": [call("once", {"n": n})]} for n in (1, 2, 3)]
+    with FakeOpenAI(turns={"Go": [*steps, "done"]}) as server:
+        spec = agent(server, tools={"once": "ending.py:once"}, max_steps=5)
+        outcome = produce_bounded(spec, tmp_path, {"q": "Go"})
+    assert isinstance(outcome, LaneOutput), outcome
+    calls = outcome.value["tool_calls"]
+    assert [c.get("result") for c in calls] == ["made 1", None, "made 3"]
+    assert calls[1]["error_type"] == "tool_worker_lost"
+    assert "its worker process ended with exit code 0" in calls[1]["error"]
+    assert (tmp_path / "made.txt").read_text().split() == ["1", "2", "3"]

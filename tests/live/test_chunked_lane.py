@@ -75,8 +75,8 @@ def _both(base: Path, function: str, kinds: list[str], timeout: float | None, wa
     async def go() -> tuple[list[LaneOutcome], list[LaneOutcome]]:
         one_by_one, chunked = _lane(base, function, timeout), _lane(base, function, timeout)
         try:
-            # An async function's calls go one per worker run (each awaited on the worker's own loop).
-            assert chunked.chunked == (function == "sync_answer")
+            # An async function's calls go in runs too, each awaited in turn on the worker's own loop.
+            assert chunked.chunked
             if warm:  # a measured call time: runs of many calls per hand-off, not one
                 chunked._per_call = 1e-6
             alone = [await one_by_one.produce(*job) for job in jobs]
@@ -216,3 +216,43 @@ def test_a_module_lanes_cache_key_holds_its_source_though_this_process_never_imp
 
     assert fingerprint("one") != fingerprint("two")
     assert "modlane" not in sys.modules
+
+
+ENDING = textwrap.dedent(
+    """
+    import os, pathlib
+
+    def answer(example):
+        with pathlib.Path(__file__).with_name("made.txt").open("a") as made:
+            made.write(f"{example['n']}\\n")
+        if example["n"] == 5:
+            os._exit(0)
+        return example["n"]
+    """
+)
+
+
+def test_a_call_that_ends_its_worker_mid_run_fails_alone_and_no_call_is_made_more_than_twice(tmp_path: Path) -> None:
+    """Forty calls in runs of many (a measured call time): the sixth ends its worker mid-run. That run's calls are
+    made again one per run, so the sixth fails alone (`task_worker_lost`) and every other call is answered; a call
+    is made at most twice (once in the run that died, once alone), never once per death."""
+    (tmp_path / "app.py").write_text(ENDING)
+    spec = parse_task_spec({"type": "python", "function": "app.py:answer", "timeout": 30})
+    jobs = [(f"ex{n}", {"n": n}, 0) for n in range(40)]
+
+    async def go() -> list[LaneOutcome]:
+        lane = build_lane(spec, base_dir=tmp_path, executor=AsyncioExecutor(4))
+        assert isinstance(lane, PythonLane) and lane.chunked
+        lane._per_call = 1e-6  # runs of every call left
+        try:
+            return await lane.produce_many(jobs)
+        finally:
+            await lane.aclose()
+
+    outcomes = asyncio.run(go())
+    failed = {n: outcome for n, outcome in enumerate(outcomes) if isinstance(outcome, LaneFailure)}
+    assert list(failed) == [5] and failed[5].code == "task_worker_lost", failed
+    assert [outcome.value for outcome in outcomes if isinstance(outcome, LaneOutput)] == [*range(5), *range(6, 40)]
+    made = [int(line) for line in (tmp_path / "made.txt").read_text().split()]
+    assert made.count(5) == 2 and max(made.count(n) for n in range(40)) == 2, made
+    assert all(made.count(n) == 1 for n in range(6, 40)), made  # after the death, never made in the dead run

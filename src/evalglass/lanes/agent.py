@@ -9,10 +9,10 @@ error, why it ended (``finish``), the steps taken, tokens and cost, and the stat
 
 **What goes wrong in an agent is kept as it happened**, as a property of the trajectory, not a failure of the run:
 
-* a tool that raises, times out (``step_timeout``), returns something that is not JSON, or is given arguments its
-  signature refuses: the model gets a tool message with the error and the trajectory goes on; the call records
-  ``error_type`` (the exception's type, ``tool_timeout``, ``result_not_json``, ``arguments_rejected``) and
-  ``error``;
+* a tool that raises, times out (``step_timeout``), returns something that is not JSON, is given arguments its
+  signature refuses, or ends its worker process: the model gets a tool message with the error and the trajectory
+  goes on; the call records ``error_type`` (the exception's type, ``tool_timeout``, ``result_not_json``,
+  ``arguments_rejected``, ``tool_worker_lost``) and ``error``;
 * a call of a tool that is not offered (``unknown_tool``), or with arguments that are not JSON
   (``arguments_not_json``, the text kept as ``invalid_arguments``): recorded as such, answered with the error;
 * the step budget spent while the model still calls tools: ``finish: max_steps``.
@@ -23,9 +23,11 @@ never a wrong answer): the model endpoint failing after its retries (``call_*``)
 before it is not the step's), the whole trajectory over ``trajectory_timeout`` (``agent_timeout``: how long an
 endpoint takes is not the agent's doing), a recorded tool without a recorded result for the call
 (``no_recorded_result``: the replay cannot say what the environment answered), a declared ``state`` the example
-lacks, a host tool's call that could not start because abandoned calls hold every thread the pool may have
-(``tool_worker_unavailable``: it never ran, so it did not time out, and a tool error told to the model would steer
-the rest of the trajectory).
+lacks, a state a tool left as what is not JSON (``state_not_json``).
+
+**Where host tools run.** In worker processes (``lanes/hosttools.py``), never in this one: a tool is host code no
+approval binds, and here it could replace what decides. Its arguments (and the state) go out as JSON, its result,
+error and state come back as data; a call over ``step_timeout`` has its worker killed. Each call is made once.
 
 **Resuming.** Every model step goes through the call cache, keyed by the lane's fingerprint, the conversation so
 far and the sample: a resumed (or repeated) run replays the steps it has and makes only the others, so a killed run
@@ -34,12 +36,11 @@ step's key holds): they should be deterministic functions of their arguments and
 with effects outside the trajectory is one to record (``recorded``), not to re-run.
 
 **State.** A tool whose function takes a ``state`` keyword gets the trajectory's state: a fresh dict per trajectory
-(or a copy of the record's ``state`` path), which it may change; what it holds at the end is ``final_state``.
-A call's result and arguments are kept as they were when the tool returned (copies), so a tool that returns part
-of its state, or changes an argument in place, does not rewrite an earlier step. A state tool abandoned at its
-timeout may go on changing the state it was given: the trajectory continues with a copy taken at the timeout, as
-JSON (the one copy the tool's thread cannot interleave with); a state that is not JSON then has no safe copy, and
-the trajectory fails (``state_not_json``), as it does when its final state is not JSON.
+(or a copy of the record's ``state`` path), which it may change; what it holds at the end is ``final_state``. It
+crosses to the tool's worker and back as JSON, so a call's result and arguments are kept as they were when the tool
+returned (copies): a tool that returns part of its state, or changes an argument in place, does not rewrite an
+earlier step. A tool that leaves the state as what is not JSON fails the trajectory (``state_not_json``); one over
+its timeout is killed, and none of its changes to the state are kept.
 """
 
 from __future__ import annotations
@@ -47,7 +48,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import functools
-import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,13 +67,14 @@ if TYPE_CHECKING:
     from evalglass.lanes.base import LaneContext
     from evalglass.lanes.chatcall import Usage
     from evalglass.lanes.executor import Executor
+    from evalglass.lanes.hosttools import ToolWorkers
     from evalglass.lanes.modelstep import AssistantTurn, ModelStepClient, StepCall, StepRequest, WireMemo
     from evalglass.lanes.ports import Job, LaneColumn, LaneFailure, LaneOutcome
     from evalglass.lanes.retry import Attempt, Fault, Retrier
 
 #: How much of a tool's error the model and the record get (redacted first).
 _ERROR_CHARS = 500
-#: Threads for host tools' live calls (the pool adds one per abandoned call, up to four per thread: daemonpool.py).
+#: Host tool calls in flight at once, each in a worker process of its own (lanes/hosttools.py).
 TOOL_THREADS = 32
 #: Lane fields that change how the loop is run, not what it asks: left out of the fingerprint.
 _OPERATIONAL = OPERATIONAL_FIELDS | {"step_timeout", "trajectory_timeout", "epochs"}
@@ -81,97 +82,66 @@ _OPERATIONAL = OPERATIONAL_FIELDS | {"step_timeout", "trajectory_timeout", "epoc
 
 @dataclass(frozen=True)
 class Tool:
-    """A tool as offered: its definition (what the model is told) and what answers it (a host function, or the
-    results recorded in the example)."""
+    """A tool as offered: its definition (what the model is told) and what answers it (a host function, run in
+    the lane's tool workers, or the results recorded in the example)."""
 
     name: str
     definition: dict[str, Any]
-    function: Callable[..., Any] | None = None
+    #: The host function's reference (None: the tool's results are recorded in the example).
+    reference: str | None = None
     takes_state: bool = False
     source_sha256: str | None = None
-    #: The function's signature, which a call's arguments are checked against (None: it has none to check).
-    signature: inspect.Signature | None = None
-    #: The signature read once for the common case (``_keywords``); None: every call is checked by ``bind``.
-    keywords: _Keywords | None = None
-    #: An ``async def`` function (awaited on the event loop; any other runs on a thread).
-    is_async: bool = False
 
     @property
     def recorded(self) -> bool:
-        return self.function is None
+        return self.reference is None
 
 
-def build_tools(tools: Mapping[str, AgentToolSpec], base_dir: Path) -> dict[str, Tool]:
-    """Every declared tool, its function loaded and its definition made; raises ``LaneConfigError``."""
+def build_tools(
+    tools: Mapping[str, AgentToolSpec], base_dir: Path, *, width: int = TOOL_THREADS
+) -> tuple[dict[str, Tool], ToolWorkers | None]:
+    """Every declared tool and its definition, and the workers that run the host ones (None: there are none),
+    started and asked to describe them; raises ``LaneConfigError``. The host functions are never imported here
+    (``lanes/hosttools.py``)."""
     from evalglass.lanes.base import LaneConfigError
     from evalglass.lanes.hostimports import code_digest
-    from evalglass.lanes.hostload import HostLoadError, host_source, load_function
+    from evalglass.lanes.hostload import is_file_reference, put_on_path
+    from evalglass.lanes.hosttools import ToolWorkers, tool_source
+    from evalglass.lanes.hostworker import WorkerStartError
 
+    hosted = {name: spec.function for name, spec in tools.items() if spec.function is not None}
+    workers: ToolWorkers | None = None
+    if hosted:
+        workers = ToolWorkers(
+            hosted,
+            str(base_dir.resolve()),
+            declared=frozenset(name for name, spec in tools.items() if spec.parameters is not None),
+            width=width,
+            secrets=redaction.current().secrets,
+        )
+        try:
+            workers.describe()
+        except WorkerStartError as exc:
+            workers.close()
+            raise LaneConfigError(str(exc)) from None
+        if any(not is_file_reference(reference.rpartition(":")[0]) for reference in hosted.values()):
+            put_on_path(base_dir)  # as the workers did: a metric importing a module beside the config finds it
     built: dict[str, Tool] = {}
     for name, spec in tools.items():
         if spec.function is None:
             parameters = spec.parameters if spec.parameters is not None else {"type": "object"}
             built[name] = Tool(name, _definition(name, spec.description, parameters))
             continue
-        try:
-            function = load_function(
-                spec.function, base_dir, what=f"agent tool {name!r}", allow_async=True, search_base=True
-            )
-        except HostLoadError as exc:
-            raise LaneConfigError(str(exc)) from None
-        try:
-            signature = inspect.signature(function)
-        except (TypeError, ValueError):
-            signature = None
-        takes_state = signature is not None and "state" in signature.parameters
-        parameters = spec.parameters if spec.parameters is not None else _parameters_of(name, function, takes_state)
-        description = spec.description if spec.description is not None else inspect.getdoc(function)
-        source = host_source(spec.function, base_dir)
-        digest = code_digest(spec.function, base_dir, source)
-        keywords = _keywords(signature) if signature is not None else None
-        built[name] = Tool(
-            name,
-            _definition(name, description, parameters),
-            function,
-            takes_state,
-            digest,
-            signature,
-            keywords,
-            inspect.iscoroutinefunction(function),
-        )
-    return built
-
-
-@dataclass(frozen=True, slots=True)
-class _Keywords:
-    """What a signature accepts when called with keywords only: the names it takes (None: any, it has ``**kwargs``)
-    and the names it needs (no default)."""
-
-    names: frozenset[str] | None
-    required: frozenset[str]
-
-    def fit(self, arguments: Mapping[str, Any]) -> bool:
-        """True when ``Signature.bind(**arguments)`` would succeed (False: bind says why)."""
-        given = arguments.keys()
-        return (self.names is None or given <= self.names) and self.required <= given
-
-
-def _keywords(signature: inspect.Signature) -> _Keywords | None:
-    """The signature's :class:`_Keywords`, or None for one with a positional-only parameter (whose rules ``bind``
-    keeps)."""
-    names: set[str] = set()
-    required: set[str] = set()
-    open_ended = False
-    for parameter in signature.parameters.values():
-        if parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
-            return None
-        if parameter.kind is inspect.Parameter.VAR_KEYWORD:
-            open_ended = True
-        elif parameter.kind is not inspect.Parameter.VAR_POSITIONAL:
-            names.add(parameter.name)
-            if parameter.default is inspect.Parameter.empty:
-                required.add(parameter.name)
-    return _Keywords(None if open_ended else frozenset(names), frozenset(required))
+        assert workers is not None
+        info = workers.infos.get(name)
+        if info is None:
+            workers.close()
+            raise LaneConfigError(f"agent tool {name!r}: its worker did not describe it")
+        parameters = spec.parameters if spec.parameters is not None else info.parameters
+        description = spec.description if spec.description is not None else info.description
+        digest = code_digest(spec.function, base_dir, tool_source(info, spec.function, base_dir))
+        built[name] = Tool(name, _definition(name, description, parameters), spec.function, info.takes_state, digest)
+    return built, workers
 
 
 def _definition(name: str, description: str | None, parameters: Any) -> dict[str, Any]:
@@ -180,30 +150,6 @@ def _definition(name: str, description: str | None, parameters: Any) -> dict[str
         definition["description"] = description
     definition["parameters"] = parameters
     return definition
-
-
-def _parameters_of(name: str, function: Callable[..., Any], takes_state: bool) -> dict[str, Any]:
-    """The JSON Schema of a function's arguments, from its signature and annotations (pydantic's), without the
-    ``state`` it is given by the lane."""
-    from pydantic import TypeAdapter
-
-    from evalglass.lanes.base import LaneConfigError
-
-    try:
-        schema: dict[str, Any] = TypeAdapter(function).json_schema()  # type: ignore[arg-type]
-    except Exception as exc:
-        raise LaneConfigError(
-            f"agent tool {name!r}: no JSON Schema can be made from its signature ({type(exc).__name__}: {exc}); "
-            "declare its 'parameters'"
-        ) from None
-    if takes_state:
-        schema.get("properties", {}).pop("state", None)
-        required = [item for item in schema.get("required", ()) if item != "state"]
-        if required:
-            schema["required"] = required
-        else:
-            schema.pop("required", None)
-    return schema
 
 
 @dataclass
@@ -288,7 +234,7 @@ class AgentLane:
         self.cache = cache if spec.cache else None
         self.retrier = retrier or Retrier(spec.retry)
         self.templates = [(role, compile_template(source)) for role, source in spec.message_templates()]
-        self.tools = build_tools(spec.tools, base_dir)
+        self.tools, self._workers = build_tools(spec.tools, base_dir, width=tool_threads)
         self.definitions = tuple(tool.definition for tool in self.tools.values())
         self.params = tuple(sorted(spec.sampling().items()))
         self.client: ModelStepClient = client or open_step_client(spec, env=env, transport=transport)
@@ -296,7 +242,8 @@ class AgentLane:
         self._state_path = parse_path(spec.state) if spec.state is not None else None
         self._recorded_path = parse_path(spec.recorded_results)
         self._keeps_state = spec.state is not None or any(tool.takes_state for tool in self.tools.values())
-        self._threads: Any = None
+        #: At most ``tool_threads`` host tool calls in flight (one worker process each); made on the loop.
+        self._tool_gate: asyncio.Semaphore | None = None
         self._tool_threads = tool_threads
         self.fingerprint = content_address(
             {
@@ -339,9 +286,8 @@ class AgentLane:
 
     async def aclose(self) -> None:
         await self.client.aclose()
-        if self._threads is not None:
-            self._threads.shutdown(wait=False, cancel_futures=True)
-            self._threads = None
+        if self._workers is not None:
+            self._workers.close()
 
     async def produce(self, example_id: str, fields: Mapping[str, Any], sample: int) -> LaneOutcome:
         """The trajectory of one (example, sample); never raises for a per-example problem."""
@@ -612,82 +558,41 @@ class AgentLane:
     async def _host(
         self, tool: Tool, call: StepCall, record: dict[str, Any], run: _Trajectory, sample: int
     ) -> dict[str, Any] | LaneFailure:
-        from evalglass.lanes.daemonpool import CallRaised, CallTimedOut, DaemonThreadPool, call_in_thread
+        """The call made by a tool worker (``lanes/hosttools.py``): the arguments go out as JSON (so the call the
+        trajectory recorded is never the tool's to change), with the state when the tool takes it; the result,
+        the error, and the state as the tool left it come back as data."""
+        from evalglass.lanes.hosttools import RETURNED, STATE_NOT_JSON, decode_reply, tool_request
+        from evalglass.lanes.hostworker import WorkerDied, WorkerStartError
 
-        function = tool.function
-        assert function is not None
+        workers = self._workers
+        assert workers is not None and tool.reference is not None
         if not isinstance(call.arguments, dict):
             return _error(record, "arguments_rejected", "the arguments must be a JSON object")
-        # A copy, so a tool that changes an argument in place does not rewrite the call the trajectory recorded.
-        kwargs = _arguments_copy(call.arguments) if _nested(call.arguments) else dict(call.arguments)
-        if tool.takes_state:
-            kwargs["state"] = run.state
-        if tool.signature is not None and (tool.keywords is None or not tool.keywords.fit(kwargs)):
-            try:
-                tool.signature.bind(**kwargs)
-            except TypeError as exc:
-                return _error(record, "arguments_rejected", f"{tool.name} does not take these arguments: {exc}")
         timeout = self.spec.step_timeout
-        # The clock's own scope: a TimeoutError the tool raises itself (a socket's, say) is the tool's error, named
-        # as such, never "did not return within" a limit it did not reach (or that there is none of).
-        scope: asyncio.Timeout | None = None
-        try:
-            if tool.is_async:
-                async with asyncio.timeout(timeout) as scope:
-                    value = await function(**kwargs)
-            else:
-                if self._threads is None:
-                    self._threads = DaemonThreadPool(self._tool_threads, name="evalglass-agent-tools")
-                value = await call_in_thread(self._threads, lambda: function(**kwargs), timeout)
-                if inspect.isawaitable(value):
-                    async with asyncio.timeout(timeout) as scope:
-                        value = await value
-        except CallTimedOut as late:
-            if late.queued:
-                # It never ran: abandoned calls hold every thread the pool may have. Not the tool's doing, nor the
-                # model's: told to the model as a tool error, it would steer the rest of the trajectory.
-                return self._failure(
-                    run,
-                    "tool_worker_unavailable",
-                    f"{tool.name} could not start within {timeout:g}s: {late.abandoned} abandoned (timed-out) tool "
-                    "calls still hold every thread the lane may use",
-                    sample,
-                )
-            if tool.takes_state:
-                # The abandoned call still runs, and may still change the state it was given: the trajectory goes
-                # on with (and ends with) the state as it was at the timeout, never one a late write reaches.
-                try:
-                    run.state = _json_copy(run.state)
-                except TypeError as exc:
-                    why = f"{tool.name} timed out while the state holds what is not JSON ({exc}): no copy is safe"
-                    return self._state_not_json(run, why, sample)
-            return _error(record, "tool_timeout", f"{tool.name} did not return within {timeout:g}s")
-        except TimeoutError as exc:
-            if scope is not None and scope.expired():
+        request = tool_request(tool.name, call.arguments, run.state if tool.takes_state else None)
+        if self._tool_gate is None:
+            self._tool_gate = asyncio.Semaphore(self._tool_threads)
+        # The wait for a free worker is not the call's: its clock starts when the request is sent.
+        async with self._tool_gate:
+            try:
+                reply = await workers.call_here(request, timeout)
+            except TimeoutError:
+                # Its worker was killed mid-call: whatever it did to the state is gone with it (the trajectory
+                # goes on with the state as it was before the call).
                 return _error(record, "tool_timeout", f"{tool.name} did not return within {timeout:g}s")
-            return _raised(record, exc)
-        except asyncio.CancelledError as exc:
-            task = asyncio.current_task()
-            if task is None or task.cancelling():  # the run is stopping this trajectory
-                raise
-            return _raised(record, exc)  # an async tool raised it itself: its failure, not the run's cancellation
-        except CallRaised as exc:  # StopIteration or CancelledError raised by a tool in its thread
-            return _raised(record, exc.raised)
-        except BaseException as exc:  # SystemExit and the like raised by a tool are the tool's failure
-            return _raised(record, exc)
-        try:
-            encoded = orjson.dumps(value)
-        except TypeError as exc:
-            return _error(
-                record, "result_not_json", f"{tool.name} returned a {type(value).__name__} that is not JSON ({exc})"
-            )
-        if type(value) not in _PLAIN_SCALARS:
-            # The result as it was when the tool returned, as plain JSON: a tool that returns part of its state (or
-            # of anything it keeps: a dict, a list, a dataclass) and changes it later must not rewrite an earlier
-            # step's message, call or cache key; and what orjson writes of a datetime, an enum, a dataclass or a
-            # NaN (a string, a value, an object, null) is what the model was told, so it is what the trajectory
-            # holds, in this run and in one read back from its outputs.
-            value = orjson.loads(encoded)
+            except (WorkerDied, WorkerStartError) as exc:
+                return _error(record, "tool_worker_lost", f"{tool.name} did not answer: {exc}")
+        answer = decode_reply(reply)
+        if answer is None:
+            why = f"{tool.name} did not answer: its worker process sent what is not an answer"
+            return _error(record, "tool_worker_lost", why)
+        if answer[0] == STATE_NOT_JSON:
+            return self._state_not_json(run, answer[1], sample)
+        if tool.takes_state and len(answer) == (3 if answer[0] == RETURNED else 4):
+            run.state = answer[-1]
+        if answer[0] != RETURNED:
+            return _error(record, answer[1], answer[2])
+        value = answer[1]
         record["result"] = value
         return _response(record, value)
 
@@ -750,32 +655,6 @@ class AgentLane:
         return trajectory
 
 
-#: Results kept as returned: immutable, and written by orjson as themselves (a float may be NaN: written null).
-_PLAIN_SCALARS = frozenset({str, int, bool, type(None)})
-
-
-def _json_copy(value: Any) -> Any:
-    """A deep copy of ``value`` as plain JSON, safe while another thread changes it (a state an abandoned tool still
-    holds): orjson writes it without letting another thread run, where a deepcopy runs Python code between its
-    steps, so it could meet a dict changing size or copy a list half changed. Raises TypeError for what orjson
-    cannot write (a set, an object, a key that is not text): no copy of that is safe, so there is none."""
-    return orjson.loads(orjson.dumps(value))
-
-
-def _arguments_copy(arguments: Any) -> Any:
-    """A deep copy of a call's arguments: read from the model's answer, so no other thread holds them, and a
-    deepcopy is safe where orjson cannot write them (an integer beyond 64 bits)."""
-    try:
-        return _json_copy(arguments)
-    except TypeError:
-        return copy.deepcopy(arguments)
-
-
-def _raised(record: dict[str, Any], exc: BaseException) -> dict[str, Any]:
-    """The tool raised ``exc``: the call's error, named by the exception's type."""
-    return _error(record, type(exc).__name__, f"{type(exc).__name__}: {exc}")
-
-
 def _error(record: dict[str, Any], kind: str, message: str) -> dict[str, Any]:
     """The call failed: recorded with its error, and the model told (a ``tool_call_response`` flagged as an error)."""
     text = redaction.current().head(message, _ERROR_CHARS)
@@ -785,11 +664,6 @@ def _error(record: dict[str, Any], kind: str, message: str) -> dict[str, Any]:
     if "id" in record:
         part["id"] = record["id"]
     return part
-
-
-def _nested(arguments: Mapping[str, Any]) -> bool:
-    """Whether any argument is a container (a shallow copy would share it with the recorded call)."""
-    return any(isinstance(value, (dict, list)) for value in arguments.values())
 
 
 def _response(record: Mapping[str, Any], value: Any) -> dict[str, Any]:

@@ -5,8 +5,8 @@ lanes, below metrics, so both import it downwards). Every failure raises :class:
 what failed, where, and how to fix it (a lane reports it as its config error, a metric as its load error). A file is
 loaded as a standalone module (its directory is not added to ``sys.path``), once per file content and process:
 metrics that share a file share its module-level state. A python lane's function is loaded only in host worker
-processes (``lanes/hostworker.py``), and a python metric's only in its own worker (``metrics/hostscoring.py``), never
-in the process that decides (an agent's tools not yet: they still are).
+processes (``lanes/hostworker.py``), an agent's host tools only in theirs (``lanes/hosttools.py``), and a python
+metric's only in its own worker (``metrics/hostscoring.py``), never in the process that decides.
 """
 
 from __future__ import annotations

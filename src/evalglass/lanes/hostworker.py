@@ -28,6 +28,7 @@ import contextlib
 import inspect
 import multiprocessing
 import multiprocessing.forkserver
+import multiprocessing.spawn
 import os
 import signal
 import sys
@@ -40,6 +41,8 @@ from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
 import orjson
+
+from evalglass.lanes.ports import LaneFailure
 
 if TYPE_CHECKING:
     from evalglass.lanes.ports import LaneOutcome
@@ -64,6 +67,22 @@ def _forget_fork_server() -> None:
 
 
 os.register_at_fork(after_in_child=_forget_fork_server)
+#: Held while a worker process starts (see :func:`_without_main`).
+_START_LOCK = threading.Lock()
+
+
+def _without_main(prepare: Callable[[str], dict[str, Any]]) -> Callable[[str], dict[str, Any]]:
+    """``spawn.get_preparation_data`` without the main module: a worker imports only what it is told to."""
+
+    def prepared(name: str) -> dict[str, Any]:
+        data = prepare(name)
+        data.pop("init_main_from_path", None)
+        data.pop("init_main_from_name", None)
+        return data
+
+    return prepared
+
+
 #: How long a worker may take to import its host module and describe it.
 START_TIMEOUT_S = 300.0
 
@@ -156,8 +175,29 @@ class HostWorkers:
         assert self._info is not None
         return self._info
 
+    def _target(self) -> tuple[Callable[..., None], tuple[Any, ...]]:
+        """What a worker runs, and its arguments after the two pipes and before its :class:`_Setting`."""
+        return serve, (self.reference, self.base_dir, self.what, self.secrets)
+
+    def _described(self, hello: dict[str, Any]) -> None:
+        """Keep what the first worker said of the function (``hello``, its first message, not an error)."""
+        source = hello.get("source")
+        self._info = HostFunctionInfo(
+            bool(hello.get("is_async")), bool(hello.get("takes_sample")), source if type(source) is str else None
+        )
+
+    def _keeps(self, reply: bytes) -> bool:
+        """Whether the worker that sent ``reply`` is still serving (a worker whose watchdog saw a call time out
+        has ended: its call could not be stopped)."""
+        try:
+            meta = orjson.loads(reply.partition(b"\n")[0])
+        except orjson.JSONDecodeError:
+            return False
+        return type(meta) is list and len(meta) in (4, 5) and meta[2] is None
+
     def _start(self) -> _Worker:
-        worker = spawn_worker(serve, (self.reference, self.base_dir, self.what, self.secrets, _Setting.now()))
+        target, arguments = self._target()
+        worker = spawn_worker(target, (*arguments, _Setting.now()))
         ours = worker.conn
         try:
             if not ours.poll(START_TIMEOUT_S):
@@ -173,10 +213,7 @@ class HostWorkers:
             worker.kill()
             error = hello.get("error") if isinstance(hello, dict) else None
             raise WorkerStartError(str(error) if error else f"{self.what} {self.reference}: no description")
-        source = hello.get("source")
-        self._info = HostFunctionInfo(
-            bool(hello.get("is_async")), bool(hello.get("takes_sample")), source if type(source) is str else None
-        )
+        self._described(hello)
         return worker
 
     def _take(self) -> _Worker:
@@ -211,13 +248,26 @@ class HostWorkers:
         except BaseException:
             self._give_back(worker, keep=False)  # a timeout, a cancellation, a death: the worker goes
             raise
-        # A worker whose watchdog saw a call time out has ended (its call could not be stopped).
+        self._give_back(worker, keep=self._keeps(reply))
+        return reply
+
+    async def call_here(self, request: bytes, deadline: float | None) -> bytes:
+        """:meth:`call` with the worker's pipe watched by the event loop, not a thread: one call, a small message
+        each way (an agent's tool call), for two thread hand-offs less. A worker is started on a thread when none
+        is idle; the deadline counts from the request's sending."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            worker = self._idle.pop() if self._idle and not self._closed else None
+            if worker is not None:
+                self._busy.add(worker)
+        if worker is None:
+            worker = await loop.run_in_executor(self._threads, self._take)
         try:
-            meta = orjson.loads(reply.partition(b"\n")[0])
-            keep = type(meta) is list and len(meta) == 4 and meta[2] is None
-        except orjson.JSONDecodeError:
-            keep = False
-        self._give_back(worker, keep=keep)
+            reply = await _exchange(loop, worker, request, deadline)
+        except BaseException:
+            self._give_back(worker, keep=False)  # a timeout, a cancellation, a death: the worker goes
+            raise
+        self._give_back(worker, keep=self._keeps(reply))
         return reply
 
     def close(self) -> None:
@@ -239,7 +289,17 @@ def spawn_worker(target: Callable[..., None], args: tuple[Any, ...]) -> _Worker:
     ours, theirs = _CONTEXT.Pipe(duplex=True)
     alive_read, alive_write = _CONTEXT.Pipe(duplex=False)
     process = _CONTEXT.Process(target=target, args=(theirs, alive_read, *args), name="evalglass-host", daemon=True)
-    process.start()
+    with _START_LOCK:
+        # A worker must not run the deciding process's main script again (``multiprocessing`` re-imports it in every
+        # child it starts through a fork server, as ``__mp_main__``): a script that calls ``evalglass.run()`` without
+        # a ``__main__`` guard would start a run inside each worker. The preparation data is read while the process
+        # starts; ``spawn`` has no option to leave the main out.
+        prepare = multiprocessing.spawn.get_preparation_data
+        multiprocessing.spawn.get_preparation_data = _without_main(prepare)  # type: ignore[assignment]
+        try:
+            process.start()
+        finally:
+            multiprocessing.spawn.get_preparation_data = prepare
     theirs.close()
     alive_read.close()
     return _Worker(process, ours, alive_write)
@@ -248,6 +308,32 @@ def spawn_worker(target: Callable[..., None], args: tuple[Any, ...]) -> _Worker:
 def worker_setting() -> _Setting:
     """The deciding process's folder and environment now, for a worker to :func:`enter_worker` with."""
     return _Setting.now()
+
+
+async def _exchange(loop: asyncio.AbstractEventLoop, worker: _Worker, request: bytes, deadline: float | None) -> bytes:
+    """Send ``request`` and await the answer, the pipe watched by ``loop``; raises ``TimeoutError`` past
+    ``deadline`` seconds and :class:`WorkerDied` when the worker ends first (the caller kills the worker)."""
+    fd = worker.conn.fileno()
+    readable: asyncio.Future[None] = loop.create_future()
+
+    def ready() -> None:
+        if not readable.done():
+            readable.set_result(None)
+
+    loop.add_reader(fd, ready)
+    try:
+        try:
+            worker.conn.send_bytes(request)  # the worker is waiting to read it: a long request blocks only as long
+        except OSError:
+            raise WorkerDied(await loop.run_in_executor(None, worker.ending)) from None
+        async with asyncio.timeout(deadline):
+            await readable
+        try:
+            return worker.conn.recv_bytes()  # readable: the answer (or the end of the pipe) is there
+        except (EOFError, OSError):
+            raise WorkerDied(await loop.run_in_executor(None, worker.ending)) from None
+    finally:
+        loop.remove_reader(fd)
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,6 +440,18 @@ def _answer_runs(conn: Connection, runner: _Runner) -> None:
         runner.run(calls, timeout, budget)
 
 
+def _kept(
+    called: Any, index: int, values: list[Any], failures: list[list[Any]], budget: float | None, began: float
+) -> bool:
+    """Keep what call ``index`` came to (a value, or a failure's fields); whether the run has passed its budget."""
+    if type(called) is LaneFailure:
+        failures.append([index, called.code, called.message, called.detail])
+        values.append(None)
+    else:
+        values.append(called)
+    return budget is not None and time.perf_counter() - began > budget
+
+
 class _Runner:
     """Makes a run of calls in order and sends their answers in one message. A call over its timeout is seen by a
     watchdog thread, which sends what the calls before it gave, that one as timed out, and ends the worker (the
@@ -361,6 +459,7 @@ class _Runner:
 
     def __init__(self, conn: Connection, function: Any, name: str) -> None:
         self.conn, self.function, self.name = conn, function, name
+        self.is_async = inspect.iscoroutinefunction(function)
         self.loop = asyncio.new_event_loop()
         self.values: list[Any] = []
         self.failures: list[list[Any]] = []
@@ -373,10 +472,10 @@ class _Runner:
         self.lock = threading.Lock()
         self.wake = threading.Condition(self.lock)
         self.watching = False
+        self.began = 0.0
 
     def run(self, calls: list[list[Any]], timeout: float | None, budget: float | None) -> None:
         from evalglass.lanes.hostcall import _Returned, python_value
-        from evalglass.lanes.ports import LaneFailure
 
         function, name = self.function, self.name
         values: list[Any] = []
@@ -392,19 +491,19 @@ class _Runner:
                     self.watching = True
                     threading.Thread(target=self._watch, daemon=True, name="evalglass-host-watchdog").start()
                 self.wake.notify()
-        began = time.perf_counter()
-        for index, (argument, kwargs, sample) in enumerate(calls):
-            self.index, self.started = index, time.monotonic()
-            called = python_value(function, name, kwargs, sample, argument)
-            if type(called) is _Returned:
-                called = self._returned(called.value, sample, timeout)
-            if type(called) is LaneFailure:
-                failures.append([index, called.code, called.message, called.detail])
-                values.append(None)
-            else:
-                values.append(called)
-            if budget is not None and time.perf_counter() - began > budget:
-                break  # the run turned slow: what is left goes back, to be split again
+        self.began = began = time.perf_counter()
+        if self.is_async:
+            # One turn of the loop for the whole run, each call awaited in order (a loop started per call costs more
+            # than a fast call).
+            self.loop.run_until_complete(self._run_async(calls, timeout, budget, values, failures))
+        else:
+            for index, (argument, kwargs, sample) in enumerate(calls):
+                self.index, self.started = index, time.monotonic()
+                called = python_value(function, name, kwargs, sample, argument)
+                if type(called) is _Returned:
+                    called = self._returned(called.value, sample, timeout)
+                if _kept(called, index, values, failures, budget, began):
+                    break  # the run turned slow: what is left goes back, to be split again
         with self.lock:
             self.serial += 1  # the watchdog stands down
             if self.sent:
@@ -412,20 +511,39 @@ class _Runner:
             self.sent = True
         self.conn.send_bytes(self._encode(len(values), None))
 
-    def _returned(self, value: Any, sample: int, timeout: float | None) -> Any:
-        """A value of another type than the built-in JSON ones: an awaitable is run on the worker's loop (within
-        the call's timeout), anything else is checked when the run is encoded."""
+    async def _run_async(
+        self,
+        calls: list[list[Any]],
+        timeout: float | None,
+        budget: float | None,
+        values: list[Any],
+        failures: list[list[Any]],
+    ) -> None:
+        """:meth:`run`'s loop for an async function, on the worker's loop: what each call comes to is what
+        :meth:`_returned` makes of it."""
+        from evalglass.lanes.hostcall import _Returned, python_value
+
+        function, name, began = self.function, self.name, self.began
+        for index, (argument, kwargs, sample) in enumerate(calls):
+            self.index, self.started = index, time.monotonic()
+            called = python_value(function, name, kwargs, sample, argument)
+            if type(called) is _Returned:
+                called = await self._finished(called.value, sample, timeout)
+            if _kept(called, index, values, failures, budget, began):
+                break
+
+    async def _finished(self, value: Any, sample: int, timeout: float | None) -> Any:
+        """What a call's returned value comes to: an awaitable awaited within the call's timeout (its failure
+        when it raised or ran out of time), anything else as it is (checked when the run is encoded)."""
         from evalglass.lanes.hostcall import _raised
 
         if not inspect.isawaitable(value):
             return value
-
-        async def finish() -> Any:
+        try:
+            if timeout is None:  # no clock to keep (a timeout scope costs more than a fast call)
+                return await value
             async with asyncio.timeout(timeout):
                 return await value
-
-        try:
-            return self.loop.run_until_complete(finish())
         except TimeoutError as exc:
             if timeout is not None and time.monotonic() - self.started >= timeout:
                 from evalglass.lanes.ports import LaneFailure
@@ -435,13 +553,22 @@ class _Runner:
         except BaseException as exc:
             return _raised(self.name, exc, sample, self.function)
 
+    def _returned(self, value: Any, sample: int, timeout: float | None) -> Any:
+        """A value of another type than the built-in JSON ones, from a sync function: an awaitable is run on the
+        worker's loop (within the call's timeout), anything else is checked when the run is encoded."""
+        if not inspect.isawaitable(value):
+            return value
+        return self.loop.run_until_complete(self._finished(value, sample, timeout))
+
     def _encode(self, finished: int, timed_out: int | None) -> bytes:
-        """The answer, in lines: ``[failures, finished, timed_out, apart]``, then the values as one JSON list, or
-        (``apart``: a value nested as deep as JSON allows does not fit in a list) one line per value. A value that
-        is not JSON becomes its call's failure."""
+        """The answer, in lines: ``[failures, finished, timed_out, apart, seconds]``, then the values as one JSON
+        list, or (``apart``: a value nested as deep as JSON allows does not fit in a list) one line per value. A
+        value that is not JSON becomes its call's failure. ``seconds``: how long the worker took to make the calls
+        (the lane sizes runs by it, never by the round trip, which a busy machine makes as long as it likes)."""
         values, failures = self.values[:finished], [entry for entry in self.failures if entry[0] < finished]
+        seconds = time.perf_counter() - self.began
         try:
-            return orjson.dumps([failures, finished, timed_out, False]) + b"\n" + orjson.dumps(values)
+            return orjson.dumps([failures, finished, timed_out, False, seconds]) + b"\n" + orjson.dumps(values)
         except TypeError:
             pass
         from evalglass.lanes.hostcall import lane_value
@@ -455,7 +582,7 @@ class _Runner:
                     failures.append([index, outcome.code, outcome.message, outcome.detail])
                     value = None
             lines.append(orjson.dumps(None if index in failed else value))
-        return b"\n".join([orjson.dumps([sorted(failures), finished, timed_out, True]), *lines])
+        return b"\n".join([orjson.dumps([sorted(failures), finished, timed_out, True, seconds]), *lines])
 
     def _watch(self) -> None:
         with self.lock:
@@ -489,9 +616,9 @@ def decode_run(reply: bytes, samples: list[int]) -> tuple[list[Any], dict[int, L
     head, _, rest = reply.partition(b"\n")
     try:
         meta = orjson.loads(head)
-        if type(meta) is not list or len(meta) != 4:
+        if type(meta) is not list or len(meta) not in (4, 5):  # 4: a worker that does not say how long it took
             return None
-        failures, finished, _, apart = meta
+        failures, finished, _, apart = meta[:4]
         values = [orjson.loads(line) for line in rest.split(b"\n")] if apart else orjson.loads(rest)
     except (orjson.JSONDecodeError, ValueError):
         return None
@@ -515,6 +642,18 @@ def decode_run(reply: bytes, samples: list[int]) -> tuple[list[Any], dict[int, L
     return values, failed, finished
 
 
+def run_seconds(reply: bytes) -> float | None:
+    """How long the worker said it took to make a run's calls (None when it did not say, or said nonsense): a
+    figure for sizing runs, never a measurement anything is decided on."""
+    try:
+        meta = orjson.loads(reply.partition(b"\n")[0])
+    except orjson.JSONDecodeError:
+        return None
+    if type(meta) is not list or len(meta) != 5 or type(meta[4]) is not float or not 0.0 <= meta[4] < 1e6:
+        return None
+    return meta[4]
+
+
 def run_request(calls: list[list[Any]], timeout: float | None, budget: float | None) -> bytes:
     """A run of calls (each ``[argument, kwargs, sample]``) as the worker reads it: a first line with the limits,
     each call's keyword arguments and sample, then one line per argument (each alone, so a record nested as deep as
@@ -531,6 +670,7 @@ __all__ = [
     "decode_run",
     "enter_worker",
     "run_request",
+    "run_seconds",
     "serve",
     "spawn_worker",
     "worker_setting",

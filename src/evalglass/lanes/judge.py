@@ -45,6 +45,7 @@ from evalglass.core.fingerprint import content_address
 from evalglass.core.goldfields import record_without
 from evalglass.core.pairwise import Inconsistent
 from evalglass.core.score import Diagnostic, Score, Status, Validity
+from evalglass.core.textcase import caseless
 from evalglass.core.trajectory import Inconsistent as InconsistentTrajectory
 from evalglass.core.trajectory import Unreadable
 from evalglass.errors import SetupError
@@ -216,7 +217,8 @@ def parse_judge_answer(text: str, scale: JudgeScale, *, evidence: tuple[str, ...
     values = scale.label_values()
     label = value.strip()
     if label not in values:
-        folded = [name for name in values if name.casefold() == label.casefold()]
+        key = caseless(label)
+        folded = [name for name in values if caseless(name) == key]
         if len(folded) != 1:
             return JudgeAnswer(
                 Score.unmeasured(
@@ -494,7 +496,8 @@ def _normalise_label(value: Any, scale: JudgeScale) -> Any:
         return int(value)
     if not scale.numeric and isinstance(value, str):
         stripped = value.strip()
-        matches = [name for name in scale.categories() if str(name).casefold() == stripped.casefold()]
+        key = caseless(stripped)
+        matches = [name for name in scale.categories() if caseless(str(name)) == key]
         return matches[0] if len(matches) == 1 else stripped
     return value
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
+import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -92,9 +93,11 @@ class PythonLane(TaskLane):
         #: An async function is I/O: it stays on this machine unless the executor is told to ship it.
         self.ship_async = ship_async
         #: The shipped call: a cluster worker loads the function by its reference, as a local worker does.
-        self._shipped = functools.partial(shipped_reference_call, spec.function, str(base_dir))
+        self._shipped = functools.partial(shipped_reference_call, spec.function, str(Path(base_dir).resolve()))
         #: Wall time one call took, on average, in runs that finished whole (None until one did): sizes the runs.
         self._per_call: float | None = None
+        #: Runs of fast calls in flight at once, at most one per CPU (made on the loop, at first use).
+        self._fast_gate: asyncio.Semaphore | None = None
 
     async def produce(self, example_id: str, fields: Mapping[str, Any], sample: int) -> LaneOutcome:
         key = fields_key(self.cache, self.fingerprint, fields, sample)
@@ -113,7 +116,7 @@ class PythonLane(TaskLane):
                 return LaneFailure("task_worker_lost", f"{name} could not run on the cluster: {exc}", sample)
 
         async def local() -> LaneOutcome:
-            values, failures, _ = await self._run([[argument, kwargs, sample]], [sample], None)
+            values, failures, _, _ = await self._run([[argument, kwargs, sample]], [sample], None)
             return failures[0] if failures else LaneOutput(values[0], sample)
 
         ships = offload is not None and (self.ship_async or not self.is_async)
@@ -128,25 +131,27 @@ class PythonLane(TaskLane):
 
     async def _run(
         self, calls: list[list[Any]], samples: list[int], budget: float | None
-    ) -> tuple[list[Any], dict[int, LaneOutcome], int]:
+    ) -> tuple[list[Any], dict[int, LaneOutcome], int, float | None]:
         """A run of calls on one worker: (values, failures by position, how many were made). A run stops early
         when it proves slower than ``budget``; a worker that ends mid-run (or a run past its deadline: the calls'
         timeouts are kept by the worker, this is the backstop) fails a lone call as what happened to it, and makes
         none of a longer run's, which the caller makes again one per run, so each call's own state is found (the
-        calls before the one that ended the worker are made twice)."""
+        calls before the one that ended the worker are made twice). The fourth item: how long the worker said it
+        took (None: it did not say)."""
         name, timeout = self.spec.function, self.spec.timeout
         deadline = None if timeout is None else timeout + (budget or 0.0) + WORKER_GRACE_S
         lone = len(calls) == 1
         try:
-            answer = await self.workers.call(hostworker.run_request(calls, timeout, budget), deadline)
+            answer = await self.workers.call_here(hostworker.run_request(calls, timeout, budget), deadline)
         except TimeoutError:
             if not lone:
-                return [], {}, 0
-            return [None], {0: LaneFailure("task_timeout", f"{name} did not return within {timeout:g}s", samples[0])}, 1
+                return [], {}, 0, None
+            failure = LaneFailure("task_timeout", f"{name} did not return within {timeout:g}s", samples[0])
+            return [None], {0: failure}, 1, None
         except WorkerDied as exc:
             if not lone:
-                return [], {}, 0
-            return [None], {0: LaneFailure("task_worker_lost", f"{name} did not answer: {exc}", samples[0])}, 1
+                return [], {}, 0, None
+            return [None], {0: LaneFailure("task_worker_lost", f"{name} did not answer: {exc}", samples[0])}, 1, None
         decoded = hostworker.decode_run(answer, samples)
         if decoded is None:
             why = f"{name} did not answer: its worker process sent what is not an answer"
@@ -154,15 +159,18 @@ class PythonLane(TaskLane):
                 [None] * len(calls),
                 {i: LaneFailure("task_worker_lost", why, s) for i, s in enumerate(samples)},
                 len(calls),
+                None,
             )
-        return decoded
+        return (*decoded, hostworker.run_seconds(answer))
 
     # ------------------------------------------------------------------ many calls at once (the live run's chunks)
     @property
     def chunked(self) -> bool:
-        """Whether :meth:`produce_many` takes the chunked path: a sync function's, not with a cache (every call is
-        looked up and stored on its own) nor a cluster (every call is shipped on its own)."""
-        return self.cache is None and self.executor.offload is None and not self.is_async
+        """Whether :meth:`produce_many` takes the chunked path: not with a cache (every call is looked up and
+        stored on its own) nor a cluster (every call is shipped on its own). An async function's too: a worker
+        makes a run's calls one after another, each awaited on its loop, as it makes one call per run (a call at a
+        time per worker either way), and a slow function's calls go one per run."""
+        return self.cache is None and self.executor.offload is None
 
     async def produce_many(self, jobs: Sequence[Job]) -> list[LaneOutcome]:
         """Every job's outcome, in order, exactly as :meth:`produce` would give it, for less per call (see
@@ -190,20 +198,40 @@ class PythonLane(TaskLane):
         values: list[Any] = [None] * len(fields)
         failures: dict[int, LaneFailure] = {}
         pending = list(range(len(fields)))
+        #: Calls of a run whose worker ended mid-run: each goes in a run of its own from then on, so the call that
+        #: ended it is found (and fails alone), and the others are made again once, not once per death.
+        alone: list[int] = []
         submit, limit = self.executor.submit, self.limit
-        while pending:
+        while pending or alone:
             # A run that proves slower than planned stops early: what it left is split again by the time calls take
             # now, so a function that turns slow goes back to one call per worker.
             size = self._run_length(len(pending))
-            runs = [pending[start : start + size] for start in range(0, len(pending), size)]
+            runs = [[index] for index in alone]
+            if self._per_call is None and len(pending) > 1:
+                # Nothing says yet how long a call takes: one call goes alone first, and the rest are sized by it
+                # (else every call of the column would go in a run of its own).
+                runs.append(pending[:1])
+            else:
+                runs.extend(pending[start : start + size] for start in range(0, len(pending), size))
             made = [functools.partial(self._sync_run, fields, samples, run, values, failures) for run in runs]
+            # Calls this fast are work for a CPU, not waits: more runs at once than CPUs would only start more
+            # workers (each an interpreter importing the module) to take turns on the same cores.
+            # One gate for the lane: a live run has several columns in flight.
+            gate = None
+            if size >= FAST_RUN and len(made) > 1:
+                gate = self._fast_gate = self._fast_gate or asyncio.Semaphore(os.cpu_count() or 1)
             if len(made) == 1:
                 done = [await submit(made[0], endpoint=limit)]
             else:
-                done = await asyncio.gather(*(submit(run, endpoint=limit) for run in made))
-            pending = []
+                done = await asyncio.gather(*(_submitted(submit, run, limit, gate) for run in made))
+            left = pending[sum(len(run) for run in runs) - len(alone) :]  # not sent this round (after a lone call)
+            pending, alone = [], []
             for run, finished in zip(runs, done, strict=True):
-                pending.extend(run[finished:])  # ``finished`` is short of the run when it stopped early
+                if finished == 0 and len(run) > 1:
+                    alone.extend(run)  # its worker ended mid-run: which call did it is not known
+                else:
+                    pending.extend(run[finished:])  # ``finished`` is short of the run when it stopped early
+            pending.extend(left)
         return LaneColumn(values, failures)
 
     def column_size(self) -> int:
@@ -239,8 +267,10 @@ class PythonLane(TaskLane):
         ]
         budget = 10 * CHUNK_BUDGET_S if len(run) > 1 else None
         began = time.perf_counter()
-        made, failed, finished = await self._run(calls, run_samples, budget)
-        elapsed = time.perf_counter() - began
+        made, failed, finished, worked = await self._run(calls, run_samples, budget)
+        # The worker's own time when it said (a round trip's wait is not the function's: on a busy machine it would
+        # keep runs at one call each), else the round trip.
+        elapsed = time.perf_counter() - began if worked is None else worked
         if finished == 0:
             self._per_call = None  # the worker ended mid-run: one call per run until calls are answered again
             return 0
@@ -260,6 +290,18 @@ class PythonLane(TaskLane):
 
 #: How long one run of sync calls sent to a worker at once may take (from the time runs took so far).
 CHUNK_BUDGET_S = 0.002
+#: Calls per run from which a function counts as fast (under 50 us a call): its runs go at most one per CPU.
+FAST_RUN = int(CHUNK_BUDGET_S / 50e-6)
+
+
+async def _submitted(submit: Any, run: Any, limit: EndpointLimit, gate: asyncio.Semaphore | None) -> int:
+    """``run`` through the executor, after ``gate`` (when there is one) lets it go."""
+    if gate is None:
+        return int(await submit(run, endpoint=limit))
+    async with gate:
+        return int(await submit(run, endpoint=limit))
+
+
 #: How long past a run's own limits (the call's timeout, the run's budget) a worker may take to answer before it is
 #: killed: its watchdog says which call timed out; this is only for a worker that cannot say even that.
 WORKER_GRACE_S = 1.0

@@ -121,7 +121,7 @@ class PythonMetricSpec(MetricSpec):
         prepared = self._prepare(context, wanted)
         if context.shipper is not None:
             del worker  # only its answer to the load was needed: the calls run on the cluster
-            host = InProcessFunction(self.function, str(context.base_dir), wanted)
+            host = InProcessFunction(self.function, str(Path(context.base_dir).resolve()), wanted)
 
             def shipped_python_metric(example: Example) -> MetricResult:
                 given = prepared(example)

@@ -138,6 +138,9 @@ RULE_VERSIONS: Mapping[str, int] = {"lower_bound": 2, "majority_ties": 2}
 #: objects giving different values, or one giving the key twice, are ``judge_unparseable``. Version 1 read the first
 #: object found: a judge that quoted the graded JSON before its verdict was unparseable, and one that quoted a
 #: ``{"score": 5}`` from the output before its own ``{"score": 1}`` scored 5; a repeated key kept its last value.
+#: Labels (a categorical scale's answer, and a labels file's) match the scale by canonical caseless matching
+#: (``core.textcase.caseless``); version 1 compared ``casefold`` alone, so a label whose accent was decomposed (NFD)
+#: was off the scale.
 PARSER_VERSIONS: Mapping[str, int] = {"json-score": 2}
 
 #: The judge-answer parser every ``llm_judge`` uses.
