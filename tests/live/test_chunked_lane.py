@@ -192,7 +192,13 @@ def test_a_lane_column_keeps_every_outcome_and_refuses_what_it_cannot_hold() -> 
     again = column.outcomes([0, 1, 0, 1])
     assert again[1] is failure and again[2:] == outcomes[2:]
     assert isinstance(again[0], LaneOutput) and again[0].value != again[0].value  # the same NaN, kept
-    for carries_more in (LaneOutput("x", 0, cached=True), LaneOutput("x", 0, tries=2), LaneOutput("x", 0, call_id="k")):
+    carrying = (
+        LaneOutput("x", 0, cached=True),
+        LaneOutput("x", 0, tries=2),
+        LaneOutput("x", 0, call_id="k"),
+        LaneOutput("x", 0, truncated="length"),  # a cut-off answer's mark, which scores must carry
+    )
+    for carries_more in carrying:
         with pytest.raises(ValueError, match="carries more than its value"):
             LaneColumn.of([carries_more])
 

@@ -34,18 +34,29 @@ def test_numeric_bounds(bounds: dict[str, Any], output: Any, result: float) -> N
 
 
 @pytest.mark.parametrize("output", ["3.5", True, False, None, [1], {"v": 1}])
-def test_numeric_bounds_wrong_types_are_errors(output: Any) -> None:
-    score = assert_unmeasured(measure({"type": "numeric_bounds", "min": 0}, output), Status.ERROR, "wrong_type")
+def test_numeric_bounds_wrong_types_are_wrong_answers_scored_worst(output: Any) -> None:
+    """The system answered, with something that is no number: a measurement (the worst value, noted), not an
+    error that blocks the gate on a mistake only the system can mend."""
+    score = assert_worst(measure({"type": "numeric_bounds", "min": 0}, output), 0.0, "wrong_type")
+    assert "numeric_bounds needs a number" in score.diagnostics[0].message
+    assert "scored 0, the worst value of its scale" in score.diagnostics[0].message
+
+
+@pytest.mark.parametrize("output", ["3.5", None, [1]])
+def test_numeric_bounds_wrong_types_are_left_out_under_exclude(output: Any) -> None:
+    config = {"type": "numeric_bounds", "min": 0, "on_invalid_output": "exclude"}
+    score = assert_unmeasured(measure(config, output), Status.ERROR, "wrong_type")
     assert score.validity is Validity.NOT_MEASURED
 
 
-def test_numeric_string_error_suggests_coerce() -> None:
-    score = assert_unmeasured(measure({"type": "numeric_bounds", "max": 9}, "3"), Status.ERROR, "wrong_type")
+def test_numeric_string_note_suggests_coerce() -> None:
+    score = assert_worst(measure({"type": "numeric_bounds", "max": 9}, "3"), 0.0, "wrong_type")
     assert "coerce: true" in score.diagnostics[0].message
+    assert score.diagnostics[0].detail == "'3'"
 
 
 def test_nan_is_not_a_number() -> None:
-    assert_unmeasured(measure({"type": "numeric_bounds", "max": 9}, float("nan")), Status.ERROR, "not_a_number")
+    assert_worst(measure({"type": "numeric_bounds", "max": 9}, float("nan")), 0.0, "not_a_number")
 
 
 @pytest.mark.parametrize(("output", "result"), [("3.5", 1.0), (" -1e1 ", 0.0), (".5", 1.0), ("+4.", 1.0), ("12", 0.0)])
@@ -56,7 +67,7 @@ def test_coerce_reads_decimal_text(output: str, result: float) -> None:
 @pytest.mark.parametrize("output", ["1,000", "nan", "inf", "3 apples", "", "1_000", "0x10"])
 def test_coerce_refuses_non_decimal_text(output: str) -> None:
     config = {"type": "numeric_bounds", "min": 0, "coerce": True}
-    assert_unmeasured(measure(config, output), Status.ERROR, "not_a_number")
+    assert_worst(measure(config, output), 0.0, "not_a_number")
 
 
 def test_numeric_bounds_field_and_absence() -> None:
@@ -132,9 +143,12 @@ def test_set_overlap_case_insensitive() -> None:
 def test_set_overlap_problems() -> None:
     config = {"type": "set_overlap", "reference": "gold"}
     assert_unmeasured(measure(config, ["a"]), Status.NON_EVALUABLE, "reference_missing")
-    assert_unmeasured(measure(config, "a", gold=["a"]), Status.ERROR, "wrong_type")
-    assert_unmeasured(measure(config, ["a"], gold="a"), Status.ERROR, "reference_wrong_type")
-    assert_unmeasured(measure(config, [{1, 2}], gold=["a"]), Status.ERROR, "wrong_type")
+    assert_worst(measure(config, "a", gold=["a"]), 0.0, "wrong_type")  # the system's answer: measured
+    assert_worst(measure(config, None, gold=["a"]), 0.0, "wrong_type")
+    assert_unmeasured(measure(config, ["a"], gold="a"), Status.ERROR, "reference_wrong_type")  # the dataset's
+    assert_worst(measure(config, [{1, 2}], gold=["a"]), 0.0, "wrong_type")
+    excluded = {**config, "on_invalid_output": "exclude"}
+    assert_unmeasured(measure(excluded, "a", gold=["a"]), Status.ERROR, "wrong_type")
     nested = {**config, "field": "entities"}
     assert_worst(measure(nested, {"other": []}, gold=["a"]), 0.0, "output_field_missing")
     # What the evaluator lacks comes first: a malformed reference is not measured, whatever the answer.

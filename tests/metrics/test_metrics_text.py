@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
+from evalglass.core.example import Example
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.score import Status, Validity
+from evalglass.core.stats import Direction
 from evalglass.metrics import parse_metric_spec
+from evalglass.metrics.base import BuildContext
 from tests.metrics.helpers import assert_unmeasured, assert_worst, measure
 
 
@@ -62,15 +66,23 @@ def test_contains_refuses_bad_config(config: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("metric", ["contains", "regex", "word_count"])
 @pytest.mark.parametrize("output", [42, None, ["a"], {"a": "b"}, True])
-def test_text_metrics_refuse_non_strings(metric: str, output: Any) -> None:
+def test_text_metrics_score_non_strings_as_wrong_answers(metric: str, output: Any) -> None:
     config = {
         "contains": {"type": "contains", "value": "a"},
         "regex": {"type": "regex", "pattern": "a"},
         "word_count": {"type": "word_count", "max": 5},
     }[metric]
-    score = assert_unmeasured(measure(config, output), Status.ERROR, "wrong_type")
-    assert score.validity is Validity.NOT_MEASURED
+    score = assert_worst(measure(config, output), 0.0, "wrong_type")
     assert metric in score.diagnostics[0].message
+    excluded = assert_unmeasured(
+        measure({**config, "on_invalid_output": "exclude"}, output), Status.ERROR, "wrong_type"
+    )
+    assert excluded.validity is Validity.NOT_MEASURED
+
+
+def test_contains_with_a_reference_scores_a_non_string_answer_as_wrong() -> None:
+    config = {"type": "contains", "reference": "gold"}
+    assert_worst(measure(config, 7, gold="7"), 0.0, "wrong_type")
 
 
 @pytest.mark.parametrize("metric", ["contains", "regex", "word_count"])
@@ -150,3 +162,10 @@ def test_word_count(bounds: dict[str, int], output: str, expected: float) -> Non
 def test_word_count_refuses_bad_bounds(bounds: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         parse_metric_spec({"type": "word_count", **bounds})
+
+
+def test_a_wrong_type_scores_the_worst_end_of_a_lower_is_better_metric() -> None:
+    """A rate of forbidden text gated lower-is-better: a non-text answer is its worst, 1.0, never a free 0.0."""
+    spec = parse_metric_spec({"type": "regex", "pattern": "forbidden"})
+    function = spec.build(BuildContext(Path("."), direction=Direction.LOWER_IS_BETTER))
+    assert_worst(function(Example(id="ex-1", line=3, fields={}, output=None)), 1.0, "wrong_type")

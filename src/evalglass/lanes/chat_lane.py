@@ -89,21 +89,23 @@ class ChatLane(TaskLane):
             fault = made.fault
             assert fault is not None
             return LaneFailure(fault.code, fault.message, sample, fault.detail, attempts, key, tries)
+        cut = reply.finish_reason if self._chat.truncated(reply.finish_reason) else None
         if self.spec.output == "text":
-            return LaneOutput(reply.content, sample, cached, attempts, reply.usage, key, tries, replayed)
+            return LaneOutput(reply.content, sample, cached, attempts, reply.usage, key, tries, replayed, truncated=cut)
         try:
             value = orjson.loads(reply.content)
         except orjson.JSONDecodeError as exc:
             return LaneFailure(
                 "task_output_unparseable",
-                f"the endpoint answered text that is not JSON ({exc})",
+                f"the endpoint answered text that is not JSON ({exc})"
+                + (f"; the answer was cut off at its token limit (finish reason {cut})" if cut else ""),
                 sample,
                 detail_tail(reply.content, redaction.current()),
                 attempts,
                 key,
                 tries,
             )
-        return LaneOutput(value, sample, cached, attempts, reply.usage, key, tries, replayed)
+        return LaneOutput(value, sample, cached, attempts, reply.usage, key, tries, replayed, truncated=cut)
 
     async def aclose(self) -> None:
         await self.client.aclose()

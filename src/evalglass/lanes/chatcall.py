@@ -37,6 +37,19 @@ def declined(finish: object) -> bool:
     return type(finish) is str and finish in DECLINED
 
 
+#: Finish reasons with which an API says the answer was cut off at its token limit: OpenAI's ``length``,
+#: Anthropic's ``max_tokens``, Gemini's ``MAX_TOKENS``. Such an answer is the system's, scored as it is (a
+#: measurement, not an error), and marked: its finish reason is kept in ``outputs.jsonl`` and each of its scores
+#: carries the note ``output_truncated`` (``engine.produce.livescorer``), so a low score is not read as a wrong answer
+#: when it is a limit set too low.
+TRUNCATED = frozenset({"length", "max_tokens", "MAX_TOKENS"})
+
+
+def truncated(finish: object) -> bool:
+    """Whether ``finish`` (an API's finish reason, as read: any JSON value) is one of :data:`TRUNCATED`."""
+    return type(finish) is str and finish in TRUNCATED
+
+
 #: The OpenAI client's HTTP stack (``lanes/chat.py``): ``direct`` (aiohttp), ``httpx`` (the SDK's), ``auto``.
 TransportChoice = Literal["auto", "direct", "httpx"]
 

@@ -39,6 +39,9 @@ class LaneOutput:
     #: An output made by several model calls (an agent's steps): each call's usage and whether it was answered
     #: from an earlier run's cache, for the token tally; None for an output of one call.
     model_calls: tuple[tuple[Any, bool], ...] | None = None
+    #: The API's finish reason when it says the answer was cut off at its token limit (``lanes.chatcall.TRUNCATED``:
+    #: ``length``, ``max_tokens``, ``MAX_TOKENS``); None for a complete answer, or a lane that does not say.
+    truncated: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +90,7 @@ class LaneColumn:
                 or outcome.tries
                 or outcome.replayed
                 or outcome.model_calls is not None
+                or outcome.truncated is not None
             ):
                 raise ValueError("an output that carries more than its value does not fit in a LaneColumn")
             values.append(outcome.value)

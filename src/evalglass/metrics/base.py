@@ -220,9 +220,10 @@ class MetricSpec(BaseModel):
     interval: IntervalSpec = Field(default_factory=IntervalSpec, description="How the confidence interval is computed.")
     on_invalid_output: OnInvalidOutput = Field(
         default=OnInvalidOutput.WORST,
-        description="An answer the metric cannot read (not JSON under task.parse: json, or without the field it "
-        "reads): 'worst' scores it the worst value of the metric's scale (a measured failure); 'exclude' leaves it "
-        "out of the value (an error or non_evaluable score).",
+        description="An answer the metric cannot read (not JSON under task.parse: json, without the field it reads, "
+        "or of a type it cannot measure, such as null or '0.9' for numeric_bounds): 'worst' scores it the worst value "
+        "of the metric's scale (a measured failure); 'exclude' leaves it out of the value (an error or non_evaluable "
+        "score).",
     )
 
     @model_validator(mode="after")

@@ -4,9 +4,10 @@ Under ``task.parse: json`` an output that does not parse, and an output without 
 properties of what the system under test answered. With ``on_invalid_output: worst`` (the default) such an answer
 scores the worst value of the metric's scale (its minimum when higher is better, its maximum when lower is better:
 the direction of the gates on the metric), ``scored``/``valid``, with the diagnostic ``output_not_json`` or
-``output_field_missing`` kept for the population view. Excluding it instead would drop exactly the answers a format
-metric exists to catch, and an accuracy gate would block on the system's own mistakes, a red that no change to the
-evaluator can mend.
+``output_field_missing`` kept for the population view. So does an answer present but of a type the metric cannot
+measure (``wrong_type``: ``null`` or ``"0.9"`` where ``numeric_bounds`` reads a number), :func:`wrong_answer`.
+Excluding it instead would drop exactly the answers a format metric exists to catch, and an accuracy gate would
+block on the system's own mistakes, a red that no change to the evaluator can mend.
 
 With ``on_invalid_output: exclude`` the answer is left out as before: ``error`` ``output_not_json`` or
 ``non_evaluable`` ``field_missing``. A metric without a scale (a ``python`` metric that declares none), or whose
@@ -20,6 +21,7 @@ reference (metrics look at the reference before the answer), a judge or metric t
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 from evalglass.core.example import Example
 from evalglass.core.fieldpath import ABSENT
@@ -33,9 +35,18 @@ _TEXT_CHARS = 200
 
 #: The score of an example whose answer the metric cannot read, from the example.
 InvalidAnswer = Callable[[Example], Score]
-#: The score of an answer that is there but not in the form the metric reads (a trajectory that is no
-#: conversation), from its diagnostic code and what is wrong with it.
-UnreadableAnswer = Callable[[str, str], Score]
+
+
+class UnreadableAnswer(Protocol):
+    """The score of an answer that is there but not in the form the metric reads (a trajectory that is no
+    conversation), from its diagnostic code, what is wrong with it and optionally a preview of it."""
+
+    def __call__(self, code: str, message: str, detail: str | None = None, /) -> Score: ...
+
+
+#: The score of an answer of the wrong type, from the ``error`` score that says what is wrong with it
+#: (``metrics.support.wrong_type``): the same diagnostic, scored as ``on_invalid_output`` says.
+WrongAnswer = Callable[[Score], Score]
 
 
 def invalid_answer(spec: MetricSpec, context: BuildContext) -> InvalidAnswer:
@@ -77,14 +88,32 @@ def unreadable_answer(spec: MetricSpec, context: BuildContext) -> UnreadableAnsw
     name = context.name or str(getattr(spec, "type", "metric"))
     worst, left_out = _worst(spec, context, name)
 
-    def score(code: str, message: str) -> Score:
+    def score(code: str, message: str, detail: str | None = None) -> Score:
         if worst is None:
-            return Score.error(code, message + left_out)
+            return Score.error(code, message + left_out, detail)
         return scored_with_note(
-            worst, code, f"{message}; scored {worst:g}, the worst value of its scale (on_invalid_output: worst)"
+            worst, code, f"{message}; scored {worst:g}, the worst value of its scale (on_invalid_output: worst)", detail
         )
 
     return score
+
+
+def wrong_answer(spec: MetricSpec, context: BuildContext) -> WrongAnswer:
+    """The function a metric calls on an answer that is present but of a type it cannot measure (a ``null``, a list
+    or ``"0.9"`` where ``numeric_bounds`` reads a number; anything but text where ``regex`` reads text), with the
+    ``error`` score its type check gave: a wrong answer, which only the system under test can mend, so it is scored
+    as ``on_invalid_output`` says (the worst value with the same diagnostic) like text that is not JSON. A ``null``
+    is such an answer, not a missing one: the system said nothing where the field asks for a value, as a chat lane
+    records a declined answer as an empty text. A field absent from the output stays :func:`invalid_answer`'s
+    (``output_field_missing``), and a field no output of the lane can hold is refused with the config
+    (``engine.spec.outputfields``)."""
+    unreadable = unreadable_answer(spec, context)
+
+    def rescore(error: Score) -> Score:
+        diagnostic = error.diagnostics[0]
+        return unreadable(diagnostic.code, diagnostic.message, diagnostic.detail)
+
+    return rescore
 
 
 def _worst(spec: MetricSpec, context: BuildContext, name: str) -> tuple[float | None, str]:
@@ -106,4 +135,4 @@ def _worst(spec: MetricSpec, context: BuildContext, name: str) -> tuple[float | 
     return worst, ""
 
 
-__all__ = ["InvalidAnswer", "UnreadableAnswer", "invalid_answer", "unreadable_answer"]
+__all__ = ["InvalidAnswer", "UnreadableAnswer", "WrongAnswer", "invalid_answer", "unreadable_answer", "wrong_answer"]

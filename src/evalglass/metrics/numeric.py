@@ -2,7 +2,10 @@
 
 Numbers written as text (``"3.5"``) are refused unless the spec sets ``coerce: true``. A model that answers
 ``"3.5"`` where the contract says ``3.5`` has produced different output, and quietly converting it would hide
-that.
+that. Such an answer, like any answer that is not a number (``null``, a list, NaN, text that reads as no number
+under ``coerce``), is the system's mistake: it scores the worst value with the diagnostic (``wrong_type``,
+``not_a_number``) as ``on_invalid_output`` says (``metrics.invalid.wrong_answer``), never an ``error`` that would
+block a gate on what only the system under test can mend.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from evalglass.core.outputshape import OutputShape
 from evalglass.core.score import Score
 from evalglass.core.uniform import all_of_type
 from evalglass.metrics.base import ABSENT, BatchMetricFn, BuildContext, MetricFn, MetricResult, measured_target
-from evalglass.metrics.invalid import invalid_answer
+from evalglass.metrics.invalid import invalid_answer, wrong_answer
 from evalglass.metrics.support import Bound, NoReferenceSpec, preview, wrong_type
 
 _DECIMAL = re.compile(r"\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*")
@@ -55,6 +58,7 @@ class NumericBoundsSpec(NoReferenceSpec):
     def build_one(self, context: BuildContext) -> MetricFn:
         target = measured_target(self)
         invalid = invalid_answer(self, context)
+        wrong = wrong_answer(self, context)
         low, high, inclusive, coerce = self.min, self.max, self.inclusive, self.coerce
 
         def inside(number: float) -> float:
@@ -70,7 +74,7 @@ class NumericBoundsSpec(NoReferenceSpec):
                 return invalid(example)
             number = _as_number(value, coerce)
             if isinstance(number, Score):
-                return number
+                return wrong(number)
             return inside(number)
 
         return numeric_bounds
@@ -121,7 +125,8 @@ class NumericBoundsSpec(NoReferenceSpec):
 
 
 def _as_number(value: Any, coerce: bool) -> float | Score:
-    """The value as a comparable number, or the ``error`` score explaining why it is not one."""
+    """The value as a comparable number, or the ``error`` score explaining why it is not one (which the metric scores
+    as a wrong answer: ``metrics.invalid.wrong_answer``)."""
     if isinstance(value, int | float) and not isinstance(value, bool):
         if isinstance(value, float) and math.isnan(value):
             return Score.error("not_a_number", "numeric_bounds got NaN, which lies in no range")

@@ -1,7 +1,10 @@
 """``set_overlap``: agreement between an output list and a gold list, as F1, precision or recall.
 
 Lists are read as sets: duplicates collapse and order is ignored. Items compare with JSON equality (objects by
-content, ``true`` distinct from ``1``); with ``case_sensitive: false`` string items are case-folded.
+content, ``true`` distinct from ``1``); with ``case_sensitive: false`` string items are case-folded. An output
+that is no list (``null``, a string) is the system's wrong answer: the worst value with the diagnostic
+``wrong_type``, as ``on_invalid_output`` says (``metrics.invalid.wrong_answer``); a reference that is no list is
+the dataset's, an ``error``.
 
 Empty sets, defined so that nothing unmeasurable becomes a number:
 
@@ -31,7 +34,7 @@ from evalglass.metrics.base import (
     missing_reference,
     reference_getter,
 )
-from evalglass.metrics.invalid import invalid_answer
+from evalglass.metrics.invalid import invalid_answer, wrong_answer
 from evalglass.metrics.support import wrong_type
 
 Measure = Literal["f1", "precision", "recall"]
@@ -52,6 +55,7 @@ class SetOverlapSpec(MetricSpec):
     def build_one(self, context: BuildContext) -> MetricFn:
         target = measured_target(self)
         invalid = invalid_answer(self, context)
+        wrong = wrong_answer(self, context)
         gold = reference_getter(self)
         fold = not self.case_sensitive
         measure = self.measure
@@ -68,7 +72,7 @@ class SetOverlapSpec(MetricSpec):
                 return invalid(example)
             produced = _as_set(value, fold, "wrong_type", "an output that is a list")
             if isinstance(produced, Score):
-                return produced
+                return wrong(produced)  # the system's answer is no list (or holds no JSON): a wrong answer
             return overlap(produced, expected, measure)
 
         return set_overlap

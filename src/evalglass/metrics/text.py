@@ -1,7 +1,10 @@
 """Metrics over a text output: substring containment, regular expressions and word counts.
 
-Each of them measures a string. A target of any other type is an ``error`` (``wrong_type``), because a metric
-that silently stringified a number or an object would be measuring something the config did not ask for.
+Each of them measures a string. A target of any other type is not stringified, because a metric that silently
+stringified a number or an object would be measuring something the config did not ask for: it is the system's
+wrong answer (``wrong_type``), scored the worst value with that diagnostic as ``on_invalid_output`` says
+(``metrics.invalid.wrong_answer``), not an ``error`` that would block a gate on what only the system can mend. A
+``null`` is such an answer; a field absent from the output is ``output_field_missing``.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from evalglass.metrics.base import (
     missing_reference,
     reference_getter,
 )
-from evalglass.metrics.invalid import InvalidAnswer, invalid_answer
+from evalglass.metrics.invalid import InvalidAnswer, WrongAnswer, invalid_answer, wrong_answer
 from evalglass.metrics.support import CountBound, NoReferenceSpec, wrong_type
 
 _NEEDS_STRING = "a string output"
@@ -66,10 +69,11 @@ class ContainsSpec(MetricSpec):
     def build_one(self, context: BuildContext) -> MetricFn:
         target = measured_target(self)
         invalid = invalid_answer(self, context)
+        wrong = wrong_answer(self, context)
         fold = not self.case_sensitive
         wants_all = self.mode == "all"
         if self.value is None:
-            return self._build_reference(target, invalid, fold, wants_all)
+            return self._build_reference(target, invalid, wrong, fold, wants_all)
         raw = [self.value] if isinstance(self.value, str) else self.value
         needles = tuple(caseless(needle) if fold else needle for needle in raw)
 
@@ -78,7 +82,7 @@ class ContainsSpec(MetricSpec):
             if text is ABSENT:
                 return invalid(example)
             if not isinstance(text, str):
-                return wrong_type("contains", _NEEDS_STRING, text)
+                return wrong(wrong_type("contains", _NEEDS_STRING, text))
             return _found(caseless(text) if fold else text, needles, wants_all)
 
         return contains
@@ -104,7 +108,12 @@ class ContainsSpec(MetricSpec):
         return contains_batch
 
     def _build_reference(
-        self, target: Callable[[Example], Any], invalid: InvalidAnswer, fold: bool, wants_all: bool
+        self,
+        target: Callable[[Example], Any],
+        invalid: InvalidAnswer,
+        wrong: WrongAnswer,
+        fold: bool,
+        wants_all: bool,
     ) -> MetricFn:
         gold = reference_getter(self)
 
@@ -119,7 +128,7 @@ class ContainsSpec(MetricSpec):
             if text is ABSENT:
                 return invalid(example)
             if not isinstance(text, str):
-                return wrong_type("contains", _NEEDS_STRING, text)
+                return wrong(wrong_type("contains", _NEEDS_STRING, text))
             return _found(caseless(text) if fold else text, needles, wants_all)
 
         return contains_reference
@@ -280,6 +289,7 @@ class RegexSpec(NoReferenceSpec):
     def build_one(self, context: BuildContext) -> MetricFn:
         target = measured_target(self)
         invalid = invalid_answer(self, context)
+        wrong = wrong_answer(self, context)
         matched = self.matcher()
 
         def regex_metric(example: Example) -> MetricResult:
@@ -287,7 +297,7 @@ class RegexSpec(NoReferenceSpec):
             if text is ABSENT:
                 return invalid(example)
             if not isinstance(text, str):
-                return wrong_type("regex", _NEEDS_STRING, text)
+                return wrong(wrong_type("regex", _NEEDS_STRING, text))
             return matched(text)
 
         return regex_metric
@@ -423,6 +433,7 @@ class WordCountSpec(NoReferenceSpec):
     def build_one(self, context: BuildContext) -> MetricFn:
         target = measured_target(self)
         invalid = invalid_answer(self, context)
+        wrong = wrong_answer(self, context)
         low = 0 if self.min is None else self.min
         high = self.max
 
@@ -431,7 +442,7 @@ class WordCountSpec(NoReferenceSpec):
             if text is ABSENT:
                 return invalid(example)
             if not isinstance(text, str):
-                return wrong_type("word_count", _NEEDS_STRING, text)
+                return wrong(wrong_type("word_count", _NEEDS_STRING, text))
             count = len(text.split())
             return 1.0 if count >= low and (high is None or count <= high) else 0.0
 

@@ -50,16 +50,21 @@ class EvaluatorKind(StrEnum):
 #: ``re``'s simple case folding on the output as written kept an NFD answer (and ``STRASSE``) from matching.
 #: ``recorded_score@3``: a score the sample never declared (a promptfoo assertion on other tests only) is not
 #: applicable to it (``recorded_score_not_declared``, tolerable); before, it was an error (``recorded_score_missing``).
+#: ``numeric_bounds@3``, ``word_count@3``, ``contains@4``, ``regex@4``, ``set_overlap@4``: an answer present but of a
+#: type the metric cannot measure (``null``, a list, ``"0.9"`` where a number is read; anything but text where
+#: text is read; no list for ``set_overlap``; NaN or, under ``coerce``, text that is no number) is a wrong answer,
+#: scored the worst value with its diagnostic (``wrong_type``, ``not_a_number``) as ``on_invalid_output`` says
+#: (``metrics.invalid.wrong_answer``); before, it was an ``error`` that blocked every gate on the metric.
 METRIC_VERSIONS: Mapping[str, int] = {
     "exact_match": 3,
-    "contains": 3,
-    "regex": 3,
+    "contains": 4,
+    "regex": 4,
     "json_valid": 2,
     "json_schema": 2,
     "field_present": 2,
-    "numeric_bounds": 2,
-    "word_count": 2,
-    "set_overlap": 3,
+    "numeric_bounds": 3,
+    "word_count": 3,
+    "set_overlap": 4,
     "enum": 3,
     "check": 2,
     "llm_judge": 3,

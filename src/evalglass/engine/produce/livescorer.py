@@ -23,7 +23,7 @@ from evalglass import hostwatch
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.goldfields import record_without
 from evalglass.core.outputparse import parse_json_output
-from evalglass.core.score import Score, Status
+from evalglass.core.score import Diagnostic, Score, Status
 from evalglass.core.uniform import all_of_type
 from evalglass.engine.datasets.dataset import BATCH, BadLine
 from evalglass.engine.produce.progress import Counters
@@ -229,6 +229,8 @@ class LiveScorer:
                     else:
                         count(value, 1)
                     scored[name].append(value)
+            if line_produced:
+                _note_truncated(scored, line_produced)
             results.append(ExampleResult(line, len(line_rows), scored, line_produced, {}))
         self._count_scored(scored_rows)
         return results
@@ -329,6 +331,8 @@ class LiveScorer:
                 results[name].append(row_results[name])
             for name in self.judges:
                 judged[name].append(notes.get(name))
+        if produced:
+            _note_truncated(results, produced)
         return ExampleResult(item, len(rows), results, produced, judged)
 
     async def _rows(
@@ -376,6 +380,8 @@ class LiveScorer:
                 if produced is not None:
                     # as produced, before parsing
                     entry: dict[str, Any] = {"sample": sample, "output": outcome.value}
+                    if outcome.truncated is not None:  # kept only for a cut-off answer: others' rows stay as they were
+                        entry["finish_reason"] = outcome.truncated
                     if outcome.tries:
                         entry["attempts"] = outcome.tries
                         if model_calls is not None:
@@ -451,3 +457,27 @@ class LiveScorer:
 
 
 __all__ = ["MAX_SPAN", "ExampleResult", "LiveParts", "LiveScorer", "ScoredColumns", "rows_of"]
+
+
+def _note_truncated(results: dict[str, list[Any]], produced: list[dict[str, Any]]) -> None:
+    """Each metric's result on a sample whose answer was cut off at its token limit (``finish_reason`` in its
+    ``outputs.jsonl`` entry, ``lanes.chatcall.TRUNCATED``) carries the note ``output_truncated``: the answer is
+    scored as it is, a measurement (its value and status unchanged), and the note tells a limit set too low from a
+    wrong answer in explain and view. ``produced`` holds one entry per sample row, in order."""
+    for row, entry in enumerate(produced):
+        reason = entry.get("finish_reason")
+        if reason is None:
+            continue
+        note = Diagnostic(
+            code="output_truncated",
+            message=f"the answer was cut off at its token limit (finish reason {reason}); scored as it is",
+        )
+        for found in results.values():
+            found[row] = _with_note(found[row], note)
+
+
+def _with_note(result: Any, note: Diagnostic) -> Score:
+    """``result`` (a number or a Score) with ``note`` after its own diagnostics."""
+    if not isinstance(result, Score):
+        return Score.noted(float(result), note.code, note.message)
+    return result.model_copy(update={"diagnostics": (*result.diagnostics, note)})

@@ -1,0 +1,80 @@
+"""An answer of the wrong type is a measurement of the system, not a metric error, through the real CLI.
+
+A scoring bot answers a probability per example. One answer among 40 is the text ``"0.9"`` where the contract says a
+number: ``numeric_bounds`` used to make it an ``error`` ``wrong_type`` that blocked the gate for good, on a mistake
+only the system could mend. It now scores the worst value with the note, so the gate decides by the data. A mis-set
+``field`` (absent from every answer) must still never pass.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.e2e.project import Project, make_project
+
+EXAMPLES = 40
+
+
+def probability_project(tmp_path, field: str = "p", threshold: float = 0.9) -> Project:
+    project = make_project(
+        tmp_path,
+        task={"type": "recorded", "parse": "json"},
+        metrics={"in_range": {"type": "numeric_bounds", "field": field, "min": 0, "max": 1}},
+        gates={"probability_in_range": {"metric": "in_range", "proposed_threshold": threshold}},
+    )
+    rows: list[dict[str, Any]] = [{"id": f"e{index:02d}", "output": f'{{"p": {index / 100}}}'} for index in range(39)]
+    rows.append({"id": "e39", "output": '{"p": "0.9"}'})
+    project.write_rows(rows)
+    return project
+
+
+def approve(project: Project, threshold: float) -> None:
+    project.run()
+    project.write_ledger(
+        {
+            "version": 1,
+            "gates": {
+                "probability_in_range": {
+                    "active": True,
+                    "threshold": threshold,
+                    "fingerprint": project.gate_fingerprint("probability_in_range"),
+                }
+            },
+            "datasets": {"suite": {"validated_gold": True, "fingerprint": project.dataset_fingerprint()}},
+        }
+    )
+
+
+@pytest.mark.parametrize(("threshold", "outcome", "code"), [(0.9, "pass", 0), (0.99, "fail", 1)])
+def test_a_number_written_as_text_is_a_wrong_answer_and_the_gate_decides(tmp_path, threshold, outcome, code):
+    project = probability_project(tmp_path, threshold=threshold)
+    approve(project, threshold)
+    result = project.run("--out", "out", "--format", "json")
+    card = result.json()
+    (gate,) = card["decision"]["gates"]
+    assert gate["outcome"] == outcome, gate
+    assert result.code == code
+    (metric,) = card["metrics"]
+    assert metric["estimate"]["point"] == (EXAMPLES - 1) / EXAMPLES  # the text answer counts, as 0.0
+    population = metric["population"]
+    assert population["included"] == EXAMPLES and population["excluded_total"] == 0
+    counted = {item["code"]: item for item in population["top_diagnostics"]}["wrong_type"]
+    assert (counted["count"], counted["included"]) == (1, 1)
+    assert "×1 (in value)" in project.cli("view", "out").out
+
+
+def test_a_field_absent_from_every_answer_never_passes(tmp_path):
+    """The misconfiguration side: `field: prob` where the answers hold `p` is no wrong type but a missing field,
+    scored worst on every example, so the gate fails (it can never pass silently)."""
+    project = probability_project(tmp_path, field="prob", threshold=0.5)
+    approve(project, 0.5)
+    result = project.run("--format", "json")
+    card = result.json()
+    (gate,) = card["decision"]["gates"]
+    assert gate["outcome"] == "fail" and result.code == 1
+    (metric,) = card["metrics"]
+    assert metric["estimate"]["point"] == 0.0
+    codes = {item["code"] for item in metric["population"]["top_diagnostics"]}
+    assert codes == {"output_field_missing"}
