@@ -285,10 +285,26 @@ def spawn_worker(target: Callable[..., None], args: tuple[Any, ...]) -> _Worker:
     """A worker process forked from the clean fork server, running ``target(conn, alive, *args)``: ``conn`` its end
     of the pipe, ``alive`` the pipe it watches for the deciding process's end (:func:`enter_worker`). Shared by the
     lane's workers (:func:`serve`) and the python metrics' (``metrics/hostscoring.py``)."""
-    _CONTEXT.set_forkserver_preload(_PRELOAD)
     ours, theirs = _CONTEXT.Pipe(duplex=True)
     alive_read, alive_write = _CONTEXT.Pipe(duplex=False)
     process = _CONTEXT.Process(target=target, args=(theirs, alive_read, *args), name="evalglass-host", daemon=True)
+    _starting(process.start)
+    theirs.close()
+    alive_read.close()
+    return _Worker(process, ours, alive_write)
+
+
+def start_fork_server() -> None:
+    """Start the fork server now, not at the first worker, and go on: it imports its preloads on a CPU of its own
+    while this process reads its inputs (``run``, once its config names host code), and the first worker forks from
+    a server that is ready. Does nothing when it runs already."""
+    _starting(multiprocessing.forkserver.ensure_running)
+
+
+def _starting(start: Callable[[], None]) -> None:
+    """``start()`` (a worker's, or the fork server's) with the fork server's preloads set and without the main
+    module."""
+    _CONTEXT.set_forkserver_preload(_PRELOAD)
     with _START_LOCK:
         # A worker must not run the deciding process's main script again (``multiprocessing`` re-imports it in every
         # child it starts through a fork server, as ``__mp_main__``): a script that calls ``evalglass.run()`` without
@@ -297,12 +313,9 @@ def spawn_worker(target: Callable[..., None], args: tuple[Any, ...]) -> _Worker:
         prepare = multiprocessing.spawn.get_preparation_data
         multiprocessing.spawn.get_preparation_data = _without_main(prepare)  # type: ignore[assignment]
         try:
-            process.start()
+            start()
         finally:
             multiprocessing.spawn.get_preparation_data = prepare
-    theirs.close()
-    alive_read.close()
-    return _Worker(process, ours, alive_write)
 
 
 def worker_setting() -> _Setting:
@@ -697,5 +710,6 @@ __all__ = [
     "run_seconds",
     "serve",
     "spawn_worker",
+    "start_fork_server",
     "worker_setting",
 ]
