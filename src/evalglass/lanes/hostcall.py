@@ -17,7 +17,7 @@ import orjson
 
 from evalglass import redaction
 from evalglass.core.redact import Redactor
-from evalglass.lanes.ports import LaneFailure, LaneOutcome, LaneOutput
+from evalglass.lanes.ports import MAX_DETAIL, LaneFailure, LaneOutcome, LaneOutput
 
 #: What a host function returns most often: built-in JSON types, which are never awaitable.
 _PLAIN_TYPES = frozenset({str, int, float, bool, type(None), list, dict})
@@ -103,8 +103,6 @@ def json_problem(value: Any) -> str | None:
 def _raised(name: str, exc: BaseException, sample: int, function: Callable[..., Any] | None = None) -> LaneFailure:
     """``task_raised``; the traceback starts at the host function's own frame, so what EvalGlass called it through
     (a lane thread, a cluster worker) is not in it and every executor records the same detail."""
-    from evalglass.lanes.base import MAX_DETAIL  # here: the lane's base is not what a host worker needs to load
-
     redactor = redaction.current()
     frames = exc.__traceback__
     code = getattr(function, "__code__", None)

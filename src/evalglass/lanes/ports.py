@@ -22,6 +22,11 @@ if TYPE_CHECKING:
     from evalglass.lanes.retry import Attempt
 
 
+#: How much of a failure's text (a traceback, a command's stderr) its diagnostic keeps: the end of it. Here, not in
+#: ``lanes/base.py``, because a host worker cuts a traceback to it and should not import pydantic to know it.
+MAX_DETAIL = 2000
+
+
 @dataclass(frozen=True, slots=True)
 class LaneOutput:
     """What the system under test produced for one (example, sample)."""
