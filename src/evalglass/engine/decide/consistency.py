@@ -223,6 +223,29 @@ def _refuse_damaged(folder: Path, problems: list[ArtifactProblem]) -> None:
     )
 
 
+def ledger_text_problems(record: RunRecord) -> list[str]:
+    """The ledger snapshot every gate's authority is read from must be what the ledger text the run kept parses to,
+    and that text must hash to the recorded fingerprint (the one ``verify`` anchors to the host's file). Without this,
+    an edited snapshot showed approvals (a threshold, ``active``) the embedded text does not contain. A record
+    without the text is refused: every run since the snapshot was kept writes it, so its absence is an edit."""
+    from evalglass.core.fingerprint import fingerprint_of_bytes
+    from evalglass.engine.spec.ledger import parse_ledger
+
+    source = record.ledger_source
+    if source is None:
+        return ["the run record keeps no ledger text (ledger_source) to show its ledger snapshot's approvals"]
+    raw = source.encode("utf-8")
+    if fingerprint_of_bytes(raw) != record.ledger_fingerprint:
+        return ["the run record's ledger text (ledger_source) does not hash to its ledger_fingerprint"]
+    try:
+        parsed = parse_ledger(raw, Path(record.ledger_path)).ledger
+    except SetupError as exc:
+        return [f"the run record's ledger text (ledger_source) does not parse: {exc.line()}"]
+    if parsed.model_dump(mode="json") != record.ledger.model_dump(mode="json"):
+        return ["the run record's ledger snapshot is not what its ledger text (ledger_source) says"]
+    return []
+
+
 def scorecard_problems(card: Scorecard, record: RunRecord) -> list[str]:
     """Each way the scorecard does not follow from what it and its run record say, in plain words naming the
     field; empty when it adds up."""
@@ -232,7 +255,7 @@ def scorecard_problems(card: Scorecard, record: RunRecord) -> list[str]:
         today = day_of_timestamp(record.created_at)
     except ValueError:
         return [f"the run record's created_at {record.created_at!r} is not a timestamp"]
-    problems: list[str] = []
+    problems: list[str] = ledger_text_problems(record)
     if card.dataset != record.dataset:
         problems.append("dataset differs between the scorecard and the run record")
     problems += check_declaration_problems(record)
