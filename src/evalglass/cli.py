@@ -12,7 +12,6 @@ import atexit
 import gc
 import os
 import sys
-import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -45,6 +44,8 @@ def _exit_after(lines: list[str], code: int, debug: bool) -> NoReturn:
     from evalglass import redaction
 
     if debug:
+        import traceback
+
         traceback.print_exc()
     for line in lines:
         click.echo(redaction.current().text(line), err=True)  # an error may quote a value: never a secret

@@ -50,6 +50,13 @@ def current(env: Mapping[str, str] | None = None, extra: Iterable[str] = ()) -> 
     return Redactor.of((*values, *extra))
 
 
+def install(redactor: Redactor) -> None:
+    """Make ``redactor`` the one :func:`current` returns from now on (a host worker process takes the deciding
+    process's secrets with it: lanes/hostworker.py)."""
+    global _installed
+    _installed = redactor
+
+
 @contextlib.contextmanager
 def installed() -> Iterator[Redactor]:
     """For the length of a run (or a check command): :func:`current` returns one redactor, built now from the
@@ -129,4 +136,4 @@ def redact_standard_streams() -> None:
         sys.stderr = RedactingStream(sys.stderr)
 
 
-__all__ = ["RedactingStream", "current", "declare", "declared", "installed", "redact_standard_streams"]
+__all__ = ["RedactingStream", "current", "declare", "declared", "install", "installed", "redact_standard_streams"]

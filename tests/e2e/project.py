@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,23 @@ def validated_gold(evals: Path) -> dict[str, Any]:
 
     loaded = load_config(evals / "evalglass.yaml")
     return {loaded.config.dataset.name: {"validated_gold": True, "fingerprint": gold_fingerprint_of(loaded)}}
+
+
+def approve_as_is(project: Project, threshold: float, gates: Sequence[str]) -> None:
+    """Write the ledger a host writes after review: ``gates`` active at ``threshold`` on their definitions as they
+    are now, on validated gold."""
+    from evalglass.engine.spec.config import load_config
+
+    loaded = load_config(project.evals / "evalglass.yaml")
+    approved = {
+        gate: {
+            "active": True,
+            "threshold": threshold,
+            "fingerprint": loaded.config.gate_fingerprint(gate, loaded.definition_files),
+        }
+        for gate in gates
+    }
+    project.write_ledger({"version": 1, "gates": approved, "datasets": validated_gold(project.evals)})
 
 
 def loaded_by_a_run(folder: Path, names: list[str]) -> list[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import unicodedata
 
 import pytest
+import yaml
 
 from tests.e2e.project import make_project
 from tests.e2e.test_verdicts import approve
@@ -49,3 +50,49 @@ def test_case_insensitive_contains_does_not_find_a_letter_inside_an_accented_one
     assert result.code == 0, result.err
     scores = {m["name"]: m for m in result.json()["metrics"]}["exact"]
     assert scores["estimate"]["point"] == 0.5
+
+
+def test_a_right_answer_in_another_normal_form_matches_an_ignorecase_regex(tmp_path) -> None:
+    """``regex@3``: the output is matched composed and fully case-folded; ``cafe`` stays unfound in ``café``."""
+    metric = {"type": "regex", "pattern": r"^(bogotá|zürich|straße)$", "flags": ["ignorecase"]}
+    project = make_project(tmp_path, metrics={"exact": metric})
+    project.write_rows(
+        [
+            {"id": "a", "output": unicodedata.normalize("NFD", "BOGOTÁ")},
+            {"id": "b", "output": unicodedata.normalize("NFD", "Zürich")},
+            {"id": "c", "output": "STRASSE"},
+            {"id": "d", "output": "Bogota"},
+        ]
+    )
+    result = project.run("--format", "json")
+    assert result.code == 0, result.err
+    scores = {m["name"]: m for m in result.json()["metrics"]}["exact"]
+    assert scores["estimate"]["point"] == 0.75
+
+
+def test_an_ignorecase_pattern_written_decomposed_is_refused_naming_the_position(tmp_path) -> None:
+    """Normalising a pattern can change what it means, so a decomposed one is refused rather than rewritten."""
+    metric = {"type": "regex", "pattern": "cafe\u0301", "flags": ["ignorecase"]}
+    project = make_project(tmp_path, metrics={"exact": metric})
+    project.write_rows([{"id": "a", "output": "café"}])
+    result = project.run("--format", "json")
+    assert result.code == 2, result.out + result.err
+    assert "not in composed form (NFC) at position 4" in result.err
+    assert "Traceback" not in result.err
+
+
+def test_an_inline_ignorecase_flag_is_the_same_caseless_match(tmp_path) -> None:
+    """``(?i)`` at the start is the ``ignorecase`` flag as Python reads it: the same rule, the same refusal."""
+    project = make_project(tmp_path, metrics={"exact": {"type": "regex", "pattern": "(?i)^straße$"}})
+    project.write_rows([{"id": "a", "output": "STRASSE"}, {"id": "b", "output": "Strasse!"}])
+    result = project.run("--format", "json")
+    assert result.code == 0, result.err
+    assert {m["name"]: m for m in result.json()["metrics"]}["exact"]["estimate"]["point"] == 0.5
+    project.write_config(
+        {
+            **yaml.safe_load((project.evals / "evalglass.yaml").read_text()),
+            "metrics": {"exact": {"type": "regex", "pattern": "(?i)cafe\u0301"}},
+        }
+    )
+    refused = project.run()
+    assert refused.code == 2 and "not in composed form (NFC) at position 8" in refused.err, refused.err

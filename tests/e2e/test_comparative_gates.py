@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from tests.e2e.project import base_config, make_project
+from tests.e2e.test_forgery import reseal_scores
 
 GATE = {"metric": "exact", "compare_to": "main", "direction": "higher_is_better"}
 SCORER = """\
@@ -121,6 +122,9 @@ def test_swapped_baseline_is_stale_and_missing_is_missing(tmp_path):
     scores = tmp_path / "runs/base/scores.jsonl"
     # a baseline quietly re-scored to look worse (so any candidate looks fine) no longer matches its approval
     scores.write_text(scores.read_text().replace("1.0", "0.0", 5))
+    refused = project.run("--out", "runs/refused")  # the digest list says it is not the run's file
+    assert refused.code == 2 and "baseline 'main' run does not add up: scores.jsonl" in refused.err, refused.err
+    reseal_scores(tmp_path / "runs/base")  # made to add up again: still not the approved run
     gate = gate_of(project.run("--out", "runs/cand", "--format", "json"))
     assert gate["outcome"] == "blocked" and reasons(gate) == ["baseline_stale"]
     explained = project.cli("explain", "no-regression", "--run", "runs/cand")

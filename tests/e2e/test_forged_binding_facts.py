@@ -275,3 +275,48 @@ def test_verify_strict_counts_what_the_repository_no_longer_holds(tmp_path):
         "anchor.config": "evals/evalglass.yaml: <not at hand>",
         "anchor.ledger": "evals/authority.yaml: <not at hand>",
     }
+
+
+def test_a_check_with_a_target_forged_to_bind_what_its_runner_discovers_is_refused_by_every_reader(tmp_path):
+    """A target binds what a runner discovers only when it holds the check's working folder; whether it does is
+    read from the declaration (both paths relative to the config folder), so every reader and verify without the
+    config folder re-derive it: a target `src` beside the working folder leaves `-m unittest` unbound."""
+    command = ["{python}", "-m", "unittest", "discover", "-s", "src"]
+    project = check_gate_project(tmp_path, {"command": command, "target": "src"})
+    (project.evals / "src").mkdir()
+    (project.evals / "src" / "test_nothing.py").write_text("def test_nothing():\n    pass\n")
+    approve(project, "suite-ok")
+    folder = blocked_run(project, "suite-ok", "check_inputs_unbound")
+    record = json.loads((folder / "runrecord.json").read_text())
+    assert record["check_results"]["suite"]["unbound_inputs"] == ["module 'unittest' (-m)"]
+
+    def bound(record: dict[str, Any]) -> None:
+        del record["check_results"]["suite"]["unbound_inputs"]
+
+    forge_green(folder, "suite-ok", bound)
+    for command_line in (("view", str(folder)), ("explain", "suite-ok", "--run", str(folder))):
+        shown = project.cli(*command_line)
+        assert shown.code == 2, shown.out
+        assert "check 'suite' runs nothing unbound; its command runs module 'unittest' (-m)" in shown.err, shown.err
+    away = elsewhere(project, "verify", str(folder))
+    assert away.code == 1, away.out
+    (finding,) = findings(away)
+    assert finding.startswith("runrecord.check_results.suite.unbound_inputs: recorded ()")
+    assert "module 'unittest' (-m)" in finding
+
+
+def test_a_target_holding_the_working_folder_binds_what_its_runner_discovers(tmp_path):
+    """The other side of the rule: a target `.` holds the working folder `tests`, so the runner's discoveries are
+    bound, in the run and for every reader (the gate passes, verify agrees away from the config folder)."""
+    project = check_gate_project(
+        tmp_path, {"command": ["{python}", "-m", "unittest", "discover", "-s", "."], "target": ".", "cwd": "tests"}
+    )
+    (project.evals / "tests").mkdir()
+    (project.evals / "tests" / "test_nothing.py").write_text("def test_nothing():\n    pass\n")
+    approve(project, "suite-ok")
+    result = project.run("--format", "json")
+    assert result.code == 0, result.out + result.err
+    folder = project.last_run()
+    assert "unbound_inputs" not in json.loads((folder / "runrecord.json").read_text())["check_results"]["suite"]
+    assert project.cli("view", str(folder)).code == 0
+    assert elsewhere(project, "verify", str(folder)).code == 0

@@ -2,9 +2,11 @@
 
 A pull request edits an approved gate's host function so that it ends the process: before, `evalglass run` then
 exited 0 with no verdict (a green CI job that decided nothing, and the stale approval never reported). Every route
-is tried in a python metric and in a python lane, through the real command line: the run exits 2 with one line
-naming the function that was running, or, where the process survives it, decides as usual (here: blocked, the
-approval is stale) with its output intact.
+is tried in a python metric and in a python lane, through the real command line: each ends only the worker process
+it runs in (lanes/hostworker.py, metrics/hostscoring.py), and the call is that example's failure, never a pass; or,
+where the process survives it, the run decides as usual (here: blocked, the approval is stale) with its output
+intact. What still runs in the deciding process (a check command that kills it) ends the run, which exits 2 with one
+line naming what was running.
 """
 
 from __future__ import annotations
@@ -92,17 +94,40 @@ def _edited_run(tmp_path: Path, host: str, body: str) -> tuple[Project, CliResul
     return project, _run(project)
 
 
-@pytest.mark.parametrize("host", ["metric", "lane"])
 @pytest.mark.parametrize("route", sorted(ENDS_PROCESS))
-def test_host_code_that_ends_the_process_is_exit_2_naming_it(tmp_path, host, route):
-    project, result = _edited_run(tmp_path, host, ENDS_PROCESS[route])
-    assert result.code == ExitCode.SETUP, result
-    assert result.out == ""  # no JSON document: nothing was decided
-    (line,) = result.err.strip().splitlines()
-    named = "python metric 'mine' (host.py:score)" if host == "metric" else "python lane (host.py:answer)"
-    assert line.startswith("error: nothing was decided: "), line
-    assert named in line and HOW.get(route, "exited with code 0") in line, line
-    assert not (project.root / ".evalglass" / "last-run").exists()  # no run finished
+def test_a_metric_that_ends_its_process_ends_only_its_worker(tmp_path, route):
+    """A python metric runs in a worker process (metrics/hostscoring.py): every call that ended its worker is that
+    example's error, saying how (never 0.0, never a pass), and the run decides: blocked, nothing measured."""
+    _, result = _edited_run(tmp_path, "metric", ENDS_PROCESS[route])
+    assert result.code == ExitCode.FAILED, result
+    card = result.json()
+    (gate,) = card["decision"]["gates"]
+    assert (card["decision"]["verdict"], gate["outcome"]) == ("blocked", "blocked")
+    folder = Path(card["folder"])
+    (block,) = [json.loads(line) for line in (folder / "scores.jsonl").read_text().splitlines()]
+    how = "was killed by SIGKILL" if route == "SIGKILL" else "ended with exit code 0"
+    for score in block["scores"]["mine"]:
+        (diagnostic,) = score["diagnostics"]
+        assert score["status"] == "error", score
+        assert diagnostic["code"] == "host_worker_lost" and how in diagnostic["message"], diagnostic
+
+
+@pytest.mark.parametrize("route", sorted(ENDS_PROCESS))
+def test_a_lane_that_ends_its_process_ends_only_its_worker(tmp_path, route):
+    """A python lane runs in worker processes (lanes/hostworker.py): the call that ended its worker is that
+    example's failure, saying how, and the run decides on the rest: blocked, one example not measured."""
+    _, result = _edited_run(tmp_path, "lane", ENDS_PROCESS[route])
+    assert result.code == ExitCode.FAILED, result
+    card = result.json()
+    (gate,) = card["decision"]["gates"]
+    assert (card["decision"]["verdict"], gate["outcome"], gate["n"]) == ("blocked", "blocked", 7)
+    assert [reason["code"] for reason in gate["reasons"]] == ["incomplete_measurement"]
+    folder = Path(card["folder"])
+    (block,) = [json.loads(line) for line in (folder / "scores.jsonl").read_text().splitlines()]
+    failed = dict(zip(block["ids"], block["scores"]["answered"], strict=True))["ex-1"]
+    (diagnostic,) = failed["diagnostics"]
+    how = "was killed by SIGKILL" if route == "SIGKILL" else "ended with exit code 0"
+    assert diagnostic["code"] == "task_worker_lost" and how in diagnostic["message"], diagnostic
 
 
 @pytest.mark.parametrize("host", ["metric", "lane"])
@@ -132,7 +157,8 @@ def test_host_code_ending_the_process_while_its_module_loads_is_named(tmp_path):
     (project.evals / "host.py").write_text("import os\nos._exit(0)\n\ndef score(output):\n    return 1.0\n")
     result = _run(project)
     assert result.code == ExitCode.SETUP
-    assert "python metric 'mine' (host.py:score) was running" in result.err
+    (line,) = result.err.strip().splitlines()
+    assert "metric 'mine'" in line and "host.py:score" in line and "ended with exit code 0 while loading" in line
 
 
 def test_a_check_command_that_kills_evalglass_is_exit_2_naming_the_check(tmp_path):
@@ -150,8 +176,11 @@ def test_a_check_command_that_kills_evalglass_is_exit_2_naming_the_check(tmp_pat
 
 def test_the_api_raises_instead_of_ending_its_caller(tmp_path):
     """`evalglass.run()` runs in a forked copy of the caller: the caller survives and gets a SetupError."""
-    project = _project(tmp_path, "metric")
-    _edit(project, "metric", ENDS_PROCESS["os._exit"])
+    project = make_project(
+        tmp_path,
+        checks={"suicide": {"command": ["sh", "-c", "kill -9 $PPID; sleep 5"], "target": "data.jsonl"}},
+        gates={"suicide": {"check": "suicide"}},
+    )
     script = (
         "import evalglass\n"
         "try:\n"
@@ -163,7 +192,7 @@ def test_the_api_raises_instead_of_ending_its_caller(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], cwd=project.root, capture_output=True, text=True, timeout=120)
     lines = done.stdout.splitlines()
     assert lines[-1] == "the caller goes on", (done.stdout, done.stderr)
-    assert lines[0].startswith("raised: nothing was decided: python metric 'mine' (host.py:score) was running")
+    assert lines[0].startswith("raised: nothing was decided: check 'suicide' was running"), lines
 
 
 def test_the_api_returns_what_the_run_wrote(tmp_path):

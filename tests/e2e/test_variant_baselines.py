@@ -157,6 +157,11 @@ def test_a_baseline_variant_rescored_after_approval_is_stale(tmp_path: Path) -> 
     # The baseline's `bad` quietly made worse, so that any candidate looks fine: no longer the approved run.
     scores = tmp_path / "runs/base/variants/bad/scores.jsonl"
     scores.write_text(scores.read_text().replace("1.0,1.0", "0.0,0.0", 5))
+    # As the folder is, its digest list says the file is not the run's: refused in one line naming it.
+    refused = project.run("--out", "runs/refused")
+    assert refused.code == 2 and "baseline 'main' run does not add up" in refused.err, refused.err
+    assert "variants/bad/scores.jsonl" in refused.err and refused.err.count("\n") == 1
+    reseal_scores(tmp_path / "runs/base")  # made to add up again: still not the approved run
     code, card = card_of(project, "--out", "runs/cand2")
     assert code == 1 and codes(gate(card, "bad-holds")) == ["baseline_stale"]
 

@@ -25,9 +25,9 @@ from hypothesis import strategies as st
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.fingerprint import PREFIX
-from evalglass.engine.datasets.dataset import BadLine, DatasetReader, field_getter
+from evalglass.engine.datasets.dataset import _LONG_LINE, BadLine, DatasetReader, field_getter, split_lines
 from evalglass.errors import SetupError
-from evalglass.readers.jsonsource import UTF8_BOM, JsonRefused, check_exact
+from evalglass.readers.jsonsource import UTF8_BOM, JsonRefused, check_exact, not_json
 
 
 def line_by_line(path: Path, id_field: str, output_field: str) -> tuple[list[Example | BadLine], str, int, int]:
@@ -48,7 +48,7 @@ def line_by_line(path: Path, id_field: str, output_field: str) -> tuple[list[Exa
             try:
                 record = orjson.loads(raw)
             except orjson.JSONDecodeError as exc:
-                items.append(bad_line(number, "malformed_json", f"not valid JSON ({exc})"))
+                items.append(bad_line(number, "malformed_json", not_json(raw, exc)))
                 examples, bad = examples + 1, bad + 1
                 continue
             if type(record) is not dict:
@@ -193,6 +193,48 @@ def test_batches_give_what_line_by_line_reading_gives(
     else:
         with pytest.raises(RuntimeError, match="hash_bytes=False"):
             _ = reader.fingerprint
+
+
+#: Lines either side of the splitter's threshold (a chunk's first whole line decides how it is split), blank ones and
+#: lines of every kind above, in any order.
+PIECES = st.sampled_from([b"", b"\n", b"\r", b"a", b"x" * (_LONG_LINE - 1), b"y" * _LONG_LINE, b"z" * (3 * _LONG_LINE)])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(PIECES | st.binary(max_size=20), max_size=16).map(b"".join))
+def test_the_chunk_splitter_splits_as_bytes_split(data: bytes) -> None:
+    # Long lines are split by find (memchr), short ones by bytes.split: the same pieces either way, the empty ones
+    # (blank lines, a chunk starting or ending in a newline) included.
+    assert split_lines(data) == data.split(b"\n")
+
+
+def _padded(line: bytes) -> bytes:
+    """An object line made longer than the splitter's threshold (a trajectory's length), same keys otherwise."""
+    if not line.startswith(b"{") or not line.endswith(b"}") or line == b"{}":
+        return line
+    return line[:-1] + b', "pad": "' + b"p" * _LONG_LINE + b'"}'
+
+
+@pytest.mark.parametrize(("id_field", "output_field"), [("id", "output"), ("meta.id", "output.answer")])
+@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@given(
+    lines=st.lists(LINES.map(_padded) | LINES, max_size=14),
+    crlf=st.booleans(),
+    chunk=st.sampled_from([1, 7, _LONG_LINE + 1, 4 * _LONG_LINE, 1 << 20]),
+)
+def test_long_lines_are_read_as_line_by_line_reading_reads_them(
+    tmp_path: Path, id_field: str, output_field: str, lines: list[bytes], crlf: bool, chunk: int
+) -> None:
+    """Chunks of long lines (split by find) and of short ones give what the line-by-line reader gives."""
+    path = tmp_path / "data.jsonl"
+    path.write_bytes((b"\r\n" if crlf else b"\n").join(lines))
+    expected, fingerprint, examples, bad = line_by_line(path, id_field, output_field)
+    reader = DatasetReader(path, id_field=id_field, output_field=output_field, chunk=chunk)
+    items: list[Example | BadLine] = []
+    for batch in reader.batches(3):
+        items += batch.examples() if isinstance(batch, ExampleBatch) else batch
+    assert items == expected
+    assert (reader.fingerprint, reader.examples, reader.bad_lines) == (fingerprint, examples, bad)
 
 
 @settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)

@@ -32,6 +32,7 @@ from evalglass.readers.jsonsource import (
     MAX_DEPTH,
     JsonRefused,
     _colons,
+    _opens_more_than_max,
     _writing_measures_depth,
     batch_is_exact,
     batch_is_exact_keeping,
@@ -348,6 +349,25 @@ def test_the_numpy_counts_are_the_bytes_counts(pieces: list[bytes], repeat_to: i
     data = b"".join(pieces) * repeat_to
     event(f"numpy: {len(data) >= _LARGE}")
     assert _colons(data) == data.count(b":")
+
+
+@given(
+    before=st.integers(0, 2 * MAX_DEPTH),
+    after=st.integers(0, 2 * MAX_DEPTH),
+    gap=st.sampled_from([0, 1, 4095, 4096, 4097, 70_000]),
+    length=st.sampled_from([0, 1000, _LARGE - 1, _LARGE, _LARGE + 1, 3 * _LARGE]),
+)
+@example(before=MAX_DEPTH, after=1, gap=4096, length=3 * _LARGE)  # the prefix at the bound, the rest tips it
+@example(before=MAX_DEPTH + 1, after=0, gap=0, length=_LARGE + 1)
+@example(before=MAX_DEPTH, after=0, gap=0, length=3 * _LARGE)  # exactly the bound, all in the prefix: not more
+def test_the_brackets_are_counted_past_the_bound_as_the_whole_count_says(
+    before: int, after: int, gap: int, length: int
+) -> None:
+    """A long structure's brackets counted first in its prefix: the same answer as counting them all, brackets
+    before, inside and after the prefix, at lengths either side of the one from which the prefix is read."""
+    data = b"[" * before + b'"' * gap + b"[" * after
+    data += b":" * max(0, length - len(data))
+    assert _opens_more_than_max(data) == (data.count(b"[") > MAX_DEPTH)
 
 
 KEY_NAMES = st.sampled_from(["out", "a", "a:b", "id"])

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evalglass.engine.runs.runfolder import PartialFile, sweep_partials, write_atomic
+from evalglass.engine.runs.runfolder import PartialFile, commit_together, sweep_partials, write_atomic
 
 
 def test_commit_publishes_private_bytes_and_leaves_no_partial(tmp_path: Path) -> None:
@@ -52,6 +52,50 @@ def test_write_atomic_replaces_whole(tmp_path: Path) -> None:
     write_atomic(final, b"one\n")
     write_atomic(final, b"two\n")
     assert final.read_bytes() == b"two\n" and [p.name for p in tmp_path.iterdir()] == ["last-run"]
+
+
+def _written(folder: Path, names: list[str]) -> list[PartialFile]:
+    files = [PartialFile(folder / name) for name in names]
+    for file, name in zip(files, names, strict=True):
+        file.write(name.encode() + b"\n")
+    return files
+
+
+def test_commit_together_syncs_every_file_before_any_is_renamed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    names = ["runrecord.json", "scorecard.json", "report.md", "digests.json"]
+    files = _written(tmp_path, names)
+    seen_at_sync: list[list[str]] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        seen_at_sync.append(sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".partial")))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    commit_together(files)
+    assert seen_at_sync == [[]] * 4  # four fsyncs, each before the first rename
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names)
+    assert all((tmp_path / name).read_bytes() == name.encode() + b"\n" for name in names)
+
+
+def test_commit_together_publishes_nothing_when_one_sync_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "scorecard.json").write_bytes(b"old")
+    files = _written(tmp_path, ["runrecord.json", "scorecard.json", "digests.json"])
+    failing = files[1]
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        if failing._handle is not None and fd == failing._handle.fileno():
+            raise OSError(28, "No space left on device")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.raises(OSError, match="No space left"):
+        commit_together(files)
+    assert [p.name for p in tmp_path.iterdir()] == ["scorecard.json"]  # the old file, no partial, nothing new
+    assert (tmp_path / "scorecard.json").read_bytes() == b"old"
 
 
 FINALS = ("scores.jsonl", "outputs.jsonl", "run.json")

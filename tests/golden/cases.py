@@ -159,6 +159,14 @@ METRIC_CASES: dict[str, list[dict[str, Any]]] = {
         _pairs(
             {"type": "regex", "pattern": "^yes$", "match": "fullmatch", "flags": ["ignorecase"]}, ["YES", "yes!", "yes"]
         ),
+        _pairs(
+            {"type": "regex", "pattern": r"\bcafé\b|straße", "flags": ["ignorecase"]},
+            ["un CAFE\u0301 noir", "un café", "STRASSE", "strasse", "cafe", "decaf"],
+        ),
+        _pairs(
+            {"type": "regex", "pattern": "cafe", "flags": ["ignorecase"]},
+            ["un cafe\u0301 noir", "CAFE", "Café"],
+        ),
     ],
     "json_valid": [
         _pairs({"type": "json_valid"}, ['{"a": 1}', "[1, 2", "null", "", {"a": 1}, 3, None, '{"a": 1, "a": 2}']),
@@ -464,6 +472,11 @@ PARSER_CASES = [
             '{"rationale": "none"}',
             "no json here",
             '{"score": 1e999}',
+            'The answer {"answer": "yes"} misses the point. {"score": 2, "rationale": "partial"}',
+            'It claims {"score": 5}, but it is wrong: {"score": 1, "rationale": "wrong"}',
+            '{"score": 4, "score": 1}',
+            'draft {"score": 3} then {"score": 3.0, "rationale": "same"}',
+            '{"score": 4,}',
         ],
     },
     {

@@ -5,6 +5,7 @@ details, for functions that return, raise (``SystemExit`` too), return what is n
 from __future__ import annotations
 
 import asyncio
+import sys
 import textwrap
 import threading
 from pathlib import Path
@@ -74,7 +75,8 @@ def _both(base: Path, function: str, kinds: list[str], timeout: float | None, wa
     async def go() -> tuple[list[LaneOutcome], list[LaneOutcome]]:
         one_by_one, chunked = _lane(base, function, timeout), _lane(base, function, timeout)
         try:
-            assert chunked.chunked
+            # An async function's calls go one per worker run (each awaited on the worker's own loop).
+            assert chunked.chunked == (function == "sync_answer")
             if warm:  # a measured call time: runs of many calls per hand-off, not one
                 chunked._per_call = 1e-6
             alone = [await one_by_one.produce(*job) for job in jobs]
@@ -108,8 +110,9 @@ def test_chunked_outcomes_equal_one_by_one(tmp_path: Path, kinds: list[str], war
 def test_a_timed_out_call_inside_a_chunk_fails_alone(
     tmp_path: Path, before: list[str], after: list[str], function: str
 ) -> None:
-    """A call that overruns its timeout in the middle of a run of calls on one thread is ``task_timeout``; the
-    calls before and after it get their own outcomes, exactly as one by one."""
+    """A call that overruns its timeout in the middle of a run of calls on one worker is ``task_timeout`` (the
+    worker's watchdog says so and ends the worker); the calls before and after it get their own outcomes, exactly as
+    one by one."""
     (tmp_path / "app.py").write_text(APP)
     kinds = [*before, "slow", *after]
     alone, together = _both(tmp_path, function, kinds, 0.15, warm=True)
@@ -191,3 +194,19 @@ def test_a_lane_column_keeps_every_outcome_and_refuses_what_it_cannot_hold() -> 
     for carries_more in (LaneOutput("x", 0, cached=True), LaneOutput("x", 0, tries=2), LaneOutput("x", 0, call_id="k")):
         with pytest.raises(ValueError, match="carries more than its value"):
             LaneColumn.of([carries_more])
+
+
+def test_a_module_lanes_cache_key_holds_its_source_though_this_process_never_imports_it(tmp_path: Path) -> None:
+    """The function is imported only in its workers: the file a module reference resolves to comes from there, so
+    the call cache's key still changes with the module's bytes (a stale answer is never replayed)."""
+
+    def fingerprint(body: str) -> str:
+        (tmp_path / "modlane.py").write_text(f"def answer(example):\n    return {body!r}\n")
+        spec = parse_task_spec({"type": "python", "function": "modlane:answer", "cache": True})
+        lane = build_lane(spec, base_dir=tmp_path, executor=AsyncioExecutor(2))
+        assert isinstance(lane, PythonLane)
+        asyncio.run(lane.aclose())
+        return lane.fingerprint
+
+    assert fingerprint("one") != fingerprint("two")
+    assert "modlane" not in sys.modules

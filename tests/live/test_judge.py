@@ -90,6 +90,16 @@ def test_label_scales() -> None:
     assert wrong.status is Status.ERROR and wrong.diagnostics[0].code == "judge_unparseable"
 
 
+def test_a_label_matches_its_scale_by_canonical_caseless_matching() -> None:
+    """json-score@2: a label the judge (or a labels file) wrote decomposed or in another case is the scale's label;
+    casefold alone left the decomposed one off the scale, an error blocking the gate."""
+    accented = JudgeScale(labels=("faux", "vrai", "v\u00e9rifi\u00e9"))
+    decomposed = "VE\u0301RIFIE\u0301"
+    answer = parse_judge_answer(orjson.dumps({"score": decomposed}).decode(), accented)
+    assert answer.label == "v\u00e9rifi\u00e9" and answer.score.included
+    assert parse_judge_answer('{"score": "verifie"}', accented).score.diagnostics[0].code == "judge_off_scale"
+
+
 def test_scale_validation() -> None:
     for bad in [{}, {"min": 1}, {"min": 5, "max": 1}, {"labels": ["only"]}, {"min": 1, "max": 3, "labels": ["a", "b"]}]:
         with pytest.raises(pydantic.ValidationError):

@@ -138,3 +138,28 @@ def test_a_run_that_does_not_add_up_is_not_exported(tmp_path: Path) -> None:
     card.write_bytes(edited)
     result = run_cli("export", "--format", "otlp", str(run), cwd=tmp_path)
     assert result.code == 2 and "scorecard.json is not the file digests.json lists" in result.err and result.out == ""
+
+
+def test_a_run_with_variants_exports_each_variants_scores_naming_the_variant(tmp_path: Path) -> None:
+    """Each variant's own scores file, every example once per variant, the variant named on each event; the same
+    run's scores exactly (one event per variant per example, pass/fail as scored)."""
+    from tests.e2e.test_variants_cli import ROWS, variant_project
+
+    project = variant_project(tmp_path, variants={"good": {}, "bad": {"function": "app.py:bad"}})
+    assert project.run("--out", "runs/r", "--no-history").code in (0, 1)
+    result = run_cli("export", "runs/r", "--format", "otlp", cwd=project.root)
+    assert result.code == 0, result.err
+    found = [event["attributes"] for event in events(result.out)]
+    assert len(found) == 2 * len(ROWS)
+    by_variant: dict[str, dict[str, str]] = {}
+    for attributes in found:
+        assert attributes["gen_ai.evaluation.name"] == "exact"
+        by_variant.setdefault(attributes["evalglass.variant"], {})[attributes["evalglass.example.id"]] = attributes[
+            "gen_ai.evaluation.score.label"
+        ]
+    assert set(by_variant) == {"good", "bad"}
+    assert set(by_variant["good"].values()) == {"pass"} and len(by_variant["good"]) == len(ROWS)
+    # app.py:bad answers "no" on every third example: exactly those fail.
+    assert {i for i, label in by_variant["bad"].items() if label == "fail"} == {
+        row["id"] for row in ROWS if int(str(row["id"])[3:]) % 3 == 0
+    }

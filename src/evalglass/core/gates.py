@@ -32,6 +32,7 @@ from evalglass.core.gatespec import (
     Tolerable,
     margin_threshold,
     meets,
+    reaches,
     rule_decision,
 )
 from evalglass.core.population import Population
@@ -133,7 +134,11 @@ class GateResult(BaseModel):
             raise ValueError(f"gate {self.name}: undecided needs both ends of the interval (favourable_bound)")
         expected = rule_decision(self.rule, self.direction, self.threshold, self.compared, self.favourable_bound)
         found = RuleDecision.UNDECIDED if undecided else RuleDecision(self.outcome.value)
-        if found is not expected:
+        # A result recorded before float rounding was read as on the threshold was decided exactly: redder, never
+        # greener, so it still reads as it was decided.
+        if found is not expected and found is not rule_decision(
+            self.rule, self.direction, self.threshold, self.compared, self.favourable_bound, exact=True
+        ):
             interval = "" if self.favourable_bound is None else f" (favourable bound {self.favourable_bound})"
             raise ValueError(
                 f"gate {self.name}: {self.compared}{interval} against threshold {self.threshold} "
@@ -194,7 +199,7 @@ def incomplete_reach(estimate: Estimate, unmeasured: int, threshold: float, dire
         f"whatever they score ({sensitivity.scale_min:g} to {sensitivity.scale_max:g}), the value would be "
         f"{low:.3g} to {high:.3g}"
     )
-    met = {meets(low, threshold, direction), meets(high, threshold, direction)}
+    met = {reaches(low, threshold, direction), reaches(high, threshold, direction)}
     if met == {True}:
         return f"{span}, which meets the threshold {threshold:g} either way: measuring them decides a pass"
     if met == {False}:

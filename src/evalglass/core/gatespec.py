@@ -182,7 +182,27 @@ def margin_threshold(margin: float, direction: Direction) -> float:
 
 
 def meets(value: float, threshold: float, direction: Direction) -> bool:
+    """``value`` is on the right side of ``threshold`` or on it, exactly: for ordering two numbers the tool computed
+    (an interval's ends). A gate's rule decides with :func:`reaches`, which reads a value equal to the threshold up to
+    float rounding as on it."""
     return value >= threshold if direction is Direction.HIGHER_IS_BETTER else value <= threshold
+
+
+#: Relative distance below which a computed value and an approved threshold are the same number. A mean is computed
+#: in binary floating point from values written in decimal: 0, 0 and 0.3 average to 0.09999999999999999, and a gate
+#: at 0.1 read that as "0.1 is below the approved threshold (needs >= 0.1)", a false red. The rounding of a mean of
+#: any size is far below 1e-12 of its magnitude (about 1e-16 a value, numpy sums pairwise), and no threshold or
+#: measurement means anything at the twelfth significant digit, so this never decides a real difference. Limit:
+#: relative, so a threshold of exactly 0 is compared exactly (a value of 1e-17 where 0 was meant still misses it).
+THRESHOLD_ROUNDING = 1e-12
+
+
+def reaches(value: float, threshold: float, direction: Direction) -> bool:
+    """The gate rules' comparison: ``value`` meets ``threshold`` (:func:`meets`), or equals it to within float
+    rounding (:data:`THRESHOLD_ROUNDING`, relative to the larger of the two)."""
+    return meets(value, threshold, direction) or abs(value - threshold) <= THRESHOLD_ROUNDING * max(
+        abs(value), abs(threshold)
+    )
 
 
 class RuleDecision(StrEnum):
@@ -195,7 +215,13 @@ class RuleDecision(StrEnum):
 
 
 def rule_decision(
-    rule: GateRule, direction: Direction, threshold: float, compared: float, favourable: float | None = None
+    rule: GateRule,
+    direction: Direction,
+    threshold: float,
+    compared: float,
+    favourable: float | None = None,
+    *,
+    exact: bool = False,
 ) -> RuleDecision:
     """The one statement of what a gate's rule decides; ``GateResult`` and every renderer that re-derives an
     outcome call it with what the scorecard records (``compared``, ``favourable_bound``, ``threshold``).
@@ -207,9 +233,13 @@ def rule_decision(
     undecided. ``favourable`` None under ``lower_bound`` is a result recorded before this rule (``lower_bound@1``,
     which failed whenever the bound missed): decided that way, so an old run still reads as it was decided. It can
     only ever read redder than the three-way rule, never greener (pass needs the same unfavourable bound either way).
+
+    Numbers are compared with :func:`reaches` (equal up to float rounding is on the threshold). ``exact`` compares
+    them exactly, as results recorded before that rule were decided: it can only read redder, never greener.
     """
-    if meets(compared, threshold, direction):
+    on_side = meets if exact else reaches
+    if on_side(compared, threshold, direction):
         return RuleDecision.PASS
-    if rule is GateRule.POINT or favourable is None or not meets(favourable, threshold, direction):
+    if rule is GateRule.POINT or favourable is None or not on_side(favourable, threshold, direction):
         return RuleDecision.FAIL
     return RuleDecision.UNDECIDED

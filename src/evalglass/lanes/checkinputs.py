@@ -38,7 +38,7 @@ import stat
 import sys
 from collections.abc import Callable, Collection, Iterator, Sequence
 from importlib.machinery import ModuleSpec, PathFinder
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from evalglass.core.fingerprint import fingerprint_of, fingerprint_of_bytes
 from evalglass.errors import SetupError
@@ -369,8 +369,11 @@ def unbound_inputs(spec: CheckSpec, base_dir: Path) -> tuple[str, ...]:
     words = command_words(spec)
     covering = _covering_paths(spec, root, cwd, path)
     module_inputs = [entry.module for entry in spec.inputs if isinstance(entry, ModuleInput)]
-    # A runner (or a tool run with -m) reads what it finds: declared inputs say what that is.
-    discovery_bound = bool(spec.inputs) or any(folder == cwd or folder in cwd.parents for folder in covering)
+    # A runner (or a tool run with -m) reads what it finds: declared inputs say what that is, or a target holding the
+    # working folder, as declared (what a reader of the run record re-derives: declared_unbound) and on disk.
+    discovery_bound = bool(spec.inputs) or (
+        target_holds_cwd(spec) and any(folder == cwd or folder in cwd.parents for folder in covering)
+    )
     found: list[str] = []
     modules = dict(_python_modules(words))
     # A module's name is no folder's even when a package folder of that name lies in cwd: it is said as a module.
@@ -397,11 +400,14 @@ def declared_unbound(spec: CheckSpec, host_code: Collection[str]) -> tuple[str, 
     * a check with no ``inputs:`` and no target: every runner the command names, and every ``-m`` module none of
       whose files is among ``host_code`` (the project's own module is hashed there).
 
-    Limits: the folders the command names, and whether a target holds the check's working folder, need the files
-    (``evalglass verify`` re-derives them when the config folder is at hand); a check with a target is read as if
-    its target bound discovery (what could only be claimed unbound is left to verify)."""
+    * a check with no ``inputs:`` whose target does not hold its working folder as declared
+      (:func:`target_holds_cwd`): the same.
+
+    Limit: the folders the command names need the files (``evalglass verify`` re-derives them when the config
+    folder is at hand). A target that holds the working folder as declared but not on disk (a symbolic link inside
+    the config folder) is unbound in the run and bound here: this claims less, never more."""
     words = command_words(spec)
-    discovery_bound = bool(spec.inputs) or (spec.target is not None and spec.target.path is not None)
+    discovery_bound = bool(spec.inputs) or target_holds_cwd(spec)
     return tuple(
         dict.fromkeys(
             _named_unbound(
@@ -409,6 +415,17 @@ def declared_unbound(spec: CheckSpec, host_code: Collection[str]) -> tuple[str, 
             )
         )
     )
+
+
+def target_holds_cwd(spec: CheckSpec) -> bool:
+    """Whether the check's declared target is its declared working folder or a folder above it, read from the
+    declaration alone (both are relative to the config folder, without ``..``: ``checkspec`` refuses anything
+    else), so a reader of a run record derives it exactly as the run did. The run also asks it of the resolved
+    paths (:func:`unbound_inputs`): a target binds what a runner discovers only when both say so."""
+    if spec.target is None or spec.target.path is None:
+        return False
+    target, cwd = PurePosixPath(spec.target.path), PurePosixPath(spec.cwd or ".")
+    return target == cwd or target in cwd.parents
 
 
 def _named_unbound(

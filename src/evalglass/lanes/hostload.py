@@ -3,8 +3,10 @@
 The one loader of host code: python metrics and python lanes both come through :func:`load_function` (it sits in
 lanes, below metrics, so both import it downwards). Every failure raises :class:`HostLoadError` with one line saying
 what failed, where, and how to fix it (a lane reports it as its config error, a metric as its load error). A file is
-loaded as a standalone module (its directory is not added to ``sys.path``), once per file content: metrics and
-lanes that share a file share its module-level state.
+loaded as a standalone module (its directory is not added to ``sys.path``), once per file content and process:
+metrics that share a file share its module-level state. A python lane's function is loaded only in host worker
+processes (``lanes/hostworker.py``), and a python metric's only in its own worker (``metrics/hostscoring.py``), never
+in the process that decides (an agent's tools not yet: they still are).
 """
 
 from __future__ import annotations
@@ -59,8 +61,8 @@ def load_function(
 ) -> HostFunction:
     """The callable named by ``reference``; relative file paths resolve against ``base_dir``.
 
-    The one loader of host code (metrics and lanes alike), so a file is one module whoever loads it first: a
-    metric and a lane naming the same file share its module-level state. ``what`` starts every message
+    The one loader of host code (metrics and lanes in their worker processes, or on a cluster worker), so a file
+    is one module per process whoever loads it first. ``what`` starts every message
     (``python metric``, ``python lane``). ``search_base`` puts ``base_dir`` on ``sys.path`` before a module
     reference is imported (lanes document that the evals folder is importable; metrics leave ``sys.path`` alone).
     The attribute may be dotted (``Class.method``).
@@ -70,8 +72,8 @@ def load_function(
         path = (base_dir / source).resolve()
         module, where = _load_file(path, base_dir, what), str(path)
     else:
-        if search_base and (base := str(base_dir.resolve())) not in sys.path:
-            sys.path.insert(0, base)
+        if search_base:
+            put_on_path(base_dir)
         module, where = _import_module(source, what), f"module {source}"
     function: Any = module
     for part in attribute.split("."):
@@ -87,6 +89,14 @@ def load_function(
     if not allow_async and inspect.iscoroutinefunction(function):
         raise HostLoadError(f"{what}: {where}:{attribute} is async; metric functions must be plain 'def' functions")
     return function  # type: ignore[no-any-return]
+
+
+def put_on_path(base_dir: Path) -> None:
+    """The evals folder first on ``sys.path`` (once), as a lane that names a module documents it: imports nothing.
+    A python lane does this in the deciding process too, though its function is loaded only in its workers, so a
+    metric that imports a module beside the config finds it the same way."""
+    if (base := str(base_dir.resolve())) not in sys.path:
+        sys.path.insert(0, base)
 
 
 def host_source(reference: str, base_dir: Path) -> Path | None:

@@ -3,7 +3,8 @@ structured answer. The metric (metrics/llm_judge.py, above lanes) defines what t
 (:class:`JudgeDefinition`); this module renders, calls, parses and calibrates.
 
 The judge must answer a JSON object ``{"score": ..., "rationale": "..."}`` (a fenced ```json block or an object
-embedded in prose is accepted too). How an answer becomes a :class:`~evalglass.core.score.Score`:
+embedded in prose is accepted too: the object holding ``score``, see :func:`extract_answer`). How an answer becomes
+a :class:`~evalglass.core.score.Score`:
 
 =====================================  =====================================================================
 answer                                 score
@@ -12,8 +13,9 @@ on the scale                           ``scored`` + ``valid``: the number (a lab
 a number off the scale (or between     ``scored`` + ``invalid``, code ``judge_off_scale``: the number is kept
 integer points)                        but never enters aggregation
 a label that is not on the scale       ``error``, code ``judge_off_scale`` (a label off the scale has no number)
-no JSON object, no ``score``, or a     ``error``, code ``judge_unparseable``; the raw answer is kept in the
-score of the wrong type                diagnostic's ``detail``
+no JSON object, no ``score``, a score  ``error``, code ``judge_unparseable``; the raw answer is kept in the
+of the wrong type, or two different    diagnostic's ``detail``
+scores (or ``score`` twice)
 the call finally failed                ``error`` with the fault's code (``call_timeout``, ``call_rate_limited``
                                        ...) and message
 =====================================  =====================================================================
@@ -27,7 +29,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,7 @@ from evalglass.core.fingerprint import content_address
 from evalglass.core.goldfields import record_without
 from evalglass.core.pairwise import Inconsistent
 from evalglass.core.score import Diagnostic, Score, Status, Validity
+from evalglass.core.textcase import caseless
 from evalglass.core.trajectory import Inconsistent as InconsistentTrajectory
 from evalglass.core.trajectory import Unreadable
 from evalglass.errors import SetupError
@@ -70,30 +72,77 @@ class JudgeAnswer:
     label: int | str | None = None
 
 
-_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 _MAX_RAW = 4000
 
 
-def extract_json_object(text: str) -> dict[str, Any] | None:
-    """The answer's JSON object: the whole text, a fenced block, or the first object embedded in prose."""
+class _Repeated(dict[str, Any]):
+    """A JSON object that gave a key twice (``repeated`` names it): which value the judge meant cannot be told."""
+
+    repeated: str = ""
+
+
+def _object_of(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            twice = _Repeated(pairs)
+            twice.repeated = key
+            return twice
+        found[key] = value
+    return found
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_object_of)
+
+
+def _objects_in(text: str) -> list[dict[str, Any]]:
+    """The JSON objects the answer holds: the whole text when it is one, else every object in it that no other
+    holds, in order (a fenced block's among them), read left to right."""
     stripped = text.strip()
-    candidates = [stripped, *(match.group(1).strip() for match in _FENCE.finditer(text))]
-    for candidate in candidates:
+    try:
+        whole = _DECODER.decode(stripped)
+    except ValueError:
+        whole = None
+    if isinstance(whole, dict):
+        return [whole]
+    found: list[dict[str, Any]] = []
+    position = text.find("{")
+    while position >= 0:
         try:
-            value = json.loads(candidate)
+            value, end = _DECODER.raw_decode(text, position)
         except ValueError:
+            position = text.find("{", position + 1)
             continue
         if isinstance(value, dict):
-            return value
-    decoder = json.JSONDecoder()
-    for match in re.finditer(r"\{", text):
-        try:
-            value, _ = decoder.raw_decode(text, match.start())
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            return value
-    return None
+            found.append(value)
+        position = text.find("{", end)
+    return found
+
+
+def _same(values: list[Any]) -> bool:
+    """Whether the values are one JSON value (``4`` and ``4.0`` are; ``true`` and ``1`` are not)."""
+    first = values[0]
+    return all(value == first and isinstance(value, bool) == isinstance(first, bool) for value in values)
+
+
+def extract_answer(text: str, key: str) -> dict[str, Any] | str:
+    """The judge's answer object, the one holding ``key``: the whole text, a fenced block, or an object embedded in
+    prose; or why none can be read. A judge that quotes the graded output (itself JSON) before its verdict still
+    answers; one whose answer gives ``key`` twice, or several objects giving different ``key`` values (a quoted
+    ``{"score": 5}`` beside its own ``{"score": 1}``), did not say one thing, and is never read as its first."""
+    objects = _objects_in(text)
+    if not objects:
+        return "no JSON object in it"
+    answers = [found for found in objects if key in found]
+    if not answers:
+        return f'the JSON object has no "{key}"'
+    for found in answers:
+        if isinstance(found, _Repeated) and found.repeated == key:
+            return f'the JSON object gives "{key}" twice'
+    if not _same([found[key] for found in answers]):
+        shown = ", ".join(json.dumps(found[key]) for found in answers)
+        return _short(f'{len(answers)} JSON objects give different "{key}" values ({shown}): which is meant is unclear')
+    return answers[-1]
 
 
 def _raw(text: str) -> str:
@@ -120,11 +169,9 @@ def _unparseable(why: str, text: str, evidence: tuple[str, ...]) -> JudgeAnswer:
 
 def parse_judge_answer(text: str, scale: JudgeScale, *, evidence: tuple[str, ...] = ()) -> JudgeAnswer:
     """Turn the judge's raw answer into a Score (see the module docstring for the rules)."""
-    answer = extract_json_object(text)
-    if answer is None:
-        return _unparseable("no JSON object in it", text, evidence)
-    if "score" not in answer:
-        return _unparseable('the JSON object has no "score"', text, evidence)
+    answer = extract_answer(text, "score")
+    if isinstance(answer, str):
+        return _unparseable(answer, text, evidence)
     value = answer["score"]
     rationale_value = answer.get("rationale")
     rationale = None if rationale_value is None else str(rationale_value)
@@ -170,7 +217,8 @@ def parse_judge_answer(text: str, scale: JudgeScale, *, evidence: tuple[str, ...
     values = scale.label_values()
     label = value.strip()
     if label not in values:
-        folded = [name for name in values if name.casefold() == label.casefold()]
+        key = caseless(label)
+        folded = [name for name in values if caseless(name) == key]
         if len(folded) != 1:
             return JudgeAnswer(
                 Score.unmeasured(
@@ -448,7 +496,8 @@ def _normalise_label(value: Any, scale: JudgeScale) -> Any:
         return int(value)
     if not scale.numeric and isinstance(value, str):
         stripped = value.strip()
-        matches = [name for name in scale.categories() if str(name).casefold() == stripped.casefold()]
+        key = caseless(stripped)
+        matches = [name for name in scale.categories() if caseless(str(name)) == key]
         return matches[0] if len(matches) == 1 else stripped
     return value
 
@@ -504,7 +553,7 @@ __all__ = [
     "LabelsFileError",
     "PairwiseSetup",
     "calibrate_judge",
-    "extract_json_object",
+    "extract_answer",
     "parse_judge_answer",
     "read_labels",
 ]

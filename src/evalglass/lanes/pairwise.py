@@ -25,7 +25,7 @@ from evalglass.core.example import Example
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.pairwise import OUTCOME_VALUE, Position, flipped, mirrored, pair_outcome
 from evalglass.core.score import Diagnostic, Score, Status, Validity
-from evalglass.lanes.judge import Judge, JudgeResult, PairwiseSetup, extract_json_object
+from evalglass.lanes.judge import Judge, JudgeResult, PairwiseSetup, extract_answer
 from evalglass.lanes.templating import TemplateFailure, render
 
 _WINNER = {"a": Position.FIRST, "b": Position.SECOND, "tie": Position.TIE}
@@ -33,9 +33,9 @@ _WINNER = {"a": Position.FIRST, "b": Position.SECOND, "tie": Position.TIE}
 
 def parse_winner(text: str) -> Position | str:
     """The position the answer preferred, or why it cannot be read."""
-    found = extract_json_object(text)
-    if found is None:
-        return "no JSON object in it"
+    found = extract_answer(text, "winner")
+    if isinstance(found, str):
+        return found
     winner = found.get("winner")
     if not isinstance(winner, str) or winner.strip().casefold() not in _WINNER:
         return f'"winner" must be "A", "B" or "tie", got {winner!r}'

@@ -1,10 +1,12 @@
 """``type: python``: a host function as the task lane, sync or async, called with the example's fields.
 
-A sync function's calls go to the lane's own daemon threads (one at a time, or in runs of calls sized to take about
-:data:`CHUNK_BUDGET_S` when the live run hands the lane chunks); an async function is awaited on the run's loop. With
-a cluster executor, each call is shipped (an async one only on request). Whatever the function raises, returns that
-is not JSON, or takes longer than ``timeout`` is that example's :class:`~evalglass.lanes.ports.LaneFailure`; the
-same call says the same thing in a lane thread and on a cluster worker (:func:`python_call`).
+The function is the system under test: a pull request edits it freely and no approval binds it, so it never runs
+in the process that measures and decides. Its calls go to worker processes (``lanes/hostworker.py``), one call per
+worker at a time; with a cluster executor, each call is shipped (an async one only on request) and the cluster
+worker loads the function by its reference the same way. Whatever the function raises, returns that is not JSON, or
+takes longer than ``timeout`` is that example's :class:`~evalglass.lanes.ports.LaneFailure`, as is a worker that
+ends mid-call (``task_worker_lost``); the same call says the same thing on a local worker and on a cluster worker
+(:func:`python_call`).
 """
 
 from __future__ import annotations
@@ -12,20 +14,15 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
-import inspect
-import traceback
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from evalglass import redaction
 from evalglass.core.fingerprint import content_address
-from evalglass.core.redact import Redactor
+from evalglass.lanes import hostworker
 from evalglass.lanes.base import (
-    MAX_DETAIL,
     TASK_RESOURCES,
     LaneConfigError,
     LaneContext,
@@ -34,16 +31,11 @@ from evalglass.lanes.base import (
     through_cache_by_fields,
 )
 from evalglass.lanes.callcache import CallStore
-from evalglass.lanes.daemonpool import (
-    CallTimedOut,
-    DaemonThreadPool,
-    call_each_in_thread,
-    call_in_thread,
-    call_with_each_in_thread,
-)
 from evalglass.lanes.executor import EndpointLimit, Executor, WorkLost
+from evalglass.lanes.hostcall import shipped_python_call
 from evalglass.lanes.hostimports import code_digest
-from evalglass.lanes.hostload import HostLoadError, host_source, load_function
+from evalglass.lanes.hostload import host_source, is_file_reference, load_function, put_on_path
+from evalglass.lanes.hostworker import HostWorkers, WorkerDied, WorkerStartError
 from evalglass.lanes.ports import Job, LaneColumn, LaneFailure, LaneOutcome, LaneOutput
 from evalglass.lanes.specs import PythonLaneSpec
 
@@ -73,41 +65,42 @@ class PythonLane(TaskLane):
         self.spec = spec
         self.executor = executor
         self.cache = cache if spec.cache else None
+        # The function is never imported here: it is the system under test, which no approval binds, and in this
+        # process it could replace what decides. Worker processes import it and make its calls (lanes/hostworker.py).
+        self.workers = HostWorkers(
+            spec.function,
+            str(base_dir.resolve()),
+            what="python lane",
+            width=spec.concurrency or executor.concurrency,
+            secrets=redaction.current().secrets,
+        )
         try:
-            self.function = load_function(
-                spec.function, base_dir, what="python lane", allow_async=True, search_base=True
-            )
-        except HostLoadError as exc:
+            info = self.workers.describe()
+        except WorkerStartError as exc:
             raise LaneConfigError(str(exc)) from None
-        source = host_source(spec.function, base_dir)
-        self.is_async = inspect.iscoroutinefunction(self.function)
-        try:
-            self.takes_sample = "sample" in inspect.signature(self.function).parameters
-        except (TypeError, ValueError):
-            self.takes_sample = False
+        source: Path | None
+        if is_file_reference(spec.function.rpartition(":")[0]):
+            source = host_source(spec.function, base_dir)
+        else:
+            put_on_path(base_dir)
+            source = Path(info.source) if info.source else None
+        self.is_async = info.is_async
+        self.takes_sample = info.takes_sample
         code_hash = code_digest(spec.function, base_dir, source)
         self.fingerprint = content_address({"type": "python", "function": spec.function, "source_sha256": code_hash})
         self.limit = EndpointLimit(key=f"python:{spec.function}", concurrency=spec.concurrency)
-        self._threads: DaemonThreadPool | None = None
-        #: Thread time one finished call took, on average (None until one finished): sizes the runs of calls.
-        self._per_call: float | None = None
-        #: An async function is I/O: it stays on the driver's event loop unless the executor is told to ship it.
+        #: An async function is I/O: it stays on this machine unless the executor is told to ship it.
         self.ship_async = ship_async
-        #: The shipped call with the host function bound once: an executor that ships sends the function (pickled
-        #: by value) with the call's definition, once, not with every call.
-        self._shipped = functools.partial(shipped_python_call, self.function, spec.function)
-
-    def _pool(self) -> DaemonThreadPool:
-        if self._threads is None:
-            # Daemon workers: an abandoned (timed-out) call can never keep the finished run from exiting.
-            self._threads = DaemonThreadPool(self.spec.concurrency or 32, name="evalglass-python")
-        return self._threads
+        #: The shipped call: a cluster worker loads the function by its reference, as a local worker does.
+        self._shipped = functools.partial(shipped_reference_call, spec.function, str(base_dir))
+        #: Wall time one call took, on average, in runs that finished whole (None until one did): sizes the runs.
+        self._per_call: float | None = None
 
     async def produce(self, example_id: str, fields: Mapping[str, Any], sample: int) -> LaneOutcome:
         key = fields_key(self.cache, self.fingerprint, fields, sample)
         kwargs = {"sample": sample} if self.takes_sample else {}
         argument = dict(fields)
-        function, timeout, name = self.function, self.spec.timeout, self.spec.function
+        timeout, name = self.spec.timeout, self.spec.function
         offload = self.executor.offload
 
         async def shipped() -> LaneOutcome:
@@ -119,81 +112,57 @@ class PythonLane(TaskLane):
             except WorkLost as exc:
                 return LaneFailure("task_worker_lost", f"{name} could not run on the cluster: {exc}", sample)
 
-        async def guarded() -> LaneOutcome:
-            if self.is_async:
-                return await self._awaited(lambda: function(argument, **kwargs), sample)
-            try:
-                called = await call_in_thread(
-                    self._pool(), lambda: python_call(function, name, argument, kwargs, sample), timeout
-                )
-            except CallTimedOut as late:
-                return self._late(late, sample)
-            except asyncio.CancelledError:
-                raise
-            except BaseException as exc:  # SystemExit, KeyboardInterrupt ... raised by host code: this example's error
-                return _raised(name, exc, sample, function)
-            if isinstance(called, LaneOutput | LaneFailure):
-                return called
-            return await self._awaited(lambda: called, sample)
+        async def local() -> LaneOutcome:
+            values, failures, _ = await self._run([[argument, kwargs, sample]], [sample], None)
+            return failures[0] if failures else LaneOutput(values[0], sample)
 
         ships = offload is not None and (self.ship_async or not self.is_async)
 
         async def call() -> LaneOutcome:
-            outcome = await self.executor.submit(shipped if ships else guarded, endpoint=self.limit)
+            outcome = await self.executor.submit(shipped if ships else local, endpoint=self.limit)
             if key is not None and isinstance(outcome, LaneOutput):
                 outcome = dataclasses.replace(outcome, call_id=key)
             return outcome
 
         return await through_cache_by_fields(self.cache, key, sample, "python", call)
 
-    async def _awaited(self, start: Callable[[], Awaitable[Any]], sample: int) -> LaneOutcome:
-        """What an awaitable the host function gave (an async function's coroutine) comes to, within the timeout."""
-        value, failure = await self._awaited_value(start, sample)
-        return failure if failure is not None else lane_value(value, self.spec.function, sample)
-
-    async def _awaited_value(
-        self, start: Callable[[], Awaitable[Any]], sample: int
-    ) -> tuple[Any, None] | tuple[None, LaneFailure]:
-        """:meth:`_awaited` before its value is checked to be JSON: (the value, None), or (None, why there is
-        none)."""
-        timeout, name = self.spec.timeout, self.spec.function
-        scope: asyncio.Timeout | None = None
+    async def _run(
+        self, calls: list[list[Any]], samples: list[int], budget: float | None
+    ) -> tuple[list[Any], dict[int, LaneOutcome], int]:
+        """A run of calls on one worker: (values, failures by position, how many were made). A run stops early
+        when it proves slower than ``budget``; a worker that ends mid-run (or a run past its deadline: the calls'
+        timeouts are kept by the worker, this is the backstop) fails a lone call as what happened to it, and makes
+        none of a longer run's, which the caller makes again one per run, so each call's own state is found (the
+        calls before the one that ended the worker are made twice)."""
+        name, timeout = self.spec.function, self.spec.timeout
+        deadline = None if timeout is None else timeout + (budget or 0.0) + WORKER_GRACE_S
+        lone = len(calls) == 1
         try:
-            if timeout is None:  # no clock to keep (asyncio.timeout(None) costs a scope per call for nothing)
-                value = await start()
-            else:
-                async with asyncio.timeout(timeout) as scope:
-                    value = await start()
-        except TimeoutError as exc:
-            if scope is not None and scope.expired():
-                return None, LaneFailure("task_timeout", f"{name} did not return within {timeout:g}s", sample)
-            return None, _raised(name, exc, sample, self.function)
-        except asyncio.CancelledError as exc:
-            task = asyncio.current_task()
-            if task is None or task.cancelling():  # the run is stopping this example
-                raise
-            return None, _raised(name, exc, sample, self.function)  # raised by the host coroutine itself
-        except BaseException as exc:  # SystemExit, KeyboardInterrupt ... raised by host code: this example's error
-            return None, _raised(name, exc, sample, self.function)
-        return value, None
-
-    def _late(self, late: CallTimedOut, sample: int) -> LaneFailure:
-        name, timeout = self.spec.function, self.spec.timeout or 0.0
-        if late.queued:
-            return LaneFailure(
-                "task_worker_unavailable",
-                f"{name} could not start within {timeout:g}s: {late.abandoned} abandoned (timed-out) calls "
-                "still hold every thread the lane may use",
-                sample,
+            answer = await self.workers.call(hostworker.run_request(calls, timeout, budget), deadline)
+        except TimeoutError:
+            if not lone:
+                return [], {}, 0
+            return [None], {0: LaneFailure("task_timeout", f"{name} did not return within {timeout:g}s", samples[0])}, 1
+        except WorkerDied as exc:
+            if not lone:
+                return [], {}, 0
+            return [None], {0: LaneFailure("task_worker_lost", f"{name} did not answer: {exc}", samples[0])}, 1
+        decoded = hostworker.decode_run(answer, samples)
+        if decoded is None:
+            why = f"{name} did not answer: its worker process sent what is not an answer"
+            return (
+                [None] * len(calls),
+                {i: LaneFailure("task_worker_lost", why, s) for i, s in enumerate(samples)},
+                len(calls),
             )
-        return LaneFailure("task_timeout", f"{name} did not return within {timeout:g}s", sample)
+        return decoded
 
     # ------------------------------------------------------------------ many calls at once (the live run's chunks)
     @property
     def chunked(self) -> bool:
-        """Whether :meth:`produce_many` takes the chunked path: not with a cache (every call is looked up and
-        stored on its own) nor a cluster (every call is shipped on its own)."""
-        return self.cache is None and self.executor.offload is None
+        """Whether :meth:`produce_many` takes the chunked path: a sync function's, not with a cache (every call is
+        looked up and stored on its own) nor a cluster (every call is shipped on its own)."""
+        return self.cache is None and self.executor.offload is None and not self.is_async
 
     async def produce_many(self, jobs: Sequence[Job]) -> list[LaneOutcome]:
         """Every job's outcome, in order, exactly as :meth:`produce` would give it, for less per call (see
@@ -213,27 +182,18 @@ class PythonLane(TaskLane):
         return await self._column(fields, [sample for _ in records for sample in range(epochs)])
 
     async def _column(self, fields: Sequence[Mapping[str, Any]], samples: Sequence[int] | None) -> LaneColumn:
-        """Call ``i`` of ``fields[i]`` (sample ``samples[i]``, every one 0 for None) for every ``i``, as a column.
-
-        A sync function: the calls go to a lane thread in runs of as many as take about :data:`CHUNK_BUDGET_S`
-        together (from the time calls have taken so far; one call per run until a call has finished), one
-        hand-off and one executor slot per run, each call with its own timeout kept by a watchdog
-        (:func:`call_each_in_thread`). Calls slower than the budget go one per run, so they run as concurrently
-        as with :meth:`produce`. What the calls returned is checked to be JSON a run at a time (one
-        ``orjson.dumps``; each value alone only when that fails, so every failure says what it says alone). An
-        async function: a bounded set of worker coroutines awaits the calls, each through the executor, instead of
-        a task per call.
-        """
+        """Call ``i`` of ``fields[i]`` (sample ``samples[i]``, every one 0 for None) for every ``i``, as a column:
+        the calls go to workers in runs of as many as take about :data:`CHUNK_BUDGET_S` together (from the time
+        runs have taken so far; one call per run until one has finished), one message each way and one executor
+        slot per run, each call's timeout kept by the worker. Calls slower than the budget go one per run, so they
+        run as concurrently as with :meth:`produce`."""
         values: list[Any] = [None] * len(fields)
         failures: dict[int, LaneFailure] = {}
-        if self.is_async:
-            await self._async_many(fields, samples, values, failures)
-            return LaneColumn(values, failures)
         pending = list(range(len(fields)))
         submit, limit = self.executor.submit, self.limit
         while pending:
-            # A run that proves slower than planned stops early (see _sync_run): what it left is split again by the
-            # time calls take now, so a function that turns slow goes back to one call per thread.
+            # A run that proves slower than planned stops early: what it left is split again by the time calls take
+            # now, so a function that turns slow goes back to one call per worker.
             size = self._run_length(len(pending))
             runs = [pending[start : start + size] for start in range(0, len(pending), size)]
             made = [functools.partial(self._sync_run, fields, samples, run, values, failures) for run in runs]
@@ -247,9 +207,9 @@ class PythonLane(TaskLane):
         return LaneColumn(values, failures)
 
     def column_size(self) -> int:
-        """As many sync calls as take about :data:`CHUNK_BUDGET_S` together (one hand-off to a lane thread, see
-        :meth:`_column`), from the time calls took so far; 0 until one finished, and for an async function."""
-        if self.is_async or not self.chunked:
+        """As many sync calls as take about :data:`CHUNK_BUDGET_S` together (one run on a worker, see
+        :meth:`_column`), from the time runs took so far; 0 until one finished, and when not chunked."""
+        if not self.chunked:
             return 0
         return self._calls_per_budget()
 
@@ -257,7 +217,6 @@ class PythonLane(TaskLane):
         return max(1, min(count, self._calls_per_budget()))
 
     def _calls_per_budget(self) -> int:
-        """How many calls take about :data:`CHUNK_BUDGET_S`, from the time calls took so far; 0 before any did."""
         if self._per_call is None:
             return 0
         return int(CHUNK_BUDGET_S / max(self._per_call, 1e-9))
@@ -270,219 +229,59 @@ class PythonLane(TaskLane):
         values: list[Any],
         failures: dict[int, LaneFailure],
     ) -> int:
-        """The calls ``run`` names, on a lane thread, their outcomes put in ``values`` and ``failures``; how many
-        were made (fewer than asked when the run proved slower than planned)."""
-        function, name, pool, timeout = self.function, self.spec.function, self._pool(), self.spec.timeout
-        # Ten times the planned time at most: a run of calls that turned slow stops and gives back the rest.
+        """The calls ``run`` names, on a worker, their outcomes put in ``values`` and ``failures``; how many were
+        made (fewer than asked when the run proved slower than planned, none when its worker ended mid-run)."""
+        takes_sample = self.takes_sample
+        run_samples = [samples[i] if samples is not None else 0 for i in run]
+        calls = [
+            [fields[i], {"sample": sample} if takes_sample else _NO_KWARGS, sample]
+            for i, sample in zip(run, run_samples, strict=True)
+        ]
         budget = 10 * CHUNK_BUDGET_S if len(run) > 1 else None
-        # The function gets a copy of each record, made here, so what it changes stays its own.
-        contiguous = run[-1] - run[0] == len(run) - 1
-        if self.takes_sample and samples is not None:
-            calls = [
-                functools.partial(python_value, function, name, {"sample": samples[i]}, samples[i], dict(fields[i]))
-                for i in run
-            ]
-            called, elapsed = await call_each_in_thread(pool, calls, timeout, budget)
-        else:
-            records = fields[run[0] : run[-1] + 1] if contiguous else [fields[i] for i in run]
-            call = functools.partial(python_value, function, name, _SAMPLE_0 if self.takes_sample else _NO_KWARGS, 0)
-            called, elapsed = await call_with_each_in_thread(pool, call, list(map(dict, records)), timeout, budget)
-        plain = _PLAIN_TYPES.issuperset(map(type, called))  # so no call timed out
-        finished = len(called) if plain else sum(1 for value in called if type(value) is not CallTimedOut)
-        if elapsed > 0 and finished == len(called):
+        began = time.perf_counter()
+        made, failed, finished = await self._run(calls, run_samples, budget)
+        elapsed = time.perf_counter() - began
+        if finished == 0:
+            self._per_call = None  # the worker ended mid-run: one call per run until calls are answered again
+            return 0
+        if finished == len(run) and not failed:
             per_call = elapsed / finished
             self._per_call = per_call if self._per_call is None else 0.8 * self._per_call + 0.2 * per_call
-        if len(called) == len(run) and contiguous and plain:
-            values[run[0] : run[-1] + 1] = called  # the common case: every call returned a built-in JSON type
-            self._check_json(run, values, failures, samples)
-            return len(called)
-        returned: list[int] = []  # the calls that returned a value, which must be JSON
-        for index, value in zip(run, called, strict=False):  # fewer results: the budget was spent
-            if type(value) is LaneFailure:
-                failures[index] = value
-            elif type(value) is CallTimedOut:
-                failures[index] = self._late(value, samples[index] if samples is not None else 0)
-            elif type(value) is _Returned:
-                if not inspect.isawaitable(value.value):
-                    values[index] = value.value
-                    returned.append(index)
-                    continue
-                # a sync function that returned an awaitable
-                sample = samples[index] if samples is not None else 0
-                outcome = await self._awaited(functools.partial(_itself, value.value), sample)
-                if isinstance(outcome, LaneOutput):
-                    values[index] = outcome.value
-                else:
-                    failures[index] = outcome
-            else:
-                values[index] = value
-                returned.append(index)
-        self._check_json(returned, values, failures, samples)
-        return len(called)
-
-    def _check_json(
-        self, indexes: list[int], values: list[Any], failures: dict[int, LaneFailure], samples: Sequence[int] | None
-    ) -> None:
-        """:func:`lane_value`'s check of each value ``indexes`` names, at once while every one is JSON."""
-        try:
-            orjson.dumps([values[index] for index in indexes])  # each value alone nests one level less
-        except TypeError:
-            name = self.spec.function
-            for index in indexes:
-                outcome = lane_value(values[index], name, samples[index] if samples is not None else 0)
-                if isinstance(outcome, LaneFailure):
-                    failures[index] = outcome
-                    values[index] = None
-
-    async def _async_many(
-        self,
-        fields: Sequence[Mapping[str, Any]],
-        samples: Sequence[int] | None,
-        values: list[Any],
-        failures: dict[int, LaneFailure],
-    ) -> None:
-        positions = iter(range(len(fields)))  # shared by the workers: each takes the next job
-        function, takes_sample, submit, limit = self.function, self.takes_sample, self.executor.submit, self.limit
-        returned: list[int] = []  # the calls that returned a value, which must be JSON
-
-        async def worker() -> None:
-            for index in positions:
-                sample = samples[index] if samples is not None else 0
-                argument, kwargs = dict(fields[index]), ({"sample": sample} if takes_sample else _NO_KWARGS)
-                start = functools.partial(function, argument, **kwargs)
-                value, failure = await submit(functools.partial(self._awaited_value, start, sample), endpoint=limit)
-                if failure is None:
-                    values[index] = value
-                    returned.append(index)
-                else:
-                    failures[index] = failure
-
-        width = min(len(fields), self.spec.concurrency or self.executor.concurrency)
-        if width <= 1:
-            await worker()
-        else:
-            await asyncio.gather(*(worker() for _ in range(width)))
-        self._check_json(returned, values, failures, samples)
+        for index, value in zip(run, made, strict=False):
+            values[index] = value
+        for position, failure in failed.items():
+            failures[run[position]] = failure  # type: ignore[assignment]
+            values[run[position]] = None
+        return finished
 
     async def aclose(self) -> None:
-        if self._threads is not None:
-            self._threads.shutdown(wait=False, cancel_futures=True)
-            self._threads = None
+        self.workers.close()
 
 
-#: How long one run of sync calls handed to a lane thread at once may take (from the time calls took so far).
+#: How long one run of sync calls sent to a worker at once may take (from the time runs took so far).
 CHUNK_BUDGET_S = 0.002
-
-
-def _itself(value: Awaitable[Any]) -> Awaitable[Any]:
-    return value
-
-
-#: No keyword arguments: shared by every call of a function that takes no ``sample`` (``**`` copies it).
+#: How long past a run's own limits (the call's timeout, the run's budget) a worker may take to answer before it is
+#: killed: its watchdog says which call timed out; this is only for a worker that cannot say even that.
+WORKER_GRACE_S = 1.0
+#: No keyword arguments: shared by every call of a function that takes no ``sample``.
 _NO_KWARGS: dict[str, Any] = {}
-_SAMPLE_0: dict[str, Any] = {"sample": 0}
-#: What a host function returns most often: built-in JSON types, which are never awaitable.
-_PLAIN_TYPES = frozenset({str, int, float, bool, type(None), list, dict})
 
 
-@dataclass(frozen=True, slots=True)
-class _Returned:
-    """A value of any type but :data:`_PLAIN_TYPES` a host function returned (an awaitable, a LaneFailure of its
-    own making...), so it is never mistaken for what :func:`python_value` says about the call."""
-
-    value: Any
-
-
-def python_value(
-    function: Callable[..., Any], name: str, kwargs: dict[str, Any], sample: int, argument: dict[str, Any]
-) -> Any:
-    """One call of a python-lane function: its value when of a built-in JSON type (not yet checked to be JSON: a
-    list may hold a set), any other value wrapped in :class:`_Returned`, or the :class:`LaneFailure` of what it
-    raised. The least a lane thread does per call (see :meth:`PythonLane._sync_run`)."""
-    try:
-        value = function(argument, **kwargs)
-    except BaseException as exc:  # SystemExit, KeyboardInterrupt ... raised by host code: this example's error
-        return _raised(name, exc, sample, function)
-    return value if type(value) in _PLAIN_TYPES else _Returned(value)
-
-
-def python_call(
-    function: Callable[..., Any], name: str, argument: dict[str, Any], kwargs: dict[str, Any], sample: int
-) -> LaneOutcome | Awaitable[Any]:
-    """One call of a python-lane function and what it produced, in whichever process runs it (a lane thread here,
-    a cluster worker there), so both say exactly the same. An awaitable it returned is handed back unawaited."""
-    called = python_value(function, name, kwargs, sample, argument)
-    if type(called) is LaneFailure:
-        return called
-    value = called.value if type(called) is _Returned else called
-    if inspect.isawaitable(value):
-        return value
-    return lane_value(value, name, sample)
-
-
-def shipped_python_call(
-    function: Callable[..., Any], name: str, argument: dict[str, Any], kwargs: dict[str, Any], sample: int
+def shipped_reference_call(
+    reference: str, base_dir: str, argument: dict[str, Any], kwargs: dict[str, Any], sample: int
 ) -> LaneOutcome:
-    """:func:`python_call` on a cluster worker: an awaitable (an async function shipped on request) is run to its
-    end on an event loop of the worker's own. The driver enforces the timeout."""
-    called = python_call(function, name, argument, kwargs, sample)
-    if isinstance(called, LaneOutput | LaneFailure):
-        return called
-
-    async def finish() -> Any:
-        return await called
+    """:func:`shipped_python_call` of the function ``reference`` names, loaded on the cluster worker (the driver
+    never imports it); a function that cannot be loaded there is this call's failure."""
+    from evalglass.lanes.hostload import HostLoadError
+    from evalglass.lanes.shipping import base_dir_here
 
     try:
-        value = asyncio.run(finish())
-    except BaseException as exc:
-        return _raised(name, exc, sample, function)
-    return lane_value(value, name, sample)
-
-
-def lane_value(value: Any, name: str, sample: int) -> LaneOutcome:
-    """A host function's return value as an outcome: JSON, or a failure saying why it is not."""
-    problem = json_problem(value)
-    if problem is not None:
-        return LaneFailure(
-            "task_output_unserialisable",
-            f"{name} returned a {type(value).__name__} that is not JSON ({problem}); return text, numbers, "
-            "booleans, null, lists and mappings with text keys",
-            sample,
+        function = load_function(
+            reference, base_dir_here(base_dir), what="python lane", allow_async=True, search_base=True
         )
-    return LaneOutput(value, sample)
+    except HostLoadError as exc:
+        return LaneFailure("task_worker_lost", f"{reference} could not be loaded on the cluster worker: {exc}", sample)
+    return shipped_python_call(function, reference, argument, kwargs, sample)
 
 
-def json_problem(value: Any) -> str | None:
-    """Why ``value`` cannot be stored as JSON (a set, an object, a non-text key, an integer beyond 64 bits, a
-    reference cycle), or None. An output is written to ``outputs.jsonl`` as JSON, never as a ``repr``."""
-    try:
-        orjson.dumps(value)
-    except TypeError as exc:  # orjson.JSONEncodeError is a TypeError
-        return str(exc)
-    return None
-
-
-def _raised(name: str, exc: BaseException, sample: int, function: Callable[..., Any] | None = None) -> LaneFailure:
-    """``task_raised``; the traceback starts at the host function's own frame, so what EvalGlass called it through
-    (a lane thread, a cluster worker) is not in it and every executor records the same detail."""
-    redactor = redaction.current()
-    frames = exc.__traceback__
-    code = getattr(function, "__code__", None)
-    start = frames
-    while start is not None and start.tb_frame.f_code is not code:
-        start = start.tb_next
-    text = "".join(traceback.format_exception(type(exc), exc, start or frames)).strip()
-    return LaneFailure(
-        "task_raised",
-        f"{name} raised {type(exc).__name__}: {_one_line(exc, redactor)}",
-        sample,
-        detail=redactor.tail(text, MAX_DETAIL + 1),
-    )
-
-
-def _one_line(exc: BaseException, redactor: Redactor) -> str:
-    text = redactor.text(str(exc)).strip().splitlines()
-    return redactor.head(text[0] if text else "", 300, "")
-
-
-__all__ = ["CHUNK_BUDGET_S", "PythonLane", "json_problem", "lane_value", "python_call", "shipped_python_call"]
+__all__ = ["CHUNK_BUDGET_S", "PythonLane", "shipped_reference_call"]

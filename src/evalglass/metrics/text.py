@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import re._constants as _constants
 import re._parser as _parser
+import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Literal
 
@@ -163,6 +164,15 @@ Matcher = Callable[[str], MetricResult]
 class RegexSpec(NoReferenceSpec):
     """A regular expression over the output string (Python ``re`` syntax).
 
+    With ``ignorecase`` the match is a canonical caseless one (``regex@3``, the rule of ``core.textcase``): the
+    output is matched in its composed form (NFC), with full Unicode case folding (the ``regex`` package's
+    ``FULLCASE``: ``ß`` matches ``SS``, ``ﬁ`` matches ``FI``), and the pattern's own text must be composed (a pattern
+    holding a decomposed letter is refused when the config loads, see :func:`first_decomposed`). The pattern is never
+    normalised for the user: NFC or NFD of a pattern can change what it means (a class holding ``é`` precomposed is
+    one letter, holding ``e`` and U+0301 either of two; ``e`` U+0301 ``?`` makes the accent optional, ``é?`` the
+    letter). Limit: a combining mark the pattern names alone (the escape for U+0301) matches only a mark that does
+    not compose with the letter before it in the output.
+
     A backtracking engine can take exponential time on some patterns (``^(a|aa)+$`` on forty ``a``s and a ``!``).
     A pattern that is at most quadratic (see :func:`at_most_quadratic`) is matched by ``re`` on outputs up to
     :data:`UNTIMED_TEXT` characters; every other match is made by the ``regex`` package (which reads ``re``
@@ -189,6 +199,20 @@ class RegexSpec(NoReferenceSpec):
         except re.error as exc:
             where = f" at position {exc.pos}" if exc.pos is not None else ""
             raise ValueError(f"invalid regular expression {self.pattern!r}: {exc.msg}{where}") from None
+        if self.caseless():
+            position = first_decomposed(self.pattern)
+            if position is not None:
+                raise ValueError(
+                    f"the ignorecase pattern {self.pattern!r} is not in composed form (NFC) at position {position} "
+                    "(a combining mark its letter composes with, or a character NFC replaces); write the letter "
+                    "precomposed ('é'), or the mark as an escape ('\\u0301') if you mean the mark on its own"
+                )
+            import regex  # a caseless match is the regex package's (full case folding): it must compile there too
+
+            try:
+                regex.compile(self.pattern, self._bits() | regex.FULLCASE)
+            except regex.error as exc:
+                raise ValueError(f"invalid regular expression {self.pattern!r}: {exc}") from None
         return self
 
     def _bits(self) -> int:
@@ -199,6 +223,12 @@ class RegexSpec(NoReferenceSpec):
 
     def compiled(self) -> re.Pattern[str]:
         return re.compile(self.pattern, self._bits())
+
+    def caseless(self) -> bool:
+        """Whether the whole pattern ignores case: ``flags: [ignorecase]``, or ``(?i)`` at its start, which ``re``
+        reads as the same flag. Limit: a scoped group (``(?i:...)``) is matched by ``re``'s simple folding on the
+        text as written."""
+        return "ignorecase" in self.flags or bool(self.compiled().flags & re.IGNORECASE)
 
     def matcher(self) -> Matcher:
         """1.0 or 0.0 for a string, or the ``regex_timeout`` error when matching it ran out of time."""
@@ -211,18 +241,24 @@ class RegexSpec(NoReferenceSpec):
         fast = self.compiled()
         fast_match = fast.search if self.match == "search" else fast.fullmatch
         untimed = UNTIMED_TEXT if at_most_quadratic(self.pattern) else -1
+        caseless = self.caseless()
+        # ``re``'s simple case folding gives what full folding does only on ASCII text against a pattern that
+        # names no character past ASCII; every other caseless match is the ``regex`` package's.
+        ascii_untimed = untimed if not caseless or ascii_closed(self.pattern) else -1
         bounded: list[Callable[..., Any]] = []
 
         def bounded_match(text: str) -> Any:
             if not bounded:  # compiled on first need: most runs never load the regex package
                 import regex
 
-                pattern = regex.compile(self.pattern, self._bits())
+                pattern = regex.compile(self.pattern, self._bits() | (regex.FULLCASE if caseless else 0))
                 bounded.append(pattern.search if self.match == "search" else pattern.fullmatch)
             return bounded[0](text, timeout=REGEX_TIMEOUT)
 
         def matched(text: str) -> MetricResult:
-            if len(text) <= untimed:
+            if caseless and not text.isascii():
+                text = unicodedata.normalize("NFC", text)
+            elif len(text) <= (ascii_untimed if caseless else untimed):
                 return 1.0 if fast_match(text) is not None else 0.0
             try:
                 return 1.0 if bounded_match(text) is not None else 0.0
@@ -235,7 +271,7 @@ class RegexSpec(NoReferenceSpec):
                 )
 
         def matched_all(texts: list[str]) -> list[MetricResult]:
-            if texts and max(map(len, texts)) <= untimed:
+            if texts and max(map(len, texts)) <= untimed and (not caseless or _ascii_batch(texts, ascii_untimed)):
                 return [0.0 if found is None else 1.0 for found in map(fast_match, texts)]
             return list(map(matched, texts))
 
@@ -269,6 +305,55 @@ class RegexSpec(NoReferenceSpec):
             ]
 
         return regex_batch
+
+
+def _ascii_batch(texts: list[str], ascii_untimed: int) -> bool:
+    return ascii_untimed >= 0 and all(text.isascii() for text in texts)
+
+
+def first_decomposed(pattern: str) -> int | None:
+    """The position of the first character of ``pattern`` that composition (NFC) would change, or None when the
+    pattern's text is composed. Escapes (``\\u0301``) are text the pattern spells, not characters it holds."""
+    if pattern.isascii() or unicodedata.is_normalized("NFC", pattern):
+        return None
+    for end in range(1, len(pattern) + 1):
+        if not unicodedata.is_normalized("NFC", pattern[:end]):
+            return end - 1
+    return len(pattern) - 1  # not reached: a text whose every prefix is composed and that is not has none
+
+
+def ascii_closed(pattern: str) -> bool:
+    """Whether the pattern names no character past ASCII (literally, by escape or in a class range): on ASCII text
+    such a pattern matches under ``re``'s simple case folding exactly where it does under full folding."""
+    try:
+        parsed = _parser.parse(pattern)
+    except Exception:
+        return False
+    stack: list[Any] = [parsed]
+    while stack:
+        items = stack.pop()
+        for op, argument in items:
+            if op in (_constants.LITERAL, _constants.NOT_LITERAL):
+                if argument >= 128:
+                    return False
+            elif op is _constants.RANGE:
+                if argument[1] >= 128:
+                    return False
+            elif op is _constants.IN:
+                stack.append(argument)
+            elif op in _VARIABLE_REPEATS:
+                stack.append(argument[2])
+            elif op is _constants.SUBPATTERN:
+                stack.append(argument[-1])
+            elif op is _constants.BRANCH:
+                stack.extend(argument[1])
+            elif op in (_constants.ASSERT, _constants.ASSERT_NOT):
+                stack.append(argument[1])
+            elif op is _constants.ATOMIC_GROUP:
+                stack.append(argument)
+            elif op is _constants.GROUPREF_EXISTS:
+                stack.extend(branch for branch in argument[1:] if branch is not None)
+    return True
 
 
 _VARIABLE_REPEATS = {_constants.MAX_REPEAT, _constants.MIN_REPEAT, _constants.POSSESSIVE_REPEAT}

@@ -44,13 +44,16 @@ class EvaluatorKind(StrEnum):
 #: ``exact_match@3`` (``normalize: {case: true}``), ``contains@3``, ``enum@3`` and ``set_overlap@3``
 #: (``case_sensitive: false``): case-insensitive matching is Unicode's canonical caseless match
 #: (``core.textcase.caseless``), so a text precomposed (NFC) and decomposed (NFD) compares equal; before, plain
-#: ``str.casefold`` kept them apart.
+#: ``str.casefold`` kept them apart. ``regex@3`` (``flags: [ignorecase]``): the same canonical caseless rule, as
+#: a regular expression can have it: the output is matched in its composed form (NFC) with full case folding
+#: (``ß`` matches ``SS``), and a pattern whose own text is not composed is refused when the config loads; before,
+#: ``re``'s simple case folding on the output as written kept an NFD answer (and ``STRASSE``) from matching.
 #: ``recorded_score@3``: a score the sample never declared (a promptfoo assertion on other tests only) is not
 #: applicable to it (``recorded_score_not_declared``, tolerable); before, it was an error (``recorded_score_missing``).
 METRIC_VERSIONS: Mapping[str, int] = {
     "exact_match": 3,
     "contains": 3,
-    "regex": 2,
+    "regex": 3,
     "json_valid": 2,
     "json_schema": 2,
     "field_present": 2,
@@ -125,8 +128,15 @@ PAIRED_VERSIONS: Mapping[str, int] = {"paired_difference": 3, "variant_differenc
 #: higher-is-better gate both versions take the lowest, so it is not named there and those approvals stand.
 RULE_VERSIONS: Mapping[str, int] = {"lower_bound": 2, "majority_ties": 2}
 
-#: The rules that turn an LLM judge's answer into a score (``lanes.judge.parse_judge_answer``).
-PARSER_VERSIONS: Mapping[str, int] = {"json-score": 1}
+#: The rules that turn an LLM judge's answer into a score (``lanes.judge.parse_judge_answer``). ``json-score@2``:
+#: the answer is the object holding ``score`` (``winner`` for a pairwise judge), wherever it is in the text; several
+#: objects giving different values, or one giving the key twice, are ``judge_unparseable``. Version 1 read the first
+#: object found: a judge that quoted the graded JSON before its verdict was unparseable, and one that quoted a
+#: ``{"score": 5}`` from the output before its own ``{"score": 1}`` scored 5; a repeated key kept its last value.
+#: Labels (a categorical scale's answer, and a labels file's) match the scale by canonical caseless matching
+#: (``core.textcase.caseless``); version 1 compared ``casefold`` alone, so a label whose accent was decomposed (NFD)
+#: was off the scale.
+PARSER_VERSIONS: Mapping[str, int] = {"json-score": 2}
 
 #: The judge-answer parser every ``llm_judge`` uses.
 JUDGE_PARSER_NAME = "json-score"

@@ -79,6 +79,18 @@ def without_bom(start: bytes) -> bytes:
     return start[len(UTF8_BOM) :] if start.startswith(UTF8_BOM) else start
 
 
+def not_json(raw: bytes, exc: ValueError) -> str:
+    """Why ``raw`` (one document, as read) is not JSON, for a one-line message: orjson's reason, except for text that
+    is not UTF-8, where orjson names "surrogates" at column 1 whatever the byte: then the first bad byte and where
+    it is in the line (in bytes), which is where the line needs mending."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        byte = f"0x{raw[bad.start]:02x} (byte {bad.start + 1} of the line)"
+        return f"not valid JSON: not UTF-8 text at {byte}; save the file as UTF-8"
+    return f"not valid JSON ({exc})"
+
+
 def loads(raw: bytes) -> Any:
     """Parse one JSON document exactly: orjson's value, or :class:`JsonRefused`; ``orjson.JSONDecodeError`` (a
     ``ValueError`` too) for text that is not JSON."""
@@ -168,7 +180,7 @@ def _exact(
     # brackets in all is proven by that count alone: its writing is the plain one (wrapping each write in ~125
     # arrays costs more than the write of a short line: a batch of malformed lines, checked line by line, took
     # 1.5x the CPU).
-    within = structure.count(b"[") > MAX_DEPTH and _writing_measures_depth()
+    within = _opens_more_than_max(structure) and _writing_measures_depth()
     if not within and not _shallow_enough(joined, structure, len(lines)):
         return False, None, None
     if colons == 0:
@@ -215,6 +227,19 @@ def _exact(
     # The list's own brackets and commas hold no colon.
     exact = written == colons and unescaped
     return (True, column, rest) if exact else (False, None, None)
+
+
+#: Bytes of a long batch's structure in which its brackets are counted first (see :func:`_opens_more_than_max`).
+_PREFIX = 1 << 12
+
+
+def _opens_more_than_max(structure: bytes) -> bool:
+    """``structure.count(b"[") > MAX_DEPTH``. A long batch (a conversation, a trace: a hundred or more brackets a
+    line) says so in its first few kilobytes, and ``bytes.count`` takes 8 instructions a byte (13 k a replayed
+    trajectory for the rest); a prefix holding more proves it, else the whole is counted."""
+    if len(structure) > _LARGE and structure.count(b"[", 0, _PREFIX) > MAX_DEPTH:
+        return True
+    return structure.count(b"[") > MAX_DEPTH
 
 
 #: The deepest value orjson writes: one nested deeper is refused ("Recursion limit reached"), arrays and objects

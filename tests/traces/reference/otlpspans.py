@@ -33,6 +33,7 @@ import orjson
 
 from evalglass.engine.datasets.dataset import _HashingThread, _ignore, _lines, _LineTooLong
 from evalglass.errors import SetupError
+from evalglass.readers.jsonsource import not_json
 from evalglass.readers.userfiles import open_regular, unreadable
 
 #: The longest JSON line or protobuf message read: a longer one (or a file of zeros) stops the run there.
@@ -125,7 +126,7 @@ class SpanFile:
                     try:
                         document = orjson.loads(raw)
                     except orjson.JSONDecodeError as exc:
-                        yield SpanProblem(number, f"not valid JSON ({exc})")
+                        yield SpanProblem(number, not_json(raw, exc))
                         continue
                     yield from _json_document(document, number)
                     del document

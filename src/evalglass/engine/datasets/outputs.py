@@ -36,7 +36,7 @@ from evalglass.core.fieldpath import ABSENT
 from evalglass.core.uniform import all_of_type
 from evalglass.engine.datasets.dataset import BadLine, field_getter
 from evalglass.errors import SetupError
-from evalglass.readers.jsonsource import JsonRefused, batch_is_exact, loads, without_bom
+from evalglass.readers.jsonsource import JsonRefused, batch_is_exact, loads, not_json, without_bom
 from evalglass.readers.userfiles import open_regular
 
 #: Unmatched output ids named in the run's summary (the count is always complete).
@@ -100,7 +100,7 @@ class RecordedOutputs:
         except JsonRefused as exc:
             raise SetupError(str(exc), where=where, fix="write each output as plain JSON") from None
         except orjson.JSONDecodeError as exc:
-            raise SetupError(f"not valid JSON ({exc})", where=where, fix="each line must be one JSON object") from None
+            raise SetupError(not_json(raw, exc), where=where, fix="each line must be one JSON object") from None
         if type(record) is not dict:
             raise SetupError(f"expected a JSON object, got {type(record).__name__}", where=where)
         return self._id_and_output(record, where)

@@ -11,6 +11,7 @@ the same code.
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
@@ -72,19 +73,26 @@ def compared_definitions(
 
 
 def _read(
-    name: str, folder: Path, location: str, metrics: Mapping[str, Ties], *, trusted: bool
+    name: str, folder: Path, location: str, metrics: Mapping[str, Ties], *, trusted: bool, whole_set: bool = True
 ) -> tuple[BaselineRun, RunForComparison | None]:
     """The run in ``folder`` as a baseline; ``trusted``: also what its signature proves (a source's baseline).
     ``metrics`` are named as this run's decision names them (:func:`compared_ties`: each with where a majority tie
     goes); each is paired with the baseline's column ``RunForComparison.baseline_name`` gives (its variant of the
-    same name, or its one column)."""
+    same name, or its one column). ``whole_set``: the folder is a finished run's, checked as a set as every reader
+    checks a run (:func:`_refused_set`); off only for the copy a run keeps of its baseline (``baselines/NAME/``),
+    which the run's own digest list binds."""
     from evalglass.core.variantnames import baseline_candidates
 
     wanted = list(dict.fromkeys(column for metric in metrics for column in baseline_candidates(metric)))
     try:
         run = load_for_comparison(folder, what=f"baseline '{name}' run", metrics=wanted)
     except SetupError as exc:
-        return BaselineRun(name=name, location=location, problem=exc.what), None
+        # A file that cannot be read may be a damaged one: the damage is what is named, as every reader names it.
+        damage = _refused_set(name, folder, None, trusted=trusted) if whole_set and folder.is_dir() else None
+        return BaselineRun(name=name, location=location, problem=damage or exc.what), None
+    damage = _refused_set(name, folder, run, trusted=trusted) if whole_set else None
+    if damage is not None:
+        return BaselineRun(name=name, location=location, problem=damage), None
     columns = {metric: column for metric in metrics if (column := run.baseline_name(metric)) is not None}
     return (
         BaselineRun(
@@ -102,6 +110,51 @@ def _read(
         ),
         run,
     )
+
+
+def _refused_set(name: str, folder: Path, run: RunForComparison | None, *, trusted: bool) -> str | None:
+    """The baseline's folder checked as a whole artifact set by the check every reader and ``verify`` make
+    (``engine.runs.integrity``: every file ``digests.json`` lists, each file the run record binds by its hash; a
+    folder without ``digests.json`` is refused). The files ``run`` already read are not read again. A pinned
+    baseline that does not add up stops the run (SetupError, exit 2, one line naming the file): the gate would
+    otherwise be decided, or blocked, on files nobody vouches for. A source's candidate that does not add up is
+    passed over (the line is returned, named in the baseline's ``skipped``), as one that cannot be read is."""
+    from evalglass.engine.decide.consistency import refuse_damaged
+    from evalglass.engine.runs.artifacts import load_runrecord
+    from evalglass.engine.runs.digests import load_digests
+    from evalglass.engine.runs.integrity import ArtifactCheck
+
+    known = {} if run is None else {RUNRECORD_FILE: run.record_sha256, **run.score_files}
+    what = f"baseline '{name}' run"
+    folder = Path(os.path.normpath(folder))  # named as a user would type it (not `evals/../runs/base`)
+    try:
+        try:
+            digests = load_digests(folder)
+        except SetupError as exc:  # a digest list that cannot be read: the run's set cannot be vouched for
+            raise SetupError(f"{what} does not add up: {exc.what}", where=exc.where, fix=exc.fix) from None
+        check = ArtifactCheck(folder, digests, known)
+        refuse_damaged(folder, check.listed_problems(), what=what)
+        # Listed and intact, the run record is the run's own: what it binds is checked against it.
+        refuse_damaged(folder, check.record_problems(load_runrecord(folder) if run is None else run.record), what=what)
+    except SetupError as exc:
+        if trusted:
+            return exc.what
+        raise
+    return None
+
+
+def refuse_damaged_baselines(config: Config, ledger: LoadedLedger) -> None:
+    """Before any work is done: each pinned baseline the comparative gates name, found as a folder beside the
+    ledger, checked as a whole artifact set (:func:`_refused_set`), so a damaged one stops the run before a lane
+    spends a call. A baseline named by reference (``main@latest``) or approved as a source is found, and checked,
+    when the gates are decided (a run written back from the history is checked against its stored hashes too)."""
+    for name in dict.fromkeys(gate.compare_to for gate in config.gates.values() if gate.compare_to is not None):
+        approval = ledger.ledger.baselines.get(name or "")
+        if name is None or approval is None or approval.is_source or approval.run is None:
+            continue
+        folder = ledger.path.parent / approval.run
+        if folder.is_dir():
+            _refused_set(name, folder, None, trusted=False)
 
 
 def read_baseline(
@@ -244,7 +297,8 @@ def baselines_for_verify(
         else:
             approval = record.ledger.baselines.get(name)
             trusted = approval is not None and approval.is_source
-            baseline = _read(name, folder / BASELINES_DIR / name, recorded.location, metrics, trusted=trusted)[0]
+            copy = folder / BASELINES_DIR / name  # bound by this run's digest list, which verify checks
+            baseline = _read(name, copy, recorded.location, metrics, trusted=trusted, whole_set=False)[0]
             found[name] = dataclasses.replace(baseline, skipped=recorded.skipped)
     return found
 

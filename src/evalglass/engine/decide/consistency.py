@@ -170,14 +170,14 @@ def load_checked(folder: Path) -> CheckedRun:
     check = ArtifactCheck(
         folder, digests, {name: fingerprint_of_bytes(data) for name, data in read.items() if data is not None}
     )
-    _refuse_damaged(folder, check.listed_problems())
+    refuse_damaged(folder, check.listed_problems())
     card: Scorecard = parse_json_model(
         _checked_bytes(SCORECARD_FILE, read), folder / SCORECARD_FILE, Scorecard, "scorecard"
     )
     record: RunRecord = parse_json_model(
         _checked_bytes(RUNRECORD_FILE, read), folder / RUNRECORD_FILE, RunRecord, "run record"
     )
-    _refuse_damaged(folder, check.record_problems(record))
+    refuse_damaged(folder, check.record_problems(record))
     problems = scorecard_problems(card, record)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
@@ -210,8 +210,9 @@ def _checked_bytes(name: str, read: Mapping[str, bytes | None]) -> bytes:
     return data
 
 
-def _refuse_damaged(folder: Path, problems: list[ArtifactProblem]) -> None:
-    """One line naming the first damaged artifact (and how many more there are), exit 2."""
+def refuse_damaged(folder: Path, problems: list[ArtifactProblem], *, what: str = "this run") -> None:
+    """One line naming the first damaged artifact (and how many more there are), exit 2. ``what``: the run as the
+    line names it (a baseline: ``baseline 'main' run``)."""
     if not problems:
         return
     from evalglass.engine.runs.integrity import FETCH_AGAIN
@@ -219,7 +220,7 @@ def _refuse_damaged(folder: Path, problems: list[ArtifactProblem]) -> None:
     first = problems[0]
     more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
     raise SetupError(
-        f"this run does not add up: {first.line}{more}",
+        f"{what} does not add up: {first.line}{more}",
         where=str(folder / first.file),
         fix=FETCH_AGAIN.replace("FOLDER", _pasteable(folder)),
     )

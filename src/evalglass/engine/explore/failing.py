@@ -34,7 +34,7 @@ import orjson
 
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.gates import GateResult
-from evalglass.core.gatespec import meets
+from evalglass.core.gatespec import reaches
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.scorecard import Scorecard
 from evalglass.core.uniform import all_of_type
@@ -131,7 +131,7 @@ class FailRule:
         if gate is not None:
             threshold = gate.threshold if gate.threshold is not None else gate.proposed_threshold
             if threshold is not None:
-                return ExampleState.PASS if meets(value, threshold, gate.direction) else ExampleState.FAIL
+                return ExampleState.PASS if reaches(value, threshold, gate.direction) else ExampleState.FAIL
         if self.binary:
             return ExampleState.FAIL if value == 0 else ExampleState.PASS
         return ExampleState.SCORED
@@ -144,7 +144,7 @@ class FailRule:
         threshold = None if gate is None else gate.threshold if gate.threshold is not None else gate.proposed_threshold
         if gate is not None and threshold is not None:
             worst = min(entries) if gate.direction.value == "higher_is_better" else max(entries)
-            return meets(worst, threshold, gate.direction)
+            return reaches(worst, threshold, gate.direction)
         return self.binary and min(entries) != 0
 
     def describe(self) -> str:

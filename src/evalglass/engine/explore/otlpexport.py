@@ -13,7 +13,8 @@ SHA-256), else it is left out.
 
 The file is OTLP/JSON lines (one ``LogsData`` object per line, at most :data:`PER_LINE` records each), the
 encoding of the OpenTelemetry file exporters, which a collector's ``otlpjsonfile`` receiver reads. Streamed: one
-block of ``scores.jsonl`` at a time.
+block of ``scores.jsonl`` at a time. A run with variants is exported variant by variant (each event names its
+variant: ``evalglass.variant``), from each variant's own scores file.
 """
 
 from __future__ import annotations
@@ -25,12 +26,11 @@ from typing import Any, Protocol
 
 import orjson
 
-from evalglass.core.runrecord import SCORES_FILE, RunRecord
+from evalglass.core.runrecord import COMPARED_DIR, SCORES_FILE, VARIANTS_DIR, RunRecord
 from evalglass.core.scorecard import Scorecard
+from evalglass.core.variantnames import SEPARATOR
 from evalglass.engine.decide.consistency import load_checked
 from evalglass.engine.runs.artifacts import score_rows
-from evalglass.engine.runs.digests import file_sha256
-from evalglass.errors import SetupError
 from evalglass.version import __version__
 
 EVENT = "gen_ai.evaluation.result"
@@ -48,57 +48,65 @@ class Exported:
     response_ids: bool
 
 
-def _check_scores(folder: Path, record: RunRecord) -> None:
-    """The scores file against the run record's hash: the events are per-example scores, so a file edited after
-    the run must not flow into an observability tool as this run's results."""
-    path = folder / SCORES_FILE
-    if record.scores_file == SCORES_FILE and path.is_file() and file_sha256(path) != record.scores_sha256:
-        raise SetupError(
-            f"this run does not add up: {SCORES_FILE} is not the file the run record hashes",
-            where=str(folder),
-            fix=f"the scores were edited; `evalglass verify {folder}` names every difference, or rerun `evalglass run`",
-        )
-
-
 def export_otlp(folder: Path, out: Sink) -> Exported:
     """Write the run's evaluation events to ``out``; what was written (how many, linked to spans or not)."""
-    checked = load_checked(folder)  # a run that does not add up is not sent on as evaluation results
+    # A run that does not add up (every artifact, each variant's scores included, against digests.json and the run
+    # record: engine.runs.integrity) is not sent on as evaluation results.
+    checked = load_checked(folder)
     card, record = checked.scorecard, checked.record
-    _check_scores(folder, record)
     binary = _binary_metrics(card)
     dataset = record.config.get("dataset") if isinstance(record.config, dict) else None
     traced = isinstance(dataset, dict) and dataset.get("format") == "otlp"
-    responses = _response_ids(folder, record) if traced else None
     time = str(_created_ns(card))
     resource = {"attributes": [_attribute("service.name", "evalglass"), _attribute("evalglass.run.id", card.run_id)]}
     scope = {"name": "evalglass", "version": __version__}
     pending: list[dict[str, Any]] = []
     count = 0
-    for row in score_rows(folder / SCORES_FILE):
-        example_id = row["id"]
-        found = next(responses, None) if responses is not None else None
-        response_id = found.get(example_id) if found is not None else None
-        for metric, entry in row["scores"].items():
-            samples = entry if isinstance(entry, list) else [entry]
-            for index, score in enumerate(samples):
-                pending.append(
-                    _event(
-                        metric,
-                        score,
-                        example_id,
-                        index if isinstance(entry, list) else None,
-                        metric in binary,
-                        traced,
-                        response_id,
-                        time,
+    linked_responses = False
+    for path, variant in _scores_files(folder, record):
+        responses = _response_ids(folder, record) if traced else None
+        linked_responses = linked_responses or responses is not None
+        for row in score_rows(path):
+            example_id = row["id"]
+            found = next(responses, None) if responses is not None else None
+            response_id = found.get(example_id) if found is not None else None
+            for metric, entry in row["scores"].items():
+                samples = entry if isinstance(entry, list) else [entry]
+                for index, score in enumerate(samples):
+                    pending.append(
+                        _event(
+                            metric,
+                            variant,
+                            score,
+                            example_id,
+                            index if isinstance(entry, list) else None,
+                            metric in binary,
+                            traced,
+                            response_id,
+                            time,
+                        )
                     )
-                )
-                if len(pending) == PER_LINE:
-                    count += _write(out, resource, scope, pending)
-                    pending = []
+                    if len(pending) == PER_LINE:
+                        count += _write(out, resource, scope, pending)
+                        pending = []
     if pending:
         count += _write(out, resource, scope, pending)
-    return Exported(events=count, linked=traced, response_ids=responses is not None)
+    return Exported(events=count, linked=traced, response_ids=linked_responses)
+
+
+def _scores_files(folder: Path, record: RunRecord) -> list[tuple[Path, str | None]]:
+    """Each scores file of the run with the variant it scored: ``scores.jsonl`` (no variant), or in a run with
+    variants each variant's ``variants/NAME/scores.jsonl`` then ``compared/scores.jsonl`` (the judges of variants
+    side by side, whose metrics are named as the config names them, no variant). The per-example differences between
+    two variants a gate decides on are not exported: they are no evaluation of one response."""
+    if not record.variant_scores:
+        return [(folder / record.scores_file, None)]
+    files: list[tuple[Path, str | None]] = [
+        (folder / file, file.split("/")[1]) for file in record.variant_scores if file.startswith(f"{VARIANTS_DIR}/")
+    ]
+    if record.compared_scores is not None:
+        files.append((folder / COMPARED_DIR / SCORES_FILE, None))
+    return files
 
 
 def _write(out: Sink, resource: dict[str, Any], scope: dict[str, Any], records: list[dict[str, Any]]) -> int:
@@ -109,6 +117,7 @@ def _write(out: Sink, resource: dict[str, Any], scope: dict[str, Any], records: 
 
 def _event(
     metric: str,
+    variant: str | None,
     score: Any,
     example_id: str,
     sample: int | None,
@@ -118,6 +127,8 @@ def _event(
     time: str,
 ) -> dict[str, Any]:
     attributes = [_attribute("gen_ai.evaluation.name", metric), _attribute("evalglass.example.id", example_id)]
+    if variant is not None:
+        attributes.append(_attribute("evalglass.variant", variant))
     if sample is not None:
         attributes.append(_attribute("evalglass.sample", sample))
     if type(score) is float or type(score) is int:
@@ -163,7 +174,13 @@ def _attribute(key: str, value: str | float | int) -> dict[str, Any]:
 def _binary_metrics(card: Scorecard) -> set[str]:
     from evalglass.metrics.registry import TYPE_HOMES, spec_class
 
-    return {m.name for m in card.metrics if m.type in TYPE_HOMES and spec_class(m.type).binary}
+    # A run with variants names its scorecard's metrics ``metric@variant``; its scores files name them ``metric``.
+    return {
+        name
+        for m in card.metrics
+        if m.type in TYPE_HOMES and spec_class(m.type).binary
+        for name in (m.name, m.name.split(SEPARATOR, 1)[0])
+    }
 
 
 def _created_ns(card: Scorecard) -> int:

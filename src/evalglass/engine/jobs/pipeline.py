@@ -25,6 +25,7 @@ from evalglass import redaction
 from evalglass.collector import collector_paused
 from evalglass.core.calendar import day_of_timestamp
 from evalglass.core.checks import CheckResult
+from evalglass.core.fingerprint import fingerprint_of_bytes
 from evalglass.core.runrecord import COMPARED_DIR, GRADED_FILE, SCORES_FILE, VARIANTS_DIR, BaselineRecord, RunRecord
 from evalglass.core.scorecard import Scorecard
 from evalglass.engine.decide.decision import Evidence, decided_scorecard, run_record
@@ -38,18 +39,26 @@ from evalglass.engine.runs.artifacts import (
     RUNRECORD_FILE,
     SCORECARD_FILE,
     ScoresWriter,
-    write_model,
-    write_text,
+    model_file_bytes,
+    text_file_bytes,
 )
 from evalglass.engine.runs.digests import (
     DIGESTS_FILE,
     SignedProvenance,
+    digests_of,
     private_key,
     signing_key_from_env,
-    write_digests,
 )
 from evalglass.engine.runs.earlierruns import earlier_definition_files
-from evalglass.engine.runs.runfolder import PartialFile, locked, make_dirs, sweep_partials, write_atomic, writing
+from evalglass.engine.runs.runfolder import (
+    PartialFile,
+    commit_together,
+    locked,
+    make_dirs,
+    sweep_partials,
+    write_atomic,
+    writing,
+)
 from evalglass.engine.runs.runlocator import RunLocator
 from evalglass.engine.spec.config import LoadedConfig, load_config
 from evalglass.engine.spec.executorspec import RayExecutorSpec
@@ -296,6 +305,10 @@ def _prepare(config_path: Path, options: RunOptions) -> _Prepared:
         manifest = sealed(manifest, key.key)
     ledger = load_ledger(loaded.ledger_path)
     check_against_config(ledger, config)
+    if any(gate.compare_to is not None for gate in config.gates.values()):
+        from evalglass.engine.decide.baselines import refuse_damaged_baselines
+
+        refuse_damaged_baselines(config, ledger)  # a damaged baseline stops the run before any call is made
     signing_key = signing_key_from_env()
     if signing_key is not None:
         private_key(signing_key)  # a bad key is refused before any work is done, not after
@@ -729,11 +742,12 @@ def _decide_and_write(
         record = record.model_copy(update=update)
     from evalglass.engine.explore.failing import report_markdown
 
-    write_model(folder / RUNRECORD_FILE, record)
-    write_model(folder / SCORECARD_FILE, scorecard)
-    write_text(folder / REPORT_FILE, report_markdown(folder, scorecard))
-    # Last: it covers every file written before it.
-    write_digests(
+    # Published in the order they always were (run record, scorecard, report, digest list), two files at a time
+    # (runfolder.commit_together: one wait for the disk, not two): the report is rendered from the published run
+    # record (a run with variants names its scores files there), and the digest list covers every file before it.
+    _publish_together(folder, {RUNRECORD_FILE: model_file_bytes(record), SCORECARD_FILE: model_file_bytes(scorecard)})
+    report = text_file_bytes(report_markdown(folder, scorecard))
+    digests = digests_of(
         folder,
         run_id,
         prepared.signing_key,
@@ -744,9 +758,26 @@ def _decide_and_write(
             **({scored.kept.file: scored.kept.sha256} if scored.kept is not None else {}),
         },
         provenance=None if prepared.signing_key is None else signed_provenance(loaded.base_dir),
+        pending={REPORT_FILE: fingerprint_of_bytes(report)},
     )
+    _publish_together(folder, {REPORT_FILE: report, DIGESTS_FILE: model_file_bytes(digests)})
     warnings = _untrusted(prepared, scored.untrusted_cache_entries)
     return RunOutcome(folder=folder, scorecard=scorecard, record=record, warnings=warnings)
+
+
+def _publish_together(folder: Path, contents: dict[str, bytes]) -> None:
+    """Each file of ``contents`` written whole into ``folder``, then all published in their order at once
+    (``runfolder.commit_together``); nothing of them is left when writing one fails."""
+    files: list[PartialFile] = []
+    try:
+        for name, data in contents.items():
+            files.append(PartialFile(folder / name))
+            files[-1].write(data)
+    except BaseException:
+        for file in files:
+            file.abort()
+        raise
+    commit_together(files)
 
 
 def _untrusted(prepared: _Prepared, count: int) -> tuple[str, ...]:

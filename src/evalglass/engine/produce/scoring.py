@@ -9,7 +9,6 @@ What becomes of the results (columns, clusters, blocks) is the run sink's job (:
 from __future__ import annotations
 
 import os
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -46,6 +45,8 @@ class BuiltMetric:
 
 def metric_raised(name: str, exc: BaseException) -> Score:
     """The error score of a metric that raised: its message and traceback tail, redacted before being cut."""
+    import traceback  # only when a metric raised: not on every run's path
+
     redactor = redaction.current()
     tail = "".join(traceback.format_exception(exc, limit=-3)).strip()
     message = redactor.text(f"metric '{name}' raised {type(exc).__name__}: {exc}")

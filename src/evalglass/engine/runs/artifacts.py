@@ -51,7 +51,17 @@ NOT_A_FILE = "the run folder was edited: `evalglass run` writes every artifact a
 
 def write_model(path: Path, model: BaseModel) -> None:
     """A model as indented JSON, with every secret of the environment redacted (see ``evalglass.redaction``)."""
-    write_atomic(path, redaction.current().json_bytes(model_bytes(model.model_dump(mode="json"))))
+    write_atomic(path, model_file_bytes(model))
+
+
+def model_file_bytes(model: BaseModel) -> bytes:
+    """The bytes :func:`write_model` writes for ``model``."""
+    return redaction.current().json_bytes(model_bytes(model.model_dump(mode="json")))
+
+
+def text_file_bytes(text: str) -> bytes:
+    """The bytes :func:`write_text` writes for ``text``."""
+    return redaction.current().text_bytes(text.encode())
 
 
 def model_bytes(document: Any) -> bytes:
@@ -62,7 +72,7 @@ def model_bytes(document: Any) -> bytes:
 
 def write_text(path: Path, text: str) -> None:
     """A text artifact (the Markdown report), with every secret of the environment redacted."""
-    write_atomic(path, redaction.current().text_bytes(text.encode()))
+    write_atomic(path, text_file_bytes(text))
 
 
 class ScoresWriter:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalglass.core.fingerprint import PREFIX, canonical_json
-from evalglass.engine.runs.artifacts import load_json_model, write_model
+from evalglass.engine.runs.artifacts import load_json_model
 from evalglass.errors import SetupError
 
 if TYPE_CHECKING:
@@ -106,21 +106,28 @@ def artifact_names(folder: Path) -> list[str]:
     return sorted(names)
 
 
-def write_digests(
+def digests_of(
     folder: Path,
     run_id: str,
     signing_key: str | None,
     known: dict[str, str] | None = None,
     provenance: SignedProvenance | None = None,
+    pending: dict[str, str] | None = None,
 ) -> Digests:
-    """``known`` holds digests already computed while the file was written (the scores file is hashed as it
-    streams out), so a large file is not read a second time. ``provenance`` is written (and signed) only with a
-    signature: unsigned, it would be anyone's word."""
+    """The run's digest list (``DIGESTS_FILE``), to be written last. ``known`` holds digests already computed while
+    the file was written (the scores file is hashed as it streams out), so a large file is not read a second time.
+    ``provenance`` is kept (and signed) only with a signature: unsigned, it would be anyone's word. ``pending``:
+    files written but not yet renamed into the folder (committed together with the list,
+    ``runfolder.commit_together``), by name, with their digests; listed as if they were in the folder already."""
     hashes = known or {}
+    names = artifact_names(folder)
+    if pending:
+        names = sorted({*names, *pending})
+        hashes = {**hashes, **pending}
     files = {
         name: hashes.get(name) or file_sha256(folder / name)
-        for name in artifact_names(folder)
-        if (folder / name).is_file() and not (folder / name).is_symlink()
+        for name in names
+        if name in (pending or ()) or ((folder / name).is_file() and not (folder / name).is_symlink())
     }
     digests = Digests(run_id=run_id, files=files, provenance=provenance if signing_key is not None else None)
     if signing_key is not None:
@@ -133,7 +140,6 @@ def write_digests(
                 )
             }
         )
-    write_model(folder / DIGESTS_FILE, digests)
     return digests
 
 

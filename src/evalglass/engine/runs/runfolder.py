@@ -19,7 +19,8 @@ import errno
 import fcntl
 import os
 import re
-from collections.abc import Collection, Iterator
+import threading
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -122,11 +123,22 @@ class PartialFile:
 
     def commit(self) -> None:
         """Publish what was written (nothing, for a lazy file never written)."""
+        self.sync()
+        self.publish()
+
+    def sync(self) -> None:
+        """Flush what was written to the disk (the half of :meth:`commit` that waits for the device)."""
+        handle = self._handle
+        if handle is not None:
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def publish(self) -> None:
+        """Close and rename into place; only after :meth:`sync` (a crash must never leave ``final`` naming bytes the
+        disk does not hold)."""
         handle = self._handle
         if handle is None:
             return
-        handle.flush()
-        os.fsync(handle.fileno())
         handle.close()
         os.replace(self.partial, self.final)
 
@@ -172,6 +184,46 @@ def atomically(final: Path) -> Iterator[PartialFile]:
     except BaseException:
         file.abort()
         raise
+
+
+def commit_together(files: Sequence[PartialFile]) -> None:
+    """Commit ``files`` as :meth:`PartialFile.commit` would one after another, but with their fsyncs waited for
+    at once: each is still on the disk before it is renamed, and the renames still happen in the order given (a
+    reader sees the later files only with the earlier ones), while the device is asked to flush once for all of them
+    (the kernel joins fsyncs that overlap into one journal commit; one after another, each waited 2-16 ms here).
+    Any failure aborts every file not yet renamed and raises the first ``OSError`` met."""
+    failures: list[BaseException] = []
+
+    def sync(file: PartialFile) -> None:
+        try:
+            file.sync()
+        except BaseException as exc:  # re-raised below, in the caller's thread
+            failures.append(exc)
+
+    started: list[threading.Thread] = []
+    try:
+        for file in files[1:]:
+            thread = threading.Thread(target=sync, args=(file,), name="evalglass-fsync")
+            thread.start()
+            started.append(thread)
+        if files:
+            sync(files[0])
+    except BaseException as exc:  # a thread that could not start: the files are aborted below
+        failures.append(exc)
+    finally:
+        for thread in started:
+            thread.join()
+    if failures:
+        for file in files:
+            file.abort()
+        raise failures[0]
+    for index, file in enumerate(files):
+        try:
+            file.publish()
+        except BaseException:
+            for later in files[index:]:
+                later.abort()
+            raise
 
 
 def write_atomic(path: Path, data: bytes) -> None:

@@ -125,7 +125,41 @@ def _problem(
         return SetupError(f"unknown type '{tag}' at {_dotted(yaml_loc)}", where=where, fix=suggest(tag, expected))
     if kind == "union_tag_not_found":
         return SetupError(f"{_dotted(yaml_loc)} needs a 'type'", where=where, fix="add `type: <metric type>`")
+    number = _number_read_as_text(error)
+    if number is not None:
+        text, spelled = number
+        return SetupError(
+            f"{_dotted(yaml_loc)}: {text!r} is text to YAML, not a number (PyYAML reads YAML 1.1: an exponent needs a "
+            "dot and a sign, 1.0e-3, and a quoted value is text)",
+            where=where,
+            fix=f"write {spelled} unquoted in {what}",
+        )
     return SetupError(f"{_dotted(yaml_loc)}: {problem_message(error)}", where=where, fix=f"fix this value in {what}")
+
+
+#: pydantic's "this is not a number" errors: a config or ledger number is read strictly, so text never becomes one.
+_NUMBER_ERRORS = frozenset({"float_type", "int_type", "float_parsing", "int_parsing"})
+
+
+def _number_read_as_text(error: ErrorDetails) -> tuple[str, str] | None:
+    """``(text, how to write it)`` when a number was expected and the value is text that spells one: ``7e-1`` or
+    ``1e3`` (YAML 1.1, which PyYAML reads, takes an exponent as a number only with a dot and a signed exponent) or a
+    quoted ``"0.7"``. The spelling offered is one YAML 1.1 reads as the same number. None for anything else."""
+    text = error.get("input")
+    if error["type"] not in _NUMBER_ERRORS or not isinstance(text, str):
+        return None
+    try:
+        number = float(text.strip().replace("_", ""))
+    except ValueError:
+        return None
+    if not math.isfinite(number):
+        return None
+    if number.is_integer() and abs(number) < 1e16:
+        return text, str(int(number))
+    spelled = repr(number)
+    if "e" in spelled and "." not in spelled.split("e")[0]:
+        spelled = spelled.replace("e", ".0e")
+    return text, spelled
 
 
 def _dotted(loc: Loc) -> str:

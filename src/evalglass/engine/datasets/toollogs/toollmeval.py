@@ -37,7 +37,7 @@ from evalglass.engine.datasets.toollogs.toolresults import (
     score_entry,
 )
 from evalglass.errors import SetupError
-from evalglass.readers.jsonsource import without_bom
+from evalglass.readers.jsonsource import not_json, without_bom
 
 #: lm-eval versions read: a ``major.minor`` prefix of ``lm_eval_version``.
 VERSIONS = ("0.4",)
@@ -67,7 +67,7 @@ class LmEvalReader(ToolReader):
             try:
                 line = load_json(raw)
             except orjson.JSONDecodeError as exc:
-                yield ToolProblem(f"line {number}", number, f"not valid JSON ({exc})")
+                yield ToolProblem(f"line {number}", number, not_json(raw, exc))
                 continue
             sample = self._parse(f"line {number}", number, _sample, line, number)
             if isinstance(sample, ToolProblem):

@@ -52,6 +52,7 @@ from evalglass.engine.datasets.toollogs.toolresults import (
     score_entry,
 )
 from evalglass.errors import SetupError
+from evalglass.readers.jsonsource import not_json
 
 TESTED_WITH = ("evals 3.0.1.post1",)
 EVENT_TYPES = frozenset({"sampling", "match", "metrics"})
@@ -80,7 +81,7 @@ class OpenAIEvalsReader(ToolReader):
             try:
                 line = load_json(raw)
             except orjson.JSONDecodeError as exc:
-                yield ToolProblem(f"line {number}", number, f"not valid JSON ({exc})")
+                yield ToolProblem(f"line {number}", number, not_json(raw, exc))
                 continue
             if not isinstance(line, dict):
                 yield ToolProblem(f"line {number}", number, "is not an object")

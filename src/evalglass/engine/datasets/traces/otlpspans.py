@@ -32,9 +32,9 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from evalglass.engine.datasets.dataset import _HashingThread, _ignore, _lines, _LineTooLong
+from evalglass.engine.datasets.dataset import _HashingThread, _ignore, _lines, _LineTooLong, split_long_lines
 from evalglass.errors import SetupError
-from evalglass.readers.jsonsource import UTF8_BOM, without_bom
+from evalglass.readers.jsonsource import UTF8_BOM, not_json, without_bom
 from evalglass.readers.userfiles import open_regular, unreadable
 
 #: The longest JSON line or protobuf message read: a longer one (or a file of zeros) stops the run there.
@@ -142,7 +142,7 @@ class SpanFile:
                     try:
                         document = orjson.loads(raw)
                     except orjson.JSONDecodeError as exc:
-                        yield [SpanProblem(number, f"not valid JSON ({exc})")]
+                        yield [SpanProblem(number, not_json(raw, exc))]
                         continue
                     yield _json_document(document, number, packed)
                     del document
@@ -219,24 +219,6 @@ class SpanFile:
                 fix="the file is damaged or is not OTLP protobuf traces; export it again",
             ) from None
         return list(_proto_request(request, number))
-
-
-def split_long_lines(data: bytes) -> list[bytes]:
-    """``data.split(b"\\n")``, for data whose lines are long (an OTLP/JSON line holds a batch of spans, a kilobyte or
-    more each). ``bytes.split`` tests the bytes one at a time (≈ 5 instructions a byte, 7,000 a span of the
-    benchmark's file: as much as the rest of the line loop); ``find`` runs ``memchr``. The loop costs a few Python
-    steps a line, so it is the cheaper of the two for lines over ≈ 100 bytes, which every OTLP/JSON line is."""
-    lines: list[bytes] = []
-    append = lines.append
-    find = data.find
-    start = 0
-    end = find(b"\n")
-    while end >= 0:
-        append(data[start:end])
-        start = end + 1
-        end = find(b"\n", start)
-    append(data[start:])
-    return lines
 
 
 def _read_exactly(handle: BinaryIO, size: int) -> bytes:

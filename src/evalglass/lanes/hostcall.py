@@ -1,0 +1,127 @@
+"""One call of a python lane's host function and what it comes to, in whichever process makes it (a host worker,
+``lanes/hostworker.py``; a cluster worker, ``engine/produce/raycluster.py``), so every one says exactly the same:
+its value when JSON, else the :class:`~evalglass.lanes.ports.LaneFailure` of what it raised or returned. Light on
+purpose (no pydantic, no lane machinery): a host worker's fork server preloads it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import traceback
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from evalglass import redaction
+from evalglass.core.redact import Redactor
+from evalglass.lanes.base import MAX_DETAIL
+from evalglass.lanes.ports import LaneFailure, LaneOutcome, LaneOutput
+
+#: What a host function returns most often: built-in JSON types, which are never awaitable.
+_PLAIN_TYPES = frozenset({str, int, float, bool, type(None), list, dict})
+
+
+@dataclass(frozen=True, slots=True)
+class _Returned:
+    """A value of any type but :data:`_PLAIN_TYPES` a host function returned (an awaitable, a LaneFailure of its
+    own making...), so it is never mistaken for what :func:`python_value` says about the call."""
+
+    value: Any
+
+
+def python_value(
+    function: Callable[..., Any], name: str, kwargs: dict[str, Any], sample: int, argument: dict[str, Any]
+) -> Any:
+    """One call of a python-lane function: its value when of a built-in JSON type (not yet checked to be JSON: a
+    list may hold a set), any other value wrapped in :class:`_Returned`, or the :class:`LaneFailure` of what it
+    raised. The least a lane thread does per call (see :meth:`PythonLane._sync_run`)."""
+    try:
+        value = function(argument, **kwargs)
+    except BaseException as exc:  # SystemExit, KeyboardInterrupt ... raised by host code: this example's error
+        return _raised(name, exc, sample, function)
+    return value if type(value) in _PLAIN_TYPES else _Returned(value)
+
+
+def python_call(
+    function: Callable[..., Any], name: str, argument: dict[str, Any], kwargs: dict[str, Any], sample: int
+) -> LaneOutcome | Awaitable[Any]:
+    """One call of a python-lane function and what it produced, in whichever process runs it (a lane thread here,
+    a cluster worker there), so both say exactly the same. An awaitable it returned is handed back unawaited."""
+    called = python_value(function, name, kwargs, sample, argument)
+    if type(called) is LaneFailure:
+        return called
+    value = called.value if type(called) is _Returned else called
+    if inspect.isawaitable(value):
+        return value
+    return lane_value(value, name, sample)
+
+
+def shipped_python_call(
+    function: Callable[..., Any], name: str, argument: dict[str, Any], kwargs: dict[str, Any], sample: int
+) -> LaneOutcome:
+    """:func:`python_call` on a cluster worker: an awaitable (an async function shipped on request) is run to its
+    end on an event loop of the worker's own. The driver enforces the timeout."""
+    called = python_call(function, name, argument, kwargs, sample)
+    if isinstance(called, LaneOutput | LaneFailure):
+        return called
+
+    async def finish() -> Any:
+        return await called
+
+    try:
+        value = asyncio.run(finish())
+    except BaseException as exc:
+        return _raised(name, exc, sample, function)
+    return lane_value(value, name, sample)
+
+
+def lane_value(value: Any, name: str, sample: int) -> LaneOutcome:
+    """A host function's return value as an outcome: JSON, or a failure saying why it is not."""
+    problem = json_problem(value)
+    if problem is not None:
+        return LaneFailure(
+            "task_output_unserialisable",
+            f"{name} returned a {type(value).__name__} that is not JSON ({problem}); return text, numbers, "
+            "booleans, null, lists and mappings with text keys",
+            sample,
+        )
+    return LaneOutput(value, sample)
+
+
+def json_problem(value: Any) -> str | None:
+    """Why ``value`` cannot be stored as JSON (a set, an object, a non-text key, an integer beyond 64 bits, a
+    reference cycle), or None. An output is written to ``outputs.jsonl`` as JSON, never as a ``repr``."""
+    try:
+        orjson.dumps(value)
+    except TypeError as exc:  # orjson.JSONEncodeError is a TypeError
+        return str(exc)
+    return None
+
+
+def _raised(name: str, exc: BaseException, sample: int, function: Callable[..., Any] | None = None) -> LaneFailure:
+    """``task_raised``; the traceback starts at the host function's own frame, so what EvalGlass called it through
+    (a lane thread, a cluster worker) is not in it and every executor records the same detail."""
+    redactor = redaction.current()
+    frames = exc.__traceback__
+    code = getattr(function, "__code__", None)
+    start = frames
+    while start is not None and start.tb_frame.f_code is not code:
+        start = start.tb_next
+    text = "".join(traceback.format_exception(type(exc), exc, start or frames)).strip()
+    return LaneFailure(
+        "task_raised",
+        f"{name} raised {type(exc).__name__}: {_one_line(exc, redactor)}",
+        sample,
+        detail=redactor.tail(text, MAX_DETAIL + 1),
+    )
+
+
+def _one_line(exc: BaseException, redactor: Redactor) -> str:
+    text = redactor.text(str(exc)).strip().splitlines()
+    return redactor.head(text[0] if text else "", 300, "")
+
+
+__all__ = ["json_problem", "lane_value", "python_call", "python_value", "shipped_python_call"]

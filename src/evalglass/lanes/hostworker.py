@@ -1,0 +1,537 @@
+"""Host code no approval binds runs in worker processes, never in the process that measures and decides.
+
+A ``python`` lane's function is the system under test: a pull request edits it freely and no approval binds it. Run
+inside the deciding process it could replace what decides (``evalglass.core.gates.meets``, a python metric's
+function) and make ``evalglass run`` pass on any value. So the lane never imports it: a :class:`HostWorkers` pool
+starts worker processes through a fork server (a fresh interpreter that has imported only this module, so no worker
+inherits anything a host module did), each worker imports the function itself and runs the calls it is sent over a
+pipe, one at a time, and answers with data.
+
+What crosses the pipe is JSON both ways (``orjson``), never a pickle from the worker: what the worker sends is written
+by the code under test, and unpickling it here would run it here. A call's answer is ``[0, value]`` (the function's
+value, checked to be JSON) or ``[1, code, message, detail]`` (a :class:`~evalglass.lanes.ports.LaneFailure`'s
+fields, made in the worker exactly as in a lane thread: :func:`~evalglass.lanes.hostcall.python_value`).
+
+A worker that dies mid-call (``os._exit``, a signal, a crash in C) is that call's failure (:class:`WorkerDied`,
+``task_worker_lost``), said with how it ended; a call over its timeout kills its worker (:class:`TimeoutError`),
+which is better than a thread left running; a cancelled call (the run stopping) kills its worker too; and
+:meth:`HostWorkers.close` kills every worker. A worker whose deciding process is gone exits on its own (it watches a
+pipe only that process holds). Each worker is a process of its own: module-level state is per worker, not shared by
+the lane's calls, nor with a python metric naming the same file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import inspect
+import multiprocessing
+import multiprocessing.forkserver
+import os
+import signal
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+if TYPE_CHECKING:
+    from evalglass.lanes.ports import LaneOutcome
+
+#: The fork server each worker is forked from: started once per process with this module as its only preload, so
+#: a worker starts from a clean interpreter, however much host code a python metric imported here.
+_CONTEXT = multiprocessing.get_context("forkserver")
+_PRELOAD = ["evalglass.lanes.hostworker", "evalglass.lanes.hostload", "evalglass.lanes.hostcall"]
+
+
+def _forget_fork_server() -> None:
+    """In a forked child (``evalglass.run``'s isolated run, the CLI's supervised child): the fork server the parent
+    started is the parent's (``multiprocessing`` would ``waitpid`` a process that is not this one's child and fail
+    with ECHILD), so this process starts its own when it first needs one. Private attributes of
+    ``multiprocessing.forkserver``: the standard library has no way to say it."""
+    server: Any = multiprocessing.forkserver._forkserver
+    if server._forkserver_pid is None:
+        return
+    with contextlib.suppress(OSError, TypeError):
+        os.close(server._forkserver_alive_fd)
+    server._forkserver_address = server._forkserver_alive_fd = server._forkserver_pid = None
+
+
+os.register_at_fork(after_in_child=_forget_fork_server)
+#: How long a worker may take to import its host module and describe it.
+START_TIMEOUT_S = 300.0
+
+
+class WorkerDied(Exception):
+    """The worker running a call ended before it answered; the message says how (exit code or signal)."""
+
+
+class WorkerStartError(Exception):
+    """The host module could not be loaded in the worker: the message is the one line the loader gave."""
+
+
+@dataclass(frozen=True, slots=True)
+class HostFunctionInfo:
+    """What the deciding process needs to know of a host function, as the worker read it."""
+
+    is_async: bool
+    takes_sample: bool
+    #: The file a module reference was imported from (None for a file reference, or a module without one).
+    source: str | None = None
+
+
+class _Worker:
+    """One worker process and its end of the pipe."""
+
+    def __init__(self, process: Any, conn: Connection, alive: Connection) -> None:
+        self.process = process
+        self.conn = conn
+        self.alive = alive  # only this process holds the writing end: the worker exits when it closes
+
+    def roundtrip(self, request: bytes) -> bytes:
+        try:
+            self.conn.send_bytes(request)
+            return self.conn.recv_bytes()
+        except (EOFError, OSError):
+            raise WorkerDied(self.ending()) from None
+
+    def ending(self) -> str:
+        """How the worker ended, in words (it is waited for: the pipe closes a moment before the process ends)."""
+        self.process.join(5.0)
+        code = self.process.exitcode
+        if code is None:
+            return "its worker process closed the pipe"
+        if code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            return f"its worker process was killed by {name}"
+        return f"its worker process ended with exit code {code}"
+
+    def kill(self) -> None:
+        with contextlib.suppress(Exception):
+            self.process.kill()
+        for end in (self.conn, self.alive):
+            with contextlib.suppress(Exception):
+                end.close()
+        with contextlib.suppress(Exception):
+            self.process.join(5.0)
+
+
+class HostWorkers:
+    """Worker processes for one host function (``reference``, as ``hostload.load_function`` takes it), started as
+    calls need them and reused; at most one call in flight per worker."""
+
+    def __init__(self, reference: str, base_dir: str, *, what: str, width: int, secrets: tuple[str, ...] = ()) -> None:
+        from evalglass.lanes.daemonpool import DaemonThreadPool
+
+        self.reference = reference
+        self.base_dir = base_dir
+        self.what = what
+        self.secrets = secrets
+        self._idle: list[_Worker] = []
+        self._busy: set[_Worker] = set()
+        self._lock = threading.Lock()
+        self._info: HostFunctionInfo | None = None
+        self._closed = False
+        #: The threads that wait on the workers' pipes, one per call in flight (``width`` at most: the lane's
+        #: concurrency). A call over its timeout has its worker killed, which ends its thread's wait too.
+        self._threads = DaemonThreadPool(width, name="evalglass-host-pipes", max_abandoned=0)
+        _LIVE.add(self)
+
+    def describe(self) -> HostFunctionInfo:
+        """Start the first worker (blocking) and say what the function is; raises :class:`WorkerStartError` when
+        the worker cannot load it."""
+        if self._info is None:
+            worker = self._start()
+            with self._lock:
+                self._idle.append(worker)
+        assert self._info is not None
+        return self._info
+
+    def _start(self) -> _Worker:
+        worker = spawn_worker(serve, (self.reference, self.base_dir, self.what, self.secrets, _Setting.now()))
+        ours = worker.conn
+        try:
+            if not ours.poll(START_TIMEOUT_S):
+                raise WorkerStartError(f"{self.what} {self.reference}: did not load within {START_TIMEOUT_S:g}s")
+            hello = orjson.loads(ours.recv_bytes())
+        except (EOFError, OSError, orjson.JSONDecodeError):
+            worker.kill()
+            raise WorkerStartError(f"{self.what} {self.reference}: {worker.ending()} while loading it") from None
+        except WorkerStartError:
+            worker.kill()
+            raise
+        if not isinstance(hello, dict) or "error" in hello:
+            worker.kill()
+            error = hello.get("error") if isinstance(hello, dict) else None
+            raise WorkerStartError(str(error) if error else f"{self.what} {self.reference}: no description")
+        source = hello.get("source")
+        self._info = HostFunctionInfo(
+            bool(hello.get("is_async")), bool(hello.get("takes_sample")), source if type(source) is str else None
+        )
+        return worker
+
+    def _take(self) -> _Worker:
+        with self._lock:
+            if self._closed:
+                raise WorkerDied("the lane was closed")
+            worker = self._idle.pop() if self._idle else None
+        if worker is None:
+            worker = self._start()
+        with self._lock:
+            self._busy.add(worker)
+        return worker
+
+    def _give_back(self, worker: _Worker, keep: bool) -> None:
+        with self._lock:
+            self._busy.discard(worker)
+            if keep and not self._closed:
+                self._idle.append(worker)
+                return
+        worker.kill()
+
+    async def call(self, request: bytes, deadline: float | None) -> bytes:
+        """One run of calls (:func:`run_request`) on a worker of its own, awaited on a thread; the worker's answer
+        (unchecked: :func:`decode_run` checks it). A run not answered within ``deadline`` seconds, or
+        cancelled, has its worker killed (raises ``TimeoutError`` / re-raises the cancellation); a worker that
+        ends before it answers raises :class:`WorkerDied`."""
+        loop = asyncio.get_running_loop()
+        worker = await loop.run_in_executor(self._threads, self._take) if not self._idle else self._take()
+        future = loop.run_in_executor(self._threads, worker.roundtrip, request)
+        try:
+            reply = await (future if deadline is None else asyncio.wait_for(future, deadline))
+        except BaseException:
+            self._give_back(worker, keep=False)  # a timeout, a cancellation, a death: the worker goes
+            raise
+        # A worker whose watchdog saw a call time out has ended (its call could not be stopped).
+        try:
+            meta = orjson.loads(reply.partition(b"\n")[0])
+            keep = type(meta) is list and len(meta) == 4 and meta[2] is None
+        except orjson.JSONDecodeError:
+            keep = False
+        self._give_back(worker, keep=keep)
+        return reply
+
+    def close(self) -> None:
+        """Kill every worker, idle or busy (a busy call then fails as its worker's death)."""
+        with self._lock:
+            self._closed = True
+            workers = [*self._idle, *self._busy]
+            self._idle.clear()
+        for worker in workers:
+            worker.kill()
+        self._threads.shutdown(wait=False, cancel_futures=True)
+
+
+def spawn_worker(target: Callable[..., None], args: tuple[Any, ...]) -> _Worker:
+    """A worker process forked from the clean fork server, running ``target(conn, alive, *args)``: ``conn`` its end
+    of the pipe, ``alive`` the pipe it watches for the deciding process's end (:func:`enter_worker`). Shared by the
+    lane's workers (:func:`serve`) and the python metrics' (``metrics/hostscoring.py``)."""
+    _CONTEXT.set_forkserver_preload(_PRELOAD)
+    ours, theirs = _CONTEXT.Pipe(duplex=True)
+    alive_read, alive_write = _CONTEXT.Pipe(duplex=False)
+    process = _CONTEXT.Process(target=target, args=(theirs, alive_read, *args), name="evalglass-host", daemon=True)
+    process.start()
+    theirs.close()
+    alive_read.close()
+    return _Worker(process, ours, alive_write)
+
+
+def worker_setting() -> _Setting:
+    """The deciding process's folder and environment now, for a worker to :func:`enter_worker` with."""
+    return _Setting.now()
+
+
+@dataclass(frozen=True, slots=True)
+class _Setting:
+    """What host code sees of the deciding process at the moment a worker starts: its folder and environment
+    (the fork server was started earlier, and a long-lived caller may have changed either since)."""
+
+    cwd: str
+    env: dict[str, str]
+
+    @classmethod
+    def now(cls) -> _Setting:
+        return cls(os.getcwd(), dict(os.environ))
+
+    def enter(self) -> None:
+        os.chdir(self.cwd)
+        os.environ.clear()
+        os.environ.update(self.env)
+
+
+#: Every pool not yet closed: killed at exit, before ``multiprocessing``'s own exit hook would terminate its
+#: workers politely and wait for them (a worker mid-call in host code may never end on SIGTERM).
+_LIVE: weakref.WeakSet[HostWorkers] = weakref.WeakSet()
+
+
+@atexit.register
+def _kill_live_workers() -> None:
+    for workers in list(_LIVE):
+        workers.close()
+
+
+# ---------------------------------------------------------------------------------------------- the worker's side
+def _watch_parent(alive: Connection) -> None:
+    """End this worker when the deciding process is gone (the writing end of ``alive`` closes with it)."""
+    with contextlib.suppress(BaseException):
+        alive.recv_bytes()
+    os._exit(1)
+
+
+def enter_worker(alive: Connection, secrets: tuple[str, ...], setting: _Setting) -> None:
+    """What every worker does first, before any host code: watch for the deciding process's end, leave stopping to
+    it, take its folder, environment and secrets, and send what host code prints to stderr, redacted."""
+    from evalglass import redaction
+    from evalglass.core.redact import Redactor
+
+    threading.Thread(target=_watch_parent, args=(alive,), daemon=True, name="evalglass-host-parent").start()
+    # Stopping is the deciding process's to do (it kills its workers): a Ctrl-C the terminal sends to the whole
+    # process group must not end a worker mid-call with a traceback of its own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())  # whatever mask the fork server was started under
+    setting.enter()
+    redaction.install(Redactor(secrets))  # the deciding process's secrets: messages are redacted alike
+    # What host code prints goes to stderr, redacted, as it does in the deciding process during a run (whose
+    # stdout may be a JSON document).
+    sys.stdout.flush()
+    os.dup2(2, 1)
+    redaction.redact_standard_streams()
+
+
+def serve(
+    conn: Connection,
+    alive: Connection,
+    reference: str,
+    base_dir: str,
+    what: str,
+    secrets: tuple[str, ...],
+    setting: _Setting,
+) -> None:
+    """A worker's life: load the function, describe it, then answer runs of calls until the pipe closes."""
+    from pathlib import Path
+
+    from evalglass.lanes.hostload import HostLoadError, load_function
+
+    enter_worker(alive, secrets, setting)
+    try:
+        function = load_function(reference, Path(base_dir), what=what, allow_async=True, search_base=True)
+    except HostLoadError as exc:
+        conn.send_bytes(orjson.dumps({"error": str(exc)}))
+        return
+    try:
+        takes_sample = "sample" in inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        takes_sample = False
+    # The file a module reference was imported from (the deciding process imports nothing to find it), for the
+    # call cache's key: the worker's word, which changes nothing but the key of what the function itself answers.
+    source = getattr(sys.modules.get(reference.rpartition(":")[0]), "__file__", None)
+    described = {"is_async": inspect.iscoroutinefunction(function), "takes_sample": takes_sample, "source": source}
+    conn.send_bytes(orjson.dumps(described))
+    runner = _Runner(conn, function, reference)
+    try:
+        _answer_runs(conn, runner)
+    except (EOFError, OSError):  # the deciding process closed the pipe (or is gone): nothing is left to answer
+        return
+
+
+def _answer_runs(conn: Connection, runner: _Runner) -> None:
+    while True:
+        request = conn.recv_bytes()
+        head, *arguments = request.split(b"\n")
+        timeout, budget, rest = orjson.loads(head)
+        calls = [
+            [orjson.loads(argument), kwargs, sample] for argument, (kwargs, sample) in zip(arguments, rest, strict=True)
+        ]
+        runner.run(calls, timeout, budget)
+
+
+class _Runner:
+    """Makes a run of calls in order and sends their answers in one message. A call over its timeout is seen by a
+    watchdog thread, which sends what the calls before it gave, that one as timed out, and ends the worker (the
+    call cannot be stopped; the deciding process starts another worker for the calls left)."""
+
+    def __init__(self, conn: Connection, function: Any, name: str) -> None:
+        self.conn, self.function, self.name = conn, function, name
+        self.loop = asyncio.new_event_loop()
+        self.values: list[Any] = []
+        self.failures: list[list[Any]] = []
+        self.samples: list[int] = []
+        self.index = 0
+        self.started = 0.0
+        self.timeout: float | None = None
+        self.serial = 0  # which run the watchdog is looking at
+        self.sent = False
+        self.lock = threading.Lock()
+        self.wake = threading.Condition(self.lock)
+        self.watching = False
+
+    def run(self, calls: list[list[Any]], timeout: float | None, budget: float | None) -> None:
+        from evalglass.lanes.hostcall import _Returned, python_value
+        from evalglass.lanes.ports import LaneFailure
+
+        function, name = self.function, self.name
+        values: list[Any] = []
+        failures: list[list[Any]] = []
+        samples = [call[2] for call in calls]
+        with self.lock:
+            self.values, self.failures, self.samples, self.index, self.sent = values, failures, samples, 0, False
+            self.serial += 1
+            self.timeout = timeout
+            self.started = time.monotonic()
+            if timeout is not None:
+                if not self.watching:
+                    self.watching = True
+                    threading.Thread(target=self._watch, daemon=True, name="evalglass-host-watchdog").start()
+                self.wake.notify()
+        began = time.perf_counter()
+        for index, (argument, kwargs, sample) in enumerate(calls):
+            self.index, self.started = index, time.monotonic()
+            called = python_value(function, name, kwargs, sample, argument)
+            if type(called) is _Returned:
+                called = self._returned(called.value, sample, timeout)
+            if type(called) is LaneFailure:
+                failures.append([index, called.code, called.message, called.detail])
+                values.append(None)
+            else:
+                values.append(called)
+            if budget is not None and time.perf_counter() - began > budget:
+                break  # the run turned slow: what is left goes back, to be split again
+        with self.lock:
+            self.serial += 1  # the watchdog stands down
+            if self.sent:
+                return
+            self.sent = True
+        self.conn.send_bytes(self._encode(len(values), None))
+
+    def _returned(self, value: Any, sample: int, timeout: float | None) -> Any:
+        """A value of another type than the built-in JSON ones: an awaitable is run on the worker's loop (within
+        the call's timeout), anything else is checked when the run is encoded."""
+        from evalglass.lanes.hostcall import _raised
+
+        if not inspect.isawaitable(value):
+            return value
+
+        async def finish() -> Any:
+            async with asyncio.timeout(timeout):
+                return await value
+
+        try:
+            return self.loop.run_until_complete(finish())
+        except TimeoutError as exc:
+            if timeout is not None and time.monotonic() - self.started >= timeout:
+                from evalglass.lanes.ports import LaneFailure
+
+                return LaneFailure("task_timeout", f"{self.name} did not return within {timeout:g}s", sample)
+            return _raised(self.name, exc, sample, self.function)
+        except BaseException as exc:
+            return _raised(self.name, exc, sample, self.function)
+
+    def _encode(self, finished: int, timed_out: int | None) -> bytes:
+        """The answer, in lines: ``[failures, finished, timed_out, apart]``, then the values as one JSON list, or
+        (``apart``: a value nested as deep as JSON allows does not fit in a list) one line per value. A value that
+        is not JSON becomes its call's failure."""
+        values, failures = self.values[:finished], [entry for entry in self.failures if entry[0] < finished]
+        try:
+            return orjson.dumps([failures, finished, timed_out, False]) + b"\n" + orjson.dumps(values)
+        except TypeError:
+            pass
+        from evalglass.lanes.hostcall import lane_value
+
+        failed = {entry[0] for entry in failures}
+        lines = []
+        for index, value in enumerate(values):
+            if index not in failed:
+                outcome = lane_value(value, self.name, self.samples[index])
+                if not hasattr(outcome, "value"):
+                    failures.append([index, outcome.code, outcome.message, outcome.detail])
+                    value = None
+            lines.append(orjson.dumps(None if index in failed else value))
+        return b"\n".join([orjson.dumps([sorted(failures), finished, timed_out, True]), *lines])
+
+    def _watch(self) -> None:
+        with self.lock:
+            while True:
+                serial, index, started, timeout = self.serial, self.index, self.started, self.timeout
+                if timeout is None or serial % 2 == 0:  # no run in flight
+                    self.wake.wait()
+                    continue
+                left = started + timeout - time.monotonic()
+                if left > 0:
+                    self.wake.wait(left)
+                    continue
+                if (self.serial, self.index, self.started) != (serial, index, started) or self.sent:
+                    continue
+                self.sent = True
+                self.failures[:] = [entry for entry in self.failures if entry[0] < index]
+                self.failures.append([index, "task_timeout", f"{self.name} did not return within {timeout:g}s", None])
+                self.values[index:] = [None]
+                try:
+                    self.conn.send_bytes(self._encode(index + 1, index))
+                finally:
+                    os._exit(0)
+
+
+def decode_run(reply: bytes, samples: list[int]) -> tuple[list[Any], dict[int, LaneOutcome], int] | None:
+    """A worker's answer to a run of calls (:meth:`_Runner._encode`): (values, failures by position, how many
+    calls were made), or None when it is not of that shape (the worker runs code under test, which may write to its
+    pipe: what it sends is checked, never trusted, and never unpickled)."""
+    from evalglass.lanes.ports import LaneFailure
+
+    head, _, rest = reply.partition(b"\n")
+    try:
+        meta = orjson.loads(head)
+        if type(meta) is not list or len(meta) != 4:
+            return None
+        failures, finished, _, apart = meta
+        values = [orjson.loads(line) for line in rest.split(b"\n")] if apart else orjson.loads(rest)
+    except (orjson.JSONDecodeError, ValueError):
+        return None
+    if type(values) is not list or type(failures) is not list or type(finished) is not int:
+        return None
+    if not 0 <= finished <= len(samples) or len(values) != finished:
+        return None
+    failed: dict[int, LaneOutcome] = {}
+    for entry in failures:
+        if (
+            type(entry) is not list
+            or len(entry) != 4
+            or type(entry[0]) is not int
+            or not 0 <= entry[0] < finished
+            or type(entry[1]) is not str
+            or type(entry[2]) is not str
+            or not (entry[3] is None or type(entry[3]) is str)
+        ):
+            return None
+        failed[entry[0]] = LaneFailure(entry[1], entry[2], samples[entry[0]], detail=entry[3])
+    return values, failed, finished
+
+
+def run_request(calls: list[list[Any]], timeout: float | None, budget: float | None) -> bytes:
+    """A run of calls (each ``[argument, kwargs, sample]``) as the worker reads it: a first line with the limits,
+    each call's keyword arguments and sample, then one line per argument (each alone, so a record nested as deep as
+    JSON allows still fits)."""
+    head = orjson.dumps([timeout, budget, [[kwargs, sample] for _, kwargs, sample in calls]])
+    return b"\n".join([head, *(orjson.dumps(argument) for argument, _, _ in calls)])
+
+
+__all__ = [
+    "HostFunctionInfo",
+    "HostWorkers",
+    "WorkerDied",
+    "WorkerStartError",
+    "decode_run",
+    "enter_worker",
+    "run_request",
+    "serve",
+    "spawn_worker",
+    "worker_setting",
+]

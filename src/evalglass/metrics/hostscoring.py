@@ -1,0 +1,350 @@
+"""Python metrics are scored in worker processes, never in the process that measures and decides.
+
+Why. The process that measures and decides holds what an approval binds (the gates' thresholds, the metrics'
+definitions). A python metric's function is host code: a gated metric's file and the project modules it imports
+statically are bound by its gate's approval, but an ungated metric's function is bound by nothing, and a dynamic
+import (``importlib.import_module(name)``) in a gated metric's module loads code nothing binds. Run in the deciding
+process, such code could replace ``evalglass.core.gates.meets`` or the gated metric's function and make ``evalglass
+run`` pass on a failing value. So the deciding process never imports a python metric's module.
+
+How. Each metric source (a ``.py`` file, as it is on disk when the metric is built, or a module by name) gets one
+worker process of its own (:class:`MetricWorker`), forked from the lanes' clean fork server
+(``lanes.hostworker.spawn_worker``): it imports that source only (and what it imports), so a gated metric's worker
+holds its bound files and nothing an ungated metric, a lane or a tool loads. Metrics naming the same source share
+its worker, hence its module-level state, as they shared the module in one process before; metrics naming different
+sources never share a process. The worker is killed when the last metric using it is dropped, and at exit.
+
+What crosses. To the worker: a pickle (the deciding process trusts what it sends) of the arguments the calling rule
+gives the function, a whole batch of examples per message. From the worker: JSON only, never a pickle (what it sends
+is written by code no approval need bind): per call a finite float, a :class:`~evalglass.core.score.Score` as its
+JSON fields, or ``"interrupted"`` (the function raised ``KeyboardInterrupt``, which stops the run as before). The
+deciding process checks every answer the way an in-process return was checked (``metrics.hostrules.interpret``: the same
+states, codes and messages); an answer of another shape, or a worker that ends mid-call (``os._exit``, a signal, a
+crash in C), is that call's ``error`` score with code ``host_worker_lost`` saying how, never 0.0 and never a pass.
+A batch whose worker ended is made again one call per worker, so each call gets its own state (the calls before the
+one that ended the worker are made twice, on a fresh worker).
+
+Limits. A python metric has no per-call timeout (it had none in process either): a function that never returns
+holds the run until it is stopped, which kills the worker. Module-level state is no longer shared between metrics
+naming different sources that import one helper module, nor with a python lane or agent tool.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import sys
+import threading
+import weakref
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from evalglass import redaction
+from evalglass.core.score import Score
+from evalglass.metrics.errors import MetricLoadError
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+
+    from evalglass.lanes.hostworker import _Worker
+    from evalglass.metrics.base import MetricResult
+
+#: What a worker answers for a call whose function raised ``KeyboardInterrupt`` (the run stops, as in process).
+INTERRUPTED = "interrupted"
+#: The code of a call whose worker ended before it answered, or answered what is not an answer.
+WORKER_LOST = "host_worker_lost"
+#: How long a worker may take to import a metric's module (as long as a lane's worker may).
+LOAD_TIMEOUT_S = 300.0
+#: How long an idle worker may take to end once its pipe closes (its threads, its ``atexit`` hooks) before it is
+#: killed: bounded, unlike an interpreter's exit, so host code cannot hold the run's end forever.
+STOP_GRACE_S = 30.0
+
+
+class _Process:
+    """The current worker process of a :class:`MetricWorker` (None between a death and the next call). Separate
+    from it so that its finalizer holds no reference to it; a copy of this process made by ``fork`` does not kill
+    the workers of the process it was copied from."""
+
+    def __init__(self) -> None:
+        self.worker: _Worker | None = None
+        self.owner = os.getpid()
+        #: True from a request's send until its answer is read: a worker mid-call is killed, never waited for.
+        self.busy = False
+
+    def close(self) -> None:
+        """End the worker: an idle one as a process ends (its pipe closes, it joins its threads and runs its
+        ``atexit`` hooks, as host code in this process did at its exit), one mid-call or past
+        :data:`STOP_GRACE_S` killed."""
+        worker, self.worker = self.worker, None
+        if worker is None or os.getpid() != self.owner:
+            return
+        if not self.busy:
+            with contextlib.suppress(Exception):
+                worker.conn.close()
+                worker.process.join(STOP_GRACE_S)
+        self.busy = False
+        worker.kill()
+
+
+class MetricWorker:
+    """One worker process importing one metric source, answering the metrics that name it (see the module doc)."""
+
+    def __init__(self, base_dir: Path) -> None:
+        self.base_dir = str(base_dir)
+        self._process = _Process()
+        #: What was loaded, in order (a worker started after a death loads them again, to the same indexes).
+        self._loaded: list[tuple[str, bool]] = []
+        self._sys_path: list[str] | None = None  # the deciding process's ``sys.path`` as last told the worker
+        self._lock = threading.Lock()
+        weakref.finalize(self, self._process.close)
+
+    def load(self, reference: str, has_reference: bool) -> tuple[int, tuple[str, ...]]:
+        """Load ``reference`` in the worker and check its parameters against the calling rule: (its index, the
+        argument names to pass). Raises :class:`MetricLoadError` with the one line the loader gave."""
+        with self._lock:
+            try:
+                if self._process.worker is None:
+                    self._start()
+                index, wanted = self._load(reference, has_reference, len(self._loaded))
+            except _Lost as exc:
+                self._process.close()
+                raise MetricLoadError(f"python metric: {reference}: {exc} while loading it") from None
+            self._loaded.append((reference, has_reference))
+            return index, wanted
+
+    def score(self, index: int, columns: dict[str, list[Any]], count: int) -> list[MetricResult]:
+        """The function at ``index`` called ``count`` times, call ``i`` with ``{name: column[i]}``: each call's
+        result, checked. A worker that ends mid-batch has the batch made again one call at a time."""
+        with self._lock:
+            try:
+                return self._score(index, columns, count)
+            except _Lost as exc:
+                self._process.close()
+                if count == 1:
+                    return [lost(str(exc))]
+            results: list[MetricResult] = []
+            for position in range(count):
+                one = {name: [values[position]] for name, values in columns.items()}
+                try:
+                    results += self._score(index, one, 1)
+                except _Lost as exc:
+                    self._process.close()
+                    results.append(lost(str(exc)))
+            return results
+
+    # ------------------------------------------------------------------------------------------------ internals
+    def _start(self) -> None:
+        from evalglass.lanes.hostworker import spawn_worker, worker_setting
+
+        secrets = redaction.current().secrets
+        self._sys_path = list(sys.path)
+        arguments = (self.base_dir, secrets, worker_setting(), self._sys_path)
+        self._process.worker = spawn_worker(serve_metrics, arguments)
+        for index, (reference, has_reference) in enumerate(self._loaded):  # after a death: the same functions
+            try:
+                self._load(reference, has_reference, index)
+            except MetricLoadError as exc:
+                raise _Lost(f"its new worker process could not load it again: {exc}") from None
+
+    def _roundtrip(self, request: tuple[Any, ...], timeout: float | None = None) -> Any:
+        worker = self._process.worker
+        if worker is None:
+            self._start()
+            worker = self._process.worker
+            assert worker is not None
+        if request[0] == "score" and self._sys_path != sys.path:
+            # What the deciding process added to its import path since (a python lane puts the config folder first
+            # once it is built), so an import the function makes when called resolves as it would have in process;
+            # what the worker's own code put on its path stays.
+            known = set(self._sys_path or ())
+            request = (*request, [entry for entry in sys.path if entry not in known])
+            self._sys_path = list(sys.path)
+        self._process.busy = True
+        try:
+            worker.conn.send_bytes(pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
+            if timeout is not None and not worker.conn.poll(timeout):
+                raise _Lost(f"its worker process did not answer within {timeout:g}s")
+            reply = worker.conn.recv_bytes()
+        except (EOFError, OSError):
+            raise _Lost(worker.ending()) from None
+        self._process.busy = False
+        try:
+            return orjson.loads(reply)
+        except orjson.JSONDecodeError:
+            raise _Lost("its worker process sent what is not an answer") from None
+
+    def _load(self, reference: str, has_reference: bool, expected: int) -> tuple[int, tuple[str, ...]]:
+        answer = self._roundtrip(("load", reference, has_reference), LOAD_TIMEOUT_S)
+        if type(answer) is dict and type(answer.get("error")) is str and len(answer) == 1:
+            raise MetricLoadError(answer["error"])
+        wanted = answer.get("wanted") if type(answer) is dict else None
+        index = answer.get("index") if type(answer) is dict else None
+        if (
+            type(index) is not int
+            or type(wanted) is not list
+            or not all(type(name) is str for name in wanted)
+            or index != expected
+        ):
+            raise _Lost("its worker process sent what is not an answer")
+        return index, tuple(wanted)
+
+    def _score(self, index: int, columns: dict[str, list[Any]], count: int) -> list[MetricResult]:
+        answer = self._roundtrip(("score", index, columns, count))
+        if type(answer) is not list or len(answer) != count:
+            raise _Lost("its worker process sent what is not an answer")
+        if all(type(value) is float for value in answer):  # JSON has no NaN nor infinity: every float is finite
+            return answer
+        return [checked(value) for value in answer]
+
+
+class _Lost(Exception):
+    """The worker ended, or sent what is not an answer: the message says how."""
+
+
+def checked(value: Any) -> MetricResult:
+    """One call's answer from a worker, checked as an in-process return value is (``metrics.hostrules.interpret``)."""
+    from pydantic import ValidationError
+
+    from evalglass.metrics.hostrules import interpret
+
+    if type(value) is float:
+        return value
+    if value == INTERRUPTED:
+        raise KeyboardInterrupt
+    if type(value) is dict:
+        try:
+            return interpret(Score.model_validate(value))
+        except ValidationError:
+            pass
+    raise _Lost("its worker process sent what is not an answer")
+
+
+def lost(how: str) -> Score:
+    return Score.error(WORKER_LOST, f"the metric function did not answer: {how}")
+
+
+#: One worker per metric source, while some metric uses it (``metric_worker``).
+_SHARED: weakref.WeakValueDictionary[tuple[Any, ...], MetricWorker] = weakref.WeakValueDictionary()
+_SHARED_LOCK = threading.Lock()
+
+
+def metric_worker(reference: str, base_dir: Path) -> MetricWorker:
+    """The worker for the source ``reference`` names: a file as it is on disk now (an edited file gets a new
+    worker, as it got a fresh module in process), or a module by name."""
+    from evalglass.lanes.hostload import is_file_reference, split_reference
+
+    source, _ = split_reference(reference)
+    key: tuple[Any, ...]
+    if is_file_reference(source):
+        path = (base_dir / source).resolve()
+        try:
+            stat = path.stat()
+            key = ("file", path, stat.st_mtime_ns, stat.st_size)
+        except OSError:
+            key = ("file", path, None, None)
+    else:
+        key = ("module", source)
+    with _SHARED_LOCK:
+        worker = _SHARED.get(key)
+        if worker is None:
+            worker = _SHARED[key] = MetricWorker(base_dir)
+        return worker
+
+
+def _forget_shared() -> None:
+    """In a forked child: the parent's workers are the parent's (their pipes too); this process starts its own."""
+    _SHARED.clear()
+
+
+os.register_at_fork(after_in_child=_forget_shared)
+
+
+# ---------------------------------------------------------------------------------------------- the worker's side
+def serve_metrics(
+    conn: Connection, alive: Connection, base_dir: str, secrets: tuple[str, ...], setting: Any, path: list[str]
+) -> None:
+    """A metric worker's life: answer ``load`` and ``score`` requests until the pipe closes, then end as an
+    interpreter does (see :func:`_end`)."""
+    from evalglass.lanes.hostworker import enter_worker
+
+    enter_worker(alive, secrets, setting)
+    sys.path[:] = path  # the deciding process's import path, as the function would have had it there
+    functions: list[Callable[..., Any]] = []
+    try:
+        while True:
+            request = pickle.loads(conn.recv_bytes())
+            if request[0] == "load":
+                conn.send_bytes(orjson.dumps(_load(request[1], Path(base_dir), request[2], functions)))
+                continue
+            if len(request) == 5:
+                sys.path[:0] = [entry for entry in request[4] if entry not in sys.path]
+            conn.send_bytes(_encode(_calls(functions[request[1]], request[2], request[3])))
+    except (EOFError, OSError):  # the deciding process closed the pipe (or is gone): nothing is left to answer
+        _end()
+
+
+def _end() -> None:
+    """What an interpreter does before it exits, which a forked worker would skip: wait for host code's non-daemon
+    threads, run its ``atexit`` hooks, flush what it printed."""
+    import atexit
+    import threading
+
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+
+
+def _load(reference: str, base_dir: Path, has_reference: bool, functions: list[Callable[..., Any]]) -> dict[str, Any]:
+    import inspect
+
+    from evalglass.lanes.hostload import HostLoadError, load_function
+    from evalglass.metrics.hostrules import wanted_arguments
+
+    try:
+        function = load_function(reference, base_dir)
+        try:
+            signature = inspect.signature(function)
+        except (TypeError, ValueError):
+            raise MetricLoadError(
+                f"python metric: cannot read the parameters of {reference}; wrap it in a plain 'def'"
+            ) from None
+        wanted = wanted_arguments(signature, reference, has_reference=has_reference)
+    except (HostLoadError, MetricLoadError) as exc:
+        return {"error": str(exc)}
+    functions.append(function)
+    return {"index": len(functions) - 1, "wanted": list(wanted)}
+
+
+def _calls(function: Callable[..., Any], columns: dict[str, list[Any]], count: int) -> list[Any]:
+    from evalglass.metrics.hostrules import call_host
+
+    names = tuple(columns)
+    results: list[Any] = []
+    append = results.append
+    for values in zip(*columns.values(), strict=True) if names else [()] * count:
+        try:
+            append(call_host(function, dict(zip(names, values, strict=True))))
+        except KeyboardInterrupt:
+            append(INTERRUPTED)
+    return results
+
+
+def _encode(results: Sequence[Any]) -> bytes:
+    return orjson.dumps(results, default=_score_fields)
+
+
+def _score_fields(value: Any) -> Any:
+    if isinstance(value, Score):
+        return value.model_dump(mode="json")
+    raise TypeError
+
+
+__all__ = ["WORKER_LOST", "MetricWorker", "checked", "lost", "metric_worker", "serve_metrics"]
