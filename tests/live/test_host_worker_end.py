@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-TARGETS = '''
+TARGETS = """
 def target(conn, alive, kind):
     if kind == "eof":
         raise EOFError
@@ -19,9 +19,9 @@ def target(conn, alive, kind):
         conn.close()
         raise BrokenPipeError(32, "Broken pipe")
     raise ValueError("a fault of ours")
-'''
+"""
 
-DRIVER = '''
+DRIVER = """
 import sys
 sys.path.insert(0, sys.argv[1])
 import worker_targets
@@ -31,7 +31,7 @@ if __name__ == "__main__":
     worker = spawn_worker(worker_targets.target, (sys.argv[2],))
     worker.process.join(60)
     print(worker.process.exitcode)
-'''
+"""
 
 
 @pytest.mark.parametrize(("kind", "said"), [("eof", ""), ("broken", ""), ("value", "ValueError: a fault of ours")])
