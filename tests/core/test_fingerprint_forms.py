@@ -23,8 +23,10 @@ def test_content_addresses_are_the_ones_caches_and_calibrations_hold() -> None:
     spec = LlmJudgeSpec.model_validate(
         {"type": "llm_judge", "model": "m", "rubric": "r.md", "scale": {"min": 1, "max": 5}, "base_url": "http://h/v1"}
     )
+    # json-score@2 (the judge fingerprint names its parser, json-score-v2): every calibration stale once, on purpose
+    # (README, "Changes that need re-approval"); under json-score-v1 this was a6c0631962fd...fd37676db7222.
     assert judge_fingerprint(spec, b"rubric text") == (
-        "a6c0631962fd0666fa242a58d22cfc4fd829dbf3bf5907a2637fd37676db7222"
+        "4b0faf147144bcaad7208e7eac066e6e1fadc3708cceb56d6d79aa7fecbd7b8b"
     )
     lane = {"type": "python", "function": "a.py:f", "source_sha256": None}
     assert content_address(lane) == "c8a62b35208b5ce7f466113a315c2d4fa628c1c0f667ba17ad3030ff5afc4790"

@@ -124,7 +124,7 @@ def test_the_page_refuses_a_consistently_forged_scorecard_and_verify_catches_it(
     assert "is not the file digests.json lists" in forged.err and "evalglass verify out" in forged.err
     assert not (tmp_path / "forged.html").exists()
     verified = project.cli("verify", "out")
-    assert verified.code == 1 and "scorecard.decision.verdict" in verified.out
+    assert verified.code == 1 and "scorecard.json" in verified.out and "anchor.ledger" in verified.out
 
 
 def test_a_page_that_cannot_be_written_is_one_line_naming_the_file(tmp_path):

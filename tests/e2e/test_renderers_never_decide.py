@@ -7,12 +7,14 @@ recorded scores, catches it then."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
 
 import pytest
+import yaml
 
 import evalglass
 from tests.e2e.project import make_project
@@ -29,11 +31,16 @@ FORGERIES = {
 
 
 def forge(scorecard: Path, threshold: float, outcome: str) -> None:
-    # The run record's ledger snapshot is edited to match (issue 10: view and load_run refuse a payload that
-    # contradicts it); only verify, which re-reads the ledger text the run kept, sees through both edits.
+    # The run record's ledger snapshot and the ledger text it keeps (with its fingerprint) are edited to match
+    # (issue 10: view and load_run refuse a payload that contradicts the snapshot, and a snapshot that is not what
+    # the text says); only verify, which anchors the text to the host's ledger file, sees through the edits.
     runrecord = scorecard.parent / "runrecord.json"
     record: dict[str, Any] = json.loads(runrecord.read_text())
     record["ledger"]["gates"]["accuracy"]["threshold"] = threshold
+    text = yaml.safe_load(record["ledger_source"])
+    text["gates"]["accuracy"]["threshold"] = threshold
+    record["ledger_source"] = yaml.safe_dump(text, sort_keys=False)
+    record["ledger_fingerprint"] = "sha256:" + hashlib.sha256(record["ledger_source"].encode()).hexdigest()
     runrecord.write_text(json.dumps(record, indent=2))
     card: dict[str, Any] = json.loads(scorecard.read_text())
     decision = card["decision"]
@@ -98,7 +105,8 @@ def test_every_renderer_refuses_the_edit_the_digests_tell_and_says_what_it_did_n
     verified = project.cli("verify", "run", "--format", "json")
     assert verified.code == 1
     fields = {item["field"]: (item["recorded"], item["derived"]) for item in verified.json()["findings"]}
-    assert fields["scorecard.decision.verdict"] == (outcome, "fail" if outcome == "pass" else "pass")
-    assert fields["scorecard.decision.gates[accuracy].threshold"] == (forged, honest)
+    # The ledger text the run kept was rewritten with its fingerprint, so the run adds up in itself: the host's
+    # ledger file (the anchor) is what tells the forgery.
+    assert fields["anchor.ledger"][1].startswith("evals/authority.yaml: sha256:"), fields
     report = evalglass.verify("run")
     assert not report.ok and {item.field for item in report.findings} == set(fields)

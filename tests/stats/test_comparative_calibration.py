@@ -90,7 +90,9 @@ def test_a_candidate_worse_by_exactly_the_margin_fails_at_most_at_the_nominal_ra
     assert rates.fails <= NOMINAL + slack(NOMINAL)
     assert rates.passes <= NOMINAL + slack(NOMINAL)
     assert (round(rates.passes, 3), round(rates.fails, 3), round(rates.undecided, 3)) == (0.052, 0.049, 0.899)
-    assert round(rates.point_fails, 3) == 0.483  # the point rule flips a coin
+    # The point rule flips a coin; a mean difference at the margin but for float rounding meets it (core.gatespec.reaches),
+    # which took 0.483 to 0.465 here: those draws were exactly at the margin.
+    assert round(rates.point_fails, 3) == 0.465
 
 
 @pytest.mark.parametrize(("n", "seed"), [(200, 4), (1153, 5)])
@@ -115,7 +117,7 @@ def test_power_at_twice_the_margin() -> None:
     # (the rest is undecided, never a pass); the point rule fails it almost always, as it fails noise.
     rates = simulate(400, 2 * MARGIN, seed=8)
     assert rates.passes == 0.0
-    assert (round(rates.fails, 3), round(rates.undecided, 3), round(rates.point_fails, 3)) == (0.552, 0.448, 0.974)
+    assert (round(rates.fails, 3), round(rates.undecided, 3), round(rates.point_fails, 3)) == (0.552, 0.448, 0.971)
 
 
 def test_the_a_a_table_in_the_docs_is_what_the_script_prints() -> None:

@@ -287,7 +287,9 @@ def spawn_worker(target: Callable[..., None], args: tuple[Any, ...]) -> _Worker:
     lane's workers (:func:`serve`) and the python metrics' (``metrics/hostscoring.py``)."""
     ours, theirs = _CONTEXT.Pipe(duplex=True)
     alive_read, alive_write = _CONTEXT.Pipe(duplex=False)
-    process = _CONTEXT.Process(target=target, args=(theirs, alive_read, *args), name="evalglass-host", daemon=True)
+    process = _CONTEXT.Process(
+        target=_ended_quietly, args=(target, theirs, alive_read, *args), name="evalglass-host", daemon=True
+    )
     _starting(process.start)
     theirs.close()
     alive_read.close()
@@ -384,6 +386,24 @@ def _watch_parent(alive: Connection) -> None:
     with contextlib.suppress(BaseException):
         alive.recv_bytes()
     os._exit(1)
+
+
+def _ended_quietly(target: Callable[..., None], *args: Any) -> None:
+    """Run the worker's ``target``; an exception escaping it ends the worker without ``multiprocessing``'s
+    "Process evalglass-host:" traceback on the run's stderr. The deciding process reads the end as the call's
+    ``*_worker_lost`` state ("exited 1"), and the usual cause is only that it closed the pipe first (a run that
+    stopped on bad input while a worker was starting): a pipe that closed says nothing; anything else one line."""
+    try:
+        target(*args)
+    except SystemExit:
+        raise
+    except (EOFError, BrokenPipeError, ConnectionResetError):
+        os._exit(1)
+    except BaseException as exc:  # an error of ours in the worker: one line, never a traceback
+        with contextlib.suppress(BaseException):  # sys.stderr: redacted once the worker has entered
+            sys.stderr.write(f"evalglass: a host worker ended: {type(exc).__name__}: {exc}\n")
+            sys.stderr.flush()
+        os._exit(1)
 
 
 def enter_worker(alive: Connection, secrets: tuple[str, ...], setting: _Setting) -> None:

@@ -9,6 +9,8 @@ history's readers), with no config validation and none of the metric machinery:
   has its bytes, streamed through SHA-256 whether or not the reader shows that file; every file the run record binds
   by its hash (the scores, the kept outputs, a judge of variants' scores) is listed and has those bytes. A file
   truncated, with a byte flipped, swapped for another run's, or missing is refused, naming the file;
+- the run record's config and ledger snapshots are what the texts it keeps parse to, each text hashing to its
+  recorded fingerprint (:func:`snapshot_text_problems`);
 - every declared gate is decided again from what the same files record, by the functions that decided it in the
   run (``core.gates``: :func:`~evalglass.core.gates.rederived_gate` and
   :func:`~evalglass.core.gates.evaluate_check_gate`): its spec from the run record's config snapshot (direction,
@@ -224,6 +226,45 @@ def refuse_damaged(folder: Path, problems: list[ArtifactProblem], *, what: str =
     )
 
 
+def snapshot_text_problems(record: RunRecord) -> list[str]:
+    """The config and ledger snapshots every gate is decided from must be what the texts the run kept parse to, and
+    each text must hash to its recorded fingerprint (the one ``verify`` anchors to the host's file). Without this, an
+    edited snapshot showed a gate decided by what its text does not say: an approval (a threshold, ``active``) the
+    ledger text does not hold, a direction or rule the config text does not declare. A record without a text is
+    refused: every run since the snapshots were kept writes both, so an absent one is an edit."""
+    from evalglass.core.fingerprint import fingerprint_of_bytes
+    from evalglass.engine.spec.config import Config, config_as_recorded
+    from evalglass.engine.spec.ledger import parse_ledger
+    from evalglass.engine.spec.validation import validate_document
+    from evalglass.readers.yamlsource import parse_yaml
+
+    def ledger_of(raw: bytes) -> Any:
+        return parse_ledger(raw, Path(record.ledger_path)).ledger.model_dump(mode="json")
+
+    def config_of(raw: bytes) -> Any:
+        document = parse_yaml(raw, Path(record.config_path), what="config")
+        return config_as_recorded(validate_document(Config, document, what="the config"))
+
+    snapshots = (
+        ("ledger", record.ledger_source, record.ledger_fingerprint, record.ledger.model_dump(mode="json"), ledger_of),
+        ("config", record.config_source, record.config_fingerprint, record.config, config_of),
+    )
+    for what, source, fingerprint, snapshot, parsed_of in snapshots:
+        text = f"{what} text ({what}_source)"
+        if source is None:
+            return [f"the run record keeps no {text} to show its {what} snapshot"]
+        raw = source.encode("utf-8")
+        if fingerprint_of_bytes(raw) != fingerprint:
+            return [f"the run record's {text} does not hash to its {what}_fingerprint"]
+        try:
+            parsed = parsed_of(raw)
+        except SetupError as exc:
+            return [f"the run record's {text} does not parse: {exc.line()}"]
+        if parsed != snapshot:
+            return [f"the run record's {what} snapshot is not what its {text} says"]
+    return []
+
+
 def scorecard_problems(card: Scorecard, record: RunRecord) -> list[str]:
     """Each way the scorecard does not follow from what it and its run record say, in plain words naming the
     field; empty when it adds up."""
@@ -233,7 +274,7 @@ def scorecard_problems(card: Scorecard, record: RunRecord) -> list[str]:
         today = day_of_timestamp(record.created_at)
     except ValueError:
         return [f"the run record's created_at {record.created_at!r} is not a timestamp"]
-    problems: list[str] = []
+    problems: list[str] = snapshot_text_problems(record)
     if card.dataset != record.dataset:
         problems.append("dataset differs between the scorecard and the run record")
     problems += check_declaration_problems(record)
