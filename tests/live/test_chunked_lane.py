@@ -5,6 +5,7 @@ details, for functions that return, raise (``SystemExit`` too), return what is n
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import textwrap
 import threading
@@ -256,3 +257,56 @@ def test_a_call_that_ends_its_worker_mid_run_fails_alone_and_no_call_is_made_mor
     made = [int(line) for line in (tmp_path / "made.txt").read_text().split()]
     assert made.count(5) == 2 and max(made.count(n) for n in range(40)) == 2, made
     assert all(made.count(n) == 1 for n in range(6, 40)), made  # after the death, never made in the dead run
+
+
+def test_columns_in_flight_at_the_start_share_one_timing_call_and_fast_runs_use_a_worker_per_cpu_at_most(
+    tmp_path: Path,
+) -> None:
+    """Eight columns of a fast function handed over at once, before any call was timed: one column times it and
+    the others wait for that, and the fast runs go at most one per CPU, so no more workers are started than CPUs
+    (each column sending its own lone first call would start a worker for each)."""
+    (tmp_path / "app.py").write_text("import os\n\ndef answer(example):\n    return os.getpid()\n")
+    spec = parse_task_spec({"type": "python", "function": "app.py:answer"})
+
+    async def go() -> list[list[LaneOutcome]]:
+        lane = build_lane(spec, base_dir=tmp_path, executor=AsyncioExecutor(16))
+        assert isinstance(lane, PythonLane) and lane.chunked and lane._per_call is None
+        try:
+            columns = [[(f"ex{c}-{n}", {"n": n}, 0) for n in range(50)] for c in range(8)]
+            return list(await asyncio.gather(*(lane.produce_many(jobs) for jobs in columns)))
+        finally:
+            await lane.aclose()
+
+    columns = asyncio.run(go())
+    pids = {outcome.value for column in columns for outcome in column if isinstance(outcome, LaneOutput)}
+    assert sum(map(len, columns)) == 400 and all(isinstance(o, LaneOutput) for c in columns for o in c)
+    assert 1 <= len(pids) <= (os.cpu_count() or 1), pids
+
+
+def test_a_run_with_an_argument_too_deep_to_go_in_a_list_goes_line_by_line_and_is_answered_whole(
+    tmp_path: Path,
+) -> None:
+    """A run's arguments go as one JSON list; one nested so deep that it fits alone but not inside a list makes
+    the run go one line per argument, and every call is still answered, in order."""
+    from evalglass.lanes.hostworker import run_request
+
+    deep: Any = 0
+    for _ in range(253):
+        deep = [deep]
+    (tmp_path / "app.py").write_text("def answer(example):\n    return example['n']\n")
+    spec = parse_task_spec({"type": "python", "function": "app.py:answer"})
+    jobs = [(f"ex{n}", {"n": n, "deep": deep if n == 3 else None}, 0) for n in range(10)]
+    head = run_request([[dict(fields), {}, 0] for _, fields, _ in jobs], None, None).partition(b"\n")[0]
+    assert head.endswith(b",false]")  # the line-by-line form
+
+    async def go() -> list[LaneOutcome]:
+        lane = build_lane(spec, base_dir=tmp_path, executor=AsyncioExecutor(4))
+        assert isinstance(lane, PythonLane)
+        lane._per_call = 1e-6  # one run for all ten
+        try:
+            return await lane.produce_many(jobs)
+        finally:
+            await lane.aclose()
+
+    outcomes = asyncio.run(go())
+    assert [outcome.value for outcome in outcomes if isinstance(outcome, LaneOutput)] == list(range(10)), outcomes

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalglass.core.redact import Redactor
 from evalglass.lanes.callcache import CallStore, Hit, cache_key, through_cache
-from evalglass.lanes.ports import Job, LaneColumn, LaneOutcome, LaneOutput
+from evalglass.lanes.ports import MAX_DETAIL, Job, LaneColumn, LaneOutcome, LaneOutput
 from evalglass.lanes.specs import LaneSpec
 
 if TYPE_CHECKING:  # the chat client (openai SDK, aiohttp) is imported only when a chat lane is built
@@ -39,8 +39,6 @@ if TYPE_CHECKING:  # the chat client (openai SDK, aiohttp) is imported only when
     from evalglass.lanes.executor import Executor
     from evalglass.lanes.retry import Retrier
 
-#: How much of a failure's text (a traceback, a command's stderr) its diagnostic keeps: the end of it.
-MAX_DETAIL = 2000
 #: The resources key of the task lane's shipped calls (``executor.overrides.task``).
 TASK_RESOURCES = "task"
 

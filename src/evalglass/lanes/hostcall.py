@@ -17,8 +17,7 @@ import orjson
 
 from evalglass import redaction
 from evalglass.core.redact import Redactor
-from evalglass.lanes.base import MAX_DETAIL
-from evalglass.lanes.ports import LaneFailure, LaneOutcome, LaneOutput
+from evalglass.lanes.ports import MAX_DETAIL, LaneFailure, LaneOutcome, LaneOutput
 
 #: What a host function returns most often: built-in JSON types, which are never awaitable.
 _PLAIN_TYPES = frozenset({str, int, float, bool, type(None), list, dict})

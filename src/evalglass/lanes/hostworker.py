@@ -285,12 +285,28 @@ def spawn_worker(target: Callable[..., None], args: tuple[Any, ...]) -> _Worker:
     """A worker process forked from the clean fork server, running ``target(conn, alive, *args)``: ``conn`` its end
     of the pipe, ``alive`` the pipe it watches for the deciding process's end (:func:`enter_worker`). Shared by the
     lane's workers (:func:`serve`) and the python metrics' (``metrics/hostscoring.py``)."""
-    _CONTEXT.set_forkserver_preload(_PRELOAD)
     ours, theirs = _CONTEXT.Pipe(duplex=True)
     alive_read, alive_write = _CONTEXT.Pipe(duplex=False)
     process = _CONTEXT.Process(
         target=_ended_quietly, args=(target, theirs, alive_read, *args), name="evalglass-host", daemon=True
     )
+    _starting(process.start)
+    theirs.close()
+    alive_read.close()
+    return _Worker(process, ours, alive_write)
+
+
+def start_fork_server() -> None:
+    """Start the fork server now, not at the first worker, and go on: it imports its preloads on a CPU of its own
+    while this process reads its inputs (``run``, once its config names host code), and the first worker forks from
+    a server that is ready. Does nothing when it runs already."""
+    _starting(multiprocessing.forkserver.ensure_running)
+
+
+def _starting(start: Callable[[], None]) -> None:
+    """``start()`` (a worker's, or the fork server's) with the fork server's preloads set and without the main
+    module."""
+    _CONTEXT.set_forkserver_preload(_PRELOAD)
     with _START_LOCK:
         # A worker must not run the deciding process's main script again (``multiprocessing`` re-imports it in every
         # child it starts through a fork server, as ``__mp_main__``): a script that calls ``evalglass.run()`` without
@@ -299,12 +315,9 @@ def spawn_worker(target: Callable[..., None], args: tuple[Any, ...]) -> _Worker:
         prepare = multiprocessing.spawn.get_preparation_data
         multiprocessing.spawn.get_preparation_data = _without_main(prepare)  # type: ignore[assignment]
         try:
-            process.start()
+            start()
         finally:
             multiprocessing.spawn.get_preparation_data = prepare
-    theirs.close()
-    alive_read.close()
-    return _Worker(process, ours, alive_write)
 
 
 def worker_setting() -> _Setting:
@@ -452,12 +465,10 @@ def serve(
 def _answer_runs(conn: Connection, runner: _Runner) -> None:
     while True:
         request = conn.recv_bytes()
-        head, *arguments = request.split(b"\n")
-        timeout, budget, rest = orjson.loads(head)
-        calls = [
-            [orjson.loads(argument), kwargs, sample] for argument, (kwargs, sample) in zip(arguments, rest, strict=True)
-        ]
-        runner.run(calls, timeout, budget)
+        head, _, body = request.partition(b"\n")
+        timeout, budget, rest, listed = orjson.loads(head)
+        arguments = orjson.loads(body) if listed else [orjson.loads(line) for line in body.split(b"\n")]
+        runner.run(arguments, rest, timeout, budget)
 
 
 def _kept(
@@ -469,7 +480,7 @@ def _kept(
         values.append(None)
     else:
         values.append(called)
-    return budget is not None and time.perf_counter() - began > budget
+    return budget is not None and time.monotonic() - began > budget
 
 
 class _Runner:
@@ -480,7 +491,7 @@ class _Runner:
     def __init__(self, conn: Connection, function: Any, name: str) -> None:
         self.conn, self.function, self.name = conn, function, name
         self.is_async = inspect.iscoroutinefunction(function)
-        self.loop = asyncio.new_event_loop()
+        self.loop: asyncio.AbstractEventLoop | None = None
         self.values: list[Any] = []
         self.failures: list[list[Any]] = []
         self.samples: list[int] = []
@@ -494,13 +505,15 @@ class _Runner:
         self.watching = False
         self.began = 0.0
 
-    def run(self, calls: list[list[Any]], timeout: float | None, budget: float | None) -> None:
+    def run(self, arguments: list[Any], rest: list[list[Any]], timeout: float | None, budget: float | None) -> None:
+        """Make the calls (call ``i``: ``arguments[i]``, with the keyword arguments and sample ``rest[i]``) and send
+        their answers."""
         from evalglass.lanes.hostcall import _Returned, python_value
 
         function, name = self.function, self.name
         values: list[Any] = []
         failures: list[list[Any]] = []
-        samples = [call[2] for call in calls]
+        samples = [sample for _, sample in rest]
         with self.lock:
             self.values, self.failures, self.samples, self.index, self.sent = values, failures, samples, 0, False
             self.serial += 1
@@ -511,18 +524,27 @@ class _Runner:
                     self.watching = True
                     threading.Thread(target=self._watch, daemon=True, name="evalglass-host-watchdog").start()
                 self.wake.notify()
-        self.began = began = time.perf_counter()
+        self.began = began = now = time.monotonic()
         if self.is_async:
             # One turn of the loop for the whole run, each call awaited in order (a loop started per call costs more
             # than a fast call).
-            self.loop.run_until_complete(self._run_async(calls, timeout, budget, values, failures))
+            self._loop().run_until_complete(self._run_async(arguments, rest, timeout, budget, values, failures))
         else:
-            for index, (argument, kwargs, sample) in enumerate(calls):
-                self.index, self.started = index, time.monotonic()
+            # :func:`_kept` written out, and one clock reading a call (the end of one call is the start of the next):
+            # for a fast function this loop is most of the worker's time.
+            monotonic, append = time.monotonic, values.append
+            for index, argument in enumerate(arguments):
+                kwargs, sample = rest[index]
+                self.index, self.started = index, now
                 called = python_value(function, name, kwargs, sample, argument)
                 if type(called) is _Returned:
                     called = self._returned(called.value, sample, timeout)
-                if _kept(called, index, values, failures, budget, began):
+                if type(called) is LaneFailure:
+                    failures.append([index, called.code, called.message, called.detail])
+                    called = None
+                append(called)
+                now = monotonic()
+                if budget is not None and now - began > budget:
                     break  # the run turned slow: what is left goes back, to be split again
         with self.lock:
             self.serial += 1  # the watchdog stands down
@@ -533,7 +555,8 @@ class _Runner:
 
     async def _run_async(
         self,
-        calls: list[list[Any]],
+        arguments: list[Any],
+        rest: list[list[Any]],
         timeout: float | None,
         budget: float | None,
         values: list[Any],
@@ -544,7 +567,8 @@ class _Runner:
         from evalglass.lanes.hostcall import _Returned, python_value
 
         function, name, began = self.function, self.name, self.began
-        for index, (argument, kwargs, sample) in enumerate(calls):
+        for index, argument in enumerate(arguments):
+            kwargs, sample = rest[index]
             self.index, self.started = index, time.monotonic()
             called = python_value(function, name, kwargs, sample, argument)
             if type(called) is _Returned:
@@ -573,12 +597,18 @@ class _Runner:
         except BaseException as exc:
             return _raised(self.name, exc, sample, self.function)
 
+    def _loop(self) -> asyncio.AbstractEventLoop:
+        """The worker's event loop, made when a call first needs one."""
+        if self.loop is None:
+            self.loop = asyncio.new_event_loop()
+        return self.loop
+
     def _returned(self, value: Any, sample: int, timeout: float | None) -> Any:
         """A value of another type than the built-in JSON ones, from a sync function: an awaitable is run on the
         worker's loop (within the call's timeout), anything else is checked when the run is encoded."""
         if not inspect.isawaitable(value):
             return value
-        return self.loop.run_until_complete(self._finished(value, sample, timeout))
+        return self._loop().run_until_complete(self._finished(value, sample, timeout))
 
     def _encode(self, finished: int, timed_out: int | None) -> bytes:
         """The answer, in lines: ``[failures, finished, timed_out, apart, seconds]``, then the values as one JSON
@@ -586,7 +616,7 @@ class _Runner:
         value that is not JSON becomes its call's failure. ``seconds``: how long the worker took to make the calls
         (the lane sizes runs by it, never by the round trip, which a busy machine makes as long as it likes)."""
         values, failures = self.values[:finished], [entry for entry in self.failures if entry[0] < finished]
-        seconds = time.perf_counter() - self.began
+        seconds = time.monotonic() - self.began
         try:
             return orjson.dumps([failures, finished, timed_out, False, seconds]) + b"\n" + orjson.dumps(values)
         except TypeError:
@@ -676,10 +706,17 @@ def run_seconds(reply: bytes) -> float | None:
 
 def run_request(calls: list[list[Any]], timeout: float | None, budget: float | None) -> bytes:
     """A run of calls (each ``[argument, kwargs, sample]``) as the worker reads it: a first line with the limits,
-    each call's keyword arguments and sample, then one line per argument (each alone, so a record nested as deep as
-    JSON allows still fits)."""
-    head = orjson.dumps([timeout, budget, [[kwargs, sample] for _, kwargs, sample in calls]])
-    return b"\n".join([head, *(orjson.dumps(argument) for argument, _, _ in calls)])
+    each call's keyword arguments and sample and whether the arguments follow as one list, then that list (one
+    writer's call for the run), or, when it is deeper than the writer allows (an argument nested as deep as JSON
+    allows), one line per argument."""
+    rest = [[kwargs, sample] for _, kwargs, sample in calls]
+    arguments = [argument for argument, _, _ in calls]
+    try:
+        body = orjson.dumps(arguments)
+    except orjson.JSONEncodeError:
+        head = orjson.dumps([timeout, budget, rest, False])
+        return b"\n".join([head, *map(orjson.dumps, arguments)])
+    return orjson.dumps([timeout, budget, rest, True]) + b"\n" + body
 
 
 __all__ = [
@@ -693,5 +730,6 @@ __all__ = [
     "run_seconds",
     "serve",
     "spawn_worker",
+    "start_fork_server",
     "worker_setting",
 ]

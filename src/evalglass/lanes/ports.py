@@ -16,11 +16,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from evalglass.core.score import Score, Status
-
 if TYPE_CHECKING:
+    from evalglass.core.score import Score
     from evalglass.lanes.chatcall import Usage
     from evalglass.lanes.retry import Attempt
+
+
+#: How much of a failure's text (a traceback, a command's stderr) its diagnostic keeps: the end of it. Here, not in
+#: ``lanes/base.py``, because a host worker cuts a traceback to it and should not import pydantic to know it.
+MAX_DETAIL = 2000
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +112,9 @@ class LaneColumn:
 
 def failure_score(failure: LaneFailure) -> Score:
     """The ``error`` score every metric of the example gets when its lane failed: no value, the lane's reason."""
+    # Imported here: a host worker's fork server imports this module for LaneFailure, and need not import pydantic.
+    from evalglass.core.score import Score, Status
+
     evidence = (f"lane_call:{failure.call_id}",) if failure.call_id else ()
     return Score.unmeasured(
         Status.ERROR,

@@ -98,6 +98,8 @@ class PythonLane(TaskLane):
         self._per_call: float | None = None
         #: Runs of fast calls in flight at once, at most one per CPU (made on the loop, at first use).
         self._fast_gate: asyncio.Semaphore | None = None
+        #: Set when the column whose lone first call times the function has it back (None: no column is timing).
+        self._timing: asyncio.Event | None = None
 
     async def produce(self, example_id: str, fields: Mapping[str, Any], sample: int) -> LaneOutcome:
         key = fields_key(self.cache, self.fingerprint, fields, sample)
@@ -203,27 +205,38 @@ class PythonLane(TaskLane):
         alone: list[int] = []
         submit, limit = self.executor.submit, self.limit
         while pending or alone:
+            # Another column is timing the function: its answer sizes this column's runs too (else every column in
+            # flight at the start would send a lone call, each to a worker started for it).
+            while self._per_call is None and self._timing is not None and len(pending) > 1:
+                await self._timing.wait()
             # A run that proves slower than planned stops early: what it left is split again by the time calls take
             # now, so a function that turns slow goes back to one call per worker.
             size = self._run_length(len(pending))
             runs = [[index] for index in alone]
+            timing = None
             if self._per_call is None and len(pending) > 1:
                 # Nothing says yet how long a call takes: one call goes alone first, and the rest are sized by it
                 # (else every call of the column would go in a run of its own).
                 runs.append(pending[:1])
+                timing = self._timing = asyncio.Event()
             else:
                 runs.extend(pending[start : start + size] for start in range(0, len(pending), size))
             made = [functools.partial(self._sync_run, fields, samples, run, values, failures) for run in runs]
             # Calls this fast are work for a CPU, not waits: more runs at once than CPUs would only start more
-            # workers (each an interpreter importing the module) to take turns on the same cores.
-            # One gate for the lane: a live run has several columns in flight.
+            # workers (each a process loading the module) to take turns on the same cores. One gate for the lane,
+            # whatever the column's length: a live run has several columns in flight, each often a single run.
             gate = None
-            if size >= FAST_RUN and len(made) > 1:
+            if self._calls_per_budget() >= FAST_RUN:
                 gate = self._fast_gate = self._fast_gate or asyncio.Semaphore(os.cpu_count() or 1)
-            if len(made) == 1:
-                done = [await submit(made[0], endpoint=limit)]
-            else:
-                done = await asyncio.gather(*(_submitted(submit, run, limit, gate) for run in made))
+            try:
+                if len(made) == 1 and gate is None:
+                    done = [await submit(made[0], endpoint=limit)]
+                else:
+                    done = await asyncio.gather(*(_submitted(submit, run, limit, gate) for run in made))
+            finally:
+                if timing is not None:
+                    self._timing = None
+                    timing.set()
             left = pending[sum(len(run) for run in runs) - len(alone) :]  # not sent this round (after a lone call)
             pending, alone = [], []
             for run, finished in zip(runs, done, strict=True):

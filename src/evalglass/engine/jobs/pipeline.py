@@ -75,6 +75,7 @@ if TYPE_CHECKING:
     from evalglass.engine.produce.progress import Counters, Reporter
     from evalglass.engine.produce.raycluster import RayCluster
     from evalglass.engine.runs.manifest import RunManifest
+    from evalglass.engine.spec.config import Config
 
 
 @dataclass(frozen=True)
@@ -245,6 +246,18 @@ class _Prepared:
     untrusted_met: list[int] = dataclasses.field(default_factory=list)
 
 
+def _runs_host_code(config: Config) -> bool:
+    """Whether the run will start host workers: a python lane, an agent's host tool, a python metric."""
+    from evalglass.lanes.specs import AgentLaneSpec, PythonLaneSpec
+
+    lane = config.lane
+    if isinstance(lane, PythonLaneSpec) or (
+        isinstance(lane, AgentLaneSpec) and any(tool.function is not None for tool in lane.tools.values())
+    ):
+        return True
+    return any(spec.type == "python" for spec in config.metrics.values())
+
+
 def _run(config_path: Path, options: RunOptions) -> RunOutcome:
     prepared = _prepare(config_path, options)
     folder = prepared.folder
@@ -278,6 +291,10 @@ def _prepare(config_path: Path, options: RunOptions) -> _Prepared:
     resumed = load_manifest(options.resume) if options.resume is not None else None
     loaded = load_config(config_path)
     config = loaded.config
+    if _runs_host_code(config):
+        from evalglass.lanes.hostworker import start_fork_server
+
+        start_fork_server()  # its imports overlap with reading the dataset (only a speed-up: workers start it too)
     refuse_unpinned_ledger(loaded, options.pinned_ledger)
     identity = dataset_identity(loaded.dataset_path, hash_contents=config.live)
     key = _run_key(loaded, resuming=resumed is not None)
