@@ -257,6 +257,11 @@ class _LaneFields(BaseModel):
         the lane's calls are in flight (evalglass/hostwatch.py)."""
         raise NotImplementedError
 
+    def host_functions(self) -> tuple[str, ...]:
+        """The host Python functions this lane calls (``file.py:function``, ``module:function``): they run in host
+        worker processes, whose fork server a run starts early when there are any."""
+        return ()
+
     def record_inputs(self) -> list[tuple[str, str]]:
         """The record fields this lane reads by name, each with how (``its prompt``): none for host code, which is
         given the whole record as gold sees it, without any recorded output (docs/config.md "What gold covers")."""
@@ -277,6 +282,9 @@ class PythonLaneSpec(_LaneFields):
 
     def host_reference(self) -> str:
         return self.function
+
+    def host_functions(self) -> tuple[str, ...]:
+        return (self.function,)
 
 
 def function_reference(value: str) -> str:
@@ -344,6 +352,9 @@ class ChatLaneSpec(EndpointSpec):
 
     def host_reference(self) -> str:
         return f"model {self.model}"
+
+    def host_functions(self) -> tuple[str, ...]:
+        return ()
 
     @model_validator(mode="after")
     def _one_prompt_form(self) -> ChatLaneSpec:
@@ -526,8 +537,11 @@ class AgentLaneSpec(EndpointSpec):
 
     def host_reference(self) -> str:
         """The model and the host functions the lane's tools call (host code runs in the loop)."""
-        functions = [tool.function for tool in self.tools.values() if tool.function is not None]
+        functions = self.host_functions()
         return (f"model {self.model}" + (f", tools {', '.join(functions)}" if functions else ""))[:200]
+
+    def host_functions(self) -> tuple[str, ...]:
+        return tuple(tool.function for tool in self.tools.values() if tool.function is not None)
 
     @property
     def parse(self) -> None:

@@ -317,6 +317,11 @@ class MetricSpec(BaseModel):
         (evalglass/hostwatch.py)."""
         return None
 
+    def host_functions(self) -> tuple[str, ...]:
+        """The host Python functions this metric calls: they run in host worker processes, whose fork server a run
+        starts early when there are any (a check runs a command, not a function here)."""
+        return ()
+
     def value_scale(self) -> ScaleSpec | None:
         """The range this metric's values can take (builtins score in [0, 1]); None when unbounded."""
         return UNIT_SCALE

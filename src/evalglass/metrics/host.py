@@ -112,6 +112,9 @@ class PythonMetricSpec(MetricSpec):
     def host_reference(self) -> str | None:
         return self.function
 
+    def host_functions(self) -> tuple[str, ...]:
+        return (self.function,)
+
     def build(self, context: BuildContext) -> Scorer:
         """The function runs in a worker process (``metrics/hostscoring.py``), never in this one: one example per
         message for ``one``, a whole batch per message for the batch path. With a cluster, every call is shipped and

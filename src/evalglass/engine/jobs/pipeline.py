@@ -248,14 +248,10 @@ class _Prepared:
 
 def _runs_host_code(config: Config) -> bool:
     """Whether the run will start host workers: a python lane, an agent's host tool, a python metric."""
-    from evalglass.lanes.specs import AgentLaneSpec, PythonLaneSpec
-
     lane = config.lane
-    if isinstance(lane, PythonLaneSpec) or (
-        isinstance(lane, AgentLaneSpec) and any(tool.function is not None for tool in lane.tools.values())
-    ):
+    if lane is not None and lane.host_functions():
         return True
-    return any(spec.type == "python" for spec in config.metrics.values())
+    return any(spec.host_functions() for spec in config.metrics.values())
 
 
 def _run(config_path: Path, options: RunOptions) -> RunOutcome:
