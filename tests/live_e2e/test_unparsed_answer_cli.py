@@ -72,6 +72,10 @@ def test_a_chat_answer_that_is_not_json_is_scored_worst_and_the_gate_decides(
     assert kept["q000"]["samples"][0] == {"sample": 0, "output": {"intent": "refund"}, "attempts": 1}
     verified = evalglass("verify", str(project.last_run()), cwd=project.root)
     assert verified.code == 0, verified.out + verified.err
+    shown = evalglass("view", str(project.last_run()), cwd=project.root)
+    assert "output_not_json ×1 (in value)" in shown.out, shown.out
+    explained = evalglass("explain", "accuracy", cwd=project.root)
+    assert "q003 (line 4) · right · fail 0.0 — output_not_json" in explained.out, explained.out
 
     # The same answers from the call cache score the same.
     first = (project.last_run() / "scores.jsonl").read_bytes()
