@@ -10,8 +10,9 @@ from typing import Any
 import pydantic
 import pytest
 
+from evalglass.core.outputparse import UnparsedOutput
 from evalglass.core.score import Status, Validity
-from evalglass.lanes.base import LaneConfigError
+from evalglass.lanes.base import DECLARED_JSON, LaneConfigError
 from evalglass.lanes.executor import AsyncioExecutor
 from evalglass.lanes.ports import LaneFailure, LaneOutcome, LaneOutput, failure_score
 from evalglass.lanes.registry import build_lane
@@ -161,7 +162,7 @@ def test_command_lane_text_output(tool: Path) -> None:
 
 @pytest.mark.parametrize(
     ("mode", "code"),
-    [("fail", "task_exit_nonzero"), ("sleep", "task_timeout"), ("garbage", "task_output_unparseable")],
+    [("fail", "task_exit_nonzero"), ("sleep", "task_timeout")],
 )
 def test_command_lane_failures(tool: Path, mode: str, code: str) -> None:
     spec = {"type": "command", "argv": [sys.executable, "tool.py"], "output": "json", "timeout": 1.0}
@@ -169,6 +170,14 @@ def test_command_lane_failures(tool: Path, mode: str, code: str) -> None:
     failure = _assert_error_score(outcome, code)
     if mode == "fail":
         assert failure.detail == "bad things"
+
+
+def test_a_command_printing_what_is_not_json_answered_wrong_not_failed(tool: Path) -> None:
+    """Printed text that is not JSON is the system's answer (scored as the metrics say), not a lane failure."""
+    spec = {"type": "command", "argv": [sys.executable, "tool.py"], "output": "json", "timeout": 1.0}
+    (outcome,) = _produce(spec, tool, [("e", {"q": "x", "mode": "garbage"})])
+    assert isinstance(outcome, LaneOutput) and type(outcome.value) is UnparsedOutput, outcome
+    assert outcome.value.text == "not json {\n" and outcome.value.declared == DECLARED_JSON
 
 
 def test_command_lane_spawn_failure(tool: Path) -> None:
@@ -213,7 +222,8 @@ def test_chat_lane_json_output(server: FakeOpenAI, tmp_path: Path) -> None:
     spec = _chat_spec(server, prompt="{{ payload }}", output="json")
     good, bad = _produce(spec, tmp_path, [("a", {"payload": '{"x": 1}'}), ("b", {"payload": "not json"})], env=KEY_ENV)
     assert isinstance(good, LaneOutput) and good.value == {"x": 1}
-    _assert_error_score(bad, "task_output_unparseable")
+    assert isinstance(bad, LaneOutput) and bad.value == UnparsedOutput("not json", bad.value.message, DECLARED_JSON)
+    assert bad.value.message and bad.usage is not None and bad.call_id  # an answer: counted, cached
 
 
 @pytest.mark.parametrize(

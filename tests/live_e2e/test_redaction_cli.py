@@ -175,7 +175,7 @@ def leaky_server() -> Iterator[FakeOpenAI]:
             return "j" * 3990 + DECLARED  # no JSON: the raw answer is kept, cut at 4000 characters
         if "error page" in last:
             return "g" * 190 + TOKEN  # a non-JSON error body, cut at 200 characters
-        return "not json " + "n" * 1980 + TOKEN  # a non-JSON answer where JSON was asked: tail of 2000
+        return "not json " + "n" * 1980 + TOKEN  # a non-JSON answer where JSON was asked: kept whole, redacted
 
     with FakeOpenAI(reply=reply) as server:
         yield server
@@ -214,7 +214,9 @@ def test_chat_lanes_and_judges_leave_no_piece_of_a_secret(tmp_path: Path, leaky_
     scores = {row["id"]: row["scores"]["has"] for row in _scores(folder)}
     assert scores["page"]["diagnostics"][0]["code"] == "call_server_error"
     assert "<redacted>" in scores["page"]["diagnostics"][0]["message"]
-    assert scores["answer"]["diagnostics"][0]["code"] == "task_output_unparseable"
+    # a non-JSON answer is a wrong answer, scored the worst value with its text (redacted) beside it
+    assert scores["answer"]["diagnostics"][0]["code"] == "output_not_json"
+    assert scores["answer"]["status"] == "scored" and scores["answer"]["value"] == 0.0
     assert_clean(folder, result)
 
     # The judge's unreadable answer, on recorded outputs.

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalglass.core.outputparse import read_stored_output, stored_output
 from evalglass.core.redact import Redactor
 from evalglass.lanes.callcache import CallStore, Hit, cache_key, through_cache
 from evalglass.lanes.ports import MAX_DETAIL, Job, LaneColumn, LaneOutcome, LaneOutput
@@ -110,6 +111,10 @@ class LaneContext:
     prices: Mapping[str, Price] | None = None
 
 
+#: What made a lane's output JSON, in the diagnostic of an answer that is not (``core.outputparse.UnparsedOutput``).
+DECLARED_JSON = "the lane's output is json"
+
+
 def fields_key(cache: CallStore | None, fingerprint: str, fields: Mapping[str, Any], sample: int) -> str | None:
     """A python or command lane's cache key (its call is keyed by the example's fields); None without a cache."""
     return cache_key(fingerprint, {"fields": fields}, sample) if cache is not None else None
@@ -124,11 +129,11 @@ async def through_cache_by_fields(
 
     def replay(hit: Hit) -> LaneOutcome | None:
         if isinstance(hit.value, dict) and "value" in hit.value:
-            return LaneOutput(hit.value["value"], sample, cached=True, call_id=key)
+            return LaneOutput(read_stored_output(hit.value, "value", DECLARED_JSON), sample, cached=True, call_id=key)
         return None
 
     def stored(outcome: LaneOutcome) -> dict[str, Any] | None:
-        return {"value": outcome.value} if isinstance(outcome, LaneOutput) else None
+        return stored_output(outcome.value, "value") if isinstance(outcome, LaneOutput) else None
 
     return await through_cache(cache, key, kind=kind, request=None, replay=replay, call=call, stored=stored)
 
@@ -139,6 +144,7 @@ def detail_tail(text: str, redactor: Redactor, limit: int = MAX_DETAIL) -> str:
 
 
 __all__ = [
+    "DECLARED_JSON",
     "MAX_DETAIL",
     "TASK_RESOURCES",
     "LaneConfigError",

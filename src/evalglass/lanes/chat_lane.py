@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from evalglass import redaction
 from evalglass.core.fingerprint import content_address
-from evalglass.lanes.base import LaneContext, TaskLane, detail_tail
+from evalglass.core.outputparse import UnparsedOutput
+from evalglass.lanes.base import DECLARED_JSON, LaneContext, TaskLane
 from evalglass.lanes.callcache import CallStore, cache_key
 from evalglass.lanes.executor import Executor
 from evalglass.lanes.ports import LaneFailure, LaneOutcome, LaneOutput
@@ -95,16 +95,8 @@ class ChatLane(TaskLane):
         try:
             value = orjson.loads(reply.content)
         except orjson.JSONDecodeError as exc:
-            return LaneFailure(
-                "task_output_unparseable",
-                f"the endpoint answered text that is not JSON ({exc})"
-                + (f"; the answer was cut off at its token limit (finish reason {cut})" if cut else ""),
-                sample,
-                detail_tail(reply.content, redaction.current()),
-                attempts,
-                key,
-                tries,
-            )
+            # A wrong answer, measured (core.outputparse, metrics.invalid): not a failure of the evaluator.
+            value = UnparsedOutput(reply.content, str(exc), declared=DECLARED_JSON)
         return LaneOutput(value, sample, cached, attempts, reply.usage, key, tries, replayed, truncated=cut)
 
     async def aclose(self) -> None:

@@ -20,7 +20,9 @@ import orjson
 
 from evalglass import redaction
 from evalglass.core.fingerprint import content_address
+from evalglass.core.outputparse import UnparsedOutput
 from evalglass.lanes.base import (
+    DECLARED_JSON,
     TASK_RESOURCES,
     LaneConfigError,
     LaneContext,
@@ -139,12 +141,8 @@ class CommandLane(TaskLane):
         try:
             return LaneOutput(orjson.loads(text), sample)
         except orjson.JSONDecodeError as exc:
-            return LaneFailure(
-                "task_output_unparseable",
-                f"{spec.argv[0]} printed something that is not JSON ({exc})",
-                sample,
-                detail=detail_tail(text, redactor) or "(empty output)",
-            )
+            # A wrong answer, measured (core.outputparse, metrics.invalid): not a failure of the evaluator.
+            return LaneOutput(UnparsedOutput(text, str(exc), declared=DECLARED_JSON), sample)
 
 
 def shipped_command_call(

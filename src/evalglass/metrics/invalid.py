@@ -63,7 +63,7 @@ def invalid_answer(spec: MetricSpec, context: BuildContext) -> InvalidAnswer:
             return Score.non_evaluable("field_missing", f"example {example.id} has no output to measure")
         if type(output) is UnparsedOutput:
             message = (
-                f"example {example.id} (line {example.line}): task.parse is json, but the output is not JSON "
+                f"example {example.id} (line {example.line}): {output.declared}, but the output is not JSON "
                 f"({output.message})"
             )
             detail = clip(output.text, _TEXT_CHARS)

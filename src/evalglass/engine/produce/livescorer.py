@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from evalglass import hostwatch
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.goldfields import record_without
-from evalglass.core.outputparse import parse_json_output
+from evalglass.core.outputparse import parse_json_output, stored_output
 from evalglass.core.score import Diagnostic, Score, Status
 from evalglass.core.uniform import all_of_type
 from evalglass.engine.datasets.dataset import BATCH, BadLine
@@ -378,8 +378,8 @@ class LiveScorer:
                     output = parse_json_output(output)
                 rows.append(Example(item.id, item.line, item.fields, output, sample))
                 if produced is not None:
-                    # as produced, before parsing
-                    entry: dict[str, Any] = {"sample": sample, "output": outcome.value}
+                    # as produced, before parsing (an answer a json lane could not parse: its text, marked)
+                    entry: dict[str, Any] = {"sample": sample, **stored_output(outcome.value, "output")}
                     if outcome.truncated is not None:  # kept only for a cut-off answer: others' rows stay as they were
                         entry["finish_reason"] = outcome.truncated
                     if outcome.tries:
