@@ -180,7 +180,8 @@ def test_an_example_with_a_failed_sample_is_excluded_not_averaged(tmp_path):
     project = make_project(
         tmp_path,
         task={"type": "recorded", "field": "outputs", "samples": True},
-        metrics={"num": {"type": "numeric_bounds", "min": 0, "max": 1}},
+        # A wrong answer ("oops") is a measurement (numeric_bounds@3 scores it 0.0); left out, it is a failed sample.
+        metrics={"num": {"type": "numeric_bounds", "min": 0, "max": 1, "on_invalid_output": "exclude"}},
         gates={},
     )
     project.write_rows(
