@@ -164,6 +164,23 @@ def test_a_run_that_turns_slow_gives_back_the_calls_it_did_not_make() -> None:
         assert results == ["quick", "slow"]
 
 
+def _produced_as_cheap(
+    spec: Any, base_dir: Path, jobs: list[tuple[str, dict[str, Any], int]], *, workers: int, chunked: bool = False
+) -> list[LaneOutcome]:
+    """Every job's outcome from a python lane whose calls are planned as cheap (one long run of calls), closed after."""
+
+    async def go() -> list[LaneOutcome]:
+        lane = build_lane(spec, base_dir=base_dir, executor=AsyncioExecutor(workers))
+        assert isinstance(lane, PythonLane) and (lane.chunked or not chunked)
+        lane._per_call = 1e-6
+        try:
+            return await lane.produce_many(jobs)
+        finally:
+            await lane.aclose()
+
+    return asyncio.run(go())
+
+
 def test_a_lane_whose_function_turns_slow_still_answers_every_call_in_order(tmp_path: Path) -> None:
     (tmp_path / "app.py").write_text(
         "import time\n\ndef answer(example):\n    if example['n'] >= 5:\n        time.sleep(0.03)\n"
@@ -171,16 +188,8 @@ def test_a_lane_whose_function_turns_slow_still_answers_every_call_in_order(tmp_
     )
     spec = parse_task_spec({"type": "python", "function": "app.py:answer"})
 
-    async def go() -> list[LaneOutcome]:
-        lane = build_lane(spec, base_dir=tmp_path, executor=AsyncioExecutor(8))
-        assert isinstance(lane, PythonLane)
-        lane._per_call = 1e-6  # planned as cheap: one run for all twenty
-        try:
-            return await lane.produce_many([(f"ex{n}", {"n": n}, 0) for n in range(20)])
-        finally:
-            await lane.aclose()
-
-    outcomes = asyncio.run(go())
+    # planned as cheap: one run for all twenty
+    outcomes = _produced_as_cheap(spec, tmp_path, [(f"ex{n}", {"n": n}, 0) for n in range(20)], workers=8)
     assert [outcome.value for outcome in outcomes if isinstance(outcome, LaneOutput)] == list(range(20))
 
 
@@ -241,16 +250,7 @@ def test_a_call_that_ends_its_worker_mid_run_fails_alone_and_no_call_is_made_mor
     spec = parse_task_spec({"type": "python", "function": "app.py:answer", "timeout": 30})
     jobs = [(f"ex{n}", {"n": n}, 0) for n in range(40)]
 
-    async def go() -> list[LaneOutcome]:
-        lane = build_lane(spec, base_dir=tmp_path, executor=AsyncioExecutor(4))
-        assert isinstance(lane, PythonLane) and lane.chunked
-        lane._per_call = 1e-6  # runs of every call left
-        try:
-            return await lane.produce_many(jobs)
-        finally:
-            await lane.aclose()
-
-    outcomes = asyncio.run(go())
+    outcomes = _produced_as_cheap(spec, tmp_path, jobs, workers=4, chunked=True)  # runs of every call left
     failed = {n: outcome for n, outcome in enumerate(outcomes) if isinstance(outcome, LaneFailure)}
     assert list(failed) == [5] and failed[5].code == "task_worker_lost", failed
     assert [outcome.value for outcome in outcomes if isinstance(outcome, LaneOutput)] == [*range(5), *range(6, 40)]
@@ -299,14 +299,5 @@ def test_a_run_with_an_argument_too_deep_to_go_in_a_list_goes_line_by_line_and_i
     head = run_request([[dict(fields), {}, 0] for _, fields, _ in jobs], None, None).partition(b"\n")[0]
     assert head.endswith(b",false]")  # the line-by-line form
 
-    async def go() -> list[LaneOutcome]:
-        lane = build_lane(spec, base_dir=tmp_path, executor=AsyncioExecutor(4))
-        assert isinstance(lane, PythonLane)
-        lane._per_call = 1e-6  # one run for all ten
-        try:
-            return await lane.produce_many(jobs)
-        finally:
-            await lane.aclose()
-
-    outcomes = asyncio.run(go())
+    outcomes = _produced_as_cheap(spec, tmp_path, jobs, workers=4)  # one run for all ten
     assert [outcome.value for outcome in outcomes if isinstance(outcome, LaneOutput)] == list(range(10)), outcomes
