@@ -207,49 +207,36 @@ def _answer(loaded: dict[str, _Loaded], request: bytes, loop: Any) -> bytes:
             tool.signature.bind(**kwargs)
         except TypeError as exc:
             return _erred("arguments_rejected", f"{name} does not take these arguments: {exc}", b"")
+    raised: BaseException | None = None
     try:
         value = tool.function(**kwargs)
         if inspect.isawaitable(value):
             value = loop.run_until_complete(_awaited(value))
     except BaseException as exc:  # SystemExit, KeyboardInterrupt ... raised by a tool: that call's error
-        kept = _state(state) if tool.takes_state else b""
-        if kept is None:
-            return _state_not_json(name, state)
+        raised = exc
+    # The state as the tool left it, encoded once (empty: the tool does not take it).
+    kept = b""
+    if tool.takes_state:
         try:
-            said = f"{type(exc).__name__}: {exc}"
+            kept = orjson.dumps(state)
+        except TypeError as exc:
+            why = f"{name} left the trajectory's state as what is not JSON ({exc})"
+            return orjson.dumps([STATE_NOT_JSON, why])
+    if raised is not None:
+        try:
+            said = f"{type(raised).__name__}: {raised}"
         except BaseException:  # its __str__ raised too
-            said = f"{type(exc).__name__}: (its message could not be read)"
-        return _erred(type(exc).__name__, said, kept)
+            said = f"{type(raised).__name__}: (its message could not be read)"
+        return _erred(type(raised).__name__, said, kept)
     try:
         result = orjson.dumps(value)
     except TypeError as exc:
-        message = f"{name} returned a {type(value).__name__} that is not JSON ({exc})"
-        kept = _state(state) if tool.takes_state else b""
-        return _state_not_json(name, state) if kept is None else _erred("result_not_json", message, kept)
-    kept = _state(state) if tool.takes_state else b""
-    if kept is None:
-        return _state_not_json(name, state)
+        return _erred("result_not_json", f"{name} returned a {type(value).__name__} that is not JSON ({exc})", kept)
     return b"[0," + result + (b"," + kept if kept else b"") + b"]"
 
 
 async def _awaited(value: Any) -> Any:
     return await value
-
-
-def _state(state: Any) -> bytes | None:
-    try:
-        return orjson.dumps(state)
-    except TypeError:
-        return None
-
-
-def _state_not_json(name: str, state: Any) -> bytes:
-    try:
-        orjson.dumps(state)
-        why = "it is not JSON"
-    except TypeError as exc:
-        why = str(exc)
-    return orjson.dumps([STATE_NOT_JSON, f"{name} left the trajectory's state as what is not JSON ({why})"])
 
 
 def _erred(kind: str, message: str, state: bytes) -> bytes:
