@@ -119,15 +119,12 @@ def digests_of(
     ``provenance`` is kept (and signed) only with a signature: unsigned, it would be anyone's word. ``pending``:
     files written but not yet renamed into the folder (committed together with the list,
     ``runfolder.commit_together``), by name, with their digests; listed as if they were in the folder already."""
-    hashes = known or {}
-    names = artifact_names(folder)
-    if pending:
-        names = sorted({*names, *pending})
-        hashes = {**hashes, **pending}
+    pending = pending or {}
+    hashes = {**(known or {}), **pending}
     files = {
         name: hashes.get(name) or file_sha256(folder / name)
-        for name in names
-        if name in (pending or ()) or ((folder / name).is_file() and not (folder / name).is_symlink())
+        for name in sorted({*artifact_names(folder), *pending})
+        if name in pending or ((folder / name).is_file() and not (folder / name).is_symlink())
     }
     digests = Digests(run_id=run_id, files=files, provenance=provenance if signing_key is not None else None)
     if signing_key is not None:
