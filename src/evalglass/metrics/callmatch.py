@@ -21,7 +21,7 @@ identical calls against one expected call are one match and one extra call.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Mapping, Sequence, Sized
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from enum import StrEnum
 from functools import partial
 from itertools import chain
@@ -339,7 +339,7 @@ class CallMatcher:
         if paired is not None and paired[0] is expected:
             return paired[1], paired[2]
         pairing = _pairing_by_key(made, expected)
-        matched = len(pairing) - pairing.count(-1)
+        matched = matched_count(pairing)
         made._paired = (expected, pairing, matched)
         return pairing, matched
 
@@ -507,11 +507,6 @@ def matched_count(pairing: Sequence[int]) -> int:
     return len(pairing) - pairing.count(-1)
 
 
-def unmatched_made(made: Sized, pairing: Sequence[int]) -> list[int]:
-    used = set(pairing)
-    return [index for index in range(len(made)) if index not in used]
-
-
 __all__ = [
     "ArgumentMatch",
     "ArgumentRule",
@@ -521,5 +516,4 @@ __all__ = [
     "ToolRule",
     "json_subset",
     "matched_count",
-    "unmatched_made",
 ]

@@ -23,7 +23,7 @@ compare runs with ``evalglass compare``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Container, Iterator
 from typing import Any
 
 import orjson
@@ -207,11 +207,10 @@ def _sample(row: dict[str, Any], position: int, repeat: int) -> ToolSample | Too
     )
 
 
-def _score_name(assertion: dict[str, Any], taken: Iterable[str]) -> str:
+def _score_name(assertion: dict[str, Any], taken: Container[str]) -> str:
     """The score an assertion's result is recorded under: its ``metric`` name, else its type; a name already
     ``taken`` (by an earlier assertion of the same test) gets ``#2``, ``#3``..."""
     name = str(assertion.get("metric") or assertion.get("type") or "assertion")
-    taken = set(taken)
     key, count = name, 1
     while key in taken:
         count += 1
@@ -227,9 +226,9 @@ def _declared(assertions: Any, scores: dict[str, dict[str, Any]]) -> tuple[str, 
     error, never guessed inapplicable."""
     if not isinstance(assertions, list):
         return None
-    names: list[str] = ["promptfoo"]
+    names: dict[str, None] = {"promptfoo": None}  # ordered, and looked up by name
     for assertion in assertions:
-        names.append(_score_name(_object(assertion), names))
+        names[_score_name(_object(assertion), names)] = None
     return tuple(dict.fromkeys([*names, *scores]))
 
 

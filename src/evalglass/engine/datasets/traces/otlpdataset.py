@@ -265,9 +265,10 @@ class OtlpReader:
                 for span in spans
                 if conventions[span.span_id] is not None and not _has_genai_ancestor(span, by_id, conventions)
             ]
-            if len(roots) > 1 and _fragmented(roots, by_id):
+            fragments = _fragments(roots, by_id) if len(roots) > 1 else {}
+            if _fragmented(fragments, by_id):
                 # Selected when one of its tops is (the span its example would be rooted at cannot be told).
-                return [self._partial(spans, by_id, roots)] if any(map(self._selected, roots)) else []
+                return [self._partial(spans, by_id, roots, fragments)] if any(map(self._selected, roots)) else []
         roots.sort(key=_start)
         children: dict[str, list[Span]] | None = None
         for root in roots:
@@ -284,12 +285,13 @@ class OtlpReader:
             found.append(self._example(root, str(conventions[root.span_id]), subtree, conventions))
         return found
 
-    def _partial(self, spans: list[Span], by_id: Mapping[str, Span], tops: list[Span]) -> BadLine:
+    def _partial(
+        self, spans: list[Span], by_id: Mapping[str, Span], tops: list[Span], fragments: Mapping[str, str]
+    ) -> BadLine:
         """The one malformed example (``partial_trace``) of a trace that lost spans between its examples' tops
         (:func:`_fragmented`). Read as several examples, each would be scored as a whole trace, when they may be the
         model calls of one agent whose span was dropped; so the trace is one example whose every metric is an
         ``error`` naming what is missing, never several that pass."""
-        fragments = _fragments(tops, by_id)
         missing = sorted({parent for parent in fragments.values() if parent and parent not in by_id})
         first = min(spans, key=lambda span: span.where)
         shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
@@ -437,12 +439,12 @@ def _has_genai_ancestor(span: Span, by_id: Mapping[str, Span], conventions: Mapp
     return False
 
 
-def _fragmented(tops: list[Span], by_id: Mapping[str, Span]) -> bool:
+def _fragmented(fragments: Mapping[str, str], by_id: Mapping[str, Span]) -> bool:
     """Whether a trace's top-level GenAI spans lie in two or more fragments (spans linked by parent ids the file
-    holds) and some fragment hangs from a span the file does not hold: its root, or a span between, was lost. Tops
+    holds; ``fragments``: :func:`_fragments` of them) and some fragment hangs from a span the file does not hold:
+    its root, or a span between, was lost. Tops
     under one span of the file (side by side under a request's span, even one whose own parent is in another
     service's file) are one fragment: several examples, as always; so are fragments each rooted in the file."""
-    fragments = _fragments(tops, by_id)
     return len(fragments) > 1 and any(parent and parent not in by_id for parent in fragments.values())
 
 
