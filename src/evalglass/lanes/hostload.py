@@ -108,6 +108,14 @@ def host_source(reference: str, base_dir: Path) -> Path | None:
     return Path(file) if file else None
 
 
+def reported_source(reference: str, base_dir: Path, reported: str | None) -> Path | None:
+    """The file a function's ``reference`` names (a file reference), or the one a host worker that imported it
+    ``reported`` (a module reference): the deciding process never imports host code, so it cannot look it up."""
+    if is_file_reference(reference.rpartition(":")[0]):
+        return host_source(reference, base_dir)
+    return Path(reported) if reported else None
+
+
 def _available(module: ModuleType) -> str:
     names = sorted(
         attr for attr, value in vars(module).items() if inspect.isfunction(value) and not attr.startswith("_")

@@ -303,13 +303,9 @@ def parameters_of(name: str, function: Callable[..., Any], takes_state: bool) ->
 
 def tool_source(info: ToolInfo | None, reference: str, base_dir: Path) -> Path | None:
     """The file a tool's reference names (a file reference) or was imported from (the worker's word)."""
-    from pathlib import Path
+    from evalglass.lanes.hostload import reported_source
 
-    from evalglass.lanes.hostload import host_source, is_file_reference
-
-    if is_file_reference(reference.rpartition(":")[0]):
-        return host_source(reference, base_dir)
-    return Path(info.source) if info is not None and info.source else None
+    return reported_source(reference, base_dir, info.source if info is not None else None)
 
 
 __all__ = [

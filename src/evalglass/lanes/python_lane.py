@@ -35,7 +35,7 @@ from evalglass.lanes.callcache import CallStore
 from evalglass.lanes.executor import EndpointLimit, Executor, WorkLost
 from evalglass.lanes.hostcall import shipped_python_call
 from evalglass.lanes.hostimports import code_digest
-from evalglass.lanes.hostload import host_source, is_file_reference, load_function, put_on_path
+from evalglass.lanes.hostload import is_file_reference, load_function, put_on_path, reported_source
 from evalglass.lanes.hostworker import HostWorkers, WorkerDied, WorkerStartError
 from evalglass.lanes.ports import Job, LaneColumn, LaneFailure, LaneOutcome, LaneOutput
 from evalglass.lanes.specs import PythonLaneSpec
@@ -79,12 +79,9 @@ class PythonLane(TaskLane):
             info = self.workers.describe()
         except WorkerStartError as exc:
             raise LaneConfigError(str(exc)) from None
-        source: Path | None
-        if is_file_reference(spec.function.rpartition(":")[0]):
-            source = host_source(spec.function, base_dir)
-        else:
+        if not is_file_reference(spec.function.rpartition(":")[0]):
             put_on_path(base_dir)
-            source = Path(info.source) if info.source else None
+        source = reported_source(spec.function, base_dir, info.source)
         self.is_async = info.is_async
         self.takes_sample = info.takes_sample
         code_hash = code_digest(spec.function, base_dir, source)
