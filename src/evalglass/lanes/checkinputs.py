@@ -545,7 +545,8 @@ def _shadowing(folder: Path) -> Iterator[Path]:
         entries = sorted(folder.iterdir())
     except OSError:
         return
-    elsewhere = [entry for entry in sys.path if entry and Path(entry).resolve() != folder.resolve()]
+    resolved = folder.resolve()
+    elsewhere = [entry for entry in sys.path if entry and Path(entry).resolve() != resolved]
     for entry in entries:
         if entry.is_file() and entry.suffix == ".py":
             name, file = entry.stem, entry

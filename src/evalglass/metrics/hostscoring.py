@@ -42,10 +42,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from pydantic import ValidationError
 
 from evalglass import redaction
 from evalglass.core.score import Score
 from evalglass.metrics.errors import MetricLoadError
+from evalglass.metrics.hostrules import call_host, interpret, wanted_arguments
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -207,10 +209,6 @@ class _Lost(Exception):
 
 def checked(value: Any) -> MetricResult:
     """One call's answer from a worker, checked as an in-process return value is (``metrics.hostrules.interpret``)."""
-    from pydantic import ValidationError
-
-    from evalglass.metrics.hostrules import interpret
-
     if type(value) is float:
         return value
     if value == INTERRUPTED:
@@ -291,7 +289,6 @@ def _end() -> None:
     """What an interpreter does before it exits, which a forked worker would skip: wait for host code's non-daemon
     threads, run its ``atexit`` hooks, flush what it printed."""
     import atexit
-    import threading
 
     for thread in threading.enumerate():
         if thread is not threading.current_thread() and not thread.daemon:
@@ -306,7 +303,6 @@ def _load(reference: str, base_dir: Path, has_reference: bool, functions: list[C
     import inspect
 
     from evalglass.lanes.hostload import HostLoadError, load_function
-    from evalglass.metrics.hostrules import wanted_arguments
 
     try:
         function = load_function(reference, base_dir)
@@ -324,8 +320,6 @@ def _load(reference: str, base_dir: Path, has_reference: bool, functions: list[C
 
 
 def _calls(function: Callable[..., Any], columns: dict[str, list[Any]], count: int) -> list[Any]:
-    from evalglass.metrics.hostrules import call_host
-
     names = tuple(columns)
     results: list[Any] = []
     append = results.append
