@@ -140,8 +140,12 @@ RULE_VERSIONS: Mapping[str, int] = {"lower_bound": 2, "majority_ties": 2}
 #: ``{"score": 5}`` from the output before its own ``{"score": 1}`` scored 5; a repeated key kept its last value.
 #: Labels (a categorical scale's answer, and a labels file's) match the scale by canonical caseless matching
 #: (``core.textcase.caseless``); version 1 compared ``casefold`` alone, so a label whose accent was decomposed (NFD)
-#: was off the scale.
-PARSER_VERSIONS: Mapping[str, int] = {"json-score": 2}
+#: was off the scale. ``json-score@3``: a numeric scale's score written as text that is a plain decimal number
+#: (``{"score": "4"}``) is that number, then on or off the scale as a bare one; a label scale's score written as an
+#: integer (``{"score": 2}`` on labels ``"1"``, ``"2"``, ``"3"``) is the label its digits spell; a labels file's
+#: label likewise (``lanes.judge.numeral``, ``label_text``). Version 2 made both ``judge_unparseable`` (a labels
+#: file's, refused): an error that blocked every gate on the judge for a judge that had answered.
+PARSER_VERSIONS: Mapping[str, int] = {"json-score": 3}
 
 #: The judge-answer parser every ``llm_judge`` uses.
 JUDGE_PARSER_NAME = "json-score"
