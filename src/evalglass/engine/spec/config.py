@@ -1173,7 +1173,9 @@ def config_from_record(data: Any) -> Config:
 
 def load_config(path: Path) -> LoadedConfig:
     doc: YamlDocument = load_yaml(path, what="config")
-    config = validate_document(Config, doc, what="the config", context={"base_dir": path.parent})
+    config = validate_document(
+        Config, doc, what="the config", context={"base_dir": path.parent}, numbers_as_written=True
+    )
     from evalglass import redaction
 
     redaction.declare(config.secret_names)

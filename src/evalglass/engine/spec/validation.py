@@ -21,8 +21,16 @@ PRIORITY = {"extra_forbidden": 0, "union_tag_invalid": 1, "union_tag_not_found":
 
 
 def validate_document(
-    model: type[ModelT], doc: YamlDocument, *, what: str, context: dict[str, Any] | None = None
+    model: type[ModelT],
+    doc: YamlDocument,
+    *,
+    what: str,
+    context: dict[str, Any] | None = None,
+    numbers_as_written: bool = False,
 ) -> ModelT:
+    """``doc`` as ``model``, or every problem as one line at its ``file:line``. ``numbers_as_written``: refuse a
+    number the model took from text (:func:`refuse_numbers_from_text`), as a file the host writes now is read; a
+    snapshot a run kept is read as it was accepted then."""
     if not isinstance(doc.data, Mapping):
         raise SetupError(
             f"{what} must be a YAML mapping of keys to values, not {type(doc.data).__name__}",
@@ -30,9 +38,49 @@ def validate_document(
         )
     refuse_non_finite(doc, what)
     try:
-        return model.model_validate(doc.data, context=context)
+        validated = model.model_validate(doc.data, context=context)
     except ValidationError as exc:
         raise setup_error_from(exc, doc, model, what) from None
+    if numbers_as_written:
+        refuse_numbers_from_text(validated, doc, what)
+    return validated
+
+
+def refuse_numbers_from_text(validated: BaseModel, doc: YamlDocument, what: str) -> None:
+    """One line at its ``file:line`` for the first number the model holds where the document wrote text
+    (``proposed_threshold: "0.8"``, ``min_n: "5"``, ``level: "0.9"``).
+
+    The ledger reads its numbers strictly, so a quoted ``threshold: "0.8"`` is refused; pydantic's lax mode made the
+    same text in the config a number, so one file took what the other refused. Every field would need its own
+    ``strict=True`` (and the next field added would forget it), so the validated model is walked beside the
+    document instead: wherever the model holds an ``int`` or ``float`` (never a bool) and the document, at the same
+    place, holds text that spells a number, the text was converted. Text a validator reads on purpose (a duration,
+    a name) spells no plain number and is left alone; where a validator reshaped the document the walk stops."""
+    pending: list[tuple[Loc, Any, Any]] = [((), validated, doc.data)]
+    while pending:
+        loc, value, written = pending.pop()
+        if isinstance(value, BaseModel):
+            if not isinstance(written, Mapping):
+                continue
+            for name, field in type(value).model_fields.items():
+                key = field.alias or name
+                if key in written:
+                    pending.append(((*loc, key), getattr(value, name), written[key]))
+        elif isinstance(value, Mapping):
+            if isinstance(written, Mapping):
+                pending.extend(((*loc, key), item, written[key]) for key, item in value.items() if key in written)
+        elif isinstance(value, list | tuple):
+            if isinstance(written, list) and len(written) == len(value):
+                pending.extend(((*loc, index), item, written[index]) for index, item in enumerate(value))
+        elif type(value) in (int, float) and isinstance(written, str):
+            spelled = _spelled_number(written)
+            if spelled is not None:
+                raise SetupError(
+                    f"{_dotted(loc)}: {written!r} is text to YAML, not a number (a quoted value is text; PyYAML "
+                    "reads YAML 1.1: an exponent needs a dot and a sign, 1.0e-3)",
+                    where=doc.where(loc),
+                    fix=f"write {spelled} unquoted in {what}",
+                )
 
 
 def refuse_non_finite(doc: YamlDocument, what: str) -> None:
@@ -148,6 +196,13 @@ def _number_read_as_text(error: ErrorDetails) -> tuple[str, str] | None:
     text = error.get("input")
     if error["type"] not in _NUMBER_ERRORS or not isinstance(text, str):
         return None
+    spelled = _spelled_number(text)
+    return None if spelled is None else (text, spelled)
+
+
+def _spelled_number(text: str) -> str | None:
+    """How to write the number ``text`` spells so that YAML 1.1 reads it as that number; None when it spells none
+    (or a NaN or infinity)."""
     try:
         number = float(text.strip().replace("_", ""))
     except ValueError:
@@ -155,11 +210,11 @@ def _number_read_as_text(error: ErrorDetails) -> tuple[str, str] | None:
     if not math.isfinite(number):
         return None
     if number.is_integer() and abs(number) < 1e16:
-        return text, str(int(number))
+        return str(int(number))
     spelled = repr(number)
     if "e" in spelled and "." not in spelled.split("e")[0]:
         spelled = spelled.replace("e", ".0e")
-    return text, spelled
+    return spelled
 
 
 def _dotted(loc: Loc) -> str:
