@@ -78,3 +78,33 @@ def test_a_field_absent_from_every_answer_never_passes(tmp_path):
     assert metric["estimate"]["point"] == 0.0
     codes = {item["code"] for item in metric["population"]["top_diagnostics"]}
     assert codes == {"output_field_missing"}
+
+
+def json_project(tmp_path, threshold: float) -> Project:
+    """A bot asked for JSON answers `42`, `true`, `null`, an object and, once, prose. Under `parse: json` the first
+    three parse to a bare number, boolean and null: valid JSON text, which json_valid@2 made `error` `wrong_type`
+    (the gate blocked, exit 1, on a system that answered what was asked)."""
+    project = make_project(
+        tmp_path,
+        task={"type": "recorded", "parse": "json"},
+        metrics={"emits_json": {"type": "json_valid"}},
+        gates={"valid_json": {"metric": "emits_json", "proposed_threshold": threshold}},
+    )
+    answers = ["42", "true", "null", '{"answer": 1}', "Sure! Here it is: {answer: 1}"]
+    project.write_rows([{"id": f"e{index}", "output": text} for index, text in enumerate(answers)])
+    from tests.e2e.project import approve_as_is
+
+    approve_as_is(project, threshold, ["valid_json"])
+    return project
+
+
+@pytest.mark.parametrize(("threshold", "outcome", "code"), [(0.8, "pass", 0), (0.9, "fail", 1)])
+def test_a_bare_json_scalar_is_valid_json_and_prose_is_not(tmp_path, threshold, outcome, code):
+    project = json_project(tmp_path, threshold)
+    result = project.run("--format", "json")
+    card = result.json()
+    (gate,) = card["decision"]["gates"]
+    assert (gate["outcome"], result.code) == (outcome, code), (gate, result.err)
+    (metric,) = card["metrics"]
+    assert metric["estimate"]["point"] == 0.8  # four valid documents; the prose scores 0.0
+    assert metric["population"]["excluded_total"] == 0
