@@ -108,3 +108,41 @@ def test_a_bare_json_scalar_is_valid_json_and_prose_is_not(tmp_path, threshold, 
     (metric,) = card["metrics"]
     assert metric["estimate"]["point"] == 0.8  # four valid documents; the prose scores 0.0
     assert metric["population"]["excluded_total"] == 0
+
+
+LANE = """
+def answer(example):
+    if example["kind"] == "set":
+        return {"b", "a"}
+    if example["kind"] == "nan":
+        return float("nan")
+    return example["expected"]
+"""
+
+
+@pytest.mark.parametrize(("threshold", "outcome", "code"), [(0.8, "pass", 0), (0.9, "fail", 1)])
+def test_a_python_lanes_answer_json_cannot_hold_is_its_wrong_answer(tmp_path, threshold, outcome, code):
+    """A python lane returning a set (or NaN, which orjson alone wrote as null) for 2 of 10 examples: on main the set
+    was `task_output_unserialisable`, an error blocking the gate (exit 1 however good the other eight). It is the
+    system's answer, not JSON: each metric's worst value (`output_not_json`), and the gate decides."""
+    project = make_project(
+        tmp_path,
+        task={"type": "python", "function": "app.py:answer"},
+        metrics={"exact": {"type": "exact_match", "reference": "expected"}, "emits_json": {"type": "json_valid"}},
+        gates={"accuracy": {"metric": "exact", "proposed_threshold": threshold}},
+    )
+    (project.evals / "app.py").write_text(LANE)
+    kinds = ["set", "nan"] + ["fine"] * 8
+    project.write_rows([{"id": f"e{i}", "kind": kind, "expected": i} for i, kind in enumerate(kinds)])
+    from tests.e2e.project import approve_as_is
+
+    approve_as_is(project, threshold, ["accuracy"])
+    result = project.run("--out", "out", "--format", "json")
+    card = result.json()
+    (gate,) = card["decision"]["gates"]
+    assert (gate["outcome"], result.code) == (outcome, code), (gate, result.err)
+    points = {metric["name"]: metric["estimate"]["point"] for metric in card["metrics"]}
+    assert points == {"exact": 0.8, "emits_json": 0.8}
+    rows = [line for line in (tmp_path / "out" / "outputs.jsonl").read_text().splitlines()]
+    assert '"output":"{\'a\', \'b\'}","not_json"' in rows[0] and '"output":"nan","not_json"' in rows[1]
+    assert project.cli("verify", "out").code == 0
