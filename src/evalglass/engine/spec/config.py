@@ -619,7 +619,9 @@ class Config(BaseModel):
         recorded task reading ``graded`` (per example, every variant's output by name: ``variantoutputs.graded_lines``),
         those metrics only, and their gates. Never validated again, never decided on, never recorded."""
         compared = self.compared_metrics
-        task = RecordedTask(path=str(graded), field="output", samples=self.samples)
+        # parse: json reads a variant's answer that was not JSON (variantoutputs._graded) as the wrong answer it is;
+        # every other graded output is a mapping, which parsing leaves as it is.
+        task = RecordedTask(path=str(graded), field="output", samples=self.samples, parse="json")
         stage = self.model_copy(
             update={
                 "task": task,
