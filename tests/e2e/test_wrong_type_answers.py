@@ -146,3 +146,38 @@ def test_a_python_lanes_answer_json_cannot_hold_is_its_wrong_answer(tmp_path, th
     rows = [line for line in (tmp_path / "out" / "outputs.jsonl").read_text().splitlines()]
     assert '"output":"{\'a\', \'b\'}","not_json"' in rows[0] and '"output":"nan","not_json"' in rows[1]
     assert project.cli("verify", "out").code == 0
+
+
+def test_a_recorded_trajectory_cut_off_at_its_token_limit_is_noted_as_a_live_one_is(tmp_path):
+    """A recorded agent trajectory (or trace) whose final answer stopped at the token limit (`finish: length`,
+    `finish_reasons: ["max_tokens"]`) was scored with no trace of it; a live chat lane's is noted `output_truncated`.
+    The value is unchanged (a measurement); an answer that merely holds a `finish` key is not read as one."""
+    project = make_project(
+        tmp_path,
+        task={"type": "recorded", "field": "output"},
+        metrics={"echoed": {"type": "contains", "field": "text", "reference": "expected"}},
+        gates={},
+    )
+
+    def trajectory(text: str, **finish: Any) -> dict[str, Any]:
+        return {"messages": [{"role": "assistant", "content": text}], "text": text, **finish}
+
+    project.write_rows(
+        [
+            {"id": "whole", "expected": "yes", "output": trajectory("yes", finish="stop")},
+            {"id": "cut", "expected": "everything", "output": trajectory("every", finish="length")},
+            {"id": "trace", "expected": "all", "output": trajectory("al", finish_reasons=["max_tokens"])},
+            {"id": "own", "expected": "length", "output": {"text": "length", "finish": "length"}},
+        ]
+    )
+    result = project.run("--out", "out")
+    assert result.code == 0, result.err
+    from evalglass.engine.runs.artifacts import score_rows
+
+    rows = {row["id"]: row["scores"]["echoed"] for row in score_rows(tmp_path / "out" / "scores.jsonl")}
+    for cut, reason in (("cut", "length"), ("trace", "max_tokens")):
+        assert (rows[cut]["status"], rows[cut]["value"]) == ("scored", 0.0), rows[cut]
+        assert [d["code"] for d in rows[cut]["diagnostics"]] == ["output_truncated"]
+        assert reason in rows[cut]["diagnostics"][0]["message"]
+    assert rows["whole"] == 1.0 and rows["own"] == 1.0
+    assert project.cli("verify", "out").code == 0
