@@ -46,6 +46,10 @@ fields(PyObject *dict, PyObject **out)
         if (k == K_COUNT) {
             if (!PyUnicode_CheckExact(key))
                 return 0;
+            if (PyUnicode_READY(key) < 0) { /* a legacy string (3.11) that cannot be made ready: decline */
+                PyErr_Clear();
+                return 0;
+            }
             if (PyUnicode_KIND(key) != PyUnicode_1BYTE_KIND)
                 continue;
             Py_ssize_t length = PyUnicode_GET_LENGTH(key);
@@ -323,6 +327,10 @@ flat_scalar(PyObject *value)
     if (value == Py_None || value == Py_True || value == Py_False)
         return 1;
     if (PyUnicode_CheckExact(value)) {
+        if (PyUnicode_READY(value) < 0) {
+            PyErr_Clear();
+            return 0;
+        }
         int kind = PyUnicode_KIND(value);
         if (kind == PyUnicode_1BYTE_KIND)
             return 1;
