@@ -859,6 +859,23 @@ def argv_file_hashes(check: CheckSpec, base_dir: Path) -> dict[str, str]:
     return files
 
 
+def program_hashes(argv: Sequence[str], cwd: str | None, env: dict[str, str], base_dir: Path) -> dict[str, str] | None:
+    """The code a command runs, as a check's gate binds it: the files inside the config folder its argv names
+    (:func:`argv_file_hashes`) and the host code it runs by name wherever it lies (:func:`check_host_files`: a
+    script's imports, a ``-m`` module, files outside the folder a relative word names), labelled by path. A
+    ``command`` lane's call cache keys its answers by these (``lanes.command_lane``), so a changed program, or a
+    module it imports, is asked again, never answered by the old program's outputs. None when the scan reaches more
+    than ``MAX_HOST_FILES`` of the project's files (the caller then keys calls so that nothing answers them).
+    Limits, as for a check: a file the program opens at run time (data, a dynamically imported module) and a
+    program found on ``PATH`` are not in it."""
+    command = CheckSpec.model_construct(command=tuple(argv), cwd=cwd, env=dict(env))
+    try:
+        host = check_host_files(command, base_dir)
+    except TooManyHostFiles:
+        return None
+    return dict(sorted({**argv_file_hashes(command, base_dir), **host_file_hashes(host, base_dir.resolve())}.items()))
+
+
 def code_state(check: CheckSpec, base_dir: Path, leave_out: Collection[str] = ()) -> CodeBinding:
     """The code a check runs, hashed now, the way the config hashes it for its gates' fingerprints
     (``engine.spec.config.definition_file_hashes``, which calls this). Raises ``TooManyHostFiles`` and
