@@ -11,6 +11,7 @@ measured. The key now holds the bytes of every file the argv names and of the ho
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,24 @@ def test_a_changed_program_is_asked_again_and_its_gate_fails(tmp_path: Path, arg
     broken = {"answer.py": WRONG, "helper.py": wrong, "run.sh": f'exec "{sys.executable}" -c "print(1)"\n'}
     (project.root / changed).write_text(broken[changed])
     # The pull request's program answers wrong: its answers are measured, never main's replayed from the cache.
+    assert _verdict(project) == (1, "fail")
+
+
+def test_a_console_script_on_path_is_keyed_by_the_project_code_it_imports(tmp_path: Path) -> None:
+    """``argv: [my-app]``, a console script an install of the project put on ``PATH``: the module it runs is the
+    project's, so changing it is a miss too."""
+    bin_folder = tmp_path / "bin"
+    bin_folder.mkdir()
+    (bin_folder / "my-app").write_text(f"#!{sys.executable}\nfrom myapp import main\nmain()\n")
+    (bin_folder / "my-app").chmod(0o755)
+    (bin_folder / "myapp.py").write_text(f"def main():\n{_indented(RIGHT)}\n")
+    project = _project(tmp_path, ["my-app"])
+    config = project.root / "evalglass.yaml"
+    path = f"{bin_folder}{os.pathsep}{os.environ['PATH']}"
+    config.write_text(config.read_text().replace("cache: true", f"cache: true\n  env: {{PATH: '{path}'}}"))
+    _approve(project)
+    assert _verdict(project) == (0, "pass")
+    (bin_folder / "myapp.py").write_text(f"def main():\n{_indented(WRONG)}\n")
     assert _verdict(project) == (1, "fail")
 
 
