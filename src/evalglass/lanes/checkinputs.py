@@ -56,6 +56,7 @@ from evalglass.lanes.hostimports import (
     find_submodule,
     find_top_level,
     imported_host_files,
+    installed_label,
     is_host_file,
     module_host_files,
     source_host_files,
@@ -830,7 +831,8 @@ def host_file_hashes(paths: tuple[Path, ...], root: Path) -> dict[str, str]:
             data = read_regular(path, what="host module")
         except SetupError:
             continue  # gone since it was found: importing it fails the run with its own error
-        hashes[Path(os.path.relpath(path, root)).as_posix()] = fingerprint_of_bytes(data)
+        label = installed_label(path) or Path(os.path.relpath(path, root)).as_posix()
+        hashes[label] = fingerprint_of_bytes(data)
     return dict(sorted(hashes.items()))
 
 
