@@ -115,3 +115,38 @@ def test_a_package_from_an_index_stays_the_machines(tmp_path: Path) -> None:
     approve(root, site)
     (site / "myproj" / "evals.py").write_text(ALWAYS)
     assert verdict(root, site)[:2] == (0, "pass")
+
+
+def test_a_committed_helper_in_a_folder_named_site_packages_is_bound(tmp_path: Path) -> None:
+    """A folder's name does not make committed code the machine's: a helper the metric imports through a symlink
+    into ``vendor/site-packages/`` was left out of the binding, so rewriting it kept the approval fresh."""
+    evals = tmp_path / "repo" / "evals"
+    project(tmp_path / "repo")
+    config = yaml.safe_load((evals / "evalglass.yaml").read_text())
+    config["metrics"]["mine"]["function"] = "graders:score"
+    (evals / "evalglass.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    (evals / "graders.py").write_text(
+        "from helper import judge\n\n\ndef score(example):\n    return judge(example.output, example.record)\n"
+    )
+    vendored = evals / "vendor" / "site-packages"
+    vendored.mkdir(parents=True)
+    (vendored / "helper.py").write_text("def judge(output, record):\n    return float(output == record['expected'])\n")
+    (evals / "helper.py").symlink_to("vendor/site-packages/helper.py")
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "x"]):
+        subprocess.run(["git", *args], cwd=tmp_path / "repo", check=True, capture_output=True)
+    # `python -m evalglass` from the evals folder: the working folder is first on the path (docs/config.md).
+    approve_here = evalglass(evals, tmp_path / "none", "preflight", "--format", "json")
+    fingerprint = next(g for g in json.loads(approve_here.stdout)["gates"] if g["name"] == "g")["fingerprint"]
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from tests.e2e.project import validated_gold
+
+    ledger = {"gates": {"g": {"active": True, "threshold": 0.9, "fingerprint": fingerprint}}}
+    (evals / "authority.yaml").write_text(yaml.safe_dump({**ledger, "datasets": validated_gold(evals)}))
+    done = evalglass(evals, tmp_path / "none", "run", "--no-progress", "--format", "json")
+    assert done.returncode == 1 and json.loads(done.stdout)["decision"]["verdict"] == "fail", done.stderr
+
+    (vendored / "helper.py").write_text("def judge(output, record):\n    return 1.0\n")
+    done = evalglass(evals, tmp_path / "none", "run", "--no-progress", "--format", "json")
+    (gate,) = json.loads(done.stdout)["decision"]["gates"]
+    assert done.returncode == 1 and gate["outcome"] == "blocked", gate
+    assert "approval_stale" in [reason["code"] for reason in gate["reasons"]]

@@ -56,6 +56,7 @@ import importlib.metadata
 import json
 import os
 import site
+import subprocess
 import sys
 import sysconfig
 from collections.abc import Iterator, Sequence
@@ -83,6 +84,10 @@ __all__ = [
 #: whole application. Beyond it the scan stops with :class:`TooManyHostFiles`: binding part of what runs would be
 #: a gap no one sees.
 MAX_HOST_FILES = 5_000
+
+
+#: Seconds ``git ls-files`` may take to list a work tree's tracked files.
+GIT_TIMEOUT_S = 30.0
 
 
 class TooManyHostFiles(ValueError):
@@ -141,14 +146,50 @@ def installed_label(path: Path) -> str | None:
 @lru_cache(maxsize=65_536)
 def is_host_file(path: Path) -> bool:
     """True for a file a pull request to the project can change: not the standard library's, not installed in a
-    ``site-packages``/``dist-packages`` folder (unless installed from the checkout itself: :func:`_local_installs`),
-    not EvalGlass's own. (Where a path lies does not change while a process runs: remembered.)"""
+    ``site-packages``/``dist-packages`` folder (unless installed from the checkout itself, :func:`_local_installs`,
+    or committed to it, :func:`_committed`), not EvalGlass's own. (Where a path lies does not change while a
+    process runs: remembered.)"""
     resolved = path.resolve()
     if resolved in _local_installs():
         return True
-    if any(part in {"site-packages", "dist-packages"} for part in resolved.parts):
+    if any(resolved.is_relative_to(root) for root in _machine_roots()):
         return False
-    return not any(resolved.is_relative_to(root) for root in _machine_roots())
+    if any(part in {"site-packages", "dist-packages"} for part in resolved.parts):
+        return _committed(resolved)  # another environment's, unless the project commits it
+    return True
+
+
+def _committed(resolved: Path) -> bool:
+    """Whether git tracks ``resolved`` in the work tree holding it: a file a pull request commits is the project's
+    wherever it lies, so a helper moved into a folder named ``site-packages`` (imported through a symlink, or a
+    check's declared ``PYTHONPATH``) is bound like any other. (CI's environments are made by installing, never
+    committed.)"""
+    root = _work_tree(resolved.parent)
+    return root is not None and resolved in _tracked_files(root)
+
+
+@lru_cache(maxsize=4_096)
+def _work_tree(folder: Path) -> Path | None:
+    """The nearest folder at or above ``folder`` holding ``.git`` (a work tree's root), or None."""
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
+@cache
+def _tracked_files(root: Path) -> frozenset[Path]:
+    """Every file git tracks in the work tree at ``root`` (empty when ``git`` cannot say: a limit, stated in
+    docs/config.md)."""
+    try:
+        done = subprocess.run(
+            ["git", "ls-files", "-z"], cwd=root, capture_output=True, timeout=GIT_TIMEOUT_S, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return frozenset()
+    if done.returncode != 0:
+        return frozenset()
+    return frozenset(root / os.fsdecode(name) for name in done.stdout.split(b"\0") if name)
 
 
 def reference_host_files(reference: str, base_dir: Path, *, search_base: bool = False) -> tuple[Path, ...]:
