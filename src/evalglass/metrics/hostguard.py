@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import sysconfig
 import threading
 from collections.abc import Collection
 from pathlib import Path
@@ -54,12 +55,24 @@ _PROCESS_EVENTS = frozenset(
 )
 
 
+def _machine_prefixes() -> tuple[str, ...]:
+    """The folders of the standard library and installed packages, as paths name them and resolved."""
+    folders = [sysconfig.get_paths().get(key) for key in ("stdlib", "platstdlib", "purelib", "platlib")]
+    named = [folder for folder in folders if folder]
+    return tuple({os.path.join(form, "") for folder in named for form in (folder, os.path.realpath(folder))})
+
+
+_MACHINE = _machine_prefixes()
+
+
 class Guard:
     """The worker's rule: ``root`` the project, ``bound`` the files the gate binds (resolved)."""
 
     def __init__(self, root: Path, bound: Collection[Path]) -> None:
         self.root = root
         self.bound = frozenset(bound)
+        self._root = str(root)
+        self._inside = os.path.join(self._root, "")
         self.refused: list[str] = []
         #: Per thread: a check in progress on this thread (a hook must not recurse); another thread's does not
         #: exempt this one's events.
@@ -92,13 +105,18 @@ class Guard:
         self._local.checking = True  # resolving a path opens no file, but a hook must not recurse whatever it does
         try:
             try:
-                path = Path(os.fsdecode(name))
-                path = (path if path.is_absolute() else Path.cwd() / path).resolve()
-            except (OSError, RuntimeError, TypeError, ValueError):
+                text = os.fsdecode(name)
+                if os.path.abspath(text).startswith(_MACHINE):
+                    return  # the standard library's or an installed package's (no system call to say so)
+                full = os.path.realpath(text)  # from the working folder, links followed
+            except (OSError, TypeError, ValueError):
                 return
+            if full != self._root and not full.startswith(self._inside):
+                return  # the machine's, or elsewhere: one string test for nearly every event
+            path = Path(full)
             # A folder of the project opened as a file is refused too: a later ``os.open(name, dir_fd=...)`` names its
             # file relative to it, and the audit event does not carry the folder.
-            if path in self.bound or not path.is_relative_to(self.root) or not is_host_file(path):
+            if path in self.bound or not is_host_file(path):
                 return
             shown = os.path.relpath(path, self.root) if path != self.root else "."
             if path.suffix == ".pyc":
