@@ -21,6 +21,9 @@ FAILING = "def test_sum():\n    assert 1 + 1 == 3\n"
 PLUGIN = "def pytest_sessionfinish(session, exitstatus):\n    pass\n"
 FORGIVING = "def pytest_sessionfinish(session, exitstatus):\n    session.exitstatus = 0\n"
 AT_EXIT_ZERO = "import atexit, os\natexit.register(os._exit, 0)\n\ndef test_nothing():\n    pass\n"
+UNITTEST_FAILING = (
+    "import unittest\n\nclass Sample(unittest.TestCase):\n    def test_sum(self):\n        self.assertEqual(2, 3)\n"
+)
 PYTEST = ["{python}", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 
 #: case: (check declaration, files written before approval, the pull request's files)
@@ -51,6 +54,11 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, str], dict[str, str]]] = {
         {"command": [*PYTEST, "tests"], "inputs": ["tests"]},
         {"conftest.py": "pytest_plugins = ['confplug']\n", "confplug.py": PLUGIN},
         {"confplug.py": FORGIVING},
+    ),
+    "a test module unittest discovers beside the declared one": (
+        {"command": ["{python}", "-m", "unittest", "discover"], "inputs": ["test_sample.py"]},
+        {"test_sample.py": UNITTEST_FAILING},
+        {"test_zz.py": AT_EXIT_ZERO},
     ),
     "a test module python_files selects": (
         {"command": PYTEST, "inputs": ["tests/check_sample.py"]},

@@ -566,7 +566,28 @@ def check_host_files(spec: CheckSpec, base_dir: Path) -> tuple[Path, ...]:
         _runner(word) in {"pytest", "py.test"} for word in words
     ):
         found.update(dict.fromkeys(_pytest_files(spec, words, cwd, root, path)))
+    if spec.inputs and any(value == "unittest" for _, option, value in runs if option == "-m"):
+        found.update(dict.fromkeys(_unittest_files(spec, words, cwd, root, path)))
     return tuple(file for file in found if is_host_file(file))
+
+
+def _unittest_files(
+    spec: CheckSpec, words: Sequence[str], cwd: Path, root: Path, path: Sequence[str]
+) -> Iterator[Path]:
+    """What ``python -m unittest`` may import below its ``cwd`` and the folders its command names, for a check with
+    ``inputs:``: test modules by its pattern (``test*.py``, or the ``-p``/``--pattern`` given) and packages'
+    ``__init__.py``, with what they import, unless an input or the target holds them, as for pytest
+    (:func:`_collected_below`): one a pull request adds beside the declared tests would run unbound."""
+    pattern = "test*.py"
+    for at, word in enumerate(words[:-1]):
+        if word in {"-p", "--pattern"}:
+            pattern = words[at + 1]
+        elif word.startswith("--pattern="):
+            pattern = word.split("=", 1)[1]
+    stop = _repository_root(cwd) or root
+    for found in _collected_below(spec, words, cwd, root, stop, patterns=("__init__.py", pattern), configs=False):
+        yield found
+        yield from imported_host_files(found, (str(found.parent), str(cwd), *path))
 
 
 def _shadowing(folder: Path) -> Iterator[Path]:
@@ -661,6 +682,9 @@ def _collected_below(
     stop: Path,
     options: Sequence[str] = (),
     configured: Sequence[Path] = (),
+    *,
+    patterns: Sequence[str] = PYTEST_COLLECTED,
+    configs: bool = True,
 ) -> Iterator[Path]:
     """Each file pytest may import while it collects (:data:`PYTEST_COLLECTED`), and each configuration file it may
     read (:data:`PYTEST_IMPLICIT`: it looks from the folders its command names up, before its ``cwd``), below its
@@ -714,8 +738,10 @@ def _collected_below(
             for name in sorted(files):
                 found = here / name
                 section = PYTEST_IMPLICIT.get(name, b"")
-                configures = name != "conftest.py" and (section is None or (section and section in _read(found)))
-                default = configures or any(fnmatch.fnmatchcase(name, pattern) for pattern in PYTEST_COLLECTED)
+                configures = (
+                    configs and name != "conftest.py" and (section is None or (section and section in _read(found)))
+                )
+                default = configures or any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
                 if not default and not name.endswith(".py"):
                     continue
                 if (here == cwd and name == "conftest.py") or found in globbed or _covered(found, covering):
