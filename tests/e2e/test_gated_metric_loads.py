@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from evalglass.core.exitcodes import ExitCode
-from tests.e2e.project import Project, approve_as_is, make_project
+from tests.e2e.project import Project, approve_as_is, make_project, run_cli
 
 HONEST = "def grade(output, reference):\n    return 1.0 if output == reference else 0.0\n"
 CHEAT = "def grade(output, reference):\n    return 1.0\n"
@@ -168,6 +168,8 @@ def test_a_cached_bytecode_file_in_the_checkout_does_not_replace_a_bound_module(
     assert (outcome, code, diagnostics) == ("fail", ExitCode.FAILED, [])  # on main: pass, exit 0
 
 
+JUDGE_WITH_HELPERS = "import helpers\ndef score(output, reference):\n    return helpers.grade(output, reference)\n"
+
 HONEST_SETUPS = {
     "bound helpers, a machine module by name": (
         "import importlib\nimport helpers\n"
@@ -212,3 +214,19 @@ def test_an_ungated_metric_may_still_load_what_it_likes(tmp_path):
     assert result.code == ExitCode.OK, result
     values = [json.loads(line)["scores"]["mine"] for line in (project.root / "run" / "scores.jsonl").open()]
     assert [value for block in values for value in block] == [1.0] * 8
+
+
+def test_a_project_module_the_environment_loaded_before_the_worker_blocks_the_gate(tmp_path):
+    """A ``sitecustomize.py`` of the project on the ``PYTHONPATH`` evalglass runs with is imported by every Python
+    that starts there, the worker's included, before any rule can watch it: the worker finds it loaded and refuses
+    it all the same, until a bound file imports it by statement."""
+    project = _project(tmp_path, JUDGE_WITH_HELPERS, {"helpers.py": HONEST})
+    project.write_rows([{"id": f"ex-{i}", "expected": "yes", "output": "yes"} for i in range(1, 9)])
+    (project.root / "site").mkdir()
+    (project.root / "site" / "sitecustomize.py").write_text("LOADED = True\n")
+    approve_as_is(project, 0.9, ["mine"])
+    env = {"PYTHONPATH": str(project.root / "site")}
+    result = run_cli("run", "--format", "json", "--no-progress", "--no-history", cwd=project.root, env=env)
+    (gate,) = result.json()["decision"]["gates"]
+    assert (gate["outcome"], result.code) == ("blocked", ExitCode.FAILED), result
+    assert "site/sitecustomize.py, which the gate does not bind" in result.out, result.out
