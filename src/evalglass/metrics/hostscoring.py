@@ -5,7 +5,9 @@ definitions). A python metric's function is host code: a gated metric's file and
 statically are bound by its gate's approval, but an ungated metric's function is bound by nothing, and a dynamic
 import (``importlib.import_module(name)``) in a gated metric's module loads code nothing binds. Run in the deciding
 process, such code could replace ``evalglass.core.gates.meets`` or the gated metric's function and make ``evalglass
-run`` pass on a failing value. So the deciding process never imports a python metric's module.
+run`` pass on a failing value. So the deciding process never imports a python metric's module, and a gated
+metric's worker may load no file of the project its gate does not bind (``metrics.hostguard``): unbound code can
+change neither what decides nor the gated metric's own values.
 
 How. Each metric source (a ``.py`` file, as it is on disk when the metric is built, or a module by name) gets one
 worker process of its own (:class:`MetricWorker`), forked from the lanes' clean fork server
