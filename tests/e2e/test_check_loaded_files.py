@@ -124,8 +124,11 @@ def test_a_shell_script_whose_calls_no_input_binds_cannot_earn_green(tmp_path):
     (project.evals / "helper.py").write_text("import sys\nsys.exit(0)\n")  # the pull request
     code, outcome, reasons = _gate(project)
     assert (code, outcome, reasons) == (1, "blocked", ["check_inputs_unbound"])  # on the old main: (0, "pass", [])
-    found = project.run("--no-history", "--format", "json").json()["decision"]["gates"][0]["reasons"][0]["message"]
+    result = project.run("--no-history", "--format", "json", "--out", "run")
+    found = result.json()["decision"]["gates"][0]["reasons"][0]["message"]
     assert "script 'run.sh' (what it runs is not followed)" in found, found
+    verified = project.cli("verify", "run")  # re-derived beside the config folder: the same block
+    assert verified.code == 0, verified
 
 
 def test_a_shell_script_whose_calls_are_declared_decides_and_goes_stale(tmp_path):
