@@ -38,13 +38,14 @@ in a check's ``env:`` (``lanes.checkspec.UNBINDABLE_ENV``) and named unbound whe
 
 Limits, said in docs/config.md and docs/checks.md: a dynamic import (``importlib.import_module(name)``,
 ``__import__``, ``exec``), a module a package's ``__init__`` adds to its ``__path__`` at import time, and data files
-host code reads at run time are not found; a compiled extension is bound by its bytes, not by what it was built
-from; a name that does not resolve where the scan looks is not bound: a path a check's command builds from variables
+host code reads at run time are not found (a gated python metric's worker refuses to load them instead:
+``metrics.hostguard``); a compiled extension is bound by its bytes, not by what it was built from; a name that
+does not resolve where the scan looks is not bound: a path a check's command builds from variables
 (``PYTHONPATH=$HOME/lib``) or sets in a script it runs, a Ray executor's ``runtime_env`` path, a ``python`` on
 ``PATH`` that is another interpreter than this one; ``.pth`` files in the machine's site folders are the machine's;
-what pytest loads through its configuration (``addopts = -p``, ``pytest_plugins``, installed entry points, other
-``python_files``), what it collects in a hidden folder or an environment below the check's ``cwd`` (only when a
-bound configuration says so) and, for a check without ``inputs:``, anything it discovers (unbound as a whole);
+what pytest loads through installed entry points or a ``pytest_plugins`` built at run time, what it collects in a
+hidden folder or an environment below the check's ``cwd`` (only when a bound configuration says so) and, for a
+check without ``inputs:``, anything it discovers (unbound as a whole);
 and what any other runner loads on its own.
 """
 
