@@ -73,7 +73,11 @@ def evalglass_run(request: pytest.FixtureRequest) -> Callable[..., PytestRun]:
         try:
             result = evalglass.run(path, out=out, cache=cache, db=db)
         except evalglass.SetupError as exc:
-            pytest.fail(f"EvalGlass could not complete the run (no verdict): {exc.line()}", pytrace=False)
-        return PytestRun(folder=result.folder, scorecard=result.scorecard)
+            problem = exc.line()
+        else:
+            return PytestRun(folder=result.folder, scorecard=result.scorecard)
+        # Failed outside the ``except``: inside it, pytest shows the SetupError again above the failure ("During
+        # handling of the above exception, another exception occurred"), the one line said twice.
+        pytest.fail(f"EvalGlass could not complete the run (no verdict): {problem}", pytrace=False)
 
     return run
