@@ -34,6 +34,22 @@ def test_invalid_yaml_names_the_line(tmp_path):
     assert_one_line_error(project.run(), "evalglass.yaml:", "not valid YAML")
 
 
+@pytest.mark.parametrize("file", ["evalglass.yaml", "authority.yaml"])
+def test_a_line_indented_with_a_tab_is_named_with_the_fix(tmp_path, file):
+    """PyYAML's own words ("found character that cannot start any token") name neither the tab nor the fix, and an
+    editor shows the tab as spaces."""
+    project = make_project(tmp_path)
+    project.write_ledger({"version": 1, "gates": {"accuracy": {"active": False}}})
+    path = project.evals / file
+    rows = path.read_text().splitlines()
+    line = next(i for i, row in enumerate(rows) if row.startswith("  "))
+    rows[line] = "\t" + rows[line][2:]
+    path.write_text("\n".join(rows) + "\n")
+    assert_one_line_error(
+        project.run(), f"{file}:{line + 1}: ", "a tab indents this line", "replace the tab with spaces"
+    )
+
+
 def test_unknown_key_is_refused_with_did_you_mean_and_line(tmp_path):
     project = make_project(tmp_path)
     text = (project.evals / "evalglass.yaml").read_text().replace("proposed_threshold", "proposed_treshold")
