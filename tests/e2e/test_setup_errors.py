@@ -169,3 +169,16 @@ def test_duplicate_ids_across_batches_name_both_lines(tmp_path):
     rows[640]["id"] = "e3"  # far past the first batch of 512 examples
     project.write_rows(rows)
     assert_one_line_error(project.run(), "data.jsonl:641", "duplicate example id 'e3'", "first at line 4")
+
+
+@pytest.mark.parametrize(
+    ("file", "fix"),
+    [("data.jsonl", "point at the dataset file itself"), ("evalglass.yaml", "point at the config file itself")],
+)
+def test_a_directory_where_a_file_belongs_is_named_with_the_fix(tmp_path, file, fix):
+    project = make_project(tmp_path)
+    (project.evals / file).unlink()
+    (project.evals / file).mkdir()
+    result = project.run()
+    assert_one_line_error(result, f"evals/{file}: ", "is a directory, not a regular file", fix)
+    assert "file file" not in result.err, result.err

@@ -38,7 +38,7 @@ def open_regular(
             raise SetupError(
                 f"{what} is {_kind(info.st_mode)}, not a regular file",
                 where=str(path),
-                fix=other_fix or f"point at the {what} file itself",
+                fix=other_fix or f"point at the {_as_file(what)} itself",
             )
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb", buffering=buffering)
@@ -58,7 +58,7 @@ def read_regular(
             raise unreadable(path, what, exc) from None
     if len(data) > limit:
         raise SetupError(
-            f"{what} is larger than {limit >> 20} MiB", where=str(path), fix=f"point at the {what} file itself"
+            f"{what} is larger than {limit >> 20} MiB", where=str(path), fix=f"point at the {_as_file(what)} itself"
         )
     return data
 
@@ -88,3 +88,8 @@ def _kind(mode: int) -> str:
     if stat.S_ISSOCK(mode):
         return "a socket"
     return "not a regular file"
+
+
+def _as_file(what: str) -> str:
+    """``what`` as a file's name in a fix: "config file", "dataset file" (not "dataset file file")."""
+    return what if what.endswith("file") else f"{what} file"
