@@ -125,12 +125,24 @@ class GuardedGroup(click.Group):
         except KeyboardInterrupt:
             stop = Interrupted()
             _exit_after(stop.stderr_lines(), stop.exit_code, debug)
+        except PermissionError as exc:
+            # What a reader did not catch itself (``Path.exists()`` and ``is_dir()`` raise for a path in a folder
+            # this user may not search): the machine's permissions, which the user can mend, not an internal error.
+            _exit_after([_permission_line(exc)], ExitCode.SETUP, debug)
         except Exception as exc:
             _exit_after(
                 [f"error: internal error: {type(exc).__name__}: {exc} (rerun with --debug for a traceback)"],
                 ExitCode.SETUP,
                 debug,
             )
+
+
+def _permission_line(exc: PermissionError) -> str:
+    where = f"{exc.filename}: " if exc.filename is not None else ""
+    return (
+        f"error: {where}permission denied ({exc.strerror or exc}) — make it readable (writable for a folder the run "
+        "writes to), and every folder above it searchable, by the user running evalglass"
+    )
 
 
 @contextmanager

@@ -64,12 +64,13 @@ def evalglass_run(request: pytest.FixtureRequest) -> Callable[..., PytestRun]:
         db: str | None = None,
     ) -> PytestRun:
         import evalglass
+        from evalglass.readers.userfiles import may_exist
 
         path = Path(config)
         if not path.is_absolute():
             # rootdir first (tests run from anywhere under it), then the working directory; when neither has the
             # file, the error names the rootdir path.
-            path = next((base / path for base in (root, Path.cwd()) if (base / path).exists()), root / path)
+            path = next((base / path for base in (root, Path.cwd()) if may_exist(base / path)), root / path)
         try:
             result = evalglass.run(path, out=out, cache=cache, db=db)
         except evalglass.SetupError as exc:

@@ -21,6 +21,16 @@ from evalglass.errors import SetupError
 MAX_WHOLE_FILE = 256 << 20
 
 
+def may_exist(path: Path) -> bool:
+    """``path.exists()``, except that a path whose folder this user may not search counts as existing: Python's
+    ``exists()`` raises ``PermissionError`` for it, which reached the user as an internal error. Opening it then
+    says "permission denied" naming it (:func:`open_regular`), where a False would have said "not found"."""
+    try:
+        return path.exists()
+    except PermissionError:
+        return True
+
+
 def open_regular(
     path: Path, *, what: str, missing_fix: str | None = None, buffering: int = 0, other_fix: str | None = None
 ) -> BinaryIO:
