@@ -182,3 +182,19 @@ def test_a_directory_where_a_file_belongs_is_named_with_the_fix(tmp_path, file, 
     result = project.run()
     assert_one_line_error(result, f"evals/{file}: ", "is a directory, not a regular file", fix)
     assert "file file" not in result.err, result.err
+
+
+def test_a_config_behind_a_loop_of_links_is_named_as_one(tmp_path):
+    project = make_project(tmp_path)
+    (tmp_path / "one.yaml").symlink_to("two.yaml")
+    (tmp_path / "two.yaml").symlink_to("one.yaml")
+    assert_one_line_error(
+        project.run("--config", "one.yaml"), "one.yaml: ", "a loop of symbolic links", "mend the links"
+    )
+
+
+def test_a_run_name_too_long_for_the_file_system_is_one_line_not_an_internal_error(tmp_path):
+    project = make_project(tmp_path)
+    result = project.cli("view", "r" * 300)
+    assert_one_line_error(result, "r" * 300 + ": ", "File name too long", "check the path")
+    assert "internal error" not in result.err

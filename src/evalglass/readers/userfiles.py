@@ -80,8 +80,14 @@ def unreadable(path: Path, what: str, exc: OSError, *, missing_fix: str | None =
     if exc.errno in (errno.EACCES, errno.EPERM):
         return SetupError(f"cannot read {what}: permission denied", where=str(path), fix="make it readable")
     if exc.errno == errno.EISDIR:
-        return SetupError(f"{what} is a directory, not a file", where=str(path), fix=f"point at the {what} file")
-    if exc.errno in (errno.ENOTDIR, errno.ELOOP):
+        return SetupError(f"{what} is a directory, not a file", where=str(path), fix=f"point at the {_as_file(what)}")
+    if exc.errno == errno.ELOOP:
+        return SetupError(
+            f"cannot read {what}: its path goes round a loop of symbolic links",
+            where=str(path),
+            fix="point it at the file itself, or mend the links",
+        )
+    if exc.errno == errno.ENOTDIR:
         return SetupError(
             f"cannot read {what}: a part of its path is not a folder", where=str(path), fix="check the path"
         )
