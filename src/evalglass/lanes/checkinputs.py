@@ -34,6 +34,7 @@ import fnmatch
 import os
 import re
 import shlex
+import shutil
 import stat
 import sys
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -55,6 +56,7 @@ from evalglass.lanes.hostimports import (
     find_submodule,
     find_top_level,
     imported_host_files,
+    installed_label,
     is_host_file,
     module_host_files,
     source_host_files,
@@ -829,7 +831,8 @@ def host_file_hashes(paths: tuple[Path, ...], root: Path) -> dict[str, str]:
             data = read_regular(path, what="host module")
         except SetupError:
             continue  # gone since it was found: importing it fails the run with its own error
-        hashes[Path(os.path.relpath(path, root)).as_posix()] = fingerprint_of_bytes(data)
+        label = installed_label(path) or Path(os.path.relpath(path, root)).as_posix()
+        hashes[label] = fingerprint_of_bytes(data)
     return dict(sorted(hashes.items()))
 
 
@@ -857,6 +860,37 @@ def argv_file_hashes(check: CheckSpec, base_dir: Path) -> dict[str, str]:
             continue
         files[candidate.relative_to(root).as_posix()] = fingerprint_of_bytes(data)
     return files
+
+
+def program_hashes(argv: Sequence[str], cwd: str | None, env: dict[str, str], base_dir: Path) -> dict[str, str] | None:
+    """The code a command runs, as a check's gate binds it: the files inside the config folder its argv names
+    (:func:`argv_file_hashes`) and the host code it runs by name wherever it lies (:func:`check_host_files`: a
+    script's imports, a ``-m`` module, files outside the folder a relative word names), and a Python program found
+    on ``PATH`` with the host modules it imports (:func:`_path_program_files`), labelled by path. A
+    ``command`` lane's call cache keys its answers by these (``lanes.command_lane``), so a changed program, or a
+    module it imports, is asked again, never answered by the old program's outputs. None when the scan reaches more
+    than ``MAX_HOST_FILES`` of the project's files (the caller then keys calls so that nothing answers them).
+    Limits: a file the program opens at run time (data, a dynamically imported module), a compiled program's own
+    code, and modules an install finds through an import hook (some editable installs) are not in it."""
+    command = CheckSpec.model_construct(command=tuple(argv), cwd=cwd, env=dict(env))
+    try:
+        host = [*check_host_files(command, base_dir), *_path_program_files(argv[0], env)]
+    except TooManyHostFiles:
+        return None
+    found = tuple(dict.fromkeys(path for path in host if is_host_file(path)))
+    return dict(sorted({**argv_file_hashes(command, base_dir), **host_file_hashes(found, base_dir.resolve())}.items()))
+
+
+def _path_program_files(program: str, env: dict[str, str]) -> list[Path]:
+    """A program found on ``PATH`` that is a Python script (a console script an install of the project made,
+    ``my-app``): itself and the host modules it imports (the project's code it runs), found as it finds them."""
+    if "/" in program:
+        return []  # named by path: a script the check scan finds already
+    found = shutil.which(program, path=env.get("PATH", os.environ.get("PATH")))
+    if found is None or not _python_shebang(Path(found)):
+        return []
+    script = Path(found).resolve()
+    return [script, *imported_host_files(script, (str(script.parent),))]
 
 
 def code_state(check: CheckSpec, base_dir: Path, leave_out: Collection[str] = ()) -> CodeBinding:
