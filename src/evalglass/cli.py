@@ -9,6 +9,7 @@ Heavy modules are imported inside the commands so that `evalglass --help` starts
 from __future__ import annotations
 
 import atexit
+import errno
 import gc
 import os
 import sys
@@ -125,12 +126,43 @@ class GuardedGroup(click.Group):
         except KeyboardInterrupt:
             stop = Interrupted()
             _exit_after(stop.stderr_lines(), stop.exit_code, debug)
+        except OSError as exc:
+            # What a reader did not catch itself (``Path.exists()`` and ``is_dir()`` raise for a path in a folder
+            # this user may not search, a name too long, a loop of links; a full disk): the machine's, which the
+            # user can mend, not an internal error. One with neither a path nor such a cause is still internal.
+            line = _os_error_line(exc)
+            _exit_after([line or _internal_line(exc)], ExitCode.SETUP, debug)
         except Exception as exc:
-            _exit_after(
-                [f"error: internal error: {type(exc).__name__}: {exc} (rerun with --debug for a traceback)"],
-                ExitCode.SETUP,
-                debug,
-            )
+            _exit_after([_internal_line(exc)], ExitCode.SETUP, debug)
+
+
+def _internal_line(exc: Exception) -> str:
+    return f"error: internal error: {type(exc).__name__}: {exc} (rerun with --debug for a traceback)"
+
+
+#: Errors of the machine's storage whatever the file: the fix is the same for every one.
+_STORAGE_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+
+
+def _os_error_line(exc: OSError) -> str | None:
+    """The one line for an ``OSError`` no reader turned into its own, or None when it names no path and no
+    cause the user can mend (then it is an internal error)."""
+    reason = exc.strerror or str(exc)
+    if exc.errno in _STORAGE_FULL:
+        where = f"{exc.filename}: " if exc.filename is not None else ""
+        return (
+            f"error: {where}{reason} — free space (or raise the quota or file-size limit), or write the run elsewhere"
+        )
+    if exc.filename is None:
+        return None
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return (
+            f"error: {exc.filename}: permission denied — make it readable (writable for a folder the run writes "
+            "to), and every folder above it searchable, by the user running evalglass"
+        )
+    if exc.errno == errno.EROFS:
+        return f"error: {exc.filename}: {reason} — write the run to a writable folder (--out)"
+    return f"error: {exc.filename}: {reason} — check the path"
 
 
 @contextmanager
