@@ -177,24 +177,18 @@ def _stdout_to_stderr() -> Iterator[None]:
         os.close(saved_err)
 
 
-_BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
-
-
 def _load_numpy() -> None:
-    """Load numpy with OpenBLAS on one thread, unless the environment already says how many threads to use.
+    """Load numpy with OpenBLAS on one thread (``evalglass.blasthreads``), and have SciPy's own OpenBLAS load the
+    same way when a t or beta quantile first needs SciPy's ufuncs (``core.stats._scipyfuncs``: core sets no
+    environment itself, so the command line hands it the guard)."""
+    from evalglass.blasthreads import one_blas_thread
+    from evalglass.core.stats._scipyfuncs import guard_loading
 
-    EvalGlass does no linear algebra, but OpenBLAS starts a worker per core as it loads, and each spins for work
-    that never comes: ~80 ms of CPU, taken from the run itself on a 2-CPU CI machine. The variable is read once,
-    when the library loads, and is removed again so that checks and lanes started later do not inherit it. Host
-    metrics and lanes running in this process get one BLAS thread too; setting one of the variables keeps theirs.
-    """
-    if "numpy" in sys.modules or any(name in os.environ for name in _BLAS_THREAD_VARIABLES):
+    guard_loading(one_blas_thread)
+    if "numpy" in sys.modules:
         return
-    os.environ["OPENBLAS_NUM_THREADS"] = "1"
-    try:
+    with one_blas_thread():
         import numpy  # noqa: F401
-    finally:
-        del os.environ["OPENBLAS_NUM_THREADS"]
 
 
 def _console() -> Any:
