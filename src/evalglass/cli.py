@@ -178,13 +178,10 @@ def _stdout_to_stderr() -> Iterator[None]:
 
 
 def _load_numpy() -> None:
-    """Load numpy with OpenBLAS on one thread (``evalglass.blasthreads``), and have SciPy's own OpenBLAS load the
-    same way when a t or beta quantile first needs SciPy's ufuncs (``core.stats._scipyfuncs``: core sets no
-    environment itself, so the command line hands it the guard)."""
+    """Load numpy with OpenBLAS on one thread (``evalglass.blasthreads``; SciPy's own OpenBLAS gets the same guard
+    from ``main``)."""
     from evalglass.blasthreads import one_blas_thread
-    from evalglass.core.stats._scipyfuncs import guard_loading
 
-    guard_loading(one_blas_thread)
     if "numpy" in sys.modules:
         return
     with one_blas_thread():
@@ -237,9 +234,13 @@ def main(debug: bool) -> None:
     Exit codes: 0 informational or pass, 1 fail or blocked, 2 the run could not complete, 130 interrupted.
     Exit 0 does not by itself mean quality was checked: an informational run has no active gate.
     """
+    from evalglass.blasthreads import one_blas_thread
+    from evalglass.core.stats._scipyfuncs import guard_loading
     from evalglass.redaction import redact_standard_streams
 
     redact_standard_streams()  # no secret of the environment is ever printed, whoever prints it
+    # SciPy's bundled OpenBLAS starts no worker per core when any command's first t or beta quantile loads it.
+    guard_loading(one_blas_thread)
     # Interpreter teardown runs the cyclic collector over every object still alive (modules, pydantic schemas, a
     # run's columns): ~0.07-0.15 s of a short command. Frozen objects are skipped by those passes and still freed
     # by reference counting as modules are torn down; only the finalizers of cycles alive at exit, which Python
