@@ -209,24 +209,15 @@ def _stdout_to_stderr() -> Iterator[None]:
         os.close(saved_err)
 
 
-_BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
-
-
 def _load_numpy() -> None:
-    """Load numpy with OpenBLAS on one thread, unless the environment already says how many threads to use.
+    """Load numpy with OpenBLAS on one thread (``evalglass.blasthreads``; SciPy's own OpenBLAS gets the same guard
+    from ``main``)."""
+    from evalglass.blasthreads import one_blas_thread
 
-    EvalGlass does no linear algebra, but OpenBLAS starts a worker per core as it loads, and each spins for work
-    that never comes: ~80 ms of CPU, taken from the run itself on a 2-CPU CI machine. The variable is read once,
-    when the library loads, and is removed again so that checks and lanes started later do not inherit it. Host
-    metrics and lanes running in this process get one BLAS thread too; setting one of the variables keeps theirs.
-    """
-    if "numpy" in sys.modules or any(name in os.environ for name in _BLAS_THREAD_VARIABLES):
+    if "numpy" in sys.modules:
         return
-    os.environ["OPENBLAS_NUM_THREADS"] = "1"
-    try:
+    with one_blas_thread():
         import numpy  # noqa: F401
-    finally:
-        del os.environ["OPENBLAS_NUM_THREADS"]
 
 
 def _console() -> Any:
@@ -275,9 +266,13 @@ def main(debug: bool) -> None:
     Exit codes: 0 informational or pass, 1 fail or blocked, 2 the run could not complete, 130 interrupted.
     Exit 0 does not by itself mean quality was checked: an informational run has no active gate.
     """
+    from evalglass.blasthreads import one_blas_thread
+    from evalglass.core.stats._scipyfuncs import guard_loading
     from evalglass.redaction import redact_standard_streams
 
     redact_standard_streams()  # no secret of the environment is ever printed, whoever prints it
+    # SciPy's bundled OpenBLAS starts no worker per core when any command's first t or beta quantile loads it.
+    guard_loading(one_blas_thread)
     # Interpreter teardown runs the cyclic collector over every object still alive (modules, pydantic schemas, a
     # run's columns): ~0.07-0.15 s of a short command. Frozen objects are skipped by those passes and still freed
     # by reference counting as modules are torn down; only the finalizers of cycles alive at exit, which Python
