@@ -483,10 +483,70 @@ def _kept(
     return budget is not None and time.monotonic() - began > budget
 
 
+class Watchdog:
+    """Sees a call of a worker's run pass its timeout. A thread, started at the first run with a timeout: it sends
+    what the run came to up to that call, that call as timed out (``expired(index, timeout)`` makes the message),
+    and ends the worker (the call cannot be stopped; the deciding process starts another worker for the calls
+    left). The worker's loop says which call it is making (``index``, ``started``: plain attributes, set per call
+    without the lock, for a fast function's sake); either the run's end or the watchdog sends the answer, never
+    both (:meth:`finish`). Shared by a python lane's workers and a python metric's (``lanes/metricworker.py``)."""
+
+    def __init__(self, conn: Connection, expired: Callable[[int, float], bytes]) -> None:
+        self.conn, self.expired = conn, expired
+        self.index = 0
+        self.started = 0.0
+        self.timeout: float | None = None
+        self.serial = 0  # which run the watchdog is looking at (odd: one is in flight)
+        self.sent = False
+        self.lock = threading.Lock()
+        self.wake = threading.Condition(self.lock)
+        self.watching = False
+
+    def begin(self, timeout: float | None) -> None:
+        """A run starts, each call allowed ``timeout`` seconds (None: no limit)."""
+        with self.lock:
+            self.index, self.sent = 0, False
+            self.serial += 1
+            self.timeout = timeout
+            self.started = time.monotonic()
+            if timeout is not None:
+                if not self.watching:
+                    self.watching = True
+                    threading.Thread(target=self._watch, daemon=True, name="evalglass-host-watchdog").start()
+                self.wake.notify()
+
+    def finish(self) -> bool:
+        """The run ended: whether its answer is the caller's to send (False: the watchdog sent it)."""
+        with self.lock:
+            self.serial += 1  # the watchdog stands down
+            if self.sent:
+                return False
+            self.sent = True
+            return True
+
+    def _watch(self) -> None:
+        with self.lock:
+            while True:
+                serial, index, started, timeout = self.serial, self.index, self.started, self.timeout
+                if timeout is None or serial % 2 == 0:  # no run in flight
+                    self.wake.wait()
+                    continue
+                left = started + timeout - time.monotonic()
+                if left > 0:
+                    self.wake.wait(left)
+                    continue
+                if (self.serial, self.index, self.started) != (serial, index, started) or self.sent:
+                    continue
+                self.sent = True
+                try:
+                    self.conn.send_bytes(self.expired(index, timeout))
+                finally:
+                    os._exit(0)
+
+
 class _Runner:
-    """Makes a run of calls in order and sends their answers in one message. A call over its timeout is seen by a
-    watchdog thread, which sends what the calls before it gave, that one as timed out, and ends the worker (the
-    call cannot be stopped; the deciding process starts another worker for the calls left)."""
+    """Makes a run of calls in order and sends their answers in one message; a call over its timeout is its
+    :class:`Watchdog`'s to answer."""
 
     def __init__(self, conn: Connection, function: Any, name: str) -> None:
         self.conn, self.function, self.name = conn, function, name
@@ -495,14 +555,7 @@ class _Runner:
         self.values: list[Any] = []
         self.failures: list[list[Any]] = []
         self.samples: list[int] = []
-        self.index = 0
-        self.started = 0.0
-        self.timeout: float | None = None
-        self.serial = 0  # which run the watchdog is looking at
-        self.sent = False
-        self.lock = threading.Lock()
-        self.wake = threading.Condition(self.lock)
-        self.watching = False
+        self.watch = Watchdog(conn, self._expired)
         self.began = 0.0
 
     def run(self, arguments: list[Any], rest: list[list[Any]], timeout: float | None, budget: float | None) -> None:
@@ -514,16 +567,9 @@ class _Runner:
         values: list[Any] = []
         failures: list[list[Any]] = []
         samples = [sample for _, sample in rest]
-        with self.lock:
-            self.values, self.failures, self.samples, self.index, self.sent = values, failures, samples, 0, False
-            self.serial += 1
-            self.timeout = timeout
-            self.started = time.monotonic()
-            if timeout is not None:
-                if not self.watching:
-                    self.watching = True
-                    threading.Thread(target=self._watch, daemon=True, name="evalglass-host-watchdog").start()
-                self.wake.notify()
+        self.values, self.failures, self.samples = values, failures, samples
+        watch = self.watch
+        watch.begin(timeout)
         self.began = began = now = time.monotonic()
         if self.is_async:
             # One turn of the loop for the whole run, each call awaited in order (a loop started per call costs more
@@ -535,7 +581,7 @@ class _Runner:
             monotonic, append = time.monotonic, values.append
             for index, argument in enumerate(arguments):
                 kwargs, sample = rest[index]
-                self.index, self.started = index, now
+                watch.index, watch.started = index, now
                 called = python_value(function, name, kwargs, sample, argument)
                 if type(called) is _Returned:
                     called = self._returned(called.value, sample, timeout)
@@ -546,12 +592,8 @@ class _Runner:
                 now = monotonic()
                 if budget is not None and now - began > budget:
                     break  # the run turned slow: what is left goes back, to be split again
-        with self.lock:
-            self.serial += 1  # the watchdog stands down
-            if self.sent:
-                return
-            self.sent = True
-        self.conn.send_bytes(self._encode(len(values), None))
+        if watch.finish():
+            self.conn.send_bytes(self._encode(len(values), None))
 
     async def _run_async(
         self,
@@ -566,10 +608,10 @@ class _Runner:
         :meth:`_returned` makes of it."""
         from evalglass.lanes.hostcall import _Returned, python_value
 
-        function, name, began = self.function, self.name, self.began
+        function, name, began, watch = self.function, self.name, self.began, self.watch
         for index, argument in enumerate(arguments):
             kwargs, sample = rest[index]
-            self.index, self.started = index, time.monotonic()
+            watch.index, watch.started = index, time.monotonic()
             called = python_value(function, name, kwargs, sample, argument)
             if type(called) is _Returned:
                 called = await self._finished(called.value, sample, timeout)
@@ -589,7 +631,7 @@ class _Runner:
             async with asyncio.timeout(timeout):
                 return await value
         except TimeoutError as exc:
-            if timeout is not None and time.monotonic() - self.started >= timeout:
+            if timeout is not None and time.monotonic() - self.watch.started >= timeout:
                 from evalglass.lanes.ports import LaneFailure
 
                 return LaneFailure("task_timeout", f"{self.name} did not return within {timeout:g}s", sample)
@@ -634,27 +676,12 @@ class _Runner:
             lines.append(orjson.dumps(None if index in failed else value))
         return b"\n".join([orjson.dumps([sorted(failures), finished, timed_out, True, seconds]), *lines])
 
-    def _watch(self) -> None:
-        with self.lock:
-            while True:
-                serial, index, started, timeout = self.serial, self.index, self.started, self.timeout
-                if timeout is None or serial % 2 == 0:  # no run in flight
-                    self.wake.wait()
-                    continue
-                left = started + timeout - time.monotonic()
-                if left > 0:
-                    self.wake.wait(left)
-                    continue
-                if (self.serial, self.index, self.started) != (serial, index, started) or self.sent:
-                    continue
-                self.sent = True
-                self.failures[:] = [entry for entry in self.failures if entry[0] < index]
-                self.failures.append([index, "task_timeout", f"{self.name} did not return within {timeout:g}s", None])
-                self.values[index:] = [None]
-                try:
-                    self.conn.send_bytes(self._encode(index + 1, index))
-                finally:
-                    os._exit(0)
+    def _expired(self, index: int, timeout: float) -> bytes:
+        """The answer when call ``index`` is over ``timeout``: the calls before it, and it as timed out."""
+        self.failures[:] = [entry for entry in self.failures if entry[0] < index]
+        self.failures.append([index, "task_timeout", f"{self.name} did not return within {timeout:g}s", None])
+        self.values[index:] = [None]
+        return self._encode(index + 1, index)
 
 
 def decode_run(reply: bytes, samples: list[int]) -> tuple[list[Any], dict[int, LaneOutcome], int] | None:
@@ -722,6 +749,7 @@ def run_request(calls: list[list[Any]], timeout: float | None, budget: float | N
 __all__ = [
     "HostFunctionInfo",
     "HostWorkers",
+    "Watchdog",
     "WorkerDied",
     "WorkerStartError",
     "decode_run",
