@@ -88,7 +88,21 @@ START_TIMEOUT_S = 300.0
 
 
 class WorkerDied(Exception):
-    """The worker running a call ended before it answered; the message says how (exit code or signal)."""
+    """The worker running a call ended before it answered; the message says how (exit code or signal).
+    ``replies``: what it had sent of a run's answers by then (:meth:`HostWorkers.run_here`)."""
+
+    def __init__(self, how: str, replies: tuple[bytes, ...] = ()) -> None:
+        super().__init__(how)
+        self.replies = replies
+
+
+class RunTimedOut(TimeoutError):
+    """A run was not answered within its deadline (its worker is killed); ``replies``: what the worker had sent
+    of its answers by then."""
+
+    def __init__(self, replies: tuple[bytes, ...]) -> None:
+        super().__init__()
+        self.replies = replies
 
 
 class WorkerStartError(Exception):
@@ -193,7 +207,7 @@ class HostWorkers:
             meta = orjson.loads(reply.partition(b"\n")[0])
         except orjson.JSONDecodeError:
             return False
-        return type(meta) is list and len(meta) in (4, 5) and meta[2] is None
+        return type(meta) is list and len(meta) == 7 and meta[2] is None
 
     def _start(self) -> _Worker:
         target, arguments = self._target()
@@ -255,6 +269,12 @@ class HostWorkers:
         """:meth:`call` with the worker's pipe watched by the event loop, not a thread: one call, a small message
         each way (an agent's tool call), for two thread hand-offs less. A worker is started on a thread when none
         is idle; the deadline counts from the request's sending."""
+        return (await self.run_here(request, deadline, streamed=False))[0]
+
+    async def run_here(self, request: bytes, deadline: float | None, *, streamed: bool = True) -> list[bytes]:
+        """:meth:`call_here` for a run of calls whose answers come back in several messages, as they are made,
+        until one that says it is the last (:func:`more_follows`). A worker that ends first raises
+        :class:`WorkerDied`, a run past ``deadline`` :class:`RunTimedOut`, each with the messages received before."""
         loop = asyncio.get_running_loop()
         with self._lock:
             worker = self._idle.pop() if self._idle and not self._closed else None
@@ -263,12 +283,12 @@ class HostWorkers:
         if worker is None:
             worker = await loop.run_in_executor(self._threads, self._take)
         try:
-            reply = await _exchange(loop, worker, request, deadline)
+            replies = await _exchange(loop, worker, request, deadline, more_follows if streamed else None)
         except BaseException:
             self._give_back(worker, keep=False)  # a timeout, a cancellation, a death: the worker goes
             raise
-        self._give_back(worker, keep=self._keeps(reply))
-        return reply
+        self._give_back(worker, keep=self._keeps(replies[-1]))
+        return replies
 
     def close(self) -> None:
         """Kill every worker, idle or busy (a busy call then fails as its worker's death)."""
@@ -325,11 +345,19 @@ def worker_setting() -> _Setting:
     return _Setting.now()
 
 
-async def _exchange(loop: asyncio.AbstractEventLoop, worker: _Worker, request: bytes, deadline: float | None) -> bytes:
-    """Send ``request`` and await the answer, the pipe watched by ``loop``; raises ``TimeoutError`` past
-    ``deadline`` seconds and :class:`WorkerDied` when the worker ends first (the caller kills the worker)."""
+async def _exchange(
+    loop: asyncio.AbstractEventLoop,
+    worker: _Worker,
+    request: bytes,
+    deadline: float | None,
+    more: Callable[[bytes], bool] | None,
+) -> list[bytes]:
+    """Send ``request`` and await the answers (one, or while ``more`` says another follows), the pipe watched by
+    ``loop``; raises :class:`RunTimedOut` past ``deadline`` seconds and :class:`WorkerDied` when the worker ends
+    first, each with what came before (the caller kills the worker)."""
     fd = worker.conn.fileno()
     readable: asyncio.Future[None] = loop.create_future()
+    replies: list[bytes] = []
 
     def ready() -> None:
         if not readable.done():
@@ -341,12 +369,20 @@ async def _exchange(loop: asyncio.AbstractEventLoop, worker: _Worker, request: b
             worker.conn.send_bytes(request)  # the worker is waiting to read it: a long request blocks only as long
         except OSError:
             raise WorkerDied(await loop.run_in_executor(None, worker.ending)) from None
-        async with asyncio.timeout(deadline):
-            await readable
         try:
-            return worker.conn.recv_bytes()  # readable: the answer (or the end of the pipe) is there
-        except (EOFError, OSError):
-            raise WorkerDied(await loop.run_in_executor(None, worker.ending)) from None
+            async with asyncio.timeout(deadline):
+                while True:
+                    await readable
+                    try:
+                        reply = worker.conn.recv_bytes()  # readable: an answer (or the end of the pipe) is there
+                    except (EOFError, OSError):
+                        raise WorkerDied(await loop.run_in_executor(None, worker.ending), tuple(replies)) from None
+                    replies.append(reply)
+                    if more is None or not more(reply):
+                        return replies
+                    readable = loop.create_future()
+        except TimeoutError:
+            raise RunTimedOut(tuple(replies)) from None
     finally:
         loop.remove_reader(fd)
 
@@ -544,9 +580,15 @@ class Watchdog:
                     os._exit(0)
 
 
+#: A run's answers go back as they are made, at least once per this much of the worker's time (a call that takes
+#: longer is sent on its own as soon as it returns): a call whose answer has been sent is never made again, whatever
+#: happens to the worker later. Faster calls go in groups, for one message each way per group, not per call.
+STREAM_S = 0.001
+
+
 class _Runner:
-    """Makes a run of calls in order and sends their answers in one message; a call over its timeout is its
-    :class:`Watchdog`'s to answer."""
+    """Makes a run of calls in order and sends their answers as they are made, a group at a time (at least every
+    :data:`STREAM_S`; the last message says so); a call over its timeout is its :class:`Watchdog`'s to answer."""
 
     def __init__(self, conn: Connection, function: Any, name: str) -> None:
         self.conn, self.function, self.name = conn, function, name
@@ -557,6 +599,7 @@ class _Runner:
         self.samples: list[int] = []
         self.watch = Watchdog(conn, self._expired)
         self.began = 0.0
+        self.flushed = 0  # the calls of the run whose answers have been sent
 
     def run(self, arguments: list[Any], rest: list[list[Any]], timeout: float | None, budget: float | None) -> None:
         """Make the calls (call ``i``: ``arguments[i]``, with the keyword arguments and sample ``rest[i]``) and send
@@ -567,10 +610,11 @@ class _Runner:
         values: list[Any] = []
         failures: list[list[Any]] = []
         samples = [sample for _, sample in rest]
-        self.values, self.failures, self.samples = values, failures, samples
+        self.values, self.failures, self.samples, self.flushed = values, failures, samples, 0
         watch = self.watch
         watch.begin(timeout)
-        self.began = began = now = time.monotonic()
+        self.began = began = now = sent = time.monotonic()
+        last = len(arguments) - 1
         if self.is_async:
             # One turn of the loop for the whole run, each call awaited in order (a loop started per call costs more
             # than a fast call).
@@ -592,6 +636,9 @@ class _Runner:
                 now = monotonic()
                 if budget is not None and now - began > budget:
                     break  # the run turned slow: what is left goes back, to be split again
+                if now - sent >= STREAM_S and index < last:
+                    self._send(index + 1)
+                    sent = now
         if watch.finish():
             self.conn.send_bytes(self._encode(len(values), None))
 
@@ -609,6 +656,7 @@ class _Runner:
         from evalglass.lanes.hostcall import _Returned, python_value
 
         function, name, began, watch = self.function, self.name, self.began, self.watch
+        sent, last = began, len(arguments) - 1
         for index, argument in enumerate(arguments):
             kwargs, sample = rest[index]
             watch.index, watch.started = index, time.monotonic()
@@ -617,6 +665,17 @@ class _Runner:
                 called = await self._finished(called.value, sample, timeout)
             if _kept(called, index, values, failures, budget, began):
                 break
+            if index < last and (now := time.monotonic()) - sent >= STREAM_S:
+                self._send(index + 1)
+                sent = now
+
+    def _send(self, finished: int) -> None:
+        """Send the answers of the calls up to ``finished`` not sent yet, more to follow (unless the watchdog has
+        answered the run: the worker is then ending)."""
+        with self.watch.lock:
+            if not self.watch.sent:
+                self.conn.send_bytes(self._encode(finished, None, more=True))
+                self.flushed = finished
 
     async def _finished(self, value: Any, sample: int, timeout: float | None) -> Any:
         """What a call's returned value comes to: an awaitable awaited within the call's timeout (its failure
@@ -652,29 +711,34 @@ class _Runner:
             return value
         return self._loop().run_until_complete(self._finished(value, sample, timeout))
 
-    def _encode(self, finished: int, timed_out: int | None) -> bytes:
-        """The answer, in lines: ``[failures, finished, timed_out, apart, seconds]``, then the values as one JSON
-        list, or (``apart``: a value nested as deep as JSON allows does not fit in a list) one line per value. A
-        value that is not JSON becomes its call's failure. ``seconds``: how long the worker took to make the calls
-        (the lane sizes runs by it, never by the round trip, which a busy machine makes as long as it likes)."""
-        values, failures = self.values[:finished], [entry for entry in self.failures if entry[0] < finished]
+    def _encode(self, finished: int, timed_out: int | None, *, more: bool = False) -> bytes:
+        """The answers of the calls from the first not sent yet to ``finished``, in lines: ``[failures, finished,
+        timed_out, apart, seconds, start, more]``, then the values as one JSON list, or (``apart``: a value nested
+        as deep as JSON allows does not fit in a list) one line per value. A value that is not JSON becomes its
+        call's failure. ``seconds``: how long the worker has taken over the run's calls so far (the lane sizes runs
+        by it, never by the round trip, which a busy machine makes as long as it likes); ``start``: the first call
+        answered here; ``more``: another message of the run follows."""
+        start = self.flushed
+        values = self.values[start:finished]
+        failures = [entry for entry in self.failures if start <= entry[0] < finished]
         seconds = time.monotonic() - self.began
         try:
-            return orjson.dumps([failures, finished, timed_out, False, seconds]) + b"\n" + orjson.dumps(values)
+            head = orjson.dumps([failures, finished, timed_out, False, seconds, start, more])
+            return head + b"\n" + orjson.dumps(values)
         except TypeError:
             pass
         from evalglass.lanes.hostcall import lane_value
 
         failed = {entry[0] for entry in failures}
         lines = []
-        for index, value in enumerate(values):
+        for index, value in enumerate(values, start):
             if index not in failed:
                 outcome = lane_value(value, self.name, self.samples[index])
                 if not hasattr(outcome, "value"):
                     failures.append([index, outcome.code, outcome.message, outcome.detail])
                     value = None
             lines.append(orjson.dumps(None if index in failed else value))
-        return b"\n".join([orjson.dumps([sorted(failures), finished, timed_out, True, seconds]), *lines])
+        return b"\n".join([orjson.dumps([sorted(failures), finished, timed_out, True, seconds, start, more]), *lines])
 
     def _expired(self, index: int, timeout: float) -> bytes:
         """The answer when call ``index`` is over ``timeout``: the calls before it, and it as timed out."""
@@ -684,51 +748,54 @@ class _Runner:
         return self._encode(index + 1, index)
 
 
-def decode_run(reply: bytes, samples: list[int]) -> tuple[list[Any], dict[int, LaneOutcome], int] | None:
-    """A worker's answer to a run of calls (:meth:`_Runner._encode`): (values, failures by position, how many
-    calls were made), or None when it is not of that shape (the worker runs code under test, which may write to its
-    pipe: what it sends is checked, never trusted, and never unpickled)."""
+def decode_run(
+    replies: list[bytes], samples: list[int]
+) -> tuple[list[Any], dict[int, LaneOutcome], int, float | None] | None:
+    """A worker's answers to a run of calls (:meth:`_Runner._encode`, one message per group of calls, in order):
+    (values, failures by position, how many calls were answered, how long the worker said it took: None when it
+    did not say, or said nonsense, a figure for sizing runs, never a measurement anything is decided on), or None
+    when an answer is not of that shape (the worker runs code under test, which may write to its pipe: what it
+    sends is checked, never trusted, and never unpickled)."""
     from evalglass.lanes.ports import LaneFailure
 
-    head, _, rest = reply.partition(b"\n")
-    try:
-        meta = orjson.loads(head)
-        if type(meta) is not list or len(meta) not in (4, 5):  # 4: a worker that does not say how long it took
-            return None
-        failures, finished, _, apart = meta[:4]
-        values = [orjson.loads(line) for line in rest.split(b"\n")] if apart else orjson.loads(rest)
-    except (orjson.JSONDecodeError, ValueError):
-        return None
-    if type(values) is not list or type(failures) is not list or type(finished) is not int:
-        return None
-    if not 0 <= finished <= len(samples) or len(values) != finished:
-        return None
+    values: list[Any] = []
     failed: dict[int, LaneOutcome] = {}
-    for entry in failures:
-        if (
-            type(entry) is not list
-            or len(entry) != 4
-            or type(entry[0]) is not int
-            or not 0 <= entry[0] < finished
-            or type(entry[1]) is not str
-            or type(entry[2]) is not str
-            or not (entry[3] is None or type(entry[3]) is str)
-        ):
+    seconds: Any = None
+    for reply in replies:
+        head, _, rest = reply.partition(b"\n")
+        try:
+            meta = orjson.loads(head)
+            if type(meta) is not list or len(meta) != 7:
+                return None
+            failures, finished, _, apart, seconds, start, _ = meta
+            part = [orjson.loads(line) for line in rest.split(b"\n")] if apart else orjson.loads(rest)
+        except (orjson.JSONDecodeError, ValueError):
             return None
-        failed[entry[0]] = LaneFailure(entry[1], entry[2], samples[entry[0]], detail=entry[3])
-    return values, failed, finished
+        if type(part) is not list or type(failures) is not list or type(finished) is not int:
+            return None
+        if start != len(values) or not start <= finished <= len(samples) or len(part) != finished - start:
+            return None
+        values += part
+        for entry in failures:
+            if (
+                type(entry) is not list
+                or len(entry) != 4
+                or type(entry[0]) is not int
+                or not start <= entry[0] < finished
+                or type(entry[1]) is not str
+                or type(entry[2]) is not str
+                or not (entry[3] is None or type(entry[3]) is str)
+            ):
+                return None
+            failed[entry[0]] = LaneFailure(entry[1], entry[2], samples[entry[0]], detail=entry[3])
+    worked = seconds if type(seconds) is float and 0.0 <= seconds < 1e6 else None
+    return values, failed, len(values), worked
 
 
-def run_seconds(reply: bytes) -> float | None:
-    """How long the worker said it took to make a run's calls (None when it did not say, or said nonsense): a
-    figure for sizing runs, never a measurement anything is decided on."""
-    try:
-        meta = orjson.loads(reply.partition(b"\n")[0])
-    except orjson.JSONDecodeError:
-        return None
-    if type(meta) is not list or len(meta) != 5 or type(meta[4]) is not float or not 0.0 <= meta[4] < 1e6:
-        return None
-    return meta[4]
+def more_follows(reply: bytes) -> bool:
+    """Whether another message of the run follows ``reply`` (its first line ends ``more``: see
+    :meth:`_Runner._encode`); what it says is checked by :func:`decode_run`."""
+    return reply.partition(b"\n")[0].endswith(b",true]")
 
 
 def run_request(calls: list[list[Any]], timeout: float | None, budget: float | None) -> bytes:
@@ -749,13 +816,14 @@ def run_request(calls: list[list[Any]], timeout: float | None, budget: float | N
 __all__ = [
     "HostFunctionInfo",
     "HostWorkers",
+    "RunTimedOut",
     "Watchdog",
     "WorkerDied",
     "WorkerStartError",
     "decode_run",
     "enter_worker",
+    "more_follows",
     "run_request",
-    "run_seconds",
     "serve",
     "spawn_worker",
     "start_fork_server",
