@@ -126,6 +126,39 @@ class _Worker:
         self.process = process
         self.conn = conn
         self.alive = alive  # only this process holds the writing end: the worker exits when it closes
+        #: The event loop watching the pipe (:meth:`watch_on`), and the future the message it reads goes to.
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.waiter: asyncio.Future[bytes] | None = None
+
+    def watch_on(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Have ``loop`` watch the pipe, from now until the worker is killed (not once per call: adding and removing
+        a reader costs more than a fast tool call's own work in this process)."""
+        if self.loop is not loop:
+            self.unwatch()
+            loop.add_reader(self.conn.fileno(), self._readable)
+            self.loop = loop
+
+    def unwatch(self) -> None:
+        loop, self.loop = self.loop, None
+        if loop is not None:
+            with contextlib.suppress(Exception):  # a loop closed since, or a pipe closed: nothing watches it
+                loop.remove_reader(self.conn.fileno())
+
+    def _readable(self) -> None:
+        """The pipe is readable: the message goes to the call waiting for it, read here at once, so the loop's next
+        look at the pipe never sees a message already taken. Readable with no call waiting, the worker ended or its
+        host code wrote while idle: the loop stops watching (it would say so at every turn) and the next call reads
+        what is there as its answer, or the end of the pipe."""
+        waiter = self.waiter
+        if waiter is None:
+            self.unwatch()
+            return
+        if waiter.done():
+            return  # its call has yet to take the message before (it is resumed first)
+        try:
+            waiter.set_result(self.conn.recv_bytes())
+        except (EOFError, OSError) as exc:
+            waiter.set_exception(exc)
 
     def roundtrip(self, request: bytes) -> bytes:
         try:
@@ -149,6 +182,7 @@ class _Worker:
         return f"its worker process ended with exit code {code}"
 
     def kill(self) -> None:
+        self.unwatch()
         with contextlib.suppress(Exception):
             self.process.kill()
         for end in (self.conn, self.alive):
@@ -355,36 +389,28 @@ async def _exchange(
     """Send ``request`` and await the answers (one, or while ``more`` says another follows), the pipe watched by
     ``loop``; raises :class:`RunTimedOut` past ``deadline`` seconds and :class:`WorkerDied` when the worker ends
     first, each with what came before (the caller kills the worker)."""
-    fd = worker.conn.fileno()
-    readable: asyncio.Future[None] = loop.create_future()
+    worker.watch_on(loop)
     replies: list[bytes] = []
-
-    def ready() -> None:
-        if not readable.done():
-            readable.set_result(None)
-
-    loop.add_reader(fd, ready)
     try:
-        try:
-            worker.conn.send_bytes(request)  # the worker is waiting to read it: a long request blocks only as long
-        except OSError:
-            raise WorkerDied(await loop.run_in_executor(None, worker.ending)) from None
-        try:
-            async with asyncio.timeout(deadline):
-                while True:
-                    await readable
-                    try:
-                        reply = worker.conn.recv_bytes()  # readable: an answer (or the end of the pipe) is there
-                    except (EOFError, OSError):
-                        raise WorkerDied(await loop.run_in_executor(None, worker.ending), tuple(replies)) from None
-                    replies.append(reply)
-                    if more is None or not more(reply):
-                        return replies
-                    readable = loop.create_future()
-        except TimeoutError:
-            raise RunTimedOut(tuple(replies)) from None
-    finally:
-        loop.remove_reader(fd)
+        worker.conn.send_bytes(request)  # the worker is waiting to read it: a long request blocks only as long
+    except OSError:
+        raise WorkerDied(await loop.run_in_executor(None, worker.ending)) from None
+    try:
+        # No timeout scope without a deadline: it costs more than a fast call's own work in this process.
+        async with asyncio.timeout(deadline) if deadline is not None else contextlib.nullcontext():
+            while True:
+                worker.waiter = waiter = loop.create_future()
+                try:
+                    reply = await waiter
+                except (EOFError, OSError):
+                    raise WorkerDied(await loop.run_in_executor(None, worker.ending), tuple(replies)) from None
+                finally:
+                    worker.waiter = None
+                replies.append(reply)
+                if more is None or not more(reply):
+                    return replies
+    except TimeoutError:
+        raise RunTimedOut(tuple(replies)) from None
 
 
 @dataclass(frozen=True, slots=True)
