@@ -274,5 +274,6 @@ __all__ = [
     "one_line",
     "preview",
     "serve_metrics",
+    "timed_out",
     "wanted_arguments",
 ]
