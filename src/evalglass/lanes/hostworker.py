@@ -160,13 +160,6 @@ class _Worker:
         except (EOFError, OSError) as exc:
             waiter.set_exception(exc)
 
-    def roundtrip(self, request: bytes) -> bytes:
-        try:
-            self.conn.send_bytes(request)
-            return self.conn.recv_bytes()
-        except (EOFError, OSError):
-            raise WorkerDied(self.ending()) from None
-
     def ending(self) -> str:
         """How the worker ended, in words (it is waited for: the pipe closes a moment before the process ends)."""
         self.process.join(5.0)
@@ -208,8 +201,8 @@ class HostWorkers:
         self._lock = threading.Lock()
         self._info: HostFunctionInfo | None = None
         self._closed = False
-        #: The threads that wait on the workers' pipes, one per call in flight (``width`` at most: the lane's
-        #: concurrency). A call over its timeout has its worker killed, which ends its thread's wait too.
+        #: The threads that start workers (a fork and a module's import, never on the event loop), ``width`` at
+        #: most: the lane's concurrency. The pipes are watched by the event loop.
         self._threads = DaemonThreadPool(width, name="evalglass-host-pipes", max_abandoned=0)
         _LIVE.add(self)
 
@@ -283,26 +276,12 @@ class HostWorkers:
                 return
         worker.kill()
 
-    async def call(self, request: bytes, deadline: float | None) -> bytes:
-        """One run of calls (:func:`run_request`) on a worker of its own, awaited on a thread; the worker's answer
-        (unchecked: :func:`decode_run` checks it). A run not answered within ``deadline`` seconds, or
-        cancelled, has its worker killed (raises ``TimeoutError`` / re-raises the cancellation); a worker that
-        ends before it answers raises :class:`WorkerDied`."""
-        loop = asyncio.get_running_loop()
-        worker = await loop.run_in_executor(self._threads, self._take) if not self._idle else self._take()
-        future = loop.run_in_executor(self._threads, worker.roundtrip, request)
-        try:
-            reply = await (future if deadline is None else asyncio.wait_for(future, deadline))
-        except BaseException:
-            self._give_back(worker, keep=False)  # a timeout, a cancellation, a death: the worker goes
-            raise
-        self._give_back(worker, keep=self._keeps(reply))
-        return reply
-
     async def call_here(self, request: bytes, deadline: float | None) -> bytes:
-        """:meth:`call` with the worker's pipe watched by the event loop, not a thread: one call, a small message
-        each way (an agent's tool call), for two thread hand-offs less. A worker is started on a thread when none
-        is idle; the deadline counts from the request's sending."""
+        """One call on a worker of its own, a message each way (an agent's tool call), the worker's pipe watched by
+        the event loop, not a thread; the worker's answer (unchecked: the caller checks it). A worker is started
+        on a thread when none is idle; the deadline counts from the request's sending. A call not answered within
+        ``deadline`` seconds, or cancelled, has its worker killed (raises ``TimeoutError`` / re-raises the
+        cancellation); a worker that ends before it answers raises :class:`WorkerDied`."""
         return (await self.run_here(request, deadline, streamed=False))[0]
 
     async def run_here(self, request: bytes, deadline: float | None, *, streamed: bool = True) -> list[bytes]:
