@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from evalglass.core.exitcodes import ExitCode
+from evalglass.core.score import Score
 from evalglass.engine.spec.config import load_config
 from tests.e2e.project import Project, make_project
 
@@ -87,3 +88,22 @@ def test_the_timeout_is_not_part_of_the_definition_an_approval_binds(tmp_path):
     plain = fingerprint(tmp_path / "plain")
     assert fingerprint(tmp_path / "short", timeout=0.5) == plain
     assert fingerprint(tmp_path / "none", timeout=None) == plain
+
+
+def test_a_worker_whose_last_call_timed_out_is_replaced_before_the_next_call(tmp_path):
+    """The watchdog ends the worker after a batch's last call runs past its timeout (the answer is then as long as
+    the batch): the next call goes to a fresh worker, never to the ended one (which would make it
+    ``host_worker_lost``)."""
+    from evalglass.metrics.hostscoring import MetricWorker
+
+    (tmp_path / "host.py").write_text(
+        "import os, time\n\ndef score(output):\n    if output == 'hang':\n        time.sleep(60)\n"
+        "    return float(os.getpid())\n"
+    )
+    worker = MetricWorker(tmp_path)
+    index, wanted = worker.load("host.py:score", has_reference=False)
+    assert wanted == ("output",)
+    first, hung = worker.score(index, {"output": ["a", "hang"]}, 2, 0.3)
+    (after,) = worker.score(index, {"output": ["b"]}, 1, 0.3)
+    assert isinstance(hung, Score) and hung.diagnostics[0].code == "metric_timeout", hung
+    assert type(first) is float and type(after) is float and after != first, (first, after)

@@ -141,7 +141,7 @@ class MetricWorker:
                         return [*results, lost(str(exc))]
                     return results + self._one_by_one(index, part, count - start, timeout)
                 results += made
-                if len(made) < count - start:  # the watchdog's answer: the worker has ended
+                if _is_timeout(made[-1]):  # the watchdog's answer (made short of the batch, or its last): ended
                     self._process.close()
             return results
 
