@@ -38,6 +38,7 @@ from evalglass import redaction
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
+    from evalglass.lanes.hostguard import Guard
     from evalglass.lanes.hostworker import _Setting
 
 ARGUMENT_NAMES = ("output", "record", "reference", "example")
@@ -175,21 +176,39 @@ def _unfillable(parameter: inspect.Parameter, has_reference: bool) -> str:
 
 # ---------------------------------------------------------------------------------------------- the worker's life
 def serve_metrics(
-    conn: Connection, alive: Connection, base_dir: str, secrets: tuple[str, ...], setting: _Setting, path: list[str]
+    conn: Connection,
+    alive: Connection,
+    base_dir: str,
+    secrets: tuple[str, ...],
+    setting: _Setting,
+    path: list[str],
+    guarded: tuple[str, tuple[str, ...]] | None,
 ) -> None:
     """A metric worker's life: answer ``load`` and ``score`` requests until the pipe closes, then end as an
-    interpreter does (see :func:`_end`). A request is a pickle (the deciding process trusts what it sends)."""
+    interpreter does (see :func:`_end`). A request is a pickle (the deciding process trusts what it sends). A gated
+    source's worker loads and calls under ``lanes.hostguard``'s rule (``guarded``): once it refused unbound project
+    code, every call answers that error."""
     from evalglass.lanes.hostworker import enter_worker
 
     enter_worker(alive, secrets, setting)
     sys.path[:] = path  # the deciding process's import path, as the function would have had it there
-    functions: list[Callable[..., Any]] = []
-    batch = _Batch(conn)
+    guard = None
+    if guarded is not None:
+        from evalglass.lanes.hostguard import install
+
+        guard = install(*guarded)
+    functions: list[Callable[..., Any] | None] = []
+    batch = _Batch(conn, guard)
     try:
         while True:
             request = pickle.loads(conn.recv_bytes())
             if request[0] == "load":
-                conn.send_bytes(orjson.dumps(_load(request[1], Path(base_dir), request[2], functions)))
+                answer = _load(request[1], Path(base_dir), request[2], functions)
+                if guard is not None and guard.refused and "error" in answer:
+                    # The load failed on what was refused: its calls say so (the gate blocks), not the run's end.
+                    functions.append(None)
+                    answer = {"index": len(functions) - 1, "wanted": ["output"]}
+                conn.send_bytes(orjson.dumps(answer))
                 continue
             _, index, columns, count, timeout, added = request
             if added:
@@ -204,16 +223,20 @@ class _Batch:
     worker's :class:`~evalglass.lanes.hostworker.Watchdog`, which sends the answers before it and that call's
     ``metric_timeout``, and ends the worker; the deciding process scores the rest of the batch on a fresh one."""
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, guard: Guard | None) -> None:
         from evalglass.lanes.hostworker import Watchdog  # not at module level: the metrics' text helpers live here
 
-        self.conn = conn
+        self.conn, self.guard = conn, guard
         self.answers: list[Any] = []
         self.watch = Watchdog(conn, self._expired)
 
     def run(
-        self, function: Callable[..., Any], columns: dict[str, list[Any]], count: int, timeout: float | None
+        self, function: Callable[..., Any] | None, columns: dict[str, list[Any]], count: int, timeout: float | None
     ) -> None:
+        refusal = self.guard.answer() if self.guard is not None else None
+        if function is None or refusal is not None:
+            self.conn.send_bytes(orjson.dumps([refusal] * count))
+            return
         names = tuple(columns)
         answers: list[Any] = []
         append, watch, monotonic = answers.append, self.watch, time.monotonic
@@ -226,10 +249,13 @@ class _Batch:
             except KeyboardInterrupt:
                 append(INTERRUPTED)
         if watch.finish():
-            self.conn.send_bytes(orjson.dumps(answers))
+            refusal = self.guard.answer() if self.guard is not None else None
+            self.conn.send_bytes(orjson.dumps(answers if refusal is None else [refusal] * count))
 
     def _expired(self, index: int, timeout: float) -> bytes:
-        return orjson.dumps([*self.answers[:index], timed_out(timeout)])
+        refusal = self.guard.answer() if self.guard is not None else None
+        made = self.answers[:index] if refusal is None else [refusal] * index
+        return orjson.dumps([*made, timed_out(timeout)])
 
 
 def _end() -> None:
@@ -246,7 +272,9 @@ def _end() -> None:
             stream.flush()
 
 
-def _load(reference: str, base_dir: Path, has_reference: bool, functions: list[Callable[..., Any]]) -> dict[str, Any]:
+def _load(
+    reference: str, base_dir: Path, has_reference: bool, functions: list[Callable[..., Any] | None]
+) -> dict[str, Any]:
     from evalglass.lanes.hostload import HostLoadError, load_function
 
     try:

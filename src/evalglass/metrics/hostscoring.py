@@ -5,7 +5,9 @@ definitions). A python metric's function is host code: a gated metric's file and
 statically are bound by its gate's approval, but an ungated metric's function is bound by nothing, and a dynamic
 import (``importlib.import_module(name)``) in a gated metric's module loads code nothing binds. Run in the deciding
 process, such code could replace ``evalglass.core.gates.meets`` or the gated metric's function and make ``evalglass
-run`` pass on a failing value. So the deciding process never imports a python metric's module.
+run`` pass on a failing value. So the deciding process never imports a python metric's module, and a gated
+metric's worker may load no file of the project its gate does not bind (``lanes.hostguard``): unbound code can
+change neither what decides nor the gated metric's own values.
 
 How. Each metric source (a ``.py`` file, as it is on disk when the metric is built, or a module by name) gets one
 worker process of its own (:class:`MetricWorker`), forked from the lanes' clean fork server
@@ -98,8 +100,10 @@ class _Process:
 class MetricWorker:
     """One worker process importing one metric source, answering the metrics that name it (see the module doc)."""
 
-    def __init__(self, base_dir: Path) -> None:
+    def __init__(self, base_dir: Path, guard: Guarded | None = None) -> None:
         self.base_dir = str(base_dir)
+        #: A gated source's rule (``lanes.hostguard``): the project's folder and the files its gate binds.
+        self.guard = guard
         self._process = _Process()
         #: What was loaded, in order (a worker started after a death loads them again, to the same indexes).
         self._loaded: list[tuple[str, bool]] = []
@@ -167,7 +171,7 @@ class MetricWorker:
 
         secrets = redaction.current().secrets
         self._sys_path = list(sys.path)
-        arguments = (self.base_dir, secrets, worker_setting(), self._sys_path)
+        arguments = (self.base_dir, secrets, worker_setting(), self._sys_path, self.guard)
         self._process.worker = spawn_worker(serve_metrics, arguments)
         for index, (reference, has_reference) in enumerate(self._loaded):  # after a death: the same functions
             try:
@@ -275,9 +279,14 @@ _SHARED: weakref.WeakValueDictionary[tuple[Any, ...], MetricWorker] = weakref.We
 _SHARED_LOCK = threading.Lock()
 
 
-def metric_worker(reference: str, base_dir: Path) -> MetricWorker:
+#: A gated metric's worker rule (``lanes.hostguard.install``): the project's folder, the files its gate binds.
+Guarded = tuple[str, tuple[str, ...]]
+
+
+def metric_worker(reference: str, base_dir: Path, guard: Guarded | None = None) -> MetricWorker:
     """The worker for the source ``reference`` names: a file as it is on disk now (an edited file gets a new
-    worker, as it got a fresh module in process), or a module by name."""
+    worker, as it got a fresh module in process), or a module by name. A gated metric's (``guard``: see
+    ``lanes.hostguard``) is its own, never an ungated one's, nor one bound to other files."""
     from evalglass.lanes.hostload import is_file_reference, split_reference
 
     source, _ = split_reference(reference)
@@ -291,10 +300,11 @@ def metric_worker(reference: str, base_dir: Path) -> MetricWorker:
             key = ("file", path, None, None)
     else:
         key = ("module", source)
+    key = (*key, guard)
     with _SHARED_LOCK:
         worker = _SHARED.get(key)
         if worker is None:
-            worker = _SHARED[key] = MetricWorker(base_dir)
+            worker = _SHARED[key] = MetricWorker(base_dir, guard)
         return worker
 
 
