@@ -1,4 +1,4 @@
-"""A gated python metric's worker loads only the project files its gate binds (metrics/hostguard.py).
+"""A gated python metric's worker loads only the project files its gate binds (lanes/hostguard.py).
 
 The gate binds the metric's file and the project modules it imports by statement. Each route below loads a file
 of the project some other way; a pull request rewriting that file to answer 1.0 left the approval fresh and turned

@@ -39,7 +39,7 @@ in a check's ``env:`` (``lanes.checkspec.UNBINDABLE_ENV``) and named unbound whe
 Limits, said in docs/config.md and docs/checks.md: a dynamic import (``importlib.import_module(name)``,
 ``__import__``, ``exec``), a module a package's ``__init__`` adds to its ``__path__`` at import time, and data files
 host code reads at run time are not found (a gated python metric's worker refuses to load them instead:
-``metrics.hostguard``); a compiled extension is bound by its bytes, not by what it was built from; a name that
+``lanes.hostguard``); a compiled extension is bound by its bytes, not by what it was built from; a name that
 does not resolve where the scan looks is not bound: a path a check's command builds from variables
 (``PYTHONPATH=$HOME/lib``) or sets in a script it runs, a Ray executor's ``runtime_env`` path, a ``python`` on
 ``PATH`` that is another interpreter than this one; ``.pth`` files in the machine's site folders are the machine's;

@@ -57,7 +57,7 @@ from evalglass.metrics.base import (
     reference_getter,
 )
 from evalglass.metrics.hostrules import call_host
-from evalglass.metrics.hostscoring import metric_worker
+from evalglass.metrics.hostscoring import DEFAULT_TIMEOUT_S, metric_worker
 from evalglass.metrics.invalid import invalid_answer
 
 
@@ -77,6 +77,12 @@ class PythonMetricSpec(MetricSpec):
         default=None,
         description="The range the function's values can take, e.g. {min: 1, max: 5}; enables sensitivity bounds.",
     )
+    timeout: float | None = Field(
+        default=DEFAULT_TIMEOUT_S,
+        gt=0,
+        description="Seconds per call (60 by default; null: no limit). A call over it is an error score, "
+        "code metric_timeout, and its worker process is replaced.",
+    )
 
     data_files: list[str] | None = Field(
         default=None,
@@ -92,6 +98,8 @@ class PythonMetricSpec(MetricSpec):
         """With a declared scale, ``on_invalid_output`` decides what an answer the function never sees scores; host
         code has no version to bump when that rule changes, so the setting is always part of the definition."""
         payload = super().fingerprint_payload()
+        # How long a call may take decides only whether it is an error, never a value: operational, as a lane's.
+        payload.pop("timeout", None)
         if self.scale is not None:
             payload["on_invalid_output"] = self.on_invalid_output.value
         return payload
@@ -130,6 +138,7 @@ class PythonMetricSpec(MetricSpec):
         worker = metric_worker(self.function, context.base_dir, context.bound_code)
         index, wanted = worker.load(self.function, self.reference is not None)
         prepared = self._prepare(context, wanted)
+        timeout = self.timeout
         if context.shipper is not None:
             del worker  # only its answer to the load was needed: the calls run on the cluster
             host = InProcessFunction(self.function, str(Path(context.base_dir).resolve()), wanted)
@@ -144,7 +153,7 @@ class PythonMetricSpec(MetricSpec):
             given = prepared(example)
             if not isinstance(given, dict):
                 return given
-            return worker.score(index, {name: [given[name]] for name in wanted}, 1)[0]
+            return worker.score(index, {name: [given[name]] for name in wanted}, 1, timeout)[0]
 
         def python_metric_batch(batch: ExampleBatch) -> list[MetricResult]:
             results: list[Any] = []
@@ -158,7 +167,7 @@ class PythonMetricSpec(MetricSpec):
                         columns[name].append(given[name])
                 results.append(given)
             if called:
-                for position, result in zip(called, worker.score(index, columns, len(called)), strict=True):
+                for position, result in zip(called, worker.score(index, columns, len(called), timeout), strict=True):
                     results[position] = result
             return results
 

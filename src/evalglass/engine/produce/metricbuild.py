@@ -76,7 +76,7 @@ def build_metrics(
 def bound_code(loaded: LoadedConfig, name: str, spec: MetricSpec) -> tuple[str, tuple[str, ...]] | None:
     """For host code a gate declared in the config decides on: the project's folder (the repository holding the
     config folder, else that folder) and the files the gate's fingerprint binds, as hashed when the config loaded
-    (the metric's own files, ``data_files:`` and what it imports): ``metrics.hostguard`` refuses it any other file of
+    (the metric's own files, ``data_files:`` and what it imports): ``lanes.hostguard`` refuses it any other file of
     the project. None for a metric no gate declares, or one that runs no host function here."""
     config = loaded.config
     if not spec.host_functions() or not any(gate.metric == name for gate in config.gates.values()):

@@ -44,7 +44,6 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from evalglass.core.score import Score
 from evalglass.lanes.hostimports import is_host_file
 
 #: The code of a call answered after the worker refused unbound project code.
@@ -138,11 +137,12 @@ class Guard:
             self.refused.append(message)
         raise PermissionError(f"{what}: refused to a gated python metric: {message}")
 
-    def answer(self) -> Score | None:
-        """What every call answers once something was refused; None while nothing was."""
+    def answer(self) -> list[Any] | None:
+        """What every call answers once something was refused (an ``error`` answer: ``lanes/metricworker.py``);
+        None while nothing was."""
         if not self.refused:
             return None
-        return Score.error(UNBOUND_CODE, f"the metric's code is not all bound by its gate: {self.refused[0]}")
+        return ["error", UNBOUND_CODE, f"the metric's code is not all bound by its gate: {self.refused[0]}", None]
 
 
 def _reads(mode: Any, flags: Any) -> bool:
