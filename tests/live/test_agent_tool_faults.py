@@ -269,3 +269,46 @@ def test_a_tool_that_ends_its_worker_is_that_call_s_error_and_no_call_is_made_tw
     assert calls[1]["error_type"] == "tool_worker_lost"
     assert "its worker process ended with exit code 0" in calls[1]["error"]
     assert (tmp_path / "made.txt").read_text().split() == ["1", "2", "3"]
+
+
+def test_a_tool_worker_killed_while_idle_is_the_next_call_s_loss_and_the_call_after_gets_a_fresh_one(
+    tmp_path: Path,
+) -> None:
+    """The event loop watches a tool worker's pipe from its first call until it is killed (lanes/hostworker.py,
+    ``_Worker.watch_on``): a worker killed between calls makes its pipe readable with no call waiting. The loop
+    stops watching it (else it would say so at every turn), the next call is that worker's loss, never another
+    call's answer, and the call after it is answered by a fresh worker."""
+    import os
+    import signal
+
+    from evalglass.lanes.hosttools import ToolWorkers, decode_reply, tool_request
+    from evalglass.lanes.hostworker import WorkerDied
+
+    (tmp_path / "tools.py").write_text("import os\n\ndef pid() -> int:\n    return os.getpid()\n")
+    workers = ToolWorkers({"pid": "tools.py:pid"}, str(tmp_path), declared=frozenset(), width=1)
+    request = tool_request("pid", {}, None)
+
+    async def go() -> tuple[int, str, int, int]:
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, workers.describe)
+        first = decode_reply(await workers.call_here(request, 10.0))
+        assert first is not None and first[0] == 0
+        os.kill(first[1], signal.SIGKILL)
+        await asyncio.sleep(0.2)  # the loop turns with the dead worker's pipe readable and no call waiting
+        try:
+            await workers.call_here(request, 10.0)
+        except WorkerDied as exc:
+            lost = str(exc)
+        else:
+            lost = ""
+        second = decode_reply(await workers.call_here(request, 10.0))
+        third = decode_reply(await workers.call_here(request, 10.0))
+        assert second is not None and third is not None
+        return first[1], lost, second[1], third[1]
+
+    try:
+        killed, lost, fresh, again = asyncio.run(go())
+    finally:
+        workers.close()
+    assert "killed by SIGKILL" in lost or "closed the pipe" in lost, lost
+    assert fresh != killed and again == fresh

@@ -242,21 +242,36 @@ ENDING = textwrap.dedent(
 )
 
 
-def test_a_call_that_ends_its_worker_mid_run_fails_alone_and_no_call_is_made_more_than_twice(tmp_path: Path) -> None:
-    """Forty calls in runs of many (a measured call time): the sixth ends its worker mid-run. That run's calls are
-    made again one per run, so the sixth fails alone (`task_worker_lost`) and every other call is answered; a call
-    is made at most twice (once in the run that died, once alone), never once per death."""
-    (tmp_path / "app.py").write_text(ENDING)
+def _the_sixth_ends_its_worker(tmp_path: Path, source: str, workers: int) -> list[int]:
+    """Forty calls planned as cheap (runs of every call left), the sixth of which ends its worker: it fails alone
+    (`task_worker_lost`) and every other call is answered, in order. Which calls were made, in order."""
+    (tmp_path / "app.py").write_text(source)
     spec = parse_task_spec({"type": "python", "function": "app.py:answer", "timeout": 30})
     jobs = [(f"ex{n}", {"n": n}, 0) for n in range(40)]
 
-    outcomes = _produced_as_cheap(spec, tmp_path, jobs, workers=4, chunked=True)  # runs of every call left
+    outcomes = _produced_as_cheap(spec, tmp_path, jobs, workers=workers, chunked=True)
     failed = {n: outcome for n, outcome in enumerate(outcomes) if isinstance(outcome, LaneFailure)}
     assert list(failed) == [5] and failed[5].code == "task_worker_lost", failed
     assert [outcome.value for outcome in outcomes if isinstance(outcome, LaneOutput)] == [*range(5), *range(6, 40)]
-    made = [int(line) for line in (tmp_path / "made.txt").read_text().split()]
+    return [int(line) for line in (tmp_path / "made.txt").read_text().split()]
+
+
+def test_a_call_that_ends_its_worker_mid_run_fails_alone_and_no_call_is_made_more_than_twice(tmp_path: Path) -> None:
+    """The run's unanswered calls are made again one per run, so the sixth fails alone; a call is made at most
+    twice (once in the run that died, once alone), never once per death."""
+    made = _the_sixth_ends_its_worker(tmp_path, ENDING, workers=4)
     assert made.count(5) == 2 and max(made.count(n) for n in range(40)) == 2, made
     assert all(made.count(n) == 1 for n in range(6, 40)), made  # after the death, never made in the dead run
+
+
+def test_a_call_whose_answer_was_sent_before_its_worker_ended_is_never_made_again(tmp_path: Path) -> None:
+    """One run of forty calls: the fifth takes 5 ms (longer than ``hostworker.STREAM_S``, so the answers so far go
+    back as soon as it returns), the sixth ends the worker. The deciding process holds the first five answers: they
+    are kept and never made again; only the sixth is made twice (in the dead run, then alone)."""
+    slow_fifth = '    if example["n"] == 4:\n        import time; time.sleep(0.005)\n    if example["n"] == 5:'
+    made = _the_sixth_ends_its_worker(tmp_path, ENDING.replace('    if example["n"] == 5:', slow_fifth), workers=1)
+    assert made[:6] == [0, 1, 2, 3, 4, 5] and made.count(5) == 2, made
+    assert all(made.count(n) == 1 for n in range(40) if n != 5), made
 
 
 def test_columns_in_flight_at_the_start_share_one_timing_call_and_fast_runs_use_a_worker_per_cpu_at_most(

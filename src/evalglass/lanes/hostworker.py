@@ -92,7 +92,21 @@ START_TIMEOUT_S = 300.0
 
 
 class WorkerDied(Exception):
-    """The worker running a call ended before it answered; the message says how (exit code or signal)."""
+    """The worker running a call ended before it answered; the message says how (exit code or signal).
+    ``replies``: what it had sent of a run's answers by then (:meth:`HostWorkers.run_here`)."""
+
+    def __init__(self, how: str, replies: tuple[bytes, ...] = ()) -> None:
+        super().__init__(how)
+        self.replies = replies
+
+
+class RunTimedOut(TimeoutError):
+    """A run was not answered within its deadline (its worker is killed); ``replies``: what the worker had sent
+    of its answers by then."""
+
+    def __init__(self, replies: tuple[bytes, ...]) -> None:
+        super().__init__()
+        self.replies = replies
 
 
 class WorkerStartError(Exception):
@@ -116,13 +130,39 @@ class _Worker:
         self.process = process
         self.conn = conn
         self.alive = alive  # only this process holds the writing end: the worker exits when it closes
+        #: The event loop watching the pipe (:meth:`watch_on`), and the future the message it reads goes to.
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.waiter: asyncio.Future[bytes] | None = None
 
-    def roundtrip(self, request: bytes) -> bytes:
+    def watch_on(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Have ``loop`` watch the pipe, from now until the worker is killed (not once per call: adding and removing
+        a reader costs more than a fast tool call's own work in this process)."""
+        if self.loop is not loop:
+            self.unwatch()
+            loop.add_reader(self.conn.fileno(), self._readable)
+            self.loop = loop
+
+    def unwatch(self) -> None:
+        loop, self.loop = self.loop, None
+        if loop is not None:
+            with contextlib.suppress(Exception):  # a loop closed since, or a pipe closed: nothing watches it
+                loop.remove_reader(self.conn.fileno())
+
+    def _readable(self) -> None:
+        """The pipe is readable: the message goes to the call waiting for it, read here at once, so the loop's next
+        look at the pipe never sees a message already taken. Readable with no call waiting, the worker ended or its
+        host code wrote while idle: the loop stops watching (it would say so at every turn) and the next call reads
+        what is there as its answer, or the end of the pipe."""
+        waiter = self.waiter
+        if waiter is None:
+            self.unwatch()
+            return
+        if waiter.done():
+            return  # its call has yet to take the message before (it is resumed first)
         try:
-            self.conn.send_bytes(request)
-            return self.conn.recv_bytes()
-        except (EOFError, OSError):
-            raise WorkerDied(self.ending()) from None
+            waiter.set_result(self.conn.recv_bytes())
+        except (EOFError, OSError) as exc:
+            waiter.set_exception(exc)
 
     def ending(self) -> str:
         """How the worker ended, in words (it is waited for: the pipe closes a moment before the process ends)."""
@@ -139,6 +179,7 @@ class _Worker:
         return f"its worker process ended with exit code {code}"
 
     def kill(self) -> None:
+        self.unwatch()
         with contextlib.suppress(Exception):
             self.process.kill()
         for end in (self.conn, self.alive):
@@ -164,8 +205,8 @@ class HostWorkers:
         self._lock = threading.Lock()
         self._info: HostFunctionInfo | None = None
         self._closed = False
-        #: The threads that wait on the workers' pipes, one per call in flight (``width`` at most: the lane's
-        #: concurrency). A call over its timeout has its worker killed, which ends its thread's wait too.
+        #: The threads that start workers (a fork and a module's import, never on the event loop), ``width`` at
+        #: most: the lane's concurrency. The pipes are watched by the event loop.
         self._threads = DaemonThreadPool(width, name="evalglass-host-pipes", max_abandoned=0)
         _LIVE.add(self)
 
@@ -197,7 +238,7 @@ class HostWorkers:
             meta = orjson.loads(reply.partition(b"\n")[0])
         except orjson.JSONDecodeError:
             return False
-        return type(meta) is list and len(meta) in (4, 5) and meta[2] is None
+        return type(meta) is list and len(meta) == 7 and meta[2] is None
 
     def _start(self) -> _Worker:
         target, arguments = self._target()
@@ -239,26 +280,18 @@ class HostWorkers:
                 return
         worker.kill()
 
-    async def call(self, request: bytes, deadline: float | None) -> bytes:
-        """One run of calls (:func:`run_request`) on a worker of its own, awaited on a thread; the worker's answer
-        (unchecked: :func:`decode_run` checks it). A run not answered within ``deadline`` seconds, or
-        cancelled, has its worker killed (raises ``TimeoutError`` / re-raises the cancellation); a worker that
-        ends before it answers raises :class:`WorkerDied`."""
-        loop = asyncio.get_running_loop()
-        worker = await loop.run_in_executor(self._threads, self._take) if not self._idle else self._take()
-        future = loop.run_in_executor(self._threads, worker.roundtrip, request)
-        try:
-            reply = await (future if deadline is None else asyncio.wait_for(future, deadline))
-        except BaseException:
-            self._give_back(worker, keep=False)  # a timeout, a cancellation, a death: the worker goes
-            raise
-        self._give_back(worker, keep=self._keeps(reply))
-        return reply
-
     async def call_here(self, request: bytes, deadline: float | None) -> bytes:
-        """:meth:`call` with the worker's pipe watched by the event loop, not a thread: one call, a small message
-        each way (an agent's tool call), for two thread hand-offs less. A worker is started on a thread when none
-        is idle; the deadline counts from the request's sending."""
+        """One call on a worker of its own, a message each way (an agent's tool call), the worker's pipe watched by
+        the event loop, not a thread; the worker's answer (unchecked: the caller checks it). A worker is started
+        on a thread when none is idle; the deadline counts from the request's sending. A call not answered within
+        ``deadline`` seconds, or cancelled, has its worker killed (raises ``TimeoutError`` / re-raises the
+        cancellation); a worker that ends before it answers raises :class:`WorkerDied`."""
+        return (await self.run_here(request, deadline, streamed=False))[0]
+
+    async def run_here(self, request: bytes, deadline: float | None, *, streamed: bool = True) -> list[bytes]:
+        """:meth:`call_here` for a run of calls whose answers come back in several messages, as they are made,
+        until one that says it is the last (:func:`more_follows`). A worker that ends first raises
+        :class:`WorkerDied`, a run past ``deadline`` :class:`RunTimedOut`, each with the messages received before."""
         loop = asyncio.get_running_loop()
         with self._lock:
             worker = self._idle.pop() if self._idle and not self._closed else None
@@ -267,12 +300,12 @@ class HostWorkers:
         if worker is None:
             worker = await loop.run_in_executor(self._threads, self._take)
         try:
-            reply = await _exchange(loop, worker, request, deadline)
+            replies = await _exchange(loop, worker, request, deadline, more_follows if streamed else None)
         except BaseException:
             self._give_back(worker, keep=False)  # a timeout, a cancellation, a death: the worker goes
             raise
-        self._give_back(worker, keep=self._keeps(reply))
-        return reply
+        self._give_back(worker, keep=self._keeps(replies[-1]))
+        return replies
 
     def close(self) -> None:
         """Kill every worker, idle or busy (a busy call then fails as its worker's death)."""
@@ -329,30 +362,38 @@ def worker_setting() -> _Setting:
     return _Setting.now()
 
 
-async def _exchange(loop: asyncio.AbstractEventLoop, worker: _Worker, request: bytes, deadline: float | None) -> bytes:
-    """Send ``request`` and await the answer, the pipe watched by ``loop``; raises ``TimeoutError`` past
-    ``deadline`` seconds and :class:`WorkerDied` when the worker ends first (the caller kills the worker)."""
-    fd = worker.conn.fileno()
-    readable: asyncio.Future[None] = loop.create_future()
-
-    def ready() -> None:
-        if not readable.done():
-            readable.set_result(None)
-
-    loop.add_reader(fd, ready)
+async def _exchange(
+    loop: asyncio.AbstractEventLoop,
+    worker: _Worker,
+    request: bytes,
+    deadline: float | None,
+    more: Callable[[bytes], bool] | None,
+) -> list[bytes]:
+    """Send ``request`` and await the answers (one, or while ``more`` says another follows), the pipe watched by
+    ``loop``; raises :class:`RunTimedOut` past ``deadline`` seconds and :class:`WorkerDied` when the worker ends
+    first, each with what came before (the caller kills the worker)."""
+    worker.watch_on(loop)
+    replies: list[bytes] = []
     try:
-        try:
-            worker.conn.send_bytes(request)  # the worker is waiting to read it: a long request blocks only as long
-        except OSError:
-            raise WorkerDied(await loop.run_in_executor(None, worker.ending)) from None
-        async with asyncio.timeout(deadline):
-            await readable
-        try:
-            return worker.conn.recv_bytes()  # readable: the answer (or the end of the pipe) is there
-        except (EOFError, OSError):
-            raise WorkerDied(await loop.run_in_executor(None, worker.ending)) from None
-    finally:
-        loop.remove_reader(fd)
+        worker.conn.send_bytes(request)  # the worker is waiting to read it: a long request blocks only as long
+    except OSError:
+        raise WorkerDied(await loop.run_in_executor(None, worker.ending)) from None
+    try:
+        # No timeout scope without a deadline: it costs more than a fast call's own work in this process.
+        async with asyncio.timeout(deadline) if deadline is not None else contextlib.nullcontext():
+            while True:
+                worker.waiter = waiter = loop.create_future()
+                try:
+                    reply = await waiter
+                except (EOFError, OSError):
+                    raise WorkerDied(await loop.run_in_executor(None, worker.ending), tuple(replies)) from None
+                finally:
+                    worker.waiter = None
+                replies.append(reply)
+                if more is None or not more(reply):
+                    return replies
+    except TimeoutError:
+        raise RunTimedOut(tuple(replies)) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -487,10 +528,76 @@ def _kept(
     return budget is not None and time.monotonic() - began > budget
 
 
+class Watchdog:
+    """Sees a call of a worker's run pass its timeout. A thread, started at the first run with a timeout: it sends
+    what the run came to up to that call, that call as timed out (``expired(index, timeout)`` makes the message),
+    and ends the worker (the call cannot be stopped; the deciding process starts another worker for the calls
+    left). The worker's loop says which call it is making (``index``, ``started``: plain attributes, set per call
+    without the lock, for a fast function's sake); either the run's end or the watchdog sends the answer, never
+    both (:meth:`finish`). Shared by a python lane's workers and a python metric's (``lanes/metricworker.py``)."""
+
+    def __init__(self, conn: Connection, expired: Callable[[int, float], bytes]) -> None:
+        self.conn, self.expired = conn, expired
+        self.index = 0
+        self.started = 0.0
+        self.timeout: float | None = None
+        self.serial = 0  # which run the watchdog is looking at (odd: one is in flight)
+        self.sent = False
+        self.lock = threading.Lock()
+        self.wake = threading.Condition(self.lock)
+        self.watching = False
+
+    def begin(self, timeout: float | None) -> None:
+        """A run starts, each call allowed ``timeout`` seconds (None: no limit)."""
+        with self.lock:
+            self.index, self.sent = 0, False
+            self.serial += 1
+            self.timeout = timeout
+            self.started = time.monotonic()
+            if timeout is not None:
+                if not self.watching:
+                    self.watching = True
+                    threading.Thread(target=self._watch, daemon=True, name="evalglass-host-watchdog").start()
+                self.wake.notify()
+
+    def finish(self) -> bool:
+        """The run ended: whether its answer is the caller's to send (False: the watchdog sent it)."""
+        with self.lock:
+            self.serial += 1  # the watchdog stands down
+            if self.sent:
+                return False
+            self.sent = True
+            return True
+
+    def _watch(self) -> None:
+        with self.lock:
+            while True:
+                serial, index, started, timeout = self.serial, self.index, self.started, self.timeout
+                if timeout is None or serial % 2 == 0:  # no run in flight
+                    self.wake.wait()
+                    continue
+                left = started + timeout - time.monotonic()
+                if left > 0:
+                    self.wake.wait(left)
+                    continue
+                if (self.serial, self.index, self.started) != (serial, index, started) or self.sent:
+                    continue
+                self.sent = True
+                try:
+                    self.conn.send_bytes(self.expired(index, timeout))
+                finally:
+                    os._exit(0)
+
+
+#: A run's answers go back as they are made, at least once per this much of the worker's time (a call that takes
+#: longer is sent on its own as soon as it returns): a call whose answer has been sent is never made again, whatever
+#: happens to the worker later. Faster calls go in groups, for one message each way per group, not per call.
+STREAM_S = 0.001
+
+
 class _Runner:
-    """Makes a run of calls in order and sends their answers in one message. A call over its timeout is seen by a
-    watchdog thread, which sends what the calls before it gave, that one as timed out, and ends the worker (the
-    call cannot be stopped; the deciding process starts another worker for the calls left)."""
+    """Makes a run of calls in order and sends their answers as they are made, a group at a time (at least every
+    :data:`STREAM_S`; the last message says so); a call over its timeout is its :class:`Watchdog`'s to answer."""
 
     def __init__(self, conn: Connection, function: Any, name: str) -> None:
         self.conn, self.function, self.name = conn, function, name
@@ -499,15 +606,9 @@ class _Runner:
         self.values: list[Any] = []
         self.failures: list[list[Any]] = []
         self.samples: list[int] = []
-        self.index = 0
-        self.started = 0.0
-        self.timeout: float | None = None
-        self.serial = 0  # which run the watchdog is looking at
-        self.sent = False
-        self.lock = threading.Lock()
-        self.wake = threading.Condition(self.lock)
-        self.watching = False
+        self.watch = Watchdog(conn, self._expired)
         self.began = 0.0
+        self.flushed = 0  # the calls of the run whose answers have been sent
 
     def run(self, arguments: list[Any], rest: list[list[Any]], timeout: float | None, budget: float | None) -> None:
         """Make the calls (call ``i``: ``arguments[i]``, with the keyword arguments and sample ``rest[i]``) and send
@@ -518,17 +619,11 @@ class _Runner:
         values: list[Any] = []
         failures: list[list[Any]] = []
         samples = [sample for _, sample in rest]
-        with self.lock:
-            self.values, self.failures, self.samples, self.index, self.sent = values, failures, samples, 0, False
-            self.serial += 1
-            self.timeout = timeout
-            self.started = time.monotonic()
-            if timeout is not None:
-                if not self.watching:
-                    self.watching = True
-                    threading.Thread(target=self._watch, daemon=True, name="evalglass-host-watchdog").start()
-                self.wake.notify()
-        self.began = began = now = time.monotonic()
+        self.values, self.failures, self.samples, self.flushed = values, failures, samples, 0
+        watch = self.watch
+        watch.begin(timeout)
+        self.began = began = now = sent = time.monotonic()
+        last = len(arguments) - 1
         if self.is_async:
             # One turn of the loop for the whole run, each call awaited in order (a loop started per call costs more
             # than a fast call).
@@ -539,7 +634,7 @@ class _Runner:
             monotonic, append = time.monotonic, values.append
             for index, argument in enumerate(arguments):
                 kwargs, sample = rest[index]
-                self.index, self.started = index, now
+                watch.index, watch.started = index, now
                 called = python_value(function, name, kwargs, sample, argument)
                 if type(called) is _Returned:
                     called = self._returned(called.value, sample, timeout)
@@ -550,12 +645,11 @@ class _Runner:
                 now = monotonic()
                 if budget is not None and now - began > budget:
                     break  # the run turned slow: what is left goes back, to be split again
-        with self.lock:
-            self.serial += 1  # the watchdog stands down
-            if self.sent:
-                return
-            self.sent = True
-        self.conn.send_bytes(self._encode(len(values), None))
+                if now - sent >= STREAM_S and index < last:
+                    self._send(index + 1)
+                    sent = now
+        if watch.finish():
+            self.conn.send_bytes(self._encode(len(values), None))
 
     async def _run_async(
         self,
@@ -570,15 +664,27 @@ class _Runner:
         :meth:`_returned` makes of it."""
         from evalglass.lanes.hostcall import _Returned, python_value
 
-        function, name, began = self.function, self.name, self.began
+        function, name, began, watch = self.function, self.name, self.began, self.watch
+        sent, last = began, len(arguments) - 1
         for index, argument in enumerate(arguments):
             kwargs, sample = rest[index]
-            self.index, self.started = index, time.monotonic()
+            watch.index, watch.started = index, time.monotonic()
             called = python_value(function, name, kwargs, sample, argument)
             if type(called) is _Returned:
                 called = await self._finished(called.value, sample, timeout)
             if _kept(called, index, values, failures, budget, began):
                 break
+            if index < last and (now := time.monotonic()) - sent >= STREAM_S:
+                self._send(index + 1)
+                sent = now
+
+    def _send(self, finished: int) -> None:
+        """Send the answers of the calls up to ``finished`` not sent yet, more to follow (unless the watchdog has
+        answered the run: the worker is then ending)."""
+        with self.watch.lock:
+            if not self.watch.sent:
+                self.conn.send_bytes(self._encode(finished, None, more=True))
+                self.flushed = finished
 
     async def _finished(self, value: Any, sample: int, timeout: float | None) -> Any:
         """What a call's returned value comes to: an awaitable awaited within the call's timeout (its failure
@@ -593,7 +699,7 @@ class _Runner:
             async with asyncio.timeout(timeout):
                 return await value
         except TimeoutError as exc:
-            if timeout is not None and time.monotonic() - self.started >= timeout:
+            if timeout is not None and time.monotonic() - self.watch.started >= timeout:
                 from evalglass.lanes.ports import LaneFailure
 
                 return LaneFailure("task_timeout", f"{self.name} did not return within {timeout:g}s", sample)
@@ -614,12 +720,16 @@ class _Runner:
             return value
         return self._loop().run_until_complete(self._finished(value, sample, timeout))
 
-    def _encode(self, finished: int, timed_out: int | None) -> bytes:
-        """The answer, in lines: ``[failures, finished, timed_out, apart, seconds]``, then the values as one JSON
-        list, or (``apart``: a value nested as deep as JSON allows does not fit in a list) one line per value. A
-        value that is not JSON becomes its call's failure. ``seconds``: how long the worker took to make the calls
-        (the lane sizes runs by it, never by the round trip, which a busy machine makes as long as it likes)."""
-        values, failures = self.values[:finished], [entry for entry in self.failures if entry[0] < finished]
+    def _encode(self, finished: int, timed_out: int | None, *, more: bool = False) -> bytes:
+        """The answers of the calls from the first not sent yet to ``finished``, in lines: ``[failures, finished,
+        timed_out, apart, seconds, start, more]``, then the values as one JSON list, or (``apart``: a value nested
+        as deep as JSON allows does not fit in a list) one line per value. A value that is not JSON becomes its
+        call's failure. ``seconds``: how long the worker has taken over the run's calls so far (the lane sizes runs
+        by it, never by the round trip, which a busy machine makes as long as it likes); ``start``: the first call
+        answered here; ``more``: another message of the run follows."""
+        start = self.flushed
+        values = self.values[start:finished]
+        failures = [entry for entry in self.failures if start <= entry[0] < finished]
         seconds = time.monotonic() - self.began
         try:
             body = orjson.dumps(values)
@@ -629,93 +739,81 @@ class _Runner:
             from evalglass.lanes.hostcall import non_finite
 
             if b"null" not in body or non_finite(values) is None:  # orjson writes a NaN as null: look for one
-                return orjson.dumps([failures, finished, timed_out, False, seconds]) + b"\n" + body
+                return orjson.dumps([failures, finished, timed_out, False, seconds, start, more]) + b"\n" + body
         from evalglass.lanes.hostcall import lane_value
 
         failed = {entry[0] for entry in failures}
         lines = []
-        for index, value in enumerate(values):
+        for index, value in enumerate(values, start):
             if index not in failed:
                 answer = lane_value(value, self.name, self.samples[index]).value
                 if type(answer) is UnparsedOutput:  # an answer that is not JSON: sent as its text (decode_run)
                     failures.append([index, NOT_JSON_ANSWER, answer.message, answer.text])
                     value = None
             lines.append(orjson.dumps(None if index in failed else value))
-        return b"\n".join([orjson.dumps([sorted(failures), finished, timed_out, True, seconds]), *lines])
+        return b"\n".join([orjson.dumps([sorted(failures), finished, timed_out, True, seconds, start, more]), *lines])
 
-    def _watch(self) -> None:
-        with self.lock:
-            while True:
-                serial, index, started, timeout = self.serial, self.index, self.started, self.timeout
-                if timeout is None or serial % 2 == 0:  # no run in flight
-                    self.wake.wait()
-                    continue
-                left = started + timeout - time.monotonic()
-                if left > 0:
-                    self.wake.wait(left)
-                    continue
-                if (self.serial, self.index, self.started) != (serial, index, started) or self.sent:
-                    continue
-                self.sent = True
-                self.failures[:] = [entry for entry in self.failures if entry[0] < index]
-                self.failures.append([index, "task_timeout", f"{self.name} did not return within {timeout:g}s", None])
-                self.values[index:] = [None]
-                try:
-                    self.conn.send_bytes(self._encode(index + 1, index))
-                finally:
-                    os._exit(0)
+    def _expired(self, index: int, timeout: float) -> bytes:
+        """The answer when call ``index`` is over ``timeout``: the calls before it, and it as timed out."""
+        self.failures[:] = [entry for entry in self.failures if entry[0] < index]
+        self.failures.append([index, "task_timeout", f"{self.name} did not return within {timeout:g}s", None])
+        self.values[index:] = [None]
+        return self._encode(index + 1, index)
 
 
-def decode_run(reply: bytes, samples: list[int]) -> tuple[list[Any], dict[int, LaneOutcome], int] | None:
-    """A worker's answer to a run of calls (:meth:`_Runner._encode`): (values, failures by position, how many
-    calls were made), or None when it is not of that shape (the worker runs code under test, which may write to its
-    pipe: what it sends is checked, never trusted, and never unpickled)."""
+def decode_run(
+    replies: list[bytes], samples: list[int]
+) -> tuple[list[Any], dict[int, LaneOutcome], int, float | None] | None:
+    """A worker's answers to a run of calls (:meth:`_Runner._encode`, one message per group of calls, in order):
+    (values, failures by position, how many calls were answered, how long the worker said it took: None when it
+    did not say, or said nonsense, a figure for sizing runs, never a measurement anything is decided on), or None
+    when an answer is not of that shape (the worker runs code under test, which may write to its pipe: what it
+    sends is checked, never trusted, and never unpickled)."""
     from evalglass.lanes.ports import LaneFailure
 
-    head, _, rest = reply.partition(b"\n")
-    try:
-        meta = orjson.loads(head)
-        if type(meta) is not list or len(meta) not in (4, 5):  # 4: a worker that does not say how long it took
-            return None
-        failures, finished, _, apart = meta[:4]
-        values = [orjson.loads(line) for line in rest.split(b"\n")] if apart else orjson.loads(rest)
-    except (orjson.JSONDecodeError, ValueError):
-        return None
-    if type(values) is not list or type(failures) is not list or type(finished) is not int:
-        return None
-    if not 0 <= finished <= len(samples) or len(values) != finished:
-        return None
+    values: list[Any] = []
     failed: dict[int, LaneOutcome] = {}
-    for entry in failures:
-        if (
-            type(entry) is not list
-            or len(entry) != 4
-            or type(entry[0]) is not int
-            or not 0 <= entry[0] < finished
-            or type(entry[1]) is not str
-            or type(entry[2]) is not str
-            or not (entry[3] is None or type(entry[3]) is str)
-        ):
+    seconds: Any = None
+    for reply in replies:
+        head, _, rest = reply.partition(b"\n")
+        try:
+            meta = orjson.loads(head)
+            if type(meta) is not list or len(meta) != 7:
+                return None
+            failures, finished, _, apart, seconds, start, _ = meta
+            part = [orjson.loads(line) for line in rest.split(b"\n")] if apart else orjson.loads(rest)
+        except (orjson.JSONDecodeError, ValueError):
             return None
-        if entry[1] == NOT_JSON_ANSWER:  # the function's answer, not JSON: its text and why (lane_value)
-            text = entry[3] if entry[3] is not None else ""
-            answer = UnparsedOutput(text, entry[2], declared=DECLARED_JSON)
-            failed[entry[0]] = LaneOutput(answer, samples[entry[0]])
-            continue
-        failed[entry[0]] = LaneFailure(entry[1], entry[2], samples[entry[0]], detail=entry[3])
-    return values, failed, finished
+        if type(part) is not list or type(failures) is not list or type(finished) is not int:
+            return None
+        if start != len(values) or not start <= finished <= len(samples) or len(part) != finished - start:
+            return None
+        values += part
+        for entry in failures:
+            if (
+                type(entry) is not list
+                or len(entry) != 4
+                or type(entry[0]) is not int
+                or not start <= entry[0] < finished
+                or type(entry[1]) is not str
+                or type(entry[2]) is not str
+                or not (entry[3] is None or type(entry[3]) is str)
+            ):
+                return None
+            if entry[1] == NOT_JSON_ANSWER:  # the function's answer, not JSON: its text and why (lane_value)
+                text = entry[3] if entry[3] is not None else ""
+                answer = UnparsedOutput(text, entry[2], declared=DECLARED_JSON)
+                failed[entry[0]] = LaneOutput(answer, samples[entry[0]])
+                continue
+            failed[entry[0]] = LaneFailure(entry[1], entry[2], samples[entry[0]], detail=entry[3])
+    worked = seconds if type(seconds) is float and 0.0 <= seconds < 1e6 else None
+    return values, failed, len(values), worked
 
 
-def run_seconds(reply: bytes) -> float | None:
-    """How long the worker said it took to make a run's calls (None when it did not say, or said nonsense): a
-    figure for sizing runs, never a measurement anything is decided on."""
-    try:
-        meta = orjson.loads(reply.partition(b"\n")[0])
-    except orjson.JSONDecodeError:
-        return None
-    if type(meta) is not list or len(meta) != 5 or type(meta[4]) is not float or not 0.0 <= meta[4] < 1e6:
-        return None
-    return meta[4]
+def more_follows(reply: bytes) -> bool:
+    """Whether another message of the run follows ``reply`` (its first line ends ``more``: see
+    :meth:`_Runner._encode`); what it says is checked by :func:`decode_run`."""
+    return reply.partition(b"\n")[0].endswith(b",true]")
 
 
 def run_request(calls: list[list[Any]], timeout: float | None, budget: float | None) -> bytes:
@@ -736,12 +834,14 @@ def run_request(calls: list[list[Any]], timeout: float | None, budget: float | N
 __all__ = [
     "HostFunctionInfo",
     "HostWorkers",
+    "RunTimedOut",
+    "Watchdog",
     "WorkerDied",
     "WorkerStartError",
     "decode_run",
     "enter_worker",
+    "more_follows",
     "run_request",
-    "run_seconds",
     "serve",
     "spawn_worker",
     "start_fork_server",

@@ -115,7 +115,7 @@ class PythonLane(TaskLane):
                 return LaneFailure("task_worker_lost", f"{name} could not run on the cluster: {exc}", sample)
 
         async def local() -> LaneOutcome:
-            values, failures, _, _ = await self._run([[argument, kwargs, sample]], [sample], None)
+            values, failures, _, _, _ = await self._run([[argument, kwargs, sample]], [sample], None)
             return failures[0] if failures else LaneOutput(values[0], sample)
 
         ships = offload is not None and (self.ship_async or not self.is_async)
@@ -130,37 +130,44 @@ class PythonLane(TaskLane):
 
     async def _run(
         self, calls: list[list[Any]], samples: list[int], budget: float | None
-    ) -> tuple[list[Any], dict[int, LaneOutcome], int, float | None]:
-        """A run of calls on one worker: (values, failures by position, how many were made). A run stops early
-        when it proves slower than ``budget``; a worker that ends mid-run (or a run past its deadline: the calls'
-        timeouts are kept by the worker, this is the backstop) fails a lone call as what happened to it, and makes
-        none of a longer run's, which the caller makes again one per run, so each call's own state is found (the
-        calls before the one that ended the worker are made twice). The fourth item: how long the worker said it
-        took (None: it did not say)."""
+    ) -> tuple[list[Any], dict[int, LaneOutcome], int, float | None, bool]:
+        """A run of calls on one worker: (values, failures by position, how many were answered, how long the worker
+        said it took: None when it did not say, whether the run was cut short). A run stops early when it proves
+        slower than ``budget``. The worker sends answers as it makes the calls (a group at least every
+        ``hostworker.STREAM_S``), and an answer received is kept, whatever happens next. A worker that ends
+        mid-run (or a run past its deadline: the calls' timeouts are kept by the worker, this is the backstop)
+        fails the run's one call left unanswered as what happened to it; with more left the run is cut short
+        (the fifth item): the caller makes those again one per run, so the call that ended the worker is found,
+        and the calls made since the worker last sent answers are made twice."""
         name, timeout = self.spec.function, self.spec.timeout
         deadline = None if timeout is None else timeout + (budget or 0.0) + WORKER_GRACE_S
-        lone = len(calls) == 1
+        request = hostworker.run_request(calls, timeout, budget)
+        why: LaneFailure | None = None
         try:
-            answer = await self.workers.call_here(hostworker.run_request(calls, timeout, budget), deadline)
-        except TimeoutError:
-            if not lone:
-                return [], {}, 0, None
-            failure = LaneFailure("task_timeout", f"{name} did not return within {timeout:g}s", samples[0])
-            return [None], {0: failure}, 1, None
+            replies = await self.workers.run_here(request, deadline)
+        except hostworker.RunTimedOut as exc:
+            replies = list(exc.replies)
+            why = LaneFailure("task_timeout", f"{name} did not return within {timeout:g}s", 0)
         except WorkerDied as exc:
-            if not lone:
-                return [], {}, 0, None
-            return [None], {0: LaneFailure("task_worker_lost", f"{name} did not answer: {exc}", samples[0])}, 1, None
-        decoded = hostworker.decode_run(answer, samples)
+            replies = list(exc.replies)
+            why = LaneFailure("task_worker_lost", f"{name} did not answer: {exc}", 0)
+        decoded = hostworker.decode_run(replies, samples)
         if decoded is None:
-            why = f"{name} did not answer: its worker process sent what is not an answer"
+            lost = f"{name} did not answer: its worker process sent what is not an answer"
             return (
                 [None] * len(calls),
-                {i: LaneFailure("task_worker_lost", why, s) for i, s in enumerate(samples)},
+                {i: LaneFailure("task_worker_lost", lost, s) for i, s in enumerate(samples)},
                 len(calls),
                 None,
+                False,
             )
-        return (*decoded, hostworker.run_seconds(answer))
+        values, failed, finished, worked = decoded
+        if why is None:
+            return values, failed, finished, worked, False
+        if finished == len(calls) - 1:  # the one call left is the one the worker was making
+            failed[finished] = dataclasses.replace(why, sample=samples[finished])
+            return [*values, None], failed, len(calls), None, False
+        return values, failed, finished, None, True
 
     # ------------------------------------------------------------------ many calls at once (the live run's chunks)
     @property
@@ -236,9 +243,9 @@ class PythonLane(TaskLane):
                     timing.set()
             left = pending[sum(len(run) for run in runs) - len(alone) :]  # not sent this round (after a lone call)
             pending, alone = [], []
-            for run, finished in zip(runs, done, strict=True):
-                if finished == 0 and len(run) > 1:
-                    alone.extend(run)  # its worker ended mid-run: which call did it is not known
+            for run, (finished, cut) in zip(runs, done, strict=True):
+                if cut:
+                    alone.extend(run[finished:])  # its worker ended mid-run: which unanswered call did it is not known
                 else:
                     pending.extend(run[finished:])  # ``finished`` is short of the run when it stopped early
             pending.extend(left)
@@ -266,9 +273,10 @@ class PythonLane(TaskLane):
         run: list[int],
         values: list[Any],
         failures: dict[int, LaneFailure],
-    ) -> int:
-        """The calls ``run`` names, on a worker, their outcomes put in ``values`` and ``failures``; how many were
-        made (fewer than asked when the run proved slower than planned, none when its worker ended mid-run)."""
+    ) -> tuple[int, bool]:
+        """The calls ``run`` names, on a worker, their outcomes put in ``values`` and ``failures``: how many were
+        answered (fewer than asked when the run proved slower than planned, or was cut short), and whether it was
+        cut short (its worker ended mid-run)."""
         takes_sample = self.takes_sample
         run_samples = [samples[i] if samples is not None else 0 for i in run]
         calls = [
@@ -277,14 +285,13 @@ class PythonLane(TaskLane):
         ]
         budget = 10 * CHUNK_BUDGET_S if len(run) > 1 else None
         began = time.perf_counter()
-        made, failed, finished, worked = await self._run(calls, run_samples, budget)
+        made, failed, finished, worked, cut = await self._run(calls, run_samples, budget)
         # The worker's own time when it said (a round trip's wait is not the function's: on a busy machine it would
         # keep runs at one call each), else the round trip.
         elapsed = time.perf_counter() - began if worked is None else worked
-        if finished == 0:
+        if cut:
             self._per_call = None  # the worker ended mid-run: one call per run until calls are answered again
-            return 0
-        if finished == len(run) and not failed:
+        elif finished == len(run) and not failed:
             per_call = elapsed / finished
             self._per_call = per_call if self._per_call is None else 0.8 * self._per_call + 0.2 * per_call
         for index, value in zip(run, made, strict=False):
@@ -295,7 +302,7 @@ class PythonLane(TaskLane):
                 continue
             failures[run[position]] = failure
             values[run[position]] = None
-        return finished
+        return finished, cut
 
     async def aclose(self) -> None:
         self.workers.close()
@@ -307,12 +314,14 @@ CHUNK_BUDGET_S = 0.002
 FAST_RUN = int(CHUNK_BUDGET_S / 50e-6)
 
 
-async def _submitted(submit: Any, run: Any, limit: EndpointLimit, gate: asyncio.Semaphore | None) -> int:
+async def _submitted(submit: Any, run: Any, limit: EndpointLimit, gate: asyncio.Semaphore | None) -> tuple[int, bool]:
     """``run`` through the executor, after ``gate`` (when there is one) lets it go."""
     if gate is None:
-        return int(await submit(run, endpoint=limit))
+        finished, cut = await submit(run, endpoint=limit)
+        return finished, cut
     async with gate:
-        return int(await submit(run, endpoint=limit))
+        finished, cut = await submit(run, endpoint=limit)
+        return finished, cut
 
 
 #: How long past a run's own limits (the call's timeout, the run's budget) a worker may take to answer before it is

@@ -57,7 +57,7 @@ from evalglass.metrics.base import (
     reference_getter,
 )
 from evalglass.metrics.hostrules import call_host
-from evalglass.metrics.hostscoring import metric_worker
+from evalglass.metrics.hostscoring import DEFAULT_TIMEOUT_S, metric_worker
 from evalglass.metrics.invalid import invalid_answer
 
 
@@ -77,6 +77,19 @@ class PythonMetricSpec(MetricSpec):
         default=None,
         description="The range the function's values can take, e.g. {min: 1, max: 5}; enables sensitivity bounds.",
     )
+    timeout: float | None = Field(
+        default=DEFAULT_TIMEOUT_S,
+        gt=0,
+        description="Seconds per call (60 by default; null: no limit). A call over it is an error score, "
+        "code metric_timeout, and its worker process is replaced.",
+    )
+
+    data_files: list[str] | None = Field(
+        default=None,
+        min_length=1,
+        description="Files (relative to the config) the function reads when it runs: a gate on the metric binds "
+        "their bytes as it binds the function's file; a gated metric may read no other file of the project.",
+    )
 
     def value_scale(self) -> ScaleSpec | None:
         return self.scale
@@ -85,6 +98,8 @@ class PythonMetricSpec(MetricSpec):
         """With a declared scale, ``on_invalid_output`` decides what an answer the function never sees scores; host
         code has no version to bump when that rule changes, so the setting is always part of the definition."""
         payload = super().fingerprint_payload()
+        # How long a call may take decides only whether it is an error, never a value: operational, as a lane's.
+        payload.pop("timeout", None)
         if self.scale is not None:
             payload["on_invalid_output"] = self.on_invalid_output.value
         return payload
@@ -98,7 +113,8 @@ class PythonMetricSpec(MetricSpec):
     def referenced_files(self, base_dir: Path) -> tuple[Path, ...]:
         """Files whose contents define this metric; an approval should also bind their hashes."""
         source, _ = split_reference(self.function)
-        return ((base_dir / source).resolve(),) if is_file_reference(source) else ()
+        own = ((base_dir / source).resolve(),) if is_file_reference(source) else ()
+        return (*own, *((base_dir / path).resolve() for path in self.data_files or ()))
 
     def imported_files(self, base_dir: Path) -> tuple[Path, ...]:
         """The module a ``package.module:name`` reference resolves to, as the run's import finds it, and the host
@@ -119,9 +135,10 @@ class PythonMetricSpec(MetricSpec):
         """The function runs in a worker process (``metrics/hostscoring.py``), never in this one: one example per
         message for ``one``, a whole batch per message for the batch path. With a cluster, every call is shipped and
         the cluster worker loads the function by its reference (the parameters are read in a local worker)."""
-        worker = metric_worker(self.function, context.base_dir)
+        worker = metric_worker(self.function, context.base_dir, context.bound_code)
         index, wanted = worker.load(self.function, self.reference is not None)
         prepared = self._prepare(context, wanted)
+        timeout = self.timeout
         if context.shipper is not None:
             del worker  # only its answer to the load was needed: the calls run on the cluster
             host = InProcessFunction(self.function, str(Path(context.base_dir).resolve()), wanted)
@@ -136,7 +153,7 @@ class PythonMetricSpec(MetricSpec):
             given = prepared(example)
             if not isinstance(given, dict):
                 return given
-            return worker.score(index, {name: [given[name]] for name in wanted}, 1)[0]
+            return worker.score(index, {name: [given[name]] for name in wanted}, 1, timeout)[0]
 
         def python_metric_batch(batch: ExampleBatch) -> list[MetricResult]:
             results: list[Any] = []
@@ -150,7 +167,7 @@ class PythonMetricSpec(MetricSpec):
                         columns[name].append(given[name])
                 results.append(given)
             if called:
-                for position, result in zip(called, worker.score(index, columns, len(called)), strict=True):
+                for position, result in zip(called, worker.score(index, columns, len(called), timeout), strict=True):
                     results[position] = result
             return results
 

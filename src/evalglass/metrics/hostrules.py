@@ -1,121 +1,51 @@
-"""The calling and return rules of a ``python`` metric (``metrics/host.py`` states them): which arguments a function
-is given, and what whatever it returns, or raises, comes to. Apart from the spec so that a metric's worker process
-(``metrics/hostscoring.py``), where the function is called, and the deciding process, which checks each answer the
-worker sends by the same :func:`interpret`, share one piece of code without importing each other.
+"""The calling and return rules of a ``python`` metric (``metrics/host.py`` states them): what whatever the function
+returns, or raises, comes to. The rules are applied where the function is called (``lanes/metricworker.py``: in a
+metric's worker process, or on a cluster worker), without pydantic, to an answer that is JSON; :func:`decoded`, here,
+turns an answer into a score and checks its shape, so the deciding process reads what a worker sends by the same
+code as a call made in this process.
 """
 
 from __future__ import annotations
 
-import inspect
-import math
-import numbers
-import traceback
 from collections.abc import Callable
 from typing import Any
 
-from evalglass import redaction
-from evalglass.core.score import Score, score_violation
-from evalglass.metrics.errors import MetricLoadError
-from evalglass.metrics.support import one_line, preview
+from evalglass.core.score import Score
+from evalglass.lanes.metricworker import answer_of, call_metric
 
 MetricResult = float | Score
 
-ARGUMENT_NAMES = ("output", "record", "reference", "example")
-_TRACEBACK_CHARS = 2000
-_RETURN_HINT = "return a finite number, a Score, or (None, 'reason') to decline"
-
 
 def call_host(function: Callable[..., Any], arguments: dict[str, Any]) -> MetricResult:
-    """One call of a host metric function and what it comes to (the calling rule's return rule); the one place
-    a python metric's function is called, in its worker process or on a cluster worker. ``KeyboardInterrupt``
-    propagates."""
-    try:
-        result = function(**arguments)
-    except (Exception, SystemExit) as exc:
-        return raised(exc)
-    return interpret(result)
-
-
-def wanted_arguments(signature: inspect.Signature, where: str, *, has_reference: bool) -> tuple[str, ...]:
-    """The argument names to pass, checked once at build time against the calling rule."""
-    offered = tuple(name for name in ARGUMENT_NAMES if has_reference or name != "reference")
-    wanted: list[str] = []
-    for parameter in signature.parameters.values():
-        if parameter.kind is parameter.VAR_KEYWORD:
-            return offered
-        if parameter.kind is parameter.VAR_POSITIONAL or parameter.default is not parameter.empty:
-            if parameter.name in offered and parameter.kind is not parameter.POSITIONAL_ONLY:
-                wanted.append(parameter.name)
-            continue
-        problem = _unfillable(parameter, has_reference)
-        if problem:
-            raise MetricLoadError(f"python metric: {where} {problem}")
-        wanted.append(parameter.name)
-    if not wanted:
-        raise MetricLoadError(
-            f"python metric: {where} takes none of {', '.join(ARGUMENT_NAMES)}; "
-            "declare at least one, e.g. 'def metric(output)'"
-        )
-    return tuple(wanted)
-
-
-def _unfillable(parameter: inspect.Parameter, has_reference: bool) -> str:
-    """Why a required parameter cannot be given a value, or an empty string when it can."""
-    name = parameter.name
-    if parameter.kind is parameter.POSITIONAL_ONLY:
-        return f"has positional-only parameter {name!r}, but arguments are passed by keyword; remove the '/'"
-    if name not in ARGUMENT_NAMES:
-        return (
-            f"has parameter {name!r}, which cannot be filled: parameters are matched by name from "
-            f"{', '.join(ARGUMENT_NAMES)}; rename it or give it a default"
-        )
-    if name == "reference" and not has_reference:
-        return "takes 'reference' but the metric sets no 'reference:' path; add one or drop the parameter"
-    return ""
+    """One call of a host metric function in this process (a shipped metric, on a cluster worker) and what it comes
+    to. ``KeyboardInterrupt`` propagates."""
+    result = decoded(call_metric(function, arguments))
+    assert result is not None  # an answer made here has its shape
+    return result
 
 
 def interpret(result: Any) -> MetricResult:
     """Turn whatever the host returned into a legal result, or an ``error`` saying what was wrong with it."""
-    if type(result) is float and math.isfinite(result):
-        return result
-    if isinstance(result, Score):
-        why = score_violation(result.status, result.validity, result.value, bool(result.diagnostics))
-        return result if why is None else bad_return(f"returned an illegal Score ({why})", result)
-    if isinstance(result, bool) or type(result).__name__ in {"bool", "bool_"}:
-        return bad_return("returned a bool, which is not a measurement; return 1.0 or 0.0", result)
-    if isinstance(result, numbers.Real):
-        return _real(result)
-    if isinstance(result, tuple) and len(result) == 2 and result[0] is None:
-        reason = result[1]
-        if isinstance(reason, str) and reason.strip():
-            return Score.non_evaluable("host_declined", one_line(reason))
-        return bad_return("declined without a reason; return (None, 'a non-empty reason')", result)
-    if result is None:
-        return bad_return(f"returned None (a missing 'return'?); {_RETURN_HINT}", result)
-    return bad_return(f"returned a {type(result).__name__}; {_RETURN_HINT}", result)
+    answer = decoded(answer_of(result))
+    assert answer is not None
+    return answer
 
 
-def _real(result: numbers.Real) -> MetricResult:
+def decoded(answer: Any) -> MetricResult | None:
+    """An answer (``lanes/metricworker.py``) as a score, or None when it is not of an answer's shape (an answer
+    from a worker runs next to code under test: it is checked, never trusted). A Score's fields are validated, its
+    state by the Score's own validators."""
+    if type(answer) is float:
+        return answer  # JSON holds no NaN nor infinity, and an answer made here is finite
     try:
-        value = float(result)
-    except (OverflowError, TypeError, ValueError):
-        return bad_return("returned a number that does not fit a float", result)
-    if not math.isfinite(value):
-        return bad_return(f"returned {value!r}; a measurement must be finite", result)
-    return value
-
-
-def bad_return(message: str, result: Any) -> Score:
-    return Score.error("host_bad_return", f"the metric function {message}", detail=preview(result))
-
-
-def raised(exc: BaseException) -> Score:
-    """``host_raised`` with the exception type and message, and the traceback tail as detail (both redacted
-    before they are cut)."""
-    redactor = redaction.current()
-    said = redactor.text(str(exc))
-    text = one_line(said)
-    message = f"{type(exc).__name__}: {text}" if said.strip() else type(exc).__name__
-    tail = "".join(traceback.format_exception(exc)[-6:]).strip()
-    detail = redactor.tail(tail, _TRACEBACK_CHARS, "")
-    return Score.error("host_raised", f"the metric function raised {message}", detail=detail)
+        if type(answer) is list:
+            if len(answer) == 4 and answer[0] == "error" and type(answer[1]) is str and type(answer[2]) is str:
+                if answer[3] is None or type(answer[3]) is str:
+                    return Score.error(answer[1], answer[2], detail=answer[3])
+            elif len(answer) == 2 and answer[0] == "declined" and type(answer[1]) is str:
+                return Score.non_evaluable("host_declined", answer[1])
+        elif type(answer) is dict:
+            return Score.model_validate(answer)  # its validators refuse an illegal state
+    except ValueError:  # pydantic's ValidationError among them: a code or message a score cannot hold
+        return None
+    return None

@@ -5,7 +5,9 @@ definitions). A python metric's function is host code: a gated metric's file and
 statically are bound by its gate's approval, but an ungated metric's function is bound by nothing, and a dynamic
 import (``importlib.import_module(name)``) in a gated metric's module loads code nothing binds. Run in the deciding
 process, such code could replace ``evalglass.core.gates.meets`` or the gated metric's function and make ``evalglass
-run`` pass on a failing value. So the deciding process never imports a python metric's module.
+run`` pass on a failing value. So the deciding process never imports a python metric's module, and a gated
+metric's worker may load no file of the project its gate does not bind (``lanes.hostguard``): unbound code can
+change neither what decides nor the gated metric's own values.
 
 How. Each metric source (a ``.py`` file, as it is on disk when the metric is built, or a module by name) gets one
 worker process of its own (:class:`MetricWorker`), forked from the lanes' clean fork server
@@ -16,17 +18,17 @@ sources never share a process. The worker is killed when the last metric using i
 
 What crosses. To the worker: a pickle (the deciding process trusts what it sends) of the arguments the calling rule
 gives the function, a whole batch of examples per message. From the worker: JSON only, never a pickle (what it sends
-is written by code no approval need bind): per call a finite float, a :class:`~evalglass.core.score.Score` as its
-JSON fields, or ``"interrupted"`` (the function raised ``KeyboardInterrupt``, which stops the run as before). The
-deciding process checks every answer the way an in-process return was checked (``metrics.hostrules.interpret``: the same
-states, codes and messages); an answer of another shape, or a worker that ends mid-call (``os._exit``, a signal, a
-crash in C), is that call's ``error`` score with code ``host_worker_lost`` saying how, never 0.0 and never a pass.
-A batch whose worker ended is made again one call per worker, so each call gets its own state (the calls before the
-one that ended the worker are made twice, on a fresh worker).
+is written by code no approval need bind): per call an answer (``lanes/metricworker.py``, the worker's side, which
+imports neither this package nor pydantic). The deciding process turns every answer into a score and checks its
+shape (``metrics.hostrules.decoded``: the same states, codes and messages as in process); an answer of another shape,
+or a worker that ends mid-call (``os._exit``, a signal, a crash in C), is that call's ``error`` score with code
+``host_worker_lost`` saying how, never 0.0 and never a pass. A batch whose worker ended is made again one call per
+worker, so each call gets its own state (the calls before the one that ended the worker are made twice, on a fresh
+worker). A call over the metric's ``timeout`` is ``metric_timeout``: the worker's watchdog sends the answers before it
+and ends the worker, and the rest of the batch goes to a fresh worker (none is made twice).
 
-Limits. A python metric has no per-call timeout (it had none in process either): a function that never returns
-holds the run until it is stopped, which kills the worker. Module-level state is no longer shared between metrics
-naming different sources that import one helper module, nor with a python lane or agent tool.
+Limits. Module-level state is not shared between metrics naming different sources that import one helper module,
+nor with a python lane or agent tool.
 """
 
 from __future__ import annotations
@@ -37,28 +39,31 @@ import pickle
 import sys
 import threading
 import weakref
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from pydantic import ValidationError
 
 from evalglass import redaction
-from evalglass.core.score import Score
+from evalglass.core.score import Score, Status
+from evalglass.lanes.metricworker import INTERRUPTED, TIMED_OUT, serve_metrics, timed_out
 from evalglass.metrics.errors import MetricLoadError
-from evalglass.metrics.hostrules import call_host, interpret, wanted_arguments
+from evalglass.metrics.hostrules import decoded
 
 if TYPE_CHECKING:
-    from multiprocessing.connection import Connection
-
     from evalglass.lanes.hostworker import _Worker
     from evalglass.metrics.base import MetricResult
 
-#: What a worker answers for a call whose function raised ``KeyboardInterrupt`` (the run stops, as in process).
-INTERRUPTED = "interrupted"
 #: The code of a call whose worker ended before it answered, or answered what is not an answer.
 WORKER_LOST = "host_worker_lost"
+#: A python metric's calls each have this long by default (``timeout`` in its definition; ``null``: no limit): long
+#: enough for a function that calls a model or a service, short enough that a function that hangs does not hold a
+#: CI job until the job's own limit (often hours) kills it with no scores at all.
+DEFAULT_TIMEOUT_S = 60.0
+#: How long past a batch's own limit (its calls' timeouts together) a worker may take to answer before it is killed:
+#: its watchdog says which call timed out; this is only for a worker that cannot say even that (a call that holds
+#: the interpreter's lock in C code).
+WORKER_GRACE_S = 1.0
 #: How long a worker may take to import a metric's module (as long as a lane's worker may).
 LOAD_TIMEOUT_S = 300.0
 #: How long an idle worker may take to end once its pipe closes (its threads, its ``atexit`` hooks) before it is
@@ -95,8 +100,10 @@ class _Process:
 class MetricWorker:
     """One worker process importing one metric source, answering the metrics that name it (see the module doc)."""
 
-    def __init__(self, base_dir: Path) -> None:
+    def __init__(self, base_dir: Path, guard: Guarded | None = None) -> None:
         self.base_dir = str(base_dir)
+        #: A gated source's rule (``lanes.hostguard``): the project's folder and the files its gate binds.
+        self.guard = guard
         self._process = _Process()
         #: What was loaded, in order (a worker started after a death loads them again, to the same indexes).
         self._loaded: list[tuple[str, bool]] = []
@@ -118,25 +125,45 @@ class MetricWorker:
             self._loaded.append((reference, has_reference))
             return index, wanted
 
-    def score(self, index: int, columns: dict[str, list[Any]], count: int) -> list[MetricResult]:
+    def score(
+        self, index: int, columns: dict[str, list[Any]], count: int, timeout: float | None = DEFAULT_TIMEOUT_S
+    ) -> list[MetricResult]:
         """The function at ``index`` called ``count`` times, call ``i`` with ``{name: column[i]}``: each call's
-        result, checked. A worker that ends mid-batch has the batch made again one call at a time."""
+        result, checked. A call over ``timeout`` seconds is ``metric_timeout`` (its worker is ended) and the calls
+        after it go to a fresh worker; a worker that ends mid-batch has the rest of the batch made again one call
+        at a time."""
         with self._lock:
-            try:
-                return self._score(index, columns, count)
-            except _Lost as exc:
-                self._process.close()
-                if count == 1:
-                    return [lost(str(exc))]
             results: list[MetricResult] = []
-            for position in range(count):
-                one = {name: [values[position]] for name, values in columns.items()}
+            while len(results) < count:
+                start = len(results)
+                part = columns if start == 0 else {name: values[start:] for name, values in columns.items()}
                 try:
-                    results += self._score(index, one, 1)
+                    made = self._score(index, part, count - start, timeout)
                 except _Lost as exc:
                     self._process.close()
-                    results.append(lost(str(exc)))
+                    if count - start == 1:
+                        return [*results, lost(str(exc))]
+                    return results + self._one_by_one(index, part, count - start, timeout)
+                results += made
+                if _is_timeout(made[-1]):  # the watchdog's answer (made short of the batch, or its last): ended
+                    self._process.close()
             return results
+
+    def _one_by_one(
+        self, index: int, columns: dict[str, list[Any]], count: int, timeout: float | None
+    ) -> list[MetricResult]:
+        results: list[MetricResult] = []
+        for position in range(count):
+            one = {name: [values[position]] for name, values in columns.items()}
+            try:
+                made = self._score(index, one, 1, timeout)
+            except _Lost as exc:
+                self._process.close()
+                made = [lost(str(exc))]
+            results += made
+            if _is_timeout(made[0]):
+                self._process.close()
+        return results
 
     # ------------------------------------------------------------------------------------------------ internals
     def _start(self) -> None:
@@ -144,7 +171,7 @@ class MetricWorker:
 
         secrets = redaction.current().secrets
         self._sys_path = list(sys.path)
-        arguments = (self.base_dir, secrets, worker_setting(), self._sys_path)
+        arguments = (self.base_dir, secrets, worker_setting(), self._sys_path, self.guard)
         self._process.worker = spawn_worker(serve_metrics, arguments)
         for index, (reference, has_reference) in enumerate(self._loaded):  # after a death: the same functions
             try:
@@ -163,13 +190,13 @@ class MetricWorker:
             # once it is built), so an import the function makes when called resolves as it would have in process;
             # what the worker's own code put on its path stays.
             known = set(self._sys_path or ())
-            request = (*request, [entry for entry in sys.path if entry not in known])
+            request = (*request[:-1], [entry for entry in sys.path if entry not in known])
             self._sys_path = list(sys.path)
         self._process.busy = True
         try:
             worker.conn.send_bytes(pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
             if timeout is not None and not worker.conn.poll(timeout):
-                raise _Lost(f"its worker process did not answer within {timeout:g}s")
+                raise _Lost(f"its worker process did not answer within {timeout:g}s", timed_out=True)
             reply = worker.conn.recv_bytes()
         except (EOFError, OSError):
             raise _Lost(worker.ending()) from None
@@ -194,31 +221,53 @@ class MetricWorker:
             raise _Lost("its worker process sent what is not an answer")
         return index, tuple(wanted)
 
-    def _score(self, index: int, columns: dict[str, list[Any]], count: int) -> list[MetricResult]:
-        answer = self._roundtrip(("score", index, columns, count))
-        if type(answer) is not list or len(answer) != count:
+    def _score(
+        self, index: int, columns: dict[str, list[Any]], count: int, timeout: float | None
+    ) -> list[MetricResult]:
+        """The calls' results; fewer than ``count`` when the last one ran past ``timeout`` (its worker's watchdog
+        answered and ended the worker). A worker that says nothing within the calls' timeouts together is ended:
+        a lone call is then ``metric_timeout``, a longer batch is lost (:class:`_Lost`)."""
+        deadline = None if timeout is None else timeout * count + WORKER_GRACE_S  # the watchdog's backstop
+        try:
+            answer = self._roundtrip(("score", index, columns, count, timeout, None), deadline)
+        except _Lost as exc:
+            if exc.timed_out and count == 1 and timeout is not None:
+                self._process.close()
+                return [checked(timed_out(timeout))]
+            raise
+        if type(answer) is not list or not answer or len(answer) > count:
             raise _Lost("its worker process sent what is not an answer")
-        if all(type(value) is float for value in answer):  # JSON has no NaN nor infinity: every float is finite
+        if len(answer) == count and all(type(value) is float for value in answer):  # JSON holds no NaN nor infinity
             return answer
-        return [checked(value) for value in answer]
+        results = [checked(value) for value in answer]
+        if len(answer) < count and not _is_timeout(results[-1]):
+            raise _Lost("its worker process sent what is not an answer")
+        return results
 
 
 class _Lost(Exception):
-    """The worker ended, or sent what is not an answer: the message says how."""
+    """The worker ended, sent what is not an answer, or (``timed_out``) did not answer within its deadline."""
+
+    def __init__(self, how: str, *, timed_out: bool = False) -> None:
+        super().__init__(how)
+        self.timed_out = timed_out
+
+
+def _is_timeout(result: MetricResult) -> bool:
+    """Whether ``result`` is a call's ``metric_timeout`` (whose worker has ended)."""
+    return isinstance(result, Score) and result.status is Status.ERROR and result.diagnostics[0].code == TIMED_OUT
 
 
 def checked(value: Any) -> MetricResult:
-    """One call's answer from a worker, checked as an in-process return value is (``metrics.hostrules.interpret``)."""
+    """One call's answer from a worker, checked (``metrics.hostrules.decoded``)."""
     if type(value) is float:
         return value
     if value == INTERRUPTED:
         raise KeyboardInterrupt
-    if type(value) is dict:
-        try:
-            return interpret(Score.model_validate(value))
-        except ValidationError:
-            pass
-    raise _Lost("its worker process sent what is not an answer")
+    result = decoded(value)
+    if result is None:
+        raise _Lost("its worker process sent what is not an answer")
+    return result
 
 
 def lost(how: str) -> Score:
@@ -230,9 +279,14 @@ _SHARED: weakref.WeakValueDictionary[tuple[Any, ...], MetricWorker] = weakref.We
 _SHARED_LOCK = threading.Lock()
 
 
-def metric_worker(reference: str, base_dir: Path) -> MetricWorker:
+#: A gated metric's worker rule (``lanes.hostguard.install``): the project's folder, the files its gate binds.
+Guarded = tuple[str, tuple[str, ...]]
+
+
+def metric_worker(reference: str, base_dir: Path, guard: Guarded | None = None) -> MetricWorker:
     """The worker for the source ``reference`` names: a file as it is on disk now (an edited file gets a new
-    worker, as it got a fresh module in process), or a module by name."""
+    worker, as it got a fresh module in process), or a module by name. A gated metric's (``guard``: see
+    ``lanes.hostguard``) is its own, never an ungated one's, nor one bound to other files."""
     from evalglass.lanes.hostload import is_file_reference, split_reference
 
     source, _ = split_reference(reference)
@@ -246,10 +300,11 @@ def metric_worker(reference: str, base_dir: Path) -> MetricWorker:
             key = ("file", path, None, None)
     else:
         key = ("module", source)
+    key = (*key, guard)
     with _SHARED_LOCK:
         worker = _SHARED.get(key)
         if worker is None:
-            worker = _SHARED[key] = MetricWorker(base_dir)
+            worker = _SHARED[key] = MetricWorker(base_dir, guard)
         return worker
 
 
@@ -261,84 +316,4 @@ def _forget_shared() -> None:
 os.register_at_fork(after_in_child=_forget_shared)
 
 
-# ---------------------------------------------------------------------------------------------- the worker's side
-def serve_metrics(
-    conn: Connection, alive: Connection, base_dir: str, secrets: tuple[str, ...], setting: Any, path: list[str]
-) -> None:
-    """A metric worker's life: answer ``load`` and ``score`` requests until the pipe closes, then end as an
-    interpreter does (see :func:`_end`)."""
-    from evalglass.lanes.hostworker import enter_worker
-
-    enter_worker(alive, secrets, setting)
-    sys.path[:] = path  # the deciding process's import path, as the function would have had it there
-    functions: list[Callable[..., Any]] = []
-    try:
-        while True:
-            request = pickle.loads(conn.recv_bytes())
-            if request[0] == "load":
-                conn.send_bytes(orjson.dumps(_load(request[1], Path(base_dir), request[2], functions)))
-                continue
-            if len(request) == 5:
-                sys.path[:0] = [entry for entry in request[4] if entry not in sys.path]
-            conn.send_bytes(_encode(_calls(functions[request[1]], request[2], request[3])))
-    except (EOFError, OSError):  # the deciding process closed the pipe (or is gone): nothing is left to answer
-        _end()
-
-
-def _end() -> None:
-    """What an interpreter does before it exits, which a forked worker would skip: wait for host code's non-daemon
-    threads, run its ``atexit`` hooks, flush what it printed."""
-    import atexit
-
-    for thread in threading.enumerate():
-        if thread is not threading.current_thread() and not thread.daemon:
-            thread.join()
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-
-
-def _load(reference: str, base_dir: Path, has_reference: bool, functions: list[Callable[..., Any]]) -> dict[str, Any]:
-    import inspect
-
-    from evalglass.lanes.hostload import HostLoadError, load_function
-
-    try:
-        function = load_function(reference, base_dir)
-        try:
-            signature = inspect.signature(function)
-        except (TypeError, ValueError):
-            raise MetricLoadError(
-                f"python metric: cannot read the parameters of {reference}; wrap it in a plain 'def'"
-            ) from None
-        wanted = wanted_arguments(signature, reference, has_reference=has_reference)
-    except (HostLoadError, MetricLoadError) as exc:
-        return {"error": str(exc)}
-    functions.append(function)
-    return {"index": len(functions) - 1, "wanted": list(wanted)}
-
-
-def _calls(function: Callable[..., Any], columns: dict[str, list[Any]], count: int) -> list[Any]:
-    names = tuple(columns)
-    results: list[Any] = []
-    append = results.append
-    for values in zip(*columns.values(), strict=True) if names else [()] * count:
-        try:
-            append(call_host(function, dict(zip(names, values, strict=True))))
-        except KeyboardInterrupt:
-            append(INTERRUPTED)
-    return results
-
-
-def _encode(results: Sequence[Any]) -> bytes:
-    return orjson.dumps(results, default=_score_fields)
-
-
-def _score_fields(value: Any) -> Any:
-    if isinstance(value, Score):
-        return value.model_dump(mode="json")
-    raise TypeError
-
-
-__all__ = ["WORKER_LOST", "MetricWorker", "checked", "lost", "metric_worker", "serve_metrics"]
+__all__ = ["DEFAULT_TIMEOUT_S", "WORKER_LOST", "MetricWorker", "checked", "lost", "metric_worker"]

@@ -10,11 +10,13 @@ from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
-from evalglass import redaction
 from evalglass.core.score import Score
-from evalglass.metrics.base import MetricSpec
 
-_PREVIEW_CHARS = 160
+# The diagnostic text helpers live with the metric workers, which need them without pydantic; named here for metrics.
+from evalglass.lanes.metricworker import clip as clip
+from evalglass.lanes.metricworker import one_line as one_line
+from evalglass.lanes.metricworker import preview as preview
+from evalglass.metrics.base import MetricSpec
 
 #: A numeric bound in a config: a real number, never a bool, a numeric string, NaN or infinity.
 Bound = Annotated[float, Field(strict=True, allow_inf_nan=False)]
@@ -37,26 +39,6 @@ def json_type_name(value: Any) -> str:
     if isinstance(value, Mapping):
         return "object"
     return f"Python {type(value).__name__}"
-
-
-def preview(value: Any) -> str:
-    """A bounded repr for diagnostics: outputs can be megabytes long, reports should not be."""
-    try:
-        text = repr(value)
-    except Exception as exc:
-        text = f"<{type(value).__name__} whose repr raised {type(exc).__name__}>"
-    return clip(text)
-
-
-def clip(text: str, limit: int = _PREVIEW_CHARS) -> str:
-    """``text``, redacted (see ``evalglass.redaction``), then cut to ``limit`` characters with an ellipsis when it
-    was longer."""
-    return redaction.current().head(text, limit, "...")
-
-
-def one_line(text: str, limit: int = 300) -> str:
-    """Collapse whitespace so a message (e.g. from a parser) fits the one-line diagnostics and error style."""
-    return clip(" ".join(text.split()), limit) or "(no message)"
 
 
 def wrong_type(metric: str, needs: str, value: Any, *, code: str = "wrong_type", hint: str = "") -> Score:
