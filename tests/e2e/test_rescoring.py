@@ -1,0 +1,219 @@
+"""`verify` scores a recorded run's deterministic metrics again from the outputs it kept (engine/jobs/rescore.py):
+through the CLI, on real run folders, against forgeries made by the tool itself (a real run on forged inputs, its
+fingerprints swapped for the honest run's and every hash recomputed), so each forged folder is consistent in every
+check that does not re-derive the scores."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.e2e.project import DEFAULT_ROWS, Project, make_project
+from tests.e2e.test_forgery import reseal_scores
+from tests.e2e.test_gold_fields_cli import JUDGE
+
+TWO_METRICS = {
+    "exact": {"type": "exact_match", "reference": "expected"},
+    "short": {"type": "word_count", "max": 3},
+}
+
+
+def project_with(tmp_path: Path, **config: Any) -> Project:
+    project = make_project(tmp_path, metrics=config.pop("metrics", TWO_METRICS), **config)
+    return project
+
+
+def verify(project: Project, *args: str) -> dict[str, Any]:
+    result = project.cli("verify", *args, "--format", "json")
+    assert result.code in (0, 1), result.err
+    report: dict[str, Any] = result.json()
+    report["code"] = result.code
+    return report
+
+
+def rescored_line(report: dict[str, Any]) -> str:
+    return next(line for line in report["anchors"] if line.startswith("re-scored"))
+
+
+def forged_from(project: Project, honest: Path, rows: list[dict[str, Any]], name: str) -> Path:
+    """What a forger does: run the tool on forged rows, then make the folder claim the honest run's dataset (its file
+    and gold fingerprints in every artifact that names them, then every hash the record and digests keep
+    recomputed). The dataset file at hand is left honest."""
+    honest_rows = (project.evals / "data.jsonl").read_text()
+    project.write_rows(rows)
+    assert project.run("--out", name).code in (0, 1)
+    project.evals.joinpath("data.jsonl").write_text(honest_rows)
+    folder = project.root / name
+    swaps = {}
+    forged_dataset = json.loads((folder / "runrecord.json").read_text())["dataset"]
+    honest_dataset = json.loads((honest / "runrecord.json").read_text())["dataset"]
+    for key in ("fingerprint", "gold_fingerprint"):
+        if forged_dataset.get(key) and forged_dataset[key] != honest_dataset.get(key):
+            swaps[forged_dataset[key]] = honest_dataset[key]
+    for path in folder.iterdir():
+        if path.is_file() and path.name != "digests.json":
+            text = path.read_text()
+            for old, new in swaps.items():
+                text = text.replace(old, new).replace(
+                    old.removeprefix("sha256:")[:12], new.removeprefix("sha256:")[:12]
+                )
+            path.write_text(text)
+    reseal_scores(folder)
+    return folder
+
+
+def test_an_honest_recorded_run_verifies_and_says_what_it_re_scored(tmp_path: Path) -> None:
+    project = project_with(tmp_path)
+    assert project.run("--out", "out").code == 0
+    report = verify(project, "out")
+    assert report["code"] == 0 and report["ok"], report["findings"]
+    line = rescored_line(report)
+    assert line.startswith("re-scored 2 of 2 metrics (exact, short) from the kept outputs")
+    assert "every score as recorded" in line
+
+
+def test_a_raised_score_recomputed_consistently_fails_verify_naming_the_example(tmp_path: Path) -> None:
+    project = project_with(tmp_path)
+    assert project.run("--out", "out").code == 0
+    # The forger's run: ex-4's reference made its (unchanged) output, so the tool itself scores it 1.0 and derives
+    # every aggregate, the report and the record from that; then the folder claims the honest dataset.
+    rows = [{**row, "expected": "yes"} if row["id"] == "ex-4" else row for row in DEFAULT_ROWS]
+    forged = forged_from(project, tmp_path / "out", rows, "forged")
+    recorded = [json.loads(line) for line in (forged / "scores.jsonl").read_text().splitlines()]
+    assert recorded[0]["scores"]["exact"][3] == 1.0  # a real raised score
+    # Consistent: verify passes it wherever it cannot re-score (the dataset not at hand).
+    elsewhere = verify(project, "forged", "--dataset", str(tmp_path / "nowhere.jsonl"))
+    assert elsewhere["code"] == 0, elsewhere["findings"]
+    assert "re-scored: none (the dataset" in rescored_line(elsewhere)
+    report = verify(project, "forged")
+    assert report["code"] == 1
+    first = report["findings"][0]
+    assert first["field"].startswith("scores.jsonl: example 'ex-4', metric 'exact' (re-scored from the kept outputs")
+    assert (first["recorded"], first["derived"]) == (1.0, 0.0)
+    # And the scorecard, decided from the re-derived scores, is not the recorded one.
+    assert any(item["field"].startswith("scorecard.metrics") for item in report["findings"])
+    text = project.cli("verify", "forged")
+    assert text.code == 1
+    assert (
+        "scores.jsonl: example 'ex-4', metric 'exact' (re-scored from the kept outputs): recorded 1.0, derived 0.0"
+        in (text.out)
+    )
+
+
+def test_a_forged_output_is_caught_by_the_dataset_the_run_claims_not_by_re_scoring(tmp_path: Path) -> None:
+    """Outputs and scores rewritten together agree with each other: re-scoring alone cannot see it. What catches it is
+    the kept output held to the dataset file the record says was read (outputs recorded in the dataset)."""
+    project = project_with(tmp_path)
+    assert project.run("--out", "out").code == 0
+    rows = [{**row, "output": "no"} if row["id"] == "ex-4" else row for row in DEFAULT_ROWS]
+    forged = forged_from(project, tmp_path / "out", rows, "forged")
+    report = verify(project, "forged")
+    assert report["code"] == 1
+    fields = [item["field"] for item in report["findings"]]
+    assert len(fields) == 1 and fields[0].startswith("blobs/") and fields[0].endswith("example 'ex-4'"), fields
+    assert report["findings"][0]["recorded"] == '"no"'
+    assert "every score as recorded" in rescored_line(report)  # re-scoring the forged outputs agrees with them
+    assert forged.is_dir()
+
+
+def test_a_forged_output_claiming_a_later_dataset_is_said_and_strict_fails_it(tmp_path: Path) -> None:
+    """A forger who leaves the record naming the forged file: the records (gold) are the run's, so the scores are
+    re-scored from the kept outputs and agree; the outputs are not bound by anything at hand (a signature binds
+    them), which verify says, and --strict refuses."""
+    project = project_with(tmp_path)
+    assert project.run("--out", "out").code == 0
+    honest = (project.evals / "data.jsonl").read_text()
+    project.write_rows([{**row, "output": "no"} if row["id"] == "ex-4" else row for row in DEFAULT_ROWS])
+    assert project.run("--out", "forged").code == 0
+    (project.evals / "data.jsonl").write_text(honest)
+    report = verify(project, "forged")
+    assert report["code"] == 0
+    assert "its gold fingerprint is the run's; its outputs are not the ones the run read" in rescored_line(report)
+    assert any(line.startswith("dataset: NOT the one the run read") for line in report["anchors"])
+    assert verify(project, "forged", "--strict")["code"] == 1
+
+
+def test_the_task_path_layout_re_scores_from_the_kept_outputs(tmp_path: Path) -> None:
+    project = project_with(tmp_path, task={"type": "recorded", "path": "outputs.jsonl", "field": "answer"})
+    project.write_rows([{key: value for key, value in row.items() if key != "output"} for row in DEFAULT_ROWS])
+    outputs = "".join(json.dumps({"id": row["id"], "answer": row["output"]}) + "\n" for row in DEFAULT_ROWS)
+    (project.evals / "outputs.jsonl").write_text(outputs)
+    assert project.run("--out", "out").code == 0
+    (project.evals / "outputs.jsonl").unlink()  # not needed: the kept outputs are scored
+    report = verify(project, "out")
+    assert report["code"] == 0, report["findings"]
+    assert "re-scored 2 of 2 metrics" in rescored_line(report)
+
+
+def test_a_judge_is_checked_for_consistency_only_and_said_so(tmp_path: Path) -> None:
+    """A recorded run with a judge: its scores cannot be re-derived without asking the model again. The judge's
+    endpoint is never reached: verify asks no model (nothing listens on the port)."""
+    (tmp_path / "evals").mkdir()
+    project = Project(tmp_path)
+    project.write_rows()
+    project.write_ledger({"version": 1})
+    (project.evals / "rubric.md").write_text("Is the answer right? Answer 1 to 5.\n")
+    config = {
+        "version": 1,
+        "dataset": {"name": "suite", "path": "data.jsonl"},
+        "task": {"type": "recorded", "field": "output"},
+        "metrics": {**TWO_METRICS, "helpful": JUDGE},
+        "gates": {"accuracy": {"metric": "exact", "proposed_threshold": 0.7}},
+    }
+    project.write_config(config)
+    result = project.run("--out", "out")
+    assert result.code in (0, 1), result.err
+    report = verify(project, "out")
+    assert report["code"] == 0, report["findings"]
+    line = rescored_line(report)
+    assert line.startswith("re-scored 2 of 3 metrics (exact, short)")
+    assert "checked for consistency only: llm_judge 'helpful' (a model's judgement, not asked again)" in line
+
+
+def test_a_python_metric_is_re_scored_only_when_asked_in_its_worker(tmp_path: Path) -> None:
+    project = project_with(
+        tmp_path,
+        metrics={**TWO_METRICS, "echo": {"type": "python", "function": "host.py:score"}},
+    )
+    (project.evals / "host.py").write_text(
+        "import os\n\ndef score(example):\n    return 1.0 if example.output == 'yes' else 0.0\n"
+    )
+    assert project.run("--out", "out").code == 0
+    plain = verify(project, "out")
+    assert plain["code"] == 0 and "python 'echo' (host code, run again only with --rescore-host)" in rescored_line(
+        plain
+    )
+    asked = verify(project, "out", "--rescore-host")
+    assert asked["code"] == 0, asked["findings"]
+    assert rescored_line(asked).startswith("re-scored 3 of 3 metrics (exact, short, echo)")
+
+
+def _sha(path: Path) -> str:
+    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+ROW = st.fixed_dictionaries(
+    {
+        "expected": st.sampled_from(["yes", "no", "Yes", "maybe so"]),
+        "output": st.one_of(st.sampled_from(["yes", "no", "a b c d", ""]), st.none(), st.integers(0, 3)),
+    }
+)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(ROW, min_size=1, max_size=30))
+def test_re_scoring_an_untouched_folder_always_agrees(tmp_path_factory: Any, rows: list[dict[str, Any]]) -> None:
+    root = tmp_path_factory.mktemp("untouched")
+    project = project_with(root)
+    project.write_rows([{"id": f"ex-{index}", **row} for index, row in enumerate(rows)])
+    assert project.run("--out", "out").code in (0, 1)
+    before = _sha(root / "out" / "scores.jsonl")
+    report = verify(project, "out")
+    assert report["code"] == 0, report["findings"]
+    assert "every score as recorded" in rescored_line(report)
+    assert _sha(root / "out" / "scores.jsonl") == before
