@@ -13,21 +13,22 @@ What it re-scores, and what it only says:
   (``verify --rescore-host``) also python metrics, through the same worker processes ``run`` uses
   (``metrics/hostscoring.py``: the metrics are built by the run's own ``build_metrics``). Judges (a model's answer)
   and metrics that run a command are never run again: checked for consistency only, and named so.
-- **From what.** The dataset file at the path the config snapshot names beside the config (or ``dataset``), read
-  by the run's own reader (``DatasetSource``), which must hash to the run record's dataset fingerprint: otherwise
-  nothing is re-scored and that is said (a finding under ``strict``), because the records (references, inputs) are
-  not the ones scored. The outputs: where they are in the dataset file itself, the dataset's (bound by that
-  fingerprint, unredacted, exactly what the run scored), and the kept outputs must be the same values (a kept
-  output that is not is a finding naming the example); where they came from an outputs file (``task.path``, bound
-  by no fingerprint), the kept ones.
+- **From what.** The kept outputs, with the records of the dataset file at the path the config snapshot names
+  beside the config (or ``dataset``), read by the run's own reader (``DatasetSource``). That file must be the one
+  the run read: its file fingerprint the run record's (then, where the outputs are recorded in the dataset itself,
+  each kept output must be the one the file holds: one that is not is a finding naming the example), or its gold
+  fingerprint the run record's (the same ids, inputs and references: outputs recorded in the file since are not
+  held to). Otherwise nothing is re-scored and that is said: the records are not the ones scored. (``verify
+  --strict`` counts a dataset that is not the run's through its anchor already.)
 - **Compared how.** Each re-derived block is encoded as the run's sink encodes it (``RunSink``, the same
   ``encode_score`` and redactor) and compared with the recorded block metric by metric, as JSON; the first
   differing score is one finding naming the example, the metric and both scores, with how many differ in all.
 
 Limits: a score that differs because this EvalGlass computes a metric of a type whose gates recorded no version (an
 ungated metric) differently from the one that ran shows as a difference; an output holding a secret the run
-redacted re-scores from its redacted text in the ``task.path`` layout. Memory: one compact column per re-scored
-metric (as ``run`` holds) and one block at a time of everything else.
+redacted re-scores from its redacted text. Outputs rewritten together with their scores agree with each other:
+re-scoring cannot see that, the dataset the run read (outputs recorded in it) or the signature can. Memory: one
+compact column per re-scored metric (as ``run`` holds) and one block at a time of everything else.
 """
 
 from __future__ import annotations
@@ -80,7 +81,6 @@ def rescore_run(
     *,
     dataset: Path | None = None,
     host: bool = False,
-    strict: bool = False,
 ) -> Rescored:
     """Score the run in ``folder`` again where it can be (module docstring). ``config``: the snapshot the run
     decided with; ``config_path``: the config file the run read, whose folder its relative paths resolve in."""
@@ -92,8 +92,6 @@ def rescore_run(
     path = dataset if dataset is not None else config_path.parent / config.dataset.path
     if why_not is None and not path.is_file():
         why_not = f"the dataset {path} is not at hand (pass --dataset PATH)"
-        if strict:
-            return Rescored(findings=(("rescore.dataset", record.dataset.fingerprint, f"{path}: <not at hand>"),))
     if why_not is not None:
         return Rescored(said=(f"re-scored: none ({why_not}); {consistent}",))
     redaction.declare(config.secret_names)  # as loading the config does for a run: its secrets are redacted alike
@@ -111,10 +109,7 @@ def rescore_run(
             + (", and its gold differs too" if bound.gold_fingerprint is not None else "")
             + f"); {consistent}"
         )
-        findings: tuple[Found, ...] = (
-            (("rescore.dataset", bound.fingerprint, found.dataset.fingerprint),) if strict else ()
-        )
-        return Rescored(findings=findings, said=(line,))
+        return Rescored(said=(line,))
     # The kept outputs held to the dataset's only where the file is the one the run read: outputs recorded in a file
     # whose gold is the run's may have been recorded again since.
     findings = (*found.findings, *(found.kept_differs if same_file else ()))

@@ -196,7 +196,7 @@ def verify_run(
         findings.append(Finding("runrecord.dataset.examples", record.dataset.examples, examples))
     anchors = anchors or Anchors()
     config_path = anchors.config if anchors.config is not None else Path(record.config_path)
-    rescored = _rescored(folder, record, config, config_path, anchors, damaged, strict, rescore_host)
+    rescored = _rescored(folder, record, config, config_path, anchors, damaged, rescore_host)
     findings.extend(Finding(*item) for item in rescored.findings)
     for metric, column in rescored.columns.items():
         if len(column) == len(columns[metric]):  # the scorecard is decided from the re-derived scores
@@ -332,7 +332,6 @@ def _rescored(
     config_path: Path,
     anchors: Anchors,
     damaged: list[ArtifactProblem],
-    strict: bool,
     host: bool,
 ) -> Rescored:
     """The run's deterministic metrics scored again from its kept outputs (``engine.jobs.rescore``), once the
@@ -342,7 +341,7 @@ def _rescored(
     read = {record.scores_file, record.kept_outputs.file if record.kept_outputs is not None else ""}
     if any(item.file in read for item in damaged):
         return Rescored(said=("re-scored: none (the files it reads do not add up: see the findings)",))
-    return rescore_run(folder, record, config, config_path, dataset=anchors.dataset, host=host, strict=strict)
+    return rescore_run(folder, record, config, config_path, dataset=anchors.dataset, host=host)
 
 
 def _without_count(config: Config, name: str, record: RunRecord) -> str:
