@@ -176,12 +176,16 @@ def test_a_judge_is_checked_for_consistency_only_and_said_so(tmp_path: Path) -> 
 
 
 def test_a_python_metric_is_re_scored_only_when_asked_in_its_worker(tmp_path: Path) -> None:
+    """Host code runs only under --rescore-host, and then in a worker process of its own, as in `run`."""
     project = project_with(
         tmp_path,
         metrics={**TWO_METRICS, "echo": {"type": "python", "function": "host.py:score"}},
     )
+    # 1.0 only where the deciding process's engine is not loaded: in a worker process, as `run` scores it. Scored in
+    # verify's own process it would be 0.0 and differ from the recorded score.
     (project.evals / "host.py").write_text(
-        "import os\n\ndef score(example):\n    return 1.0 if example.output == 'yes' else 0.0\n"
+        "import sys\n\ndef score(example):\n"
+        "    return 0.0 if any(name.startswith('evalglass.engine') for name in sys.modules) else 1.0\n"
     )
     assert project.run("--out", "out").code == 0
     plain = verify(project, "out")
@@ -191,6 +195,9 @@ def test_a_python_metric_is_re_scored_only_when_asked_in_its_worker(tmp_path: Pa
     asked = verify(project, "out", "--rescore-host")
     assert asked["code"] == 0, asked["findings"]
     assert rescored_line(asked).startswith("re-scored 3 of 3 metrics (exact, short, echo)")
+    assert "every score as recorded" in rescored_line(asked)
+    recorded = json.loads((tmp_path / "out" / "scores.jsonl").read_text().splitlines()[0])["scores"]["echo"]
+    assert recorded == [1.0] * len(DEFAULT_ROWS)  # the run scored it in a worker too
 
 
 def _sha(path: Path) -> str:

@@ -199,7 +199,8 @@ def verify_run(
     rescored = _rescored(folder, record, config, config_path, anchors, damaged, rescore_host)
     findings.extend(Finding(*item) for item in rescored.findings)
     for metric, column in rescored.columns.items():
-        if len(column) == len(columns[metric]):  # the scorecard is decided from the re-derived scores
+        recorded_column = columns.get(metric)
+        if recorded_column is not None and len(column) == len(recorded_column):  # decided from the re-derived scores
             columns[metric] = column
     rules = recorded_rules(record)
     now_fingerprints = {name: config.gate_fingerprint(name, record.definition_files) for name in config.gates}
