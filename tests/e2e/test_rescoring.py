@@ -224,3 +224,77 @@ def test_re_scoring_an_untouched_folder_always_agrees(tmp_path_factory: Any, row
     assert report["code"] == 0, report["findings"]
     assert "every score as recorded" in rescored_line(report)
     assert _sha(root / "out" / "scores.jsonl") == before
+
+
+MANY_METRICS = {
+    "exact": {"type": "exact_match", "reference": "expected"},
+    "has": {"type": "contains", "reference": "expected", "case_sensitive": False},
+    "iso": {"type": "regex", "pattern": "\\d{4}", "flags": ["ignorecase"]},
+    "valid": {"type": "json_valid"},
+    "shape": {"type": "json_schema", "schema_file": "shape.json"},
+    "bounded": {"type": "numeric_bounds", "field": "score", "min": 0, "max": 1},
+    "label": {"type": "enum", "field": "label", "values": ["a", "b"]},
+    "overlap": {"type": "set_overlap", "field": "tags", "reference": "tags"},
+    "present": {"type": "field_present", "fields": ["label"]},
+    "brief": {"type": "word_count", "max": 4},
+}
+ANSWER = st.one_of(
+    st.sampled_from(["yes", "no", "in 2024", '{"score": 0.5, "label": "a", "tags": ["x"]}', "{not json", "a b c d e"]),
+    st.fixed_dictionaries(
+        {
+            "score": st.one_of(st.floats(-1, 2, allow_nan=False), st.none(), st.text(max_size=3)),
+            "label": st.sampled_from(["a", "b", "c", 1]),
+            "tags": st.lists(st.sampled_from(["x", "y", "X"]), max_size=3),
+        }
+    ),
+    st.none(),
+    st.integers(-2, 2),
+)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    answers=st.lists(st.lists(ANSWER, min_size=1, max_size=3), min_size=1, max_size=25),
+    parse=st.booleans(),
+    samples=st.booleans(),
+    broken=st.lists(st.integers(0, 30), max_size=3),
+    clustered=st.booleans(),
+)
+def test_re_scoring_any_untouched_folder_agrees_whatever_the_metrics_and_answers(
+    tmp_path_factory: Any,
+    answers: list[list[Any]],
+    parse: bool,
+    samples: bool,
+    broken: list[int],
+    clustered: bool,
+) -> None:
+    """No honest run is refused: every deterministic builtin, answers of every shape (text, JSON text, objects, null,
+    numbers), `parse: json`, samples, malformed lines, missing outputs and clusters; the folder is re-scored and every
+    score agrees."""
+    root = tmp_path_factory.mktemp("any")
+    task: dict[str, Any] = {"type": "recorded", "field": "output", **({"parse": "json"} if parse else {})}
+    if samples:
+        task["samples"] = True
+    dataset: dict[str, Any] = {
+        "name": "suite",
+        "path": "data.jsonl",
+        **({"cluster_field": "group"} if clustered else {}),
+    }
+    project = make_project(root, metrics=MANY_METRICS, task=task, dataset=dataset)
+    (project.evals / "shape.json").write_text(json.dumps({"type": "object", "required": ["label"]}))
+    rows: list[dict[str, Any]] = []
+    for index, sampled in enumerate(answers):
+        row: dict[str, Any] = {"id": f"ex-{index}", "expected": "yes", "tags": ["x"], "group": f"g{index % 3}"}
+        if index % 7 != 6:  # every seventh example has no recorded output
+            row["output"] = sampled if samples else sampled[0]
+        rows.append(row)
+    lines = [json.dumps(row) for row in rows]
+    for position in broken:
+        lines.insert(min(position, len(lines)), "{broken")
+    (project.evals / "data.jsonl").write_text("\n".join(lines) + "\n")
+    result = project.run("--out", "out")
+    assert result.code in (0, 1), result.err
+    report = verify(project, "out")
+    assert report["code"] == 0, report["findings"]
+    assert rescored_line(report).startswith(f"re-scored {len(MANY_METRICS)} of {len(MANY_METRICS)} metrics")
+    assert "every score as recorded" in rescored_line(report)
