@@ -88,12 +88,12 @@ def rescore_run(
     consistent = _consistency_line(only_consistent)
     why_not = _why_not_rescored(config, record)
     if why_not is None and not chosen:
-        why_not = "no metric of it can be scored again here"
+        return Rescored(said=(f"re-scored: none; {consistent}",))
     path = dataset if dataset is not None else config_path.parent / config.dataset.path
     if why_not is None and not path.is_file():
         why_not = f"the dataset {path} is not at hand (pass --dataset PATH)"
     if why_not is not None:
-        return Rescored(said=(f"re-scored: none ({why_not}); {consistent}",))
+        return Rescored(said=(f"re-scored: none ({why_not}); {_nothing_rescored(config)}",))
     redaction.declare(config.secret_names)  # as loading the config does for a run: its secrets are redacted alike
     if dataset is not None:
         config = config.model_copy(update={"dataset": config.dataset.model_copy(update={"path": str(dataset)})})
@@ -107,7 +107,7 @@ def rescore_run(
             f"re-scored: none (the dataset {path} is not the one the run read: its fingerprint is "
             f"{short(found.dataset.fingerprint)}, the run recorded {short(bound.fingerprint)}"
             + (", and its gold differs too" if bound.gold_fingerprint is not None else "")
-            + f"); {consistent}"
+            + f"); {_nothing_rescored(config)}"
         )
         return Rescored(said=(line,))
     # The kept outputs held to the dataset's only where the file is the one the run read: outputs recorded in a file
@@ -164,6 +164,10 @@ def _metrics_to_rescore(
         else:
             chosen.append(name)
     return chosen, consistent
+
+
+def _nothing_rescored(config: Config) -> str:
+    return f"every metric ({', '.join(config.metrics)}) checked for consistency only"
 
 
 def _consistency_line(consistent: dict[str, str]) -> str:
