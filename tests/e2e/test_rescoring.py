@@ -298,3 +298,45 @@ def test_re_scoring_any_untouched_folder_agrees_whatever_the_metrics_and_answers
     assert report["code"] == 0, report["findings"]
     assert rescored_line(report).startswith(f"re-scored {len(MANY_METRICS)} of {len(MANY_METRICS)} metrics")
     assert "every score as recorded" in rescored_line(report)
+
+
+def lane_project(tmp_path: Path) -> Project:
+    """A live run: a python lane answering "yes" to everything (so ex-4, expecting "no", fails), two samples each,
+    one example whose lane call fails."""
+    project = project_with(tmp_path, task={"type": "python", "function": "lane.py:answer", "epochs": 2})
+    (project.evals / "lane.py").write_text(
+        "def answer(example):\n    if example['id'] == 'ex-8':\n        raise ValueError('boom')\n    return 'yes'\n"
+    )
+    project.write_rows([{key: value for key, value in row.items() if key != "output"} for row in DEFAULT_ROWS])
+    return project
+
+
+def test_a_live_lane_run_is_re_scored_from_its_answers_and_a_raised_score_fails(tmp_path: Path) -> None:
+    project = lane_project(tmp_path)
+    assert project.run("--out", "out").code == 0
+    honest = verify(project, "out")
+    assert honest["code"] == 0, honest["findings"]
+    assert rescored_line(honest).startswith(
+        "re-scored 2 of 2 metrics (exact, short) from the lane answers in outputs.jsonl"
+    )
+    rows = [{key: value for key, value in row.items() if key != "output"} for row in DEFAULT_ROWS]
+    rows[3]["expected"] = "yes"  # the forger's run scores ex-4 1.0 with the same answers
+    forged = forged_from(project, tmp_path / "out", rows, "forged")
+    assert (forged / "outputs.jsonl").read_bytes() == (tmp_path / "out" / "outputs.jsonl").read_bytes()
+    report = verify(project, "forged")
+    assert report["code"] == 1
+    first = report["findings"][0]
+    assert first["field"].startswith("scores.jsonl: example 'ex-4', metric 'exact'"), report["findings"]
+    assert (first["recorded"], first["derived"]) == ([1.0, 1.0], [0.0, 0.0])
+
+
+def test_a_live_lane_answer_rewritten_with_its_scores_is_not_seen_by_re_scoring(tmp_path: Path) -> None:
+    """The limit, stated in docs/config.md: outputs.jsonl rewritten together with the scores agree with each other;
+    re-scoring says every score is as recorded; only the signature binds the answers to the lane that gave them."""
+    project = lane_project(tmp_path)
+    assert project.run("--out", "out").code == 0
+    (project.evals / "lane.py").write_text("def answer(example):\n    return example['expected']\n")
+    assert project.run("--out", "forged").code == 0  # every answer the gold one, scored so
+    report = verify(project, "forged")
+    assert report["code"] == 0
+    assert "every score as recorded" in rescored_line(report)

@@ -5,9 +5,11 @@ assembly ``run`` uses), so the aggregates and the verdict are re-derived from re
 
 What it re-scores, and what it only says:
 
-- **Which runs.** A run without a lane, whose outputs it kept (``runrecord.kept_outputs``,
-  ``engine.runs.keptoutputs``) and without variants. A live lane's outputs (``outputs.jsonl``) and variants'
-  are not scored again here: said in one line.
+- **Which runs.** Any run without variants that kept what it scored: a recorded run its outputs
+  (``runrecord.kept_outputs``, ``engine.runs.keptoutputs``), a live lane's run each sample's answer or failure in
+  ``outputs.jsonl`` (``engine.produce.liveoutputs``), made into the sample rows the live scorer made
+  (``LiveScorer._lane_rows``: ``parse: json``, an answer marked not JSON, a failure's score, a cut-off answer's
+  note). A failure keeps its code and message only, so its score is held to its state and code, not byte for byte.
 - **Which metrics.** Those declaring ``deterministic`` whose definition files beside the config are the ones the
   run hashed and whose evaluator version is the one the run's gates recorded; with ``host=True``
   (``verify --rescore-host``) also python metrics, through the same worker processes ``run`` uses
@@ -36,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -45,19 +47,28 @@ from evalglass.core.columns import ScoreColumn
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.fingerprint import short
+from evalglass.core.outputparse import parse_json_output, read_stored_output
 from evalglass.core.runrecord import SCORES_FILE, RunRecord
+from evalglass.core.score import Score
 from evalglass.core.scorecard import DatasetSummary
 from evalglass.engine.datasets.dataset import BadLine
 from evalglass.engine.datasets.source import Batch, DatasetSource
+from evalglass.engine.produce.livescorer import note_truncated
 from evalglass.engine.produce.metricbuild import build_metrics
 from evalglass.engine.produce.recordedrun import score_batch
-from evalglass.engine.produce.scoring import metric_pool
-from evalglass.engine.produce.sink import RunSink, new_row_shape
+from evalglass.engine.produce.scoring import BuiltMetric, call_metric, metric_pool
+from evalglass.engine.produce.sink import Rows, RunSink, new_row_shape
 from evalglass.engine.runs.keptoutputs import decoded_block, kept_lines
+from evalglass.engine.runs.runfolder import OUTPUTS_FILE
 from evalglass.engine.runs.scoresblock import ScoresBlock, decode_block
 from evalglass.engine.spec.config import Config, LoadedConfig, imports_key, metric_definition_hashes
 from evalglass.errors import SetupError
+from evalglass.lanes.base import DECLARED_JSON
+from evalglass.lanes.ports import LaneFailure, failure_score
 from evalglass.metrics.versions import METRIC_VERSIONS, EvaluatorKind, key_of
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
 
 #: (field, recorded, derived), as ``verify`` reports a finding.
 Found = tuple[str, Any, Any]
@@ -86,7 +97,7 @@ def rescore_run(
     decided with; ``config_path``: the config file the run read, whose folder its relative paths resolve in."""
     chosen, only_consistent = _metrics_to_rescore(config, record, config_path.parent, host)
     consistent = _consistency_line(only_consistent)
-    why_not = _why_not_rescored(config, record)
+    why_not = _why_not_rescored(folder, config, record)
     if why_not is None and not chosen:
         return Rescored(said=(f"re-scored: none; {consistent}",))
     path = dataset if dataset is not None else config_path.parent / config.dataset.path
@@ -119,7 +130,8 @@ def rescore_run(
         else f"the records of {path} (its gold fingerprint is the run's; its outputs are not the ones the run read)"
     )
     said = (
-        f"re-scored {len(chosen)} of {len(config.metrics)} metrics ({', '.join(chosen)}) from the kept outputs and "
+        f"re-scored {len(chosen)} of {len(config.metrics)} metrics ({', '.join(chosen)}) from "
+        f"{'the lane answers in ' + OUTPUTS_FILE if config.lane is not None else 'the kept outputs'} and "
         f"{source}, score by score against {SCORES_FILE}"
         + (f": {found.differing} score(s) differ" if found.differing else ": every score as recorded")
         + f"; {consistent}",
@@ -176,12 +188,12 @@ def _consistency_line(consistent: dict[str, str]) -> str:
     return "checked for consistency only: " + "; ".join(f"{kind} ({why})" for kind, why in consistent.items())
 
 
-def _why_not_rescored(config: Config, record: RunRecord) -> str | None:
+def _why_not_rescored(folder: Path, config: Config, record: RunRecord) -> str | None:
     """Why this run's scores cannot be re-derived from kept outputs at all; None when they can."""
     if config.variant_names:
         return "a run with variants: its variants' outputs are not scored again"
     if config.lane is not None:
-        return "a live lane's outputs (outputs.jsonl) are not scored again"
+        return None if (folder / OUTPUTS_FILE).is_file() else f"the run kept no {OUTPUTS_FILE}"
     if record.kept_outputs is None:
         return "the run kept no outputs (recorded before runs kept them)"
     return None
@@ -209,35 +221,103 @@ class _Rescoring:
         self._findings: list[Found] = []
         self._kept_differs: list[Found] = []
         self._stopped = False  # the dataset's lines are not the kept outputs' (the findings say how)
-        assert record.kept_outputs is not None  # _why_not_rescored
-        self._kept_name = record.kept_outputs.file
-        kept_where = str(folder / self._kept_name)
-        self._kept = (decoded_block(raw, kept_where) for raw in kept_lines(folder, record))
-        # Outputs in the dataset file itself: the kept ones are held to them (rescore_run says when that counts).
-        self._in_dataset = loaded.outputs_file is None
         self._redactor = redaction.current()
+        # A live lane's run: its answers in outputs.jsonl, one row per dataset line (engine.produce.liveoutputs).
+        self._live = loaded.config.lane is not None
+        self._kept_name = record.kept_outputs.file if record.kept_outputs is not None else OUTPUTS_FILE
+        self._kept: Iterator[tuple[list[str], list[Any]]] = iter(())
+        if record.kept_outputs is not None:
+            kept_where = str(folder / self._kept_name)
+            self._kept = (decoded_block(raw, kept_where) for raw in kept_lines(folder, record))
+        # Outputs in the dataset file itself: the kept ones are held to them (rescore_run says when that counts).
+        self._in_dataset = loaded.outputs_file is None and not self._live
+        #: Per block handed to the sink, the rows whose score a lane failure made: compared by state and code only
+        #: (outputs.jsonl keeps a failure's code and message, not its detail or call evidence).
+        self.failed_rows: list[set[tuple[int, int]]] = []
 
     def run(self) -> _Found:
         loaded = self._loaded
         metrics = build_metrics(loaded, only=self._chosen)
-        compare = _ComparingWriter(_recorded_blocks(self._folder / self._record.scores_file), self._chosen)
+        compare = _ComparingWriter(
+            _recorded_blocks(self._folder / self._record.scores_file), self._chosen, self.failed_rows
+        )
         sink = RunSink(self._chosen, new_row_shape(loaded.config), compare, tuple, loaded.dataset_path)
-        source = DatasetSource(loaded, outputs=self._outputs_of)
+        source = DatasetSource(loaded, outputs=None if self._live else self._outputs_of)
         pool = metric_pool(loaded.config, metrics)
+        answers = _outputs_rows(self._folder / OUTPUTS_FILE) if self._live else iter(())
         try:
             for batch in source.batches():
-                if not self._stopped:
+                if self._stopped:
+                    continue
+                if self._live:
+                    self._score_answers(batch, answers, metrics, sink, pool)
+                else:
+                    self.failed_rows.append(set())
                     score_batch(batch, metrics, sink, pool)
             dataset = source.summary()
         finally:
             source.close()
             if pool is not None:
                 pool.shutdown(wait=True, cancel_futures=True)
+        if not self._stopped and next(answers, None) is not None:
+            self._stop((OUTPUTS_FILE, "one row per line of the dataset", "rows beyond its end"))
         if not self._stopped and next(self._kept, None) is not None:
             self._stop(("runrecord.kept_outputs", "one block per batch of the dataset", "blocks beyond its end"))
         self._findings += compare.finish()
         columns = {} if self._stopped else sink.columns
         return _Found(columns, self._findings, compare.differing, dataset, self._kept_differs)
+
+    def _score_answers(
+        self,
+        batch: Batch,
+        answers: Iterator[dict[str, Any]],
+        metrics: list[BuiltMetric],
+        sink: RunSink,
+        pool: Executor | None,
+    ) -> None:
+        """One batch of a live lane's run, its sample rows made from ``outputs.jsonl`` as the live scorer made them
+        from the lane's outcomes (``LiveScorer._lane_rows``), every metric over the answered rows at once."""
+        items = batch.examples() if isinstance(batch, ExampleBatch) else batch
+        rows: list[Example | Score] = []
+        entries: list[dict[str, Any]] = []
+        per_line: list[int] = []
+        failed: set[tuple[int, int]] = set()
+        parse = self._loaded.config.parse_json
+        for line, item in enumerate(items):
+            row = next(answers, None)
+            if row is None or row.get("id") != item.id:
+                found = "<absent>" if row is None else row.get("id")
+                self._stop((f"{OUTPUTS_FILE}: example {item.id!r}", found, "a row per dataset line, in its order"))
+                return
+            samples = row.get("samples")
+            if isinstance(item, BadLine) or not isinstance(samples, list) or not samples:
+                rows.append(Score.error(item.code, item.message) if isinstance(item, BadLine) else _unreadable(row))
+                entries.append({})
+                per_line.append(1)
+                continue
+            for index, entry in enumerate(samples):
+                if "output" in entry:
+                    output = read_stored_output(entry, "output", DECLARED_JSON)
+                    output = parse_json_output(output) if parse else output
+                    rows.append(Example(item.id, item.line, item.fields, output, index))
+                else:
+                    error = entry.get("error") or {}
+                    failure = LaneFailure(str(error.get("code")), str(error.get("message")), index)
+                    rows.append(failure_score(failure))
+                    failed.add((line, index))
+                entries.append(entry)
+            per_line.append(len(samples))
+        measured = ExampleBatch.of([row for row in rows if type(row) is Example])
+        results: dict[str, list[Any]] = {}
+        for metric in metrics:
+            found = iter(call_metric(metric, measured, pool))
+            results[metric.name] = [next(found) if type(row) is Example else row for row in rows]
+        note_truncated(results, entries)
+        self.failed_rows.append(failed)
+        ids = [item.id for item in items]
+        records = [item.fields if isinstance(item, Example) else None for item in items]
+        lines = [item.line for item in items]
+        sink.add(Rows(ids, lines, records, results, per_line=per_line if sink.samples else 1))
 
     def _stop(self, found: Found) -> None:
         self._stopped = True
@@ -302,6 +382,49 @@ def _shown(value: Any) -> Any:
     return text if len(text) <= 200 else text[:200] + "…"
 
 
+def _agrees(recorded: Any, derived: Any, failed: set[int]) -> bool:
+    """One line's recorded entry against the re-derived one; a sample a lane failure scored (``failed``, by sample
+    index) agrees when the recorded score is an error with the failure's code (all ``outputs.jsonl`` keeps)."""
+    if orjson.dumps(recorded) == orjson.dumps(derived):
+        return True
+    if not failed:
+        return False
+    pairs = list(zip(recorded, derived, strict=False)) if isinstance(recorded, list) else [(recorded, derived)]
+    if isinstance(recorded, list) and (not isinstance(derived, list) or len(recorded) != len(derived)):
+        return False
+    for sample, (old, new) in enumerate(pairs):
+        if not (sample in failed and _same_failure(old, new)) and orjson.dumps(old) != orjson.dumps(new):
+            return False
+    return True
+
+
+def _same_failure(recorded: Any, derived: Any) -> bool:
+    return (
+        isinstance(recorded, dict)
+        and isinstance(derived, dict)
+        and recorded.get("status") == derived.get("status")
+        and _first_code(recorded) == _first_code(derived)
+    )
+
+
+def _first_code(score: dict[str, Any]) -> Any:
+    diagnostics = score.get("diagnostics")
+    return diagnostics[0].get("code") if isinstance(diagnostics, list) and diagnostics else None
+
+
+def _unreadable(row: dict[str, Any]) -> Score:
+    return Score.error("outputs_row_unreadable", f"{OUTPUTS_FILE} holds no samples for example {row.get('id')!r}")
+
+
+def _outputs_rows(path: Path) -> Iterator[dict[str, Any]]:
+    """``outputs.jsonl``'s rows, one at a time (verify checked its bytes against the digests)."""
+    with path.open("rb") as handle:
+        for raw in handle:
+            if raw.strip():
+                row = orjson.loads(raw)
+                yield row if isinstance(row, dict) else {}
+
+
 def _recorded_blocks(path: Path) -> Iterator[ScoresBlock]:
     """``scores.jsonl``'s blocks, one at a time (verify has checked its bytes against the digests already)."""
     with path.open("rb") as handle:
@@ -314,9 +437,13 @@ class _ComparingWriter:
     """The run sink's writer (``sink.ScoresSink``) that compares each block it is given with the recorded one
     instead of writing it: each re-scored metric's entries as JSON, after the redactor the run's writer applies."""
 
-    def __init__(self, recorded: Iterator[ScoresBlock], names: list[str]) -> None:
+    def __init__(
+        self, recorded: Iterator[ScoresBlock], names: list[str], failed_rows: list[set[tuple[int, int]]]
+    ) -> None:
         self._recorded = recorded
         self._names = names
+        self._failed_rows = failed_rows
+        self._blocks = 0
         self._redactor = redaction.current()
         self._first: Found | None = None
         self.differing = 0
@@ -326,6 +453,8 @@ class _ComparingWriter:
     ) -> None:
         if not ids:
             return
+        failed = self._failed_rows[self._blocks] if self._blocks < len(self._failed_rows) else set()
+        self._blocks += 1
         block = next(self._recorded, None)
         if block is None or block.ids != ids:
             self._note(
@@ -345,7 +474,7 @@ class _ComparingWriter:
             mine = orjson.loads(derived)
             theirs = recorded if isinstance(recorded, list) else [None] * len(ids)
             for index, (old, new) in enumerate(zip(theirs, mine, strict=True)):
-                if orjson.dumps(old) != orjson.dumps(new):
+                if not _agrees(old, new, {sample for line, sample in failed if line == index}):
                     self.differing += 1
                     self._note((f"{SCORES_FILE}: example {ids[index]!r}, metric '{name}'", old, new))
 
