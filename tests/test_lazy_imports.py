@@ -319,9 +319,24 @@ def _subclasses(cls: type) -> set[type]:
     return found
 
 
+STUDENT_T_CONFIG = """\
+version: 1
+dataset: {name: bench, path: d.jsonl}
+task: {type: recorded, field: output}
+metrics:
+  exact: {type: exact_match, field: answer, reference: expected, interval: {method: student_t}}
+"""
+
+
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads through /proc")
-def test_a_run_starts_no_blas_threads_and_leaves_the_environment_as_it_was(tmp_path: Path) -> None:
+@pytest.mark.parametrize("interval", ["wilson", "student_t"])
+def test_a_run_starts_no_blas_threads_and_leaves_the_environment_as_it_was(tmp_path: Path, interval: str) -> None:
+    """numpy's OpenBLAS, and SciPy's own copy when a t quantile loads SciPy's ufuncs, start no worker threads."""
     _one_example_project(tmp_path)
+    if interval == "student_t":
+        (tmp_path / "evalglass.yaml").write_text(STUDENT_T_CONFIG)
+        with (tmp_path / "d.jsonl").open("a") as dataset:
+            dataset.write('{"id": "b", "expected": "1", "output": {"answer": "2", "latency_ms": 5}}\n')
     probe = (
         "import os, sys\n"
         "from pathlib import Path\n"
@@ -337,6 +352,9 @@ def test_a_run_starts_no_blas_threads_and_leaves_the_environment_as_it_was(tmp_p
     }
     subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
     assert (tmp_path / "probe.txt").read_text() == "1 False"
+    if interval == "student_t":  # the case loaded SciPy: its interval is a t interval
+        card = json.loads((tmp_path / "out" / "scorecard.json").read_text())
+        assert card["metrics"][0]["estimate"]["interval"]["method"] == "student_t"
 
 
 def test_a_deferred_model_first_used_by_many_threads_at_once_validates_strictly() -> None:

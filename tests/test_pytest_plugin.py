@@ -173,6 +173,8 @@ def test_a_run_that_cannot_complete_fails_with_one_line(session: Session):
     assert report.outcome == "failed"
     report.fnmatch_lines(["*EvalGlass could not complete the run (no verdict):*data.jsonl*"])
     assert "Traceback" not in report.text
+    # Said once: not first as the SetupError pytest would show above a failure raised while handling it.
+    assert "During handling of the above exception" not in report.text, report.text
 
 
 def test_the_result_is_the_api_result(session: Session):

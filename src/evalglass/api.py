@@ -294,8 +294,10 @@ def _config_path(config: Where | None, example: str | None) -> Path:
         return Path(str(files("evalglass") / "examples" / example / "evalglass.yaml"))
     if config is not None:
         return Path(config)
+    from evalglass.readers.userfiles import may_exist
+
     for candidate in CONFIG_CANDIDATES:
-        if candidate.exists():
+        if may_exist(candidate):
             return candidate
     raise SetupError(
         "no config found (looked for evals/evalglass.yaml and evalglass.yaml)",

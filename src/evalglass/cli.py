@@ -9,6 +9,7 @@ Heavy modules are imported inside the commands so that `evalglass --help` starts
 from __future__ import annotations
 
 import atexit
+import errno
 import gc
 import os
 import sys
@@ -125,12 +126,43 @@ class GuardedGroup(click.Group):
         except KeyboardInterrupt:
             stop = Interrupted()
             _exit_after(stop.stderr_lines(), stop.exit_code, debug)
+        except OSError as exc:
+            # What a reader did not catch itself (``Path.exists()`` and ``is_dir()`` raise for a path in a folder
+            # this user may not search, a name too long, a loop of links; a full disk): the machine's, which the
+            # user can mend, not an internal error. One with neither a path nor such a cause is still internal.
+            line = _os_error_line(exc)
+            _exit_after([line or _internal_line(exc)], ExitCode.SETUP, debug)
         except Exception as exc:
-            _exit_after(
-                [f"error: internal error: {type(exc).__name__}: {exc} (rerun with --debug for a traceback)"],
-                ExitCode.SETUP,
-                debug,
-            )
+            _exit_after([_internal_line(exc)], ExitCode.SETUP, debug)
+
+
+def _internal_line(exc: Exception) -> str:
+    return f"error: internal error: {type(exc).__name__}: {exc} (rerun with --debug for a traceback)"
+
+
+#: Errors of the machine's storage whatever the file: the fix is the same for every one.
+_STORAGE_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+
+
+def _os_error_line(exc: OSError) -> str | None:
+    """The one line for an ``OSError`` no reader turned into its own, or None when it names no path and no
+    cause the user can mend (then it is an internal error)."""
+    reason = exc.strerror or str(exc)
+    if exc.errno in _STORAGE_FULL:
+        where = f"{exc.filename}: " if exc.filename is not None else ""
+        return (
+            f"error: {where}{reason} — free space (or raise the quota or file-size limit), or write the run elsewhere"
+        )
+    if exc.filename is None:
+        return None
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return (
+            f"error: {exc.filename}: permission denied — make it readable (writable for a folder the run writes "
+            "to), and every folder above it searchable, by the user running evalglass"
+        )
+    if exc.errno == errno.EROFS:
+        return f"error: {exc.filename}: {reason} — write the run to a writable folder (--out)"
+    return f"error: {exc.filename}: {reason} — check the path"
 
 
 @contextmanager
@@ -177,24 +209,15 @@ def _stdout_to_stderr() -> Iterator[None]:
         os.close(saved_err)
 
 
-_BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
-
-
 def _load_numpy() -> None:
-    """Load numpy with OpenBLAS on one thread, unless the environment already says how many threads to use.
+    """Load numpy with OpenBLAS on one thread (``evalglass.blasthreads``; SciPy's own OpenBLAS gets the same guard
+    from ``main``)."""
+    from evalglass.blasthreads import one_blas_thread
 
-    EvalGlass does no linear algebra, but OpenBLAS starts a worker per core as it loads, and each spins for work
-    that never comes: ~80 ms of CPU, taken from the run itself on a 2-CPU CI machine. The variable is read once,
-    when the library loads, and is removed again so that checks and lanes started later do not inherit it. Host
-    metrics and lanes running in this process get one BLAS thread too; setting one of the variables keeps theirs.
-    """
-    if "numpy" in sys.modules or any(name in os.environ for name in _BLAS_THREAD_VARIABLES):
+    if "numpy" in sys.modules:
         return
-    os.environ["OPENBLAS_NUM_THREADS"] = "1"
-    try:
+    with one_blas_thread():
         import numpy  # noqa: F401
-    finally:
-        del os.environ["OPENBLAS_NUM_THREADS"]
 
 
 def _console() -> Any:
@@ -243,9 +266,13 @@ def main(debug: bool) -> None:
     Exit codes: 0 informational or pass, 1 fail or blocked, 2 the run could not complete, 130 interrupted.
     Exit 0 does not by itself mean quality was checked: an informational run has no active gate.
     """
+    from evalglass.blasthreads import one_blas_thread
+    from evalglass.core.stats._scipyfuncs import guard_loading
     from evalglass.redaction import redact_standard_streams
 
     redact_standard_streams()  # no secret of the environment is ever printed, whoever prints it
+    # SciPy's bundled OpenBLAS starts no worker per core when any command's first t or beta quantile loads it.
+    guard_loading(one_blas_thread)
     # Interpreter teardown runs the cyclic collector over every object still alive (modules, pydantic schemas, a
     # run's columns): ~0.07-0.15 s of a short command. Frozen objects are skipped by those passes and still freed
     # by reference counting as modules are torn down; only the finalizers of cycles alive at exit, which Python

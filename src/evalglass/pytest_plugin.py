@@ -64,16 +64,21 @@ def evalglass_run(request: pytest.FixtureRequest) -> Callable[..., PytestRun]:
         db: str | None = None,
     ) -> PytestRun:
         import evalglass
+        from evalglass.readers.userfiles import may_exist
 
         path = Path(config)
         if not path.is_absolute():
             # rootdir first (tests run from anywhere under it), then the working directory; when neither has the
             # file, the error names the rootdir path.
-            path = next((base / path for base in (root, Path.cwd()) if (base / path).exists()), root / path)
+            path = next((base / path for base in (root, Path.cwd()) if may_exist(base / path)), root / path)
         try:
             result = evalglass.run(path, out=out, cache=cache, db=db)
         except evalglass.SetupError as exc:
-            pytest.fail(f"EvalGlass could not complete the run (no verdict): {exc.line()}", pytrace=False)
-        return PytestRun(folder=result.folder, scorecard=result.scorecard)
+            problem = exc.line()
+        else:
+            return PytestRun(folder=result.folder, scorecard=result.scorecard)
+        # Failed outside the ``except``: inside it, pytest shows the SetupError again above the failure ("During
+        # handling of the above exception, another exception occurred"), the one line said twice.
+        pytest.fail(f"EvalGlass could not complete the run (no verdict): {problem}", pytrace=False)
 
     return run

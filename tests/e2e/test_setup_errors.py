@@ -34,6 +34,22 @@ def test_invalid_yaml_names_the_line(tmp_path):
     assert_one_line_error(project.run(), "evalglass.yaml:", "not valid YAML")
 
 
+@pytest.mark.parametrize("file", ["evalglass.yaml", "authority.yaml"])
+def test_a_line_indented_with_a_tab_is_named_with_the_fix(tmp_path, file):
+    """PyYAML's own words ("found character that cannot start any token") name neither the tab nor the fix, and an
+    editor shows the tab as spaces."""
+    project = make_project(tmp_path)
+    project.write_ledger({"version": 1, "gates": {"accuracy": {"active": False}}})
+    path = project.evals / file
+    rows = path.read_text().splitlines()
+    line = next(i for i, row in enumerate(rows) if row.startswith("  "))
+    rows[line] = "\t" + rows[line][2:]
+    path.write_text("\n".join(rows) + "\n")
+    assert_one_line_error(
+        project.run(), f"{file}:{line + 1}: ", "a tab indents this line", "replace the tab with spaces"
+    )
+
+
 def test_unknown_key_is_refused_with_did_you_mean_and_line(tmp_path):
     project = make_project(tmp_path)
     text = (project.evals / "evalglass.yaml").read_text().replace("proposed_threshold", "proposed_treshold")
@@ -153,3 +169,32 @@ def test_duplicate_ids_across_batches_name_both_lines(tmp_path):
     rows[640]["id"] = "e3"  # far past the first batch of 512 examples
     project.write_rows(rows)
     assert_one_line_error(project.run(), "data.jsonl:641", "duplicate example id 'e3'", "first at line 4")
+
+
+@pytest.mark.parametrize(
+    ("file", "fix"),
+    [("data.jsonl", "point at the dataset file itself"), ("evalglass.yaml", "point at the config file itself")],
+)
+def test_a_directory_where_a_file_belongs_is_named_with_the_fix(tmp_path, file, fix):
+    project = make_project(tmp_path)
+    (project.evals / file).unlink()
+    (project.evals / file).mkdir()
+    result = project.run()
+    assert_one_line_error(result, f"evals/{file}: ", "is a directory, not a regular file", fix)
+    assert "file file" not in result.err, result.err
+
+
+def test_a_config_behind_a_loop_of_links_is_named_as_one(tmp_path):
+    project = make_project(tmp_path)
+    (tmp_path / "one.yaml").symlink_to("two.yaml")
+    (tmp_path / "two.yaml").symlink_to("one.yaml")
+    assert_one_line_error(
+        project.run("--config", "one.yaml"), "one.yaml: ", "a loop of symbolic links", "mend the links"
+    )
+
+
+def test_a_run_name_too_long_for_the_file_system_is_one_line_not_an_internal_error(tmp_path):
+    project = make_project(tmp_path)
+    result = project.cli("view", "r" * 300)
+    assert_one_line_error(result, "r" * 300 + ": ", "File name too long", "check the path")
+    assert "internal error" not in result.err

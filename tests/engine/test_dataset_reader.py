@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from evalglass.core.example import Example, ExampleBatch
@@ -27,7 +27,18 @@ from evalglass.core.fieldpath import ABSENT
 from evalglass.core.fingerprint import PREFIX
 from evalglass.engine.datasets.dataset import _LONG_LINE, BadLine, DatasetReader, field_getter, split_lines
 from evalglass.errors import SetupError
-from evalglass.readers.jsonsource import UTF8_BOM, JsonRefused, check_exact, not_json
+from evalglass.readers.jsonsource import TEXT_START, UTF8_BOM, JsonRefused, check_exact, not_json, wide_encoding
+
+
+def refused_as_wide(path: Path, chunk: int) -> bool:
+    """True when the file opens as UTF-16 or UTF-32 text and the reader (read ``chunk`` bytes at a time) refuses it
+    whole, saying so, as it must: such a file is not read line by line at all. False for any other file."""
+    encoding = wide_encoding(path.read_bytes()[:TEXT_START])
+    if encoding is None:
+        return False
+    with pytest.raises(SetupError, match=f"dataset file is {encoding} text, not UTF-8"):
+        list(DatasetReader(path, id_field="id", output_field="output", chunk=chunk))
+    return True
 
 
 def line_by_line(path: Path, id_field: str, output_field: str) -> tuple[list[Example | BadLine], str, int, int]:
@@ -151,6 +162,8 @@ def test_chunked_reading_gives_what_line_by_line_reading_gives(
 ) -> None:
     path = tmp_path / "data.jsonl"
     path.write_bytes(data)
+    if refused_as_wide(path, chunk):
+        return
     expected, fingerprint, examples, bad = line_by_line(path, id_field, output_field)
     reader = DatasetReader(path, id_field=id_field, output_field=output_field, chunk=chunk)
     items = list(reader)
@@ -174,6 +187,8 @@ def test_batches_give_what_line_by_line_reading_gives(
     """With or without the file's hash (``preflight`` reads for the gold fingerprint only), the same batches."""
     path = tmp_path / "data.jsonl"
     path.write_bytes(data)
+    if refused_as_wide(path, chunk):
+        return
     expected, fingerprint, examples, bad = line_by_line(path, id_field, output_field)
     reader = DatasetReader(path, id_field=id_field, output_field=output_field, chunk=chunk, hash_bytes=hash_bytes)
     items: list[Example | BadLine] = []
@@ -228,6 +243,8 @@ def test_long_lines_are_read_as_line_by_line_reading_reads_them(
     """Chunks of long lines (split by find) and of short ones give what the line-by-line reader gives."""
     path = tmp_path / "data.jsonl"
     path.write_bytes((b"\r\n" if crlf else b"\n").join(lines))
+    if refused_as_wide(path, chunk):
+        return
     expected, fingerprint, examples, bad = line_by_line(path, id_field, output_field)
     reader = DatasetReader(path, id_field=id_field, output_field=output_field, chunk=chunk)
     items: list[Example | BadLine] = []
@@ -242,6 +259,7 @@ def test_long_lines_are_read_as_line_by_line_reading_reads_them(
 def test_a_byte_order_mark_is_hashed_and_never_read_as_part_of_the_first_line(
     tmp_path: Path, data: bytes, chunk: int
 ) -> None:
+    assume(wide_encoding(data[:TEXT_START]) is None)  # without the mark, that file is refused (test above)
     plain, marked = tmp_path / "plain.jsonl", tmp_path / "marked.jsonl"
     plain.write_bytes(data)
     marked.write_bytes(UTF8_BOM + data)

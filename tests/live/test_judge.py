@@ -356,3 +356,13 @@ def test_a_labels_file_saved_with_a_byte_order_mark_reads_as_without_one(evals: 
     plain = read_labels(path, FIVE)
     path.write_bytes(b"\xef\xbb\xbf" + text.encode())
     assert read_labels(path, FIVE) == plain and [r.label for r in plain] == [3, 5]
+
+
+def test_a_labels_file_saved_as_utf16_is_refused_naming_its_encoding(evals: Path) -> None:
+    """Read as UTF-8 its first line was "not valid JSON"; it is a file in another encoding, said as such."""
+    path = evals / "labels.jsonl"
+    path.write_text('{"output": "x", "label": 3}\n', encoding="utf-16")
+    with pytest.raises(
+        LabelsFileError, match=r"labels\.jsonl: labels file is UTF-16 text, not UTF-8 — save it as UTF-8"
+    ):
+        read_labels(path, FIVE)

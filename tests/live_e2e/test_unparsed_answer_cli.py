@@ -128,7 +128,8 @@ def test_a_command_printing_prose_answered_wrong_and_the_gate_decides(
 ) -> None:
     project = LiveProject(tmp_path / "evals", "http://127.0.0.1:9")  # no server: the lane is a command
     project.root.mkdir(parents=True)
-    (project.root / "answer.py").write_text(COMMAND)
+    calls = project.root / "calls.txt"
+    (project.root / "answer.py").write_text(f"open({str(calls)!r}, 'a').write('x')\n{COMMAND}")
     task = {"type": "command", "argv": [sys.executable, "answer.py"], "output": "json", "cache": True}
     rows = [
         {"id": "a", "say": json.dumps({"intent": "refund"}), "intent": "refund"},
@@ -142,11 +143,12 @@ def test_a_command_printing_prose_answered_wrong_and_the_gate_decides(
     prose = _scores(project)["b"]
     assert prose["right"]["value"] == 0.0 and prose["right"]["diagnostics"][0]["code"] == "output_not_json"
     assert prose["is_json"]["value"] == 0.0
-    # The cached answer replayed (the program is gone) is the same unparsed answer, scored the same.
+    # The cached answer replayed (the program is not run again) is the same unparsed answer, scored the same.
     first = (project.last_run() / "scores.jsonl").read_bytes()
-    (project.root / "answer.py").write_text("raise SystemExit(3)\n")
+    assert calls.read_text() == "xx"
     again = project.run()
     assert again.code == code, again.out + again.err
+    assert calls.read_text() == "xx"
     assert (project.last_run() / "scores.jsonl").read_bytes() == first
 
 

@@ -13,7 +13,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalglass.core.example import Example
@@ -174,14 +175,19 @@ def test_drawn_literals_always_give_a_legal_result(expected: Any, allowed: list[
     assert_legal(parse_metric_spec({"type": "enum", "values": allowed}).build(BuildContext(Path(".")))(example))
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@pytest.fixture(scope="module")
+def echo_metric(tmp_path_factory: pytest.TempPathFactory) -> MetricFn:
+    """One built metric (one worker) for every drawn value: building it per value started a worker each time,
+    minutes of the suite for the same property."""
+    folder = tmp_path_factory.mktemp("echo")
+    (folder / "echo_metric.py").write_text("def echo(record):\n    return record['returned']\n")
+    return parse_metric_spec({"type": "python", "function": "echo_metric.py:echo"}).build(BuildContext(folder))
+
+
+@settings(max_examples=200, deadline=None)
 @given(returned=VALUES | ODD | st.tuples(st.none(), SCALARS))
-def test_host_metric_always_returns_a_legal_result(tmp_path: Path, returned: Any) -> None:
-    source = tmp_path / "echo_metric.py"
-    if not source.exists():
-        source.write_text("def echo(record):\n    return record['returned']\n")
-    function = parse_metric_spec({"type": "python", "function": "echo_metric.py:echo"}).build(BuildContext(tmp_path))
-    result = function(Example(id="p", line=1, fields={"returned": returned}, output="x"))
+def test_host_metric_always_returns_a_legal_result(echo_metric: MetricFn, returned: Any) -> None:
+    result = echo_metric(Example(id="p", line=1, fields={"returned": returned}, output="x"))
     assert_legal(result)
     if isinstance(returned, bool) or (isinstance(returned, float) and not math.isfinite(returned)):
         assert isinstance(result, Score) and result.diagnostics[0].code == "host_bad_return"

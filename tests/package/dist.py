@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: What a checkout holds that is no source of the package (caches, environments, generated data, earlier builds).
 NOT_SOURCE = shutil.ignore_patterns(
     ".git", ".venv*", ".mypy_cache", ".ruff_cache", ".pytest_cache", ".hypothesis", ".import_linter_cache",
-    ".evalglass", ".data", "build", "dist", "*.egg-info",
+    ".evalglass", ".data", "build", "dist", "*.egg-info", "*.so",
 )  # fmt: skip
 
 
@@ -67,7 +67,9 @@ def _build() -> Started:
 def clean_env(venv: Path | None = None) -> dict[str, str]:
     """The environment without anything that points Python at this checkout or this environment; with ``venv``,
     that environment's scripts first on PATH, as after activating it."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME", "EVALGLASS_PURE")
+    }
     env["PYTHONNOUSERSITE"] = "1"
     if venv is not None:
         env["VIRTUAL_ENV"] = str(venv)

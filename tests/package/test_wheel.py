@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -17,21 +18,21 @@ import pytest
 
 import evalglass
 from evalglass.engine.runs.schemas import SCHEMA_NAMES
-from tests.package.dist import ROOT, built, clean_env, installed_wheel_venv
+from tests.package.dist import NOT_SOURCE, ROOT, built, clean_env, installed_wheel_venv
 
 pytestmark = pytest.mark.timeout(600)
 
 PACKAGE = ROOT / "src" / "evalglass"
 
 
-def in_venv(venv: Path, *argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def in_venv(venv: Path, *argv: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(venv / "bin" / argv[0]), *argv[1:]],
         cwd=cwd,
         capture_output=True,
         text=True,
         timeout=300,
-        env={**clean_env(venv), "COLUMNS": "200"},
+        env={**clean_env(venv), "COLUMNS": "200", **(env or {})},
     )
 
 
@@ -73,7 +74,11 @@ def test_the_wheel_carries_the_schemas_templates_and_examples_and_nothing_from_t
     dist = built()
     names = zipfile.ZipFile(dist.wheel).namelist()
     version = evalglass.__version__
-    assert dist.wheel.name == f"evalglass-{version}-py3-none-any.whl"
+    # The C extension (evalglass/_native) compiles here (a compiler and Python's headers): a wheel for this Python and
+    # platform, holding it; `EVALGLASS_PURE=1 python -m build` makes the py3-none-any wheel without it.
+    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    assert dist.wheel.name.startswith(f"evalglass-{version}-{tag}-{tag}-"), dist.wheel.name
+    assert [name for name in names if name.startswith("evalglass/_native/_calls.") and name.endswith(".so")]
     assert {name.split("/")[0] for name in names} == {"evalglass", f"evalglass-{version}.dist-info"}
     data = shipped_data()
     assert {f"evalglass/schemas/{n}.schema.json" for n in ("config", "ledger", "scorecard")} <= data
@@ -95,9 +100,15 @@ def test_the_sdist_builds_the_package_and_holds_no_tests():
     dist = built()
     with tarfile.open(dist.sdist) as sdist:
         names = [name.split("/", 1)[1] for name in sdist.getnames() if "/" in name]
-    assert {"pyproject.toml", "README.md", "src/evalglass/cli.py", "src/evalglass/schemas/config.schema.json"} <= set(
-        names
-    )
+    assert {
+        "pyproject.toml",
+        "setup.py",
+        "README.md",
+        "src/evalglass/cli.py",
+        "src/evalglass/schemas/config.schema.json",
+        "src/evalglass/_native/_calls.c",  # the extension's source: an install from the sdist compiles it
+    } <= set(names)
+    assert not [name for name in names if name.endswith(".so")]
     assert not [name for name in names if name.startswith("tests/")]
     assert not [name for name in names if "__pycache__" in name or name.endswith(".pyc")]
 
@@ -125,6 +136,37 @@ def test_the_installed_wheel_runs_the_quickstart_and_records_its_version(tmp_pat
     assert record["tool_version"] == evalglass.__version__
     verified = in_venv(venv, "evalglass", "verify", "run", cwd=tmp_path)
     assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+def test_the_installed_wheel_loads_its_c_extension_and_evalglass_pure_turns_it_off(tmp_path):
+    venv = installed_wheel_venv()
+    probe = "from evalglass._native import calls; print(calls is not None, calls and calls.__file__)"
+    done = in_venv(venv, "python", "-c", probe, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    loaded, where = done.stdout.split()
+    assert loaded == "True" and Path(where).resolve().is_relative_to(venv.resolve()), done.stdout
+    forced = in_venv(venv, "python", "-c", probe, cwd=tmp_path, env={"EVALGLASS_PURE": "1"})
+    assert forced.returncode == 0 and forced.stdout.split() == ["False", "None"], forced.stdout + forced.stderr
+
+
+def test_without_a_c_compiler_the_package_still_builds_without_its_extension(tmp_path):
+    """The extension is optional: a machine that cannot compile it (here the compiler is `false`) still gets a
+    wheel, whose EvalGlass runs the pure path."""
+    source = tmp_path / "source"
+    shutil.copytree(ROOT, source, ignore=NOT_SOURCE, symlinks=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "out"),
+         str(source)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**clean_env(), "CC": "false"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    (wheel,) = (tmp_path / "out").glob("*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "evalglass/_native/__init__.py" in names
+    assert not [name for name in names if name.endswith(".so")]
 
 
 def test_the_installed_schemas_are_what_the_installed_evalglass_prints(tmp_path):

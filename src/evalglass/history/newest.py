@@ -14,8 +14,9 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, make_url, select
 
+from evalglass.engine.decide.baselinesearch import refuse_committed
 from evalglass.engine.runs.digests import DIGESTS_FILE
 from evalglass.errors import SetupError
 from evalglass.history.blobs import restore, stored_pieces
@@ -68,6 +69,9 @@ def newest_runs(url: str, stack: ExitStack, branch: str, suite: str) -> Iterator
     history yet: reading must not create one)."""
     if not history_exists(url):
         return
+    database = make_url(url).database
+    if make_url(url).get_backend_name() == "sqlite" and database and database != ":memory:":
+        refuse_committed(Path(database), "a run history file")
     from evalglass.history.session import open_history
 
     engine = open_history(url)

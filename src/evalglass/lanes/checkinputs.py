@@ -16,6 +16,8 @@ can block on it:
 * any module a Python interpreter is told to run (``-m X``) that is not host code (the project's own is bound);
 * any word naming a program that discovers what it runs (:data:`RUNNERS`: test runners, build tools, package
   managers' ``test`` scripts).
+* any word naming a script of the project other than a Python one (``sh run.sh``, a ``#!`` line, a ``Makefile``):
+  its bytes are bound, what it runs in turn is not read (:func:`_other_scripts`).
 
 A folder is covered by an input at or above it (a glob counts by its literal folder), or by the check's target.
 A module is covered by a module input naming it or a package above it, or by any path input its files lie
@@ -30,10 +32,12 @@ fingerprinting would run it.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
 import re
 import shlex
+import shutil
 import stat
 import sys
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -55,6 +59,7 @@ from evalglass.lanes.hostimports import (
     find_submodule,
     find_top_level,
     imported_host_files,
+    installed_label,
     is_host_file,
     module_host_files,
     source_host_files,
@@ -75,6 +80,7 @@ __all__ = [
     "command_words",
     "declared_python_path",
     "declared_unbound",
+    "env_words",
     "find_module",
     "host_file_hashes",
     "input_hashes",
@@ -350,6 +356,31 @@ def command_words(spec: CheckSpec) -> list[str]:
     return words
 
 
+def env_words(spec: CheckSpec) -> list[str]:
+    """What the check's variables name, as words that may be paths: each value of its ``env:`` and each value the
+    command assigns (``env LD_PRELOAD=./x.so cmd``), split at blanks, ``=`` and the path separator. A variable can
+    make a program load a file as surely as its command line can (``LD_PRELOAD``, ``NODE_OPTIONS=--require
+    ./setup.js``, ``BASH_ENV``, ``PYTEST_ADDOPTS=-p plugin``): a file one of them names is bound like a file the
+    command names. ``PYTHONPATH`` is followed instead (:func:`declared_python_path`: its modules are bound)."""
+    values = [value for name, value in spec.env.items() if name != "PYTHONPATH"]
+    values += [
+        word.split("=", 1)[1]
+        for word in command_words(spec)
+        if _ASSIGNMENT.match(word) and not word.startswith("PYTHONPATH=")
+    ]
+    return [
+        part
+        for value in values
+        for word in split_words(value)
+        for piece in word.split("=")
+        for part in piece.split(os.pathsep)
+        if part
+    ]
+
+
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
 def split_words(text: str) -> list[str]:
     """A shell string's words as the shell would split them (quotes honoured, nothing expanded)."""
     try:
@@ -384,6 +415,11 @@ def unbound_inputs(spec: CheckSpec, base_dir: Path) -> tuple[str, ...]:
                 "" if folder == root or root in folder.parents else " (outside the config folder: no input binds it)"
             )
             found.append(f"folder {_shown(folder, root)!r}{outside}")
+    if not discovery_bound:
+        found += [
+            f"script {_shown(script, root)!r} (what it runs is not followed)"
+            for script in _other_scripts(words, cwd, root)
+        ]
     found += _named_unbound(
         spec, words, modules, discovery_bound, lambda module: _module_covered(module, cwd, path, module_inputs)
     )
@@ -501,7 +537,7 @@ def check_host_files(spec: CheckSpec, base_dir: Path) -> tuple[Path, ...]:
     words = command_words(spec)
     from_cwd = (str(cwd), *path)
     found: dict[Path, None] = {}
-    for word in _path_words(words):
+    for word in [*_path_words(words), *env_words(spec)]:
         # A file outside the config folder named by a relative path (`bash ../tools/check.sh`): the project's. A file
         # inside it is hashed as a named file already (:func:`argv_file_hashes`).
         named = _relative_target(word, cwd, root)
@@ -532,7 +568,28 @@ def check_host_files(spec: CheckSpec, base_dir: Path) -> tuple[Path, ...]:
         _runner(word) in {"pytest", "py.test"} for word in words
     ):
         found.update(dict.fromkeys(_pytest_files(spec, words, cwd, root, path)))
+    if spec.inputs and any(value == "unittest" for _, option, value in runs if option == "-m"):
+        found.update(dict.fromkeys(_unittest_files(spec, words, cwd, root, path)))
     return tuple(file for file in found if is_host_file(file))
+
+
+def _unittest_files(
+    spec: CheckSpec, words: Sequence[str], cwd: Path, root: Path, path: Sequence[str]
+) -> Iterator[Path]:
+    """What ``python -m unittest`` may import below its ``cwd`` and the folders its command names, for a check with
+    ``inputs:``: test modules by its pattern (``test*.py``, or the ``-p``/``--pattern`` given) and packages'
+    ``__init__.py``, with what they import, unless an input or the target holds them, as for pytest
+    (:func:`_collected_below`): one a pull request adds beside the declared tests would run unbound."""
+    pattern = "test*.py"
+    for at, word in enumerate(words[:-1]):
+        if word in {"-p", "--pattern"}:
+            pattern = words[at + 1]
+        elif word.startswith("--pattern="):
+            pattern = word.split("=", 1)[1]
+    stop = _repository_root(cwd) or root
+    for found in _collected_below(spec, words, cwd, root, stop, patterns=("__init__.py", pattern), configs=False):
+        yield found
+        yield from imported_host_files(found, (str(found.parent), str(cwd), *path))
 
 
 def _shadowing(folder: Path) -> Iterator[Path]:
@@ -564,6 +621,8 @@ def _pytest_files(spec: CheckSpec, words: Sequence[str], cwd: Path, root: Path, 
     """What pytest reads besides the tests it collects (see :func:`check_host_files`)."""
     stop = _repository_root(cwd) or root
     folders = [cwd, *cwd.parents]
+    options = [*words, *env_words(spec)]  # PYTEST_ADDOPTS is read as pytest's own command line
+    configured: list[Path] = []
     for folder in folders[: folders.index(stop) + 1] if stop in folders else [cwd]:
         for name, section in PYTEST_IMPLICIT.items():
             candidate = folder / name
@@ -571,18 +630,43 @@ def _pytest_files(spec: CheckSpec, words: Sequence[str], cwd: Path, root: Path, 
                 yield candidate
                 if name == "conftest.py":
                     yield from _conftest_files(candidate, cwd, path)
+                else:
+                    configured.append(candidate)
     # Without inputs the discovery is unbound as a whole (``check_inputs_unbound``, or accepted so by the ledger);
     # with them, what pytest collects beyond them must not decide unseen.
-    for collected in _collected_below(spec, words, cwd, root, stop) if spec.inputs else ():
+    collected_files = list(_collected_below(spec, words, cwd, root, stop, options, configured)) if spec.inputs else []
+    for collected in collected_files:
         yield collected
         if collected.name == "conftest.py":
             yield from _conftest_files(collected, cwd, path)
-        else:
+        elif collected.suffix == ".py":
             yield from imported_host_files(collected, (str(collected.parent), str(cwd), *path))
-    for at, word in enumerate(words[:-1]):
-        plugin = words[at + 1]
+        else:
+            configured.append(collected)
+    for plugin in _plugins(options, configured):
+        yield from module_host_files(plugin, (str(cwd), *path))
+
+
+#: ``-p NAME`` / ``-pNAME`` in a pytest configuration's text (``addopts``): a plugin module pytest imports.
+_PLUGIN_OPTION = re.compile(r"""(?:^|[\s"'\[,=])-p\s*["']?([A-Za-z_][\w.]*)""")
+
+
+def _plugins(options: Sequence[str], configured: Sequence[Path]) -> Iterator[str]:
+    """The plugin modules pytest is told to load: ``-p NAME`` in its command line or ``PYTEST_ADDOPTS``, and in the
+    ``addopts`` of a configuration file it may read (the file is bound; the module it names must be too)."""
+    for at, word in enumerate(options[:-1]):
+        plugin = options[at + 1]
         if word == "-p" and not plugin.startswith("no:"):
-            yield from module_host_files(plugin, (str(cwd), *path))
+            yield plugin
+    for config in configured:
+        yield from (name for name in _PLUGIN_OPTION.findall(_read(config).decode(errors="replace")) if name != "no")
+
+
+def _every_module(options: Sequence[str], configured: Iterator[Path]) -> bool:
+    """Whether pytest may collect test modules by other names than its defaults: a ``python_files`` setting in a
+    configuration file it may read or on its command line (``-o python_files=...``). Then every ``.py`` file below
+    is bound: which of them the setting selects is pytest's reading, and binding more is never a gap."""
+    return any("python_files" in word for word in options) or any(b"python_files" in _read(c) for c in configured)
 
 
 #: How many folders :func:`_collected_below` looks in at most before it stops with ``TooManyHostFiles``.
@@ -592,7 +676,18 @@ MAX_COLLECTED_FOLDERS = 20_000
 PYTEST_COLLECTED = ("conftest.py", "__init__.py", "test_*.py", "*_test.py")
 
 
-def _collected_below(spec: CheckSpec, words: Sequence[str], cwd: Path, root: Path, stop: Path) -> Iterator[Path]:
+def _collected_below(
+    spec: CheckSpec,
+    words: Sequence[str],
+    cwd: Path,
+    root: Path,
+    stop: Path,
+    options: Sequence[str] = (),
+    configured: Sequence[Path] = (),
+    *,
+    patterns: Sequence[str] = PYTEST_COLLECTED,
+    configs: bool = True,
+) -> Iterator[Path]:
     """Each file pytest may import while it collects (:data:`PYTEST_COLLECTED`), and each configuration file it may
     read (:data:`PYTEST_IMPLICIT`: it looks from the folders its command names up, before its ``cwd``), below its
     ``cwd`` and below each folder of the repository its command names, that no input (a file, a folder or a glob)
@@ -601,7 +696,9 @@ def _collected_below(spec: CheckSpec, words: Sequence[str], cwd: Path, root: Pat
     with 0 at exit, so one a pull request adds beside the bound tests decides the check as surely as a bound one (and
     a configuration file there, ``addopts = --collect-only``, runs none of them). Not looked in:
     :data:`SKIPPED_FOLDERS`, other hidden folders and environments (a folder with a ``pyvenv.cfg``), which pytest
-    does not collect unless a bound configuration file says otherwise (a limit)."""
+    does not collect unless a bound configuration file says otherwise (a limit). When a configuration pytest may
+    read (``configured``, or one found below) or its command line (``options``) sets ``python_files``, every
+    ``.py`` file is taken (:func:`_every_module`)."""
     starts = [cwd]
     for word in _path_words(words):
         named = _folder_named(word, cwd, root)
@@ -619,6 +716,8 @@ def _collected_below(spec: CheckSpec, words: Sequence[str], cwd: Path, root: Pat
     if spec.target is not None and spec.target.path is not None:
         covering.append((root / spec.target.path).resolve())
     seen: set[Path] = set()
+    others: list[Path] = []  # .py files outside pytest's default patterns, bound when python_files is set
+    below: list[Path] = []  # configuration files found below
     for start in dict.fromkeys(starts):
         for walked, subfolders, files in os.walk(start):
             here = Path(walked)
@@ -641,12 +740,22 @@ def _collected_below(spec: CheckSpec, words: Sequence[str], cwd: Path, root: Pat
             for name in sorted(files):
                 found = here / name
                 section = PYTEST_IMPLICIT.get(name, b"")
-                configures = name != "conftest.py" and (section is None or (section and section in _read(found)))
-                if not configures and not any(fnmatch.fnmatchcase(name, pattern) for pattern in PYTEST_COLLECTED):
+                configures = (
+                    configs and name != "conftest.py" and (section is None or (section and section in _read(found)))
+                )
+                default = configures or any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+                if not default and not name.endswith(".py"):
                     continue
                 if (here == cwd and name == "conftest.py") or found in globbed or _covered(found, covering):
                     continue  # cwd's conftest.py: bound with the folders above
+                if not default:
+                    others.append(found)
+                    continue
+                if configures:
+                    below.append(found)
                 yield found
+    if others and _every_module(options, iter([*configured, *below])):
+        yield from others
 
 
 def _conftest_files(conftest: Path, cwd: Path, path: Sequence[str]) -> tuple[Path, ...]:
@@ -658,9 +767,35 @@ def _conftest_files(conftest: Path, cwd: Path, path: Sequence[str]) -> tuple[Pat
         parts.insert(0, base.name)
         base = base.parent
     first = (str(base), str(cwd), *path)
-    if len(parts) == 1:
-        return imported_host_files(conftest, first)
-    return module_host_files(".".join(parts), first)
+    own = imported_host_files(conftest, first) if len(parts) == 1 else module_host_files(".".join(parts), first)
+    plugins = [found for name in _declared_plugins(conftest) for found in module_host_files(name, first)]
+    return (*own, *plugins)
+
+
+def _declared_plugins(conftest: Path) -> list[str]:
+    """The modules a ``conftest.py`` names in ``pytest_plugins`` (a string, or a list or tuple of strings): pytest
+    imports them, though no ``import`` statement names them."""
+    import ast
+
+    try:
+        tree = ast.parse(_read(conftest))
+    except (SyntaxError, ValueError):
+        return []
+    names: list[str] = []
+    for node in ast.walk(tree):
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, ast.AnnAssign | ast.AugAssign)
+            else []
+        )
+        if not any(isinstance(target, ast.Name) and target.id == "pytest_plugins" for target in targets):
+            continue
+        value = getattr(node, "value", None)
+        items = value.elts if isinstance(value, ast.List | ast.Tuple | ast.Set) else [value]
+        names += [item.value for item in items if isinstance(item, ast.Constant) and isinstance(item.value, str)]
+    return names
 
 
 def _scripts(words: Iterator[str], cwd: Path, root: Path) -> Iterator[Path]:
@@ -673,6 +808,30 @@ def _scripts(words: Iterator[str], cwd: Path, root: Path) -> Iterator[Path]:
             continue  # a program looked up on PATH, not a file from cwd
         candidate = _relative_target(word, cwd, root, allow_absolute=True)
         if candidate is not None and candidate.is_file() and (word.endswith(".py") or _python_shebang(candidate)):
+            yield candidate
+
+
+#: Suffixes of programs other than Python's: what such a script runs in turn (``./tools/helper.sh``, a
+#: ``require``) is not read, so a check naming one binds its bytes but not what it calls.
+_SCRIPT_SUFFIXES = frozenset(
+    {".sh", ".bash", ".zsh", ".ksh", ".fish", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".php", ".lua", ".mk"}
+)
+
+
+def _other_scripts(words: Sequence[str], cwd: Path, root: Path) -> Iterator[Path]:
+    """The project's programs other than Python scripts that the command names (a ``#!`` line not naming Python,
+    a script suffix, a ``Makefile``): each is bound by its bytes, but what it runs is discovery, unbound unless the
+    check declares ``inputs:``. A data file the command names (``expected.json``) is none of them."""
+    for word in _path_words(words):
+        candidate = _relative_target(word, cwd, root, allow_absolute=True)
+        if candidate is None or not candidate.is_file() or candidate.suffix == ".py":
+            continue
+        first = b""
+        with contextlib.suppress(OSError), candidate.open("rb") as handle:
+            first = handle.readline(256)
+        scripted = candidate.suffix in _SCRIPT_SUFFIXES or candidate.name in {"Makefile", "makefile", "GNUmakefile"}
+        shebang = first.startswith(b"#!")
+        if (shebang or scripted) and not (shebang and b"python" in first):
             yield candidate
 
 
@@ -829,7 +988,8 @@ def host_file_hashes(paths: tuple[Path, ...], root: Path) -> dict[str, str]:
             data = read_regular(path, what="host module")
         except SetupError:
             continue  # gone since it was found: importing it fails the run with its own error
-        hashes[Path(os.path.relpath(path, root)).as_posix()] = fingerprint_of_bytes(data)
+        label = installed_label(path) or Path(os.path.relpath(path, root)).as_posix()
+        hashes[label] = fingerprint_of_bytes(data)
     return dict(sorted(hashes.items()))
 
 
@@ -844,6 +1004,7 @@ def argv_file_hashes(check: CheckSpec, base_dir: Path) -> dict[str, str]:
     root = base_dir.resolve()
     cwd = (root / (check.cwd or ".")).resolve()
     words = split_words(check.command) if isinstance(check.command, str) else list(check.command)
+    words += env_words(check)
     files: dict[str, str] = {}
     for word in words:
         if not word or "{" in word or "\x00" in word:
@@ -857,6 +1018,37 @@ def argv_file_hashes(check: CheckSpec, base_dir: Path) -> dict[str, str]:
             continue
         files[candidate.relative_to(root).as_posix()] = fingerprint_of_bytes(data)
     return files
+
+
+def program_hashes(argv: Sequence[str], cwd: str | None, env: dict[str, str], base_dir: Path) -> dict[str, str] | None:
+    """The code a command runs, as a check's gate binds it: the files inside the config folder its argv names
+    (:func:`argv_file_hashes`) and the host code it runs by name wherever it lies (:func:`check_host_files`: a
+    script's imports, a ``-m`` module, files outside the folder a relative word names), and a Python program found
+    on ``PATH`` with the host modules it imports (:func:`_path_program_files`), labelled by path. A
+    ``command`` lane's call cache keys its answers by these (``lanes.command_lane``), so a changed program, or a
+    module it imports, is asked again, never answered by the old program's outputs. None when the scan reaches more
+    than ``MAX_HOST_FILES`` of the project's files (the caller then keys calls so that nothing answers them).
+    Limits: a file the program opens at run time (data, a dynamically imported module), a compiled program's own
+    code, and modules an install finds through an import hook (some editable installs) are not in it."""
+    command = CheckSpec.model_construct(command=tuple(argv), cwd=cwd, env=dict(env))
+    try:
+        host = [*check_host_files(command, base_dir), *_path_program_files(argv[0], env)]
+    except TooManyHostFiles:
+        return None
+    found = tuple(dict.fromkeys(path for path in host if is_host_file(path)))
+    return dict(sorted({**argv_file_hashes(command, base_dir), **host_file_hashes(found, base_dir.resolve())}.items()))
+
+
+def _path_program_files(program: str, env: dict[str, str]) -> list[Path]:
+    """A program found on ``PATH`` that is a Python script (a console script an install of the project made,
+    ``my-app``): itself and the host modules it imports (the project's code it runs), found as it finds them."""
+    if "/" in program:
+        return []  # named by path: a script the check scan finds already
+    found = shutil.which(program, path=env.get("PATH", os.environ.get("PATH")))
+    if found is None or not _python_shebang(Path(found)):
+        return []
+    script = Path(found).resolve()
+    return [script, *imported_host_files(script, (str(script.parent),))]
 
 
 def code_state(check: CheckSpec, base_dir: Path, leave_out: Collection[str] = ()) -> CodeBinding:

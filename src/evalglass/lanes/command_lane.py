@@ -32,6 +32,7 @@ from evalglass.lanes.base import (
     through_cache_by_fields,
 )
 from evalglass.lanes.callcache import CallStore
+from evalglass.lanes.checkinputs import program_hashes
 from evalglass.lanes.childwatch import pidfd_watcher
 from evalglass.lanes.executor import EndpointLimit, Executor, Offload, WorkLost, base_dir_here
 from evalglass.lanes.ports import LaneFailure, LaneOutcome, LaneOutput
@@ -67,16 +68,24 @@ class CommandLane(TaskLane):
         self.redactor = redaction.current({**self.base_env, **spec.env})
         program = self.cwd / spec.argv[0]
         program_hash = hashlib.sha256(program.read_bytes()).hexdigest() if program.is_file() else None
-        self.fingerprint = content_address(
-            {
-                "type": "command",
-                "argv": list(spec.argv),
-                "output": spec.output,
-                "cwd": spec.cwd,
-                "env": spec.env,
-                "program_sha256": program_hash,
-            }
-        )
+        keyed: dict[str, Any] = {
+            "type": "command",
+            "argv": list(spec.argv),
+            "output": spec.output,
+            "cwd": spec.cwd,
+            "env": spec.env,
+            "program_sha256": program_hash,
+        }
+        # What the command runs besides argv[0]: `[python, answer.py]` names an interpreter first, so the program,
+        # what it imports and any file its argv names must be in the key too, or a changed program (a pull request's)
+        # would be answered from the cache by the old one's outputs. Only when there is any: a command naming no
+        # file keeps its key (and its cached answers).
+        code = program_hashes(spec.argv, spec.cwd, spec.env, base_dir)
+        if code is None:  # too much host code to hash: a key no entry has, so every call is made
+            keyed["unkeyable"] = os.urandom(16).hex()
+        elif code:
+            keyed["code"] = code
+        self.fingerprint = content_address(keyed)
         self.limit = EndpointLimit(key=f"command:{spec.argv[0]}", concurrency=spec.concurrency)
         #: The shipped call with the spec and the (absolute) evals folder bound once (see PythonLane._shipped).
         self._shipped = functools.partial(shipped_command_call, spec, str(base_dir.resolve()))

@@ -16,8 +16,10 @@ cannot change without making the approval stale. The metric's own file is bound 
 Host code is every file that is not the machine's: the standard library, ``site-packages``/``dist-packages``
 folders (installed third-party code, which a pull request changes only through a lock file the host reviews) and
 EvalGlass's own package (whose behaviour is versioned, ``metrics.versions``). A project installed in editable mode
-is host code wherever it lies. Nothing is imported: importing host code while fingerprinting would run it (and
-``importlib.util.find_spec`` of a dotted name imports its parents).
+is host code wherever it lies, and so is one installed from the checkout (``pip install .``, a wheel built from
+it): its files in ``site-packages`` are labelled ``<installed NAME>/path`` (:func:`installed_label`). Nothing is
+imported: importing host code while fingerprinting would run it (and ``importlib.util.find_spec`` of a dotted name
+imports its parents).
 
 Who uses it: a python metric's gate (``imports``, ``engine.spec.config``), a python lane's or agent tool's cache key
 (:func:`code_digest`), and a check's gate (``code``: ``lanes.checkinputs.check_host_files``), which passes the
@@ -36,13 +38,14 @@ in a check's ``env:`` (``lanes.checkspec.UNBINDABLE_ENV``) and named unbound whe
 
 Limits, said in docs/config.md and docs/checks.md: a dynamic import (``importlib.import_module(name)``,
 ``__import__``, ``exec``), a module a package's ``__init__`` adds to its ``__path__`` at import time, and data files
-host code reads at run time are not found; a compiled extension is bound by its bytes, not by what it was built
-from; a name that does not resolve where the scan looks is not bound: a path a check's command builds from variables
+host code reads at run time are not found (a gated python metric's worker refuses to load them instead:
+``metrics.hostguard``); a compiled extension is bound by its bytes, not by what it was built from; a name that
+does not resolve where the scan looks is not bound: a path a check's command builds from variables
 (``PYTHONPATH=$HOME/lib``) or sets in a script it runs, a Ray executor's ``runtime_env`` path, a ``python`` on
 ``PATH`` that is another interpreter than this one; ``.pth`` files in the machine's site folders are the machine's;
-what pytest loads through its configuration (``addopts = -p``, ``pytest_plugins``, installed entry points, other
-``python_files``), what it collects in a hidden folder or an environment below the check's ``cwd`` (only when a
-bound configuration says so) and, for a check without ``inputs:``, anything it discovers (unbound as a whole);
+what pytest loads through installed entry points or a ``pytest_plugins`` built at run time, what it collects in a
+hidden folder or an environment below the check's ``cwd`` (only when a bound configuration says so) and, for a
+check without ``inputs:``, anything it discovers (unbound as a whole);
 and what any other runner loads on its own.
 """
 
@@ -50,9 +53,11 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import importlib.metadata
 import json
 import os
 import site
+import subprocess
 import sys
 import sysconfig
 from collections.abc import Iterator, Sequence
@@ -69,6 +74,7 @@ __all__ = [
     "find_submodule",
     "find_top_level",
     "imported_host_files",
+    "installed_label",
     "is_host_file",
     "module_host_files",
     "reference_host_files",
@@ -79,6 +85,10 @@ __all__ = [
 #: whole application. Beyond it the scan stops with :class:`TooManyHostFiles`: binding part of what runs would be
 #: a gap no one sees.
 MAX_HOST_FILES = 5_000
+
+
+#: Seconds ``git ls-files`` may take to list a work tree's tracked files.
+GIT_TIMEOUT_S = 30.0
 
 
 class TooManyHostFiles(ValueError):
@@ -103,15 +113,84 @@ def _machine_roots() -> tuple[Path, ...]:
     return tuple(sorted(roots))
 
 
+@cache
+def _local_installs() -> dict[Path, str]:
+    """The files of distributions installed from a local folder or file (PEP 610: a ``direct_url.json`` whose URL is
+    ``file:``, as ``pip install .`` or a wheel built from the checkout writes), each with a label that names the
+    distribution and the file within it (the same on every machine, wherever its ``site-packages`` lies). Such files
+    are the project's own code copied into ``site-packages``: a pull request changes them by changing the checkout,
+    not through a lock file anyone reviews. An editable install is left out: its code stays in the project, where it
+    is found as host code already (its ``site-packages`` part is a finder naming this machine's paths)."""
+    found: dict[Path, str] = {}
+    for dist in importlib.metadata.distributions():
+        try:
+            text = dist.read_text("direct_url.json")
+            direct = json.loads(text) if text else None
+        except (OSError, ValueError):
+            continue
+        if not isinstance(direct, dict) or not str(direct.get("url", "")).startswith("file:"):
+            continue
+        info = direct.get("dir_info")
+        if isinstance(info, dict) and info.get("editable"):
+            continue
+        name = dist.metadata["Name"] or "unknown"
+        for file in dist.files or ():
+            found[Path(str(dist.locate_file(file))).resolve()] = f"<installed {name}>/{file.as_posix()}"
+    return found
+
+
+def installed_label(path: Path) -> str | None:
+    """The label of a file of the project installed from the checkout (:func:`_local_installs`), else None."""
+    return _local_installs().get(path.resolve())
+
+
 @lru_cache(maxsize=65_536)
 def is_host_file(path: Path) -> bool:
     """True for a file a pull request to the project can change: not the standard library's, not installed in a
-    ``site-packages``/``dist-packages`` folder, not EvalGlass's own. (Where a path lies does not change while a
+    ``site-packages``/``dist-packages`` folder (unless installed from the checkout itself, :func:`_local_installs`,
+    or committed to it, :func:`_committed`), not EvalGlass's own. (Where a path lies does not change while a
     process runs: remembered.)"""
     resolved = path.resolve()
-    if any(part in {"site-packages", "dist-packages"} for part in resolved.parts):
+    if resolved in _local_installs():
+        return True
+    if any(resolved.is_relative_to(root) for root in _machine_roots()):
         return False
-    return not any(resolved.is_relative_to(root) for root in _machine_roots())
+    if any(part in {"site-packages", "dist-packages"} for part in resolved.parts):
+        return _committed(resolved)  # another environment's, unless the project commits it
+    return True
+
+
+def _committed(resolved: Path) -> bool:
+    """Whether git tracks ``resolved`` in the work tree holding it: a file a pull request commits is the project's
+    wherever it lies, so a helper moved into a folder named ``site-packages`` (imported through a symlink, or a
+    check's declared ``PYTHONPATH``) is bound like any other. (CI's environments are made by installing, never
+    committed.)"""
+    root = _work_tree(resolved.parent)
+    return root is not None and resolved in _tracked_files(root)
+
+
+@lru_cache(maxsize=4_096)
+def _work_tree(folder: Path) -> Path | None:
+    """The nearest folder at or above ``folder`` holding ``.git`` (a work tree's root), or None."""
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
+@cache
+def _tracked_files(root: Path) -> frozenset[Path]:
+    """Every file git tracks in the work tree at ``root`` (empty when ``git`` cannot say: a limit, stated in
+    docs/config.md)."""
+    try:
+        done = subprocess.run(
+            ["git", "ls-files", "-z"], cwd=root, capture_output=True, timeout=GIT_TIMEOUT_S, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return frozenset()
+    if done.returncode != 0:
+        return frozenset()
+    return frozenset(root / os.fsdecode(name) for name in done.stdout.split(b"\0") if name)
 
 
 def reference_host_files(reference: str, base_dir: Path, *, search_base: bool = False) -> tuple[Path, ...]:

@@ -465,7 +465,9 @@ def read_labels(path: Path, scale: JudgeScale) -> list[LabelledExample]:
     records: list[LabelledExample] = []
     categories = scale.categories()
     try:
-        lines = jsonsource.without_bom(read_regular(path, what="labels file")).splitlines()
+        lines = jsonsource.text_start(
+            read_regular(path, what="labels file"), what="labels file", where=str(path)
+        ).splitlines()
     except SetupError as exc:
         raise LabelsFileError(exc.line()) from None
     for number, raw_line in enumerate(lines, start=1):

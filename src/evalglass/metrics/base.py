@@ -155,6 +155,10 @@ class BuildContext:
     #: The record's fields host code scoring this task (a ``python`` metric) is not shown: every other variant's
     #: recorded output (``Config.others_output_fields``). Its own answer stays; gold binds the rest.
     others_outputs: tuple[str, ...] = ()
+    #: For a metric a gate declares: the project's folder (the repository holding the config folder) and the files
+    #: the gate binds, which alone of the project's files its host code may load (``metrics.hostguard``). None:
+    #: an ungated metric, whose code nothing binds.
+    bound_code: tuple[str, tuple[str, ...]] | None = None
 
 
 @dataclass(frozen=True)

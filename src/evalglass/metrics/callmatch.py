@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
+from evalglass._native import calls as _native
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.jsonvalue import NotJsonError, json_key
 from evalglass.core.trajectory import Call, own_calls, read_calls
@@ -154,7 +155,10 @@ class ReadCalls:
     @classmethod
     def of(cls, value: Any) -> ReadCalls:
         """The calls ``value`` holds, in any shape :func:`read_calls` reads; raises :class:`Unreadable`."""
-        found = own_calls(value)
+        # The C reading answers the usual record or None; the pure function decides everything else.
+        found = None if _native is None else _native.own_calls(value, ABSENT)
+        if found is None:
+            found = own_calls(value)
         return cls(read_calls(value)) if found is None else cls(None, *found)
 
     @property
@@ -415,6 +419,11 @@ def _pairing_by_key(made: ReadCalls, expected: ReadCalls) -> list[int]:
     """The largest pairing when calls match exactly when their names and JSON keys are equal (an expected call
     without arguments matches any call of its tool that carries JSON arguments): exact expectations are paired
     first, the name-only ones take what is left of their tool, which no pairing can better."""
+    if _native is not None and made._names is not None and expected._names is not None:
+        # Two own-form lists of flat arguments paired in C (None: any other case, decided below).
+        paired: list[int] | None = _native.pair_flat(made._names, made._arguments, expected._names, expected._arguments)
+        if paired is not None:
+            return paired
     named, wanted_named = made.flat_keys(), expected.flat_keys()
     if named is not None and wanted_named is not None:
         if named == wanted_named:  # the same calls in the same order: each pairs with its own position

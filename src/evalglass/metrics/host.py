@@ -78,6 +78,13 @@ class PythonMetricSpec(MetricSpec):
         description="The range the function's values can take, e.g. {min: 1, max: 5}; enables sensitivity bounds.",
     )
 
+    data_files: list[str] | None = Field(
+        default=None,
+        min_length=1,
+        description="Files (relative to the config) the function reads when it runs: a gate on the metric binds "
+        "their bytes as it binds the function's file; a gated metric may read no other file of the project.",
+    )
+
     def value_scale(self) -> ScaleSpec | None:
         return self.scale
 
@@ -98,7 +105,8 @@ class PythonMetricSpec(MetricSpec):
     def referenced_files(self, base_dir: Path) -> tuple[Path, ...]:
         """Files whose contents define this metric; an approval should also bind their hashes."""
         source, _ = split_reference(self.function)
-        return ((base_dir / source).resolve(),) if is_file_reference(source) else ()
+        own = ((base_dir / source).resolve(),) if is_file_reference(source) else ()
+        return (*own, *((base_dir / path).resolve() for path in self.data_files or ()))
 
     def imported_files(self, base_dir: Path) -> tuple[Path, ...]:
         """The module a ``package.module:name`` reference resolves to, as the run's import finds it, and the host
@@ -119,7 +127,7 @@ class PythonMetricSpec(MetricSpec):
         """The function runs in a worker process (``metrics/hostscoring.py``), never in this one: one example per
         message for ``one``, a whole batch per message for the batch path. With a cluster, every call is shipped and
         the cluster worker loads the function by its reference (the parameters are read in a local worker)."""
-        worker = metric_worker(self.function, context.base_dir)
+        worker = metric_worker(self.function, context.base_dir, context.bound_code)
         index, wanted = worker.load(self.function, self.reference is not None)
         prepared = self._prepare(context, wanted)
         if context.shipper is not None:

@@ -5,7 +5,9 @@ definitions). A python metric's function is host code: a gated metric's file and
 statically are bound by its gate's approval, but an ungated metric's function is bound by nothing, and a dynamic
 import (``importlib.import_module(name)``) in a gated metric's module loads code nothing binds. Run in the deciding
 process, such code could replace ``evalglass.core.gates.meets`` or the gated metric's function and make ``evalglass
-run`` pass on a failing value. So the deciding process never imports a python metric's module.
+run`` pass on a failing value. So the deciding process never imports a python metric's module, and a gated
+metric's worker may load no file of the project its gate does not bind (``metrics.hostguard``): unbound code can
+change neither what decides nor the gated metric's own values.
 
 How. Each metric source (a ``.py`` file, as it is on disk when the metric is built, or a module by name) gets one
 worker process of its own (:class:`MetricWorker`), forked from the lanes' clean fork server
@@ -95,8 +97,10 @@ class _Process:
 class MetricWorker:
     """One worker process importing one metric source, answering the metrics that name it (see the module doc)."""
 
-    def __init__(self, base_dir: Path) -> None:
+    def __init__(self, base_dir: Path, guard: Guarded | None = None) -> None:
         self.base_dir = str(base_dir)
+        #: A gated source's rule (``metrics.hostguard``): the project's folder and the files its gate binds.
+        self.guard = guard
         self._process = _Process()
         #: What was loaded, in order (a worker started after a death loads them again, to the same indexes).
         self._loaded: list[tuple[str, bool]] = []
@@ -144,7 +148,7 @@ class MetricWorker:
 
         secrets = redaction.current().secrets
         self._sys_path = list(sys.path)
-        arguments = (self.base_dir, secrets, worker_setting(), self._sys_path)
+        arguments = (self.base_dir, secrets, worker_setting(), self._sys_path, self.guard)
         self._process.worker = spawn_worker(serve_metrics, arguments)
         for index, (reference, has_reference) in enumerate(self._loaded):  # after a death: the same functions
             try:
@@ -230,9 +234,14 @@ _SHARED: weakref.WeakValueDictionary[tuple[Any, ...], MetricWorker] = weakref.We
 _SHARED_LOCK = threading.Lock()
 
 
-def metric_worker(reference: str, base_dir: Path) -> MetricWorker:
+#: A gated metric's worker rule (``metrics.hostguard.install``): the project's folder, the files its gate binds.
+Guarded = tuple[str, tuple[str, ...]]
+
+
+def metric_worker(reference: str, base_dir: Path, guard: Guarded | None = None) -> MetricWorker:
     """The worker for the source ``reference`` names: a file as it is on disk now (an edited file gets a new
-    worker, as it got a fresh module in process), or a module by name."""
+    worker, as it got a fresh module in process), or a module by name. A gated metric's (``guard``: see
+    ``metrics.hostguard``) is its own, never an ungated one's, nor one bound to other files."""
     from evalglass.lanes.hostload import is_file_reference, split_reference
 
     source, _ = split_reference(reference)
@@ -246,10 +255,11 @@ def metric_worker(reference: str, base_dir: Path) -> MetricWorker:
             key = ("file", path, None, None)
     else:
         key = ("module", source)
+    key = (*key, guard)
     with _SHARED_LOCK:
         worker = _SHARED.get(key)
         if worker is None:
-            worker = _SHARED[key] = MetricWorker(base_dir)
+            worker = _SHARED[key] = MetricWorker(base_dir, guard)
         return worker
 
 
@@ -263,24 +273,48 @@ os.register_at_fork(after_in_child=_forget_shared)
 
 # ---------------------------------------------------------------------------------------------- the worker's side
 def serve_metrics(
-    conn: Connection, alive: Connection, base_dir: str, secrets: tuple[str, ...], setting: Any, path: list[str]
+    conn: Connection,
+    alive: Connection,
+    base_dir: str,
+    secrets: tuple[str, ...],
+    setting: Any,
+    path: list[str],
+    guarded: Guarded | None,
 ) -> None:
     """A metric worker's life: answer ``load`` and ``score`` requests until the pipe closes, then end as an
-    interpreter does (see :func:`_end`)."""
+    interpreter does (see :func:`_end`). A gated source's worker loads and calls under ``metrics.hostguard``'s
+    rule: once it refused unbound project code, every call answers that error."""
     from evalglass.lanes.hostworker import enter_worker
 
     enter_worker(alive, secrets, setting)
     sys.path[:] = path  # the deciding process's import path, as the function would have had it there
-    functions: list[Callable[..., Any]] = []
+    guard = None
+    if guarded is not None:
+        from evalglass.metrics.hostguard import install
+
+        guard = install(*guarded)
+    functions: list[Callable[..., Any] | None] = []
     try:
         while True:
             request = pickle.loads(conn.recv_bytes())
             if request[0] == "load":
-                conn.send_bytes(orjson.dumps(_load(request[1], Path(base_dir), request[2], functions)))
+                answer = _load(request[1], Path(base_dir), request[2], functions)
+                if guard is not None and guard.refused and "error" in answer:
+                    # The load failed on what was refused: its calls say so (the gate blocks), not the run's end.
+                    functions.append(None)
+                    answer = {"index": len(functions) - 1, "wanted": ["output"]}
+                conn.send_bytes(orjson.dumps(answer))
                 continue
             if len(request) == 5:
                 sys.path[:0] = [entry for entry in request[4] if entry not in sys.path]
-            conn.send_bytes(_encode(_calls(functions[request[1]], request[2], request[3])))
+            function = functions[request[1]]
+            refusal = guard.answer() if guard is not None else None
+            if function is not None and refusal is None:
+                results = _calls(function, request[2], request[3])
+                refusal = guard.answer() if guard is not None else None
+            if refusal is not None:
+                results = [refusal] * request[3]
+            conn.send_bytes(_encode(results))
     except (EOFError, OSError):  # the deciding process closed the pipe (or is gone): nothing is left to answer
         _end()
 
@@ -299,7 +333,9 @@ def _end() -> None:
             stream.flush()
 
 
-def _load(reference: str, base_dir: Path, has_reference: bool, functions: list[Callable[..., Any]]) -> dict[str, Any]:
+def _load(
+    reference: str, base_dir: Path, has_reference: bool, functions: list[Callable[..., Any] | None]
+) -> dict[str, Any]:
     import inspect
 
     from evalglass.lanes.hostload import HostLoadError, load_function

@@ -48,6 +48,7 @@ import orjson
 
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.uniform import all_of_type
+from evalglass.errors import SetupError
 
 #: Deepest nesting of objects and arrays a document may have (orjson itself writes at most 255).
 MAX_DEPTH = 128
@@ -77,6 +78,48 @@ def without_bom(start: bytes) -> bytes:
     """``start`` (the first bytes of a file) without a leading UTF-8 byte order mark. A file is hashed as it is, mark
     and all; only what is parsed leaves the mark out."""
     return start[len(UTF8_BOM) :] if start.startswith(UTF8_BOM) else start
+
+
+#: The byte order marks of the "Unicode" encodings editors offer beside UTF-8 (Notepad's "Unicode", PowerShell 5's
+#: ``>`` and ``Out-File``), the UTF-32 ones first since UTF-32LE's mark begins with UTF-16LE's.
+_WIDE_MARKS = (
+    (b"\xff\xfe\x00\x00", "UTF-32"),
+    (b"\x00\x00\xfe\xff", "UTF-32"),
+    (b"\xff\xfe", "UTF-16"),
+    (b"\xfe\xff", "UTF-16"),
+)
+#: How many bytes of a file :func:`text_start` needs to tell a wide encoding (the longest mark).
+TEXT_START = 4
+
+
+def wide_encoding(start: bytes) -> str | None:
+    """``"UTF-16"`` or ``"UTF-32"`` when ``start`` (a file's first :data:`TEXT_START` bytes, or all of a shorter
+    file) opens text in one of them: by its byte order mark, or, without one, an ASCII character beside a NUL byte
+    (JSON and CSV text never hold a raw NUL, so such a file is never UTF-8 data). None otherwise."""
+    for mark, name in _WIDE_MARKS:
+        if start.startswith(mark):
+            return name
+    pair = start[:2]
+    if len(pair) == 2 and max(pair) < 0x80 and (pair[0] == 0) != (pair[1] == 0):
+        return "UTF-32" if start[2:4] == b"\x00\x00" else "UTF-16"
+    return None
+
+
+def text_start(start: bytes, *, what: str, where: str) -> bytes:
+    """:func:`without_bom` for a text file a user or another tool wrote (``what`` names it, ``where`` is its path),
+    refusing one in UTF-16 or UTF-32 (:func:`wide_encoding`) with a :class:`~evalglass.errors.SetupError`.
+
+    Read as UTF-8, such a file is not one bad line but all of them: each would be a malformed example, and every
+    active gate blocked on an encoding. The run cannot read it, so it stops (exit 2) saying which file and what to
+    do."""
+    encoding = wide_encoding(start)
+    if encoding is not None:
+        raise SetupError(
+            f"{what} is {encoding} text, not UTF-8",
+            where=where,
+            fix="save it as UTF-8 (in an editor: Save As, encoding UTF-8; in PowerShell: Out-File -Encoding utf8)",
+        )
+    return without_bom(start)
 
 
 def not_json(raw: bytes, exc: ValueError) -> str:

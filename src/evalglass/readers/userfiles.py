@@ -21,6 +21,16 @@ from evalglass.errors import SetupError
 MAX_WHOLE_FILE = 256 << 20
 
 
+def may_exist(path: Path) -> bool:
+    """``path.exists()``, except that a path whose folder this user may not search counts as existing: Python's
+    ``exists()`` raises ``PermissionError`` for it, which reached the user as an internal error. Opening it then
+    says "permission denied" naming it (:func:`open_regular`), where a False would have said "not found"."""
+    try:
+        return path.exists()
+    except PermissionError:
+        return True
+
+
 def open_regular(
     path: Path, *, what: str, missing_fix: str | None = None, buffering: int = 0, other_fix: str | None = None
 ) -> BinaryIO:
@@ -38,7 +48,7 @@ def open_regular(
             raise SetupError(
                 f"{what} is {_kind(info.st_mode)}, not a regular file",
                 where=str(path),
-                fix=other_fix or f"point at the {what} file itself",
+                fix=other_fix or f"point at the {_as_file(what)} itself",
             )
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb", buffering=buffering)
@@ -58,7 +68,7 @@ def read_regular(
             raise unreadable(path, what, exc) from None
     if len(data) > limit:
         raise SetupError(
-            f"{what} is larger than {limit >> 20} MiB", where=str(path), fix=f"point at the {what} file itself"
+            f"{what} is larger than {limit >> 20} MiB", where=str(path), fix=f"point at the {_as_file(what)} itself"
         )
     return data
 
@@ -70,8 +80,14 @@ def unreadable(path: Path, what: str, exc: OSError, *, missing_fix: str | None =
     if exc.errno in (errno.EACCES, errno.EPERM):
         return SetupError(f"cannot read {what}: permission denied", where=str(path), fix="make it readable")
     if exc.errno == errno.EISDIR:
-        return SetupError(f"{what} is a directory, not a file", where=str(path), fix=f"point at the {what} file")
-    if exc.errno in (errno.ENOTDIR, errno.ELOOP):
+        return SetupError(f"{what} is a directory, not a file", where=str(path), fix=f"point at the {_as_file(what)}")
+    if exc.errno == errno.ELOOP:
+        return SetupError(
+            f"cannot read {what}: its path goes round a loop of symbolic links",
+            where=str(path),
+            fix="point it at the file itself, or mend the links",
+        )
+    if exc.errno == errno.ENOTDIR:
         return SetupError(
             f"cannot read {what}: a part of its path is not a folder", where=str(path), fix="check the path"
         )
@@ -88,3 +104,8 @@ def _kind(mode: int) -> str:
     if stat.S_ISSOCK(mode):
         return "a socket"
     return "not a regular file"
+
+
+def _as_file(what: str) -> str:
+    """``what`` as a file's name in a fix: "config file", "dataset file" (not "dataset file file")."""
+    return what if what.endswith("file") else f"{what} file"

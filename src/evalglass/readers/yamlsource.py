@@ -143,12 +143,27 @@ def parse_yaml(raw: bytes, path: Path, *, what: str) -> YamlDocument:
         line = f"{path}:{mark.line + 1}" if mark is not None else str(path)
         if "maximum nesting depth" in str(exc.problem):  # libyaml's own bound, far beyond MAX_DEPTH
             raise SetupError(f"{what}: nested deeper than {MAX_DEPTH} levels", where=line, fix=_FLATTEN) from None
+        if mark is not None and _indented_with_a_tab(text, mark):
+            # PyYAML says "found character that cannot start any token" (or "found a tab character that violates
+            # indentation"), which names neither the tab nor what to do; an editor shows a tab as spaces.
+            raise SetupError(
+                f"{what} is not valid YAML: a tab indents this line, and YAML indents with spaces only",
+                where=line,
+                fix="replace the tab with spaces",
+            ) from None
         raise SetupError(
             f"{what} is not valid YAML: {exc.problem or exc.context}", where=line, fix="fix the YAML syntax"
         ) from None
     except yaml.YAMLError as exc:
         raise SetupError(f"{what} is not valid YAML: {exc}", where=str(path)) from None
     return YamlDocument(path=path, data=data, lines=lines, raw=raw)
+
+
+def _indented_with_a_tab(text: str, mark: yaml.Mark) -> bool:
+    """True when the line ``mark`` points into starts with whitespace holding a tab, up to the mark."""
+    start = text.rfind("\n", 0, mark.index) + 1
+    lead = text[start : mark.index + 1]
+    return "\t" in lead and not lead.rstrip(" \t")
 
 
 def _compose_and_build(text: str) -> tuple[Any, dict[Loc, int]]:

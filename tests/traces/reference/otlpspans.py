@@ -118,7 +118,7 @@ class SpanFile:
     def _json(self, handle: BinaryIO, update: Callable[[bytes], None]) -> Iterator[Span | SpanProblem]:
         number = 0
         try:
-            for lines, _ in _lines(handle, update, CHUNK, self._max):
+            for lines, _ in _lines(handle, update, CHUNK, self._max, what="trace file", where=str(self.path)):
                 for raw in lines:
                     number += 1
                     if not raw.strip():

@@ -30,6 +30,8 @@ import importlib
 import importlib.util
 import sys
 import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from types import ModuleType
 
 _PACKAGE = "scipy.special"
@@ -38,6 +40,17 @@ _UFUNCS = "scipy.special._ufuncs"
 # One lock for loading the ufuncs and for running the package's deferred __init__ (re-entered by the thread that runs
 # it, through the attribute checks of the __init__'s own imports).
 _LOCK = threading.RLock()
+
+# Entered while SciPy's compiled modules load. SciPy's wheels bundle an OpenBLAS of their own, which starts a worker
+# per core as it loads unless the environment says otherwise; core reads and sets no environment, so the command line
+# hands in the guard that does (``evalglass.blasthreads.one_blas_thread``).
+_loading: Callable[[], AbstractContextManager[object]] = nullcontext
+
+
+def guard_loading(guard: Callable[[], AbstractContextManager[object]]) -> None:
+    """Enter ``guard()`` around every later load of SciPy's compiled modules here."""
+    global _loading
+    _loading = guard
 
 
 def scipy_ufuncs() -> ModuleType:
@@ -50,13 +63,14 @@ def scipy_ufuncs() -> ModuleType:
         loaded = sys.modules.get(_UFUNCS)
         if loaded is not None:
             return loaded
-        if _PACKAGE not in sys.modules:
-            try:
-                return _load_ufuncs_alone()
-            except Exception:  # another layout, a failed load, no SciPy: the ordinary import below says
-                _forget_deferred_package()
-        # The public package holds the same functions under the same names, whatever module they live in.
-        return importlib.import_module(_PACKAGE)
+        with _loading():
+            if _PACKAGE not in sys.modules:
+                try:
+                    return _load_ufuncs_alone()
+                except Exception:  # another layout, a failed load, no SciPy: the ordinary import below says
+                    _forget_deferred_package()
+            # The public package holds the same functions under the same names, whatever module they live in.
+            return importlib.import_module(_PACKAGE)
 
 
 class _DeferredInit:

@@ -30,14 +30,14 @@ from evalglass.core.fingerprint import PREFIX
 from evalglass.core.uniform import all_of_type
 from evalglass.errors import SetupError
 from evalglass.readers.jsonsource import (
-    UTF8_BOM,
+    TEXT_START,
     JsonRefused,
     batch_is_exact,
     batch_is_exact_keeping,
     batch_is_exact_split,
     check_exact,
     not_json,
-    without_bom,
+    text_start,
 )
 from evalglass.readers.userfiles import open_regular, unreadable
 
@@ -95,6 +95,9 @@ def _lines(
     chunk: int,
     limit: int = MAX_LINE,
     split: Callable[[bytes], list[bytes]] | None = None,
+    *,
+    what: str,
+    where: str,
 ) -> Iterator[tuple[list[bytes], bool]]:
     """The file's lines, a chunk's worth at a time, without their ``\\n``; every byte read is hashed. ``split``,
     when given, splits a chunk as ``bytes.split(b"\\n")`` does (a faster way for the reader's lines).
@@ -102,13 +105,15 @@ def _lines(
     Each list comes with whether its lines ended in a newline: all do, except a last line the file does not end
     with a newline (it comes out alone). A file ending in a newline has no empty last line. A line longer than
     ``limit`` raises :class:`_LineTooLong` once that many bytes of it were read. A UTF-8 byte order mark at the
-    start of the file is hashed and left out of the first line (:func:`without_bom`).
+    start of the file is hashed and left out of the first line; a file in UTF-16 or UTF-32 (``what``, at ``where``)
+    raises :class:`SetupError` (:func:`text_start`).
     """
     pieces: list[bytes] = []  # the line in progress (several chunks long, for a very long line)
     pending = 0  # bytes in ``pieces``
-    head = handle.read(len(UTF8_BOM))
+    head = handle.read(TEXT_START)
     update(head)
-    carry = without_bom(head)  # read before the first chunk, so a chunk smaller than the mark cannot split it
+    # read before the first chunk, so a chunk smaller than the mark cannot split it
+    carry = text_start(head, what=what, where=where)
     while True:
         data = handle.read(chunk)
         if data:
@@ -309,7 +314,9 @@ class DatasetReader:
         hashing = contextlib.nullcontext(_ignore) if self._hash is None else _HashingThread(self._hash.update)
         with handle, _unfreezing(), hashing as update:
             try:
-                for lines, newline in _lines(handle, update, self._chunk, self._max_line, split_lines):
+                for lines, newline in _lines(
+                    handle, update, self._chunk, self._max_line, split_lines, what="dataset file", where=str(self.path)
+                ):
                     ended = newline
                     pending += lines
                     start = 0

@@ -36,7 +36,7 @@ from evalglass.core.fieldpath import ABSENT
 from evalglass.core.uniform import all_of_type
 from evalglass.engine.datasets.dataset import BadLine, field_getter
 from evalglass.errors import SetupError
-from evalglass.readers.jsonsource import JsonRefused, batch_is_exact, loads, not_json, without_bom
+from evalglass.readers.jsonsource import JsonRefused, batch_is_exact, loads, not_json, text_start
 from evalglass.readers.userfiles import open_regular
 
 #: Unmatched output ids named in the run's summary (the count is always complete).
@@ -88,7 +88,7 @@ class RecordedOutputs:
             start = offset
             offset += len(raw)
             if number == 1:
-                raw = without_bom(raw)
+                raw = text_start(raw, what="recorded outputs file", where=self.label)
                 start = offset - len(raw)
             if raw.strip():
                 yield number, start, raw

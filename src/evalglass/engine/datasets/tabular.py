@@ -25,6 +25,7 @@ from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
 from evalglass.engine.datasets.dataset import BATCH, BadLine, DatasetReader, batched, open_dataset_file
 from evalglass.errors import SetupError
+from evalglass.readers.jsonsource import text_start
 
 PARQUET_HINT = "install the parquet extra: pip install 'evalglass[parquet]'"
 
@@ -72,11 +73,15 @@ class TabularReader(DatasetReader):
 
 def _csv_rows(path: Path, data: bytes) -> Iterator[tuple[int, Mapping[str, Any] | str]]:
     try:
-        text = data.decode("utf-8-sig")
+        text = text_start(data, what="CSV dataset", where=str(path)).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SetupError(
             f"a CSV dataset must be UTF-8 (byte {exc.start} is not)", where=str(path), fix="save the file as UTF-8"
         ) from None
+    # The csv module refuses a cell over its field size limit (128 KiB by default) as an error, which made a long
+    # document in a valid file a malformed row. The whole file is in memory already, so no cell can be longer than
+    # it: the limit is raised to the file's length (never lowered; it is the module's, shared by the process).
+    csv.field_size_limit(max(csv.field_size_limit(), len(text)))
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
         header = next(reader)

@@ -23,7 +23,13 @@ from evalglass.core.comparative import BaselineRun, ComparativeInputs
 from evalglass.core.runrecord import BaselineRecord, RunRecord
 from evalglass.core.scorecard import DatasetSummary
 from evalglass.core.stats import Ties
-from evalglass.engine.decide.baselinesearch import SourceSearch, candidates_of, newest_trusted, run_trust
+from evalglass.engine.decide.baselinesearch import (
+    CommittedListing,
+    SourceSearch,
+    candidates_of,
+    newest_trusted,
+    run_trust,
+)
 from evalglass.engine.runs.artifacts import RUNRECORD_FILE, load_columns
 from evalglass.engine.runs.compare import (
     RunForComparison,
@@ -193,6 +199,10 @@ def _read_source(
             candidates,
             lambda baseline, folder, found_at: _read(baseline, folder, found_at, metrics, trusted=True),
         )
+    except CommittedListing as exc:  # the listing is the pull request's to choose: the gate blocks
+        return BaselineRun(
+            name=name, location=where, problem=exc.line(), problem_code=BlockReason.BASELINE_UNTRUSTED
+        ), None
     except SetupError as exc:  # the history cannot be listed: the gate blocks, the run goes on
         return BaselineRun(name=name, location=where, problem=exc.what), None
 

@@ -27,6 +27,7 @@ from evalglass.core.fingerprint import short
 from evalglass.engine.runs.artifacts import RUNRECORD_FILE, load_json, load_json_model
 from evalglass.engine.runs.compare import RunForComparison
 from evalglass.engine.runs.digests import DIGESTS_FILE, Digests, check_own_signature
+from evalglass.engine.runs.provenance import git_tracks
 from evalglass.engine.runs.runlocator import RunCandidate, RunLocator
 from evalglass.errors import SetupError
 
@@ -133,7 +134,9 @@ def candidates_of(search: SourceSearch, ledger_dir: Path, locator: RunLocator | 
     approval = search.approval
     assert approval.branch is not None
     if approval.folder is not None:
-        return folder_candidates(ledger_dir / approval.folder)
+        folder = ledger_dir / approval.folder
+        refuse_committed(folder, "run folders")
+        return folder_candidates(folder)
     if locator is None:
         raise SetupError(
             f"baseline '{search.name}' follows branch '{approval.branch}' in the run history, but this run has no "
@@ -142,6 +145,24 @@ def candidates_of(search: SourceSearch, ledger_dir: Path, locator: RunLocator | 
             "`folder:` of run folders",
         )
     return locator.newest(approval.branch, search.suite)
+
+
+class CommittedListing(SetupError):
+    """A source's candidates are listed from files the repository tracks (:func:`refuse_committed`)."""
+
+
+def refuse_committed(listing: Path, what: str) -> None:
+    """Refuse a source listing its candidates from ``listing`` when git tracks it: a pull request commits those files,
+    and the repository's own history holds every run of the branch exported there before, so it could put back an
+    earlier signed run (within ``max_age_days``) and choose a weaker baseline; signatures prove who made a run,
+    never that it is the newest. Raises :class:`CommittedListing` (the gate blocks: ``baseline_untrusted``)."""
+    if git_tracks(listing):
+        raise CommittedListing(
+            f"the branch's runs are listed from {what} the repository tracks ({listing}): a pull request commits "
+            "them, so it could put back an earlier signed run and choose its own baseline",
+            fix="list the branch's runs where only CI writes (the shared run history, EVALGLASS_DB, or a folder the "
+            "workflow downloads the branch's newest run into), or pin one run (`run:` and `fingerprint:`)",
+        )
 
 
 #: Reads one candidate whole: (baseline name, its folder, where it was found) → the baseline with its trust, and

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from evalglass import hostwatch
 from evalglass.engine.datasets.sampleguard import GuardedJudge, SampleGuard, guard_scorer
 from evalglass.engine.produce.scoring import BuiltMetric
+from evalglass.engine.spec.config import imports_key
 from evalglass.errors import SetupError
 from evalglass.metrics.base import AnyScorer, AsyncScorer, BuildContext, CheckSink, MetricShipper, MetricSpec
 from evalglass.metrics.errors import MetricLoadError
@@ -63,6 +64,7 @@ def build_metrics(
             direction=config.metric_direction(name),
             output_fields=config.gold_excluded_fields,
             others_outputs=config.others_output_fields,
+            bound_code=bound_code(loaded, name, spec),
         )
         label = metric_label(name, spec)
         with hostwatch.watch(label):  # building a host metric imports its module: host code runs
@@ -74,6 +76,21 @@ def build_metrics(
             scorer = guard_scorer(guard, scorer)
         built.append(BuiltMetric(name=name, scorer=scorer, parallel=spec.parallel or ships, label=label))
     return built
+
+
+def bound_code(loaded: LoadedConfig, name: str, spec: MetricSpec) -> tuple[str, tuple[str, ...]] | None:
+    """For host code a gate declared in the config decides on: the project's folder (the repository holding the
+    config folder, else that folder) and the files the gate's fingerprint binds, as hashed when the config loaded
+    (the metric's own files, ``data_files:`` and what it imports): ``metrics.hostguard`` refuses it any other file of
+    the project. None for a metric no gate declares, or one that runs no host function here."""
+    config = loaded.config
+    if not spec.host_functions() or not any(gate.metric == name for gate in config.gates.values()):
+        return None
+    root = loaded.base_dir.resolve()
+    project = next((folder for folder in (root, *root.parents) if (folder / ".git").exists()), root)
+    files = loaded.definition_files
+    labels = [*files.get(name, {}), *files.get(imports_key(name), {})]
+    return str(project), tuple(sorted({str((root / label).resolve()) for label in labels}))
 
 
 def metric_label(name: str, spec: AnyMetricSpec) -> str:

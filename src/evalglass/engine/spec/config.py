@@ -44,7 +44,12 @@ from evalglass.core.outputshape import OutputShape
 from evalglass.core.stats import Direction, Reducer, Ties
 from evalglass.core.usage import Price
 from evalglass.engine.spec.executorspec import TASK_KEY, AnyExecutor, LocalExecutorSpec, RayExecutorSpec
-from evalglass.engine.spec.outputfields import output_shape_problems, recorded_shape, unrecorded_field_problems
+from evalglass.engine.spec.outputfields import (
+    csv_text_problems,
+    output_shape_problems,
+    recorded_shape,
+    unrecorded_field_problems,
+)
 from evalglass.engine.spec.samplecount import SAMPLES_KEY, sample_count_problems
 from evalglass.engine.spec.tracespec import TraceOptions
 from evalglass.engine.spec.validation import validate_document
@@ -430,6 +435,8 @@ class Config(BaseModel):
             problems += self._tie_problems()
             problems += unrecorded_field_problems(self._live_tasks(), self.metrics, self.prices)
             problems += output_shape_problems(self._output_shapes(), self.metrics)
+            if self._outputs_are_csv_cells():
+                problems += csv_text_problems(self.metrics)
         if problems:
             raise LocatedValueError(problems)
         return self
@@ -727,6 +734,20 @@ class Config(BaseModel):
         if not isinstance(self.executor, RayExecutorSpec):
             return set()
         return {name for name, spec in self.metrics.items() if spec.shippable}
+
+    def _outputs_are_csv_cells(self) -> bool:
+        """Every output the run scores is a cell of a CSV dataset, as written (no live lane, no outputs file, no
+        ``parse``): text, whatever it spells."""
+        csv = self.dataset.format == "csv" or (
+            self.dataset.format is None and self.dataset.path.lower().endswith(".csv")
+        )
+        recorded = self._recorded_tasks()
+        return (
+            csv
+            and not self._live_tasks()
+            and bool(recorded)
+            and all(task.path is None and task.parse is None for _, task in recorded)
+        )
 
     def _recorded_tasks(self) -> list[tuple[str | None, RecordedTask]]:
         """Every recorded task the run scores, with the variant that declares it (None: the task itself)."""

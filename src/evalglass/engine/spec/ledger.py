@@ -19,6 +19,7 @@ from evalglass.core.fingerprint import fingerprint_of_bytes
 from evalglass.core.names import suggest
 from evalglass.engine.spec.validation import validate_document
 from evalglass.errors import SetupError
+from evalglass.readers.userfiles import may_exist
 from evalglass.readers.yamlsource import Loc, YamlDocument, load_yaml, parse_yaml
 
 if TYPE_CHECKING:
@@ -46,7 +47,7 @@ class LoadedLedger:
 
 
 def load_ledger(path: Path) -> LoadedLedger:
-    if not path.exists():
+    if not may_exist(path):
         raise SetupError(
             "authority ledger not found",
             where=str(path),

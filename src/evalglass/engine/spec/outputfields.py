@@ -135,6 +135,37 @@ def output_shape_problems(
     return [(("metrics", name), whys[0]) for name, whys in found.items() if len(whys) == len(tasks)]
 
 
+def csv_text_problems(metrics: Mapping[str, AnyMetricSpec]) -> list[Problem]:
+    """The metrics that cannot read a recorded output that is a CSV cell (every output the run scores comes from a
+    CSV dataset's cells, none parsed: ``task.parse`` unset), each at its entry.
+
+    A CSV cell is text (the reader guesses no types), so a ``field`` inside it is absent on every example
+    (``output_field_missing``) and ``numeric_bounds`` without ``coerce`` finds ``"0.9"``, never ``0.9``
+    (``wrong_type``): each example would score the worst value, and an approved gate fail, on the file format rather
+    than on anything the system answered."""
+    problems: list[Problem] = []
+    for name, spec in metrics.items():
+        if spec.field is not None:
+            problems.append(
+                (
+                    ("metrics", name, "field"),
+                    f"metric '{name}' reads '{spec.field}' inside the output, but the output is a CSV cell's text, "
+                    "which has no fields: set `task.parse: json` if the cells hold JSON, or every example scores "
+                    "its worst value (output_field_missing)",
+                )
+            )
+        elif spec.type == "numeric_bounds" and not getattr(spec, "coerce", True):
+            problems.append(
+                (
+                    ("metrics", name),
+                    f"metric '{name}' (numeric_bounds) reads a number, but the output is a CSV cell's text ('0.9', "
+                    "never 0.9): set `coerce: true` to read the number written in it, or every example scores its "
+                    "worst value (wrong_type)",
+                )
+            )
+    return problems
+
+
 def stateless_final_state(metrics: Mapping[str, MetricSpec], keeps_state: bool) -> str | None:
     """Why the run cannot measure a metric on the trajectory's ``final_state`` (None when it can): the built lane
     records no state (``keeps_state`` False: no tool of the agent lane takes a ``state`` keyword and the task
@@ -153,6 +184,7 @@ def stateless_final_state(metrics: Mapping[str, MetricSpec], keeps_state: bool) 
 
 __all__ = [
     "STATE_FIELD",
+    "csv_text_problems",
     "output_shape_problems",
     "recorded_shape",
     "stateless_final_state",

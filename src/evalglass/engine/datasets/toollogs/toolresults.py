@@ -42,7 +42,7 @@ from evalglass.core.notcaptured import NOT_CAPTURED
 from evalglass.core.score import Score
 from evalglass.engine.datasets.dataset import BATCH, BadLine, batched, field_getter
 from evalglass.errors import SetupError
-from evalglass.readers.jsonsource import without_bom
+from evalglass.readers.jsonsource import text_start
 from evalglass.readers.userfiles import open_regular, unreadable
 
 
@@ -211,7 +211,7 @@ class ToolReader:
                 fix="split the evaluation into smaller runs",
             )
         self._hash_bytes(data)
-        return without_bom(data)
+        return text_start(data, what=f"{self.tool} results file", where=str(self.path))
 
     def _hash_bytes(self, data: bytes) -> None:
         if self._hash is not None:

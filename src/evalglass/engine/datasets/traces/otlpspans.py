@@ -134,7 +134,9 @@ class SpanFile:
         number = 0
         packed = self._packed
         try:
-            for lines, _ in _lines(handle, update, CHUNK, self._max, split_long_lines):
+            for lines, _ in _lines(
+                handle, update, CHUNK, self._max, split_long_lines, what="trace file", where=str(self.path)
+            ):
                 for raw in lines:
                     number += 1
                     if not raw.strip():

@@ -1,0 +1,232 @@
+"""A gated python metric's worker loads only the project files its gate binds (metrics/hostguard.py).
+
+The gate binds the metric's file and the project modules it imports by statement. Each route below loads a file
+of the project some other way; a pull request rewriting that file to answer 1.0 left the approval fresh and turned
+an approved failing gate (0.75 against 0.9) into a pass, exit 0. Through the real command line: every route now
+blocks the gate (``host_unbound_code``, naming the file and how to bind it), exit 1; the same metric with its code
+bound, and imports of the machine's modules however made, still pass.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import py_compile
+from pathlib import Path
+
+import pytest
+
+from evalglass.core.exitcodes import ExitCode
+from tests.e2e.project import Project, approve_as_is, make_project, run_cli
+
+HONEST = "def grade(output, reference):\n    return 1.0 if output == reference else 0.0\n"
+CHEAT = "def grade(output, reference):\n    return 1.0\n"
+
+#: route: (the gated metric's file, the unbound file it loads, relative to the config folder)
+ROUTES: dict[str, tuple[str, str]] = {
+    "importlib.import_module": (
+        "import importlib\ndef score(output, reference):\n"
+        "    return importlib.import_module('rules').grade(output, reference)\n",
+        "rules.py",
+    ),
+    "__import__": (
+        "def score(output, reference):\n    return __import__('rules').grade(output, reference)\n",
+        "rules.py",
+    ),
+    "exec of a file's text": (
+        "import pathlib\ndef score(output, reference):\n"
+        "    space = {}\n"
+        "    exec(pathlib.Path(__file__).with_name('rules.py').read_text(), space)\n"
+        "    return space['grade'](output, reference)\n",
+        "rules.py",
+    ),
+    "runpy.run_path": (
+        "import pathlib, runpy\ndef score(output, reference):\n"
+        "    return runpy.run_path(str(pathlib.Path(__file__).with_name('rules.py')))['grade'](output, reference)\n",
+        "rules.py",
+    ),
+    "a folder put on sys.path at run time": (
+        "import pathlib, sys\nsys.path.insert(0, str(pathlib.Path(__file__).parent / 'plugins'))\n"
+        "def score(output, reference):\n    import rules\n    return rules.grade(output, reference)\n",
+        "plugins/rules.py",
+    ),
+    "import at module load": (
+        "import importlib\n_rules = importlib.import_module('rules')\n"
+        "def score(output, reference):\n    return _rules.grade(output, reference)\n",
+        "rules.py",
+    ),
+    "a program it starts": (
+        "import pathlib, subprocess, sys\ndef score(output, reference):\n"
+        "    script = pathlib.Path(__file__).with_name('rules.py')\n"
+        "    code = f'import runpy; print(runpy.run_path({str(script)!r})[\"grade\"]({output!r}, {reference!r}))'\n"
+        "    return float(subprocess.run([sys.executable, '-c', code], capture_output=True, text=True).stdout)\n",
+        "rules.py",
+    ),
+    "a file opened relative to a folder's descriptor": (
+        "import os, pathlib\ndef score(output, reference):\n"
+        "    folder = os.open(str(pathlib.Path(__file__).parent), os.O_RDONLY)\n"
+        "    space = {}\n"
+        "    exec(os.read(os.open('rules.py', os.O_RDONLY, dir_fd=folder), 1 << 20).decode(), space)\n"
+        "    return space['grade'](output, reference)\n",
+        "rules.py",
+    ),
+    "a refusal the metric catches": (
+        "import importlib\ndef score(output, reference):\n"
+        "    try:\n        return importlib.import_module('rules').grade(output, reference)\n"
+        "    except PermissionError:\n        return 1.0\n",
+        "rules.py",
+    ),
+}
+
+
+#: What a judge looking modules up by name beside it does first (a python lane named by module does it too).
+BESIDE = "import pathlib as _p, sys as _s\n_s.path.insert(0, str(_p.Path(__file__).parent))\n"
+
+
+def _project(tmp_path: Path, judge: str, files: dict[str, str], **metric: object) -> Project:
+    project = make_project(
+        tmp_path,
+        metrics={"mine": {"type": "python", "function": "judge.py:score", "reference": "expected", **metric}},
+        gates={"mine": {"metric": "mine", "proposed_threshold": 0.9}},
+    )
+    (project.root / ".git").mkdir()  # the project is the repository: files outside the config folder are its own
+    (project.evals / "judge.py").write_text(BESIDE + judge)
+    for name, text in files.items():
+        (project.evals / name).parent.mkdir(parents=True, exist_ok=True)
+        (project.evals / name).write_text(text)
+    return project
+
+
+def _run(project: Project) -> tuple[str, int, list[dict[str, object]]]:
+    result = project.run("--format", "json", "--no-progress", "--no-history", "--out", "run")
+    card = result.json()
+    (gate,) = card["decision"]["gates"]
+    diagnostics = []
+    for line in (project.root / "run" / "scores.jsonl").read_text().splitlines():
+        for value in json.loads(line)["scores"]["mine"]:
+            if type(value) is dict:
+                diagnostics += value["diagnostics"]
+    return gate["outcome"], result.code, diagnostics
+
+
+@pytest.mark.parametrize("route", sorted(ROUTES))
+def test_a_gated_metric_loading_a_file_its_gate_does_not_bind_blocks(tmp_path, route):
+    judge, loaded = ROUTES[route]
+    project = _project(tmp_path, judge, {loaded: HONEST})
+    approve_as_is(project, 0.9, ["mine"])  # approved as reviewed: 6 of 8 right, 0.75
+    (project.evals / loaded).write_text(CHEAT)  # the pull request: the approval stays fresh (it binds no such file)
+    outcome, code, diagnostics = _run(project)
+    assert (outcome, code) == ("blocked", ExitCode.FAILED), diagnostics  # on main: pass, exit 0
+    assert len(diagnostics) == 8 and {item["code"] for item in diagnostics} == {"host_unbound_code"}, diagnostics
+    message = str(diagnostics[0]["message"])
+    if route == "a program it starts":
+        assert "starts a program" in message and "check" in message, message
+    elif route == "a file opened relative to a folder's descriptor":
+        assert "it reads evals, which the gate does not bind" in message, message  # the folder: refused first
+    else:
+        assert f"{loaded}, which the gate does not bind" in message, message
+        assert "import it with an `import` statement" in message, message
+
+
+def test_a_data_file_the_metric_reads_blocks_until_data_files_binds_it(tmp_path):
+    judge = (
+        "import json, pathlib\ndef score(output, reference):\n"
+        "    answers = json.loads(pathlib.Path(__file__).with_name('answers.json').read_text())\n"
+        "    return answers.get(output, 0.0)\n"
+    )
+    project = _project(tmp_path, judge, {"answers.json": json.dumps({"yes": 0.5})})
+    approve_as_is(project, 0.9, ["mine"])
+    (project.evals / "answers.json").write_text(json.dumps({"yes": 1.0}))
+    outcome, code, diagnostics = _run(project)
+    assert (outcome, code) == ("blocked", ExitCode.FAILED), diagnostics  # on main: pass, exit 0
+    assert "answers.json, which the gate does not bind; list it under the metric's `data_files:`" in str(
+        diagnostics[0]["message"]
+    )
+    # Declared, the file is bound: the run decides, and a change to it makes the approval stale.
+    (tmp_path / "bound").mkdir()
+    bound = _project(tmp_path / "bound", judge, {"answers.json": json.dumps({"yes": 1.0})}, data_files=["answers.json"])
+    approve_as_is(bound, 0.9, ["mine"])
+    assert _run(bound)[:2] == ("pass", ExitCode.OK)
+    (bound.evals / "answers.json").write_text(json.dumps({"yes": 0.99}))
+    stale = bound.run("--format", "json", "--no-progress", "--no-history").json()
+    (gate,) = stale["decision"]["gates"]
+    assert gate["outcome"] == "blocked" and "approval_stale" in {reason["code"] for reason in gate["reasons"]}, gate
+
+
+def test_a_cached_bytecode_file_in_the_checkout_does_not_replace_a_bound_module(tmp_path):
+    """An unchecked-hash ``.pyc`` beside a bound module: Python runs it and never reads the source the gate binds."""
+    judge = "import rules\ndef score(output, reference):\n    return rules.grade(output, reference)\n"
+    project = _project(tmp_path, judge, {"rules.py": HONEST})
+    approve_as_is(project, 0.9, ["mine"])
+    cheat = tmp_path / "cheat.py"
+    cheat.write_text(CHEAT)
+    cached = importlib.util.cache_from_source(str(project.evals / "rules.py"))
+    py_compile.compile(
+        str(cheat), cfile=cached, doraise=True, invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH
+    )
+    outcome, code, diagnostics = _run(project)
+    assert (outcome, code, diagnostics) == ("fail", ExitCode.FAILED, [])  # on main: pass, exit 0
+
+
+JUDGE_WITH_HELPERS = "import helpers\ndef score(output, reference):\n    return helpers.grade(output, reference)\n"
+
+HONEST_SETUPS = {
+    "bound helpers, a machine module by name": (
+        "import importlib\nimport helpers\n"
+        "def score(output, reference):\n"
+        "    json = importlib.import_module('json')\n"
+        "    yaml = __import__('yaml')\n"
+        "    assert json.loads('1') == yaml.safe_load('1') == 1\n"
+        "    return helpers.grade(output, reference)\n",
+        {"helpers.py": HONEST},
+    ),
+    "a bound module imported by name at run time": (
+        "import importlib\ndef score(output, reference):\n"
+        "    if False:\n        import helpers  # binds it: read, not run\n"
+        "    return importlib.import_module('helpers').grade(output, reference)\n",
+        {"helpers.py": HONEST},
+    ),
+}
+
+
+@pytest.mark.parametrize("setup", sorted(HONEST_SETUPS))
+def test_a_gated_metric_whose_code_is_bound_still_decides(tmp_path, setup):
+    judge, files = HONEST_SETUPS[setup]
+    rows = [{"id": f"ex-{i}", "expected": "yes", "output": "yes"} for i in range(1, 9)]
+    project = _project(tmp_path, judge, files)
+    project.write_rows(rows)
+    approve_as_is(project, 0.9, ["mine"])
+    assert _run(project) == ("pass", ExitCode.OK, [])
+
+
+def test_an_ungated_metric_may_still_load_what_it_likes(tmp_path):
+    judge, loaded = ROUTES["importlib.import_module"]
+    project = _project(tmp_path, judge, {loaded: CHEAT})
+    project.write_config(
+        {
+            "version": 1,
+            "dataset": {"name": "suite", "path": "data.jsonl"},
+            "task": {"type": "recorded", "field": "output"},
+            "metrics": {"mine": {"type": "python", "function": "judge.py:score", "reference": "expected"}},
+        }
+    )
+    result = project.run("--format", "json", "--no-progress", "--no-history", "--out", "run")
+    assert result.code == ExitCode.OK, result
+    values = [json.loads(line)["scores"]["mine"] for line in (project.root / "run" / "scores.jsonl").open()]
+    assert [value for block in values for value in block] == [1.0] * 8
+
+
+def test_a_project_module_the_environment_loaded_before_the_worker_blocks_the_gate(tmp_path):
+    """A ``sitecustomize.py`` of the project on the ``PYTHONPATH`` evalglass runs with is imported by every Python
+    that starts there, the worker's included, before any rule can watch it: the worker finds it loaded and refuses
+    it all the same, until a bound file imports it by statement."""
+    project = _project(tmp_path, JUDGE_WITH_HELPERS, {"helpers.py": HONEST})
+    project.write_rows([{"id": f"ex-{i}", "expected": "yes", "output": "yes"} for i in range(1, 9)])
+    (project.root / "site").mkdir()
+    (project.root / "site" / "sitecustomize.py").write_text("LOADED = True\n")
+    approve_as_is(project, 0.9, ["mine"])
+    env = {"PYTHONPATH": str(project.root / "site")}
+    result = run_cli("run", "--format", "json", "--no-progress", "--no-history", cwd=project.root, env=env)
+    (gate,) = result.json()["decision"]["gates"]
+    assert (gate["outcome"], result.code) == ("blocked", ExitCode.FAILED), result
+    assert "site/sitecustomize.py, which the gate does not bind" in result.out, result.out

@@ -1,0 +1,152 @@
+"""A gated python metric in the project's own package, installed from the checkout (`pip install .`), is bound.
+
+CI commonly installs the project before running its evals, non-editable: the package's files are then copied into
+``site-packages``, and everything there counted as the machine's (third-party code a lock file pins), so a pull
+request rewriting the metric in its own package kept the approval fresh and turned a failing gate green. A
+distribution whose PEP 610 ``direct_url.json`` says it came from a local folder or file is the project's code: its
+files are bound (labelled ``<installed NAME>/path``, the same wherever ``site-packages`` lies).
+
+The installs are made by hand (a ``site-packages`` folder on ``PYTHONPATH`` with the files pip writes), and each run
+is a real ``python -m evalglass`` process, whose ``sys.path`` (and its metric workers') takes that folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+RIGHT = 'def score(example):\n    return 1.0 if example.output == example.record.get("expected") else 0.0\n'
+ALWAYS = "def score(example):\n    return 1.0\n"
+
+
+def install(site: Path, source: str, *, url: str | None) -> None:
+    """``myproj`` as pip installs it into ``site``: the package, its dist-info, and ``direct_url.json`` when ``url``
+    says where it was installed from (None: from an index, which writes none)."""
+    (site / "myproj").mkdir(parents=True)
+    (site / "myproj" / "__init__.py").write_text("")
+    (site / "myproj" / "evals.py").write_text(source)
+    info = site / "myproj-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: myproj\nVersion: 0.1\n")
+    files = ["myproj/__init__.py", "myproj/evals.py", "myproj-0.1.dist-info/METADATA"]
+    if url is not None:
+        (info / "direct_url.json").write_text(json.dumps({"url": url, "dir_info": {}}))
+        files.append("myproj-0.1.dist-info/direct_url.json")
+    (info / "RECORD").write_text("".join(f"{name},,\n" for name in files))
+
+
+def evalglass(root: Path, site: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    return subprocess.run(
+        [sys.executable, "-m", "evalglass", *args], cwd=root, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def project(root: Path) -> None:
+    evals = root / "evals"
+    evals.mkdir(parents=True)
+    config = {
+        "version": 1,
+        "dataset": {"name": "suite", "path": "data.jsonl"},
+        "task": {"type": "recorded", "field": "output"},
+        "metrics": {"mine": {"type": "python", "function": "myproj.evals:score", "scale": {"min": 0, "max": 1}}},
+        "gates": {"g": {"metric": "mine", "proposed_threshold": 0.9}},
+    }
+    (evals / "evalglass.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    rows = [{"id": "a", "expected": "x", "output": "x"}, {"id": "b", "expected": "y", "output": "n"}]
+    (evals / "data.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    (evals / "authority.yaml").write_text("{}\n")
+
+
+def approve(root: Path, site: Path) -> None:
+    """The host's ledger: the gate at 0.9 on its definition as preflight prints it, on validated gold."""
+    shown = evalglass(root, site, "preflight", "--config", "evals/evalglass.yaml", "--format", "json")
+    gate = next(gate for gate in json.loads(shown.stdout)["gates"] if gate["name"] == "g")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from tests.e2e.project import validated_gold
+
+    ledger = {
+        "gates": {"g": {"active": True, "threshold": 0.9, "fingerprint": gate["fingerprint"]}},
+        "datasets": validated_gold(root / "evals"),
+    }
+    (root / "evals" / "authority.yaml").write_text(yaml.safe_dump(ledger, sort_keys=False))
+
+
+def verdict(root: Path, site: Path) -> tuple[int, str, list[str]]:
+    done = evalglass(root, site, "run", "--config", "evals/evalglass.yaml", "--no-progress", "--format", "json")
+    assert done.returncode in (0, 1), done.stderr
+    (gate,) = json.loads(done.stdout)["decision"]["gates"]
+    return done.returncode, gate["outcome"], [reason["code"] for reason in gate["reasons"]]
+
+
+def test_a_metric_rewritten_in_the_installed_project_makes_its_approval_stale(tmp_path: Path) -> None:
+    root, site = tmp_path / "repo", tmp_path / "venv" / "lib" / "site-packages"
+    project(root)
+    install(site, RIGHT, url=root.as_uri())
+    approve(root, site)
+    assert verdict(root, site) == (1, "fail", ["below_threshold"])  # one of two right: 0.5 < 0.9
+
+    (site / "myproj" / "evals.py").write_text(ALWAYS)  # the pull request's metric, installed by CI's `pip install .`
+    code, outcome, reasons = verdict(root, site)
+    assert (code, outcome) == (1, "blocked") and "approval_stale" in reasons, reasons
+
+
+def test_the_binding_does_not_depend_on_where_site_packages_lies(tmp_path: Path) -> None:
+    """Approved on one machine, run on another (another virtual environment's path): the same fingerprint."""
+    root = tmp_path / "repo"
+    project(root)
+    laptop, ci = tmp_path / "laptop" / "site-packages", tmp_path / "ci" / "env" / "site-packages"
+    install(laptop, RIGHT, url=root.as_uri())
+    install(ci, RIGHT, url=root.as_uri())
+    approve(root, laptop)
+    assert verdict(root, ci) == (1, "fail", ["below_threshold"])
+
+
+def test_a_package_from_an_index_stays_the_machines(tmp_path: Path) -> None:
+    """Installed from an index (no direct_url.json): third-party code, pinned by the lock file the host reviews."""
+    root, site = tmp_path / "repo", tmp_path / "site-packages"
+    project(root)
+    install(site, RIGHT, url=None)
+    approve(root, site)
+    (site / "myproj" / "evals.py").write_text(ALWAYS)
+    assert verdict(root, site)[:2] == (0, "pass")
+
+
+def test_a_committed_helper_in_a_folder_named_site_packages_is_bound(tmp_path: Path) -> None:
+    """A folder's name does not make committed code the machine's: a helper the metric imports through a symlink
+    into ``vendor/site-packages/`` was left out of the binding, so rewriting it kept the approval fresh."""
+    evals = tmp_path / "repo" / "evals"
+    project(tmp_path / "repo")
+    config = yaml.safe_load((evals / "evalglass.yaml").read_text())
+    config["metrics"]["mine"]["function"] = "graders:score"
+    (evals / "evalglass.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    (evals / "graders.py").write_text(
+        "from helper import judge\n\n\ndef score(example):\n    return judge(example.output, example.record)\n"
+    )
+    vendored = evals / "vendor" / "site-packages"
+    vendored.mkdir(parents=True)
+    (vendored / "helper.py").write_text("def judge(output, record):\n    return float(output == record['expected'])\n")
+    (evals / "helper.py").symlink_to("vendor/site-packages/helper.py")
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "x"]):
+        subprocess.run(["git", *args], cwd=tmp_path / "repo", check=True, capture_output=True)
+    # `python -m evalglass` from the evals folder: the working folder is first on the path (docs/config.md).
+    approve_here = evalglass(evals, tmp_path / "none", "preflight", "--format", "json")
+    fingerprint = next(g for g in json.loads(approve_here.stdout)["gates"] if g["name"] == "g")["fingerprint"]
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from tests.e2e.project import validated_gold
+
+    ledger = {"gates": {"g": {"active": True, "threshold": 0.9, "fingerprint": fingerprint}}}
+    (evals / "authority.yaml").write_text(yaml.safe_dump({**ledger, "datasets": validated_gold(evals)}))
+    done = evalglass(evals, tmp_path / "none", "run", "--no-progress", "--format", "json")
+    assert done.returncode == 1 and json.loads(done.stdout)["decision"]["verdict"] == "fail", done.stderr
+
+    (vendored / "helper.py").write_text("def judge(output, record):\n    return 1.0\n")
+    done = evalglass(evals, tmp_path / "none", "run", "--no-progress", "--format", "json")
+    (gate,) = json.loads(done.stdout)["decision"]["gates"]
+    assert done.returncode == 1 and gate["outcome"] == "blocked", gate
+    assert "approval_stale" in [reason["code"] for reason in gate["reasons"]]
