@@ -40,6 +40,7 @@ def test_an_outputs_line_with_a_lone_surrogate_is_read_with_a_warning_at_its_lin
     metric = result.json()["metrics"][0]
     assert metric["population"]["included"] == 8, metric
     assert "outputs.jsonl:8: 1 lone surrogate escape" in result.err, result.err
+    assert result.err.count("lone surrogate") == 1, result.err  # the paired escape is the emoji it spells
 
 
 def test_a_jsonl_file_with_cr_only_line_ends_says_so_at_its_line(tmp_path):

@@ -17,6 +17,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from evalglass.engine.datasets.dataset import BadLine, DatasetReader
+from evalglass.readers.jsonsource import NOTES_SHOWN
 
 LONE = re.compile("[\ud800-\udfff]")
 #: Text with surrogates among ordinary characters: a high one before a low one makes a pair, any other is alone.
@@ -50,7 +51,7 @@ def _read(raw: bytes) -> tuple[list[Any], list[str]]:
         path.write_bytes(raw + b"\n")
         reader = DatasetReader(path, id_field="id", output_field="output")
         items = [item for batch in reader.batches() for item in (batch if isinstance(batch, list) else [batch])]
-        return items, reader.notes
+        return items, list(reader.mended.notes)
 
 
 def _fields(items: list[Any]) -> Any:
@@ -97,3 +98,14 @@ def test_a_line_not_json_for_another_reason_keeps_its_error() -> None:
     items, notes = _read(b'{"id": "x", "a": "\\ud800", "b": NaN}')
     (item,) = items
     assert isinstance(item, BadLine) and item.code == "malformed_json" and notes == [], item
+
+
+def test_many_such_lines_are_said_in_a_few_lines_of_warning(tmp_path: Path) -> None:
+    path = tmp_path / "data.jsonl"
+    path.write_bytes(b"".join(b'{"id": "%d", "output": "\\ud83d"}\n' % number for number in range(NOTES_SHOWN + 2)))
+    reader = DatasetReader(path, id_field="id", output_field="output")
+    items = [item for batch in reader.batches() for item in (batch if isinstance(batch, list) else [batch])]
+    assert [item.fields["output"] for item in items] == ["\ufffd"] * (NOTES_SHOWN + 2)
+    notes = reader.mended.notes
+    assert [note.split(": ")[0] for note in notes[:-1]] == [f"{path}:{line}" for line in range(1, NOTES_SHOWN + 1)]
+    assert notes[-1] == f"{path}: 2 more lines with lone surrogate escapes read as U+FFFD"

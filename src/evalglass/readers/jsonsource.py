@@ -213,13 +213,35 @@ def _mended(value: Any, replaced: list[int]) -> Any:
     return value
 
 
-def lone_surrogates_note(where: str, count: int) -> str:
-    """The one line saying that ``count`` lone surrogate escapes at ``where`` (file:line) were read as U+FFFD."""
-    escapes = "escape" if count == 1 else "escapes"
-    return (
-        f"{where}: {count} lone surrogate {escapes} (half of an emoji or other character, as JavaScript writes a "
-        "string cut in the middle of one) read as U+FFFD; write the whole character to keep it"
-    )
+class MendedLines:
+    """The lines of one file read with lone surrogates replaced (:func:`loads_lone_surrogates`): the first
+    :data:`NOTES_SHOWN` said in full at their file:line, the rest counted, so a file of many costs a few lines of
+    warnings."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._notes: list[str] = []
+        self._lines = 0
+
+    def add(self, where: str, count: int) -> None:
+        """``count`` lone surrogate escapes were read as U+FFFD at ``where`` (file:line)."""
+        self._lines += 1
+        if len(self._notes) < NOTES_SHOWN:
+            escapes = "escape" if count == 1 else "escapes"
+            self._notes.append(
+                f"{where}: {count} lone surrogate {escapes} (half of an emoji or other character, as JavaScript "
+                "writes a string cut in the middle of one) read as U+FFFD; write the whole character to keep it"
+            )
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        more = self._lines - len(self._notes)
+        rest = (f"{self._path}: {more} more lines with lone surrogate escapes read as U+FFFD",) if more else ()
+        return (*self._notes, *rest)
+
+
+#: Lines of one file :class:`MendedLines` says in full.
+NOTES_SHOWN = 5
 
 
 def loads(raw: bytes) -> Any:

@@ -38,10 +38,10 @@ from evalglass.engine.datasets.dataset import BadLine, field_getter
 from evalglass.errors import SetupError
 from evalglass.readers.jsonsource import (
     JsonRefused,
+    MendedLines,
     batch_is_exact,
     loads,
     loads_lone_surrogates,
-    lone_surrogates_note,
     not_json,
     text_start,
 )
@@ -80,8 +80,8 @@ class RecordedOutputs:
             path, what="recorded outputs file", missing_fix="fix `task.path` in the config", buffering=-1
         )
         self._lines = self._numbered_lines()
-        #: One line for each output read differently from its bytes (lone surrogate escapes read as U+FFFD).
-        self.notes: list[str] = []
+        #: The lines read differently from their bytes (lone surrogate escapes read as U+FFFD), for the run's warnings.
+        self.mended = MendedLines(label)
         self._line_no = 0
         self._pending: list[tuple[str, Any, int]] = []  # read ahead, not yet taken: (id, output, line)
         self._hashes = array("q")  # in step: every output's id hash, in file order
@@ -117,7 +117,7 @@ class RecordedOutputs:
             if mended is None:
                 raise SetupError(not_json(raw, exc), where=where, fix="each line must be one JSON object") from None
             record, replaced = mended
-            self.notes.append(lone_surrogates_note(where, replaced))
+            self.mended.add(where, replaced)
         if type(record) is not dict:
             raise SetupError(f"expected a JSON object, got {type(record).__name__}", where=where)
         return self._id_and_output(record, where)

@@ -107,8 +107,8 @@ class DatasetSource:
     def notes(self) -> tuple[str, ...]:
         """One line for each line the dataset and outputs files were read differently from their bytes (lone
         surrogate escapes read as U+FFFD), for the run's warnings."""
-        read = self.reader.notes if isinstance(self.reader, DatasetReader) else []
-        return (*read, *(self._outputs.notes if self._outputs is not None else ()))
+        read = self.reader.mended.notes if isinstance(self.reader, DatasetReader) else ()
+        return (*read, *(self._outputs.mended.notes if self._outputs is not None else ()))
 
     def close(self) -> None:
         if self._outputs is not None:
