@@ -52,6 +52,8 @@ class JsonValidSpec(NoReferenceSpec):
     ``wrong_type`` errors: they suggest the metric points at the wrong output field.
     """
 
+    deterministic: ClassVar[bool] = True
+
     reads: ClassVar[OutputShape] = OutputShape.ANSWER
 
     summary: ClassVar[str] = "1.0 when the output is a valid JSON document (or an already-parsed object/array)."
@@ -97,6 +99,8 @@ class FieldPresentSpec(NoReferenceSpec):
     has none of the fields and scores 0.0 with a ``not_an_object`` diagnostic; missing fields are named in a
     ``fields_missing`` diagnostic.
     """
+
+    deterministic: ClassVar[bool] = True
 
     summary: ClassVar[str] = "1.0 when the JSON output has all the listed fields (non-null if asked), else 0.0."
     binary: ClassVar[bool] = True

@@ -230,7 +230,7 @@ class LiveScorer:
                         count(value, 1)
                     scored[name].append(value)
             if line_produced:
-                _note_truncated(scored, line_produced)
+                note_truncated(scored, line_produced)
             results.append(ExampleResult(line, len(line_rows), scored, line_produced, {}))
         self._count_scored(scored_rows)
         return results
@@ -332,7 +332,7 @@ class LiveScorer:
             for name in self.judges:
                 judged[name].append(notes.get(name))
         if produced:
-            _note_truncated(results, produced)
+            note_truncated(results, produced)
         return ExampleResult(item, len(rows), results, produced, judged)
 
     async def _rows(
@@ -456,10 +456,10 @@ class LiveScorer:
         return score
 
 
-__all__ = ["MAX_SPAN", "ExampleResult", "LiveParts", "LiveScorer", "ScoredColumns", "rows_of"]
+__all__ = ["MAX_SPAN", "ExampleResult", "LiveParts", "LiveScorer", "ScoredColumns", "note_truncated", "rows_of"]
 
 
-def _note_truncated(results: dict[str, list[Any]], produced: list[dict[str, Any]]) -> None:
+def note_truncated(results: dict[str, list[Any]], produced: list[dict[str, Any]]) -> None:
     """Each metric's result on a sample whose answer was cut off at its token limit (``finish_reason`` in its
     ``outputs.jsonl`` entry, ``lanes.chatcall.TRUNCATED``) carries the note ``output_truncated``: the answer is
     scored as it is, a measurement (its value and status unchanged), and the note tells a limit set too low from a

@@ -12,6 +12,7 @@ A metric that cannot be built is one line and exit 2, whatever its type.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from evalglass import hostwatch
@@ -38,16 +39,20 @@ def build_scorer(loaded: LoadedConfig, name: str, spec: MetricSpec, context: Bui
 
 
 def build_metrics(
-    loaded: LoadedConfig, check_sink: CheckSink | None = None, shipper: MetricShipper | None = None
+    loaded: LoadedConfig,
+    check_sink: CheckSink | None = None,
+    shipper: MetricShipper | None = None,
+    only: Collection[str] | None = None,
 ) -> list[BuiltMetric]:
     """The synchronous metrics, built once, before scoring starts (a ``live`` metric is built by the live run, in
     its event loop). With a cluster (``shipper``), a ``shippable`` metric is built to run its calls there, and runs
-    concurrently across examples like any metric that waits on something outside the process."""
+    concurrently across examples like any metric that waits on something outside the process. ``only``: just
+    these metrics (``verify`` re-scores some of a run's)."""
     config = loaded.config
     checks = loaded.bound_checks() if config.checks else {}
     built: list[BuiltMetric] = []
     for name, spec in config.metrics.items():
-        if spec.live:
+        if spec.live or (only is not None and name not in only):
             continue
         ships = shipper is not None and name in config.shipped_metrics  # never a gated python metric
         context = BuildContext(
