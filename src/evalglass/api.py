@@ -402,9 +402,13 @@ def verify(
     key: str | None = None,
     db: str | None = None,
     strict: bool = False,
+    dataset: Where | None = None,
+    rescore_host: bool = False,
 ) -> VerifyReport:
-    """Check every artifact against the run's digests, re-derive every aggregate, gate and the verdict from the
-    run's recorded scores, and anchor the run to the config and ledger at hand (``config``/``ledger``, default:
+    """Check every artifact against the run's digests, score the run's deterministic metrics again from the outputs
+    it kept and the dataset (``dataset``, default: the path its config names beside the config; python metrics too
+    with ``rescore_host``), re-derive every aggregate, gate and the verdict from the re-derived and recorded scores,
+    and anchor the run to the config and ledger at hand (``config``/``ledger``, default:
     the paths the run record names); ``report.ok`` is False and ``report.findings`` names each difference.
     ``folder`` and ``db`` as for :func:`load_run`; a run read from the history has its stored files and summary
     rows checked too (each difference a finding). ``key``: the Ed25519 public key the run must be signed with
@@ -416,7 +420,7 @@ def verify(
     from evalglass.engine.runs.digests import verify_key_from_env
     from evalglass.history.named import named_run
 
-    anchors = Anchors(config=_path(config), ledger=_path(ledger))
+    anchors = Anchors(config=_path(config), ledger=_path(ledger), dataset=_path(dataset))
     with ExitStack() as stack:
         named = named_run(folder, db, stack, verifying=True)
         found = named if isinstance(named, Path) else named.folder
@@ -425,7 +429,9 @@ def verify(
         if any(item.field.startswith("history.artifacts.") for item in stored):
             # The stored files themselves differ from their hashes: there is nothing trustworthy to re-derive.
             return VerifyReport(folder=found, findings=stored, examples=0)
-        report = verify_run(run_folder(found), anchors, key or verify_key_from_env(), strict=strict)
+        report = verify_run(
+            run_folder(found), anchors, key or verify_key_from_env(), strict=strict, rescore_host=rescore_host
+        )
     return replace(report, findings=stored + report.findings) if stored else report
 
 

@@ -752,6 +752,18 @@ def compare(
     help="Also a finding (exit 1): a config or ledger not at hand, and definition files or a dataset beside the "
     "config that are not the ones the run hashed (by default said, not counted).",
 )
+@click.option(
+    "--dataset",
+    "dataset_path",
+    type=click.Path(path_type=Path),
+    help="The dataset to re-score the run's deterministic metrics from (default: the path its config names, beside "
+    "the config); it must be the file the run read.",
+)
+@click.option(
+    "--rescore-host",
+    is_flag=True,
+    help="Also score python metrics again (their host code runs, in worker processes as in `run`).",
+)
 @DB
 @FORMAT
 def verify(
@@ -760,15 +772,26 @@ def verify(
     ledger_path: Path | None,
     key: str | None,
     strict: bool,
+    dataset_path: Path | None,
+    rescore_host: bool,
     db: str | None,
     fmt: str,
 ) -> None:
-    """Check every artifact, re-derive the run from its recorded scores and anchor it to the repository's files;
-    exit 1 naming each difference. RUN: a run folder, or a recorded run (run id, BRANCH@latest, last), whose stored
-    files and summary rows are checked as well."""
+    """Check every artifact, re-score the run's deterministic metrics from the outputs it kept, re-derive the run
+    from its scores and anchor it to the repository's files; exit 1 naming each difference. RUN: a run folder, or a
+    recorded run (run id, BRANCH@latest, last), whose stored files and summary rows are checked as well."""
     from evalglass.api import verify as verify_run
 
-    report = verify_run(folder, config=config_path, ledger=ledger_path, key=key, db=db, strict=strict)
+    report = verify_run(
+        folder,
+        config=config_path,
+        ledger=ledger_path,
+        key=key,
+        db=db,
+        strict=strict,
+        dataset=dataset_path,
+        rescore_host=rescore_host,
+    )
     if fmt == "json":
         _emit_json(
             {

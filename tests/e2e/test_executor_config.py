@@ -50,7 +50,12 @@ def host_project(tmp_path: Path, executor: dict[str, Any] | None = None, **extra
         (
             {"type": "ray", "overrides": {"exact": {"num_cpus": 2}}},
             "exact:",
-            ["executor.overrides.exact", "names no shipped work", "(host)"],
+            ["executor.overrides.exact", "names no shipped work", "(free)"],  # the gated 'host' is not shipped
+        ),
+        (
+            {"type": "ray", "overrides": {"host": {"num_cpus": 2}}},
+            "host:",
+            ["executor.overrides.host", "names a gated python metric", "guarded worker", "drop the override"],
         ),
         ({"type": "ray", "overrides": {"task": {"num_cpus": 2}}}, "task:", ["override 'task' applies to a python"]),
         ({"type": "ray", "address": "  "}, "address", ["executor.address", "address must be"]),
@@ -62,6 +67,7 @@ def test_a_bad_executor_is_refused_in_one_line_naming_where(tmp_path, executor, 
         executor,
         metrics={
             "host": {"type": "python", "function": "m.py:score"},
+            "free": {"type": "python", "function": "m.py:score"},
             "exact": {"type": "exact_match", "reference": "expected"},
         },
     )

@@ -324,3 +324,68 @@ def test_evalglass_pure_turns_the_c_path_off(pure_env: str, loaded: bool) -> Non
         check=True,
     )
     assert done.stdout.strip() == str(loaded)
+
+
+_COLLECTION_CHANGES_THE_RECORD = """
+import gc, sys
+from evalglass._native import calls
+from evalglass.core.fieldpath import ABSENT
+
+mode = sys.argv[1]
+armed = False
+hits = 0
+state = {}
+
+
+def change(phase, info):
+    global armed, hits
+    if phase == "start" and armed:
+        armed = False
+        hits += 1
+        if mode == "items":
+            state["record"]["tool_calls"].clear()
+        elif mode == "messages":
+            state["record"]["messages"] = None
+        else:
+            state["names"].clear()
+            state["args"].clear()
+
+
+gc.callbacks.append(change)
+for i in range(200):
+    call = {"name": "a", "arguments": {"x": 1}, "id": "c", "result": [1]}
+    part = {"type": "tool_call", "name": "a", "arguments": {"x": 1}}
+    state["record"] = {
+        "tool_calls": [dict(call, id=str(j)) for j in range(50)],
+        "messages": [{"role": "assistant", "parts": [dict(part)]} for _ in range(50)],
+    }
+    if mode == "items":
+        del state["record"]["messages"]
+    state["names"], state["args"] = ["a"] * 40, [{"x": j} for j in range(40)]
+    garbage = [[] for _ in range(200)]
+    gc.set_threshold(1)
+    armed = True
+    if mode == "pairs":
+        calls.pair_flat(state["names"], state["args"], ["a"] * 40, [{"x": 39 - j} for j in range(40)])
+    else:
+        calls.own_calls(state["record"], ABSENT)
+    armed = False
+    gc.set_threshold(700)
+print(hits)
+"""
+
+
+@pytest.mark.parametrize("mode", ["items", "messages", "pairs"])
+def test_a_collection_that_changes_the_record_mid_read_cannot_crash_the_process(mode: str) -> None:
+    """A list or tuple the C code allocates can start a collection that runs Python code (``__del__``,
+    ``gc.callbacks``) and shrinks or frees the record being read: the C path holds its own references and
+    re-checks lengths, so the process lives (a build that did not crashed here with SIGSEGV)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _COLLECTION_CHANGES_THE_RECORD, mode],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "EVALGLASS_PURE": ""},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert int(done.stdout) > 0  # the collection did run mid-read

@@ -10,8 +10,9 @@
  *     own-form call lists whose arguments are all flat objects (text keys; text without lone surrogates, 64-bit
  *     integer, boolean or null values): the pairing list; None for anything else (the pure function decides).
  *
- * Every object read is held by a reference of ours across any call that can run Python code (a comparison), so a
- * value that changes the record while it is compared cannot free what is being read.
+ * Every object read is held by a reference of ours across any call that can run Python code (a comparison, or an
+ * allocation of a tracked object: in 3.11 it can start the cycle collector, whose finalizers and gc.callbacks run
+ * Python code), so a value that changes the record meanwhile cannot free what is being read.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -136,9 +137,14 @@ read_message(PyObject *message, const Calls *calls, Py_ssize_t *said, Py_ssize_t
     }
     if (is_ascii(kind, "tool_call_response")) {
         /* Kept as (id, response): held by this list, whatever a comparison does to the record meanwhile. */
-        if (f[K_ID] == NULL || f[K_RESPONSE] == NULL)
+        PyObject *answered = f[K_ID], *response = f[K_RESPONSE];
+        if (answered == NULL || response == NULL)
             return 0;
-        PyObject *pair = PyTuple_Pack(2, f[K_ID], f[K_RESPONSE]);
+        Py_INCREF(answered); /* held across the tuple's allocation */
+        Py_INCREF(response);
+        PyObject *pair = PyTuple_Pack(2, answered, response);
+        Py_DECREF(answered);
+        Py_DECREF(response);
         if (pair == NULL)
             return -1;
         int appended = PyList_Append(results, pair);
@@ -177,7 +183,8 @@ results_agree(const Calls *calls, PyObject *results)
     return 1;
 }
 
-/* core.trajectory._adds_up of a trajectory whose fields are `f`: 1 proven, 0 not proven, -1 error. */
+/* core.trajectory._adds_up of a trajectory whose fields are `f` (those read here held by the caller): 1 proven,
+ * 0 not proven, -1 error. */
 static int
 adds_up(PyObject **f, const Calls *calls)
 {
@@ -205,14 +212,12 @@ adds_up(PyObject **f, const Calls *calls)
     if (results == NULL)
         return -1;
     int proven = 1;
-    Py_INCREF(messages);
     for (Py_ssize_t index = 0; proven == 1 && index < PyList_GET_SIZE(messages); index++) {
         PyObject *message = PyList_GET_ITEM(messages, index);
         Py_INCREF(message);
         proven = read_message(message, calls, &said, &turns, &last, results);
         Py_DECREF(message);
     }
-    Py_DECREF(messages);
     if (proven == 1) {
         Py_ssize_t made = calls->made;
         if (said != made || (counted && (step_count < turns || (step_count == 0 && made))))
@@ -247,10 +252,16 @@ own_calls(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         Py_RETURN_NONE;
     Py_INCREF(value);
     Py_INCREF(items);
+    if (redundant) { /* what adds_up reads of the record, held before anything is allocated */
+        Py_XINCREF(top[K_MESSAGES]);
+        Py_XINCREF(top[K_STEPS]);
+        Py_XINCREF(top[K_FINISH]);
+    }
     Py_ssize_t count = PyList_GET_SIZE(items);
     Calls calls = {PyList_New(count), PyList_New(count), NULL, NULL, count};
     PyObject *found = NULL;
-    if (calls.names == NULL || calls.arguments == NULL)
+    /* No allocation in the loop below: items is read as it is once the lists are made. */
+    if (calls.names == NULL || calls.arguments == NULL || PyList_GET_SIZE(items) != count)
         goto out;
     if (redundant) {
         calls.ids = PyMem_Calloc((size_t)count + 1, sizeof(PyObject *));
@@ -310,6 +321,11 @@ out:
     PyMem_Free(calls.results);
     Py_XDECREF(calls.names);
     Py_XDECREF(calls.arguments);
+    if (redundant) {
+        Py_XDECREF(top[K_MESSAGES]);
+        Py_XDECREF(top[K_STEPS]);
+        Py_XDECREF(top[K_FINISH]);
+    }
     Py_DECREF(items);
     Py_DECREF(value);
     if (found == NULL)
@@ -416,14 +432,21 @@ pair_flat(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     PyObject *names = args[0], *arguments = args[1], *wanted_names = args[2], *wanted = args[3];
-    if (!flat_list(names, arguments) || !flat_list(wanted_names, wanted))
+    if (!PyList_CheckExact(names) || !PyList_CheckExact(wanted))
         Py_RETURN_NONE;
     Py_ssize_t made = PyList_GET_SIZE(names), expected = PyList_GET_SIZE(wanted);
     if (made && expected > MAX_COMPARISONS / made)
         Py_RETURN_NONE;
+    /* Made before the lists are checked: its allocation can run Python code (the cycle collector's), which could
+     * change them; nothing from the checks on runs any. */
     PyObject *pairing = PyList_New(expected);
     if (pairing == NULL)
         return NULL;
+    if (!flat_list(names, arguments) || !flat_list(wanted_names, wanted) || PyList_GET_SIZE(names) != made
+        || PyList_GET_SIZE(wanted) != expected) {
+        Py_DECREF(pairing);
+        Py_RETURN_NONE;
+    }
     int same = made == expected;
     for (Py_ssize_t index = 0; same && index < made; index++) {
         same = same_call(PyList_GET_ITEM(names, index), PyList_GET_ITEM(arguments, index),

@@ -29,8 +29,9 @@ read at config load; a file rewritten between then and its loading is not seen h
 what the project's files (bound ones) and the examples make it do, ``exec`` of a text it is given included. A
 module loaded before the hook (``sitecustomize`` through the evalglass process's own ``PYTHONPATH``, the
 machine's ``.pth`` files) is the environment's, outside any pull request; a module of the project found already
-loaded when the worker starts is refused all the same (:func:`install`). A metric shipped to a cluster (``executor:
-ray``) runs without this hook.
+loaded when the worker starts is refused all the same (:func:`install`). A gated metric is never shipped to a
+cluster (``executor: ray``: ``Config.guarded_metrics``): a cluster worker process runs many tasks and this hook cannot
+be taken off it, so the metric is scored on the driver, in this guarded worker.
 """
 
 from __future__ import annotations

@@ -200,6 +200,12 @@ class MetricSpec(BaseModel):
     #: run builds, a run reads the record bound to :meth:`calibration_fingerprint`, and the ledger's ``judges:`` says
     #: what agreement the gates need. Such a metric is ``live``.
     calibrated: ClassVar[bool] = False
+    #: True for a metric whose score is a function of the example (its record and output) and its definition files
+    #: alone, computed in this process: no host code, command, model, clock or randomness. ``verify`` scores such a
+    #: metric again from the outputs a run kept and compares every score (``engine.jobs.rescore``); any other
+    #: metric's scores it can only check for consistency. False by default: a new type is re-scored only once it
+    #: says so.
+    deterministic: ClassVar[bool] = False
     #: What the metric reads from the whole output (no ``field``): ``answer`` (text, or a value parsed from it),
     #: ``trajectory`` (a conversation), ``any``. The config refuses a metric whose reading cannot meet what the task
     #: produces (``engine.spec.outputfields``): a text metric on an agent's trajectory scores nothing it means.

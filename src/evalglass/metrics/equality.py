@@ -46,6 +46,8 @@ class ExactMatchSpec(MetricSpec):
     ``expected: null`` is a real expectation (the output must be JSON null); leaving ``expected`` out is not.
     """
 
+    deterministic: ClassVar[bool] = True
+
     reads: ClassVar[OutputShape] = OutputShape.ANSWER
 
     summary: ClassVar[str] = "1.0 when the output (or field) equals the reference or expected value, else 0.0."
@@ -187,6 +189,8 @@ def _type_mismatch(value: Any, gold: Any) -> Score:
 
 class EnumSpec(NoReferenceSpec):
     """Membership in a closed set of allowed values, e.g. a classifier's label set."""
+
+    deterministic: ClassVar[bool] = True
 
     reads: ClassVar[OutputShape] = OutputShape.ANSWER
 

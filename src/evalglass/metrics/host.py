@@ -134,12 +134,13 @@ class PythonMetricSpec(MetricSpec):
     def build(self, context: BuildContext) -> Scorer:
         """The function runs in a worker process (``metrics/hostscoring.py``), never in this one: one example per
         message for ``one``, a whole batch per message for the batch path. With a cluster, every call is shipped and
-        the cluster worker loads the function by its reference (the parameters are read in a local worker)."""
+        the cluster worker loads the function by its reference (the parameters are read in a local worker), unless
+        a gate binds the metric (``bound_code``): a cluster worker could not hold its guard (``lanes.hostguard``)."""
         worker = metric_worker(self.function, context.base_dir, context.bound_code)
         index, wanted = worker.load(self.function, self.reference is not None)
         prepared = self._prepare(context, wanted)
         timeout = self.timeout
-        if context.shipper is not None:
+        if context.shipper is not None and context.bound_code is None:  # a guarded metric is never shipped
             del worker  # only its answer to the load was needed: the calls run on the cluster
             host = InProcessFunction(self.function, str(Path(context.base_dir).resolve()), wanted)
 

@@ -35,6 +35,8 @@ class NumericBoundsSpec(NoReferenceSpec):
     thousands separators, units, ``nan`` and ``inf`` are not numbers and give an ``error`` score.
     """
 
+    deterministic: ClassVar[bool] = True
+
     reads: ClassVar[OutputShape] = OutputShape.ANSWER
 
     summary: ClassVar[str] = "1.0 when the output number (or field) lies within [min, max], else 0.0."

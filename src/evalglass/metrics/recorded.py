@@ -61,6 +61,8 @@ def format_labels(dataset_format: str | None) -> dict[str, float]:
 class RecordedScoreSpec(NoReferenceSpec):
     """One scorer's per-sample score as another tool recorded it."""
 
+    deterministic: ClassVar[bool] = True
+
     summary: ClassVar[str] = "The score another tool recorded for the sample (its error or absence is not a 0.0)."
 
     type: Literal["recorded_score"] = "recorded_score"

@@ -74,6 +74,8 @@ class JsonSchemaSpec(NoReferenceSpec):
     Schema specification treats them as annotations by default.
     """
 
+    deterministic: ClassVar[bool] = True
+
     summary: ClassVar[str] = "1.0 when the (parsed) output conforms to the JSON Schema, else 0.0 with the reason."
     binary: ClassVar[bool] = True
 

@@ -43,6 +43,8 @@ Measure = Literal["f1", "precision", "recall"]
 class SetOverlapSpec(MetricSpec):
     """Set agreement of the output list with the list at ``reference`` (required)."""
 
+    deterministic: ClassVar[bool] = True
+
     reads: ClassVar[OutputShape] = OutputShape.ANSWER
 
     summary: ClassVar[str] = "F1, precision or recall of the output list against the reference list (as sets)."

@@ -54,6 +54,8 @@ class JsonValidSpec(NoReferenceSpec):
     system's invalid answer: 0.0 with ``not_json`` naming its type.
     """
 
+    deterministic: ClassVar[bool] = True
+
     reads: ClassVar[OutputShape] = OutputShape.ANSWER
 
     summary: ClassVar[str] = "1.0 when the output is a valid JSON document (or an already-parsed JSON value)."
@@ -101,6 +103,8 @@ class FieldPresentSpec(NoReferenceSpec):
     has none of the fields and scores 0.0 with a ``not_an_object`` diagnostic; missing fields are named in a
     ``fields_missing`` diagnostic.
     """
+
+    deterministic: ClassVar[bool] = True
 
     summary: ClassVar[str] = "1.0 when the JSON output has all the listed fields (non-null if asked), else 0.0."
     binary: ClassVar[bool] = True

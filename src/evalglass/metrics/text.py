@@ -43,6 +43,8 @@ _NEEDS_STRING = "a string output"
 class ContainsSpec(MetricSpec):
     """Substring presence. Either literal ``value`` strings or the record's ``reference``, never both."""
 
+    deterministic: ClassVar[bool] = True
+
     reads: ClassVar[OutputShape] = OutputShape.TEXT
 
     summary: ClassVar[str] = "1.0 when the output string contains the given text(s) or the reference, else 0.0."
@@ -188,6 +190,8 @@ class RegexSpec(NoReferenceSpec):
     syntax the same way) with a bound of :data:`REGEX_TIMEOUT` seconds of CPU, and one that runs out is that
     example's ``error`` (``regex_timeout``), never a 0.0.
     """
+
+    deterministic: ClassVar[bool] = True
 
     reads: ClassVar[OutputShape] = OutputShape.TEXT
 
@@ -412,6 +416,8 @@ class WordCountSpec(NoReferenceSpec):
 
     Limit: scripts written without spaces (Chinese, Japanese, Thai) count a whole sentence as one word.
     """
+
+    deterministic: ClassVar[bool] = True
 
     reads: ClassVar[OutputShape] = OutputShape.TEXT
 

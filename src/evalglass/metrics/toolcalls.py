@@ -87,6 +87,8 @@ class Vacuous(StrEnum):
 class ToolCallsSpec(MetricSpec):
     """The calls made against the calls at ``reference``, by ``mode`` (``measure: pass``) or per call."""
 
+    deterministic: ClassVar[bool] = True
+
     reads: ClassVar[OutputShape] = OutputShape.TRAJECTORY
 
     summary: ClassVar[str] = (

@@ -36,6 +36,8 @@ from evalglass.metrics.support import CountBound, NoReferenceSpec, clip, one_lin
 class StepsSpec(NoReferenceSpec):
     """The number of model turns or of tool calls; with ``max``, whether it stayed within that budget."""
 
+    deterministic: ClassVar[bool] = True
+
     reads: ClassVar[OutputShape] = OutputShape.TRAJECTORY
 
     summary: ClassVar[str] = (
@@ -85,6 +87,8 @@ class StepsSpec(NoReferenceSpec):
 class LoopSpec(NoReferenceSpec):
     """1.0 when no call (the same tool with the same arguments) is made ``repeats`` times or more, in a row or (with
     ``consecutive: false``) anywhere in the trajectory; else 0.0, naming the call."""
+
+    deterministic: ClassVar[bool] = True
 
     reads: ClassVar[OutputShape] = OutputShape.TRAJECTORY
 

@@ -37,6 +37,7 @@ at line by line. The colons of a long batch written back are counted in numpy (:
 from __future__ import annotations
 
 import json
+import re
 from collections import deque
 from collections.abc import Callable, Iterable
 from functools import cache
@@ -131,7 +132,116 @@ def not_json(raw: bytes, exc: ValueError) -> str:
     except UnicodeDecodeError as bad:
         byte = f"0x{raw[bad.start]:02x} (byte {bad.start + 1} of the line)"
         return f"not valid JSON: not UTF-8 text at {byte}; save the file as UTF-8"
+    if _cr_only_lines(raw):
+        return "not valid JSON: lines end with CR only; save with LF or CRLF line ends"
     return f"not valid JSON ({exc})"
+
+
+def _cr_only_lines(raw: bytes) -> bool:
+    """Whether ``raw`` (a line that is not JSON) is several lines ended by CR alone (classic Mac OS): a file saved
+    so is read as one line holding them all, whose first piece is a JSON document of its own. (JSON allows a CR only
+    as whitespace between tokens, so a line that fails for another reason may hold one too: it is not said then.)"""
+    pieces = [piece for piece in raw.rstrip(b"\r\n").split(b"\r") if piece.strip()]
+    if len(pieces) < 2:
+        return False
+    try:
+        orjson.loads(pieces[0])
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
+#: An escape of a UTF-16 surrogate (``\ud800`` to ``\udfff``), which a line orjson refused may hold alone.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+#: A surrogate left in a string parsed by the standard library: json pairs a high and a low escape into one
+#: character, so any left is one alone.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+#: What a lone surrogate is read as: U+FFFD REPLACEMENT CHARACTER, as a UTF-8 decoder reads a broken sequence.
+REPLACEMENT = "\ufffd"
+
+
+def loads_lone_surrogates(raw: bytes) -> tuple[Any, int] | None:
+    """``raw`` (one document orjson refused) read with each lone surrogate escape as :data:`REPLACEMENT`, and how
+    many were replaced; None when it holds none or is not JSON for another reason (orjson's error stands then).
+    :class:`JsonRefused` as :func:`check_exact` refuses.
+
+    RFC 8259's grammar allows ``"\ud83d"`` (section 8.2: such a string is valid JSON that no Unicode text spells),
+    and JavaScript writes one when it cuts a string in the middle of an emoji, but orjson refuses the whole line.
+    The standard library reads it (slower, which costs only lines orjson refused: the fast path is unchanged), and
+    every surrogate it leaves, in values and keys alike, is replaced; the caller says where (nothing is changed
+    silently). A paired escape (``"\ud83d\ude00"``) is read by orjson as ever and never comes here."""
+    if _SURROGATE_ESCAPE.search(raw) is None:
+        return None
+    try:
+        value = json.loads(
+            raw.decode("utf-8"), object_pairs_hook=_unique_keys, parse_int=_int64, parse_constant=_no_constant
+        )
+    except JsonRefused:
+        raise
+    except RecursionError:
+        raise _too_deep() from None
+    except ValueError:  # not JSON (nor UTF-8) whatever the surrogates: orjson's message says why
+        return None
+    if _depth(value) > MAX_DEPTH:
+        raise _too_deep()
+    replaced = [0]
+    mended = _mended(value, replaced)
+    return (mended, replaced[0]) if replaced[0] else None
+
+
+def _no_constant(name: str) -> Any:
+    """``NaN``, ``Infinity``: the standard library reads them, JSON (and orjson) do not."""
+    raise ValueError(f"{name} is not JSON")
+
+
+def _mended(value: Any, replaced: list[int]) -> Any:
+    """``value`` with each lone surrogate in its strings and keys replaced (counted in ``replaced[0]``); at most
+    :data:`MAX_DEPTH` deep, so recursion is safe."""
+    if type(value) is str:
+        mended, count = _LONE_SURROGATE.subn(REPLACEMENT, value)
+        replaced[0] += count
+        return mended
+    if type(value) is list:
+        return [_mended(item, replaced) for item in value]
+    if type(value) is dict:
+        fixed = {_mended(key, replaced): _mended(item, replaced) for key, item in value.items()}
+        if len(fixed) != len(value):
+            raise JsonRefused(
+                "duplicate_key", "two keys of one object differ only in lone surrogates, so they read as one key"
+            )
+        return fixed
+    return value
+
+
+class MendedLines:
+    """The lines of one file read with lone surrogates replaced (:func:`loads_lone_surrogates`): the first
+    :data:`NOTES_SHOWN` said in full at their file:line, the rest counted, so a file of many costs a few lines of
+    warnings."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._notes: list[str] = []
+        self._lines = 0
+
+    def add(self, where: str, count: int) -> None:
+        """``count`` lone surrogate escapes were read as U+FFFD at ``where`` (file:line)."""
+        self._lines += 1
+        if len(self._notes) < NOTES_SHOWN:
+            escapes = "escape" if count == 1 else "escapes"
+            self._notes.append(
+                f"{where}: {count} lone surrogate {escapes} (half of an emoji or other character, as JavaScript "
+                "writes a string cut in the middle of one) read as U+FFFD; write the whole character to keep it"
+            )
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        more = self._lines - len(self._notes)
+        rest = (f"{self._path}: {more} more lines with lone surrogate escapes read as U+FFFD",) if more else ()
+        return (*self._notes, *rest)
+
+
+#: Lines of one file :class:`MendedLines` says in full.
+NOTES_SHOWN = 5
 
 
 def loads(raw: bytes) -> Any:

@@ -32,10 +32,12 @@ from evalglass.errors import SetupError
 from evalglass.readers.jsonsource import (
     TEXT_START,
     JsonRefused,
+    MendedLines,
     batch_is_exact,
     batch_is_exact_keeping,
     batch_is_exact_split,
     check_exact,
+    loads_lone_surrogates,
     not_json,
     text_start,
 )
@@ -275,6 +277,8 @@ class DatasetReader:
         self.bad_lines = 0
         #: The first few bad lines' numbers (at most MALFORMED_SHOWN), for the run's summary.
         self.first_bad_lines: list[int] = []
+        #: The lines read differently from their bytes (lone surrogate escapes read as U+FFFD), for the run's warnings.
+        self.mended = MendedLines(str(path))
         self._done = False
 
     @property
@@ -394,8 +398,16 @@ class DatasetReader:
             except decode_error:
                 if not raw.strip():
                     continue
-                yield self._malformed(number, raw, ended or number != last)
-                continue
+                try:
+                    mended = loads_lone_surrogates(raw)
+                except JsonRefused as exc:
+                    yield self._bad(number, exc.code, str(exc))
+                    continue
+                if mended is None:
+                    yield self._malformed(number, raw, ended or number != last)
+                    continue
+                record, replaced = mended
+                self.mended.add(f"{self.path}:{number}", replaced)
             if type(record) is not dict:
                 yield self._bad(number, "not_an_object", f"expected a JSON object, got {type(record).__name__}")
                 continue

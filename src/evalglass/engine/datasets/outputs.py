@@ -36,7 +36,15 @@ from evalglass.core.fieldpath import ABSENT
 from evalglass.core.uniform import all_of_type
 from evalglass.engine.datasets.dataset import BadLine, field_getter
 from evalglass.errors import SetupError
-from evalglass.readers.jsonsource import JsonRefused, batch_is_exact, loads, not_json, text_start
+from evalglass.readers.jsonsource import (
+    JsonRefused,
+    MendedLines,
+    batch_is_exact,
+    loads,
+    loads_lone_surrogates,
+    not_json,
+    text_start,
+)
 from evalglass.readers.userfiles import open_regular
 
 #: Unmatched output ids named in the run's summary (the count is always complete).
@@ -72,6 +80,8 @@ class RecordedOutputs:
             path, what="recorded outputs file", missing_fix="fix `task.path` in the config", buffering=-1
         )
         self._lines = self._numbered_lines()
+        #: The lines read differently from their bytes (lone surrogate escapes read as U+FFFD), for the run's warnings.
+        self.mended = MendedLines(label)
         self._line_no = 0
         self._pending: list[tuple[str, Any, int]] = []  # read ahead, not yet taken: (id, output, line)
         self._hashes = array("q")  # in step: every output's id hash, in file order
@@ -100,7 +110,14 @@ class RecordedOutputs:
         except JsonRefused as exc:
             raise SetupError(str(exc), where=where, fix="write each output as plain JSON") from None
         except orjson.JSONDecodeError as exc:
-            raise SetupError(not_json(raw, exc), where=where, fix="each line must be one JSON object") from None
+            try:
+                mended = loads_lone_surrogates(raw)
+            except JsonRefused as refused:
+                raise SetupError(str(refused), where=where, fix="write each output as plain JSON") from None
+            if mended is None:
+                raise SetupError(not_json(raw, exc), where=where, fix="each line must be one JSON object") from None
+            record, replaced = mended
+            self.mended.add(where, replaced)
         if type(record) is not dict:
             raise SetupError(f"expected a JSON object, got {type(record).__name__}", where=where)
         return self._id_and_output(record, where)
@@ -208,7 +225,13 @@ class RecordedOutputs:
         """The id and output of the line at ``offset`` (indexing parsed and checked every line already)."""
         assert self._map is not None
         end = self._map.find(b"\n", offset)
-        record = orjson.loads(self._map[offset : end if end >= 0 else len(self._map)])
+        raw = self._map[offset : end if end >= 0 else len(self._map)]
+        try:
+            record = orjson.loads(raw)
+        except orjson.JSONDecodeError:  # read by the slower path when indexed (its note was taken then)
+            mended = loads_lone_surrogates(raw)
+            assert mended is not None, "an indexed line parsed before"
+            record = mended[0]
         return self._id_and_output(record, self.label)
 
     # ------------------------------------------------------------------ after the stream

@@ -10,21 +10,32 @@ from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.outputparse import parse_json_output
 from evalglass.core.scorecard import DatasetSummary, OutputsSummary
-from evalglass.engine.datasets.dataset import BadLine
+from evalglass.engine.datasets.dataset import BadLine, DatasetReader
 from evalglass.engine.datasets.datasetfile import open_reader
 from evalglass.engine.datasets.gold import GoldHasher
 from evalglass.engine.datasets.outputs import RecordedOutputs
 from evalglass.engine.spec.config import LoadedConfig
 
+#: A batch as the dataset's reader gives it.
+Batch = ExampleBatch | list[Example | BadLine]
+
 
 class DatasetSource:
     """Iterate once (by batch or by example); then :meth:`summary` describes what was read."""
 
-    def __init__(self, loaded: LoadedConfig, keep: Callable[[Any], None] | None = None) -> None:
+    def __init__(
+        self,
+        loaded: LoadedConfig,
+        keep: Callable[[Any], None] | None = None,
+        outputs: Callable[[Batch], Batch] | None = None,
+    ) -> None:
         """``keep``: given each batch (its outputs joined, not yet parsed), for the run to keep what it scores
-        (``engine.runs.keptoutputs``); only :meth:`batches` calls it."""
+        (``engine.runs.keptoutputs``); only :meth:`batches` calls it. ``outputs``: given each batch as the dataset
+        file holds it, the batch with the outputs to score instead of the outputs file's (``verify`` puts in the
+        outputs a run kept: ``engine.jobs.rescore``); the outputs file is then not read."""
         config = loaded.config
         self._keep = keep
+        self._replace = outputs
         self.reader = open_reader(loaded, gold=config.needs_gold)
         self.path = self.reader.path
         self._config = config
@@ -35,7 +46,7 @@ class DatasetSource:
         if config.parse_json and config.lane is None:
             self._parse = _samples_parser if config.samples else parse_json_output
         outputs_file = loaded.outputs_file
-        if outputs_file is not None:
+        if outputs_file is not None and outputs is None:
             self._outputs = RecordedOutputs(
                 outputs_file,
                 label=str(outputs_file),
@@ -44,12 +55,14 @@ class DatasetSource:
             )
 
     def batches(self) -> Iterator[ExampleBatch | list[Example | BadLine]]:
-        outputs, gold, parse, keep = self._outputs, self._gold, self._parse, self._keep
+        outputs, gold, parse, keep, replace = self._outputs, self._gold, self._parse, self._keep, self._replace
         for batch in self.reader.batches():
             if gold is not None:
                 gold.add(batch)
             if outputs is not None:
                 batch = outputs.attach(batch)
+            if replace is not None:
+                batch = replace(batch)
             if keep is not None:
                 keep(batch)
             if parse is not None:
@@ -89,6 +102,13 @@ class DatasetSource:
             first_malformed=tuple(self.reader.first_bad_lines),
             outputs=outputs,
         )
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """One line for each line the dataset and outputs files were read differently from their bytes (lone
+        surrogate escapes read as U+FFFD), for the run's warnings."""
+        read = self.reader.mended.notes if isinstance(self.reader, DatasetReader) else ()
+        return (*read, *(self._outputs.mended.notes if self._outputs is not None else ()))
 
     def close(self) -> None:
         if self._outputs is not None:

@@ -427,7 +427,9 @@ def _score(prepared: _Prepared, sink: RunSink, warnings: list[str], joined: list
             cluster = RayCluster(loaded).connect()
             joined.append(cluster)
         metrics = build_metrics(loaded, check_records, cluster)
-        scored = sink.commit(_producer(prepared, metrics, warnings, cluster).produce(sink))
+        produced = _producer(prepared, metrics, warnings, cluster).produce(sink)
+        warnings.extend(produced.notes)
+        scored = sink.commit(produced)
         check_records.commit()
         return scored
     except BaseException:

@@ -25,8 +25,10 @@ config (definitions, the dataset) other than the run hashed are said, not counte
 change and a rewritten record look alike without a signature. A check's outcome is the run's word, and said so.
 
 The outputs a recorded run kept (``engine.runs.keptoutputs``) are checked as bytes (digests, the run record's hash) and
-as the outputs of the scored lines (one per line of ``scores.jsonl``, same ids, same order); they are not scored
-again, so verify does not prove that they produce the recorded scores: the scores decide, the outputs are shown.
+as the outputs of the scored lines (one per line of ``scores.jsonl``, same ids, same order), and every deterministic
+metric is scored again from them and the dataset the run read (``engine.jobs.rescore``): each score against the
+recorded one, and the scorecard decided from the re-derived columns. Judges, commands and (unless asked) host code are
+checked for consistency only, and said so.
 
 Limits: without anchoring or a signature, whoever can write the folder can rewrite scores, snapshots, fingerprints,
 scorecard and digests consistently, and such a run verifies as consistent; only the anchors above catch that.
@@ -37,7 +39,7 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -78,7 +80,7 @@ from evalglass.engine.runs.digests import (
     load_digests,
     signature_valid,
 )
-from evalglass.engine.runs.integrity import ArtifactCheck
+from evalglass.engine.runs.integrity import ArtifactCheck, ArtifactProblem
 from evalglass.engine.spec.config import Config, config_as_recorded, config_from_record, definition_file_hashes
 from evalglass.engine.spec.ledger import ledger_problems, parse_ledger
 from evalglass.engine.spec.samplecount import SAMPLES_KEY
@@ -87,6 +89,9 @@ from evalglass.engine.spec.validation import validate_document
 from evalglass.errors import SetupError
 from evalglass.lanes.checkspec import CheckSpec
 from evalglass.readers.yamlsource import parse_yaml
+
+if TYPE_CHECKING:
+    from evalglass.engine.jobs.rescore import Rescored
 
 #: A run with judges of variants side by side: their scores.
 COMPARED_SCORES = f"{COMPARED_DIR}/{SCORES_FILE}"
@@ -125,15 +130,23 @@ class Anchors:
 
     config: Path | None = None
     ledger: Path | None = None
+    #: The dataset to re-score from (default: the path the config snapshot names, beside the config).
+    dataset: Path | None = None
 
 
 def verify_run(
-    folder: Path, anchors: Anchors | None = None, key: str | None = None, *, strict: bool = False
+    folder: Path,
+    anchors: Anchors | None = None,
+    key: str | None = None,
+    *,
+    strict: bool = False,
+    rescore_host: bool = False,
 ) -> VerifyReport:
     """Verify the run in ``folder`` (module docstring). ``strict``: what the anchoring could not establish is a
     finding, not a statement: a config or ledger not at hand, and definition files or a dataset beside the config
     that are not the ones the run hashed (or cannot be hashed), so that a run verifies only while the repository
-    still holds exactly what it was decided on."""
+    still holds exactly what it was decided on. ``rescore_host``: python metrics are scored again too (in their
+    worker processes, as ``run`` scores them)."""
     record = load_runrecord(folder)
     raw_scorecard = load_json(folder / SCORECARD_FILE, "scorecard")
     findings: list[Finding] = []
@@ -181,6 +194,14 @@ def verify_run(
             findings.append(Finding(f"{file}: examples", examples, loaded.examples))
     if examples != record.dataset.examples:
         findings.append(Finding("runrecord.dataset.examples", record.dataset.examples, examples))
+    anchors = anchors or Anchors()
+    config_path = anchors.config if anchors.config is not None else Path(record.config_path)
+    rescored = _rescored(folder, record, config, config_path, anchors, damaged, rescore_host)
+    findings.extend(Finding(*item) for item in rescored.findings)
+    for metric, column in rescored.columns.items():
+        recorded_column = columns.get(metric)
+        if recorded_column is not None and len(column) == len(recorded_column):  # decided from the re-derived scores
+            columns[metric] = column
     rules = recorded_rules(record)
     now_fingerprints = {name: config.gate_fingerprint(name, record.definition_files) for name in config.gates}
     # As the record's rules fingerprinted its gates: one recorded before the samples per example were bound
@@ -281,9 +302,7 @@ def verify_run(
         )
         decided_now = decided_scorecard(config, columns, shape, dataset, current, calls, record.usage, judged)
         findings.extend(_older_rules_findings(rules, derived, decided_now))
-    anchors = anchors or Anchors()
     statements = _anchor(record, anchors, findings, strict=strict)
-    config_path = anchors.config if anchors.config is not None else Path(record.config_path)
     said, as_recorded = _files_at_hand(record, config, config_path, findings if strict else None)
     statements += said
     statements += _check_facts(record, config_path, as_recorded, findings)
@@ -295,6 +314,7 @@ def verify_run(
         findings.extend(Finding(*item) for item in kept_findings)
         if kept_statement is not None:
             statements.append(kept_statement)
+    statements += rescored.said
     extra = _unlisted(folder)
     if extra:
         # Said, not counted: files written into the folder after the run (a JUnit report, an HTML page) are not
@@ -304,6 +324,25 @@ def verify_run(
     return VerifyReport(
         folder=folder, findings=tuple(findings), examples=examples, anchors=tuple(statements), signature=signature
     )
+
+
+def _rescored(
+    folder: Path,
+    record: RunRecord,
+    config: Config,
+    config_path: Path,
+    anchors: Anchors,
+    damaged: list[ArtifactProblem],
+    host: bool,
+) -> Rescored:
+    """The run's deterministic metrics scored again from its kept outputs (``engine.jobs.rescore``), once the
+    files that reads (the scores, the kept outputs) are the ones the run record names."""
+    from evalglass.engine.jobs.rescore import Rescored, rescore_run
+
+    read = {record.scores_file, record.kept_outputs.file if record.kept_outputs is not None else ""}
+    if any(item.file in read for item in damaged):
+        return Rescored(said=("re-scored: none (the files it reads do not add up: see the findings)",))
+    return rescore_run(folder, record, config, config_path, dataset=anchors.dataset, host=host)
 
 
 def _without_count(config: Config, name: str, record: RunRecord) -> str:

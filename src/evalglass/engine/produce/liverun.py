@@ -172,6 +172,7 @@ class LiveProducer:
             with stopper.installed():
                 asyncio.run(self._main(sink, reader, outputs, stopper, tallies))
             dataset = reader.summary()
+            notes = reader.notes
         except asyncio.CancelledError:
             outputs.abort()
             if stopper.signals:  # SIGINT or SIGTERM: an interrupted run, resumable
@@ -184,7 +185,9 @@ class LiveProducer:
             reader.close()
         outputs.commit()
         usage = tuple(tally.summary(self.loaded.config.prices) for tally in tallies.values())
-        return Produced(dataset=dataset, calls=outputs.calls, usage=usage, untrusted_cache_entries=sum(self.untrusted))
+        return Produced(
+            dataset=dataset, calls=outputs.calls, usage=usage, untrusted_cache_entries=sum(self.untrusted), notes=notes
+        )
 
     async def _main(
         self,

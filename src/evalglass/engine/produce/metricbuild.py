@@ -12,6 +12,7 @@ A metric that cannot be built is one line and exit 2, whatever its type.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from evalglass import hostwatch
@@ -38,18 +39,22 @@ def build_scorer(loaded: LoadedConfig, name: str, spec: MetricSpec, context: Bui
 
 
 def build_metrics(
-    loaded: LoadedConfig, check_sink: CheckSink | None = None, shipper: MetricShipper | None = None
+    loaded: LoadedConfig,
+    check_sink: CheckSink | None = None,
+    shipper: MetricShipper | None = None,
+    only: Collection[str] | None = None,
 ) -> list[BuiltMetric]:
     """The synchronous metrics, built once, before scoring starts (a ``live`` metric is built by the live run, in
     its event loop). With a cluster (``shipper``), a ``shippable`` metric is built to run its calls there, and runs
-    concurrently across examples like any metric that waits on something outside the process."""
+    concurrently across examples like any metric that waits on something outside the process. ``only``: just
+    these metrics (``verify`` re-scores some of a run's)."""
     config = loaded.config
     checks = loaded.bound_checks() if config.checks else {}
     built: list[BuiltMetric] = []
     for name, spec in config.metrics.items():
-        if spec.live:
+        if spec.live or (only is not None and name not in only):
             continue
-        ships = shipper is not None and spec.shippable
+        ships = shipper is not None and name in config.shipped_metrics  # never a gated python metric
         context = BuildContext(
             base_dir=loaded.base_dir,
             name=name,
@@ -59,7 +64,7 @@ def build_metrics(
             direction=config.metric_direction(name),
             output_fields=config.gold_excluded_fields,
             others_outputs=config.others_output_fields,
-            bound_code=bound_code(loaded, name, spec),
+            bound_code=bound_code(loaded, name),
         )
         label = metric_label(name, spec)
         with hostwatch.watch(label):  # building a host metric imports its module: host code runs
@@ -73,13 +78,12 @@ def build_metrics(
     return built
 
 
-def bound_code(loaded: LoadedConfig, name: str, spec: MetricSpec) -> tuple[str, tuple[str, ...]] | None:
+def bound_code(loaded: LoadedConfig, name: str) -> tuple[str, tuple[str, ...]] | None:
     """For host code a gate declared in the config decides on: the project's folder (the repository holding the
     config folder, else that folder) and the files the gate's fingerprint binds, as hashed when the config loaded
     (the metric's own files, ``data_files:`` and what it imports): ``lanes.hostguard`` refuses it any other file of
     the project. None for a metric no gate declares, or one that runs no host function here."""
-    config = loaded.config
-    if not spec.host_functions() or not any(gate.metric == name for gate in config.gates.values()):
+    if name not in loaded.config.guarded_metrics:
         return None
     root = loaded.base_dir.resolve()
     project = next((folder for folder in (root, *root.parents) if (folder / ".git").exists()), root)

@@ -53,11 +53,12 @@ class RecordedProducer:
             # After the stream: nothing is called per example, and one check of every id costs a sort.
             sink.check_ids()
             dataset = source.summary()
+            notes = source.notes
         finally:
             source.close()
             if pool is not None:
                 pool.shutdown(wait=True, cancel_futures=True)
-        return Produced(dataset=dataset)
+        return Produced(dataset=dataset, notes=notes)
 
 
 def score_batch(

@@ -102,6 +102,8 @@ class Produced:
     usage: tuple[TokenUsage, ...] = ()
     #: Call-cache entries found and not trusted (their MAC did not verify): asked again.
     untrusted_cache_entries: int = 0
+    #: Lines read differently from their bytes (``DatasetSource.notes``), one line each, for the run's warnings.
+    notes: tuple[str, ...] = ()
 
 
 class Producer(Protocol):

@@ -14,10 +14,10 @@ the run's artifacts (``engine.runs.integrity``, through ``engine.decide.consiste
 what was scored. ``verify`` makes the same check and also reads it
 whole and checks it holds one entry per line of ``scores.jsonl``, the same ids in the same order.
 
-**What it is not.** Evidence for a verdict: no gate, score or count reads it, so a swapped file could at most put
-another text beside a recorded state, and that is what the hash refuses. Nothing checks that these outputs produce
-these scores (the metrics are not run again): the scores decide, and the digests (and their signature) say the
-kept outputs are the ones the run wrote next to them.
+**What it is not.** Evidence for a verdict by itself: no gate, score or count reads it in a run or a reader. ``verify``
+scores the run's deterministic metrics again from it (``engine.jobs.rescore``), so a score these outputs do not
+produce is a finding; that outputs and scores rewritten together are the ones the run saw, only the dataset file
+the run read (outputs recorded in it) or the digests' signature can say.
 
 Cost (BENCHMARKS.md): one ``orjson.dumps`` per batch on the run's thread (none for a batch whose outputs the dataset
 reader already wrote while checking it, :data:`~evalglass.core.example.OUTPUTS_JSON`), and a level-1 zlib pass on a
@@ -240,8 +240,7 @@ def kept_against_scores(
         return findings, None
     return [], (
         f"kept outputs: {kept.file} holds the recorded output of each of the {position} examples scores.jsonl "
-        "scores, in its order, as the run wrote them (digests, and the signature when checked, cover the file); "
-        "they are shown, never scored again: verify does not check that they produce these scores"
+        "scores, in its order, as the run wrote them (digests, and the signature when checked, cover the file)"
     )
 
 

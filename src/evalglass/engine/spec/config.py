@@ -708,6 +708,14 @@ class Config(BaseModel):
                             "override 'task' applies to a python or command lane, and this config has none",
                         )
                     )
+            elif name in self.guarded_metrics:
+                problems.append(
+                    (
+                        ("executor", "overrides", name),
+                        f"override '{name}' names a gated python metric, which is scored here in its guarded worker, "
+                        "never shipped (docs/cluster.md): drop the override",
+                    )
+                )
             elif name not in shipped:
                 problems.append(
                     (
@@ -735,7 +743,16 @@ class Config(BaseModel):
         and stay on the driver)."""
         if not isinstance(self.executor, RayExecutorSpec):
             return set()
-        return {name for name, spec in self.metrics.items() if spec.shippable}
+        guarded = self.guarded_metrics
+        return {name for name, spec in self.metrics.items() if spec.shippable and name not in guarded}
+
+    @property
+    def guarded_metrics(self) -> set[str]:
+        """Metrics running host functions that a gate decides on: their worker loads no project file the gate does
+        not bind (``lanes.hostguard``). Never shipped: a cluster worker process runs many tasks, and the guard's audit
+        hook cannot be taken off it again, so it could hold no one metric's guard (ungated python metrics ship)."""
+        gated = {gate.metric for gate in self.gates.values()}
+        return {name for name, spec in self.metrics.items() if name in gated and spec.host_functions()}
 
     def _outputs_are_csv_cells(self) -> bool:
         """Every output the run scores is a cell of a CSV dataset, as written (no live lane, no outputs file, no
@@ -1003,8 +1020,10 @@ class Config(BaseModel):
         if imported:  # only when there are any: a metric that imports no host code keeps its fingerprint
             payload["imports"] = imported
         payload.update(self.metric_checks_payload(metric, files_of))
-        if metric in self.shipped_metrics and isinstance(self.executor, RayExecutorSpec):
-            # The metric's work runs on a cluster: which one, and in which environment, decides what it answers.
+        if spec.shippable and isinstance(self.executor, RayExecutorSpec):
+            # The metric's work runs on a cluster: which one, and in which environment, decides what it answers. A
+            # gated python metric is scored here instead (``guarded_metrics``), but its payload keeps the executor:
+            # approvals made when it was shipped stay fresh, and a changed executor still asks for a new one.
             payload["executor"] = self.executor.binding_payload()
         if self.samples and spec.reducer.depends_on_count and self.samples_per_example is not None:
             # Under max, min, majority or at_least_k the expected value moves with the number of samples: raising a

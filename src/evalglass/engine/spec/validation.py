@@ -73,14 +73,10 @@ def refuse_numbers_from_text(validated: BaseModel, doc: YamlDocument, what: str)
             if isinstance(written, list) and len(written) == len(value):
                 pending.extend(((*loc, index), item, written[index]) for index, item in enumerate(value))
         elif type(value) in (int, float) and isinstance(written, str):
-            spelled = _spelled_number(written)
-            if spelled is not None:
-                raise SetupError(
-                    f"{_dotted(loc)}: {written!r} is text to YAML, not a number (a quoted value is text; PyYAML "
-                    "reads YAML 1.1: an exponent needs a dot and a sign, 1.0e-3)",
-                    where=doc.where(loc),
-                    fix=f"write {spelled} unquoted in {what}",
-                )
+            refused = refused_text(written)
+            if refused is not None:
+                reason, fix = refused
+                raise SetupError(f"{_dotted(loc)}: {reason}", where=doc.where(loc), fix=f"{fix} in {what}")
 
 
 def refuse_non_finite(doc: YamlDocument, what: str) -> None:
@@ -173,15 +169,10 @@ def _problem(
         return SetupError(f"unknown type '{tag}' at {_dotted(yaml_loc)}", where=where, fix=suggest(tag, expected))
     if kind == "union_tag_not_found":
         return SetupError(f"{_dotted(yaml_loc)} needs a 'type'", where=where, fix="add `type: <metric type>`")
-    number = _number_read_as_text(error)
-    if number is not None:
-        text, spelled = number
-        return SetupError(
-            f"{_dotted(yaml_loc)}: {text!r} is text to YAML, not a number (PyYAML reads YAML 1.1: an exponent needs a "
-            "dot and a sign, 1.0e-3, and a quoted value is text)",
-            where=where,
-            fix=f"write {spelled} unquoted in {what}",
-        )
+    refused = _refused_number(error)
+    if refused is not None:
+        reason, fix = refused
+        return SetupError(f"{_dotted(yaml_loc)}: {reason}", where=where, fix=f"{fix} in {what}")
     return SetupError(f"{_dotted(yaml_loc)}: {problem_message(error)}", where=where, fix=f"fix this value in {what}")
 
 
@@ -189,26 +180,45 @@ def _problem(
 _NUMBER_ERRORS = frozenset({"float_type", "int_type", "float_parsing", "int_parsing"})
 
 
-def _number_read_as_text(error: ErrorDetails) -> tuple[str, str] | None:
-    """``(text, how to write it)`` when a number was expected and the value is text that spells one: ``7e-1`` or
-    ``1e3`` (YAML 1.1, which PyYAML reads, takes an exponent as a number only with a dot and a signed exponent) or a
-    quoted ``"0.7"``. The spelling offered is one YAML 1.1 reads as the same number. None for anything else."""
-    text = error.get("input")
-    if error["type"] not in _NUMBER_ERRORS or not isinstance(text, str):
+def _refused_number(error: ErrorDetails) -> tuple[str, str] | None:
+    """``(what is wrong, how to fix it)`` for every spelling of a number that a number field refuses, so none gets
+    pydantic's generic "Input should be a valid number": text YAML 1.1 reads as a string though it spells a number
+    (``7e-1``, ``1e3``, a quoted ``"0.7"``: an exponent is a number to PyYAML only with a dot and a signed exponent),
+    a percentage (``70%``), and text beyond a float's range (``1e400``). None for a value
+    that spells no number at all (``high``), which keeps pydantic's message."""
+    value = error.get("input")
+    if error["type"] not in _NUMBER_ERRORS:
         return None
-    spelled = _spelled_number(text)
-    return None if spelled is None else (text, spelled)
+    return refused_text(value)
 
 
-def _spelled_number(text: str) -> str | None:
-    """How to write the number ``text`` spells so that YAML 1.1 reads it as that number; None when it spells none
-    (or a NaN or infinity)."""
+def refused_text(value: Any) -> tuple[str, str] | None:
+    """:func:`_refused_number` of a value written where a number is read: ``(what is wrong, how to fix it)`` for
+    text that spells a number, a percentage or a number beyond a float's range; None for anything else."""
+    if not isinstance(value, str):  # (a float YAML read as inf, 1.0e+400, is refused as not finite before this)
+        return None
+    text = value.strip().replace("_", "")
+    percent = text.endswith("%")
     try:
-        number = float(text.strip().replace("_", ""))
+        number = float(text[:-1] if percent else text)
     except ValueError:
         return None
     if not math.isfinite(number):
-        return None
+        return (
+            f"{value!r} is out of range (beyond a 64-bit float)",
+            "write a number within range (a threshold is between 0 and 1)",
+        )
+    if percent:
+        return f"{value!r} is a percentage, which is text to YAML", f"write the fraction {_spelled(number / 100)}"
+    return (
+        f"{value!r} is text to YAML, not a number (PyYAML reads YAML 1.1: an exponent needs a dot and a sign, "
+        "1.0e-3, and a quoted value is text)",
+        f"write {_spelled(number)} unquoted",
+    )
+
+
+def _spelled(number: float) -> str:
+    """``number`` as YAML 1.1 reads it back as the same number."""
     if number.is_integer() and abs(number) < 1e16:
         return str(int(number))
     spelled = repr(number)

@@ -1,0 +1,501 @@
+"""``verify``'s re-scoring: every metric that declares itself deterministic (``MetricSpec.deterministic``: the
+builtin rules) scored again from the outputs a run kept and the dataset it read, score by score against
+``scores.jsonl``; the columns it makes then decide the scorecard in ``verify`` (``decided_scorecard``, the one
+assembly ``run`` uses), so the aggregates and the verdict are re-derived from re-derived scores.
+
+What it re-scores, and what it only says:
+
+- **Which runs.** Any run without variants that kept what it scored: a recorded run its outputs
+  (``runrecord.kept_outputs``, ``engine.runs.keptoutputs``), a live lane's run each sample's answer or failure in
+  ``outputs.jsonl`` (``engine.produce.liveoutputs``), made into the sample rows the live scorer made
+  (``LiveScorer._lane_rows``: ``parse: json``, an answer marked not JSON, a failure's score, a cut-off answer's
+  note). A failure keeps its code and message only, so its score is held to its state and code, not byte for byte.
+- **Which metrics.** Those declaring ``deterministic`` whose definition files beside the config are the ones the
+  run hashed and whose evaluator version is the one the run's gates recorded; with ``host=True``
+  (``verify --rescore-host``) also python metrics, through the same worker processes ``run`` uses
+  (``metrics/hostscoring.py``: the metrics are built by the run's own ``build_metrics``). Judges (a model's answer)
+  and metrics that run a command are never run again: checked for consistency only, and named so.
+- **From what.** The kept outputs, with the records of the dataset file at the path the config snapshot names
+  beside the config (or ``dataset``), read by the run's own reader (``DatasetSource``). That file must be the one
+  the run read: its file fingerprint the run record's (then, where the outputs are recorded in the dataset itself,
+  each kept output must be the one the file holds: one that is not is a finding naming the example), or its gold
+  fingerprint the run record's (the same ids, inputs and references: outputs recorded in the file since are not
+  held to). Otherwise nothing is re-scored and that is said: the records are not the ones scored. (``verify
+  --strict`` counts a dataset that is not the run's through its anchor already.)
+- **Compared how.** Each re-derived block is encoded as the run's sink encodes it (``RunSink``, the same
+  ``encode_score`` and redactor) and compared with the recorded block metric by metric, as JSON; the first
+  differing score is one finding naming the example, the metric and both scores, with how many differ in all.
+
+Limits: a score that differs because this EvalGlass computes a metric of a type whose gates recorded no version (an
+ungated metric) differently from the one that ran shows as a difference; an output holding a secret the run
+redacted re-scores from its redacted text. Outputs rewritten together with their scores agree with each other:
+re-scoring cannot see that, the dataset the run read (outputs recorded in it) or the signature can. Memory: one
+compact column per re-scored metric (as ``run`` holds) and one block at a time of everything else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from evalglass import redaction
+from evalglass.core.columns import ScoreColumn
+from evalglass.core.example import Example, ExampleBatch
+from evalglass.core.fieldpath import ABSENT
+from evalglass.core.fingerprint import short
+from evalglass.core.outputparse import parse_json_output, read_stored_output
+from evalglass.core.runrecord import SCORES_FILE, RunRecord
+from evalglass.core.score import Score
+from evalglass.core.scorecard import DatasetSummary
+from evalglass.engine.datasets.dataset import BadLine
+from evalglass.engine.datasets.source import Batch, DatasetSource
+from evalglass.engine.produce.livescorer import note_truncated
+from evalglass.engine.produce.metricbuild import build_metrics
+from evalglass.engine.produce.recordedrun import score_batch
+from evalglass.engine.produce.scoring import BuiltMetric, call_metric, metric_pool
+from evalglass.engine.produce.sink import Rows, RunSink, new_row_shape
+from evalglass.engine.runs.keptoutputs import decoded_block, kept_lines
+from evalglass.engine.runs.runfolder import OUTPUTS_FILE
+from evalglass.engine.runs.scoresblock import ScoresBlock, decode_block
+from evalglass.engine.spec.config import Config, LoadedConfig, imports_key, metric_definition_hashes
+from evalglass.errors import SetupError
+from evalglass.lanes.base import DECLARED_JSON
+from evalglass.lanes.ports import LaneFailure, failure_score
+from evalglass.metrics.versions import METRIC_VERSIONS, EvaluatorKind, key_of
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
+#: (field, recorded, derived), as ``verify`` reports a finding.
+Found = tuple[str, Any, Any]
+
+
+@dataclass(frozen=True)
+class Rescored:
+    """What re-scoring found: the re-derived column of each metric scored again (empty when none was), the
+    findings, and the lines saying what was re-scored and what was only checked for consistency."""
+
+    columns: dict[str, ScoreColumn] = field(default_factory=dict)
+    findings: tuple[Found, ...] = ()
+    said: tuple[str, ...] = ()
+
+
+def rescore_run(
+    folder: Path,
+    record: RunRecord,
+    config: Config,
+    config_path: Path,
+    *,
+    dataset: Path | None = None,
+    host: bool = False,
+) -> Rescored:
+    """Score the run in ``folder`` again where it can be (module docstring). ``config``: the snapshot the run
+    decided with; ``config_path``: the config file the run read, whose folder its relative paths resolve in."""
+    chosen, only_consistent = _metrics_to_rescore(config, record, config_path.parent, host)
+    consistent = _consistency_line(only_consistent)
+    why_not = _why_not_rescored(folder, config, record)
+    if why_not is None and not chosen:
+        return Rescored(said=(f"re-scored: none; {consistent}",))
+    path = dataset if dataset is not None else config_path.parent / config.dataset.path
+    if why_not is None and not path.is_file():
+        why_not = f"the dataset {path} is not at hand (pass --dataset PATH)"
+    if why_not is not None:
+        return Rescored(said=(f"re-scored: none ({why_not}); {_nothing_rescored(config)}",))
+    redaction.declare(config.secret_names)  # as loading the config does for a run: its secrets are redacted alike
+    if dataset is not None:
+        config = config.model_copy(update={"dataset": config.dataset.model_copy(update={"path": str(dataset)})})
+    loaded = LoadedConfig(config, config_path, record.config_fingerprint, record.definition_files)
+    found = _Rescoring(folder, record, loaded, chosen).run()
+    bound = record.dataset
+    same_file = found.dataset.fingerprint == bound.fingerprint
+    same_gold = bound.gold_fingerprint is not None and found.dataset.gold_fingerprint == bound.gold_fingerprint
+    if not same_file and not same_gold:
+        line = (
+            f"re-scored: none (the dataset {path} is not the one the run read: its fingerprint is "
+            f"{short(found.dataset.fingerprint)}, the run recorded {short(bound.fingerprint)}"
+            + (", and its gold differs too" if bound.gold_fingerprint is not None else "")
+            + f"); {_nothing_rescored(config)}"
+        )
+        return Rescored(said=(line,))
+    # The kept outputs held to the dataset's only where the file is the one the run read: outputs recorded in a file
+    # whose gold is the run's may have been recorded again since.
+    findings = (*found.findings, *(found.kept_differs if same_file else ()))
+    source = (
+        f"{path}, the file the run read"
+        if same_file
+        else f"the records of {path} (its gold fingerprint is the run's; its outputs are not the ones the run read)"
+    )
+    said = (
+        f"re-scored {len(chosen)} of {len(config.metrics)} metrics ({', '.join(chosen)}) from "
+        f"{'the lane answers in ' + OUTPUTS_FILE if config.lane is not None else 'the kept outputs'} and "
+        f"{source}, score by score against {SCORES_FILE}"
+        + (f": {found.differing} score(s) differ" if found.differing else ": every score as recorded")
+        + f"; {consistent}",
+    )
+    return Rescored(columns=found.columns, findings=findings, said=said)
+
+
+def _metrics_to_rescore(
+    config: Config, record: RunRecord, base_dir: Path, host: bool
+) -> tuple[list[str], dict[str, str]]:
+    """The metrics to score again, and for every other one why it is checked for consistency only."""
+    try:
+        current = metric_definition_hashes(config, base_dir)
+    except SetupError as exc:
+        current = {}
+        unhashable: str | None = exc.what
+    else:
+        unhashable = None
+    recorded_versions = {
+        key: version for evaluators in record.gate_evaluators.values() for key, version in evaluators.items()
+    }
+    chosen: list[str] = []
+    consistent: dict[str, str] = {}
+    for name, spec in config.metrics.items():
+        kind = f"{spec.type} '{name}'"
+        version_key = key_of(EvaluatorKind.METRIC, spec.type)
+        recorded = recorded_versions.get(version_key)
+        if spec.live:
+            consistent[kind] = "a model's judgement, not asked again"
+        elif spec.host_functions() and not host:
+            consistent[kind] = "host code, run again only with --rescore-host"
+        elif not spec.deterministic and not spec.host_functions():
+            consistent[kind] = "runs a command, not run again"
+        elif unhashable is not None:
+            consistent[kind] = f"its definition files cannot be hashed here ({unhashable})"
+        elif any(current.get(key) != record.definition_files.get(key) for key in (name, imports_key(name))):
+            consistent[kind] = f"its definition files in {base_dir} are not the ones the run hashed"
+        elif recorded is not None and recorded != METRIC_VERSIONS.get(spec.type, recorded):
+            consistent[kind] = (
+                f"the run scored it with {spec.type}@{recorded}, this EvalGlass has @{METRIC_VERSIONS[spec.type]}"
+            )
+        else:
+            chosen.append(name)
+    return chosen, consistent
+
+
+def _nothing_rescored(config: Config) -> str:
+    return f"every metric ({', '.join(config.metrics)}) checked for consistency only"
+
+
+def _consistency_line(consistent: dict[str, str]) -> str:
+    if not consistent:
+        return "nothing checked for consistency only"
+    return "checked for consistency only: " + "; ".join(f"{kind} ({why})" for kind, why in consistent.items())
+
+
+def _why_not_rescored(folder: Path, config: Config, record: RunRecord) -> str | None:
+    """Why this run's scores cannot be re-derived from kept outputs at all; None when they can."""
+    if config.variant_names:
+        return "a run with variants: its variants' outputs are not scored again"
+    if config.lane is not None:
+        return None if (folder / OUTPUTS_FILE).is_file() else f"the run kept no {OUTPUTS_FILE}"
+    if record.kept_outputs is None:
+        return "the run kept no outputs (recorded before runs kept them)"
+    return None
+
+
+@dataclass
+class _Found:
+    columns: dict[str, ScoreColumn]
+    findings: list[Found]
+    differing: int
+    #: The dataset as read: its file and gold fingerprints.
+    dataset: DatasetSummary
+    #: The first kept output that is not the one the dataset file holds (outputs recorded in the dataset only).
+    kept_differs: list[Found]
+
+
+class _Rescoring:
+    """One pass over the dataset, the kept outputs and ``scores.jsonl`` together, a batch (one block) at a time."""
+
+    def __init__(self, folder: Path, record: RunRecord, loaded: LoadedConfig, chosen: list[str]) -> None:
+        self._folder = folder
+        self._record = record
+        self._loaded = loaded
+        self._chosen = chosen
+        self._findings: list[Found] = []
+        self._kept_differs: list[Found] = []
+        self._stopped = False  # the dataset's lines are not the kept outputs' (the findings say how)
+        self._redactor = redaction.current()
+        # A live lane's run: its answers in outputs.jsonl, one row per dataset line (engine.produce.liveoutputs).
+        self._live = loaded.config.lane is not None
+        self._kept_name = record.kept_outputs.file if record.kept_outputs is not None else OUTPUTS_FILE
+        self._kept: Iterator[tuple[list[str], list[Any]]] = iter(())
+        if record.kept_outputs is not None:
+            kept_where = str(folder / self._kept_name)
+            self._kept = (decoded_block(raw, kept_where) for raw in kept_lines(folder, record))
+        # Outputs in the dataset file itself: the kept ones are held to them (rescore_run says when that counts).
+        self._in_dataset = loaded.outputs_file is None and not self._live
+        #: Per block handed to the sink, the rows whose score a lane failure made: compared by state and code only
+        #: (outputs.jsonl keeps a failure's code and message, not its detail or call evidence).
+        self.failed_rows: list[set[tuple[int, int]]] = []
+
+    def run(self) -> _Found:
+        loaded = self._loaded
+        metrics = build_metrics(loaded, only=self._chosen)
+        compare = _ComparingWriter(
+            _recorded_blocks(self._folder / self._record.scores_file), self._chosen, self.failed_rows
+        )
+        sink = RunSink(self._chosen, new_row_shape(loaded.config), compare, tuple, loaded.dataset_path)
+        source = DatasetSource(loaded, outputs=None if self._live else self._outputs_of)
+        pool = metric_pool(loaded.config, metrics)
+        answers = _outputs_rows(self._folder / OUTPUTS_FILE) if self._live else iter(())
+        try:
+            for batch in source.batches():
+                if self._stopped:
+                    continue
+                if self._live:
+                    self._score_answers(batch, answers, metrics, sink, pool)
+                else:
+                    self.failed_rows.append(set())
+                    score_batch(batch, metrics, sink, pool)
+            dataset = source.summary()
+        finally:
+            source.close()
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+        if not self._stopped and next(answers, None) is not None:
+            self._stop((OUTPUTS_FILE, "one row per line of the dataset", "rows beyond its end"))
+        if not self._stopped and next(self._kept, None) is not None:
+            self._stop(("runrecord.kept_outputs", "one block per batch of the dataset", "blocks beyond its end"))
+        self._findings += compare.finish()
+        columns = {} if self._stopped else sink.columns
+        return _Found(columns, self._findings, compare.differing, dataset, self._kept_differs)
+
+    def _score_answers(
+        self,
+        batch: Batch,
+        answers: Iterator[dict[str, Any]],
+        metrics: list[BuiltMetric],
+        sink: RunSink,
+        pool: Executor | None,
+    ) -> None:
+        """One batch of a live lane's run, its sample rows made from ``outputs.jsonl`` as the live scorer made them
+        from the lane's outcomes (``LiveScorer._lane_rows``), every metric over the answered rows at once."""
+        items = batch.examples() if isinstance(batch, ExampleBatch) else batch
+        rows: list[Example | Score] = []
+        entries: list[dict[str, Any]] = []
+        per_line: list[int] = []
+        failed: set[tuple[int, int]] = set()
+        parse = self._loaded.config.parse_json
+        for line, item in enumerate(items):
+            row = next(answers, None)
+            if row is None or row.get("id") != item.id:
+                found = "<absent>" if row is None else row.get("id")
+                self._stop((f"{OUTPUTS_FILE}: example {item.id!r}", found, "a row per dataset line, in its order"))
+                return
+            samples = row.get("samples")
+            if isinstance(item, BadLine) or not isinstance(samples, list) or not samples:
+                rows.append(Score.error(item.code, item.message) if isinstance(item, BadLine) else _unreadable(row))
+                entries.append({})
+                per_line.append(1)
+                continue
+            for index, entry in enumerate(samples):
+                if "output" in entry:
+                    output = read_stored_output(entry, "output", DECLARED_JSON)
+                    output = parse_json_output(output) if parse else output
+                    rows.append(Example(item.id, item.line, item.fields, output, index))
+                else:
+                    error = entry.get("error") or {}
+                    failure = LaneFailure(str(error.get("code")), str(error.get("message")), index)
+                    rows.append(failure_score(failure))
+                    failed.add((line, index))
+                entries.append(entry)
+            per_line.append(len(samples))
+        measured = ExampleBatch.of([row for row in rows if type(row) is Example])
+        results: dict[str, list[Any]] = {}
+        for metric in metrics:
+            found = iter(call_metric(metric, measured, pool))
+            results[metric.name] = [next(found) if type(row) is Example else row for row in rows]
+        note_truncated(results, entries)
+        self.failed_rows.append(failed)
+        ids = [item.id for item in items]
+        records = [item.fields if isinstance(item, Example) else None for item in items]
+        lines = [item.line for item in items]
+        sink.add(Rows(ids, lines, records, results, per_line=per_line if sink.samples else 1))
+
+    def _stop(self, found: Found) -> None:
+        self._stopped = True
+        self._findings.append(found)
+
+    def _outputs_of(self, batch: Batch) -> Batch:
+        """The batch with the outputs to score (module docstring), the kept ones checked against it."""
+        ids = batch.ids if isinstance(batch, ExampleBatch) else [item.id for item in batch]
+        if self._stopped or not ids:  # the kept file holds no block for an empty batch
+            return batch
+        kept_ids, kept = next(self._kept, ([], []))
+        if kept_ids != ids:
+            pairs = zip(kept_ids, ids, strict=False)
+            first = next((index for index, (theirs, mine) in enumerate(pairs) if theirs != mine), None)
+            first = min(len(kept_ids), len(ids) - 1) if first is None else first
+            self._stop(
+                (
+                    f"{self._kept_name}: example {ids[first]!r}",
+                    kept_ids[first] if first < len(kept_ids) else "<absent>",
+                    "the dataset's id at that line (the kept outputs are not of this dataset)",
+                )
+            )
+            return batch
+        if self._in_dataset and not self._kept_differs:
+            self._held_to(ids, batch, kept)
+        if isinstance(batch, ExampleBatch):
+            return ExampleBatch(ids=batch.ids, lines=batch.lines, records=batch.records, outputs=kept)
+        return [
+            item if isinstance(item, BadLine) else Example(item.id, item.line, item.fields, output, item.sample)
+            for item, output in zip(batch, kept, strict=True)
+        ]
+
+    def _held_to(self, ids: list[str], batch: Batch, kept: list[Any]) -> None:
+        """The first kept output that is not the dataset's (as the run's redactor writes it), named."""
+        if isinstance(batch, ExampleBatch):
+            outputs = batch.outputs
+        else:
+            outputs = [ABSENT if isinstance(item, BadLine) else item.output for item in batch]
+        if _json(kept) == self._redactor.json_bytes(_json(outputs)):
+            return
+        for index, (mine, theirs) in enumerate(zip(outputs, kept, strict=True)):
+            if _json([theirs]) != self._redactor.json_bytes(_json([mine])):
+                self._kept_differs.append(
+                    (
+                        f"{self._kept_name}: example {ids[index]!r}",
+                        _shown(theirs),
+                        f"the dataset's output {_shown(mine)}",
+                    )
+                )
+                return
+
+
+def _json(values: list[Any]) -> bytes:
+    """Outputs as one JSON array, an absent one as the marker the kept file's ``absent`` list stands for."""
+    return orjson.dumps([{"\x00absent": True} if value is ABSENT else value for value in values], default=str)
+
+
+def _shown(value: Any) -> Any:
+    if value is ABSENT:
+        return "<absent>"
+    text = orjson.dumps(value, default=str).decode()
+    return text if len(text) <= 200 else text[:200] + "…"
+
+
+def _agrees(recorded: Any, derived: Any, failed: set[int]) -> bool:
+    """One line's recorded entry against the re-derived one; a sample a lane failure scored (``failed``, by sample
+    index) agrees when the recorded score is an error with the failure's code (all ``outputs.jsonl`` keeps)."""
+    if orjson.dumps(recorded) == orjson.dumps(derived):
+        return True
+    if not failed:
+        return False
+    pairs = list(zip(recorded, derived, strict=False)) if isinstance(recorded, list) else [(recorded, derived)]
+    if isinstance(recorded, list) and (not isinstance(derived, list) or len(recorded) != len(derived)):
+        return False
+    for sample, (old, new) in enumerate(pairs):
+        if not (sample in failed and _same_failure(old, new)) and orjson.dumps(old) != orjson.dumps(new):
+            return False
+    return True
+
+
+def _same_failure(recorded: Any, derived: Any) -> bool:
+    return (
+        isinstance(recorded, dict)
+        and isinstance(derived, dict)
+        and recorded.get("status") == derived.get("status")
+        and _first_code(recorded) == _first_code(derived)
+    )
+
+
+def _first_code(score: dict[str, Any]) -> Any:
+    diagnostics = score.get("diagnostics")
+    return diagnostics[0].get("code") if isinstance(diagnostics, list) and diagnostics else None
+
+
+def _unreadable(row: dict[str, Any]) -> Score:
+    return Score.error("outputs_row_unreadable", f"{OUTPUTS_FILE} holds no samples for example {row.get('id')!r}")
+
+
+def _outputs_rows(path: Path) -> Iterator[dict[str, Any]]:
+    """``outputs.jsonl``'s rows, one at a time (verify checked its bytes against the digests)."""
+    with path.open("rb") as handle:
+        for raw in handle:
+            if raw.strip():
+                row = orjson.loads(raw)
+                yield row if isinstance(row, dict) else {}
+
+
+def _recorded_blocks(path: Path) -> Iterator[ScoresBlock]:
+    """``scores.jsonl``'s blocks, one at a time (verify has checked its bytes against the digests already)."""
+    with path.open("rb") as handle:
+        for raw in handle:
+            if raw.strip():
+                yield decode_block(raw)
+
+
+class _ComparingWriter:
+    """The run sink's writer (``sink.ScoresSink``) that compares each block it is given with the recorded one
+    instead of writing it: each re-scored metric's entries as JSON, after the redactor the run's writer applies."""
+
+    def __init__(
+        self, recorded: Iterator[ScoresBlock], names: list[str], failed_rows: list[set[tuple[int, int]]]
+    ) -> None:
+        self._recorded = recorded
+        self._names = names
+        self._failed_rows = failed_rows
+        self._blocks = 0
+        self._redactor = redaction.current()
+        self._first: Found | None = None
+        self.differing = 0
+
+    def write_block(
+        self, ids: list[str], lines: list[int], scores: dict[str, list[Any]], clusters: list[str | None] | None
+    ) -> None:
+        if not ids:
+            return
+        failed = self._failed_rows[self._blocks] if self._blocks < len(self._failed_rows) else set()
+        self._blocks += 1
+        block = next(self._recorded, None)
+        if block is None or block.ids != ids:
+            self._note(
+                (
+                    f"{SCORES_FILE}: example {ids[0]!r}",
+                    "<absent or other ids>" if block is None else block.ids[0],
+                    ids[0],
+                )
+            )
+            self.differing += len(ids)
+            return
+        for name in self._names:
+            derived = self._redactor.json_bytes(orjson.dumps(scores[name]))
+            recorded = block.scores.get(name)
+            if derived == orjson.dumps(recorded):
+                continue
+            mine = orjson.loads(derived)
+            theirs = recorded if isinstance(recorded, list) else [None] * len(ids)
+            for index, (old, new) in enumerate(zip(theirs, mine, strict=True)):
+                if not _agrees(old, new, {sample for line, sample in failed if line == index}):
+                    self.differing += 1
+                    self._note((f"{SCORES_FILE}: example {ids[index]!r}, metric '{name}'", old, new))
+
+    def _note(self, found: Found) -> None:
+        if self._first is None:
+            self._first = found
+
+    def finish(self) -> list[Found]:
+        if self._first is None and next(self._recorded, None) is not None:
+            self._first = (SCORES_FILE, "blocks beyond the dataset's end", "one block per batch of the dataset")
+        if self._first is None:
+            return []
+        field_name, recorded, derived = self._first
+        more = f"; {self.differing} scores differ in all" if self.differing > 1 else ""
+        return [(f"{field_name} (re-scored from the kept outputs{more})", recorded, derived)]
+
+    def commit(self) -> str:
+        return ""
+
+    def abort(self) -> None:
+        return None
+
+
+__all__ = ["Rescored", "rescore_run"]
