@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from evalglass.core.score import Score
-from evalglass.lanes.metricworker import answer_of, call_metric
+from evalglass.lanes.metricworker import call_metric
 
 MetricResult = float | Score
 
@@ -22,13 +22,6 @@ def call_host(function: Callable[..., Any], arguments: dict[str, Any]) -> Metric
     result = decoded(call_metric(function, arguments))
     assert result is not None  # an answer made here has its shape
     return result
-
-
-def interpret(result: Any) -> MetricResult:
-    """Turn whatever the host returned into a legal result, or an ``error`` saying what was wrong with it."""
-    answer = decoded(answer_of(result))
-    assert answer is not None
-    return answer
 
 
 def decoded(answer: Any) -> MetricResult | None:

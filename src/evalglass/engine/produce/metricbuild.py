@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from evalglass import hostwatch
 from evalglass.engine.datasets.sampleguard import GuardedJudge, SampleGuard, guard_scorer
+from evalglass.engine.produce.cachekey import project_root
 from evalglass.engine.produce.scoring import BuiltMetric
 from evalglass.engine.spec.config import imports_key
 from evalglass.errors import SetupError
@@ -50,11 +51,12 @@ def build_metrics(
     these metrics (``verify`` re-scores some of a run's)."""
     config = loaded.config
     checks = loaded.bound_checks() if config.checks else {}
+    shipped = config.shipped_metrics if shipper is not None else set()  # never a gated python metric
     built: list[BuiltMetric] = []
     for name, spec in config.metrics.items():
         if spec.live or (only is not None and name not in only):
             continue
-        ships = shipper is not None and name in config.shipped_metrics  # never a gated python metric
+        ships = name in shipped
         context = BuildContext(
             base_dir=loaded.base_dir,
             name=name,
@@ -86,7 +88,7 @@ def bound_code(loaded: LoadedConfig, name: str) -> tuple[str, tuple[str, ...]] |
     if name not in loaded.config.guarded_metrics:
         return None
     root = loaded.base_dir.resolve()
-    project = next((folder for folder in (root, *root.parents) if (folder / ".git").exists()), root)
+    project = project_root(root)
     files = loaded.definition_files
     labels = [*files.get(name, {}), *files.get(imports_key(name), {})]
     return str(project), tuple(sorted({str((root / label).resolve()) for label in labels}))
