@@ -23,10 +23,11 @@ def test_content_addresses_are_the_ones_caches_and_calibrations_hold() -> None:
     spec = LlmJudgeSpec.model_validate(
         {"type": "llm_judge", "model": "m", "rubric": "r.md", "scale": {"min": 1, "max": 5}, "base_url": "http://h/v1"}
     )
-    # json-score@2 (the judge fingerprint names its parser, json-score-v2): every calibration stale once, on purpose
-    # (README, "Changes that need re-approval"); under json-score-v1 this was a6c0631962fd...fd37676db7222.
+    # json-score@3 (the judge fingerprint names its parser, json-score-v3): every calibration stale once, on purpose
+    # (README, "Changes that need re-approval"); under json-score-v2 this was 4b0faf147144...9aa7fecbd7b8b, under
+    # json-score-v1 a6c0631962fd...fd37676db7222.
     assert judge_fingerprint(spec, b"rubric text") == (
-        "4b0faf147144bcaad7208e7eac066e6e1fadc3708cceb56d6d79aa7fecbd7b8b"
+        "b63f2cb6cb2e9aefbe0fb8a54a060dbb69fb373f06286590000e351eb138c1b9"
     )
     lane = {"type": "python", "function": "a.py:f", "source_sha256": None}
     assert content_address(lane) == "c8a62b35208b5ce7f466113a315c2d4fa628c1c0f667ba17ad3030ff5afc4790"

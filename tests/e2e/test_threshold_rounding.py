@@ -61,3 +61,67 @@ def test_a_real_shortfall_however_small_still_fails(tmp_path, values, threshold,
     gate = result.json()["decision"]["gates"][0]
     assert (result.code, gate["outcome"]) == (1, "fail"), gate
     assert gate["reasons"][0]["code"] == "below_threshold"
+
+
+# Margin 0: a comparative gate compares the paired difference with exactly 0. Each example's value is the mean of its
+# three samples' recall (1/10, 2/10, 3/10 of ten gold items). The baseline recorded the samples in one order, the
+# candidate in the other: the same answers, but 0.3 + 0.2 + 0.1 is 0.6 and 0.1 + 0.2 + 0.3 is 0.6000000000000001,
+# so the difference comes out ≈ -5.6e-17 and an exact comparison with 0 failed an unchanged candidate.
+GOLD = [f"g{index}" for index in range(10)]
+SAMPLES = [GOLD[:1], GOLD[:2], GOLD[:3]]
+
+
+def margin_zero_project(tmp_path: Any, candidate: list[list[list[str]]]) -> Project:
+    project = make_project(tmp_path, gates={})
+    project.write_rows(
+        [
+            {"id": f"q{index}", "expected": GOLD, "old": SAMPLES[::-1], "new": samples}
+            for index, samples in enumerate(candidate)
+        ]
+    )
+
+    def config(field: str, gates: dict[str, Any]) -> dict[str, Any]:
+        from tests.e2e.project import base_config
+
+        return base_config(
+            task={"type": "recorded", "field": field, "samples": True, "epochs": 3},
+            metrics={"recall": {"type": "set_overlap", "reference": "expected", "measure": "recall"}},
+            gates=gates,
+        )
+
+    project.write_config(config("old", {}))
+    assert project.run("--out", "runs/base").code == 0
+    fingerprint = project.cli("compare", "runs/base", "runs/base", "--format", "json").json()["base"]["fingerprint"]
+    project.write_config(config("new", {"no-regression": {"metric": "recall", "compare_to": "main"}}))
+    probe = project.run("--out", "runs/probe", "--format", "json").json()
+    (gate,) = probe["decision"]["gates"]
+    project.write_ledger(
+        {
+            "version": 1,
+            "datasets": {"suite": {"validated_gold": True, "fingerprint": probe["dataset"]["gold_fingerprint"]}},
+            "baselines": {"main": {"run": "../runs/base", "fingerprint": fingerprint}},
+            "gates": {"no-regression": {"active": True, "fingerprint": gate["fingerprint"], "margin": 0}},
+        }
+    )
+    return project
+
+
+def test_an_unchanged_candidate_summed_in_another_order_passes_at_margin_zero(tmp_path):
+    project = margin_zero_project(tmp_path, [SAMPLES] * 4)
+    result = project.run("--out", "runs/cand", "--format", "json")
+    (gate,) = result.json()["decision"]["gates"]
+    assert (result.code, gate["outcome"], gate["reasons"]) == (0, "pass", []), (gate, result.err)
+    assert gate["threshold"] == 0 and gate["value"] != 0  # the difference really is float noise, not 0
+    assert -1e-15 < gate["value"] < 0
+    verified = project.cli("verify", "runs/cand")
+    assert verified.code == 0, verified.out + verified.err
+
+
+def test_a_real_drop_still_fails_at_margin_zero(tmp_path):
+    """One sample of one example recalls one gold item fewer: a real drop of 1/120, however small, fails."""
+    worse = [SAMPLES] * 3 + [[GOLD[:1], GOLD[:2], GOLD[:2]]]
+    project = margin_zero_project(tmp_path, worse)
+    result = project.run("--out", "runs/cand", "--format", "json")
+    (gate,) = result.json()["decision"]["gates"]
+    assert (result.code, gate["outcome"]) == (1, "fail"), gate
+    assert gate["reasons"][0]["code"] == "below_threshold"

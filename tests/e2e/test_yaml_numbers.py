@@ -46,3 +46,38 @@ def test_text_that_is_no_number_keeps_the_plain_message(tmp_path):
     (project.evals / "authority.yaml").write_text(text.replace("threshold: 0.123", "threshold: high"))
     message = one_line_error(project.run(), "gates.accuracy.threshold")
     assert "is text to YAML" not in message
+
+
+@pytest.mark.parametrize(
+    ("written", "key", "spelled"),
+    [
+        ('proposed_threshold: "0.8"', "gates.accuracy.proposed_threshold: '0.8'", "0.8"),
+        ("min_n: '5'", "gates.accuracy.min_n: '5'", "5"),
+        ('level: "0.9"', "gates.accuracy.level: '0.9'", "0.9"),
+    ],
+)
+def test_a_quoted_config_number_is_refused_as_the_ledger_refuses_one(tmp_path, written, key, spelled):
+    """The ledger reads `threshold: "0.8"` as the text it is; the config used to turn the same text into 0.8
+    silently (pydantic's lax mode). Both now say it at its line, and how to write it."""
+    project = make_project(tmp_path)
+    config = (project.evals / "evalglass.yaml").read_text()
+    edited = config.replace("proposed_threshold: 0.7\n", f"proposed_threshold: 0.7\n    {written}\n")
+    if written.startswith("proposed_threshold"):
+        edited = config.replace("proposed_threshold: 0.7\n", f"{written}\n")
+    (project.evals / "evalglass.yaml").write_text(edited)
+    line = next(n for n, row in enumerate(edited.splitlines(), start=1) if row.strip() == written)
+    message = one_line_error(project.run(), f"evalglass.yaml:{line}:", key, "is text to YAML")
+    assert message.endswith(f"write {spelled} unquoted in the config"), message
+    (project.evals / "evalglass.yaml").write_text(edited.replace(written, written.replace('"', "").replace("'", "")))
+    assert project.run().code == 0  # unquoted, the same config runs
+
+
+def test_text_a_field_reads_on_purpose_is_not_taken_for_a_quoted_number(tmp_path):
+    """A quoted literal a metric compares as text (`expected: "1"` for exact_match) is text in the model too: no
+    refusal, and the answer "1" matches it."""
+    project = make_project(tmp_path, metrics={"exact": {"type": "exact_match", "expected": "1"}})
+    project.write_rows([{"id": f"ex-{index}", "output": "1"} for index in range(3)])
+    assert "expected: '1'" in (project.evals / "evalglass.yaml").read_text()
+    result = project.run("--format", "json")
+    assert result.code == 0, result.err
+    assert result.json()["metrics"][0]["estimate"]["point"] == 1.0

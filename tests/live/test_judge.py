@@ -54,7 +54,7 @@ def test_valid_answers_in_the_usual_wrappings(answer: str) -> None:
     [
         ("Great answer, 5/5!", "no JSON object"),
         ('{"rationale": "forgot the score"}', 'no "score"'),
-        ('{"score": "4", "rationale": "a string"}', "must be a number"),
+        ('{"score": "four", "rationale": "a string"}', "must be a number"),  # "4" is 4 (json-score@3)
         ('{"score": true}', "must be a number"),
         ('{"score": null}', "must be a number"),
         ('{"score": [4]}', "must be a number"),
@@ -347,6 +347,24 @@ def test_labels_file_errors_name_the_line(evals: Path) -> None:
     path.write_text('{"output": "x", "label": 9}\n')
     with pytest.raises(LabelsFileError, match="not an integer from 1 to 5"):
         read_labels(path, FIVE)
+
+
+def test_a_label_written_as_the_other_type_is_the_scales_label(evals: Path) -> None:
+    """json-score@3, a labels file's side: ``"4"`` on a numeric scale is 4, ``2`` on labels ``"1".."3"`` is ``"2"``;
+    text that is no plain number, and a number no label spells, are still refused with their line."""
+    path = evals / "labels.jsonl"
+    path.write_text('{"output": "x", "label": "4"}\n{"output": "y", "label": " 2.0 "}\n')
+    assert [record.label for record in read_labels(path, FIVE)] == [4, 2]
+    digits = JudgeScale(labels=("1", "2", "3"))
+    path.write_text('{"output": "x", "label": 2}\n')
+    assert [record.label for record in read_labels(path, digits)] == ["2"]
+    for bad, scale in (('"four"', FIVE), ('"4e0"', FIVE), ("9", digits), ("true", digits)):
+        path.write_text('{"output": "x", "label": 1}\n{"output": "x", "label": ' + bad + "}\n")
+        with pytest.raises(LabelsFileError, match=r"labels.jsonl:2"):
+            read_labels(path, scale)
+    assert parse_judge_answer('{"score": "4"}', FIVE).score.value == 4.0
+    assert parse_judge_answer('{"score": "-0"}', FIVE).score.validity is Validity.INVALID  # off the scale
+    assert parse_judge_answer('{"score": "\u0664"}', FIVE).score.diagnostics[0].code == "judge_unparseable"
 
 
 def test_a_labels_file_saved_with_a_byte_order_mark_reads_as_without_one(evals: Path) -> None:

@@ -39,7 +39,7 @@ UNSERIALISABLE = """
 """
 
 
-def test_an_output_that_is_not_json_is_that_examples_error_and_outputs_are_byte_identical(
+def test_an_output_that_is_not_json_is_that_examples_wrong_answer_and_outputs_are_byte_identical(
     project: LiveProject,
 ) -> None:
     project.root.mkdir(parents=True)
@@ -54,9 +54,9 @@ def test_an_output_that_is_not_json_is_that_examples_error_and_outputs_are_byte_
     second = project.run("--out", "second")
     assert first.code == 0 and second.code == 0, first.err
     scores = {row["id"]: row["scores"]["present"] for row in project.scores(project.root / "first")}
-    for kind in kinds[:-2]:
-        assert scores[kind]["status"] == "error", kind
-        assert scores[kind]["diagnostics"][0]["code"] == "task_output_unserialisable", kind
+    for kind in kinds[:-2]:  # the system's answer, not JSON: its wrong answer, measured (no longer an error)
+        assert (scores[kind]["status"], scores[kind]["value"]) == ("scored", 0.0), kind
+        assert scores[kind]["diagnostics"][0]["code"] == "output_not_json", kind
     assert scores["struct"]["diagnostics"][0]["code"] == "wrong_type"  # a JSON object: measured (regex wants text)
     assert scores["fine"] == 1.0
     outputs = (project.root / "first" / "outputs.jsonl").read_bytes()
@@ -64,7 +64,8 @@ def test_an_output_that_is_not_json_is_that_examples_error_and_outputs_are_byte_
     assert b" at 0x" not in outputs  # never a repr with a memory address
     rows = [json.loads(line) for line in outputs.splitlines()]
     assert rows[-2]["samples"][0]["output"] == {"fine": [1, 2.5, None, True, "x"]}
-    assert rows[0]["samples"][0]["error"]["code"] == "task_output_unserialisable"
+    assert rows[0]["samples"][0]["output"] == "{1: 'a'}" and "Dict key must be str" in rows[0]["samples"][0]["not_json"]
+    assert rows[3]["samples"][0]["output"] == "{'a', 'b'}"  # a set's items sorted: the same bytes every run
 
 
 EXITING = """

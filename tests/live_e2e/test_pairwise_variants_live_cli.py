@@ -300,3 +300,40 @@ def test_a_failed_lane_call_is_never_judged_and_a_flip_can_be_excluded(
     (pair,) = metric(json.loads(result.out), "preferred")["pairwise"]["pairs"]
     assert (pair["a_wins"], pair["b_wins"], pair["ties"], pair["excluded"]) == (7, 2, 1, 1)
     assert evalglass("verify", str(project.last_run()), cwd=project.root).code == 0
+
+
+def json_reply(body: dict[str, Any]) -> str:
+    """Lanes answer JSON, but `weak-model` answers prose for `prose` questions; the judge prefers the first shown."""
+    text = next(m["content"] for m in reversed(body["messages"]) if m["role"] == "user")
+    if body.get("model") == JUDGE_MODEL:
+        return json.dumps({"winner": "A", "rationale": "the first one"})
+    if body["model"] == "weak-model" and "prose" in text:
+        return "Sure! The answer is yes."
+    return json.dumps({"answer": "yes", "by": body["model"]})
+
+
+def test_a_variants_answer_that_is_not_json_is_the_wrong_answer_the_lane_recorded(tmp_path: Path) -> None:
+    """The weak variant's lane (`output: json`) answered prose for one question: its own metrics score it worst
+    (`output_not_json`), and the judge of variants used to grade its text as if it were an answer. The comparison
+    is now that wrong answer too: the judge's worst value with `output_not_json`, and the judge is not asked."""
+    with FakeOpenAI(reply=json_reply) as fake:
+        project = LiveProject(tmp_path / "evals", fake.base_url)
+        judge = project.judge(mode="pairwise", compare_variants=["strong", "weak"], inconsistent="tie")
+        judge.pop("scale")
+        lane = {**project.lane(), "output": "json"}
+        project.write(
+            [{"id": "fine", "question": "ask"}, {"id": "prose", "question": "prose ask"}],
+            task=lane,
+            metrics={"preferred": judge},
+            variants={"strong": {"model": "strong-model"}, "weak": {"model": "weak-model"}},
+        )
+        result = project.run("--no-cache")
+        assert result.code == 0, result.err
+        asked = [r for r in fake.requests if r.body.get("model") == JUDGE_MODEL]
+    graded = (project.last_run() / "compared" / "graded.jsonl").read_text().splitlines()
+    assert json.loads(graded[1])["output"] == "variant weak: Sure! The answer is yes."
+    compared = {row["id"]: row["scores"]["preferred"] for row in project.scores(project.last_run() / "compared")}
+    assert compared["prose"]["diagnostics"][0]["code"] == "output_not_json", compared["prose"]
+    assert "status" not in compared["fine"] or compared["fine"]["status"] == "scored"
+    assert len(asked) == 2  # both orders for `fine` only: the wrong answer is not shown to the judge
+    assert evalglass("verify", str(project.last_run()), cwd=project.root).code == 0

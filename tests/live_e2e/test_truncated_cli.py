@@ -69,3 +69,41 @@ def test_a_cut_off_answer_is_scored_as_it_is_and_marked(tmp_path: Path, case: st
     assert "cut (line 3) · echoed · fail 0.0 — output_truncated: the answer was cut off" in explained.out
     verified = evalglass("verify", str(project.last_run()), cwd=project.root)
     assert verified.code == 0, verified.out + verified.err
+
+
+AGENT_TOOLS = '''
+def lookup(term: str) -> str:
+    """Look a term up."""
+    return term
+'''
+
+
+def test_an_agents_cut_off_final_answer_is_marked_as_a_chat_answer_is(tmp_path: Path) -> None:
+    """An agent whose final model turn stopped at its token limit (`finish_reason: length`): its trajectory's
+    `finish` said `length`, but no score said the answer was cut off, where a chat lane's did."""
+    turns = {"tell me everything": [{"content": "tell me every", "finish_reason": "length"}]}
+    with FakeOpenAI(turns=turns) as server:
+        project = LiveProject(tmp_path / "evals", server.base_url)
+        project.root.mkdir(parents=True)
+        (project.root / "tools.py").write_text(AGENT_TOOLS)
+        task = project.agent({"lookup": "tools.py:lookup"}, prompt="{{ question }}", timeout=5)
+        metrics = {"echoed": {"type": "contains", "field": "text", "reference": "expect"}}
+        project.write(ROWS, task=task, metrics=metrics)
+        result = project.run()
+    assert result.code == 0, result.err
+    rows = {row["id"]: row for row in project.scores()}
+    cut = rows["cut"]["scores"]["echoed"]
+    assert (cut["status"], cut["value"]) == ("scored", 0.0)
+    assert [d["code"] for d in cut["diagnostics"]] == ["output_truncated"] and "length" in cut["diagnostics"][0][
+        "message"
+    ]
+    assert not isinstance(rows["one"]["scores"]["echoed"], dict) or not rows["one"]["scores"]["echoed"].get(
+        "diagnostics"
+    )
+    outputs = {
+        json.loads(line)["id"]: json.loads(line)
+        for line in (project.last_run() / "outputs.jsonl").read_text().splitlines()
+    }
+    assert outputs["cut"]["samples"][0]["finish_reason"] == "length"
+    verified = evalglass("verify", str(project.last_run()), cwd=project.root)
+    assert verified.code == 0, verified.out + verified.err

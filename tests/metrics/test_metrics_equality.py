@@ -104,9 +104,24 @@ def test_exact_match_missing_reference_and_field() -> None:
     assert_unmeasured(measure(missing_both, {}), Status.NON_EVALUABLE, "reference_missing")
 
 
-def test_exact_match_non_json_output_is_an_error() -> None:
-    assert_unmeasured(measure({"type": "exact_match", "expected": [1]}, {1, 2}), Status.ERROR, "wrong_type")
-    assert_unmeasured(measure({"type": "exact_match", "expected": 1.0}, float("nan")), Status.ERROR, "wrong_type")
+def test_exact_match_non_json_output_is_a_wrong_answer() -> None:
+    """exact_match@4: a value JSON cannot hold, answered by the system, is its wrong answer (worst, the type named);
+    the same value in the reference is the gold's problem (non_evaluable); under exclude the answer is left out."""
+    assert (
+        "got Python set"
+        in assert_worst(measure({"type": "exact_match", "expected": [1]}, {1, 2}), 0.0, "wrong_type")
+        .diagnostics[0]
+        .message
+    )
+    assert_worst(measure({"type": "exact_match", "expected": 1.0}, float("nan")), 0.0, "wrong_type")
+    assert_worst(measure({"type": "exact_match", "reference": "gold"}, b"x", gold=[1]), 0.0, "wrong_type")
+    assert_unmeasured(
+        measure({"type": "exact_match", "reference": "gold"}, [1], gold={1}),
+        Status.NON_EVALUABLE,
+        "reference_wrong_type",
+    )
+    excluded = {"type": "exact_match", "expected": [1], "on_invalid_output": "exclude"}
+    assert_unmeasured(measure(excluded, {1, 2}), Status.ERROR, "wrong_type")
 
 
 @pytest.mark.parametrize(
@@ -142,5 +157,5 @@ def test_enum(config: dict[str, Any], output: Any, result: float) -> None:
 def test_enum_edges() -> None:
     with pytest.raises(ValidationError):
         parse_metric_spec({"type": "enum", "values": []})
-    assert_unmeasured(measure({"type": "enum", "values": ["a"]}, b"a"), Status.ERROR, "wrong_type")
+    assert_worst(measure({"type": "enum", "values": ["a"]}, b"a"), 0.0, "wrong_type")  # enum@4: a wrong answer
     assert_worst(measure({"type": "enum", "values": ["a"], "field": "label"}, {}), 0.0, "output_field_missing")

@@ -13,7 +13,7 @@ from evalglass.core.example import Example
 from evalglass.core.score import Score, Status, Validity
 from evalglass.metrics import MetricLoadError, MetricResult, parse_metric_spec
 from evalglass.metrics.base import BuildContext
-from tests.metrics.helpers import assert_unmeasured, assert_worst
+from tests.metrics.helpers import assert_worst
 
 
 def measure(config: dict[str, Any], output: Any, base_dir: Path = Path(".")) -> MetricResult:
@@ -60,9 +60,18 @@ def test_json_valid_structured_outputs() -> None:
     assert_noted_zero(measure({"type": "json_valid"}, [float("nan")]), "not_json")
 
 
-@pytest.mark.parametrize("output", [3, 2.5, True, None])
-def test_json_valid_scalar_outputs_are_wrong_type(output: Any) -> None:
-    assert_unmeasured(measure({"type": "json_valid"}, output), Status.ERROR, "wrong_type")
+@pytest.mark.parametrize("output", [3, 2.5, True, None, 0, "42", "null"])
+def test_json_valid_a_bare_number_boolean_or_null_is_valid_json(output: Any) -> None:
+    """json_valid@3: a bare scalar is a JSON document (RFC 8259), parsed or not; it was an error wrong_type."""
+    assert measure({"type": "json_valid"}, output) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("output", "named"),
+    [(float("nan"), "nan"), (float("inf"), "inf"), ({1, 2}, "set"), (b"x", "bytes"), (object(), "object")],
+)
+def test_json_valid_a_value_json_cannot_hold_is_an_invalid_answer(output: Any, named: str) -> None:
+    assert named in assert_noted_zero(measure({"type": "json_valid"}, output), "not_json")
 
 
 @pytest.mark.parametrize(
@@ -140,7 +149,7 @@ def test_json_schema_parse_options() -> None:
     assert measure({"type": "json_schema", "schema": schema, "parse_strings": False}, "ABC") == 1.0
     assert_noted_zero(measure({"type": "json_schema", "schema": schema}, "ABC"), "invalid_json")
     assert measure({"type": "json_schema", "schema": schema}, '"ABC"') == 1.0
-    assert_unmeasured(measure({"type": "json_schema", "schema": {}}, {1, 2}), Status.ERROR, "wrong_type")
+    assert_worst(measure({"type": "json_schema", "schema": {}}, {1, 2}), 0.0, "wrong_type")  # json_schema@3
 
 
 def test_json_schema_follows_declared_dialect() -> None:

@@ -129,3 +129,22 @@ def test_final_state_writes_what_the_check_reads(tmp_path: Path) -> None:
     function(Example("a", 1, {}, {"final_state": {"b": 1, "a": [1, 2]}}))
     (record,) = records
     assert json.loads(record.stderr_tail) == {"a": [1, 2], "b": 1}
+
+
+NAN_CALL = [{"name": "a", "arguments": {"x": float("nan")}}]
+
+
+def test_arguments_json_cannot_hold_are_the_systems_wrong_answer_or_the_references_problem() -> None:
+    """tool_calls@4, loop@4: arguments the system made that JSON cannot hold (a NaN, a set) score the worst value
+    with wrong_type (an error before, blocking the gate); the same in the reference is non_evaluable."""
+    tools = {"type": "tool_calls", "reference": "gold", "mode": "exact"}
+    assert_worst(measure(tools, NAN_CALL, gold=[{"name": "a", "arguments": {"x": 1}}]), 0.0, "wrong_type")
+    assert_unmeasured(
+        measure(tools, [{"name": "a", "arguments": {"x": 1}}], gold=NAN_CALL),
+        Status.NON_EVALUABLE,
+        "reference_wrong_type",
+    )
+    per_call = {"type": "tool_calls", "reference": "gold", "measure": "recall"}
+    assert_worst(measure(per_call, NAN_CALL, gold=[{"name": "a", "arguments": {"x": 1}}]), 0.0, "wrong_type")
+    assert_worst(measure({"type": "loop", "repeats": 2, "consecutive": False}, NAN_CALL * 2), 0.0, "wrong_type")
+    assert measure(tools, [{"name": "a", "arguments": {"x": 1}}], gold=[{"name": "a", "arguments": {"x": 1}}]) == 1.0

@@ -270,6 +270,7 @@ def decide_comparative_gate(
         failing=f"{what} {compared:.6g}",
         evidence=Evidence("the paired difference", difference.n, advice, "pairs", observed),
         common=common,
+        magnitude=difference.magnitude,
     )
 
 

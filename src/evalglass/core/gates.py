@@ -132,7 +132,9 @@ class GateResult(BaseModel):
                 raise ValueError(f"gate {self.name}: a comparative gate's threshold is minus its approved margin")
         if undecided and self.favourable_bound is None:
             raise ValueError(f"gate {self.name}: undecided needs both ends of the interval (favourable_bound)")
-        expected = rule_decision(self.rule, self.direction, self.threshold, self.compared, self.favourable_bound)
+        expected = rule_decision(
+            self.rule, self.direction, self.threshold, self.compared, self.favourable_bound, magnitude=self.magnitude
+        )
         found = RuleDecision.UNDECIDED if undecided else RuleDecision(self.outcome.value)
         # A result recorded before float rounding was read as on the threshold was decided exactly: redder, never
         # greener, so it still reads as it was decided.
@@ -145,6 +147,14 @@ class GateResult(BaseModel):
                 f"({self.direction.value}, rule {self.rule.value}) is {expected.value}, not {found.value}"
             )
         return self
+
+    @property
+    def magnitude(self) -> float:
+        """The size of the numbers the compared value was computed from (``core.gatespec.reaches``): a comparative
+        gate's two means over the pairs; 0.0 for a value compared on its own."""
+        metric = self.comparison.metric if self.comparison is not None else None
+        difference = metric.difference if metric is not None else None
+        return 0.0 if difference is None else difference.magnitude
 
     def _bounds_ordered(self) -> None:
         """The favourable bound belongs to lower_bound and lies on the favourable side of the unfavourable one."""
@@ -379,10 +389,11 @@ def decided(
     failing: str,
     evidence: Evidence,
     common: dict[str, Any],
+    magnitude: float = 0.0,
 ) -> GateResult:
     """The gate's outcome once nothing blocks it: what :func:`rule_decision` says of its numbers. ``failing`` names
     the compared number in the ``below_threshold`` reason; ``evidence`` fills the ``undecided`` one."""
-    decision = rule_decision(spec.rule, spec.direction, threshold, compared, favourable)
+    decision = rule_decision(spec.rule, spec.direction, threshold, compared, favourable, magnitude=magnitude)
     numbers = {"compared": compared, "threshold": threshold}
     if decision is RuleDecision.PASS:
         return GateResult(outcome=Outcome.PASS, **numbers, **common)

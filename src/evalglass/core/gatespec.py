@@ -192,17 +192,25 @@ def meets(value: float, threshold: float, direction: Direction) -> bool:
 #: in binary floating point from values written in decimal: 0, 0 and 0.3 average to 0.09999999999999999, and a gate
 #: at 0.1 read that as "0.1 is below the approved threshold (needs >= 0.1)", a false red. The rounding of a mean of
 #: any size is far below 1e-12 of its magnitude (about 1e-16 a value, numpy sums pairwise), and no threshold or
-#: measurement means anything at the twelfth significant digit, so this never decides a real difference. Limit:
-#: relative, so a threshold of exactly 0 is compared exactly (a value of 1e-17 where 0 was meant still misses it).
+#: measurement means anything at the twelfth significant digit, so this never decides a real difference.
 THRESHOLD_ROUNDING = 1e-12
 
 
-def reaches(value: float, threshold: float, direction: Direction) -> bool:
+def reaches(value: float, threshold: float, direction: Direction, magnitude: float = 0.0) -> bool:
     """The gate rules' comparison: ``value`` meets ``threshold`` (:func:`meets`), or equals it to within float
-    rounding (:data:`THRESHOLD_ROUNDING`, relative to the larger of the two)."""
-    return meets(value, threshold, direction) or abs(value - threshold) <= THRESHOLD_ROUNDING * max(
-        abs(value), abs(threshold)
-    )
+    rounding.
+
+    The rule: within ``THRESHOLD_ROUNDING × max(|value|, |threshold|, magnitude)``, where ``magnitude`` is the size
+    of the numbers ``value`` was computed from (a comparative gate's two means: ``0.0`` for a value compared on its
+    own). Why the third term: float rounding is relative to the operands, not to the result. A paired difference of
+    two means of about 0.6 carries rounding of about 1e-16 however close to 0 it comes out, so against a margin of
+    exactly 0 (threshold ``0.0``) a tolerance relative to the difference and the threshold alone is 0, and an
+    unchanged candidate whose per-example means were summed in another order (0.1 + 0.2 + 0.3 against
+    0.3 + 0.2 + 0.1) failed by ≈ 3e-17. Scaled to the operands, the tolerance is still a twelfth-digit one: a real
+    difference of a part in 10¹² of the values compared is beyond anything a threshold or a measurement means."""
+    if meets(value, threshold, direction):
+        return True
+    return abs(value - threshold) <= THRESHOLD_ROUNDING * max(abs(value), abs(threshold), abs(magnitude))
 
 
 class RuleDecision(StrEnum):
@@ -222,6 +230,7 @@ def rule_decision(
     favourable: float | None = None,
     *,
     exact: bool = False,
+    magnitude: float = 0.0,
 ) -> RuleDecision:
     """The one statement of what a gate's rule decides; ``GateResult`` and every renderer that re-derives an
     outcome call it with what the scorecard records (``compared``, ``favourable_bound``, ``threshold``).
@@ -234,12 +243,16 @@ def rule_decision(
     which failed whenever the bound missed): decided that way, so an old run still reads as it was decided. It can
     only ever read redder than the three-way rule, never greener (pass needs the same unfavourable bound either way).
 
-    Numbers are compared with :func:`reaches` (equal up to float rounding is on the threshold). ``exact`` compares
-    them exactly, as results recorded before that rule were decided: it can only read redder, never greener.
+    Numbers are compared with :func:`reaches` (equal up to float rounding is on the threshold; ``magnitude``, the
+    size of the numbers they were computed from, as it says). ``exact`` compares them exactly, as results recorded
+    before that rule were decided: it can only read redder, never greener.
     """
-    on_side = meets if exact else reaches
-    if on_side(compared, threshold, direction):
+
+    def on_side(number: float) -> bool:
+        return meets(number, threshold, direction) if exact else reaches(number, threshold, direction, magnitude)
+
+    if on_side(compared):
         return RuleDecision.PASS
-    if rule is GateRule.POINT or favourable is None or not on_side(favourable, threshold, direction):
+    if rule is GateRule.POINT or favourable is None or not on_side(favourable):
         return RuleDecision.FAIL
     return RuleDecision.UNDECIDED

@@ -21,6 +21,10 @@ from typing import Any
 #: The key beside a stored output saying the text under its key is an answer that is not JSON, and why.
 NOT_JSON = "not_json"
 
+#: What made a lane's output JSON (a ``chat`` or ``command`` lane's ``output: json``, a ``python`` lane's contract),
+#: in the diagnostic of an answer that is not.
+DECLARED_JSON = "the lane's output is json"
+
 
 @dataclass(frozen=True, slots=True)
 class UnparsedOutput:

@@ -338,6 +338,8 @@ class AgentLane:
             except TypeError as exc:  # outputs.jsonl could not hold it, and a replay would not see what metrics saw
                 return self._state_not_json(run, f"the trajectory's final state is not JSON ({exc})", sample)
         usage = _summed([usage for usage, _ in run.model_calls])
+        from evalglass.lanes.chatcall import truncated
+
         return LaneOutput(
             self._trajectory(run, finish, usage),
             sample,
@@ -348,6 +350,8 @@ class AgentLane:
             tries=run.tries,
             replayed=run.cached and run.replayed,
             model_calls=tuple(run.model_calls),
+            # The final answer cut off at its token limit: noted on every score, as a chat lane's (output_truncated).
+            truncated=finish if truncated(finish) else None,
         )
 
     # ------------------------------------------------------------------ the loop

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalglass.core.outputparse import read_stored_output, stored_output
+from evalglass.core.outputparse import DECLARED_JSON, read_stored_output, stored_output
 from evalglass.core.redact import Redactor
 from evalglass.lanes.callcache import CallStore, Hit, cache_key, through_cache
 from evalglass.lanes.ports import MAX_DETAIL, Job, LaneColumn, LaneOutcome, LaneOutput
@@ -109,10 +109,6 @@ class LaneContext:
     transport: TransportChoice = "auto"
     ship_async: bool = False
     prices: Mapping[str, Price] | None = None
-
-
-#: What made a lane's output JSON, in the diagnostic of an answer that is not (``core.outputparse.UnparsedOutput``).
-DECLARED_JSON = "the lane's output is json"
 
 
 def fields_key(cache: CallStore | None, fingerprint: str, fields: Mapping[str, Any], sample: int) -> str | None:

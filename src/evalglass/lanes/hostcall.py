@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import math
+import re
 import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -16,6 +18,7 @@ from typing import Any
 import orjson
 
 from evalglass import redaction
+from evalglass.core.outputparse import DECLARED_JSON, UnparsedOutput
 from evalglass.core.redact import Redactor
 from evalglass.lanes.ports import MAX_DETAIL, LaneFailure, LaneOutcome, LaneOutput
 
@@ -77,26 +80,82 @@ def shipped_python_call(
     return lane_value(value, name, sample)
 
 
-def lane_value(value: Any, name: str, sample: int) -> LaneOutcome:
-    """A host function's return value as an outcome: JSON, or a failure saying why it is not."""
+#: How much of the ``repr`` of an answer that is not JSON is kept as its text (redacted first).
+NOT_JSON_TEXT = 2000
+
+
+def lane_value(value: Any, name: str, sample: int) -> LaneOutput:
+    """A host function's return value as an outcome: the value when it is JSON, else the system's wrong answer.
+
+    The function is the system under test, and what it returned is its answer: a set, bytes, an object, NaN or an
+    infinity is an answer JSON cannot hold, measured like a live lane's answer that does not parse (an
+    :class:`~evalglass.core.outputparse.UnparsedOutput`: every metric's worst value with ``output_not_json``,
+    ``json_valid`` 0.0), its ``repr`` kept as its text. It used to be a lane failure (``task_output_unserialisable``,
+    an error blocking every gate on a mistake only the system can mend), and orjson alone wrote a NaN or an infinity
+    as ``null``, another answer than the one given."""
     problem = json_problem(value)
     if problem is not None:
-        return LaneFailure(
-            "task_output_unserialisable",
+        message = (
             f"{name} returned a {type(value).__name__} that is not JSON ({problem}); return text, numbers, "
-            "booleans, null, lists and mappings with text keys",
-            sample,
+            "booleans, null, lists and mappings with text keys"
         )
+        return LaneOutput(UnparsedOutput(shown(value), message, declared=DECLARED_JSON), sample)
     return LaneOutput(value, sample)
+
+
+def shown(value: Any) -> str:
+    """The text kept for an answer that is not JSON: a ``repr`` made the same run after run (a set's items sorted,
+    since string hashing is randomised per process; no memory address), redacted and bounded (host code's
+    ``__repr__`` may raise)."""
+    try:
+        text = _stable_repr(value, 0)
+    except Exception as exc:
+        text = f"<{type(value).__name__} whose repr raised {type(exc).__name__}>"
+    return redaction.current().head(text, NOT_JSON_TEXT, "...")
+
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def _stable_repr(value: Any, depth: int) -> str:
+    if depth > 20:
+        return "..."
+    if isinstance(value, set | frozenset):
+        items = sorted(_stable_repr(item, depth + 1) for item in value)
+        return "{" + ", ".join(items) + "}" if items else f"{type(value).__name__}()"
+    if isinstance(value, dict):
+        pairs = (f"{_stable_repr(k, depth + 1)}: {_stable_repr(v, depth + 1)}" for k, v in value.items())
+        return "{" + ", ".join(pairs) + "}"
+    if isinstance(value, list | tuple):
+        inner = ", ".join(_stable_repr(item, depth + 1) for item in value)
+        return f"[{inner}]" if isinstance(value, list) else f"({inner})"
+    return _ADDRESS.sub("", repr(value))
 
 
 def json_problem(value: Any) -> str | None:
     """Why ``value`` cannot be stored as JSON (a set, an object, a non-text key, an integer beyond 64 bits, a
-    reference cycle), or None. An output is written to ``outputs.jsonl`` as JSON, never as a ``repr``."""
+    reference cycle, a NaN or an infinity), or None. An output is written to ``outputs.jsonl`` as JSON, never as a
+    ``repr``."""
     try:
-        orjson.dumps(value)
+        encoded = orjson.dumps(value)
     except TypeError as exc:  # orjson.JSONEncodeError is a TypeError
         return str(exc)
+    return non_finite(value) if b"null" in encoded else None
+
+
+def non_finite(value: Any) -> str | None:
+    """Why ``value`` holds a NaN or an infinity (which orjson writes as ``null``), or None. Asked only of a value
+    whose encoding holds a ``null``: the rest never hold one."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if type(item) is float or isinstance(item, float):
+            if not math.isfinite(item):
+                return f"{item!r} is not a JSON number"
+        elif isinstance(item, dict):
+            pending.extend(item.values())
+        elif isinstance(item, list | tuple):
+            pending.extend(item)
     return None
 
 
@@ -123,4 +182,13 @@ def _one_line(exc: BaseException, redactor: Redactor) -> str:
     return redactor.head(text[0] if text else "", 300, "")
 
 
-__all__ = ["json_problem", "lane_value", "python_call", "python_value", "shipped_python_call"]
+__all__ = [
+    "NOT_JSON_TEXT",
+    "json_problem",
+    "lane_value",
+    "non_finite",
+    "python_call",
+    "python_value",
+    "shipped_python_call",
+    "shown",
+]

@@ -42,7 +42,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from evalglass.lanes.ports import LaneFailure
+from evalglass.core.outputparse import DECLARED_JSON, UnparsedOutput
+from evalglass.lanes.ports import LaneFailure, LaneOutput
 
 if TYPE_CHECKING:
     from evalglass.lanes.ports import LaneOutcome
@@ -51,6 +52,9 @@ if TYPE_CHECKING:
 #: a worker starts from a clean interpreter, however much host code a python metric imported here.
 _CONTEXT = multiprocessing.get_context("forkserver")
 _PRELOAD = ["evalglass.lanes.hostworker", "evalglass.lanes.hostload", "evalglass.lanes.hostcall"]
+#: The code of a run's entry that carries an answer that is not JSON (its text and why) instead of a failure: the
+#: pipe is JSON, so the answer travels as what :func:`decode_run` makes an ``UnparsedOutput`` of again.
+NOT_JSON_ANSWER = "task_output_not_json"
 
 
 def _forget_fork_server() -> None:
@@ -728,19 +732,23 @@ class _Runner:
         failures = [entry for entry in self.failures if start <= entry[0] < finished]
         seconds = time.monotonic() - self.began
         try:
-            head = orjson.dumps([failures, finished, timed_out, False, seconds, start, more])
-            return head + b"\n" + orjson.dumps(values)
+            body = orjson.dumps(values)
         except TypeError:
             pass
+        else:
+            from evalglass.lanes.hostcall import non_finite
+
+            if b"null" not in body or non_finite(values) is None:  # orjson writes a NaN as null: look for one
+                return orjson.dumps([failures, finished, timed_out, False, seconds, start, more]) + b"\n" + body
         from evalglass.lanes.hostcall import lane_value
 
         failed = {entry[0] for entry in failures}
         lines = []
         for index, value in enumerate(values, start):
             if index not in failed:
-                outcome = lane_value(value, self.name, self.samples[index])
-                if not hasattr(outcome, "value"):
-                    failures.append([index, outcome.code, outcome.message, outcome.detail])
+                answer = lane_value(value, self.name, self.samples[index]).value
+                if type(answer) is UnparsedOutput:  # an answer that is not JSON: sent as its text (decode_run)
+                    failures.append([index, NOT_JSON_ANSWER, answer.message, answer.text])
                     value = None
             lines.append(orjson.dumps(None if index in failed else value))
         return b"\n".join([orjson.dumps([sorted(failures), finished, timed_out, True, seconds, start, more]), *lines])
@@ -792,6 +800,11 @@ def decode_run(
                 or not (entry[3] is None or type(entry[3]) is str)
             ):
                 return None
+            if entry[1] == NOT_JSON_ANSWER:  # the function's answer, not JSON: its text and why (lane_value)
+                text = entry[3] if entry[3] is not None else ""
+                answer = UnparsedOutput(text, entry[2], declared=DECLARED_JSON)
+                failed[entry[0]] = LaneOutput(answer, samples[entry[0]])
+                continue
             failed[entry[0]] = LaneFailure(entry[1], entry[2], samples[entry[0]], detail=entry[3])
     worked = seconds if type(seconds) is float and 0.0 <= seconds < 1e6 else None
     return values, failed, len(values), worked

@@ -9,7 +9,9 @@ a :class:`~evalglass.core.score.Score`:
 =====================================  =====================================================================
 answer                                 score
 =====================================  =====================================================================
-on the scale                           ``scored`` + ``valid``: the number (a label's value on label scales)
+on the scale                           ``scored`` + ``valid``: the number (a label's value on label scales); a
+                                       plain decimal number written as text (``"4"``) is that number, an integer
+                                       on a label scale the label its digits spell (``json-score@3``)
 a number off the scale (or between     ``scored`` + ``invalid``, code ``judge_off_scale``: the number is kept
 integer points)                        but never enters aggregation
 a label that is not on the scale       ``error``, code ``judge_off_scale`` (a label off the scale has no number)
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -155,6 +158,32 @@ def _short(text: str) -> str:
     return redaction.current().head(text, 200, "")
 
 
+#: A plain decimal number written as text: optional sign, digits, optionally a point and digits; nothing else (no
+#: exponent, no ``NaN``, no digit separators, no words around it). ASCII digits only (``re.ASCII``).
+_DECIMAL = re.compile(r"[+-]?[0-9]+(?:\.[0-9]+)?", re.ASCII)
+
+
+def numeral(value: Any) -> Any:
+    """A numeric scale's score as the judge wrote it: a string that is a plain decimal number (``"4"``, ``" 4.0 "``)
+    is that number (``json-score@3``: a judge that quotes its number still answered it), anything else as it is (so
+    ``"four"``, ``"4/5"``, ``"1e1"`` or ``"NaN"`` stay what the rules refuse). The number then meets the same rules
+    as one written bare: on the scale it is the score, between points or off the scale ``judge_off_scale``."""
+    if type(value) is str and _DECIMAL.fullmatch(value.strip()):
+        text = value.strip()
+        return int(text) if "." not in text else float(text)
+    return value
+
+
+def label_text(value: Any, scale: JudgeScale) -> Any:
+    """A label scale's score as the judge wrote it: an integer (not a bool) whose digits spell one of the scale's
+    labels is that label, so a judge answering ``{"score": 2}`` on labels ``["1", "2", "3"]`` answered ``"2"``
+    (``json-score@3``, the mirror of :func:`numeral`); anything else as it is (a number no label spells is still not
+    a label: ``judge_unparseable``)."""
+    if type(value) is int and str(value) in scale.label_values():
+        return str(value)
+    return value
+
+
 def _unparseable(why: str, text: str, evidence: tuple[str, ...]) -> JudgeAnswer:
     return JudgeAnswer(
         Score.unmeasured(
@@ -176,6 +205,7 @@ def parse_judge_answer(text: str, scale: JudgeScale, *, evidence: tuple[str, ...
     rationale_value = answer.get("rationale")
     rationale = None if rationale_value is None else str(rationale_value)
     if scale.numeric:
+        value = numeral(value)
         if isinstance(value, bool) or not isinstance(value, int | float):
             return _unparseable(
                 _short(f'"score" must be a number, got {type(value).__name__} {value!r}'), text, evidence
@@ -210,6 +240,7 @@ def parse_judge_answer(text: str, scale: JudgeScale, *, evidence: tuple[str, ...
             rationale,
             None,
         )
+    value = label_text(value, scale)
     if not isinstance(value, str):
         return _unparseable(
             _short(f'"score" must be a label string, got {type(value).__name__} {value!r}'), text, evidence
@@ -494,6 +525,7 @@ def read_labels(path: Path, scale: JudgeScale) -> list[LabelledExample]:
 
 
 def _normalise_label(value: Any, scale: JudgeScale) -> Any:
+    value = numeral(value) if scale.numeric else label_text(value, scale)
     if scale.numeric and isinstance(value, float) and value.is_integer():
         return int(value)
     if not scale.numeric and isinstance(value, str):

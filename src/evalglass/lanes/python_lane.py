@@ -297,7 +297,10 @@ class PythonLane(TaskLane):
         for index, value in zip(run, made, strict=False):
             values[index] = value
         for position, failure in failed.items():
-            failures[run[position]] = failure  # type: ignore[assignment]
+            if isinstance(failure, LaneOutput):  # an answer that is not JSON (hostworker.decode_run): a value
+                values[run[position]] = failure.value
+                continue
+            failures[run[position]] = failure
             values[run[position]] = None
         return finished, cut
 

@@ -28,7 +28,7 @@ from evalglass.metrics.base import (
     missing_reference,
     reference_getter,
 )
-from evalglass.metrics.invalid import InvalidAnswer, invalid_answer
+from evalglass.metrics.invalid import InvalidAnswer, WrongAnswer, invalid_answer, wrong_answer
 from evalglass.metrics.normalize import NormalizeOptions, Normalizer, build_normalizer, is_identity
 from evalglass.metrics.support import (
     NoReferenceSpec,
@@ -68,9 +68,10 @@ class ExactMatchSpec(MetricSpec):
     def build_one(self, context: BuildContext) -> MetricFn:
         target = measured_target(self)
         invalid = invalid_answer(self, context)
+        wrong = wrong_answer(self, context)
         normalizer = build_normalizer(self.normalize)
         if self.reference is None:
-            return self._build_literal(target, invalid, _comparer(self.expected, normalizer))
+            return self._build_literal(target, invalid, _comparer(self.expected, normalizer, wrong))
         gold = reference_getter(self)
 
         def exact_match_reference(example: Example) -> MetricResult:
@@ -82,7 +83,7 @@ class ExactMatchSpec(MetricSpec):
                 return invalid(example)
             if type(value) is str and type(reference) is str:
                 return 1.0 if normalizer(value) == normalizer(reference) else 0.0
-            return _comparer(reference, normalizer)(value)
+            return _comparer(reference, normalizer, wrong)(value)
 
         return exact_match_reference
 
@@ -146,8 +147,9 @@ class ExactMatchSpec(MetricSpec):
         return exact_match
 
 
-def _comparer(gold: Any, normalizer: Normalizer) -> Comparer:
-    """A function comparing any value with ``gold``, with the gold side prepared once."""
+def _comparer(gold: Any, normalizer: Normalizer, wrong: WrongAnswer) -> Comparer:
+    """A function comparing any value with ``gold``, with the gold side prepared once. A gold value JSON cannot hold
+    is the reference's problem (``non_evaluable``); such an answer is the system's wrong answer (``wrong``)."""
     if isinstance(gold, str):
         normalized_gold = normalizer(gold)
 
@@ -162,7 +164,7 @@ def _comparer(gold: Any, normalizer: Normalizer) -> Comparer:
         gold_key = json_key(gold)
     except NotJsonError as exc:
         message = f"exact_match compares JSON values and the expected value is not one: {exc}"
-        return lambda value: Score.error("reference_wrong_type", message)
+        return lambda value: Score.non_evaluable("reference_wrong_type", message)
 
     def against_json(value: Any) -> MetricResult:
         if isinstance(value, str):
@@ -170,7 +172,7 @@ def _comparer(gold: Any, normalizer: Normalizer) -> Comparer:
         try:
             return 1.0 if json_key(value) == gold_key else 0.0
         except NotJsonError as exc:
-            return wrong_type("exact_match", f"a JSON value ({exc})", value)
+            return wrong(wrong_type("exact_match", f"a JSON value ({exc})", value))
 
     return against_json
 
@@ -202,6 +204,7 @@ class EnumSpec(NoReferenceSpec):
     def build_one(self, context: BuildContext) -> MetricFn:
         target = measured_target(self)
         invalid = invalid_answer(self, context)
+        wrong = wrong_answer(self, context)
         fold = not self.case_sensitive
         allowed = frozenset(json_key(value, fold_case=fold) for value in self.values)
 
@@ -212,7 +215,7 @@ class EnumSpec(NoReferenceSpec):
             try:
                 key = json_key(value, fold_case=fold)
             except NotJsonError as exc:
-                return wrong_type("enum", f"a JSON value ({exc})", value)
+                return wrong(wrong_type("enum", f"a JSON value ({exc})", value))
             return 1.0 if key in allowed else 0.0
 
         return enum

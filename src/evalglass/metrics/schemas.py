@@ -26,7 +26,7 @@ from evalglass.core.jsonvalue import is_json_value
 from evalglass.core.score import Score
 from evalglass.metrics.base import ABSENT, BuildContext, MetricFn, MetricResult, measured_target
 from evalglass.metrics.errors import MetricLoadError
-from evalglass.metrics.invalid import invalid_answer
+from evalglass.metrics.invalid import invalid_answer, wrong_answer
 from evalglass.metrics.structured import parse_or_fail
 from evalglass.metrics.support import NoReferenceSpec, one_line, scored_with_note, wrong_type
 
@@ -124,6 +124,7 @@ class JsonSchemaSpec(NoReferenceSpec):
         validator = cls(schema, registry=registry, format_checker=cls.FORMAT_CHECKER if self.check_formats else None)
         target = measured_target(self)
         invalid = invalid_answer(self, context)
+        wrong = wrong_answer(self, context)
         parse_strings = self.parse_strings
 
         def json_schema(example: Example) -> MetricResult:
@@ -135,7 +136,7 @@ class JsonSchemaSpec(NoReferenceSpec):
                 if isinstance(instance, Score):
                     return instance
             elif not is_json_value(instance):
-                return wrong_type("json_schema", "a JSON value", instance)
+                return wrong(wrong_type("json_schema", "a JSON value", instance))
             return _conformance(validator, instance)
 
         return json_schema

@@ -28,7 +28,6 @@ from evalglass.metrics.support import (
     one_line,
     preview,
     scored_with_note,
-    wrong_type,
 )
 
 
@@ -47,22 +46,26 @@ class JsonValidSpec(NoReferenceSpec):
     """Whether the output is JSON.
 
     A string is parsed as one strict RFC 8259 document (no ``NaN``, no trailing commas, no Markdown code
-    fences). An object or array that is already structured (a dataset that stored parsed output, a Python lane
-    returning a dict) counts as valid when it holds only JSON values. Numbers, booleans and null are
-    ``wrong_type`` errors: they suggest the metric points at the wrong output field.
+    fences); a bare ``42``, ``true`` or ``null`` is such a document. A value that is already structured (a dataset
+    that stored parsed output, ``task.parse: json`` having parsed the text, a Python lane returning a dict) is
+    valid when it holds only JSON values: an object, an array, a number, a boolean or null the system answered is
+    valid JSON (``json_valid@3``: a bare number, boolean or null was an ``error`` ``wrong_type`` before, a red on an
+    answer that was valid JSON text). A value JSON cannot hold (a NaN or infinity, a set, bytes, an object) is the
+    system's invalid answer: 0.0 with ``not_json`` naming its type.
     """
 
     deterministic: ClassVar[bool] = True
 
     reads: ClassVar[OutputShape] = OutputShape.ANSWER
 
-    summary: ClassVar[str] = "1.0 when the output is a valid JSON document (or an already-parsed object/array)."
+    summary: ClassVar[str] = "1.0 when the output is a valid JSON document (or an already-parsed JSON value)."
     binary: ClassVar[bool] = True
 
     type: Literal["json_valid"] = "json_valid"
 
     def build_one(self, context: BuildContext) -> MetricFn:
-        target = _output_or_its_text if self.field is None else measured_target(self)
+        whole = self.field is None
+        target = _output_or_its_text if whole else measured_target(self)
         invalid = invalid_answer(self, context)
 
         def json_valid(example: Example) -> MetricResult:
@@ -71,23 +74,24 @@ class JsonValidSpec(NoReferenceSpec):
                 return invalid(example)
             if isinstance(value, str):
                 parsed = parse_or_fail(value)
-                return parsed if isinstance(parsed, Score) else 1.0
-            if isinstance(value, list | tuple | Mapping):
-                try:
-                    json_key(value)
-                except TooDeepError as exc:
-                    return Score.error("too_deep", f"the output cannot be checked: {exc}")
-                except NotJsonError:
-                    pass
-                else:
-                    return 1.0
+                if isinstance(parsed, Score):
+                    return parsed
+                output = example.output
+                if whole and type(output) is UnparsedOutput:  # its text happens to parse: still not JSON
+                    return scored_with_note(0.0, "not_json", f"the output is not JSON: {output.message}")
+                return 1.0
+            try:
+                json_key(value)
+            except TooDeepError as exc:
+                return Score.error("too_deep", f"the output cannot be checked: {exc}")
+            except NotJsonError as exc:
                 return scored_with_note(
                     0.0,
                     "not_json",
-                    "the structured output holds values JSON cannot represent",
+                    f"the output ({json_type_name(value)}) holds a value JSON cannot represent: {one_line(str(exc))}",
                     preview(value),
                 )
-            return wrong_type("json_valid", "JSON text (a string) or an already-parsed object or array", value)
+            return 1.0
 
         return json_valid
 

@@ -37,7 +37,7 @@ import orjson
 from pydantic import Field, model_validator
 
 from evalglass.core.example import Example, ExampleBatch
-from evalglass.core.jsonvalue import NotJsonError
+from evalglass.core.jsonvalue import NotJsonError, is_json_value
 from evalglass.core.outputshape import OutputShape
 from evalglass.core.score import Score
 from evalglass.core.trajectory import Call, Inconsistent, Unreadable
@@ -59,7 +59,7 @@ from evalglass.metrics.callmatch import (
     ToolRule,
 )
 from evalglass.metrics.invalid import invalid_answer, unreadable_answer
-from evalglass.metrics.support import clip, one_line, scored_with_note
+from evalglass.metrics.support import clip, one_line, preview, scored_with_note
 
 Measure = Literal["pass", "precision", "recall", "f1"]
 
@@ -149,6 +149,13 @@ class ToolCallsSpec(MetricSpec):
                 return result.score(example)
             if isinstance(result, Unreadable):
                 return unreadable("trajectory_unreadable", f"the output is not a trajectory: {result}")
+            if isinstance(result, NotJsonArguments):
+                if not is_json_value(reference):  # the gold's problem, not the system's (the reference comes first)
+                    return Score.non_evaluable(
+                        "reference_wrong_type",
+                        f"tool_calls compares JSON arguments, and the reference's are not: {result}",
+                    )
+                return unreadable("wrong_type", f"tool_calls compares JSON arguments: {result}", preview(value))
             return result
 
         return tool_calls
@@ -167,18 +174,22 @@ class ToolCallsSpec(MetricSpec):
             results: list[MetricResult] = []
             for index, (calls, gold) in enumerate(zip(made, expected, strict=True)):
                 result = Unreadable() if calls is ABSENT or gold is ABSENT else judge(calls, gold)
-                results.append(one(batch.example(index)) if isinstance(result, Unreadable) else result)
+                if isinstance(result, Unreadable | NotJsonArguments):
+                    result = one(batch.example(index))
+                results.append(result)
             return results
 
         return tool_calls_batch
 
-    def _comparer(self) -> Callable[[Any, Any], MetricResult | Unreadable]:
+    def _comparer(self) -> Callable[[Any, Any], MetricResult | Unreadable | NotJsonArguments]:
         """``compare(value, reference)``: the result for a present output and reference, or why the output is not a
         trajectory (which the per-example function scores as a wrong answer)."""
         judge = self._judge()
         return lambda value, reference: judge(_read(value), _read(reference))
 
-    def _judge(self) -> Callable[[ReadCalls | Unreadable, ReadCalls | Unreadable], MetricResult | Unreadable]:
+    def _judge(
+        self,
+    ) -> Callable[[ReadCalls | Unreadable, ReadCalls | Unreadable], MetricResult | Unreadable | NotJsonArguments]:
         """``judge(made, expected)``: the result for the calls read from a present output and reference, or why the
         output is not a trajectory."""
         matcher = CallMatcher(self.arguments, self.tools)
@@ -186,7 +197,9 @@ class ToolCallsSpec(MetricSpec):
         named = "" if mode is None else mode.value  # read once: an enum's value is a Python property
         forbid = self.extra_calls is ExtraCalls.FORBID
 
-        def judge(made: ReadCalls | Unreadable, expected: ReadCalls | Unreadable) -> MetricResult | Unreadable:
+        def judge(
+            made: ReadCalls | Unreadable, expected: ReadCalls | Unreadable
+        ) -> MetricResult | Unreadable | NotJsonArguments:
             if isinstance(expected, Unreadable):
                 return Score.error(
                     "reference_wrong_type", f"tool_calls needs a reference that is a list of calls: {expected}"
@@ -198,10 +211,17 @@ class ToolCallsSpec(MetricSpec):
                     assert mode is not None
                     return _by_mode(matcher, mode, named, forbid, vacuous, made, expected)
                 return _per_call(matcher, measure, vacuous, made, expected)
-            except NotJsonError as exc:
-                return Score.error("wrong_type", f"tool_calls compares JSON arguments: {one_line(str(exc))}")
+            except NotJsonError as exc:  # whose arguments they are, the per-example function tells
+                return NotJsonArguments(one_line(str(exc)))
 
         return judge
+
+
+class NotJsonArguments(str):
+    """Why a call's arguments (the output's or the reference's) are not JSON: the per-example function scores it,
+    as the reference's problem or as the system's wrong answer."""
+
+    __slots__ = ()
 
 
 def _read(value: Any) -> ReadCalls | Unreadable | Any:

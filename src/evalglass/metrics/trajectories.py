@@ -30,7 +30,7 @@ from evalglass.metrics.base import (
 )
 from evalglass.metrics.check import CheckMetricSpec
 from evalglass.metrics.invalid import invalid_answer, unreadable_answer
-from evalglass.metrics.support import CountBound, NoReferenceSpec, clip, one_line, scored_with_note
+from evalglass.metrics.support import CountBound, NoReferenceSpec, clip, one_line, preview, scored_with_note
 
 
 class StepsSpec(NoReferenceSpec):
@@ -116,8 +116,8 @@ class LoopSpec(NoReferenceSpec):
                 return exc.score(example)
             except Unreadable as exc:
                 return unreadable("trajectory_unreadable", f"the output is not a trajectory: {exc}")
-            except NotJsonError as exc:
-                return Score.error("wrong_type", f"loop compares JSON arguments: {one_line(str(exc))}")
+            except NotJsonError as exc:  # the system's calls: a wrong answer
+                return unreadable("wrong_type", f"loop compares JSON arguments: {one_line(str(exc))}", preview(value))
             if found is None:
                 return 1.0
             call, times = found
@@ -182,6 +182,7 @@ class FinalStateSpec(CheckMetricSpec):
     def check_input(self, context: BuildContext) -> Callable[[Example], Any]:
         target = measured_target(self)
         invalid = invalid_answer(self, context)
+        unreadable = unreadable_answer(self, context)
         gold = reference_getter(self) if self.reference is not None else None
 
         def given(example: Example) -> Any:
@@ -192,21 +193,27 @@ class FinalStateSpec(CheckMetricSpec):
                     return missing_reference(self, example)
                 try:
                     files[EXPECTED_FILE] = _json_file(expected)
-                except TypeError as exc:
-                    return Score.error("reference_wrong_type", f"the expected state is not JSON: {exc}")
+                except TypeError as exc:  # the gold's problem, not the system's
+                    return Score.non_evaluable("reference_wrong_type", f"the expected state is not JSON: {exc}")
             state = target(example)
             if state is ABSENT:
                 return invalid(example)
             try:
                 files[STATE_FILE] = _json_file(state)
-            except TypeError as exc:
-                return Score.error("wrong_type", f"the final state is not JSON: {exc}")
+            except TypeError as exc:  # the state the system left: a wrong answer
+                return unreadable("wrong_type", f"the final state is not JSON: {exc}", preview(state))
             return files
 
         return given
 
 
 def _json_file(value: Any) -> str:
+    """``value`` as the JSON file a check reads; TypeError when it is not JSON (orjson alone writes a NaN or an
+    infinity as ``null``, which would show the check another state than the one measured)."""
+    try:
+        json_key(value)
+    except NotJsonError as exc:
+        raise TypeError(str(exc)) from None
     return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE).decode()
 
 

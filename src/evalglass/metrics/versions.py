@@ -55,25 +55,32 @@ class EvaluatorKind(StrEnum):
 #: text is read; no list for ``set_overlap``; NaN or, under ``coerce``, text that is no number) is a wrong answer,
 #: scored the worst value with its diagnostic (``wrong_type``, ``not_a_number``) as ``on_invalid_output`` says
 #: (``metrics.invalid.wrong_answer``); before, it was an ``error`` that blocked every gate on the metric.
+#: ``json_valid@3``: a bare number, boolean or null (parsed by ``task.parse: json`` or stored so) is valid JSON, 1.0,
+#: and any value JSON cannot hold (NaN, a set, bytes) 0.0 ``not_json`` naming its type; before, a bare scalar was an
+#: ``error`` ``wrong_type``. ``exact_match@4``, ``enum@4``, ``json_schema@3``, ``tool_calls@4``, ``loop@4``,
+#: ``final_state@2``: an answer holding a value JSON cannot hold (a set, NaN, bytes; a call's arguments; the final
+#: state, which orjson alone wrote with NaN as ``null``) is the system's wrong answer, scored as ``on_invalid_output``
+#: says with ``wrong_type`` naming the type; such a value in the reference is ``non_evaluable``
+#: ``reference_wrong_type`` (the gold's problem); before, both were ``error``s.
 METRIC_VERSIONS: Mapping[str, int] = {
-    "exact_match": 3,
+    "exact_match": 4,
     "contains": 4,
     "regex": 4,
-    "json_valid": 2,
-    "json_schema": 2,
+    "json_valid": 3,
+    "json_schema": 3,
     "field_present": 2,
     "numeric_bounds": 3,
     "word_count": 3,
     "set_overlap": 4,
-    "enum": 3,
+    "enum": 4,
     "check": 2,
     "llm_judge": 3,
     "jury": 2,
     "recorded_score": 3,
-    "tool_calls": 3,
+    "tool_calls": 4,
     "steps": 2,
-    "loop": 3,
-    "final_state": 1,
+    "loop": 4,
+    "final_state": 2,
 }
 
 #: How several samples of one example become one score.
@@ -140,8 +147,12 @@ RULE_VERSIONS: Mapping[str, int] = {"lower_bound": 2, "majority_ties": 2}
 #: ``{"score": 5}`` from the output before its own ``{"score": 1}`` scored 5; a repeated key kept its last value.
 #: Labels (a categorical scale's answer, and a labels file's) match the scale by canonical caseless matching
 #: (``core.textcase.caseless``); version 1 compared ``casefold`` alone, so a label whose accent was decomposed (NFD)
-#: was off the scale.
-PARSER_VERSIONS: Mapping[str, int] = {"json-score": 2}
+#: was off the scale. ``json-score@3``: a numeric scale's score written as text that is a plain decimal number
+#: (``{"score": "4"}``) is that number, then on or off the scale as a bare one; a label scale's score written as an
+#: integer (``{"score": 2}`` on labels ``"1"``, ``"2"``, ``"3"``) is the label its digits spell; a labels file's
+#: label likewise (``lanes.judge.numeral``, ``label_text``). Version 2 made both ``judge_unparseable`` (a labels
+#: file's, refused): an error that blocked every gate on the judge for a judge that had answered.
+PARSER_VERSIONS: Mapping[str, int] = {"json-score": 3}
 
 #: The judge-answer parser every ``llm_judge`` uses.
 JUDGE_PARSER_NAME = "json-score"

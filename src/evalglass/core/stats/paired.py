@@ -81,6 +81,12 @@ class PairedDifference(BaseModel):
     p_value: float | None = Field(default=None, ge=0, le=1, description="Two-sided; None when it is undefined.")
     table: PairedTable | None = Field(default=None, description="Binary metrics: the paired 2x2 table.")
 
+    @property
+    def magnitude(self) -> float:
+        """The size of the numbers the difference was computed from, which its float rounding is relative to
+        (``core.gatespec.reaches``): the larger of the two means."""
+        return max(abs(self.base), abs(self.candidate))
+
     @model_validator(mode="after")
     def _consistent(self) -> PairedDifference:
         if not math.isclose(self.interval.point, self.candidate - self.base, rel_tol=1e-9, abs_tol=1e-12):

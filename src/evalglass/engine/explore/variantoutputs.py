@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from evalglass.core.outputparse import DECLARED_JSON, UnparsedOutput, read_stored_output
 from evalglass.core.runrecord import VARIANTS_DIR
 from evalglass.engine.runs.artifacts import open_artifact
 from evalglass.engine.runs.runfolder import OUTPUTS_FILE
@@ -76,7 +77,9 @@ def variant_outputs(folder: Path, names: Sequence[str]) -> Iterator[VariantOutpu
                 line=int(first.get("line", 0)),
                 outputs={
                     name: tuple(
-                        sample["output"] if isinstance(sample, dict) and "output" in sample else _FAILED
+                        read_stored_output(sample, "output", DECLARED_JSON)
+                        if isinstance(sample, dict) and "output" in sample
+                        else _FAILED
                         for sample in row.get("samples") or ()
                     )
                     for name, row in zip(names, rows, strict=True)
@@ -91,5 +94,19 @@ def graded_lines(folder: Path, names: Sequence[str], *, samples: bool) -> Iterat
     so ``verify`` derives the same bytes again."""
     for example in variant_outputs(folder, names):
         count = max((len(found) for found in example.outputs.values()), default=0)
-        graded: Any = [example.compared(sample) for sample in range(count)] if samples else example.compared(0)
+        graded: Any = (
+            [_graded(example.compared(sample)) for sample in range(count)] if samples else _graded(example.compared(0))
+        )
         yield orjson.dumps({"id": example.id, "output": graded}, option=orjson.OPT_APPEND_NEWLINE)
+
+
+def _graded(compared: dict[str, Any]) -> Any:
+    """What the judge of variants grades for one sample: the variants' outputs by name, or, where a variant's answer
+    is not JSON (a live lane's, stored marked ``not_json``), text naming that variant and holding its answer, which
+    is never JSON (``Config.for_compared`` reads ``graded.jsonl`` under ``parse: json``): the comparison is then the
+    wrong answer the lane recorded (the judge's worst value with ``output_not_json``, no call), as the same judge
+    scores an unparsed output of one run. Before, the answer's text was graded as if it were the variant's output."""
+    for name, output in compared.items():
+        if type(output) is UnparsedOutput:
+            return f"variant {name}: {output.text}"
+    return compared

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from evalglass import redaction
+from evalglass.core.outputparse import stored_output
 from evalglass.core.scorecard import CallTotals, count_call_attempts
 from evalglass.engine.datasets.dataset import BadLine
 from evalglass.engine.produce.livescorer import ExampleResult, ScoredColumns
@@ -64,7 +65,7 @@ class OutputsWriter:
             return
         if epochs == 1 and not failures:
             rows = [
-                {"id": example_id, "line": line, "samples": [{"sample": 0, "output": value}]}
+                {"id": example_id, "line": line, "samples": [{"sample": 0, **stored_output(value, "output")}]}
                 for example_id, line, value in zip(batch.ids, batch.lines, values, strict=True)
             ]
         else:
@@ -74,7 +75,7 @@ class OutputsWriter:
                 for row in range(index * epochs, (index + 1) * epochs):
                     failure, sample = failures.get(row), row - index * epochs
                     if failure is None:
-                        samples.append({"sample": sample, "output": values[row]})
+                        samples.append({"sample": sample, **stored_output(values[row], "output")})
                         continue
                     entry: dict[str, Any] = {
                         "sample": sample,
@@ -123,8 +124,8 @@ class OutputsWriter:
 def _fit_in_rows(values: list[Any]) -> bool:
     """Whether orjson writes every value where it sits in an ``outputs.jsonl`` row, three containers deep (a value
     that is JSON alone can be too deeply nested for that: its row then says so, see ``OutputsWriter._row_bytes``)."""
-    try:
-        orjson.dumps([[values]])
+    try:  # a python lane's answer that is not JSON (an UnparsedOutput dataclass) is stored as its text: not here
+        orjson.dumps([[values]], option=orjson.OPT_PASSTHROUGH_DATACLASS)
     except TypeError:
         return False
     return True

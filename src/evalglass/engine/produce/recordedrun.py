@@ -75,13 +75,16 @@ def score_batch(
     plain = _plain(batch, sink.samples)
     if plain is not None:
         results = {metric.name: call_metric(metric, plain, pool) for metric in metrics}
+        _note_cut_off(results, plain.outputs)
         sink.add(Rows(plain.ids, plain.lines, plain.records, results))
         return
     items = batch.examples() if isinstance(batch, ExampleBatch) else batch
     expanded = [expand(item, sink.samples, sink.shape.sample_count) for item in items]
     measured = ExampleBatch.of([row for rows in expanded if isinstance(rows, list) for row in rows])
     layout = _layout(expanded)
-    results = {metric.name: _laid_out(call_metric(metric, measured, pool), layout) for metric in metrics}
+    scored = {metric.name: call_metric(metric, measured, pool) for metric in metrics}
+    _note_cut_off(scored, measured.outputs)
+    results = {name: _laid_out(found, layout) for name, found in scored.items()}
     sink.add(
         Rows(
             [item.id for item in items],
@@ -91,6 +94,50 @@ def score_batch(
             per_line=[len(rows) if isinstance(rows, list) else 1 for rows in expanded] if sink.samples else 1,
         )
     )
+
+
+def _note_cut_off(results: dict[str, Any], outputs: Sequence[Any]) -> None:
+    """A recorded answer its own record says was cut off at the token limit (a trajectory whose ``finish``, or a
+    trace whose ``finish_reasons``, is one of ``lanes.chatcall.TRUNCATED``) carries the note ``output_truncated`` on
+    every score, as a live lane's does (``livescorer._note_truncated``): scored as it is, and told apart from a wrong
+    answer. Only a mapping output is looked at, so a batch of texts costs one type test an output."""
+    produced: list[dict[str, Any]] | None = None
+    for row, output in enumerate(outputs):
+        if type(output) is not dict:
+            continue
+        reason = cut_off_reason(output)
+        if reason is None:
+            continue
+        if produced is None:
+            produced = [{} for _ in outputs]
+        produced[row] = {"finish_reason": reason}
+    if produced is None:
+        return
+    from evalglass.engine.produce.livescorer import note_truncated
+
+    for name, found in results.items():
+        if not isinstance(found, list):
+            results[name] = found = list(found)
+    note_truncated(results, produced)
+
+
+def cut_off_reason(output: dict[str, Any]) -> str | None:
+    """The finish reason a recorded trajectory or trace gives for an answer cut off at its token limit, or None.
+    Only an output shaped as one (with ``messages``: an agent lane's trajectory, a trace's record) is read, so a
+    JSON answer of the system's own that happens to hold a ``finish`` key is not taken for one."""
+    if "messages" not in output:
+        return None
+    from evalglass.lanes.chatcall import truncated
+
+    finish = output.get("finish")
+    if truncated(finish):
+        return str(finish)
+    reasons = output.get("finish_reasons")
+    if type(reasons) is list:
+        for reason in reasons:
+            if truncated(reason):
+                return str(reason)
+    return None
 
 
 def _layout(expanded: Sequence[list[Example] | Score]) -> list[int | Score]:

@@ -626,7 +626,9 @@ class Config(BaseModel):
         recorded task reading ``graded`` (per example, every variant's output by name: ``variantoutputs.graded_lines``),
         those metrics only, and their gates. Never validated again, never decided on, never recorded."""
         compared = self.compared_metrics
-        task = RecordedTask(path=str(graded), field="output", samples=self.samples)
+        # parse: json reads a variant's answer that was not JSON (variantoutputs._graded) as the wrong answer it is;
+        # every other graded output is a mapping, which parsing leaves as it is.
+        task = RecordedTask(path=str(graded), field="output", samples=self.samples, parse="json")
         stage = self.model_copy(
             update={
                 "task": task,
@@ -1213,7 +1215,9 @@ def config_from_record(data: Any) -> Config:
 
 def load_config(path: Path) -> LoadedConfig:
     doc: YamlDocument = load_yaml(path, what="config")
-    config = validate_document(Config, doc, what="the config", context={"base_dir": path.parent})
+    config = validate_document(
+        Config, doc, what="the config", context={"base_dir": path.parent}, numbers_as_written=True
+    )
     from evalglass import redaction
 
     redaction.declare(config.secret_names)

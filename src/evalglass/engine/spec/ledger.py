@@ -68,7 +68,7 @@ def ledger_of(doc: YamlDocument) -> LoadedLedger:
     fingerprint = fingerprint_of_bytes(doc.raw)
     if doc.data is None:
         return LoadedLedger(ledger=Ledger(), path=doc.path, fingerprint=fingerprint, doc=doc)
-    ledger = validate_document(Ledger, doc, what="the authority ledger")
+    ledger = validate_document(Ledger, doc, what="the authority ledger", numbers_as_written=True)
     return LoadedLedger(ledger=ledger, path=doc.path, fingerprint=fingerprint, doc=doc)
 
 

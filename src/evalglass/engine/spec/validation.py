@@ -21,8 +21,16 @@ PRIORITY = {"extra_forbidden": 0, "union_tag_invalid": 1, "union_tag_not_found":
 
 
 def validate_document(
-    model: type[ModelT], doc: YamlDocument, *, what: str, context: dict[str, Any] | None = None
+    model: type[ModelT],
+    doc: YamlDocument,
+    *,
+    what: str,
+    context: dict[str, Any] | None = None,
+    numbers_as_written: bool = False,
 ) -> ModelT:
+    """``doc`` as ``model``, or every problem as one line at its ``file:line``. ``numbers_as_written``: refuse a
+    number the model took from text (:func:`refuse_numbers_from_text`), as a file the host writes now is read; a
+    snapshot a run kept is read as it was accepted then."""
     if not isinstance(doc.data, Mapping):
         raise SetupError(
             f"{what} must be a YAML mapping of keys to values, not {type(doc.data).__name__}",
@@ -30,9 +38,45 @@ def validate_document(
         )
     refuse_non_finite(doc, what)
     try:
-        return model.model_validate(doc.data, context=context)
+        validated = model.model_validate(doc.data, context=context)
     except ValidationError as exc:
         raise setup_error_from(exc, doc, model, what) from None
+    if numbers_as_written:
+        refuse_numbers_from_text(validated, doc, what)
+    return validated
+
+
+def refuse_numbers_from_text(validated: BaseModel, doc: YamlDocument, what: str) -> None:
+    """One line at its ``file:line`` for the first number the model holds where the document wrote text
+    (``proposed_threshold: "0.8"``, ``min_n: "5"``, ``level: "0.9"``).
+
+    The ledger reads its numbers strictly, so a quoted ``threshold: "0.8"`` is refused; pydantic's lax mode made the
+    same text in the config a number, so one file took what the other refused. Every field would need its own
+    ``strict=True`` (and the next field added would forget it), so the validated model is walked beside the
+    document instead: wherever the model holds an ``int`` or ``float`` (never a bool) and the document, at the same
+    place, holds text that spells a number, the text was converted. Text a validator reads on purpose (a duration,
+    a name) spells no plain number and is left alone; where a validator reshaped the document the walk stops."""
+    pending: list[tuple[Loc, Any, Any]] = [((), validated, doc.data)]
+    while pending:
+        loc, value, written = pending.pop()
+        if isinstance(value, BaseModel):
+            if not isinstance(written, Mapping):
+                continue
+            for name, field in type(value).model_fields.items():
+                key = field.alias or name
+                if key in written:
+                    pending.append(((*loc, key), getattr(value, name), written[key]))
+        elif isinstance(value, Mapping):
+            if isinstance(written, Mapping):
+                pending.extend(((*loc, key), item, written[key]) for key, item in value.items() if key in written)
+        elif isinstance(value, list | tuple):
+            if isinstance(written, list) and len(written) == len(value):
+                pending.extend(((*loc, index), item, written[index]) for index, item in enumerate(value))
+        elif type(value) in (int, float) and isinstance(written, str):
+            refused = refused_text(written)
+            if refused is not None:
+                reason, fix = refused
+                raise SetupError(f"{_dotted(loc)}: {reason}", where=doc.where(loc), fix=f"{fix} in {what}")
 
 
 def refuse_non_finite(doc: YamlDocument, what: str) -> None:
@@ -145,6 +189,12 @@ def _refused_number(error: ErrorDetails) -> tuple[str, str] | None:
     value = error.get("input")
     if error["type"] not in _NUMBER_ERRORS:
         return None
+    return refused_text(value)
+
+
+def refused_text(value: Any) -> tuple[str, str] | None:
+    """:func:`_refused_number` of a value written where a number is read: ``(what is wrong, how to fix it)`` for
+    text that spells a number, a percentage or a number beyond a float's range; None for anything else."""
     if not isinstance(value, str):  # (a float YAML read as inf, 1.0e+400, is refused as not finite before this)
         return None
     text = value.strip().replace("_", "")
