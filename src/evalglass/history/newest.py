@@ -69,8 +69,9 @@ def newest_runs(url: str, stack: ExitStack, branch: str, suite: str) -> Iterator
     history yet: reading must not create one)."""
     if not history_exists(url):
         return
-    database = make_url(url).database
-    if make_url(url).get_backend_name() == "sqlite" and database and database != ":memory:":
+    parsed = make_url(url)
+    database = parsed.database
+    if parsed.get_backend_name() == "sqlite" and database and database != ":memory:":
         refuse_committed(Path(database), "a run history file")
     from evalglass.history.session import open_history
 

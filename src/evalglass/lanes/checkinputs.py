@@ -32,6 +32,7 @@ fingerprinting would run it.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import fnmatch
 import os
@@ -775,8 +776,6 @@ def _conftest_files(conftest: Path, cwd: Path, path: Sequence[str]) -> tuple[Pat
 def _declared_plugins(conftest: Path) -> list[str]:
     """The modules a ``conftest.py`` names in ``pytest_plugins`` (a string, or a list or tuple of strings): pytest
     imports them, though no ``import`` statement names them."""
-    import ast
-
     try:
         tree = ast.parse(_read(conftest))
     except (SyntaxError, ValueError):

@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import importlib.metadata
 import json
 import os
 import site
@@ -133,7 +132,11 @@ def _local_installs() -> _LocalInstalls:
     distribution and the file within it (the same on every machine, wherever its ``site-packages`` lies). Such files
     are the project's own code copied into ``site-packages``: a pull request changes them by changing the checkout,
     not through a lock file anyone reviews. An editable install is left out: its code stays in the project, where it
-    is found as host code already (its ``site-packages`` part is a finder naming this machine's paths)."""
+    is found as host code already (its ``site-packages`` part is a finder naming this machine's paths). Read once a
+    process, and only for a file of the machine's (:func:`is_host_file`), or by a gated metric's worker before its guard is in force
+    (``lanes.hostguard``: the installed copy is watched there too)."""
+    import importlib.metadata
+
     found: dict[Path, str] = {}
     names: set[str] = set()
     for dist in importlib.metadata.distributions():
@@ -181,12 +184,11 @@ def is_host_file(path: Path) -> bool:
     or committed to it, :func:`_committed`), not EvalGlass's own. (Where a path lies does not change while a
     process runs: remembered.)"""
     resolved = path.resolve()
-    if resolved in _local_installs().labels:
-        return True
     if any(resolved.is_relative_to(root) for root in _machine_roots()):
-        return False
+        return resolved in _local_installs().labels
     if any(part in {"site-packages", "dist-packages"} for part in resolved.parts):
-        return _committed(resolved)  # another environment's, unless the project commits it
+        # another environment's, unless installed from the checkout or committed to it
+        return resolved in _local_installs().labels or _committed(resolved)
     return True
 
 

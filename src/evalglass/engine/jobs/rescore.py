@@ -29,8 +29,10 @@ What it re-scores, and what it only says:
 Limits: a score that differs because this EvalGlass computes a metric of a type whose gates recorded no version (an
 ungated metric) differently from the one that ran shows as a difference; an output holding a secret the run
 redacted re-scores from its redacted text. Outputs rewritten together with their scores agree with each other:
-re-scoring cannot see that, the dataset the run read (outputs recorded in it) or the signature can. Memory: one
-compact column per re-scored metric (as ``run`` holds) and one block at a time of everything else.
+re-scoring cannot see that, the dataset the run read (outputs recorded in it) or the signature can. What is
+re-scored is chosen by the run record (its kept outputs, definition hashes, evaluator versions): a record rewritten
+to name less re-scores less, said in the line, not a finding (a signature catches the rewrite). Memory: one compact
+column per re-scored metric (as ``run`` holds) and one block at a time of everything else.
 """
 
 from __future__ import annotations
@@ -133,7 +135,13 @@ def rescore_run(
         f"re-scored {len(chosen)} of {len(config.metrics)} metrics ({', '.join(chosen)}) from "
         f"{'the lane answers in ' + OUTPUTS_FILE if config.lane is not None else 'the kept outputs'} and "
         f"{source}, score by score against {SCORES_FILE}"
-        + (f": {found.differing} score(s) differ" if found.differing else ": every score as recorded")
+        + (
+            ": stopped, what it kept is not one entry per line of the dataset (see the findings)"
+            if found.stopped
+            else f": {found.differing} score(s) differ"
+            if found.differing
+            else ": every score as recorded"
+        )
         + f"; {consistent}",
     )
     return Rescored(columns=found.columns, findings=findings, said=said)
@@ -195,7 +203,7 @@ def _why_not_rescored(folder: Path, config: Config, record: RunRecord) -> str | 
     if config.lane is not None:
         return None if (folder / OUTPUTS_FILE).is_file() else f"the run kept no {OUTPUTS_FILE}"
     if record.kept_outputs is None:
-        return "the run kept no outputs (recorded before runs kept them)"
+        return "the run record names no kept outputs (a run recorded before runs kept them, or a record rewritten so)"
     return None
 
 
@@ -208,6 +216,8 @@ class _Found:
     dataset: DatasetSummary
     #: The first kept output that is not the one the dataset file holds (outputs recorded in the dataset only).
     kept_differs: list[Found]
+    #: Scoring stopped where the dataset's lines were not the kept ones (the findings say where).
+    stopped: bool
 
 
 class _Rescoring:
@@ -215,7 +225,6 @@ class _Rescoring:
 
     def __init__(self, folder: Path, record: RunRecord, loaded: LoadedConfig, chosen: list[str]) -> None:
         self._folder = folder
-        self._record = record
         self._loaded = loaded
         self._chosen = chosen
         self._findings: list[Found] = []
@@ -231,16 +240,12 @@ class _Rescoring:
             self._kept = (decoded_block(raw, kept_where) for raw in kept_lines(folder, record))
         # Outputs in the dataset file itself: the kept ones are held to them (rescore_run says when that counts).
         self._in_dataset = loaded.outputs_file is None and not self._live
-        #: Per block handed to the sink, the rows whose score a lane failure made: compared by state and code only
-        #: (outputs.jsonl keeps a failure's code and message, not its detail or call evidence).
-        self.failed_rows: list[set[tuple[int, int]]] = []
+        self._compare = _ComparingWriter(_recorded_blocks(folder / record.scores_file), chosen)
 
     def run(self) -> _Found:
         loaded = self._loaded
         metrics = build_metrics(loaded, only=self._chosen)
-        compare = _ComparingWriter(
-            _recorded_blocks(self._folder / self._record.scores_file), self._chosen, self.failed_rows
-        )
+        compare = self._compare
         sink = RunSink(self._chosen, new_row_shape(loaded.config), compare, tuple, loaded.dataset_path)
         source = DatasetSource(loaded, outputs=None if self._live else self._outputs_of)
         pool = metric_pool(loaded.config, metrics)
@@ -252,7 +257,6 @@ class _Rescoring:
                 if self._live:
                     self._score_answers(batch, answers, metrics, sink, pool)
                 else:
-                    self.failed_rows.append(set())
                     score_batch(batch, metrics, sink, pool)
             dataset = source.summary()
         finally:
@@ -263,9 +267,9 @@ class _Rescoring:
             self._stop((OUTPUTS_FILE, "one row per line of the dataset", "rows beyond its end"))
         if not self._stopped and next(self._kept, None) is not None:
             self._stop(("runrecord.kept_outputs", "one block per batch of the dataset", "blocks beyond its end"))
-        self._findings += compare.finish()
+        self._findings += compare.finish(whole=not self._stopped)
         columns = {} if self._stopped else sink.columns
-        return _Found(columns, self._findings, compare.differing, dataset, self._kept_differs)
+        return _Found(columns, self._findings, compare.differing, dataset, self._kept_differs, self._stopped)
 
     def _score_answers(
         self,
@@ -313,7 +317,7 @@ class _Rescoring:
             found = iter(call_metric(metric, measured, pool))
             results[metric.name] = [next(found) if type(row) is Example else row for row in rows]
         note_truncated(results, entries)
-        self.failed_rows.append(failed)
+        self._compare.failed = failed  # the block sink.add writes next, at once
         ids = [item.id for item in items]
         records = [item.fields if isinstance(item, Example) else None for item in items]
         lines = [item.line for item in items]
@@ -437,13 +441,12 @@ class _ComparingWriter:
     """The run sink's writer (``sink.ScoresSink``) that compares each block it is given with the recorded one
     instead of writing it: each re-scored metric's entries as JSON, after the redactor the run's writer applies."""
 
-    def __init__(
-        self, recorded: Iterator[ScoresBlock], names: list[str], failed_rows: list[set[tuple[int, int]]]
-    ) -> None:
+    def __init__(self, recorded: Iterator[ScoresBlock], names: list[str]) -> None:
         self._recorded = recorded
         self._names = names
-        self._failed_rows = failed_rows
-        self._blocks = 0
+        #: The rows of the block written next whose score a lane failure made, as (line, sample): compared by state
+        #: and code only (outputs.jsonl keeps a failure's code and message, not its detail or call evidence).
+        self.failed: set[tuple[int, int]] = set()
         self._redactor = redaction.current()
         self._first: Found | None = None
         self.differing = 0
@@ -453,8 +456,7 @@ class _ComparingWriter:
     ) -> None:
         if not ids:
             return
-        failed = self._failed_rows[self._blocks] if self._blocks < len(self._failed_rows) else set()
-        self._blocks += 1
+        failed, self.failed = self.failed, set()
         block = next(self._recorded, None)
         if block is None or block.ids != ids:
             self._note(
@@ -482,8 +484,10 @@ class _ComparingWriter:
         if self._first is None:
             self._first = found
 
-    def finish(self) -> list[Found]:
-        if self._first is None and next(self._recorded, None) is not None:
+    def finish(self, *, whole: bool) -> list[Found]:
+        """The first difference, with how many; ``whole``: every batch was scored, so a recorded block beyond them
+        is one (not when scoring stopped early)."""
+        if whole and self._first is None and next(self._recorded, None) is not None:
             self._first = (SCORES_FILE, "blocks beyond the dataset's end", "one block per batch of the dataset")
         if self._first is None:
             return []

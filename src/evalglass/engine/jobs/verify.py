@@ -25,10 +25,11 @@ config (definitions, the dataset) other than the run hashed are said, not counte
 change and a rewritten record look alike without a signature. A check's outcome is the run's word, and said so.
 
 The outputs a recorded run kept (``engine.runs.keptoutputs``) are checked as bytes (digests, the run record's hash) and
-as the outputs of the scored lines (one per line of ``scores.jsonl``, same ids, same order), and every deterministic
-metric is scored again from them and the dataset the run read (``engine.jobs.rescore``): each score against the
-recorded one, and the scorecard decided from the re-derived columns. Judges, commands and (unless asked) host code are
-checked for consistency only, and said so.
+as the outputs of the scored lines (one per line of ``scores.jsonl``, same ids, same order). Where the dataset the run
+read is at hand, each deterministic metric whose definitions and version are the run's is scored again from them (a
+live lane's run: from its answers in ``outputs.jsonl``) (``engine.jobs.rescore``): each score against the recorded
+one, and the scorecard decided from the re-derived columns. Judges, commands, (unless asked) host code and every metric
+of a run with variants are checked for consistency only; one line says which were re-scored.
 
 Limits: without anchoring or a signature, whoever can write the folder can rewrite scores, snapshots, fingerprints,
 scorecard and digests consistently, and such a run verifies as consistent; only the anchors above catch that.
@@ -81,6 +82,7 @@ from evalglass.engine.runs.digests import (
     signature_valid,
 )
 from evalglass.engine.runs.integrity import ArtifactCheck, ArtifactProblem
+from evalglass.engine.runs.runfolder import OUTPUTS_FILE
 from evalglass.engine.spec.config import Config, config_as_recorded, config_from_record, definition_file_hashes
 from evalglass.engine.spec.ledger import ledger_problems, parse_ledger
 from evalglass.engine.spec.samplecount import SAMPLES_KEY
@@ -336,10 +338,10 @@ def _rescored(
     host: bool,
 ) -> Rescored:
     """The run's deterministic metrics scored again from its kept outputs (``engine.jobs.rescore``), once the
-    files that reads (the scores, the kept outputs) are the ones the run record names."""
+    files that reads (the scores, the kept outputs or a lane's answers) are the ones the digests name."""
     from evalglass.engine.jobs.rescore import Rescored, rescore_run
 
-    read = {record.scores_file, record.kept_outputs.file if record.kept_outputs is not None else ""}
+    read = {record.scores_file, OUTPUTS_FILE, record.kept_outputs.file if record.kept_outputs is not None else ""}
     if any(item.file in read for item in damaged):
         return Rescored(said=("re-scored: none (the files it reads do not add up: see the findings)",))
     return rescore_run(folder, record, config, config_path, dataset=anchors.dataset, host=host)

@@ -42,11 +42,10 @@ def _git(args: list[str], cwd: Path) -> str | None:
 def git_tracks(path: Path) -> bool:
     """Whether ``path`` (a file, or a folder with any file in it) is tracked by the git work tree holding it: a file a
     pull request commits, whatever it holds. False outside a work tree, and when ``git`` cannot be run (a limit:
-    a checkout read without ``git`` installed is not told apart)."""
+    a checkout read without ``git`` installed is not told apart). One ``git`` call: outside a work tree
+    ``ls-files`` fails, and a failure says False."""
     folder = path if path.is_dir() else path.parent
-    if not folder.is_dir() or _git(["rev-parse", "--is-inside-work-tree"], folder) != "true":
-        return False
-    return bool(_git(["ls-files", "-z", "--", str(path.resolve())], folder))
+    return folder.is_dir() and bool(_git(["ls-files", "-z", "--", str(path.resolve())], folder))
 
 
 def _ci(env: Mapping[str, str]) -> tuple[str | None, str | None, str | None]:
