@@ -133,8 +133,8 @@ def _local_installs() -> _LocalInstalls:
     are the project's own code copied into ``site-packages``: a pull request changes them by changing the checkout,
     not through a lock file anyone reviews. An editable install is left out: its code stays in the project, where it
     is found as host code already (its ``site-packages`` part is a finder naming this machine's paths). Read once a
-    process, and only for a file of the machine's (:func:`is_host_file`), or by a gated metric's worker before its guard is in force
-    (``lanes.hostguard``: the installed copy is watched there too)."""
+    process, and only for a file of the machine's (:func:`is_host_file`), or by a gated metric's worker before its
+    guard is in force (``lanes.hostguard``: the installed copy is watched there too)."""
     import importlib.metadata
 
     found: dict[Path, str] = {}
