@@ -41,7 +41,8 @@ def install(site: Path, source: str, *, url: str | None) -> None:
 
 
 def evalglass(root: Path, site: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(site)}
+    # The site folder first, then the path this test runs with (the checkout's ``src`` when it runs from one).
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
     return subprocess.run(
         [sys.executable, "-m", "evalglass", *args], cwd=root, env=env, capture_output=True, text=True, timeout=300
     )
@@ -150,3 +151,46 @@ def test_a_committed_helper_in_a_folder_named_site_packages_is_bound(tmp_path: P
     (gate,) = json.loads(done.stdout)["decision"]["gates"]
     assert done.returncode == 1 and gate["outcome"] == "blocked", gate
     assert "approval_stale" in [reason["code"] for reason in gate["reasons"]]
+
+
+DYNAMIC = (
+    'import importlib\n\n\ndef score(example):\n    return importlib.import_module("myproj.lenient").score(example)\n'
+)
+
+
+def test_a_gated_installed_metric_may_not_load_an_unbound_module_of_its_own_package(tmp_path: Path) -> None:
+    """The worker's guard watches the installed copy too: a module of the project's installed package that no
+    ``import`` statement binds, loaded by name, is refused (the gate blocks on ``host_unbound_code``), as it would be
+    in the checkout. Before, only the repository folder was watched and this passed."""
+    root, site = tmp_path / "repo", tmp_path / "venv" / "lib" / "site-packages"
+    project(root)
+    install(site, DYNAMIC, url=root.as_uri())
+    (site / "myproj" / "lenient.py").write_text(ALWAYS)
+    record = site / "myproj-0.1.dist-info" / "RECORD"
+    record.write_text(record.read_text() + "myproj/lenient.py,,\n")
+    approve(root, site)
+    done = evalglass(root, site, "run", "--config", "evals/evalglass.yaml", "--no-progress", "--format", "json")
+    (gate,) = json.loads(done.stdout)["decision"]["gates"]
+    assert (done.returncode, gate["outcome"]) == (1, "blocked"), done.stderr
+    assert "incomplete_measurement" in [reason["code"] for reason in gate["reasons"]]
+    (run,) = (root / ".evalglass" / "runs").iterdir()
+    scores = (run / "scores.jsonl").read_text()
+    assert "host_unbound_code" in scores and "<installed myproj>/myproj/lenient.py" in scores, scores[:2000]
+
+
+def test_a_gated_installed_metric_with_static_imports_loads_its_bound_modules(tmp_path: Path) -> None:
+    """The bound set names the installed files by their real paths: a helper imported by statement is bound and
+    loads (its labels are not rebuilt as paths under the config folder, where nothing is). The distribution's
+    metadata stays readable (``importlib.metadata`` reads every distribution's)."""
+    root, site = tmp_path / "repo", tmp_path / "venv" / "lib" / "site-packages"
+    project(root)
+    install(
+        site, "from myproj.helper import judge\n\n\ndef score(example):\n    return judge(example)\n", url=root.as_uri()
+    )
+    (site / "myproj" / "helper.py").write_text(
+        'from importlib.metadata import version\n\n\ndef judge(example):\n    return float(version("myproj") == "0.1")\n'
+    )
+    record = site / "myproj-0.1.dist-info" / "RECORD"
+    record.write_text(record.read_text() + "myproj/helper.py,,\n")
+    approve(root, site)
+    assert verdict(root, site) == (0, "pass", [])

@@ -10,11 +10,13 @@ change any of them and leave the approval fresh, so each could let unbound code 
 Rule. The worker of a metric that a gate declares holds, from before the metric's module loads, an audit hook
 (``sys.addaudithook``: it cannot be removed, by design of the standard library) that watches what the process
 loads from the *project* (the repository holding the config folder: the first folder at or above it holding
-``.git``, else the config folder): a file opened for reading (``open``, ``io.open_code``, ``os.open``: every import
-of source, ``runpy``, ``exec`` of a file's text, data files), an extension module or ``ctypes`` library, a hard
-link or rename of a project file to elsewhere. A project file the gate does not bind is refused (``PermissionError``,
-which import machinery and readers such as ``linecache`` treat as an unreadable file) and remembered; a ``.pyc`` the
-gate does not bind is refused too, so a bound module is always compiled from its bound source. Starting a program
+``.git``, else the config folder; and the project installed from the checkout, ``pip install .``, wherever its
+``site-packages`` lies: its distribution's files, not its metadata, ``hostimports.installed_code_names``): a file
+opened for reading (``open``, ``io.open_code``, ``os.open``: every import of source, ``runpy``, ``exec`` of a file's
+text, data files), an extension module or ``ctypes`` library, a hard link or rename of a project file to elsewhere.
+A project file the gate does not bind is refused (``PermissionError``, which import machinery and readers such as
+``linecache`` treat as an unreadable file) and remembered; a ``.pyc`` the gate does not bind is refused too, so a
+bound module is always compiled from its bound source. Starting a program
 (``subprocess``, ``os.system``, ``os.exec*``, ``os.posix_spawn``) is refused outright: what a child process loads
 cannot be watched. Files outside the project (the standard library, installed packages, EvalGlass, ``/etc``) are
 the machine's.
@@ -45,7 +47,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from evalglass.lanes.hostimports import is_host_file
+from evalglass.lanes.hostimports import installed_code_names, installed_label, is_host_file
 
 #: The code of a call answered after the worker refused unbound project code.
 UNBOUND_CODE = "host_unbound_code"
@@ -73,6 +75,9 @@ class Guard:
         self.bound = frozenset(bound)
         self._root = str(root)
         self._inside = os.path.join(self._root, "")
+        #: The project installed from the checkout (``pip install .``: ``hostimports.installed_label``), read now,
+        #: before the hook: a copy of the project wherever its ``site-packages`` lies, watched like the folder.
+        self._installed = installed_code_names()
         self.refused: list[str] = []
         #: Per thread: a check in progress on this thread (a hook must not recurse); another thread's does not
         #: exempt this one's events.
@@ -106,19 +111,20 @@ class Guard:
         try:
             try:
                 text = os.fsdecode(name)
-                if os.path.abspath(text).startswith(_MACHINE):
+                named = os.path.abspath(text)
+                if named not in self._installed and named.startswith(_MACHINE):
                     return  # the standard library's or an installed package's (no system call to say so)
                 full = os.path.realpath(text)  # from the working folder, links followed
             except (OSError, TypeError, ValueError):
                 return
-            if full != self._root and not full.startswith(self._inside):
+            if full != self._root and not full.startswith(self._inside) and full not in self._installed:
                 return  # the machine's, or elsewhere: one string test for nearly every event
             path = Path(full)
             # A folder of the project opened as a file is refused too: a later ``os.open(name, dir_fd=...)`` names its
             # file relative to it, and the audit event does not carry the folder.
             if path in self.bound or not is_host_file(path):
                 return
-            shown = os.path.relpath(path, self.root) if path != self.root else "."
+            shown = installed_label(path) or (os.path.relpath(path, self.root) if path != self.root else ".")
             if path.suffix == ".pyc":
                 # A bound module is compiled from its bound source: the import system reads the source when its
                 # cached bytecode cannot be read. Not remembered: nothing unbound ran.

@@ -60,6 +60,7 @@ import subprocess
 import sys
 import sysconfig
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib.machinery import ModuleSpec, PathFinder
 from pathlib import Path
@@ -73,7 +74,9 @@ __all__ = [
     "find_submodule",
     "find_top_level",
     "imported_host_files",
+    "installed_code_names",
     "installed_label",
+    "installed_path",
     "is_host_file",
     "module_host_files",
     "reference_host_files",
@@ -112,19 +115,30 @@ def _machine_roots() -> tuple[Path, ...]:
     return tuple(sorted(roots))
 
 
+@dataclass(frozen=True)
+class _LocalInstalls:
+    """:func:`_local_installs`' answer: each file (resolved) with its label, each label with its file, and the names
+    of the files outside the distributions' metadata folders as this interpreter's path names them and resolved."""
+
+    labels: dict[Path, str]
+    paths: dict[str, Path]
+    code_names: frozenset[str]
+
+
 @cache
-def _local_installs() -> dict[Path, str]:
+def _local_installs() -> _LocalInstalls:
     """The files of distributions installed from a local folder or file (PEP 610: a ``direct_url.json`` whose URL is
     ``file:``, as ``pip install .`` or a wheel built from the checkout writes), each with a label that names the
     distribution and the file within it (the same on every machine, wherever its ``site-packages`` lies). Such files
     are the project's own code copied into ``site-packages``: a pull request changes them by changing the checkout,
     not through a lock file anyone reviews. An editable install is left out: its code stays in the project, where it
     is found as host code already (its ``site-packages`` part is a finder naming this machine's paths). Read once a
-    process, and only for a file of the machine's (:func:`is_host_file`): a process that meets none (a gated metric's
-    worker) neither imports ``importlib.metadata`` nor lists the distributions."""
+    process, and only for a file of the machine's (:func:`is_host_file`), or by a gated metric's worker before its
+    guard is in force (``lanes.hostguard``: the installed copy is watched there too)."""
     import importlib.metadata
 
     found: dict[Path, str] = {}
+    names: set[str] = set()
     for dist in importlib.metadata.distributions():
         try:
             text = dist.read_text("direct_url.json")
@@ -138,13 +152,29 @@ def _local_installs() -> dict[Path, str]:
             continue
         name = dist.metadata["Name"] or "unknown"
         for file in dist.files or ():
-            found[Path(str(dist.locate_file(file))).resolve()] = f"<installed {name}>/{file.as_posix()}"
-    return found
+            located = str(dist.locate_file(file))
+            resolved = Path(located).resolve()
+            found[resolved] = f"<installed {name}>/{file.as_posix()}"
+            if not file.parts[0].endswith((".dist-info", ".egg-info")):
+                names.update({os.path.abspath(located), str(resolved)})
+    return _LocalInstalls(found, {label: path for path, label in found.items()}, frozenset(names))
 
 
 def installed_label(path: Path) -> str | None:
     """The label of a file of the project installed from the checkout (:func:`_local_installs`), else None."""
-    return _local_installs().get(path.resolve())
+    return _local_installs().labels.get(path.resolve())
+
+
+def installed_path(label: str) -> Path | None:
+    """The file (resolved) an :func:`installed_label` names in this interpreter's environment, else None."""
+    return _local_installs().paths.get(label)
+
+
+def installed_code_names() -> frozenset[str]:
+    """The files of the project installed from the checkout that are its code and data, not its distribution's
+    metadata (``.dist-info``: ``importlib.metadata`` reads every distribution's, for any package's lookup), each
+    named as this interpreter's path names it and resolved: a string test needs no system call."""
+    return _local_installs().code_names
 
 
 @lru_cache(maxsize=65_536)
@@ -155,10 +185,10 @@ def is_host_file(path: Path) -> bool:
     process runs: remembered.)"""
     resolved = path.resolve()
     if any(resolved.is_relative_to(root) for root in _machine_roots()):
-        return resolved in _local_installs()
+        return resolved in _local_installs().labels
     if any(part in {"site-packages", "dist-packages"} for part in resolved.parts):
         # another environment's, unless installed from the checkout or committed to it
-        return resolved in _local_installs() or _committed(resolved)
+        return resolved in _local_installs().labels or _committed(resolved)
     return True
 
 

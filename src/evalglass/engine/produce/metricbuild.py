@@ -21,6 +21,7 @@ from evalglass.engine.produce.cachekey import project_root
 from evalglass.engine.produce.scoring import BuiltMetric
 from evalglass.engine.spec.config import imports_key
 from evalglass.errors import SetupError
+from evalglass.lanes.hostimports import installed_path
 from evalglass.metrics.base import AnyScorer, AsyncScorer, BuildContext, CheckSink, MetricShipper, MetricSpec
 from evalglass.metrics.errors import MetricLoadError
 
@@ -91,7 +92,9 @@ def bound_code(loaded: LoadedConfig, name: str) -> tuple[str, tuple[str, ...]] |
     project = project_root(root)
     files = loaded.definition_files
     labels = [*files.get(name, {}), *files.get(imports_key(name), {})]
-    return str(project), tuple(sorted({str((root / label).resolve()) for label in labels}))
+    # A file of the project installed from the checkout is labelled by its distribution: bound where it is installed.
+    paths = {installed_path(label) or (root / label).resolve() for label in labels}
+    return str(project), tuple(sorted(str(path) for path in paths))
 
 
 def metric_label(name: str, spec: AnyMetricSpec) -> str:
