@@ -26,6 +26,7 @@ from evalglass.lanes.judgespec import JudgeScale
 from evalglass.metrics.base import AsyncScorer, BuildContext
 from evalglass.metrics.errors import MetricLoadError
 from evalglass.metrics.llm_judge import LlmJudgeSpec, judge_fingerprint
+from evalglass.readers.jsonsource import MendedLines
 from evalglass.testing.fake_openai import FakeOpenAI
 
 from .conftest import KEY_ENV, fast_retrier, run
@@ -346,6 +347,20 @@ def test_labels_file_errors_name_the_line(evals: Path) -> None:
         read_labels(path, FIVE)
     path.write_text('{"output": "x", "label": 9}\n')
     with pytest.raises(LabelsFileError, match="not an integer from 1 to 5"):
+        read_labels(path, FIVE)
+
+
+def test_a_labels_line_with_a_lone_surrogate_is_read_with_a_note_at_its_line(evals: Path) -> None:
+    """A labelled output cut in the middle of an emoji (as JavaScript writes it) is that output with U+FFFD, noted at
+    its file:line, not a labels file refused; a line that is not JSON for another reason still is."""
+    path = evals / "labels.jsonl"
+    path.write_bytes(b'{"output": "x", "label": 3}\n{"output": "cut \\ud83d", "label": 4}\n')
+    mended = MendedLines(str(path))
+    records = read_labels(path, FIVE, mended)
+    assert [(record.output, record.label) for record in records] == [("x", 3), ("cut \ufffd", 4)]
+    assert len(mended.notes) == 1 and mended.notes[0].startswith(f"{path}:2: 1 lone surrogate escape"), mended.notes
+    path.write_bytes(b'{"output": "cut \\ud83d", "label": 4,}\n')
+    with pytest.raises(LabelsFileError, match=r"labels.jsonl:1: not JSON"):
         read_labels(path, FIVE)
 
 

@@ -490,9 +490,12 @@ class LabelsFileError(ValueError):
     pass
 
 
-def read_labels(path: Path, scale: JudgeScale) -> list[LabelledExample]:
+def read_labels(path: Path, scale: JudgeScale, mended: jsonsource.MendedLines | None = None) -> list[LabelledExample]:
     """Read a labels JSONL file: one object per line with ``output`` and ``label``; ``id`` optional; every other
-    key is an example field. Blank lines are skipped. Raises :class:`LabelsFileError` naming ``file:line``."""
+    key is an example field. Blank lines are skipped. Raises :class:`LabelsFileError` naming ``file:line``. A line
+    whose only fault is a lone surrogate escape is read with it as U+FFFD, noted in ``mended`` (for the command's
+    warnings)."""
+    mended = mended or jsonsource.MendedLines(str(path))
     records: list[LabelledExample] = []
     categories = scale.categories()
     try:
@@ -506,7 +509,7 @@ def read_labels(path: Path, scale: JudgeScale) -> list[LabelledExample]:
             continue
         where = f"{path}:{number}"
         try:
-            record = jsonsource.loads(raw_line)
+            record = jsonsource.loads_mending(raw_line, mended, number, exact=True)
         except jsonsource.JsonRefused as exc:
             raise LabelsFileError(f"{where}: {exc}") from None
         except orjson.JSONDecodeError as exc:

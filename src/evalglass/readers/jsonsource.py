@@ -160,7 +160,7 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
 
 
-def loads_lone_surrogates(raw: bytes) -> tuple[Any, int] | None:
+def loads_lone_surrogates(raw: bytes, *, constant: Callable[[str], Any] | None = None) -> tuple[Any, int] | None:
     """``raw`` (one document orjson refused) read with each lone surrogate escape as :data:`REPLACEMENT`, and how
     many were replaced; None when it holds none or is not JSON for another reason (orjson's error stands then).
     :class:`JsonRefused` as :func:`check_exact` refuses.
@@ -169,12 +169,16 @@ def loads_lone_surrogates(raw: bytes) -> tuple[Any, int] | None:
     and JavaScript writes one when it cuts a string in the middle of an emoji, but orjson refuses the whole line.
     The standard library reads it (slower, which costs only lines orjson refused: the fast path is unchanged), and
     every surrogate it leaves, in values and keys alike, is replaced; the caller says where (nothing is changed
-    silently). A paired escape (``"\ud83d\ude00"``) is read by orjson as ever and never comes here."""
+    silently). A paired escape (``"\ud83d\ude00"``) is read by orjson as ever and never comes here. ``constant``:
+    what ``NaN``/``Infinity`` are read as (another tool's file written by Python's ``json``), else refused."""
     if _SURROGATE_ESCAPE.search(raw) is None:
         return None
     try:
         value = json.loads(
-            raw.decode("utf-8"), object_pairs_hook=_unique_keys, parse_int=_int64, parse_constant=_no_constant
+            raw.decode("utf-8"),
+            object_pairs_hook=_unique_keys,
+            parse_int=_int64,
+            parse_constant=constant or _no_constant,
         )
     except JsonRefused:
         raise
@@ -219,7 +223,8 @@ class MendedLines:
     warnings."""
 
     def __init__(self, path: str) -> None:
-        self._path = path
+        #: The file, as the notes name it.
+        self.path = path
         self._notes: list[str] = []
         self._lines = 0
 
@@ -233,11 +238,31 @@ class MendedLines:
                 "writes a string cut in the middle of one) read as U+FFFD; write the whole character to keep it"
             )
 
+    def add_at(self, at: int | str | None, count: int) -> None:
+        """:meth:`add` at line (or member) ``at`` of the file, or the whole file when None."""
+        self.add(self.path if at is None else f"{self.path}:{at}", count)
+
     @property
     def notes(self) -> tuple[str, ...]:
         more = self._lines - len(self._notes)
-        rest = (f"{self._path}: {more} more lines with lone surrogate escapes read as U+FFFD",) if more else ()
+        rest = (f"{self.path}: {more} more lines with lone surrogate escapes read as U+FFFD",) if more else ()
         return (*self._notes, *rest)
+
+
+def loads_mending(raw: bytes, mended: MendedLines, line: int | None = None, *, exact: bool = False) -> Any:
+    """One JSON document a user or another tool wrote (line ``line`` of ``mended``'s file, or the whole file), as
+    orjson reads it (``exact``: as :func:`loads` does), or with its lone surrogate escapes read as U+FFFD
+    (:func:`loads_lone_surrogates`, noted in ``mended`` at file:line) when that is all orjson refused;
+    ``orjson.JSONDecodeError`` otherwise, or :class:`JsonRefused`. The fast path is orjson's alone: only a document
+    it refused is looked at again (and its place written)."""
+    try:
+        return loads(raw) if exact else orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        read = loads_lone_surrogates(raw)
+        if read is None:
+            raise
+        mended.add_at(line, read[1])
+        return read[0]
 
 
 #: Lines of one file :class:`MendedLines` says in full.

@@ -16,6 +16,7 @@ from evalglass.engine.datasets.dataset import BadLine, DatasetReader
 from evalglass.engine.datasets.gold import GoldHasher
 from evalglass.engine.spec.config import LoadedConfig
 from evalglass.errors import SetupError
+from evalglass.readers.jsonsource import MendedLines
 
 #: Extensions read as JSON Lines (anything not listed below is read as JSONL too, as it always was).
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".jsonlines")
@@ -34,6 +35,10 @@ class Reader(Protocol):
 
     @property
     def fingerprint(self) -> str: ...
+
+    #: The lines read with lone surrogate escapes as U+FFFD (:func:`~evalglass.readers.jsonsource.loads_mending`).
+    @property
+    def mended(self) -> MendedLines: ...
 
     def __iter__(self) -> Iterator[Example | BadLine]: ...
 

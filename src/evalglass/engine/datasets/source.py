@@ -10,7 +10,7 @@ from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.outputparse import parse_json_output
 from evalglass.core.scorecard import DatasetSummary, OutputsSummary
-from evalglass.engine.datasets.dataset import BadLine, DatasetReader
+from evalglass.engine.datasets.dataset import BadLine
 from evalglass.engine.datasets.datasetfile import open_reader
 from evalglass.engine.datasets.gold import GoldHasher
 from evalglass.engine.datasets.outputs import RecordedOutputs
@@ -105,9 +105,10 @@ class DatasetSource:
 
     @property
     def notes(self) -> tuple[str, ...]:
-        """One line for each line the dataset and outputs files were read differently from their bytes (lone
-        surrogate escapes read as U+FFFD), for the run's warnings."""
-        read = self.reader.mended.notes if isinstance(self.reader, DatasetReader) else ()
+        """One line for each line the dataset (JSON lines, OTLP/JSON traces, another tool's results) and outputs
+        files were read differently from their bytes (lone surrogate escapes read as U+FFFD), for the run's
+        warnings."""
+        read = self.reader.mended.notes
         return (*read, *(self._outputs.mended.notes if self._outputs is not None else ()))
 
     def close(self) -> None:

@@ -102,7 +102,8 @@ class CalibrationOutcome:
     record: CalibrationRecord
     path: Path
     results: int
-    #: Problems that left the record intact (the call cache could not be written): printed on stderr.
+    #: Problems that left the record intact (the call cache could not be written, a labels line read with U+FFFD
+    #: for a lone surrogate escape): printed on stderr.
     warnings: tuple[str, ...] = ()
 
 
@@ -125,8 +126,9 @@ def calibrate_command(
     subject = spec.calibration_subject()
     from evalglass.lanes.judge import LabelsFileError, read_labels
 
+    mended = jsonsource.MendedLines(str(labels))
     try:
-        labelled = read_labels(labels, subject.scale)
+        labelled = read_labels(labels, subject.scale, mended)
     except LabelsFileError as exc:
         raise SetupError(str(exc), fix="see docs/calibrating-a-judge.md for the labels file format") from None
     if not labelled:
@@ -170,7 +172,7 @@ def calibrate_command(
     with writing(path.parent):
         make_dirs(path.parent)
         write_model(path, record)
-    return CalibrationOutcome(record=record, path=path, results=results, warnings=warnings)
+    return CalibrationOutcome(record=record, path=path, results=results, warnings=(*mended.notes, *warnings))
 
 
 async def _calibrate(

@@ -39,6 +39,7 @@ from evalglass.engine.datasets.toollogs.toolresults import (
     score_entry,
 )
 from evalglass.errors import SetupError
+from evalglass.readers.jsonsource import MendedLines
 from evalglass.readers.userfiles import open_regular
 
 #: Log format versions read (the ``version`` of ``header.json``), and the inspect_ai versions tested with them.
@@ -60,7 +61,7 @@ class InspectReader(ToolReader):
                 f"not an inspect_ai .eval log ({exc})", where=str(self.path), fix="point dataset.path at a .eval file"
             ) from None
         with archive, open_regular(self.path, what="inspect log", missing_fix="fix `dataset.path`") as handle:
-            members = _Members(archive, handle, self.path)
+            members = _Members(archive, handle, self.path, self.mended)
             try:
                 header = members.json("header.json")
             except ValueError as exc:  # not JSON, or a member that does not decompress
@@ -237,7 +238,8 @@ def _zstd_error() -> type[Exception]:
 class _Members:
     """The zip's members, decompressed by their own method (zstd, deflate or stored)."""
 
-    def __init__(self, archive: zipfile.ZipFile, handle: BinaryIO, path: Any) -> None:
+    def __init__(self, archive: zipfile.ZipFile, handle: BinaryIO, path: Any, mended: MendedLines) -> None:
+        self._mended = mended
         self._archive = archive
         self._handle = handle
         self._path = path
@@ -248,7 +250,7 @@ class _Members:
             info = self._archive.getinfo(name)
         except KeyError:
             return None
-        return load_json(self.read(info))
+        return load_json(self.read(info), self._mended, name)
 
     def read(self, info: zipfile.ZipInfo) -> bytes:
         handle = self._handle

@@ -65,7 +65,7 @@ class LmEvalReader(ToolReader):
             if not raw.strip():
                 continue
             try:
-                line = load_json(raw)
+                line = load_json(raw, self.mended, number)
             except orjson.JSONDecodeError as exc:
                 yield ToolProblem(f"line {number}", number, not_json(raw, exc))
                 continue

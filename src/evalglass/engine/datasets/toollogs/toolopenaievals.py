@@ -79,7 +79,7 @@ class OpenAIEvalsReader(ToolReader):
             if not raw.strip():
                 continue
             try:
-                line = load_json(raw)
+                line = load_json(raw, self.mended, number)
             except orjson.JSONDecodeError as exc:
                 yield ToolProblem(f"line {number}", number, not_json(raw, exc))
                 continue

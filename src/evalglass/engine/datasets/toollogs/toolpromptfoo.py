@@ -38,6 +38,7 @@ from evalglass.engine.datasets.toollogs.toolresults import (
     score_entry,
 )
 from evalglass.errors import SetupError
+from evalglass.readers.jsonsource import JsonRefused, loads_mending
 
 VERSIONS = (3,)
 TESTED_WITH = ("promptfoo 0.121.20",)
@@ -55,8 +56,8 @@ class PromptfooReader(ToolReader):
     def _samples(self) -> Iterator[ToolSample | ToolProblem]:
         data = self._read_bytes(MAX_BYTES)
         try:
-            document = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
+            document = loads_mending(data, self.mended)
+        except (orjson.JSONDecodeError, JsonRefused) as exc:
             raise SetupError(f"not a promptfoo output file: not valid JSON ({exc})", where=str(self.path)) from None
         results = document.get("results") if isinstance(document, dict) else None
         if not isinstance(results, dict):

@@ -42,7 +42,12 @@ from evalglass.core.notcaptured import NOT_CAPTURED
 from evalglass.core.score import Score
 from evalglass.engine.datasets.dataset import BATCH, BadLine, batched, field_getter
 from evalglass.errors import SetupError
-from evalglass.readers.jsonsource import text_start
+from evalglass.readers.jsonsource import (
+    JsonRefused,
+    MendedLines,
+    loads_lone_surrogates,
+    text_start,
+)
 from evalglass.readers.userfiles import open_regular, unreadable
 
 
@@ -107,14 +112,24 @@ class UnknownVersion(SetupError):
         )
 
 
-def load_json(raw: bytes) -> Any:
-    """One JSON document of a tool's file. Python's ``json`` (what lm-eval and OpenAI Evals write with) writes a
-    non-finite float as ``NaN``/``Infinity``, which JSON has not: those are read as their text (as a CSV's are), so
-    the one score that holds one is an error of that score (``recorded_score``), not a malformed sample. Anything
-    else that is not JSON raises ``orjson.JSONDecodeError``."""
+def load_json(raw: bytes, mended: MendedLines, where: str | int | None = None) -> Any:
+    """One JSON document of a tool's file (``where``: its line, or its name within the file). Python's ``json``
+    (what lm-eval and OpenAI Evals write with) writes a non-finite float as ``NaN``/``Infinity``, which JSON has
+    not: those are read as their text (as a CSV's are), so the one score that holds one is an error of that score
+    (``recorded_score``), not a malformed sample. A lone surrogate escape (half an emoji) is read as U+FFFD and
+    noted in ``mended`` (:func:`~evalglass.readers.jsonsource.loads_lone_surrogates`), as in a dataset line (never
+    kept as Python's ``json`` reads it: a lone surrogate nothing can write again). Anything else that is not JSON
+    raises ``orjson.JSONDecodeError``."""
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
+        try:
+            read = loads_lone_surrogates(raw, constant=str)
+        except JsonRefused:
+            raise exc from None
+        if read is not None:
+            mended.add_at(where, read[1])
+            return read[0]
         try:
             return json.loads(raw, parse_constant=str)
         except ValueError:
@@ -173,6 +188,8 @@ class ToolReader:
         self.first_bad_lines: list[int] = []
         #: What the file says about the run that made it (tool version, task, model): the record's ``source``.
         self.source: dict[str, Any] = {"tool": self.tool}
+        #: The lines read with lone surrogate escapes as U+FFFD (:func:`load_json`), for the run's warnings.
+        self.mended = MendedLines(str(path))
         self._done = False
 
     @property

@@ -53,6 +53,7 @@ from evalglass.engine.datasets.traces.genaimap import (
 from evalglass.engine.datasets.traces.otlpspans import Span, SpanFile, SpanProblem, pack, span_of
 from evalglass.engine.spec.tracespec import TraceOptions
 from evalglass.errors import SetupError
+from evalglass.readers.jsonsource import MendedLines
 
 #: An example as the reader makes it: id, line, record, output.
 Row = tuple[str, int, dict[str, Any], Any]
@@ -95,6 +96,11 @@ class OtlpReader:
         self.first_bad_lines: list[int] = []
         self._problems_at: dict[int, int] = {}
         self._done = False
+
+    @property
+    def mended(self) -> MendedLines:
+        """The trace lines read with lone surrogate escapes as U+FFFD, for the run's warnings."""
+        return self._spans.mended
 
     @property
     def fingerprint(self) -> str:

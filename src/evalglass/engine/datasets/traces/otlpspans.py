@@ -34,7 +34,7 @@ import orjson
 
 from evalglass.engine.datasets.dataset import _HashingThread, _ignore, _lines, _LineTooLong, split_long_lines
 from evalglass.errors import SetupError
-from evalglass.readers.jsonsource import UTF8_BOM, not_json, without_bom
+from evalglass.readers.jsonsource import UTF8_BOM, JsonRefused, MendedLines, loads_mending, not_json, without_bom
 from evalglass.readers.userfiles import open_regular, unreadable
 
 #: The longest JSON line or protobuf message read: a longer one (or a file of zeros) stops the run there.
@@ -95,6 +95,8 @@ class SpanFile:
         self.encoding: str | None = None
         #: What one unit of ``where`` is called in messages.
         self.unit = "line"
+        #: The JSON lines read with lone surrogate escapes as U+FFFD, for the run's warnings.
+        self.mended = MendedLines(str(path))
 
     @property
     def sha256_hex(self) -> str:
@@ -142,9 +144,12 @@ class SpanFile:
                     if not raw.strip():
                         continue
                     try:
-                        document = orjson.loads(raw)
+                        document = loads_mending(raw, self.mended, number)
                     except orjson.JSONDecodeError as exc:
                         yield [SpanProblem(number, not_json(raw, exc))]
+                        continue
+                    except JsonRefused as exc:  # only a line read again for its lone surrogates is checked so
+                        yield [SpanProblem(number, str(exc))]
                         continue
                     yield _json_document(document, number, packed)
                     del document
