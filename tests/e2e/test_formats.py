@@ -75,3 +75,23 @@ def test_a_broken_parquet_file_is_one_line(tmp_path):
     (project.evals / "data.parquet").write_text(json.dumps(DEFAULT_ROWS[0]) + "\n")
     result = project.run()
     assert result.code == 2 and "not a readable Parquet file" in result.err and "Traceback" not in result.err
+
+
+@pytest.mark.parametrize("column", ["expected", "output", "n"])
+def test_a_nan_in_a_parquet_cell_is_a_bad_row_naming_its_column_never_a_silent_null(tmp_path, column):
+    """orjson writes a NaN as null: a reference, a recorded answer or another field would silently become null (an
+    output null, a reference null). The row is a bad line, as a NaN token is in JSONL."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    project = make_project(tmp_path, dataset={"name": "suite", "path": "data.parquet"})
+    rows = [{"id": row["id"], "expected": 1.0, "output": 1.0, "n": 2.0} for row in DEFAULT_ROWS]
+    rows[1][column] = float("nan")
+    rows[2][column] = float("inf")
+    pq.write_table(pa.Table.from_pylist(rows), project.evals / "data.parquet")
+    result = project.run("--format", "json")
+    card = result.json()
+    assert card["dataset"]["malformed_lines"] == 2, card["dataset"]
+    assert card["metrics"][0]["population"]["excluded_by_status"] == {"error": 2}
+    diagnostic = card["metrics"][0]["population"]["top_diagnostics"][0]
+    assert diagnostic["code"] == "malformed_row", diagnostic
+    assert f"data.parquet:2: column '{column}' holds nan is not a JSON number" in diagnostic["example"], diagnostic

@@ -100,7 +100,7 @@ def test_a_faulty_tool_is_its_call_s_outcome_and_the_trajectory_is_plain_json(
     assert outcomes == [
         ("keep", {"items": ["tea"]}, None),  # as returned, not as the tool's cart became
         ("when", "2024-01-02", None),
-        ("ratio", None, None),  # what the model was told (null), not a NaN
+        ("ratio", None, "result_not_json"),  # a NaN is not JSON: never told the model as null
         ("exhausted", None, "StopIteration"),
         ("gives_up", None, "CancelledError"),
         ("gives_up_async", None, "CancelledError"),
@@ -112,7 +112,11 @@ def test_a_faulty_tool_is_its_call_s_outcome_and_the_trajectory_is_plain_json(
     assert errors["own_timeout"] == errors["own_timeout_async"] == "TimeoutError: the socket read timed out"
     assert errors["gives_up"] == "CancelledError: the tool gave up"
     told = [m["content"] for m in requests[1]["messages"] if m["role"] == "tool"]
-    assert told[:3] == ['{"items":["tea"]}', "2024-01-02", "null"]
+    assert told[:3] == [
+        '{"items":["tea"]}',
+        "2024-01-02",
+        "error: ratio returned a float that is not JSON (nan is not a JSON number)",
+    ]
 
 
 @pytest.mark.parametrize("timeout", [None, 30.0])
@@ -182,6 +186,10 @@ def remember(*, state: dict) -> str:
     state["seen"] = {"a", "b"} if state.get("sets") else ["a", "b"]
     return "kept"
 
+def measure(*, state: dict) -> str:
+    state["ratio"] = float("nan")
+    return "measured"
+
 def churn(*, state: dict) -> str:
     # Changes the state without pause until the test releases it: keys come and go, so the dict changes size.
     released = pathlib.Path(__file__).with_name("released")
@@ -240,6 +248,19 @@ def test_a_final_state_that_is_not_json_fails_the_trajectory_in_one_line(tmp_pat
     assert outcome.message.startswith(
         "remember left the trajectory's state as what is not JSON (Type is not JSON serializable: set)"
     )
+
+
+def test_a_final_state_holding_a_nan_fails_the_trajectory_never_a_silent_null(tmp_path: Path) -> None:
+    """orjson writes a NaN as null: a state holding one would reach final_state as a plausible null, another value."""
+    (tmp_path / "churning.py").write_text(textwrap.dedent(CHURNING_TOOLS))
+    turns = {"Keep": [{"tool_calls": [call("measure", {})]}, "done"]}
+    with FakeOpenAI(turns=turns) as server:
+        spec = agent(server, tools={"measure": "churning.py:measure"}, state="start")
+        outcome = produce_bounded(spec, tmp_path, {"q": "Keep", "start": {}})
+    assert isinstance(outcome, LaneFailure) and outcome.code == "state_not_json", outcome
+    assert outcome.message.startswith(
+        "measure left the trajectory's state as what is not JSON (nan is not a JSON number)"
+    ), outcome.message
 
 
 ENDING_TOOLS = """

@@ -239,3 +239,27 @@ def test_an_agent_gate_without_a_reference_is_bound_to_the_tasks_it_runs(
     (gate,) = json.loads(dropped.out)["decision"]["gates"]
     assert (dropped.code, gate["outcome"]) == (1, "blocked"), dropped.err
     assert [reason["code"] for reason in gate["reasons"]] == ["gold_stale"]
+
+
+def test_a_nan_left_in_an_agent_s_state_is_state_not_json_never_a_null_final_state(
+    project: LiveProject, server: FakeOpenAI
+) -> None:
+    """orjson writes a NaN as null: the cart's final state would have been stored (and compared) holding a
+    plausible ``null`` where the tool left a NaN. The trajectory fails with state_not_json, naming the tool."""
+    write(project, 3)
+    (project.root / "tools.py").write_text(
+        TOOLS + "\n\ndef add_to_cart(item: str, *, state: dict) -> str:\n"
+        '    state.setdefault("cart", []).append(item)\n'
+        '    state["ratio"] = float("nan") if item == "item2" else 1.0\n'
+        '    return "added"\n'
+    )
+    result = project.run()
+    folder = project.last_run()
+    outputs = {row["id"]: row for row in map(json.loads, (folder / "outputs.jsonl").read_text().splitlines())}
+    assert outputs["t001"]["samples"][0]["output"]["final_state"] == {"cart": ["item1"], "ratio": 1.0}
+    (sample,) = outputs["t002"]["samples"]
+    assert "output" not in sample and sample["error"]["code"] == "state_not_json", sample
+    assert sample["error"]["message"].startswith(
+        "add_to_cart left the trajectory's state as what is not JSON (nan is not a JSON number)"
+    ), sample
+    assert result.code in (0, 1), result.err

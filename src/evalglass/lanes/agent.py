@@ -61,6 +61,7 @@ from evalglass.core.fingerprint import content_address
 from evalglass.core.notcaptured import NOT_RECORDED
 from evalglass.lanes.callcache import CallStore, GrowingKey, GrownRequest, Hit, KeyFrame, through_cache
 from evalglass.lanes.specs import OPERATIONAL_FIELDS, AgentLaneSpec, AgentToolSpec
+from evalglass.readers.jsonvalues import json_problem
 
 if TYPE_CHECKING:
     from evalglass.core.usage import Price
@@ -333,10 +334,10 @@ class AgentLane:
         if not isinstance(finish, str):
             return finish
         if run.state is not None:
-            try:
-                orjson.dumps(run.state)
-            except TypeError as exc:  # outputs.jsonl could not hold it, and a replay would not see what metrics saw
-                return self._state_not_json(run, f"the trajectory's final state is not JSON ({exc})", sample)
+            # outputs.jsonl could not hold it (a NaN it would hold as null), and a replay would not see what metrics saw
+            problem = json_problem(run.state)
+            if problem is not None:
+                return self._state_not_json(run, f"the trajectory's final state is not JSON ({problem})", sample)
         usage = _summed([usage for usage, _ in run.model_calls])
         from evalglass.lanes.chatcall import truncated
 

@@ -8,19 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import math
 import re
 import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from evalglass import redaction
 from evalglass.core.outputparse import DECLARED_JSON, UnparsedOutput
 from evalglass.core.redact import Redactor
 from evalglass.lanes.ports import MAX_DETAIL, LaneFailure, LaneOutcome, LaneOutput
+from evalglass.readers.jsonvalues import json_problem, non_finite
 
 #: What a host function returns most often: built-in JSON types, which are never awaitable.
 _PLAIN_TYPES = frozenset({str, int, float, bool, type(None), list, dict})
@@ -130,33 +128,6 @@ def _stable_repr(value: Any, depth: int) -> str:
         inner = ", ".join(_stable_repr(item, depth + 1) for item in value)
         return f"[{inner}]" if isinstance(value, list) else f"({inner})"
     return _ADDRESS.sub("", repr(value))
-
-
-def json_problem(value: Any) -> str | None:
-    """Why ``value`` cannot be stored as JSON (a set, an object, a non-text key, an integer beyond 64 bits, a
-    reference cycle, a NaN or an infinity), or None. An output is written to ``outputs.jsonl`` as JSON, never as a
-    ``repr``."""
-    try:
-        encoded = orjson.dumps(value)
-    except TypeError as exc:  # orjson.JSONEncodeError is a TypeError
-        return str(exc)
-    return non_finite(value) if b"null" in encoded else None
-
-
-def non_finite(value: Any) -> str | None:
-    """Why ``value`` holds a NaN or an infinity (which orjson writes as ``null``), or None. Asked only of a value
-    whose encoding holds a ``null``: the rest never hold one."""
-    pending = [value]
-    while pending:
-        item = pending.pop()
-        if type(item) is float or isinstance(item, float):
-            if not math.isfinite(item):
-                return f"{item!r} is not a JSON number"
-        elif isinstance(item, dict):
-            pending.extend(item.values())
-        elif isinstance(item, list | tuple):
-            pending.extend(item)
-    return None
 
 
 def _raised(name: str, exc: BaseException, sample: int, function: Callable[..., Any] | None = None) -> LaneFailure:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from evalglass.lanes.hostworker import HostFunctionInfo, HostWorkers, _Setting, enter_worker
+from evalglass.readers.jsonvalues import json_problem
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -217,22 +218,21 @@ def _answer(loaded: dict[str, _Loaded], request: bytes, loop: Any) -> bytes:
     # The state as the tool left it, encoded once (empty: the tool does not take it).
     kept = b""
     if tool.takes_state:
-        try:
-            kept = orjson.dumps(state)
-        except TypeError as exc:
-            why = f"{name} left the trajectory's state as what is not JSON ({exc})"
+        problem = json_problem(state)  # a NaN too: orjson alone would write it as null, another state
+        if problem is not None:
+            why = f"{name} left the trajectory's state as what is not JSON ({problem})"
             return orjson.dumps([STATE_NOT_JSON, why])
+        kept = orjson.dumps(state)
     if raised is not None:
         try:
             said = f"{type(raised).__name__}: {raised}"
         except BaseException:  # its __str__ raised too
             said = f"{type(raised).__name__}: (its message could not be read)"
         return _erred(type(raised).__name__, said, kept)
-    try:
-        result = orjson.dumps(value)
-    except TypeError as exc:
-        return _erred("result_not_json", f"{name} returned a {type(value).__name__} that is not JSON ({exc})", kept)
-    return b"[0," + result + (b"," + kept if kept else b"") + b"]"
+    problem = json_problem(value)  # a NaN too: orjson alone would answer the model null, another result
+    if problem is not None:
+        return _erred("result_not_json", f"{name} returned a {type(value).__name__} that is not JSON ({problem})", kept)
+    return b"[0," + orjson.dumps(value) + (b"," + kept if kept else b"") + b"]"
 
 
 async def _awaited(value: Any) -> Any:

@@ -736,7 +736,7 @@ class _Runner:
         except TypeError:
             pass
         else:
-            from evalglass.lanes.hostcall import non_finite
+            from evalglass.readers.jsonvalues import non_finite
 
             if b"null" not in body or non_finite(values) is None:  # orjson writes a NaN as null: look for one
                 return orjson.dumps([failures, finished, timed_out, False, seconds, start, more]) + b"\n" + body

@@ -5,7 +5,8 @@ is the empty string, a number is its text): CSV carries no types, and guessing t
 missing?) would change what a metric compares. Metrics that need numbers say so (``numeric_*`` parse text). A row
 with more or fewer cells than the header is a bad line (``malformed_row``), scored as an error like a malformed
 JSONL line. Parquet is read with pyarrow (the ``parquet`` extra): its columns keep their types; values JSON cannot
-hold (timestamps, bytes, decimals) come out as their text.
+hold (timestamps, bytes, decimals) come out as their text; a NaN or an infinity in a cell makes the row a bad line
+(``malformed_row`` naming the column), as a ``NaN`` token does in JSONL, never a silent ``null``.
 
 The dataset fingerprint is the SHA-256 of the file's bytes, as for JSONL. Row numbers are CSV line numbers (where
 the row ends, counting the header as line 1) or, for Parquet, 1-based row numbers.
@@ -26,6 +27,7 @@ from evalglass.core.fieldpath import ABSENT
 from evalglass.engine.datasets.dataset import BATCH, BadLine, DatasetReader, batched, open_dataset_file
 from evalglass.errors import SetupError
 from evalglass.readers.jsonsource import text_start
+from evalglass.readers.jsonvalues import non_finite
 
 PARQUET_HINT = "install the parquet extra: pip install 'evalglass[parquet]'"
 
@@ -122,6 +124,19 @@ def _parquet_rows(path: Path, data: bytes) -> Iterator[tuple[int, Mapping[str, A
             for record in batch.to_pylist():
                 number += 1
                 # Values JSON cannot hold become their text, so metrics and fingerprints see JSON values only.
-                yield number, orjson.loads(orjson.dumps(record, default=str))
+                encoded = orjson.dumps(record, default=str)
+                bad = _non_finite_cell(record) if b"null" in encoded else None
+                yield number, bad if bad is not None else orjson.loads(encoded)
     except (pa.ArrowException, OSError) as exc:
         raise SetupError(f"not a readable Parquet file ({exc})", where=str(path)) from None
+
+
+def _non_finite_cell(record: Mapping[str, Any]) -> str | None:
+    """Why a Parquet row holds a NaN or an infinity (orjson would write it as ``null``, a plausible value the file
+    does not hold), naming the column, or None. The row is a bad line, as a ``NaN`` token is in a JSONL line
+    (``malformed_json``): neither a reference nor a recorded answer is silently another value."""
+    for column, value in record.items():
+        problem = non_finite(value)
+        if problem is not None:
+            return f"column '{column}' holds {problem}; write a number, null or text there"
+    return None
