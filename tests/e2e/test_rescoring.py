@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.e2e.project import DEFAULT_ROWS, Project, make_project
+from tests import cli_server
+from tests.e2e.project import DEFAULT_ROWS, CliResult, Project, make_project
 from tests.e2e.test_forgery import reseal_scores
 from tests.e2e.test_gold_fields_cli import JUDGE
 
@@ -340,3 +343,62 @@ def test_a_live_lane_answer_rewritten_with_its_scores_is_not_seen_by_re_scoring(
     report = verify(project, "forged")
     assert report["code"] == 0
     assert "every score as recorded" in rescored_line(report)
+
+
+def on_a_slower_machine(project: Project, *args: str) -> CliResult:
+    """The CLI on a machine where matching takes a thousand times longer: the regex metric's CPU bound, which a
+    match on a slow machine reaches and on a fast one does not, made a thousandth (what the machine changes)."""
+    code = (
+        "import sys; import evalglass.metrics.text as t; t.REGEX_TIMEOUT = 0.001; from evalglass.cli import main; "
+        "sys.argv = ['evalglass', *sys.argv[1:]]; main()"
+    )
+    done = cli_server.run(list(args), cwd=project.root, env={**os.environ, "COLUMNS": "200"}, timeout=120, code=code)
+    return CliResult(done.returncode, done.stdout, done.stderr)
+
+
+@pytest.mark.parametrize("slow", ["run", "verify"])
+def test_a_regex_bound_reached_on_one_machine_only_is_said_not_a_difference(tmp_path: Path, slow: str) -> None:
+    """An honest run whose regex match reached its CPU bound (regex_timeout) where verify's did not, or the reverse:
+    the outcome is the machine's, not the output's, so that score is not re-derived (said), not a finding; the
+    metric is decided from its recorded scores, every other score of it compared."""
+    metrics = {**TWO_METRICS, "rx": {"type": "regex", "pattern": "^(a|aa)+$"}}
+    project = project_with(tmp_path, metrics=metrics)
+    rows = [dict(row) for row in DEFAULT_ROWS]
+    rows[0]["output"] = "a" * 30 + "!"  # about a million backtracking steps: far within 1 s, far beyond 1 ms
+    project.write_rows(rows)
+    run = on_a_slower_machine(project, "run", "--out", "out") if slow == "run" else project.run("--out", "out")
+    assert run.code in (0, 1), run.err
+    first = json.loads((tmp_path / "out" / "scores.jsonl").read_text().splitlines()[0])
+    assert first["ids"][0] == "ex-1"
+    recorded = first["scores"]["rx"][0]
+    assert (isinstance(recorded, dict) and recorded["status"] == "error") is (slow == "run"), recorded
+    done = on_a_slower_machine(project, "verify", "out", "--format", "json") if slow == "verify" else None
+    report = done.json() if done is not None else verify(project, "out")
+    assert report["findings"] == [] and report["ok"], report["findings"]
+    line = rescored_line(report)
+    assert "every score as recorded (1 of 'rx' not re-derived: a bound of time or depth" in line, line
+
+
+def test_a_parsed_answer_nested_near_the_recursion_limit_re_scores_as_it_scored(tmp_path: Path) -> None:
+    """``parse: json`` on answers nested hundreds deep: where Python's recursion limit stopped the parser depended on
+    the stack it was called on (``run``'s and ``verify``'s differ), so the same answer was JSON in one and not in
+    the other; a fixed bound (core/outputparse.MAX_PARSE_DEPTH) decides it the same in both."""
+    depths = [1, 128, 129, 500, *range(900, 1030, 5)]
+    project = project_with(
+        tmp_path,
+        metrics={"valid": {"type": "json_valid"}, "exact": {"type": "exact_match", "reference": "expected"}},
+        task={"type": "python", "function": "lane.py:answer", "parse": "json"},
+    )
+    (project.evals / "lane.py").write_text(
+        "def answer(example):\n    return '[' * example['depth'] + ']' * example['depth']\n"
+    )
+    project.write_rows([{"id": f"d{depth}", "depth": depth, "expected": "x"} for depth in depths])
+    assert project.run("--out", "out").code in (0, 1)
+    valid = {}
+    for raw in (tmp_path / "out" / "scores.jsonl").read_text().splitlines():
+        block = json.loads(raw)
+        valid.update(zip(block["ids"], block["scores"]["valid"], strict=True))
+    assert (valid["d1"], valid["d128"]) == (1.0, 1.0)
+    assert valid["d129"]["value"] == 0.0 and "nested deeper than 128" in valid["d129"]["diagnostics"][0]["message"]
+    report = verify(project, "out")
+    assert report["code"] == 0 and report["findings"] == [], report["findings"]

@@ -9,13 +9,19 @@ A live ``chat`` or ``command`` lane declared ``output: json`` makes the same val
 (a wrong answer, measured like a recorded one), and stores it, in ``outputs.jsonl`` and the call cache, as the text
 under its usual key with :data:`NOT_JSON` beside it (:func:`stored_output`), which :func:`read_stored_output` reads
 back as the same value: a resumed or cached run scores it the same.
+
+A document nested deeper than :data:`MAX_PARSE_DEPTH` levels of arrays and objects is an :class:`UnparsedOutput`
+too, by that fixed bound: where Python's recursion limit stops the parser depends on how deep the stack already is
+where it is called (``run``'s scoring threads, ``verify``'s re-scoring), so a bound left to it would make the same
+answer JSON in one and not in the other.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
 #: The key beside a stored output saying the text under its key is an answer that is not JSON, and why.
@@ -24,6 +30,11 @@ NOT_JSON = "not_json"
 #: What made a lane's output JSON (a ``chat`` or ``command`` lane's ``output: json``, a ``python`` lane's contract),
 #: in the diagnostic of an answer that is not.
 DECLARED_JSON = "the lane's output is json"
+
+#: Deepest nesting of arrays and objects a parsed output may have (the dataset readers' bound,
+#: ``readers.jsonsource.MAX_DEPTH``, is the same): far below where the parser or a metric walking the value could
+#: reach Python's recursion limit from any stack it is called on.
+MAX_PARSE_DEPTH = 128
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,9 +55,38 @@ def parse_json_output(value: Any) -> Any:
     if type(value) is not str:
         return value
     try:
-        return json.loads(value, parse_constant=_refuse_constant)
-    except (ValueError, RecursionError) as exc:
+        parsed = json.loads(value, parse_constant=_refuse_constant)
+    except ValueError as exc:
         return UnparsedOutput(text=value, message=str(exc))
+    except RecursionError:  # deeper than any bound below the limit: the same outcome as the bound's, whatever the stack
+        return UnparsedOutput(text=value, message=_TOO_DEEP)
+    if (type(parsed) is list or type(parsed) is dict) and nesting_depth(parsed, MAX_PARSE_DEPTH) > MAX_PARSE_DEPTH:
+        return UnparsedOutput(text=value, message=_TOO_DEEP)
+    return parsed
+
+
+_TOO_DEEP = f"nested deeper than {MAX_PARSE_DEPTH} levels of arrays and objects"
+
+
+def nesting_depth(value: Any, beyond: int) -> int:
+    """Nesting depth of arrays and objects, without recursion (the value may be deeper than Python's recursion
+    limit allows); counting stops once it is past ``beyond``."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children: Iterable[Any]
+        if type(item) is dict:
+            children = item.values()
+        elif type(item) is list:
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level)
+        if deepest > beyond:
+            return deepest
+        stack.extend(zip(children, repeat(level + 1)))
+    return deepest
 
 
 def stored_output(value: Any, key: str) -> dict[str, Any]:

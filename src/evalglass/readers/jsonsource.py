@@ -39,7 +39,7 @@ from __future__ import annotations
 import json
 import re
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from functools import cache
 from itertools import repeat
 from operator import itemgetter
@@ -48,6 +48,7 @@ from typing import Any
 import orjson
 
 from evalglass.core.fieldpath import ABSENT
+from evalglass.core.outputparse import nesting_depth
 from evalglass.core.uniform import all_of_type
 from evalglass.errors import SetupError
 
@@ -186,7 +187,7 @@ def loads_lone_surrogates(raw: bytes, *, constant: Callable[[str], Any] | None =
         raise _too_deep() from None
     except ValueError:  # not JSON (nor UTF-8) whatever the surrogates: orjson's message says why
         return None
-    if _depth(value) > MAX_DEPTH:
+    if nesting_depth(value, MAX_DEPTH) > MAX_DEPTH:
         raise _too_deep()
     replaced = [0]
     mended = _mended(value, replaced)
@@ -539,7 +540,7 @@ def check_exact(raw: bytes) -> None:
         value = json.loads(raw, object_pairs_hook=_unique_keys, parse_int=_int64)
     except RecursionError:
         raise _too_deep() from None
-    if _depth(value) > MAX_DEPTH:
+    if nesting_depth(value, MAX_DEPTH) > MAX_DEPTH:
         raise _too_deep()
 
 
@@ -569,23 +570,3 @@ def _int64(digits: str) -> int:
 
 def _too_deep() -> JsonRefused:
     return JsonRefused("too_deep", f"nested deeper than {MAX_DEPTH} levels of objects and arrays")
-
-
-def _depth(value: Any) -> int:
-    """Nesting depth, without recursion (the value may be deeper than Python's recursion limit allows)."""
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        children: Iterable[Any]
-        if type(item) is dict:
-            children = item.values()
-        elif type(item) is list:
-            children = item
-        else:
-            continue
-        deepest = max(deepest, level)
-        if deepest > MAX_DEPTH:
-            return deepest
-        stack.extend(zip(children, repeat(level + 1)))
-    return deepest

@@ -26,6 +26,14 @@ What it re-scores, and what it only says:
   ``encode_score`` and redactor) and compared with the recorded block metric by metric, as JSON; the first
   differing score is one finding naming the example, the metric and both scores, with how many differ in all.
 
+- **Limits hit.** A score that is an ``error`` because a bound of time or depth was reached (:data:`LIMIT_CODES`:
+  ``regex_timeout``, a CPU-time bound; ``metric_timeout``, a python metric's wall-clock bound; ``too_deep``, a
+  recursion bound whose reach depends on the stack at the call) on either side is not re-derived: that outcome
+  depends on the machine, its load and the call stack, not only on the inputs, so an honest run re-scored on a slower
+  or faster machine can differ there. Such a score is counted and said ("not re-derived"), never a finding, and its
+  metric's scorecard is decided from the recorded column (every other score of it was compared and agreed). What
+  that does not prove: the recorded score of such an example, whichever it is.
+
 Limits: a score that differs because this EvalGlass computes a metric of a type whose gates recorded no version (an
 ungated metric) differently from the one that ran shows as a difference; an output holding a secret the run
 redacted re-scores from its redacted text. Outputs rewritten together with their scores agree with each other:
@@ -66,6 +74,7 @@ from evalglass.engine.runs.scoresblock import ScoresBlock, decode_block
 from evalglass.engine.spec.config import Config, LoadedConfig, imports_key, metric_definition_hashes
 from evalglass.errors import SetupError
 from evalglass.lanes.base import DECLARED_JSON
+from evalglass.lanes.metricworker import TIMED_OUT
 from evalglass.lanes.ports import LaneFailure, failure_score
 from evalglass.metrics.versions import METRIC_VERSIONS, EvaluatorKind, key_of
 
@@ -74,6 +83,10 @@ if TYPE_CHECKING:
 
 #: (field, recorded, derived), as ``verify`` reports a finding.
 Found = tuple[str, Any, Any]
+
+#: Error codes whose outcome depends on time, load or the call stack rather than on the inputs alone (module
+#: docstring, "Limits hit"): a score one side has with one of these is not held to the other side's.
+LIMIT_CODES = frozenset({"regex_timeout", TIMED_OUT, "too_deep"})
 
 
 @dataclass(frozen=True)
@@ -142,6 +155,7 @@ def rescore_run(
             if found.differing
             else ": every score as recorded"
         )
+        + _limited_line(found.limited)
         + f"; {consistent}",
     )
     return Rescored(columns=found.columns, findings=findings, said=said)
@@ -186,6 +200,17 @@ def _metrics_to_rescore(
     return chosen, consistent
 
 
+def _limited_line(limited: dict[str, int]) -> str:
+    if not limited:
+        return ""
+    counts = ", ".join(f"{count} of '{name}'" for name, count in limited.items())
+    return (
+        f" ({counts} not re-derived: a bound of time or depth ({', '.join(sorted(LIMIT_CODES))}) was reached in the "
+        "run or here, an outcome of the machine and its load, not of the outputs; those metrics decided from "
+        "their recorded scores)"
+    )
+
+
 def _nothing_rescored(config: Config) -> str:
     return f"every metric ({', '.join(config.metrics)}) checked for consistency only"
 
@@ -218,6 +243,8 @@ class _Found:
     kept_differs: list[Found]
     #: Scoring stopped where the dataset's lines were not the kept ones (the findings say where).
     stopped: bool
+    #: Per metric, the scores not re-derived because a limit was hit on one side (``LIMIT_CODES``).
+    limited: dict[str, int]
 
 
 class _Rescoring:
@@ -268,8 +295,11 @@ class _Rescoring:
         if not self._stopped and next(self._kept, None) is not None:
             self._stop(("runrecord.kept_outputs", "one block per batch of the dataset", "blocks beyond its end"))
         self._findings += compare.finish(whole=not self._stopped)
-        columns = {} if self._stopped else sink.columns
-        return _Found(columns, self._findings, compare.differing, dataset, self._kept_differs, self._stopped)
+        # A metric with a score not re-derived is decided from its recorded column: its re-derived one holds the
+        # other side of a limit there (every other score of it agreed).
+        columns = {} if self._stopped else {k: v for k, v in sink.columns.items() if k not in compare.limited}
+        limited = dict(compare.limited)
+        return _Found(columns, self._findings, compare.differing, dataset, self._kept_differs, self._stopped, limited)
 
     def _score_answers(
         self,
@@ -402,6 +432,21 @@ def _agrees(recorded: Any, derived: Any, failed: set[int]) -> bool:
     return True
 
 
+def _beyond_a_limit(recorded: Any, derived: Any) -> bool:
+    """Whether every sample where the two entries differ has, on one side, an ``error`` a limit made
+    (``LIMIT_CODES``): not comparable, not a difference."""
+    if isinstance(recorded, list) and isinstance(derived, list) and len(recorded) == len(derived):
+        return any(_limit_hit(old) or _limit_hit(new) for old, new in zip(recorded, derived, strict=True)) and all(
+            _limit_hit(old) or _limit_hit(new) or orjson.dumps(old) == orjson.dumps(new)
+            for old, new in zip(recorded, derived, strict=True)
+        )
+    return _limit_hit(recorded) or _limit_hit(derived)
+
+
+def _limit_hit(score: Any) -> bool:
+    return isinstance(score, dict) and score.get("status") == "error" and _first_code(score) in LIMIT_CODES
+
+
 def _same_failure(recorded: Any, derived: Any) -> bool:
     return (
         isinstance(recorded, dict)
@@ -450,6 +495,8 @@ class _ComparingWriter:
         self._redactor = redaction.current()
         self._first: Found | None = None
         self.differing = 0
+        #: Per metric, the entries not compared because a limit was hit on one side (``_beyond_a_limit``).
+        self.limited: dict[str, int] = {}
 
     def write_block(
         self, ids: list[str], lines: list[int], scores: dict[str, list[Any]], clusters: list[str | None] | None
@@ -476,7 +523,11 @@ class _ComparingWriter:
             mine = orjson.loads(derived)
             theirs = recorded if isinstance(recorded, list) else [None] * len(ids)
             for index, (old, new) in enumerate(zip(theirs, mine, strict=True)):
-                if not _agrees(old, new, {sample for line, sample in failed if line == index}):
+                if _agrees(old, new, {sample for line, sample in failed if line == index}):
+                    continue
+                if _beyond_a_limit(old, new):
+                    self.limited[name] = self.limited.get(name, 0) + 1
+                else:
                     self.differing += 1
                     self._note((f"{SCORES_FILE}: example {ids[index]!r}, metric '{name}'", old, new))
 
