@@ -21,7 +21,7 @@ APP = textwrap.dedent(
         if kind == 1:
             raise ValueError(f"no answer for {n}")
         if kind == 2:
-            return {n}  # not JSON
+            return {n}  # not JSON: the system's wrong answer, measured
         if kind == 3:
             raise SystemExit(3)
         if kind == 4:
@@ -70,6 +70,6 @@ def test_chunked_and_one_by_one_runs_write_the_same_bytes(tmp_path: Path, epochs
         m["estimate"] for m in results["general"]["metrics"]
     ]
     population = results["chunked"]["metrics"][0]["population"]
-    # the malformed line; raise, not JSON, SystemExit for 100 examples each (None is an output: measured)
-    assert population["excluded_total"] == 1 + 3 * 100
-    assert population["included"] == 400
+    # the malformed line; raise and SystemExit for 100 examples each (None and a set are answers: measured)
+    assert population["excluded_total"] == 1 + 2 * 100
+    assert population["included"] == 500
