@@ -53,6 +53,7 @@ def build_metrics(
     config = loaded.config
     checks = loaded.bound_checks() if config.checks else {}
     shipped = config.shipped_metrics if shipper is not None else set()  # never a gated python metric
+    guarded = config.guarded_metrics  # once: it walks every metric and gate
     built: list[BuiltMetric] = []
     for name, spec in config.metrics.items():
         if spec.live or (only is not None and name not in only):
@@ -67,7 +68,7 @@ def build_metrics(
             direction=config.metric_direction(name),
             output_fields=config.gold_excluded_fields,
             others_outputs=config.others_output_fields,
-            bound_code=bound_code(loaded, name),
+            bound_code=bound_code(loaded, name) if name in guarded else None,
         )
         label = metric_label(name, spec)
         with hostwatch.watch(label):  # building a host metric imports its module: host code runs
@@ -81,13 +82,11 @@ def build_metrics(
     return built
 
 
-def bound_code(loaded: LoadedConfig, name: str) -> tuple[str, tuple[str, ...]] | None:
-    """For host code a gate declared in the config decides on: the project's folder (the repository holding the
-    config folder, else that folder) and the files the gate's fingerprint binds, as hashed when the config loaded
-    (the metric's own files, ``data_files:`` and what it imports): ``lanes.hostguard`` refuses it any other file of
-    the project. None for a metric no gate declares, or one that runs no host function here."""
-    if name not in loaded.config.guarded_metrics:
-        return None
+def bound_code(loaded: LoadedConfig, name: str) -> tuple[str, tuple[str, ...]]:
+    """For host code a gate declared in the config decides on (one of ``Config.guarded_metrics``): the project's
+    folder (the repository holding the config folder, else that folder) and the files the gate's fingerprint binds,
+    as hashed when the config loaded (the metric's own files, ``data_files:`` and what it imports):
+    ``lanes.hostguard`` refuses it any other file of the project."""
     root = loaded.base_dir.resolve()
     project = project_root(root)
     files = loaded.definition_files
