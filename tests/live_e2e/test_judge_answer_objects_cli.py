@@ -5,6 +5,9 @@ The fake server echoes, so each recorded output below is, word for word, what th
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from evalglass.testing.fake_openai import FakeOpenAI
 from tests.live_e2e.conftest import LiveProject
 
@@ -21,17 +24,22 @@ ANSWERS = {
 }
 
 
-def test_the_judges_answer_is_the_object_with_its_score_and_two_scores_are_unreadable(tmp_path):
+def _judged(tmp_path: Path, answers: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """Each answer, as a recorded output, graded by a judge that echoes it back: its score row by id."""
     with FakeOpenAI() as server:
         project = LiveProject(tmp_path / "evals", server.base_url)
         project.write(
-            [{"id": key, "output": text} for key, text in ANSWERS.items()],
+            [{"id": key, "output": text} for key, text in answers.items()],
             task={"type": "recorded", "field": "output"},
             metrics={"quality": project.judge(prompt="{{ output }}")},
         )
         result = project.run("--no-cache")
         assert result.code == 0, result.err
-        scores = {row["id"]: row["scores"]["quality"] for row in project.scores()}
+        return {row["id"]: row["scores"]["quality"] for row in project.scores()}
+
+
+def test_the_judges_answer_is_the_object_with_its_score_and_two_scores_are_unreadable(tmp_path):
+    scores = _judged(tmp_path, ANSWERS)
     assert {key: (scores[key]["status"], scores[key]["value"]) for key in ("quotes-output", "fenced", "plain")} == {
         "quotes-output": ("scored", 2.0),
         "fenced": ("scored", 4.0),
@@ -60,16 +68,7 @@ QUOTED = {
 
 
 def test_a_number_quoted_as_text_is_the_judges_score_and_other_text_is_unreadable(tmp_path):
-    with FakeOpenAI() as server:
-        project = LiveProject(tmp_path / "evals", server.base_url)
-        project.write(
-            [{"id": key, "output": text} for key, text in QUOTED.items()],
-            task={"type": "recorded", "field": "output"},
-            metrics={"quality": project.judge(prompt="{{ output }}")},
-        )
-        result = project.run("--no-cache")
-        assert result.code == 0, result.err
-        scores = {row["id"]: row["scores"]["quality"] for row in project.scores()}
+    scores = _judged(tmp_path, QUOTED)
     found = {key: (row["status"], row.get("validity"), row.get("value")) for key, row in scores.items()}
     assert found["quoted"] == ("scored", "valid", 4.0)
     assert found["quoted-spaced"] == ("scored", "valid", 2.0)

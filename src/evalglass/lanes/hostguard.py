@@ -52,6 +52,9 @@ from evalglass.lanes.hostimports import installed_code_names, installed_label, i
 #: The code of a call answered after the worker refused unbound project code.
 UNBOUND_CODE = "host_unbound_code"
 
+#: What a gated metric's worker is guarded by (``install``): the project's folder, and the files its gate binds.
+BoundCode = tuple[str, tuple[str, ...]]
+
 _PROCESS_EVENTS = frozenset(
     {"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.startfile", "pty.spawn"}
 )

@@ -38,7 +38,7 @@ from evalglass import redaction
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
-    from evalglass.lanes.hostguard import Guard
+    from evalglass.lanes.hostguard import BoundCode, Guard
     from evalglass.lanes.hostworker import _Setting
 
 ARGUMENT_NAMES = ("output", "record", "reference", "example")
@@ -182,7 +182,7 @@ def serve_metrics(
     secrets: tuple[str, ...],
     setting: _Setting,
     path: list[str],
-    guarded: tuple[str, tuple[str, ...]] | None,
+    guarded: BoundCode | None,
 ) -> None:
     """A metric worker's life: answer ``load`` and ``score`` requests until the pipe closes, then end as an
     interpreter does (see :func:`_end`). A request is a pickle (the deciding process trusts what it sends). A gated

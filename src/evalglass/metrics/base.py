@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from evalglass.lanes.callcache import CallStore
     from evalglass.lanes.checkspec import CheckSpec
     from evalglass.lanes.executor import Executor
+    from evalglass.lanes.hostguard import BoundCode
     from evalglass.lanes.judge import JudgeResult
     from evalglass.lanes.judgespec import JudgeScale
 
@@ -158,7 +159,7 @@ class BuildContext:
     #: For a metric a gate declares: the project's folder (the repository holding the config folder) and the files
     #: the gate binds, which alone of the project's files its host code may load (``lanes.hostguard``). None:
     #: an ungated metric, whose code nothing binds.
-    bound_code: tuple[str, tuple[str, ...]] | None = None
+    bound_code: BoundCode | None = None
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,7 @@ from evalglass.metrics.errors import MetricLoadError
 from evalglass.metrics.hostrules import decoded
 
 if TYPE_CHECKING:
+    from evalglass.lanes.hostguard import BoundCode
     from evalglass.lanes.hostworker import _Worker
     from evalglass.metrics.base import MetricResult
 
@@ -100,7 +101,7 @@ class _Process:
 class MetricWorker:
     """One worker process importing one metric source, answering the metrics that name it (see the module doc)."""
 
-    def __init__(self, base_dir: Path, guard: Guarded | None = None) -> None:
+    def __init__(self, base_dir: Path, guard: BoundCode | None = None) -> None:
         self.base_dir = str(base_dir)
         #: A gated source's rule (``lanes.hostguard``): the project's folder and the files its gate binds.
         self.guard = guard
@@ -279,11 +280,7 @@ _SHARED: weakref.WeakValueDictionary[tuple[Any, ...], MetricWorker] = weakref.We
 _SHARED_LOCK = threading.Lock()
 
 
-#: A gated metric's worker rule (``lanes.hostguard.install``): the project's folder, the files its gate binds.
-Guarded = tuple[str, tuple[str, ...]]
-
-
-def metric_worker(reference: str, base_dir: Path, guard: Guarded | None = None) -> MetricWorker:
+def metric_worker(reference: str, base_dir: Path, guard: BoundCode | None = None) -> MetricWorker:
     """The worker for the source ``reference`` names: a file as it is on disk now (an edited file gets a new
     worker, as it got a fresh module in process), or a module by name. A gated metric's (``guard``: see
     ``lanes.hostguard``) is its own, never an ungated one's, nor one bound to other files."""

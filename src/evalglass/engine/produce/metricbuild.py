@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from evalglass.engine.spec.config import LoadedConfig
     from evalglass.lanes.callcache import CallStore
     from evalglass.lanes.executor import Executor
+    from evalglass.lanes.hostguard import BoundCode
     from evalglass.metrics.registry import AnyMetricSpec
 
 
@@ -82,7 +83,7 @@ def build_metrics(
     return built
 
 
-def bound_code(loaded: LoadedConfig, name: str) -> tuple[str, tuple[str, ...]]:
+def bound_code(loaded: LoadedConfig, name: str) -> BoundCode:
     """For host code a gate declared in the config decides on (one of ``Config.guarded_metrics``): the project's
     folder (the repository holding the config folder, else that folder) and the files the gate's fingerprint binds,
     as hashed when the config loaded (the metric's own files, ``data_files:`` and what it imports):
