@@ -31,6 +31,7 @@ import multiprocessing.forkserver
 import multiprocessing.spawn
 import os
 import signal
+import struct
 import sys
 import threading
 import time
@@ -589,6 +590,125 @@ class Watchdog:
                     os._exit(0)
 
 
+#: The answer log's first bytes: where its last whole line ends (little-endian, 8 bytes, one aligned store).
+_LOG_HEAD = 8
+#: The size an answer log's map starts at in a worker (it grows by doubling when a batch's answers need more).
+_LOG_START = 1 << 20
+
+
+class AnswerLog:
+    """The deciding process's side of a worker's answer log: memory shared with the worker (a ``memfd``, else an
+    unlinked temporary file), into which the worker writes each call's answer (one JSON line) as soon as the call
+    returns, then where the log's last whole line ends. Nothing is sent and nothing wakes this process per call: the
+    log is read only when the worker ended (or answered nonsense) before its batch's answer, and then holds every
+    call it finished, so the call it was making is known exactly and no finished call is made again. What it holds
+    is written by a process running code under test: each line is checked like any answer (:meth:`read` parses, the
+    caller checks the shape). One log per deciding-side owner, given to each worker it starts (:meth:`given`)."""
+
+    def __init__(self) -> None:
+        self.fd: int | None = None
+
+    def given(self) -> _InheritedFd:
+        """The log's file for a worker starting now (``spawn_worker``'s arguments: it arrives as a descriptor)."""
+        if self.fd is None:
+            memfd = getattr(os, "memfd_create", None)
+            if memfd is not None:
+                self.fd = memfd("evalglass-answers", os.MFD_CLOEXEC)
+            else:  # pragma: no cover - not Linux
+                import tempfile
+
+                with tempfile.TemporaryFile() as handle:
+                    self.fd = os.dup(handle.fileno())
+        return _InheritedFd(self.fd)
+
+    def clear(self) -> None:
+        """Empty the log before a batch is sent (the worker is idle, waiting for it, or not started yet): what a
+        worker that ends before it starts the batch leaves is then nothing, never an earlier batch's answers."""
+        if self.fd is not None:
+            os.pwrite(self.fd, bytes(_LOG_HEAD), 0)
+
+    def read(self) -> list[Any] | None:
+        """The answers logged since :meth:`clear`, in order, as parsed JSON, up to the first line that is not JSON
+        (a worker's own code can write anywhere in its memory; what follows such a line is not trusted); None when
+        the worker never started the batch (it ended before: no call of it was made)."""
+        if self.fd is None:
+            return None
+        (end,) = struct.unpack("<Q", os.pread(self.fd, _LOG_HEAD, 0))
+        if end == 0:
+            return None
+        if not _LOG_HEAD <= end <= os.fstat(self.fd).st_size:
+            return []
+        answers: list[Any] = []
+        for line in os.pread(self.fd, end - _LOG_HEAD, _LOG_HEAD).split(b"\n")[:-1]:
+            try:
+                answers.append(orjson.loads(line))
+            except orjson.JSONDecodeError:
+                break
+        return answers
+
+    def close(self) -> None:
+        fd, self.fd = self.fd, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+class _InheritedFd:
+    """A descriptor of the deciding process handed to a worker process as it starts (the fork server passes it
+    along, as it does a pipe's ends): unpickled in the worker as the descriptor's number there."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def __reduce__(self) -> tuple[Callable[[Any], int], tuple[Any]]:
+        from multiprocessing import reduction
+
+        return _detached, (reduction.DupFd(self.fd),)
+
+
+def _detached(duplicate: Any) -> int:
+    return int(duplicate.detach())
+
+
+class LogWriter:
+    """The worker's side of an :class:`AnswerLog`: a map of its file, each answer line copied in and then the end
+    stored (a worker ended mid-copy leaves the end before that line). The map grows by doubling; a line is one
+    copy and one 8-byte store, no system call."""
+
+    def __init__(self, fd: int) -> None:
+        import mmap
+
+        size = max(os.fstat(fd).st_size, _LOG_START)
+        os.ftruncate(fd, size)
+        self.map = mmap.mmap(fd, size)
+        os.close(fd)  # the map holds the file
+        self._write, self._tell = self.map.write, self.map.tell
+
+    @property
+    def end(self) -> int:
+        """Where the lines logged since :meth:`begin` end."""
+        return self._tell()
+
+    def begin(self) -> None:
+        """A batch starts: its answers are written from the start (the deciding process emptied the log), and the
+        log says the batch started (before, its end is 0: :meth:`AnswerLog.read`)."""
+        self.map.seek(_LOG_HEAD)
+        _STORE_END(self.map, 0, _LOG_HEAD)
+
+    def add(self, line: bytes) -> None:
+        """Log one answer (JSON ending in a newline: ``orjson.OPT_APPEND_NEWLINE``)."""
+        try:
+            self._write(line)
+        except ValueError:  # past the map's end: it grows (in place, the position kept)
+            self.map.resize(2 * (len(self.map) + len(line)))
+            self._write(line)
+        _STORE_END(self.map, 0, self._tell())
+
+
+#: Stores where the log's lines end: one aligned 8-byte store (a worker killed mid-way cannot leave half of it).
+_STORE_END = struct.Struct("<Q").pack_into
+
+
 #: A run's answers go back as they are made, at least once per this much of the worker's time (a call that takes
 #: longer is sent on its own as soon as it returns): a call whose answer has been sent is never made again, whatever
 #: happens to the worker later. Faster calls go in groups, for one message each way per group, not per call.
@@ -832,8 +952,10 @@ def run_request(calls: list[list[Any]], timeout: float | None, budget: float | N
 
 
 __all__ = [
+    "AnswerLog",
     "HostFunctionInfo",
     "HostWorkers",
+    "LogWriter",
     "RunTimedOut",
     "Watchdog",
     "WorkerDied",

@@ -82,6 +82,10 @@ class _Process:
         self.owner = os.getpid()
         #: True from a request's send until its answer is read: a worker mid-call is killed, never waited for.
         self.busy = False
+        from evalglass.lanes.hostworker import AnswerLog
+
+        #: Where each worker logs every answer as its call returns (read when a worker ends mid-batch).
+        self.log = AnswerLog()
 
     def close(self) -> None:
         """End the worker: an idle one as a process ends (its pipe closes, it joins its threads and runs its
@@ -97,6 +101,12 @@ class _Process:
         self.busy = False
         worker.kill()
 
+    def release(self) -> None:
+        """The finalizer's: end the worker, then free its answer log."""
+        self.close()
+        if os.getpid() == self.owner:
+            self.log.close()
+
 
 class MetricWorker:
     """One worker process importing one metric source, answering the metrics that name it (see the module doc)."""
@@ -110,7 +120,7 @@ class MetricWorker:
         self._loaded: list[tuple[str, bool]] = []
         self._sys_path: list[str] | None = None  # the deciding process's ``sys.path`` as last told the worker
         self._lock = threading.Lock()
-        weakref.finalize(self, self._process.close)
+        weakref.finalize(self, self._process.release)
 
     def load(self, reference: str, has_reference: bool) -> tuple[int, tuple[str, ...]]:
         """Load ``reference`` in the worker and check its parameters against the calling rule: (its index, the
@@ -130,40 +140,49 @@ class MetricWorker:
         self, index: int, columns: dict[str, list[Any]], count: int, timeout: float | None = DEFAULT_TIMEOUT_S
     ) -> list[MetricResult]:
         """The function at ``index`` called ``count`` times, call ``i`` with ``{name: column[i]}``: each call's
-        result, checked. A call over ``timeout`` seconds is ``metric_timeout`` (its worker is ended) and the calls
-        after it go to a fresh worker; a worker that ends mid-batch has the rest of the batch made again one call
-        at a time."""
+        result, checked, each call made once. A call over ``timeout`` seconds is ``metric_timeout`` (its worker is
+        ended); a call whose worker ended mid-call is ``host_worker_lost``; either way the calls answered before it
+        are kept (the worker logs every answer as its call returns: ``hostworker.AnswerLog``) and the calls after
+        it go to a fresh worker."""
         with self._lock:
             results: list[MetricResult] = []
             while len(results) < count:
                 start = len(results)
                 part = columns if start == 0 else {name: values[start:] for name, values in columns.items()}
+                self._process.log.clear()  # before a worker starts: the log then holds this batch's answers only
+                fresh = self._process.worker is None
                 try:
                     made = self._score(index, part, count - start, timeout)
                 except _Lost as exc:
-                    self._process.close()
-                    if count - start == 1:
-                        return [*results, lost(str(exc))]
-                    return results + self._one_by_one(index, part, count - start, timeout)
+                    self._process.close()  # killed before its log is read: nothing more is written to it
+                    logged = self._logged(count - start)
+                    if logged is None and not fresh:
+                        continue  # a worker that had ended idle, before the batch: no call was made, a fresh one
+                    made = logged or []
+                    if len(made) < count - start:  # the call it was making: its own state, never made again
+                        made.append(checked(timed_out(timeout)) if exc.timed_out and timeout else lost(str(exc)))
                 results += made
                 if _is_timeout(made[-1]):  # the watchdog's answer (made short of the batch, or its last): ended
                     self._process.close()
             return results
 
-    def _one_by_one(
-        self, index: int, columns: dict[str, list[Any]], count: int, timeout: float | None
-    ) -> list[MetricResult]:
+    def _logged(self, count: int) -> list[MetricResult] | None:
+        """The answers the ended worker logged for its batch of ``count`` calls, checked, up to the first that is
+        not an answer; None when it never started the batch. A gated worker that refused unbound code logged the
+        refusal: every answer of the batch is then the refusal, as the batch's own answer would have said."""
+        logged = self._process.log.read()
+        if logged is None:
+            return None
         results: list[MetricResult] = []
-        for position in range(count):
-            one = {name: [values[position]] for name, values in columns.items()}
+        for value in logged[:count]:
             try:
-                made = self._score(index, one, 1, timeout)
-            except _Lost as exc:
-                self._process.close()
-                made = [lost(str(exc))]
-            results += made
-            if _is_timeout(made[0]):
-                self._process.close()
+                results.append(checked(value))
+            except _Lost:
+                break
+        if self.guard is not None:
+            refusal = next((result for result in results if _is_unbound(result)), None)
+            if refusal is not None:
+                return [refusal] * count
         return results
 
     # ------------------------------------------------------------------------------------------------ internals
@@ -172,7 +191,7 @@ class MetricWorker:
 
         secrets = redaction.current().secrets
         self._sys_path = list(sys.path)
-        arguments = (self.base_dir, secrets, worker_setting(), self._sys_path, self.guard)
+        arguments = (self.base_dir, secrets, worker_setting(), self._sys_path, self.guard, self._process.log.given())
         self._process.worker = spawn_worker(serve_metrics, arguments)
         for index, (reference, has_reference) in enumerate(self._loaded):  # after a death: the same functions
             try:
@@ -226,16 +245,11 @@ class MetricWorker:
         self, index: int, columns: dict[str, list[Any]], count: int, timeout: float | None
     ) -> list[MetricResult]:
         """The calls' results; fewer than ``count`` when the last one ran past ``timeout`` (its worker's watchdog
-        answered and ended the worker). A worker that says nothing within the calls' timeouts together is ended:
-        a lone call is then ``metric_timeout``, a longer batch is lost (:class:`_Lost`)."""
+        answered and ended the worker). A worker that says nothing within the calls' timeouts together is ended
+        (:class:`_Lost`, ``timed_out``): the call it was making has run past its own timeout by then, holding the
+        interpreter so its watchdog could not say so."""
         deadline = None if timeout is None else timeout * count + WORKER_GRACE_S  # the watchdog's backstop
-        try:
-            answer = self._roundtrip(("score", index, columns, count, timeout, None), deadline)
-        except _Lost as exc:
-            if exc.timed_out and count == 1 and timeout is not None:
-                self._process.close()
-                return [checked(timed_out(timeout))]
-            raise
+        answer = self._roundtrip(("score", index, columns, count, timeout, None), deadline)
         if type(answer) is not list or not answer or len(answer) > count:
             raise _Lost("its worker process sent what is not an answer")
         if len(answer) == count and all(type(value) is float for value in answer):  # JSON holds no NaN nor infinity
@@ -257,6 +271,13 @@ class _Lost(Exception):
 def _is_timeout(result: MetricResult) -> bool:
     """Whether ``result`` is a call's ``metric_timeout`` (whose worker has ended)."""
     return isinstance(result, Score) and result.status is Status.ERROR and result.diagnostics[0].code == TIMED_OUT
+
+
+def _is_unbound(result: MetricResult) -> bool:
+    """Whether ``result`` is a gated worker's refusal of unbound code (``lanes.hostguard``)."""
+    from evalglass.lanes.hostguard import UNBOUND_CODE
+
+    return isinstance(result, Score) and result.status is Status.ERROR and result.diagnostics[0].code == UNBOUND_CODE
 
 
 def checked(value: Any) -> MetricResult:
