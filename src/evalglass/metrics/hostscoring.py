@@ -22,10 +22,13 @@ is written by code no approval need bind): per call an answer (``lanes/metricwor
 imports neither this package nor pydantic). The deciding process turns every answer into a score and checks its
 shape (``metrics.hostrules.decoded``: the same states, codes and messages as in process); an answer of another shape,
 or a worker that ends mid-call (``os._exit``, a signal, a crash in C), is that call's ``error`` score with code
-``host_worker_lost`` saying how, never 0.0 and never a pass. A batch whose worker ended is made again one call per
-worker, so each call gets its own state (the calls before the one that ended the worker are made twice, on a fresh
-worker). A call over the metric's ``timeout`` is ``metric_timeout``: the worker's watchdog sends the answers before it
-and ends the worker, and the rest of the batch goes to a fresh worker (none is made twice).
+``host_worker_lost`` saying how, never 0.0 and never a pass. Every answer is also logged as its call returns
+(``hostworker.AnswerLog``: memory shared with the worker, no message per call), so a worker that ends mid-batch
+leaves the answers it made: they are kept, the call in flight is its ``host_worker_lost`` (not made again), and the
+rest of the batch goes to a fresh worker; no call is made twice. A call over the metric's ``timeout`` is
+``metric_timeout``: the worker's watchdog sends the answers before it and ends the worker, and the rest of the batch
+goes to a fresh worker (a call that holds the interpreter so its watchdog cannot say so is ended by this process's
+backstop, the calls' timeouts together and a second, and is ``metric_timeout`` the same way).
 
 Limits. Module-level state is not shared between metrics naming different sources that import one helper module,
 nor with a python lane or agent tool.
