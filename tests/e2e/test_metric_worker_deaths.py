@@ -82,6 +82,14 @@ def test_a_worker_that_ends_on_the_third_call_keeps_every_answer_before_it_and_m
     assert {pids[f"ex-{i}"] for i in range(4, 9)} == {pids["ex-4"]} != {pids["ex-3"]}, calls  # then a fresh one
     assert project.cli("verify", "run").code == ExitCode.OK
 
+    # What a user reads on the terminal, the same run again: the one error named, the gate blocked, exit 1.
+    (project.evals / "calls.txt").unlink()
+    shown = project.run("--no-progress", "--no-history")
+    assert shown.code == ExitCode.FAILED, shown
+    assert "host_worker_lost ×1" in shown.out and "1 of 8 examples were not measured validly (1 error)" in shown.out
+    assert "verdict: blocked  (exit 1)" in shown.out, shown.out
+    assert [example for example, _ in _calls(project.evals)] == [f"ex-{i}" for i in range(1, 9)]
+
 
 #: Fast calls (an append each): hundreds of answers go by within a millisecond, so only an answer logged as its
 #: call returns can be kept. Each call raises, so each answer carries a traceback and the log outgrows its first
