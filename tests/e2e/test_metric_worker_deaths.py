@@ -179,6 +179,7 @@ def test_the_answer_log_reads_back_what_was_written_since_it_was_cleared(first, 
     log = AnswerLog()
     try:
         fd = log.given().fd
+        assert log.read() is None  # no worker has sized it: nothing started
         writer = LogWriter(__import__("os").dup(fd))
         for batch in (first, second):
             log.clear()

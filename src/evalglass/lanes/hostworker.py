@@ -633,7 +633,8 @@ class AnswerLog:
         the worker never started the batch (it ended before: no call of it was made)."""
         if self.fd is None:
             return None
-        (end,) = struct.unpack("<Q", os.pread(self.fd, _LOG_HEAD, 0))
+        head = os.pread(self.fd, _LOG_HEAD, 0)
+        end = struct.unpack("<Q", head)[0] if len(head) == _LOG_HEAD else 0  # a file no worker has sized yet
         if end == 0:
             return None
         if not _LOG_HEAD <= end <= os.fstat(self.fd).st_size:
