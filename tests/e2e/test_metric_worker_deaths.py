@@ -8,6 +8,7 @@ a fresh worker. Through the command line: the gate on the metric blocks and ``ru
 from __future__ import annotations
 
 import json
+import os
 import string
 from pathlib import Path
 from typing import Any
@@ -180,7 +181,7 @@ def test_the_answer_log_reads_back_what_was_written_since_it_was_cleared(first, 
     try:
         fd = log.given().fd
         assert log.read() is None  # no worker has sized it: nothing started
-        writer = LogWriter(__import__("os").dup(fd))
+        writer = LogWriter(os.dup(fd))
         for batch in (first, second):
             log.clear()
             writer.begin()
