@@ -23,7 +23,8 @@ from evalglass.lanes.hostworker import AnswerLog, LogWriter
 from evalglass.metrics.hostscoring import MetricWorker
 from tests.e2e.project import Project, approve_as_is, make_project
 
-#: Appends "<example id> <pid>" per call to calls.txt, then ends its own process on ex-3 (``{ending}``).
+#: Appends "<example id> <pid>" per call to calls.txt, then ends its own process on ex-3 (``{ending}``: as a crash,
+#: ``os._exit`` or the kernel's OOM killer would).
 ENDS_ON_THE_THIRD = """\
 import os, signal
 
@@ -38,6 +39,7 @@ def score(output, reference, example):
 ENDINGS = {
     "os._exit": ("os._exit(3)", "its worker process ended with exit code 3"),
     "SIGKILL": ("os.kill(os.getpid(), signal.SIGKILL)", "its worker process was killed by SIGKILL"),
+    "segfault": ("import ctypes; ctypes.string_at(0)", "its worker process was killed by SIGSEGV"),
 }
 
 
