@@ -267,3 +267,48 @@ def test_a_worker_that_ended_between_batches_loses_no_call_of_the_next(tmp_path)
     calls = _calls(tmp_path)
     assert [int(number) for number, _ in calls] == [0, 1, 2, 3, 4], calls
     assert calls[2][1] != calls[0][1], calls
+
+
+#: Ends its worker on an output "die" (as ``os._exit`` or a signal), else answers the output's length.
+DIES_ON_DEMAND = """\
+import os, signal
+
+def score(output):
+    with open(os.path.join(os.path.dirname(__file__), "calls.txt"), "a") as calls:
+        calls.write(f"{output} {os.getpid()}\\n")
+    if output.startswith("die"):
+        if output.endswith("kill"):
+            os.kill(os.getpid(), signal.SIGKILL)
+        os._exit(7)
+    return float(len(output))
+"""
+
+
+@pytest.fixture(scope="module")
+def dying_worker(tmp_path_factory: pytest.TempPathFactory) -> tuple[MetricWorker, int, Path]:
+    folder = tmp_path_factory.mktemp("dies")
+    (folder / "host.py").write_text(DIES_ON_DEMAND)
+    worker = MetricWorker(folder)
+    index, _ = worker.load("host.py:score", has_reference=False)
+    return worker, index, folder
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    outputs=st.lists(st.sampled_from(["a", "bb", "ccc", "die", "die-kill"]), min_size=1, max_size=12),
+)
+def test_whatever_calls_of_a_batch_end_their_worker_every_other_call_is_answered_once(dying_worker, outputs):
+    """Any batch, any calls in it ending their worker (none, one, several, in a row): each of those is its own
+    ``host_worker_lost``, every other call its value, and every call of the batch is made exactly once, in order."""
+    worker, index, folder = dying_worker
+    (folder / "calls.txt").write_text("")
+    results = worker.score(index, {"output": outputs}, len(outputs), None)
+    assert len(results) == len(outputs)
+    for output, result in zip(outputs, results, strict=True):
+        if output.startswith("die"):
+            assert isinstance(result, Score) and result.diagnostics[0].code == "host_worker_lost", (outputs, results)
+            said = "killed by SIGKILL" if output.endswith("kill") else "ended with exit code 7"
+            assert result.diagnostics[0].message.endswith(said), result
+        else:
+            assert result == float(len(output)), (outputs, results)
+    assert [output for output, _ in _calls(folder)] == outputs
