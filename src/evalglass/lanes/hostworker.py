@@ -18,6 +18,11 @@ which is better than a thread left running; a cancelled call (the run stopping) 
 :meth:`HostWorkers.close` kills every worker. A worker whose deciding process is gone exits on its own (it watches a
 pipe only that process holds). Each worker is a process of its own: module-level state is per worker, not shared by
 the lane's calls, nor with a python metric naming the same file.
+
+A python metric's worker (``lanes/metricworker.py``) also writes each answer, as its call returns, into memory it
+shares with the deciding process (:class:`AnswerLog`, :class:`LogWriter`), read only when the worker ended before
+its batch's answer: no call answered before is made again. A lane's run streams its answers instead (at least every
+:data:`STREAM_S`), so the calls it made in the last moment before its worker ended are made again.
 """
 
 from __future__ import annotations
