@@ -36,7 +36,6 @@ import multiprocessing.forkserver
 import multiprocessing.spawn
 import os
 import signal
-import struct
 import sys
 import threading
 import time
@@ -595,7 +594,7 @@ class Watchdog:
                     os._exit(0)
 
 
-#: The answer log's first bytes: where its last whole line ends (little-endian, 8 bytes, one aligned store).
+#: The answer log's first bytes: 0 until the worker starts the batch the deciding process cleared it for.
 _LOG_HEAD = 8
 #: The size an answer log's map starts at in a worker (it grows by doubling when a batch's answers need more).
 _LOG_START = 1 << 20
@@ -603,12 +602,17 @@ _LOG_START = 1 << 20
 
 class AnswerLog:
     """The deciding process's side of a worker's answer log: memory shared with the worker (a ``memfd``, else an
-    unlinked temporary file), into which the worker writes each call's answer (one JSON line) as soon as the call
-    returns, then where the log's last whole line ends. Nothing is sent and nothing wakes this process per call: the
-    log is read only when the worker ended (or answered nonsense) before its batch's answer, and then holds every
-    call it finished, so the call it was making is known exactly and no finished call is made again. What it holds
-    is written by a process running code under test: each line is checked like any answer (:meth:`read` parses, the
-    caller checks the shape). One log per deciding-side owner, given to each worker it starts (:meth:`given`)."""
+    unlinked temporary file), into which the worker copies each call's answer (one JSON line) as soon as the call
+    returns. Nothing is sent and nothing wakes this process per call: the log is read only when the worker ended (or
+    answered nonsense) before its batch's answer, and then holds every call it finished, so the call it was making
+    is known exactly and no finished call is made again. What it holds is written by a process running code under
+    test: each line is checked like any answer (:meth:`read` parses, the caller checks the shape). One log per
+    deciding-side owner, given to each worker it starts (:meth:`given`).
+
+    Layout: the head (8 bytes: 0 until the worker starts the batch), then the batch's lines, then zeros (the worker
+    zeroes what it wrote before it starts a batch, a new worker the whole file): the lines end at the first zero
+    byte, which JSON text never holds, and a line cut short by the worker's end lacks its newline, or holds a zero
+    byte where it was not written yet. So a line costs one copy, and no store of where the lines end."""
 
     def __init__(self) -> None:
         self.fd: int | None = None
@@ -627,8 +631,8 @@ class AnswerLog:
         return _InheritedFd(self.fd)
 
     def clear(self) -> None:
-        """Empty the log before a batch is sent (the worker is idle, waiting for it, or not started yet): what a
-        worker that ends before it starts the batch leaves is then nothing, never an earlier batch's answers."""
+        """Say no batch has started, before a batch is sent (the worker is idle, waiting for it, or not started
+        yet): a worker that ends before it starts the batch leaves nothing, never an earlier batch's answers."""
         if self.fd is not None:
             os.pwrite(self.fd, bytes(_LOG_HEAD), 0)
 
@@ -639,13 +643,12 @@ class AnswerLog:
         if self.fd is None:
             return None
         head = os.pread(self.fd, _LOG_HEAD, 0)
-        end = struct.unpack("<Q", head)[0] if len(head) == _LOG_HEAD else 0  # a file no worker has sized yet
-        if end == 0:
+        if len(head) < _LOG_HEAD or not any(head):  # not started (a file no worker has sized yet included)
             return None
-        if not _LOG_HEAD <= end <= os.fstat(self.fd).st_size:
-            return []
+        data = os.pread(self.fd, max(0, os.fstat(self.fd).st_size - _LOG_HEAD), _LOG_HEAD)
+        zero = data.find(0)
         answers: list[Any] = []
-        for line in os.pread(self.fd, end - _LOG_HEAD, _LOG_HEAD).split(b"\n")[:-1]:
+        for line in (data if zero < 0 else data[:zero]).split(b"\n")[:-1]:  # the last piece lacks its newline
             try:
                 answers.append(orjson.loads(line))
             except orjson.JSONDecodeError:
@@ -677,42 +680,41 @@ def _detached(duplicate: Any) -> int:
 
 
 class LogWriter:
-    """The worker's side of an :class:`AnswerLog`: a map of its file, each answer line copied in and then the end
-    stored (a worker ended mid-copy leaves the end before that line). The map grows by doubling; a line is one
-    copy and one 8-byte store, no system call."""
+    """The worker's side of an :class:`AnswerLog` (see its layout): a map of its file, zeroed when the worker starts.
+    A line is one copy into the map (:attr:`write`, the map's own: a caller on a fast path calls it and, when it
+    raises ``ValueError`` because the map is full, :meth:`add`); the map grows by doubling."""
 
     def __init__(self, fd: int) -> None:
         import mmap
 
         size = max(os.fstat(fd).st_size, _LOG_START)
+        os.ftruncate(fd, 0)  # what an earlier worker wrote is gone: the file reads as zeros
         os.ftruncate(fd, size)
         self.map = mmap.mmap(fd, size)
         os.close(fd)  # the map holds the file
-        self._write, self._tell = self.map.write, self.map.tell
+        self.write = self.map.write
 
     @property
     def end(self) -> int:
         """Where the lines logged since :meth:`begin` end."""
-        return self._tell()
+        return self.map.tell()
 
     def begin(self) -> None:
-        """A batch starts: its answers are written from the start (the deciding process emptied the log), and the
-        log says the batch started (before, its end is 0: :meth:`AnswerLog.read`)."""
+        """A batch starts: what the previous one wrote is zeroed, then the head says the batch started (the
+        deciding process zeroed it), and its lines are written from the start."""
+        written = self.map.tell()  # 0 in a new worker, whose file is all zeros
+        if written > _LOG_HEAD:
+            self.map[_LOG_HEAD:written] = bytes(written - _LOG_HEAD)
         self.map.seek(_LOG_HEAD)
-        _STORE_END(self.map, 0, _LOG_HEAD)
+        self.map[:_LOG_HEAD] = b"started\n"
 
     def add(self, line: bytes) -> None:
-        """Log one answer (JSON ending in a newline: ``orjson.OPT_APPEND_NEWLINE``)."""
+        """Log one answer (JSON ending in a newline: ``orjson.OPT_APPEND_NEWLINE``), growing the map if need be."""
         try:
-            self._write(line)
-        except ValueError:  # past the map's end: it grows (in place, the position kept)
+            self.write(line)
+        except ValueError:  # past the map's end: it grows (in place, the position and ``write`` kept)
             self.map.resize(2 * (len(self.map) + len(line)))
-            self._write(line)
-        _STORE_END(self.map, 0, self._tell())
-
-
-#: Stores where the log's lines end: one aligned 8-byte store (a worker killed mid-way cannot leave half of it).
-_STORE_END = struct.Struct("<Q").pack_into
+            self.write(line)
 
 
 #: A run's answers go back as they are made, at least once per this much of the worker's time (a call that takes

@@ -247,9 +247,10 @@ class _Batch:
         names = tuple(columns)
         answers: list[Any] = []
         append, watch, monotonic = answers.append, self.watch, time.monotonic
-        log, dumps, newline = self.writer.add, orjson.dumps, orjson.OPT_APPEND_NEWLINE
+        writer = self.writer
+        write, dumps, newline = writer.write, orjson.dumps, orjson.OPT_APPEND_NEWLINE
         self.answers = answers
-        self.writer.begin()
+        writer.begin()
         watch.begin(timeout)
         for index, values in enumerate(zip(*columns.values(), strict=True) if names else [()] * count):
             watch.index, watch.started = index, monotonic()
@@ -262,7 +263,11 @@ class _Batch:
                 # The batch's every answer is then the refusal (below): logged as such, a log holding it is read so
                 # (``hostscoring.MetricWorker``).
                 answer = guard.answer()
-            log(dumps(answer, option=newline))
+            line = dumps(answer, option=newline)
+            try:
+                write(line)  # the fast path of ``writer.add``: one copy
+            except ValueError:
+                writer.add(line)
         if watch.finish():
             refusal = guard.answer() if guard is not None else None
             self.conn.send_bytes(orjson.dumps(answers if refusal is None else [refusal] * count))
