@@ -339,7 +339,7 @@ class AgentLane:
             if problem is not None:
                 return self._state_not_json(run, f"the trajectory's final state is not JSON ({problem})", sample)
         usage = _summed([usage for usage, _ in run.model_calls])
-        from evalglass.lanes.chatcall import truncated
+        from evalglass.core.finish import truncated
 
         return LaneOutput(
             self._trajectory(run, finish, usage),
