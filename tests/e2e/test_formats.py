@@ -116,3 +116,24 @@ def test_a_nan_in_another_parquet_column_is_kept_and_measures_nothing(tmp_path):
     """An input no metric reads as its reference is the number the file holds; the example is measured."""
     metric = nan_project(tmp_path, "n")
     assert metric["population"]["included"] == 8 and metric["estimate"]["point"] == 1.0, metric
+
+
+def test_a_nan_input_is_never_handed_to_a_command_as_null(tmp_path):
+    """orjson writes a NaN as null: the command would have answered another question than the file's. The example
+    is the lane's failure naming the value (``task_input_unserialisable``), the others are answered."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    import sys
+
+    task = {"type": "command", "argv": [sys.executable, "answer.py"], "timeout": 30}
+    project = make_project(tmp_path, dataset={"name": "suite", "path": "data.parquet"}, task=task)
+    (project.evals / "answer.py").write_text("import json, sys\nprint(json.load(sys.stdin)['n'])\n")
+    rows = [{"id": row["id"], "expected": "2.0", "n": 2.0} for row in DEFAULT_ROWS]
+    rows[1]["n"] = float("nan")
+    pq.write_table(pa.Table.from_pylist(rows), project.evals / "data.parquet")
+    result = project.run("--format", "json")
+    assert result.code == 0, result.err
+    metric = result.json()["metrics"][0]
+    assert metric["population"]["included"] == 7 and metric["estimate"]["point"] == 1.0, metric
+    (diagnostic,) = metric["population"]["top_diagnostics"]
+    assert diagnostic["code"] == "task_input_unserialisable" and "nan is not a JSON number" in diagnostic["example"]

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
-from evalglass.engine.datasets.traces.otlpspans import HEAD, MAX_MESSAGE, file_kind
 from tests.e2e.project import run_cli
 from tests.e2e.test_wide_encodings import assert_refused
 from tests.traces.otel import chat_span, recording, write_json
@@ -55,6 +54,8 @@ def test_json_lines_after_blank_lines_are_still_json(tmp_path: Path) -> None:
 
 def test_a_framed_protobuf_message_that_starts_like_a_utf32_byte_order_mark_is_protobuf() -> None:
     """A first message of 65,279 bytes is framed as 00 00 FE FF, UTF-32BE's byte order mark."""
+    from evalglass.engine.datasets.traces.otlpspans import HEAD, MAX_MESSAGE, file_kind
+
     pad = 0xFEFF
     for _ in range(8):  # the varint lengths grow with the padding: settle on the size
         with recording() as (tracer, finished):

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -118,8 +119,9 @@ def load_json(raw: bytes, mended: MendedLines, where: str | int | None = None) -
     not: those are read as their text (as a CSV's are), so the one score that holds one is an error of that score
     (``recorded_score``), not a malformed sample. A lone surrogate escape (half an emoji) is read as U+FFFD and
     noted in ``mended`` (:func:`~evalglass.readers.jsonsource.loads_lone_surrogates`), as in a dataset line (never
-    kept as Python's ``json`` reads it: a lone surrogate nothing can write again). Anything else that is not JSON
-    raises ``orjson.JSONDecodeError``."""
+    kept as Python's ``json`` reads it: a lone surrogate nothing can write again). A number too large for a float
+    (``1e400``, which Python's ``json`` reads as an infinity) is ``Infinity``'s text, for the same reason. Anything
+    else that is not JSON, or is nested deeper than the parser can go, raises ``orjson.JSONDecodeError``."""
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -131,9 +133,16 @@ def load_json(raw: bytes, mended: MendedLines, where: str | int | None = None) -
             mended.add_at(where, read[1])
             return read[0]
         try:
-            return json.loads(raw, parse_constant=str)
-        except ValueError:
+            return json.loads(raw, parse_constant=str, parse_float=_finite_or_text)
+        except (ValueError, RecursionError):  # RecursionError: deeper than orjson reads (1,024), a malformed sample
             raise exc from None
+
+
+def _finite_or_text(text: str) -> float | str:
+    """A JSON number as a float, or, when no float holds it (``1e400``), as the text Python's json writes for the
+    infinity it would read (``Infinity``, ``-Infinity``), which is read as every non-finite number is."""
+    value = float(text)
+    return value if math.isfinite(value) else ("Infinity" if value > 0 else "-Infinity")
 
 
 #: What a value of the wrong type in a tool's file raises where a reader reads it as the tool writes it.
