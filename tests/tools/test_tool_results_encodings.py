@@ -75,3 +75,15 @@ def test_a_score_beyond_a_float_is_an_error_of_that_score_never_an_infinity(tmp_
     em = metric(result.json(), "em")
     (diagnostic,) = em["population"]["top_diagnostics"]
     assert diagnostic["code"] == "recorded_score_malformed" and "Infinity" in diagnostic["example"], diagnostic
+
+
+def test_lm_evals_samples_file_saved_as_utf16_is_named_as_the_samples_file(tmp_path: Path) -> None:
+    """It was called lm-eval's "results file", which is the other file, beside it."""
+    samples = tmp_path / LM_EVAL.name
+    samples.write_bytes(LM_EVAL.read_text(encoding="utf-8").encode("utf-16"))
+
+    result = run(tmp_path, [samples, RESULTS], "lm-eval", EM)
+
+    assert result.code == 2, result.out
+    (line,) = result.err.strip().splitlines()
+    assert f"{LM_EVAL.name}: lm-eval samples file is UTF-16 text, not UTF-8" in line, line

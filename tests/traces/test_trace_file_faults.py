@@ -118,3 +118,36 @@ def test_tool_arguments_with_a_lone_surrogate_are_read_as_the_object_they_are(tm
     assert call["arguments"] == {"city": "Paris \ufffd"}, call
     (note,) = reader.mended.notes
     assert "attribute gen_ai.tool.call.arguments" in note and "'invoke_agent'" in note, note
+
+
+def test_a_trace_file_of_blank_lines_is_read_as_json_lines_as_before(tmp_path: Path) -> None:
+    """A file starting with a line feed may be a bare protobuf request: one of blank lines only is not."""
+    evals = project(tmp_path, CONTAINS, support_spans())
+    empty = project(tmp_path / "empty", CONTAINS, support_spans())
+    (empty / "traces.jsonl").write_bytes(b"\n\n\r\n")
+    blank = run_cli("run", "--no-history", cwd=tmp_path / "empty")
+    (evals / "traces.jsonl").write_bytes(b"")
+    nothing = run_cli("run", "--no-history", cwd=tmp_path)
+    assert (blank.code, blank.err.replace("empty/", "")) == (nothing.code, nothing.err), (blank.err, nothing.err)
+    assert "protobuf" not in blank.err, blank.err
+
+
+@pytest.mark.parametrize("count", ["1_000", " 12", "12 ", "+12", "\u0661\u0662"])
+def test_a_token_count_no_exporter_writes_is_a_malformed_span_not_a_measurement(tmp_path: Path, count: str) -> None:
+    """OTLP/JSON writes an intValue as decimal text. Python's int() also read underscores, spaces, a plus sign and
+    other scripts' digits: a budget measured a count the file does not spell."""
+    budget = {"metrics": {"budget": {"type": "numeric_bounds", "field": "usage.input_tokens", "max": 4500}}}
+    evals = project(tmp_path, budget, support_spans(uncaptured=0))
+    path = evals / "traces.jsonl"
+    lines = path.read_text().splitlines()
+    assert '"intValue":"12"' in lines[0]
+    lines[0] = lines[0].replace('"intValue":"12"', '"intValue":' + json.dumps(count), 1)
+    path.write_text("\n".join(lines) + "\n")
+
+    result = run_cli("run", "--no-history", "--format", "json", cwd=tmp_path)
+
+    assert result.code == 0, result.err
+    (found,) = result.json()["metrics"]
+    assert found["population"]["included"] == 7 and found["population"]["excluded_by_status"] == {"error": 1}
+    (diagnostic,) = found["population"]["top_diagnostics"]
+    assert diagnostic["code"] == "malformed_span" and "gen_ai.usage.input_tokens" in diagnostic["example"]

@@ -47,6 +47,7 @@ MAX_BYTES = 1 << 30
 
 class LmEvalReader(ToolReader):
     tool = "lm-eval"
+    file_name = "samples file"
 
     def __init__(self, path: Path, *, answer_filter: str | None = None, **options: Any) -> None:
         super().__init__(path, **options)

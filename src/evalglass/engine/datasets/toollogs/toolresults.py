@@ -186,6 +186,8 @@ class ToolReader:
     epochs of one id together) and the ``tool`` name."""
 
     tool = ""
+    #: What the tool's file is called in messages (lm-eval's is its samples file: its results file is another).
+    file_name = "results file"
 
     def __init__(self, path: Path, *, id_field: str = "id", output_field: str = "output", hash_bytes: bool = True):
         self.path = path
@@ -225,19 +227,19 @@ class ToolReader:
     def _read_bytes(self, limit: int) -> bytes:
         """The whole file (hashed), for formats that are one JSON document or JSON lines, without a leading byte
         order mark; over ``limit`` bytes is refused."""
-        with open_regular(self.path, what=f"{self.tool} results file", missing_fix="fix `dataset.path`") as handle:
+        with open_regular(self.path, what=f"{self.tool} {self.file_name}", missing_fix="fix `dataset.path`") as handle:
             try:
                 data = handle.read(limit + 1)
             except OSError as exc:
-                raise unreadable(self.path, f"{self.tool} results file", exc) from None
+                raise unreadable(self.path, f"{self.tool} {self.file_name}", exc) from None
         if len(data) > limit:
             raise SetupError(
-                f"a {self.tool} results file larger than {limit:,} bytes (it is read whole, as one JSON document)",
+                f"a {self.tool} {self.file_name} larger than {limit:,} bytes (it is read whole, as one JSON document)",
                 where=str(self.path),
                 fix="split the evaluation into smaller runs",
             )
         self._hash_bytes(data)
-        return text_start(data, what=f"{self.tool} results file", where=str(self.path))
+        return text_start(data, what=f"{self.tool} {self.file_name}", where=str(self.path))
 
     def _hash_bytes(self, data: bytes) -> None:
         if self._hash is not None:
@@ -247,7 +249,7 @@ class ToolReader:
         """Hash the file's bytes in a pass of their own (formats read by random access, such as a zip)."""
         if self._hash is None:
             return
-        with open_regular(self.path, what=f"{self.tool} results file", missing_fix="fix `dataset.path`") as handle:
+        with open_regular(self.path, what=f"{self.tool} {self.file_name}", missing_fix="fix `dataset.path`") as handle:
             while chunk := handle.read(1 << 20):
                 self._hash.update(chunk)
 

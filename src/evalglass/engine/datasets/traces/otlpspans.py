@@ -252,8 +252,9 @@ def file_kind(start: bytes, limit: int) -> str:
     A length-prefixed protobuf file starts with a byte of 0 to 4 (no message is over 64 MiB); a bare
     ``ExportTraceServiceRequest`` with 0x0a, the tag of its first field. JSON lines start with ``{`` or whitespace,
     after an optional UTF-8 byte order mark; so only a file starting with a line feed is both: it is JSON when its
-    first non-blank byte is ``{`` and its start holds no raw control byte (every protobuf span's trace id is preceded
-    by one, 0x10). Limit: a bare request whose first 64 KiB hold no span and happen to read so is taken for JSON.
+    first non-blank byte is ``{`` (or it is blank) and its start holds no raw control byte (every protobuf span's
+    trace id is preceded by one, 0x10). Limit: a bare request whose first 64 KiB hold no span and happen to read so
+    is taken for JSON.
 
     Text in UTF-16 or UTF-32 (:func:`~evalglass.readers.jsonsource.wide_encoding`) would otherwise be decoded as
     protobuf and refused with a message about lengths: it is told by its start, unless that start is also a
@@ -263,8 +264,8 @@ def file_kind(start: bytes, limit: int) -> str:
     first = text[:1]
     if first == b"{" or (first.isspace() and first != b"\n"):
         return "json"
-    if first == b"\n" and text.lstrip(b" \t\r\n")[:1] == b"{" and _CONTROL.search(text) is None:
-        return "json"
+    if first == b"\n" and text.lstrip(b" \t\r\n")[:1] in (b"{", b"") and _CONTROL.search(text) is None:
+        return "json"  # JSON lines, or blank lines only (an empty export, as before)
     if wide_encoding(start) is None:
         return "protobuf"
     framed = 0 < int.from_bytes(start[:4], "big") <= limit and start[4:5] == b"\n"
@@ -490,14 +491,14 @@ def _json_attributes(items: Any) -> dict[str, Any]:
     if not items:
         return {}
     try:
-        # Text values (most of them), integers written as decimal text (the next most common) and an array of one
-        # text (finish reasons) are taken inline; anything else is decoded (and checked) by _json_value, which reads
-        # such an integer and such an array the same way.
+        # Text values (most of them), integers written as decimal text (the next most common: ASCII digits; other
+        # scripts' are refused) and an array of one text (finish reasons) are taken inline; anything else is decoded
+        # (and checked) by _json_value, which reads such an integer and such an array the same way.
         return {
             item["key"]: text
             if type(text := (value := item["value"]).get("stringValue")) is str
             else int(text)
-            if type(text := value.get("intValue")) is str and text.isdecimal()
+            if type(text := value.get("intValue")) is str and text.isdecimal() and text.isascii()
             else [text]
             if len(value) == 1
             and type(inner := value.get("arrayValue")) is dict
@@ -534,7 +535,7 @@ def _json_value(value: dict[str, Any], key: str) -> Any:
     inner = value.get("intValue")
     if type(inner) is str:  # the next most common: a 64-bit integer, written as text
         try:
-            return int(inner)
+            return _decimal(inner)
         except ValueError:
             return _refuse(key, "intValue")
     if not value:
@@ -551,7 +552,7 @@ def _json_value(value: dict[str, Any], key: str) -> Any:
             return inner
         if type(inner) is str:
             with contextlib.suppress(ValueError):
-                return int(inner)
+                return _decimal(inner)
     elif kind == "doubleValue":
         if type(inner) in (int, float):
             return float(inner)
@@ -577,6 +578,18 @@ def _json_value(value: dict[str, Any], key: str) -> Any:
     else:
         raise _Bad(f"attribute {key!r} has a value of unknown kind {kind!r}")
     return _refuse(key, kind)
+
+
+_DECIMAL = re.compile(r"-?[0-9]+").fullmatch
+
+
+def _decimal(text: str) -> int:
+    """An OTLP ``intValue`` written as text (JSON's way with 64-bit integers): ASCII decimal digits, else ValueError.
+    ``int()`` alone also took ``"1_000"``, ``" 12 "`` and other scripts' digits (``"١٢"``), which no exporter writes,
+    so a budget measured a count the file does not spell. (A wider integer than int64 is read, as Python reads it.)"""
+    if _DECIMAL(text) is None:
+        raise ValueError(text)
+    return int(text)
 
 
 def _refuse(key: str, kind: str) -> Any:
