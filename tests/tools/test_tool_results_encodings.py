@@ -35,15 +35,21 @@ def test_a_nan_in_lm_evals_results_file_is_read_not_called_missing(tmp_path: Pat
     assert metric(result.json(), "em")["population"]["included"] == 10
 
 
-def test_lm_evals_results_file_saved_as_utf16_is_one_line_naming_its_encoding(tmp_path: Path) -> None:
-    results = tmp_path / RESULTS.name
-    results.write_bytes(RESULTS.read_text(encoding="utf-8").encode("utf-16"))
-
-    result = run(tmp_path, [LM_EVAL, results], "lm-eval", EM)
-
+def refused_in_utf16(tmp_path: Path, recoded: Path) -> str:
+    """The one line a run of lm-eval's two files, ``recoded`` saved as UTF-16, stops with."""
+    files = {LM_EVAL.name: LM_EVAL, RESULTS.name: RESULTS}
+    files[recoded.name] = tmp_path / recoded.name
+    files[recoded.name].write_bytes(recoded.read_text(encoding="utf-8").encode("utf-16"))
+    result = run(tmp_path, [files[LM_EVAL.name], files[RESULTS.name]], "lm-eval", EM)
     assert result.code == 2, result.out
     (line,) = result.err.strip().splitlines()
-    assert "lm-eval results file is UTF-16 text, not UTF-8" in line and "save it as UTF-8" in line, line
+    assert "save it as UTF-8" in line, line
+    return line
+
+
+def test_lm_evals_results_file_saved_as_utf16_is_one_line_naming_its_encoding(tmp_path: Path) -> None:
+    line = refused_in_utf16(tmp_path, RESULTS)
+    assert f"{RESULTS.name}: lm-eval results file is UTF-16 text, not UTF-8" in line, line
 
 
 def test_a_line_nested_deeper_than_any_parser_goes_is_a_malformed_sample_not_a_crash(tmp_path: Path) -> None:
@@ -79,11 +85,5 @@ def test_a_score_beyond_a_float_is_an_error_of_that_score_never_an_infinity(tmp_
 
 def test_lm_evals_samples_file_saved_as_utf16_is_named_as_the_samples_file(tmp_path: Path) -> None:
     """It was called lm-eval's "results file", which is the other file, beside it."""
-    samples = tmp_path / LM_EVAL.name
-    samples.write_bytes(LM_EVAL.read_text(encoding="utf-8").encode("utf-16"))
-
-    result = run(tmp_path, [samples, RESULTS], "lm-eval", EM)
-
-    assert result.code == 2, result.out
-    (line,) = result.err.strip().splitlines()
+    line = refused_in_utf16(tmp_path, LM_EVAL)
     assert f"{LM_EVAL.name}: lm-eval samples file is UTF-16 text, not UTF-8" in line, line
