@@ -11,15 +11,25 @@ Rule. The worker of a metric that a gate declares holds, from before the metric'
 (``sys.addaudithook``: it cannot be removed, by design of the standard library) that watches what the process
 loads from the *project* (the repository holding the config folder: the first folder at or above it holding
 ``.git``, else the config folder; and the project installed from the checkout, ``pip install .``, wherever its
-``site-packages`` lies: its distribution's files, not its metadata, ``hostimports.installed_code_names``): a file
+``site-packages`` lies: its distribution's files, ``hostimports.installed_code_names``): a file
 opened for reading (``open``, ``io.open_code``, ``os.open``: every import of source, ``runpy``, ``exec`` of a file's
 text, data files), an extension module or ``ctypes`` library, a hard link or rename of a project file to elsewhere.
 A project file the gate does not bind is refused (``PermissionError``, which import machinery and readers such as
-``linecache`` treat as an unreadable file) and remembered; a ``.pyc`` the gate does not bind is refused too, so a
-bound module is always compiled from its bound source. Starting a program
+``linecache`` treat as an unreadable file) and remembered; a cached ``.pyc`` (``__pycache__``) is answered as absent,
+so a bound module is always compiled from its bound source. Starting a program
 (``subprocess``, ``os.system``, ``os.exec*``, ``os.posix_spawn``) is refused outright: what a child process loads
 cannot be watched. Files outside the project (the standard library, installed packages, EvalGlass, ``/etc``) are
 the machine's.
+
+What only *asks* about a project file is refused the same way where an audit event says so: a folder's listing
+(``os.listdir``, ``os.scandir``: ``os.walk``, ``pathlib``, ``pkgutil``) may name only bound files and the folders on
+their way; a glob (whose literal parts ``os.stat`` tests) may match only those; an ``os.open`` relative to a folder's
+descriptor is checked against each folder the process holds open. So that honest code does not trip it, the worker's
+import system searches the project's folders (and the ``site-packages`` an installed copy lies in) by name, never by
+listing them, refusing an unbound module it finds (``find_spec`` that only asks included), and ``importlib.metadata``
+finds no distribution in a project folder. These adjustments can be undone by host code; undone, the listing they
+spared is refused: nothing rests on them. The installed copy's metadata that the project's text decides (its
+version: ``hostimports.installed_metadata_names``) is refused: no gate can bind it.
 
 Once anything was refused, every later call of the worker answers an ``error`` score with code
 ``host_unbound_code`` naming the first file refused and how to bind it (an ``import`` statement in a bound file, or
@@ -27,13 +37,15 @@ the metric's ``data_files:``), even when host code caught the refusal: a gate on
 (``incomplete_measurement``), never decides on what the code did instead.
 
 Limits (stated in docs/config.md): the worker is a process of the same user, not a sandbox. What the gate binds is
-read at config load; a file rewritten between then and its loading is not seen here. Code the gate binds decides
-what the project's files (bound ones) and the examples make it do, ``exec`` of a text it is given included. A
-module loaded before the hook (``sitecustomize`` through the evalglass process's own ``PYTHONPATH``, the
-machine's ``.pth`` files) is the environment's, outside any pull request; a module of the project found already
-loaded when the worker starts is refused all the same (:func:`install`). A gated metric is never shipped to a
-cluster (``executor: ray``: ``Config.guarded_metrics``): a cluster worker process runs many tasks and this hook cannot
-be taken off it, so the metric is scored on the driver, in this guarded worker.
+read at config load; a file rewritten between then and its loading is not seen here. A question that raises no audit
+event is not seen: ``os.stat``, ``os.access``, ``os.readlink`` and what is built on them (``os.path.exists``),
+system calls through ``ctypes``; wrapping them would not hold (a fresh copy of ``posix``, ``ctypes``'s libc). Code
+the gate binds decides what the project's files (bound ones) and the examples make it do, ``exec`` of a text it is
+given included. A module loaded before the hook (``sitecustomize`` through the evalglass process's own
+``PYTHONPATH``, the machine's ``.pth`` files) is the environment's, outside any pull request; a module of the
+project found already loaded when the worker starts is refused all the same (:func:`install`). A gated metric is
+never shipped to a cluster (``executor: ray``: ``Config.guarded_metrics``): a cluster worker process runs many tasks
+and this hook cannot be taken off it, so the metric is scored on the driver, in this guarded worker.
 """
 
 from __future__ import annotations
@@ -211,7 +223,11 @@ class Guard:
         project file reached through a descriptor of a folder outside the project (its parent, ``/``) is refused,
         and a name found under none of them opens nothing."""
         text = os.fsdecode(name)
-        for folder in (os.getcwd(), *_open_folders()):
+        try:
+            working = [os.getcwd()]
+        except OSError:  # the working folder was removed: a relative name cannot be found in it
+            working = []
+        for folder in (*working, *_open_folders()):
             candidate = os.path.join(folder, text)
             if os.path.lexists(candidate):
                 self._check(candidate, "reads")
