@@ -40,6 +40,7 @@ from evalglass.readers.jsonsource import (
     loads_lone_surrogates,
     not_json,
     proven_exact,
+    split_last_key,
     text_start,
 )
 from evalglass.readers.userfiles import open_regular, unreadable
@@ -353,7 +354,8 @@ class DatasetReader:
             return None
         rest_json = None
         outputs = self._column(records, self._output_key, self._output)
-        if proven_exact(lines):  # the C scan (each consumer then writes what it keeps itself)
+        proven = proven_exact(lines)  # the C scan: nothing written to check, so what the run keeps is written below
+        if proven:
             exact, outputs_json = True, None
         elif self._output_key is None:
             exact, outputs_json = batch_is_exact(lines, records), None
@@ -366,6 +368,8 @@ class DatasetReader:
         ids = self._column(records, self._id_key, self._id)
         if not all_of_type(ids, str):
             return None
+        if proven:
+            outputs_json, rest_json = self._kept_columns(records, outputs)
         self.examples += len(records)
         batch = ExampleBatch(ids=ids, lines=list(range(first, first + len(records))), records=records, outputs=outputs)
         if outputs_json is not None:  # the same objects the reader just wrote: each record's value at the key
@@ -373,6 +377,21 @@ class DatasetReader:
         if rest_json is not None:  # and the records without it
             batch.remember((RECORDS_WITHOUT_JSON, self._output_key), rest_json)
         return batch
+
+    def _kept_columns(self, records: list[dict[str, Any]], outputs: list[Any]) -> tuple[bytes | None, bytes | None]:
+        """What the pure check keeps for the run when it writes the batch back, written for a batch the C scan proved:
+        the outputs as one array (the kept outputs' bytes) and, for a run taking gold, the records without them."""
+        key = self._output_key
+        if key is None:
+            return None, None
+        if self._split_output:
+            return split_last_key(records, key) or (None, None)
+        if ABSENT in outputs:
+            return None, None
+        try:
+            return orjson.dumps(outputs), None
+        except orjson.JSONEncodeError:
+            return None, None
 
     @staticmethod
     def _column(records: list[dict[str, Any]], key: str | None, get: Callable[[Mapping[str, Any]], Any]) -> list[Any]:
