@@ -190,6 +190,7 @@ def _type_mismatch(value: Any, gold: Any) -> Score:
 class EnumSpec(NoReferenceSpec):
     """Membership in a closed set of allowed values, e.g. a classifier's label set."""
 
+    unordered: ClassVar[tuple[str, ...]] = ("values",)
     deterministic: ClassVar[bool] = True
 
     reads: ClassVar[OutputShape] = OutputShape.ANSWER
