@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Iterator
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -39,6 +39,8 @@ STATES: tuple[tuple[Status, Validity], ...] = (
 )
 STATE_CODE: dict[tuple[Status, Validity], int] = {pair: code for code, pair in enumerate(STATES)}
 SCORED_VALID = 0
+#: The states of a scored+valid score, read once (an enum member read from its class is a Python-level lookup).
+_SCORED, _VALID = Status.SCORED, Validity.VALID
 
 Diagnostics = tuple[Diagnostic, ...]
 
@@ -96,6 +98,61 @@ class ScoreColumn:
         self._values.fromlist(floats)
         self._states.extend(bytes(len(floats)))  # SCORED_VALID is 0
         return True
+
+    def extend_scored(self, results: list[Any]) -> list[int] | None:
+        """Append a batch of finite floats and scored+valid :class:`Score` objects holding a finite float (a
+        replay's noted scores) at once, and return the positions of the Scores; or append nothing and return None,
+        and the caller appends one by one, so each result gets :meth:`append`'s checks and its own error.
+
+        What it holds afterwards is exactly what appending one by one would hold: such a Score breaks no rule of
+        :func:`score_violation` whatever its notes (a scored+valid score needs none), and its notes and evidence
+        are kept as :meth:`_append_score` keeps them. Only the Score type itself is taken, with its fields as
+        validation leaves them (the two states the enum members, the value a float, notes and evidence tuples);
+        anything else (a subclass, a model built with other fields, an int) returns None, and :meth:`append`
+        decides it as before. One loop and one ``fromlist`` for the batch instead of a call per row."""
+        values: list[float] = []
+        scores: list[int] = []
+        noted: list[tuple[int, Diagnostics, tuple[str, ...]]] = []
+        for index, result in enumerate(results):
+            if type(result) is float:
+                values.append(result)
+                continue
+            if type(result) is not Score:
+                return None
+            fields = result.__dict__
+            try:
+                value, diagnostics, evidence = fields["value"], fields["diagnostics"], fields["evidence"]
+                plain = fields["status"] is _SCORED and fields["validity"] is _VALID
+            except KeyError:
+                return None
+            if not plain or type(value) is not float or type(diagnostics) is not tuple or type(evidence) is not tuple:
+                return None
+            values.append(value)
+            scores.append(index)
+            if diagnostics or evidence:
+                noted.append((index, diagnostics, evidence))
+        # A finite sum implies every term is finite (see extend_measured).
+        if not math.isfinite(sum(values)) and not np.isfinite(np.array(values, dtype=np.float64)).all():
+            return None
+        first = len(self._states)
+        table = len(self._diag_table)
+        try:
+            for index, diagnostics, _ in noted:
+                if diagnostics:
+                    self._diag_of_row[first + index] = self._intern(diagnostics)
+        except TypeError:  # a note that cannot be hashed (a model built by hand): undone, and append decides it
+            for index, _, _ in noted:
+                self._diag_of_row.pop(first + index, None)
+            for diagnostics in self._diag_table[table:]:
+                del self._diag_ids[diagnostics]
+            del self._diag_table[table:]
+            return None
+        for index, _, evidence in noted:
+            if evidence:
+                self._evidence[first + index] = evidence
+        self._values.fromlist(values)
+        self._states.extend(bytes(len(values)))  # SCORED_VALID is 0
+        return scores
 
     def _append_score(self, score: Score) -> None:
         # A Score validated itself on construction, but frozen models can be built with model_construct(); check

@@ -101,9 +101,12 @@ def _note_cut_off(results: dict[str, Any], outputs: Sequence[Any]) -> None:
     trace whose ``finish_reasons``, is one of ``lanes.chatcall.TRUNCATED``) carries the note ``output_truncated`` on
     every score, as a live lane's does (``livescorer._note_truncated``): scored as it is, and told apart from a wrong
     answer. Only a mapping output is looked at, so a batch of texts costs one type test an output."""
+    from evalglass.lanes.chatcall import truncated  # once a batch: an import statement costs about 1 µs each time
+
     produced: list[dict[str, Any]] | None = None
     for row, output in enumerate(outputs):
-        if type(output) is not dict:
+        # What cut_off_reason reads, tested here first: a record that says neither costs no call.
+        if type(output) is not dict or (not truncated(output.get("finish")) and "finish_reasons" not in output):
             continue
         reason = cut_off_reason(output)
         if reason is None:

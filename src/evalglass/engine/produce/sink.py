@@ -312,11 +312,22 @@ def _per_line(entries: list[Any], per_line: int | Sequence[int]) -> list[list[An
 
 def _append(column: ScoreColumn, name: str, results: list[Any], shared: dict[int, Any]) -> list[Any]:
     """Append consecutive rows' results and return the JSON the scores file keeps for them: at once when all are
-    finite floats; else each run of floats at once and every other result alone, so a batch with a few unmeasured
-    rows (bad lines) costs about what a clean one does."""
+    finite floats, or finite floats and scored+valid Scores (``ScoreColumn.extend_scored``: a replay's notes); else
+    each run of floats at once and every other result alone, so a batch with a few unmeasured rows (bad lines) costs
+    about what a clean one does."""
     if column.extend_measured(results):
         return results
-    encoded: list[Any] = []
+    scores = column.extend_scored(results)
+    if scores is not None:  # floats and scored+valid Scores (a replay's notes), appended at once
+        encoded = list(results)
+        for index in scores:
+            result = results[index]
+            found = shared.get(id(result))
+            if found is None:
+                found = shared[id(result)] = encode_score(result)
+            encoded[index] = found
+        return encoded
+    encoded = []
     start = 0
     for index in [index for index, result in enumerate(results) if type(result) is not float]:
         if start < index:
