@@ -17,6 +17,8 @@ import numpy as np
 import numpy.typing as npt
 
 from evalglass.core.score import (
+    _SCORED,
+    _VALID,
     Diagnostic,
     Score,
     ScoreContractError,
@@ -39,8 +41,6 @@ STATES: tuple[tuple[Status, Validity], ...] = (
 )
 STATE_CODE: dict[tuple[Status, Validity], int] = {pair: code for code, pair in enumerate(STATES)}
 SCORED_VALID = 0
-#: The states of a scored+valid score, read once (an enum member read from its class is a Python-level lookup).
-_SCORED, _VALID = Status.SCORED, Validity.VALID
 
 Diagnostics = tuple[Diagnostic, ...]
 

@@ -228,6 +228,9 @@ class NotJsonArguments(str):
     __slots__ = ()
 
 
+#: ``scored_with_note`` without its wrapper's call: the two notes a replay's trajectory short of perfect gets.
+_noted = Score.noted
+
 #: What the batch path leaves to the per-example function (a tuple: ``A | B`` would build a union every row).
 _FOR_ONE = (Unreadable, NotJsonArguments)
 
@@ -294,7 +297,7 @@ def _by_mode(
     if not why:
         why = read.described(wanted, pairing, _unmatched)
     verdict = "holds" if holds else "does not hold"
-    return scored_with_note(
+    return _noted(
         1.0 if holds else 0.0,
         "tool_calls_counted" if holds else "tool_calls_mismatch",
         f"{named} {verdict}: {_counts(matched, made, expected)}; {why}",
@@ -321,7 +324,7 @@ def _per_call(
     if matched == made == expected:
         return value
     unpaired = read.described(wanted, pairing, _unmatched)
-    return scored_with_note(value, "tool_calls_counted", f"{_counts(matched, made, expected)}; {unpaired}")
+    return _noted(value, "tool_calls_counted", f"{_counts(matched, made, expected)}; {unpaired}")
 
 
 def _vacuous(vacuous: Vacuous, rule: str, made: int) -> Score:

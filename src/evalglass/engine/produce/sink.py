@@ -39,7 +39,7 @@ from evalglass.core.scorecard import CallTotals, DatasetSummary
 from evalglass.core.usage import TokenUsage
 from evalglass.engine.datasets.dataset import BadLine, field_getter
 from evalglass.engine.produce.seenids import SeenIds
-from evalglass.engine.runs.scoresblock import encode_score
+from evalglass.engine.runs.scoresblock import encode_score, encode_scored
 from evalglass.errors import SetupError
 
 if TYPE_CHECKING:
@@ -321,11 +321,7 @@ def _append(column: ScoreColumn, name: str, results: list[Any], shared: dict[int
     if scores is not None:  # floats and scored+valid Scores (a replay's notes), appended at once
         encoded = list(results)
         for index in scores:
-            result = results[index]
-            found = shared.get(id(result))
-            if found is None:
-                found = shared[id(result)] = encode_score(result)
-            encoded[index] = found
+            encoded[index] = encode_scored(results[index])
         return encoded
     encoded = []
     start = 0
