@@ -13,7 +13,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from evalglass.core.columns import ScoreColumn
-from evalglass.core.score import Score, ScoreContractError
+from evalglass.core.score import Diagnostic, Score, ScoreContractError
 
 RESULTS = st.one_of(
     st.floats(allow_nan=False, allow_infinity=False),
@@ -169,3 +169,65 @@ def test_extend_scored_is_all_or_nothing_and_equals_appending(first: list[Any], 
     for result in batch:
         one_by_one.append(result)
     assert _full_snapshot(column) == _full_snapshot(one_by_one)
+
+
+def _note(code: str, message: str, detail: str | None = None) -> Diagnostic:
+    return Diagnostic(code=code, message=message, detail=detail)
+
+
+def _odd_note(kind: str, message: str) -> Diagnostic:
+    """A note as only a hand-made model can be: extra keys in its ``__dict__``, a field missing, a private or extra
+    attribute set, or another type."""
+    note = _note("c", message)
+    if kind == "extra_key":
+        odd = Diagnostic.model_construct(code="c", message=message)
+        object.__setattr__(odd, "__dict__", {**note.__dict__, "other": 1})
+        return odd
+    if kind == "missing":
+        odd = Diagnostic.model_construct(code="c", message=message)
+        object.__setattr__(odd, "__dict__", {"code": "c", "message": message})
+        return odd
+    if kind == "private":
+        odd = Diagnostic.model_construct(code="c", message=message)
+        object.__setattr__(odd, "__pydantic_private__", {"x": 1})
+        return odd
+    if kind == "extra":
+        odd = Diagnostic.model_construct(code="c", message=message)
+        object.__setattr__(odd, "__pydantic_extra__", {})  # pydantic compares {} equal to None
+        return odd
+    return _SubNote(code="c", message=message)
+
+
+class _SubNote(Diagnostic):
+    """Another type of note: never equal to a Diagnostic."""
+
+
+NOTES = st.lists(
+    st.one_of(
+        st.builds(_note, st.sampled_from(["c", "d"]), st.sampled_from(["a", "b"]), st.none() | st.just("x")),
+        st.builds(
+            _odd_note, st.sampled_from(["extra_key", "missing", "private", "extra", "sub"]), st.sampled_from(["a", "b"])
+        ),
+    ),
+    min_size=1,
+    max_size=2,
+).map(tuple)
+
+
+@given(st.lists(NOTES, max_size=12))
+def test_notes_are_interned_as_pydantic_compares_them(rows: list[tuple[Diagnostic, ...]]) -> None:
+    """The column interns each row's notes by ``note_key``, which must group them exactly as interning the tuples
+    themselves (pydantic's ``==`` and hash) does: the same table, in the same order, the same entry for each row."""
+    column = ScoreColumn()
+    for notes in rows:
+        column.append(Score.noted(0.5, "x", "m").model_copy(update={"diagnostics": notes}))
+    table: list[tuple[Diagnostic, ...]] = []
+    by_tuple: dict[tuple[Diagnostic, ...], int] = {}
+    for notes in rows:
+        if notes not in by_tuple:
+            by_tuple[notes] = len(table)
+            table.append(notes)
+    assert len(column._diag_table) == len(table)
+    assert all(a is b for a, b in zip(column._diag_table, table, strict=True))
+    assert [column.diagnostics(row) for row in range(len(rows))] == [table[by_tuple[notes]] for notes in rows]
+    assert all(column.diagnostics(row) is table[by_tuple[notes]] for row, notes in enumerate(rows))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from typing import Any, cast
 
 import numpy as np
@@ -45,6 +45,25 @@ SCORED_VALID = 0
 Diagnostics = tuple[Diagnostic, ...]
 
 
+def note_key(diagnostics: Diagnostics) -> Hashable:
+    """What a column interns ``diagnostics`` by: equal keys exactly when the tuples are equal.
+
+    A single note of the :class:`Diagnostic` type itself, with no private or extra attributes and its three fields
+    in its ``__dict__`` (every note a metric makes), is keyed by the text of those fields: pydantic's ``==`` of two
+    such models is the equality of those fields, and its ``__hash__`` is a Python call (a replay interns thousands
+    of notes). Anything else is keyed by the tuple itself, whose ``==`` is pydantic's; a tuple of models never equals
+    a tuple of texts, and no model of the second kind equals one of the first (another type, a private or extra
+    attribute, or a field missing makes pydantic's ``==`` false), so a column's notes are interned as before."""
+    if len(diagnostics) == 1 and type(note := diagnostics[0]) is Diagnostic:
+        try:
+            if note.__pydantic_private__ is None and not note.__pydantic_extra__:
+                fields = note.__dict__
+                return (fields["code"], fields["message"], fields["detail"])
+        except (AttributeError, KeyError):  # a model made by hand without them: keyed as pydantic compares it
+            pass
+    return diagnostics
+
+
 class ScoreColumn:
     """Append-only scores of one metric, one row per example in dataset order."""
 
@@ -54,7 +73,7 @@ class ScoreColumn:
         self._values = array("d")
         self._states = bytearray()
         self._diag_table: list[Diagnostics] = []
-        self._diag_ids: dict[Diagnostics, int] = {}
+        self._diag_ids: dict[Hashable, int] = {}  # by note_key
         self._diag_of_row: dict[int, int] = {}
         self._evidence: dict[int, tuple[str, ...]] = {}
 
@@ -144,7 +163,7 @@ class ScoreColumn:
             for index, _, _ in noted:
                 self._diag_of_row.pop(first + index, None)
             for diagnostics in self._diag_table[table:]:
-                del self._diag_ids[diagnostics]
+                del self._diag_ids[note_key(diagnostics)]
             del self._diag_table[table:]
             return None
         for index, _, evidence in noted:
@@ -169,11 +188,12 @@ class ScoreColumn:
             self._evidence[row] = score.evidence
 
     def _intern(self, diagnostics: Diagnostics) -> int:
-        found = self._diag_ids.get(diagnostics)
+        key = note_key(diagnostics)
+        found = self._diag_ids.get(key)
         if found is None:
             found = len(self._diag_table)
             self._diag_table.append(diagnostics)
-            self._diag_ids[diagnostics] = found
+            self._diag_ids[key] = found
         return found
 
     def score(self, row: int) -> Score:
