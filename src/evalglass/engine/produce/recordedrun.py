@@ -106,7 +106,11 @@ def _note_cut_off(results: dict[str, Any], outputs: Sequence[Any]) -> None:
     produced: list[dict[str, Any]] | None = None
     for row, output in enumerate(outputs):
         # What cut_off_reason reads, tested here first: a record that says neither costs no call.
-        if type(output) is not dict or (not truncated(output.get("finish")) and "finish_reasons" not in output):
+        if (
+            type(output) is not dict
+            or "messages" not in output
+            or (not truncated(output.get("finish")) and "finish_reasons" not in output)
+        ):
             continue
         reason = cut_off_reason(output)
         if reason is None:
