@@ -70,6 +70,7 @@ from evalglass.version import __version__
 
 if TYPE_CHECKING:
     from evalglass.core.comparative import ComparativeInputs
+    from evalglass.engine.decide.baselines import ReadBaselines
     from evalglass.engine.produce.cache import CacheMode
     from evalglass.engine.produce.cachekey import CacheSecret
     from evalglass.engine.produce.progress import Counters, Reporter
@@ -244,6 +245,8 @@ class _Prepared:
     #: side by side): shared by every stage (``dataclasses.replace`` keeps the list), so a run that stops early
     #: still says how many it met.
     untrusted_met: list[int] = dataclasses.field(default_factory=list)
+    #: The comparative gates' baselines, read before any host code ran (None: the run has no comparative gate).
+    baselines: ReadBaselines | None = None
 
 
 def _runs_host_code(config: Config) -> bool:
@@ -318,16 +321,23 @@ def _prepare(config_path: Path, options: RunOptions) -> _Prepared:
         manifest = sealed(manifest, key.key)
     ledger = load_ledger(loaded.ledger_path)
     check_against_config(ledger, config)
+    baselines = None
     if any(gate.compare_to is not None for gate in config.gates.values()):
         from evalglass.engine.decide.baselines import refuse_damaged_baselines
 
         refuse_damaged_baselines(config, ledger)  # a damaged baseline stops the run before any call is made
+        from evalglass.engine.decide.baselines import read_baselines
+
+        # Read before any host code runs (a lane could otherwise change which run a source's newest is).
+        baselines = read_baselines(config, ledger, options.locator)
     signing_key = signing_key_from_env()
     if signing_key is not None:
         private_key(signing_key)  # a bad key is refused before any work is done, not after
     counters = Counters(total=identity.examples)
     source = None if key is None else key.source
-    return _Prepared(folder, resumed, manifest, loaded, ledger, mode, options, counters, signing_key, source)
+    return _Prepared(
+        folder, resumed, manifest, loaded, ledger, mode, options, counters, signing_key, source, baselines=baselines
+    )
 
 
 def _run_key(loaded: LoadedConfig, *, resuming: bool) -> CacheSecret | None:
@@ -702,9 +712,11 @@ def _decide_and_write(
     comparative: ComparativeInputs | None = None
     baseline_records: dict[str, BaselineRecord] = {}
     if any(gate.compare_to is not None for gate in config.gates.values()):
-        from evalglass.engine.decide.baselines import baselines_for_run, comparative_inputs
+        from evalglass.engine.decide.baselines import comparative_inputs, write_baselines
 
-        baselines, baseline_records = baselines_for_run(config, ledger, folder, prepared.options.locator)
+        assert prepared.baselines is not None  # read by _prepare, before any host code ran
+        write_baselines(prepared.baselines, folder)
+        baselines, baseline_records = prepared.baselines.found, prepared.baselines.records
         comparative = comparative_inputs(
             config, folder / scores_file, loaded.definition_files, dataset, baselines, day_of_timestamp(created_at)
         )
