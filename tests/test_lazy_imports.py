@@ -54,6 +54,14 @@ RECORDED_RUN_NEVER_LOADS = [
     "rich.progress",
     "evalglass.lanes.executor",
     "evalglass.lanes.retry",
+    # The chat call and the call cache (a recorded trajectory's finish reason is read with `core.finish`; the run
+    # checks its cache mode with `engine.produce.cachemode`), a check's host files, another tool's sample failures.
+    "evalglass.lanes.chatcall",
+    "evalglass.lanes.callcache",
+    "evalglass.engine.produce.cache",
+    "evalglass.engine.produce.cachewriter",
+    "evalglass.lanes.checkinputs",
+    "evalglass.engine.datasets.toollogs.toolresults",
     # The message form's models (13 of them, never built by a run over recorded outputs): the readers and the
     # metrics' guard need only `core.notcaptured`.
     "evalglass.core.conversation",

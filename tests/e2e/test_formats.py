@@ -77,10 +77,7 @@ def test_a_broken_parquet_file_is_one_line(tmp_path):
     assert result.code == 2 and "not a readable Parquet file" in result.err and "Traceback" not in result.err
 
 
-@pytest.mark.parametrize("column", ["expected", "output", "n"])
-def test_a_nan_in_a_parquet_cell_is_a_bad_row_naming_its_column_never_a_silent_null(tmp_path, column):
-    """orjson writes a NaN as null: a reference, a recorded answer or another field would silently become null (an
-    output null, a reference null). The row is a bad line, as a NaN token is in JSONL."""
+def nan_project(tmp_path, column):
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
     project = make_project(tmp_path, dataset={"name": "suite", "path": "data.parquet"})
@@ -89,9 +86,58 @@ def test_a_nan_in_a_parquet_cell_is_a_bad_row_naming_its_column_never_a_silent_n
     rows[2][column] = float("inf")
     pq.write_table(pa.Table.from_pylist(rows), project.evals / "data.parquet")
     result = project.run("--format", "json")
+    assert result.code == 0, result.err
     card = result.json()
-    assert card["dataset"]["malformed_lines"] == 2, card["dataset"]
-    assert card["metrics"][0]["population"]["excluded_by_status"] == {"error": 2}
-    diagnostic = card["metrics"][0]["population"]["top_diagnostics"][0]
-    assert diagnostic["code"] == "malformed_row", diagnostic
-    assert f"data.parquet:2: column '{column}' holds nan is not a JSON number" in diagnostic["example"], diagnostic
+    assert card["dataset"]["malformed_lines"] == 0, card["dataset"]
+    # verify scores the run again from the outputs it kept: the same scores (a NaN answer kept as the object
+    # orjson makes of its dataclass was another answer, re-scored 0.0 without its diagnostic)
+    verified = project.cli("verify", str(project.last_run()))
+    assert verified.code == 0 and verified.out.startswith("verified: "), verified.out + verified.err
+    return card["metrics"][0]
+
+
+def test_a_nan_in_a_parquet_output_is_the_systems_wrong_answer_never_a_null_nor_a_bad_row(tmp_path):
+    """orjson writes a NaN as null; a bad row (``malformed_row``, an error) blocked every gate on the system's own
+    answer. A recorded NaN answer is measured as a python lane's NaN answer is: the metric's worst value."""
+    metric = nan_project(tmp_path, "output")
+    assert metric["population"]["included"] == 8 and metric["estimate"]["point"] == 0.75, metric
+    (diagnostic,) = metric["population"]["top_diagnostics"]
+    assert diagnostic["code"] == "output_not_json" and diagnostic["count"] == 2, diagnostic
+    assert "the output is not JSON (nan is not a JSON number)" in diagnostic["example"], diagnostic
+
+
+def test_a_nan_in_a_parquet_reference_leaves_the_example_non_evaluable(tmp_path):
+    """A reference JSON cannot hold is the gold's problem (``non_evaluable``, which a gate may tolerate), not an
+    answer of the system's and not a bad row."""
+    metric = nan_project(tmp_path, "expected")
+    assert metric["population"]["included"] == 6 and metric["estimate"]["point"] == 1.0, metric
+    assert metric["population"]["excluded_by_status"] == {"non_evaluable": 2}, metric["population"]
+    (diagnostic,) = metric["population"]["top_diagnostics"]
+    assert diagnostic["code"] == "reference_wrong_type" and "nan is not a JSON number" in diagnostic["example"]
+
+
+def test_a_nan_in_another_parquet_column_is_kept_and_measures_nothing(tmp_path):
+    """An input no metric reads as its reference is the number the file holds; the example is measured."""
+    metric = nan_project(tmp_path, "n")
+    assert metric["population"]["included"] == 8 and metric["estimate"]["point"] == 1.0, metric
+
+
+def test_a_nan_input_is_never_handed_to_a_command_as_null(tmp_path):
+    """orjson writes a NaN as null: the command would have answered another question than the file's. The example
+    is the lane's failure naming the value (``task_input_unserialisable``), the others are answered."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    import sys
+
+    task = {"type": "command", "argv": [sys.executable, "answer.py"], "timeout": 30}
+    project = make_project(tmp_path, dataset={"name": "suite", "path": "data.parquet"}, task=task)
+    (project.evals / "answer.py").write_text("import json, sys\nprint(json.load(sys.stdin)['n'])\n")
+    rows = [{"id": row["id"], "expected": "2.0", "n": 2.0} for row in DEFAULT_ROWS]
+    rows[1]["n"] = float("nan")
+    pq.write_table(pa.Table.from_pylist(rows), project.evals / "data.parquet")
+    result = project.run("--format", "json")
+    assert result.code == 0, result.err
+    metric = result.json()["metrics"][0]
+    assert metric["population"]["included"] == 7 and metric["estimate"]["point"] == 1.0, metric
+    (diagnostic,) = metric["population"]["top_diagnostics"]
+    assert diagnostic["code"] == "task_input_unserialisable" and "nan is not a JSON number" in diagnostic["example"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import py_compile
+import shutil
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,17 @@ ROUTES: dict[str, tuple[str, str]] = {
         "    return space['grade'](output, reference)\n",
         "rules.py",
     ),
+    # A link made in a folder of the machine's (whose paths are not resolved: none is the project's) to a project
+    # file: the file is found through the link all the same.
+    "a symbolic link in the machine's site-packages": (
+        "import os, pathlib, sysconfig\ndef score(output, reference):\n"
+        "    alias = os.path.join(sysconfig.get_paths()['purelib'], f'evalglass-test-alias-{os.getpid()}.py')\n"
+        "    os.symlink(pathlib.Path(__file__).with_name('rules.py'), alias)\n"
+        "    try:\n        space = {}\n        exec(pathlib.Path(alias).read_text(), space)\n"
+        "    finally:\n        os.unlink(alias)\n"
+        "    return space['grade'](output, reference)\n",
+        "rules.py",
+    ),
     "a refusal the metric catches": (
         "import importlib\ndef score(output, reference):\n"
         "    try:\n        return importlib.import_module('rules').grade(output, reference)\n"
@@ -98,6 +110,7 @@ def _project(tmp_path: Path, judge: str, files: dict[str, str], **metric: object
 
 
 def _run(project: Project) -> tuple[str, int, list[dict[str, object]]]:
+    shutil.rmtree(project.root / "run", ignore_errors=True)  # a run's folder is written once
     result = project.run("--format", "json", "--no-progress", "--no-history", "--out", "run")
     card = result.json()
     (gate,) = card["decision"]["gates"]
@@ -230,3 +243,118 @@ def test_a_project_module_the_environment_loaded_before_the_worker_blocks_the_ga
     (gate,) = result.json()["decision"]["gates"]
     assert (gate["outcome"], result.code) == ("blocked", ExitCode.FAILED), result
     assert "site/sitecustomize.py, which the gate does not bind" in result.out, result.out
+
+
+# ------------------------------------------------------------------------- what asks about a file without opening it
+#: A file the pull request adds, ``lenient``: approved code that only *asks* whether it is there (lists a folder,
+#: globs, looks a module up) turned a failing gate green. The folder it asks about, ``rules/``, held only bound files
+#: when it was approved (``rules/base.json``, ``rules/sub/base.json``: data files). route: (the probe, the file added, what the change makes
+#: of it: ``blocked``, the asking refused and named; ``fail``, the file unseen).
+LENIENT = "    if {probe}:\n        return 1.0\n    return 1.0 if output == reference else 0.0\n"
+HERE = "pathlib.Path(__file__).parent"
+RULES = f"({HERE} / 'rules')"
+ASKS: dict[str, tuple[str, str, str]] = {
+    "os.listdir": (f"'lenient' in os.listdir({RULES})", "rules/lenient", "blocked"),
+    "os.scandir": (f"any(entry.name == 'lenient' for entry in os.scandir({RULES}))", "rules/lenient", "blocked"),
+    "os.walk": (f"any('lenient' in files for _, _, files in os.walk({RULES}))", "rules/lenient", "blocked"),
+    "pathlib iterdir": (f"any(path.name == 'lenient' for path in {RULES}.iterdir())", "rules/lenient", "blocked"),
+    "glob with a wildcard": (f"glob.glob(str({RULES} / 'len*'))", "rules/lenient", "blocked"),
+    "glob of a literal name": (f"glob.glob(str({RULES} / 'lenient'))", "rules/lenient", "blocked"),
+    "glob of a literal name below a wildcard": (
+        f"glob.glob(str({RULES} / '*' / 'lenient'))",
+        "rules/sub/lenient",
+        "blocked",
+    ),
+    "pathlib glob of a literal name": (f"list({RULES}.glob('lenient'))", "rules/lenient", "blocked"),
+    "pathlib rglob": (f"list({RULES}.rglob('lenient'))", "rules/lenient", "blocked"),
+    "pkgutil.iter_modules": (
+        f"any(module.name == 'lenient' for module in pkgutil.iter_modules([str({RULES})]))",
+        "rules/lenient.py",
+        "blocked",
+    ),
+    # The folder on sys.path (``BESIDE``): a lookup that only asks is refused as an import is.
+    "importlib.util.find_spec": ("importlib.util.find_spec('lenient') is not None", "lenient.py", "blocked"),
+    # The import system's own listing of a folder on sys.path, kept in its finder's cache: no longer made.
+    "a finder's cache of a folder on sys.path": (
+        f"importlib.machinery.PathFinder.find_spec('no_such_module', [str({HERE})]) is None and "
+        f"'lenient' in set(sys.path_importer_cache[str({HERE})]._path_cache)",
+        "lenient",
+        "fail",
+    ),
+    # importlib.metadata lists each folder on sys.path for distributions: a project folder holds none in the worker.
+    "a distribution importlib.metadata finds by its folder's name": (
+        "next(iter(importlib.metadata.distributions(name='lenient')), None) is not None",
+        "lenient-1.0.dist-info/METADATA",
+        "fail",
+    ),
+    # ``os.open(name, dir_fd=...)``: the audit event carries the name, not the folder it is relative to.
+    "a file opened relative to a descriptor of a folder outside the project": (
+        "_peek('lenient')",
+        "lenient",
+        "blocked",
+    ),
+}
+ASKING_IMPORTS = (
+    "import glob, importlib.machinery, importlib.metadata, importlib.util, os, pathlib, pkgutil, sys\n"
+    "def _peek(name):\n"
+    "    outside = os.open(str(pathlib.Path(__file__).parents[2]), os.O_RDONLY)  # the project's parent\n"
+    "    os.chdir('/')  # a relative name is not the working folder's\n"
+    "    try:\n"
+    "        found = os.open(f'{pathlib.Path(__file__).parents[1].name}/evals/{name}', os.O_RDONLY, dir_fd=outside)\n"
+    "    except FileNotFoundError:\n"
+    "        return False\n"
+    "    return os.read(found, 1) == b'1'\n"
+    "def score(output, reference):\n"
+)
+
+
+@pytest.mark.parametrize("route", sorted(ASKS))
+def test_a_gated_metric_asking_about_a_file_its_gate_does_not_bind_is_not_answered(tmp_path, route):
+    probe, added, outcome = ASKS[route]
+    judge = ASKING_IMPORTS + LENIENT.format(probe=probe)
+    bound = {"rules/base.json": "0", "rules/sub/base.json": "0"}
+    project = _project(tmp_path, judge, bound, data_files=sorted(bound))
+    approve_as_is(project, 0.9, ["mine"])  # approved as reviewed: 6 of 8 right, 0.75
+    assert _run(project)[:2] == ("fail", ExitCode.FAILED)  # what it asks about holds only bound files: answered
+    (project.evals / added).parent.mkdir(parents=True, exist_ok=True)
+    (project.evals / added).write_text("1")  # the pull request: a file the approval does not bind
+    got, code, diagnostics = _run(project)
+    assert (got, code) == (outcome, ExitCode.FAILED), diagnostics  # on main: pass, exit 0
+    if outcome == "blocked":
+        assert len(diagnostics) == 8 and {item["code"] for item in diagnostics} == {"host_unbound_code"}, diagnostics
+        message = str(diagnostics[0]["message"])
+        assert ("lenient" in message or "it reads evals/rules," in message) and "does not bind" in message, message
+    else:
+        assert diagnostics == []
+
+
+#: Honest metrics that list, glob, look modules up and read distributions: bound code only, so they decide.
+HONEST_ASKING = (
+    "import glob, importlib.metadata, json, os, pathlib, shutil, tempfile\n"
+    "import helpers\n"
+    "def score(output, reference):\n"
+    f"    cases = sorted(path.name for path in ({HERE} / 'cases').iterdir())\n"
+    f"    assert cases == sorted(os.listdir({HERE} / 'cases')) == ['a.json', 'b.json'], cases\n"
+    f"    assert len(glob.glob(str({HERE} / 'cases' / '*.json'))) == 2\n"
+    f"    assert [json.loads(path.read_text()) for path in sorted(({HERE} / 'cases').glob('*.json'))] == [1, 2]\n"
+    "    assert importlib.metadata.version('PyYAML') and importlib.metadata.entry_points() is not None\n"
+    "    with tempfile.TemporaryDirectory() as scratch:\n"
+    "        os.makedirs(os.path.join(scratch, 'a', 'b'))\n"
+    "        shutil.rmtree(os.path.join(scratch, 'a'))\n"
+    "    return helpers.grade(output, reference)\n"
+)
+
+
+def test_a_gated_metric_listing_only_what_its_gate_binds_still_decides(tmp_path):
+    rows = [{"id": f"ex-{i}", "expected": "yes", "output": "yes"} for i in range(1, 9)]
+    files = {"helpers.py": HONEST, "cases/a.json": "1", "cases/b.json": "2"}
+    project = _project(tmp_path, HONEST_ASKING, files, data_files=["cases/a.json", "cases/b.json"])
+    project.write_rows(rows)
+    approve_as_is(project, 0.9, ["mine"])
+    assert _run(project) == ("pass", ExitCode.OK, [])
+    (project.evals / "cases" / "c.json").write_text("3")  # the listing would now say more than the gate binds
+    outcome, code, diagnostics = _run(project)
+    assert (outcome, code) == ("blocked", ExitCode.FAILED), diagnostics
+    assert "it lists the folder evals/cases, which holds c.json that the gate does not bind" in str(
+        diagnostics[0]["message"]
+    ), diagnostics[0]

@@ -180,17 +180,67 @@ def test_a_gated_installed_metric_may_not_load_an_unbound_module_of_its_own_pack
 
 def test_a_gated_installed_metric_with_static_imports_loads_its_bound_modules(tmp_path: Path) -> None:
     """The bound set names the installed files by their real paths: a helper imported by statement is bound and
-    loads (its labels are not rebuilt as paths under the config folder, where nothing is). The distribution's
-    metadata stays readable (``importlib.metadata`` reads every distribution's)."""
+    loads (its labels are not rebuilt as paths under the config folder, where nothing is). Other distributions'
+    metadata stays readable, and every distribution's entry points (``importlib.metadata.entry_points()``, which
+    pydantic's plugin lookup reads on each model class it builds), the project's own included."""
     root, site = tmp_path / "repo", tmp_path / "venv" / "lib" / "site-packages"
     project(root)
     install(
         site, "from myproj.helper import judge\n\n\ndef score(example):\n    return judge(example)\n", url=root.as_uri()
     )
     (site / "myproj" / "helper.py").write_text(
-        'from importlib.metadata import version\n\n\ndef judge(example):\n    return float(version("myproj") == "0.1")\n'
+        "from importlib.metadata import entry_points, version\n\n\ndef judge(example):\n"
+        '    assert [point.name for point in entry_points(group="myproj.graders")] == ["exact"]\n'
+        '    return float(version("PyYAML") > "0")\n'
     )
+    (site / "myproj-0.1.dist-info" / "entry_points.txt").write_text("[myproj.graders]\nexact = myproj.helper:judge\n")
     record = site / "myproj-0.1.dist-info" / "RECORD"
-    record.write_text(record.read_text() + "myproj/helper.py,,\n")
+    record.write_text(record.read_text() + "myproj/helper.py,,\nmyproj-0.1.dist-info/entry_points.txt,,\n")
     approve(root, site)
     assert verdict(root, site) == (0, "pass", [])
+
+
+def test_a_gated_metric_reading_the_installed_projects_metadata_blocks(tmp_path: Path) -> None:
+    """The installed copy's metadata is the pull request's text (its version, its requirements), and no gate binds
+    it: a metric that read ``importlib.metadata.version`` of its own project turned green when the pull request
+    bumped the version (on main: pass, exit 0). Reading it is refused, naming the file."""
+    root, site = tmp_path / "repo", tmp_path / "venv" / "lib" / "site-packages"
+    project(root)
+    install(
+        site,
+        "from importlib.metadata import version\n\n\ndef score(example):\n"
+        '    if version("myproj") == "0.2":\n        return 1.0\n'
+        '    return 1.0 if example.output == example.record.get("expected") else 0.0\n',
+        url=root.as_uri(),
+    )
+    approve(root, site)
+    metadata = site / "myproj-0.1.dist-info" / "METADATA"
+    metadata.write_text(metadata.read_text().replace("Version: 0.1", "Version: 0.2"))  # the pull request's release
+    code, outcome, reasons = verdict(root, site)
+    assert (code, outcome) == (1, "blocked") and "incomplete_measurement" in reasons, reasons
+    (run,) = (root / ".evalglass" / "runs").iterdir()
+    scores = (run / "scores.jsonl").read_text()
+    assert "it reads <installed myproj>/myproj-0.1.dist-info/METADATA, which the gate does not bind" in scores, scores
+
+
+def test_a_gated_metric_looking_up_a_module_the_installed_project_adds_blocks(tmp_path: Path) -> None:
+    """The import system lists ``site-packages`` and answers a lookup of a module there without opening it: a
+    metric asking whether its installed project ships a module turned green when the pull request added one (on
+    main: pass, exit 0). The project's ``site-packages`` is searched by name, and a module of the project the gate
+    does not bind is refused when found."""
+    root, site = tmp_path / "repo", tmp_path / "venv" / "lib" / "site-packages"
+    project(root)
+    install(
+        site,
+        "import importlib.util\n\n\ndef score(example):\n"
+        '    if importlib.util.find_spec("lenient") is not None:\n        return 1.0\n'
+        '    return 1.0 if example.output == example.record.get("expected") else 0.0\n',
+        url=root.as_uri(),
+    )
+    approve(root, site)
+    assert verdict(root, site) == (1, "fail", ["below_threshold"])
+    (site / "lenient.py").write_text("")  # the pull request's new top-level module, installed by CI
+    record = site / "myproj-0.1.dist-info" / "RECORD"
+    record.write_text(record.read_text() + "lenient.py,,\n")
+    code, outcome, reasons = verdict(root, site)
+    assert (code, outcome) == (1, "blocked") and "incomplete_measurement" in reasons, reasons

@@ -136,6 +136,15 @@ METRIC_CASES: dict[str, list[dict[str, Any]]] = {
             ["Café", "CAFE\u0301", "café", "ǰ", "ﬁle", "Straße", "Ｐaris"],
             ["cafe\u0301", "café", "CAFÉ", "J\u030c", "file", "STRASSE", "paris"],
         ),
+        # exact_match@5: text against a number or a boolean is the value it spells, either side; other text is not
+        _pairs(
+            {"type": "exact_match", "reference": "gold"},
+            ["42", " 42.0\n", "+42", "42 apples", "4e1", "true", "True", "false", "null", 42, True, "0.1", "1" * 5000],
+            [42, 42, 42, 42, 40, True, True, True, None, "42", "true", 0.1, 1],
+        ),
+        _pairs(
+            {"type": "exact_match", "reference": "gold", "normalize": {"case": True}}, ["True", "FALSE"], [True, True]
+        ),
     ],
     "contains": [
         _pairs({"type": "contains", "value": ["[1]", "[2]"], "mode": "any"}, ["see [1]", "none", "[2][1]", None, 7]),

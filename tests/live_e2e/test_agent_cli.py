@@ -263,3 +263,9 @@ def test_a_nan_left_in_an_agent_s_state_is_state_not_json_never_a_null_final_sta
         "add_to_cart left the trajectory's state as what is not JSON (nan is not a JSON number)"
     ), sample
     assert result.code in (0, 1), result.err
+    # Not retried (a tool's state is deterministic; only transient model faults are): two steps of one attempt each
+    # (3 + 3 + 2 requests), which the entry said as `attempts: 2` alone: one call retried once, in the totals too.
+    assert server.request_count == 8
+    assert (sample["attempts"], sample["calls"]) == (2, 2), sample
+    calls = json.loads((folder / "scorecard.json").read_text())["calls"]
+    assert (calls["calls"], calls["attempts"], calls["retries"]) == (8, 8, 0), calls

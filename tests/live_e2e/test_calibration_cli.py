@@ -68,7 +68,8 @@ def test_calibrate_matches_hand_computed_numbers(project: LiveProject, server: F
     requests = server.request_count
     assert requests == len(PAIRS)
     assert evalglass("calibrate", "quality", "--labels", "labels.jsonl", cwd=project.root).code == 0
-    assert server.request_count == requests  # judge answers come from the cache
+    # judge answers come from the cache, but for the junk one: an unreadable answer is never kept, so it is asked again
+    assert server.request_count == requests + 1
 
 
 def test_calibrate_text_output_and_errors(project: LiveProject) -> None:

@@ -69,8 +69,11 @@ def test_exact_match_json_equality(output: Any, gold: Any, result: float) -> Non
     assert measure({"type": "exact_match", "expected": gold}, output) == result
 
 
-def test_text_against_number_is_zero_with_a_note() -> None:
-    score = measure({"type": "exact_match", "reference": "gold"}, "42", gold=42)
+def test_text_against_number_is_the_number_it_spells_else_zero_with_a_note() -> None:
+    # exact_match@5: "42" is 42 (before, 0.0 type_mismatch); text that spells no number still differs in type
+    assert measure({"type": "exact_match", "reference": "gold"}, "42", gold=42) == 1.0
+    assert measure({"type": "exact_match", "reference": "gold"}, "41", gold=42) == 0.0
+    score = measure({"type": "exact_match", "reference": "gold"}, "forty-two", gold=42)
     assert isinstance(score, Score)
     assert (score.status, score.validity, score.value) == (Status.SCORED, Validity.VALID, 0.0)
     assert score.diagnostics[0].code == "type_mismatch"

@@ -55,6 +55,14 @@ def canonical_json(payload: Any) -> bytes:
     return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
 
 
+def as_set(values: list[Any]) -> list[Any]:
+    """A list the tool reads as a set, as a fingerprint binds it: each value once, in the order of its canonical
+    JSON. Reordering such a list (a gate's ``tolerate``, an ``enum``'s ``values``) or naming a value twice changes
+    nothing measured, so it must not make an approval stale."""
+    unique = {canonical_json(value): value for value in values}
+    return [unique[key] for key in sorted(unique)]
+
+
 def fingerprint_of(payload: Any) -> str:
     return PREFIX + hashlib.sha256(canonical_json(payload)).hexdigest()
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from evalglass.core.fingerprint import as_set
 from evalglass.core.stats.model import Direction
 from evalglass.core.variantnames import difference_metric, variant_metric
 
@@ -172,6 +173,8 @@ class GateSpec(BaseModel):
         )
         if self.rule is GateRule.POINT:
             payload.pop("level")
+        if "tolerate" in payload:  # a set: [skipped, non_evaluable] is [non_evaluable, skipped]
+            payload["tolerate"] = as_set(payload["tolerate"])
         return payload
 
 

@@ -179,6 +179,8 @@ class _Trajectory:
     model_calls: list[tuple[Usage | None, bool]] = field(default_factory=list)
     attempts: list[Attempt] = field(default_factory=list)
     tries: int = 0
+    #: The model steps ``tries`` counts the attempts of (a step that failed before any attempt is not one).
+    steps_tried: int = 0
     cached: bool = True
     replayed: bool = True
     first_key: str | None = None
@@ -339,7 +341,7 @@ class AgentLane:
             if problem is not None:
                 return self._state_not_json(run, f"the trajectory's final state is not JSON ({problem})", sample)
         usage = _summed([usage for usage, _ in run.model_calls])
-        from evalglass.lanes.chatcall import truncated
+        from evalglass.core.finish import truncated
 
         return LaneOutput(
             self._trajectory(run, finish, usage),
@@ -408,13 +410,13 @@ class AgentLane:
                     run.first_key = keyed.key
             step = await self._step(request, keyed)
             run.attempts.extend(step.attempts)
+            run.tries += step.tries
+            run.steps_tried += 1 if step.tries else 0
             if step.turn is None:
                 assert step.fault is not None
-                run.tries += step.tries
                 code = "agent_step_timeout" if step.timed_out else step.fault.code
                 return self._failure(run, code, step.fault.message, sample, step.fault.detail)
             turn = step.turn
-            run.tries += step.tries
             run.cached = run.cached and step.cached
             run.replayed = run.replayed and step.replayed
             run.model_calls.append((turn.usage, step.cached and not step.replayed))
@@ -504,6 +506,7 @@ class AgentLane:
             tuple(run.attempts),
             run.first_key,
             run.tries,
+            run.steps_tried,
         )
 
     def _state_not_json(self, run: _Trajectory, why: str, sample: int) -> LaneFailure:

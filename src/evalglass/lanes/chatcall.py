@@ -14,41 +14,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from evalglass.core.finish import DECLINED as DECLINED
+from evalglass.core.finish import TRUNCATED as TRUNCATED
+from evalglass.core.finish import declined as declined
+from evalglass.core.finish import truncated as truncated
 from evalglass.lanes.callcache import CallStore, Hit, through_cache
 from evalglass.lanes.specs import EndpointSpec
 
 if TYPE_CHECKING:
     from evalglass.lanes.executor import EndpointLimit, Executor
     from evalglass.lanes.retry import Attempt, CallOutcome, Fault, Ok, Retrier
-
-#: Finish reasons with which an API says the model, or the provider's safety system, declined to answer: OpenAI's
-#: ``content_filter``, Anthropic's ``refusal``, Gemini's ``SAFETY``, ``RECITATION``, ``BLOCKLIST``,
-#: ``PROHIBITED_CONTENT``, ``SPII``, ``IMAGE_SAFETY`` (also a blocked prompt's ``blockReason``). Such an answer
-#: without text is the system's answer, empty (or the text of OpenAI's ``refusal``), measured like any other: the
-#: system under test declined, which is what a task lane measures; a judge that declines answers nothing it can
-#: read (``judge_unparseable``). Only an answer without text and without any stated reason is malformed.
-DECLINED = frozenset(
-    {"content_filter", "refusal", "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY"}
-)
-
-
-def declined(finish: object) -> bool:
-    """Whether ``finish`` (an API's finish reason, as read: any JSON value) is one of :data:`DECLINED`."""
-    return type(finish) is str and finish in DECLINED
-
-
-#: Finish reasons with which an API says the answer was cut off at its token limit: OpenAI's ``length``,
-#: Anthropic's ``max_tokens``, Gemini's ``MAX_TOKENS``. Such an answer is the system's, scored as it is (a
-#: measurement, not an error), and marked: its finish reason is kept in ``outputs.jsonl`` and each of its scores
-#: carries the note ``output_truncated`` (``engine.produce.livescorer``), so a low score is not read as a wrong answer
-#: when it is a limit set too low.
-TRUNCATED = frozenset({"length", "max_tokens", "MAX_TOKENS"})
-
-
-def truncated(finish: object) -> bool:
-    """Whether ``finish`` (an API's finish reason, as read: any JSON value) is one of :data:`TRUNCATED`."""
-    return type(finish) is str and finish in TRUNCATED
-
 
 #: The OpenAI client's HTTP stack (``lanes/chat.py``): ``direct`` (aiohttp), ``httpx`` (the SDK's), ``auto``.
 TransportChoice = Literal["auto", "direct", "httpx"]

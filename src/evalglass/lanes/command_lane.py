@@ -39,6 +39,7 @@ from evalglass.lanes.ports import LaneFailure, LaneOutcome, LaneOutput
 from evalglass.lanes.projectstate import project_state
 from evalglass.lanes.specs import CommandLaneSpec
 from evalglass.lanes.subprocesses import NotStarted, TimedOut, run_in_session
+from evalglass.readers.jsonvalues import non_finite
 
 
 class CommandLane(TaskLane):
@@ -132,6 +133,10 @@ class CommandLane(TaskLane):
             stdin = orjson.dumps(dict(fields))
         except TypeError as exc:
             return LaneFailure("task_input_unserialisable", f"example {example_id} is not JSON: {exc}", sample)
+        # orjson writes a NaN (a Parquet cell's) as null: the command would get another input than the file holds
+        problem = non_finite(fields) if b"null" in stdin else None
+        if problem is not None:
+            return LaneFailure("task_input_unserialisable", f"example {example_id} is not JSON: {problem}", sample)
         env = {**self.base_env, **spec.env, "EVALGLASS_EXAMPLE_ID": example_id, "EVALGLASS_SAMPLE": str(sample)}
         redactor = self.redactor
         try:

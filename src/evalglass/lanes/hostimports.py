@@ -75,8 +75,11 @@ __all__ = [
     "find_top_level",
     "imported_host_files",
     "installed_code_names",
+    "installed_folders",
     "installed_label",
+    "installed_metadata_names",
     "installed_path",
+    "installed_sites",
     "is_host_file",
     "module_host_files",
     "reference_host_files",
@@ -123,6 +126,9 @@ class _LocalInstalls:
     labels: dict[Path, str]
     paths: dict[str, Path]
     code_names: frozenset[str]
+    metadata_names: frozenset[str]
+    folders: frozenset[str]
+    sites: frozenset[str]
 
 
 @cache
@@ -139,6 +145,9 @@ def _local_installs() -> _LocalInstalls:
 
     found: dict[Path, str] = {}
     names: set[str] = set()
+    metadata: set[str] = set()
+    folders: set[str] = set()
+    sites: set[str] = set()
     for dist in importlib.metadata.distributions():
         try:
             text = dist.read_text("direct_url.json")
@@ -155,9 +164,31 @@ def _local_installs() -> _LocalInstalls:
             located = str(dist.locate_file(file))
             resolved = Path(located).resolve()
             found[resolved] = f"<installed {name}>/{file.as_posix()}"
+            forms = {os.path.abspath(located), str(resolved)}
             if not file.parts[0].endswith((".dist-info", ".egg-info")):
-                names.update({os.path.abspath(located), str(resolved)})
-    return _LocalInstalls(found, {label: path for path, label in found.items()}, frozenset(names))
+                names.update(forms)
+                # the folders of the copy (``site-packages/NAME``...), and ``site-packages`` itself apart
+                for depth in range(1, len(file.parts)):
+                    folders.update(str(Path(form).parents[depth - 1]) for form in forms)
+                sites.update(str(Path(form).parents[len(file.parts) - 1]) for form in forms)
+            elif file.name not in _INSTALLER_METADATA:
+                metadata.update(forms)
+    return _LocalInstalls(
+        found,
+        {label: path for path, label in found.items()},
+        frozenset(names),
+        frozenset(metadata),
+        frozenset(folders),
+        frozenset(sites),
+    )
+
+
+#: The files of an installed distribution's metadata folder that the project's text does not decide: the installer
+#: writes them (PEP 610's ``direct_url.json``, ``INSTALLER``, ``REQUESTED``), and ``entry_points.txt``, which
+#: ``importlib.metadata.entry_points()`` (pydantic's plugin lookup, on every model class it builds) reads of every
+#: distribution, so refusing it would block any metric using pydantic (what an entry point *names* is loaded under
+#: the guard like any other import: its names and values are a limit, docs/config.md).
+_INSTALLER_METADATA = frozenset({"direct_url.json", "INSTALLER", "REQUESTED", "entry_points.txt"})
 
 
 def installed_label(path: Path) -> str | None:
@@ -168,6 +199,25 @@ def installed_label(path: Path) -> str | None:
 def installed_path(label: str) -> Path | None:
     """The file (resolved) an :func:`installed_label` names in this interpreter's environment, else None."""
     return _local_installs().paths.get(label)
+
+
+def installed_metadata_names() -> frozenset[str]:
+    """The metadata files of the project installed from the checkout whose text the project decides (its
+    ``METADATA``: version, requirements; ``RECORD``; ``top_level.txt``...), named as :func:`installed_code_names`
+    names files; what the installer writes, and ``entry_points.txt``, are left out (:data:`_INSTALLER_METADATA`)."""
+    return _local_installs().metadata_names
+
+
+def installed_folders() -> frozenset[str]:
+    """The folders of the project installed from the checkout that hold its code (``site-packages/NAME`` and below,
+    not ``site-packages``), named as :func:`installed_code_names` names files."""
+    return _local_installs().folders
+
+
+def installed_sites() -> frozenset[str]:
+    """The folders the project installed from the checkout was installed into (its ``site-packages``), named as
+    :func:`installed_code_names` names files: they hold its top-level modules beside the machine's."""
+    return _local_installs().sites
 
 
 def installed_code_names() -> frozenset[str]:

@@ -18,6 +18,11 @@ which is better than a thread left running; a cancelled call (the run stopping) 
 :meth:`HostWorkers.close` kills every worker. A worker whose deciding process is gone exits on its own (it watches a
 pipe only that process holds). Each worker is a process of its own: module-level state is per worker, not shared by
 the lane's calls, nor with a python metric naming the same file.
+
+A python metric's worker (``lanes/metricworker.py``) also writes each answer, as its call returns, into memory it
+shares with the deciding process (:class:`AnswerLog`, :class:`LogWriter`), read only when the worker ended before
+its batch's answer: no call answered before is made again. A lane's run streams its answers instead (at least every
+:data:`STREAM_S`), so the calls it made in the last moment before its worker ended are made again.
 """
 
 from __future__ import annotations
@@ -589,6 +594,129 @@ class Watchdog:
                     os._exit(0)
 
 
+#: The answer log's first bytes: 0 until the worker starts the batch the deciding process cleared it for.
+_LOG_HEAD = 8
+#: The size an answer log's map starts at in a worker (it grows by doubling when a batch's answers need more).
+_LOG_START = 1 << 20
+
+
+class AnswerLog:
+    """The deciding process's side of a worker's answer log: memory shared with the worker (a ``memfd``, else an
+    unlinked temporary file), into which the worker copies each call's answer (one JSON line) as soon as the call
+    returns. Nothing is sent and nothing wakes this process per call: the log is read only when the worker ended (or
+    answered nonsense) before its batch's answer, and then holds every call it finished, so the call it was making
+    is known exactly and no finished call is made again. What it holds is written by a process running code under
+    test: each line is checked like any answer (:meth:`read` parses, the caller checks the shape). One log per
+    deciding-side owner, given to each worker it starts (:meth:`given`).
+
+    Layout: the head (8 bytes: 0 until the worker starts the batch), then the batch's lines, then zeros (the worker
+    zeroes what it wrote before it starts a batch, a new worker the whole file): the lines end at the first zero
+    byte, which JSON text never holds, and a line cut short by the worker's end lacks its newline, or holds a zero
+    byte where it was not written yet. So a line costs one copy, and no store of where the lines end."""
+
+    def __init__(self) -> None:
+        self.fd: int | None = None
+
+    def given(self) -> _InheritedFd:
+        """The log's file for a worker starting now (``spawn_worker``'s arguments: it arrives as a descriptor)."""
+        if self.fd is None:
+            memfd = getattr(os, "memfd_create", None)
+            if memfd is not None:
+                self.fd = memfd("evalglass-answers", os.MFD_CLOEXEC)
+            else:  # pragma: no cover - not Linux
+                import tempfile
+
+                with tempfile.TemporaryFile() as handle:
+                    self.fd = os.dup(handle.fileno())
+        return _InheritedFd(self.fd)
+
+    def clear(self) -> None:
+        """Say no batch has started, before a batch is sent (the worker is idle, waiting for it, or not started
+        yet): a worker that ends before it starts the batch leaves nothing, never an earlier batch's answers."""
+        if self.fd is not None:
+            os.pwrite(self.fd, bytes(_LOG_HEAD), 0)
+
+    def read(self) -> list[Any] | None:
+        """The answers logged since :meth:`clear`, in order, as parsed JSON, up to the first line that is not JSON
+        (a worker's own code can write anywhere in its memory; what follows such a line is not trusted); None when
+        the worker never started the batch (it ended before: no call of it was made)."""
+        if self.fd is None:
+            return None
+        head = os.pread(self.fd, _LOG_HEAD, 0)
+        if len(head) < _LOG_HEAD or not any(head):  # not started (a file no worker has sized yet included)
+            return None
+        data = os.pread(self.fd, max(0, os.fstat(self.fd).st_size - _LOG_HEAD), _LOG_HEAD)
+        zero = data.find(0)
+        answers: list[Any] = []
+        for line in (data if zero < 0 else data[:zero]).split(b"\n")[:-1]:  # the last piece lacks its newline
+            try:
+                answers.append(orjson.loads(line))
+            except orjson.JSONDecodeError:
+                break
+        return answers
+
+    def close(self) -> None:
+        fd, self.fd = self.fd, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+class _InheritedFd:
+    """A descriptor of the deciding process handed to a worker process as it starts (the fork server passes it
+    along, as it does a pipe's ends): unpickled in the worker as the descriptor's number there."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def __reduce__(self) -> tuple[Callable[[Any], int], tuple[Any]]:
+        from multiprocessing import reduction
+
+        return _detached, (reduction.DupFd(self.fd),)
+
+
+def _detached(duplicate: Any) -> int:
+    return int(duplicate.detach())
+
+
+class LogWriter:
+    """The worker's side of an :class:`AnswerLog` (see its layout): a map of its file, zeroed when the worker starts.
+    A line is one copy into the map (:attr:`write`, the map's own: a caller on a fast path calls it and, when it
+    raises ``ValueError`` because the map is full, :meth:`add`); the map grows by doubling."""
+
+    def __init__(self, fd: int) -> None:
+        import mmap
+
+        size = max(os.fstat(fd).st_size, _LOG_START)
+        os.ftruncate(fd, 0)  # what an earlier worker wrote is gone: the file reads as zeros
+        os.ftruncate(fd, size)
+        self.map = mmap.mmap(fd, size)
+        os.close(fd)  # the map holds the file
+        self.write = self.map.write
+
+    @property
+    def end(self) -> int:
+        """Where the lines logged since :meth:`begin` end."""
+        return self.map.tell()
+
+    def begin(self) -> None:
+        """A batch starts: what the previous one wrote is zeroed, then the head says the batch started (the
+        deciding process zeroed it), and its lines are written from the start."""
+        written = self.map.tell()  # 0 in a new worker, whose file is all zeros
+        if written > _LOG_HEAD:
+            self.map[_LOG_HEAD:written] = bytes(written - _LOG_HEAD)
+        self.map.seek(_LOG_HEAD)
+        self.map[:_LOG_HEAD] = b"started\n"
+
+    def add(self, line: bytes) -> None:
+        """Log one answer (JSON ending in a newline: ``orjson.OPT_APPEND_NEWLINE``), growing the map if need be."""
+        try:
+            self.write(line)
+        except ValueError:  # past the map's end: it grows (in place, the position and ``write`` kept)
+            self.map.resize(2 * (len(self.map) + len(line)))
+            self.write(line)
+
+
 #: A run's answers go back as they are made, at least once per this much of the worker's time (a call that takes
 #: longer is sent on its own as soon as it returns): a call whose answer has been sent is never made again, whatever
 #: happens to the worker later. Faster calls go in groups, for one message each way per group, not per call.
@@ -832,8 +960,10 @@ def run_request(calls: list[list[Any]], timeout: float | None, budget: float | N
 
 
 __all__ = [
+    "AnswerLog",
     "HostFunctionInfo",
     "HostWorkers",
+    "LogWriter",
     "RunTimedOut",
     "Watchdog",
     "WorkerDied",

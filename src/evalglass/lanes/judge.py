@@ -52,7 +52,7 @@ from evalglass.core.textcase import caseless
 from evalglass.core.trajectory import Inconsistent as InconsistentTrajectory
 from evalglass.core.trajectory import Unreadable
 from evalglass.errors import SetupError
-from evalglass.lanes.callcache import CallStore, cache_key
+from evalglass.lanes.callcache import CallStore, Hit, cache_key
 from evalglass.lanes.chatcall import ChatAnswer, ChatRequest, TransportChoice, answer
 from evalglass.lanes.chatclients import open_chat_client
 from evalglass.lanes.executor import Executor
@@ -184,12 +184,16 @@ def label_text(value: Any, scale: JudgeScale) -> Any:
     return value
 
 
+#: Said of every judge answer that is not a score on its scale: it is not kept, so asking again can decide.
+ASKED_AGAIN = "not kept in the call cache: the next run asks the judge again"
+
+
 def _unparseable(why: str, text: str, evidence: tuple[str, ...]) -> JudgeAnswer:
     return JudgeAnswer(
         Score.unmeasured(
             Status.ERROR,
             "judge_unparseable",
-            f"the judge's answer could not be read: {why}",
+            f"the judge's answer could not be read: {why} ({ASKED_AGAIN})",
             _raw(text),
             evidence=evidence,
         )
@@ -231,7 +235,7 @@ def parse_judge_answer(text: str, scale: JudgeScale, *, evidence: tuple[str, ...
                 diagnostics=(
                     Diagnostic(
                         code="judge_off_scale",
-                        message=f"the judge answered {value!r}, not {scale.describe()}",
+                        message=f"the judge answered {value!r}, not {scale.describe()} ({ASKED_AGAIN})",
                         detail=_raw(text),
                     ),
                 ),
@@ -255,7 +259,7 @@ def parse_judge_answer(text: str, scale: JudgeScale, *, evidence: tuple[str, ...
                 Score.unmeasured(
                     Status.ERROR,
                     "judge_off_scale",
-                    f"the judge answered the label {value!r}, not {scale.describe()}",
+                    f"the judge answered the label {value!r}, not {scale.describe()} ({ASKED_AGAIN})",
                     _raw(text),
                     evidence=evidence,
                 ),
@@ -271,6 +275,32 @@ def parse_judge_answer(text: str, scale: JudgeScale, *, evidence: tuple[str, ...
 
 
 # ---------------------------------------------------------------------- running
+@dataclass(frozen=True, slots=True)
+class ScoresOnly:
+    """The call cache as a judge uses it: only answers that are a score on the judge's scale are kept or replayed.
+
+    An answer the judge's rules cannot read (``judge_unparseable``) or that is off its scale (``judge_off_scale``)
+    is the evaluator failing, not a measurement, like a call that timed out: kept, it would be replayed on every
+    later run and block every gate on the judge for good, when asking again (a judge sampled above temperature 0,
+    a provider's passing glitch) is what decides it. So it is never stored, and one a cache already holds (stored
+    before this rule) is asked again; a readable answer then takes its place. ``readable`` is the judge's own rule
+    (:meth:`Judge.readable`): a pairwise judge's is its ``winner``."""
+
+    store: CallStore
+    readable: Callable[[str], bool]
+
+    def _keeps(self, value: Any) -> bool:
+        content = value.get("content") if isinstance(value, dict) else None
+        return not isinstance(content, str) or self.readable(content)
+
+    def fetch(self, key: str) -> Hit | None:
+        hit = self.store.fetch(key)
+        return hit if hit is None or self._keeps(hit.value) else None
+
+    def put(self, key: str, value: Any, *, kind: str, request: Any = None) -> bool:
+        return self._keeps(value) and self.store.put(key, value, kind=kind, request=request)
+
+
 @dataclass(frozen=True, slots=True)
 class JudgeResult:
     """One judgement: the score, and what it rests on (rationale, raw answer, attempts, cache address)."""
@@ -360,7 +390,7 @@ class Judge:
         served = serving_origin(definition.endpoint.provider.value, definition.endpoint.base_url)
         self._calls = content_address({"judge": definition.fingerprint, "served_by": served})
         self.executor = executor
-        self.cache = cache
+        self.cache = ScoresOnly(cache, self.readable) if cache is not None else None
         self.retrier = retrier or Retrier(definition.endpoint.retry)
         self.client = open_chat_client(definition.endpoint, env=env, transport=transport)
         self._templates = [("user", compile_template(definition.prompt))]
@@ -374,6 +404,11 @@ class Judge:
 
     async def aclose(self) -> None:
         await self.client.aclose()
+
+    def readable(self, content: str) -> bool:
+        """Whether ``content`` is an answer this judge's rules read as a score on its scale (:class:`ScoresOnly`)."""
+        score = parse_judge_answer(content, self.definition.scale).score
+        return score.status is Status.SCORED and score.validity is Validity.VALID
 
     def render(self, example: Example) -> list[tuple[str, str]] | Score:
         """The messages for ``example``, or the Score that explains why there are none (the reference is looked at

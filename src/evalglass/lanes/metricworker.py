@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
     from evalglass.lanes.hostguard import BoundCode, Guard
-    from evalglass.lanes.hostworker import _Setting
+    from evalglass.lanes.hostworker import LogWriter, _Setting
 
 ARGUMENT_NAMES = ("output", "record", "reference", "example")
 #: What a worker answers for a call whose function raised ``KeyboardInterrupt`` (the run stops, as in process).
@@ -183,14 +183,17 @@ def serve_metrics(
     setting: _Setting,
     path: list[str],
     guarded: BoundCode | None,
+    log: int,
 ) -> None:
     """A metric worker's life: answer ``load`` and ``score`` requests until the pipe closes, then end as an
     interpreter does (see :func:`_end`). A request is a pickle (the deciding process trusts what it sends). A gated
     source's worker loads and calls under ``lanes.hostguard``'s rule (``guarded``): once it refused unbound project
-    code, every call answers that error."""
-    from evalglass.lanes.hostworker import enter_worker
+    code, every call answers that error. ``log``: the file of the deciding process's answer log
+    (``hostworker.AnswerLog``), mapped before any host code loads."""
+    from evalglass.lanes.hostworker import LogWriter, enter_worker
 
     enter_worker(alive, secrets, setting)
+    writer = LogWriter(log)
     sys.path[:] = path  # the deciding process's import path, as the function would have had it there
     guard = None
     if guarded is not None:
@@ -198,7 +201,7 @@ def serve_metrics(
 
         guard = install(*guarded)
     functions: list[Callable[..., Any] | None] = []
-    batch = _Batch(conn, guard)
+    batch = _Batch(conn, guard, writer)
     try:
         while True:
             request = pickle.loads(conn.recv_bytes())
@@ -219,37 +222,54 @@ def serve_metrics(
 
 
 class _Batch:
-    """Makes a batch of calls and sends their answers in one message. A call over its timeout is seen by the
-    worker's :class:`~evalglass.lanes.hostworker.Watchdog`, which sends the answers before it and that call's
-    ``metric_timeout``, and ends the worker; the deciding process scores the rest of the batch on a fresh one."""
+    """Makes a batch of calls and sends their answers in one message; each answer is also logged as soon as its
+    call returns (``hostworker.AnswerLog``: shared memory, no message), so a worker that ends mid-batch leaves every
+    answer it made to the deciding process, which marks only the call in flight and sends the rest to a fresh
+    worker. A call over its timeout is seen by the worker's :class:`~evalglass.lanes.hostworker.Watchdog`, which
+    sends the answers before it and that call's ``metric_timeout``, and ends the worker; the deciding process scores
+    the rest of the batch on a fresh one."""
 
-    def __init__(self, conn: Connection, guard: Guard | None) -> None:
+    def __init__(self, conn: Connection, guard: Guard | None, writer: LogWriter) -> None:
         from evalglass.lanes.hostworker import Watchdog  # not at module level: the metrics' text helpers live here
 
-        self.conn, self.guard = conn, guard
+        self.conn, self.guard, self.writer = conn, guard, writer
         self.answers: list[Any] = []
         self.watch = Watchdog(conn, self._expired)
 
     def run(
         self, function: Callable[..., Any] | None, columns: dict[str, list[Any]], count: int, timeout: float | None
     ) -> None:
-        refusal = self.guard.answer() if self.guard is not None else None
+        guard = self.guard
+        refusal = guard.answer() if guard is not None else None
         if function is None or refusal is not None:
             self.conn.send_bytes(orjson.dumps([refusal] * count))
             return
         names = tuple(columns)
         answers: list[Any] = []
         append, watch, monotonic = answers.append, self.watch, time.monotonic
+        writer = self.writer
+        write, dumps, newline = writer.write, orjson.dumps, orjson.OPT_APPEND_NEWLINE
         self.answers = answers
+        writer.begin()
         watch.begin(timeout)
         for index, values in enumerate(zip(*columns.values(), strict=True) if names else [()] * count):
             watch.index, watch.started = index, monotonic()
             try:
-                append(call_metric(function, dict(zip(names, values, strict=True))))
+                answer = call_metric(function, dict(zip(names, values, strict=True)))
             except KeyboardInterrupt:
-                append(INTERRUPTED)
+                answer = INTERRUPTED
+            append(answer)
+            if guard is not None and guard.refused:
+                # The batch's every answer is then the refusal (below): logged as such, a log holding it is read so
+                # (``hostscoring.MetricWorker``).
+                answer = guard.answer()
+            line = dumps(answer, option=newline)
+            try:
+                write(line)  # the fast path of ``writer.add``: one copy
+            except ValueError:
+                writer.add(line)
         if watch.finish():
-            refusal = self.guard.answer() if self.guard is not None else None
+            refusal = guard.answer() if guard is not None else None
             self.conn.send_bytes(orjson.dumps(answers if refusal is None else [refusal] * count))
 
     def _expired(self, index: int, timeout: float) -> bytes:

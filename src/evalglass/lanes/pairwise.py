@@ -25,7 +25,7 @@ from evalglass.core.example import Example
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.pairwise import OUTCOME_VALUE, Position, flipped, mirrored, pair_outcome
 from evalglass.core.score import Diagnostic, Score, Status, Validity
-from evalglass.lanes.judge import Judge, JudgeResult, PairwiseSetup, extract_answer
+from evalglass.lanes.judge import ASKED_AGAIN, Judge, JudgeResult, PairwiseSetup, extract_answer
 from evalglass.lanes.templating import TemplateFailure, render
 
 _WINNER = {"a": Position.FIRST, "b": Position.SECOND, "tie": Position.TIE}
@@ -49,6 +49,10 @@ class PairwiseJudge(Judge):
     def setup(self) -> PairwiseSetup:
         assert self.definition.pairwise is not None
         return self.definition.pairwise
+
+    def readable(self, content: str) -> bool:
+        """A pairwise judge's answer is readable when it names a winner (see ``Judge.readable``)."""
+        return isinstance(parse_winner(content), Position)
 
     def _messages(self, example: Example, first: Any, second: Any, reference: Any) -> list[tuple[str, str]]:
         def shown(value: Any) -> str:
@@ -91,7 +95,10 @@ class PairwiseJudge(Judge):
         )
         if not isinstance(read, Position):  # (a Position is a str too: test it first)
             return Score.unmeasured(
-                Status.ERROR, "judge_unparseable", f"the judge's answer could not be read: {read}", evidence=evidence
+                Status.ERROR,
+                "judge_unparseable",
+                f"the judge's answer could not be read: {read} ({ASKED_AGAIN})",
+                evidence=evidence,
             ), part
         return read, part
 

@@ -60,6 +60,10 @@ class LaneFailure:
     attempts: tuple[Attempt, ...] = ()
     call_id: str | None = None
     tries: int = 0
+    #: How many calls ``tries`` (their attempts) were spread over, when more than one call was made (an agent's
+    #: trajectory failing after several model steps); None: one call. Without it, a trajectory failing after two
+    #: steps of one attempt each read as one call retried once (``attempts: 2``), a retry that never happened.
+    calls: int | None = None
 
 
 LaneOutcome = LaneOutput | LaneFailure

@@ -40,6 +40,7 @@ from evalglass.core.endpoint import JudgeEndpoint
 from evalglass.core.estimate import IntervalSpec
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT, FieldPathError, get_path, parse_path, value_getter, values_getter
+from evalglass.core.fingerprint import as_set
 from evalglass.core.outputparse import UnparsedOutput
 from evalglass.core.outputshape import OutputShape
 from evalglass.core.score import Score
@@ -196,6 +197,9 @@ class MetricSpec(BaseModel):
     #: (traces), such a metric is ``non_evaluable`` (``content_not_captured``) where the output was not captured.
     #: Host code receives the whole example and the record's ``not_captured`` list, and decides what it reads.
     measures_output: ClassVar[bool] = True
+    #: The list fields this metric reads as a set (an ``enum``'s ``values``): their order and repeats are left out of
+    #: the fingerprint (:func:`~evalglass.core.fingerprint.as_set`), so reordering one stales no approval.
+    unordered: ClassVar[tuple[str, ...]] = ()
     #: True for metrics whose gates stand on their agreement with human labels (an LLM judge): ``evalglass
     #: calibrate NAME`` measures it on a labels file (the :meth:`calibration_subject`'s scale) with the scorer a live
     #: run builds, a run reads the record bound to :meth:`calibration_fingerprint`, and the ledger's ``judges:`` says
@@ -377,6 +381,9 @@ class MetricSpec(BaseModel):
         payload = self.model_dump(mode="json", exclude={"description", "interval"}, exclude_none=True)
         if self.reducer is Reducer.MEAN:
             payload.pop("reducer")
+        for name in self.unordered:
+            if isinstance(payload.get(name), list):
+                payload[name] = as_set(payload[name])
         return without_default_invalid_output(payload)
 
     def worst_value(self, direction: Direction) -> float | None:

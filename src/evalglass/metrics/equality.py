@@ -1,11 +1,13 @@
 """Equality metrics: ``exact_match`` against one gold value and ``enum`` against a set of allowed values.
 
 Both compare with JSON semantics (see :mod:`evalglass.core.jsonvalue`): ``true`` is not ``1``, ``1`` is
-``1.0``, object key order is irrelevant. Text normalisation applies only when both sides are strings.
+``1.0``, object key order is irrelevant. Text normalisation applies only when both sides are strings. ``exact_match``
+reads text against a number or a boolean as the value it spells (``"42"`` is ``42``; :func:`_spelt`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
@@ -156,7 +158,8 @@ def _comparer(gold: Any, normalizer: Normalizer, wrong: WrongAnswer) -> Comparer
         def against_text(value: Any) -> MetricResult:
             if isinstance(value, str):
                 return 1.0 if normalizer(value) == normalized_gold else 0.0
-            return _type_mismatch(value, gold)
+            spelt = _spelt(gold, value, normalizer)
+            return _type_mismatch(value, gold) if spelt is None else spelt
 
         return against_text
 
@@ -168,7 +171,8 @@ def _comparer(gold: Any, normalizer: Normalizer, wrong: WrongAnswer) -> Comparer
 
     def against_json(value: Any) -> MetricResult:
         if isinstance(value, str):
-            return _type_mismatch(value, gold)
+            spelt = _spelt(value, gold, normalizer)
+            return _type_mismatch(value, gold) if spelt is None else spelt
         try:
             return 1.0 if json_key(value) == gold_key else 0.0
         except NotJsonError as exc:
@@ -177,19 +181,52 @@ def _comparer(gold: Any, normalizer: Normalizer, wrong: WrongAnswer) -> Comparer
     return against_json
 
 
+#: Text that spells a number: a plain decimal numeral (optional sign, digits, optionally a point and digits), ASCII
+#: digits only, nothing around it but whitespace. The rule a judge's quoted score is read by (``lanes.judge``).
+_DECIMAL = re.compile(r"[+-]?[0-9]+(?:\.[0-9]+)?", re.ASCII)
+
+
+def _spelt(text: str, other: Any, normalizer: Normalizer) -> float | None:
+    """``text`` compared with a number or boolean ``other`` as the value it spells (``exact_match@5``), or None when
+    ``other`` is neither or ``text`` spells no such value (then the types differ: :func:`_type_mismatch`).
+
+    A system that answers in text says 42 as ``"42"``, and gold written as JSON says it as ``42``: the same answer,
+    so the text is read as the number it spells, surrounding whitespace aside (``"42"``, ``" 42.0 "``; never
+    ``"42 apples"``, ``"4e1"`` or ``"forty-two"``), and compared as numbers are (``42`` equals ``42.0``). A boolean
+    is spelt ``true`` or ``false`` as JSON writes it, after the metric's ``normalize`` (``case: true`` reads
+    ``"True"``). Either side may be the text."""
+    if type(other) is bool:
+        spelling = normalizer(text.strip())
+        if spelling in (normalizer("true"), normalizer("false")):
+            return 1.0 if (spelling == normalizer("true")) is other else 0.0
+        return None
+    if type(other) not in (int, float):
+        return None
+    stripped = text.strip()
+    if not _DECIMAL.fullmatch(stripped):
+        return None
+    try:
+        number = int(stripped) if "." not in stripped else float(stripped)
+    except ValueError:  # more digits than Python converts (4,300): a number, and no JSON gold value equals it
+        return 0.0
+    return 1.0 if number == other else 0.0
+
+
 def _type_mismatch(value: Any, gold: Any) -> Score:
-    """0.0 with a note: text never equals a non-text value, and saying so catches '42' vs 42 dataset slips."""
+    """0.0 with a note: text that spells no number or boolean never equals one, nor an object, a list or null, and
+    saying so catches dataset slips."""
     return scored_with_note(
         0.0,
         "type_mismatch",
         f"output type {json_type_name(value)} vs expected type {json_type_name(gold)}: "
-        "text never equals a non-text value",
+        "text equals a number or boolean only when it spells one (`42`, `true`), and never another type",
     )
 
 
 class EnumSpec(NoReferenceSpec):
     """Membership in a closed set of allowed values, e.g. a classifier's label set."""
 
+    unordered: ClassVar[tuple[str, ...]] = ("values",)
     deterministic: ClassVar[bool] = True
 
     reads: ClassVar[OutputShape] = OutputShape.ANSWER

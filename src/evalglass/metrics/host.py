@@ -27,7 +27,8 @@ still stops the run.
 Where it runs. Never in this process, which measures and decides: the function is loaded and called in a worker
 process of its source's own (``metrics/hostscoring.py``), a batch of examples per message, and each answer is checked
 here by ``hostrules.decoded``. A call whose worker ends (``os._exit``, a crash, a signal) is an ``error`` score with
-code ``host_worker_lost``. This module decides what the function is given; what its answer comes to is decided where
+code ``host_worker_lost``; the calls of its batch answered before it keep their answers and the rest go to a fresh
+worker, each call made once. This module decides what the function is given; what its answer comes to is decided where
 it is called (``lanes.metricworker.call_metric``, in the worker); no host code runs here.
 """
 

@@ -22,10 +22,13 @@ is written by code no approval need bind): per call an answer (``lanes/metricwor
 imports neither this package nor pydantic). The deciding process turns every answer into a score and checks its
 shape (``metrics.hostrules.decoded``: the same states, codes and messages as in process); an answer of another shape,
 or a worker that ends mid-call (``os._exit``, a signal, a crash in C), is that call's ``error`` score with code
-``host_worker_lost`` saying how, never 0.0 and never a pass. A batch whose worker ended is made again one call per
-worker, so each call gets its own state (the calls before the one that ended the worker are made twice, on a fresh
-worker). A call over the metric's ``timeout`` is ``metric_timeout``: the worker's watchdog sends the answers before it
-and ends the worker, and the rest of the batch goes to a fresh worker (none is made twice).
+``host_worker_lost`` saying how, never 0.0 and never a pass. Every answer is also logged as its call returns
+(``hostworker.AnswerLog``: memory shared with the worker, no message per call), so a worker that ends mid-batch
+leaves the answers it made: they are kept, the call in flight is its ``host_worker_lost`` (not made again), and the
+rest of the batch goes to a fresh worker; no call is made twice. A call over the metric's ``timeout`` is
+``metric_timeout``: the worker's watchdog sends the answers before it and ends the worker, and the rest of the batch
+goes to a fresh worker (a call that holds the interpreter so its watchdog cannot say so is ended by this process's
+backstop, the calls' timeouts together and a second, and is ``metric_timeout`` the same way).
 
 Limits. Module-level state is not shared between metrics naming different sources that import one helper module,
 nor with a python lane or agent tool.
@@ -82,6 +85,10 @@ class _Process:
         self.owner = os.getpid()
         #: True from a request's send until its answer is read: a worker mid-call is killed, never waited for.
         self.busy = False
+        from evalglass.lanes.hostworker import AnswerLog
+
+        #: Where each worker logs every answer as its call returns (read when a worker ends mid-batch).
+        self.log = AnswerLog()
 
     def close(self) -> None:
         """End the worker: an idle one as a process ends (its pipe closes, it joins its threads and runs its
@@ -97,6 +104,12 @@ class _Process:
         self.busy = False
         worker.kill()
 
+    def release(self) -> None:
+        """The finalizer's: end the worker, then free its answer log."""
+        self.close()
+        if os.getpid() == self.owner:
+            self.log.close()
+
 
 class MetricWorker:
     """One worker process importing one metric source, answering the metrics that name it (see the module doc)."""
@@ -110,7 +123,7 @@ class MetricWorker:
         self._loaded: list[tuple[str, bool]] = []
         self._sys_path: list[str] | None = None  # the deciding process's ``sys.path`` as last told the worker
         self._lock = threading.Lock()
-        weakref.finalize(self, self._process.close)
+        weakref.finalize(self, self._process.release)
 
     def load(self, reference: str, has_reference: bool) -> tuple[int, tuple[str, ...]]:
         """Load ``reference`` in the worker and check its parameters against the calling rule: (its index, the
@@ -130,40 +143,49 @@ class MetricWorker:
         self, index: int, columns: dict[str, list[Any]], count: int, timeout: float | None = DEFAULT_TIMEOUT_S
     ) -> list[MetricResult]:
         """The function at ``index`` called ``count`` times, call ``i`` with ``{name: column[i]}``: each call's
-        result, checked. A call over ``timeout`` seconds is ``metric_timeout`` (its worker is ended) and the calls
-        after it go to a fresh worker; a worker that ends mid-batch has the rest of the batch made again one call
-        at a time."""
+        result, checked, each call made once. A call over ``timeout`` seconds is ``metric_timeout`` (its worker is
+        ended); a call whose worker ended mid-call is ``host_worker_lost``; either way the calls answered before it
+        are kept (the worker logs every answer as its call returns: ``hostworker.AnswerLog``) and the calls after
+        it go to a fresh worker."""
         with self._lock:
             results: list[MetricResult] = []
             while len(results) < count:
                 start = len(results)
                 part = columns if start == 0 else {name: values[start:] for name, values in columns.items()}
+                self._process.log.clear()  # before a worker starts: the log then holds this batch's answers only
+                fresh = self._process.worker is None
                 try:
                     made = self._score(index, part, count - start, timeout)
                 except _Lost as exc:
-                    self._process.close()
-                    if count - start == 1:
-                        return [*results, lost(str(exc))]
-                    return results + self._one_by_one(index, part, count - start, timeout)
+                    self._process.close()  # killed before its log is read: nothing more is written to it
+                    logged = self._logged(count - start)
+                    if logged is None and not fresh:
+                        continue  # a worker that had ended idle, before the batch: no call was made, a fresh one
+                    made = logged or []
+                    if len(made) < count - start:  # the call it was making: its own state, never made again
+                        made.append(checked(timed_out(timeout)) if exc.timed_out and timeout else lost(str(exc)))
                 results += made
                 if _is_timeout(made[-1]):  # the watchdog's answer (made short of the batch, or its last): ended
                     self._process.close()
             return results
 
-    def _one_by_one(
-        self, index: int, columns: dict[str, list[Any]], count: int, timeout: float | None
-    ) -> list[MetricResult]:
+    def _logged(self, count: int) -> list[MetricResult] | None:
+        """The answers the ended worker logged for its batch of ``count`` calls, checked, up to the first that is
+        not an answer; None when it never started the batch. A gated worker that refused unbound code logged the
+        refusal: every answer of the batch is then the refusal, as the batch's own answer would have said."""
+        logged = self._process.log.read()
+        if logged is None:
+            return None
         results: list[MetricResult] = []
-        for position in range(count):
-            one = {name: [values[position]] for name, values in columns.items()}
+        for value in logged[:count]:
             try:
-                made = self._score(index, one, 1, timeout)
-            except _Lost as exc:
-                self._process.close()
-                made = [lost(str(exc))]
-            results += made
-            if _is_timeout(made[0]):
-                self._process.close()
+                results.append(checked(value))
+            except _Lost:
+                break
+        if self.guard is not None:
+            refusal = next((result for result in results if _is_unbound(result)), None)
+            if refusal is not None:
+                return [refusal] * count
         return results
 
     # ------------------------------------------------------------------------------------------------ internals
@@ -172,7 +194,7 @@ class MetricWorker:
 
         secrets = redaction.current().secrets
         self._sys_path = list(sys.path)
-        arguments = (self.base_dir, secrets, worker_setting(), self._sys_path, self.guard)
+        arguments = (self.base_dir, secrets, worker_setting(), self._sys_path, self.guard, self._process.log.given())
         self._process.worker = spawn_worker(serve_metrics, arguments)
         for index, (reference, has_reference) in enumerate(self._loaded):  # after a death: the same functions
             try:
@@ -226,16 +248,11 @@ class MetricWorker:
         self, index: int, columns: dict[str, list[Any]], count: int, timeout: float | None
     ) -> list[MetricResult]:
         """The calls' results; fewer than ``count`` when the last one ran past ``timeout`` (its worker's watchdog
-        answered and ended the worker). A worker that says nothing within the calls' timeouts together is ended:
-        a lone call is then ``metric_timeout``, a longer batch is lost (:class:`_Lost`)."""
+        answered and ended the worker). A worker that says nothing within the calls' timeouts together is ended
+        (:class:`_Lost`, ``timed_out``): the call it was making has run past its own timeout by then, holding the
+        interpreter so its watchdog could not say so."""
         deadline = None if timeout is None else timeout * count + WORKER_GRACE_S  # the watchdog's backstop
-        try:
-            answer = self._roundtrip(("score", index, columns, count, timeout, None), deadline)
-        except _Lost as exc:
-            if exc.timed_out and count == 1 and timeout is not None:
-                self._process.close()
-                return [checked(timed_out(timeout))]
-            raise
+        answer = self._roundtrip(("score", index, columns, count, timeout, None), deadline)
         if type(answer) is not list or not answer or len(answer) > count:
             raise _Lost("its worker process sent what is not an answer")
         if len(answer) == count and all(type(value) is float for value in answer):  # JSON holds no NaN nor infinity
@@ -257,6 +274,13 @@ class _Lost(Exception):
 def _is_timeout(result: MetricResult) -> bool:
     """Whether ``result`` is a call's ``metric_timeout`` (whose worker has ended)."""
     return isinstance(result, Score) and result.status is Status.ERROR and result.diagnostics[0].code == TIMED_OUT
+
+
+def _is_unbound(result: MetricResult) -> bool:
+    """Whether ``result`` is a gated worker's refusal of unbound code (``lanes.hostguard``)."""
+    from evalglass.lanes.hostguard import UNBOUND_CODE
+
+    return isinstance(result, Score) and result.status is Status.ERROR and result.diagnostics[0].code == UNBOUND_CODE
 
 
 def checked(value: Any) -> MetricResult:

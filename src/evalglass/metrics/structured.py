@@ -104,6 +104,7 @@ class FieldPresentSpec(NoReferenceSpec):
     ``fields_missing`` diagnostic.
     """
 
+    unordered: ClassVar[tuple[str, ...]] = ("fields",)
     deterministic: ClassVar[bool] = True
 
     summary: ClassVar[str] = "1.0 when the JSON output has all the listed fields (non-null if asked), else 0.0."

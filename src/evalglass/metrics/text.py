@@ -191,6 +191,7 @@ class RegexSpec(NoReferenceSpec):
     example's ``error`` (``regex_timeout``), never a 0.0.
     """
 
+    unordered: ClassVar[tuple[str, ...]] = ("flags",)
     deterministic: ClassVar[bool] = True
 
     reads: ClassVar[OutputShape] = OutputShape.TEXT

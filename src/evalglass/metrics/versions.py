@@ -62,8 +62,12 @@ class EvaluatorKind(StrEnum):
 #: state, which orjson alone wrote with NaN as ``null``) is the system's wrong answer, scored as ``on_invalid_output``
 #: says with ``wrong_type`` naming the type; such a value in the reference is ``non_evaluable``
 #: ``reference_wrong_type`` (the gold's problem); before, both were ``error``s.
+#: ``exact_match@5``: text compared with a number or a boolean is read as the value it spells (``"42"`` equals ``42``
+#: and ``42.0``, surrounding whitespace aside; ``"true"`` equals ``true``, ``"True"`` too under ``normalize: {case:
+#: true}``), either side; before, it was 0.0 ``type_mismatch`` whatever the text said, so a right answer from a
+#: system that answers in text failed a gate on gold written as JSON numbers.
 METRIC_VERSIONS: Mapping[str, int] = {
-    "exact_match": 4,
+    "exact_match": 5,
     "contains": 4,
     "regex": 4,
     "json_valid": 3,

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.notcaptured import NOT_CAPTURED
 from evalglass.core.score import Score
-from evalglass.engine.datasets.toollogs.toolresults import failed_sample_score, sample_failed
 from evalglass.engine.datasets.uncaptured import (
     missing_content,
     needed_paths,
@@ -60,8 +59,12 @@ class SampleGuard:
         return self._failures or bool(self._paths) or self._output_telemetry is not None
 
     def unmeasured(self, example: Example) -> Score | None:
-        if self._failures and sample_failed(example.output):
-            return failed_sample_score(self._name, example)
+        if self._failures:
+            # Only another tool's results can say a sample failed: a JSONL dataset's run does not load their reader.
+            from evalglass.engine.datasets.toollogs.toolresults import failed_sample_score, sample_failed
+
+            if sample_failed(example.output):
+                return failed_sample_score(self._name, example)
         if self._paths:
             what = missing_content(example.fields, self._paths)
             if what is not None:
@@ -77,8 +80,11 @@ class SampleGuard:
         return None
 
     def any_unmeasured(self, examples: ExampleBatch) -> bool:
-        if self._failures and any(sample_failed(output) for output in examples.outputs):
-            return True
+        if self._failures:
+            from evalglass.engine.datasets.toollogs.toolresults import sample_failed
+
+            if any(sample_failed(output) for output in examples.outputs):
+                return True
         telemetry = self._output_telemetry
         if telemetry is not None and any(unrecorded_output(each, telemetry) is not None for each in examples.outputs):
             return True

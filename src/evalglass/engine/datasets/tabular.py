@@ -5,8 +5,15 @@ is the empty string, a number is its text): CSV carries no types, and guessing t
 missing?) would change what a metric compares. Metrics that need numbers say so (``numeric_*`` parse text). A row
 with more or fewer cells than the header is a bad line (``malformed_row``), scored as an error like a malformed
 JSONL line. Parquet is read with pyarrow (the ``parquet`` extra): its columns keep their types; values JSON cannot
-hold (timestamps, bytes, decimals) come out as their text; a NaN or an infinity in a cell makes the row a bad line
-(``malformed_row`` naming the column), as a ``NaN`` token does in JSONL, never a silent ``null``.
+hold (timestamps, bytes, decimals) come out as their text. A NaN or an infinity in a cell (pandas writes a missing
+number so) is never a silent ``null``, nor a row lost as ``malformed_row`` (an error blocking every gate): it is split
+as the rest of EvalGlass splits a value JSON cannot hold. In the output the dataset records it is the system's wrong
+answer, as a ``python`` lane's NaN answer is (an :class:`~evalglass.core.outputparse.UnparsedOutput`: every metric's
+worst value, ``output_not_json``); in any other column the float is kept as it is, so a metric reading it as its
+reference finds a reference that is not JSON (``non_evaluable``, ``reference_wrong_type``: the gold's problem, which
+a gate may tolerate), and an input is the number the file holds (a ``python`` lane gets the float, as pandas gives
+it). The reader cannot tell a reference column from an input column (the metrics name their references), so both
+are kept; neither is a measurement of the system.
 
 The dataset fingerprint is the SHA-256 of the file's bytes, as for JSONL. Row numbers are CSV line numbers (where
 the row ends, counting the header as line 1) or, for Parquet, 1-based row numbers.
@@ -16,7 +23,9 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +33,15 @@ import orjson
 
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
+from evalglass.core.outputparse import UnparsedOutput
 from evalglass.engine.datasets.dataset import BATCH, BadLine, DatasetReader, batched, open_dataset_file
 from evalglass.errors import SetupError
 from evalglass.readers.jsonsource import text_start
 from evalglass.readers.jsonvalues import non_finite
 
 PARQUET_HINT = "install the parquet extra: pip install 'evalglass[parquet]'"
+#: What made a Parquet row's output an answer, in the diagnostic of one JSON cannot hold.
+DECLARED = "the Parquet dataset records the output"
 
 
 class TabularReader(DatasetReader):
@@ -57,17 +69,30 @@ class TabularReader(DatasetReader):
             if isinstance(row, str):
                 yield self._bad(number, "malformed_row", row)
                 continue
-            example_id = self._id(row)
-            if type(example_id) is int:
-                example_id = str(example_id)
-            if type(example_id) is not str or example_id == "":
-                if example_id is ABSENT or example_id in ("", None):
-                    yield self._bad(number, "id_missing", f"no id field '{self._id_field}'")
-                else:
-                    yield self._bad(number, "id_invalid", f"id must be a string or integer, not {example_id!r}")
-                continue
-            self.examples += 1
-            yield Example(id=example_id, line=number, fields=row, output=self._output(row))
+            item = self._item(number, row)
+            if type(row) is _NonFiniteRow and isinstance(item, Example):
+                item = self._non_finite_output(item)
+            yield item
+
+    def _item(self, number: int, row: Mapping[str, Any]) -> Example | BadLine:
+        example_id = self._id(row)
+        if type(example_id) is int:
+            example_id = str(example_id)
+        if type(example_id) is not str or example_id == "":
+            if example_id is ABSENT or example_id in ("", None):
+                return self._bad(number, "id_missing", f"no id field '{self._id_field}'")
+            return self._bad(number, "id_invalid", f"id must be a string or integer, not {example_id!r}")
+        self.examples += 1
+        return Example(id=example_id, line=number, fields=row, output=self._output(row))
+
+    @staticmethod
+    def _non_finite_output(example: Example) -> Example:
+        """An example of a row holding a NaN or an infinity (see the module's docstring): its output, when that
+        holds one, is the system's answer JSON cannot hold, its ``repr`` kept as its text."""
+        problem = non_finite(example.output)
+        if problem is None:
+            return example
+        return replace(example, output=UnparsedOutput(text=repr(example.output), message=problem, declared=DECLARED))
 
     def batches(self, size: int = BATCH) -> Iterator[ExampleBatch | list[Example | BadLine]]:
         return batched(iter(self), size)
@@ -125,18 +150,25 @@ def _parquet_rows(path: Path, data: bytes) -> Iterator[tuple[int, Mapping[str, A
                 number += 1
                 # Values JSON cannot hold become their text, so metrics and fingerprints see JSON values only.
                 encoded = orjson.dumps(record, default=str)
-                bad = _non_finite_cell(record) if b"null" in encoded else None
-                yield number, bad if bad is not None else orjson.loads(encoded)
+                if b"null" in encoded and non_finite(record) is not None:
+                    yield number, _NonFiniteRow(_keeping_non_finite(record))
+                else:
+                    yield number, orjson.loads(encoded)
     except (pa.ArrowException, OSError) as exc:
         raise SetupError(f"not a readable Parquet file ({exc})", where=str(path)) from None
 
 
-def _non_finite_cell(record: Mapping[str, Any]) -> str | None:
-    """Why a Parquet row holds a NaN or an infinity (orjson would write it as ``null``, a plausible value the file
-    does not hold), naming the column, or None. The row is a bad line, as a ``NaN`` token is in a JSONL line
-    (``malformed_json``): neither a reference nor a recorded answer is silently another value."""
-    for column, value in record.items():
-        problem = non_finite(value)
-        if problem is not None:
-            return f"column '{column}' holds {problem}; write a number, null or text there"
-    return None
+class _NonFiniteRow(dict[str, Any]):
+    """A Parquet row holding a NaN or an infinity (rare: told apart by its type, the other rows are plain dicts)."""
+
+
+def _keeping_non_finite(value: Any) -> Any:
+    """``value`` as JSON values, as every other row is read (values JSON cannot hold become their text), except
+    that its NaNs and infinities stay floats (orjson would write them as ``null``, a value the file does not hold)."""
+    if isinstance(value, float):
+        return value if not math.isfinite(value) else orjson.loads(orjson.dumps(value))
+    if isinstance(value, dict):
+        return {str(key): _keeping_non_finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_keeping_non_finite(item) for item in value]
+    return orjson.loads(orjson.dumps(value, default=str))

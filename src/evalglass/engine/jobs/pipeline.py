@@ -71,8 +71,8 @@ from evalglass.version import __version__
 if TYPE_CHECKING:
     from evalglass.core.comparative import ComparativeInputs
     from evalglass.engine.decide.baselines import ReadBaselines
-    from evalglass.engine.produce.cache import CacheMode
     from evalglass.engine.produce.cachekey import CacheSecret
+    from evalglass.engine.produce.cachemode import CacheMode
     from evalglass.engine.produce.progress import Counters, Reporter
     from evalglass.engine.produce.raycluster import RayCluster
     from evalglass.engine.runs.manifest import RunManifest
@@ -319,7 +319,7 @@ def _run(config_path: Path, options: RunOptions) -> RunOutcome:
 
 def _prepare(config_path: Path, options: RunOptions) -> _Prepared:
     """Config, ledger and manifest loaded and checked; any problem is a ``SetupError`` before any work is done."""
-    from evalglass.engine.produce.cache import CacheMode
+    from evalglass.engine.produce.cachemode import CacheMode
     from evalglass.engine.produce.progress import Counters
     from evalglass.engine.runs.manifest import (
         RunManifest,

@@ -65,7 +65,6 @@ import os
 import threading
 import time
 import weakref
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -73,6 +72,7 @@ import orjson
 
 from evalglass.core.fingerprint import address_json
 from evalglass.engine.produce.cachekey import CacheSecret, cache_secret
+from evalglass.engine.produce.cachemode import CacheMode as CacheMode
 from evalglass.engine.produce.cachewriter import GroupWriter
 from evalglass.engine.runs.runfolder import make_dirs
 from evalglass.errors import SetupError
@@ -111,12 +111,6 @@ def entry_mac(secret: bytes, key: str, value: bytes) -> bytes:
 
 class CacheUnavailable(SetupError):
     """The call cache cannot be opened for writing: the run stops before its first call (exit 2)."""
-
-
-class CacheMode(StrEnum):
-    USE = "use"
-    OFF = "off"
-    REFRESH = "refresh"
 
 
 class CallCache:

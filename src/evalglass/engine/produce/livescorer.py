@@ -397,6 +397,8 @@ class LiveScorer:
                     }
                     if outcome.tries:
                         failed["attempts"] = outcome.tries
+                        if outcome.calls is not None:
+                            failed["calls"] = outcome.calls
                     produced.append(failed)
         return rows
 

@@ -13,9 +13,10 @@ What stays on the driver: the dataset stream, the cache, chat lanes and LLM judg
 overlaps thousands of them), the builtin metrics (cheaper to compute than to ship), the writers. So the artifacts are
 written by the same code, in the same order, as a local run's.
 
-Faults. A worker process that dies mid-task is Ray's to retry (``max_retries``, default 3): every shipped call is a
-pure function of its arguments, so a retry computes the same result, and the driver receives exactly one result per
-call, so no example is lost or scored twice. When the retries are spent (or the cluster refuses the call) the call
+Faults. A worker process that dies mid-task is Ray's to retry (``max_retries``, default 3). A builtin metric is a pure
+function of its arguments, so a retry computes the same result; host code is run again, side effects included
+(docs/cluster.md says so and how to turn it off). The driver receives exactly one result per call, so no example is
+lost or scored twice. When the retries are spent (or the cluster refuses the call) the call
 raises :class:`~evalglass.lanes.shipping.WorkLost` with a stable reason, and that example is ``error``, never 0.0.
 EvalGlass's own retries (chat calls' ``retry:``) are for answers; a lost process is Ray's business. Losing the
 cluster itself (its head stops answering on the GCS port for :data:`LOST_AFTER_S`) raises

@@ -127,7 +127,7 @@ def cut_off_reason(output: dict[str, Any]) -> str | None:
     JSON answer of the system's own that happens to hold a ``finish`` key is not taken for one."""
     if "messages" not in output:
         return None
-    from evalglass.lanes.chatcall import truncated
+    from evalglass.core.finish import truncated
 
     finish = output.get("finish")
     if truncated(finish):

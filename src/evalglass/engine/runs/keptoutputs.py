@@ -4,8 +4,10 @@ beside the scores, whatever happens to the dataset or the outputs file afterward
 **What is kept.** Each output as the run read it (before ``parse: json``: the recorded value, not what parsing made
 of it), one gzip-compressed JSON line per block of ``scores.jsonl``: ``{"ids": [...], "outputs": [...]}``, plus
 ``"absent": [positions]`` for lines that had no output (a malformed line, an example the outputs file lacks), whose
-entry in ``outputs`` is null. A live lane's outputs are already the run's own (``outputs.jsonl``), so only a run
-without a lane keeps this file (with judges too: they are live, the outputs are recorded).
+entry in ``outputs`` is null, and ``"not_json": [[position, why, declared], ...]`` for recorded answers JSON cannot
+hold (a Parquet NaN), whose entry is their text. A live lane's outputs are already the run's own
+(``outputs.jsonl``), so only a run without a lane keeps this file (with judges too: they are live, the outputs are
+recorded).
 
 **Addressed by content.** The file is ``blobs/<hex>.jsonl.gz``, ``<hex>`` the SHA-256 of its bytes, which the run
 record names (``kept_outputs``) and ``digests.json`` lists like every file. Every reader checks it as one of
@@ -43,6 +45,7 @@ from evalglass import redaction
 from evalglass.core.example import OUTPUTS_JSON, Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.fingerprint import PREFIX
+from evalglass.core.outputparse import UnparsedOutput
 from evalglass.core.runrecord import KeptOutputs, RunRecord
 from evalglass.engine.datasets.dataset import BadLine
 from evalglass.engine.runs.runfolder import PartialFile, make_dirs
@@ -99,7 +102,7 @@ class KeptOutputsWriter:
         elif isinstance(batch, ExampleBatch):
             # The outputs as one array: the bytes the dataset reader wrote while checking the batch, when it did.
             with contextlib.suppress(TypeError):  # a value orjson cannot write: _line says so below
-                written = batch.derived(OUTPUTS_JSON, partial(orjson.dumps, outputs))
+                written = batch.derived(OUTPUTS_JSON, partial(orjson.dumps, outputs, option=_NO_DATACLASS))
         self._examples += len(ids)
         self._raise_failure()
         # orjson writes {"ids": [...], "outputs": [...]} as those two arrays between its own compact punctuation.
@@ -149,12 +152,27 @@ class KeptOutputsWriter:
         self._file.abort()
 
 
+#: orjson writes a dataclass as an object: refused instead, so that an :class:`UnparsedOutput` (a recorded answer JSON
+#: cannot hold, a Parquet NaN: tabular.py) is kept by :func:`_line` as its text with why beside it, read back as the
+#: same value (:func:`decoded_block`) and so re-scored by verify as the run scored it. Outputs hold no other dataclass,
+#: so the bytes of every other block are unchanged, and finding one costs nothing on the way that holds none.
+_NO_DATACLASS = orjson.OPT_PASSTHROUGH_DATACLASS
+
+
 def _line(block: dict[str, Any]) -> bytes:
     try:
-        return orjson.dumps(block, option=orjson.OPT_APPEND_NEWLINE)
+        return orjson.dumps(block, option=orjson.OPT_APPEND_NEWLINE | _NO_DATACLASS)
     except TypeError:  # a value orjson cannot write (nested too deep, a reader's odd type): said, never a repr
-        block["outputs"] = [_storable(value) for value in block["outputs"]]
+        outputs = block["outputs"]
+        unparsed = [[index, value.message, value.declared] for index, value in enumerate(outputs) if _unparsed(value)]
+        if unparsed:
+            block["not_json"] = unparsed
+        block["outputs"] = [value.text if _unparsed(value) else _storable(value) for value in outputs]
         return orjson.dumps(block, option=orjson.OPT_APPEND_NEWLINE)
+
+
+def _unparsed(value: Any) -> bool:
+    return type(value) is UnparsedOutput
 
 
 def _storable(value: Any) -> Any:
@@ -195,7 +213,9 @@ def decoded_block(raw: bytes, where: str) -> tuple[list[str], list[Any]]:
         ids, outputs = block["ids"], block["outputs"]
         for index in block.get("absent", ()):
             outputs[index] = ABSENT
-    except (orjson.JSONDecodeError, KeyError, TypeError, IndexError):
+        for index, message, declared in block.get("not_json", ()):
+            outputs[index] = UnparsedOutput(str(outputs[index]), str(message), str(declared))
+    except (orjson.JSONDecodeError, KeyError, TypeError, IndexError, ValueError):
         raise SetupError("a block of kept outputs is unreadable", where=where) from None
     if not isinstance(ids, list) or not isinstance(outputs, list) or len(ids) != len(outputs):
         raise SetupError("a block of kept outputs is unreadable", where=where)

@@ -54,7 +54,6 @@ from evalglass.engine.spec.samplecount import SAMPLES_KEY, sample_count_problems
 from evalglass.engine.spec.tracespec import TraceOptions
 from evalglass.engine.spec.validation import validate_document
 from evalglass.errors import LocatedValueError, SetupError
-from evalglass.lanes.checkinputs import InputProblem, code_state, host_file_hashes, unbound_inputs
 from evalglass.lanes.checkspec import CheckSpec, CodeBinding
 from evalglass.lanes.hostimports import TooManyHostFiles
 from evalglass.lanes.specs import EndpointSpec, LaneSpec, templates_read
@@ -1190,6 +1189,8 @@ class LoadedConfig:
         for name, spec in self.config.metrics.items():
             checks = spec.check_references().values()
             if checks:
+                from evalglass.lanes.checkinputs import unbound_inputs
+
                 found[name] = {check: unbound_inputs(self.config.checks[check], self.base_dir) for check in checks}
         return found
 
@@ -1241,6 +1242,9 @@ def definition_file_hashes(
     is declared to be bound, and silently binding less than declared would be a gap no one sees.
     """
     hashes = metric_definition_hashes(config, base_dir, where)
+    if config.checks:
+        # Only a config with checks reads their commands' files: a run without any does not load the reader.
+        from evalglass.lanes.checkinputs import InputProblem, code_state
     for name, check in config.checks.items():
         try:
             state = code_state(check, base_dir, leave_out=(config.ledger,))
@@ -1276,7 +1280,12 @@ def metric_definition_hashes(
         if files:
             hashes[name] = files
         try:
-            imported = host_file_hashes(spec.imported_files(base_dir), root)
+            host_files = spec.imported_files(base_dir)
+            if not host_files:  # a builtin imports none: its run does not load the host files' reader
+                continue
+            from evalglass.lanes.checkinputs import host_file_hashes
+
+            imported = host_file_hashes(host_files, root)
         except TooManyHostFiles as exc:
             located = where(("metrics", name)) if where else None
             raise SetupError(f"metric '{name}': {exc}", where=located) from None

@@ -37,7 +37,7 @@ from evalglass.engine.datasets.toollogs.toolresults import (
     score_entry,
 )
 from evalglass.errors import SetupError
-from evalglass.readers.jsonsource import not_json, without_bom
+from evalglass.readers.jsonsource import MendedLines, not_json, text_start
 
 #: lm-eval versions read: a ``major.minor`` prefix of ``lm_eval_version``.
 VERSIONS = ("0.4",)
@@ -47,6 +47,7 @@ MAX_BYTES = 1 << 30
 
 class LmEvalReader(ToolReader):
     tool = "lm-eval"
+    file_name = "samples file"
 
     def __init__(self, path: Path, *, answer_filter: str | None = None, **options: Any) -> None:
         super().__init__(path, **options)
@@ -154,8 +155,17 @@ def _version(path: Path) -> tuple[str, dict[str, Any]]:
     moment = stem[:-6].rsplit("_", 1)[-1]
     results = path.with_name(f"results_{moment}.json")
     try:
-        document = orjson.loads(without_bom(results.read_bytes()))
-    except (OSError, orjson.JSONDecodeError):
+        data = results.read_bytes() if results.is_file() else None
+    except OSError:
+        data = None
+    try:
+        if data is None:
+            raise ValueError(results)
+        # Written by Python's json, as the samples are: a NaN (a metric's stderr over one sample) is read as its
+        # text, not a file "missing or unreadable"; one in UTF-16 is refused naming its encoding (text_start).
+        text = text_start(data, what="lm-eval results file", where=str(results))
+        document = load_json(text, MendedLines(str(results)))
+    except ValueError:  # orjson.JSONDecodeError is one
         raise SetupError(
             f"cannot tell which lm-eval wrote this file: {results.name} (beside it, with its version) is missing or "
             "unreadable",

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -118,8 +119,9 @@ def load_json(raw: bytes, mended: MendedLines, where: str | int | None = None) -
     not: those are read as their text (as a CSV's are), so the one score that holds one is an error of that score
     (``recorded_score``), not a malformed sample. A lone surrogate escape (half an emoji) is read as U+FFFD and
     noted in ``mended`` (:func:`~evalglass.readers.jsonsource.loads_lone_surrogates`), as in a dataset line (never
-    kept as Python's ``json`` reads it: a lone surrogate nothing can write again). Anything else that is not JSON
-    raises ``orjson.JSONDecodeError``."""
+    kept as Python's ``json`` reads it: a lone surrogate nothing can write again). A number too large for a float
+    (``1e400``, which Python's ``json`` reads as an infinity) is ``Infinity``'s text, for the same reason. Anything
+    else that is not JSON, or is nested deeper than the parser can go, raises ``orjson.JSONDecodeError``."""
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -131,9 +133,16 @@ def load_json(raw: bytes, mended: MendedLines, where: str | int | None = None) -
             mended.add_at(where, read[1])
             return read[0]
         try:
-            return json.loads(raw, parse_constant=str)
-        except ValueError:
+            return json.loads(raw, parse_constant=str, parse_float=_finite_or_text)
+        except (ValueError, RecursionError):  # RecursionError: deeper than orjson reads (1,024), a malformed sample
             raise exc from None
+
+
+def _finite_or_text(text: str) -> float | str:
+    """A JSON number as a float, or, when no float holds it (``1e400``), as the text Python's json writes for the
+    infinity it would read (``Infinity``, ``-Infinity``), which is read as every non-finite number is."""
+    value = float(text)
+    return value if math.isfinite(value) else ("Infinity" if value > 0 else "-Infinity")
 
 
 #: What a value of the wrong type in a tool's file raises where a reader reads it as the tool writes it.
@@ -177,6 +186,8 @@ class ToolReader:
     epochs of one id together) and the ``tool`` name."""
 
     tool = ""
+    #: What the tool's file is called in messages (lm-eval's is its samples file: its results file is another).
+    file_name = "results file"
 
     def __init__(self, path: Path, *, id_field: str = "id", output_field: str = "output", hash_bytes: bool = True):
         self.path = path
@@ -216,19 +227,19 @@ class ToolReader:
     def _read_bytes(self, limit: int) -> bytes:
         """The whole file (hashed), for formats that are one JSON document or JSON lines, without a leading byte
         order mark; over ``limit`` bytes is refused."""
-        with open_regular(self.path, what=f"{self.tool} results file", missing_fix="fix `dataset.path`") as handle:
+        with open_regular(self.path, what=f"{self.tool} {self.file_name}", missing_fix="fix `dataset.path`") as handle:
             try:
                 data = handle.read(limit + 1)
             except OSError as exc:
-                raise unreadable(self.path, f"{self.tool} results file", exc) from None
+                raise unreadable(self.path, f"{self.tool} {self.file_name}", exc) from None
         if len(data) > limit:
             raise SetupError(
-                f"a {self.tool} results file larger than {limit:,} bytes (it is read whole, as one JSON document)",
+                f"a {self.tool} {self.file_name} larger than {limit:,} bytes (it is read whole, as one JSON document)",
                 where=str(self.path),
                 fix="split the evaluation into smaller runs",
             )
         self._hash_bytes(data)
-        return text_start(data, what=f"{self.tool} results file", where=str(self.path))
+        return text_start(data, what=f"{self.tool} {self.file_name}", where=str(self.path))
 
     def _hash_bytes(self, data: bytes) -> None:
         if self._hash is not None:
@@ -238,7 +249,7 @@ class ToolReader:
         """Hash the file's bytes in a pass of their own (formats read by random access, such as a zip)."""
         if self._hash is None:
             return
-        with open_regular(self.path, what=f"{self.tool} results file", missing_fix="fix `dataset.path`") as handle:
+        with open_regular(self.path, what=f"{self.tool} {self.file_name}", missing_fix="fix `dataset.path`") as handle:
             while chunk := handle.read(1 << 20):
                 self._hash.update(chunk)
 

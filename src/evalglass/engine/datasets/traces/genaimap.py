@@ -35,6 +35,7 @@ messages attribute that is not a list of messages) makes the example malformed (
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -42,6 +43,7 @@ import orjson
 
 from evalglass.engine.datasets.traces.otlpspans import Span
 from evalglass.metrics.support import json_type_name
+from evalglass.readers.jsonsource import JsonRefused, loads_lone_surrogates
 
 GEN_AI = "gen_ai"
 PRE_1_36 = "gen_ai_pre_1_36"
@@ -124,22 +126,59 @@ def _clip(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+class _Mends(threading.local):
+    """The attributes whose JSON text was read with lone surrogate escapes as U+FFFD (:func:`_loads`) since the
+    reader last took them (:func:`taken_mends`): (attribute, escapes replaced). Per thread, as mapping is."""
+
+    def __init__(self) -> None:
+        self.found: list[tuple[str, int]] = []
+
+
+#: Read by the dataset after each example it maps (an empty list costs one look-up), so that each mend becomes a
+#: warning naming the example's span; nothing is changed silently.
+MENDS = _Mends()
+
+
+def taken_mends() -> list[tuple[str, int]]:
+    """The mends noted since the last call (see :data:`MENDS`), which are forgotten."""
+    found, MENDS.found = MENDS.found, []
+    return found
+
+
+def _loads(text: str, key: str) -> Any:
+    """JSON text an instrumentation wrote into attribute ``key``, as orjson reads it, or with its lone surrogate
+    escapes read as U+FFFD (noted in :data:`MENDS`) when that is all orjson refused: JavaScript's
+    ``JSON.stringify`` writes ``"\\ud83d"`` for a string cut in the middle of an emoji, which RFC 8259 allows and
+    orjson refuses, as JSON lines are read (``readers.jsonsource.loads_mending``). ``orjson.JSONDecodeError``
+    otherwise, or :class:`~evalglass.readers.jsonsource.JsonRefused`."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        read = loads_lone_surrogates(text.encode("utf-8", "surrogatepass"))
+        if read is None:
+            raise
+        MENDS.found.append((key, read[1]))
+        return read[0]
+
+
 def structured_value(value: Any, key: str) -> Any:
     """A structured attribute: JSON text is parsed, an array or key-value list is taken as it is."""
     if type(value) is str:
         try:
-            return orjson.loads(value)
+            return _loads(value, key)
         except orjson.JSONDecodeError:
             raise MappingProblem(f"attribute {key} is not valid JSON: {_clip(value)}") from None
+        except JsonRefused as exc:
+            raise MappingProblem(f"attribute {key}: {exc}") from None
     return value
 
 
-def _maybe_json(value: Any) -> Any:
-    """Tool arguments and results: JSON text becomes its value, other text stays text."""
+def _maybe_json(value: Any, key: str) -> Any:
+    """Tool arguments and results (attribute ``key``): JSON text becomes its value, other text stays text."""
     if type(value) is str and value[:1] in ("{", "["):
         try:
-            return orjson.loads(value)
-        except orjson.JSONDecodeError:
+            return _loads(value, key)
+        except (orjson.JSONDecodeError, JsonRefused):
             return value
     return value
 
@@ -425,7 +464,7 @@ def tool_definitions(value: Any, key: str) -> list[dict[str, Any]]:
         if type(function.get("description")) is str:
             definition["description"] = function["description"]
         if "parameters" in function:
-            definition["parameters"] = _maybe_json(function["parameters"])
+            definition["parameters"] = _maybe_json(function["parameters"], f"{key} parameters")
         definitions.append(definition)
     return definitions
 
@@ -492,7 +531,10 @@ def _old_message(body: Mapping[str, Any], role: str, where: str) -> dict[str, An
     if role == "tool":
         if "content" not in body:
             return None
-        part: dict[str, Any] = {"type": "tool_call_response", "response": _maybe_json(body["content"])}
+        part: dict[str, Any] = {
+            "type": "tool_call_response",
+            "response": _maybe_json(body["content"], f"{where} content"),
+        }
         if type(body.get("id")) is str:
             part["id"] = body["id"]
         return {"role": "tool", "parts": [part]}
@@ -513,7 +555,7 @@ def _old_message(body: Mapping[str, Any], role: str, where: str) -> dict[str, An
             if type(call.get("id")) is str:
                 part["id"] = call["id"]
             if "arguments" in function:
-                part["arguments"] = _maybe_json(function["arguments"])
+                part["arguments"] = _maybe_json(function["arguments"], f"{where} tool_calls")
                 captured = True
             parts.append(part)
     if not captured:
@@ -654,11 +696,13 @@ def _oi_messages(attributes: Mapping[str, Any], key: str) -> list[dict[str, Any]
                 part["id"] = call["tool_call.id"]
             if "tool_call.function.arguments" in call:
                 captured = True
-                part["arguments"] = _maybe_json(call["tool_call.function.arguments"])
+                part["arguments"] = _maybe_json(call["tool_call.function.arguments"], key)
             parts.append(part)
         if role == "tool" and type(item.get("message.tool_call_id")) is str and parts:
             text = text_of({"parts": parts})
-            parts = [{"type": "tool_call_response", "id": item["message.tool_call_id"], "response": _maybe_json(text)}]
+            parts = [
+                {"type": "tool_call_response", "id": item["message.tool_call_id"], "response": _maybe_json(text, key)}
+            ]
         if not captured:
             return None
         message: dict[str, Any] = {"role": role or "user", "parts": parts}
@@ -701,11 +745,11 @@ def tool_call_of(span: Span, convention: str, not_captured: set[str]) -> dict[st
     call["name"] = name if name is not None else span.name
     call["id"] = call_id
     if arguments_key in attributes:
-        call["arguments"] = _maybe_json(attributes[arguments_key])
+        call["arguments"] = _maybe_json(attributes[arguments_key], arguments_key)
     else:
         not_captured.add("output.tool_calls.arguments")
     if result_key in attributes:
-        call["result"] = _maybe_json(attributes[result_key])
+        call["result"] = _maybe_json(attributes[result_key], result_key)
     elif not (span.error or "error.type" in attributes):
         not_captured.add("output.tool_calls.result")
     error = error_type(span)

@@ -32,6 +32,7 @@ from evalglass.core.notcaptured import NOT_CAPTURED
 from evalglass.engine.datasets.dataset import BATCH, BadLine, _plain_key, _unfreezing, field_getter
 from evalglass.engine.datasets.traces.genaimap import (
     GEN_AI,
+    MENDS,
     MappingProblem,
     checked_messages,
     checked_parts,
@@ -45,6 +46,7 @@ from evalglass.engine.datasets.traces.genaimap import (
     operation_of,
     span_content,
     structured_value,
+    taken_mends,
     text_of,
     tool_call_of,
     tool_calls_from_messages,
@@ -322,6 +324,9 @@ class OtlpReader:
                 record = lone_record(trace, span_id, name, start, end, attributes, error, resource, self._metadata)
             except MappingProblem as exc:
                 return span_id, where, [self._malformed(where, trace, span_id, name, exc)]
+            finally:
+                if MENDS.found:
+                    self._mended(where, trace, span_id, name)
             if record is not None:
                 return span_id, where, [self._row(record, where)]
         return span_id, where, self._examples([span_of(trace, fields, resource)])
@@ -346,7 +351,18 @@ class OtlpReader:
             record = trace_record(root, convention, subtree, conventions, self._metadata)
         except MappingProblem as exc:
             return self._malformed(root.where, root.trace_id, root.span_id, root.name, exc)
+        finally:
+            if MENDS.found:
+                self._mended(root.where, root.trace_id, root.span_id, root.name)
         return self._row(record, root.where)
+
+    def _mended(self, where: int, trace: str, span_id: str, name: str) -> None:
+        """Warnings for the attributes whose JSON text was read with lone surrogates as U+FFFD (see genaimap's
+        ``MENDS``), at the example's place, naming its span. Limit: in a trace of several spans, the attribute may be
+        on a span below the one named (the example's root)."""
+        for key, count in taken_mends():
+            place = f"{self.path}:{self._place(where)} (trace {trace} span {span_id} {name!r}, attribute {key})"
+            self._spans.mended.add(place, count)
 
     def _row(self, record: dict[str, Any], where: int) -> Row:
         self.examples += 1
@@ -368,13 +384,15 @@ class OtlpReader:
             self.first_bad_lines.append(where)
         seen = self._problems_at.get(where, 0)
         self._problems_at[where] = seen + 1
-        place = f"{where}" if self._spans.unit == "line" else f"{where} (protobuf message {where})"
         return BadLine(
             id=f"line:{where}" if seen == 0 else f"line:{where}#{seen + 1}",
             line=where,
             code=code,
-            message=f"{self.path}:{place}: {message}",
+            message=f"{self.path}:{self._place(where)}: {message}",
         )
+
+    def _place(self, where: int) -> str:
+        return f"{where}" if self._spans.unit == "line" else f"{where} (protobuf message {where})"
 
 
 def _pack(span: Span) -> bytes | Span:

@@ -34,7 +34,15 @@ import orjson
 
 from evalglass.engine.datasets.dataset import _HashingThread, _ignore, _lines, _LineTooLong, split_long_lines
 from evalglass.errors import SetupError
-from evalglass.readers.jsonsource import UTF8_BOM, JsonRefused, MendedLines, loads_mending, not_json, without_bom
+from evalglass.readers.jsonsource import (
+    JsonRefused,
+    MendedLines,
+    loads_mending,
+    not_json,
+    text_start,
+    wide_encoding,
+    without_bom,
+)
 from evalglass.readers.userfiles import open_regular, unreadable
 
 #: The longest JSON line or protobuf message read: a longer one (or a file of zeros) stops the run there.
@@ -115,16 +123,18 @@ class SpanFile:
         hashing = contextlib.nullcontext(_ignore) if self._hash is None else _HashingThread(self._hash.update)
         with handle, hashing as update:
             try:
-                start = handle.read(len(UTF8_BOM) + 1)
-                first, lead = start[:1], without_bom(start)[:1]  # JSON lines may start with a byte order mark
+                start = handle.read(HEAD)
                 handle.seek(0)
-                if lead == b"{" or lead.isspace():
+                kind = file_kind(start, self._max)
+                if kind == "json":
                     self.encoding = "json"
                     yield from self._json(handle, update)
+                elif kind == "wide":
+                    text_start(start, what="trace file", where=str(self.path))  # raises: the JSONL readers' line
                 else:
                     self.encoding = "protobuf"
                     self.unit = "message"
-                    yield from self._protobuf(handle, update, first)
+                    yield from self._protobuf(handle, update, start[:1])
             except OSError as exc:
                 raise unreadable(self.path, "trace file", exc) from None
 
@@ -226,6 +236,42 @@ class SpanFile:
                 fix="the file is damaged or is not OTLP protobuf traces; export it again",
             ) from None
         return list(_proto_request(request, number))
+
+
+#: How much of a trace file's start :func:`file_kind` reads.
+HEAD = 64 << 10
+#: Bytes no JSON text holds raw (JSON allows only tab, LF and CR of the control characters, as whitespace); every
+#: OTLP protobuf span holds one, the 0x10 length of its trace id.
+_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+
+
+def file_kind(start: bytes, limit: int) -> str:
+    """``"json"``, ``"protobuf"`` or ``"wide"`` (JSON text in UTF-16 or UTF-32) for a trace file starting with
+    ``start`` (its first :data:`HEAD` bytes), whose protobuf messages are at most ``limit`` bytes.
+
+    A length-prefixed protobuf file starts with a byte of 0 to 4 (no message is over 64 MiB); a bare
+    ``ExportTraceServiceRequest`` with 0x0a, the tag of its first field. JSON lines start with ``{`` or whitespace,
+    after an optional UTF-8 byte order mark; so only a file starting with a line feed is both: it is JSON when its
+    first non-blank byte is ``{`` (or it is blank) and its start holds no raw control byte (every protobuf span's
+    trace id is preceded by one, 0x10). Limit: a bare request whose first 64 KiB hold no span and happen to read so
+    is taken for JSON.
+
+    Text in UTF-16 or UTF-32 (:func:`~evalglass.readers.jsonsource.wide_encoding`) would otherwise be decoded as
+    protobuf and refused with a message about lengths: it is told by its start, unless that start is also a
+    well-framed first protobuf message (a 4-byte length within ``limit`` followed by the 0x0a tag: the UTF-32BE
+    byte order mark announces 65,279 bytes, but UTF-32 text has 0 where the tag would be)."""
+    text = without_bom(start)
+    first = text[:1]
+    if first == b"{" or (first.isspace() and first != b"\n"):
+        return "json"
+    if first == b"\n" and text.lstrip(b" \t\r\n")[:1] in (b"{", b"") and _CONTROL.search(text) is None:
+        return "json"  # JSON lines, or blank lines only (an empty export, as before)
+    if wide_encoding(start) is None:
+        return "protobuf"
+    framed = 0 < int.from_bytes(start[:4], "big") <= limit and start[4:5] == b"\n"
+    # A bare request whose first resource is empty (0x0a 0x00) reads as UTF-16LE only when followed by text.
+    bare = first == b"\n" and start[3:4] != b"\x00"
+    return "protobuf" if framed or bare else "wide"
 
 
 def _read_exactly(handle: BinaryIO, size: int) -> bytes:
@@ -445,14 +491,14 @@ def _json_attributes(items: Any) -> dict[str, Any]:
     if not items:
         return {}
     try:
-        # Text values (most of them), integers written as decimal text (the next most common) and an array of one
-        # text (finish reasons) are taken inline; anything else is decoded (and checked) by _json_value, which reads
-        # such an integer and such an array the same way.
+        # Text values (most of them), integers written as decimal text (the next most common: ASCII digits; other
+        # scripts' are refused) and an array of one text (finish reasons) are taken inline; anything else is decoded
+        # (and checked) by _json_value, which reads such an integer and such an array the same way.
         return {
             item["key"]: text
             if type(text := (value := item["value"]).get("stringValue")) is str
             else int(text)
-            if type(text := value.get("intValue")) is str and text.isdecimal()
+            if type(text := value.get("intValue")) is str and text.isdecimal() and text.isascii()
             else [text]
             if len(value) == 1
             and type(inner := value.get("arrayValue")) is dict
@@ -489,7 +535,7 @@ def _json_value(value: dict[str, Any], key: str) -> Any:
     inner = value.get("intValue")
     if type(inner) is str:  # the next most common: a 64-bit integer, written as text
         try:
-            return int(inner)
+            return _decimal(inner)
         except ValueError:
             return _refuse(key, "intValue")
     if not value:
@@ -506,7 +552,7 @@ def _json_value(value: dict[str, Any], key: str) -> Any:
             return inner
         if type(inner) is str:
             with contextlib.suppress(ValueError):
-                return int(inner)
+                return _decimal(inner)
     elif kind == "doubleValue":
         if type(inner) in (int, float):
             return float(inner)
@@ -532,6 +578,18 @@ def _json_value(value: dict[str, Any], key: str) -> Any:
     else:
         raise _Bad(f"attribute {key!r} has a value of unknown kind {kind!r}")
     return _refuse(key, kind)
+
+
+_DECIMAL = re.compile(r"-?[0-9]+").fullmatch
+
+
+def _decimal(text: str) -> int:
+    """An OTLP ``intValue`` written as text (JSON's way with 64-bit integers): ASCII decimal digits, else ValueError.
+    ``int()`` alone also took ``"1_000"``, ``" 12 "`` and other scripts' digits (``"١٢"``), which no exporter writes,
+    so a budget measured a count the file does not spell. (A wider integer than int64 is read, as Python reads it.)"""
+    if _DECIMAL(text) is None:
+        raise ValueError(text)
+    return int(text)
 
 
 def _refuse(key: str, kind: str) -> Any:

@@ -1,0 +1,89 @@
+"""Other tools' files with what Python's json and editors leave in them: a NaN in lm-eval's results file, a results
+file saved as UTF-16, a number no float holds, a line nested deeper than a parser goes. Each is read as what it is,
+or is one malformed sample or one line naming the file; never a misleading stop or a traceback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.tools.test_tool_results import LM_EVAL, metric, run
+from tests.tools.test_tool_results_hostile import RESULTS
+
+EM = {"em": {"type": "recorded_score", "scorer": "exact_match"}}
+
+
+def lines() -> list[dict]:
+    return [json.loads(line) for line in LM_EVAL.read_text().splitlines() if line.strip()]
+
+
+def test_a_nan_in_lm_evals_results_file_is_read_not_called_missing(tmp_path: Path) -> None:
+    """lm-eval writes its results with Python's json (a metric's stderr is NaN over too few documents): the run
+    stopped saying the results file was "missing or unreadable"."""
+    document = json.loads(RESULTS.read_text())
+    for values in document["results"].values():
+        for key in list(values):
+            if "stderr" in key:
+                values[key] = float("nan")
+    results = tmp_path / RESULTS.name
+    results.write_text(json.dumps(document))
+    assert "NaN" in results.read_text()
+
+    result = run(tmp_path, [LM_EVAL, results], "lm-eval", EM)
+
+    assert result.code == 0, result.err
+    assert metric(result.json(), "em")["population"]["included"] == 10
+
+
+def refused_in_utf16(tmp_path: Path, recoded: Path) -> str:
+    """The one line a run of lm-eval's two files, ``recoded`` saved as UTF-16, stops with."""
+    files = {LM_EVAL.name: LM_EVAL, RESULTS.name: RESULTS}
+    files[recoded.name] = tmp_path / recoded.name
+    files[recoded.name].write_bytes(recoded.read_text(encoding="utf-8").encode("utf-16"))
+    result = run(tmp_path, [files[LM_EVAL.name], files[RESULTS.name]], "lm-eval", EM)
+    assert result.code == 2, result.out
+    (line,) = result.err.strip().splitlines()
+    assert "save it as UTF-8" in line, line
+    return line
+
+
+def test_lm_evals_results_file_saved_as_utf16_is_one_line_naming_its_encoding(tmp_path: Path) -> None:
+    line = refused_in_utf16(tmp_path, RESULTS)
+    assert f"{RESULTS.name}: lm-eval results file is UTF-16 text, not UTF-8" in line, line
+
+
+def test_a_line_nested_deeper_than_any_parser_goes_is_a_malformed_sample_not_a_crash(tmp_path: Path) -> None:
+    read = lines()
+    deep = tmp_path / LM_EVAL.name
+    deep.write_text("\n".join([json.dumps(read[0]), "[" * 100_000, *map(json.dumps, read[1:])]) + "\n")
+
+    result = run(tmp_path, [deep, RESULTS], "lm-eval", EM)
+
+    assert result.code == 0, result.err
+    card = result.json()
+    assert card["dataset"]["malformed_lines"] == 1, card["dataset"]
+    assert metric(card, "em")["population"]["included"] == 10
+
+
+def test_a_score_beyond_a_float_is_an_error_of_that_score_never_an_infinity(tmp_path: Path) -> None:
+    """``1e400`` is read by Python's json as an infinity, a value JSON cannot hold: read as the text ``Infinity``,
+    as Python's json writes one, so the score is an error of that score, as a NaN is."""
+    read = lines()
+    odd = tmp_path / LM_EVAL.name
+    text = [json.dumps(line) for line in read]
+    text[0] = text[0].replace(f'"exact_match": {json.dumps(read[0]["exact_match"])}', '"exact_match": 1e400')
+    assert "1e400" in text[0]
+    odd.write_text("\n".join(text) + "\n")
+
+    result = run(tmp_path, [odd, RESULTS], "lm-eval", EM)
+
+    assert result.code == 0, result.err
+    em = metric(result.json(), "em")
+    (diagnostic,) = em["population"]["top_diagnostics"]
+    assert diagnostic["code"] == "recorded_score_malformed" and "Infinity" in diagnostic["example"], diagnostic
+
+
+def test_lm_evals_samples_file_saved_as_utf16_is_named_as_the_samples_file(tmp_path: Path) -> None:
+    """It was called lm-eval's "results file", which is the other file, beside it."""
+    line = refused_in_utf16(tmp_path, LM_EVAL)
+    assert f"{LM_EVAL.name}: lm-eval samples file is UTF-16 text, not UTF-8" in line, line
