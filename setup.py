@@ -1,4 +1,4 @@
-"""The optional C extension (src/evalglass/_native/_calls.c); everything else is in pyproject.toml.
+"""The optional C extensions (src/evalglass/_native/_calls.c, _scan.c); everything else is in pyproject.toml.
 
 ``optional=True``: where it cannot compile (no compiler, no Python headers), the build goes on without it and
 EvalGlass runs its pure-Python path (evalglass/_native/__init__.py). A wheel that holds it is for one Python and
@@ -14,5 +14,8 @@ pure = os.environ.get("EVALGLASS_PURE", "") not in ("", "0")
 setup(
     ext_modules=[]
     if pure
-    else [Extension("evalglass._native._calls", sources=["src/evalglass/_native/_calls.c"], optional=True)]
+    else [
+        Extension(f"evalglass._native.{name}", sources=[f"src/evalglass/_native/{name}.c"], optional=True)
+        for name in ("_calls", "_scan")
+    ]
 )

@@ -78,7 +78,8 @@ def test_the_wheel_carries_the_schemas_templates_and_examples_and_nothing_from_t
     # platform, holding it; `EVALGLASS_PURE=1 python -m build` makes the py3-none-any wheel without it.
     tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
     assert dist.wheel.name.startswith(f"evalglass-{version}-{tag}-{tag}-"), dist.wheel.name
-    assert [name for name in names if name.startswith("evalglass/_native/_calls.") and name.endswith(".so")]
+    for extension in ("_calls", "_scan"):
+        assert [name for name in names if name.startswith(f"evalglass/_native/{extension}.") and name.endswith(".so")]
     assert {name.split("/")[0] for name in names} == {"evalglass", f"evalglass-{version}.dist-info"}
     data = shipped_data()
     assert {f"evalglass/schemas/{n}.schema.json" for n in ("config", "ledger", "scorecard")} <= data
@@ -106,7 +107,8 @@ def test_the_sdist_builds_the_package_and_holds_no_tests():
         "README.md",
         "src/evalglass/cli.py",
         "src/evalglass/schemas/config.schema.json",
-        "src/evalglass/_native/_calls.c",  # the extension's source: an install from the sdist compiles it
+        "src/evalglass/_native/_calls.c",  # the extensions' sources: an install from the sdist compiles them
+        "src/evalglass/_native/_scan.c",
     } <= set(names)
     assert not [name for name in names if name.endswith(".so")]
     assert not [name for name in names if name.startswith("tests/")]
@@ -140,13 +142,14 @@ def test_the_installed_wheel_runs_the_quickstart_and_records_its_version(tmp_pat
 
 def test_the_installed_wheel_loads_its_c_extension_and_evalglass_pure_turns_it_off(tmp_path):
     venv = installed_wheel_venv()
-    probe = "from evalglass._native import calls; print(calls is not None, calls and calls.__file__)"
-    done = in_venv(venv, "python", "-c", probe, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    loaded, where = done.stdout.split()
-    assert loaded == "True" and Path(where).resolve().is_relative_to(venv.resolve()), done.stdout
-    forced = in_venv(venv, "python", "-c", probe, cwd=tmp_path, env={"EVALGLASS_PURE": "1"})
-    assert forced.returncode == 0 and forced.stdout.split() == ["False", "None"], forced.stdout + forced.stderr
+    for extension in ("calls", "scan"):
+        probe = f"from evalglass._native import {extension} as e; print(e is not None, e and e.__file__)"
+        done = in_venv(venv, "python", "-c", probe, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        loaded, where = done.stdout.split()
+        assert loaded == "True" and Path(where).resolve().is_relative_to(venv.resolve()), done.stdout
+        forced = in_venv(venv, "python", "-c", probe, cwd=tmp_path, env={"EVALGLASS_PURE": "1"})
+        assert forced.returncode == 0 and forced.stdout.split() == ["False", "None"], forced.stdout + forced.stderr
 
 
 def test_without_a_c_compiler_the_package_still_builds_without_its_extension(tmp_path):

@@ -32,6 +32,13 @@ which sees every key and every digit. The scan is one ``translate`` of the batch
 
 The scans run over a whole batch of lines at once (:func:`batch_is_exact`); only a batch that fails them is looked
 at line by line. The colons of a long batch written back are counted in numpy (:data:`_LARGE`).
+
+Where the optional C extension is built (``_native/_scan.c``), :func:`proven_exact` asks it first: one tokenizing
+pass over each line (strings and their escapes skipped) compares each key with the others of its object, counts the
+open brackets and each integer's digits; no key repeated (none spelled with an escape), no line deeper than
+:data:`MAX_DEPTH` and no integer of 19 digits prove the batch exact without the scans above or writing anything
+back. It answers only "proven": anything else goes to them, which stay the reference (``EVALGLASS_PURE=1`` turns the
+C path off) and decide and word every refusal.
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ from typing import Any
 
 import orjson
 
+from evalglass._native import scan as _native_scan
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.outputparse import nesting_depth
 from evalglass.core.uniform import all_of_type
@@ -274,9 +282,18 @@ def loads(raw: bytes) -> Any:
     """Parse one JSON document exactly: orjson's value, or :class:`JsonRefused`; ``orjson.JSONDecodeError`` (a
     ``ValueError`` too) for text that is not JSON."""
     value = orjson.loads(raw)
-    if not batch_is_exact([raw], [value]):
+    if not proven_exact([raw]) and not batch_is_exact([raw], [value]):
         check_exact(raw)
     return value
+
+
+def proven_exact(lines: list[bytes]) -> bool:
+    """True when the C scan (``_native/_scan.c``, when built and not turned off) proves that none of ``lines`` (each
+    a document orjson parsed) holds a duplicate key, an integer beyond 64 bits or nesting deeper than
+    :data:`MAX_DEPTH`; False when it does not (or is not there): then :func:`batch_is_exact` and :func:`check_exact`
+    decide, as without it. It writes nothing back: a caller wanting the column :func:`batch_is_exact_keeping` keeps
+    writes it itself."""
+    return _native_scan is not None and _native_scan.exact(lines)
 
 
 def batch_is_exact(lines: list[bytes], values: list[Any]) -> bool:

@@ -1,0 +1,3 @@
+# The C extension's function (_scan.c); True only when proven, False where the pure checks must decide.
+
+def exact(lines: list[bytes], /) -> bool: ...
