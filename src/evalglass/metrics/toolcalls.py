@@ -59,7 +59,7 @@ from evalglass.metrics.callmatch import (
     ToolRule,
 )
 from evalglass.metrics.invalid import invalid_answer, unreadable_answer
-from evalglass.metrics.support import clip, one_line, preview, scored_with_note
+from evalglass.metrics.support import clip, one_line, preview, scored_with_note, wrong_reference
 
 Measure = Literal["pass", "precision", "recall", "f1"]
 
@@ -145,16 +145,15 @@ class ToolCallsSpec(MetricSpec):
             if value is ABSENT:
                 return invalid(example)
             result = compare(value, reference)
+            if isinstance(result, UnreadableReference):
+                return wrong_reference("tool_calls", "a list of calls", reference, hint=result)
             if isinstance(result, Inconsistent):
                 return result.score(example)
             if isinstance(result, Unreadable):
                 return unreadable("trajectory_unreadable", f"the output is not a trajectory: {result}")
             if isinstance(result, NotJsonArguments):
                 if not is_json_value(reference):  # the gold's problem, not the system's (the reference comes first)
-                    return Score.non_evaluable(
-                        "reference_wrong_type",
-                        f"tool_calls compares JSON arguments, and the reference's are not: {result}",
-                    )
+                    return wrong_reference("tool_calls", "a list of calls with JSON arguments", reference, hint=result)
                 return unreadable("wrong_type", f"tool_calls compares JSON arguments: {result}", preview(value))
             return result
 
@@ -174,14 +173,14 @@ class ToolCallsSpec(MetricSpec):
             results: list[MetricResult] = []
             for index, (calls, gold) in enumerate(zip(made, expected, strict=True)):
                 result = Unreadable() if calls is ABSENT or gold is ABSENT else judge(calls, gold)
-                if isinstance(result, Unreadable | NotJsonArguments):
+                if isinstance(result, Unreadable | NotJsonArguments | UnreadableReference):
                     result = one(batch.example(index))
                 results.append(result)
             return results
 
         return tool_calls_batch
 
-    def _comparer(self) -> Callable[[Any, Any], MetricResult | Unreadable | NotJsonArguments]:
+    def _comparer(self) -> Callable[[Any, Any], Judged]:
         """``compare(value, reference)``: the result for a present output and reference, or why the output is not a
         trajectory (which the per-example function scores as a wrong answer)."""
         judge = self._judge()
@@ -189,7 +188,7 @@ class ToolCallsSpec(MetricSpec):
 
     def _judge(
         self,
-    ) -> Callable[[ReadCalls | Unreadable, ReadCalls | Unreadable], MetricResult | Unreadable | NotJsonArguments]:
+    ) -> Callable[[ReadCalls | Unreadable, ReadCalls | Unreadable], Judged]:
         """``judge(made, expected)``: the result for the calls read from a present output and reference, or why the
         output is not a trajectory."""
         matcher = CallMatcher(self.arguments, self.tools)
@@ -197,13 +196,9 @@ class ToolCallsSpec(MetricSpec):
         named = "" if mode is None else mode.value  # read once: an enum's value is a Python property
         forbid = self.extra_calls is ExtraCalls.FORBID
 
-        def judge(
-            made: ReadCalls | Unreadable, expected: ReadCalls | Unreadable
-        ) -> MetricResult | Unreadable | NotJsonArguments:
-            if isinstance(expected, Unreadable):
-                return Score.error(
-                    "reference_wrong_type", f"tool_calls needs a reference that is a list of calls: {expected}"
-                )
+        def judge(made: ReadCalls | Unreadable, expected: ReadCalls | Unreadable) -> Judged:
+            if isinstance(expected, Unreadable):  # the per-example function names the reference's problem
+                return UnreadableReference(one_line(str(expected)))
             if isinstance(made, Unreadable):
                 return made
             try:
@@ -217,11 +212,23 @@ class ToolCallsSpec(MetricSpec):
         return judge
 
 
+class UnreadableReference(str):
+    """Why the reference holds no calls (or holds calls that do not add up): the gold's problem, which the
+    per-example function scores (``metrics.support.wrong_reference``)."""
+
+    __slots__ = ()
+
+
 class NotJsonArguments(str):
     """Why a call's arguments (the output's or the reference's) are not JSON: the per-example function scores it,
     as the reference's problem or as the system's wrong answer."""
 
     __slots__ = ()
+
+
+#: What comparing one output with one reference gives: a result, or why there is none yet (the per-example function
+#: scores the three reasons).
+Judged = MetricResult | Unreadable | NotJsonArguments | UnreadableReference
 
 
 def _read(value: Any) -> ReadCalls | Unreadable | Any:
