@@ -38,8 +38,9 @@ REFERENCED: dict[str, tuple[dict[str, Any], Any]] = {
     "tool_calls": ({"type": "tool_calls", "reference": "gold", "mode": "any_order"}, CALLS),
     "final_state": ({"type": "final_state", "check": "state", "reference": "gold"}, {"final_state": {"a": 1}}),
 }
-#: Types whose reference is not compared by a builtin rule: a ``python`` metric's host function is handed the
-#: reference as it is and decides itself; a judge (``llm_judge``, ``jury``) is shown it in its prompt.
+#: Types left out here: a ``python`` metric's host function is handed the reference as it is and decides itself; a
+#: judge (``llm_judge``, ``jury``) decides through the same ``wrong_reference`` before it is called, which
+#: ``tests/live/test_judge.py`` proves against a real HTTP server.
 HANDED_ON = {"python", "llm_judge", "jury"}
 
 SCALARS = (

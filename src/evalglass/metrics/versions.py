@@ -73,6 +73,9 @@ class EvaluatorKind(StrEnum):
 #: ``tolerate: [non_evaluable]`` can set aside; before, it was an ``error`` that blocked every gate on the metric.
 #: ``enum@5``: text read against a number or a boolean among the values as the value it spells, either side, by
 #: ``exact_match@5``'s rule (values ``[4]`` take the answer ``"4"``; values ``["4"]`` the answer ``4``); before, 0.0.
+#: ``llm_judge@4``, ``jury@3``: a reference JSON cannot write (a NaN from a Parquet cell, a set) is ``non_evaluable``
+#: ``reference_wrong_type`` and the judge is not called; before, a NaN was shown to the judge as ``null`` (orjson's
+#: writing of it) and a set failed the call.
 METRIC_VERSIONS: Mapping[str, int] = {
     "exact_match": 5,
     "contains": 5,
@@ -85,8 +88,8 @@ METRIC_VERSIONS: Mapping[str, int] = {
     "set_overlap": 5,
     "enum": 5,
     "check": 2,
-    "llm_judge": 3,
-    "jury": 2,
+    "llm_judge": 4,
+    "jury": 3,
     "recorded_score": 3,
     "tool_calls": 5,
     "steps": 2,
