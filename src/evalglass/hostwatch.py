@@ -8,6 +8,18 @@ brackets each hand-off with :meth:`Watch.enter` / :meth:`Watch.leave`, which cou
 label in a page of memory shared with the supervisor. No system call: about 0.2 µs a hand-off, so the engine marks
 batches and runs of calls, not examples.
 
+**Engine code changed while host code could run** (:func:`freeze_engine_imports`). Host code runs in other
+processes, but as the same user: it can rewrite any file the deciding process has not imported yet, and that process
+imports modules lazily (the renderers, the CI annotations, the decision's rules, an installed library) after host code
+ran. A python lane rewriting ``evalglass/report/terminal.py`` (or a module it imports) would run its code in the
+process whose report is the exit code. So the first time this supervised process registers a place that hands work
+to host code, it stops trusting files changed from then on: a module it imports later whose file (or package
+folder's ``__init__``, or extension) had its inode changed since (``st_ctime``, which no unprivileged process can
+set back, unlike ``st_mtime``) is refused (``ImportError``: the run ends with exit 2, naming the file), and a
+bytecode cache written since is ignored (the module is compiled from its source, which was checked). Limits: data
+files the engine reads later (the HTML report's templates) are not watched, and a file system that does not keep
+``ctime`` is not told apart.
+
 Limits. Counts are changed by the thread that hands the work over (the run's main thread, which also runs a live
 run's event loop), so host code on a lane's or a metric pool's threads is counted from its hand-off, and when a
 live run's lane calls and metrics are in flight together, both are named. Where no supervisor shares a page (an
@@ -16,8 +28,15 @@ unsupervised process), nothing is recorded. At most :data:`SLOTS` labels are kep
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
 import mmap
+import os
+import sys
+import time
+import types
 from _thread import allocate_lock
+from collections.abc import Sequence
 
 #: Labels the shared page holds; the last is shared by any label beyond it.
 SLOTS = 255
@@ -66,7 +85,10 @@ class Watch:
 
 
 def watch(label: str) -> Watch:
-    """The :class:`Watch` of ``label`` (one per label, for the life of the process)."""
+    """The :class:`Watch` of ``label`` (one per label, for the life of the process). In a supervised process, the
+    first one freezes what the process may import (:func:`freeze_engine_imports`)."""
+    if _page is not None and _frozen is None:
+        freeze_engine_imports()
     with _lock:
         index = _labels.get(label)
         if index is None:
@@ -113,4 +135,82 @@ def _read_label(page: mmap.mmap, index: int) -> str:
     return page[start : start + LABEL_BYTES].rstrip(b"\0").decode("utf-8", "replace")
 
 
-__all__ = ["LABEL_BYTES", "SIZE", "SLOTS", "Watch", "record_into", "running_in", "shared_page", "watch"]
+#: Files whose inode changed up to this much before the freeze count as changed after it: the kernel stamps ``ctime``
+#: from a clock that lags the wall clock by up to a tick (4-10 ms).
+_CLOCK_SLACK_NS = 50_000_000
+
+
+class EngineCodeChanged(ImportError):
+    """A module the deciding process was about to import was changed while host code could run."""
+
+
+class _SourceOnly(importlib.machinery.SourceFileLoader):
+    """A module whose bytecode cache was written after the freeze: compiled from its (checked) source, and no cache
+    written."""
+
+    def get_code(self, fullname: str) -> types.CodeType:
+        path = self.get_filename(fullname)
+        return self.source_to_code(self.get_data(path), path)
+
+
+class _Frozen(importlib.abc.MetaPathFinder):
+    """First on ``sys.meta_path``: every later import's file checked against the moment of the freeze."""
+
+    def __init__(self, since_ns: int) -> None:
+        self.since_ns = since_ns
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: types.ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        spec = None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                break
+        if spec is None or not spec.has_location or not spec.origin:
+            return spec
+        if self._changed(spec.origin):
+            raise EngineCodeChanged(
+                f"{spec.origin} was changed while host code could run (this run imports it only now): a module "
+                f"of the deciding process ({fullname}) is never loaded from a file changed after host code started; "
+                "run again on an unchanged install and project"
+            )
+        cached = spec.cached
+        if cached and isinstance(spec.loader, importlib.machinery.SourceFileLoader) and self._changed(cached):
+            spec.loader = _SourceOnly(fullname, spec.origin)
+        return spec
+
+    def _changed(self, path: str) -> bool:
+        try:
+            return os.stat(path).st_ctime_ns >= self.since_ns - _CLOCK_SLACK_NS
+        except OSError:
+            return False  # absent: nothing to load from it (a cache not written yet)
+
+
+_frozen: _Frozen | None = None
+
+
+def freeze_engine_imports() -> None:
+    """From now on this process imports no module from a file changed after this call (module docstring). Once per
+    process: the first freeze's moment is the one that counts."""
+    global _frozen
+    with _lock:
+        if _frozen is None:
+            _frozen = _Frozen(time.time_ns())
+            sys.meta_path.insert(0, _frozen)
+
+
+__all__ = [
+    "LABEL_BYTES",
+    "SIZE",
+    "SLOTS",
+    "EngineCodeChanged",
+    "Watch",
+    "freeze_engine_imports",
+    "record_into",
+    "running_in",
+    "shared_page",
+    "watch",
+]

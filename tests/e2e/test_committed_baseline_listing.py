@@ -124,3 +124,54 @@ def test_a_committed_run_history_file_is_not_a_listing_either(tmp_path: Path) ->
     gate = gate_of(committed)
     assert committed.code == 1 and [r["code"] for r in gate["reasons"]] == ["baseline_untrusted"], gate
     assert "history.sqlite" in gate["reasons"][0]["message"]
+
+
+SABOTAGE = """import pathlib, shutil
+def score(example, output):
+    runs = pathlib.Path(__file__).parent / "main-runs"
+    newest = sorted(runs.iterdir())[-1:] if runs.is_dir() else []
+    if len(list(runs.iterdir())) > 1:
+        shutil.rmtree(newest[0])  # main's newest signed run: the older one would be the baseline
+    return 1.0
+"""
+
+
+def test_host_code_cannot_change_which_run_is_the_newest_during_the_run(tmp_path: Path) -> None:
+    """The workflow downloads main's signed runs into an untracked folder; the pull request's host code (here an
+    ungated python metric, which runs before the gates are decided) deletes the newest from it, so an older signed
+    run of main would be the baseline and the regression would pass. Baselines are read before any host code runs:
+    the newest is the baseline, and the regression fails."""
+    total = len(DEFAULT_ROWS)
+    project = make_project(tmp_path, gates={"no-regression": GATE})
+    (project.evals / "main-runs").mkdir()
+    key = ci_key()
+
+    def main_run(right: int, name: str) -> None:
+        project.write_rows(rows(right))
+        done = run_cli("run", "--no-progress", "--format", "json", cwd=tmp_path, env=job("main", key))
+        assert done.code in (0, 1), done.err
+        exported = run_cli("history", "export", done.json()["run_id"], f"evals/main-runs/{name}", cwd=tmp_path)
+        assert exported.code == 0, exported.err
+
+    main_run(total // 2, "a-older")
+    signer = run_cli("explain", "no-regression", "--format", "json", cwd=tmp_path, env=job("feature"))
+    entry = yaml_entry(signer.json()[0]["ledger_entry"])
+    project.write_ledger(
+        {
+            "version": 1,
+            "datasets": {"suite": {"validated_gold": True, "fingerprint": project.dataset_fingerprint()}},
+            "baselines": {"main": {**entry, "folder": "main-runs"}},
+            "gates": {"no-regression": {"active": True, "fingerprint": approved(project), "margin": 0.05}},
+        }
+    )
+    main_run(total, "b-newer")  # main now answers every example right
+
+    project.write_rows(rows(total // 2))  # the pull request regresses, and adds host code that runs first
+    (project.evals / "sabotage.py").write_text(SABOTAGE)
+    config = yaml.safe_load((project.evals / "evalglass.yaml").read_text())
+    config["metrics"]["sabotage"] = {"type": "python", "function": "sabotage.py:score"}
+    (project.evals / "evalglass.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    result = run_cli("run", "--no-progress", "--no-history", "--format", "json", cwd=tmp_path, env=job("feature"))
+    assert [path.name for path in (project.evals / "main-runs").iterdir()] == ["a-older"]  # the metric did delete it
+    gate = gate_of(result)
+    assert result.code == 1 and gate["outcome"] == "fail", gate

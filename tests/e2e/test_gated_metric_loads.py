@@ -71,6 +71,17 @@ ROUTES: dict[str, tuple[str, str]] = {
         "    return space['grade'](output, reference)\n",
         "rules.py",
     ),
+    # A link made in a folder of the machine's (whose paths are not resolved: none is the project's) to a project
+    # file: the file is found through the link all the same.
+    "a symbolic link in the machine's site-packages": (
+        "import os, pathlib, sysconfig\ndef score(output, reference):\n"
+        "    alias = os.path.join(sysconfig.get_paths()['purelib'], f'evalglass-test-alias-{os.getpid()}.py')\n"
+        "    os.symlink(pathlib.Path(__file__).with_name('rules.py'), alias)\n"
+        "    try:\n        space = {}\n        exec(pathlib.Path(alias).read_text(), space)\n"
+        "    finally:\n        os.unlink(alias)\n"
+        "    return space['grade'](output, reference)\n",
+        "rules.py",
+    ),
     "a refusal the metric catches": (
         "import importlib\ndef score(output, reference):\n"
         "    try:\n        return importlib.import_module('rules').grade(output, reference)\n"

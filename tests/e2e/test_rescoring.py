@@ -402,3 +402,61 @@ def test_a_parsed_answer_nested_near_the_recursion_limit_re_scores_as_it_scored(
     assert valid["d129"]["value"] == 0.0 and "nested deeper than 128" in valid["d129"]["diagnostics"][0]["message"]
     report = verify(project, "out")
     assert report["code"] == 0 and report["findings"] == [], report["findings"]
+
+
+VARIANT_ROWS = [{**row, "out_b": "no" if row["id"] in ("ex-4", "ex-5") else "yes"} for row in DEFAULT_ROWS]
+
+
+def variants_project(tmp_path: Path, live: bool) -> Project:
+    """A run with two variants: recorded (each variant's output a field of the dataset, nothing kept) or a live
+    python lane (each variant's answers in its ``outputs.jsonl``)."""
+    if live:
+        project = project_with(
+            tmp_path,
+            task={"type": "python", "function": "lane.py:yes"},
+            variants={"a": {}, "b": {"function": "lane.py:copy_b"}},
+            gates={"accuracy": {"metric": "exact", "variant": "b", "proposed_threshold": 0.7}},
+        )
+        (project.evals / "lane.py").write_text(
+            "def yes(example):\n    return 'yes'\n\ndef copy_b(example):\n    return example['out_b']\n"
+        )
+    else:
+        project = project_with(
+            tmp_path,
+            variants={"a": {}, "b": {"field": "out_b"}},
+            gates={"accuracy": {"metric": "exact", "variant": "b", "proposed_threshold": 0.7}},
+        )
+    project.write_rows(VARIANT_ROWS)
+    return project
+
+
+@pytest.mark.parametrize("live", [False, True], ids=["recorded", "lane"])
+def test_a_variant_run_is_re_scored_per_variant_and_a_raised_score_fails(tmp_path: Path, live: bool) -> None:
+    """Each variant is scored again (a recorded one from the dataset file the run read, a lane's from its answers),
+    score by score against its own scores file: a raised score in variant b's scores, every aggregate, the report and
+    the record derived from it consistently, fails verify naming the variant's file and the example. (Variant runs
+    used to be checked for consistency only, so this forgery verified.)"""
+    project = variants_project(tmp_path, live)
+    assert project.run("--out", "out").code in (0, 1)
+    honest = verify(project, "out")
+    assert honest["code"] == 0, honest["findings"]
+    line = rescored_line(honest)
+    source = "the lane answers in variants/b/outputs.jsonl" if live else "the outputs in"
+    assert line.startswith("re-scored per variant: variant 'a': 2 of 2 metrics (exact, short) from"), line
+    assert f"variant 'b': 2 of 2 metrics (exact, short) from {source}" in line, line
+    assert line.count("every score as recorded") == 2, line
+    # The forger's run: ex-5's reference made variant b's answer ("no"), so the tool scores b's ex-5 1.0 (and a's
+    # 0.0) and every artifact adds up; then the folder claims the honest dataset (the file at hand stays honest).
+    rows = [{**row, "expected": "no"} if row["id"] == "ex-5" else row for row in VARIANT_ROWS]
+    forged = forged_from(project, tmp_path / "out", rows, "forged")
+    assert (forged / "variants" / "b" / "scores.jsonl").read_bytes() != (
+        tmp_path / "out" / "variants" / "b" / "scores.jsonl"
+    ).read_bytes()
+    elsewhere = verify(project, "forged", "--dataset", str(tmp_path / "nowhere.jsonl"))
+    assert elsewhere["code"] == 0, elsewhere["findings"]  # consistent: only re-scoring sees it
+    report = verify(project, "forged")
+    assert report["code"] == 1, rescored_line(report)
+    fields = [item["field"] for item in report["findings"]]
+    assert fields[0].startswith("variants/a/scores.jsonl: example 'ex-5', metric 'exact'"), fields
+    assert any(field.startswith("variants/b/scores.jsonl: example 'ex-5', metric 'exact'") for field in fields)
+    assert any(field.startswith("scorecard.") for field in fields), fields

@@ -275,12 +275,18 @@ def test_a_run_that_fails_part_way_says_which_entries_it_did_not_trust(project: 
     rows = questions(3)
     (project.root).mkdir(parents=True)
     (project.root / "first.py").write_text("def answer(example):\n    return example['question']\n")
-    (project.root / "second.py").write_text("def answer(example):\n    return example['question'] + '!'\n")
+    # b breaks when a file outside the project appears: a change inside it would key a's answers anew (the project's
+    # state is in a cached program answer's key: lanes/projectstate.py), and the forged entries would not be met.
+    flag = project.root.parent / "broken"
+    (project.root / "second.py").write_text(
+        f"import pathlib\nif pathlib.Path({str(flag)!r}).exists():\n    raise RuntimeError('broken on purpose')\n"
+        "def answer(example):\n    return example['question'] + '!'\n"
+    )
     variants = {"a": {"function": "first.py:answer"}, "b": {"function": "second.py:answer"}}
     project.write(rows, task={"type": "python", "function": "first.py:answer", "cache": True}, variants=variants)
     assert project.run().code == 0
     assert forge(project.root / CACHE, "another key", "forged") == 6
-    (project.root / "second.py").write_text("raise RuntimeError('broken on purpose')\n")
+    flag.write_text("")
     if through == "api":
         from evalglass import api
         from evalglass.errors import SetupError

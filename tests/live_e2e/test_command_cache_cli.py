@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,12 +26,14 @@ WRONG = "import json, sys\nprint(json.dumps({'intent': 'other'}))\n"
 ROWS = [{"id": f"q{i}", "intent": "refund" if i % 2 else "cancel"} for i in range(4)]
 
 
-def _project(tmp_path: Path, argv: list[str]) -> LiveProject:
+def _project(tmp_path: Path, argv: list[str], lane: str = "command") -> LiveProject:
     project = LiveProject(tmp_path / "evals", "http://127.0.0.1:9")  # no server: the lane is a command
     project.root.mkdir(parents=True)
     metrics = {"right": {"type": "exact_match", "field": "intent", "reference": "intent"}}
     gates = {"accuracy": {"metric": "right", "proposed_threshold": 1.0}}
     task: dict[str, Any] = {"type": "command", "argv": argv, "output": "json", "cache": True}
+    if lane == "python":
+        task = {"type": "python", "function": "app.py:answer", "cache": True}
     project.write(ROWS, task=task, metrics=metrics, gates=gates)
     return project
 
@@ -93,13 +96,81 @@ def test_a_console_script_on_path_is_keyed_by_the_project_code_it_imports(tmp_pa
 def test_an_unchanged_program_is_answered_from_the_cache(tmp_path: Path) -> None:
     """The key is stable: the same files answer from the cache (the program is not run again)."""
     project = _project(tmp_path, [sys.executable, "answer.py"])
-    counter = project.root / "calls.txt"
+    counter = tmp_path / "calls.txt"  # outside the project: a file the program writes into it changes its state
     (project.root / "answer.py").write_text(f"open({str(counter)!r}, 'a').write('x')\n{RIGHT}")
     _approve(project)
     assert _verdict(project) == (0, "pass")
     assert counter.read_text() == "x" * len(ROWS)
     assert _verdict(project) == (0, "pass")
     assert counter.read_text() == "x" * len(ROWS)  # no call made again
+
+
+READS_DATA = (
+    "import json, pathlib, sys\n"
+    "table = json.loads(pathlib.Path('answers.json').read_text())\n"
+    "print(json.dumps({'intent': table[json.load(sys.stdin)['intent']]}))\n"
+)
+RIGHT_TABLE = json.dumps({"refund": "refund", "cancel": "cancel"})
+WRONG_TABLE = json.dumps({"refund": "other", "cancel": "other"})
+
+
+def _git(folder: Path, *args: str) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t"}
+    subprocess.run(
+        ["git", *args], cwd=folder, check=True, capture_output=True, env={**env, "GIT_COMMITTER_EMAIL": "t@t"}
+    )
+
+
+@pytest.mark.parametrize("where", ["folder", "git"])
+@pytest.mark.parametrize("lane", ["command", "python"])
+def test_a_data_file_the_program_opens_changed_is_asked_again_and_its_gate_fails(
+    tmp_path: Path, where: str, lane: str
+) -> None:
+    """The program reads ``answers.json`` at run time, which no scan of its code names: main's run caches right
+    answers, a pull request rewrites only the data file, and its answers are measured (the gate fails), never main's
+    replayed. The key binds the project's state (lanes/projectstate.py), in a git work tree and outside one."""
+    project = _project(tmp_path, [sys.executable, "answer.py"], lane)
+    (project.root / "answer.py").write_text(READS_DATA)
+    (project.root / "app.py").write_text(
+        "import json, pathlib\n"
+        "def answer(example):\n"
+        "    table = json.loads((pathlib.Path(__file__).parent / 'answers.json').read_text())\n"
+        "    return {'intent': table[example['intent']]}\n"
+    )
+    (project.root / "answers.json").write_text(RIGHT_TABLE)
+    if where == "git":
+        (project.root / ".gitignore").write_text(".evalglass/\n.evalglass-cache.sqlite*\n")
+        _git(project.root, "init", "-q")
+        _git(project.root, "add", ".")
+        _git(project.root, "commit", "-q", "-m", "main")
+    _approve(project)
+    assert _verdict(project) == (0, "pass")  # main's run: the cache holds right answers
+    assert _verdict(project) == (0, "pass")  # and an unchanged project answers from it (the key is stable)
+    (project.root / "answers.json").write_text(WRONG_TABLE)
+    if where == "git":
+        _git(project.root, "commit", "-q", "-am", "pull request")
+    assert _verdict(project) == (1, "fail")
+
+
+def test_a_file_git_ignores_is_not_bound_and_an_untracked_one_is(tmp_path: Path) -> None:
+    """In a git work tree, an ignored file (a local build's output) changing keeps the cached answers; a new file git
+    would track (a pull request's, not yet committed) is bound, so the program is asked again."""
+    project = _project(tmp_path, [sys.executable, "answer.py"])
+    counter = tmp_path / "calls.txt"
+    (project.root / "answer.py").write_text(f"open({str(counter)!r}, 'a').write('x')\n{RIGHT}")
+    (project.root / ".gitignore").write_text(".evalglass/\n.evalglass-cache.sqlite*\nbuild/\n")
+    _git(project.root, "init", "-q")
+    _git(project.root, "add", ".")
+    _git(project.root, "commit", "-q", "-m", "main")
+    _approve(project)
+    assert _verdict(project) == (0, "pass")
+    (project.root / "build").mkdir()
+    (project.root / "build" / "out.txt").write_text("local")
+    assert _verdict(project) == (0, "pass")
+    assert counter.read_text() == "x" * len(ROWS)  # answered from the cache
+    (project.root / "notes.txt").write_text("new")
+    assert _verdict(project) == (0, "pass")
+    assert counter.read_text() == "x" * 2 * len(ROWS)  # asked again
 
 
 def _indented(code: str) -> str:

@@ -128,7 +128,7 @@ def test_a_command_printing_prose_answered_wrong_and_the_gate_decides(
 ) -> None:
     project = LiveProject(tmp_path / "evals", "http://127.0.0.1:9")  # no server: the lane is a command
     project.root.mkdir(parents=True)
-    calls = project.root / "calls.txt"
+    calls = tmp_path / "calls.txt"  # outside the project: a file written into it would change its state
     (project.root / "answer.py").write_text(f"open({str(calls)!r}, 'a').write('x')\n{COMMAND}")
     task = {"type": "command", "argv": [sys.executable, "answer.py"], "output": "json", "cache": True}
     rows = [

@@ -754,3 +754,28 @@ def test_an_openai_evals_sample_that_lost_its_match_event_is_malformed(tmp_path:
     assert len(items) == 8 and len(bad) == 1, bad
     assert f"sample {wrong['sample_id']!r} has no match event" in bad[0].message
     assert "cut short after its final report line?" in bad[0].message
+
+
+def test_answers_deleted_from_an_lm_eval_file_make_its_gold_stale_not_a_tolerated_pass(tmp_path: Path) -> None:
+    """A generation task's failing answers rewritten as log-likelihood pairs (what lm-eval writes for a task that has
+    no text answer) read as not captured: ``non_evaluable``, which a gate tolerating it drops, so the rate on the
+    answers left rose from 0.2 to 1.0 with the approval fresh. What the file does not capture is gold (as a trace's
+    is), so the edit makes the validated gold stale and the gate blocks."""
+    samples = next((FIXTURES / "lm-eval").glob("samples_capitals_gen_*.jsonl"))
+    lines = [json.loads(line) for line in samples.read_text().splitlines()]
+    honest = tmp_path / samples.name
+    honest.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    metrics = {"said": {"type": "exact_match", "field": "text", "reference": "target"}}
+    gates = {"g": {"metric": "said", "proposed_threshold": 0.9, "tolerate": ["non_evaluable"]}}
+    assert run(tmp_path, [honest, RESULTS], "lm-eval", metrics, gates=gates).code == 0
+    approve(tmp_path, "g", threshold=0.9)
+    failing = run_cli("run", "--no-history", "--format", "json", cwd=tmp_path)
+    assert failing.code == 1 and failing.json()["decision"]["gates"][0]["outcome"] == "fail", failing.out
+    for line in lines:
+        if line["filtered_resps"][0] != line["target"]:
+            line["filtered_resps"] = [[-1.0, False]]
+    (tmp_path / "evals" / samples.name).write_text("".join(json.dumps(line) + "\n" for line in lines))
+    result = run_cli("run", "--no-history", "--format", "json", cwd=tmp_path)
+    assert result.code == 1, result.out
+    (gate,) = result.json()["decision"]["gates"]
+    assert gate["outcome"] == "blocked" and "gold_stale" in [r["code"] for r in gate["reasons"]], gate

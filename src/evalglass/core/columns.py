@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterator
-from typing import cast
+from collections.abc import Hashable, Iterator
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from evalglass.core.score import (
+    _SCORED,
+    _VALID,
     Diagnostic,
     Score,
     ScoreContractError,
@@ -43,6 +45,25 @@ SCORED_VALID = 0
 Diagnostics = tuple[Diagnostic, ...]
 
 
+def note_key(diagnostics: Diagnostics) -> Hashable:
+    """What a column interns ``diagnostics`` by: equal keys exactly when the tuples are equal.
+
+    A single note of the :class:`Diagnostic` type itself, with no private or extra attributes and its three fields
+    in its ``__dict__`` (every note a metric makes), is keyed by the text of those fields: pydantic's ``==`` of two
+    such models is the equality of those fields, and its ``__hash__`` is a Python call (a replay interns thousands
+    of notes). Anything else is keyed by the tuple itself, whose ``==`` is pydantic's; a tuple of models never equals
+    a tuple of texts, and no model of the second kind equals one of the first (another type, a private or extra
+    attribute, or a field missing makes pydantic's ``==`` false), so a column's notes are interned as before."""
+    if len(diagnostics) == 1 and type(note := diagnostics[0]) is Diagnostic:
+        try:
+            if note.__pydantic_private__ is None and not note.__pydantic_extra__:
+                fields = note.__dict__
+                return (fields["code"], fields["message"], fields["detail"])
+        except (AttributeError, KeyError):  # a model made by hand without them: keyed as pydantic compares it
+            pass
+    return diagnostics
+
+
 class ScoreColumn:
     """Append-only scores of one metric, one row per example in dataset order."""
 
@@ -52,7 +73,7 @@ class ScoreColumn:
         self._values = array("d")
         self._states = bytearray()
         self._diag_table: list[Diagnostics] = []
-        self._diag_ids: dict[Diagnostics, int] = {}
+        self._diag_ids: dict[Hashable, int] = {}  # by note_key
         self._diag_of_row: dict[int, int] = {}
         self._evidence: dict[int, tuple[str, ...]] = {}
 
@@ -97,6 +118,61 @@ class ScoreColumn:
         self._states.extend(bytes(len(floats)))  # SCORED_VALID is 0
         return True
 
+    def extend_scored(self, results: list[Any]) -> list[int] | None:
+        """Append a batch of finite floats and scored+valid :class:`Score` objects holding a finite float (a
+        replay's noted scores) at once, and return the positions of the Scores; or append nothing and return None,
+        and the caller appends one by one, so each result gets :meth:`append`'s checks and its own error.
+
+        What it holds afterwards is exactly what appending one by one would hold: such a Score breaks no rule of
+        :func:`score_violation` whatever its notes (a scored+valid score needs none), and its notes and evidence
+        are kept as :meth:`_append_score` keeps them. Only the Score type itself is taken, with its fields as
+        validation leaves them (the two states the enum members, the value a float, notes and evidence tuples);
+        anything else (a subclass, a model built with other fields, an int) returns None, and :meth:`append`
+        decides it as before. One loop and one ``fromlist`` for the batch instead of a call per row."""
+        values: list[float] = []
+        scores: list[int] = []
+        noted: list[tuple[int, Diagnostics, tuple[str, ...]]] = []
+        for index, result in enumerate(results):
+            if type(result) is float:
+                values.append(result)
+                continue
+            if type(result) is not Score:
+                return None
+            fields = result.__dict__
+            try:
+                value, diagnostics, evidence = fields["value"], fields["diagnostics"], fields["evidence"]
+                plain = fields["status"] is _SCORED and fields["validity"] is _VALID
+            except KeyError:
+                return None
+            if not plain or type(value) is not float or type(diagnostics) is not tuple or type(evidence) is not tuple:
+                return None
+            values.append(value)
+            scores.append(index)
+            if diagnostics or evidence:
+                noted.append((index, diagnostics, evidence))
+        # A finite sum implies every term is finite (see extend_measured).
+        if not math.isfinite(sum(values)) and not np.isfinite(np.array(values, dtype=np.float64)).all():
+            return None
+        first = len(self._states)
+        table = len(self._diag_table)
+        try:
+            for index, diagnostics, _ in noted:
+                if diagnostics:
+                    self._diag_of_row[first + index] = self._intern(diagnostics)
+        except TypeError:  # a note that cannot be hashed (a model built by hand): undone, and append decides it
+            for index, _, _ in noted:
+                self._diag_of_row.pop(first + index, None)
+            for diagnostics in self._diag_table[table:]:
+                del self._diag_ids[note_key(diagnostics)]
+            del self._diag_table[table:]
+            return None
+        for index, _, evidence in noted:
+            if evidence:
+                self._evidence[first + index] = evidence
+        self._values.fromlist(values)
+        self._states.extend(bytes(len(values)))  # SCORED_VALID is 0
+        return scores
+
     def _append_score(self, score: Score) -> None:
         # A Score validated itself on construction, but frozen models can be built with model_construct(); check
         # again so the column never trusts a caller.
@@ -112,11 +188,12 @@ class ScoreColumn:
             self._evidence[row] = score.evidence
 
     def _intern(self, diagnostics: Diagnostics) -> int:
-        found = self._diag_ids.get(diagnostics)
+        key = note_key(diagnostics)
+        found = self._diag_ids.get(key)
         if found is None:
             found = len(self._diag_table)
             self._diag_table.append(diagnostics)
-            self._diag_ids[diagnostics] = found
+            self._diag_ids[key] = found
         return found
 
     def score(self, row: int) -> Score:

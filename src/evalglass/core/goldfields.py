@@ -36,9 +36,13 @@ DEFAULT_OUTPUT_FIELD = "output"
 #: Other evaluation tools' results (``dataset.format``), read by ``engine.datasets.toollogs``.
 TOOL_FORMATS = ("inspect", "promptfoo", "lm-eval", "openai-evals")
 #: What a tool's reader adds to each record about the tool's run rather than the sample: ``source`` (the run's id,
-#: the tool's version, the model, the log's status) and ``not_captured`` (which lists the outputs the file lacks).
-#: Neither is gold: a new run of the tool on the same samples must keep a validated gold, as new outputs do.
-TOOL_RUN_FIELDS = ("source", "not_captured")
+#: the tool's version, the model, the log's status). It is not gold: a new run of the tool on the same samples must
+#: keep a validated gold, as new outputs do. ``not_captured`` (which outputs the file does not hold) is gold, as a
+#: trace record's is: it decides whether a missing answer is the system's (measured) or the evaluator's
+#: (``non_evaluable``, which a gate may tolerate), and a new run of the same task captures the same, while a file
+#: edited to drop its failing samples' answers (an lm-eval answer made a log-likelihood pair) would otherwise turn
+#: those samples tolerated with every approval fresh.
+TOOL_RUN_FIELDS = ("source",)
 
 
 def merged_task(task: Mapping[str, Any] | None, override: Mapping[str, Any]) -> dict[str, Any]:

@@ -36,6 +36,7 @@ from evalglass.lanes.checkinputs import program_hashes
 from evalglass.lanes.childwatch import pidfd_watcher
 from evalglass.lanes.executor import EndpointLimit, Executor, Offload, WorkLost, base_dir_here
 from evalglass.lanes.ports import LaneFailure, LaneOutcome, LaneOutput
+from evalglass.lanes.projectstate import project_state
 from evalglass.lanes.specs import CommandLaneSpec
 from evalglass.lanes.subprocesses import NotStarted, TimedOut, run_in_session
 from evalglass.readers.jsonvalues import non_finite
@@ -81,11 +82,18 @@ class CommandLane(TaskLane):
         # what it imports and any file its argv names must be in the key too, or a changed program (a pull request's)
         # would be answered from the cache by the old one's outputs. Only when there is any: a command naming no
         # file keeps its key (and its cached answers).
-        code = program_hashes(spec.argv, spec.cwd, spec.env, base_dir)
-        if code is None:  # too much host code to hash: a key no entry has, so every call is made
+        # And what it opens that no scan names (a data file, a prompt, a compiled program, a module an import hook
+        # finds): the whole project's state (lanes/projectstate.py), so a pull request changing any file of it is
+        # asked again. Computed only when something caches the lane's answers.
+        code = program_hashes(spec.argv, spec.cwd, spec.env, base_dir) if self.cache is not None else {}
+        project = project_state(base_dir) if self.cache is not None else ""
+        if code is None or project is None:  # cannot be read whole: a key no entry has, so every call is made
             keyed["unkeyable"] = os.urandom(16).hex()
-        elif code:
-            keyed["code"] = code
+        else:
+            if code:
+                keyed["code"] = code
+            if project:
+                keyed["project"] = project
         self.fingerprint = content_address(keyed)
         self.limit = EndpointLimit(key=f"command:{spec.argv[0]}", concurrency=spec.concurrency)
         #: The shipped call with the spec and the (absolute) evals folder bound once (see PythonLane._shipped).

@@ -13,7 +13,8 @@ loads from the *project* (the repository holding the config folder: the first fo
 ``.git``, else the config folder; and the project installed from the checkout, ``pip install .``, wherever its
 ``site-packages`` lies: its distribution's files, ``hostimports.installed_code_names``): a file
 opened for reading (``open``, ``io.open_code``, ``os.open``: every import of source, ``runpy``, ``exec`` of a file's
-text, data files), an extension module or ``ctypes`` library, a hard link or rename of a project file to elsewhere.
+text, data files), an extension module or ``ctypes`` library, a hard link or rename of a project file to elsewhere,
+or a symbolic link made to one.
 A project file the gate does not bind is refused (``PermissionError``, which import machinery and readers such as
 ``linecache`` treat as an unreadable file) and remembered; a cached ``.pyc`` (``__pycache__``) is answered as absent,
 so a bound module is always compiled from its bound source. Starting a program
@@ -84,7 +85,7 @@ _PLAIN = frozenset({str, bytes, int, bool, type(None)})
 _LISTING_EVENTS = frozenset({"os.listdir", "os.scandir"})
 _GLOB_EVENTS = frozenset({"glob.glob/2", "pathlib.Path.glob", "pathlib.Path.rglob"})
 #: Every event the hook acts on: any other is passed over with one set lookup.
-_WATCHED = frozenset({"open", "import", "ctypes.dlopen", "os.link", "os.rename"}) | (
+_WATCHED = frozenset({"open", "import", "ctypes.dlopen", "os.link", "os.rename", "os.symlink"}) | (
     _PROCESS_EVENTS | _LISTING_EVENTS | _GLOB_EVENTS
 )
 
@@ -164,6 +165,10 @@ class Guard:
                 self._check(args[0], "loads")
         elif event in {"os.link", "os.rename"}:
             self._check(args[0], "links")
+        elif event == "os.symlink":
+            # A link made where paths are not resolved (a folder of the machine's: ``project_path``) would reach
+            # the project's file unseen: what the link names is checked as it is made.
+            self._check(_link_target(*args), "links")
         elif event in _PROCESS_EVENTS:
             self._refuse(
                 "a program",
@@ -318,6 +323,21 @@ def _reads(mode: Any, flags: Any) -> bool:
     if isinstance(mode, str):
         return "r" in mode or "+" in mode
     return not isinstance(flags, int) or flags & (os.O_WRONLY | os.O_RDWR) != os.O_WRONLY
+
+
+def _link_target(target: Any, link: Any, dir_fd: Any) -> str | None:
+    """What ``os.symlink(target, link, dir_fd=...)`` makes ``link`` name: a relative ``target`` is relative to the
+    link's folder (None when a descriptor's folder cannot be said)."""
+    try:
+        named, made = os.fsdecode(target), os.fsdecode(link)
+    except TypeError:
+        return None
+    if not os.path.isabs(named) and not os.path.isabs(made) and dir_fd is not None:
+        folder = _descriptor_path(dir_fd)
+        if folder is None:
+            return None
+        made = os.path.join(folder, made)
+    return os.path.join(os.path.dirname(os.path.abspath(made)), named)
 
 
 def _descriptor_path(descriptor: Any) -> str | None:

@@ -38,6 +38,7 @@ from evalglass.lanes.hostimports import code_digest
 from evalglass.lanes.hostload import is_file_reference, load_function, put_on_path, reported_source
 from evalglass.lanes.hostworker import HostWorkers, WorkerDied, WorkerStartError
 from evalglass.lanes.ports import Job, LaneColumn, LaneFailure, LaneOutcome, LaneOutput
+from evalglass.lanes.projectstate import project_state
 from evalglass.lanes.specs import PythonLaneSpec
 
 
@@ -85,7 +86,13 @@ class PythonLane(TaskLane):
         self.is_async = info.is_async
         self.takes_sample = info.takes_sample
         code_hash = code_digest(spec.function, base_dir, source)
-        self.fingerprint = content_address({"type": "python", "function": spec.function, "source_sha256": code_hash})
+        keyed: dict[str, str | None] = {"type": "python", "function": spec.function, "source_sha256": code_hash}
+        if self.cache is not None:
+            # What the function reads that its imports do not name (a data file, a prompt, a dynamically imported
+            # module): the whole project's state (lanes/projectstate.py), so a pull request changing any file of it
+            # is asked again; None (cannot be read whole): a key no entry has, so every call is made.
+            keyed["project"] = project_state(base_dir) or os.urandom(16).hex()
+        self.fingerprint = content_address(keyed)
         self.limit = EndpointLimit(key=f"python:{spec.function}", concurrency=spec.concurrency)
         #: An async function is I/O: it stays on this machine unless the executor is told to ship it.
         self.ship_async = ship_async

@@ -72,6 +72,10 @@ class CallsMode(StrEnum):
     SUPERSET = "superset"
 
 
+#: The modes _by_mode tells apart, read once (a member read from its enum class is a Python-level lookup, per row).
+_EXACT, _IN_ORDER, _ANY_ORDER, _SUBSET = CallsMode.EXACT, CallsMode.IN_ORDER, CallsMode.ANY_ORDER, CallsMode.SUBSET
+
+
 class ExtraCalls(StrEnum):
     ALLOW = "allow"
     FORBID = "forbid"
@@ -173,7 +177,7 @@ class ToolCallsSpec(MetricSpec):
             results: list[MetricResult] = []
             for index, (calls, gold) in enumerate(zip(made, expected, strict=True)):
                 result = Unreadable() if calls is ABSENT or gold is ABSENT else judge(calls, gold)
-                if isinstance(result, Unreadable | NotJsonArguments | UnreadableReference):
+                if isinstance(result, _FOR_ONE):
                     result = one(batch.example(index))
                 results.append(result)
             return results
@@ -230,6 +234,12 @@ class NotJsonArguments(str):
 #: scores the three reasons).
 Judged = MetricResult | Unreadable | NotJsonArguments | UnreadableReference
 
+#: ``scored_with_note`` without its wrapper's call: the two notes a replay's trajectory short of perfect gets.
+_noted = Score.noted
+
+#: What the batch path leaves to the per-example function (a tuple: ``A | B`` would build a union every row).
+_FOR_ONE = (Unreadable, NotJsonArguments, UnreadableReference)
+
 
 def _read(value: Any) -> ReadCalls | Unreadable | Any:
     """The calls a value holds, why it holds none (:class:`Unreadable`), or ABSENT as it came."""
@@ -254,14 +264,14 @@ def _by_mode(
     made, expected = read.size, wanted.size
     why = ""
     pairing: list[int] | None = None
-    if mode is CallsMode.EXACT:
+    if mode is _EXACT:
         difference = matcher.first_difference(read.calls, wanted.calls)
         holds = difference is None
         if difference is not None:
             why = f"first difference at call {difference + 1}: made {_at(read, difference)}, expected " + _at(
                 wanted, difference
             )
-    elif mode is CallsMode.IN_ORDER:
+    elif mode is _IN_ORDER:
         found = matcher.in_order(read.calls, wanted.calls)
         holds = found == expected
         if not holds:
@@ -276,9 +286,9 @@ def _by_mode(
                 why = f"{_show(stray)} matches no expected call (extra_calls: forbid)"
     else:
         pairing, matched = matcher.counted(read, wanted)
-        if mode is CallsMode.ANY_ORDER:
+        if mode is _ANY_ORDER:
             holds = matched == made == expected
-        elif mode is CallsMode.SUBSET:
+        elif mode is _SUBSET:
             holds = matched == made
         else:
             holds = matched == expected
@@ -293,7 +303,7 @@ def _by_mode(
     if not why:
         why = read.described(wanted, pairing, _unmatched)
     verdict = "holds" if holds else "does not hold"
-    return scored_with_note(
+    return _noted(
         1.0 if holds else 0.0,
         "tool_calls_counted" if holds else "tool_calls_mismatch",
         f"{named} {verdict}: {_counts(matched, made, expected)}; {why}",
@@ -320,7 +330,7 @@ def _per_call(
     if matched == made == expected:
         return value
     unpaired = read.described(wanted, pairing, _unmatched)
-    return scored_with_note(value, "tool_calls_counted", f"{_counts(matched, made, expected)}; {unpaired}")
+    return _noted(value, "tool_calls_counted", f"{_counts(matched, made, expected)}; {unpaired}")
 
 
 def _vacuous(vacuous: Vacuous, rule: str, made: int) -> Score:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -207,12 +206,6 @@ def _read_source(
         return BaselineRun(name=name, location=where, problem=exc.what), None
 
 
-def _copy(source: Path, target: Path) -> None:
-    """Byte for byte, atomically, mode 0600 (through the run folder's private partial files)."""
-    with atomically(target) as out, source.open("rb") as src:
-        shutil.copyfileobj(src, out)
-
-
 def _locate(reference: str, locator: RunLocator) -> Path | None:
     try:
         return locator(reference)
@@ -231,14 +224,27 @@ def _signed(run: RunForComparison) -> BaselineTrust | None:
         return None
 
 
-def baselines_for_run(
-    config: Config, ledger: LoadedLedger, folder: Path, locator: RunLocator | None
-) -> tuple[dict[str, BaselineRun], dict[str, BaselineRecord]]:
-    """Read every baseline the config's comparative gates name and the ledger lists; copy each into the run (in a
-    run with variants, every variant's scores file: the baseline's fingerprint covers them all)."""
+@dataclasses.dataclass(frozen=True)
+class ReadBaselines:
+    """Every baseline a run's comparative gates name, read whole before the run starts any host code
+    (:func:`read_baselines`): what decides, and the bytes of each one's files the run copies into its folder."""
+
+    found: dict[str, BaselineRun]
+    records: dict[str, BaselineRecord]
+    #: Per baseline, its files (relative path → bytes) as read, copied into ``baselines/<name>/`` by
+    #: :func:`write_baselines`.
+    files: dict[str, dict[str, bytes]]
+
+
+def read_baselines(config: Config, ledger: LoadedLedger, locator: RunLocator | None) -> ReadBaselines:
+    """Read every baseline the config's comparative gates name and the ledger lists (in a run with variants, every
+    variant's scores file: the baseline's fingerprint covers them all). Called before any host code runs: a lane
+    or a metric runs as the same user and could otherwise, mid-run, delete the newest signed runs from a source's
+    folder (or its history) so that an older one became the baseline, or swap the files copied into the run."""
     metrics = compared_ties(config)
     found: dict[str, BaselineRun] = {}
     records: dict[str, BaselineRecord] = {}
+    files: dict[str, dict[str, bytes]] = {}
     for name in dict.fromkeys(gate.compare_to for gate in config.gates.values() if gate.compare_to is not None):
         assert name is not None
         approval = ledger.ledger.baselines.get(name)
@@ -247,18 +253,34 @@ def baselines_for_run(
         baseline, run = read_baseline(name, ledger, metrics, locator, config.dataset.name)
         trust = baseline.trust
         if run is not None:
-            target = folder / BASELINES_DIR / name
-            make_dirs(target)
-            _copy(run.folder / RUNRECORD_FILE, target / RUNRECORD_FILE)
-            for file in run.score_files:
-                make_dirs((target / file).parent)
-                _copy(run.folder / file, target / file)
+            names = [RUNRECORD_FILE, *run.score_files]
             if approval.is_source and (run.folder / DIGESTS_FILE).is_file():
-                _copy(run.folder / DIGESTS_FILE, target / DIGESTS_FILE)
+                names.append(DIGESTS_FILE)
+            files[name] = {file: (run.folder / file).read_bytes() for file in names}
             trust = trust or _signed(run)
         found[name] = baseline
         records[name] = baseline_record(baseline, trust)
-    return found, records
+    return ReadBaselines(found, records, files)
+
+
+def write_baselines(read: ReadBaselines, folder: Path) -> None:
+    """Each baseline's files as :func:`read_baselines` read them, into ``folder/baselines/<name>/`` (byte for byte,
+    atomically, mode 0600), where ``verify`` re-derives the comparison from."""
+    for name, files in read.files.items():
+        target = folder / BASELINES_DIR / name
+        for file, data in files.items():
+            make_dirs((target / file).parent)
+            with atomically(target / file) as out:
+                out.write(data)
+
+
+def baselines_for_run(
+    config: Config, ledger: LoadedLedger, folder: Path, locator: RunLocator | None
+) -> tuple[dict[str, BaselineRun], dict[str, BaselineRecord]]:
+    """:func:`read_baselines` and :func:`write_baselines` at once (a caller that runs no host code in between)."""
+    read = read_baselines(config, ledger, locator)
+    write_baselines(read, folder)
+    return read.found, read.records
 
 
 def baseline_record(baseline: BaselineRun, trust: BaselineTrust | None) -> BaselineRecord:

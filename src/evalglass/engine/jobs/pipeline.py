@@ -70,6 +70,7 @@ from evalglass.version import __version__
 
 if TYPE_CHECKING:
     from evalglass.core.comparative import ComparativeInputs
+    from evalglass.engine.decide.baselines import ReadBaselines
     from evalglass.engine.produce.cachekey import CacheSecret
     from evalglass.engine.produce.cachemode import CacheMode
     from evalglass.engine.produce.progress import Counters, Reporter
@@ -128,6 +129,50 @@ def run_standalone_checks(loaded: LoadedConfig) -> dict[str, CheckResult]:
     bound = loaded.bound_checks()  # each runs only as the code hashed at load (a lane may have rewritten it since)
     with checks_watch(names):
         return run_checks({name: bound[name] for name in names}, loaded.base_dir, expected=expected)
+
+
+#: A file's identity as far as a change to it shows: (device, inode, size, ctime in ns). ``ctime`` moves with every
+#: write, rename over and ``utime``, and no unprivileged process can set it back (unlike ``mtime``).
+FileState = tuple[int, int, int, int] | None
+
+
+def read_file_states(loaded: LoadedConfig) -> dict[Path, FileState]:
+    """The state of each file the run reads examples and outputs from while it scores (the dataset, a recorded
+    task's or variant's outputs file), taken before any host code runs (:func:`refuse_changed_inputs`)."""
+    from evalglass.engine.spec.config import RecordedTask
+
+    config = loaded.config
+    paths = [loaded.dataset_path, *([loaded.outputs_file] if loaded.outputs_file is not None else [])]
+    for name in config.variant_names:
+        task = config.variant_task(name)
+        if isinstance(task, RecordedTask) and task.path is not None:
+            paths.append(loaded.base_dir / task.path)
+    return {path: _file_state(path) for path in paths}
+
+
+def _file_state(path: Path) -> FileState:
+    try:
+        found = path.stat()
+    except OSError:
+        return None
+    return (found.st_dev, found.st_ino, found.st_size, found.st_ctime_ns)
+
+
+def refuse_changed_inputs(states: dict[Path, FileState]) -> None:
+    """Exit 2 when a file the run read its examples or outputs from (:func:`read_file_states`) changed while the run
+    read it. The dataset is read a batch at a time while host code runs (a lane, a python metric, a check, as the
+    same user): rewriting the lines not read yet (the recorded outputs of a pull request's failing answers made the
+    gold ones) made the run measure answers the committed file does not hold, and its record name a fingerprint of
+    that mixture. Nothing is decided then; the file as committed is what a rerun reads."""
+    for path, before in states.items():
+        if _file_state(path) != before:
+            raise SetupError(
+                "the file changed while the run read it (written, replaced or touched after the run started): the "
+                "examples and outputs it scored are not the file's, so nothing was decided",
+                where=str(path),
+                fix="run again on a file nothing writes during the run (host code runs as the same user and must "
+                "not write the dataset)",
+            )
 
 
 def refuse_rewritten_definitions(loaded: LoadedConfig) -> None:
@@ -244,6 +289,10 @@ class _Prepared:
     #: side by side): shared by every stage (``dataclasses.replace`` keeps the list), so a run that stops early
     #: still says how many it met.
     untrusted_met: list[int] = dataclasses.field(default_factory=list)
+    #: The comparative gates' baselines, read before any host code ran (None: the run has no comparative gate).
+    baselines: ReadBaselines | None = None
+    #: The files the run reads examples and outputs from, as they were before any host code ran.
+    input_states: dict[Path, FileState] = dataclasses.field(default_factory=dict)
 
 
 def _runs_host_code(config: Config) -> bool:
@@ -318,16 +367,34 @@ def _prepare(config_path: Path, options: RunOptions) -> _Prepared:
         manifest = sealed(manifest, key.key)
     ledger = load_ledger(loaded.ledger_path)
     check_against_config(ledger, config)
+    baselines = None
     if any(gate.compare_to is not None for gate in config.gates.values()):
         from evalglass.engine.decide.baselines import refuse_damaged_baselines
 
         refuse_damaged_baselines(config, ledger)  # a damaged baseline stops the run before any call is made
+        from evalglass.engine.decide.baselines import read_baselines
+
+        # Read before any host code runs (a lane could otherwise change which run a source's newest is).
+        baselines = read_baselines(config, ledger, options.locator)
     signing_key = signing_key_from_env()
     if signing_key is not None:
         private_key(signing_key)  # a bad key is refused before any work is done, not after
     counters = Counters(total=identity.examples)
     source = None if key is None else key.source
-    return _Prepared(folder, resumed, manifest, loaded, ledger, mode, options, counters, signing_key, source)
+    return _Prepared(
+        folder,
+        resumed,
+        manifest,
+        loaded,
+        ledger,
+        mode,
+        options,
+        counters,
+        signing_key,
+        source,
+        baselines=baselines,
+        input_states=read_file_states(loaded),
+    )
 
 
 def _run_key(loaded: LoadedConfig, *, resuming: bool) -> CacheSecret | None:
@@ -672,6 +739,7 @@ def _finish(
     variants (``variant_scores``: each variant's scores file and its hash)."""
     check_results = run_standalone_checks(prepared.loaded)
     refuse_rewritten_definitions(prepared.loaded)
+    refuse_changed_inputs(prepared.input_states)
     # The decision and the artifacts build what they need once (the models' validators and serializers, the
     # scorecard, the run record): thousands of young objects and no cycles to speak of, which the collector's
     # passes walked again and again (≈ 10 young passes, 7-11 ms of a 10-line replay run). Paused, they are freed by
@@ -702,9 +770,11 @@ def _decide_and_write(
     comparative: ComparativeInputs | None = None
     baseline_records: dict[str, BaselineRecord] = {}
     if any(gate.compare_to is not None for gate in config.gates.values()):
-        from evalglass.engine.decide.baselines import baselines_for_run, comparative_inputs
+        from evalglass.engine.decide.baselines import comparative_inputs, write_baselines
 
-        baselines, baseline_records = baselines_for_run(config, ledger, folder, prepared.options.locator)
+        assert prepared.baselines is not None  # read by _prepare, before any host code ran
+        write_baselines(prepared.baselines, folder)
+        baselines, baseline_records = prepared.baselines.found, prepared.baselines.records
         comparative = comparative_inputs(
             config, folder / scores_file, loaded.definition_files, dataset, baselines, day_of_timestamp(created_at)
         )

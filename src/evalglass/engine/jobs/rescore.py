@@ -5,8 +5,10 @@ assembly ``run`` uses), so the aggregates and the verdict are re-derived from re
 
 What it re-scores, and what it only says:
 
-- **Which runs.** Any run without variants that kept what it scored: a recorded run its outputs
-  (``runrecord.kept_outputs``, ``engine.runs.keptoutputs``), a live lane's run each sample's answer or failure in
+- **Which runs.** Any run that kept what it scored (a run with variants variant by variant:
+  ``_rescore_variants``, a recorded variant from the dataset file the run read, which must be that very file): a
+  recorded run its outputs (``runrecord.kept_outputs``, ``engine.runs.keptoutputs``), a live lane's run each
+  sample's answer or failure in
   ``outputs.jsonl`` (``engine.produce.liveoutputs``), made into the sample rows the live scorer made
   (``LiveScorer._lane_rows``: ``parse: json``, an answer marked not JSON, a failure's score, a cut-off answer's
   note). A failure keeps its code and message only, so its score is held to its state and code, not byte for byte.
@@ -58,7 +60,7 @@ from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.fingerprint import short
 from evalglass.core.outputparse import parse_json_output, read_stored_output
-from evalglass.core.runrecord import SCORES_FILE, RunRecord
+from evalglass.core.runrecord import SCORES_FILE, VARIANTS_DIR, RunRecord
 from evalglass.core.score import Score
 from evalglass.core.scorecard import DatasetSummary
 from evalglass.engine.datasets.dataset import BadLine
@@ -110,6 +112,8 @@ def rescore_run(
 ) -> Rescored:
     """Score the run in ``folder`` again where it can be (module docstring). ``config``: the snapshot the run
     decided with; ``config_path``: the config file the run read, whose folder its relative paths resolve in."""
+    if config.variant_names:
+        return _rescore_variants(folder, record, config, config_path, dataset=dataset, host=host)
     chosen, only_consistent = _metrics_to_rescore(config, record, config_path.parent, host)
     consistent = _consistency_line(only_consistent)
     why_not = _why_not_rescored(folder, config, record)
@@ -159,6 +163,81 @@ def rescore_run(
         + f"; {consistent}",
     )
     return Rescored(columns=found.columns, findings=findings, said=said)
+
+
+def _rescore_variants(
+    folder: Path, record: RunRecord, config: Config, config_path: Path, *, dataset: Path | None, host: bool
+) -> Rescored:
+    """A run with variants, each variant scored again as ``run`` scored it (``Config.for_variant``), against its
+    own ``variants/<name>/scores.jsonl``: a lane's variant from its answers in ``variants/<name>/outputs.jsonl``, a
+    recorded one from the dataset file itself (such a run keeps no outputs: the file must be the one the run read,
+    by its file fingerprint). Its columns are the run's ``<metric>@<variant>`` ones. The judges of variants side by
+    side (``compare_variants``) ask a model: checked for consistency only."""
+    from evalglass.core.variants import variant_metric
+
+    path = dataset if dataset is not None else config_path.parent / config.dataset.path
+    compared = {
+        f"{config.metrics[name].type} '{name}'": "a model's judgement, not asked again"
+        for name in config.compared_metrics
+    }
+    if not path.is_file():
+        return Rescored(
+            said=(
+                f"re-scored: none (the dataset {path} is not at hand (pass --dataset PATH)); "
+                + _nothing_rescored(config),
+            )
+        )
+    redaction.declare(config.secret_names)
+    columns: dict[str, ScoreColumn] = {}
+    findings: list[Found] = []
+    parts: list[str] = []
+    consistent: dict[str, str] = dict(compared)
+    for name in config.variant_names:
+        variant = config.for_variant(name)
+        if dataset is not None:
+            variant = variant.model_copy(update={"dataset": variant.dataset.model_copy(update={"path": str(dataset)})})
+        chosen, only_consistent = _metrics_to_rescore(variant, record, config_path.parent, host)
+        consistent.update({f"{kind} of variant '{name}'": why for kind, why in only_consistent.items()})
+        where = f"{VARIANTS_DIR}/{name}/"
+        live = variant.lane is not None
+        if not chosen:
+            continue
+        if live and not (folder / where / OUTPUTS_FILE).is_file():
+            parts.append(f"variant '{name}': none (the run kept no {where}{OUTPUTS_FILE})")
+            continue
+        loaded = LoadedConfig(variant, config_path, record.config_fingerprint, record.definition_files)
+        found = _Rescoring(folder / where, record, loaded, chosen, label=where).run()
+        same_file = found.dataset.fingerprint == record.dataset.fingerprint
+        same_gold = (
+            record.dataset.gold_fingerprint is not None
+            and found.dataset.gold_fingerprint == record.dataset.gold_fingerprint
+        )
+        if not same_file and not (live and same_gold):
+            # A recorded variant's outputs are the dataset file's own: other bytes are other outputs.
+            parts.append(
+                f"variant '{name}': none (the dataset {path} is not the one the run read: its fingerprint is "
+                f"{short(found.dataset.fingerprint)}, the run recorded {short(record.dataset.fingerprint)})"
+            )
+            continue
+        findings.extend(found.findings)
+        columns.update({variant_metric(metric, name): column for metric, column in found.columns.items()})
+        source = (
+            f"the lane answers in {where}{OUTPUTS_FILE}" if live else f"the outputs in {path}, the file the run read"
+        )
+        parts.append(
+            f"variant '{name}': {len(chosen)} of {len(variant.metrics)} metrics ({', '.join(chosen)}) from {source}, "
+            f"score by score against {where}{SCORES_FILE}"
+            + (
+                ": stopped (see the findings)"
+                if found.stopped
+                else f": {found.differing} score(s) differ"
+                if found.differing
+                else ": every score as recorded"
+            )
+            + _limited_line(found.limited)
+        )
+    line = "re-scored per variant: " + "; ".join(parts) if parts else "re-scored: none"
+    return Rescored(columns=columns, findings=tuple(findings), said=(f"{line}; {_consistency_line(consistent)}",))
 
 
 def _metrics_to_rescore(
@@ -223,8 +302,6 @@ def _consistency_line(consistent: dict[str, str]) -> str:
 
 def _why_not_rescored(folder: Path, config: Config, record: RunRecord) -> str | None:
     """Why this run's scores cannot be re-derived from kept outputs at all; None when they can."""
-    if config.variant_names:
-        return "a run with variants: its variants' outputs are not scored again"
     if config.lane is not None:
         return None if (folder / OUTPUTS_FILE).is_file() else f"the run kept no {OUTPUTS_FILE}"
     if record.kept_outputs is None:
@@ -250,8 +327,14 @@ class _Found:
 class _Rescoring:
     """One pass over the dataset, the kept outputs and ``scores.jsonl`` together, a batch (one block) at a time."""
 
-    def __init__(self, folder: Path, record: RunRecord, loaded: LoadedConfig, chosen: list[str]) -> None:
+    def __init__(
+        self, folder: Path, record: RunRecord, loaded: LoadedConfig, chosen: list[str], *, label: str = ""
+    ) -> None:
+        """``folder``: where the scored files are (a variant's folder in a run with variants, ``label`` its path
+        in the run folder, which findings name); a variant keeps no outputs: a recorded one is scored from the
+        dataset file's own (the caller holds that file to the run's fingerprint)."""
         self._folder = folder
+        self._label = label
         self._loaded = loaded
         self._chosen = chosen
         self._findings: list[Found] = []
@@ -262,19 +345,22 @@ class _Rescoring:
         self._live = loaded.config.lane is not None
         self._kept_name = record.kept_outputs.file if record.kept_outputs is not None else OUTPUTS_FILE
         self._kept: Iterator[tuple[list[str], list[Any]]] = iter(())
-        if record.kept_outputs is not None:
+        #: A recorded variant: its outputs read from the dataset file, as the run read them.
+        self._from_dataset = bool(label) and not self._live
+        if record.kept_outputs is not None and not label:
             kept_where = str(folder / self._kept_name)
             self._kept = (decoded_block(raw, kept_where) for raw in kept_lines(folder, record))
         # Outputs in the dataset file itself: the kept ones are held to them (rescore_run says when that counts).
-        self._in_dataset = loaded.outputs_file is None and not self._live
-        self._compare = _ComparingWriter(_recorded_blocks(folder / record.scores_file), chosen)
+        self._in_dataset = loaded.outputs_file is None and not self._live and not label
+        scores = folder / SCORES_FILE if label else folder / record.scores_file
+        self._compare = _ComparingWriter(_recorded_blocks(scores), chosen, label + SCORES_FILE)
 
     def run(self) -> _Found:
         loaded = self._loaded
         metrics = build_metrics(loaded, only=self._chosen)
         compare = self._compare
         sink = RunSink(self._chosen, new_row_shape(loaded.config), compare, tuple, loaded.dataset_path)
-        source = DatasetSource(loaded, outputs=None if self._live else self._outputs_of)
+        source = DatasetSource(loaded, outputs=None if self._live or self._from_dataset else self._outputs_of)
         pool = metric_pool(loaded.config, metrics)
         answers = _outputs_rows(self._folder / OUTPUTS_FILE) if self._live else iter(())
         try:
@@ -291,7 +377,7 @@ class _Rescoring:
             if pool is not None:
                 pool.shutdown(wait=True, cancel_futures=True)
         if not self._stopped and next(answers, None) is not None:
-            self._stop((OUTPUTS_FILE, "one row per line of the dataset", "rows beyond its end"))
+            self._stop((self._label + OUTPUTS_FILE, "one row per line of the dataset", "rows beyond its end"))
         if not self._stopped and next(self._kept, None) is not None:
             self._stop(("runrecord.kept_outputs", "one block per batch of the dataset", "blocks beyond its end"))
         self._findings += compare.finish(whole=not self._stopped)
@@ -321,7 +407,8 @@ class _Rescoring:
             row = next(answers, None)
             if row is None or row.get("id") != item.id:
                 found = "<absent>" if row is None else row.get("id")
-                self._stop((f"{OUTPUTS_FILE}: example {item.id!r}", found, "a row per dataset line, in its order"))
+                where = self._label + OUTPUTS_FILE
+                self._stop((f"{where}: example {item.id!r}", found, "a row per dataset line, in its order"))
                 return
             samples = row.get("samples")
             if isinstance(item, BadLine) or not isinstance(samples, list) or not samples:
@@ -486,9 +573,10 @@ class _ComparingWriter:
     """The run sink's writer (``sink.ScoresSink``) that compares each block it is given with the recorded one
     instead of writing it: each re-scored metric's entries as JSON, after the redactor the run's writer applies."""
 
-    def __init__(self, recorded: Iterator[ScoresBlock], names: list[str]) -> None:
+    def __init__(self, recorded: Iterator[ScoresBlock], names: list[str], label: str = SCORES_FILE) -> None:
         self._recorded = recorded
         self._names = names
+        self._label = label
         #: The rows of the block written next whose score a lane failure made, as (line, sample): compared by state
         #: and code only (outputs.jsonl keeps a failure's code and message, not its detail or call evidence).
         self.failed: set[tuple[int, int]] = set()
@@ -508,7 +596,7 @@ class _ComparingWriter:
         if block is None or block.ids != ids:
             self._note(
                 (
-                    f"{SCORES_FILE}: example {ids[0]!r}",
+                    f"{self._label}: example {ids[0]!r}",
                     "<absent or other ids>" if block is None else block.ids[0],
                     ids[0],
                 )
@@ -529,7 +617,7 @@ class _ComparingWriter:
                     self.limited[name] = self.limited.get(name, 0) + 1
                 else:
                     self.differing += 1
-                    self._note((f"{SCORES_FILE}: example {ids[index]!r}, metric '{name}'", old, new))
+                    self._note((f"{self._label}: example {ids[index]!r}, metric '{name}'", old, new))
 
     def _note(self, found: Found) -> None:
         if self._first is None:
@@ -539,7 +627,7 @@ class _ComparingWriter:
         """The first difference, with how many; ``whole``: every batch was scored, so a recorded block beyond them
         is one (not when scoring stopped early)."""
         if whole and self._first is None and next(self._recorded, None) is not None:
-            self._first = (SCORES_FILE, "blocks beyond the dataset's end", "one block per batch of the dataset")
+            self._first = (self._label, "blocks beyond the dataset's end", "one block per batch of the dataset")
         if self._first is None:
             return []
         field_name, recorded, derived = self._first

@@ -28,8 +28,8 @@ The outputs a recorded run kept (``engine.runs.keptoutputs``) are checked as byt
 as the outputs of the scored lines (one per line of ``scores.jsonl``, same ids, same order). Where the dataset the run
 read is at hand, each deterministic metric whose definitions and version are the run's is scored again from them (a
 live lane's run: from its answers in ``outputs.jsonl``) (``engine.jobs.rescore``): each score against the recorded
-one, and the scorecard decided from the re-derived columns. Judges, commands, (unless asked) host code and every metric
-of a run with variants are checked for consistency only; one line says which were re-scored.
+one, and the scorecard decided from the re-derived columns (a run with variants variant by variant). Judges,
+commands and (unless asked) host code are checked for consistency only; one line says which were re-scored.
 
 Limits: without anchoring or a signature, whoever can write the folder can rewrite scores, snapshots, fingerprints,
 scorecard and digests consistently, and such a run verifies as consistent; only the anchors above catch that.
@@ -342,6 +342,8 @@ def _rescored(
     from evalglass.engine.jobs.rescore import Rescored, rescore_run
 
     read = {record.scores_file, OUTPUTS_FILE, record.kept_outputs.file if record.kept_outputs is not None else ""}
+    for name in config.variant_names:  # a variant's scores and answers, each re-scored from its folder
+        read |= {f"{VARIANTS_DIR}/{name}/{SCORES_FILE}", f"{VARIANTS_DIR}/{name}/{OUTPUTS_FILE}"}
     if any(item.file in read for item in damaged):
         return Rescored(said=("re-scored: none (the files it reads do not add up: see the findings)",))
     return rescore_run(folder, record, config, config_path, dataset=anchors.dataset, host=host)

@@ -35,13 +35,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalglass.errors import SetupError
+from evalglass.lanes.projectstate import CACHE_NAME, project_root
 
 if TYPE_CHECKING:
     from evalglass.engine.spec.config import LoadedConfig
 
 KEY_ENV = "EVALGLASS_CACHE_KEY"
 #: The call cache's file, in the config's folder.
-CACHE_FILE = ".evalglass-cache.sqlite"
+CACHE_FILE = CACHE_NAME
 KEY_FILE = "cache-key"
 #: Distinguishes this use of the environment's text from any other the same text may have.
 _ENV_DOMAIN = b"evalglass.cache-key/1\0"
@@ -98,15 +99,6 @@ def key_file_path(environ: Mapping[str, str]) -> Path:
             )
         base = Path(home) / ".cache"
     return base / "evalglass" / KEY_FILE
-
-
-def project_root(folder: Path) -> Path:
-    """The git work tree holding ``folder`` (the nearest parent with ``.git``), else ``folder`` itself."""
-    start = Path(os.path.realpath(folder))
-    for candidate in (start, *start.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    return start
 
 
 def _inside(path: Path, folder: Path) -> bool:

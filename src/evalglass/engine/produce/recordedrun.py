@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 from evalglass.collector import collector_paused
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
+from evalglass.core.finish import truncated  # at the top: an import statement in a function costs ~1 µs a call
 from evalglass.core.score import Score
 from evalglass.engine.datasets.dataset import BadLine
 from evalglass.engine.produce.scoring import BuiltMetric, call_metric, expand, metric_pool
@@ -98,12 +99,17 @@ def score_batch(
 
 def _note_cut_off(results: dict[str, Any], outputs: Sequence[Any]) -> None:
     """A recorded answer its own record says was cut off at the token limit (a trajectory whose ``finish``, or a
-    trace whose ``finish_reasons``, is one of ``lanes.chatcall.TRUNCATED``) carries the note ``output_truncated`` on
+    trace whose ``finish_reasons``, is one of ``core.finish.TRUNCATED``) carries the note ``output_truncated`` on
     every score, as a live lane's does (``livescorer._note_truncated``): scored as it is, and told apart from a wrong
     answer. Only a mapping output is looked at, so a batch of texts costs one type test an output."""
     produced: list[dict[str, Any]] | None = None
     for row, output in enumerate(outputs):
-        if type(output) is not dict:
+        # What cut_off_reason reads, tested here first: a record that says neither costs no call.
+        if (
+            type(output) is not dict
+            or "messages" not in output
+            or (not truncated(output.get("finish")) and "finish_reasons" not in output)
+        ):
             continue
         reason = cut_off_reason(output)
         if reason is None:
@@ -127,8 +133,6 @@ def cut_off_reason(output: dict[str, Any]) -> str | None:
     JSON answer of the system's own that happens to hold a ``finish`` key is not taken for one."""
     if "messages" not in output:
         return None
-    from evalglass.core.finish import truncated
-
     finish = output.get("finish")
     if truncated(finish):
         return str(finish)

@@ -39,7 +39,7 @@ from evalglass.core.scorecard import CallTotals, DatasetSummary
 from evalglass.core.usage import TokenUsage
 from evalglass.engine.datasets.dataset import BadLine, field_getter
 from evalglass.engine.produce.seenids import SeenIds
-from evalglass.engine.runs.scoresblock import encode_score
+from evalglass.engine.runs.scoresblock import encode_score, encode_scored
 from evalglass.errors import SetupError
 
 if TYPE_CHECKING:
@@ -312,11 +312,18 @@ def _per_line(entries: list[Any], per_line: int | Sequence[int]) -> list[list[An
 
 def _append(column: ScoreColumn, name: str, results: list[Any], shared: dict[int, Any]) -> list[Any]:
     """Append consecutive rows' results and return the JSON the scores file keeps for them: at once when all are
-    finite floats; else each run of floats at once and every other result alone, so a batch with a few unmeasured
-    rows (bad lines) costs about what a clean one does."""
+    finite floats, or finite floats and scored+valid Scores (``ScoreColumn.extend_scored``: a replay's notes); else
+    each run of floats at once and every other result alone, so a batch with a few unmeasured rows (bad lines) costs
+    about what a clean one does."""
     if column.extend_measured(results):
         return results
-    encoded: list[Any] = []
+    scores = column.extend_scored(results)
+    if scores is not None:  # floats and scored+valid Scores (a replay's notes), appended at once
+        encoded = list(results)
+        for index in scores:
+            encoded[index] = encode_scored(results[index])
+        return encoded
+    encoded = []
     start = 0
     for index in [index for index, result in enumerate(results) if type(result) is not float]:
         if start < index:

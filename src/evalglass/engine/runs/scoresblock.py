@@ -51,8 +51,22 @@ def encode_score(result: float | Score) -> Any:
         return float(result)
     if result.included and not result.diagnostics and not result.evidence:
         return result.value
-    plain = _plain_dump(result)
-    return plain if plain is not None else result.model_dump(mode="json", exclude_defaults=True)
+    return _in_full(result)
+
+
+def encode_scored(score: Score) -> Any:
+    """:func:`encode_score` of a Score already known to be scored+valid (``ScoreColumn.extend_scored`` took it:
+    the Score type itself, its states the two members), without asking again: its value, or in full when it
+    carries notes or evidence."""
+    fields = score.__dict__
+    if not fields["diagnostics"] and not fields["evidence"]:
+        return fields["value"]
+    return _in_full(score)
+
+
+def _in_full(score: Score) -> dict[str, Any]:
+    plain = _plain_dump(score)
+    return plain if plain is not None else score.model_dump(mode="json", exclude_defaults=True)
 
 
 def _plain_dump(score: Score) -> dict[str, Any] | None:
@@ -215,4 +229,5 @@ __all__ = [
     "decode_score",
     "encode_block",
     "encode_score",
+    "encode_scored",
 ]
