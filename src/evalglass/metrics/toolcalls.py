@@ -237,8 +237,10 @@ Judged = MetricResult | Unreadable | NotJsonArguments | UnreadableReference
 #: ``scored_with_note`` without its wrapper's call: the two notes a replay's trajectory short of perfect gets.
 _noted = Score.noted
 
-#: What the batch path leaves to the per-example function (a tuple: ``A | B`` would build a union every row).
-_FOR_ONE = (Unreadable, NotJsonArguments, UnreadableReference)
+#: What the batch path leaves to the per-example function (a tuple: ``A | B`` would build a union every row). ``str``
+#: stands for :class:`NotJsonArguments` and :class:`UnreadableReference`, the reasons given as text (a result is never
+#: text), so a row costs two checks however many such reasons there are.
+_FOR_ONE = (Unreadable, str)
 
 
 def _read(value: Any) -> ReadCalls | Unreadable | Any:
