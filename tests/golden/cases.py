@@ -162,6 +162,8 @@ METRIC_CASES: dict[str, list[dict[str, Any]]] = {
             {"type": "contains", "value": "cafe", "case_sensitive": False},
             ["un cafe\u0301 noir", "CAFE"],
         ),
+        # References it cannot compare with (contains@5): the gold's problem, non_evaluable.
+        _pairs({"type": "contains", "reference": "gold"}, ["a 7", "a 1", "a"], [7, ["a", 1], {"a": "a"}]),
     ],
     "regex": [
         _pairs({"type": "regex", "pattern": r"\d{4}-\d{2}-\d{2}"}, ["on 2026-12-01", "12/01/2026", "", None, 5]),
@@ -292,6 +294,13 @@ METRIC_CASES: dict[str, list[dict[str, Any]]] = {
             [{"label": "A"}, {"x": 1}],
         ),
         _pairs({"type": "enum", "values": ["Café"], "case_sensitive": False}, ["cafe\u0301", "CAFÉ", "cafe"]),
+        # Text read against a number or a boolean as the value it spells, either side (enum@5, exact_match@5's rule).
+        _pairs(
+            {"type": "enum", "values": [4, True]},
+            ["4", " 4.0 ", "true", "True", "four", "4 apples", "4e0", 4, 5, True, False],
+        ),
+        _pairs({"type": "enum", "values": [4, True], "case_sensitive": False}, ["True", "TRUE", "False"]),
+        _pairs({"type": "enum", "values": ["4", "true", "x"]}, [4, 4.0, True, False, 5, "4"]),
     ],
     "tool_calls": [
         _pairs({"type": "tool_calls", "reference": "gold", **rule}, TRAJECTORIES, [EXPECTED_CALLS] * 9 + [[], None])
@@ -316,6 +325,12 @@ METRIC_CASES: dict[str, list[dict[str, Any]]] = {
     + [
         _pairs({"type": "tool_calls", "reference": "gold", "mode": "any_order"}, TEXT_ARGUMENTS, [EXPECTED_CALLS] * 6),
         _pairs({"type": "tool_calls", "reference": "gold", "mode": "exact"}, [EXPECTED_CALLS], [TEXT_ARGUMENTS[0]]),
+        # References holding no calls, or calls that do not add up (tool_calls@5): the gold's problem, non_evaluable.
+        _pairs(
+            {"type": "tool_calls", "reference": "gold", "mode": "exact"},
+            [EXPECTED_CALLS] * 4,
+            ["search", 3, {"tool_calls": "x"}, INCONSISTENT[0]],
+        ),
     ],
     "steps": [
         _pairs({"type": "steps", "count": count, **budget}, TRAJECTORIES + INCONSISTENT)

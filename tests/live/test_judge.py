@@ -196,6 +196,27 @@ def test_judge_uses_field_and_reference_paths_and_reports_missing_ones(evals: Pa
         assert result.score.diagnostics[0].code == "reference_missing"
 
 
+def test_a_reference_json_cannot_write_is_the_golds_problem_and_the_judge_is_not_asked(evals: Path) -> None:
+    """llm_judge@4: a NaN reference (a Parquet cell) was shown to the judge as ``null``, a set failed the call."""
+    spec_fields = {"field": "answer", "reference": "gold", "prompt": '{{ output }} vs {{ reference }} >> {"score": 2}'}
+    with FakeOpenAI(reply=_answer_from_output) as server:
+        ok, nan, a_set = _judge_all(
+            _spec(server, **spec_fields),
+            evals,
+            [
+                Example("a", 1, {"gold": 4.0}, {"answer": "4"}),
+                Example("b", 2, {"gold": float("nan")}, {"answer": "4"}),
+                Example("c", 3, {"gold": {1, 2}}, {"answer": "4"}),
+            ],
+        )
+        assert server.request_count == 1
+    assert ok.score.value == 2.0
+    for result in (nan, a_set):
+        assert result.score.status is Status.NON_EVALUABLE and result.tries == 0, result.score
+        assert result.score.diagnostics[0].code == "reference_wrong_type"
+        assert result.score.diagnostics[0].message.startswith("llm_judge needs a reference that is a JSON value")
+
+
 def test_a_judge_whose_lower_grades_are_better_scores_a_wrong_answer_its_highest_grade(evals: Path) -> None:
     with FakeOpenAI() as server:
         spec = _spec(server, field="answer")

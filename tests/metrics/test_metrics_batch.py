@@ -64,6 +64,8 @@ CONFIGS: list[dict[str, Any]] = [
     {"type": "word_count", "max": 0, "field": "answer"},
     {"type": "enum", "values": ["yes", "no", 1, None], "case_sensitive": False},
     {"type": "enum", "values": ["Paris", "ß"], "field": "answer"},
+    {"type": "enum", "values": [42, -0.5, True, "no"]},  # text that spells a number or boolean (enum@5)
+    {"type": "enum", "values": [3, False, "42", "true"], "case_sensitive": False, "field": "answer"},
     {"type": "exact_match", "reference": "gold", "field": "answer", "on_invalid_output": "exclude"},
     {"type": "numeric_bounds", "min": 0, "max": 1, "field": "n", "on_invalid_output": "exclude"},
     {"type": "contains", "value": "a", "on_invalid_output": "exclude"},

@@ -151,6 +151,19 @@ def test_exact_match_refuses_bad_config(config: dict[str, Any]) -> None:
         ({"values": [1, 2, 3]}, True, 0.0),
         ({"values": [None, "x"]}, None, 1.0),
         ({"values": [{"k": 1}]}, {"k": 1}, 1.0),
+        # enum@5: text read against a number or a boolean as the value it spells, either side (exact_match@5's rule)
+        ({"values": [4, 7]}, "4", 1.0),
+        ({"values": [4, 7]}, " 7.0\n", 1.0),
+        ({"values": [4, 7]}, "5", 0.0),
+        ({"values": [4, 7]}, "4 apples", 0.0),
+        ({"values": [4, 7]}, "1", 0.0),
+        ({"values": ["4", "x"]}, 4, 1.0),
+        ({"values": ["4", "x"]}, 4.5, 0.0),
+        ({"values": [True]}, "true", 1.0),
+        ({"values": [True]}, "True", 0.0),
+        ({"values": [True], "case_sensitive": False}, "True", 1.0),
+        ({"values": ["false"]}, False, 1.0),
+        ({"values": [1]}, "true", 0.0),
     ],
 )
 def test_enum(config: dict[str, Any], output: Any, result: float) -> None:

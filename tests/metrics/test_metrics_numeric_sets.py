@@ -145,14 +145,14 @@ def test_set_overlap_problems() -> None:
     assert_unmeasured(measure(config, ["a"]), Status.NON_EVALUABLE, "reference_missing")
     assert_worst(measure(config, "a", gold=["a"]), 0.0, "wrong_type")  # the system's answer: measured
     assert_worst(measure(config, None, gold=["a"]), 0.0, "wrong_type")
-    assert_unmeasured(measure(config, ["a"], gold="a"), Status.ERROR, "reference_wrong_type")  # the dataset's
+    assert_unmeasured(measure(config, ["a"], gold="a"), Status.NON_EVALUABLE, "reference_wrong_type")  # the gold's
     assert_worst(measure(config, [{1, 2}], gold=["a"]), 0.0, "wrong_type")
     excluded = {**config, "on_invalid_output": "exclude"}
     assert_unmeasured(measure(excluded, "a", gold=["a"]), Status.ERROR, "wrong_type")
     nested = {**config, "field": "entities"}
     assert_worst(measure(nested, {"other": []}, gold=["a"]), 0.0, "output_field_missing")
     # What the evaluator lacks comes first: a malformed reference is not measured, whatever the answer.
-    assert_unmeasured(measure(nested, {"other": []}, gold="a"), Status.ERROR, "reference_wrong_type")
+    assert_unmeasured(measure(nested, {"other": []}, gold="a"), Status.NON_EVALUABLE, "reference_wrong_type")
     with pytest.raises(ValidationError):
         parse_metric_spec({"type": "set_overlap"})
     with pytest.raises(ValidationError):

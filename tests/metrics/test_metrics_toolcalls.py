@@ -123,9 +123,9 @@ def test_missing_gold_is_a_gap_in_the_reference_never_a_score() -> None:
 
 
 @pytest.mark.parametrize("gold", ["search", 3, None, [{"arguments": {}}], {"tool_calls": "x"}])
-def test_malformed_gold_is_an_error_of_the_reference(gold: Any) -> None:
+def test_malformed_gold_is_the_references_problem(gold: Any) -> None:
     result = measure({"type": "tool_calls", "reference": "gold", "mode": "exact"}, [], gold=gold)
-    assert_unmeasured(result, Status.ERROR, "reference_wrong_type")
+    assert_unmeasured(result, Status.NON_EVALUABLE, "reference_wrong_type")
 
 
 @pytest.mark.parametrize("output", [3, "I called the weather tool", [{"role": "user", "content": "x"}, 7]])

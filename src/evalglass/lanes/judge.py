@@ -341,8 +341,10 @@ class JudgeDefinition:
     target: Callable[[Example], Any]
     #: The gold value shown beside it (ABSENT when the record has none), or None when the judge is given none.
     reference: Callable[[Example], Any] | None
-    #: What an example without its reference scores (nothing is measured, whatever the answer).
-    missing_reference: Callable[[Example], Score]
+    #: What an example whose reference the judge cannot be shown scores (none in the record, or a value JSON cannot
+    #: write: the gold's problem, decided by the metric), or None when it can be shown; nothing is measured then,
+    #: whatever the answer.
+    reference_problem: Callable[[Example, Any], Score | None]
     #: What an answer the judge cannot be shown scores (see ``metrics.invalid``).
     invalid: Callable[[Example], Score]
     #: What a judge of transcripts is shown (None: the output only), and what an output that is no conversation
@@ -420,8 +422,9 @@ class Judge:
         reference: Any = ABSENT
         if self._reference is not None:
             reference = self._reference(example)
-            if reference is ABSENT:
-                return self.definition.missing_reference(example), None
+            problem = self.definition.reference_problem(example, reference)
+            if problem is not None:
+                return problem, None
         target = self._target(example)
         if target is ABSENT:
             return self._invalid(example), None

@@ -106,8 +106,9 @@ class PairwiseJudge(Judge):
         reference: Any = ABSENT
         if self._reference is not None:
             reference = self._reference(example)
-            if reference is ABSENT:
-                return JudgeResult(self.definition.missing_reference(example))
+            problem = self.definition.reference_problem(example, reference)
+            if problem is not None:
+                return JudgeResult(problem)
         target = self._target(example)
         if target is ABSENT:
             return JudgeResult(self._invalid(example))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from evalglass.core.checks import to_score
 from evalglass.core.example import Example
@@ -22,6 +22,7 @@ from evalglass.lanes.shipping import WorkLost
 from evalglass.metrics.base import BuildContext, CheckRunner, MetricFn, MetricSpec, measured_target
 from evalglass.metrics.errors import MetricLoadError
 from evalglass.metrics.invalid import invalid_answer
+from evalglass.metrics.support import refuse_reference
 
 
 class CheckMetricSpec(MetricSpec):
@@ -34,6 +35,16 @@ class CheckMetricSpec(MetricSpec):
 
     type: Literal["check"] = "check"
     check: str = Field(description="Name of a check under `checks:` to run against each example's output.")
+
+    #: Whether the check is given the record's reference (``final_state``'s expected state). A plain ``check`` is
+    #: given the output alone, so it refuses a ``reference`` it would silently ignore.
+    given_reference: ClassVar[bool] = False
+
+    @model_validator(mode="after")
+    def _reference_given(self) -> CheckMetricSpec:
+        if not self.given_reference:
+            refuse_reference(self)
+        return self
 
     def check_references(self) -> Mapping[str, str]:
         return {"check": self.check}

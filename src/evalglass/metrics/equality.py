@@ -1,8 +1,8 @@
 """Equality metrics: ``exact_match`` against one gold value and ``enum`` against a set of allowed values.
 
 Both compare with JSON semantics (see :mod:`evalglass.core.jsonvalue`): ``true`` is not ``1``, ``1`` is
-``1.0``, object key order is irrelevant. Text normalisation applies only when both sides are strings. ``exact_match``
-reads text against a number or a boolean as the value it spells (``"42"`` is ``42``; :func:`_spelt`).
+``1.0``, object key order is irrelevant. Text normalisation applies only when both sides are strings. Both read text
+against a number or a boolean as the value it spells (``"42"`` is ``42``; :func:`_spelt`, one rule for the two).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from evalglass.metrics.support import (
     NoReferenceSpec,
     json_type_name,
     scored_with_note,
+    wrong_reference,
     wrong_type,
 )
 
@@ -166,8 +167,8 @@ def _comparer(gold: Any, normalizer: Normalizer, wrong: WrongAnswer) -> Comparer
     try:
         gold_key = json_key(gold)
     except NotJsonError as exc:
-        message = f"exact_match compares JSON values and the expected value is not one: {exc}"
-        return lambda value: Score.non_evaluable("reference_wrong_type", message)
+        problem = wrong_reference("exact_match", "a JSON value", gold, hint=str(exc))
+        return lambda value: problem
 
     def against_json(value: Any) -> MetricResult:
         if isinstance(value, str):
@@ -244,6 +245,7 @@ class EnumSpec(NoReferenceSpec):
         wrong = wrong_answer(self, context)
         fold = not self.case_sensitive
         allowed = frozenset(json_key(value, fold_case=fold) for value in self.values)
+        spelt = self._spelling()
 
         def enum(example: Example) -> MetricResult:
             value = target(example)
@@ -253,26 +255,48 @@ class EnumSpec(NoReferenceSpec):
                 key = json_key(value, fold_case=fold)
             except NotJsonError as exc:
                 return wrong(wrong_type("enum", f"a JSON value ({exc})", value))
-            return 1.0 if key in allowed else 0.0
+            return 1.0 if key in allowed or spelt(value) else 0.0
 
         return enum
 
     def build_batch(self, one: MetricFn) -> BatchMetricFn | None:
-        """Strings are looked up in the loop (a string's JSON key is ``("s", text)``); the rest is ``one``'s."""
+        """Strings are looked up in the loop (a string's JSON key is ``("s", text)``); the rest is ``one``'s, and so
+        is a string not found when a value is a number or a boolean (it may spell one)."""
         fold = not self.case_sensitive
         allowed_text = frozenset(
             key[1]
             for key in (json_key(value, fold_case=fold) for value in self.values)
             if isinstance(key, tuple) and key[0] == "s"
         )
+        spells = any(type(value) in (bool, int, float) for value in self.values)
 
         def enum_batch(batch: ExampleBatch) -> list[MetricResult]:
             values = batch.output_values(self.field)
-            return [
-                (1.0 if (caseless(value) if fold else value) in allowed_text else 0.0)
-                if type(value) is str
-                else one(batch.example(index))
-                for index, value in enumerate(values)
-            ]
+            results: list[MetricResult] = []
+            for index, value in enumerate(values):
+                if type(value) is str and (caseless(value) if fold else value) in allowed_text:
+                    results.append(1.0)
+                elif type(value) is str and not spells:
+                    results.append(0.0)
+                else:
+                    results.append(one(batch.example(index)))
+            return results
 
         return enum_batch
+
+    def _spelling(self) -> Callable[[Any], bool]:
+        """Whether an answer equals an allowed value as text read against a number or a boolean (``enum@5``, the
+        rule of ``exact_match@5``, :func:`_spelt`): text answering a number or boolean value, or a number or boolean
+        answering a text value. Case is ignored in ``true``/``false`` under ``case_sensitive: false``."""
+        normalizer = build_normalizer(NormalizeOptions(case=not self.case_sensitive))
+        scalars = tuple(value for value in self.values if type(value) in (bool, int, float))
+        texts = tuple(value for value in self.values if isinstance(value, str))
+
+        def spelt(value: Any) -> bool:
+            if type(value) is str:
+                return any(_spelt(value, other, normalizer) == 1.0 for other in scalars)
+            if type(value) in (bool, int, float):
+                return any(_spelt(text, value, normalizer) == 1.0 for text in texts)
+            return False
+
+        return spelt

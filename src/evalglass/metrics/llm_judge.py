@@ -19,10 +19,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from evalglass.core.endpoint import serving_origin
+from evalglass.core.example import Example
 from evalglass.core.fieldpath import FieldPathError, get_path, parse_path
 from evalglass.core.fingerprint import content_address
+from evalglass.core.jsonvalue import is_json_value
 from evalglass.core.outputshape import OutputShape
 from evalglass.core.pairwise import Inconsistent, PairTally
+from evalglass.core.score import Score
 from evalglass.core.stats import UNIT_SCALE, ScaleSpec
 from evalglass.errors import SetupError
 from evalglass.lanes.judgespec import (
@@ -34,6 +37,7 @@ from evalglass.lanes.judgespec import (
 )
 from evalglass.lanes.specs import EndpointSpec, check_template
 from evalglass.metrics.base import (
+    ABSENT,
     AsyncScorer,
     BuildContext,
     CalibrationSubject,
@@ -45,6 +49,7 @@ from evalglass.metrics.base import (
 )
 from evalglass.metrics.errors import MetricLoadError
 from evalglass.metrics.invalid import invalid_answer, unreadable_answer
+from evalglass.metrics.support import wrong_reference
 from evalglass.metrics.versions import judge_parser_id
 from evalglass.readers.userfiles import read_regular
 
@@ -210,7 +215,7 @@ class LlmJudgeSpec(MetricSpec, EndpointSpec):
             system=self.system,
             target=measured_target(self),
             reference=reference_getter(self) if self.reference is not None else None,
-            missing_reference=functools.partial(missing_reference, self),
+            reference_problem=functools.partial(_reference_problem, self),
             invalid=invalid_answer(self, context),
             transcript=self.transcript,
             unreadable=unreadable_answer(self, context),
@@ -329,3 +334,14 @@ def judge_fingerprint_of(spec: LlmJudgeSpec, rubric_sha256: str) -> str:
 
 
 __all__ = ["JUDGE_PARSER", "LlmJudgeSpec", "judge_fingerprint", "judge_fingerprint_of"]
+
+
+def _reference_problem(spec: LlmJudgeSpec, example: Example, reference: Any) -> Score | None:
+    """Why the judge cannot be shown the example's reference, or None when it can: none in the record
+    (``reference_missing``), or a value JSON cannot write (``llm_judge@4``, ``jury@3``: a NaN from a Parquet cell was
+    shown as ``null``, a set failed the call): the gold's problem either way, and the judge is not called."""
+    if reference is ABSENT:
+        return missing_reference(spec, example)
+    if type(reference) is not str and not is_json_value(reference):
+        return wrong_reference(spec.type, "a JSON value (the judge is shown it as JSON)", reference)
+    return None

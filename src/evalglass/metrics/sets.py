@@ -4,7 +4,7 @@ Lists are read as sets: duplicates collapse and order is ignored. Items compare 
 content, ``true`` distinct from ``1``); with ``case_sensitive: false`` string items are case-folded. An output
 that is no list (``null``, a string) is the system's wrong answer: the worst value with the diagnostic
 ``wrong_type``, as ``on_invalid_output`` says (``metrics.invalid.wrong_answer``); a reference that is no list is
-the dataset's, an ``error``.
+the gold's problem, ``non_evaluable`` ``reference_wrong_type`` (``metrics.support.wrong_reference``).
 
 Empty sets, defined so that nothing unmeasurable becomes a number:
 
@@ -35,7 +35,7 @@ from evalglass.metrics.base import (
     reference_getter,
 )
 from evalglass.metrics.invalid import invalid_answer, wrong_answer
-from evalglass.metrics.support import wrong_type
+from evalglass.metrics.support import wrong_reference, wrong_type
 
 Measure = Literal["f1", "precision", "recall"]
 
@@ -66,27 +66,28 @@ class SetOverlapSpec(MetricSpec):
             reference = gold(example)
             if reference is ABSENT:
                 return missing_reference(self, example)
-            expected = _as_set(reference, fold, "reference_wrong_type", "a reference that is a list")
-            if isinstance(expected, Score):
-                return expected
+            expected = _as_set(reference, fold)
+            if isinstance(expected, str):
+                return wrong_reference("set_overlap", f"a list{expected}", reference)
             value = target(example)
             if value is ABSENT:
                 return invalid(example)
-            produced = _as_set(value, fold, "wrong_type", "an output that is a list")
-            if isinstance(produced, Score):
-                return wrong(produced)  # the system's answer is no list (or holds no JSON): a wrong answer
+            produced = _as_set(value, fold)
+            if isinstance(produced, str):  # the system's answer is no list (or holds no JSON): a wrong answer
+                return wrong(wrong_type("set_overlap", f"an output that is a list{produced}", value))
             return overlap(produced, expected, measure)
 
         return set_overlap
 
 
-def _as_set(items: Any, fold: bool, code: str, needs: str) -> frozenset[Hashable] | Score:
+def _as_set(items: Any, fold: bool) -> frozenset[Hashable] | str:
+    """The items as a set of JSON keys, or what the list lacks (appended to "a list": ``""`` when it is no list)."""
     if not isinstance(items, list | tuple):
-        return wrong_type("set_overlap", needs, items, code=code)
+        return ""
     try:
         return frozenset(json_key(item, fold_case=fold) for item in items)
     except NotJsonError as exc:
-        return wrong_type("set_overlap", f"{needs} of JSON values ({exc})", items, code=code)
+        return f" of JSON values ({exc})"
 
 
 def overlap(produced: frozenset[Hashable], expected: frozenset[Hashable], measure: Measure) -> MetricResult:

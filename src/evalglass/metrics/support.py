@@ -41,12 +41,31 @@ def json_type_name(value: Any) -> str:
     return f"Python {type(value).__name__}"
 
 
-def wrong_type(metric: str, needs: str, value: Any, *, code: str = "wrong_type", hint: str = "") -> Score:
-    """An ``error`` score for an input the metric cannot measure because of its type."""
+def wrong_type(metric: str, needs: str, value: Any, *, hint: str = "") -> Score:
+    """An ``error`` score for an answer the metric cannot measure because of its type (callers pass it through
+    ``metrics.invalid.wrong_answer``, which scores it as ``on_invalid_output`` says). Never for a reference: that is
+    :func:`wrong_reference`."""
+    return Score.error("wrong_type", _needs(metric, needs, value, hint), detail=preview(value))
+
+
+#: The diagnostic code of a reference a metric cannot compare with (:func:`wrong_reference`).
+REFERENCE_WRONG_TYPE = "reference_wrong_type"
+
+
+def wrong_reference(metric: str, needs: str, value: Any, *, hint: str = "") -> Score:
+    """The score of a reference (gold) the metric cannot compare with: of a type it cannot use, not JSON, or not
+    readable as what it must hold. Every builtin metric decides a reference problem here, and it is always the
+    gold's problem: ``non_evaluable`` ``reference_wrong_type`` (which ``tolerate: [non_evaluable]`` can set aside,
+    still counted), never an ``error`` (which no gate tolerates) and never a measurement of the system. Its sibling
+    for a reference the record lacks is ``metrics.base.missing_reference`` (``reference_missing``)."""
+    return Score.non_evaluable(
+        REFERENCE_WRONG_TYPE, _needs(metric, f"a reference that is {needs}", value, hint), detail=preview(value)
+    )
+
+
+def _needs(metric: str, needs: str, value: Any, hint: str) -> str:
     message = f"{metric} needs {needs}, got {json_type_name(value)}"
-    if hint:
-        message = f"{message}; {hint}"
-    return Score.error(code, message, detail=preview(value))
+    return f"{message}; {hint}" if hint else message
 
 
 def scored_with_note(value: float, code: str, message: str, detail: str | None = None) -> Score:
@@ -59,8 +78,12 @@ class NoReferenceSpec(MetricSpec):
 
     @model_validator(mode="after")
     def _refuse_reference(self) -> NoReferenceSpec:
-        if self.reference is not None:
-            raise ValueError(
-                f"this metric type does not compare with a reference; remove 'reference: {self.reference}'"
-            )
+        refuse_reference(self)
         return self
+
+
+def refuse_reference(spec: MetricSpec) -> None:
+    """Refuse a ``reference`` path on a spec that never reads it (it would be silently ignored, and bind the gate
+    to validated gold for nothing)."""
+    if spec.reference is not None:
+        raise ValueError(f"this metric type does not compare with a reference; remove 'reference: {spec.reference}'")

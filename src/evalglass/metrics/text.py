@@ -35,7 +35,7 @@ from evalglass.metrics.base import (
     reference_getter,
 )
 from evalglass.metrics.invalid import InvalidAnswer, WrongAnswer, invalid_answer, wrong_answer
-from evalglass.metrics.support import CountBound, NoReferenceSpec, wrong_type
+from evalglass.metrics.support import CountBound, NoReferenceSpec, wrong_reference, wrong_type
 
 _NEEDS_STRING = "a string output"
 
@@ -140,12 +140,7 @@ def _reference_needles(reference: Any, fold: bool) -> Sequence[str] | Score:
     """The texts a reference asks for, or the score explaining why the reference cannot be used."""
     raw = [reference] if isinstance(reference, str) else reference
     if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
-        return wrong_type(
-            "contains",
-            "a reference that is a string or a list of strings",
-            reference,
-            code="reference_wrong_type",
-        )
+        return wrong_reference("contains", "a string or a list of strings", reference)
     if not raw or not all(raw):
         return Score.non_evaluable("reference_empty", "the reference text is empty, so there is nothing to find")
     return [caseless(item) for item in raw] if fold else raw

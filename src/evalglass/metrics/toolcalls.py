@@ -59,7 +59,7 @@ from evalglass.metrics.callmatch import (
     ToolRule,
 )
 from evalglass.metrics.invalid import invalid_answer, unreadable_answer
-from evalglass.metrics.support import clip, one_line, preview, scored_with_note
+from evalglass.metrics.support import clip, one_line, preview, scored_with_note, wrong_reference
 
 Measure = Literal["pass", "precision", "recall", "f1"]
 
@@ -149,16 +149,15 @@ class ToolCallsSpec(MetricSpec):
             if value is ABSENT:
                 return invalid(example)
             result = compare(value, reference)
+            if isinstance(result, UnreadableReference):
+                return wrong_reference("tool_calls", "a list of calls", reference, hint=result)
             if isinstance(result, Inconsistent):
                 return result.score(example)
             if isinstance(result, Unreadable):
                 return unreadable("trajectory_unreadable", f"the output is not a trajectory: {result}")
             if isinstance(result, NotJsonArguments):
                 if not is_json_value(reference):  # the gold's problem, not the system's (the reference comes first)
-                    return Score.non_evaluable(
-                        "reference_wrong_type",
-                        f"tool_calls compares JSON arguments, and the reference's are not: {result}",
-                    )
+                    return wrong_reference("tool_calls", "a list of calls with JSON arguments", reference, hint=result)
                 return unreadable("wrong_type", f"tool_calls compares JSON arguments: {result}", preview(value))
             return result
 
@@ -185,7 +184,7 @@ class ToolCallsSpec(MetricSpec):
 
         return tool_calls_batch
 
-    def _comparer(self) -> Callable[[Any, Any], MetricResult | Unreadable | NotJsonArguments]:
+    def _comparer(self) -> Callable[[Any, Any], Judged]:
         """``compare(value, reference)``: the result for a present output and reference, or why the output is not a
         trajectory (which the per-example function scores as a wrong answer)."""
         judge = self._judge()
@@ -193,7 +192,7 @@ class ToolCallsSpec(MetricSpec):
 
     def _judge(
         self,
-    ) -> Callable[[ReadCalls | Unreadable, ReadCalls | Unreadable], MetricResult | Unreadable | NotJsonArguments]:
+    ) -> Callable[[ReadCalls | Unreadable, ReadCalls | Unreadable], Judged]:
         """``judge(made, expected)``: the result for the calls read from a present output and reference, or why the
         output is not a trajectory."""
         matcher = CallMatcher(self.arguments, self.tools)
@@ -201,13 +200,9 @@ class ToolCallsSpec(MetricSpec):
         named = "" if mode is None else mode.value  # read once: an enum's value is a Python property
         forbid = self.extra_calls is ExtraCalls.FORBID
 
-        def judge(
-            made: ReadCalls | Unreadable, expected: ReadCalls | Unreadable
-        ) -> MetricResult | Unreadable | NotJsonArguments:
-            if isinstance(expected, Unreadable):
-                return Score.error(
-                    "reference_wrong_type", f"tool_calls needs a reference that is a list of calls: {expected}"
-                )
+        def judge(made: ReadCalls | Unreadable, expected: ReadCalls | Unreadable) -> Judged:
+            if isinstance(expected, Unreadable):  # the per-example function names the reference's problem
+                return UnreadableReference(one_line(str(expected)))
             if isinstance(made, Unreadable):
                 return made
             try:
@@ -221,6 +216,13 @@ class ToolCallsSpec(MetricSpec):
         return judge
 
 
+class UnreadableReference(str):
+    """Why the reference holds no calls (or holds calls that do not add up): the gold's problem, which the
+    per-example function scores (``metrics.support.wrong_reference``)."""
+
+    __slots__ = ()
+
+
 class NotJsonArguments(str):
     """Why a call's arguments (the output's or the reference's) are not JSON: the per-example function scores it,
     as the reference's problem or as the system's wrong answer."""
@@ -228,11 +230,17 @@ class NotJsonArguments(str):
     __slots__ = ()
 
 
+#: What comparing one output with one reference gives: a result, or why there is none yet (the per-example function
+#: scores the three reasons).
+Judged = MetricResult | Unreadable | NotJsonArguments | UnreadableReference
+
 #: ``scored_with_note`` without its wrapper's call: the two notes a replay's trajectory short of perfect gets.
 _noted = Score.noted
 
-#: What the batch path leaves to the per-example function (a tuple: ``A | B`` would build a union every row).
-_FOR_ONE = (Unreadable, NotJsonArguments)
+#: What the batch path leaves to the per-example function (a tuple: ``A | B`` would build a union every row). ``str``
+#: stands for :class:`NotJsonArguments` and :class:`UnreadableReference`, the reasons given as text (a result is never
+#: text), so a row costs two checks however many such reasons there are.
+_FOR_ONE = (Unreadable, str)
 
 
 def _read(value: Any) -> ReadCalls | Unreadable | Any:

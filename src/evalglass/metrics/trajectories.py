@@ -30,7 +30,15 @@ from evalglass.metrics.base import (
 )
 from evalglass.metrics.check import CheckMetricSpec
 from evalglass.metrics.invalid import invalid_answer, unreadable_answer
-from evalglass.metrics.support import CountBound, NoReferenceSpec, clip, one_line, preview, scored_with_note
+from evalglass.metrics.support import (
+    CountBound,
+    NoReferenceSpec,
+    clip,
+    one_line,
+    preview,
+    scored_with_note,
+    wrong_reference,
+)
 
 
 class StepsSpec(NoReferenceSpec):
@@ -174,6 +182,8 @@ class FinalStateSpec(CheckMetricSpec):
         "reference): 1.0 on PASS, 0.0 on FAIL."
     )
 
+    given_reference: ClassVar[bool] = True
+
     type: Literal["final_state"] = "final_state"  # type: ignore[assignment]
     field: str | None = Field(
         default="final_state", description="Where the state is in the output (default: the trajectory's final_state)."
@@ -194,7 +204,7 @@ class FinalStateSpec(CheckMetricSpec):
                 try:
                     files[EXPECTED_FILE] = _json_file(expected)
                 except TypeError as exc:  # the gold's problem, not the system's
-                    return Score.non_evaluable("reference_wrong_type", f"the expected state is not JSON: {exc}")
+                    return wrong_reference("final_state", "a JSON value", expected, hint=str(exc))
             state = target(example)
             if state is ABSENT:
                 return invalid(example)

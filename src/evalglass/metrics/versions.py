@@ -66,22 +66,32 @@ class EvaluatorKind(StrEnum):
 #: and ``42.0``, surrounding whitespace aside; ``"true"`` equals ``true``, ``"True"`` too under ``normalize: {case:
 #: true}``), either side; before, it was 0.0 ``type_mismatch`` whatever the text said, so a right answer from a
 #: system that answers in text failed a gate on gold written as JSON numbers.
+#: ``contains@5``, ``set_overlap@5``, ``tool_calls@5``: a reference the metric cannot compare with (``contains``: no
+#: text or list of texts; ``set_overlap``: no list, or items JSON cannot hold; ``tool_calls``: no list of calls, or
+#: calls whose redundant fields disagree) is the gold's problem, ``non_evaluable`` ``reference_wrong_type``
+#: (``metrics.support.wrong_reference``, the one decision every builtin's reference problem goes through), which
+#: ``tolerate: [non_evaluable]`` can set aside; before, it was an ``error`` that blocked every gate on the metric.
+#: ``enum@5``: text read against a number or a boolean among the values as the value it spells, either side, by
+#: ``exact_match@5``'s rule (values ``[4]`` take the answer ``"4"``; values ``["4"]`` the answer ``4``); before, 0.0.
+#: ``llm_judge@4``, ``jury@3``: a reference JSON cannot write (a NaN from a Parquet cell, a set) is ``non_evaluable``
+#: ``reference_wrong_type`` and the judge is not called; before, a NaN was shown to the judge as ``null`` (orjson's
+#: writing of it) and a set failed the call.
 METRIC_VERSIONS: Mapping[str, int] = {
     "exact_match": 5,
-    "contains": 4,
+    "contains": 5,
     "regex": 4,
     "json_valid": 3,
     "json_schema": 3,
     "field_present": 2,
     "numeric_bounds": 3,
     "word_count": 3,
-    "set_overlap": 4,
-    "enum": 4,
+    "set_overlap": 5,
+    "enum": 5,
     "check": 2,
-    "llm_judge": 3,
-    "jury": 2,
+    "llm_judge": 4,
+    "jury": 3,
     "recorded_score": 3,
-    "tool_calls": 4,
+    "tool_calls": 5,
     "steps": 2,
     "loop": 4,
     "final_state": 2,
