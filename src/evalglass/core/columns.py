@@ -64,6 +64,12 @@ def note_key(diagnostics: Diagnostics) -> Hashable:
     return diagnostics
 
 
+def _all_finite(floats: list[float]) -> bool:
+    """Whether every float is finite: a finite sum implies every term is (a NaN or an infinity makes the sum NaN or
+    infinite); only a sum that is not (finite terms can overflow it) needs each term checked."""
+    return math.isfinite(sum(floats)) or bool(np.isfinite(np.array(floats, dtype=np.float64)).all())
+
+
 class ScoreColumn:
     """Append-only scores of one metric, one row per example in dataset order."""
 
@@ -108,9 +114,7 @@ class ScoreColumn:
         if not all_of_type(results, float):
             return False
         floats = cast(list[float], results)
-        # A finite sum implies every term is finite (a NaN or an infinity makes the sum NaN or infinite). Only a
-        # sum that is not (finite terms can overflow it) needs each term checked.
-        if not math.isfinite(sum(floats)) and not np.isfinite(np.array(floats, dtype=np.float64)).all():
+        if not _all_finite(floats):
             return False
         # ``fromlist`` converts in place: faster than building an array to extend from, and far faster than
         # ``extend`` from the list (an iterator, item by item).
@@ -150,8 +154,7 @@ class ScoreColumn:
             scores.append(index)
             if diagnostics or evidence:
                 noted.append((index, diagnostics, evidence))
-        # A finite sum implies every term is finite (see extend_measured).
-        if not math.isfinite(sum(values)) and not np.isfinite(np.array(values, dtype=np.float64)).all():
+        if not _all_finite(values):
             return None
         first = len(self._states)
         table = len(self._diag_table)

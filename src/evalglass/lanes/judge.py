@@ -409,8 +409,7 @@ class Judge:
 
     def readable(self, content: str) -> bool:
         """Whether ``content`` is an answer this judge's rules read as a score on its scale (:class:`ScoresOnly`)."""
-        score = parse_judge_answer(content, self.definition.scale).score
-        return score.status is Status.SCORED and score.validity is Validity.VALID
+        return parse_judge_answer(content, self.definition.scale).score.included
 
     def render(self, example: Example) -> list[tuple[str, str]] | Score:
         """The messages for ``example``, or the Score that explains why there are none (the reference is looked at
