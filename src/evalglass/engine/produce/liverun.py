@@ -19,7 +19,9 @@ Shape of the run (one event loop, one executor, the call cache):
   (``engine.produce.liveoutputs``) in the same order.
 
 Determinism (what makes ``--resume`` byte-identical): scores depend only on the outputs and answers, which the cache
-replays; the written order is the dataset's, whatever the completion order; evidence ids are content addresses.
+replays; the written order is the dataset's, whatever the completion order; evidence ids are content addresses. One
+exception by design: a judge's answer that is no score on its scale is never kept (``lanes.judge``), so a resumed
+run asks that judge again and may score the example where the interrupted run could not.
 """
 
 from __future__ import annotations
