@@ -274,15 +274,6 @@ def write_baselines(read: ReadBaselines, folder: Path) -> None:
                 out.write(data)
 
 
-def baselines_for_run(
-    config: Config, ledger: LoadedLedger, folder: Path, locator: RunLocator | None
-) -> tuple[dict[str, BaselineRun], dict[str, BaselineRecord]]:
-    """:func:`read_baselines` and :func:`write_baselines` at once (a caller that runs no host code in between)."""
-    read = read_baselines(config, ledger, locator)
-    write_baselines(read, folder)
-    return read.found, read.records
-
-
 def baseline_record(baseline: BaselineRun, trust: BaselineTrust | None) -> BaselineRecord:
     """What the run record keeps of a baseline: where it was, what it was, and for a signed one who signed it."""
     signed = trust is not None and trust.signature is SignatureState.VALID

@@ -369,11 +369,9 @@ def _prepare(config_path: Path, options: RunOptions) -> _Prepared:
     check_against_config(ledger, config)
     baselines = None
     if any(gate.compare_to is not None for gate in config.gates.values()):
-        from evalglass.engine.decide.baselines import refuse_damaged_baselines
+        from evalglass.engine.decide.baselines import read_baselines, refuse_damaged_baselines
 
         refuse_damaged_baselines(config, ledger)  # a damaged baseline stops the run before any call is made
-        from evalglass.engine.decide.baselines import read_baselines
-
         # Read before any host code runs (a lane could otherwise change which run a source's newest is).
         baselines = read_baselines(config, ledger, options.locator)
     signing_key = signing_key_from_env()
