@@ -44,7 +44,7 @@ class LaneOutput:
     #: An output made by several model calls (an agent's steps): each call's usage and whether it was answered
     #: from an earlier run's cache, for the token tally; None for an output of one call.
     model_calls: tuple[tuple[Any, bool], ...] | None = None
-    #: The API's finish reason when it says the answer was cut off at its token limit (``lanes.chatcall.TRUNCATED``:
+    #: The API's finish reason when it says the answer was cut off at its token limit (``core.finish.TRUNCATED``:
     #: ``length``, ``max_tokens``, ``MAX_TOKENS``); None for a complete answer, or a lane that does not say.
     truncated: str | None = None
 

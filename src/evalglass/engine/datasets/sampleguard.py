@@ -20,6 +20,7 @@ runs pay nothing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from evalglass.core.example import Example, ExampleBatch
@@ -45,26 +46,31 @@ if TYPE_CHECKING:
 class SampleGuard:
     """The score metric ``name`` gets on an example it must not measure, or None to measure it."""
 
-    __slots__ = ("_failures", "_name", "_output_telemetry", "_paths", "_telemetry")
+    __slots__ = ("_failed", "_failed_score", "_name", "_output_telemetry", "_paths", "_telemetry")
 
     def __init__(self, name: str, spec: MetricSpec, output_field: str, *, failures: bool, uncaptured: bool) -> None:
         self._name = name
-        self._failures = failures
+        # Only another tool's results can say a sample failed: a JSONL dataset's run does not load their reader,
+        # which is imported here, once per metric, rather than on each example.
+        self._failed: Callable[[Any], bool] | None = None
+        self._failed_score: Callable[[str, Example], Score] | None = None
+        if failures:
+            from evalglass.engine.datasets.toollogs.toolresults import failed_sample_score, sample_failed
+
+            self._failed, self._failed_score = sample_failed, failed_sample_score
         self._paths = needed_paths(spec, output_field) if uncaptured else ()
         self._telemetry = telemetry_paths(self._paths)
         self._output_telemetry = output_telemetry_path(spec)
 
     @property
     def active(self) -> bool:
-        return self._failures or bool(self._paths) or self._output_telemetry is not None
+        return self._failed is not None or bool(self._paths) or self._output_telemetry is not None
 
     def unmeasured(self, example: Example) -> Score | None:
-        if self._failures:
-            # Only another tool's results can say a sample failed: a JSONL dataset's run does not load their reader.
-            from evalglass.engine.datasets.toollogs.toolresults import failed_sample_score, sample_failed
-
-            if sample_failed(example.output):
-                return failed_sample_score(self._name, example)
+        failed = self._failed
+        if failed is not None and failed(example.output):
+            assert self._failed_score is not None
+            return self._failed_score(self._name, example)
         if self._paths:
             what = missing_content(example.fields, self._paths)
             if what is not None:
@@ -80,11 +86,9 @@ class SampleGuard:
         return None
 
     def any_unmeasured(self, examples: ExampleBatch) -> bool:
-        if self._failures:
-            from evalglass.engine.datasets.toollogs.toolresults import sample_failed
-
-            if any(sample_failed(output) for output in examples.outputs):
-                return True
+        failed = self._failed
+        if failed is not None and any(map(failed, examples.outputs)):
+            return True
         telemetry = self._output_telemetry
         if telemetry is not None and any(unrecorded_output(each, telemetry) is not None for each in examples.outputs):
             return True

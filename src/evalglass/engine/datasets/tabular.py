@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -165,8 +164,8 @@ class _NonFiniteRow(dict[str, Any]):
 def _keeping_non_finite(value: Any) -> Any:
     """``value`` as JSON values, as every other row is read (values JSON cannot hold become their text), except
     that its NaNs and infinities stay floats (orjson would write them as ``null``, a value the file does not hold)."""
-    if isinstance(value, float):
-        return value if not math.isfinite(value) else orjson.loads(orjson.dumps(value))
+    if isinstance(value, float):  # a finite float is read back from its JSON as the same float
+        return value
     if isinstance(value, dict):
         return {str(key): _keeping_non_finite(item) for key, item in value.items()}
     if isinstance(value, list | tuple):

@@ -155,17 +155,13 @@ def _version(path: Path) -> tuple[str, dict[str, Any]]:
     moment = stem[:-6].rsplit("_", 1)[-1]
     results = path.with_name(f"results_{moment}.json")
     try:
-        data = results.read_bytes() if results.is_file() else None
-    except OSError:
-        data = None
-    try:
-        if data is None:
-            raise ValueError(results)
+        if not results.is_file():
+            raise FileNotFoundError(results)
         # Written by Python's json, as the samples are: a NaN (a metric's stderr over one sample) is read as its
         # text, not a file "missing or unreadable"; one in UTF-16 is refused naming its encoding (text_start).
-        text = text_start(data, what="lm-eval results file", where=str(results))
+        text = text_start(results.read_bytes(), what="lm-eval results file", where=str(results))
         document = load_json(text, MendedLines(str(results)))
-    except ValueError:  # orjson.JSONDecodeError is one
+    except (OSError, ValueError):  # orjson.JSONDecodeError is a ValueError
         raise SetupError(
             f"cannot tell which lm-eval wrote this file: {results.name} (beside it, with its version) is missing or "
             "unreadable",
