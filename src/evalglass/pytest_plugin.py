@@ -11,6 +11,16 @@ every reason (never a pass, never a skip: it fails CI like ``evalglass run`` doe
 saying that no gate is active. A run that cannot complete (what ``evalglass run`` exits 2 for) fails the test with
 the one-line error.
 
+Such a failure cannot be swallowed: a test that catches it (``except BaseException``, ``pytest.raises``), an
+``xfail`` marker or a hook that turns the report into a pass still leaves the session's exit status failed, with
+the run's verdict line in the terminal summary (``pytest_sessionfinish`` below). ``--evalglass-ledger PATH`` pins
+the host's ledger for every run of the session, as ``evalglass run --ledger`` does: a config whose ``ledger:``
+names another file is refused. Limit: a test file, ``conftest.py`` and pytest's configuration are the pull
+request's own code, running in this process; a pull request can delete the test or rewrite the exit status from a
+later hook. A green pytest session is therefore never the approval gate: CI runs ``evalglass run --ledger`` (or
+``evalglass verify DIR --ledger PATH --strict`` on the run folder) from the base branch's workflow
+(docs/python-api.md, "In pytest").
+
 pytest loads this module in every session of an environment where EvalGlass is installed, so it imports nothing
 but pytest until a test uses the fixture (``tests/test_lazy_imports.py`` pins that). Disable it with
 ``-p no:evalglass``.
@@ -20,17 +30,60 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
 from evalglass.api import CacheMode, RunResult
 
+#: Every verdict of this session that fails CI, as the line pytest failed a test with; kept on the config so that
+#: no test outcome (caught, xfailed, rewritten) can take it back.
+_FAILED_RUNS = pytest.StashKey[list[str]]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.getgroup("evalglass").addoption(
+        "--evalglass-ledger",
+        dest="evalglass_ledger",
+        default=None,
+        metavar="PATH",
+        help="pin the host's ledger for every evalglass_run: refuse a config whose ledger: names another file",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_FAILED_RUNS] = []
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A run whose verdict fails CI fails the session, whatever the test did with the failure."""
+    if session.config.stash.get(_FAILED_RUNS, []) and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    failed = config.stash.get(_FAILED_RUNS, [])
+    if failed:
+        terminalreporter.section("EvalGlass: runs that fail CI (whatever the tests did with them)", red=True)
+        for line in failed:
+            terminalreporter.write_line(line)
+
+
+def _fail(record: Callable[[str], None] | None, message: str) -> NoReturn:
+    if record is not None:
+        record(message.splitlines()[0])
+    pytest.fail(message, pytrace=False)
+
 
 @dataclass(frozen=True)
 class PytestRun(RunResult):
     """An :class:`evalglass.RunResult` with the assertion a test makes about it."""
+
+    #: Records a failure the session must not lose (None outside the fixture).
+    record: Callable[[str], None] | None = field(default=None, compare=False, repr=False)
 
     def assert_passed(self) -> None:
         from evalglass.core.gates import Outcome
@@ -44,7 +97,7 @@ class PytestRun(RunResult):
             pytest.skip(f"{head} (run folder: {self.folder})")
         shown = [gate for gate in self.gates if gate.outcome in (Outcome.FAIL, Outcome.BLOCKED)]
         lines = [head, *(f"  {gate_sentence(gate)}" for gate in shown), f"run folder: {self.folder}"]
-        pytest.fail("\n".join(lines), pytrace=False)
+        _fail(self.record, "\n".join(lines))
 
 
 @pytest.fixture
@@ -53,8 +106,17 @@ def evalglass_run(request: pytest.FixtureRequest) -> Callable[..., PytestRun]:
     looked up under pytest's rootdir, then the working directory; the run folder defaults to
     ``.evalglass/runs/<run id>`` (under the working directory) as with ``evalglass run``; a baseline the ledger
     names by reference is looked up in ``db`` (default: ``$EVALGLASS_DB``, else ``.evalglass/history.sqlite``), as
-    ``evalglass run --db`` does."""
+    ``evalglass run --db`` does. ``--evalglass-ledger`` pins the host's ledger for every run (``evalglass run
+    --ledger``)."""
     root = request.config.rootpath
+    failed = request.config.stash.setdefault(_FAILED_RUNS, [])
+    given = request.config.getoption("evalglass_ledger")
+    # Relative to where pytest was started, as on its command line (a test may change the working directory).
+    pinned = None if given is None else request.config.invocation_params.dir / given
+    node = request.node.nodeid
+
+    def record(line: str) -> None:
+        failed.append(f"{node}: {line}")
 
     def run(
         config: str | os.PathLike[str],
@@ -72,13 +134,13 @@ def evalglass_run(request: pytest.FixtureRequest) -> Callable[..., PytestRun]:
             # file, the error names the rootdir path.
             path = next((base / path for base in (root, Path.cwd()) if may_exist(base / path)), root / path)
         try:
-            result = evalglass.run(path, out=out, cache=cache, db=db)
+            result = evalglass.run(path, out=out, cache=cache, db=db, pinned_ledger=pinned)
         except evalglass.SetupError as exc:
             problem = exc.line()
         else:
-            return PytestRun(folder=result.folder, scorecard=result.scorecard)
+            return PytestRun(folder=result.folder, scorecard=result.scorecard, record=record)
         # Failed outside the ``except``: inside it, pytest shows the SetupError again above the failure ("During
         # handling of the above exception, another exception occurred"), the one line said twice.
-        pytest.fail(f"EvalGlass could not complete the run (no verdict): {problem}", pytrace=False)
+        _fail(record, f"EvalGlass could not complete the run (no verdict): {problem}")
 
     return run
