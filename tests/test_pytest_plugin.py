@@ -253,21 +253,26 @@ def test_caught_incomplete(evalglass_run):
 """
 
 
-def test_a_failing_verdict_the_test_swallows_still_fails_the_session(tmp_path: Path):
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]])
+def test_a_failing_verdict_the_test_swallows_still_fails_the_session(tmp_path: Path, workers: list[str]):
     """An `xfail` marker or a test that catches the failure made the session green on a failing gate (exit 0,
-    "2 passed, 1 xfailed"); the verdict, not the test's handling of it, decides the exit status."""
+    "2 passed, 1 xfailed"); the verdict, not the test's handling of it, decides the exit status, under pytest-xdist
+    too (a worker's exit status is not its controller's)."""
     project_with(tmp_path / "project", lambda p: approve(p, threshold=0.8))
     (tmp_path / "project" / "test_swallow.py").write_text(SWALLOWED)
-    result = run_pytest(tmp_path / "project", "-rs")
+    result = run_pytest(tmp_path / "project", "-rs", *workers)
     assert result.returncode == pytest.ExitCode.TESTS_FAILED, result.stdout
     pytest.LineMatcher(result.stdout.splitlines()).fnmatch_lines(
         [
             "*EvalGlass: runs that fail CI*",
-            "test_swallow.py::test_xfailed: EvalGlass verdict: fail (exit code 1)*",
-            "test_swallow.py::test_caught: EvalGlass verdict: fail (exit code 1)*",
-            "test_swallow.py::test_caught_incomplete: EvalGlass could not complete the run*",
         ]
     )
+    for test, line in (
+        ("test_xfailed", "EvalGlass verdict: fail (exit code 1)"),
+        ("test_caught", "EvalGlass verdict: fail (exit code 1)"),
+        ("test_caught_incomplete", "EvalGlass could not complete the run"),
+    ):
+        assert f"test_swallow.py::{test}: {line}" in result.stdout, result.stdout
 
 
 def test_the_pinned_ledger_is_the_only_other_ledger_a_run_may_read(tmp_path: Path):
@@ -286,3 +291,17 @@ def test_the_pinned_ledger_is_the_only_other_ledger_a_run_may_read(tmp_path: Pat
         pytest.LineMatcher(refused.stdout.splitlines()).fnmatch_lines(["*could not complete the run*ledger*"])
     pinned = run_pytest(project.root, "--evalglass-ledger", "evals/mine.yaml")
     assert pinned.returncode == pytest.ExitCode.OK, pinned.stdout
+
+
+@pytest.mark.parametrize("deselect", [["-k", "not quality"], ["--co"]])
+def test_a_pinned_session_that_makes_no_run_fails(tmp_path: Path, deselect: list[str]):
+    """`addopts = -k "not quality"` (pytest's configuration is the pull request's) made a session green without
+    running the eval; with `--evalglass-ledger` on CI's command line a session that made no run fails, saying so."""
+    project = project_with(tmp_path / "project", lambda p: approve(p, threshold=0.7))
+    (project.root / "test_quality.py").write_text(TEST_FILE)
+    (project.root / "test_other.py").write_text("def test_other():\n    pass\n")
+    assert run_pytest(project.root, *deselect).returncode == pytest.ExitCode.OK
+    result = run_pytest(project.root, "--evalglass-ledger", "evals/authority.yaml", *deselect)
+    assert result.returncode == pytest.ExitCode.TESTS_FAILED, result.stdout
+    assert "no test ran evalglass_run, though --evalglass-ledger asked" in result.stdout
+    assert run_pytest(project.root, "--evalglass-ledger", "evals/authority.yaml").returncode == pytest.ExitCode.OK
