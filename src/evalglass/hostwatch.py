@@ -18,7 +18,9 @@ folder's ``__init__``, or extension) had its inode changed since (``st_ctime``, 
 set back, unlike ``st_mtime``) is refused (``ImportError``: the run ends with exit 2, naming the file), and a
 bytecode cache written since is ignored (the module is compiled from its source, which was checked). Limits: data
 files the engine reads later (the HTML report's templates) are not watched, and a file system that does not keep
-``ctime`` is not told apart.
+``ctime`` is not told apart. A metadata-only change moves ``ctime`` too: a hard link made or removed to an installed
+file while a run is in flight (uv installs packages as hard links to its cache; ``uv cache prune`` elsewhere) ends an
+honest run with exit 2, never a verdict.
 
 Limits. Counts are changed by the thread that hands the work over (the run's main thread, which also runs a live
 run's event loop), so host code on a lane's or a metric pool's threads is counted from its hand-off, and when a

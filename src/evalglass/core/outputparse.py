@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
 
+import orjson
+
 #: The key beside a stored output saying the text under its key is an answer that is not JSON, and why.
 NOT_JSON = "not_json"
 
@@ -103,6 +105,30 @@ def read_stored_output(entry: Mapping[str, Any], key: str, declared: str) -> Any
     if type(why) is str and type(value) is str:
         return UnparsedOutput(text=value, message=why, declared=declared)
     return value
+
+
+#: What follows an answer that is not JSON where one is shown (its why is the row's diagnostic).
+NOT_JSON_MARK = "[not JSON]"
+
+
+def shown_output(value: Any, *, indent: bool = False) -> str:
+    """An output as a person reads it, whole (a renderer shortens and escapes it): a string as it is; an
+    :class:`UnparsedOutput` (a Parquet NaN, a python lane's set, a chat reply that is not JSON) as the answer as the
+    system gave it, its text, then :data:`NOT_JSON_MARK`, never the fields it is stored as; anything else as its JSON,
+    an :class:`UnparsedOutput` inside it as that marked text (a string of the JSON), another value JSON cannot hold as
+    its ``repr``. The one place every view of an example's answer (``view --examples``, the HTML and markdown reports,
+    the explorer) makes its text, so all of them show such an answer the same way."""
+    if type(value) is UnparsedOutput:
+        return f"{value.text} {NOT_JSON_MARK}"
+    if isinstance(value, str):
+        return value
+    # Passed through so that ``_shown_default`` sees an UnparsedOutput (orjson would write it as an object).
+    option = orjson.OPT_PASSTHROUGH_DATACLASS | (orjson.OPT_INDENT_2 if indent else 0)
+    return orjson.dumps(value, option=option, default=_shown_default).decode()
+
+
+def _shown_default(value: Any) -> str:
+    return shown_output(value) if type(value) is UnparsedOutput else repr(value)
 
 
 def _refuse_constant(name: str) -> Any:

@@ -26,9 +26,11 @@ import orjson
 
 from evalglass.core.fieldpath import FieldPathError
 from evalglass.core.fingerprint import PREFIX
+from evalglass.core.outputparse import shown_output
 from evalglass.core.runrecord import SCORES_FILE, RunRecord
 from evalglass.engine.datasets.readback import OWN_READER_FORMATS, examples_by_id, read_by_own_reader
 from evalglass.engine.datasets.recordparts import present, record_parts
+from evalglass.engine.explore.failing import live_answer
 from evalglass.engine.runs.artifacts import CHECKS_FILE, open_artifact, run_score_rows, variant_names_of
 from evalglass.engine.runs.runfolder import OUTPUTS_FILE
 from evalglass.errors import SetupError
@@ -132,9 +134,8 @@ def clip(text: str, limit: int = EXPANDED_CHARS) -> str:
 
 
 def as_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    return orjson.dumps(value, option=orjson.OPT_INDENT_2, default=repr).decode()
+    """A value whole, as text (:func:`~evalglass.core.outputparse.shown_output`, indented)."""
+    return shown_output(value, indent=True)
 
 
 def cell_of(metric: str, entry: Any) -> Cell:
@@ -314,7 +315,7 @@ def _join_outputs(folder: Path, by_line: dict[int, Row]) -> None:
         samples = entry.get("samples")
         if isinstance(samples, list):
             shown = [
-                as_text(item.get("output")) if "output" in item else f"(no output: {as_text(item.get('error'))})"
+                as_text(live_answer(item)) if "output" in item else f"(no output: {as_text(item.get('error'))})"
                 for item in samples
                 if isinstance(item, dict)
             ]
@@ -347,7 +348,7 @@ def _join_variant_outputs(folder: Path, names: tuple[str, ...], by_id: dict[str,
         outputs: dict[str, str | None] = dict.fromkeys(names)
         for name in kept:
             shown = [
-                as_text(item["output"]) if "output" in item else f"{NO_OUTPUT}: {as_text(item.get('error'))}"
+                as_text(live_answer(item)) if "output" in item else f"{NO_OUTPUT}: {as_text(item.get('error'))}"
                 for item in per_variant.get(name, ())
             ]
             text = NO_OUTPUT if not shown else shown[0] if len(shown) == 1 else _numbered(shown)

@@ -35,6 +35,7 @@ import orjson
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.gates import GateResult
 from evalglass.core.gatespec import reaches
+from evalglass.core.outputparse import DECLARED_JSON, read_stored_output, shown_output
 from evalglass.core.runrecord import RunRecord
 from evalglass.core.scorecard import Scorecard
 from evalglass.core.uniform import all_of_type
@@ -295,8 +296,8 @@ def _candidates(entries: list[Any], rule: FailRule, states: frozenset[ExampleSta
 
 
 def as_text(value: Any) -> str:
-    """A value whole, as text: a string as it is, anything else as its JSON."""
-    return value if isinstance(value, str) else orjson.dumps(value, default=repr).decode()
+    """A value whole, as text (:func:`~evalglass.core.outputparse.shown_output`, compact)."""
+    return shown_output(value)
 
 
 def with_outputs(folder: Path, record: RunRecord, rows: list[ExampleRow]) -> tuple[list[ExampleRow], str | None]:
@@ -363,8 +364,14 @@ def _sample_text(samples: list[dict[str, Any]] | None, sample: int | None) -> st
     if chosen is None and len(samples) == 1:
         chosen = samples[0]
     if chosen is not None:
-        return as_text(chosen["output"]) if "output" in chosen else NO_OUTPUT
-    return as_text([item.get("output") for item in samples])
+        return as_text(live_answer(chosen)) if "output" in chosen else NO_OUTPUT
+    return as_text([live_answer(item) if "output" in item else None for item in samples])
+
+
+def live_answer(sample: Mapping[str, Any]) -> Any:
+    """A live lane's stored answer (a sample of ``outputs.jsonl`` that holds ``output``): one that is not JSON read
+    back as an ``UnparsedOutput``, so that :func:`as_text` shows it marked as such, not as its bare text."""
+    return read_stored_output(sample, "output", DECLARED_JSON)
 
 
 def _live_outputs(folder: Path, wanted: set[str]) -> tuple[dict[str, Any], str | None]:
@@ -379,7 +386,8 @@ def _live_outputs(folder: Path, wanted: set[str]) -> tuple[dict[str, Any], str |
                 samples = row.get("samples")
                 if isinstance(samples, list):
                     found[row["id"]] = [
-                        sample.get("output", ABSENT) if isinstance(sample, dict) else sample for sample in samples
+                        (live_answer(sample) if "output" in sample else ABSENT) if isinstance(sample, dict) else sample
+                        for sample in samples
                     ]
                 if len(found) == len(wanted):
                     break

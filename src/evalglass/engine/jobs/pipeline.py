@@ -133,7 +133,9 @@ def run_standalone_checks(loaded: LoadedConfig) -> dict[str, CheckResult]:
 
 
 #: A file's identity as far as a change to it shows: (device, inode, size, ctime in ns). ``ctime`` moves with every
-#: write, rename over and ``utime``, and no unprivileged process can set it back (unlike ``mtime``).
+#: write, rename over and ``utime``, and no unprivileged process can set it back (unlike ``mtime``). Limit: it also
+#: moves on a metadata-only change (``chmod``, a hard link made or removed, as DVC, git-annex or uv's cache do), which
+#: then stops an honest run with exit 2; telling those apart would need the file's hash before host code ran.
 FileState = tuple[int, int, int, int] | None
 
 
@@ -168,8 +170,9 @@ def refuse_changed_inputs(states: dict[Path, FileState]) -> None:
     for path, before in states.items():
         if file_state(path) != before:
             raise SetupError(
-                "the file changed while the run read it (written, replaced or touched after the run started): the "
-                "examples and outputs it scored are not the file's, so nothing was decided",
+                "the file changed while the run read it (written, replaced, touched, or its inode changed: a new hard "
+                "link or a permission change counts too, since only the ctime shows a rewrite host code cannot hide): "
+                "the examples and outputs it scored may not be the file's, so nothing was decided",
                 where=str(path),
                 fix="run again on a file nothing writes during the run (host code runs as the same user and must "
                 "not write the dataset)",
