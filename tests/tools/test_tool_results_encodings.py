@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.tools.test_tool_results import LM_EVAL, metric, run
 from tests.tools.test_tool_results_hostile import RESULTS
 
@@ -35,11 +37,11 @@ def test_a_nan_in_lm_evals_results_file_is_read_not_called_missing(tmp_path: Pat
     assert metric(result.json(), "em")["population"]["included"] == 10
 
 
-def refused_in_utf16(tmp_path: Path, recoded: Path) -> str:
-    """The one line a run of lm-eval's two files, ``recoded`` saved as UTF-16, stops with."""
+def refused_in_utf16(tmp_path: Path, recoded: Path, encoding: str = "utf-16") -> str:
+    """The one line a run of lm-eval's two files, ``recoded`` saved in ``encoding``, stops with."""
     files = {LM_EVAL.name: LM_EVAL, RESULTS.name: RESULTS}
     files[recoded.name] = tmp_path / recoded.name
-    files[recoded.name].write_bytes(recoded.read_text(encoding="utf-8").encode("utf-16"))
+    files[recoded.name].write_bytes(recoded.read_text(encoding="utf-8").encode(encoding))
     result = run(tmp_path, [files[LM_EVAL.name], files[RESULTS.name]], "lm-eval", EM)
     assert result.code == 2, result.out
     (line,) = result.err.strip().splitlines()
@@ -50,6 +52,15 @@ def refused_in_utf16(tmp_path: Path, recoded: Path) -> str:
 def test_lm_evals_results_file_saved_as_utf16_is_one_line_naming_its_encoding(tmp_path: Path) -> None:
     line = refused_in_utf16(tmp_path, RESULTS)
     assert f"{RESULTS.name}: lm-eval results file is UTF-16 text, not UTF-8" in line, line
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"])
+def test_lm_evals_samples_saved_without_a_byte_order_mark_are_one_line_naming_their_encoding(
+    tmp_path: Path, encoding: str
+) -> None:
+    """UTF-32BE without a mark opens with three NUL bytes: it was not named, and every line was malformed."""
+    line = refused_in_utf16(tmp_path, LM_EVAL, encoding)
+    assert f"is UTF-{encoding[4:6]} text, not UTF-8" in line, line
 
 
 def test_a_line_nested_deeper_than_any_parser_goes_is_a_malformed_sample_not_a_crash(tmp_path: Path) -> None:

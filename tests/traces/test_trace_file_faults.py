@@ -17,7 +17,7 @@ from tests.traces.test_otlp_reader import read
 from tests.traces.test_traces_cli import CONTAINS, project, scores_of, support_spans
 
 
-@pytest.mark.parametrize("encoding", ["utf-16", "utf-32", "utf-16-be", "utf-16-le", "utf-32-le"])
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-32", "utf-16-be", "utf-16-le", "utf-32-be", "utf-32-le"])
 def test_a_trace_file_saved_as_utf16_or_utf32_stops_the_run_with_the_jsonl_readers_line(
     tmp_path: Path, encoding: str
 ) -> None:
