@@ -98,6 +98,8 @@ _WIDE_MARKS = (
     (b"\xff\xfe", "UTF-16"),
     (b"\xfe\xff", "UTF-16"),
 )
+#: A byte that opens JSON or CSV text: printable ASCII or white space.
+_TEXT_OPENER = re.compile(rb"[\t\n\r\x20-\x7e]")
 #: How many bytes of a file :func:`text_start` needs to tell a wide encoding (the longest mark).
 TEXT_START = 4
 
@@ -111,8 +113,10 @@ def wide_encoding(start: bytes) -> str | None:
     for mark, name in _WIDE_MARKS:
         if start.startswith(mark):
             return name
-    if len(start) >= 4 and start[:3] == b"\x00\x00\x00" and 0 < start[3] < 0x80:
-        return "UTF-32"  # UTF-32BE: its first two bytes are both NUL, so the pair below cannot tell it
+    if len(start) >= 4 and start[:3] == b"\x00\x00\x00" and _TEXT_OPENER.fullmatch(start[3:4]):
+        # UTF-32BE: its first two bytes are both NUL, so the pair below cannot tell it. Its first character is
+        # printable or white space: a protobuf length prefix (00 00 00 05) is a control byte.
+        return "UTF-32"
     pair = start[:2]
     if len(pair) == 2 and max(pair) < 0x80 and (pair[0] == 0) != (pair[1] == 0):
         return "UTF-32" if start[2:4] == b"\x00\x00" else "UTF-16"
