@@ -140,17 +140,17 @@ FileState = tuple[int, int, int, int] | None
 
 
 def read_file_states(loaded: LoadedConfig) -> dict[Path, FileState]:
-    """The state of each file the run reads examples and outputs from while it scores (the dataset, a recorded
-    task's or variant's outputs file), taken before any host code runs (:func:`refuse_changed_inputs`)."""
-    from evalglass.engine.spec.config import RecordedTask
+    """The state of each file the run reads examples and outputs from while it scores, taken before any host code
+    runs (:func:`refuse_changed_inputs`). The files are what each dataset source the run scores says it reads
+    (``source_files``: the dataset's reader names every file its format opens, a recorded outputs file is added),
+    for the run's config and each variant's, so a format with a second file cannot be left out here."""
+    from evalglass.engine.datasets.source import source_files
 
     config = loaded.config
-    paths = [loaded.dataset_path, *([loaded.outputs_file] if loaded.outputs_file is not None else [])]
+    paths = list(source_files(loaded))
     for name in config.variant_names:
-        task = config.variant_task(name)
-        if isinstance(task, RecordedTask) and task.path is not None:
-            paths.append(loaded.base_dir / task.path)
-    return {path: file_state(path) for path in paths}
+        paths.extend(source_files(dataclasses.replace(loaded, config=config.for_variant(name))))
+    return {path: file_state(path) for path in dict.fromkeys(paths)}
 
 
 def file_state(path: Path) -> FileState:

@@ -54,6 +54,11 @@ class LmEvalReader(ToolReader):
         super().__init__(path, **options)
         self.answer_filter = answer_filter
 
+    def files(self) -> tuple[Path, ...]:
+        """The samples file and the results file beside it, which decides which documents ran (``n-samples``)."""
+        results = results_path(self.path)
+        return (self.path,) if results is None else (self.path, results)
+
     def _samples(self) -> Iterator[ToolSample | ToolProblem]:
         version, document = _version(self.path)
         task = _task(self.path)
@@ -146,15 +151,13 @@ class LmEvalReader(ToolReader):
 
 def _version(path: Path) -> tuple[str, dict[str, Any]]:
     """The lm-eval version that wrote ``path`` and its results file (read beside it)."""
-    stem = path.name
-    if not (stem.startswith("samples_") and stem.endswith(".jsonl")):
+    results = results_path(path)
+    if results is None:
         raise SetupError(
             "an lm-eval samples file is named samples_<task>_<time>.jsonl",
             where=str(path),
             fix="point dataset.path at the file lm-eval --log_samples wrote",
         )
-    moment = stem[:-6].rsplit("_", 1)[-1]
-    results = path.with_name(f"results_{moment}.json")
     try:
         if not results.is_file():
             raise FileNotFoundError(results)
@@ -173,6 +176,15 @@ def _version(path: Path) -> tuple[str, dict[str, Any]]:
     if not isinstance(version, str) or not any(version == v or version.startswith(v + ".") for v in VERSIONS):
         raise UnknownVersion(path, "lm-eval", "version", version, VERSIONS)
     return version, document
+
+
+def results_path(path: Path) -> Path | None:
+    """The results file lm-eval wrote beside samples file ``path`` (None: ``path`` is not named as one)."""
+    stem = path.name
+    if not (stem.startswith("samples_") and stem.endswith(".jsonl")):
+        return None
+    moment = stem[:-6].rsplit("_", 1)[-1]
+    return path.with_name(f"results_{moment}.json")
 
 
 def _task(path: Path) -> str:

@@ -208,6 +208,10 @@ class ToolReader:
         self.mended = MendedLines(str(path))
         self._done = False
 
+    def files(self) -> tuple[Path, ...]:
+        """Every file the reader opens: a format with a second file (lm-eval's results file) names it here."""
+        return (self.path,)
+
     @property
     def fingerprint(self) -> str:
         if not self._done or self._hash is None:
