@@ -434,3 +434,52 @@ def test_a_run_recorded_before_records_were_approved_is_not_green_under_the_curr
     rewrite()
     claimed = evalglass("verify", str(folder), cwd=project.root)
     assert claimed.code == 1 and "calibration_unapproved" in claimed.out, claimed.out + claimed.err
+
+
+def test_host_code_rewriting_the_calibration_record_mid_run_does_not_change_the_decision(project: LiveProject) -> None:
+    """The judges' standings (rubric fingerprint, calibration record) are read before any host code runs, as the
+    baselines and the dataset are: an ungated python metric (the same user) overwriting the approved record while
+    the run scores used to make the end of the run read its bytes instead (a damaged record: exit 2)."""
+    project.root.mkdir(parents=True, exist_ok=True)
+    (project.root / "scribble.py").write_text(
+        "from pathlib import Path\n\n"
+        "def score(example, output):\n"
+        "    Path(__file__).with_name('calibrations').joinpath('quality.json').write_text('{not json')\n"
+        "    return 1.0\n"
+    )
+    project.write(
+        [{"id": "a", "question": "grade=3 a"}, {"id": "b", "question": "grade=2 b"}],
+        metrics={
+            "quality": project.judge(scale={"min": 1, "max": 3}),
+            "scribble": {"type": "python", "function": "scribble.py:score"},
+        },
+        gates={"judged": {"metric": "quality"}},
+    )
+    _labels(project)
+    calibrated = evalglass("calibrate", "quality", "--labels", "labels.jsonl", cwd=project.root)
+    assert calibrated.code == 0, calibrated.err
+    approved = (project.root / "calibrations" / "quality.json").read_text()
+    project.write_ledger(
+        {
+            "gates": {
+                "judged": {
+                    "active": True,
+                    "threshold": 2.0,
+                    "fingerprint": project.gate_fingerprint("judged"),
+                    "judge_endpoint": project.judge_endpoint("quality"),
+                }
+            },
+            "judges": {"quality": {"min_agreement": 0.3, "calibration": calibration_pin(calibrated.out)}},
+        }
+    )
+    result = project.run()
+    assert (project.root / "calibrations" / "quality.json").read_text() == "{not json"  # the metric did run
+    assert result.code == 0, result.err
+    assert _gate(result.out)["outcome"] == "pass"
+    record = json.loads((project.last_run() / "runrecord.json").read_text())
+    assert record["judge_calibrations"] == "approved"
+    # the next run reads the damaged record before any host code runs: one line, exit 2
+    (project.root / "calibrations" / "quality.json").write_text("{not json")
+    damaged = project.run()
+    assert damaged.code == 2 and "calibration record is not valid JSON" in damaged.err, damaged.err
+    assert approved != "{not json"

@@ -70,6 +70,7 @@ from evalglass.lanes.shipping import ClusterLost
 from evalglass.version import __version__
 
 if TYPE_CHECKING:
+    from evalglass.core.authority import JudgeStanding
     from evalglass.core.comparative import ComparativeInputs
     from evalglass.engine.decide.baselines import ReadBaselines
     from evalglass.engine.produce.cachekey import CacheSecret
@@ -297,6 +298,8 @@ class _Prepared:
     baselines: ReadBaselines | None = None
     #: The files the run reads examples and outputs from, as they were before any host code ran.
     input_states: dict[Path, FileState] = dataclasses.field(default_factory=dict)
+    #: Every judge's fingerprint (its rubric) and calibration record, read before any host code ran.
+    judge_standings: dict[str, JudgeStanding] = dataclasses.field(default_factory=dict)
 
 
 def _runs_host_code(config: Config) -> bool:
@@ -396,7 +399,19 @@ def _prepare(config_path: Path, options: RunOptions) -> _Prepared:
         source,
         baselines=baselines,
         input_states=read_file_states(loaded),
+        judge_standings=_judge_standings(loaded),
     )
+
+
+def _judge_standings(loaded: LoadedConfig) -> dict[str, JudgeStanding]:
+    """The judges' rubric fingerprints and calibration records, read before any host code runs: a python lane or
+    metric (the same user) rewriting a rubric or a calibration record mid-run must not change what the gates are
+    decided on, as for the baselines and the dataset."""
+    if not loaded.config.judges:
+        return {}
+    from evalglass.engine.jobs.calibrate import judge_standings
+
+    return judge_standings(loaded)
 
 
 def _run_key(loaded: LoadedConfig, *, resuming: bool) -> CacheSecret | None:
@@ -778,11 +793,7 @@ def _decide_and_write(
     config = loaded.config
     dataset = scored.dataset
     gate_fingerprints = {name: config.gate_fingerprint(name, loaded.definition_files) for name in config.gates}
-    standings = {}
-    if config.judges:
-        from evalglass.engine.jobs.calibrate import judge_standings
-
-        standings = judge_standings(loaded)
+    standings = prepared.judge_standings
     comparative: ComparativeInputs | None = None
     baseline_records: dict[str, BaselineRecord] = {}
     if any(gate.compare_to is not None for gate in config.gates.values()):
