@@ -166,6 +166,15 @@ def install(env: Mapping[str, str]) -> int:
 DEFAULT_LEDGER = "authority.yaml"
 
 
+#: Options of `evalglass run` an input of the action sets; `args` may not set them again.
+INPUT_OWNED = {
+    "--config": "set the config with the action's `config` input",
+    "--ledger": "set the host's ledger with the action's `ledger` input (it is always passed as --ledger)",
+    "--out": "set the run folder with the action's `out` input",
+    "--example": "the action runs the suite its `config` input names",
+}
+
+
 def run_argv(env: Mapping[str, str]) -> tuple[list[str], Path]:
     config = env.get("INPUT_CONFIG", "").strip() or "evals/evalglass.yaml"
     out = env.get("INPUT_OUT", "").strip() or "evalglass-run"
@@ -176,7 +185,15 @@ def run_argv(env: Mapping[str, str]) -> tuple[list[str], Path]:
     # workflow.
     ledger = env.get("INPUT_LEDGER", "").strip() or str(Path(config).parent / DEFAULT_LEDGER)
     argv += ["--ledger", ledger]
-    return argv + shlex.split(env.get("INPUT_ARGS", "")), Path(out)
+    more = shlex.split(env.get("INPUT_ARGS", ""))
+    # An option given twice takes its last value, so `args: --ledger evals/mine.yaml` would silently replace the
+    # pinned ledger a reviewer reads in the `ledger` input (and `--example` would run another suite): what an input
+    # says is said there only.
+    for token in more:
+        owner = next((option for option in INPUT_OWNED if token == option or token.startswith(option + "=")), None)
+        if owner is not None:
+            raise StepError(f"args: {token}: {INPUT_OWNED[owner]}")
+    return argv + more, Path(out)
 
 
 def file_identity(path: Path) -> tuple[int, int] | None:
@@ -203,9 +220,10 @@ def verdict_written(scorecard: Path, before: tuple[int, int] | None) -> str:
 def run(env: Mapping[str, str]) -> int:
     try:
         argv, out = run_argv(env)
-    except ValueError as exc:  # shlex: an unbalanced quote in `args`
+    except (StepError, ValueError) as exc:  # an option an input owns; shlex: an unbalanced quote in `args`
         set_outputs(env, {"exit-code": str(SETUP_ERROR), "verdict": "", "run-folder": ""})
-        return fail_step(env, "EvalGlass could not complete the run", [f"args: {exc}"])
+        message = str(exc) if isinstance(exc, StepError) else f"args: {exc}"
+        return fail_step(env, "EvalGlass could not complete the run", [message])
     existed = out.exists()
     before = file_identity(out / "scorecard.json")
     print(f"$ {shlex.join(argv)}", flush=True)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -230,3 +231,77 @@ def test_host_code_that_ends_its_process_fails_the_test_and_the_session_goes_on(
     report.fnmatch_lines(["*accuracy*blocked*"])
     scores = (session.root / host / "run" / "scores.jsonl").read_text()
     assert scores.count('"code":"host_worker_lost"') == 8 and how in scores, scores
+
+
+SWALLOWED = """
+import pytest
+import yaml
+
+@pytest.mark.xfail(reason="known")
+def test_xfailed(evalglass_run):
+    evalglass_run("evals/evalglass.yaml", out="run-xfail").assert_passed()
+
+def test_caught(evalglass_run):
+    with pytest.raises(pytest.fail.Exception):
+        evalglass_run("evals/evalglass.yaml", out="run-caught").assert_passed()
+
+def test_caught_incomplete(evalglass_run):
+    try:
+        evalglass_run("missing/evalglass.yaml")
+    except BaseException:
+        pass
+"""
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]])
+def test_a_failing_verdict_the_test_swallows_still_fails_the_session(tmp_path: Path, workers: list[str]):
+    """An `xfail` marker or a test that catches the failure made the session green on a failing gate (exit 0,
+    "2 passed, 1 xfailed"); the verdict, not the test's handling of it, decides the exit status, under pytest-xdist
+    too (a worker's exit status is not its controller's)."""
+    project_with(tmp_path / "project", lambda p: approve(p, threshold=0.8))
+    (tmp_path / "project" / "test_swallow.py").write_text(SWALLOWED)
+    result = run_pytest(tmp_path / "project", "-rs", *workers)
+    assert result.returncode == pytest.ExitCode.TESTS_FAILED, result.stdout
+    pytest.LineMatcher(result.stdout.splitlines()).fnmatch_lines(
+        [
+            "*EvalGlass: runs that fail CI*",
+        ]
+    )
+    for test, line in (
+        ("test_xfailed", "EvalGlass verdict: fail (exit code 1)"),
+        ("test_caught", "EvalGlass verdict: fail (exit code 1)"),
+        ("test_caught_incomplete", "EvalGlass could not complete the run"),
+    ):
+        assert f"test_swallow.py::{test}: {line}" in result.stdout, result.stdout
+
+
+def test_the_pinned_ledger_is_the_only_other_ledger_a_run_may_read(tmp_path: Path):
+    """A config naming a ledger other than the default is refused unless `--evalglass-ledger` pins that very file
+    (as `evalglass run --ledger`); a pin naming another file refuses the run too."""
+    project = project_with(tmp_path / "project", lambda p: approve(p, threshold=0.8))
+    mine = yaml.safe_load((project.evals / "authority.yaml").read_text())
+    mine["gates"]["accuracy"]["threshold"] = 0.7
+    (project.evals / "mine.yaml").write_text(yaml.safe_dump(mine, sort_keys=False))
+    config = yaml.safe_load((project.evals / "evalglass.yaml").read_text())
+    project.write_config({**config, "ledger": "mine.yaml"})
+    (project.root / "test_quality.py").write_text(TEST_FILE)
+    for pin in ([], ["--evalglass-ledger", "evals/authority.yaml"]):
+        refused = run_pytest(project.root, *pin)
+        assert refused.returncode == pytest.ExitCode.TESTS_FAILED, refused.stdout
+        pytest.LineMatcher(refused.stdout.splitlines()).fnmatch_lines(["*could not complete the run*ledger*"])
+    pinned = run_pytest(project.root, "--evalglass-ledger", "evals/mine.yaml")
+    assert pinned.returncode == pytest.ExitCode.OK, pinned.stdout
+
+
+@pytest.mark.parametrize("deselect", [["-k", "not quality"], ["--co"]])
+def test_a_pinned_session_that_makes_no_run_fails(tmp_path: Path, deselect: list[str]):
+    """`addopts = -k "not quality"` (pytest's configuration is the pull request's) made a session green without
+    running the eval; with `--evalglass-ledger` on CI's command line a session that made no run fails, saying so."""
+    project = project_with(tmp_path / "project", lambda p: approve(p, threshold=0.7))
+    (project.root / "test_quality.py").write_text(TEST_FILE)
+    (project.root / "test_other.py").write_text("def test_other():\n    pass\n")
+    assert run_pytest(project.root, *deselect).returncode == pytest.ExitCode.OK
+    result = run_pytest(project.root, "--evalglass-ledger", "evals/authority.yaml", *deselect)
+    assert result.returncode == pytest.ExitCode.TESTS_FAILED, result.stdout
+    assert "no test ran evalglass_run, though --evalglass-ledger asked" in result.stdout
+    assert run_pytest(project.root, "--evalglass-ledger", "evals/authority.yaml").returncode == pytest.ExitCode.OK

@@ -16,11 +16,13 @@ process whose report is the exit code. So the first time this supervised process
 to host code, it stops trusting files changed from then on: a module it imports later whose file (or package
 folder's ``__init__``, or extension) had its inode changed since (``st_ctime``, which no unprivileged process can
 set back, unlike ``st_mtime``) is refused (``ImportError``: the run ends with exit 2, naming the file), and a
-bytecode cache written since is ignored (the module is compiled from its source, which was checked). Limits: data
-files the engine reads later (the HTML report's templates) are not watched, and a file system that does not keep
-``ctime`` is not told apart. A metadata-only change moves ``ctime`` too: a hard link made or removed to an installed
-file while a run is in flight (uv installs packages as hard links to its cache; ``uv cache prune`` elsewhere) ends an
-honest run with exit 2, never a verdict.
+bytecode cache written since is ignored (the module is compiled from its source, which was checked). Its data files
+read as late (the HTML report's templates, script and style, through ``report.htmlpage``) are held the same way
+(:func:`refuse_changed_data`): a template is code too. Limits: a file system that does not keep ``ctime`` is not
+told apart; a library's own data read lazily (not EvalGlass's) is not watched, nor Alembic's history migrations,
+which load outside the import system. A metadata-only change moves ``ctime`` too: a hard link made or removed to an
+installed file while a run is in flight (uv installs packages as hard links to its cache; ``uv cache prune``
+elsewhere) ends an honest run with exit 2, never a verdict.
 
 Limits. Counts are changed by the thread that hands the work over (the run's main thread, which also runs a live
 run's event loop), so host code on a lane's or a metric pool's threads is counted from its hand-off, and when a
@@ -204,6 +206,21 @@ def freeze_engine_imports() -> None:
             sys.meta_path.insert(0, _frozen)
 
 
+def refuse_changed_data(path: str) -> None:
+    """Raise :class:`EngineCodeChanged` when ``path``, a file of EvalGlass's own the deciding process has just read
+    as data (the HTML report's templates, script and style), was changed after the freeze, as an import would be.
+    Call it after reading: a ``ctime`` older than the freeze then proves the bytes read are the ones from before
+    host code could start (a file replaced since has a new inode, and a new ``ctime``). Nothing is checked before
+    a freeze (no host code ran in this process's run) or in an unsupervised process."""
+    frozen = _frozen
+    if frozen is not None and frozen._changed(path):
+        raise EngineCodeChanged(
+            f"{path} was changed while host code could run (this run reads it only now): a file the deciding "
+            "process renders from is never read once changed after host code started; run again on an unchanged "
+            "install and project"
+        )
+
+
 __all__ = [
     "LABEL_BYTES",
     "SIZE",
@@ -212,6 +229,7 @@ __all__ = [
     "Watch",
     "freeze_engine_imports",
     "record_into",
+    "refuse_changed_data",
     "running_in",
     "shared_page",
     "watch",

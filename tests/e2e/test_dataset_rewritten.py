@@ -41,3 +41,44 @@ def test_a_metric_rewriting_the_lines_not_read_yet_stops_the_run(tmp_path: Path)
     assert (tmp_path / "rewritten").exists()  # the metric did rewrite the file
     assert result.code == 2, result.out + result.err
     assert "data.jsonl: the file changed while the run read it" in result.err, result.err
+
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "lm-eval"
+#: Imported when the run builds its metrics, before the samples are read: lm-eval's results file (beside the
+#: samples file, which decides how many documents ran) made to say 12 documents of a 10-document task ran.
+RESULTS_REWRITE = """import json, pathlib
+folder = pathlib.Path(__file__).parent
+results = next(folder.glob("results_*.json"))
+document = json.loads(results.read_text())
+if document["n-samples"]["capitals_gen"]["effective"] == 10:
+    document["n-samples"]["capitals_gen"]["effective"] = 12
+    results.write_text(json.dumps(document))
+def score(example, output):
+    return 1.0
+"""
+
+
+def test_a_metric_rewriting_lm_eval_s_results_file_stops_the_run(tmp_path: Path) -> None:
+    """The second file of a format (lm-eval's results file, read beside the samples file) is held to its state as
+    the dataset is (``Reader.files``): rewritten after the run took its state, the documents it says ran changed
+    the verdict (two documents counted absent: exit 1 where the committed files pass)."""
+    project = make_project(tmp_path)
+    for fixture in (*FIXTURES.glob("samples_capitals_gen_*.jsonl"), *FIXTURES.glob("results_*.json")):
+        (project.evals / fixture.name).write_bytes(fixture.read_bytes())
+    samples = next(FIXTURES.glob("samples_capitals_gen_*.jsonl")).name
+    config = yaml.safe_load((project.evals / "evalglass.yaml").read_text())
+    config["dataset"] = {"name": "imported", "path": samples, "format": "lm-eval"}
+    config.pop("task")
+    config["metrics"] = {"em": {"type": "recorded_score", "scorer": "exact_match"}}
+    config["gates"] = {"accuracy": {"metric": "em", "proposed_threshold": 0.1}}
+    (project.evals / "evalglass.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    approve_as_is(project, 0.1, ["accuracy"])
+    assert project.run("--no-progress", "--no-history").code == 0  # the committed files pass
+    config["metrics"]["sabotage"] = {"type": "python", "function": "sabotage.py:score"}
+    (project.evals / "evalglass.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    (project.evals / "sabotage.py").write_text(RESULTS_REWRITE)
+    result = project.run("--no-progress", "--no-history")
+    assert '"effective": 12' in next(project.evals.glob("results_*.json")).read_text()  # the metric rewrote it
+    assert result.code == 2, result.out + result.err
+    assert ".json: the file changed while the run read it" in result.err, result.err
+    assert "Traceback" not in result.err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 
 import pytest
@@ -141,3 +142,38 @@ def test_a_nan_input_is_never_handed_to_a_command_as_null(tmp_path):
     assert metric["population"]["included"] == 7 and metric["estimate"]["point"] == 1.0, metric
     (diagnostic,) = metric["population"]["top_diagnostics"]
     assert diagnostic["code"] == "task_input_unserialisable" and "nan is not a JSON number" in diagnostic["example"]
+
+
+def test_a_parquet_gold_edited_from_nan_to_null_makes_the_approved_gold_stale(tmp_path):
+    """orjson writes a NaN as null, so the gold fingerprint hashed a NaN reference as the null it is not: editing it
+    to null kept an approval of the NaN gold. The fingerprint binds the gold as it is; a gold without a NaN or an
+    infinity keeps the fingerprint it had."""
+    from tests.e2e.test_verdicts import approve
+
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    project = make_project(tmp_path, dataset={"name": "suite", "path": "data.parquet"})
+    rows = [{"id": row["id"], "expected": 1.0, "output": 1.0} for row in DEFAULT_ROWS]
+    pq.write_table(pa.Table.from_pylist(rows), project.evals / "data.parquet")
+    project.run()
+    finite = project.dataset_fingerprint()
+    assert (
+        finite
+        == "sha256:"
+        + hashlib.sha256(
+            b",".join(json.dumps({"id": row["id"], "expected": 1.0}, separators=(",", ":")).encode() for row in rows)
+        ).hexdigest()
+    )  # as orjson writes them: unchanged
+    rows[1]["expected"] = float("nan")
+    pq.write_table(pa.Table.from_pylist(rows), project.evals / "data.parquet")
+    project.write_ledger(approve(project, threshold=0.7))
+    assert project.dataset_fingerprint() != finite
+
+    def reasons() -> list[str]:
+        (gate,) = project.run("--format", "json").json()["decision"]["gates"]
+        return [reason["code"] for reason in gate["reasons"]]
+
+    assert "gold_stale" not in reasons()
+    rows[1]["expected"] = None
+    pq.write_table(pa.Table.from_pylist(rows), project.evals / "data.parquet")
+    assert "gold_stale" in reasons()

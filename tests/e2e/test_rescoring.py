@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -102,10 +103,8 @@ def test_a_raised_score_recomputed_consistently_fails_verify_naming_the_example(
     assert any(item["field"].startswith("scorecard.metrics") for item in report["findings"])
     text = project.cli("verify", "forged")
     assert text.code == 1
-    assert (
-        "scores.jsonl: example 'ex-4', metric 'exact' (re-scored from the kept outputs): recorded 1.0, derived 0.0"
-        in (text.out)
-    )
+    found = "scores.jsonl: example 'ex-4', metric 'exact' (re-scored from the kept outputs blobs/"
+    assert found in text.out and "): recorded 1.0, derived 0.0" in text.out, text.out
 
 
 def test_a_forged_output_is_caught_by_the_dataset_the_run_claims_not_by_re_scoring(tmp_path: Path) -> None:
@@ -460,3 +459,67 @@ def test_a_variant_run_is_re_scored_per_variant_and_a_raised_score_fails(tmp_pat
     assert fields[0].startswith("variants/a/scores.jsonl: example 'ex-5', metric 'exact'"), fields
     assert any(field.startswith("variants/b/scores.jsonl: example 'ex-5', metric 'exact'") for field in fields)
     assert any(field.startswith("scorecard.") for field in fields), fields
+
+
+def own_outputs_project(tmp_path: Path) -> Project:
+    """A run with two recorded variants: a's outputs in the dataset, b's in their own file (``task.path``)."""
+    project = project_with(
+        tmp_path,
+        variants={"a": {}, "b": {"path": "outputs_b.jsonl"}},
+        gates={"accuracy": {"metric": "exact", "variant": "b", "proposed_threshold": 0.7}},
+    )
+    rows = [{"id": row["id"], "output": row["out_b"]} for row in VARIANT_ROWS]
+    (project.evals / "outputs_b.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return project
+
+
+def test_a_variant_with_its_own_outputs_file_is_re_scored_only_from_the_file_the_run_read(tmp_path: Path) -> None:
+    """A recorded variant reading its own outputs file: the run record binds that file's hash (a run with variants
+    keeps no copy), so verify re-scores it from that file when it is the one the run read, naming it; an edited file
+    is said (consistency only for that variant), never a false "scores differ"; a forged scores file of the variant,
+    the file untouched, is found."""
+    project = own_outputs_project(tmp_path)
+    assert project.run("--out", "out").code == 0
+    own = project.evals / "outputs_b.jsonl"
+    named = "evals/outputs_b.jsonl"  # as verify names it, relative to where it runs
+    record = json.loads((tmp_path / "out" / "runrecord.json").read_text())
+    assert record["variant_outputs"] == {"b": "sha256:" + hashlib.sha256(own.read_bytes()).hexdigest()}
+    # (a) Untouched: re-scored from that file, named.
+    honest = verify(project, "out")
+    assert honest["code"] == 0, honest["findings"]
+    line = rescored_line(honest)
+    said = f"variant 'b': 2 of 2 metrics (exact, short) from the outputs in {named}, the file the run read"
+    assert said in line, line
+    assert line.count("every score as recorded") == 2, line
+    # (b) Edited after the run (ex-4's answer made the reference): said, variant b not re-scored, nothing differs.
+    original = own.read_text()
+    own.write_text(original.replace('"id": "ex-4", "output": "no"', '"id": "ex-4", "output": "yes"'))
+    assert own.read_text() != original
+    edited = verify(project, "out")
+    assert edited["code"] == 0, edited["findings"]
+    line = rescored_line(edited)
+    assert f"variant 'b': none (its outputs file {named} changed since the run: its sha256 is" in line, line
+    assert line.count("every score as recorded") == 1, line  # variant a's
+    # A record from before runs bound the file (its field removed, resealed): said so, not re-scored.
+    older = project.root / "older"
+    shutil.copytree(tmp_path / "out", older)
+    data = json.loads((older / "runrecord.json").read_text())
+    del data["variant_outputs"]
+    (older / "runrecord.json").write_text(json.dumps(data, indent=2) + "\n")
+    reseal_scores(older)
+    own.write_text(original)
+    old = verify(project, "older")
+    assert "variant 'b': none (the run record binds no hash of its outputs file" in rescored_line(old), old
+    assert not any("differ" in item["field"] for item in old["findings"]), old["findings"]
+    # (c) A forged variant b scores file (ex-5 scored 1.0 by a run on a reference made b's answer), the file untouched.
+    rows = [{**row, "expected": "no"} if row["id"] == "ex-5" else row for row in VARIANT_ROWS]
+    forged = forged_from(project, tmp_path / "out", rows, "forged")
+    assert (forged / "variants" / "b" / "scores.jsonl").read_bytes() != (
+        tmp_path / "out" / "variants" / "b" / "scores.jsonl"
+    ).read_bytes()
+    assert own.read_text() == original
+    report = verify(project, "forged")
+    assert report["code"] == 1, rescored_line(report)
+    fields = [item["field"] for item in report["findings"]]
+    found = f"variants/b/scores.jsonl: example 'ex-5', metric 'exact' (re-scored from the outputs in {named}"
+    assert any(field.startswith(found) for field in fields), fields

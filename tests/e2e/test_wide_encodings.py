@@ -19,7 +19,7 @@ import pytest
 from tests.e2e.project import make_project
 from tests.e2e.test_verdicts import approve
 
-ENCODINGS = ["utf-16", "utf-16-be", "utf-16-le", "utf-32"]  # with a byte order mark, then without one
+ENCODINGS = ["utf-16", "utf-16-be", "utf-16-le", "utf-32", "utf-32-be", "utf-32-le"]  # with a mark, then without
 
 
 def recode(path: Path, encoding: str) -> None:

@@ -90,6 +90,26 @@ def test_a_config_pointing_at_a_ledger_of_its_own_cannot_turn_the_step_green(tmp
     assert act(project, out="runs/host", ledger="evals/friendly.yaml").outputs["verdict"] == "pass"
 
 
+@pytest.mark.parametrize(
+    "args", ["--ledger evals/friendly.yaml", "--ledger=evals/friendly.yaml", "--example=quickstart"]
+)
+def test_args_cannot_replace_what_an_input_pins(tmp_path, args):
+    """`args` came after the pinned `--ledger`, and an option given twice takes its last value: a workflow saying
+    `ledger: evals/authority.yaml` turned green on a ledger named in `args` (and `--example` there ran another
+    suite than the `config` input's). Such an option in `args` is a setup error naming the input."""
+    project = approved(tmp_path, 0.9)
+    friendly = yaml.safe_load((project.evals / "authority.yaml").read_text())
+    friendly["gates"]["accuracy"]["threshold"] = 0.1
+    (project.evals / "friendly.yaml").write_text(yaml.safe_dump(friendly))
+    config = yaml.safe_load((project.evals / "evalglass.yaml").read_text())
+    project.write_config({**config, "ledger": "friendly.yaml"})
+    done = act(project, ledger="evals/authority.yaml", args=args)
+    run = done.steps["run"]
+    assert run.code == 2 and done.outputs["exit-code"] == "2" and done.outputs["verdict"] == "", run.stdout
+    assert "::error title=EvalGlass could not complete the run::args: --" in run.stdout
+    assert not (project.root / "evalglass-run").exists()
+
+
 def test_a_run_that_cannot_complete_fails_with_2_says_why_and_reports_no_stale_verdict(tmp_path):
     project = approved(tmp_path, 0.7)
     assert act(project).outputs["verdict"] == "pass"  # an earlier run left evalglass-run/ with a pass in it

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.tools.test_tool_results import LM_EVAL, metric, run
 from tests.tools.test_tool_results_hostile import RESULTS
 
@@ -35,11 +37,11 @@ def test_a_nan_in_lm_evals_results_file_is_read_not_called_missing(tmp_path: Pat
     assert metric(result.json(), "em")["population"]["included"] == 10
 
 
-def refused_in_utf16(tmp_path: Path, recoded: Path) -> str:
-    """The one line a run of lm-eval's two files, ``recoded`` saved as UTF-16, stops with."""
+def refused_in_utf16(tmp_path: Path, recoded: Path, encoding: str = "utf-16") -> str:
+    """The one line a run of lm-eval's two files, ``recoded`` saved in ``encoding``, stops with."""
     files = {LM_EVAL.name: LM_EVAL, RESULTS.name: RESULTS}
     files[recoded.name] = tmp_path / recoded.name
-    files[recoded.name].write_bytes(recoded.read_text(encoding="utf-8").encode("utf-16"))
+    files[recoded.name].write_bytes(recoded.read_text(encoding="utf-8").encode(encoding))
     result = run(tmp_path, [files[LM_EVAL.name], files[RESULTS.name]], "lm-eval", EM)
     assert result.code == 2, result.out
     (line,) = result.err.strip().splitlines()
@@ -50,6 +52,15 @@ def refused_in_utf16(tmp_path: Path, recoded: Path) -> str:
 def test_lm_evals_results_file_saved_as_utf16_is_one_line_naming_its_encoding(tmp_path: Path) -> None:
     line = refused_in_utf16(tmp_path, RESULTS)
     assert f"{RESULTS.name}: lm-eval results file is UTF-16 text, not UTF-8" in line, line
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"])
+def test_lm_evals_samples_saved_without_a_byte_order_mark_are_one_line_naming_their_encoding(
+    tmp_path: Path, encoding: str
+) -> None:
+    """UTF-32BE without a mark opens with three NUL bytes: it was not named, and every line was malformed."""
+    line = refused_in_utf16(tmp_path, LM_EVAL, encoding)
+    assert f"is UTF-{encoding[4:6]} text, not UTF-8" in line, line
 
 
 def test_a_line_nested_deeper_than_any_parser_goes_is_a_malformed_sample_not_a_crash(tmp_path: Path) -> None:
@@ -66,8 +77,8 @@ def test_a_line_nested_deeper_than_any_parser_goes_is_a_malformed_sample_not_a_c
 
 
 def test_a_score_beyond_a_float_is_an_error_of_that_score_never_an_infinity(tmp_path: Path) -> None:
-    """``1e400`` is read by Python's json as an infinity, a value JSON cannot hold: read as the text ``Infinity``,
-    as Python's json writes one, so the score is an error of that score, as a NaN is."""
+    """``1e400`` is read by Python's json as an infinity, a value JSON cannot hold: read as the infinity it is, as
+    Python's json writes one, so the score is an error of that score, as a NaN is."""
     read = lines()
     odd = tmp_path / LM_EVAL.name
     text = [json.dumps(line) for line in read]
@@ -80,10 +91,36 @@ def test_a_score_beyond_a_float_is_an_error_of_that_score_never_an_infinity(tmp_
     assert result.code == 0, result.err
     em = metric(result.json(), "em")
     (diagnostic,) = em["population"]["top_diagnostics"]
-    assert diagnostic["code"] == "recorded_score_malformed" and "Infinity" in diagnostic["example"], diagnostic
+    assert diagnostic["code"] == "recorded_score_malformed" and "is number inf," in diagnostic["example"], diagnostic
 
 
 def test_lm_evals_samples_file_saved_as_utf16_is_named_as_the_samples_file(tmp_path: Path) -> None:
     """It was called lm-eval's "results file", which is the other file, beside it."""
     line = refused_in_utf16(tmp_path, LM_EVAL)
     assert f"{LM_EVAL.name}: lm-eval samples file is UTF-16 text, not UTF-8" in line, line
+
+
+def test_a_nan_target_is_the_golds_problem_and_a_nan_answer_a_wrong_one_never_the_text_nan(tmp_path: Path) -> None:
+    """Python's json writes a float NaN as ``NaN``: read as the text "NaN", a NaN target matched an answer "NaN"
+    (1.0) and a NaN answer matched a target "NaN". As for a Parquet NaN: a target JSON cannot hold is
+    ``reference_wrong_type`` (non_evaluable), an answer JSON cannot hold is the system's wrong answer (a number,
+    which the metric scores as an answer of the wrong type: the tool's per-sample scores stay beside it)."""
+    read = lines()
+    read[0]["target"], read[0]["filtered_resps"] = float("nan"), ["NaN"]
+    read[1]["target"], read[1]["filtered_resps"] = "NaN", [float("nan")]
+    samples = tmp_path / LM_EVAL.name
+    samples.write_text("\n".join(map(json.dumps, read)) + "\n")
+    assert samples.read_text().count("NaN") == 4
+
+    said = {"said": {"type": "exact_match", "field": "text", "reference": "target"}}
+    result = run(tmp_path, [samples, RESULTS], "lm-eval", said)
+
+    assert result.code == 0, result.err
+    card = result.json()
+    assert card["dataset"]["malformed_lines"] == 0, card["dataset"]
+    found = metric(card, "said")
+    assert found["population"]["excluded_by_status"] == {"non_evaluable": 1}, found["population"]
+    codes = {entry["code"]: entry for entry in found["population"]["top_diagnostics"]}
+    assert "nan is not a JSON number" in codes["reference_wrong_type"]["example"], codes
+    # The NaN answer is a number, never the text its target spells: scored as a wrong answer, not left out.
+    assert (codes["type_mismatch"]["count"], codes["type_mismatch"]["included"]) == (1, 1), codes

@@ -301,7 +301,7 @@ def test_a_score_python_wrote_as_nan_is_an_error_of_that_score_not_of_the_sample
     em = metric(card, "em")
     assert (
         diagnostics(em) == {"recorded_score_malformed": 1}
-        and "NaN" in em["population"]["top_diagnostics"][0]["example"]
+        and "is number nan," in em["population"]["top_diagnostics"][0]["example"]
     )
     assert metric(card, "said")["population"]["included"] == 10
 

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
 from tests.e2e.project import run_cli
@@ -17,7 +18,7 @@ from tests.traces.test_otlp_reader import read
 from tests.traces.test_traces_cli import CONTAINS, project, scores_of, support_spans
 
 
-@pytest.mark.parametrize("encoding", ["utf-16", "utf-32", "utf-16-be", "utf-16-le", "utf-32-le"])
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-32", "utf-16-be", "utf-16-le", "utf-32-be", "utf-32-le"])
 def test_a_trace_file_saved_as_utf16_or_utf32_stops_the_run_with_the_jsonl_readers_line(
     tmp_path: Path, encoding: str
 ) -> None:
@@ -151,3 +152,34 @@ def test_a_token_count_no_exporter_writes_is_a_malformed_span_not_a_measurement(
     assert found["population"]["included"] == 7 and found["population"]["excluded_by_status"] == {"error": 1}
     (diagnostic,) = found["population"]["top_diagnostics"]
     assert diagnostic["code"] == "malformed_span" and "gen_ai.usage.input_tokens" in diagnostic["example"]
+
+
+@pytest.mark.parametrize("protobuf", [False, True], ids=["json", "protobuf"])
+def test_a_nan_attribute_copied_into_metadata_is_bound_as_a_nan_never_as_null(tmp_path: Path, protobuf: bool) -> None:
+    """A ``doubleValue`` NaN (OTLP/JSON's ``"NaN"``, a protobuf NaN double) was read as null: the gold approved with
+    it stayed valid when the attribute was removed. It is kept as the float it is, as a Parquet cell's NaN is."""
+    from tests.traces.test_traces_cli import project as traces_project
+
+    with recording() as (tracer, finished):
+        for index in range(4):
+            chat_span(tracer, f"Q{index}", "30 days", extra={"quality": float("nan") if index == 1 else 0.5})
+        spans = finished()
+
+    def gold(root: Path) -> str:
+        config = {
+            **CONTAINS,
+            "gates": {"answers": {"metric": "days", "proposed_threshold": 0.5}},
+            "dataset": {"name": "prod", "format": "otlp", "traces": {"mapping": {"metadata": ["quality"]}}},
+        }
+        evals = traces_project(root, config, spans, protobuf=protobuf)
+        config["dataset"]["path"] = next(evals.glob("traces.*")).name
+        (evals / "evalglass.yaml").write_text(yaml.safe_dump({"version": 1, **config}, sort_keys=False))
+        result = run_cli("run", "--no-history", "--format", "json", cwd=root)
+        assert result.code == 0, result.err
+        return str(result.json()["dataset"]["gold_fingerprint"])
+
+    with_nan = gold(tmp_path / "nan")
+    # The same span without the attribute (its metadata value then null), written by the same encoders.
+    spans[1]._attributes = {key: value for key, value in spans[1].attributes.items() if key != "quality"}
+    assert "quality" not in spans[1].attributes
+    assert with_nan != gold(tmp_path / "absent")

@@ -210,6 +210,15 @@ class RunRecord(BaseModel):
         description="A run with variants: per variant, the SHA-256 of its scores file (`variants/NAME/scores.jsonl`; "
         "`scores_file` is the first variant's).",
     )
+    variant_outputs: dict[str, str] = Field(
+        default_factory=dict,
+        # Absent for a run without a recorded variant reading its own outputs file, and in records from before runs
+        # bound it: verify re-scores no such variant then (it names why), since nothing ties that file to the run.
+        exclude_if=lambda found: not found,
+        description="A run with variants: per recorded variant whose outputs are in their own file (the variant's "
+        "`task.path`), the SHA-256 of that file's bytes as the run read them (a run with variants keeps no copy of "
+        "its outputs); verify re-scores such a variant only from a file with this hash.",
+    )
     compared_scores: str | None = Field(
         default=None,
         exclude_if=lambda value: value is None,

@@ -98,17 +98,25 @@ _WIDE_MARKS = (
     (b"\xff\xfe", "UTF-16"),
     (b"\xfe\xff", "UTF-16"),
 )
+#: A byte that opens JSON or CSV text: printable ASCII or white space.
+_TEXT_OPENER = re.compile(rb"[\t\n\r\x20-\x7e]")
 #: How many bytes of a file :func:`text_start` needs to tell a wide encoding (the longest mark).
 TEXT_START = 4
 
 
 def wide_encoding(start: bytes) -> str | None:
     """``"UTF-16"`` or ``"UTF-32"`` when ``start`` (a file's first :data:`TEXT_START` bytes, or all of a shorter
-    file) opens text in one of them: by its byte order mark, or, without one, an ASCII character beside a NUL byte
-    (JSON and CSV text never hold a raw NUL, so such a file is never UTF-8 data). None otherwise."""
+    file) opens text in one of them: by its byte order mark, or, without one, by the NUL bytes around its first
+    character, which in JSON and CSV text is ASCII (RFC 4627, section 3): ``00 00 00 xx`` UTF-32BE, ``xx 00 00 00``
+    UTF-32LE, ``00 xx`` UTF-16BE, ``xx 00`` UTF-16LE. JSON and CSV text never hold a raw NUL, so such a file is never
+    UTF-8 data. None otherwise."""
     for mark, name in _WIDE_MARKS:
         if start.startswith(mark):
             return name
+    if len(start) >= 4 and start[:3] == b"\x00\x00\x00" and _TEXT_OPENER.fullmatch(start[3:4]):
+        # UTF-32BE: its first two bytes are both NUL, so the pair below cannot tell it. Its first character is
+        # printable or white space: a protobuf length prefix (00 00 00 05) is a control byte.
+        return "UTF-32"
     pair = start[:2]
     if len(pair) == 2 and max(pair) < 0x80 and (pair[0] == 0) != (pair[1] == 0):
         return "UTF-32" if start[2:4] == b"\x00\x00" else "UTF-16"

@@ -384,7 +384,7 @@ def _json_value(value: dict[str, Any], key: str) -> Any:
         if type(inner) in (int, float):
             return float(inner)
         if inner in ("NaN", "Infinity", "-Infinity"):
-            return None  # JSON cannot hold them; an attribute that needs a number says it is missing
+            return float(inner)  # kept as the float it is, as a Parquet cell's NaN is (never null)
     elif kind == "arrayValue":
         if type(inner) is dict:
             values = inner.get("values") or ()
@@ -453,8 +453,7 @@ def _proto_value(value: Any) -> Any:
     if kind == "bool_value":
         return value.bool_value
     if kind == "double_value":
-        number = value.double_value
-        return number if number == number and abs(number) != float("inf") else None
+        return value.double_value  # a NaN or an infinity kept as it is
     if kind == "array_value":
         return [_proto_value(item) for item in value.array_value.values]
     if kind == "kvlist_value":

@@ -283,6 +283,10 @@ class DatasetReader:
         self.mended = MendedLines(str(path))
         self._done = False
 
+    def files(self) -> tuple[Path, ...]:
+        """Every file this reader opens (the run holds each to its state: ``engine.datasets.source.source_files``)."""
+        return (self.path,)
+
     @property
     def fingerprint(self) -> str:
         if not self._done:

@@ -36,6 +36,11 @@ class Reader(Protocol):
     @property
     def fingerprint(self) -> str: ...
 
+    def files(self) -> tuple[Path, ...]:
+        """Every file the reader opens, its format's second file too (lm-eval's results file): the run holds
+        each to its state while host code runs (``engine.datasets.source.source_files``)."""
+        ...
+
     #: The lines read with lone surrogate escapes as U+FFFD (:func:`~evalglass.readers.jsonsource.loads_mending`).
     @property
     def mended(self) -> MendedLines: ...

@@ -35,13 +35,29 @@ from evalglass.core.goldfields import record_without
 from evalglass.core.uniform import all_of_type
 from evalglass.engine.datasets.dataset import BadLine
 from evalglass.readers.jsonsource import split_last_key
+from evalglass.readers.jsonvalues import non_finite
 
 
 def _dumps(value: Any) -> bytes:
+    """``value`` as compact JSON, exactly: orjson's bytes, except for a value orjson cannot write (an integer beyond
+    64 bits) or writes as another (a NaN or an infinity, as ``null``), which the standard library writes as it is
+    (``NaN``, ``Infinity``), so a gold edited from NaN to null changes the fingerprint. A value holding neither is
+    orjson's bytes, as it always was."""
     try:
-        return orjson.dumps(value)
+        data = orjson.dumps(value)
     except orjson.JSONEncodeError:  # an integer beyond 64 bits: the standard library writes it, the same way
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+        return _dumps_exactly(value)
+    return _dumps_exactly(value) if _holds_non_finite(data, value) else data
+
+
+def _dumps_exactly(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _holds_non_finite(data: bytes, value: Any) -> bool:
+    """Whether ``value``, which orjson wrote as ``data``, holds a NaN or an infinity (orjson writes each as
+    ``null``; only Parquet rows hold one). The walk is made only when ``data`` holds a ``null``."""
+    return b"null" in data and non_finite(value) is not None
 
 
 def _rest_at_last_key(records: list[dict[str, Any]], key: str) -> bytes | None:
@@ -105,7 +121,9 @@ class GoldHasher:
         (key,) = self._keys
         shared = cast("list[dict[str, Any]]", records)
         rest = batch.derived((RECORDS_WITHOUT_JSON, key), partial(_rest_at_last_key, shared, key))
-        return rest[1:-1] if rest is not None else None
+        if rest is None or (b"null" in rest and non_finite(self._records_without(records)) is not None):
+            return None  # a NaN or an infinity outside the output: the general way writes it as it is
+        return rest[1:-1]
 
     def _update(self, data: bytes) -> None:
         if not data:
@@ -124,6 +142,9 @@ class GoldHasher:
                 data = orjson.dumps(records)[1:-1]  # "[a,b]" -> "a,b": the same bytes as record by record
             except orjson.JSONEncodeError:
                 data = b",".join(map(_dumps, records))
+            else:
+                if _holds_non_finite(data, records):
+                    data = b",".join(map(_dumps, records))
             self._update(data)
             return
         for item in batch:

@@ -4,6 +4,7 @@ their own file when the config names one, and the gold fingerprint taken on the 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from evalglass.core.example import Example, ExampleBatch
@@ -18,6 +19,14 @@ from evalglass.engine.spec.config import LoadedConfig
 
 #: A batch as the dataset's reader gives it.
 Batch = ExampleBatch | list[Example | BadLine]
+
+
+def source_files(loaded: LoadedConfig) -> tuple[Path, ...]:
+    """Every file a :class:`DatasetSource` of ``loaded`` reads: what its format's reader opens (``Reader.files``: a
+    second file such as lm-eval's results file too) and the recorded outputs file. The one list the run holds to
+    its state while host code runs (``engine.jobs.pipeline.read_file_states``); nothing is opened here."""
+    outputs = loaded.outputs_file
+    return (*open_reader(loaded, hash_bytes=False).files(), *((outputs,) if outputs is not None else ()))
 
 
 class DatasetSource:

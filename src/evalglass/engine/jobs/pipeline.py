@@ -46,6 +46,7 @@ from evalglass.engine.runs.digests import (
     DIGESTS_FILE,
     SignedProvenance,
     digests_of,
+    file_sha256,
     private_key,
     signing_key_from_env,
 )
@@ -139,20 +140,20 @@ FileState = tuple[int, int, int, int] | None
 
 
 def read_file_states(loaded: LoadedConfig) -> dict[Path, FileState]:
-    """The state of each file the run reads examples and outputs from while it scores (the dataset, a recorded
-    task's or variant's outputs file), taken before any host code runs (:func:`refuse_changed_inputs`)."""
-    from evalglass.engine.spec.config import RecordedTask
+    """The state of each file the run reads examples and outputs from while it scores, taken before any host code
+    runs (:func:`refuse_changed_inputs`). The files are what each dataset source the run scores says it reads
+    (``source_files``: the dataset's reader names every file its format opens, a recorded outputs file is added),
+    for the run's config and each variant's, so a format with a second file cannot be left out here."""
+    from evalglass.engine.datasets.source import source_files
 
     config = loaded.config
-    paths = [loaded.dataset_path, *([loaded.outputs_file] if loaded.outputs_file is not None else [])]
+    paths = list(source_files(loaded))
     for name in config.variant_names:
-        task = config.variant_task(name)
-        if isinstance(task, RecordedTask) and task.path is not None:
-            paths.append(loaded.base_dir / task.path)
-    return {path: _file_state(path) for path in paths}
+        paths.extend(source_files(dataclasses.replace(loaded, config=config.for_variant(name))))
+    return {path: file_state(path) for path in dict.fromkeys(paths)}
 
 
-def _file_state(path: Path) -> FileState:
+def file_state(path: Path) -> FileState:
     try:
         found = path.stat()
     except OSError:
@@ -167,7 +168,7 @@ def refuse_changed_inputs(states: dict[Path, FileState]) -> None:
     gold ones) made the run measure answers the committed file does not hold, and its record name a fingerprint of
     that mixture. Nothing is decided then; the file as committed is what a rerun reads."""
     for path, before in states.items():
-        if _file_state(path) != before:
+        if file_state(path) != before:
             raise SetupError(
                 "the file changed while the run read it (written, replaced, touched, or its inode changed: a new hard "
                 "link or a permission change counts too, since only the ctime shows a rewrite host code cannot hide): "
@@ -708,6 +709,14 @@ def _finish_variants(prepared: _Prepared, scored: dict[str, Scored], compared: S
     calls = CallTotals(calls=sum(t.calls for t in totals), attempts=sum(t.attempts for t in totals)) if totals else None
     first_name, first = next(iter(scored.items()))
     files = {f"{VARIANTS_DIR}/{name}/{SCORES_FILE}": each.scores_sha256 for name, each in scored.items()}
+    # A recorded variant's own outputs file, hashed now: the run keeps no copy of it, and this binds what verify
+    # re-scores it from. These are the bytes the run read: _finish refuses the run when the file changed since
+    # before any host code ran (refuse_changed_inputs), and a write always moves its ctime.
+    outputs = {
+        name: file_sha256(prepared.loaded.base_dir / path)
+        for name in scored
+        if (path := prepared.loaded.config.for_variant(name).outputs_path) is not None
+    }
     merged = Scored(
         columns=columns,
         shape=first.shape,
@@ -725,6 +734,7 @@ def _finish_variants(prepared: _Prepared, scored: dict[str, Scored], compared: S
         scores_file=f"{VARIANTS_DIR}/{first_name}/{SCORES_FILE}",
         variant_scores=files,
         compared_scores=compared.scores_sha256 if compared is not None else None,
+        variant_outputs=outputs,
     )
 
 
@@ -735,9 +745,11 @@ def _finish(
     scores_file: str = SCORES_FILE,
     variant_scores: dict[str, str] | None = None,
     compared_scores: str | None = None,
+    variant_outputs: dict[str, str] | None = None,
 ) -> RunOutcome:
     """Standalone checks, the decision and the artifacts: the same for recorded and live runs, with or without
-    variants (``variant_scores``: each variant's scores file and its hash)."""
+    variants (``variant_scores``: each variant's scores file and its hash; ``variant_outputs``: each recorded
+    variant's own outputs file's hash)."""
     check_results = run_standalone_checks(prepared.loaded)
     refuse_rewritten_definitions(prepared.loaded)
     refuse_changed_inputs(prepared.input_states)
@@ -746,7 +758,9 @@ def _finish(
     # passes walked again and again (≈ 10 young passes, 7-11 ms of a 10-line replay run). Paused, they are freed by
     # reference counting as ever; cyclic garbage waits for the first pass after.
     with collector_paused():
-        return _decide_and_write(prepared, scored, check_results, scores_file, variant_scores, compared_scores)
+        return _decide_and_write(
+            prepared, scored, check_results, scores_file, variant_scores, compared_scores, variant_outputs
+        )
 
 
 def _decide_and_write(
@@ -756,6 +770,7 @@ def _decide_and_write(
     scores_file: str,
     variant_scores: dict[str, str] | None,
     compared_scores: str | None,
+    variant_outputs: dict[str, str] | None = None,
 ) -> RunOutcome:
     """The decision and the artifacts, once the standalone checks have run (see :func:`_finish`)."""
     loaded, ledger, folder = prepared.loaded, prepared.ledger, prepared.folder
@@ -824,7 +839,12 @@ def _decide_and_write(
         scored.untrusted_cache_entries,
     )
     if variant_scores:
-        update = {"scores_file": scores_file, "variant_scores": variant_scores, "compared_scores": compared_scores}
+        update = {
+            "scores_file": scores_file,
+            "variant_scores": variant_scores,
+            "compared_scores": compared_scores,
+            "variant_outputs": variant_outputs or {},
+        }
         record = record.model_copy(update=update)
     from evalglass.engine.explore.failing import report_markdown
 

@@ -6,7 +6,8 @@ assembly ``run`` uses), so the aggregates and the verdict are re-derived from re
 What it re-scores, and what it only says:
 
 - **Which runs.** Any run that kept what it scored (a run with variants variant by variant:
-  ``_rescore_variants``, a recorded variant from the dataset file the run read, which must be that very file): a
+  ``_rescore_variants``, a recorded variant from the dataset file the run read, which must be that very file, or
+  from its own outputs file, only when that file hashes to ``RunRecord.variant_outputs``'s SHA-256): a
   recorded run its outputs (``runrecord.kept_outputs``, ``engine.runs.keptoutputs``), a live lane's run each
   sample's answer or failure in
   ``outputs.jsonl`` (``engine.produce.liveoutputs``), made into the sample rows the live scorer made
@@ -171,9 +172,13 @@ def _rescore_variants(
     """A run with variants, each variant scored again as ``run`` scored it (``Config.for_variant``), against its
     own ``variants/<name>/scores.jsonl``: a lane's variant from its answers in ``variants/<name>/outputs.jsonl``, a
     recorded one from the dataset file itself (such a run keeps no outputs: the file must be the one the run read,
-    by its file fingerprint). Its columns are the run's ``<metric>@<variant>`` ones. The judges of variants side by
-    side (``compare_variants``) ask a model: checked for consistency only."""
+    by its file fingerprint) or from its own outputs file (``task.path``), only when that file's SHA-256 is the one
+    the run record binds (``variant_outputs``; none bound, an older record: that variant is consistency only). Its
+    columns are the run's ``<metric>@<variant>`` ones. The judges of variants side by side (``compare_variants``) ask
+    a model: checked for consistency only. Limit: an own outputs file is hashed, then read; a write in between moves
+    its ctime, which is compared after."""
     from evalglass.core.variants import variant_metric
+    from evalglass.engine.jobs.pipeline import file_state
 
     path = dataset if dataset is not None else config_path.parent / config.dataset.path
     compared = {
@@ -205,25 +210,38 @@ def _rescore_variants(
         if live and not (folder / where / OUTPUTS_FILE).is_file():
             parts.append(f"variant '{name}': none (the run kept no {where}{OUTPUTS_FILE})")
             continue
+        own = config_path.parent / variant.outputs_path if variant.outputs_path is not None else None
+        if live:
+            source = f"the lane answers in {where}{OUTPUTS_FILE}"
+        elif own is None:
+            source = f"the outputs in the dataset {path}, the file the run read"
+        else:
+            why_not, source = _own_outputs(own, record.variant_outputs.get(name))
+            if why_not is not None:
+                parts.append(f"variant '{name}': none ({why_not})")
+                continue
+            state = file_state(own)
         loaded = LoadedConfig(variant, config_path, record.config_fingerprint, record.definition_files)
-        found = _Rescoring(folder / where, record, loaded, chosen, label=where).run()
+        found = _Rescoring(folder / where, record, loaded, chosen, label=where, source=source).run()
         same_file = found.dataset.fingerprint == record.dataset.fingerprint
         same_gold = (
             record.dataset.gold_fingerprint is not None
             and found.dataset.gold_fingerprint == record.dataset.gold_fingerprint
         )
-        if not same_file and not (live and same_gold):
-            # A recorded variant's outputs are the dataset file's own: other bytes are other outputs.
+        if not same_file and not ((live or own is not None) and same_gold):
+            # Outputs recorded in the dataset file are its own: other bytes are other outputs. A lane's answers or
+            # a variant's own outputs file need only the run's gold beside them.
             parts.append(
                 f"variant '{name}': none (the dataset {path} is not the one the run read: its fingerprint is "
                 f"{short(found.dataset.fingerprint)}, the run recorded {short(record.dataset.fingerprint)})"
             )
             continue
+        if own is not None and file_state(own) != state:
+            # Hashed, then read: a write in between (which always moves its ctime) is not what the run read.
+            parts.append(f"variant '{name}': none (its outputs file {own} changed while verify read it)")
+            continue
         findings.extend(found.findings)
         columns.update({variant_metric(metric, name): column for metric, column in found.columns.items()})
-        source = (
-            f"the lane answers in {where}{OUTPUTS_FILE}" if live else f"the outputs in {path}, the file the run read"
-        )
         parts.append(
             f"variant '{name}': {len(chosen)} of {len(variant.metrics)} metrics ({', '.join(chosen)}) from {source}, "
             f"score by score against {where}{SCORES_FILE}"
@@ -238,6 +256,30 @@ def _rescore_variants(
         )
     line = "re-scored per variant: " + "; ".join(parts) if parts else "re-scored: none"
     return Rescored(columns=columns, findings=tuple(findings), said=(f"{line}; {_consistency_line(consistent)}",))
+
+
+def _own_outputs(path: Path, bound: str | None) -> tuple[str | None, str]:
+    """Whether a recorded variant's own outputs file (``path``) is the one the run read, by the hash its run record
+    binds (``RunRecord.variant_outputs``; a run with variants keeps no copy of its outputs): (why not, or None;
+    the source to name)."""
+    from evalglass.engine.runs.digests import file_sha256
+
+    if bound is None:
+        return (
+            f"the run record binds no hash of its outputs file {path} (a run recorded before runs bound it, or a "
+            "record rewritten so): nothing ties that file to the run",
+            "",
+        )
+    if not path.is_file():
+        return f"its outputs file {path} is not at hand", ""
+    now = file_sha256(path)
+    if now != bound:
+        return (
+            f"its outputs file {path} changed since the run: its sha256 is {short(now)}, the run recorded "
+            f"{short(bound)}",
+            "",
+        )
+    return None, f"the outputs in {path}, the file the run read (sha256 {short(bound)})"
 
 
 def _metrics_to_rescore(
@@ -328,11 +370,19 @@ class _Rescoring:
     """One pass over the dataset, the kept outputs and ``scores.jsonl`` together, a batch (one block) at a time."""
 
     def __init__(
-        self, folder: Path, record: RunRecord, loaded: LoadedConfig, chosen: list[str], *, label: str = ""
+        self,
+        folder: Path,
+        record: RunRecord,
+        loaded: LoadedConfig,
+        chosen: list[str],
+        *,
+        label: str = "",
+        source: str = "",
     ) -> None:
         """``folder``: where the scored files are (a variant's folder in a run with variants, ``label`` its path
         in the run folder, which findings name); a variant keeps no outputs: a recorded one is scored from the
-        dataset file's own (the caller holds that file to the run's fingerprint)."""
+        dataset file's own or its own outputs file's (the caller holds that file to the run's fingerprint).
+        ``source``: what the outputs are read from, as findings name it (a run's kept outputs by default)."""
         self._folder = folder
         self._label = label
         self._loaded = loaded
@@ -353,7 +403,9 @@ class _Rescoring:
         # Outputs in the dataset file itself: the kept ones are held to them (rescore_run says when that counts).
         self._in_dataset = loaded.outputs_file is None and not self._live and not label
         scores = folder / SCORES_FILE if label else folder / record.scores_file
-        self._compare = _ComparingWriter(_recorded_blocks(scores), chosen, label + SCORES_FILE)
+        if not source:
+            source = f"the lane answers in {OUTPUTS_FILE}" if self._live else f"the kept outputs {self._kept_name}"
+        self._compare = _ComparingWriter(_recorded_blocks(scores), chosen, label + SCORES_FILE, source)
 
     def run(self) -> _Found:
         loaded = self._loaded
@@ -573,10 +625,12 @@ class _ComparingWriter:
     """The run sink's writer (``sink.ScoresSink``) that compares each block it is given with the recorded one
     instead of writing it: each re-scored metric's entries as JSON, after the redactor the run's writer applies."""
 
-    def __init__(self, recorded: Iterator[ScoresBlock], names: list[str], label: str = SCORES_FILE) -> None:
+    def __init__(self, recorded: Iterator[ScoresBlock], names: list[str], label: str, source: str) -> None:
+        """``label``: the scores file findings name; ``source``: what the scores were derived from, named too."""
         self._recorded = recorded
         self._names = names
         self._label = label
+        self._source = source
         #: The rows of the block written next whose score a lane failure made, as (line, sample): compared by state
         #: and code only (outputs.jsonl keeps a failure's code and message, not its detail or call evidence).
         self.failed: set[tuple[int, int]] = set()
@@ -632,7 +686,7 @@ class _ComparingWriter:
             return []
         field_name, recorded, derived = self._first
         more = f"; {self.differing} scores differ in all" if self.differing > 1 else ""
-        return [(f"{field_name} (re-scored from the kept outputs{more})", recorded, derived)]
+        return [(f"{field_name} (re-scored from {self._source}{more})", recorded, derived)]
 
     def commit(self) -> str:
         return ""

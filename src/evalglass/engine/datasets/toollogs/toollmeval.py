@@ -32,6 +32,7 @@ from evalglass.engine.datasets.toollogs.toolresults import (
     ToolSample,
     UnknownVersion,
     absent_sample,
+    answer_text,
     check_absent,
     load_json,
     score_entry,
@@ -53,13 +54,18 @@ class LmEvalReader(ToolReader):
         super().__init__(path, **options)
         self.answer_filter = answer_filter
 
+    def files(self) -> tuple[Path, ...]:
+        """The samples file and the results file beside it, which decides which documents ran (``n-samples``)."""
+        results = results_path(self.path)
+        return (self.path,) if results is None else (self.path, results)
+
     def _samples(self) -> Iterator[ToolSample | ToolProblem]:
         version, document = _version(self.path)
         task = _task(self.path)
         self.source = {"tool": "lm-eval", "version": version, "task": task}
         data = self._read_bytes(MAX_BYTES)
         merged: dict[str, ToolSample] = {}
-        answers: dict[str, str | None] = {}  # per document, the declared filter's answer
+        answers: dict[str, str | float | None] = {}  # per document, the declared filter's answer
         filters: dict[str, None] = {}
         unreadable: set[int] = set()  # documents whose line is a malformed sample: counted there, not as absent
         for number, raw in enumerate(data.split(b"\n"), start=1):
@@ -145,20 +151,18 @@ class LmEvalReader(ToolReader):
 
 def _version(path: Path) -> tuple[str, dict[str, Any]]:
     """The lm-eval version that wrote ``path`` and its results file (read beside it)."""
-    stem = path.name
-    if not (stem.startswith("samples_") and stem.endswith(".jsonl")):
+    results = results_path(path)
+    if results is None:
         raise SetupError(
             "an lm-eval samples file is named samples_<task>_<time>.jsonl",
             where=str(path),
             fix="point dataset.path at the file lm-eval --log_samples wrote",
         )
-    moment = stem[:-6].rsplit("_", 1)[-1]
-    results = path.with_name(f"results_{moment}.json")
     try:
         if not results.is_file():
             raise FileNotFoundError(results)
-        # Written by Python's json, as the samples are: a NaN (a metric's stderr over one sample) is read as its
-        # text, not a file "missing or unreadable"; one in UTF-16 is refused naming its encoding (text_start).
+        # Written by Python's json, as the samples are: a NaN (a metric's stderr over one sample) is read as the
+        # float it is, not a file "missing or unreadable"; one in UTF-16 is refused naming its encoding (text_start).
         text = text_start(results.read_bytes(), what="lm-eval results file", where=str(results))
         document = load_json(text, MendedLines(str(results)))
     except (OSError, ValueError):  # orjson.JSONDecodeError is a ValueError
@@ -172,6 +176,15 @@ def _version(path: Path) -> tuple[str, dict[str, Any]]:
     if not isinstance(version, str) or not any(version == v or version.startswith(v + ".") for v in VERSIONS):
         raise UnknownVersion(path, "lm-eval", "version", version, VERSIONS)
     return version, document
+
+
+def results_path(path: Path) -> Path | None:
+    """The results file lm-eval wrote beside samples file ``path`` (None: ``path`` is not named as one)."""
+    stem = path.name
+    if not (stem.startswith("samples_") and stem.endswith(".jsonl")):
+        return None
+    moment = stem[:-6].rsplit("_", 1)[-1]
+    return path.with_name(f"results_{moment}.json")
 
 
 def _task(path: Path) -> str:
@@ -212,12 +225,12 @@ def _sample(line: Any, number: int) -> ToolSample | ToolProblem:
         prompt = first.get("arg_0") if isinstance(first, dict) else None
     filtered = line.get("filtered_resps")
     first = filtered[0] if isinstance(filtered, list) and filtered else None
-    if not isinstance(first, (str, list)):
+    text = answer_text(first)
+    if text is None and not isinstance(first, list):
         # A generation's answer is text, a loglikelihood's response a [log-probability, is-greedy] pair (no answer:
         # not captured). Anything else was edited or damaged: read as not captured, it would be non_evaluable,
         # which a gate may tolerate.
         return ToolProblem(place, number, "has no filtered_resps answer: not a sample as lm-eval writes it")
-    text = first if isinstance(first, str) else None
     return ToolSample(
         id=str(line["doc_id"]),
         epoch=1,

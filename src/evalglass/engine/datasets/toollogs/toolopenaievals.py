@@ -47,6 +47,7 @@ from evalglass.engine.datasets.toollogs.toolresults import (
     ToolReader,
     ToolSample,
     absent_sample,
+    answer_text,
     check_absent,
     load_json,
     score_entry,
@@ -415,16 +416,16 @@ def _apply(sample: ToolSample, kind: str, event: dict[str, Any], number: int) ->
     if kind == "sampling":
         sample.input = event.get("prompt")
         sampled = event.get("sampled")
-        if isinstance(sampled, list) and sampled and isinstance(sampled[0], str):
-            sample.text = sampled[0]
+        if isinstance(sampled, list) and sampled:
+            sample.text = answer_text(sampled[0])
         return sample
     if kind == "match":
         if "match" in sample.scores:
             return ToolProblem(f"line {number}", number, f"a second match event for sample {sample.id}")
         correct = event.get("correct")
         sample.scores["match"] = score_entry(correct)  # as recorded: recorded_score says what is not a pass/fail
-        if sample.text is None and isinstance(event.get("sampled"), str):
-            sample.text = event["sampled"]
+        if sample.text is None:
+            sample.text = answer_text(event.get("sampled"))
         sample.target = event.get("expected")
         return sample
     graded = _graded(event)

@@ -64,7 +64,8 @@ class ToolSample:
     line: int
     input: Any
     target: Any
-    text: str | None
+    #: The answer (:func:`answer_text`): text, a NaN or an infinity, or None when the file holds none.
+    text: str | float | None
     scores: dict[str, dict[str, Any]]
     error: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
@@ -116,33 +117,37 @@ class UnknownVersion(SetupError):
 def load_json(raw: bytes, mended: MendedLines, where: str | int | None = None) -> Any:
     """One JSON document of a tool's file (``where``: its line, or its name within the file). Python's ``json``
     (what lm-eval and OpenAI Evals write with) writes a non-finite float as ``NaN``/``Infinity``, which JSON has
-    not: those are read as their text (as a CSV's are), so the one score that holds one is an error of that score
-    (``recorded_score``), not a malformed sample. A lone surrogate escape (half an emoji) is read as U+FFFD and
+    not: those are read as the floats they are, as a Parquet cell's are (never as text, which a target or an answer
+    ``"NaN"`` is too): a score that holds one is an error of that score (``recorded_score``), a target one is
+    ``reference_wrong_type`` (the gold's problem) and an answer one is the system's answer JSON cannot hold
+    (:func:`answer_text`), never a malformed sample. A lone surrogate escape (half an emoji) is read as U+FFFD and
     noted in ``mended`` (:func:`~evalglass.readers.jsonsource.loads_lone_surrogates`), as in a dataset line (never
     kept as Python's ``json`` reads it: a lone surrogate nothing can write again). A number too large for a float
-    (``1e400``, which Python's ``json`` reads as an infinity) is ``Infinity``'s text, for the same reason. Anything
-    else that is not JSON, or is nested deeper than the parser can go, raises ``orjson.JSONDecodeError``."""
+    (``1e400``) is the infinity Python's ``json`` reads it as, for the same reason. Anything else that is not JSON,
+    or is nested deeper than the parser can go, raises ``orjson.JSONDecodeError``."""
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         try:
-            read = loads_lone_surrogates(raw, constant=str)
+            read = loads_lone_surrogates(raw, constant=float)
         except JsonRefused:
             raise exc from None
         if read is not None:
             mended.add_at(where, read[1])
             return read[0]
         try:
-            return json.loads(raw, parse_constant=str, parse_float=_finite_or_text)
+            return json.loads(raw, parse_constant=float)
         except (ValueError, RecursionError):  # RecursionError: deeper than orjson reads (1,024), a malformed sample
             raise exc from None
 
 
-def _finite_or_text(text: str) -> float | str:
-    """A JSON number as a float, or, when no float holds it (``1e400``), as the text Python's json writes for the
-    infinity it would read (``Infinity``, ``-Infinity``), which is read as every non-finite number is."""
-    value = float(text)
-    return value if math.isfinite(value) else ("Infinity" if value > 0 else "-Infinity")
+def answer_text(value: Any) -> str | float | None:
+    """A sample's answer as the tool recorded it: text, or a NaN or an infinity (Python's ``json`` writes one where
+    the answer was a float): kept as the float it is, the system's answer JSON cannot hold, which a metric scores
+    as a wrong answer (never the text ``"NaN"``, which could match a target). None for anything else."""
+    if type(value) is str or (type(value) is float and not math.isfinite(value)):
+        return value
+    return None
 
 
 #: What a value of the wrong type in a tool's file raises where a reader reads it as the tool writes it.
@@ -202,6 +207,10 @@ class ToolReader:
         #: The lines read with lone surrogate escapes as U+FFFD (:func:`load_json`), for the run's warnings.
         self.mended = MendedLines(str(path))
         self._done = False
+
+    def files(self) -> tuple[Path, ...]:
+        """Every file the reader opens: a format with a second file (lm-eval's results file) names it here."""
+        return (self.path,)
 
     @property
     def fingerprint(self) -> str:

@@ -99,6 +99,10 @@ class OtlpReader:
         self._problems_at: dict[int, int] = {}
         self._done = False
 
+    def files(self) -> tuple[Path, ...]:
+        """Every file the reader opens (the trace file alone)."""
+        return (self.path,)
+
     @property
     def mended(self) -> MendedLines:
         """The trace lines read with lone surrogate escapes as U+FFFD, for the run's warnings."""

@@ -43,6 +43,7 @@ from evalglass.readers.jsonsource import (
     wide_encoding,
     without_bom,
 )
+from evalglass.readers.jsonvalues import non_finite
 from evalglass.readers.userfiles import open_regular, unreadable
 
 #: The longest JSON line or protobuf message read: a longer one (or a file of zeros) stops the run there.
@@ -370,12 +371,15 @@ def pack(fields: Fields, trace_id: str, resource: dict[str, Any]) -> bytes | Spa
     once over 512 bytes, as a span with its content is); it is read back with orjson when the trace completes, with
     the same values (JSON holds each of them exactly: text, booleans, null, 64-bit integers and floats, which orjson
     writes as the shortest text that reads back the same; an array or key-value list nested deeper than orjson
-    writes, 255 levels, keeps the span as it is too), so the examples do not change.
+    writes, 255 levels, keeps the span as it is too, and so does a NaN or an infinity, which orjson writes as null),
+    so the examples do not change.
     """
     try:
         buffer = orjson.dumps(fields)
     except orjson.JSONEncodeError:
         return span_of(trace_id, fields, resource)
+    if b"null" in buffer and non_finite(fields) is not None:
+        return span_of(trace_id, fields, resource)  # a NaN or an infinity, which orjson writes as null
     # A copy of its exact size: orjson leaves its output in the buffer it wrote into, 4-8 KB whatever the length
     # (measured with tracemalloc, orjson 3.13), which for 10,000 waiting spans is 40 MB instead of 9.
     return memoryview(buffer).tobytes()
@@ -557,7 +561,9 @@ def _json_value(value: dict[str, Any], key: str) -> Any:
         if type(inner) in (int, float):
             return float(inner)
         if inner in ("NaN", "Infinity", "-Infinity"):
-            return None  # JSON cannot hold them; an attribute that needs a number says it is missing
+            # OTLP/JSON's text for a double JSON cannot hold: kept as the float it is, as a Parquet cell's NaN is
+            # (never null, which it is not): a metric reading it is told it is not JSON, the gold binds it as it is.
+            return float(inner)
     elif kind == "arrayValue":
         if type(inner) is dict:
             found = []
@@ -645,8 +651,7 @@ def _proto_value(value: Any) -> Any:
     if kind == "bool_value":
         return value.bool_value
     if kind == "double_value":
-        number = value.double_value
-        return number if number == number and abs(number) != float("inf") else None
+        return value.double_value  # a NaN or an infinity kept as it is, as in OTLP/JSON (_json_value)
     if kind == "array_value":
         return [_proto_value(item) for item in value.array_value.values]
     if kind == "kvlist_value":
