@@ -13,7 +13,7 @@ import shutil
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
 
@@ -102,11 +102,23 @@ def deleted(runs: Runs, path: Path, name: str) -> None:
     path.unlink()
 
 
+def linked_outside(runs: Runs, path: Path, name: str) -> None:
+    """The same bytes, but behind a symbolic link to a file outside the run folder: whoever controls that file
+    controls the run, so it is refused as the file it is, whatever it holds (a reader that hashed what it read
+    through the link once took it as the run's)."""
+    outside = path.parents[len(PurePosixPath(name).parts) + 1] / "outside" / name.replace("/", "_")
+    outside.parent.mkdir(exist_ok=True)
+    outside.write_bytes(path.read_bytes())
+    path.unlink()
+    path.symlink_to(outside)
+
+
 DAMAGE: dict[str, Callable[[Runs, Path, str], None]] = {
     "truncated": truncated,
     "one byte flipped": flipped,
     "another run's": swapped,
     "deleted": deleted,
+    "linked outside": linked_outside,
 }
 
 #: Every command that reads a run folder, given the folder (relative to the project), as a user types it.
@@ -181,8 +193,11 @@ def test_the_undamaged_run_is_read_by_every_reader(
     assert "does not add up" not in result.err
 
 
+@pytest.mark.parametrize("damage", ["one byte flipped", "linked outside"])
 @pytest.mark.parametrize("kind", list(KINDS))
-def test_verify_names_the_same_damage_as_a_finding(made: dict[str, Runs], tmp_path: Path, kind: str) -> None:
+def test_verify_names_the_same_damage_as_a_finding(
+    made: dict[str, Runs], tmp_path: Path, kind: str, damage: str
+) -> None:
     """The readers refuse by the check verify makes: the same damage is a finding there (exit 1) or, in a file
     verify must parse, a line naming it (exit 2); never exit 0."""
     runs = made[kind]
@@ -194,7 +209,7 @@ def test_verify_names_the_same_damage_as_a_finding(made: dict[str, Runs], tmp_pa
         if run.exists():
             shutil.rmtree(run)
         shutil.copytree(runs.pristine, run)
-        flipped(runs, run / name, name)
+        DAMAGE[damage](runs, run / name, name)
         verified = run_cli("verify", "runs/run", "--format", "json", cwd=root)
         if verified.code == 2:  # a file verify must parse and cannot (a scores line): one line naming it
             assert name in verified.err and verified.err.count("\n") == 1, (name, verified.err)

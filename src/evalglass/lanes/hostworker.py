@@ -56,7 +56,12 @@ if TYPE_CHECKING:
 #: The fork server each worker is forked from: started once per process with this module as its only preload, so
 #: a worker starts from a clean interpreter, however much host code a python metric imported here.
 _CONTEXT = multiprocessing.get_context("forkserver")
-_PRELOAD = ["evalglass.lanes.hostworker", "evalglass.lanes.hostload", "evalglass.lanes.hostcall"]
+_PRELOAD = [
+    "evalglass.lanes.forkquiet",
+    "evalglass.lanes.hostworker",
+    "evalglass.lanes.hostload",
+    "evalglass.lanes.hostcall",
+]
 #: The code of a run's entry that carries an answer that is not JSON (its text and why) instead of a failure: the
 #: pipe is JSON, so the answer travels as what :func:`decode_run` makes an ``UnparsedOutput`` of again.
 NOT_JSON_ANSWER = "task_output_not_json"

@@ -153,7 +153,12 @@ def load_json_model(path: Path, model: type[Any], what: str) -> Any:
 
 
 def load_json_model_and_bytes(path: Path, model: type[Any], what: str) -> tuple[Any, bytes]:
-    """:func:`load_json_model`, also returning the bytes read (for a fingerprint of exactly what was loaded)."""
+    """:func:`load_json_model`, also returning the bytes read (for a fingerprint of exactly what was loaded).
+
+    A link is refused, never followed: every artifact is a regular file in its run's folder, and the digest list
+    (the one artifact no list hashes) behind a link could be any file, kept apart from the run it claims to list."""
+    if path.is_symlink():
+        raise SetupError(f"{what} is a symbolic link, not a regular file", where=str(path), fix=NOT_A_FILE)
     raw = read_regular(path, what=what, missing_fix=NOT_A_RUN, other_fix=NOT_A_FILE)
     return parse_json_model(raw, path, model, what), raw
 

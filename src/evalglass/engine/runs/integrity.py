@@ -63,7 +63,12 @@ class ArtifactCheck:
     def __init__(self, folder: Path, digests: Digests | None, known: Mapping[str, str] | None = None) -> None:
         self.folder = folder
         self.digests = digests
-        self._hashes: dict[str, str] = dict(known or {})
+        # A caller's hash is of the bytes it read, and a reader may have followed a link to read them (verify loads
+        # the scores through ``open``): the same bytes behind a link, even one pointing outside the folder, are still
+        # not the regular file the list names. So a known hash counts only for a name that is one.
+        self._hashes: dict[str, str] = {
+            name: found for name, found in (known or {}).items() if _outside_or_not_regular(folder, name) is None
+        }
 
     def sha256(self, name: str) -> str:
         """The SHA-256 of artifact ``name`` as found (:data:`MISSING`, or what it is instead of a regular file, such
@@ -71,10 +76,7 @@ class ArtifactCheck:
         found = self._hashes.get(name)
         if found is None:
             path = self.folder / name
-            # A list or record could name any path: one outside the folder is never read as the run's.
-            parts = PurePosixPath(name).parts
-            kind = "a path outside the run folder" if not parts or parts[0] == "/" or ".." in parts else None
-            kind = kind or _not_regular(path)
+            kind = _outside_or_not_regular(self.folder, name)
             if kind is not None:
                 found = f"<{kind}>"
             elif not path.exists():
@@ -178,6 +180,15 @@ def _bound_files(record: RunRecord) -> Iterator[tuple[str, str, str]]:
 def _named_hash(kept_file: str) -> str:
     """The hash a kept-outputs file's name says (``blobs/<hex>.jsonl.gz``: the SHA-256 of its bytes)."""
     return PREFIX + kept_file.rsplit("/", 1)[-1].removesuffix(".jsonl.gz")
+
+
+def _outside_or_not_regular(folder: Path, name: str) -> str | None:
+    """What artifact ``name`` is when it cannot be the run's: a path outside the folder (a list or record could name
+    any path; one outside is never read as the run's), or something there but not a regular file; None otherwise."""
+    parts = PurePosixPath(name).parts
+    if not parts or parts[0] == "/" or ".." in parts:
+        return "a path outside the run folder"
+    return _not_regular(folder / name)
 
 
 def _not_regular(path: Path) -> str | None:

@@ -161,6 +161,14 @@ def write_manifest(folder: Path, manifest: RunManifest) -> None:
 
 def load_manifest(folder: Path) -> RunManifest:
     path = folder / MANIFEST_FILE
+    if not folder.is_dir():
+        # What `.evalglass/last-started` names after a run that stopped before it could write its folder (a full
+        # disk, a file-size limit): that run removed the folder it created, so there is nothing to continue.
+        raise SetupError(
+            "nothing to resume: this run folder does not exist (a run that cannot write its folder removes it)",
+            where=str(folder),
+            fix="start a new run with `evalglass run`",
+        )
     if not path.exists():
         raise SetupError(
             "nothing to resume: no run manifest (run.json) in this folder",
