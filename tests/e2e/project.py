@@ -143,3 +143,29 @@ def make_project(tmp_path: Path, **config_overrides: Any) -> Project:
     project.write_rows()
     project.write_ledger({"version": 1})
     return project
+
+
+def run_on_engine_copy(tmp_path: Path, lane: str, *args: str) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """``evalglass run`` in a real process on a copy of the package (returned), for a project whose approved gate is
+    answered by the python lane ``lane`` (``ENGINE_COPY`` in its environment names the copy it may rewrite)."""
+    import shutil
+
+    import evalglass
+
+    copy = tmp_path / "engine"
+    shutil.copytree(Path(evalglass.__file__).parent, copy / "evalglass", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "project").mkdir()
+    project = make_project(tmp_path / "project", task={"type": "python", "function": "lane.py:answer"})
+    (project.evals / "lane.py").write_text(lane)
+    approve_as_is(project, 0.7, ["accuracy"])
+    env = {**os.environ, "PYTHONPATH": str(copy), "ENGINE_COPY": str(copy), "COLUMNS": "200"}
+    done = subprocess.run(
+        [sys.executable, "-m", "evalglass", "run", "--no-progress", "--no-history", *args],
+        cwd=project.root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    return copy, done

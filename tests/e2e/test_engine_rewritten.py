@@ -8,14 +8,9 @@ The CLI runs in a real process of its own on a copy of the package (the copy is 
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
-import evalglass
-from tests.e2e.project import approve_as_is, make_project
+from tests.e2e.project import run_on_engine_copy
 
 PAYLOAD = "\nimport os as _o\nfrom evalglass import supervisor as _s\n_s.report_exit(0)\n_o._exit(0)  # FORGED\n"
 LANE = f"""import os, pathlib
@@ -29,22 +24,7 @@ def answer(example):
 
 
 def test_a_lane_rewriting_a_module_the_engine_imports_later_cannot_end_the_run_green(tmp_path: Path) -> None:
-    copy = tmp_path / "engine"
-    shutil.copytree(Path(evalglass.__file__).parent, copy / "evalglass", ignore=shutil.ignore_patterns("__pycache__"))
-    (tmp_path / "project").mkdir()
-    project = make_project(tmp_path / "project", task={"type": "python", "function": "lane.py:answer"})
-    (project.evals / "lane.py").write_text(LANE)
-    approve_as_is(project, 0.7, ["accuracy"])
-    env = {**os.environ, "PYTHONPATH": str(copy), "ENGINE_COPY": str(copy), "COLUMNS": "200"}
-    done = subprocess.run(
-        [sys.executable, "-m", "evalglass", "run", "--no-progress", "--no-history"],
-        cwd=project.root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    copy, done = run_on_engine_copy(tmp_path, LANE)
     assert "FORGED" in (copy / "evalglass" / "report" / "terminal.py").read_text()  # the lane did rewrite it
     assert done.returncode == 2, done.stdout + done.stderr
     assert "report/terminal.py was changed while host code could run" in done.stderr, done.stderr

@@ -8,14 +8,9 @@ The CLI runs in a real process of its own on a copy of the package (the copy is 
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
-import evalglass
-from tests.e2e.project import approve_as_is, make_project
+from tests.e2e.project import run_on_engine_copy
 
 LANE = """import os, pathlib
 def answer(example):
@@ -28,23 +23,8 @@ def answer(example):
 
 
 def test_a_lane_rewriting_the_report_template_cannot_change_the_page(tmp_path: Path) -> None:
-    copy = tmp_path / "engine"
-    shutil.copytree(Path(evalglass.__file__).parent, copy / "evalglass", ignore=shutil.ignore_patterns("__pycache__"))
-    (tmp_path / "project").mkdir()
-    project = make_project(tmp_path / "project", task={"type": "python", "function": "lane.py:answer"})
-    (project.evals / "lane.py").write_text(LANE)
-    approve_as_is(project, 0.7, ["accuracy"])
     page = tmp_path / "page.html"
-    env = {**os.environ, "PYTHONPATH": str(copy), "ENGINE_COPY": str(copy), "COLUMNS": "200"}
-    done = subprocess.run(
-        [sys.executable, "-m", "evalglass", "run", "--no-progress", "--no-history", "--html", str(page)],
-        cwd=project.root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    copy, done = run_on_engine_copy(tmp_path, LANE, "--html", str(page))
     assert "FORGED" in (copy / "evalglass" / "templates" / "report" / "report.html.j2").read_text()  # rewritten
     assert not page.exists() or "FORGED" not in page.read_text()
     assert done.returncode == 2, done.stdout + done.stderr
