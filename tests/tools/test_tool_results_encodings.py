@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tools.test_tool_results import LM_EVAL, metric, run
+from tests.tools.test_tool_results import LM_EVAL, metric, run, run_cli
 from tests.tools.test_tool_results_hostile import RESULTS
 
 EM = {"em": {"type": "recorded_score", "scorer": "exact_match"}}
@@ -124,3 +124,18 @@ def test_a_nan_target_is_the_golds_problem_and_a_nan_answer_a_wrong_one_never_th
     assert "nan is not a JSON number" in codes["reference_wrong_type"]["example"], codes
     # The NaN answer is a number, never the text its target spells: scored as a wrong answer, not left out.
     assert (codes["type_mismatch"]["count"], codes["type_mismatch"]["included"]) == (1, 1), codes
+
+
+def test_a_nan_target_is_shown_as_nan_never_as_null(tmp_path: Path) -> None:
+    """``view --examples`` shows a NaN target as the file holds it: orjson's ``null`` was another value."""
+    read = lines()
+    read[0]["target"] = float("nan")
+    samples = tmp_path / LM_EVAL.name
+    samples.write_text("\n".join(map(json.dumps, read)) + "\n")
+    said = {"said": {"type": "exact_match", "field": "text", "reference": "target"}}
+    assert run(tmp_path, [samples, RESULTS], "lm-eval", said).code == 0
+    (record,) = (tmp_path / ".evalglass" / "runs").glob("*/run.json")
+    shown = run_cli("view", str(record.parent), "--examples", "--state", "all", "--format", "json", cwd=tmp_path)
+    assert shown.code == 0, shown.err
+    references = {row["id"]: row["reference"] for row in shown.json()["examples"]}
+    assert references[str(read[0]["doc_id"])] == "NaN", references

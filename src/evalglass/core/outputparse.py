@@ -116,15 +116,40 @@ def shown_output(value: Any, *, indent: bool = False) -> str:
     :class:`UnparsedOutput` (a Parquet NaN, a python lane's set, a chat reply that is not JSON) as the answer as the
     system gave it, its text, then :data:`NOT_JSON_MARK`, never the fields it is stored as; anything else as its JSON,
     an :class:`UnparsedOutput` inside it as that marked text (a string of the JSON), another value JSON cannot hold as
-    its ``repr``. The one place every view of an example's answer (``view --examples``, the HTML and markdown reports,
-    the explorer) makes its text, so all of them show such an answer the same way."""
+    its ``repr``; a NaN, an infinity (a tool log's answer or target, an OTLP double) or an integer beyond 64 bits (a
+    tool log's target) as the standard library writes it (``NaN``, the digits), never orjson's ``null`` or its error.
+    The one place every view of an example's answer (``view --examples``, the HTML and markdown reports, the
+    explorer) makes its text, so all of them show such an answer the same way."""
     if type(value) is UnparsedOutput:
         return f"{value.text} {NOT_JSON_MARK}"
     if isinstance(value, str):
         return value
     # Passed through so that ``_shown_default`` sees an UnparsedOutput (orjson would write it as an object).
     option = orjson.OPT_PASSTHROUGH_DATACLASS | (orjson.OPT_INDENT_2 if indent else 0)
-    return orjson.dumps(value, option=option, default=_shown_default).decode()
+    try:
+        data = orjson.dumps(value, option=option, default=_shown_default)
+    except orjson.JSONEncodeError:  # an integer beyond 64 bits (a circle or a deep value raises below too)
+        return _shown_as_is(value, indent)
+    if b"null" in data:  # orjson writes a NaN or an infinity as null; the standard library refuses it here
+        try:
+            _shown_as_is(value, indent, allow_nan=False)
+        except ValueError:
+            return _shown_as_is(value, indent)
+    return data.decode()
+
+
+def _shown_as_is(value: Any, indent: bool, *, allow_nan: bool = True) -> str:
+    """:func:`shown_output`'s text written by the standard library, in orjson's layout: a NaN or an infinity as
+    ``NaN``/``Infinity``, an integer beyond 64 bits as its digits."""
+    separators = (",", ": ") if indent else (",", ":")
+    return json.dumps(
+        value,
+        indent=2 if indent else None,
+        separators=separators,
+        ensure_ascii=False,
+        allow_nan=allow_nan,
+        default=_shown_default,
+    )
 
 
 def _shown_default(value: Any) -> str:
