@@ -254,6 +254,9 @@ class DatasetReader:
     gold fingerprint the rest again.
     """
 
+    #: orjson refuses NaN, Infinity and numbers beyond a double: no value read here holds one.
+    holds_non_finite = False
+
     def __init__(
         self,
         path: Path,

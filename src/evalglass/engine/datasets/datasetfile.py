@@ -34,6 +34,12 @@ class Reader(Protocol):
     first_bad_lines: list[int]
 
     @property
+    def holds_non_finite(self) -> bool:
+        """Whether a value it gives can hold a NaN or an infinity (JSONL parsed by orjson and CSV text cannot;
+        Parquet, trace files and other tools' logs can): the gold fingerprint looks for one only then."""
+        ...
+
+    @property
     def fingerprint(self) -> str: ...
 
     def files(self) -> tuple[Path, ...]:
@@ -103,8 +109,9 @@ def open_reader(loaded: LoadedConfig, *, hash_bytes: bool = True, gold: bool = F
 def gold_fingerprint_of(loaded: LoadedConfig) -> str:
     """The gold fingerprint exactly as a run takes it, without scoring anything (what ``preflight`` compares the
     ledger's gold validation with)."""
-    hasher = GoldHasher(loaded.config.gold_excluded_fields)
-    for batch in open_reader(loaded, hash_bytes=False, gold=True).batches():
+    reader = open_reader(loaded, hash_bytes=False, gold=True)
+    hasher = GoldHasher(loaded.config.gold_excluded_fields, holds_non_finite=reader.holds_non_finite)
+    for batch in reader.batches():
         hasher.add(batch)
     return hasher.fingerprint
 
@@ -113,8 +120,8 @@ def comparison_identity(loaded: LoadedConfig) -> tuple[str, str, list[str]]:
     """What a comparison with a baseline reads of this run's dataset, exactly as a run takes it, in one pass and
     without scoring anything: (gold fingerprint, the file's fingerprint, every example's id in file order).
     ``preflight`` asks whether a baseline is comparable with these."""
-    hasher = GoldHasher(loaded.config.gold_excluded_fields)
     reader = open_reader(loaded, gold=True)
+    hasher = GoldHasher(loaded.config.gold_excluded_fields, holds_non_finite=reader.holds_non_finite)
     ids: list[str] = []
     for batch in reader.batches():
         hasher.add(batch)

@@ -48,7 +48,11 @@ class DatasetSource:
         self.reader = open_reader(loaded, gold=config.needs_gold)
         self.path = self.reader.path
         self._config = config
-        self._gold = GoldHasher(config.gold_excluded_fields) if config.needs_gold else None
+        self._gold = (
+            GoldHasher(config.gold_excluded_fields, holds_non_finite=self.reader.holds_non_finite)
+            if config.needs_gold
+            else None
+        )
         self._outputs: RecordedOutputs | None = None
         # Recorded outputs are parsed here; a live lane's, as the lane produces them (engine.produce.liverun).
         self._parse: Callable[[Any], Any] | None = None

@@ -47,6 +47,11 @@ class TabularReader(DatasetReader):
     """The :class:`~evalglass.engine.datasets.dataset.DatasetReader` interface over a ``.csv`` or ``.parquet`` file (its
     fingerprint, counts and bad-line messages are the JSONL reader's)."""
 
+    @property
+    def holds_non_finite(self) -> bool:  # type: ignore[override]  # the JSONL reader's class attribute, a property here
+        """A Parquet cell can hold a NaN or an infinity; a CSV cell is text."""
+        return self.path.suffix.lower() == ".parquet"
+
     def _read_bytes(self) -> bytes:
         with open_dataset_file(self.path) as handle:
             data = handle.read()

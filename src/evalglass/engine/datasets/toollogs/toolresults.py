@@ -191,6 +191,8 @@ class ToolReader:
     epochs of one id together) and the ``tool`` name."""
 
     tool = ""
+    #: Python's ``json`` writes NaN and Infinity, which these files are read with.
+    holds_non_finite = True
     #: What the tool's file is called in messages (lm-eval's is its samples file: its results file is another).
     file_name = "results file"
 

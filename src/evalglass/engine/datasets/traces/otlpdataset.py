@@ -67,6 +67,9 @@ RECENT_FACTOR = 4
 class OtlpReader:
     """Iterate once over the examples of a trace file; afterwards ``fingerprint`` is the SHA-256 of its bytes."""
 
+    #: A ``doubleValue`` NaN or infinity is kept as the float it is.
+    holds_non_finite = True
+
     def __init__(
         self,
         path: Path,
