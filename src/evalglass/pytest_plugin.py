@@ -12,14 +12,16 @@ saying that no gate is active. A run that cannot complete (what ``evalglass run`
 the one-line error.
 
 Such a failure cannot be swallowed: a test that catches it (``except BaseException``, ``pytest.raises``), an
-``xfail`` marker or a hook that turns the report into a pass still leaves the session's exit status failed, with
-the run's verdict line in the terminal summary (``pytest_sessionfinish`` below; pytest-xdist workers hand theirs to
-the controller). ``--evalglass-ledger PATH`` pins the host's ledger for every run of the session, as ``evalglass
-run --ledger`` does: a config whose ``ledger:`` names another file is refused, and a session that made no run
-fails. Limit: a test file, ``conftest.py`` and pytest's configuration are the pull request's own code, running in
-this process; a pull request can delete the test or rewrite the exit status from a later hook. A green pytest
-session is therefore never the approval gate: CI runs ``evalglass run --ledger`` (or ``evalglass verify DIR
---ledger PATH --strict`` on the run folder) from the base branch's workflow (docs/python-api.md, "In pytest").
+``xfail`` marker or a hook that turns the report into a pass still leaves the session's exit status failed, with the
+run's verdict line in the terminal summary (``pytest_sessionfinish`` below; pytest-xdist workers hand theirs to the
+controller). A test meant to check that a run fails (a gate's own test) reads ``run.verdict`` instead of catching
+``assert_passed()``, or calls ``evalglass.run`` (which raises ``evalglass.SetupError``, not a test failure): a
+failure caught is still the session's. ``--evalglass-ledger PATH`` pins the host's ledger for every run of the
+session, as ``evalglass run --ledger`` does: a config whose ``ledger:`` names another file is refused, and a session
+that made no run fails. Limit: a test file, ``conftest.py`` and pytest's configuration are the pull request's own
+code, running in this process; a pull request can delete the test or rewrite the exit status from a later hook. A
+green pytest session is therefore never the approval gate: CI runs ``evalglass run --ledger`` (or ``evalglass verify
+DIR --ledger PATH --strict`` on the run folder) from the base branch's workflow (docs/python-api.md, "In pytest").
 
 pytest loads this module in every session of an environment where EvalGlass is installed, so it imports nothing
 but pytest until a test uses the fixture (``tests/test_lazy_imports.py`` pins that). Disable it with

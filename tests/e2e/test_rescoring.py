@@ -523,3 +523,32 @@ def test_a_variant_with_its_own_outputs_file_is_re_scored_only_from_the_file_the
     fields = [item["field"] for item in report["findings"]]
     found = f"variants/b/scores.jsonl: example 'ex-5', metric 'exact' (re-scored from the outputs in {named}"
     assert any(field.startswith(found) for field in fields), fields
+
+
+def test_a_variant_outputs_file_written_just_after_verify_hashed_it_is_said_not_scored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file's state is taken before it is hashed: a write between the hash (of the bytes the run read) and the
+    read that re-scores it moves its ctime and is said, never scored as if it were the file the run read (a state
+    taken after the hash missed such a write, and the rewritten answer was reported as a differing score)."""
+    from evalglass.engine.jobs.verify import verify_run
+    from evalglass.engine.runs import digests
+
+    project = own_outputs_project(tmp_path)
+    assert project.run("--out", "out").code == 0
+    own = project.evals / "outputs_b.jsonl"
+    original = own.read_text()
+    hashed = digests.file_sha256
+
+    def hash_then_rewrite(path: Path) -> str:
+        found = hashed(path)
+        if Path(path).name == own.name:
+            own.write_text(original.replace('"id": "ex-4", "output": "no"', '"id": "ex-4", "output": "yes"'))
+        return found
+
+    monkeypatch.setattr(digests, "file_sha256", hash_then_rewrite)
+    monkeypatch.chdir(project.root)
+    report = verify_run(project.root / "out")
+    line = next(line for line in report.anchors if line.startswith("re-scored"))
+    assert "variant 'b': none (its outputs file" in line and "changed while verify read it" in line, line
+    assert not any("differ" in str(item) for item in report.findings), report.findings

@@ -216,11 +216,12 @@ def _rescore_variants(
         elif own is None:
             source = f"the outputs in the dataset {path}, the file the run read"
         else:
+            # Its state before it is hashed: a write after that (which always moves its ctime) is seen below.
+            state = file_state(own)
             why_not, source = _own_outputs(own, record.variant_outputs.get(name))
             if why_not is not None:
                 parts.append(f"variant '{name}': none ({why_not})")
                 continue
-            state = file_state(own)
         loaded = LoadedConfig(variant, config_path, record.config_fingerprint, record.definition_files)
         found = _Rescoring(folder / where, record, loaded, chosen, label=where, source=source).run()
         same_file = found.dataset.fingerprint == record.dataset.fingerprint

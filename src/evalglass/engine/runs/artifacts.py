@@ -47,6 +47,12 @@ REGENERATE = "the file was edited or corrupted; rerun `evalglass run` to regener
 NOT_A_RUN = "point at a run folder written by `evalglass run`"
 #: What to do about an artifact that is a folder, a FIFO or a device.
 NOT_A_FILE = "the run folder was edited: `evalglass run` writes every artifact as a regular file; rerun it"
+#: A link where an artifact should be: also what a cache or store that keeps files as links makes (git-annex, DVC's
+#: symlink cache), which is no edit; its bytes copied into the folder are checked as any run's.
+LINKED = (
+    "the run folder was edited, or a cache restored it as links: `evalglass run` writes every artifact as a regular "
+    "file; copy the folder with its links resolved (`cp -rL`), or rerun it"
+)
 
 
 def write_model(path: Path, model: BaseModel) -> None:
@@ -158,7 +164,7 @@ def load_json_model_and_bytes(path: Path, model: type[Any], what: str) -> tuple[
     A link is refused, never followed: every artifact is a regular file in its run's folder, and the digest list
     (the one artifact no list hashes) behind a link could be any file, kept apart from the run it claims to list."""
     if path.is_symlink():
-        raise SetupError(f"{what} is a symbolic link, not a regular file", where=str(path), fix=NOT_A_FILE)
+        raise SetupError(f"{what} is a symbolic link, not a regular file", where=str(path), fix=LINKED)
     raw = read_regular(path, what=what, missing_fix=NOT_A_RUN, other_fix=NOT_A_FILE)
     return parse_json_model(raw, path, model, what), raw
 
