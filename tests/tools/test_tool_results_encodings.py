@@ -139,3 +139,23 @@ def test_a_nan_target_is_shown_as_nan_never_as_null(tmp_path: Path) -> None:
     assert shown.code == 0, shown.err
     references = {row["id"]: row["reference"] for row in shown.json()["examples"]}
     assert references[str(read[0]["doc_id"])] == "NaN", references
+
+
+def test_a_nan_answer_is_kept_as_nan_so_verify_re_scores_what_the_run_scored(tmp_path: Path) -> None:
+    """The kept outputs are written by orjson, which writes a NaN as ``null``: verify then re-scored another value
+    than the run had (``output type null`` against ``number``) and said an honest run's scores differ (exit 1).
+    A NaN nested in an answer is kept as the standard library writes it and read back as the float."""
+    read = lines()
+    read[1]["filtered_resps"] = [float("nan")]
+    samples = tmp_path / LM_EVAL.name
+    samples.write_text("\n".join(map(json.dumps, read)) + "\n")
+    said = {"said": {"type": "exact_match", "field": "text", "reference": "target"}}
+    assert run(tmp_path, [samples, RESULTS], "lm-eval", said).code == 0
+    (record,) = (tmp_path / ".evalglass" / "runs").glob("*/run.json")
+    verified = run_cli("verify", str(record.parent), cwd=tmp_path)
+    assert verified.code == 0, verified.out + verified.err
+    assert "re-scored 1 of 1 metrics" in verified.out, verified.out
+    shown = run_cli("view", str(record.parent), "--examples", "--state", "all", "--format", "json", cwd=tmp_path)
+    assert shown.code == 0, shown.err
+    outputs = {row["id"]: row["output"] for row in shown.json()["examples"]}
+    assert "NaN" in outputs[str(read[1]["doc_id"])] and "null" not in outputs[str(read[1]["doc_id"])], outputs

@@ -35,13 +35,14 @@ class DatasetSource:
     def __init__(
         self,
         loaded: LoadedConfig,
-        keep: Callable[[Any], None] | None = None,
+        keep: Callable[..., None] | None = None,
         outputs: Callable[[Batch], Batch] | None = None,
     ) -> None:
-        """``keep``: given each batch (its outputs joined, not yet parsed), for the run to keep what it scores
-        (``engine.runs.keptoutputs``); only :meth:`batches` calls it. ``outputs``: given each batch as the dataset
-        file holds it, the batch with the outputs to score instead of the outputs file's (``verify`` puts in the
-        outputs a run kept: ``engine.jobs.rescore``); the outputs file is then not read."""
+        """``keep``: given each batch (its outputs joined, not yet parsed) and whether the reader can give a NaN or
+        an infinity, for the run to keep what it scores (``engine.runs.keptoutputs``); only :meth:`batches` calls
+        it. ``outputs``: given each batch as the dataset file holds it, the batch with the outputs to score instead
+        of the outputs file's (``verify`` puts in the outputs a run kept: ``engine.jobs.rescore``); the outputs file
+        is then not read."""
         config = loaded.config
         self._keep = keep
         self._replace = outputs
@@ -77,7 +78,7 @@ class DatasetSource:
             if replace is not None:
                 batch = replace(batch)
             if keep is not None:
-                keep(batch)
+                keep(batch, holds_non_finite=self.reader.holds_non_finite)
             if parse is not None:
                 batch = _parsed_batch(batch, parse)
             yield batch

@@ -68,7 +68,7 @@ class OutputsKeeper(Protocol):
     """Where a recorded run keeps the outputs it scored (the port): ``keptoutputs.KeptOutputsWriter``. A producer's
     dataset source hands it each batch as read (``DatasetSource(keep=sink.keep)``), before ``parse: json``."""
 
-    def add(self, batch: ExampleBatch | Sequence[Example | BadLine]) -> None: ...
+    def add(self, batch: ExampleBatch | Sequence[Example | BadLine], *, holds_non_finite: bool = False) -> None: ...
 
     def commit(self) -> KeptOutputs: ...
 
@@ -207,7 +207,7 @@ class RunSink:
         return self.shape.samples
 
     @property
-    def keep(self) -> Callable[[ExampleBatch | Sequence[Example | BadLine]], None] | None:
+    def keep(self) -> Callable[..., None] | None:
         """What the dataset source hands each batch's recorded outputs to (None: this run keeps none)."""
         return None if self._keeper is None else self._keeper.add
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import queue
 import threading
@@ -50,6 +51,7 @@ from evalglass.core.runrecord import KeptOutputs, RunRecord
 from evalglass.engine.datasets.dataset import BadLine
 from evalglass.engine.runs.runfolder import PartialFile, make_dirs
 from evalglass.errors import SetupError
+from evalglass.readers.jsonvalues import non_finite
 
 BLOBS_DIR = "blobs"
 #: The name the file is written under until its hash is known (a partial file of it is swept on resume).
@@ -85,8 +87,10 @@ class KeptOutputsWriter:
         self._thread = threading.Thread(target=self._drain, name="evalglass-kept-outputs", daemon=True)
         self._thread.start()
 
-    def add(self, batch: ExampleBatch | Sequence[Example | BadLine]) -> None:
-        """One block: the batch's ids and outputs, as the dataset (or outputs file) recorded them."""
+    def add(self, batch: ExampleBatch | Sequence[Example | BadLine], *, holds_non_finite: bool = False) -> None:
+        """One block: the batch's ids and outputs, as the dataset (or outputs file) recorded them.
+        ``holds_non_finite``: the reader can give a NaN or an infinity (``Reader.holds_non_finite``), which orjson
+        writes as ``null``: such an output is then kept as the standard library writes it (:func:`_line`)."""
         if isinstance(batch, ExampleBatch):
             ids, outputs = batch.ids, batch.outputs
         else:
@@ -103,11 +107,13 @@ class KeptOutputsWriter:
             # The outputs as one array: the bytes the dataset reader wrote while checking the batch, when it did.
             with contextlib.suppress(TypeError):  # a value orjson cannot write: _line says so below
                 written = batch.derived(OUTPUTS_JSON, partial(orjson.dumps, outputs, option=_NO_DATACLASS))
+            if written is not None and holds_non_finite and b"null" in written and non_finite(outputs) is not None:
+                written = None
         self._examples += len(ids)
         self._raise_failure()
         # orjson writes {"ids": [...], "outputs": [...]} as those two arrays between its own compact punctuation.
         if written is None:
-            line = _line(block)
+            line = _line(block, may_hold_non_finite=holds_non_finite)
         else:
             line = b"".join((b'{"ids":', orjson.dumps(ids), b',"outputs":', written, b"}\n"))
         self._queue.put(self._redactor.json_bytes(line))
@@ -159,16 +165,48 @@ class KeptOutputsWriter:
 _NO_DATACLASS = orjson.OPT_PASSTHROUGH_DATACLASS
 
 
-def _line(block: dict[str, Any]) -> bytes:
+def _line(block: dict[str, Any], *, may_hold_non_finite: bool) -> bytes:
+    """The block's line. An output orjson cannot write (nested too deep, a reader's odd type, an integer beyond 64
+    bits) or writes as another value (a NaN or an infinity, as ``null``: looked for only when ``may_hold_non_finite``
+    and the line holds a ``null``) is kept as the standard library writes it (``exact_json``: ``NaN``, the digits),
+    so verify re-scores the value the run scored; an unparsed answer as its text with why (``not_json``); anything
+    else orjson cannot write is said, never a repr."""
     try:
-        return orjson.dumps(block, option=orjson.OPT_APPEND_NEWLINE | _NO_DATACLASS)
-    except TypeError:  # a value orjson cannot write (nested too deep, a reader's odd type): said, never a repr
-        outputs = block["outputs"]
-        unparsed = [[index, value.message, value.declared] for index, value in enumerate(outputs) if _unparsed(value)]
-        if unparsed:
-            block["not_json"] = unparsed
-        block["outputs"] = [value.text if _unparsed(value) else _storable(value) for value in outputs]
-        return orjson.dumps(block, option=orjson.OPT_APPEND_NEWLINE)
+        line = orjson.dumps(block, option=orjson.OPT_APPEND_NEWLINE | _NO_DATACLASS)
+    except TypeError:
+        line = None
+    outputs = block["outputs"]
+    if line is not None and not (may_hold_non_finite and b"null" in line and non_finite(outputs) is not None):
+        return line
+    unparsed = [[index, value.message, value.declared] for index, value in enumerate(outputs) if _unparsed(value)]
+    if unparsed:
+        block["not_json"] = unparsed
+    exact: list[list[Any]] = []
+    stored: list[Any] = []
+    for index, value in enumerate(outputs):
+        text = None if _unparsed(value) else _exact_text(value)
+        if text is not None:
+            exact.append([index, text])
+        stored.append(value.text if _unparsed(value) else None if text is not None else _storable(value))
+    if exact:
+        block["exact_json"] = exact
+    block["outputs"] = stored
+    return orjson.dumps(block, option=orjson.OPT_APPEND_NEWLINE)
+
+
+def _exact_text(value: Any) -> str | None:
+    """``value`` as the standard library writes it, when orjson cannot write it or writes another value; else None."""
+    try:
+        data = orjson.dumps(value, option=_NO_DATACLASS)
+    except TypeError:
+        pass
+    else:
+        if b"null" not in data or non_finite(value) is None:
+            return None
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return None
 
 
 def _unparsed(value: Any) -> bool:
@@ -215,6 +253,8 @@ def decoded_block(raw: bytes, where: str) -> tuple[list[str], list[Any]]:
             outputs[index] = ABSENT
         for index, message, declared in block.get("not_json", ()):
             outputs[index] = UnparsedOutput(str(outputs[index]), str(message), str(declared))
+        for index, text in block.get("exact_json", ()):
+            outputs[index] = json.loads(text)  # written by the standard library: NaN, Infinity, long integers
     except (orjson.JSONDecodeError, KeyError, TypeError, IndexError, ValueError):
         raise SetupError("a block of kept outputs is unreadable", where=where) from None
     if not isinstance(ids, list) or not isinstance(outputs, list) or len(ids) != len(outputs):
