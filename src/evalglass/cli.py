@@ -133,6 +133,11 @@ class GuardedGroup(click.Group):
             line = _os_error_line(exc)
             _exit_after([line or _internal_line(exc)], ExitCode.SETUP, debug)
         except Exception as exc:
+            from evalglass.engine.produce.interrupts import interrupt_inside
+
+            if interrupt_inside(exc):  # a Ctrl-C a library reported as its own error (pydantic's SchemaError)
+                stop = Interrupted()
+                _exit_after(stop.stderr_lines(), stop.exit_code, debug)
             _exit_after([_internal_line(exc)], ExitCode.SETUP, debug)
 
 

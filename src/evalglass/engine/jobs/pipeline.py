@@ -29,6 +29,7 @@ from evalglass.core.fingerprint import fingerprint_of_bytes
 from evalglass.core.runrecord import COMPARED_DIR, GRADED_FILE, SCORES_FILE, VARIANTS_DIR, BaselineRecord, RunRecord
 from evalglass.core.scorecard import Scorecard
 from evalglass.engine.decide.decision import Evidence, decided_scorecard, run_record
+from evalglass.engine.produce.interrupts import interrupt_inside
 from evalglass.engine.produce.metricbuild import build_metrics
 from evalglass.engine.produce.scoring import BuiltMetric
 from evalglass.engine.produce.sink import Producer, RunSink, Scored, open_run_sink
@@ -480,14 +481,14 @@ def _run_in(prepared: _Prepared, created: bool) -> RunOutcome:
         scored = _score(prepared, sink, warnings, joined)
         outcome = _finish(prepared, scored)
         return dataclasses.replace(outcome, warnings=(*warnings, *outcome.warnings))
-    except KeyboardInterrupt as stop:
-        # The manifest stays: completed calls are in the cache and `--resume` finishes the run under its own id.
-        reason = joined[0].lost if joined else None
-        reason = reason or (str(stop) if isinstance(stop, ClusterLost) else None)
-        done = prepared.counters.done if prepared.loaded.config.live else None
-        said = (*warnings, *_untrusted(prepared, sum(prepared.untrusted_met)))
-        raise RunInterrupted(folder, done, manifest.dataset.examples, reason, warnings=said) from None
     except BaseException as failed:
+        if isinstance(failed, KeyboardInterrupt) or interrupt_inside(failed):
+            # The manifest stays: completed calls are in the cache and `--resume` finishes the run under its own id.
+            reason = joined[0].lost if joined else None
+            reason = reason or (str(failed) if isinstance(failed, ClusterLost) else None)
+            done = prepared.counters.done if prepared.loaded.config.live else None
+            said = (*warnings, *_untrusted(prepared, sum(prepared.untrusted_met)))
+            raise RunInterrupted(folder, done, manifest.dataset.examples, reason, warnings=said) from None
         if created:
             shutil.rmtree(folder, ignore_errors=True)
         if isinstance(failed, EvalGlassError):

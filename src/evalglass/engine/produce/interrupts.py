@@ -24,6 +24,24 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _FORCE_AT = 3
 
 
+def interrupt_inside(exc: BaseException) -> bool:
+    """Whether ``exc`` is a Ctrl-C or a SIGTERM that a library turned into an error of its own: the
+    ``KeyboardInterrupt`` in its cause or context, or (pydantic-core, which builds a model's validator lazily and
+    reports what a Python callback raised as a ``SchemaError`` holding only its text) named in a ``SchemaError``'s
+    message. Such a run was stopped, not broken: it ends as interrupted (exit 130, resumable), not as an internal
+    error that removes its folder."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt):
+            return True
+        if type(current).__name__ == "SchemaError" and "KeyboardInterrupt" in str(current):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
 def _main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
