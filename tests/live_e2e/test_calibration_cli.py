@@ -461,14 +461,7 @@ def test_host_code_rewriting_the_calibration_record_mid_run_does_not_change_the_
     approved = (project.root / "calibrations" / "quality.json").read_text()
     project.write_ledger(
         {
-            "gates": {
-                "judged": {
-                    "active": True,
-                    "threshold": 2.0,
-                    "fingerprint": project.gate_fingerprint("judged"),
-                    "judge_endpoint": project.judge_endpoint("quality"),
-                }
-            },
+            "gates": {"judged": _approved_gate(project, 2.0)},
             "judges": {"quality": {"min_agreement": 0.3, "calibration": calibration_pin(calibrated.out)}},
         }
     )
