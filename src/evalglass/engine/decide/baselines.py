@@ -333,13 +333,28 @@ def comparative_inputs(
     dataset: DatasetSummary,
     baselines: dict[str, BaselineRun],
     today: str,
+    written: str | None = None,
 ) -> ComparativeInputs:
     """This run's side: its example ids (read back from ``scores``, its scores file: in a run with variants the first
     variant's, whose ids every variant shares), gold, metric definitions (by the name the decision gives each
-    compared metric), suite and day (``today``: the run's own, which a baseline's age is counted to)."""
+    compared metric), suite and day (``today``: the run's own, which a baseline's age is counted to).
+
+    ``written``: the SHA-256 of the scores file as the run wrote it (``run``, whose decision reads the ids back after
+    host code ran: a lane, a python metric or a standalone check runs as the same user and can rewrite the run's own
+    folder). The ids are taken only from bytes that hash to it: a file whose ids were shuffled re-paired this run's
+    answers with other baseline examples, which narrows a paired interval and turned an undecided ``lower_bound``
+    gate green. ``verify`` passes None: it checks the file against the digest list on its own."""
     loaded = load_columns(
         scores, [], samples=config.samples, clustered=config.dataset.cluster_field is not None, ids=True
     )
+    if written is not None and loaded.sha256 != written:
+        raise SetupError(
+            f"the run's own scores file changed while the run went on (its SHA-256 is {loaded.sha256[7:19]}, not the "
+            f"{written[7:19]} the run wrote): host code wrote into the run folder, so no comparative gate was decided",
+            where=str(scores),
+            fix="find what writes into the run folder (a lane, a python metric, a check's command: they run as the "
+            "same user) and run again",
+        )
     assert loaded.ids is not None
     definitions, payloads = compared_definitions(config, definition_files)
     return ComparativeInputs(

@@ -804,7 +804,13 @@ def _decide_and_write(
         write_baselines(prepared.baselines, folder)
         baselines, baseline_records = prepared.baselines.found, prepared.baselines.records
         comparative = comparative_inputs(
-            config, folder / scores_file, loaded.definition_files, dataset, baselines, day_of_timestamp(created_at)
+            config,
+            folder / scores_file,
+            loaded.definition_files,
+            dataset,
+            baselines,
+            day_of_timestamp(created_at),
+            written=scored.scores_sha256,
         )
     approved_files: list[dict[str, dict[str, str]]] = []
     stale = stale_causes(
