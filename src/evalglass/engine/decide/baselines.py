@@ -29,7 +29,7 @@ from evalglass.engine.decide.baselinesearch import (
     newest_trusted,
     run_trust,
 )
-from evalglass.engine.runs.artifacts import RUNRECORD_FILE, load_columns
+from evalglass.engine.runs.artifacts import RUNRECORD_FILE, changed_mid_run, load_columns
 from evalglass.engine.runs.compare import (
     RunForComparison,
     load_for_comparison,
@@ -348,13 +348,7 @@ def comparative_inputs(
         scores, [], samples=config.samples, clustered=config.dataset.cluster_field is not None, ids=True
     )
     if written is not None and loaded.sha256 != written:
-        raise SetupError(
-            f"the run's own scores file changed while the run went on (its SHA-256 is {loaded.sha256[7:19]}, not the "
-            f"{written[7:19]} the run wrote): host code wrote into the run folder, so no comparative gate was decided",
-            where=str(scores),
-            fix="find what writes into the run folder (a lane, a python metric, a check's command: they run as the "
-            "same user) and run again",
-        )
+        raise changed_mid_run(scores, "scores file", loaded.sha256, written)
     assert loaded.ids is not None
     definitions, payloads = compared_definitions(config, definition_files)
     return ComparativeInputs(

@@ -53,6 +53,7 @@ from evalglass.engine.runs.digests import (
 )
 from evalglass.engine.runs.earlierruns import earlier_definition_files
 from evalglass.engine.runs.runfolder import (
+    OUTPUTS_FILE,
     PartialFile,
     commit_together,
     locked,
@@ -467,7 +468,8 @@ def _run_in(prepared: _Prepared, created: bool) -> RunOutcome:
             sweep_killed_writers(folder)
         if prepared.loaded.config.variant_names:
             variants = _score_variants(prepared, warnings, joined)
-            compared = _score_compared(prepared, warnings, joined) if prepared.loaded.config.compared_metrics else None
+            judged = prepared.loaded.config.compared_metrics
+            compared = _score_compared(prepared, warnings, joined, variants) if judged else None
             outcome = _finish_variants(prepared, variants, compared)
             return dataclasses.replace(outcome, warnings=(*warnings, *outcome.warnings))
         keeper = None
@@ -479,7 +481,7 @@ def _run_in(prepared: _Prepared, created: bool) -> RunOutcome:
             prepared.loaded, ScoresWriter(folder), expected=manifest.dataset.examples or 0, keeper=keeper
         )
         scored = _score(prepared, sink, warnings, joined)
-        outcome = _finish(prepared, scored)
+        outcome = _finish(prepared, scored, outputs_written={OUTPUTS_FILE: scored.outputs_sha256})
         return dataclasses.replace(outcome, warnings=(*warnings, *outcome.warnings))
     except BaseException as failed:
         if isinstance(failed, KeyboardInterrupt) or interrupt_inside(failed):
@@ -551,10 +553,14 @@ def _score_variants(prepared: _Prepared, warnings: list[str], joined: list[RayCl
     return scored
 
 
-def _score_compared(prepared: _Prepared, warnings: list[str], joined: list[RayCluster]) -> Scored:
+def _score_compared(
+    prepared: _Prepared, warnings: list[str], joined: list[RayCluster], variants: dict[str, Scored]
+) -> Scored:
     """The judges of variants side by side (``compare_variants``), once every variant is scored: per example every
     variant's output, written to ``compared/graded.jsonl`` from the variants' outputs files, is scored as a
-    recorded output by ``Config.for_compared`` (so the judges' calls are cached and resumed like any judge's)."""
+    recorded output by ``Config.for_compared`` (so the judges' calls are cached and resumed like any judge's).
+    The files are read back only as ``variants`` wrote them (their hashes): host code ran in between (a later
+    variant's lane or python metric) and could have rewritten an earlier variant's answers into winning ones."""
     from evalglass.engine.explore.variantoutputs import graded_lines
     from evalglass.engine.produce.progress import Counters
 
@@ -564,7 +570,8 @@ def _score_compared(prepared: _Prepared, warnings: list[str], joined: list[RayCl
     graded = folder / GRADED_FILE
     writer = PartialFile(graded, buffering=1 << 20)
     try:
-        for line in graded_lines(prepared.folder, config.compared_variants, samples=config.samples):
+        written = {name: variants[name].outputs_sha256 for name in config.compared_variants if name in variants}
+        for line in graded_lines(prepared.folder, config.compared_variants, samples=config.samples, written=written):
             writer.write(line)
         writer.commit()
     except BaseException:
@@ -607,7 +614,6 @@ def sweep_killed_writers(folder: Path) -> None:
     it is resumed: only those of the files a run writes here (engine/runs/runfolder.py's names), nothing else."""
     from evalglass.engine.decide.baselines import BASELINES_DIR
     from evalglass.engine.runs.manifest import MANIFEST_FILE
-    from evalglass.engine.runs.runfolder import OUTPUTS_FILE
 
     sweep_partials(
         folder,
@@ -744,6 +750,9 @@ def _finish_variants(prepared: _Prepared, scored: dict[str, Scored], compared: S
             each.untrusted_cache_entries for each in (*scored.values(), *([compared] if compared else []))
         ),
     )
+    written = {f"{VARIANTS_DIR}/{name}/{OUTPUTS_FILE}": each.outputs_sha256 for name, each in scored.items()}
+    if compared is not None:
+        written[f"{COMPARED_DIR}/{OUTPUTS_FILE}"] = compared.outputs_sha256
     return _finish(
         prepared,
         merged,
@@ -751,6 +760,7 @@ def _finish_variants(prepared: _Prepared, scored: dict[str, Scored], compared: S
         variant_scores=files,
         compared_scores=compared.scores_sha256 if compared is not None else None,
         variant_outputs=outputs,
+        outputs_written=written,
     )
 
 
@@ -762,10 +772,12 @@ def _finish(
     variant_scores: dict[str, str] | None = None,
     compared_scores: str | None = None,
     variant_outputs: dict[str, str] | None = None,
+    outputs_written: dict[str, str | None] | None = None,
 ) -> RunOutcome:
     """Standalone checks, the decision and the artifacts: the same for recorded and live runs, with or without
     variants (``variant_scores``: each variant's scores file and its hash; ``variant_outputs``: each recorded
-    variant's own outputs file's hash)."""
+    variant's own outputs file's hash; ``outputs_written``: each lane's ``outputs.jsonl`` in the folder, by its
+    path there, with the hash it was written with, None where no lane wrote one)."""
     check_results = run_standalone_checks(prepared.loaded)
     refuse_rewritten_definitions(prepared.loaded)
     refuse_changed_inputs(prepared.input_states)
@@ -775,7 +787,14 @@ def _finish(
     # reference counting as ever; cyclic garbage waits for the first pass after.
     with collector_paused():
         return _decide_and_write(
-            prepared, scored, check_results, scores_file, variant_scores, compared_scores, variant_outputs
+            prepared,
+            scored,
+            check_results,
+            scores_file,
+            variant_scores,
+            compared_scores,
+            variant_outputs,
+            {file: sha256 for file, sha256 in (outputs_written or {}).items() if sha256 is not None},
         )
 
 
@@ -787,6 +806,7 @@ def _decide_and_write(
     variant_scores: dict[str, str] | None,
     compared_scores: str | None,
     variant_outputs: dict[str, str] | None = None,
+    outputs_written: dict[str, str] | None = None,
 ) -> RunOutcome:
     """The decision and the artifacts, once the standalone checks have run (see :func:`_finish`)."""
     loaded, ledger, folder = prepared.loaded, prepared.ledger, prepared.folder
@@ -841,7 +861,7 @@ def _decide_and_write(
     if any(spec.judged_tally() is not None for spec in config.metrics.values()):
         from evalglass.engine.explore.judgedsummaries import judged_summaries
 
-        judged = judged_summaries(config, folder)
+        judged = judged_summaries(config, folder, outputs_written or {})
     scorecard = decided_scorecard(
         config, scored.columns, scored.shape.run_shape(), dataset, evidence, scored.calls, scored.usage, judged
     )
@@ -880,6 +900,8 @@ def _decide_and_write(
             **(variant_scores or {}),
             **({f"{COMPARED_DIR}/{SCORES_FILE}": compared_scores} if compared_scores is not None else {}),
             **({scored.kept.file: scored.kept.sha256} if scored.kept is not None else {}),
+            # Each lane's outputs as written, not as found now: host code may still be running (a thread, a child).
+            **(outputs_written or {}),
         },
         provenance=None if prepared.signing_key is None else signed_provenance(loaded.base_dir),
         pending={REPORT_FILE: fingerprint_of_bytes(report)},
