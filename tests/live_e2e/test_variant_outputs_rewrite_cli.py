@@ -64,3 +64,51 @@ def test_a_metric_rewriting_a_variants_committed_outputs_decides_nothing(project
     assert attacked.code == 2, attacked.out + attacked.err
     assert "variants/strong/outputs.jsonl" in attacked.err
     assert "changed while the run went on" in attacked.err and "Traceback" not in attacked.err
+
+
+#: An ungated python metric that leaves a process behind (its own session, outliving the worker): once the run has
+#: written `compared/graded.jsonl`, the file the judge of variants reads as its dataset, every answer of `strong` in
+#: it says q=9.
+LEAVE_BEHIND = r'''
+import pathlib, subprocess, sys, time
+
+WATCH = """
+import pathlib, re, sys, time
+runs, since = pathlib.Path(sys.argv[1]), float(sys.argv[2])
+end = time.time() + 60
+while time.time() < end:
+    for path in runs.glob("*/compared/graded.jsonl"):
+        if path.stat().st_mtime >= since:
+            path.write_text(re.sub(r'"strong":"q=[0-9]+', '"strong":"q=9', path.read_text()))
+            sys.exit(0)
+    time.sleep(0.002)
+"""
+_started = []
+
+def score(output):
+    if not _started:
+        _started.append(True)
+        runs = pathlib.Path(__file__).resolve().parent / ".evalglass" / "runs"
+        argv = [sys.executable, "-c", WATCH, str(runs), str(time.time())]
+        subprocess.Popen(argv, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return 1.0
+'''
+
+
+def test_a_process_left_behind_rewriting_what_the_judge_of_variants_reads_decides_nothing(
+    project: LiveProject,
+) -> None:
+    judged(project, gates={"strong-preferred": {"metric": "preferred", "proposed_threshold": 0.9}})
+    config = (project.root / "evalglass.yaml").read_text()
+    assert project.run().code == 0
+    approve_calibrated(project, "strong-preferred", 0.9)
+    assert project.run().code == 1  # 0.75, short of 0.9
+    (project.root / "tidy.py").write_text(LEAVE_BEHIND)
+    (project.root / "evalglass.yaml").write_text(
+        config.replace("metrics:\n", "metrics:\n  tidy:\n    type: python\n    function: tidy.py:score\n", 1)
+    )
+    attacked = project.run()
+    # Before: the judge read the rewritten file whenever the rewrite came before its read (exit 0, pass) and the run
+    # decided on it either way; now the file is held from the moment it is written, as the dataset is.
+    assert attacked.code == 2, attacked.out + attacked.err
+    assert "compared/graded.jsonl" in attacked.err and "the file changed while the run read it" in attacked.err

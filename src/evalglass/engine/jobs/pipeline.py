@@ -574,6 +574,9 @@ def _score_compared(
         for line in graded_lines(prepared.folder, config.compared_variants, samples=config.samples, written=written):
             writer.write(line)
         writer.commit()
+        # The judges read it as their dataset, batch by batch, while a process host code left behind may still run:
+        # held as the dataset is (refuse_changed_inputs), from the moment it is there.
+        prepared.input_states[graded] = file_state(graded)
     except BaseException:
         writer.abort()
         raise
