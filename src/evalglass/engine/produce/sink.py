@@ -128,6 +128,7 @@ class Scored:
     untrusted_cache_entries: int = 0  # live runs: see Produced
     kept: KeptOutputs | None = None  # recorded outputs: see OutputsKeeper
     outputs_sha256: str | None = None  # live runs: see Produced
+    checks_sha256: str | None = None  # per-example checks' records (checks.jsonl), as written; None: none ran
 
 
 @dataclass
