@@ -185,10 +185,15 @@ class LiveProducer:
             raise
         finally:
             reader.close()
-        outputs.commit()
+        outputs_sha256 = outputs.commit()
         usage = tuple(tally.summary(self.loaded.config.prices) for tally in tallies.values())
         return Produced(
-            dataset=dataset, calls=outputs.calls, usage=usage, untrusted_cache_entries=sum(self.untrusted), notes=notes
+            dataset=dataset,
+            calls=outputs.calls,
+            usage=usage,
+            untrusted_cache_entries=sum(self.untrusted),
+            notes=notes,
+            outputs_sha256=outputs_sha256,
         )
 
     async def _main(

@@ -104,6 +104,8 @@ class Produced:
     untrusted_cache_entries: int = 0
     #: Lines read differently from their bytes (``DatasetSource.notes``), one line each, for the run's warnings.
     notes: tuple[str, ...] = ()
+    #: A live run's ``outputs.jsonl``, as its writer hashed it: what the run reads it back against.
+    outputs_sha256: str | None = None
 
 
 class Producer(Protocol):
@@ -125,6 +127,8 @@ class Scored:
     calls: CallTotals | None = None  # live runs: see CallTotals
     untrusted_cache_entries: int = 0  # live runs: see Produced
     kept: KeptOutputs | None = None  # recorded outputs: see OutputsKeeper
+    outputs_sha256: str | None = None  # live runs: see Produced
+    checks_sha256: str | None = None  # per-example checks' records (checks.jsonl), as written; None: none ran
 
 
 @dataclass
@@ -268,6 +272,7 @@ class RunSink:
             calls=produced.calls,
             kept=kept,
             untrusted_cache_entries=produced.untrusted_cache_entries,
+            outputs_sha256=produced.outputs_sha256,
         )
 
     def abort(self) -> None:
