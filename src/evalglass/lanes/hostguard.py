@@ -152,6 +152,14 @@ class Guard:
         self._folders = installed_folders()
         self._installed = installed_code_names() | installed_metadata_names() | self._folders
         self.sites = installed_sites()
+        #: What the installed copy puts in each ``site-packages`` (its packages, modules, ``.pth`` files and its
+        #: ``.dist-info`` folder, whose name holds its version): the pull request's names among the machine's.
+        self._tops = frozenset(
+            os.path.join(site, name[len(site) + 1 :].split("/")[0])
+            for name in self._installed
+            for site in self.sites
+            if name.startswith(os.path.join(site, ""))
+        )
         self.refused: list[str] = []
         #: Bound modules as the import system found them (a link's name, ``helper.py -> vendor/helper.py``): the
         #: name a bound ``import`` statement reaches is answered when asked about (:meth:`_ask_entry`).
@@ -337,7 +345,8 @@ class Guard:
     def _ask_entry(self, place: str, folder: str) -> None:
         """``place``, an entry that is there in the resolved ``folder``: refused when it is the project's and the
         gate does not bind it nor a file below it."""
-        if place not in self._installed and self.project_path(folder) is None:
+        installed = place in self._installed or place in self._tops
+        if not installed and self.project_path(folder) is None:
             return
         path = Path(place)
         if path in self.bound or path in self.holds or path in self.found or place == self._root:
@@ -346,7 +355,7 @@ class Guard:
             # Bytecode is never run here (:meth:`_check`): answered as absent, not remembered.
             shown = self._shown(path)
             raise FileNotFoundError(errno.ENOENT, f"{shown}: a gated python metric runs its modules from source")
-        if not os.path.islink(place) and self.project_path(place) is None and place not in self._installed:
+        if not os.path.islink(place) and self.project_path(place) is None and not installed:
             return  # a folder in the project that is the machine's (a ``site-packages`` in its ``.venv``)
         self._refuse_unbound(path, "asks about")
 
@@ -385,6 +394,8 @@ class Guard:
             name = "."
         elif isinstance(name, int):
             name = _descriptor_path(name)
+        if self._check_site_listing(name):
+            return
         folder = self.project_path(name)
         if folder is None:
             return
@@ -396,6 +407,29 @@ class Guard:
         unbound = sorted(entry for entry in entries if not self._known(folder / entry))
         if unbound:
             self._refuse_listing(folder, unbound)
+
+    def _check_site_listing(self, name: Any) -> bool:
+        """A listing of a ``site-packages`` the project is installed in (``os.listdir``, ``pkgutil.iter_modules()``
+        of every folder on ``sys.path``): it names what the installed copy puts there (a module the pull request
+        adds, its ``.dist-info`` folder's version) beside the machine's, so it is refused when the gate binds
+        nothing in one of those. Whether ``name`` is such a folder."""
+        try:
+            site = os.path.realpath(os.fsdecode(name)) if name is not None else None
+        except (TypeError, ValueError):
+            return False
+        if site not in self.sites:
+            return False
+        try:
+            entries = os.listdir(site)
+        except OSError:
+            return True
+        unbound = sorted(entry for entry in entries if self._unbound_top(os.path.join(site, entry)))
+        if unbound:
+            self._refuse_listing(Path(site), unbound)
+        return True
+
+    def _unbound_top(self, place: str) -> bool:
+        return place in self._tops and not self._known(Path(place))
 
     def _check_glob(self, event: str, args: tuple[Any, ...]) -> None:
         """A glob answers exactly its matches (its literal parts are tested with ``os.stat``, which raises no event,
@@ -415,6 +449,9 @@ class Guard:
             base = Path(folder)  # a string here (the hook's plain arguments): no method of host code's runs
             matches = iter(list(base.glob(pattern) if event == "pathlib.Path.glob" else base.rglob(pattern)))
         for match in matches:
+            found = os.path.realpath(match)
+            if self._unbound_top(found):
+                self._refuse_listing(Path(os.path.dirname(found)), [os.path.basename(found)], glob=True)
             path = self.project_path(match)
             if path is not None and not self._known(path):
                 self._refuse_listing(self.project_path(base) or path.parent, [path.name], glob=True)
@@ -575,6 +612,10 @@ def _unlisted(guard: Guard, module: ModuleType) -> None:
     def children(self: Any) -> Any:
         with guard.checking():
             project = guard.project_path(self.root or ".") is not None
+            if not project and os.path.realpath(self.root or ".") in guard.sites:
+                # The installed copy's ``site-packages``, listed for distributions (``entry_points()``, any
+                # package's version): each read of the project's metadata is checked as it is made.
+                return original(self)
         return [] if project else original(self)
 
     module.FastPath.children = children
@@ -655,6 +696,16 @@ def install(root: str, bound: Collection[str]) -> Guard:
         if isinstance(name, str):
             with contextlib.suppress(PermissionError):
                 guard._check(name, "loaded (before the worker started)")
+    for name in sorted(guard._tops):
+        if name.endswith(".pth"):
+            # Python runs a ``.pth`` file's ``import`` lines at every start, in every process, before any guard:
+            # the installed copy's is the pull request's code, and nothing here can bind it.
+            guard.refused.append(
+                f"the installed project puts {installed_label(Path(name)) or name} in site-packages, which Python "
+                "runs at every start, before any rule can watch it; ship no .pth file (install in editable mode for "
+                "development), then re-approve"
+            )
+            break
     _project_finders(guard)
     _unlisted_metadata(guard)
     _wrap_asking(guard)
