@@ -32,15 +32,26 @@ finds no distribution in a project folder. These adjustments can be undone by ho
 spared is refused: nothing rests on them. The installed copy's metadata that the project's text decides (its
 version: ``hostimports.installed_metadata_names``) is refused: no gate can bind it.
 
+Any other question about a name (:meth:`Guard.ask`) follows one rule: refused when the name reaches, step by step
+as the kernel takes it (links, ``..``, ``dir_fd=``, a descriptor through ``/proc/self/fd``), a file or folder of the
+project or of its installed copy that is there and that the gate neither binds nor leads to; answered when it
+reaches nothing there, so every run that decides sees the same project. The ``stat`` family raises no audit event:
+it is wrapped in ``os`` and ``posix`` (:func:`_wrap_asking`); the audited calls whose error says whether a name is
+there (``os.mkdir``, ``os.chmod``...) and a file opened for writing are asked through the hook. A listing of the
+``site-packages`` the installed copy lies in may show none of its names the gate binds nothing in (its modules, its
+``.dist-info`` folder), and a ``.pth`` file it ships (run at every start, before this hook) counts as refused.
+
 Once anything was refused, every later call of the worker answers an ``error`` score with code
 ``host_unbound_code`` naming the first file refused and how to bind it (an ``import`` statement in a bound file, or
 the metric's ``data_files:``), even when host code caught the refusal: a gate on the metric then blocks
 (``incomplete_measurement``), never decides on what the code did instead.
 
 Limits (stated in docs/config.md): the worker is a process of the same user, not a sandbox. What the gate binds is
-read at config load; a file rewritten between then and its loading is not seen here. A question that raises no audit
-event is not seen: ``os.stat``, ``os.access``, ``os.readlink`` and what is built on them (``os.path.exists``),
-system calls through ``ctypes``; wrapping them would not hold (a fresh copy of ``posix``, ``ctypes``'s libc). Code
+read at config load; a file rewritten between then and its loading is not seen here. Code that goes around the
+interpreter is not seen, and cannot be from inside this process: system calls through ``ctypes`` or ``cffi``, a
+write to ``/proc/self/mem``, the original ``os`` functions the wrappers hold (their ``__defaults__``, ``gc``). Nor
+what says nothing of a name: a file system's free space (``os.statvfs`` of any folder on it), a bound folder's own
+``stat`` (its link count grows with what it holds), inode numbers, timings. Code
 the gate binds decides what the project's files (bound ones) and the examples make it do, ``exec`` of a text it is
 given included. A module loaded before the hook (``sitecustomize`` through the evalglass process's own
 ``PYTHONPATH``, the machine's ``.pth`` files) is the environment's, outside any pull request; a module of the
