@@ -443,7 +443,7 @@ def test_a_gated_metric_asking_about_an_unbound_files_metadata_is_not_answered(t
 #: An honest metric that stats its bound files, the folders on their way and a name that is not there, and loads a
 #: bound module by its path (Alembic's migrations): it decides, and a file added elsewhere changes nothing.
 HONEST_STATS = (
-    "import importlib.util, os, pathlib\n"
+    "import importlib.metadata, importlib.util, os, pathlib, sys\n"
     "def score(output, reference):\n"
     f"    here = {HERE}\n"
     "    base = here / 'cases' / 'a.json'\n"
@@ -451,6 +451,10 @@ HONEST_STATS = (
     "    assert os.path.isdir(here / 'cases') and os.access(base, os.R_OK) and os.path.exists(here.parent)\n"
     "    assert os.path.realpath(here / 'data' / 'a.json') == str((here / 'cases' / 'a.json').resolve())\n"
     "    assert not os.path.exists(here / 'cases' / 'missing.json') and not (here / 'nothing').exists()\n"
+    # A folder of the project on sys.path that holds nothing bound (a ``src`` on ``PYTHONPATH``): importlib.metadata
+    # looks every folder there up (pydantic's plugin search does, on each model class it builds).
+    "    sys.path.insert(0, str(here / 'tools'))\n"
+    "    assert importlib.metadata.version('PyYAML')\n"
     "    spec = importlib.util.spec_from_file_location('m0001', here / 'migrations' / 'm0001.py')\n"
     "    module = importlib.util.module_from_spec(spec)\n"
     "    spec.loader.exec_module(module)\n"
@@ -460,7 +464,7 @@ HONEST_STATS = (
 
 def test_a_gated_metric_asking_about_its_bound_files_still_decides(tmp_path):
     rows = [{"id": f"ex-{i}", "expected": "yes", "output": "yes"} for i in range(1, 9)]
-    files = {"cases/a.json": "1", "migrations/m0001.py": HONEST}
+    files = {"cases/a.json": "1", "migrations/m0001.py": HONEST, "tools/unbound.py": ""}
     project = _project(tmp_path, HONEST_STATS, files, data_files=["cases/a.json", "data/a.json", "migrations/m0001.py"])
     (project.evals / "data").symlink_to("cases")  # a bound file named through a link: the name is bound too
     project.write_rows(rows)

@@ -630,6 +630,18 @@ def _unlisted(guard: Guard, module: ModuleType) -> None:
         return [] if project else original(self)
 
     module.FastPath.children = children
+    mtime = getattr(module.FastPath, "mtime", None)
+    if isinstance(mtime, property) and mtime.fget is not None:
+        stat = mtime.fget
+
+        def project_mtime(self: Any) -> Any:
+            # Its lookup cache's key, from ``os.stat`` of each folder on ``sys.path``: a project folder that holds
+            # nothing bound (a ``src`` on ``PYTHONPATH``) would be asked about, and its listing is empty anyway.
+            with guard.checking():
+                project = guard.project_path(self.root or ".") is not None
+            return 0.0 if project else stat(self)
+
+        module.FastPath.mtime = property(project_mtime)
 
 
 class _Backport:
