@@ -674,7 +674,7 @@ def _wrap_asking(guard: Guard) -> None:
     """``os.stat`` and its family (:data:`_ASKING_FUNCTIONS`) ask :meth:`Guard.ask` first, in ``os`` and in
     ``posix`` (the import system's module: ``os.path``, ``pathlib``, ``shutil`` call them through ``os``). No audit
     event says they ran, so they are replaced: code that reaches the originals another way (the interpreter's
-    internals, ``ctypes``) is not seen (the limit in docs/metrics.md). A path-like argument is turned into its path
+    internals, ``ctypes``) is not seen (the limit in docs/config.md). A path-like argument is turned into its path
     once, before the check, and the call is made with that path: its ``__fspath__`` cannot answer twice."""
     import posix
 
