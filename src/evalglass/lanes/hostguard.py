@@ -155,6 +155,8 @@ class Guard:
         #: The folders on the way to a bound file: their names are the bound files', so listing one that holds
         #: nothing else tells host code nothing the gate did not bind.
         self.holds = frozenset(folder for path in self.bound for folder in path.parents)
+        #: The same, as text: the walk of a name (:meth:`_ask_entry`) tests each step without making a ``Path``.
+        self._known_text = frozenset(str(path) for path in self.bound | self.holds)
         self._root = str(root)
         self._inside = os.path.join(self._root, "")
         #: The project installed from the checkout (``pip install .``: ``hostimports.installed_label``), read now,
@@ -174,7 +176,7 @@ class Guard:
         self.refused: list[str] = []
         #: Bound modules as the import system found them (a link's name, ``helper.py -> vendor/helper.py``): the
         #: name a bound ``import`` statement reaches is answered when asked about (:meth:`_ask_entry`).
-        self.found: set[Path] = set()
+        self.found: set[str] = set()
         #: Per thread: a check in progress on this thread (a hook must not recurse: the checks list folders and
         #: run globs); another thread's does not exempt this one's events.
         self._local = threading.local()
@@ -357,18 +359,27 @@ class Guard:
         """``place``, an entry that is there in the resolved ``folder``: refused when it is the project's and the
         gate does not bind it nor a file below it."""
         installed = place in self._installed or place in self._tops
-        if not installed and self.project_path(folder) is None:
+        if not installed and not self._resolved_project(folder):
+            return
+        if place in self._known_text or place in self.found or place == self._root:
             return
         path = Path(place)
-        if path in self.bound or path in self.holds or path in self.found or place == self._root:
-            return
         if path.name == "__pycache__":
             # Bytecode is never run here (:meth:`_check`): answered as absent, not remembered.
             shown = self._shown(path)
             raise FileNotFoundError(errno.ENOENT, f"{shown}: a gated python metric runs its modules from source")
-        if not os.path.islink(place) and self.project_path(place) is None and not installed:
+        if not os.path.islink(place) and not self._resolved_project(place) and not installed:
             return  # a folder in the project that is the machine's (a ``site-packages`` in its ``.venv``)
         self._refuse_unbound(path, "asks about")
+
+    def _resolved_project(self, full: str) -> bool:
+        """:meth:`project_path`'s test for a name resolved already (the walk's folders): string tests, and
+        ``is_host_file`` (remembered), no ``realpath`` again."""
+        if full in self._folders or full in self._installed:
+            return True
+        if full != self._root and not full.startswith(self._inside):
+            return False
+        return is_host_file(Path(full))
 
     def _ask_open(self, name: Any, *, relative: bool) -> None:
         """A file opened for writing: asked about (:meth:`ask`); a relative ``os.open`` against each folder it may
@@ -583,7 +594,9 @@ def _project_finders(guard: Guard) -> None:
                 if spec.origin is not None and spec.has_location:
                     guard._check(spec.origin, "imports")
                     folder, name = os.path.split(spec.origin)
-                    guard.found.add(Path(os.path.realpath(folder), name))  # as :meth:`Guard._ask_steps` names it
+                    guard.found.add(
+                        os.path.join(os.path.realpath(folder), name)
+                    )  # as :meth:`Guard._ask_steps` names it
                     return spec
                 unbound = [folder for folder in spec.submodule_search_locations or () if not guard.may_hold(folder)]
                 return None if unbound else spec
