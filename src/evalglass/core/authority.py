@@ -10,16 +10,18 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, field_validator, model_validator
 
 from evalglass.core.calendar import DateText, IsoDay, day_of_timestamp
 from evalglass.core.endpoint import JudgeEndpoint, endpoint_differences, parse_judge_endpoint, shown_endpoint
-from evalglass.core.expiry import Dated, standing
 from evalglass.core.fingerprint import Fingerprint, fingerprint_of
 from evalglass.core.names import closest
 from evalglass.core.variantnames import declared_metric
+
+if TYPE_CHECKING:  # expiry's rules load with the first active approval (a run without gates has none)
+    from evalglass.core.expiry import Dated
 
 #: The folder (beside the config) holding each judge's calibration record, ``<judge>.json``.
 CALIBRATIONS_DIR = "calibrations"
@@ -557,6 +559,8 @@ def resolve_authority(gate: GateIdentity, ledger: Ledger, *, today: str) -> Auth
     approval = ledger.gates.get(gate.name)
     if approval is None or not approval.active:
         return Authority(active=False)
+    from evalglass.core.expiry import Dated
+
     reasons: list[Reason] = []
     notes: list[str] = []
     expiring = _Expiring(ledger.policy, today, reasons, notes)
@@ -666,6 +670,8 @@ class _Expiring:
         self.policy, self.today, self.reasons, self.notes = policy, today, reasons, notes
 
     def check(self, code: BlockReason, dated: Dated) -> None:
+        from evalglass.core.expiry import standing
+
         found = standing(
             dated,
             today=self.today,
