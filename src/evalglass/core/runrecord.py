@@ -1,6 +1,7 @@
 """Everything needed to re-derive a scorecard from the recorded scores (``evalglass verify``)."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: pydantic would compile each field's annotation text at class creation
+# (a ForwardRef, ~75 k instructions a field on every run that imports this module).
 
 from typing import Any, Final, Literal
 
