@@ -908,7 +908,7 @@ def _decide_and_write(
             "variant_outputs": variant_outputs or {},
         }
         record = record.model_copy(update=update)
-    from evalglass.engine.explore.failing import report_markdown
+    from evalglass.engine.explore.reportfile import report_markdown
 
     # Published in the order they always were (run record, scorecard, report, digest list), two files at a time
     # (runfolder.commit_together: one wait for the disk, not two): the report is rendered from the published run

@@ -459,7 +459,7 @@ def _byte_findings(path: Path, document: Any) -> list[Finding]:
 
 
 def _report_findings(folder: Path, derived: Scorecard) -> list[Finding]:
-    from evalglass.engine.explore.failing import report_markdown
+    from evalglass.engine.explore.reportfile import report_markdown
 
     path = folder / REPORT_FILE
     try:

@@ -19,7 +19,8 @@ for anyone to verify with, while the private key lives only in the CI secret sto
 (for example runs on the protected branch; a pull request from a fork never sees it).
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: pydantic would compile each field's annotation text at class creation
+# (a ForwardRef, ~75 k instructions a field on every run that imports this module).
 
 import base64
 import binascii
@@ -211,7 +212,7 @@ def verify_key_from_env() -> str | None:
     return None if signing is None else _raw_public(private_key(signing).public_key()).hex()
 
 
-def private_key(text: str) -> Ed25519PrivateKey:
+def private_key(text: str) -> "Ed25519PrivateKey":
     """An Ed25519 private key from PEM text (PKCS#8, as `openssl genpkey -algorithm ed25519` writes) or 64 hex
     digits (the raw 32-byte seed)."""
     ed25519, serialization = _crypto()
@@ -225,7 +226,7 @@ def private_key(text: str) -> Ed25519PrivateKey:
     return cast("Ed25519PrivateKey", key)
 
 
-def public_key(text: str) -> Ed25519PublicKey:
+def public_key(text: str) -> "Ed25519PublicKey":
     """An Ed25519 public key from PEM text, a file holding it, or 64 hex digits (the raw key)."""
     ed25519, serialization = _crypto()
     candidate = text.strip()
@@ -262,7 +263,7 @@ def _is_hex(text: str) -> bool:
     return len(text) == 64 and all(char in "0123456789abcdefABCDEF" for char in text)
 
 
-def _raw_public(key: Ed25519PublicKey) -> bytes:
+def _raw_public(key: "Ed25519PublicKey") -> bytes:
     _, serialization = _crypto()
     return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
 

@@ -5,7 +5,8 @@ it produces (a changed selection or mapping makes a validated gold stale), and t
 the file's bytes.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: pydantic would compile each field's annotation text at class creation
+# (a ForwardRef, ~75 k instructions a field on every run that imports this module).
 
 from datetime import UTC, datetime
 from typing import Literal
