@@ -1,0 +1,117 @@
+"""An outsider's battery of bad input through the real command line: each case one file, flag or artifact gone
+wrong, and each must end as the standard says (docs/testing.md): exit 2, one line on stderr naming the file (and
+line, where there is one) and the fix, no traceback, never the catch-all "internal error", and nothing lost (the run
+folders and the history already there are still there, byte for byte).
+
+The cases are the classes of failure an outside fuzz of every command found; each class is fixed at its shared
+error path (named per case), so a case here stands for every file and flag that goes through that path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.project import Project, approve_as_is, make_project
+
+Mutation = Callable[[Project], tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    #: Breaks the project and returns the command's arguments.
+    mutate: Mutation
+    #: Each must be in the error line.
+    needles: tuple[str, ...]
+
+
+def _append(name: str, text: str, *args: str) -> Mutation:
+    def mutate(project: Project) -> tuple[str, ...]:
+        path = project.evals / name
+        path.write_text(path.read_text() + text)
+        return args or ("run", "--no-progress")
+
+    return mutate
+
+
+def _replace(name: str, old: str, new: str, *args: str) -> Mutation:
+    def mutate(project: Project) -> tuple[str, ...]:
+        path = project.evals / name
+        text = path.read_text()
+        assert old in text
+        path.write_text(text.replace(old, new, 1))
+        return args or ("run", "--no-progress")
+
+    return mutate
+
+
+CASES = [
+    # readers/yamlsource.py: a value whose YAML constructor fails bare (was "internal error: ValueError").
+    Case(
+        "ledger-date-that-is-no-date",
+        _replace("authority.yaml", "threshold: 0.7", "threshold: 0.7\n    expires_on: 2026-13-45"),
+        ("authority.yaml:6", "'2026-13-45' reads as a date", "YYYY-MM-DD"),
+    ),
+    Case(
+        "config-year-zero",
+        _append("evalglass.yaml", "x-note: 0000-01-01\n"),
+        ("evalglass.yaml:16", "'0000-01-01' reads as a date"),
+    ),
+    # readers/yamlsource.py: a NUL escape in a path (was "internal error: ValueError: embedded null byte").
+    Case(
+        "dataset-path-with-nul-escape",
+        _replace("evalglass.yaml", "path: data.jsonl", 'path: "data\\0.jsonl"'),
+        ("evalglass.yaml:4", "NUL character"),
+    ),
+    Case(
+        "config-ledger-with-nul-escape",
+        _append("evalglass.yaml", 'ledger: "authority\\x00.yaml"\n'),
+        ("evalglass.yaml:16", "NUL character"),
+    ),
+]
+
+
+def _state(root: Path) -> dict[str, str]:
+    """Every file under ``.evalglass`` by its SHA-256: the runs and the history a bad command must not touch."""
+    return {
+        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted((root / ".evalglass").rglob("*"))
+        if path.is_file() and path.name not in ("last-started",)
+    }
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A project with an approved gate and one finished, recorded run: what each case copies and then breaks."""
+    root = tmp_path_factory.mktemp("finished")
+    project = make_project(root)
+    approve_as_is(project, 0.7, ["accuracy"])
+    done = project.run("--no-progress")
+    assert done.code == 0, done
+    return root
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
+def test_bad_input_is_one_line_exit_2_and_loses_nothing(case: Case, finished: Path, tmp_path: Path) -> None:
+    import shutil
+
+    root = tmp_path / "project"
+    shutil.copytree(finished, root, symlinks=True)
+    pointer = root / ".evalglass" / "last-run"
+    pointer.write_text(pointer.read_text().replace(str(finished), str(root)))
+    project = Project(root)
+    args = case.mutate(project)
+    before = _state(root)
+    result = project.cli(*args)
+    assert result.code == 2, result
+    assert "Traceback" not in result.err and "internal error" not in result.err, result.err
+    lines = [line for line in result.err.splitlines() if line.strip()]
+    assert len(lines) == 1, result.err
+    for needle in case.needles:
+        assert needle in lines[0], (needle, lines[0])
+    assert _state(root) == before, "a refused command changed the runs or the history"
