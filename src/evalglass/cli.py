@@ -40,6 +40,18 @@ FLAG_NAMES = {
 }
 
 
+class _AtMost(click.IntRange):
+    """A count option ("at most N"): below its low bound refused as click refuses it, above what a 64-bit integer
+    holds read as that bound, which already means "all". Unbounded, ``history --limit 99999999999999999999``
+    reached SQLite, which cannot bind it: an internal error. The help still shows ``x>=low``."""
+
+    def __init__(self, low: int) -> None:
+        super().__init__(min=low)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        return min(super().convert(value, param, ctx), (1 << 63) - 1)
+
+
 def _exit_after(lines: list[str], code: int, debug: bool) -> NoReturn:
     """Print the error's lines on stderr (after the traceback, with --debug) and exit with ``code``."""
     from evalglass import redaction
@@ -559,11 +571,11 @@ def calibrate(judge: str, labels: Path, config_path: Path | None, no_cache: bool
     type=click.Choice(EXAMPLE_STATES),
     help="With --examples: only examples in this state (repeatable; default: every state but pass and scored).",
 )
-@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="With --examples: at most N.")
+@click.option("--limit", type=_AtMost(1), default=20, show_default=True, help="With --examples: at most N.")
 @click.option(
     "--width",
     "chars",
-    type=click.IntRange(min=0),
+    type=_AtMost(0),
     default=200,
     show_default=True,
     help="With --examples: characters of each input, reference and output shown (0: whole; --format json always "
@@ -699,7 +711,7 @@ def explain(name: str | None, folder: Path | None, baseline_ref: str | None, db:
 @click.argument("base", metavar="BASE")
 @click.argument("candidate", metavar="CANDIDATE")
 @click.option("--metric", "metrics", multiple=True, help="Compare only this metric (repeatable; default: all shared).")
-@click.option("--top", default=10, show_default=True, type=click.IntRange(min=0), help="Flipped ids shown per metric.")
+@click.option("--top", default=10, show_default=True, type=_AtMost(0), help="Flipped ids shown per metric.")
 @click.option(
     "--html",
     "html_path",
@@ -884,7 +896,7 @@ HISTORY_DB_HELP = (
     help="Only runs of this suite: its dataset name, or its config path as the run recorded it "
     "(e.g. evals/evalglass.yaml).",
 )
-@click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1), help="At most this many runs.")
+@click.option("--limit", default=20, show_default=True, type=_AtMost(1), help="At most this many runs.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.pass_context
 def history(

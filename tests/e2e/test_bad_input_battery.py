@@ -50,6 +50,16 @@ def _replace(name: str, old: str, new: str, *args: str) -> Mutation:
     return mutate
 
 
+def _folder_for_history(*args: str) -> Mutation:
+    def mutate(project: Project) -> tuple[str, ...]:
+        database = project.root / ".evalglass" / "history.sqlite"
+        database.rename(project.root / "history-moved-away.sqlite")
+        database.mkdir()
+        return args
+
+    return mutate
+
+
 CASES = [
     # readers/yamlsource.py: a value whose YAML constructor fails bare (was "internal error: ValueError").
     Case(
@@ -72,6 +82,14 @@ CASES = [
         "config-ledger-with-nul-escape",
         _append("evalglass.yaml", 'ledger: "authority\\x00.yaml"\n'),
         ("evalglass.yaml:16", "NUL character"),
+    ),
+    # history/refs.py history_exists: a folder at the database's path read as "no history" ("No recorded runs yet",
+    # exit 0): now refused wherever a reader asks whether there is a history.
+    Case("history-database-is-a-folder", _folder_for_history("history"), ("history.sqlite", "not a file")),
+    Case(
+        "history-database-is-a-folder-for-a-reference",
+        _folder_for_history("view", "main@latest"),
+        ("history.sqlite", "not a file"),
     ),
 ]
 
@@ -115,3 +133,19 @@ def test_bad_input_is_one_line_exit_2_and_loses_nothing(case: Case, finished: Pa
     for needle in case.needles:
         assert needle in lines[0], (needle, lines[0])
     assert _state(root) == before, "a refused command changed the runs or the history"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("history", "--limit", "99999999999999999999999"),
+        ("view", "--examples", "--limit", "99999999999999999999999"),
+        ("compare", "last", "last", "--top", "99999999999999999999999"),
+    ],
+    ids=["history-limit", "view-limit", "compare-top"],
+)
+def test_a_count_beyond_64_bits_means_all(args: tuple[str, ...], finished: Path) -> None:
+    """cli._AtMost: "at most" a number no integer column holds is "all", not "internal error: OverflowError"."""
+    result = Project(finished).cli(*args)
+    assert result.code == 0, result
+    assert "Traceback" not in result.err and "error" not in result.err, result.err
