@@ -10,6 +10,8 @@ error path (named per case), so a case here stands for every file and flag that 
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +62,20 @@ def _folder_for_history(*args: str) -> Mutation:
     return mutate
 
 
+def _verify_with(option: str, make: Callable[[Path], str]) -> Mutation:
+    """``verify`` of the finished run with ``option`` naming what ``make`` puts in the project root."""
+
+    def mutate(project: Project) -> tuple[str, ...]:
+        return ("verify", str(project.last_run()), option, make(project.root))
+
+    return mutate
+
+
+def _fifo(root: Path) -> str:
+    os.mkfifo(root / "pipe")
+    return "pipe"
+
+
 CASES = [
     # readers/yamlsource.py: a value whose YAML constructor fails bare (was "internal error: ValueError").
     Case(
@@ -91,6 +107,11 @@ CASES = [
         _folder_for_history("view", "main@latest"),
         ("history.sqlite", "not a file"),
     ),
+    # engine/jobs/verify.py _checked/_anchor: a --dataset that is not a regular file was "not at hand" and verify
+    # passed (exit 0) with nothing re-scored; a FIFO named by --config hung the read.
+    Case("verify-dataset-missing", _verify_with("--dataset", lambda root: "nope.jsonl"), ("nope.jsonl", "not found")),
+    Case("verify-dataset-folder", _verify_with("--dataset", lambda root: "evals"), ("evals", "is a directory")),
+    Case("verify-config-fifo", _verify_with("--config", _fifo), ("pipe", "named pipe", "--config")),
 ]
 
 
@@ -116,8 +137,6 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
 def test_bad_input_is_one_line_exit_2_and_loses_nothing(case: Case, finished: Path, tmp_path: Path) -> None:
-    import shutil
-
     root = tmp_path / "project"
     shutil.copytree(finished, root, symlinks=True)
     pointer = root / ".evalglass" / "last-run"
@@ -149,3 +168,12 @@ def test_a_count_beyond_64_bits_means_all(args: tuple[str, ...], finished: Path)
     result = Project(finished).cli(*args)
     assert result.code == 0, result
     assert "Traceback" not in result.err and "error" not in result.err, result.err
+
+
+def test_verify_reads_a_relative_dataset_from_the_working_folder(finished: Path, tmp_path: Path) -> None:
+    """``--dataset d.jsonl`` was checked in the working folder, then read beside the config ("evals/d.jsonl:
+    dataset file not found", with a fix naming the config)."""
+    shutil.copy(finished / "evals" / "data.jsonl", finished / "copy.jsonl")
+    result = Project(finished).cli("verify", str(Project(finished).last_run()), "--dataset", "copy.jsonl")
+    assert result.code == 0, result
+    assert "re-scored 1 of 1 metrics (exact)" in result.out, result.out
