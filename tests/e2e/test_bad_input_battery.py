@@ -112,6 +112,11 @@ CASES = [
     Case("verify-dataset-missing", _verify_with("--dataset", lambda root: "nope.jsonl"), ("nope.jsonl", "not found")),
     Case("verify-dataset-folder", _verify_with("--dataset", lambda root: "evals"), ("evals", "is a directory")),
     Case("verify-config-fifo", _verify_with("--config", _fifo), ("pipe", "named pipe", "--config")),
+    # engine/runs/digests.py public_key, read first by verify_run: a key that is no key was "NOT signed" (exit 1)
+    # for an unsigned run, a FIFO hung the read, and a binary key file was an internal UnicodeDecodeError.
+    Case("verify-key-that-is-no-key", _verify_with("--key", lambda root: "zzzz"), ("zzzz", "PEM public key")),
+    Case("verify-key-fifo", _verify_with("--key", _fifo), ("pipe", "named pipe")),
+    Case("verify-key-folder", _verify_with("--key", lambda root: "evals"), ("evals", "is a directory")),
 ]
 
 

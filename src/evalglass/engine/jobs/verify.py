@@ -80,6 +80,7 @@ from evalglass.engine.runs.digests import (
     file_sha256,
     key_fingerprint,
     load_digests,
+    public_key,
     signature_valid,
 )
 from evalglass.engine.runs.integrity import ArtifactCheck, ArtifactProblem
@@ -151,6 +152,8 @@ def verify_run(
     that are not the ones the run hashed (or cannot be hashed), so that a run verifies only while the repository
     still holds exactly what it was decided on. ``rescore_host``: python metrics are scored again too (in their
     worker processes, as ``run`` scores them)."""
+    if key is not None:
+        public_key(key)  # a key that is no key is exit 2 at once, not "NOT signed" (exit 1) for an unsigned run
     record = load_runrecord(folder)
     raw_scorecard = load_json(folder / SCORECARD_FILE, "scorecard")
     findings: list[Finding] = []

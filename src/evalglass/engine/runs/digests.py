@@ -151,9 +151,9 @@ def load_digests(folder: Path) -> Digests | None:
 def signature_valid(digests: Digests, public_key_text: str) -> bool:
     from cryptography.exceptions import InvalidSignature
 
+    key = public_key(public_key_text)  # first: a key that is no key is exit 2 even for an unsigned run
     if digests.signature is None:
         return False
-    key = public_key(public_key_text)
     try:
         key.verify(base64.b64decode(digests.signature.value, validate=True), digests.signed_bytes())
     except (InvalidSignature, binascii.Error, ValueError):
@@ -230,10 +230,17 @@ def public_key(text: str) -> Ed25519PublicKey:
     ed25519, serialization = _crypto()
     candidate = text.strip()
     if "-----BEGIN" not in candidate and not _is_hex(candidate):
-        try:
-            candidate = Path(candidate).read_text().strip()
-        except OSError as exc:
-            raise SetupError(f"cannot read the public key file: {exc.strerror}", where=text) from None
+        from evalglass.readers.userfiles import read_regular
+
+        # Only a regular file, and never a traceback for one that is not text: a FIFO hung this read, and a binary
+        # file (a DER key, a private key's raw bytes) ended as "internal error: UnicodeDecodeError".
+        raw = read_regular(
+            Path(candidate),
+            what="public key file",
+            limit=1 << 20,
+            missing_fix="pass a PEM public key (openssl pkey -pubout), a file holding one, or 64 hex digits",
+        )
+        candidate = raw.decode("utf-8", "replace").strip()
     key = _ed25519_key(
         candidate,
         serialization.load_pem_public_key,
