@@ -117,6 +117,13 @@ CASES = [
     Case("verify-key-that-is-no-key", _verify_with("--key", lambda root: "zzzz"), ("zzzz", "PEM public key")),
     Case("verify-key-fifo", _verify_with("--key", _fifo), ("pipe", "named pipe")),
     Case("verify-key-folder", _verify_with("--key", lambda root: "evals"), ("evals", "is a directory")),
+    # engine/jobs/pipeline.py refuse_occupied: whether --out is empty walked the whole tree under it (`--out /`
+    # walked the machine and ended on "/proc/<pid>/net: cannot write the run's artifacts: Invalid argument").
+    Case(
+        "run-out-at-the-root-of-the-machine",
+        lambda project: ("run", "--no-progress", "--out", "/"),
+        ("error: /: the run folder is not empty", "and more", "give --out a new or empty folder"),
+    ),
 ]
 
 

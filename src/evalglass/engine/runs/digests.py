@@ -25,7 +25,7 @@ import base64
 import binascii
 import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -92,7 +92,12 @@ def artifact_names(folder: Path) -> list[str]:
     """The files a digest list covers: every visible file of the folder and its visible subfolders (such as the
     baseline copies under ``baselines/``), by relative POSIX path, but the list itself. Symbolic links are not
     followed, so a link can neither pull an outside file in nor hide one."""
-    names: list[str] = []
+    return sorted(iter_artifact_names(folder))
+
+
+def iter_artifact_names(folder: Path) -> Iterator[str]:
+    """:func:`artifact_names` unsorted and one at a time, so a caller that needs only the first few (is a folder
+    empty?) does not walk a whole tree: ``run --out ~`` walked the home folder, ``--out /`` the machine."""
     pending = [(folder, "")]
     while pending:
         current, prefix = pending.pop()
@@ -102,8 +107,7 @@ def artifact_names(folder: Path) -> list[str]:
             if entry.is_dir() and not entry.is_symlink():
                 pending.append((entry, f"{prefix}{entry.name}/"))
             else:
-                names.append(prefix + entry.name)
-    return sorted(names)
+                yield prefix + entry.name
 
 
 def digests_of(
