@@ -383,6 +383,8 @@ def run(
             )
         # The example's config when both are given (a dry run has always read it so).
         _preflight(None if example is not None else config_path, example, pinned_ledger, None, fmt, db)
+    _refuse_unwritable_folder("--html", html_path, creates_folders=False)
+    _refuse_unwritable_folder("--junit", junit, creates_folders=True)  # ci.write_junit makes its folders
     with _long_lived_imports():
         _load_numpy()
         # With the API, the modules its `run` imports when called (the pipeline, the history's locator): loaded
@@ -423,6 +425,36 @@ def run(
         click.echo("\n".join(next_steps(result.scorecard)))
     _publish(result, junit, github, fmt)
     sys.exit(result.exit_code)
+
+
+def _refuse_unwritable_folder(flag: str, target: Path | None, *, creates_folders: bool) -> None:
+    """Refuse, before the run, a file option that cannot be written for its folder: a file on its path, or (unless
+    the writer creates folders, as the JUnit one does) a folder not there. Found after the run, it ended a finished
+    run with exit 2, its verdict's exit code lost and every call already paid for. Limit: a folder this user may
+    not write to is still found when the file is written."""
+    if target is None:
+        return
+    what = {"--html": "the HTML report", "--junit": "the JUnit report"}[flag]
+    folder = target.parent
+    try:
+        while not folder.exists() and folder != folder.parent:
+            if not creates_folders:
+                raise _unwritable(target, what, f"its folder {folder} is not there", flag)
+            folder = folder.parent
+        if not folder.is_dir():
+            raise _unwritable(target, what, f"{folder} is not a folder", flag)
+    except OSError:  # unsearchable, a name too long: writing it says which
+        return
+
+
+def _unwritable(target: Path, what: str, why: str, flag: str) -> Exception:
+    from evalglass.errors import SetupError
+
+    return SetupError(
+        f"cannot write {what}: {why}",
+        where=str(target),
+        fix=f"give {flag} a path in a folder that exists (nothing was run)",
+    )
 
 
 def _cache_mode(no_cache: bool, refresh: bool) -> CacheMode:

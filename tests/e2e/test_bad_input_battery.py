@@ -124,6 +124,30 @@ CASES = [
         lambda project: ("run", "--no-progress", "--out", "/"),
         ("error: /: the run folder is not empty", "and more", "give --out a new or empty folder"),
     ),
+    # cli._refuse_unwritable_folder: found after the run, a --html or --junit in a folder that is not there ended a
+    # finished run with exit 2, its verdict lost (and the run recorded: the state check below sees it).
+    Case(
+        "run-html-in-a-missing-folder",
+        lambda project: ("run", "--no-progress", "--html", "nope/report.html"),
+        ("nope/report.html", "cannot write the HTML report: its folder nope is not there", "--html"),
+    ),
+    Case(
+        "run-junit-under-a-file",
+        lambda project: ("run", "--no-progress", "--junit", "evals/data.jsonl/junit.xml"),
+        ("evals/data.jsonl/junit.xml", "cannot write the JUnit report: evals/data.jsonl is not a folder"),
+    ),
+    # engine/runs/runfolder.py naming: a file written through a partial file was named by the partial file's name
+    # (".y.jsonl.1234.ab12cd34.partial: No such file or directory"), a name the user never gave.
+    Case(
+        "export-into-a-missing-folder",
+        lambda project: ("export", str(project.last_run()), "--format", "otlp", "--out", "nope/events.jsonl"),
+        ("error: nope/events.jsonl: No such file or directory",),
+    ),
+    Case(
+        "export-onto-a-folder",
+        lambda project: ("export", str(project.last_run()), "--format", "otlp", "--out", "evals"),
+        ("error: evals: Is a directory",),
+    ),
 ]
 
 
