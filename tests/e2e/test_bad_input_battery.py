@@ -10,6 +10,7 @@ error path (named per case), so a case here stands for every file and flag that 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 from collections.abc import Callable
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.project import Project, approve_as_is, make_project
+from tests.e2e.project import Project, approve_as_is, base_config, make_project
 
 Mutation = Callable[[Project], tuple[str, ...]]
 
@@ -74,6 +75,18 @@ def _verify_with(option: str, make: Callable[[Path], str]) -> Mutation:
 def _fifo(root: Path) -> str:
     os.mkfifo(root / "pipe")
     return "pipe"
+
+
+def _csv_dataset(tail: bytes) -> Mutation:
+    def mutate(project: Project) -> tuple[str, ...]:
+        text = (project.evals / "data.jsonl").read_text()
+        project.write_config(base_config(dataset={"name": "suite", "path": "data.csv"}))
+        rows = [json.loads(line) for line in text.splitlines()]
+        lines = ["id,expected,output", *(f"{row['id']},{row['expected']},{row['output']}" for row in rows)]
+        (project.evals / "data.csv").write_bytes("\n".join(lines).encode() + b"\n" + tail)
+        return ("run", "--no-progress")
+
+    return mutate
 
 
 CASES = [
@@ -147,6 +160,12 @@ CASES = [
         "export-onto-a-folder",
         lambda project: ("export", str(project.last_run()), "--format", "otlp", "--out", "evals"),
         ("error: evals: Is a directory",),
+    ),
+    # engine/datasets/tabular.py: a CSV byte that is not UTF-8 was named by its offset in the file ("byte 126").
+    Case(
+        "csv-dataset-not-utf8",
+        _csv_dataset(b"ex-9,caf\xe9,yes\n"),
+        ("data.csv:10", "byte 0xe9, byte 9 of the line", "save the file as UTF-8"),
     ),
 ]
 
