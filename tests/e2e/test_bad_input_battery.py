@@ -89,6 +89,21 @@ def _csv_dataset(tail: bytes) -> Mutation:
     return mutate
 
 
+def _last_started(content: bytes | None) -> Mutation:
+    """``run --resume`` with the last-started pointer holding ``content`` (None: a FIFO in its place)."""
+
+    def mutate(project: Project) -> tuple[str, ...]:
+        pointer = project.root / ".evalglass" / "last-started"
+        pointer.unlink(missing_ok=True)
+        if content is None:
+            os.mkfifo(pointer)
+        else:
+            pointer.write_bytes(content)
+        return ("run", "--no-progress", "--resume")
+
+    return mutate
+
+
 CASES = [
     # readers/yamlsource.py: a value whose YAML constructor fails bare (was "internal error: ValueError").
     Case(
@@ -167,6 +182,14 @@ CASES = [
         _csv_dataset(b"ex-9,caf\xe9,yes\n"),
         ("data.csv:10", "byte 0xe9, byte 9 of the line", "save the file as UTF-8"),
     ),
+    # readers/userfiles.py read_pointer, which the last-run pointer's reader shares: binary bytes in last-started
+    # were "internal error: UnicodeDecodeError", and a FIFO there hung `run --resume`.
+    Case(
+        "last-started-pointer-binary",
+        _last_started(b"\xff\x00not a path"),
+        (".evalglass/last-started", "does not hold a folder path", "--resume RUN_FOLDER"),
+    ),
+    Case("last-started-pointer-fifo", _last_started(None), (".evalglass/last-started", "named pipe")),
 ]
 
 
