@@ -190,6 +190,18 @@ CASES = [
         (".evalglass/last-started", "does not hold a folder path", "--resume RUN_FOLDER"),
     ),
     Case("last-started-pointer-fifo", _last_started(None), (".evalglass/last-started", "named pipe")),
+    # engine/spec/validation.py refuse_numbers_from_text: lax mode read a YAML boolean as 1 or 0 wherever the config
+    # means a number (the ledger reads strictly and refused it): the run went on with the number no one wrote.
+    Case(
+        "config-threshold-true",
+        _replace("evalglass.yaml", "proposed_threshold: 0.7", "proposed_threshold: true"),
+        ("evalglass.yaml:15", "gates.accuracy.proposed_threshold: true is a boolean to YAML", "write a number"),
+    ),
+    Case(
+        "config-min-n-yes",
+        _replace("evalglass.yaml", "proposed_threshold: 0.7", "proposed_threshold: 0.7\n    min_n: yes"),
+        ("evalglass.yaml:16", "gates.accuracy.min_n: true is a boolean"),
+    ),
 ]
 
 

@@ -54,7 +54,8 @@ def refuse_numbers_from_text(validated: BaseModel, doc: YamlDocument, what: str)
     same text in the config a number, so one file took what the other refused. Every field would need its own
     ``strict=True`` (and the next field added would forget it), so the validated model is walked beside the
     document instead: wherever the model holds an ``int`` or ``float`` (never a bool) and the document, at the same
-    place, holds text that spells a number, the text was converted. Text a validator reads on purpose (a duration,
+    place, holds text that spells a number, the text was converted; or a boolean, which lax mode reads as 1 or 0.
+    Text a validator reads on purpose (a duration,
     a name) spells no plain number and is left alone; where a validator reshaped the document the walk stops."""
     pending: list[tuple[Loc, Any, Any]] = [((), validated, doc.data)]
     while pending:
@@ -72,6 +73,14 @@ def refuse_numbers_from_text(validated: BaseModel, doc: YamlDocument, what: str)
         elif isinstance(value, list | tuple):
             if isinstance(written, list) and len(written) == len(value):
                 pending.extend(((*loc, index), item, written[index]) for index, item in enumerate(value))
+        elif type(value) in (int, float) and isinstance(written, bool):
+            # Lax mode reads true as 1 and false as 0: `proposed_threshold: true`, `max: yes` became numbers.
+            spelled = "true" if written else "false"
+            raise SetupError(
+                f"{_dotted(loc)}: {spelled} is a boolean to YAML (yes/no/on/off/true/false), not a number",
+                where=doc.where(loc),
+                fix=f"write a number in {what}",
+            )
         elif type(value) in (int, float) and isinstance(written, str):
             refused = refused_text(written)
             if refused is not None:
