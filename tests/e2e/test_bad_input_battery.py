@@ -105,6 +105,23 @@ def _last_started(content: bytes | None) -> Mutation:
     return mutate
 
 
+def _traces(select: dict[str, object]) -> Mutation:
+    """An OTLP dataset (empty: the config is refused before it is read) selected by ``select``."""
+
+    def mutate(project: Project) -> tuple[str, ...]:
+        config = base_config(
+            dataset={"name": "suite", "path": "t.jsonl", "format": "otlp", "traces": {"select": select}},
+            metrics={"fast": {"type": "numeric_bounds", "field": "latency_ms", "max": 2000}},
+            gates={"g": {"metric": "fast", "proposed_threshold": 0.5}},
+        )
+        del config["task"]
+        project.write_config(config)
+        (project.evals / "t.jsonl").write_text("")
+        return ("run", "--no-progress")
+
+    return mutate
+
+
 CASES = [
     # readers/yamlsource.py: a value whose YAML constructor fails bare (was "internal error: ValueError").
     Case(
@@ -202,6 +219,18 @@ CASES = [
         "config-min-n-yes",
         _replace("evalglass.yaml", "proposed_threshold: 0.7", "proposed_threshold: 0.7\n    min_n: yes"),
         ("evalglass.yaml:16", "gates.accuracy.min_n: true is a boolean"),
+    ),
+    # engine/spec/validation.py setup_error_from: a value that fits no member of a union was one line per member.
+    Case(
+        "traces-where-value-of-no-accepted-kind",
+        _traces({"where": {"service": {"name": "x"}}}),
+        ("evalglass.yaml:9", "select.where.service: {'name': 'x'} is none of the kinds", "str, bool, int, float"),
+    ),
+    # engine/spec/tracespec.py: `since` after `until` selected no span, and every gate blocked on an empty dataset.
+    Case(
+        "traces-since-after-until",
+        _traces({"since": "2026-12-01T00:00:00Z", "until": "2026-01-01T00:00:00Z"}),
+        ("evalglass.yaml:", "select.until", "is not after since", "no span can be selected"),
     ),
 ]
 
