@@ -270,3 +270,12 @@ def test_a_value_no_constructor_can_build_is_named_at_its_line(text: str, needle
         parse_yaml(text.encode(), PATH, what="config")
     line = caught.value.stderr_lines()[0]
     assert f"{PATH}:{text.count(chr(10))}" in line and needle in line, line
+
+
+def test_an_integer_of_hundreds_of_digits_is_named_short() -> None:
+    """The refusal names the integer as written, but a 400-digit one is cut to its ends (it filled the line)."""
+    with pytest.raises(SetupError) as caught:
+        parse_yaml(("n: 1" + "0" * 400 + "\n").encode(), PATH, what="config")
+    line = caught.value.stderr_lines()[0]
+    assert f"{PATH}:1" in line and "10000000000000000000…00000000 (401 characters)" in line, line
+    assert len(line) < 200, line

@@ -439,8 +439,13 @@ def _check_scalar(node: yaml.ScalarNode, loader: yaml.SafeLoader | yaml.CSafeLoa
         return
     if not INT64[0] <= value <= INT64[1]:
         raise _Refused(
-            f"the integer {node.value} does not fit in 64 bits", node, "use a number between -2^63 and 2^63-1"
+            f"the integer {_digits(node.value)} does not fit in 64 bits", node, "use a number between -2^63 and 2^63-1"
         )
+
+
+def _digits(text: str) -> str:
+    """An integer as written, cut to its first and last digits when long: a 400-digit one filled the error line."""
+    return text if len(text) <= 40 else f"{text[:20]}…{text[-8:]} ({len(text)} characters)"
 
 
 def _check_keys(node: yaml.MappingNode) -> None:
