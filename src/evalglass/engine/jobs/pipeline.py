@@ -437,16 +437,28 @@ def _run_key(loaded: LoadedConfig, *, resuming: bool) -> CacheSecret | None:
         return None
 
 
+#: How many of an occupied --out folder's files are looked at to name three of them.
+_SHOWN_AMONG = 64
+
+
 def refuse_occupied(folder: Path) -> None:
     """A new run writes into an empty folder only: every file it finds there would sit beside its artifacts, be
     covered by its ``digests.json`` and read as part of it (an earlier run's ``outputs.jsonl`` or ``checks.jsonl``,
     say). Hidden entries are not the run's (partial files of others are never opened: ``runfolder``); a resumed
     run continues in its own folder and is not asked."""
-    from evalglass.engine.runs.digests import DIGESTS_FILE, artifact_names
+    from itertools import islice
 
-    found = [*artifact_names(folder), *([DIGESTS_FILE] if (folder / DIGESTS_FILE).exists() else [])]
+    from evalglass.engine.runs.digests import DIGESTS_FILE, iter_artifact_names
+
+    # The first few found (the folder's own files come before its subfolders') are enough to name three and say
+    # how many more: never the whole tree (`--out ~` walked the home folder, `--out /` the machine).
+    first = sorted(islice(iter_artifact_names(folder), _SHOWN_AMONG))
+    found = [*first, *([DIGESTS_FILE] if (folder / DIGESTS_FILE).exists() else [])]
     if found:
-        shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+        more = len(found) - 3
+        shown = ", ".join(found[:3]) + (
+            "" if more <= 0 else " and more" if len(first) == _SHOWN_AMONG else f" and {more} more"
+        )
         raise SetupError(
             f"the run folder is not empty (it holds {shown})",
             where=str(folder),
