@@ -56,6 +56,8 @@ BATCH = 256
 #: a 10,000-trajectory replay's CPU). Parts of about this many bytes (1 MB parsed) are freed while still cached,
 #: into arenas the next part reuses. A batch of short lines (a chat dataset's) stays one part.
 PART_BYTES = 1 << 17
+#: :meth:`DatasetReader.parts` estimates a batch's bytes from one line in this many.
+_SAMPLED = 16
 #: Longest dataset line read: a longer one (or a file that never ends a line) stops the run at that line, instead of
 #: filling memory first.
 MAX_LINE = 64 << 20
@@ -322,12 +324,14 @@ class DatasetReader:
     def parts(
         self, size: int = BATCH, part_bytes: int = PART_BYTES
     ) -> Iterator[tuple[ExampleBatch | list[Example | BadLine], bool]]:
-        """What :meth:`batches` gives, a batch whose lines hold more than ``part_bytes`` bytes in consecutive parts
-        of equal line counts, each with whether it ends its batch. A part is read exactly as a batch of its lines
+        """What :meth:`batches` gives, a batch whose lines hold more than about ``part_bytes`` bytes in consecutive
+        parts of equal line counts, each with whether it ends its batch. A part is read exactly as a batch of its lines
         would be (an :class:`ExampleBatch` when its every line is a plain object, else the list of its items); a
         consumer that keeps one block per batch (``scores.jsonl``, the kept outputs) joins a batch's parts."""
         for lines, first, ended in self._raw_batches(size):
-            total = sum(map(len, lines))
+            # The batch's bytes estimated from every 16th line (summing every line's length cost a chat dataset's
+            # run 0.2 %): how it is cut changes no answer, only how much is parsed at once.
+            total = sum(map(len, lines[::_SAMPLED])) * _SAMPLED
             step = len(lines) if total <= part_bytes else -(-len(lines) // -(-total // part_bytes))
             for start in range(0, len(lines), step):
                 part = lines[start : start + step]
