@@ -52,9 +52,10 @@ CHUNK = 1 << 20
 BATCH = 256
 #: Bytes of a batch's lines above which :meth:`DatasetReader.parts` parses and scores it in parts. A recorded
 #: trajectory's 6 KB line parses to about 40 KB of objects, so a batch of 256 is about 10 MB: freed only after the
-#: next one was parsed, its objects were cold and its arenas handed back to the system and taken again (a third of
-#: a 10,000-trajectory replay's CPU). Parts of about this many bytes (1 MB parsed) are freed while still cached,
-#: into arenas the next part reuses. A batch of short lines (a chat dataset's) stays one part.
+#: next one was parsed, its objects were cold and its arenas handed back to the system and faulted in again (a fifth
+#: of a 10,000-trajectory replay's CPU). Parts of about this many bytes (1 MB parsed) are freed while still cached,
+#: into arenas the next part reuses (32 KiB to 512 KiB measured within noise). A batch of short lines (a chat
+#: dataset's) stays one part.
 PART_BYTES = 1 << 17
 #: :meth:`DatasetReader.parts` estimates a batch's bytes from one line in this many.
 _SAMPLED = 16
