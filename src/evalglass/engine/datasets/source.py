@@ -11,7 +11,7 @@ from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.outputparse import parse_json_output
 from evalglass.core.scorecard import DatasetSummary, OutputsSummary
-from evalglass.engine.datasets.dataset import BadLine
+from evalglass.engine.datasets.dataset import BadLine, DatasetReader
 from evalglass.engine.datasets.datasetfile import open_reader
 from evalglass.engine.datasets.gold import GoldHasher
 from evalglass.engine.datasets.outputs import RecordedOutputs
@@ -69,8 +69,23 @@ class DatasetSource:
             )
 
     def batches(self) -> Iterator[ExampleBatch | list[Example | BadLine]]:
+        for batch, _ in self._prepared((batch, True) for batch in self.reader.batches()):
+            yield batch
+
+    def parts(self) -> Iterator[tuple[Batch, bool]]:
+        """What :meth:`batches` gives, a JSONL dataset's batch of long lines in parts
+        (:meth:`~evalglass.engine.datasets.dataset.DatasetReader.parts`), each with whether it ends its batch: a
+        block of the run's artifacts, which the keeper (and the run sink) join its parts into. Another reader's
+        batch comes whole."""
+        reader = self.reader
+        if isinstance(reader, DatasetReader):
+            return self._prepared(reader.parts())
+        return self._prepared((batch, True) for batch in reader.batches())
+
+    def _prepared(self, found: Iterator[tuple[Batch, bool]]) -> Iterator[tuple[Batch, bool]]:
+        """Each batch (or part) as the run scores it: gold hashed, outputs joined or replaced, kept, parsed."""
         outputs, gold, parse, keep, replace = self._outputs, self._gold, self._parse, self._keep, self._replace
-        for batch in self.reader.batches():
+        for batch, ends_block in found:
             if gold is not None:
                 gold.add(batch)
             if outputs is not None:
@@ -78,10 +93,10 @@ class DatasetSource:
             if replace is not None:
                 batch = replace(batch)
             if keep is not None:
-                keep(batch, holds_non_finite=self.reader.holds_non_finite)
+                keep(batch, holds_non_finite=self.reader.holds_non_finite, ends_block=ends_block)
             if parse is not None:
                 batch = _parsed_batch(batch, parse)
-            yield batch
+            yield batch, ends_block
 
     def __iter__(self) -> Iterator[Example | BadLine]:
         outputs, gold, parse = self._outputs, self._gold, self._parse
