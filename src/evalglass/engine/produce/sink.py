@@ -43,6 +43,7 @@ from evalglass.engine.runs.scoresblock import encode_score, encode_scored
 from evalglass.errors import SetupError
 
 if TYPE_CHECKING:
+    from evalglass.engine.datasets.source import FileRead
     from evalglass.engine.runs.artifacts import ScoresWriter
     from evalglass.engine.spec.config import Config, LoadedConfig
 
@@ -104,6 +105,8 @@ class Produced:
     untrusted_cache_entries: int = 0
     #: Lines read differently from their bytes (``DatasetSource.notes``), one line each, for the run's warnings.
     notes: tuple[str, ...] = ()
+    #: The files read and the hash of what was read there (``DatasetSource.reads``).
+    reads: tuple[FileRead, ...] = ()
 
 
 class Producer(Protocol):
@@ -125,6 +128,7 @@ class Scored:
     calls: CallTotals | None = None  # live runs: see CallTotals
     untrusted_cache_entries: int = 0  # live runs: see Produced
     kept: KeptOutputs | None = None  # recorded outputs: see OutputsKeeper
+    reads: tuple[FileRead, ...] = ()  # see Produced
 
 
 @dataclass
@@ -268,6 +272,7 @@ class RunSink:
             calls=produced.calls,
             kept=kept,
             untrusted_cache_entries=produced.untrusted_cache_entries,
+            reads=produced.reads,
         )
 
     def abort(self) -> None:
