@@ -11,6 +11,7 @@ the artifacts, the digests).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import secrets
 import shutil
 import threading
@@ -25,7 +26,7 @@ from evalglass import redaction
 from evalglass.collector import collector_paused
 from evalglass.core.calendar import day_of_timestamp
 from evalglass.core.checks import CheckResult
-from evalglass.core.fingerprint import fingerprint_of_bytes
+from evalglass.core.fingerprint import PREFIX, fingerprint_of_bytes
 from evalglass.core.runrecord import COMPARED_DIR, GRADED_FILE, SCORES_FILE, VARIANTS_DIR, BaselineRecord, RunRecord
 from evalglass.core.scorecard import Scorecard
 from evalglass.engine.decide.decision import Evidence, decided_scorecard, run_record
@@ -53,6 +54,7 @@ from evalglass.engine.runs.digests import (
 )
 from evalglass.engine.runs.earlierruns import earlier_definition_files
 from evalglass.engine.runs.runfolder import (
+    OUTPUTS_FILE,
     PartialFile,
     commit_together,
     locked,
@@ -103,21 +105,27 @@ def default_run_folder(run_id: str) -> Path:
 
 
 class CheckRecordWriter:
-    """Appends every per-example check record to ``checks.jsonl`` (thread-safe: checks finish concurrently)."""
+    """Appends every per-example check record to ``checks.jsonl`` (thread-safe: checks finish concurrently), hashed as
+    written: the digest list binds the records the run made, not the file as host code may have left it."""
 
     def __init__(self, folder: Path) -> None:
         self._file = PartialFile(folder / CHECKS_FILE, lazy=True)
         self._lock = threading.Lock()
         self._redactor = redaction.current()
+        self._hash: hashlib._Hash | None = None
 
     def __call__(self, result: CheckResult) -> None:
         line = self._redactor.json_bytes(orjson.dumps(result.model_dump(mode="json"), option=orjson.OPT_APPEND_NEWLINE))
         with self._lock:
             self._file.write(line)
+            if self._hash is None:
+                self._hash = hashlib.sha256()
+            self._hash.update(line)
 
-    def commit(self) -> None:
-        """Publish the records (only when a per-example check ran at all)."""
+    def commit(self) -> str | None:
+        """Publish the records (only when a per-example check ran at all); their ``sha256:`` hash, None for none."""
         self._file.commit()
+        return None if self._hash is None else PREFIX + self._hash.hexdigest()
 
     def abort(self) -> None:
         self._file.abort()
@@ -546,7 +554,8 @@ def _run_in(prepared: _Prepared, created: bool) -> RunOutcome:
             sweep_killed_writers(folder)
         if prepared.loaded.config.variant_names:
             variants = _score_variants(prepared, warnings, joined)
-            compared = _score_compared(prepared, warnings, joined) if prepared.loaded.config.compared_metrics else None
+            judged = prepared.loaded.config.compared_metrics
+            compared = _score_compared(prepared, warnings, joined, variants) if judged else None
             outcome = _finish_variants(prepared, variants, compared)
             return dataclasses.replace(outcome, warnings=(*warnings, *outcome.warnings))
         keeper = None
@@ -558,7 +567,8 @@ def _run_in(prepared: _Prepared, created: bool) -> RunOutcome:
             prepared.loaded, ScoresWriter(folder), expected=manifest.dataset.examples or 0, keeper=keeper
         )
         scored = _score(prepared, sink, warnings, joined)
-        outcome = _finish(prepared, scored)
+        written = {OUTPUTS_FILE: scored.outputs_sha256, CHECKS_FILE: scored.checks_sha256}
+        outcome = _finish(prepared, scored, written_files=written)
         return dataclasses.replace(outcome, warnings=(*warnings, *outcome.warnings))
     except BaseException as failed:
         if isinstance(failed, KeyboardInterrupt) or interrupt_inside(failed):
@@ -594,7 +604,7 @@ def _score(prepared: _Prepared, sink: RunSink, warnings: list[str], joined: list
         produced = _producer(prepared, metrics, warnings, cluster).produce(sink)
         warnings.extend(produced.notes)
         scored = sink.commit(produced)
-        check_records.commit()
+        scored.checks_sha256 = check_records.commit()
         return scored
     except BaseException:
         sink.abort()
@@ -630,10 +640,14 @@ def _score_variants(prepared: _Prepared, warnings: list[str], joined: list[RayCl
     return scored
 
 
-def _score_compared(prepared: _Prepared, warnings: list[str], joined: list[RayCluster]) -> Scored:
+def _score_compared(
+    prepared: _Prepared, warnings: list[str], joined: list[RayCluster], variants: dict[str, Scored]
+) -> Scored:
     """The judges of variants side by side (``compare_variants``), once every variant is scored: per example every
     variant's output, written to ``compared/graded.jsonl`` from the variants' outputs files, is scored as a
-    recorded output by ``Config.for_compared`` (so the judges' calls are cached and resumed like any judge's)."""
+    recorded output by ``Config.for_compared`` (so the judges' calls are cached and resumed like any judge's).
+    The files are read back only as ``variants`` wrote them (their hashes): host code ran in between (a later
+    variant's lane or python metric) and could have rewritten an earlier variant's answers into winning ones."""
     from evalglass.engine.explore.variantoutputs import graded_lines
     from evalglass.engine.produce.progress import Counters
 
@@ -643,9 +657,13 @@ def _score_compared(prepared: _Prepared, warnings: list[str], joined: list[RayCl
     graded = folder / GRADED_FILE
     writer = PartialFile(graded, buffering=1 << 20)
     try:
-        for line in graded_lines(prepared.folder, config.compared_variants, samples=config.samples):
+        written = {name: variants[name].outputs_sha256 for name in config.compared_variants if name in variants}
+        for line in graded_lines(prepared.folder, config.compared_variants, samples=config.samples, written=written):
             writer.write(line)
         writer.commit()
+        # The judges read it as their dataset, batch by batch, while a process host code left behind may still run:
+        # held as the dataset is (refuse_changed_inputs), from the moment it is there.
+        prepared.input_states[graded] = file_state(graded)
     except BaseException:
         writer.abort()
         raise
@@ -686,7 +704,6 @@ def sweep_killed_writers(folder: Path) -> None:
     it is resumed: only those of the files a run writes here (engine/runs/runfolder.py's names), nothing else."""
     from evalglass.engine.decide.baselines import BASELINES_DIR
     from evalglass.engine.runs.manifest import MANIFEST_FILE
-    from evalglass.engine.runs.runfolder import OUTPUTS_FILE
 
     sweep_partials(
         folder,
@@ -824,6 +841,12 @@ def _finish_variants(prepared: _Prepared, scored: dict[str, Scored], compared: S
         ),
         reads=tuple(read for each in (*scored.values(), *([compared] if compared else [])) for read in each.reads),
     )
+    written: dict[str, str | None] = {}
+    for where, each in [*((f"{VARIANTS_DIR}/{name}", each) for name, each in scored.items()), (COMPARED_DIR, compared)]:
+        if each is not None:
+            written.update(
+                {f"{where}/{OUTPUTS_FILE}": each.outputs_sha256, f"{where}/{CHECKS_FILE}": each.checks_sha256}
+            )
     return _finish(
         prepared,
         merged,
@@ -831,6 +854,7 @@ def _finish_variants(prepared: _Prepared, scored: dict[str, Scored], compared: S
         variant_scores=files,
         compared_scores=compared.scores_sha256 if compared is not None else None,
         variant_outputs=outputs,
+        written_files=written,
     )
 
 
@@ -842,10 +866,13 @@ def _finish(
     variant_scores: dict[str, str] | None = None,
     compared_scores: str | None = None,
     variant_outputs: dict[str, str] | None = None,
+    written_files: dict[str, str | None] | None = None,
 ) -> RunOutcome:
     """Standalone checks, the decision and the artifacts: the same for recorded and live runs, with or without
     variants (``variant_scores``: each variant's scores file and its hash; ``variant_outputs``: each recorded
-    variant's own outputs file's hash)."""
+    variant's own outputs file's hash; ``written_files``: files the run wrote as it scored (each lane's
+    ``outputs.jsonl``, each ``checks.jsonl``), by their path in the folder, with the hash they were written with,
+    None where none was)."""
     check_results = run_standalone_checks(prepared.loaded)
     refuse_rewritten_definitions(prepared.loaded)
     refuse_changed_inputs(prepared.input_states, scored.reads, prepared.input_digests)
@@ -855,7 +882,14 @@ def _finish(
     # reference counting as ever; cyclic garbage waits for the first pass after.
     with collector_paused():
         return _decide_and_write(
-            prepared, scored, check_results, scores_file, variant_scores, compared_scores, variant_outputs
+            prepared,
+            scored,
+            check_results,
+            scores_file,
+            variant_scores,
+            compared_scores,
+            variant_outputs,
+            {file: sha256 for file, sha256 in (written_files or {}).items() if sha256 is not None},
         )
 
 
@@ -867,6 +901,7 @@ def _decide_and_write(
     variant_scores: dict[str, str] | None,
     compared_scores: str | None,
     variant_outputs: dict[str, str] | None = None,
+    written_files: dict[str, str] | None = None,
 ) -> RunOutcome:
     """The decision and the artifacts, once the standalone checks have run (see :func:`_finish`)."""
     loaded, ledger, folder = prepared.loaded, prepared.ledger, prepared.folder
@@ -884,8 +919,23 @@ def _decide_and_write(
         write_baselines(prepared.baselines, folder)
         baselines, baseline_records = prepared.baselines.found, prepared.baselines.records
         comparative = comparative_inputs(
-            config, folder / scores_file, loaded.definition_files, dataset, baselines, day_of_timestamp(created_at)
+            config,
+            folder / scores_file,
+            loaded.definition_files,
+            dataset,
+            baselines,
+            day_of_timestamp(created_at),
+            written=scored.scores_sha256,
         )
+    baseline_copies: dict[str, str] = {}
+    if prepared.baselines is not None:  # the copies write_baselines makes, listed by the bytes read before host code
+        from evalglass.engine.decide.baselines import BASELINES_DIR
+
+        baseline_copies = {
+            f"{BASELINES_DIR}/{name}/{file}": fingerprint_of_bytes(data)
+            for name, files in prepared.baselines.files.items()
+            for file, data in files.items()
+        }
     approved_files: list[dict[str, dict[str, str]]] = []
     stale = stale_causes(
         config,
@@ -915,7 +965,7 @@ def _decide_and_write(
     if any(spec.judged_tally() is not None for spec in config.metrics.values()):
         from evalglass.engine.explore.judgedsummaries import judged_summaries
 
-        judged = judged_summaries(config, folder)
+        judged = judged_summaries(config, folder, written_files or {})
     scorecard = decided_scorecard(
         config, scored.columns, scored.shape.run_shape(), dataset, evidence, scored.calls, scored.usage, judged
     )
@@ -954,6 +1004,9 @@ def _decide_and_write(
             **(variant_scores or {}),
             **({f"{COMPARED_DIR}/{SCORES_FILE}": compared_scores} if compared_scores is not None else {}),
             **({scored.kept.file: scored.kept.sha256} if scored.kept is not None else {}),
+            # What the run wrote as written, not as found now: host code may still be running (a thread, a child).
+            **(written_files or {}),
+            **baseline_copies,
         },
         provenance=None if prepared.signing_key is None else signed_provenance(loaded.base_dir),
         pending={REPORT_FILE: fingerprint_of_bytes(report)},

@@ -186,7 +186,7 @@ class LiveProducer:
             raise
         finally:
             reader.close()
-        outputs.commit()
+        outputs_sha256 = outputs.commit()
         usage = tuple(tally.summary(self.loaded.config.prices) for tally in tallies.values())
         return Produced(
             dataset=dataset,
@@ -195,6 +195,7 @@ class LiveProducer:
             untrusted_cache_entries=sum(self.untrusted),
             notes=notes,
             reads=reads,
+            outputs_sha256=outputs_sha256,
         )
 
     async def _main(

@@ -107,6 +107,8 @@ class Produced:
     notes: tuple[str, ...] = ()
     #: The files read and the hash of what was read there (``DatasetSource.reads``).
     reads: tuple[FileRead, ...] = ()
+    #: A live run's ``outputs.jsonl``, as its writer hashed it: what the run reads it back against.
+    outputs_sha256: str | None = None
 
 
 class Producer(Protocol):
@@ -129,6 +131,8 @@ class Scored:
     untrusted_cache_entries: int = 0  # live runs: see Produced
     kept: KeptOutputs | None = None  # recorded outputs: see OutputsKeeper
     reads: tuple[FileRead, ...] = ()  # see Produced
+    outputs_sha256: str | None = None  # live runs: see Produced
+    checks_sha256: str | None = None  # per-example checks' records (checks.jsonl), as written; None: none ran
 
 
 @dataclass
@@ -273,6 +277,7 @@ class RunSink:
             kept=kept,
             untrusted_cache_entries=produced.untrusted_cache_entries,
             reads=produced.reads,
+            outputs_sha256=produced.outputs_sha256,
         )
 
     def abort(self) -> None:
