@@ -9,24 +9,13 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from typing import Any
 
-from tests.e2e.project import Project, approve_as_is, make_project
+from tests.e2e.project import approve_as_is, make_project
+from tests.e2e.test_examples_binding import decided, reasons
 
 ROWS = [
     {"id": f"q{i:03d}", "question": f"q {i}", "expected": "yes", "output": "yes" if i % 5 else "no"} for i in range(40)
 ]
-
-
-def decided(project: Project) -> tuple[int, dict[str, Any]]:
-    result = project.run("--format", "json", "--no-progress", "--no-history")
-    assert result.code in (0, 1), result.err
-    (gate,) = result.json()["decision"]["gates"]
-    return result.code, gate
-
-
-def reasons(gate: dict[str, Any]) -> list[str]:
-    return [reason["code"] for reason in gate["reasons"]]
 
 
 def test_a_reordered_dataset_keeps_an_approved_gate_deciding(tmp_path):
