@@ -869,7 +869,9 @@ def _gold_reasons(gate: GateIdentity, validation: DatasetValidation | None) -> l
                 code=BlockReason.GOLD_STALE,
                 message=(
                     f"dataset '{gate.dataset}' changed since it was validated "
-                    f"(validated {validation.fingerprint}, now {gate.dataset_fingerprint})"
+                    f"(validated {validation.fingerprint}, now {gate.dataset_fingerprint}); a validation made "
+                    "before the gold fingerprint stopped counting the examples' order (2026-12-05) is stale once "
+                    "too: review the examples and paste the entry `evalglass explain` prints"
                 ),
             )
         ]

@@ -4,6 +4,7 @@ their own file when the config names one, and the gold fingerprint taken on the 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,17 @@ from evalglass.engine.spec.config import LoadedConfig
 
 #: A batch as the dataset's reader gives it.
 Batch = ExampleBatch | list[Example | BadLine]
+
+
+@dataclass(frozen=True)
+class FileRead:
+    """One file a run read its examples or outputs from, and the SHA-256 (``sha256:`` and hex) of every byte it
+    read there, when one hash covers all of it (None: the file was read some other way too, or its reader takes no
+    such hash: lm-eval's results file, an outputs file joined by index). What
+    ``engine.jobs.pipeline.refuse_changed_inputs`` compares with the file's bytes when its state moved."""
+
+    path: Path
+    sha256: str | None
 
 
 def source_files(loaded: LoadedConfig) -> tuple[Path, ...]:
@@ -139,6 +151,20 @@ class DatasetSource:
         warnings."""
         read = self.reader.mended.notes
         return (*read, *(self._outputs.mended.notes if self._outputs is not None else ()))
+
+    def reads(self) -> tuple[FileRead, ...]:
+        """After :meth:`summary`: every file read, each with the hash of what was read there when one covers all of
+        it. A JSONL, CSV or Parquet dataset is read in one pass whose every byte is its fingerprint
+        (``DatasetReader``); another format's reader may open its file more than once (a header sniffed first), so
+        its files are given no hash."""
+        reader = self.reader
+        whole = isinstance(reader, DatasetReader)
+        found = [
+            FileRead(path, reader.fingerprint if whole and path == reader.path else None) for path in reader.files()
+        ]
+        if self._outputs is not None:
+            found.append(FileRead(self._outputs.path, self._outputs.read_sha256))
+        return tuple(found)
 
     def close(self) -> None:
         if self._outputs is not None:

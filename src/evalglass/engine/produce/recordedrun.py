@@ -57,11 +57,12 @@ class RecordedProducer:
             sink.check_ids()
             dataset = source.summary()
             notes = source.notes
+            reads = source.reads()
         finally:
             source.close()
             if pool is not None:
                 pool.shutdown(wait=True, cancel_futures=True)
-        return Produced(dataset=dataset, notes=notes)
+        return Produced(dataset=dataset, notes=notes, reads=reads)
 
 
 def score_batch(

@@ -43,6 +43,7 @@ from evalglass.engine.runs.scoresblock import encode_score, encode_scored
 from evalglass.errors import SetupError
 
 if TYPE_CHECKING:
+    from evalglass.engine.datasets.source import FileRead
     from evalglass.engine.runs.artifacts import ScoresWriter
     from evalglass.engine.spec.config import Config, LoadedConfig
 
@@ -110,6 +111,8 @@ class Produced:
     untrusted_cache_entries: int = 0
     #: Lines read differently from their bytes (``DatasetSource.notes``), one line each, for the run's warnings.
     notes: tuple[str, ...] = ()
+    #: The files read and the hash of what was read there (``DatasetSource.reads``).
+    reads: tuple[FileRead, ...] = ()
     #: A live run's ``outputs.jsonl``, as its writer hashed it: what the run reads it back against.
     outputs_sha256: str | None = None
 
@@ -133,6 +136,7 @@ class Scored:
     calls: CallTotals | None = None  # live runs: see CallTotals
     untrusted_cache_entries: int = 0  # live runs: see Produced
     kept: KeptOutputs | None = None  # recorded outputs: see OutputsKeeper
+    reads: tuple[FileRead, ...] = ()  # see Produced
     outputs_sha256: str | None = None  # live runs: see Produced
     checks_sha256: str | None = None  # per-example checks' records (checks.jsonl), as written; None: none ran
 
@@ -294,6 +298,7 @@ class RunSink:
             calls=produced.calls,
             kept=kept,
             untrusted_cache_entries=produced.untrusted_cache_entries,
+            reads=produced.reads,
             outputs_sha256=produced.outputs_sha256,
         )
 
