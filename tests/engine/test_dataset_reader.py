@@ -406,3 +406,20 @@ def test_a_batch_of_short_lines_is_one_part_and_long_lines_come_in_parts(tmp_pat
     parts = list(DatasetReader(path, id_field="id", output_field="output").parts())
     assert len(parts) > 1 and [ends for _, ends in parts] == [False] * (len(parts) - 1) + [True]
     assert sum(len(part) for part, _ in parts) == 256
+
+
+def test_a_reader_making_its_own_batches_gives_them_whole_as_parts(tmp_path: Path) -> None:
+    """``parts`` cuts JSONL lines; a CSV reader's batches are its own rows (the cut once read every CSV row as a
+    malformed JSON line), so each comes whole and reads as ``batches`` reads it."""
+    from evalglass.engine.datasets.tabular import TabularReader
+
+    path = tmp_path / "data.csv"
+    padding = "x" * (PART_BYTES // 20)
+    path.write_text("id,output\n" + "".join(f"r{i},{padding}\n" for i in range(300)))
+    parts = list(TabularReader(path, id_field="id", output_field="output").parts())
+    whole = list(TabularReader(path, id_field="id", output_field="output").batches())
+    assert [ends for _, ends in parts] == [True] * len(whole)
+    as_examples = [batch.examples() if isinstance(batch, ExampleBatch) else batch for batch, _ in parts]
+    assert as_examples == [batch.examples() if isinstance(batch, ExampleBatch) else batch for batch in whole]
+    assert sum(map(len, as_examples)) == 300
+    assert all(isinstance(example, Example) for batch in as_examples for example in batch)

@@ -328,7 +328,12 @@ class DatasetReader:
         """What :meth:`batches` gives, a batch whose lines hold more than about ``part_bytes`` bytes in consecutive
         parts of equal line counts, each with whether it ends its batch. A part is read exactly as a batch of its lines
         would be (an :class:`ExampleBatch` when its every line is a plain object, else the list of its items); a
-        consumer that keeps one block per batch (``scores.jsonl``, the kept outputs) joins a batch's parts."""
+        consumer that keeps one block per batch (``scores.jsonl``, the kept outputs) joins a batch's parts. A reader
+        that makes its own batches (a subclass overriding :meth:`batches`: CSV, Parquet) gives each batch whole: the
+        lines cut here are JSONL's."""
+        if type(self).batches is not DatasetReader.batches:
+            yield from ((batch, True) for batch in self.batches(size))
+            return
         for lines, first, ended in self._raw_batches(size):
             # The batch's bytes estimated from every 16th line (summing every line's length cost a chat dataset's
             # run 0.2 %): how it is cut changes no answer, only how much is parsed at once.
