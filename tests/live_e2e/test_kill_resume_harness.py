@@ -193,6 +193,9 @@ def check_folder_after_kill(folder: Path, root: Path) -> None:
     assert verified.code != 0, "verify accepted a killed run's folder without a scorecard"
     viewed = evalglass("view", str(folder), cwd=root)
     assert viewed.code != 0, "view accepted a killed run's folder without a scorecard"
+    if (folder / "run.json").exists():  # a started run: both say it did not finish and how to finish it
+        for said in (verified, viewed):
+            assert said.code == 2 and "this run did not finish" in said.err and "--resume" in said.err, said.err
 
 
 def run_with_kills(
