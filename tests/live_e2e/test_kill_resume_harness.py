@@ -146,7 +146,10 @@ def write(project: LiveProject, lane: str, count: int) -> None:
         rows = [{"id": f"p{i:02d}", "question": f"question {i} grade={1 + i % 5}"} for i in range(count)]
         task = {"type": "python", "function": "app.py:answer", "cache": True, "concurrency": 3}
         metrics = {"answered": {"type": "regex", "pattern": "QUESTION"}, "judged": judge}
-    project.write(rows, task=task, metrics=metrics, concurrency={"max_in_flight": 3})
+    # Priced, so the scorecard's cost per source is compared too (a count lost to a kill would show there).
+    price = {"prompt_per_million": 1.0, "completion_per_million": 2.0}
+    prices = {model: price for model in ("app-model", "agent-model", "judge-model")}
+    project.write(rows, task=task, metrics=metrics, concurrency={"max_in_flight": 3}, prices=prices)
 
 
 def start(root: Path, *args: str, calls: Path) -> subprocess.Popen[bytes]:
@@ -245,18 +248,22 @@ def run_with_kills(
     server.latency = 0.0
     before_cache = cached_identities(project.root / CACHE)
     before_asks = asked(server)
-    resumed = project.run(*(("--resume",) if runs.exists() and any(runs.iterdir()) else ()))
+    resumed = project.run(
+        *(("--resume",) if runs.exists() and any(runs.iterdir()) else ()), env={"KILL_HARNESS_CALLS": str(calls)}
+    )
     assert resumed.code == 0, resumed.err
     now = asked(server)
     assert not {key for key in before_cache if now[key] > before_asks[key]}, "the last resume asked cached calls"
     # Every call at least once; more than once only for a call some kill cut short (in flight, or its answer not
     # committed yet): at most once per kill.
-    assert set(now) == set(reference_asks), set(now) ^ set(reference_asks)
+    assert set(now) == set(reference_asks), [key[-200:] for key in set(now) ^ set(reference_asks)]
     assert all(n <= 1 + kills for n in now.values()), now.most_common(3)
     folder = project.last_run()
     for name in ("scores.jsonl", "outputs.jsonl"):
         assert (folder / name).read_bytes() == (reference_folder / name).read_bytes(), (seed, name)
-    assert normalised_card(folder) == normalised_card(reference_folder), seed
+    card = normalised_card(folder)
+    assert card == normalised_card(reference_folder), seed
+    assert card["usage"] and all(entry["cost"] for entry in card["usage"]), card["usage"]  # counted and priced
     verified = evalglass("verify", str(folder), cwd=project.root)
     assert verified.code == 0, verified.out + verified.err
     if lane == "python":
