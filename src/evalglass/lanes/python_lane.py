@@ -180,13 +180,12 @@ class PythonLane(TaskLane):
             values += more
             failed.update(more_failed)
             finished += len(more)
-            if unkept:  # an answer too deep to log: from it on, as without a log (below)
-                return values, failed, finished, None, True
-            if finished < len(calls):  # the call it was making when it ended: made once, failed as it ended
-                failed[finished] = dataclasses.replace(why, sample=samples[finished])
-                values.append(None)
-                finished += 1
-            return values, failed, finished, None, False
+            if not unkept:  # (else an answer too deep to log: from it on, as without a log, below)
+                if finished < len(calls):  # the call it was making when it ended: made once, failed as it ended
+                    failed[finished] = dataclasses.replace(why, sample=samples[finished])
+                    values.append(None)
+                    finished += 1
+                return values, failed, finished, None, False
         if finished == len(calls) - 1:  # the one call left is the one the worker was making
             failed[finished] = dataclasses.replace(why, sample=samples[finished])
             return [*values, None], failed, len(calls), None, False
