@@ -46,7 +46,7 @@ class TraceSelection(BaseModel):
     until: AwareDatetime | None = Field(default=None, description="Only spans that started before this time.")
 
     @model_validator(mode="after")
-    def _a_window_that_can_hold_a_span(self) -> TraceSelection:
+    def _a_window_that_can_hold_a_span(self) -> "TraceSelection":
         # `since` after `until` selects no span at all: every gate blocked on an empty dataset, for a typo.
         if self.since is not None and self.until is not None and self.since >= self.until:
             raise LocatedValueError(
