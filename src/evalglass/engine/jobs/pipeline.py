@@ -1002,10 +1002,13 @@ def _decide_and_write(
         record = record.model_copy(update=update)
     from evalglass.engine.explore.reportfile import report_markdown
 
-    # Published in the order they always were (run record, scorecard, report, digest list), two files at a time
-    # (runfolder.commit_together: one wait for the disk, not two): the report is rendered from the published run
-    # record (a run with variants names its scores files there), and the digest list covers every file before it.
-    _publish_together(folder, {RUNRECORD_FILE: model_file_bytes(record), SCORECARD_FILE: model_file_bytes(scorecard)})
+    # Published run record first (the report is rendered from the published one: a run with variants names its
+    # scores files there), then report, digest list and, last, the scorecard, those three with one wait for the disk
+    # (runfolder.commit_together renames in order). The scorecard is what says a run finished (``view``, ``verify``,
+    # a resume, a reader of earlier runs look for it): a run killed or stopped between two renames leaves no
+    # scorecard, so its folder never looks finished without its report and digest list; it is resumed instead.
+    _publish_together(folder, {RUNRECORD_FILE: model_file_bytes(record)})
+    card_bytes = model_file_bytes(scorecard)
     report = text_file_bytes(report_markdown(folder, scorecard))
     digests = digests_of(
         folder,
@@ -1021,9 +1024,11 @@ def _decide_and_write(
             **baseline_copies,
         },
         provenance=None if prepared.signing_key is None else signed_provenance(loaded.base_dir),
-        pending={REPORT_FILE: fingerprint_of_bytes(report)},
+        pending={REPORT_FILE: fingerprint_of_bytes(report), SCORECARD_FILE: fingerprint_of_bytes(card_bytes)},
     )
-    _publish_together(folder, {REPORT_FILE: report, DIGESTS_FILE: model_file_bytes(digests)})
+    _publish_together(
+        folder, {REPORT_FILE: report, DIGESTS_FILE: model_file_bytes(digests), SCORECARD_FILE: card_bytes}
+    )
     warnings = _untrusted(prepared, scored.untrusted_cache_entries)
     return RunOutcome(folder=folder, scorecard=scorecard, record=record, warnings=warnings)
 

@@ -73,6 +73,7 @@ from evalglass.engine.runs.artifacts import (
     load_runrecord,
     load_scorecard,
     model_bytes,
+    refuse_unfinished,
 )
 from evalglass.engine.runs.digests import (
     DIGESTS_FILE,
@@ -154,6 +155,7 @@ def verify_run(
     worker processes, as ``run`` scores them)."""
     if key is not None:
         public_key(key)  # a key that is no key is exit 2 at once, not "NOT signed" (exit 1) for an unsigned run
+    refuse_unfinished(folder)
     record = load_runrecord(folder)
     raw_scorecard = load_json(folder / SCORECARD_FILE, "scorecard")
     findings: list[Finding] = []

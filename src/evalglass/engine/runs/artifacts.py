@@ -214,6 +214,22 @@ def parse_json_model(raw: bytes, path: Path, model: type[Any], what: str) -> Any
         ) from None
 
 
+def refuse_unfinished(folder: Path) -> None:
+    """Refuse (exit 2) a folder whose run started (its manifest, ``run.json``, is there) but never wrote its
+    scorecard, the file a run renames into place last: a run stopped or killed before it finished (or whose
+    scorecard was deleted since: the two cannot be told apart), said so with how to finish it, not as a folder that
+    is no run or a damaged one."""
+    scorecard = folder / SCORECARD_FILE
+    if scorecard.exists() or scorecard.is_symlink() or not (folder / "run.json").is_file():
+        return
+    raise SetupError(
+        f"this run did not finish: it has no {SCORECARD_FILE} (the file a run writes last; it was stopped or killed "
+        "before, or the file was deleted since)",
+        where=str(folder),
+        fix=f"finish it with `evalglass run --resume {folder}`",
+    )
+
+
 def load_scorecard(folder: Path) -> Scorecard:
     result: Scorecard = load_json_model(folder / SCORECARD_FILE, Scorecard, "scorecard")
     return result
