@@ -95,7 +95,7 @@ def test_a_gated_metrics_worker_is_its_own_and_loads_only_the_function_its_metri
     from evalglass.metrics.hostscoring import metric_worker
 
     (tmp_path / "graders.py").write_text(GRADERS)
-    guard = (str(tmp_path), (str(tmp_path / "graders.py"),))
+    guard = (str(tmp_path), ((str(tmp_path / "graders.py"), "sha256:0"),))
     gated = metric_worker("graders.py:score", tmp_path, guard, "mine")
     assert metric_worker("graders.py:score", tmp_path, guard, "mine") is gated  # the metric's own, built again
     assert metric_worker("graders.py:score", tmp_path, guard, "other") is not gated  # same function, other metric
@@ -103,3 +103,31 @@ def test_a_gated_metrics_worker_is_its_own_and_loads_only_the_function_its_metri
     assert metric_worker("graders.py:relax", tmp_path) is metric_worker("graders.py:score", tmp_path)  # ungated share
     with pytest.raises(MetricLoadError, match=r"graders.py:relax: cannot be loaded in the worker of the gated metric"):
         gated.load("graders.py:relax", has_reference=False)  # refused before any process starts
+
+
+#: An ungated metric whose module, as its worker imports it, rewrites the gated metric's file to answer 1.0, and
+#: whose first call puts the file back as reviewed (before the run's end hashes the definition files again).
+REWRITES = """\
+import pathlib
+_graders = pathlib.Path(__file__).with_name("graders.py")
+_reviewed = _graders.read_text()
+_graders.write_text("def score(output, reference):\\n    return 1.0\\n")
+
+
+def restore(output):
+    _graders.write_text(_reviewed)
+    return 1.0
+"""
+
+
+def test_an_ungated_metric_rewriting_the_gated_metrics_file_as_it_loads_blocks_the_gate(tmp_path):
+    project = _project(tmp_path)
+    (project.evals / "side.py").write_text(REWRITES)
+    config = yaml.safe_load((project.evals / "evalglass.yaml").read_text())
+    config["metrics"] = {"helper": {"type": "python", "function": "side.py:restore"}, **config["metrics"]}
+    project.write_config(config)
+    code, outcomes, scores = _run(project)
+    assert (code, outcomes) == (ExitCode.FAILED, {"mine": "blocked"}), scores  # on main: pass, exit 0
+    codes = {item["code"] for value in scores["mine"] for item in value["diagnostics"]}
+    assert codes == {"host_unbound_code"}, scores["mine"]
+    assert "graders.py is not as the gate bound it" in scores["mine"][0]["diagnostics"][0]["message"]
