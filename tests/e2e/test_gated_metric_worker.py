@@ -6,6 +6,8 @@ second metric naming that mutator in the same file, with a gate of its own that 
 metric is guarded and bound to the same files as the approved one). On main both metrics shared one worker: the
 mutator ran first and the approved gate, which fails honestly (6 of 8 right, 0.75 against 0.9), passed, exit 0.
 Now the approved metric's worker holds only its own function: its scores and its gate's failure are unchanged.
+And an ungated metric whose module rewrites the gated metric's file as it loads (and puts it back before the run's
+end) no longer decides it: the gated worker compiles a bound source only from the bytes the config hashed.
 """
 
 from __future__ import annotations
