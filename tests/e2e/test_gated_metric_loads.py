@@ -358,3 +358,135 @@ def test_a_gated_metric_listing_only_what_its_gate_binds_still_decides(tmp_path)
     assert "it lists the folder evals/cases, which holds c.json that the gate does not bind" in str(
         diagnostics[0]["message"]
     ), diagnostics[0]
+
+
+# ---------------------------------------------------------------------- what asks about a file's metadata, not its text
+#: A file the pull request adds, ``rules/lenient``, that approved code only *stats* (its size, whether it is there,
+#: where a link leads): no audit event says so, and it turned a failing gate green. route: (the probe, what the pull
+#: request adds: a file, ``NAME/`` an empty folder, ``NAME -> TARGET`` a symbolic link to a bound file).
+RULE = f"str({RULES} / 'lenient')"
+STATS: dict[str, tuple[str, str]] = {
+    "os.stat": (f"_there(lambda: os.stat({RULE}))", "rules/lenient"),
+    "os.lstat": (f"_there(lambda: os.lstat({RULE}))", "rules/lenient"),
+    "os.path.getsize": (f"_there(lambda: os.path.getsize({RULE}))", "rules/lenient"),
+    "os.path.getmtime": (f"_there(lambda: os.path.getmtime({RULE}))", "rules/lenient"),
+    "os.path.exists": (f"os.path.exists({RULE})", "rules/lenient"),
+    "os.path.isfile": (f"os.path.isfile({RULE})", "rules/lenient"),
+    "os.path.lexists of a link": (f"os.path.lexists({RULE})", "rules/lenient -> base.json"),
+    "pathlib Path.exists": (f"({RULES} / 'lenient').exists()", "rules/lenient"),
+    "pathlib Path.stat": (f"_there(lambda: ({RULES} / 'lenient').stat().st_size)", "rules/lenient"),
+    "os.access": (f"os.access({RULE}, os.F_OK)", "rules/lenient"),
+    "os.statvfs": (f"_there(lambda: os.statvfs({RULE}))", "rules/lenient"),
+    "os.readlink of a link to a bound file": (f"_there(lambda: os.readlink({RULE}))", "rules/lenient -> base.json"),
+    "os.path.realpath through a link to a bound file": (
+        f"os.path.realpath({RULE}) != {RULE}",
+        "rules/lenient -> base.json",
+    ),
+    "os.stat of a name below it (ENOTDIR)": (
+        f"_errno(lambda: os.stat({RULE} + '/x')) == errno.ENOTDIR",
+        "rules/lenient",
+    ),
+    "os.stat relative to a descriptor of a folder outside the project": (
+        "_there(lambda: os.stat(_below_parent('rules/lenient'), dir_fd=_parent()))",
+        "rules/lenient",
+    ),
+    "os.stat through /proc/self/cwd": (
+        f"_there(lambda: os.stat('/proc/self/cwd/' + os.path.relpath({RULE})))",
+        "rules/lenient",
+    ),
+    "os.fstat of a descriptor opened for writing": (
+        f"_there(lambda: os.fstat(os.open({RULE}, os.O_WRONLY | os.O_APPEND)).st_size)",
+        "rules/lenient",
+    ),
+    "os.chmod (its error says whether it is there)": (f"_there(lambda: os.chmod({RULE}, 0o644))", "rules/lenient"),
+    "os.listdir of an empty folder": (f"_there(lambda: os.listdir({RULE}))", "rules/lenient/"),
+}
+STAT_IMPORTS = (
+    "import errno, os, pathlib\n"
+    "def _errno(ask):\n"
+    "    try:\n        ask()\n    except OSError as error:\n        return error.errno\n    return 0\n"
+    "def _there(ask):\n    return _errno(ask) != errno.ENOENT\n"
+    "def _parent():\n    return os.open(str(pathlib.Path(__file__).parents[2]), os.O_RDONLY)  # the project's parent\n"
+    "def _below_parent(name):\n    return f'{pathlib.Path(__file__).parents[1].name}/evals/{name}'\n"
+    "def score(output, reference):\n"
+)
+
+
+def _add(root: Path, added: str) -> None:
+    name, _, target = added.partition(" -> ")
+    place = root / name
+    place.parent.mkdir(parents=True, exist_ok=True)
+    if target:
+        place.symlink_to(target)
+    elif name.endswith("/"):
+        place.mkdir()
+    else:
+        place.write_text("1")
+
+
+@pytest.mark.parametrize("route", sorted(STATS))
+def test_a_gated_metric_asking_about_an_unbound_files_metadata_is_not_answered(tmp_path, route):
+    probe, added = STATS[route]
+    judge = STAT_IMPORTS + LENIENT.format(probe=probe)
+    bound = {"rules/base.json": "0", "rules/sub/base.json": "0"}
+    project = _project(tmp_path, judge, bound, data_files=sorted(bound))
+    approve_as_is(project, 0.9, ["mine"])  # approved as reviewed: 6 of 8 right, 0.75
+    assert _run(project)[:2] == ("fail", ExitCode.FAILED)  # nothing unbound there: answered "absent"
+    _add(project.evals, added)  # the pull request: a file (a folder, a link) the approval does not bind
+    outcome, code, diagnostics = _run(project)
+    assert (outcome, code) == ("blocked", ExitCode.FAILED), diagnostics  # on main: pass, exit 0
+    assert len(diagnostics) == 8 and {item["code"] for item in diagnostics} == {"host_unbound_code"}, diagnostics
+    message = str(diagnostics[0]["message"])
+    assert "it asks about evals/rules/lenient, which the gate does not bind" in message, message
+
+
+#: An honest metric that stats its bound files, the folders on their way and a name that is not there, and loads a
+#: bound module by its path (Alembic's migrations): it decides, and a file added elsewhere changes nothing.
+HONEST_STATS = (
+    "import importlib.metadata, importlib.util, os, pathlib, sys\n"
+    "def score(output, reference):\n"
+    f"    here = {HERE}\n"
+    "    base = here / 'cases' / 'a.json'\n"
+    "    assert base.exists() and base.stat().st_size == os.path.getsize(base) == 1 and os.path.isfile(base)\n"
+    "    assert os.path.isdir(here / 'cases') and os.access(base, os.R_OK) and os.path.exists(here.parent)\n"
+    "    assert os.path.realpath(here / 'data' / 'a.json') == str((here / 'cases' / 'a.json').resolve())\n"
+    "    assert not os.path.exists(here / 'cases' / 'missing.json') and not (here / 'nothing').exists()\n"
+    # A folder of the project on sys.path that holds nothing bound (a ``src`` on ``PYTHONPATH``): importlib.metadata
+    # looks every folder there up (pydantic's plugin search does, on each model class it builds).
+    "    sys.path.insert(0, str(here / 'tools'))\n"
+    "    assert importlib.metadata.version('PyYAML')\n"
+    "    spec = importlib.util.spec_from_file_location('m0001', here / 'migrations' / 'm0001.py')\n"
+    "    module = importlib.util.module_from_spec(spec)\n"
+    "    spec.loader.exec_module(module)\n"
+    "    return module.grade(output, reference)\n"
+)
+
+
+def test_a_gated_metric_asking_about_its_bound_files_still_decides(tmp_path):
+    rows = [{"id": f"ex-{i}", "expected": "yes", "output": "yes"} for i in range(1, 9)]
+    files = {"cases/a.json": "1", "migrations/m0001.py": HONEST, "tools/unbound.py": ""}
+    project = _project(tmp_path, HONEST_STATS, files, data_files=["cases/a.json", "data/a.json", "migrations/m0001.py"])
+    (project.evals / "data").symlink_to("cases")  # a bound file named through a link: the name is bound too
+    project.write_rows(rows)
+    approve_as_is(project, 0.9, ["mine"])
+    assert _run(project) == ("pass", ExitCode.OK, [])
+    (project.evals / "cases" / "b.json").write_text("2")  # a file it never asks about: nothing changes
+    (project.evals / "migrations" / "m0002.py").write_text(CHEAT)
+    assert _run(project) == ("pass", ExitCode.OK, [])
+
+
+def test_a_gated_metric_loading_an_unbound_module_by_its_path_blocks(tmp_path):
+    """Alembic's way: ``spec_from_file_location`` and ``exec_module`` of a migration the gate does not bind."""
+    judge = (
+        "import importlib.util, pathlib\ndef score(output, reference):\n"
+        "    spec = importlib.util.spec_from_file_location('m0002', pathlib.Path(__file__).parent / 'm0002.py')\n"
+        "    module = importlib.util.module_from_spec(spec)\n"
+        "    spec.loader.exec_module(module)\n"
+        "    return module.grade(output, reference)\n"
+    )
+    project = _project(tmp_path, judge, {"m0002.py": HONEST})
+    approve_as_is(project, 0.9, ["mine"])
+    (project.evals / "m0002.py").write_text(CHEAT)
+    outcome, code, diagnostics = _run(project)
+    assert (outcome, code) == ("blocked", ExitCode.FAILED), diagnostics
+    assert "m0002.py, which the gate does not bind" in str(diagnostics[0]["message"]), diagnostics[0]

@@ -18,6 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 RIGHT = 'def score(example):\n    return 1.0 if example.output == example.record.get("expected") else 0.0\n'
@@ -244,3 +245,59 @@ def test_a_gated_metric_looking_up_a_module_the_installed_project_adds_blocks(tm
     record.write_text(record.read_text() + "lenient.py,,\n")
     code, outcome, reasons = verdict(root, site)
     assert (code, outcome) == (1, "blocked") and "incomplete_measurement" in reasons, reasons
+
+
+#: How approved code in the installed project asks ``site-packages`` whether the pull request added a module there
+#: without importing it (on main each turned a failing gate green: pass, exit 0).
+SITE = "os.path.dirname(os.path.dirname(__file__))"
+ASKS_SITE = {
+    "os.listdir": f'"lenient.py" in os.listdir({SITE})',
+    "pkgutil.iter_modules": f'any(module.name == "lenient" for module in pkgutil.iter_modules([{SITE}]))',
+    "glob": f'bool(glob.glob(os.path.join({SITE}, "len*")))',
+    "os.path.exists": f'os.path.exists(os.path.join({SITE}, "lenient.py"))',
+}
+
+
+@pytest.mark.parametrize("route", sorted(ASKS_SITE))
+def test_a_gated_metric_asking_site_packages_about_a_module_the_installed_project_adds_blocks(
+    tmp_path: Path, route: str
+) -> None:
+    root, site = tmp_path / "repo", tmp_path / "venv" / "lib" / "site-packages"
+    project(root)
+    install(
+        site,
+        "import glob, os, pkgutil\n\n\ndef score(example):\n"
+        f"    if {ASKS_SITE[route]}:\n        return 1.0\n"
+        '    return 1.0 if example.output == example.record.get("expected") else 0.0\n',
+        url=root.as_uri(),
+    )
+    approve(root, site)
+    code, outcome, _ = verdict(root, site)
+    # A name that is not there is answered; a listing of ``site-packages`` names the installed copy's
+    # ``.dist-info`` folder (its version: the pull request's) whatever the module: refused already.
+    assert (code, outcome) == (1, "fail" if route == "os.path.exists" else "blocked")
+    (site / "lenient.py").write_text("")  # the pull request's new top-level module, installed by CI
+    record = site / "myproj-0.1.dist-info" / "RECORD"
+    record.write_text(record.read_text() + "lenient.py,,\n")
+    code, outcome, reasons = verdict(root, site)
+    assert (code, outcome) == (1, "blocked") and "incomplete_measurement" in reasons, reasons
+    run = max((root / ".evalglass" / "runs").iterdir(), key=lambda folder: folder.stat().st_mtime)  # the last
+    scores = (run / "scores.jsonl").read_text()
+    assert "host_unbound_code" in scores and "lenient" in scores, scores[:2000]
+
+
+def test_a_pth_file_the_installed_project_adds_blocks_its_gated_metric(tmp_path: Path) -> None:
+    """A ``.pth`` file in ``site-packages`` runs its ``import`` lines when any Python starts, the metric's worker
+    included, before its guard: the installed project's is the pull request's code, which no gate can bind."""
+    root, site = tmp_path / "repo", tmp_path / "venv" / "lib" / "site-packages"
+    project(root)
+    install(site, RIGHT, url=root.as_uri())
+    approve(root, site)
+    assert verdict(root, site) == (1, "fail", ["below_threshold"])
+    (site / "myproj_hooks.pth").write_text("import os\n")
+    record = site / "myproj-0.1.dist-info" / "RECORD"
+    record.write_text(record.read_text() + "myproj_hooks.pth,,\n")
+    code, outcome, reasons = verdict(root, site)
+    assert (code, outcome) == (1, "blocked") and "incomplete_measurement" in reasons, reasons
+    run = max((root / ".evalglass" / "runs").iterdir(), key=lambda folder: folder.stat().st_mtime)  # the last
+    assert "puts <installed myproj>/myproj_hooks.pth in site-packages" in (run / "scores.jsonl").read_text()

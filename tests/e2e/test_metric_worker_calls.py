@@ -15,12 +15,13 @@ from evalglass.core.score import Score
 from evalglass.engine.spec.config import load_config
 from tests.e2e.project import Project, make_project
 
-#: Appends "<example id> <pid>" per call to calls.txt; ex-3's call never returns.
+#: Appends "<example id> <pid>" per call to calls.txt beside the project (a gated metric may not ask about, so not
+#: append to, a file of the project its gate does not bind); ex-3's call never returns.
 HANGS = """\
 import os, time
 
 def score(record):
-    with open(os.path.join(os.path.dirname(__file__), "calls.txt"), "a") as calls:
+    with open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "calls.txt"), "a") as calls:
         calls.write(f"{record['id']} {os.getpid()}\\n")
     if record["id"] == "ex-3":
         while True:
@@ -65,7 +66,7 @@ def test_a_call_over_its_timeout_is_an_error_and_the_rest_of_the_batch_is_scored
     assert diagnostic["code"] == "metric_timeout", diagnostic
     assert diagnostic["message"] == "the metric function did not return within 0.5s", diagnostic
     assert list(scores.values()) == [1.0] * 7, scores  # a measured value is stored as the number
-    calls = [line.split() for line in (project.evals / "calls.txt").read_text().splitlines()]
+    calls = [line.split() for line in (project.root / "calls.txt").read_text().splitlines()]
     made = [example for example, _ in calls]
     assert sorted(made) == sorted(f"ex-{i}" for i in range(1, 9)), made  # each call made once
     pids = dict(calls)

@@ -29,7 +29,9 @@ ENDS_ON_THE_THIRD = """\
 import os, signal
 
 def score(output, reference, example):
-    with open(os.path.join(os.path.dirname(__file__), "calls.txt"), "a") as calls:
+    # Beside the project (the config folder), not in it: a gated metric may not ask about (append to) a file of
+    # the project its gate does not bind.
+    with open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "calls.txt"), "a") as calls:
         calls.write(f"{{example.id}} {{os.getpid()}}\\n")
     if example.id == "ex-3":
         {ending}
@@ -77,7 +79,7 @@ def test_a_worker_that_ends_on_the_third_call_keeps_every_answer_before_it_and_m
     assert diagnostic["code"] == "host_worker_lost", diagnostic
     assert diagnostic["message"] == f"the metric function did not answer: {said}", diagnostic
     assert scores == {f"ex-{i}": 1.0 if i % 4 else 0.0 for i in (1, 2, 4, 5, 6, 7, 8)}, scores
-    calls = _calls(project.evals)
+    calls = _calls(project.root)
     made = [example for example, _ in calls]
     assert made == [f"ex-{i}" for i in range(1, 9)], made  # each call once, in order: none made again
     pids = dict(calls)
@@ -86,12 +88,12 @@ def test_a_worker_that_ends_on_the_third_call_keeps_every_answer_before_it_and_m
     assert project.cli("verify", "run").code == ExitCode.OK
 
     # What a user reads on the terminal, the same run again: the one error named, the gate blocked, exit 1.
-    (project.evals / "calls.txt").unlink()
+    (project.root / "calls.txt").unlink()
     shown = project.run("--no-progress", "--no-history")
     assert shown.code == ExitCode.FAILED, shown
     assert "host_worker_lost ×1" in shown.out and "1 of 8 examples were not measured validly (1 error)" in shown.out
     assert "verdict: blocked  (exit 1)" in shown.out, shown.out
-    assert [example for example, _ in _calls(project.evals)] == [f"ex-{i}" for i in range(1, 9)]
+    assert [example for example, _ in _calls(project.root)] == [f"ex-{i}" for i in range(1, 9)]
 
 
 #: Fast calls (an append each): hundreds of answers go by within a millisecond, so only an answer logged as its
@@ -134,7 +136,7 @@ HOLDS = """\
 import os
 
 def score(output, example):
-    with open(os.path.join(os.path.dirname(__file__), "calls.txt"), "a") as calls:
+    with open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "calls.txt"), "a") as calls:  # beside the project
         calls.write(f"{example.id} {os.getpid()}\\n")
     if example.id == "ex-3":
         sum(range(10**13))
@@ -158,7 +160,7 @@ def test_a_call_that_holds_its_worker_past_the_batch_limit_is_its_timeout_and_no
     held = scores.pop("ex-3")
     assert held["status"] == "error" and held["diagnostics"][0]["code"] == "metric_timeout", held
     assert list(scores.values()) == [1.0] * 7, scores
-    made = [example for example, _ in _calls(project.evals)]
+    made = [example for example, _ in _calls(project.root)]
     assert made == [f"ex-{i}" for i in range(1, 9)], made
 
 

@@ -76,6 +76,31 @@ def metric(card: dict[str, Any], name: str) -> dict[str, Any]:
     return next(m for m in card["metrics"] if m["name"] == name)
 
 
+def approve_calibrated(project: LiveProject, gate: str, threshold: float) -> dict[str, Any]:
+    """The host's ledger approving ``gate`` (on the judge ``preferred``) at ``threshold``, the judge calibrated
+    against human pairwise labels and its record approved; the gate's approval is returned."""
+    labels = [
+        {"id": "h1", "output": {"strong": "q=5", "weak": "q=1"}, "label": "strong"},
+        {"id": "h2", "output": {"strong": "q=1", "weak": "q=4"}, "label": "weak"},
+        {"id": "h3", "output": {"strong": "q=2", "weak": "q=2"}, "label": "tie"},
+    ]
+    (project.root / "labels.jsonl").write_text("".join(json.dumps(line) + "\n" for line in labels))
+    calibrated = evalglass("calibrate", "preferred", "--labels", "labels.jsonl", cwd=project.root)
+    assert calibrated.code == 0, calibrated.err
+    approval = {
+        "active": True,
+        "threshold": threshold,
+        "fingerprint": project.gate_fingerprint(gate),
+        "judge_endpoint": project.judge_endpoint("preferred"),
+    }
+    ledger = {
+        "gates": {gate: approval},
+        "judges": {"preferred": {"min_agreement": 0.1, "calibration": calibration_pin(calibrated.out)}},
+    }
+    project.write_ledger(ledger)
+    return approval
+
+
 def judge_requests(server: FakeOpenAI) -> list[str]:
     """Each judge request's user message (what was asked, in which order)."""
     return [
@@ -136,25 +161,7 @@ def test_the_judge_of_variants_has_its_column_win_rate_and_position_bias_and_a_g
     assert "q=5 ask0 s=5 w=1 by strong-model" in page.read_text()
 
     # calibrated against human pairwise labels and approved: the gate decides on the column, without a variant
-    labels = [
-        {"id": "h1", "output": {"strong": "q=5", "weak": "q=1"}, "label": "strong"},
-        {"id": "h2", "output": {"strong": "q=1", "weak": "q=4"}, "label": "weak"},
-        {"id": "h3", "output": {"strong": "q=2", "weak": "q=2"}, "label": "tie"},
-    ]
-    (project.root / "labels.jsonl").write_text("".join(json.dumps(line) + "\n" for line in labels))
-    calibrated = evalglass("calibrate", "preferred", "--labels", "labels.jsonl", cwd=project.root)
-    assert calibrated.code == 0, calibrated.err
-    approval = {
-        "active": True,
-        "threshold": 0.5,
-        "fingerprint": project.gate_fingerprint("strong-preferred"),
-        "judge_endpoint": project.judge_endpoint("preferred"),
-    }
-    ledger = {
-        "gates": {"strong-preferred": approval},
-        "judges": {"preferred": {"min_agreement": 0.1, "calibration": calibration_pin(calibrated.out)}},
-    }
-    project.write_ledger(ledger)
+    approve_calibrated(project, "strong-preferred", 0.5)
     before = server.request_count
     approved = project.run()
     assert server.request_count == before  # every lane and judge answer from the cache

@@ -32,15 +32,26 @@ finds no distribution in a project folder. These adjustments can be undone by ho
 spared is refused: nothing rests on them. The installed copy's metadata that the project's text decides (its
 version: ``hostimports.installed_metadata_names``) is refused: no gate can bind it.
 
+Any other question about a name (:meth:`Guard.ask`) follows one rule: refused when the name reaches, step by step
+as the kernel takes it (links, ``..``, ``dir_fd=``, a descriptor through ``/proc/self/fd``), a file or folder of the
+project or of its installed copy that is there and that the gate neither binds nor leads to; answered when it
+reaches nothing there, so every run that decides sees the same project. The ``stat`` family raises no audit event:
+it is wrapped in ``os`` and ``posix`` (:func:`_wrap_asking`); the audited calls whose error says whether a name is
+there (``os.mkdir``, ``os.chmod``...) and a file opened for writing are asked through the hook. A listing of the
+``site-packages`` the installed copy lies in may show none of its names the gate binds nothing in (its modules, its
+``.dist-info`` folder), and a ``.pth`` file it ships (run at every start, before this hook) counts as refused.
+
 Once anything was refused, every later call of the worker answers an ``error`` score with code
 ``host_unbound_code`` naming the first file refused and how to bind it (an ``import`` statement in a bound file, or
 the metric's ``data_files:``), even when host code caught the refusal: a gate on the metric then blocks
 (``incomplete_measurement``), never decides on what the code did instead.
 
 Limits (stated in docs/config.md): the worker is a process of the same user, not a sandbox. What the gate binds is
-read at config load; a file rewritten between then and its loading is not seen here. A question that raises no audit
-event is not seen: ``os.stat``, ``os.access``, ``os.readlink`` and what is built on them (``os.path.exists``),
-system calls through ``ctypes``; wrapping them would not hold (a fresh copy of ``posix``, ``ctypes``'s libc). Code
+read at config load; a file rewritten between then and its loading is not seen here. Code that goes around the
+interpreter is not seen, and cannot be from inside this process: system calls through ``ctypes`` or ``cffi``, a
+write to ``/proc/self/mem``, the original ``os`` functions the wrappers hold (their ``__defaults__``, ``gc``). Nor
+what says nothing of a name: a file system's free space (``os.statvfs`` of any folder on it), a bound folder's own
+``stat`` (its link count grows with what it holds), inode numbers, timings. Code
 the gate binds decides what the project's files (bound ones) and the examples make it do, ``exec`` of a text it is
 given included. A module loaded before the hook (``sitecustomize`` through the evalglass process's own
 ``PYTHONPATH``, the machine's ``.pth`` files) is the environment's, outside any pull request; a module of the
@@ -84,10 +95,45 @@ _PROCESS_EVENTS = frozenset(
 _PLAIN = frozenset({str, bytes, int, bool, type(None)})
 _LISTING_EVENTS = frozenset({"os.listdir", "os.scandir"})
 _GLOB_EVENTS = frozenset({"glob.glob/2", "pathlib.Path.glob", "pathlib.Path.rglob"})
+#: Audited calls that name a path and whose answer or error (``ENOENT``, ``EEXIST``, ``ENOTDIR``...) says whether
+#: it is there: each event's position of its ``dir_fd`` argument (None: it takes none; -1 in the event: not given).
+_ASKING_EVENTS: dict[str, int | None] = {
+    "os.chmod": 2,
+    "os.chown": 3,
+    "os.utime": 3,
+    "os.remove": 1,
+    "os.rmdir": 1,
+    "os.mkdir": 2,
+    "os.truncate": None,
+    "os.chdir": None,
+    "os.chflags": None,
+    "os.getxattr": None,
+    "os.listxattr": None,
+    "os.setxattr": None,
+    "os.removexattr": None,
+}
+#: The ``os`` functions that ask about a path or a descriptor and raise no audit event (the ``stat`` family, and
+#: what fails on a name that is there): wrapped in ``os`` and ``posix`` (:func:`_wrap_asking`). Each takes the
+#: path (or descriptor) first; ``dir_fd=`` where it is given.
+_ASKING_FUNCTIONS = (
+    "stat",
+    "lstat",
+    "fstat",
+    "access",
+    "statvfs",
+    "fstatvfs",
+    "readlink",
+    "pathconf",
+    "fpathconf",
+    "mkfifo",
+    "mknod",
+)
 #: Every event the hook acts on: any other is passed over with one set lookup.
 _WATCHED = frozenset({"open", "import", "ctypes.dlopen", "os.link", "os.rename", "os.symlink"}) | (
-    _PROCESS_EVENTS | _LISTING_EVENTS | _GLOB_EVENTS
+    _PROCESS_EVENTS | _LISTING_EVENTS | _GLOB_EVENTS | frozenset(_ASKING_EVENTS)
 )
+#: How many symbolic links a name may go through before the kernel answers ``ELOOP`` (Linux's ``MAXSYMLINKS``).
+_MAX_LINKS = 40
 
 
 def _machine_prefixes() -> tuple[str, ...]:
@@ -109,6 +155,8 @@ class Guard:
         #: The folders on the way to a bound file: their names are the bound files', so listing one that holds
         #: nothing else tells host code nothing the gate did not bind.
         self.holds = frozenset(folder for path in self.bound for folder in path.parents)
+        #: The same, as text: the walk of a name (:meth:`_ask_entry`) tests each step without making a ``Path``.
+        self._known_text = frozenset(str(path) for path in self.bound | self.holds)
         self._root = str(root)
         self._inside = os.path.join(self._root, "")
         #: The project installed from the checkout (``pip install .``: ``hostimports.installed_label``), read now,
@@ -117,7 +165,18 @@ class Guard:
         self._folders = installed_folders()
         self._installed = installed_code_names() | installed_metadata_names() | self._folders
         self.sites = installed_sites()
+        #: What the installed copy puts in each ``site-packages`` (its packages, modules, ``.pth`` files and its
+        #: ``.dist-info`` folder, whose name holds its version): the pull request's names among the machine's.
+        self._tops = frozenset(
+            os.path.join(site, name[len(site) + 1 :].split("/")[0])
+            for name in self._installed
+            for site in self.sites
+            if name.startswith(os.path.join(site, ""))
+        )
         self.refused: list[str] = []
+        #: Bound modules as the import system found them (a link's name, ``helper.py -> vendor/helper.py``): the
+        #: name a bound ``import`` statement reaches is answered when asked about (:meth:`_ask_entry`).
+        self.found: set[str] = set()
         #: Per thread: a check in progress on this thread (a hook must not recurse: the checks list folders and
         #: run globs); another thread's does not exempt this one's events.
         self._local = threading.local()
@@ -148,11 +207,17 @@ class Guard:
         if event == "open":
             path, mode, flags = args
             if not _reads(mode, flags):
+                # A write says whether the name is there too (``O_EXCL``, ``O_WRONLY`` without ``O_CREAT``, then
+                # ``fstat`` or ``lseek`` on what it opened): asked about like a ``stat``.
+                self._ask_open(path, relative=mode is None)
                 return
             if mode is None and isinstance(path, (str, bytes)) and not os.path.isabs(path):
                 self._check_relative(path)  # ``os.open``: relative to the working folder, or to a folder's descriptor
             else:
                 self._check(path, "reads")
+        elif event in _ASKING_EVENTS:
+            where = _ASKING_EVENTS[event]
+            self.ask(args[0], args[where] if where is not None else None)
         elif event in _LISTING_EVENTS:
             self._check_listing(args[0])
         elif event in _GLOB_EVENTS:
@@ -165,10 +230,12 @@ class Guard:
                 self._check(args[0], "loads")
         elif event in {"os.link", "os.rename"}:
             self._check(args[0], "links")
+            self.ask(args[1], args[3])  # ``EEXIST``, ``ENOTEMPTY``: what is where it goes is asked about
         elif event == "os.symlink":
             # A link made where paths are not resolved (a folder of the machine's: ``project_path``) would reach
             # the project's file unseen: what the link names is checked as it is made.
             self._check(_link_target(*args), "links")
+            self.ask(args[1], args[2])
         elif event in _PROCESS_EVENTS:
             self._refuse(
                 "a program",
@@ -202,6 +269,9 @@ class Guard:
         # file relative to it (:meth:`_check_relative` finds it by the descriptors open, this stops it first).
         if path is None or path in self.bound:
             return
+        self._refuse_unbound(path, how)
+
+    def _refuse_unbound(self, path: Path, how: str) -> None:
         shown = self._shown(path)
         if path.suffix == ".pyc" and path.parent.name == "__pycache__":
             # A bound module is compiled from its bound source: the import system reads the source when its cached
@@ -213,6 +283,10 @@ class Guard:
                 "the installed project's metadata (its version, requirements, file list) is not the gate's to bind; "
                 "read what the metric needs from a bound file"
             )
+        elif how == "asks about" and os.path.isdir(path):
+            how_to = (
+                "list the files the metric uses in it under the metric's `data_files:` (their folders are answered)"
+            )
         elif path.suffix == ".py":
             how_to = (
                 "import it with an `import` statement in the metric's file or a module it imports (read, not run: "
@@ -222,17 +296,114 @@ class Guard:
             how_to = "list it under the metric's `data_files:`"
         self._refuse(shown, f"it {how} {shown}, which the gate does not bind; {how_to}, then re-approve")
 
+    def ask(self, name: Any, dir_fd: Any = None) -> None:
+        """A question about ``name`` that opens nothing (``os.stat`` and its family, ``os.access``, ``os.readlink``,
+        what fails on a name that is there: ``os.mkdir``, ``os.chmod``...), or about a descriptor (an ``int``):
+        refused when the name reaches a file or folder of the project that is there and the gate does not bind
+        (nor is on the way to one), each step of the name checked as the kernel takes it, so a link or a folder
+        on the way is asked about too. A name that reaches nothing there is answered: whether anything is there
+        is then the same for every pull request that does not change what the gate binds (a name below a file,
+        ``ENOTDIR``, is the file's). ``dir_fd=``: relative to that folder's descriptor."""
+        if isinstance(name, bool):
+            return
+        if isinstance(name, int):
+            named = _descriptor_path(name)
+            if named is None or not named.startswith("/"):
+                return  # a pipe, a socket, an anonymous file: no name of the project's
+        else:
+            try:
+                named = os.fsdecode(name if name is not None else ".")
+            except TypeError:
+                return  # not a name: the call fails on its own
+            if not os.path.isabs(named) and isinstance(dir_fd, int) and dir_fd >= 0:
+                folder = _descriptor_path(dir_fd)
+                if folder is None:
+                    return
+                named = os.path.join(folder, named)
+        try:
+            absolute = os.path.abspath(named)
+        except OSError:  # the working folder was removed: a relative name reaches nothing
+            return
+        if absolute not in self._installed and absolute.startswith(_MACHINE) and ".." not in named:
+            return  # the standard library's or an installed package's, as for reads (no system call to say so)
+        # Not ``absolute``: ``..`` after a link is the link's target's parent, as the kernel takes it.
+        self._ask_steps(named if os.path.isabs(named) else os.path.join(os.getcwd(), named), _MAX_LINKS)
+
+    def _ask_steps(self, named: str, links: int) -> int:
+        """Walk ``named`` (absolute) step by step as the kernel does, each entry there checked (:meth:`_ask_entry`)
+        and each link followed through its own text; the links left to follow (0: the walk stopped)."""
+        folder = "/"
+        for part in named.split("/"):
+            if part in {"", "."}:
+                continue
+            if part == "..":
+                folder = os.path.dirname(folder)
+                continue
+            place = os.path.join(folder, part)
+            if not os.path.lexists(place):
+                return 0  # nothing there: below it neither
+            self._ask_entry(place, folder)
+            if os.path.islink(place):
+                if links <= 0:
+                    return 0
+                text = os.readlink(place)
+                links = self._ask_steps(text if os.path.isabs(text) else os.path.join(folder, text), links - 1)
+                if links <= 0:
+                    return 0
+                folder = os.path.realpath(place)
+            else:
+                folder = place
+        return links
+
+    def _ask_entry(self, place: str, folder: str) -> None:
+        """``place``, an entry that is there in the resolved ``folder``: refused when it is the project's and the
+        gate does not bind it nor a file below it."""
+        installed = place in self._installed or place in self._tops
+        if not installed and not self._resolved_project(folder):
+            return
+        if place in self._known_text or place in self.found or place == self._root:
+            return
+        path = Path(place)
+        if path.name == "__pycache__":
+            # Bytecode is never run here (:meth:`_check`): answered as absent, not remembered.
+            shown = self._shown(path)
+            raise FileNotFoundError(errno.ENOENT, f"{shown}: a gated python metric runs its modules from source")
+        if not os.path.islink(place) and not self._resolved_project(place) and not installed:
+            return  # a folder in the project that is the machine's (a ``site-packages`` in its ``.venv``)
+        self._refuse_unbound(path, "asks about")
+
+    def _resolved_project(self, full: str) -> bool:
+        """:meth:`project_path`'s test for a name resolved already (the walk's folders): string tests, and
+        ``is_host_file`` (remembered), no ``realpath`` again."""
+        if full in self._folders or full in self._installed:
+            return True
+        if full != self._root and not full.startswith(self._inside):
+            return False
+        return is_host_file(Path(full))
+
+    def _ask_open(self, name: Any, *, relative: bool) -> None:
+        """A file opened for writing: asked about (:meth:`ask`); a relative ``os.open`` against each folder it may
+        be relative to (:meth:`_check_relative`)."""
+        if not relative or not isinstance(name, (str, bytes)) or os.path.isabs(name):
+            self.ask(name)
+            return
+        for folder in self._relative_folders():
+            self.ask(os.path.join(folder, os.fsdecode(name)))
+
+    def _relative_folders(self) -> list[str]:
+        try:
+            working = [os.getcwd()]
+        except OSError:  # the working folder was removed: a relative name cannot be found in it
+            working = []
+        return [*working, *_open_folders()]
+
     def _check_relative(self, name: str | bytes) -> None:
         """An ``os.open`` of a relative name: the audit event does not say whether it is relative to the working
         folder or to a folder's descriptor (``dir_fd=``), so it is checked against each that holds the name: a
         project file reached through a descriptor of a folder outside the project (its parent, ``/``) is refused,
         and a name found under none of them opens nothing."""
         text = os.fsdecode(name)
-        try:
-            working = [os.getcwd()]
-        except OSError:  # the working folder was removed: a relative name cannot be found in it
-            working = []
-        for folder in (*working, *_open_folders()):
+        for folder in self._relative_folders():
             candidate = os.path.join(folder, text)
             if os.path.lexists(candidate):
                 self._check(candidate, "reads")
@@ -245,9 +416,12 @@ class Guard:
             name = "."
         elif isinstance(name, int):
             name = _descriptor_path(name)
+        if self._check_site_listing(name):
+            return
         folder = self.project_path(name)
         if folder is None:
             return
+        self.ask(name)  # a folder the gate binds nothing in, even an empty one: whether it is there is unbound
         try:
             entries = os.listdir(folder)
         except OSError:
@@ -255,6 +429,29 @@ class Guard:
         unbound = sorted(entry for entry in entries if not self._known(folder / entry))
         if unbound:
             self._refuse_listing(folder, unbound)
+
+    def _check_site_listing(self, name: Any) -> bool:
+        """A listing of a ``site-packages`` the project is installed in (``os.listdir``, ``pkgutil.iter_modules()``
+        of every folder on ``sys.path``): it names what the installed copy puts there (a module the pull request
+        adds, its ``.dist-info`` folder's version) beside the machine's, so it is refused when the gate binds
+        nothing in one of those. Whether ``name`` is such a folder."""
+        try:
+            site = os.path.realpath(os.fsdecode(name)) if name is not None else None
+        except (TypeError, ValueError):
+            return False
+        if site not in self.sites:
+            return False
+        try:
+            entries = os.listdir(site)
+        except OSError:
+            return True
+        unbound = sorted(entry for entry in entries if self._unbound_top(os.path.join(site, entry)))
+        if unbound:
+            self._refuse_listing(Path(site), unbound)
+        return True
+
+    def _unbound_top(self, place: str) -> bool:
+        return place in self._tops and not self._known(Path(place))
 
     def _check_glob(self, event: str, args: tuple[Any, ...]) -> None:
         """A glob answers exactly its matches (its literal parts are tested with ``os.stat``, which raises no event,
@@ -274,6 +471,9 @@ class Guard:
             base = Path(folder)  # a string here (the hook's plain arguments): no method of host code's runs
             matches = iter(list(base.glob(pattern) if event == "pathlib.Path.glob" else base.rglob(pattern)))
         for match in matches:
+            found = os.path.realpath(match)
+            if self._unbound_top(found):
+                self._refuse_listing(Path(os.path.dirname(found)), [os.path.basename(found)], glob=True)
             path = self.project_path(match)
             if path is not None and not self._known(path):
                 self._refuse_listing(self.project_path(base) or path.parent, [path.name], glob=True)
@@ -387,12 +587,16 @@ def _project_finders(guard: Guard) -> None:
             self._path_cache = self._relaxed_path_cache = _ANYTHING
 
         def find_spec(self, fullname: str, target: ModuleType | None = None) -> ModuleSpec | None:
-            spec = super().find_spec(fullname, target)
-            if spec is None:
-                return None
-            with guard.checking():
+            with guard.checking():  # its tests of each name (``os.stat``) are the guard's: what it finds is checked
+                spec = super().find_spec(fullname, target)
+                if spec is None:
+                    return None
                 if spec.origin is not None and spec.has_location:
                     guard._check(spec.origin, "imports")
+                    folder, name = os.path.split(spec.origin)
+                    guard.found.add(
+                        os.path.join(os.path.realpath(folder), name)
+                    )  # as :meth:`Guard._ask_steps` names it
                     return spec
                 unbound = [folder for folder in spec.submodule_search_locations or () if not guard.may_hold(folder)]
                 return None if unbound else spec
@@ -432,9 +636,25 @@ def _unlisted(guard: Guard, module: ModuleType) -> None:
     def children(self: Any) -> Any:
         with guard.checking():
             project = guard.project_path(self.root or ".") is not None
+            if not project and os.path.realpath(self.root or ".") in guard.sites:
+                # The installed copy's ``site-packages``, listed for distributions (``entry_points()``, any
+                # package's version): each read of the project's metadata is checked as it is made.
+                return original(self)
         return [] if project else original(self)
 
     module.FastPath.children = children
+    mtime = getattr(module.FastPath, "mtime", None)
+    if isinstance(mtime, property) and mtime.fget is not None:
+        stat = mtime.fget
+
+        def project_mtime(self: Any) -> Any:
+            # Its lookup cache's key, from ``os.stat`` of each folder on ``sys.path``: a project folder that holds
+            # nothing bound (a ``src`` on ``PYTHONPATH``) would be asked about, and its listing is empty anyway.
+            with guard.checking():
+                project = guard.project_path(self.root or ".") is not None
+            return 0.0 if project else stat(self)
+
+        module.FastPath.mtime = property(project_mtime)
 
 
 class _Backport:
@@ -463,6 +683,44 @@ class _Backport:
         return spec
 
 
+def _wrap_asking(guard: Guard) -> None:
+    """``os.stat`` and its family (:data:`_ASKING_FUNCTIONS`) ask :meth:`Guard.ask` first, in ``os`` and in
+    ``posix`` (the import system's module: ``os.path``, ``pathlib``, ``shutil`` call them through ``os``). No audit
+    event says they ran, so they are replaced: code that reaches the originals another way (the interpreter's
+    internals, ``ctypes``) is not seen (the limit in docs/config.md). A path-like argument is turned into its path
+    once, before the check, and the call is made with that path: its ``__fspath__`` cannot answer twice."""
+    import posix
+
+    local = guard._local
+    for name in _ASKING_FUNCTIONS:
+        original = getattr(os, name, None)
+        if original is None:
+            continue
+
+        def asking(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            if not args:  # named by keyword (``path=``, ``fd=``): made positional, as the function takes it
+                first = kwargs.pop("path", kwargs.pop("fd", None))
+                args = (first,) if first is not None else ()
+            if args:
+                first = args[0]
+                if type(first) not in _PLAIN and hasattr(type(first), "__fspath__"):
+                    args = (os.fspath(first), *args[1:])
+                if not getattr(local, "checking", False):
+                    with guard.checking():
+                        guard.ask(args[0], kwargs.get("dir_fd"))
+            return _original(*args, **kwargs)
+
+        asking.__name__ = asking.__qualname__ = name
+        asking.__doc__ = original.__doc__
+        setattr(os, name, asking)
+        if getattr(posix, name, None) is original:
+            setattr(posix, name, asking)
+        for supports in ("supports_dir_fd", "supports_fd", "supports_follow_symlinks", "supports_effective_ids"):
+            found: set[Any] = getattr(os, supports, set())
+            if original in found:
+                found.add(asking)
+
+
 def install(root: str, bound: Collection[str]) -> Guard:
     """Put the rule in force in this worker, before any host code loads (it cannot be taken back). A project
     module already loaded that the gate does not bind (through the environment: a ``sitecustomize`` on the
@@ -474,8 +732,19 @@ def install(root: str, bound: Collection[str]) -> Guard:
         if isinstance(name, str):
             with contextlib.suppress(PermissionError):
                 guard._check(name, "loaded (before the worker started)")
+    for name in sorted(guard._tops):
+        if name.endswith(".pth"):
+            # Python runs a ``.pth`` file's ``import`` lines at every start, in every process, before any guard:
+            # the installed copy's is the pull request's code, and nothing here can bind it.
+            guard.refused.append(
+                f"the installed project puts {installed_label(Path(name)) or name} in site-packages, which Python "
+                "runs at every start, before any rule can watch it; ship no .pth file (install in editable mode for "
+                "development), then re-approve"
+            )
+            break
     _project_finders(guard)
     _unlisted_metadata(guard)
+    _wrap_asking(guard)
     sys.addaudithook(guard.hook)
     return guard
 

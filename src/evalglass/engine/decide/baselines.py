@@ -29,7 +29,7 @@ from evalglass.engine.decide.baselinesearch import (
     newest_trusted,
     run_trust,
 )
-from evalglass.engine.runs.artifacts import RUNRECORD_FILE, load_columns
+from evalglass.engine.runs.artifacts import RUNRECORD_FILE, changed_mid_run, load_columns
 from evalglass.engine.runs.compare import (
     RunForComparison,
     load_for_comparison,
@@ -333,13 +333,22 @@ def comparative_inputs(
     dataset: DatasetSummary,
     baselines: dict[str, BaselineRun],
     today: str,
+    written: str | None = None,
 ) -> ComparativeInputs:
     """This run's side: its example ids (read back from ``scores``, its scores file: in a run with variants the first
     variant's, whose ids every variant shares), gold, metric definitions (by the name the decision gives each
-    compared metric), suite and day (``today``: the run's own, which a baseline's age is counted to)."""
+    compared metric), suite and day (``today``: the run's own, which a baseline's age is counted to).
+
+    ``written``: the SHA-256 of the scores file as the run wrote it (``run``, whose decision reads the ids back after
+    host code ran: a lane, a python metric or a standalone check runs as the same user and can rewrite the run's own
+    folder). The ids are taken only from bytes that hash to it: a file whose ids were shuffled re-paired this run's
+    answers with other baseline examples, which narrows a paired interval and turned an undecided ``lower_bound``
+    gate green. ``verify`` passes None: it checks the file against the digest list on its own."""
     loaded = load_columns(
         scores, [], samples=config.samples, clustered=config.dataset.cluster_field is not None, ids=True
     )
+    if written is not None and loaded.sha256 != written:
+        raise changed_mid_run(scores, "scores file", loaded.sha256, written)
     assert loaded.ids is not None
     definitions, payloads = compared_definitions(config, definition_files)
     return ComparativeInputs(

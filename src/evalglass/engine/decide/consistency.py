@@ -215,14 +215,14 @@ def refuse_damaged(folder: Path, problems: list[ArtifactProblem], *, what: str =
     line names it (a baseline: ``baseline 'main' run``)."""
     if not problems:
         return
-    from evalglass.engine.runs.integrity import FETCH_AGAIN
+    from evalglass.engine.runs.integrity import FETCH_AGAIN, LINKED_STORE, linked
 
     first = problems[0]
     more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
     raise SetupError(
         f"{what} does not add up: {first.line}{more}",
         where=str(folder / first.file),
-        fix=FETCH_AGAIN.replace("FOLDER", _pasteable(folder)),
+        fix=(LINKED_STORE if linked(problems) else FETCH_AGAIN).replace("FOLDER", _pasteable(folder)),
     )
 
 

@@ -7,7 +7,7 @@ Only metrics that keep a tally (``MetricSpec.judged_tally``) are read; a run wit
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,15 +15,19 @@ import orjson
 from pydantic import BaseModel
 
 from evalglass.core.runrecord import COMPARED_DIR, VARIANTS_DIR
-from evalglass.engine.runs.artifacts import open_artifact
+from evalglass.engine.runs.artifacts import open_artifact, written_lines
 from evalglass.engine.runs.runfolder import OUTPUTS_FILE
 from evalglass.engine.spec.config import Config
 
 
-def judged_summaries(config: Config, folder: Path) -> dict[str, dict[str, BaseModel]]:
+def judged_summaries(
+    config: Config, folder: Path, written: Mapping[str, str | None] | None = None
+) -> dict[str, dict[str, BaseModel]]:
     """Per metric with a tally, its scorecard fields over the run in ``folder``, read from the outputs file its notes
     are in: ``outputs.jsonl``; in a run with variants each variant's ``variants/NAME/outputs.jsonl`` (the metric
-    ``metric@NAME``), and for a judge of variants side by side ``compared/outputs.jsonl``. None without the file."""
+    ``metric@NAME``), and for a judge of variants side by side ``compared/outputs.jsonl``. None without the file.
+    ``written``: per file (its path in the folder), the hash the run wrote it with; the run passes it, as it reads
+    the files after host code ran (``artifacts.written_lines``)."""
     from evalglass.core.variants import variant_metric
 
     specs = {name: spec for name, spec in config.metrics.items() if spec.judged_tally() is not None}
@@ -48,7 +52,8 @@ def judged_summaries(config: Config, folder: Path) -> dict[str, dict[str, BaseMo
         tallies = {
             summary: tally for summary, metric in names.items() if (tally := specs[metric].judged_tally()) is not None
         }
-        for row in outputs_rows(path):
+        sha256 = None if written is None else written.get(path.relative_to(folder).as_posix())
+        for row in outputs_rows(path, sha256):
             judged = row.get("judges")
             if not isinstance(judged, dict):
                 continue
@@ -60,11 +65,12 @@ def judged_summaries(config: Config, folder: Path) -> dict[str, dict[str, BaseMo
     return found
 
 
-def outputs_rows(path: Path) -> Iterator[dict[str, Any]]:
+def outputs_rows(path: Path, written: str | None = None) -> Iterator[dict[str, Any]]:
     """Each row of an ``outputs.jsonl`` that is a JSON object; an edited line that is not counts nothing (what is
-    derived from the file then differs from what the run recorded: a finding)."""
+    derived from the file then differs from what the run recorded: a finding). ``written``: the hash the run wrote
+    the file with (``artifacts.written_lines``)."""
     with open_artifact(path, "outputs file") as handle:
-        for line in handle:
+        for line in written_lines(handle, path, "outputs file", written):
             try:
                 row = orjson.loads(line)
             except orjson.JSONDecodeError:

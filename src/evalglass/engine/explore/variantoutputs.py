@@ -8,7 +8,7 @@ metric judging two variants' outputs for the same example takes (docs/architectu
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +18,7 @@ import orjson
 
 from evalglass.core.outputparse import DECLARED_JSON, UnparsedOutput, read_stored_output
 from evalglass.core.runrecord import VARIANTS_DIR
-from evalglass.engine.runs.artifacts import open_artifact
+from evalglass.engine.runs.artifacts import open_artifact, written_lines
 from evalglass.engine.runs.runfolder import OUTPUTS_FILE
 from evalglass.errors import SetupError
 
@@ -47,12 +47,23 @@ class VariantOutputs:
         }
 
 
-def variant_outputs(folder: Path, names: Sequence[str]) -> Iterator[VariantOutputs]:
+def variant_outputs(
+    folder: Path, names: Sequence[str], written: Mapping[str, str | None] | None = None
+) -> Iterator[VariantOutputs]:
     """Every example of the run in ``folder`` with every variant's outputs, in dataset order. A variant whose file
-    does not hold the same examples in the same order is refused (the files were edited)."""
+    does not hold the same examples in the same order is refused (the files were edited). ``written``: per variant,
+    the hash its outputs file was written with (the run, which reads the files back after host code ran): a file
+    whose bytes differ raises once its last line is read (``artifacts.written_lines``)."""
     paths = [folder / VARIANTS_DIR / name / OUTPUTS_FILE for name in names]
+    hashes = [None if written is None else written.get(name) for name in names]
     with ExitStack() as stack:
-        streams = [enumerate(stack.enter_context(open_artifact(path, "outputs file")), start=1) for path in paths]
+        streams = [
+            enumerate(
+                written_lines(stack.enter_context(open_artifact(path, "outputs file")), path, "outputs file", sha256),
+                start=1,
+            )
+            for path, sha256 in zip(paths, hashes, strict=True)
+        ]
         while True:
             step = [next(stream, None) for stream in streams]
             if all(item is None for item in step):
@@ -87,12 +98,14 @@ def variant_outputs(folder: Path, names: Sequence[str]) -> Iterator[VariantOutpu
             )
 
 
-def graded_lines(folder: Path, names: Sequence[str], *, samples: bool) -> Iterator[bytes]:
+def graded_lines(
+    folder: Path, names: Sequence[str], *, samples: bool, written: Mapping[str, str | None] | None = None
+) -> Iterator[bytes]:
     """The lines of ``compared/graded.jsonl``: per example, its id and every compared variant's output by name
     (``{"id": .., "output": {variant: output}}``; with samples, ``output`` is the list of each sample's mapping),
     what a pairwise judge of variants reads as a recorded output. Derived from the variants' outputs files alone,
-    so ``verify`` derives the same bytes again."""
-    for example in variant_outputs(folder, names):
+    so ``verify`` derives the same bytes again; ``written`` as :func:`variant_outputs` takes it (the run)."""
+    for example in variant_outputs(folder, names, written):
         count = max((len(found) for found in example.outputs.values()), default=0)
         graded: Any = (
             [_graded(example.compared(sample)) for sample in range(count)] if samples else _graded(example.compared(0))

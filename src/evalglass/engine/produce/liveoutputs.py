@@ -1,13 +1,16 @@
 """``outputs.jsonl``, a live run's record of what each sample's lane call produced (or why there is none) and what
 each judge said, in dataset order: scores say how good an output was; this file says what it was.
 
-Written like ``scores.jsonl`` (a hidden partial file, renamed on commit, 0600) and holding nothing time- or
-cache-dependent, so a resumed run writes the same bytes, and the same whichever way its lines were scored (one at a
-time, in chunks, or as columns: ``engine.produce.livescorer``).
+Written like ``scores.jsonl`` (a hidden partial file, renamed on commit, 0600, hashed as it is written) and holding
+nothing time- or cache-dependent, so a resumed run writes the same bytes, and the same whichever way its lines were
+scored (one at a time, in chunks, or as columns: ``engine.produce.livescorer``). The hash is what the run reads the
+file back against (a judge of variants, a jury's tally) and what its digest list binds: host code runs as the same
+user while the run goes on, and the file sits in the run folder it can find.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -15,6 +18,7 @@ from typing import Any
 import orjson
 
 from evalglass import redaction
+from evalglass.core.fingerprint import PREFIX
 from evalglass.core.outputparse import stored_output
 from evalglass.core.scorecard import CallTotals, count_call_attempts
 from evalglass.engine.datasets.dataset import BadLine
@@ -33,6 +37,7 @@ class OutputsWriter:
         self._file = PartialFile(self.final, buffering=1 << 20)
         self._redactor = redaction.current()
         self._calls = self._attempts = 0
+        self._hash = hashlib.sha256()
 
     @property
     def calls(self) -> CallTotals:
@@ -44,7 +49,7 @@ class OutputsWriter:
     def write_many(self, results: Sequence[ExampleResult]) -> None:
         """Each result's row, in order, redacted and written at once (no secret's JSON form holds a raw newline, so
         none can straddle two rows)."""
-        self._file.write(self._redactor.json_bytes(b"".join(map(self._row, results))))
+        self._write(self._redactor.json_bytes(b"".join(map(self._row, results))))
 
     def write_columns(self, scored: ScoredColumns) -> None:
         """Each example's row of a batch scored as columns: the bytes :meth:`write_many` writes for the same
@@ -61,7 +66,7 @@ class OutputsWriter:
                     for row in zip(map(dumps, batch.ids), batch.lines, map(dumps, values), strict=True)
                 ]
             )
-            self._file.write(self._redactor.json_bytes(data))
+            self._write(self._redactor.json_bytes(data))
             return
         if epochs == 1 and not failures:
             rows = [
@@ -91,7 +96,7 @@ class OutputsWriter:
             data = b"".join([dumps(row, option=newline) for row in rows])
         except TypeError:  # an output orjson refuses here: written the way write_many writes it
             data = b"".join(self._row_bytes(row) for row in rows)
-        self._file.write(self._redactor.json_bytes(data))
+        self._write(self._redactor.json_bytes(data))
 
     def _row(self, result: ExampleResult) -> bytes:
         row: dict[str, Any] = {"id": result.item.id, "line": result.item.line}
@@ -114,8 +119,14 @@ class OutputsWriter:
             row["samples"] = [_storable(sample) for sample in row.get("samples") or ()]
             return orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)
 
-    def commit(self) -> None:
+    def _write(self, data: bytes) -> None:
+        self._hash.update(data)
+        self._file.write(data)
+
+    def commit(self) -> str:
+        """The file made final; its ``sha256:`` hash, of the bytes written."""
         self._file.commit()
+        return PREFIX + self._hash.hexdigest()
 
     def abort(self) -> None:
         self._file.abort()

@@ -175,6 +175,7 @@ class LiveProducer:
                 asyncio.run(self._main(sink, reader, outputs, stopper, tallies))
             dataset = reader.summary()
             notes = reader.notes
+            reads = reader.reads()
         except asyncio.CancelledError:
             outputs.abort()
             if stopper.signals:  # SIGINT or SIGTERM: an interrupted run, resumable
@@ -185,10 +186,16 @@ class LiveProducer:
             raise
         finally:
             reader.close()
-        outputs.commit()
+        outputs_sha256 = outputs.commit()
         usage = tuple(tally.summary(self.loaded.config.prices) for tally in tallies.values())
         return Produced(
-            dataset=dataset, calls=outputs.calls, usage=usage, untrusted_cache_entries=sum(self.untrusted), notes=notes
+            dataset=dataset,
+            calls=outputs.calls,
+            usage=usage,
+            untrusted_cache_entries=sum(self.untrusted),
+            notes=notes,
+            reads=reads,
+            outputs_sha256=outputs_sha256,
         )
 
     async def _main(

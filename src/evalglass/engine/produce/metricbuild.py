@@ -13,6 +13,7 @@ A metric that cannot be built is one line and exit 2, whatever its type.
 from __future__ import annotations
 
 from collections.abc import Collection
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalglass import hostwatch
@@ -94,6 +95,11 @@ def bound_code(loaded: LoadedConfig, name: str) -> BoundCode:
     labels = [*files.get(name, {}), *files.get(imports_key(name), {})]
     # A file of the project installed from the checkout is labelled by its distribution: bound where it is installed.
     paths = {installed_path(label) or (root / label).resolve() for label in labels}
+    # And a data file as the config names it (the labels are resolved): a link on its way (``data -> cases``) is
+    # then bound with it, so asking about the name the config gives is answered (``Guard.ask`` checks each step of
+    # a name, links included). What the link leads to is hashed, as any data file is.
+    named = getattr(loaded.config.metrics[name], "data_files", None) or ()
+    paths |= {root / label for label in named if ".." not in Path(label).parts and not Path(label).is_absolute()}
     return str(project), tuple(sorted(str(path) for path in paths))
 
 

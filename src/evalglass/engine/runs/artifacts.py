@@ -48,10 +48,12 @@ NOT_A_RUN = "point at a run folder written by `evalglass run`"
 #: What to do about an artifact that is a folder, a FIFO or a device.
 NOT_A_FILE = "the run folder was edited: `evalglass run` writes every artifact as a regular file; rerun it"
 #: A link where an artifact should be: also what a cache or store that keeps files as links makes (git-annex, DVC's
-#: symlink cache), which is no edit; its bytes copied into the folder are checked as any run's.
+#: symlink cache), which is no edit; its bytes restored as regular files are checked as any run's.
 LINKED = (
-    "the run folder was edited, or a cache restored it as links: `evalglass run` writes every artifact as a regular "
-    "file; copy the folder with its links resolved (`cp -rL`), or rerun it"
+    "the run folder was edited, or a store that keeps files as links restored it (git-annex, DVC): `evalglass run` "
+    "writes every artifact as a regular file and links are never followed; `git annex unlock FOLDER` (git-annex), "
+    "`dvc config cache.type copy` then `dvc checkout --relink` (DVC), copy it with its links resolved (`cp -rL`), "
+    "or rerun it"
 )
 
 
@@ -133,6 +135,33 @@ def open_artifact(path: Path, what: str) -> BinaryIO:
     return open_regular(path, what=what, missing_fix=NOT_A_RUN, buffering=-1, other_fix=NOT_A_FILE)
 
 
+def changed_mid_run(path: Path, what: str, found: str, written: str) -> SetupError:
+    """The error for a file of the run's own folder that the run reads back (its ids for a comparative gate, a
+    variant's answers for a judge of variants, a jury's notes) and that no longer hashes to what the run wrote:
+    host code (a lane, a python metric, a check's command) runs as the same user while the run goes on and can
+    find the folder. Nothing is decided from such a file."""
+    return SetupError(
+        f"the run's own {what} changed while the run went on (its SHA-256 is {found[len(PREFIX) :][:12]}, not the "
+        f"{written[len(PREFIX) :][:12]} the run wrote): host code wrote into the run folder, so nothing was decided",
+        where=str(path),
+        fix="find what writes into the run folder (a lane, a python metric, a check's command: they run as the same "
+        "user) and run again",
+    )
+
+
+def written_lines(handle: IO[bytes], path: Path, what: str, written: str | None) -> Iterator[bytes]:
+    """Each line of an artifact this run wrote, opened with :func:`open_artifact`; with ``written`` (the ``sha256:``
+    hash its writer computed as it wrote) the bytes read are checked against it once the last line is read
+    (:func:`changed_mid_run`), so a reader that consumes every line before it commits anything decides from the
+    bytes the run wrote or from nothing. None: a finished run's reader, which checks the digest list instead."""
+    digest = hashlib.sha256()
+    for line in _read_lines(handle, path, what):
+        digest.update(line)
+        yield line
+    if written is not None and (found := PREFIX + digest.hexdigest()) != written:
+        raise changed_mid_run(path, what, found, written)
+
+
 def load_json(path: Path, what: str) -> Any:
     """An artifact's JSON, read exactly; every way that fails (missing, a folder, unreadable, not JSON, a repeated
     key, an integer beyond 64 bits) is one line naming the file."""
@@ -164,7 +193,8 @@ def load_json_model_and_bytes(path: Path, model: type[Any], what: str) -> tuple[
     A link is refused, never followed: every artifact is a regular file in its run's folder, and the digest list
     (the one artifact no list hashes) behind a link could be any file, kept apart from the run it claims to list."""
     if path.is_symlink():
-        raise SetupError(f"{what} is a symbolic link, not a regular file", where=str(path), fix=LINKED)
+        fix = LINKED.replace("FOLDER", str(path.parent))
+        raise SetupError(f"{what} is a symbolic link, not a regular file", where=str(path), fix=fix)
     raw = read_regular(path, what=what, missing_fix=NOT_A_RUN, other_fix=NOT_A_FILE)
     return parse_json_model(raw, path, model, what), raw
 
@@ -396,11 +426,11 @@ def load_columns(
     return LoadedScores(columns, examples, PREFIX + digest.hexdigest(), example_of_row, cluster_ids, all_ids)
 
 
-def _read_lines(handle: IO[bytes], path: Path) -> Iterator[bytes]:
+def _read_lines(handle: IO[bytes], path: Path, what: str = "scores file") -> Iterator[bytes]:
     try:
         yield from handle
     except OSError as exc:
-        raise unreadable(path, "scores file", exc) from None
+        raise unreadable(path, what, exc) from None
 
 
 def _block(raw: bytes, where: str) -> ScoresBlock:
