@@ -40,6 +40,7 @@ from evalglass.readers.jsonsource import (
     loads_lone_surrogates,
     not_json,
     proven_exact,
+    proven_exact_written,
     split_last_key,
     text_start,
 )
@@ -394,7 +395,9 @@ class DatasetReader:
             return None
         rest_json = None
         outputs = self._column(records, self._output_key, self._output)
-        proven = proven_exact(lines)  # the C scan: nothing written to check, so what the run keeps is written below
+        # The C scan: nothing written to check, so what the run keeps is taken from the lines' bytes when it can be
+        # (the same bytes orjson writes), else written below.
+        proven, written = proven_exact_written(lines, self._output_key, rest=self._split_output)
         if proven:
             exact, outputs_json = True, None
         elif self._output_key is None:
@@ -409,7 +412,7 @@ class DatasetReader:
         if not all_of_type(ids, str):
             return None
         if proven:
-            outputs_json, rest_json = self._kept_columns(records, outputs)
+            outputs_json, rest_json = written if written is not None else self._kept_columns(records, outputs)
         self.examples += len(records)
         batch = ExampleBatch(ids=ids, lines=list(range(first, first + len(records))), records=records, outputs=outputs)
         if outputs_json is not None:  # the same objects the reader just wrote: each record's value at the key
