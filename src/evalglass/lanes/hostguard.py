@@ -131,7 +131,7 @@ _ASKING_FUNCTIONS = (
     "mknod",
 )
 #: Every event the hook acts on: any other is passed over with one set lookup.
-_WATCHED = frozenset({"open", "import", "ctypes.dlopen", "os.link", "os.rename", "os.symlink"}) | (
+_WATCHED = frozenset({"open", "import", "compile", "ctypes.dlopen", "os.link", "os.rename", "os.symlink"}) | (
     _PROCESS_EVENTS | _LISTING_EVENTS | _GLOB_EVENTS | frozenset(_ASKING_EVENTS)
 )
 #: How many symbolic links a name may go through before the kernel answers ``ELOOP`` (Linux's ``MAXSYMLINKS``).
@@ -176,6 +176,9 @@ class Guard:
             if name.startswith(os.path.join(site, ""))
         )
         self.refused: list[str] = []
+        #: Each bound file's fingerprint as the config hashed it (:func:`_held_sources`): what a compiled text that
+        #: names one must be ("": a folder's name, compared with nothing).
+        self.held: dict[str, str] = {}
         #: Bound modules as the import system found them (a link's name, ``helper.py -> vendor/helper.py``): the
         #: name a bound ``import`` statement reaches is answered when asked about (:meth:`_ask_entry`).
         self.found: set[str] = set()
@@ -224,6 +227,8 @@ class Guard:
             self._check_listing(args[0])
         elif event in _GLOB_EVENTS:
             self._check_glob(event, args)
+        elif event == "compile":
+            self._check_compiled(args[0], args[1])
         elif event == "import":
             if args[1] is not None:  # an extension module's file
                 self._check(args[1], "loads")
@@ -244,6 +249,35 @@ class Guard:
                 f"it starts a program ({event}): what a process it starts loads cannot be bound; run it as a check "
                 "(a `check` metric whose `inputs:` bind its code)",
             )
+
+    def _check_compiled(self, source: Any, filename: Any) -> None:
+        """A text compiled under a bound file's name (``runpy.run_path``, ``exec(compile(open(path).read(), path,
+        ...))``, ``ast.parse``; an import's too, which :func:`_held_sources` checks as read) is that file's bytes as
+        the config hashed them, or their text (a ``str`` read in text mode: any newline and a few encodings): the
+        bytes compiled are compared, so no rewrite and restore around the read wins. A text compiled under another
+        name (``exec(open(path).read())``: ``<string>``) is not the file's to compare: the limit docs/config.md
+        states for data files."""
+        if not self.held or not isinstance(filename, (str, bytes)):
+            return
+        path = self.project_path(filename)
+        expected = self.held.get(os.fsdecode(filename)) or (None if path is None else self.held.get(str(path)))
+        if not expected:
+            return
+        if isinstance(source, str):
+            data = source.encode("utf-8", "surrogatepass")
+        elif isinstance(source, (bytes, bytearray, memoryview)):
+            data = bytes(source)
+        else:
+            return  # a tree its code built: no file's text
+        # A text compiled from ``str`` arrives here as its UTF-8 bytes: its newlines may be another's than the file's.
+        if _fingerprint(data) == expected or _text_of(path, expected, data):
+            return
+        shown = self._shown(path or Path(os.path.realpath(os.fsdecode(filename))))
+        self._refuse(
+            shown,
+            f"{shown} is not as the gate bound it: the text compiled under its name is not the bytes the config "
+            "hashed (rewritten by code of the run?); run again on the checkout as reviewed",
+        )
 
     def project_path(self, name: Any) -> Path | None:
         """``name`` resolved (from the working folder, links followed) when it is a file or folder of the project
@@ -521,6 +555,37 @@ class Guard:
         return ["error", UNBOUND_CODE, f"the metric's code is not all bound by its gate: {self.refused[0]}", None]
 
 
+def _fingerprint(data: bytes) -> str:
+    import hashlib
+
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _text_of(path: Path | None, expected: str, source: bytes) -> bool:
+    """Whether ``source`` (a compiled text's UTF-8 bytes) is the text of the file at ``path`` as it is now, its bytes
+    the ``expected`` ones, read in text mode (universal newlines) in an encoding a reader uses: the compiled text is
+    then the bound file's."""
+    import io
+    import locale
+
+    if path is None:
+        return False
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return False
+    if _fingerprint(data) != expected:
+        return False
+    for encoding in dict.fromkeys(("utf-8", "utf-8-sig", locale.getpreferredencoding(False), "latin-1")):
+        try:
+            text = io.TextIOWrapper(io.BytesIO(data), encoding=encoding, newline=None).read()
+        except (UnicodeDecodeError, LookupError):
+            continue
+        if text.encode("utf-8", "surrogatepass") == source:
+            return True
+    return False
+
+
 def _reads(mode: Any, flags: Any) -> bool:
     if isinstance(mode, str):
         return "r" in mode or "+" in mode
@@ -729,7 +794,8 @@ def install(root: str, bound: Collection[tuple[str, str]]) -> Guard:
     evalglass process's ``PYTHONPATH``) counts as refused. ``bound``: each bound file with its fingerprint as the
     config loaded it (:func:`_held_sources`)."""
     guard = Guard(Path(root), [Path(path) for path, _ in bound])
-    _held_sources(guard, dict(bound))
+    guard.held = dict(bound)
+    _held_sources(guard, guard.held)
     sys.dont_write_bytecode = True  # nothing written into the project's __pycache__ folders: they are not read
     for module in list(sys.modules.values()):
         name = getattr(module, "__file__", None)
@@ -759,7 +825,9 @@ def _held_sources(guard: Guard, hashes: dict[str, str]) -> None:
     of the run that no gate binds (an ungated metric's module as its worker imports it, a lane) runs as the same
     user and could rewrite a bound file before this worker loads it (or loads it again, after a death) and restore
     it before the run's end, when the definition files are hashed again. The bytes compared are the bytes compiled,
-    so no timing wins. Limit: a ``data_files:`` file the function reads itself is not compared here."""
+    so no timing wins. A text compiled under a bound file's name without the loader (``runpy.run_path``, ``compile``
+    of its text) is compared by the hook (:meth:`Guard._check_compiled`). Limit: a ``data_files:`` file the function
+    reads as data (or compiles under another name) is not compared."""
     import hashlib
     from importlib.machinery import SourceFileLoader
 
