@@ -259,8 +259,11 @@ class Guard:
         states for data files."""
         if not self.held or not isinstance(filename, (str, bytes)):
             return
-        path = self.project_path(filename)
-        expected = self.held.get(os.fsdecode(filename)) or (None if path is None else self.held.get(str(path)))
+        name = os.fsdecode(filename)
+        if name.startswith("<"):  # ``<string>``: ``exec``/``eval`` of a text (per example, maybe): no system call
+            return
+        path = self.project_path(name)
+        expected = self.held.get(name) or (None if path is None else self.held.get(str(path)))
         if not expected:
             return
         if isinstance(source, str):
@@ -270,9 +273,9 @@ class Guard:
         else:
             return  # a tree its code built: no file's text
         # A text compiled from ``str`` arrives here as its UTF-8 bytes: its newlines may be another's than the file's.
-        if _fingerprint(data) == expected or _text_of(path, expected, data):
+        if _fingerprint(data) == expected or _text_of(path or Path(name), expected, data):
             return
-        shown = self._shown(path or Path(os.path.realpath(os.fsdecode(filename))))
+        shown = self._shown(path or Path(os.path.realpath(name)))
         self._refuse(
             shown,
             f"{shown} is not as the gate bound it: the text compiled under its name is not the bytes the config "
@@ -561,15 +564,13 @@ def _fingerprint(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def _text_of(path: Path | None, expected: str, source: bytes) -> bool:
+def _text_of(path: Path, expected: str, source: bytes) -> bool:
     """Whether ``source`` (a compiled text's UTF-8 bytes) is the text of the file at ``path`` as it is now, its bytes
     the ``expected`` ones, read in text mode (universal newlines) in an encoding a reader uses: the compiled text is
     then the bound file's."""
     import io
     import locale
 
-    if path is None:
-        return False
     try:
         data = path.read_bytes()
     except OSError:
