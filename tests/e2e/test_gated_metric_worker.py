@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from evalglass.core.exitcodes import ExitCode
-from tests.e2e.project import Project, approve_as_is, make_project
+from tests.e2e.project import Project, approve_as_is, make_project, run_cli
 
 #: An approved grader whose module exposes what changes the rule it scores by.
 GRADERS = """\
@@ -64,10 +64,12 @@ def _project(tmp_path: Path) -> Project:
     return project
 
 
-def _run(project: Project) -> tuple[int, dict[str, str], dict[str, list[Any]]]:
-    """Exit code, each gate's outcome, each metric's scores in example order."""
+def _run(project: Project, cwd: Path | None = None) -> tuple[int, dict[str, str], dict[str, list[Any]]]:
+    """Exit code, each gate's outcome, each metric's scores in example order (the run made in ``cwd``: the
+    project's folder unless given)."""
     shutil.rmtree(project.root / "run", ignore_errors=True)
-    result = project.run("--format", "json", "--no-progress", "--no-history", "--out", "run")
+    argv = ("--format", "json", "--no-progress", "--no-history", "--out", str(project.root / "run"))
+    result = project.run(*argv) if cwd is None else run_cli("run", *argv, cwd=cwd)
     assert result.code in (ExitCode.OK, ExitCode.FAILED), result
     outcomes = {gate["name"]: gate["outcome"] for gate in result.json()["decision"]["gates"]}
     scores: dict[str, list[Any]] = {}
@@ -178,3 +180,42 @@ def test_a_bound_source_compiled_without_an_import_is_held_to_its_hash_too(tmp_p
     assert (project.evals / "rules.py").read_bytes() == reviewed  # put back: the run's end saw the reviewed file
     message = scores["mine"][0]["diagnostics"][0]["message"]
     assert "rules.py is not as the gate bound it" in message, message
+
+
+def _compiled(source: str, tmp_path: Path) -> bytes:
+    """A sourceless module's bytes (``helper.pyc`` beside no ``helper.py``), as ``py_compile`` writes them."""
+    import py_compile
+
+    (tmp_path / "compiled.py").write_text(source)
+    py_compile.compile(str(tmp_path / "compiled.py"), cfile=str(tmp_path / "compiled.pyc"), doraise=True)
+    return (tmp_path / "compiled.pyc").read_bytes()
+
+
+def test_a_bound_sourceless_module_is_held_to_its_hash_too(tmp_path):
+    """A module the gated file imports that the checkout holds as ``helper.pyc`` only is bound by its bytes and
+    loaded by the sourceless loader (found on the working folder: the run is made in the config's folder): rewritten by an ungated metric's module as it loads (and put back), it is
+    refused like a rewritten source."""
+    honest = _compiled("def judge(output, reference):\n    return 1.0 if output == reference else 0.0\n", tmp_path)
+    forged = _compiled("def judge(output, reference):\n    return 1.0\n", tmp_path)
+    (tmp_path / "p").mkdir()
+    project = _project(tmp_path / "p")
+    (project.evals / "helper.pyc").write_bytes(honest)
+    (project.evals / "graders.py").write_text(
+        "import helper\n\n\ndef score(output, reference):\n    return helper.judge(output, reference)\n"
+    )
+    approve_as_is(project, 0.9, ["mine"])
+    honest_code, honest_outcomes, _ = _run(project, project.evals)
+    assert (honest_code, honest_outcomes) == (ExitCode.FAILED, {"mine": "fail"})
+    side = REWRITES_RULES.replace('"rules.py"', '"helper.pyc"').replace(
+        'b"def score(output, reference):\\n    return 1.0\\n"', repr(forged)
+    )
+    assert repr(forged) in side
+    (project.evals / "side.py").write_text(side)
+    config = yaml.safe_load((project.evals / "evalglass.yaml").read_text())
+    config["metrics"] = {"helper": {"type": "python", "function": "side.py:restore"}, **config["metrics"]}
+    project.write_config(config)
+    code, outcomes, scores = _run(project, project.evals)
+    assert (code, outcomes) == (ExitCode.FAILED, {"mine": "blocked"}), scores  # before: pass, exit 0
+    assert (project.evals / "helper.pyc").read_bytes() == honest
+    message = scores["mine"][0]["diagnostics"][0]["message"]
+    assert "helper.pyc is not as the gate bound it" in message, message

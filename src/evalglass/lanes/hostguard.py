@@ -821,20 +821,23 @@ def install(root: str, bound: Collection[tuple[str, str]]) -> Guard:
 
 
 def _held_sources(guard: Guard, hashes: dict[str, str]) -> None:
-    """Python source of a bound file compiles only from the bytes the config hashed: the worker's source loader
-    hashes what it read and refuses a bound file whose bytes are others (``host_unbound_code``). Why: other host code
-    of the run that no gate binds (an ungated metric's module as its worker imports it, a lane) runs as the same
-    user and could rewrite a bound file before this worker loads it (or loads it again, after a death) and restore
-    it before the run's end, when the definition files are hashed again. The bytes compared are the bytes compiled,
-    so no timing wins. A text compiled under a bound file's name without the loader (``runpy.run_path``, ``compile``
-    of its text) is compared by the hook (:meth:`Guard._check_compiled`). Limit: a ``data_files:`` file the function
-    reads as data (or compiles under another name) is not compared."""
+    """Python source of a bound file compiles only from the bytes the config hashed (and a bound sourceless module
+    loads only from them): the worker's file loaders hash what they read and refuse a bound file whose bytes are
+    others (``host_unbound_code``). Why: other host code of the run that no gate binds (an ungated metric's module
+    as its worker imports it, a lane) runs as the same user and could rewrite a bound file before this worker loads
+    it (or loads it again, after a death) and restore it before the run's end, when the definition files are hashed
+    again. The bytes compared are the bytes compiled, so no timing wins. A text compiled under a bound file's name
+    without the loader (``runpy.run_path``, ``compile`` of its text) is compared by the hook
+    (:meth:`Guard._check_compiled`). Limits: a ``data_files:`` file the function reads as data (or compiles under
+    another name) is not compared, nor a bound compiled extension (``dlopen`` reads it, not Python)."""
     import hashlib
-    from importlib.machinery import SourceFileLoader
+    from importlib.machinery import SourceFileLoader, SourcelessFileLoader
 
+    # The source loader's and the sourceless one's (a bound ``helper.pyc`` beside no source, loaded by its bytes: no
+    # text is compiled, so the hook's compile check never sees it); both are ``FileLoader.get_data``.
     read = SourceFileLoader.get_data
 
-    def get_data(self: SourceFileLoader, path: str) -> bytes:
+    def get_data(self: Any, path: str) -> bytes:
         data = read(self, path)
         expected = hashes.get(path) or hashes.get(os.path.realpath(path))
         if expected and expected != "sha256:" + hashlib.sha256(data).hexdigest():  # "": a folder's name
@@ -846,7 +849,8 @@ def _held_sources(guard: Guard, hashes: dict[str, str]) -> None:
             )
         return data
 
-    SourceFileLoader.get_data = get_data  # type: ignore[method-assign,assignment]
+    SourceFileLoader.get_data = get_data  # type: ignore[method-assign]
+    SourcelessFileLoader.get_data = get_data  # type: ignore[method-assign]
 
 
 __all__ = ["UNBOUND_CODE", "Guard", "install"]
