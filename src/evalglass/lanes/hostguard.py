@@ -75,6 +75,7 @@ from types import ModuleType
 from typing import Any
 
 from evalglass.lanes.hostimports import (
+    committed_below,
     installed_code_names,
     installed_folders,
     installed_label,
@@ -146,6 +147,23 @@ def _machine_prefixes() -> tuple[str, ...]:
 _MACHINE = _machine_prefixes()
 
 
+def _environment(root: str) -> tuple[frozenset[str], tuple[str, ...], frozenset[str]]:
+    """The environment the worker runs in, where it lies in the project (a ``.venv`` in the checkout, made by
+    installing: ``uv``, ``poetry`` in-project, ``python -m venv .venv`` in CI): the folders on the way to its
+    ``site-packages`` and standard library (``.venv``, ``.venv/lib``: ``Path(__file__).resolve()`` of any installed
+    library asks about each), its roots as prefixes (``bin/python``, ``pyvenv.cfg``), and what git tracks in them (the
+    pull request's, asked about like any project file). Read before the hook (``git ls-files``)."""
+    inside = os.path.join(root, "")
+    roots = {os.path.realpath(folder) for folder in {sys.prefix, sys.exec_prefix}}
+    roots = {folder for folder in roots if folder.startswith(inside)}
+    ends = roots | {prefix.rstrip("/") for prefix in _MACHINE if prefix.startswith(inside)}
+    on_the_way = {
+        str(folder) for end in ends for folder in (Path(end), *Path(end).parents) if str(folder).startswith(inside)
+    }
+    committed = {str(path) for folder in roots for path in committed_below(Path(folder))}
+    return frozenset(on_the_way), tuple(os.path.join(folder, "") for folder in sorted(roots)), frozenset(committed)
+
+
 class Guard:
     """The worker's rule: ``root`` the project, ``bound`` the files the gate binds (resolved)."""
 
@@ -173,6 +191,7 @@ class Guard:
             for site in self.sites
             if name.startswith(os.path.join(site, ""))
         )
+        self._on_the_way, self._environment, self._committed = _environment(self._root)
         self.refused: list[str] = []
         #: Bound modules as the import system found them (a link's name, ``helper.py -> vendor/helper.py``): the
         #: name a bound ``import`` statement reaches is answered when asked about (:meth:`_ask_entry`).
@@ -363,6 +382,8 @@ class Guard:
             return
         if place in self._known_text or place in self.found or place == self._root:
             return
+        if not installed and self._environment_holds(place):
+            return
         path = Path(place)
         if path.name == "__pycache__":
             # Bytecode is never run here (:meth:`_check`): answered as absent, not remembered.
@@ -371,6 +392,13 @@ class Guard:
         if not os.path.islink(place) and not self._resolved_project(place) and not installed:
             return  # a folder in the project that is the machine's (a ``site-packages`` in its ``.venv``)
         self._refuse_unbound(path, "asks about")
+
+    def _environment_holds(self, place: str) -> bool:
+        """Whether ``place`` is the environment's (:func:`_environment`): a folder on the way to its ``site-packages``
+        or standard library, or anything in it that the pull request does not commit there."""
+        if place in self._on_the_way:
+            return True
+        return place.startswith(self._environment) and place not in self._committed
 
     def _resolved_project(self, full: str) -> bool:
         """:meth:`project_path`'s test for a name resolved already (the walk's folders): string tests, and
