@@ -68,6 +68,7 @@ import os
 import sys
 import sysconfig
 import threading
+import urllib.parse
 from collections.abc import Collection, Iterator
 from importlib.machinery import FileFinder, ModuleSpec
 from pathlib import Path
@@ -128,9 +129,10 @@ _ASKING_FUNCTIONS = (
     "fpathconf",
     "mkfifo",
     "mknod",
+    "chroot",
 )
 #: Every event the hook acts on: any other is passed over with one set lookup.
-_WATCHED = frozenset({"open", "import", "ctypes.dlopen", "os.link", "os.rename", "os.symlink"}) | (
+_WATCHED = frozenset({"open", "import", "ctypes.dlopen", "os.link", "os.rename", "os.symlink", "sqlite3.connect"}) | (
     _PROCESS_EVENTS | _LISTING_EVENTS | _GLOB_EVENTS | frozenset(_ASKING_EVENTS)
 )
 #: How many symbolic links a name may go through before the kernel answers ``ELOOP`` (Linux's ``MAXSYMLINKS``).
@@ -234,6 +236,8 @@ class Guard:
                 self._check_relative(path)  # ``os.open``: relative to the working folder, or to a folder's descriptor
             else:
                 self._check(path, "reads")
+        elif event == "sqlite3.connect":
+            self._check_database(args[0])
         elif event in _ASKING_EVENTS:
             where = _ASKING_EVENTS[event]
             self.ask(args[0], args[where] if where is not None else None)
@@ -314,6 +318,23 @@ class Guard:
         else:
             how_to = "list it under the metric's `data_files:`"
         self._refuse(shown, f"it {how} {shown}, which the gate does not bind; {how_to}, then re-approve")
+
+    def _check_database(self, database: Any) -> None:
+        """``sqlite3.connect``: SQLite opens the file itself (no ``open`` event), so the name it is given is read
+        here: as named, and as a ``file:`` URI's path (the event does not say whether ``uri=True``). A name that is
+        not there (``:memory:``, a database it creates) is asked about, and so answered."""
+        try:
+            named = os.fsdecode(database)
+        except TypeError:
+            return
+        candidates = [named]
+        if named.startswith("file:"):
+            candidates.append(urllib.parse.unquote(urllib.parse.urlsplit(named).path))
+        for candidate in candidates:
+            if candidate and os.path.lexists(candidate):
+                self._check(candidate, "reads")
+            elif candidate:
+                self.ask(candidate)
 
     def ask(self, name: Any, dir_fd: Any = None) -> None:
         """A question about ``name`` that opens nothing (``os.stat`` and its family, ``os.access``, ``os.readlink``,
