@@ -528,3 +528,19 @@ def test_a_database_the_metric_opens_with_sqlite_blocks_until_data_files_binds_i
     _rules_db(bound.evals / "rules.db", 0)
     approve_as_is(bound, 0.9, ["mine"])
     assert _run(bound)[:2] == ("fail", ExitCode.FAILED)  # bound: it decides on what it read
+
+
+def test_a_file_the_metric_reads_through_readline_blocks(tmp_path):
+    """``readline`` reads a history or init file in C (no ``open`` event): its history then holds the file's lines."""
+    judge = (
+        "import pathlib, readline\ndef score(output, reference):\n"
+        "    readline.clear_history()\n"
+        "    readline.read_history_file(str(pathlib.Path(__file__).with_name('rules.txt')))\n"
+        "    return 1.0 if readline.get_history_item(1) == 'lenient' or output == reference else 0.0\n"
+    )
+    project = _project(tmp_path, judge, {"rules.txt": "strict\n"})
+    approve_as_is(project, 0.9, ["mine"])
+    (project.evals / "rules.txt").write_text("lenient\n")  # the pull request: the approval binds no such file
+    outcome, code, diagnostics = _run(project)
+    assert (outcome, code) == ("blocked", ExitCode.FAILED), diagnostics  # on main: pass, exit 0
+    assert "it reads evals/rules.txt, which the gate does not bind" in str(diagnostics[0]["message"]), diagnostics[0]

@@ -40,6 +40,8 @@ it is wrapped in ``os`` and ``posix`` (:func:`_wrap_asking`); the audited calls 
 there (``os.mkdir``, ``os.chmod``...) and a file opened for writing are asked through the hook. A listing of the
 ``site-packages`` the installed copy lies in may show none of its names the gate binds nothing in (its modules, its
 ``.dist-info`` folder), and a ``.pth`` file it ships (run at every start, before this hook) counts as refused.
+Files the standard library opens in C with no ``open`` event are checked by their own means: ``sqlite3.connect``'s
+event, and ``readline``'s file functions, wrapped when it loads (:func:`_wrap_file_modules`).
 
 Once anything was refused, every later call of the worker answers an ``error`` score with code
 ``host_unbound_code`` naming the first file refused and how to bind it (an ``import`` statement in a bound file, or
@@ -770,6 +772,70 @@ def _wrap_asking(guard: Guard) -> None:
                 found.add(asking)
 
 
+#: Standard-library extension modules that open a file in C, raising no audit event: their functions that read one
+#: (checked like a read) and that write one (asked about), by module. Wrapped when the module loads.
+_FILE_MODULES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "readline": (("read_history_file", "read_init_file"), ("write_history_file", "append_history_file")),
+}
+
+
+def _wrap_file_modules(guard: Guard) -> None:
+    """``readline`` reads its history and init files itself: each file function of :data:`_FILE_MODULES` checks
+    the name it is given first, once the module is loaded (now, or when host code imports it: a finder ahead of
+    the others wraps what they load). Like :func:`_wrap_asking`, a wrapper host code can reach around (the
+    extension's own copy, ``importlib`` of a fresh one) is not a rule, only what keeps honest code off the file."""
+
+    def wrap(module: ModuleType) -> None:
+        reads, writes = _FILE_MODULES[module.__name__]
+        for name in (*reads, *writes):
+            original = getattr(module, name, None)
+            if original is None:
+                continue
+            position = 1 if name == "append_history_file" else 0  # ``append_history_file(nelements, filename)``
+
+            def checked(*args: Any, _original: Any = original, _read: bool = name in reads, _at: int = position) -> Any:
+                named = args[_at] if len(args) > _at else None
+                if named is not None:
+                    with guard.checking():
+                        if _read:
+                            guard._check(os.fsdecode(os.fspath(named)), "reads")
+                        else:
+                            guard.ask(os.fspath(named))
+                return _original(*args)
+
+            checked.__name__ = checked.__qualname__ = name
+            checked.__doc__ = original.__doc__
+            setattr(module, name, checked)
+
+    class Wrapping:
+        """A meta path finder: the spec the other finders give, its loader wrapping the module it executes."""
+
+        @staticmethod
+        def find_spec(fullname: str, path: Any = None, target: ModuleType | None = None) -> ModuleSpec | None:
+            if fullname not in _FILE_MODULES:
+                return None
+            for finder in sys.meta_path:
+                find = getattr(finder, "find_spec", None)
+                if finder is Wrapping or find is None:
+                    continue
+                spec: ModuleSpec | None = find(fullname, path, target)
+                if spec is not None and spec.loader is not None:
+                    loader, execute = spec.loader, spec.loader.exec_module
+
+                    def exec_module(module: ModuleType, _execute: Any = execute) -> None:
+                        _execute(module)
+                        wrap(module)
+
+                    loader.exec_module = exec_module  # type: ignore[method-assign]
+                    return spec
+            return None
+
+    for name in _FILE_MODULES:
+        if name in sys.modules:
+            wrap(sys.modules[name])
+    sys.meta_path.insert(0, Wrapping)
+
+
 def install(root: str, bound: Collection[str]) -> Guard:
     """Put the rule in force in this worker, before any host code loads (it cannot be taken back). A project
     module already loaded that the gate does not bind (through the environment: a ``sitecustomize`` on the
@@ -794,6 +860,7 @@ def install(root: str, bound: Collection[str]) -> Guard:
     _project_finders(guard)
     _unlisted_metadata(guard)
     _wrap_asking(guard)
+    _wrap_file_modules(guard)
     sys.addaudithook(guard.hook)
     return guard
 
