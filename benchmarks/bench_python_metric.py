@@ -4,6 +4,9 @@ is their subreaper, waits for them all, then reads ``RUSAGE_CHILDREN``), for two
 
     python benchmarks/bench_python_metric.py --examples 10000 --rounds 8 --against /tmp/base/src
 
+``--gated``: two metrics naming that function, each declared by a gate (proposed, not approved: the guard applies
+all the same), so each has a worker of its own (before, they shared one).
+
 ``--against`` is another checkout's ``src`` folder (``git worktree add /tmp/base main``); without it only this
 checkout is measured. Each round runs every checkout once, so a slow phase of a shared machine hits both; the
 medians are printed, and whether the runs' scores.jsonl are byte-identical. Linux only (``prctl``).
@@ -34,10 +37,18 @@ metrics:
 """
 
 
-def write_project(folder: Path, n: int) -> None:
+GATED = """\
+  other: {type: python, function: host.py:score, field: answer, reference: expected}
+gates:
+  mine: {metric: mine, proposed_threshold: 0.5}
+  other: {metric: other, proposed_threshold: 0.5}
+"""
+
+
+def write_project(folder: Path, n: int, gated: bool = False) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "host.py").write_text("def score(output, reference):\n    return 1.0 if output == reference else 0.0\n")
-    (folder / "evalglass.yaml").write_text(CONFIG)
+    (folder / "evalglass.yaml").write_text(CONFIG + (GATED if gated else ""))
     (folder / "authority.yaml").write_text("version: 1\n")
     rng = random.Random(20261205)
     with (folder / "data.jsonl").open("w") as handle:
@@ -73,9 +84,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--against", help="another checkout's src folder, measured in rotation with this one")
     parser.add_argument("--work", type=Path, default=HERE / ".data" / "python-metric")
+    parser.add_argument("--gated", action="store_true", help="two gated metrics naming the one function")
     args = parser.parse_args()
     ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    write_project(args.work, args.examples)
+    write_project(args.work, args.examples, args.gated)
     sources = [str(HERE.parent / "src"), *([args.against] if args.against else [])]
     cpu: dict[str, list[float]] = {src: [] for src in sources}
     scores: dict[str, bytes] = {}

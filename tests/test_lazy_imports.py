@@ -77,6 +77,10 @@ RECORDED_RUN_NEVER_LOADS = [
     # A comparative gate's rules (baselines, paired differences), for a config with no `compare_to` gate.
     "evalglass.core.comparative",
     "evalglass.core.baselinesource",
+    # What reads a run's failing examples back, for report.md's lists under active gates (none here), and when an
+    # approval expires (an active approval's dates).
+    "evalglass.engine.explore.failing",
+    "evalglass.core.expiry",
     "difflib",  # only for "did you mean" after a wrong name
     "html",  # its entity table, for three replacements (`report.safetext.html_text`)
 ]

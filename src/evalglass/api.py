@@ -269,13 +269,20 @@ def _resume_folder(folder: Path | None) -> Path:
         if not folder.is_dir():
             raise SetupError("no such run folder", where=str(folder), fix="name a folder under .evalglass/runs/")
         return folder
-    try:
-        return Path(LAST_STARTED_POINTER.read_text().strip())
-    except FileNotFoundError:
+    from evalglass.readers.userfiles import read_pointer
+
+    if not LAST_STARTED_POINTER.exists():
         raise SetupError(
             f"no run to resume: {LAST_STARTED_POINTER} does not exist here",
             fix="run from the folder the run was started in, or name the run folder: --resume RUN_FOLDER",
-        ) from None
+        )
+    # As the last-run pointer is read: binary bytes there were an internal UnicodeDecodeError, a FIFO a hang.
+    return read_pointer(
+        LAST_STARTED_POINTER,
+        what="last-started pointer",
+        missing_fix="name the run folder: --resume RUN_FOLDER",
+        fix="name the run folder: --resume RUN_FOLDER",
+    )
 
 
 def _refuse_config_choice(config: Where | None, example: str | None) -> None:

@@ -41,7 +41,7 @@ def publish_github(result: RunResult, *, stream: TextIO, env: Mapping[str, str])
 
     Returns a note for stderr when there is no step summary file to append to (outside GitHub Actions).
     """
-    from evalglass.engine.explore.failing import report_markdown
+    from evalglass.engine.explore.reportfile import report_markdown
     from evalglass.report.github import gate_annotations
     from evalglass.report.safetext import markdown_text
 

@@ -40,6 +40,18 @@ FLAG_NAMES = {
 }
 
 
+class _AtMost(click.IntRange):
+    """A count option ("at most N"): below its low bound refused as click refuses it, above what a 64-bit integer
+    holds read as that bound, which already means "all". Unbounded, ``history --limit 99999999999999999999``
+    reached SQLite, which cannot bind it: an internal error. The help still shows ``x>=low``."""
+
+    def __init__(self, low: int) -> None:
+        super().__init__(min=low)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        return min(super().convert(value, param, ctx), (1 << 63) - 1)
+
+
 def _exit_after(lines: list[str], code: int, debug: bool) -> NoReturn:
     """Print the error's lines on stderr (after the traceback, with --debug) and exit with ``code``."""
     from evalglass import redaction
@@ -371,6 +383,8 @@ def run(
             )
         # The example's config when both are given (a dry run has always read it so).
         _preflight(None if example is not None else config_path, example, pinned_ledger, None, fmt, db)
+    _refuse_unwritable_folder("--html", html_path, creates_folders=False)
+    _refuse_unwritable_folder("--junit", junit, creates_folders=True)  # ci.write_junit makes its folders
     with _long_lived_imports():
         _load_numpy()
         # With the API, the modules its `run` imports when called (the pipeline, the history's locator): loaded
@@ -411,6 +425,36 @@ def run(
         click.echo("\n".join(next_steps(result.scorecard)))
     _publish(result, junit, github, fmt)
     sys.exit(result.exit_code)
+
+
+def _refuse_unwritable_folder(flag: str, target: Path | None, *, creates_folders: bool) -> None:
+    """Refuse, before the run, a file option that cannot be written for its folder: a file on its path, or (unless
+    the writer creates folders, as the JUnit one does) a folder not there. Found after the run, it ended a finished
+    run with exit 2, its verdict's exit code lost and every call already paid for. Limit: a folder this user may
+    not write to is still found when the file is written."""
+    if target is None:
+        return
+    what = {"--html": "the HTML report", "--junit": "the JUnit report"}[flag]
+    folder = target.parent
+    try:
+        while not folder.exists() and folder != folder.parent:
+            if not creates_folders:
+                raise _unwritable(target, what, f"its folder {folder} is not there", flag)
+            folder = folder.parent
+        if not folder.is_dir():
+            raise _unwritable(target, what, f"{folder} is not a folder", flag)
+    except OSError:  # unsearchable, a name too long: writing it says which
+        return
+
+
+def _unwritable(target: Path, what: str, why: str, flag: str) -> Exception:
+    from evalglass.errors import SetupError
+
+    return SetupError(
+        f"cannot write {what}: {why}",
+        where=str(target),
+        fix=f"give {flag} a path in a folder that exists (nothing was run)",
+    )
 
 
 def _cache_mode(no_cache: bool, refresh: bool) -> CacheMode:
@@ -559,11 +603,11 @@ def calibrate(judge: str, labels: Path, config_path: Path | None, no_cache: bool
     type=click.Choice(EXAMPLE_STATES),
     help="With --examples: only examples in this state (repeatable; default: every state but pass and scored).",
 )
-@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="With --examples: at most N.")
+@click.option("--limit", type=_AtMost(1), default=20, show_default=True, help="With --examples: at most N.")
 @click.option(
     "--width",
     "chars",
-    type=click.IntRange(min=0),
+    type=_AtMost(0),
     default=200,
     show_default=True,
     help="With --examples: characters of each input, reference and output shown (0: whole; --format json always "
@@ -699,7 +743,7 @@ def explain(name: str | None, folder: Path | None, baseline_ref: str | None, db:
 @click.argument("base", metavar="BASE")
 @click.argument("candidate", metavar="CANDIDATE")
 @click.option("--metric", "metrics", multiple=True, help="Compare only this metric (repeatable; default: all shared).")
-@click.option("--top", default=10, show_default=True, type=click.IntRange(min=0), help="Flipped ids shown per metric.")
+@click.option("--top", default=10, show_default=True, type=_AtMost(0), help="Flipped ids shown per metric.")
 @click.option(
     "--html",
     "html_path",
@@ -884,7 +928,7 @@ HISTORY_DB_HELP = (
     help="Only runs of this suite: its dataset name, or its config path as the run recorded it "
     "(e.g. evals/evalglass.yaml).",
 )
-@click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1), help="At most this many runs.")
+@click.option("--limit", default=20, show_default=True, type=_AtMost(1), help="At most this many runs.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.pass_context
 def history(

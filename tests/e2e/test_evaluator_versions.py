@@ -179,8 +179,8 @@ def test_comparative_gates_depend_on_the_paired_difference_and_its_methods(tmp_p
 
     project, _ = setup(tmp_path, NO_CHANGE)
     assert project.run().code == 0
-    point = bumped(project, "run", "--format", "json", versions={"paired:paired_difference": 4})
-    assert "paired_difference@3 → paired_difference@4" in stale_message_of(gate_of(point))
+    point = bumped(project, "run", "--format", "json", versions={"paired:paired_difference": 5})
+    assert "paired_difference@4 → paired_difference@5" in stale_message_of(gate_of(point))
     # A point comparative gate compares the point difference: no interval method enters it...
     assert bumped(project, "run", versions={"interval:newcombe_paired": 2}).code == 0
     # ...a lower_bound one compares the bound of the paired interval, whose methods do.

@@ -36,7 +36,7 @@ def forge_green(
     and reseal every digest (unsigned), each with the project's own code."""
     from evalglass.core.runrecord import RunRecord
     from evalglass.core.scorecard import CheckSummary, Scorecard
-    from evalglass.engine.explore.failing import report_markdown
+    from evalglass.engine.explore.reportfile import report_markdown
     from evalglass.engine.runs.artifacts import model_bytes
 
     record = json.loads((folder / "runrecord.json").read_text())

@@ -270,7 +270,7 @@ def test_a_consistent_rewrite_of_the_snapshot_is_caught_by_the_anchor(tmp_path):
     path.write_text(json.dumps(record, indent=2) + "\n")
     _forge_pass(tmp_path)
     from evalglass.core.scorecard import Scorecard
-    from evalglass.engine.explore.failing import report_markdown
+    from evalglass.engine.explore.reportfile import report_markdown
 
     # The forger re-renders report.md as the tool does (failing examples included), so only the anchor can tell.
     card = Scorecard.model_validate_json((tmp_path / "out" / "scorecard.json").read_text())

@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalglass.core.exitcodes import ExitCode
+from evalglass.core.fingerprint import fingerprint_of_bytes
 from evalglass.core.score import Score
 from evalglass.lanes.hostworker import AnswerLog, LogWriter
 from evalglass.metrics.hostscoring import MetricWorker
@@ -226,7 +227,8 @@ def test_a_gated_worker_that_refused_code_and_then_ended_answers_the_refusal_for
     (tmp_path / ".git").mkdir()
     (tmp_path / "unbound.txt").write_text("not bound\n")
     (tmp_path / "host.py").write_text(REFUSED_THEN_ENDS)
-    worker = MetricWorker(tmp_path, (str(tmp_path), (str(tmp_path / "host.py"),)))
+    bound = ((str(tmp_path / "host.py"), fingerprint_of_bytes(REFUSED_THEN_ENDS.encode())),)
+    worker = MetricWorker(tmp_path, (str(tmp_path), bound))
     index, _ = worker.load("host.py:score", has_reference=False)
     results = worker.score(index, {"output": list(range(8))}, 8, None)
     assert len(results) == 8

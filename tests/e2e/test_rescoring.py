@@ -40,6 +40,17 @@ def verify(project: Project, *args: str) -> dict[str, Any]:
     return report
 
 
+def verify_without_dataset(project: Project, *args: str) -> dict[str, Any]:
+    """``verify`` where the dataset the run read is not at hand (moved away meanwhile). An explicit ``--dataset``
+    that is not there is refused (exit 2), not taken as "not at hand"."""
+    dataset = project.evals / "data.jsonl"
+    dataset.rename(project.root / "moved-away.jsonl")
+    try:
+        return verify(project, *args)
+    finally:
+        (project.root / "moved-away.jsonl").rename(dataset)
+
+
 def rescored_line(report: dict[str, Any]) -> str:
     return next(line for line in report["anchors"] if line.startswith("re-scored"))
 
@@ -91,7 +102,7 @@ def test_a_raised_score_recomputed_consistently_fails_verify_naming_the_example(
     recorded = [json.loads(line) for line in (forged / "scores.jsonl").read_text().splitlines()]
     assert recorded[0]["scores"]["exact"][3] == 1.0  # a real raised score
     # Consistent: verify passes it wherever it cannot re-score (the dataset not at hand).
-    elsewhere = verify(project, "forged", "--dataset", str(tmp_path / "nowhere.jsonl"))
+    elsewhere = verify_without_dataset(project, "forged")
     assert elsewhere["code"] == 0, elsewhere["findings"]
     assert "re-scored: none (the dataset" in rescored_line(elsewhere)
     report = verify(project, "forged")
@@ -451,7 +462,7 @@ def test_a_variant_run_is_re_scored_per_variant_and_a_raised_score_fails(tmp_pat
     assert (forged / "variants" / "b" / "scores.jsonl").read_bytes() != (
         tmp_path / "out" / "variants" / "b" / "scores.jsonl"
     ).read_bytes()
-    elsewhere = verify(project, "forged", "--dataset", str(tmp_path / "nowhere.jsonl"))
+    elsewhere = verify_without_dataset(project, "forged")
     assert elsewhere["code"] == 0, elsewhere["findings"]  # consistent: only re-scoring sees it
     report = verify(project, "forged")
     assert report["code"] == 1, rescored_line(report)

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from evalglass.errors import SetupError
-from tests.e2e.project import Project, make_project
+from tests.e2e.project import Project, make_project, validated_gold
 from tests.e2e.test_forgery import _reseal as reseal
 
 APP = textwrap.dedent(
@@ -415,7 +415,6 @@ BOUND_GATES = {
 #: What `explain bad-vs-good --format json` gave for this config at main 4e79a57, before the difference's interval
 #: was clipped (its low end was -1.419, its Holm-adjusted pairs reached 1.902).
 APPROVED_UNCLIPPED = "sha256:d0b24e27530f10cee287e29020f5831d6cbfa796fe8e0cfefe8788fa4026c0bb"
-GOLD_AT_MAIN = "sha256:e3358a5e240a49b0d7cef0cdae227ea91361d069c78c460ab8ac8fb66edd8308"
 
 
 def test_every_interval_of_a_run_with_variants_stays_within_the_range_a_difference_can_take(tmp_path: Path) -> None:
@@ -450,7 +449,7 @@ def test_an_approval_of_an_unclipped_bound_between_variants_goes_stale_naming_th
         {
             "version": 1,
             "gates": {"bad-vs-good": {"active": True, "threshold": -0.9, "fingerprint": APPROVED_UNCLIPPED}},
-            "datasets": {"suite": {"validated_gold": True, "fingerprint": GOLD_AT_MAIN}},
+            "datasets": validated_gold(project.evals),  # the gold as it is (scheme 2): only the approval is old
         }
     )
     code, card = card_of(project)

@@ -25,7 +25,15 @@ from hypothesis import strategies as st
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.fingerprint import PREFIX
-from evalglass.engine.datasets.dataset import _LONG_LINE, BadLine, DatasetReader, field_getter, split_lines
+from evalglass.engine.datasets.dataset import (
+    _LONG_LINE,
+    CHUNK,
+    PART_BYTES,
+    BadLine,
+    DatasetReader,
+    field_getter,
+    split_lines,
+)
 from evalglass.errors import SetupError
 from evalglass.readers.jsonsource import TEXT_START, UTF8_BOM, JsonRefused, check_exact, not_json, wide_encoding
 
@@ -350,3 +358,68 @@ def test_batches_are_parsed_out_of_the_collectors_sight_and_it_is_left_as_it_was
     list(batches)
     assert gc.isenabled() and gc.get_freeze_count() == 0
     assert len(first) == 20
+
+
+@pytest.mark.parametrize(("id_field", "output_field"), [("id", "output"), ("meta.id", "output.answer")])
+@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@given(data=files(), size=st.sampled_from([1, 3, 256]), part_bytes=st.sampled_from([1, 20, 90, 1 << 17]))
+def test_parts_join_into_the_batches(
+    tmp_path: Path, id_field: str, output_field: str, data: bytes, size: int, part_bytes: int
+) -> None:
+    """A recorded run reads a batch of long lines in parts (``DatasetReader.parts``): the parts up to each one that
+    ends its batch hold what that batch holds, read the same way (bad lines and their messages, a last line without
+    its newline), and the reader counts and hashes the same."""
+    path = tmp_path / "data.jsonl"
+    path.write_bytes(data)
+    if refused_as_wide(path, CHUNK):
+        return
+    whole = DatasetReader(path, id_field=id_field, output_field=output_field)
+    expected = [batch.examples() if isinstance(batch, ExampleBatch) else batch for batch in whole.batches(size)]
+    reader = DatasetReader(path, id_field=id_field, output_field=output_field)
+    found: list[list[Example | BadLine]] = []
+    block: list[Example | BadLine] = []
+    for part, ends_block in reader.parts(size, part_bytes):
+        if isinstance(part, ExampleBatch):
+            assert part.lines == list(range(part.lines[0], part.lines[0] + len(part))), "one part, no gaps"
+        block += part.examples() if isinstance(part, ExampleBatch) else part
+        if ends_block:
+            found.append(block)
+            block = []
+    assert block == [], "the last part ends its batch"
+    assert found == expected
+    assert (reader.fingerprint, reader.examples, reader.bad_lines, reader.first_bad_lines) == (
+        whole.fingerprint,
+        whole.examples,
+        whole.bad_lines,
+        whole.first_bad_lines,
+    )
+
+
+def test_a_batch_of_short_lines_is_one_part_and_long_lines_come_in_parts(tmp_path: Path) -> None:
+    path = tmp_path / "data.jsonl"
+    short = b"".join(orjson.dumps({"id": f"s{i}", "output": "a"}) + b"\n" for i in range(300))
+    path.write_bytes(short)
+    reader = DatasetReader(path, id_field="id", output_field="output")
+    assert [(len(part), ends) for part, ends in reader.parts()] == [(256, True), (44, True)]
+    padding = "x" * (PART_BYTES // 20)
+    path.write_bytes(b"".join(orjson.dumps({"id": f"l{i}", "output": padding}) + b"\n" for i in range(256)))
+    parts = list(DatasetReader(path, id_field="id", output_field="output").parts())
+    assert len(parts) > 1 and [ends for _, ends in parts] == [False] * (len(parts) - 1) + [True]
+    assert sum(len(part) for part, _ in parts) == 256
+
+
+def test_a_reader_making_its_own_batches_gives_them_whole_as_parts(tmp_path: Path) -> None:
+    """``parts`` cuts JSONL lines; a CSV reader's batches are its own rows (the cut once read every CSV row as a
+    malformed JSON line), so each comes whole and reads as ``batches`` reads it."""
+    from evalglass.engine.datasets.tabular import TabularReader
+
+    path = tmp_path / "data.csv"
+    padding = "x" * (PART_BYTES // 20)
+    path.write_text("id,output\n" + "".join(f"r{i},{padding}\n" for i in range(300)))
+    parts = list(TabularReader(path, id_field="id", output_field="output").parts())
+    whole = list(TabularReader(path, id_field="id", output_field="output").batches())
+    assert [ends for _, ends in parts] == [True] * len(whole)
+    as_examples = [batch.examples() if isinstance(batch, ExampleBatch) else batch for batch, _ in parts]
+    assert as_examples == [batch.examples() if isinstance(batch, ExampleBatch) else batch for batch in whole]
+    assert sum(map(len, as_examples)) == 300
+    assert all(isinstance(example, Example) for batch in as_examples for example in batch)

@@ -1,4 +1,5 @@
-"""The gold fingerprint: blind to the recorded outputs, sensitive to everything else, whatever the batching."""
+"""The gold fingerprint: blind to the recorded outputs and the examples' order, sensitive to everything else,
+whatever the batching."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 
 from evalglass.core.example import RECORDS_WITHOUT_JSON, Example, ExampleBatch
 from evalglass.engine.datasets.dataset import DatasetReader
-from evalglass.engine.datasets.gold import GoldHasher
+from evalglass.engine.datasets.gold import GOLD_SCHEME, GoldHasher, _sorted_digests
 
 values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.text(max_size=5),
@@ -22,6 +23,24 @@ records = st.lists(
     min_size=1,
     max_size=12,
 )
+
+
+def documented(rows: list[dict], excluded: tuple[str, ...] = ("output",)) -> str:
+    """Scheme 2 as docs/config.md says it: each record without the left-out fields as JSON indented by two spaces one
+    level into a list (the file's key order), SHA-256; the digests sorted; SHA-256 of the scheme, the count (8 bytes,
+    big-endian) and the digests."""
+    import hashlib
+    import json
+
+    digests = sorted(
+        hashlib.sha256(
+            json.dumps([{k: v for k, v in row.items() if k not in excluded}], indent=2, ensure_ascii=False).encode()[
+                4:-2
+            ]
+        ).digest()
+        for row in rows
+    )
+    return "sha256:" + hashlib.sha256(GOLD_SCHEME + len(rows).to_bytes(8, "big") + b"".join(digests)).hexdigest()
 
 
 def fingerprint(rows: list[dict], size: int, excluded: tuple[str, ...] = ("output",)) -> str:
@@ -65,26 +84,19 @@ def test_a_nested_output_path_is_removed_from_a_copy() -> None:
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.dictionaries(st.sampled_from(["id", "output", "q", "r"]), values, max_size=4), max_size=8))
 def test_a_batch_is_hashed_as_documented_and_its_records_are_untouched(rows) -> None:
-    """The gold fingerprint is the SHA-256 of each record without its output (compact JSON, the file's key order),
-    joined by commas: a record without the output field enters whole. The shared records keep their output."""
-    import hashlib
-    import json
-
+    """The gold fingerprint is scheme 2 over each record without its output (compact JSON, the file's key order): a
+    record without the output field enters whole. The shared records keep their output."""
     before = [dict(row) for row in rows]
     hasher = GoldHasher(("output",))
     hasher.add(ExampleBatch([str(i) for i in range(len(rows))], list(range(len(rows))), rows, [None] * len(rows)))
-    compact = {"separators": (",", ":"), "ensure_ascii": False}
-    documented = b",".join(
-        json.dumps({k: v for k, v in row.items() if k != "output"}, **compact).encode() for row in rows
-    )
-    expected = hashlib.sha256(documented).hexdigest()
-    assert hasher.fingerprint == "sha256:" + expected
+    assert hasher.fingerprint == documented(rows)
     assert rows == before
     assert [list(row) for row in rows] == [list(row) for row in before]  # key order too (the output is put back)
 
 
-# Records whose gold fingerprints were computed by the code before several output fields could be left out (main at
-# 4e79a57, `GoldHasher("output")` etc.): an approval of validated gold taken then must not go stale now.
+# Pinned gold fingerprints (scheme 2, order-free, since 2026-12-05): a change of any of them makes every validation
+# stale, so it is a scheme change to be documented (docs/config.md), never an accident. Scheme 1's values were
+# 8f6dee12..., e69f7075..., 38946bf5..., 5b63a9af... (main at 4e79a57).
 PINNED_ROWS = [
     {"id": "a", "question": "2+2?", "expected": "4", "output": "4"},
     {"id": "b", "output": {"text": "ça", "n": 2**70}, "question": "名前", "expected": ["x", None]},
@@ -92,14 +104,14 @@ PINNED_ROWS = [
     {"id": "d", "response": {"text": "t", "meta": [1, 2]}, "expected": True, "output": "o"},
 ]
 PINNED = {
-    ("output",): "sha256:8f6dee12a256f3441d348f3714812f565e63ce8d4e7d5702c3ff638b156f28aa",
-    ("response.text",): "sha256:e69f7075768b5d1b9544ec82da9a6c55146fc7679d3a5991f43576d47e3aedb6",
-    ("expected",): "sha256:38946bf5f91670983f7e99a2c29da82f180eaa37d8a975db8b3330028e3a18af",
-    (): "sha256:5b63a9afd8d67e19dc545ea368b88c6215ea8683ed6ce94e0f9327253a8d1c6d",
+    ("output",): "sha256:5ce7d731869695e6dd4d78c692a56ce7d23d69b41b2eb12dd04b7b6b1b1f2623",
+    ("response.text",): "sha256:38d70f9b89181c7011a5b4a8005fcb405f4bc92620fe2bd4ed167ef756f73ae9",
+    ("expected",): "sha256:03af9627b39eee972829b93aa5cc56e98f11a0cfe96a613ac02bf02a791c57d0",
+    (): "sha256:16b8358c737eaf6bacc15b0ccad46fb39167e5f833fad13c784ff5eefc9cfd39",
 }
 
 
-def test_a_single_output_field_hashes_the_bytes_it_always_did() -> None:
+def test_the_pinned_records_hash_as_they_did_when_pinned() -> None:
     for excluded, digest in PINNED.items():
         assert fingerprint(PINNED_ROWS, 4, excluded) == digest, excluded  # a batch
         assert fingerprint(PINNED_ROWS, 3, excluded) == digest, excluded  # example by example
@@ -121,17 +133,11 @@ several = st.lists(
 def test_with_several_output_fields_no_output_counts_and_everything_else_does(
     rows, new_value, output, kept, data
 ) -> None:
-    import hashlib
-    import json
 
     excluded = ("out_a", "out_b")
     base = fingerprint(rows, 4, excluded)
     assert fingerprint(rows, 3, excluded) == base  # a batch or example by example: the same bytes
-    compact = {"separators": (",", ":"), "ensure_ascii": False}
-    documented = b",".join(
-        json.dumps({k: v for k, v in row.items() if k not in excluded}, **compact).encode() for row in rows
-    )
-    assert base == "sha256:" + hashlib.sha256(documented).hexdigest()
+    assert base == documented(rows, excluded)
     index = data.draw(st.integers(0, len(rows) - 1))
     changed = [dict(row) for row in rows]
     changed[index][output] = new_value
@@ -186,7 +192,6 @@ def test_the_bytes_the_reader_keeps_for_gold_hash_as_the_hasher_itself_would(row
     """A reader told the run takes gold (``split_output``) keeps the records without their output as it checks a
     batch (the fast path, where the output is every record's last key); the gold fingerprint from those bytes is
     the one the hasher makes on its own, and the documented one."""
-    import hashlib
     import json
     import tempfile
 
@@ -197,11 +202,7 @@ def test_the_bytes_the_reader_keeps_for_gold_hash_as_the_hasher_itself_would(row
         split, _ = gold_of_file(path, size, split=True)
         alone, kept = gold_of_file(path, size, split=False)
     assert kept == 0
-    compact = {"separators": (",", ":"), "ensure_ascii": False}
-    documented = b",".join(
-        json.dumps({k: v for k, v in row.items() if k != "output"}, **compact).encode() for row in rows
-    )
-    assert split == alone == "sha256:" + hashlib.sha256(documented).hexdigest()
+    assert split == alone == documented(rows)
 
 
 def test_a_reader_told_of_gold_keeps_the_records_without_the_output(tmp_path: Path) -> None:
@@ -216,3 +217,51 @@ def test_a_reader_told_of_gold_keeps_the_records_without_the_output(tmp_path: Pa
 
 def fingerprint_of_rows(rows: list[dict]) -> str:
     return fingerprint(rows, len(rows))
+
+
+gold_rows = st.lists(
+    st.fixed_dictionaries(
+        {"id": st.text(min_size=1, max_size=3), "expected": values, "output": values},
+        optional={"not_captured": st.lists(st.sampled_from(["output", "input"]), max_size=2)},
+    ),
+    min_size=1,
+    max_size=10,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(gold_rows, st.randoms(use_true_random=False), st.integers(1, 5), st.data())
+def test_the_order_of_the_examples_does_not_count_and_any_single_edit_does(rows, rng, size, data) -> None:
+    """A permutation of the records (duplicates included: a multiset) keeps the fingerprint; any one edit of a gold
+    value, an id or a ``not_captured`` mark, a record removed or one repeated changes it."""
+    base = fingerprint(rows, size)
+    shuffled = list(rows)
+    rng.shuffle(shuffled)
+    assert fingerprint(shuffled, data.draw(st.integers(1, 5))) == base
+    index = data.draw(st.integers(0, len(rows) - 1))
+    row = rows[index]
+
+    def edited(**change: object) -> list[dict]:
+        return [*rows[:index], {**row, **change}, *rows[index + 1 :]]
+
+    assert fingerprint(edited(expected=["edited", row["expected"]]), size) != base
+    assert fingerprint(edited(id=row["id"] + "x"), size) != base
+    marks = row.get("not_captured")
+    assert fingerprint(edited(not_captured=[*(marks or []), "reference"]), size) != base
+    if marks is not None:
+        without = dict(row)
+        del without["not_captured"]
+        assert fingerprint([*rows[:index], without, *rows[index + 1 :]], size) != base
+    assert fingerprint([*rows, row], size) != base  # a record repeated: a multiset, not a set
+    if len(rows) > 1:
+        assert fingerprint(rows[:index] + rows[index + 1 :], size) != base
+
+
+def test_a_large_set_of_digests_sorts_as_a_small_one_does() -> None:
+    """From ``_NUMPY_FROM`` digests on numpy sorts them (its four big-endian words): the same bytes as sorting the
+    digests themselves, so the fingerprint does not depend on the dataset's size class."""
+    import hashlib
+
+    digests = [hashlib.sha256(str(i).encode()).digest() for i in range(60_000)]
+    digests += [digests[7], digests[7][:8] + bytes(24), digests[9][:31] + b"\x01"]  # a repeat, a shared first word
+    assert _sorted_digests(b"".join(digests)) == b"".join(sorted(digests))

@@ -4,6 +4,7 @@ file is named by its hash; any change to its bytes is refused."""
 from __future__ import annotations
 
 import gzip
+import math
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -172,3 +173,52 @@ def test_outputs_the_dataset_reader_already_wrote_are_kept_byte_for_byte_as_a_fr
 def make(folder: Path) -> Path:
     folder.mkdir()
     return folder
+
+
+#: Outputs that send a block down each of the writer's ways: JSON orjson writes (the joined bytes), ABSENT (a line
+#: without output), a NaN and an infinity (kept as the standard library writes them when the reader can give them),
+#: an integer beyond 64 bits (orjson cannot write it) and a null beside them.
+PART_OUTPUTS = st.one_of(JSON, st.just(ABSENT), st.sampled_from([math.nan, -math.inf, 2**70, None, [1.5, -0.0]]))
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    blocks=st.lists(st.lists(st.lists(PART_OUTPUTS, max_size=4), min_size=1, max_size=4), min_size=1, max_size=3),
+    holds_non_finite=st.booleans(),
+    as_items=st.sampled_from([None, 0, 1]),
+)
+def test_a_block_added_in_parts_is_the_line_it_is_added_whole(
+    blocks: list[list[list[Any]]], holds_non_finite: bool, as_items: int | None
+) -> None:
+    """``ends_block``: a recorded run hands the writer a batch of long lines in parts; the file is byte for byte the
+    one made when each block comes whole, whatever way each part's outputs take (bytes, ABSENT, a NaN from a reader
+    that can give one, an output orjson cannot write), and a part may come as examples (a malformed line)."""
+    number = iter(range(1_000_000))
+    if not holds_non_finite:  # a reader that says it gives no NaN or infinity (a JSONL file's) gives none
+        blocks = [[[o for o in outputs if o == o and o != -math.inf] for outputs in block] for block in blocks]
+
+    def batch(outputs: list[Any], items: bool) -> ExampleBatch | list[Example | BadLine]:
+        ids = [f"e{next(number)}" for _ in outputs]
+        if items:
+            return [Example(i, 1, {}, o) if o is not ABSENT else BadLine(i, 1, "malformed_json", "x") for i, o in
+                    zip(ids, outputs, strict=True)]  # fmt: skip
+        return ExampleBatch(ids=ids, lines=[1] * len(ids), records=[{}] * len(ids), outputs=outputs)
+
+    whole, parted = [], []
+    for block in blocks:
+        items = [as_items is not None and index % 2 == as_items for index in range(len(block))]
+        parts = [batch(outputs, item) for outputs, item in zip(block, items, strict=True)]
+        parted += [(part, index == len(parts) - 1) for index, part in enumerate(parts)]
+        joined: list[Any] = [x for part in parts for x in (part.examples() if isinstance(part, ExampleBatch) else part)]
+        whole.append(joined if any(items) else ExampleBatch.of(joined))
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        writers = {name: KeptOutputsWriter(make(folder / name)) for name in ("whole", "parts")}
+        for part in whole:
+            writers["whole"].add(part, holds_non_finite=holds_non_finite)
+        for part, ends_block in parted:
+            writers["parts"].add(part, holds_non_finite=holds_non_finite, ends_block=ends_block)
+        kept = {name: writer.commit() for name, writer in writers.items()}
+        assert kept["whole"] == kept["parts"]
+        files = {(folder / name / found.file).read_bytes() for name, found in kept.items()}
+        assert len(files) == 1

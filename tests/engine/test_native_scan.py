@@ -15,20 +15,20 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from evalglass.core.example import ExampleBatch
+from evalglass.core.example import OUTPUTS_JSON, RECORDS_WITHOUT_JSON, ExampleBatch
 from evalglass.engine.datasets.dataset import BadLine, DatasetReader
 from evalglass.readers import jsonsource
-from evalglass.readers.jsonsource import MAX_DEPTH, JsonRefused, check_exact, loads
+from evalglass.readers.jsonsource import MAX_DEPTH, JsonRefused, check_exact, loads, split_last_key
 from tests.engine.test_jsonsource_scan import lines, outcome, parsed, values
 
 native = pytest.importorskip("evalglass._native._scan", reason="the C extension was not built here")
@@ -240,15 +240,19 @@ def _read(path: Path, size: int) -> list[Any]:
     return [*items, reader.fingerprint, reader.examples, reader.bad_lines, reader.mended.notes]
 
 
+def _on_and_off(path: Path, data: bytes, read: Callable[[Path], Any]) -> tuple[Any, Any]:
+    """What ``read`` gives for a file holding ``data``, with the C path on, then off."""
+    path.write_bytes(data)
+    now = read(path)
+    with pure():
+        return now, read(path)
+
+
 @settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
 @given(data=dataset_files(), size=st.sampled_from([1, 3, 256]))
 def test_the_dataset_reader_gives_the_same_examples_and_bad_lines(tmp_path: Path, data: bytes, size: int) -> None:
     """Every example, and every bad line with its code, message and line number, as with the C path off."""
-    path = tmp_path / "data.jsonl"
-    path.write_bytes(data)
-    now = _read(path, size)
-    with pure():
-        before = _read(path, size)
+    now, before = _on_and_off(tmp_path / "data.jsonl", data, lambda path: _read(path, size))
     event(f"bad lines: {sum(isinstance(item, BadLine) for item in now) > 0}")
     assert now == before
 
@@ -317,3 +321,213 @@ def test_evalglass_pure_turns_the_c_scan_off(pure_env: str, loaded: bool) -> Non
         check=True,
     )
     assert done.stdout.strip() == str(loaded)
+
+
+# --- exact_kept(lines, key, rest): exact(), and what orjson writes for a proven batch's column (and the records
+# without it), from the lines' bytes ---
+
+
+def _kept(lines: list[bytes], key: str, rest: bool) -> tuple[bytes, bytes | None] | None:
+    """exact_kept's bytes, None when it took none; its proof is always exact()'s."""
+    found = native.exact_kept(lines, key, rest)
+    proven = native.exact(lines)
+    if isinstance(found, bool):
+        assert found is proven, lines
+        return None
+    assert proven, lines
+    return found
+
+
+def _written(records: list[Any], key: str, rest: bool) -> tuple[bytes, bytes | None] | None:
+    """The reference: what orjson writes for the column at ``key`` (and the records without it, ``key`` last)."""
+    if rest:
+        return split_last_key(records, key)
+    if not all(type(record) is dict and key in record for record in records):
+        return None
+    return orjson.dumps([record[key] for record in records]), None
+
+
+#: JSON values without floats or text orjson escapes (whose bytes kept() copies), and with them (which it declines).
+_PLAIN_TEXT = st.text(st.characters(exclude_categories=["Cs", "Cc"], exclude_characters='"\\'), max_size=8)
+_PLAIN_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-(10**18) + 1, 10**18 - 1) | _PLAIN_TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_PLAIN_TEXT, inner, max_size=3),
+    max_leaves=12,
+)
+_ANY_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**18) + 1, 10**18 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | _TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),
+    max_leaves=12,
+)
+#: How another tool may have written the line without escaping more than orjson does: orjson's compact form, json's
+#: spaced one, odd white space, pretty-printed on one line.
+_PLAIN_WRITERS = st.sampled_from(
+    [
+        orjson.dumps,
+        lambda value: json.dumps(value, ensure_ascii=False).encode(),
+        lambda value: json.dumps(value, ensure_ascii=False, separators=(" ,\t", " : ")).encode(),
+        lambda value: b" \t" + json.dumps(value, ensure_ascii=False, indent=1).replace("\n", "\r").encode() + b" ",
+    ]
+)
+#: And json's default, which escapes every character beyond ASCII.
+_WRITERS = _PLAIN_WRITERS | st.just(lambda value: json.dumps(value).encode())
+
+
+@st.composite
+def written_records(draw: Any, values: Any) -> bytes:
+    """A record holding ``out`` (last, first, or not at all) among other keys, written by one of :data:`_WRITERS`."""
+    record = draw(st.dictionaries(st.sampled_from(["id", "a", "é", "x y", "outs"]), values, max_size=3))
+    where = draw(st.sampled_from(["last", "first", "none"]))
+    if where == "last":
+        record["out"] = draw(values)
+    elif where == "first":
+        record = {"out": draw(values), **record}
+    return cast(bytes, draw(_WRITERS)(record))
+
+
+#: Numbers as other tools spell them, which orjson writes otherwise (a float's own digits, -0) or the same.
+_SPELLED = st.sampled_from(["1.50", "0.10", "1.0", "2E3", "2e-3", "1E+2", "-0", "-0.0", "0", "-7", "10", "[1.0e1]"])
+_SPELLED_LINES = st.builds(lambda spelled, first: (b'{"out": %s, "id": 1}' if first else b'{"id": 1, "out": %s}')
+                           % spelled.encode(), _SPELLED, st.booleans())  # fmt: skip
+
+
+@settings(max_examples=300)
+@given(
+    raws=st.lists(
+        written_records(_ANY_VALUES) | written_records(_PLAIN_VALUES) | _SPELLED_LINES | lines() | TRICKY, max_size=5
+    ),
+    key=st.sampled_from(["out", "id", "a", "é"]),
+    rest=st.booleans(),
+)
+@example(raws=[b'{"out": -0}'], key="out", rest=False)
+@example(raws=[b'{"out": 1E2}'], key="out", rest=False)
+@example(raws=[b'{"out": [1.0]}'], key="out", rest=False)
+@example(raws=[b'{"out": 1, "a": 2}'], key="out", rest=True)
+@example(raws=[b'{"out": "\\u00e9"}'], key="out", rest=False)
+@example(raws=[b'{"a": [1, "b"], "out": true}', b"{}"], key="out", rest=True)
+def test_kept_gives_what_orjson_writes_or_nothing(raws: list[bytes], key: str, rest: bool) -> None:
+    """exact_kept proves as exact() does, and for a batch it proves gives nothing or exactly orjson's bytes for the
+    column (and the rest): a copy that keeps white space, a float's or an escape's spelling, ``-0``, a key after the
+    output, or a record without the key fails here."""
+    kept, records = parsed(raws)
+    found = _kept(kept, key, rest)
+    if not native.exact(kept):
+        return
+    event(f"kept: {found is not None}")
+    assert found is None or found == _written(records, key, rest), kept
+
+
+@settings(max_examples=200)
+@given(
+    records=st.lists(st.dictionaries(st.sampled_from(["id", "a", "é"]), _PLAIN_VALUES, max_size=3), max_size=5),
+    output=st.lists(_PLAIN_VALUES, min_size=5, max_size=5),
+    writer=_PLAIN_WRITERS,
+    rest=st.booleans(),
+)
+def test_kept_takes_every_plain_batch_from_its_text(
+    records: list[dict[str, Any]], output: list[Any], writer: Any, rest: bool
+) -> None:
+    """Records without floats or escaped text, the output their last key, however white space is laid out: always
+    taken from the text (a kept() that declines them fails here), and orjson's bytes."""
+    for record, value in zip(records, output, strict=False):
+        record.pop("out", None)
+        record["out"] = value
+    raws = [writer(record) for record in records]
+    assert native.exact(raws), raws
+    assert _kept(raws, "out", rest) == _written(records, "out", rest), raws
+
+
+def test_kept_declines_what_it_cannot_copy_and_checks_its_arguments() -> None:
+    line = b'{"id": "a", "out": [1, "x"]}'
+    assert _kept([line, line], "out", True) == (b'[[1,"x"],[1,"x"]]', b'[{"id":"a"},{"id":"a"}]')
+    assert _kept([], "out", True) == (b"[]", b"[]")
+    assert _kept([], "out", False) == (b"[]", None)
+    assert _kept([b'{"out": 1}'], "out", True) == (b"[1]", b"[{}]")
+    assert native.exact_kept([line], "id", True) is True  # proven, but not the last key
+    assert _kept([line], "id", False) == (b'["a"]', None)
+    assert native.exact_kept([line], "missing", False) is True
+    assert native.exact_kept([b'["out"]'], "out", False) is True
+    assert native.exact_kept([b'{"out": 1, "out": 2}'], "out", False) is False
+    assert native.exact_kept((line,), "out", False) is False  # type: ignore[arg-type]
+    assert native.exact_kept([line, line.decode()], "out", False) is False  # type: ignore[list-item]
+    assert native.exact_kept([line], b"out", False) is False  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        native.exact_kept([line], "out")  # type: ignore[call-arg]
+
+
+_PIECES = st.sampled_from([b" ", b"\t", b'"', b'"a b"', b"-0", b"-1", b"0", b"1.5", b"7e", b"e", b"1", b"\\", b"x"])
+
+
+@settings(max_examples=300)
+@given(
+    data=st.binary(max_size=80)
+    | st.lists(_PIECES, max_size=40).map(b"".join)
+    | _ANY_VALUES.map(lambda value: json.dumps(value, ensure_ascii=False).encode()),
+)
+def test_minify_is_the_same_with_sse2_and_the_byte_loop(data: bytes) -> None:
+    """The SSE2 masks and the portable ones give the same copy or the same refusal (at every piece boundary too: a
+    string, a `-0` or a digit before an `e` running over from one 16-byte piece into the next)."""
+    assert native.minify(data, False) == native.minify(data, True), data
+
+
+def _has_float(value: Any) -> bool:
+    if isinstance(value, float):
+        return True
+    if isinstance(value, list):
+        return any(map(_has_float, value))
+    if isinstance(value, dict):
+        return any(map(_has_float, value.values()))
+    return False
+
+
+@settings(max_examples=300)
+@given(value=_ANY_VALUES, writer=_WRITERS, pad=st.integers(0, 17))
+def test_minify_gives_orjson_bytes_or_nothing(value: Any, writer: Any, pad: int) -> None:
+    """A value written by another tool (any white space, moved by up to a piece): its copy is orjson's bytes, or
+    None (a float, an escape, -0); and every value without those is copied."""
+    text = b" " * pad + writer(value)
+    found = native.minify(text, False)
+    assert found is None or found == orjson.dumps(value), text
+    if b"\\" not in text and b"-0" not in text and not _has_float(value):
+        assert found == orjson.dumps(value), text
+
+
+@contextmanager
+def copying_short_lines() -> Iterator[None]:
+    """The reader copying the kept bytes from the text of any batch (not only of long lines, where it pays)."""
+    kept = jsonsource._COPY_FROM
+    jsonsource._COPY_FROM = 0
+    try:
+        yield
+    finally:
+        jsonsource._COPY_FROM = kept
+
+
+def _remembered(path: Path, split: bool) -> list[tuple[Any, Any]]:
+    reader = DatasetReader(path, id_field="id", output_field="output", split_output=split)
+    found = []
+    with copying_short_lines():
+        batches = list(reader.batches(3))
+    for batch in batches:
+        if isinstance(batch, ExampleBatch):
+            outputs = batch.derived(OUTPUTS_JSON, lambda: None)
+            rest = batch.derived((RECORDS_WITHOUT_JSON, "output"), lambda: None)
+            assert outputs is None or outputs == orjson.dumps(batch.outputs)
+            assert rest is None or rest == split_last_key(batch.records, "output")[1]  # type: ignore[index]
+            found.append((outputs, rest))
+    return found
+
+
+@settings(max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@given(data=dataset_files(), split=st.booleans())
+def test_the_reader_keeps_the_bytes_orjson_writes(tmp_path: Path, data: bytes, split: bool) -> None:
+    """The outputs (and records without them) a batch keeps for the run are orjson's bytes, C path on or off."""
+    now, before = _on_and_off(tmp_path / "data.jsonl", data, lambda path: _remembered(path, split))
+    assert len(now) == len(before)
+    for (outputs, rest), (outputs_before, rest_before) in zip(now, before, strict=True):
+        assert outputs is None or outputs_before is None or outputs == outputs_before
+        assert rest is None or rest_before is None or rest == rest_before

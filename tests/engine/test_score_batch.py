@@ -10,6 +10,7 @@ that return anything at all, so both the batch path and its fallbacks are exerci
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -212,3 +213,44 @@ def test_a_batch_with_a_bad_line_or_a_missing_output_takes_the_row_by_row_path(t
     assert shape.examples == 3
     assert [column.states().tolist() for column in sink.columns.values()] == [[0, 8, 2]] * 3
     assert [row["id"] for row in score_rows(tmp_path / "scores.jsonl")] == ["a", "line:2", "c"]
+
+
+@pytest.mark.parametrize("clustered", [False, True])
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@given(rows=st.lists(ITEMS | st.just(BAD), min_size=1, max_size=10), cuts=st.lists(st.integers(1, 9), max_size=3))
+def test_a_block_scored_in_parts_is_written_as_the_block_scored_whole(
+    tmp_path: Path, clustered: bool, rows: list[Any], cuts: list[int]
+) -> None:
+    """A batch of long lines comes to the recorded producer in parts (``ends_block`` False but for the last): the
+    sink writes them as the one block the whole batch makes, byte for byte, with the same columns and row shape."""
+    items: list[Example | BadLine] = [
+        BadLine(id=f"line:{i + 1}", line=i + 1, code="malformed_json", message=f"data.jsonl:{i + 1}: not JSON")
+        if row == BAD
+        else Example(id=f"ex-{i}", line=i + 1, fields={"expected": row[1], "group": row[2]}, output=row[0])
+        for i, row in enumerate(rows)
+    ]
+    bounds = sorted({0, len(items), *(cut for cut in cuts if cut < len(items))})
+    parts = [items[start:end] for start, end in pairwise(bounds)]
+    cluster_of = field_getter("group") if clustered else None
+    metrics = [metric for metric in METRICS if metric.name != "host"]  # no traceback text in the bytes compared
+    found = []
+    for label, batches in (("whole", [items]), ("parts", parts)):
+        folder = tmp_path / label
+        folder.mkdir(exist_ok=True)
+        shape = RowShape(samples=False, cluster_of=cluster_of)
+        sink = _sink(folder, items, shape, [metric.name for metric in metrics])
+        for index, batch in enumerate(batches):
+            score_batch(batch, metrics, sink, None, ends_block=index == len(batches) - 1)
+        digest = sink.commit(_NO_DATASET).scores_sha256
+        found.append(
+            (
+                (folder / "scores.jsonl").read_bytes(),
+                digest,
+                {name: _column_state(column) for name, column in sink.columns.items()},
+                shape.examples,
+                shape.cluster_ids.tolist(),
+                dict(shape.cluster_keys),
+            )
+        )
+    assert found[0] == found[1]
+    assert found[0][0].count(b"\n") == 1  # one block

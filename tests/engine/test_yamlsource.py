@@ -230,3 +230,52 @@ def test_repeated_scalars_in_every_style_read_as_pyyaml_reads_them(scalars: list
     text = "".join(f"k{index}: {scalar}\nl{index}: [{scalar}, {scalars[0]}]\n" for index, scalar in enumerate(scalars))
     read = parse_yaml(text.encode(), PATH, what="config").data
     assert repr(read) == repr(yaml.safe_load(text))
+
+
+# Values whose constructor PyYAML lets fail with a bare error (a date that is none, an explicit tag on text it does
+# not fit), and NUL characters written as escapes: each must be one line naming its line, never another exception.
+CONSTRUCTOR_TRAPS = [
+    "2026-13-45", "0000-01-01", "2026-02-30", "2001-12-14 25:59:43", "!!timestamp 5", "!!int x", "!!float y",
+    "!!bool maybe", "!!null x", "!!binary '%%'", '"a\\0b"', '"\\x00"', "'ok'", "2026-01-01", "!!int '7'",
+]  # fmt: skip
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["a", "b", '"k\\0"', "c"]), st.sampled_from(CONSTRUCTOR_TRAPS + SCALARS)),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_any_value_is_read_or_refused_at_its_line(pairs: list[tuple[str, str]]) -> None:
+    text = "".join(f"{key}: {value}\n" for key, value in pairs)
+    try:
+        parse_yaml(text.encode(), PATH, what="config")
+    except SetupError as exc:
+        assert re.search(rf"{PATH}:\d+", str(exc.stderr_lines()[0])), exc.stderr_lines()
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("expires_on: 2026-13-45\n", "'2026-13-45' reads as a date to YAML, but it is not one"),
+        ("x: 1\nexpires_on: 0000-01-01\n", "'0000-01-01' reads as a date"),
+        ('path: "data\\0.jsonl"\n', "NUL character"),
+        ("n: !!int x\n", "'x' is not a valid int"),
+    ],
+)
+def test_a_value_no_constructor_can_build_is_named_at_its_line(text: str, needle: str) -> None:
+    with pytest.raises(SetupError) as caught:
+        parse_yaml(text.encode(), PATH, what="config")
+    line = caught.value.stderr_lines()[0]
+    assert f"{PATH}:{text.count(chr(10))}" in line and needle in line, line
+
+
+def test_an_integer_of_hundreds_of_digits_is_named_short() -> None:
+    """The refusal names the integer as written, but a 400-digit one is cut to its ends (it filled the line)."""
+    with pytest.raises(SetupError) as caught:
+        parse_yaml(("n: 1" + "0" * 400 + "\n").encode(), PATH, what="config")
+    line = caught.value.stderr_lines()[0]
+    assert f"{PATH}:1" in line and "10000000000000000000…00000000 (401 characters)" in line, line
+    assert len(line) < 200, line

@@ -256,22 +256,36 @@ def _the_sixth_ends_its_worker(tmp_path: Path, source: str, workers: int) -> lis
     return [int(line) for line in (tmp_path / "made.txt").read_text().split()]
 
 
-def test_a_call_that_ends_its_worker_mid_run_fails_alone_and_no_call_is_made_more_than_twice(tmp_path: Path) -> None:
-    """The run's unanswered calls are made again one per run, so the sixth fails alone; a call is made at most
-    twice (once in the run that died, once alone), never once per death."""
+def test_a_call_that_ends_its_worker_mid_run_fails_alone_and_every_call_is_made_once(tmp_path: Path) -> None:
+    """The worker logs each answer as its call returns (``hostworker.AnswerLog``): once it has ended, the calls it
+    finished are kept, the sixth (the one it was making) fails alone, and the calls after it go to a fresh worker.
+    No call is made twice (the five before it were, in the runs that were alone, until this release)."""
     made = _the_sixth_ends_its_worker(tmp_path, ENDING, workers=4)
-    assert made.count(5) == 2 and max(made.count(n) for n in range(40)) == 2, made
-    assert all(made.count(n) == 1 for n in range(6, 40)), made  # after the death, never made in the dead run
+    assert sorted(made) == list(range(40)), made
 
 
 def test_a_call_whose_answer_was_sent_before_its_worker_ended_is_never_made_again(tmp_path: Path) -> None:
     """One run of forty calls: the fifth takes 5 ms (longer than ``hostworker.STREAM_S``, so the answers so far go
-    back as soon as it returns), the sixth ends the worker. The deciding process holds the first five answers: they
-    are kept and never made again; only the sixth is made twice (in the dead run, then alone)."""
+    back as soon as it returns), the sixth ends the worker. The first five answers are kept and never made again,
+    and the sixth is made once: the log says it was the call in flight (it was made twice, in the dead run and
+    then alone, until this release)."""
     slow_fifth = '    if example["n"] == 4:\n        import time; time.sleep(0.005)\n    if example["n"] == 5:'
     made = _the_sixth_ends_its_worker(tmp_path, ENDING.replace('    if example["n"] == 5:', slow_fifth), workers=1)
-    assert made[:6] == [0, 1, 2, 3, 4, 5] and made.count(5) == 2, made
-    assert all(made.count(n) == 1 for n in range(40) if n != 5), made
+    assert made[:6] == [0, 1, 2, 3, 4, 5] and sorted(made) == list(range(40)), made
+
+
+def test_a_worker_that_ends_after_a_burst_of_fast_calls_has_every_finished_call_kept(tmp_path: Path) -> None:
+    """A run of two hundred fast calls (well inside one ``hostworker.STREAM_S`` group: none of their answers was sent
+    over the pipe) whose worker ends at the hundred-and-first: the hundred answers before it come from its log, none
+    is made again, and the calls after it are made once on a fresh worker."""
+    (tmp_path / "app.py").write_text(ENDING.replace('example["n"] == 5', 'example["n"] == 100'))
+    spec = parse_task_spec({"type": "python", "function": "app.py:answer", "timeout": 30})
+    jobs = [(f"ex{n}", {"n": n}, 0) for n in range(200)]
+    outcomes = _produced_as_cheap(spec, tmp_path, jobs, workers=1, chunked=True)
+    failed = [n for n, outcome in enumerate(outcomes) if isinstance(outcome, LaneFailure)]
+    assert failed == [100]
+    made = [int(line) for line in (tmp_path / "made.txt").read_text().split()]
+    assert sorted(made) == list(range(200)), made
 
 
 def test_columns_in_flight_at_the_start_share_one_timing_call_and_fast_runs_use_a_worker_per_cpu_at_most(
@@ -316,3 +330,43 @@ def test_a_run_with_an_argument_too_deep_to_go_in_a_list_goes_line_by_line_and_i
 
     outcomes = _produced_as_cheap(spec, tmp_path, jobs, workers=4)  # one run for all ten
     assert [outcome.value for outcome in outcomes if isinstance(outcome, LaneOutput)] == list(range(10)), outcomes
+
+
+MIXED = textwrap.dedent(
+    """
+    import os, pathlib
+
+    def answer(example):
+        n = example["n"]
+        with pathlib.Path(__file__).with_name("made.txt").open("a") as made:
+            made.write(f"{n}\\n")
+        if n == ENDS:
+            os._exit(0)
+        if n % 4 == 0:
+            return {n}
+        if n % 4 == 1:
+            return [float("nan"), None, n]
+        if n % 4 == 2:
+            raise ValueError(f"bad {n}")
+        return {"n": n, "none": None}
+    """
+)
+
+
+def test_answers_taken_from_a_dead_workers_log_are_what_the_run_would_have_sent(tmp_path: Path) -> None:
+    """Before the call that ends its worker, the calls return answers that are not JSON, hold a NaN, raise or hold
+    a null: each read back from the dead worker's log is the outcome the same call gives in a run whose worker
+    lives (values, failures, messages, details), and each call is made once."""
+    spec = parse_task_spec({"type": "python", "function": "app.py:answer", "timeout": 30})
+    jobs = [(f"ex{n}", {"n": n}, 0) for n in range(40)]
+    (tmp_path / "app.py").write_text(MIXED.replace("ENDS", "-1"))
+    lives = _produced_as_cheap(spec, tmp_path, jobs, workers=1, chunked=True)
+    (tmp_path / "made.txt").unlink()
+    (tmp_path / "app.py").write_text(MIXED.replace("ENDS", "30"))
+    dies = _produced_as_cheap(spec, tmp_path, jobs, workers=1, chunked=True)
+    assert isinstance(dies[30], LaneFailure) and dies[30].code == "task_worker_lost"
+    assert [_comparable(o) for n, o in enumerate(dies) if n != 30] == [
+        _comparable(o) for n, o in enumerate(lives) if n != 30
+    ]
+    made = [int(line) for line in (tmp_path / "made.txt").read_text().split()]
+    assert sorted(made) == list(range(40)), made

@@ -369,6 +369,11 @@ def test_labels_file_errors_name_the_line(evals: Path) -> None:
     path.write_text('{"output": "x", "label": 9}\n')
     with pytest.raises(LabelsFileError, match="not an integer from 1 to 5"):
         read_labels(path, FIVE)
+    # A JSON boolean is no grade, though Python counts true as 1 (it was read as the grade 1).
+    for boolean in ("true", "false"):
+        path.write_text('{"output": "x", "label": 3}\n{"output": "y", "label": ' + boolean + "}\n")
+        with pytest.raises(LabelsFileError, match=r"labels.jsonl:2: label (True|False) is not an integer from 1"):
+            read_labels(path, FIVE)
 
 
 def test_a_labels_line_with_a_lone_surrogate_is_read_with_a_note_at_its_line(evals: Path) -> None:

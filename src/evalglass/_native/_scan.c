@@ -17,6 +17,10 @@
  *
  * Only the bytes of the lines are read: no Python object is allocated, compared or walked, so no Python code (a
  * collection's finalizers or callbacks) can run meanwhile, and the list is held by a reference of ours all the same.
+ *
+ * exact_kept(lines, key, rest): the same proof, and for a batch it proves, the bytes orjson writes for the values at
+ * `key` (and the records without it) copied from the lines without their white space, where that copy is provably
+ * orjson's (see below); the run keeps them instead of writing the parsed values again.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -66,8 +70,27 @@ string_run(const unsigned char *p, const unsigned char *end)
 /* One line: 1 when it is plain JSON nesting at most MAX_DEPTH, with no key repeated in one object (and none spelled
  * with an escape) and no integer of LONG_DIGITS digits or more; 0 otherwise (decline). `p` must point into a bytes
  * object (NUL after `end`) that orjson parsed. */
-static int
-scan_line(const unsigned char *p, const unsigned char *end)
+/* Where one line's value at a top-level key is (found by scan_line when asked): `value` to `value_end` (the `,` or
+ * `}` after it); the record without that pair is the line up to `prefix_end` (the `,` before the key, or just
+ * after the `{` when it is the first) and a `}`; `last`: no key after it. */
+typedef struct {
+    const char *key;
+    Py_ssize_t key_length;
+    int state; /* 0 the key not met yet, 1 met (its value next), 2 in its value, 3 done */
+    int last;
+    const unsigned char *value, *value_end, *prefix_end;
+} Span;
+
+/* Inlined at its two calls, so exact()'s (span NULL) has none of the span's tests: cases 1 and 2 (short lines) took
+ * 45 more instructions a line with them. */
+#if defined(__GNUC__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE inline
+#endif
+
+static ALWAYS_INLINE int
+scan_line(const unsigned char *p, const unsigned char *end, Span *span)
 {
     int depth = 0;
     unsigned char is_object[MAX_DEPTH + 1];
@@ -87,20 +110,39 @@ scan_line(const unsigned char *p, const unsigned char *end)
             break;
         case C_COMMA:
             expect_key = is_object[depth];
+            if (span != NULL && depth == 1) {
+                if (span->state == 0)
+                    span->prefix_end = p - 1;
+                else if (span->state == 2) {
+                    span->value_end = p - 1;
+                    span->state = 3;
+                }
+            }
             while (*p == ' ') /* the usual space after it, without a dispatch (the NUL after `end` stops it) */
                 p++;
             break;
         case C_COLON:
             while (*p == ' ')
                 p++;
+            if (span != NULL && span->state == 1) {
+                span->value = p;
+                span->state = 2;
+            }
             break;
         case C_OPEN:
             if (++depth > MAX_DEPTH)
                 return 0;
             is_object[depth] = expect_key = (c == '{');
             first_key[depth] = keys;
+            if (span != NULL && depth == 1)
+                span->prefix_end = p;
             break;
         case C_CLOSE:
+            if (span != NULL && depth == 1 && span->state == 2) {
+                span->value_end = p - 1;
+                span->state = 3;
+                span->last = 1;
+            }
             if (--depth < 0)
                 return 0;
             keys = first_key[depth + 1];
@@ -137,6 +179,9 @@ scan_line(const unsigned char *p, const unsigned char *end)
                 key_length[keys] = length;
                 keys++;
                 expect_key = 0;
+                if (span != NULL && depth == 1 && span->state == 0 && length == span->key_length &&
+                    memcmp(text, span->key, (size_t)length) == 0)
+                    span->state = 1;
             }
             break;
         }
@@ -173,7 +218,7 @@ batch_exact(PyObject *lines)
         if (!PyBytes_CheckExact(line))
             return 0;
         const unsigned char *start = (const unsigned char *)PyBytes_AS_STRING(line);
-        if (!scan_line(start, start + PyBytes_GET_SIZE(line)))
+        if (!scan_line(start, start + PyBytes_GET_SIZE(line), NULL))
             return 0;
     }
     return 1;
@@ -190,9 +235,276 @@ exact(PyObject *Py_UNUSED(module), PyObject *lines)
     return PyBool_FromLong(answer);
 }
 
+/* --- exact_kept(lines, key, rest): exact(), and what orjson writes for the batch's column of `key` (and the records
+ * without it), taken from the lines' own bytes. ------------------------------------------------------------------
+ *
+ * For a line exact() proved (no key repeated, no integer of 19 digits, shallow) that holds no backslash, orjson's
+ * value written back is the line without its white space outside strings, when every number in it is written as
+ * orjson writes numbers:
+ * - a string (a key too) without a backslash holds no quote and no control character (orjson refuses one raw), and
+ *   orjson writes every other character as its UTF-8 bytes, which are the line's (orjson reads only valid UTF-8);
+ * - an integer of at most 18 digits is read exactly and written in the same digits, except `-0` (written `0`);
+ *   a float (a `.` or an exponent) may be written otherwise (`1E2` as `100.0`): any of those declines;
+ * - true, false and null, brackets, `,` and `:` are written as they are, with no white space;
+ * - the keys of an object are kept in their order, and none is dropped (exact() proved none repeated).
+ * So the value at a top-level key is written as its text without white space, and the record without its last key
+ * as the text before that key's `,` and the closing `}`. scan_line finds where both are while it proves the line
+ * (Span); minify() copies them. Anything else takes nothing (True): the caller writes them with orjson as before.
+ * (jsonsource checks once that the orjson in use writes strings and integers so.) Only the lines' bytes are read;
+ * the bytes objects made hold copies of them, and no Python code runs meanwhile. */
+
+
+/* One 16-byte piece of a span, as bit masks (bit i: byte i). */
+typedef struct {
+    unsigned quote, backslash, space, dot, exponent, digit, minus, zero;
+} Piece;
+
+static inline Piece
+piece_portable(const unsigned char *v)
+{
+    Piece m = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int i = 0; i < 16; i++) {
+        unsigned char c = v[i];
+        unsigned bit = 1u << i;
+        m.quote |= c == '"' ? bit : 0;
+        m.backslash |= c == '\\' ? bit : 0;
+        m.space |= c <= ' ' ? bit : 0;
+        m.dot |= c == '.' ? bit : 0;
+        m.exponent |= (c | 0x20) == 'e' ? bit : 0;
+        m.digit |= c >= '0' && c <= '9' ? bit : 0;
+        m.minus |= c == '-' ? bit : 0;
+        m.zero |= c == '0' ? bit : 0;
+    }
+    return m;
+}
+
+#if defined(__SSE2__)
+static inline Piece
+piece_sse2(const unsigned char *p)
+{
+    __m128i v = _mm_loadu_si128((const __m128i *)p);
+    Piece m;
+    m.quote = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')));
+    m.backslash = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\')));
+    /* c <= ' ' (unsigned): white space outside strings (no other control byte is JSON there) */
+    __m128i space = _mm_set1_epi8(' ');
+    m.space = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(v, space), v));
+    m.dot = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('.')));
+    m.exponent = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_or_si128(v, space), _mm_set1_epi8('e')));
+    /* '0'..'9' shifted to -128..-119, every other byte to -118 or more (a signed compare is all SSE2 has) */
+    m.digit = (unsigned)_mm_movemask_epi8(
+        _mm_cmplt_epi8(_mm_add_epi8(v, _mm_set1_epi8((char)(0x80 - '0'))), _mm_set1_epi8((char)(-128 + 10))));
+    m.minus = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('-')));
+    m.zero = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('0')));
+    return m;
+}
+#endif
+
+/* `src` to `end` (starting outside a string, in a line exact() proved) copied to `out` without its white space
+ * outside strings; returns the byte after the copy, or NULL to decline: a backslash, a float (a `.`, or an `e`/`E`
+ * after a digit, outside strings) or `-0` (JSON allows no other number starting `-0` but a float). `out` has room for
+ * the span and 16 bytes more. Sixteen bytes at a time: which are inside strings is the running XOR of the quotes
+ * (no backslash, so every quote opens or closes one); the kept bytes are stored in runs. */
+static unsigned char *
+minify(unsigned char *out, const unsigned char *src, const unsigned char *end, int portable)
+{
+    unsigned in_string = 0;   /* 0xffff when the previous piece ended inside a string */
+    unsigned digit_before = 0; /* 1 when the previous piece ended in a digit outside strings */
+    unsigned minus_before = 0; /* 1 when it ended in a `-` outside strings */
+    unsigned char padded[16];
+    unsigned char piece[32]; /* the piece, then 16 bytes a run's store may read past it */
+    memset(piece, 0, sizeof piece);
+    for (const unsigned char *base = src; base < end; base += 16) {
+        const unsigned char *v = base;
+        unsigned valid = 0xffff;
+        if (end - base < 16) { /* the last piece, padded (its padding dropped like white space) */
+            memset(padded, ' ', sizeof padded);
+            memcpy(padded, base, (size_t)(end - base));
+            v = padded;
+            valid = (1u << (end - base)) - 1;
+        }
+#if defined(__SSE2__)
+        Piece m = portable ? piece_portable(v) : piece_sse2(v);
+#else
+        (void)portable;
+        Piece m = piece_portable(v);
+#endif
+        if (m.backslash & valid)
+            return NULL;
+        unsigned inside = m.quote;
+        inside ^= inside << 1;
+        inside ^= inside << 2;
+        inside ^= inside << 4;
+        inside ^= inside << 8;
+        inside = (inside ^ in_string) & 0xffff; /* an opening quote and its string, not the closing quote */
+        in_string = inside >> 15 ? 0xffff : 0;
+        unsigned outside = ~inside & valid;
+        unsigned digits = m.digit & outside;
+        if ((m.dot & outside) || (m.exponent & outside & ((digits << 1) | digit_before)) ||
+            (((m.minus & outside) << 1 | minus_before) & m.zero & 0xffff))
+            return NULL;
+        digit_before = digits >> 15;
+        minus_before = (m.minus & outside) >> 15;
+        unsigned keep = ~(m.space & outside) & valid;
+        memcpy(piece, v, 16);
+        if (keep == 0xffff) {
+            memcpy(out, piece, 16);
+            out += 16;
+            continue;
+        }
+        while (keep) { /* each run of kept bytes, stored 16 at once (`out` has room; the next run overwrites) */
+            int at = __builtin_ctz(keep);
+            int run = __builtin_ctz(~(keep >> at)); /* (bits past the piece are 0 in keep, so ~ stops there) */
+            memcpy(out, piece + at, 16);
+            out += run;
+            keep &= ~(((1u << run) - 1) << at);
+        }
+    }
+    return out;
+}
+
+/* exact_kept(lines, key, rest): exact(lines), and when True, what orjson writes for the column of `key` (and, with
+ * `rest`, the records without it) taken from the lines' bytes: False (not proven), True (proven, nothing taken:
+ * a line without the key, with `rest` a key after it, a backslash, a float, `-0`), or (column, rest or None). */
+static PyObject *
+exact_kept(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "exact_kept(lines, key, rest) takes three arguments");
+        return NULL;
+    }
+    PyObject *lines = args[0];
+    int want_rest = PyObject_IsTrue(args[2]);
+    if (want_rest < 0)
+        return NULL;
+    if (!PyList_CheckExact(lines) || !PyUnicode_CheckExact(args[1]))
+        Py_RETURN_FALSE;
+    Py_ssize_t key_length;
+    const char *key = PyUnicode_AsUTF8AndSize(args[1], &key_length);
+    if (key == NULL)
+        return NULL;
+    Py_INCREF(lines); /* (the lines are only read; held all the same) */
+    PyObject *answer = NULL, *column = NULL, *rest = NULL;
+    Py_ssize_t count = PyList_GET_SIZE(lines);
+    Span *spans = PyMem_Malloc(sizeof(Span) * (size_t)(count ? count : 1));
+    if (spans == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* First the proof of every line, finding each one's span on the way. */
+    int whole = 1; /* every line has the key (and, with `rest`, last) */
+    Py_ssize_t column_size = 0, rest_size = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *line = PyList_GET_ITEM(lines, i);
+        if (!PyBytes_CheckExact(line)) {
+            answer = Py_NewRef(Py_False);
+            goto done;
+        }
+        const unsigned char *start = (const unsigned char *)PyBytes_AS_STRING(line);
+        Span *span = &spans[i];
+        span->key = key;
+        span->key_length = key_length;
+        span->state = span->last = 0;
+        span->value = span->value_end = span->prefix_end = NULL;
+        if (!scan_line(start, start + PyBytes_GET_SIZE(line), span)) {
+            answer = Py_NewRef(Py_False);
+            goto done;
+        }
+        if (span->state != 3 || (want_rest && !span->last))
+            whole = 0;
+        else {
+            column_size += span->value_end - span->value;
+            rest_size += span->prefix_end - start;
+        }
+    }
+    if (!whole) {
+        answer = Py_NewRef(Py_True);
+        goto done;
+    }
+    /* Then the copies: each part at most its span, with `[`, `]`, a comma and a `}` a line, and 16 bytes of room. */
+    column = PyBytes_FromStringAndSize(NULL, column_size + 2 * count + 2 + 16);
+    if (column == NULL)
+        goto done;
+    if (want_rest && (rest = PyBytes_FromStringAndSize(NULL, rest_size + 2 * count + 2 + 16)) == NULL)
+        goto done;
+    unsigned char *column_at = (unsigned char *)PyBytes_AS_STRING(column);
+    unsigned char *rest_at = rest ? (unsigned char *)PyBytes_AS_STRING(rest) : NULL;
+    *column_at++ = '[';
+    if (rest_at)
+        *rest_at++ = '[';
+    for (Py_ssize_t i = 0; i < count; i++) {
+        const unsigned char *start = (const unsigned char *)PyBytes_AS_STRING(PyList_GET_ITEM(lines, i));
+        if (i) {
+            *column_at++ = ',';
+            if (rest_at)
+                *rest_at++ = ',';
+        }
+        column_at = minify(column_at, spans[i].value, spans[i].value_end, 0);
+        if (column_at == NULL)
+            break;
+        if (rest_at) {
+            rest_at = minify(rest_at, start, spans[i].prefix_end, 0);
+            if (rest_at == NULL)
+                break;
+            *rest_at++ = '}';
+        }
+    }
+    if (column_at == NULL || (rest && rest_at == NULL)) {
+        answer = Py_NewRef(Py_True);
+        goto done;
+    }
+    *column_at++ = ']';
+    if (_PyBytes_Resize(&column, (Py_ssize_t)(column_at - (unsigned char *)PyBytes_AS_STRING(column))) < 0)
+        goto done;
+    if (rest) {
+        *rest_at++ = ']';
+        if (_PyBytes_Resize(&rest, (Py_ssize_t)(rest_at - (unsigned char *)PyBytes_AS_STRING(rest))) < 0)
+            goto done;
+    }
+    answer = PyTuple_Pack(2, column, rest ? rest : Py_None);
+done:
+    PyMem_Free(spans);
+    Py_XDECREF(column);
+    Py_XDECREF(rest);
+    Py_DECREF(lines);
+    return answer;
+}
+
+/* minify() with the portable piece masks, for the tests: minify_portable(data) is minify(data) or None. */
+static PyObject *
+minify_text(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyBytes_CheckExact(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "minify(data: bytes, portable: bool)");
+        return NULL;
+    }
+    int portable = PyObject_IsTrue(args[1]);
+    if (portable < 0)
+        return NULL;
+    Py_ssize_t size = PyBytes_GET_SIZE(args[0]);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, size + 16);
+    if (out == NULL)
+        return NULL;
+    const unsigned char *src = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    unsigned char *at = minify((unsigned char *)PyBytes_AS_STRING(out), src, src + size, portable);
+    if (at == NULL) {
+        Py_DECREF(out);
+        Py_RETURN_NONE;
+    }
+    if (_PyBytes_Resize(&out, (Py_ssize_t)(at - (unsigned char *)PyBytes_AS_STRING(out))) < 0)
+        return NULL;
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"exact", exact, METH_O,
      "True when the lines hold no repeated key, 64-bit overflow or deep nesting; False: the pure checks decide."},
+    {"exact_kept", (PyCFunction)(void (*)(void))exact_kept, METH_FASTCALL,
+     "exact(lines), and when True what orjson writes for the column of key (and the records without it) from the "
+     "lines' bytes: False, True (nothing taken) or (column, rest or None)."},
+    {"minify", (PyCFunction)(void (*)(void))minify_text, METH_FASTCALL,
+     "The text without white space outside strings (SSE2 or, with portable, the byte loop), or None (a backslash, a "
+     "float, -0); for the tests."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -3,7 +3,8 @@ on. The numbers are computed in ``core.stats.alpha`` (numpy, imported only when 
 this module holds the values and the tally the votes are counted into, as ``outputs.jsonl`` is read.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: pydantic would compile each field's annotation text at class creation
+# (a ForwardRef, ~75 k instructions a field on every run that imports this module).
 
 from collections.abc import Mapping
 from typing import Any

@@ -5,21 +5,24 @@ approval or a gold validation is bound to a fingerprint of what was approved: wh
 dataset changes, the fingerprint no longer matches and the approval is stale rather than silently carried over.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: pydantic would compile each field's annotation text at class creation
+# (a ForwardRef, ~75 k instructions a field on every run that imports this module).
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, field_validator, model_validator
 
 from evalglass.core.calendar import DateText, IsoDay, day_of_timestamp
 from evalglass.core.endpoint import JudgeEndpoint, endpoint_differences, parse_judge_endpoint, shown_endpoint
-from evalglass.core.expiry import Dated, standing
 from evalglass.core.fingerprint import Fingerprint, fingerprint_of
 from evalglass.core.names import closest
 from evalglass.core.variantnames import declared_metric
+
+if TYPE_CHECKING:  # expiry's rules load with the first active approval (a run without gates has none)
+    from evalglass.core.expiry import Dated
 
 #: The folder (beside the config) holding each judge's calibration record, ``<judge>.json``.
 CALIBRATIONS_DIR = "calibrations"
@@ -162,7 +165,7 @@ class GateApproval(BaseModel):
         return None if value is None else parse_judge_endpoint(value)
 
     @model_validator(mode="after")
-    def _definition_matches(self) -> GateApproval:
+    def _definition_matches(self) -> "GateApproval":
         if self.definition is not None:
             if self.fingerprint is None:
                 raise ValueError("an approval with a `definition` must also name its `fingerprint`")
@@ -255,7 +258,7 @@ class BaselineApproval(BaseModel):
         return self.branch is not None
 
     @model_validator(mode="after")
-    def _one_form(self) -> BaselineApproval:
+    def _one_form(self) -> "BaselineApproval":
         source = {"branch": self.branch, "signed_by": self.signed_by, "max_age_days": self.max_age_days}
         given = [key for key, value in source.items() if value is not None]
         if self.run is not None:
@@ -425,7 +428,7 @@ class CalibrationRecord(BaseModel):
     ordinal: bool
 
     @model_validator(mode="after")
-    def _consistent(self) -> CalibrationRecord:
+    def _consistent(self) -> "CalibrationRecord":
         k = len(self.categories)
         if len(self.confusion) != k or any(len(row) != k for row in self.confusion):
             raise ValueError("the confusion matrix must be square over the categories")
@@ -538,7 +541,7 @@ class Authority(BaseModel):
     notes: tuple[str, ...] = Field(default=(), description="Warnings that do not block: approvals expiring soon.")
 
     @model_validator(mode="after")
-    def _inactive_has_no_reasons(self) -> Authority:
+    def _inactive_has_no_reasons(self) -> "Authority":
         if not self.active and (
             self.reasons
             or self.threshold is not None
@@ -557,6 +560,8 @@ def resolve_authority(gate: GateIdentity, ledger: Ledger, *, today: str) -> Auth
     approval = ledger.gates.get(gate.name)
     if approval is None or not approval.active:
         return Authority(active=False)
+    from evalglass.core.expiry import Dated
+
     reasons: list[Reason] = []
     notes: list[str] = []
     expiring = _Expiring(ledger.policy, today, reasons, notes)
@@ -665,7 +670,9 @@ class _Expiring:
     def __init__(self, policy: Policy, today: str, reasons: list[Reason], notes: list[str]) -> None:
         self.policy, self.today, self.reasons, self.notes = policy, today, reasons, notes
 
-    def check(self, code: BlockReason, dated: Dated) -> None:
+    def check(self, code: BlockReason, dated: "Dated") -> None:
+        from evalglass.core.expiry import standing
+
         found = standing(
             dated,
             today=self.today,
@@ -862,7 +869,9 @@ def _gold_reasons(gate: GateIdentity, validation: DatasetValidation | None) -> l
                 code=BlockReason.GOLD_STALE,
                 message=(
                     f"dataset '{gate.dataset}' changed since it was validated "
-                    f"(validated {validation.fingerprint}, now {gate.dataset_fingerprint})"
+                    f"(validated {validation.fingerprint}, now {gate.dataset_fingerprint}); a validation made "
+                    "before the gold fingerprint stopped counting the examples' order (2026-12-05) is stale once "
+                    "too: review the examples and paste the entry `evalglass explain` prints"
                 ),
             )
         ]

@@ -1,7 +1,8 @@
 """Gate outcomes: the rule that turns a measured metric or a check into pass, fail or blocked (the declaration,
 ``GateSpec``, is in ``core.gatespec``)."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: pydantic would compile each field's annotation text at class creation
+# (a ForwardRef, ~75 k instructions a field on every run that imports this module).
 
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -102,7 +103,7 @@ class GateResult(BaseModel):
     )
 
     @model_validator(mode="after")
-    def _outcome_follows(self) -> GateResult:
+    def _outcome_follows(self) -> "GateResult":
         if (self.compare_to is None) != (self.comparison is None):
             raise ValueError(f"gate {self.name}: a comparative gate records its comparison, and only it does")
         if not self.active:
@@ -248,7 +249,7 @@ def evaluate_gate(
     estimate: Estimate | None,
     population: Population,
     bound: Interval | None = None,
-    advice: Advice | None = None,
+    advice: "Advice | None" = None,
 ) -> GateResult:
     """Decide one gate. An active gate blocks (with every reason that holds) rather than guess.
 

@@ -4,7 +4,8 @@ Kept apart from ``core.gates`` (outcomes, which need estimates and paired compar
 reading a config and a ledger (``evalglass preflight``) imports no statistics.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: pydantic would compile each field's annotation text at class creation
+# (a ForwardRef, ~75 k instructions a field on every run that imports this module).
 
 from enum import StrEnum
 from typing import Any
@@ -102,7 +103,7 @@ class GateSpec(BaseModel):
     description: str | None = None
 
     @model_validator(mode="after")
-    def _one_subject(self) -> GateSpec:
+    def _one_subject(self) -> "GateSpec":
         if (self.metric is None) == (self.check is None):
             raise ValueError("a gate names exactly one of 'metric' or 'check'")
         if self.compare_to is not None:
@@ -150,7 +151,7 @@ class GateSpec(BaseModel):
             return difference_metric(self.metric, self.variant, self.compare_to_variant)
         return variant_metric(self.metric, self.variant)
 
-    def decided(self) -> GateSpec:
+    def decided(self) -> "GateSpec":
         """The gate as the decision reads it: on the column named :attr:`decided_subject`, its variant resolved
         (so the result names the subject the gate decides on, and deciding it again changes nothing)."""
         if self.metric is None or self.variant is None:

@@ -11,7 +11,8 @@ rates with Wilson intervals, a Bradley–Terry fit for more than two outputs) ar
 module holds the outcome rules, the values a scorecard reports and the tally the outcomes are counted into.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: pydantic would compile each field's annotation text at class creation
+# (a ForwardRef, ~75 k instructions a field on every run that imports this module).
 
 from collections.abc import Mapping, Sequence
 from enum import StrEnum

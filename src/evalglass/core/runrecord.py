@@ -1,6 +1,7 @@
 """Everything needed to re-derive a scorecard from the recorded scores (``evalglass verify``)."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: pydantic would compile each field's annotation text at class creation
+# (a ForwardRef, ~75 k instructions a field on every run that imports this module).
 
 from typing import Any, Final, Literal
 
@@ -69,6 +70,13 @@ class KeptOutputs(BaseModel):
     examples: int = Field(ge=0, description="Dataset lines it holds an entry for: those of scores.jsonl, in order.")
 
 
+def _no_earlier_files() -> list[dict[str, dict[str, str]]]:
+    """``approved_files``' default. Not ``list`` itself: pydantic reads a default factory's signature when it builds
+    the model, and a builtin's comes from its text signature, parsed with ``ast`` (the interpreter's first parse
+    creates every AST node type: ~13 M instructions of a recorded run that parses nothing else)."""
+    return []
+
+
 def _older_rules_marker(default: str, *, description: str) -> Any:
     """A run record's field saying which rule decided it: absent (``default``) in records from before the rule, and in
     records the rule changes nothing for (which keep their bytes); ``core/recordrules.py`` reads every one."""
@@ -108,7 +116,7 @@ class RunRecord(BaseModel):
         "the host code its command runs by name and its inputs.",
     )
     approved_files: list[dict[str, dict[str, str]]] = Field(
-        default_factory=list,
+        default_factory=_no_earlier_files,
         # Absent unless a stale approval's reason was named from an earlier run (records keep their bytes).
         exclude_if=lambda found: not found,
         description="The bound files' hashes (keyed as `definition_files`) an earlier run kept that named what "

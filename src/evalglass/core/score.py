@@ -5,7 +5,8 @@ The rules live in :func:`score_violation` so that the compact column store (``co
 the same contract as the model without building one object per score.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: pydantic would compile each field's annotation text at class creation
+# (a ForwardRef, ~75 k instructions a field on every run that imports this module).
 
 import math
 from enum import StrEnum
@@ -111,7 +112,7 @@ class Score(BaseModel):
         return float(value)
 
     @model_validator(mode="after")
-    def _enforce_contract(self) -> Score:
+    def _enforce_contract(self) -> "Score":
         why = score_violation(self.status, self.validity, self.value, bool(self.diagnostics))
         if why is not None:
             raise ValueError(why)
@@ -119,11 +120,11 @@ class Score(BaseModel):
 
     # Constructors for the common states; each still passes through the validators above.
     @classmethod
-    def measured(cls, value: float, *, evidence: tuple[str, ...] = ()) -> Score:
+    def measured(cls, value: float, *, evidence: tuple[str, ...] = ()) -> "Score":
         return cls(status=Status.SCORED, validity=Validity.VALID, value=value, evidence=evidence)
 
     @classmethod
-    def noted(cls, value: float, code: str, message: str, detail: str | None = None) -> Score:
+    def noted(cls, value: float, code: str, message: str, detail: str | None = None) -> "Score":
         """A valid measurement with one diagnostic saying why it came out as it did: the Score of
         ``Score(status=SCORED, validity=VALID, value=value, diagnostics=(Diagnostic(...),))``, built without
         pydantic's validation when the arguments are already what it would accept unchanged (a finite float, text
@@ -170,7 +171,7 @@ class Score(BaseModel):
         return validated
 
     @classmethod
-    def untrusted(cls, value: float, code: str, message: str, detail: str | None = None) -> Score:
+    def untrusted(cls, value: float, code: str, message: str, detail: str | None = None) -> "Score":
         """A value was produced but cannot be trusted (e.g. a judge answered off its scale)."""
         return cls(
             status=Status.SCORED,
@@ -189,7 +190,7 @@ class Score(BaseModel):
         *,
         validity: Validity = Validity.NOT_MEASURED,
         evidence: tuple[str, ...] = (),
-    ) -> Score:
+    ) -> "Score":
         return cls(
             status=status,
             validity=validity,
@@ -199,11 +200,11 @@ class Score(BaseModel):
         )
 
     @classmethod
-    def error(cls, code: str, message: str, detail: str | None = None) -> Score:
+    def error(cls, code: str, message: str, detail: str | None = None) -> "Score":
         return cls.unmeasured(Status.ERROR, code, message, detail)
 
     @classmethod
-    def non_evaluable(cls, code: str, message: str, detail: str | None = None) -> Score:
+    def non_evaluable(cls, code: str, message: str, detail: str | None = None) -> "Score":
         return cls.unmeasured(Status.NON_EVALUABLE, code, message, detail, validity=Validity.NOT_APPLICABLE)
 
     @property

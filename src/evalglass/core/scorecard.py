@@ -1,6 +1,7 @@
 """The compact result of a run: the verdict payload plus every metric's estimate and population."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: pydantic would compile each field's annotation text at class creation
+# (a ForwardRef, ~75 k instructions a field on every run that imports this module).
 
 from collections.abc import Mapping
 from typing import Any, Final, Literal
@@ -100,7 +101,7 @@ class CheckSummary(BaseModel):
     duration_s: float
 
     @classmethod
-    def of(cls, name: str, result: CheckResult) -> CheckSummary:
+    def of(cls, name: str, result: CheckResult) -> "CheckSummary":
         return cls(
             name=name,
             outcome=result.outcome,
@@ -137,7 +138,7 @@ class CallTotals(BaseModel):
         return data
 
     @model_validator(mode="after")
-    def _consistent(self) -> CallTotals:
+    def _consistent(self) -> "CallTotals":
         if self.retries != self.attempts - self.calls:
             raise ValueError(f"retries {self.retries} is not attempts {self.attempts} - calls {self.calls}")
         return self

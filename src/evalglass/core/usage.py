@@ -10,7 +10,8 @@ Prompt tokens count every input token. Of them, those the provider read from its
 counted apart, and priced apart when the price table says how (else at the prompt price).
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: pydantic would compile each field's annotation text at class creation
+# (a ForwardRef, ~75 k instructions a field on every run that imports this module).
 
 from pydantic import BaseModel, ConfigDict, Field
 

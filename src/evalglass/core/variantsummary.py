@@ -1,6 +1,7 @@
 """The scorecard's side-by-side summary of a run with variants (``core/variants.py`` computes it)."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: pydantic would compile each field's annotation text at class creation
+# (a ForwardRef, ~75 k instructions a field on every run that imports this module).
 
 from pydantic import BaseModel, ConfigDict, Field
 

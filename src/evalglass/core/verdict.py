@@ -4,7 +4,8 @@ This is the only place a verdict is formed. Renderers display a :class:`VerdictP
 and the payload itself refuses to exist with a verdict, CI flag or exit code its gate list does not imply.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: pydantic would compile each field's annotation text at class creation
+# (a ForwardRef, ~75 k instructions a field on every run that imports this module).
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
@@ -51,7 +52,7 @@ class VerdictPayload(BaseModel):
     exit_code: int
 
     @model_validator(mode="after")
-    def _rederive(self) -> VerdictPayload:
+    def _rederive(self) -> "VerdictPayload":
         names = [gate.name for gate in self.gates]
         if len(set(names)) != len(names):
             raise ValueError("gate names must be unique in a verdict payload")
@@ -65,7 +66,7 @@ class VerdictPayload(BaseModel):
         return self
 
     @classmethod
-    def decide(cls, gates: list[GateResult]) -> VerdictPayload:
+    def decide(cls, gates: list[GateResult]) -> "VerdictPayload":
         verdict = verdict_of([gate.outcome for gate in gates])
         return cls(
             gates=tuple(gates),

@@ -62,7 +62,7 @@ def last_run_folder(*, strict: bool) -> Path | None:
     """The folder ``.evalglass/last-run`` names. ``strict``: one line when there is no pointer or it names no path
     (its folder is checked by the caller); otherwise None unless it names a folder that exists."""
     from evalglass.engine.runs.artifacts import LAST_RUN_POINTER
-    from evalglass.readers.userfiles import read_regular
+    from evalglass.readers.userfiles import pointer_text, read_regular
 
     if not LAST_RUN_POINTER.exists():
         if not strict:
@@ -77,11 +77,8 @@ def last_run_folder(*, strict: bool) -> Path | None:
         if strict:
             raise
         return None
-    try:
-        text = raw.decode("utf-8").strip()
-    except UnicodeDecodeError:
-        text = ""
-    if not text or "\x00" in text:
+    text = pointer_text(raw)
+    if text is None:
         if not strict:
             return None
         raise SetupError(

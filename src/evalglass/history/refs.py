@@ -9,8 +9,10 @@ checked against those files; what differs is reported (``verify``) or refused (e
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import stat
 import tempfile
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -71,11 +73,25 @@ def find_run(engine: Engine, ref: str) -> tuple[int, str] | None:
 
 
 def history_exists(url: str) -> bool:
-    """False for a SQLite file that is not there (reading must not create an empty history); True otherwise."""
+    """False for a SQLite file that is not there (reading must not create an empty history); True otherwise.
+    Something else at its path (a folder, a FIFO) is refused: "no history" would read as "no runs yet", and a
+    reader asking for ``last`` would be told there is nothing to find when the history is there but unreadable."""
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
         return True
-    return Path(parsed.database).is_file()
+    try:
+        mode = os.stat(parsed.database).st_mode
+    except FileNotFoundError:
+        return False
+    except OSError:  # unsearchable, a loop of links, a name too long: opening it says which, as for any database
+        return True
+    if not stat.S_ISREG(mode):
+        raise SetupError(
+            "the history database is not a file (a folder or another kind of entry is at its path)",
+            where=shown(url),
+            fix="move it away (a new history is then started), or point --db / EVALGLASS_DB at the database file",
+        )
+    return True
 
 
 def resolve(ref: str, url: str, stack: ExitStack, *, what: str = "run") -> ResolvedRun:

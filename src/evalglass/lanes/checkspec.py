@@ -4,7 +4,8 @@ Loading a config needs these models, and only a run with checks needs the machin
 (``lanes.checkrun``: processes, signals, temporary folders, threads), which re-exports everything here.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: pydantic would compile each field's annotation text at class creation
+# (a ForwardRef, ~75 k instructions a field on every run that imports this module).
 
 import re
 from dataclasses import dataclass, field
@@ -245,7 +246,7 @@ class CheckSpec(BaseModel):
             raise ValueError(str(exc)) from None
 
     @model_validator(mode="after")
-    def _command_form(self, info: ValidationInfo) -> CheckSpec:
+    def _command_form(self, info: ValidationInfo) -> "CheckSpec":
         if self.shell:
             if not isinstance(self.command, str) or not self.command.strip():
                 raise ValueError("with shell: true, command must be one non-empty shell string")
@@ -276,7 +277,7 @@ class CheckSpec(BaseModel):
         """The code state hashed at load that this check must still run as, if the run bound it."""
         return self._binding
 
-    def bound_to(self, binding: CodeBinding) -> CheckSpec:
+    def bound_to(self, binding: CodeBinding) -> "CheckSpec":
         """A copy that runs only as ``binding`` (see :class:`CodeBinding`)."""
         copy = self.model_copy()
         copy._binding = binding

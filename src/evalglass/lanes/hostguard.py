@@ -49,7 +49,8 @@ the metric's ``data_files:``), even when host code caught the refusal: a gate on
 (``incomplete_measurement``), never decides on what the code did instead.
 
 Limits (stated in docs/config.md): the worker is a process of the same user, not a sandbox. What the gate binds is
-read at config load; a file rewritten between then and its loading is not seen here. Code that goes around the
+read at config load; a bound Python source compiles only from those bytes (:func:`_held_sources`), but a
+data file rewritten between then and its reading is not seen here. Code that goes around the
 interpreter is not seen, and cannot be from inside this process: system calls through ``ctypes`` or ``cffi``, a
 write to ``/proc/self/mem``, the original ``os`` functions the wrappers hold (their ``__defaults__``, ``gc``). Nor
 what says nothing of a name: a file system's free space (``os.statvfs`` of any folder on it), a bound folder's own
@@ -90,8 +91,9 @@ from evalglass.lanes.hostimports import (
 #: The code of a call answered after the worker refused unbound project code.
 UNBOUND_CODE = "host_unbound_code"
 
-#: What a gated metric's worker is guarded by (``install``): the project's folder, and the files its gate binds.
-BoundCode = tuple[str, tuple[str, ...]]
+#: What a gated metric's worker is guarded by (``install``): the project's folder, and the files its gate binds with
+#: their fingerprints as the config loaded them (``sha256:`` and the hex digest of the bytes).
+BoundCode = tuple[str, tuple[tuple[str, str], ...]]
 
 _PROCESS_EVENTS = frozenset(
     {"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.startfile", "pty.spawn"}
@@ -836,11 +838,13 @@ def _wrap_file_modules(guard: Guard) -> None:
     sys.meta_path.insert(0, Wrapping)
 
 
-def install(root: str, bound: Collection[str]) -> Guard:
+def install(root: str, bound: Collection[tuple[str, str]]) -> Guard:
     """Put the rule in force in this worker, before any host code loads (it cannot be taken back). A project
     module already loaded that the gate does not bind (through the environment: a ``sitecustomize`` on the
-    evalglass process's ``PYTHONPATH``) counts as refused."""
-    guard = Guard(Path(root), [Path(path) for path in bound])
+    evalglass process's ``PYTHONPATH``) counts as refused. ``bound``: each bound file with its fingerprint as the
+    config loaded it (:func:`_held_sources`)."""
+    guard = Guard(Path(root), [Path(path) for path, _ in bound])
+    _held_sources(guard, dict(bound))
     sys.dont_write_bytecode = True  # nothing written into the project's __pycache__ folders: they are not read
     for module in list(sys.modules.values()):
         name = getattr(module, "__file__", None)
@@ -863,6 +867,33 @@ def install(root: str, bound: Collection[str]) -> Guard:
     _wrap_file_modules(guard)
     sys.addaudithook(guard.hook)
     return guard
+
+
+def _held_sources(guard: Guard, hashes: dict[str, str]) -> None:
+    """Python source of a bound file compiles only from the bytes the config hashed: the worker's source loader
+    hashes what it read and refuses a bound file whose bytes are others (``host_unbound_code``). Why: other host code
+    of the run that no gate binds (an ungated metric's module as its worker imports it, a lane) runs as the same
+    user and could rewrite a bound file before this worker loads it (or loads it again, after a death) and restore
+    it before the run's end, when the definition files are hashed again. The bytes compared are the bytes compiled,
+    so no timing wins. Limit: a ``data_files:`` file the function reads itself is not compared here."""
+    import hashlib
+    from importlib.machinery import SourceFileLoader
+
+    read = SourceFileLoader.get_data
+
+    def get_data(self: SourceFileLoader, path: str) -> bytes:
+        data = read(self, path)
+        expected = hashes.get(path) or hashes.get(os.path.realpath(path))
+        if expected and expected != "sha256:" + hashlib.sha256(data).hexdigest():  # "": a folder's name
+            shown = guard._shown(Path(os.path.realpath(path)))
+            guard._refuse(
+                shown,
+                f"{shown} is not as the gate bound it: it changed after the config was loaded (rewritten by "
+                "code of the run?); run again on the checkout as reviewed",
+            )
+        return data
+
+    SourceFileLoader.get_data = get_data  # type: ignore[method-assign,assignment]
 
 
 __all__ = ["UNBOUND_CODE", "Guard", "install"]

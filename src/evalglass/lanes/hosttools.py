@@ -75,6 +75,9 @@ class ToolWorkers(HostWorkers):
         self.declared = declared
         self.infos: dict[str, ToolInfo] = {}
 
+    #: A tool call is one call per message, answered or not: there is no run whose answers a log would keep.
+    logs_answers = False
+
     def _target(self) -> tuple[Callable[..., None], tuple[Any, ...]]:
         # Only the first worker describes the tools (their schemas need pydantic, which the others never import).
         return serve_tools, (self.tools, self.base_dir, self.secrets, not self.infos, sorted(self.declared))

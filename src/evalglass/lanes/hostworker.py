@@ -19,10 +19,11 @@ which is better than a thread left running; a cancelled call (the run stopping) 
 pipe only that process holds). Each worker is a process of its own: module-level state is per worker, not shared by
 the lane's calls, nor with a python metric naming the same file.
 
-A python metric's worker (``lanes/metricworker.py``) also writes each answer, as its call returns, into memory it
-shares with the deciding process (:class:`AnswerLog`, :class:`LogWriter`), read only when the worker ended before
-its batch's answer: no call answered before is made again. A lane's run streams its answers instead (at least every
-:data:`STREAM_S`), so the calls it made in the last moment before its worker ended are made again.
+A python metric's worker (``lanes/metricworker.py``) and a python lane's worker also write each answer, as its call
+returns, into memory they share with the deciding process (:class:`AnswerLog`, :class:`LogWriter`), read only when
+the worker ended before its run's last answer: the call it was making is known exactly, and no call it finished is
+made again. (A lane's run also streams its answers over the pipe, at least every :data:`STREAM_S`: the log is what
+holds the ones made since, when the worker ends before it sends them.)
 """
 
 from __future__ import annotations
@@ -103,20 +104,23 @@ START_TIMEOUT_S = 300.0
 
 class WorkerDied(Exception):
     """The worker running a call ended before it answered; the message says how (exit code or signal).
-    ``replies``: what it had sent of a run's answers by then (:meth:`HostWorkers.run_here`)."""
+    ``replies``: what it had sent of a run's answers by then (:meth:`HostWorkers.run_here`); ``logged``: what its
+    answer log held once it had ended (:meth:`AnswerLog.lines`: None when it never started the run, or keeps none)."""
 
     def __init__(self, how: str, replies: tuple[bytes, ...] = ()) -> None:
         super().__init__(how)
         self.replies = replies
+        self.logged: list[bytes] | None = None
 
 
 class RunTimedOut(TimeoutError):
     """A run was not answered within its deadline (its worker is killed); ``replies``: what the worker had sent
-    of its answers by then."""
+    of its answers by then; ``logged``: as :class:`WorkerDied`'s, read once the worker was killed."""
 
     def __init__(self, replies: tuple[bytes, ...]) -> None:
         super().__init__()
         self.replies = replies
+        self.logged: list[bytes] | None = None
 
 
 class WorkerStartError(Exception):
@@ -136,10 +140,12 @@ class HostFunctionInfo:
 class _Worker:
     """One worker process and its end of the pipe."""
 
-    def __init__(self, process: Any, conn: Connection, alive: Connection) -> None:
+    def __init__(self, process: Any, conn: Connection, alive: Connection, log: AnswerLog | None = None) -> None:
         self.process = process
         self.conn = conn
         self.alive = alive  # only this process holds the writing end: the worker exits when it closes
+        #: The worker's answer log (a python lane's worker): read when it ends mid-run, closed when it is killed.
+        self.log = log
         #: The event loop watching the pipe (:meth:`watch_on`), and the future the message it reads goes to.
         self.loop: asyncio.AbstractEventLoop | None = None
         self.waiter: asyncio.Future[bytes] | None = None
@@ -197,11 +203,28 @@ class _Worker:
                 end.close()
         with contextlib.suppress(Exception):
             self.process.join(5.0)
+        if self.log is not None:
+            self.log.close()
+
+    def logged(self) -> list[bytes] | None:
+        """What the worker's answer log holds of the run it was making (its lines), read once the worker has ended
+        (it is killed first: a worker still running could write a line just after the read); None without a log."""
+        if self.log is None:
+            return None
+        with contextlib.suppress(Exception):
+            self.process.kill()
+        with contextlib.suppress(Exception):
+            self.process.join(5.0)
+        return self.log.lines()
 
 
 class HostWorkers:
     """Worker processes for one host function (``reference``, as ``hostload.load_function`` takes it), started as
-    calls need them and reused; at most one call in flight per worker."""
+    calls need them and reused; at most one call in flight per worker. Each worker is given an answer log of its
+    own (:class:`AnswerLog`) when :attr:`logs_answers` says its target takes one."""
+
+    #: Whether each worker gets an answer log, passed to its target after its :class:`_Setting`.
+    logs_answers = True
 
     def __init__(self, reference: str, base_dir: str, *, what: str, width: int, secrets: tuple[str, ...] = ()) -> None:
         from evalglass.lanes.daemonpool import DaemonThreadPool
@@ -252,7 +275,10 @@ class HostWorkers:
 
     def _start(self) -> _Worker:
         target, arguments = self._target()
-        worker = spawn_worker(target, (*arguments, _Setting.now()))
+        log = AnswerLog() if self.logs_answers else None
+        given = () if log is None else (log.given(),)
+        worker = spawn_worker(target, (*arguments, _Setting.now(), *given))
+        worker.log = log
         ours = worker.conn
         try:
             if not ours.poll(START_TIMEOUT_S):
@@ -309,8 +335,14 @@ class HostWorkers:
                 self._busy.add(worker)
         if worker is None:
             worker = await loop.run_in_executor(self._threads, self._take)
+        if worker.log is not None:
+            worker.log.clear()  # before the run is sent: the log then holds this run's answers only
         try:
             replies = await _exchange(loop, worker, request, deadline, more_follows if streamed else None)
+        except (WorkerDied, RunTimedOut) as exc:
+            exc.logged = worker.logged()
+            self._give_back(worker, keep=False)
+            raise
         except BaseException:
             self._give_back(worker, keep=False)  # a timeout, a cancellation, a death: the worker goes
             raise
@@ -489,13 +521,16 @@ def serve(
     what: str,
     secrets: tuple[str, ...],
     setting: _Setting,
+    log: int | None = None,
 ) -> None:
-    """A worker's life: load the function, describe it, then answer runs of calls until the pipe closes."""
+    """A worker's life: load the function, describe it, then answer runs of calls until the pipe closes. ``log``:
+    the file of the deciding process's answer log (:class:`AnswerLog`), mapped before any host code loads."""
     from pathlib import Path
 
     from evalglass.lanes.hostload import HostLoadError, load_function
 
     enter_worker(alive, secrets, setting)
+    writer = LogWriter(log) if log is not None else None
     try:
         function = load_function(reference, Path(base_dir), what=what, allow_async=True, search_base=True)
     except HostLoadError as exc:
@@ -510,7 +545,7 @@ def serve(
     source = getattr(sys.modules.get(reference.rpartition(":")[0]), "__file__", None)
     described = {"is_async": inspect.iscoroutinefunction(function), "takes_sample": takes_sample, "source": source}
     conn.send_bytes(orjson.dumps(described))
-    runner = _Runner(conn, function, reference)
+    runner = _Runner(conn, function, reference, writer)
     try:
         _answer_runs(conn, runner)
     except (EOFError, OSError):  # the deciding process closed the pipe (or is gone): nothing is left to answer
@@ -645,6 +680,20 @@ class AnswerLog:
         """The answers logged since :meth:`clear`, in order, as parsed JSON, up to the first line that is not JSON
         (a worker's own code can write anywhere in its memory; what follows such a line is not trusted); None when
         the worker never started the batch (it ended before: no call of it was made)."""
+        lines = self.lines()
+        if lines is None:
+            return None
+        answers: list[Any] = []
+        for line in lines:
+            try:
+                answers.append(orjson.loads(line))
+            except orjson.JSONDecodeError:
+                break
+        return answers
+
+    def lines(self) -> list[bytes] | None:
+        """The whole lines logged since :meth:`clear`, in order, unparsed; None when the worker never started the
+        batch."""
         if self.fd is None:
             return None
         head = os.pread(self.fd, _LOG_HEAD, 0)
@@ -652,13 +701,7 @@ class AnswerLog:
             return None
         data = os.pread(self.fd, max(0, os.fstat(self.fd).st_size - _LOG_HEAD), _LOG_HEAD)
         zero = data.find(0)
-        answers: list[Any] = []
-        for line in (data if zero < 0 else data[:zero]).split(b"\n")[:-1]:  # the last piece lacks its newline
-            try:
-                answers.append(orjson.loads(line))
-            except orjson.JSONDecodeError:
-                break
-        return answers
+        return (data if zero < 0 else data[:zero]).split(b"\n")[:-1]  # the last piece lacks its newline
 
     def close(self) -> None:
         fd, self.fd = self.fd, None
@@ -730,10 +773,14 @@ STREAM_S = 0.001
 
 class _Runner:
     """Makes a run of calls in order and sends their answers as they are made, a group at a time (at least every
-    :data:`STREAM_S`; the last message says so); a call over its timeout is its :class:`Watchdog`'s to answer."""
+    :data:`STREAM_S`; the last message says so); a call over its timeout is its :class:`Watchdog`'s to answer. Each
+    call's answer is also logged as soon as the call returns (``writer``, when the deciding process gave a log), a
+    line a call in order: its value as JSON, or ``!`` and a list: ``[1, code, message, detail]`` for a failure (an
+    answer that is not JSON: :data:`NOT_JSON_ANSWER`), ``[2]`` for an answer the log cannot hold
+    (:func:`decode_logged` reads them)."""
 
-    def __init__(self, conn: Connection, function: Any, name: str) -> None:
-        self.conn, self.function, self.name = conn, function, name
+    def __init__(self, conn: Connection, function: Any, name: str, writer: LogWriter | None = None) -> None:
+        self.conn, self.function, self.name, self.writer = conn, function, name, writer
         self.is_async = inspect.iscoroutinefunction(function)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.values: list[Any] = []
@@ -754,6 +801,9 @@ class _Runner:
         samples = [sample for _, sample in rest]
         self.values, self.failures, self.samples, self.flushed = values, failures, samples, 0
         watch = self.watch
+        writer = self.writer
+        if writer is not None:
+            writer.begin()
         watch.begin(timeout)
         self.began = began = now = sent = time.monotonic()
         last = len(arguments) - 1
@@ -765,12 +815,32 @@ class _Runner:
             # :func:`_kept` written out, and one clock reading a call (the end of one call is the start of the next):
             # for a fast function this loop is most of the worker's time.
             monotonic, append = time.monotonic, values.append
+            write, dumps, newline = (
+                writer.write if writer is not None else None,
+                orjson.dumps,
+                orjson.OPT_APPEND_NEWLINE,
+            )
             for index, argument in enumerate(arguments):
                 kwargs, sample = rest[index]
                 watch.index, watch.started = index, now
                 called = python_value(function, name, kwargs, sample, argument)
                 if type(called) is _Returned:
                     called = self._returned(called.value, sample, timeout)
+                if write is not None:
+                    # :meth:`_log` written out for a value orjson writes whole (no ``null``: a NaN would be one).
+                    line = None
+                    if type(called) is not LaneFailure:
+                        try:  # noqa: SIM105 - a context manager per call costs more than the call
+                            line = dumps(called, option=newline)
+                        except TypeError:
+                            pass
+                    if line is None or b"null" in line:
+                        self._log(called, sample)
+                    else:
+                        try:
+                            write(line)
+                        except ValueError:  # the map is full: it grows
+                            self.writer.add(line)  # type: ignore[union-attr]
                 if type(called) is LaneFailure:
                     failures.append([index, called.code, called.message, called.detail])
                     called = None
@@ -805,11 +875,44 @@ class _Runner:
             called = python_value(function, name, kwargs, sample, argument)
             if type(called) is _Returned:
                 called = await self._finished(called.value, sample, timeout)
+            if self.writer is not None:
+                self._log(called, sample)
             if _kept(called, index, values, failures, budget, began):
                 break
             if index < last and (now := time.monotonic()) - sent >= STREAM_S:
                 self._send(index + 1)
                 sent = now
+
+    def _log(self, called: Any, sample: int) -> None:
+        """Log what the next call came to (see the class doc): its value as the run's message will carry it, a
+        value that is not JSON as its text and why, a NaN never as ``null``; a value too deep to be written as a
+        line (nested as deep as JSON allows) as ``![2]``."""
+        assert self.writer is not None
+        line = b""
+        if type(called) is LaneFailure:
+            line = b"!" + orjson.dumps([1, called.code, called.message, called.detail])
+        else:
+            try:
+                line = orjson.dumps(called)
+            except TypeError:
+                pass
+            else:
+                from evalglass.readers.jsonvalues import non_finite
+
+                if b"null" in line and non_finite(called) is not None:  # orjson writes a NaN as null
+                    line = b""
+            if not line:
+                from evalglass.lanes.hostcall import lane_value
+
+                answer = lane_value(called, self.name, sample).value
+                if type(answer) is UnparsedOutput:
+                    line = b"!" + orjson.dumps([1, NOT_JSON_ANSWER, answer.message, answer.text])
+                else:
+                    try:
+                        line = orjson.dumps(answer)
+                    except TypeError:
+                        line = b"![2]"
+        self.writer.add(line + b"\n")
 
     def _send(self, finished: int) -> None:
         """Send the answers of the calls up to ``finished`` not sent yet, more to follow (unless the watchdog has
@@ -943,6 +1046,45 @@ def decode_run(
     return values, failed, len(values), worked
 
 
+def decode_logged(
+    logged: list[bytes], start: int, samples: list[int]
+) -> tuple[list[Any], dict[int, LaneOutcome], bool]:
+    """The answers of a run's calls from ``start`` on that its worker logged (:meth:`_Runner._log`; the lines
+    :meth:`AnswerLog.lines` read from the run's first), up to the first line that is not one: (values, failures and
+    answers that are not JSON by position, as :func:`decode_run` gives them; whether the log stopped at a call that
+    was answered but whose answer it does not hold, ``![2]``). What the log holds was written by a process running
+    code under test: checked, never trusted."""
+    values: list[Any] = []
+    failed: dict[int, LaneOutcome] = {}
+    for line in logged[start : len(samples)]:
+        index = start + len(values)
+        try:
+            if not line.startswith(b"!"):
+                values.append(orjson.loads(line))
+                continue
+            entry = orjson.loads(line[1:])
+        except orjson.JSONDecodeError:
+            break
+        if entry == [2]:
+            return values, failed, True
+        if (
+            type(entry) is not list
+            or len(entry) != 4
+            or entry[0] != 1
+            or type(entry[1]) is not str
+            or type(entry[2]) is not str
+            or not (entry[3] is None or type(entry[3]) is str)
+        ):
+            break
+        values.append(None)
+        if entry[1] == NOT_JSON_ANSWER:
+            text = entry[3] if entry[3] is not None else ""
+            failed[index] = LaneOutput(UnparsedOutput(text, entry[2], declared=DECLARED_JSON), samples[index])
+        else:
+            failed[index] = LaneFailure(entry[1], entry[2], samples[index], detail=entry[3])
+    return values, failed, False
+
+
 def more_follows(reply: bytes) -> bool:
     """Whether another message of the run follows ``reply`` (its first line ends ``more``: see
     :meth:`_Runner._encode`); what it says is checked by :func:`decode_run`."""
@@ -973,6 +1115,7 @@ __all__ = [
     "Watchdog",
     "WorkerDied",
     "WorkerStartError",
+    "decode_logged",
     "decode_run",
     "enter_worker",
     "more_follows",

@@ -556,7 +556,9 @@ def read_labels(path: Path, scale: JudgeScale, mended: jsonsource.MendedLines | 
         if "label" not in record or "output" not in record:
             raise LabelsFileError(f'{where}: needs "output" (what was graded) and "label" (the human grade)')
         label = _normalise_label(record.pop("label"), scale)
-        if label not in categories:
+        # A JSON true equals 1 to Python, so it passed as the grade 1 (and false as 0): a human grade is a number
+        # or a label, never a boolean, as a judge's answer is not (parse_judge_answer).
+        if isinstance(label, bool) or label not in categories:
             raise LabelsFileError(f"{where}: label {label!r} is not {scale.describe()}")
         output = record.pop("output")
         example_id = str(record.pop("id", number))

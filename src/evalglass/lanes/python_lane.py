@@ -141,22 +141,26 @@ class PythonLane(TaskLane):
         """A run of calls on one worker: (values, failures by position, how many were answered, how long the worker
         said it took: None when it did not say, whether the run was cut short). A run stops early when it proves
         slower than ``budget``. The worker sends answers as it makes the calls (a group at least every
-        ``hostworker.STREAM_S``), and an answer received is kept, whatever happens next. A worker that ends
-        mid-run (or a run past its deadline: the calls' timeouts are kept by the worker, this is the backstop)
-        fails the run's one call left unanswered as what happened to it; with more left the run is cut short
-        (the fifth item): the caller makes those again one per run, so the call that ended the worker is found,
-        and the calls made since the worker last sent answers are made twice."""
+        ``hostworker.STREAM_S``), and an answer received is kept, whatever happens next; it also logs each answer
+        as the call returns (``hostworker.AnswerLog``). A worker that ends mid-run (or a run past its deadline: the
+        calls' timeouts are kept by the worker, this is the backstop) has its log read: every call it finished is
+        kept, the call it was making fails as what happened to it, and the calls after it were never made (the
+        caller sends them again). Only when the worker ended before it started the run (its log says so), or the
+        log stops at an answer too deep to be a line of it, is which call ended the worker not known: the one call
+        left fails, more are cut short (the fifth item), and the caller makes them again one per run (the call whose
+        answer the log could not hold is then made twice)."""
         name, timeout = self.spec.function, self.spec.timeout
         deadline = None if timeout is None else timeout + (budget or 0.0) + WORKER_GRACE_S
         request = hostworker.run_request(calls, timeout, budget)
         why: LaneFailure | None = None
+        logged: list[bytes] | None = None
         try:
             replies = await self.workers.run_here(request, deadline)
         except hostworker.RunTimedOut as exc:
-            replies = list(exc.replies)
+            replies, logged = list(exc.replies), exc.logged
             why = LaneFailure("task_timeout", f"{name} did not return within {timeout:g}s", 0)
         except WorkerDied as exc:
-            replies = list(exc.replies)
+            replies, logged = list(exc.replies), exc.logged
             why = LaneFailure("task_worker_lost", f"{name} did not answer: {exc}", 0)
         decoded = hostworker.decode_run(replies, samples)
         if decoded is None:
@@ -171,6 +175,17 @@ class PythonLane(TaskLane):
         values, failed, finished, worked = decoded
         if why is None:
             return values, failed, finished, worked, False
+        if logged is not None:  # the worker started the run: its log holds every call it finished, in order
+            more, more_failed, unkept = hostworker.decode_logged(logged, finished, samples)
+            values += more
+            failed.update(more_failed)
+            finished += len(more)
+            if not unkept:  # (else an answer too deep to log: from it on, as without a log, below)
+                if finished < len(calls):  # the call it was making when it ended: made once, failed as it ended
+                    failed[finished] = dataclasses.replace(why, sample=samples[finished])
+                    values.append(None)
+                    finished += 1
+                return values, failed, finished, None, False
         if finished == len(calls) - 1:  # the one call left is the one the worker was making
             failed[finished] = dataclasses.replace(why, sample=samples[finished])
             return [*values, None], failed, len(calls), None, False

@@ -7,7 +7,8 @@ needs neither the ``openai`` SDK nor Jinja2; a template is compiled (to report a
 when one is declared, and a missing ``live`` extra then says how to install it.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: pydantic would compile each field's annotation text at class creation
+# (a ForwardRef, ~75 k instructions a field on every run that imports this module).
 
 import re
 import shlex
@@ -74,7 +75,7 @@ class RetryPolicy(BaseModel):
     retry_on: frozenset[FaultKind] = Field(default=TRANSIENT_KINDS, description="Fault kinds worth another attempt.")
 
     @model_validator(mode="after")
-    def _never_retry_permanent(self) -> RetryPolicy:
+    def _never_retry_permanent(self) -> "RetryPolicy":
         forbidden = self.retry_on & {FaultKind.CONFIGURATION, FaultKind.INTERNAL, FaultKind.INVALID_REQUEST}
         if forbidden:
             names = ", ".join(sorted(kind.value for kind in forbidden))
@@ -159,7 +160,7 @@ class EndpointSpec(BaseModel):
         return data
 
     @model_validator(mode="after")
-    def _provider_parameters(self) -> EndpointSpec:
+    def _provider_parameters(self) -> "EndpointSpec":
         unsupported = [name for name in _UNSUPPORTED[self.provider] if getattr(self, name) not in (None, False)]
         if unsupported:
             raise ValueError(
@@ -208,7 +209,7 @@ class EndpointSpec(BaseModel):
             params["response_format"] = {"type": "json_object"}
         return params
 
-    def endpoint_limit(self) -> EndpointLimit:
+    def endpoint_limit(self) -> "EndpointLimit":
         from evalglass.lanes.executor import EndpointLimit
 
         return EndpointLimit(key=self.base_url, concurrency=self.concurrency, rpm=self.rpm)
@@ -357,7 +358,7 @@ class ChatLaneSpec(EndpointSpec):
         return ()
 
     @model_validator(mode="after")
-    def _one_prompt_form(self) -> ChatLaneSpec:
+    def _one_prompt_form(self) -> "ChatLaneSpec":
         check_prompt_form("a chat lane", self.system, self.prompt, self.messages)
         return self
 
@@ -437,7 +438,7 @@ class AgentToolSpec(BaseModel):
         return data
 
     @model_validator(mode="after")
-    def _one_source(self) -> AgentToolSpec:
+    def _one_source(self) -> "AgentToolSpec":
         if (self.function is None) == (not self.recorded):
             raise ValueError("a tool is either a host function ('module:function') or 'recorded'")
         if self.function is not None:
@@ -491,7 +492,7 @@ class AgentLaneSpec(EndpointSpec):
     cache: bool = True
 
     @model_validator(mode="after")
-    def _one_prompt_form(self) -> AgentLaneSpec:
+    def _one_prompt_form(self) -> "AgentLaneSpec":
         check_prompt_form("an agent lane", self.system, self.prompt, self.messages)
         for name in self.tools:
             if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name):

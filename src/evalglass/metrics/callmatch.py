@@ -18,7 +18,8 @@ not greedily: a greedy pairing can leave a call unmatched that another pairing m
 identical calls against one expected call are one match and one extra call.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: pydantic would compile each field's annotation text at class creation
+# (a ForwardRef, ~75 k instructions a field on every run that imports this module).
 
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -72,7 +73,7 @@ class ArgumentRule(BaseModel):
         return data
 
     @model_validator(mode="after")
-    def _tolerance_is_numeric(self) -> ArgumentRule:
+    def _tolerance_is_numeric(self) -> "ArgumentRule":
         numeric = self.match is ArgumentMatch.NUMERIC
         if not numeric and (self.tolerance is not None or self.relative is not None):
             raise ValueError("'tolerance' and 'relative' apply to 'match: numeric' only")
@@ -93,7 +94,7 @@ class ToolRule(BaseModel):
     )
 
     @model_validator(mode="after")
-    def _schema_is_valid(self) -> ToolRule:
+    def _schema_is_valid(self) -> "ToolRule":
         if self.schema_ is not None:
             from evalglass.metrics.schemas import SchemaProblemError, validator_class
 
@@ -153,7 +154,7 @@ class ReadCalls:
         self._described: tuple[ReadCalls, list[int], str] | None = None
 
     @classmethod
-    def of(cls, value: Any) -> ReadCalls:
+    def of(cls, value: Any) -> "ReadCalls":
         """The calls ``value`` holds, in any shape :func:`read_calls` reads; raises :class:`Unreadable`."""
         # The C reading answers the usual record or None; the pure function decides everything else.
         found = None if _native is None else _native.own_calls(value, ABSENT)
@@ -201,7 +202,7 @@ class ReadCalls:
         return self._keys
 
     def described(
-        self, expected: ReadCalls, pairing: list[int], describe: Callable[[ReadCalls, ReadCalls, list[int]], str]
+        self, expected: "ReadCalls", pairing: list[int], describe: Callable[["ReadCalls", "ReadCalls", list[int]], str]
     ) -> str:
         """``describe(self, expected, pairing)``, made once and kept for the next metric that describes the same
         pairing of the same two lists (the same objects: :meth:`CallMatcher.pairing_of` shares a pairing by key), so

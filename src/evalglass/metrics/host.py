@@ -25,11 +25,12 @@ including ``bool``, NaN, infinity, a string and a bare ``None`` (usually a forgo
 still stops the run.
 
 Where it runs. Never in this process, which measures and decides: the function is loaded and called in a worker
-process of its source's own (``metrics/hostscoring.py``), a batch of examples per message, and each answer is checked
-here by ``hostrules.decoded``. A call whose worker ends (``os._exit``, a crash, a signal) is an ``error`` score with
-code ``host_worker_lost``; the calls of its batch answered before it keep their answers and the rest go to a fresh
-worker, each call made once. This module decides what the function is given; what its answer comes to is decided where
-it is called (``lanes.metricworker.call_metric``, in the worker); no host code runs here.
+process of its source's own (``metrics/hostscoring.py``; a gated metric's is its own, shared with no other metric),
+a batch of examples per message, and each answer is checked here by ``hostrules.decoded``. A call whose worker ends
+(``os._exit``, a crash, a signal) is an ``error`` score with code ``host_worker_lost``; the calls of its batch
+answered before it keep their answers and the rest go to a fresh worker, each call made once. This module decides
+what the function is given; what its answer comes to is decided where it is called
+(``lanes.metricworker.call_metric``, in the worker); no host code runs here.
 """
 
 from __future__ import annotations
@@ -137,7 +138,7 @@ class PythonMetricSpec(MetricSpec):
         message for ``one``, a whole batch per message for the batch path. With a cluster, every call is shipped and
         the cluster worker loads the function by its reference (the parameters are read in a local worker), unless
         a gate binds the metric (``bound_code``): a cluster worker could not hold its guard (``lanes.hostguard``)."""
-        worker = metric_worker(self.function, context.base_dir, context.bound_code)
+        worker = metric_worker(self.function, context.base_dir, context.bound_code, context.name)
         index, wanted = worker.load(self.function, self.reference is not None)
         prepared = self._prepare(context, wanted)
         timeout = self.timeout

@@ -11,10 +11,16 @@ change neither what decides nor the gated metric's own values.
 
 How. Each metric source (a ``.py`` file, as it is on disk when the metric is built, or a module by name) gets one
 worker process of its own (:class:`MetricWorker`), forked from the lanes' clean fork server
-(``lanes.hostworker.spawn_worker``): it imports that source only (and what it imports), so a gated metric's worker
-holds its bound files and nothing an ungated metric, a lane or a tool loads. Metrics naming the same source share
-its worker, hence its module-level state, as they shared the module in one process before; metrics naming different
-sources never share a process. The worker is killed when the last metric using it is dropped, and at exit.
+(``lanes.hostworker.spawn_worker``): it imports that source only (and what it imports). Ungated metrics naming the
+same source share its worker, hence its module-level state, as they shared the module in one process before;
+metrics naming different sources never share a process. A gated metric (``guard``) gets a worker of its own, shared
+with no other metric, even one naming the same file or the same function: that worker loads one entry point, the
+reference the metric's definition names (which its gate's approval binds), and refuses to load any other
+(:meth:`MetricWorker.load`). Why: a worker's module-level state is read by every function it calls, and what the
+other metrics of a config are (the functions they name, a gate the ledger never approved, the arguments they pass)
+is the pull request's to change without touching the ledger; in a shared worker, a call that mutates what the gated
+function reads (a threshold, a table, a cache) would change the gated scores. The worker is killed when the last
+metric using it is dropped, and at exit.
 
 What crosses. To the worker: a pickle (the deciding process trusts what it sends) of the arguments the calling rule
 gives the function, a whole batch of examples per message. From the worker: JSON only, never a pickle (what it sends
@@ -31,7 +37,8 @@ goes to a fresh worker (a call that holds the interpreter so its watchdog cannot
 backstop, the calls' timeouts together and a second, and is ``metric_timeout`` the same way).
 
 Limits. Module-level state is not shared between metrics naming different sources that import one helper module,
-nor with a python lane or agent tool.
+nor with a python lane or agent tool, nor between a gated metric and any other metric (each gated metric loads its
+module once more, in its own worker: one fork and one import per gated python metric).
 """
 
 from __future__ import annotations
@@ -114,10 +121,12 @@ class _Process:
 class MetricWorker:
     """One worker process importing one metric source, answering the metrics that name it (see the module doc)."""
 
-    def __init__(self, base_dir: Path, guard: BoundCode | None = None) -> None:
+    def __init__(self, base_dir: Path, guard: BoundCode | None = None, entry: str | None = None) -> None:
         self.base_dir = str(base_dir)
         #: A gated source's rule (``lanes.hostguard``): the project's folder and the files its gate binds.
         self.guard = guard
+        #: A gated metric's worker: the one reference it may load (the metric's, which its gate's approval binds).
+        self.entry = entry
         self._process = _Process()
         #: What was loaded, in order (a worker started after a death loads them again, to the same indexes).
         self._loaded: list[tuple[str, bool]] = []
@@ -127,7 +136,13 @@ class MetricWorker:
 
     def load(self, reference: str, has_reference: bool) -> tuple[int, tuple[str, ...]]:
         """Load ``reference`` in the worker and check its parameters against the calling rule: (its index, the
-        argument names to pass). Raises :class:`MetricLoadError` with the one line the loader gave."""
+        argument names to pass). Raises :class:`MetricLoadError` with the one line the loader gave, and, in a gated
+        metric's worker, for any reference but its ``entry``: nothing its approval does not name runs there."""
+        if self.entry is not None and reference != self.entry:
+            raise MetricLoadError(
+                f"python metric: {reference}: cannot be loaded in the worker of the gated metric naming {self.entry}, "
+                "which runs only the function its approval binds; give it a metric of its own"
+            )
         with self._lock:
             try:
                 if self._process.worker is None:
@@ -304,10 +319,13 @@ _SHARED: weakref.WeakValueDictionary[tuple[Any, ...], MetricWorker] = weakref.We
 _SHARED_LOCK = threading.Lock()
 
 
-def metric_worker(reference: str, base_dir: Path, guard: BoundCode | None = None) -> MetricWorker:
+def metric_worker(
+    reference: str, base_dir: Path, guard: BoundCode | None = None, metric: str | None = None
+) -> MetricWorker:
     """The worker for the source ``reference`` names: a file as it is on disk now (an edited file gets a new
-    worker, as it got a fresh module in process), or a module by name. A gated metric's (``guard``: see
-    ``lanes.hostguard``) is its own, never an ungated one's, nor one bound to other files."""
+    worker, as it got a fresh module in process), or a module by name, shared by the ungated metrics naming it. A
+    gated metric's (``guard``: see ``lanes.hostguard``; ``metric``: its name) is its own, shared with no other metric
+    whatever it names, and loads ``reference`` only (see the module doc)."""
     from evalglass.lanes.hostload import is_file_reference, split_reference
 
     source, _ = split_reference(reference)
@@ -321,11 +339,12 @@ def metric_worker(reference: str, base_dir: Path, guard: BoundCode | None = None
             key = ("file", path, None, None)
     else:
         key = ("module", source)
-    key = (*key, guard)
+    if guard is not None:
+        key = (*key, guard, "gated", metric, reference)
     with _SHARED_LOCK:
         worker = _SHARED.get(key)
         if worker is None:
-            worker = _SHARED[key] = MetricWorker(base_dir, guard)
+            worker = _SHARED[key] = MetricWorker(base_dir, guard, reference if guard is not None else None)
         return worker
 
 

@@ -3,7 +3,8 @@
 These keep the wording of diagnostics uniform across metrics so reports can group them by code.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: pydantic would compile each field's annotation text at class creation
+# (a ForwardRef, ~75 k instructions a field on every run that imports this module).
 
 from collections.abc import Mapping
 from typing import Annotated, Any
@@ -77,7 +78,7 @@ class NoReferenceSpec(MetricSpec):
     """Base for metrics that judge the output on its own: a ``reference`` path would be silently ignored."""
 
     @model_validator(mode="after")
-    def _refuse_reference(self) -> NoReferenceSpec:
+    def _refuse_reference(self) -> "NoReferenceSpec":
         refuse_reference(self)
         return self
 

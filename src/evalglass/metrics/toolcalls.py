@@ -25,7 +25,8 @@ denominator (precision of no calls made, recall against no expected call) is ``n
 ``measure_undefined``, never a number.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: pydantic would compile each field's annotation text at class creation
+# (a ForwardRef, ~75 k instructions a field on every run that imports this module).
 
 from collections.abc import Callable
 from enum import StrEnum
@@ -121,7 +122,7 @@ class ToolCallsSpec(MetricSpec):
     )
 
     @model_validator(mode="after")
-    def _declared_rules(self) -> ToolCallsSpec:
+    def _declared_rules(self) -> "ToolCallsSpec":
         if self.measure == "pass" and self.mode is None:
             raise ValueError(
                 "tool_calls with measure: pass needs a 'mode': exact, in_order, any_order, subset, superset"
@@ -184,7 +185,7 @@ class ToolCallsSpec(MetricSpec):
 
         return tool_calls_batch
 
-    def _comparer(self) -> Callable[[Any, Any], Judged]:
+    def _comparer(self) -> "Callable[[Any, Any], Judged]":
         """``compare(value, reference)``: the result for a present output and reference, or why the output is not a
         trajectory (which the per-example function scores as a wrong answer)."""
         judge = self._judge()
@@ -192,7 +193,7 @@ class ToolCallsSpec(MetricSpec):
 
     def _judge(
         self,
-    ) -> Callable[[ReadCalls | Unreadable, ReadCalls | Unreadable], Judged]:
+    ) -> "Callable[[ReadCalls | Unreadable, ReadCalls | Unreadable], Judged]":
         """``judge(made, expected)``: the result for the calls read from a present output and reference, or why the
         output is not a trajectory."""
         matcher = CallMatcher(self.arguments, self.tools)

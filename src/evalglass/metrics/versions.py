@@ -114,25 +114,29 @@ REDUCER_VERSIONS: Mapping[Reducer, int] = total(
 #: metric's declared scale is clipped to it (version 1 clipped only binary values to [0, 1]). ``student_t@3``,
 #: ``cluster_t@3`` and the bootstraps' version 2: on a bounded metric the interval keeps the range floor
 #: (``core.stats._common.range_floor``), so values with no spread (all equal) are no longer a zero-width interval.
+#: The bootstraps' version 3: the values (a cluster bootstrap's clusters) are sorted before they are resampled, so
+#: their order does not move the interval (the gold fingerprint does not count the examples' order).
 INTERVAL_VERSIONS: Mapping[Method, int] = total(
     Method,
     {
         Method.WILSON: 1,
         Method.CLOPPER_PEARSON: 1,
         Method.STUDENT_T: 3,
-        Method.BOOTSTRAP_BCA: 2,
-        Method.BOOTSTRAP_PERCENTILE: 2,
+        Method.BOOTSTRAP_BCA: 3,
+        Method.BOOTSTRAP_PERCENTILE: 3,
         Method.CLUSTER_T: 3,
-        Method.CLUSTER_BOOTSTRAP_BCA: 2,
-        Method.CLUSTER_BOOTSTRAP_PERCENTILE: 2,
+        Method.CLUSTER_BOOTSTRAP_BCA: 3,
+        Method.CLUSTER_BOOTSTRAP_PERCENTILE: 3,
         Method.NEWCOMBE_PAIRED: 1,
     },
 )
 
 #: How a comparative gate pairs this run's examples with the baseline's and computes the difference and its test
 #: (``core.stats.paired.paired_difference``); the interval of the difference is one of the methods above. Version 2
-#: clips the interval to ``±(max - min)`` of the metric's declared scale.
-PAIRED_VERSIONS: Mapping[str, int] = {"paired_difference": 3, "variant_difference": 3}
+#: clips the interval to ``±(max - min)`` of the metric's declared scale. ``paired_difference@4``: a bootstrap of the
+#: differences resamples them sorted (the bootstraps' version 3), so the pairs' order does not move it (a variant's
+#: difference is never bootstrapped: ``variant_difference`` stays).
+PAIRED_VERSIONS: Mapping[str, int] = {"paired_difference": 4, "variant_difference": 3}
 #: ``variant_difference``: a gate between two variants of one run (``compare_to_variant``) decides on their
 #: per-example difference (``core.variants.difference_column``), whose interval version 2 clips to ``±(max - min)``
 #: of the metric's range (``core.variants.difference_scale``) and never computes as a proportion's

@@ -73,6 +73,25 @@ def read_regular(
     return data
 
 
+def read_pointer(path: Path, *, what: str, missing_fix: str, fix: str) -> Path:
+    """The folder path a pointer file (``.evalglass/last-run``, ``last-started``) holds: one line of UTF-8 text.
+    Anything else (empty, binary, a NUL byte) is one line naming the pointer, never a decoding error's traceback."""
+    raw = read_regular(path, what=what, limit=1 << 16, missing_fix=missing_fix)
+    text = pointer_text(raw)
+    if text is None:
+        raise SetupError(f"the {what} does not hold a folder path", where=str(path), fix=fix)
+    return Path(text)
+
+
+def pointer_text(raw: bytes) -> str | None:
+    """A pointer file's path, or None when its bytes are no path (not UTF-8, empty, a NUL byte)."""
+    try:
+        text = raw.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        return None
+    return text if text and "\x00" not in text else None
+
+
 def unreadable(path: Path, what: str, exc: OSError, *, missing_fix: str | None = None) -> SetupError:
     """The one line for an ``OSError`` met reading ``path``."""
     if exc.errno == errno.ENOENT:

@@ -13,7 +13,11 @@ refuses each of them with one line naming ``file:line``, before anything is buil
   a value containing itself is refused, and all aliases together may add at most :data:`MAX_ALIAS_VALUES` values
   and :data:`MAX_ALIAS_TEXT` characters of text to the document. A "billion laughs" document fails at once, in the
   memory the file itself takes, instead of being expanded.
-- text that is not UTF-8, or characters YAML forbids (a NUL byte), are named by line.
+- text that is not UTF-8, or characters YAML forbids (a NUL byte), are named by line; so is a NUL character
+  written as an escape (``"\\0"``, ``"\\x00"``): no name, path or text of these files may hold one (a path
+  holding it cannot be opened, and Python says only "embedded null byte", naming neither file nor line).
+- a value YAML reads as a date that is no date (``2026-13-45``, year 0): PyYAML's constructor raises a bare
+  ``ValueError`` naming neither.
 
 Only a regular file is read (see :mod:`evalglass.readers.userfiles`): a FIFO or a device never hangs a run.
 """
@@ -47,13 +51,14 @@ _STR = "tag:yaml.org,2002:str"
 _MERGE = "tag:yaml.org,2002:merge"
 _INT = "tag:yaml.org,2002:int"
 _MAP = "tag:yaml.org,2002:map"
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
 _SEQ = "tag:yaml.org,2002:seq"
 _KIND_OF_TAG = {
     "tag:yaml.org,2002:bool": "the boolean {value}",
     "tag:yaml.org,2002:null": "null (no value)",
     _INT: "a number",
     "tag:yaml.org,2002:float": "a number",
-    "tag:yaml.org,2002:timestamp": "a date",
+    _TIMESTAMP: "a date",
 }
 
 
@@ -227,7 +232,7 @@ _PLAIN_SCALARS = frozenset(
         "tag:yaml.org,2002:float",
         "tag:yaml.org,2002:bool",
         "tag:yaml.org,2002:null",
-        "tag:yaml.org,2002:timestamp",
+        _TIMESTAMP,
     }
 )
 
@@ -273,6 +278,8 @@ class _PlainBuilder:
             tag = node.tag
             if tag == _STR:
                 value = node.value
+                if "\x00" in value:
+                    raise _NotPlain
             elif tag in self.constructors:
                 value = self.constructors[tag](node)  # type: ignore[arg-type]
                 if tag == _INT and not INT64[0] <= value <= INT64[1]:
@@ -288,7 +295,12 @@ class _PlainBuilder:
         if kind is yaml.MappingNode and node.tag == _MAP:
             mapping: dict[str, Any] = {}
             for key_node, value_node in node.value:
-                if type(key_node) is not yaml.ScalarNode or key_node.tag != _STR or key_node.value in mapping:
+                if (
+                    type(key_node) is not yaml.ScalarNode
+                    or key_node.tag != _STR
+                    or key_node.value in mapping
+                    or "\x00" in key_node.value
+                ):
                     raise _NotPlain
                 name = key_node.value
                 if id(key_node) in built:  # an aliased key counts as an alias like any other node
@@ -398,13 +410,42 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
 
 
 def _check_scalar(node: yaml.ScalarNode, loader: yaml.SafeLoader | yaml.CSafeLoader) -> None:
+    if "\x00" in node.value:
+        raise _Refused(
+            'a value holds a NUL character (an escape such as "\\0" or "\\x00")',
+            node,
+            "remove it: no name, path or text here may hold one",
+        )
+    construct = loader.yaml_constructors.get(node.tag)
+    if construct is None:  # an unknown tag: construct_document says so, at its line
+        return
+    try:
+        value = construct(loader, node)
+    except yaml.MarkedYAMLError:  # PyYAML's own error, with its line: reported as every other one
+        raise
+    except Exception as exc:  # a constructor's bare error (a date that is none, an explicit `!!int x`)
+        if node.tag == _TIMESTAMP:
+            raise _Refused(
+                f"{node.value!r} reads as a date to YAML, but it is not one ({exc})",
+                node,
+                "write a real date as YYYY-MM-DD (or quote the value to make it text)",
+            ) from None
+        raise _Refused(
+            f"{node.value!r} is not a valid {node.tag.rsplit(':', 1)[-1]} ({exc or type(exc).__name__})",
+            node,
+            "write a value of that kind, or drop the tag (quote the value to make it text)",
+        ) from None
     if node.tag != _INT:
         return
-    value = loader.construct_yaml_int(node)
     if not INT64[0] <= value <= INT64[1]:
         raise _Refused(
-            f"the integer {node.value} does not fit in 64 bits", node, "use a number between -2^63 and 2^63-1"
+            f"the integer {_digits(node.value)} does not fit in 64 bits", node, "use a number between -2^63 and 2^63-1"
         )
+
+
+def _digits(text: str) -> str:
+    """An integer as written, cut to its first and last digits when long: a 400-digit one filled the error line."""
+    return text if len(text) <= 40 else f"{text[:20]}…{text[-8:]} ({len(text)} characters)"
 
 
 def _check_keys(node: yaml.MappingNode) -> None:

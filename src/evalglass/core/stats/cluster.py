@@ -153,7 +153,11 @@ def cluster_bootstrap(
         jackknife = np.zeros(count)
         params["resampler"] = "none: all values are equal"
     else:
-        sums, params["resampler"] = resampled_sums(np.column_stack((totals, sizes)), resamples, rng)
+        # Rows sorted by (total, size): the resamples depend on the clusters as a multiset, not on their ids'
+        # order, as the ordinary bootstrap sorts its values (with singleton clusters the two are the same draws).
+        rows: Floats = np.column_stack((totals, sizes)).astype(np.float64)
+        rows = rows[np.lexsort((rows[:, 1], rows[:, 0]))]
+        sums, params["resampler"] = resampled_sums(rows, resamples, rng)
         replicates = sums[:, 0] / sums[:, 1]
         left_out = (totals.sum() - totals) / (n - sizes)
         jackknife = left_out.mean() - left_out

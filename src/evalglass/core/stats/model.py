@@ -1,6 +1,7 @@
 """The value every interval method returns, and the small vocabularies it is described with."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: pydantic would compile each field's annotation text at class creation
+# (a ForwardRef, ~75 k instructions a field on every run that imports this module).
 
 import math
 from enum import StrEnum
@@ -107,7 +108,7 @@ class Interval(BaseModel):
     params: dict[str, Param] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _consistent(self) -> Interval:
+    def _consistent(self) -> "Interval":
         if self.low is not None and self.high is not None and not self.low <= self.high:
             raise ValueError(f"interval low {self.low} exceeds high {self.high}")
         if self.method.clustered != (self.clusters is not None):
@@ -168,7 +169,7 @@ class Ties(StrEnum):
     HIGH = "high"
 
     @classmethod
-    def against(cls, direction: Direction | None) -> Ties:
+    def against(cls, direction: Direction | None) -> "Ties":
         """The unfavourable side for ``direction``, which a tie goes to so that a split vote never reads as a win:
         ``low`` when higher is better, ``high`` when lower is better. ``None`` (gates that disagree on the
         direction; a config refuses that for a ``majority`` metric with samples, ``engine.spec.config``, so only a
@@ -185,7 +186,7 @@ class ScaleSpec(BaseModel):
     max: float
 
     @model_validator(mode="after")
-    def _ordered(self) -> ScaleSpec:
+    def _ordered(self) -> "ScaleSpec":
         if not (math.isfinite(self.min) and math.isfinite(self.max) and self.min < self.max):
             raise ValueError(f"scale needs finite min < max, got [{self.min}, {self.max}]")
         return self

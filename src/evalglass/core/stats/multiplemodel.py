@@ -1,7 +1,8 @@
 """The values of a comparison of every pair of variants (``multiple.py`` computes them): no numpy, so a scorecard
 that holds them loads without the statistics stack."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: pydantic would compile each field's annotation text at class creation
+# (a ForwardRef, ~75 k instructions a field on every run that imports this module).
 
 from pydantic import BaseModel, ConfigDict, Field
 

@@ -1,6 +1,7 @@
 """How far missing measurements could move a mean: bounds shown beside the point value, never mixed into it."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: pydantic would compile each field's annotation text at class creation
+# (a ForwardRef, ~75 k instructions a field on every run that imports this module).
 
 import numpy as np
 import numpy.typing as npt

@@ -40,6 +40,7 @@ from evalglass.readers.jsonsource import (
     loads_lone_surrogates,
     not_json,
     proven_exact,
+    proven_exact_written,
     split_last_key,
     text_start,
 )
@@ -50,6 +51,15 @@ CHUNK = 1 << 20
 #: Lines per batch: small enough that a batch's parsed records stay in the CPU cache (batches of 128 to 1,024 lines
 #: measured within noise of each other; much larger ones let records outlive cyclic collections, see BENCHMARKS.md).
 BATCH = 256
+#: Bytes of a batch's lines above which :meth:`DatasetReader.parts` parses and scores it in parts. A recorded
+#: trajectory's 6 KB line parses to about 40 KB of objects, so a batch of 256 is about 10 MB: freed only after the
+#: next one was parsed, its objects were cold and its arenas handed back to the system and faulted in again (a fifth
+#: of a 10,000-trajectory replay's CPU). Parts of about this many bytes (1 MB parsed) are freed while still cached,
+#: into arenas the next part reuses (32 KiB to 512 KiB measured within noise). A batch of short lines (a chat
+#: dataset's) stays one part.
+PART_BYTES = 1 << 17
+#: :meth:`DatasetReader.parts` estimates a batch's bytes from one line in this many.
+_SAMPLED = 16
 #: Longest dataset line read: a longer one (or a file that never ends a line) stops the run at that line, instead of
 #: filling memory first.
 MAX_LINE = 64 << 20
@@ -313,6 +323,30 @@ class DatasetReader:
             batch = self._plain_batch(lines, first)
             yield batch if batch is not None else list(self._items(lines, first, ended))
 
+    def parts(
+        self, size: int = BATCH, part_bytes: int = PART_BYTES
+    ) -> Iterator[tuple[ExampleBatch | list[Example | BadLine], bool]]:
+        """What :meth:`batches` gives, a batch whose lines hold more than about ``part_bytes`` bytes in consecutive
+        parts of equal line counts, each with whether it ends its batch. A part is read exactly as a batch of its lines
+        would be (an :class:`ExampleBatch` when its every line is a plain object, else the list of its items); a
+        consumer that keeps one block per batch (``scores.jsonl``, the kept outputs) joins a batch's parts. A reader
+        that makes its own batches (a subclass overriding :meth:`batches`: CSV, Parquet) gives each batch whole: the
+        lines cut here are JSONL's."""
+        if type(self).batches is not DatasetReader.batches:
+            yield from ((batch, True) for batch in self.batches(size))
+            return
+        for lines, first, ended in self._raw_batches(size):
+            # The batch's bytes estimated from every 16th line (summing every line's length cost a chat dataset's
+            # run 0.2 %): how it is cut changes no answer, only how much is parsed at once.
+            total = sum(map(len, lines[::_SAMPLED])) * _SAMPLED
+            step = len(lines) if total <= part_bytes else -(-len(lines) // -(-total // part_bytes))
+            for start in range(0, len(lines), step):
+                part = lines[start : start + step]
+                last = start + step >= len(lines)
+                batch = self._plain_batch(part, first + start)
+                # Only the batch's last line can lack its newline: a part before it ends with one.
+                yield (batch if batch is not None else list(self._items(part, first + start, ended or not last))), last
+
     def _raw_batches(self, size: int) -> Iterator[tuple[list[bytes], int, bool]]:
         """The file's lines, ``size`` at a time, each batch with its first line's number and whether its last line
         ended in a newline (only a file's last line may not)."""
@@ -361,7 +395,9 @@ class DatasetReader:
             return None
         rest_json = None
         outputs = self._column(records, self._output_key, self._output)
-        proven = proven_exact(lines)  # the C scan: nothing written to check, so what the run keeps is written below
+        # The C scan: nothing written to check, so what the run keeps is taken from the lines' bytes when it can be
+        # (the same bytes orjson writes), else written below.
+        proven, written = proven_exact_written(lines, self._output_key, rest=self._split_output)
         if proven:
             exact, outputs_json = True, None
         elif self._output_key is None:
@@ -376,7 +412,7 @@ class DatasetReader:
         if not all_of_type(ids, str):
             return None
         if proven:
-            outputs_json, rest_json = self._kept_columns(records, outputs)
+            outputs_json, rest_json = written if written is not None else self._kept_columns(records, outputs)
         self.examples += len(records)
         batch = ExampleBatch(ids=ids, lines=list(range(first, first + len(records))), records=records, outputs=outputs)
         if outputs_json is not None:  # the same objects the reader just wrote: each record's value at the key

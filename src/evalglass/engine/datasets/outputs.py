@@ -16,10 +16,16 @@ unmatched output from the count (a chance of about n²/2⁶⁴), never produce a
 
 A line of the outputs file that is not a JSON object with an id is refused (exit 2) with its file and line: an
 output that cannot be attached to an example is not something to guess about.
+
+Joined in step, the file is read once from its first byte to its last, and that read is hashed (:attr:`read_sha256`):
+the run compares it with the file's bytes when the file's state moved during the run (a ``chmod``, a ``touch``: the
+change may be metadata only, ``engine.jobs.pipeline.refuse_changed_inputs``). Joined by index, lines are read again
+through a memory map, which no hash covers: such a run cannot tell a metadata-only change from a rewrite.
 """
 
 from __future__ import annotations
 
+import hashlib
 import mmap
 from array import array
 from collections.abc import Iterator
@@ -79,7 +85,10 @@ class RecordedOutputs:
         self._handle: IO[bytes] = open_regular(
             path, what="recorded outputs file", missing_fix="fix `task.path` in the config", buffering=-1
         )
-        self._lines = self._numbered_lines()
+        #: The in-step read's hash (every byte, blank lines too); None once the file is read any other way.
+        self._digest: hashlib._Hash | None = hashlib.sha256()
+        self._read_whole = False
+        self._lines = self._numbered_lines(self._digest)
         #: The lines read differently from their bytes (lone surrogate escapes read as U+FFFD), for the run's warnings.
         self.mended = MendedLines(label)
         self._line_no = 0
@@ -89,12 +98,23 @@ class RecordedOutputs:
         self._index: tuple[np.ndarray, np.ndarray] | None = None  # (sorted id hashes, offsets in that order)
         self._map: mmap.mmap | None = None
 
+    @property
+    def read_sha256(self) -> str | None:
+        """The SHA-256 (``sha256:`` and hex) of every byte this join read, when it read the file once from start
+        to end and nothing else (joined in step, :meth:`finish` called); None otherwise (joined by index: lines were
+        read again through a memory map that no hash covers)."""
+        if self._digest is None or not self._read_whole:
+            return None
+        return "sha256:" + self._digest.hexdigest()
+
     # ------------------------------------------------------------------ reading
-    def _numbered_lines(self) -> Iterator[tuple[int, int, bytes]]:
+    def _numbered_lines(self, digest: hashlib._Hash | None = None) -> Iterator[tuple[int, int, bytes]]:
         """(line number, byte offset, line) for each non-blank line; the first without a byte order mark (its
-        offset after it)."""
+        offset after it). ``digest``: given every byte read, blank lines and the mark too."""
         offset = 0
         for number, raw in enumerate(self._handle, start=1):
+            if digest is not None:
+                digest.update(raw)
             start = offset
             offset += len(raw)
             if number == 1:
@@ -197,6 +217,7 @@ class RecordedOutputs:
         """Index the whole file (from its start: what was read in step is indexed again, and nothing is lost)."""
         self._pending.clear()
         self._hashes = array("q")
+        self._digest = None  # read again, and through a map: no one hash covers what the join reads now
         self._handle.seek(0)
         hashes = array("q")
         offsets = array("q")
@@ -242,6 +263,7 @@ class RecordedOutputs:
             self._pending.clear()
             while self._read_ahead(4096):
                 self._pending.clear()
+            self._read_whole = True  # the in-step read reached the end: its hash covers every byte joined
             output_hashes = _int64s(self._hashes)
             method = "in_step"
         else:
@@ -269,14 +291,24 @@ class RecordedOutputs:
             )
         return summary
 
-    def _rescan(self) -> Iterator[tuple[int, str]]:
+    def _rescan(self, digest: hashlib._Hash) -> Iterator[tuple[int, str]]:
+        """Every output's line number and id, read again from the start (``digest`` is given every byte read)."""
         self._handle.seek(0)
-        for number, _, raw in self._numbered_lines():
+        for number, _, raw in self._numbered_lines(digest):
             yield number, self._parse(number, raw)[0]
+
+    def _reread(self, digest: hashlib._Hash) -> None:
+        """After a rescan: the rest of the file given to ``digest``; the in-step hash no longer stands for what the
+        join read unless the second read's bytes are the same."""
+        for raw in self._handle:
+            digest.update(raw)
+        if self._digest is not None and digest.digest() != self._digest.digest():
+            self._digest = None
 
     def _refuse_repeats(self) -> None:
         first: dict[str, int] = {}
-        for number, example_id in self._rescan():
+        digest = hashlib.sha256()
+        for number, example_id in self._rescan(digest):
             seen = first.setdefault(example_id, number)
             if seen != number:
                 raise SetupError(
@@ -284,16 +316,19 @@ class RecordedOutputs:
                     where=f"{self.label}:{number}",
                     fix="keep one output per example id",
                 )
+        self._reread(digest)
 
     def _unmatched_names(self, wanted: set[int]) -> tuple[str, ...]:
         dataset = set(self._dataset_hashes)
         names: list[str] = []
-        for _, example_id in self._rescan():
+        digest = hashlib.sha256()
+        for _, example_id in self._rescan(digest):
             key = hash(example_id)
             if key in wanted and key not in dataset:
                 names.append(example_id)
                 if len(names) == NAMED_UNMATCHED:
                     break
+        self._reread(digest)
         return tuple(names)
 
     def close(self) -> None:

@@ -4,6 +4,7 @@ their own file when the config names one, and the gold fingerprint taken on the 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.outputparse import parse_json_output
 from evalglass.core.scorecard import DatasetSummary, OutputsSummary
-from evalglass.engine.datasets.dataset import BadLine
+from evalglass.engine.datasets.dataset import BadLine, DatasetReader
 from evalglass.engine.datasets.datasetfile import open_reader
 from evalglass.engine.datasets.gold import GoldHasher
 from evalglass.engine.datasets.outputs import RecordedOutputs
@@ -19,6 +20,17 @@ from evalglass.engine.spec.config import LoadedConfig
 
 #: A batch as the dataset's reader gives it.
 Batch = ExampleBatch | list[Example | BadLine]
+
+
+@dataclass(frozen=True)
+class FileRead:
+    """One file a run read its examples or outputs from, and the SHA-256 (``sha256:`` and hex) of every byte it
+    read there, when one hash covers all of it (None: the file was read some other way too, or its reader takes no
+    such hash: lm-eval's results file, an outputs file joined by index). What
+    ``engine.jobs.pipeline.refuse_changed_inputs`` compares with the file's bytes when its state moved."""
+
+    path: Path
+    sha256: str | None
 
 
 def source_files(loaded: LoadedConfig) -> tuple[Path, ...]:
@@ -69,8 +81,23 @@ class DatasetSource:
             )
 
     def batches(self) -> Iterator[ExampleBatch | list[Example | BadLine]]:
+        for batch, _ in self._prepared((batch, True) for batch in self.reader.batches()):
+            yield batch
+
+    def parts(self) -> Iterator[tuple[Batch, bool]]:
+        """What :meth:`batches` gives, a JSONL dataset's batch of long lines in parts
+        (:meth:`~evalglass.engine.datasets.dataset.DatasetReader.parts`), each with whether it ends its batch: a
+        block of the run's artifacts, which the keeper (and the run sink) join its parts into. Another reader's
+        batch comes whole."""
+        reader = self.reader
+        if isinstance(reader, DatasetReader):
+            return self._prepared(reader.parts())
+        return self._prepared((batch, True) for batch in reader.batches())
+
+    def _prepared(self, found: Iterator[tuple[Batch, bool]]) -> Iterator[tuple[Batch, bool]]:
+        """Each batch (or part) as the run scores it: gold hashed, outputs joined or replaced, kept, parsed."""
         outputs, gold, parse, keep, replace = self._outputs, self._gold, self._parse, self._keep, self._replace
-        for batch in self.reader.batches():
+        for batch, ends_block in found:
             if gold is not None:
                 gold.add(batch)
             if outputs is not None:
@@ -78,10 +105,10 @@ class DatasetSource:
             if replace is not None:
                 batch = replace(batch)
             if keep is not None:
-                keep(batch, holds_non_finite=self.reader.holds_non_finite)
+                keep(batch, holds_non_finite=self.reader.holds_non_finite, ends_block=ends_block)
             if parse is not None:
                 batch = _parsed_batch(batch, parse)
-            yield batch
+            yield batch, ends_block
 
     def __iter__(self) -> Iterator[Example | BadLine]:
         outputs, gold, parse = self._outputs, self._gold, self._parse
@@ -124,6 +151,20 @@ class DatasetSource:
         warnings."""
         read = self.reader.mended.notes
         return (*read, *(self._outputs.mended.notes if self._outputs is not None else ()))
+
+    def reads(self) -> tuple[FileRead, ...]:
+        """After :meth:`summary`: every file read, each with the hash of what was read there when one covers all of
+        it. A JSONL, CSV or Parquet dataset is read in one pass whose every byte is its fingerprint
+        (``DatasetReader``); another format's reader may open its file more than once (a header sniffed first), so
+        its files are given no hash."""
+        reader = self.reader
+        whole = isinstance(reader, DatasetReader)
+        found = [
+            FileRead(path, reader.fingerprint if whole and path == reader.path else None) for path in reader.files()
+        ]
+        if self._outputs is not None:
+            found.append(FileRead(self._outputs.path, self._outputs.read_sha256))
+        return tuple(found)
 
     def close(self) -> None:
         if self._outputs is not None:

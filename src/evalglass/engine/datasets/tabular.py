@@ -103,11 +103,18 @@ class TabularReader(DatasetReader):
 
 
 def _csv_rows(path: Path, data: bytes) -> Iterator[tuple[int, Mapping[str, Any] | str]]:
+    start = text_start(data, what="CSV dataset", where=str(path))
     try:
-        text = text_start(data, what="CSV dataset", where=str(path)).decode("utf-8")
+        text = start.decode("utf-8")
     except UnicodeDecodeError as exc:
+        # Named by line (and the byte's value and place in it), as a YAML or JSONL file's is: an offset into the
+        # whole file is no place an editor shows.
+        line = start.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (start.rfind(b"\n", 0, exc.start) + 1) + 1
         raise SetupError(
-            f"a CSV dataset must be UTF-8 (byte {exc.start} is not)", where=str(path), fix="save the file as UTF-8"
+            f"a CSV dataset must be UTF-8 (byte 0x{start[exc.start]:02x}, byte {column} of the line, is not)",
+            where=f"{path}:{line}",
+            fix="save the file as UTF-8",
         ) from None
     # The csv module refuses a cell over its field size limit (128 KiB by default) as an error, which made a long
     # document in a valid file a malformed row. The whole file is in memory already, so no cell can be longer than

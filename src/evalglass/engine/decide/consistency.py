@@ -155,9 +155,11 @@ def load_checked(folder: Path) -> CheckedRun:
     each file the run record binds by its hash), naming the file at fault, then the scorecard against its run
     record, naming the first field. Every command and API function that shows a finished run loads it here."""
     from evalglass.core.fingerprint import fingerprint_of_bytes
+    from evalglass.engine.runs.artifacts import refuse_unfinished
     from evalglass.engine.runs.digests import load_digests
     from evalglass.engine.runs.integrity import ArtifactCheck
 
+    refuse_unfinished(folder)
     digests = load_digests(folder)
     # The two files parsed below are hashed as read, so the bytes checked are the bytes shown.
     read = {name: _bytes_if_regular(folder / name) for name in (SCORECARD_FILE, RUNRECORD_FILE)}
@@ -215,14 +217,14 @@ def refuse_damaged(folder: Path, problems: list[ArtifactProblem], *, what: str =
     line names it (a baseline: ``baseline 'main' run``)."""
     if not problems:
         return
-    from evalglass.engine.runs.integrity import FETCH_AGAIN
+    from evalglass.engine.runs.integrity import FETCH_AGAIN, LINKED_STORE, linked
 
     first = problems[0]
     more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
     raise SetupError(
         f"{what} does not add up: {first.line}{more}",
         where=str(folder / first.file),
-        fix=FETCH_AGAIN.replace("FOLDER", _pasteable(folder)),
+        fix=(LINKED_STORE if linked(problems) else FETCH_AGAIN).replace("FOLDER", _pasteable(folder)),
     )
 
 

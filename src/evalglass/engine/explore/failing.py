@@ -512,13 +512,3 @@ def _passing(values: Any, scale: Any, higher: bool) -> Callable[[float], bool | 
         return lambda _value: None
     middle = (scale.min + scale.max) / 2.0
     return lambda value: value >= middle if higher else value <= middle
-
-
-def report_markdown(folder: Path, card: Scorecard) -> str:
-    """``report.md`` of the run in ``folder``: the scorecard, and each active metric gate's first examples that did
-    not pass (read from its ``scores.jsonl``). ``run`` writes it and ``verify`` renders it again to compare."""
-    from evalglass.report.markdown import REPORT_EXAMPLES, render_markdown
-
-    active = [gate.name for gate in card.decision.gates if gate.active]
-    examples = gate_examples(folder, card, active, REPORT_EXAMPLES) if active else None
-    return render_markdown(card, examples)

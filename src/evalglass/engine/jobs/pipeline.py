@@ -73,8 +73,11 @@ from evalglass.lanes.shipping import ClusterLost
 from evalglass.version import __version__
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from evalglass.core.authority import JudgeStanding
     from evalglass.core.comparative import ComparativeInputs
+    from evalglass.engine.datasets.source import FileRead
     from evalglass.engine.decide.baselines import ReadBaselines
     from evalglass.engine.produce.cachekey import CacheSecret
     from evalglass.engine.produce.cachemode import CacheMode
@@ -143,9 +146,9 @@ def run_standalone_checks(loaded: LoadedConfig) -> dict[str, CheckResult]:
 
 
 #: A file's identity as far as a change to it shows: (device, inode, size, ctime in ns). ``ctime`` moves with every
-#: write, rename over and ``utime``, and no unprivileged process can set it back (unlike ``mtime``). Limit: it also
-#: moves on a metadata-only change (``chmod``, a hard link made or removed, as DVC, git-annex or uv's cache do), which
-#: then stops an honest run with exit 2; telling those apart would need the file's hash before host code ran.
+#: write, rename over and ``utime``, and no unprivileged process can set it back (unlike ``mtime``). It also moves on
+#: a metadata-only change (``chmod``, ``touch``, a hard link made or removed as DVC, git-annex or uv's cache do, a
+#: checkout that writes the same bytes): a moved state only makes the run compare bytes (:func:`refuse_changed_inputs`).
 FileState = tuple[int, int, int, int] | None
 
 
@@ -163,6 +166,44 @@ def read_file_states(loaded: LoadedConfig) -> dict[Path, FileState]:
     return {path: file_state(path) for path in dict.fromkeys(paths)}
 
 
+def host_code_while_reading(config: Config) -> bool:
+    """Whether host code can run before the run has read its input files to their end: a live run (a lane, a
+    judge's calls on the loop that reads the dataset), a python metric or a check scored per example (each batch is
+    scored as it is read), a cluster's workers. A recorded run of builtin metrics reads every input before any host
+    code runs (its standalone checks run after scoring)."""
+    return (
+        config.live
+        or _runs_host_code(config)
+        or any(spec.host_reference() is not None for spec in config.metrics.values())
+        or isinstance(config.executor, RayExecutorSpec)
+    )
+
+
+def start_digests(
+    loaded: LoadedConfig, states: dict[Path, FileState], known: dict[Path, str]
+) -> dict[Path, str] | None:
+    """The SHA-256 of each input file before any host code runs, when host code can run while the run reads them
+    (:func:`host_code_while_reading`; None otherwise: what the run reads then is read before any host code). A
+    file whose state moves during the run is then harmless only if its bytes are these ones: host code that rewrote
+    the lines the run had not read yet, leaving them rewritten, would otherwise make what the run read and what the
+    file holds agree. ``known``: hashes already taken before host code (a live run's dataset identity), not taken
+    twice. Cost: one streaming read of each file not in ``known`` (a recorded run with a python metric)."""
+    if not host_code_while_reading(loaded.config):
+        return None
+    digests: dict[Path, str] = {}
+    for path, state in states.items():
+        if state is None:
+            continue
+        found = known.get(path)
+        if found is None:
+            try:
+                found = file_sha256(path)
+            except OSError:
+                continue  # unreadable now: the run's own read says why; no hash, so a moved state stops the run
+        digests[path] = found
+    return digests
+
+
 def file_state(path: Path) -> FileState:
     try:
         found = path.stat()
@@ -171,22 +212,55 @@ def file_state(path: Path) -> FileState:
     return (found.st_dev, found.st_ino, found.st_size, found.st_ctime_ns)
 
 
-def refuse_changed_inputs(states: dict[Path, FileState]) -> None:
+def refuse_changed_inputs(
+    states: dict[Path, FileState], reads: Sequence[FileRead] = (), before: dict[Path, str] | None = None
+) -> None:
     """Exit 2 when a file the run read its examples or outputs from (:func:`read_file_states`) changed while the run
     read it. The dataset is read a batch at a time while host code runs (a lane, a python metric, a check, as the
     same user): rewriting the lines not read yet (the recorded outputs of a pull request's failing answers made the
     gold ones) made the run measure answers the committed file does not hold, and its record name a fingerprint of
-    that mixture. Nothing is decided then; the file as committed is what a rerun reads."""
-    for path, before in states.items():
-        if file_state(path) != before:
-            raise SetupError(
-                "the file changed while the run read it (written, replaced, touched, or its inode changed: a new hard "
-                "link or a permission change counts too, since only the ctime shows a rewrite host code cannot hide): "
-                "the examples and outputs it scored may not be the file's, so nothing was decided",
-                where=str(path),
-                fix="run again on a file nothing writes during the run (host code runs as the same user and must "
-                "not write the dataset)",
-            )
+    that mixture. Nothing is decided then; the file as committed is what a rerun reads.
+
+    A moved state is not yet a change of bytes: a ``chmod``, a ``touch``, a backup tool or a checkout writing the
+    same bytes moves it too. The file is then hashed (streaming, only when its state moved) and the run goes on when
+    every read of it had one hash (``reads``: ``DatasetSource.reads``) equal to the file's bytes now and, when host
+    code could run while it was read, to its bytes before any host code ran (``before``: :func:`start_digests`).
+    A file read some other way too (an outputs file joined by index, lm-eval's results file) cannot be told apart:
+    its moved state still stops the run."""
+    for path, state in states.items():
+        if state is None or file_state(path) == state:
+            continue
+        why = _bytes_differ(path, [read.sha256 for read in reads if read.path == path], before)
+        if why is None:
+            continue
+        raise SetupError(
+            "the file changed while the run read it (written, replaced, touched, or its inode changed: a new hard "
+            "link or a permission change counts too, since only the ctime shows a rewrite host code cannot hide), "
+            f"and {why}: the examples and outputs it scored may not be the file's, so nothing was decided",
+            where=str(path),
+            fix="run again on a file nothing writes during the run (host code runs as the same user and must "
+            "not write the dataset)",
+        )
+
+
+def _bytes_differ(path: Path, read: list[str | None], before: dict[Path, str] | None) -> str | None:
+    """Why the bytes of ``path`` (whose state moved) cannot be shown to be the ones the run read, or None when they
+    are: every read hashed whole, and each hash, and the one from before host code when there is one, is the
+    file's now."""
+    if not read or None in read:
+        return "the run read it in a way no single hash covers, so a metadata-only change cannot be told from a rewrite"
+    wanted = set(read)
+    if before is not None:
+        if path not in before:
+            return "its bytes could not be hashed before host code ran"
+        wanted.add(before[path])
+    try:
+        now = file_sha256(path)
+    except OSError as exc:
+        return f"it cannot be read now ({exc.strerror or type(exc).__name__})"
+    if wanted != {now}:
+        return "its bytes are not the ones the run read"
+    return None
 
 
 def refuse_rewritten_definitions(loaded: LoadedConfig) -> None:
@@ -307,6 +381,8 @@ class _Prepared:
     baselines: ReadBaselines | None = None
     #: The files the run reads examples and outputs from, as they were before any host code ran.
     input_states: dict[Path, FileState] = dataclasses.field(default_factory=dict)
+    #: Their hashes before any host code ran, when host code can run while they are read (``start_digests``).
+    input_digests: dict[Path, str] | None = None
     #: Every judge's fingerprint (its rubric) and calibration record, read before any host code ran.
     judge_standings: dict[str, JudgeStanding] = dataclasses.field(default_factory=dict)
 
@@ -395,6 +471,8 @@ def _prepare(config_path: Path, options: RunOptions) -> _Prepared:
         private_key(signing_key)  # a bad key is refused before any work is done, not after
     counters = Counters(total=identity.examples)
     source = None if key is None else key.source
+    states = read_file_states(loaded)
+    known = {loaded.dataset_path: identity.fingerprint} if identity.fingerprint is not None else {}
     return _Prepared(
         folder,
         resumed,
@@ -407,7 +485,8 @@ def _prepare(config_path: Path, options: RunOptions) -> _Prepared:
         signing_key,
         source,
         baselines=baselines,
-        input_states=read_file_states(loaded),
+        input_states=states,
+        input_digests=start_digests(loaded, states, known),
         judge_standings=_judge_standings(loaded),
     )
 
@@ -437,16 +516,28 @@ def _run_key(loaded: LoadedConfig, *, resuming: bool) -> CacheSecret | None:
         return None
 
 
+#: How many of an occupied --out folder's files are looked at to name three of them.
+_SHOWN_AMONG = 64
+
+
 def refuse_occupied(folder: Path) -> None:
     """A new run writes into an empty folder only: every file it finds there would sit beside its artifacts, be
     covered by its ``digests.json`` and read as part of it (an earlier run's ``outputs.jsonl`` or ``checks.jsonl``,
     say). Hidden entries are not the run's (partial files of others are never opened: ``runfolder``); a resumed
     run continues in its own folder and is not asked."""
-    from evalglass.engine.runs.digests import DIGESTS_FILE, artifact_names
+    from itertools import islice
 
-    found = [*artifact_names(folder), *([DIGESTS_FILE] if (folder / DIGESTS_FILE).exists() else [])]
+    from evalglass.engine.runs.digests import DIGESTS_FILE, iter_artifact_names
+
+    # The first few found (the folder's own files come before its subfolders') are enough to name three and say
+    # how many more: never the whole tree (`--out ~` walked the home folder, `--out /` the machine).
+    first = sorted(islice(iter_artifact_names(folder), _SHOWN_AMONG))
+    found = [*first, *([DIGESTS_FILE] if (folder / DIGESTS_FILE).exists() else [])]
     if found:
-        shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+        more = len(found) - 3
+        shown = ", ".join(found[:3]) + (
+            "" if more <= 0 else " and more" if len(first) == _SHOWN_AMONG else f" and {more} more"
+        )
         raise SetupError(
             f"the run folder is not empty (it holds {shown})",
             where=str(folder),
@@ -760,6 +851,7 @@ def _finish_variants(prepared: _Prepared, scored: dict[str, Scored], compared: S
         untrusted_cache_entries=sum(
             each.untrusted_cache_entries for each in (*scored.values(), *([compared] if compared else []))
         ),
+        reads=tuple(read for each in (*scored.values(), *([compared] if compared else [])) for read in each.reads),
     )
     written: dict[str, str | None] = {}
     for where, each in [*((f"{VARIANTS_DIR}/{name}", each) for name, each in scored.items()), (COMPARED_DIR, compared)]:
@@ -795,7 +887,7 @@ def _finish(
     None where none was)."""
     check_results = run_standalone_checks(prepared.loaded)
     refuse_rewritten_definitions(prepared.loaded)
-    refuse_changed_inputs(prepared.input_states)
+    refuse_changed_inputs(prepared.input_states, scored.reads, prepared.input_digests)
     # The decision and the artifacts build what they need once (the models' validators and serializers, the
     # scorecard, the run record): thousands of young objects and no cycles to speak of, which the collector's
     # passes walked again and again (≈ 10 young passes, 7-11 ms of a 10-line replay run). Paused, they are freed by
@@ -908,12 +1000,15 @@ def _decide_and_write(
             "variant_outputs": variant_outputs or {},
         }
         record = record.model_copy(update=update)
-    from evalglass.engine.explore.failing import report_markdown
+    from evalglass.engine.explore.reportfile import report_markdown
 
-    # Published in the order they always were (run record, scorecard, report, digest list), two files at a time
-    # (runfolder.commit_together: one wait for the disk, not two): the report is rendered from the published run
-    # record (a run with variants names its scores files there), and the digest list covers every file before it.
-    _publish_together(folder, {RUNRECORD_FILE: model_file_bytes(record), SCORECARD_FILE: model_file_bytes(scorecard)})
+    # Published run record first (the report is rendered from the published one: a run with variants names its
+    # scores files there), then report, digest list and, last, the scorecard, those three with one wait for the disk
+    # (runfolder.commit_together renames in order). The scorecard is what says a run finished (``view``, ``verify``,
+    # a resume, a reader of earlier runs look for it): a run killed or stopped between two renames leaves no
+    # scorecard, so its folder never looks finished without its report and digest list; it is resumed instead.
+    _publish_together(folder, {RUNRECORD_FILE: model_file_bytes(record)})
+    card_bytes = model_file_bytes(scorecard)
     report = text_file_bytes(report_markdown(folder, scorecard))
     digests = digests_of(
         folder,
@@ -929,9 +1024,11 @@ def _decide_and_write(
             **baseline_copies,
         },
         provenance=None if prepared.signing_key is None else signed_provenance(loaded.base_dir),
-        pending={REPORT_FILE: fingerprint_of_bytes(report)},
+        pending={REPORT_FILE: fingerprint_of_bytes(report), SCORECARD_FILE: fingerprint_of_bytes(card_bytes)},
     )
-    _publish_together(folder, {REPORT_FILE: report, DIGESTS_FILE: model_file_bytes(digests)})
+    _publish_together(
+        folder, {REPORT_FILE: report, DIGESTS_FILE: model_file_bytes(digests), SCORECARD_FILE: card_bytes}
+    )
     warnings = _untrusted(prepared, scored.untrusted_cache_entries)
     return RunOutcome(folder=folder, scorecard=scorecard, record=record, warnings=warnings)
 

@@ -37,6 +37,7 @@ scorecard and digests consistently, and such a run verifies as consistent; only 
 
 from __future__ import annotations
 
+import os
 from array import array
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -72,6 +73,7 @@ from evalglass.engine.runs.artifacts import (
     load_runrecord,
     load_scorecard,
     model_bytes,
+    refuse_unfinished,
 )
 from evalglass.engine.runs.digests import (
     DIGESTS_FILE,
@@ -79,6 +81,7 @@ from evalglass.engine.runs.digests import (
     file_sha256,
     key_fingerprint,
     load_digests,
+    public_key,
     signature_valid,
 )
 from evalglass.engine.runs.integrity import ArtifactCheck, ArtifactProblem
@@ -90,6 +93,7 @@ from evalglass.engine.spec.staleness import stale_causes
 from evalglass.engine.spec.validation import validate_document
 from evalglass.errors import SetupError
 from evalglass.lanes.checkspec import CheckSpec
+from evalglass.readers.userfiles import open_regular, read_regular
 from evalglass.readers.yamlsource import parse_yaml
 
 if TYPE_CHECKING:
@@ -149,6 +153,9 @@ def verify_run(
     that are not the ones the run hashed (or cannot be hashed), so that a run verifies only while the repository
     still holds exactly what it was decided on. ``rescore_host``: python metrics are scored again too (in their
     worker processes, as ``run`` scores them)."""
+    if key is not None:
+        public_key(key)  # a key that is no key is exit 2 at once, not "NOT signed" (exit 1) for an unsigned run
+    refuse_unfinished(folder)
     record = load_runrecord(folder)
     raw_scorecard = load_json(folder / SCORECARD_FILE, "scorecard")
     findings: list[Finding] = []
@@ -196,7 +203,7 @@ def verify_run(
             findings.append(Finding(f"{file}: examples", examples, loaded.examples))
     if examples != record.dataset.examples:
         findings.append(Finding("runrecord.dataset.examples", record.dataset.examples, examples))
-    anchors = anchors or Anchors()
+    anchors = _checked(anchors or Anchors())
     config_path = anchors.config if anchors.config is not None else Path(record.config_path)
     rescored = _rescored(folder, record, config, config_path, anchors, damaged, rescore_host)
     findings.extend(Finding(*item) for item in rescored.findings)
@@ -459,7 +466,7 @@ def _byte_findings(path: Path, document: Any) -> list[Finding]:
 
 
 def _report_findings(folder: Path, derived: Scorecard) -> list[Finding]:
-    from evalglass.engine.explore.failing import report_markdown
+    from evalglass.engine.explore.reportfile import report_markdown
 
     path = folder / REPORT_FILE
     try:
@@ -480,6 +487,17 @@ def _first_difference(recorded: bytes, rendered: bytes) -> str:
     return f"{len(old)} lines where the scorecard renders {len(new)}"
 
 
+def _checked(anchors: Anchors) -> Anchors:
+    """``anchors`` with an explicit dataset checked now and made absolute. A dataset the user named that is not a
+    regular file was said as "not at hand" and the run passed without a single score re-derived (a silent pass);
+    a relative one was checked from the working folder but then read from the config's folder."""
+    if anchors.dataset is None:
+        return anchors
+    fix = "pass --dataset the dataset file the run read"
+    open_regular(anchors.dataset, what="dataset to re-score from", missing_fix=fix, other_fix=fix).close()
+    return replace(anchors, dataset=Path(os.path.abspath(anchors.dataset)))
+
+
 def _anchor(record: RunRecord, anchors: Anchors, findings: list[Finding], *, strict: bool = False) -> list[str]:
     """Whether the run read the config and ledger files at hand now; a difference is a finding, said plainly, and
     so (``strict``) is a file not at hand."""
@@ -490,10 +508,18 @@ def _anchor(record: RunRecord, anchors: Anchors, findings: list[Finding], *, str
     ):
         path = explicit if explicit is not None else Path(recorded_path)
         try:
-            current = fingerprint_of_bytes(path.read_bytes())
-        except OSError as exc:
+            # Only a regular file: a FIFO named by --config would hang the read (readers.userfiles).
+            current = fingerprint_of_bytes(
+                read_regular(
+                    path,
+                    what=f"{what} to anchor to",
+                    missing_fix=f"check the --{what} path",
+                    other_fix=f"pass --{what} the {what} file itself",
+                )
+            )
+        except SetupError:
             if explicit is not None:
-                raise SetupError(f"cannot read the {what} to anchor to: {exc.strerror}", where=str(path)) from None
+                raise
             statements.append(f"{what}: not anchored ({path} is not at hand here; pass --{what} PATH)")
             if strict:
                 findings.append(Finding(f"anchor.{what}", recorded, f"{path}: <not at hand>"))

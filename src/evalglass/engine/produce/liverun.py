@@ -175,6 +175,7 @@ class LiveProducer:
                 asyncio.run(self._main(sink, reader, outputs, stopper, tallies))
             dataset = reader.summary()
             notes = reader.notes
+            reads = reader.reads()
         except asyncio.CancelledError:
             outputs.abort()
             if stopper.signals:  # SIGINT or SIGTERM: an interrupted run, resumable
@@ -193,6 +194,7 @@ class LiveProducer:
             usage=usage,
             untrusted_cache_entries=sum(self.untrusted),
             notes=notes,
+            reads=reads,
             outputs_sha256=outputs_sha256,
         )
 

@@ -87,20 +87,24 @@ def build_metrics(
 def bound_code(loaded: LoadedConfig, name: str) -> BoundCode:
     """For host code a gate declared in the config decides on (one of ``Config.guarded_metrics``): the project's
     folder (the repository holding the config folder, else that folder) and the files the gate's fingerprint binds,
-    as hashed when the config loaded (the metric's own files, ``data_files:`` and what it imports):
-    ``lanes.hostguard`` refuses it any other file of the project."""
+    as hashed when the config loaded (the metric's own files, ``data_files:`` and what it imports), with those hashes:
+    ``lanes.hostguard`` refuses it any other file of the project, and a bound source whose bytes are not the hashed
+    ones."""
     root = loaded.base_dir.resolve()
     project = project_root(root)
     files = loaded.definition_files
-    labels = [*files.get(name, {}), *files.get(imports_key(name), {})]
+    hashes = {**files.get(name, {}), **files.get(imports_key(name), {})}
     # A file of the project installed from the checkout is labelled by its distribution: bound where it is installed.
-    paths = {installed_path(label) or (root / label).resolve() for label in labels}
+    bound = {str(installed_path(label) or (root / label).resolve()): digest for label, digest in hashes.items()}
     # And a data file as the config names it (the labels are resolved): a link on its way (``data -> cases``) is
     # then bound with it, so asking about the name the config gives is answered (``Guard.ask`` checks each step of
-    # a name, links included). What the link leads to is hashed, as any data file is.
+    # a name, links included). What the link leads to is hashed, as any data file is: the name carries its digest.
     named = getattr(loaded.config.metrics[name], "data_files", None) or ()
-    paths |= {root / label for label in named if ".." not in Path(label).parts and not Path(label).is_absolute()}
-    return str(project), tuple(sorted(str(path) for path in paths))
+    for label in named:
+        if ".." not in Path(label).parts and not Path(label).is_absolute():
+            # A folder has no digest of its own (its files have): "" compares with nothing (``_held_sources``).
+            bound.setdefault(str(root / label), bound.get(str((root / label).resolve()), ""))
+    return str(project), tuple(sorted(bound.items()))
 
 
 def metric_label(name: str, spec: AnyMetricSpec) -> str:

@@ -41,7 +41,9 @@ class RecordedProducer:
         source = DatasetSource(self.loaded, keep=sink.keep)
         pool = metric_pool(self.loaded.config, self.metrics)
         try:
-            for batch in source.batches():
+            # A batch of long lines (trajectories) comes in parts, each freed while its objects are still cached;
+            # the sink and the keeper join a batch's parts into the block the batch is in the artifacts.
+            for batch, ends_block in source.parts():
                 sink.note_ids(batch)
                 # Scoring a batch builds trees (calls read, keys, pairings, scores): thousands of containers that live
                 # until the batch is done. With the collector on, its passes walked them again and again and promoted
@@ -49,21 +51,27 @@ class RecordedProducer:
                 # before it resumes (as the reader freezes each batch it parses: what is frozen is still freed by
                 # reference counting, and the stream unfreezes it all when it ends), nothing is walked twice.
                 with collector_paused():
-                    score_batch(batch, self.metrics, sink, pool)
+                    score_batch(batch, self.metrics, sink, pool, ends_block=ends_block)
                     gc.freeze()
             # After the stream: nothing is called per example, and one check of every id costs a sort.
             sink.check_ids()
             dataset = source.summary()
             notes = source.notes
+            reads = source.reads()
         finally:
             source.close()
             if pool is not None:
                 pool.shutdown(wait=True, cancel_futures=True)
-        return Produced(dataset=dataset, notes=notes)
+        return Produced(dataset=dataset, notes=notes, reads=reads)
 
 
 def score_batch(
-    batch: ExampleBatch | list[Example | BadLine], metrics: list[BuiltMetric], sink: RunSink, pool: Executor | None
+    batch: ExampleBatch | list[Example | BadLine],
+    metrics: list[BuiltMetric],
+    sink: RunSink,
+    pool: Executor | None,
+    *,
+    ends_block: bool = True,
 ) -> None:
     """Score a batch metric by metric (tight loops) and hand it to the sink as one block.
 
@@ -71,13 +79,13 @@ def score_batch(
     the batch as it came. Otherwise the measured rows still go through each metric as one batch, and the lines
     that are not measured (a malformed line, a missing output: one score for every metric) are laid in among
     their results, so a dataset with many bad lines costs about what a clean one does (10 % malformed lines once
-    made a run 4-20 times slower).
+    made a run 4-20 times slower). ``ends_block`` False: the batch is a part of a block (``RunSink.add``).
     """
     plain = _plain(batch, sink.samples)
     if plain is not None:
         results = {metric.name: call_metric(metric, plain, pool) for metric in metrics}
         _note_cut_off(results, plain.outputs)
-        sink.add(Rows(plain.ids, plain.lines, plain.records, results))
+        sink.add(Rows(plain.ids, plain.lines, plain.records, results), ends_block=ends_block)
         return
     items = batch.examples() if isinstance(batch, ExampleBatch) else batch
     expanded = [expand(item, sink.samples, sink.shape.sample_count) for item in items]
@@ -93,7 +101,8 @@ def score_batch(
             [item.fields if isinstance(item, Example) else None for item in items],
             results,
             per_line=[len(rows) if isinstance(rows, list) else 1 for rows in expanded] if sink.samples else 1,
-        )
+        ),
+        ends_block=ends_block,
     )
 
 

@@ -43,6 +43,7 @@ from evalglass.engine.runs.scoresblock import encode_score, encode_scored
 from evalglass.errors import SetupError
 
 if TYPE_CHECKING:
+    from evalglass.engine.datasets.source import FileRead
     from evalglass.engine.runs.artifacts import ScoresWriter
     from evalglass.engine.spec.config import Config, LoadedConfig
 
@@ -68,7 +69,13 @@ class OutputsKeeper(Protocol):
     """Where a recorded run keeps the outputs it scored (the port): ``keptoutputs.KeptOutputsWriter``. A producer's
     dataset source hands it each batch as read (``DatasetSource(keep=sink.keep)``), before ``parse: json``."""
 
-    def add(self, batch: ExampleBatch | Sequence[Example | BadLine], *, holds_non_finite: bool = False) -> None: ...
+    def add(
+        self,
+        batch: ExampleBatch | Sequence[Example | BadLine],
+        *,
+        holds_non_finite: bool = False,
+        ends_block: bool = True,
+    ) -> None: ...
 
     def commit(self) -> KeptOutputs: ...
 
@@ -104,6 +111,8 @@ class Produced:
     untrusted_cache_entries: int = 0
     #: Lines read differently from their bytes (``DatasetSource.notes``), one line each, for the run's warnings.
     notes: tuple[str, ...] = ()
+    #: The files read and the hash of what was read there (``DatasetSource.reads``).
+    reads: tuple[FileRead, ...] = ()
     #: A live run's ``outputs.jsonl``, as its writer hashed it: what the run reads it back against.
     outputs_sha256: str | None = None
 
@@ -127,6 +136,7 @@ class Scored:
     calls: CallTotals | None = None  # live runs: see CallTotals
     untrusted_cache_entries: int = 0  # live runs: see Produced
     kept: KeptOutputs | None = None  # recorded outputs: see OutputsKeeper
+    reads: tuple[FileRead, ...] = ()  # see Produced
     outputs_sha256: str | None = None  # live runs: see Produced
     checks_sha256: str | None = None  # per-example checks' records (checks.jsonl), as written; None: none ran
 
@@ -204,6 +214,7 @@ class RunSink:
         self._seen = SeenIds(expected=expected)
         self._noted = array("q")  # hashes noted since the last check
         self._last_line = 0
+        self._part: _Part | None = None  # the parts of a block not yet ended (``add``'s ``ends_block``)
 
     @property
     def samples(self) -> bool:
@@ -235,8 +246,10 @@ class RunSink:
         if noted and self._seen.add(noted):
             refuse_first_repeat(self._reread(), self._path, until=self._last_line)
 
-    def add(self, rows: Rows) -> None:
-        """Append consecutive lines' results to the columns and the row shape, and write them as their blocks."""
+    def add(self, rows: Rows, *, ends_block: bool = True) -> None:
+        """Append consecutive lines' results to the columns and the row shape, and write them as their blocks.
+        ``ends_block`` False: the lines are a part of one block (``DatasetReader.parts``), written with the parts
+        after it up to the one that ends the block, as the block the whole would have given."""
         shared: dict[int, Any] = {}  # one Score given to several metrics (a bad line's) is encoded once
         encoded = {name: _append(column, name, rows.results[name], shared) for name, column in self.columns.items()}
         count = len(rows.ids)
@@ -247,6 +260,19 @@ class RunSink:
             cluster_of = self.shape.cluster_of
             clusters = [cluster_key(cluster_of(record)) if record is not None else None for record in rows.records]
         self.shape.add_lines(count, rows.per_line, clusters)
+        if not ends_block or self._part is not None:
+            if rows.blocks is not None:
+                raise ValueError("a part of a block is one block")
+            if self._part is None:
+                scores = {name: list(entries) for name, entries in encoded.items()}  # not the caller's lists
+                self._part = _Part(list(rows.ids), list(rows.lines), scores, clusters)
+            else:
+                self._part.extend(rows.ids, rows.lines, encoded, clusters)
+            if not ends_block:
+                return
+            part, self._part = self._part, None
+            self._writer.write_block(part.ids, part.lines, part.scores, part.clusters)
+            return
         blocks = rows.blocks if rows.blocks is not None else (count,)
         if len(blocks) == 1:
             self._writer.write_block(rows.ids, rows.lines, encoded, clusters)
@@ -272,6 +298,7 @@ class RunSink:
             calls=produced.calls,
             kept=kept,
             untrusted_cache_entries=produced.untrusted_cache_entries,
+            reads=produced.reads,
             outputs_sha256=produced.outputs_sha256,
         )
 
@@ -279,6 +306,28 @@ class RunSink:
         self._writer.abort()
         if self._keeper is not None:
             self._keeper.abort()
+
+
+class _Part:
+    """The parts of a block of ``scores.jsonl`` added so far: what :meth:`RunSink.add` writes once it ends. (Not a
+    dataclass: one costs the start of every run about 4 M instructions to define.)"""
+
+    __slots__ = ("clusters", "ids", "lines", "scores")
+
+    def __init__(
+        self, ids: list[str], lines: list[int], scores: dict[str, list[Any]], clusters: list[str | None] | None
+    ) -> None:
+        self.ids, self.lines, self.scores, self.clusters = ids, lines, scores, clusters
+
+    def extend(
+        self, ids: list[str], lines: list[int], scores: dict[str, list[Any]], clusters: list[str | None] | None
+    ) -> None:
+        self.ids += ids
+        self.lines += lines
+        for name, entries in scores.items():
+            self.scores[name] += entries
+        if self.clusters is not None and clusters is not None:
+            self.clusters += clusters
 
 
 def open_run_sink(

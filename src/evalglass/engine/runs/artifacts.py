@@ -48,10 +48,12 @@ NOT_A_RUN = "point at a run folder written by `evalglass run`"
 #: What to do about an artifact that is a folder, a FIFO or a device.
 NOT_A_FILE = "the run folder was edited: `evalglass run` writes every artifact as a regular file; rerun it"
 #: A link where an artifact should be: also what a cache or store that keeps files as links makes (git-annex, DVC's
-#: symlink cache), which is no edit; its bytes copied into the folder are checked as any run's.
+#: symlink cache), which is no edit; its bytes restored as regular files are checked as any run's.
 LINKED = (
-    "the run folder was edited, or a cache restored it as links: `evalglass run` writes every artifact as a regular "
-    "file; copy the folder with its links resolved (`cp -rL`), or rerun it"
+    "the run folder was edited, or a store that keeps files as links restored it (git-annex, DVC): `evalglass run` "
+    "writes every artifact as a regular file and links are never followed; `git annex unlock FOLDER` (git-annex), "
+    "`dvc config cache.type copy` then `dvc checkout --relink` (DVC), copy it with its links resolved (`cp -rL`), "
+    "or rerun it"
 )
 
 
@@ -191,7 +193,8 @@ def load_json_model_and_bytes(path: Path, model: type[Any], what: str) -> tuple[
     A link is refused, never followed: every artifact is a regular file in its run's folder, and the digest list
     (the one artifact no list hashes) behind a link could be any file, kept apart from the run it claims to list."""
     if path.is_symlink():
-        raise SetupError(f"{what} is a symbolic link, not a regular file", where=str(path), fix=LINKED)
+        fix = LINKED.replace("FOLDER", str(path.parent))
+        raise SetupError(f"{what} is a symbolic link, not a regular file", where=str(path), fix=fix)
     raw = read_regular(path, what=what, missing_fix=NOT_A_RUN, other_fix=NOT_A_FILE)
     return parse_json_model(raw, path, model, what), raw
 
@@ -209,6 +212,22 @@ def parse_json_model(raw: bytes, path: Path, model: type[Any], what: str) -> Any
             where=str(path),
             fix=REGENERATE,
         ) from None
+
+
+def refuse_unfinished(folder: Path) -> None:
+    """Refuse (exit 2) a folder whose run started (its manifest, ``run.json``, is there) but never wrote its
+    scorecard, the file a run renames into place last: a run stopped or killed before it finished (or whose
+    scorecard was deleted since: the two cannot be told apart), said so with how to finish it, not as a folder that
+    is no run or a damaged one."""
+    scorecard = folder / SCORECARD_FILE
+    if scorecard.exists() or scorecard.is_symlink() or not (folder / "run.json").is_file():
+        return
+    raise SetupError(
+        f"this run did not finish: it has no {SCORECARD_FILE} (the file a run writes last; it was stopped or killed "
+        "before, or the file was deleted since)",
+        where=str(folder),
+        fix=f"finish it with `evalglass run --resume {folder}`",
+    )
 
 
 def load_scorecard(folder: Path) -> Scorecard:

@@ -19,13 +19,14 @@ for anyone to verify with, while the private key lives only in the CI secret sto
 (for example runs on the protected branch; a pull request from a fork never sees it).
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: pydantic would compile each field's annotation text at class creation
+# (a ForwardRef, ~75 k instructions a field on every run that imports this module).
 
 import base64
 import binascii
 import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -92,7 +93,12 @@ def artifact_names(folder: Path) -> list[str]:
     """The files a digest list covers: every visible file of the folder and its visible subfolders (such as the
     baseline copies under ``baselines/``), by relative POSIX path, but the list itself. Symbolic links are not
     followed, so a link can neither pull an outside file in nor hide one."""
-    names: list[str] = []
+    return sorted(iter_artifact_names(folder))
+
+
+def iter_artifact_names(folder: Path) -> Iterator[str]:
+    """:func:`artifact_names` unsorted and one at a time, so a caller that needs only the first few (is a folder
+    empty?) does not walk a whole tree: ``run --out ~`` walked the home folder, ``--out /`` the machine."""
     pending = [(folder, "")]
     while pending:
         current, prefix = pending.pop()
@@ -102,8 +108,7 @@ def artifact_names(folder: Path) -> list[str]:
             if entry.is_dir() and not entry.is_symlink():
                 pending.append((entry, f"{prefix}{entry.name}/"))
             else:
-                names.append(prefix + entry.name)
-    return sorted(names)
+                yield prefix + entry.name
 
 
 def digests_of(
@@ -151,9 +156,9 @@ def load_digests(folder: Path) -> Digests | None:
 def signature_valid(digests: Digests, public_key_text: str) -> bool:
     from cryptography.exceptions import InvalidSignature
 
+    key = public_key(public_key_text)  # first: a key that is no key is exit 2 even for an unsigned run
     if digests.signature is None:
         return False
-    key = public_key(public_key_text)
     try:
         key.verify(base64.b64decode(digests.signature.value, validate=True), digests.signed_bytes())
     except (InvalidSignature, binascii.Error, ValueError):
@@ -211,7 +216,7 @@ def verify_key_from_env() -> str | None:
     return None if signing is None else _raw_public(private_key(signing).public_key()).hex()
 
 
-def private_key(text: str) -> Ed25519PrivateKey:
+def private_key(text: str) -> "Ed25519PrivateKey":
     """An Ed25519 private key from PEM text (PKCS#8, as `openssl genpkey -algorithm ed25519` writes) or 64 hex
     digits (the raw 32-byte seed)."""
     ed25519, serialization = _crypto()
@@ -225,15 +230,22 @@ def private_key(text: str) -> Ed25519PrivateKey:
     return cast("Ed25519PrivateKey", key)
 
 
-def public_key(text: str) -> Ed25519PublicKey:
+def public_key(text: str) -> "Ed25519PublicKey":
     """An Ed25519 public key from PEM text, a file holding it, or 64 hex digits (the raw key)."""
     ed25519, serialization = _crypto()
     candidate = text.strip()
     if "-----BEGIN" not in candidate and not _is_hex(candidate):
-        try:
-            candidate = Path(candidate).read_text().strip()
-        except OSError as exc:
-            raise SetupError(f"cannot read the public key file: {exc.strerror}", where=text) from None
+        from evalglass.readers.userfiles import read_regular
+
+        # Only a regular file, and never a traceback for one that is not text: a FIFO hung this read, and a binary
+        # file (a DER key, a private key's raw bytes) ended as "internal error: UnicodeDecodeError".
+        raw = read_regular(
+            Path(candidate),
+            what="public key file",
+            limit=1 << 20,
+            missing_fix="pass a PEM public key (openssl pkey -pubout), a file holding one, or 64 hex digits",
+        )
+        candidate = raw.decode("utf-8", "replace").strip()
     key = _ed25519_key(
         candidate,
         serialization.load_pem_public_key,
@@ -262,7 +274,7 @@ def _is_hex(text: str) -> bool:
     return len(text) == 64 and all(char in "0123456789abcdefABCDEF" for char in text)
 
 
-def _raw_public(key: Ed25519PublicKey) -> bytes:
+def _raw_public(key: "Ed25519PublicKey") -> bytes:
     _, serialization = _crypto()
     return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
 

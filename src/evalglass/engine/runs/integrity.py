@@ -19,7 +19,7 @@ snapshots' provenance.
 from __future__ import annotations
 
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
@@ -32,10 +32,21 @@ from evalglass.engine.runs.digests import DIGESTS_FILE, NOT_LISTED, Digests, fil
 if TYPE_CHECKING:
     from evalglass.core.runrecord import RunRecord
 
+_LINK = "a symbolic link"
 #: What a file that is not there hashes to in a problem (one that is not a regular file: ``<a directory>``...).
 MISSING = "<missing>"
 #: The files every finished run writes and lists: a list without one of them leaves it unbound.
 WRITTEN_BY_EVERY_RUN = (SCORECARD_FILE, RUNRECORD_FILE, REPORT_FILE)
+#: What to do when an artifact is a symbolic link: what a store that keeps files as links makes (git-annex, DVC's
+#: symlink or hardlink-free caches). Links are never followed, even to a content-addressed object: the target lies
+#: outside the folder, where nothing binds it to the run (a digest list behind a link could be any file), and a
+#: target a later edit replaces would change the run without touching its folder. Regular files are what to restore.
+LINKED_STORE = (
+    "the run folder holds symbolic links, which are never followed (a store that keeps files as links restored it: "
+    "git-annex, DVC): make them regular files with `git annex unlock FOLDER` (git-annex), `dvc config cache.type "
+    "copy` then `dvc checkout --relink` (DVC), or copy the folder with its links resolved (`cp -rL`); `evalglass "
+    "verify FOLDER` names every difference"
+)
 #: What to do about an artifact that does not add up: the same for every reader.
 FETCH_AGAIN = (
     "the run folder was damaged or changed after the run (a truncated download, an edit, another run's file): copy "
@@ -200,12 +211,17 @@ def _not_regular(path: Path) -> str | None:
     if stat.S_ISREG(mode):
         return None
     if stat.S_ISLNK(mode):
-        return "a symbolic link"
+        return _LINK
     if stat.S_ISDIR(mode):
         return "a directory"
     if stat.S_ISFIFO(mode):
         return "a FIFO"
     return "a socket or device" if stat.S_ISSOCK(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a special file"
+
+
+def linked(problems: Sequence[ArtifactProblem]) -> bool:
+    """Whether any of ``problems`` is an artifact found as a symbolic link (its fix is :data:`LINKED_STORE`)."""
+    return any(_said_kind(problem.found) == _LINK for problem in problems)
 
 
 def _said_kind(found: str) -> str | None:

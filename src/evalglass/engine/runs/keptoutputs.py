@@ -28,7 +28,6 @@ thread of its own; about a fifth of the outputs' JSON on disk.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -80,6 +79,8 @@ class KeptOutputsWriter:
         self._zip = zlib.compressobj(COMPRESSION_LEVEL, zlib.DEFLATED, _GZIP)
         self._hash = hashlib.sha256()
         self._examples = 0
+        #: The parts of a block not yet ended (``add``'s ``ends_block``): ids, outputs (when not written), written.
+        self._parts: list[tuple[list[str], list[Any] | None, bytes | None]] = []
         # Outputs can quote what a secret let an application read: redacted as every artifact is.
         self._redactor = redaction.current()
         self._queue: queue.Queue[bytes | None] = queue.Queue(maxsize=QUEUED)
@@ -87,35 +88,76 @@ class KeptOutputsWriter:
         self._thread = threading.Thread(target=self._drain, name="evalglass-kept-outputs", daemon=True)
         self._thread.start()
 
-    def add(self, batch: ExampleBatch | Sequence[Example | BadLine], *, holds_non_finite: bool = False) -> None:
+    def add(
+        self,
+        batch: ExampleBatch | Sequence[Example | BadLine],
+        *,
+        holds_non_finite: bool = False,
+        ends_block: bool = True,
+    ) -> None:
         """One block: the batch's ids and outputs, as the dataset (or outputs file) recorded them.
         ``holds_non_finite``: the reader can give a NaN or an infinity (``Reader.holds_non_finite``), which orjson
-        writes as ``null``: such an output is then kept as the standard library writes it (:func:`_line`)."""
+        writes as ``null``: such an output is then kept as the standard library writes it (:func:`_line`).
+        ``ends_block`` False: the batch is a part of a block (``DatasetReader.parts``), written with the parts after
+        it up to the one that ends the block, as one line, the one the whole block would have given."""
         if isinstance(batch, ExampleBatch):
             ids, outputs = batch.ids, batch.outputs
         else:
             ids = [item.id for item in batch]
             outputs = [ABSENT if isinstance(item, BadLine) else item.output for item in batch]
-        if not ids:
+        if ends_block and not self._parts:
+            if ids:
+                written = _written(batch, outputs, holds_non_finite)
+                self._write(ids, outputs, None if written is None else (written,), holds_non_finite)
             return
+        if ids:
+            # A part's outputs are kept as the bytes the whole block's line is joined from, not as its objects (which
+            # the run frees part by part), unless the block may need them: no bytes (an absent or unwritable output),
+            # or bytes holding a null from a reader that can give a NaN or an infinity (orjson writes them as null).
+            # From a reader that cannot, the bytes read back as the values written, and are not searched (a pass
+            # over every output's bytes, 13 k instructions a recorded trajectory).
+            written = _written(batch, outputs, holds_non_finite)
+            keep = written is None or (holds_non_finite and b"null" in written)
+            self._parts.append((ids, outputs if keep else None, written))
+        if not ends_block or not self._parts:
+            return
+        parts, self._parts = self._parts, []
+        ids = [example_id for part in parts for example_id in part[0]]
+        if all(written is not None for _, _, written in parts):
+            # The parts' arrays as one: "[a,b]" and "[c]" -> "[a,b,c]", joined once with the line (no copy before).
+            pieces: list[bytes | memoryview] = [b"["]
+            for _, _, written in parts:
+                if written is not None and len(written) > 2:
+                    pieces += (b",", memoryview(written)[1:-1]) if len(pieces) > 1 else (memoryview(written)[1:-1],)
+            pieces.append(b"]")
+            self._write(ids, [], pieces, holds_non_finite)
+            return
+        # What the whole block gives when one of its parts has no bytes: each output as an object again (kept, or
+        # read back from its bytes: orjson reads what it wrote as values it writes as the same bytes, and the
+        # standard library's text of a value differs from orjson's only for a NaN or an infinity, written null).
+        outputs = [
+            value
+            for _, kept, written in parts
+            for value in (kept if kept is not None else orjson.loads(written or b"[]"))
+        ]
+        self._write(ids, outputs, None, holds_non_finite)
+
+    def _write(
+        self, ids: list[str], outputs: list[Any], written: Sequence[bytes | memoryview] | None, holds_non_finite: bool
+    ) -> None:
+        """Queue the block's line: from ``written`` (its outputs as one array, in pieces) when given, else from
+        ``outputs``."""
         block: dict[str, Any] = {"ids": ids, "outputs": outputs}
-        written: bytes | None = None
-        if ABSENT in outputs:  # identity first: a recorded value is never ABSENT by equality
+        if written is None and ABSENT in outputs:  # identity first: a recorded value is never ABSENT by equality
             block["absent"] = [index for index, value in enumerate(outputs) if value is ABSENT]
             block["outputs"] = [None if value is ABSENT else value for value in outputs]
-        elif isinstance(batch, ExampleBatch):
-            # The outputs as one array: the bytes the dataset reader wrote while checking the batch, when it did.
-            with contextlib.suppress(TypeError):  # a value orjson cannot write: _line says so below
-                written = batch.derived(OUTPUTS_JSON, partial(orjson.dumps, outputs, option=_NO_DATACLASS))
-            if written is not None and holds_non_finite and b"null" in written and non_finite(outputs) is not None:
-                written = None
         self._examples += len(ids)
         self._raise_failure()
         # orjson writes {"ids": [...], "outputs": [...]} as those two arrays between its own compact punctuation.
         if written is None:
             line = _line(block, may_hold_non_finite=holds_non_finite)
         else:
-            line = b"".join((b'{"ids":', orjson.dumps(ids), b',"outputs":', written, b"}\n"))
+            line = b"".join((b'{"ids":', orjson.dumps(ids), b',"outputs":', *written, b"}\n"))
         self._queue.put(self._redactor.json_bytes(line))
 
     def _drain(self) -> None:
@@ -163,6 +205,23 @@ class KeptOutputsWriter:
 #: same value (:func:`decoded_block`) and so re-scored by verify as the run scored it. Outputs hold no other dataclass,
 #: so the bytes of every other block are unchanged, and finding one costs nothing on the way that holds none.
 _NO_DATACLASS = orjson.OPT_PASSTHROUGH_DATACLASS
+
+
+def _written(
+    batch: ExampleBatch | Sequence[Example | BadLine], outputs: list[Any], holds_non_finite: bool
+) -> bytes | None:
+    """A batch's outputs as one JSON array, the bytes the dataset reader wrote while checking the batch when it did;
+    None when they are not to be kept so (an absent output, a value orjson cannot write or writes as another: a
+    NaN or an infinity as ``null``), or the batch is not an :class:`ExampleBatch`: :func:`_line` writes them."""
+    if not isinstance(batch, ExampleBatch) or ABSENT in outputs:  # identity first: never ABSENT by equality
+        return None
+    try:
+        written = batch.derived(OUTPUTS_JSON, partial(orjson.dumps, outputs, option=_NO_DATACLASS))
+    except TypeError:  # a value orjson cannot write: _line says so
+        return None
+    if holds_non_finite and b"null" in written and non_finite(outputs) is not None:
+        return None
+    return written
 
 
 def _line(block: dict[str, Any], *, may_hold_non_finite: bool) -> bytes:

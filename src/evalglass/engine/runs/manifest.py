@@ -12,7 +12,8 @@ approvals have expired. So the manifest is sealed with an HMAC under the call ca
 ``--resume`` refuses a manifest whose seal does not verify: only a run started where that key is can be resumed.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: pydantic would compile each field's annotation text at class creation
+# (a ForwardRef, ~75 k instructions a field on every run that imports this module).
 
 import hashlib
 import hmac

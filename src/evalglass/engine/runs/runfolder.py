@@ -91,8 +91,17 @@ _PARTIAL_NAME = re.compile(r"\.(?P<final>.+)\.(?P<pid>[0-9]+)\.[0-9a-f]{8}\.part
 def open_private(final: Path) -> tuple[Path, int]:
     """A new, private partial file beside ``final`` and a descriptor open for writing it."""
     partial = final.with_name(f".{final.name}.{os.getpid()}.{os.urandom(4).hex()}.partial")
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
+    try:
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
+    except OSError as exc:
+        raise naming(exc, final) from None
     return partial, fd
+
+
+def naming(exc: OSError, final: Path) -> OSError:
+    """``exc`` as the same error about ``final``: the partial file's name is ours, never one the user gave, so a
+    line such as "nope/.y.jsonl.1234.ab12cd34.partial: No such file or directory" named a file no one asked for."""
+    return type(exc)(exc.errno, exc.strerror, str(final)) if exc.errno is not None else exc
 
 
 class PartialFile:
@@ -140,7 +149,10 @@ class PartialFile:
         if handle is None:
             return
         handle.close()
-        os.replace(self.partial, self.final)
+        try:
+            os.replace(self.partial, self.final)
+        except OSError as exc:  # a folder at the final name, say: the partial file is removed by abort()
+            raise naming(exc, self.final) from None
 
     def abort(self) -> None:
         if self._handle is None:

@@ -4,7 +4,8 @@ Everything is validated with ``extra="forbid"``: an unknown key is refused with 
 a misspelt ``tolerate`` or ``threshold`` silently dropped would change what a green run means.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: pydantic would compile each field's annotation text at class creation
+# (a ForwardRef, ~75 k instructions a field on every run that imports this module).
 
 import re
 from collections.abc import Callable, Mapping
@@ -118,7 +119,7 @@ class DatasetSpec(BaseModel):
     _file = field_validator("path")(_names_a_file)
 
     @model_validator(mode="after")
-    def _options_fit_format(self) -> DatasetSpec:
+    def _options_fit_format(self) -> "DatasetSpec":
         if self.traces is not None and self.format != "otlp":
             raise LocatedValueError([(("traces",), "`traces` applies to `format: otlp` only")])
         if self.answer_filter is not None and self.format != "lm-eval":
@@ -341,7 +342,7 @@ class Config(BaseModel):
         return entries
 
     @model_validator(mode="after")
-    def _metrics_of_the_format(self) -> Config:
+    def _metrics_of_the_format(self) -> "Config":
         """Each metric as it reads this dataset's format (``MetricSpec.for_format``: a ``recorded_score``'s default
         labels), filled in here so what it reads is in the metric's fingerprint."""
         for name, spec in self.metrics.items():
@@ -349,7 +350,7 @@ class Config(BaseModel):
         return self
 
     @model_validator(mode="after")
-    def _references_resolve(self, info: ValidationInfo) -> Config:
+    def _references_resolve(self, info: ValidationInfo) -> "Config":
         """Names that must refer to something declared elsewhere. Every broken reference is reported, each at the
         key that makes it (a gate's ``metric``, a metric's ``check``), not at the top of the file."""
         problems: list[tuple[tuple[str | int, ...], str]] = []
@@ -602,7 +603,7 @@ class Config(BaseModel):
             raise LocatedValueError(problems)
         return task
 
-    def for_variant(self, name: str) -> Config:
+    def for_variant(self, name: str) -> "Config":
         """The config one variant's scoring runs: the task is the variant's, the gates stay (a metric's direction
         comes from them) without their variant, and the gold fingerprint leaves out every variant's output field
         as the run's does. Never validated again, never decided on, never recorded."""
@@ -620,7 +621,7 @@ class Config(BaseModel):
         variant._needs_gold = self.needs_gold
         return variant
 
-    def for_compared(self, graded: Path) -> Config:
+    def for_compared(self, graded: Path) -> "Config":
         """The config the judges of variants (``compare_variants``) are scored with once every variant is: a
         recorded task reading ``graded`` (per example, every variant's output by name: ``variantoutputs.graded_lines``),
         those metrics only, and their gates. Never validated again, never decided on, never recorded."""
@@ -914,7 +915,7 @@ class Config(BaseModel):
         return any(gate.metric is not None for gate in self.gates.values())
 
     @property
-    def judges(self) -> dict[str, AnyMetricSpec]:
+    def judges(self) -> "dict[str, AnyMetricSpec]":
         """The metrics whose gates stand on a calibration against human labels (``calibrated``; the ledger's
         ``judges:``), by name: what ``evalglass calibrate`` calibrates and a gate's judge standing is read for."""
         return {name: spec for name, spec in self.metrics.items() if spec.calibrated}
@@ -1109,7 +1110,7 @@ _WHOLE_OUTPUT_ALWAYS = frozenset({"python"})
 _WHOLE_OUTPUT_UNLESS_FIELD = frozenset({"check", "llm_judge", "jury"})
 
 
-def reads_cost(spec: AnyMetricSpec) -> bool:
+def reads_cost(spec: "AnyMetricSpec") -> bool:
     """Whether ``spec`` may read a trajectory's ``cost`` (which ``prices:`` makes): a ``field`` under it, or a metric
     given the whole output (:data:`_WHOLE_OUTPUT_ALWAYS`, :data:`_WHOLE_OUTPUT_UNLESS_FIELD`). A builtin reading
     another field, or the output's structure (``steps``, ``tool_calls``), never does."""

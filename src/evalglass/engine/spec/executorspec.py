@@ -10,7 +10,8 @@ address and the runtime environment) is part of the fingerprint an approval of t
 (:meth:`RayExecutorSpec.binding_payload`), so pointing a run at another cluster makes those approvals stale.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: pydantic would compile each field's annotation text at class creation
+# (a ForwardRef, ~75 k instructions a field on every run that imports this module).
 
 from typing import Annotated, Any, Literal
 

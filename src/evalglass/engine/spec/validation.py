@@ -54,7 +54,8 @@ def refuse_numbers_from_text(validated: BaseModel, doc: YamlDocument, what: str)
     same text in the config a number, so one file took what the other refused. Every field would need its own
     ``strict=True`` (and the next field added would forget it), so the validated model is walked beside the
     document instead: wherever the model holds an ``int`` or ``float`` (never a bool) and the document, at the same
-    place, holds text that spells a number, the text was converted. Text a validator reads on purpose (a duration,
+    place, holds text that spells a number, the text was converted; or a boolean, which lax mode reads as 1 or 0.
+    Text a validator reads on purpose (a duration,
     a name) spells no plain number and is left alone; where a validator reshaped the document the walk stops."""
     pending: list[tuple[Loc, Any, Any]] = [((), validated, doc.data)]
     while pending:
@@ -72,6 +73,14 @@ def refuse_numbers_from_text(validated: BaseModel, doc: YamlDocument, what: str)
         elif isinstance(value, list | tuple):
             if isinstance(written, list) and len(written) == len(value):
                 pending.extend(((*loc, index), item, written[index]) for index, item in enumerate(value))
+        elif type(value) in (int, float) and isinstance(written, bool):
+            # Lax mode reads true as 1 and false as 0: `proposed_threshold: true`, `max: yes` became numbers.
+            spelled = "true" if written else "false"
+            raise SetupError(
+                f"{_dotted(loc)}: {spelled} is a boolean to YAML (yes/no/on/off/true/false), not a number",
+                where=doc.where(loc),
+                fix=f"write a number in {what}",
+            )
         elif type(value) in (int, float) and isinstance(written, str):
             refused = refused_text(written)
             if refused is not None:
@@ -108,11 +117,56 @@ def setup_error_from(exc: ValidationError, doc: YamlDocument, model: type[BaseMo
     """
     errors = sorted(exc.errors(), key=lambda error: PRIORITY.get(error["type"], len(PRIORITY)))
     problems: dict[Loc, SetupError] = {}
+    members: dict[Loc, list[str]] = {}
     for error in _without_typo_echoes(errors):
         for loc, problem in _problems(error, doc, model, what):
-            problems.setdefault(loc, problem)
+            member = None if error["type"] in ("missing", "extra_forbidden") else _union_member_of(loc, doc)
+            if member is None:
+                problems.setdefault(loc, problem)
+            else:
+                members.setdefault(loc[:-1], []).append(member)
+                problems.setdefault(loc[:-1], problem)
+    for loc, kinds in members.items():
+        if len(kinds) > 1:
+            # A value that fits no member of a union (`where: {a: {b: 1}}`) was one line per member ("….str:
+            # should be a valid string", "….bool: …", …): one value, one line, naming what each member takes.
+            problems[loc] = SetupError(
+                f"{_dotted(loc)}: {_shown(_value_at(doc.data, loc))} is none of the kinds this value may be "
+                f"({', '.join(dict.fromkeys(kinds))})",
+                where=doc.where(loc),
+                fix=f"write one of those in {what}",
+            )
     found = list(problems.values())
     return found[0] if len(found) == 1 else SetupErrors(found)
+
+
+def _union_member_of(loc: Loc, doc: YamlDocument) -> str | None:
+    """The union member a pydantic location ends in (``where.a.str``: "str"), or None: a last part that is no key
+    or index of the document below a value that is (only a missing key's error, excluded by the caller, has
+    another such last part)."""
+    if len(loc) < 2 or loc in doc.lines or _value_at(doc.data, loc) is not _NOWHERE:
+        return None
+    return None if _value_at(doc.data, loc[:-1]) is _NOWHERE else str(loc[-1])
+
+
+#: What :func:`_value_at` answers for a location the document does not have.
+_NOWHERE = object()
+
+
+def _value_at(data: Any, loc: Loc) -> Any:
+    for part in loc:
+        found = (isinstance(data, Mapping) and part in data) or (
+            isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data)
+        )
+        if not found:
+            return _NOWHERE
+        data = data[part]
+    return data
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _without_typo_echoes(errors: list[ErrorDetails]) -> list[ErrorDetails]:

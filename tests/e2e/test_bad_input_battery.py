@@ -1,0 +1,299 @@
+"""An outsider's battery of bad input through the real command line: each case one file, flag or artifact gone
+wrong, and each must end as the bad-input standard says: exit 2, one line on stderr naming the file (and line,
+where there is one) and the fix, no traceback, never the catch-all "internal error", and nothing lost (every file
+under ``.evalglass``, the runs and the history already there, byte for byte; a refused run records nothing).
+
+The cases are the classes of failure a fuzz of every command found; each class is fixed at its shared error path
+(named above its cases), so a case here stands for every file and flag that goes through that path. The whole
+file takes ~20 s (one finished project, copied per case; each command forked from the CLI server).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.project import Project, approve_as_is, base_config, make_project
+
+Mutation = Callable[[Project], tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    #: Breaks the project and returns the command's arguments.
+    mutate: Mutation
+    #: Each must be in the error line.
+    needles: tuple[str, ...]
+
+
+def _append(name: str, text: str, *args: str) -> Mutation:
+    def mutate(project: Project) -> tuple[str, ...]:
+        path = project.evals / name
+        path.write_text(path.read_text() + text)
+        return args or ("run", "--no-progress")
+
+    return mutate
+
+
+def _replace(name: str, old: str, new: str, *args: str) -> Mutation:
+    def mutate(project: Project) -> tuple[str, ...]:
+        path = project.evals / name
+        text = path.read_text()
+        assert old in text
+        path.write_text(text.replace(old, new, 1))
+        return args or ("run", "--no-progress")
+
+    return mutate
+
+
+def _folder_for_history(*args: str) -> Mutation:
+    def mutate(project: Project) -> tuple[str, ...]:
+        database = project.root / ".evalglass" / "history.sqlite"
+        database.rename(project.root / "history-moved-away.sqlite")
+        database.mkdir()
+        return args
+
+    return mutate
+
+
+def _verify_with(option: str, make: Callable[[Path], str]) -> Mutation:
+    """``verify`` of the finished run with ``option`` naming what ``make`` puts in the project root."""
+
+    def mutate(project: Project) -> tuple[str, ...]:
+        return ("verify", str(project.last_run()), option, make(project.root))
+
+    return mutate
+
+
+def _fifo(root: Path) -> str:
+    os.mkfifo(root / "pipe")
+    return "pipe"
+
+
+def _csv_dataset(tail: bytes) -> Mutation:
+    def mutate(project: Project) -> tuple[str, ...]:
+        text = (project.evals / "data.jsonl").read_text()
+        project.write_config(base_config(dataset={"name": "suite", "path": "data.csv"}))
+        rows = [json.loads(line) for line in text.splitlines()]
+        lines = ["id,expected,output", *(f"{row['id']},{row['expected']},{row['output']}" for row in rows)]
+        (project.evals / "data.csv").write_bytes("\n".join(lines).encode() + b"\n" + tail)
+        return ("run", "--no-progress")
+
+    return mutate
+
+
+def _last_started(content: bytes | None) -> Mutation:
+    """``run --resume`` with the last-started pointer holding ``content`` (None: a FIFO in its place)."""
+
+    def mutate(project: Project) -> tuple[str, ...]:
+        pointer = project.root / ".evalglass" / "last-started"
+        pointer.unlink(missing_ok=True)
+        if content is None:
+            os.mkfifo(pointer)
+        else:
+            pointer.write_bytes(content)
+        return ("run", "--no-progress", "--resume")
+
+    return mutate
+
+
+def _traces(select: dict[str, object]) -> Mutation:
+    """An OTLP dataset (empty: the config is refused before it is read) selected by ``select``."""
+
+    def mutate(project: Project) -> tuple[str, ...]:
+        config = base_config(
+            dataset={"name": "suite", "path": "t.jsonl", "format": "otlp", "traces": {"select": select}},
+            metrics={"fast": {"type": "numeric_bounds", "field": "latency_ms", "max": 2000}},
+            gates={"g": {"metric": "fast", "proposed_threshold": 0.5}},
+        )
+        del config["task"]
+        project.write_config(config)
+        (project.evals / "t.jsonl").write_text("")
+        return ("run", "--no-progress")
+
+    return mutate
+
+
+CASES = [
+    # readers/yamlsource.py: a value whose YAML constructor fails bare (was "internal error: ValueError").
+    Case(
+        "ledger-date-that-is-no-date",
+        _replace("authority.yaml", "threshold: 0.7", "threshold: 0.7\n    expires_on: 2026-13-45"),
+        ("authority.yaml:6", "'2026-13-45' reads as a date", "YYYY-MM-DD"),
+    ),
+    Case(
+        "config-year-zero",
+        _append("evalglass.yaml", "x-note: 0000-01-01\n"),
+        ("evalglass.yaml:16", "'0000-01-01' reads as a date"),
+    ),
+    # readers/yamlsource.py: a NUL escape in a path (was "internal error: ValueError: embedded null byte").
+    Case(
+        "dataset-path-with-nul-escape",
+        _replace("evalglass.yaml", "path: data.jsonl", 'path: "data\\0.jsonl"'),
+        ("evalglass.yaml:4", "NUL character"),
+    ),
+    Case(
+        "config-ledger-with-nul-escape",
+        _append("evalglass.yaml", 'ledger: "authority\\x00.yaml"\n'),
+        ("evalglass.yaml:16", "NUL character"),
+    ),
+    # history/refs.py history_exists: a folder at the database's path read as "no history" ("No recorded runs yet",
+    # exit 0): now refused wherever a reader asks whether there is a history.
+    Case("history-database-is-a-folder", _folder_for_history("history"), ("history.sqlite", "not a file")),
+    Case(
+        "history-database-is-a-folder-for-a-reference",
+        _folder_for_history("view", "main@latest"),
+        ("history.sqlite", "not a file"),
+    ),
+    # engine/jobs/verify.py _checked/_anchor: a --dataset that is not a regular file was "not at hand" and verify
+    # passed (exit 0) with nothing re-scored; a FIFO named by --config hung the read.
+    Case("verify-dataset-missing", _verify_with("--dataset", lambda root: "nope.jsonl"), ("nope.jsonl", "not found")),
+    Case("verify-dataset-folder", _verify_with("--dataset", lambda root: "evals"), ("evals", "is a directory")),
+    Case("verify-config-fifo", _verify_with("--config", _fifo), ("pipe", "named pipe", "--config")),
+    # engine/runs/digests.py public_key, read first by verify_run: a key that is no key was "NOT signed" (exit 1)
+    # for an unsigned run, a FIFO hung the read, and a binary key file was an internal UnicodeDecodeError.
+    Case("verify-key-that-is-no-key", _verify_with("--key", lambda root: "zzzz"), ("zzzz", "PEM public key")),
+    Case("verify-key-fifo", _verify_with("--key", _fifo), ("pipe", "named pipe")),
+    Case("verify-key-folder", _verify_with("--key", lambda root: "evals"), ("evals", "is a directory")),
+    # engine/jobs/pipeline.py refuse_occupied: whether --out is empty walked the whole tree under it (`--out /`
+    # walked the machine and ended on "/proc/<pid>/net: cannot write the run's artifacts: Invalid argument").
+    Case(
+        "run-out-at-the-root-of-the-machine",
+        lambda project: ("run", "--no-progress", "--out", "/"),
+        ("error: /: the run folder is not empty", "and more", "give --out a new or empty folder"),
+    ),
+    # cli._refuse_unwritable_folder: found after the run, a --html or --junit in a folder that is not there ended a
+    # finished run with exit 2, its verdict lost (and the run recorded: the state check below sees it).
+    Case(
+        "run-html-in-a-missing-folder",
+        lambda project: ("run", "--no-progress", "--html", "nope/report.html"),
+        ("nope/report.html", "cannot write the HTML report: its folder nope is not there", "--html"),
+    ),
+    Case(
+        "run-junit-under-a-file",
+        lambda project: ("run", "--no-progress", "--junit", "evals/data.jsonl/junit.xml"),
+        ("evals/data.jsonl/junit.xml", "cannot write the JUnit report: evals/data.jsonl is not a folder"),
+    ),
+    # engine/runs/runfolder.py naming: a file written through a partial file was named by the partial file's name
+    # (".y.jsonl.1234.ab12cd34.partial: No such file or directory"), a name the user never gave.
+    Case(
+        "export-into-a-missing-folder",
+        lambda project: ("export", str(project.last_run()), "--format", "otlp", "--out", "nope/events.jsonl"),
+        ("error: nope/events.jsonl: No such file or directory",),
+    ),
+    Case(
+        "export-onto-a-folder",
+        lambda project: ("export", str(project.last_run()), "--format", "otlp", "--out", "evals"),
+        ("error: evals: Is a directory",),
+    ),
+    # engine/datasets/tabular.py: a CSV byte that is not UTF-8 was named by its offset in the file ("byte 126").
+    Case(
+        "csv-dataset-not-utf8",
+        _csv_dataset(b"ex-9,caf\xe9,yes\n"),
+        ("data.csv:10", "byte 0xe9, byte 9 of the line", "save the file as UTF-8"),
+    ),
+    # readers/userfiles.py read_pointer, which the last-run pointer's reader shares: binary bytes in last-started
+    # were "internal error: UnicodeDecodeError", and a FIFO there hung `run --resume`.
+    Case(
+        "last-started-pointer-binary",
+        _last_started(b"\xff\x00not a path"),
+        (".evalglass/last-started", "does not hold a folder path", "--resume RUN_FOLDER"),
+    ),
+    Case("last-started-pointer-fifo", _last_started(None), (".evalglass/last-started", "named pipe")),
+    # engine/spec/validation.py refuse_numbers_from_text: lax mode read a YAML boolean as 1 or 0 wherever the config
+    # means a number (the ledger reads strictly and refused it): the run went on with the number no one wrote.
+    Case(
+        "config-threshold-true",
+        _replace("evalglass.yaml", "proposed_threshold: 0.7", "proposed_threshold: true"),
+        ("evalglass.yaml:15", "gates.accuracy.proposed_threshold: true is a boolean to YAML", "write a number"),
+    ),
+    Case(
+        "config-min-n-yes",
+        _replace("evalglass.yaml", "proposed_threshold: 0.7", "proposed_threshold: 0.7\n    min_n: yes"),
+        ("evalglass.yaml:16", "gates.accuracy.min_n: true is a boolean"),
+    ),
+    # engine/spec/validation.py setup_error_from: a value that fits no member of a union was one line per member.
+    Case(
+        "traces-where-value-of-no-accepted-kind",
+        _traces({"where": {"service": {"name": "x"}}}),
+        ("evalglass.yaml:9", "select.where.service: {'name': 'x'} is none of the kinds", "str, bool, int, float"),
+    ),
+    # engine/spec/tracespec.py: `since` after `until` selected no span, and every gate blocked on an empty dataset.
+    Case(
+        "traces-since-after-until",
+        _traces({"since": "2026-12-01T00:00:00Z", "until": "2026-01-01T00:00:00Z"}),
+        ("evalglass.yaml:", "select.until", "is not after since", "no span can be selected"),
+    ),
+]
+
+
+def _state(root: Path) -> dict[str, str]:
+    """Every file under ``.evalglass`` by its SHA-256: the runs and the history a bad command must not touch."""
+    return {
+        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted((root / ".evalglass").rglob("*"))
+        if path.is_file() and path.name not in ("last-started",)
+    }
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A project with an approved gate and one finished, recorded run: what each case copies and then breaks."""
+    root = tmp_path_factory.mktemp("finished")
+    project = make_project(root)
+    approve_as_is(project, 0.7, ["accuracy"])
+    done = project.run("--no-progress")
+    assert done.code == 0, done
+    return root
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
+def test_bad_input_is_one_line_exit_2_and_loses_nothing(case: Case, finished: Path, tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    shutil.copytree(finished, root, symlinks=True)
+    pointer = root / ".evalglass" / "last-run"
+    pointer.write_text(pointer.read_text().replace(str(finished), str(root)))
+    project = Project(root)
+    args = case.mutate(project)
+    before = _state(root)
+    result = project.cli(*args)
+    assert result.code == 2, result
+    assert "Traceback" not in result.err and "internal error" not in result.err, result.err
+    lines = [line for line in result.err.splitlines() if line.strip()]
+    assert len(lines) == 1, result.err
+    for needle in case.needles:
+        assert needle in lines[0], (needle, lines[0])
+    assert _state(root) == before, "a refused command changed the runs or the history"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("history", "--limit", "99999999999999999999999"),
+        ("view", "--examples", "--limit", "99999999999999999999999"),
+        ("compare", "last", "last", "--top", "99999999999999999999999"),
+    ],
+    ids=["history-limit", "view-limit", "compare-top"],
+)
+def test_a_count_beyond_64_bits_means_all(args: tuple[str, ...], finished: Path) -> None:
+    """cli._AtMost: "at most" a number no integer column holds is "all", not "internal error: OverflowError"."""
+    result = Project(finished).cli(*args)
+    assert result.code == 0, result
+    assert "Traceback" not in result.err and "error" not in result.err, result.err
+
+
+def test_verify_reads_a_relative_dataset_from_the_working_folder(finished: Path, tmp_path: Path) -> None:
+    """``--dataset d.jsonl`` was checked in the working folder, then read beside the config ("evals/d.jsonl:
+    dataset file not found", with a fix naming the config)."""
+    shutil.copy(finished / "evals" / "data.jsonl", finished / "copy.jsonl")
+    result = Project(finished).cli("verify", str(Project(finished).last_run()), "--dataset", "copy.jsonl")
+    assert result.code == 0, result
+    assert "re-scored 1 of 1 metrics (exact)" in result.out, result.out

@@ -1,0 +1,135 @@
+"""A gated python metric is scored in a worker of its own, which runs only the function its approval binds
+(metrics/hostscoring.py), through the real command line.
+
+The approved gate's metric reads a module-level table its module also exposes a mutator for. A pull request adds a
+second metric naming that mutator in the same file, with a gate of its own that the ledger never approved (so the
+metric is guarded and bound to the same files as the approved one). On main both metrics shared one worker: the
+mutator ran first and the approved gate, which fails honestly (6 of 8 right, 0.75 against 0.9), passed, exit 0.
+Now the approved metric's worker holds only its own function: its scores and its gate's failure are unchanged.
+And an ungated metric whose module rewrites the gated metric's file as it loads (and puts it back before the run's
+end) no longer decides it: the gated worker compiles a bound source only from the bytes the config hashed.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from evalglass.core.exitcodes import ExitCode
+from tests.e2e.project import Project, approve_as_is, make_project
+
+#: An approved grader whose module exposes what changes the rule it scores by.
+GRADERS = """\
+class Table:
+    def __init__(self):
+        self.strict = True
+
+    def relax(self, output):
+        self.strict = False
+        return 1.0
+
+    def __call__(self, output):
+        return self.relax(output)
+
+
+obj = Table()
+
+
+def relax(output):
+    return obj.relax(output)
+
+
+def score(output, reference):
+    if not obj.strict:
+        return 1.0
+    return 1.0 if output == reference else 0.0
+"""
+
+
+def _project(tmp_path: Path) -> Project:
+    project = make_project(
+        tmp_path,
+        metrics={"mine": {"type": "python", "function": "graders.py:score", "reference": "expected"}},
+        gates={"mine": {"metric": "mine", "proposed_threshold": 0.9}},
+    )
+    (project.root / ".git").mkdir()  # the project is the repository
+    (project.evals / "graders.py").write_text(GRADERS)
+    approve_as_is(project, 0.9, ["mine"])  # approved as reviewed: 6 of 8 right, 0.75
+    return project
+
+
+def _run(project: Project) -> tuple[int, dict[str, str], dict[str, list[Any]]]:
+    """Exit code, each gate's outcome, each metric's scores in example order."""
+    shutil.rmtree(project.root / "run", ignore_errors=True)
+    result = project.run("--format", "json", "--no-progress", "--no-history", "--out", "run")
+    assert result.code in (ExitCode.OK, ExitCode.FAILED), result
+    outcomes = {gate["name"]: gate["outcome"] for gate in result.json()["decision"]["gates"]}
+    scores: dict[str, list[Any]] = {}
+    for line in (project.root / "run" / "scores.jsonl").read_text().splitlines():
+        for metric, values in json.loads(line)["scores"].items():
+            scores.setdefault(metric, []).extend(values)
+    return result.code, outcomes, scores
+
+
+@pytest.mark.parametrize("mutator", ["graders.py:relax", "graders.py:obj"], ids=["a function", "a callable object"])
+def test_another_metric_naming_the_gated_metrics_file_cannot_change_its_scores(tmp_path, mutator):
+    project = _project(tmp_path)
+    honest_code, honest_outcomes, honest_scores = _run(project)
+    assert (honest_code, honest_outcomes) == (ExitCode.FAILED, {"mine": "fail"})
+    # The pull request: a metric naming the mutator, scored first, with a gate the ledger does not approve.
+    config = yaml.safe_load((project.evals / "evalglass.yaml").read_text())
+    config["metrics"] = {"helper": {"type": "python", "function": mutator}, **config["metrics"]}
+    config["gates"]["helper"] = {"metric": "helper", "proposed_threshold": 0.5}
+    project.write_config(config)
+    code, outcomes, scores = _run(project)
+    assert outcomes["mine"] == "fail" and code == ExitCode.FAILED, outcomes  # on main: pass, exit 0
+    assert scores["mine"] == honest_scores["mine"], scores["mine"]
+    assert scores["helper"] == [1.0] * 8  # the other metric still ran, in a worker of its own
+
+
+def test_a_gated_metrics_worker_is_its_own_and_loads_only_the_function_its_metric_names(tmp_path):
+    from evalglass.metrics.errors import MetricLoadError
+    from evalglass.metrics.hostscoring import metric_worker
+
+    (tmp_path / "graders.py").write_text(GRADERS)
+    guard = (str(tmp_path), ((str(tmp_path / "graders.py"), "sha256:0"),))
+    gated = metric_worker("graders.py:score", tmp_path, guard, "mine")
+    assert metric_worker("graders.py:score", tmp_path, guard, "mine") is gated  # the metric's own, built again
+    assert metric_worker("graders.py:score", tmp_path, guard, "other") is not gated  # same function, other metric
+    assert metric_worker("graders.py:relax", tmp_path, guard, "helper") is not gated
+    assert metric_worker("graders.py:relax", tmp_path) is metric_worker("graders.py:score", tmp_path)  # ungated share
+    with pytest.raises(MetricLoadError, match=r"graders.py:relax: cannot be loaded in the worker of the gated metric"):
+        gated.load("graders.py:relax", has_reference=False)  # refused before any process starts
+
+
+#: An ungated metric whose module, as its worker imports it, rewrites the gated metric's file to answer 1.0, and
+#: whose first call puts the file back as reviewed (before the run's end hashes the definition files again).
+REWRITES = """\
+import pathlib
+_graders = pathlib.Path(__file__).with_name("graders.py")
+_reviewed = _graders.read_text()
+_graders.write_text("def score(output, reference):\\n    return 1.0\\n")
+
+
+def restore(output):
+    _graders.write_text(_reviewed)
+    return 1.0
+"""
+
+
+def test_an_ungated_metric_rewriting_the_gated_metrics_file_as_it_loads_blocks_the_gate(tmp_path):
+    project = _project(tmp_path)
+    (project.evals / "side.py").write_text(REWRITES)
+    config = yaml.safe_load((project.evals / "evalglass.yaml").read_text())
+    config["metrics"] = {"helper": {"type": "python", "function": "side.py:restore"}, **config["metrics"]}
+    project.write_config(config)
+    code, outcomes, scores = _run(project)
+    assert (code, outcomes) == (ExitCode.FAILED, {"mine": "blocked"}), scores  # on main: pass, exit 0
+    codes = {item["code"] for value in scores["mine"] for item in value["diagnostics"]}
+    assert codes == {"host_unbound_code"}, scores["mine"]
+    assert "graders.py is not as the gate bound it" in scores["mine"][0]["diagnostics"][0]["message"]
