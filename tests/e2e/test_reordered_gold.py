@@ -102,3 +102,31 @@ def test_verify_of_an_honest_run_says_a_reordered_dataset_is_not_re_scored_never
         project.write_rows(rows_of(ROWS))  # the file the run read: re-scored score by score
         checked = project.cli("verify", "out")
         assert checked.code == 0 and "every score as recorded" in checked.out, (name, checked.out)
+
+
+def test_a_baseline_recorded_under_the_old_scheme_is_not_comparable_and_the_message_says_why(tmp_path):
+    """A run recorded before scheme 2 holds a gold fingerprint of the records in file order, which no run since
+    matches: once the dataset file's bytes differ (new recorded outputs), comparing with it is refused as other
+    gold (never compared as the same), and the message says why and what to do, not only that the gold differs."""
+    from tests.e2e.test_forgery import _reseal
+
+    project = make_project(tmp_path, gates={"accuracy": {"metric": "exact", "proposed_threshold": 0.5}})
+    project.write_rows(ROWS)
+    assert project.run("--out", "runs/base").code == 0
+    scheme_1 = b",".join(
+        json.dumps({k: v for k, v in row.items() if k != "output"}, separators=(",", ":")).encode() for row in ROWS
+    )
+    for name in ("runrecord.json", "scorecard.json"):  # as an older EvalGlass wrote them
+        path = tmp_path / "runs" / "base" / name
+        written = json.loads(path.read_text())
+        written["dataset"]["gold_fingerprint"] = "sha256:" + hashlib.sha256(scheme_1).hexdigest()
+        path.write_text(json.dumps(written, indent=2) + "\n")
+    _reseal(tmp_path / "runs" / "base")
+
+    project.write_rows([{**row, "output": "yes"} for row in ROWS])  # new outputs: the file's bytes differ
+    assert project.run("--out", "runs/cand").code == 0
+    compared = project.cli("compare", "runs/base", "runs/cand", "--format", "json")
+    assert compared.code == 0, compared.err
+    (message,) = [item["message"] for item in compared.json()["incomparable"] if item["code"] == "gold"]
+    assert message.startswith("the dataset's gold differs")
+    assert "before 2026-12-05" in message and "in file order" in message, message  # on main: no why
