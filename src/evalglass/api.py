@@ -622,12 +622,13 @@ def write_report(folder: Where | None = None, *, out: Where | None = None, db: s
     from the history, ``report-RUN_ID.html`` in the working folder). It renders the run's artifacts and decides
     nothing."""
     from evalglass.engine.explore.explorer import html_report
-    from evalglass.engine.runs.artifacts import SCORECARD_FILE, run_folder
+    from evalglass.engine.runs.artifacts import SCORECARD_FILE, refuse_unfinished, run_folder
     from evalglass.history.named import named_run
 
     with ExitStack() as stack:
         named = named_run(folder, db, stack)
         resolved = run_folder(named if isinstance(named, Path) else named.folder)
+        refuse_unfinished(resolved)  # a run killed before its scorecard is one to resume, said so
         if not (resolved / SCORECARD_FILE).exists():
             raise SetupError(
                 f"no {SCORECARD_FILE} in this folder",
