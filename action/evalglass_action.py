@@ -6,6 +6,10 @@ inject a command), and the step leaves its results where the runner reads them: 
 stdout (workflow commands: annotations) and ``$GITHUB_STEP_SUMMARY``. Exit codes are EvalGlass's: 0 informational or
 pass, 1 fail or blocked, 2 could not run (an install that fails is 2 as well).
 
+The ``verdict`` output comes from the run's own exit status (``run --verdict-exit-codes``: one code per verdict),
+never from ``scorecard.json``: a process the run's host code left behind runs as the same user and can rewrite any
+file of the run folder after EvalGlass wrote it, but not how EvalGlass's process ended.
+
 Standard library only, and no import of EvalGlass: ``install`` runs before EvalGlass is installed, and ``run`` must
 still say what went wrong when it is not. That is why the two escaping rules of workflow commands are written here
 again (evalglass/report/github.py has them for the annotations EvalGlass writes itself).
@@ -13,7 +17,6 @@ again (evalglass/report/github.py has them for the annotations EvalGlass writes 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import secrets
@@ -166,19 +169,25 @@ def install(env: Mapping[str, str]) -> int:
 DEFAULT_LEDGER = "authority.yaml"
 
 
+#: ``run --verdict-exit-codes``: the verdict each exit status means (2, 130 and anything else: no verdict).
+VERDICT_OF_CODE = {0: "pass", 1: "fail", 10: "informational", 11: "blocked"}
+#: The step's own exit code for a verdict: EvalGlass's usual one (0 informational or pass, 1 fail or blocked).
+STEP_CODE = {"pass": 0, "informational": 0, "fail": 1, "blocked": 1}
+
 #: Options of `evalglass run` an input of the action sets; `args` may not set them again.
 INPUT_OWNED = {
     "--config": "set the config with the action's `config` input",
     "--ledger": "set the host's ledger with the action's `ledger` input (it is always passed as --ledger)",
     "--out": "set the run folder with the action's `out` input",
     "--example": "the action runs the suite its `config` input names",
+    "--verdict-exit-codes": "the action asks for it itself, to read the verdict from the exit status",
 }
 
 
 def run_argv(env: Mapping[str, str]) -> tuple[list[str], Path]:
     config = env.get("INPUT_CONFIG", "").strip() or "evals/evalglass.yaml"
     out = env.get("INPUT_OUT", "").strip() or "evalglass-run"
-    argv = [sys.executable, *PYTHON_M, "evalglass", "run", "--config", config, "--out", out]
+    argv = [sys.executable, *PYTHON_M, "evalglass", "run", "--verdict-exit-codes", "--config", config, "--out", out]
     # Always pinned: the config is a pull request's to edit and the ledger the host's, so the config never chooses
     # the ledger. Without the input, the one a config names by default (``authority.yaml`` beside it); a config
     # naming any other file is then refused (exit 2), and a host keeping its ledger elsewhere names it in the
@@ -205,16 +214,11 @@ def file_identity(path: Path) -> tuple[int, int] | None:
     return found.st_ino, found.st_mtime_ns
 
 
-def verdict_written(scorecard: Path, before: tuple[int, int] | None) -> str:
-    """The verdict of the scorecard this run wrote; empty when it wrote none (a stale one from an earlier run in
-    the same workspace does not count)."""
+def scorecard_written(scorecard: Path, before: tuple[int, int] | None) -> bool:
+    """Whether this run wrote a scorecard (a stale one from an earlier run in the same workspace does not count).
+    Only whether: what it says is not read (the verdict is the exit status's)."""
     after = file_identity(scorecard)
-    if after is None or after == before:
-        return ""
-    try:
-        return str(json.loads(scorecard.read_text(encoding="utf-8"))["decision"]["verdict"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return ""
+    return after is not None and after != before
 
 
 def run(env: Mapping[str, str]) -> int:
@@ -237,16 +241,22 @@ def run(env: Mapping[str, str]) -> int:
         tail.append(line.rstrip("\n"))
     code = child.wait()
     sys.stderr.flush()
-    verdict = verdict_written(out / "scorecard.json", before)
+    wrote = scorecard_written(out / "scorecard.json", before)
+    # A verdict needs both: the exit status that names it, and a scorecard this run wrote (an exit without one, as
+    # an EvalGlass too old to know --verdict-exit-codes would not make, decided nothing the run folder shows).
+    verdict = VERDICT_OF_CODE.get(code, "") if wrote else ""
     # The folder is this run's when it wrote a scorecard there, or created the folder (a run stopped half-way).
-    folder = str(out) if out.is_dir() and (verdict or not existed) else ""
-    set_outputs(env, {"exit-code": str(code), "verdict": verdict, "run-folder": folder})
-    if code in (0, 1) and verdict:
-        return code
+    folder = str(out) if out.is_dir() and (wrote or not existed) else ""
+    if verdict:
+        step = STEP_CODE[verdict]
+        set_outputs(env, {"exit-code": str(step), "verdict": verdict, "run-folder": folder})
+        return step
+    shown = code if code not in VERDICT_OF_CODE else SETUP_ERROR
+    set_outputs(env, {"exit-code": str(shown), "verdict": "", "run-folder": folder})
     errors = [line for line in tail if line.startswith("error")] or [line for line in tail if line.strip()][-5:]
     lines = [f"`evalglass run` exited {code} without a verdict:", *(errors or ["(it printed nothing on stderr)"])]
     fail_step(env, "EvalGlass could not complete the run", lines)
-    return code if code not in (0, 1) else SETUP_ERROR
+    return shown
 
 
 STEPS = {"install": install, "run": run}

@@ -347,6 +347,12 @@ LAST = "\x00last"
     help="Record the run in this history database [default: $EVALGLASS_DB, else .evalglass/history.sqlite].",
 )
 @click.option("--no-history", is_flag=True, help="Do not record this run in the history.")
+@click.option(
+    "--verdict-exit-codes",
+    is_flag=True,
+    help="Exit with the verdict's own code: 0 pass, 1 fail, 10 informational, 11 blocked (2 and 130 unchanged), "
+    "for a caller that must learn the verdict from the process itself (the GitHub action).",
+)
 @FORMAT
 def run(
     config_path: Path | None,
@@ -363,14 +369,22 @@ def run(
     dry_run: bool,
     db: str | None,
     no_history: bool,
+    verdict_exit_codes: bool,
     fmt: str,
 ) -> None:
     """Evaluate the dataset, decide every gate, write artifacts, record the run in the history, exit with the
     verdict's code."""
     if dry_run:
+        # --verdict-exit-codes too: a dry run decides nothing, and its 0 or 1 would read as pass or fail.
         writes = [
             name
-            for name, given in (("--out", out), ("--resume", resume), ("--junit", junit), ("--html", html_path))
+            for name, given in (
+                ("--out", out),
+                ("--resume", resume),
+                ("--junit", junit),
+                ("--html", html_path),
+                ("--verdict-exit-codes", verdict_exit_codes),
+            )
             if given
         ]
         if writes or no_cache or refresh:
@@ -424,6 +438,10 @@ def run(
 
         click.echo("\n".join(next_steps(result.scorecard)))
     _publish(result, junit, github, fmt)
+    if verdict_exit_codes:
+        from evalglass.core.exitcodes import verdict_exit_code
+
+        sys.exit(verdict_exit_code(result.verdict.value))
     sys.exit(result.exit_code)
 
 

@@ -941,7 +941,14 @@ RECORDS: dict[str, dict] = {
         "subject_kind": "metric",
         "active": True,
         "outcome": "blocked",
-        "reasons": [{"code": "not_comparable", "message": "gold: the dataset's gold differs (baseline h, this run g)"}],
+        "reasons": [
+            {
+                "code": "not_comparable",
+                "message": "gold: the dataset's gold differs (baseline h, this run g); a run recorded before 2026-12-05 "
+                "took its gold fingerprint in file order (scheme 1), which no run since matches: run it again (and "
+                "approve that run as the baseline) if its gold is the same",
+            }
+        ],
         "notes": [],
         "value": 0.0,
         "compared": 0.0,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalglass.core.compare import GoldOf, gold_difference
+from evalglass.core.compare import OLD_GOLD_SCHEME, GoldOf, gold_difference
 
 fingerprints = st.sampled_from(["sha256:a", "sha256:b", "sha256:c"])
 golds = st.builds(GoldOf, st.none() | fingerprints, st.none() | fingerprints)
@@ -29,4 +29,4 @@ def test_the_message_says_which_side_took_no_gold_fingerprint() -> None:
     both = gold_difference(
         GoldOf("sha256:a", "sha256:g"), GoldOf("sha256:b", "sha256:h"), base_is="b", candidate_is="c"
     )
-    assert both == "the dataset's gold differs (b sha256:g, c sha256:h)"
+    assert both == "the dataset's gold differs (b sha256:g, c sha256:h)" + OLD_GOLD_SCHEME

@@ -13,6 +13,7 @@ import importlib.util
 import json
 import py_compile
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -400,6 +401,8 @@ STATS: dict[str, tuple[str, str]] = {
     ),
     "os.chmod (its error says whether it is there)": (f"_there(lambda: os.chmod({RULE}, 0o644))", "rules/lenient"),
     "os.listdir of an empty folder": (f"_there(lambda: os.listdir({RULE}))", "rules/lenient/"),
+    # No audit event: ENOTDIR (a file there) or ENOENT, before any permission is checked.
+    "os.chroot (its error says whether it is there)": (f"_there(lambda: os.chroot({RULE}))", "rules/lenient"),
 }
 STAT_IMPORTS = (
     "import errno, os, pathlib\n"
@@ -490,3 +493,54 @@ def test_a_gated_metric_loading_an_unbound_module_by_its_path_blocks(tmp_path):
     outcome, code, diagnostics = _run(project)
     assert (outcome, code) == ("blocked", ExitCode.FAILED), diagnostics
     assert "m0002.py, which the gate does not bind" in str(diagnostics[0]["message"]), diagnostics[0]
+
+
+SQLITE_JUDGE = (
+    "import pathlib, sqlite3\ndef score(output, reference):\n"
+    "    name = pathlib.Path(__file__).with_name('rules.db')\n"
+    "    with sqlite3.connect(f'file:{name}?mode=ro', uri=True) as db:\n"
+    "        (lenient,) = db.execute('select lenient from rules').fetchone()\n"
+    "    return 1.0 if lenient or output == reference else 0.0\n"
+)
+
+
+def _rules_db(path: Path, lenient: int) -> None:
+    path.unlink(missing_ok=True)
+    with sqlite3.connect(path) as db:
+        db.execute("create table rules (lenient integer)")
+        db.execute("insert into rules values (?)", (lenient,))
+    db.close()
+
+
+def test_a_database_the_metric_opens_with_sqlite_blocks_until_data_files_binds_it(tmp_path):
+    """SQLite opens the file itself (no ``open`` event): only its ``sqlite3.connect`` event names it."""
+    project = _project(tmp_path, SQLITE_JUDGE, {})
+    _rules_db(project.evals / "rules.db", 0)
+    approve_as_is(project, 0.9, ["mine"])
+    _rules_db(project.evals / "rules.db", 1)  # the pull request: the approval binds no such file
+    outcome, code, diagnostics = _run(project)
+    assert (outcome, code) == ("blocked", ExitCode.FAILED), diagnostics  # on main: pass, exit 0
+    assert "it reads evals/rules.db, which the gate does not bind; list it under the metric's `data_files:`" in str(
+        diagnostics[0]["message"]
+    ), diagnostics[0]
+    (tmp_path / "bound").mkdir()
+    bound = _project(tmp_path / "bound", SQLITE_JUDGE, {}, data_files=["rules.db"])
+    _rules_db(bound.evals / "rules.db", 0)
+    approve_as_is(bound, 0.9, ["mine"])
+    assert _run(bound)[:2] == ("fail", ExitCode.FAILED)  # bound: it decides on what it read
+
+
+def test_a_file_the_metric_reads_through_readline_blocks(tmp_path):
+    """``readline`` reads a history or init file in C (no ``open`` event): its history then holds the file's lines."""
+    judge = (
+        "import pathlib, readline\ndef score(output, reference):\n"
+        "    readline.clear_history()\n"
+        "    readline.read_history_file(str(pathlib.Path(__file__).with_name('rules.txt')))\n"
+        "    return 1.0 if readline.get_history_item(1) == 'lenient' or output == reference else 0.0\n"
+    )
+    project = _project(tmp_path, judge, {"rules.txt": "strict\n"})
+    approve_as_is(project, 0.9, ["mine"])
+    (project.evals / "rules.txt").write_text("lenient\n")  # the pull request: the approval binds no such file
+    outcome, code, diagnostics = _run(project)
+    assert (outcome, code) == ("blocked", ExitCode.FAILED), diagnostics  # on main: pass, exit 0
+    assert "it reads evals/rules.txt, which the gate does not bind" in str(diagnostics[0]["message"]), diagnostics[0]

@@ -129,3 +129,47 @@ def test_a_rewrite_restored_before_the_run_ends_still_stops_the_run(tmp_path: Pa
     assert (project.evals / "data.jsonl").read_bytes() == committed  # restored
     assert result.code == 2, result.out + result.err
     assert "its bytes are not the ones the run read" in result.err, result.err
+
+
+#: On its first call (variant a's scoring: variant b's reader has not opened the dataset yet), re-points the dataset's
+#: link at another file whose answers of variant b are all right.
+SWAP = """import os, pathlib
+def score(example, output):
+    here = pathlib.Path(__file__).parent
+    if os.readlink(here / "data.jsonl") == "committed.jsonl" and not (here.parent / "swapped").exists():
+        os.symlink("swapped.jsonl", here / "link.tmp")
+        os.replace(here / "link.tmp", here / "data.jsonl")
+        (here.parent / "swapped").write_text("")
+    return 1.0
+"""
+#: A standalone check (after scoring, before the run decides) that points the link back at the committed file.
+POINT_BACK = "import os; os.symlink('committed.jsonl', 'link.tmp'); os.replace('link.tmp', 'data.jsonl')"
+
+
+def test_another_file_read_under_the_dataset_path_stops_the_run(tmp_path: Path) -> None:
+    """The dataset's path is a link (as a pull request may commit it, or a store like git-annex makes it). Host code
+    re-points it at a file whose answers are all right before a reader opens it (variants are read one after
+    another), and a check points it back after scoring: the path then names the untouched committed file, its state
+    as at the start, and the run used to pass on answers the committed file does not hold (exit 0). The file each
+    reader opened is now held to the one the path named at the start."""
+    project = make_project(tmp_path)
+    rows = [{"id": f"e{i}", "expected": "bbb", "out_a": "bbb", "out_b": "aaa"} for i in range(200)]
+    (project.evals / "data.jsonl").unlink()
+    (project.evals / "committed.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    swapped = [{**row, "out_b": "bbb"} for row in rows]
+    (project.evals / "swapped.jsonl").write_text("".join(json.dumps(row) + "\n" for row in swapped))
+    (project.evals / "data.jsonl").symlink_to("committed.jsonl")
+    config = yaml.safe_load((project.evals / "evalglass.yaml").read_text())
+    config["task"] = {"type": "recorded", "field": "out_a"}
+    config["variants"] = {"a": {}, "b": {"field": "out_b"}}
+    config["gates"] = {"accuracy": {"metric": "exact", "variant": "b", "proposed_threshold": 0.5}}
+    project.write_config(config)
+    approve_as_is(project, 0.5, ["accuracy"])  # every committed answer of b wrong: the gate fails as committed
+    assert project.run("--no-progress", "--no-history").code == 1
+    with_python_metric(
+        project, SWAP, checks={"points_back": {"command": ["{python}", "-c", POINT_BACK], "timeout": 60}}
+    )
+    result = project.run("--no-progress", "--no-history")
+    assert (tmp_path / "swapped").exists() and (project.evals / "data.jsonl").readlink() == Path("committed.jsonl")
+    assert result.code == 2, result.out + result.err  # on main: 0, variant b's swapped answers measured
+    assert "another file read under its path" in result.err and "not the ones the run read" in result.err

@@ -166,3 +166,28 @@ def test_tolerated_non_evaluable_does_not_block(tmp_path):
     project.write_ledger(approve(project))
     code, card = outcome(project)
     assert (code, card["decision"]["verdict"]) == (0, "pass")
+
+
+@pytest.mark.parametrize(
+    ("ledger", "verdict", "code"),
+    [
+        (lambda p: {"version": 1}, "informational", 10),
+        (lambda p: approve(p, threshold=0.7), "pass", 0),
+        (lambda p: approve(p, threshold=0.9), "fail", 1),
+        (lambda p: approve(p, gold=False), "blocked", 11),
+    ],
+    ids=["informational", "pass", "fail", "blocked"],
+)
+def test_verdict_exit_codes_give_each_verdict_its_own_exit_status(tmp_path, ledger, verdict, code):
+    """What the GitHub action reads its `verdict` output from: the process's exit status, not a file."""
+    project = make_project(tmp_path)
+    project.write_ledger(ledger(project))
+    done = project.run("--verdict-exit-codes", "--format", "json")
+    assert (done.code, done.json()["decision"]["verdict"]) == (code, verdict), done.err
+    assert project.run("--format", "json").code == (1 if verdict in ("fail", "blocked") else 0)
+
+
+def test_verdict_exit_codes_are_refused_with_a_dry_run_which_decides_nothing(tmp_path):
+    project = make_project(tmp_path)
+    done = project.run("--dry-run", "--verdict-exit-codes")
+    assert done.code == 2 and "--verdict-exit-codes" in done.err and "Traceback" not in done.err, done.err

@@ -22,6 +22,7 @@ from sqlalchemy import create_engine, text
 
 from evalglass.engine.runs.digests import key_fingerprint
 from tests.e2e.project import CliResult, Project, run_cli
+from tests.history.postgres import Server
 
 # Real CLI processes (and a real database server) on a shared machine: generous, bounded time.
 pytestmark = pytest.mark.timeout(900)
@@ -268,3 +269,96 @@ def test_the_ledger_entry_explain_prints_is_the_one_that_follows_main(tmp_path: 
     assert entry == {"branch": "main", "signed_by": ci.fingerprint, "max_age_days": 30, "approved_by": "<your name>"}
     pinned = run_cli("compare", first, first, "--format", "json", cwd=repo.root, env=repo.env("feature"))
     assert f'# fingerprint: "{pinned.json()["base"]["fingerprint"]}"' in explained["ledger_entry"]
+
+
+def _redate(db_url: str, run_id: str, moment: datetime) -> None:
+    """What a job holding the history's credentials can do: the ``created_at`` column is not signed."""
+    engine = create_engine(db_url)
+    with engine.begin() as connection:
+        connection.execute(
+            text("UPDATE runs SET created_at = :m WHERE run_id = :r"), {"m": moment.replace(tzinfo=None), "r": run_id}
+        )
+    engine.dispose()
+
+
+def test_an_older_signed_run_of_main_re_dated_in_the_database_never_becomes_the_baseline(
+    tmp_path: Path, db_url: str
+) -> None:
+    """The history lists candidates by its ``created_at`` column, which no signature covers: a row re-dated past
+    main's newest run is refused by the start time its signed run record states, and named."""
+    ci = Key()
+    repo = Repo(tmp_path, db_url)
+    weak = repo.main_run(30, ci)
+    strong = repo.main_run(45, ci)
+    repo.approve(ci)
+    _redate(db_url, weak, datetime.now(UTC) + timedelta(hours=1))
+    gate = repo.pull_request(40)
+    assert gate["comparison"]["baseline_run_id"] == strong and gate["outcome"] == "fail", gate
+    [note] = [note for note in gate["notes"] if "passed over" in note]
+    assert weak in note and "created_at" in note, note
+    preview = repo.preview()
+    assert any(weak in n and "created_at" in n for n in preview["notes"]), preview
+
+
+def _documented_setup(server: Server, tag: str) -> tuple[str, str]:
+    """The two roles and the database of docs/history.md's team set-up, its SQL run as written (names made unique
+    on the shared server): (main's URL, the pull requests' URL)."""
+    import re
+
+    import psycopg
+
+    docs = (Path(__file__).parents[2] / "docs" / "history.md").read_text()
+    section = docs.split("## A team set-up", 1)[1]
+    server_sql, database_sql = re.findall(r"```sql\n(.*?)```", section, flags=re.S)[:2]
+    names = {"evalglass_pr": f"pr_{tag}", "evalglass": f"owner_{tag}", "evals": f"evals_{tag}"}
+
+    def named(sql: str) -> list[str]:
+        sql = re.sub(r"\b(evalglass_pr|evalglass|evals)\b", lambda found: names[found.group(1)], sql)
+        lines = [line.strip() for line in sql.splitlines() if line.strip() and not line.strip().startswith("--")]
+        return [statement for statement in " ".join(lines).split(";") if statement.strip()]
+
+    base = f"postgresql://postgres@127.0.0.1:{server.port}"
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as connection:
+        for statement in named(server_sql):
+            connection.execute(statement.encode())
+    with psycopg.connect(f"{base}/{names['evals']}", autocommit=True) as connection:
+        for statement in named(database_sql):
+            connection.execute(statement.encode())
+    url = f"postgresql+psycopg://{{}}@127.0.0.1:{server.port}/{names['evals']}"
+    return url.format(names["evalglass"]), url.format(names["evalglass_pr"])
+
+
+def test_with_the_documented_roles_a_pull_requests_job_records_its_run_but_cannot_delete_or_re_date_mains(
+    tmp_path: Path, postgres: Server
+) -> None:
+    """A signature says who made a run, never that it is the newest: whoever can delete main's newest rows (or hide
+    them by re-dating or relabelling) chooses an older signed run as the next baseline. The team set-up's roles keep
+    that out of a pull request's job: it records its run and reads the history, and every change to main's rows is
+    refused by the database."""
+    ci = Key()
+    main_url, pr_url = _documented_setup(postgres, f"{os.getpid()}_{datetime.now(UTC).strftime('%H%M%S%f')}")
+    repo = Repo(tmp_path, main_url)
+    repo.main_run(30, ci)
+    strong = repo.main_run(45, ci)
+    repo.approve(ci)
+
+    repo.db_url = pr_url
+    done = repo.run("feature", 40)
+    assert done.code == 1 and "history" not in done.err, done.err  # recorded, with the pull request's role
+    gate = gate_of(done)
+    assert gate["comparison"]["baseline_run_id"] == strong and gate["outcome"] == "fail", gate
+
+    engine = create_engine(pr_url)
+    for change in (
+        "DELETE FROM runs WHERE run_id = :r",
+        "UPDATE runs SET created_at = created_at - interval '1 day' WHERE run_id = :r",
+        "UPDATE runs SET git_branch = 'elsewhere' WHERE run_id = :r",
+        "DELETE FROM artifact_chunks WHERE run_pk = (SELECT pk FROM runs WHERE run_id = :r)",
+    ):
+        with pytest.raises(Exception, match="permission denied"), engine.begin() as connection:
+            connection.execute(text(change), {"r": strong})
+    with engine.connect() as connection:
+        listed = connection.execute(text("SELECT run_id FROM runs WHERE git_branch = 'main'")).scalars().all()
+    engine.dispose()
+    assert strong in listed
+    assert gate_of(repo.run("feature", 40))["comparison"]["baseline_run_id"] == strong

@@ -4,7 +4,9 @@ own checkout and from a wheel into a fresh environment."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import json
 import shutil
 import subprocess
 import sys
@@ -296,3 +298,69 @@ def test_a_pip_the_pull_request_commits_at_the_workspace_root_never_installs(tmp
     install = done.steps["install"]
     assert install.code == 0, install.stdout + install.stderr
     assert installed_where(venv).is_relative_to(venv.resolve())
+
+
+#: A command lane that answers "yes" and, once, starts a process in a session of its own (which the lane's process
+#: group kill does not reach): it outlives `evalglass run` and keeps rewriting the run folder's scorecard to a pass.
+LEAVES_A_PROCESS = """\
+import json, os, pathlib, subprocess, sys
+json.load(sys.stdin)
+root = pathlib.Path(os.environ["WORKSPACE"])
+if not (root / "rewriter.pid").exists():
+    child = subprocess.Popen(
+        [sys.executable, str(root / "evals" / "rewriter.py"), str(root)],
+        start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    (root / "rewriter.pid").write_text(str(child.pid))
+print("yes")
+"""
+
+REWRITER = """\
+import json, os, pathlib, sys, time
+root = pathlib.Path(sys.argv[1])
+card = root / "evalglass-run" / "scorecard.json"
+stop = time.monotonic() + 120
+while time.monotonic() < stop and not (root / "stop").exists():
+    try:
+        data = json.loads(card.read_text())
+        if data["decision"]["verdict"] != "pass":
+            data["decision"]["verdict"] = "pass"
+            (root / "forged.json").write_text(json.dumps(data))
+            os.replace(root / "forged.json", card)
+            (root / "forged").write_text("")
+    except (OSError, ValueError, KeyError):
+        pass
+    time.sleep(0.002)
+"""
+
+
+def test_a_process_left_behind_that_rewrites_the_scorecard_cannot_change_the_verdict_output(tmp_path):
+    """`verdict` is what a later step reads (`if: steps.evals.outputs.verdict == 'pass'`): it comes from how the run
+    ended, so a process the run's host code left behind, rewriting scorecard.json to a pass, changes nothing."""
+    import os
+    import signal
+
+    argv = [sys.executable, "leave.py"]
+    project = make_project(tmp_path, task={"type": "command", "argv": argv, "output": "text", "env": {}})
+    (project.evals / "leave.py").write_text(LEAVES_A_PROCESS)
+    (project.evals / "rewriter.py").write_text(REWRITER)
+    env = {**base_env(), "WORKSPACE": str(project.root)}
+    if "PYTHONPATH" in os.environ:  # the EvalGlass under test (this checkout's), as the tests run it
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    try:
+        done = run_action(
+            ROOT, project.root, {"install": "none", "python": sys.executable}, env, project.root / "summary.md"
+        )
+        assert (project.root / "forged").exists(), "the left-behind process did not rewrite the scorecard"
+        card = json.loads((project.root / "evalglass-run" / "scorecard.json").read_text())
+        assert card["decision"]["verdict"] == "pass"  # what the file says now
+        run = done.steps["run"]
+        # No gate is approved: the run decided nothing, exit 0, and the output says so.
+        assert run.code == 0, run.stdout + run.stderr
+        assert done.outputs["verdict"] == "informational" and done.outputs["exit-code"] == "0", done.outputs
+    finally:
+        (project.root / "stop").write_text("")
+        pid = project.root / "rewriter.pid"
+        if pid.exists():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid.read_text()), signal.SIGKILL)

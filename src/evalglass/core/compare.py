@@ -114,6 +114,16 @@ class GoldOf:
     gold_fingerprint: str | None
 
 
+#: Why two runs of one gold can still differ in it: a run recorded before scheme 2 (``engine.datasets.gold``) hashed
+#: the records in file order, which no fingerprint taken since matches. Its run cannot be told from the fingerprint
+#: alone (nothing in it names the scheme), so every "gold differs" says it; a baseline approved then blocks its
+#: comparative gates (``not_comparable``), never passes, until a run of today's EvalGlass is approved in its place.
+OLD_GOLD_SCHEME = (
+    "; a run recorded before 2026-12-05 took its gold fingerprint in file order (scheme 1), which no run since "
+    "matches: run it again (and approve that run as the baseline) if its gold is the same"
+)
+
+
 def gold_difference(base: GoldOf, candidate: GoldOf, *, base_is: str, candidate_is: str) -> str | None:
     """Why the two runs are not shown to be scored against the same gold; None when they are.
 
@@ -128,7 +138,7 @@ def gold_difference(base: GoldOf, candidate: GoldOf, *, base_is: str, candidate_
             return None
         return (
             f"the dataset's gold differs ({base_is} {base.gold_fingerprint}, "
-            f"{candidate_is} {candidate.gold_fingerprint})"
+            f"{candidate_is} {candidate.gold_fingerprint}){OLD_GOLD_SCHEME}"
         )
     missing = " and ".join(
         side for side, gold in ((base_is, base), (candidate_is, candidate)) if gold.gold_fingerprint is None

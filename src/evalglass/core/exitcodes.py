@@ -24,5 +24,22 @@ class ExitCode(IntEnum):
     CHECK_INCONCLUSIVE = 3
     #: `check` only: the worst check was an ERROR (the measurement itself failed).
     CHECK_ERROR = 4
+    #: `run --verdict-exit-codes` only: the verdict is informational (no active gate); 0 stays pass.
+    VERDICT_INFORMATIONAL = 10
+    #: `run --verdict-exit-codes` only: the verdict is blocked; 1 stays fail.
+    VERDICT_BLOCKED = 11
     #: Interrupted (Ctrl-C, SIGINT): nothing was decided; a run can be resumed.
     INTERRUPTED = 130
+
+
+def verdict_exit_code(verdict: str) -> ExitCode:
+    """The code of ``run --verdict-exit-codes``: one per verdict, so a caller learns the verdict from the process's
+    exit status, which nothing the run started can change afterwards (a file in the run folder, a left-behind process
+    can rewrite). ``verdict`` is the decision's (``informational``, ``pass``, ``fail``, ``blocked``), as text: this
+    module is imported before the supervisor forks, so it imports nothing of the engine's (``core.gates``)."""
+    return {
+        "informational": ExitCode.VERDICT_INFORMATIONAL,
+        "pass": ExitCode.OK,
+        "fail": ExitCode.FAILED,
+        "blocked": ExitCode.VERDICT_BLOCKED,
+    }[verdict]

@@ -40,6 +40,8 @@ it is wrapped in ``os`` and ``posix`` (:func:`_wrap_asking`); the audited calls 
 there (``os.mkdir``, ``os.chmod``...) and a file opened for writing are asked through the hook. A listing of the
 ``site-packages`` the installed copy lies in may show none of its names the gate binds nothing in (its modules, its
 ``.dist-info`` folder), and a ``.pth`` file it ships (run at every start, before this hook) counts as refused.
+Files the standard library opens in C with no ``open`` event are checked by their own means: ``sqlite3.connect``'s
+event, and ``readline``'s file functions, wrapped when it loads (:func:`_wrap_file_modules`).
 
 Once anything was refused, every later call of the worker answers an ``error`` score with code
 ``host_unbound_code`` naming the first file refused and how to bind it (an ``import`` statement in a bound file, or
@@ -69,6 +71,7 @@ import os
 import sys
 import sysconfig
 import threading
+import urllib.parse
 from collections.abc import Collection, Iterator
 from importlib.machinery import FileFinder, ModuleSpec
 from pathlib import Path
@@ -76,6 +79,7 @@ from types import ModuleType
 from typing import Any
 
 from evalglass.lanes.hostimports import (
+    committed_below,
     installed_code_names,
     installed_folders,
     installed_label,
@@ -129,9 +133,10 @@ _ASKING_FUNCTIONS = (
     "fpathconf",
     "mkfifo",
     "mknod",
+    "chroot",
 )
 #: Every event the hook acts on: any other is passed over with one set lookup.
-_WATCHED = frozenset({"open", "import", "ctypes.dlopen", "os.link", "os.rename", "os.symlink"}) | (
+_WATCHED = frozenset({"open", "import", "ctypes.dlopen", "os.link", "os.rename", "os.symlink", "sqlite3.connect"}) | (
     _PROCESS_EVENTS | _LISTING_EVENTS | _GLOB_EVENTS | frozenset(_ASKING_EVENTS)
 )
 #: How many symbolic links a name may go through before the kernel answers ``ELOOP`` (Linux's ``MAXSYMLINKS``).
@@ -146,6 +151,23 @@ def _machine_prefixes() -> tuple[str, ...]:
 
 
 _MACHINE = _machine_prefixes()
+
+
+def _environment(root: str) -> tuple[frozenset[str], tuple[str, ...], frozenset[str]]:
+    """The environment the worker runs in, where it lies in the project (a ``.venv`` in the checkout, made by
+    installing: ``uv``, ``poetry`` in-project, ``python -m venv .venv`` in CI): the folders on the way to its
+    ``site-packages`` and standard library (``.venv``, ``.venv/lib``: ``Path(__file__).resolve()`` of any installed
+    library asks about each), its roots as prefixes (``bin/python``, ``pyvenv.cfg``), and what git tracks in them (the
+    pull request's, asked about like any project file). Read before the hook (``git ls-files``)."""
+    inside = os.path.join(root, "")
+    roots = {os.path.realpath(folder) for folder in {sys.prefix, sys.exec_prefix}}
+    roots = {folder for folder in roots if folder.startswith(inside)}
+    ends = roots | {prefix.rstrip("/") for prefix in _MACHINE if prefix.startswith(inside)}
+    on_the_way = {
+        str(folder) for end in ends for folder in (Path(end), *Path(end).parents) if str(folder).startswith(inside)
+    }
+    committed = {str(path) for folder in roots for path in committed_below(Path(folder))}
+    return frozenset(on_the_way), tuple(os.path.join(folder, "") for folder in sorted(roots)), frozenset(committed)
 
 
 class Guard:
@@ -175,6 +197,7 @@ class Guard:
             for site in self.sites
             if name.startswith(os.path.join(site, ""))
         )
+        self._on_the_way, self._environment, self._committed = _environment(self._root)
         self.refused: list[str] = []
         #: Bound modules as the import system found them (a link's name, ``helper.py -> vendor/helper.py``): the
         #: name a bound ``import`` statement reaches is answered when asked about (:meth:`_ask_entry`).
@@ -217,6 +240,8 @@ class Guard:
                 self._check_relative(path)  # ``os.open``: relative to the working folder, or to a folder's descriptor
             else:
                 self._check(path, "reads")
+        elif event == "sqlite3.connect":
+            self._check_database(args[0])
         elif event in _ASKING_EVENTS:
             where = _ASKING_EVENTS[event]
             self.ask(args[0], args[where] if where is not None else None)
@@ -298,6 +323,23 @@ class Guard:
             how_to = "list it under the metric's `data_files:`"
         self._refuse(shown, f"it {how} {shown}, which the gate does not bind; {how_to}, then re-approve")
 
+    def _check_database(self, database: Any) -> None:
+        """``sqlite3.connect``: SQLite opens the file itself (no ``open`` event), so the name it is given is read
+        here: as named, and as a ``file:`` URI's path (the event does not say whether ``uri=True``). A name that is
+        not there (``:memory:``, a database it creates) is asked about, and so answered."""
+        try:
+            named = os.fsdecode(database)
+        except TypeError:
+            return
+        candidates = [named]
+        if named.startswith("file:"):
+            candidates.append(urllib.parse.unquote(urllib.parse.urlsplit(named).path))
+        for candidate in candidates:
+            if candidate and os.path.lexists(candidate):
+                self._check(candidate, "reads")
+            elif candidate:
+                self.ask(candidate)
+
     def ask(self, name: Any, dir_fd: Any = None) -> None:
         """A question about ``name`` that opens nothing (``os.stat`` and its family, ``os.access``, ``os.readlink``,
         what fails on a name that is there: ``os.mkdir``, ``os.chmod``...), or about a descriptor (an ``int``):
@@ -365,6 +407,8 @@ class Guard:
             return
         if place in self._known_text or place in self.found or place == self._root:
             return
+        if not installed and self._environment_holds(place):
+            return
         path = Path(place)
         if path.name == "__pycache__":
             # Bytecode is never run here (:meth:`_check`): answered as absent, not remembered.
@@ -373,6 +417,13 @@ class Guard:
         if not os.path.islink(place) and not self._resolved_project(place) and not installed:
             return  # a folder in the project that is the machine's (a ``site-packages`` in its ``.venv``)
         self._refuse_unbound(path, "asks about")
+
+    def _environment_holds(self, place: str) -> bool:
+        """Whether ``place`` is the environment's (:func:`_environment`): a folder on the way to its ``site-packages``
+        or standard library, or anything in it that the pull request does not commit there."""
+        if place in self._on_the_way:
+            return True
+        return place.startswith(self._environment) and place not in self._committed
 
     def _resolved_project(self, full: str) -> bool:
         """:meth:`project_path`'s test for a name resolved already (the walk's folders): string tests, and
@@ -723,6 +774,70 @@ def _wrap_asking(guard: Guard) -> None:
                 found.add(asking)
 
 
+#: Standard-library extension modules that open a file in C, raising no audit event: their functions that read one
+#: (checked like a read) and that write one (asked about), by module. Wrapped when the module loads.
+_FILE_MODULES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "readline": (("read_history_file", "read_init_file"), ("write_history_file", "append_history_file")),
+}
+
+
+def _wrap_file_modules(guard: Guard) -> None:
+    """``readline`` reads its history and init files itself: each file function of :data:`_FILE_MODULES` checks
+    the name it is given first, once the module is loaded (now, or when host code imports it: a finder ahead of
+    the others wraps what they load). Like :func:`_wrap_asking`, a wrapper host code can reach around (the
+    extension's own copy, ``importlib`` of a fresh one) is not a rule, only what keeps honest code off the file."""
+
+    def wrap(module: ModuleType) -> None:
+        reads, writes = _FILE_MODULES[module.__name__]
+        for name in (*reads, *writes):
+            original = getattr(module, name, None)
+            if original is None:
+                continue
+            position = 1 if name == "append_history_file" else 0  # ``append_history_file(nelements, filename)``
+
+            def checked(*args: Any, _original: Any = original, _read: bool = name in reads, _at: int = position) -> Any:
+                named = args[_at] if len(args) > _at else None
+                if named is not None:
+                    with guard.checking():
+                        if _read:
+                            guard._check(os.fsdecode(os.fspath(named)), "reads")
+                        else:
+                            guard.ask(os.fspath(named))
+                return _original(*args)
+
+            checked.__name__ = checked.__qualname__ = name
+            checked.__doc__ = original.__doc__
+            setattr(module, name, checked)
+
+    class Wrapping:
+        """A meta path finder: the spec the other finders give, its loader wrapping the module it executes."""
+
+        @staticmethod
+        def find_spec(fullname: str, path: Any = None, target: ModuleType | None = None) -> ModuleSpec | None:
+            if fullname not in _FILE_MODULES:
+                return None
+            for finder in sys.meta_path:
+                find = getattr(finder, "find_spec", None)
+                if finder is Wrapping or find is None:
+                    continue
+                spec: ModuleSpec | None = find(fullname, path, target)
+                if spec is not None and spec.loader is not None:
+                    loader, execute = spec.loader, spec.loader.exec_module
+
+                    def exec_module(module: ModuleType, _execute: Any = execute) -> None:
+                        _execute(module)
+                        wrap(module)
+
+                    loader.exec_module = exec_module  # type: ignore[method-assign]
+                    return spec
+            return None
+
+    for name in _FILE_MODULES:
+        if name in sys.modules:
+            wrap(sys.modules[name])
+    sys.meta_path.insert(0, Wrapping)
+
+
 def install(root: str, bound: Collection[tuple[str, str]]) -> Guard:
     """Put the rule in force in this worker, before any host code loads (it cannot be taken back). A project
     module already loaded that the gate does not bind (through the environment: a ``sitecustomize`` on the
@@ -749,6 +864,7 @@ def install(root: str, bound: Collection[tuple[str, str]]) -> Guard:
     _project_finders(guard)
     _unlisted_metadata(guard)
     _wrap_asking(guard)
+    _wrap_file_modules(guard)
     sys.addaudithook(guard.hook)
     return guard
 

@@ -251,6 +251,18 @@ def _committed(resolved: Path) -> bool:
     return root is not None and resolved in _tracked_files(root)
 
 
+def committed_below(folder: Path) -> frozenset[Path]:
+    """The files git tracks below ``folder`` (resolved) in the work tree holding it, and the folders on their way
+    below it: what a pull request puts there (empty when ``git`` cannot say)."""
+    root = _work_tree(folder)
+    if root is None:
+        return frozenset()
+    files = [path for path in _tracked_files(root) if path.is_relative_to(folder) and path != folder]
+    return frozenset(files) | frozenset(
+        parent for path in files for parent in path.parents if parent.is_relative_to(folder) and parent != folder
+    )
+
+
 @lru_cache(maxsize=4_096)
 def _work_tree(folder: Path) -> Path | None:
     """The nearest folder at or above ``folder`` holding ``.git`` (a work tree's root), or None."""

@@ -14,13 +14,14 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
+import os
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
 from queue import SimpleQueue
-from typing import Any, BinaryIO
+from typing import IO, Any, BinaryIO
 
 import orjson
 
@@ -192,6 +193,13 @@ def split_lines(data: bytes) -> list[bytes]:
     return data.split(b"\n")
 
 
+def opened_file(handle: BinaryIO | IO[bytes]) -> tuple[int, int]:
+    """The (device, inode) of the file ``handle`` reads: the file read, whatever its path names by then or named
+    before (a path swapped to another file while it is opened, then back, leaves the path's own state as it was)."""
+    found = os.fstat(handle.fileno())
+    return (found.st_dev, found.st_ino)
+
+
 def open_dataset_file(path: Path) -> BinaryIO:
     """The dataset file (JSONL, CSV or Parquet) opened for reading (unbuffered) once known to be a regular file, or
     the one-line error saying why it cannot be."""
@@ -288,6 +296,9 @@ class DatasetReader:
         self._chunk = chunk
         self._max_line = max_line
         self._hash = hashlib.sha256() if hash_bytes else None
+        #: The (device, inode) of each file opened as ``path`` (``opened_file``): what ``engine.jobs.pipeline.
+        #: refuse_changed_inputs`` holds to the file's state from before host code ran.
+        self.opened: set[tuple[int, int]] = set()
         self.examples = 0
         self.bad_lines = 0
         #: The first few bad lines' numbers (at most MALFORMED_SHOWN), for the run's summary.
@@ -351,6 +362,7 @@ class DatasetReader:
         """The file's lines, ``size`` at a time, each batch with its first line's number and whether its last line
         ended in a newline (only a file's last line may not)."""
         handle = open_dataset_file(self.path)
+        self.opened.add(opened_file(handle))
         # Every object alive now (modules, models, the config) outlives the stream. Freezing them keeps the cyclic
         # collector's full passes, which the stream's young objects keep triggering, from re-scanning them all:
         # about a tenth of a million-line run otherwise. Nothing is collected differently, only later.

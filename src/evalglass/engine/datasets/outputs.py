@@ -40,7 +40,7 @@ import orjson
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.uniform import all_of_type
-from evalglass.engine.datasets.dataset import BadLine, field_getter
+from evalglass.engine.datasets.dataset import BadLine, field_getter, opened_file
 from evalglass.errors import SetupError
 from evalglass.readers.jsonsource import (
     JsonRefused,
@@ -85,6 +85,8 @@ class RecordedOutputs:
         self._handle: IO[bytes] = open_regular(
             path, what="recorded outputs file", missing_fix="fix `task.path` in the config", buffering=-1
         )
+        #: The (device, inode) of the file opened (``dataset.opened_file``), whatever ``path`` names later.
+        self.opened = opened_file(self._handle)
         #: The in-step read's hash (every byte, blank lines too); None once the file is read any other way.
         self._digest: hashlib._Hash | None = hashlib.sha256()
         self._read_whole = False

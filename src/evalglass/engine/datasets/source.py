@@ -31,6 +31,10 @@ class FileRead:
 
     path: Path
     sha256: str | None
+    #: The (device, inode) of each file the reader opened as ``path`` (empty: its reader does not say). One that is
+    #: not the file the path named before host code ran is a file swapped in under the path (a link re-pointed, a
+    #: folder renamed) and put back by the end, which the path's own state does not show.
+    opened: frozenset[tuple[int, int]] = frozenset()
 
 
 def source_files(loaded: LoadedConfig) -> tuple[Path, ...]:
@@ -158,12 +162,16 @@ class DatasetSource:
         (``DatasetReader``); another format's reader may open its file more than once (a header sniffed first), so
         its files are given no hash."""
         reader = self.reader
-        whole = isinstance(reader, DatasetReader)
+        whole = reader if isinstance(reader, DatasetReader) else None
         found = [
-            FileRead(path, reader.fingerprint if whole and path == reader.path else None) for path in reader.files()
+            FileRead(path, whole.fingerprint, frozenset(whole.opened))
+            if whole is not None and path == whole.path
+            else FileRead(path, None)
+            for path in reader.files()
         ]
         if self._outputs is not None:
-            found.append(FileRead(self._outputs.path, self._outputs.read_sha256))
+            outputs = self._outputs
+            found.append(FileRead(outputs.path, outputs.read_sha256, frozenset((outputs.opened,))))
         return tuple(found)
 
     def close(self) -> None:

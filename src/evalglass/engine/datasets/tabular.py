@@ -33,7 +33,7 @@ import orjson
 from evalglass.core.example import Example, ExampleBatch
 from evalglass.core.fieldpath import ABSENT
 from evalglass.core.outputparse import UnparsedOutput
-from evalglass.engine.datasets.dataset import BATCH, BadLine, DatasetReader, batched, open_dataset_file
+from evalglass.engine.datasets.dataset import BATCH, BadLine, DatasetReader, batched, open_dataset_file, opened_file
 from evalglass.errors import SetupError
 from evalglass.readers.jsonsource import text_start
 from evalglass.readers.jsonvalues import non_finite
@@ -54,6 +54,7 @@ class TabularReader(DatasetReader):
 
     def _read_bytes(self) -> bytes:
         with open_dataset_file(self.path) as handle:
+            self.opened.add(opened_file(handle))
             data = handle.read()
         if self._hash is not None:
             self._hash.update(data)

@@ -226,16 +226,28 @@ def refuse_changed_inputs(
     every read of it had one hash (``reads``: ``DatasetSource.reads``) equal to the file's bytes now and, when host
     code could run while it was read, to its bytes before any host code ran (``before``: :func:`start_digests`).
     A file read some other way too (an outputs file joined by index, lm-eval's results file) cannot be told apart:
-    its moved state still stops the run."""
+    its moved state still stops the run.
+
+    The path's state alone misses another file read under it: host code that re-points a link (or renames a folder
+    on the path) before the reader opens the file and puts it back by the end leaves the path naming the untouched
+    file. So the file each reader opened (``FileRead.opened``: device and inode, from its open handle) is held to
+    the path's state at the start too, and one that is not that file is compared by its bytes like a moved state
+    (limit: readers that do not say what they opened, another tool's formats, are held to the path's state only)."""
     for path, state in states.items():
-        if state is None or file_state(path) == state:
+        ours = [read for read in reads if read.path == path]
+        opened = {identity for read in ours for identity in read.opened}
+        # A file opened under the path that is not the one it named at the start (a link re-pointed, a folder
+        # renamed, and put back by the end: the path's state is then as it was) is compared by its bytes too; so is
+        # a file that was not there at the start.
+        if file_state(path) == state and (opened <= {state[:2]} if state is not None else not opened):
             continue
-        why = _bytes_differ(path, [read.sha256 for read in reads if read.path == path], before)
+        why = _bytes_differ(path, [read.sha256 for read in ours], before)
         if why is None:
             continue
         raise SetupError(
-            "the file changed while the run read it (written, replaced, touched, or its inode changed: a new hard "
-            "link or a permission change counts too, since only the ctime shows a rewrite host code cannot hide), "
+            "the file changed while the run read it (written, replaced, touched, another file read under its path, "
+            "or its inode changed: a new hard link or a permission change counts too, since only the ctime shows a "
+            "rewrite host code cannot hide), "
             f"and {why}: the examples and outputs it scored may not be the file's, so nothing was decided",
             where=str(path),
             fix="run again on a file nothing writes during the run (host code runs as the same user and must "

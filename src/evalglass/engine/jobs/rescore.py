@@ -141,6 +141,8 @@ def rescore_run(
             + f"); {_nothing_rescored(config)}"
         )
         return Rescored(said=(line,))
+    if not same_file and found.stopped:
+        return Rescored(said=(f"re-scored: none ({_reordered(path)}); {_nothing_rescored(config)}",))
     # The kept outputs held to the dataset's only where the file is the one the run read: outputs recorded in a file
     # whose gold is the run's may have been recorded again since.
     findings = (*found.findings, *(found.kept_differs if same_file else ()))
@@ -164,6 +166,17 @@ def rescore_run(
         + f"; {consistent}",
     )
     return Rescored(columns=found.columns, findings=findings, said=said)
+
+
+def _reordered(path: Path) -> str:
+    """Why a dataset that holds the run's gold but is not its file re-scores nothing when what the run kept (its
+    outputs, a lane's answers) does not line up with it: re-scoring pairs them line by line, in the order the run
+    read, and the gold fingerprint does not count the examples' order (``engine.datasets.gold``): the same gold in
+    another order is no finding, only not the file the run read (``--strict`` counts that)."""
+    return (
+        f"the dataset {path} holds the run's gold, its examples in another order than the run read them or with "
+        "other lines: what the run kept is paired with it line by line; pass the file the run read with --dataset"
+    )
 
 
 def _rescore_variants(
@@ -236,6 +249,9 @@ def _rescore_variants(
                 f"variant '{name}': none (the dataset {path} is not the one the run read: its fingerprint is "
                 f"{short(found.dataset.fingerprint)}, the run recorded {short(record.dataset.fingerprint)})"
             )
+            continue
+        if not same_file and found.stopped:
+            parts.append(f"variant '{name}': none ({_reordered(path)})")
             continue
         if own is not None and file_state(own) != state:
             # Hashed, then read: a write in between (which always moves its ctime) is not what the run read.
