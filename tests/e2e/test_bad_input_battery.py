@@ -297,3 +297,36 @@ def test_verify_reads_a_relative_dataset_from_the_working_folder(finished: Path,
     result = Project(finished).cli("verify", str(Project(finished).last_run()), "--dataset", "copy.jsonl")
     assert result.code == 0, result
     assert "re-scored 1 of 1 metrics (exact)" in result.out, result.out
+
+
+def _copy(finished: Path, tmp_path: Path) -> Project:
+    """``finished`` copied, its last-run pointer following the copy."""
+    root = tmp_path / "project"
+    shutil.copytree(finished, root, symlinks=True)
+    pointer = root / ".evalglass" / "last-run"
+    pointer.write_text(pointer.read_text().replace(str(finished), str(root)))
+    return Project(root)
+
+
+def test_verify_does_not_hang_on_a_fifo_at_the_recorded_config_path(finished: Path, tmp_path: Path) -> None:
+    """engine/jobs/verify.py _read_as_recorded: the config path the run recorded was read with ``read_bytes``, so a
+    FIFO there (no --config given) hung verify. It is a file not at hand, said as such."""
+    project = _copy(finished, tmp_path)
+    config = project.evals / "evalglass.yaml"
+    config.unlink()
+    os.mkfifo(config)
+    result = project.cli("verify", str(project.last_run()))
+    assert result.code == 0, result
+    assert "config: not anchored (evals/evalglass.yaml is not at hand here; pass --config PATH)" in result.out
+
+
+def test_verify_does_not_hang_on_a_fifo_in_place_of_an_artifact(finished: Path, tmp_path: Path) -> None:
+    """engine/jobs/verify.py _artifact_bytes: verify goes on past a damaged folder to name every difference, and read
+    ``report.md`` with ``read_bytes``: a FIFO in its place hung it. Now the damage is a finding (exit 1)."""
+    project = _copy(finished, tmp_path)
+    report = project.last_run() / "report.md"
+    report.unlink()
+    os.mkfifo(report)
+    result = project.cli("verify", str(project.last_run()))
+    assert result.code == 1, result
+    assert "report.md" in result.out + result.err, result
