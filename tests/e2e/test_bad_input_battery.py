@@ -78,6 +78,11 @@ def _fifo(root: Path) -> str:
     return "pipe"
 
 
+def _file(root: Path, name: str, data: bytes) -> str:
+    (root / name).write_bytes(data)
+    return name
+
+
 def _csv_dataset(tail: bytes) -> Mutation:
     def mutate(project: Project) -> tuple[str, ...]:
         text = (project.evals / "data.jsonl").read_text()
@@ -163,6 +168,23 @@ CASES = [
     Case("verify-key-that-is-no-key", _verify_with("--key", lambda root: "zzzz"), ("zzzz", "PEM public key")),
     Case("verify-key-fifo", _verify_with("--key", _fifo), ("pipe", "named pipe")),
     Case("verify-key-folder", _verify_with("--key", lambda root: "evals"), ("evals", "is a directory")),
+    # engine/runs/digests.py public_key: a key file that held no key was said as hex parsing gone wrong ("at
+    # position 0"), naming no file.
+    Case(
+        "verify-key-file-binary",
+        _verify_with("--key", lambda root: _file(root, "key.der", b"\x30\x2a\x30\x05\x06\x03\x2b\x65\x70\xff")),
+        ("key.der: the verify key file holds binary bytes", "openssl pkey -pubin -inform DER"),
+    ),
+    Case(
+        "verify-key-file-of-text",
+        _verify_with("--key", lambda root: _file(root, "key.txt", b"not a key\n")),
+        ("key.txt: the verify key file holds neither a PEM public key nor 64 hex digits",),
+    ),
+    Case(
+        "verify-key-file-bad-pem",
+        _verify_with("--key", lambda root: _file(root, "key.pem", b"-----BEGIN PUBLIC KEY-----\nAAAA\n-----END")),
+        ("key.pem: the verify key is not an Ed25519 public key",),
+    ),
     # engine/jobs/pipeline.py refuse_occupied: whether --out is empty walked the whole tree under it (`--out /`
     # walked the machine and ended on "/proc/<pid>/net: cannot write the run's artifacts: Invalid argument").
     Case(
