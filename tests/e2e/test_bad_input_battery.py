@@ -83,13 +83,19 @@ def _file(root: Path, name: str, data: bytes) -> str:
     return name
 
 
-def _csv_dataset(tail: bytes) -> Mutation:
+def _csv_dataset(tail: bytes, newline: bytes = b"\n", first: str = "") -> Mutation:
+    """The project's dataset as a CSV file whose lines end with ``newline``, ``tail`` after its rows (``first``:
+    the first row's output, which may hold quoted line breaks)."""
+
     def mutate(project: Project) -> tuple[str, ...]:
         text = (project.evals / "data.jsonl").read_text()
         project.write_config(base_config(dataset={"name": "suite", "path": "data.csv"}))
         rows = [json.loads(line) for line in text.splitlines()]
         lines = ["id,expected,output", *(f"{row['id']},{row['expected']},{row['output']}" for row in rows)]
-        (project.evals / "data.csv").write_bytes("\n".join(lines).encode() + b"\n" + tail)
+        if first:
+            lines[1] = lines[1].rsplit(",", 1)[0] + "," + first
+        data = newline.join(line.encode() for line in lines) + newline + tail
+        (project.evals / "data.csv").write_bytes(data)
         return ("run", "--no-progress")
 
     return mutate
@@ -221,6 +227,20 @@ CASES = [
         "csv-dataset-not-utf8",
         _csv_dataset(b"ex-9,caf\xe9,yes\n"),
         ("data.csv:10", "byte 0xe9, byte 9 of the line", "save the file as UTF-8"),
+    ),
+    # engine/datasets/tabular.py: a line ends at CR LF, LF or a lone CR, as the csv module reads it; counting LF
+    # alone put every byte of a file saved with CR line endings on line 1 ("data.csv:1").
+    Case(
+        "csv-dataset-not-utf8-cr-line-endings",
+        _csv_dataset(b"ex-9,caf\xe9,yes\r", newline=b"\r"),
+        ("data.csv:10", "byte 0xe9, byte 9 of the line"),
+    ),
+    # engine/datasets/tabular.py: a row was named by the line it ends on, a line below its first when a quoted cell
+    # holds line breaks.
+    Case(
+        "csv-dataset-row-with-a-multiline-cell-named-by-its-first-line",
+        _csv_dataset(b'ex-3,no,"yes\ron two lines"\r', newline=b"\r", first='"yes\rand more\ron three lines"'),
+        ("data.csv:12", "duplicate example id 'ex-3' (first at line 6)"),
     ),
     # readers/userfiles.py read_pointer, which the last-run pointer's reader shares: binary bytes in last-started
     # were "internal error: UnicodeDecodeError", and a FIFO there hung `run --resume`.
