@@ -83,6 +83,31 @@ def _file(root: Path, name: str, data: bytes) -> str:
     return name
 
 
+#: An llm_judge metric no run reaches (its endpoint is a closed port): calibrate refuses the labels before a call.
+JUDGE = {
+    "type": "llm_judge",
+    "rubric": "rubric.md",
+    "scale": {"min": 1, "max": 5},
+    "base_url": "http://127.0.0.1:9/v1",
+    "model": "judge",
+    "api_key_env": "NO_SUCH_KEY",
+}
+
+
+def _labels(*lines: dict[str, object]) -> Mutation:
+    """``calibrate helpful`` with a labels file of ``lines``."""
+
+    def mutate(project: Project) -> tuple[str, ...]:
+        config = base_config()
+        config["metrics"] = {**config["metrics"], "helpful": JUDGE}
+        project.write_config(config)
+        (project.evals / "rubric.md").write_text("Is the answer helpful?\n")
+        (project.root / "labels.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+        return ("calibrate", "helpful", "--labels", "labels.jsonl")
+
+    return mutate
+
+
 def _csv_dataset(tail: bytes, newline: bytes = b"\n", first: str = "") -> Mutation:
     """The project's dataset as a CSV file whose lines end with ``newline``, ``tail`` after its rows (``first``:
     the first row's output, which may hold quoted line breaks)."""
@@ -241,6 +266,21 @@ CASES = [
         "csv-dataset-row-with-a-multiline-cell-named-by-its-first-line",
         _csv_dataset(b'ex-3,no,"yes\ron two lines"\r', newline=b"\r", first='"yes\rand more\ron three lines"'),
         ("data.csv:12", "duplicate example id 'ex-3' (first at line 6)"),
+    ),
+    # lanes/judge.py read_labels: two lines under one id were both read, a pasted line counting its grade twice.
+    Case(
+        "calibrate-labels-duplicate-id",
+        _labels(
+            {"id": "q1", "output": "a", "label": 5},
+            {"id": "q2", "output": "b", "label": 2},
+            {"id": "q1", "output": "a", "label": 4},
+        ),
+        ("labels.jsonl:3: id 'q1' is already used (first at line 1)", "give every labelled example a unique id"),
+    ),
+    Case(
+        "calibrate-labels-id-of-an-unnamed-line",
+        _labels({"output": "a", "label": 5}, {"id": 1, "output": "b", "label": 2}),
+        ("labels.jsonl:2: id '1' is already used (first at line 1, which has no id and is named by its number)",),
     ),
     # readers/userfiles.py read_pointer, which the last-run pointer's reader shares: binary bytes in last-started
     # were "internal error: UnicodeDecodeError", and a FIFO there hung `run --resume`.
