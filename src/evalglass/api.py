@@ -83,6 +83,7 @@ OPTION_NAMES: Mapping[str, str] = MappingProxyType(
         "cache_off": 'cache="off"',
         "cache_refresh": 'cache="refresh"',
         "today": "today",
+        "baseline": "baseline",
         "option": "argument",
     }
 )
@@ -474,7 +475,7 @@ def explain(
             name,
             gate_examples(resolved, card, names, limit=5),
             _gate_definitions(record),
-            _proposed_baselines(card, record, names, baseline, db, stack),
+            _proposed_baselines(card, record, name, names, baseline, db, stack),
             ledger_layout(Path(record.ledger_path)),
         )
     return Explained(explanations=tuple(explanations), not_checked=checked.not_checked)
@@ -499,11 +500,18 @@ def _gate_definitions(record: Any) -> dict[str, dict[str, Any]]:
 
 
 def _proposed_baselines(
-    card: Any, record: Any, names: list[str], baseline_ref: str | None, db: str | None, stack: ExitStack
+    card: Any,
+    record: Any,
+    name: str | None,
+    names: list[str],
+    baseline_ref: str | None,
+    db: str | None,
+    stack: ExitStack,
 ) -> dict[str, Any]:
     """Per baseline of the named comparative gates that the run did not find, the run to propose in its entry:
     ``baseline_ref`` (which must be readable), else ``NAME@latest`` when the history has one (quietly skipped if
-    not)."""
+    not). A ``baseline_ref`` with no such gate to go to is refused, as other options that cannot apply are: it was
+    ignored (exit 0), unread even when it named no run."""
     from evalglass.engine.decide.baselines import proposed_baseline
     from evalglass.history.named import named_run
 
@@ -512,6 +520,16 @@ def _proposed_baselines(
         for gate in card.decision.gates
         if gate.name in names and gate.comparison is not None and gate.comparison.baseline_fingerprint is None
     ]
+    if baseline_ref is not None and not wanted:
+        which = f"gate {name!r} is not one" if name is not None and name in names else "this run has none"
+        if name is not None and name not in names:
+            which = f"{name!r} is no gate of this run"
+        raise OptionError(
+            "{baseline} proposes the baseline of a comparative gate whose baseline the ledger does not approve yet, "
+            f"and {which}",
+            fix="drop {baseline}",
+            names=OPTION_NAMES,
+        )
     ledger_dir = Path(record.ledger_path).parent
     proposed: dict[str, Any] = {}
     for baseline in dict.fromkeys(wanted):

@@ -36,6 +36,7 @@ FLAG_NAMES = {
     "cache_off": "--no-cache",
     "cache_refresh": "--refresh",
     "today": "--today",
+    "baseline": "--baseline",
     "option": "flag",
 }
 

@@ -282,6 +282,18 @@ CASES = [
         _labels({"output": "a", "label": 5}, {"id": 1, "output": "b", "label": 2}),
         ("labels.jsonl:2: id '1' is already used (first at line 1, which has no id and is named by its number)",),
     ),
+    # api._proposed_baselines: --baseline with no comparative gate to propose it for was ignored (exit 0), even
+    # when it named no run; an option that cannot apply is refused, as --resume with --out is.
+    Case(
+        "explain-baseline-without-a-comparative-gate",
+        lambda project: ("explain", "--baseline", "nope"),
+        ("--baseline proposes the baseline of a comparative gate", "this run has none", "drop --baseline"),
+    ),
+    Case(
+        "explain-baseline-for-a-gate-that-is-not-comparative",
+        lambda project: ("explain", "accuracy", "--baseline", "main@latest"),
+        ("gate 'accuracy' is not one", "drop --baseline"),
+    ),
     # readers/userfiles.py read_pointer, which the last-run pointer's reader shares: binary bytes in last-started
     # were "internal error: UnicodeDecodeError", and a FIFO there hung `run --resume`.
     Case(
