@@ -202,6 +202,10 @@ def run(
 
         config = load_manifest(resumed).config_path
     path = _config_path(config, example)
+    # A finished run resumed is derived again in its folder (same run id; the same bytes when its calls come from
+    # the cache): said plainly, with how to see it without running anything. It ended with exit 0 and only the
+    # history's warning that it held the run already, telling the user to import it again.
+    finished_before = resumed is not None and _has_finished(resumed)
     from evalglass.engine.jobs.pipeline import RunOptions
     from evalglass.engine.jobs.pipeline import run as run_pipeline
     from evalglass.history.locator import history_locator
@@ -233,11 +237,19 @@ def run(
     else:
         outcome = evaluate()
     warnings = outcome.warnings
+    if finished_before:
+        warnings += (
+            f"note: this run had finished already: --resume derived it again in {outcome.folder} (the same bytes "
+            "when every call came from the cache) and the exit code is its verdict's; to see a finished run without "
+            f"running anything: evalglass view {outcome.folder}",
+        )
     if record:  # the history never changes the verdict or the exit code: at worst, one warning line
         from evalglass.history.location import database_url
         from evalglass.history.record import record_after_run
 
-        problem = record_after_run(outcome.folder, database_url(db, os.environ), path.parent)
+        problem = record_after_run(
+            outcome.folder, database_url(db, os.environ), path.parent, finished_before=finished_before
+        )
         warnings += () if problem is None else (problem,)
     return RunResult(folder=outcome.folder, scorecard=outcome.scorecard, warnings=warnings)
 
@@ -284,6 +296,13 @@ def _resume_folder(folder: Path | None) -> Path:
         missing_fix="name the run folder: --resume RUN_FOLDER",
         fix="name the run folder: --resume RUN_FOLDER",
     )
+
+
+def _has_finished(folder: Path) -> bool:
+    """Whether the run in ``folder`` finished: its scorecard, the file a run renames into place last, is there."""
+    from evalglass.engine.runs.artifacts import SCORECARD_FILE
+
+    return (folder / SCORECARD_FILE).exists()
 
 
 def _refuse_config_choice(config: Where | None, example: str | None) -> None:

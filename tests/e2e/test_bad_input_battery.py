@@ -424,3 +424,22 @@ def test_verify_does_not_hang_on_a_fifo_in_place_of_an_artifact(finished: Path, 
     result = project.cli("verify", str(project.last_run()))
     assert result.code == 1, result
     assert "report.md" in result.out + result.err, result
+
+
+@pytest.mark.parametrize("named", [False, True], ids=["last-started", "by-its-folder"])
+def test_resuming_a_finished_run_says_so_plainly(finished: Path, tmp_path: Path, named: bool) -> None:
+    """api.run: a finished run resumed is derived again in its folder (docs/config.md); it ended with exit 0 and only
+    the history's warning that it held the run already, telling the user to ``history import`` it again. Now one
+    note says the run had finished, that the exit code is its verdict's and how to see it without running anything;
+    the folder and the history keep their bytes."""
+    project = _copy(finished, tmp_path)
+    folder = project.last_run()
+    (project.root / ".evalglass" / "last-started").write_text(f"{folder}\n")
+    before = _state(project.root)
+    result = project.cli("run", "--no-progress", "--resume", *((str(folder),) if named else ()))
+    assert result.code == 0, result
+    lines = [line for line in result.err.splitlines() if line.strip()]
+    assert len(lines) == 1, result.err
+    assert lines[0].startswith("note: this run had finished already: --resume derived it again in "), lines[0]
+    assert "the exit code is its verdict's; to see a finished run without running anything: evalglass view" in lines[0]
+    assert _state(project.root) == before
