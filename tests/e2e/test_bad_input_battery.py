@@ -108,6 +108,20 @@ def _labels(*lines: dict[str, object]) -> Mutation:
     return mutate
 
 
+def _judged(rubric: bytes | None) -> Mutation:
+    """``run`` of a config with an llm_judge metric whose rubric file holds ``rubric`` (None: no file)."""
+
+    def mutate(project: Project) -> tuple[str, ...]:
+        config = base_config()
+        config["metrics"] = {**config["metrics"], "helpful": JUDGE}
+        project.write_config(config)
+        if rubric is not None:
+            (project.evals / "rubric.md").write_bytes(rubric)
+        return ("run", "--no-progress")
+
+    return mutate
+
+
 def _csv_dataset(tail: bytes, newline: bytes = b"\n", first: str = "") -> Mutation:
     """The project's dataset as a CSV file whose lines end with ``newline``, ``tail`` after its rows (``first``:
     the first row's output, which may hold quoted line breaks)."""
@@ -266,6 +280,18 @@ CASES = [
         "csv-dataset-row-with-a-multiline-cell-named-by-its-first-line",
         _csv_dataset(b'ex-3,no,"yes\ron two lines"\r', newline=b"\r", first='"yes\rand more\ron three lines"'),
         ("data.csv:12", "duplicate example id 'ex-3' (first at line 6)"),
+    ),
+    # engine/jobs/calibrate.py current_fingerprint: a rubric that could not be read was named by its path alone, and
+    # one not UTF-8 by the config file alone; the config's entry naming it is where to fix it.
+    Case(
+        "judge-rubric-missing",
+        _judged(None),
+        ("evalglass.yaml:14: metric 'helpful': rubric not found", "evals/rubric.md", "fix `rubric:`"),
+    ),
+    Case(
+        "judge-rubric-not-utf8",
+        _judged(b"Is it helpful?\xff\n"),
+        ("evalglass.yaml:14: metric 'helpful': rubric", "is not UTF-8 text (byte 15 is 0xff)", "save the rubric"),
     ),
     # lanes/judge.py read_labels: two lines under one id were both read, a pasted line counting its grade twice.
     Case(
