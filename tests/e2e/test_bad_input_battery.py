@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.project import Project, approve_as_is, base_config, make_project
+from tests.e2e.project import Project, approve_as_is, base_config, make_project, run_cli
 
 Mutation = Callable[[Project], tuple[str, ...]]
 
@@ -469,3 +469,21 @@ def test_resuming_a_finished_run_says_so_plainly(finished: Path, tmp_path: Path,
     assert lines[0].startswith("note: this run had finished already: --resume derived it again in "), lines[0]
     assert "the exit code is its verdict's; to see a finished run without running anything: evalglass view" in lines[0]
     assert _state(project.root) == before
+
+
+def test_a_fifo_in_place_of_the_cache_key_file_hangs_no_run(finished: Path, tmp_path: Path) -> None:
+    """engine/produce/cachekey.py _read: the call cache's key file was read with ``read_text``, so a FIFO in its place
+    hung every run (a new run reads the key to seal its manifest). A new run goes on unsealed, as it does when the
+    key cannot be had; a resume, which needs the seal, is one line naming the file (exit 2)."""
+    project = _copy(finished, tmp_path)
+    cache = tmp_path / "xdg"
+    (cache / "evalglass").mkdir(parents=True)
+    os.mkfifo(cache / "evalglass" / "cache-key")
+    (project.root / ".evalglass" / "last-started").write_text(f"{project.last_run()}\n")
+    env = {"XDG_CACHE_HOME": str(cache)}
+    fresh = run_cli("run", "--no-progress", "--no-history", cwd=project.root, env=env)
+    assert fresh.code == 0, fresh
+    resumed = run_cli("run", "--no-progress", "--resume", cwd=project.root, env=env)
+    assert resumed.code == 2, resumed
+    (line,) = [line for line in resumed.err.splitlines() if line.strip()]
+    assert "cache-key" in line and "named pipe" in line and "Traceback" not in line, line
