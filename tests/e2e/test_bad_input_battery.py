@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.project import Project, approve_as_is, base_config, make_project, run_cli
+from tests.e2e.test_gold_fields_cli import JUDGE  # an llm_judge on a closed port: refused before any call
 
 Mutation = Callable[[Project], tuple[str, ...]]
 
@@ -81,17 +82,6 @@ def _fifo(root: Path) -> str:
 def _file(root: Path, name: str, data: bytes) -> str:
     (root / name).write_bytes(data)
     return name
-
-
-#: An llm_judge metric no run reaches (its endpoint is a closed port): calibrate refuses the labels before a call.
-JUDGE = {
-    "type": "llm_judge",
-    "rubric": "rubric.md",
-    "scale": {"min": 1, "max": 5},
-    "base_url": "http://127.0.0.1:9/v1",
-    "model": "judge",
-    "api_key_env": "NO_SUCH_KEY",
-}
 
 
 def _labels(*lines: dict[str, object]) -> Mutation:
