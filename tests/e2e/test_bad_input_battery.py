@@ -310,6 +310,12 @@ CASES = [
         lambda project: ("explain", "accuracy", "--baseline", "main@latest"),
         ("gate 'accuracy' is not one", "drop --baseline"),
     ),
+    # cli.view: --limit without --examples was ignored (exit 0) where --metric, --state and --width are refused.
+    Case(
+        "view-limit-without-examples",
+        lambda project: ("view", "--limit", "3"),
+        ("--limit and --width go with --examples", "add --examples, or drop them"),
+    ),
     # readers/userfiles.py read_pointer, which the last-run pointer's reader shares: binary bytes in last-started
     # were "internal error: UnicodeDecodeError", and a FIFO there hung `run --resume`.
     Case(
