@@ -7,7 +7,8 @@ metric is guarded and bound to the same files as the approved one). On main both
 mutator ran first and the approved gate, which fails honestly (6 of 8 right, 0.75 against 0.9), passed, exit 0.
 Now the approved metric's worker holds only its own function: its scores and its gate's failure are unchanged.
 And an ungated metric whose module rewrites the gated metric's file as it loads (and puts it back before the run's
-end) no longer decides it: the gated worker compiles a bound source only from the bytes the config hashed.
+end) no longer decides it: the gated worker compiles a bound source only from the bytes the config hashed, whether
+its import loads it or its code compiles it under its name (``runpy.run_path``, ``exec(compile(...))``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import pytest
 import yaml
 
 from evalglass.core.exitcodes import ExitCode
-from tests.e2e.project import Project, approve_as_is, make_project
+from tests.e2e.project import Project, approve_as_is, make_project, run_cli
 
 #: An approved grader whose module exposes what changes the rule it scores by.
 GRADERS = """\
@@ -63,10 +64,12 @@ def _project(tmp_path: Path) -> Project:
     return project
 
 
-def _run(project: Project) -> tuple[int, dict[str, str], dict[str, list[Any]]]:
-    """Exit code, each gate's outcome, each metric's scores in example order."""
+def _run(project: Project, cwd: Path | None = None) -> tuple[int, dict[str, str], dict[str, list[Any]]]:
+    """Exit code, each gate's outcome, each metric's scores in example order (the run made in ``cwd``: the
+    project's folder unless given)."""
     shutil.rmtree(project.root / "run", ignore_errors=True)
-    result = project.run("--format", "json", "--no-progress", "--no-history", "--out", "run")
+    argv = ("--format", "json", "--no-progress", "--no-history", "--out", str(project.root / "run"))
+    result = project.run(*argv) if cwd is None else run_cli("run", *argv, cwd=cwd)
     assert result.code in (ExitCode.OK, ExitCode.FAILED), result
     outcomes = {gate["name"]: gate["outcome"] for gate in result.json()["decision"]["gates"]}
     scores: dict[str, list[Any]] = {}
@@ -133,3 +136,86 @@ def test_an_ungated_metric_rewriting_the_gated_metrics_file_as_it_loads_blocks_t
     codes = {item["code"] for value in scores["mine"] for item in value["diagnostics"]}
     assert codes == {"host_unbound_code"}, scores["mine"]
     assert "graders.py is not as the gate bound it" in scores["mine"][0]["diagnostics"][0]["message"]
+
+
+#: An approved grader that runs its rules from a bound data file (``runpy.run_path``, ``exec(compile(...))``): the
+#: source is compiled without the import system's loader.
+RUNS_RULES = {
+    "runpy": "import os, runpy\n_rules = runpy.run_path(os.path.join(os.path.dirname(__file__), 'rules.py'))\n",
+    "compile": (
+        "import os\n_path = os.path.join(os.path.dirname(__file__), 'rules.py')\n_rules = {}\n"
+        "with open(_path) as _file:\n    exec(compile(_file.read(), _path, 'exec'), _rules)\n"
+    ),
+}
+RULES = "def score(output, reference):\n    return 1.0 if output == reference else 0.0\n"
+REWRITES_RULES = (
+    REWRITES.replace('"graders.py"', '"rules.py"')
+    .replace("read_text()", "read_bytes()")
+    .replace('write_text("def', 'write_bytes(b"def')
+    .replace("write_text(_reviewed)", "write_bytes(_reviewed)")
+)
+
+
+@pytest.mark.parametrize("how", sorted(RUNS_RULES))
+def test_a_bound_source_compiled_without_an_import_is_held_to_its_hash_too(tmp_path, how):
+    project = _project(tmp_path)
+    # With Windows line ends: the text read in text mode (universal newlines) is still the bound file's.
+    reviewed = RULES.replace("\n", "\r\n").encode()
+    (project.evals / "rules.py").write_bytes(reviewed)
+    (project.evals / "graders.py").write_text(
+        RUNS_RULES[how] + "\n\ndef score(output, reference):\n    return _rules['score'](output, reference)\n"
+    )
+    config = yaml.safe_load((project.evals / "evalglass.yaml").read_text())
+    config["metrics"]["mine"]["data_files"] = ["rules.py"]
+    project.write_config(config)
+    approve_as_is(project, 0.9, ["mine"])
+    honest_code, honest_outcomes, _ = _run(project)
+    assert (honest_code, honest_outcomes) == (ExitCode.FAILED, {"mine": "fail"})
+    # The pull request: an ungated metric whose module rewrites the rules as it loads, and puts them back.
+    (project.evals / "side.py").write_text(REWRITES_RULES)
+    config["metrics"] = {"helper": {"type": "python", "function": "side.py:restore"}, **config["metrics"]}
+    project.write_config(config)
+    code, outcomes, scores = _run(project)
+    assert (code, outcomes) == (ExitCode.FAILED, {"mine": "blocked"}), scores  # before: pass, exit 0
+    assert (project.evals / "rules.py").read_bytes() == reviewed  # put back: the run's end saw the reviewed file
+    message = scores["mine"][0]["diagnostics"][0]["message"]
+    assert "rules.py is not as the gate bound it" in message, message
+
+
+def _compiled(source: str, tmp_path: Path) -> bytes:
+    """A sourceless module's bytes (``helper.pyc`` beside no ``helper.py``), as ``py_compile`` writes them."""
+    import py_compile
+
+    (tmp_path / "compiled.py").write_text(source)
+    py_compile.compile(str(tmp_path / "compiled.py"), cfile=str(tmp_path / "compiled.pyc"), doraise=True)
+    return (tmp_path / "compiled.pyc").read_bytes()
+
+
+def test_a_bound_sourceless_module_is_held_to_its_hash_too(tmp_path):
+    """A module the gated file imports that the checkout holds as ``helper.pyc`` only is bound by its bytes and
+    loaded by the sourceless loader (found on the working folder: the run is made in the config's folder): rewritten by an ungated metric's module as it loads (and put back), it is
+    refused like a rewritten source."""
+    honest = _compiled("def judge(output, reference):\n    return 1.0 if output == reference else 0.0\n", tmp_path)
+    forged = _compiled("def judge(output, reference):\n    return 1.0\n", tmp_path)
+    (tmp_path / "p").mkdir()
+    project = _project(tmp_path / "p")
+    (project.evals / "helper.pyc").write_bytes(honest)
+    (project.evals / "graders.py").write_text(
+        "import helper\n\n\ndef score(output, reference):\n    return helper.judge(output, reference)\n"
+    )
+    approve_as_is(project, 0.9, ["mine"])
+    honest_code, honest_outcomes, _ = _run(project, project.evals)
+    assert (honest_code, honest_outcomes) == (ExitCode.FAILED, {"mine": "fail"})
+    side = REWRITES_RULES.replace('"rules.py"', '"helper.pyc"').replace(
+        'b"def score(output, reference):\\n    return 1.0\\n"', repr(forged)
+    )
+    assert repr(forged) in side
+    (project.evals / "side.py").write_text(side)
+    config = yaml.safe_load((project.evals / "evalglass.yaml").read_text())
+    config["metrics"] = {"helper": {"type": "python", "function": "side.py:restore"}, **config["metrics"]}
+    project.write_config(config)
+    code, outcomes, scores = _run(project, project.evals)
+    assert (code, outcomes) == (ExitCode.FAILED, {"mine": "blocked"}), scores  # before: pass, exit 0
+    assert (project.evals / "helper.pyc").read_bytes() == honest
+    message = scores["mine"][0]["diagnostics"][0]["message"]
+    assert "helper.pyc is not as the gate bound it" in message, message

@@ -112,3 +112,23 @@ def test_resume_of_a_run_that_removed_its_folder_is_one_line(tmp_path: Path) -> 
     assert resumed.code == 2 and len(lines) == 1 and "Traceback" not in resumed.err, resumed.err
     assert "this run folder does not exist" in lines[0] and "start a new run with `evalglass run`" in lines[0]
     shutil.rmtree(tmp_path / ".evalglass")
+
+
+@pytest.mark.parametrize("killed", ["after its run record", "before its scorecard"])
+def test_every_reader_of_a_run_killed_as_it_published_says_to_resume_it(tmp_path: Path, killed: str) -> None:
+    """A run renames its run record, then its report, digest list and, last, its scorecard: killed between two
+    renames, its folder is one that did not finish. Each command that reads a run says so, with the command that
+    finishes it (not "name a run folder written by `evalglass run`", which it is); the resume finishes it."""
+    project = make_project(tmp_path)
+    assert project.run("--no-progress", "--no-history", "--out", "run").code == 0  # no gate active: evidence only
+    folder = project.root / "run"
+    scores = (folder / "scores.jsonl").read_bytes()
+    for name in ["scorecard.json", *(["report.md", "digests.json"] if killed == "after its run record" else [])]:
+        (folder / name).unlink()
+    for command in (("view", "run"), ("verify", "run"), ("compare", "run", "run"), ("report", "run")):
+        said = project.cli(*command)
+        assert said.code == 2, (command, said)
+        assert "this run did not finish" in said.err and "evalglass run --resume run" in said.err, (command, said.err)
+    assert project.run("--no-progress", "--no-history", "--resume", "run").code == 0
+    assert (folder / "scores.jsonl").read_bytes() == scores
+    assert project.cli("verify", "run").code == 0

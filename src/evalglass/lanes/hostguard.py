@@ -136,9 +136,9 @@ _ASKING_FUNCTIONS = (
     "chroot",
 )
 #: Every event the hook acts on: any other is passed over with one set lookup.
-_WATCHED = frozenset({"open", "import", "ctypes.dlopen", "os.link", "os.rename", "os.symlink", "sqlite3.connect"}) | (
-    _PROCESS_EVENTS | _LISTING_EVENTS | _GLOB_EVENTS | frozenset(_ASKING_EVENTS)
-)
+_WATCHED = frozenset(
+    {"open", "import", "compile", "ctypes.dlopen", "os.link", "os.rename", "os.symlink", "sqlite3.connect"}
+) | (_PROCESS_EVENTS | _LISTING_EVENTS | _GLOB_EVENTS | frozenset(_ASKING_EVENTS))
 #: How many symbolic links a name may go through before the kernel answers ``ELOOP`` (Linux's ``MAXSYMLINKS``).
 _MAX_LINKS = 40
 
@@ -199,6 +199,9 @@ class Guard:
         )
         self._on_the_way, self._environment, self._committed = _environment(self._root)
         self.refused: list[str] = []
+        #: Each bound file's fingerprint as the config hashed it (:func:`_held_sources`): what a compiled text that
+        #: names one must be ("": a folder's name, compared with nothing).
+        self.held: dict[str, str] = {}
         #: Bound modules as the import system found them (a link's name, ``helper.py -> vendor/helper.py``): the
         #: name a bound ``import`` statement reaches is answered when asked about (:meth:`_ask_entry`).
         self.found: set[str] = set()
@@ -249,6 +252,8 @@ class Guard:
             self._check_listing(args[0])
         elif event in _GLOB_EVENTS:
             self._check_glob(event, args)
+        elif event == "compile":
+            self._check_compiled(args[0], args[1])
         elif event == "import":
             if args[1] is not None:  # an extension module's file
                 self._check(args[1], "loads")
@@ -269,6 +274,38 @@ class Guard:
                 f"it starts a program ({event}): what a process it starts loads cannot be bound; run it as a check "
                 "(a `check` metric whose `inputs:` bind its code)",
             )
+
+    def _check_compiled(self, source: Any, filename: Any) -> None:
+        """A text compiled under a bound file's name (``runpy.run_path``, ``exec(compile(open(path).read(), path,
+        ...))``, ``ast.parse``; an import's too, which :func:`_held_sources` checks as read) is that file's bytes as
+        the config hashed them, or their text (a ``str`` read in text mode: any newline and a few encodings): the
+        bytes compiled are compared, so no rewrite and restore around the read wins. A text compiled under another
+        name (``exec(open(path).read())``: ``<string>``) is not the file's to compare: the limit docs/config.md
+        states for data files."""
+        if not self.held or not isinstance(filename, (str, bytes)):
+            return
+        name = os.fsdecode(filename)
+        if name.startswith("<"):  # ``<string>``: ``exec``/``eval`` of a text (per example, maybe): no system call
+            return
+        path = self.project_path(name)
+        expected = self.held.get(name) or (None if path is None else self.held.get(str(path)))
+        if not expected:
+            return
+        if isinstance(source, str):
+            data = source.encode("utf-8", "surrogatepass")
+        elif isinstance(source, (bytes, bytearray, memoryview)):
+            data = bytes(source)
+        else:
+            return  # a tree its code built: no file's text
+        # A text compiled from ``str`` arrives here as its UTF-8 bytes: its newlines may be another's than the file's.
+        if _fingerprint(data) == expected or _text_of(path or Path(name), expected, data):
+            return
+        shown = self._shown(path or Path(os.path.realpath(name)))
+        self._refuse(
+            shown,
+            f"{shown} is not as the gate bound it: the text compiled under its name is not the bytes the config "
+            "hashed (rewritten by code of the run?); run again on the checkout as reviewed",
+        )
 
     def project_path(self, name: Any) -> Path | None:
         """``name`` resolved (from the working folder, links followed) when it is a file or folder of the project
@@ -572,6 +609,35 @@ class Guard:
         return ["error", UNBOUND_CODE, f"the metric's code is not all bound by its gate: {self.refused[0]}", None]
 
 
+def _fingerprint(data: bytes) -> str:
+    import hashlib
+
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _text_of(path: Path, expected: str, source: bytes) -> bool:
+    """Whether ``source`` (a compiled text's UTF-8 bytes) is the text of the file at ``path`` as it is now, its bytes
+    the ``expected`` ones, read in text mode (universal newlines) in an encoding a reader uses: the compiled text is
+    then the bound file's."""
+    import io
+    import locale
+
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return False
+    if _fingerprint(data) != expected:
+        return False
+    for encoding in dict.fromkeys(("utf-8", "utf-8-sig", locale.getpreferredencoding(False), "latin-1")):
+        try:
+            text = io.TextIOWrapper(io.BytesIO(data), encoding=encoding, newline=None).read()
+        except (UnicodeDecodeError, LookupError):
+            continue
+        if text.encode("utf-8", "surrogatepass") == source:
+            return True
+    return False
+
+
 def _reads(mode: Any, flags: Any) -> bool:
     if isinstance(mode, str):
         return "r" in mode or "+" in mode
@@ -844,7 +910,8 @@ def install(root: str, bound: Collection[tuple[str, str]]) -> Guard:
     evalglass process's ``PYTHONPATH``) counts as refused. ``bound``: each bound file with its fingerprint as the
     config loaded it (:func:`_held_sources`)."""
     guard = Guard(Path(root), [Path(path) for path, _ in bound])
-    _held_sources(guard, dict(bound))
+    guard.held = dict(bound)
+    _held_sources(guard, guard.held)
     sys.dont_write_bytecode = True  # nothing written into the project's __pycache__ folders: they are not read
     for module in list(sys.modules.values()):
         name = getattr(module, "__file__", None)
@@ -870,18 +937,23 @@ def install(root: str, bound: Collection[tuple[str, str]]) -> Guard:
 
 
 def _held_sources(guard: Guard, hashes: dict[str, str]) -> None:
-    """Python source of a bound file compiles only from the bytes the config hashed: the worker's source loader
-    hashes what it read and refuses a bound file whose bytes are others (``host_unbound_code``). Why: other host code
-    of the run that no gate binds (an ungated metric's module as its worker imports it, a lane) runs as the same
-    user and could rewrite a bound file before this worker loads it (or loads it again, after a death) and restore
-    it before the run's end, when the definition files are hashed again. The bytes compared are the bytes compiled,
-    so no timing wins. Limit: a ``data_files:`` file the function reads itself is not compared here."""
+    """Python source of a bound file compiles only from the bytes the config hashed (and a bound sourceless module
+    loads only from them): the worker's file loaders hash what they read and refuse a bound file whose bytes are
+    others (``host_unbound_code``). Why: other host code of the run that no gate binds (an ungated metric's module
+    as its worker imports it, a lane) runs as the same user and could rewrite a bound file before this worker loads
+    it (or loads it again, after a death) and restore it before the run's end, when the definition files are hashed
+    again. The bytes compared are the bytes compiled, so no timing wins. A text compiled under a bound file's name
+    without the loader (``runpy.run_path``, ``compile`` of its text) is compared by the hook
+    (:meth:`Guard._check_compiled`). Limits: a ``data_files:`` file the function reads as data (or compiles under
+    another name) is not compared, nor a bound compiled extension (``dlopen`` reads it, not Python)."""
     import hashlib
-    from importlib.machinery import SourceFileLoader
+    from importlib.machinery import SourceFileLoader, SourcelessFileLoader
 
+    # The source loader's and the sourceless one's (a bound ``helper.pyc`` beside no source, loaded by its bytes: no
+    # text is compiled, so the hook's compile check never sees it); both are ``FileLoader.get_data``.
     read = SourceFileLoader.get_data
 
-    def get_data(self: SourceFileLoader, path: str) -> bytes:
+    def get_data(self: Any, path: str) -> bytes:
         data = read(self, path)
         expected = hashes.get(path) or hashes.get(os.path.realpath(path))
         if expected and expected != "sha256:" + hashlib.sha256(data).hexdigest():  # "": a folder's name
@@ -893,7 +965,8 @@ def _held_sources(guard: Guard, hashes: dict[str, str]) -> None:
             )
         return data
 
-    SourceFileLoader.get_data = get_data  # type: ignore[method-assign,assignment]
+    SourceFileLoader.get_data = get_data  # type: ignore[method-assign]
+    SourcelessFileLoader.get_data = get_data  # type: ignore[method-assign]
 
 
 __all__ = ["UNBOUND_CODE", "Guard", "install"]

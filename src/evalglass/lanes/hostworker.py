@@ -668,6 +668,12 @@ class AnswerLog:
 
                 with tempfile.TemporaryFile() as handle:
                     self.fd = os.dup(handle.fileno())
+            # No one opens it again: any process of the user may open ``/proc/PID/fd/N`` of this one (no ptrace
+            # needed), and host code no gate binds (a lane, an ungated metric's module) could write a gated metric's
+            # log, kill its worker, and have the lines read as that function's answers. The descriptors held (this
+            # one, the worker's, passed as a descriptor) and the worker's map keep working. Root is not held by a
+            # mode (nor by anything else inside the machine: docs/config.md, what the guard cannot close).
+            os.fchmod(self.fd, 0)
         return _InheritedFd(self.fd)
 
     def clear(self) -> None:

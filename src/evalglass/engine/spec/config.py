@@ -1148,10 +1148,16 @@ class LoadedConfig:
     fingerprint: str
     definition_files: dict[str, dict[str, str]] = field(default_factory=dict)
     raw: bytes = b""
+    #: The YAML document the config was read from, for ``file:line`` (None: a config rebuilt from a run record).
+    doc: YamlDocument | None = field(default=None, compare=False, repr=False)
 
     @property
     def base_dir(self) -> Path:
         return self.path.parent
+
+    def where(self, loc: tuple[str | int, ...]) -> str:
+        """``file:line`` of the config entry at ``loc`` (its deepest known prefix), else the config file."""
+        return str(self.path) if self.doc is None else self.doc.where(loc)
 
     @property
     def dataset_path(self) -> Path:
@@ -1229,6 +1235,7 @@ def load_config(path: Path) -> LoadedConfig:
         fingerprint=fingerprint_of_bytes(doc.raw),
         definition_files=definition_file_hashes(config, path.parent, doc.where),
         raw=doc.raw,
+        doc=doc,
     )
 
 
