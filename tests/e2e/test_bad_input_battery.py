@@ -371,16 +371,6 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _copy(finished: Path, tmp_path: Path) -> Project:
-    """A copy of the finished project, its last-run pointer naming the copy's run: a case never changes the module's
-    project, which every case copies."""
-    root = tmp_path / "project"
-    shutil.copytree(finished, root, symlinks=True)
-    pointer = root / ".evalglass" / "last-run"
-    pointer.write_text(pointer.read_text().replace(str(finished), str(root)))
-    return Project(root)
-
-
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
 def test_bad_input_is_one_line_exit_2_and_loses_nothing(case: Case, finished: Path, tmp_path: Path) -> None:
     project = _copy(finished, tmp_path)
