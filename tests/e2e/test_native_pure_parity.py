@@ -262,18 +262,18 @@ def _without_run(value: Any) -> Any:
     return value
 
 
-def _run(folder: Path, pure: bool) -> dict[str, Any]:
+def _evalglass(folder: Path, pure: bool, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m evalglass ARGS`` in a process of its own: the C extensions load (or not) as a user's would."""
     env = {**os.environ, "EVALGLASS_PURE": "1" if pure else ""}
+    command = [sys.executable, "-m", "evalglass", *args]
+    return subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=600, check=False)
+
+
+def _run(folder: Path, pure: bool) -> dict[str, Any]:
     out = "pure" if pure else "native"
-    done = subprocess.run(
-        [sys.executable, "-m", "evalglass", "run", "--no-history", "--no-progress", "--out", out],
-        cwd=folder, env=env, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+    done = _evalglass(folder, pure, "run", "--no-history", "--no-progress", "--out", out)
     assert done.returncode in (0, 1), done.stderr
-    verified = subprocess.run(
-        [sys.executable, "-m", "evalglass", "verify", out],
-        cwd=folder, env=env, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+    verified = _evalglass(folder, pure, "verify", out)
     assert verified.returncode == 0, verified.stdout + verified.stderr
     run = folder / out
     files = {str(path.relative_to(run)): path for path in sorted(run.rglob("*")) if path.is_file()}
