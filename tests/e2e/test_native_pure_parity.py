@@ -148,6 +148,21 @@ def _variants(folder: Path) -> None:
     _write(folder, config)
 
 
+def _samples(folder: Path) -> None:
+    """Long lines each holding three samples (one as JSON text, parsed by ``parse: json``), one line a sample short."""
+    lines = []
+    for index, line in enumerate(_long_lines(600).splitlines()):
+        record = json.loads(line)
+        output = record.pop("out")
+        record["out"] = [output, json.dumps(output), output] if index != 77 else [output, output]
+        lines.append(json.dumps(record, ensure_ascii=False).encode())
+    (folder / "data.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    config = json.loads(json.dumps(LONG))
+    config["task"].update(samples=True, epochs=3, parse="json")
+    config["metrics"]["right"]["reducer"] = "min"
+    _write(folder, config)
+
+
 def _quickstart(folder: Path) -> None:
     shutil.copytree(EXAMPLES / "quickstart", folder, dirs_exist_ok=True)
 
@@ -224,6 +239,7 @@ CASES: dict[str, Callable[[Path], None]] = {
     "long-lines-inexact": lambda folder: _long(folder, inexact=True),
     "long-lines-bom-crlf": lambda folder: _long(folder, bom=True, newline=b"\r\n", bad=(64, 300)),
     "outputs-file": _outputs_file,
+    "samples-parse-json": _samples,
     "variants": _variants,
     "csv": _csv,
     "parquet": _parquet,
