@@ -373,13 +373,11 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.id)
 def test_bad_input_is_one_line_exit_2_and_loses_nothing(case: Case, finished: Path, tmp_path: Path) -> None:
-    root = tmp_path / "project"
-    shutil.copytree(finished, root, symlinks=True)
-    pointer = root / ".evalglass" / "last-run"
-    pointer.write_text(pointer.read_text().replace(str(finished), str(root)))
-    project = Project(root)
+    project = _copy(finished, tmp_path)
+    root = project.root
     args = case.mutate(project)
     before = _state(root)
+    assert any(name.startswith(".evalglass/runs/") for name in before), before  # the check below has a run to lose
     result = project.cli(*args)
     assert result.code == 2, result
     assert "Traceback" not in result.err and "internal error" not in result.err, result.err
@@ -409,8 +407,9 @@ def test_a_count_beyond_64_bits_means_all(args: tuple[str, ...], finished: Path)
 def test_verify_reads_a_relative_dataset_from_the_working_folder(finished: Path, tmp_path: Path) -> None:
     """``--dataset d.jsonl`` was checked in the working folder, then read beside the config ("evals/d.jsonl:
     dataset file not found", with a fix naming the config)."""
-    shutil.copy(finished / "evals" / "data.jsonl", finished / "copy.jsonl")
-    result = Project(finished).cli("verify", str(Project(finished).last_run()), "--dataset", "copy.jsonl")
+    project = _copy(finished, tmp_path)
+    shutil.copy(project.evals / "data.jsonl", project.root / "copy.jsonl")
+    result = project.cli("verify", str(project.last_run()), "--dataset", "copy.jsonl")
     assert result.code == 0, result
     assert "re-scored 1 of 1 metrics (exact)" in result.out, result.out
 

@@ -266,7 +266,23 @@ def test_a_large_set_of_digests_sorts_as_a_small_one_does() -> None:
 
     digests = [hashlib.sha256(str(i).encode()).digest() for i in range(60_000)]
     digests += [digests[7], digests[7][:8] + bytes(24), digests[9][:31] + b"\x01"]  # a repeat, a shared first word
-    assert _sorted_digests(b"".join(digests)) == b"".join(sorted(digests))
+    assert _sorted_digests(bytearray(b"".join(digests))) == b"".join(sorted(digests))
+
+
+def test_the_fingerprint_may_be_asked_again_and_the_hasher_fed_after() -> None:
+    """The digests are sorted in place (no copy of a million records' digests): asking again gives the same
+    fingerprint, and records added after a fingerprint count as if given before it (small and numpy sizes)."""
+    for count in (5, 50_001):
+        rows = [{"id": f"e{i}", "expected": i % 3, "output": "x"} for i in range(count)]
+        whole = fingerprint(rows, 4096)
+        hasher = GoldHasher(("output",))
+        rows_reversed = rows[::-1]
+        hasher.add(ExampleBatch([r["id"] for r in rows_reversed[:-2]], list(range(count - 2)), rows_reversed[:-2],
+                                [None] * (count - 2)))  # fmt: skip
+        first = hasher.fingerprint
+        assert hasher.fingerprint == first
+        hasher.add(ExampleBatch([r["id"] for r in rows_reversed[-2:]], [0, 1], rows_reversed[-2:], [None, None]))
+        assert hasher.fingerprint == whole != first
 
 
 def test_a_run_taking_gold_reads_its_dataset_without_writing_the_records_again(tmp_path: Path) -> None:
