@@ -83,6 +83,7 @@ OPTION_NAMES: Mapping[str, str] = MappingProxyType(
         "cache_off": 'cache="off"',
         "cache_refresh": 'cache="refresh"',
         "today": "today",
+        "baseline": "baseline",
         "option": "argument",
     }
 )
@@ -201,6 +202,10 @@ def run(
 
         config = load_manifest(resumed).config_path
     path = _config_path(config, example)
+    # A finished run resumed is derived again in its folder (same run id; the same bytes when its calls come from
+    # the cache): said plainly, with how to see it without running anything. It ended with exit 0 and only the
+    # history's warning that it held the run already, telling the user to import it again.
+    finished_before = resumed is not None and _has_finished(resumed)
     from evalglass.engine.jobs.pipeline import RunOptions
     from evalglass.engine.jobs.pipeline import run as run_pipeline
     from evalglass.history.locator import history_locator
@@ -232,11 +237,19 @@ def run(
     else:
         outcome = evaluate()
     warnings = outcome.warnings
+    if finished_before:
+        warnings += (
+            f"note: this run had finished already: --resume derived it again in {outcome.folder} (the same bytes "
+            "when every call came from the cache) and the exit code is its verdict's; to see a finished run without "
+            f"running anything: evalglass view {outcome.folder}",
+        )
     if record:  # the history never changes the verdict or the exit code: at worst, one warning line
         from evalglass.history.location import database_url
         from evalglass.history.record import record_after_run
 
-        problem = record_after_run(outcome.folder, database_url(db, os.environ), path.parent)
+        problem = record_after_run(
+            outcome.folder, database_url(db, os.environ), path.parent, finished_before=finished_before
+        )
         warnings += () if problem is None else (problem,)
     return RunResult(folder=outcome.folder, scorecard=outcome.scorecard, warnings=warnings)
 
@@ -283,6 +296,13 @@ def _resume_folder(folder: Path | None) -> Path:
         missing_fix="name the run folder: --resume RUN_FOLDER",
         fix="name the run folder: --resume RUN_FOLDER",
     )
+
+
+def _has_finished(folder: Path) -> bool:
+    """Whether the run in ``folder`` finished: its scorecard, the file a run renames into place last, is there."""
+    from evalglass.engine.runs.artifacts import SCORECARD_FILE
+
+    return (folder / SCORECARD_FILE).exists()
 
 
 def _refuse_config_choice(config: Where | None, example: str | None) -> None:
@@ -474,7 +494,7 @@ def explain(
             name,
             gate_examples(resolved, card, names, limit=5),
             _gate_definitions(record),
-            _proposed_baselines(card, record, names, baseline, db, stack),
+            _proposed_baselines(card, record, name, names, baseline, db, stack),
             ledger_layout(Path(record.ledger_path)),
         )
     return Explained(explanations=tuple(explanations), not_checked=checked.not_checked)
@@ -499,11 +519,18 @@ def _gate_definitions(record: Any) -> dict[str, dict[str, Any]]:
 
 
 def _proposed_baselines(
-    card: Any, record: Any, names: list[str], baseline_ref: str | None, db: str | None, stack: ExitStack
+    card: Any,
+    record: Any,
+    name: str | None,
+    names: list[str],
+    baseline_ref: str | None,
+    db: str | None,
+    stack: ExitStack,
 ) -> dict[str, Any]:
     """Per baseline of the named comparative gates that the run did not find, the run to propose in its entry:
     ``baseline_ref`` (which must be readable), else ``NAME@latest`` when the history has one (quietly skipped if
-    not)."""
+    not). A ``baseline_ref`` with no such gate to go to is refused, as other options that cannot apply are: it was
+    ignored (exit 0), unread even when it named no run."""
     from evalglass.engine.decide.baselines import proposed_baseline
     from evalglass.history.named import named_run
 
@@ -512,6 +539,16 @@ def _proposed_baselines(
         for gate in card.decision.gates
         if gate.name in names and gate.comparison is not None and gate.comparison.baseline_fingerprint is None
     ]
+    if baseline_ref is not None and not wanted:
+        which = f"gate {name!r} is not one" if name is not None and name in names else "this run has none"
+        if name is not None and name not in names:
+            which = f"{name!r} is no gate of this run"
+        raise OptionError(
+            "{baseline} proposes the baseline of a comparative gate whose baseline the ledger does not approve yet, "
+            f"and {which}",
+            fix="drop {baseline}",
+            names=OPTION_NAMES,
+        )
     ledger_dir = Path(record.ledger_path).parent
     proposed: dict[str, Any] = {}
     for baseline in dict.fromkeys(wanted):

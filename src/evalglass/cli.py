@@ -36,6 +36,7 @@ FLAG_NAMES = {
     "cache_off": "--no-cache",
     "cache_refresh": "--refresh",
     "today": "--today",
+    "baseline": "--baseline",
     "option": "flag",
 }
 
@@ -646,11 +647,19 @@ def view(
     fmt: str,
 ) -> None:
     """Show a finished run (default: the last one) from its artifacts, without recomputing anything."""
-    width_given = click.get_current_context().get_parameter_source("chars") is click.core.ParameterSource.COMMANDLINE
-    if (metrics or states or width_given) and not examples:
+    context = click.get_current_context()
+    # Given on the command line, not defaulted: --limit was left out, so `view --limit 3` was silently ignored.
+    given = [
+        flag
+        for flag, name in (("--width", "chars"), ("--limit", "limit"))
+        if context.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE
+    ]
+    if (metrics or states or given) and not examples:
         from evalglass.errors import SetupError
 
-        raise SetupError("--metric, --state and --width go with --examples", fix="add --examples, or drop them")
+        raise SetupError(
+            "--metric, --state, --limit and --width go with --examples", fix="add --examples, or drop them"
+        )
     if examples:
         from evalglass.api import list_examples
 

@@ -113,7 +113,8 @@ def test_a_rewrite_left_in_place_still_stops_the_run(tmp_path: Path) -> None:
     assert (tmp_path / "rewritten").exists()
     assert result.code == 2, result.out + result.err
     assert "data.jsonl: the file changed while the run read it" in result.err, result.err
-    assert "its bytes are not the ones the run read" in result.err, result.err
+    # The run did read the bytes the file holds now: the line says what differs, the bytes from before host code ran.
+    assert "the run read its bytes as they are now, not as they were before any host code ran" in result.err, result.err
 
 
 def test_a_rewrite_restored_before_the_run_ends_still_stops_the_run(tmp_path: Path) -> None:

@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 
 from evalglass.core.example import RECORDS_WITHOUT_JSON, Example, ExampleBatch
 from evalglass.engine.datasets.dataset import DatasetReader
+from evalglass.engine.datasets.datasetfile import gold_fingerprint_of, open_reader
 from evalglass.engine.datasets.gold import GOLD_SCHEME, GoldHasher, _sorted_digests
+from evalglass.engine.spec.config import load_config
 
 values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.text(max_size=5),
@@ -264,4 +266,40 @@ def test_a_large_set_of_digests_sorts_as_a_small_one_does() -> None:
 
     digests = [hashlib.sha256(str(i).encode()).digest() for i in range(60_000)]
     digests += [digests[7], digests[7][:8] + bytes(24), digests[9][:31] + b"\x01"]  # a repeat, a shared first word
-    assert _sorted_digests(b"".join(digests)) == b"".join(sorted(digests))
+    assert _sorted_digests(bytearray(b"".join(digests))) == b"".join(sorted(digests))
+
+
+def test_the_fingerprint_may_be_asked_again_and_the_hasher_fed_after() -> None:
+    """The digests are sorted in place (no copy of a million records' digests): asking again gives the same
+    fingerprint, and records added after a fingerprint count as if given before it (small and numpy sizes)."""
+    for count in (5, 50_001):
+        rows = [{"id": f"e{i}", "expected": i % 3, "output": "x"} for i in range(count)]
+        whole = fingerprint(rows, 4096)
+        hasher = GoldHasher(("output",))
+        rows_reversed = rows[::-1]
+        hasher.add(ExampleBatch([r["id"] for r in rows_reversed[:-2]], list(range(count - 2)), rows_reversed[:-2],
+                                [None] * (count - 2)))  # fmt: skip
+        first = hasher.fingerprint
+        assert hasher.fingerprint == first
+        hasher.add(ExampleBatch([r["id"] for r in rows_reversed[-2:]], [0, 1], rows_reversed[-2:], [None, None]))
+        assert hasher.fingerprint == whole != first
+
+
+def test_a_run_taking_gold_reads_its_dataset_without_writing_the_records_again(tmp_path: Path) -> None:
+    """The gold fingerprint reads no bytes the reader keeps (``RECORDS_WITHOUT_JSON``): a run taking gold reads its
+    dataset as any run does (no records written or copied without their output), and its gold is the same."""
+    rows = [{"id": str(i), "expected": "a", "output": {"answer": "a", "n": i}} for i in range(300)]
+    (tmp_path / "data.jsonl").write_text("".join(orjson.dumps(row).decode() + "\n" for row in rows))
+    (tmp_path / "authority.yaml").write_text("version: 1\n")
+    (tmp_path / "evalglass.yaml").write_text(
+        "version: 1\ndataset: {name: d, path: data.jsonl}\ntask: {type: recorded, field: output}\n"
+        "metrics:\n  m: {type: contains, field: answer, reference: expected}\n"
+        "gates:\n  g: {metric: m, proposed_threshold: 0.5}\n"
+    )
+    loaded = load_config(tmp_path / "evalglass.yaml")
+    assert loaded.config.needs_gold
+    reader = open_reader(loaded, gold=True)
+    batches = [batch for batch in reader.batches() if isinstance(batch, ExampleBatch)]
+    assert batches
+    assert all(batch.derived((RECORDS_WITHOUT_JSON, "output"), lambda: None) is None for batch in batches)
+    assert gold_fingerprint_of(loaded) == fingerprint_of_rows(rows)

@@ -96,7 +96,7 @@ def score(output):
 
 
 def test_a_process_left_behind_rewriting_what_the_judge_of_variants_reads_decides_nothing(
-    project: LiveProject,
+    project: LiveProject, server: FakeOpenAI
 ) -> None:
     judged(project, gates={"strong-preferred": {"metric": "preferred", "proposed_threshold": 0.9}})
     config = (project.root / "evalglass.yaml").read_text()
@@ -107,6 +107,9 @@ def test_a_process_left_behind_rewriting_what_the_judge_of_variants_reads_decide
     (project.root / "evalglass.yaml").write_text(
         config.replace("metrics:\n", "metrics:\n  tidy:\n    type: python\n    function: tidy.py:score\n", 1)
     )
+    # The process left behind polls for the file: the judge's answers take a while, so that on a loaded machine too it
+    # rewrites the file while the run still holds it (one that came after the run's end would fail this test, exit 1).
+    server.latency = 0.05
     attacked = project.run()
     # Before: the judge read the rewritten file whenever the rewrite came before its read (exit 0, pass) and the run
     # decided on it either way; now the file is held from the moment it is written, as the dataset is.

@@ -38,3 +38,23 @@ def test_a_promptfoo_assertion_list_that_is_not_a_list_is_a_malformed_example(
     path.write_text(json.dumps(document))
     bad = [item for item in read("promptfoo", path) if isinstance(item, BadLine)]
     assert len(bad) == 1 and "componentResults is not a list" in bad[0].message
+
+
+def test_the_first_malformed_promptfoo_results_are_listed_in_file_order(tmp_path: Path) -> None:
+    """toolresults.ToolReader._bad: the promptfoo reader reads results in test order (promptfoo writes them as they
+    finish), so the summary's "first malformed lines" were those met first in test order, and in that order: a
+    file written in reverse test order listed them backwards. Now the first by position in the file, ascending."""
+    document = json.loads(PROMPTFOO.read_text())
+    rows = document["results"]["results"]
+    rows.reverse()
+    for position in (2, 5, 9):
+        rows[position - 1]["gradingResult"]["componentResults"] = 7
+    rows.append("not an object")
+    path = tmp_path / "results" / "reversed.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(document))
+    result = run(tmp_path / "results", path, "promptfoo", {"m": {"type": "recorded_score", "scorer": "promptfoo"}})
+    assert result.code in (0, 1), result
+    summary = result.json()["dataset"]
+    assert summary["malformed_lines"] == 4
+    assert summary["first_malformed"] == [2, 5, 9, 13], summary

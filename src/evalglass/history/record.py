@@ -110,10 +110,11 @@ def _already(run_id: str, folder: Path) -> AlreadyRecorded:
     )
 
 
-def record_after_run(folder: Path, url: str, work_tree: Path) -> str | None:
+def record_after_run(folder: Path, url: str, work_tree: Path, *, finished_before: bool = False) -> str | None:
     """``evalglass run``'s one call into the history, after the run's folder is complete: record it, or return
     the one-line warning saying why not. It never raises: whether the history could be updated does not change
-    a run's verdict or exit code, and ``history import`` can add the folder later."""
+    a run's verdict or exit code, and ``history import`` can add the folder later. ``finished_before``: a finished
+    run resumed, which the history holding already is no problem (its warning told the user to import it again)."""
     from evalglass import redaction
     from evalglass.engine.runs.provenance import provenance
     from evalglass.history.session import open_history
@@ -126,6 +127,10 @@ def record_after_run(folder: Path, url: str, work_tree: Path) -> str | None:
                 record_folder(engine, folder, source="run", provenance=provenance(work_tree, os.environ))
         finally:
             engine.dispose()
+    except AlreadyRecorded as exc:
+        if finished_before:
+            return None
+        reason = exc.what
     except SetupError as exc:
         reason = exc.what
     except Exception as exc:  # any failure of the history is reported, never the run's failure

@@ -534,6 +534,8 @@ def read_labels(path: Path, scale: JudgeScale, mended: jsonsource.MendedLines | 
     warnings)."""
     mended = mended or jsonsource.MendedLines(str(path))
     records: list[LabelledExample] = []
+    #: Each id's first line, and whether the line named it (else its line number is its id).
+    seen: dict[str, tuple[int, bool]] = {}
     categories = scale.categories()
     try:
         lines = jsonsource.text_start(
@@ -561,7 +563,17 @@ def read_labels(path: Path, scale: JudgeScale, mended: jsonsource.MendedLines | 
         if isinstance(label, bool) or label not in categories:
             raise LabelsFileError(f"{where}: label {label!r} is not {scale.describe()}")
         output = record.pop("output")
+        named = "id" in record
         example_id = str(record.pop("id", number))
+        first = seen.setdefault(example_id, (number, named))
+        if first[0] != number:
+            # Two grades under one id: a report (and the judge's call cache) would tell them apart by id only, and
+            # a pasted line counts its grade twice in the agreement. The first line is named, as a dataset's is.
+            earlier = f"line {first[0]}" if first[1] else f"line {first[0]}, which has no id and is named by its number"
+            raise LabelsFileError(
+                f"{where}: id {example_id!r} is already used (first at {earlier}): give every labelled example a "
+                "unique id"
+            )
         records.append(LabelledExample(example_id, record, output, label, number))
     return records
 

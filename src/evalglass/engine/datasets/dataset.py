@@ -266,10 +266,9 @@ class DatasetReader:
     ``hash_bytes=False`` skips that hash (and its thread) for a caller that never reads ``fingerprint``:
     ``preflight`` needs only the gold fingerprint, which is taken from the parsed records.
 
-    ``split_output``: the gold fingerprint will hash the records without their output field, so the exactness check
-    writes each batch as its outputs and the rest (when the output is every record's last key) and the batch keeps
-    both (:data:`OUTPUTS_JSON`, :data:`RECORDS_WITHOUT_JSON`), instead of the check writing the whole batch and the
-    gold fingerprint the rest again.
+    ``split_output``: the exactness check writes each batch as its outputs and the rest (when the output is every
+    record's last key) and the batch keeps both (:data:`OUTPUTS_JSON`, :data:`RECORDS_WITHOUT_JSON`). No run asks for
+    it: the gold fingerprint (scheme 2) hashes each record on its own and reads neither (``datasetfile.open_reader``).
     """
 
     #: orjson refuses NaN, Infinity and numbers beyond a double: no value read here holds one.

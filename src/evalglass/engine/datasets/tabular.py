@@ -110,8 +110,11 @@ def _csv_rows(path: Path, data: bytes) -> Iterator[tuple[int, Mapping[str, Any] 
     except UnicodeDecodeError as exc:
         # Named by line (and the byte's value and place in it), as a YAML or JSONL file's is: an offset into the
         # whole file is no place an editor shows.
-        line = start.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (start.rfind(b"\n", 0, exc.start) + 1) + 1
+        # A line ends at CR LF, LF or a lone CR, as the csv module reads it: counting LF alone put every byte of a
+        # file saved with CR line endings (classic Mac, some exports) on line 1.
+        before = start[: exc.start]
+        line = before.count(b"\n") + before.count(b"\r") - before.count(b"\r\n") + 1
+        column = exc.start - (max(before.rfind(b"\n"), before.rfind(b"\r")) + 1) + 1
         raise SetupError(
             f"a CSV dataset must be UTF-8 (byte 0x{start[exc.start]:02x}, byte {column} of the line, is not)",
             where=f"{path}:{line}",
@@ -133,6 +136,9 @@ def _csv_rows(path: Path, data: bytes) -> Iterator[tuple[int, Mapping[str, Any] 
             "the CSV header must name every column once", where=f"{path}:1", fix="give each column a unique name"
         )
     while True:
+        # A row is named by the line it starts on: ``line_num`` after reading is the line it ends on, which for a
+        # quoted cell holding line breaks is a later line than the one the row begins at.
+        first = reader.line_num + 1
         try:
             cells = next(reader)
         except StopIteration:
@@ -143,9 +149,9 @@ def _csv_rows(path: Path, data: bytes) -> Iterator[tuple[int, Mapping[str, Any] 
         if not cells:
             continue  # a blank line, as in JSONL
         if len(cells) != len(header):
-            yield reader.line_num, f"expected {len(header)} cells as in the header, got {len(cells)}"
+            yield first, f"expected {len(header)} cells as in the header, got {len(cells)}"
             continue
-        yield reader.line_num, dict(zip(header, cells, strict=True))
+        yield first, dict(zip(header, cells, strict=True))
 
 
 def _parquet_rows(path: Path, data: bytes) -> Iterator[tuple[int, Mapping[str, Any] | str]]:

@@ -196,11 +196,13 @@ def load_checked(folder: Path) -> CheckedRun:
 
 def _bytes_if_regular(path: Path) -> bytes | None:
     """A small artifact's bytes when it is a regular file; None otherwise (the integrity check names it)."""
-    if path.is_symlink() or not path.is_file():
+    if path.is_symlink():
         return None
-    try:
-        return path.read_bytes()
-    except OSError:
+    from evalglass.readers.userfiles import read_regular
+
+    try:  # the regular-file check on the open descriptor: a FIFO swapped in after a check by name cannot hang it
+        return read_regular(path, what=path.name)
+    except SetupError:
         return None
 
 

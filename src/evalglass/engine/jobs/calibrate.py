@@ -74,12 +74,25 @@ def load_calibration(base_dir: Path, name: str) -> CalibrationRecord | None:
     return record
 
 
-def current_fingerprint(spec: MetricSpec, base_dir: Path, name: str) -> str:
-    """What a calibration of judge ``name`` is bound to as it is defined now (its rubric read now)."""
-    path = (base_dir / spec.calibration_subject().rubric).resolve()
-    rubric = read_regular(
-        path, what=f"rubric of metric '{name}'", missing_fix="fix `rubric:` (relative to the config's folder)"
-    )
+def current_fingerprint(spec: MetricSpec, base_dir: Path, name: str, where: str | None = None) -> str:
+    """What a calibration of judge ``name`` is bound to as it is defined now (its rubric read now). A rubric that
+    cannot be read, or is not UTF-8 text, is one line at ``where`` (the config's ``file:line`` of the entry naming
+    it, as any other config error is), naming the file it looked for."""
+    rubric_name = spec.calibration_subject().rubric
+    path = (base_dir / rubric_name).resolve()
+    fix = "fix `rubric:` (a file relative to the config's folder)"
+    try:
+        rubric = read_regular(path, what="rubric", missing_fix=fix, other_fix=fix)
+    except SetupError as exc:
+        raise SetupError(f"metric '{name}': {exc.what}: {path}", where=where or exc.where, fix=exc.fix) from None
+    try:
+        rubric.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SetupError(
+            f"metric '{name}': rubric {path} is not UTF-8 text (byte {exc.start + 1} is 0x{rubric[exc.start]:02x})",
+            where=where or str(path),
+            fix="save the rubric as UTF-8",
+        ) from None
     return spec.calibration_fingerprint(hashlib.sha256(rubric).hexdigest())
 
 
@@ -89,7 +102,7 @@ def judge_standings(loaded: LoadedConfig) -> dict[str, JudgeStanding]:
     return {
         name: JudgeStanding(
             metric=name,
-            fingerprint=current_fingerprint(spec, loaded.base_dir, name),
+            fingerprint=current_fingerprint(spec, loaded.base_dir, name, loaded.where(("metrics", name, "rubric"))),
             calibration=load_calibration(loaded.base_dir, name),
             endpoint=spec.judge_endpoint(),
         )
@@ -197,7 +210,7 @@ async def _calibrate(
                 judge.judge,
                 labelled,
                 scale=spec.calibration_subject().scale,
-                fingerprint=current_fingerprint(spec, loaded.base_dir, name),
+                fingerprint=current_fingerprint(spec, loaded.base_dir, name, loaded.where(("metrics", name, "rubric"))),
                 executor=executor,
             )
         finally:

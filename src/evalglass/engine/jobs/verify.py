@@ -460,7 +460,7 @@ def _ledger_snapshot(record: RunRecord, config: Config, findings: list[Finding])
 
 def _byte_findings(path: Path, document: Any) -> list[Finding]:
     """The file must hold exactly the bytes ``run`` writes for ``document`` (see ``artifacts.write_model``)."""
-    if path.read_bytes() != model_bytes(document):
+    if _artifact_bytes(path) != model_bytes(document):
         return [Finding(path.name, "<other bytes>", "the bytes `evalglass run` writes for the same values")]
     return []
 
@@ -468,15 +468,23 @@ def _byte_findings(path: Path, document: Any) -> list[Finding]:
 def _report_findings(folder: Path, derived: Scorecard) -> list[Finding]:
     from evalglass.engine.explore.reportfile import report_markdown
 
-    path = folder / REPORT_FILE
-    try:
-        recorded = path.read_bytes()
-    except OSError:
+    recorded = _artifact_bytes(folder / REPORT_FILE)
+    if recorded is None:
         return [Finding(REPORT_FILE, "<missing>", "rendered from the scorecard")]
     rendered = report_markdown(folder, derived).encode()
     if recorded != rendered:
         return [Finding(REPORT_FILE, _first_difference(recorded, rendered), "rendered from the scorecard")]
     return []
+
+
+def _artifact_bytes(path: Path) -> bytes | None:
+    """A run artifact's bytes, or None when it is no regular file it can read. Verify goes on past a damaged
+    folder to name every difference, so a FIFO in place of ``report.md`` hung it (``readers.userfiles``); the
+    integrity check has named it already."""
+    try:
+        return read_regular(path, what=path.name)
+    except SetupError:
+        return None
 
 
 def _first_difference(recorded: bytes, rendered: bytes) -> str:
@@ -597,10 +605,12 @@ def _files_at_hand(
 
 
 def _read_as_recorded(path: Path, record: RunRecord) -> bool:
-    """Whether ``path`` holds the config text the run read (so its folder is the one the run read its files in)."""
+    """Whether ``path`` holds the config text the run read (so its folder is the one the run read its files in).
+    Only a regular file is read: a FIFO at the recorded path hung verify (``readers.userfiles``); one that cannot be
+    read is not the file the run read (the anchor says it is not at hand)."""
     try:
-        return fingerprint_of_bytes(path.read_bytes()) == record.config_fingerprint
-    except OSError:
+        return fingerprint_of_bytes(read_regular(path, what="config")) == record.config_fingerprint
+    except SetupError:
         return False
 
 

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 from evalglass.errors import SetupError
 from evalglass.lanes.projectstate import CACHE_NAME, project_root
+from evalglass.readers.userfiles import read_regular
 
 if TYPE_CHECKING:
     from evalglass.engine.spec.config import LoadedConfig
@@ -121,7 +122,16 @@ def _read_or_create(path: Path) -> bytes:
 
 
 def _read(path: Path) -> bytes:
-    text = path.read_text(encoding="ascii", errors="replace").strip()
+    # Only a regular file (readers.userfiles): a FIFO in the key file's place hung every run that reads the key.
+    if not os.path.lexists(path):
+        raise FileNotFoundError(path)
+    raw = read_regular(
+        path,
+        what="the call cache's key file",
+        limit=1 << 20,
+        other_fix=f"delete it (a new key is made), set {KEY_ENV}, {_WITHOUT}",
+    )
+    text = raw.decode("ascii", errors="replace").strip()
     try:
         key = bytes.fromhex(text)
     except ValueError:

@@ -245,19 +245,38 @@ def public_key(text: str) -> "Ed25519PublicKey":
             limit=1 << 20,
             missing_fix="pass a PEM public key (openssl pkey -pubout), a file holding one, or 64 hex digits",
         )
+        where: str | None = candidate
         candidate = raw.decode("utf-8", "replace").strip()
+        if "-----BEGIN" not in candidate and not _is_hex(candidate):
+            # Said of the file, not of hex parsing at "position 0": the line names the file the user gave.
+            binary = "\ufffd" in candidate or "\x00" in candidate
+            raise SetupError(
+                "the verify key file holds "
+                + ("binary bytes, not a PEM public key" if binary else "neither a PEM public key nor 64 hex digits"),
+                where=where,
+                fix="convert a DER key with `openssl pkey -pubin -inform DER -in KEY -pubout`, or pass a PEM public "
+                "key file or 64 hex digits"
+                if binary
+                else "pass a PEM public key (openssl pkey -pubout), a file holding one, or 64 hex digits",
+            )
+    else:
+        where = None
     key = _ed25519_key(
         candidate,
         serialization.load_pem_public_key,
         ed25519.Ed25519PublicKey,
         "the verify key is not an Ed25519 public key",
         "pass a PEM public key (openssl pkey -pubout), a file holding one, or 64 hex digits",
+        where=where,
     )
     return cast("Ed25519PublicKey", key)
 
 
-def _ed25519_key(text: str, load_pem: Callable[[bytes], Any], kind: Any, what: str, fix: str) -> Any:
-    """``kind`` (a private or public Ed25519 key class) from PEM or from hex of its raw bytes, or one line."""
+def _ed25519_key(
+    text: str, load_pem: Callable[[bytes], Any], kind: Any, what: str, fix: str, *, where: str | None = None
+) -> Any:
+    """``kind`` (a private or public Ed25519 key class) from PEM or from hex of its raw bytes, or one line (naming
+    ``where``, the file the text was read from)."""
     try:
         if "-----BEGIN" in text:
             key = load_pem(text.encode())
@@ -267,7 +286,7 @@ def _ed25519_key(text: str, load_pem: Callable[[bytes], Any], kind: Any, what: s
         raw = bytes.fromhex(text)
         return kind.from_private_bytes(raw) if hasattr(kind, "from_private_bytes") else kind.from_public_bytes(raw)
     except ValueError as exc:
-        raise SetupError(f"{what} ({exc})", fix=fix) from None
+        raise SetupError(f"{what} ({exc})", where=where, fix=fix) from None
 
 
 def _is_hex(text: str) -> bool:

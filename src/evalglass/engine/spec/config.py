@@ -1152,10 +1152,16 @@ class LoadedConfig:
     #: (``readers.userfiles.file_state``): a rewrite since moves its ctime even when the bytes were put back
     #: (``engine.jobs.pipeline.refuse_rewritten_definitions``). Empty for a config read back from a record.
     definition_states: dict[Path, FileState] = field(default_factory=dict)
+    #: The YAML document the config was read from, for ``file:line`` (None: a config rebuilt from a run record).
+    doc: YamlDocument | None = field(default=None, compare=False, repr=False)
 
     @property
     def base_dir(self) -> Path:
         return self.path.parent
+
+    def where(self, loc: tuple[str | int, ...]) -> str:
+        """``file:line`` of the config entry at ``loc`` (its deepest known prefix), else the config file."""
+        return str(self.path) if self.doc is None else self.doc.where(loc)
 
     @property
     def dataset_path(self) -> Path:
@@ -1235,6 +1241,7 @@ def load_config(path: Path) -> LoadedConfig:
         definition_files=definition_file_hashes(config, path.parent, doc.where, states),
         raw=doc.raw,
         definition_states=states,
+        doc=doc,
     )
 
 

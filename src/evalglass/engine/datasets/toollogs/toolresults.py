@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from bisect import insort
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -355,8 +356,10 @@ class ToolReader:
     def _bad(self, problem: ToolProblem) -> BadLine:
         self.examples += 1
         self.bad_lines += 1
-        if len(self.first_bad_lines) < MALFORMED_SHOWN:
-            self.first_bad_lines.append(problem.line)
+        # The first by position in the file, ascending: a reader may meet them in another order (promptfoo's, in
+        # test order; a sample that cannot be read waits for its id's example), and the summary listed them so.
+        insort(self.first_bad_lines, problem.line)
+        del self.first_bad_lines[MALFORMED_SHOWN:]
         return BadLine(
             id=f"line:{problem.line}",
             line=problem.line,
