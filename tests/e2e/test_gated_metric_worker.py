@@ -8,7 +8,10 @@ mutator ran first and the approved gate, which fails honestly (6 of 8 right, 0.7
 Now the approved metric's worker holds only its own function: its scores and its gate's failure are unchanged.
 And an ungated metric whose module rewrites the gated metric's file as it loads (and puts it back before the run's
 end) no longer decides it: the gated worker compiles a bound source only from the bytes the config hashed, whether
-its import loads it or its code compiles it under its name (``runpy.run_path``, ``exec(compile(...))``).
+its import loads it or its code compiles it under its name (``runpy.run_path``, ``exec(compile(...))``). A bound
+file read as data (``data_files:``), which no loader compares, is held by its state: rewritten and put back during
+the run, its ctime moved, and the run ends with exit 2 naming it (so do the rewrites above, once the gated worker
+has refused them).
 """
 
 from __future__ import annotations
@@ -52,6 +55,11 @@ def score(output, reference):
 """
 
 
+def _rewritten_while_running(name: str) -> str:
+    """The line a run ends with (exit 2) when a bound file was rewritten during it and put back."""
+    return f"{name} was written while the run ran (its ctime moved): what the gated metric read there is unknown"
+
+
 def _project(tmp_path: Path) -> Project:
     project = make_project(
         tmp_path,
@@ -66,13 +74,16 @@ def _project(tmp_path: Path) -> Project:
 
 def _run(project: Project, cwd: Path | None = None) -> tuple[int, dict[str, str], dict[str, list[Any]]]:
     """Exit code, each gate's outcome, each metric's scores in example order (the run made in ``cwd``: the
-    project's folder unless given)."""
+    project's folder unless given). A run stopped with exit 2 has no gate's outcome, ``{"stopped": its line}``, and
+    no scores."""
     shutil.rmtree(project.root / "run", ignore_errors=True)
     argv = ("--format", "json", "--no-progress", "--no-history", "--out", str(project.root / "run"))
     result = project.run(*argv) if cwd is None else run_cli("run", *argv, cwd=cwd)
-    assert result.code in (ExitCode.OK, ExitCode.FAILED), result
-    outcomes = {gate["name"]: gate["outcome"] for gate in result.json()["decision"]["gates"]}
+    assert result.code in (ExitCode.OK, ExitCode.FAILED, ExitCode.SETUP), result
     scores: dict[str, list[Any]] = {}
+    if result.code == ExitCode.SETUP:  # nothing was decided, and no run folder is kept
+        return result.code, {"stopped": result.err}, scores
+    outcomes = {gate["name"]: gate["outcome"] for gate in result.json()["decision"]["gates"]}
     for line in (project.root / "run" / "scores.jsonl").read_text().splitlines():
         for metric, values in json.loads(line)["scores"].items():
             scores.setdefault(metric, []).extend(values)
@@ -125,17 +136,16 @@ def restore(output):
 """
 
 
-def test_an_ungated_metric_rewriting_the_gated_metrics_file_as_it_loads_blocks_the_gate(tmp_path):
+def test_an_ungated_metric_rewriting_the_gated_metrics_file_as_it_loads_cannot_decide_it(tmp_path):
     project = _project(tmp_path)
     (project.evals / "side.py").write_text(REWRITES)
     config = yaml.safe_load((project.evals / "evalglass.yaml").read_text())
     config["metrics"] = {"helper": {"type": "python", "function": "side.py:restore"}, **config["metrics"]}
     project.write_config(config)
-    code, outcomes, scores = _run(project)
-    assert (code, outcomes) == (ExitCode.FAILED, {"mine": "blocked"}), scores  # on main: pass, exit 0
-    codes = {item["code"] for value in scores["mine"] for item in value["diagnostics"]}
-    assert codes == {"host_unbound_code"}, scores["mine"]
-    assert "graders.py is not as the gate bound it" in scores["mine"][0]["diagnostics"][0]["message"]
+    code, outcomes, _ = _run(project)
+    # The run's end sees the file's ctime moved (the gated worker's own refusal: the test at the end).
+    assert code == ExitCode.SETUP and _rewritten_while_running("graders.py") in outcomes["stopped"], outcomes
+    # (on main: pass, exit 0; with the worker's guard alone: the gate blocked, exit 1)
 
 
 #: An approved grader that runs its rules from a bound data file (``runpy.run_path``, ``exec(compile(...))``): the
@@ -175,11 +185,11 @@ def test_a_bound_source_compiled_without_an_import_is_held_to_its_hash_too(tmp_p
     (project.evals / "side.py").write_text(REWRITES_RULES)
     config["metrics"] = {"helper": {"type": "python", "function": "side.py:restore"}, **config["metrics"]}
     project.write_config(config)
-    code, outcomes, scores = _run(project)
-    assert (code, outcomes) == (ExitCode.FAILED, {"mine": "blocked"}), scores  # before: pass, exit 0
+    code, outcomes, _ = _run(project)
+    # The run's end sees the file's ctime moved (the gated worker's own refusal: the test at the end).
+    assert code == ExitCode.SETUP and _rewritten_while_running("rules.py") in outcomes["stopped"], outcomes
+    # (before: pass, exit 0; with the worker's guard alone: the gate blocked, exit 1)
     assert (project.evals / "rules.py").read_bytes() == reviewed  # put back: the run's end saw the reviewed file
-    message = scores["mine"][0]["diagnostics"][0]["message"]
-    assert "rules.py is not as the gate bound it" in message, message
 
 
 def _compiled(source: str, tmp_path: Path) -> bytes:
@@ -214,8 +224,97 @@ def test_a_bound_sourceless_module_is_held_to_its_hash_too(tmp_path):
     config = yaml.safe_load((project.evals / "evalglass.yaml").read_text())
     config["metrics"] = {"helper": {"type": "python", "function": "side.py:restore"}, **config["metrics"]}
     project.write_config(config)
-    code, outcomes, scores = _run(project, project.evals)
-    assert (code, outcomes) == (ExitCode.FAILED, {"mine": "blocked"}), scores  # before: pass, exit 0
+    code, outcomes, _ = _run(project, project.evals)
+    # The run's end sees the file's ctime moved (the gated worker's own refusal: the test at the end).
+    assert code == ExitCode.SETUP and _rewritten_while_running("helper.pyc") in outcomes["stopped"], outcomes
+    # (before: pass, exit 0; with the worker's guard alone: the gate blocked, exit 1)
     assert (project.evals / "helper.pyc").read_bytes() == honest
-    message = scores["mine"][0]["diagnostics"][0]["message"]
-    assert "helper.pyc is not as the gate bound it" in message, message
+
+
+#: An approved grader whose rule is data: a bound JSON file it reads as its module loads (``data_files:``), which
+#: no loader of the worker compares with the hash the config took.
+READS_DATA = """\
+import json, os
+_STRICT = json.load(open(os.path.join(os.path.dirname(__file__), "strict.json")))["strict"]
+
+
+def score(output, reference):
+    if not _STRICT:
+        return 1.0
+    return 1.0 if output == reference else 0.0
+"""
+
+
+def test_a_bound_data_file_rewritten_and_put_back_during_the_run_stops_it(tmp_path):
+    """An ungated metric's module rewrites the gated metric's data file as it loads (before the gated module reads
+    it) and puts it back in its first call: the bytes at the run's end are the hashed ones, but the file's ctime
+    moved, so the run ends with exit 2 naming the file (before: the approved failing gate passed, exit 0)."""
+    project = _project(tmp_path)
+    (project.evals / "strict.json").write_text('{"strict": true}\n')
+    (project.evals / "graders.py").write_text(READS_DATA)
+    config = yaml.safe_load((project.evals / "evalglass.yaml").read_text())
+    config["metrics"]["mine"]["data_files"] = ["strict.json"]
+    project.write_config(config)
+    approve_as_is(project, 0.9, ["mine"])
+    honest_code, honest_outcomes, _ = _run(project)  # nothing touches the file: its ctime holds, the gate fails
+    assert (honest_code, honest_outcomes) == (ExitCode.FAILED, {"mine": "fail"})
+    reviewed = (project.evals / "strict.json").read_bytes()
+    side = REWRITES_RULES.replace('"rules.py"', '"strict.json"').replace(
+        'b"def score(output, reference):\\n    return 1.0\\n"', repr(b'{"strict": false}\n')
+    )
+    assert "strict.json" in side and "false" in side
+    (project.evals / "side.py").write_text(side)
+    config["metrics"] = {"helper": {"type": "python", "function": "side.py:restore"}, **config["metrics"]}
+    project.write_config(config)
+    result = project.run("--no-progress", "--no-history", "--out", str(project.root / "run2"))
+    assert (project.evals / "strict.json").read_bytes() == reviewed  # put back: the bytes alone show nothing
+    assert result.code == ExitCode.SETUP, result  # before: exit 0, the gate passed
+    assert _rewritten_while_running("strict.json") in result.err, result.err
+    assert "Traceback" not in result.err
+
+
+#: Per way a gated metric's code reaches a bound source: the files as the checkout holds them (the reviewed ones)
+#: and the bound file then found rewritten, with its forged bytes.
+_REACHES: dict[str, tuple[dict[str, bytes], str, bytes]] = {
+    "import": (
+        {"graders.py": b"def score(output, reference):\n    return 1.0 if output == reference else 0.0\n"},
+        "graders.py",
+        b"def score(output, reference):\n    return 1.0\n",
+    ),
+    **{
+        how: (
+            {
+                "rules.py": RULES.encode(),
+                "graders.py": (
+                    RUNS_RULES[how]
+                    + "\n\ndef score(output, reference):\n    return _rules['score'](output, reference)\n"
+                ).encode(),
+            },
+            "rules.py",
+            b"def score(output, reference):\n    return 1.0\n",
+        )
+        for how in sorted(RUNS_RULES)
+    },
+}
+
+
+@pytest.mark.parametrize("how", sorted(_REACHES))
+def test_the_gated_worker_refuses_a_bound_source_rewritten_since_the_config_was_hashed(tmp_path, how):
+    """What the gated worker does itself, under the run's end (which, since the bound files' states are held, stops
+    a run in which one was rewritten with exit 2 before any score is kept): a bound source whose bytes are not the
+    hashed ones, imported or compiled under its name, is refused, every call an error (``host_unbound_code``)."""
+    from evalglass.core.fingerprint import fingerprint_of_bytes
+    from evalglass.metrics.hostscoring import metric_worker
+
+    reviewed, rewritten, forged = _REACHES[how]
+    (tmp_path / ".git").mkdir()
+    for name, data in reviewed.items():
+        (tmp_path / name).write_bytes(data)
+    guard = (str(tmp_path), tuple(sorted((str(tmp_path / n), fingerprint_of_bytes(d)) for n, d in reviewed.items())))
+    (tmp_path / rewritten).write_bytes(forged)  # after the hash: as host code of the run would
+    worker = metric_worker("graders.py:score", tmp_path, guard, "mine")
+    index, wanted = worker.load("graders.py:score", True)
+    columns = {"output": ["a"], "reference": ["b"]}
+    (result,) = worker.score(index, {name: columns[name] for name in wanted}, 1)
+    assert [item.code for item in result.diagnostics] == ["host_unbound_code"], result
+    assert f"{rewritten} is not as the gate bound it" in result.diagnostics[0].message, result

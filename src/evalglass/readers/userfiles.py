@@ -21,6 +21,23 @@ from evalglass.errors import SetupError
 MAX_WHOLE_FILE = 256 << 20
 
 
+#: A file's identity as far as a change to it shows: (device, inode, size, ctime in ns), None when it cannot be
+#: stat'ed. ``ctime`` moves with every write, rename over and ``utime``, and no unprivileged process can set it back
+#: (unlike ``mtime``). It also moves on a metadata-only change (``chmod``, ``touch``, a hard link made or removed as
+#: DVC, git-annex or uv's cache do, a checkout that writes the same bytes). A run holds the files it reads examples
+#: from to it (a moved state makes it compare bytes: ``engine.jobs.pipeline.refuse_changed_inputs``) and a metric's
+#: bound files (a moved state stops it: ``refuse_rewritten_definitions``).
+FileState = tuple[int, int, int, int] | None
+
+
+def file_state(path: Path) -> FileState:
+    try:
+        found = path.stat()
+    except OSError:
+        return None
+    return (found.st_dev, found.st_ino, found.st_size, found.st_ctime_ns)
+
+
 def may_exist(path: Path) -> bool:
     """``path.exists()``, except that a path whose folder this user may not search counts as existing: Python's
     ``exists()`` raises ``PermissionError`` for it, which reached the user as an internal error. Opening it then

@@ -70,6 +70,7 @@ from evalglass.engine.spec.ledger import LoadedLedger, check_against_config, loa
 from evalglass.engine.spec.staleness import stale_causes
 from evalglass.errors import EvalGlassError, Interrupted, SetupError
 from evalglass.lanes.shipping import ClusterLost
+from evalglass.readers.userfiles import FileState, file_state
 from evalglass.version import __version__
 
 if TYPE_CHECKING:
@@ -145,13 +146,6 @@ def run_standalone_checks(loaded: LoadedConfig) -> dict[str, CheckResult]:
         return run_checks({name: bound[name] for name in names}, loaded.base_dir, expected=expected)
 
 
-#: A file's identity as far as a change to it shows: (device, inode, size, ctime in ns). ``ctime`` moves with every
-#: write, rename over and ``utime``, and no unprivileged process can set it back (unlike ``mtime``). It also moves on
-#: a metadata-only change (``chmod``, ``touch``, a hard link made or removed as DVC, git-annex or uv's cache do, a
-#: checkout that writes the same bytes): a moved state only makes the run compare bytes (:func:`refuse_changed_inputs`).
-FileState = tuple[int, int, int, int] | None
-
-
 def read_file_states(loaded: LoadedConfig) -> dict[Path, FileState]:
     """The state of each file the run reads examples and outputs from while it scores, taken before any host code
     runs (:func:`refuse_changed_inputs`). The files are what each dataset source the run scores says it reads
@@ -202,14 +196,6 @@ def start_digests(
                 continue  # unreadable now: the run's own read says why; no hash, so a moved state stops the run
         digests[path] = found
     return digests
-
-
-def file_state(path: Path) -> FileState:
-    try:
-        found = path.stat()
-    except OSError:
-        return None
-    return (found.st_dev, found.st_ino, found.st_size, found.st_ctime_ns)
 
 
 def refuse_changed_inputs(
@@ -287,16 +273,24 @@ def refuse_rewritten_definitions(loaded: LoadedConfig) -> None:
     Host code runs during a run (a lane, a python metric, a check's command) and a pull request edits it freely: it
     could rewrite a metric's module or a helper a metric imports lazily while the run goes on, so that the scores
     were computed by code no approval covers while the run record names the approved hashes. Nothing is decided
-    then. Limit: the states at load and at the end are compared; a file rewritten and restored in between is not
-    seen here (a python metric's module, imported before any lane runs, is the bytes hashed: nothing ran between;
-    a module it imports only when called is what this guards).
+    then. A file rewritten and put back before the end has its bytes again, but not its state (``file_state``:
+    inode, size, ctime, taken as the config loaded, before its bytes were hashed: ``LoadedConfig.definition_states``):
+    a gated function that read it as data in between (a ``data_files:`` entry, a text it ``exec``s, an extension)
+    read what no approval covers, so a moved state stops the run too, even with the bytes the same. Limit: a
+    metadata-only change (``chmod``, a hard link made or removed) moves it as well, and ends an honest run with
+    exit 2, never a verdict.
     """
     config = loaded.config
     host_ran = config.live or bool(config.checks) or any(spec.host_reference() for spec in config.metrics.values())
     if not host_ran or not loaded.definition_files:
         return
     from evalglass.core.checks import check_code_key
-    from evalglass.engine.spec.config import check_files_key, check_inputs_key, metric_definition_hashes
+    from evalglass.engine.spec.config import (
+        check_files_key,
+        check_inputs_key,
+        definition_label,
+        metric_definition_hashes,
+    )
 
     checks = {key(name) for name in config.checks for key in (check_files_key, check_code_key, check_inputs_key)}
     now = metric_definition_hashes(config, loaded.base_dir)  # (a check's files and inputs are not hashed again)
@@ -311,6 +305,15 @@ def refuse_rewritten_definitions(loaded: LoadedConfig) -> None:
                     fix="find what rewrites it during a run (a lane, a metric or a check writing into the project) "
                     "and run again",
                 )
+    root = loaded.base_dir.resolve()
+    for path, state in loaded.definition_states.items():
+        if file_state(path) != state:
+            raise SetupError(
+                f"{definition_label(path, root)} was written while the run ran (its ctime moved): what the gated "
+                "metric read there is unknown, even though its bytes are the ones hashed when the config loaded",
+                where=str(path),
+                fix="find what writes into the project during a run (a lane, a metric or a check) and run again",
+            )
 
 
 class RunInterrupted(Interrupted):

@@ -191,7 +191,7 @@ def _rescore_variants(
     a model: checked for consistency only. Limit: an own outputs file is hashed, then read; a write in between moves
     its ctime, which is compared after."""
     from evalglass.core.variants import variant_metric
-    from evalglass.engine.jobs.pipeline import file_state
+    from evalglass.readers.userfiles import file_state
 
     path = dataset if dataset is not None else config_path.parent / config.dataset.path
     compared = {

@@ -60,7 +60,7 @@ from evalglass.lanes.hostimports import TooManyHostFiles
 from evalglass.lanes.specs import EndpointSpec, LaneSpec, templates_read
 from evalglass.metrics.registry import BY_NAME, MetricEntry
 from evalglass.metrics.versions import fingerprinted, gate_evaluators
-from evalglass.readers.userfiles import read_regular
+from evalglass.readers.userfiles import FileState, file_state, read_regular
 from evalglass.readers.yamlsource import YamlDocument, load_yaml
 
 if TYPE_CHECKING:
@@ -1148,6 +1148,10 @@ class LoadedConfig:
     fingerprint: str
     definition_files: dict[str, dict[str, str]] = field(default_factory=dict)
     raw: bytes = b""
+    #: Each metric's bound file (:func:`metric_definition_hashes`) as it was when its bytes were hashed
+    #: (``readers.userfiles.file_state``): a rewrite since moves its ctime even when the bytes were put back
+    #: (``engine.jobs.pipeline.refuse_rewritten_definitions``). Empty for a config read back from a record.
+    definition_states: dict[Path, FileState] = field(default_factory=dict)
     #: The YAML document the config was read from, for ``file:line`` (None: a config rebuilt from a run record).
     doc: YamlDocument | None = field(default=None, compare=False, repr=False)
 
@@ -1229,27 +1233,33 @@ def load_config(path: Path) -> LoadedConfig:
     from evalglass import redaction
 
     redaction.declare(config.secret_names)
+    states: dict[Path, FileState] = {}
     return LoadedConfig(
         config=config,
         path=path,
         fingerprint=fingerprint_of_bytes(doc.raw),
-        definition_files=definition_file_hashes(config, path.parent, doc.where),
+        definition_files=definition_file_hashes(config, path.parent, doc.where, states),
         raw=doc.raw,
+        definition_states=states,
         doc=doc,
     )
 
 
 def definition_file_hashes(
-    config: Config, base_dir: Path, where: Callable[[tuple[str | int, ...]], str] | None = None
+    config: Config,
+    base_dir: Path,
+    where: Callable[[tuple[str | int, ...]], str] | None = None,
+    states: dict[Path, FileState] | None = None,
 ) -> dict[str, dict[str, str]]:
     """SHA-256 of every file a metric's definition lives in, keyed by metric and path relative to the config; and
     per check, the files its command names and the fingerprints of its declared ``inputs:``.
 
     A file that cannot be read is left out here; building the metric then fails with its own clear error. A
     declared input that cannot be hashed is a ``SetupError`` at its entry (``where`` gives ``file:line``): an input
-    is declared to be bound, and silently binding less than declared would be a gap no one sees.
+    is declared to be bound, and silently binding less than declared would be a gap no one sees. ``states``, when
+    given, receives the state of each metric's file (see :func:`metric_definition_hashes`).
     """
-    hashes = metric_definition_hashes(config, base_dir, where)
+    hashes = metric_definition_hashes(config, base_dir, where, states)
     if config.checks:
         # Only a config with checks reads their commands' files: a run without any does not load the reader.
         from evalglass.lanes.checkinputs import InputProblem, code_state
@@ -1269,22 +1279,36 @@ def definition_file_hashes(
     return hashes
 
 
+def definition_label(path: Path, root: Path) -> str:
+    """The label a metric's definition file is hashed under: its path from the config folder ``root`` (resolved),
+    or whole when outside it."""
+    return path.relative_to(root).as_posix() if path.is_relative_to(root) else path.as_posix()
+
+
 def metric_definition_hashes(
-    config: Config, base_dir: Path, where: Callable[[tuple[str | int, ...]], str] | None = None
+    config: Config,
+    base_dir: Path,
+    where: Callable[[tuple[str | int, ...]], str] | None = None,
+    states: dict[Path, FileState] | None = None,
 ) -> dict[str, dict[str, str]]:
     """The metrics' part of :func:`definition_file_hashes`: the files each metric's definition lives in, and the
-    host modules a python metric imports (a check's code is hashed around each of its commands instead)."""
+    host modules a python metric imports (a check's code is hashed around each of its commands instead).
+
+    ``states``, when given, receives each file's state (``file_state``) taken before its bytes are read: a write
+    after that, even one put back before the run ends, moves its ctime, so a file read as data while the run goes
+    on (a ``data_files:`` entry, an extension, a text ``exec``'d) is held to the bytes hashed here too."""
     hashes: dict[str, dict[str, str]] = {}
     root = base_dir.resolve()
     for name, spec in config.metrics.items():
         files: dict[str, str] = {}
         for path in spec.referenced_files(base_dir):
+            if states is not None:
+                states[path] = file_state(path)
             try:
                 data = read_regular(path, what="metric definition file")
             except SetupError:
                 continue
-            label = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.as_posix()
-            files[label] = fingerprint_of_bytes(data)
+            files[definition_label(path, root)] = fingerprint_of_bytes(data)
         if files:
             hashes[name] = files
         try:
@@ -1293,6 +1317,8 @@ def metric_definition_hashes(
                 continue
             from evalglass.lanes.checkinputs import host_file_hashes
 
+            if states is not None:
+                states.update((path, file_state(path)) for path in host_files)
             imported = host_file_hashes(host_files, root)
         except TooManyHostFiles as exc:
             located = where(("metrics", name)) if where else None
