@@ -145,6 +145,13 @@ def _last_started(content: bytes | None) -> Mutation:
     return mutate
 
 
+def _init_with_fifo_gitignore(project: Project) -> tuple[str, ...]:
+    """``init --dir fresh`` where ``fresh/.gitignore``, the file init adds the call cache's pattern to, is a FIFO."""
+    (project.root / "fresh").mkdir()
+    os.mkfifo(project.root / "fresh" / ".gitignore")
+    return ("init", "--dir", "fresh")
+
+
 def _traces(select: dict[str, object]) -> Mutation:
     """An OTLP dataset (empty: the config is refused before it is read) selected by ``select``."""
 
@@ -324,6 +331,8 @@ CASES = [
         (".evalglass/last-started", "does not hold a folder path", "--resume RUN_FOLDER"),
     ),
     Case("last-started-pointer-fifo", _last_started(None), (".evalglass/last-started", "named pipe")),
+    # engine/spec/scaffold.py read the user's .gitignore with read_text: a FIFO there hung `evalglass init`.
+    Case("init-gitignore-fifo", _init_with_fifo_gitignore, ("fresh/.gitignore", "named pipe", "regular file")),
     # engine/spec/validation.py refuse_numbers_from_text: lax mode read a YAML boolean as 1 or 0 wherever the config
     # means a number (the ledger reads strictly and refused it): the run went on with the number no one wrote.
     Case(

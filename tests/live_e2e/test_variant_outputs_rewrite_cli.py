@@ -11,13 +11,15 @@ that hash to what it wrote.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
 
 from evalglass.testing.fake_openai import FakeOpenAI
 
-from .conftest import LiveProject
+from .conftest import LiveProject, cli_env
 from .test_pairwise_variants_live_cli import approve_calibrated, judged, reply
 
 
@@ -115,3 +117,39 @@ def test_a_process_left_behind_rewriting_what_the_judge_of_variants_reads_decide
     # decided on it either way; now the file is held from the moment it is written, as the dataset is.
     assert attacked.code == 2, attacked.out + attacked.err
     assert "compared/graded.jsonl" in attacked.err and "the file changed while the run read it" in attacked.err
+
+
+#: The CLI with a rewrite injected at the one instant no race test hits reliably: `compared/graded.jsonl` is
+#: published (renamed into place) and rewritten, every answer of `strong` made q=9, before the run records its state
+#: (once: the run's later look at the file is left alone).
+REWRITE_AFTER_PUBLISH = r"""
+import pathlib, re, runpy, sys
+from evalglass.engine.jobs import pipeline
+
+real, done = pipeline.file_state, []
+
+def file_state(path):
+    if path.name == "graded.jsonl" and path.parent.name == "compared" and not done:
+        done.append(path)
+        path.write_text(re.sub(r"q=\d+", "q=9", path.read_text()))
+    return real(path)
+
+pipeline.file_state = file_state
+sys.argv = ["evalglass", *sys.argv[1:]]
+runpy.run_module("evalglass", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_what_the_judge_of_variants_reads_is_held_to_the_bytes_written_not_to_the_published_file(
+    project: LiveProject,
+) -> None:
+    judged(project, gates={"strong-preferred": {"metric": "preferred", "proposed_threshold": 0.9}})
+    assert project.run().code == 0
+    approve_calibrated(project, "strong-preferred", 0.9)
+    assert project.run().code == 1  # 0.75, short of 0.9
+    argv = [sys.executable, "-c", REWRITE_AFTER_PUBLISH, "run", "--format", "json", "--no-progress"]
+    attacked = subprocess.run(argv, cwd=project.root, env=cli_env(), capture_output=True, text=True, timeout=120)
+    # Before: the state was taken of the rewritten file, its judges graded it and the run decided on it (exit 1).
+    assert attacked.returncode == 2, attacked.stdout + attacked.stderr
+    assert "compared/graded.jsonl" in attacked.stderr and "the file changed while the run read it" in attacked.stderr
+    assert "Traceback" not in attacked.stderr

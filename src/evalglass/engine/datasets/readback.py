@@ -23,6 +23,24 @@ def read_by_own_reader(record: RunRecord) -> bool:
     return isinstance(dataset, dict) and dataset.get("format") in OWN_READER_FORMATS
 
 
+#: Formats whose rows are not JSON lines either: a CSV or Parquet dataset, named or told by its suffix as the run's
+#: reader (``open_reader``) tells it.
+TABULAR_FORMATS = frozenset({"csv", "parquet"})
+
+
+def read_as_rows_by_reader(record: RunRecord) -> bool:
+    """Whether ``view --examples`` reads the run's examples back through the run's reader (``examples_by_id``)
+    rather than as JSON lines: a format with its own reader, or a CSV or Parquet dataset (whose lines parsed as
+    JSON gave no input at all)."""
+    if read_by_own_reader(record):
+        return True
+    dataset = record.config.get("dataset") if isinstance(record.config, dict) else None
+    declared = dataset.get("format") if isinstance(dataset, dict) else None
+    if declared is not None:
+        return declared in TABULAR_FORMATS
+    return Path(record.dataset.path).suffix.lower().lstrip(".") in TABULAR_FORMATS
+
+
 def examples_by_id(record: RunRecord, path: Path, wanted: set[str]) -> dict[str, Example] | None:
     """The examples with these ids in the dataset at ``path``, read as the run read it; None when it cannot be read
     (the file is gone or no longer readable)."""

@@ -10,7 +10,7 @@ import orjson
 
 from evalglass.core.fieldpath import FieldPathError
 from evalglass.core.runrecord import RunRecord
-from evalglass.engine.datasets.readback import examples_by_id, read_by_own_reader
+from evalglass.engine.datasets.readback import examples_by_id, read_as_rows_by_reader
 from evalglass.engine.datasets.recordparts import present, record_parts
 from evalglass.engine.explore.explorer import dataset_candidates, file_sha256
 from evalglass.engine.explore.failing import ExampleRow, as_text
@@ -33,7 +33,7 @@ def with_inputs(folder: Path, record: RunRecord, rows: list[ExampleRow]) -> tupl
     except FieldPathError:
         return rows, "the run record names a malformed field path: inputs and references are not shown"
     records: dict[str, dict[str, object]] = {}
-    if read_by_own_reader(record):
+    if read_as_rows_by_reader(record):  # (a CSV row's fields are its columns, as the run read them)
         examples = examples_by_id(record, path, {row.id for row in rows}) or {}
         records = {example_id: dict(example.fields) for example_id, example in examples.items()}
     else:

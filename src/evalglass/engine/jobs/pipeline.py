@@ -617,6 +617,22 @@ def _run_in(prepared: _Prepared, created: bool) -> RunOutcome:
         raise
 
 
+def _refuse_unlike_written(path: Path, sha256: str) -> None:
+    """Exit 2 when ``path``, a file the run wrote and published, no longer holds the bytes written (``sha256``)."""
+    try:
+        now: str | None = file_sha256(path)
+    except OSError:
+        now = None
+    if now != sha256:
+        raise SetupError(
+            "the file changed while the run read it (rewritten after the run wrote it, before its judges read it): "
+            "what they would grade is not what the run wrote, so nothing was decided",
+            where=str(path),
+            fix="find what writes into the run folder during a run (a process a lane, metric or check left behind) "
+            "and run again",
+        )
+
+
 def _score(prepared: _Prepared, sink: RunSink, warnings: list[str], joined: list[RayCluster]) -> Scored:
     """The dataset scored into ``sink`` by the run's producer; nothing of it is kept when this raises. A cluster
     the run joins is put in ``joined`` (a stopped run's reason may be its loss) and closed here."""
@@ -687,12 +703,17 @@ def _score_compared(
     writer = PartialFile(graded, buffering=1 << 20)
     try:
         written = {name: variants[name].outputs_sha256 for name in config.compared_variants if name in variants}
+        digest = hashlib.sha256()
         for line in graded_lines(prepared.folder, config.compared_variants, samples=config.samples, written=written):
             writer.write(line)
+            digest.update(line)
         writer.commit()
         # The judges read it as their dataset, batch by batch, while a process host code left behind may still run:
-        # held as the dataset is (refuse_changed_inputs), from the moment it is there.
+        # held as the dataset is (refuse_changed_inputs) from the state recorded here, and that state is shown to be
+        # the one of the bytes written (hashed after it is taken), since the file could be rewritten between the
+        # rename that publishes it and this call.
         prepared.input_states[graded] = file_state(graded)
+        _refuse_unlike_written(graded, PREFIX + digest.hexdigest())
     except BaseException:
         writer.abort()
         raise

@@ -6,6 +6,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from evalglass.errors import SetupError
+from evalglass.readers.userfiles import may_exist, read_regular
 
 TEMPLATE_FILES = ("evalglass.yaml", "dataset.jsonl", "authority.yaml")
 #: Tool-written files beside the config that do not belong in version control: the call cache (and its WAL).
@@ -24,27 +25,39 @@ def scaffold(target: Path, *, force: bool, workdir: Path = Path(".")) -> list[Pa
             f"{existing[0]} already exists",
             fix="pass --force to overwrite, or --dir to scaffold somewhere else",
         )
+    ignores = (
+        (target / ".gitignore", GITIGNORED, "the call cache of live runs (evalglass)"),
+        (workdir / ".gitignore", RUNS_GITIGNORED, "run folders and pointers written by `evalglass run` (evalglass)"),
+    )
+    # Read before anything is written: a `.gitignore` that is not a regular file (a FIFO hung `init`) is one line,
+    # and the scaffold is then not left half written.
+    for ignore, _, _ in ignores:
+        _ignore_lines(ignore)
     target.mkdir(parents=True, exist_ok=True)
     written = []
     for name in TEMPLATE_FILES:
         destination = target / name
         destination.write_bytes((source / name).read_bytes())
         written.append(destination)
-    for folder, pattern, why in (
-        (target, GITIGNORED, "the call cache of live runs (evalglass)"),
-        (workdir, RUNS_GITIGNORED, "run folders and pointers written by `evalglass run` (evalglass)"),
-    ):
-        ignore = folder / ".gitignore"
-        if _add_ignore(ignore, pattern, why) and ignore not in written:
+    for ignore, pattern, why in ignores:
+        if _add_ignore(ignore, _ignore_lines(ignore), pattern, why) and ignore not in written:
             written.append(ignore)
     return written
 
 
-def _add_ignore(ignore: Path, pattern: str, why: str) -> bool:
-    """Append ``pattern`` to the ``.gitignore`` file unless it is already there; True when the file changed.
+def _ignore_lines(ignore: Path) -> list[str]:
+    """The lines of a ``.gitignore`` file (none when there is no file), read only if it is a regular file."""
+    if not may_exist(ignore):
+        return []
+    fix = "make it a regular file (or remove it) and run `evalglass init` again"
+    return read_regular(ignore, what=".gitignore", other_fix=fix).decode("utf-8", "replace").splitlines()
+
+
+def _add_ignore(ignore: Path, lines: list[str], pattern: str, why: str) -> bool:
+    """Append ``pattern`` to the ``.gitignore`` file (whose lines are ``lines``) unless it is already there; True
+    when the file changed.
 
     Added to, never overwritten: it is the user's file."""
-    lines = ignore.read_text().splitlines() if ignore.exists() else []
     if pattern in lines:
         return False
     with ignore.open("a") as handle:
